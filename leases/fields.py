@@ -1,0 +1,159 @@
+"""Parsing and checking of single field values typed by a user or read from a file.
+
+Every parser raises InputError naming the field and the value; none has side effects.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import date, datetime, time
+from decimal import Decimal, InvalidOperation
+from enum import StrEnum
+from typing import TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from leases.errors import InputError
+
+# ISO 4217 codes a lab renting GPUs in and around China meets; extend as needed.
+CURRENCIES = frozenset(
+    {"CNY", "USD", "HKD", "EUR", "JPY", "SGD", "GBP", "KRW", "TWD", "AUD", "CAD", "CHF"}
+)
+DEFAULT_TZ = "Asia/Shanghai"
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,62}$")
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def choice(field: str, value: str, enum: type[E]) -> E:
+    try:
+        return enum(value.strip().lower())
+    except ValueError:
+        allowed = " | ".join(m.value for m in enum)
+        raise InputError(field, value, f"must be one of {allowed}") from None
+
+
+def node_name(value: str, field: str = "name") -> str:
+    if not _NAME_RE.match(value):
+        raise InputError(
+            field,
+            value,
+            "must be 1-63 letters, digits, '.', '_', '@' or '-', starting with a letter or digit",
+        )
+    return value
+
+
+def text(field: str, value: str, max_len: int = 2000) -> str:
+    if len(value) > max_len:
+        raise InputError(field, value[:40] + "...", f"is longer than {max_len} characters")
+    if any(ord(c) < 32 and c not in "\t\n" for c in value):
+        raise InputError(field, value, "contains control characters")
+    return value
+
+
+def money(field: str, value: str | int | Decimal, *, allow_zero: bool = True) -> Decimal:
+    """A non-negative amount with at most 6 decimal places (per-second prices are tiny)."""
+    raw = str(value).strip().replace(",", "")
+    for sym in ("¥", "￥", "$"):
+        raw = raw.removeprefix(sym)
+    try:
+        amount = Decimal(raw)
+    except InvalidOperation:
+        raise InputError(field, value, "is not a number") from None
+    if not amount.is_finite():
+        raise InputError(field, value, "is not a finite number")
+    if amount < 0:
+        raise InputError(field, value, "must not be negative")
+    if amount == 0 and not allow_zero:
+        raise InputError(field, value, "must be greater than zero")
+    if amount.as_tuple().exponent < -6:  # type: ignore[operator]
+        raise InputError(field, value, "has more than 6 decimal places")
+    if amount >= Decimal("1e12"):
+        raise InputError(field, value, "is implausibly large")
+    # 12000.00 is stored as 12000; 1.50 keeps its digits so it reads back the same.
+    return Decimal(int(amount)) if amount == amount.to_integral_value() else amount
+
+
+def currency(value: str, field: str = "currency") -> str:
+    code = value.strip().upper()
+    if code == "RMB":
+        code = "CNY"
+    if code not in CURRENCIES:
+        raise InputError(field, value, f"unknown currency; known: {', '.join(sorted(CURRENCIES))}")
+    return code
+
+
+def count(field: str, value: str | int, *, minimum: int = 0, maximum: int = 100_000) -> int:
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        raise InputError(field, value, "is not a whole number") from None
+    if n < minimum:
+        raise InputError(field, value, f"must be at least {minimum}")
+    if n > maximum:
+        raise InputError(field, value, f"must be at most {maximum}")
+    return n
+
+
+def timezone(value: str, field: str = "tz") -> ZoneInfo:
+    try:
+        return ZoneInfo(value.strip())
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InputError(
+            field, value, "unknown time zone (use an IANA name such as Asia/Shanghai)"
+        ) from None
+
+
+def day(field: str, value: str) -> date:
+    try:
+        return date.fromisoformat(value.strip())
+    except ValueError:
+        raise InputError(field, value, "is not a valid date (use YYYY-MM-DD)") from None
+
+
+def moment(field: str, value: str | datetime, tz: str = DEFAULT_TZ) -> datetime:
+    """A point in time. A date or a naive time is read in the lease's billing time zone."""
+    zone = timezone(tz)
+    if isinstance(value, datetime):
+        parsed = value
+    else:
+        raw = value.strip()
+        try:
+            if len(raw) == 10:
+                parsed = datetime.combine(date.fromisoformat(raw), time())
+            else:
+                parsed = datetime.fromisoformat(raw.replace(" ", "T", 1))
+        except ValueError:
+            raise InputError(
+                field, value, "is not a valid date or time (use YYYY-MM-DD or YYYY-MM-DDTHH:MM)"
+            ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=zone)
+    if not 2000 <= parsed.year <= 2200:
+        raise InputError(field, value, "year must be between 2000 and 2200")
+    return parsed.astimezone(zone)
+
+
+def tags(value: str | Iterable[str]) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else list(value)
+    out: list[str] = []
+    for item in items:
+        tag = item.strip()
+        if not tag:
+            continue
+        if not re.match(r"^[\w.:/@+-]{1,40}$", tag):
+            raise InputError("tags", item, "a tag is 1-40 letters, digits or . : / @ + - _")
+        if tag not in out:
+            out.append(tag)
+    return tuple(out)
+
+
+def boolean(field: str, value: str | bool) -> bool:
+    if isinstance(value, bool):
+        return value
+    raw = value.strip().lower()
+    if raw in {"1", "true", "yes", "y", "on"}:
+        return True
+    if raw in {"0", "false", "no", "n", "off", ""}:
+        return False
+    raise InputError(field, value, "must be yes or no")

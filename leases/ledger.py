@@ -1,0 +1,550 @@
+"""The SQLite ledger: every rented node, its leases and the resources that belong to them,
+with an append-only audit log of every change.
+
+One writer transaction per change (BEGIN IMMEDIATE), WAL mode so that a dashboard and a
+collector can share the file, mode 0600 because the file says where the lab's machines are.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import sqlite3
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlite_utils import Database
+
+from leases import records
+from leases.errors import InputError, LedgerError, UnknownNode
+from leases.models import AuditEntry, Lease, Node, NodeState, Provider, Resource
+from leases.records import Record
+from leases.schema import MIGRATIONS
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def default_ledger_path() -> Path:
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("zuka", appauthor=False)) / "ledger.db"
+
+
+def resolve_ledger_path(cli_value: str | None, env: Mapping[str, str] = os.environ) -> Path:
+    """--ledger wins over ZUKA_LEDGER, which wins over the platform's data directory."""
+    if cli_value:
+        return Path(cli_value).expanduser()
+    if env.get("ZUKA_LEDGER"):
+        return Path(env["ZUKA_LEDGER"]).expanduser()
+    return default_ledger_path()
+
+
+def _create_private(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
+class Ledger:
+    """Reads and writes of the ledger. Construct with Ledger.open()."""
+
+    def __init__(self, db: Database, clock: Clock = utc_now, actor: str | None = None) -> None:
+        self.db = db
+        self.clock = clock
+        self.actor = actor if actor is not None else _whoami()
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path | None,
+        *,
+        create: bool = True,
+        clock: Clock = utc_now,
+        actor: str | None = None,
+    ) -> Ledger:
+        """Open (and if allowed, create) a ledger. path None means an in-memory ledger.
+
+        With create=False a missing file is not created: an empty in-memory ledger stands
+        in, so read-only commands never leave a file behind.
+        """
+        if path is None or (not create and not Path(path).exists()):
+            conn = sqlite3.connect(":memory:")
+        else:
+            path = Path(path)
+            if create:
+                _create_private(path)
+            conn = sqlite3.connect(str(path), timeout=15.0)
+        try:
+            conn.execute("PRAGMA busy_timeout = 15000")
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            db = Database(conn, execute_plugins=False)
+            _migrate(db)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise LedgerError(f"{path}: not a usable zuka ledger ({exc})") from exc
+        return cls(db, clock=clock, actor=actor)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- transactions and audit ---------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; everything inside commits or nothing does."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            raise RuntimeError("nested ledger transaction")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.rollback()
+            raise
+        else:
+            conn.commit()
+
+    def _audit(
+        self,
+        conn: sqlite3.Connection,
+        action: str,
+        entity: str,
+        entity_id: int | None,
+        node: str | None,
+        before: Record | None,
+        after: Record | None,
+    ) -> None:
+        conn.execute(
+            "INSERT INTO audit (at, actor, action, entity, entity_id, node, before, after)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                self.clock().astimezone(UTC).isoformat(timespec="microseconds"),
+                self.actor,
+                action,
+                entity,
+                entity_id,
+                node,
+                None if before is None else json.dumps(before, ensure_ascii=False),
+                None if after is None else json.dumps(after, ensure_ascii=False),
+            ),
+        )
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        return list(self.db.query(sql, params))
+
+    # -- providers -----------------------------------------------------------------------
+
+    def providers(self) -> list[Provider]:
+        return [_provider(r) for r in self._rows("SELECT * FROM providers ORDER BY name")]
+
+    def provider(self, name: str) -> Provider:
+        rows = self._rows("SELECT * FROM providers WHERE name = ?", [name])
+        if not rows:
+            raise InputError("provider", name, "no provider of that name in the ledger")
+        return _provider(rows[0])
+
+    def add_provider(self, provider: Provider) -> Provider:
+        with self.transaction() as conn:
+            return self._insert_provider(conn, provider)
+
+    def _insert_provider(self, conn: sqlite3.Connection, p: Provider) -> Provider:
+        if conn.execute("SELECT 1 FROM providers WHERE name = ?", [p.name]).fetchone():
+            raise InputError("provider", p.name, "a provider of that name already exists")
+        rec = records.provider_record(p)
+        cur = conn.execute(
+            f"INSERT INTO providers ({', '.join(rec)}) VALUES ({', '.join('?' * len(rec))})",
+            list(rec.values()),
+        )
+        self._audit(conn, "provider.add", "provider", cur.lastrowid, None, None, rec)
+        return _provider({**rec, "id": cur.lastrowid})
+
+    def _provider_id(self, conn: sqlite3.Connection, name: str | None) -> int | None:
+        if name is None:
+            return None
+        row = conn.execute("SELECT id FROM providers WHERE name = ?", [name]).fetchone()
+        if row is None:
+            raise InputError(
+                "provider", name, "no provider of that name (add it with `zuka provider add`)"
+            )
+        return int(row[0])
+
+    # -- nodes ---------------------------------------------------------------------------
+
+    _NODE_SELECT = (
+        "SELECT n.*, p.name AS provider FROM nodes n LEFT JOIN providers p ON p.id = n.provider_id"
+    )
+
+    def nodes(self, states: Sequence[NodeState] | None = None) -> list[Node]:
+        rows = self._rows(f"{self._NODE_SELECT} ORDER BY n.name")
+        found = [_node(r) for r in rows]
+        return [n for n in found if states is None or n.state in states]
+
+    def node(self, name: str) -> Node:
+        rows = self._rows(f"{self._NODE_SELECT} WHERE n.name = ?", [name])
+        if not rows:
+            raise UnknownNode(name)
+        return _node(rows[0])
+
+    def add_node(self, node: Node, new_provider: Provider | None = None) -> Node:
+        """Add a node, and in the same transaction the provider it names if that is new."""
+        with self.transaction() as conn:
+            if new_provider is not None:
+                self._insert_provider(conn, new_provider)
+            return self._insert_node(conn, node)
+
+    def _insert_node(self, conn: sqlite3.Connection, node: Node) -> Node:
+        if conn.execute("SELECT 1 FROM nodes WHERE name = ?", [node.name]).fetchone():
+            raise InputError("name", node.name, "a node of that name already exists")
+        rec = records.node_record(node)
+        row = _node_row(rec, self._provider_id(conn, node.provider))
+        cur = conn.execute(
+            f"INSERT INTO nodes ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+            list(row.values()),
+        )
+        self._audit(conn, "node.add", "node", cur.lastrowid, node.name, None, rec)
+        return _node({**row, "provider": node.provider, "id": cur.lastrowid})
+
+    def update_node(
+        self, name: str, changes: Mapping[str, Any], new_provider: Provider | None = None
+    ) -> Node:
+        """Change some fields of a node; the result is validated as a whole."""
+        unknown = set(changes) - set(records.NODE_KEYS)
+        if unknown:
+            field = sorted(unknown)[0]
+            raise InputError(field, changes[field], "not a node field")
+        with self.transaction() as conn:
+            if new_provider is not None:
+                self._insert_provider(conn, new_provider)
+            current = self.node(name)
+            before = records.node_record(current)
+            after_node = records.node_from({**before, **changes})
+            after = records.node_record(after_node)
+            if after == before:
+                return current
+            if (
+                after_node.name != name
+                and conn.execute("SELECT 1 FROM nodes WHERE name = ?", [after_node.name]).fetchone()
+            ):
+                raise InputError("name", after_node.name, "a node of that name already exists")
+            row = _node_row(after, self._provider_id(conn, after_node.provider))
+            conn.execute(
+                f"UPDATE nodes SET {', '.join(f'{k} = ?' for k in row)} WHERE id = ?",
+                [*row.values(), current.id],
+            )
+            self._audit(conn, "node.edit", "node", current.id, after_node.name, before, after)
+            return _node({**row, "provider": after_node.provider, "id": current.id})
+
+    def archive_node(self, name: str) -> Node:
+        """Mark a node released. Its leases must all have ended."""
+        lease = self.current_lease(name)
+        if lease is not None:
+            raise InputError(
+                "node", name, "still has an open lease: end it first (`zuka lease end NODE`)"
+            )
+        return self.update_node(name, {"state": NodeState.RELEASED.value})
+
+    # -- leases --------------------------------------------------------------------------
+
+    _LEASE_SELECT = "SELECT l.*, n.name AS node FROM leases l JOIN nodes n ON n.id = l.node_id"
+
+    def leases(self, node: str | None = None, *, open_only: bool = False) -> list[Lease]:
+        where: list[str] = []
+        params: list[Any] = []
+        if node is not None:
+            self.node(node)
+            where.append("n.name = ?")
+            params.append(node)
+        if open_only:
+            where.append("l.ended_at IS NULL")
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = self._rows(f"{self._LEASE_SELECT}{clause} ORDER BY n.name, l.start", params)
+        return [_lease(r) for r in rows]
+
+    def current_lease(self, node: str) -> Lease | None:
+        open_leases = self.leases(node, open_only=True)
+        return open_leases[-1] if open_leases else None
+
+    def add_lease(self, lease: Lease) -> Lease:
+        with self.transaction() as conn:
+            return self._insert_lease(conn, lease)
+
+    def _insert_lease(self, conn: sqlite3.Connection, lease: Lease) -> Lease:
+        records.check_lease(lease)
+        node = self.node(lease.node)
+        for other in self.leases(lease.node):
+            if _overlaps(other, lease):
+                raise InputError(
+                    "start",
+                    lease.start.isoformat(),
+                    f"overlaps the lease from {other.start.isoformat()}"
+                    + (f" to {other.end.isoformat()}" if other.end else " (still open)")
+                    + ": end or renew that one instead",
+                )
+        rec = records.lease_record(lease)
+        row = _lease_row(rec, node.id)
+        cur = conn.execute(
+            f"INSERT INTO leases ({', '.join(_q(k) for k in row)})"
+            f" VALUES ({', '.join('?' * len(row))})",
+            list(row.values()),
+        )
+        self._audit(conn, "lease.add", "lease", cur.lastrowid, lease.node, None, rec)
+        return _lease({**row, "node": lease.node, "id": cur.lastrowid})
+
+    def _update_lease(self, conn: sqlite3.Connection, old: Lease, new: Lease, action: str) -> Lease:
+        records.check_lease(new)
+        before, after = records.lease_record(old), records.lease_record(new)
+        row = _lease_row(after, None)
+        conn.execute(
+            f"UPDATE leases SET {', '.join(f'{_q(k)} = ?' for k in row)} WHERE id = ?",
+            [*row.values(), old.id],
+        )
+        self._audit(conn, action, "lease", old.id, old.node, before, after)
+        return _replace(new, id=old.id)
+
+    def end_lease(self, node: str, at: datetime | None = None) -> Lease:
+        """Record that the node's open lease ended (released or handed back)."""
+        lease = self.current_lease(node)
+        if lease is None:
+            raise InputError("node", node, "has no open lease to end")
+        when = (at or self.clock()).astimezone(lease.start.tzinfo)
+        if when < lease.start:
+            raise InputError("at", when.isoformat(), f"is before the lease start {lease.start}")
+        with self.transaction() as conn:
+            return self._update_lease(conn, lease, _replace(lease, ended_at=when), "lease.end")
+
+    def renew_lease(
+        self, node: str, end: datetime, changes: Mapping[str, Any] | None = None
+    ) -> Lease:
+        """A renewal is a new lease: the open one ends at its end, the new one starts there."""
+        lease = self.current_lease(node)
+        if lease is None:
+            raise InputError("node", node, "has no open lease to renew (add one with lease add)")
+        if lease.end is None:
+            raise InputError("node", node, "its open lease has no end date to renew from")
+        rec = {
+            **records.lease_record(lease),
+            **(changes or {}),
+            "start": lease.end.isoformat(),
+            "end": end,
+            "ended_at": None,
+            "deposit": None if "deposit" not in (changes or {}) else changes["deposit"],
+            "deposit_paid_on": (changes or {}).get("deposit_paid_on"),
+            "deposit_refund": (changes or {}).get("deposit_refund", "none"),
+            "deposit_refunded_on": None,
+        }
+        new = records.lease_from(rec)
+        with self.transaction() as conn:
+            self._update_lease(conn, lease, _replace(lease, ended_at=lease.end), "lease.renew")
+            return self._insert_lease(conn, new)
+
+    def update_lease(self, node: str, changes: Mapping[str, Any]) -> Lease:
+        """Edit the node's open lease (deposit refund, notes, price corrections)."""
+        lease = self.current_lease(node)
+        if lease is None:
+            raise InputError("node", node, "has no open lease")
+        new = records.lease_from({**records.lease_record(lease), **changes})
+        with self.transaction() as conn:
+            return self._update_lease(conn, lease, new, "lease.edit")
+
+    # -- resources -----------------------------------------------------------------------
+
+    def add_resource(self, node: str, rec: Mapping[str, Any]) -> Resource:
+        """Attach a resource to the node's open lease (or the lease starting lease_start)."""
+        with self.transaction() as conn:
+            return self._insert_resource(conn, node, rec)
+
+    def _lease_for(self, node: str, lease_start: Any) -> Lease:
+        leases = self.leases(node)
+        if lease_start in (None, ""):
+            open_leases = [le for le in leases if le.open]
+            if not open_leases:
+                raise InputError("node", node, "has no open lease to attach a resource to")
+            return open_leases[-1]
+        for le in leases:
+            if le.start.isoformat() == str(lease_start) or le.start == _moment(lease_start):
+                return le
+        raise InputError("lease_start", lease_start, f"no lease of {node} starts then")
+
+    def _insert_resource(
+        self, conn: sqlite3.Connection, node: str, rec: Mapping[str, Any]
+    ) -> Resource:
+        lease = self._lease_for(node, rec.get("lease_start"))
+        assert lease.id is not None
+        res = records.resource_from(rec, lease.id, lease.billing_tz)
+        if conn.execute(
+            "SELECT 1 FROM resources WHERE lease_id = ? AND kind = ? AND native_id = ?",
+            [lease.id, res.kind.value, res.native_id],
+        ).fetchone():
+            raise InputError(
+                "native_id", res.native_id, f"this {res.kind.value} is already recorded"
+            )
+        out = records.resource_record(res, node, lease.start)
+        row = {k: v for k, v in out.items() if k not in ("node", "lease_start")}
+        row["lease_id"] = lease.id
+        cur = conn.execute(
+            f"INSERT INTO resources ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+            list(row.values()),
+        )
+        self._audit(conn, "resource.add", "resource", cur.lastrowid, node, None, out)
+        return _replace(res, id=cur.lastrowid)
+
+    def resources(self, node: str | None = None) -> list[tuple[str, datetime, Resource]]:
+        """(node name, lease start, resource) for every recorded resource."""
+        params: list[Any] = []
+        clause = ""
+        if node is not None:
+            self.node(node)
+            clause = " WHERE n.name = ?"
+            params.append(node)
+        rows = self._rows(
+            "SELECT r.*, n.name AS node, l.start AS lease_start, l.billing_tz AS tz"
+            " FROM resources r JOIN leases l ON l.id = r.lease_id JOIN nodes n ON n.id = l.node_id"
+            f"{clause} ORDER BY n.name, l.start, r.kind, r.native_id",
+            params,
+        )
+        out = []
+        for r in rows:
+            res = records.resource_from(r, r["lease_id"], r["tz"])
+            out.append((r["node"], _moment(r["lease_start"]), _replace(res, id=r["id"])))
+        return out
+
+    # -- audit ---------------------------------------------------------------------------
+
+    def history(self, node: str | None = None) -> list[AuditEntry]:
+        if node is not None:
+            rows = self._rows("SELECT * FROM audit WHERE node = ? ORDER BY id", [node])
+            if not rows:
+                self.node(node)
+        else:
+            rows = self._rows("SELECT * FROM audit ORDER BY id")
+        return [
+            AuditEntry(
+                at=datetime.fromisoformat(r["at"]),
+                action=r["action"],
+                entity=r["entity"],
+                entity_id=r["entity_id"],
+                node=r["node"],
+                before=None if r["before"] is None else json.loads(r["before"]),
+                after=None if r["after"] is None else json.loads(r["after"]),
+                actor=r["actor"],
+                id=r["id"],
+            )
+            for r in rows
+        ]
+
+    # -- export / import -----------------------------------------------------------------
+
+    def export_records(self) -> dict[str, list[Record]]:
+        return {
+            "providers": [records.provider_record(p) for p in self.providers()],
+            "nodes": [records.node_record(n) for n in self.nodes()],
+            "leases": [records.lease_record(le) for le in self.leases()],
+            "resources": [records.resource_record(r, n, s) for n, s, r in self.resources()],
+        }
+
+    def import_records(self, data: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, int]:
+        """Add everything in an export to this ledger, all or nothing."""
+        counts = {k: 0 for k in ("providers", "nodes", "leases", "resources")}
+        with self.transaction() as conn:
+            for kind, insert in (
+                ("providers", lambda r: self._insert_provider(conn, records.provider_from(r))),
+                ("nodes", lambda r: self._insert_node(conn, records.node_from(r))),
+                ("leases", lambda r: self._insert_lease(conn, records.lease_from(r))),
+                ("resources", lambda r: self._insert_resource(conn, str(r.get("node")), r)),
+            ):
+                for i, rec in enumerate(data.get(kind, ())):
+                    try:
+                        insert(rec)
+                    except InputError as exc:
+                        raise InputError(
+                            f"{kind}[{i + 1}].{exc.field}", exc.value, exc.reason
+                        ) from None
+                    counts[kind] += 1
+        return counts
+
+
+def _whoami() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return ""
+
+
+def _migrate(db: Database) -> None:
+    known = {m.name for m in MIGRATIONS._migrations}
+    applied = {m.name for m in MIGRATIONS.applied(db)}
+    if applied - known:
+        raise LedgerError(
+            f"this ledger was written by a newer zuka (migrations {sorted(applied - known)})"
+        )
+    if MIGRATIONS.pending(db):
+        MIGRATIONS.apply(db)
+
+
+def _q(column: str) -> str:
+    return f'"{column}"'
+
+
+def _moment(value: Any) -> datetime:
+    return datetime.fromisoformat(str(value))
+
+
+def _replace(obj: Any, **changes: Any) -> Any:
+    from dataclasses import replace
+
+    return replace(obj, **changes)
+
+
+def _overlaps(a: Lease, b: Lease) -> bool:
+    far = datetime.max.replace(tzinfo=UTC)
+    a_end = a.ended_at or a.end or far
+    b_end = b.ended_at or b.end or far
+    return a.start < b_end and b.start < a_end
+
+
+def _node_row(rec: Record, provider_id: int | None) -> Record:
+    row = {k: v for k, v in rec.items() if k != "provider"}
+    row["tags"] = json.dumps(rec["tags"], ensure_ascii=False)
+    row["provider_id"] = provider_id
+    return row
+
+
+def _lease_row(rec: Record, node_id: int | None) -> Record:
+    row = {k: v for k, v in rec.items() if k != "node"}
+    if node_id is not None:
+        row["node_id"] = node_id
+    return row
+
+
+def _provider(row: Mapping[str, Any]) -> Provider:
+    return _replace(records.provider_from(row), id=row["id"])
+
+
+def _node(row: Mapping[str, Any]) -> Node:
+    rec = dict(row)
+    rec["tags"] = json.loads(row["tags"])
+    return _replace(records.node_from(rec), id=row["id"])
+
+
+def _lease(row: Mapping[str, Any]) -> Lease:
+    return _replace(records.lease_from(row), id=row["id"])

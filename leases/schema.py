@@ -1,0 +1,123 @@
+"""The ledger's schema, as versioned migrations (sqlite-utils Migrations).
+
+A migration is never edited once released: add a new one. CHECK constraints repeat the
+domain's rules so that no writer, however buggy, can store an impossible row.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from sqlite_utils import Database, Migrations
+
+MIGRATIONS = Migrations("zuka")
+
+
+def _run(db: Database, script: str) -> None:
+    """Run statements one by one: executescript() would COMMIT the migration's transaction."""
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            db.execute(pending)
+            pending = ""
+    if pending.strip():
+        raise ValueError(f"incomplete SQL statement in migration: {pending[:60]!r}")
+
+
+@MIGRATIONS()
+def m001_ledger(db: Database) -> None:
+    _run(
+        db,
+        """
+        CREATE TABLE providers (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL CHECK (kind IN ('cloud', 'platform', 'colo')),
+            name TEXT NOT NULL UNIQUE,
+            region TEXT NOT NULL DEFAULT '',
+            account_id TEXT NOT NULL DEFAULT '',
+            account_alias TEXT NOT NULL DEFAULT '',
+            credential_ref TEXT NOT NULL DEFAULT ''
+        );
+        CREATE TABLE nodes (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            provider_id INTEGER REFERENCES providers(id),
+            ssh_host TEXT NOT NULL,
+            ssh_port INTEGER CHECK (ssh_port BETWEEN 1 AND 65535),
+            ssh_user TEXT,
+            ssh_key_path TEXT,
+            ssh_jump TEXT,
+            ssh_alias INTEGER NOT NULL DEFAULT 0,
+            gpu_model TEXT NOT NULL DEFAULT '',
+            gpu_count INTEGER NOT NULL DEFAULT 0 CHECK (gpu_count >= 0),
+            vram_gib INTEGER CHECK (vram_gib > 0),
+            interconnect TEXT NOT NULL DEFAULT 'unknown'
+                CHECK (interconnect IN ('nvlink', 'pcie', 'unknown')),
+            tags TEXT NOT NULL DEFAULT '[]',
+            state TEXT NOT NULL DEFAULT 'active'
+                CHECK (state IN ('active', 'offboarding', 'released')),
+            local INTEGER NOT NULL DEFAULT 0,
+            notes TEXT NOT NULL DEFAULT ''
+        );
+        CREATE TABLE leases (
+            id INTEGER PRIMARY KEY,
+            node_id INTEGER NOT NULL REFERENCES nodes(id),
+            billing_type TEXT NOT NULL CHECK (billing_type IN
+                ('per_second', 'hourly', 'card_hour', 'daily', 'weekly', 'monthly', 'contract')),
+            unit_price TEXT NOT NULL,
+            currency TEXT NOT NULL DEFAULT 'CNY',
+            cards_billed INTEGER CHECK (cards_billed > 0),
+            start TEXT NOT NULL,
+            "end" TEXT,
+            billing_tz TEXT NOT NULL DEFAULT 'Asia/Shanghai',
+            auto_renew INTEGER NOT NULL DEFAULT 0,
+            min_commitment INTEGER,
+            deposit TEXT,
+            deposit_paid_on TEXT,
+            deposit_refund TEXT NOT NULL DEFAULT 'none'
+                CHECK (deposit_refund IN ('none', 'pending', 'refunded', 'forfeited')),
+            deposit_refunded_on TEXT,
+            contract_no TEXT NOT NULL DEFAULT '',
+            notice_days INTEGER,
+            on_expiry TEXT NOT NULL DEFAULT 'released'
+                CHECK (on_expiry IN ('released', 'hourly', 'renews')),
+            release_after_stopped_days INTEGER,
+            notes TEXT NOT NULL DEFAULT '',
+            ended_at TEXT,
+            UNIQUE (node_id, start)
+        );
+        CREATE INDEX leases_node ON leases(node_id);
+        CREATE TABLE resources (
+            id INTEGER PRIMARY KEY,
+            lease_id INTEGER NOT NULL REFERENCES leases(id),
+            kind TEXT NOT NULL CHECK (kind IN ('disk', 'snapshot', 'image', 'bucket',
+                'bucket_prefix', 'ssh_key', 'scratch_path', 'eip')),
+            native_id TEXT NOT NULL,
+            region TEXT NOT NULL DEFAULT '',
+            endpoint TEXT NOT NULL DEFAULT '',
+            created TEXT,
+            deleted_at TEXT,
+            verified_at TEXT,
+            notes TEXT NOT NULL DEFAULT '',
+            UNIQUE (lease_id, kind, native_id)
+        );
+        CREATE INDEX resources_lease ON resources(lease_id);
+        CREATE TABLE audit (
+            id INTEGER PRIMARY KEY,
+            at TEXT NOT NULL,
+            actor TEXT NOT NULL DEFAULT '',
+            action TEXT NOT NULL,
+            entity TEXT NOT NULL,
+            entity_id INTEGER,
+            node TEXT,
+            before TEXT,
+            after TEXT
+        );
+        CREATE INDEX audit_node ON audit(node);
+        CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
+            BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+        CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
+            BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+        """,
+    )

@@ -1,0 +1,111 @@
+"""Export and import of a whole ledger as JSON or CSV, losslessly.
+
+Both formats carry the same records (see leases.records). The CSV is one file: a `record`
+column says which kind each row is (provider, node, lease, resource), the other columns are
+the union of the record keys; a cell that does not apply to a row's kind is left empty.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from leases.errors import InputError
+from leases.records import LEASE_KEYS, NODE_KEYS, PROVIDER_KEYS, RESOURCE_KEYS, Record
+
+FORMAT = "zuka-ledger"
+VERSION = 1
+KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "provider": ("providers", PROVIDER_KEYS),
+    "node": ("nodes", NODE_KEYS),
+    "lease": ("leases", LEASE_KEYS),
+    "resource": ("resources", RESOURCE_KEYS),
+}
+CSV_COLUMNS: tuple[str, ...] = ("record", *dict.fromkeys(k for _, ks in KINDS.values() for k in ks))
+
+Export = dict[str, list[Record]]
+
+
+def to_json(data: Export) -> str:
+    return (
+        json.dumps({"format": FORMAT, "version": VERSION, **data}, ensure_ascii=False, indent=2)
+        + "\n"
+    )
+
+
+def from_json(text: str) -> Export:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError("file", f"line {exc.lineno}", f"is not valid JSON: {exc.msg}") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise InputError("format", _short(doc), f"is not a {FORMAT} export")
+    if doc.get("version") != VERSION:
+        raise InputError("version", doc.get("version"), f"this zuka reads version {VERSION}")
+    out: Export = {}
+    for plural, keys in KINDS.values():
+        rows = doc.get(plural, [])
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise InputError(plural, _short(rows), "must be a list of objects")
+        for i, row in enumerate(rows):
+            extra = set(row) - set(keys)
+            if extra:
+                raise InputError(f"{plural}[{i + 1}]", sorted(extra)[0], "unknown field")
+        out[plural] = rows
+    return out
+
+
+def _csv_cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def to_csv(data: Mapping[str, Sequence[Record]]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for kind, (plural, _keys) in KINDS.items():
+        for rec in data.get(plural, ()):
+            writer.writerow([kind, *(_csv_cell(rec.get(col)) for col in CSV_COLUMNS[1:])])
+    return buf.getvalue()
+
+
+def from_csv(text: str) -> Export:
+    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+    header = reader.fieldnames or []
+    if "record" not in header:
+        raise InputError("header", ",".join(header)[:60], "a zuka CSV needs a 'record' column")
+    unknown = [h for h in header if h not in CSV_COLUMNS]
+    if unknown:
+        raise InputError("header", unknown[0], "unknown column")
+    out: Export = {plural: [] for plural, _ in KINDS.values()}
+    for line_no, row in enumerate(reader, start=2):
+        kind = (row.get("record") or "").strip()
+        if kind.startswith("#") or not any((v or "").strip() for v in row.values()):
+            continue  # comments and blank lines, as in the template
+        if kind not in KINDS:
+            raise InputError(f"line {line_no}: record", kind, f"must be one of {', '.join(KINDS)}")
+        plural, keys = KINDS[kind]
+        stray = [k for k, v in row.items() if k not in keys and k != "record" and v]
+        if stray:
+            raise InputError(
+                f"line {line_no}: {stray[0]}", row[stray[0]], f"does not apply to a {kind}"
+            )
+        rec: Record = {k: (row.get(k) or None) for k in keys}
+        if kind == "node":
+            rec["tags"] = [t for t in (row.get("tags") or "").split(",") if t]
+        out[plural].append(rec)
+    return out
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -1,0 +1,148 @@
+"""The `zuka` command line. With no subcommand it opens the dashboard.
+
+Bad input exits with status 2 and a message naming the field; nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+from leases.errors import InputError, LedgerError
+
+Handler = Callable[[argparse.Namespace, TextIO], int]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(2, f"zuka: error: {message}\n")
+
+
+def _common() -> argparse.ArgumentParser:
+    """Options every subcommand takes, before or after the subcommand's name."""
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument(
+        "--ledger",
+        default=argparse.SUPPRESS,
+        help="ledger file (default: $ZUKA_LEDGER, else the user data directory)",
+    )
+    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tui import cli_ledger as L
+
+    common = _common()
+    parser = _Parser(
+        prog="zuka",
+        description="zuka (租卡): the ledger and dashboard of a lab's rented GPU nodes",
+        parents=[common],
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def cmd(
+        parent: argparse._SubParsersAction[_Parser], name: str, handler: Handler, help: str
+    ) -> _Parser:
+        p = parent.add_parser(name, help=help, description=help, parents=[common])
+        p.set_defaults(handler=handler)
+        return p
+
+    cmd(sub, "demo", L.demo, "open the dashboard on an example fleet in a temporary ledger")
+    cmd(sub, "dashboard", L.dashboard, "open the dashboard (the default)")
+
+    prov = sub.add_parser("provider", help="clouds, rental platforms and data centres")
+    provs = prov.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    p = cmd(provs, "add", L.provider_add, "add a provider")
+    p.add_argument("name")
+    L.provider_options(p, required=True)
+    cmd(provs, "list", L.provider_list, "list providers")
+
+    node = sub.add_parser("node", help="rented nodes")
+    nodes = node.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    p = cmd(nodes, "add", L.node_add, "add a node")
+    p.add_argument("name")
+    L.node_options(p)
+    p = cmd(nodes, "list", L.node_list, "list nodes with their current lease")
+    p.add_argument("--all", action="store_true", help="include released nodes")
+    p = cmd(nodes, "show", L.node_show, "a node, its leases and resources")
+    p.add_argument("name")
+    p = cmd(nodes, "edit", L.node_edit, "change a node's fields")
+    p.add_argument("name")
+    p.add_argument("--rename", metavar="NEW_NAME")
+    L.node_options(p, editing=True)
+    p = cmd(nodes, "archive", L.node_archive, "mark a node released (its leases must have ended)")
+    p.add_argument("name")
+
+    lease = sub.add_parser("lease", help="leases: a node's billing terms over time")
+    leases = lease.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    p = cmd(leases, "add", L.lease_add, "add a lease to a node")
+    p.add_argument("node")
+    L.lease_options(p, required=True)
+    p = cmd(leases, "renew", L.lease_renew, "renew the open lease: a new lease from its end")
+    p.add_argument("node")
+    p.add_argument("--until", required=True, metavar="DATE", help="end of the renewed period")
+    L.lease_options(p, required=False, renewing=True)
+    p = cmd(leases, "end", L.lease_end, "record that the open lease ended")
+    p.add_argument("node")
+    p.add_argument("--at", metavar="TIME", help="when (default: now)")
+    p = cmd(leases, "edit", L.lease_edit, "change the open lease (deposit refund, notes...)")
+    p.add_argument("node")
+    L.lease_options(p, required=False)
+    p = cmd(leases, "list", L.lease_list, "list leases")
+    p.add_argument("node", nargs="?")
+    p.add_argument("--open", action="store_true", help="only leases that have not ended")
+
+    res = sub.add_parser("resource", help="disks, snapshots, buckets... that belong to a lease")
+    ress = res.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    p = cmd(ress, "add", L.resource_add, "record a resource of a node's lease")
+    p.add_argument("node")
+    L.resource_options(p)
+    p = cmd(ress, "list", L.resource_list, "list resources")
+    p.add_argument("node", nargs="?")
+
+    p = cmd(sub, "log", L.log, "the audit history of every change")
+    p.add_argument("node", nargs="?")
+
+    p = cmd(sub, "export", L.export, "write the whole ledger as CSV or JSON")
+    p.add_argument("--format", choices=("csv", "json"), default="json")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p = cmd(sub, "import", L.import_, "add an export (CSV or JSON) to the ledger, all or nothing")
+    p.add_argument("file", help="a file written by `zuka export`, or - for stdin")
+    p.add_argument("--format", choices=("csv", "json"), help="default: from the file name")
+
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.ledger = getattr(args, "ledger", None)
+    args.json = getattr(args, "json", False)
+    handler: Handler | None = getattr(args, "handler", None)
+    if handler is None:
+        from tui import cli_ledger
+
+        handler = cli_ledger.dashboard
+    try:
+        return handler(args, out)
+    except InputError as exc:
+        from tui.cli_ledger import describe_error
+
+        print(f"zuka: error: {describe_error(exc)}", file=sys.stderr)
+        return 2
+    except LedgerError as exc:
+        print(f"zuka: ledger: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

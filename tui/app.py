@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -13,7 +14,7 @@ from leases.ledger import Ledger
 
 class ZukaApp(App[None]):
     TITLE = "zuka 租卡"
-    BINDINGS = [Binding("q", "quit", "Quit", id="quit")]
+    BINDINGS: ClassVar[list[Binding]] = [Binding("q", "quit", "Quit", id="quit")]
 
     def __init__(self, ledger_path: Path | None) -> None:
         super().__init__()

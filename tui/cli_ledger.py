@@ -93,7 +93,8 @@ _HELP = {
 def describe_error(exc: InputError) -> str:
     """The error with the command-line flag named beside the field."""
     flag = _FLAG_OF.get(exc.field)
-    label = f"{exc.field} ({flag})" if flag and flag.strip("-") != exc.field else exc.field
+    same = flag is not None and flag.strip("-").replace("-", "_") == exc.field
+    label = f"{exc.field} ({flag})" if flag and not same else exc.field
     return f"{label}: {exc.reason} (got {exc.value!r})"
 
 

@@ -1,0 +1,44 @@
+"""Shared fixtures: a ledger file in tmp_path and the CLI run in-process."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tui.cli import main
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+Cli = Callable[..., CliResult]
+
+
+@pytest.fixture
+def ledger_path(tmp_path: Path) -> Path:
+    return tmp_path / "ledger.db"
+
+
+@pytest.fixture
+def cli(ledger_path: Path, capsys: pytest.CaptureFixture[str]) -> Cli:
+    """Run `zuka ARGS... --ledger ledger_path` in this process."""
+
+    def run(*args: str, ledger: Path | None = None) -> CliResult:
+        out = io.StringIO()
+        capsys.readouterr()
+        try:
+            code = main([*args, "--ledger", str(ledger or ledger_path)], out=out)
+        except SystemExit as exc:  # argparse errors
+            code = int(exc.code or 0)
+        captured = capsys.readouterr()
+        return CliResult(code, out.getvalue() + captured.out, captured.err)
+
+    return run

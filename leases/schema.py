@@ -121,3 +121,53 @@ def m001_ledger(db: Database) -> None:
             BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
         """,
     )
+
+
+@MIGRATIONS()
+def m002_history(db: Database) -> None:
+    _run(
+        db,
+        """
+        CREATE TABLE gpu_minute (
+            node_id INTEGER NOT NULL REFERENCES nodes(id),
+            minute INTEGER NOT NULL,
+            gpus BLOB NOT NULL,
+            PRIMARY KEY (node_id, minute)
+        ) WITHOUT ROWID;
+        CREATE TABLE gpu_hour (
+            node_id INTEGER NOT NULL REFERENCES nodes(id),
+            hour INTEGER NOT NULL,
+            gpus BLOB NOT NULL,
+            busy_card_minutes INTEGER NOT NULL,
+            known_card_minutes INTEGER NOT NULL,
+            PRIMARY KEY (node_id, hour)
+        ) WITHOUT ROWID;
+        CREATE TABLE poll_gap (
+            id INTEGER PRIMARY KEY,
+            node_id INTEGER NOT NULL REFERENCES nodes(id),
+            start TEXT NOT NULL,
+            "end" TEXT,
+            health TEXT NOT NULL,
+            detail TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX poll_gap_node ON poll_gap(node_id, start);
+        CREATE TABLE node_latest (
+            node_id INTEGER PRIMARY KEY REFERENCES nodes(id),
+            at TEXT NOT NULL,
+            health TEXT NOT NULL,
+            detail TEXT NOT NULL DEFAULT '',
+            fingerprint TEXT,
+            gpus TEXT NOT NULL DEFAULT '[]',
+            processes TEXT NOT NULL DEFAULT '[]'
+        );
+        CREATE TABLE alerts (
+            id INTEGER PRIMARY KEY,
+            at TEXT NOT NULL,
+            node TEXT,
+            kind TEXT NOT NULL,
+            message TEXT NOT NULL,
+            cleared_at TEXT
+        );
+        CREATE INDEX alerts_open ON alerts(node, kind, cleared_at);
+        """,
+    )

@@ -1,0 +1,57 @@
+"""Wiring a ledger to the pieces that read its nodes: SSH options, the poller, the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from leases.history import RecentHistory
+from leases.ledger import Clock, Ledger, utc_now
+from leases.models import Node, NodeState
+from leases.poller import Poller
+from leases.rollups import HistoryStore
+from leases.ssh import SshOptions, SshPool
+
+
+def trust_store(ledger_path: Path) -> Path:
+    """zuka's own known_hosts for this ledger's fleet: accepted keys go here."""
+    return ledger_path.parent / "known_hosts"
+
+
+def sim_trust_store(ledger_path: Path) -> Path:
+    """Host keys of simulated nodes that `zuka sim` started for this ledger."""
+    return ledger_path.parent / "sim_known_hosts"
+
+
+def ssh_options(ledger_path: Path, **overrides: object) -> SshOptions:
+    paths = [trust_store(ledger_path)]
+    if sim_trust_store(ledger_path).exists():
+        paths.append(sim_trust_store(ledger_path))
+    paths += [Path("~/.ssh/known_hosts").expanduser(), Path("/etc/ssh/ssh_known_hosts")]
+    return SshOptions(known_hosts=tuple(paths), **overrides)  # type: ignore[arg-type]
+
+
+def polled_nodes(ledger: Ledger, names: list[str] | None = None) -> list[Node]:
+    """Active and offboarding nodes (or the named ones, which must exist)."""
+    if names:
+        return [ledger.node(n) for n in names]
+    return ledger.nodes([NodeState.ACTIVE, NodeState.OFFBOARDING])
+
+
+def make_poller(
+    ledger: Ledger,
+    ledger_path: Path,
+    *,
+    names: list[str] | None = None,
+    clock: Clock = utc_now,
+    interval_s: float = 5.0,
+    recent: RecentHistory | None = None,
+    store: bool = True,
+) -> Poller:
+    return Poller(
+        polled_nodes(ledger, names),
+        pool=SshPool(ssh_options(ledger_path)),
+        clock=clock,
+        store=HistoryStore(ledger) if store else None,
+        recent=recent,
+        interval_s=interval_s,
+    )

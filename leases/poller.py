@@ -1,0 +1,363 @@
+"""The sweep over every node: read GPUs (nvidia-smi over SSH, NVML for a local node), keep
+the last hour in memory, fold readings into roll-ups, record gaps and host-key alerts.
+
+Two ways to read a remote node, both on its one persistent connection:
+- "stream" (the default for `zuka collect` and the dashboard): one long-lived
+  `nvidia-smi --query-gpu=... -lms N` per node. The node pushes each round: no round trip
+  per poll, and no new nvidia-smi process waking the GPUs every few seconds (with
+  persistence mode off a fresh process drives the card to P0, which distorts the power and
+  clocks we read). bench/poll.py measures both modes.
+- "exec": one query per poll (two round trips); `zuka poll --once` uses it.
+A node's fault never stops the others: each node is read in its own task and every fault
+ends as that node's NodeStatus.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Literal
+
+from leases import nvsmi
+from leases.history import MinuteAccumulator, NodeMinute, RecentHistory
+from leases.ledger import Clock, utc_now
+from leases.models import GpuProcess, GpuSample, Node, NodeHealth
+from leases.nvml import NvmlReader, NvmlUnavailable
+from leases.rollups import HistoryStore, Latest
+from leases.ssh import (
+    BackingOff,
+    CommandResult,
+    HostKeyRejected,
+    SshError,
+    SshPool,
+    StreamExited,
+)
+
+Mode = Literal["stream", "exec"]
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    node: str
+    health: NodeHealth = NodeHealth.CONNECTING
+    detail: str = ""
+    checked: datetime | None = None  # last attempt
+    at: datetime | None = None  # last good reading
+    samples: tuple[GpuSample, ...] = ()
+    processes: tuple[GpuProcess, ...] = ()
+    fingerprint: str | None = None  # of a host key we refused
+
+
+@dataclass
+class _NodeState:
+    node: Node
+    fields: tuple[str, ...] | None = None
+    polls: int = 0
+    acc: MinuteAccumulator = field(init=False)
+    in_gap: bool = False
+
+    def __post_init__(self) -> None:
+        self.acc = MinuteAccumulator(self.node.name)
+
+
+class Poller:
+    def __init__(
+        self,
+        nodes: Sequence[Node],
+        *,
+        pool: SshPool,
+        clock: Clock = utc_now,
+        store: HistoryStore | None = None,
+        recent: RecentHistory | None = None,
+        interval_s: float = 5.0,
+        apps_every: int = 6,
+        nvml: Callable[[], NvmlReader] = NvmlReader,
+        on_update: Callable[[NodeStatus], None] | None = None,
+    ) -> None:
+        self.pool = pool
+        self.clock = clock
+        self.store = store
+        self.recent = recent if recent is not None else RecentHistory()
+        self.interval_s = interval_s
+        self.apps_every = apps_every
+        self.on_update = on_update
+        self._nvml_factory = nvml
+        self._nvml: NvmlReader | None = None
+        self._nodes: dict[str, _NodeState] = {}
+        self.statuses: dict[str, NodeStatus] = {}
+        self._pending_minutes: list[NodeMinute] = []
+        self._pending_latest: dict[str, NodeStatus] = {}
+        self.set_nodes(nodes)
+
+    def set_nodes(self, nodes: Sequence[Node]) -> None:
+        """Follow the ledger: new nodes are added, removed ones forgotten."""
+        wanted = {n.name: n for n in nodes}
+        for name in list(self._nodes):
+            if name not in wanted:
+                del self._nodes[name]
+                self.statuses.pop(name, None)
+                self.recent.forget(name)
+        for name, node in wanted.items():
+            state = self._nodes.get(name)
+            if state is None:
+                self._nodes[name] = _NodeState(node)
+                self.statuses[name] = NodeStatus(name)
+            else:
+                state.node = node
+
+    @property
+    def nodes(self) -> list[Node]:
+        return [s.node for s in self._nodes.values()]
+
+    # -- one sweep (exec mode) -----------------------------------------------------------
+
+    async def sweep(self, names: Sequence[str] | None = None) -> dict[str, NodeStatus]:
+        """Read every node (or the named ones) once, concurrently, and store the results."""
+        targets = [self._nodes[n] for n in (names or list(self._nodes))]
+        await asyncio.gather(*(self._read_once(s) for s in targets))
+        self.flush()
+        return {s.node.name: self.statuses[s.node.name] for s in targets}
+
+    async def _read_once(self, state: _NodeState) -> None:
+        node = state.node
+        if node.local:
+            await self._read_local(state)
+            return
+        session = self.pool.add(node)
+        try:
+            if state.fields is None:
+                state.fields = await nvsmi.probe(session.run)
+            result = await session.run(nvsmi.query_command(state.fields))
+            now = self.clock()
+            if result.exit_status != 0:
+                self._failed_reading(state, result.exit_status, result.stdout, result.stderr)
+                return
+            samples = nvsmi.parse_query(result.stdout, state.fields, node.name, now)
+            processes = await self._processes(state, session.run)
+            self._good(state, samples, processes)
+        except HostKeyRejected as exc:
+            self._bad(state, exc.health, exc.message, exc.offered.fingerprint)
+        except SshError as exc:
+            self._bad(state, exc.health, exc.message)
+        except nvsmi.NvsmiProbeError as exc:
+            self._bad(state, exc.health, str(exc))
+        except nvsmi.NvsmiParseError as exc:
+            state.fields = None  # probe again: the node may have changed under us
+            self._bad(state, NodeHealth.GARBAGE, str(exc))
+
+    async def _processes(
+        self, state: _NodeState, run: Callable[[str], Awaitable[CommandResult]]
+    ) -> tuple[GpuProcess, ...] | None:
+        """Per-process use, every apps_every polls; None when not read this time."""
+        state.polls += 1
+        if (state.polls - 1) % self.apps_every:
+            return None
+        try:
+            result = await run(nvsmi.APPS_COMMAND)
+        except SshError:
+            return None
+        if result.exit_status != 0:
+            return None
+        try:
+            return tuple(nvsmi.parse_compute_apps(result.stdout, state.node.name))
+        except nvsmi.NvsmiParseError:
+            return None
+
+    async def _read_local(self, state: _NodeState) -> None:
+        try:
+            if self._nvml is None:
+                reader = self._nvml_factory()
+                await asyncio.to_thread(reader.open)
+                self._nvml = reader
+            samples = await asyncio.to_thread(self._nvml.read, state.node.name, self.clock())
+        except NvmlUnavailable as exc:
+            self._nvml = None
+            self._bad(state, exc.health, str(exc))
+            return
+        self._good(state, samples, None)
+
+    def _failed_reading(
+        self, state: _NodeState, status: int | None, stdout: str, stderr: str
+    ) -> None:
+        health = nvsmi.classify_failure(status, stdout, stderr)
+        said = (stderr.strip() or stdout.strip()).splitlines()
+        detail = nvsmi.human_reason(health) + (f": {said[0][:200]}" if said else "")
+        if health is NodeHealth.GARBAGE:
+            state.fields = None
+        self._bad(state, health, detail)
+
+    # -- recording -----------------------------------------------------------------------
+
+    def _good(
+        self,
+        state: _NodeState,
+        samples: Sequence[GpuSample],
+        processes: tuple[GpuProcess, ...] | None,
+    ) -> None:
+        name = state.node.name
+        if not samples:
+            self._bad(state, NodeHealth.GPU_LOST, "nvidia-smi listed no GPUs")
+            return
+        now = samples[0].at
+        previous = self.statuses.get(name, NodeStatus(name))
+        status = NodeStatus(
+            name,
+            NodeHealth.OK,
+            "",
+            checked=now,
+            at=now,
+            samples=tuple(samples),
+            processes=previous.processes if processes is None else processes,
+        )
+        self.recent.add(samples)
+        self._pending_minutes.extend(state.acc.add(samples))
+        if state.in_gap and self.store is not None:
+            self.store.close_gap(name, now)
+            self.store.clear_alert(name, "hostkey_changed", now)
+        state.in_gap = False
+        self._set(status)
+
+    def _bad(
+        self, state: _NodeState, health: NodeHealth, detail: str, fingerprint: str | None = None
+    ) -> None:
+        name = state.node.name
+        now = self.clock()
+        previous = self.statuses.get(name, NodeStatus(name))
+        # Keep the last good readings for display, marked by `at`; history gets nothing.
+        status = replace(
+            previous, health=health, detail=detail, checked=now, fingerprint=fingerprint
+        )
+        closed = state.acc.flush(int(now.timestamp()) // 60)
+        if closed is not None:
+            self._pending_minutes.append(closed)
+        if self.store is not None:
+            if not state.in_gap:
+                self.store.open_gap(name, now, health, detail)
+            if health is NodeHealth.HOSTKEY_CHANGED:
+                message = f"{name}: host key changed, connection refused ({fingerprint})"
+                self.store.raise_alert(name, "hostkey_changed", message, now)
+        state.in_gap = True
+        self._set(status)
+
+    def _set(self, status: NodeStatus) -> None:
+        self.statuses[status.node] = status
+        self._pending_latest[status.node] = status
+        if self.on_update is not None:
+            self.on_update(status)
+
+    def flush(self) -> None:
+        """Write closed minutes and the latest status of changed nodes to the ledger."""
+        now_minute = int(self.clock().timestamp()) // 60
+        for state in self._nodes.values():
+            closed = state.acc.flush(now_minute)
+            if closed is not None:
+                self._pending_minutes.append(closed)
+        minutes, self._pending_minutes = self._pending_minutes, []
+        latest, self._pending_latest = self._pending_latest, {}
+        if self.store is None:
+            return
+        self.store.write_minutes(minutes)
+        self.store.write_latest(
+            [
+                Latest(
+                    s.node,
+                    s.checked or self.clock(),
+                    s.health,
+                    s.detail,
+                    s.fingerprint,
+                    s.samples,
+                    s.processes,
+                )
+                for s in latest.values()
+                if s.node in self._nodes
+            ]
+        )
+
+    # -- running -------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event, mode: Mode = "stream", flush_s: float = 5.0) -> None:
+        """Poll until stop is set. Stream mode: one task per node plus a flusher."""
+        if mode == "exec":
+            while not stop.is_set():
+                started = time.monotonic()
+                await self.sweep()
+                left = self.interval_s - (time.monotonic() - started)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), max(0.0, left))
+            return
+        tasks: dict[str, asyncio.Task[None]] = {}
+        try:
+            while not stop.is_set():
+                for name, state in self._nodes.items():
+                    task = tasks.get(name)
+                    if task is None or task.done():
+                        tasks[name] = asyncio.create_task(self._follow(state, stop))
+                for name in [n for n in tasks if n not in self._nodes]:
+                    tasks.pop(name).cancel()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), flush_s)
+                self.flush()
+        finally:
+            for task in tasks.values():
+                task.cancel()
+            await asyncio.gather(*tasks.values(), return_exceptions=True)
+            self.flush()
+
+    async def _follow(self, state: _NodeState, stop: asyncio.Event) -> None:
+        """Keep one node's stream going; after a fault wait, then start again."""
+        while not stop.is_set() and self._nodes.get(state.node.name) is state:
+            wait = self.interval_s
+            if state.node.local:
+                await self._read_local(state)
+            else:
+                wait = await self._stream_once(state)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), wait)
+
+    async def _stream_once(self, state: _NodeState) -> float:
+        """Read one node's stream until it ends; return how long to wait before the next."""
+        node = state.node
+        session = self.pool.add(node)
+        try:
+            # One exec first: probes fields, proves the query works, tells the GPU count.
+            await self._read_once(state)
+            status = self.statuses[node.name]
+            if status.health is not NodeHealth.OK or state.fields is None:
+                return self.interval_s
+            parser = nvsmi.StreamParser(
+                state.fields, node.name, self.clock, gpu_count=len(status.samples)
+            )
+            command = nvsmi.query_command(state.fields, loop_ms=int(self.interval_s * 1000))
+            lines = session.stream(command, idle_timeout=self.interval_s * 3 + 10)
+            async with contextlib.aclosing(lines):
+                async for line in lines:
+                    try:
+                        rounds = parser.feed(line + "\n")
+                    except nvsmi.NvsmiParseError as exc:
+                        self._bad(state, NodeHealth.GARBAGE, str(exc))
+                        continue
+                    for samples in rounds:
+                        apps = await self._processes(state, session.run)
+                        self._good(state, samples, apps)
+            return self.interval_s
+        except StreamExited as exc:
+            r = exc.result
+            self._failed_reading(state, r.exit_status, r.stdout, r.stderr)
+        except BackingOff as exc:
+            self._bad(state, exc.health, exc.message)
+            return max(self.interval_s, exc.retry_at - time.monotonic())
+        except HostKeyRejected as exc:
+            self._bad(state, exc.health, exc.message, exc.offered.fingerprint)
+        except SshError as exc:
+            self._bad(state, exc.health, exc.message)
+        return self.interval_s
+
+    async def close(self) -> None:
+        await self.pool.close()
+        if self._nvml is not None:
+            await asyncio.to_thread(self._nvml.close)
+            self._nvml = None

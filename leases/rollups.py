@@ -1,0 +1,292 @@
+"""Storing GPU history in the ledger: minute and hour roll-ups, gaps, the latest reading of
+every node (what a running collector shares with the dashboard) and alerts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from leases.history import (
+    NodeHour,
+    NodeMinute,
+    hour_of,
+    pack_hour,
+    pack_minute,
+    unpack_hour,
+    unpack_minute,
+)
+from leases.ledger import Ledger
+from leases.models import GpuProcess, GpuSample, NodeHealth
+
+DEFAULT_MINUTE_DAYS = 14  # per-minute roll-ups; per-hour ones are kept for the lease's life
+
+
+@dataclass(frozen=True)
+class Latest:
+    node: str
+    at: datetime
+    health: NodeHealth
+    detail: str
+    fingerprint: str | None
+    gpus: tuple[GpuSample, ...]
+    processes: tuple[GpuProcess, ...]
+
+
+@dataclass(frozen=True)
+class BusyHours:
+    lease_id: int
+    node: str
+    busy_card_hours: float
+    known_card_hours: float
+
+
+def _sample_json(s: GpuSample) -> dict[str, Any]:
+    d = asdict(s)
+    d.pop("node")
+    d["at"] = s.at.isoformat()
+    return d
+
+
+def _sample_from(node: str, d: dict[str, Any]) -> GpuSample:
+    return GpuSample(**{**d, "node": node, "at": datetime.fromisoformat(d["at"])})
+
+
+class HistoryStore:
+    """History reads and writes over a Ledger's connection."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self._ids: dict[str, int] = {}
+
+    def node_id(self, node: str) -> int:
+        if node not in self._ids:
+            row = self.ledger.db.conn.execute(
+                "SELECT id FROM nodes WHERE name = ?", [node]
+            ).fetchone()
+            if row is None:
+                from leases.errors import UnknownNode
+
+                raise UnknownNode(node)
+            self._ids[node] = int(row[0])
+        return self._ids[node]
+
+    # -- writes --------------------------------------------------------------------------
+
+    def write_minutes(self, minutes: Sequence[NodeMinute], refresh_hours: bool = True) -> None:
+        """Store closed minutes and refresh the hours they fall in, in one transaction.
+
+        refresh_hours=False is for a caller that writes those hours itself (a backfill).
+        """
+        if not minutes:
+            return
+        with self.ledger.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO gpu_minute (node_id, minute, gpus) VALUES (?, ?, ?)",
+                [(self.node_id(m.node), m.minute, pack_minute(m.gpus)) for m in minutes],
+            )
+            if not refresh_hours:
+                return
+            for node, hour in sorted({(m.node, m.minute // 60) for m in minutes}):
+                self._refresh_hour(conn, node, hour)
+
+    def _refresh_hour(self, conn: Any, node: str, hour: int) -> None:
+        node_id = self.node_id(node)
+        rows = conn.execute(
+            "SELECT minute, gpus FROM gpu_minute WHERE node_id = ? AND minute >= ? AND minute < ?",
+            (node_id, hour * 60, hour * 60 + 60),
+        ).fetchall()
+        rolled = hour_of(node, hour, (NodeMinute(node, m, unpack_minute(b)) for m, b in rows))
+        conn.execute(
+            "INSERT OR REPLACE INTO gpu_hour"
+            " (node_id, hour, gpus, busy_card_minutes, known_card_minutes) VALUES (?, ?, ?, ?, ?)",
+            (
+                node_id,
+                hour,
+                pack_hour(rolled.gpus),
+                rolled.busy_card_minutes,
+                rolled.known_card_minutes,
+            ),
+        )
+
+    def write_hours(self, hours: Iterable[NodeHour]) -> None:
+        """Store whole hours directly (backfilled history)."""
+        with self.ledger.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO gpu_hour"
+                " (node_id, hour, gpus, busy_card_minutes, known_card_minutes)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [
+                    (
+                        self.node_id(h.node),
+                        h.hour,
+                        pack_hour(h.gpus),
+                        h.busy_card_minutes,
+                        h.known_card_minutes,
+                    )
+                    for h in hours
+                ],
+            )
+
+    def write_latest(self, rows: Sequence[Latest]) -> None:
+        if not rows:
+            return
+        with self.ledger.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO node_latest"
+                " (node_id, at, health, detail, fingerprint, gpus, processes)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        self.node_id(r.node),
+                        r.at.isoformat(),
+                        r.health.value,
+                        r.detail,
+                        r.fingerprint,
+                        json.dumps([_sample_json(s) for s in r.gpus]),
+                        json.dumps([asdict(p) for p in r.processes]),
+                    )
+                    for r in rows
+                ],
+            )
+
+    def open_gap(self, node: str, start: datetime, health: NodeHealth, detail: str) -> None:
+        """Record that readings stopped (an unknown stretch, never zero). Idempotent."""
+        with self.ledger.transaction() as conn:
+            node_id = self.node_id(node)
+            if conn.execute(
+                'SELECT 1 FROM poll_gap WHERE node_id = ? AND "end" IS NULL', [node_id]
+            ).fetchone():
+                return
+            conn.execute(
+                "INSERT INTO poll_gap (node_id, start, health, detail) VALUES (?, ?, ?, ?)",
+                (node_id, start.isoformat(), health.value, detail[:500]),
+            )
+
+    def close_gap(self, node: str, end: datetime) -> None:
+        with self.ledger.transaction() as conn:
+            conn.execute(
+                'UPDATE poll_gap SET "end" = ? WHERE node_id = ? AND "end" IS NULL',
+                (end.isoformat(), self.node_id(node)),
+            )
+
+    def raise_alert(self, node: str | None, kind: str, message: str, at: datetime) -> bool:
+        """Record an alert unless the same one is already open. True when it is new."""
+        with self.ledger.transaction() as conn:
+            if conn.execute(
+                "SELECT 1 FROM alerts WHERE node IS ? AND kind = ? AND cleared_at IS NULL",
+                (node, kind),
+            ).fetchone():
+                return False
+            conn.execute(
+                "INSERT INTO alerts (at, node, kind, message) VALUES (?, ?, ?, ?)",
+                (at.isoformat(), node, kind, message),
+            )
+            return True
+
+    def clear_alert(self, node: str | None, kind: str, at: datetime) -> None:
+        with self.ledger.transaction() as conn:
+            conn.execute(
+                "UPDATE alerts SET cleared_at = ?"
+                " WHERE node IS ? AND kind = ? AND cleared_at IS NULL",
+                (at.isoformat(), node, kind),
+            )
+
+    def purge(self, now: datetime, minute_days: int = DEFAULT_MINUTE_DAYS) -> int:
+        """Drop minute roll-ups older than minute_days; hours stay. Returns rows removed."""
+        cutoff = int((now - timedelta(days=minute_days)).timestamp()) // 60
+        with self.ledger.transaction() as conn:
+            return conn.execute("DELETE FROM gpu_minute WHERE minute < ?", [cutoff]).rowcount
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def minutes(self, node: str, since: datetime, until: datetime) -> list[NodeMinute]:
+        rows = self.ledger.db.conn.execute(
+            "SELECT minute, gpus FROM gpu_minute WHERE node_id = ? AND minute >= ? AND minute < ?"
+            " ORDER BY minute",
+            (self.node_id(node), int(since.timestamp()) // 60, int(until.timestamp()) // 60),
+        ).fetchall()
+        return [NodeMinute(node, m, unpack_minute(b)) for m, b in rows]
+
+    def hours(self, node: str, since: datetime, until: datetime) -> list[NodeHour]:
+        rows = self.ledger.db.conn.execute(
+            "SELECT hour, gpus FROM gpu_hour WHERE node_id = ? AND hour >= ? AND hour < ?"
+            " ORDER BY hour",
+            (self.node_id(node), int(since.timestamp()) // 3600, int(until.timestamp()) // 3600),
+        ).fetchall()
+        return [NodeHour(node, h, unpack_hour(b)) for h, b in rows]
+
+    def gaps(self, node: str) -> list[tuple[datetime, datetime | None, str, str]]:
+        rows = self.ledger.db.conn.execute(
+            'SELECT start, "end", health, detail FROM poll_gap WHERE node_id = ? ORDER BY start',
+            [self.node_id(node)],
+        ).fetchall()
+        return [
+            (datetime.fromisoformat(s), datetime.fromisoformat(e) if e else None, h, d)
+            for s, e, h, d in rows
+        ]
+
+    def latest(self) -> dict[str, Latest]:
+        rows = self.ledger.db.conn.execute(
+            "SELECT n.name, l.at, l.health, l.detail, l.fingerprint, l.gpus, l.processes"
+            " FROM node_latest l JOIN nodes n ON n.id = l.node_id"
+        ).fetchall()
+        out: dict[str, Latest] = {}
+        for name, at, health, detail, fp, gpus, procs in rows:
+            out[name] = Latest(
+                name,
+                datetime.fromisoformat(at),
+                NodeHealth(health),
+                detail,
+                fp,
+                tuple(_sample_from(name, d) for d in json.loads(gpus)),
+                tuple(GpuProcess(**{**p, "node": name}) for p in json.loads(procs)),
+            )
+        return out
+
+    def open_alerts(self) -> list[tuple[datetime, str | None, str, str]]:
+        rows = self.ledger.db.conn.execute(
+            "SELECT at, node, kind, message FROM alerts WHERE cleared_at IS NULL ORDER BY at"
+        ).fetchall()
+        return [(datetime.fromisoformat(a), n, k, m) for a, n, k, m in rows]
+
+    def busy_card_hours(self, since: datetime, now: datetime) -> list[BusyHours]:
+        """Busy and known card-hours of every lease between since and now.
+
+        Hours are whole clock hours: an hour counts for a lease when it starts inside the
+        lease's span (start to ended_at/end/now) and inside [since, now).
+        """
+        lo, hi = int(since.timestamp()) // 3600, int(now.timestamp()) // 3600 + 1
+        spans = []
+        for row in self.ledger.db.conn.execute(
+            'SELECT l.id, l.node_id, n.name, l.start, l."end", l.ended_at'
+            " FROM leases l JOIN nodes n ON n.id = l.node_id"
+        ):
+            lease_id, node_id, name, start, end, ended = row
+            stop = ended or end
+            a = max(lo, int(datetime.fromisoformat(start).timestamp()) // 3600)
+            b = min(hi, int(datetime.fromisoformat(stop).timestamp()) // 3600 if stop else hi)
+            if a < b:
+                spans.append((lease_id, node_id, name, a, b))
+        if not spans:
+            return []
+        conn = self.ledger.db.conn
+        values = ", ".join("(?, ?, ?, ?)" for _ in spans)
+        params = [v for s in spans for v in (s[0], s[1], s[3], s[4])]
+        sums = {
+            lease_id: (busy or 0, known or 0)
+            for lease_id, busy, known in conn.execute(
+                f"WITH span(lease_id, node_id, a, b) AS (VALUES {values})"
+                " SELECT span.lease_id, SUM(h.busy_card_minutes), SUM(h.known_card_minutes)"
+                " FROM span JOIN gpu_hour h ON h.node_id = span.node_id"
+                " AND h.hour >= span.a AND h.hour < span.b GROUP BY span.lease_id",
+                params,
+            )
+        }
+        return [
+            BusyHours(s[0], s[2], sums.get(s[0], (0, 0))[0] / 60, sums.get(s[0], (0, 0))[1] / 60)
+            for s in spans
+        ]

@@ -34,6 +34,7 @@ def _common() -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from tui import cli_fleet as F
     from tui import cli_ledger as L
 
     common = _common()
@@ -76,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     L.node_options(p, editing=True)
     p = cmd(nodes, "archive", L.node_archive, "mark a node released (its leases must have ended)")
     p.add_argument("name")
+    p = cmd(nodes, "trust", F.node_trust, "check and accept a node's SSH host key")
+    p.add_argument("name")
+    p.add_argument("--fingerprint", metavar="SHA256:...", help="accept only this key (scripts)")
 
     lease = sub.add_parser("lease", help="leases: a node's billing terms over time")
     leases = lease.add_subparsers(dest="action", required=True, parser_class=_Parser)
@@ -103,6 +107,19 @@ def build_parser() -> argparse.ArgumentParser:
     L.resource_options(p)
     p = cmd(ress, "list", L.resource_list, "list resources")
     p.add_argument("node", nargs="?")
+
+    p = cmd(sub, "poll", F.poll, "read every node's GPUs now and print them")
+    p.add_argument("nodes", nargs="*", metavar="NODE")
+    p.add_argument("--once", action="store_true", help="one sweep (default: every --interval)")
+    p.add_argument("--interval", type=float, default=5.0, help="seconds between sweeps")
+    p.add_argument("--force", action="store_true", help="poll even if a collector runs")
+    p = cmd(sub, "collect", F.collect, "poll the fleet headless, writing history to the ledger")
+    p.add_argument("--interval", type=float, default=5.0, help="seconds between readings")
+    p.add_argument("--mode", choices=("stream", "exec"), default="stream")
+    p.add_argument("--minute-days", type=int, default=14, help="keep minute roll-ups N days")
+    p = cmd(sub, "sim", F.sim, "run simulated GPU nodes registered in a ledger (foreground)")
+    p.add_argument("--nodes", type=int, default=12)
+    p.add_argument("--history", type=float, default=30, metavar="DAYS", help="backfilled days")
 
     p = cmd(sub, "log", L.log, "the audit history of every change")
     p.add_argument("node", nargs="?")

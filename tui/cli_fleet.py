@@ -1,0 +1,340 @@
+"""Handlers of the fleet subcommands: poll, collect, sim and node trust."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TextIO
+
+from leases.errors import InputError
+from leases.fleet import make_poller, polled_nodes, ssh_options
+from leases.ledger import Ledger, resolve_ledger_path
+from leases.lock import PollerLock
+from leases.models import GpuSample, NodeHealth
+from leases.poller import NodeStatus
+from leases.rollups import HistoryStore
+from tui import output
+
+
+def _path(args: argparse.Namespace) -> Path:
+    return resolve_ledger_path(args.ledger)
+
+
+def _positive(field: str, value: float) -> float:
+    if value <= 0:
+        raise InputError(field, value, "must be greater than zero")
+    return value
+
+
+# -- printing statuses -------------------------------------------------------------------
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def summarize(samples: Sequence[GpuSample]) -> dict[str, Any]:
+    """Per-node figures for a table row; None where any GPU's reading is unknown."""
+    used = [s.mem_used_mib for s in samples]
+    total = [s.mem_total_mib for s in samples]
+    power = [s.power_w for s in samples]
+    return {
+        "gpus": len(samples),
+        "util": _mean([s.util_gpu for s in samples]),
+        "mem_used_gib": None if None in used else sum(used) / 1024,  # type: ignore[arg-type]
+        "mem_total_gib": None if None in total else sum(total) / 1024,  # type: ignore[arg-type]
+        "power_w": None if None in power else sum(power),  # type: ignore[arg-type]
+        "temp_max": max((s.temp_c for s in samples if s.temp_c is not None), default=None),
+    }
+
+
+def _fmt(value: float | None, pattern: str) -> str:
+    return "?" if value is None else pattern.format(value)
+
+
+def status_row(st: NodeStatus) -> tuple[str, ...]:
+    fig = summarize(st.samples) if st.health is NodeHealth.OK else None
+    return (
+        st.node,
+        st.health.value,
+        str(fig["gpus"]) if fig else "-",
+        _fmt(fig["util"], "{:.0f}%") if fig else "-",
+        f"{_fmt(fig['mem_used_gib'], '{:.0f}')}/{_fmt(fig['mem_total_gib'], '{:.0f}')} GiB"
+        if fig
+        else "-",
+        _fmt(fig["power_w"], "{:.0f} W") if fig else "-",
+        _fmt(fig["temp_max"], "{:.0f}°C") if fig else "-",
+        (st.detail + (f" [{st.fingerprint}]" if st.fingerprint else ""))[:70],
+    )
+
+
+def status_json(st: NodeStatus) -> dict[str, Any]:
+    def sample(s: GpuSample) -> dict[str, Any]:
+        d = asdict(s)
+        d.pop("node")
+        d["at"] = s.at.isoformat()
+        return d
+
+    return {
+        "node": st.node,
+        "health": st.health.value,
+        "detail": st.detail,
+        "checked": st.checked.isoformat() if st.checked else None,
+        "at": st.at.isoformat() if st.at else None,
+        "fingerprint": st.fingerprint,
+        "gpus": [sample(s) for s in st.samples],
+        "processes": [{k: v for k, v in asdict(p).items() if k != "node"} for p in st.processes],
+    }
+
+
+def print_statuses(statuses: Sequence[NodeStatus], as_json: bool, out: TextIO) -> None:
+    if as_json:
+        output.dump_json([status_json(s) for s in statuses], out)
+        return
+    headers = ("NODE", "HEALTH", "GPUS", "UTIL", "MEMORY", "POWER", "TEMP", "DETAIL")
+    output.table(headers, [status_row(s) for s in statuses], out)
+
+
+# -- poll --------------------------------------------------------------------------------
+
+
+def poll(args: argparse.Namespace, out: TextIO) -> int:
+    path = _path(args)
+    interval = _positive("interval", args.interval)
+    with Ledger.open(path, create=False) as ledger:
+        nodes = polled_nodes(ledger, args.nodes or None)
+        lock = PollerLock(path)
+        if not lock.acquire() and not args.force:
+            return _from_collector(ledger, lock, [n.name for n in nodes], args, out)
+        try:
+            return asyncio.run(_poll(ledger, path, args, interval, out))
+        finally:
+            lock.release()
+
+
+def _from_collector(
+    ledger: Ledger, lock: PollerLock, names: list[str], args: argparse.Namespace, out: TextIO
+) -> int:
+    """Another process polls this fleet: show what it last wrote instead of polling too."""
+    latest = HistoryStore(ledger).latest()
+    statuses = [
+        NodeStatus(
+            n,
+            latest[n].health,
+            latest[n].detail,
+            latest[n].at,
+            latest[n].at if latest[n].health is NodeHealth.OK else None,
+            latest[n].gpus,
+            latest[n].processes,
+            latest[n].fingerprint,
+        )
+        if n in latest
+        else NodeStatus(n, NodeHealth.CONNECTING, "no reading from the collector yet")
+        for n in names
+    ]
+    print(
+        f"zuka: a collector (pid {lock.holder()}) polls this ledger: showing what it last "
+        "wrote (--force polls anyway)",
+        file=sys.stderr,
+    )
+    print_statuses(statuses, args.json, out)
+    return 0
+
+
+async def _poll(
+    ledger: Ledger, path: Path, args: argparse.Namespace, interval: float, out: TextIO
+) -> int:
+    poller = make_poller(ledger, path, names=args.nodes or None, interval_s=interval)
+    try:
+        while True:
+            statuses = await poller.sweep()
+            print_statuses(list(statuses.values()), args.json, out)
+            out.flush()
+            if args.once:
+                return 0
+            await asyncio.sleep(interval)
+            out.write("\n")
+    finally:
+        await poller.close()
+
+
+# -- collect -----------------------------------------------------------------------------
+
+
+def collect(args: argparse.Namespace, out: TextIO) -> int:
+    path = _path(args)
+    interval = _positive("interval", args.interval)
+    if not path.exists():
+        raise InputError("ledger", str(path), "no ledger there yet: add nodes first")
+    lock = PollerLock(path)
+    if not lock.acquire():
+        print(f"zuka: another poller (pid {lock.holder()}) already polls {path}", file=sys.stderr)
+        return 1
+    try:
+        with Ledger.open(path) as ledger:
+            return asyncio.run(_collect(ledger, path, interval, args, out))
+    finally:
+        lock.release()
+
+
+async def _collect(
+    ledger: Ledger, path: Path, interval: float, args: argparse.Namespace, out: TextIO
+) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(sig, stop.set)
+    poller = make_poller(ledger, path, interval_s=interval)
+    store = poller.store
+    assert store is not None
+    print(f"zuka collect: {len(poller.nodes)} nodes, every {interval:g} s, {args.mode} mode",
+          file=out, flush=True)  # fmt: skip
+
+    async def housekeeping() -> None:
+        last_purge = datetime.min.replace(tzinfo=UTC)
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 30)
+            poller.set_nodes(polled_nodes(ledger))
+            now = datetime.now(UTC)
+            if now - last_purge > timedelta(hours=6):
+                store.purge(now, args.minute_days)
+                last_purge = now
+            counts: dict[str, int] = {}
+            for st in poller.statuses.values():
+                counts[st.health.value] = counts.get(st.health.value, 0) + 1
+            summary = ", ".join(f"{n} {h}" for h, n in sorted(counts.items()))
+            print(f"{now.astimezone():%H:%M:%S} {summary}", file=out, flush=True)
+
+    keeper = asyncio.create_task(housekeeping())
+    try:
+        await poller.run(stop, mode=args.mode)
+    finally:
+        stop.set()
+        await keeper
+        await poller.close()
+    return 0
+
+
+class _suppress_timeout:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: object, *rest: object) -> bool:
+        return exc_type is TimeoutError
+
+
+# -- node trust ---------------------------------------------------------------------------
+
+
+def node_trust(args: argparse.Namespace, out: TextIO) -> int:
+    path = _path(args)
+    with Ledger.open(path, create=False) as ledger:
+        node = ledger.node(args.name)
+    return asyncio.run(_trust(node, path, args, out))
+
+
+async def _trust(node: Any, path: Path, args: argparse.Namespace, out: TextIO) -> int:
+    from leases.hostkeys import HostKeyStatus
+    from leases.ssh import HostKeyRejected, SshError, SshPool
+
+    pool = SshPool(ssh_options(path))
+    session = pool.add(node)
+    try:
+        try:
+            await session.run("true")
+        except HostKeyRejected as exc:
+            offered = exc.offered
+        except SshError as exc:
+            print(f"zuka: {node.name}: {exc.message}", file=sys.stderr)
+            return 1
+        else:
+            out.write(f"{node.name}: host key already trusted\n")
+            return 0
+        if offered.status is not HostKeyStatus.UNKNOWN:
+            print(
+                f"zuka: {node.name}: the host key CHANGED ({offered.fingerprint}); refused. "
+                "Ask the provider why (reinstall? another machine?) and, only if satisfied, "
+                "remove the old line from the known_hosts file yourself.",
+                file=sys.stderr,
+            )
+            return 1
+        out.write(
+            f"{node.name} ({offered.host}:{offered.port or 22}) presents "
+            f"{offered.key.get_algorithm()} key {offered.fingerprint}\n"
+        )
+        if args.fingerprint is not None:
+            if args.fingerprint != offered.fingerprint:
+                raise InputError("fingerprint", args.fingerprint, "does not match the key offered")
+        elif not sys.stdin.isatty():
+            raise InputError(
+                "fingerprint", None, "not a terminal: pass --fingerprint SHA256:... to accept"
+            )
+        else:
+            answer = input("Compare it with what the provider shows. Trust it? Type yes: ")
+            if answer.strip().lower() != "yes":
+                out.write("not trusted\n")
+                return 1
+        session.accept_host_key(offered.fingerprint)
+        await session.run("true")
+        out.write(f"trusted {offered.fingerprint} for {node.name}\n")
+        return 0
+    finally:
+        await pool.close()
+
+
+# -- sim ---------------------------------------------------------------------------------
+
+
+def sim(args: argparse.Namespace, out: TextIO) -> int:
+    if not args.ledger:
+        raise InputError("ledger", None, "give --ledger PATH: the simulated nodes go there")
+    count = int(args.nodes)
+    if not 1 <= count <= 1000:
+        raise InputError("nodes", args.nodes, "must be from 1 to 1000")
+    if args.history < 0:
+        raise InputError("history", args.history, "must not be negative")
+    return asyncio.run(_sim(_path(args), count, args.history, out))
+
+
+async def _sim(path: Path, count: int, days: float, out: TextIO) -> int:
+    from leases.sim.fleet import SimFleet
+    from leases.simledger import attach, backfill, register_sim_nodes, sim_nodes_of
+
+    now = datetime.now(UTC)
+    with Ledger.open(path, actor="zuka sim") as ledger:
+        nodes = register_sim_nodes(ledger, count, now)
+        sims = sim_nodes_of(nodes)
+        fleet = SimFleet(sims)
+        await fleet.start()
+        try:
+            attach(ledger, path, fleet)
+            if days:
+                store = HistoryStore(ledger)
+                for s in sims:
+                    backfill(store, s, now - timedelta(days=days), now)
+            ports = sorted(ep.port for ep in fleet)
+            out.write(
+                f"{len(fleet)} simulated nodes on 127.0.0.1 ports {ports[0]}-{ports[-1]}, "
+                f"{days:g} days of history in {path}\n"
+                f"watch them:  zuka --ledger {path}\n"
+                f"or collect:  zuka collect --ledger {path}\n"
+                "Ctrl-C stops the fleet.\n"
+            )
+            out.flush()
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                loop.add_signal_handler(sig, stop.set)
+            await stop.wait()
+        finally:
+            await fleet.stop()
+    return 0

@@ -251,12 +251,12 @@ class RecentHistory:
     def series(self, node: str, index: int) -> list[Point]:
         return list(self._series.get((node, index), ()))
 
-    def node_util(self, node: str) -> list[float | None]:
+    def node_points(self, node: str, since: float = 0.0) -> list[float | None]:
         """Mean utilization over the node's GPUs, point by point (None where unknown)."""
         keys = sorted(k for k in self._series if k[0] == node)
         if not keys:
             return []
-        columns = [list(self._series[k]) for k in keys]
+        columns = [[p for p in self._series[k] if p.at >= since] for k in keys]
         length = min(len(c) for c in columns)
         out: list[float | None] = []
         for i in range(-length, 0):

@@ -8,6 +8,8 @@ as hour roll-ups (and minute roll-ups for the last hours) so charts have somethi
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -216,3 +218,40 @@ def _lease_for(node: str, kind: _Kind, now: datetime) -> Lease:
 
 def sim_nodes_of(nodes: Sequence[Node]) -> list[SimNode]:
     return [sim_node_for(n) for n in nodes]
+
+
+class FleetThread:
+    """A SimFleet served from its own thread and event loop, beside a UI's own loop."""
+
+    def __init__(self, nodes: Sequence[SimNode]) -> None:
+        self.fleet = SimFleet(nodes)
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._serve, name="zuka-sim", daemon=True)
+
+    def start(self, timeout: float = 30.0) -> SimFleet:
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise RuntimeError("the simulated fleet did not start in time")
+        if self._error is not None:
+            raise RuntimeError(f"the simulated fleet failed to start: {self._error}")
+        return self.fleet
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self.fleet.start())
+        except BaseException as exc:  # reported to start()'s caller
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        self._loop.run_forever()
+        self._loop.run_until_complete(self.fleet.stop())
+        self._loop.close()
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)

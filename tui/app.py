@@ -1,51 +1,216 @@
-"""The Textual dashboard."""
+"""The Textual dashboard: every node's GPUs now and over the last hour, beside its lease.
+
+It polls in-process when it can take the ledger's poller lock; when a `zuka collect` holds
+it, the dashboard reads what the collector writes instead (two pollers never poll one fleet).
+"""
 
 from __future__ import annotations
 
+import asyncio
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import ClassVar
 
+from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header
+from textual.widgets import DataTable, Footer, Header, Static
 
-from leases.ledger import Ledger
+from leases.fleet import make_poller, polled_nodes
+from leases.history import RecentHistory
+from leases.ledger import Clock, Ledger, utc_now
+from leases.lock import PollerLock
+from leases.models import Lease, Node, NodeHealth
+from leases.poller import NodeStatus, Poller
+from leases.rollups import HistoryStore
+from tui.fleetview import COLUMNS, GPU_COLUMNS, fleet_row, gpu_rows
 
 
 class ZukaApp(App[None]):
     TITLE = "zuka 租卡"
-    BINDINGS: ClassVar[list[Binding]] = [Binding("q", "quit", "Quit", id="quit")]
+    CSS_PATH = "zuka.tcss"
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("q", "quit", "Quit", id="quit", tooltip="Leave zuka"),
+        Binding("r", "reload", "Reload ledger", id="reload", tooltip="Re-read nodes and leases"),
+    ]
 
-    def __init__(self, ledger_path: Path | None) -> None:
+    def __init__(
+        self,
+        ledger_path: Path | None,
+        *,
+        clock: Clock = utc_now,
+        refresh_s: float = 2.0,
+        interval_s: float = 5.0,
+        poll: bool = True,
+    ) -> None:
         super().__init__()
         self.ledger_path = ledger_path
+        self.clock = clock
+        self.refresh_s = refresh_s
+        self.interval_s = interval_s
+        self.poll = poll
+        self.ledger: Ledger | None = None
+        self.store: HistoryStore | None = None
+        self.nodes: list[Node] = []
+        self.leases: dict[str, Lease] = {}
+        self.recent = RecentHistory()
+        self.poller: Poller | None = None
+        self.lock: PollerLock | None = None
+        self.collector_pid: int | None = None
+        self._stop = asyncio.Event()
+        self._statuses: dict[str, NodeStatus] = {}
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield DataTable(id="nodes", cursor_type="row")
+        yield DataTable(id="fleet", cursor_type="row", zebra_stripes=True)
+        yield Static(id="detail-title")
+        yield DataTable(id="gpus", cursor_type="none")
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#nodes", DataTable)
-        table.add_columns("Node", "Channel", "Provider", "GPUs", "Billing", "Price", "Ends")
-        with Ledger.open(self.ledger_path, create=False) as ledger:
-            channels = {p.name: p.kind.value for p in ledger.providers()}
-            current = {le.node: le for le in ledger.leases(open_only=True)}
-            for n in ledger.nodes():
-                le = current.get(n.name)
-                table.add_row(
-                    n.name,
-                    channels.get(n.provider or "", "-"),
-                    n.provider or "-",
-                    f"{n.gpu_count}x {n.gpu_model}",
-                    le.billing_type.value if le else "-",
-                    f"{le.unit_price} {le.currency}" if le else "-",
-                    le.end.strftime("%Y-%m-%d") if le and le.end else "-",
-                    key=n.name,
+        fleet = self.query_one("#fleet", DataTable)
+        for col in COLUMNS:
+            fleet.add_column(col, key=col)
+        self.query_one("#gpus", DataTable).add_columns(*GPU_COLUMNS)
+        self.ledger = Ledger.open(self.ledger_path, create=False, clock=self.clock)
+        self.store = HistoryStore(self.ledger)
+        self._load_ledger()
+        if self.poll and self.ledger_path is not None and self.nodes:
+            self.lock = PollerLock(self.ledger_path)
+            if self.lock.acquire():
+                self.poller = make_poller(
+                    self.ledger,
+                    self.ledger_path,
+                    clock=self.clock,
+                    interval_s=self.interval_s,
+                    recent=self.recent,
                 )
-        self.sub_title = f"{table.row_count} nodes"
+                self.run_poller()
+            else:
+                self.collector_pid = self.lock.holder()
+                self.lock = None
+        self.refresh_view()
+        self.set_interval(self.refresh_s, self.refresh_view)
+
+    def _load_ledger(self) -> None:
+        assert self.ledger is not None
+        self.nodes = polled_nodes(self.ledger)
+        self.leases = {le.node: le for le in self.ledger.leases(open_only=True)}
+        if self.poller is not None:
+            self.poller.set_nodes(self.nodes)
+
+    @work(exclusive=True, exit_on_error=False, group="poller")
+    async def run_poller(self) -> None:
+        assert self.poller is not None
+        await self.poller.run(self._stop, mode="stream", flush_s=self.refresh_s)
+
+    def _current(self) -> dict[str, NodeStatus]:
+        if self.poller is not None:
+            return dict(self.poller.statuses)
+        if self.store is None:
+            return {}
+        out: dict[str, NodeStatus] = {}
+        for name, row in self.store.latest().items():
+            ok = row.health is NodeHealth.OK
+            out[name] = NodeStatus(
+                name, row.health, row.detail, row.at, row.at if ok else None, row.gpus,
+                row.processes, row.fingerprint,
+            )  # fmt: skip
+        return out
+
+    def _history(self, node: str, now: datetime) -> list[float | None]:
+        """Mean utilization per minute over the last hour (from the ledger's roll-ups),
+        then the readings of the minute in progress (from memory, when polling here)."""
+        out: list[float | None] = []
+        if self.store is not None:
+            since = now - timedelta(hours=1)
+            for m in self.store.minutes(node, since, now + timedelta(minutes=1)):
+                known = [g.util_mean for g in m.gpus if g.util_mean is not None]
+                out.append(sum(known) / len(known) if known else None)
+        if self.poller is not None:
+            this_minute = int(now.timestamp()) // 60 * 60
+            points = self.recent.node_points(node, since=this_minute)
+            out.extend(points)
+        return out
+
+    def refresh_view(self) -> None:
+        now = self.clock()
+        self._statuses = self._current()
+        table = self.query_one("#fleet", DataTable)
+        wanted = [
+            fleet_row(n, self._statuses.get(n.name), self.leases.get(n.name),
+                      self._history(n.name, now), now)
+            for n in self.nodes
+        ]  # fmt: skip
+        with self.batch_update():
+            present = {str(k.value) for k in table.rows}
+            for row in wanted:
+                if row.key in present:
+                    for col, value in zip(COLUMNS, row.cells, strict=True):
+                        if table.get_cell(row.key, col) != value:
+                            table.update_cell(row.key, col, value, update_width=True)
+                else:
+                    table.add_row(*row.cells, key=row.key)
+            for stale in present - {r.key for r in wanted}:
+                table.remove_row(stale)
+        counts: dict[str, int] = {}
+        for st in self._statuses.values():
+            counts[st.health.value] = counts.get(st.health.value, 0) + 1
+        health = ", ".join(f"{n} {h}" for h, n in sorted(counts.items())) or "no readings yet"
+        if self.poller is not None:
+            source = f"polling every {self.interval_s:g} s"
+        elif self.collector_pid is not None:
+            source = f"reading collector pid {self.collector_pid}"
+        else:
+            source = "not polling"
+        self.sub_title = f"{len(self.nodes)} nodes · {health} · {source}"
+        self._show_detail()
+
+    def _selected(self) -> str | None:
+        table = self.query_one("#fleet", DataTable)
+        if table.row_count == 0:
+            return None
+        key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
+        return None if key.value is None else str(key.value)
+
+    def _show_detail(self) -> None:
+        name = self._selected()
+        status = self._statuses.get(name) if name else None
+        title = self.query_one("#detail-title", Static)
+        gpus = self.query_one("#gpus", DataTable)
+        gpus.clear()
+        if name is None:
+            title.update("")
+            return
+        text = f"{name}: {status.health.value if status else 'connecting'}"
+        if status and status.detail:
+            text += f" — {status.detail}"
+        if status and status.fingerprint:
+            text += f" (key {status.fingerprint})"
+        title.update(text)
+        for row in gpu_rows(status):
+            gpus.add_row(*row)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "fleet":
+            self._show_detail()
+
+    def action_reload(self) -> None:
+        self._load_ledger()
+        self.refresh_view()
+        self.notify("ledger re-read", markup=False)
+
+    async def on_unmount(self) -> None:
+        self._stop.set()
+        await self.workers.wait_for_complete()
+        if self.poller is not None:
+            await self.poller.close()
+        if self.lock is not None:
+            self.lock.release()
+        if self.ledger is not None:
+            self.ledger.close()
 
 
-def run_dashboard(ledger_path: Path | None) -> int:
-    ZukaApp(ledger_path).run()
+def run_dashboard(ledger_path: Path | None, **options: object) -> int:
+    ZukaApp(ledger_path, **options).run()  # type: ignore[arg-type]
     return 0

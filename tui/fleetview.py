@@ -1,0 +1,122 @@
+"""What the dashboard shows of each node, computed without Textual (easy to test)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from leases.models import Lease, Node, NodeHealth
+from leases.poller import NodeStatus
+
+BARS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Sequence[float | None], width: int = 20, top: float = 100.0) -> str:
+    """The last `width` buckets of values as block characters; unknown is a space."""
+    if not values:
+        return " " * width
+    size = max(1, len(values) // width) if len(values) >= width else 1
+    buckets: list[float | None] = []
+    for i in range(0, len(values), size):
+        known = [v for v in values[i : i + size] if v is not None]
+        buckets.append(sum(known) / len(known) if known else None)
+    buckets = buckets[-width:]
+    chars = [
+        " " if b is None else BARS[min(len(BARS) - 1, int(b / top * (len(BARS) - 1) + 0.5))]
+        for b in buckets
+    ]
+    return "".join(chars).rjust(width)
+
+
+HEALTH_STYLE = {
+    NodeHealth.OK: "green",
+    NodeHealth.CONNECTING: "dim",
+    NodeHealth.HOSTKEY_CHANGED: "bold red",
+    NodeHealth.UNTRUSTED: "yellow",
+}
+
+
+@dataclass(frozen=True)
+class FleetRow:
+    key: str
+    cells: tuple[str, ...]
+
+
+COLUMNS = ("Node", "Health", "GPUs", "Util", "Memory", "Power", "Last hour", "Billing", "Ends")
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def fleet_row(
+    node: Node,
+    status: NodeStatus | None,
+    lease: Lease | None,
+    util_history: Sequence[float | None],
+    now: datetime,
+) -> FleetRow:
+    health = status.health if status else NodeHealth.CONNECTING
+    samples = status.samples if status and health is NodeHealth.OK else ()
+    util = _mean([s.util_gpu for s in samples])
+    used = [s.mem_used_mib for s in samples]
+    total = [s.mem_total_mib for s in samples]
+    power = [s.power_w for s in samples]
+    health_text = health.value.replace("_", " ")
+    if status and status.detail and health is not NodeHealth.OK:
+        health_text += " !"
+    gpus = f"{len(samples)}x" if samples else f"({node.gpu_count})"
+    mem = (
+        f"{sum(used) / 1024:.0f}/{sum(total) / 1024:.0f}G"  # type: ignore[arg-type]
+        if samples and None not in used and None not in total
+        else "-"
+    )
+    ends = "-"
+    if lease and lease.end:
+        days = (lease.end - now).total_seconds() / 86400
+        ends = f"{lease.end:%m-%d} ({days:.0f}d)" if days >= 0 else f"{lease.end:%m-%d} past"
+    billing = f"{lease.billing_type.value} {lease.unit_price}" if lease else "-"
+    return FleetRow(
+        node.name,
+        (
+            node.name,
+            health_text,
+            f"{gpus} {node.gpu_model}".strip(),
+            "-" if util is None else f"{util:3.0f}%",
+            mem,
+            "-" if not samples or None in power else f"{sum(power):.0f}W",  # type: ignore[arg-type]
+            sparkline(util_history),
+            billing,
+            ends,
+        ),
+    )
+
+
+GPU_COLUMNS = ("GPU", "Name", "Util", "Memory", "Temp", "Power", "P-state", "Procs")
+
+
+def gpu_rows(status: NodeStatus | None) -> list[tuple[str, ...]]:
+    if status is None:
+        return []
+    procs: dict[str, int] = {}
+    for p in status.processes:
+        procs[p.gpu_uuid] = procs.get(p.gpu_uuid, 0) + 1
+
+    def num(v: float | None, fmt: str) -> str:
+        return "?" if v is None else fmt.format(v)
+
+    return [
+        (
+            str(s.index),
+            s.name,
+            num(s.util_gpu, "{:.0f}%"),
+            f"{num(s.mem_used_mib, '{:.0f}')}/{num(s.mem_total_mib, '{:.0f}')} MiB",
+            num(s.temp_c, "{:.0f}°C"),
+            f"{num(s.power_w, '{:.0f}')}/{num(s.power_limit_w, '{:.0f}')} W",
+            s.pstate or "?",
+            str(procs.get(s.uuid, 0)),
+        )
+        for s in status.samples
+    ]

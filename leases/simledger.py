@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import threading
 import zlib
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
+from typing import Any, TypeVar
 
 from leases import records
 from leases.fleet import sim_trust_store
@@ -26,6 +27,7 @@ from leases.rollups import HistoryStore
 from leases.sim import Scenario, SimNode, history
 from leases.sim.fleet import SimFleet
 
+T = TypeVar("T")
 SIM_TAG = "sim:"
 _MODEL_WORDS = (
     ("H800", "H800"), ("H100", "H100"), ("A800", "A800"), ("A100", "A100"),
@@ -250,6 +252,10 @@ class FleetThread:
         self._loop.run_forever()
         self._loop.run_until_complete(self.fleet.stop())
         self._loop.close()
+
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
+        """Run a coroutine (set_scenario, rotate_host_key...) on the fleet's loop."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
     def stop(self) -> None:
         if self._thread.is_alive():

@@ -77,7 +77,7 @@ def test_collect_holds_the_lock_and_feeds_the_ledger(
         assert second.returncode == 1 and "already polls" in second.stderr
     finally:
         collector.send_signal(signal.SIGTERM)
-        out, err = collector.communicate(timeout=30)
+        _, err = collector.communicate(timeout=30)
     assert collector.returncode == 0, err
 
 

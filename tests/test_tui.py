@@ -1,0 +1,110 @@
+"""The dashboard, driven by Textual's Pilot, on real ledgers and a real simulated fleet."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+from textual.widgets import DataTable
+
+from leases.demo import build_demo_ledger
+from leases.history import GpuMinute, NodeMinute
+from leases.ledger import Ledger
+from leases.models import GpuSample, NodeHealth
+from leases.rollups import HistoryStore, Latest
+from leases.simledger import FleetThread, attach, register_sim_nodes, sim_nodes_of
+from tui.app import ZukaApp
+
+NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
+
+
+def _frozen_ledger(path: Path) -> None:
+    """The demo ledger with fixed readings, as a collector would have written them."""
+    with build_demo_ledger(path, date(2026, 11, 30)) as ledger:
+        store = HistoryStore(ledger)
+        rows = []
+        for i, node in enumerate(ledger.nodes()):
+            if node.name.startswith("colo-njidc-4090"):
+                rows.append(Latest(node.name, NOW, NodeHealth.DRIVER_MISMATCH,
+                                   "driver/library version mismatch: the node needs a reboot",
+                                   None, (), ()))  # fmt: skip
+                continue
+            util = float((i * 37) % 101)
+            gpus = tuple(
+                GpuSample(node.name, NOW, g, name=node.gpu_model, util_gpu=util,
+                          mem_used_mib=1000.0 * (g + 1), mem_total_mib=81920.0,
+                          power_w=100.0 + g, power_limit_w=400.0, temp_c=40.0, pstate="P0")
+                for g in range(node.gpu_count)
+            )  # fmt: skip
+            rows.append(Latest(node.name, NOW, NodeHealth.OK, "", None, gpus, ()))
+            base = int(NOW.timestamp()) // 60
+            store.write_minutes([
+                NodeMinute(node.name, base - 60 + m, (GpuMinute(0, 6, float((m * 7 + i) % 100), 100.0, 1.0, 1.0),))
+                for m in range(60)
+            ])  # fmt: skip
+        store.write_latest(rows)
+
+
+async def test_dashboard_lists_the_ledger_and_shows_gpus(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    _frozen_ledger(path)
+    app = ZukaApp(path, clock=lambda: NOW, poll=False)
+    async with app.run_test(size=(150, 40)) as pilot:
+        await pilot.pause()
+        fleet = app.query_one("#fleet", DataTable)
+        assert fleet.row_count == 12
+        first = fleet.get_row_at(0)
+        assert first[0] == "a100-monthly-1" and first[1] == "ok"
+        assert first[7] == "monthly 50000"
+        gpus = app.query_one("#gpus", DataTable)
+        assert gpus.row_count == 8
+        await pilot.press("down", "down", "down", "down")
+        await pilot.pause()
+        row = fleet.get_row_at(fleet.cursor_row)
+        assert row[0] == "colo-njidc-4090" and row[1].startswith("driver mismatch")
+        assert gpus.row_count == 0
+        assert "reboot" in str(app.query_one("#detail-title").render())
+        await pilot.press("q")
+
+
+async def test_dashboard_polls_a_live_fleet(tmp_path: Path) -> None:
+    path = tmp_path / "live.db"
+    with Ledger.open(path) as ledger:
+        nodes = register_sim_nodes(ledger, 3, datetime.now(UTC))
+        runner = FleetThread(sim_nodes_of(nodes))
+        attach(ledger, path, runner.start())
+    try:
+        app = ZukaApp(path, refresh_s=0.2, interval_s=0.5)
+        async with app.run_test(size=(150, 40)) as pilot:
+            fleet = app.query_one("#fleet", DataTable)
+            for _ in range(50):
+                await pilot.pause(0.2)
+                if all(fleet.get_row_at(i)[1] == "ok" for i in range(fleet.row_count)):
+                    break
+            assert [fleet.get_row_at(i)[1] for i in range(3)] == ["ok", "ok", "ok"]
+            assert "polling every 0.5 s" in app.sub_title
+            key_before = fleet.cursor_row
+            await pilot.press("down")
+            await pilot.pause(0.5)
+            assert fleet.cursor_row == key_before + 1  # refreshes keep the cursor
+            await pilot.press("q")
+    finally:
+        runner.stop()
+    with Ledger.open(path, create=False) as ledger:
+        assert HistoryStore(ledger).latest()["sim-001"].health is NodeHealth.OK
+
+
+def test_dashboard_snapshot(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "snap.db"
+    _frozen_ledger(path)
+    app = ZukaApp(path, clock=lambda: NOW, poll=False, refresh_s=3600)
+    assert snap_compare(app, terminal_size=(150, 40))
+
+
+def test_minutes_span(tmp_path: Path) -> None:
+    """The sparkline reads the last hour of minute roll-ups."""
+    path = tmp_path / "m.db"
+    _frozen_ledger(path)
+    with Ledger.open(path, create=False) as ledger:
+        minutes = HistoryStore(ledger).minutes("autodl-4090-a", NOW - timedelta(hours=1), NOW)
+        assert len(minutes) == 60

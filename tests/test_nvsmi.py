@@ -48,22 +48,22 @@ A100_SXM_X8 = """\
 5, GPU-5d3a1c2e-8f41-1b7e-9c0d-3e2f4a5b6c75, NVIDIA A100-SXM4-80GB, 00000000:8B:00.0, 0, 0, 4, 81920, 33, 60.95, 400.00, 210, 1410, P0, [N/A], Disabled, Enabled, 535.129.03, 0, 0x0000000000000001
 6, GPU-5d3a1c2e-8f41-1b7e-9c0d-3e2f4a5b6c76, NVIDIA A100-SXM4-80GB, 00000000:C8:00.0, 0, 0, 4, 81920, 35, 62.11, 400.00, 210, 1410, P0, [N/A], Disabled, Enabled, 535.129.03, 0, 0x0000000000000001
 7, GPU-5d3a1c2e-8f41-1b7e-9c0d-3e2f4a5b6c77, NVIDIA A100-SXM4-80GB, 00000000:CB:00.0, 0, 0, 4, 81920, 34, 60.40, 400.00, 210, 1410, P0, [N/A], Disabled, Enabled, 535.129.03, 2, 0x0000000000000001
-"""  # noqa: E501
+"""
 
 # Some H800 hosts (rental platforms, vGPU passthrough) cannot report power at all.
 H800_NO_POWER = """\
 0, GPU-0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0, NVIDIA H800, 00000000:18:00.0, 87, 35, 60113, 81559, 49, [N/A], [N/A], 1980, 1980, P0, [N/A], Disabled, Enabled, 535.104.05, 0, 0x0000000000000000
 1, GPU-0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f1, NVIDIA H800, 00000000:2A:00.0, 0, 0, 1, 81559, 31, [N/A], [N/A], 345, 1980, P0, [N/A], Disabled, Enabled, 535.104.05, 0, 0x0000000000000001
-"""  # noqa: E501
+"""
 
 # With MIG on, whole-GPU utilisation is not reported.
 A100_MIG = """\
 0, GPU-9e8d7c6b-5a49-3827-1605-f4e3d2c1b0a9, NVIDIA A100-SXM4-40GB, 00000000:00:04.0, [N/A], [N/A], 13, 40960, 31, 52.31, 400.00, 1410, 1410, P0, [N/A], Enabled, Enabled, 550.54.15, 0, 0x0000000000000001
-"""  # noqa: E501
+"""
 
 RTX4090 = """\
 0, GPU-7a6b5c4d-3e2f-1a0b-9c8d-7e6f5a4b3c2d, NVIDIA GeForce RTX 4090, 00000000:01:00.0, 98, 61, 22150, 24564, 72, 412.33, 450.00, 2730, 3120, P2, [Not Supported], [N/A], Disabled, 550.120, [N/A], 0x0000000000000000
-"""  # noqa: E501
+"""
 
 
 def parse(text: str, fields: tuple[str, ...] = QUERY_FIELDS) -> list[GpuSample]:

@@ -21,6 +21,7 @@ CURRENCIES = frozenset(
 )
 DEFAULT_TZ = "Asia/Shanghai"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,62}$")
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -46,7 +47,7 @@ def node_name(value: str, field: str = "name") -> str:
 def text(field: str, value: str, max_len: int = 2000) -> str:
     if len(value) > max_len:
         raise InputError(field, value[:40] + "...", f"is longer than {max_len} characters")
-    if any(ord(c) < 32 and c not in "\t\n" for c in value):
+    if _CONTROL_RE.search(value):
         raise InputError(field, value, "contains control characters")
     return value
 

@@ -323,47 +323,38 @@ class Ledger:
 
     def end_lease(self, node: str, at: datetime | None = None) -> Lease:
         """Record that the node's open lease ended (released or handed back)."""
-        lease = self.current_lease(node)
-        if lease is None:
-            raise InputError("node", node, "has no open lease to end")
-        when = (at or self.clock()).astimezone(lease.start.tzinfo)
-        if when < lease.start:
-            raise InputError("at", when.isoformat(), f"is before the lease start {lease.start}")
         with self.transaction() as conn:
+            lease = self.current_lease(node)
+            if lease is None:
+                raise InputError("node", node, "has no open lease to end")
+            when = (at or self.clock()).astimezone(lease.start.tzinfo)
+            if when < lease.start:
+                raise InputError("at", when.isoformat(), f"is before the lease start {lease.start}")
             return self._update_lease(conn, lease, _replace(lease, ended_at=when), "lease.end")
 
     def renew_lease(
         self, node: str, end: datetime, changes: Mapping[str, Any] | None = None
     ) -> Lease:
         """A renewal is a new lease: the open one ends at its end, the new one starts there."""
-        lease = self.current_lease(node)
-        if lease is None:
-            raise InputError("node", node, "has no open lease to renew (add one with lease add)")
-        if lease.end is None:
-            raise InputError("node", node, "its open lease has no end date to renew from")
-        rec = {
-            **records.lease_record(lease),
-            **(changes or {}),
-            "start": lease.end.isoformat(),
-            "end": end,
-            "ended_at": None,
-            "deposit": None if "deposit" not in (changes or {}) else changes["deposit"],
-            "deposit_paid_on": (changes or {}).get("deposit_paid_on"),
-            "deposit_refund": (changes or {}).get("deposit_refund", "none"),
-            "deposit_refunded_on": None,
-        }
-        new = records.lease_from(rec)
         with self.transaction() as conn:
+            lease = self.current_lease(node)
+            if lease is None:
+                raise InputError(
+                    "node", node, "has no open lease to renew (add one with lease add)"
+                )
+            if lease.end is None:
+                raise InputError("node", node, "its open lease has no end date to renew from")
+            new = records.lease_from(_renewal(lease, end, changes or {}))
             self._update_lease(conn, lease, _replace(lease, ended_at=lease.end), "lease.renew")
             return self._insert_lease(conn, new)
 
     def update_lease(self, node: str, changes: Mapping[str, Any]) -> Lease:
         """Edit the node's open lease (deposit refund, notes, price corrections)."""
-        lease = self.current_lease(node)
-        if lease is None:
-            raise InputError("node", node, "has no open lease")
-        new = records.lease_from({**records.lease_record(lease), **changes})
         with self.transaction() as conn:
+            lease = self.current_lease(node)
+            if lease is None:
+                raise InputError("node", node, "has no open lease")
+            new = records.lease_from({**records.lease_record(lease), **changes})
             return self._update_lease(conn, lease, new, "lease.edit")
 
     # -- resources -----------------------------------------------------------------------
@@ -497,8 +488,18 @@ def _migrate(db: Database) -> None:
         raise LedgerError(
             f"this ledger was written by a newer zuka (migrations {sorted(applied - known)})"
         )
-    if MIGRATIONS.pending(db):
+    if not MIGRATIONS.pending(db):
+        return
+    # Two processes opening a new ledger at once (a dashboard and a collector): the write
+    # lock makes the second wait, then find nothing pending (apply re-reads what is applied).
+    conn = db.conn
+    conn.execute("BEGIN IMMEDIATE")
+    try:
         MIGRATIONS.apply(db)
+    except BaseException:
+        conn.rollback()
+        raise
+    conn.commit()
 
 
 def _q(column: str) -> str:
@@ -513,6 +514,23 @@ def _replace(obj: Any, **changes: Any) -> Any:
     from dataclasses import replace
 
     return replace(obj, **changes)
+
+
+def _renewal(lease: Lease, end: Any, changes: Mapping[str, Any]) -> Record:
+    """The record of the lease that follows `lease` until `end`: same terms unless changed,
+    no deposit of its own unless one is given."""
+    assert lease.end is not None
+    return {
+        **records.lease_record(lease),
+        **changes,
+        "start": lease.end.isoformat(),
+        "end": end,
+        "ended_at": None,
+        "deposit": changes.get("deposit"),
+        "deposit_paid_on": changes.get("deposit_paid_on"),
+        "deposit_refund": changes.get("deposit_refund", "none"),
+        "deposit_refunded_on": None,
+    }
 
 
 def _overlaps(a: Lease, b: Lease) -> bool:

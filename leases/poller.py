@@ -349,7 +349,7 @@ class Poller:
             self._failed_reading(state, r.exit_status, r.stdout, r.stderr)
         except BackingOff as exc:
             self._bad(state, exc.health, exc.message)
-            return max(self.interval_s, exc.retry_at - time.monotonic())
+            return max(self.interval_s, exc.retry_at - self.pool.monotonic())
         except HostKeyRejected as exc:
             self._bad(state, exc.health, exc.message, exc.offered.fingerprint)
         except SshError as exc:

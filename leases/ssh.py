@@ -629,6 +629,10 @@ class SshPool:
         self.sessions[node.name] = session
         return session
 
+    def monotonic(self) -> float:
+        """The pool's clock, in which BackingOff.retry_at is given."""
+        return self._clock()
+
     def __getitem__(self, name: str) -> NodeSession:
         return self.sessions[name]
 

@@ -33,8 +33,20 @@ def _common() -> argparse.ArgumentParser:
     return p
 
 
+def _fleet(name: str) -> Handler:
+    """A fleet handler imported when it runs: asyncssh and the poller cost ~0.3 s to load,
+    which `zuka node list` and the other ledger commands should not pay."""
+
+    def run(args: argparse.Namespace, out: TextIO) -> int:
+        from tui import cli_fleet
+
+        handler: Handler = getattr(cli_fleet, name)
+        return handler(args, out)
+
+    return run
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from tui import cli_fleet as F
     from tui import cli_ledger as L
 
     common = _common()
@@ -77,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     L.node_options(p, editing=True)
     p = cmd(nodes, "archive", L.node_archive, "mark a node released (its leases must have ended)")
     p.add_argument("name")
-    p = cmd(nodes, "trust", F.node_trust, "check and accept a node's SSH host key")
+    p = cmd(nodes, "trust", _fleet("node_trust"), "check and accept a node's SSH host key")
     p.add_argument("name")
     p.add_argument("--fingerprint", metavar="SHA256:...", help="accept only this key (scripts)")
 
@@ -108,16 +120,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd(ress, "list", L.resource_list, "list resources")
     p.add_argument("node", nargs="?")
 
-    p = cmd(sub, "poll", F.poll, "read every node's GPUs now and print them")
+    p = cmd(sub, "poll", _fleet("poll"), "read every node's GPUs now and print them")
     p.add_argument("nodes", nargs="*", metavar="NODE")
     p.add_argument("--once", action="store_true", help="one sweep (default: every --interval)")
     p.add_argument("--interval", type=float, default=5.0, help="seconds between sweeps")
     p.add_argument("--force", action="store_true", help="poll even if a collector runs")
-    p = cmd(sub, "collect", F.collect, "poll the fleet headless, writing history to the ledger")
+    p = cmd(
+        sub, "collect", _fleet("collect"), "poll the fleet headless, writing history to the ledger"
+    )
     p.add_argument("--interval", type=float, default=5.0, help="seconds between readings")
     p.add_argument("--mode", choices=("stream", "exec"), default="stream")
     p.add_argument("--minute-days", type=int, default=14, help="keep minute roll-ups N days")
-    p = cmd(sub, "sim", F.sim, "run simulated GPU nodes registered in a ledger (foreground)")
+    p = cmd(
+        sub, "sim", _fleet("sim"), "run simulated GPU nodes registered in a ledger (foreground)"
+    )
     p.add_argument("--nodes", type=int, default=12)
     p.add_argument("--history", type=float, default=30, metavar="DAYS", help="backfilled days")
 

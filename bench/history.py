@@ -64,7 +64,7 @@ def main() -> None:
             mins = [NodeMinute("x", m, gpus) for m in range(60)]
             kinds[util] = (pack_minute(gpus), hour_of("x", 0, mins))
         minutes_written = hours_written = 0
-        conn = ledger.db.conn
+        conn = ledger.conn
         for i in range(args.nodes):
             node_id = store.node_id(f"n{i:03d}")
             busy_share = rng.random()
@@ -81,7 +81,7 @@ def main() -> None:
             hours_written += len(hour_rows)
             minutes_written += len(minute_rows)
         build_s = time.perf_counter() - t0
-        ledger.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        ledger.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         size = path.stat().st_size
         timings = []
         for _ in range(5):

@@ -10,22 +10,24 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import random
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlite_utils import Database
-
 from leases import records
 from leases.errors import InputError, LedgerError, UnknownNode
 from leases.models import AuditEntry, Lease, Node, NodeState, Provider, Resource
 from leases.records import Record
-from leases.schema import MIGRATIONS
 
 Clock = Callable[[], datetime]
+# How many migrations leases/schema.py holds; tests check the two agree. Kept here so that
+# opening an up-to-date ledger needs neither sqlite-utils nor the schema (faster CLI).
+SCHEMA_VERSION = 2
 
 
 def utc_now() -> datetime:
@@ -59,8 +61,10 @@ def _create_private(path: Path) -> None:
 class Ledger:
     """Reads and writes of the ledger. Construct with Ledger.open()."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now, actor: str | None = None) -> None:
-        self.db = db
+    def __init__(
+        self, conn: sqlite3.Connection, clock: Clock = utc_now, actor: str | None = None
+    ) -> None:
+        self.conn = conn
         self.clock = clock
         self.actor = actor if actor is not None else _whoami()
 
@@ -86,20 +90,17 @@ class Ledger:
                 _create_private(path)
             conn = sqlite3.connect(str(path), timeout=15.0)
         try:
-            conn.execute("PRAGMA busy_timeout = 15000")
-            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            db = Database(conn, execute_plugins=False)
-            _migrate(db)
+            _prepare(conn)
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise LedgerError(f"{path}: not a usable zuka ledger ({exc})") from exc
-        return cls(db, clock=clock, actor=actor)
+        except LedgerError:
+            conn.close()
+            raise
+        return cls(conn, clock=clock, actor=actor)
 
     def close(self) -> None:
-        self.db.close()
+        self.conn.close()
 
     def __enter__(self) -> Ledger:
         return self
@@ -112,7 +113,7 @@ class Ledger:
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; everything inside commits or nothing does."""
-        conn = self.db.conn
+        conn = self.conn
         if conn.in_transaction:
             raise RuntimeError("nested ledger transaction")
         conn.execute("BEGIN IMMEDIATE")
@@ -150,7 +151,9 @@ class Ledger:
         )
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        return list(self.db.query(sql, params))
+        cur = self.conn.execute(sql, params)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur]
 
     # -- providers -----------------------------------------------------------------------
 
@@ -481,21 +484,51 @@ def _whoami() -> str:
         return ""
 
 
-def _migrate(db: Database) -> None:
-    known = {m.name for m in MIGRATIONS._migrations}
-    applied = {m.name for m in MIGRATIONS.applied(db)}
-    if applied - known:
-        raise LedgerError(
-            f"this ledger was written by a newer zuka (migrations {sorted(applied - known)})"
-        )
-    if not MIGRATIONS.pending(db):
+def _prepare(conn: sqlite3.Connection, attempts: int = 50) -> None:
+    """WAL, pragmas and migrations. Switching a new file to WAL while another process does
+    the same can answer "database is locked" without waiting for the busy timeout, so
+    that one case is retried for a few seconds."""
+    conn.execute("PRAGMA busy_timeout = 15000")
+    for attempt in range(attempts):
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            _migrate(conn)
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.05 + 0.05 * random.random())
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version == SCHEMA_VERSION:
         return
+    if version > SCHEMA_VERSION:
+        raise LedgerError(
+            f"this ledger was written by a newer zuka (schema {version}, this one knows "
+            f"{SCHEMA_VERSION}): upgrade zuka"
+        )
+    from sqlite_utils import Database
+
+    from leases.schema import MIGRATIONS
+
+    db = Database(conn, execute_plugins=False)
     # Two processes opening a new ledger at once (a dashboard and a collector): the write
     # lock makes the second wait, then find nothing pending (apply re-reads what is applied).
-    conn = db.conn
     conn.execute("BEGIN IMMEDIATE")
     try:
+        known = {m.name for m in MIGRATIONS._migrations}
+        applied = {m.name for m in MIGRATIONS.applied(db)}
+        if applied - known:
+            raise LedgerError(
+                f"this ledger was written by a newer zuka (migrations {sorted(applied - known)})"
+            )
         MIGRATIONS.apply(db)
+        conn.execute(f"PRAGMA user_version = {len(known)}")
     except BaseException:
         conn.rollback()
         raise

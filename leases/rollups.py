@@ -64,7 +64,7 @@ class HistoryStore:
 
     def node_id(self, node: str) -> int:
         if node not in self._ids:
-            row = self.ledger.db.conn.execute(
+            row = self.ledger.conn.execute(
                 "SELECT id FROM nodes WHERE name = ?", [node]
             ).fetchone()
             if row is None:
@@ -204,7 +204,7 @@ class HistoryStore:
     # -- reads ---------------------------------------------------------------------------
 
     def minutes(self, node: str, since: datetime, until: datetime) -> list[NodeMinute]:
-        rows = self.ledger.db.conn.execute(
+        rows = self.ledger.conn.execute(
             "SELECT minute, gpus FROM gpu_minute WHERE node_id = ? AND minute >= ? AND minute < ?"
             " ORDER BY minute",
             (self.node_id(node), int(since.timestamp()) // 60, int(until.timestamp()) // 60),
@@ -212,7 +212,7 @@ class HistoryStore:
         return [NodeMinute(node, m, unpack_minute(b)) for m, b in rows]
 
     def hours(self, node: str, since: datetime, until: datetime) -> list[NodeHour]:
-        rows = self.ledger.db.conn.execute(
+        rows = self.ledger.conn.execute(
             "SELECT hour, gpus FROM gpu_hour WHERE node_id = ? AND hour >= ? AND hour < ?"
             " ORDER BY hour",
             (self.node_id(node), int(since.timestamp()) // 3600, int(until.timestamp()) // 3600),
@@ -220,7 +220,7 @@ class HistoryStore:
         return [NodeHour(node, h, unpack_hour(b)) for h, b in rows]
 
     def gaps(self, node: str) -> list[tuple[datetime, datetime | None, str, str]]:
-        rows = self.ledger.db.conn.execute(
+        rows = self.ledger.conn.execute(
             'SELECT start, "end", health, detail FROM poll_gap WHERE node_id = ? ORDER BY start',
             [self.node_id(node)],
         ).fetchall()
@@ -230,7 +230,7 @@ class HistoryStore:
         ]
 
     def latest(self) -> dict[str, Latest]:
-        rows = self.ledger.db.conn.execute(
+        rows = self.ledger.conn.execute(
             "SELECT n.name, l.at, l.health, l.detail, l.fingerprint, l.gpus, l.processes"
             " FROM node_latest l JOIN nodes n ON n.id = l.node_id"
         ).fetchall()
@@ -248,7 +248,7 @@ class HistoryStore:
         return out
 
     def open_alerts(self) -> list[tuple[datetime, str | None, str, str]]:
-        rows = self.ledger.db.conn.execute(
+        rows = self.ledger.conn.execute(
             "SELECT at, node, kind, message FROM alerts WHERE cleared_at IS NULL ORDER BY at"
         ).fetchall()
         return [(datetime.fromisoformat(a), n, k, m) for a, n, k, m in rows]
@@ -261,7 +261,7 @@ class HistoryStore:
         """
         lo, hi = int(since.timestamp()) // 3600, int(now.timestamp()) // 3600 + 1
         spans = []
-        for row in self.ledger.db.conn.execute(
+        for row in self.ledger.conn.execute(
             'SELECT l.id, l.node_id, n.name, l.start, l."end", l.ended_at'
             " FROM leases l JOIN nodes n ON n.id = l.node_id"
         ):
@@ -273,7 +273,7 @@ class HistoryStore:
                 spans.append((lease_id, node_id, name, a, b))
         if not spans:
             return []
-        conn = self.ledger.db.conn
+        conn = self.ledger.conn
         values = ", ".join("(?, ?, ?, ?)" for _ in spans)
         params = [v for s in spans for v in (s[0], s[1], s[3], s[4])]
         sums = {

@@ -251,6 +251,10 @@ class FleetThread:
         self._ready.set()
         self._loop.run_forever()
         self._loop.run_until_complete(self.fleet.stop())
+        pending = asyncio.all_tasks(self._loop)
+        for task in pending:
+            task.cancel()
+        self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         self._loop.close()
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:

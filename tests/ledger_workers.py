@@ -105,7 +105,7 @@ def collector(path: str, seconds: float) -> dict[str, int]:
 def dashboard(path: str, seconds: float) -> dict[str, int]:
     """Read nodes, leases and the audit log in one snapshot, over and over, and check them."""
     ledger = Ledger.open(path, create=False, actor="dashboard")
-    conn = ledger.db.conn
+    conn = ledger.conn
     reads = 0
     last: Counter[str] = Counter()
     deadline = time.monotonic() + seconds

@@ -98,7 +98,7 @@ def test_sim_command_runs_a_fleet_in_a_ledger(tmp_path: Path) -> None:
         rows = json.loads(polled.stdout)
         assert [r["health"] for r in rows] == ["ok", "ok", "ok"], polled.stderr
         with Ledger.open(path, create=False) as ledger:
-            hours = ledger.db.conn.execute("SELECT COUNT(*) FROM gpu_hour").fetchone()[0]
+            hours = ledger.conn.execute("SELECT COUNT(*) FROM gpu_hour").fetchone()[0]
             assert hours >= 3 * 47  # two days of backfilled hours per node
             assert [le.billing_type.value for le in ledger.leases()] == [
                 "card_hour", "monthly", "monthly",

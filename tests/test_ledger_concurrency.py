@@ -80,11 +80,6 @@ def test_dashboard_reads_while_collector_writes(tmp_path: Path) -> None:
         conn.close()
 
 
-@pytest.mark.xfail(
-    reason="Ledger.open migrates a new file without holding the write lock: a second opener "
-    "fails with 'database is locked' or 'table providers already exists'",
-    strict=False,
-)
 def test_dashboard_and_collector_create_the_ledger_together(tmp_path: Path) -> None:
     """`zuka collect` and the dashboard started at once on a ledger that does not exist yet."""
     for trial in range(4):

@@ -48,5 +48,8 @@ def fields(pairs: Sequence[tuple[str, Any]], out: TextIO) -> None:
 
 
 def dump_json(data: Any, out: TextIO) -> None:
-    json.dump(data, out, ensure_ascii=False, indent=2)
+    """Indented for a person at a terminal; compact (and several times faster, through
+    json's C encoder) when piped to a script."""
+    indent = 2 if out.isatty() else None
+    out.write(json.dumps(data, ensure_ascii=False, indent=indent))
     out.write("\n")

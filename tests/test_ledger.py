@@ -1,0 +1,111 @@
+"""The ledger itself: schema versions, the append-only audit log, record round trips."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from leases import records
+from leases.errors import InputError, LedgerError
+from leases.ledger import SCHEMA_VERSION, Ledger, resolve_ledger_path
+from leases.models import BillingType, ExpiryAction, Lease, RefundState
+from leases.schema import MIGRATIONS
+
+
+def test_schema_version_counts_the_migrations() -> None:
+    assert len(MIGRATIONS._migrations) == SCHEMA_VERSION
+
+
+def test_a_newer_ledger_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    Ledger.open(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    before = path.read_bytes()
+    with pytest.raises(LedgerError, match="newer zuka"):
+        Ledger.open(path)
+    assert path.read_bytes() == before
+
+
+def test_not_a_ledger(tmp_path: Path) -> None:
+    path = tmp_path / "junk.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(LedgerError, match="not a usable zuka ledger"):
+        Ledger.open(path)
+
+
+def test_audit_log_is_append_only(tmp_path: Path) -> None:
+    with Ledger.open(tmp_path / "l.db") as ledger:
+        ledger.add_node(records.node_from({"name": "n1", "ssh_host": "h"}))
+        for sql in ("DELETE FROM audit", "UPDATE audit SET action = 'x'"):
+            with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+                ledger.conn.execute(sql)
+        assert [e.action for e in ledger.history("n1")] == ["node.add"]
+
+
+def test_ledger_path_precedence(tmp_path: Path) -> None:
+    assert resolve_ledger_path("/x/cli.db", {"ZUKA_LEDGER": "/y/env.db"}) == Path("/x/cli.db")
+    assert resolve_ledger_path(None, {"ZUKA_LEDGER": "/y/env.db"}) == Path("/y/env.db")
+    assert resolve_ledger_path(None, {}).name == "ledger.db"
+
+
+money = st.decimals(min_value=0, max_value=10**9, places=4, allow_nan=False, allow_infinity=False)
+moments = st.datetimes(
+    min_value=datetime(2020, 1, 1), max_value=datetime(2030, 1, 1), timezones=st.just(UTC)
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    billing=st.sampled_from(BillingType),
+    price=money,
+    start=moments,
+    days=st.integers(1, 400),
+    deposit=st.none() | money,
+    refund=st.sampled_from([RefundState.NONE, RefundState.PENDING, RefundState.FORFEITED]),
+    on_expiry=st.sampled_from(ExpiryAction),
+    notes=st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")), max_size=40),
+    cards=st.none() | st.integers(1, 64),
+)
+def test_lease_records_round_trip(
+    billing: BillingType, price: Decimal, start: datetime, days: int, deposit: Decimal | None,
+    refund: RefundState, on_expiry: ExpiryAction, notes: str, cards: int | None,
+) -> None:  # fmt: skip
+    lease = records.lease_from({
+        "node": "n1", "billing_type": billing.value, "unit_price": str(price),
+        "start": start.isoformat(), "end": (start + timedelta(days=days)).isoformat(),
+        "deposit": None if deposit is None else str(deposit), "deposit_refund": refund.value,
+        "on_expiry": on_expiry.value, "notes": notes, "cards_billed": cards,
+    })  # fmt: skip
+    again = records.lease_from(records.lease_record(lease))
+    assert again == lease
+    assert isinstance(again.unit_price, Decimal) and again.unit_price == price
+    assert records.lease_record(again) == records.lease_record(lease)
+
+
+def test_prepaid_needs_an_end_and_periods_do_not_overlap(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="prepaid"):
+        records.lease_from(
+            {"node": "n", "billing_type": "weekly", "unit_price": "1", "start": "2026-01-01"}
+        )
+    with Ledger.open(tmp_path / "l.db") as ledger:
+        ledger.add_node(records.node_from({"name": "n", "ssh_host": "h"}))
+        first = ledger.add_lease(
+            Lease("n", BillingType.HOURLY, Decimal(3), datetime(2026, 1, 1, tzinfo=UTC))
+        )
+        assert first.open
+        with pytest.raises(InputError, match="overlaps"):
+            ledger.add_lease(
+                Lease("n", BillingType.HOURLY, Decimal(3), datetime(2026, 2, 1, tzinfo=UTC))
+            )
+        ledger.end_lease("n", datetime(2026, 1, 15, tzinfo=UTC))
+        later = ledger.add_lease(
+            Lease("n", BillingType.HOURLY, Decimal(4), datetime(2026, 2, 1, tzinfo=UTC))
+        )
+        assert ledger.current_lease("n") == later

@@ -171,3 +171,14 @@ def m002_history(db: Database) -> None:
         CREATE INDEX alerts_open ON alerts(node, kind, cleared_at);
         """,
     )
+
+
+@MIGRATIONS()
+def m003_busy_index(db: Database) -> None:
+    # Busy card-hours over 30 days read 144k hour rows for a 200-node fleet: a covering
+    # index lets that sum skip the packed per-GPU blobs.
+    _run(
+        db,
+        "CREATE INDEX gpu_hour_busy ON gpu_hour"
+        " (node_id, hour, busy_card_minutes, known_card_minutes);\n",
+    )

@@ -64,9 +64,7 @@ class HistoryStore:
 
     def node_id(self, node: str) -> int:
         if node not in self._ids:
-            row = self.ledger.conn.execute(
-                "SELECT id FROM nodes WHERE name = ?", [node]
-            ).fetchone()
+            row = self.ledger.conn.execute("SELECT id FROM nodes WHERE name = ?", [node]).fetchone()
             if row is None:
                 from leases.errors import UnknownNode
 

@@ -22,7 +22,11 @@ from leases.history import (
 from leases.ledger import Ledger
 from leases.models import GpuProcess, GpuSample, NodeHealth
 
-DEFAULT_MINUTE_DAYS = 14  # per-minute roll-ups; per-hour ones are kept for the lease's life
+DEFAULT_MINUTE_DAYS = 14
+_HOUR_UPSERT = (
+    "INSERT OR REPLACE INTO gpu_hour"
+    " (node_id, hour, gpus, busy_card_minutes, known_card_minutes) VALUES (?, ?, ?, ?, ?)"
+)  # per-minute roll-ups; per-hour ones are kept for the lease's life
 
 
 @dataclass(frozen=True)
@@ -98,36 +102,21 @@ class HistoryStore:
             (node_id, hour * 60, hour * 60 + 60),
         ).fetchall()
         rolled = hour_of(node, hour, (NodeMinute(node, m, unpack_minute(b)) for m, b in rows))
-        conn.execute(
-            "INSERT OR REPLACE INTO gpu_hour"
-            " (node_id, hour, gpus, busy_card_minutes, known_card_minutes) VALUES (?, ?, ?, ?, ?)",
-            (
-                node_id,
-                hour,
-                pack_hour(rolled.gpus),
-                rolled.busy_card_minutes,
-                rolled.known_card_minutes,
-            ),
+        conn.execute(_HOUR_UPSERT, self._hour_row(rolled))
+
+    def _hour_row(self, h: NodeHour) -> tuple[int, int, bytes, int, int]:
+        return (
+            self.node_id(h.node),
+            h.hour,
+            pack_hour(h.gpus),
+            h.busy_card_minutes,
+            h.known_card_minutes,
         )
 
     def write_hours(self, hours: Iterable[NodeHour]) -> None:
         """Store whole hours directly (backfilled history)."""
         with self.ledger.transaction() as conn:
-            conn.executemany(
-                "INSERT OR REPLACE INTO gpu_hour"
-                " (node_id, hour, gpus, busy_card_minutes, known_card_minutes)"
-                " VALUES (?, ?, ?, ?, ?)",
-                [
-                    (
-                        self.node_id(h.node),
-                        h.hour,
-                        pack_hour(h.gpus),
-                        h.busy_card_minutes,
-                        h.known_card_minutes,
-                    )
-                    for h in hours
-                ],
-            )
+            conn.executemany(_HOUR_UPSERT, [self._hour_row(h) for h in hours])
 
     def write_latest(self, rows: Sequence[Latest]) -> None:
         if not rows:

@@ -28,31 +28,11 @@ from leases.sim import (
     readings,
     row_samples,
 )
+from leases.nvsmi import QUERY_FIELDS
 from leases.sim.__main__ import main as sim_main
 
 NOW = datetime(2025, 6, 2, 6, 30, tzinfo=UTC)  # a Monday, 14:30 in Shanghai
-ALL_FIELDS = [
-    "index",
-    "uuid",
-    "name",
-    "pci.bus_id",
-    "utilization.gpu",
-    "utilization.memory",
-    "memory.used",
-    "memory.total",
-    "temperature.gpu",
-    "power.draw",
-    "power.limit",
-    "clocks.sm",
-    "clocks.max.sm",
-    "pstate",
-    "fan.speed",
-    "mig.mode.current",
-    "persistence_mode",
-    "driver_version",
-    "ecc.errors.uncorrected.volatile.total",
-    "clocks_throttle_reasons.active",
-]
+ALL_FIELDS = list(QUERY_FIELDS)  # the simulator answers exactly what the poller asks
 QUERY = "nvidia-smi --query-gpu={} --format=csv,noheader,nounits"
 
 

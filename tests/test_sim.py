@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from leases.models import GpuSample
+from leases.nvsmi import QUERY_FIELDS
 from leases.sim import (
     MODELS,
     Scenario,
@@ -28,7 +29,6 @@ from leases.sim import (
     readings,
     row_samples,
 )
-from leases.nvsmi import QUERY_FIELDS
 from leases.sim.__main__ import main as sim_main
 
 NOW = datetime(2025, 6, 2, 6, 30, tzinfo=UTC)  # a Monday, 14:30 in Shanghai

@@ -30,7 +30,10 @@ class NvsmiProbeError(RuntimeError):
 
 
 class CommandOutput(Protocol):
-    """What probe needs from a finished command; leases.ssh.CommandResult fits it too."""
+    """What probe needs from a finished command: leases.ssh.CommandResult, or a test's own.
+
+    A protocol, so that parsing never imports asyncssh.
+    """
 
     @property
     def exit_status(self) -> int | None: ...
@@ -38,18 +41,6 @@ class CommandOutput(Protocol):
     def stdout(self) -> str: ...
     @property
     def stderr(self) -> str: ...
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    """What one command left behind. exit_status is None when none was reported.
-
-    Kept here so nvsmi needs no ssh import; leases.ssh has the same shape.
-    """
-
-    exit_status: int | None
-    stdout: str
-    stderr: str = ""
 
 
 # Keys under GpuSample.extra, shared with leases.nvml so both sources read the same.
@@ -580,7 +571,6 @@ __all__ = [
     "QUERY_FIELDS",
     "REQUIRED_FIELDS",
     "CommandOutput",
-    "CommandResult",
     "NvsmiParseError",
     "NvsmiProbeError",
     "StreamParser",

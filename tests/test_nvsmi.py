@@ -20,7 +20,6 @@ from leases.nvsmi import (
     EXTRA_THROTTLE_REASONS,
     QUERY_FIELDS,
     REQUIRED_FIELDS,
-    CommandResult,
     NvsmiParseError,
     NvsmiProbeError,
     StreamParser,
@@ -33,6 +32,7 @@ from leases.nvsmi import (
     query_command,
     rejected_field,
 )
+from leases.ssh import CommandResult
 
 AT = datetime(2025, 3, 1, 8, 0, tzinfo=UTC)
 

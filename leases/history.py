@@ -222,7 +222,7 @@ def hour_of(node: str, hour: int, minutes: Iterable[NodeMinute]) -> NodeHour:
     return NodeHour(node, hour, tuple(gpus))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Point:
     at: float  # Unix seconds
     util: float | None

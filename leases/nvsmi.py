@@ -129,7 +129,8 @@ _MAX_LINE_CHARS = 64 * 1024
 
 def _field_spec(field: str) -> _Field:
     # A field zuka has no slot for still travels, as a string under extra.
-    return _FIELDS.get(field, _Field(field, "extra"))
+    spec = _FIELDS.get(field)
+    return spec if spec is not None else _Field(field, "extra")
 
 
 def _check_fields(fields: Sequence[str]) -> None:

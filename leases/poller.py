@@ -81,7 +81,8 @@ class Poller:
         self.pool = pool
         self.clock = clock
         self.store = store
-        self.recent = recent if recent is not None else RecentHistory()
+        # The last hour at full rate is for a screen: a headless collector keeps none.
+        self.recent = recent
         self.interval_s = interval_s
         self.apps_every = apps_every
         self.on_update = on_update
@@ -100,7 +101,8 @@ class Poller:
             if name not in wanted:
                 del self._nodes[name]
                 self.statuses.pop(name, None)
-                self.recent.forget(name)
+                if self.recent is not None:
+                    self.recent.forget(name)
         for name, node in wanted.items():
             state = self._nodes.get(name)
             if state is None:
@@ -213,7 +215,8 @@ class Poller:
             samples=tuple(samples),
             processes=previous.processes if processes is None else processes,
         )
-        self.recent.add(samples)
+        if self.recent is not None:
+            self.recent.add(samples)
         self._pending_minutes.extend(state.acc.add(samples))
         if state.in_gap and self.store is not None:
             self.store.close_gap(name, now)
@@ -332,11 +335,11 @@ class Poller:
                 state.fields, node.name, self.clock, gpu_count=len(status.samples)
             )
             command = nvsmi.query_command(state.fields, loop_ms=int(self.interval_s * 1000))
-            lines = session.stream(command, idle_timeout=self.interval_s * 3 + 10)
-            async with contextlib.aclosing(lines):
-                async for line in lines:
+            chunks = session.stream(command, idle_timeout=self.interval_s * 3 + 10, chunks=True)
+            async with contextlib.aclosing(chunks):
+                async for chunk in chunks:
                     try:
-                        rounds = parser.feed(line + "\n")
+                        rounds = parser.feed(chunk)
                     except nvsmi.NvsmiParseError as exc:
                         self._bad(state, NodeHealth.GARBAGE, str(exc))
                         continue

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -48,10 +48,15 @@ class BusyHours:
     known_card_hours: float
 
 
+_SAMPLE_FIELDS = tuple(f.name for f in fields(GpuSample) if f.name not in ("node", "at", "extra"))
+
+
 def _sample_json(s: GpuSample) -> dict[str, Any]:
-    d = asdict(s)
-    d.pop("node")
+    # Explicit rather than dataclasses.asdict, whose deep copy was the collector's
+    # largest cost (300 nodes x 8 GPUs every flush).
+    d = {name: getattr(s, name) for name in _SAMPLE_FIELDS}
     d["at"] = s.at.isoformat()
+    d["extra"] = dict(s.extra)
     return d
 
 

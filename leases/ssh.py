@@ -35,6 +35,8 @@ DEFAULT: Final = _Default.TOKEN
 
 # How long to wait for a channel to finish closing after we closed it ourselves.
 _CLOSE_GRACE_S = 2.0
+# The most text one read of a chunked stream takes.
+_CHUNK = 65536
 # Retries of a refused channel open (see _open_process).
 _CHANNEL_RETRY_DELAYS = (0.01, 0.02, 0.05, 0.1, 0.2)
 # How much of a stream's output to keep for the error it ends with.
@@ -61,8 +63,11 @@ class SshOptions:
     keepalive_count_max: int = 3
     backoff_base: float = 1.0
     backoff_cap: float = 60.0
-    # Stock sshd: MaxStartups 10 unauthenticated connects, MaxSessions 10 channels.
-    max_concurrent_connects: int = 8
+    # Stock sshd: MaxStartups 10 unauthenticated connects, MaxSessions 10 channels. Those
+    # are limits of one server, so connects are bounded per first hop (the node, or its
+    # jump host); the fleet-wide bound only spares the client's own CPU.
+    max_concurrent_connects: int = 32
+    max_connects_per_host: int = 8
     max_channels_per_connection: int = 8
     # Put first, ahead of asyncssh's defaults: aes128-gcm costs ~1/1.6 of chacha20 here.
     preferred_ciphers: tuple[str, ...] = ("aes128-gcm@openssh.com",)
@@ -221,12 +226,14 @@ class NodeSession:
         options: SshOptions | None = None,
         *,
         connect_limiter: asyncio.Semaphore | None = None,
+        host_limiter: asyncio.Semaphore | None = None,
         clock: Callable[[], float] = time.monotonic,
         random: Callable[[], float] = _random.random,
     ) -> None:
         self.node = node
         self.options = options or SshOptions()
         self._limiter = connect_limiter or asyncio.Semaphore(self.options.max_concurrent_connects)
+        self._host_limiter = host_limiter or asyncio.Semaphore(self.options.max_connects_per_host)
         self._clock = clock
         self._random = random
         self.health = NodeHealth.CONNECTING
@@ -307,8 +314,12 @@ class NodeSession:
         self._set(NodeHealth.OK)
         return CommandResult(done.exit_status, _text(done.stdout), _text(done.stderr))
 
-    async def stream(self, cmd: str, idle_timeout: float | None = None) -> AsyncIterator[str]:
-        """Yield the lines a long-running command prints (newline stripped), as they come.
+    async def stream(
+        self, cmd: str, idle_timeout: float | None = None, *, chunks: bool = False
+    ) -> AsyncIterator[str]:
+        """Yield the lines a long-running command prints (newline stripped), as they come;
+        with chunks=True, whatever text has arrived instead (cheaper: one read, not one per
+        line, for a caller that splits lines itself).
 
         Ends when the command exits 0; raises StreamExited when it exits otherwise (its
         result holds the last lines printed and the end of stderr: a failing nvidia-smi
@@ -325,7 +336,10 @@ class NodeSession:
                 while True:
                     try:
                         async with asyncio.timeout(idle_timeout):
-                            line = await process.stdout.readline()
+                            if chunks:
+                                line = await process.stdout.read(_CHUNK)
+                            else:
+                                line = await process.stdout.readline()
                     except TimeoutError as exc:
                         message = f"{cmd!r} printed nothing in {idle_timeout:g} s"
                         self._set(NodeHealth.TIMEOUT, message)
@@ -336,7 +350,7 @@ class NodeSession:
                         break
                     self._set(NodeHealth.OK)
                     recent.append(line)
-                    yield line.rstrip("\r\n")
+                    yield line if chunks else line.rstrip("\r\n")
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(_CLOSE_GRACE_S):
                         await process.wait_closed()
@@ -390,7 +404,11 @@ class NodeSession:
             try:
                 # The timeout starts once a connect slot is ours: queueing behind other
                 # nodes is not this node's fault.
-                async with self._limiter, asyncio.timeout(self.options.connect_timeout):
+                async with (
+                    self._host_limiter,
+                    self._limiter,
+                    asyncio.timeout(self.options.connect_timeout),
+                ):
                     link = await self._open()
             except HostKeyRejected as exc:
                 self._failed(exc.health, exc.message)
@@ -609,7 +627,24 @@ class SshPool:
         self._clock = clock
         self._random = random
         self.connect_limiter = asyncio.Semaphore(self.options.max_concurrent_connects)
+        self._host_limiters: dict[tuple[str, int | None], asyncio.Semaphore] = {}
         self.sessions: dict[str, NodeSession] = {}
+
+    def host_limiter(self, target: SshTarget) -> asyncio.Semaphore:
+        """The connect bound of the first server a connect to target reaches."""
+        host, port = target.host, target.port
+        if target.jump:
+            try:
+                first = parse_jump(target.jump)[0]
+                host, port = first.host, first.port
+            except ValueError:
+                pass  # the connect itself reports the bad jump spec
+        key = (host, port or 22)
+        limiter = self._host_limiters.get(key)
+        if limiter is None:
+            limiter = asyncio.Semaphore(self.options.max_connects_per_host)
+            self._host_limiters[key] = limiter
+        return limiter
 
     def add(self, node: Node) -> NodeSession:
         """Add a node, or return its session; a node whose login changed gets a fresh one."""
@@ -623,6 +658,7 @@ class SshPool:
             node,
             self.options,
             connect_limiter=self.connect_limiter,
+            host_limiter=self.host_limiter(node.ssh),
             clock=self._clock,
             random=self._random,
         )

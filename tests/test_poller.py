@@ -16,6 +16,7 @@ import pytest
 from sshfixtures import FakeNode, TestKeys, node_options
 
 from leases import records
+from leases.history import RecentHistory
 from leases.ledger import Ledger
 from leases.models import Node, NodeHealth
 from leases.nvml import NvmlUnavailable
@@ -84,7 +85,10 @@ async def fleet(tmp_path: Path) -> AsyncIterator[tuple[list[FakeNode], Faults, P
     options = node_options(
         KEYS, tmp_path, servers, command_timeout=0.5, backoff_base=0.01, backoff_cap=0.02
     )
-    poller = Poller(nodes, pool=SshPool(options), store=HistoryStore(ledger), interval_s=0.2)
+    poller = Poller(
+        nodes, pool=SshPool(options), store=HistoryStore(ledger), recent=RecentHistory(),
+        interval_s=0.2,
+    )  # fmt: skip
     yield servers, faults, poller, ledger
     await poller.close()
     for s in servers:
@@ -189,6 +193,7 @@ async def test_stream_mode_delivers_rounds(fleet) -> None:  # type: ignore[no-un
     await task
     for name in ("n0", "n1", "n2", "n3"):
         assert poller.statuses[name].health is NodeHealth.OK
+        assert poller.recent is not None
         points = poller.recent.series(name, 0)
         assert len(points) >= 4, f"{name}: only {len(points)} readings in 1.5 s at 0.2 s"
     assert HistoryStore(ledger).latest()["n3"].health is NodeHealth.OK

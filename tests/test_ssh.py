@@ -305,6 +305,25 @@ async def test_connects_are_bounded_by_the_pool_semaphore(keys: TestKeys, tmp_pa
             await fake.stop()
 
 
+async def test_connects_to_one_server_are_bounded_per_host(keys: TestKeys, tmp_path: Path) -> None:
+    """Many nodes behind one sshd (a gateway, or one jump host) respect its MaxStartups."""
+    fake = await FakeNode(keys, auth_delay=0.05).start()
+    others = [await FakeNode(keys, auth_delay=0.05).start() for _ in range(6)]
+    pool = SshPool(node_options(keys, tmp_path, [fake, *others], max_connects_per_host=2))
+    for i in range(6):
+        pool.add(fake.as_node(f"n{i}"))
+    for i, other in enumerate(others):
+        pool.add(other.as_node(f"m{i}"))
+    try:
+        results = await pool.run_many(pool.sessions, "echo up")
+        assert all(r == CommandResult(0, "up\n", "") for r in results.values())
+        assert fake.connects.total == 6 and fake.connects.peak == 2
+    finally:
+        await pool.close()
+        for f in [fake, *others]:
+            await f.stop()
+
+
 async def test_waiting_for_a_connect_slot_does_not_count_towards_the_timeout(
     keys: TestKeys, tmp_path: Path
 ) -> None:

@@ -15,7 +15,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -259,8 +259,7 @@ class Ledger:
 
     def archive_node(self, name: str) -> Node:
         """Mark a node released. Its leases must all have ended."""
-        lease = self.current_lease(name)
-        if lease is not None:
+        if self.leases(name, open_only=True):
             raise InputError(
                 "node", name, "still has an open lease: end it first (`zuka lease end NODE`)"
             )
@@ -271,21 +270,34 @@ class Ledger:
     _LEASE_SELECT = "SELECT l.*, n.name AS node FROM leases l JOIN nodes n ON n.id = l.node_id"
 
     def leases(self, node: str | None = None, *, open_only: bool = False) -> list[Lease]:
+        """Leases by node and start; open_only: those not ended by now (a renewed lease
+        that runs until its end, and the renewal, are both open)."""
         where: list[str] = []
         params: list[Any] = []
         if node is not None:
             self.node(node)
             where.append("n.name = ?")
             params.append(node)
-        if open_only:
-            where.append("l.ended_at IS NULL")
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         rows = self._rows(f"{self._LEASE_SELECT}{clause} ORDER BY n.name, l.start", params)
-        return [_lease(r) for r in rows]
+        found = [_lease(r) for r in rows]
+        if open_only:
+            now = self.clock()
+            found = [le for le in found if le.ended_at is None or le.ended_at > now]
+        return found
 
-    def current_lease(self, node: str) -> Lease | None:
-        open_leases = self.leases(node, open_only=True)
-        return open_leases[-1] if open_leases else None
+    def current_lease(self, node: str, at: datetime | None = None) -> Lease | None:
+        """The lease that bills the node at `at` (default now); see in_effect."""
+        return in_effect(self.leases(node), at or self.clock())
+
+    def current_leases(self, at: datetime | None = None) -> dict[str, Lease]:
+        """current_lease of every node that has one, in one read."""
+        by_node: dict[str, list[Lease]] = {}
+        for le in self.leases():
+            by_node.setdefault(le.node, []).append(le)
+        when = at or self.clock()
+        found = {name: in_effect(group, when) for name, group in by_node.items()}
+        return {name: le for name, le in found.items() if le is not None}
 
     def add_lease(self, lease: Lease) -> Lease:
         with self.transaction() as conn:
@@ -294,6 +306,10 @@ class Ledger:
     def _insert_lease(self, conn: sqlite3.Connection, lease: Lease) -> Lease:
         records.check_lease(lease)
         node = self.node(lease.node)
+        if node.gpu_count and lease.cards_billed and lease.cards_billed > node.gpu_count:
+            raise InputError(
+                "cards_billed", lease.cards_billed, f"{node.name} has only {node.gpu_count} GPUs"
+            )
         for other in self.leases(lease.node):
             if _overlaps(other, lease):
                 raise InputError(
@@ -330,17 +346,23 @@ class Ledger:
             lease = self.current_lease(node)
             if lease is None:
                 raise InputError("node", node, "has no open lease to end")
-            when = (at or self.clock()).astimezone(lease.start.tzinfo)
+            now = self.clock()
+            when = (at or now).astimezone(lease.start.tzinfo)
             if when < lease.start:
                 raise InputError("at", when.isoformat(), f"is before the lease start {lease.start}")
+            if when > now + timedelta(minutes=5):
+                raise InputError(
+                    "at", when.isoformat(), "is in the future: record an end once it happened"
+                )
             return self._update_lease(conn, lease, _replace(lease, ended_at=when), "lease.end")
 
     def renew_lease(
         self, node: str, end: datetime, changes: Mapping[str, Any] | None = None
     ) -> Lease:
-        """A renewal is a new lease: the open one ends at its end, the new one starts there."""
+        """A renewal is a new lease: the latest one ends at its end, the new one starts there."""
         with self.transaction() as conn:
-            lease = self.current_lease(node)
+            leases = self.leases(node)
+            lease = leases[-1] if leases and leases[-1].ended_at is None else None
             if lease is None:
                 raise InputError(
                     "node", node, "has no open lease to renew (add one with lease add)"
@@ -547,6 +569,20 @@ def _replace(obj: Any, **changes: Any) -> Any:
     from dataclasses import replace
 
     return replace(obj, **changes)
+
+
+def in_effect(leases: Sequence[Lease], at: datetime) -> Lease | None:
+    """Of one node's leases (by start): the one billing at `at`; else the next to start;
+    else the last never recorded as ended (a prepaid period past its end, say)."""
+    far = datetime.max.replace(tzinfo=UTC)
+    for le in reversed(leases):
+        if le.start <= at < (le.ended_at or le.end or far):
+            return le
+    upcoming = [le for le in leases if le.start > at and le.ended_at is None]
+    if upcoming:
+        return upcoming[0]
+    still_open = [le for le in leases if le.ended_at is None]
+    return still_open[-1] if still_open else None
 
 
 def _renewal(lease: Lease, end: Any, changes: Mapping[str, Any]) -> Record:

@@ -92,14 +92,15 @@ def parse_ssh_command(command: str, known_aliases: frozenset[str] = frozenset())
                     if i >= len(words):
                         raise InputError(FIELD, command, f"option -{opt} needs a value")
                     arg = words[i]
+                # As in OpenSSH, the first value given for a setting wins.
                 if opt == "p":
-                    port = _port(arg)
+                    port = port or _port(arg)
                 elif opt == "i":
-                    key = arg
+                    key = key or arg
                 elif opt == "J":
-                    jump = arg
+                    jump = jump or arg
                 elif opt == "l":
-                    user = _user(arg, original)
+                    user = user or _user(arg, original)
                 elif opt == "o":
                     name, sep, val = arg.replace("=", " ", 1).partition(" ")
                     if not sep:
@@ -107,13 +108,13 @@ def parse_ssh_command(command: str, known_aliases: frozenset[str] = frozenset())
                     key_name = name.strip().lower()
                     val = val.strip()
                     if key_name == "port":
-                        port = _port(val)
+                        port = port or _port(val)
                     elif key_name == "user":
-                        user = _user(val, original)
+                        user = user or _user(val, original)
                     elif key_name == "identityfile":
-                        key = val
+                        key = key or val
                     elif key_name == "proxyjump":
-                        jump = val
+                        jump = jump or val
                 # other options with arguments (-L, -D, -F, -c ...) do not change the target
             elif all(c in _FLAGS for c in word[1:]):
                 pass

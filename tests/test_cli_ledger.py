@@ -138,7 +138,7 @@ def test_renew_end_edit_archive(cli: Cli) -> None:
     assert cli("node", "archive", "m1").code == 2  # open lease
     r = cli("lease", "edit", "m1", "--notes", "idle weekends", "--json")
     assert json.loads(r.out)["notes"] == "idle weekends"
-    assert cli("lease", "end", "m1", "--at", "2026-12-01T18:00").code == 0
+    assert cli("lease", "end", "m1", "--at", "2026-11-20T18:00").code == 0
     assert json.loads(cli("lease", "list", "m1", "--open", "--json").out) == []
     assert cli("node", "archive", "m1").code == 0
     assert json.loads(cli("node", "list", "--json").out) == []
@@ -254,8 +254,11 @@ def _bad_inputs() -> list[tuple[list[str], str]]:
         (["node", "add", "n2", "--ssh", "ssh h", "--gpus", "eight"], "gpu_count (--gpus): is not a whole number"),
         (["node", "add", "n2", "--ssh", "ssh h", "--interconnect", "infiniband"], "interconnect: must be one of"),
         (["node", "add", "n2", "--ssh", "ssh h", "--provider", "Nowhere"], "provider: unknown provider"),
-        (["node", "add", "n2", "--ssh", "ssh h", "--provider", "P", "--channel", "moon"], "kind: must be one of"),
+        (["node", "add", "n2", "--ssh", "ssh h", "--provider", "P", "--channel", "moon"], "channel: must be one of cloud"),
         (["node", "edit", "ghost", "--gpus", "2"], "node (NODE): no node of that name"),
+        (["lease", "end", "colo-a800", "--at", "2099-01-01"], "at: is in the future"),
+        (["lease", "add", "colo-a800", "--billing", "hourly", "--price", "3", "--start", "2028-01-01", "--cards", "9"],
+         "cards_billed (--cards): colo-a800 has only 8 GPUs"),
         (["node", "show", "ghost"], "node (NODE): no node of that name"),
         (["resource", "add", "colo-a800", "--kind", "tape", "--id", "t1"], "kind: must be one of disk | snapshot"),
         (["resource", "add", "colo-a800", "--kind", "scratch_path", "--id", "tmp"], "must be an absolute path"),

@@ -109,3 +109,22 @@ def test_prepaid_needs_an_end_and_periods_do_not_overlap(tmp_path: Path) -> None
             Lease("n", BillingType.HOURLY, Decimal(4), datetime(2026, 2, 1, tzinfo=UTC))
         )
         assert ledger.current_lease("n") == later
+
+
+def test_a_renewal_starts_when_the_running_period_ends(tmp_path: Path) -> None:
+    now = datetime(2026, 11, 30, 12, tzinfo=UTC)
+    with Ledger.open(tmp_path / "l.db", clock=lambda: now) as ledger:
+        ledger.add_node(records.node_from({"name": "m", "ssh_host": "h"}))
+        ledger.add_lease(records.lease_from({
+            "node": "m", "billing_type": "monthly", "unit_price": "48000",
+            "start": "2026-11-15", "end": "2026-12-15",
+        }))  # fmt: skip
+        ledger.renew_lease("m", "2027-01-15", {"unit_price": "50000"})
+        current = ledger.current_lease("m")
+        assert current is not None and current.unit_price == Decimal(48000)  # still this month
+        assert ledger.current_leases()["m"] == current
+        assert [le.unit_price for le in ledger.leases("m", open_only=True)] == [48000, 50000]
+        later = ledger.current_lease("m", datetime(2026, 12, 20, tzinfo=UTC))
+        assert later is not None and later.unit_price == Decimal(50000)
+        again = ledger.renew_lease("m", "2027-02-15")  # renews the latest period
+        assert again.start == datetime(2027, 1, 15, tzinfo=again.start.tzinfo)

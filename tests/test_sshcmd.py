@@ -28,6 +28,9 @@ from leases.sshcmd import parse_ssh_command, ssh_config_aliases
         ("ssh -p 22 root@[2001:db8::1]", SshTarget("2001:db8::1", 22, "root")),
         ("ssh -L 8888:localhost:8888 -p 1234 root@host", SshTarget("host", 1234, "root")),
         ("plain-host", SshTarget("plain-host")),
+        # OpenSSH takes the first value of a repeated setting (checked with `ssh -G`).
+        ("ssh -p 22 -p 23 root@x", SshTarget("x", 22, "root")),
+        ("ssh -o Port=24 -p 23 root@x", SshTarget("x", 24, "root")),
     ],
 )
 def test_parses_platform_commands(command: str, expected: SshTarget) -> None:

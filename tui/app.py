@@ -95,7 +95,7 @@ class ZukaApp(App[None]):
     def _load_ledger(self) -> None:
         assert self.ledger is not None
         self.nodes = polled_nodes(self.ledger)
-        self.leases = {le.node: le for le in self.ledger.leases(open_only=True)}
+        self.leases = self.ledger.current_leases()
         if self.poller is not None:
             self.poller.set_nodes(self.nodes)
 

@@ -95,14 +95,19 @@ def describe_error(exc: InputError) -> str:
     flag = _FLAG_OF.get(exc.field)
     same = flag is not None and flag.strip("-").replace("-", "_") == exc.field
     label = f"{exc.field} ({flag})" if flag and not same else exc.field
-    return f"{label}: {exc.reason} (got {exc.value!r})"
+    got = "" if exc.value is None else f" (got {exc.value!r})"
+    return f"{label}: {exc.reason}{got}"
 
 
 def _add_flags(
-    p: argparse.ArgumentParser, table: Mapping[str, tuple[str, str]], required: set[str]
+    p: argparse.ArgumentParser,
+    table: Mapping[str, tuple[str, str]],
+    required: set[str],
+    helps: Mapping[str, str] | None = None,
 ) -> None:
     for key, (flag, dest) in table.items():
-        p.add_argument(flag, dest=dest, required=key in required, help=_HELP.get(key))
+        text = (helps or {}).get(key, _HELP.get(key))
+        p.add_argument(flag, dest=dest, required=key in required, help=text)
 
 
 def _pick(args: argparse.Namespace, table: Mapping[str, tuple[str, str]]) -> dict[str, Any]:
@@ -121,7 +126,12 @@ def _open(args: argparse.Namespace, *, create: bool) -> Ledger:
 
 
 def provider_options(p: argparse.ArgumentParser, required: bool) -> None:
-    _add_flags(p, PROVIDER_FLAGS, {"kind"} if required else set())
+    _add_flags(
+        p,
+        PROVIDER_FLAGS,
+        {"kind"} if required else set(),
+        {"kind": "channel: cloud | platform (GPU rental) | colo (data-centre hosting)"},
+    )
 
 
 def provider_add(args: argparse.Namespace, out: TextIO) -> int:
@@ -148,7 +158,9 @@ def provider_list(args: argparse.Namespace, out: TextIO) -> int:
 def node_options(p: argparse.ArgumentParser, editing: bool = False) -> None:
     p.add_argument("--ssh", help="the login command as the platform gives it, or an alias")
     p.add_argument("--local", action="store_true", default=None, help="read via NVML here")
-    p.add_argument("--channel", help="provider kind for a new provider: cloud | platform | colo")
+    p.add_argument(
+        "--channel", help="for a new --provider: cloud | platform (GPU rental) | colo (hosting)"
+    )
     table = dict(NODE_FLAGS)
     if not editing:
         table.pop("state")
@@ -194,7 +206,10 @@ def _new_provider(args: argparse.Namespace, ledger: Ledger) -> Provider | None:
             raise InputError(
                 "provider", args.provider, "unknown provider: add --channel to create it"
             ) from None
-        return records.provider_from({"name": args.provider, "kind": args.channel})
+        try:
+            return records.provider_from({"name": args.provider, "kind": args.channel})
+        except InputError as exc:
+            raise InputError("channel", args.channel, exc.reason) from None
     if args.channel is not None and args.channel != existing.kind.value:
         raise InputError("channel", args.channel, f"{existing.name} is a {existing.kind.value}")
     return None
@@ -227,7 +242,7 @@ def node_list(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args, create=False) as ledger:
         states = None if args.all else [NodeState.ACTIVE, NodeState.OFFBOARDING]
         nodes = ledger.nodes(states)
-        current = {le.node: le for le in ledger.leases(open_only=True)}
+        current = ledger.current_leases()
         channels = {p.name: p.kind.value for p in ledger.providers()}
     if args.json:
         output.dump_json(

@@ -17,9 +17,16 @@ def trust_store(ledger_path: Path) -> Path:
     return ledger_path.parent / "known_hosts"
 
 
+def sim_dir(ledger_path: Path) -> Path:
+    """Where `zuka sim` keeps its client key and its nodes' host keys for this ledger: a
+    folder of its own, so that nothing of the user's (an id_ed25519 beside the ledger)
+    is ever overwritten."""
+    return ledger_path.with_name(ledger_path.name + ".sim")
+
+
 def sim_trust_store(ledger_path: Path) -> Path:
     """Host keys of simulated nodes that `zuka sim` started for this ledger."""
-    return ledger_path.parent / "sim_known_hosts"
+    return sim_dir(ledger_path) / "known_hosts"
 
 
 def ssh_options(ledger_path: Path, **overrides: object) -> SshOptions:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from leases import records
-from leases.fleet import sim_trust_store
+from leases.fleet import sim_dir, sim_trust_store
 from leases.history import BUSY_UTIL_PCT, GpuHour, GpuMinute, NodeHour, NodeMinute
 from leases.ledger import Ledger
 from leases.models import Lease, Node
@@ -60,7 +60,9 @@ def sim_node_for(node: Node) -> SimNode:
 
 def attach(ledger: Ledger, ledger_path: Path, fleet: SimFleet) -> None:
     """Point the ledger's nodes at the running fleet and trust the fleet's host keys."""
-    key_path = fleet.write_client_key(ledger_path.parent)
+    folder = sim_dir(ledger_path)
+    folder.mkdir(mode=0o700, exist_ok=True)
+    key_path = fleet.write_client_key(folder)
     sim_trust_store(ledger_path).write_text(fleet.known_hosts())
     sim_trust_store(ledger_path).chmod(0o600)
     for ep in fleet:

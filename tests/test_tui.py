@@ -108,3 +108,58 @@ def test_minutes_span(tmp_path: Path) -> None:
     with Ledger.open(path, create=False) as ledger:
         minutes = HistoryStore(ledger).minutes("autodl-4090-a", NOW - timedelta(hours=1), NOW)
         assert len(minutes) == 60
+
+
+async def test_dashboard_takes_over_when_the_collector_stops(tmp_path: Path) -> None:
+    from leases.lock import PollerLock
+
+    path = tmp_path / "takeover.db"
+    with Ledger.open(path) as ledger:
+        nodes = register_sim_nodes(ledger, 2, datetime.now(UTC))
+        runner = FleetThread(sim_nodes_of(nodes))
+        attach(ledger, path, runner.start())
+    collector = PollerLock(path)  # stands in for a running `zuka collect`
+    assert collector.acquire()
+    try:
+        app = ZukaApp(path, refresh_s=0.2, interval_s=0.5)
+        async with app.run_test(size=(150, 40)) as pilot:
+            await pilot.pause(0.3)
+            assert "reading collector pid" in app.sub_title
+            assert app.poller is None
+            collector.release()
+            await pilot.press("r")
+            fleet = app.query_one("#fleet", DataTable)
+            for _ in range(50):
+                await pilot.pause(0.2)
+                if all(fleet.get_row_at(i)[1] == "ok" for i in range(fleet.row_count)):
+                    break
+            assert "polling every 0.5 s" in app.sub_title
+            assert [fleet.get_row_at(i)[1] for i in range(2)] == ["ok", "ok"]
+            await pilot.press("q")
+    finally:
+        collector.release()
+        runner.stop()
+
+
+async def test_dashboard_on_a_new_ledger_picks_up_nodes_added_later(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    app = ZukaApp(path, refresh_s=0.2, interval_s=0.5)
+    async with app.run_test(size=(150, 40)) as pilot:
+        await pilot.pause(0.2)
+        assert path.exists() and "no nodes yet" in app.sub_title
+        with Ledger.open(path) as ledger:
+            nodes = register_sim_nodes(ledger, 1, datetime.now(UTC))
+            runner = FleetThread(sim_nodes_of(nodes))
+            attach(ledger, path, runner.start())
+        try:
+            await pilot.press("r")
+            fleet = app.query_one("#fleet", DataTable)
+            for _ in range(50):
+                await pilot.pause(0.2)
+                if fleet.row_count and fleet.get_row_at(0)[1] == "ok":
+                    break
+            assert fleet.get_row_at(0)[0] == "sim-001" and fleet.get_row_at(0)[1] == "ok"
+            assert "1 nodes" in app.sub_title and "polling" in app.sub_title
+            await pilot.press("q")
+        finally:
+            runner.stop()

@@ -25,6 +25,9 @@ from leases.poller import NodeStatus, Poller
 from leases.rollups import HistoryStore
 from tui.fleetview import COLUMNS, GPU_COLUMNS, fleet_row, gpu_rows
 
+# How often the ledger is re-read for new nodes and leases, and for a stopped collector.
+RELOAD_S = 15.0
+
 
 class ZukaApp(App[None]):
     TITLE = "zuka 租卡"
@@ -72,25 +75,44 @@ class ZukaApp(App[None]):
         for col in COLUMNS:
             fleet.add_column(col, key=col)
         self.query_one("#gpus", DataTable).add_columns(*GPU_COLUMNS)
-        self.ledger = Ledger.open(self.ledger_path, create=False, clock=self.clock)
+        # The dashboard is where a new user starts: an empty ledger is created, not an error.
+        self.ledger = Ledger.open(self.ledger_path, clock=self.clock)
         self.store = HistoryStore(self.ledger)
         self._load_ledger()
-        if self.poll and self.ledger_path is not None and self.nodes:
-            self.lock = PollerLock(self.ledger_path)
-            if self.lock.acquire():
-                self.poller = make_poller(
-                    self.ledger,
-                    self.ledger_path,
-                    clock=self.clock,
-                    interval_s=self.interval_s,
-                    recent=self.recent,
-                )
-                self.run_poller()
-            else:
-                self.collector_pid = self.lock.holder()
-                self.lock = None
+        if not self.nodes:
+            self.notify(
+                "No nodes in this ledger yet: add one with `zuka node add NAME --ssh '...'` "
+                "(r reloads), or try `zuka demo`.",
+                markup=False,
+                timeout=30,
+            )
+        self._choose_source()
         self.refresh_view()
         self.set_interval(self.refresh_s, self.refresh_view)
+        self.set_interval(RELOAD_S, self._reload_quietly)
+
+    def _choose_source(self) -> None:
+        """Poll here if nobody else polls this ledger; else read what the collector writes.
+        Called again on every reload, so the dashboard takes over when a collector stops."""
+        if self.poller is not None or not self.poll or self.ledger_path is None:
+            return
+        if not self.nodes:
+            return
+        assert self.ledger is not None
+        lock = PollerLock(self.ledger_path)
+        if not lock.acquire():
+            self.collector_pid = lock.holder()
+            return
+        self.lock = lock
+        self.collector_pid = None
+        self.poller = make_poller(
+            self.ledger,
+            self.ledger_path,
+            clock=self.clock,
+            interval_s=self.interval_s,
+            recent=self.recent,
+        )
+        self.run_poller()
 
     def _load_ledger(self) -> None:
         assert self.ledger is not None
@@ -98,6 +120,10 @@ class ZukaApp(App[None]):
         self.leases = self.ledger.current_leases()
         if self.poller is not None:
             self.poller.set_nodes(self.nodes)
+
+    def _reload_quietly(self) -> None:
+        self._load_ledger()
+        self._choose_source()
 
     @work(exclusive=True, exit_on_error=False, group="poller")
     async def run_poller(self) -> None:
@@ -110,7 +136,16 @@ class ZukaApp(App[None]):
         if self.store is None:
             return {}
         out: dict[str, NodeStatus] = {}
+        stale_before = self.clock() - timedelta(seconds=max(30.0, 6 * self.interval_s))
         for name, row in self.store.latest().items():
+            if row.at < stale_before:
+                # Nobody has read this node lately (the collector stopped?): say so.
+                out[name] = NodeStatus(
+                    name,
+                    NodeHealth.CONNECTING,
+                    f"stale: last reading {row.at.astimezone():%H:%M:%S}",
+                )
+                continue
             ok = row.health is NodeHealth.OK
             out[name] = NodeStatus(
                 name, row.health, row.detail, row.at, row.at if ok else None, row.gpus,
@@ -154,13 +189,17 @@ class ZukaApp(App[None]):
             for stale in present - {r.key for r in wanted}:
                 table.remove_row(stale)
         counts: dict[str, int] = {}
-        for st in self._statuses.values():
+        for st in (self._statuses.get(n.name) for n in self.nodes):
+            if st is None:
+                continue
             counts[st.health.value] = counts.get(st.health.value, 0) + 1
         health = ", ".join(f"{n} {h}" for h, n in sorted(counts.items())) or "no readings yet"
         if self.poller is not None:
             source = f"polling every {self.interval_s:g} s"
         elif self.collector_pid is not None:
             source = f"reading collector pid {self.collector_pid}"
+        elif self.poll and not self.nodes:
+            source = "no nodes yet"
         else:
             source = "not polling"
         self.sub_title = f"{len(self.nodes)} nodes · {health} · {source}"
@@ -196,7 +235,7 @@ class ZukaApp(App[None]):
             self._show_detail()
 
     def action_reload(self) -> None:
-        self._load_ledger()
+        self._reload_quietly()
         self.refresh_view()
         self.notify("ledger re-read", markup=False)
 

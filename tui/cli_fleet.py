@@ -284,8 +284,13 @@ async def _trust(node: Any, path: Path, args: argparse.Namespace, out: TextIO) -
                 out.write("not trusted\n")
                 return 1
         session.accept_host_key(offered.fingerprint)
-        await session.run("true")
         out.write(f"trusted {offered.fingerprint} for {node.name}\n")
+        try:
+            await session.run("true")
+        except SshError as exc:
+            print(f"zuka: {node.name}: key trusted, but logging in failed: {exc.message}",
+                  file=sys.stderr)  # fmt: skip
+            return 1
         return 0
     finally:
         await pool.close()

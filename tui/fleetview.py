@@ -65,7 +65,9 @@ def fleet_row(
     total = [s.mem_total_mib for s in samples]
     power = [s.power_w for s in samples]
     health_text = health.value.replace("_", " ")
-    if status and status.detail and health is not NodeHealth.OK:
+    if status and status.detail.startswith("stale"):
+        health_text = "stale"
+    elif status and status.detail and health is not NodeHealth.OK:
         health_text += " !"
     gpus = f"{len(samples)}x" if samples else f"({node.gpu_count})"
     mem = (

@@ -21,7 +21,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"zuka: error: {message}\n")
 
 
-def _common() -> argparse.ArgumentParser:
+def _common(json: bool = True) -> argparse.ArgumentParser:
     """Options every subcommand takes, before or after the subcommand's name."""
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument(
@@ -29,7 +29,8 @@ def _common() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="ledger file (default: $ZUKA_LEDGER, else the user data directory)",
     )
-    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
+    if json:
+        p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
     return p
 
 
@@ -57,15 +58,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
+    screen = _common(json=False)
+
     def cmd(
-        parent: argparse._SubParsersAction[_Parser], name: str, handler: Handler, help: str
+        parent: argparse._SubParsersAction[_Parser],
+        name: str,
+        handler: Handler,
+        help: str,
+        json: bool = True,
     ) -> _Parser:
-        p = parent.add_parser(name, help=help, description=help, parents=[common])
+        parents = [common if json else screen]
+        p = parent.add_parser(name, help=help, description=help, parents=parents)
         p.set_defaults(handler=handler)
         return p
 
-    cmd(sub, "demo", L.demo, "open the dashboard on an example fleet in a temporary ledger")
-    cmd(sub, "dashboard", L.dashboard, "open the dashboard (the default)")
+    cmd(sub, "demo", L.demo, "open the dashboard on an example fleet in a temporary ledger", False)
+    cmd(sub, "dashboard", L.dashboard, "open the dashboard (the default)", False)
 
     prov = sub.add_parser("provider", help="clouds, rental platforms and data centres")
     provs = prov.add_subparsers(dest="action", required=True, parser_class=_Parser)
@@ -123,18 +131,25 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd(sub, "poll", _fleet("poll"), "read every node's GPUs now and print them")
     p.add_argument("nodes", nargs="*", metavar="NODE")
     p.add_argument("--once", action="store_true", help="one sweep (default: every --interval)")
-    p.add_argument("--interval", type=float, default=5.0, help="seconds between sweeps")
+    p.add_argument("--interval", type=float, default=5.0, help="seconds between sweeps (default 5)")
     p.add_argument("--force", action="store_true", help="poll even if a collector runs")
     p = cmd(
         sub, "collect", _fleet("collect"), "poll the fleet headless, writing history to the ledger"
     )
-    p.add_argument("--interval", type=float, default=5.0, help="seconds between readings")
-    p.add_argument("--mode", choices=("stream", "exec"), default="stream")
+    p.add_argument(
+        "--interval", type=float, default=5.0, help="seconds between readings (default 5)"
+    )
+    p.add_argument(
+        "--mode",
+        choices=("stream", "exec"),
+        default="stream",
+        help="stream: one long-lived nvidia-smi per node (default); exec: one query per poll",
+    )
     p.add_argument("--minute-days", type=int, default=14, help="keep minute roll-ups N days")
     p = cmd(
         sub, "sim", _fleet("sim"), "run simulated GPU nodes registered in a ledger (foreground)"
     )
-    p.add_argument("--nodes", type=int, default=12)
+    p.add_argument("--nodes", type=int, default=12, help="how many (default 12)")
     p.add_argument("--history", type=float, default=30, metavar="DAYS", help="backfilled days")
 
     p = cmd(sub, "log", L.log, "the audit history of every change")

@@ -119,7 +119,7 @@ def nodes_of(fleet: Fleet, count: int) -> list[Node]:
 
 
 def zuka_options(fleet: Fleet) -> SshOptions:
-    # zuka's defaults (8 connects at once, aes128-gcm first), without the user's own
+    # zuka's defaults (32 connects at once, 8 per host, aes128-gcm first), without the user's own
     # ~/.ssh/config and agent.
     return SshOptions(known_hosts=(fleet.known_hosts,), agent_path=None, config=[])
 
@@ -301,7 +301,7 @@ def report(rows: list[Row], args: argparse.Namespace, rtt_ms: float) -> None:
     print()
     print(f"One refresh round, {rtt_ms:g} ms RTT added (2 x {rtt_ms / 2:g} ms proxy), "
           f"{os.cpu_count()} CPUs, fleet in another process; zuka: persistent connections, "
-          "8 connects at once, aes128-gcm first")  # fmt: skip
+          "32 connects at once (8 per host), aes128-gcm first")  # fmt: skip
     table(
         ("nodes", "zuka warm exec", "zuka cold", "exec CPU/round", "stream CPU/round",
          "fleet CPU/exec round",

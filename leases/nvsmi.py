@@ -7,6 +7,7 @@ becomes None, never 0: a missing reading is unknown.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -216,7 +217,13 @@ _UNKNOWN_WORDS = frozenset({"", "n/a", "not supported", "unknown"})
 def _is_unknown(token: str) -> bool:
     # nvidia-smi brackets every value it could not read: [N/A], [Not Supported],
     # [Unknown Error], [GPU requires reset], [Insufficient Permissions]...
-    return (token.startswith("[") and token.endswith("]")) or token.lower() in _UNKNOWN_WORDS
+    if not token:
+        return True
+    first = token[0]
+    if first == "[":
+        return token[-1] == "]"
+    # Only the words in _UNKNOWN_WORDS start with n or u: skip lower() for everything else.
+    return first in "nNuU" and token.lower() in _UNKNOWN_WORDS
 
 
 def _fail(line_no: int, field: str, problem: str) -> NvsmiParseError:
@@ -261,6 +268,12 @@ def _lines(text: str) -> list[tuple[int, str]]:
     return lines
 
 
+@functools.lru_cache(maxsize=64)
+def _specs(fields: tuple[str, ...]) -> tuple[tuple[str, str, _Kind], ...]:
+    """(field, target, kind) for each queried field, worked out once per field list."""
+    return tuple((f, spec.target, spec.kind) for f in fields for spec in (_field_spec(f),))
+
+
 def _parse_row(line: str, line_no: int, fields: Sequence[str]) -> dict[str, object]:
     """One CSV row as GpuSample keyword arguments (without node and at)."""
     tokens = [t.strip() for t in line.split(",")]
@@ -271,33 +284,39 @@ def _parse_row(line: str, line_no: int, fields: Sequence[str]) -> dict[str, obje
         )
     values: dict[str, object] = {}
     extra: dict[str, str] = {}
-    for field, token in zip(fields, tokens, strict=True):
-        spec = _field_spec(field)
+    for (field, target, kind), token in zip(_specs(tuple(fields)), tokens, strict=True):
         unknown = _is_unknown(token)
-        if spec.kind == "index":
+        if kind == "number":
+            values[target] = None if unknown else _number(token, line_no, field)
+        elif kind == "index":
             if unknown:
                 raise _fail(line_no, field, f"GPU index is required, got {_shown(token)}")
             values["index"] = _whole(token, line_no, field)
-        elif spec.kind == "text":
-            values[spec.target] = "" if unknown else token
+        elif kind == "text":
+            values[target] = "" if unknown else token
         elif unknown:
-            if spec.kind != "extra":
-                values[spec.target] = None
-        elif spec.kind == "opt_text":
-            values[spec.target] = token
-        elif spec.kind == "number":
-            values[spec.target] = _number(token, line_no, field)
-        elif spec.kind == "count":
-            values[spec.target] = _whole(token, line_no, field)
-        elif spec.kind == "mig":
-            values[spec.target] = _mig(token, line_no, field)
+            if kind != "extra":
+                values[target] = None
+        elif kind == "opt_text":
+            values[target] = token
+        elif kind == "count":
+            values[target] = _whole(token, line_no, field)
+        elif kind == "mig":
+            values[target] = _mig(token, line_no, field)
         else:
-            extra[spec.target] = token
+            extra[target] = token
     values["extra"] = extra
     return values
 
 
 def _require_index(fields: Sequence[str]) -> None:
+    _checked_with_index(tuple(fields))
+
+
+@functools.lru_cache(maxsize=64)
+def _checked_with_index(fields: tuple[str, ...]) -> None:
+    # Cached: the poller parses the same field list every round. A failing list raises,
+    # and lru_cache does not remember raises.
     _check_fields(fields)
     if "index" not in fields:
         raise ValueError("nvidia-smi query fields must include 'index'")

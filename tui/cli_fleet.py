@@ -72,7 +72,8 @@ def status_row(st: NodeStatus) -> tuple[str, ...]:
         else "-",
         _fmt(fig["power_w"], "{:.0f} W") if fig else "-",
         _fmt(fig["temp_max"], "{:.0f}°C") if fig else "-",
-        (st.detail + (f" [{st.fingerprint}]" if st.fingerprint else ""))[:70],
+        # The fingerprint whole (the user compares it), the detail cut to fit a line.
+        (f"[{st.fingerprint}] " if st.fingerprint else "") + st.detail[:70],
     )
 
 

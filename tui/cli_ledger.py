@@ -66,7 +66,7 @@ _FLAG_OF = {
     key: flag
     for table in (NODE_FLAGS, LEASE_FLAGS, RESOURCE_FLAGS, PROVIDER_FLAGS)
     for key, (flag, _) in table.items()
-} | {"ssh": "--ssh", "name": "NAME", "ssh_port": "--ssh", "node": "NODE"}
+} | {"ssh": "--ssh", "name": "NAME", "ssh_port": "--ssh", "node": "NODE", "until": "--until"}
 
 _HELP = {
     "billing_type": "per_second | hourly | card_hour | daily | weekly | monthly | contract",
@@ -287,7 +287,7 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
                 le.end.strftime("%Y-%m-%d %H:%M") if le.end else None,
                 le.billing_type.value,
                 f"{le.unit_price} {le.currency}",
-                f"{le.deposit} ({le.deposit_refund.value})" if le.deposit is not None else None,
+                _deposit(le),
                 le.contract_no or None,
                 le.ended_at.strftime("%Y-%m-%d %H:%M") if le.ended_at else None,
             )
@@ -352,7 +352,14 @@ def lease_add(args: argparse.Namespace, out: TextIO) -> int:
 
 def lease_renew(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args, create=False) as ledger:
-        lease = ledger.renew_lease(args.node, args.until, _lease_changes(args))
+        try:
+            lease = ledger.renew_lease(args.node, args.until, _lease_changes(args))
+        except InputError as exc:
+            if exc.field != "end":
+                raise
+            raise InputError(
+                "until", args.until, exc.reason.replace("the start", "the current lease's end")
+            ) from None
     return _done(args, out, records.lease_record(lease), f"renewed {lease.node} until {args.until}")
 
 
@@ -421,8 +428,8 @@ def _resource_table(rows: list[dict[str, Any]], out: TextIO) -> None:
     output.table(
         ("NODE", "LEASE START", "KIND", "ID", "REGION", "DELETED", "VERIFIED"),
         [
-            (r["node"], r["lease_start"][:16], r["kind"], r["native_id"], r["region"] or None,
-             r["deleted_at"], r["verified_at"])
+            (r["node"], r["lease_start"][:16].replace("T", " "), r["kind"], r["native_id"],
+             r["region"] or None, r["deleted_at"], r["verified_at"])
             for r in rows
         ],
         out,
@@ -444,7 +451,8 @@ def resource_list(args: argparse.Namespace, out: TextIO) -> int:
 
 def _summary(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> str:
     if before is None:
-        return "added"
+        name = (after or {}).get("name") or (after or {}).get("native_id")
+        return f"added {name}" if name else "added"
     if after is None:
         return "removed"
     changed = [k for k in after if before.get(k) != after.get(k)]
@@ -467,7 +475,7 @@ def log(args: argparse.Namespace, out: TextIO) -> int:
         )  # fmt: skip
         return 0
     rows = [
-        (e.at.astimezone().strftime("%Y-%m-%d %H:%M:%S"), e.actor, e.action, e.node,
+        (e.at.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z"), e.actor, e.action, e.node,
          _summary(e.before, e.after))
         for e in entries
     ]  # fmt: skip
@@ -519,6 +527,13 @@ def demo(args: argparse.Namespace, out: TextIO) -> int:
     from tui.demo import run_demo
 
     return run_demo(args)
+
+
+def _deposit(le: Lease) -> str | None:
+    if le.deposit is None:
+        return None
+    paid = f", paid {le.deposit_paid_on}" if le.deposit_paid_on else ""
+    return f"{le.deposit}{paid}, refund {le.deposit_refund.value}"
 
 
 def _done(args: argparse.Namespace, out: TextIO, doc: Any, message: str) -> int:

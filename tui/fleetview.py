@@ -78,7 +78,8 @@ def fleet_row(
     ends = "-"
     if lease and lease.end:
         days = (lease.end - now).total_seconds() / 86400
-        ends = f"{lease.end:%m-%d} ({days:.0f}d)" if days >= 0 else f"{lease.end:%m-%d} past"
+        day = f"{lease.end:%m-%d}" if lease.end.year == now.year else f"{lease.end:%Y-%m-%d}"
+        ends = f"{day} ({days:.0f}d)" if days >= 0 else f"{day} past"
     billing = f"{lease.billing_type.value} {lease.unit_price}" if lease else "-"
     return FleetRow(
         node.name,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
+from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from leases.demo import build_demo_ledger
@@ -16,6 +17,15 @@ from leases.simledger import FleetThread, attach, register_sim_nodes, sim_nodes_
 from tui.app import ZukaApp
 
 NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
+
+
+async def until_all_ok(pilot: Pilot[None], fleet: DataTable[str], tries: int = 50) -> None:
+    """Let the live poller work until every row reads ok (asserted by the caller)."""
+    for _ in range(tries):
+        await pilot.pause(0.2)
+        rows = [fleet.get_row_at(i) for i in range(fleet.row_count)]
+        if rows and all(row[1] == "ok" for row in rows):
+            return
 
 
 def _frozen_ledger(path: Path) -> None:
@@ -77,10 +87,7 @@ async def test_dashboard_polls_a_live_fleet(tmp_path: Path) -> None:
         app = ZukaApp(path, refresh_s=0.2, interval_s=0.5)
         async with app.run_test(size=(150, 40)) as pilot:
             fleet = app.query_one("#fleet", DataTable)
-            for _ in range(50):
-                await pilot.pause(0.2)
-                if all(fleet.get_row_at(i)[1] == "ok" for i in range(fleet.row_count)):
-                    break
+            await until_all_ok(pilot, fleet)
             assert [fleet.get_row_at(i)[1] for i in range(3)] == ["ok", "ok", "ok"]
             assert "polling every 0.5 s" in app.sub_title
             key_before = fleet.cursor_row
@@ -129,10 +136,7 @@ async def test_dashboard_takes_over_when_the_collector_stops(tmp_path: Path) -> 
             collector.release()
             await pilot.press("r")
             fleet = app.query_one("#fleet", DataTable)
-            for _ in range(50):
-                await pilot.pause(0.2)
-                if all(fleet.get_row_at(i)[1] == "ok" for i in range(fleet.row_count)):
-                    break
+            await until_all_ok(pilot, fleet)
             assert "polling every 0.5 s" in app.sub_title
             assert [fleet.get_row_at(i)[1] for i in range(2)] == ["ok", "ok"]
             await pilot.press("q")
@@ -154,10 +158,7 @@ async def test_dashboard_on_a_new_ledger_picks_up_nodes_added_later(tmp_path: Pa
         try:
             await pilot.press("r")
             fleet = app.query_one("#fleet", DataTable)
-            for _ in range(50):
-                await pilot.pause(0.2)
-                if fleet.row_count and fleet.get_row_at(0)[1] == "ok":
-                    break
+            await until_all_ok(pilot, fleet)
             assert fleet.get_row_at(0)[0] == "sim-001" and fleet.get_row_at(0)[1] == "ok"
             assert "1 nodes" in app.sub_title and "polling" in app.sub_title
             await pilot.press("q")

@@ -132,14 +132,14 @@ class Poller:
         session = self.pool.add(node)
         try:
             if state.fields is None:
-                state.fields = await nvsmi.probe(session.run)
-            result = await session.run(nvsmi.query_command(state.fields))
+                state.fields = await nvsmi.probe(session.query)
+            result = await session.query(nvsmi.query_command(state.fields))
             now = self.clock()
             if result.exit_status != 0:
                 self._failed_reading(state, result.exit_status, result.stdout, result.stderr)
                 return
             samples = nvsmi.parse_query(result.stdout, state.fields, node.name, now)
-            processes = await self._processes(state, session.run)
+            processes = await self._processes(state, session.query)
             self._good(state, samples, processes)
         except HostKeyRejected as exc:
             self._bad(state, exc.health, exc.message, exc.offered.fingerprint)
@@ -344,7 +344,7 @@ class Poller:
                         self._bad(state, NodeHealth.GARBAGE, str(exc))
                         continue
                     for samples in rounds:
-                        apps = await self._processes(state, session.run)
+                        apps = await self._processes(state, session.query)
                         self._good(state, samples, apps)
             return self.interval_s
         except StreamExited as exc:

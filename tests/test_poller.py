@@ -40,7 +40,34 @@ class Faults:
 
 
 def handler_for(faults: Faults, sim: SimNode):  # type: ignore[no-untyped-def]
+    async def shell(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
+        """A shell channel: each line is a command; the fault applies to nvidia-smi."""
+        status = 0
+        async for line in process.stdin:
+            cmd = line.strip().replace("$?", str(status))
+            mode = faults.mode.get(node.port, "ok")
+            if not cmd.startswith("nvidia-smi") or mode == "ok":
+                out, err, status = sim_answer(sim, cmd, datetime.now(UTC))
+            elif mode == "hang":
+                await process.channel.wait_closed()
+                return
+            elif mode == "half":
+                process.stdout.write("0, GPU-1234, NVIDIA A1")
+                process.close()
+                return
+            else:
+                out, err, status = {
+                    "missing": ("", "sh: 1: nvidia-smi: not found\n", 127),
+                    "mismatch": (MISMATCH, "", 18),
+                    "garbage": ("0, GPU-x, what is this, ???\n<html>502</html>\n", "", 0),
+                }[mode]
+            process.stdout.write(out)
+            process.stderr.write(err)
+
     async def handle(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
+        if process.command in (None, "sh"):
+            await shell(process, node)
+            return
         mode = faults.mode.get(node.port, "ok")
         cmd = process.command or ""
         if mode == "hang":

@@ -647,3 +647,43 @@ async def test_unknown_jump_host_key_is_reported_for_the_jump_host(
         assert session.offered_key.port == bastion.port
         assert session.fingerprint == hostkeys.fingerprint(keys.other_host_key)
         assert node.connects.total == 0
+
+
+async def test_query_falls_back_to_exec_where_the_node_has_no_shell(
+    keys: TestKeys, tmp_path: Path
+) -> None:
+    """FakeNode closes a shell channel at once (like a ForceCommand account)."""
+    async with FakeNode(keys) as fake:
+        session = NodeSession(fake.as_node("n1"), node_options(keys, tmp_path, [fake]))
+        try:
+            assert await session.query("echo hi") == CommandResult(0, "hi\n", "")
+            assert session.shell_works is False
+            assert await session.query("echo again") == CommandResult(0, "again\n", "")
+        finally:
+            await session.close()
+
+
+async def test_kept_open_shell_times_out_and_recovers(tmp_path: Path) -> None:
+    from leases.sim import Scenario, SimNode
+    from leases.sim.fleet import SimFleet
+
+    async with SimFleet([SimNode("s1", "A10", 1, Scenario.BUSY)]) as fleet:
+        ep = fleet["s1"]
+        known = fleet.write_known_hosts(tmp_path / "known_hosts")
+        key = fleet.write_client_key(tmp_path)
+        options = SshOptions(known_hosts=(known,), agent_path=None, config=[], command_timeout=0.5)
+        session = NodeSession(Node("s1", ep.ssh_target(str(key))), options)
+        try:
+            first = await session.run_in_shell("nvidia-smi -L")
+            assert first.exit_status == 0 and first.stdout.startswith("GPU 0: NVIDIA A10")
+            missing = await session.run_in_shell("no-such-tool")
+            assert missing.exit_status == 127
+            # A stream-style command never ends: the shell is dropped, the node survives.
+            with pytest.raises(CommandTimeout):
+                await session.run_in_shell("nvidia-smi --query-gpu=index --format=csv -lms 100")
+            assert session.health is NodeHealth.TIMEOUT
+            again = await session.run_in_shell("nvidia-smi -L")
+            assert again.exit_status == 0 and session.health is NodeHealth.OK
+            assert session.connects == 1
+        finally:
+            await session.close()

@@ -99,6 +99,25 @@ async def test_fake_nvidia_smi_answers_csv(session: NodeSession) -> None:
     assert refused.exit_status == 2
 
 
+async def test_kept_open_shell_runs_many_commands_on_one_channel(
+    session: NodeSession, sshd: Sshd
+) -> None:
+    query = "nvidia-smi --query-gpu=index,memory.total --format=csv,noheader,nounits"
+    for _ in range(3):
+        result = await session.run_in_shell(query)
+        assert result == CommandResult(0, "0, 81920\n1, 81920\n", "")
+    assert session.shell_works and session.connects == 1
+    no_newline = await session.run_in_shell("printf 'no newline'; echo oops >&2; false")
+    assert (no_newline.exit_status, no_newline.stdout) == (1, "no newline")
+    assert no_newline.stderr == "oops\n"
+    sshd.set_nvidia_smi_mode("nodriver")
+    try:
+        failed = await session.query(query)
+    finally:
+        sshd.set_nvidia_smi_mode("ok")
+    assert failed.exit_status == 9 and "NVIDIA driver" in failed.stdout
+
+
 async def test_fake_nvidia_smi_fails_like_a_missing_driver(
     session: NodeSession, sshd: Sshd
 ) -> None:

@@ -463,8 +463,10 @@ def _simple(node: SimNode, argv: list[str], now: datetime) -> Answer:
     return handler()
 
 
-def answer(node: SimNode, command: str, now: datetime) -> Answer:
-    """What `sh -c COMMAND` prints on the node: commands joined by ;, && and || run in turn."""
+def answer(node: SimNode, command: str, now: datetime, last_status: int = 0) -> Answer:
+    """What `sh -c COMMAND` prints on the node: commands joined by ;, && and || run in turn.
+
+    last_status is $? before the first of them (a shell carries it from line to line)."""
     try:
         lex = shlex.shlex(command, posix=True, punctuation_chars=";&|")
         lex.whitespace_split = True
@@ -472,7 +474,7 @@ def answer(node: SimNode, command: str, now: datetime) -> Answer:
     except ValueError:
         return Answer("", "sh: 1: Syntax error: Unterminated quoted string\n", 2)
     out, err = [], []
-    result = OK
+    result = OK if last_status == 0 else Answer("", "", last_status)
     op = ";"
     argv: list[str] = []
     quiet = {1: False, 2: False}
@@ -481,7 +483,9 @@ def answer(node: SimNode, command: str, now: datetime) -> Answer:
             if argv:
                 run = op == ";" or (op == "&&") == (result.exit_status == 0)
                 if run:
-                    result = _simple(node, argv, now)
+                    # $? is the status of the command before, as in sh.
+                    status = str(result.exit_status)
+                    result = _simple(node, [a.replace("$?", status) for a in argv], now)
                     out.append("" if quiet[1] else result.stdout)
                     err.append("" if quiet[2] else result.stderr)
             elif token != ";" or op != ";":

@@ -224,7 +224,7 @@ class SimFleet:
     async def _serve(self, ep: SimEndpoint, process: asyncssh.SSHServerProcess[str]) -> None:
         status: int | None = 0
         try:
-            if process.command is None:
+            if process.command in _SHELLS:
                 status = await self._shell(ep, process)
             else:
                 status = await self._run(ep, process, process.command)
@@ -236,12 +236,18 @@ class SimFleet:
             process.exit(status)
 
     async def _run(
-        self, ep: SimEndpoint, process: asyncssh.SSHServerProcess[str], command: str
+        self,
+        ep: SimEndpoint,
+        process: asyncssh.SSHServerProcess[str],
+        command: str,
+        last_status: int = 0,
     ) -> int | None:
-        """Run one command; None means the channel was closed without an exit status."""
+        """Run one command; None means the channel was closed without an exit status.
+
+        last_status is what $? expands to before the command's own first part runs."""
         interval = loop_interval(command)
         if interval is None:
-            out, err, status = answer(ep.node, command, self.clock())
+            out, err, status = answer(ep.node, command, self.clock(), last_status)
             if out and self.misbehaves(ep):
                 process.stdout.write(out[: len(out) // 2])
                 return None
@@ -264,17 +270,22 @@ class SimFleet:
         return 0
 
     async def _shell(self, ep: SimEndpoint, process: asyncssh.SSHServerProcess[str]) -> int | None:
-        """A shell channel without a terminal: runs each line it is sent, prints no prompt."""
+        """A shell channel without a terminal (or `sh` reading its stdin): runs each line
+        it is sent, prints no prompt, and keeps $? from one line to the next."""
         status: int | None = 0
         async for line in process.stdin:
             command = line.strip()
             if command in ("exit", "logout"):
                 break
             if command:
-                status = await self._run(ep, process, command)
+                status = await self._run(ep, process, command, status or 0)
                 if status is None:
                     return None
         return status
+
+
+# What a client may run to get a shell on its channel: no command, or sh itself.
+_SHELLS = (None, "sh", "/bin/sh", "exec sh")
 
 
 def _hold_port(host: str, port: int) -> socket.socket:

@@ -15,6 +15,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -338,7 +339,7 @@ class Ledger:
             [*row.values(), old.id],
         )
         self._audit(conn, action, "lease", old.id, old.node, before, after)
-        return _replace(new, id=old.id)
+        return replace(new, id=old.id)
 
     def end_lease(self, node: str, at: datetime | None = None) -> Lease:
         """Record that the node's open lease ended (released or handed back)."""
@@ -354,7 +355,7 @@ class Ledger:
                 raise InputError(
                     "at", when.isoformat(), "is in the future: record an end once it happened"
                 )
-            return self._update_lease(conn, lease, _replace(lease, ended_at=when), "lease.end")
+            return self._update_lease(conn, lease, replace(lease, ended_at=when), "lease.end")
 
     def renew_lease(
         self, node: str, end: datetime, changes: Mapping[str, Any] | None = None
@@ -370,7 +371,7 @@ class Ledger:
             if lease.end is None:
                 raise InputError("node", node, "its open lease has no end date to renew from")
             new = records.lease_from(_renewal(lease, end, changes or {}))
-            self._update_lease(conn, lease, _replace(lease, ended_at=lease.end), "lease.renew")
+            self._update_lease(conn, lease, replace(lease, ended_at=lease.end), "lease.renew")
             return self._insert_lease(conn, new)
 
     def update_lease(self, node: str, changes: Mapping[str, Any]) -> Lease:
@@ -422,7 +423,7 @@ class Ledger:
             list(row.values()),
         )
         self._audit(conn, "resource.add", "resource", cur.lastrowid, node, None, out)
-        return _replace(res, id=cur.lastrowid)
+        return replace(res, id=cur.lastrowid)
 
     def resources(self, node: str | None = None) -> list[tuple[str, datetime, Resource]]:
         """(node name, lease start, resource) for every recorded resource."""
@@ -441,7 +442,7 @@ class Ledger:
         out = []
         for r in rows:
             res = records.resource_from(r, r["lease_id"], r["tz"])
-            out.append((r["node"], _moment(r["lease_start"]), _replace(res, id=r["id"])))
+            out.append((r["node"], _moment(r["lease_start"]), replace(res, id=r["id"])))
         return out
 
     # -- audit ---------------------------------------------------------------------------
@@ -565,12 +566,6 @@ def _moment(value: Any) -> datetime:
     return datetime.fromisoformat(str(value))
 
 
-def _replace(obj: Any, **changes: Any) -> Any:
-    from dataclasses import replace
-
-    return replace(obj, **changes)
-
-
 def in_effect(leases: Sequence[Lease], at: datetime) -> Lease | None:
     """Of one node's leases (by start): the one billing at `at`; else the next to start;
     else the last never recorded as ended (a prepaid period past its end, say)."""
@@ -624,14 +619,14 @@ def _lease_row(rec: Record, node_id: int | None) -> Record:
 
 
 def _provider(row: Mapping[str, Any]) -> Provider:
-    return _replace(records.provider_from(row), id=row["id"])
+    return replace(records.provider_from(row), id=row["id"])
 
 
 def _node(row: Mapping[str, Any]) -> Node:
     rec = dict(row)
     rec["tags"] = json.loads(row["tags"])
-    return _replace(records.node_from(rec), id=row["id"])
+    return replace(records.node_from(rec), id=row["id"])
 
 
 def _lease(row: Mapping[str, Any]) -> Lease:
-    return _replace(records.lease_from(row), id=row["id"])
+    return replace(records.lease_from(row), id=row["id"])

@@ -59,6 +59,8 @@ class _NodeState:
     polls: int = 0
     acc: MinuteAccumulator = field(init=False)
     in_gap: bool = False
+    # Set to cut a wait short (the user just trusted the node's key, say).
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
         self.acc = MinuteAccumulator(self.node.name)
@@ -318,8 +320,19 @@ class Poller:
                 await self._read_local(state)
             else:
                 wait = await self._stream_once(state)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), wait)
+            waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(state.wake.wait())]
+            await asyncio.wait(waits, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            for w in waits:
+                w.cancel()
+            state.wake.clear()
+
+    def retry_now(self, name: str) -> None:
+        """Try the node again at once: forget its backoff and end its current wait."""
+        if name in self.pool:
+            self.pool[name].retry_now()
+        state = self._nodes.get(name)
+        if state is not None:
+            state.wake.set()
 
     async def _stream_once(self, state: _NodeState) -> float:
         """Read one node's stream until it ends; return how long to wait before the next."""

@@ -746,6 +746,16 @@ class _Tail:
         self._task.cancel()
 
 
+async def offered_host_key(session: NodeSession) -> OfferedHostKey | None:
+    """The host key a node offers that we do not trust yet, or None when its key is
+    trusted (and a login works). Raises SshError for any other failure."""
+    try:
+        await session.run("true")
+    except HostKeyRejected as exc:
+        return exc.offered
+    return None
+
+
 class SshPool:
     """The NodeSessions of a fleet, sharing one bound on concurrent connects."""
 

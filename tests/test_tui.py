@@ -15,6 +15,7 @@ from leases.models import GpuSample, NodeHealth
 from leases.rollups import HistoryStore, Latest
 from leases.simledger import FleetThread, attach, register_sim_nodes, sim_nodes_of
 from tui.app import ZukaApp
+from tui.trust import TrustScreen
 
 NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
 
@@ -164,3 +165,38 @@ async def test_dashboard_on_a_new_ledger_picks_up_nodes_added_later(tmp_path: Pa
             await pilot.press("q")
         finally:
             runner.stop()
+
+
+async def test_trusting_a_new_host_key_from_the_dashboard(tmp_path: Path) -> None:
+    from leases.fleet import sim_trust_store
+
+    path = tmp_path / "trust.db"
+    with Ledger.open(path) as ledger:
+        nodes = register_sim_nodes(ledger, 1, datetime.now(UTC))
+        runner = FleetThread(sim_nodes_of(nodes))
+        attach(ledger, path, runner.start())
+    sim_trust_store(path).unlink()  # as if the node were new: its key is known nowhere
+    try:
+        app = ZukaApp(path, refresh_s=0.2, interval_s=0.5)
+        async with app.run_test(size=(150, 40)) as pilot:
+            fleet = app.query_one("#fleet", DataTable)
+            for _ in range(50):
+                await pilot.pause(0.2)
+                if fleet.get_row_at(0)[1].startswith("untrusted"):
+                    break
+            assert fleet.get_row_at(0)[1].startswith("untrusted")
+            await pilot.press("t")
+            for _ in range(50):
+                await pilot.pause(0.1)
+                if isinstance(app.screen, TrustScreen):
+                    break
+            assert isinstance(app.screen, TrustScreen)
+            shown = str(app.screen.query_one("#fingerprint").render())
+            assert app.screen.offered.fingerprint in shown
+            await pilot.press("y")
+            await until_all_ok(pilot, fleet)
+            assert fleet.get_row_at(0)[1] == "ok"
+            await pilot.press("q")
+    finally:
+        runner.stop()
+    assert (tmp_path / "known_hosts").exists()  # zuka's trust store beside the ledger

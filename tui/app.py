@@ -16,14 +16,17 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, Static
 
-from leases.fleet import make_poller, polled_nodes
+from leases.fleet import make_poller, polled_nodes, ssh_options
 from leases.history import RecentHistory
+from leases.hostkeys import HostKeyStatus
 from leases.ledger import Clock, Ledger, utc_now
 from leases.lock import PollerLock
 from leases.models import Lease, Node, NodeHealth
 from leases.poller import NodeStatus, Poller
 from leases.rollups import HistoryStore
+from leases.ssh import SshError, SshPool, offered_host_key
 from tui.fleetview import COLUMNS, GPU_COLUMNS, fleet_row, gpu_rows
+from tui.trust import TrustScreen
 
 # How often the ledger is re-read for new nodes and leases, and for a stopped collector.
 RELOAD_S = 15.0
@@ -35,6 +38,13 @@ class ZukaApp(App[None]):
     BINDINGS: ClassVar[list[Binding]] = [
         Binding("q", "quit", "Quit", id="quit", tooltip="Leave zuka"),
         Binding("r", "reload", "Reload ledger", id="reload", tooltip="Re-read nodes and leases"),
+        Binding(
+            "t",
+            "trust",
+            "Trust host key",
+            id="trust",
+            tooltip="Check and accept the selected node's new SSH host key",
+        ),
     ]
 
     def __init__(
@@ -233,6 +243,47 @@ class ZukaApp(App[None]):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "fleet":
             self._show_detail()
+
+    def action_trust(self) -> None:
+        name = self._selected()
+        status = self._statuses.get(name) if name else None
+        if name is None or status is None or status.health is not NodeHealth.UNTRUSTED:
+            self.notify(
+                "Only a node whose host key is new (untrusted) can be trusted here; "
+                "a changed key is never replaced.",
+                markup=False,
+                severity="warning",
+            )
+            return
+        self.trust_node(name)
+
+    @work(exclusive=True, exit_on_error=False, group="trust")
+    async def trust_node(self, name: str) -> None:
+        """Fetch the key the node offers now, show its fingerprint, accept it on y."""
+        assert self.ledger is not None and self.ledger_path is not None
+        pool = SshPool(ssh_options(self.ledger_path))
+        session = pool.add(self.ledger.node(name))
+        try:
+            try:
+                offered = await offered_host_key(session)
+            except SshError as exc:
+                self.notify(f"{name}: {exc.message}", markup=False, severity="error")
+                return
+            if offered is None:
+                self.notify(f"{name}: host key already trusted", markup=False)
+            elif offered.status is not HostKeyStatus.UNKNOWN:
+                self.notify(f"{name}: the host key CHANGED ({offered.fingerprint}): refused",
+                            markup=False, severity="error")  # fmt: skip
+                return
+            elif await self.push_screen_wait(TrustScreen(name, offered)):
+                session.accept_host_key(offered.fingerprint)
+                self.notify(f"trusted {offered.fingerprint} for {name}", markup=False)
+            else:
+                return
+            if self.poller is not None:
+                self.poller.retry_now(name)
+        finally:
+            await pool.close()
 
     def action_reload(self) -> None:
         self._reload_quietly()

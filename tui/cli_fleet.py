@@ -245,19 +245,17 @@ def node_trust(args: argparse.Namespace, out: TextIO) -> int:
 
 async def _trust(node: Any, path: Path, args: argparse.Namespace, out: TextIO) -> int:
     from leases.hostkeys import HostKeyStatus
-    from leases.ssh import HostKeyRejected, SshError, SshPool
+    from leases.ssh import SshError, SshPool, offered_host_key
 
     pool = SshPool(ssh_options(path))
     session = pool.add(node)
     try:
         try:
-            await session.run("true")
-        except HostKeyRejected as exc:
-            offered = exc.offered
+            offered = await offered_host_key(session)
         except SshError as exc:
             print(f"zuka: {node.name}: {exc.message}", file=sys.stderr)
             return 1
-        else:
+        if offered is None:
             out.write(f"{node.name}: host key already trusted\n")
             return 0
         if offered.status is not HostKeyStatus.UNKNOWN:

@@ -1,0 +1,57 @@
+"""Accepting a node's SSH host key from the dashboard: the user sees the fingerprint first."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from leases.ssh import OfferedHostKey
+
+
+class TrustScreen(ModalScreen[bool]):
+    """y accepts the key shown, n or escape leaves it untrusted."""
+
+    DEFAULT_CSS = """
+    TrustScreen {
+        align: center middle;
+    }
+    TrustScreen > Vertical {
+        width: 80;
+        height: auto;
+        border: thick $warning;
+        background: $surface;
+        padding: 1 2;
+    }
+    """
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("y", "answer(True)", "Trust", id="trust-yes"),
+        Binding("n,escape", "answer(False)", "Leave untrusted", id="trust-no"),
+    ]
+
+    def __init__(self, node: str, offered: OfferedHostKey) -> None:
+        super().__init__()
+        self.node = node
+        self.offered = offered
+
+    def compose(self) -> ComposeResult:
+        port = self.offered.port or 22
+        with Vertical():
+            yield Static(f"{self.node} ({self.offered.host}:{port}) presents a host key zuka has "
+                         "not seen before:", markup=False)  # fmt: skip
+            yield Static(
+                f"\n  {self.offered.key.get_algorithm()}  {self.offered.fingerprint}\n",
+                id="fingerprint",
+                markup=False,
+            )
+            yield Static(
+                "Compare it with the fingerprint your provider shows. Trust it? [y] yes  [n] no",
+                markup=False,
+            )
+
+    def action_answer(self, trust: bool) -> None:
+        self.dismiss(trust)

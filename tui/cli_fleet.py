@@ -21,6 +21,7 @@ from leases.models import GpuSample, NodeHealth
 from leases.poller import NodeStatus
 from leases.rollups import HistoryStore
 from tui import output
+from tui.fleetview import summarize
 
 
 def _path(args: argparse.Namespace) -> Path:
@@ -34,26 +35,6 @@ def _positive(field: str, value: float) -> float:
 
 
 # -- printing statuses -------------------------------------------------------------------
-
-
-def _mean(values: Sequence[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) / len(known) if known else None
-
-
-def summarize(samples: Sequence[GpuSample]) -> dict[str, Any]:
-    """Per-node figures for a table row; None where any GPU's reading is unknown."""
-    used = [s.mem_used_mib for s in samples]
-    total = [s.mem_total_mib for s in samples]
-    power = [s.power_w for s in samples]
-    return {
-        "gpus": len(samples),
-        "util": _mean([s.util_gpu for s in samples]),
-        "mem_used_gib": None if None in used else sum(used) / 1024,  # type: ignore[arg-type]
-        "mem_total_gib": None if None in total else sum(total) / 1024,  # type: ignore[arg-type]
-        "power_w": None if None in power else sum(power),  # type: ignore[arg-type]
-        "temp_max": max((s.temp_c for s in samples if s.temp_c is not None), default=None),
-    }
 
 
 def _fmt(value: float | None, pattern: str) -> str:

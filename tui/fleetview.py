@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from leases.models import Lease, Node, NodeHealth
+from leases.models import GpuSample, Lease, Node, NodeHealth
 from leases.poller import NodeStatus
 
 BARS = "▁▂▃▄▅▆▇█"
@@ -51,6 +52,21 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
+def summarize(samples: Sequence[GpuSample]) -> dict[str, Any]:
+    """Per-node figures for a table row; None where any GPU's reading is unknown."""
+    used = [s.mem_used_mib for s in samples]
+    total = [s.mem_total_mib for s in samples]
+    power = [s.power_w for s in samples]
+    return {
+        "gpus": len(samples),
+        "util": _mean([s.util_gpu for s in samples]),
+        "mem_used_gib": None if None in used else sum(used) / 1024,  # type: ignore[arg-type]
+        "mem_total_gib": None if None in total else sum(total) / 1024,  # type: ignore[arg-type]
+        "power_w": None if None in power else sum(power),  # type: ignore[arg-type]
+        "temp_max": max((s.temp_c for s in samples if s.temp_c is not None), default=None),
+    }
+
+
 def fleet_row(
     node: Node,
     status: NodeStatus | None,
@@ -60,21 +76,15 @@ def fleet_row(
 ) -> FleetRow:
     health = status.health if status else NodeHealth.CONNECTING
     samples = status.samples if status and health is NodeHealth.OK else ()
-    util = _mean([s.util_gpu for s in samples])
-    used = [s.mem_used_mib for s in samples]
-    total = [s.mem_total_mib for s in samples]
-    power = [s.power_w for s in samples]
+    fig = summarize(samples)
     health_text = health.value.replace("_", " ")
     if status and status.detail.startswith("stale"):
         health_text = "stale"
     elif status and status.detail and health is not NodeHealth.OK:
         health_text += " !"
     gpus = f"{len(samples)}x" if samples else f"({node.gpu_count})"
-    mem = (
-        f"{sum(used) / 1024:.0f}/{sum(total) / 1024:.0f}G"  # type: ignore[arg-type]
-        if samples and None not in used and None not in total
-        else "-"
-    )
+    used, total = fig["mem_used_gib"], fig["mem_total_gib"]
+    mem = f"{used:.0f}/{total:.0f}G" if samples and used is not None and total is not None else "-"
     ends = "-"
     if lease and lease.end:
         days = (lease.end - now).total_seconds() / 86400
@@ -87,9 +97,9 @@ def fleet_row(
             node.name,
             health_text,
             f"{gpus} {node.gpu_model}".strip(),
-            "-" if util is None else f"{util:3.0f}%",
+            "-" if fig["util"] is None else f"{fig['util']:3.0f}%",
             mem,
-            "-" if not samples or None in power else f"{sum(power):.0f}W",  # type: ignore[arg-type]
+            "-" if not samples or fig["power_w"] is None else f"{fig['power_w']:.0f}W",
             sparkline(util_history),
             billing,
             ends,

@@ -224,6 +224,17 @@ def sim_nodes_of(nodes: Sequence[Node]) -> list[SimNode]:
     return [sim_node_for(n) for n in nodes]
 
 
+def serve_ledger_nodes(ledger: Ledger, ledger_path: Path, nodes: Sequence[Node]) -> FleetThread:
+    """Simulate these ledger nodes from a thread of their own and point the ledger at them."""
+    runner = FleetThread(sim_nodes_of(nodes))
+    try:
+        attach(ledger, ledger_path, runner.start())
+    except BaseException:
+        runner.stop()
+        raise
+    return runner
+
+
 class FleetThread:
     """A SimFleet served from its own thread and event loop, beside a UI's own loop."""
 

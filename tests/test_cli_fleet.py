@@ -19,7 +19,7 @@ from leases.fleet import sim_trust_store
 from leases.ledger import Ledger
 from leases.sim import Scenario, SimNode
 from leases.sim.fleet import SimFleet
-from leases.simledger import FleetThread, attach, register_sim_nodes, sim_nodes_of
+from leases.simledger import FleetThread, register_sim_nodes, serve_ledger_nodes
 
 ZUKA = [sys.executable, "-m", "tui.cli"]
 
@@ -29,9 +29,8 @@ def sim_ledger(ledger_path: Path) -> Iterator[tuple[Path, SimFleet]]:
     """Four simulated nodes registered in the test's ledger, served from a thread."""
     with Ledger.open(ledger_path) as ledger:
         nodes = register_sim_nodes(ledger, 4, datetime.now(UTC))
-        runner = FleetThread(sim_nodes_of(nodes))
-        fleet = runner.start()
-        attach(ledger, ledger_path, fleet)
+        runner = serve_ledger_nodes(ledger, ledger_path, nodes)
+        fleet = runner.fleet
     yield ledger_path, fleet
     runner.stop()
 

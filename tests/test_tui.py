@@ -13,7 +13,7 @@ from leases.history import GpuMinute, NodeMinute
 from leases.ledger import Ledger
 from leases.models import GpuSample, NodeHealth
 from leases.rollups import HistoryStore, Latest
-from leases.simledger import FleetThread, attach, register_sim_nodes, sim_nodes_of
+from leases.simledger import register_sim_nodes, serve_ledger_nodes
 from tui.app import ZukaApp
 from tui.trust import TrustScreen
 
@@ -82,8 +82,7 @@ async def test_dashboard_polls_a_live_fleet(tmp_path: Path) -> None:
     path = tmp_path / "live.db"
     with Ledger.open(path) as ledger:
         nodes = register_sim_nodes(ledger, 3, datetime.now(UTC))
-        runner = FleetThread(sim_nodes_of(nodes))
-        attach(ledger, path, runner.start())
+        runner = serve_ledger_nodes(ledger, path, nodes)
     try:
         app = ZukaApp(path, refresh_s=0.2, interval_s=0.5)
         async with app.run_test(size=(150, 40)) as pilot:
@@ -124,8 +123,7 @@ async def test_dashboard_takes_over_when_the_collector_stops(tmp_path: Path) -> 
     path = tmp_path / "takeover.db"
     with Ledger.open(path) as ledger:
         nodes = register_sim_nodes(ledger, 2, datetime.now(UTC))
-        runner = FleetThread(sim_nodes_of(nodes))
-        attach(ledger, path, runner.start())
+        runner = serve_ledger_nodes(ledger, path, nodes)
     collector = PollerLock(path)  # stands in for a running `zuka collect`
     assert collector.acquire()
     try:
@@ -154,8 +152,7 @@ async def test_dashboard_on_a_new_ledger_picks_up_nodes_added_later(tmp_path: Pa
         assert path.exists() and "no nodes yet" in app.sub_title
         with Ledger.open(path) as ledger:
             nodes = register_sim_nodes(ledger, 1, datetime.now(UTC))
-            runner = FleetThread(sim_nodes_of(nodes))
-            attach(ledger, path, runner.start())
+            runner = serve_ledger_nodes(ledger, path, nodes)
         try:
             await pilot.press("r")
             fleet = app.query_one("#fleet", DataTable)
@@ -173,8 +170,7 @@ async def test_trusting_a_new_host_key_from_the_dashboard(tmp_path: Path) -> Non
     path = tmp_path / "trust.db"
     with Ledger.open(path) as ledger:
         nodes = register_sim_nodes(ledger, 1, datetime.now(UTC))
-        runner = FleetThread(sim_nodes_of(nodes))
-        attach(ledger, path, runner.start())
+        runner = serve_ledger_nodes(ledger, path, nodes)
     sim_trust_store(path).unlink()  # as if the node were new: its key is known nowhere
     try:
         app = ZukaApp(path, refresh_s=0.2, interval_s=0.5)

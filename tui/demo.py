@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 from leases.demo import build_demo_ledger
 from leases.errors import InputError
 from leases.rollups import HistoryStore
-from leases.simledger import FleetThread, attach, backfill, sim_nodes_of
+from leases.simledger import FleetThread, backfill, serve_ledger_nodes, sim_nodes_of
 from tui.app import run_dashboard
 
 HISTORY_DAYS = 30
@@ -27,14 +27,12 @@ def prepare(path: Path, days: float = HISTORY_DAYS) -> FleetThread:
     """Build the demo ledger at path and start its simulated fleet."""
     today = datetime.now(ZoneInfo("Asia/Shanghai")).date()
     with build_demo_ledger(path, today) as ledger:
-        sims = sim_nodes_of(ledger.nodes())
-        runner = FleetThread(sims)
-        fleet = runner.start()
+        nodes = ledger.nodes()
+        runner = serve_ledger_nodes(ledger, path, nodes)
         try:
-            attach(ledger, path, fleet)
             store = HistoryStore(ledger)
             now = datetime.now(UTC)
-            for sim in sims:
+            for sim in sim_nodes_of(nodes):
                 backfill(store, sim, now - timedelta(days=days), now)
         except BaseException:
             runner.stop()

@@ -51,7 +51,7 @@ class BusyHours:
 _SAMPLE_FIELDS = tuple(f.name for f in fields(GpuSample) if f.name not in ("node", "at", "extra"))
 
 
-def _sample_json(s: GpuSample) -> dict[str, Any]:
+def sample_record(s: GpuSample) -> dict[str, Any]:
     # Explicit rather than dataclasses.asdict, whose deep copy was the collector's
     # largest cost (300 nodes x 8 GPUs every flush).
     d = {name: getattr(s, name) for name in _SAMPLE_FIELDS}
@@ -138,7 +138,7 @@ class HistoryStore:
                         r.health.value,
                         r.detail,
                         r.fingerprint,
-                        json.dumps([_sample_json(s) for s in r.gpus]),
+                        json.dumps([sample_record(s) for s in r.gpus]),
                         json.dumps([asdict(p) for p in r.processes]),
                     )
                     for r in rows

@@ -17,9 +17,9 @@ from leases.errors import InputError
 from leases.fleet import make_poller, polled_nodes, ssh_options
 from leases.ledger import Ledger, resolve_ledger_path
 from leases.lock import PollerLock
-from leases.models import GpuSample, NodeHealth
+from leases.models import NodeHealth
 from leases.poller import NodeStatus
-from leases.rollups import HistoryStore
+from leases.rollups import HistoryStore, sample_record
 from tui import output
 from tui.fleetview import summarize
 
@@ -59,12 +59,6 @@ def status_row(st: NodeStatus) -> tuple[str, ...]:
 
 
 def status_json(st: NodeStatus) -> dict[str, Any]:
-    def sample(s: GpuSample) -> dict[str, Any]:
-        d = asdict(s)
-        d.pop("node")
-        d["at"] = s.at.isoformat()
-        return d
-
     return {
         "node": st.node,
         "health": st.health.value,
@@ -72,7 +66,7 @@ def status_json(st: NodeStatus) -> dict[str, Any]:
         "checked": st.checked.isoformat() if st.checked else None,
         "at": st.at.isoformat() if st.at else None,
         "fingerprint": st.fingerprint,
-        "gpus": [sample(s) for s in st.samples],
+        "gpus": [sample_record(s) for s in st.samples],
         "processes": [{k: v for k, v in asdict(p).items() if k != "node"} for p in st.processes],
     }
 

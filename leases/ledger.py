@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from leases import records
+from leases import auditchain, records
 from leases.errors import InputError, LedgerError, UnknownNode
 from leases.models import AuditEntry, Lease, Node, NodeState, Provider, Resource
 from leases.records import Record
@@ -28,7 +28,22 @@ from leases.records import Record
 Clock = Callable[[], datetime]
 # How many migrations leases/schema.py holds; tests check the two agree. Kept here so that
 # opening an up-to-date ledger needs neither sqlite-utils nor the schema (faster CLI).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+
+# The audit log's protections (installed by migration m004, checked by `zuka audit verify`):
+# no UPDATE, no DELETE, and an INSERT only at the end of the hash chain.
+AUDIT_TRIGGERS = {
+    "audit_no_update": "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit"
+    " BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END",
+    "audit_no_delete": "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit"
+    " BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END",
+    "audit_chain_only": "CREATE TRIGGER audit_chain_only BEFORE INSERT ON audit"
+    " WHEN NEW.id IS NULL OR NEW.hash IS NULL"
+    " OR NEW.id <= (SELECT coalesce(max(id), 0) FROM audit)"
+    " OR NEW.prev_hash IS NOT coalesce((SELECT hash FROM audit ORDER BY id DESC LIMIT 1),"
+    " '0000000000000000000000000000000000000000000000000000000000000000')"
+    " BEGIN SELECT RAISE(ABORT, 'the audit log only grows at the end of its hash chain'); END",
+}
 
 
 def utc_now() -> datetime:
@@ -136,19 +151,24 @@ class Ledger:
         before: Record | None,
         after: Record | None,
     ) -> None:
+        last = conn.execute("SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1").fetchone()
+        prev_id, prev_hash = (int(last[0]), str(last[1])) if last else (0, auditchain.GENESIS)
+        row: dict[str, Any] = {
+            "id": prev_id + 1,
+            "at": self.clock().astimezone(UTC).isoformat(timespec="microseconds"),
+            "actor": self.actor,
+            "action": action,
+            "entity": entity,
+            "entity_id": entity_id,
+            "node": node,
+            "before": None if before is None else json.dumps(before, ensure_ascii=False),
+            "after": None if after is None else json.dumps(after, ensure_ascii=False),
+        }
+        row["prev_hash"] = prev_hash
+        row["hash"] = auditchain.entry_hash(row, prev_hash)
         conn.execute(
-            "INSERT INTO audit (at, actor, action, entity, entity_id, node, before, after)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                self.clock().astimezone(UTC).isoformat(timespec="microseconds"),
-                self.actor,
-                action,
-                entity,
-                entity_id,
-                node,
-                None if before is None else json.dumps(before, ensure_ascii=False),
-                None if after is None else json.dumps(after, ensure_ascii=False),
-            ),
+            f"INSERT INTO audit ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+            list(row.values()),
         )
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
@@ -454,20 +474,20 @@ class Ledger:
                 self.node(node)
         else:
             rows = self._rows("SELECT * FROM audit ORDER BY id")
-        return [
-            AuditEntry(
-                at=datetime.fromisoformat(r["at"]),
-                action=r["action"],
-                entity=r["entity"],
-                entity_id=r["entity_id"],
-                node=r["node"],
-                before=None if r["before"] is None else json.loads(r["before"]),
-                after=None if r["after"] is None else json.loads(r["after"]),
-                actor=r["actor"],
-                id=r["id"],
-            )
-            for r in rows
-        ]
+        return [_audit_entry(r) for r in rows]
+
+    def verify_audit(self, anchor: tuple[int, str] | None = None) -> auditchain.ChainReport:
+        """Check the audit log's hash chain and the triggers that guard it."""
+        found = dict(
+            self.conn.execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit'"
+            ).fetchall()
+        )
+        missing = [name for name, sql in AUDIT_TRIGGERS.items() if found.get(name) != sql]
+        cur = self.conn.execute("SELECT * FROM audit ORDER BY id")
+        names = [d[0] for d in cur.description]
+        rows = (dict(zip(names, values, strict=True)) for values in cur)
+        return auditchain.verify(rows, triggers_missing=missing, anchor=anchor)
 
     # -- export / import -----------------------------------------------------------------
 
@@ -498,6 +518,48 @@ class Ledger:
                         ) from None
                     counts[kind] += 1
         return counts
+
+
+def _audit_entry(r: Mapping[str, Any]) -> AuditEntry:
+    """One audit row as an entry; a row that cannot be read (forged, damaged) becomes an
+    entry that says so instead of stopping `zuka log`."""
+    problems: list[str] = []
+
+    def change(key: str) -> dict[str, object] | None:
+        raw = r.get(key)
+        if raw is None:
+            return None
+        try:
+            value = json.loads(raw)
+        except (TypeError, ValueError):
+            problems.append(f"{key} is not JSON")
+            return None
+        if not isinstance(value, dict):
+            problems.append(f"{key} is not an object")
+            return None
+        return value
+
+    try:
+        at = datetime.fromisoformat(str(r.get("at")))
+        if at.tzinfo is None:
+            raise ValueError
+    except ValueError:
+        problems.append("its time is unreadable")
+        at = datetime.min.replace(tzinfo=UTC)
+    entity_id = r.get("entity_id")
+    node = r.get("node")
+    return AuditEntry(
+        at=at,
+        action=str(r.get("action") or ""),
+        entity=str(r.get("entity") or ""),
+        entity_id=entity_id if isinstance(entity_id, int) else None,
+        node=node if isinstance(node, str) else None,
+        before=change("before"),
+        after=change("after"),
+        actor=str(r.get("actor") or ""),
+        id=r.get("id") if isinstance(r.get("id"), int) else None,
+        problem="; ".join(problems),
+    )
 
 
 def _whoami() -> str:

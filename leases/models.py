@@ -188,6 +188,7 @@ class AuditEntry:
     after: dict[str, object] | None
     actor: str = ""
     id: int | None = None
+    problem: str = ""  # why the stored row could not be read as it should
 
 
 @dataclass(frozen=True)

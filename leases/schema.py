@@ -182,3 +182,35 @@ def m003_busy_index(db: Database) -> None:
         "CREATE INDEX gpu_hour_busy ON gpu_hour"
         " (node_id, hour, busy_card_minutes, known_card_minutes);\n",
     )
+
+
+@MIGRATIONS()
+def m004_audit_chain(db: Database) -> None:
+    """Hash-chain the audit log (see leases.auditchain): every entry gets the hash of the
+    one before it and its own; existing entries are chained in id order. The triggers
+    are replaced by ones that also refuse an insert that does not extend the chain
+    (INSERT OR REPLACE of an old id, a forged prev_hash)."""
+    from leases.auditchain import GENESIS, entry_hash
+    from leases.ledger import AUDIT_TRIGGERS
+
+    _run(
+        db,
+        """
+        DROP TRIGGER audit_no_update;
+        DROP TRIGGER audit_no_delete;
+        ALTER TABLE audit ADD COLUMN prev_hash TEXT;
+        ALTER TABLE audit ADD COLUMN hash TEXT;
+        """,
+    )
+    prev = GENESIS
+    rows = db.execute("SELECT * FROM audit ORDER BY id")
+    names = [d[0] for d in rows.description]
+    for values in rows.fetchall():
+        row = dict(zip(names, values, strict=True))
+        digest = entry_hash(row, prev)
+        db.execute(
+            "UPDATE audit SET prev_hash = ?, hash = ? WHERE id = ?", [prev, digest, row["id"]]
+        )
+        prev = digest
+    for sql in AUDIT_TRIGGERS.values():
+        db.execute(sql)

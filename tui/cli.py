@@ -155,6 +155,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd(sub, "log", L.log, "the audit history of every change")
     p.add_argument("node", nargs="?")
 
+    audit = sub.add_parser("audit", help="the audit log's integrity")
+    audits = audit.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    p = cmd(audits, "verify", L.audit_verify, "check the audit log's hash chain and triggers")
+    p.add_argument(
+        "--anchor",
+        metavar="ID:HASH",
+        help="an entry id and hash printed by an earlier verify, kept elsewhere",
+    )
+
     p = cmd(sub, "export", L.export, "write the whole ledger as CSV or JSON")
     p.add_argument("--format", choices=("csv", "json"), default="json")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")

@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from leases import fields, records, transfer
+from leases import auditchain, fields, records, transfer
 from leases.errors import InputError
 from leases.ledger import Ledger, resolve_ledger_path
 from leases.models import Lease, Node, NodeState, Provider
@@ -464,23 +464,65 @@ def _summary(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) 
 def log(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args, create=False) as ledger:
         entries = ledger.history(args.node)
+        report = ledger.verify_audit()
+    if not report.ok:
+        print(f"zuka: {_chain_problem(report)}; run `zuka audit verify`", file=sys.stderr)
     if args.json:
         output.dump_json(
             [
-                {"at": e.at.isoformat(), "actor": e.actor, "action": e.action, "node": e.node,
-                 "before": e.before, "after": e.after}
+                {"id": e.id, "at": e.at.isoformat(), "actor": e.actor, "action": e.action,
+                 "node": e.node, "before": e.before, "after": e.after,
+                 **({"problem": e.problem} if e.problem else {})}
                 for e in entries
             ],
             out,
         )  # fmt: skip
         return 0
     rows = [
-        (e.at.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z"), e.actor, e.action, e.node,
-         _summary(e.before, e.after))
+        ("?" if e.problem and e.at.year == 1 else
+         e.at.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z"), e.actor, e.action, e.node,
+         f"unreadable entry {e.id}: {e.problem}" if e.problem else _summary(e.before, e.after))
         for e in entries
     ]  # fmt: skip
     output.table(("WHEN", "WHO", "ACTION", "NODE", "CHANGE"), rows, out)
     return 0
+
+
+def _chain_problem(report: auditchain.ChainReport) -> str:
+    where = f"entry {report.broken_at}" if report.broken_at is not None else "the audit log"
+    return f"THE AUDIT LOG DOES NOT VERIFY: {where}: {report.reason}"
+
+
+def audit_verify(args: argparse.Namespace, out: TextIO) -> int:
+    anchor: tuple[int, str] | None = None
+    if args.anchor:
+        entry, _, digest = args.anchor.partition(":")
+        if (
+            not entry.isdigit()
+            or len(digest) != 64
+            or not all(c in "0123456789abcdef" for c in digest)
+        ):
+            raise InputError("anchor", args.anchor, "must be ID:HASH as `zuka audit verify` prints")
+        anchor = (int(entry), digest)
+    with _open(args, create=False) as ledger:
+        report = ledger.verify_audit(anchor)
+    if args.json:
+        output.dump_json(
+            {"ok": report.ok, "entries": report.entries, "head_id": report.head_id,
+             "head_hash": report.head_hash, "broken_at": report.broken_at,
+             "reason": report.reason},
+            out,
+        )  # fmt: skip
+    elif report.ok:
+        out.write(f"audit log ok: {report.entries} entries, hash chain and triggers intact\n")
+        if report.head_id is not None:
+            out.write(
+                f"head {report.head_id}:{report.head_hash}\n"
+                "(keep this line elsewhere; `--anchor` checks it later)\n"
+            )
+    else:
+        out.write(_chain_problem(report) + "\n")
+    return 0 if report.ok else 1
 
 
 def export(args: argparse.Namespace, out: TextIO) -> int:

@@ -1,0 +1,92 @@
+"""The hash chain that makes an append-only log tamper-evident.
+
+Each entry stores the hash of the entry before it and its own hash over its columns and
+that previous hash, so a changed byte, a rewritten row (INSERT OR REPLACE) or a removed
+row in the middle breaks the chain at that entry. Triggers refuse UPDATE, DELETE and any
+insert that does not extend the chain; `verify` also checks that those triggers are still
+there. Someone who can write the file can still rebuild the whole chain: keep the head
+(`zuka audit verify` prints it) somewhere else and check it with `--anchor ID:HASH`.
+
+Pure: rows in, verdict out. The ledger's audit log uses it, and so will the offboarding
+evidence log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+GENESIS = "0" * 64
+# The columns an entry's hash covers, in this order; `prev_hash` is hashed first.
+COLUMNS = ("id", "at", "actor", "action", "entity", "entity_id", "node", "before", "after")
+
+
+def entry_hash(row: Mapping[str, Any], prev_hash: str) -> str:
+    """sha256 over the previous hash and the entry's columns, as stored."""
+    payload = json.dumps(
+        [prev_hash, *(row.get(c) for c in COLUMNS)], ensure_ascii=False, separators=(",", ":")
+    )
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    entries: int
+    head_id: int | None
+    head_hash: str
+    broken_at: int | None = None  # id of the first entry that does not verify
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.reason
+
+
+def verify(
+    rows: Iterable[Mapping[str, Any]],
+    *,
+    triggers_missing: Iterable[str] = (),
+    anchor: tuple[int, str] | None = None,
+) -> ChainReport:
+    """Walk the rows in id order; report the first entry that breaks the chain.
+
+    triggers_missing names protections found absent or altered (the caller reads the
+    schema); anchor is an (id, hash) the user kept from an earlier verify.
+    """
+    prev = GENESIS
+    prev_id = 0
+    count = 0
+    head_id: int | None = None
+    anchor_seen = anchor is None
+    for row in rows:
+        count += 1
+        entry_id = row.get("id")
+        if not isinstance(entry_id, int) or entry_id <= prev_id:
+            return ChainReport(count, head_id, prev, _id(entry_id), "entry ids out of order")
+        if row.get("prev_hash") != prev:
+            reason = "does not link to the entry before it (an entry was removed or inserted)"
+            return ChainReport(count, head_id, prev, entry_id, reason)
+        if row.get("hash") != entry_hash(row, prev):
+            return ChainReport(count, head_id, prev, entry_id, "its content was changed")
+        prev, prev_id, head_id = str(row["hash"]), entry_id, entry_id
+        if anchor is not None and entry_id == anchor[0]:
+            if prev != anchor[1]:
+                reason = "differs from the anchor you kept (the log was rebuilt)"
+                return ChainReport(count, head_id, prev, entry_id, reason)
+            anchor_seen = True
+    missing = sorted(set(triggers_missing))
+    if missing:
+        reason = f"protection removed or altered: {', '.join(missing)}"
+        return ChainReport(count, head_id, prev, None, reason)
+    if not anchor_seen:
+        assert anchor is not None
+        reason = f"entry {anchor[0]} of the anchor is gone (the log was cut short)"
+        return ChainReport(count, head_id, prev, anchor[0], reason)
+    return ChainReport(count, head_id, prev)
+
+
+def _id(value: object) -> int | None:
+    return value if isinstance(value, int) else None

@@ -59,10 +59,14 @@ def default_ledger_path() -> Path:
 def resolve_ledger_path(cli_value: str | None, env: Mapping[str, str] = os.environ) -> Path:
     """--ledger wins over ZUKA_LEDGER, which wins over the platform's data directory."""
     if cli_value:
-        return Path(cli_value).expanduser()
-    if env.get("ZUKA_LEDGER"):
-        return Path(env["ZUKA_LEDGER"]).expanduser()
-    return default_ledger_path()
+        path = Path(cli_value)
+    elif env.get("ZUKA_LEDGER"):
+        path = Path(env["ZUKA_LEDGER"])
+    else:
+        path = default_ledger_path()
+    # Symlinks are resolved once, here: the lock, the trust store and the sim folder sit
+    # beside the real file, whichever link a command was given.
+    return path.expanduser().resolve()
 
 
 def _create_private(path: Path) -> None:
@@ -106,6 +110,8 @@ class Ledger:
                 _create_private(path)
             conn = sqlite3.connect(str(path), timeout=15.0)
         try:
+            if path is not None and conn.execute("PRAGMA database_list").fetchone()[2]:
+                _check_is_ledger(conn, Path(path), create=create)
             _prepare(conn)
         except sqlite3.DatabaseError as exc:
             conn.close()
@@ -567,6 +573,39 @@ def _whoami() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return ""
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+# Tables every zuka ledger has had since its first migration.
+_LEDGER_TABLES = frozenset({"_sqlite_migrations", "providers", "nodes", "leases", "audit"})
+
+
+def _check_is_ledger(conn: sqlite3.Connection, path: Path, *, create: bool) -> None:
+    """Refuse, before anything is written to it, a file that is not a zuka ledger: another
+    application's database, or an empty file a read-only command was pointed at."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(len(_SQLITE_MAGIC))
+    except OSError as exc:
+        raise LedgerError(f"{path}: cannot read it ({exc.strerror or exc})") from exc
+    if not head:
+        if create:
+            return  # a new ledger: ours to set up
+        raise LedgerError(f"{path}: is an empty file, not a zuka ledger")
+    if head != _SQLITE_MAGIC:
+        raise LedgerError(f"{path}: is not an SQLite database, so not a zuka ledger")
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not tables and create:
+        return
+    if not tables:
+        raise LedgerError(f"{path}: is an empty database, not a zuka ledger")
+    missing = _LEDGER_TABLES - tables
+    if missing:
+        shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+        raise LedgerError(
+            f"{path}: is not a zuka ledger (another application's database? its tables: "
+            f"{shown}); refusing to touch it"
+        )
 
 
 def _prepare(conn: sqlite3.Connection, attempts: int = 50) -> None:

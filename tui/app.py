@@ -302,5 +302,9 @@ class ZukaApp(App[None]):
 
 
 def run_dashboard(ledger_path: Path | None, **options: object) -> int:
+    if ledger_path is not None:
+        # A file that is not a zuka ledger is refused here, in plain words, not in a
+        # traceback from inside the running app.
+        Ledger.open(ledger_path).close()
     ZukaApp(ledger_path, **options).run()  # type: ignore[arg-type]
     return 0

@@ -36,7 +36,7 @@ def test_a_newer_ledger_is_refused_untouched(tmp_path: Path) -> None:
 def test_not_a_ledger(tmp_path: Path) -> None:
     path = tmp_path / "junk.db"
     path.write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(LedgerError, match="not a usable zuka ledger"):
+    with pytest.raises(LedgerError, match="not a zuka ledger"):
         Ledger.open(path)
 
 

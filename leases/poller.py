@@ -315,7 +315,10 @@ class Poller:
         self.statuses[status.node] = status
         self._pending_latest[status.node] = status
         if self.on_update is not None:
-            self.on_update(status)
+            try:
+                self.on_update(status)
+            except Exception:  # the listener's fault, not the node's: polling goes on
+                self.log.exception("on_update failed for node %s", status.node)
 
     def flush(self) -> None:
         """Write closed minutes and the latest status of changed nodes to the ledger."""

@@ -309,7 +309,8 @@ class ZukaApp(App[None]):
 
     async def on_unmount(self) -> None:
         self._stop.set()
-        await self.workers.wait_for_complete()
+        # A worker Textual already cancelled raises from wait(): still close what it held.
+        await asyncio.gather(*(w.wait() for w in self.workers), return_exceptions=True)
         if self.poller is not None:
             await self.poller.close()
         if self.lock is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from leases.faultlog import fault_logger
 from leases.history import RecentHistory
 from leases.ledger import Clock, Ledger, utc_now
 from leases.models import Node, NodeState
@@ -61,4 +62,5 @@ def make_poller(
         store=HistoryStore(ledger) if store else None,
         recent=recent,
         interval_s=interval_s,
+        log=fault_logger(ledger_path),
     )

@@ -10,6 +10,7 @@ None is unknown everywhere; in the packed form unknown is the all-ones value of 
 
 from __future__ import annotations
 
+import math
 import struct
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -74,9 +75,22 @@ class NodeHour:
 
 
 def _enc(value: float | None, limit: int, scale: float = 1.0) -> int:
-    if value is None:
+    # Never raises: NaN and infinities are unknown, the rest is clamped into the field.
+    # (The poller refuses such readings first; this keeps one bad value from failing a
+    # whole flush should another source let one through.)
+    if value is None or not math.isfinite(value):
         return limit
     return max(0, min(limit - 1, round(value * scale)))
+
+
+def _count(value: int, limit: int) -> int:
+    return max(0, min(limit, value))
+
+
+def _index(value: int) -> int:
+    if not 0 <= value <= _U8:
+        raise ValueError(f"GPU index {value} does not fit the packed roll-up (0..{_U8})")
+    return value
 
 
 def _dec(value: int, limit: int, scale: float = 1.0) -> float | None:
@@ -86,8 +100,8 @@ def _dec(value: int, limit: int, scale: float = 1.0) -> float | None:
 def pack_minute(gpus: Sequence[GpuMinute]) -> bytes:
     return b"".join(
         _MINUTE.pack(
-            g.index,
-            min(g.readings, _U8),
+            _index(g.index),
+            _count(g.readings, _U8),
             _enc(g.util_mean, _U8),
             _enc(g.util_max, _U8),
             _enc(g.mem_mean_mib, _U32),
@@ -107,9 +121,9 @@ def unpack_minute(blob: bytes) -> tuple[GpuMinute, ...]:
 def pack_hour(gpus: Sequence[GpuHour]) -> bytes:
     return b"".join(
         _HOUR.pack(
-            g.index,
-            g.known_minutes,
-            g.busy_minutes,
+            _index(g.index),
+            _count(g.known_minutes, _U8),
+            _count(g.busy_minutes, _U8),
             _enc(g.util_mean, _U8),
             _enc(g.util_max, _U8),
             _enc(g.mem_mean_mib, _U32),

@@ -127,6 +127,36 @@ _MAX_NUMBER_CHARS = 64
 # A real row is a few hundred characters; a stream line past this is garbage.
 _MAX_LINE_CHARS = 64 * 1024
 
+# Sane bounds of what a real nvidia-smi prints. A value outside them makes the reading
+# garbage (the node's state, with the field named), so nothing downstream (the packed
+# roll-ups hold an index in one byte, power in 0.1 W steps in two) ever sees it.
+# GPUs per node: the largest single machines expose 16 (HGX-2, DGX-2) to 20 (PCIe
+# boxes); MIG instances are not rows of --query-gpu. 128 leaves room and fits a byte.
+MAX_GPUS = 128
+MAX_GPU_INDEX = MAX_GPUS - 1
+# Text a row carries: a GPU name or uuid is under 100 characters, a bus id 16.
+_MAX_TEXT_CHARS = 256
+# A busy 8-GPU node runs tens of compute processes, a shared one hundreds.
+_MAX_PROCESSES = 4096
+# A process name is a path: PATH_MAX is 4096.
+_MAX_PROCESS_NAME_CHARS = 4096
+_MIB_MAX = 16 * 1024 * 1024  # 16 TiB of GPU memory: 50x a B300's 288 GB
+BOUNDS: dict[str, tuple[float, float]] = {
+    "index": (0, MAX_GPU_INDEX),
+    "util_gpu": (0, 100),
+    "util_mem": (0, 100),
+    "mem_used_mib": (0, _MIB_MAX),
+    "mem_total_mib": (0, _MIB_MAX),
+    "temp_c": (-50, 250),
+    "power_w": (0, 6000),  # a GB200 superchip draws ~2.7 kW; the packed form ends at 6553 W
+    "power_limit_w": (0, 6000),
+    "sm_clock_mhz": (0, 10000),
+    "fan_pct": (0, 200),  # some boards report a little over 100 %
+    "ecc_uncorrected": (0, 2**63 - 1),  # stored in SQLite JSON: an int64
+    "pid": (0, 2**32 - 1),
+    "used_mib": (0, _MIB_MAX),
+}
+
 
 def _field_spec(field: str) -> _Field:
     # A field zuka has no slot for still travels, as a string under extra.
@@ -234,19 +264,56 @@ def _shown(token: str) -> str:
     return repr(token if len(token) <= 40 else token[:40] + "...")
 
 
-def _number(token: str, line_no: int, field: str) -> float:
+def _bounded(value: float, target: str, line_no: int, field: str, token: str) -> None:
+    bounds = BOUNDS.get(target)
+    if bounds is not None and not bounds[0] <= value <= bounds[1]:
+        lo, hi = (_format_number(b) for b in bounds)
+        raise _fail(line_no, field, f"{_shown(token)} is outside {lo}..{hi}")
+
+
+def _number(token: str, line_no: int, field: str, target: str = "") -> float:
     if len(token) > _MAX_NUMBER_CHARS or not _NUMBER.fullmatch(token):
         raise _fail(line_no, field, f"expected a number, got {_shown(token)}")
     value = float(token)
     if not math.isfinite(value):
         raise _fail(line_no, field, f"number out of range: {_shown(token)}")
+    _bounded(value, target, line_no, field, token)
     return value
 
 
-def _whole(token: str, line_no: int, field: str) -> int:
+def _whole(token: str, line_no: int, field: str, target: str = "") -> int:
     if len(token) > _MAX_NUMBER_CHARS or not _INTEGER.fullmatch(token):
         raise _fail(line_no, field, f"expected a whole number, got {_shown(token)}")
-    return int(token)
+    value = int(token)
+    _bounded(value, target, line_no, field, token)
+    return value
+
+
+def _text(token: str, line_no: int, field: str, limit: int = _MAX_TEXT_CHARS) -> str:
+    if len(token) > limit:
+        raise _fail(line_no, field, f"longer than {limit} characters: {_shown(token)}")
+    return token
+
+
+def sample_problem(sample: GpuSample) -> str | None:
+    """What is out of bounds in a reading from any source (NVML too), or None.
+
+    parse_query already refuses such values line by line; this guards every other way
+    a GpuSample is made, before it is stored.
+    """
+    for target, (lo, hi) in BOUNDS.items():
+        value = getattr(sample, target, None)
+        if value is None or isinstance(value, bool):
+            continue
+        if not isinstance(value, int | float) or not math.isfinite(value):
+            return f"GPU {sample.index}: {target} is not a finite number: {value!r}"
+        if not lo <= value <= hi:
+            return f"GPU {sample.index}: {target} {value!r} is outside {lo:g}..{hi:g}"
+    for target in ("uuid", "name", "pstate"):
+        text = getattr(sample, target)
+        if text is not None and len(text) > _MAX_TEXT_CHARS:
+            return f"GPU {sample.index}: {target} longer than {_MAX_TEXT_CHARS} characters"
+    return None
 
 
 def _mig(token: str, line_no: int, field: str) -> bool:
@@ -287,24 +354,24 @@ def _parse_row(line: str, line_no: int, fields: Sequence[str]) -> dict[str, obje
     for (field, target, kind), token in zip(_specs(tuple(fields)), tokens, strict=True):
         unknown = _is_unknown(token)
         if kind == "number":
-            values[target] = None if unknown else _number(token, line_no, field)
+            values[target] = None if unknown else _number(token, line_no, field, target)
         elif kind == "index":
             if unknown:
                 raise _fail(line_no, field, f"GPU index is required, got {_shown(token)}")
-            values["index"] = _whole(token, line_no, field)
+            values["index"] = _whole(token, line_no, field, "index")
         elif kind == "text":
-            values[target] = "" if unknown else token
+            values[target] = "" if unknown else _text(token, line_no, field)
         elif unknown:
             if kind != "extra":
                 values[target] = None
         elif kind == "opt_text":
-            values[target] = token
+            values[target] = _text(token, line_no, field)
         elif kind == "count":
-            values[target] = _whole(token, line_no, field)
+            values[target] = _whole(token, line_no, field, target)
         elif kind == "mig":
             values[target] = _mig(token, line_no, field)
         else:
-            extra[target] = token
+            extra[target] = _text(token, line_no, field)
     values["extra"] = extra
     return values
 
@@ -343,6 +410,8 @@ def parse_query(text: str, fields: Sequence[str], node: str, at: datetime) -> li
         assert isinstance(index, int)
         if index in seen_index:
             raise _fail(line_no, "index", f"GPU index {index} appears twice")
+        if len(samples) >= MAX_GPUS:
+            raise _fail(line_no, "index", f"more than {MAX_GPUS} GPUs listed")
         seen_index.add(index)
         uuid = values.get("uuid", "")
         if isinstance(uuid, str) and uuid:
@@ -499,10 +568,14 @@ def parse_compute_apps(text: str, node: str) -> list[GpuProcess]:
         pid_token = tokens[1].strip()
         name = ",".join(tokens[2:-1]).strip()
         memory = tokens[-1].strip()
+        if len(processes) >= _MAX_PROCESSES:
+            raise _fail(line_no, "pid", f"more than {_MAX_PROCESSES} processes listed")
         if not uuid or _is_unknown(uuid):
             raise _fail(line_no, "gpu_uuid", f"GPU uuid is required, got {_shown(uuid)}")
-        pid = _whole(pid_token, line_no, "pid")
-        used = None if _is_unknown(memory) else _number(memory, line_no, "used_memory")
+        pid = _whole(pid_token, line_no, "pid", "pid")
+        used = None if _is_unknown(memory) else _number(memory, line_no, "used_memory", "used_mib")
+        uuid = _text(uuid, line_no, "gpu_uuid")
+        name = _text(name, line_no, "process_name", _MAX_PROCESS_NAME_CHARS)
         processes.append(
             GpuProcess(
                 node=node,
@@ -583,11 +656,14 @@ def human_reason(health: NodeHealth) -> str:
 __all__ = [
     "APPS_COMMAND",
     "APPS_FIELDS",
+    "BOUNDS",
     "EXTRA_BUS_ID",
     "EXTRA_DRIVER_VERSION",
     "EXTRA_MAX_SM_CLOCK",
     "EXTRA_PERSISTENCE",
     "EXTRA_THROTTLE_REASONS",
+    "MAX_GPUS",
+    "MAX_GPU_INDEX",
     "QUERY_FIELDS",
     "REQUIRED_FIELDS",
     "CommandOutput",
@@ -602,4 +678,5 @@ __all__ = [
     "probe",
     "query_command",
     "rejected_field",
+    "sample_problem",
 ]

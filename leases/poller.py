@@ -9,20 +9,25 @@ Two ways to read a remote node, both on its one persistent connection:
   clocks we read). bench/poll.py measures both modes.
 - "exec": one query per poll (two round trips); `zuka poll --once` uses it.
 A node's fault never stops the others: each node is read in its own task and every fault
-ends as that node's NodeStatus.
+ends as that node's NodeStatus. That includes zuka's own failures on a node's data (an
+exception while parsing or storing it): the node becomes `garbage` with the reason and
+the traceback goes to the fault log (leases.faultlog). run_supervised restarts a run()
+that dies anyway, with backoff, and says so through `running` and `last_fault`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Literal
+from typing import Literal, TypeVar
 
 from leases import nvsmi
+from leases.faultlog import quiet_logger
 from leases.history import MinuteAccumulator, NodeMinute, RecentHistory
 from leases.ledger import Clock, utc_now
 from leases.models import GpuProcess, GpuSample, Node, NodeHealth
@@ -32,12 +37,19 @@ from leases.ssh import (
     BackingOff,
     CommandResult,
     HostKeyRejected,
+    OutputTooLarge,
     SshError,
     SshPool,
     StreamExited,
 )
 
 Mode = Literal["stream", "exec"]
+_T = TypeVar("_T")
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
 
 
 @dataclass(frozen=True)
@@ -58,7 +70,10 @@ class _NodeState:
     fields: tuple[str, ...] | None = None
     polls: int = 0
     acc: MinuteAccumulator = field(init=False)
-    in_gap: bool = False
+    # Whether the ledger holds an open gap for this node; None until this process knows.
+    # None makes the first good reading close a gap another process opened (a collector
+    # that stopped, a dashboard that handed over), and the first bad one open it once.
+    in_gap: bool | None = None
     # Set to cut a wait short (the user just trusted the node's key, say).
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -79,8 +94,14 @@ class Poller:
         apps_every: int = 6,
         nvml: Callable[[], NvmlReader] = NvmlReader,
         on_update: Callable[[NodeStatus], None] | None = None,
+        log: logging.Logger | None = None,
     ) -> None:
         self.pool = pool
+        self.log = log or quiet_logger()
+        # True while run() polls; last_fault says why it last stopped (run_supervised).
+        self.running = False
+        self.last_fault = ""
+        self.restarts = 0
         self.clock = clock
         self.store = store
         # The last hour at full rate is for a screen: a headless collector keeps none.
@@ -127,6 +148,12 @@ class Poller:
         return {s.node.name: self.statuses[s.node.name] for s in targets}
 
     async def _read_once(self, state: _NodeState) -> None:
+        try:
+            await self._read_once_unguarded(state)
+        except Exception as exc:  # zuka's own failure on this node's data
+            self._crashed(state, exc)
+
+    async def _read_once_unguarded(self, state: _NodeState) -> None:
         node = state.node
         if node.local:
             await self._read_local(state)
@@ -162,6 +189,8 @@ class Poller:
             return None
         try:
             result = await run(nvsmi.APPS_COMMAND)
+        except OutputTooLarge:
+            raise  # the node floods us: that is its state, not a missing figure
         except SshError:
             return None
         if result.exit_status != 0:
@@ -206,6 +235,14 @@ class Poller:
         if not samples:
             self._bad(state, NodeHealth.GPU_LOST, "nvidia-smi listed no GPUs")
             return
+        if len(samples) > nvsmi.MAX_GPUS:
+            self._bad(state, NodeHealth.GARBAGE, f"more than {nvsmi.MAX_GPUS} GPUs listed")
+            return
+        for sample in samples:
+            problem = nvsmi.sample_problem(sample)
+            if problem is not None:
+                self._bad(state, NodeHealth.GARBAGE, problem)
+                return
         now = samples[0].at
         previous = self.statuses.get(name, NodeStatus(name))
         status = NodeStatus(
@@ -220,7 +257,7 @@ class Poller:
         if self.recent is not None:
             self.recent.add(samples)
         self._pending_minutes.extend(state.acc.add(samples))
-        if state.in_gap and self.store is not None:
+        if state.in_gap is not False and self.store is not None:
             self.store.close_gap(name, now)
             self.store.clear_alert(name, "hostkey_changed", now)
         state.in_gap = False
@@ -240,19 +277,48 @@ class Poller:
         if closed is not None:
             self._pending_minutes.append(closed)
         if self.store is not None:
-            if not state.in_gap:
-                self.store.open_gap(name, now, health, detail)
+            if state.in_gap is not True:
+                self.store.open_gap(name, now, health, detail)  # idempotent
             if health is NodeHealth.HOSTKEY_CHANGED:
                 message = f"{name}: host key changed, connection refused ({fingerprint})"
                 self.store.raise_alert(name, "hostkey_changed", message, now)
         state.in_gap = True
         self._set(status)
 
+    def _crashed(self, state: _NodeState, exc: BaseException) -> None:
+        """zuka failed on this node's data: the node's state, a traceback in the log."""
+        name = state.node.name
+        self.log.error("node %s: failure while handling its data", name, exc_info=exc)
+        state.fields = None  # start again from a probe
+        detail = f"zuka could not handle this node's data ({_describe(exc)}); see the fault log"
+        try:
+            self._bad(state, NodeHealth.GARBAGE, detail)
+        except Exception as again:  # the store failed too: keep the state in memory
+            self.log.error("node %s: recording the failure failed", name, exc_info=again)
+            self._mark(name, detail)
+
+    def _mark(self, name: str, detail: str) -> None:
+        """Garbage without touching the store, and without the readings that failed."""
+        previous = self.statuses.get(name, NodeStatus(name))
+        self._set(
+            replace(
+                previous,
+                health=NodeHealth.GARBAGE,
+                detail=detail,
+                checked=self.clock(),
+                samples=(),
+                processes=(),
+            )
+        )
+
     def _set(self, status: NodeStatus) -> None:
         self.statuses[status.node] = status
         self._pending_latest[status.node] = status
         if self.on_update is not None:
-            self.on_update(status)
+            try:
+                self.on_update(status)
+            except Exception:  # the listener's fault, not the node's: polling goes on
+                self.log.exception("on_update failed for node %s", status.node)
 
     def flush(self) -> None:
         """Write closed minutes and the latest status of changed nodes to the ledger."""
@@ -265,40 +331,75 @@ class Poller:
         latest, self._pending_latest = self._pending_latest, {}
         if self.store is None:
             return
-        self.store.write_minutes(minutes)
-        self.store.write_latest(
-            [
-                Latest(
-                    s.node,
-                    s.checked or self.clock(),
-                    s.health,
-                    s.detail,
-                    s.fingerprint,
-                    s.samples,
-                    s.processes,
-                )
-                for s in latest.values()
-                if s.node in self._nodes
-            ]
-        )
+        rows = [
+            Latest(
+                s.node,
+                s.checked or self.clock(),
+                s.health,
+                s.detail,
+                s.fingerprint,
+                s.samples,
+                s.processes,
+            )
+            for s in latest.values()
+            if s.node in self._nodes
+        ]
+        # One transaction for all nodes; when it fails, node by node, so that one node's
+        # bad data costs only that node's rows (and becomes its state).
+        self._store_each(self.store.write_minutes, minutes, lambda m: m.node)
+        self._store_each(self.store.write_latest, rows, lambda r: r.node)
+
+    def _store_each(
+        self,
+        write: Callable[[Sequence[_T]], None],
+        items: Sequence[_T],
+        node_of: Callable[[_T], str],
+    ) -> None:
+        if not items:
+            return
+        try:
+            write(items)
+            return
+        except Exception:
+            self.log.exception("storing %d rows failed; retrying node by node", len(items))
+        for item in items:
+            try:
+                write([item])
+            except Exception as exc:
+                name = node_of(item)
+                self.log.error("node %s: storing its reading failed", name, exc_info=exc)
+                if name in self._nodes:
+                    self._mark(name, f"zuka could not store this node's reading "
+                                     f"({_describe(exc)}); see the fault log")  # fmt: skip
 
     # -- running -------------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event, mode: Mode = "stream", flush_s: float = 5.0) -> None:
         """Poll until stop is set. Stream mode: one task per node plus a flusher."""
-        if mode == "exec":
-            while not stop.is_set():
-                started = time.monotonic()
-                await self.sweep()
-                left = self.interval_s - (time.monotonic() - started)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), max(0.0, left))
-            return
+        self.running = True
+        try:
+            if mode == "exec":
+                while not stop.is_set():
+                    started = time.monotonic()
+                    await self.sweep()
+                    left = self.interval_s - (time.monotonic() - started)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), max(0.0, left))
+                return
+            await self._run_streams(stop, flush_s)
+        finally:
+            self.running = False
+
+    async def _run_streams(self, stop: asyncio.Event, flush_s: float) -> None:
         tasks: dict[str, asyncio.Task[None]] = {}
         try:
             while not stop.is_set():
                 for name, state in self._nodes.items():
                     task = tasks.get(name)
+                    if task is not None and task.done() and not task.cancelled():
+                        exc = task.exception()
+                        if exc is not None:  # escaped _follow: still only this node's
+                            self._crashed(state, exc)
                     if task is None or task.done():
                         tasks[name] = asyncio.create_task(self._follow(state, stop))
                 for name in [n for n in tasks if n not in self._nodes]:
@@ -312,12 +413,46 @@ class Poller:
             await asyncio.gather(*tasks.values(), return_exceptions=True)
             self.flush()
 
+    async def run_supervised(
+        self,
+        stop: asyncio.Event,
+        mode: Mode = "stream",
+        flush_s: float = 5.0,
+        *,
+        on_fault: Callable[[BaseException, float], None] | None = None,
+        backoff_s: float = 1.0,
+        backoff_cap_s: float = 60.0,
+    ) -> None:
+        """run() until stop is set, restarted after backoff whenever it dies.
+
+        on_fault(exc, retry_in_s) is told each time (the dashboard notifies, the collector
+        prints); the traceback goes to the log. The delay doubles up to backoff_cap_s and
+        starts over after a run that lasted longer than the cap.
+        """
+        delay = backoff_s
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                await self.run(stop, mode, flush_s)
+                return
+            except Exception as exc:
+                if time.monotonic() - started > backoff_cap_s:
+                    delay = backoff_s
+                self.restarts += 1
+                self.last_fault = _describe(exc)
+                self.log.error("the poller stopped; restarting in %g s", delay, exc_info=exc)
+                if on_fault is not None:
+                    on_fault(exc, delay)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+            delay = min(backoff_cap_s, delay * 2)
+
     async def _follow(self, state: _NodeState, stop: asyncio.Event) -> None:
         """Keep one node's stream going; after a fault wait, then start again."""
         while not stop.is_set() and self._nodes.get(state.node.name) is state:
             wait = self.interval_s
             if state.node.local:
-                await self._read_local(state)
+                await self._read_once(state)
             else:
                 wait = await self._stream_once(state)
             waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(state.wake.wait())]
@@ -336,6 +471,13 @@ class Poller:
 
     async def _stream_once(self, state: _NodeState) -> float:
         """Read one node's stream until it ends; return how long to wait before the next."""
+        try:
+            return await self._stream_once_unguarded(state)
+        except Exception as exc:  # zuka's own failure on this node's data
+            self._crashed(state, exc)
+            return self.interval_s
+
+    async def _stream_once_unguarded(self, state: _NodeState) -> float:
         node = state.node
         session = self.pool.add(node)
         try:

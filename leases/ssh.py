@@ -42,6 +42,16 @@ _CHANNEL_RETRY_DELAYS = (0.01, 0.02, 0.05, 0.1, 0.2)
 # How much of a stream's output to keep for the error it ends with.
 _STDERR_KEEP = 8192
 _STREAM_KEEP_LINES = 50
+# The most of one kept stream line or chunk (for StreamExited): the error is at its end.
+_STREAM_KEEP_CHARS = 2048
+
+# Output caps (characters; nvidia-smi prints ASCII, so about bytes). Sizes measured here:
+# an 8-GPU --query-gpu round is ~2 KB, compute-apps with hundreds of processes ~50 KB,
+# `nvidia-smi -q -x` of 8 GPUs ~150 KB, `topo -m` under 4 KB. 4 MiB is 25x the largest of
+# them and small next to what a node pushing output as fast as it can sends in a second.
+DEFAULT_MAX_OUTPUT = 4 * 1024 * 1024
+# A real line is a few hundred characters (a CSV row; a process path is at most 4096).
+DEFAULT_MAX_LINE = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,11 @@ class SshOptions:
     max_concurrent_connects: int = 32
     max_connects_per_host: int = 8
     max_channels_per_connection: int = 8
+    # A command that prints more than max_output characters, or a line longer than
+    # max_line, is stopped (its channel closed): the node is `garbage` (OutputTooLarge).
+    # A stream() has no total (it runs for hours) but the same line bound.
+    max_output: int = DEFAULT_MAX_OUTPUT
+    max_line: int = DEFAULT_MAX_LINE
     # Put first, ahead of asyncssh's defaults: aes128-gcm costs ~1/1.6 of chacha20 here.
     preferred_ciphers: tuple[str, ...] = ("aes128-gcm@openssh.com",)
     # The first file is zuka's own, where accepted keys go (see leases.hostkeys).
@@ -136,6 +151,67 @@ class ShellUnavailable(SshError):
     """The node would not open a shell channel; query() falls back to exec."""
 
 
+class OutputTooLarge(SshError):
+    """The command printed more than the caps allow; it was stopped (health GARBAGE)."""
+
+
+class _OverCap(Exception):
+    """Output passed a cap; the message says which."""
+
+
+class _Capped:
+    """Splits output text into lines as it arrives, refusing more than the caps allow.
+
+    Memory is bounded by max_output (whole output kept) or by max_line (lines handed out
+    as they complete): a node printing without newlines, or without end, costs no more.
+    """
+
+    def __init__(self, max_output: int | None, max_line: int) -> None:
+        self.max_output = max_output
+        self.max_line = max_line
+        self.total = 0
+        self._partial: list[str] = []
+        self._partial_len = 0
+
+    def feed(self, chunk: str) -> list[str]:
+        """The lines (with their newline) that chunk completes; raises _OverCap once a
+        cap is passed."""
+        self.total += len(chunk)
+        if self.max_output is not None and self.total > self.max_output:
+            raise _OverCap(f"output over {_size(self.max_output)}")
+        lines: list[str] = []
+        start = 0
+        while (end := chunk.find("\n", start)) >= 0:
+            piece = chunk[start : end + 1]
+            if self._partial:
+                piece = "".join(self._partial) + piece
+                self._partial, self._partial_len = [], 0
+            if len(piece) > self.max_line + 1:
+                raise _OverCap(f"a line over {_size(self.max_line)}")
+            lines.append(piece)
+            start = end + 1
+        rest = chunk[start:]
+        if rest:
+            self._partial_len += len(rest)
+            if self._partial_len > self.max_line:
+                raise _OverCap(f"a line over {_size(self.max_line)}")
+            self._partial.append(rest)
+        return lines
+
+    def rest(self) -> str:
+        """What came after the last newline."""
+        rest = "".join(self._partial)
+        self._partial, self._partial_len = [], 0
+        return rest
+
+
+def _size(chars: int) -> str:
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if chars >= scale and chars % scale == 0:
+            return f"{chars // scale} {unit}"
+    return f"{chars} characters"
+
+
 @dataclass(eq=False)
 class _Shell:
     """A shell channel kept open on a node for short commands, and its stderr so far."""
@@ -148,9 +224,14 @@ class _Shell:
 
 
 async def _collect(reader: asyncssh.SSHReader[str], into: list[str]) -> None:
+    """Read a stream to its end, keeping in `into` only its last _STDERR_KEEP characters
+    (a node may print stderr without end; the end of it says why a command failed)."""
     with contextlib.suppress(asyncssh.Error, OSError):
         while data := await reader.read(_CHUNK):
-            into.append(data)
+            into.append(data[-_STDERR_KEEP:])
+            kept = sum(len(x) for x in into)
+            while len(into) > 1 and kept - len(into[0]) >= _STDERR_KEEP:
+                kept -= len(into.pop(0))
 
 
 class StreamExited(Exception):
@@ -321,24 +402,39 @@ class NodeSession:
         return True
 
     async def run(self, cmd: str, timeout: float | None = None) -> CommandResult:
-        """Run cmd on the node and collect its output; raises SshError."""
+        """Run cmd on the node and collect its output; raises SshError (OutputTooLarge
+        when it prints more than options.max_output / max_line allow)."""
         link = await self._connection()
         limit = self.options.command_timeout if timeout is None else timeout
         async with link.channels:
             process = await self._open_process(link, cmd)
+            stderr = _Tail(process.stderr)
+            out = _Capped(self.options.max_output, self.options.max_line)
+            lines: list[str] = []
             try:
-                done = await process.wait(timeout=limit)
-            except asyncssh.TimeoutError as exc:
+                async with asyncio.timeout(limit):
+                    while chunk := await process.stdout.read(_CHUNK):
+                        lines += out.feed(chunk)
+                    await process.wait_closed()
+                    await stderr.done()
+            except TimeoutError as exc:
                 self._set(NodeHealth.TIMEOUT, f"{cmd!r} did not finish within {limit:g} s")
                 raise CommandTimeout(self.name, NodeHealth.TIMEOUT, self.last_error) from exc
+            except _OverCap as exc:
+                raise self._too_large(cmd, str(exc)) from None
             except (asyncssh.Error, OSError) as exc:
                 raise self._dropped(link, exc) from exc
             finally:
+                stderr.cancel()
                 await self._close_process(process)
-        if done.exit_status is None and self._is_lost(link):
+        if process.exit_status is None and self._is_lost(link):
             raise self._dropped(link, None)
         self._set(NodeHealth.OK)
-        return CommandResult(done.exit_status, _text(done.stdout), _text(done.stderr))
+        return CommandResult(process.exit_status, "".join(lines) + out.rest(), stderr.text)
+
+    def _too_large(self, cmd: str, reason: str) -> OutputTooLarge:
+        self._set(NodeHealth.GARBAGE, f"{cmd.split(' ', 1)[0]!r} printed {reason}: stopped")
+        return OutputTooLarge(self.name, NodeHealth.GARBAGE, self.last_error)
 
     async def stream(
         self, cmd: str, idle_timeout: float | None = None, *, chunks: bool = False
@@ -358,25 +454,35 @@ class NodeSession:
             process = await self._open_process(link, cmd)
             stderr = _Tail(process.stderr)
             recent: deque[str] = deque(maxlen=_STREAM_KEEP_LINES)
+            # No total for a stream (it runs for hours), but a line may not grow unbounded.
+            lines = _Capped(None, self.options.max_line)
             try:
                 while True:
                     try:
                         async with asyncio.timeout(idle_timeout):
-                            if chunks:
-                                line = await process.stdout.read(_CHUNK)
-                            else:
-                                line = await process.stdout.readline()
+                            chunk = await process.stdout.read(_CHUNK)
+                        complete = lines.feed(chunk)
                     except TimeoutError as exc:
                         message = f"{cmd!r} printed nothing in {idle_timeout:g} s"
                         self._set(NodeHealth.TIMEOUT, message)
                         raise CommandTimeout(self.name, NodeHealth.TIMEOUT, message) from exc
+                    except _OverCap as exc:
+                        raise self._too_large(cmd, str(exc)) from None
                     except (asyncssh.Error, OSError) as exc:
                         raise self._dropped(link, exc) from exc
-                    if not line:
+                    if not chunk:
+                        if not chunks and (rest := lines.rest()):
+                            recent.append(rest[-_STREAM_KEEP_CHARS:])
+                            yield rest.rstrip("\r\n")
                         break
                     self._set(NodeHealth.OK)
-                    recent.append(line)
-                    yield line if chunks else line.rstrip("\r\n")
+                    if chunks:
+                        recent.append(chunk[-_STREAM_KEEP_CHARS:])
+                        yield chunk
+                        continue
+                    for line in complete:
+                        recent.append(line[-_STREAM_KEEP_CHARS:])
+                        yield line.rstrip("\r\n")
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(_CLOSE_GRACE_S):
                         await process.wait_closed()
@@ -419,11 +525,22 @@ class NodeSession:
             shell.stderr.clear()
             out: list[str] = []
             status: int | None = None
+            # Read in bounded chunks, never readline: a node that prints no newline would
+            # make readline hold everything it sends.
+            capped = _Capped(self.options.max_output, self.options.max_line)
+            pending: deque[str] = deque()
             try:
                 shell.process.stdin.write(f"{cmd}\necho {marker} $?\n")
                 async with asyncio.timeout(limit):
                     while True:
-                        line = await shell.process.stdout.readline()
+                        if not pending:
+                            chunk = await shell.process.stdout.read(_CHUNK)
+                            pending.extend(capped.feed(chunk))
+                            if chunk and not pending:
+                                continue  # part of a line: read on
+                            if not chunk and (rest := capped.rest()):
+                                pending.append(rest)
+                        line = pending.popleft() if pending else ""
                         if not line:
                             if not shell.answered and not self._is_lost(link):
                                 # Closed before its first answer: no usable shell here.
@@ -440,12 +557,15 @@ class NodeSession:
                         out.append(line[:at])  # output that did not end in a newline
                         shell.answered = True
                         word = line[at + len(marker) :].strip()
-                        status = int(word) if word.isdigit() else None
+                        status = int(word) if word.isdigit() and len(word) <= 3 else None
                         break
             except TimeoutError as exc:
                 await self._drop_shell()  # the command may still be running in it
                 self._set(NodeHealth.TIMEOUT, f"{cmd!r} did not finish within {limit:g} s")
                 raise CommandTimeout(self.name, NodeHealth.TIMEOUT, self.last_error) from exc
+            except _OverCap as exc:
+                await self._drop_shell()  # stops the command: the channel is closed
+                raise self._too_large(cmd, str(exc)) from None
             except ShellUnavailable:
                 await self._drop_shell()
                 raise

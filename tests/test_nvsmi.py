@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from leases.models import GpuProcess, GpuSample, NodeHealth
 from leases.nvsmi import (
     APPS_COMMAND,
+    BOUNDS,
     EXTRA_BUS_ID,
     EXTRA_DRIVER_VERSION,
     EXTRA_MAX_SM_CLOCK,
@@ -558,11 +559,16 @@ def test_any_stream_gives_rounds_or_parse_error(text: str, size: int) -> None:
 WORD = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9 ._:/-]{0,20}[A-Za-z0-9]", fullmatch=True).filter(
     lambda w: w.lower() not in {"n/a", "unknown", "not supported"}
 )
-NUMBER = st.one_of(
-    st.none(),
-    st.integers(min_value=0, max_value=10**6).map(float),
-    st.floats(min_value=0, max_value=1e6, allow_nan=False, allow_infinity=False),
-)
+
+
+def in_bounds(target: str) -> st.SearchStrategy[float | None]:
+    """Numbers a real nvidia-smi could print for target (nvsmi.BOUNDS), or unknown."""
+    lo, hi = BOUNDS[target]
+    return st.one_of(
+        st.none(),
+        st.integers(min_value=int(lo), max_value=int(hi)).map(float),
+        st.floats(min_value=lo, max_value=hi, allow_nan=False, allow_infinity=False),
+    )
 
 
 @st.composite
@@ -574,16 +580,16 @@ def gpu_samples(draw: st.DrawFn, index: int) -> GpuSample:
         index=index,
         uuid=draw(st.one_of(st.just(""), st.just(f"GPU-{index:08x}-{draw(WORD)}"))),
         name=draw(st.one_of(st.just(""), WORD)),
-        util_gpu=draw(NUMBER),
-        util_mem=draw(NUMBER),
-        mem_used_mib=draw(NUMBER),
-        mem_total_mib=draw(NUMBER),
-        temp_c=draw(NUMBER),
-        power_w=draw(NUMBER),
-        power_limit_w=draw(NUMBER),
-        sm_clock_mhz=draw(NUMBER),
+        util_gpu=draw(in_bounds("util_gpu")),
+        util_mem=draw(in_bounds("util_mem")),
+        mem_used_mib=draw(in_bounds("mem_used_mib")),
+        mem_total_mib=draw(in_bounds("mem_total_mib")),
+        temp_c=draw(in_bounds("temp_c")),
+        power_w=draw(in_bounds("power_w")),
+        power_limit_w=draw(in_bounds("power_limit_w")),
+        sm_clock_mhz=draw(in_bounds("sm_clock_mhz")),
         pstate=draw(st.one_of(st.none(), st.integers(0, 15).map(lambda n: f"P{n}"))),
-        fan_pct=draw(NUMBER),
+        fan_pct=draw(in_bounds("fan_pct")),
         mig=draw(st.one_of(st.none(), st.booleans())),
         ecc_uncorrected=draw(st.one_of(st.none(), st.integers(0, 10**9))),
         extra=draw(st.dictionaries(st.sampled_from(extra_keys), WORD)),
@@ -607,13 +613,13 @@ def gpu_streams(draw: st.DrawFn) -> list[list[GpuSample]]:
 
 
 @given(gpu_rounds())
-@settings(max_examples=100)
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 def test_round_trip_format_then_parse(samples: list[GpuSample]) -> None:
     assert parse(format_query(samples, QUERY_FIELDS)) == samples
 
 
 @given(gpu_streams(), st.lists(st.integers(1, 400), max_size=8))
-@settings(max_examples=50)
+@settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow])
 def test_stream_splitting_never_changes_rounds(
     rounds: list[list[GpuSample]], cuts: list[int]
 ) -> None:
@@ -627,3 +633,74 @@ def test_stream_splitting_never_changes_rounds(
     got += parser.feed(text[start:])
     got += parser.flush()
     assert got == rounds
+
+
+# --- bounds: a value no real nvidia-smi prints makes the reading garbage, never a crash ---
+
+_ROW_FIELDS = ("index", "uuid", "utilization.gpu", "memory.used", "memory.total", "name")
+
+
+def _row(index: str = "0", util: str = "5", used: str = "100", name: str = "NVIDIA A100") -> str:
+    return f"{index}, GPU-1, {util}, {used}, 81920, {name}\n"
+
+
+@pytest.mark.parametrize(
+    ("row", "field", "words"),
+    [
+        (_row(index="256"), "index", "'256' is outside 0..127"),
+        (_row(index="-1"), "index", "expected a whole number"),
+        (_row(index="9" * 60), "index", "is outside 0..127"),
+        (_row(util="101"), "utilization.gpu", "outside 0..100"),
+        (_row(util="-3"), "utilization.gpu", "outside 0..100"),
+        (_row(util="1e308"), "utilization.gpu", "outside 0..100"),
+        (_row(util="nan"), "utilization.gpu", "expected a number"),
+        (_row(util="inf"), "utilization.gpu", "expected a number"),
+        (_row(used="-5"), "memory.used", "outside 0..16777216"),
+        (_row(used="1e12"), "memory.used", "outside"),
+        (_row(name="x" * 300), "name", "longer than 256 characters"),
+    ],
+)
+def test_out_of_bounds_values_are_refused_naming_the_field(
+    row: str, field: str, words: str
+) -> None:
+    with pytest.raises(NvsmiParseError) as caught:
+        parse_query(row, _ROW_FIELDS, "n", AT)
+    assert f"field {field!r}" in str(caught.value) and words in str(caught.value)
+
+
+def test_the_highest_index_and_count_are_read() -> None:
+    text = "".join(_row(index=str(i)).replace("GPU-1", f"GPU-{i}") for i in range(128))
+    samples = parse_query(text, _ROW_FIELDS, "n", AT)
+    assert len(samples) == 128 and samples[-1].index == 127
+
+
+def test_a_stream_with_index_256_drops_the_round_and_goes_on() -> None:
+    parser = StreamParser(_ROW_FIELDS, "n", lambda: AT, gpu_count=1)
+    with pytest.raises(NvsmiParseError, match=r"outside 0\.\.127"):
+        parser.feed(_row(index="256"))
+    assert [[s.index for s in r] for r in parser.feed(_row())] == [[0]]
+
+
+@given(st.sampled_from(sorted(BOUNDS)), st.floats(allow_nan=True, allow_infinity=True))
+@settings(max_examples=200)
+def test_sample_problem_flags_every_out_of_bounds_value(target: str, value: float) -> None:
+    from leases.nvsmi import sample_problem
+
+    lo, hi = BOUNDS[target]
+    if target in ("pid", "used_mib"):
+        return  # fields of GpuProcess, not of a sample
+    sample = dataclasses.replace(GpuSample(node="n", at=AT, index=0), **{target: value})
+    problem = sample_problem(sample)
+    if value == value and lo <= value <= hi:  # finite and inside (NaN != NaN)
+        assert problem is None
+    else:
+        assert problem is not None and target in problem
+
+
+def test_compute_apps_bounds() -> None:
+    with pytest.raises(NvsmiParseError, match="'pid'"):
+        parse_compute_apps("GPU-1, 99999999999, python, 100\n", "n")
+    with pytest.raises(NvsmiParseError, match="'used_memory'"):
+        parse_compute_apps("GPU-1, 12, python, -100\n", "n")
+    with pytest.raises(NvsmiParseError, match="'process_name'"):
+        parse_compute_apps(f"GPU-1, 12, {'p' * 5000}, 100\n", "n")

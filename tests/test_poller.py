@@ -259,3 +259,105 @@ async def test_local_node_through_an_injected_reader(tmp_path: Path) -> None:
     assert (await ok.sweep())["ws"].samples[0].util_gpu == 42.0
     bad = Poller([node], pool=SshPool(node_options(KEYS, tmp_path)), nvml=Broken)  # type: ignore[arg-type]
     assert (await bad.sweep())["ws"].health is NodeHealth.DRIVER_NOT_LOADED
+
+
+# -- isolation: zuka's own failure on one node's data is that node's state ---------------
+
+
+class FailingStore(HistoryStore):
+    """A real store over the ledger that fails for the nodes named in `bad`."""
+
+    def __init__(self, ledger: Ledger, bad: set[str]) -> None:
+        super().__init__(ledger)
+        self.bad = bad
+
+    def close_gap(self, node: str, end: datetime) -> None:
+        if node in self.bad:
+            raise RuntimeError(f"cannot close the gap of {node}")
+        super().close_gap(node, end)
+
+    def write_latest(self, rows):  # type: ignore[no-untyped-def]
+        if any(r.node in self.bad for r in rows):
+            raise RuntimeError("cannot store the latest rows")
+        super().write_latest(rows)
+
+
+async def test_a_failure_on_one_nodes_data_is_that_nodes_state_and_logged(
+    fleet, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    import stat
+
+    from leases.faultlog import fault_log_path, fault_logger
+
+    _, _, poller, ledger = fleet
+    poller.store = FailingStore(ledger, {"n1"})
+    poller.log = fault_logger(tmp_path / "l.db")
+    result = await poller.sweep()  # the flush inside falls back node by node
+    assert result["n1"].health is NodeHealth.GARBAGE
+    assert "RuntimeError" in result["n1"].detail and "fault log" in result["n1"].detail
+    assert all(result[n].health is NodeHealth.OK for n in ("n0", "n2", "n3"))
+    latest = HistoryStore(ledger).latest()
+    assert {n: latest[n].health for n in ("n0", "n2", "n3")} == dict.fromkeys(
+        ("n0", "n2", "n3"), NodeHealth.OK
+    )
+    log = fault_log_path(tmp_path / "l.db")
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    text = log.read_text()
+    assert "node n1" in text and "Traceback" in text and "cannot close the gap of n1" in text
+    poller.store.bad.clear()
+    await sweep_until(poller, "n1", NodeHealth.OK)
+
+
+async def test_run_supervised_restarts_a_dead_run_with_backoff(fleet) -> None:  # type: ignore[no-untyped-def]
+    _, _, poller, _ = fleet
+    real_run = poller.run
+    deaths: list[float] = []
+
+    async def dying_run(stop: asyncio.Event, mode: str = "stream", flush_s: float = 5.0) -> None:
+        if len(deaths) < 3:
+            assert not poller.running  # a dead run never claims to poll
+            raise RuntimeError("boom")
+        await real_run(stop, mode, flush_s)  # type: ignore[arg-type]
+
+    poller.run = dying_run  # type: ignore[method-assign]
+    stop = asyncio.Event()
+    task = asyncio.create_task(
+        poller.run_supervised(
+            stop, flush_s=0.1, on_fault=lambda exc, delay: deaths.append(delay), backoff_s=0.01
+        )
+    )
+    while not (poller.running and poller.statuses["n0"].health is NodeHealth.OK):
+        assert not task.done()
+        await asyncio.sleep(0.02)
+    assert deaths == [0.01, 0.02, 0.04] and poller.restarts == 3
+    assert poller.last_fault == "RuntimeError: boom"
+    stop.set()
+    await task
+    assert not poller.running
+
+
+# -- history: a gap opened by one process is closed by the next good reading in any ------
+
+
+async def test_a_gap_opened_by_another_process_is_closed_by_the_next_reading(
+    fleet, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    servers, faults, poller, ledger = fleet
+    # "The collector": n1 fails, a gap opens; then it stops.
+    faults.mode[servers[1].port] = "missing"
+    await poller.sweep()
+    assert HistoryStore(ledger).gaps("n1")[-1][1] is None
+    await poller.close()
+    del faults.mode[servers[1].port]
+    # "The dashboard taking over": a new poller over the same ledger file.
+    other_ledger = Ledger.open(tmp_path / "l.db")
+    try:
+        store = HistoryStore(other_ledger)
+        taker = Poller(poller.nodes, pool=SshPool(poller.pool.options), store=store, interval_s=0.2)
+        result = await taker.sweep()
+        assert result["n1"].health is NodeHealth.OK
+        gaps = HistoryStore(ledger).gaps("n1")
+        assert len(gaps) == 1 and gaps[0][1] is not None, gaps
+        await taker.close()
+    finally:
+        other_ledger.close()

@@ -28,6 +28,7 @@ from leases.ssh import (
     HostKeyRejected,
     JumpHost,
     NodeSession,
+    OutputTooLarge,
     SshError,
     SshOptions,
     SshPool,
@@ -685,5 +686,84 @@ async def test_kept_open_shell_times_out_and_recovers(tmp_path: Path) -> None:
             again = await session.run_in_shell("nvidia-smi -L")
             assert again.exit_status == 0 and session.health is NodeHealth.OK
             assert session.connects == 1
+        finally:
+            await session.close()
+
+
+# -- bounded reads: a node printing without end costs a bounded amount -------------------
+
+
+async def _flooding(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
+    """`lines N` prints N short lines; `stderr` floods stderr then exits 3; else default."""
+    word, _, rest = (process.command or "").partition(" ")
+    if word == "lines":
+        for _ in range(int(rest)):
+            process.stdout.write("x" * 99 + "\n")
+            await process.stdout.drain()
+        process.exit(0)
+    elif word == "stderr":
+        for _ in range(200):
+            process.stderr.write("e" * 65535 + "\n")
+            await process.stderr.drain()
+        process.stdout.write("done\n")
+        process.exit(3)
+    else:
+        from sshfixtures import default_handler
+
+        await default_handler(process, node)
+
+
+async def test_output_over_the_total_cap_stops_the_command_and_marks_garbage(
+    keys: TestKeys, tmp_path: Path
+) -> None:
+    async with FakeNode(keys, handler=_flooding) as fake:
+        options = node_options(keys, tmp_path, [fake], max_output=50_000)
+        session = NodeSession(fake.as_node("n1"), options)
+        try:
+            ok = await session.run("lines 400")  # 40,000 characters: under the cap
+            assert ok.exit_status == 0 and len(ok.stdout) == 40_000
+            with pytest.raises(OutputTooLarge) as caught:
+                await session.run("lines 100000")  # 10 MB if it were let through
+            assert caught.value.health is NodeHealth.GARBAGE
+            assert session.health is NodeHealth.GARBAGE
+            assert "output over 50000 characters" in session.last_error
+            again = await session.run("echo still here")  # the connection is kept
+            assert again.stdout == "still here\n" and session.connects == 1
+            # stderr is read to its end but only its tail is kept.
+            err = await session.run("stderr")
+            assert err.exit_status == 3 and err.stdout == "done\n"
+            assert 0 < len(err.stderr) <= 8192 and set(err.stderr) <= {"e", "\n"}
+        finally:
+            await session.close()
+
+
+@pytest.mark.parametrize("scenario", ["endless_output", "huge_line"])
+async def test_a_line_without_end_is_stopped_in_run_shell_and_stream(
+    tmp_path: Path, scenario: str
+) -> None:
+    from leases.sim import Scenario, SimNode
+    from leases.sim.fleet import SimFleet
+
+    async with SimFleet([SimNode("s1", "A10", 1, Scenario(scenario))]) as fleet:
+        ep = fleet["s1"]
+        known = fleet.write_known_hosts(tmp_path / "known_hosts")
+        key = fleet.write_client_key(tmp_path)
+        options = SshOptions(known_hosts=(known,), agent_path=None, config=[], command_timeout=20)
+        session = NodeSession(Node("s1", ep.ssh_target(str(key))), options)
+        try:
+            for attempt in (session.run, session.run_in_shell):
+                with pytest.raises(OutputTooLarge):
+                    await attempt("nvidia-smi -L")
+                assert session.health is NodeHealth.GARBAGE
+                assert "printed a line over 64 KiB: stopped" in session.last_error
+                assert (await session.run("echo ok")).stdout == "ok\n"
+            for chunks in (False, True):
+                lines = session.stream("nvidia-smi -L", idle_timeout=20, chunks=chunks)
+                with pytest.raises(OutputTooLarge):
+                    async with aclosing(lines):
+                        async for _ in lines:
+                            pass
+                assert session.health is NodeHealth.GARBAGE
+            assert session.connects == 1  # never a reason to drop the connection
         finally:
             await session.close()

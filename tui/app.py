@@ -25,6 +25,7 @@ from leases.models import Lease, Node, NodeHealth
 from leases.poller import NodeStatus, Poller
 from leases.rollups import HistoryStore
 from leases.ssh import SshError, SshPool, offered_host_key
+from leases.textsafe import visible
 from tui.fleetview import COLUMNS, GPU_COLUMNS, fleet_row, gpu_rows
 from tui.trust import TrustScreen
 
@@ -138,7 +139,19 @@ class ZukaApp(App[None]):
     @work(exclusive=True, exit_on_error=False, group="poller")
     async def run_poller(self) -> None:
         assert self.poller is not None
-        await self.poller.run(self._stop, mode="stream", flush_s=self.refresh_s)
+        # Restarted with backoff when it dies; the header reads poller.running.
+        await self.poller.run_supervised(
+            self._stop, mode="stream", flush_s=self.refresh_s, on_fault=self._poller_fault
+        )
+
+    def _poller_fault(self, exc: BaseException, retry_in: float) -> None:
+        self.notify(
+            f"The poller stopped ({visible(exc, 200)}); restarting in {retry_in:g} s. "
+            "Details in the fault log beside the ledger.",
+            markup=False,
+            severity="error",
+            timeout=max(10.0, retry_in),
+        )
 
     def _current(self) -> dict[str, NodeStatus]:
         if self.poller is not None:
@@ -204,8 +217,12 @@ class ZukaApp(App[None]):
                 continue
             counts[st.health.value] = counts.get(st.health.value, 0) + 1
         health = ", ".join(f"{n} {h}" for h, n in sorted(counts.items())) or "no readings yet"
-        if self.poller is not None:
+        if self.poller is not None and self.poller.running:
             source = f"polling every {self.interval_s:g} s"
+        elif self.poller is not None and self.poller.last_fault:  # died: restarting
+            source = f"NOT polling ({visible(self.poller.last_fault, 60)}): restarting"
+        elif self.poller is not None:
+            source = "starting the poller"
         elif self.collector_pid is not None:
             source = f"reading collector pid {self.collector_pid}"
         elif self.poll and not self.nodes:
@@ -292,7 +309,8 @@ class ZukaApp(App[None]):
 
     async def on_unmount(self) -> None:
         self._stop.set()
-        await self.workers.wait_for_complete()
+        # A worker Textual already cancelled raises from wait(): still close what it held.
+        await asyncio.gather(*(w.wait() for w in self.workers), return_exceptions=True)
         if self.poller is not None:
             await self.poller.close()
         if self.lock is not None:

@@ -20,6 +20,7 @@ from leases.lock import PollerLock
 from leases.models import NodeHealth
 from leases.poller import NodeStatus
 from leases.rollups import HistoryStore, sample_record
+from leases.textsafe import visible
 from tui import output
 from tui.fleetview import summarize
 
@@ -154,7 +155,7 @@ def collect(args: argparse.Namespace, out: TextIO) -> int:
     if not lock.acquire():
         print(f"zuka: another poller (pid {lock.holder()}) already polls {path}", file=sys.stderr)
         return 1
-    try:
+    try:  # whatever ends the collector, the lock goes with it: a dashboard takes over
         with Ledger.open(path) as ledger:
             return asyncio.run(_collect(ledger, path, interval, args, out))
     finally:
@@ -174,25 +175,39 @@ async def _collect(
     print(f"zuka collect: {len(poller.nodes)} nodes, every {interval:g} s, {args.mode} mode",
           file=out, flush=True)  # fmt: skip
 
+    last_purge = datetime.min.replace(tzinfo=UTC)
+
+    def keep_house() -> None:
+        nonlocal last_purge
+        poller.set_nodes(polled_nodes(ledger))
+        now = datetime.now(UTC)
+        if now - last_purge > timedelta(hours=6):
+            store.purge(now, args.minute_days)
+            last_purge = now
+        counts: dict[str, int] = {}
+        for st in poller.statuses.values():
+            counts[st.health.value] = counts.get(st.health.value, 0) + 1
+        summary = ", ".join(f"{n} {h}" for h, n in sorted(counts.items()))
+        print(f"{now.astimezone():%H:%M:%S} {summary}", file=out, flush=True)
+
     async def housekeeping() -> None:
-        last_purge = datetime.min.replace(tzinfo=UTC)
         while not stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 30)
-            poller.set_nodes(polled_nodes(ledger))
-            now = datetime.now(UTC)
-            if now - last_purge > timedelta(hours=6):
-                store.purge(now, args.minute_days)
-                last_purge = now
-            counts: dict[str, int] = {}
-            for st in poller.statuses.values():
-                counts[st.health.value] = counts.get(st.health.value, 0) + 1
-            summary = ", ".join(f"{n} {h}" for h, n in sorted(counts.items()))
-            print(f"{now.astimezone():%H:%M:%S} {summary}", file=out, flush=True)
+            try:
+                keep_house()
+            except Exception as exc:  # a locked ledger, say: polling goes on
+                poller.log.error("housekeeping failed", exc_info=exc)
+                print(f"zuka collect: housekeeping failed: {visible(exc)}",
+                      file=sys.stderr, flush=True)  # fmt: skip
+
+    def poller_fault(exc: BaseException, retry_in: float) -> None:
+        print(f"zuka collect: the poller stopped ({visible(exc)}); restarting in {retry_in:g} s",
+              file=sys.stderr, flush=True)  # fmt: skip
 
     keeper = asyncio.create_task(housekeeping())
     try:
-        await poller.run(stop, mode=args.mode)
+        await poller.run_supervised(stop, mode=args.mode, on_fault=poller_fault)
     finally:
         stop.set()
         await keeper

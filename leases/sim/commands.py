@@ -36,6 +36,9 @@ VGPU_LIB = "/usr/local/vgpu/libvgpu.so"
 _NODE_TZ = timezone(timedelta(hours=8))
 
 
+_INDEX_SHIFT = {Scenario.GPU_INDEX_256: 256}
+
+
 def _f(v: float) -> str:
     return f"{v:.2f}"
 
@@ -46,7 +49,7 @@ _FIELDS: dict[str, tuple[str, _Getter]] = {
     "timestamp": ("", lambda r, n, t: t.astimezone(_NODE_TZ).strftime("%Y/%m/%d %H:%M:%S.000")),
     "driver_version": ("", lambda r, n, t: r.gpu.model.driver),
     "count": ("", lambda r, n, t: str(n.count)),
-    "index": ("", lambda r, n, t: str(r.gpu.index)),
+    "index": ("", lambda r, n, t: str(r.gpu.index + _INDEX_SHIFT.get(n.scenario, 0))),
     "name": ("", lambda r, n, t: r.gpu.name),
     "uuid": ("", lambda r, n, t: r.gpu.uuid),
     "pci.bus_id": ("", lambda r, n, t: r.gpu.bus_id),

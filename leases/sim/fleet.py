@@ -245,6 +245,8 @@ class SimFleet:
         """Run one command; None means the channel was closed without an exit status.
 
         last_status is what $? expands to before the command's own first part runs."""
+        if ep.node.scenario in _FLOODS and command.startswith("nvidia-smi"):
+            return await _flood(process, ep.node.scenario)
         interval = loop_interval(command)
         if interval is None:
             out, err, status = answer(ep.node, command, self.clock(), last_status)
@@ -282,6 +284,25 @@ class SimFleet:
                 if status is None:
                     return None
         return status
+
+
+_FLOODS = (Scenario.ENDLESS_OUTPUT, Scenario.HUGE_LINE)
+HUGE_LINE_CHARS = 100 * 1000 * 1000
+_FLOOD_CHUNK = "x" * 65536
+
+
+async def _flood(process: asyncssh.SSHServerProcess[str], scenario: Scenario) -> int:
+    """Print without a newline: for ever, or 100 MB and then one. Waits on the client
+    between chunks (drain), so the node costs this process one chunk, not the flood."""
+    sent = 0
+    while scenario is Scenario.ENDLESS_OUTPUT or sent < HUGE_LINE_CHARS:
+        if process.is_closing():
+            return 0
+        process.stdout.write(_FLOOD_CHUNK)
+        sent += len(_FLOOD_CHUNK)
+        await process.stdout.drain()
+    process.stdout.write("\n")
+    return 0
 
 
 # What a client may run to get a shell on its channel: no command, or sh itself.

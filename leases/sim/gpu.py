@@ -28,6 +28,10 @@ class Scenario(StrEnum):
     DRIVER_MISMATCH = "driver_mismatch"
     NO_DRIVER = "no_driver"
     CHANGED_HOSTKEY = "changed_hostkey"
+    # Hostile nodes: what a rented machine's owner, or another tenant, can make it print.
+    GPU_INDEX_256 = "gpu_index_256"  # nvidia-smi lists GPUs 256, 257, ...
+    ENDLESS_OUTPUT = "endless_output"  # nvidia-smi prints without newline, without end
+    HUGE_LINE = "huge_line"  # nvidia-smi prints one 100 MB line
 
 
 @dataclass(frozen=True)

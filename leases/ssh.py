@@ -280,13 +280,22 @@ def resolve_route(target: SshTarget, config_paths: Sequence[Path]) -> Route:
             raise sshconfig.ConfigRefused(str(exc)) from None
         for hop in parsed:
             hop_conf = sshconfig.host_config(_checked("jump host", hop.host), config_paths)
-            if hop_conf.proxy_jump and hop_conf.proxy_jump.lower() != "none":
+            own = hop_conf.proxy_jump
+            # `Host * / ProxyJump bastion` matches the bastion too: ssh would loop on it.
+            if own and own.lower() != "none" and not _names_itself(own, hop.host):
                 raise sshconfig.ConfigRefused(
                     f"jump host {hop.host} has a ProxyJump of its own in the ssh config; "
                     "zuka does not chain those: give the whole chain as the node's jump"
                 )
             hops.append(_endpoint(hop.host, hop.port, hop.user, config_paths))
     return Route(node, tuple(hops))
+
+
+def _names_itself(spec: str, host: str) -> bool:
+    try:
+        return all(h.host == host for h in parse_jump(spec))
+    except ValueError:
+        return False
 
 
 ClientKey = asyncssh.SSHKey | tuple[asyncssh.SSHKey, asyncssh.SSHCertificate]

@@ -584,8 +584,12 @@ class _Link:
     lost: bool = False
     _released: bool = False
 
-    def close(self) -> None:
+    def close(self, *, release: bool = True) -> None:
         self.conn.close()
+        if release:
+            self.release()
+
+    def release(self) -> None:
         if not self._released:  # once per link: a shared jump host counts its users
             self._released = True
             self.release_jumps()
@@ -876,10 +880,13 @@ class NodeSession:
         if link is None:
             return
         link.lost = True
-        link.close()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(_CLOSE_GRACE_S):
-                await link.conn.wait_closed()
+        link.close(release=False)
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_CLOSE_GRACE_S):
+                    await link.conn.wait_closed()
+        finally:
+            link.release()  # the jump host only once the node's close went through it
 
     # -- connecting ---------------------------------------------------------------
 

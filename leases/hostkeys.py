@@ -15,6 +15,7 @@ by asyncssh's parser.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -77,6 +78,44 @@ def host_pattern(host: str, port: int | None) -> str:
 def _public_key_text(key: asyncssh.SSHKey) -> str:
     algorithm, blob, *_comment = key.export_public_key("openssh").decode("ascii").split()
     return f"{algorithm} {blob}"
+
+
+class UnsafeKnownHostsEntry(ValueError):
+    """A host or key that would not read back from known_hosts as exactly one entry."""
+
+
+# What a host may hold to be written as one known_hosts pattern: no separators (space,
+# comma, newline), no pattern syntax (* ? ! |, a leading @ marker, # comment), no brackets
+# but the ones host_pattern adds, nothing outside printable ASCII.
+_HOST_OK = re.compile(r"[A-Za-z0-9._:%-]+")
+
+
+def known_hosts_line(host: str, port: int | None, key: asyncssh.SSHKey) -> str:
+    """The one line that trusts key for host:port, checked to read back as exactly that.
+
+    Raises UnsafeKnownHostsEntry for a host with characters known_hosts gives a meaning to
+    (a newline would plant a second entry, a comma or `*` would trust other hosts), a bad
+    port, or a key that does not export as one valid public key.
+    """
+    if not _HOST_OK.fullmatch(host) or host.startswith(("-", "@")) or len(host) > 255:
+        raise UnsafeKnownHostsEntry(f"host {host!r} cannot be written to known_hosts safely")
+    if port is not None and not 0 < port < 65536:
+        raise UnsafeKnownHostsEntry(f"port {port!r} is not a port number")
+    try:
+        text = _public_key_text(key)
+        again = asyncssh.import_public_key(text)
+    except (ValueError, UnicodeError, asyncssh.KeyImportError) as exc:
+        raise UnsafeKnownHostsEntry(f"not a single valid public key: {exc}") from None
+    if again.public_data != key.public_data or not text.isascii() or "\n" in text:
+        raise UnsafeKnownHostsEntry("the key does not export as itself")
+    pattern = host_pattern(host, port)
+    line = f"{pattern} {text}\n"
+    # Read it back the way zuka reads its files: one entry, for this host only, this key.
+    parsed = asyncssh.import_known_hosts(line)
+    found = parsed.match(pattern, "", None)
+    if [k.public_data for k in found[0]] != [key.public_data] or any(found[1:5]):
+        raise UnsafeKnownHostsEntry(f"{pattern!r} does not read back as one entry")
+    return line
 
 
 _cache: dict[Path, tuple[int, int, asyncssh.SSHKnownHosts]] = {}
@@ -173,13 +212,15 @@ def trust(
     *,
     known_hosts_paths: Sequence[Path] = (),
 ) -> bool:
-    """Append `host key` (or `[host]:port key`) to path, created 0600.
+    """Append `host key` (or `[host]:port key`) to path, created 0600: the one function
+    that writes known_hosts. Raises UnsafeKnownHostsEntry (see known_hosts_line).
 
     Only call this after the user has seen and accepted fingerprint(key). Returns False
     when the key was already trusted. Raises HostKeyChangedError when path or any of
     known_hosts_paths holds a different key for the host: a changed key is never replaced.
     """
     path = Path(path)
+    known_hosts_line(host, port, key)
     status = classify(host, port, key, [path, *known_hosts_paths])
     if status is HostKeyStatus.TRUSTED:
         return False
@@ -188,8 +229,8 @@ def trust(
             f"{host_pattern(host, port)} already has a different host key on file; "
             f"refusing to add {fingerprint(key)}"
         )
+    line = known_hosts_line(host, port, key)  # checked before anything is written
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    line = f"{host_pattern(host, port)} {_public_key_text(key)}\n"
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         os.fchmod(fd, 0o600)
@@ -204,18 +245,19 @@ async def fetch_host_key(
     port: int | None = None,
     *,
     tunnel: asyncssh.SSHClientConnection | None = None,
-    config: Sequence[str] | None = None,
+    config: Sequence[str] = (),
     timeout: float = 10.0,
 ) -> asyncssh.SSHKey:
     """The key a server presents, fetched without trusting it or logging in.
 
-    config None reads ~/.ssh/config as ssh would; pass [] to ignore it.
+    asyncssh never reads an ssh config here (it would run a ProxyCommand found there):
+    config is accepted for old callers and ignored.
     """
     key = await asyncssh.get_server_host_key(
         host,
         port if port is not None else (),
         tunnel=tunnel if tunnel is not None else (),
-        config=config if config is not None else (),
+        config=[],
         options=asyncssh.SSHClientConnectionOptions(connect_timeout=timeout),
     )
     if key is None:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import random as _random
+import stat
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -22,7 +24,7 @@ from typing import Any, Final
 
 import asyncssh
 
-from leases import hostkeys
+from leases import hostkeys, sshconfig
 from leases.models import Node, NodeHealth, SshTarget
 
 
@@ -39,6 +41,8 @@ _CLOSE_GRACE_S = 2.0
 _CHUNK = 65536
 # Retries of a refused channel open (see _open_process).
 _CHANNEL_RETRY_DELAYS = (0.01, 0.02, 0.05, 0.1, 0.2)
+# The largest private key or certificate file read (a 16k-bit RSA key is ~13 KB).
+MAX_KEY_FILE_BYTES = 64 * 1024
 # How much of a stream's output to keep for the error it ends with.
 _STDERR_KEEP = 8192
 _STREAM_KEEP_LINES = 50
@@ -78,6 +82,13 @@ class SshOptions:
     # jump host); the fleet-wide bound only spares the client's own CPU.
     max_concurrent_connects: int = 32
     max_connects_per_host: int = 8
+    # Nodes whose last connect failed get their own, smaller budget: live nodes never
+    # queue behind dead ones.
+    max_concurrent_retries: int = 8
+    # A connect with no result after this long gives its fleet slot to the next node and
+    # waits among at most max_stalled_connects others (a blackholed node costs no CPU).
+    stall_after: float = 1.5
+    max_stalled_connects: int = 512
     max_channels_per_connection: int = 8
     # A command that prints more than max_output characters, or a line longer than
     # max_line, is stopped (its channel closed): the node is `garbage` (OutputTooLarge).
@@ -91,7 +102,15 @@ class SshOptions:
     # None: the node's key_path plus whatever ~/.ssh/config and the agent offer.
     client_keys: Sequence[str | Path | asyncssh.SSHKey] | None = None
     agent_path: str | _Default | None = DEFAULT  # None disables the agent
-    config: Sequence[str | Path] | _Default = DEFAULT  # [] ignores ~/.ssh/config
+    # The ssh config files zuka resolves a node through (see leases.sshconfig); DEFAULT:
+    # ~/.ssh/config and /etc/ssh/ssh_config; [] reads none. asyncssh itself never reads one.
+    config: Sequence[str | Path] | _Default = DEFAULT
+
+    @property
+    def config_paths(self) -> tuple[Path, ...]:
+        if isinstance(self.config, _Default):
+            return sshconfig.default_config_paths()
+        return tuple(Path(p) for p in self.config)
 
     @property
     def trust_path(self) -> Path:
@@ -280,6 +299,343 @@ def _parse_port(text: str, spec: str) -> int:
     return int(text)
 
 
+class TargetRefused(SshError):
+    """zuka will not connect the way the ledger or ~/.ssh/config asks (a ProxyCommand, a
+    value that is not a plain host or user name, a key file it will not read)."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One server a connect reaches, a jump host or the node, as zuka resolved it."""
+
+    host: str
+    port: int | None = None
+    user: str | None = None
+    key_files: tuple[str, ...] = ()  # IdentityFile lines of ~/.ssh/config; missing ones skipped
+    identities_only: bool = False
+
+    def __str__(self) -> str:
+        where = hostkeys.host_pattern(self.host, self.port)
+        return f"{self.user}@{where}" if self.user else where
+
+
+@dataclass(frozen=True)
+class Route:
+    node: Endpoint
+    hops: tuple[Endpoint, ...] = ()
+
+
+def _checked(what: str, value: str) -> str:
+    problem = sshconfig.ssh_value_problem(value)
+    if problem:
+        raise sshconfig.ConfigRefused(f"{what} {value!r} {problem}")
+    return value
+
+
+def _endpoint(host: str, port: int | None, user: str | None, paths: Sequence[Path]) -> Endpoint:
+    conf = sshconfig.host_config(_checked("host", host), paths)
+    if conf.refusals:
+        raise sshconfig.ConfigRefused(f"ssh config for {host}: " + "; ".join(conf.refusals))
+    user = user or conf.user
+    return Endpoint(
+        _checked("HostName", conf.hostname or host),
+        port if port is not None else conf.port,
+        _checked("User", user) if user else None,
+        conf.identity_files,
+        conf.identities_only,
+    )
+
+
+def resolve_route(target: SshTarget, config_paths: Sequence[Path]) -> Route:
+    """Where a connect to target goes, through the ssh config as zuka reads it (see
+    leases.sshconfig). The ledger's port, user and jump win over the config's, as ssh's
+    command-line options do. Raises sshconfig.ConfigRefused."""
+    conf = sshconfig.host_config(_checked("host", target.host), config_paths)
+    node = _endpoint(target.host, target.port, target.user, config_paths)
+    jump = target.jump or conf.proxy_jump
+    hops: list[Endpoint] = []
+    if jump and jump.lower() != "none":
+        try:
+            parsed = parse_jump(_checked("ProxyJump", jump))
+        except ValueError as exc:
+            raise sshconfig.ConfigRefused(str(exc)) from None
+        for hop in parsed:
+            hop_conf = sshconfig.host_config(_checked("jump host", hop.host), config_paths)
+            own = hop_conf.proxy_jump
+            # `Host * / ProxyJump bastion` matches the bastion too: ssh would loop on it.
+            if own and own.lower() != "none" and not _names_itself(own, hop.host):
+                raise sshconfig.ConfigRefused(
+                    f"jump host {hop.host} has a ProxyJump of its own in the ssh config; "
+                    "zuka does not chain those: give the whole chain as the node's jump"
+                )
+            hops.append(_endpoint(hop.host, hop.port, hop.user, config_paths))
+    return Route(node, tuple(hops))
+
+
+def _names_itself(spec: str, host: str) -> bool:
+    try:
+        return all(h.host == host for h in parse_jump(spec))
+    except ValueError:
+        return False
+
+
+ClientKey = asyncssh.SSHKey | tuple[asyncssh.SSHKey, asyncssh.SSHCertificate]
+
+
+class KeyFileRefused(Exception):
+    """A key file zuka will not read: missing, not a regular file, or too large."""
+
+
+def read_key_file(path: Path, limit: int = MAX_KEY_FILE_BYTES) -> bytes:
+    """A key file's bytes, never more than limit: a regular file only (not /dev/zero, not a
+    FIFO, which O_NONBLOCK keeps from blocking the open). Blocking: call it off the loop."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except FileNotFoundError:
+        raise KeyFileRefused(f"key file not found: {path}") from None
+    except OSError as exc:
+        raise KeyFileRefused(f"key file {path} cannot be opened: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise KeyFileRefused(f"key file {path} is not a regular file")
+        if info.st_size > limit:
+            raise KeyFileRefused(f"key file {path} is larger than {limit} bytes")
+        data = os.read(fd, limit + 1)
+        if len(data) > limit:  # grew after the stat
+            raise KeyFileRefused(f"key file {path} is larger than {limit} bytes")
+        return data
+    finally:
+        os.close(fd)
+
+
+def load_client_key(path: str) -> ClientKey:
+    """A private key (and its -cert.pub beside it, if any), read size-capped. Blocking.
+    Raises KeyFileRefused, or asyncssh.KeyImportError for a file that is not a key."""
+    file = Path(path).expanduser()
+    key = asyncssh.import_private_key(read_key_file(file))
+    cert_file = file.with_name(file.name + "-cert.pub")
+    if cert_file.exists():
+        try:
+            return key, asyncssh.import_certificate(read_key_file(cert_file))
+        except (KeyFileRefused, asyncssh.KeyImportError):
+            pass  # ssh too goes on with the bare key
+    return key
+
+
+def _load_keys(required: str | None, optional: Sequence[str]) -> list[ClientKey]:
+    """The ledger's key (must load) and the config's IdentityFiles (skipped when missing
+    or encrypted: the agent may hold them). Blocking: call it off the loop."""
+    keys = [load_client_key(required)] if required else []
+    for path in optional:
+        with contextlib.suppress(KeyFileRefused, asyncssh.KeyImportError):
+            keys.append(load_client_key(path))
+    return keys
+
+
+class _Budget:
+    """A pool's connect bounds: per server (its MaxStartups), and fleet-wide in lanes.
+
+    A node that has not failed takes a fresh slot; one whose last connect failed a retry
+    slot, so dead nodes never queue ahead of live ones. A connect still pending after
+    stall_after hands its fleet slot on and waits among the stalled, so 300 blackholed
+    nodes cannot hold every slot for a whole connect timeout.
+    """
+
+    def __init__(self, options: SshOptions) -> None:
+        self.options = options
+        self.fresh = asyncio.Semaphore(options.max_concurrent_connects)
+        self.retry = asyncio.Semaphore(options.max_concurrent_retries)
+        self.stalled = 0
+        self._hosts: dict[tuple[object, ...], asyncio.Semaphore] = {}
+
+    def host(self, key: tuple[object, ...]) -> asyncio.Semaphore:
+        limiter = self._hosts.get(key)
+        if limiter is None:
+            limiter = asyncio.Semaphore(self.options.max_connects_per_host)
+            self._hosts[key] = limiter
+        return limiter
+
+    async def run(
+        self, host_key: tuple[object, ...], retrying: bool, connect: Callable[[], Any]
+    ) -> Any:
+        """Await connect() within the bounds; the connect timeout starts once the slots are
+        ours (queueing behind other nodes is not this node's fault)."""
+        lane = self.retry if retrying else self.fresh
+        async with self.host(host_key):
+            await lane.acquire()
+            demoted = False
+
+            def demote() -> None:
+                nonlocal demoted
+                if self.stalled < self.options.max_stalled_connects:
+                    self.stalled += 1
+                    demoted = True
+                    lane.release()
+
+            timer = asyncio.get_running_loop().call_later(self.options.stall_after, demote)
+            try:
+                async with asyncio.timeout(self.options.connect_timeout):
+                    return await connect()
+            finally:
+                timer.cancel()
+                if demoted:
+                    self.stalled -= 1
+                else:
+                    lane.release()
+
+
+class _HopFailed(Exception):
+    """A jump host could not be reached; raised into every node behind it."""
+
+    def __init__(
+        self, health: NodeHealth, message: str, offered: OfferedHostKey | None = None
+    ) -> None:
+        super().__init__(message)
+        self.health = health
+        self.message = message
+        self.offered = offered
+
+
+@dataclass(eq=False)
+class _Jump:
+    """One shared connection to a jump host, reached through the hops before it."""
+
+    hop: Endpoint
+    conn: asyncssh.SSHClientConnection | None = None
+    client: _Client | None = None
+    refs: int = 0
+    failures: int = 0
+    next_attempt_at: float = 0.0
+    fault: _HopFailed | None = None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+Chain = tuple[Endpoint, ...]
+# Connects one endpoint through a tunnel; raises as NodeSession._connect_one does.
+HopConnect = Callable[
+    [Endpoint, asyncssh.SSHClientConnection | None],
+    Any,
+]
+
+
+class JumpHosts:
+    """One connection per jump host (user, host, port and the chain before it) for every
+    node behind it: reference counted, reconnected when it drops, backed off on its own so
+    that 40 nodes behind a dead jump host fail after one attempt, not 40 timeouts."""
+
+    def __init__(
+        self,
+        options: SshOptions,
+        budget: _Budget,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        random: Callable[[], float] = _random.random,
+    ) -> None:
+        self.options = options
+        self._budget = budget
+        self._clock = clock
+        self._random = random
+        self._jumps: dict[Chain, _Jump] = {}
+        self.connects = 0  # jump connections opened, for tests and benchmarks
+
+    def open_count(self) -> int:
+        return sum(1 for j in self._jumps.values() if j.conn is not None)
+
+    async def acquire(self, chain: Chain, connect: HopConnect) -> asyncssh.SSHClientConnection:
+        """The connection to the last hop of chain, opening what is not open; counted as
+        one more user of every hop until release(chain). Raises _HopFailed."""
+        tunnel: asyncssh.SSHClientConnection | None = None
+        for i in range(len(chain)):
+            tunnel = await self._open(chain[: i + 1], connect, tunnel)
+        for i in range(len(chain)):
+            self._jumps[chain[: i + 1]].refs += 1
+        assert tunnel is not None
+        return tunnel
+
+    def release(self, chain: Chain) -> None:
+        for i in range(len(chain)):
+            jump = self._jumps.get(chain[: i + 1])
+            if jump is None:
+                continue
+            jump.refs -= 1
+            if jump.refs <= 0:
+                jump.refs = 0
+                self._close(jump)
+
+    def retry_now(self, chain: Chain) -> None:
+        for i in range(len(chain)):
+            jump = self._jumps.get(chain[: i + 1])
+            if jump is not None:
+                jump.next_attempt_at = 0.0
+
+    def close_all(self) -> None:
+        for jump in reversed(list(self._jumps.values())):
+            self._close(jump)
+
+    def _close(self, jump: _Jump) -> None:
+        conn, jump.conn, jump.client = jump.conn, None, None
+        if conn is not None:
+            conn.close()
+
+    async def _open(
+        self, chain: Chain, connect: HopConnect, tunnel: asyncssh.SSHClientConnection | None
+    ) -> asyncssh.SSHClientConnection:
+        jump = self._jumps.get(chain)
+        if jump is None:
+            jump = self._jumps[chain] = _Jump(chain[-1])
+        async with jump.lock:
+            if jump.conn is not None and not jump.conn.is_closed():
+                return jump.conn
+            now = self._clock()
+            if now < jump.next_attempt_at and jump.fault is not None:
+                fault = jump.fault
+                wait = jump.next_attempt_at - now
+                raise _HopFailed(
+                    fault.health, f"{fault.message} (retrying in {wait:.1f} s)", fault.offered
+                )
+            hop = chain[-1]
+            try:
+                conn, client = await self._budget.run(
+                    ("jump", *chain), jump.failures > 0, lambda: connect(hop, tunnel)
+                )
+            except BaseException as exc:
+                if not isinstance(exc, Exception):
+                    raise
+                health, message, offered = _classify(exc, self.options.connect_timeout)
+                jump.failures += 1
+                ceiling = min(
+                    self.options.backoff_cap, self.options.backoff_base * 2 ** (jump.failures - 1)
+                )
+                jump.next_attempt_at = self._clock() + self._random() * ceiling
+                jump.fault = _HopFailed(health, f"jump host {hop}: {message}", offered)
+                raise jump.fault from exc
+            jump.conn, jump.client = conn, client
+            jump.failures, jump.fault, jump.next_attempt_at = 0, None, 0.0
+            self.connects += 1
+            return conn
+
+
+def _classify(
+    exc: Exception, connect_timeout: float
+) -> tuple[NodeHealth, str, OfferedHostKey | None]:
+    """What a failed connect means for the node: its health, words, and any refused key."""
+    if isinstance(exc, HostKeyRejected):
+        return exc.health, exc.message, exc.offered
+    if isinstance(exc, _HopFailed):
+        return exc.health, exc.message, exc.offered
+    if isinstance(exc, sshconfig.ConfigRefused):
+        return NodeHealth.UNREACHABLE, f"refused by zuka, not connecting: {exc}", None
+    if isinstance(exc, KeyFileRefused):
+        return NodeHealth.AUTH_FAILED, str(exc), None
+    if isinstance(exc, TimeoutError):
+        return NodeHealth.TIMEOUT, f"connect timed out after {connect_timeout:g} s", None
+    if isinstance(exc, asyncssh.PermissionDenied | asyncssh.KeyImportError):
+        return NodeHealth.AUTH_FAILED, _describe(exc), None
+    # DNS, refused, reset, protocol: the server is not reachable
+    return NodeHealth.UNREACHABLE, _describe(exc), None
+
+
 class _Client(asyncssh.SSHClient):
     """Remembers the host key it was offered, and tells the session when the link drops."""
 
@@ -300,18 +656,28 @@ class _Client(asyncssh.SSHClient):
 
 @dataclass
 class _Link:
-    """An open connection to the node, the jump connections under it, and its channel bound."""
+    """An open connection to the node, the jump hosts it goes through, its channel bound."""
 
     conn: asyncssh.SSHClientConnection
     client: _Client
     channels: asyncio.Semaphore
-    jumps: list[asyncssh.SSHClientConnection]
+    release_jumps: Callable[[], None] = lambda: None
     lost: bool = False
+    _released: bool = False
 
-    def close(self) -> None:
+    def close(self, *, release: bool = True) -> None:
         self.conn.close()
-        for jump in reversed(self.jumps):
-            jump.close()
+        if release:
+            self.release()
+
+    def release(self) -> None:
+        if not self._released:  # once per link: a shared jump host counts its users
+            self._released = True
+            self.release_jumps()
+
+
+def _ignore_lost(client: _Client, exc: Exception | None) -> None:
+    """A jump host's link: JumpHosts notices a closed one when it is next needed."""
 
 
 def _describe(exc: BaseException) -> str:
@@ -327,15 +693,17 @@ class NodeSession:
         node: Node,
         options: SshOptions | None = None,
         *,
-        connect_limiter: asyncio.Semaphore | None = None,
-        host_limiter: asyncio.Semaphore | None = None,
+        budget: _Budget | None = None,
+        jumps: JumpHosts | None = None,
         clock: Callable[[], float] = time.monotonic,
         random: Callable[[], float] = _random.random,
     ) -> None:
         self.node = node
         self.options = options or SshOptions()
-        self._limiter = connect_limiter or asyncio.Semaphore(self.options.max_concurrent_connects)
-        self._host_limiter = host_limiter or asyncio.Semaphore(self.options.max_connects_per_host)
+        # A pool shares these between its sessions; a session alone has its own.
+        self._budget = budget or _Budget(self.options)
+        self._jumps = jumps or JumpHosts(self.options, self._budget, clock=clock, random=random)
+        self._route: Route | None = None
         self._clock = clock
         self._random = random
         self.health = NodeHealth.CONNECTING
@@ -376,8 +744,10 @@ class NodeSession:
         return None if link is None else link.conn.get_extra_info("send_cipher")
 
     def retry_now(self) -> None:
-        """Forget the backoff, e.g. after the user trusted a key or fixed a config."""
+        """Forget the backoff (its jump hosts' too), e.g. after the user trusted a key."""
         self.next_attempt_at = 0.0
+        if self._route is not None:
+            self._jumps.retry_now(self._route.hops)
 
     def accept_host_key(self, seen_fingerprint: str) -> bool:
         """Trust the offered unknown key, if it is the one whose fingerprint the user saw.
@@ -630,10 +1000,13 @@ class NodeSession:
         if link is None:
             return
         link.lost = True
-        link.close()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(_CLOSE_GRACE_S):
-                await link.conn.wait_closed()
+        link.close(release=False)
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_CLOSE_GRACE_S):
+                    await link.conn.wait_closed()
+        finally:
+            link.release()  # the jump host only once the node's close went through it
 
     # -- connecting ---------------------------------------------------------------
 
@@ -655,30 +1028,17 @@ class NodeSession:
                     self.next_attempt_at,
                 )
             try:
-                # The timeout starts once a connect slot is ours: queueing behind other
-                # nodes is not this node's fault.
-                async with (
-                    self._host_limiter,
-                    self._limiter,
-                    asyncio.timeout(self.options.connect_timeout),
-                ):
-                    link = await self._open()
-            except HostKeyRejected as exc:
-                self._failed(exc.health, exc.message)
-                raise
-            except TimeoutError as exc:
-                limit = self.options.connect_timeout
-                self._failed(NodeHealth.TIMEOUT, f"connect timed out after {limit:g} s")
-                raise SshError(self.name, NodeHealth.TIMEOUT, self.last_error) from exc
-            except asyncssh.PermissionDenied as exc:
-                self._failed(NodeHealth.AUTH_FAILED, _describe(exc))
-                raise SshError(self.name, NodeHealth.AUTH_FAILED, self.last_error) from exc
-            except asyncssh.KeyImportError as exc:
-                self._failed(NodeHealth.AUTH_FAILED, _describe(exc))
-                raise SshError(self.name, NodeHealth.AUTH_FAILED, self.last_error) from exc
-            except Exception as exc:  # DNS, refused, reset, protocol: the node is not reachable
-                self._failed(NodeHealth.UNREACHABLE, _describe(exc))
-                raise SshError(self.name, NodeHealth.UNREACHABLE, self.last_error) from exc
+                link = await self._open()
+            except Exception as exc:
+                health, message, offered = _classify(exc, self.options.connect_timeout)
+                if offered is not None:
+                    self.offered_key = offered
+                self._failed(health, message)
+                if offered is not None:
+                    raise HostKeyRejected(self.name, health, message, offered) from exc
+                if isinstance(exc, sshconfig.ConfigRefused):
+                    raise TargetRefused(self.name, health, message) from exc
+                raise SshError(self.name, health, message) from exc
             self._link = link
             self.connects += 1
             self.failures = 0
@@ -689,78 +1049,96 @@ class NodeSession:
 
     async def _open(self) -> _Link:
         target = self.target
-        key_path = target.key_path
-        if key_path and not Path(key_path).expanduser().is_file():
-            raise asyncssh.KeyImportError(f"key file not found: {key_path}")
-        hops = parse_jump(target.jump) if target.jump else []
-        jumps: list[asyncssh.SSHClientConnection] = []
+        paths = self.options.config_paths
+        # Files are read off the event loop, each size-capped (leases.sshconfig, read_key_file).
+        route = self._route = await asyncio.to_thread(resolve_route, target, paths)
+        node = route.node
+        node_keys = await asyncio.to_thread(_load_keys, target.key_path, node.key_files)
+        tunnel: asyncssh.SSHClientConnection | None = None
+        if route.hops:
+            tunnel = await self._jumps.acquire(route.hops, self._connect_hop)
         try:
-            tunnel: asyncssh.SSHClientConnection | None = None
-            for hop in hops:
-                tunnel, _ = await self._connect_one(hop.host, hop.port, hop.user, None, tunnel)
-                jumps.append(tunnel)
-            conn, client = await self._connect_one(
-                target.host, target.port, target.user, key_path, tunnel
+            conn, client = await self._budget.run(
+                ("node", *route.hops, node.host, node.port or hostkeys.DEFAULT_PORT),
+                self.failures > 0,
+                lambda: self._connect_one(node, node_keys, tunnel),
             )
+        except Exception as exc:
+            if route.hops:
+                self._jumps.release(route.hops)
+                health, message, _ = _classify(exc, self.options.connect_timeout)
+                where = f"node {node} (through jump host {route.hops[-1]})"
+                if isinstance(exc, HostKeyRejected):
+                    raise HostKeyRejected(
+                        self.name, health, f"{where}: {message}", exc.offered
+                    ) from exc
+                raise _HopFailed(health, f"{where}: {message}") from exc
+            raise
         except BaseException:
-            for jump in reversed(jumps):
-                jump.close()
+            if route.hops:
+                self._jumps.release(route.hops)
             raise
         channels = asyncio.Semaphore(self.options.max_channels_per_connection)
-        return _Link(conn, client, channels, jumps)
+        hops = route.hops
+        release = (lambda: self._jumps.release(hops)) if hops else (lambda: None)
+        return _Link(conn, client, channels, release)
+
+    async def _connect_hop(
+        self, hop: Endpoint, tunnel: asyncssh.SSHClientConnection | None
+    ) -> tuple[asyncssh.SSHClientConnection, _Client]:
+        keys = await asyncio.to_thread(_load_keys, None, hop.key_files)
+        return await self._connect_one(hop, keys, tunnel, on_lost=_ignore_lost)
 
     async def _connect_one(
         self,
-        host: str,
-        port: int | None,
-        user: str | None,
-        key_path: str | None,
+        end: Endpoint,
+        keys: list[ClientKey],
         tunnel: asyncssh.SSHClientConnection | None,
+        *,
+        on_lost: Callable[[_Client, Exception | None], None] | None = None,
     ) -> tuple[asyncssh.SSHClientConnection, _Client]:
         opts = self.options
-        client = _Client(self._on_lost)
+        client = _Client(on_lost or self._on_lost)
         kwargs: dict[str, Any] = {
             "known_hosts": hostkeys.known_hosts_matcher(opts.known_hosts),
             "keepalive_interval": opts.keepalive_interval,
             "keepalive_count_max": opts.keepalive_count_max,
             "connect_timeout": opts.connect_timeout,
+            # zuka resolved the config itself (leases.sshconfig): asyncssh must not read
+            # one, or it would run a ProxyCommand it finds there.
+            "config": [],
         }
         if opts.preferred_ciphers:
             # "^" puts these first and keeps asyncssh's defaults after them.
             kwargs["encryption_algs"] = "^" + ",".join(opts.preferred_ciphers)
-        if port is not None:
-            kwargs["port"] = port
-        if user:
-            kwargs["username"] = user
+        if end.port is not None:
+            kwargs["port"] = end.port
+        if end.user:
+            kwargs["username"] = end.user
         if tunnel is not None:
             kwargs["tunnel"] = tunnel
-        if not isinstance(opts.config, _Default):
-            kwargs["config"] = [str(p) for p in opts.config]
         if not isinstance(opts.agent_path, _Default):
             kwargs["agent_path"] = opts.agent_path
-        keys: list[str | Path | asyncssh.SSHKey] = []
-        if key_path:
-            keys.append(str(Path(key_path).expanduser()))
+        all_keys: list[Any] = list(keys)
         if opts.client_keys is not None:
-            keys += [str(k) if isinstance(k, Path) else k for k in opts.client_keys]
-        if keys:
-            kwargs["client_keys"] = keys
+            all_keys += [str(k) if isinstance(k, Path) else k for k in opts.client_keys]
+        if all_keys:
+            kwargs["client_keys"] = all_keys
+            if end.identities_only:
+                kwargs["agent_path"] = None
         try:
-            conn = await asyncssh.connect(host, client_factory=lambda: client, **kwargs)
+            conn = await asyncssh.connect(end.host, client_factory=lambda: client, **kwargs)
         except asyncssh.HostKeyNotVerifiable as exc:
-            raise self._host_key_error(client, host, port, exc) from exc
+            raise self._host_key_error(client, exc) from exc
         return conn, client
 
-    def _host_key_error(
-        self, client: _Client, host: str, port: int | None, exc: Exception
-    ) -> Exception:
+    def _host_key_error(self, client: _Client, exc: Exception) -> Exception:
         if client.offered is None:
             # Refused before our callback ran (e.g. a revoked key): nothing to offer the user.
             return exc
         seen_host, addr, seen_port, key = client.offered
         status = hostkeys.classify(seen_host, seen_port, key, self.options.known_hosts, addr=addr)
         offered = OfferedHostKey(seen_host, seen_port, key, status, addr)
-        self.offered_key = offered
         where = hostkeys.host_pattern(seen_host, seen_port)
         if status is hostkeys.HostKeyStatus.UNKNOWN:
             return HostKeyRejected(
@@ -793,6 +1171,7 @@ class NodeSession:
         if link is not None and link.client is client:
             link.lost = True
             self._link = None
+            link.close()  # lets go of its jump hosts
             if exc is not None:
                 self._set(NodeHealth.UNREACHABLE, f"connection lost: {_describe(exc)}")
 
@@ -804,6 +1183,7 @@ class NodeSession:
             link.lost = True
             if self._link is link:
                 self._link = None
+            link.close()
             reason = _describe(exc) if exc else "connection closed"
             self._set(NodeHealth.UNREACHABLE, f"connection lost during command: {reason}")
             return ConnectionDropped(self.name, NodeHealth.UNREACHABLE, self.last_error)
@@ -877,7 +1257,7 @@ async def offered_host_key(session: NodeSession) -> OfferedHostKey | None:
 
 
 class SshPool:
-    """The NodeSessions of a fleet, sharing one bound on concurrent connects."""
+    """The NodeSessions of a fleet, sharing connect bounds and jump host connections."""
 
     def __init__(
         self,
@@ -889,25 +1269,9 @@ class SshPool:
         self.options = options or SshOptions()
         self._clock = clock
         self._random = random
-        self.connect_limiter = asyncio.Semaphore(self.options.max_concurrent_connects)
-        self._host_limiters: dict[tuple[str, int | None], asyncio.Semaphore] = {}
+        self.budget = _Budget(self.options)
+        self.jumps = JumpHosts(self.options, self.budget, clock=clock, random=random)
         self.sessions: dict[str, NodeSession] = {}
-
-    def host_limiter(self, target: SshTarget) -> asyncio.Semaphore:
-        """The connect bound of the first server a connect to target reaches."""
-        host, port = target.host, target.port
-        if target.jump:
-            try:
-                first = parse_jump(target.jump)[0]
-                host, port = first.host, first.port
-            except ValueError:
-                pass  # the connect itself reports the bad jump spec
-        key = (host, port or 22)
-        limiter = self._host_limiters.get(key)
-        if limiter is None:
-            limiter = asyncio.Semaphore(self.options.max_connects_per_host)
-            self._host_limiters[key] = limiter
-        return limiter
 
     def add(self, node: Node) -> NodeSession:
         """Add a node, or return its session; a node whose login changed gets a fresh one."""
@@ -920,8 +1284,8 @@ class SshPool:
         session = NodeSession(
             node,
             self.options,
-            connect_limiter=self.connect_limiter,
-            host_limiter=self.host_limiter(node.ssh),
+            budget=self.budget,
+            jumps=self.jumps,
             clock=self._clock,
             random=self._random,
         )
@@ -963,3 +1327,4 @@ class SshPool:
 
     async def close(self) -> None:
         await asyncio.gather(*(s.close() for s in self.sessions.values()))
+        self.jumps.close_all()

@@ -133,6 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--once", action="store_true", help="one sweep (default: every --interval)")
     p.add_argument("--interval", type=float, default=5.0, help="seconds between sweeps (default 5)")
     p.add_argument("--force", action="store_true", help="poll even if a collector runs")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="end each sweep after S seconds; nodes not done are reported as timeout",
+    )
     p = cmd(
         sub, "collect", _fleet("collect"), "poll the fleet headless, writing history to the ledger"
     )

@@ -8,7 +8,7 @@ import contextlib
 import signal
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
@@ -18,7 +18,7 @@ from leases.fleet import make_poller, polled_nodes, ssh_options
 from leases.ledger import Ledger, resolve_ledger_path
 from leases.lock import PollerLock
 from leases.models import NodeHealth
-from leases.poller import NodeStatus
+from leases.poller import NodeStatus, Poller
 from leases.rollups import HistoryStore, sample_record
 from leases.textsafe import visible
 from tui import output
@@ -86,6 +86,8 @@ def print_statuses(statuses: Sequence[NodeStatus], as_json: bool, out: TextIO) -
 def poll(args: argparse.Namespace, out: TextIO) -> int:
     path = _path(args)
     interval = _positive("interval", args.interval)
+    if getattr(args, "timeout", None) is not None:
+        _positive("timeout", args.timeout)
     with Ledger.open(path, create=False) as ledger:
         nodes = polled_nodes(ledger, args.nodes or None)
         lock = PollerLock(path)
@@ -130,17 +132,47 @@ async def _poll(
     ledger: Ledger, path: Path, args: argparse.Namespace, interval: float, out: TextIO
 ) -> int:
     poller = make_poller(ledger, path, names=args.nodes or None, interval_s=interval)
+    limit = getattr(args, "timeout", None)
     try:
         while True:
-            statuses = await poller.sweep()
+            statuses = await _bounded_sweep(poller, limit)
             print_statuses(list(statuses.values()), args.json, out)
             out.flush()
             if args.once:
-                return 0
+                answered = any(s.health is NodeHealth.OK for s in statuses.values())
+                return 0 if answered or not statuses else 1
             await asyncio.sleep(interval)
             out.write("\n")
     finally:
         await poller.close()
+
+
+async def _bounded_sweep(poller: Poller, limit: float | None) -> dict[str, NodeStatus]:
+    """One sweep, cut off after limit seconds: nodes not done by then are reported as
+    timed out (and what the others gave is still stored)."""
+    if limit is None:
+        return await poller.sweep()
+    started = poller.clock()
+    task = asyncio.ensure_future(poller.sweep())
+    done, _ = await asyncio.wait({task}, timeout=limit)
+    if done:
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    poller.flush()
+    out: dict[str, NodeStatus] = {}
+    for node in poller.nodes:
+        st = poller.statuses.get(node.name, NodeStatus(node.name))
+        if st.checked is None or st.checked < started:
+            st = replace(
+                st,
+                health=NodeHealth.TIMEOUT,
+                detail=f"no answer within --timeout {limit:g} s",
+                checked=poller.clock(),
+            )
+        out[node.name] = st
+    return out
 
 
 # -- collect -----------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 from tui.cli import main
 
@@ -48,8 +48,13 @@ def cli(ledger_path: Path, capsys: pytest.CaptureFixture[str]) -> Cli:
 
 # Hypothesis keeps no example database in the checkout: one rare failing example must not
 # fail every later run of a clone. Under CI the examples are derived from each test's
-# name (derandomize), so a CI run is repeatable; locally they are random. No deadline:
-# a shared 2-core machine makes single examples slow now and then.
-settings.register_profile("zuka", database=None, deadline=None)
-settings.register_profile("zuka-ci", database=None, deadline=None, derandomize=True)
+# name (derandomize), so a CI run is repeatable; locally they are random. No deadline and
+# no too-slow check: a shared 2-core machine makes single examples slow now and then.
+_STEADY = {
+    "database": None,
+    "deadline": None,
+    "suppress_health_check": [HealthCheck.too_slow],
+}
+settings.register_profile("zuka", **_STEADY)
+settings.register_profile("zuka-ci", **_STEADY, derandomize=True)
 settings.load_profile("zuka-ci" if os.environ.get("CI") else "zuka")

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from leases.errors import InputError
-from leases.fleet import make_poller, polled_nodes, ssh_options
+from leases.fleet import make_poller, polled_nodes, ssh_options, unpollable_nodes
 from leases.ledger import Ledger, resolve_ledger_path
 from leases.lock import PollerLock
 from leases.models import NodeHealth
 from leases.poller import NodeStatus
 from leases.rollups import HistoryStore, sample_record
+from leases.textsafe import visible
 from tui import output
 from tui.fleetview import summarize
 
@@ -87,6 +88,8 @@ def poll(args: argparse.Namespace, out: TextIO) -> int:
     interval = _positive("interval", args.interval)
     with Ledger.open(path, create=False) as ledger:
         nodes = polled_nodes(ledger, args.nodes or None)
+        for skipped in [] if args.nodes else unpollable_nodes(ledger):
+            print(f"zuka: not polling {visible(skipped.name)}: {skipped.problem}", file=sys.stderr)
         lock = PollerLock(path)
         if not lock.acquire() and not args.force:
             return _from_collector(ledger, lock, [n.name for n in nodes], args, out)
@@ -214,7 +217,7 @@ class _suppress_timeout:
 def node_trust(args: argparse.Namespace, out: TextIO) -> int:
     path = _path(args)
     with Ledger.open(path, create=False) as ledger:
-        node = ledger.node(args.name)
+        [node] = polled_nodes(ledger, [args.name])  # refuses a node with a refused value
     return asyncio.run(_trust(node, path, args, out))
 
 

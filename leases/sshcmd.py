@@ -86,6 +86,7 @@ _OPTION_REASONS = {
 # Used with fullmatch: `$` would let a trailing newline through.
 _NAME_RE = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9_])?")
 _USER_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,31}\$?")
+_KEY_PATH_RE = re.compile(r"[\w/.~+@:,=-]+")
 _OPTION_NAME_RE = re.compile(r"[A-Za-z]{1,40}")
 _HARMLESS_VALUE_RE = re.compile(r"[A-Za-z0-9]{1,16}")
 # A console's label before the command: `登录指令：ssh ...`, `SSH: ssh ...`.
@@ -182,6 +183,14 @@ def check_key_path(value: str, field: str = "ssh_key_path") -> str:
         raise InputError(field, _shown(value), "contains control or bidi characters")
     if value.startswith("-"):
         raise InputError(field, _shown(value), "must not start with '-'")
+    # `zuka node show` prints the ssh command: no path may turn into more shell words.
+    if not _KEY_PATH_RE.fullmatch(value):
+        raise InputError(
+            field,
+            _shown(value),
+            "a key path is letters, digits and / . _ - ~ + @ : , = (no spaces, quotes, %, "
+            "or shell characters: link the key to a plainer path)",
+        )
     return value
 
 

@@ -316,6 +316,8 @@ def parse_ssh_command(command: str, known_aliases: frozenset[str] = frozenset())
     """Parse a login command or alias into an SshTarget; InputError if it is not one."""
     if not command.strip():
         raise InputError(FIELD, command, "is empty")
+    if looks_like_key_text(command):
+        raise InputError(FIELD, HIDDEN, "holds private key text: give the key's path with -i")
     line, _ = _login_line(command)
     try:
         words = shlex.split(line)

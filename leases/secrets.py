@@ -21,10 +21,10 @@ _KEY_TEXT_RE = re.compile(
     r"|PuTTY-User-Key-File-",
     re.IGNORECASE,
 )
-# Cloud access key ids: Aliyun (LTAI), AWS (AKIA, ASIA), Tencent (AKID); GitHub, Slack,
-# OpenAI-style tokens; a bearer token.
+# Cloud access key ids, even glued to other text: Aliyun (LTAI), AWS (AKIA, ASIA), Tencent
+# (AKID); GitHub, Slack, OpenAI-style tokens; a bearer token.
 _TOKEN_RE = re.compile(
-    r"(?<![A-Za-z0-9])(LTAI[A-Za-z0-9]{8,}|A[KS]IA[A-Z0-9]{12,}|AKID[A-Za-z0-9]{10,}"
+    r"(LTAI[A-Za-z0-9]{8,}|A[KS]IA[A-Z0-9]{12,}|AKID[A-Za-z0-9]{10,}"
     r"|gh[pousr]_[A-Za-z0-9]{20,}|xox[abpr]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{20,})"
     r"|(?i:\bbearer\s+\S{16,})"
 )

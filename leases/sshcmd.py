@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from leases.errors import InputError
 from leases.models import SshTarget
-from leases.secrets import HIDDEN, looks_like_key_text
+from leases.secrets import HIDDEN, looks_like_key_text, token_kind
 from leases.textsafe import is_clean, visible
 
 FIELD = "ssh"
@@ -263,9 +263,10 @@ def _login_line(command: str) -> tuple[str, bool]:
     if not kept:
         raise InputError(FIELD, HIDDEN if had_password else command, "is empty")
     if len(kept) > 1:
+        # Not shown: the other lines may hold a secret in any form.
         raise InputError(
             FIELD,
-            HIDDEN if had_password else _shown(command),
+            HIDDEN,
             "has more than one line: paste one login command (a password line after it is ignored)",
         )
     line = kept[0]
@@ -277,6 +278,9 @@ def _login_line(command: str) -> tuple[str, bool]:
         line = labelled.group(1)
     if not line:
         raise InputError(FIELD, HIDDEN, "has no ssh command")
+    kind = token_kind(line)
+    if kind is not None:
+        raise InputError(FIELD, HIDDEN, f"holds what looks like {kind}: zuka never stores one")
     return line, had_password
 
 
@@ -332,7 +336,7 @@ def parse_ssh_command(command: str, known_aliases: frozenset[str] = frozenset())
             FIELD, _shown(line), "must start with 'ssh' or be a single ~/.ssh/config alias"
         )
     # As in OpenSSH, the first value given for a setting wins.
-    settings: dict[str, object] = {}
+    settings: dict[str, str] = {}
     dest: str | None = None
     options_done = False
     i = 0
@@ -382,25 +386,27 @@ def parse_ssh_command(command: str, known_aliases: frozenset[str] = frozenset())
     if dest is None:
         raise InputError(FIELD, _shown(line), "has no host")
     dest_user, host, url_port = _destination(dest, line)
-    port = url_port or settings.get("port")
+    port = url_port or (int(settings["port"]) if "port" in settings else None)
     user = dest_user or settings.get("user")
+    jump = settings.get("proxyjump")
     alias = host in known_aliases and port is None and user is None
     return SshTarget(
         host=host,
-        port=port,  # type: ignore[arg-type]
-        user=user,  # type: ignore[arg-type]
-        key_path=settings.get("identityfile"),  # type: ignore[arg-type]
-        jump=settings.get("proxyjump"),  # type: ignore[arg-type]
+        port=port,
+        user=user,
+        key_path=settings.get("identityfile"),
+        jump=None if jump == NO_JUMP else jump,
         alias=alias,
     )
 
 
 _SETTING_OF = {"p": "port", "i": "identityfile", "J": "proxyjump", "l": "user"}
-_SETTING_CHECKS: dict[str, Callable[[str], object]] = {
-    "port": lambda v: check_port(v, FIELD),
+# Each checks a value and returns it in its normal form, as text.
+_SETTING_CHECKS: dict[str, Callable[[str], str]] = {
+    "port": lambda v: str(check_port(v, FIELD)),
     "user": lambda v: check_user(v, FIELD),
     "identityfile": lambda v: check_key_path(v, FIELD),
-    "proxyjump": lambda v: check_jump(v, FIELD),
+    "proxyjump": lambda v: check_jump(v, FIELD) or NO_JUMP,
 }
 
 

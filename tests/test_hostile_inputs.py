@@ -14,6 +14,7 @@ import sqlite3
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 from leases import fields, records, secrets, transfer
 from leases.errors import InputError
 from leases.ledger import Ledger
-from leases.models import Node
+from leases.models import Node, SshTarget
 from leases.sshcmd import check_target, parse_ssh_command
 from tui.cli import main
 
@@ -376,3 +377,54 @@ def test_a_stored_row_with_refused_values_is_listed_flagged_not_polled_and_fixab
 
 def test_ledger_files_keep_their_mode(seeded: Path) -> None:
     assert stat.S_IMODE(os.stat(seeded).st_mode) == 0o600
+
+
+def test_stored_node_reads_any_row_and_says_what_is_wrong() -> None:
+    base = {"name": "n", "ssh_host": "h", "ssh_port": 22, "tags": []}
+    node = records.stored_node({**base, "notes": "a\x9b[2Jb", "gpu_model": "A100\nfake"})
+    assert node.ssh.host == "h" and node.notes == "" and node.gpu_model == ""
+    assert "notes" in node.problem and "gpu_model" in node.problem
+    assert "\x9b" not in node.problem and "\n" not in node.problem
+    node = records.stored_node({**base, "name": "bad name\x1b", "ssh_jump": "a b"})
+    assert node.name == "bad name\x1b"  # the row's own key, so that edit can find it
+    assert node.ssh == SshTarget(records.QUARANTINED_HOST)
+    assert "name" in node.problem and "ssh_jump" in node.problem
+    assert records.stored_node(base).problem == ""
+    with pytest.raises(InputError, match="--ssh"):
+        records.node_from(records.node_record(node) | {"name": "n"})
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda v: records.provider_from({"name": "P", "kind": "cloud", "region": v}), "region"),
+        (lambda v: records.lease_from({"node": "n", "billing_type": "hourly", "unit_price": 1,
+                                       "start": "2026-01-01", "notes": v}), "notes"),
+        (lambda v: records.lease_from({"node": "n", "billing_type": "hourly", "unit_price": 1,
+                                       "start": "2026-01-01", "contract_no": v}), "contract_no"),
+        (lambda v: records.resource_from({"kind": "disk", "native_id": v}, 1, "UTC"),
+         "native_id"),
+        (lambda v: records.resource_from({"kind": "disk", "native_id": "d-1", "notes": v}, 1,
+                                         "UTC"), "notes"),
+    ],
+)  # fmt: skip
+def test_key_text_is_refused_in_every_record(make: Any, field: str) -> None:
+    with pytest.raises(InputError) as err:
+        make("-----BEGIN EC PRIVATE KEY-----MHcCAQEE")
+    assert err.value.field == field and err.value.value == secrets.HIDDEN
+    assert "MHcCAQEE" not in str(err.value)
+
+
+async def test_the_dashboard_starts_on_a_ledger_with_a_refused_row(seeded: Path) -> None:
+    from textual.widgets import DataTable
+
+    from tui.app import ZukaApp
+
+    assert run("node", "add", "good", "--ssh", "ssh g.example.cn", "--ledger", str(seeded)) == 0
+    sql(seeded, "UPDATE nodes SET ssh_host = '[/]x y', notes = '[/]' WHERE name = 'base'")
+    app = ZukaApp(seeded, poll=False)
+    async with app.run_test(size=(150, 40)) as pilot:
+        await pilot.pause()
+        names = [app.query_one("#fleet", DataTable).get_row_at(0)[0]]
+        assert names == ["good"]
+        await pilot.press("q")

@@ -14,6 +14,8 @@ from typing import TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from leases.errors import InputError
+from leases.secrets import refuse_key_text
+from leases.textsafe import visible
 
 # ISO 4217 codes a lab renting GPUs in and around China meets; extend as needed.
 CURRENCIES = frozenset(
@@ -21,7 +23,11 @@ CURRENCIES = frozenset(
 )
 DEFAULT_TZ = "Asia/Shanghai"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,62}$")
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# C0 and C1 controls, DEL, and the Unicode controls that reorder or hide text: none has a
+# place in a ledger value (a terminal would obey them). Tab and newline only in notes.
+_UNSAFE = "\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
+_CONTROL_RE = re.compile(f"[\x00-\x1f{_UNSAFE}]")
+_CONTROL_MULTILINE_RE = re.compile(f"[\x00-\x08\x0b-\x1f{_UNSAFE}]")
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -34,21 +40,28 @@ def choice(field: str, value: str, enum: type[E]) -> E:
         raise InputError(field, value, f"must be one of {allowed}") from None
 
 
+def valid_node_name(value: str) -> bool:
+    return _NAME_RE.fullmatch(value) is not None
+
+
 def node_name(value: str, field: str = "name") -> str:
-    if not _NAME_RE.match(value):
+    # fullmatch: `$` would let a trailing newline through.
+    if not _NAME_RE.fullmatch(value):
         raise InputError(
             field,
-            value,
+            visible(value, 80),
             "must be 1-63 letters, digits, '.', '_', '@' or '-', starting with a letter or digit",
         )
     return value
 
 
-def text(field: str, value: str, max_len: int = 2000) -> str:
+def text(field: str, value: str, max_len: int = 2000, *, multiline: bool = False) -> str:
+    """Free text of a record. Private key text is refused here, in every field."""
+    refuse_key_text(field, value)
     if len(value) > max_len:
-        raise InputError(field, value[:40] + "...", f"is longer than {max_len} characters")
-    if _CONTROL_RE.search(value):
-        raise InputError(field, value, "contains control characters")
+        raise InputError(field, visible(value, 40), f"is longer than {max_len} characters")
+    if (_CONTROL_MULTILINE_RE if multiline else _CONTROL_RE).search(value):
+        raise InputError(field, visible(value, 80), "contains control characters")
     return value
 
 
@@ -139,11 +152,15 @@ def tags(value: str | Iterable[str]) -> tuple[str, ...]:
     items = value.split(",") if isinstance(value, str) else list(value)
     out: list[str] = []
     for item in items:
+        if not isinstance(item, str):
+            raise InputError("tags", visible(item, 40), "a tag is text")
         tag = item.strip()
         if not tag:
             continue
-        if not re.match(r"^[\w.:/@+-]{1,40}$", tag):
-            raise InputError("tags", item, "a tag is 1-40 letters, digits or . : / @ + - _")
+        if not re.fullmatch(r"[\w.:/@+-]{1,40}", tag):
+            raise InputError(
+                "tags", visible(item, 40), "a tag is 1-40 letters, digits or . : / @ + - _"
+            )
         if tag not in out:
             out.append(tag)
     return tuple(out)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from leases.errors import InputError
 from leases.faultlog import fault_logger
 from leases.history import RecentHistory
 from leases.ledger import Clock, Ledger, utc_now
@@ -39,10 +40,20 @@ def ssh_options(ledger_path: Path, **overrides: object) -> SshOptions:
 
 
 def polled_nodes(ledger: Ledger, names: list[str] | None = None) -> list[Node]:
-    """Active and offboarding nodes (or the named ones, which must exist)."""
+    """Active and offboarding nodes (or the named ones, which must exist), less those
+    whose stored row holds a refused value (Node.problem): nothing connects to those."""
     if names:
-        return [ledger.node(n) for n in names]
-    return ledger.nodes([NodeState.ACTIVE, NodeState.OFFBOARDING])
+        nodes = [ledger.node(n) for n in names]
+        for node in nodes:
+            if node.problem:
+                raise InputError("node", node.name, f"not polled: {node.problem}")
+        return nodes
+    return [n for n in ledger.nodes([NodeState.ACTIVE, NodeState.OFFBOARDING]) if not n.problem]
+
+
+def unpollable_nodes(ledger: Ledger) -> list[Node]:
+    """Active and offboarding nodes that polled_nodes leaves out, each with its problem."""
+    return [n for n in ledger.nodes([NodeState.ACTIVE, NodeState.OFFBOARDING]) if n.problem]
 
 
 def make_poller(

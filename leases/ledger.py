@@ -726,7 +726,7 @@ def _provider(row: Mapping[str, Any]) -> Provider:
 def _node(row: Mapping[str, Any]) -> Node:
     rec = dict(row)
     rec["tags"] = json.loads(row["tags"])
-    return replace(records.node_from(rec), id=row["id"])
+    return replace(records.stored_node(rec), id=row["id"])
 
 
 def _lease(row: Mapping[str, Any]) -> Lease:

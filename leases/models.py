@@ -128,6 +128,9 @@ class Node:
     local: bool = False
     notes: str = ""
     id: int | None = None
+    # Set when a stored row holds a value now refused (records.stored_node): what is wrong
+    # and how to fix it. Such a node is listed but never polled.
+    problem: str = ""
 
 
 @dataclass(frozen=True)

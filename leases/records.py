@@ -5,10 +5,11 @@ audit log, `--json`, export and import. Every `*_from` validates and raises Inpu
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import date, datetime
 from typing import Any
 
-from leases import fields
+from leases import fields, secrets, sshcmd
 from leases.errors import InputError
 from leases.models import (
     BillingType,
@@ -24,6 +25,7 @@ from leases.models import (
     ResourceKind,
     SshTarget,
 )
+from leases.textsafe import visible
 
 Record = dict[str, Any]
 
@@ -44,8 +46,10 @@ RESOURCE_KEYS = (
     "deleted_at", "verified_at", "notes",
 )  # fmt: skip
 
-# Secrets have no place in the ledger: refuse values that look like one.
-_SECRET_HINTS = ("-----BEGIN", "AKIA", "LTAI", "AKID", "password=", "secret=")
+SSH_KEYS = ("ssh_host", "ssh_port", "ssh_user", "ssh_key_path", "ssh_jump", "ssh_alias")
+# What a node whose stored SSH target is refused points at instead: under .invalid, which
+# never resolves (RFC 6761), and which sshcmd.check_host refuses, so no edit keeps it.
+QUARANTINED_HOST = sshcmd.QUARANTINED_HOST
 
 
 def _iso(value: datetime | date | None) -> str | None:
@@ -62,6 +66,16 @@ def _get(rec: Mapping[str, Any], key: str) -> Any:
 def _str(rec: Mapping[str, Any], key: str, max_len: int = 2000) -> str:
     value = rec.get(key)
     return "" if value is None else fields.text(key, str(value), max_len)
+
+
+def _notes(rec: Mapping[str, Any]) -> str:
+    """Free notes: several lines allowed; no secret (key text, token, password)."""
+    value = rec.get("notes")
+    if value is None:
+        return ""
+    notes = fields.text("notes", str(value), 2000, multiline=True)
+    secrets.refuse_secret("notes", notes)
+    return notes
 
 
 def _opt_str(rec: Mapping[str, Any], key: str) -> str | None:
@@ -110,10 +124,11 @@ def provider_from(rec: Mapping[str, Any]) -> Provider:
     if not name:
         raise InputError("provider", rec.get("name"), "a provider needs a name")
     cred = _str(rec, "credential_ref", 200)
-    if any(h in cred for h in _SECRET_HINTS) or len(cred) > 80 or " " in cred.strip():
+    secrets.refuse_secret("credential_ref", cred)
+    if len(cred) > 80 or " " in cred.strip():
         raise InputError(
             "credential_ref",
-            cred[:12] + "...",
+            secrets.HIDDEN,
             "give a profile or environment variable name, never the secret itself",
         )
     return Provider(
@@ -147,27 +162,36 @@ def node_record(n: Node) -> Record:
     }
 
 
+def _ssh_target(rec: Mapping[str, Any], local: bool) -> SshTarget:
+    """The node's SSH target through sshcmd's one validator (also for rows read back)."""
+    host = _get(rec, "ssh_host")
+    if host is None and not local:
+        raise InputError("ssh", None, "a remote node needs an ssh target")
+    port = _get(rec, "ssh_port")
+    user = _get(rec, "ssh_user")
+    key = _get(rec, "ssh_key_path")
+    jump = _get(rec, "ssh_jump")
+    if isinstance(port, bool):
+        raise InputError("ssh_port", port, "port must be a number from 1 to 65535")
+    return SshTarget(
+        host=sshcmd.check_host(str(host)) if host is not None else "localhost",
+        port=None if port is None else sshcmd.check_port(port),
+        user=None if user is None else sshcmd.check_user(str(user)),
+        key_path=None if key is None else sshcmd.check_key_path(str(key)),
+        jump=None if jump is None else sshcmd.check_jump(str(jump)),
+        alias=_bool(rec, "ssh_alias"),
+    )
+
+
 def node_from(rec: Mapping[str, Any]) -> Node:
     name = fields.node_name(str(rec.get("name") or ""))
-    host = _opt_str(rec, "ssh_host")
     local = _bool(rec, "local")
-    if host is None and not local:
-        raise InputError("ssh", rec.get("ssh_host"), "a remote node needs an ssh target")
-    port = _opt_int(rec, "ssh_port", minimum=1)
-    if port is not None and port > 65535:
-        raise InputError("ssh_port", port, "must be from 1 to 65535")
+    ssh = _ssh_target(rec, local)
     raw_tags = rec.get("tags") or ()
     return Node(
         name=name,
         provider=_opt_str(rec, "provider"),
-        ssh=SshTarget(
-            host=host or "localhost",
-            port=port,
-            user=_opt_str(rec, "ssh_user"),
-            key_path=_opt_str(rec, "ssh_key_path"),
-            jump=_opt_str(rec, "ssh_jump"),
-            alias=_bool(rec, "ssh_alias"),
-        ),
+        ssh=ssh,
         gpu_model=_str(rec, "gpu_model", 100),
         gpu_count=fields.count("gpu_count", rec.get("gpu_count") or 0, maximum=1024),
         vram_gib=_opt_int(rec, "vram_gib", minimum=1),
@@ -177,8 +201,40 @@ def node_from(rec: Mapping[str, Any]) -> Node:
         tags=fields.tags(raw_tags),
         state=fields.choice("state", str(rec.get("state") or "active"), NodeState),
         local=local,
-        notes=_str(rec, "notes"),
+        notes=_notes(rec),
     )
+
+
+def stored_node(rec: Mapping[str, Any]) -> Node:
+    """A node row read back from the ledger, never an exception.
+
+    A ledger written before a check existed (or by hand) may hold a value now refused. The
+    node is still read, so that listing and the dashboard work, with `problem` saying what
+    is wrong: a refused SSH target is replaced by QUARANTINED_HOST (polling skips the node,
+    see fleet.polled_nodes, and nothing ever connects to the stored value); another refused
+    field is left empty. `zuka node edit NAME --ssh ...` (or the field's own option) fixes
+    it; until then every edit is refused, naming the field.
+    """
+    current = dict(rec)
+    problems: list[str] = []
+    name = str(rec.get("name") or "")
+    if not fields.valid_node_name(name):
+        current["name"] = "unnamed"
+        problems.append(f"name: is not a valid node name (got {visible(name, 80)!r})")
+    for _ in range(len(NODE_KEYS) + 1):
+        try:
+            node = node_from(current)
+        except InputError as exc:
+            problems.append(f"{exc.field}: {exc.reason} (got {visible(exc.value, 80)!r})")
+            if exc.field in ("ssh", *SSH_KEYS):
+                current.update(dict.fromkeys(SSH_KEYS), ssh_host=QUARANTINED_HOST)
+            elif exc.field in current and exc.field != "name":
+                current[exc.field] = None
+            else:
+                break
+            continue
+        return replace(node, name=name, problem="; ".join(problems))
+    return Node(name=name, ssh=SshTarget(QUARANTINED_HOST), problem="; ".join(problems))
 
 
 def lease_record(le: Lease) -> Record:
@@ -237,7 +293,7 @@ def lease_from(rec: Mapping[str, Any]) -> Lease:
         notice_days=_opt_int(rec, "notice_days"),
         on_expiry=fields.choice("on_expiry", str(rec.get("on_expiry") or "released"), ExpiryAction),
         release_after_stopped_days=_opt_int(rec, "release_after_stopped_days", minimum=1),
-        notes=_str(rec, "notes"),
+        notes=_notes(rec),
         ended_at=_opt_moment(rec, "ended_at", tz),
     )
     check_lease(lease)
@@ -297,5 +353,5 @@ def resource_from(rec: Mapping[str, Any], lease_id: int, tz: str) -> Resource:
         created=_opt_moment(rec, "created", tz),
         deleted_at=_opt_moment(rec, "deleted_at", tz),
         verified_at=_opt_moment(rec, "verified_at", tz),
-        notes=_str(rec, "notes"),
+        notes=_notes(rec),
     )

@@ -3,14 +3,26 @@
 Both formats carry the same records (see leases.records). The CSV is one file: a `record`
 column says which kind each row is (provider, node, lease, resource), the other columns are
 the union of the record keys; a cell that does not apply to a row's kind is left empty.
+
+The CSV is safe to open in Excel or WPS: a cell that a spreadsheet would read as a formula
+(starting with = + - @, a tab or a line break) gets a `'` in front, and so does a cell that
+starts with `'` itself, so that import takes exactly one `'` off and every value comes back
+as it was. (A hand-written CSV cell that starts with `'` loses that one quote.)
+
+write_private writes an export as the ledger is written: mode 0600, never through a link.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
+import os
+import stat
+import tempfile
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from leases.errors import InputError
@@ -58,14 +70,23 @@ def from_json(text: str) -> Export:
     return out
 
 
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "'")
+
+
 def _csv_cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, list | tuple):
-        return ",".join(str(v) for v in value)
-    return str(value)
+    text = ",".join(str(v) for v in value) if isinstance(value, list | tuple) else str(value)
+    return "'" + text if text.startswith(_FORMULA_STARTS) else text
+
+
+def _csv_value(cell: str | None) -> str | None:
+    """A cell as written by _csv_cell, back to its value (None for an empty cell)."""
+    if not cell:
+        return None
+    return cell[1:] if cell.startswith("'") else cell
 
 
 def to_csv(data: Mapping[str, Sequence[Record]]) -> str:
@@ -99,11 +120,41 @@ def from_csv(text: str) -> Export:
             raise InputError(
                 f"line {line_no}: {stray[0]}", row[stray[0]], f"does not apply to a {kind}"
             )
-        rec: Record = {k: (row.get(k) or None) for k in keys}
+        rec: Record = {k: _csv_value(row.get(k)) for k in keys}
         if kind == "node":
-            rec["tags"] = [t for t in (row.get("tags") or "").split(",") if t]
+            rec["tags"] = [t for t in (rec["tags"] or "").split(",") if t]
         out[plural].append(rec)
     return out
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write text to path, mode 0600: through a temporary file renamed over it, so that a
+    reader never sees half a file and an existing file's looser mode is not kept. A
+    symbolic link or anything but a regular file at path is refused, never followed."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise InputError("output", str(path), exc.strerror or str(exc)) from None
+    else:
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError("output", str(path), "is a link or not a regular file: refused")
+    folder = path.parent
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise InputError("output", str(path), exc.strerror or str(exc)) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _short(value: object) -> str:

@@ -6,7 +6,8 @@ import pytest
 
 from leases.errors import InputError
 from leases.models import SshTarget
-from leases.sshcmd import parse_ssh_command, ssh_config_aliases
+from leases.secrets import HIDDEN
+from leases.sshcmd import JumpHop, parse_jump_hops, parse_ssh_command, ssh_config_aliases
 
 
 @pytest.mark.parametrize(
@@ -26,7 +27,23 @@ from leases.sshcmd import parse_ssh_command, ssh_config_aliases
         ("ssh -p2201 -CT -v root@1.2.3.4", SshTarget("1.2.3.4", 2201, "root")),
         ("ssh://root@h.example.com:2200", SshTarget("h.example.com", 2200, "root")),
         ("ssh -p 22 root@[2001:db8::1]", SshTarget("2001:db8::1", 22, "root")),
-        ("ssh -L 8888:localhost:8888 -p 1234 root@host", SshTarget("host", 1234, "root")),
+        ("ssh -CNgT -v -p 1234 root@host", SshTarget("host", 1234, "root")),
+        ("ssh -o ServerAliveInterval=30 -o LogLevel=ERROR h", SshTarget("h")),
+        ("ssh -vp2202 root@h", SshTarget("h", 2202, "root")),
+        ("ssh -J none -J other root@h", SshTarget("h", None, "root")),
+        ("ssh -o ProxyJump=none root@h", SshTarget("h", None, "root")),
+        (
+            "ssh -J 'a@j1:2200,ssh://[2001:db8::2]:22' h",
+            SshTarget("h", jump="a@j1:2200,[2001:db8::2]:22"),
+        ),
+        ("ssh -- root@h", SshTarget("h", None, "root")),
+        # Console pastes: a label before `ssh`, a password line after it.
+        ("登录指令：ssh -p 6666 root@gw.example.cn", SshTarget("gw.example.cn", 6666, "root")),
+        ("SSH: ssh -p 6666 root@gw", SshTarget("gw", 6666, "root")),
+        ("Login command: ssh root@gw -p 7", SshTarget("gw", 7, "root")),
+        ("ssh -p 6666 root@gw\n密码：Xk9#pq", SshTarget("gw", 6666, "root")),
+        ("登录指令：ssh -p 1 root@gw\r\n\r\nPassword: hunter2\n", SshTarget("gw", 1, "root")),
+        ("ssh -p 1 root@gw 密码：Xk9pq", SshTarget("gw", 1, "root")),
         ("plain-host", SshTarget("plain-host")),
         # OpenSSH takes the first value of a repeated setting (checked with `ssh -G`).
         ("ssh -p 22 -p 23 root@x", SshTarget("x", 22, "root")),
@@ -65,3 +82,73 @@ def test_refuses_what_is_not_a_login(command: str, reason: str) -> None:
         parse_ssh_command(command)
     assert err.value.field == "ssh"
     assert reason in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        ("ssh -L 8888:localhost:8888 root@host", "does not honour the ssh option -L"),
+        ("ssh -CNgL 6006:127.0.0.1:6006 root@host", "does not honour the ssh option -L"),
+        ("ssh -F /tmp/x root@host", "does not honour the ssh option -F"),
+        ("ssh -W h:22 root@host", "does not honour the ssh option -W"),
+        ("ssh -o ProxyCommand='sh -c id' h", "does not honour the ssh option ProxyCommand"),
+        ("ssh -oProxyCommand=nc h", "does not honour the ssh option ProxyCommand"),
+        ("ssh -o HostName=evil h", "does not honour the ssh option HostName"),
+        ("ssh -o LocalCommand=id h", "does not honour the ssh option LocalCommand"),
+        ("ssh -o PermitLocalCommand=yes h", "does not honour the ssh option PermitLocalCommand"),
+        ("ssh -o StrictHostKeyChecking=no h", "always checks host keys"),
+        ("ssh -o ServerAliveInterval='30 x' h", "does not honour"),
+        ("ssh -G h", "is not a login"),
+        ("ssh -o 'Pro%xy=1' h", "not an ssh option name"),
+        ("ssh root@-oProxyCommand=x", "not a valid host"),
+        ("ssh -- -oProxyCommand=x", "not a valid host"),
+        ("ssh -l -oProxy root@h", "not a valid user"),
+        ("ssh 'h;id'", "not a valid host"),
+        ("ssh 'h%h'", "not a valid host"),
+        ("ssh '[fe80::1%eth0]'", "not a valid IPv6"),
+        ("ssh h:22", "host:port is not an ssh destination"),
+        ("ssh -J '-oProxyCommand=x' h", "not a valid host"),
+        ("ssh -J 'a b' h", "not a valid host"),
+        ("ssh -i '-oProxyCommand=x' h", "must not start with '-'"),
+        ("ssh -i 'a\x1b[2Jb' h", "control"),
+        ("ssh x.invalid", "never resolve"),
+        ("ssh root@h\nrm -rf /", "more than one line"),
+        ("ssh -p 1 " + "a" * 5000, "longer than"),
+    ],
+)
+def test_refuses_options_and_values_zuka_does_not_honour(command: str, reason: str) -> None:
+    with pytest.raises(InputError) as err:
+        parse_ssh_command(command)
+    assert reason in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ssh -J admin:S3cretPw@jump.lab h",
+        "ssh://root:S3cretPw@h:22",
+        "ssh root:S3cretPw@h",
+        "sshpass -p S3cretPw ssh root@h",
+        "ssh -p 1 root@h\npassword: S3cretPw\nextra line",
+        "ssh -i '-----BEGIN OPENSSH PRIVATE KEY-----S3cretPw' h",
+        "密码：S3cretPw",
+    ],
+)
+def test_passwords_are_refused_and_never_repeated(command: str) -> None:
+    with pytest.raises(InputError) as err:
+        parse_ssh_command(command)
+    assert err.value.value == HIDDEN
+    assert "S3cretPw" not in str(err.value)
+
+
+def test_jump_hops_are_parsed_for_the_connection() -> None:
+    assert parse_jump_hops("u@a:2200,[2001:db8::1],b") == [
+        JumpHop("a", 2200, "u"),
+        JumpHop("2001:db8::1"),
+        JumpHop("b"),
+    ]
+    assert parse_jump_hops("none") == []
+    with pytest.raises(InputError, match="more than 8 hops"):
+        parse_jump_hops(",".join(["h"] * 9))
+    with pytest.raises(InputError, match="port must be"):
+        parse_jump_hops("h:0")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from leases.errors import InputError
-from leases.fleet import make_poller, polled_nodes, ssh_options
+from leases.fleet import make_poller, polled_nodes, ssh_options, unpollable_nodes
 from leases.ledger import Ledger, resolve_ledger_path
 from leases.lock import PollerLock
 from leases.models import NodeHealth
@@ -90,6 +90,8 @@ def poll(args: argparse.Namespace, out: TextIO) -> int:
         _positive("timeout", args.timeout)
     with Ledger.open(path, create=False) as ledger:
         nodes = polled_nodes(ledger, args.nodes or None)
+        for skipped in [] if args.nodes else unpollable_nodes(ledger):
+            print(f"zuka: not polling {visible(skipped.name)}: {skipped.problem}", file=sys.stderr)
         lock = PollerLock(path)
         if not lock.acquire() and not args.force:
             return _from_collector(ledger, lock, [n.name for n in nodes], args, out)
@@ -261,7 +263,7 @@ class _suppress_timeout:
 def node_trust(args: argparse.Namespace, out: TextIO) -> int:
     path = _path(args)
     with Ledger.open(path, create=False) as ledger:
-        node = ledger.node(args.name)
+        [node] = polled_nodes(ledger, [args.name])  # refuses a node with a refused value
     return asyncio.run(_trust(node, path, args, out))
 
 

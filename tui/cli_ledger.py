@@ -234,7 +234,7 @@ def _node_row(n: Node, lease: Lease | None, channels: Mapping[str, str]) -> tupl
         lease.billing_type.value if lease else "-",
         f"{lease.unit_price} {lease.currency}" if lease else "-",
         lease.end.strftime("%Y-%m-%d %H:%M") if lease and lease.end else "-",
-        n.state.value,
+        f"{n.state.value} (refused value: see node show)" if n.problem else n.state.value,
     )
 
 
@@ -249,6 +249,7 @@ def node_list(args: argparse.Namespace, out: TextIO) -> int:
             [
                 {
                     **records.node_record(n),
+                    "problem": n.problem or None,
                     "channel": channels.get(n.provider or ""),
                     "lease": records.lease_record(current[n.name]) if n.name in current else None,
                 }
@@ -271,13 +272,15 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
     doc = {
         "node": records.node_record(node),
         "ssh_command": node.ssh.command(),
+        "problem": node.problem or None,
         "leases": [records.lease_record(le) for le in leases],
         "resources": [records.resource_record(r, n, s) for n, s, r in resources],
     }
     if args.json:
         output.dump_json(doc, out)
         return 0
-    output.fields([*doc["node"].items(), ("ssh command", doc["ssh_command"])], out)
+    extra = [("problem", node.problem)] if node.problem else []
+    output.fields([*doc["node"].items(), ("ssh command", doc["ssh_command"]), *extra], out)
     out.write("\nleases\n")
     output.table(
         ("START", "END", "BILLING", "PRICE", "DEPOSIT", "CONTRACT", "ENDED"),
@@ -530,7 +533,7 @@ def export(args: argparse.Namespace, out: TextIO) -> int:
         data = ledger.export_records()
     text = transfer.to_csv(data) if args.format == "csv" else transfer.to_json(data)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        transfer.write_private(Path(args.output), text)
     else:
         out.write(text)
     return 0

@@ -24,7 +24,8 @@ from typing import Any, Final
 
 import asyncssh
 
-from leases import hostkeys, sshconfig
+from leases import hostkeys, sshcmd, sshconfig
+from leases.errors import InputError
 from leases.models import Node, NodeHealth, SshTarget
 
 
@@ -262,43 +263,6 @@ class StreamExited(Exception):
         self.result = result
 
 
-@dataclass(frozen=True)
-class JumpHost:
-    host: str
-    port: int | None = None
-    user: str | None = None
-
-
-def parse_jump(spec: str) -> list[JumpHost]:
-    """Parse an OpenSSH -J / ProxyJump value: `[user@]host[:port]`, comma-separated hops."""
-    hops = []
-    for raw in spec.split(","):
-        hop = raw.strip().removeprefix("ssh://")
-        if not hop:
-            raise ValueError(f"jump: empty hop in {spec!r}")
-        user, _, hostport = hop.rpartition("@")
-        port: int | None = None
-        if hostport.startswith("["):
-            host, _, rest = hostport[1:].partition("]")
-            if rest:
-                port = _parse_port(rest.removeprefix(":"), spec)
-        elif hostport.count(":") == 1:
-            host, _, port_text = hostport.partition(":")
-            port = _parse_port(port_text, spec)
-        else:
-            host = hostport
-        if not host:
-            raise ValueError(f"jump: no host in {spec!r}")
-        hops.append(JumpHost(host, port, user or None))
-    return hops
-
-
-def _parse_port(text: str, spec: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise ValueError(f"jump: bad port {text!r} in {spec!r}")
-    return int(text)
-
-
 class TargetRefused(SshError):
     """zuka will not connect the way the ledger or ~/.ssh/config asks (a ProxyCommand, a
     value that is not a plain host or user name, a key file it will not read)."""
@@ -325,11 +289,12 @@ class Route:
     hops: tuple[Endpoint, ...] = ()
 
 
-def _checked(what: str, value: str) -> str:
-    problem = sshconfig.ssh_value_problem(value)
-    if problem:
-        raise sshconfig.ConfigRefused(f"{what} {value!r} {problem}")
-    return value
+def _checked(what: str, value: str, check: Callable[[str, str], str] = sshcmd.check_host) -> str:
+    """A value from the ledger or the ssh config, through the ledger's own validator."""
+    try:
+        return check(value, what)
+    except InputError as exc:
+        raise sshconfig.ConfigRefused(f"{what} {exc.value!r} {exc.reason}") from None
 
 
 def _endpoint(host: str, port: int | None, user: str | None, paths: Sequence[Path]) -> Endpoint:
@@ -340,7 +305,7 @@ def _endpoint(host: str, port: int | None, user: str | None, paths: Sequence[Pat
     return Endpoint(
         _checked("HostName", conf.hostname or host),
         port if port is not None else conf.port,
-        _checked("User", user) if user else None,
+        _checked("User", user, sshcmd.check_user) if user else None,
         conf.identity_files,
         conf.identities_only,
     )
@@ -355,10 +320,7 @@ def resolve_route(target: SshTarget, config_paths: Sequence[Path]) -> Route:
     jump = target.jump or conf.proxy_jump
     hops: list[Endpoint] = []
     if jump and jump.lower() != "none":
-        try:
-            parsed = parse_jump(_checked("ProxyJump", jump))
-        except ValueError as exc:
-            raise sshconfig.ConfigRefused(str(exc)) from None
+        parsed = _hops(jump)
         for hop in parsed:
             hop_conf = sshconfig.host_config(_checked("jump host", hop.host), config_paths)
             own = hop_conf.proxy_jump
@@ -372,10 +334,17 @@ def resolve_route(target: SshTarget, config_paths: Sequence[Path]) -> Route:
     return Route(node, tuple(hops))
 
 
+def _hops(spec: str) -> list[sshcmd.JumpHop]:
+    try:
+        return sshcmd.parse_jump_hops(spec, "ProxyJump")
+    except InputError as exc:
+        raise sshconfig.ConfigRefused(f"ProxyJump {exc.value!r}: {exc.reason}") from None
+
+
 def _names_itself(spec: str, host: str) -> bool:
     try:
-        return all(h.host == host for h in parse_jump(spec))
-    except ValueError:
+        return all(h.host == host for h in _hops(spec))
+    except sshconfig.ConfigRefused:
         return False
 
 

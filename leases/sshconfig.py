@@ -41,28 +41,6 @@ _REFUSED = {
 # Values that mean the option is off.
 _OFF = {"none", "no", "false"}
 
-# One rule for every host, user and jump value that reaches a connect. Refused: a leading
-# `-`, whitespace, quotes, `%`, shell metacharacters, control characters (C0, DEL, C1).
-_UNSAFE = re.compile(r"[\s'\"`%$;&|<>(){}\\*?!#~^\x00-\x1f\x7f-\x9f]")
-
-
-def ssh_value_problem(value: str) -> str | None:
-    """Why value may not be a host, user or jump spec, or None when it may.
-
-    A stand-in for the input validator of leases/sshcmd.py (kept apart so the two can be
-    merged into one): the same rules, applied again to what ~/.ssh/config resolves to.
-    """
-    if not value:
-        return "is empty"
-    if value.startswith("-"):
-        return "starts with '-'"
-    if len(value) > 1024:
-        return "is too long"
-    bad = _UNSAFE.search(value)
-    if bad:
-        return f"contains {bad.group()!r}"
-    return None
-
 
 class ConfigRefused(Exception):
     """The config (or a value it resolves to) is one zuka will not connect with."""

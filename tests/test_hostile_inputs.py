@@ -219,9 +219,10 @@ def test_injections_are_refused_at_import_and_poll_runs_nothing(
                    "--ledger", str(seeded)) == 2  # fmt: skip
         assert run("node", "add", f"p{i}", "--ssh", f"ssh -J '{payload}' h",
                    "--ledger", str(seeded)) == 2  # fmt: skip
-    # The valid node is polled through the hostile config; the ProxyCommand runs for it
-    # (until zuka reads ~/.ssh/config itself) but with nothing that could touch MARKER.
-    assert run("poll", "--once", "--force", "--ledger", str(seeded)) == 0
+    # The valid node is polled through the hostile config: zuka reads ~/.ssh/config itself
+    # and refuses a node that a ProxyCommand would reach, so no node answers (exit 1) and
+    # nothing runs.
+    assert run("poll", "--once", "--force", "--ledger", str(seeded)) == 1
     assert not marker.exists()
 
 

@@ -69,11 +69,19 @@ def test_an_imported_hostile_ledger_runs_nothing(sshd: Sshd, tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     assert not marker.exists()
     assert sshd.log().count("Connection from") == connects
-    # The control: a valid node goes through that config's ProxyCommand (until zuka reads
-    # ~/.ssh/config itself), so the test would see a connect that escaped the checks.
+    # A valid node under that config: zuka reads ~/.ssh/config itself and refuses a node
+    # that a ProxyCommand would reach, instead of running it.
     src = tmp_path / "good.json"
     src.write_text(json.dumps({"format": transfer.FORMAT, "version": transfer.VERSION,
                                "nodes": [good]}))  # fmt: skip
     assert zuka(home, "import", str(src), "--ledger", str(ledger)).returncode == 0
-    assert "real" in zuka(home, "poll", "--once", "--force", "--ledger", str(ledger)).stdout
-    assert marker.exists()
+    done = zuka(home, "poll", "--once", "--force", "--json", "--ledger", str(ledger))
+    assert done.returncode == 1
+    assert "proxycommand" in done.stdout.lower()
+    assert not marker.exists()
+    assert sshd.log().count("Connection from") == connects
+    # The control: without the ProxyCommand the same node is reached, so the counts above
+    # would have seen a connect that escaped the checks.
+    (home / ".ssh" / "config").write_text("Host *\n  ServerAliveInterval 30\n")
+    zuka(home, "poll", "--once", "--force", "--ledger", str(ledger))
+    assert sshd.log().count("Connection from") > connects

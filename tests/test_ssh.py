@@ -26,14 +26,12 @@ from leases.ssh import (
     CommandTimeout,
     ConnectionDropped,
     HostKeyRejected,
-    JumpHost,
     NodeSession,
     OutputTooLarge,
     SshError,
     SshOptions,
     SshPool,
     StreamExited,
-    parse_jump,
 )
 
 
@@ -607,16 +605,6 @@ async def test_stream_idle_timeout(keys: TestKeys, node: FakeNode, tmp_path: Pat
 
 
 # -- ProxyJump ----------------------------------------------------------------------
-
-
-def test_parse_jump() -> None:
-    assert parse_jump("bastion") == [JumpHost("bastion")]
-    assert parse_jump("ops@bastion:2222") == [JumpHost("bastion", 2222, "ops")]
-    assert parse_jump("a, ssh://u@[::1]:22") == [JumpHost("a"), JumpHost("::1", 22, "u")]
-    with pytest.raises(ValueError, match="port"):
-        parse_jump("bastion:http")
-    with pytest.raises(ValueError, match="empty"):
-        parse_jump("a,,b")
 
 
 async def test_proxy_jump_tunnels_through_the_jump_host(

@@ -17,6 +17,7 @@ from textual.binding import Binding
 from textual.notifications import SeverityLevel
 from textual.widgets import DataTable, Footer, Header, Static
 
+from leases.errors import InputError, LedgerError
 from leases.fleet import make_poller, polled_nodes, ssh_options
 from leases.history import RecentHistory
 from leases.hostkeys import HostKeyStatus
@@ -76,6 +77,7 @@ class ZukaApp(App[None]):
         self.collector_pid: int | None = None
         self._stop = asyncio.Event()
         self._statuses: dict[str, NodeStatus] = {}
+        self._ledger_error = ""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -130,8 +132,23 @@ class ZukaApp(App[None]):
 
     def _load_ledger(self) -> None:
         assert self.ledger is not None
-        self.nodes = polled_nodes(self.ledger)
-        self.leases = self.ledger.current_leases()
+        try:
+            nodes = polled_nodes(self.ledger)
+            leases = self.ledger.current_leases()
+        except (InputError, LedgerError) as exc:
+            # A row the ledger refuses to read (an old or imported ledger): say which, once,
+            # and keep showing what was read before rather than stopping the dashboard.
+            said = (
+                f"{exc.field}: {exc.reason} (got '{exc.value}')"
+                if isinstance(exc, InputError)
+                else str(exc)
+            )
+            if said != self._ledger_error:
+                self._ledger_error = said
+                self._tell(f"cannot read the ledger: {said}", severity="error")
+            return
+        self._ledger_error = ""
+        self.nodes, self.leases = nodes, leases
         if self.poller is not None:
             self.poller.set_nodes(self.nodes)
 

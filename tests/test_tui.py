@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
+from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
@@ -20,11 +21,16 @@ from tui.trust import TrustScreen
 NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
 
 
-async def until_all_ok(pilot: Pilot[None], fleet: DataTable[str], tries: int = 50) -> None:
+def cells(table: DataTable[Text], row: int) -> list[str]:
+    """A row as the user reads it (every cell is Rich Text, never markup)."""
+    return [c.plain for c in table.get_row_at(row)]
+
+
+async def until_all_ok(pilot: Pilot[None], fleet: DataTable[Text], tries: int = 50) -> None:
     """Let the live poller work until every row reads ok (asserted by the caller)."""
     for _ in range(tries):
         await pilot.pause(0.2)
-        rows = [fleet.get_row_at(i) for i in range(fleet.row_count)]
+        rows = [cells(fleet, i) for i in range(fleet.row_count)]
         if rows and all(row[1] == "ok" for row in rows):
             return
 
@@ -64,14 +70,14 @@ async def test_dashboard_lists_the_ledger_and_shows_gpus(tmp_path: Path) -> None
         await pilot.pause()
         fleet = app.query_one("#fleet", DataTable)
         assert fleet.row_count == 12
-        first = fleet.get_row_at(0)
+        first = cells(fleet, 0)
         assert first[0] == "a100-monthly-1" and first[1] == "ok"
         assert first[7] == "monthly 50000"
         gpus = app.query_one("#gpus", DataTable)
         assert gpus.row_count == 8
         await pilot.press("down", "down", "down", "down")
         await pilot.pause()
-        row = fleet.get_row_at(fleet.cursor_row)
+        row = cells(fleet, fleet.cursor_row)
         assert row[0] == "colo-njidc-4090" and row[1].startswith("driver mismatch")
         assert gpus.row_count == 0
         assert "reboot" in str(app.query_one("#detail-title").render())
@@ -88,7 +94,7 @@ async def test_dashboard_polls_a_live_fleet(tmp_path: Path) -> None:
         async with app.run_test(size=(150, 40)) as pilot:
             fleet = app.query_one("#fleet", DataTable)
             await until_all_ok(pilot, fleet)
-            assert [fleet.get_row_at(i)[1] for i in range(3)] == ["ok", "ok", "ok"]
+            assert [cells(fleet, i)[1] for i in range(3)] == ["ok", "ok", "ok"]
             assert "polling every 0.5 s" in app.sub_title
             key_before = fleet.cursor_row
             await pilot.press("down")
@@ -137,7 +143,7 @@ async def test_dashboard_takes_over_when_the_collector_stops(tmp_path: Path) -> 
             fleet = app.query_one("#fleet", DataTable)
             await until_all_ok(pilot, fleet)
             assert "polling every 0.5 s" in app.sub_title
-            assert [fleet.get_row_at(i)[1] for i in range(2)] == ["ok", "ok"]
+            assert [cells(fleet, i)[1] for i in range(2)] == ["ok", "ok"]
             await pilot.press("q")
     finally:
         collector.release()
@@ -157,7 +163,7 @@ async def test_dashboard_on_a_new_ledger_picks_up_nodes_added_later(tmp_path: Pa
             await pilot.press("r")
             fleet = app.query_one("#fleet", DataTable)
             await until_all_ok(pilot, fleet)
-            assert fleet.get_row_at(0)[0] == "sim-001" and fleet.get_row_at(0)[1] == "ok"
+            assert cells(fleet, 0)[0] == "sim-001" and cells(fleet, 0)[1] == "ok"
             assert "1 nodes" in app.sub_title and "polling" in app.sub_title
             await pilot.press("q")
         finally:
@@ -178,9 +184,9 @@ async def test_trusting_a_new_host_key_from_the_dashboard(tmp_path: Path) -> Non
             fleet = app.query_one("#fleet", DataTable)
             for _ in range(50):
                 await pilot.pause(0.2)
-                if fleet.get_row_at(0)[1].startswith("untrusted"):
+                if cells(fleet, 0)[1].startswith("untrusted"):
                     break
-            assert fleet.get_row_at(0)[1].startswith("untrusted")
+            assert cells(fleet, 0)[1].startswith("untrusted")
             await pilot.press("t")
             for _ in range(50):
                 await pilot.pause(0.1)
@@ -191,7 +197,7 @@ async def test_trusting_a_new_host_key_from_the_dashboard(tmp_path: Path) -> Non
             assert app.screen.offered.fingerprint in shown
             await pilot.press("y")
             await until_all_ok(pilot, fleet)
-            assert fleet.get_row_at(0)[1] == "ok"
+            assert cells(fleet, 0)[1] == "ok"
             await pilot.press("q")
     finally:
         runner.stop()

@@ -14,8 +14,10 @@ from typing import ClassVar
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.widgets import DataTable, Footer, Header, Static
 
+from leases.errors import InputError, LedgerError
 from leases.fleet import make_poller, polled_nodes, ssh_options
 from leases.history import RecentHistory
 from leases.hostkeys import HostKeyStatus
@@ -26,11 +28,13 @@ from leases.poller import NodeStatus, Poller
 from leases.rollups import HistoryStore
 from leases.ssh import SshError, SshPool, offered_host_key
 from leases.textsafe import visible
-from tui.fleetview import COLUMNS, GPU_COLUMNS, fleet_row, gpu_rows
+from tui.fleetview import COLUMNS, GPU_COLUMNS, fleet_row, gpu_rows, plain
 from tui.trust import TrustScreen
 
 # How often the ledger is re-read for new nodes and leases, and for a stopped collector.
 RELOAD_S = 15.0
+# Longest detail line (an SSH error, a node's stderr) shown under the table.
+DETAIL_MAX = 400
 
 
 class ZukaApp(App[None]):
@@ -73,6 +77,7 @@ class ZukaApp(App[None]):
         self.collector_pid: int | None = None
         self._stop = asyncio.Event()
         self._statuses: dict[str, NodeStatus] = {}
+        self._ledger_error = ""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -127,8 +132,23 @@ class ZukaApp(App[None]):
 
     def _load_ledger(self) -> None:
         assert self.ledger is not None
-        self.nodes = polled_nodes(self.ledger)
-        self.leases = self.ledger.current_leases()
+        try:
+            nodes = polled_nodes(self.ledger)
+            leases = self.ledger.current_leases()
+        except (InputError, LedgerError) as exc:
+            # A row the ledger refuses to read (an old or imported ledger): say which, once,
+            # and keep showing what was read before rather than stopping the dashboard.
+            said = (
+                f"{exc.field}: {exc.reason} (got '{exc.value}')"
+                if isinstance(exc, InputError)
+                else str(exc)
+            )
+            if said != self._ledger_error:
+                self._ledger_error = said
+                self._tell(f"cannot read the ledger: {said}", severity="error")
+            return
+        self._ledger_error = ""
+        self.nodes, self.leases = nodes, leases
         if self.poller is not None:
             self.poller.set_nodes(self.nodes)
 
@@ -205,10 +225,10 @@ class ZukaApp(App[None]):
             for row in wanted:
                 if row.key in present:
                     for col, value in zip(COLUMNS, row.cells, strict=True):
-                        if table.get_cell(row.key, col) != value:
-                            table.update_cell(row.key, col, value, update_width=True)
+                        if table.get_cell(row.key, col).plain != value:
+                            table.update_cell(row.key, col, plain(value), update_width=True)
                 else:
-                    table.add_row(*row.cells, key=row.key)
+                    table.add_row(*(plain(v) for v in row.cells), key=row.key)
             for stale in present - {r.key for r in wanted}:
                 table.remove_row(stale)
         counts: dict[str, int] = {}
@@ -248,14 +268,14 @@ class ZukaApp(App[None]):
         if name is None:
             title.update("")
             return
-        text = f"{name}: {status.health.value if status else 'connecting'}"
+        text = f"{visible(name)}: {status.health.value if status else 'connecting'}"
         if status and status.detail:
-            text += f" — {status.detail}"
+            text += f" — {visible(status.detail, DETAIL_MAX)}"
         if status and status.fingerprint:
-            text += f" (key {status.fingerprint})"
-        title.update(text)
+            text += f" (key {visible(status.fingerprint)})"
+        title.update(plain(text))
         for row in gpu_rows(status):
-            gpus.add_row(*row)
+            gpus.add_row(*(plain(v) for v in row))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "fleet":
@@ -284,23 +304,29 @@ class ZukaApp(App[None]):
             try:
                 offered = await offered_host_key(session)
             except SshError as exc:
-                self.notify(f"{name}: {exc.message}", markup=False, severity="error")
+                self._tell(f"{name}: {exc.message}", severity="error")
                 return
             if offered is None:
-                self.notify(f"{name}: host key already trusted", markup=False)
+                self._tell(f"{name}: host key already trusted")
             elif offered.status is not HostKeyStatus.UNKNOWN:
-                self.notify(f"{name}: the host key CHANGED ({offered.fingerprint}): refused",
-                            markup=False, severity="error")  # fmt: skip
+                self._tell(
+                    f"{name}: the host key CHANGED ({offered.fingerprint}): refused",
+                    severity="error",
+                )
                 return
             elif await self.push_screen_wait(TrustScreen(name, offered)):
                 session.accept_host_key(offered.fingerprint)
-                self.notify(f"trusted {offered.fingerprint} for {name}", markup=False)
+                self._tell(f"trusted {offered.fingerprint} for {name}")
             else:
                 return
             if self.poller is not None:
                 self.poller.retry_now(name)
         finally:
             await pool.close()
+
+    def _tell(self, message: str, severity: SeverityLevel = "information") -> None:
+        """A notification that may hold text from a node or the ledger: shown, not obeyed."""
+        self.notify(visible(message, DETAIL_MAX), markup=False, severity=severity)
 
     def action_reload(self) -> None:
         self._reload_quietly()

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from leases.errors import InputError, LedgerError
+from leases.textsafe import visible
 
 Handler = Callable[[argparse.Namespace, TextIO], int]
 
@@ -18,7 +19,8 @@ Handler = Callable[[argparse.Namespace, TextIO], int]
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        self.exit(2, f"zuka: error: {message}\n")
+        # argparse quotes some values with repr() but not all (unrecognized arguments).
+        self.exit(2, f"zuka: error: {visible(message)}\n")
 
 
 def _common(json: bool = True) -> argparse.ArgumentParser:
@@ -196,10 +198,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except InputError as exc:
         from tui.cli_ledger import describe_error
 
-        print(f"zuka: error: {describe_error(exc)}", file=sys.stderr)
+        print(f"zuka: error: {visible(describe_error(exc))}", file=sys.stderr)
         return 2
     except LedgerError as exc:
-        print(f"zuka: ledger: {exc}", file=sys.stderr)
+        print(f"zuka: ledger: {visible(exc)}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 0

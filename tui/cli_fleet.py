@@ -55,7 +55,7 @@ def status_row(st: NodeStatus) -> tuple[str, ...]:
         _fmt(fig["power_w"], "{:.0f} W") if fig else "-",
         _fmt(fig["temp_max"], "{:.0f}°C") if fig else "-",
         # The fingerprint whole (the user compares it), the detail cut to fit a line.
-        (f"[{st.fingerprint}] " if st.fingerprint else "") + st.detail[:70],
+        (f"[{st.fingerprint}] " if st.fingerprint else "") + visible(st.detail, 70),
     )
 
 
@@ -277,23 +277,23 @@ async def _trust(node: Any, path: Path, args: argparse.Namespace, out: TextIO) -
         try:
             offered = await offered_host_key(session)
         except SshError as exc:
-            print(f"zuka: {node.name}: {exc.message}", file=sys.stderr)
+            print(visible(f"zuka: {node.name}: {exc.message}"), file=sys.stderr)
             return 1
         if offered is None:
-            out.write(f"{node.name}: host key already trusted\n")
+            out.write(visible(f"{node.name}: host key already trusted") + "\n")
             return 0
         if offered.status is not HostKeyStatus.UNKNOWN:
             print(
-                f"zuka: {node.name}: the host key CHANGED ({offered.fingerprint}); refused. "
-                "Ask the provider why (reinstall? another machine?) and, only if satisfied, "
-                "remove the old line from the known_hosts file yourself.",
+                visible(f"zuka: {node.name}: the host key CHANGED ({offered.fingerprint}); "
+                        "refused. Ask the provider why (reinstall? another machine?) and, only "
+                        "if satisfied, remove the old line from the known_hosts file yourself."),
                 file=sys.stderr,
-            )
+            )  # fmt: skip
             return 1
         out.write(
-            f"{node.name} ({offered.host}:{offered.port or 22}) presents "
-            f"{offered.key.get_algorithm()} key {offered.fingerprint}\n"
-        )
+            visible(f"{node.name} ({offered.host}:{offered.port or 22}) presents "
+                    f"{offered.key.get_algorithm()} key {offered.fingerprint}") + "\n"
+        )  # fmt: skip
         if args.fingerprint is not None:
             if args.fingerprint != offered.fingerprint:
                 raise InputError("fingerprint", args.fingerprint, "does not match the key offered")
@@ -307,12 +307,12 @@ async def _trust(node: Any, path: Path, args: argparse.Namespace, out: TextIO) -
                 out.write("not trusted\n")
                 return 1
         session.accept_host_key(offered.fingerprint)
-        out.write(f"trusted {offered.fingerprint} for {node.name}\n")
+        out.write(visible(f"trusted {offered.fingerprint} for {node.name}") + "\n")
         try:
             await session.run("true")
         except SshError as exc:
-            print(f"zuka: {node.name}: key trusted, but logging in failed: {exc.message}",
-                  file=sys.stderr)  # fmt: skip
+            print(visible(f"zuka: {node.name}: key trusted, but logging in failed: "
+                          f"{exc.message}"), file=sys.stderr)  # fmt: skip
             return 1
         return 0
     finally:

@@ -14,6 +14,7 @@ from leases.errors import InputError
 from leases.ledger import Ledger, resolve_ledger_path
 from leases.models import Lease, Node, NodeState, Provider
 from leases.sshcmd import parse_ssh_command, ssh_config_aliases
+from leases.textsafe import visible
 from tui import output
 
 # Record key -> (command-line flag, argparse dest). One table for options, parsing and errors.
@@ -95,7 +96,10 @@ def describe_error(exc: InputError) -> str:
     flag = _FLAG_OF.get(exc.field)
     same = flag is not None and flag.strip("-").replace("-", "_") == exc.field
     label = f"{exc.field} ({flag})" if flag and not same else exc.field
-    got = "" if exc.value is None else f" (got {exc.value!r})"
+    # The value as given, controls shown (ESC as ␛), cut to one readable line.
+    value = exc.value
+    shown = f"'{visible(value, 200)}'" if isinstance(value, str) else visible(repr(value), 200)
+    got = "" if value is None else f" (got {shown})"
     return f"{label}: {exc.reason}{got}"
 
 
@@ -585,5 +589,5 @@ def _done(args: argparse.Namespace, out: TextIO, doc: Any, message: str) -> int:
     if args.json:
         output.dump_json(doc, out)
     else:
-        out.write(message + "\n")
+        out.write(visible(message) + "\n")
     return 0

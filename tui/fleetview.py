@@ -7,8 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from rich.text import Text
+
 from leases.models import GpuSample, Lease, Node, NodeHealth
 from leases.poller import NodeStatus
+from leases.textsafe import visible
 
 BARS = "▁▂▃▄▅▆▇█"
 
@@ -30,6 +33,16 @@ def sparkline(values: Sequence[float | None], width: int = 20, top: float = 100.
     return "".join(chars).rjust(width)
 
 
+# Longest a value from a node or the ledger may make one table cell.
+CELL_MAX = 48
+
+
+def plain(value: object, max_len: int | None = None, *, wrap: bool = False) -> Text:
+    """How the dashboard shows any text: controls made visible, never read as markup
+    (a `[/]` in a GPU name would otherwise stop the dashboard)."""
+    return Text(visible(value, max_len), no_wrap=not wrap, end="")
+
+
 HEALTH_STYLE = {
     NodeHealth.OK: "green",
     NodeHealth.CONNECTING: "dim",
@@ -41,7 +54,7 @@ HEALTH_STYLE = {
 @dataclass(frozen=True)
 class FleetRow:
     key: str
-    cells: tuple[str, ...]
+    cells: tuple[str, ...]  # already made visible: safe to show, wrapped by plain()
 
 
 COLUMNS = ("Node", "Health", "GPUs", "Util", "Memory", "Power", "Last hour", "Billing", "Ends")
@@ -94,9 +107,9 @@ def fleet_row(
     return FleetRow(
         node.name,
         (
-            node.name,
+            visible(node.name, CELL_MAX),
             health_text,
-            f"{gpus} {node.gpu_model}".strip(),
+            visible(f"{gpus} {node.gpu_model}".strip(), CELL_MAX),
             "-" if fig["util"] is None else f"{fig['util']:3.0f}%",
             mem,
             "-" if not samples or fig["power_w"] is None else f"{fig['power_w']:.0f}W",
@@ -123,12 +136,12 @@ def gpu_rows(status: NodeStatus | None) -> list[tuple[str, ...]]:
     return [
         (
             str(s.index),
-            s.name,
+            visible(s.name, CELL_MAX),
             num(s.util_gpu, "{:.0f}%"),
             f"{num(s.mem_used_mib, '{:.0f}')}/{num(s.mem_total_mib, '{:.0f}')} MiB",
             num(s.temp_c, "{:.0f}°C"),
             f"{num(s.power_w, '{:.0f}')}/{num(s.power_limit_w, '{:.0f}')} W",
-            s.pstate or "?",
+            visible(s.pstate or "?", 8),
             str(procs.get(s.uuid, 0)),
         )
         for s in status.samples

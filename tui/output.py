@@ -1,11 +1,22 @@
-"""Human tables and JSON for the command line."""
+"""Human tables and JSON for the command line.
+
+Every value in a table or a field list goes through cell(), which shows control characters
+instead of letting the terminal obey them (text from nodes and ledgers is not ours).
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from collections.abc import Sequence
 from typing import Any, TextIO
+
+from leases.textsafe import visible
+
+# Characters json.dumps(ensure_ascii=False) leaves raw that a terminal obeys or that reorder
+# text: DEL, C1 controls, bidi controls and line separators. Escaped, the JSON means the same.
+_JSON_UNSAFE_RE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 
 
 def width(text: str) -> int:
@@ -19,8 +30,8 @@ def cell(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, list | tuple):
-        return ",".join(str(v) for v in value) or "-"
-    return str(value)
+        return visible(",".join(str(v) for v in value)) or "-"
+    return visible(value)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], out: TextIO) -> None:
@@ -51,5 +62,6 @@ def dump_json(data: Any, out: TextIO) -> None:
     """Indented for a person at a terminal; compact (and several times faster, through
     json's C encoder) when piped to a script."""
     indent = 2 if out.isatty() else None
-    out.write(json.dumps(data, ensure_ascii=False, indent=indent))
+    text = json.dumps(data, ensure_ascii=False, indent=indent)
+    out.write(_JSON_UNSAFE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
     out.write("\n")

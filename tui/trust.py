@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -11,6 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from leases.ssh import OfferedHostKey
+from tui.fleetview import plain
 
 
 class TrustScreen(ModalScreen[bool]):
@@ -40,13 +42,14 @@ class TrustScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         port = self.offered.port or 22
+        algorithm = self.offered.key.get_algorithm()
         with Vertical():
-            yield Static(f"{self.node} ({self.offered.host}:{port}) presents a host key zuka has "
-                         "not seen before:", markup=False)  # fmt: skip
+            # The node's name and host come from the ledger: plain() shows them, never obeys.
+            yield Static(plain(f"{self.node} ({self.offered.host}:{port}) presents a host key "
+                               "zuka has not seen before:", wrap=True))  # fmt: skip
             yield Static(
-                f"\n  {self.offered.key.get_algorithm()}  {self.offered.fingerprint}\n",
+                Text.assemble("\n  ", plain(f"{algorithm}  {self.offered.fingerprint}"), "\n"),
                 id="fingerprint",
-                markup=False,
             )
             yield Static(
                 "Compare it with the fingerprint your provider shows. Trust it? [y] yes  [n] no",

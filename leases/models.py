@@ -234,6 +234,7 @@ class NodeHealth(StrEnum):
     GPU_LOST = "gpu_lost"
     GARBAGE = "garbage"  # output we could not parse
     NO_NVML = "no_nvml"  # local node without NVML
+    REFUSED = "refused"  # zuka will not connect: a refused ledger value or ssh config
 
 
 @dataclass(frozen=True)

@@ -645,6 +645,7 @@ _REASONS: dict[NodeHealth, str] = {
     NodeHealth.GPU_LOST: "a GPU is lost (fell off the bus): the node needs a reboot or repair",
     NodeHealth.GARBAGE: "nvidia-smi printed output zuka could not read",
     NodeHealth.NO_NVML: "no NVML on this host",
+    NodeHealth.REFUSED: "zuka will not connect to it as the ledger or ~/.ssh/config asks",
 }
 
 

@@ -594,7 +594,7 @@ def _classify(
     if isinstance(exc, _HopFailed):
         return exc.health, exc.message, exc.offered
     if isinstance(exc, sshconfig.ConfigRefused):
-        return NodeHealth.UNREACHABLE, f"refused by zuka, not connecting: {exc}", None
+        return NodeHealth.REFUSED, f"refused by zuka, not connecting: {exc}", None
     if isinstance(exc, KeyFileRefused):
         return NodeHealth.AUTH_FAILED, str(exc), None
     if isinstance(exc, TimeoutError):

@@ -426,6 +426,10 @@ async def test_the_dashboard_starts_on_a_ledger_with_a_refused_row(seeded: Path)
     app = ZukaApp(seeded, poll=False)
     async with app.run_test(size=(150, 40)) as pilot:
         await pilot.pause()
-        names = [app.query_one("#fleet", DataTable).get_row_at(0)[0]]
-        assert names == ["good"]
+        table = app.query_one("#fleet", DataTable)
+        rows = {str(table.get_row_at(i)[0]): table.get_row_at(i) for i in range(table.row_count)}
+        # The refused node is listed, with its state, and never polled.
+        assert set(rows) == {"base", "good"}
+        assert any("refused" in str(cell) for cell in rows["base"])
+        assert app.refused["base"]
         await pilot.press("q")

@@ -71,7 +71,7 @@ async def test_a_config_proxycommand_refuses_the_node_and_runs_nothing(
 
     assert "proxycommand" in caught.value.message.lower()
     assert "refused by zuka" in session.last_error
-    assert session.health is NodeHealth.UNREACHABLE
+    assert session.health is NodeHealth.REFUSED
     assert node.connects.total == 0
     assert not list(tmp_path.glob("pwned*"))
 

@@ -18,7 +18,7 @@ from textual.notifications import SeverityLevel
 from textual.widgets import DataTable, Footer, Header, Static
 
 from leases.errors import InputError, LedgerError
-from leases.fleet import make_poller, polled_nodes, ssh_options
+from leases.fleet import make_poller, polled_nodes, ssh_options, unpollable_nodes
 from leases.history import RecentHistory
 from leases.hostkeys import HostKeyStatus
 from leases.ledger import Clock, Ledger, utc_now
@@ -70,6 +70,7 @@ class ZukaApp(App[None]):
         self.ledger: Ledger | None = None
         self.store: HistoryStore | None = None
         self.nodes: list[Node] = []
+        self.refused: dict[str, str] = {}  # node name -> why zuka will not poll it
         self.leases: dict[str, Lease] = {}
         self.recent = RecentHistory()
         self.poller: Poller | None = None
@@ -134,6 +135,7 @@ class ZukaApp(App[None]):
         assert self.ledger is not None
         try:
             nodes = polled_nodes(self.ledger)
+            refused = unpollable_nodes(self.ledger)
             leases = self.ledger.current_leases()
         except (InputError, LedgerError) as exc:
             # A row the ledger refuses to read (an old or imported ledger): say which, once,
@@ -148,9 +150,13 @@ class ZukaApp(App[None]):
                 self._tell(f"cannot read the ledger: {said}", severity="error")
             return
         self._ledger_error = ""
-        self.nodes, self.leases = nodes, leases
+        # A node whose stored row holds a refused value is listed with its problem and
+        # never polled, until `zuka node edit NAME --ssh ...` fixes it.
+        self.refused = {n.name: n.problem for n in refused}
+        self.nodes = sorted([*nodes, *refused], key=lambda n: n.name)
+        self.leases = leases
         if self.poller is not None:
-            self.poller.set_nodes(self.nodes)
+            self.poller.set_nodes(nodes)
 
     def _reload_quietly(self) -> None:
         self._load_ledger()
@@ -174,13 +180,18 @@ class ZukaApp(App[None]):
         )
 
     def _current(self) -> dict[str, NodeStatus]:
+        out = {
+            name: NodeStatus(name, NodeHealth.REFUSED, f"not polled: {problem}")
+            for name, problem in self.refused.items()
+        }
         if self.poller is not None:
-            return dict(self.poller.statuses)
+            return {**dict(self.poller.statuses), **out}
         if self.store is None:
-            return {}
-        out: dict[str, NodeStatus] = {}
+            return out
         stale_before = self.clock() - timedelta(seconds=max(30.0, 6 * self.interval_s))
         for name, row in self.store.latest().items():
+            if name in out:
+                continue
             if row.at < stale_before:
                 # Nobody has read this node lately (the collector stopped?): say so.
                 out[name] = NodeStatus(

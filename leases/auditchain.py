@@ -27,7 +27,9 @@ COLUMNS = ("id", "at", "actor", "action", "entity", "entity_id", "node", "before
 def entry_hash(row: Mapping[str, Any], prev_hash: str) -> str:
     """sha256 over the previous hash and the entry's columns, as stored."""
     payload = json.dumps(
-        [prev_hash, *(row.get(c) for c in COLUMNS)], ensure_ascii=False, separators=(",", ":")
+        [prev_hash, *(_plain(row.get(c)) for c in COLUMNS)],
+        ensure_ascii=False,
+        separators=(",", ":"),
     )
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -86,6 +88,16 @@ def verify(
         reason = f"entry {anchor[0]} of the anchor is gone (the log was cut short)"
         return ChainReport(count, head_id, prev, anchor[0], reason)
     return ChainReport(count, head_id, prev)
+
+
+def _plain(value: object) -> object:
+    """A stored value as JSON can hash it: zuka writes text, integers and NULL only, so a
+    BLOB or a REAL is hashed in a form no written value has (and so never matches)."""
+    if isinstance(value, bytes):
+        return {"blob": value.hex()}
+    if isinstance(value, float):
+        return {"real": repr(value)}
+    return value
 
 
 def _id(value: object) -> int | None:

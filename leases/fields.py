@@ -131,7 +131,7 @@ def moment(field: str, value: str | datetime, tz: str = DEFAULT_TZ) -> datetime:
     if isinstance(value, datetime):
         parsed = value
     else:
-        raw = value.strip()
+        raw = str(value).strip()
         try:
             if len(raw) == 10:
                 parsed = datetime.combine(date.fromisoformat(raw), time())

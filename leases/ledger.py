@@ -7,9 +7,9 @@ collector can share the file, mode 0600 because the file says where the lab's ma
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
+import pwd
 import random
 import sqlite3
 import time
@@ -484,12 +484,13 @@ class Ledger:
 
     def verify_audit(self, anchor: tuple[int, str] | None = None) -> auditchain.ChainReport:
         """Check the audit log's hash chain and the triggers that guard it."""
+        # The ledger has no triggers but these: any other one (a RAISE(IGNORE) that drops
+        # audit rows, one that rewrites a node after each edit) is tampering too.
         found = dict(
-            self.conn.execute(
-                "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit'"
-            ).fetchall()
+            self.conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'")
         )
         missing = [name for name, sql in AUDIT_TRIGGERS.items() if found.get(name) != sql]
+        missing += [f"unexpected trigger {name}" for name in found if name not in AUDIT_TRIGGERS]
         cur = self.conn.execute("SELECT * FROM audit ORDER BY id")
         names = [d[0] for d in cur.description]
         rows = (dict(zip(names, values, strict=True)) for values in cur)
@@ -569,10 +570,11 @@ def _audit_entry(r: Mapping[str, Any]) -> AuditEntry:
 
 
 def _whoami() -> str:
+    """The user this process runs as, from its uid: $LOGNAME and $USER can say anything."""
     try:
-        return getpass.getuser()
+        return pwd.getpwuid(os.getuid()).pw_name
     except (KeyError, OSError):
-        return ""
+        return str(os.getuid())
 
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -584,13 +586,16 @@ def _check_is_ledger(conn: sqlite3.Connection, path: Path, *, create: bool) -> N
     """Refuse, before anything is written to it, a file that is not a zuka ledger: another
     application's database, or an empty file a read-only command was pointed at."""
     try:
+        if not path.resolve().is_file():
+            raise LedgerError(f"{path}: is not a regular file, so not a zuka ledger")
         with path.open("rb") as fh:
             head = fh.read(len(_SQLITE_MAGIC))
     except OSError as exc:
         raise LedgerError(f"{path}: cannot read it ({exc.strerror or exc})") from exc
     if not head:
         if create:
-            return  # a new ledger: ours to set up
+            path.chmod(0o600)  # a new ledger: ours to set up, private like every ledger
+            return
         raise LedgerError(f"{path}: is an empty file, not a zuka ledger")
     if head != _SQLITE_MAGIC:
         raise LedgerError(f"{path}: is not an SQLite database, so not a zuka ledger")

@@ -4,6 +4,7 @@ audit log, `--json`, export and import. Every `*_from` validates and raises Inpu
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import date, datetime
@@ -65,7 +66,10 @@ def _get(rec: Mapping[str, Any], key: str) -> Any:
 
 def _str(rec: Mapping[str, Any], key: str, max_len: int = 2000) -> str:
     value = rec.get(key)
-    return "" if value is None else fields.text(key, str(value), max_len)
+    if value is None:
+        return ""
+    secrets.refuse_secret(key, str(value))  # before any check that would show the value
+    return fields.text(key, str(value), max_len)
 
 
 def _notes(rec: Mapping[str, Any]) -> str:
@@ -80,7 +84,17 @@ def _notes(rec: Mapping[str, Any]) -> str:
 
 def _opt_str(rec: Mapping[str, Any], key: str) -> str | None:
     value = _get(rec, key)
-    return None if value is None else fields.text(key, str(value), 500)
+    if value is None:
+        return None
+    secrets.refuse_secret(key, str(value))
+    return fields.text(key, str(value), 500)
+
+
+def _tags(raw: Any) -> tuple[str, ...]:
+    tags = fields.tags(raw)
+    for tag in tags:
+        secrets.refuse_secret("tags", tag)
+    return tags
 
 
 def _opt_int(rec: Mapping[str, Any], key: str, minimum: int = 0) -> int | None:
@@ -198,7 +212,7 @@ def node_from(rec: Mapping[str, Any]) -> Node:
         interconnect=fields.choice(
             "interconnect", str(rec.get("interconnect") or "unknown"), Interconnect
         ),
-        tags=fields.tags(raw_tags),
+        tags=_tags(raw_tags),
         state=fields.choice("state", str(rec.get("state") or "active"), NodeState),
         local=local,
         notes=_notes(rec),
@@ -337,13 +351,66 @@ def resource_record(r: Resource, node: str, lease_start: datetime) -> Record:
     }
 
 
+# Offboarding will hand these ids to shred and to cloud delete calls: an allow-list per
+# kind, so that no id can be a glob, a second word, an option or a way out of its folder.
+_PROVIDER_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+=,-]{0,254}")
+_BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_PATH_PART_RE = re.compile(r"[A-Za-z0-9._@+=,:-]{1,255}")
+
+
+def resource_id(kind: ResourceKind, value: str) -> str:
+    """A resource's provider id (or, for a scratch_path, its path), checked for its kind."""
+    field = "native_id"
+    if kind is ResourceKind.SCRATCH_PATH:
+        parts = value.split("/")[1:]
+        if (
+            not value.startswith("/")
+            or len(value) > 1024
+            or not parts
+            or not all(_PATH_PART_RE.fullmatch(p) and p not in (".", "..") for p in parts)
+        ):
+            raise InputError(
+                field,
+                visible(value, 80),
+                "a scratch_path is an absolute, normalised path below / (parts of letters, "
+                "digits and . _ @ + = , : -; no '..', '//', trailing '/', spaces, globs or "
+                "shell characters)",
+            )
+        return value
+    if kind is ResourceKind.BUCKET:
+        if not _BUCKET_RE.fullmatch(value) or ".." in value:
+            raise InputError(
+                field, visible(value, 80), "a bucket name is 3-63 of a-z, 0-9, '.' and '-'"
+            )
+        return value
+    if kind is ResourceKind.BUCKET_PREFIX:
+        bucket, slash, prefix = value.partition("/")
+        resource_id(ResourceKind.BUCKET, bucket)
+        if (
+            not slash
+            or any(p in (".", "..") for p in prefix.split("/"))
+            or not (prefix == "" or _PROVIDER_ID_RE.fullmatch(prefix.rstrip("/") or "x"))
+        ):
+            raise InputError(
+                field, visible(value, 80), "a bucket_prefix is BUCKET/PREFIX/ (no '..')"
+            )
+        return value
+    if not _PROVIDER_ID_RE.fullmatch(value) or ".." in value:
+        raise InputError(
+            field,
+            visible(value, 80),
+            f"a {kind.value} id is letters, digits and . _ : / @ + = , - "
+            "(not starting with '-', no spaces, globs or shell characters)",
+        )
+    return value
+
+
 def resource_from(rec: Mapping[str, Any], lease_id: int, tz: str) -> Resource:
     native_id = _str(rec, "native_id", 1000).strip()
     if not native_id:
         raise InputError("native_id", rec.get("native_id"), "a resource needs its provider id")
     kind = fields.choice("kind", str(rec.get("kind") or ""), ResourceKind)
-    if kind is ResourceKind.SCRATCH_PATH and not native_id.startswith("/"):
-        raise InputError("native_id", native_id, "a scratch_path must be an absolute path")
+    native_id = resource_id(kind, native_id)
     return Resource(
         lease_id=lease_id,
         kind=kind,

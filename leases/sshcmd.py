@@ -95,7 +95,11 @@ _LABELLED_RE = re.compile(r"^(?:\S[^\n]*?[:：]\s*)?((?:/usr/bin/)?ssh(?:\s.*)?|
 _PASSWORD_LINE_RE = re.compile(
     r"^\s*(?:登录)?(?:密码|口令|password|passwd|pwd)\s*[:：=]", re.IGNORECASE
 )
-_PASSWORD_INLINE_RE = re.compile(r"(?:密码|口令|password|passwd)\s*[:：=]", re.IGNORECASE)
+_PASSWORD_INLINE_RE = re.compile(
+    r"(?<![A-Za-z])(?:密码|口令|password|passwd|pass|pwd|pw)\s*[:：=]", re.IGNORECASE
+)
+# Anything that may carry a password: then no refusal shows the line it came from.
+_PASSWORDY_RE = re.compile(r"sshpass|[^\s@/:]+:[^\s@]*@")
 
 
 def _shown(value: object) -> str:
@@ -148,6 +152,14 @@ def check_host(value: str, field: str = "ssh_host") -> str:
             "is not a valid host: use a DNS name, an IP address or an ~/.ssh/config alias "
             "(letters, digits, '.', '_', '-'; not starting with '-')",
         )
+    if all(part.isdigit() for part in value.split(".")):
+        # 0, 999.1.1.1 and 1.2.3.4.5 are not names: an address must be a real IPv4.
+        try:
+            if len(value.split(".")) != 4:
+                raise ValueError(value)
+            ipaddress.IPv4Address(value)
+        except ValueError:
+            raise InputError(field, _shown(value), "is not a valid IPv4 address") from None
     if value.lower().rstrip(".").endswith(".invalid"):
         reason = (
             "the stored ssh target was refused: give the login command with --ssh"
@@ -322,7 +334,22 @@ def parse_ssh_command(command: str, known_aliases: frozenset[str] = frozenset())
         raise InputError(FIELD, command, "is empty")
     if looks_like_key_text(command):
         raise InputError(FIELD, HIDDEN, "holds private key text: give the key's path with -i")
-    line, _ = _login_line(command)
+    line, had_password = _login_line(command)
+    try:
+        return _parse_line(line, known_aliases)
+    except InputError as exc:
+        if had_password or _PASSWORDY_RE.search(line):
+            raise InputError(
+                FIELD,
+                HIDDEN,
+                "holds what may be a password (not shown; zuka never stores one), and "
+                f"{'cannot be read' if exc.value == HIDDEN else 'is refused'}: give the "
+                "login command without it",
+            ) from None
+        raise
+
+
+def _parse_line(line: str, known_aliases: frozenset[str]) -> SshTarget:
     try:
         words = shlex.split(line)
     except ValueError as exc:

@@ -53,6 +53,8 @@ def from_json(text: str) -> Export:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError("file", f"line {exc.lineno}", f"is not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputError("file", "(nested too deep)", "is not a zuka export") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise InputError("format", _short(doc), f"is not a {FORMAT} export")
     if doc.get("version") != VERSION:

@@ -261,7 +261,7 @@ def _bad_inputs() -> list[tuple[list[str], str]]:
          "cards_billed (--cards): colo-a800 has only 8 GPUs"),
         (["node", "show", "ghost"], "node (NODE): no node of that name"),
         (["resource", "add", "colo-a800", "--kind", "tape", "--id", "t1"], "kind: must be one of disk | snapshot"),
-        (["resource", "add", "colo-a800", "--kind", "scratch_path", "--id", "tmp"], "must be an absolute path"),
+        (["resource", "add", "colo-a800", "--kind", "scratch_path", "--id", "tmp"], "absolute, normalised path"),
         (["provider", "add", "X", "--kind", "cloud", "--credential-ref", "LTAI5tSecretKeyValue123"],
          "credential_ref: looks like an access key or token"),
     ]  # fmt: skip

@@ -235,3 +235,27 @@ def test_a_bad_anchor_is_refused(tmp_path: Path) -> None:
         code = main(["audit", "verify", "--ledger", str(path), "--anchor", "x:y"])
     assert code == 2
     assert "anchor" in err.getvalue()
+
+
+def test_an_extra_trigger_that_silences_the_log_is_found(tmp_path: Path) -> None:
+    path = _ledger(tmp_path)
+    with _raw(path) as conn:
+        conn.execute(
+            "CREATE TRIGGER audit_zz BEFORE INSERT ON audit BEGIN SELECT RAISE(IGNORE); END"
+        )
+    code, text = _verify(path)
+    assert code == 1 and "unexpected trigger audit_zz" in text
+
+
+def test_a_blob_in_the_log_is_a_changed_entry_not_a_crash(tmp_path: Path) -> None:
+    path = _ledger(tmp_path)
+    with _raw(path) as conn:
+        for name in AUDIT_TRIGGERS:
+            conn.execute(f"DROP TRIGGER {name}")
+        conn.execute("UPDATE audit SET after = CAST(after AS BLOB) WHERE id = 2")
+        for sql in AUDIT_TRIGGERS.values():
+            conn.execute(sql)
+    code, text = _verify(path)
+    assert code == 1 and "entry 2: its content was changed" in text
+    with contextlib.redirect_stderr(io.StringIO()):
+        assert main(["log", "--ledger", str(path)], out=io.StringIO()) == 0

@@ -433,3 +433,36 @@ async def test_the_dashboard_starts_on_a_ledger_with_a_refused_row(seeded: Path)
         assert any("refused" in str(cell) for cell in rows["base"])
         assert app.refused["base"]
         await pilot.press("q")
+
+
+@pytest.mark.parametrize(
+    ("kind", "bad"),
+    [
+        ("scratch_path", "/"), ("scratch_path", "//"), ("scratch_path", "/data/../../"),
+        ("scratch_path", "/data/*"), ("scratch_path", "/data; rm -rf ~"),
+        ("scratch_path", "/data $(id)"), ("scratch_path", "/data/"), ("scratch_path", "tmp"),
+        ("snapshot", "*"), ("snapshot", "s-1 s-2"), ("snapshot", "-rf"),
+        ("bucket", "oss://b/..;x"), ("bucket", "B"), ("bucket_prefix", "bucket/../x"),
+        ("disk", "d-1\nd-2"),
+    ],
+)  # fmt: skip
+def test_resource_ids_are_allow_listed(seeded: Path, kind: str, bad: str) -> None:
+    _with_lease(seeded)
+    before = snapshot(seeded)
+    assert run("resource", "add", "base", "--kind", kind, f"--id={bad}",
+               "--ledger", str(seeded)) == 2  # fmt: skip
+    assert snapshot(seeded) == before
+
+
+def _with_lease(path: Path) -> None:
+    assert run("lease", "add", "base", "--billing", "hourly", "--price", "1",
+               "--start", "2026-11-01", "--ledger", str(path)) == 0  # fmt: skip
+
+
+def test_good_resource_ids_are_kept(seeded: Path) -> None:
+    _with_lease(seeded)
+    for kind, good in (("scratch_path", "/root/autodl-tmp/ckpt"), ("snapshot", "s-bp1ahz3n9"),
+                       ("bucket", "lab-burst-ckpt"), ("bucket_prefix", "lab-ablation/run-1130/"),
+                       ("disk", "d-bp1g6zv0ce8oxr2x7r9k")):  # fmt: skip
+        assert run("resource", "add", "base", "--kind", kind, "--id", good,
+                   "--ledger", str(seeded)) == 0, (kind, good)  # fmt: skip

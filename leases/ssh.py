@@ -238,20 +238,8 @@ class _Shell:
 
     link: _Link
     process: asyncssh.SSHClientProcess[str]
-    stderr: list[str]
-    reader: asyncio.Task[None] | None = None
+    stderr: _Tail  # cleared before each command
     answered: bool = False  # has it ever run a command to its end marker?
-
-
-async def _collect(reader: asyncssh.SSHReader[str], into: list[str]) -> None:
-    """Read a stream to its end, keeping in `into` only its last _STDERR_KEEP characters
-    (a node may print stderr without end; the end of it says why a command failed)."""
-    with contextlib.suppress(asyncssh.Error, OSError):
-        while data := await reader.read(_CHUNK):
-            into.append(data[-_STDERR_KEEP:])
-            kept = sum(len(x) for x in into)
-            while len(into) > 1 and kept - len(into[0]) >= _STDERR_KEEP:
-                kept -= len(into.pop(0))
 
 
 class StreamExited(Exception):
@@ -297,8 +285,9 @@ def _checked(what: str, value: str, check: Callable[[str, str], str] = sshcmd.ch
         raise sshconfig.ConfigRefused(f"{what} {exc.value!r} {exc.reason}") from None
 
 
-def _endpoint(host: str, port: int | None, user: str | None, paths: Sequence[Path]) -> Endpoint:
-    conf = sshconfig.host_config(_checked("host", host), paths)
+def _endpoint(
+    host: str, port: int | None, user: str | None, conf: sshconfig.HostConfig
+) -> Endpoint:
     if conf.refusals:
         raise sshconfig.ConfigRefused(f"ssh config for {host}: " + "; ".join(conf.refusals))
     user = user or conf.user
@@ -316,7 +305,7 @@ def resolve_route(target: SshTarget, config_paths: Sequence[Path]) -> Route:
     leases.sshconfig). The ledger's port, user and jump win over the config's, as ssh's
     command-line options do. Raises sshconfig.ConfigRefused."""
     conf = sshconfig.host_config(_checked("host", target.host), config_paths)
-    node = _endpoint(target.host, target.port, target.user, config_paths)
+    node = _endpoint(target.host, target.port, target.user, conf)
     jump = target.jump or conf.proxy_jump
     hops: list[Endpoint] = []
     if jump and jump.lower() != "none":
@@ -330,7 +319,7 @@ def resolve_route(target: SshTarget, config_paths: Sequence[Path]) -> Route:
                     f"jump host {hop.host} has a ProxyJump of its own in the ssh config; "
                     "zuka does not chain those: give the whole chain as the node's jump"
                 )
-            hops.append(_endpoint(hop.host, hop.port, hop.user, config_paths))
+            hops.append(_endpoint(hop.host, hop.port, hop.user, hop_conf))
     return Route(node, tuple(hops))
 
 
@@ -573,16 +562,27 @@ class JumpHosts:
                     raise
                 health, message, offered = _classify(exc, self.options.connect_timeout)
                 jump.failures += 1
-                ceiling = min(
-                    self.options.backoff_cap, self.options.backoff_base * 2 ** (jump.failures - 1)
+                jump.next_attempt_at = _retry_at(
+                    self.options, jump.failures, self._clock, self._random
                 )
-                jump.next_attempt_at = self._clock() + self._random() * ceiling
                 jump.fault = _HopFailed(health, f"jump host {hop}: {message}", offered)
                 raise jump.fault from exc
             jump.conn, jump.client = conn, client
             jump.failures, jump.fault, jump.next_attempt_at = 0, None, 0.0
             self.connects += 1
             return conn
+
+
+def _retry_at(
+    options: SshOptions,
+    failures: int,
+    clock: Callable[[], float],
+    random: Callable[[], float],
+) -> float:
+    """When a server that failed `failures` times in a row may be tried again:
+    exponential backoff with full jitter, capped."""
+    ceiling = min(options.backoff_cap, options.backoff_base * 2 ** (failures - 1))
+    return clock() + random() * ceiling
 
 
 def _classify(
@@ -920,7 +920,7 @@ class NodeSession:
                 raise self._dropped(link, exc) from exc
             await asyncio.sleep(0)  # let the stderr reader take what came before the marker
             self._set(NodeHealth.OK)
-            return CommandResult(status, "".join(out), "".join(shell.stderr))
+            return CommandResult(status, "".join(out), shell.stderr.text)
 
     async def _open_shell(self, link: _Link) -> _Shell:
         await link.channels.acquire()  # held for the shell's life
@@ -934,8 +934,7 @@ class NodeSession:
         except BaseException:
             link.channels.release()
             raise
-        shell = _Shell(link, process, [])
-        shell.reader = asyncio.create_task(_collect(process.stderr, shell.stderr))
+        shell = _Shell(link, process, _Tail(process.stderr))
         self._shell = shell
         return shell
 
@@ -943,8 +942,7 @@ class NodeSession:
         shell, self._shell = self._shell, None
         if shell is None:
             return
-        if shell.reader is not None:
-            shell.reader.cancel()
+        shell.stderr.cancel()
         with contextlib.suppress(Exception):
             shell.process.close()
         shell.link.channels.release()
@@ -959,8 +957,8 @@ class NodeSession:
 
     def _forget_shell(self) -> None:
         shell, self._shell = self._shell, None
-        if shell is not None and shell.reader is not None:
-            shell.reader.cancel()
+        if shell is not None:
+            shell.stderr.cancel()
 
     async def close(self) -> None:
         """Close the connection (the next command opens a new one)."""
@@ -1128,9 +1126,7 @@ class NodeSession:
 
     def _failed(self, health: NodeHealth, message: str) -> None:
         self.failures += 1
-        opts = self.options
-        ceiling = min(opts.backoff_cap, opts.backoff_base * 2 ** (self.failures - 1))
-        self.next_attempt_at = self._clock() + self._random() * ceiling  # full jitter
+        self.next_attempt_at = _retry_at(self.options, self.failures, self._clock, self._random)
         self._set(health, message)
 
     # -- the open connection ------------------------------------------------------
@@ -1197,7 +1193,8 @@ def _text(data: str | bytes | None) -> str:
 
 
 class _Tail:
-    """Reads a stream to its end in the background, keeping only its last few KB."""
+    """Reads a stream to its end in the background, keeping only its last few KB (a node
+    may print stderr without end; the end of it says why a command failed)."""
 
     def __init__(self, reader: asyncssh.SSHReader[str]) -> None:
         self.text = ""
@@ -1205,8 +1202,11 @@ class _Tail:
 
     async def _read(self, reader: asyncssh.SSHReader[str]) -> None:
         with contextlib.suppress(asyncssh.Error, OSError):
-            while chunk := await reader.read(4096):
-                self.text = (self.text + chunk)[-_STDERR_KEEP:]
+            while chunk := await reader.read(_CHUNK):
+                self.text = (self.text + chunk[-_STDERR_KEEP:])[-_STDERR_KEEP:]
+
+    def clear(self) -> None:
+        self.text = ""
 
     async def done(self) -> None:
         await self._task

@@ -338,13 +338,13 @@ def parse_ssh_command(command: str, known_aliases: frozenset[str] = frozenset())
     try:
         return _parse_line(line, known_aliases)
     except InputError as exc:
-        if had_password or _PASSWORDY_RE.search(line):
+        # A refusal that shows the line (or part of it) must not show a password in it.
+        if exc.value != HIDDEN and (had_password or _PASSWORDY_RE.search(line)):
             raise InputError(
                 FIELD,
                 HIDDEN,
-                "holds what may be a password (not shown; zuka never stores one), and "
-                f"{'cannot be read' if exc.value == HIDDEN else 'is refused'}: give the "
-                "login command without it",
+                "holds what may be a password (not shown; zuka never stores one), and is "
+                "refused: give the login command without it",
             ) from None
         raise
 

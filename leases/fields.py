@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from leases.errors import InputError
 from leases.secrets import refuse_key_text
-from leases.textsafe import visible
+from leases.textsafe import REORDERING, visible
 
 # ISO 4217 codes a lab renting GPUs in and around China meets; extend as needed.
 CURRENCIES = frozenset(
@@ -25,7 +25,7 @@ DEFAULT_TZ = "Asia/Shanghai"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,62}$")
 # C0 and C1 controls, DEL, and the Unicode controls that reorder or hide text: none has a
 # place in a ledger value (a terminal would obey them). Tab and newline only in notes.
-_UNSAFE = "\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
+_UNSAFE = "\x7f-\x9f" + REORDERING
 _CONTROL_RE = re.compile(f"[\x00-\x1f{_UNSAFE}]")
 _CONTROL_MULTILINE_RE = re.compile(f"[\x00-\x08\x0b-\x1f{_UNSAFE}]")
 

@@ -77,17 +77,12 @@ def _notes(rec: Mapping[str, Any]) -> str:
     value = rec.get("notes")
     if value is None:
         return ""
-    notes = fields.text("notes", str(value), 2000, multiline=True)
-    secrets.refuse_secret("notes", notes)
-    return notes
+    secrets.refuse_secret("notes", str(value))  # before any check that would show the value
+    return fields.text("notes", str(value), 2000, multiline=True)
 
 
 def _opt_str(rec: Mapping[str, Any], key: str) -> str | None:
-    value = _get(rec, key)
-    if value is None:
-        return None
-    secrets.refuse_secret(key, str(value))
-    return fields.text(key, str(value), 500)
+    return None if _get(rec, key) is None else _str(rec, key, 500)
 
 
 def _tags(raw: Any) -> tuple[str, ...]:
@@ -137,8 +132,7 @@ def provider_from(rec: Mapping[str, Any]) -> Provider:
     name = _str(rec, "name", 100).strip()
     if not name:
         raise InputError("provider", rec.get("name"), "a provider needs a name")
-    cred = _str(rec, "credential_ref", 200)
-    secrets.refuse_secret("credential_ref", cred)
+    cred = _str(rec, "credential_ref", 200)  # refuses secrets too
     if len(cred) > 80 or " " in cred.strip():
         raise InputError(
             "credential_ref",

@@ -447,7 +447,7 @@ def _option(arg: str, line: str) -> tuple[str | None, str]:
     if not _OPTION_NAME_RE.fullmatch(name):
         raise InputError(FIELD, _shown(line), f"-o {_shown(name)!r} is not an ssh option name")
     key = name.lower()
-    if key in {"port", "user", "identityfile", "proxyjump"}:
+    if key in _SETTING_CHECKS:
         return key, value
     if key in _HARMLESS_OPTIONS and _HARMLESS_VALUE_RE.fullmatch(value):
         return None, ""

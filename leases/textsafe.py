@@ -19,11 +19,11 @@ import re
 _C0 = {chr(c): chr(0x2400 + c) for c in range(0x20)}
 _C0["\x7f"] = "\u2421"
 # Bidi embeddings, overrides and isolates; marks; separators that terminals may break on.
-_INVISIBLE = frozenset(
-    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u2028\u2029"
-    # Zero-width and invisible characters that can hide or forge what a reader sees.
-    "\u00ad\u200b\u200c\u2060\ufeff"
-)
+# (leases.fields refuses these in ledger values too.)
+REORDERING = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u2028\u2029"
+# Zero-width and invisible characters that can hide or forge what a reader sees.
+_ZERO_WIDTH = "\u00ad\u200b\u200c\u2060\ufeff"
+_INVISIBLE = frozenset(REORDERING + _ZERO_WIDTH)
 _UNSAFE_RE = re.compile("[\x00-\x1f\x7f-\x9f" + "".join(sorted(_INVISIBLE)) + "]")
 _UNSAFE_KEEP_LINES_RE = re.compile(
     "[\x00-\x09\x0b-\x1f\x7f-\x9f" + "".join(sorted(_INVISIBLE)) + "]"

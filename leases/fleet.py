@@ -48,12 +48,14 @@ def polled_nodes(ledger: Ledger, names: list[str] | None = None) -> list[Node]:
             if node.problem:
                 raise InputError("node", node.name, f"not polled: {node.problem}")
         return nodes
-    return [n for n in ledger.nodes([NodeState.ACTIVE, NodeState.OFFBOARDING]) if not n.problem]
+    return fleet_nodes(ledger)[0]
 
 
-def unpollable_nodes(ledger: Ledger) -> list[Node]:
-    """Active and offboarding nodes that polled_nodes leaves out, each with its problem."""
-    return [n for n in ledger.nodes([NodeState.ACTIVE, NodeState.OFFBOARDING]) if n.problem]
+def fleet_nodes(ledger: Ledger) -> tuple[list[Node], list[Node]]:
+    """Active and offboarding nodes in one read: those polled, and those polled_nodes
+    leaves out (a stored value refused), each with its problem."""
+    nodes = ledger.nodes([NodeState.ACTIVE, NodeState.OFFBOARDING])
+    return [n for n in nodes if not n.problem], [n for n in nodes if n.problem]
 
 
 def make_poller(

@@ -220,7 +220,7 @@ def trust(
     known_hosts_paths holds a different key for the host: a changed key is never replaced.
     """
     path = Path(path)
-    known_hosts_line(host, port, key)
+    line = known_hosts_line(host, port, key)  # checked before anything is read or written
     status = classify(host, port, key, [path, *known_hosts_paths])
     if status is HostKeyStatus.TRUSTED:
         return False
@@ -229,7 +229,6 @@ def trust(
             f"{host_pattern(host, port)} already has a different host key on file; "
             f"refusing to add {fingerprint(key)}"
         )
-    line = known_hosts_line(host, port, key)  # checked before anything is written
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
@@ -245,13 +244,11 @@ async def fetch_host_key(
     port: int | None = None,
     *,
     tunnel: asyncssh.SSHClientConnection | None = None,
-    config: Sequence[str] = (),
     timeout: float = 10.0,
 ) -> asyncssh.SSHKey:
     """The key a server presents, fetched without trusting it or logging in.
 
-    asyncssh never reads an ssh config here (it would run a ProxyCommand found there):
-    config is accepted for old callers and ignored.
+    asyncssh never reads an ssh config here (it would run a ProxyCommand found there).
     """
     key = await asyncssh.get_server_host_key(
         host,

@@ -414,7 +414,7 @@ async def test_trust_then_connect(keys: TestKeys, node: FakeNode, tmp_path: Path
     zuka_known = tmp_path / "known_hosts"
     options = node_options(keys, tmp_path, [], known_hosts=(zuka_known,))
 
-    key = await hostkeys.fetch_host_key("127.0.0.1", node.port, config=[])
+    key = await hostkeys.fetch_host_key("127.0.0.1", node.port)
     assert hostkeys.fingerprint(key) == hostkeys.fingerprint(keys.host_key)
     assert node.channels.total == 0
     assert hostkeys.trust("127.0.0.1", node.port, key, zuka_known)

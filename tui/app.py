@@ -18,7 +18,7 @@ from textual.notifications import SeverityLevel
 from textual.widgets import DataTable, Footer, Header, Static
 
 from leases.errors import InputError, LedgerError
-from leases.fleet import make_poller, polled_nodes, ssh_options, unpollable_nodes
+from leases.fleet import fleet_nodes, make_poller, ssh_options
 from leases.history import RecentHistory
 from leases.hostkeys import HostKeyStatus
 from leases.ledger import Clock, Ledger, utc_now
@@ -134,8 +134,7 @@ class ZukaApp(App[None]):
     def _load_ledger(self) -> None:
         assert self.ledger is not None
         try:
-            nodes = polled_nodes(self.ledger)
-            refused = unpollable_nodes(self.ledger)
+            nodes, refused = fleet_nodes(self.ledger)
             leases = self.ledger.current_leases()
         except (InputError, LedgerError) as exc:
             # A row the ledger refuses to read (an old or imported ledger): say which, once,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from leases.errors import InputError
-from leases.fleet import make_poller, polled_nodes, ssh_options, unpollable_nodes
+from leases.fleet import fleet_nodes, make_poller, polled_nodes, ssh_options
 from leases.ledger import Ledger, resolve_ledger_path
 from leases.lock import PollerLock
 from leases.models import NodeHealth
@@ -89,8 +89,11 @@ def poll(args: argparse.Namespace, out: TextIO) -> int:
     if getattr(args, "timeout", None) is not None:
         _positive("timeout", args.timeout)
     with Ledger.open(path, create=False) as ledger:
-        nodes = polled_nodes(ledger, args.nodes or None)
-        for skipped in [] if args.nodes else unpollable_nodes(ledger):
+        if args.nodes:
+            nodes, refused = polled_nodes(ledger, args.nodes), []
+        else:
+            nodes, refused = fleet_nodes(ledger)
+        for skipped in refused:
             print(f"zuka: not polling {visible(skipped.name)}: {skipped.problem}", file=sys.stderr)
         lock = PollerLock(path)
         if not lock.acquire() and not args.force:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,16 @@ def entry_hash(row: Mapping[str, Any], prev_hash: str) -> str:
         separators=(",", ":"),
     )
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def links(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[Any, str, str]]:
+    """(id, prev_hash, hash) of each row, chained anew from GENESIS in the order given:
+    what an upgrade stores for entries written before the chain."""
+    prev = GENESIS
+    for row in rows:
+        digest = entry_hash(row, prev)
+        yield row.get("id"), prev, digest
+        prev = digest
 
 
 @dataclass(frozen=True)

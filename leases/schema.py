@@ -190,7 +190,7 @@ def m004_audit_chain(db: Database) -> None:
     one before it and its own; existing entries are chained in id order. The triggers
     are replaced by ones that also refuse an insert that does not extend the chain
     (INSERT OR REPLACE of an old id, a forged prev_hash)."""
-    from leases.auditchain import GENESIS, entry_hash
+    from leases.auditchain import links
     from leases.ledger import AUDIT_TRIGGERS
 
     _run(
@@ -202,15 +202,12 @@ def m004_audit_chain(db: Database) -> None:
         ALTER TABLE audit ADD COLUMN hash TEXT;
         """,
     )
-    prev = GENESIS
-    rows = db.execute("SELECT * FROM audit ORDER BY id")
-    names = [d[0] for d in rows.description]
-    for values in rows.fetchall():
-        row = dict(zip(names, values, strict=True))
-        digest = entry_hash(row, prev)
+    cur = db.execute("SELECT * FROM audit ORDER BY id")
+    names = [d[0] for d in cur.description]
+    rows = [dict(zip(names, values, strict=True)) for values in cur.fetchall()]
+    for entry_id, prev, digest in links(rows):
         db.execute(
-            "UPDATE audit SET prev_hash = ?, hash = ? WHERE id = ?", [prev, digest, row["id"]]
+            "UPDATE audit SET prev_hash = ?, hash = ? WHERE id = ?", [prev, digest, entry_id]
         )
-        prev = digest
     for sql in AUDIT_TRIGGERS.values():
         db.execute(sql)

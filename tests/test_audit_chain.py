@@ -13,7 +13,7 @@ import pytest
 from sqlite_utils import Database
 
 from leases import records
-from leases.auditchain import GENESIS, entry_hash
+from leases.auditchain import GENESIS, links
 from leases.ledger import AUDIT_TRIGGERS, Ledger
 from leases.schema import MIGRATIONS
 from tui.cli import main
@@ -154,14 +154,11 @@ def test_a_rebuilt_chain_differs_from_the_anchor(tmp_path: Path) -> None:
         conn.execute("UPDATE audit SET actor = 'mallory' WHERE id = 1")
         cur = conn.execute("SELECT * FROM audit ORDER BY id")
         names = [d[0] for d in cur.description]
-        prev = GENESIS
-        for values in cur.fetchall():
-            row = dict(zip(names, values, strict=True))
-            digest = entry_hash(row, prev)
+        rows = [dict(zip(names, values, strict=True)) for values in cur.fetchall()]
+        for entry_id, prev, digest in links(rows):
             conn.execute(
-                "UPDATE audit SET prev_hash = ?, hash = ? WHERE id = ?", [prev, digest, row["id"]]
+                "UPDATE audit SET prev_hash = ?, hash = ? WHERE id = ?", [prev, digest, entry_id]
             )
-            prev = digest
         for sql in AUDIT_TRIGGERS.values():
             conn.execute(sql)
     assert _verify(path)[0] == 0

@@ -170,10 +170,9 @@ class ZukaApp(App[None]):
         )
 
     def _poller_fault(self, exc: BaseException, retry_in: float) -> None:
-        self.notify(
+        self._tell(
             f"The poller stopped ({visible(exc, 200)}); restarting in {retry_in:g} s. "
             "Details in the fault log beside the ledger.",
-            markup=False,
             severity="error",
             timeout=max(10.0, retry_in),
         )
@@ -334,9 +333,14 @@ class ZukaApp(App[None]):
         finally:
             await pool.close()
 
-    def _tell(self, message: str, severity: SeverityLevel = "information") -> None:
+    def _tell(
+        self,
+        message: str,
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+    ) -> None:
         """A notification that may hold text from a node or the ledger: shown, not obeyed."""
-        self.notify(visible(message, DETAIL_MAX), markup=False, severity=severity)
+        self.notify(visible(message, DETAIL_MAX), markup=False, severity=severity, timeout=timeout)
 
     def action_reload(self) -> None:
         self._reload_quietly()

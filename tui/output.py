@@ -12,11 +12,11 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from leases.textsafe import visible
+from leases.textsafe import REORDERING, visible
 
 # Characters json.dumps(ensure_ascii=False) leaves raw that a terminal obeys or that reorder
 # text: DEL, C1 controls, bidi controls and line separators. Escaped, the JSON means the same.
-_JSON_UNSAFE_RE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+_JSON_UNSAFE_RE = re.compile(f"[\x7f-\x9f{REORDERING}]")
 
 
 def width(text: str) -> int:

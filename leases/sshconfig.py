@@ -21,6 +21,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from leases.errors import InputError
+from leases.sshcmd import check_port
+
 # The most of a config file (or of all Includes together) zuka reads.
 _MAX_CONFIG_BYTES = 1 << 20
 _MAX_INCLUDE_DEPTH = 8
@@ -192,10 +195,10 @@ def host_config(host: str, paths: Sequence[Path]) -> HostConfig:
         refusals.append(f"{keyword} {why}, which zuka does not do")
     port: int | None = None
     if "port" in opts:
-        if not opts["port"].isdigit() or not 0 < int(opts["port"]) < 65536:
+        try:
+            port = check_port(opts["port"], "Port")  # the ledger's own rule
+        except InputError:
             refusals.append(f"Port {opts['port']!r} is not a port number")
-        else:
-            port = int(opts["port"])
     hostname = opts.get("hostname")
     if hostname is not None:
         # ssh expands %h (the name given) and %% in HostName; zuka expands nothing else.

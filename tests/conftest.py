@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from sshfixtures import FakeNode, TestKeys
 
 from tui.cli import main
 
@@ -22,6 +23,19 @@ class CliResult:
 
 
 Cli = Callable[..., CliResult]
+
+
+@pytest.fixture(scope="module")
+def keys() -> TestKeys:
+    """Client and host keys for the in-process SSH nodes, one set per test module."""
+    return TestKeys.generate()
+
+
+@pytest.fixture
+async def node(keys: TestKeys) -> AsyncIterator[FakeNode]:
+    """One in-process SSH node that answers like a GPU node."""
+    async with FakeNode(keys) as fake:
+        yield fake
 
 
 @pytest.fixture

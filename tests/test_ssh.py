@@ -9,7 +9,6 @@ import itertools
 import stat
 import time
 from base64 import b64encode
-from collections.abc import AsyncIterator
 from contextlib import aclosing
 from pathlib import Path
 
@@ -33,17 +32,6 @@ from leases.ssh import (
     SshPool,
     StreamExited,
 )
-
-
-@pytest.fixture(scope="module")
-def keys() -> TestKeys:
-    return TestKeys.generate()
-
-
-@pytest.fixture
-async def node(keys: TestKeys) -> AsyncIterator[FakeNode]:
-    async with FakeNode(keys) as fake:
-        yield fake
 
 
 class FakeClock:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import asyncssh
@@ -25,17 +25,6 @@ from leases.ssh import (
     TargetRefused,
     read_key_file,
 )
-
-
-@pytest.fixture(scope="module")
-def keys() -> TestKeys:
-    return TestKeys.generate()
-
-
-@pytest.fixture
-async def node(keys: TestKeys) -> AsyncIterator[FakeNode]:
-    async with FakeNode(keys) as fake:
-        yield fake
 
 
 @pytest.fixture

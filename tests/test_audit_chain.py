@@ -7,6 +7,7 @@ import contextlib
 import io
 import itertools
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,19 @@ def _verify(path: Path, *extra: str) -> tuple[int, str]:
 def _raw(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None)
     return conn
+
+
+@contextlib.contextmanager
+def _tampered(path: Path, *triggers: str) -> Iterator[sqlite3.Connection]:
+    """Writing as someone who has the file: the named triggers (all when none are named)
+    dropped, then put back exactly as they were, so that only the chain can tell."""
+    names = triggers or tuple(AUDIT_TRIGGERS)
+    with _raw(path) as conn:
+        for name in names:
+            conn.execute(f"DROP TRIGGER {name}")
+        yield conn
+        for name in names:
+            conn.execute(AUDIT_TRIGGERS[name])
 
 
 def test_an_untouched_log_verifies_and_prints_its_head(tmp_path: Path) -> None:
@@ -83,16 +97,14 @@ def test_a_replace_rewritten_row_is_found(tmp_path: Path) -> None:
     """With the insert trigger dropped for the REPLACE and put back exactly as it was,
     only the chain can tell: the rewritten entry no longer hashes to what it stores."""
     path = _ledger(tmp_path)
-    with _raw(path) as conn:
+    with _tampered(path, "audit_chain_only") as conn:
         row = conn.execute("SELECT prev_hash, hash FROM audit WHERE id = 2").fetchone()
-        conn.execute("DROP TRIGGER audit_chain_only")
         conn.execute(
             "INSERT OR REPLACE INTO audit (id, at, actor, action, entity, node, after,"
             " prev_hash, hash) VALUES (2, '2026-01-01T00:00:00+00:00', 'mallory',"
             " 'node.add', 'node', 'n1', '{}', ?, ?)",
             row,
         )
-        conn.execute(AUDIT_TRIGGERS["audit_chain_only"])
     code, text = _verify(path)
     assert code == 1
     assert "entry 2: its content was changed" in text
@@ -120,10 +132,8 @@ def test_a_weakened_trigger_is_found(tmp_path: Path) -> None:
 
 def test_a_deleted_middle_entry_is_found(tmp_path: Path) -> None:
     path = _ledger(tmp_path)
-    with _raw(path) as conn:
-        conn.execute("DROP TRIGGER audit_no_delete")
+    with _tampered(path, "audit_no_delete") as conn:
         conn.execute("DELETE FROM audit WHERE id = 2")
-        conn.execute(AUDIT_TRIGGERS["audit_no_delete"])
     code, text = _verify(path)
     assert code == 1
     assert "entry 3: does not link" in text
@@ -133,10 +143,8 @@ def test_a_cut_tail_is_found_with_an_anchor(tmp_path: Path) -> None:
     path = _ledger(tmp_path)
     with Ledger.open(path) as ledger:
         head = ledger.verify_audit()
-    with _raw(path) as conn:
-        conn.execute("DROP TRIGGER audit_no_delete")
+    with _tampered(path, "audit_no_delete") as conn:
         conn.execute("DELETE FROM audit WHERE id = 4")
-        conn.execute(AUDIT_TRIGGERS["audit_no_delete"])
     assert _verify(path)[0] == 0  # without an anchor a cut tail looks like a shorter log
     code, text = _verify(path, "--anchor", f"{head.head_id}:{head.head_hash}")
     assert code == 1
@@ -148,9 +156,7 @@ def test_a_rebuilt_chain_differs_from_the_anchor(tmp_path: Path) -> None:
     with Ledger.open(path) as ledger:
         head = ledger.verify_audit()
     # Someone with the file rewrites entry 1 and re-hashes everything after it.
-    with _raw(path) as conn:
-        for name in AUDIT_TRIGGERS:
-            conn.execute(f"DROP TRIGGER {name}")
+    with _tampered(path) as conn:
         conn.execute("UPDATE audit SET actor = 'mallory' WHERE id = 1")
         cur = conn.execute("SELECT * FROM audit ORDER BY id")
         names = [d[0] for d in cur.description]
@@ -159,8 +165,6 @@ def test_a_rebuilt_chain_differs_from_the_anchor(tmp_path: Path) -> None:
             conn.execute(
                 "UPDATE audit SET prev_hash = ?, hash = ? WHERE id = ?", [prev, digest, entry_id]
             )
-        for sql in AUDIT_TRIGGERS.values():
-            conn.execute(sql)
     assert _verify(path)[0] == 0
     code, text = _verify(path, "--anchor", f"{head.head_id}:{head.head_hash}")
     assert code == 1 and "differs from the anchor" in text
@@ -246,12 +250,8 @@ def test_an_extra_trigger_that_silences_the_log_is_found(tmp_path: Path) -> None
 
 def test_a_blob_in_the_log_is_a_changed_entry_not_a_crash(tmp_path: Path) -> None:
     path = _ledger(tmp_path)
-    with _raw(path) as conn:
-        for name in AUDIT_TRIGGERS:
-            conn.execute(f"DROP TRIGGER {name}")
+    with _tampered(path) as conn:
         conn.execute("UPDATE audit SET after = CAST(after AS BLOB) WHERE id = 2")
-        for sql in AUDIT_TRIGGERS.values():
-            conn.execute(sql)
     code, text = _verify(path)
     assert code == 1 and "entry 2: its content was changed" in text
     with contextlib.redirect_stderr(io.StringIO()):

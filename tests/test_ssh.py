@@ -11,6 +11,7 @@ import time
 from base64 import b64encode
 from contextlib import aclosing
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import asyncssh
 import pytest
@@ -32,6 +33,9 @@ from leases.ssh import (
     SshPool,
     StreamExited,
 )
+
+if TYPE_CHECKING:
+    from leases.sim.fleet import SimFleet
 
 
 class FakeClock:
@@ -640,16 +644,20 @@ async def test_query_falls_back_to_exec_where_the_node_has_no_shell(
             await session.close()
 
 
+def _sim_session(fleet: SimFleet, name: str, tmp_path: Path, **options: Any) -> NodeSession:
+    """A session to one simulated node, trusting only the fleet's keys."""
+    known = fleet.write_known_hosts(tmp_path / "known_hosts")
+    key = fleet.write_client_key(tmp_path)
+    opts = SshOptions(known_hosts=(known,), agent_path=None, config=[], **options)
+    return NodeSession(Node(name, fleet[name].ssh_target(str(key))), opts)
+
+
 async def test_kept_open_shell_times_out_and_recovers(tmp_path: Path) -> None:
     from leases.sim import Scenario, SimNode
     from leases.sim.fleet import SimFleet
 
     async with SimFleet([SimNode("s1", "A10", 1, Scenario.BUSY)]) as fleet:
-        ep = fleet["s1"]
-        known = fleet.write_known_hosts(tmp_path / "known_hosts")
-        key = fleet.write_client_key(tmp_path)
-        options = SshOptions(known_hosts=(known,), agent_path=None, config=[], command_timeout=0.5)
-        session = NodeSession(Node("s1", ep.ssh_target(str(key))), options)
+        session = _sim_session(fleet, "s1", tmp_path, command_timeout=0.5)
         try:
             first = await session.run_in_shell("nvidia-smi -L")
             assert first.exit_status == 0 and first.stdout.startswith("GPU 0: NVIDIA A10")
@@ -721,11 +729,7 @@ async def test_a_line_without_end_is_stopped_in_run_shell_and_stream(
     from leases.sim.fleet import SimFleet
 
     async with SimFleet([SimNode("s1", "A10", 1, Scenario(scenario))]) as fleet:
-        ep = fleet["s1"]
-        known = fleet.write_known_hosts(tmp_path / "known_hosts")
-        key = fleet.write_client_key(tmp_path)
-        options = SshOptions(known_hosts=(known,), agent_path=None, config=[], command_timeout=20)
-        session = NodeSession(Node("s1", ep.ssh_target(str(key))), options)
+        session = _sim_session(fleet, "s1", tmp_path, command_timeout=20)
         try:
             for attempt in (session.run, session.run_in_shell):
                 with pytest.raises(OutputTooLarge):

@@ -10,11 +10,21 @@ from datetime import date, datetime
 from decimal import Decimal
 from enum import StrEnum
 
+from leases.recordfields import INTERNAL, cli, flattened, stands_for
+
 
 class ProviderKind(StrEnum):
     CLOUD = "cloud"
     PLATFORM = "platform"
     COLO = "colo"
+
+    @property
+    def note(self) -> str:
+        """What the word means, for help text."""
+        return _PROVIDER_NOTES.get(self, "")
+
+
+_PROVIDER_NOTES = {ProviderKind.PLATFORM: "GPU rental", ProviderKind.COLO: "data-centre hosting"}
 
 
 class NodeState(StrEnum):
@@ -77,14 +87,21 @@ class ResourceKind(StrEnum):
 
 @dataclass(frozen=True)
 class Provider:
-    kind: ProviderKind
-    name: str
-    region: str = ""
-    account_id: str = ""
-    account_alias: str = ""
+    kind: ProviderKind = field(metadata=cli("--kind", "channel: {values}"))
+    name: str = field(metadata=cli("NAME", "the provider's name", by_hand=True))
+    region: str = field(default="", metadata=cli("--region", "the provider's region"))
+    account_id: str = field(default="", metadata=cli("--account-id", "the account's id"))
+    account_alias: str = field(
+        default="", metadata=cli("--account-alias", "a name for the account people know")
+    )
     # A profile name or environment variable name, never the secret itself.
-    credential_ref: str = ""
-    id: int | None = None
+    credential_ref: str = field(
+        default="",
+        metadata=cli(
+            "--credential-ref", "profile or environment variable name (never the secret itself)"
+        ),
+    )
+    id: int | None = field(default=None, metadata=INTERNAL)
 
 
 @dataclass(frozen=True)
@@ -112,54 +129,112 @@ class SshTarget:
         return " ".join(parts)
 
 
+# The field order of Node, Lease, Resource and Provider is their record's key order, so the
+# JSON and CSV column order: a field placed for that but not to be given by position (as
+# Node(name, ssh) and Lease(node, billing, price, start) are) is keyword-only.
 @dataclass(frozen=True)
 class Node:
-    name: str
-    ssh: SshTarget
-    gpu_model: str = ""
-    gpu_count: int = 0
+    name: str = field(metadata=cli("NAME", "the node's name", by_hand=True))
+    provider: str | None = field(
+        default=None, kw_only=True, metadata=cli("--provider", "the provider it is rented from")
+    )
+    ssh: SshTarget = field(
+        metadata=cli(
+            "--ssh", "the login command as the platform gives it, or an alias", by_hand=True
+        )
+        | flattened("ssh_")
+    )
+    gpu_model: str = field(default="", metadata=cli("--gpu-model", "GPU model, as sold"))
+    gpu_count: int = field(default=0, metadata=cli("--gpus", "number of GPUs"))
     # Nominal VRAM per GPU in GiB as sold (80 for an A100 80GB).
-    vram_gib: int | None = None
-    interconnect: Interconnect = Interconnect.UNKNOWN
-    tags: tuple[str, ...] = ()
-    state: NodeState = NodeState.ACTIVE
-    provider: str | None = None
+    vram_gib: int | None = field(
+        default=None, metadata=cli("--vram", "nominal VRAM per GPU in GiB, as sold")
+    )
+    interconnect: Interconnect = field(
+        default=Interconnect.UNKNOWN, metadata=cli("--interconnect", "{values}, as advertised")
+    )
+    tags: tuple[str, ...] = field(default=(), metadata=cli("--tags", "comma-separated tags"))
+    state: NodeState = field(default=NodeState.ACTIVE, metadata=cli("--state"))
     # Read through NVML on this machine instead of over SSH.
-    local: bool = False
-    notes: str = ""
-    id: int | None = None
+    local: bool = field(default=False, metadata=cli("--local", "read via NVML here", by_hand=True))
+    notes: str = field(default="", metadata=cli("--notes", "free notes"))
+    id: int | None = field(default=None, metadata=INTERNAL)
     # Set when a stored row holds a value now refused (records.stored_node): what is wrong
     # and how to fix it. Such a node is listed but never polled.
-    problem: str = ""
+    problem: str = field(default="", metadata=INTERNAL)
 
 
 @dataclass(frozen=True)
 class Lease:
-    node: str
-    billing_type: BillingType
-    unit_price: Decimal
-    start: datetime
-    currency: str = "CNY"
-    cards_billed: int | None = None
+    node: str = field(metadata=cli("NODE", "the node's name", by_hand=True))
+    billing_type: BillingType = field(metadata=cli("--billing"))
+    unit_price: Decimal = field(
+        metadata=cli(
+            "--price", "price of one billing unit (yuan per hour, per card-hour, per month...)"
+        )
+    )
+    currency: str = field(
+        default="CNY", kw_only=True, metadata=cli("--currency", "currency code (default CNY)")
+    )
+    cards_billed: int | None = field(
+        default=None, kw_only=True, metadata=cli("--cards", "cards billed (card_hour leases)")
+    )
+    start: datetime = field(
+        metadata=cli(
+            "--start", "YYYY-MM-DD or YYYY-MM-DDTHH:MM in the billing time zone (default: now)"
+        )
+    )
     # Paid-up-to / contract end. Required for prepaid billing types.
-    end: datetime | None = None
-    billing_tz: str = "Asia/Shanghai"
-    auto_renew: bool = False
+    end: datetime | None = field(
+        default=None,
+        metadata=cli(
+            "--end", "end of the paid period; required for daily, weekly, monthly, contract"
+        ),
+    )
+    billing_tz: str = field(
+        default="Asia/Shanghai", metadata=cli("--tz", "billing time zone (default Asia/Shanghai)")
+    )
+    auto_renew: bool = field(
+        default=False,
+        metadata=cli("--auto-renew", "the provider renews it at the end", by_hand=True),
+    )
     # Minimum commitment in billing units (3 months, 100 card-hours...).
-    min_commitment: int | None = None
-    deposit: Decimal | None = None
-    deposit_paid_on: date | None = None
-    deposit_refund: RefundState = RefundState.NONE
-    deposit_refunded_on: date | None = None
-    contract_no: str = ""
-    notice_days: int | None = None
-    on_expiry: ExpiryAction = ExpiryAction.RELEASED
+    min_commitment: int | None = field(
+        default=None, metadata=cli("--min-commitment", "minimum commitment, in billing units")
+    )
+    deposit: Decimal | None = field(
+        default=None, metadata=cli("--deposit", "deposit paid, in the lease's currency")
+    )
+    deposit_paid_on: date | None = field(
+        default=None, metadata=cli("--deposit-paid-on", "YYYY-MM-DD the deposit was paid")
+    )
+    deposit_refund: RefundState = field(
+        default=RefundState.NONE, metadata=cli("--deposit-refund", "the deposit's refund: {values}")
+    )
+    deposit_refunded_on: date | None = field(
+        default=None,
+        metadata=cli("--deposit-refunded-on", "YYYY-MM-DD the deposit came back"),
+    )
+    contract_no: str = field(default="", metadata=cli("--contract", "contract number"))
+    notice_days: int | None = field(
+        default=None, metadata=cli("--notice-days", "days of notice the contract asks for")
+    )
+    on_expiry: ExpiryAction = field(
+        default=ExpiryAction.RELEASED,
+        metadata=cli("--on-expiry", "what the provider does at the end: {values}"),
+    )
     # Platform rule: the machine is released after this many days stopped.
-    release_after_stopped_days: int | None = None
-    notes: str = ""
+    release_after_stopped_days: int | None = field(
+        default=None,
+        metadata=cli(
+            "--release-after-stopped-days", "platform rule: released after N days stopped"
+        ),
+    )
+    notes: str = field(default="", metadata=cli("--notes", "free notes"))
     # When the lease actually ended (released or handed back); None while running.
+    # Set by `zuka lease end`, not by an option.
     ended_at: datetime | None = None
-    id: int | None = None
+    id: int | None = field(default=None, metadata=INTERNAL)
 
     @property
     def open(self) -> bool:
@@ -168,16 +243,38 @@ class Lease:
 
 @dataclass(frozen=True)
 class Resource:
-    lease_id: int
-    kind: ResourceKind
-    native_id: str
-    region: str = ""
-    endpoint: str = ""
-    created: datetime | None = None
+    # In a record the lease is named by its node and start.
+    lease_id: int = field(
+        metadata=stands_for("node", "lease_start")
+        | cli(
+            "--lease-start",
+            "start of the lease it belongs to (default: the node's open lease)",
+            key="lease_start",
+        )
+    )
+    kind: ResourceKind = field(metadata=cli("--kind", "resource: {values}"))
+    native_id: str = field(
+        metadata=cli(
+            "--id",
+            "the provider's id (snapshot id, bucket name, absolute path...)",
+            dest="native_id",
+        )
+    )
+    region: str = field(default="", metadata=cli("--region", "region it lives in"))
+    endpoint: str = field(
+        default="",
+        metadata=cli(
+            "--endpoint", "the service endpoint it is reached through, if not the default"
+        ),
+    )
+    created: datetime | None = field(
+        default=None,
+        metadata=cli("--created", "when it was created: YYYY-MM-DD or YYYY-MM-DDTHH:MM"),
+    )
     deleted_at: datetime | None = None
     verified_at: datetime | None = None
-    notes: str = ""
-    id: int | None = None
+    notes: str = field(default="", metadata=cli("--notes", "free notes"))
+    id: int | None = field(default=None, metadata=INTERNAL)
 
 
 @dataclass(frozen=True)

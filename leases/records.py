@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import date, datetime
 from typing import Any
 
-from leases import fields, secrets, sshcmd
+from leases import fields, recordfields, secrets, sshcmd
 from leases.errors import InputError
 from leases.models import (
     BillingType,
@@ -30,24 +30,14 @@ from leases.textsafe import visible
 
 Record = dict[str, Any]
 
-PROVIDER_KEYS = ("kind", "name", "region", "account_id", "account_alias", "credential_ref")
-NODE_KEYS = (
-    "name", "provider", "ssh_host", "ssh_port", "ssh_user", "ssh_key_path", "ssh_jump",
-    "ssh_alias", "gpu_model", "gpu_count", "vram_gib", "interconnect", "tags", "state",
-    "local", "notes",
-)  # fmt: skip
-LEASE_KEYS = (
-    "node", "billing_type", "unit_price", "currency", "cards_billed", "start", "end",
-    "billing_tz", "auto_renew", "min_commitment", "deposit", "deposit_paid_on",
-    "deposit_refund", "deposit_refunded_on", "contract_no", "notice_days", "on_expiry",
-    "release_after_stopped_days", "notes", "ended_at",
-)  # fmt: skip
-RESOURCE_KEYS = (
-    "node", "lease_start", "kind", "native_id", "region", "endpoint", "created",
-    "deleted_at", "verified_at", "notes",
-)  # fmt: skip
+# The record keys, in export order, follow the dataclasses' fields (see leases.recordfields).
+PROVIDER_KEYS = recordfields.record_keys(Provider)
+NODE_KEYS = recordfields.record_keys(Node)
+LEASE_KEYS = recordfields.record_keys(Lease)
+RESOURCE_KEYS = recordfields.record_keys(Resource)
 
-SSH_KEYS = ("ssh_host", "ssh_port", "ssh_user", "ssh_key_path", "ssh_jump", "ssh_alias")
+SSH_KEYS = recordfields.keys_of(Node, "ssh")
+
 # What a node whose stored SSH target is refused points at instead: under .invalid, which
 # never resolves (RFC 6761), and which sshcmd.check_host refuses, so no edit keeps it.
 QUARANTINED_HOST = sshcmd.QUARANTINED_HOST
@@ -117,14 +107,7 @@ def _bool(rec: Mapping[str, Any], key: str) -> bool:
 
 
 def provider_record(p: Provider) -> Record:
-    return {
-        "kind": p.kind.value,
-        "name": p.name,
-        "region": p.region,
-        "account_id": p.account_id,
-        "account_alias": p.account_alias,
-        "credential_ref": p.credential_ref,
-    }
+    return recordfields.record_values(p)
 
 
 def provider_from(rec: Mapping[str, Any]) -> Provider:
@@ -150,24 +133,7 @@ def provider_from(rec: Mapping[str, Any]) -> Provider:
 
 
 def node_record(n: Node) -> Record:
-    return {
-        "name": n.name,
-        "provider": n.provider,
-        "ssh_host": n.ssh.host,
-        "ssh_port": n.ssh.port,
-        "ssh_user": n.ssh.user,
-        "ssh_key_path": n.ssh.key_path,
-        "ssh_jump": n.ssh.jump,
-        "ssh_alias": n.ssh.alias,
-        "gpu_model": n.gpu_model,
-        "gpu_count": n.gpu_count,
-        "vram_gib": n.vram_gib,
-        "interconnect": n.interconnect.value,
-        "tags": list(n.tags),
-        "state": n.state.value,
-        "local": n.local,
-        "notes": n.notes,
-    }
+    return recordfields.record_values(n)
 
 
 def _ssh_target(rec: Mapping[str, Any], local: bool) -> SshTarget:
@@ -246,28 +212,7 @@ def stored_node(rec: Mapping[str, Any]) -> Node:
 
 
 def lease_record(le: Lease) -> Record:
-    return {
-        "node": le.node,
-        "billing_type": le.billing_type.value,
-        "unit_price": str(le.unit_price),
-        "currency": le.currency,
-        "cards_billed": le.cards_billed,
-        "start": _iso(le.start),
-        "end": _iso(le.end),
-        "billing_tz": le.billing_tz,
-        "auto_renew": le.auto_renew,
-        "min_commitment": le.min_commitment,
-        "deposit": None if le.deposit is None else str(le.deposit),
-        "deposit_paid_on": _iso(le.deposit_paid_on),
-        "deposit_refund": le.deposit_refund.value,
-        "deposit_refunded_on": _iso(le.deposit_refunded_on),
-        "contract_no": le.contract_no,
-        "notice_days": le.notice_days,
-        "on_expiry": le.on_expiry.value,
-        "release_after_stopped_days": le.release_after_stopped_days,
-        "notes": le.notes,
-        "ended_at": _iso(le.ended_at),
-    }
+    return recordfields.record_values(le)
 
 
 def lease_from(rec: Mapping[str, Any]) -> Lease:
@@ -331,18 +276,7 @@ def check_lease(le: Lease) -> None:
 
 
 def resource_record(r: Resource, node: str, lease_start: datetime) -> Record:
-    return {
-        "node": node,
-        "lease_start": _iso(lease_start),
-        "kind": r.kind.value,
-        "native_id": r.native_id,
-        "region": r.region,
-        "endpoint": r.endpoint,
-        "created": _iso(r.created),
-        "deleted_at": _iso(r.deleted_at),
-        "verified_at": _iso(r.verified_at),
-        "notes": r.notes,
-    }
+    return recordfields.record_values(r, node=node, lease_start=_iso(lease_start))
 
 
 # Offboarding will hand these ids to shred and to cloud delete calls: an allow-list per

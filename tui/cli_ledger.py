@@ -9,86 +9,43 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from leases import auditchain, fields, records, transfer
+from leases import auditchain, fields, recordfields, records, transfer
 from leases.errors import InputError
 from leases.ledger import Ledger, resolve_ledger_path
-from leases.models import Lease, Node, NodeState, Provider
+from leases.models import Lease, Node, NodeState, Provider, ProviderKind, Resource
 from leases.sshcmd import parse_ssh_command, ssh_config_aliases
 from leases.textsafe import visible
 from tui import output
 
-# Record key -> (command-line flag, argparse dest). One table for options, parsing and errors.
-NODE_FLAGS: dict[str, tuple[str, str]] = {
-    "provider": ("--provider", "provider"),
-    "gpu_model": ("--gpu-model", "gpu_model"),
-    "gpu_count": ("--gpus", "gpus"),
-    "vram_gib": ("--vram", "vram"),
-    "interconnect": ("--interconnect", "interconnect"),
-    "tags": ("--tags", "tags"),
-    "notes": ("--notes", "notes"),
-    "state": ("--state", "state"),
-}
-LEASE_FLAGS: dict[str, tuple[str, str]] = {
-    "billing_type": ("--billing", "billing"),
-    "unit_price": ("--price", "price"),
-    "currency": ("--currency", "currency"),
-    "cards_billed": ("--cards", "cards"),
-    "start": ("--start", "start"),
-    "end": ("--end", "end"),
-    "billing_tz": ("--tz", "tz"),
-    "min_commitment": ("--min-commitment", "min_commitment"),
-    "deposit": ("--deposit", "deposit"),
-    "deposit_paid_on": ("--deposit-paid-on", "deposit_paid_on"),
-    "deposit_refund": ("--deposit-refund", "deposit_refund"),
-    "deposit_refunded_on": ("--deposit-refunded-on", "deposit_refunded_on"),
-    "contract_no": ("--contract", "contract"),
-    "notice_days": ("--notice-days", "notice_days"),
-    "on_expiry": ("--on-expiry", "on_expiry"),
-    "release_after_stopped_days": ("--release-after-stopped-days", "release_after_stopped_days"),
-    "notes": ("--notes", "notes"),
-}
-RESOURCE_FLAGS: dict[str, tuple[str, str]] = {
-    "kind": ("--kind", "kind"),
-    "native_id": ("--id", "native_id"),
-    "region": ("--region", "region"),
-    "endpoint": ("--endpoint", "endpoint"),
-    "created": ("--created", "created"),
-    "lease_start": ("--lease-start", "lease_start"),
-    "notes": ("--notes", "notes"),
-}
-PROVIDER_FLAGS: dict[str, tuple[str, str]] = {
-    "kind": ("--kind", "kind"),
-    "region": ("--region", "region"),
-    "account_id": ("--account-id", "account_id"),
-    "account_alias": ("--account-alias", "account_alias"),
-    "credential_ref": ("--credential-ref", "credential_ref"),
-}
-_FLAG_OF = {
-    key: flag
-    for table in (NODE_FLAGS, LEASE_FLAGS, RESOURCE_FLAGS, PROVIDER_FLAGS)
-    for key, (flag, _) in table.items()
-} | {"ssh": "--ssh", "name": "NAME", "ssh_port": "--ssh", "node": "NODE", "until": "--until"}
 
-_HELP = {
-    "billing_type": "per_second | hourly | card_hour | daily | weekly | monthly | contract",
-    "unit_price": "price of one billing unit (yuan per hour, per card-hour, per month...)",
-    "start": "YYYY-MM-DD or YYYY-MM-DDTHH:MM in the billing time zone (default: now)",
-    "end": "end of the paid period; required for daily, weekly, monthly, contract",
-    "billing_tz": "billing time zone (default Asia/Shanghai)",
-    "cards_billed": "cards billed (card_hour leases)",
-    "min_commitment": "minimum commitment, in billing units",
-    "deposit_refund": "none | pending | refunded | forfeited",
-    "on_expiry": "what the provider does at the end: released | hourly | renews",
-    "release_after_stopped_days": "platform rule: released after N days stopped",
-    "kind": "resource: disk | snapshot | image | bucket | bucket_prefix | ssh_key | "
-    "scratch_path | eip",
-    "native_id": "the provider's id (snapshot id, bucket name, absolute path...)",
-    "gpu_count": "number of GPUs",
-    "vram_gib": "nominal VRAM per GPU in GiB, as sold",
-    "interconnect": "nvlink | pcie | unknown, as advertised",
-    "tags": "comma-separated tags",
-    "credential_ref": "profile or environment variable name (never the secret itself)",
+def flag_table(cls: type) -> dict[str, tuple[str, str]]:
+    """Record key -> (command-line flag, argparse dest) of cls's options, from the fields'
+    metadata (leases.models). Options written out by hand (positional names, switches,
+    --ssh) are not in it."""
+    return {o.key: (o.flag, o.dest) for o in recordfields.options(cls) if not o.by_hand}
+
+
+def help_table(cls: type) -> dict[str, str]:
+    """Record key -> the help of its option, hand-written ones included."""
+    return {o.key: o.help for o in recordfields.options(cls)}
+
+
+# One table per record for options, parsing and errors.
+NODE_FLAGS = flag_table(Node)
+LEASE_FLAGS = flag_table(Lease)
+RESOURCE_FLAGS = flag_table(Resource)
+PROVIDER_FLAGS = flag_table(Provider)
+NODE_HELP = help_table(Node)
+LEASE_HELP = help_table(Lease)
+RESOURCE_HELP = help_table(Resource)
+PROVIDER_HELP = help_table(Provider)
+_RECORDS = (Node, Lease, Resource, Provider)
+_FLAG_OF = {o.key: o.flag for cls in _RECORDS for o in recordfields.options(cls)} | {
+    "ssh_port": "--ssh",
+    "until": "--until",
 }
+# For _add_flags without helps of its own; a key in two records (kind) has the resource's.
+_HELP = {**PROVIDER_HELP, **NODE_HELP, **LEASE_HELP, **RESOURCE_HELP}
 
 
 def describe_error(exc: InputError) -> str:
@@ -130,12 +87,7 @@ def _open(args: argparse.Namespace, *, create: bool) -> Ledger:
 
 
 def provider_options(p: argparse.ArgumentParser, required: bool) -> None:
-    _add_flags(
-        p,
-        PROVIDER_FLAGS,
-        {"kind"} if required else set(),
-        {"kind": "channel: cloud | platform (GPU rental) | colo (data-centre hosting)"},
-    )
+    _add_flags(p, PROVIDER_FLAGS, {"kind"} if required else set(), PROVIDER_HELP)
 
 
 def provider_add(args: argparse.Namespace, out: TextIO) -> int:
@@ -160,15 +112,13 @@ def provider_list(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def node_options(p: argparse.ArgumentParser, editing: bool = False) -> None:
-    p.add_argument("--ssh", help="the login command as the platform gives it, or an alias")
-    p.add_argument("--local", action="store_true", default=None, help="read via NVML here")
-    p.add_argument(
-        "--channel", help="for a new --provider: cloud | platform (GPU rental) | colo (hosting)"
-    )
+    p.add_argument("--ssh", help=NODE_HELP["ssh"])
+    p.add_argument("--local", action="store_true", default=None, help=NODE_HELP["local"])
+    p.add_argument("--channel", help=f"for a new --provider: {recordfields.choices(ProviderKind)}")
     table = dict(NODE_FLAGS)
     if not editing:
         table.pop("state")
-    _add_flags(p, table, set())
+    _add_flags(p, table, set(), NODE_HELP)
 
 
 def _ssh_fields(command: str) -> dict[str, Any]:
@@ -333,8 +283,13 @@ def lease_options(p: argparse.ArgumentParser, required: bool, renewing: bool = F
     if renewing:
         for key in ("start", "end", "deposit_refund", "deposit_refunded_on"):
             table.pop(key)
-    _add_flags(p, table, {"billing_type", "unit_price"} if required else set())
-    p.add_argument("--auto-renew", action=argparse.BooleanOptionalAction, default=None)
+    _add_flags(p, table, {"billing_type", "unit_price"} if required else set(), LEASE_HELP)
+    p.add_argument(
+        "--auto-renew",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=LEASE_HELP["auto_renew"],
+    )
 
 
 def _lease_changes(args: argparse.Namespace) -> dict[str, Any]:
@@ -417,7 +372,7 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def resource_options(p: argparse.ArgumentParser) -> None:
-    _add_flags(p, RESOURCE_FLAGS, {"kind", "native_id"})
+    _add_flags(p, RESOURCE_FLAGS, {"kind", "native_id"}, RESOURCE_HELP)
 
 
 def resource_add(args: argparse.Namespace, out: TextIO) -> int:

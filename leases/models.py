@@ -196,7 +196,7 @@ class Lease:
     )
     auto_renew: bool = field(
         default=False,
-        metadata=cli("--auto-renew", "the provider renews it at the end", by_hand=True),
+        metadata=cli("--auto-renew", "set to renew automatically at the end", by_hand=True),
     )
     # Minimum commitment in billing units (3 months, 100 card-hours...).
     min_commitment: int | None = field(

@@ -24,7 +24,7 @@ from leases import auditchain, fields, records, release
 from leases.errors import InputError, LedgerError, UnknownNode
 from leases.models import AuditEntry, Lease, Node, NodeState, Provider, Resource
 from leases.records import Record
-from leases.renewals import BillingNow, billing_now, in_effect
+from leases.renewals import BillingNow, billing_now, chains, in_effect
 
 Clock = Callable[[], datetime]
 # How many migrations leases/schema.py holds; tests check the two agree. Kept here so that
@@ -378,9 +378,11 @@ class Ledger:
         return replace(new, id=old.id)
 
     def end_lease(self, node: str, at: datetime | None = None) -> Lease:
-        """Record that the node's open lease ended (released or handed back)."""
+        """Record that the node's open lease ended (released or handed back). Renewals of
+        it that have not started by then end at their start: they never billed."""
         with self.transaction() as conn:
-            lease = self.current_lease(node)
+            leases = self.leases(node)
+            lease = in_effect(leases, self.clock())
             if lease is None:
                 raise InputError("node", node, "has no open lease to end")
             now = self.clock()
@@ -391,6 +393,12 @@ class Ledger:
                 raise InputError(
                     "at", when.isoformat(), "is in the future: record an end once it happened"
                 )
+            chain = next(c for c in chains(leases) if lease in c)
+            for later in chain[chain.index(lease) + 1 :]:
+                if later.start >= when:
+                    self._update_lease(
+                        conn, later, replace(later, ended_at=later.start), "lease.end"
+                    )
             return self._update_lease(conn, lease, replace(lease, ended_at=when), "lease.end")
 
     def renew_lease(

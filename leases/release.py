@@ -13,8 +13,9 @@ from leases.models import Lease, Node, NodeState
 
 
 def open_at(lease: Lease, now: datetime) -> bool:
-    """Not ended by `now` (a renewed lease runs, and bills, until its end)."""
-    return lease.ended_at is None or lease.ended_at > now
+    """Not ended by `now`: a renewed lease runs, and bills, until its end; a renewal that
+    ended at its start (cancelled by `lease end`) never runs."""
+    return lease.ended_at is None or lease.ended_at > max(now, lease.start)
 
 
 def check_release(node: str, leases: Sequence[Lease], now: datetime) -> None:

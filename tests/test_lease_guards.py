@@ -19,7 +19,9 @@ from textual.widgets import DataTable
 from leases import records
 from leases.errors import InputError
 from leases.ledger import Ledger
-from leases.models import NodeState
+from leases.models import Lease, NodeState
+from leases.release import check_lease_on, check_release
+from leases.renewals import billing_now, chains
 from tui.app import ZukaApp
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -346,3 +348,78 @@ async def test_dashboard_shows_the_paid_until_of_a_renewed_lease(tmp_path: Path)
         assert "12-15" in renewed and "2027-01-15" in renewed and "(45d)" in renewed
         assert rows["m2"][-1].plain == "12-15 (14d)"
         await pilot.press("q")
+
+
+# -- the pure rules -----------------------------------------------------------------------
+
+
+def _lease(start: str, end: str | None, ended_at: str | None = None, node: str = "n") -> Lease:
+    return records.lease_from(
+        {"node": node, "billing_type": "monthly" if end else "hourly", "unit_price": "1",
+         "start": start, "end": end, "ended_at": ended_at}
+    )  # fmt: skip
+
+
+def _at(day: str) -> datetime:
+    return datetime.fromisoformat(day).replace(tzinfo=SHANGHAI)
+
+
+def test_billing_now_follows_the_chain_to_its_paid_until() -> None:
+    first = _lease("2026-10-01", "2026-11-01", "2026-11-01")
+    second = _lease("2026-11-01", "2026-12-01", "2026-12-01")
+    third = _lease("2026-12-01", "2027-01-01")
+    leases = [first, second, third]
+    assert [len(c) for c in chains(leases)] == [3]
+    for day, bills in [("2026-10-15", first), ("2026-11-01", second), ("2026-12-31", third)]:
+        now = billing_now(leases, _at(day))
+        assert now is not None and now.lease is bills and now.paid_until == _at("2027-01-01")
+    assert billing_now(leases, _at("2026-10-15")).renewed  # type: ignore[union-attr]
+    assert not billing_now(leases, _at("2026-12-15")).renewed  # type: ignore[union-attr]
+    assert billing_now([], _at("2026-10-15")) is None
+
+
+def test_a_gap_or_an_early_end_breaks_the_chain() -> None:
+    ended_early = _lease("2026-10-01", "2026-11-01", "2026-10-20")
+    after_a_gap = _lease("2026-11-02", "2026-12-02")
+    assert [len(c) for c in chains([ended_early, after_a_gap])] == [1, 1]
+    now = billing_now([ended_early, after_a_gap], _at("2026-11-10"))
+    assert now is not None and now.paid_until == _at("2026-12-02") and len(now.chain) == 1
+    hourly = _lease("2026-10-01", None)
+    now = billing_now([hourly], _at("2026-11-10"))
+    assert now is not None and now.lease is hourly and now.paid_until is None
+    # Leases of two nodes never chain, even when their times meet.
+    other = _lease("2026-11-01", "2026-12-01", node="m")
+    assert [len(c) for c in chains([other, ended_early])] == [1, 1]
+
+
+def test_release_rule() -> None:
+    now = _at("2026-11-10")
+    node = records.node_from({"name": "n", "ssh_host": "10.0.0.1"})
+    released = records.node_from({"name": "n", "ssh_host": "10.0.0.1", "state": "released"})
+    running = _lease("2026-10-01", "2026-12-01")
+    renewed = _lease("2026-10-01", "2026-12-01", "2026-12-01")  # ends in the future
+    ended = _lease("2026-10-01", "2026-12-01", "2026-11-01")
+    cancelled = _lease("2026-12-01", "2027-01-01", "2026-12-01")  # a renewal that never ran
+    check_release("n", [ended, cancelled], now)
+    for lease in (running, renewed):
+        with pytest.raises(InputError, match="zuka lease end n"):
+            check_release("n", [ended, lease], now)
+        with pytest.raises(InputError, match="zuka node edit n --state active"):
+            check_lease_on(released, lease, now)
+        check_lease_on(node, lease, now)
+    check_lease_on(released, ended, now)  # history of an archived node may be imported
+
+
+def test_lease_end_of_a_renewed_lease_lets_the_node_be_archived(cli: Cli) -> None:
+    """The command the refusal names must fix it, renewals paid in advance included."""
+    _renewed(cli)
+    refused = cli("node", "archive", "m1")
+    assert refused.code == 2 and "zuka lease end m1" in refused.err
+    ended = cli("lease", "end", "m1")
+    assert ended.code == 0, ended.err
+    assert "2 renewal(s) not started yet" in ended.out
+    assert json.loads(cli("lease", "list", "m1", "--open", "--json").out) == []
+    leases = json.loads(cli("lease", "list", "m1", "--json").out)
+    # Renewals that never started end at their start: they never billed.
+    assert [le["ended_at"] == le["start"] for le in leases] == [False, True, True]
+    assert cli("node", "archive", "m1").code == 0

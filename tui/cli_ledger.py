@@ -320,7 +320,7 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
                 f"{le.unit_price} {le.currency}",
                 _deposit(le),
                 le.contract_no or None,
-                le.ended_at.strftime("%Y-%m-%d %H:%M") if le.ended_at else None,
+                "renewed" if now and le in now.chain[:-1] else _when(le.ended_at),
             )
             for le in leases
         ],
@@ -413,8 +413,13 @@ def lease_end(args: argparse.Namespace, out: TextIO) -> int:
         lease = ledger.current_lease(node.name)
         tz = lease.billing_tz if lease else fields.DEFAULT_TZ
         at = fields.moment("at", args.at, tz) if args.at else None
+        still_open = len(ledger.leases(node.name, open_only=True))
         ended = ledger.end_lease(args.node, at)
-    return _done(args, out, records.lease_record(ended), f"ended the lease of {ended.node}")
+        cancelled = still_open - 1 - len(ledger.leases(node.name, open_only=True))
+    message = f"ended the lease of {ended.node}"
+    if cancelled > 0:
+        message += f", and its {cancelled} renewal(s) not started yet (they never billed)"
+    return _done(args, out, records.lease_record(ended), message)
 
 
 def lease_edit(args: argparse.Namespace, out: TextIO) -> int:

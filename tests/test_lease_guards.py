@@ -338,7 +338,7 @@ async def test_dashboard_shows_the_paid_until_of_a_renewed_lease(tmp_path: Path)
                 {"node": name, "billing_type": "monthly", "unit_price": "50000",
                  "start": "2026-11-15", "end": "2026-12-15"}
             ))  # fmt: skip
-        ledger.renew_lease("m1", "2027-01-15")  # type: ignore[arg-type]
+        ledger.renew_lease("m1", "2027-01-15")
     app = ZukaApp(path, clock=lambda: now, poll=False)
     async with app.run_test(size=(150, 40)) as pilot:
         await pilot.pause()

@@ -84,6 +84,8 @@ _HELP = {
     "kind": "resource: disk | snapshot | image | bucket | bucket_prefix | ssh_key | "
     "scratch_path | eip",
     "native_id": "the provider's id (snapshot id, bucket name, absolute path...)",
+    "lease_start": "the lease it belongs to, by its start as `zuka lease list` prints it (or a"
+    " date); default: the open lease, else the latest",
     "gpu_count": "number of GPUs",
     "vram_gib": "nominal VRAM per GPU in GiB, as sold",
     "interconnect": "nvlink | pcie | unknown, as advertised",

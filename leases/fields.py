@@ -148,6 +148,31 @@ def moment(field: str, value: str | datetime, tz: str = DEFAULT_TZ) -> datetime:
     return parsed.astimezone(zone)
 
 
+_SECONDS_RE = re.compile(r"[T ]\d\d:\d\d:\d\d")
+
+
+def names_start(field: str, value: str | datetime, start: datetime, tz: str) -> bool:
+    """Whether `value`, as a user names a lease by its start, names `start`.
+
+    A date names the lease starting that day; a time without seconds (as `zuka lease list`
+    prints it) the one starting in that minute; a time with seconds (as `--json` prints
+    it) that very moment. Without an offset it is read in the lease's billing zone `tz`.
+    A value that is no date or time at all raises InputError naming `field`.
+    """
+    if isinstance(value, datetime):
+        return start == moment(field, value, tz)
+    raw = value.strip()
+    if not raw:
+        raise InputError(field, value, "is empty (give a lease start as `zuka lease list` shows)")
+    wanted = moment(field, raw, tz)
+    here = start.astimezone(wanted.tzinfo)
+    if len(raw) == 10:
+        return here.date() == wanted.date()
+    if _SECONDS_RE.search(raw):
+        return here == wanted
+    return here.replace(second=0, microsecond=0) == wanted.replace(second=0, microsecond=0)
+
+
 def tags(value: str | Iterable[str]) -> tuple[str, ...]:
     items = value.split(",") if isinstance(value, str) else list(value)
     out: list[str] = []

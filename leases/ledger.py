@@ -20,10 +20,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from leases import auditchain, records
+from leases import auditchain, fields, records, release
 from leases.errors import InputError, LedgerError, UnknownNode
 from leases.models import AuditEntry, Lease, Node, NodeState, Provider, Resource
 from leases.records import Record
+from leases.renewals import BillingNow, billing_now, chains, in_effect
 
 Clock = Callable[[], datetime]
 # How many migrations leases/schema.py holds; tests check the two agree. Kept here so that
@@ -271,6 +272,8 @@ class Ledger:
             after = records.node_record(after_node)
             if after == before:
                 return current
+            if after_node.state is NodeState.RELEASED and current.state is not NodeState.RELEASED:
+                release.check_release(name, self.leases(name), self.clock())
             if (
                 after_node.name != name
                 and conn.execute("SELECT 1 FROM nodes WHERE name = ?", [after_node.name]).fetchone()
@@ -285,11 +288,7 @@ class Ledger:
             return _node({**row, "provider": after_node.provider, "id": current.id})
 
     def archive_node(self, name: str) -> Node:
-        """Mark a node released. Its leases must all have ended."""
-        if self.leases(name, open_only=True):
-            raise InputError(
-                "node", name, "still has an open lease: end it first (`zuka lease end NODE`)"
-            )
+        """Mark a node released. Its leases must all have ended (see leases.release)."""
         return self.update_node(name, {"state": NodeState.RELEASED.value})
 
     # -- leases --------------------------------------------------------------------------
@@ -310,7 +309,7 @@ class Ledger:
         found = [_lease(r) for r in rows]
         if open_only:
             now = self.clock()
-            found = [le for le in found if le.ended_at is None or le.ended_at > now]
+            found = [le for le in found if release.open_at(le, now)]
         return found
 
     def current_lease(self, node: str, at: datetime | None = None) -> Lease | None:
@@ -326,6 +325,16 @@ class Ledger:
         found = {name: in_effect(group, when) for name, group in by_node.items()}
         return {name: le for name, le in found.items() if le is not None}
 
+    def billing(self, at: datetime | None = None) -> dict[str, BillingNow]:
+        """Of every node that has one: the lease billing at `at` (default now) and the
+        paid-until date of its renewal chain, in one read."""
+        by_node: dict[str, list[Lease]] = {}
+        for le in self.leases():
+            by_node.setdefault(le.node, []).append(le)
+        when = at or self.clock()
+        found = {name: billing_now(group, when) for name, group in by_node.items()}
+        return {name: b for name, b in found.items() if b is not None}
+
     def add_lease(self, lease: Lease) -> Lease:
         with self.transaction() as conn:
             return self._insert_lease(conn, lease)
@@ -333,6 +342,7 @@ class Ledger:
     def _insert_lease(self, conn: sqlite3.Connection, lease: Lease) -> Lease:
         records.check_lease(lease)
         node = self.node(lease.node)
+        release.check_lease_on(node, lease, self.clock())
         if node.gpu_count and lease.cards_billed and lease.cards_billed > node.gpu_count:
             raise InputError(
                 "cards_billed", lease.cards_billed, f"{node.name} has only {node.gpu_count} GPUs"
@@ -368,9 +378,11 @@ class Ledger:
         return replace(new, id=old.id)
 
     def end_lease(self, node: str, at: datetime | None = None) -> Lease:
-        """Record that the node's open lease ended (released or handed back)."""
+        """Record that the node's open lease ended (released or handed back). Renewals of
+        it that have not started by then end at their start: they never billed."""
         with self.transaction() as conn:
-            lease = self.current_lease(node)
+            leases = self.leases(node)
+            lease = in_effect(leases, self.clock())
             if lease is None:
                 raise InputError("node", node, "has no open lease to end")
             now = self.clock()
@@ -381,6 +393,12 @@ class Ledger:
                 raise InputError(
                     "at", when.isoformat(), "is in the future: record an end once it happened"
                 )
+            chain = next(c for c in chains(leases) if lease in c)
+            for later in chain[chain.index(lease) + 1 :]:
+                if later.start >= when:
+                    self._update_lease(
+                        conn, later, replace(later, ended_at=later.start), "lease.end"
+                    )
             return self._update_lease(conn, lease, replace(lease, ended_at=when), "lease.end")
 
     def renew_lease(
@@ -394,6 +412,7 @@ class Ledger:
                 raise InputError(
                     "node", node, "has no open lease to renew (add one with lease add)"
                 )
+            release.check_lease_on(self.node(node), lease, self.clock())
             if lease.end is None:
                 raise InputError("node", node, "its open lease has no end date to renew from")
             new = records.lease_from(_renewal(lease, end, changes or {}))
@@ -412,21 +431,34 @@ class Ledger:
     # -- resources -----------------------------------------------------------------------
 
     def add_resource(self, node: str, rec: Mapping[str, Any]) -> Resource:
-        """Attach a resource to the node's open lease (or the lease starting lease_start)."""
+        """Attach a resource to a lease of the node, ended ones included (see _lease_for)."""
         with self.transaction() as conn:
             return self._insert_resource(conn, node, rec)
 
     def _lease_for(self, node: str, lease_start: Any) -> Lease:
+        """The lease of `node` that `lease_start` names (see fields.names_start), ended or
+        not. None names the lease billing now, or if none is open, the latest one:
+        snapshots are usually recorded at the end of a lease, after it ended."""
         leases = self.leases(node)
-        if lease_start in (None, ""):
-            open_leases = [le for le in leases if le.open]
-            if not open_leases:
-                raise InputError("node", node, "has no open lease to attach a resource to")
-            return open_leases[-1]
-        for le in leases:
-            if le.start.isoformat() == str(lease_start) or le.start == _moment(lease_start):
-                return le
-        raise InputError("lease_start", lease_start, f"no lease of {node} starts then")
+        if not leases:
+            raise InputError(
+                "node", node, f"has no lease to attach it to: add one: zuka lease add {node}"
+            )
+        if lease_start is None:
+            return in_effect(leases, self.clock()) or leases[-1]
+        value = lease_start if isinstance(lease_start, datetime) else str(lease_start)
+        named = [
+            le for le in leases if fields.names_start("lease_start", value, le.start, le.billing_tz)
+        ]
+        if len(named) == 1:
+            return named[0]
+        starts = ", ".join(le.start.strftime("%Y-%m-%d %H:%M") for le in named or leases)
+        reason = (
+            f"names more than one lease of {node} ({starts}): give the time"
+            if named
+            else f"no lease of {node} starts then (its leases start {starts})"
+        )
+        raise InputError("lease_start", value, reason)
 
     def _insert_resource(
         self, conn: sqlite3.Connection, node: str, rec: Mapping[str, Any]
@@ -670,20 +702,6 @@ def _q(column: str) -> str:
 
 def _moment(value: Any) -> datetime:
     return datetime.fromisoformat(str(value))
-
-
-def in_effect(leases: Sequence[Lease], at: datetime) -> Lease | None:
-    """Of one node's leases (by start): the one billing at `at`; else the next to start;
-    else the last never recorded as ended (a prepaid period past its end, say)."""
-    far = datetime.max.replace(tzinfo=UTC)
-    for le in reversed(leases):
-        if le.start <= at < (le.ended_at or le.end or far):
-            return le
-    upcoming = [le for le in leases if le.start > at and le.ended_at is None]
-    if upcoming:
-        return upcoming[0]
-    still_open = [le for le in leases if le.ended_at is None]
-    return still_open[-1] if still_open else None
 
 
 def _renewal(lease: Lease, end: Any, changes: Mapping[str, Any]) -> Record:

@@ -248,7 +248,8 @@ class Resource:
         metadata=stands_for("node", "lease_start")
         | cli(
             "--lease-start",
-            "start of the lease it belongs to (default: the node's open lease)",
+            "the lease it belongs to, by its start as `zuka lease list` prints it (or a"
+            " date); default: the open lease, else the latest",
             key="lease_start",
         )
     )

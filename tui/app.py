@@ -23,8 +23,9 @@ from leases.history import RecentHistory
 from leases.hostkeys import HostKeyStatus
 from leases.ledger import Clock, Ledger, utc_now
 from leases.lock import PollerLock
-from leases.models import Lease, Node, NodeHealth
+from leases.models import Node, NodeHealth
 from leases.poller import NodeStatus, Poller
+from leases.renewals import BillingNow
 from leases.rollups import HistoryStore
 from leases.ssh import SshError, SshPool, offered_host_key
 from leases.textsafe import visible
@@ -71,7 +72,7 @@ class ZukaApp(App[None]):
         self.store: HistoryStore | None = None
         self.nodes: list[Node] = []
         self.refused: dict[str, str] = {}  # node name -> why zuka will not poll it
-        self.leases: dict[str, Lease] = {}
+        self.billing: dict[str, BillingNow] = {}  # node -> lease billing now, paid-until
         self.recent = RecentHistory()
         self.poller: Poller | None = None
         self.lock: PollerLock | None = None
@@ -135,7 +136,7 @@ class ZukaApp(App[None]):
         assert self.ledger is not None
         try:
             nodes, refused = fleet_nodes(self.ledger)
-            leases = self.ledger.current_leases()
+            billing = self.ledger.billing()
         except (InputError, LedgerError) as exc:
             # A row the ledger refuses to read (an old or imported ledger): say which, once,
             # and keep showing what was read before rather than stopping the dashboard.
@@ -153,7 +154,7 @@ class ZukaApp(App[None]):
         # never polled, until `zuka node edit NAME --ssh ...` fixes it.
         self.refused = {n.name: n.problem for n in refused}
         self.nodes = sorted([*nodes, *refused], key=lambda n: n.name)
-        self.leases = leases
+        self.billing = billing
         if self.poller is not None:
             self.poller.set_nodes(nodes)
 
@@ -225,7 +226,7 @@ class ZukaApp(App[None]):
         self._statuses = self._current()
         table = self.query_one("#fleet", DataTable)
         wanted = [
-            fleet_row(n, self._statuses.get(n.name), self.leases.get(n.name),
+            fleet_row(n, self._statuses.get(n.name), self.billing.get(n.name),
                       self._history(n.name, now), now)
             for n in self.nodes
         ]  # fmt: skip

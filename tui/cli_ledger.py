@@ -9,10 +9,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from leases import auditchain, fields, recordfields, records, transfer
+from leases import auditchain, fields, recordfields, records, release, renewals, transfer
 from leases.errors import InputError
 from leases.ledger import Ledger, resolve_ledger_path
 from leases.models import Lease, Node, NodeState, Provider, ProviderKind, Resource
+from leases.renewals import BillingNow
 from leases.sshcmd import parse_ssh_command, ssh_config_aliases
 from leases.textsafe import visible
 from tui import output
@@ -178,8 +179,9 @@ def node_add(args: argparse.Namespace, out: TextIO) -> int:
     return _done(args, out, records.node_record(added), f"added node {added.name}")
 
 
-def _node_row(n: Node, lease: Lease | None, channels: Mapping[str, str]) -> tuple[Any, ...]:
+def _node_row(n: Node, now: BillingNow | None, channels: Mapping[str, str]) -> tuple[Any, ...]:
     gpus = f"{n.gpu_count}x {n.gpu_model}" if n.gpu_count else n.gpu_model or "-"
+    lease = now.lease if now else None
     return (
         n.name,
         channels.get(n.provider or "", "-"),
@@ -187,16 +189,27 @@ def _node_row(n: Node, lease: Lease | None, channels: Mapping[str, str]) -> tupl
         gpus,
         lease.billing_type.value if lease else "-",
         f"{lease.unit_price} {lease.currency}" if lease else "-",
-        lease.end.strftime("%Y-%m-%d %H:%M") if lease and lease.end else "-",
+        _when(lease.end if lease else None) or "-",
+        _when(now.paid_until if now else None) or "-",
         f"{n.state.value} (refused value: see node show)" if n.problem else n.state.value,
     )
+
+
+def _when(at: datetime | None) -> str | None:
+    """A lease time as the tables print it, in the lease's billing zone (--lease-start
+    takes it back)."""
+    return at.strftime("%Y-%m-%d %H:%M") if at else None
+
+
+def _iso(at: datetime | None) -> str | None:
+    return at.isoformat() if at else None
 
 
 def node_list(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args, create=False) as ledger:
         states = None if args.all else [NodeState.ACTIVE, NodeState.OFFBOARDING]
         nodes = ledger.nodes(states)
-        current = ledger.current_leases()
+        billing = ledger.billing()
         channels = {p.name: p.kind.value for p in ledger.providers()}
     if args.json:
         output.dump_json(
@@ -205,15 +218,22 @@ def node_list(args: argparse.Namespace, out: TextIO) -> int:
                     **records.node_record(n),
                     "problem": n.problem or None,
                     "channel": channels.get(n.provider or ""),
-                    "lease": records.lease_record(current[n.name]) if n.name in current else None,
+                    # The lease billing now; paid_until: the end of its renewal chain.
+                    "lease": records.lease_record(billing[n.name].lease)
+                    if n.name in billing
+                    else None,
+                    "paid_until": _iso(billing[n.name].paid_until) if n.name in billing else None,
                 }
                 for n in nodes
             ],
             out,
         )
     else:
-        rows = [_node_row(n, current.get(n.name), channels) for n in nodes]
-        headers = ("NAME", "CHANNEL", "PROVIDER", "GPUS", "BILLING", "PRICE", "ENDS", "STATE")
+        rows = [_node_row(n, billing.get(n.name), channels) for n in nodes]
+        headers = (
+            "NAME", "CHANNEL", "PROVIDER", "GPUS", "BILLING", "PRICE", "ENDS", "PAID UNTIL",
+            "STATE",
+        )  # fmt: skip
         output.table(headers, rows, out)
     return 0
 
@@ -223,10 +243,13 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
         node = ledger.node(args.name)
         leases = ledger.leases(node.name)
         resources = ledger.resources(node.name)
+        now = renewals.billing_now(leases, ledger.clock())
     doc = {
         "node": records.node_record(node),
         "ssh_command": node.ssh.command(),
         "problem": node.problem or None,
+        "lease_now": records.lease_record(now.lease) if now else None,
+        "paid_until": _iso(now.paid_until) if now else None,
         "leases": [records.lease_record(le) for le in leases],
         "resources": [records.resource_record(r, n, s) for n, s, r in resources],
     }
@@ -235,6 +258,7 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     extra = [("problem", node.problem)] if node.problem else []
     output.fields([*doc["node"].items(), ("ssh command", doc["ssh_command"]), *extra], out)
+    out.write(f"\n{_billing_line(now)}\n")
     out.write("\nleases\n")
     output.table(
         ("START", "END", "BILLING", "PRICE", "DEPOSIT", "CONTRACT", "ENDED"),
@@ -246,7 +270,7 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
                 f"{le.unit_price} {le.currency}",
                 _deposit(le),
                 le.contract_no or None,
-                le.ended_at.strftime("%Y-%m-%d %H:%M") if le.ended_at else None,
+                "renewed" if now and le in now.chain[:-1] else _when(le.ended_at),
             )
             for le in leases
         ],
@@ -255,6 +279,19 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
     out.write("\nresources\n")
     _resource_table(doc["resources"], out)
     return 0
+
+
+def _billing_line(now: BillingNow | None) -> str:
+    if now is None:
+        return "bills now: no lease"
+    le = now.lease
+    span = f"{_when(le.start)} to {_when(le.end) or 'open end'}"
+    line = f"bills now: {le.billing_type.value} {le.unit_price} {le.currency}, {span}"
+    if now.paid_until is None:
+        return line
+    renewed = len(now.chain) - 1 - now.chain.index(le)
+    after = f" (renewed {renewed} time{'s' if renewed > 1 else ''} after it)" if renewed else ""
+    return f"{line}; paid until {_when(now.paid_until)}{after}"
 
 
 def node_edit(args: argparse.Namespace, out: TextIO) -> int:
@@ -331,8 +368,13 @@ def lease_end(args: argparse.Namespace, out: TextIO) -> int:
         lease = ledger.current_lease(node.name)
         tz = lease.billing_tz if lease else fields.DEFAULT_TZ
         at = fields.moment("at", args.at, tz) if args.at else None
+        still_open = len(ledger.leases(node.name, open_only=True))
         ended = ledger.end_lease(args.node, at)
-    return _done(args, out, records.lease_record(ended), f"ended the lease of {ended.node}")
+        cancelled = still_open - 1 - len(ledger.leases(node.name, open_only=True))
+    message = f"ended the lease of {ended.node}"
+    if cancelled > 0:
+        message += f", and its {cancelled} renewal(s) not started yet (they never billed)"
+    return _done(args, out, records.lease_record(ended), message)
 
 
 def lease_edit(args: argparse.Namespace, out: TextIO) -> int:
@@ -346,9 +388,35 @@ def lease_edit(args: argparse.Namespace, out: TextIO) -> int:
 
 def lease_list(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args, create=False) as ledger:
-        leases = ledger.leases(args.node, open_only=args.open)
+        every = ledger.leases(args.node)
+        now = ledger.clock()
+    leases = [le for le in every if not args.open or release.open_at(le, now)]
+    # Each lease's renewal chain: which lease it renews, and until when the chain is paid.
+    chain_of = {le.id: chain for chain in renewals.chains(every) for le in chain}
+    billing = {
+        b.lease.id
+        for b in (renewals.billing_now(c, now) for c in _by_node(every).values())
+        if b is not None
+    }
+
+    def renews(le: Lease) -> Lease | None:
+        chain = chain_of[le.id]
+        i = chain.index(le)
+        return chain[i - 1] if i else None
+
     if args.json:
-        output.dump_json([records.lease_record(le) for le in leases], out)
+        output.dump_json(
+            [
+                {
+                    **records.lease_record(le),
+                    "renews": _iso(prev.start) if (prev := renews(le)) else None,
+                    "paid_until": _iso(chain_of[le.id][-1].end),
+                    "bills_now": le.id in billing,
+                }
+                for le in leases
+            ],
+            out,
+        )
         return 0
     rows = [
         (
@@ -356,16 +424,29 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
             le.billing_type.value,
             f"{le.unit_price} {le.currency}",
             le.cards_billed,
-            le.start.strftime("%Y-%m-%d %H:%M"),
-            le.end.strftime("%Y-%m-%d %H:%M") if le.end else None,
+            _when(le.start),
+            _when(le.end),
             le.on_expiry.value,
-            le.ended_at.strftime("%Y-%m-%d %H:%M") if le.ended_at else "open",
+            "renewed" if chain_of[le.id][-1] is not le else _when(le.ended_at) or "open",
+            _when(prev.start) if (prev := renews(le)) else None,
+            _when(chain_of[le.id][-1].end),
+            "yes" if le.id in billing else None,
         )
         for le in leases
     ]
-    headers = ("NODE", "BILLING", "PRICE", "CARDS", "START", "END", "AT END", "ENDED")
+    headers = (
+        "NODE", "BILLING", "PRICE", "CARDS", "START", "END", "AT END", "ENDED", "RENEWS",
+        "PAID UNTIL", "BILLS NOW",
+    )  # fmt: skip
     output.table(headers, rows, out)
     return 0
+
+
+def _by_node(leases: list[Lease]) -> dict[str, list[Lease]]:
+    out: dict[str, list[Lease]] = {}
+    for le in leases:
+        out.setdefault(le.node, []).append(le)
+    return out
 
 
 # -- resources ---------------------------------------------------------------------------
@@ -382,8 +463,18 @@ def resource_add(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args, create=True) as ledger:
         res = ledger.add_resource(args.node, rec)
         lease = next(le for le in ledger.leases(args.node) if le.id == res.lease_id)
+        is_open = release.open_at(lease, ledger.clock())
     doc = records.resource_record(res, args.node, lease.start)
-    return _done(args, out, doc, f"recorded {res.kind.value} {res.native_id} on {args.node}")
+    # Say which lease took it: without --lease-start that is the open one, else the latest.
+    which = "open lease" if is_open else "lease" if "lease_start" in rec else "latest lease"
+    ended = "" if is_open else f", ended {_when(lease.ended_at) or '-'}"
+    if not is_open and "lease_start" not in rec:
+        ended += " (it has no open lease)"
+    message = (
+        f"recorded {res.kind.value} {res.native_id} on {args.node}, in its {which},"
+        f" from {_when(lease.start)}{ended}"
+    )
+    return _done(args, out, doc, message)
 
 
 def _resource_table(rows: list[dict[str, Any]], out: TextIO) -> None:

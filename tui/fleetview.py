@@ -9,8 +9,9 @@ from typing import Any
 
 from rich.text import Text
 
-from leases.models import GpuSample, Lease, Node, NodeHealth
+from leases.models import GpuSample, Node, NodeHealth
 from leases.poller import NodeStatus
+from leases.renewals import BillingNow
 from leases.textsafe import visible
 
 BARS = "▁▂▃▄▅▆▇█"
@@ -83,10 +84,12 @@ def summarize(samples: Sequence[GpuSample]) -> dict[str, Any]:
 def fleet_row(
     node: Node,
     status: NodeStatus | None,
-    lease: Lease | None,
+    billing: BillingNow | None,
     util_history: Sequence[float | None],
     now: datetime,
 ) -> FleetRow:
+    """billing: the lease billing now and the end of its renewal chain (leases.renewals),
+    shown beside the lease's own end when a renewal follows it."""
     health = status.health if status else NodeHealth.CONNECTING
     samples = status.samples if status and health is NodeHealth.OK else ()
     fig = summarize(samples)
@@ -98,11 +101,15 @@ def fleet_row(
     gpus = f"{len(samples)}x" if samples else f"({node.gpu_count})"
     used, total = fig["mem_used_gib"], fig["mem_total_gib"]
     mem = f"{used:.0f}/{total:.0f}G" if samples and used is not None and total is not None else "-"
+    lease = billing.lease if billing else None
     ends = "-"
-    if lease and lease.end:
-        days = (lease.end - now).total_seconds() / 86400
-        day = f"{lease.end:%m-%d}" if lease.end.year == now.year else f"{lease.end:%Y-%m-%d}"
-        ends = f"{day} ({days:.0f}d)" if days >= 0 else f"{day} past"
+    if billing and lease and lease.end:
+        paid = billing.paid_until or lease.end
+        days = (paid - now).total_seconds() / 86400
+        ends = _day(lease.end, now)
+        if paid != lease.end:
+            ends += f" → {_day(paid, now)}"  # renewed: paid for until the chain's end
+        ends = f"{ends} ({days:.0f}d)" if days >= 0 else f"{ends} past"
     billing = f"{lease.billing_type.value} {lease.unit_price}" if lease else "-"
     return FleetRow(
         node.name,
@@ -118,6 +125,10 @@ def fleet_row(
             ends,
         ),
     )
+
+
+def _day(at: datetime, now: datetime) -> str:
+    return f"{at:%m-%d}" if at.year == now.year else f"{at:%Y-%m-%d}"
 
 
 GPU_COLUMNS = ("GPU", "Name", "Util", "Memory", "Temp", "Power", "P-state", "Procs")

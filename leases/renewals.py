@@ -1,0 +1,82 @@
+"""Which lease bills a node at a given time, and the chains that renewals make.
+
+A renewal (Ledger.renew_lease) ends a prepaid lease at its own end and starts a new one
+there; until that end the old lease still bills, yet the node is paid for until the end of
+the last lease of the chain. Pure functions over one node's leases, ordered by start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from leases.models import Lease
+
+
+def in_effect(leases: Sequence[Lease], at: datetime) -> Lease | None:
+    """Of one node's leases (by start): the one billing at `at`; else the next to start;
+    else the last never recorded as ended (a prepaid period past its end, say)."""
+    far = datetime.max.replace(tzinfo=UTC)
+    for le in reversed(leases):
+        if le.start <= at < (le.ended_at or le.end or far):
+            return le
+    upcoming = [le for le in leases if le.start > at and le.ended_at is None]
+    if upcoming:
+        return upcoming[0]
+    still_open = [le for le in leases if le.ended_at is None]
+    return still_open[-1] if still_open else None
+
+
+def renews(before: Lease, after: Lease) -> bool:
+    """Whether `after` renews `before`: it starts where `before` ended at its own end."""
+    return (
+        before.node == after.node
+        and before.end is not None
+        and before.ended_at == before.end
+        and after.start == before.end
+    )
+
+
+def chains(leases: Sequence[Lease]) -> list[tuple[Lease, ...]]:
+    """Leases (of one node or many) as renewal chains, each oldest first; a lease that
+    renews nothing and is renewed by nothing is a chain of one."""
+    out: list[list[Lease]] = []
+    last_of: dict[str, list[Lease]] = {}
+    for le in sorted(leases, key=lambda le: (le.node, le.start)):
+        chain = last_of.get(le.node)
+        if chain is not None and renews(chain[-1], le):
+            chain.append(le)
+        else:
+            chain = [le]
+            out.append(chain)
+        last_of[le.node] = chain
+    return [tuple(c) for c in out]
+
+
+@dataclass(frozen=True)
+class BillingNow:
+    """A node's lease billing now, the renewal chain it belongs to, and how long that
+    chain is paid for (None: a lease without an end, hourly say)."""
+
+    lease: Lease
+    chain: tuple[Lease, ...]
+
+    @property
+    def paid_until(self) -> datetime | None:
+        return self.chain[-1].end
+
+    @property
+    def renewed(self) -> bool:
+        """Whether a renewal follows the lease billing now."""
+        return self.chain[-1] is not self.lease
+
+
+def billing_now(leases: Sequence[Lease], at: datetime) -> BillingNow | None:
+    """Of one node's leases (by start): the lease billing at `at` (see in_effect) and
+    the paid-until date of its renewal chain."""
+    lease = in_effect(leases, at)
+    if lease is None:
+        return None
+    chain = next(c for c in chains(leases) if any(le is lease for le in c))
+    return BillingNow(lease, chain)

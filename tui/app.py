@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from textual import work
 from textual.app import App, ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.widgets import DataTable, Footer, Header, Static
 
@@ -40,7 +40,7 @@ DETAIL_MAX = 400
 class ZukaApp(App[None]):
     TITLE = "zuka 租卡"
     CSS_PATH = "zuka.tcss"
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="quit", tooltip="Leave zuka"),
         Binding("r", "reload", "Reload ledger", id="reload", tooltip="Re-read nodes and leases"),
         Binding(

@@ -273,7 +273,7 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
         node = ledger.node(args.name)
         leases = ledger.leases(node.name)
         resources = ledger.resources(node.name)
-    doc = {
+    doc: dict[str, Any] = {
         "node": records.node_record(node),
         "ssh_command": node.ssh.command(),
         "problem": node.problem or None,

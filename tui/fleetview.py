@@ -75,7 +75,7 @@ def summarize(samples: Sequence[GpuSample]) -> dict[str, Any]:
         "util": _mean([s.util_gpu for s in samples]),
         "mem_used_gib": None if None in used else sum(used) / 1024,  # type: ignore[arg-type]
         "mem_total_gib": None if None in total else sum(total) / 1024,  # type: ignore[arg-type]
-        "power_w": None if None in power else sum(power),  # type: ignore[arg-type]
+        "power_w": None if None in power else sum(power),
         "temp_max": max((s.temp_c for s in samples if s.temp_c is not None), default=None),
     }
 

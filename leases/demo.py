@@ -1,25 +1,29 @@
-"""The example fleet behind `zuka demo`: assets/demo_fleet.json, moved to today.
+"""The example fleet behind `zuka demo`: leases/data/demo_fleet.json, moved to today.
 
 The file is an ordinary `zuka export` with an `anchor` date; every date in it is shifted
 by whole days so that the demo's leases are as fresh today as on the day it was written.
+It ships inside the package and is read through importlib.resources, so an installed
+wheel finds it wherever it lives.
 """
 
 from __future__ import annotations
 
 import json
 from datetime import date, datetime, timedelta
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 from leases import transfer
 from leases.ledger import Ledger
 
-DEMO_FILE = Path(__file__).resolve().parent.parent / "assets" / "demo_fleet.json"
+DEMO_FILE: Traversable = files("leases") / "data" / "demo_fleet.json"
 _MOMENTS = {"start", "end", "ended_at", "lease_start", "created", "deleted_at", "verified_at"}
 _DAYS = {"deposit_paid_on", "deposit_refunded_on"}
 
 
-def demo_records(today: date, path: Path = DEMO_FILE) -> transfer.Export:
+def demo_records(today: date, path: Traversable = DEMO_FILE) -> transfer.Export:
     text = path.read_text(encoding="utf-8")
     anchor = date.fromisoformat(json.loads(text)["anchor"])
     shift = timedelta(days=(today - anchor).days)

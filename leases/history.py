@@ -274,7 +274,7 @@ class RecentHistory:
         length = min(len(c) for c in columns)
         out: list[float | None] = []
         for i in range(-length, 0):
-            vals = [c[i].util for c in columns if c[i].util is not None]
+            vals = [u for c in columns if (u := c[i].util) is not None]
             out.append(sum(vals) / len(vals) if vals else None)
         return out
 

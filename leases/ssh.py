@@ -16,7 +16,7 @@ import random as _random
 import stat
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -553,6 +553,7 @@ class JumpHosts:
                     fault.health, f"{fault.message} (retrying in {wait:.1f} s)", fault.offered
                 )
             hop = chain[-1]
+            conn: asyncssh.SSHClientConnection
             try:
                 conn, client = await self._budget.run(
                     ("jump", *chain), jump.failures > 0, lambda: connect(hop, tunnel)
@@ -581,7 +582,7 @@ def _retry_at(
 ) -> float:
     """When a server that failed `failures` times in a row may be tried again:
     exponential backoff with full jitter, capped."""
-    ceiling = min(options.backoff_cap, options.backoff_base * 2 ** (failures - 1))
+    ceiling = min(options.backoff_cap, options.backoff_base * 2.0 ** (failures - 1))
     return clock() + random() * ceiling
 
 
@@ -777,7 +778,7 @@ class NodeSession:
 
     async def stream(
         self, cmd: str, idle_timeout: float | None = None, *, chunks: bool = False
-    ) -> AsyncIterator[str]:
+    ) -> AsyncGenerator[str, None]:
         """Yield the lines a long-running command prints (newline stripped), as they come;
         with chunks=True, whatever text has arrived instead (cheaper: one read, not one per
         line, for a caller that splits lines itself).
@@ -1153,7 +1154,8 @@ class NodeSession:
             self._set(NodeHealth.UNREACHABLE, f"connection lost during command: {reason}")
             return ConnectionDropped(self.name, NodeHealth.UNREACHABLE, self.last_error)
         # The connection is fine; only this channel failed (e.g. the server refused it).
-        return SshError(self.name, self.health, f"channel failed: {_describe(exc or '')}")
+        reason = _describe(exc) if exc else "it closed without an exit status"
+        return SshError(self.name, self.health, f"channel failed: {reason}")
 
     async def _open_process(self, link: _Link, cmd: str) -> asyncssh.SSHClientProcess[str]:
         delays = iter(_CHANNEL_RETRY_DELAYS)

@@ -210,11 +210,11 @@ def host_config(host: str, paths: Sequence[Path]) -> HostConfig:
     for raw in acc.options.get("identityfile", []):
         if raw.lower() == "none":
             continue
-        path = raw.replace("%d", str(Path.home())).replace("%u", getpass.getuser())
-        if "%" in path.replace("%%", ""):
+        spec = raw.replace("%d", str(Path.home())).replace("%u", getpass.getuser())
+        if "%" in spec.replace("%%", ""):
             refusals.append(f"IdentityFile {raw!r} uses a % token zuka does not expand")
             continue
-        files.append(str(Path(path.replace("%%", "%")).expanduser()))
+        files.append(str(Path(spec.replace("%%", "%")).expanduser()))
     return HostConfig(
         hostname=hostname,
         port=port,

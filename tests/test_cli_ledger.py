@@ -149,7 +149,7 @@ def test_renew_end_edit_archive(cli: Cli) -> None:
 
 @pytest.mark.parametrize("fmt", ["json", "csv"])
 def test_export_import_export_is_identical(cli: Cli, tmp_path: Path, fmt: str) -> None:
-    demo = Path(__file__).parent.parent / "assets" / "demo_fleet.json"
+    demo = Path(__file__).parent.parent / "leases" / "data" / "demo_fleet.json"
     assert cli("import", str(demo)).code == 0
     _seed(cli)
     cli("resource", "add", "colo-a800", "--kind", "bucket", "--id", "lab-ckpt",
@@ -167,7 +167,7 @@ def test_export_import_export_is_identical(cli: Cli, tmp_path: Path, fmt: str) -
 
 
 def test_csv_template_imports(cli: Cli) -> None:
-    template = Path(__file__).parent.parent / "assets" / "ledger-template.csv"
+    template = Path(__file__).parent.parent / "leases" / "data" / "ledger-template.csv"
     r = cli("import", str(template))
     assert r.code == 0, r.err
     assert "2 nodes" in r.out

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime, timedelta
+from importlib.resources import files
 from pathlib import Path
 from typing import ClassVar
 
 from textual import work
 from textual.app import App, ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.widgets import DataTable, Footer, Header, Static
 
@@ -40,8 +41,9 @@ DETAIL_MAX = 400
 
 class ZukaApp(App[None]):
     TITLE = "zuka 租卡"
-    CSS_PATH = "zuka.tcss"
-    BINDINGS: ClassVar[list[Binding]] = [
+    # Package data read through importlib.resources, found wherever the package is installed.
+    CSS = (files("tui") / "zuka.tcss").read_text(encoding="utf-8")
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="quit", tooltip="Leave zuka"),
         Binding("r", "reload", "Reload ledger", id="reload", tooltip="Re-read nodes and leases"),
         Binding(

@@ -23,9 +23,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"zuka: error: {visible(message)}\n")
 
 
-def _common(json: bool = True) -> argparse.ArgumentParser:
+def _common(json: bool = True) -> _Parser:
     """Options every subcommand takes, before or after the subcommand's name."""
-    p = argparse.ArgumentParser(add_help=False)
+    p = _Parser(add_help=False)
     p.add_argument(
         "--ledger",
         default=argparse.SUPPRESS,

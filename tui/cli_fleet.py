@@ -17,7 +17,7 @@ from leases.errors import InputError
 from leases.fleet import fleet_nodes, make_poller, polled_nodes, ssh_options
 from leases.ledger import Ledger, resolve_ledger_path
 from leases.lock import PollerLock
-from leases.models import NodeHealth
+from leases.models import Node, NodeHealth
 from leases.poller import NodeStatus, Poller
 from leases.rollups import HistoryStore, sample_record
 from leases.textsafe import visible
@@ -89,6 +89,7 @@ def poll(args: argparse.Namespace, out: TextIO) -> int:
     if getattr(args, "timeout", None) is not None:
         _positive("timeout", args.timeout)
     with Ledger.open(path, create=False) as ledger:
+        refused: list[Node]
         if args.nodes:
             nodes, refused = polled_nodes(ledger, args.nodes), []
         else:

@@ -244,7 +244,7 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
         leases = ledger.leases(node.name)
         resources = ledger.resources(node.name)
         now = renewals.billing_now(leases, ledger.clock())
-    doc = {
+    doc: dict[str, Any] = {
         "node": records.node_record(node),
         "ssh_command": node.ssh.command(),
         "problem": node.problem or None,

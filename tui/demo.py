@@ -1,6 +1,6 @@
 """`zuka demo`: the dashboard on the example fleet, live.
 
-A temporary ledger is built from assets/demo_fleet.json; every node in it is backed by a
+A temporary ledger is built from leases/data/demo_fleet.json; every node in it is backed by a
 simulated GPU node (an in-process SSH server, see leases.sim) with 30 days of history, and
 the dashboard polls them over real SSH connections like any other fleet.
 """

@@ -76,7 +76,7 @@ def summarize(samples: Sequence[GpuSample]) -> dict[str, Any]:
         "util": _mean([s.util_gpu for s in samples]),
         "mem_used_gib": None if None in used else sum(used) / 1024,  # type: ignore[arg-type]
         "mem_total_gib": None if None in total else sum(total) / 1024,  # type: ignore[arg-type]
-        "power_w": None if None in power else sum(power),  # type: ignore[arg-type]
+        "power_w": None if None in power else sum(power),
         "temp_max": max((s.temp_c for s in samples if s.temp_c is not None), default=None),
     }
 
@@ -110,7 +110,7 @@ def fleet_row(
         if paid != lease.end:
             ends += f" → {_day(paid, now)}"  # renewed: paid for until the chain's end
         ends = f"{ends} ({days:.0f}d)" if days >= 0 else f"{ends} past"
-    billing = f"{lease.billing_type.value} {lease.unit_price}" if lease else "-"
+    price = f"{lease.billing_type.value} {lease.unit_price}" if lease else "-"
     return FleetRow(
         node.name,
         (
@@ -121,7 +121,7 @@ def fleet_row(
             mem,
             "-" if not samples or fig["power_w"] is None else f"{fig['power_w']:.0f}W",
             sparkline(util_history),
-            billing,
+            price,
             ends,
         ),
     )

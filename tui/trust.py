@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
@@ -30,7 +30,7 @@ class TrustScreen(ModalScreen[bool]):
         padding: 1 2;
     }
     """
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "Trust", id="trust-yes"),
         Binding("n,escape", "answer(False)", "Leave untrusted", id="trust-no"),
     ]

@@ -135,7 +135,7 @@ class SimNode:
         return _gpus(*key, self.spoof_name)
 
 
-DEFAULT_FILES = frozenset(
+DEFAULT_FILES: frozenset[str] = frozenset(
     {
         "/root/.ssh/authorized_keys",
         "/root/.bash_history",

@@ -386,9 +386,7 @@ def test_m005_keeps_ids_references_and_the_audit_chain(tmp_path: Path) -> None:
         ledger.archive_node("a")
         ledger.add_node(records.node_from({"name": "a", "ssh_host": "h3"}))
         with pytest.raises(sqlite3.IntegrityError):
-            ledger.conn.execute(
-                "INSERT INTO nodes (name, ssh_host) VALUES ('a', 'h4')"
-            )
+            ledger.conn.execute("INSERT INTO nodes (name, ssh_host) VALUES ('a', 'h4')")
         # References from history still point at the archived node.
         assert ledger.conn.execute("SELECT node_id FROM gpu_minute").fetchall() == [(1,), (1,)]
         assert ledger.verify_audit().ok

@@ -673,7 +673,7 @@ class Ledger:
                 )
             res, before = found[0]
             tz = self._lease_by_id(res.lease_id).billing_tz
-            now = self.clock()
+            now = self.clock().replace(microsecond=0)
             after = dict(before)
             for key in ("deleted_at", "verified_at"):
                 if key in changes:

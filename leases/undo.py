@@ -2,10 +2,14 @@
 
 Each entry holds a row's record before and after the change; undoing puts `before` back,
 but only while the row is still exactly `after` (else something changed since and the
-undo is refused). The undo is itself an entry, `undo #ID`, with before and after swapped,
-so undoing an undo redoes the change. A delete entry holds what went with the row (a
-node's leases and their resources, with their ids), so an undo puts them all back; GPU
-history deleted with a node is counted in the entry but not kept, so it stays gone.
+undo is refused). The change being the last in the log, what comes back is a state the
+ledger was in, so the rules between rows (overlapping leases...) are not checked again;
+each record still is, and a name a live node has taken since is refused.
+
+The undo is itself an entry, `undo #ID`, with before and after swapped, so undoing an
+undo redoes the change. A delete entry holds what went with the row (a node's leases and
+their resources, with their ids), so an undo puts them all back; GPU history deleted
+with a node is counted in the entry but not kept, so it stays gone.
 """
 
 from __future__ import annotations
@@ -166,7 +170,6 @@ def _insert(
             _put_lease(conn, int(le["id"]), entity_id, le)
     elif entity == "lease":
         lease = records.lease_from(rec)
-        ledger._check_fits(lease.node, lease, None)
         node_id = ledger.node(lease.node).id
         assert node_id is not None
         _put_lease(conn, entity_id, node_id, rec)
@@ -207,20 +210,11 @@ def _update(
         node = records.node_from(rec)
         if node.state is not NodeState.RELEASED and ledger._live_named(conn, node.name, entity_id):
             raise InputError("undo", node.name, "a live node of that name exists now")
-        if (
-            node.state is NodeState.RELEASED
-            and conn.execute(
-                "SELECT 1 FROM leases WHERE node_id = ? AND ended_at IS NULL", [entity_id]
-            ).fetchone()
-        ):
-            raise InputError("undo", node.name, "the node has an open lease now")
         row = _node_row(records.node_record(node), ledger._provider_id(conn, node.provider))
         _set(conn, "nodes", entity_id, row)
     elif entity == "lease":
-        lease = records.lease_from(rec)
-        ledger._check_fits(lease.node, lease, entity_id)
-        _set(conn, "leases", entity_id, {k: v for k, v in records.lease_record(lease).items()
-                                         if k != "node"})  # fmt: skip
+        row = records.lease_record(records.lease_from(rec))
+        _set(conn, "leases", entity_id, {k: v for k, v in row.items() if k != "node"})
     elif entity == "resource":
         found = ledger._resource_rows(" WHERE r.id = ?", [entity_id])
         lease = ledger._lease_by_id(found[0][0].lease_id)

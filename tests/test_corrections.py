@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from conftest import Cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlite_utils import Database
 
 from leases import records
@@ -422,3 +425,80 @@ def test_log_of_a_reused_name_shows_the_live_node_and_says_how_to_see_the_old(
     assert [e["action"] for e in _log(cli, "m1")] == ["node.add"]
     old = [e["action"] for e in _log(cli, "m1", "--archived")]
     assert old[0] == "node.add" and old[-1] == "node.edit" and "lease.renew" in old
+
+
+# -- undo and redo of any change, as a property ----------------------------------------------
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+NAMES = ("a", "b")
+
+
+def _op(ledger: Ledger, kind: str, name: str, k: int) -> None:
+    """One change of the kinds `zuka` makes; many are refused in a given state."""
+    day = f"2026-{10 + k % 2:02d}-{1 + k:02d}"
+    if kind == "node.add":
+        ledger.add_node(records.node_from({"name": name, "ssh_host": f"h{k}", "gpu_count": 8}))
+    elif kind == "node.edit":
+        ledger.update_node(name, {"notes": f"n{k}", "gpu_count": 4 + k % 5})
+    elif kind == "rename":
+        ledger.update_node(name, {"name": NAMES[(NAMES.index(name) + 1) % 2]})
+    elif kind == "archive":
+        ledger.archive_node(name)
+    elif kind == "restore":
+        ledger.restore_node(name)
+    elif kind == "lease.add":
+        ledger.add_lease(
+            records.lease_from(
+                {"node": name, "billing_type": "monthly", "unit_price": str(100 + k),
+                 "start": day, "end": f"2026-{11 + k % 2:02d}-{1 + k:02d}"}
+            )
+        )  # fmt: skip
+    elif kind == "lease.end":
+        ledger.end_lease(name)
+    elif kind == "lease.renew":
+        ledger.renew_lease(name, datetime(2027, 3, 1, tzinfo=UTC))
+    elif kind == "lease.edit":
+        ledger.update_lease(name, {"notes": f"e{k}"}, start=ledger.leases(name)[0].start)
+    elif kind == "lease.delete":
+        ledger.delete_lease(name, ledger.leases(name)[0].start.isoformat(), force=k % 2 == 0)
+    elif kind == "resource.add":
+        ledger.add_resource(
+            name,
+            {"kind": "disk", "native_id": f"d-{k}", "lease_start": ledger.leases(name)[-1].start},
+        )
+    elif kind == "resource.edit":
+        _, _, res = ledger.resources(name)[0]
+        ledger.update_resource(name, "disk", res.native_id, {"deleted_at": "now"})
+    elif kind == "node.delete":
+        ledger.delete_node(name, force=k % 2 == 0)
+
+
+OPS = ("node.add", "node.edit", "rename", "archive", "restore", "lease.add", "lease.end",
+       "lease.renew", "lease.edit", "lease.delete", "resource.add", "resource.edit",
+       "node.delete")  # fmt: skip
+
+
+@settings(max_examples=40)
+@given(st.lists(st.tuples(st.sampled_from(OPS), st.sampled_from(NAMES), st.integers(0, 9)),
+                min_size=1, max_size=16))  # fmt: skip
+def test_every_change_undoes_and_redoes_exactly(
+    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[str, str, int]]
+) -> None:
+    path = tmp_path_factory.mktemp("undo") / "l.db"
+    prelude = [("node.add", "a", 0), ("lease.add", "a", 0), ("resource.add", "a", 1)]
+    with Ledger.open(path, clock=lambda: NOW) as ledger:
+        for kind, name, k in [*prelude, *ops]:
+            before = ledger.export_records()
+            try:
+                _op(ledger, kind, name, k)
+            except (InputError, IndexError):
+                assert ledger.export_records() == before  # a refusal changes nothing
+                continue
+            after = ledger.export_records()
+            if after == before:
+                continue  # an edit to the same values writes no entry
+            ledger.undo()
+            assert ledger.export_records() == before, kind
+            ledger.undo()  # the undo of the undo: a redo
+            assert ledger.export_records() == after, kind
+        assert ledger.verify_audit().ok

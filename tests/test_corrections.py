@@ -502,3 +502,24 @@ def test_every_change_undoes_and_redoes_exactly(
             ledger.undo()  # the undo of the undo: a redo
             assert ledger.export_records() == after, kind
         assert ledger.verify_audit().ok
+
+
+def test_log_of_a_node_whose_row_id_was_reused(cli: Cli) -> None:
+    """SQLite gives a deleted newest row's id to the next node: the logs stay apart."""
+    assert cli("node", "add", "typo", "--ssh", "ssh root@10.0.0.1").code == 0
+    assert cli("node", "delete", "typo").code == 0
+    assert cli("node", "add", "right", "--ssh", "ssh root@10.0.0.1").code == 0
+    assert [e["action"] for e in _log(cli, "right")] == ["node.add"]
+    assert [e["action"] for e in _log(cli, "typo")] == ["node.add", "node.delete"]
+    # An undo that puts a deleted node back continues its own history.
+    assert cli("node", "delete", "right").code == 0
+    assert cli("undo").code == 0
+    assert [e["action"] for e in _log(cli, "right")] == ["node.add", "node.delete", "undo #4"]
+
+
+def test_undo_of_a_node_add_keeps_gpu_history(cli: Cli, ledger_path: Path) -> None:
+    assert cli("node", "add", "n1", "--ssh", "ssh root@10.0.0.1").code == 0
+    _history_rows(ledger_path, _node_id(ledger_path, "n1"))
+    r = cli("undo")
+    assert r.code == 2
+    assert "GPU history" in r.err and "zuka node delete n1 --force" in r.err

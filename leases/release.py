@@ -39,5 +39,5 @@ def check_lease_on(node: Node, lease: Lease, now: datetime) -> None:
             "node",
             node.name,
             f"{node.name} is archived (released): no lease can be added to it or renewed on"
-            f" it; make it active first: zuka node edit {node.name} --state active",
+            f" it; bring it back first: zuka node restore {node.name}",
         )

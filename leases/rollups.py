@@ -73,7 +73,11 @@ class HistoryStore:
 
     def node_id(self, node: str) -> int:
         if node not in self._ids:
-            row = self.ledger.conn.execute("SELECT id FROM nodes WHERE name = ?", [node]).fetchone()
+            # The live node of that name (a released node's name may have been reused).
+            row = self.ledger.conn.execute(
+                "SELECT id FROM nodes WHERE name = ? ORDER BY state = 'released', id DESC",
+                [node],
+            ).fetchone()
             if row is None:
                 from leases.errors import UnknownNode
 

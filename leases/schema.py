@@ -211,3 +211,51 @@ def m004_audit_chain(db: Database) -> None:
         )
     for sql in AUDIT_TRIGGERS.values():
         db.execute(sql)
+
+
+@MIGRATIONS()
+def m005_reusable_names(db: Database) -> None:
+    """A node's name is unique among live nodes only, so that a released (archived) node's
+    name can be given to a new one. SQLite cannot drop a UNIQUE constraint: the table is
+    rebuilt (https://www.sqlite.org/lang_altertable.html#otheralter) with its ids kept, so
+    that leases, GPU history and the audit log still point at the same nodes. The ledger
+    runs migrations with foreign keys off; the check below stands in for them."""
+    _run(
+        db,
+        """
+        CREATE TABLE nodes_m005 (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            provider_id INTEGER REFERENCES providers(id),
+            ssh_host TEXT NOT NULL,
+            ssh_port INTEGER CHECK (ssh_port BETWEEN 1 AND 65535),
+            ssh_user TEXT,
+            ssh_key_path TEXT,
+            ssh_jump TEXT,
+            ssh_alias INTEGER NOT NULL DEFAULT 0,
+            gpu_model TEXT NOT NULL DEFAULT '',
+            gpu_count INTEGER NOT NULL DEFAULT 0 CHECK (gpu_count >= 0),
+            vram_gib INTEGER CHECK (vram_gib > 0),
+            interconnect TEXT NOT NULL DEFAULT 'unknown'
+                CHECK (interconnect IN ('nvlink', 'pcie', 'unknown')),
+            tags TEXT NOT NULL DEFAULT '[]',
+            state TEXT NOT NULL DEFAULT 'active'
+                CHECK (state IN ('active', 'offboarding', 'released')),
+            local INTEGER NOT NULL DEFAULT 0,
+            notes TEXT NOT NULL DEFAULT ''
+        );
+        INSERT INTO nodes_m005 (id, name, provider_id, ssh_host, ssh_port, ssh_user,
+            ssh_key_path, ssh_jump, ssh_alias, gpu_model, gpu_count, vram_gib, interconnect,
+            tags, state, local, notes)
+        SELECT id, name, provider_id, ssh_host, ssh_port, ssh_user, ssh_key_path, ssh_jump,
+            ssh_alias, gpu_model, gpu_count, vram_gib, interconnect, tags, state, local, notes
+        FROM nodes;
+        DROP TABLE nodes;
+        ALTER TABLE nodes_m005 RENAME TO nodes;
+        CREATE UNIQUE INDEX nodes_live_name ON nodes(name) WHERE state != 'released';
+        CREATE INDEX nodes_name ON nodes(name);
+        """,
+    )
+    broken = db.execute("PRAGMA foreign_key_check").fetchall()
+    if broken:
+        raise ValueError(f"m005: rows that refer to no node after the rebuild: {broken[:5]}")

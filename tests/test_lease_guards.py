@@ -251,10 +251,14 @@ def test_no_lease_is_added_to_or_renewed_on_an_archived_node(cli: Cli, ledger_pa
     before = _audit_count(ledger_path)
     r = cli("lease", "add", "m1", "--billing", "hourly", "--price", "9")
     assert r.code == 2
-    assert "archived" in r.err and "zuka node edit m1 --state active" in r.err
+    assert "archived" in r.err and "zuka node restore m1" in r.err
     assert _audit_count(ledger_path) == before
+    # The command the refusal names is the fix.
+    assert cli("node", "restore", "m1").code == 0
+    assert cli("lease", "add", "m1", "--billing", "hourly", "--price", "9").code == 0
+    assert cli("lease", "delete", "m1", "--start", json.loads(
+        cli("lease", "list", "m1", "--json").out)[0]["start"]).code == 0  # fmt: skip
     # A ledger from before this rule: an archived node that still has an open lease.
-    assert cli("node", "edit", "m1", "--state", "active").code == 0
     assert cli("lease", "add", "m1", "--billing", "monthly", "--price", "50000",
                "--start", _day(-10), "--end", _day(20)).code == 0  # fmt: skip
     conn = sqlite3.connect(ledger_path)
@@ -264,7 +268,7 @@ def test_no_lease_is_added_to_or_renewed_on_an_archived_node(cli: Cli, ledger_pa
     before = _audit_count(ledger_path)
     r = cli("lease", "renew", "m1", "--until", _day(50))
     assert r.code == 2
-    assert "archived" in r.err and "zuka node edit m1 --state active" in r.err
+    assert "archived" in r.err and "zuka node restore m1" in r.err
     assert _audit_count(ledger_path) == before
     assert len(json.loads(cli("lease", "list", "m1", "--json").out)) == 1
 
@@ -404,7 +408,7 @@ def test_release_rule() -> None:
     for lease in (running, renewed):
         with pytest.raises(InputError, match="zuka lease end n"):
             check_release("n", [ended, lease], now)
-        with pytest.raises(InputError, match="zuka node edit n --state active"):
+        with pytest.raises(InputError, match="zuka node restore n"):
             check_lease_on(released, lease, now)
         check_lease_on(node, lease, now)
     check_lease_on(released, ended, now)  # history of an archived node may be imported

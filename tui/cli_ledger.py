@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 from leases import auditchain, fields, recordfields, records, release, renewals, transfer
 from leases.errors import InputError
-from leases.ledger import Ledger, resolve_ledger_path
+from leases.ledger import Ledger, describe_counts, describe_resources, resolve_ledger_path
 from leases.models import Lease, Node, NodeState, Provider, ProviderKind, Resource
 from leases.renewals import BillingNow
 from leases.sshcmd import parse_ssh_command, ssh_config_aliases
@@ -312,14 +312,35 @@ def node_archive(args: argparse.Namespace, out: TextIO) -> int:
     return _done(args, out, records.node_record(node), f"archived node {node.name}")
 
 
+def node_restore(args: argparse.Namespace, out: TextIO) -> int:
+    with _open(args, create=False) as ledger:
+        node = ledger.restore_node(args.name)
+    return _done(args, out, records.node_record(node), f"restored node {node.name}")
+
+
+def node_delete(args: argparse.Namespace, out: TextIO) -> int:
+    with _open(args, create=False) as ledger:
+        counts = ledger.delete_node(args.name, force=args.force)
+    went = describe_counts(counts)
+    tail = "" if went == "nothing" else f" with {went}"
+    return _done(args, out, counts, f"deleted node {args.name}{tail} (`zuka undo` puts it back)")
+
+
 # -- leases ------------------------------------------------------------------------------
 
 
-def lease_options(p: argparse.ArgumentParser, required: bool, renewing: bool = False) -> None:
+def lease_options(
+    p: argparse.ArgumentParser, required: bool, renewing: bool = False, editing: bool = False
+) -> None:
     table = dict(LEASE_FLAGS)
     if renewing:
         for key in ("start", "end", "deposit_refund", "deposit_refunded_on"):
             table.pop(key)
+    if editing:
+        # --start picks the lease, as in lease delete; --new-start moves it.
+        table.pop("start")
+        p.add_argument("--start", dest="pick_start", metavar="WHEN", help=_PICK_HELP)
+        p.add_argument("--new-start", dest="start", metavar="WHEN", help="move the start")
     _add_flags(p, table, {"billing_type", "unit_price"} if required else set(), LEASE_HELP)
     p.add_argument(
         "--auto-renew",
@@ -377,13 +398,25 @@ def lease_end(args: argparse.Namespace, out: TextIO) -> int:
     return _done(args, out, records.lease_record(ended), message)
 
 
+_PICK_HELP = "the lease that starts then, as `zuka lease list` prints it (default: the open one)"
+
+
 def lease_edit(args: argparse.Namespace, out: TextIO) -> int:
     changes = _lease_changes(args)
     if not changes:
         raise InputError("lease edit", args.node, "nothing to change: give at least one option")
     with _open(args, create=False) as ledger:
-        lease = ledger.update_lease(args.node, changes)
+        lease = ledger.update_lease(args.node, changes, start=args.pick_start)
     return _done(args, out, records.lease_record(lease), f"updated the lease of {lease.node}")
+
+
+def lease_delete(args: argparse.Namespace, out: TextIO) -> int:
+    with _open(args, create=False) as ledger:
+        bundle = ledger.delete_lease(args.node, args.start, force=args.force)
+    went = bundle["resources"]
+    tail = f" and its resources: {describe_resources(went)}" if went else ""
+    message = f"deleted the lease of {args.node} from {bundle['start']}{tail}"
+    return _done(args, out, bundle, message + " (`zuka undo` puts it back)")
 
 
 def lease_list(args: argparse.Namespace, out: TextIO) -> int:
@@ -452,8 +485,25 @@ def _by_node(leases: list[Lease]) -> dict[str, list[Lease]]:
 # -- resources ---------------------------------------------------------------------------
 
 
-def resource_options(p: argparse.ArgumentParser) -> None:
-    _add_flags(p, RESOURCE_FLAGS, {"kind", "native_id"}, RESOURCE_HELP)
+def resource_options(p: argparse.ArgumentParser, editing: bool = False) -> None:
+    if not editing:
+        _add_flags(p, RESOURCE_FLAGS, {"kind", "native_id"}, RESOURCE_HELP)
+        return
+    keep = ("kind", "native_id", "lease_start", "notes")
+    _add_flags(
+        p,
+        {k: RESOURCE_FLAGS[k] for k in keep},
+        {"kind", "native_id"},
+        {**RESOURCE_HELP, "notes": "the notes (required with --verified: how it was checked)"},
+    )
+    for flag, what in (("--deleted", "deleted"), ("--verified", "verified deleted")):
+        p.add_argument(
+            flag,
+            nargs="?",
+            const="now",
+            metavar="WHEN",
+            help=f"mark it {what} by hand, at WHEN (default: now)",
+        )
 
 
 def resource_add(args: argparse.Namespace, out: TextIO) -> int:
@@ -475,6 +525,23 @@ def resource_add(args: argparse.Namespace, out: TextIO) -> int:
         f" from {_when(lease.start)}{ended}"
     )
     return _done(args, out, doc, message)
+
+
+def resource_edit(args: argparse.Namespace, out: TextIO) -> int:
+    changes = {
+        key: value
+        for key, value in (
+            ("deleted_at", args.deleted),
+            ("verified_at", args.verified),
+            ("notes", args.notes),
+        )
+        if value is not None
+    }
+    with _open(args, create=False) as ledger:
+        doc = ledger.update_resource(
+            args.node, args.kind, args.native_id, changes, lease_start=args.lease_start
+        )
+    return _done(args, out, doc, f"updated {doc['kind']} {doc['native_id']} on {doc['node']}")
 
 
 def _resource_table(rows: list[dict[str, Any]], out: TextIO) -> None:
@@ -515,9 +582,19 @@ def _summary(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) 
 
 
 def log(args: argparse.Namespace, out: TextIO) -> int:
+    if args.archived and args.node is None:
+        raise InputError("archived", None, "give the NODE whose archived history to show")
     with _open(args, create=False) as ledger:
-        entries = ledger.history(args.node)
+        entries = ledger.history(args.node, archived=args.archived)
         report = ledger.verify_audit()
+        older = [] if args.node is None or args.archived else ledger.archived_nodes(args.node)
+        live = bool(older) and ledger.node(args.node).state is not NodeState.RELEASED
+    if live:
+        print(
+            f"zuka: {visible(args.node)} is the node that has this name now; an archived node"
+            f" had it too: `zuka log {visible(args.node)} --archived` shows that one",
+            file=sys.stderr,
+        )
     if not report.ok:
         print(f"zuka: {_chain_problem(report)}; run `zuka audit verify`", file=sys.stderr)
     if args.json:
@@ -538,6 +615,21 @@ def log(args: argparse.Namespace, out: TextIO) -> int:
         for e in entries
     ]  # fmt: skip
     output.table(("WHEN", "WHO", "ACTION", "NODE", "CHANGE"), rows, out)
+    return 0
+
+
+def undo(args: argparse.Namespace, out: TextIO) -> int:
+    with _open(args, create=False) as ledger:
+        undone = ledger.undo()
+    if args.json:
+        output.dump_json([{"id": e.id, "action": e.action, "node": e.node} for e in undone], out)
+        return 0
+    for e in undone:
+        out.write(visible(f"undid entry {e.id}: {e.action} of {e.node or e.entity}") + "\n")
+    gone = next((e.before.get("gpu_history") for e in undone if e.before), None)
+    if isinstance(gone, dict) and any(gone.values()):
+        out.write(f"(its GPU history, {describe_counts(gone)}, was not kept and stays gone)\n")
+    out.write("(`zuka undo` again redoes it)\n")
     return 0
 
 

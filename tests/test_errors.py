@@ -125,7 +125,11 @@ def test_a_ledger_that_is_a_directory_is_one_line(
 @pytest.mark.parametrize("args", [("node", "list"), ("provider", "add", "p", "--kind", "cloud")])
 def test_a_ledger_under_proc_or_dev_is_one_line(cli: Cli, path: str, args: tuple[str, ...]) -> None:
     result = cli(*args, ledger=Path(path))
-    assert result.code != 0
+    if args[0] == "node" and not Path(path).exists():
+        # A reading command on a ledger that is not there: an empty ledger, as anywhere.
+        assert (result.code, result.err) == (0, "")
+        return
+    assert result.code == 1
     one_line(result.err)
 
 
@@ -207,7 +211,7 @@ def test_a_full_disk_is_one_line_and_reads_still_work(cli: Cli, tmp_path: Path) 
         for args in READING:
             result = cli(*args, ledger=path)
             assert result.code == 0, (args, result.err)
-        result = cli("provider", "add", "p" * 3000, "--kind", "cloud", ledger=path)
+        result = cli("provider", "add", "p2", "--kind", "cloud", ledger=path)
         assert result.code == 1
         assert "no space left" in one_line(result.err)
         result = cli("export", "-o", str(mnt / "e.json"), ledger=path)
@@ -323,7 +327,7 @@ def test_demo_help_tells_where_its_ledger_is() -> None:
     done = _zuka("demo", "--help")
     assert done.returncode == 0
     text = " ".join(done.stdout.split())
-    assert "temporary" in text and "ZUKA_LEDGER" not in text
+    assert "temporary" in text and "user data directory" not in text
 
 
 async def test_the_dashboard_shows_the_ledger_it_has_open(tmp_path: Path) -> None:

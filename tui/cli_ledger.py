@@ -122,8 +122,9 @@ def _pick(args: argparse.Namespace, table: Mapping[str, tuple[str, str]]) -> dic
     }
 
 
-def _open(args: argparse.Namespace, *, create: bool) -> Ledger:
-    return Ledger.open(resolve_ledger_path(args.ledger), create=create)
+def _open(args: argparse.Namespace, *, create: bool = False, readonly: bool = False) -> Ledger:
+    """The ledger of --ledger; readonly for commands that only read (see Ledger.open)."""
+    return Ledger.open(resolve_ledger_path(args.ledger), create=create, readonly=readonly)
 
 
 # -- providers ---------------------------------------------------------------------------
@@ -146,7 +147,7 @@ def provider_add(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def provider_list(args: argparse.Namespace, out: TextIO) -> int:
-    with _open(args, create=False) as ledger:
+    with _open(args, readonly=True) as ledger:
         provs = ledger.providers()
     if args.json:
         output.dump_json([records.provider_record(p) for p in provs], out)
@@ -243,7 +244,7 @@ def _node_row(n: Node, lease: Lease | None, channels: Mapping[str, str]) -> tupl
 
 
 def node_list(args: argparse.Namespace, out: TextIO) -> int:
-    with _open(args, create=False) as ledger:
+    with _open(args, readonly=True) as ledger:
         states = None if args.all else [NodeState.ACTIVE, NodeState.OFFBOARDING]
         nodes = ledger.nodes(states)
         current = ledger.current_leases()
@@ -269,7 +270,7 @@ def node_list(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def node_show(args: argparse.Namespace, out: TextIO) -> int:
-    with _open(args, create=False) as ledger:
+    with _open(args, readonly=True) as ledger:
         node = ledger.node(args.name)
         leases = ledger.leases(node.name)
         resources = ledger.resources(node.name)
@@ -390,7 +391,7 @@ def lease_edit(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def lease_list(args: argparse.Namespace, out: TextIO) -> int:
-    with _open(args, create=False) as ledger:
+    with _open(args, readonly=True) as ledger:
         leases = ledger.leases(args.node, open_only=args.open)
     if args.json:
         output.dump_json([records.lease_record(le) for le in leases], out)
@@ -444,7 +445,7 @@ def _resource_table(rows: list[dict[str, Any]], out: TextIO) -> None:
 
 
 def resource_list(args: argparse.Namespace, out: TextIO) -> int:
-    with _open(args, create=False) as ledger:
+    with _open(args, readonly=True) as ledger:
         rows = [records.resource_record(r, n, s) for n, s, r in ledger.resources(args.node)]
     if args.json:
         output.dump_json(rows, out)
@@ -469,7 +470,7 @@ def _summary(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) 
 
 
 def log(args: argparse.Namespace, out: TextIO) -> int:
-    with _open(args, create=False) as ledger:
+    with _open(args, readonly=True) as ledger:
         entries = ledger.history(args.node)
         report = ledger.verify_audit()
     if not report.ok:
@@ -511,7 +512,7 @@ def audit_verify(args: argparse.Namespace, out: TextIO) -> int:
         ):
             raise InputError("anchor", args.anchor, "must be ID:HASH as `zuka audit verify` prints")
         anchor = (int(entry), digest)
-    with _open(args, create=False) as ledger:
+    with _open(args, readonly=True) as ledger:
         report = ledger.verify_audit(anchor)
     if args.json:
         output.dump_json(
@@ -533,7 +534,7 @@ def audit_verify(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def export(args: argparse.Namespace, out: TextIO) -> int:
-    with _open(args, create=False) as ledger:
+    with _open(args, readonly=True) as ledger:
         data = ledger.export_records()
     text = transfer.to_csv(data) if args.format == "csv" else transfer.to_json(data)
     if args.output:

@@ -1,6 +1,11 @@
-"""Errors the domain raises for bad input, each naming the field and the value."""
+"""Errors the domain raises for bad input, each naming the field and the value, and the
+one-line words for an OS or SQLite error on the ledger or a file zuka reads or writes."""
 
 from __future__ import annotations
+
+import errno
+import os
+import sqlite3
 
 
 class InputError(ValueError):
@@ -20,3 +25,67 @@ class UnknownNode(InputError):
 
 class LedgerError(RuntimeError):
     """The ledger file cannot be used (newer schema, not a zuka ledger, unreadable)."""
+
+
+READ_ONLY = (
+    "read-only: this user cannot write it (its mode, an immutable attribute, its directory "
+    "or a read-only mount); commands that only read it still work"
+)
+NO_SPACE = "no space left on device: free some space, then try again"
+
+
+def os_problem(exc: OSError) -> str:
+    """An OSError on a file in words, with what to do about it."""
+    code = exc.errno
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        return NO_SPACE
+    if code == errno.EROFS:
+        return "read-only file system: give a path on a file system that can be written"
+    if code in (errno.EACCES, errno.EPERM):
+        return (
+            "permission denied: check the owner and mode of the file and its directory "
+            "(and `lsattr` for an immutable file)"
+        )
+    if code == errno.EISDIR:
+        return "is a directory: give the path of a file"
+    if code == errno.ENOTDIR:
+        return "a part of the path is not a directory"
+    if code == errno.ENOENT:
+        return "no such file or directory: check the path"
+    return exc.strerror or str(exc)
+
+
+def sqlite_problem(exc: sqlite3.Error) -> str:
+    """An SQLite error on the ledger in words, with what to do about it."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    text = str(exc)
+    if name.startswith("SQLITE_BUSY") or name.startswith("SQLITE_LOCKED") or "locked" in text:
+        return "database is locked: another zuka is writing to it; try again"
+    if name.startswith("SQLITE_READONLY") or "readonly" in text:
+        return READ_ONLY
+    if name == "SQLITE_FULL" or "is full" in text:
+        return NO_SPACE
+    if name.startswith("SQLITE_CANTOPEN"):
+        return "cannot open it: check that it and its directory exist and can be read"
+    if name.startswith("SQLITE_IOERR"):
+        return "disk I/O error: the disk may be full or failing (see `df` and the system log)"
+    if name in ("SQLITE_CORRUPT", "SQLITE_NOTADB"):
+        return "the file is damaged: restore it from a backup or an earlier `zuka export`"
+    return text
+
+
+def ledger_failure(path: object, exc: OSError | sqlite3.Error) -> LedgerError:
+    """The LedgerError, one line naming the ledger, for an OS or SQLite error on it."""
+    problem = os_problem(exc) if isinstance(exc, OSError) else sqlite_problem(exc)
+    if problem.startswith("disk I/O error") and _no_space_beside(path):
+        # SQLite says only "disk I/O error" when the -shm file cannot grow on a full disk.
+        problem = NO_SPACE
+    return LedgerError(f"{path}: {problem}")
+
+
+def _no_space_beside(path: object) -> bool:
+    try:
+        st = os.statvfs(os.path.dirname(str(path)) or ".")
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < 65536

@@ -19,9 +19,10 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from leases import auditchain, fields, nodelog, records, release
-from leases.errors import InputError, LedgerError, UnknownNode
+from leases.errors import READ_ONLY, InputError, LedgerError, UnknownNode, ledger_failure
 from leases.models import AuditEntry, Lease, Node, NodeState, Provider, Resource
 from leases.records import Record
 from leases.renewals import BillingNow, billing_now, chains, in_effect
@@ -31,6 +32,8 @@ Clock = Callable[[], datetime]
 # How many migrations leases/schema.py holds; tests check the two agree. Kept here so that
 # opening an up-to-date ledger needs neither sqlite-utils nor the schema (faster CLI).
 SCHEMA_VERSION = 5
+# How long a write waits for another writer's transaction before it gives up.
+BUSY_TIMEOUT_S = 15.0
 
 # The audit log's protections (installed by migration m004, checked by `zuka audit verify`):
 # no UPDATE, no DELETE, and an INSERT only at the end of the hash chain.
@@ -87,9 +90,14 @@ class Ledger:
     """Reads and writes of the ledger. Construct with Ledger.open()."""
 
     def __init__(
-        self, conn: sqlite3.Connection, clock: Clock = utc_now, actor: str | None = None
+        self,
+        conn: sqlite3.Connection,
+        clock: Clock = utc_now,
+        actor: str | None = None,
+        path: Path | None = None,
     ) -> None:
         self.conn = conn
+        self.path = path  # None: in memory
         self.clock = clock
         self.actor = actor if actor is not None else _whoami()
 
@@ -99,32 +107,28 @@ class Ledger:
         path: str | Path | None,
         *,
         create: bool = True,
+        readonly: bool = False,
         clock: Clock = utc_now,
         actor: str | None = None,
     ) -> Ledger:
         """Open (and if allowed, create) a ledger. path None means an in-memory ledger.
 
         With create=False a missing file is not created: an empty in-memory ledger stands
-        in, so read-only commands never leave a file behind.
+        in, so read-only commands never leave a file behind. With readonly=True (commands
+        that only read) the file is opened read-only, so that a ledger this user cannot
+        write still answers; it is upgraded first only where it can be written.
+        Any OS or SQLite failure is a LedgerError of one line naming the file.
         """
-        if path is None or (not create and not Path(path).exists()):
+        if path is None or ((readonly or not create) and not Path(path).exists()):
             conn = sqlite3.connect(":memory:")
-        else:
-            path = Path(path)
-            if create:
-                _create_private(path)
-            conn = sqlite3.connect(str(path), timeout=15.0)
-        try:
-            if path is not None and conn.execute("PRAGMA database_list").fetchone()[2]:
-                _check_is_ledger(conn, Path(path), create=create)
             _prepare(conn)
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise LedgerError(f"{path}: not a usable zuka ledger ({exc})") from exc
-        except LedgerError:
-            conn.close()
-            raise
-        return cls(conn, clock=clock, actor=actor)
+            return cls(conn, clock=clock, actor=actor)
+        path = Path(path)
+        try:
+            conn = _connect_reading(path) if readonly else _connect(path, create=create)
+        except (OSError, sqlite3.Error) as exc:
+            raise ledger_failure(path, exc) from exc
+        return cls(conn, clock=clock, actor=actor, path=path)
 
     def close(self) -> None:
         self.conn.close()
@@ -143,14 +147,18 @@ class Ledger:
         conn = self.conn
         if conn.in_transaction:
             raise RuntimeError("nested ledger transaction")
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            yield conn
-        except BaseException:
-            conn.rollback()
-            raise
-        else:
-            conn.commit()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.rollback()
+                raise
+            else:
+                conn.commit()
+        except sqlite3.OperationalError as exc:
+            # Locked past the busy timeout, read-only, full: one line naming the file.
+            raise ledger_failure(self.path or ":memory:", exc) from exc
 
     def _audit(
         self,
@@ -856,16 +864,101 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 _LEDGER_TABLES = frozenset({"_sqlite_migrations", "providers", "nodes", "leases", "audit"})
 
 
-def _check_is_ledger(conn: sqlite3.Connection, path: Path, *, create: bool) -> None:
-    """Refuse, before anything is written to it, a file that is not a zuka ledger: another
-    application's database, or an empty file a read-only command was pointed at."""
+def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
+    """The ledger opened for writing: refused early, in words, when it cannot be written."""
+    if create:
+        _create_private(path)
+    _check_file(path, create=create)
+    _check_writable(path)
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S)
     try:
-        if not path.resolve().is_file():
-            raise LedgerError(f"{path}: is not a regular file, so not a zuka ledger")
-        with path.open("rb") as fh:
-            head = fh.read(len(_SQLITE_MAGIC))
-    except OSError as exc:
-        raise LedgerError(f"{path}: cannot read it ({exc.strerror or exc})") from exc
+        _check_tables(conn, path, create=create)
+        _prepare(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _connect_reading(path: Path) -> sqlite3.Connection:
+    """The ledger for a command that only reads. Where it can be written it is opened as
+    for writing: upgraded if need be, and its last connection tidies the -wal and -shm
+    files away (a read-only connection leaves them). Elsewhere, or when that open fails
+    (a full disk), read-only."""
+    if _writable(path):
+        try:
+            return _connect(path, create=False)
+        except sqlite3.OperationalError:
+            pass
+    return _connect_readonly(path)
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    """The ledger opened read-only (SQLite's mode=ro); it cannot be upgraded here."""
+    _check_file(path, create=False)
+    uri = f"file:{quote(str(path))}?mode=ro"
+    wal = _companion(path, "-wal")
+    # An empty -wal (one a failed read-only open left) holds nothing the main file lacks.
+    had_wal = wal.exists() and wal.stat().st_size > 0
+    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError:
+        conn.close()
+        # A WAL reader needs the -shm file beside the ledger, which a read-only directory
+        # or a full disk will not let SQLite create. With no -wal file, or an empty one,
+        # all of the ledger is in the main file: then it is read as immutable (no locks,
+        # no -shm). With WAL content, a writer may be at work: not safe, the error stands.
+        if had_wal:
+            raise
+        conn = sqlite3.connect(uri + "&immutable=1", uri=True)
+    try:
+        _check_tables(conn, path, create=False)
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise LedgerError(_newer(version))
+        if version < SCHEMA_VERSION:
+            raise LedgerError(
+                f"{path}: needs an upgrade to this zuka's schema (version {version} to "
+                f"{SCHEMA_VERSION}) but is {READ_ONLY.split(';')[0]}; run zuka once where "
+                "it can write the file"
+            )
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _companion(path: Path, suffix: str) -> Path:
+    return path.with_name(path.name + suffix)
+
+
+def _writable(path: Path) -> bool:
+    """Whether this user can write the ledger: the file, and its directory unless the WAL
+    companions exist already (SQLite creates them there). Catches chmod, chattr +i and
+    read-only mounts, for root too, before any write is tried."""
+    eff = os.access in os.supports_effective_ids
+    if not os.access(path, os.W_OK, effective_ids=eff):
+        return False
+    if _companion(path, "-wal").exists() and _companion(path, "-shm").exists():
+        return True
+    return os.access(path.parent, os.W_OK | os.X_OK, effective_ids=eff)
+
+
+def _check_writable(path: Path) -> None:
+    if not _writable(path):
+        raise LedgerError(f"{path}: {READ_ONLY}")
+
+
+def _check_file(path: Path, *, create: bool) -> None:
+    """Refuse, before anything is written to it, a file that is not a zuka ledger: a
+    directory, a device, or an empty file a read-only command was pointed at."""
+    if not path.is_file():
+        what = "a directory" if path.is_dir() else "not a regular file"
+        raise LedgerError(f"{path}: is {what}, so not a zuka ledger: give the ledger's file")
+    with path.open("rb") as fh:
+        head = fh.read(len(_SQLITE_MAGIC))
     if not head:
         if create:
             path.chmod(0o600)  # a new ledger: ours to set up, private like every ledger
@@ -873,6 +966,10 @@ def _check_is_ledger(conn: sqlite3.Connection, path: Path, *, create: bool) -> N
         raise LedgerError(f"{path}: is an empty file, not a zuka ledger")
     if head != _SQLITE_MAGIC:
         raise LedgerError(f"{path}: is not an SQLite database, so not a zuka ledger")
+
+
+def _check_tables(conn: sqlite3.Connection, path: Path, *, create: bool) -> None:
+    """Refuse another application's database before anything is written to it."""
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if not tables and create:
         return
@@ -891,7 +988,7 @@ def _prepare(conn: sqlite3.Connection, attempts: int = 50) -> None:
     """WAL, pragmas and migrations. Switching a new file to WAL while another process does
     the same can answer "database is locked" without waiting for the busy timeout, so
     that one case is retried for a few seconds."""
-    conn.execute("PRAGMA busy_timeout = 15000")
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     for attempt in range(attempts):
         try:
             if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
@@ -911,10 +1008,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
     if version == SCHEMA_VERSION:
         return
     if version > SCHEMA_VERSION:
-        raise LedgerError(
-            f"this ledger was written by a newer zuka (schema {version}, this one knows "
-            f"{SCHEMA_VERSION}): upgrade zuka"
-        )
+        raise LedgerError(_newer(version))
     from sqlite_utils import Database
 
     from leases.schema import MIGRATIONS
@@ -941,6 +1035,13 @@ def _migrate(conn: sqlite3.Connection) -> None:
         raise
     conn.commit()
     conn.execute("PRAGMA foreign_keys = ON")
+
+
+def _newer(version: int) -> str:
+    return (
+        f"this ledger was written by a newer zuka (schema {version}, this one knows "
+        f"{SCHEMA_VERSION}): upgrade zuka"
+    )
 
 
 def _q(column: str) -> str:

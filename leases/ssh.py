@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import random as _random
+import re
+import socket
 import stat
 import time
 from collections import deque
@@ -27,6 +30,7 @@ import asyncssh
 from leases import hostkeys, sshcmd, sshconfig
 from leases.errors import InputError
 from leases.models import Node, NodeHealth, SshTarget
+from leases.textsafe import visible
 
 
 class _Default(Enum):
@@ -444,7 +448,8 @@ class _Budget:
 
 
 class _HopFailed(Exception):
-    """A jump host could not be reached; raised into every node behind it."""
+    """A hop could not be reached, its message saying which (a jump host's is raised into
+    every node behind it)."""
 
     def __init__(
         self, health: NodeHealth, message: str, offered: OfferedHostKey | None = None
@@ -566,7 +571,7 @@ class JumpHosts:
                 jump.next_attempt_at = _retry_at(
                     self.options, jump.failures, self._clock, self._random
                 )
-                jump.fault = _HopFailed(health, f"jump host {hop}: {message}", offered)
+                jump.fault = _HopFailed(health, f"jump host {_hop_words(hop)}: {message}", offered)
                 raise jump.fault from exc
             jump.conn, jump.client = conn, client
             jump.failures, jump.fault, jump.next_attempt_at = 0, None, 0.0
@@ -599,11 +604,51 @@ def _classify(
     if isinstance(exc, KeyFileRefused):
         return NodeHealth.AUTH_FAILED, str(exc), None
     if isinstance(exc, TimeoutError):
-        return NodeHealth.TIMEOUT, f"connect timed out after {connect_timeout:g} s", None
-    if isinstance(exc, asyncssh.PermissionDenied | asyncssh.KeyImportError):
-        return NodeHealth.AUTH_FAILED, _describe(exc), None
+        return NodeHealth.TIMEOUT, f"no answer: connect timed out after {connect_timeout:g} s", None
+    if isinstance(exc, asyncssh.PermissionDenied):
+        # asyncssh's own words when every key was refused, else the server's (shown).
+        reason = str(exc.reason)
+        if not reason or reason.startswith("Permission denied"):
+            reason = "the server accepted none of our keys"
+        return NodeHealth.AUTH_FAILED, f"authentication failed: {visible(reason, 200)}", None
+    if isinstance(exc, asyncssh.KeyImportError):
+        return NodeHealth.AUTH_FAILED, f"cannot use the key: {visible(str(exc), 200)}", None
     # DNS, refused, reset, protocol: the server is not reachable
-    return NodeHealth.UNREACHABLE, _describe(exc), None
+    return NodeHealth.UNREACHABLE, _connect_words(exc), None
+
+
+_ERRNO_WORDS = {
+    errno.ECONNREFUSED: "connection refused",
+    errno.ECONNRESET: "connection reset by the server",
+    errno.EHOSTUNREACH: "no route to host",
+    errno.ENETUNREACH: "network unreachable",
+    errno.ETIMEDOUT: "no answer: connect timed out",
+}
+
+
+def _connect_words(exc: BaseException) -> str:
+    """Why a connect failed, in words, for a fault detail (not an exception's repr)."""
+    if isinstance(exc, socket.gaierror):
+        if exc.errno in (socket.EAI_AGAIN, getattr(socket, "EAI_SYSTEM", None)):
+            return "host name could not be looked up: DNS is not answering"
+        return "host name not found (DNS)"
+    if isinstance(exc, asyncssh.ChannelOpenError):
+        # The jump host could not reach the node. OpenSSH says "Connection refused";
+        # asyncssh passes on Python's "[Errno 111] Connect call failed (...)".
+        reason = visible(exc.reason, 200)
+        code = re.match(r"\[Errno (\d+)\]", reason)
+        if code and int(code[1]) in _ERRNO_WORDS:
+            reason = _ERRNO_WORDS[int(code[1])]
+        return f"the jump host could not reach it: {reason[:1].lower() + reason[1:]}"
+    if isinstance(exc, asyncssh.ConnectionLost):
+        return "connection closed by the server during the SSH handshake"
+    if isinstance(exc, asyncssh.DisconnectError):
+        return f"the server ended the SSH handshake: {visible(exc.reason, 200)}"
+    if isinstance(exc, OSError) and exc.errno in _ERRNO_WORDS:
+        return _ERRNO_WORDS[exc.errno]
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror[:1].lower() + exc.strerror[1:]
+    return _describe(exc)
 
 
 class _Client(asyncssh.SSHClient):
@@ -648,6 +693,13 @@ class _Link:
 
 def _ignore_lost(client: _Client, exc: Exception | None) -> None:
     """A jump host's link: JumpHosts notices a closed one when it is next needed."""
+
+
+def _hop_words(end: Endpoint) -> str:
+    """A hop as a fault detail names it: user@host:port, the port always shown."""
+    host = f"[{end.host}]" if ":" in end.host else end.host
+    where = f"{host}:{end.port or hostkeys.DEFAULT_PORT}"
+    return f"{end.user}@{where}" if end.user else where
 
 
 def _describe(exc: BaseException) -> str:
@@ -1034,14 +1086,15 @@ class NodeSession:
         except Exception as exc:
             if route.hops:
                 self._jumps.release(route.hops)
-                health, message, _ = _classify(exc, self.options.connect_timeout)
-                where = f"node {node} (through jump host {route.hops[-1]})"
-                if isinstance(exc, HostKeyRejected):
-                    raise HostKeyRejected(
-                        self.name, health, f"{where}: {message}", exc.offered
-                    ) from exc
-                raise _HopFailed(health, f"{where}: {message}") from exc
-            raise
+            health, message, _ = _classify(exc, self.options.connect_timeout)
+            where = f"node {_hop_words(node)}"
+            if route.hops:
+                where += f" (via jump host {_hop_words(route.hops[-1])})"
+            if isinstance(exc, HostKeyRejected):
+                raise HostKeyRejected(
+                    self.name, health, f"{where}: {message}", exc.offered
+                ) from exc
+            raise _HopFailed(health, f"{where}: {message}") from exc
         except BaseException:
             if route.hops:
                 self._jumps.release(route.hops)

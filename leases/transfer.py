@@ -153,9 +153,12 @@ def write_private(path: Path, text: str) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:
+            # A full disk while writing: the error names the file it was for.
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
 
 

@@ -154,7 +154,7 @@ async def test_auth_failure_then_recovers_once_the_key_is_authorised(
         await session.run("echo hi")
     assert caught.value.health is NodeHealth.AUTH_FAILED
     assert session.health is NodeHealth.AUTH_FAILED
-    assert "Permission denied" in session.last_error
+    assert f"node 127.0.0.1:{node.port}: authentication failed" in session.last_error
 
     node.authorized.add(public(keys.stranger_key))
     with pytest.raises(BackingOff):  # not before the backoff has run out

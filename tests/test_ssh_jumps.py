@@ -12,7 +12,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 from conftest import Cli
-from sshfixtures import FakeNode, TestKeys, free_port, node_options
+from sshfixtures import FakeNode, TestKeys, free_port, known_hosts_line, node_options
 
 from leases import hostkeys
 from leases.models import Node, NodeHealth, SshTarget
@@ -187,7 +187,9 @@ async def test_a_dead_jump_host_fails_every_node_behind_it_after_one_attempt(
 
         assert attempts == 1
         assert all(isinstance(r, SshError) for r in results.values())
-        assert all(f"jump host [127.0.0.1]:{port}" in s.last_error for s in pool.sessions.values())
+        assert all(
+            s.last_error.startswith(f"jump host 127.0.0.1:{port}: ") for s in pool.sessions.values()
+        )
         assert {s.health for s in pool.sessions.values()} == {NodeHealth.UNREACHABLE}
     finally:
         await pool.close()
@@ -365,3 +367,96 @@ def test_asyncssh_is_never_given_a_config(tmp_path: Path) -> None:
     source = inspect.getsource(ssh.NodeSession._connect_one)
     assert '"config": []' in source
     assert asyncssh.connect  # the call it guards
+
+
+# -- which hop failed, in words ------------------------------------------------------------
+
+
+def _plain_words(text: str) -> None:
+    """A fault detail a user reads: no exception class names, errno or Python reprs."""
+    for raw in ("Error:", "Errno", "Exception", "Denied:", "('", "gaierror"):
+        assert raw not in text, text
+
+
+async def _fault(session: NodeSession) -> str:
+    with pytest.raises(SshError):
+        await session.run("echo hi")
+    await session.close()
+    _plain_words(session.last_error)
+    return session.last_error
+
+
+async def test_a_refused_node_is_named_in_words(keys: TestKeys, tmp_path: Path) -> None:
+    port = await free_port()
+    fake = FakeNode(keys, port=port)
+    session = NodeSession(fake.as_node("gpu1"), node_options(keys, tmp_path, [fake]))
+    assert await _fault(session) == f"node 127.0.0.1:{port}: connection refused"
+
+
+async def test_a_node_that_never_answers_is_named_in_words(
+    keys: TestKeys, tmp_path: Path, blackhole: int
+) -> None:
+    options = node_options(keys, tmp_path, connect_timeout=0.3)
+    session = NodeSession(Node("gpu1", SshTarget("127.0.0.1", port=blackhole)), options)
+    detail = await _fault(session)
+    assert detail.startswith(f"node 127.0.0.1:{blackhole}: ")
+    assert "timed out after 0.3 s" in detail
+
+
+async def test_an_unknown_host_name_is_named_in_words(keys: TestKeys, tmp_path: Path) -> None:
+    options = node_options(keys, tmp_path)
+    session = NodeSession(Node("gpu1", SshTarget("zuka-no-such-node.lan", port=22)), options)
+    detail = await _fault(session)
+    assert detail.startswith("node zuka-no-such-node.lan:22: host name "), detail
+
+
+async def test_a_refused_key_is_named_in_words(
+    keys: TestKeys, node: FakeNode, tmp_path: Path
+) -> None:
+    options = node_options(keys, tmp_path, [node], client_key=keys.stranger_key)
+    session = NodeSession(node.as_node("gpu1", user="lab"), options)
+    detail = await _fault(session)
+    assert detail.startswith(f"node lab@127.0.0.1:{node.port}: authentication failed"), detail
+
+
+async def test_a_refused_jump_host_is_named_in_words(keys: TestKeys, tmp_path: Path) -> None:
+    port = await free_port()
+    options = node_options(keys, tmp_path)
+    target = SshTarget("10.0.0.5", port=2222, jump=f"127.0.0.1:{port}")
+    detail = await _fault(NodeSession(Node("gpu1", target), options))
+    assert detail == f"jump host 127.0.0.1:{port}: connection refused"
+
+
+async def test_a_node_refused_behind_a_jump_host_is_named_with_it(
+    keys: TestKeys, tmp_path: Path
+) -> None:
+    closed = await free_port()
+    async with FakeNode(keys, forwarding=True) as bastion:
+        options = node_options(keys, tmp_path, [bastion])
+        target = SshTarget("127.0.0.1", port=closed, jump=f"127.0.0.1:{bastion.port}")
+        detail = await _fault(NodeSession(Node("gpu1", target), options))
+    assert detail.startswith(
+        f"node 127.0.0.1:{closed} (via jump host 127.0.0.1:{bastion.port}): "
+    ), detail
+    assert "refused" in detail
+
+
+async def test_a_changed_node_key_behind_a_jump_host_is_named_with_it(
+    keys: TestKeys, tmp_path: Path
+) -> None:
+    async with (
+        FakeNode(keys, forwarding=True) as bastion,
+        FakeNode(keys, host_key=keys.other_host_key) as node,
+    ):
+        options = node_options(keys, tmp_path, [bastion])
+        # On file: the bastion's key for the node's address, so the node's key has changed.
+        with (tmp_path / "known_hosts").open("a") as f:
+            f.write(known_hosts_line("127.0.0.1", node.port, bastion.host_key))
+        session = NodeSession(node.as_node("gpu1", jump=f"127.0.0.1:{bastion.port}"), options)
+        with pytest.raises(HostKeyRejected):
+            await session.run("echo hi")
+        await session.close()
+    assert session.last_error.startswith(
+        f"node 127.0.0.1:{node.port} (via jump host 127.0.0.1:{bastion.port}): "
+        f"HOST KEY OF [127.0.0.1]:{node.port} HAS CHANGED"
+    ), session.last_error

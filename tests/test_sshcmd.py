@@ -152,3 +152,38 @@ def test_jump_hops_are_parsed_for_the_connection() -> None:
         parse_jump_hops(",".join(["h"] * 9))
     with pytest.raises(InputError, match="port must be"):
         parse_jump_hops("h:0")
+
+
+# OpenSSH's getopt: flags without a value combine; the last letter of a group may take its
+# value attached or as the next word; an unknown or refused letter is named wherever it sits.
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("ssh -vp 2222 root@h", SshTarget("h", 2222, "root")),
+        ("ssh -vvp2222 root@h", SshTarget("h", 2222, "root")),
+        ("ssh -4p 22 root@h", SshTarget("h", 22, "root")),
+        ("ssh -4Cp22 -vl lab h", SshTarget("h", 22, "lab")),
+        ("ssh -4i ~/.ssh/k root@h", SshTarget("h", None, "root", "~/.ssh/k")),
+        ("ssh -qJ ops@j root@h", SshTarget("h", None, "root", jump="ops@j")),
+        ("ssh -vo Port=2200 h", SshTarget("h", 2200)),
+    ],
+)
+def test_combined_flags_parse_like_openssh(command: str, expected: SshTarget) -> None:
+    assert parse_ssh_command(command) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        # -i takes "p" as its value: the key path is then the host and root@h a command.
+        ("ssh -ip /k root@h", "remote command"),
+        ("ssh -vZp 22 root@h", "unknown ssh option -Z"),
+        ("ssh -vG root@h", "-G (printing the config)"),
+        ("ssh -vL 8080:localhost:80 root@h", "-L"),
+        ("ssh -vp", "option -p needs a value"),
+    ],
+)
+def test_combined_flags_refuse_by_name(command: str, reason: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse_ssh_command(command)
+    assert reason in caught.value.reason

@@ -353,8 +353,9 @@ def test_disconnect_messages_and_banners_are_shown_not_obeyed(reason: str, at_lo
 def test_a_disconnect_message_is_shown_with_its_escapes_visible() -> None:
     reason = "\x1b]0;title\x07 [/] bye"
     poll, trust = asyncio.run(_talk_to_disconnecting_peer(reason, at_login=True))
-    assert "PermissionDenied: ␛]0;title␇ [/] bye" in poll
-    assert "zuka: h1: PermissionDenied: ␛]0;title␇ [/] bye" in trust
+    assert "authentication failed: ␛]0;title␇ [/] bye" in poll
+    assert "zuka: h1: node root@127.0.0.1:" in trust
+    assert "authentication failed: ␛]0;title␇ [/] bye" in trust
 
 
 # -- the dashboard ----------------------------------------------------------------------

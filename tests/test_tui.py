@@ -107,8 +107,9 @@ async def test_dashboard_polls_a_live_fleet(tmp_path: Path) -> None:
         assert HistoryStore(ledger).latest()["sim-001"].health is NodeHealth.OK
 
 
-def test_dashboard_snapshot(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    path = tmp_path / "snap.db"
+def test_dashboard_snapshot(snap_compare, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)  # the header shows the ledger's path: the same on every run
+    path = Path("snap.db")
     _frozen_ledger(path)
     app = ZukaApp(path, clock=lambda: NOW, poll=False, refresh_s=3600)
     assert snap_compare(app, terminal_size=(150, 40))

@@ -97,6 +97,8 @@ class ZukaApp(App[None]):
         self.query_one("#gpus", DataTable).add_columns(*GPU_COLUMNS)
         # The dashboard is where a new user starts: an empty ledger is created, not an error.
         self.ledger = Ledger.open(self.ledger_path, clock=self.clock)
+        where = "in memory" if self.ledger_path is None else str(self.ledger_path)
+        self.title = f"{self.TITLE} · {visible(where, 120)}"
         self.store = HistoryStore(self.ledger)
         self._load_ledger()
         if not self.nodes:

@@ -6,11 +6,13 @@ Bad input exits with status 2 and a message naming the field; nothing is written
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from leases.errors import InputError, LedgerError
+from leases.errors import InputError, LedgerError, ledger_failure, os_problem
+from leases.ledger import resolve_ledger_path
 from leases.textsafe import visible
 
 Handler = Callable[[argparse.Namespace, TextIO], int]
@@ -23,16 +25,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"zuka: error: {visible(message)}\n")
 
 
-def _common(json: bool = True) -> _Parser:
-    """Options every subcommand takes, before or after the subcommand's name."""
+LEDGER_HELP = "ledger file (default: $ZUKA_LEDGER, else the user data directory)"
+DEMO_LEDGER_HELP = (
+    "build the demo ledger in this new file and keep it (default: a temporary file, deleted "
+    "when the demo ends; $ZUKA_LEDGER is not used)"
+)
+
+
+def _common(*, screen: bool = False, ledger_help: str = LEDGER_HELP) -> _Parser:
+    """Options every subcommand takes, before or after the subcommand's name. A screen takes
+    --json only to refuse it by name (main), so its help does not offer it."""
     p = _Parser(add_help=False)
+    p.add_argument("--ledger", default=argparse.SUPPRESS, help=ledger_help)
     p.add_argument(
-        "--ledger",
+        "--json",
+        action="store_true",
         default=argparse.SUPPRESS,
-        help="ledger file (default: $ZUKA_LEDGER, else the user data directory)",
+        help=argparse.SUPPRESS if screen else "print JSON",
     )
-    if json:
-        p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
     return p
 
 
@@ -60,22 +70,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    screen = _common(json=False)
-
     def cmd(
         parent: argparse._SubParsersAction[_Parser],
         name: str,
         handler: Handler,
         help: str,
-        json: bool = True,
+        options: _Parser = common,
     ) -> _Parser:
-        parents = [common if json else screen]
-        p = parent.add_parser(name, help=help, description=help, parents=parents)
+        p = parent.add_parser(name, help=help, description=help, parents=[options])
         p.set_defaults(handler=handler)
         return p
 
-    cmd(sub, "demo", L.demo, "open the dashboard on an example fleet in a temporary ledger", False)
-    cmd(sub, "dashboard", L.dashboard, "open the dashboard (the default)", False)
+    demo = _common(screen=True, ledger_help=DEMO_LEDGER_HELP)
+    cmd(sub, "demo", L.demo, "open the dashboard on an example fleet in a temporary ledger", demo)
+    cmd(sub, "dashboard", L.dashboard, "open the dashboard (the default)", _common(screen=True))
 
     prov = sub.add_parser("provider", help="clouds, rental platforms and data centres")
     provs = prov.add_subparsers(dest="action", required=True, parser_class=_Parser)
@@ -205,22 +213,34 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args.ledger = getattr(args, "ledger", None)
     args.json = getattr(args, "json", False)
     handler: Handler | None = getattr(args, "handler", None)
+    from tui import cli_ledger
+
     if handler is None:
-        from tui import cli_ledger
-
         handler = cli_ledger.dashboard
+    if args.json and handler in (cli_ledger.dashboard, cli_ledger.demo):
+        parser.error("--json: the dashboard is a screen, not JSON; for JSON use a listing, "
+                     "e.g. `zuka node list --json`")  # fmt: skip
     try:
-        return handler(args, out)
+        code = handler(args, out)
+        out.flush()  # a full disk behind stdout is reported here, not at exit
+        return code
     except InputError as exc:
-        from tui.cli_ledger import describe_error
-
-        print(f"zuka: error: {visible(describe_error(exc))}", file=sys.stderr)
+        print(f"zuka: error: {visible(cli_ledger.describe_error(exc))}", file=sys.stderr)
         return 2
     except LedgerError as exc:
         print(f"zuka: ledger: {visible(exc)}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 0
+    except sqlite3.Error as exc:
+        # Outside Ledger.open and its transactions (a read that failed): the ledger's path.
+        ledger_path = resolve_ledger_path(args.ledger)
+        print(f"zuka: ledger: {visible(ledger_failure(ledger_path, exc))}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        where = str(exc.filename) if exc.filename is not None else "stdout"
+        print(f"zuka: {visible(where)}: {visible(os_problem(exc))}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

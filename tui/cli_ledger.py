@@ -80,8 +80,9 @@ def _pick(args: argparse.Namespace, table: Mapping[str, tuple[str, str]]) -> dic
     }
 
 
-def _open(args: argparse.Namespace, *, create: bool) -> Ledger:
-    return Ledger.open(resolve_ledger_path(args.ledger), create=create)
+def _open(args: argparse.Namespace, *, create: bool = False, readonly: bool = False) -> Ledger:
+    """The ledger of --ledger; readonly for commands that only read (see Ledger.open)."""
+    return Ledger.open(resolve_ledger_path(args.ledger), create=create, readonly=readonly)
 
 
 # -- providers ---------------------------------------------------------------------------
@@ -99,7 +100,7 @@ def provider_add(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def provider_list(args: argparse.Namespace, out: TextIO) -> int:
-    with _open(args, create=False) as ledger:
+    with _open(args, readonly=True) as ledger:
         provs = ledger.providers()
     if args.json:
         output.dump_json([records.provider_record(p) for p in provs], out)
@@ -206,7 +207,7 @@ def _iso(at: datetime | None) -> str | None:
 
 
 def node_list(args: argparse.Namespace, out: TextIO) -> int:
-    with _open(args, create=False) as ledger:
+    with _open(args, readonly=True) as ledger:
         states = None if args.all else [NodeState.ACTIVE, NodeState.OFFBOARDING]
         nodes = ledger.nodes(states)
         billing = ledger.billing()
@@ -239,7 +240,7 @@ def node_list(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def node_show(args: argparse.Namespace, out: TextIO) -> int:
-    with _open(args, create=False) as ledger:
+    with _open(args, readonly=True) as ledger:
         node = ledger.node(args.name)
         leases = ledger.leases(node.name)
         resources = ledger.resources(node.name)
@@ -420,7 +421,7 @@ def lease_delete(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def lease_list(args: argparse.Namespace, out: TextIO) -> int:
-    with _open(args, create=False) as ledger:
+    with _open(args, readonly=True) as ledger:
         every = ledger.leases(args.node)
         now = ledger.clock()
     leases = [le for le in every if not args.open or release.open_at(le, now)]
@@ -557,7 +558,7 @@ def _resource_table(rows: list[dict[str, Any]], out: TextIO) -> None:
 
 
 def resource_list(args: argparse.Namespace, out: TextIO) -> int:
-    with _open(args, create=False) as ledger:
+    with _open(args, readonly=True) as ledger:
         rows = [records.resource_record(r, n, s) for n, s, r in ledger.resources(args.node)]
     if args.json:
         output.dump_json(rows, out)
@@ -584,7 +585,7 @@ def _summary(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) 
 def log(args: argparse.Namespace, out: TextIO) -> int:
     if args.archived and args.node is None:
         raise InputError("archived", None, "give the NODE whose archived history to show")
-    with _open(args, create=False) as ledger:
+    with _open(args, readonly=True) as ledger:
         entries = ledger.history(args.node, archived=args.archived)
         report = ledger.verify_audit()
         older = [] if args.node is None or args.archived else ledger.archived_nodes(args.node)
@@ -649,7 +650,7 @@ def audit_verify(args: argparse.Namespace, out: TextIO) -> int:
         ):
             raise InputError("anchor", args.anchor, "must be ID:HASH as `zuka audit verify` prints")
         anchor = (int(entry), digest)
-    with _open(args, create=False) as ledger:
+    with _open(args, readonly=True) as ledger:
         report = ledger.verify_audit(anchor)
     if args.json:
         output.dump_json(
@@ -671,7 +672,7 @@ def audit_verify(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def export(args: argparse.Namespace, out: TextIO) -> int:
-    with _open(args, create=False) as ledger:
+    with _open(args, readonly=True) as ledger:
         data = ledger.export_records()
     text = transfer.to_csv(data) if args.format == "csv" else transfer.to_json(data)
     if args.output:

@@ -6,6 +6,8 @@ Roll-ups are packed per node and period: one row per node-minute holds every GPU
 node, 10 bytes a GPU. This is what keeps 90 days of a 200-node x 8-GPU fleet under 1 GB
 (bench/history.py measures it); a row per GPU per minute would be about four times larger.
 None is unknown everywhere; in the packed form unknown is the all-ones value of the field.
+A minute row written before the power limit was kept is 10 bytes a GPU (an even length);
+one written now starts with a format byte and holds 12 bytes a GPU (an odd length).
 """
 
 from __future__ import annotations
@@ -18,12 +20,47 @@ from dataclasses import dataclass, field
 
 from leases.models import GpuSample
 
-# A GPU-minute counts as busy when its mean utilization reaches this share of the time.
+# When a GPU-minute counts as busy: see `busy_verdict`.
 BUSY_UTIL_PCT = 10.0
+# Driver reservation and a bare CUDA context stay under this (300 MB - 1 GB).
+BUSY_MEM_MIB = 1024.0
+# Loaded but idle draws up to about 37 % of the limit (A40: 110 of 300 W; H100: 145 of
+# 700 W): only a draw above this share of the limit says the card works.
+IDLE_POWER_SHARE = 0.4
+# Without the limit: above what any card is known to draw loaded but idle (40 % of 1 kW).
+IDLE_POWER_FLOOR_W = 400.0
 
-_MINUTE = struct.Struct("<BBBBIH")  # index, readings, util mean, util max, MiB mean, dW mean
+_MINUTE_V1 = struct.Struct("<BBBBIH")  # index, readings, util mean, util max, MiB mean, dW mean
+_MINUTE = struct.Struct("<BBBBIHH")  # the same, then the power limit in dW
+_MINUTE_FORMAT = b"\x02"
 _HOUR = struct.Struct("<BBBBBIH")  # index, known min, busy min, util mean, util max, MiB, dW
 _U8, _U16, _U32 = 0xFF, 0xFFFF, 0xFFFFFFFF
+
+
+def busy_verdict(
+    util_pct: float | None,
+    mem_mib: float | None,
+    power_w: float | None,
+    power_limit_w: float | None = None,
+) -> bool | None:
+    """Whether a GPU-minute was busy: True, False, or None when the readings cannot say.
+
+    Busy when its mean utilisation reaches BUSY_UTIL_PCT, or when it holds memory above
+    BUSY_MEM_MIB together with power above idle (idle: IDLE_POWER_SHARE of the power limit
+    when the limit is known, else IDLE_POWER_FLOOR_W). Neither alone is enough: memory in use
+    is also a loaded model that runs nothing, and power cannot tell "loaded, idle" from work
+    (see ../shared/BILLING-FACTS.md). Idle only when utilisation was read below the
+    threshold and the memory-and-power test fails; a minute without a utilisation reading
+    that the memory-and-power test does not call busy is unknown: never idle.
+    """
+    idle_w = IDLE_POWER_FLOOR_W if not power_limit_w else power_limit_w * IDLE_POWER_SHARE
+    if util_pct is not None and util_pct >= BUSY_UTIL_PCT:
+        return True
+    loaded = None if mem_mib is None else mem_mib > BUSY_MEM_MIB
+    working = None if power_w is None else power_w > idle_w
+    if loaded and working:
+        return True
+    return None if util_pct is None else False
 
 
 @dataclass(frozen=True)
@@ -34,11 +71,16 @@ class GpuMinute:
     util_max: float | None
     mem_mean_mib: float | None
     power_mean_w: float | None
+    power_limit_w: float | None = None
 
     @property
     def busy(self) -> bool | None:
-        """Busy, idle, or None when utilization is unknown (no verdict without data)."""
-        return None if self.util_mean is None else self.util_mean >= BUSY_UTIL_PCT
+        """Busy, idle, or None when unknown (see busy_verdict)."""
+        if self.readings == 0:
+            return None
+        return busy_verdict(
+            self.util_mean, self.mem_mean_mib, self.power_mean_w, self.power_limit_w
+        )
 
 
 @dataclass(frozen=True)
@@ -98,7 +140,7 @@ def _dec(value: int, limit: int, scale: float = 1.0) -> float | None:
 
 
 def pack_minute(gpus: Sequence[GpuMinute]) -> bytes:
-    return b"".join(
+    return _MINUTE_FORMAT + b"".join(
         _MINUTE.pack(
             _index(g.index),
             _count(g.readings, _U8),
@@ -106,15 +148,29 @@ def pack_minute(gpus: Sequence[GpuMinute]) -> bytes:
             _enc(g.util_max, _U8),
             _enc(g.mem_mean_mib, _U32),
             _enc(g.power_mean_w, _U16, 10),
+            _enc(g.power_limit_w, _U16, 10),
         )
         for g in gpus
     )
 
 
 def unpack_minute(blob: bytes) -> tuple[GpuMinute, ...]:
+    if len(blob) % 2 == 0:  # written before the power limit was kept
+        return tuple(
+            GpuMinute(i, n, _dec(u, _U8), _dec(m, _U8), _dec(mem, _U32), _dec(p, _U16, 10))
+            for i, n, u, m, mem, p in _MINUTE_V1.iter_unpack(blob)
+        )
     return tuple(
-        GpuMinute(i, n, _dec(u, _U8), _dec(m, _U8), _dec(mem, _U32), _dec(p, _U16, 10))
-        for i, n, u, m, mem, p in _MINUTE.iter_unpack(blob)
+        GpuMinute(
+            i,
+            n,
+            _dec(u, _U8),
+            _dec(m, _U8),
+            _dec(mem, _U32),
+            _dec(p, _U16, 10),
+            _dec(lim, _U16, 10),
+        )
+        for i, n, u, m, mem, p, lim in _MINUTE.iter_unpack(blob[1:])
     )
 
 
@@ -150,6 +206,7 @@ class _GpuAcc:
     util: list[float] = field(default_factory=list)
     mem: list[float] = field(default_factory=list)
     power: list[float] = field(default_factory=list)
+    limit: list[float] = field(default_factory=list)
 
     def add(self, s: GpuSample) -> None:
         self.readings += 1
@@ -159,6 +216,8 @@ class _GpuAcc:
             self.mem.append(s.mem_used_mib)
         if s.power_w is not None:
             self.power.append(s.power_w)
+        if s.power_limit_w is not None:
+            self.limit.append(s.power_limit_w)
 
     def result(self, index: int) -> GpuMinute:
         return GpuMinute(
@@ -168,6 +227,7 @@ class _GpuAcc:
             max(self.util) if self.util else None,
             _mean(self.mem),
             _mean(self.power),
+            min(self.limit) if self.limit else None,
         )
 
 
@@ -217,8 +277,8 @@ def hour_of(node: str, hour: int, minutes: Iterable[NodeMinute]) -> NodeHour:
             per_gpu.setdefault(g.index, []).append(g)
     gpus = []
     for index, rows in sorted(per_gpu.items()):
-        known = [g for g in rows if g.util_mean is not None]
-        utils = [g.util_mean for g in known if g.util_mean is not None]
+        known = [g for g in rows if g.busy is not None]
+        utils = [g.util_mean for g in rows if g.util_mean is not None]
         maxes = [g.util_max for g in rows if g.util_max is not None]
         mems = [g.mem_mean_mib for g in rows if g.mem_mean_mib is not None]
         powers = [g.power_mean_w for g in rows if g.power_mean_w is not None]

@@ -25,13 +25,20 @@ from leases import auditchain, fields, nodelog, records, release
 from leases.errors import READ_ONLY, InputError, LedgerError, UnknownNode, ledger_failure
 from leases.models import AuditEntry, Lease, Node, NodeState, Provider, Resource
 from leases.records import Record
-from leases.renewals import BillingNow, billing_now, chains, in_effect
+from leases.renewals import (
+    BillingNow,
+    billing_now,
+    chains,
+    in_effect,
+    overlaps,
+    renewal_record,
+)
 from leases.textsafe import visible
 
 Clock = Callable[[], datetime]
 # How many migrations leases/schema.py holds; tests check the two agree. Kept here so that
 # opening an up-to-date ledger needs neither sqlite-utils nor the schema (faster CLI).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # How long a write waits for another writer's transaction before it gives up.
 BUSY_TIMEOUT_S = 15.0
 
@@ -513,7 +520,7 @@ class Ledger:
             release.check_lease_on(self.node(node), lease, self.clock())
             if lease.end is None:
                 raise InputError("node", node, "its open lease has no end date to renew from")
-            new = records.lease_from(_renewal(lease, end, changes or {}))
+            new = records.lease_from(renewal_record(lease, end, changes or {}))
             self._update_lease(conn, lease, replace(lease, ended_at=lease.end), "lease.renew")
             return self._insert_lease(conn, new)
 
@@ -540,7 +547,7 @@ class Ledger:
                 "cards_billed", lease.cards_billed, f"{node} has only {found.gpu_count} GPUs"
             )
         for other in self.leases(node):
-            if other.id != lease_id and _overlaps(other, lease):
+            if other.id != lease_id and overlaps(other, lease):
                 raise InputError(
                     "start",
                     lease.start.isoformat(),
@@ -1052,23 +1059,6 @@ def _moment(value: Any) -> datetime:
     return datetime.fromisoformat(str(value))
 
 
-def _renewal(lease: Lease, end: Any, changes: Mapping[str, Any]) -> Record:
-    """The record of the lease that follows `lease` until `end`: same terms unless changed,
-    no deposit of its own unless one is given."""
-    assert lease.end is not None
-    return {
-        **records.lease_record(lease),
-        **changes,
-        "start": lease.end.isoformat(),
-        "end": end,
-        "ended_at": None,
-        "deposit": changes.get("deposit"),
-        "deposit_paid_on": changes.get("deposit_paid_on"),
-        "deposit_refund": changes.get("deposit_refund", "none"),
-        "deposit_refunded_on": None,
-    }
-
-
 def _plural(n: int, noun: str) -> str:
     if n == 1:
         return f"1 {noun}"
@@ -1109,13 +1099,6 @@ def _check_marks(before: Record, after: Record, changes: Mapping[str, Any]) -> N
             None,
             "marking a resource verified by hand needs a note saying how it was checked",
         )
-
-
-def _overlaps(a: Lease, b: Lease) -> bool:
-    far = datetime.max.replace(tzinfo=UTC)
-    a_end = a.ended_at or a.end or far
-    b_end = b.ended_at or b.end or far
-    return a.start < b_end and b.start < a_end
 
 
 def _node_row(rec: Record, provider_id: int | None) -> Record:

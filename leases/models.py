@@ -67,6 +67,50 @@ class ExpiryAction(StrEnum):
     RENEWS = "renews"
 
 
+class StoppedBilling(StrEnum):
+    """What a lease bills while its node is stopped (see ../shared/BILLING-FACTS.md)."""
+
+    FULL = "full"  # most clouds without an economical stop mode
+    STORAGE_ONLY = "storage_only"  # AutoDL-style: the GPU stops billing, storage does not
+    NONE = "none"  # nothing bills while stopped
+
+    @property
+    def note(self) -> str:
+        return _STOPPED_NOTES.get(self, "")
+
+
+_STOPPED_NOTES = {
+    StoppedBilling.STORAGE_ONLY: "the lease stops, its storage lines do not",
+    StoppedBilling.NONE: "its storage lines too",
+}
+
+
+class MonthCount(StrEnum):
+    """How a provider counts a month: Huawei calendar months, HyperAI 30 days."""
+
+    CALENDAR = "calendar"
+    DAYS_30 = "30_days"
+
+
+class PartialUnit(StrEnum):
+    """What a started piece of a billing unit is billed to: a started minute as a whole
+    minute, say; `second` is pro rata; `whole` bills a started unit in full."""
+
+    SECOND = "second"
+    MINUTE = "minute"
+    HOUR = "hour"
+    DAY = "day"
+    WHOLE = "whole"
+
+
+class StoragePeriod(StrEnum):
+    """The period a storage line's price is per."""
+
+    HOUR = "hour"
+    DAY = "day"
+    MONTH = "month"
+
+
 class RefundState(StrEnum):
     NONE = "none"
     PENDING = "pending"
@@ -234,6 +278,47 @@ class Lease:
     # When the lease actually ended (released or handed back); None while running.
     # Set by `zuka lease end`, not by an option.
     ended_at: datetime | None = None
+    # Terms that change the maths (leases.billing); added at the end of the record (m006).
+    stopped_billing: StoppedBilling = field(
+        default=StoppedBilling.FULL,
+        metadata=cli("--stopped-billing", "what bills while the node is stopped: {values}"),
+    )
+    month_count: MonthCount = field(
+        default=MonthCount.CALENDAR,
+        metadata=cli("--month-count", "how the provider counts a month: {values}"),
+    )
+    partial_unit: PartialUnit | None = field(
+        default=None,
+        metadata=cli(
+            "--partial-unit",
+            "a started part of a billing unit is billed up to a whole: {values} (default:"
+            " second, i.e. pro rata, for per_second, hourly and card_hour; whole otherwise)",
+        ),
+    )
+    renew_charge_days: int | None = field(
+        default=None,
+        metadata=cli(
+            "--renew-charge-days",
+            "auto-renew charges this many days before the end (Aliyun 9, Huawei 7)",
+        ),
+    )
+    hourly_price: Decimal | None = field(
+        default=None,
+        metadata=cli(
+            "--hourly-price",
+            "the pay-as-you-go price per hour: billed after the end with --on-expiry hourly,"
+            " and used by refund rules and hourly-vs-monthly advice",
+        ),
+    )
+    refund_rule: str = field(
+        default="",
+        metadata=cli(
+            "--refund-rule",
+            "early-release refund: none | prorated_days | prorated_hours | used_then_hourly"
+            " (used months at the price, the rest at --hourly-price), or the provider's rule"
+            " in words (then the maths assumes no refund and says so)",
+        ),
+    )
     id: int | None = field(default=None, metadata=INTERNAL)
 
     @property
@@ -275,6 +360,20 @@ class Resource:
     deleted_at: datetime | None = None
     verified_at: datetime | None = None
     notes: str = field(default="", metadata=cli("--notes", "free notes"))
+    # A storage line (a data disk, a snapshot, an EIP): billed from created (else the
+    # lease's start) until deleted_at, whether the node runs, is stopped or was released.
+    price: Decimal | None = field(
+        default=None,
+        metadata=cli(
+            "--price",
+            "what it costs per --price-per period, billed from created until deleted (after"
+            " a stop and after the lease ends too)",
+        ),
+    )
+    price_per: StoragePeriod = field(
+        default=StoragePeriod.MONTH,
+        metadata=cli("--price-per", "the period --price is per: {values} (default month)"),
+    )
     id: int | None = field(default=None, metadata=INTERNAL)
 
 

@@ -8,7 +8,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import date, datetime
-from typing import Any
+from decimal import Decimal
+from enum import StrEnum
+from typing import Any, TypeVar
 
 from leases import fields, recordfields, secrets, sshcmd
 from leases.errors import InputError
@@ -17,18 +19,23 @@ from leases.models import (
     ExpiryAction,
     Interconnect,
     Lease,
+    MonthCount,
     Node,
     NodeState,
+    PartialUnit,
     Provider,
     ProviderKind,
     RefundState,
     Resource,
     ResourceKind,
     SshTarget,
+    StoppedBilling,
+    StoragePeriod,
 )
 from leases.textsafe import visible
 
 Record = dict[str, Any]
+E = TypeVar("E", bound=StrEnum)
 
 # The record keys, in export order, follow the dataclasses' fields (see leases.recordfields).
 PROVIDER_KEYS = recordfields.record_keys(Provider)
@@ -85,6 +92,16 @@ def _tags(raw: Any) -> tuple[str, ...]:
 def _opt_int(rec: Mapping[str, Any], key: str, minimum: int = 0) -> int | None:
     value = _get(rec, key)
     return None if value is None else fields.count(key, value, minimum=minimum)
+
+
+def _opt_money(rec: Mapping[str, Any], key: str) -> Decimal | None:
+    value = _get(rec, key)
+    return None if value is None else fields.money(key, value)
+
+
+def _opt_choice(rec: Mapping[str, Any], key: str, enum: type[E]) -> E | None:
+    value = _get(rec, key)
+    return None if value is None else fields.choice(key, str(value), enum)
 
 
 def _opt_day(rec: Mapping[str, Any], key: str) -> date | None:
@@ -248,6 +265,16 @@ def lease_from(rec: Mapping[str, Any]) -> Lease:
         release_after_stopped_days=_opt_int(rec, "release_after_stopped_days", minimum=1),
         notes=_notes(rec),
         ended_at=_opt_moment(rec, "ended_at", tz),
+        stopped_billing=fields.choice(
+            "stopped_billing", str(rec.get("stopped_billing") or "full"), StoppedBilling
+        ),
+        month_count=fields.choice(
+            "month_count", str(rec.get("month_count") or "calendar"), MonthCount
+        ),
+        partial_unit=_opt_choice(rec, "partial_unit", PartialUnit),
+        renew_charge_days=_opt_int(rec, "renew_charge_days"),
+        hourly_price=_opt_money(rec, "hourly_price"),
+        refund_rule=_str(rec, "refund_rule", 500).strip(),
     )
     check_lease(lease)
     return lease
@@ -349,4 +376,6 @@ def resource_from(rec: Mapping[str, Any], lease_id: int, tz: str) -> Resource:
         deleted_at=_opt_moment(rec, "deleted_at", tz),
         verified_at=_opt_moment(rec, "verified_at", tz),
         notes=_notes(rec),
+        price=_opt_money(rec, "price"),
+        price_per=fields.choice("price_per", str(rec.get("price_per") or "month"), StoragePeriod),
     )

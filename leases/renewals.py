@@ -2,15 +2,19 @@
 
 A renewal (Ledger.renew_lease) ends a prepaid lease at its own end and starts a new one
 there; until that end the old lease still bills, yet the node is paid for until the end of
-the last lease of the chain. Pure functions over one node's leases, ordered by start.
+the last lease of the chain. Pure functions over one node's leases, ordered by start; the
+ledger asks here how a renewal is built and whether two leases overlap, and leases.billing
+sums a chain's cost from the same chains.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
+from leases import records
 from leases.models import Lease
 
 
@@ -80,3 +84,28 @@ def billing_now(leases: Sequence[Lease], at: datetime) -> BillingNow | None:
         return None
     chain = next(c for c in chains(leases) if any(le is lease for le in c))
     return BillingNow(lease, chain)
+
+
+def overlaps(a: Lease, b: Lease) -> bool:
+    """Whether two leases of one node bill at the same time (an open end runs forever)."""
+    far = datetime.max.replace(tzinfo=UTC)
+    a_end = a.ended_at or a.end or far
+    b_end = b.ended_at or b.end or far
+    return a.start < b_end and b.start < a_end
+
+
+def renewal_record(lease: Lease, end: Any, changes: Mapping[str, Any]) -> records.Record:
+    """The record of the lease that follows `lease` until `end`: same terms unless changed,
+    no deposit of its own unless one is given."""
+    assert lease.end is not None
+    return {
+        **records.lease_record(lease),
+        **changes,
+        "start": lease.end.isoformat(),
+        "end": end,
+        "ended_at": None,
+        "deposit": changes.get("deposit"),
+        "deposit_paid_on": changes.get("deposit_paid_on"),
+        "deposit_refund": changes.get("deposit_refund", "none"),
+        "deposit_refunded_on": None,
+    }

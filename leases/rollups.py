@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any
 
+from leases import billing
 from leases.history import (
     NodeHour,
     NodeMinute,
@@ -20,7 +21,7 @@ from leases.history import (
     unpack_minute,
 )
 from leases.ledger import Ledger
-from leases.models import GpuProcess, GpuSample, NodeHealth
+from leases.models import GpuProcess, GpuSample, Lease, NodeHealth
 
 DEFAULT_MINUTE_DAYS = 14
 _HOUR_UPSERT = (
@@ -286,3 +287,29 @@ class HistoryStore:
             BusyHours(s[0], s[2], sums.get(s[0], (0, 0))[0] / 60, sums.get(s[0], (0, 0))[1] / 60)
             for s in spans
         ]
+
+    def card_minutes(self, node: str, since: datetime, until: datetime) -> tuple[int, int]:
+        """Busy and known card-minutes of the node's clock hours starting in [since, until)."""
+        row = self.ledger.conn.execute(
+            "SELECT SUM(busy_card_minutes), SUM(known_card_minutes) FROM gpu_hour"
+            " WHERE node_id = ? AND hour >= ? AND hour < ?",
+            (self.node_id(node), int(since.timestamp()) // 3600, int(until.timestamp()) // 3600),
+        ).fetchone()
+        return int(row[0] or 0), int(row[1] or 0)
+
+    def lease_usage(
+        self,
+        lease: Lease,
+        since: datetime,
+        until: datetime,
+        *,
+        stops: Sequence[billing.Stop] = (),
+        cards: int | None = None,
+    ) -> billing.CardHours:
+        """A lease's paid, busy, idle and unknown card-hours and cost over [since, until)
+        (see leases.billing.lease_card_hours), history read for the time it is paid for."""
+        spans = billing.billed_spans(lease, until, stops)
+        lo = max([since, *(a for a, _ in spans[:1])])
+        hi = min([until, *(b for _, b in spans[-1:])])
+        busy, known = self.card_minutes(lease.node, lo, hi) if lo < hi else (0, 0)
+        return billing.lease_card_hours(lease, since, until, busy, known, stops=stops, cards=cards)

@@ -259,3 +259,27 @@ def m005_reusable_names(db: Database) -> None:
     broken = db.execute("PRAGMA foreign_key_check").fetchall()
     if broken:
         raise ValueError(f"m005: rows that refer to no node after the rebuild: {broken[:5]}")
+
+
+@MIGRATIONS()
+def m006_lease_terms(db: Database) -> None:
+    """The lease terms that change the money maths (leases.billing) and the price of a
+    storage line (a resource that bills until it is deleted). Defaults keep every existing
+    lease billing as before: in full while stopped, calendar months, no refund known."""
+    _run(
+        db,
+        """
+        ALTER TABLE leases ADD COLUMN stopped_billing TEXT NOT NULL DEFAULT 'full'
+            CHECK (stopped_billing IN ('full', 'storage_only', 'none'));
+        ALTER TABLE leases ADD COLUMN month_count TEXT NOT NULL DEFAULT 'calendar'
+            CHECK (month_count IN ('calendar', '30_days'));
+        ALTER TABLE leases ADD COLUMN partial_unit TEXT
+            CHECK (partial_unit IN ('second', 'minute', 'hour', 'day', 'whole'));
+        ALTER TABLE leases ADD COLUMN renew_charge_days INTEGER CHECK (renew_charge_days >= 0);
+        ALTER TABLE leases ADD COLUMN hourly_price TEXT;
+        ALTER TABLE leases ADD COLUMN refund_rule TEXT NOT NULL DEFAULT '';
+        ALTER TABLE resources ADD COLUMN price TEXT;
+        ALTER TABLE resources ADD COLUMN price_per TEXT NOT NULL DEFAULT 'month'
+            CHECK (price_per IN ('hour', 'day', 'month'));
+        """,
+    )

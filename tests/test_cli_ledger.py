@@ -27,6 +27,8 @@ LEASE_ARGS = [
     "--deposit-paid-on", "2026-05-20", "--deposit-refund", "pending",
     "--contract", "NJ-IDC-2026-0417", "--notice-days", "30", "--on-expiry", "renews",
     "--release-after-stopped-days", "7", "--notes", "paid quarterly",
+    "--stopped-billing", "storage_only", "--month-count", "30_days", "--partial-unit", "day",
+    "--renew-charge-days", "9", "--hourly-price", "60.5", "--refund-rule", "prorated_days",
 ]  # fmt: skip
 
 
@@ -92,6 +94,12 @@ def test_every_lease_field_round_trips_through_json(cli: Cli) -> None:
         "release_after_stopped_days": 7,
         "notes": "paid quarterly",
         "ended_at": None,
+        "stopped_billing": "storage_only",
+        "month_count": "30_days",
+        "partial_unit": "day",
+        "renew_charge_days": 9,
+        "hourly_price": "60.5",
+        "refund_rule": "prorated_days",
     }
     # lease list adds what it knows of the renewal chain beside the record.
     chain = {"renews": None, "paid_until": lease["end"], "bills_now": True}

@@ -16,8 +16,8 @@ from sqlite_utils import Database
 
 from leases import records
 from leases.errors import InputError
-from leases.ledger import Ledger
-from leases.schema import MIGRATIONS
+from leases.ledger import SCHEMA_VERSION, Ledger
+from leases.schema import MIGRATIONS, m006_lease_terms
 
 FIRST = "2026-10-15T00:00:00+08:00"  # as `zuka lease list --json` prints the first start
 SECOND = "2026-11-15T00:00:00+08:00"
@@ -351,7 +351,12 @@ def test_ledger_reaches_live_and_archived_nodes(tmp_path: Path) -> None:
 def _ledger_before_m005(path: Path) -> None:
     """A ledger as current main writes it: the migrations up to m004, then real writes."""
     conn = sqlite3.connect(path)
-    MIGRATIONS.apply(Database(conn), stop_before="m005_reusable_names")
+    db = Database(conn)
+    MIGRATIONS.apply(db, stop_before="m005_reusable_names")
+    # Today's writes need the lease-term columns; m006 touches only leases and resources,
+    # so running it early leaves what m005 rebuilds (nodes) as main wrote it.
+    m006_lease_terms(db)
+    MIGRATIONS._record_applied(db, "m006_lease_terms")
     conn.execute("PRAGMA user_version = 4")
     conn.commit()
     conn.execute("PRAGMA foreign_keys = ON")
@@ -377,7 +382,7 @@ def test_m005_keeps_ids_references_and_the_audit_chain(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA user_version").fetchone() == (4,)
     _history_rows(path, 1)
     with Ledger.open(path) as ledger:
-        assert ledger.conn.execute("PRAGMA user_version").fetchone() == (5,)
+        assert ledger.conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         assert ledger.conn.execute("SELECT * FROM nodes ORDER BY id").fetchall() == nodes_before
         assert ledger.conn.execute("SELECT * FROM audit ORDER BY id").fetchall() == audit_before
         assert ledger.conn.execute("PRAGMA foreign_key_check").fetchall() == []

@@ -1,0 +1,713 @@
+"""What a lease costs: pure money maths in Decimal, every period in the lease's billing zone.
+
+No I/O and no SQLite: the ledger (leases.ledger), history (leases.rollups) and the caller
+hand in leases, storage lines, stops and card-minutes. The rules, said once:
+
+- **Charged by `at`** (`cost_to_date`). Pay-as-you-go (per_second, hourly, card_hour):
+  the time the lease ran up to `at`, each run rounded up to its partial unit (`partial`;
+  default pro rata to the second, as AutoDL, 恒源云 and HyperAI bill), times the unit
+  price (and the cards billed, for card_hour). It runs from its start to `ended_at`, or to
+  its `end` when the provider releases it then. Prepaid (daily, weekly, monthly, contract):
+  the whole paid span, start to end, is charged at the start (a started unit in full by
+  default), net of the refund that a recorded early end (`ended_at` before `end`) earns by
+  the lease's refund rule; an unknown rule refunds nothing. After the end, by `on_expiry`:
+  released, nothing more; hourly, the recorded hourly price for as long as it runs on;
+  renews (or `auto_renew`) one more unit each period, charged `renew_charge_days` before
+  the period begins. A minimum commitment (in billing units) is owed in full once the
+  lease is over.
+- **Stops** (`stops`: when the node was stopped; an open stop runs on): a lease that bills
+  `storage_only` or `none` while stopped does not bill its running time then; prepaid time
+  is paid anyway. Storage lines keep billing through stops unless the lease bills `none`.
+- **Projected** to a later time is the same function at that time, for the lease as
+  recorded: so a projection is never below the cost to date, and no cost falls as time
+  passes.
+- **Accrued** over a window (`accrued`): the share of the cost that falls in it; an
+  upfront charge is spread over the time it pays for, period by period (a calendar month's
+  price over that month's days), the rest falls where it is charged.
+- **Storage lines** (resources with a price): billed pro rata from `created` (else the
+  lease's start) until `deleted_at`, after a stop and after the lease ends too.
+- **Card-hours**: paid card-hours are the cards times the hours the lease is paid for;
+  busy and known card-minutes come from history (leases.history says when a minute is busy
+  and when it is unknown). Idle is known and not busy; unknown is never idle.
+
+Amounts are exact Decimals; `fen` rounds one for display.
+"""
+
+from __future__ import annotations
+
+import math
+from calendar import monthrange
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
+from enum import StrEnum
+from zoneinfo import ZoneInfo
+
+from leases import fields
+from leases.errors import InputError
+from leases.models import (
+    BillingType,
+    ExpiryAction,
+    Lease,
+    MonthCount,
+    PartialUnit,
+    Resource,
+    StoppedBilling,
+    StoragePeriod,
+)
+from leases.renewals import chains
+
+Stop = tuple[datetime, datetime | None]  # when the node was stopped; None: still stopped
+Span = tuple[datetime, datetime]
+
+ZERO = Decimal(0)
+_HOUR = Decimal(3600)
+_FIXED = {"second": 1, "minute": 60, "hour": 3600}  # steps of a fixed length in seconds
+_WALL_DAYS = {"day": 1, "week": 7, "month30": 30}  # steps of wall-clock days in the zone
+_GRAIN = {PartialUnit.SECOND: 1, PartialUnit.MINUTE: 60, PartialUnit.HOUR: 3600}
+_GRAIN[PartialUnit.DAY] = 86400
+
+
+class RefundRule(StrEnum):
+    """What a provider refunds when a prepaid lease is released before its end."""
+
+    NONE = "none"
+    PRORATED_DAYS = "prorated_days"  # the unused whole days back
+    PRORATED_HOURS = "prorated_hours"
+    USED_THEN_HOURLY = "used_then_hourly"  # Tencent: used units at the price, the rest hourly
+
+
+# -- small helpers ----------------------------------------------------------------------
+
+
+def fen(amount: Decimal) -> Decimal:
+    """An amount rounded to the fen (0.01), half up, for display."""
+    return amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+
+
+def zone(lease: Lease) -> ZoneInfo:
+    return fields.timezone(lease.billing_tz, "billing_tz")
+
+
+def _seconds(a: datetime, b: datetime) -> Decimal:
+    """b - a in seconds, exactly (in UTC: same-zone subtraction ignores DST)."""
+    d = b.astimezone(UTC) - a.astimezone(UTC)
+    return Decimal(d.days * 86400 + d.seconds) + Decimal(d.microseconds) / 1_000_000
+
+
+def _ceil(x: Decimal) -> Decimal:
+    return x.to_integral_value(rounding=ROUND_CEILING)
+
+
+def step_of(lease: Lease) -> str:
+    """The length of one billing unit: second, hour, day, week, month or month30."""
+    bt = lease.billing_type
+    if bt is BillingType.PER_SECOND:
+        return "second"
+    if bt in (BillingType.HOURLY, BillingType.CARD_HOUR):
+        return "hour"
+    if bt is BillingType.DAILY:
+        return "day"
+    if bt is BillingType.WEEKLY:
+        return "week"
+    return "month30" if lease.month_count is MonthCount.DAYS_30 else "month"
+
+
+def partial(lease: Lease) -> PartialUnit:
+    """The lease's partial unit, or the default for its billing type: pro rata (second)
+    for pay-as-you-go, a started unit in full for prepaid."""
+    if lease.partial_unit is not None:
+        return lease.partial_unit
+    return PartialUnit.WHOLE if lease.billing_type.prepaid else PartialUnit.SECOND
+
+
+def refund_rule(lease: Lease) -> RefundRule | None:
+    """The lease's early-release refund rule; None when unknown (empty, or in words)."""
+    try:
+        return RefundRule(lease.refund_rule.strip().lower())
+    except ValueError:
+        return None
+
+
+def cards_of(lease: Lease, cards: int | None = None) -> int:
+    """The cards a lease pays for: cards_billed, else `cards` (the node's GPU count)."""
+    n = lease.cards_billed or cards
+    if not n:
+        raise InputError(
+            "cards_billed",
+            None,
+            f"the {lease.billing_type.value} lease of {lease.node} does not say how many cards"
+            " it pays for: give --cards",
+        )
+    return n
+
+
+def _renews(lease: Lease) -> bool:
+    return lease.on_expiry is ExpiryAction.RENEWS or lease.auto_renew
+
+
+# -- the period grid --------------------------------------------------------------------
+
+
+def boundary(anchor: datetime, step: str, k: int, tz: ZoneInfo) -> datetime:
+    """The start of the k-th period of `step` from `anchor`, counted on the wall clock of
+    `tz` (a calendar month from the 31st ends on the last day of a shorter month)."""
+    if step in _FIXED:
+        return anchor + timedelta(seconds=k * _FIXED[step])
+    local = anchor.astimezone(tz).replace(tzinfo=None)
+    if step in _WALL_DAYS:
+        naive = local + timedelta(days=k * _WALL_DAYS[step])
+    else:
+        y, m = divmod(local.month - 1 + k, 12)
+        year, month = local.year + y, m + 1
+        naive = local.replace(
+            year=year, month=month, day=min(local.day, monthrange(year, month)[1])
+        )
+    return naive.replace(tzinfo=tz)
+
+
+def period_index(anchor: datetime, step: str, t: datetime, tz: ZoneInfo) -> int:
+    """The k whose period [boundary(k), boundary(k+1)) holds t (negative before anchor)."""
+    if step in _FIXED:
+        return math.floor(_seconds(anchor, t) / _FIXED[step])
+    a, b = anchor.astimezone(tz), t.astimezone(tz)
+    if step in _WALL_DAYS:
+        k = (b.replace(tzinfo=None) - a.replace(tzinfo=None)).days // _WALL_DAYS[step]
+    else:
+        k = (b.year - a.year) * 12 + b.month - a.month
+    while boundary(anchor, step, k + 1, tz) <= t:
+        k += 1
+    while boundary(anchor, step, k, tz) > t:
+        k -= 1
+    return k
+
+
+def _units(anchor: datetime, step: str, tz: ZoneInfo, a: datetime, b: datetime) -> Decimal:
+    """Billing units in [a, b) pro rata on the grid of `step` from `anchor`."""
+    if b <= a:
+        return ZERO
+    if step in _FIXED:
+        return _seconds(a, b) / _FIXED[step]
+    total = ZERO
+    k = period_index(anchor, step, a, tz)
+    while True:
+        lo, hi = boundary(anchor, step, k, tz), boundary(anchor, step, k + 1, tz)
+        if lo >= b:
+            return total
+        total += _seconds(max(lo, a), min(hi, b)) / _seconds(lo, hi)
+        k += 1
+
+
+def _prepaid_units(lease: Lease, a: datetime, b: datetime) -> Decimal:
+    """Units of [a, b) on the lease's grid from a: whole periods, and the remainder rounded
+    up to the lease's partial unit (a started unit in full by default)."""
+    tz, step = zone(lease), step_of(lease)
+    if b <= a:
+        return ZERO
+    k = period_index(a, step, b, tz)
+    lo = boundary(a, step, k, tz)
+    rest = _seconds(lo, b)
+    if rest == 0:
+        return Decimal(k)
+    length = _seconds(lo, boundary(a, step, k + 1, tz))
+    grain = partial(lease)
+    if grain is PartialUnit.WHOLE:
+        return Decimal(k + 1)
+    g = _GRAIN[grain]
+    return Decimal(k) + min(Decimal(1), _ceil(rest / g) * g / length)
+
+
+def _run_units(lease: Lease, a: datetime, b: datetime) -> Decimal:
+    """Units of one pay-as-you-go run [a, b), rounded up to the partial unit."""
+    unit = _FIXED[step_of(lease)]
+    grain = partial(lease)
+    g = unit if grain is PartialUnit.WHOLE else _GRAIN[grain]
+    return _ceil(_seconds(a, b) / g) * g / unit
+
+
+def _minus(spans: Iterable[Span], stops: Sequence[Stop], until: datetime) -> list[Span]:
+    """spans with the stopped stretches cut out."""
+    out = list(spans)
+    for s_lo, s_hi in stops:
+        hi = s_hi or max(until, s_lo)
+        cut: list[Span] = []
+        for a, b in out:
+            if hi <= a or s_lo >= b:
+                cut.append((a, b))
+                continue
+            if a < s_lo:
+                cut.append((a, s_lo))
+            if hi < b:
+                cut.append((hi, b))
+        out = cut
+    return out
+
+
+def _overlap(spans: Iterable[Span], lo: datetime, hi: datetime) -> list[Span]:
+    return [(max(a, lo), min(b, hi)) for a, b in spans if max(a, lo) < min(b, hi)]
+
+
+# -- what a lease is charged ------------------------------------------------------------
+
+
+def _released_at(lease: Lease) -> datetime | None:
+    """When a lease stops billing its running time, as recorded (None: runs on)."""
+    if lease.ended_at is not None:
+        return lease.ended_at
+    if lease.end is not None and lease.on_expiry is ExpiryAction.RELEASED and not _renews(lease):
+        return lease.end
+    return None
+
+
+def over(lease: Lease, at: datetime) -> bool:
+    """Whether the lease is over by `at` (ended, or released at its end)."""
+    stop = _released_at(lease)
+    return stop is not None and stop <= at
+
+
+def runs(lease: Lease, until: datetime, stops: Sequence[Stop] = ()) -> list[Span]:
+    """The stretches a pay-as-you-go lease bills its running time up to `until`."""
+    stop = _released_at(lease)
+    hi = min(until, stop) if stop is not None else until
+    if hi <= lease.start:
+        return []
+    spans: list[Span] = [(lease.start, hi)]
+    if lease.stopped_billing is not StoppedBilling.FULL:
+        spans = _minus(spans, stops, until)
+    return spans
+
+
+def prepaid_total(lease: Lease) -> Decimal:
+    """A prepaid lease's price for its whole span, start to end, before any refund."""
+    assert lease.end is not None
+    return _prepaid_units(lease, lease.start, lease.end) * lease.unit_price
+
+
+def _net_upfront(lease: Lease) -> Decimal:
+    """The upfront charge net of the refund a recorded early end earns."""
+    full = prepaid_total(lease)
+    assert lease.end is not None
+    if lease.ended_at is None or lease.ended_at >= lease.end:
+        return full
+    rule = refund_rule(lease)
+    used = _seconds(lease.start, lease.ended_at)
+    span = _seconds(lease.start, lease.end)
+    if rule is RefundRule.PRORATED_DAYS:
+        return min(full, full * _ceil(used / 86400) * 86400 / span)
+    if rule is RefundRule.PRORATED_HOURS:
+        return min(full, full * _ceil(used / _HOUR) * _HOUR / span)
+    if rule is RefundRule.USED_THEN_HOURLY and lease.hourly_price is not None:
+        tz, step = zone(lease), step_of(lease)
+        k = period_index(lease.start, step, lease.ended_at, tz)
+        rest = _seconds(boundary(lease.start, step, k, tz), lease.ended_at)
+        return min(full, k * lease.unit_price + lease.hourly_price * rest / _HOUR)
+    return full
+
+
+def _after_end(lease: Lease, at: datetime, stops: Sequence[Stop]) -> Decimal:
+    """What a prepaid lease is charged after its end (or before it, for an auto-renewal)."""
+    end = lease.end
+    assert end is not None
+    if lease.ended_at is not None and lease.ended_at < end:
+        return ZERO
+    if lease.on_expiry is ExpiryAction.HOURLY and not lease.auto_renew:
+        if lease.hourly_price is None or at <= end:
+            return ZERO
+        stop = min(at, lease.ended_at) if lease.ended_at is not None else at
+        spans: list[Span] = [(end, stop)] if stop > end else []
+        if lease.stopped_billing is not StoppedBilling.FULL:
+            spans = _minus(spans, stops, at)
+        return sum((_seconds(a, b) for a, b in spans), ZERO) / _HOUR * lease.hourly_price
+    if _renews(lease) and lease.ended_at is None:
+        tz, step = zone(lease), step_of(lease)
+        early = timedelta(days=lease.renew_charge_days or 0)
+        n = 0
+        while boundary(end, step, n, tz) - early <= at:
+            n += 1
+        return n * lease.unit_price
+    return ZERO
+
+
+def _commitment(lease: Lease) -> Decimal:
+    return (lease.min_commitment or 0) * lease.unit_price
+
+
+def _charged(
+    lease: Lease, at: datetime, stops: Sequence[Stop], cards: int | None
+) -> tuple[Decimal, Decimal]:
+    """(charged up front, charged as it goes) by `at`, before any minimum commitment."""
+    if at <= lease.start and not (lease.billing_type.prepaid and at == lease.start):
+        return ZERO, ZERO
+    if lease.billing_type.prepaid:
+        return _net_upfront(lease), _after_end(lease, at, stops)
+    per_unit = lease.unit_price
+    if lease.billing_type is BillingType.CARD_HOUR:
+        per_unit *= cards_of(lease, cards)
+    units = sum((_run_units(lease, a, b) for a, b in runs(lease, at, stops)), ZERO)
+    return ZERO, units * per_unit
+
+
+def cost_to_date(
+    lease: Lease,
+    at: datetime,
+    *,
+    stops: Sequence[Stop] = (),
+    cards: int | None = None,
+    commitment: bool = True,
+) -> Decimal:
+    """What the lease is charged by `at` (see the module's rules). A later `at` projects:
+    the lease as recorded, carried on to then. `cards` stands in for a card_hour lease's
+    missing cards_billed; commitment=False leaves the minimum commitment out."""
+    upfront, going = _charged(lease, at, stops, cards)
+    cost = upfront + going
+    if commitment and over(lease, at):
+        cost = max(cost, _commitment(lease))
+    return cost
+
+
+def accrued(
+    lease: Lease,
+    since: datetime,
+    until: datetime,
+    *,
+    stops: Sequence[Stop] = (),
+    cards: int | None = None,
+) -> Decimal:
+    """The share of the lease's cost that falls in [since, until) (see the module's rules):
+    what a monthly report or an idle-card figure charges to that window."""
+    if until <= since:
+        return ZERO
+    up_hi, go_hi = _charged(lease, until, stops, cards)
+    _, go_lo = _charged(lease, since, stops, cards)
+    share = go_hi - go_lo
+    if up_hi:
+        stop = paid_until(lease)
+        whole = _units(lease.start, step_of(lease), zone(lease), lease.start, stop)
+        part = _units(
+            lease.start, step_of(lease), zone(lease), max(since, lease.start), min(until, stop)
+        )
+        share += up_hi * part / whole if whole else ZERO
+    top_hi = cost_to_date(lease, until, stops=stops, cards=cards) - up_hi - go_hi
+    top_lo = cost_to_date(lease, since, stops=stops, cards=cards) - sum(
+        _charged(lease, since, stops, cards), ZERO
+    )
+    return share + top_hi - top_lo
+
+
+def paid_until(lease: Lease) -> datetime:
+    """The end of the time a prepaid lease's upfront charge pays for (an early end cuts
+    it short)."""
+    assert lease.end is not None
+    return min(lease.end, lease.ended_at) if lease.ended_at is not None else lease.end
+
+
+def billed_spans(lease: Lease, until: datetime, stops: Sequence[Stop] = ()) -> list[Span]:
+    """The stretches up to `until` the lease pays for its cards: the prepaid span (stopped
+    or not), then what bills after the end; a pay-as-you-go lease's runs."""
+    if not lease.billing_type.prepaid:
+        return runs(lease, until, stops)
+    end = paid_until(lease)
+    spans: list[Span] = _overlap([(lease.start, end)], lease.start, until)
+    if lease.end is None or end < lease.end or until <= lease.end:
+        return spans
+    after = lease.ended_at if lease.ended_at is not None else until
+    tail: list[Span] = [(lease.end, min(after, until))] if min(after, until) > lease.end else []
+    if lease.on_expiry is ExpiryAction.HOURLY and not lease.auto_renew:
+        if lease.stopped_billing is not StoppedBilling.FULL:
+            tail = _minus(tail, stops, until)
+        return spans + tail
+    return spans + tail if _renews(lease) else spans
+
+
+def paid_card_hours(
+    lease: Lease,
+    since: datetime,
+    until: datetime,
+    *,
+    stops: Sequence[Stop] = (),
+    cards: int | None = None,
+) -> Decimal:
+    """Cards times the hours in [since, until) the lease pays for them."""
+    spans = _overlap(billed_spans(lease, until, stops), since, until)
+    return sum((_seconds(a, b) for a, b in spans), ZERO) / _HOUR * cards_of(lease, cards)
+
+
+# -- storage lines ----------------------------------------------------------------------
+
+
+def storage_cost(
+    resource: Resource, lease: Lease, at: datetime, *, stops: Sequence[Stop] = ()
+) -> Decimal:
+    """A storage line's charge by `at`: its price pro rata from created (else the lease's
+    start) until deleted_at; paused by stops only when the lease bills nothing then."""
+    if resource.price is None:
+        return ZERO
+    start = resource.created or lease.start
+    stop = min(resource.deleted_at, at) if resource.deleted_at is not None else at
+    if stop <= start:
+        return ZERO
+    spans: list[Span] = [(start, stop)]
+    if lease.stopped_billing is StoppedBilling.NONE:
+        spans = _minus(spans, stops, at)
+    step = {StoragePeriod.HOUR: "hour", StoragePeriod.DAY: "day"}.get(
+        resource.price_per, "month30" if lease.month_count is MonthCount.DAYS_30 else "month"
+    )
+    units = sum((_units(start, step, zone(lease), a, b) for a, b in spans), ZERO)
+    return units * resource.price
+
+
+# -- periods and estimates --------------------------------------------------------------
+
+
+def month_of(at: datetime, tz: ZoneInfo) -> Span:
+    """The calendar month in `tz` that holds `at`."""
+    local = at.astimezone(tz)
+    first = local.replace(day=1, hour=0, minute=0, second=0, microsecond=0, tzinfo=None)
+    return first.replace(tzinfo=tz), boundary(first.replace(tzinfo=tz), "month", 1, tz)
+
+
+def current_period(lease: Lease, at: datetime) -> Span:
+    """The billing period that holds `at`: a prepaid lease's own unit (its day, week or
+    month counted from its start, continued past its end); for pay-as-you-go the calendar
+    month in the billing zone (the provider's monthly bill)."""
+    tz = zone(lease)
+    if not lease.billing_type.prepaid:
+        return month_of(at, tz)
+    step = step_of(lease)
+    k = max(0, period_index(lease.start, step, at, tz))
+    return boundary(lease.start, step, k, tz), boundary(lease.start, step, k + 1, tz)
+
+
+def unknowns(lease: Lease, at: datetime) -> tuple[str, ...]:
+    """What the figures of a lease leave out for want of a recorded term."""
+    out: list[str] = []
+    if lease.billing_type.prepaid and lease.end is not None:
+        if (
+            lease.on_expiry is ExpiryAction.HOURLY
+            and not lease.auto_renew
+            and lease.hourly_price is None
+        ):
+            out.append(
+                "it bills hourly after its end at a price not recorded (give --hourly-price)"
+            )
+        if lease.ended_at is not None and lease.ended_at < lease.end:
+            rule = refund_rule(lease)
+            if rule is None:
+                out.append(
+                    "it ended early and the provider's refund rule is unknown: no refund assumed"
+                    + (f" ({lease.refund_rule})" if lease.refund_rule else "")
+                )
+            elif rule is RefundRule.USED_THEN_HOURLY and lease.hourly_price is None:
+                out.append("its refund needs the hourly price (give --hourly-price)")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A lease's (or a renewal chain's) cost: to date, by the end of the current period and
+    by the end of the lease, storage lines included."""
+
+    at: datetime
+    to_date: Decimal
+    storage_to_date: Decimal  # included in to_date
+    period: Span
+    by_period_end: Decimal
+    lease_end: datetime | None
+    by_lease_end: Decimal | None  # None: the lease has no end (pay-as-you-go, renews)
+    unknown: tuple[str, ...] = ()
+
+
+def chain_cost(
+    chain: Sequence[Lease],
+    at: datetime,
+    *,
+    stops: Sequence[Stop] = (),
+    cards: int | None = None,
+) -> Decimal:
+    """A renewal chain's charge by `at`: the sum of its leases (each a lease of its own);
+    the first lease's minimum commitment holds for the chain, owed once the chain is over
+    (a renewal copies the terms, so the minimum is not owed again)."""
+    total = sum(
+        (cost_to_date(le, at, stops=stops, cards=cards, commitment=False) for le in chain), ZERO
+    )
+    if chain and over(chain[-1], at):
+        total = max(total, _commitment(chain[0]))
+    return total
+
+
+def estimate(
+    chain: Lease | Sequence[Lease],
+    at: datetime,
+    *,
+    stops: Sequence[Stop] = (),
+    storage: Sequence[tuple[Resource, Lease]] = (),
+    cards: int | None = None,
+) -> Estimate:
+    """Cost to date, by the end of the current period and by the lease's end, of a lease
+    or of a renewal chain (oldest first), with the storage lines given (each with its
+    lease). The period is that of the lease billing at `at`."""
+    leases = (chain,) if isinstance(chain, Lease) else tuple(chain)
+    if not leases:
+        raise ValueError("estimate of no lease")
+    now = next((le for le in reversed(leases) if le.start <= at), leases[0])
+    period = current_period(now, at)
+    last = leases[-1]
+    end = last.ended_at or last.end
+
+    def total(when: datetime) -> tuple[Decimal, Decimal]:
+        store = sum((storage_cost(r, le, when, stops=stops) for r, le in storage), ZERO)
+        return chain_cost(leases, when, stops=stops, cards=cards) + store, store
+
+    to_date, store = total(at)
+    by_period = total(max(at, period[1]))[0]
+    by_end = total(max(at, end))[0] if end is not None else None
+    notes = tuple(n for le in leases for n in unknowns(le, at))
+    return Estimate(at, to_date, store, period, by_period, end, by_end, notes)
+
+
+def chain_of(leases: Sequence[Lease], lease: Lease) -> tuple[Lease, ...]:
+    """The renewal chain (leases.renewals.chains) that holds `lease`."""
+    return next(c for c in chains(leases) if any(le is lease or le == lease for le in c))
+
+
+# -- busy, idle and unknown card-hours ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CardHours:
+    """A lease's card-hours over a window and what they cost. Busy and known come from
+    history (gpu_hour rows); what history does not know is unknown, never idle."""
+
+    paid: Decimal
+    busy_history: Decimal
+    known_history: Decimal
+    cost: Decimal
+
+    @property
+    def busy(self) -> Decimal:
+        return min(self.busy_history, self.paid)
+
+    @property
+    def known(self) -> Decimal:
+        return min(self.known_history, self.paid)
+
+    @property
+    def idle(self) -> Decimal:
+        return max(ZERO, self.known - self.busy)
+
+    @property
+    def unknown(self) -> Decimal:
+        return self.paid - self.known
+
+    @property
+    def idle_yuan(self) -> Decimal:
+        """The money paid for cards that sat idle: cost x idle share of paid card-hours."""
+        return self.cost * self.idle / self.paid if self.paid else ZERO
+
+    @property
+    def price_per_busy_hour(self) -> Decimal | None:
+        """What one busy card-hour cost (None: no busy hour)."""
+        return self.cost / self.busy if self.busy else None
+
+
+def card_hours(
+    paid: Decimal, busy_card_minutes: int, known_card_minutes: int, cost: Decimal
+) -> CardHours:
+    """CardHours from paid card-hours, history's card-minutes and the cost over a window."""
+    if busy_card_minutes > known_card_minutes:
+        raise ValueError(f"busy {busy_card_minutes} > known {known_card_minutes} card-minutes")
+    return CardHours(paid, Decimal(busy_card_minutes) / 60, Decimal(known_card_minutes) / 60, cost)
+
+
+def lease_card_hours(
+    lease: Lease,
+    since: datetime,
+    until: datetime,
+    busy_card_minutes: int,
+    known_card_minutes: int,
+    *,
+    stops: Sequence[Stop] = (),
+    cards: int | None = None,
+) -> CardHours:
+    """A lease's paid, busy, idle and unknown card-hours and cost over [since, until)."""
+    return card_hours(
+        paid_card_hours(lease, since, until, stops=stops, cards=cards),
+        busy_card_minutes,
+        known_card_minutes,
+        accrued(lease, since, until, stops=stops, cards=cards),
+    )
+
+
+# -- hourly against monthly ---------------------------------------------------------------
+
+
+def break_even_hours(monthly_price: Decimal, hourly_price: Decimal, cards: int = 1) -> Decimal:
+    """Hours a month at which renting `cards` by the hour (hourly_price a card-hour) costs
+    as much as the month (monthly_price for all of them): more hours, monthly is cheaper."""
+    if hourly_price <= 0 or cards <= 0:
+        raise InputError("hourly_price", str(hourly_price), "must be greater than zero")
+    return monthly_price / (hourly_price * cards)
+
+
+def lease_break_even(lease: Lease) -> Decimal | None:
+    """A monthly (or contract) lease's break-even hours a month against its recorded hourly
+    price (both for the whole lease); None without one."""
+    if lease.billing_type not in (BillingType.MONTHLY, BillingType.CONTRACT):
+        return None
+    if not lease.hourly_price:
+        return None
+    return break_even_hours(lease.unit_price, lease.hourly_price)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Monthly against hourly for the hours actually used."""
+
+    monthly_cost: Decimal  # what the prepaid lease cost over the window
+    hourly_cost: Decimal  # the busy (and unknown) card-hours at the hourly price
+    refund_known: bool = True  # whether leaving early is priced by a known rule
+
+    @property
+    def monthly_saves(self) -> Decimal:
+        """Positive: monthly was cheaper by this much; negative: hourly would have been."""
+        return self.hourly_cost - self.monthly_cost
+
+    @property
+    def text(self) -> str:
+        if self.monthly_saves >= 0:
+            said = f"monthly saves ¥{fen(self.monthly_saves)}"
+        else:
+            said = f"hourly would have cost ¥{fen(-self.monthly_saves)} less"
+        if not self.refund_known:
+            said += " (the provider's early-release refund rule is unknown)"
+        return said
+
+
+def hourly_vs_monthly(
+    monthly_cost: Decimal,
+    busy_card_hours: Decimal,
+    hourly_card_price: Decimal,
+    unknown_card_hours: Decimal = ZERO,
+    *,
+    refund_known: bool = True,
+) -> Verdict:
+    """The verdict for a window: hourly rents only the card-hours used; unknown hours are
+    counted as used (never idle), so the verdict never flatters hourly."""
+    used = busy_card_hours + unknown_card_hours
+    return Verdict(monthly_cost, used * hourly_card_price, refund_known)
+
+
+def lease_verdict(lease: Lease, usage: CardHours, *, cards: int | None = None) -> Verdict | None:
+    """The verdict from a prepaid lease's own measured use (usage over a window, from
+    lease_card_hours); None when it has no hourly price recorded."""
+    if lease.hourly_price is None or not lease.billing_type.prepaid:
+        return None
+    per_card = lease.hourly_price / cards_of(lease, cards)
+    return hourly_vs_monthly(
+        usage.cost,
+        usage.busy,
+        per_card,
+        usage.unknown,
+        refund_known=refund_rule(lease) is not None,
+    )

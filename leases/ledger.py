@@ -30,7 +30,7 @@ from leases.textsafe import visible
 Clock = Callable[[], datetime]
 # How many migrations leases/schema.py holds; tests check the two agree. Kept here so that
 # opening an up-to-date ledger needs neither sqlite-utils nor the schema (faster CLI).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # The audit log's protections (installed by migration m004, checked by `zuka audit verify`):
 # no UPDATE, no DELETE, and an INSERT only at the end of the hash chain.
@@ -47,8 +47,15 @@ AUDIT_TRIGGERS = {
     " BEGIN SELECT RAISE(ABORT, 'the audit log only grows at the end of its hash chain'); END",
 }
 
-# The poller's tables that refer to a node by id (see leases/schema.py m002).
-HISTORY_TABLES = ("gpu_minute", "gpu_hour", "poll_gap", "node_latest")
+# The poller's tables that refer to a node by id (see leases/schema.py m002, m007).
+HISTORY_TABLES = (
+    "gpu_minute",
+    "gpu_hour",
+    "poll_gap",
+    "node_latest",
+    "gpu_owner_minute",
+    "gpu_owner_hour",
+)
 
 
 def utc_now() -> datetime:

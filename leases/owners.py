@@ -128,7 +128,7 @@ def parse_ps(text: str, wanted: Collection[int] | None = None) -> PsOwners:
             owner, problem = REFUSED, f"ps line {line_no}: no uid or user for pid {pid}"
         else:
             user = words[2].strip() if len(words) > 2 else ""
-            if len(user) > MAX_USER_CHARS + 1:  # +1: ps marks a cut name with "+"
+            if len(user) > MAX_USER_CHARS + user.endswith("+"):  # ps marks a cut name "+"
                 owner = REFUSED
                 problem = f"user name longer than {MAX_USER_CHARS}: {visible(user, _SHOWN)!r}"
             else:

@@ -16,7 +16,7 @@ from sqlite_utils import Database
 
 from leases import records
 from leases.errors import InputError
-from leases.ledger import Ledger
+from leases.ledger import SCHEMA_VERSION, Ledger
 from leases.schema import MIGRATIONS
 
 FIRST = "2026-10-15T00:00:00+08:00"  # as `zuka lease list --json` prints the first start
@@ -377,7 +377,7 @@ def test_m005_keeps_ids_references_and_the_audit_chain(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA user_version").fetchone() == (4,)
     _history_rows(path, 1)
     with Ledger.open(path) as ledger:
-        assert ledger.conn.execute("PRAGMA user_version").fetchone() == (5,)
+        assert ledger.conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         assert ledger.conn.execute("SELECT * FROM nodes ORDER BY id").fetchall() == nodes_before
         assert ledger.conn.execute("SELECT * FROM audit ORDER BY id").fetchall() == audit_before
         assert ledger.conn.execute("PRAGMA foreign_key_check").fetchall() == []

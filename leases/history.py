@@ -99,6 +99,9 @@ class NodeMinute:
     node: str
     minute: int  # Unix time // 60
     gpus: tuple[GpuMinute, ...]
+    # (GPU index, owners of its processes) during the minute (leases.attribution);
+    # None when no process reading covers it: its busy minutes go to "?".
+    owners: tuple[tuple[int, tuple[str, ...]], ...] | None = None
 
 
 @dataclass(frozen=True)

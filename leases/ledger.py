@@ -38,7 +38,7 @@ from leases.textsafe import visible
 Clock = Callable[[], datetime]
 # How many migrations leases/schema.py holds; tests check the two agree. Kept here so that
 # opening an up-to-date ledger needs neither sqlite-utils nor the schema (faster CLI).
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # How long a write waits for another writer's transaction before it gives up.
 BUSY_TIMEOUT_S = 15.0
 
@@ -57,8 +57,15 @@ AUDIT_TRIGGERS = {
     " BEGIN SELECT RAISE(ABORT, 'the audit log only grows at the end of its hash chain'); END",
 }
 
-# The poller's tables that refer to a node by id (see leases/schema.py m002).
-HISTORY_TABLES = ("gpu_minute", "gpu_hour", "poll_gap", "node_latest")
+# The poller's tables that refer to a node by id (see leases/schema.py m002, m007).
+HISTORY_TABLES = (
+    "gpu_minute",
+    "gpu_hour",
+    "poll_gap",
+    "node_latest",
+    "gpu_owner_minute",
+    "gpu_owner_hour",
+)
 
 
 def utc_now() -> datetime:

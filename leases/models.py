@@ -443,3 +443,6 @@ class GpuProcess:
     pid: int
     process_name: str = ""
     used_mib: float | None = None
+    # The Unix user on the node (leases.owners): a name, "uid:N" for a user without one,
+    # "?" for one the node named in a way zuka refused; None when unknown.
+    owner: str | None = None

@@ -8,12 +8,14 @@ the same keys under extra. A reading NVML cannot give is None, never 0.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from functools import partial
+from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from leases.models import GpuSample, NodeHealth
+from leases.models import GpuProcess, GpuSample, NodeHealth
 from leases.nvsmi import (
     EXTRA_BUS_ID,
     EXTRA_DRIVER_VERSION,
@@ -22,6 +24,7 @@ from leases.nvsmi import (
     EXTRA_THROTTLE_REASONS,
     human_reason,
 )
+from leases.owners import local_owner
 
 _T = TypeVar("_T")
 
@@ -68,8 +71,9 @@ class NvmlReader:
     default pynvml is imported on open, never at import time of this module.
     """
 
-    def __init__(self, nvml: Any = None) -> None:
+    def __init__(self, nvml: Any = None, proc: Path = Path("/proc")) -> None:
         self._nvml = nvml
+        self._proc = proc  # where process owners are read (a test's own tree)
         self._open = False
         self._driver_version: str | None = None
 
@@ -215,6 +219,33 @@ class NvmlReader:
             ),
             extra=extra,
         )
+
+    def processes(self, node: str, samples: Sequence[GpuSample]) -> list[GpuProcess]:
+        """The compute processes on the GPUs of `samples`, each with its owner (from
+        /proc/PID/status; None when the process is gone)."""
+        self.open()
+        nvml = self._nvml
+        out = []
+        for sample in samples:
+            handle: Any = self._field(partial(nvml.nvmlDeviceGetHandleByIndex, sample.index))
+            if handle is None:
+                continue
+            running: Any = self._field(partial(nvml.nvmlDeviceGetComputeRunningProcesses, handle))
+            for p in running or ():
+                pid = int(p.pid)
+                used = getattr(p, "usedGpuMemory", None)
+                name: Any = self._field(partial(nvml.nvmlSystemGetProcessName, pid))
+                out.append(
+                    GpuProcess(
+                        node=node,
+                        gpu_uuid=sample.uuid,
+                        pid=pid,
+                        process_name="" if name is None else _text(name),
+                        used_mib=None if used is None else used / _MIB,
+                        owner=local_owner(pid, self._proc),
+                    )
+                )
+        return out
 
     def _throttle_reasons(self, handle: object) -> int:
         # Newer NVML renamed throttle reasons to clock event reasons; same bit mask.

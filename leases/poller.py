@@ -26,7 +26,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal, TypeVar
 
-from leases import nvsmi
+from leases import nvsmi, owners
+from leases.attribution import OwnerTracker, gpu_owners
 from leases.faultlog import quiet_logger
 from leases.history import MinuteAccumulator, NodeMinute, RecentHistory
 from leases.ledger import Clock, utc_now
@@ -70,6 +71,10 @@ class _NodeState:
     fields: tuple[str, ...] | None = None
     polls: int = 0
     acc: MinuteAccumulator = field(init=False)
+    # Owners of the GPU processes as last read, for attributing the minutes it closes.
+    tracker: OwnerTracker = field(default_factory=OwnerTracker)
+    # Why some process owners were refused or unknown at the last reading (the detail).
+    owner_problems: str = ""
     # Whether the ledger holds an open gap for this node; None until this process knows.
     # None makes the first good reading close a gap another process opened (a collector
     # that stopped, a dashboard that handed over), and the first bad one open it once.
@@ -188,17 +193,20 @@ class Poller:
         if (state.polls - 1) % self.apps_every:
             return None
         try:
-            result = await run(nvsmi.APPS_COMMAND)
+            # One round trip: the compute apps, then every process's owner (leases.owners).
+            result = await run(owners.APPS_OWNERS_COMMAND)
         except OutputTooLarge:
             raise  # the node floods us: that is its state, not a missing figure
         except SshError:
             return None
-        if result.exit_status != 0:
-            return None
         try:
-            return tuple(nvsmi.parse_compute_apps(result.stdout, state.node.name))
+            reading = owners.parse_apps_owners(result.stdout, state.node.name)
         except nvsmi.NvsmiParseError:
             return None
+        if reading.processes is not None:
+            said = "; ".join(reading.problems)
+            state.owner_problems = f"process owners: {said}" if said else ""
+        return reading.processes
 
     async def _read_local(self, state: _NodeState) -> None:
         try:
@@ -207,11 +215,26 @@ class Poller:
                 await asyncio.to_thread(reader.open)
                 self._nvml = reader
             samples = await asyncio.to_thread(self._nvml.read, state.node.name, self.clock())
+            processes = None
+            state.polls += 1
+            if not (state.polls - 1) % self.apps_every:
+                processes = tuple(
+                    await asyncio.to_thread(self._nvml.processes, state.node.name, samples)
+                )
         except NvmlUnavailable as exc:
             self._nvml = None
             self._bad(state, exc.health, str(exc))
             return
-        self._good(state, samples, None)
+        self._good(state, samples, processes)
+
+    @staticmethod
+    def _attributed(state: _NodeState, minutes: Sequence[NodeMinute]) -> list[NodeMinute]:
+        """Closed minutes with the owners of their GPUs' processes attached."""
+        out = []
+        for m in minutes:
+            seen = state.tracker.owners(m.minute)
+            out.append(m if seen is None else replace(m, owners=tuple(sorted(seen.items()))))
+        return out
 
     def _failed_reading(
         self, state: _NodeState, status: int | None, stdout: str, stderr: str
@@ -245,10 +268,12 @@ class Poller:
                 return
         now = samples[0].at
         previous = self.statuses.get(name, NodeStatus(name))
+        if processes is not None:
+            state.tracker.see(now, gpu_owners(samples, processes))
         status = NodeStatus(
             name,
             NodeHealth.OK,
-            "",
+            state.owner_problems,
             checked=now,
             at=now,
             samples=tuple(samples),
@@ -256,7 +281,7 @@ class Poller:
         )
         if self.recent is not None:
             self.recent.add(samples)
-        self._pending_minutes.extend(state.acc.add(samples))
+        self._pending_minutes.extend(self._attributed(state, state.acc.add(samples)))
         if state.in_gap is not False and self.store is not None:
             self.store.close_gap(name, now)
             self.store.clear_alert(name, "hostkey_changed", now)
@@ -275,7 +300,7 @@ class Poller:
         )
         closed = state.acc.flush(int(now.timestamp()) // 60)
         if closed is not None:
-            self._pending_minutes.append(closed)
+            self._pending_minutes.extend(self._attributed(state, [closed]))
         if self.store is not None:
             if state.in_gap is not True:
                 self.store.open_gap(name, now, health, detail)  # idempotent
@@ -326,7 +351,7 @@ class Poller:
         for state in self._nodes.values():
             closed = state.acc.flush(now_minute)
             if closed is not None:
-                self._pending_minutes.append(closed)
+                self._pending_minutes.extend(self._attributed(state, [closed]))
         minutes, self._pending_minutes = self._pending_minutes, []
         latest, self._pending_latest = self._pending_latest, {}
         if self.store is None:

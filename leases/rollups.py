@@ -8,9 +8,10 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from leases import billing
+from leases.attribution import add_shares, minute_shares
 from leases.history import (
     NodeHour,
     NodeMinute,
@@ -39,6 +40,15 @@ class Latest:
     fingerprint: str | None
     gpus: tuple[GpuSample, ...]
     processes: tuple[GpuProcess, ...]
+
+
+class OwnerHour(NamedTuple):
+    """Busy card-minutes of one owner on one node in one clock hour (leases.attribution)."""
+
+    node: str
+    owner: str  # a user name, "uid:N", or "?" (unknown or refused)
+    hour: int  # Unix time // 3600
+    busy_card_minutes: float
 
 
 @dataclass(frozen=True)
@@ -100,10 +110,61 @@ class HistoryStore:
                 "INSERT OR REPLACE INTO gpu_minute (node_id, minute, gpus) VALUES (?, ?, ?)",
                 [(self.node_id(m.node), m.minute, pack_minute(m.gpus)) for m in minutes],
             )
+            self._write_owner_minutes(conn, minutes)
             if not refresh_hours:
                 return
             for node, hour in sorted({(m.node, m.minute // 60) for m in minutes}):
                 self._refresh_hour(conn, node, hour)
+                self._refresh_owner_hour(conn, node, hour)
+
+    def _write_owner_minutes(self, conn: Any, minutes: Sequence[NodeMinute]) -> None:
+        """Each minute's busy card-minutes by owner; a minute without a busy card has no row
+        (and loses one a rewrite of it had)."""
+        rows, idle = [], []
+        for m in minutes:
+            owners = None if m.owners is None else dict(m.owners)
+            shares = minute_shares(m.gpus, owners)
+            key = (self.node_id(m.node), m.minute)
+            if shares:
+                rows.append((*key, json.dumps(shares, sort_keys=True)))
+            else:
+                idle.append(key)
+        conn.executemany(
+            "INSERT OR REPLACE INTO gpu_owner_minute (node_id, minute, owners) VALUES (?, ?, ?)",
+            rows,
+        )
+        conn.executemany("DELETE FROM gpu_owner_minute WHERE node_id = ? AND minute = ?", idle)
+
+    def _refresh_owner_hour(self, conn: Any, node: str, hour: int) -> None:
+        node_id = self.node_id(node)
+        total: dict[str, float] = {}
+        for (owners,) in conn.execute(
+            "SELECT owners FROM gpu_owner_minute WHERE node_id = ? AND minute >= ? AND minute < ?",
+            (node_id, hour * 60, hour * 60 + 60),
+        ):
+            add_shares(total, json.loads(owners))
+        self._replace_owner_hour(conn, node_id, hour, total)
+
+    def _replace_owner_hour(
+        self, conn: Any, node_id: int, hour: int, total: dict[str, float]
+    ) -> None:
+        conn.execute("DELETE FROM gpu_owner_hour WHERE node_id = ? AND hour = ?", (node_id, hour))
+        conn.executemany(
+            "INSERT INTO gpu_owner_hour (node_id, hour, owner, busy_card_minutes)"
+            " VALUES (?, ?, ?, ?)",
+            [(node_id, hour, owner, value) for owner, value in sorted(total.items()) if value],
+        )
+
+    def write_owner_hours(self, rows: Iterable[OwnerHour]) -> None:
+        """Store whole hours of attribution directly (backfilled history); the hours
+        named replace what was stored for them."""
+        hours: dict[tuple[int, int], dict[str, float]] = {}
+        for r in rows:
+            total = hours.setdefault((self.node_id(r.node), r.hour), {})
+            total[r.owner] = total.get(r.owner, 0.0) + r.busy_card_minutes
+        with self.ledger.transaction() as conn:
+            for (node_id, hour), total in sorted(hours.items()):
+                self._replace_owner_hour(conn, node_id, hour, total)
 
     def _refresh_hour(self, conn: Any, node: str, hour: int) -> None:
         node_id = self.node_id(node)
@@ -196,7 +257,12 @@ class HistoryStore:
         """Drop minute roll-ups older than minute_days; hours stay. Returns rows removed."""
         cutoff = int((now - timedelta(days=minute_days)).timestamp()) // 60
         with self.ledger.transaction() as conn:
-            return conn.execute("DELETE FROM gpu_minute WHERE minute < ?", [cutoff]).rowcount
+            removed: int = conn.execute(
+                "DELETE FROM gpu_minute WHERE minute < ?", [cutoff]
+            ).rowcount
+            # Owner minutes go with them; owner hours stay as long as gpu_hour rows do.
+            conn.execute("DELETE FROM gpu_owner_minute WHERE minute < ?", [cutoff])
+            return removed
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -215,6 +281,31 @@ class HistoryStore:
             (self.node_id(node), int(since.timestamp()) // 3600, int(until.timestamp()) // 3600),
         ).fetchall()
         return [NodeHour(node, h, unpack_hour(b)) for h, b in rows]
+
+    def busy_by_owner(
+        self, since: datetime, until: datetime, nodes: Sequence[str] | None = None
+    ) -> list[OwnerHour]:
+        """Busy card-minutes by node, owner and clock hour, for hours starting in
+        [since, until) (whole hours, as `hours` reads them); `nodes` limits the node names.
+
+        Ordered by node, hour, owner. Within a node-hour the owners' minutes add up to the
+        busy card-minutes of gpu_hour for the minutes the poller attributed ("?" included).
+        """
+        lo, hi = int(since.timestamp()) // 3600, int(until.timestamp()) // 3600
+        sql = (
+            "SELECT n.name, o.owner, o.hour, o.busy_card_minutes"
+            " FROM gpu_owner_hour o JOIN nodes n ON n.id = o.node_id"
+            " WHERE o.hour >= ? AND o.hour < ?"
+        )
+        params: list[Any] = [lo, hi]
+        if nodes is not None:
+            names = list(dict.fromkeys(nodes))
+            if not names:
+                return []
+            sql += f" AND n.name IN ({', '.join('?' for _ in names)})"
+            params += names
+        rows = self.ledger.conn.execute(sql + " ORDER BY n.name, o.hour, o.owner", params)
+        return [OwnerHour(n, o, h, b) for n, o, h, b in rows]
 
     def gaps(self, node: str) -> list[tuple[datetime, datetime | None, str, str]]:
         rows = self.ledger.conn.execute(

@@ -283,3 +283,31 @@ def m006_lease_terms(db: Database) -> None:
             CHECK (price_per IN ('hour', 'day', 'month'));
         """,
     )
+
+
+@MIGRATIONS()
+def m007_gpu_owners(db: Database) -> None:
+    """Busy card-minutes by the Unix user owning the GPU processes (leases.attribution).
+
+    gpu_owner_minute holds, for each node-minute with a busy card, a JSON object of owner
+    to busy card-minutes (shares of a card split between users); it is purged with
+    gpu_minute. gpu_owner_hour sums them per hour and is kept like gpu_hour."""
+    _run(
+        db,
+        """
+        CREATE TABLE gpu_owner_minute (
+            node_id INTEGER NOT NULL REFERENCES nodes(id),
+            minute INTEGER NOT NULL,
+            owners TEXT NOT NULL,
+            PRIMARY KEY (node_id, minute)
+        ) WITHOUT ROWID;
+        CREATE TABLE gpu_owner_hour (
+            node_id INTEGER NOT NULL REFERENCES nodes(id),
+            hour INTEGER NOT NULL,
+            owner TEXT NOT NULL CHECK (length(owner) BETWEEN 1 AND 40),
+            busy_card_minutes REAL NOT NULL CHECK (busy_card_minutes >= 0),
+            PRIMARY KEY (node_id, hour, owner)
+        ) WITHOUT ROWID;
+        CREATE INDEX gpu_owner_hour_hour ON gpu_owner_hour(hour, node_id);
+        """,
+    )

@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from leases import records
+from leases.attribution import minute_shares
 from leases.fleet import sim_dir, sim_trust_store
 from leases.history import BUSY_UTIL_PCT, GpuHour, GpuMinute, NodeHour, NodeMinute
 from leases.ledger import Ledger
 from leases.models import Lease, Node
-from leases.rollups import HistoryStore
-from leases.sim import Scenario, SimNode, history
+from leases.rollups import HistoryStore, OwnerHour
+from leases.sim import Scenario, SimNode, gpu_user, history
 from leases.sim.fleet import SimFleet
 
 T = TypeVar("T")
@@ -95,6 +96,9 @@ def backfill(
     """
     split = max(start, end - minute_span)
     hours: dict[int, list[list[float]]] = {}
+    # Busy card-minutes by owner per hour: each GPU's jobs belong to its sim user.
+    owner_of = [gpu_user(sim, i).owner for i in range(sim.count)]
+    by_owner: dict[int, dict[str, float]] = {}
     minutes: list[NodeMinute] = []
     for a, b, step, keep_minutes in ((start, split, coarse_step, False), (split, end, None, True)):
         step = step or timedelta(minutes=1)
@@ -105,11 +109,14 @@ def backfill(
             acc = hours.get(t // 60)
             if acc is None:
                 acc = hours[t // 60] = [[0, 0, 0.0, 0.0, 0.0, 0.0] for _ in range(n)]
+            owners = by_owner.setdefault(t // 60, {})
             for i in range(n):
                 u = row.util_gpu[i]
                 g = acc[i]
                 g[0] += weight
                 g[1] += weight if u >= BUSY_UTIL_PCT else 0
+                if u >= BUSY_UTIL_PCT and not keep_minutes:
+                    owners[owner_of[i]] = owners.get(owner_of[i], 0.0) + weight
                 g[2] += u * weight
                 g[3] = max(g[3], u)
                 g[4] += row.mem_used_mib[i] * weight
@@ -120,8 +127,14 @@ def backfill(
                               row.power_w[i])
                     for i in range(n)
                 )  # fmt: skip
-                minutes.append(NodeMinute(sim.name, t, gpus))
+                per_gpu = tuple((i, (owner_of[i],)) for i in range(n))
+                minutes.append(NodeMinute(sim.name, t, gpus, per_gpu))
+                for share_owner, share in minute_shares(gpus, dict(per_gpu)).items():
+                    owners[share_owner] = owners.get(share_owner, 0.0) + share
     store.write_hours(_hour(sim.name, h, acc) for h, acc in sorted(hours.items()))
+    store.write_owner_hours(
+        OwnerHour(sim.name, o, h, v) for h, owners in by_owner.items() for o, v in owners.items()
+    )
     store.write_minutes(minutes, refresh_hours=False)
     return len(hours)
 

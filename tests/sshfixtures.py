@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Self
 
@@ -24,6 +25,10 @@ import asyncssh
 
 from leases.hostkeys import host_pattern
 from leases.models import Node, SshTarget
+from leases.nvsmi import APPS_COMMAND
+from leases.owners import APPS_OWNERS_COMMAND, OWNERS_MARK
+from leases.sim import SimNode
+from leases.sim import answer as sim_answer
 from leases.ssh import SshOptions
 
 Handler = Callable[[asyncssh.SSHServerProcess[str], "FakeNode"], Awaitable[None]]
@@ -150,7 +155,9 @@ async def default_handler(process: asyncssh.SSHServerProcess[str], node: FakeNod
     `half` (prints part of a line, then closes the channel with no exit status),
     `drop` (prints a line, then cuts the whole connection), `ticks N MS [STATUS]` (prints
     "tick i" every MS ms, N times or forever when N is 0, then exits STATUS, default 0),
-    anything else: exit 127.
+    with `node.sim` set, anything else is answered as that simulated node would (nvidia-smi,
+    ps and the owner query among them; `node.ps_output` replaces what the owner query's ps
+    prints); without it: exit 127.
     """
     cmd = process.command or ""
     word, _, rest = cmd.partition(" ")
@@ -182,6 +189,11 @@ async def default_handler(process: asyncssh.SSHServerProcess[str], node: FakeNod
             i += 1
             await asyncio.sleep(interval_ms / 1000)
         process.exit(status)
+    elif node.sim is not None and cmd:
+        out, err, status = node.answer(cmd)
+        process.stdout.write(out)
+        process.stderr.write(err)
+        process.exit(status)
     else:
         process.stderr.write(f"sh: 1: {word}: not found\n")
         process.exit(127)
@@ -202,7 +214,22 @@ class FakeNode:
     connects: Counter = field(default_factory=Counter)  # unauthenticated connects in flight
     channels: Counter = field(default_factory=Counter)  # commands running at once
     connections: set[asyncssh.SSHServerConnection] = field(default_factory=set)
+    # Answer commands as this simulated node, at sim_clock's time.
+    sim: SimNode | None = None
+    sim_clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    # What ps prints for the owner query instead of the simulated process table.
+    ps_output: str | None = None
     _server: asyncssh.SSHAcceptor | None = None
+
+    def answer(self, cmd: str) -> tuple[str, str, int]:
+        """What the simulated node prints for cmd: (stdout, stderr, exit status)."""
+        assert self.sim is not None
+        now = self.sim_clock()
+        if cmd == APPS_OWNERS_COMMAND and self.ps_output is not None:
+            apps = sim_answer(self.sim, APPS_COMMAND, now)
+            marker = f"{OWNERS_MARK} {apps.exit_status}\n"
+            return apps.stdout + marker + self.ps_output, apps.stderr, 0
+        return tuple(sim_answer(self.sim, cmd, now))  # type: ignore[return-value]
 
     def __post_init__(self) -> None:
         if self.host_key is None:

@@ -238,7 +238,7 @@ async def test_local_node_without_nvml_reports_it(tmp_path: Path) -> None:
 
 async def test_local_node_through_an_injected_reader(tmp_path: Path) -> None:
     """A stand-in NVML reader (no GPU exists here) shows how local readings flow."""
-    from leases.models import GpuSample
+    from leases.models import GpuProcess, GpuSample
 
     class Reader:
         def open(self) -> None: ...
@@ -246,7 +246,10 @@ async def test_local_node_through_an_injected_reader(tmp_path: Path) -> None:
         def close(self) -> None: ...
 
         def read(self, node: str, now: datetime) -> list[GpuSample]:
-            return [GpuSample(node=node, at=now, index=0, util_gpu=42.0)]
+            return [GpuSample(node=node, at=now, index=0, uuid="GPU-0", util_gpu=42.0)]
+
+        def processes(self, node: str, samples: list[GpuSample]) -> list[GpuProcess]:
+            return [GpuProcess(node, "GPU-0", 77, "python", 100.0, owner="alice")]
 
     class Broken(Reader):
         def open(self) -> None:
@@ -256,7 +259,9 @@ async def test_local_node_through_an_injected_reader(tmp_path: Path) -> None:
 
     node = Node(name="ws", ssh=records.node_from({"name": "x", "local": True}).ssh, local=True)
     ok = Poller([node], pool=SshPool(node_options(KEYS, tmp_path)), nvml=Reader)  # type: ignore[arg-type]
-    assert (await ok.sweep())["ws"].samples[0].util_gpu == 42.0
+    status = (await ok.sweep())["ws"]
+    assert status.samples[0].util_gpu == 42.0
+    assert [p.owner for p in status.processes] == ["alice"]
     bad = Poller([node], pool=SshPool(node_options(KEYS, tmp_path)), nvml=Broken)  # type: ignore[arg-type]
     assert (await bad.sweep())["ws"].health is NodeHealth.DRIVER_NOT_LOADED
 

@@ -11,12 +11,15 @@ from leases.sim.commands import Answer, answer, loop_interval
 from leases.sim.demo import default_demo_fleet
 from leases.sim.gpu import (
     MODELS,
+    SIM_USERS,
     GpuModel,
     GpuReading,
     HistoryRow,
     Scenario,
     SimGpu,
     SimNode,
+    SimUser,
+    gpu_user,
     history,
     readings,
     row_samples,
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MODELS",
+    "SIM_USERS",
     "Answer",
     "GpuModel",
     "GpuReading",
@@ -37,8 +41,10 @@ __all__ = [
     "SimFleet",
     "SimGpu",
     "SimNode",
+    "SimUser",
     "answer",
     "default_demo_fleet",
+    "gpu_user",
     "history",
     "loop_interval",
     "readings",

@@ -11,7 +11,15 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
-from leases.sim.gpu import FAKE_VRAM_MODEL, GpuReading, Scenario, SimNode, readings
+from leases.sim.gpu import (
+    FAKE_VRAM_MODEL,
+    SIM_USERS,
+    GpuReading,
+    Scenario,
+    SimNode,
+    gpu_user,
+    readings,
+)
 from leases.sim.topo import topo_matrix
 
 
@@ -441,6 +449,51 @@ def _uptime(node: SimNode, now: datetime) -> Answer:
     return Answer(line, "", 0)
 
 
+# What runs on every simulated node besides the GPU jobs: (pid, uid).
+_SYSTEM_PROCESSES = ((1, 0), (412, 0), (873, 0), (1290, SIM_USERS[0].uid))
+_PS_COLUMNS = frozenset({"pid", "uid", "user", "euid", "euser"})
+
+
+def _ps(node: SimNode, args: list[str], now: datetime) -> Answer:
+    """procps `ps -e -o COLUMNS` (pid, uid, user, with `=` headers and `:WIDTH`)."""
+    columns: list[tuple[str, str]] = []
+    every = False
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-e", "-A"):
+            every = True
+        elif arg in ("-o", "-eo"):
+            every = every or arg == "-eo"
+            if i + 1 >= len(args):
+                return Answer("", "error: option requires an argument\n", 1)
+            i += 1
+            for spec in args[i].split(","):
+                name, _, header = spec.partition("=")
+                key = name.partition(":")[0]
+                if key not in _PS_COLUMNS:
+                    said = f'error: unknown user-defined format specifier "{name}"\n'
+                    return Answer("", said, 1)
+                columns.append((key, header if "=" in spec else key.upper()))
+        else:
+            return Answer("", f"error: unsupported option {arg}\n", 1)
+        i += 1
+    if not every or not columns:
+        return Answer("", "error: the simulator's ps needs -e and -o\n", 1)
+    users = {u.uid: u for u in SIM_USERS}
+    table = list(_SYSTEM_PROCESSES)
+    for r in readings(node, now):
+        table += [(pid, gpu_user(node, r.gpu.index).uid) for pid, _, _ in r.processes]
+    lines = []
+    if any(header for _, header in columns):
+        lines.append(" ".join(f"{header:>7}" for _, header in columns))
+    for pid, uid in sorted(set(table)):
+        name = users[uid].name or str(uid)
+        values = {"pid": str(pid), "uid": str(uid), "euid": str(uid), "user": name, "euser": name}
+        lines.append(" ".join(f"{values[key]:>7}" for key, _ in columns).rstrip())
+    return Answer("".join(line + "\n" for line in lines), "", 0)
+
+
 def _simple(node: SimNode, argv: list[str], now: datetime) -> Answer:
     cmd, args = argv[0], argv[1:]
     if cmd == "nvidia-smi":
@@ -459,6 +512,7 @@ def _simple(node: SimNode, argv: list[str], now: datetime) -> Answer:
         "shred": lambda: _shred(node, args),
         "rm": lambda: _rm(node, args),
         "ls": lambda: _ls(node, args),
+        "ps": lambda: _ps(node, args, now),
     }
     handler = handlers.get(cmd)
     if handler is None:

@@ -173,6 +173,40 @@ def _gpus(
 
 
 @dataclass(frozen=True)
+class SimUser:
+    """A Unix user on simulated nodes; name None: a uid with no passwd entry (a container's)."""
+
+    uid: int
+    name: str | None
+
+    @property
+    def owner(self) -> str:
+        """As zuka records it (leases.owners)."""
+        return self.name if self.name is not None else f"uid:{self.uid}"
+
+
+SIM_USERS: tuple[SimUser, ...] = (
+    SimUser(1001, "alice"),
+    SimUser(1002, "bob"),
+    SimUser(1003, "carol"),
+    SimUser(2000, None),
+    SimUser(0, "root"),
+)
+
+
+def gpu_user(node: SimNode, index: int) -> SimUser:
+    """Who runs the jobs on one GPU of a node: the same user for the node's whole life.
+
+    Each node has a main user; on every other node a second user holds the upper half of
+    the cards, so that a fleet's history splits between several people.
+    """
+    first = node.seed % len(SIM_USERS)
+    if node.count > 1 and index >= node.count // 2 and node.seed % 2:
+        return SIM_USERS[(first + 1) % len(SIM_USERS)]
+    return SIM_USERS[first]
+
+
+@dataclass(frozen=True)
 class GpuReading:
     """Everything nvidia-smi can say about one card at one instant."""
 

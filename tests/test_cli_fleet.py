@@ -7,13 +7,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from conftest import Cli
+from waiting import wait_until_sync
 
 from leases.fleet import sim_trust_store
 from leases.ledger import Ledger
@@ -60,15 +60,17 @@ def test_collect_holds_the_lock_and_feeds_the_ledger(
         assert collector.stdout is not None
         started = collector.stdout.readline()  # printed once it holds the lock
         assert "zuka collect: 4 nodes" in started
-        deadline = time.monotonic() + 20
-        rows: list[dict[str, object]] = []
-        while time.monotonic() < deadline:
-            time.sleep(0.5)
+        answers: list[tuple[str, list[dict[str, object]]]] = []
+
+        def all_ok() -> bool:
             r = cli("poll", "--once", "--json")
             rows = json.loads(r.out)
-            if all(row["health"] == "ok" for row in rows):
-                break
-        assert "a collector (pid" in r.err  # read from the collector, did not poll
+            answers.append((r.err, rows))
+            return len(rows) == 4 and all(row["health"] == "ok" for row in rows)
+
+        wait_until_sync(all_ok, interval=0.2, what="the collector's readings of 4 nodes")
+        err, rows = answers[-1]
+        assert "a collector (pid" in err  # read from the collector, did not poll
         assert len(rows) == 4 and all(row["health"] == "ok" for row in rows), rows
         second = subprocess.run(
             [*ZUKA, "collect", "--ledger", str(path)], capture_output=True, text=True, timeout=30

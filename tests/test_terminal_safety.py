@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from rich.text import Text
 from sshfixtures import FakeNode, TestKeys, known_hosts_line
 from textual.widgets import DataTable
+from waiting import wait_until
 
 from leases import records
 from leases.hostkeys import HostKeyStatus
@@ -383,10 +384,8 @@ def assert_screen_safe(app: ZukaApp) -> None:
 async def _dashboard_on(path: Path, ready: Callable[[ZukaApp], bool], poll: bool) -> str:
     app = ZukaApp(path, poll=poll, refresh_s=0.1, interval_s=0.2)
     async with app.run_test(size=(120, 36), notifications=True) as pilot:
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if ready(app):
-                break
+        await wait_until(lambda: ready(app), what="the dashboard to show what it read")
+        await pilot.pause()
         assert_screen_safe(app)
         await pilot.press("down", "up")  # the detail pane for the first node
         await pilot.press("r")  # reload: a refresh and a notification

@@ -687,7 +687,9 @@ async def _flooding(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> 
             await process.stdout.drain()
         process.exit(0)
     elif word == "stderr":
-        for _ in range(200):
+        # 3 MiB: more than asyncssh's 2 MiB channel window, so a client that stopped
+        # reading stderr would leave the command stalled and never see it exit.
+        for _ in range(48):
             process.stderr.write("e" * 65535 + "\n")
             await process.stderr.drain()
         process.stdout.write("done\n")

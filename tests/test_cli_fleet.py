@@ -53,7 +53,7 @@ def test_collect_holds_the_lock_and_feeds_the_ledger(
 ) -> None:
     path, _ = sim_ledger
     collector = subprocess.Popen(
-        [*ZUKA, "collect", "--ledger", str(path), "--interval", "0.5"],
+        [*ZUKA, "collect", "--ledger", str(path), "--interval", "0.5", "--flush", "0.5"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -80,6 +80,13 @@ def test_collect_holds_the_lock_and_feeds_the_ledger(
         collector.send_signal(signal.SIGTERM)
         _, err = collector.communicate(timeout=30)
     assert collector.returncode == 0, err
+
+
+def test_collect_refuses_a_flush_interval_that_is_not_positive(
+    cli: Cli, sim_ledger: tuple[Path, SimFleet]
+) -> None:
+    r = cli("collect", "--flush", "0")
+    assert r.code == 2 and "flush" in r.err and "greater than zero" in r.err, r.err
 
 
 def test_sim_command_runs_a_fleet_in_a_ledger(tmp_path: Path) -> None:

@@ -250,9 +250,10 @@ async def test_backoff_doubles_with_full_jitter_up_to_the_cap(tmp_path: Path) ->
 async def test_one_faulty_node_among_five_does_not_hold_up_the_others(
     keys: TestKeys, tmp_path: Path
 ) -> None:
+    timeout_s = 2.5  # the stuck node's connect timeout
     healthy = [await FakeNode(keys).start() for _ in range(4)]
     stuck = await FakeNode(keys, auth_delay=30).start()  # accepts TCP, never finishes auth
-    options = node_options(keys, tmp_path, [*healthy, stuck], connect_timeout=1.5)
+    options = node_options(keys, tmp_path, [*healthy, stuck], connect_timeout=timeout_s)
     pool = SshPool(options)
     for i, fake in enumerate(healthy):
         pool.add(fake.as_node(f"ok{i}"))
@@ -261,7 +262,8 @@ async def test_one_faulty_node_among_five_does_not_hold_up_the_others(
         everything = asyncio.create_task(pool.run_many(pool.sessions, "echo up"))
         started = time.monotonic()
         others = await pool.run_many([f"ok{i}" for i in range(4)], "echo up")
-        assert time.monotonic() - started < 1.0
+        # Answered before the stuck node's connect timed out (a margin for a loaded box).
+        assert time.monotonic() - started < timeout_s
         assert not everything.done()
         results = await everything
 
@@ -540,7 +542,10 @@ async def test_stream_yields_lines_as_they_are_printed(
 
     assert lines == [f"tick {i}" for i in range(5)]
     gaps = [b - a for a, b in itertools.pairwise(arrivals)]
-    assert all(gap > 0.03 for gap in gaps), gaps  # pushed one by one, not batched
+    # Pushed one by one, not batched: the lines arrive spread over the 4 x 50 ms the node
+    # took. One gap may be short: a stall of this loop on a loaded box reads two at once.
+    assert sum(gap > 0.03 for gap in gaps) >= len(gaps) - 1, gaps
+    assert arrivals[-1] - arrivals[0] > 0.15, gaps
     # Stopping the stream closed the remote command.
     await wait_until(lambda: node.channels.now == 0, what="the stream's channel to close")
     assert session.health is NodeHealth.OK

@@ -160,7 +160,7 @@ def hostile_ledger(template: Path, field: str, value: str) -> Iterator[Path]:
         yield path
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(field=st.sampled_from(sorted(FIELDS)), value=hostile)
 @in_every_field(EVERY_PIECE)
 @example(field="gpu_model", value=HUGE)

@@ -35,6 +35,9 @@ _MINUTE = struct.Struct("<BBBBIHH")  # the same, then the power limit in dW
 _MINUTE_FORMAT = b"\x02"
 _HOUR = struct.Struct("<BBBBBIH")  # index, known min, busy min, util mean, util max, MiB, dW
 _U8, _U16, _U32 = 0xFF, 0xFFFF, 0xFFFFFFFF
+# Resolution of the packed means, in steps per unit: whole percent, whole MiB, tenths of a
+# watt. A value comes back within half a step (rounded to the nearest step).
+UTIL_STEPS, MIB_STEPS, POWER_STEPS = 1, 1, 10
 
 
 def busy_verdict(
@@ -147,11 +150,11 @@ def pack_minute(gpus: Sequence[GpuMinute]) -> bytes:
         _MINUTE.pack(
             _index(g.index),
             _count(g.readings, _U8),
-            _enc(g.util_mean, _U8),
-            _enc(g.util_max, _U8),
-            _enc(g.mem_mean_mib, _U32),
-            _enc(g.power_mean_w, _U16, 10),
-            _enc(g.power_limit_w, _U16, 10),
+            _enc(g.util_mean, _U8, UTIL_STEPS),
+            _enc(g.util_max, _U8, UTIL_STEPS),
+            _enc(g.mem_mean_mib, _U32, MIB_STEPS),
+            _enc(g.power_mean_w, _U16, POWER_STEPS),
+            _enc(g.power_limit_w, _U16, POWER_STEPS),
         )
         for g in gpus
     )
@@ -167,11 +170,11 @@ def unpack_minute(blob: bytes) -> tuple[GpuMinute, ...]:
         GpuMinute(
             i,
             n,
-            _dec(u, _U8),
-            _dec(m, _U8),
-            _dec(mem, _U32),
-            _dec(p, _U16, 10),
-            _dec(lim, _U16, 10),
+            _dec(u, _U8, UTIL_STEPS),
+            _dec(m, _U8, UTIL_STEPS),
+            _dec(mem, _U32, MIB_STEPS),
+            _dec(p, _U16, POWER_STEPS),
+            _dec(lim, _U16, POWER_STEPS),
         )
         for i, n, u, m, mem, p, lim in _MINUTE.iter_unpack(blob[1:])
     )
@@ -183,10 +186,10 @@ def pack_hour(gpus: Sequence[GpuHour]) -> bytes:
             _index(g.index),
             _count(g.known_minutes, _U8),
             _count(g.busy_minutes, _U8),
-            _enc(g.util_mean, _U8),
-            _enc(g.util_max, _U8),
-            _enc(g.mem_mean_mib, _U32),
-            _enc(g.power_mean_w, _U16, 10),
+            _enc(g.util_mean, _U8, UTIL_STEPS),
+            _enc(g.util_max, _U8, UTIL_STEPS),
+            _enc(g.mem_mean_mib, _U32, MIB_STEPS),
+            _enc(g.power_mean_w, _U16, POWER_STEPS),
         )
         for g in gpus
     )
@@ -194,7 +197,15 @@ def pack_hour(gpus: Sequence[GpuHour]) -> bytes:
 
 def unpack_hour(blob: bytes) -> tuple[GpuHour, ...]:
     return tuple(
-        GpuHour(i, k, b, _dec(u, _U8), _dec(m, _U8), _dec(mem, _U32), _dec(p, _U16, 10))
+        GpuHour(
+            i,
+            k,
+            b,
+            _dec(u, _U8, UTIL_STEPS),
+            _dec(m, _U8, UTIL_STEPS),
+            _dec(mem, _U32, MIB_STEPS),
+            _dec(p, _U16, POWER_STEPS),
+        )
         for i, k, b, u, m, mem, p in _HOUR.iter_unpack(blob)
     )
 

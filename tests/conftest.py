@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import io
 import os
+import tempfile
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from hypothesis.configuration import set_hypothesis_home_dir
 from sshfixtures import FakeNode, TestKeys
 
 from tui.cli import main
@@ -72,3 +74,10 @@ _STEADY = {
 settings.register_profile("zuka", **_STEADY)
 settings.register_profile("zuka-ci", **_STEADY, derandomize=True)
 settings.load_profile("zuka-ci" if os.environ.get("CI") else "zuka")
+# Hypothesis's other files (its unicode table and constants caches, patches for failing
+# examples) go to one place outside the checkout, shared by runs and xdist workers (it
+# writes them atomically), instead of a `.hypothesis/` wherever pytest was started.
+set_hypothesis_home_dir(
+    os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY")
+    or Path(tempfile.gettempdir()) / f"zuka-hypothesis-{os.getuid()}"
+)

@@ -14,6 +14,7 @@ puts a directory holding the fake `nvidia-smi` first on that user's PATH (`SetEn
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import pwd
 import shutil
@@ -150,17 +151,40 @@ def sshd_unavailable(user: str = TEST_USER) -> str | None:
 
 def ensure_user(user: str = TEST_USER) -> None:
     """Create the login user with /bin/sh (root's bash rc makes every command slow)."""
+    # One at a time: pytest-xdist workers start sshds at once, and a second useradd (or a
+    # usermod while /etc/passwd is locked) fails.
+    with open(Path(tempfile.gettempdir()) / "zuka-sshd-user.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            pwd.getpwnam(user)
+        except KeyError:
+            # '*' rather than useradd's '!': without PAM, sshd refuses a '!'-locked account.
+            subprocess.run(
+                ["useradd", "--create-home", "--shell", "/bin/sh", "--password", "*", user],
+                check=True,
+                capture_output=True,
+            )
+        if os.geteuid() == 0 and _shadow_password(user) != "*":
+            subprocess.run(["usermod", "--password", "*", user], check=True, capture_output=True)
+
+
+def _shadow_password(user: str) -> str | None:
     try:
-        pwd.getpwnam(user)
-    except KeyError:
-        # '*' rather than useradd's '!': without PAM, sshd refuses a '!'-locked account.
-        subprocess.run(
-            ["useradd", "--create-home", "--shell", "/bin/sh", "--password", "*", user],
-            check=True,
-            capture_output=True,
-        )
-    if os.geteuid() == 0:
-        subprocess.run(["usermod", "--password", "*", user], check=True, capture_output=True)
+        lines = Path("/etc/shadow").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        name, _, rest = line.partition(":")
+        if name == user:
+            return rest.partition(":")[0]
+    return None
+
+
+PORT_TRIES = 5
+
+
+class PortTaken(RuntimeError):
+    """sshd could not bind its port: something else took it first."""
 
 
 def free_port() -> int:
@@ -202,6 +226,7 @@ class Sshd:
     ) -> None:
         self.workdir = workdir
         self.user = user
+        self.max_sessions = max_sessions
         self.port = free_port()
         self.host_key = asyncssh.generate_private_key("ssh-ed25519")
         self.host_key_path = workdir / "ssh_host_ed25519_key"
@@ -218,22 +243,26 @@ class Sshd:
         self.host_key.write_private_key(self.host_key_path)
         self.host_key_path.chmod(0o600)
         self.host_key.write_public_key(self.host_key_path.with_suffix(".pub"))
-        keys = workdir / "authorized_keys"
-        keys.write_text("".join(k.export_public_key().decode() for k in authorized))
-        keys.chmod(0o644)
+        self.keys_path = workdir / "authorized_keys"
+        self.keys_path.write_text("".join(k.export_public_key().decode() for k in authorized))
+        self.keys_path.chmod(0o644)
+        self._write_config()
+
+    def _write_config(self) -> None:
+        bindir = self.workdir / "bin"
         self.config_path.write_text(
             f"""Port {self.port}
 ListenAddress 127.0.0.1
 HostKey {self.host_key_path}
-AuthorizedKeysFile {keys}
+AuthorizedKeysFile {self.keys_path}
 PidFile none
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 UsePAM no
 StrictModes no
 PubkeyAuthentication yes
-AllowUsers {user}
-MaxSessions {max_sessions}
+AllowUsers {self.user}
+MaxSessions {self.max_sessions}
 MaxStartups 10:30:100
 SetEnv PATH={bindir}:/usr/local/bin:/usr/bin:/bin
 LogLevel VERBOSE
@@ -254,7 +283,17 @@ LogLevel VERBOSE
             )
             if check.returncode != 0:
                 raise RuntimeError(f"sshd -t rejected the config: {check.stderr}")
-            sshd.restart()
+            for _ in range(PORT_TRIES - 1):
+                try:
+                    sshd.restart()
+                    break
+                except PortTaken:
+                    # Another process (an xdist worker) took the port between free_port()
+                    # and sshd's bind: try another.
+                    sshd.port = free_port()
+                    sshd._write_config()
+            else:
+                sshd.restart()
         except BaseException:
             shutil.rmtree(workdir, ignore_errors=True)
             raise
@@ -285,7 +324,11 @@ LogLevel VERBOSE
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                raise RuntimeError(f"sshd exited {self._proc.returncode}: {self.log()}")
+                code, self._proc = self._proc.returncode, None
+                log = self.log()
+                if "Address already in use" in log.rpartition("Server listening")[2]:
+                    raise PortTaken(f"port {self.port} is taken: {log}")
+                raise RuntimeError(f"sshd exited {code}: {log}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
                     if s.recv(4).startswith(b"SSH-"):

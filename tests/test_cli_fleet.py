@@ -7,13 +7,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from conftest import Cli
+from waiting import wait_until_sync
 
 from leases.fleet import sim_trust_store
 from leases.ledger import Ledger
@@ -53,22 +53,24 @@ def test_collect_holds_the_lock_and_feeds_the_ledger(
 ) -> None:
     path, _ = sim_ledger
     collector = subprocess.Popen(
-        [*ZUKA, "collect", "--ledger", str(path), "--interval", "0.5"],
+        [*ZUKA, "collect", "--ledger", str(path), "--interval", "0.5", "--flush", "0.5"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         assert collector.stdout is not None
         started = collector.stdout.readline()  # printed once it holds the lock
         assert "zuka collect: 4 nodes" in started
-        deadline = time.monotonic() + 20
-        rows: list[dict[str, object]] = []
-        while time.monotonic() < deadline:
-            time.sleep(0.5)
+        answers: list[tuple[str, list[dict[str, object]]]] = []
+
+        def all_ok() -> bool:
             r = cli("poll", "--once", "--json")
             rows = json.loads(r.out)
-            if all(row["health"] == "ok" for row in rows):
-                break
-        assert "a collector (pid" in r.err  # read from the collector, did not poll
+            answers.append((r.err, rows))
+            return len(rows) == 4 and all(row["health"] == "ok" for row in rows)
+
+        wait_until_sync(all_ok, interval=0.2, what="the collector's readings of 4 nodes")
+        err, rows = answers[-1]
+        assert "a collector (pid" in err  # read from the collector, did not poll
         assert len(rows) == 4 and all(row["health"] == "ok" for row in rows), rows
         second = subprocess.run(
             [*ZUKA, "collect", "--ledger", str(path)], capture_output=True, text=True, timeout=30
@@ -78,6 +80,13 @@ def test_collect_holds_the_lock_and_feeds_the_ledger(
         collector.send_signal(signal.SIGTERM)
         _, err = collector.communicate(timeout=30)
     assert collector.returncode == 0, err
+
+
+def test_collect_refuses_a_flush_interval_that_is_not_positive(
+    cli: Cli, sim_ledger: tuple[Path, SimFleet]
+) -> None:
+    r = cli("collect", "--flush", "0")
+    assert r.code == 2 and "flush" in r.err and "greater than zero" in r.err, r.err
 
 
 def test_sim_command_runs_a_fleet_in_a_ledger(tmp_path: Path) -> None:

@@ -120,7 +120,7 @@ def test_zuka_collect_keeps_collecting_beside_hostile_nodes(
 ) -> None:
     path, _ = hostile_ledger
     collector = subprocess.Popen(
-        [*ZUKA, "collect", "--ledger", str(path), "--interval", "0.5"],
+        [*ZUKA, "collect", "--ledger", str(path), "--interval", "0.5", "--flush", "0.5"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

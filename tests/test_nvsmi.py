@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -561,6 +562,9 @@ WORD = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9 ._:/-]{0,20}[A-Za-z0-9]", fullmatch
 )
 
 
+# Strategies are built once, not on every draw: building and validating them inside the
+# composites below took most of these tests' time.
+@functools.cache
 def in_bounds(target: str) -> st.SearchStrategy[float | None]:
     """Numbers a real nvidia-smi could print for target (nvsmi.BOUNDS), or unknown."""
     lo, hi = BOUNDS[target]
@@ -571,15 +575,24 @@ def in_bounds(target: str) -> st.SearchStrategy[float | None]:
     )
 
 
+_NAMES = st.one_of(st.just(""), WORD)
+_PSTATES = st.one_of(st.none(), st.integers(0, 15).map(lambda n: f"P{n}"))
+_MIGS = st.one_of(st.none(), st.booleans())
+_ECCS = st.one_of(st.none(), st.integers(0, 10**9))
+_EXTRAS = st.dictionaries(
+    st.sampled_from([EXTRA_BUS_ID, EXTRA_MAX_SM_CLOCK, EXTRA_PERSISTENCE, EXTRA_DRIVER_VERSION]),
+    WORD,
+)
+
+
 @st.composite
 def gpu_samples(draw: st.DrawFn, index: int) -> GpuSample:
-    extra_keys = [EXTRA_BUS_ID, EXTRA_MAX_SM_CLOCK, EXTRA_PERSISTENCE, EXTRA_DRIVER_VERSION]
     return GpuSample(
         node="node-a",
         at=AT,
         index=index,
-        uuid=draw(st.one_of(st.just(""), st.just(f"GPU-{index:08x}-{draw(WORD)}"))),
-        name=draw(st.one_of(st.just(""), WORD)),
+        uuid=draw(st.sampled_from(("", f"GPU-{index:08x}-{draw(WORD)}"))),
+        name=draw(_NAMES),
         util_gpu=draw(in_bounds("util_gpu")),
         util_mem=draw(in_bounds("util_mem")),
         mem_used_mib=draw(in_bounds("mem_used_mib")),
@@ -588,11 +601,11 @@ def gpu_samples(draw: st.DrawFn, index: int) -> GpuSample:
         power_w=draw(in_bounds("power_w")),
         power_limit_w=draw(in_bounds("power_limit_w")),
         sm_clock_mhz=draw(in_bounds("sm_clock_mhz")),
-        pstate=draw(st.one_of(st.none(), st.integers(0, 15).map(lambda n: f"P{n}"))),
+        pstate=draw(_PSTATES),
         fan_pct=draw(in_bounds("fan_pct")),
-        mig=draw(st.one_of(st.none(), st.booleans())),
-        ecc_uncorrected=draw(st.one_of(st.none(), st.integers(0, 10**9))),
-        extra=draw(st.dictionaries(st.sampled_from(extra_keys), WORD)),
+        mig=draw(_MIGS),
+        ecc_uncorrected=draw(_ECCS),
+        extra=draw(_EXTRAS),
     )
 
 

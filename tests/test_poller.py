@@ -14,6 +14,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 from sshfixtures import FakeNode, TestKeys, node_options
+from waiting import wait_until
 
 from leases import records
 from leases.history import RecentHistory
@@ -215,14 +216,21 @@ async def test_stream_mode_delivers_rounds(fleet) -> None:  # type: ignore[no-un
     _, _, poller, ledger = fleet
     stop = asyncio.Event()
     task = asyncio.create_task(poller.run(stop, mode="stream", flush_s=0.2))
-    await asyncio.sleep(1.5)
-    stop.set()
-    await task
+    recent = poller.recent
+    assert recent is not None
+
+    def rounds() -> dict[str, int]:
+        return {n: len(recent.series(n, 0)) for n in ("n0", "n1", "n2", "n3")}
+
+    try:
+        await wait_until(lambda: min(rounds().values()) >= 4 or task.done(), what="4 rounds")
+        assert not task.done(), task
+    finally:
+        stop.set()
+        await task
     for name in ("n0", "n1", "n2", "n3"):
         assert poller.statuses[name].health is NodeHealth.OK
-        assert poller.recent is not None
-        points = poller.recent.series(name, 0)
-        assert len(points) >= 4, f"{name}: only {len(points)} readings in 1.5 s at 0.2 s"
+    assert min(rounds().values()) >= 4, rounds()
     assert HistoryStore(ledger).latest()["n3"].health is NodeHealth.OK
 
 
@@ -331,9 +339,11 @@ async def test_run_supervised_restarts_a_dead_run_with_backoff(fleet) -> None:  
             stop, flush_s=0.1, on_fault=lambda exc, delay: deaths.append(delay), backoff_s=0.01
         )
     )
-    while not (poller.running and poller.statuses["n0"].health is NodeHealth.OK):
-        assert not task.done()
-        await asyncio.sleep(0.02)
+    await wait_until(
+        lambda: task.done() or (poller.running and poller.statuses["n0"].health is NodeHealth.OK),
+        what="a healthy run after three deaths",
+    )
+    assert not task.done(), task
     assert deaths == [0.01, 0.02, 0.04] and poller.restarts == 3
     assert poller.last_fault == "RuntimeError: boom"
     stop.set()

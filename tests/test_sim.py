@@ -14,6 +14,7 @@ import asyncssh
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from waiting import wait_until
 
 from leases.models import GpuSample
 from leases.nvsmi import QUERY_FIELDS
@@ -535,7 +536,7 @@ async def test_streaming_delivers_rounds(fleet: SimFleet, tmp_path: Path) -> Non
                 lines.append(line)
 
         reader = asyncio.create_task(read())
-        await asyncio.sleep(0.5)
+        await wait_until(lambda: len(lines) >= 3 * 4, what="three rounds of 4 GPUs")
         process.close()
         await asyncio.wait_for(reader, 5)
         # node-03 has 4 GPUs; closing may cut the last round short.

@@ -13,6 +13,7 @@ import asyncssh
 import pytest
 from conftest import Cli
 from sshfixtures import FakeNode, TestKeys, free_port, known_hosts_line, node_options
+from waiting import wait_until
 
 from leases import hostkeys
 from leases.models import Node, NodeHealth, SshTarget
@@ -162,9 +163,7 @@ async def test_nodes_behind_one_jump_host_share_one_connection(
         finally:
             await pool.close()
         # Its last user gone, the jump connection is closed too.
-        async with asyncio.timeout(5):
-            while bastion.connections:
-                await asyncio.sleep(0.01)
+        await wait_until(lambda: not bastion.connections, what="the jump connection to close")
 
 
 async def test_a_dead_jump_host_fails_every_node_behind_it_after_one_attempt(
@@ -208,9 +207,10 @@ async def test_a_jump_host_that_dropped_is_reconnected_once_for_all_nodes(
         await pool.run_many(pool.sessions, "echo up")
         await bastion.stop()
         await bastion.start()  # same port, same key: back up
-        async with asyncio.timeout(5):  # every node saw its link go
-            while any(s.connected for s in pool.sessions.values()):
-                await asyncio.sleep(0.01)
+        await wait_until(  # every node saw its link go
+            lambda: not any(s.connected for s in pool.sessions.values()),
+            what="every node behind the jump host to see the drop",
+        )
         results = await pool.run_many(pool.sessions, "echo again")
 
         assert all(not isinstance(r, Exception) for r in results.values()), results

@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from rich.text import Text
 from sshfixtures import FakeNode, TestKeys, known_hosts_line
 from textual.widgets import DataTable
+from waiting import wait_until
 
 from leases import records
 from leases.hostkeys import HostKeyStatus
@@ -69,6 +70,10 @@ hostile = st.lists(
     st.one_of(st.sampled_from(PIECES), st.text(max_size=8)), min_size=1, max_size=8
 ).map("".join)
 HUGE = "A" * 20_000 + "\x1b]0;title\x07" + "[/]" * 1000
+# Every piece at once: each path below gets it as an explicit example on every run, so
+# the random examples (fewer where each starts a whole dashboard) only add variety; the
+# escaping itself is a property of textsafe.visible, tested over any text in test_textsafe.
+EVERY_PIECE = "".join(PIECES)
 
 
 def assert_safe(shown: str) -> None:
@@ -132,6 +137,17 @@ FIELDS: dict[str, Callable[[sqlite3.Connection, str], None]] = {
 }
 
 
+def in_every_field(value: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """An explicit example per ledger field, all with `value`."""
+
+    def add(test: Callable[..., None]) -> Callable[..., None]:
+        for field in sorted(FIELDS):
+            test = example(field=field, value=value)(test)
+        return test
+
+    return add
+
+
 @contextlib.contextmanager
 def hostile_ledger(template: Path, field: str, value: str) -> Iterator[Path]:
     with tempfile.TemporaryDirectory() as tmp:
@@ -144,8 +160,9 @@ def hostile_ledger(template: Path, field: str, value: str) -> Iterator[Path]:
         yield path
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(field=st.sampled_from(sorted(FIELDS)), value=hostile)
+@in_every_field(EVERY_PIECE)
 @example(field="gpu_model", value=HUGE)
 @example(field="node notes", value="[/] [bold red]x\u202eevil")
 def test_cli_shows_hostile_ledger_fields(template: Path, field: str, value: str) -> None:
@@ -273,8 +290,10 @@ async def _poll_hostile_node(h: Hostile) -> tuple[str, str]:
 names = st.one_of(hostile, st.sampled_from(PIECES))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gpu=names, proc=names, stderr=names, fail=st.booleans())
+@example(gpu=EVERY_PIECE, proc=EVERY_PIECE, stderr=EVERY_PIECE, fail=False)
+@example(gpu=EVERY_PIECE, proc=EVERY_PIECE, stderr=EVERY_PIECE, fail=True)
 @example(gpu=HUGE, proc=HUGE, stderr=HUGE, fail=False)
 @example(gpu="x", proc="y", stderr="\x1b]0;title\x07NVIDIA-SMI has failed\x1b[2J", fail=True)
 def test_poll_shows_a_hostile_node(gpu: str, proc: str, stderr: str, fail: bool) -> None:
@@ -343,8 +362,10 @@ async def _talk_to_disconnecting_peer(reason: str, at_login: bool) -> list[str]:
             await server.wait_closed()
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(reason=hostile, at_login=st.booleans())
+@example(reason=EVERY_PIECE, at_login=True)
+@example(reason=EVERY_PIECE, at_login=False)
 def test_disconnect_messages_and_banners_are_shown_not_obeyed(reason: str, at_login: bool) -> None:
     for shown in asyncio.run(_talk_to_disconnecting_peer(reason, at_login)):
         assert_safe(shown)
@@ -384,10 +405,8 @@ def assert_screen_safe(app: ZukaApp) -> None:
 async def _dashboard_on(path: Path, ready: Callable[[ZukaApp], bool], poll: bool) -> str:
     app = ZukaApp(path, poll=poll, refresh_s=0.1, interval_s=0.2)
     async with app.run_test(size=(120, 36), notifications=True) as pilot:
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if ready(app):
-                break
+        await wait_until(lambda: ready(app), what="the dashboard to show what it read")
+        await pilot.pause()
         assert_screen_safe(app)
         await pilot.press("down", "up")  # the detail pane for the first node
         await pilot.press("r")  # reload: a refresh and a notification
@@ -401,8 +420,9 @@ async def _dashboard_on(path: Path, ready: Callable[[ZukaApp], bool], poll: bool
     return screen
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(field=st.sampled_from(sorted(FIELDS)), value=hostile)
+@in_every_field(EVERY_PIECE)
 @example(field="gpu_model", value="[/]")
 @example(field="node notes", value="\x1b]0;title\x07")
 def test_dashboard_shows_hostile_ledger_fields(template: Path, field: str, value: str) -> None:
@@ -438,8 +458,10 @@ async def _dashboard_on_hostile_node(h: Hostile) -> str:
             return await _dashboard_on(path, _read, poll=True)
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gpu=names, proc=names, stderr=names, fail=st.booleans())
+@example(gpu=EVERY_PIECE, proc=EVERY_PIECE, stderr=EVERY_PIECE, fail=False)
+@example(gpu=EVERY_PIECE, proc=EVERY_PIECE, stderr=EVERY_PIECE, fail=True)
 @example(gpu="[/]", proc="[bold red]", stderr="", fail=False)
 @example(gpu=HUGE, proc="p", stderr=HUGE, fail=True)
 def test_dashboard_shows_a_hostile_node(gpu: str, proc: str, stderr: str, fail: bool) -> None:
@@ -468,7 +490,8 @@ async def _trust_modal(name: str, host: str) -> str:
     return screen
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=hostile, host=hostile)
+@example(name=EVERY_PIECE, host=EVERY_PIECE)
 def test_trust_modal_shows_hostile_names(name: str, host: str) -> None:
     asyncio.run(_trust_modal(name, host))

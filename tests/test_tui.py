@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import DataTable
+from waiting import wait_until
 
 from leases.demo import build_demo_ledger
 from leases.history import GpuMinute, NodeMinute
@@ -26,13 +27,15 @@ def cells(table: DataTable[Text], row: int) -> list[str]:
     return [c.plain for c in table.get_row_at(row)]
 
 
-async def until_all_ok(pilot: Pilot[None], fleet: DataTable[Text], tries: int = 50) -> None:
-    """Let the live poller work until every row reads ok (asserted by the caller)."""
-    for _ in range(tries):
-        await pilot.pause(0.2)
-        rows = [cells(fleet, i) for i in range(fleet.row_count)]
-        if rows and all(row[1] == "ok" for row in rows):
-            return
+async def until_all_ok(pilot: Pilot[None], fleet: DataTable[Text]) -> None:
+    """Let the live poller work until every row reads ok."""
+
+    def health() -> list[str] | None:
+        rows = [cells(fleet, i)[1] for i in range(fleet.row_count)]
+        return rows if rows and all(h == "ok" for h in rows) else None
+
+    await wait_until(health, interval=0.05, what="every row to read ok")
+    await pilot.pause()
 
 
 def _frozen_ledger(path: Path) -> None:
@@ -98,7 +101,8 @@ async def test_dashboard_polls_a_live_fleet(tmp_path: Path) -> None:
             assert "polling every 0.5 s" in app.sub_title
             key_before = fleet.cursor_row
             await pilot.press("down")
-            await pilot.pause(0.5)
+            app.refresh_view()  # what the refresh timer calls
+            await pilot.pause()
             assert fleet.cursor_row == key_before + 1  # refreshes keep the cursor
             await pilot.press("q")
     finally:
@@ -136,8 +140,7 @@ async def test_dashboard_takes_over_when_the_collector_stops(tmp_path: Path) -> 
     try:
         app = ZukaApp(path, refresh_s=0.2, interval_s=0.5)
         async with app.run_test(size=(150, 40)) as pilot:
-            await pilot.pause(0.3)
-            assert "reading collector pid" in app.sub_title
+            await wait_until(lambda: "reading collector pid" in app.sub_title)
             assert app.poller is None
             collector.release()
             await pilot.press("r")
@@ -155,8 +158,8 @@ async def test_dashboard_on_a_new_ledger_picks_up_nodes_added_later(tmp_path: Pa
     path = tmp_path / "new.db"
     app = ZukaApp(path, refresh_s=0.2, interval_s=0.5)
     async with app.run_test(size=(150, 40)) as pilot:
-        await pilot.pause(0.2)
-        assert path.exists() and "no nodes yet" in app.sub_title
+        await wait_until(lambda: "no nodes yet" in app.sub_title)
+        assert path.exists()
         with Ledger.open(path) as ledger:
             nodes = register_sim_nodes(ledger, 1, datetime.now(UTC))
             runner = serve_ledger_nodes(ledger, path, nodes)
@@ -183,16 +186,13 @@ async def test_trusting_a_new_host_key_from_the_dashboard(tmp_path: Path) -> Non
         app = ZukaApp(path, refresh_s=0.2, interval_s=0.5)
         async with app.run_test(size=(150, 40)) as pilot:
             fleet = app.query_one("#fleet", DataTable)
-            for _ in range(50):
-                await pilot.pause(0.2)
-                if cells(fleet, 0)[1].startswith("untrusted"):
-                    break
-            assert cells(fleet, 0)[1].startswith("untrusted")
+            await wait_until(
+                lambda: fleet.row_count and cells(fleet, 0)[1].startswith("untrusted"),
+                what="the node to read untrusted",
+            )
             await pilot.press("t")
-            for _ in range(50):
-                await pilot.pause(0.1)
-                if isinstance(app.screen, TrustScreen):
-                    break
+            await wait_until(lambda: isinstance(app.screen, TrustScreen), what="the trust screen")
+            await pilot.pause()
             assert isinstance(app.screen, TrustScreen)
             shown = str(app.screen.query_one("#fingerprint").render())
             assert app.screen.offered.fingerprint in shown

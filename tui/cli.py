@@ -170,6 +170,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--interval", type=float, default=5.0, help="seconds between readings (default 5)"
     )
     p.add_argument(
+        "--flush",
+        type=float,
+        default=5.0,
+        help="seconds between writes of the latest readings to the ledger (default 5)",
+    )
+    p.add_argument(
         "--mode",
         choices=("stream", "exec"),
         default="stream",

@@ -187,6 +187,7 @@ async def _bounded_sweep(poller: Poller, limit: float | None) -> dict[str, NodeS
 def collect(args: argparse.Namespace, out: TextIO) -> int:
     path = _path(args)
     interval = _positive("interval", args.interval)
+    _positive("flush", args.flush)
     if not path.exists():
         raise InputError("ledger", str(path), "no ledger there yet: add nodes first")
     lock = PollerLock(path)
@@ -245,7 +246,7 @@ async def _collect(
 
     keeper = asyncio.create_task(housekeeping())
     try:
-        await poller.run_supervised(stop, mode=args.mode, on_fault=poller_fault)
+        await poller.run_supervised(stop, mode=args.mode, flush_s=args.flush, on_fault=poller_fault)
     finally:
         stop.set()
         await keeper

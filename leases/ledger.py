@@ -30,7 +30,7 @@ from leases.textsafe import visible
 Clock = Callable[[], datetime]
 # How many migrations leases/schema.py holds; tests check the two agree. Kept here so that
 # opening an up-to-date ledger needs neither sqlite-utils nor the schema (faster CLI).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # The audit log's protections (installed by migration m004, checked by `zuka audit verify`):
 # no UPDATE, no DELETE, and an INSERT only at the end of the hash chain.

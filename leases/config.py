@@ -459,4 +459,3 @@ def _permission_warnings(path: Path) -> list[str]:
             f"notification tokens: chmod 600 {path}"
         ]
     return []
-

@@ -156,7 +156,7 @@ def _robot_kind(url: str) -> tuple[TargetKind, str] | None:
 def parse_target(url: str) -> Target:
     """A configured URL checked and classified; InputError (field notify.urls) if unusable.
     Errors show the URL masked."""
-    if not isinstance(url, str) or not url.strip():
+    if not url.strip():
         raise InputError(FIELD, url, "a notification URL must not be empty")
     robot = _robot_kind(url)
     if robot is not None:
@@ -197,8 +197,6 @@ def _looks_secret(segment: str) -> bool:
 
 def mask_url(url: str) -> str:
     """The URL with its tokens and passwords replaced by ***, to show or log."""
-    if not isinstance(url, str):
-        return visible(url, 80)
     robot = _robot_kind(url)
     if robot is None and "://" in url and not url.lower().startswith(("http://", "https://")):
         try:
@@ -545,9 +543,7 @@ class Notifier:
                         self._insert(conn, t, m, "digest" if digest else "pending", now)
 
     @staticmethod
-    def _insert(
-        conn: sqlite3.Connection, t: Target, m: Message, state: str, now: datetime
-    ) -> None:
+    def _insert(conn: sqlite3.Connection, t: Target, m: Message, state: str, now: datetime) -> None:
         conn.execute(
             "INSERT INTO notify_outbox (target, key, title, body, severity, state,"
             " created_at, next_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -613,11 +609,15 @@ class Notifier:
                 continue
             if ref in failing:  # one try per round at an endpoint that just failed
                 continue
-            sent = self._db().conn.execute(
-                "SELECT count(*), min(sent_at) FROM notify_outbox"
-                " WHERE target = ? AND state = 'sent' AND sent_at > ?",
-                [ref, hour_ago],
-            ).fetchone()
+            sent = (
+                self._db()
+                .conn.execute(
+                    "SELECT count(*), min(sent_at) FROM notify_outbox"
+                    " WHERE target = ? AND state = 'sent' AND sent_at > ?",
+                    [ref, hour_ago],
+                )
+                .fetchone()
+            )
             if sent[0] >= self.config.rate_limit_per_hour:
                 free_at = datetime.fromisoformat(sent[1]) + timedelta(hours=1, seconds=1)
                 with self._write() as conn:

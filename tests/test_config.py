@@ -266,7 +266,7 @@ def test_config_show_masks_tokens_and_names_sources(
     for secret in ("abcdef0123456789secret", "SECtopsecretvalue", "0123abcd-4567", "hunter2"):
         assert secret not in out
     assert "oapi.dingtalk.com" in out and "open.feishu.cn" in out
-    assert f"notify.urls" in out and str(path) in out
+    assert "notify.urls" in out and str(path) in out
     assert "alerts.starved_minutes = 30  (default)" in out
     code, out, _ = run(["--config", str(path), "config", "show", "--json"], capsys)
     data = json.loads(out)

@@ -128,7 +128,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-MSG = Message("lease ends in 3 days", "node gpu-01: monthly lease ends 2026-03-05", Severity.WARNING, "lease-end:gpu-01:3")
+MSG = Message(
+    "lease ends in 3 days",
+    "node gpu-01: monthly lease ends 2026-03-05",
+    Severity.WARNING,
+    "lease-end:gpu-01:3",
+)
 
 
 # -- the robots' JSON shapes ----------------------------------------------------------
@@ -197,8 +202,12 @@ def test_a_robot_error_code_is_a_failure_in_words(hook: Hook) -> None:
 
 
 def test_text_is_made_visible_and_bounded(hook: Hook) -> None:
-    hostile = Message("gpu\x1b]0;pwned\x07", "a\x1b[31mred\u202e" + "x" * 100_000, Severity.CRITICAL, "k")
-    assert send(parse_target(hook.url("wecom", "/cgi-bin/webhook/send?key=k")), hostile, timeout=5).ok
+    hostile = Message(
+        "gpu\x1b]0;pwned\x07", "a\x1b[31mred\u202e" + "x" * 100_000, Severity.CRITICAL, "k"
+    )
+    assert send(
+        parse_target(hook.url("wecom", "/cgi-bin/webhook/send?key=k")), hostile, timeout=5
+    ).ok
     assert send(parse_target(hook.url("dingtalk")), hostile, timeout=5).ok
     wecom, ding = hook.wait_for(2)
     for content in (wecom.body["text"]["content"], ding.body["text"]["content"]):
@@ -215,7 +224,9 @@ def test_well_known_robot_hosts_need_no_prefix() -> None:
     ding = parse_target("https://oapi.dingtalk.com/robot/send?access_token=x")
     assert ding.kind is TargetKind.DINGTALK
     assert parse_target("https://open.feishu.cn/open-apis/bot/v2/hook/x").kind is TargetKind.FEISHU
-    assert parse_target("https://open.larksuite.com/open-apis/bot/v2/hook/x").kind is TargetKind.FEISHU
+    assert (
+        parse_target("https://open.larksuite.com/open-apis/bot/v2/hook/x").kind is TargetKind.FEISHU
+    )
     wecom = "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=x"
     assert parse_target(wecom).kind is TargetKind.WECOM
     assert parse_target("mailto://u:p@example.com").kind is TargetKind.APPRISE
@@ -223,7 +234,13 @@ def test_well_known_robot_hosts_need_no_prefix() -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["https://example.com/hook", "nosuchscheme://x", "dingtalk+ftp://h/x", "", "wecom+http://h/x?key=k&secret=s"],
+    [
+        "https://example.com/hook",
+        "nosuchscheme://x",
+        "dingtalk+ftp://h/x",
+        "",
+        "wecom+http://h/x?key=k&secret=s",
+    ],
 )
 def test_bad_urls_are_refused(url: str) -> None:
     with pytest.raises(InputError) as caught:
@@ -233,8 +250,14 @@ def test_bad_urls_are_refused(url: str) -> None:
 
 def test_masking_hides_every_token() -> None:
     cases = {
-        "dingtalk+https://proxy.lab/robot/send?access_token=TOKEN1234567&secret=SECRET999": ("proxy.lab", "access_token"),
-        "https://open.feishu.cn/open-apis/bot/v2/hook/TOKEN1234567-abcdef": ("open.feishu.cn", "hook"),
+        "dingtalk+https://proxy.lab/robot/send?access_token=TOKEN1234567&secret=SECRET999": (
+            "proxy.lab",
+            "access_token",
+        ),
+        "https://open.feishu.cn/open-apis/bot/v2/hook/TOKEN1234567-abcdef": (
+            "open.feishu.cn",
+            "hook",
+        ),
         "json://user:SECRET999@127.0.0.1:9/x": ("127.0.0.1", "json"),
         "slack://TOKEN1234567/TOKEN2234567/TOKEN3234567/#chan": ("slack", ""),
     }
@@ -248,7 +271,9 @@ def test_masking_hides_every_token() -> None:
 
 
 def test_connection_refused_is_a_failure_in_words() -> None:
-    result = send(parse_target(f"dingtalk+http://127.0.0.1:{free_port()}/r?access_token=x"), MSG, timeout=2)
+    result = send(
+        parse_target(f"dingtalk+http://127.0.0.1:{free_port()}/r?access_token=x"), MSG, timeout=2
+    )
     assert not result.ok and "refused" in result.detail
 
 
@@ -434,17 +459,36 @@ async def test_a_poll_round_finishes_on_time_with_a_hanging_endpoint(
     nodes: list[Node] = []
     for server, sim in zip(servers, sims, strict=True):
         node = server.as_node(sim.name)
-        nodes.append(ledger.add_node(records.node_from({**records.node_record(node), "gpu_model": "A100", "gpu_count": 2})))
-    config = replace(NotifyConfig(), urls=(hook.url("dingtalk"), f"json://127.0.0.1:{hook.port}/x"), timeout_s=30.0)
+        nodes.append(
+            ledger.add_node(
+                records.node_from(
+                    {**records.node_record(node), "gpu_model": "A100", "gpu_count": 2}
+                )
+            )
+        )
+    config = replace(
+        NotifyConfig(),
+        urls=(hook.url("dingtalk"), f"json://127.0.0.1:{hook.port}/x"),
+        timeout_s=30.0,
+    )
     notifier = Notifier(config, tmp_path / "ledger.db").start()
     submitted: list[float] = []
 
     def on_update(status: NodeStatus) -> None:
         started = time.monotonic()
-        notifier.submit(Message(f"{status.node} read", "x", Severity.CRITICAL, f"{status.node}:{time.monotonic()}"))
+        notifier.submit(
+            Message(
+                f"{status.node} read", "x", Severity.CRITICAL, f"{status.node}:{time.monotonic()}"
+            )
+        )
         submitted.append(time.monotonic() - started)
 
-    poller = Poller(nodes, pool=SshPool(node_options(KEYS, tmp_path, servers)), on_update=on_update, interval_s=0.2)
+    poller = Poller(
+        nodes,
+        pool=SshPool(node_options(KEYS, tmp_path, servers)),
+        on_update=on_update,
+        interval_s=0.2,
+    )
     try:
         await poller.sweep()  # warm: connections open, notifier now stuck on the hanging endpoint
         await asyncio.sleep(0.2)
@@ -467,7 +511,9 @@ async def test_a_poll_round_finishes_on_time_with_a_hanging_endpoint(
 # -- zuka notify test -------------------------------------------------------------------
 
 
-def test_notify_test_reports_each_url(tmp_path: Path, hook: Hook, capsys: pytest.CaptureFixture[str]) -> None:
+def test_notify_test_reports_each_url(
+    tmp_path: Path, hook: Hook, capsys: pytest.CaptureFixture[str]
+) -> None:
     dead = f"wecom+http://127.0.0.1:{free_port()}/cgi-bin/webhook/send?key=DEADKEY"
     config = tmp_path / "config.toml"
     config.write_text(f'[notify]\nurls = ["{hook.url("dingtalk")}", "{dead}"]\n')
@@ -481,12 +527,20 @@ def test_notify_test_reports_each_url(tmp_path: Path, hook: Hook, capsys: pytest
     [got] = hook.wait_for(1)
     assert "test" in got.body["text"]["content"]
     out = io.StringIO()
-    assert main(["--config", str(config), "notify", "test", "--url", hook.url("feishu", "/only")], out=out) == 0
+    assert (
+        main(
+            ["--config", str(config), "notify", "test", "--url", hook.url("feishu", "/only")],
+            out=out,
+        )
+        == 0
+    )
     assert hook.wait_for(2)[1].path == "/only"
     assert out.getvalue().count("\n") == 1
 
 
-def test_notify_test_without_urls_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_notify_test_without_urls_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = tmp_path / "config.toml"
     config.write_text("")
     config.chmod(0o600)

@@ -209,7 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
     config = sub.add_parser("config", help="the config file: thresholds, notify URLs, currency")
     configs = config.add_subparsers(dest="action", required=True, parser_class=_Parser)
     cmd(configs, "check", _lazy("cli_config", "check"), "check the config: every bad key and value")
-    cmd(configs, "show", _lazy("cli_config", "show"), "every setting's value and where it came from")
+    cmd(
+        configs, "show", _lazy("cli_config", "show"), "every setting's value and where it came from"
+    )
 
     notify = sub.add_parser("notify", help="notifications to chat robots, email, webhooks")
     notifys = notify.add_subparsers(dest="action", required=True, parser_class=_Parser)

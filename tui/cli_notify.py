@@ -22,7 +22,9 @@ def test(args: argparse.Namespace, out: TextIO) -> int:
     urls = [args.url] if args.url else list(config.notify.urls)
     if not urls:
         raise InputError(
-            "notify.urls", None, "no notification URL configured: add urls to [notify] or pass --url"
+            "notify.urls",
+            None,
+            "no notification URL configured: add urls to [notify] or pass --url",
         )
     targets = [parse_target(u) for u in urls]
     message = Message(

@@ -496,6 +496,10 @@ class Notifier:
         """Take what was submitted, build a due digest, send what is due. Returns the
         seconds until something may be due again."""
         now = self.clock()
+        if not self.targets:  # nothing to send to: no ledger rows, no ledger opened
+            while not self._inbox.empty():
+                self._inbox.get_nowait()
+            return 60.0
         self._intake(now)
         if self.config.digest_at is not None:
             self._digest(now, self.config.digest_at)
@@ -525,7 +529,7 @@ class Notifier:
                 messages.append(self._inbox.get_nowait())
             except queue.Empty:
                 break
-        if not messages or not self.targets:
+        if not messages:
             return
         since = _iso(now - timedelta(hours=self.config.dedupe_hours))
         with self._write() as conn:

@@ -434,6 +434,22 @@ def test_the_outbox_is_a_ledger_table(tmp_path: Path) -> None:
     assert {"target", "key", "state", "attempts", "next_at"} <= cols
 
 
+def test_the_worker_thread_delivers(tmp_path: Path, hook: Hook) -> None:
+    config = replace(NotifyConfig(), urls=(hook.url("dingtalk"),), timeout_s=5.0)
+    n = Notifier(config, tmp_path / "ledger.db").start()
+    assert n.submit(msg("threaded"))
+    [got] = hook.wait_for(1)
+    assert "alert threaded" in got.body["text"]["content"]
+    assert n.close(timeout=5)
+
+
+def test_no_urls_no_ledger(tmp_path: Path) -> None:
+    n = Notifier(NotifyConfig(), tmp_path / "ledger.db")
+    n.submit(msg("x"))
+    assert n.pump() == 60.0
+    assert not (tmp_path / "ledger.db").exists()
+
+
 # -- a dead endpoint blocks nothing -----------------------------------------------------
 
 KEYS = TestKeys.generate()
@@ -498,7 +514,7 @@ async def test_a_poll_round_finishes_on_time_with_a_hanging_endpoint(
         elapsed = time.monotonic() - started
         # Three rounds while every send hangs for up to 30 s each.
         assert elapsed < 3.0, elapsed
-        assert submitted and max(submitted) < 0.05
+        assert submitted and max(submitted) < 0.5
     finally:
         await poller.close()
         for s in servers:

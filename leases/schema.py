@@ -311,3 +311,32 @@ def m007_gpu_owners(db: Database) -> None:
         CREATE INDEX gpu_owner_hour_hour ON gpu_owner_hour(hour, node_id);
         """,
     )
+
+
+@MIGRATIONS()
+def m008_notify_queue(db: Database) -> None:
+    # The notifier's outbox (leases/notify.py): what was sent (for dedupe and the rate
+    # limit), what waits for the digest, what failed and waits for a retry. A target is a
+    # hash of its URL: the URL holds a token, and no secret is stored in the ledger.
+    _run(
+        db,
+        """
+        CREATE TABLE notify_outbox (
+            id INTEGER PRIMARY KEY,
+            target TEXT NOT NULL,
+            key TEXT NOT NULL,
+            title TEXT NOT NULL,
+            body TEXT NOT NULL,
+            severity TEXT NOT NULL CHECK (severity IN ('info', 'warning', 'critical')),
+            state TEXT NOT NULL
+                CHECK (state IN ('pending', 'digest', 'digested', 'sent', 'failed')),
+            created_at TEXT NOT NULL,
+            next_at TEXT NOT NULL,
+            sent_at TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+            last_error TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX notify_outbox_due ON notify_outbox (state, next_at);
+        CREATE INDEX notify_outbox_key ON notify_outbox (target, key, created_at);
+        """,
+    )

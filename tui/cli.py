@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
+from leases.config import ConfigError
 from leases.errors import InputError, LedgerError, ledger_failure, os_problem
 from leases.ledger import resolve_ledger_path
 from leases.textsafe import visible
@@ -43,6 +44,11 @@ def _common(*, screen: bool = False, ledger_help: str = LEDGER_HELP) -> _Parser:
         default=argparse.SUPPRESS,
         help=argparse.SUPPRESS if screen else "print JSON",
     )
+    p.add_argument(
+        "--config",
+        default=argparse.SUPPRESS,
+        help="config file (default: $ZUKA_CONFIG, else config.toml in the user config directory)",
+    )
     return p
 
 
@@ -54,6 +60,18 @@ def _fleet(name: str) -> Handler:
         from tui import cli_fleet
 
         handler: Handler = getattr(cli_fleet, name)
+        return handler(args, out)
+
+    return run
+
+
+def _lazy(module: str, name: str) -> Handler:
+    """A handler imported when it runs (keeps the other commands' start-up fast)."""
+
+    def run(args: argparse.Namespace, out: TextIO) -> int:
+        import importlib
+
+        handler: Handler = getattr(importlib.import_module(f"tui.{module}"), name)
         return handler(args, out)
 
     return run
@@ -202,6 +220,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="an entry id and hash printed by an earlier verify, kept elsewhere",
     )
 
+    config = sub.add_parser("config", help="the config file: thresholds, notify URLs, currency")
+    configs = config.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    cmd(configs, "check", _lazy("cli_config", "check"), "check the config: every bad key and value")
+    cmd(
+        configs, "show", _lazy("cli_config", "show"), "every setting's value and where it came from"
+    )
+
+    notify = sub.add_parser("notify", help="notifications to chat robots, email, webhooks")
+    notifys = notify.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    p = cmd(notifys, "test", _lazy("cli_notify", "test"), "send a test message to every URL")
+    p.add_argument("--url", help="send to this URL instead of the configured ones")
+
     p = cmd(sub, "export", L.export, "write the whole ledger as CSV or JSON")
     p.add_argument("--format", choices=("csv", "json"), default="json")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
@@ -218,6 +248,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args = parser.parse_args(argv)
     args.ledger = getattr(args, "ledger", None)
     args.json = getattr(args, "json", False)
+    args.config = getattr(args, "config", None)
     handler: Handler | None = getattr(args, "handler", None)
     from tui import cli_ledger
 
@@ -230,6 +261,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         code = handler(args, out)
         out.flush()  # a full disk behind stdout is reported here, not at exit
         return code
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"zuka: config: {visible(problem)}", file=sys.stderr)
+        return 2
     except InputError as exc:
         print(f"zuka: error: {visible(cli_ledger.describe_error(exc))}", file=sys.stderr)
         return 2

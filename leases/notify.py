@@ -1,0 +1,657 @@
+"""Notifications: a message (title, body, severity, dedupe key) sent to every configured URL.
+
+URLs (config `[notify] urls`), two families:
+- Chat robots, sent by zuka itself so that any host works (a lab's proxy, a test server):
+  the robot's full webhook URL as the platform gives it (oapi.dingtalk.com,
+  open.feishu.cn / open.larksuite.com, qyapi.weixin.qq.com are recognised), or any host
+  with a kind prefix: `dingtalk+https://HOST/robot/send?access_token=T`,
+  `feishu+https://HOST/open-apis/bot/v2/hook/T` (`lark+` is the same), `wecom+https://HOST
+  /cgi-bin/webhook/send?key=K`. A robot with signing on takes `secret=SEC...` in the URL's
+  query (DingTalk, Feishu); zuka removes it and signs (HMAC-SHA256) instead.
+  apprise's own dingtalk:// and feishu:// plugins post to fixed public hosts, hence these.
+- Everything else is an apprise URL (mailto://, slack://, json://, ...), sent by apprise.
+
+Delivery (Notifier) runs in one worker thread: submit() only puts the message on a bounded
+in-memory queue, so a dead or hanging endpoint never stalls the caller (the poller). The
+worker keeps an outbox in the ledger (table notify_outbox): messages below min_severity are
+dropped; a key already sent to a target within dedupe_hours is not sent again; at most
+rate_limit_per_hour messages go to a target in any hour (the rest wait); with a daily digest,
+non-critical messages are collected and sent as one at the digest time; a failed send is
+retried with backoff (30 s doubling to 1 h) for retry_hours. The ledger never holds a URL
+(its token is a secret): rows name their target by a hash of the URL.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import logging
+import queue
+import sqlite3
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from datetime import time as dtime
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from zoneinfo import ZoneInfo
+
+from leases.errors import InputError
+from leases.severity import Severity
+from leases.textsafe import visible
+
+if TYPE_CHECKING:
+    from leases.config import NotifyConfig
+    from leases.ledger import Ledger
+
+# apprise logs through the "apprise" logger; without a handler Python's last resort would
+# print its warnings on the terminal (the dashboard's, too).
+logging.getLogger("apprise").addHandler(logging.NullHandler())
+
+FIELD = "notify.urls"
+TITLE_CHARS = 200
+BODY_CHARS = 4000
+BACKOFF_FIRST_S = 30.0
+BACKOFF_CAP_S = 3600.0
+PURGE_AFTER = timedelta(days=30)
+ANSWER_BYTES = 65536
+
+
+class TargetKind(StrEnum):
+    DINGTALK = "dingtalk"
+    FEISHU = "feishu"
+    WECOM = "wecom"
+    APPRISE = "apprise"
+
+
+_PREFIXES = {
+    "dingtalk+": TargetKind.DINGTALK,
+    "feishu+": TargetKind.FEISHU,
+    "lark+": TargetKind.FEISHU,
+    "wecom+": TargetKind.WECOM,
+}
+_HOSTS = {
+    "oapi.dingtalk.com": TargetKind.DINGTALK,
+    "open.feishu.cn": TargetKind.FEISHU,
+    "open.larksuite.com": TargetKind.FEISHU,
+    "qyapi.weixin.qq.com": TargetKind.WECOM,
+}
+# The most UTF-8 bytes of text each robot takes (WeCom refuses text over 2048 bytes).
+_TEXT_BYTES = {
+    TargetKind.DINGTALK: 8000,
+    TargetKind.FEISHU: 8000,
+    TargetKind.WECOM: 2048,
+    TargetKind.APPRISE: 8000,
+}
+
+
+@dataclass(frozen=True)
+class Message:
+    title: str
+    body: str
+    severity: Severity = Severity.WARNING
+    # Messages with the same key are not resent within the dedupe window ("" = the title).
+    key: str = ""
+
+    @property
+    def dedupe_key(self) -> str:
+        return self.key or self.title
+
+
+@dataclass(frozen=True)
+class Target:
+    """One configured URL. repr shows it masked: the URL holds a token."""
+
+    url: str = field(repr=False)
+    kind: TargetKind
+    # Where a robot message is posted (the secret taken out); the apprise URL otherwise.
+    endpoint: str = field(repr=False)
+    secret: str = field(default="", repr=False)
+
+    @property
+    def ref(self) -> str:
+        """What the ledger stores instead of the URL."""
+        return hashlib.sha256(self.url.encode()).hexdigest()[:32]
+
+    @property
+    def masked(self) -> str:
+        return mask_url(self.url)
+
+
+@dataclass(frozen=True)
+class SendResult:
+    target: Target
+    ok: bool
+    detail: str
+
+
+Sender = Callable[[Target, Message, float], SendResult]
+
+
+# -- URLs -------------------------------------------------------------------------------
+
+
+def _robot_kind(url: str) -> tuple[TargetKind, str] | None:
+    """The robot kind and the http(s) URL, for a prefixed URL or a known robot host."""
+    for prefix, kind in _PREFIXES.items():
+        if url.lower().startswith(prefix):
+            return kind, url[len(prefix) :]
+    parts = urlsplit(url)
+    if parts.scheme.lower() in ("http", "https"):
+        kind_of_host = _HOSTS.get((parts.hostname or "").lower())
+        if kind_of_host is not None:
+            return kind_of_host, url
+    return None
+
+
+def parse_target(url: str) -> Target:
+    """A configured URL checked and classified; InputError (field notify.urls) if unusable.
+    Errors show the URL masked."""
+    if not url.strip():
+        raise InputError(FIELD, url, "a notification URL must not be empty")
+    robot = _robot_kind(url)
+    if robot is not None:
+        kind, web = robot
+        parts = urlsplit(web)
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            raise InputError(
+                FIELD, mask_url(url), f"after {kind.value}+ must come an http(s):// address"
+            )
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        secrets = [v for k, v in query if k == "secret"]
+        if secrets and kind is TargetKind.WECOM:
+            raise InputError(FIELD, mask_url(url), "WeCom robots take no secret")
+        rest = urlencode([(k, v) for k, v in query if k != "secret"])
+        endpoint = urlunsplit((parts.scheme, parts.netloc, parts.path, rest, ""))
+        return Target(url, kind, endpoint, secrets[-1] if secrets else "")
+    if urlsplit(url).scheme.lower() in ("http", "https"):
+        raise InputError(
+            FIELD,
+            mask_url(url),
+            "a plain web address is not a notification URL: prefix a chat robot's address "
+            "with dingtalk+, feishu+ or wecom+, or use apprise's json:// for a JSON POST",
+        )
+    if _apprise_plugin(url) is None:
+        raise InputError(FIELD, mask_url(url), "not a URL that apprise knows")
+    return Target(url, TargetKind.APPRISE, url)
+
+
+def _apprise_plugin(url: str) -> Any:
+    import apprise
+
+    return apprise.Apprise.instantiate(url, suppress_exceptions=True)
+
+
+def _looks_secret(segment: str) -> bool:
+    return len(segment) >= 12 or (len(segment) >= 8 and any(c.isdigit() for c in segment))
+
+
+def mask_url(url: str) -> str:
+    """The URL with its tokens and passwords replaced by ***, to show or log."""
+    robot = _robot_kind(url)
+    if robot is None and "://" in url and not url.lower().startswith(("http://", "https://")):
+        try:
+            plugin = _apprise_plugin(url)
+        except Exception:
+            plugin = None
+        if plugin is not None:
+            return visible(plugin.url(privacy=True), 300)
+        scheme = url.split("://", 1)[0]
+        return visible(f"{scheme}://***", 300)
+    prefix = ""
+    web = url
+    if robot is not None and robot[1] != url:
+        prefix = url[: len(url) - len(robot[1])]
+        web = robot[1]
+    parts = urlsplit(web)
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.split(':', 1)[0]}:***@{host}" if ":" in user else f"***@{host}"
+    segments = parts.path.split("/")
+    if robot is not None and robot[0] is TargetKind.FEISHU and segments and segments[-1]:
+        segments[-1] = "***"
+    path = "/".join("***" if _looks_secret(s) else s for s in segments)
+    query = "&".join(f"{k}=***" for k, _ in parse_qsl(parts.query, keep_blank_values=True))
+    return visible(prefix + urlunsplit((parts.scheme, netloc, path, query, "")), 300)
+
+
+# -- one send -----------------------------------------------------------------------------
+
+
+def _cut_bytes(text: str, limit: int) -> str:
+    data = text.encode()
+    if len(data) <= limit:
+        return text
+    return data[: limit - 3].decode(errors="ignore") + "…"
+
+
+def render(message: Message) -> tuple[str, str]:
+    """Title and body as sent: controls made visible, lengths bounded. "zuka" is in the
+    title so that a DingTalk robot's keyword check can ask for it."""
+    title = f"[zuka] {message.severity.value}: {visible(message.title, TITLE_CHARS)}"
+    return title, visible(message.body, BODY_CHARS, keep_newlines=True)
+
+
+def robot_request(target: Target, message: Message, now_s: float) -> tuple[str, dict[str, Any]]:
+    """The URL and JSON a chat robot is sent (signed when the target has a secret)."""
+    title, body = render(message)
+    text = _cut_bytes(f"{title}\n{body}", _TEXT_BYTES[target.kind])
+    url = target.endpoint
+    payload: dict[str, Any]
+    if target.kind is TargetKind.FEISHU:
+        payload = {"msg_type": "text", "content": {"text": text}}
+        if target.secret:
+            # Feishu signs with the key "timestamp\nsecret" over an empty message.
+            ts = str(int(now_s))
+            key = f"{ts}\n{target.secret}".encode()
+            sign = base64.b64encode(hmac.new(key, b"", hashlib.sha256).digest()).decode()
+            payload = {"timestamp": ts, "sign": sign, **payload}
+    else:
+        payload = {"msgtype": "text", "text": {"content": text}}
+        if target.kind is TargetKind.DINGTALK and target.secret:
+            ts = str(int(now_s * 1000))
+            mac = hmac.new(
+                target.secret.encode(), f"{ts}\n{target.secret}".encode(), hashlib.sha256
+            )
+            sign = base64.b64encode(mac.digest()).decode()
+            parts = urlsplit(url)
+            query = urlencode([*parse_qsl(parts.query), ("timestamp", ts), ("sign", sign)])
+            url = urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
+    return url, payload
+
+
+def _failure(exc: BaseException, timeout: float) -> str:
+    reason: object = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    if isinstance(reason, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(reason, TimeoutError):
+        return f"timed out after {timeout:g} s"
+    return visible(reason, 200)
+
+
+def _post_robot(target: Target, message: Message, timeout: float) -> SendResult:
+    url, payload = robot_request(target, message, time.time())
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(payload, ensure_ascii=False).encode(),
+        headers={"Content-Type": "application/json; charset=utf-8", "User-Agent": "zuka"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            raw = answer.read(ANSWER_BYTES)
+    except urllib.error.HTTPError as exc:
+        return SendResult(target, False, f"HTTP {exc.code} {visible(exc.reason, 100)}")
+    except (OSError, ValueError) as exc:  # URLError, TimeoutError, refused, bad URL
+        return SendResult(target, False, _failure(exc, timeout))
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        for code_key, text_key in (("errcode", "errmsg"), ("code", "msg"), ("StatusCode", "")):
+            code = data.get(code_key)
+            if code not in (None, 0):
+                said = visible(data.get(text_key, ""), 200) if text_key else ""
+                return SendResult(target, False, f"the robot answered {code_key} {code} {said}")
+    return SendResult(target, True, f"the {target.kind.value} robot accepted it")
+
+
+class _ThreadLog(logging.Handler):
+    """apprise's log lines of this thread only (sends run in several threads)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.thread = threading.get_ident()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread == self.thread:
+            self.lines.append(record.getMessage())
+
+
+_NOTIFY_TYPE = {Severity.INFO: "info", Severity.WARNING: "warning", Severity.CRITICAL: "failure"}
+
+
+def _send_apprise(target: Target, message: Message, timeout: float) -> SendResult:
+    import apprise
+
+    plugin = _apprise_plugin(target.url)
+    if plugin is None:
+        return SendResult(target, False, "apprise does not understand this URL")
+    plugin.socket_connect_timeout = timeout
+    plugin.socket_read_timeout = timeout
+    title, body = render(message)
+    log = _ThreadLog()
+    logger = logging.getLogger("apprise")
+    logger.addHandler(log)
+    started = time.monotonic()
+    try:
+        ok = bool(
+            plugin.notify(
+                body=_cut_bytes(body, _TEXT_BYTES[TargetKind.APPRISE]),
+                title=title,
+                notify_type=apprise.NotifyType(_NOTIFY_TYPE[message.severity]),
+            )
+        )
+    except Exception as exc:  # a plugin's own bug must not end the worker
+        ok, log.lines = False, [f"apprise failed: {exc!r}"]
+    finally:
+        logger.removeHandler(log)
+    if ok:
+        return SendResult(target, True, "apprise sent it")
+    said = " ".join(log.lines[-2:]) or "apprise could not send it"
+    # apprise words a refused connection and a timeout alike (at warning level); a failure
+    # that took the whole timeout was the endpoint not answering.
+    if time.monotonic() - started >= 0.9 * timeout:
+        said = f"timed out after {timeout:g} s ({said})"
+    return SendResult(target, False, visible(said, 300))
+
+
+def send(target: Target, message: Message, timeout: float) -> SendResult:
+    """Send one message to one target now (blocking, bounded by timeout per network step)."""
+    if target.kind is TargetKind.APPRISE:
+        return _send_apprise(target, message, timeout)
+    return _post_robot(target, message, timeout)
+
+
+def send_all(targets: list[Target], message: Message, timeout: float) -> list[SendResult]:
+    """One message to every target at once: a hanging one delays none of the others."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if not targets:
+        return []
+    with ThreadPoolExecutor(max_workers=min(8, len(targets))) as pool:
+        return list(pool.map(lambda t: send(t, message, timeout), targets))
+
+
+# -- the notifier ---------------------------------------------------------------------------
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def backoff_s(attempts: int) -> float:
+    """Wait before the next try after `attempts` failed ones."""
+    return float(min(BACKOFF_CAP_S, BACKOFF_FIRST_S * 2 ** max(0, attempts - 1)))
+
+
+class Notifier:
+    """Delivers messages in a worker thread (start()), or in the caller with pump().
+
+    submit() never blocks; everything slow (the network, the ledger) happens in pump().
+    """
+
+    def __init__(
+        self,
+        config: NotifyConfig,
+        ledger_path: Path | None,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        tz: str = "Asia/Shanghai",
+        sender: Sender = send,
+        queue_size: int = 1000,
+    ) -> None:
+        self.config = config
+        self.targets = [parse_target(u) for u in config.urls]
+        self._by_ref = {t.ref: t for t in self.targets}
+        self.clock = clock
+        self.tz = ZoneInfo(tz)
+        self.sender = sender
+        self.dropped = 0
+        self._path = ledger_path
+        self._ledger: Ledger | None = None
+        self._inbox: queue.Queue[Message] = queue.Queue(maxsize=queue_size)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._purged: datetime | None = None
+
+    # -- the caller's side ----------------------------------------------------------------
+
+    def submit(self, message: Message) -> bool:
+        """Queue a message; False when the queue is full (the worker is far behind)."""
+        try:
+            self._inbox.put_nowait(message)
+        except queue.Full:
+            self.dropped += 1
+            return False
+        self._wake.set()
+        return True
+
+    def start(self) -> Notifier:
+        self._thread = threading.Thread(target=self._loop, name="zuka-notify", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self, timeout: float = 5.0) -> bool:
+        """Stop the worker; False if it is still inside a send after timeout seconds
+        (a daemon thread: it ends with the process)."""
+        thread = self._thread
+        if thread is None:
+            self._close_ledger()
+            return True
+        self._stop.set()
+        self._wake.set()
+        thread.join(timeout)
+        return not thread.is_alive()
+
+    def __enter__(self) -> Notifier:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the worker's side ----------------------------------------------------------------
+
+    def _loop(self) -> None:
+        log = logging.getLogger(__name__)
+        try:
+            while not self._stop.is_set():
+                self._wake.clear()
+                try:
+                    wait = self.pump()
+                except Exception:
+                    log.exception("notification round failed")
+                    wait = 30.0
+                self._wake.wait(wait)
+        finally:
+            self._close_ledger()
+
+    def _close_ledger(self) -> None:
+        if self._ledger is not None:
+            self._ledger.close()
+            self._ledger = None
+
+    def _db(self) -> Ledger:
+        if self._ledger is None:
+            from leases.ledger import Ledger
+
+            self._ledger = Ledger.open(self._path)
+        return self._ledger
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._db().transaction() as conn:
+            yield conn
+
+    def outbox_rows(self) -> list[dict[str, Any]]:
+        """The outbox, oldest first (from the thread that pumps)."""
+        cur = self._db().conn.execute("SELECT * FROM notify_outbox ORDER BY id")
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur]
+
+    def pump(self) -> float:
+        """Take what was submitted, build a due digest, send what is due. Returns the
+        seconds until something may be due again."""
+        now = self.clock()
+        if not self.targets:  # nothing to send to: no ledger rows, no ledger opened
+            while not self._inbox.empty():
+                self._inbox.get_nowait()
+            return 60.0
+        self._intake(now)
+        if self.config.digest_at is not None:
+            self._digest(now, self.config.digest_at)
+        self._send_due(now)
+        if self._purged is None or now - self._purged > timedelta(hours=1):
+            with self._write() as conn:
+                conn.execute(
+                    "DELETE FROM notify_outbox WHERE state NOT IN ('pending', 'digest')"
+                    " AND created_at < ?",
+                    [_iso(now - PURGE_AFTER)],
+                )
+            self._purged = now
+        row = (
+            self._db()
+            .conn.execute("SELECT min(next_at) FROM notify_outbox WHERE state = 'pending'")
+            .fetchone()
+        )
+        if row[0] is None:
+            return 60.0
+        due = (datetime.fromisoformat(row[0]) - now).total_seconds()
+        return min(60.0, max(0.5, due))
+
+    def _intake(self, now: datetime) -> None:
+        messages: list[Message] = []
+        while True:
+            try:
+                messages.append(self._inbox.get_nowait())
+            except queue.Empty:
+                break
+        if not messages:
+            return
+        since = _iso(now - timedelta(hours=self.config.dedupe_hours))
+        with self._write() as conn:
+            for m in messages:
+                if not m.severity.at_least(self.config.min_severity):
+                    continue
+                digest = self.config.digest_at is not None and m.severity is not Severity.CRITICAL
+                for t in self.targets:
+                    seen = conn.execute(
+                        "SELECT 1 FROM notify_outbox WHERE target = ? AND key = ?"
+                        " AND created_at > ? AND state != 'failed' LIMIT 1",
+                        [t.ref, m.dedupe_key[:500], since],
+                    ).fetchone()
+                    if seen is None:
+                        self._insert(conn, t, m, "digest" if digest else "pending", now)
+
+    @staticmethod
+    def _insert(conn: sqlite3.Connection, t: Target, m: Message, state: str, now: datetime) -> None:
+        conn.execute(
+            "INSERT INTO notify_outbox (target, key, title, body, severity, state,"
+            " created_at, next_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                t.ref,
+                m.dedupe_key[:500],
+                m.title[: TITLE_CHARS * 2],
+                m.body[: BODY_CHARS * 2],
+                m.severity.value,
+                state,
+                _iso(now),
+                _iso(now),
+            ],
+        )
+
+    def _digest(self, now: datetime, at: dtime) -> None:
+        """At the digest time, the messages collected before it go out as one."""
+        local = now.astimezone(self.tz)
+        slot = local.replace(hour=at.hour, minute=at.minute, second=0, microsecond=0)
+        if slot > local:
+            slot -= timedelta(days=1)
+        with self._write() as conn:
+            for t in self.targets:
+                rows = conn.execute(
+                    "SELECT id, title, body, severity FROM notify_outbox WHERE target = ?"
+                    " AND state = 'digest' AND created_at <= ? ORDER BY id",
+                    [t.ref, _iso(slot)],
+                ).fetchall()
+                if not rows:
+                    continue
+                worst = max((Severity(r[3]) for r in rows), key=lambda s: s.rank)
+                lines = [f"- [{r[3]}] {r[1]}: {str(r[2]).splitlines()[0] if r[2] else ''}"
+                         for r in rows]  # fmt: skip
+                title = f"daily digest: {len(rows)} message{'s' if len(rows) > 1 else ''}"
+                digest = Message(title, "\n".join(lines), worst, f"digest:{slot:%Y-%m-%d}")
+                self._insert(conn, t, digest, "pending", now)
+                conn.executemany(
+                    "UPDATE notify_outbox SET state = 'digested' WHERE id = ?",
+                    [(r[0],) for r in rows],
+                )
+
+    def _send_due(self, now: datetime) -> None:
+        rows = (
+            self._db()
+            .conn.execute(
+                "SELECT id, target, key, title, body, severity, created_at, attempts"
+                " FROM notify_outbox WHERE state = 'pending' AND next_at <= ? ORDER BY id",
+                [_iso(now)],
+            )
+            .fetchall()
+        )
+        failing: set[str] = set()
+        hour_ago = _iso(now - timedelta(hours=1))
+        for row_id, ref, key, title, body, severity, created, attempts in rows:
+            target = self._by_ref.get(ref)
+            if target is None:
+                with self._write() as conn:
+                    conn.execute(
+                        "UPDATE notify_outbox SET state = 'failed',"
+                        " last_error = 'the URL is no longer configured' WHERE id = ?",
+                        [row_id],
+                    )
+                continue
+            if ref in failing:  # one try per round at an endpoint that just failed
+                continue
+            sent = (
+                self._db()
+                .conn.execute(
+                    "SELECT count(*), min(sent_at) FROM notify_outbox"
+                    " WHERE target = ? AND state = 'sent' AND sent_at > ?",
+                    [ref, hour_ago],
+                )
+                .fetchone()
+            )
+            if sent[0] >= self.config.rate_limit_per_hour:
+                free_at = datetime.fromisoformat(sent[1]) + timedelta(hours=1, seconds=1)
+                with self._write() as conn:
+                    conn.execute(
+                        "UPDATE notify_outbox SET next_at = ? WHERE id = ?",
+                        [_iso(free_at), row_id],
+                    )
+                continue
+            message = Message(title, body, Severity(severity), key)
+            result = self.sender(target, message, self.config.timeout_s)
+            tries = attempts + 1
+            with self._write() as conn:
+                if result.ok:
+                    conn.execute(
+                        "UPDATE notify_outbox SET state = 'sent', sent_at = ?, attempts = ?,"
+                        " last_error = '' WHERE id = ?",
+                        [_iso(now), tries, row_id],
+                    )
+                    continue
+                failing.add(ref)
+                age = now - datetime.fromisoformat(created)
+                give_up = age >= timedelta(hours=self.config.retry_hours)
+                conn.execute(
+                    "UPDATE notify_outbox SET state = ?, attempts = ?, last_error = ?,"
+                    " next_at = ? WHERE id = ?",
+                    [
+                        "failed" if give_up else "pending",
+                        tries,
+                        result.detail[:500],
+                        _iso(now + timedelta(seconds=backoff_s(tries))),
+                        row_id,
+                    ],
+                )

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from leases import records
 from leases.attribution import minute_shares
 from leases.fleet import sim_dir, sim_trust_store
-from leases.history import BUSY_UTIL_PCT, GpuHour, GpuMinute, NodeHour, NodeMinute
+from leases.history import GpuHour, GpuMinute, NodeHour, NodeMinute, busy_verdict
 from leases.ledger import Ledger
 from leases.models import Lease, Node
 from leases.rollups import HistoryStore, OwnerHour
@@ -104,6 +104,7 @@ def backfill(
         step = step or timedelta(minutes=1)
         weight = int(step.total_seconds()) // 60
         n = sim.count
+        limits = [g.power_limit_w for g in sim.gpus]
         for row in history(sim, a, b, step):
             t = int(row.at.timestamp()) // 60
             acc = hours.get(t // 60)
@@ -114,8 +115,10 @@ def backfill(
                 u = row.util_gpu[i]
                 g = acc[i]
                 g[0] += weight
-                g[1] += weight if u >= BUSY_UTIL_PCT else 0
-                if u >= BUSY_UTIL_PCT and not keep_minutes:
+                # The one busy rule (leases.history), as the poller's roll-ups apply it.
+                busy = bool(busy_verdict(u, row.mem_used_mib[i], row.power_w[i], limits[i]))
+                g[1] += weight if busy else 0
+                if busy and not keep_minutes:
                     owners[owner_of[i]] = owners.get(owner_of[i], 0.0) + weight
                 g[2] += u * weight
                 g[3] = max(g[3], u)
@@ -124,7 +127,7 @@ def backfill(
             if keep_minutes:
                 gpus = tuple(
                     GpuMinute(i, 1, row.util_gpu[i], row.util_gpu[i], row.mem_used_mib[i],
-                              row.power_w[i])
+                              row.power_w[i], limits[i])
                     for i in range(n)
                 )  # fmt: skip
                 per_gpu = tuple((i, (owner_of[i],)) for i in range(n))

@@ -232,6 +232,32 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd(notifys, "test", _lazy("cli_notify", "test"), "send a test message to every URL")
     p.add_argument("--url", help="send to this URL instead of the configured ones")
 
+    p = cmd(sub, "report", _lazy("cli_money", "money_report"), "a month's cost, idle yuan, users")
+    p.add_argument("--month", required=True, metavar="YYYY-MM", help="in the billing time zone")
+    p.add_argument("--format", choices=("md", "csv", "json"), default="md")
+    p.add_argument("--by", choices=("lease", "user", "project"), default="lease")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    plan = sub.add_parser("plan", help="what to rent next, from measured demand")
+    plans = plan.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    p = cmd(plans, "hybrid", _lazy("cli_money", "plan_hybrid"), "monthly base + hourly burst")
+    p.add_argument("--days", type=int, default=30, help="measured window (default 30)")
+    p.add_argument("--hourly", metavar="PRICE", help="a card's price an hour")
+    p.add_argument("--monthly", metavar="PRICE", help="a card's price a month")
+    p.add_argument("--gpu-model", metavar="M", help="only nodes of this GPU model")
+    p = cmd(plans, "buy", _lazy("cli_money", "plan_buy"), "owning cards against renting them")
+    for flag, text in (
+        ("--card-price", "a card's purchase price"),
+        ("--life-years", "years the cards are written off over"),
+        ("--power-w", "a card's draw while busy, in watts (cooling included)"),
+        ("--kwh", "the price of a kWh"),
+        ("--hosting", "hosting a month, for all the cards"),
+    ):
+        p.add_argument(flag, required=True, metavar="N", help=text)
+    p.add_argument("--cards", type=int, help="cards to buy (default: the cards rented now)")
+    p.add_argument("--utilisation", metavar="U", help="busy share, 0-1 (default: measured)")
+    p.add_argument("--days", type=int, default=30, help="measured window (default 30)")
+    p.add_argument("--gpu-model", metavar="M", help="only nodes of this GPU model")
+
     p = cmd(sub, "export", L.export, "write the whole ledger as CSV or JSON")
     p.add_argument("--format", choices=("csv", "json"), default="json")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")

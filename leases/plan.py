@@ -1,0 +1,301 @@
+"""What to rent next (`zuka plan`): pure money maths over measured demand.
+
+- **Hybrid**: k cards on monthly terms as a base, the rest of each hour's demand rented by
+  the hour. Demand is whole cards per clock hour: an hour in which 2.3 cards were busy on
+  average needs 3 cards rented for it (so the plan never flatters hourly). Over a window of
+  n hours, scaled to a month of HOURS_IN_MONTH hours:
+      cost(k) = k x monthly + hourly x (HOURS_IN_MONTH / n) x sum over hours of max(0, d - k)
+  One more base card saves the hourly price for every hour whose demand exceeds k, so
+  cost(k+1) - cost(k) = monthly - hourly x HOURS_IN_MONTH x share(d > k): cost falls while
+  that share is above monthly / (hourly x HOURS_IN_MONTH) and never falls again after
+  (the share only shrinks as k grows). The optimum is the smallest k whose share is at or
+  below that threshold (below it, strictly, more cards only cost more; at it, equal).
+- **Buy against rent**: owning (the cards' price over their life, power at the measured
+  utilisation, hosting) against renting at the measured price per busy card-hour.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from leases.errors import InputError
+from leases.models import BillingType, Lease, Node
+
+HOURS_IN_MONTH = Decimal(730)  # 8760 / 12
+HOURS_IN_YEAR = Decimal(8760)
+ZERO = Decimal(0)
+
+
+def cards_per_hour(busy_card_minutes: Iterable[float]) -> list[int]:
+    """Whole cards each hour needs, from its busy card-minutes (summed over nodes)."""
+    # A hair of tolerance: 120.0000001 card-minutes from float sums is still 2 cards.
+    return [max(0, math.ceil(m / 60 - 1e-9)) for m in busy_card_minutes]
+
+
+@dataclass(frozen=True)
+class HybridCost:
+    """A month's cost with k monthly cards and the rest bought by the hour."""
+
+    k: int
+    base: Decimal  # k x monthly
+    burst: Decimal  # the hourly part, scaled to a month
+    burst_card_hours: Decimal  # card-hours a month bought by the hour
+
+    @property
+    def total(self) -> Decimal:
+        return self.base + self.burst
+
+
+def _check_prices(monthly: Decimal, hourly: Decimal) -> None:
+    if hourly <= 0:
+        raise InputError("hourly", str(hourly), "must be a price above zero")
+    if monthly <= 0:
+        raise InputError("monthly", str(monthly), "must be a price above zero")
+
+
+def hybrid_cost(
+    cards: Sequence[int],
+    k: int,
+    monthly: Decimal,
+    hourly: Decimal,
+    hours_in_month: Decimal = HOURS_IN_MONTH,
+) -> HybridCost:
+    """cost(k) a month (see the module's rule); `cards` is each hour's demand."""
+    if not cards:
+        raise InputError("days", "0", "no hours of demand to plan from")
+    over = Decimal(sum(max(0, c - k) for c in cards)) * hours_in_month / len(cards)
+    return HybridCost(k, k * monthly, over * hourly, over)
+
+
+def cost_curve(
+    cards: Sequence[int],
+    monthly: Decimal,
+    hourly: Decimal,
+    hours_in_month: Decimal = HOURS_IN_MONTH,
+) -> list[HybridCost]:
+    """cost(k) for k from 0 (all hourly) to the peak (all monthly)."""
+    return [
+        hybrid_cost(cards, k, monthly, hourly, hours_in_month)
+        for k in range(max(cards, default=0) + 1)
+    ]
+
+
+def optimal_base(
+    cards: Sequence[int],
+    monthly: Decimal,
+    hourly: Decimal,
+    hours_in_month: Decimal = HOURS_IN_MONTH,
+) -> int:
+    """The smallest k whose share of hours with demand above k is at or below
+    monthly / (hourly x hours_in_month)."""
+    _check_prices(monthly, hourly)
+    if not cards:
+        raise InputError("days", "0", "no hours of demand to plan from")
+    n = len(cards)
+    for k in range(max(cards) + 1):
+        above = sum(1 for c in cards if c > k)
+        # share <= threshold, without dividing: above / n <= monthly / (hourly x H)
+        if above * hourly * hours_in_month <= monthly * n:
+            return k
+    return max(cards)  # not reached: nothing is above the peak
+
+
+@dataclass(frozen=True)
+class Hybrid:
+    hours: int  # hours of demand measured
+    peak: int
+    threshold: Decimal  # monthly / (hourly x hours in the month)
+    curve: tuple[HybridCost, ...]  # k = 0 .. peak
+    best: HybridCost
+
+    @property
+    def all_hourly(self) -> HybridCost:
+        return self.curve[0]
+
+    @property
+    def all_monthly(self) -> HybridCost:
+        return self.curve[-1]
+
+    @property
+    def saves_against_hourly(self) -> Decimal:
+        return self.all_hourly.total - self.best.total
+
+    @property
+    def saves_against_monthly(self) -> Decimal:
+        return self.all_monthly.total - self.best.total
+
+
+def hybrid(
+    cards: Sequence[int],
+    monthly: Decimal,
+    hourly: Decimal,
+    hours_in_month: Decimal = HOURS_IN_MONTH,
+) -> Hybrid:
+    k = optimal_base(cards, monthly, hourly, hours_in_month)
+    curve = tuple(cost_curve(cards, monthly, hourly, hours_in_month))
+    return Hybrid(len(cards), max(cards), monthly / (hourly * hours_in_month), curve, curve[k])
+
+
+# -- the load-duration chart --------------------------------------------------------------
+
+_EIGHTHS = " ▁▂▃▄▅▆▇█"
+
+
+def load_duration_chart(
+    cards: Sequence[int], k: int, *, width: int = 60, height: int = 10
+) -> list[str]:
+    """Demand sorted from the busiest hour down, as text blocks: x is the share of hours,
+    y the cards; the line at k marks the monthly base (above it: bought by the hour)."""
+    if not cards:
+        return ["(no demand measured)"]
+    ordered = sorted(cards, reverse=True)
+    n = len(ordered)
+    width = max(1, min(width, n))
+    cols = [ordered[min(n - 1, (i * n) // width)] for i in range(width)]
+    peak = max(1, ordered[0])
+    height = max(1, min(height, peak * 4))
+    step = Decimal(peak) / height
+    label_w = len(str(peak)) + 6
+    lines: list[str] = []
+    k_row = None if k <= 0 else min(height, math.ceil(Decimal(k) / step))
+    for row in range(height, 0, -1):
+        lo = step * (row - 1)
+        cells = []
+        for v in cols:
+            fill = (Decimal(v) - lo) / step
+            if fill >= 1:
+                cells.append("█")
+            elif fill > 0:
+                cells.append(_EIGHTHS[max(1, int(fill * 8))])
+            else:
+                cells.append("╌" if row == k_row else " ")
+        if row == k_row:
+            label = f"k={k} ▶"
+        elif row == height:
+            label = f"{peak}"
+        else:
+            label = ""
+        lines.append(f"{label:>{label_w}} │{''.join(cells)}")
+    lines.append(f"{'0':>{label_w}} └{'─' * width}")
+    tail = "100 % of hours"
+    lines.append(f"{'':>{label_w}}  0 %{tail:>{max(0, width - 3)}}")
+    return lines
+
+
+# -- default prices from the ledger -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PerCard:
+    """A price per card (a month, or an hour) and the lease it was read from."""
+
+    price: Decimal
+    lease: Lease
+
+
+def model_matches(node: Node, model: str | None) -> bool:
+    return model is None or model.strip().lower() in node.gpu_model.lower()
+
+
+def lease_prices(
+    leases: Sequence[Lease], nodes: Mapping[str, Node], model: str | None
+) -> tuple[PerCard | None, PerCard | None]:
+    """(monthly price a card, hourly price a card) from the latest leases of nodes whose GPU
+    model matches: a monthly lease's price over its cards; an hourly lease's, a card-hour
+    lease's, or a monthly lease's recorded hourly price."""
+    monthly: PerCard | None = None
+    hourly: PerCard | None = None
+    for le in sorted(leases, key=lambda le: le.start):
+        node = nodes.get(le.node)
+        if node is None or not model_matches(node, model):
+            continue
+        cards = le.cards_billed or node.gpu_count
+        if not cards:
+            continue
+        bt = le.billing_type
+        if bt is BillingType.MONTHLY:
+            monthly = PerCard(le.unit_price / cards, le)
+            if le.hourly_price:
+                hourly = PerCard(le.hourly_price / cards, le)
+        elif bt is BillingType.HOURLY:
+            hourly = PerCard(le.unit_price / cards, le)
+        elif bt is BillingType.CARD_HOUR:
+            hourly = PerCard(le.unit_price, le)
+    return monthly, hourly
+
+
+# -- buy against rent ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BuyVsRent:
+    cards: int
+    utilisation: Decimal  # busy share of the card-hours
+    capex_month: Decimal  # the cards' price spread over their life
+    power_month: Decimal
+    hosting_month: Decimal
+    busy_card_hours_month: Decimal
+    renting_per_busy_hour: Decimal
+
+    @property
+    def owning_month(self) -> Decimal:
+        return self.capex_month + self.power_month + self.hosting_month
+
+    @property
+    def owning_per_busy_hour(self) -> Decimal:
+        return self.owning_month / self.busy_card_hours_month
+
+    @property
+    def renting_month(self) -> Decimal:
+        """Renting the same busy card-hours at the measured price."""
+        return self.renting_per_busy_hour * self.busy_card_hours_month
+
+    @property
+    def ratio(self) -> Decimal:
+        """Renting as a share of owning (below 1: renting is cheaper)."""
+        return self.renting_per_busy_hour / self.owning_per_busy_hour
+
+
+def _positive(name: str, value: Decimal, *, zero_ok: bool = False) -> None:
+    if value < 0 or (value == 0 and not zero_ok):
+        raise InputError(
+            name, str(value), "must be above zero" if not zero_ok else "must not be negative"
+        )
+
+
+def buy_vs_rent(
+    *,
+    card_price: Decimal,
+    life_years: Decimal,
+    power_w: Decimal,
+    kwh: Decimal,
+    hosting_month: Decimal,
+    cards: int,
+    utilisation: Decimal,
+    renting_per_busy_hour: Decimal,
+) -> BuyVsRent:
+    """Owning `cards` cards (bought at card_price each, written off over life_years,
+    drawing power_w each while busy, hosted for hosting_month for all of them) against
+    renting their busy card-hours at renting_per_busy_hour, at the given utilisation."""
+    _positive("card-price", card_price)
+    _positive("life-years", life_years)
+    _positive("power-w", power_w, zero_ok=True)
+    _positive("kwh", kwh, zero_ok=True)
+    _positive("hosting", hosting_month, zero_ok=True)
+    _positive("cards", Decimal(cards))
+    if not 0 < utilisation <= 1:
+        raise InputError("utilisation", str(utilisation), "must be a share above 0 and at most 1")
+    _positive("renting price", renting_per_busy_hour)
+    busy = cards * utilisation * HOURS_IN_MONTH
+    return BuyVsRent(
+        cards,
+        utilisation,
+        card_price * cards / (life_years * 12),
+        busy * power_w / 1000 * kwh,
+        hosting_month,
+        busy,
+        renting_per_busy_hour,
+    )

@@ -1,0 +1,384 @@
+"""The month's money report: what each lease cost, how much of it bought busy cards, and who
+used them (`zuka report`).
+
+Pure over what the caller reads: leases, nodes, providers, storage lines, and a `usage`
+function giving a lease's card-hours over a window (leases.rollups.HistoryStore.lease_usage).
+A row is a renewal chain (leases.renewals.chains), costed as leases.billing costs chains:
+each lease's share of the window (billing.accrued), the chain's minimum commitment once.
+Totals are sums of the rows, so every figure reconciles.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from leases import billing, fields
+from leases.billing import ZERO, CardHours, Span
+from leases.errors import InputError
+from leases.models import Lease, Node, Provider, RefundState, Resource
+from leases.renewals import chains
+from leases.rollups import OwnerHour
+
+# lease, since, until, cards -> the lease's card-hours over the window (with its cost)
+Usage = Callable[[Lease, datetime, datetime, int | None], CardHours]
+
+DEPOSIT_STATES = {
+    RefundState.NONE: "paid",
+    RefundState.PENDING: "pending refund",
+    RefundState.REFUNDED: "refunded",
+    RefundState.FORFEITED: "forfeited",
+}
+UNKNOWN_OWNER = "unknown"
+UNASSIGNED = "unassigned"
+_MONTH_RE = re.compile(r"(\d{4})-(\d{2})")
+
+
+def month_window(month: str, tz_name: str, now: datetime) -> tuple[Span, bool]:
+    """The calendar month YYYY-MM in the zone, cut at `now` when it is not over:
+    ((since, until), complete)."""
+    m = _MONTH_RE.fullmatch(month.strip())
+    if m is None or not 1 <= int(m.group(2)) <= 12:
+        raise InputError("month", month, "must be YYYY-MM, e.g. 2025-03")
+    tz = fields.timezone(tz_name, "billing.tz")
+    since, until = billing.month_of(datetime(int(m.group(1)), int(m.group(2)), 2, tzinfo=tz), tz)
+    if since >= now:
+        raise InputError("month", month, "has not started yet")
+    return (since, min(until, now)), until <= now
+
+
+@dataclass(frozen=True)
+class LeaseRow:
+    """One renewal chain's month."""
+
+    node: str
+    channel: str
+    provider: str
+    billing_type: str
+    start: datetime
+    end: datetime | None  # the chain's end (ended_at, else end); None: open-ended
+    leases: int  # leases in the chain
+    cost: Decimal  # the leases' share of the window, storage lines not included
+    storage: Decimal
+    usage: CardHours | None  # None: how many cards it pays for is not recorded
+    deposit: Decimal | None
+    deposit_state: str  # "" without a deposit; else a DEPOSIT_STATES value
+    spans: tuple[Span, ...] = ()  # when in the window it paid for its cards
+    notes: tuple[str, ...] = ()
+
+    @property
+    def total(self) -> Decimal:
+        return self.cost + self.storage
+
+
+@dataclass(frozen=True)
+class Totals:
+    leases: int = 0
+    cost: Decimal = ZERO
+    storage: Decimal = ZERO
+    paid: Decimal = ZERO
+    busy: Decimal = ZERO
+    idle: Decimal = ZERO
+    unknown: Decimal = ZERO
+    idle_yuan: Decimal = ZERO
+    deposits: Mapping[str, Decimal] = field(default_factory=dict)  # state -> amount
+    # The cost of the rows whose card-hours are known (what price_per_busy_hour divides).
+    usage_cost: Decimal = ZERO
+
+    @property
+    def total(self) -> Decimal:
+        return self.cost + self.storage
+
+    @property
+    def price_per_busy_hour(self) -> Decimal | None:
+        return self.usage_cost / self.busy if self.busy else None
+
+
+def totals(rows: Iterable[LeaseRow]) -> Totals:
+    """The sums of the rows (every total in a report is one of these)."""
+    deposits: dict[str, Decimal] = {}
+    n = 0
+    cost = storage = paid = busy = idle = unknown = idle_yuan = usage_cost = ZERO
+    for r in rows:
+        n += 1
+        cost += r.cost
+        storage += r.storage
+        if r.usage is not None:
+            paid += r.usage.paid
+            busy += r.usage.busy
+            idle += r.usage.idle
+            unknown += r.usage.unknown
+            idle_yuan += r.usage.idle_yuan
+            usage_cost += r.usage.cost
+        if r.deposit is not None:
+            deposits[r.deposit_state] = deposits.get(r.deposit_state, ZERO) + r.deposit
+    return Totals(n, cost, storage, paid, busy, idle, unknown, idle_yuan, deposits, usage_cost)
+
+
+@dataclass(frozen=True)
+class Report:
+    month: str
+    tz: str
+    since: datetime
+    until: datetime
+    complete: bool  # False: the month is not over; figures to `until`
+    currency: str
+    rows: tuple[LeaseRow, ...]
+    by_channel: tuple[tuple[str, Totals], ...]
+    by_provider: tuple[tuple[str, Totals], ...]
+    total: Totals
+
+
+def chain_accrued(
+    chain: Sequence[Lease],
+    since: datetime,
+    until: datetime,
+    *,
+    stops: Sequence[billing.Stop] = (),
+    cards: int | None = None,
+) -> Decimal:
+    """A renewal chain's share of [since, until): each lease's accrued share without its own
+    minimum commitment, and the chain's commitment (billing.chain_cost) where it falls."""
+
+    def own_topup(le: Lease, at: datetime) -> Decimal:
+        with_it = billing.cost_to_date(le, at, stops=stops, cards=cards)
+        return with_it - billing.cost_to_date(le, at, stops=stops, cards=cards, commitment=False)
+
+    def chain_topup(at: datetime) -> Decimal:
+        bare = sum(
+            (
+                billing.cost_to_date(le, at, stops=stops, cards=cards, commitment=False)
+                for le in chain
+            ),
+            ZERO,
+        )
+        return billing.chain_cost(chain, at, stops=stops, cards=cards) - bare
+
+    share = ZERO
+    for le in chain:
+        share += billing.accrued(le, since, until, stops=stops, cards=cards)
+        share -= own_topup(le, until) - own_topup(le, since)
+    return share + chain_topup(until) - chain_topup(since)
+
+
+def _deposit(chain: Sequence[Lease]) -> tuple[Decimal | None, str]:
+    held = [le for le in chain if le.deposit is not None]
+    if not held:
+        return None, ""
+    last = held[-1]
+    return last.deposit, DEPOSIT_STATES[last.deposit_refund]
+
+
+def _overlaps(chain: Sequence[Lease], since: datetime, until: datetime) -> bool:
+    first, last = chain[0], chain[-1]
+    stop = last.ended_at or last.end
+    return first.start < until and (stop is None or stop > since)
+
+
+def lease_row(
+    chain: Sequence[Lease],
+    node: Node | None,
+    provider: Provider | None,
+    storage: Sequence[tuple[Resource, Lease]],
+    usage: Usage,
+    since: datetime,
+    until: datetime,
+) -> LeaseRow | None:
+    """A chain's row for the window; None when it neither ran nor billed in it."""
+    cards = node.gpu_count if node is not None and node.gpu_count else None
+    notes: list[str] = []
+    try:
+        cost = chain_accrued(chain, since, until, cards=cards)
+    except InputError as exc:
+        cost = ZERO
+        notes.append(f"cost unknown: {exc.reason}")
+    store = sum(
+        (
+            billing.storage_cost(r, le, until) - billing.storage_cost(r, le, since)
+            for r, le in storage
+        ),
+        ZERO,
+    )
+    used: CardHours | None = None
+    spans: list[Span] = []
+    try:
+        parts = [usage(le, since, until, cards) for le in chain]
+        used = CardHours(
+            sum((p.paid for p in parts), ZERO),
+            sum((p.busy_history for p in parts), ZERO),
+            sum((p.known_history for p in parts), ZERO),
+            cost,
+        )
+        for le in chain:
+            spans += [
+                (max(a, since), min(b, until))
+                for a, b in billing.billed_spans(le, until)
+                if max(a, since) < min(b, until)
+            ]
+    except InputError:
+        notes.append("card-hours unknown: record the lease's cards billed or the node's GPUs")
+    if not _overlaps(chain, since, until) and not cost and not store and not spans:
+        return None
+    for le in chain:
+        notes += billing.unknowns(le, until)
+    last = chain[-1]
+    deposit, state = _deposit(chain)
+    return LeaseRow(
+        node=last.node,
+        channel=provider.kind.value if provider is not None else "-",
+        provider=provider.name if provider is not None else "-",
+        billing_type=last.billing_type.value,
+        start=chain[0].start,
+        end=last.ended_at or last.end,
+        leases=len(chain),
+        cost=cost,
+        storage=store,
+        usage=used,
+        deposit=deposit,
+        deposit_state=state,
+        spans=tuple(spans),
+        notes=tuple(dict.fromkeys(notes)),
+    )
+
+
+def _grouped(
+    rows: Sequence[LeaseRow], key: Callable[[LeaseRow], str]
+) -> tuple[tuple[str, Totals], ...]:
+    groups: dict[str, list[LeaseRow]] = {}
+    for r in rows:
+        groups.setdefault(key(r), []).append(r)
+    return tuple((k, totals(groups[k])) for k in sorted(groups))
+
+
+def build_report(
+    month: str,
+    window: Span,
+    complete: bool,
+    *,
+    tz: str,
+    currency: str,
+    leases: Sequence[Lease],
+    nodes: Sequence[Node],
+    providers: Sequence[Provider],
+    resources: Sequence[tuple[str, datetime, Resource]],
+    usage: Usage,
+) -> Report:
+    """The report over `window` (month_window) of every chain that ran or billed in it."""
+    since, until = window
+    node_of: dict[str, Node] = {}
+    for n in sorted(nodes, key=lambda n: n.state != "released"):
+        node_of.setdefault(n.name, n)
+    provider_of = {p.name: p for p in providers}
+    lease_of = {(le.node, le.start): le for le in leases}
+    storage_of: dict[tuple[str, datetime], list[tuple[Resource, Lease]]] = {}
+    for name, start, res in resources:
+        le = lease_of.get((name, start))
+        if le is not None and res.price is not None:
+            storage_of.setdefault((name, start), []).append((res, le))
+    rows: list[LeaseRow] = []
+    for chain in chains(leases):
+        node = node_of.get(chain[-1].node)
+        provider = provider_of.get(node.provider or "") if node is not None else None
+        store = [s for le in chain for s in storage_of.get((le.node, le.start), [])]
+        row = lease_row(chain, node, provider, store, usage, since, until)
+        if row is not None:
+            rows.append(row)
+    rows.sort(key=lambda r: (r.channel, r.provider, r.node, r.start))
+    return Report(
+        month,
+        tz,
+        since,
+        until,
+        complete,
+        currency,
+        tuple(rows),
+        _grouped(rows, lambda r: r.channel),
+        _grouped(rows, lambda r: r.provider),
+        totals(rows),
+    )
+
+
+# -- who used the cards -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OwnerRow:
+    name: str  # a person, a project, "unknown" or "unassigned"
+    users: tuple[str, ...]  # the node users counted here
+    busy: Decimal  # card-hours
+    yuan: Decimal
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Attribution:
+    by: str  # "user" or "project"
+    rows: tuple[OwnerRow, ...]
+    busy: Decimal
+    yuan: Decimal
+    # The leases' cost (storage left out) that no user's busy hour carried: leases that
+    # sat idle all month, busy hours whose owner the history does not hold.
+    unattributed: Decimal
+    outside_leases: Decimal  # busy card-hours on nodes when no lease paid for them
+
+
+def owner_key(owner: str, by: str, users: Mapping[str, str], projects: Mapping[str, str]) -> str:
+    """Where a node user's hours go: its person (--by user) or project (--by project)."""
+    if owner == "?":
+        return UNKNOWN_OWNER
+    person = users.get(owner, owner)
+    if by == "user":
+        return person
+    return projects.get(person) or projects.get(owner) or UNASSIGNED
+
+
+def attribute(
+    report: Report,
+    owner_hours: Iterable[OwnerHour],
+    by: str,
+    users: Mapping[str, str],
+    projects: Mapping[str, str],
+) -> Attribution:
+    """Busy card-hours per person or project, and their yuan: each of a user's busy
+    card-hours on a lease's node costs that lease's effective price per busy card-hour."""
+    if by not in ("user", "project"):
+        raise InputError("by", by, "must be lease, user or project")
+    by_node: dict[str, list[LeaseRow]] = {}
+    for r in report.rows:
+        by_node.setdefault(r.node, []).append(r)
+    busy: dict[str, Decimal] = {}
+    yuan: dict[str, Decimal] = {}
+    who: dict[str, set[str]] = {}
+    where: dict[str, set[str]] = {}
+    outside = ZERO
+    for oh in owner_hours:
+        hours = Decimal(str(oh.busy_card_minutes)) / 60
+        t = datetime.fromtimestamp(oh.hour * 3600, UTC)
+        row = next(
+            (r for r in by_node.get(oh.node, ()) if any(a <= t < b for a, b in r.spans)), None
+        )
+        if row is None:
+            outside += hours  # no lease paid for the card then: no yuan, not a user's share
+            continue
+        price = row.usage.price_per_busy_hour if row.usage is not None else None
+        key = owner_key(oh.owner, by, users, projects)
+        busy[key] = busy.get(key, ZERO) + hours
+        yuan[key] = yuan.get(key, ZERO) + (price * hours if price is not None else ZERO)
+        who.setdefault(key, set()).add(UNKNOWN_OWNER if oh.owner == "?" else oh.owner)
+        where.setdefault(key, set()).add(oh.node)
+    rows = tuple(
+        OwnerRow(k, tuple(sorted(who[k])), busy[k], yuan[k], tuple(sorted(where[k])))
+        for k in sorted(busy, key=lambda k: (-yuan[k], -busy[k], k))
+    )
+    total_yuan = sum(yuan.values(), ZERO)
+    return Attribution(
+        by,
+        rows,
+        sum(busy.values(), ZERO),
+        total_yuan,
+        report.total.cost - total_yuan,
+        outside,
+    )

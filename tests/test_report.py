@@ -1,0 +1,285 @@
+"""`zuka report` on a month of the simulated fleet, checked against figures computed here
+from the ledger's tables and the leases' prices (not through leases.report or billing)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from leases.ledger import Ledger
+from leases.rollups import HistoryStore
+from leases.simledger import backfill, register_sim_nodes, sim_nodes_of
+from tui.cli import main
+
+NOW = datetime(2025, 4, 1, tzinfo=UTC)  # the sim leases start 20 days before, 2025-03-12
+SINCE = datetime(2025, 3, 1, tzinfo=UTC) - timedelta(hours=8)  # March in Asia/Shanghai
+UNTIL = datetime(2025, 4, 1, tzinfo=UTC) - timedelta(hours=8)
+HOLE = ("sim-003", 60)  # a node with 60 hours of history removed: unknown, never idle
+CONFIG = """\
+[users]
+alice = "Alice Wang"
+bob = "Bob Li"
+[projects]
+"Alice Wang" = "llm"
+bob = "vision"
+"""
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    folder = tmp_path_factory.mktemp("report")
+    path = folder / "ledger.db"
+    with Ledger.open(path) as ledger:
+        nodes = register_sim_nodes(ledger, 8, NOW)
+        store = HistoryStore(ledger)
+        for s in sim_nodes_of(nodes):
+            backfill(
+                store,
+                s,
+                NOW - timedelta(days=32),
+                NOW,
+                minute_span=timedelta(0),
+                coarse_step=timedelta(minutes=10),
+            )
+        ledger.add_resource(
+            "sim-002",
+            {"kind": "disk", "native_id": "d-1", "price": "300", "price_per": "month"},
+        )
+        ledger.update_lease("sim-004", {"deposit_refund": "pending"})
+    with sqlite3.connect(path) as conn:
+        node_id = conn.execute("SELECT id FROM nodes WHERE name = ?", [HOLE[0]]).fetchone()[0]
+        lo = int(datetime(2025, 3, 20, tzinfo=UTC).timestamp()) // 3600
+        for table in ("gpu_hour", "gpu_owner_hour"):
+            conn.execute(
+                f"DELETE FROM {table} WHERE node_id = ? AND hour >= ? AND hour < ?",
+                (node_id, lo, lo + HOLE[1]),
+            )
+    config = folder / "zuka.toml"
+    config.write_text(CONFIG)
+    config.chmod(0o600)
+    yield path, config
+
+
+def run(path: Path, *args: str) -> str:
+    out = io.StringIO()
+    assert main(["--ledger", str(path), *args], out=out) == 0
+    return out.getvalue()
+
+
+def _hours(a: datetime, b: datetime) -> Decimal:
+    return Decimal(int((b - a).total_seconds())) / 3600
+
+
+def expected(path: Path) -> dict[str, dict[str, Decimal]]:
+    """Per node: cost, paid/busy/known card-hours, from prices and raw gpu_hour rows."""
+    out: dict[str, dict[str, Decimal]] = {}
+    conn = sqlite3.connect(path)
+    rows = conn.execute(
+        'SELECT n.name, n.id, n.gpu_count, l.billing_type, l.unit_price, l.start, l."end"'
+        " FROM leases l JOIN nodes n ON n.id = l.node_id"
+    ).fetchall()
+    for name, node_id, gpus, bt, price, start_s, end_s in rows:
+        start = datetime.fromisoformat(start_s)
+        lo = max(start, SINCE)
+        hours = _hours(lo, UNTIL)
+        price = Decimal(price)
+        if bt == "card_hour":
+            cost = price * gpus * hours
+        elif bt == "hourly":
+            cost = price * hours
+        else:
+            # Charged up front, spread over the time it pays for month by month: the
+            # 30-day lease's one month over its 30 days; the contract's first month
+            # (Mar 12 - Apr 12, 31 days) at its monthly price.
+            end = datetime.fromisoformat(end_s)
+            if bt == "contract":
+                end = start.replace(month=start.month + 1)
+            cost = price * hours / _hours(start, end)
+        busy, known = conn.execute(
+            "SELECT SUM(busy_card_minutes), SUM(known_card_minutes) FROM gpu_hour"
+            " WHERE node_id = ? AND hour >= ? AND hour < ?",
+            (node_id, int(lo.timestamp()) // 3600, int(UNTIL.timestamp()) // 3600),
+        ).fetchone()
+        out[name] = {
+            "cost": cost,
+            "paid": gpus * hours,
+            "busy": Decimal(busy) / 60,
+            "known": Decimal(known) / 60,
+            "lo": Decimal(int(lo.timestamp()) // 3600),
+        }
+    conn.close()
+    return out
+
+
+def close(a: Decimal | str, b: Decimal, tol: str = "0.000001") -> bool:
+    return abs(Decimal(a) - b) <= Decimal(tol)
+
+
+def test_report_json_agrees_with_an_independent_computation(fleet: tuple[Path, Path]) -> None:
+    path, _ = fleet
+    doc = json.loads(run(path, "report", "--month", "2025-03", "--format", "json"))
+    want = expected(path)
+    assert doc["tz"] == "Asia/Shanghai" and doc["complete"] is True
+    assert len(doc["leases"]) == 8
+    for row in doc["leases"]:
+        w = want[row["node"]]
+        assert close(row["cost"], w["cost"]), row["node"]
+        assert Decimal(row["paid_card_hours"]) == w["paid"]
+        assert Decimal(row["busy_card_hours"]) == w["busy"]
+        assert Decimal(row["unknown_card_hours"]) == w["paid"] - w["known"]
+        idle = w["known"] - w["busy"]
+        assert Decimal(row["idle_card_hours"]) == idle
+        assert close(row["idle_yuan"], w["cost"] * idle / w["paid"])
+        if w["busy"]:
+            assert close(row["yuan_per_busy_card_hour"], w["cost"] / w["busy"])
+    by = {r["node"]: r for r in doc["leases"]}
+    # The hole is unknown, not idle; the idle monthly node paid for idle cards.
+    assert Decimal(by[HOLE[0]]["unknown_card_hours"]) == 8 * HOLE[1]
+    assert Decimal(by["sim-002"]["idle_yuan"]) > Decimal(by["sim-002"]["cost"]) / 2
+    # The disk: 300 a month, from the lease's start (Mar 12 UTC) to the month's end, pro
+    # rata on its own month grid (Mar 12 - Apr 12: 31 days).
+    assert close(by["sim-002"]["storage"], Decimal(300) * 472 / 744)
+    assert by["sim-004"]["deposit"] == "72000" and by["sim-004"]["deposit_state"] == (
+        "pending refund"
+    )
+    assert by["sim-001"]["channel"] == "platform" and by["sim-001"]["provider"] == "SimPlatform"
+
+
+def test_totals_are_the_sums_of_the_rows(fleet: tuple[Path, Path]) -> None:
+    path, _ = fleet
+    doc = json.loads(run(path, "report", "--month", "2025-03", "--json"))
+    keys = ("cost", "storage", "total", "paid_card_hours", "busy_card_hours")
+    keys += ("idle_card_hours", "unknown_card_hours", "idle_yuan")
+    rows = doc["leases"]
+    for key in keys:
+        # Exact to the last of Decimal's 28 digits (a sum of sums rounds there).
+        assert close(doc["total"][key], sum(Decimal(r[key]) for r in rows), "1e-18"), key
+        for group, field in (("by_channel", "channel"), ("by_provider", "provider")):
+            for name, t in doc[group].items():
+                mine = [Decimal(r[key]) for r in rows if r[field] == name]
+                assert close(t[key], sum(mine), "1e-18"), (group, name, key)
+            whole = sum(Decimal(t[key]) for t in doc[group].values())
+            assert close(doc["total"][key], whole, "1e-18")
+    assert set(doc["by_channel"]) == {"platform", "colo", "cloud"}
+    assert doc["total"]["deposits"] == {"pending refund": "72000"}
+
+
+def test_csv_has_one_header_and_rounded_rows_that_reconcile(fleet: tuple[Path, Path]) -> None:
+    path, _ = fleet
+    text = run(path, "report", "--month", "2025-03", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert text.count("row,node,channel") == 1
+    leases = [r for r in rows if r["row"] == "lease"]
+    total = next(r for r in rows if r["row"] == "total")
+    assert len(leases) == 8
+    for key in ("cost", "total", "idle_yuan", "paid_card_hours", "busy_card_hours"):
+        # Each row is rounded to the fen: the sum is within half a fen a row.
+        gap = abs(sum(Decimal(r[key]) for r in leases) - Decimal(total[key]))
+        assert gap <= Decimal("0.005") * len(leases), key
+    assert {r["channel"] for r in rows if r["row"] == "channel"} == {"platform", "colo", "cloud"}
+
+
+def test_markdown_pastes_into_a_weekly_report(fleet: tuple[Path, Path]) -> None:
+    path, _ = fleet
+    text = run(path, "report", "--month", "2025-03")
+    doc = json.loads(run(path, "report", "--month", "2025-03", "--json"))
+    lines = text.splitlines()
+    assert lines[0] == "# GPU rental report 2025-03"
+    total = Decimal(doc["total"]["total"]).quantize(Decimal("0.01"))
+    idle = Decimal(doc["total"]["idle_yuan"]).quantize(Decimal("0.01"))
+    assert f"**Total ¥{total:,}**" in lines[2]
+    assert f"**¥{idle:,} paid for idle cards**" in lines[2]
+    assert "Asia/Shanghai" in lines[2]
+    assert "## By channel" in text and "## By provider" in text
+    table = [ln for ln in lines if ln.startswith("| sim-")]
+    assert len(table) == 8 and all(ln.count("|") == 14 for ln in table)
+
+
+def test_by_user_and_by_project_agree_with_owner_hours(fleet: tuple[Path, Path]) -> None:
+    path, config = fleet
+    doc = json.loads(run(path, "report", "--month", "2025-03", "--json"))
+    price = {r["node"]: Decimal(r["yuan_per_busy_card_hour"]) for r in doc["leases"]}
+    want = expected(path)
+    conn = sqlite3.connect(path)
+    by_user: dict[str, Decimal] = {}
+    yuan: dict[str, Decimal] = {}
+    lo = min(w["lo"] for w in want.values())
+    for node, owner, minutes, hour in conn.execute(
+        "SELECT n.name, o.owner, o.busy_card_minutes, o.hour FROM gpu_owner_hour o"
+        " JOIN nodes n ON n.id = o.node_id WHERE o.hour >= ? AND o.hour < ?",
+        (int(lo), int(UNTIL.timestamp()) // 3600),
+    ).fetchall():
+        if hour < want[node]["lo"]:
+            continue  # before the node's lease: nobody paid for it
+        hours = Decimal(str(minutes)) / 60
+        by_user[owner] = by_user.get(owner, Decimal(0)) + hours
+        yuan[owner] = yuan.get(owner, Decimal(0)) + hours * price[node]
+    conn.close()
+    assert {"alice", "bob", "carol", "root", "uid:2000"} <= set(by_user)
+    users = json.loads(
+        run(path, "--config", str(config), "report", "--month", "2025-03", "--by", "user",
+            "--json")
+    )  # fmt: skip
+    rows = {r["name"]: r for r in users["rows"]}
+    names = {"alice": "Alice Wang", "bob": "Bob Li"}
+    for owner, hours in by_user.items():
+        row = rows[names.get(owner, owner)]
+        assert close(row["busy_card_hours"], hours)
+        assert close(row["yuan"], yuan[owner], "0.0001")
+    assert sum(Decimal(r["yuan"]) for r in users["rows"]) == Decimal(users["yuan"])
+    # Every busy hour was attributed: the users carry the whole cost of the leases.
+    assert close(Decimal(users["yuan"]) + Decimal(users["unattributed_yuan"]),
+                 Decimal(doc["total"]["cost"]))  # fmt: skip
+    assert close(users["unattributed_yuan"], Decimal(0), "0.01")
+    projects = json.loads(
+        run(path, "--config", str(config), "report", "--month", "2025-03", "--by", "project",
+            "--json")
+    )  # fmt: skip
+    prows = {r["name"]: r for r in projects["rows"]}
+    assert set(prows) == {"llm", "vision", "unassigned"}
+    assert prows["llm"]["users"] == ["alice"] and prows["vision"]["users"] == ["bob"]
+    assert set(prows["unassigned"]["users"]) == {"carol", "root", "uid:2000"}
+    assert close(prows["llm"]["yuan"], yuan["alice"], "0.0001")
+    md = run(path, "--config", str(config), "report", "--month", "2025-03", "--by", "project")
+    assert md.startswith("# GPU use by project 2025-03")
+    assert "| llm | alice |" in md and "| **Total** |" in md
+    text = run(path, "--config", str(config), "report", "--month", "2025-03", "--by", "user",
+               "--format", "csv")  # fmt: skip
+    crows = list(csv.DictReader(io.StringIO(text)))
+    assert {r["name"] for r in crows if r["row"] == "user"} == set(rows)
+
+
+def test_output_file_and_bad_month(fleet: tuple[Path, Path], tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    path, _ = fleet
+    target = tmp_path / "march.md"
+    assert run(path, "report", "--month", "2025-03", "-o", str(target)) == ""
+    assert target.read_text().startswith("# GPU rental report 2025-03")
+    for bad in ("2025-13", "March", "2999-01"):
+        assert main(["--ledger", str(path), "report", "--month", bad]) == 2
+        assert "month" in capsys.readouterr().err
+
+
+def test_ledger_text_is_shown_safely(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    with Ledger.open(path) as ledger:
+        register_sim_nodes(ledger, 2, NOW, prefix="n")  # n-002: a monthly lease
+    with sqlite3.connect(path) as conn:  # a ledger written by someone else
+        conn.execute("UPDATE providers SET name = ?", ["=Evil|Cloud"])
+        conn.execute(
+            "UPDATE leases SET refund_rule = ?, ended_at = ? WHERE billing_type = 'monthly'",
+            ["ask|them", "2025-03-20T00:00:00+00:00"],
+        )
+    text = run(path, "report", "--month", "2025-03")
+    assert "(ask\\|them)" in text  # the pipe escaped: a cell stays a cell
+    assert "| =Evil\\|Cloud |" in text
+    text = run(path, "report", "--month", "2025-03", "--format", "csv")
+    assert ",'=Evil|Cloud," in text  # no formula for a spreadsheet

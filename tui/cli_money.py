@@ -1,0 +1,313 @@
+"""`zuka report` and `zuka plan`: the month's money, and what to rent next."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import TextIO
+
+from leases import plan, report, reportformat
+from leases.billing import CardHours, fen
+from leases.config import Config, load_user_config
+from leases.errors import InputError
+from leases.ledger import Ledger, resolve_ledger_path
+from leases.models import Lease, Node
+from leases.rollups import HistoryStore
+from leases.textsafe import visible
+from leases.transfer import write_private
+from tui import output
+
+
+def _config(args: argparse.Namespace) -> Config:
+    config = load_user_config(args.config)
+    for warning in config.warnings:
+        print(f"zuka: warning: {visible(warning)}", file=sys.stderr)
+    return config
+
+
+def _open(args: argparse.Namespace) -> Ledger:
+    return Ledger.open(resolve_ledger_path(args.ledger), readonly=True)
+
+
+def _usage(store: HistoryStore) -> report.Usage:
+    def usage(lease: Lease, since: datetime, until: datetime, cards: int | None) -> CardHours:
+        return store.lease_usage(lease, since, until, cards=cards)
+
+    return usage
+
+
+def _build(ledger: Ledger, month: str, window: tuple[datetime, datetime], complete: bool,
+           config: Config, model: str | None = None) -> report.Report:  # fmt: skip
+    nodes = [n for n in ledger.nodes() if plan.model_matches(n, model)]
+    names = {n.name for n in nodes}
+    return report.build_report(
+        month,
+        window,
+        complete,
+        tz=config.billing.tz,
+        currency=config.billing.currency,
+        leases=[le for le in ledger.leases() if le.node in names],
+        nodes=nodes,
+        providers=ledger.providers(),
+        resources=ledger.resources(),
+        usage=_usage(HistoryStore(ledger)),
+    )
+
+
+def money_report(args: argparse.Namespace, out: TextIO) -> int:
+    config = _config(args)
+    fmt = "json" if args.json else args.format
+    with _open(args) as ledger:
+        window, complete = report.month_window(args.month, config.billing.tz, ledger.clock())
+        rep = _build(ledger, args.month, window, complete, config)
+        owner_hours = (
+            HistoryStore(ledger).busy_by_owner(*window) if args.by in ("user", "project") else []
+        )
+    if args.by == "lease":
+        data = reportformat.report_json(rep)
+        if fmt == "md":
+            text = reportformat.to_markdown(rep)
+        else:
+            text = reportformat.to_csv(rep) if fmt == "csv" else ""
+    else:
+        att = report.attribute(rep, owner_hours, args.by, config.users, config.projects)
+        data = reportformat.attribution_json(rep, att)
+        if fmt == "md":
+            text = reportformat.attribution_markdown(rep, att)
+        else:
+            text = reportformat.attribution_csv(att) if fmt == "csv" else ""
+    if fmt == "json":
+        if args.output:
+            text = reportformat.dumps(data)
+        else:
+            output.dump_json(data, out)
+            return 0
+    if args.output:
+        write_private(Path(args.output), text)
+    else:
+        out.write(text)
+    return 0
+
+
+# -- zuka plan ----------------------------------------------------------------------------
+
+
+def _decimal(name: str, value: str | None) -> Decimal | None:
+    if value is None:
+        return None
+    try:
+        d = Decimal(value.strip().replace(",", ""))
+    except InvalidOperation:
+        raise InputError(name, value, "must be a number") from None
+    if not d.is_finite():
+        raise InputError(name, value, "must be a number")
+    return d
+
+
+def _days(args: argparse.Namespace) -> int:
+    days = int(args.days)
+    if not 1 <= days <= 366:
+        raise InputError("days", str(args.days), "must be from 1 to 366")
+    return days
+
+
+def _nodes(ledger: Ledger, model: str | None) -> dict[str, Node]:
+    found: dict[str, Node] = {}
+    for n in sorted(ledger.nodes(), key=lambda n: n.state != "released"):
+        if plan.model_matches(n, model):
+            found.setdefault(n.name, n)
+    return found
+
+
+def demand(
+    store: HistoryStore, nodes: dict[str, Node], since: datetime, until: datetime
+) -> list[int]:
+    """Whole cards busy in each clock hour of [since, until), summed over the nodes."""
+    lo, hi = int(since.timestamp()) // 3600, int(until.timestamp()) // 3600
+    minutes = [0.0] * max(0, hi - lo)
+    for name in nodes:
+        for h in store.hours(name, since, until):
+            if lo <= h.hour < hi:
+                minutes[h.hour - lo] += h.busy_card_minutes
+    return plan.cards_per_hour(minutes)
+
+
+def _price_source(p: plan.PerCard | None) -> str:
+    if p is None:
+        return ""
+    le = p.lease
+    return f" (from the {le.billing_type.value} lease of {visible(le.node)})"
+
+
+def _prices(
+    args: argparse.Namespace, ledger: Ledger, nodes: dict[str, Node]
+) -> tuple[Decimal, Decimal, str, str]:
+    hourly = _decimal("hourly", args.hourly)
+    monthly = _decimal("monthly", args.monthly)
+    if hourly is not None and monthly is not None:
+        return monthly, hourly, " (given)", " (given)"
+    models = sorted({n.gpu_model for n in nodes.values() if n.gpu_model})
+    if args.gpu_model is None and len(models) > 1:
+        raise InputError(
+            "gpu-model",
+            None,
+            f"the fleet has several GPU models ({', '.join(visible(m) for m in models)}):"
+            " give --gpu-model M to price from its leases, or both --hourly and --monthly",
+        )
+    got_m, got_h = plan.lease_prices(ledger.leases(), nodes, args.gpu_model)
+    what = f"GPU model {visible(args.gpu_model)}" if args.gpu_model else "the fleet"
+    if monthly is None:
+        if got_m is None:
+            raise InputError(
+                "monthly", None, f"no monthly lease of {what} to price from: give --monthly PRICE"
+                " (a card's price for a month)",
+            )  # fmt: skip
+        monthly = got_m.price
+    if hourly is None:
+        if got_h is None:
+            raise InputError(
+                "hourly", None, f"no hourly lease of {what} to price from: give --hourly PRICE"
+                " (a card's price for an hour)",
+            )  # fmt: skip
+        hourly = got_h.price
+    m_src = " (given)" if args.monthly is not None else _price_source(got_m)
+    h_src = " (given)" if args.hourly is not None else _price_source(got_h)
+    return monthly, hourly, m_src, h_src
+
+
+def plan_hybrid(args: argparse.Namespace, out: TextIO) -> int:
+    config = _config(args)
+    days = _days(args)
+    with _open(args) as ledger:
+        now = ledger.clock()
+        nodes = _nodes(ledger, args.gpu_model)
+        if not nodes:
+            raise InputError("gpu-model", args.gpu_model, "no node has this GPU model")
+        monthly, hourly, m_src, h_src = _prices(args, ledger, nodes)
+        until = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+        cards = demand(HistoryStore(ledger), nodes, until - timedelta(days=days), until)
+    if not any(cards):
+        raise InputError("days", str(days), "no busy card-hour in the window: nothing to plan")
+    h = plan.hybrid(cards, monthly, hourly)
+    cur = reportformat.symbol(config.billing.currency)
+    if args.json:
+        output.dump_json(
+            {
+                "days": days,
+                "hours": h.hours,
+                "nodes": sorted(nodes),
+                "monthly_per_card": str(monthly),
+                "hourly_per_card": str(hourly),
+                "threshold_share": str(h.threshold),
+                "peak_cards": h.peak,
+                "base_cards": h.best.k,
+                "cost_per_month": str(h.best.total),
+                "all_hourly_per_month": str(h.all_hourly.total),
+                "all_monthly_per_month": str(h.all_monthly.total),
+                "saves_against_hourly": str(h.saves_against_hourly),
+                "saves_against_monthly": str(h.saves_against_monthly),
+                "curve": [
+                    {"k": c.k, "base": str(c.base), "burst": str(c.burst), "total": str(c.total)}
+                    for c in h.curve
+                ],
+                "demand_cards_per_hour": cards,
+            },
+            out,
+        )
+        return 0
+    share_above = sum(1 for c in cards if c > h.best.k) * 100 / len(cards)
+    lines = [
+        f"Demand: busy cards per hour over the last {days} days ({h.hours} hours, "
+        f"{len(nodes)} nodes{', ' + visible(args.gpu_model) if args.gpu_model else ''}); "
+        f"peak {h.peak} cards.",
+        f"Prices a card: {cur}{fen(monthly)} a month{m_src}, {cur}{fen(hourly)} an hour{h_src}.",
+        "",
+        *plan.load_duration_chart(cards, h.best.k),
+        "",
+        f"Rent {h.best.k} card(s) monthly and the rest by the hour: {cur}{fen(h.best.total):,}"
+        f" a month ({cur}{fen(h.best.base):,} base + {cur}{fen(h.best.burst):,} burst,"
+        f" demand above the base in {share_above:.0f} % of hours; threshold"
+        f" {h.threshold * 100:.1f} %).",
+        f"  saves {cur}{fen(h.saves_against_hourly):,} a month against all hourly"
+        f" ({cur}{fen(h.all_hourly.total):,})",
+        f"  saves {cur}{fen(h.saves_against_monthly):,} a month against all monthly"
+        f" ({h.peak} cards, {cur}{fen(h.all_monthly.total):,})",
+        "(a month is 730 hours; an hour with 2.3 busy cards on average counts as 3 cards)",
+    ]
+    out.write("\n".join(lines) + "\n")
+    return 0
+
+
+def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
+    config = _config(args)
+    days = _days(args)
+    given_u = _decimal("utilisation", args.utilisation)
+    if given_u is not None and given_u > 1:
+        given_u = given_u / 100  # 65 means 65 %
+    with _open(args) as ledger:
+        now = ledger.clock()
+        window = (now - timedelta(days=days), now)
+        rep = _build(ledger, f"last {days} days", window, True, config, args.gpu_model)
+    t = rep.total
+    if not t.paid or not t.busy:
+        raise InputError(
+            "days", str(days), "no paid and busy card-hours measured in the window to compare with"
+        )
+    measured_u = t.busy / t.paid
+    utilisation = given_u if given_u is not None else measured_u
+    rent_paid_hour = t.usage_cost / t.paid
+    cards = int(args.cards) if args.cards is not None else round(t.paid / (days * 24)) or 1
+    r = plan.buy_vs_rent(
+        card_price=_need(args, "card_price"),
+        life_years=_need(args, "life_years"),
+        power_w=_need(args, "power_w"),
+        kwh=_need(args, "kwh"),
+        hosting_month=_need(args, "hosting"),
+        cards=cards,
+        utilisation=utilisation,
+        renting_per_busy_hour=rent_paid_hour / utilisation,
+    )
+    cur = reportformat.symbol(config.billing.currency)
+    if args.json:
+        output.dump_json(
+            {
+                "days": days,
+                "cards": r.cards,
+                "utilisation": str(r.utilisation),
+                "measured_utilisation": str(measured_u),
+                "renting_per_paid_card_hour": str(rent_paid_hour),
+                "owning_per_busy_card_hour": str(r.owning_per_busy_hour),
+                "renting_per_busy_card_hour": str(r.renting_per_busy_hour),
+                "owning_per_month": str(r.owning_month),
+                "renting_per_month": str(r.renting_month),
+                "renting_share_of_owning": str(r.ratio),
+            },
+            out,
+        )
+        return 0
+    src = "given" if given_u is not None else f"measured over {days} days"
+    lines = [
+        f"{r.cards} card(s) at {fen(r.utilisation * 100)} % utilisation ({src};"
+        f" measured {fen(measured_u * 100)} % busy of {fen(t.paid):,} paid card-hours).",
+        f"Owning:  {cur}{fen(r.owning_per_busy_hour)} per busy card-hour"
+        f" ({cur}{fen(r.owning_month):,} a month: cards {cur}{fen(r.capex_month):,},"
+        f" power {cur}{fen(r.power_month):,}, hosting {cur}{fen(r.hosting_month):,})",
+        f"Renting: {cur}{fen(r.renting_per_busy_hour)} per busy card-hour"
+        f" ({cur}{fen(rent_paid_hour)} per paid card-hour at the current leases;"
+        f" {cur}{fen(r.renting_month):,} a month)",
+        f"Renting comes to {fen(r.ratio * 100)} % of owning for this lab"
+        " (labs typically see 60-70 %).",
+    ]
+    out.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _need(args: argparse.Namespace, attr: str) -> Decimal:
+    name = attr.replace("_", "-")
+    value = _decimal(name, getattr(args, attr))
+    if value is None:
+        raise InputError(name, None, f"give --{name}")
+    return value

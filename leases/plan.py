@@ -179,7 +179,7 @@ def load_duration_chart(
         else:
             label = ""
         lines.append(f"{label:>{label_w}} │{''.join(cells)}")
-    lines.append(f"{'0':>{label_w}} └{'─' * width}")
+    lines.append(f"{'k=0 ▶' if k <= 0 else '0':>{label_w}} └{'─' * width}")
     tail = "100 % of hours"
     lines.append(f"{'':>{label_w}}  0 %{tail:>{max(0, width - 3)}}")
     return lines

@@ -197,6 +197,8 @@ def plan_hybrid(args: argparse.Namespace, out: TextIO) -> int:
         output.dump_json(
             {
                 "days": days,
+                "since": (until - timedelta(days=days)).isoformat(),
+                "until": until.isoformat(),
                 "hours": h.hours,
                 "nodes": sorted(nodes),
                 "monthly_per_card": str(monthly),
@@ -223,7 +225,8 @@ def plan_hybrid(args: argparse.Namespace, out: TextIO) -> int:
         f"Demand: busy cards per hour over the last {days} days ({h.hours} hours, "
         f"{len(nodes)} nodes{', ' + visible(args.gpu_model) if args.gpu_model else ''}); "
         f"peak {h.peak} cards.",
-        f"Prices a card: {cur}{fen(monthly)} a month{m_src}, {cur}{fen(hourly)} an hour{h_src}.",
+        f"Prices a card: {cur}{fen(monthly):,} a month{m_src}, {cur}{fen(hourly):,} an hour"
+        f"{h_src}.",
         "",
         *plan.load_duration_chart(cards, h.best.k),
         "",
@@ -251,6 +254,7 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
         now = ledger.clock()
         window = (now - timedelta(days=days), now)
         rep = _build(ledger, f"last {days} days", window, True, config, args.gpu_model)
+        ledger_nodes = _nodes(ledger, args.gpu_model)
     t = rep.total
     if not t.paid or not t.busy:
         raise InputError(
@@ -259,7 +263,8 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
     measured_u = t.busy / t.paid
     utilisation = given_u if given_u is not None else measured_u
     rent_paid_hour = t.usage_cost / t.paid
-    cards = int(args.cards) if args.cards is not None else round(t.paid / (days * 24)) or 1
+    rented = sum(n.gpu_count for n in _nodes_of(rep, args.gpu_model, ledger_nodes))
+    cards = int(args.cards) if args.cards is not None else rented or 1
     r = plan.buy_vs_rent(
         card_price=_need(args, "card_price"),
         life_years=_need(args, "life_years"),
@@ -303,6 +308,12 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
     ]
     out.write("\n".join(lines) + "\n")
     return 0
+
+
+def _nodes_of(rep: report.Report, model: str | None, nodes: dict[str, Node]) -> list[Node]:
+    """The nodes the window's leases paid for (the cards the lab rents)."""
+    paid = {r.node for r in rep.rows if r.usage is not None and r.usage.paid}
+    return [n for name, n in nodes.items() if name in paid and plan.model_matches(n, model)]
 
 
 def _need(args: argparse.Namespace, attr: str) -> Decimal:

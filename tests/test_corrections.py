@@ -528,3 +528,25 @@ def test_undo_of_a_node_add_keeps_gpu_history(cli: Cli, ledger_path: Path) -> No
     r = cli("undo")
     assert r.code == 2
     assert "GPU history" in r.err and "zuka node delete n1 --force" in r.err
+
+
+def test_log_of_a_deleted_name_is_that_nodes_history_only(cli: Cli) -> None:
+    assert cli("node", "add", "B", "--ssh", "ssh u@10.9.9.9").code == 0
+    assert cli("node", "edit", "B", "--rename", "C").code == 0
+    assert cli("node", "add", "B", "--local").code == 0
+    assert cli("node", "delete", "B").code == 0
+    log = _log(cli, "B")
+    assert [e["action"] for e in log] == ["node.add", "node.delete"]
+    assert all(e["after"] is None or e["after"]["local"] for e in log)
+
+
+def test_log_and_show_of_an_old_name_point_to_the_new_one(cli: Cli) -> None:
+    assert cli("node", "add", "old", "--ssh", "ssh u@10.9.9.9").code == 0
+    assert cli("node", "edit", "old", "--rename", "new").code == 0
+    r = cli("log", "old")
+    assert r.code == 0, r.err
+    assert "now called new" in r.err
+    assert "name: old -> new" in r.out
+    r = cli("node", "show", "old")
+    assert r.code == 2
+    assert "no node of that name; it was renamed to new on " in r.err

@@ -17,7 +17,7 @@ from sqlite_utils import Database
 from leases import records
 from leases.errors import InputError
 from leases.ledger import SCHEMA_VERSION, Ledger
-from leases.schema import MIGRATIONS, m006_lease_terms
+from leases.schema import MIGRATIONS, m006_lease_terms, m010_audit_batch
 
 FIRST = "2026-10-15T00:00:00+08:00"  # as `zuka lease list --json` prints the first start
 SECOND = "2026-11-15T00:00:00+08:00"
@@ -357,6 +357,9 @@ def _ledger_before_m005(path: Path) -> None:
     # so running it early leaves what m005 rebuilds (nodes) as main wrote it.
     m006_lease_terms(db)
     MIGRATIONS._record_applied(db, "m006_lease_terms")
+    # Likewise the audit batch column (m010 only adds it) that today's writes fill.
+    m010_audit_batch(db)
+    MIGRATIONS._record_applied(db, "m010_audit_batch")
     conn.execute("PRAGMA user_version = 4")
     conn.commit()
     conn.execute("PRAGMA foreign_keys = ON")

@@ -88,7 +88,7 @@ def test_resource_goes_to_the_open_lease_else_the_latest(cli: Cli) -> None:
     assert r.code == 0, r.err
     assert json.loads(r.out)["lease_start"] == "2026-05-01T00:00:00+08:00"
     r = cli("resource", "add", "m1", "--kind", "disk", "--id", "d-3")
-    assert "open lease, from 2026-05-01 00:00" in r.out
+    assert "the lease billing now (from 2026-05-01 00:00)" in r.out
 
 
 def test_lease_start_takes_what_lease_list_prints(cli: Cli) -> None:

@@ -73,9 +73,7 @@ def test_undo_refuses_while_the_audit_chain_does_not_verify(cli: Cli, ledger_pat
     assert len(_entries(ledger_path)) == count
 
 
-def test_undo_writes_the_normalised_record_never_the_raw_entry(
-    cli: Cli, ledger_path: Path
-) -> None:
+def test_undo_writes_the_normalised_record_never_the_raw_entry(cli: Cli, ledger_path: Path) -> None:
     """Someone who rebuilt the whole chain (only an anchor kept elsewhere shows that) gets
     an unknown key into an entry: the undo's own entry holds the record as zuka reads it."""
     assert cli("node", "add", "n1", "--ssh", "ssh lab@10.0.0.5").code == 0
@@ -141,9 +139,7 @@ def test_entries_of_one_command_share_a_batch_that_the_chain_covers(
 # -- 3. undo says what it undoes, and whose change it was -----------------------------------
 
 
-def test_undo_names_the_entry_and_refuses_another_users_change(
-    cli: Cli, ledger_path: Path
-) -> None:
+def test_undo_names_the_entry_and_refuses_another_users_change(cli: Cli, ledger_path: Path) -> None:
     with Ledger.open(ledger_path, actor="alice") as ledger:
         ledger.add_node(records.node_from({"name": "n1", "local": True}))
         ledger.update_node("n1", {"notes": "alice was here"})

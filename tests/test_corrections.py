@@ -553,3 +553,10 @@ def test_log_and_show_of_an_old_name_point_to_the_new_one(cli: Cli) -> None:
     r = cli("node", "show", "old")
     assert r.code == 2
     assert "no node of that name; it was renamed to new on " in r.err
+
+
+def test_log_names_which_lease_changed(cli: Cli) -> None:
+    _renewed(cli)
+    assert cli("lease", "edit", "m1", "--start", FIRST, "--notes", "x").code == 0
+    last = cli("log", "m1").out.splitlines()[-1]
+    assert "lease from 2026-10-15 00:00: notes:" in last

@@ -497,3 +497,14 @@ def test_lease_edit_cannot_make_a_chain_overlap(cli: Cli, ledger_path: Path) -> 
     assert _audit_count(ledger_path) == count
     first, renewal = json.loads(cli("lease", "list", "a100", "--json").out)
     assert renewal["renews"] == first["start"]
+
+
+def test_the_dashboard_row_of_a_lease_not_started_says_when_it_starts() -> None:
+    from tui.fleetview import fleet_row
+
+    now = _at("2026-11-30")
+    booked = _lease("2026-12-19", "2027-01-19")
+    billing = billing_now([booked], now)
+    assert billing is not None and not billing.started and billing.paid_until is None
+    row = fleet_row(records.node_from({"name": "n", "ssh_host": "h"}), None, billing, [], now)
+    assert row.cells[-1] == "starts in 19 days"

@@ -12,7 +12,7 @@ from typing import Any, TextIO
 from leases import auditchain, fields, recordfields, records, release, renewals, transfer
 from leases.errors import InputError, UnknownNode
 from leases.ledger import Ledger, describe_counts, describe_resources, resolve_ledger_path
-from leases.models import Lease, Node, NodeState, Provider, ProviderKind, Resource
+from leases.models import AuditEntry, Lease, Node, NodeState, Provider, ProviderKind, Resource
 from leases.renewals import BillingNow
 from leases.sshcmd import parse_ssh_command, ssh_config_aliases
 from leases.textsafe import visible
@@ -661,6 +661,15 @@ def _summary(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) 
     )
 
 
+def _change(e: AuditEntry) -> str:
+    """An entry's change; for a lease, which lease (its start as `lease list` prints it)."""
+    text = _summary(e.before, e.after)
+    start = (e.after or e.before or {}).get("start") if e.entity == "lease" else None
+    if isinstance(start, str):
+        return f"lease from {start[:16].replace('T', ' ')}: {text}"
+    return text
+
+
 def log(args: argparse.Namespace, out: TextIO) -> int:
     if args.archived and args.node is None:
         raise InputError("archived", None, "give the NODE whose archived history to show")
@@ -699,7 +708,7 @@ def log(args: argparse.Namespace, out: TextIO) -> int:
     rows = [
         (e.id, "?" if e.problem and e.at.year == 1 else
          e.at.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z"), e.actor, e.action, e.node,
-         f"unreadable entry {e.id}: {e.problem}" if e.problem else _summary(e.before, e.after))
+         f"unreadable entry {e.id}: {e.problem}" if e.problem else _change(e))
         for e in entries
     ]  # fmt: skip
     output.table(("ID", "WHEN", "WHO", "ACTION", "NODE", "CHANGE"), rows, out)

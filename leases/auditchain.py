@@ -22,12 +22,17 @@ from typing import Any
 GENESIS = "0" * 64
 # The columns an entry's hash covers, in this order; `prev_hash` is hashed first.
 COLUMNS = ("id", "at", "actor", "action", "entity", "entity_id", "node", "before", "after")
+# Hashed after COLUMNS when set (m010): entries written before it keep their hashes, and
+# a batch set, cleared or widened by hand (to make `zuka undo` take more) breaks the chain.
+BATCH = "batch"
 
 
 def entry_hash(row: Mapping[str, Any], prev_hash: str) -> str:
     """sha256 over the previous hash and the entry's columns, as stored."""
+    batch = row.get(BATCH)
     payload = json.dumps(
-        [prev_hash, *(_plain(row.get(c)) for c in COLUMNS)],
+        [prev_hash, *(_plain(row.get(c)) for c in COLUMNS)]
+        + ([] if batch is None else [_plain(batch)]),
         ensure_ascii=False,
         separators=(",", ":"),
     )

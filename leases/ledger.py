@@ -38,7 +38,7 @@ from leases.textsafe import visible
 Clock = Callable[[], datetime]
 # How many migrations leases/schema.py holds; tests check the two agree. Kept here so that
 # opening an up-to-date ledger needs neither sqlite-utils nor the schema (faster CLI).
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 # How long a write waits for another writer's transaction before it gives up.
 BUSY_TIMEOUT_S = 15.0
 
@@ -114,6 +114,8 @@ class Ledger:
         self.path = path  # None: in memory
         self.clock = clock
         self.actor = actor if actor is not None else _whoami()
+        # The batch of the audit entries the open transaction writes (see _audit).
+        self._batch: int | None = None
 
     @classmethod
     def open(
@@ -163,6 +165,7 @@ class Ledger:
             raise RuntimeError("nested ledger transaction")
         try:
             conn.execute("BEGIN IMMEDIATE")
+            self._batch = None
             try:
                 yield conn
             except BaseException:
@@ -170,6 +173,8 @@ class Ledger:
                 raise
             else:
                 conn.commit()
+            finally:
+                self._batch = None
         except sqlite3.OperationalError as exc:
             # Locked past the busy timeout, read-only, full: one line naming the file.
             raise ledger_failure(self.path or ":memory:", exc) from exc
@@ -197,6 +202,11 @@ class Ledger:
             "before": None if before is None else json.dumps(before, ensure_ascii=False),
             "after": None if after is None else json.dumps(after, ensure_ascii=False),
         }
+        # Everything one transaction writes is one batch, named by its first entry: one
+        # command, which `zuka undo` takes back whole.
+        if self._batch is None:
+            self._batch = row["id"]
+        row["batch"] = self._batch
         row["prev_hash"] = prev_hash
         row["hash"] = auditchain.entry_hash(row, prev_hash)
         conn.execute(
@@ -533,16 +543,30 @@ class Ledger:
 
     def update_lease(self, node: str, changes: Mapping[str, Any], start: Any = None) -> Lease:
         """Edit one lease of the node: the one starting at `start` (as `zuka lease list`
-        prints it), by default the open one. The result is validated as a whole."""
+        prints it), by default the lease billing now (if none, the next to start: see
+        in_effect). The result is validated as a whole, against the node's other leases
+        as lease add checks a new one. An edit that changes nothing writes nothing."""
         with self.transaction() as conn:
             if start in (None, ""):
                 found = self.current_lease(node)
                 if found is None:
-                    raise InputError("node", node, "has no open lease (pick one with --start)")
+                    raise InputError(
+                        "node", node, "has no lease billing now or to come (pick one with --start)"
+                    )
                 lease = found
             else:
                 lease = self._lease_for(node, start)
             new = records.lease_from({**records.lease_record(lease), **changes})
+            if (
+                lease.ended_at is not None
+                and lease.ended_at == lease.end
+                and "ended_at" not in changes
+            ):
+                # A renewed lease ends where its renewal starts: moving its end moves that
+                # too, so an end moved into the renewal is an overlap, refused below.
+                new = replace(new, ended_at=new.end)
+            if records.lease_record(new) == records.lease_record(lease):
+                return lease
             self._check_fits(lease.node, new, lease.id)
             return self._update_lease(conn, lease, new, "lease.edit")
 
@@ -759,22 +783,35 @@ class Ledger:
             except UnknownNode:
                 target = None
         if target is None or target.id is None:
-            by_name = [e for e in everything if e.node == node]
+            # A deleted or renamed name: the lineage of the node last called so only.
+            by_name = nodelog.name_entries(everything, node)
             if not by_name:
                 raise UnknownNode(node)
             return by_name
         return nodelog.node_entries(everything, target.id)
+
+    def renamed(self, name: str) -> tuple[str, datetime] | None:
+        """For a name no node has: (the name the node once called so has now, when it was
+        renamed away); None when a node has the name, or it was deleted, or never was."""
+        try:
+            self.node(name)
+            return None
+        except UnknownNode:
+            pass
+        everything = [_audit_entry(r) for r in self._rows("SELECT * FROM audit ORDER BY id")]
+        found = nodelog.renamed(everything, name)
+        return (found[0], found[1].at) if found else None
 
     def last_entries(self, n: int) -> list[AuditEntry]:
         """The log's last n entries, in order."""
         rows = self._rows("SELECT * FROM audit ORDER BY id DESC LIMIT ?", [n])
         return [_audit_entry(r) for r in reversed(rows)]
 
-    def undo(self) -> list[AuditEntry]:
+    def undo(self, *, any_user: bool = False, entry: int | None = None) -> list[AuditEntry]:
         """Undo the last change (see leases.undo); returns the entries undone."""
         from leases.undo import undo_last
 
-        return undo_last(self)
+        return undo_last(self, any_user=any_user, entry=entry)
 
     def verify_audit(self, anchor: tuple[int, str] | None = None) -> auditchain.ChainReport:
         """Check the audit log's hash chain and the triggers that guard it."""
@@ -862,6 +899,7 @@ def _audit_entry(r: Mapping[str, Any]) -> AuditEntry:
         actor=str(r.get("actor") or ""),
         id=r.get("id") if isinstance(r.get("id"), int) else None,
         problem="; ".join(problems),
+        batch=r.get("batch") if isinstance(r.get("batch"), int) else None,
     )
 
 

@@ -389,6 +389,7 @@ class AuditEntry:
     actor: str = ""
     id: int | None = None
     problem: str = ""  # why the stored row could not be read as it should
+    batch: int | None = None  # the entries one transaction wrote share one (m010)
 
 
 @dataclass(frozen=True)

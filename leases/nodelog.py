@@ -30,6 +30,40 @@ def node_entries(entries: Iterable[AuditEntry], node_id: int) -> list[AuditEntry
     node row from its insert to its delete is its own lineage; an undo that puts a deleted
     node back continues the lineage it had.
     """
+    tagged, lineage, _ = _walk(entries)
+    target = lineage.get(node_id)
+    return [e for owner, e in tagged if target is not None and owner == target]
+
+
+def name_entries(entries: Iterable[AuditEntry], name: str) -> list[AuditEntry]:
+    """The entries of the node that was last given this name (deleted or renamed since,
+    or not), across all its names: never those of another node that had it before."""
+    tagged, _, holder = _walk(entries)
+    target = holder.get(name)
+    return [e for owner, e in tagged if target is not None and owner == target]
+
+
+def renamed(entries: Sequence[AuditEntry], name: str) -> tuple[str, AuditEntry] | None:
+    """For a name no node has now: the name the node last called so has today, and the
+    entry that renamed it away; None if that node was deleted or there was none."""
+    nodes = [e for e in name_entries(entries, name) if e.entity == "node"]
+    if not nodes or nodes[-1].after is None:
+        return None
+    now = nodes[-1].after.get("name")
+    away = [
+        e for e in nodes
+        if (e.before or {}).get("name") == name and (e.after or {}).get("name") != name
+    ]  # fmt: skip
+    if not isinstance(now, str) or now == name or not away:
+        return None
+    return now, away[-1]
+
+
+def _walk(
+    entries: Iterable[AuditEntry],
+) -> tuple[list[tuple[int | None, AuditEntry]], dict[int, int], dict[str, int]]:
+    """Each entry with its lineage; node row id -> lineage now; name -> lineage last
+    given it."""
     fresh = count()
     lineage: dict[int, int] = {}  # node row id -> lineage now
     gone: dict[int, int] = {}  # node row id -> lineage of the row last deleted
@@ -68,8 +102,7 @@ def node_entries(entries: Iterable[AuditEntry], node_id: int) -> list[AuditEntry
             if e.after is None:
                 resource_of.pop(eid, None)
         tagged.append((owner, e))
-    target = lineage.get(node_id)
-    return [e for owner, e in tagged if target is not None and owner == target]
+    return tagged, lineage, holder
 
 
 def _own(

@@ -125,6 +125,8 @@ class Poller:
     def set_nodes(self, nodes: Sequence[Node]) -> None:
         """Follow the ledger: new nodes are added, removed ones forgotten."""
         wanted = {n.name: n for n in nodes}
+        if self.store is not None:
+            self.store.set_nodes(nodes)
         for name in list(self._nodes):
             if name not in wanted:
                 del self._nodes[name]

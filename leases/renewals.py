@@ -9,6 +9,7 @@ sums a chain's cost from the same chains.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -58,17 +59,42 @@ def chains(leases: Sequence[Lease]) -> list[tuple[Lease, ...]]:
     return [tuple(c) for c in out]
 
 
+def never_billed(lease: Lease) -> bool:
+    """Ended at (or before) its start: a renewal cancelled before it began."""
+    return lease.ended_at is not None and lease.ended_at <= lease.start
+
+
+def paid_until(chain: Sequence[Lease]) -> datetime | None:
+    """The end of the last lease of a chain that billed at all (None: no end, or a chain
+    that never billed); a renewal cancelled before its start pays for nothing."""
+    billed = [le for le in chain if not never_billed(le)]
+    return billed[-1].end if billed else None
+
+
+def starts_in(lease: Lease, at: datetime) -> str:
+    """'starts in 3 days' for a lease that starts after `at`."""
+    days = max(1, math.ceil((lease.start - at).total_seconds() / 86400))
+    return f"starts in {days} day{'s' if days != 1 else ''}"
+
+
 @dataclass(frozen=True)
 class BillingNow:
-    """A node's lease billing now, the renewal chain it belongs to, and how long that
-    chain is paid for (None: a lease without an end, hourly say)."""
+    """A node's lease billing now (or, when none does, the next to start: see started),
+    the renewal chain it belongs to, and how long that chain is paid for (None: a lease
+    without an end, hourly say)."""
 
     lease: Lease
     chain: tuple[Lease, ...]
+    at: datetime | None = None  # when it was asked; None: treated as started
+
+    @property
+    def started(self) -> bool:
+        """Whether the lease bills at `at`: a lease that starts later never does."""
+        return self.at is None or self.lease.start <= self.at
 
     @property
     def paid_until(self) -> datetime | None:
-        return self.chain[-1].end
+        return paid_until(self.chain) if self.started else None
 
     @property
     def renewed(self) -> bool:
@@ -83,11 +109,31 @@ def billing_now(leases: Sequence[Lease], at: datetime) -> BillingNow | None:
     if lease is None:
         return None
     chain = next(c for c in chains(leases) if any(le is lease for le in c))
-    return BillingNow(lease, chain)
+    return BillingNow(lease, chain, at)
+
+
+def describe(lease: Lease, leases: Sequence[Lease], at: datetime) -> str:
+    """Which of one node's leases this is, in the words the CLI uses for it: 'the lease
+    billing now (from START)', 'the renewal from START (not started)'... START as
+    `zuka lease list` prints it (and --start takes it back)."""
+    start = lease.start.strftime("%Y-%m-%d %H:%M")
+    if never_billed(lease):
+        return f"the cancelled lease from {start}"
+    if lease.start > at:
+        renewal = any(le.id == lease.id for c in chains(leases) for le in c[1:])
+        return f"the {'renewal' if renewal else 'lease'} from {start} (not started)"
+    now = billing_now(leases, at)
+    if now is not None and now.lease.id == lease.id:
+        return f"the lease billing now (from {start})"
+    ended = f", ended {lease.ended_at.strftime('%Y-%m-%d %H:%M')}" if lease.ended_at else ""
+    return f"the lease from {start}{ended}"
 
 
 def overlaps(a: Lease, b: Lease) -> bool:
-    """Whether two leases of one node bill at the same time (an open end runs forever)."""
+    """Whether two leases of one node bill at the same time (an open end runs forever);
+    a renewal cancelled before its start never billed, so overlaps nothing."""
+    if never_billed(a) or never_billed(b):
+        return False
     far = datetime.max.replace(tzinfo=UTC)
     a_end = a.ended_at or a.end or far
     b_end = b.ended_at or b.end or far

@@ -22,7 +22,7 @@ from leases.history import (
     unpack_minute,
 )
 from leases.ledger import Ledger
-from leases.models import GpuProcess, GpuSample, Lease, NodeHealth
+from leases.models import GpuProcess, GpuSample, Lease, Node, NodeHealth
 
 DEFAULT_MINUTE_DAYS = 14
 _HOUR_UPSERT = (
@@ -81,6 +81,12 @@ class HistoryStore:
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
         self._ids: dict[str, int] = {}
+
+    def set_nodes(self, nodes: Iterable[Node]) -> None:
+        """The fleet as the poller sees it now: each name writes to that node's row. Called
+        whenever the fleet is re-read, so that after a rename (A to B) and a new node A,
+        A's rows go to the new node, not to B."""
+        self._ids = {n.name: n.id for n in nodes if n.id is not None}
 
     def node_id(self, node: str) -> int:
         if node not in self._ids:

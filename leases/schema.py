@@ -340,3 +340,11 @@ def m008_notify_queue(db: Database) -> None:
         CREATE INDEX notify_outbox_key ON notify_outbox (target, key, created_at);
         """,
     )
+
+
+@MIGRATIONS()
+def m010_audit_batch(db: Database) -> None:
+    """The entries one command writes in one transaction share a batch (the id of its
+    first entry), so that `zuka undo` takes back exactly one command. Entries written
+    before have none: undo falls back to its older rule for them (leases.nodelog)."""
+    db.execute("ALTER TABLE audit ADD COLUMN batch INTEGER")

@@ -19,28 +19,80 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from leases import records
+from leases import nodelog, records
 from leases.errors import InputError
-from leases.ledger import Ledger, _node_row
+from leases.ledger import Ledger, _audit_entry, _node_row
 from leases.models import AuditEntry, NodeState
-from leases.nodelog import UNDO, last_change
+from leases.nodelog import UNDO
+from leases.textsafe import visible
 
 Record = dict[str, Any]
 _ENTITIES = ("provider", "node", "lease", "resource")
 
 
-def undo_last(ledger: Ledger) -> list[AuditEntry]:
-    """Undo the last change, in one transaction; returns the entries it undid."""
+def undo_last(
+    ledger: Ledger, *, any_user: bool = False, entry: int | None = None
+) -> list[AuditEntry]:
+    """Undo the last change, in one transaction; returns the entries it undid.
+
+    Refused unless the whole audit chain verifies: an entry changed behind the triggers
+    would otherwise be applied (and copied into a properly chained undo entry). Refused
+    too when the change is another user's (unless any_user), or when `entry` is given
+    and is not an entry of the last change (two undos at once: the second is refused
+    instead of redoing the first).
+    """
     with ledger.transaction() as conn:
-        tail = ledger.last_entries(4)
-        unit = last_change(tail)
+        report = ledger.verify_audit()
+        if not report.ok:
+            where = f"entry {report.broken_at}" if report.broken_at is not None else "the log"
+            raise InputError(
+                "undo",
+                None,
+                f"the audit log does not verify ({where}: {report.reason}), so no entry of it"
+                " can be trusted to undo: nothing was undone; see `zuka audit verify`",
+            )
+        unit = last_change(ledger)
         if not unit:
             raise InputError("undo", None, "nothing to undo: the audit log is empty")
+        if entry is not None and entry not in {e.id for e in unit}:
+            raise InputError(
+                "entry",
+                entry,
+                f"is not the last change, which is {describe(unit)}: nothing was undone",
+            )
+        others = sorted({e.actor for e in unit if e.actor != ledger.actor})
+        if others and not any_user:
+            raise InputError(
+                "undo",
+                None,
+                f"the last change, {describe(unit)}, was made by {', '.join(others)}, not by"
+                f" you ({ledger.actor}): give --any-user to undo it anyway",
+            )
         for e in unit:
             _undoable(e)
         for e in reversed(unit):
             _reverse(ledger, conn, e)
         return unit
+
+
+def last_change(ledger: Ledger) -> list[AuditEntry]:
+    """The entries of the last change, in log order: everything the last transaction
+    wrote (its batch); for entries written before batches, nodelog.last_change's rule."""
+    tail = ledger.last_entries(1)
+    if tail and tail[0].batch is not None:
+        rows = ledger._rows("SELECT * FROM audit WHERE batch = ? ORDER BY id", [tail[0].batch])
+        return [_audit_entry(r) for r in rows]
+    return nodelog.last_change(ledger.last_entries(4))
+
+
+def describe(unit: list[AuditEntry]) -> str:
+    """'entry 7 (node.edit of n1 by alice at 2026-...)', or 'entries 7-8 (...; ...)'."""
+    ids = f"entry {unit[0].id}" if len(unit) == 1 else f"entries {unit[0].id}-{unit[-1].id}"
+    what = "; ".join(
+        f"{e.action} of {e.node or e.entity} by {e.actor} at {e.at.isoformat(timespec='seconds')}"
+        for e in unit
+    )
+    return visible(f"{ids} ({what})", 400)
 
 
 def _undoable(e: AuditEntry) -> None:
@@ -60,8 +112,8 @@ def _undoable(e: AuditEntry) -> None:
 
 def _reverse(ledger: Ledger, conn: sqlite3.Connection, e: AuditEntry) -> None:
     assert e.entity_id is not None
-    current = _current(ledger, e.entity, e.entity_id, e.after)
-    if current != _comparable(e.after):
+    now = _stored(ledger, e.entity, e.entity_id, e.after)
+    if _comparable(now) != _comparable(e.after):
         raise InputError(
             "undo",
             e.id,
@@ -76,10 +128,12 @@ def _reverse(ledger: Ledger, conn: sqlite3.Connection, e: AuditEntry) -> None:
         _insert(ledger, conn, e.entity, e.entity_id, before)
     else:
         _update(ledger, conn, e.entity, e.entity_id, before)
-    node = (before or after or {}).get("node" if e.entity != "node" else "name")
+    # The undo's entry holds the rows as they were read back, never the entry's raw JSON.
+    then = _stored(ledger, e.entity, e.entity_id, e.before)
+    node = (then or now or {}).get("node" if e.entity != "node" else "name")
     ledger._audit(
         conn, f"{UNDO}{e.id}", e.entity, e.entity_id, node if isinstance(node, str) else None,
-        after, before,
+        now, then,
     )  # fmt: skip
 
 
@@ -90,7 +144,7 @@ def _comparable(rec: Mapping[str, Any] | None) -> Record | None:
     return {k: v for k, v in rec.items() if k != "gpu_history"}
 
 
-def _current(
+def _stored(
     ledger: Ledger, entity: str, entity_id: int, like: Mapping[str, Any] | None
 ) -> Record | None:
     """The row's record now, in the shape of `like` (a bundle when it is one)."""
@@ -102,7 +156,7 @@ def _current(
         if node is None:
             return None
         if like is not None and "leases" in like:
-            return _comparable(ledger._node_bundle(node))
+            return ledger._node_bundle(node)
         return records.node_record(node)
     if entity == "lease":
         if not ledger._rows("SELECT 1 FROM leases WHERE id = ?", [entity_id]):

@@ -17,7 +17,7 @@ from sqlite_utils import Database
 from leases import records
 from leases.errors import InputError
 from leases.ledger import SCHEMA_VERSION, Ledger
-from leases.schema import MIGRATIONS, m006_lease_terms
+from leases.schema import MIGRATIONS, m006_lease_terms, m010_audit_batch
 
 FIRST = "2026-10-15T00:00:00+08:00"  # as `zuka lease list --json` prints the first start
 SECOND = "2026-11-15T00:00:00+08:00"
@@ -357,6 +357,9 @@ def _ledger_before_m005(path: Path) -> None:
     # so running it early leaves what m005 rebuilds (nodes) as main wrote it.
     m006_lease_terms(db)
     MIGRATIONS._record_applied(db, "m006_lease_terms")
+    # Likewise the audit batch column (m010 only adds it) that today's writes fill.
+    m010_audit_batch(db)
+    MIGRATIONS._record_applied(db, "m010_audit_batch")
     conn.execute("PRAGMA user_version = 4")
     conn.commit()
     conn.execute("PRAGMA foreign_keys = ON")
@@ -528,3 +531,32 @@ def test_undo_of_a_node_add_keeps_gpu_history(cli: Cli, ledger_path: Path) -> No
     r = cli("undo")
     assert r.code == 2
     assert "GPU history" in r.err and "zuka node delete n1 --force" in r.err
+
+
+def test_log_of_a_deleted_name_is_that_nodes_history_only(cli: Cli) -> None:
+    assert cli("node", "add", "B", "--ssh", "ssh u@10.9.9.9").code == 0
+    assert cli("node", "edit", "B", "--rename", "C").code == 0
+    assert cli("node", "add", "B", "--local").code == 0
+    assert cli("node", "delete", "B").code == 0
+    log = _log(cli, "B")
+    assert [e["action"] for e in log] == ["node.add", "node.delete"]
+    assert all(e["after"] is None or e["after"]["local"] for e in log)
+
+
+def test_log_and_show_of_an_old_name_point_to_the_new_one(cli: Cli) -> None:
+    assert cli("node", "add", "old", "--ssh", "ssh u@10.9.9.9").code == 0
+    assert cli("node", "edit", "old", "--rename", "new").code == 0
+    r = cli("log", "old")
+    assert r.code == 0, r.err
+    assert "now called new" in r.err
+    assert "name: old -> new" in r.out
+    r = cli("node", "show", "old")
+    assert r.code == 2
+    assert "no node of that name; it was renamed to new on " in r.err
+
+
+def test_log_names_which_lease_changed(cli: Cli) -> None:
+    _renewed(cli)
+    assert cli("lease", "edit", "m1", "--start", FIRST, "--notes", "x").code == 0
+    last = cli("log", "m1").out.splitlines()[-1]
+    assert "lease from 2026-10-15 00:00: notes:" in last

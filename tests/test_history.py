@@ -168,3 +168,36 @@ def test_sparkline_marks_unknown_as_blank() -> None:
     assert sparkline([None, 50], width=2)[0] == " "
     assert len(sparkline(list(range(100)), width=20)) == 20
     assert isinstance(GpuHour(0, 0, 0, None, None, None, None).util_mean, type(None))
+
+
+def test_a_rename_and_a_reused_name_while_the_poller_runs(tmp_path: Path) -> None:
+    """The collector keeps running across `node edit A --rename B` and a new `node add A`:
+    once it re-reads the fleet (Poller.set_nodes), the new A's minutes, gaps and latest
+    row go to the new A, and B keeps only its own."""
+    from leases.poller import Poller
+    from leases.rollups import Latest
+    from leases.ssh import SshPool
+
+    ledger = Ledger.open(tmp_path / "l.db")
+    ledger.add_node(records.node_from({"name": "A", "local": True}))
+    store = HistoryStore(ledger)
+    poller = Poller(ledger.nodes(), pool=SshPool(), store=store)
+    base = int(T0.timestamp()) // 60
+
+    def minute(m: int) -> NodeMinute:
+        return NodeMinute("A", m, (GpuMinute(0, 1, 90.0, 90.0, 1.0, 1.0),))
+
+    store.write_minutes([minute(base)])
+    old_id = ledger.node("A").id
+    ledger.update_node("A", {"name": "B"})
+    new_id = ledger.add_node(records.node_from({"name": "A", "local": True})).id
+    poller.set_nodes(ledger.nodes())
+    store.write_minutes([minute(base + 1)])
+    store.open_gap("A", T0, NodeHealth.UNREACHABLE, "down")
+    store.write_latest([Latest("A", T0, NodeHealth.OK, "", None, (), ())])
+    assert [m.minute for m in store.minutes("B", T0, T0 + timedelta(hours=1))] == [base]
+    assert [m.minute for m in store.minutes("A", T0, T0 + timedelta(hours=1))] == [base + 1]
+    assert [g[3] for g in store.gaps("A")] == ["down"] and store.gaps("B") == []
+    rows = ledger.conn.execute("SELECT node_id FROM node_latest").fetchall()
+    assert rows == [(new_id,)] and new_id != old_id
+    ledger.close()

@@ -88,7 +88,7 @@ def test_resource_goes_to_the_open_lease_else_the_latest(cli: Cli) -> None:
     assert r.code == 0, r.err
     assert json.loads(r.out)["lease_start"] == "2026-05-01T00:00:00+08:00"
     r = cli("resource", "add", "m1", "--kind", "disk", "--id", "d-3")
-    assert "open lease, from 2026-05-01 00:00" in r.out
+    assert "the lease billing now (from 2026-05-01 00:00)" in r.out
 
 
 def test_lease_start_takes_what_lease_list_prints(cli: Cli) -> None:
@@ -427,3 +427,84 @@ def test_lease_end_of_a_renewed_lease_lets_the_node_be_archived(cli: Cli) -> Non
     # Renewals that never started end at their start: they never billed.
     assert [le["ended_at"] == le["start"] for le in leases] == [False, True, True]
     assert cli("node", "archive", "m1").code == 0
+
+
+# -- leases not started yet, and which lease a command changed --------------------------------
+
+
+def test_a_lease_that_starts_later_does_not_bill_now(cli: Cli) -> None:
+    assert cli("node", "add", "fut", "--ssh", "ssh root@h").code == 0
+    r = cli("lease", "add", "fut", "--billing", "monthly", "--price", "100",
+            "--start", _day(19), "--end", _day(50))  # fmt: skip
+    assert r.code == 0, r.err
+    (only,) = json.loads(cli("lease", "list", "fut", "--json").out)
+    assert only["bills_now"] is False
+    table = cli("lease", "list", "fut").out
+    assert "starts in 1" in table and "yes" not in table
+    show = cli("node", "show", "fut").out
+    assert "bills now: no lease" in show and "starts in 1" in show
+
+
+def _running_chain(cli: Cli, name: str = "a100") -> None:
+    """A lease that bills now (started 20 days ago, ends in 10) renewed for 30 days more."""
+    assert cli("node", "add", name, "--ssh", "ssh root@h", "--gpus", "8").code == 0
+    r = cli("lease", "add", name, "--billing", "monthly", "--price", "50000",
+            "--start", _day(-20), "--end", _day(10))  # fmt: skip
+    assert r.code == 0, r.err
+    assert cli("lease", "renew", name, "--until", _day(40)).code == 0
+
+
+def test_after_deleting_the_lease_billing_now_the_renewal_does_not_bill(cli: Cli) -> None:
+    _running_chain(cli)
+    first, _ = json.loads(cli("lease", "list", "a100", "--json").out)
+    assert cli("lease", "delete", "a100", "--start", str(first["start"])).code == 0
+    (renewal,) = json.loads(cli("lease", "list", "a100", "--json").out)
+    assert renewal["bills_now"] is False
+    assert "starts in 10 days" in cli("lease", "list", "a100").out
+
+
+def test_a_cancelled_renewal_is_not_paid_until_the_old_chain_end(cli: Cli) -> None:
+    _running_chain(cli)
+    assert cli("lease", "end", "a100").code == 0
+    first, renewal = json.loads(cli("lease", "list", "a100", "--json").out)
+    assert renewal["ended_at"] == renewal["start"]  # it never billed
+    assert renewal["paid_until"] is None
+    assert first["paid_until"] == first["end"]
+
+
+def test_lease_words_say_which_lease(cli: Cli) -> None:
+    _running_chain(cli)
+    table = cli("lease", "list", "a100").out
+    assert "not started" in table and "open" not in table
+    r = cli("lease", "edit", "a100", "--price", "49000")
+    assert r.code == 0, r.err
+    assert f"billing now (from {_day(-20)}" in r.out
+    r = cli("resource", "add", "a100", "--kind", "disk", "--id", "d-1")
+    assert r.code == 0, r.err
+    assert "lease billing now" in r.out and "open lease" not in r.out
+    r = cli("resource", "add", "a100", "--kind", "disk", "--id", "d-2", "--lease-start", _day(10))
+    assert r.code == 0, r.err
+    assert f"renewal from {_day(10)}" in r.out and "(not started)" in r.out
+    assert "billing now" in cli("lease", "edit", "--help").out
+
+
+def test_lease_edit_cannot_make_a_chain_overlap(cli: Cli, ledger_path: Path) -> None:
+    _running_chain(cli)
+    count = _audit_count(ledger_path)
+    r = cli("lease", "edit", "a100", "--end", _day(20))
+    assert r.code == 2
+    assert "overlaps the lease from" in r.err
+    assert _audit_count(ledger_path) == count
+    first, renewal = json.loads(cli("lease", "list", "a100", "--json").out)
+    assert renewal["renews"] == first["start"]
+
+
+def test_the_dashboard_row_of_a_lease_not_started_says_when_it_starts() -> None:
+    from tui.fleetview import fleet_row
+
+    now = _at("2026-11-30")
+    booked = _lease("2026-12-19", "2027-01-19")
+    billing = billing_now([booked], now)
+    assert billing is not None and not billing.started and billing.paid_until is None
+    row = fleet_row(records.node_from({"name": "n", "ssh_host": "h"}), None, billing, [], now)
+    assert row.cells[-1] == "starts in 19 days"

@@ -209,7 +209,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd(sub, "log", L.log, "the audit history of every change")
     p.add_argument("node", nargs="?", help="one node's history, across its renames")
     p.add_argument("--archived", action="store_true", help="the latest archived node of that name")
-    cmd(sub, "undo", L.undo, "undo the last change in the audit log (again: redo it)")
+    p = cmd(sub, "undo", L.undo, "undo the last change in the audit log (again: redo it)")
+    p.add_argument(
+        "--any-user",
+        action="store_true",
+        help="undo the last change even when another user made it",
+    )
+    p.add_argument(
+        "--entry",
+        type=int,
+        metavar="ID",
+        help="the id of the entry you mean to undo (see `zuka log`): refused if the last"
+        " change is another one",
+    )
 
     audit = sub.add_parser("audit", help="the audit log's integrity")
     audits = audit.add_subparsers(dest="action", required=True, parser_class=_Parser)

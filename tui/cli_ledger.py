@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from leases import auditchain, fields, recordfields, records, release, renewals, transfer
-from leases.errors import InputError
+from leases.errors import InputError, UnknownNode
 from leases.ledger import Ledger, describe_counts, describe_resources, resolve_ledger_path
-from leases.models import Lease, Node, NodeState, Provider, ProviderKind, Resource
+from leases.models import AuditEntry, Lease, Node, NodeState, Provider, ProviderKind, Resource
 from leases.renewals import BillingNow
 from leases.sshcmd import parse_ssh_command, ssh_config_aliases
 from leases.textsafe import visible
@@ -190,16 +190,30 @@ def _node_row(n: Node, now: BillingNow | None, channels: Mapping[str, str]) -> t
         gpus,
         lease.billing_type.value if lease else "-",
         f"{lease.unit_price} {lease.currency}" if lease else "-",
-        _when(lease.end if lease else None) or "-",
+        _ends(now),
         _when(now.paid_until if now else None) or "-",
         f"{n.state.value} (refused value: see node show)" if n.problem else n.state.value,
     )
+
+
+def _ends(now: BillingNow | None) -> str:
+    """The end of the lease billing now; for a lease booked but not started, when it starts."""
+    if now is None:
+        return "-"
+    if not now.started and now.at is not None:
+        return renewals.starts_in(now.lease, now.at)
+    return _when(now.lease.end) or "-"
 
 
 def _when(at: datetime | None) -> str | None:
     """A lease time as the tables print it, in the lease's billing zone (--lease-start
     takes it back)."""
     return at.strftime("%Y-%m-%d %H:%M") if at else None
+
+
+def _day(at: datetime) -> str:
+    """A time of the audit log as the log prints it, in this machine's zone."""
+    return at.astimezone().strftime("%Y-%m-%d %H:%M %Z")
 
 
 def _iso(at: datetime | None) -> str | None:
@@ -241,7 +255,18 @@ def node_list(args: argparse.Namespace, out: TextIO) -> int:
 
 def node_show(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args, readonly=True) as ledger:
-        node = ledger.node(args.name)
+        try:
+            node = ledger.node(args.name)
+        except UnknownNode:
+            moved = ledger.renamed(args.name)
+            if moved is None:
+                raise
+            raise InputError(
+                "name",
+                args.name,
+                f"no node of that name; it was renamed to {moved[0]} on {_day(moved[1])}:"
+                f" `zuka node show {moved[0]}`",
+            ) from None
         leases = ledger.leases(node.name)
         resources = ledger.resources(node.name)
         now = renewals.billing_now(leases, ledger.clock())
@@ -286,6 +311,11 @@ def _billing_line(now: BillingNow | None) -> str:
     if now is None:
         return "bills now: no lease"
     le = now.lease
+    if not now.started and now.at is not None:
+        return (
+            f"bills now: no lease; the lease from {_when(le.start)} ({le.billing_type.value}"
+            f" {le.unit_price} {le.currency}) {renewals.starts_in(le, now.at)}"
+        )
     span = f"{_when(le.start)} to {_when(le.end) or 'open end'}"
     line = f"bills now: {le.billing_type.value} {le.unit_price} {le.currency}, {span}"
     if now.paid_until is None:
@@ -303,8 +333,22 @@ def node_edit(args: argparse.Namespace, out: TextIO) -> int:
         raise InputError("node edit", args.name, "nothing to change: give at least one option")
     with _open(args, create=False) as ledger:
         ledger.node(args.name)
+        head = _head(ledger)
         edited = ledger.update_node(args.name, changes, new_provider=_new_provider(args, ledger))
-    return _done(args, out, records.node_record(edited), f"updated node {edited.name}")
+        same = _head(ledger) == head
+    message = (
+        f"nothing changed: node {edited.name} is already so"
+        if same
+        else f"updated node {edited.name}"
+    )
+    return _done(args, out, records.node_record(edited), message)
+
+
+def _head(ledger: Ledger) -> int | None:
+    """The id of the audit log's last entry: a command that left it so changed nothing
+    (and gave `zuka undo` nothing new to take back)."""
+    last = ledger.last_entries(1)
+    return last[0].id if last else None
 
 
 def node_archive(args: argparse.Namespace, out: TextIO) -> int:
@@ -381,7 +425,16 @@ def lease_renew(args: argparse.Namespace, out: TextIO) -> int:
             raise InputError(
                 "until", args.until, exc.reason.replace("the start", "the current lease's end")
             ) from None
-    return _done(args, out, records.lease_record(lease), f"renewed {lease.node} until {args.until}")
+        which = _which(ledger, lease)
+    message = f"renewed {lease.node} until {args.until}: {which}"
+    return _done(args, out, records.lease_record(lease), message)
+
+
+def _which(ledger: Ledger, lease: Lease) -> str:
+    """Which lease of its node this is, as lease list shows it (renewals.describe)."""
+    leases = ledger.leases(lease.node)
+    found = next((le for le in leases if le.id == lease.id), lease)
+    return renewals.describe(found, leases, ledger.clock())
 
 
 def lease_end(args: argparse.Namespace, out: TextIO) -> int:
@@ -391,15 +444,19 @@ def lease_end(args: argparse.Namespace, out: TextIO) -> int:
         tz = lease.billing_tz if lease else fields.DEFAULT_TZ
         at = fields.moment("at", args.at, tz) if args.at else None
         still_open = len(ledger.leases(node.name, open_only=True))
+        which = _which(ledger, lease) if lease else "the lease"
         ended = ledger.end_lease(args.node, at)
         cancelled = still_open - 1 - len(ledger.leases(node.name, open_only=True))
-    message = f"ended the lease of {ended.node}"
+    message = f"ended {which} of {ended.node}"
     if cancelled > 0:
         message += f", and its {cancelled} renewal(s) not started yet (they never billed)"
     return _done(args, out, records.lease_record(ended), message)
 
 
-_PICK_HELP = "the lease that starts then, as `zuka lease list` prints it (default: the open one)"
+_PICK_HELP = (
+    "the lease that starts then, as `zuka lease list` prints it (default: the lease billing"
+    " now; if none does, the next to start; never a renewal while its lease still bills)"
+)
 
 
 def lease_edit(args: argparse.Namespace, out: TextIO) -> int:
@@ -407,8 +464,16 @@ def lease_edit(args: argparse.Namespace, out: TextIO) -> int:
     if not changes:
         raise InputError("lease edit", args.node, "nothing to change: give at least one option")
     with _open(args, create=False) as ledger:
+        head = _head(ledger)
         lease = ledger.update_lease(args.node, changes, start=args.pick_start)
-    return _done(args, out, records.lease_record(lease), f"updated the lease of {lease.node}")
+        which = _which(ledger, lease)
+        same = _head(ledger) == head
+    message = (
+        f"nothing changed: {which} of {lease.node} is already so"
+        if same
+        else f"updated {which} of {lease.node}"
+    )
+    return _done(args, out, records.lease_record(lease), message)
 
 
 def lease_delete(args: argparse.Namespace, out: TextIO) -> int:
@@ -430,8 +495,22 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
     billing = {
         b.lease.id
         for b in (renewals.billing_now(c, now) for c in _by_node(every).values())
-        if b is not None
+        if b is not None and b.started
     }
+
+    def ended(le: Lease) -> str | None:
+        if renewals.never_billed(le):
+            return "cancelled"  # a renewal ended before it started: it never billed
+        if le.start > now:
+            return "not started"
+        return "renewed" if chain_of[le.id][-1] is not le else _when(le.ended_at) or "open"
+
+    def bills(le: Lease) -> str | None:
+        if le.id in billing:
+            return "yes"
+        if le.start > now and not renewals.never_billed(le):
+            return renewals.starts_in(le, now)
+        return None
 
     def renews(le: Lease) -> Lease | None:
         chain = chain_of[le.id]
@@ -444,7 +523,7 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
                 {
                     **records.lease_record(le),
                     "renews": _iso(prev.start) if (prev := renews(le)) else None,
-                    "paid_until": _iso(chain_of[le.id][-1].end),
+                    "paid_until": _iso(renewals.paid_until(chain_of[le.id])),
                     "bills_now": le.id in billing,
                 }
                 for le in leases
@@ -461,10 +540,10 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
             _when(le.start),
             _when(le.end),
             le.on_expiry.value,
-            "renewed" if chain_of[le.id][-1] is not le else _when(le.ended_at) or "open",
+            ended(le),
             _when(prev.start) if (prev := renews(le)) else None,
-            _when(chain_of[le.id][-1].end),
-            "yes" if le.id in billing else None,
+            _when(renewals.paid_until(chain_of[le.id])),
+            bills(le),
         )
         for le in leases
     ]
@@ -514,17 +593,13 @@ def resource_add(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args, create=True) as ledger:
         res = ledger.add_resource(args.node, rec)
         lease = next(le for le in ledger.leases(args.node) if le.id == res.lease_id)
+        which = _which(ledger, lease)
         is_open = release.open_at(lease, ledger.clock())
     doc = records.resource_record(res, args.node, lease.start)
-    # Say which lease took it: without --lease-start that is the open one, else the latest.
-    which = "open lease" if is_open else "lease" if "lease_start" in rec else "latest lease"
-    ended = "" if is_open else f", ended {_when(lease.ended_at) or '-'}"
+    # Say which lease took it: without --lease-start the lease billing now, else the latest.
     if not is_open and "lease_start" not in rec:
-        ended += " (it has no open lease)"
-    message = (
-        f"recorded {res.kind.value} {res.native_id} on {args.node}, in its {which},"
-        f" from {_when(lease.start)}{ended}"
-    )
+        which = f"its latest lease, {which.removeprefix('the lease ')} (none bills now)"
+    message = f"recorded {res.kind.value} {res.native_id} on {args.node}, in {which}"
     return _done(args, out, doc, message)
 
 
@@ -539,10 +614,14 @@ def resource_edit(args: argparse.Namespace, out: TextIO) -> int:
         if value is not None
     }
     with _open(args, create=False) as ledger:
+        head = _head(ledger)
         doc = ledger.update_resource(
             args.node, args.kind, args.native_id, changes, lease_start=args.lease_start
         )
-    return _done(args, out, doc, f"updated {doc['kind']} {doc['native_id']} on {doc['node']}")
+        same = _head(ledger) == head
+    what = f"{doc['kind']} {doc['native_id']} on {doc['node']}"
+    message = f"nothing changed: {what} is already so" if same else f"updated {what}"
+    return _done(args, out, doc, message)
 
 
 def _resource_table(rows: list[dict[str, Any]], out: TextIO) -> None:
@@ -582,6 +661,15 @@ def _summary(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) 
     )
 
 
+def _change(e: AuditEntry) -> str:
+    """An entry's change; for a lease, which lease (its start as `lease list` prints it)."""
+    text = _summary(e.before, e.after)
+    start = (e.after or e.before or {}).get("start") if e.entity == "lease" else None
+    if isinstance(start, str):
+        return f"lease from {start[:16].replace('T', ' ')}: {text}"
+    return text
+
+
 def log(args: argparse.Namespace, out: TextIO) -> int:
     if args.archived and args.node is None:
         raise InputError("archived", None, "give the NODE whose archived history to show")
@@ -590,6 +678,14 @@ def log(args: argparse.Namespace, out: TextIO) -> int:
         report = ledger.verify_audit()
         older = [] if args.node is None or args.archived else ledger.archived_nodes(args.node)
         live = bool(older) and ledger.node(args.node).state is not NodeState.RELEASED
+        moved = None if args.node is None or args.archived else ledger.renamed(args.node)
+    if moved is not None:
+        print(
+            f"zuka: {visible(args.node)} is now called {visible(moved[0])} (renamed on"
+            f" {_day(moved[1])}): below is that node's whole history, as"
+            f" `zuka log {visible(moved[0])}` shows it",
+            file=sys.stderr,
+        )
     if live:
         print(
             f"zuka: {visible(args.node)} is the node that has this name now; an archived node"
@@ -610,23 +706,29 @@ def log(args: argparse.Namespace, out: TextIO) -> int:
         )  # fmt: skip
         return 0
     rows = [
-        ("?" if e.problem and e.at.year == 1 else
+        (e.id, "?" if e.problem and e.at.year == 1 else
          e.at.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z"), e.actor, e.action, e.node,
-         f"unreadable entry {e.id}: {e.problem}" if e.problem else _summary(e.before, e.after))
+         f"unreadable entry {e.id}: {e.problem}" if e.problem else _change(e))
         for e in entries
     ]  # fmt: skip
-    output.table(("WHEN", "WHO", "ACTION", "NODE", "CHANGE"), rows, out)
+    output.table(("ID", "WHEN", "WHO", "ACTION", "NODE", "CHANGE"), rows, out)
     return 0
 
 
 def undo(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args, create=False) as ledger:
-        undone = ledger.undo()
+        undone = ledger.undo(any_user=args.any_user, entry=args.entry)
     if args.json:
-        output.dump_json([{"id": e.id, "action": e.action, "node": e.node} for e in undone], out)
+        output.dump_json(
+            [{"id": e.id, "action": e.action, "node": e.node, "actor": e.actor,
+              "at": e.at.isoformat()} for e in undone],
+            out,
+        )  # fmt: skip
         return 0
     for e in undone:
-        out.write(visible(f"undid entry {e.id}: {e.action} of {e.node or e.entity}") + "\n")
+        when = e.at.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+        line = f"undid entry {e.id}: {e.action} of {e.node or e.entity} by {e.actor} at {when}"
+        out.write(visible(line) + "\n")
     gone = next((e.before.get("gpu_history") for e in undone if e.before), None)
     if isinstance(gone, dict) and any(gone.values()):
         out.write(f"(its GPU history, {describe_counts(gone)}, was not kept and stays gone)\n")

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from leases.models import GpuSample, Node, NodeHealth
 from leases.poller import NodeStatus
-from leases.renewals import BillingNow
+from leases.renewals import BillingNow, starts_in
 from leases.textsafe import visible
 
 BARS = "▁▂▃▄▅▆▇█"
@@ -103,7 +103,9 @@ def fleet_row(
     mem = f"{used:.0f}/{total:.0f}G" if samples and used is not None and total is not None else "-"
     lease = billing.lease if billing else None
     ends = "-"
-    if billing and lease and lease.end:
+    if billing and lease and not billing.started:
+        ends = starts_in(lease, now)  # booked, not billing yet
+    elif billing and lease and lease.end:
         paid = billing.paid_until or lease.end
         days = (paid - now).total_seconds() / 86400
         ends = _day(lease.end, now)

@@ -232,6 +232,25 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd(notifys, "test", _lazy("cli_notify", "test"), "send a test message to every URL")
     p.add_argument("--url", help="send to this URL instead of the configured ones")
 
+    p = cmd(
+        sub,
+        "alerts",
+        _lazy("cli_alerts", "list_alerts"),
+        "open alerts, evaluated now: leases ending, idle cards, starved jobs, unreachable nodes",
+    )
+    p.add_argument("--all", action="store_true", help="also cleared, acknowledged, snoozed ones")
+    alerts = p.add_subparsers(dest="action", parser_class=_Parser, metavar="ACTION")
+    cmd(alerts, "check", _lazy("cli_alerts", "check_now"), "evaluate now and print what changed")
+    p = cmd(
+        alerts, "ack", _lazy("cli_alerts", "ack"), "acknowledge an alert: hidden until it clears"
+    )
+    p.add_argument("id")
+    p = cmd(alerts, "snooze", _lazy("cli_alerts", "snooze"), "hide an alert for a while")
+    p.add_argument("id")
+    p.add_argument(
+        "--for", dest="for_", required=True, metavar="DURATION", help="30m, 2h, 1d or 1w"
+    )
+
     p = cmd(sub, "export", L.export, "write the whole ledger as CSV or JSON")
     p.add_argument("--format", choices=("csv", "json"), default="json")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")

@@ -12,11 +12,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from leases.alertfacts import gather
 from leases.alerts import evaluate
 from leases.alertstate import Change, Changed, StoredAlert, reconcile
-from leases.config import AlertsConfig
+from leases.config import AlertsConfig, Config
 from leases.ledger import Clock, Ledger
 from leases.notify import Message, Notifier
 
@@ -84,3 +85,26 @@ class AlertWatch:
                 if c.change in _TOLD:
                     self.notifier.submit(message_of(c.alert))
         return changes
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the notifier's worker (a send in flight is left to end with the process)."""
+        if self.notifier is not None:
+            self.notifier.close(timeout)
+
+
+def watch_ledger(
+    ledger: Ledger,
+    ledger_path: Path | None,
+    config: Config,
+    *,
+    clock: Clock,
+    every_s: float = DEFAULT_EVERY_S,
+    log: logging.Logger | None = None,
+) -> AlertWatch:
+    """The AlertWatch a poller of this ledger runs (the collector's and the dashboard's),
+    with a started Notifier when the config names notification URLs."""
+    notifier = None
+    if config.notify.urls:
+        notifier = Notifier(config.notify, ledger_path, clock=clock, tz=config.billing.tz).start()
+    return AlertWatch(ledger, config.alerts, clock=clock, notifier=notifier, every_s=every_s,
+                      log=log)  # fmt: skip

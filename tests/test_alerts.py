@@ -347,3 +347,47 @@ async def test_a_new_alert_reaches_a_real_http_server(
     finally:
         assert notifier.close(timeout=10)
         ledger.close()
+
+
+# -- the dashboard -------------------------------------------------------------------------
+
+
+async def test_dashboard_counts_lists_acks_and_snoozes_alerts(tmp_path: Path) -> None:
+    from textual.widgets import DataTable
+
+    from tui.alerts import AlertsScreen
+    from tui.app import ZukaApp
+
+    now = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
+    path = tmp_path / "l.db"
+    build_demo_ledger(path, now.date()).close()
+    app = ZukaApp(path, clock=lambda: now, poll=False, refresh_s=3600)
+    async with app.run_test(size=(150, 40)) as pilot:
+        await pilot.pause()
+        # The lease of colo-njidc-4090 ends within a day, h800-monthly-2's within 7.
+        assert "2 alerts" in str(app.sub_title)
+        fleet = app.query_one("#fleet", DataTable)
+        marks = {fleet.get_row_at(i)[0].plain: fleet.get_row_at(i)[2].plain
+                 for i in range(fleet.row_count)}  # fmt: skip
+        assert marks["colo-njidc-4090"] == "!!1" and marks["h800-monthly-2"] == "!1"
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, AlertsScreen)
+        table = app.screen.query_one("#alerts", DataTable)
+        assert table.row_count == 2
+        first = table.get_row_at(0)[0]
+        await pilot.press("k")  # the critical one, listed first
+        await pilot.pause()
+        await pilot.press("down", "z")
+        await pilot.pause()
+        states = {table.get_row_at(i)[0]: table.get_row_at(i)[2] for i in range(2)}
+        assert states[first] == "acked" and set(states.values()) == {"acked", "snoozed"}
+        await pilot.press("escape")
+        await pilot.pause()
+        assert "alert" not in str(app.sub_title)
+    with Ledger.open(path) as ledger:
+        rows = {a.id: a for a in alertstate.alerts(ledger, now, everything=True)}
+        acked = rows[int(first)]
+        assert acked.acked_at == now and acked.kind == "lease_ending"
+        snoozed = [a for a in rows.values() if a.snoozed_until is not None]
+        assert len(snoozed) == 1 and snoozed[0].snoozed_until == now + timedelta(days=1)

@@ -200,6 +200,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="stream: one long-lived nvidia-smi per node (default); exec: one query per poll",
     )
     p.add_argument("--minute-days", type=int, default=14, help="keep minute roll-ups N days")
+    p.add_argument(
+        "--alerts-every",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="evaluate alerts (and notify) every S seconds at most (default 60)",
+    )
     p = cmd(
         sub, "sim", _fleet("sim"), "run simulated GPU nodes registered in a ledger (foreground)"
     )

@@ -10,10 +10,20 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import datetime, timedelta
+from decimal import Decimal
 
-from leases.alerts import HOURLY_TYPES, UNDERUSE_TYPES, Gap, NodeFacts, Reading
+from leases.alerts import (
+    HOURLY_TYPES,
+    STARVED_CLEAR_PCT,
+    UNDERUSE_CLEAR_MARGIN,
+    UNDERUSE_TYPES,
+    AlertKind,
+    Gap,
+    NodeFacts,
+    Reading,
+)
 from leases.config import AlertsConfig
-from leases.history import NodeMinute, unpack_minute
+from leases.history import NodeMinute, busy_verdict, unpack_minute
 from leases.ledger import Ledger
 from leases.models import GpuProcess, Lease, NodeHealth, NodeState
 from leases.renewals import billing_now
@@ -43,6 +53,9 @@ def gather(ledger: Ledger, config: AlertsConfig, now: datetime) -> list[NodeFact
         )
     }
     latest = _latest(ledger)
+    open_kinds: dict[int, set[str]] = {}
+    for node_id, kind in conn.execute("SELECT node_id, kind FROM alerts WHERE cleared_at IS NULL"):
+        open_kinds.setdefault(node_id, set()).add(kind)
     until = _hour_floor(now)
     window = timedelta(days=config.underuse_window_days)
     out: list[NodeFacts] = []
@@ -67,9 +80,13 @@ def gather(ledger: Ledger, config: AlertsConfig, now: datetime) -> list[NodeFact
             since = max(lease.start, until - window)
             if since < until and (lease.cards_billed or cards):
                 usage = store.lease_usage(lease, since, until, cards=cards)
-                facts = _with(facts, usage=usage, usage_since=since,
-                              peak_busy_cards=_peak(store, node.name, since, until))  # fmt: skip
-        minutes = _minutes_wanted(facts, config, now)
+                facts = _with(facts, usage=usage, usage_since=since)
+                # The peak (unpacking every hour) only where the underuse rule may speak.
+                if usage.paid and (usage.busy + usage.unknown) / usage.paid < Decimal(
+                    str(config.underuse_threshold + UNDERUSE_CLEAR_MARGIN)
+                ):
+                    facts = _with(facts, peak_busy_cards=_peak(store, node.name, since, until))
+        minutes = _minutes_wanted(facts, config, now, open_kinds.get(node.id, set()))
         if minutes:
             facts = _with(facts, minutes=_minutes(ledger, node.id, now - minutes, now))
         out.append(facts)
@@ -80,15 +97,40 @@ def _with(facts: NodeFacts, **changes: object) -> NodeFacts:
     return replace(facts, **changes)  # type: ignore[arg-type]
 
 
-def _minutes_wanted(facts: NodeFacts, config: AlertsConfig, now: datetime) -> timedelta | None:
-    """How far back the minute rules need minute roll-ups for this node (None: not at all)."""
+def _idle_now(r: Reading) -> bool:
+    return bool(r.gpus) and all(
+        busy_verdict(s.util_gpu, s.mem_used_mib, s.power_w, s.power_limit_w) is False
+        for s in r.gpus
+    )
+
+
+def _low_now(r: Reading, config: AlertsConfig) -> bool:
+    return any(
+        s.util_gpu is not None and s.util_gpu < config.starved_util + STARVED_CLEAR_PCT
+        for s in r.gpus
+    )
+
+
+def _minutes_wanted(
+    facts: NodeFacts, config: AlertsConfig, now: datetime, open_kinds: set[str]
+) -> timedelta | None:
+    """How far back the minute rules need minute roll-ups for this node (None: not at all).
+
+    Only where the latest reading (or an open alert) says a rule may hold: a node busy now
+    is neither forgotten nor starved, and most of a fleet is read no further.
+    """
     wanted = timedelta(0)
     b, r = facts.billed, facts.latest
-    if b is not None and b.lease.billing_type in HOURLY_TYPES:
+    ok = r is not None and r.health is NodeHealth.OK
+    forgotten = AlertKind.FORGOTTEN.value in open_kinds or (ok and r is not None and _idle_now(r))
+    if b is not None and b.lease.billing_type in HOURLY_TYPES and forgotten:
         # Further back than the rule needs, so that "idle since" finds where the idle
         # stretch began (and its yuan) when it began up to FORGOTTEN_LOOKBACK earlier.
         wanted = timedelta(hours=config.forgotten_idle_hours * FORGOTTEN_LOOKBACK)
-    if r is not None and r.processes and r.health is NodeHealth.OK:
+    starved = AlertKind.STARVED.value in open_kinds or (
+        ok and r is not None and _low_now(r, config)
+    )
+    if r is not None and r.processes and ok and starved:
         wanted = max(wanted, timedelta(minutes=config.starved_minutes + 2))
     return wanted or None
 

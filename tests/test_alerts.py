@@ -25,7 +25,7 @@ from leases.config import AlertsConfig, NotifyConfig
 from leases.demo import build_demo_ledger
 from leases.history import BUSY_UTIL_PCT, GpuMinute, NodeMinute
 from leases.ledger import Ledger
-from leases.models import GpuProcess, Node, NodeHealth
+from leases.models import GpuProcess, GpuSample, Node, NodeHealth
 from leases.notify import Notifier
 from leases.poller import Poller
 from leases.rollups import HistoryStore, Latest
@@ -42,12 +42,16 @@ def _hour(at: datetime) -> datetime:
 
 
 def _demo(path: Path, now: datetime, nodes: tuple[str, ...] = ("a100-monthly-1",)) -> None:
-    """The demo fleet with 8 days of one-minute history for the named nodes."""
+    """The demo fleet with 8 days of one-minute history (as hour roll-ups) for the named
+    nodes."""
     with build_demo_ledger(path, now.date()) as ledger:
         store = HistoryStore(ledger)
         for name in nodes:
             sim = sim_node_for(ledger.node(name))
-            backfill(store, sim, now - timedelta(days=8), now, timedelta(0), timedelta(minutes=1))
+            # Into the next hour: a check that runs after the hour turns still finds every
+            # hour of its window complete.
+            end = now + timedelta(hours=1)
+            backfill(store, sim, now - timedelta(days=8), end, timedelta(0), timedelta(minutes=1))
 
 
 # -- Must show: the idle monthly lease -------------------------------------------------------
@@ -113,9 +117,12 @@ def test_missing_samples_give_no_idle_verdict(tmp_path: Path) -> None:
         found = evaluate(list(facts.values()), CONFIG, now)
     assert not [a for a in found if a.kind in (AlertKind.UNDERUSED, AlertKind.FORGOTTEN)
                 and a.node in ("a100-monthly-1", "aliyun-a10-burst")], found  # fmt: skip
-    # The same A10 minutes without the hole: forgotten.
+    # The same A10 minutes without the hole, and a latest reading idle too: forgotten.
     with Ledger.open(path) as ledger:
         store = HistoryStore(ledger)
+        idle = GpuSample("aliyun-a10-burst", now, 0, util_gpu=0.0, mem_used_mib=400.0,
+                         power_w=20.0, power_limit_w=150.0)  # fmt: skip
+        store.write_latest([Latest("aliyun-a10-burst", now, NodeHealth.OK, "", None, (idle,), ())])
         store.write_minutes([
             NodeMinute("aliyun-a10-burst", m, (GpuMinute(0, 6, 0.0, 0.0, 400.0, 20.0, 150.0),))
             for m in range(int(now.timestamp()) // 60 - 180, int(now.timestamp()) // 60)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from leases.alertwatch import AlertWatch
 from leases.errors import InputError
 from leases.faultlog import fault_logger
 from leases.history import RecentHistory
@@ -67,6 +68,7 @@ def make_poller(
     interval_s: float = 5.0,
     recent: RecentHistory | None = None,
     store: bool = True,
+    alerts: AlertWatch | None = None,
 ) -> Poller:
     return Poller(
         polled_nodes(ledger, names),
@@ -76,4 +78,5 @@ def make_poller(
         recent=recent,
         interval_s=interval_s,
         log=fault_logger(ledger_path),
+        alerts=alerts,
     )

@@ -1,5 +1,6 @@
 """The sweep over every node: read GPUs (nvidia-smi over SSH, NVML for a local node), keep
-the last hour in memory, fold readings into roll-ups, record gaps and host-key alerts.
+the last hour in memory, fold readings into roll-ups, record gaps; after a flush, evaluate
+alerts when they are due (leases.alertwatch).
 
 Two ways to read a remote node, both on its one persistent connection:
 - "stream" (the default for `zuka collect` and the dashboard): one long-lived
@@ -27,6 +28,7 @@ from datetime import datetime
 from typing import Literal, TypeVar
 
 from leases import nvsmi, owners
+from leases.alertwatch import AlertWatch
 from leases.attribution import OwnerTracker, gpu_owners
 from leases.faultlog import quiet_logger
 from leases.history import MinuteAccumulator, NodeMinute, RecentHistory
@@ -100,6 +102,7 @@ class Poller:
         nvml: Callable[[], NvmlReader] = NvmlReader,
         on_update: Callable[[NodeStatus], None] | None = None,
         log: logging.Logger | None = None,
+        alerts: AlertWatch | None = None,
     ) -> None:
         self.pool = pool
         self.log = log or quiet_logger()
@@ -114,6 +117,8 @@ class Poller:
         self.interval_s = interval_s
         self.apps_every = apps_every
         self.on_update = on_update
+        # Evaluated after a flush, every alerts.every_s at most (leases.alertwatch).
+        self.alerts = alerts
         self._nvml_factory = nvml
         self._nvml: NvmlReader | None = None
         self._nodes: dict[str, _NodeState] = {}
@@ -286,7 +291,6 @@ class Poller:
         self._pending_minutes.extend(self._attributed(state, state.acc.add(samples)))
         if state.in_gap is not False and self.store is not None:
             self.store.close_gap(name, now)
-            self.store.clear_alert(name, "hostkey_changed", now)
         state.in_gap = False
         self._set(status)
 
@@ -303,12 +307,8 @@ class Poller:
         closed = state.acc.flush(int(now.timestamp()) // 60)
         if closed is not None:
             self._pending_minutes.extend(self._attributed(state, [closed]))
-        if self.store is not None:
-            if state.in_gap is not True:
-                self.store.open_gap(name, now, health, detail)  # idempotent
-            if health is NodeHealth.HOSTKEY_CHANGED:
-                message = f"{name}: host key changed, connection refused ({fingerprint})"
-                self.store.raise_alert(name, "hostkey_changed", message, now)
+        if self.store is not None and state.in_gap is not True:
+            self.store.open_gap(name, now, health, detail)  # idempotent
         state.in_gap = True
         self._set(status)
 
@@ -375,6 +375,8 @@ class Poller:
         # bad data costs only that node's rows (and becomes its state).
         self._store_each(self.store.write_minutes, minutes, lambda m: m.node)
         self._store_each(self.store.write_latest, rows, lambda r: r.node)
+        if self.alerts is not None:
+            self.alerts.tick()  # never raises; cheap when not due
 
     def _store_each(
         self,

@@ -1,5 +1,5 @@
 """Storing GPU history in the ledger: minute and hour roll-ups, gaps, the latest reading of
-every node (what a running collector shares with the dashboard) and alerts.
+every node (what a running collector shares with the dashboard).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def sample_record(s: GpuSample) -> dict[str, Any]:
     return d
 
 
-def _sample_from(node: str, d: dict[str, Any]) -> GpuSample:
+def sample_from(node: str, d: dict[str, Any]) -> GpuSample:
     return GpuSample(**{**d, "node": node, "at": datetime.fromisoformat(d["at"])})
 
 
@@ -237,28 +237,6 @@ class HistoryStore:
                 (end.isoformat(), self.node_id(node)),
             )
 
-    def raise_alert(self, node: str | None, kind: str, message: str, at: datetime) -> bool:
-        """Record an alert unless the same one is already open. True when it is new."""
-        with self.ledger.transaction() as conn:
-            if conn.execute(
-                "SELECT 1 FROM alerts WHERE node IS ? AND kind = ? AND cleared_at IS NULL",
-                (node, kind),
-            ).fetchone():
-                return False
-            conn.execute(
-                "INSERT INTO alerts (at, node, kind, message) VALUES (?, ?, ?, ?)",
-                (at.isoformat(), node, kind, message),
-            )
-            return True
-
-    def clear_alert(self, node: str | None, kind: str, at: datetime) -> None:
-        with self.ledger.transaction() as conn:
-            conn.execute(
-                "UPDATE alerts SET cleared_at = ?"
-                " WHERE node IS ? AND kind = ? AND cleared_at IS NULL",
-                (at.isoformat(), node, kind),
-            )
-
     def purge(self, now: datetime, minute_days: int = DEFAULT_MINUTE_DAYS) -> int:
         """Drop minute roll-ups older than minute_days; hours stay. Returns rows removed."""
         cutoff = int((now - timedelta(days=minute_days)).timestamp()) // 60
@@ -336,16 +314,10 @@ class HistoryStore:
                 NodeHealth(health),
                 detail,
                 fp,
-                tuple(_sample_from(name, d) for d in json.loads(gpus)),
+                tuple(sample_from(name, d) for d in json.loads(gpus)),
                 tuple(GpuProcess(**{**p, "node": name}) for p in json.loads(procs)),
             )
         return out
-
-    def open_alerts(self) -> list[tuple[datetime, str | None, str, str]]:
-        rows = self.ledger.conn.execute(
-            "SELECT at, node, kind, message FROM alerts WHERE cleared_at IS NULL ORDER BY at"
-        ).fetchall()
-        return [(datetime.fromisoformat(a), n, k, m) for a, n, k, m in rows]
 
     def busy_card_hours(self, since: datetime, now: datetime) -> list[BusyHours]:
         """Busy and known card-hours of every lease between since and now.

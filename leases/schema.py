@@ -343,6 +343,50 @@ def m008_notify_queue(db: Database) -> None:
 
 
 @MIGRATIONS()
+def m009_alert_state(db: Database) -> None:
+    """Alerts with a lifecycle (leases.alertstate): keyed by kind, node id (names are
+    reused after archive), lease id and key; first and last seen, cleared, acknowledged,
+    snoozed. The m002 rows (host-key alerts by node name) are kept: each takes the id of
+    the live node of its name, else the latest archived one."""
+    _run(
+        db,
+        """
+        CREATE TABLE alerts_m009 (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL,
+            node_id INTEGER REFERENCES nodes(id),
+            node TEXT NOT NULL DEFAULT '',
+            lease_id INTEGER REFERENCES leases(id),
+            key TEXT NOT NULL DEFAULT '',
+            severity TEXT NOT NULL CHECK (severity IN ('info', 'warning', 'critical')),
+            message TEXT NOT NULL,
+            action TEXT NOT NULL DEFAULT '',
+            yuan TEXT,
+            first_seen TEXT NOT NULL,
+            last_seen TEXT NOT NULL,
+            cleared_at TEXT,
+            acked_at TEXT,
+            acked_by TEXT,
+            snoozed_until TEXT
+        );
+        INSERT INTO alerts_m009 (id, kind, node_id, node, severity, message, first_seen,
+            last_seen, cleared_at)
+        SELECT a.id, a.kind,
+            (SELECT n.id FROM nodes n WHERE n.name = a.node
+             ORDER BY n.state = 'released', n.id DESC LIMIT 1),
+            coalesce(a.node, ''),
+            CASE a.kind WHEN 'hostkey_changed' THEN 'critical' ELSE 'warning' END,
+            a.message, a.at, coalesce(a.cleared_at, a.at), a.cleared_at
+        FROM alerts a;
+        DROP TABLE alerts;
+        ALTER TABLE alerts_m009 RENAME TO alerts;
+        CREATE INDEX alerts_identity ON alerts(kind, node_id, lease_id, key);
+        CREATE INDEX alerts_open ON alerts(cleared_at);
+        """,
+    )
+
+
+@MIGRATIONS()
 def m010_audit_batch(db: Database) -> None:
     """The entries one command writes in one transaction share a batch (the id of its
     first entry), so that `zuka undo` takes back exactly one command. Entries written

@@ -141,17 +141,13 @@ def test_busy_hours_respect_lease_spans(tmp_path: Path) -> None:
     assert busy[0].busy_card_hours == 72.0
 
 
-def test_gaps_latest_and_alert_dedupe(tmp_path: Path) -> None:
+def test_gaps_are_opened_once(tmp_path: Path) -> None:
     store = HistoryStore(_ledger(tmp_path))
     store.open_gap("n1", T0, NodeHealth.UNREACHABLE, "refused")
     store.open_gap("n1", T0 + timedelta(minutes=1), NodeHealth.UNREACHABLE, "refused")
     store.close_gap("n1", T0 + timedelta(minutes=5))
     gaps = store.gaps("n1")
     assert len(gaps) == 1 and gaps[0][1] == T0 + timedelta(minutes=5)
-    assert store.raise_alert("n1", "hostkey_changed", "changed", T0) is True
-    assert store.raise_alert("n1", "hostkey_changed", "changed", T0) is False
-    store.clear_alert("n1", "hostkey_changed", T0)
-    assert store.open_alerts() == []
 
 
 def test_recent_history_keeps_one_hour() -> None:

@@ -16,9 +16,11 @@ import pytest
 from sshfixtures import FakeNode, TestKeys, node_options
 from waiting import wait_until
 
-from leases import records
+from leases import alertstate, records
+from leases.alertwatch import AlertWatch
+from leases.config import AlertsConfig
 from leases.history import RecentHistory
-from leases.ledger import Ledger
+from leases.ledger import Ledger, utc_now
 from leases.models import Node, NodeHealth
 from leases.nvml import NvmlUnavailable
 from leases.poller import Poller
@@ -199,16 +201,19 @@ async def test_auth_failure_then_key_authorised(fleet) -> None:  # type: ignore[
 
 async def test_changed_host_key_is_refused_and_alerted(fleet) -> None:  # type: ignore[no-untyped-def]
     servers, _, poller, ledger = fleet
+    # Alerts evaluated after every flush (the collector's default is once a minute).
+    poller.alerts = AlertWatch(ledger, AlertsConfig(), clock=utc_now, every_s=0.0)
     await poller.sweep()
     await servers[0].stop()
     await servers[0].start(host_key=KEYS.other_host_key)
     await sweep_until(poller, "n0", NodeHealth.HOSTKEY_CHANGED)
     st = poller.statuses["n0"]
     assert st.fingerprint == KEYS.other_host_key.get_fingerprint("sha256")
-    alerts = HistoryStore(ledger).open_alerts()
-    assert [(a[1], a[2]) for a in alerts] == [("n0", "hostkey_changed")]
+    alerts = alertstate.alerts(ledger, utc_now())
+    assert [(a.node, a.kind) for a in alerts] == [("n0", "hostkey_changed")]
+    assert st.fingerprint in alerts[0].message
     await poller.sweep()
-    assert len(HistoryStore(ledger).open_alerts()) == 1  # deduplicated
+    assert len(alertstate.alerts(ledger, utc_now())) == 1  # deduplicated
     assert poller.statuses["n1"].health is NodeHealth.OK
 
 

@@ -75,7 +75,7 @@ async def test_dashboard_lists_the_ledger_and_shows_gpus(tmp_path: Path) -> None
         assert fleet.row_count == 12
         first = cells(fleet, 0)
         assert first[0] == "a100-monthly-1" and first[1] == "ok"
-        assert first[7] == "monthly 50000"
+        assert first[8] == "monthly 50000"
         gpus = app.query_one("#gpus", DataTable)
         assert gpus.row_count == 8
         await pilot.press("down", "down", "down", "down")

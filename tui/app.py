@@ -18,6 +18,10 @@ from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.widgets import DataTable, Footer, Header, Static
 
+from leases import alertstate
+from leases.alertstate import StoredAlert
+from leases.alertwatch import AlertWatch, check, watch_ledger
+from leases.config import Config, ConfigError, load_user_config
 from leases.errors import InputError, LedgerError
 from leases.fleet import fleet_nodes, make_poller, ssh_options
 from leases.history import RecentHistory
@@ -30,6 +34,7 @@ from leases.renewals import BillingNow
 from leases.rollups import HistoryStore
 from leases.ssh import SshError, SshPool, offered_host_key
 from leases.textsafe import visible
+from tui.alerts import AlertsScreen, alert_marker
 from tui.fleetview import COLUMNS, GPU_COLUMNS, fleet_row, gpu_rows, plain
 from tui.trust import TrustScreen
 
@@ -46,6 +51,7 @@ class ZukaApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="quit", tooltip="Leave zuka"),
         Binding("r", "reload", "Reload ledger", id="reload", tooltip="Re-read nodes and leases"),
+        Binding("a", "alerts", "Alerts", id="alerts", tooltip="Open alerts: acknowledge, snooze"),
         Binding(
             "t",
             "trust",
@@ -63,8 +69,10 @@ class ZukaApp(App[None]):
         refresh_s: float = 2.0,
         interval_s: float = 5.0,
         poll: bool = True,
+        config: Config | None = None,
     ) -> None:
         super().__init__()
+        self.config = config
         self.ledger_path = ledger_path
         self.clock = clock
         self.refresh_s = refresh_s
@@ -82,6 +90,8 @@ class ZukaApp(App[None]):
         self._stop = asyncio.Event()
         self._statuses: dict[str, NodeStatus] = {}
         self._ledger_error = ""
+        self.alert_watch: AlertWatch | None = None
+        self.open_alerts: list[StoredAlert] = []
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -100,6 +110,12 @@ class ZukaApp(App[None]):
         where = "in memory" if self.ledger_path is None else str(self.ledger_path)
         self.title = f"{self.TITLE} · {visible(where, 120)}"
         self.store = HistoryStore(self.ledger)
+        if self.config is None:
+            try:
+                self.config = load_user_config(None)
+            except ConfigError as exc:
+                self.config = Config()
+                self._tell("config: " + "; ".join(exc.problems), severity="error")
         self._load_ledger()
         if not self.nodes:
             self.notify(
@@ -109,6 +125,7 @@ class ZukaApp(App[None]):
                 timeout=30,
             )
         self._choose_source()
+        self._evaluate_alerts()
         self.refresh_view()
         self.set_interval(self.refresh_s, self.refresh_view)
         self.set_interval(RELOAD_S, self._reload_quietly)
@@ -127,12 +144,18 @@ class ZukaApp(App[None]):
             return
         self.lock = lock
         self.collector_pid = None
+        assert self.config is not None
+        # The same alert evaluation and notifications as `zuka collect` runs.
+        self.alert_watch = watch_ledger(
+            self.ledger, self.ledger_path, self.config, clock=self.clock
+        )
         self.poller = make_poller(
             self.ledger,
             self.ledger_path,
             clock=self.clock,
             interval_s=self.interval_s,
             recent=self.recent,
+            alerts=self.alert_watch,
         )
         self.run_poller()
 
@@ -165,6 +188,18 @@ class ZukaApp(App[None]):
     def _reload_quietly(self) -> None:
         self._load_ledger()
         self._choose_source()
+        self._evaluate_alerts()
+
+    def _evaluate_alerts(self) -> None:
+        """When nobody polls (no collector, no poller here), evaluate alerts on read, so
+        that what the dashboard shows holds now; a poller evaluates them itself."""
+        if self.poller is not None or self.collector_pid is not None or self.ledger is None:
+            return
+        assert self.config is not None
+        try:
+            check(self.ledger, self.config.alerts, self.clock)
+        except (InputError, LedgerError) as exc:
+            self._tell(f"alerts not evaluated: {exc}", severity="warning")
 
     @work(exclusive=True, exit_on_error=False, group="poller")
     async def run_poller(self) -> None:
@@ -229,9 +264,14 @@ class ZukaApp(App[None]):
         now = self.clock()
         self._statuses = self._current()
         table = self.query_one("#fleet", DataTable)
+        by_node: dict[int | None, list[StoredAlert]] = {}
+        if self.ledger is not None:
+            self.open_alerts = alertstate.alerts(self.ledger, now)
+        for a in self.open_alerts:
+            by_node.setdefault(a.node_id, []).append(a)
         wanted = [
             fleet_row(n, self._statuses.get(n.name), self.billing.get(n.name),
-                      self._history(n.name, now), now)
+                      self._history(n.name, now), now, alert_marker(by_node.get(n.id, [])))
             for n in self.nodes
         ]  # fmt: skip
         with self.batch_update():
@@ -263,7 +303,9 @@ class ZukaApp(App[None]):
             source = "no nodes yet"
         else:
             source = "not polling"
-        self.sub_title = f"{len(self.nodes)} nodes · {health} · {source}"
+        alerts = len(self.open_alerts)
+        said = f" · {alerts} alert{'s' if alerts != 1 else ''} (a)" if alerts else ""
+        self.sub_title = f"{len(self.nodes)} nodes · {health}{said} · {source}"
         self._show_detail()
 
     def _selected(self) -> str | None:
@@ -347,6 +389,12 @@ class ZukaApp(App[None]):
         """A notification that may hold text from a node or the ledger: shown, not obeyed."""
         self.notify(visible(message, DETAIL_MAX), markup=False, severity=severity, timeout=timeout)
 
+    def action_alerts(self) -> None:
+        if self.ledger is None:
+            return
+        screen = AlertsScreen(self.ledger, self.clock)
+        self.push_screen(screen, lambda _: self.refresh_view())
+
     def action_reload(self) -> None:
         self._reload_quietly()
         self.refresh_view()
@@ -358,6 +406,8 @@ class ZukaApp(App[None]):
         await asyncio.gather(*(w.wait() for w in self.workers), return_exceptions=True)
         if self.poller is not None:
             await self.poller.close()
+        if self.alert_watch is not None:
+            self.alert_watch.close()
         if self.lock is not None:
             self.lock.release()
         if self.ledger is not None:

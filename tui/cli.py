@@ -200,6 +200,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="stream: one long-lived nvidia-smi per node (default); exec: one query per poll",
     )
     p.add_argument("--minute-days", type=int, default=14, help="keep minute roll-ups N days")
+    p.add_argument(
+        "--alerts-every",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="evaluate alerts (and notify) every S seconds at most (default 60)",
+    )
     p = cmd(
         sub, "sim", _fleet("sim"), "run simulated GPU nodes registered in a ledger (foreground)"
     )
@@ -269,6 +276,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--utilisation", metavar="U", help="busy share, 0-1 (default: measured)")
     p.add_argument("--days", type=int, default=30, help="measured window (default 30)")
     p.add_argument("--gpu-model", metavar="M", help="only nodes of this GPU model")
+
+    p = cmd(
+        sub,
+        "alerts",
+        _lazy("cli_alerts", "list_alerts"),
+        "open alerts, evaluated now: leases ending, idle cards, starved jobs, unreachable nodes",
+    )
+    p.add_argument("--all", action="store_true", help="also cleared, acknowledged, snoozed ones")
+    alerts = p.add_subparsers(dest="action", parser_class=_Parser, metavar="ACTION")
+    cmd(alerts, "check", _lazy("cli_alerts", "check_now"), "evaluate now and print what changed")
+    p = cmd(
+        alerts, "ack", _lazy("cli_alerts", "ack"), "acknowledge an alert: hidden until it clears"
+    )
+    p.add_argument("id")
+    p = cmd(alerts, "snooze", _lazy("cli_alerts", "snooze"), "hide an alert for a while")
+    p.add_argument("id")
+    p.add_argument(
+        "--for", dest="for_", required=True, metavar="DURATION", help="30m, 2h, 1d or 1w"
+    )
 
     p = cmd(sub, "export", L.export, "write the whole ledger as CSV or JSON")
     p.add_argument("--format", choices=("csv", "json"), default="json")

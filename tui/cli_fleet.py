@@ -208,11 +208,22 @@ async def _collect(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)
-    poller = make_poller(ledger, path, interval_s=interval)
+    from leases.alertwatch import watch_ledger
+    from leases.config import load_user_config
+    from leases.faultlog import fault_logger
+    from leases.ledger import utc_now
+
+    config = load_user_config(args.config)
+    every = args.alerts_every
+    if every < 0:
+        raise InputError("alerts_every", every, "must not be negative")
+    watch = watch_ledger(ledger, path, config, clock=utc_now, every_s=every,
+                         log=fault_logger(path))  # fmt: skip
+    poller = make_poller(ledger, path, interval_s=interval, alerts=watch)
     store = poller.store
     assert store is not None
-    print(f"zuka collect: {len(poller.nodes)} nodes, every {interval:g} s, {args.mode} mode",
-          file=out, flush=True)  # fmt: skip
+    print(f"zuka collect: {len(poller.nodes)} nodes, every {interval:g} s, {args.mode} mode, "
+          f"alerts every {every:g} s", file=out, flush=True)  # fmt: skip
 
     last_purge = datetime.min.replace(tzinfo=UTC)
 
@@ -251,6 +262,7 @@ async def _collect(
         stop.set()
         await keeper
         await poller.close()
+        watch.close()
     return 0
 
 

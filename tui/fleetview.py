@@ -58,7 +58,9 @@ class FleetRow:
     cells: tuple[str, ...]  # already made visible: safe to show, wrapped by plain()
 
 
-COLUMNS = ("Node", "Health", "GPUs", "Util", "Memory", "Power", "Last hour", "Billing", "Ends")
+COLUMNS = (
+    "Node", "Health", "Alerts", "GPUs", "Util", "Memory", "Power", "Last hour", "Billing", "Ends",
+)  # fmt: skip
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -87,9 +89,11 @@ def fleet_row(
     billing: BillingNow | None,
     util_history: Sequence[float | None],
     now: datetime,
+    alerts: str = "",
 ) -> FleetRow:
     """billing: the lease billing now and the end of its renewal chain (leases.renewals),
-    shown beside the lease's own end when a renewal follows it."""
+    shown beside the lease's own end when a renewal follows it. alerts: the marker of its
+    open alerts (tui.alerts.alert_marker)."""
     health = status.health if status else NodeHealth.CONNECTING
     samples = status.samples if status and health is NodeHealth.OK else ()
     fig = summarize(samples)
@@ -118,6 +122,7 @@ def fleet_row(
         (
             visible(node.name, CELL_MAX),
             health_text,
+            alerts,
             visible(f"{gpus} {node.gpu_model}".strip(), CELL_MAX),
             "-" if fig["util"] is None else f"{fig['util']:3.0f}%",
             mem,

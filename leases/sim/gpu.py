@@ -28,6 +28,8 @@ class Scenario(StrEnum):
     DRIVER_MISMATCH = "driver_mismatch"
     NO_DRIVER = "no_driver"
     CHANGED_HOSTKEY = "changed_hostkey"
+    # A job holds every GPU but keeps them under a third busy: its input pipeline is slow.
+    STARVED = "starved"
     # Hostile nodes: what a rented machine's owner, or another tenant, can make it print.
     GPU_INDEX_256 = "gpu_index_256"  # nvidia-smi lists GPUs 256, 257, ...
     ENDLESS_OUTPUT = "endless_output"  # nvidia-smi prints without newline, without end
@@ -239,6 +241,7 @@ _LOAD = {
     Scenario.IDLE_MONTHLY: Scenario.IDLE_MONTHLY,
     Scenario.BURSTY: Scenario.BURSTY,
     Scenario.FLAKY: Scenario.BURSTY,
+    Scenario.STARVED: Scenario.STARVED,
 }
 _NOISE = 4096  # power of two: index with & (_NOISE - 1)
 _TICK_S = 10  # live readings move every 10 s
@@ -279,7 +282,7 @@ class _Load:
 
     def job(self, t: int) -> int | None:
         """The id of the job running at epoch second t, or None when the node is idle."""
-        if self.kind is Scenario.BUSY:
+        if self.kind in (Scenario.BUSY, Scenario.STARVED):
             return t // _JOB_S
         if self.kind is Scenario.BURSTY:
             block = t // _SWEEP_S
@@ -320,8 +323,11 @@ class _Load:
 
     def _busy_row(self, k: int) -> _Busy:
         nz, m, r = self.noise, _NOISE - 1, range(self.n)
+        if self.kind is Scenario.STARVED:  # waiting on data most of the time
+            util = tuple(12 + int(20 * nz[(k * 7 + g) & m]) for g in r)
+            power = tuple(round(self.limit * (0.3 + 0.1 * nz[(k * 11 + g) & m]), 2) for g in r)
         # A short dip every so often: checkpointing or data loading.
-        if nz[(k * 5) & m] < 0.03:
+        elif nz[(k * 5) & m] < 0.03:
             util = tuple(20 + int(30 * nz[(k * 7 + g) & m]) for g in r)
             power = tuple(round(self.limit * (0.35 + 0.2 * nz[(k * 11 + g) & m]), 2) for g in r)
         else:

@@ -1,0 +1,218 @@
+"""Money and alerts at fleet scale: alerts and the monthly report's figures for 200 nodes
+with 30 days of history, and the collector's CPU at 300 nodes with alerts on and off.
+
+1. A ledger of `--nodes` simulated nodes (leases/simledger.py: card-hour, monthly,
+   contract and hourly leases) with `--days` of backfilled history. Timed, median of
+   `--repeat`: alerts evaluated and stored (leases.alertwatch.check: facts read, rules,
+   reconcile), and the monthly report: leases.report when this checkout has it, else the
+   per-lease figures it is built from (billing.cost_to_date, HistoryStore.lease_usage over
+   the month: cost, busy, idle, unknown card-hours, idle yuan), and says which. Baseline in
+   the same run: HistoryStore.busy_card_hours over the same 30 days (an existing read).
+2. The collector at `--collector-nodes` nodes (bench/_fleet_server.py in its own process,
+   no added delay): `--rounds` exec sweeps storing to a ledger, with alerts off and on
+   (AlertWatch at the collector's default of once every 60 s, on a simulated clock that
+   advances one `--interval` per round, so that 60 s of rounds see one evaluation). CPU by
+   resource.getrusage of this process. Target: the difference under 1 % of one core.
+
+Run: python bench/money.py [--nodes 200] [--days 30] [--collector-nodes 300]
+Targets: alerts under 1 s, report under 1 s, collector +1 % of a core at most.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from leases import billing
+from leases.alertwatch import AlertWatch, check
+from leases.config import AlertsConfig
+from leases.ledger import Ledger
+from leases.poller import Poller
+from leases.rollups import HistoryStore
+from leases.simledger import backfill, register_sim_nodes, sim_node_for
+from leases.ssh import SshPool
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from poll import start_fleet, zuka_options  # noqa: E402
+
+TARGET_S = 1.0
+TARGET_CORE_PCT = 1.0
+
+
+def cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(fn: Callable[[], object], repeat: int) -> float:
+    runs = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - t)
+    return statistics.median(runs)
+
+
+def build(path: Path, nodes: int, days: float, now: datetime) -> None:
+    with Ledger.open(path, actor="bench") as ledger:
+        store = HistoryStore(ledger)
+        for node in register_sim_nodes(ledger, nodes, now):
+            backfill(store, sim_node_for(node), now - timedelta(days=days), now,
+                     timedelta(hours=3), timedelta(minutes=15))  # fmt: skip
+
+
+def report_figures(ledger: Ledger, since: datetime, until: datetime) -> int:
+    """The per-lease figures a monthly report is built from; returns the lease count."""
+    store = HistoryStore(ledger)
+    nodes = {n.name: n for n in ledger.nodes()}
+    count = 0
+    for lease in ledger.leases():
+        lo, hi = max(since, lease.start), until
+        if lo >= hi:
+            continue
+        cards = nodes[lease.node].gpu_count or None
+        billing.cost_to_date(lease, hi, cards=cards)
+        store.lease_usage(lease, lo, hi, cards=cards).idle_yuan  # noqa: B018
+        count += 1
+    return count
+
+
+def part_one(args: argparse.Namespace, folder: Path) -> list[tuple[str, float, float]]:
+    now = datetime.now(UTC)
+    path = folder / "money.db"
+    t = time.perf_counter()
+    build(path, args.nodes, args.days, now)
+    print(f"ledger: {args.nodes} nodes, {args.days:g} days of history, built in "
+          f"{time.perf_counter() - t:.0f} s", flush=True)  # fmt: skip
+    config = AlertsConfig()
+    with Ledger.open(path) as ledger:
+        store = HistoryStore(ledger)
+        since = now - timedelta(days=args.days)
+        base = timed(lambda: store.busy_card_hours(since, now), args.repeat)
+        first = check(ledger, config, lambda: now)
+        alerts = timed(lambda: check(ledger, config, lambda: now), args.repeat)
+        print(f"alerts: {len(first)} raised on the first evaluation", flush=True)
+        if importlib.util.find_spec("leases.report") is not None:
+            import leases.report as report_module
+
+            what = "monthly report (leases.report)"
+            build_report = getattr(report_module, "build", None) or report_module.monthly_report
+            month = f"{now:%Y-%m}"
+            report = timed(lambda: build_report(ledger, month), args.repeat)
+        else:
+            what = "report figures (no leases.report here)"
+            month_start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+            count = report_figures(ledger, month_start, now)
+            print(f"report figures: {count} leases (cost to date, usage, idle yuan)")
+            report = timed(lambda: report_figures(ledger, month_start, now), args.repeat)
+    return [
+        ("busy_card_hours 30 d (baseline)", base, 1.0),
+        ("alerts evaluated + stored", alerts, alerts / base),
+        (what, report, report / base),
+    ]
+
+
+async def sweeps(poller: Poller, rounds: int, tick: Callable[[], None]) -> float:
+    c = cpu_s()
+    for _ in range(rounds):
+        await poller.sweep()
+        tick()
+    return cpu_s() - c
+
+
+async def part_two(args: argparse.Namespace, folder: Path) -> tuple[float, float, int]:
+    (folder / "fleet").mkdir()
+    proc, fleet = start_fleet(args.collector_nodes, 0.0, folder / "fleet")
+    now = datetime.now(UTC)
+    path = folder / "collect.db"
+    try:
+        with Ledger.open(path, actor="bench") as ledger:
+            nodes = register_sim_nodes(ledger, args.collector_nodes, now, prefix="c")
+            store = HistoryStore(ledger)
+            for node, port in zip(nodes, fleet.ports, strict=True):
+                ssh = {"ssh_host": "127.0.0.1", "ssh_port": port, "ssh_user": "root",
+                       "ssh_key_path": str(fleet.key)}  # fmt: skip
+                ledger.update_node(node.name, ssh)
+                backfill(store, sim_node_for(node), now - timedelta(days=8), now,
+                         timedelta(hours=3), timedelta(minutes=15))  # fmt: skip
+            nodes = ledger.nodes()
+            fake = [0.0]  # the simulated monotonic clock: one interval a round
+            watch = AlertWatch(ledger, AlertsConfig(), clock=lambda: datetime.now(UTC),
+                               monotonic=lambda: fake[0])  # fmt: skip
+
+            def advance() -> None:
+                fake[0] += args.interval
+
+            poller = Poller(nodes, pool=SshPool(zuka_options(fleet)), store=store)
+            try:
+                await poller.sweep()  # connect, probe
+                off, on = [], []
+                for _ in range(args.pairs):
+                    poller.alerts = None
+                    off.append(await sweeps(poller, args.rounds, advance))
+                    poller.alerts = watch
+                    on.append(await sweeps(poller, args.rounds, advance))
+            finally:
+                await poller.close()
+            wall = args.rounds * args.interval
+            return statistics.median(off) / wall, statistics.median(on) / wall, watch.runs
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", type=int, default=200)
+    ap.add_argument("--days", type=float, default=30.0)
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs (median)")
+    ap.add_argument("--collector-nodes", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=24, help="sweeps per measurement")
+    ap.add_argument("--pairs", type=int, default=2, help="off/on measurements (median)")
+    ap.add_argument("--interval", type=float, default=5.0, help="collector interval, s")
+    args = ap.parse_args(argv)
+    began = time.perf_counter()
+    folder = Path(tempfile.mkdtemp(prefix="zuka-moneybench-"))
+    try:
+        rows = part_one(args, folder)
+        off, on, runs = asyncio.run(part_two(args, folder))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    print(f"\n{args.nodes} nodes x {args.days:g} days of history")
+    print(f"{'what':40} {'time':>9} {'x baseline':>11}  target")
+    for what, seconds, ratio in rows:
+        target = "" if "baseline" in what else ("ok" if seconds < TARGET_S else "MISSED")
+        print(f"{what:40} {seconds * 1000:7.0f} ms {ratio:10.1f}x  {target}")
+    rise = (on - off) * 100
+    print(
+        f"\ncollector, {args.collector_nodes} nodes, exec sweeps, one round per "
+        f"{args.interval:g} s of collector time, {args.rounds} rounds x {args.pairs}:"
+    )
+    print(
+        f"  CPU alerts off {off * 100:.2f} % of a core, on {on * 100:.2f} % "
+        f"({runs} evaluations): +{rise:.2f} % "
+        f"{'ok' if rise <= TARGET_CORE_PCT else 'MISSED'} (target +{TARGET_CORE_PCT:g} %)"
+    )
+    print(f"(bench took {time.perf_counter() - began:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""Reading what the alert rules (leases.alerts) judge: ledger facts, history figures and
+the latest readings of every node, in a few reads.
+
+Cheap enough to run every minute beside the collector: per-hour sums for the underuse
+window, minute roll-ups only for the nodes a minute rule can apply to.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from leases.alerts import (
+    HOURLY_TYPES,
+    STARVED_CLEAR_PCT,
+    UNDERUSE_CLEAR_MARGIN,
+    UNDERUSE_TYPES,
+    AlertKind,
+    Gap,
+    NodeFacts,
+    Reading,
+)
+from leases.config import AlertsConfig
+from leases.history import NodeMinute, busy_verdict, unpack_minute
+from leases.ledger import Ledger
+from leases.models import GpuProcess, Lease, NodeHealth, NodeState
+from leases.renewals import billing_now
+from leases.rollups import HistoryStore, sample_from
+
+# A GPU counts towards the peak of busy cards in an hour it was busy at least half of.
+PEAK_BUSY_MINUTES = 30
+FORGOTTEN_LOOKBACK = 3
+
+
+def _hour_floor(at: datetime) -> datetime:
+    return at.replace(minute=0, second=0, microsecond=0)
+
+
+def gather(ledger: Ledger, config: AlertsConfig, now: datetime) -> list[NodeFacts]:
+    """Facts of every node in the ledger, archived ones too (their deposits)."""
+    store = HistoryStore(ledger)
+    conn = ledger.conn
+    lease_node = dict(conn.execute("SELECT id, node_id FROM leases").fetchall())
+    by_node: dict[int, list[Lease]] = {}
+    for le in ledger.leases():
+        by_node.setdefault(lease_node[le.id], []).append(le)
+    gaps = {
+        node_id: Gap(datetime.fromisoformat(start), NodeHealth(health), detail)
+        for node_id, start, health, detail in conn.execute(
+            'SELECT node_id, start, health, detail FROM poll_gap WHERE "end" IS NULL'
+        )
+    }
+    latest = _latest(ledger)
+    open_kinds: dict[int, set[str]] = {}
+    for node_id, kind in conn.execute("SELECT node_id, kind FROM alerts WHERE cleared_at IS NULL"):
+        open_kinds.setdefault(node_id, set()).add(kind)
+    until = _hour_floor(now)
+    window = timedelta(days=config.underuse_window_days)
+    out: list[NodeFacts] = []
+    for node in ledger.nodes():
+        if node.problem or node.id is None:
+            continue
+        leases = tuple(sorted(by_node.get(node.id, []), key=lambda le: le.start))
+        if node.state is NodeState.RELEASED:
+            out.append(NodeFacts(node, leases))
+            continue
+        now_billing = billing_now(leases, now) if leases else None
+        facts = NodeFacts(
+            node,
+            leases,
+            now_billing,
+            latest=latest.get(node.id),
+            gap=gaps.get(node.id),
+        )
+        lease = now_billing.lease if now_billing else None
+        cards = node.gpu_count or None
+        if lease is not None and lease.billing_type in UNDERUSE_TYPES:
+            since = max(lease.start, until - window)
+            if since < until and (lease.cards_billed or cards):
+                usage = store.lease_usage(lease, since, until, cards=cards)
+                facts = _with(facts, usage=usage, usage_since=since)
+                # The peak (unpacking every hour) only where the underuse rule may speak.
+                if usage.paid and (usage.busy + usage.unknown) / usage.paid < Decimal(
+                    str(config.underuse_threshold + UNDERUSE_CLEAR_MARGIN)
+                ):
+                    facts = _with(facts, peak_busy_cards=_peak(store, node.name, since, until))
+        minutes = _minutes_wanted(facts, config, now, open_kinds.get(node.id, set()))
+        if minutes:
+            facts = _with(facts, minutes=_minutes(ledger, node.id, now - minutes, now))
+        out.append(facts)
+    return out
+
+
+def _with(facts: NodeFacts, **changes: object) -> NodeFacts:
+    return replace(facts, **changes)  # type: ignore[arg-type]
+
+
+def _idle_now(r: Reading) -> bool:
+    return bool(r.gpus) and all(
+        busy_verdict(s.util_gpu, s.mem_used_mib, s.power_w, s.power_limit_w) is False
+        for s in r.gpus
+    )
+
+
+def _low_now(r: Reading, config: AlertsConfig) -> bool:
+    return any(
+        s.util_gpu is not None and s.util_gpu < config.starved_util + STARVED_CLEAR_PCT
+        for s in r.gpus
+    )
+
+
+def _minutes_wanted(
+    facts: NodeFacts, config: AlertsConfig, now: datetime, open_kinds: set[str]
+) -> timedelta | None:
+    """How far back the minute rules need minute roll-ups for this node (None: not at all).
+
+    Only where the latest reading (or an open alert) says a rule may hold: a node busy now
+    is neither forgotten nor starved, and most of a fleet is read no further.
+    """
+    wanted = timedelta(0)
+    b, r = facts.billed, facts.latest
+    ok = r is not None and r.health is NodeHealth.OK
+    forgotten = AlertKind.FORGOTTEN.value in open_kinds or (ok and r is not None and _idle_now(r))
+    if b is not None and b.lease.billing_type in HOURLY_TYPES and forgotten:
+        # Further back than the rule needs, so that "idle since" finds where the idle
+        # stretch began (and its yuan) when it began up to FORGOTTEN_LOOKBACK earlier.
+        wanted = timedelta(hours=config.forgotten_idle_hours * FORGOTTEN_LOOKBACK)
+    starved = AlertKind.STARVED.value in open_kinds or (
+        ok and r is not None and _low_now(r, config)
+    )
+    if r is not None and r.processes and ok and starved:
+        wanted = max(wanted, timedelta(minutes=config.starved_minutes + 2))
+    return wanted or None
+
+
+def _minutes(
+    ledger: Ledger, node_id: int, since: datetime, until: datetime
+) -> tuple[NodeMinute, ...]:
+    rows = ledger.conn.execute(
+        "SELECT minute, gpus FROM gpu_minute WHERE node_id = ? AND minute >= ? AND minute < ?"
+        " ORDER BY minute",
+        (node_id, int(since.timestamp()) // 60, int(until.timestamp()) // 60 + 1),
+    ).fetchall()
+    return tuple(NodeMinute("", m, unpack_minute(b)) for m, b in rows)
+
+
+def _peak(store: HistoryStore, node: str, since: datetime, until: datetime) -> int | None:
+    hours = store.hours(node, since, until)
+    if not hours:
+        return None
+    return max(sum(1 for g in h.gpus if g.busy_minutes >= PEAK_BUSY_MINUTES) for h in hours)
+
+
+def _latest(ledger: Ledger) -> dict[int, Reading]:
+    """The latest reading of every node, by node id (a name may be reused)."""
+    out: dict[int, Reading] = {}
+    for node_id, at, health, detail, fp, gpus, procs in ledger.conn.execute(
+        "SELECT node_id, at, health, detail, fingerprint, gpus, processes FROM node_latest"
+    ):
+        out[node_id] = Reading(
+            datetime.fromisoformat(at),
+            NodeHealth(health),
+            detail,
+            fp,
+            tuple(sample_from("", d) for d in json.loads(gpus)),
+            tuple(GpuProcess(**{**p, "node": ""}) for p in json.loads(procs)),
+        )
+    return out

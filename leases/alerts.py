@@ -1,0 +1,503 @@
+"""Every alert zuka raises, as pure rules: (facts about each node, config, now) -> alerts.
+
+Facts are read elsewhere (leases.alertfacts); state, acks and snoozes live in the ledger
+(leases.alertstate). A rule reports an alert at one of two levels: RAISE (the condition
+crossed its raise threshold) or HOLD (it is between the clear and the raise threshold:
+an open alert stays open, a new one is not raised). An alert a rule does not report at
+all is cleared. That gap between the thresholds is what keeps alerts from flapping.
+
+A missing reading is unknown, never idle: a rule that judges use draws no verdict from
+minutes it has no readings for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from enum import StrEnum
+
+from leases import billing
+from leases.config import AlertsConfig
+from leases.history import NodeMinute
+from leases.models import (
+    BillingType,
+    ExpiryAction,
+    GpuProcess,
+    GpuSample,
+    Lease,
+    Node,
+    NodeHealth,
+    NodeState,
+    RefundState,
+)
+from leases.renewals import BillingNow
+from leases.severity import Severity
+from leases.textsafe import visible
+
+# Underuse clears only when use rises this far above the threshold (50 % raises, 55 % clears).
+UNDERUSE_CLEAR_MARGIN = 0.05
+# A temperature alert clears this many degrees below the threshold.
+TEMPERATURE_CLEAR_C = 5.0
+# A starved alert clears when the window's mean utilisation rises this far above the line.
+STARVED_CLEAR_PCT = 10.0
+# Share of a window's minutes that must have readings before use is judged over it.
+COVERAGE = 0.9
+# Readings older than this say nothing about the node now (no collector runs).
+FRESH = timedelta(minutes=10)
+# Underuse is not judged on less than this much paid time (a lease that just started).
+UNDERUSE_MIN_SPAN = timedelta(days=1)
+HOURLY_TYPES = (BillingType.HOURLY, BillingType.PER_SECOND, BillingType.CARD_HOUR)
+UNDERUSE_TYPES = (BillingType.MONTHLY, BillingType.CONTRACT)
+# Health of a gap that means "we cannot reach it" rather than "it answers badly".
+_UNREACHABLE = {NodeHealth.UNREACHABLE, NodeHealth.TIMEOUT}
+
+
+class AlertKind(StrEnum):
+    LEASE_ENDING = "lease_ending"
+    UNDERUSED = "underused"
+    FORGOTTEN = "forgotten"
+    STARVED = "starved"
+    RELEASE_SOON = "release_soon"
+    DEPOSIT = "deposit_not_refunded"
+    AUTORENEW = "autorenew_soon"
+    UNREACHABLE = "unreachable"
+    HOSTKEY = "hostkey_changed"
+    TEMPERATURE = "temperature"
+    ECC = "ecc_errors"
+
+
+class Level(StrEnum):
+    RAISE = "raise"
+    HOLD = "hold"
+
+
+@dataclass(frozen=True)
+class Alert:
+    kind: AlertKind
+    severity: Severity
+    node: str  # the name it had when raised (display only: names are reused)
+    node_id: int | None
+    lease_id: int | None
+    lease_start: datetime | None
+    key: str  # what tells apart alerts of one kind on one node and lease (a GPU, say)
+    message: str  # plain words, with the yuan involved
+    action: str  # what to do about it
+    yuan: Decimal | None = None
+    level: Level = Level.RAISE
+
+    @property
+    def identity(self) -> tuple[str, int | None, int | None, str]:
+        return (self.kind.value, self.node_id, self.lease_id, self.key)
+
+
+@dataclass(frozen=True)
+class Gap:
+    """An open stretch without readings (a poll_gap row)."""
+
+    start: datetime
+    health: NodeHealth
+    detail: str
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The latest reading of a node (what the poller last wrote)."""
+
+    at: datetime
+    health: NodeHealth
+    detail: str
+    fingerprint: str | None
+    gpus: tuple[GpuSample, ...]
+    processes: tuple[GpuProcess, ...]
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What the rules know of one node (live or archived) at `now`."""
+
+    node: Node
+    leases: tuple[Lease, ...] = ()  # this node's leases, by start
+    billed: BillingNow | None = None  # the lease billing now and its renewal chain
+    usage: billing.CardHours | None = None  # the prepaid lease's use over the window
+    usage_since: datetime | None = None
+    peak_busy_cards: int | None = None  # most cards busy in any hour of the window
+    latest: Reading | None = None
+    gap: Gap | None = None
+    # The trailing minute roll-ups the forgotten and starved rules look at, oldest first.
+    minutes: tuple[NodeMinute, ...] = field(default=())
+
+
+def yuan(amount: Decimal) -> str:
+    """¥1,234.56"""
+    return f"¥{billing.fen(amount):,}"
+
+
+def _days(delta: timedelta) -> str:
+    days = delta.total_seconds() / 86400
+    if days >= 2:
+        return f"{days:.0f} days"
+    hours = delta.total_seconds() / 3600
+    return f"{hours:.0f} hours" if hours >= 1 else f"{delta.total_seconds() / 60:.0f} minutes"
+
+
+def _alert(
+    facts: NodeFacts,
+    kind: AlertKind,
+    severity: Severity,
+    message: str,
+    action: str,
+    *,
+    lease: Lease | None = None,
+    key: str = "",
+    amount: Decimal | None = None,
+    level: Level = Level.RAISE,
+) -> Alert:
+    return Alert(
+        kind,
+        severity,
+        facts.node.name,
+        facts.node.id,
+        lease.id if lease else None,
+        lease.start if lease else None,
+        key,
+        message,
+        action,
+        None if amount is None else billing.fen(amount),
+        level,
+    )
+
+
+def evaluate(facts: Sequence[NodeFacts], config: AlertsConfig, now: datetime) -> list[Alert]:
+    """Every alert that holds at `now`, node by node, in a stable order."""
+    out: list[Alert] = []
+    for f in facts:
+        out.extend(node_alerts(f, config, now))
+    return out
+
+
+def node_alerts(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
+    yield from _deposits(f, config, now)
+    if f.node.state is NodeState.RELEASED:
+        return  # an archived node is read no more: only its money is still open
+    yield from _lease_end(f, config, now)
+    yield from _autorenew(f, config, now)
+    yield from _underuse(f, config)
+    yield from _forgotten(f, config, now)
+    yield from _starved(f, config, now)
+    yield from _gap_rules(f, config, now)
+    yield from _readings(f, config, now)
+
+
+# -- money and dates ------------------------------------------------------------------------
+
+
+def _renews_itself(lease: Lease) -> bool:
+    return lease.auto_renew or lease.on_expiry is ExpiryAction.RENEWS
+
+
+def _lease_end(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
+    b = f.billed
+    if b is None or b.paid_until is None:
+        return
+    last = b.chain[-1]
+    if _renews_itself(last):
+        return  # the autorenew rule speaks for it
+    end = b.paid_until
+    left = end - now
+    own = last.notice_days
+    notices = sorted({own, *(d for d in config.lease_end_notice_days if d < own)} if own
+                     else set(config.lease_end_notice_days), reverse=True)  # fmt: skip
+    if not notices or left <= timedelta(0) or left > timedelta(days=notices[0]):
+        return
+    name = visible(f.node.name)
+    if f.node.state is NodeState.OFFBOARDING:
+        state, action = "offboarding has started", "finish offboarding before the end"
+    else:
+        state = "offboarding has NOT started"
+        action = "copy data off and start offboarding, or renew the lease"
+    after = ""
+    if last.on_expiry is ExpiryAction.HOURLY and last.hourly_price is not None:
+        after = f"; after it the provider bills {yuan(last.hourly_price)} an hour"
+    elif last.on_expiry is ExpiryAction.HOURLY:
+        after = "; after it the provider bills by the hour"
+    severity = Severity.CRITICAL if left <= timedelta(days=notices[-1]) else Severity.WARNING
+    yield _alert(
+        f,
+        AlertKind.LEASE_ENDING,
+        severity,
+        f"{name}: the {last.billing_type.value} lease ends {end:%Y-%m-%d %H:%M %Z} "
+        f"(in {_days(left)}); {state}{after}",
+        action,
+        lease=last,
+        # One alert per notice stage: each stage is announced once.
+        key=f"{min(d for d in notices if left <= timedelta(days=d))}d",
+    )
+
+
+def _autorenew(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
+    b = f.billed
+    if b is None or b.paid_until is None:
+        return
+    last = b.chain[-1]
+    if not _renews_itself(last) or last.end is None:
+        return
+    charge = last.end - timedelta(days=last.renew_charge_days or 0)
+    if not (charge - timedelta(days=config.autorenew_notice_days) <= now < charge):
+        return
+    price = last.unit_price * (last.cards_billed or 1)
+    yield _alert(
+        f,
+        AlertKind.AUTORENEW,
+        Severity.WARNING,
+        f"{visible(f.node.name)}: the {last.billing_type.value} lease renews itself; the "
+        f"provider charges about {yuan(price)} a period on {charge:%Y-%m-%d} (in "
+        f"{_days(charge - now)}), before the lease ends {last.end:%Y-%m-%d}",
+        "turn auto-renew off at the provider before the charge if the node is not needed",
+        lease=last,
+        amount=price,
+    )
+
+
+def _deposits(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
+    open_ = f.billed.chain if f.billed else ()
+    for lease in f.leases:
+        if not lease.deposit or lease.deposit_refund not in (RefundState.NONE, RefundState.PENDING):
+            continue
+        ended = lease.ended_at or lease.end
+        if ended is None or any(le.start >= ended for le in open_ if le is not lease):
+            continue  # still running, or renewed: the deposit carries over
+        if now - ended < timedelta(days=config.deposit_refund_days):
+            continue
+        yield _alert(
+            f,
+            AlertKind.DEPOSIT,
+            Severity.WARNING,
+            f"{visible(f.node.name)}: deposit {yuan(lease.deposit)} not refunded "
+            f"{_days(now - ended)} after the lease ended {ended:%Y-%m-%d}",
+            "ask the provider for the refund, then record it: "
+            "zuka lease edit NODE --deposit-refund refunded",
+            lease=lease,
+            amount=lease.deposit,
+        )
+
+
+# -- use ----------------------------------------------------------------------------------
+
+
+def _underuse(f: NodeFacts, config: AlertsConfig) -> Iterator[Alert]:
+    b, u = f.billed, f.usage
+    if b is None or u is None or b.lease.billing_type not in UNDERUSE_TYPES or not u.paid:
+        return
+    cards = billing.cards_of(b.lease, f.node.gpu_count or None)
+    if u.paid < Decimal(UNDERUSE_MIN_SPAN.total_seconds() / 3600) * cards:
+        return
+    # Unknown card-hours count as used: no idle verdict from hours without readings.
+    share = float((u.busy + u.unknown) / u.paid)
+    if share >= config.underuse_threshold + UNDERUSE_CLEAR_MARGIN:
+        return
+    level = Level.RAISE if share < config.underuse_threshold else Level.HOLD
+    lease = b.lease
+    advice = _renewal_advice(lease, u, cards, f.peak_busy_cards, share)
+    days = u.paid / cards / 24
+    yield _alert(
+        f,
+        AlertKind.UNDERUSED,
+        Severity.WARNING,
+        f"{visible(f.node.name)}: {cards} cards busy {share:.0%} of the paid card-hours over "
+        f"the last {days:.0f} days ({u.busy:.0f} of {u.paid:.0f} busy, {u.unknown:.0f} "
+        f"unknown); {yuan(u.idle_yuan)} of {yuan(u.cost)} paid for idle cards",
+        advice,
+        lease=lease,
+        amount=u.idle_yuan,
+        level=level,
+    )
+
+
+def _renewal_advice(
+    lease: Lease, u: billing.CardHours, cards: int, peak: int | None, share: float
+) -> str:
+    said = []
+    if share < 0.1:
+        said.append("release it at the end (or early, if the refund rule allows)")
+    elif peak is not None and 0 < peak < cards:
+        said.append(f"renew with {peak} cards instead of {cards} (at most {peak} were busy)")
+    verdict = billing.lease_verdict(lease, u, cards=cards)
+    if verdict is not None:
+        said.append(verdict.text)
+        if verdict.monthly_saves < 0:
+            said.append("rent by the hour")
+    elif not said:
+        said.append("rent by the hour unless use rises")
+    return "At renewal: " + "; ".join(said)
+
+
+def _all_idle(m: NodeMinute) -> bool | None:
+    """True when every GPU of the minute was idle; None when any was unknown."""
+    verdicts = [g.busy for g in m.gpus]
+    if not verdicts or None in verdicts:
+        return None
+    return not any(verdicts)
+
+
+def _idle_since(minutes: Sequence[NodeMinute], now: datetime, hours: float) -> datetime | None:
+    """When the trailing run of all-idle minutes began, if it covers the last `hours`
+    with readings for at least COVERAGE of its minutes; else None."""
+    hi = int(now.timestamp()) // 60
+    lo = hi - int(hours * 60)
+    known = 0
+    start = None
+    for m in reversed(minutes):
+        if m.minute >= hi:
+            continue
+        idle = _all_idle(m)
+        if idle is not True:
+            break
+        start = m.minute
+        if m.minute >= lo:
+            known += 1
+    if start is None or start > lo or known < COVERAGE * (hi - lo):
+        return None
+    return datetime.fromtimestamp(start * 60, now.tzinfo)
+
+
+def _forgotten(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
+    b = f.billed
+    if b is None or b.lease.billing_type not in HOURLY_TYPES or b.lease.start > now:
+        return
+    since = _idle_since(f.minutes, now, config.forgotten_idle_hours)
+    if since is None:
+        return
+    lease = b.lease
+    spent = billing.accrued(lease, max(since, lease.start), now, cards=f.node.gpu_count or None)
+    yield _alert(
+        f,
+        AlertKind.FORGOTTEN,
+        Severity.WARNING,
+        f"{visible(f.node.name)}: every GPU idle since {since:%Y-%m-%d %H:%M %Z} "
+        f"({_days(now - since)}), billed by the {lease.billing_type.value}: {yuan(spent)} "
+        "spent on it while idle",
+        "stop or release the instance if nobody needs it",
+        lease=lease,
+        amount=spent,
+    )
+
+
+def _starved(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
+    r = f.latest
+    if r is None or r.health is not NodeHealth.OK or now - r.at > FRESH or not r.processes:
+        return
+    held = {p.gpu_uuid for p in r.processes}
+    gpus = {s.index for s in r.gpus if s.uuid in held} or {s.index for s in r.gpus}
+    hi = int(now.timestamp()) // 60
+    lo = hi - config.starved_minutes
+    utils: list[float] = []
+    seen = 0
+    for m in f.minutes:
+        if not lo <= m.minute < hi:
+            continue
+        values = [g.util_mean for g in m.gpus if g.index in gpus]
+        if not values or None in values:
+            continue
+        seen += 1
+        utils.append(max(v for v in values if v is not None))
+    if seen < COVERAGE * config.starved_minutes:
+        return  # not enough readings to say
+    if max(utils) < config.starved_util:
+        level = Level.RAISE
+    elif sum(utils) / len(utils) < config.starved_util + STARVED_CLEAR_PCT:
+        level = Level.HOLD
+    else:
+        return
+    mean = sum(utils) / len(utils)
+    yield _alert(
+        f,
+        AlertKind.STARVED,
+        Severity.WARNING,
+        f"{visible(f.node.name)}: GPU processes run on {len(gpus)} GPUs but utilisation "
+        f"stayed below {config.starved_util:.0f} % for {config.starved_minutes} minutes "
+        f"(mean {mean:.0f} %): data loading or communication is the bottleneck",
+        "raise batch size or DataLoader workers (num_workers, pin_memory), or check the "
+        "network between nodes",
+        level=level,
+    )
+
+
+# -- reachability and readings -------------------------------------------------------------
+
+
+def _gap_rules(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
+    g = f.gap
+    if g is None:
+        return
+    name = visible(f.node.name)
+    down = now - g.start
+    if g.health is not NodeHealth.HOSTKEY_CHANGED and down >= timedelta(
+        minutes=config.unreachable_minutes
+    ):
+        yield _alert(
+            f,
+            AlertKind.UNREACHABLE,
+            Severity.WARNING,
+            f"{name}: no readings for {_days(down)} ({g.health.value.replace('_', ' ')}: "
+            f"{visible(g.detail, 200)})",
+            "check the node at the provider's console (stopped? network? driver?)",
+        )
+    lease = f.billed.lease if f.billed else None
+    if lease is None or lease.release_after_stopped_days is None or g.health not in _UNREACHABLE:
+        return
+    release = g.start + timedelta(days=lease.release_after_stopped_days)
+    if now < release - timedelta(days=config.release_notice_days):
+        return
+    yield _alert(
+        f,
+        AlertKind.RELEASE_SOON,
+        Severity.CRITICAL,
+        f"{name}: stopped or unreachable since {g.start:%Y-%m-%d %H:%M %Z}; the platform "
+        f"releases it after {lease.release_after_stopped_days} days stopped, about "
+        f"{release:%Y-%m-%d %H:%M %Z}, and wipes its disks",
+        "start the instance (or copy its data off) before then",
+        lease=lease,
+    )
+
+
+def _readings(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
+    r = f.latest
+    if r is None:
+        return
+    name = visible(f.node.name)
+    if r.health is NodeHealth.HOSTKEY_CHANGED:
+        yield _alert(
+            f,
+            AlertKind.HOSTKEY,
+            Severity.CRITICAL,
+            f"{name}: host key changed, connection refused ({visible(r.fingerprint or '?')})",
+            "ask the provider why (reinstall? another machine?); only if satisfied, remove "
+            "the old key from known_hosts",
+        )
+    if r.health is not NodeHealth.OK or now - r.at > FRESH:
+        return
+    for s in r.gpus:
+        if s.temp_c is not None and s.temp_c >= config.temperature_c - TEMPERATURE_CLEAR_C:
+            yield _alert(
+                f,
+                AlertKind.TEMPERATURE,
+                Severity.CRITICAL
+                if s.temp_c >= config.temperature_c + TEMPERATURE_CLEAR_C
+                else Severity.WARNING,
+                f"{name}: GPU {s.index} at {s.temp_c:.0f} °C (alert at "
+                f"{config.temperature_c:.0f} °C)",
+                "ask the provider to check cooling; the card throttles and may fail",
+                key=f"gpu{s.index}",
+                level=Level.RAISE if s.temp_c >= config.temperature_c else Level.HOLD,
+            )
+        if s.ecc_uncorrected:
+            yield _alert(
+                f,
+                AlertKind.ECC,
+                Severity.CRITICAL,
+                f"{name}: GPU {s.index} reports {s.ecc_uncorrected} uncorrected ECC errors",
+                "ask the provider to reset or replace the card; results on it are suspect",
+                key=f"gpu{s.index}",
+            )

@@ -1,0 +1,400 @@
+"""Alerts: the rules on the simulated fleet, hysteresis, ack and snooze, the collector's
+evaluation beside a hanging notification endpoint, notifications to a real HTTP server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+import asyncssh
+import pytest
+from conftest import Cli
+from sshfixtures import FakeNode, node_options
+from test_notify import KEYS, Hook, hook  # noqa: F401  (hook is a fixture)
+
+from leases import alertstate, billing, records
+from leases.alertfacts import gather
+from leases.alerts import AlertKind, NodeFacts, Reading, evaluate
+from leases.alertwatch import AlertWatch, check
+from leases.config import AlertsConfig, NotifyConfig
+from leases.demo import build_demo_ledger
+from leases.history import BUSY_UTIL_PCT, GpuMinute, NodeMinute
+from leases.ledger import Ledger
+from leases.models import GpuProcess, GpuSample, Node, NodeHealth
+from leases.notify import Notifier
+from leases.poller import Poller
+from leases.rollups import HistoryStore, Latest
+from leases.sim import Scenario, SimNode, history, row_samples
+from leases.sim import answer as sim_answer
+from leases.simledger import backfill, sim_node_for
+from leases.ssh import SshPool
+
+CONFIG = AlertsConfig()
+
+
+def _hour(at: datetime) -> datetime:
+    return at.replace(minute=0, second=0, microsecond=0)
+
+
+def _demo(path: Path, now: datetime, nodes: tuple[str, ...] = ("a100-monthly-1",)) -> None:
+    """The demo fleet with 8 days of one-minute history (as hour roll-ups) for the named
+    nodes."""
+    with build_demo_ledger(path, now.date()) as ledger:
+        store = HistoryStore(ledger)
+        for name in nodes:
+            sim = sim_node_for(ledger.node(name))
+            # Into the next hour: a check that runs after the hour turns still finds every
+            # hour of its window complete.
+            end = now + timedelta(hours=1)
+            backfill(store, sim, now - timedelta(days=8), end, timedelta(0), timedelta(minutes=1))
+
+
+# -- Must show: the idle monthly lease -------------------------------------------------------
+
+
+def test_idle_monthly_lease_shows_underuse_with_its_yuan(ledger_path: Path, cli: Cli) -> None:
+    now = datetime.now(UTC)
+    _demo(ledger_path, now)
+    result = cli("alerts", "--json")
+    assert result.code == 0, result.err
+    found = [a for a in json.loads(result.out) if a["kind"] == "underused"]
+    mine = [a for a in found if a["node"] == "a100-monthly-1"]
+    assert len(mine) == 1, found
+    alert = mine[0]
+    # Independently: the sim's own one-minute readings over the 7 whole hours-aligned days
+    # before the check, busy by utilisation, priced by the lease's month.
+    until = _hour(datetime.fromisoformat(alert["last_seen"]))
+    since = until - timedelta(days=7)
+    with Ledger.open(ledger_path) as ledger:
+        lease = ledger.current_lease("a100-monthly-1", now)
+        sim = sim_node_for(ledger.node("a100-monthly-1"))
+    assert lease is not None and lease.end is not None
+    busy = sum(
+        sum(1 for u in row.util_gpu if u >= BUSY_UTIL_PCT) for row in history(sim, since, until)
+    )
+    paid_hours = Decimal(8 * 7 * 24)
+    busy_hours = Decimal(busy) / 60
+    month_hours = Decimal((lease.end - lease.start).total_seconds()) / 3600
+    cost = lease.unit_price * Decimal(7 * 24) / month_hours
+    idle_yuan = (cost * (paid_hours - busy_hours) / paid_hours).quantize(Decimal("0.01"))
+    assert busy_hours == 224  # two busy days a week, 9:00-23:00, 8 cards
+    assert alert["yuan"] == str(idle_yuan)
+    assert f"¥{idle_yuan:,}" in alert["message"]
+    assert alert["severity"] == "warning" and alert["state"] == "open"
+    assert alert["action"].startswith("At renewal:")
+    # The busy monthly lease beside it raises nothing.
+    assert not [a for a in found if a["node"] == "h800-monthly-1"]
+
+
+def test_missing_samples_give_no_idle_verdict(tmp_path: Path) -> None:
+    """A monthly node with only a few hours of readings (idle ones) and an hourly node with
+    a hole in its minutes: neither is called idle."""
+    now = datetime.now(UTC)
+    path = tmp_path / "l.db"
+    with build_demo_ledger(path, now.date()) as ledger:
+        store = HistoryStore(ledger)
+        # 10 idle hours out of 7 days on the idle monthly node: the rest is unknown.
+        sim = sim_node_for(ledger.node("a100-monthly-1"))
+        idle = [h for h in range(1, 24 * 7) if sim_idle_hour(sim, _hour(now) - timedelta(hours=h))]
+        for h in idle[:10]:
+            start = _hour(now) - timedelta(hours=h)
+            backfill(store, sim, start, start + timedelta(hours=1), timedelta(0))
+        # The hourly A10: idle minutes for 3 hours, but 40 minutes of them missing.
+        minutes = [
+            NodeMinute("aliyun-a10-burst", m, (GpuMinute(0, 6, 0.0, 0.0, 400.0, 20.0, 150.0),))
+            for m in range(int(now.timestamp()) // 60 - 180, int(now.timestamp()) // 60)
+            if m % 180 > 40
+        ]
+        store.write_minutes(minutes)
+        facts = {f.node.name: f for f in gather(ledger, CONFIG, now)}
+        a100 = facts["a100-monthly-1"].usage
+        assert a100 is not None and a100.idle > 0 and a100.unknown > 100
+        found = evaluate(list(facts.values()), CONFIG, now)
+    assert not [a for a in found if a.kind in (AlertKind.UNDERUSED, AlertKind.FORGOTTEN)
+                and a.node in ("a100-monthly-1", "aliyun-a10-burst")], found  # fmt: skip
+    # The same A10 minutes without the hole, and a latest reading idle too: forgotten.
+    with Ledger.open(path) as ledger:
+        store = HistoryStore(ledger)
+        idle = GpuSample("aliyun-a10-burst", now, 0, util_gpu=0.0, mem_used_mib=400.0,
+                         power_w=20.0, power_limit_w=150.0)  # fmt: skip
+        store.write_latest([Latest("aliyun-a10-burst", now, NodeHealth.OK, "", None, (idle,), ())])
+        store.write_minutes([
+            NodeMinute("aliyun-a10-burst", m, (GpuMinute(0, 6, 0.0, 0.0, 400.0, 20.0, 150.0),))
+            for m in range(int(now.timestamp()) // 60 - 180, int(now.timestamp()) // 60)
+        ])  # fmt: skip
+        found = evaluate(gather(ledger, CONFIG, now), CONFIG, now)
+    forgotten = [a for a in found if a.kind is AlertKind.FORGOTTEN]
+    assert [a.node for a in forgotten] == ["aliyun-a10-burst"]
+    # Idle since the first of the 180 minutes, at ¥10.50 an hour.
+    since = datetime.fromtimestamp((int(now.timestamp()) // 60 - 180) * 60, UTC)
+    seconds = Decimal((now - since).total_seconds())
+    assert forgotten[0].yuan == (Decimal("10.50") * seconds / 3600).quantize(Decimal("0.01"))
+    assert "idle since" in forgotten[0].message
+
+
+def sim_idle_hour(sim: SimNode, start: datetime) -> bool:
+    return all(u < BUSY_UTIL_PCT for row in history(sim, start, start + timedelta(hours=1))
+               for u in row.util_gpu)  # fmt: skip
+
+
+def _latest_of(sim: SimNode, now: datetime) -> Latest:
+    """The sim's reading now, as the poller writes it, with one process per GPU."""
+    row = next(history(sim, now - timedelta(seconds=1), now))
+    gpus = tuple(row_samples(sim, row))
+    procs = tuple(GpuProcess(sim.name, g.uuid, 4000 + g.index, "python", 30000.0, "alice")
+                  for g in gpus)  # fmt: skip
+    return Latest(sim.name, now, NodeHealth.OK, "", None, gpus, procs)
+
+
+def test_starved_node_gets_the_starved_alert(tmp_path: Path) -> None:
+    now = datetime.now(UTC)
+    with Ledger.open(tmp_path / "l.db") as ledger:
+        for name, scenario in (("starved-1", Scenario.STARVED), ("busy-1", Scenario.BUSY)):
+            ledger.add_node(records.node_from({
+                "name": name, "ssh_host": "127.0.0.1", "gpu_model": "A100 80GB SXM",
+                "gpu_count": 4, "tags": [f"sim:{scenario.value}"],
+            }))  # fmt: skip
+        store = HistoryStore(ledger)
+        for node in ledger.nodes():
+            sim = sim_node_for(node)
+            backfill(store, sim, now - timedelta(hours=2), now)
+            store.write_latest([_latest_of(sim, now)])
+        found = evaluate(gather(ledger, CONFIG, now), CONFIG, now)
+    starved = [a for a in found if a.kind is AlertKind.STARVED]
+    assert [a.node for a in starved] == ["starved-1"]
+    assert "data loading or communication is the bottleneck" in starved[0].message
+    assert "batch size or DataLoader workers" in starved[0].action
+
+
+# -- hysteresis ------------------------------------------------------------------------------
+
+
+def _monthly_facts(ledger: Ledger, share: float, now: datetime) -> list[NodeFacts]:
+    """The idle monthly node's facts with a chosen busy share over the window."""
+    facts = [f for f in gather(ledger, CONFIG, now) if f.node.name == "a100-monthly-1"]
+    lease = facts[0].billed.lease  # type: ignore[union-attr]
+    since = _hour(now) - timedelta(days=7)
+    minutes = 8 * 7 * 24 * 60
+    usage = billing.lease_card_hours(lease, since, _hour(now), int(minutes * share), minutes,
+                                     cards=8)  # fmt: skip
+    return [replace(facts[0], usage=usage, usage_since=since, peak_busy_cards=8)]
+
+
+def test_a_series_crossing_the_threshold_raises_once(tmp_path: Path) -> None:
+    t0 = datetime.now(UTC)
+    with build_demo_ledger(tmp_path / "l.db", t0.date()) as ledger:
+        told = []
+        ids = set()
+        # 50 % raises, 55 % clears: 0.52 and 0.53 keep the alert; 0.56 clears it; the
+        # 0.47 ten minutes later re-opens the same alert, not a new one.
+        for i, share in enumerate((0.45, 0.52, 0.48, 0.53, 0.49, 0.56, 0.47, 0.51)):
+            now = t0 + timedelta(minutes=10 * i)
+            found = [a for a in evaluate(_monthly_facts(ledger, share, now), CONFIG, now)
+                     if a.kind is AlertKind.UNDERUSED]  # fmt: skip
+            changes = alertstate.reconcile(ledger, found, now)
+            told += [c.change.value for c in changes if c.change.value in ("new", "escalated")]
+            ids |= {c.alert.id for c in changes}
+        assert told == ["new"]
+        assert len(ids) == 1
+        rows = alertstate.alerts(ledger, now, everything=True)
+        assert len(rows) == 1 and rows[0].cleared_at is None
+        # After the hold time a new raise is a new alert.
+        alertstate.reconcile(ledger, [], now + timedelta(minutes=10))
+        later = now + timedelta(minutes=11) + alertstate.REOPEN_HOLD
+        found = evaluate(_monthly_facts(ledger, 0.3, later), CONFIG, later)
+        changes = alertstate.reconcile(ledger, found, later)
+        assert [c.change.value for c in changes if c.alert.kind == "underused"] == ["new"]
+
+
+def test_temperature_raises_at_the_threshold_and_clears_five_below(tmp_path: Path) -> None:
+    t0 = datetime.now(UTC)
+    sim = SimNode("hot", "A100", 1, seed=1)
+    with Ledger.open(tmp_path / "l.db") as ledger:
+        node = ledger.add_node(
+            records.node_from({"name": "hot", "ssh_host": "127.0.0.1", "gpu_count": 1})
+        )
+        levels, told, cleared = [], [], []
+        for i, temp in enumerate((84.0, 85.0, 82.0, 86.0, 81.0, 79.0, 84.0)):
+            now = t0 + timedelta(minutes=i)
+            sample = row_samples(sim, next(history(sim, now, now + timedelta(seconds=1))))[0]
+            reading = Reading(now, NodeHealth.OK, "", None, (replace(sample, temp_c=temp),), ())
+            found = evaluate([NodeFacts(node, latest=reading)], CONFIG, now)
+            levels.append(found[0].level.value if found else None)
+            changes = alertstate.reconcile(ledger, found, now)
+            told += [temp for c in changes if c.change.value == "new"]
+            cleared += [temp for c in changes if c.change.value == "cleared"]
+    # 85 raises; 80 to 85 holds an open alert and raises none; below 80 clears.
+    assert levels == ["hold", "raise", "hold", "raise", "hold", None, "hold"]
+    assert told == [85.0] and cleared == [79.0]
+
+
+# -- ack and snooze --------------------------------------------------------------------------
+
+
+def test_ack_and_snooze_from_the_command_line(ledger_path: Path, cli: Cli) -> None:
+    _demo(ledger_path, datetime.now(UTC), ())
+    listed = json.loads(cli("alerts", "--json").out)
+    assert {a["kind"] for a in listed} >= {"lease_ending"}
+    first, second = listed[0]["id"], listed[1]["id"]
+    assert cli("alerts", "ack", str(first)).code == 0
+    snoozed = cli("alerts", "snooze", str(second), "--for", "1d", "--json")
+    assert snoozed.code == 0, snoozed.err
+    until = datetime.fromisoformat(json.loads(snoozed.out)["snoozed_until"])
+    assert timedelta(hours=23) < until - datetime.now(UTC) <= timedelta(days=1)
+    left = {a["id"] for a in json.loads(cli("alerts", "--json").out)}
+    assert first not in left and second not in left
+    states = {a["id"]: a["state"] for a in json.loads(cli("alerts", "--all", "--json").out)}
+    assert states[first] == "acked" and states[second] == "snoozed"
+    bad = cli("alerts", "snooze", str(second), "--for", "soon")
+    assert bad.code == 2 and "for" in bad.err and "soon" in bad.err
+    missing = cli("alerts", "ack", "999")
+    assert missing.code == 2 and "id" in missing.err
+
+
+def test_parse_duration() -> None:
+    assert alertstate.parse_duration("30m") == timedelta(minutes=30)
+    assert alertstate.parse_duration("2h") == timedelta(hours=2)
+    assert alertstate.parse_duration("1d") == timedelta(days=1)
+    for bad in ("", "0m", "1y", "-1h", "100d"):
+        with pytest.raises(ValueError):
+            alertstate.parse_duration(bad)
+
+
+# -- the collector and notifications ----------------------------------------------------------
+
+
+async def _fleet(tmp_path: Path, ledger: Ledger) -> tuple[list[FakeNode], list[Node]]:
+    sims = [SimNode(f"n{i}", "A100", 2, seed=i) for i in range(3)]
+
+    def handler_for(sim: SimNode):  # type: ignore[no-untyped-def]
+        async def handle(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
+            out, err, status = sim_answer(sim, process.command or "", datetime.now(UTC))
+            process.stdout.write(out)
+            process.stderr.write(err)
+            process.exit(status)
+
+        return handle
+
+    servers = [await FakeNode(KEYS, handler=handler_for(s)).start() for s in sims]
+    nodes = []
+    for server, sim in zip(servers, sims, strict=True):
+        node = server.as_node(sim.name)
+        nodes.append(ledger.add_node(records.node_from(
+            {**records.node_record(node), "gpu_model": "A100", "gpu_count": 2})))  # fmt: skip
+    # n0's monthly lease ends in 12 hours: an alert to send.
+    now = datetime.now(UTC)
+    ledger.add_lease(records.lease_from({
+        "node": "n0", "billing_type": "monthly", "unit_price": "30000",
+        "start": (now - timedelta(days=29, hours=12)).isoformat(),
+        "end": (now + timedelta(hours=12)).isoformat(),
+    }))  # fmt: skip
+    return servers, nodes
+
+
+async def test_collector_polls_on_time_beside_a_hanging_endpoint(
+    tmp_path: Path,
+    hook: Hook,  # noqa: F811
+) -> None:
+    hook.mode = "hang"
+    ledger = Ledger.open(tmp_path / "ledger.db")
+    servers, nodes = await _fleet(tmp_path, ledger)
+    config = replace(NotifyConfig(), urls=(hook.url("dingtalk"),), timeout_s=30.0)
+    notifier = Notifier(config, tmp_path / "ledger.db").start()
+    watch = AlertWatch(ledger, CONFIG, clock=lambda: datetime.now(UTC), notifier=notifier,
+                       every_s=0.0)  # fmt: skip
+    poller = Poller(nodes, pool=SshPool(node_options(KEYS, tmp_path, servers)),
+                    store=HistoryStore(ledger), interval_s=0.2, alerts=watch)  # fmt: skip
+    try:
+        await poller.sweep()  # the lease-end alert is new: the notifier hangs sending it
+        assert [c.alert.kind for c in watch.last_changes] == ["lease_ending"]
+        await asyncio.sleep(0.2)
+        started = time.monotonic()
+        for _ in range(3):
+            await poller.sweep()
+        elapsed = time.monotonic() - started
+        assert elapsed < 3.0, elapsed
+        assert watch.runs == 4
+    finally:
+        await poller.close()
+        for s in servers:
+            await s.stop()
+        hook.stop()
+        assert notifier.close(timeout=10)
+        ledger.close()
+
+
+async def test_a_new_alert_reaches_a_real_http_server(
+    tmp_path: Path,
+    hook: Hook,  # noqa: F811
+) -> None:
+    ledger = Ledger.open(tmp_path / "ledger.db")
+    servers, _ = await _fleet(tmp_path, ledger)
+    for s in servers:
+        await s.stop()
+    config = replace(NotifyConfig(), urls=(hook.url("dingtalk"),))
+    notifier = Notifier(config, tmp_path / "ledger.db").start()
+    watch = AlertWatch(ledger, CONFIG, clock=lambda: datetime.now(UTC), notifier=notifier)
+    try:
+        changes = watch.tick()
+        assert [c.change.value for c in changes] == ["new"]
+        got = await asyncio.to_thread(hook.wait_for, 1)
+        body = got[0].body
+        assert body["msgtype"] == "text"
+        assert "n0: the monthly lease ends" in body["text"]["content"]
+        assert "offboarding has NOT started" in body["text"]["content"]
+        assert watch.tick() == []  # not due again yet: nothing evaluated, nothing sent
+        check(ledger, CONFIG, lambda: datetime.now(UTC))  # the same alert: updated, not new
+        await asyncio.sleep(0.3)
+        assert len(hook.got) == 1
+    finally:
+        assert notifier.close(timeout=10)
+        ledger.close()
+
+
+# -- the dashboard -------------------------------------------------------------------------
+
+
+async def test_dashboard_counts_lists_acks_and_snoozes_alerts(tmp_path: Path) -> None:
+    from textual.widgets import DataTable
+
+    from tui.alerts import AlertsScreen
+    from tui.app import ZukaApp
+
+    now = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
+    path = tmp_path / "l.db"
+    build_demo_ledger(path, now.date()).close()
+    app = ZukaApp(path, clock=lambda: now, poll=False, refresh_s=3600)
+    async with app.run_test(size=(150, 40)) as pilot:
+        await pilot.pause()
+        # The lease of colo-njidc-4090 ends within a day, h800-monthly-2's within 7.
+        assert "2 alerts" in str(app.sub_title)
+        fleet = app.query_one("#fleet", DataTable)
+        marks = {fleet.get_row_at(i)[0].plain: fleet.get_row_at(i)[2].plain
+                 for i in range(fleet.row_count)}  # fmt: skip
+        assert marks["colo-njidc-4090"] == "!!1" and marks["h800-monthly-2"] == "!1"
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, AlertsScreen)
+        table = app.screen.query_one("#alerts", DataTable)
+        assert table.row_count == 2
+        first = table.get_row_at(0)[0]
+        await pilot.press("k")  # the critical one, listed first
+        await pilot.pause()
+        await pilot.press("down", "z")
+        await pilot.pause()
+        states = {table.get_row_at(i)[0]: table.get_row_at(i)[2] for i in range(2)}
+        assert states[first] == "acked" and set(states.values()) == {"acked", "snoozed"}
+        await pilot.press("escape")
+        await pilot.pause()
+        assert "alert" not in str(app.sub_title)
+    with Ledger.open(path) as ledger:
+        rows = {a.id: a for a in alertstate.alerts(ledger, now, everything=True)}
+        acked = rows[int(first)]
+        assert acked.acked_at == now and acked.kind == "lease_ending"
+        snoozed = [a for a in rows.values() if a.snoozed_until is not None]
+        assert len(snoozed) == 1 and snoozed[0].snoozed_until == now + timedelta(days=1)

@@ -1,0 +1,124 @@
+"""The alert list: every alert not cleared, acknowledged with k, snoozed for a day with z."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from leases import alertstate
+from leases.alertstate import State, StoredAlert
+from leases.errors import InputError
+from leases.ledger import Ledger
+from tui.fleetview import plain
+
+COLUMNS = ("ID", "Severity", "State", "Node", "Kind", "Since", "Message")
+SNOOZE = timedelta(days=1)
+
+
+def alert_marker(alerts: list[StoredAlert]) -> str:
+    """A fleet table cell: how many open alerts, ! for warnings, !! if any is critical."""
+    if not alerts:
+        return ""
+    worst = max(a.severity.rank for a in alerts)
+    return f"{'!!' if worst >= 2 else '!'}{len(alerts)}"
+
+
+class AlertsScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,a", "back", "Back", id="alerts-back", tooltip="Back to the fleet"),
+        Binding("k", "ack", "Acknowledge", id="alerts-ack", tooltip="Hide until it clears"),
+        Binding("z", "snooze", "Snooze 1 day", id="alerts-snooze", tooltip="Hide for a day"),
+    ]
+
+    def __init__(self, ledger: Ledger, clock: Callable[[], datetime]) -> None:
+        super().__init__()
+        self.ledger = ledger
+        self.clock = clock
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="alerts-title")
+        yield DataTable(id="alerts", cursor_type="row", zebra_stripes=True)
+        yield Static(id="alerts-action")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#alerts", DataTable).add_columns(*COLUMNS)
+        self.refresh_list()
+
+    def _rows(self) -> list[StoredAlert]:
+        now = self.clock()
+        return [a for a in alertstate.alerts(self.ledger, now, everything=True)
+                if a.state(now) is not State.CLEARED]  # fmt: skip
+
+    def refresh_list(self) -> None:
+        now = self.clock()
+        rows = self._rows()
+        table = self.query_one("#alerts", DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        for a in rows:
+            table.add_row(
+                str(a.id),
+                a.severity.value,
+                a.state(now).value,
+                plain(a.node, 30),
+                a.kind.replace("_", " "),
+                f"{a.first_seen.astimezone():%m-%d %H:%M}",
+                plain(a.message, 200),
+                key=str(a.id),
+            )
+        if rows:
+            table.move_cursor(row=min(cursor, len(rows) - 1))
+        shown = sum(1 for a in rows if a.state(now) is State.OPEN)
+        title = (
+            f"{shown} open alerts, {len(rows) - shown} acknowledged or snoozed · "
+            "k acknowledge · z snooze 1 day · escape back"
+        )
+        self.query_one("#alerts-title", Static).update(plain(title))
+        self._show_action()
+
+    def _selected(self) -> int | None:
+        table = self.query_one("#alerts", DataTable)
+        if table.row_count == 0:
+            return None
+        key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
+        return None if key.value is None else int(key.value)
+
+    def _show_action(self) -> None:
+        chosen = self._selected()
+        found = [a for a in self._rows() if a.id == chosen]
+        text = f"→ {found[0].action}" if found and found[0].action else ""
+        self.query_one("#alerts-action", Static).update(plain(text, 400, wrap=True))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_action()
+
+    def _act(self, act: Callable[[int], StoredAlert], said: str) -> None:
+        chosen = self._selected()
+        if chosen is None:
+            return
+        try:
+            done = act(chosen)
+        except InputError as exc:
+            self.notify(f"{exc.field}: {exc.reason}", markup=False, severity="warning")
+            return
+        self.notify(f"{said} #{done.id} ({done.kind} on {done.node})", markup=False)
+        self.refresh_list()
+
+    def action_back(self) -> None:
+        self.dismiss(None)
+
+    def action_ack(self) -> None:
+        self._act(
+            lambda i: alertstate.ack(self.ledger, i, self.clock(), self.ledger.actor or "?"),
+            "acknowledged",
+        )
+
+    def action_snooze(self) -> None:
+        self._act(lambda i: alertstate.snooze(self.ledger, i, self.clock() + SNOOZE), "snoozed")

@@ -4,9 +4,8 @@ with 30 days of history, and the collector's CPU at 300 nodes with alerts on and
 1. A ledger of `--nodes` simulated nodes (leases/simledger.py: card-hour, monthly,
    contract and hourly leases) with `--days` of backfilled history. Timed, median of
    `--repeat`: alerts evaluated and stored (leases.alertwatch.check: facts read, rules,
-   reconcile), and the monthly report: leases.report when this checkout has it, else the
-   per-lease figures it is built from (billing.cost_to_date, HistoryStore.lease_usage over
-   the month: cost, busy, idle, unknown card-hours, idle yuan), and says which. Baseline in
+   reconcile), and the monthly report as `zuka report --month` builds it (tui.cli_money:
+   every chain's cost, busy, idle, unknown card-hours, idle yuan, deposits). Baseline in
    the same run: HistoryStore.busy_card_hours over the same 30 days (an existing read).
 2. The collector at `--collector-nodes` nodes (bench/_fleet_server.py in its own process,
    no added delay): `--rounds` exec sweeps storing to a ledger, with alerts off and on
@@ -22,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import resource
 import shutil
 import signal
@@ -35,11 +33,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from leases import billing
 from leases.alertwatch import AlertWatch, check
-from leases.config import AlertsConfig
+from leases.config import AlertsConfig, Config
 from leases.ledger import Ledger
 from leases.poller import Poller
+from leases.report import month_window
 from leases.rollups import HistoryStore
 from leases.simledger import backfill, register_sim_nodes, sim_node_for
 from leases.ssh import SshPool
@@ -47,6 +45,8 @@ from leases.ssh import SshPool
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from poll import start_fleet, zuka_options  # noqa: E402
+
+from tui.cli_money import _build as build_month  # noqa: E402
 
 TARGET_S = 1.0
 TARGET_CORE_PCT = 1.0
@@ -74,22 +74,6 @@ def build(path: Path, nodes: int, days: float, now: datetime) -> None:
                      timedelta(hours=3), timedelta(minutes=15))  # fmt: skip
 
 
-def report_figures(ledger: Ledger, since: datetime, until: datetime) -> int:
-    """The per-lease figures a monthly report is built from; returns the lease count."""
-    store = HistoryStore(ledger)
-    nodes = {n.name: n for n in ledger.nodes()}
-    count = 0
-    for lease in ledger.leases():
-        lo, hi = max(since, lease.start), until
-        if lo >= hi:
-            continue
-        cards = nodes[lease.node].gpu_count or None
-        billing.cost_to_date(lease, hi, cards=cards)
-        store.lease_usage(lease, lo, hi, cards=cards).idle_yuan  # noqa: B018
-        count += 1
-    return count
-
-
 def part_one(args: argparse.Namespace, folder: Path) -> list[tuple[str, float, float]]:
     now = datetime.now(UTC)
     path = folder / "money.db"
@@ -105,19 +89,15 @@ def part_one(args: argparse.Namespace, folder: Path) -> list[tuple[str, float, f
         first = check(ledger, config, lambda: now)
         alerts = timed(lambda: check(ledger, config, lambda: now), args.repeat)
         print(f"alerts: {len(first)} raised on the first evaluation", flush=True)
-        if importlib.util.find_spec("leases.report") is not None:
-            import leases.report as report_module
-
-            what = "monthly report (leases.report)"
-            build_report = getattr(report_module, "build", None) or report_module.monthly_report
-            month = f"{now:%Y-%m}"
-            report = timed(lambda: build_report(ledger, month), args.repeat)
-        else:
-            what = "report figures (no leases.report here)"
-            month_start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-            count = report_figures(ledger, month_start, now)
-            print(f"report figures: {count} leases (cost to date, usage, idle yuan)")
-            report = timed(lambda: report_figures(ledger, month_start, now), args.repeat)
+        # The report exactly as `zuka report --month` builds it (tui.cli_money), for the
+        # month that the 30 days of history mostly cover.
+        month = f"{now - timedelta(days=15):%Y-%m}"
+        cfg = Config()
+        window, complete = month_window(month, cfg.billing.tz, now)
+        what = "monthly report (zuka report)"
+        count = len(build_month(ledger, month, window, complete, cfg).rows)
+        print(f"monthly report: {count} lease rows", flush=True)
+        report = timed(lambda: build_month(ledger, month, window, complete, cfg), args.repeat)
     return [
         ("busy_card_hours 30 d (baseline)", base, 1.0),
         ("alerts evaluated + stored", alerts, alerts / base),

@@ -233,7 +233,7 @@ def test_import_of_a_released_node_with_an_open_lease_is_refused(cli: Cli, tmp_p
     other = tmp_path / "other.db"
     r = cli("import", str(path), ledger=other)
     assert r.code == 2
-    assert "leases[1]" in r.err and "archived" in r.err and "x1" in r.err
+    assert f"lease 1 in {path}" in r.err and "archived" in r.err and "x1" in r.err
     assert json.loads(cli("node", "list", "--all", "--json", ledger=other).out) == []
 
 

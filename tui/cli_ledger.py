@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Mapping
 from datetime import datetime
@@ -694,10 +695,23 @@ def read_export(path: str, fmt: str | None) -> transfer.Export:
     return transfer.from_csv(text) if fmt == "csv" else transfer.from_json(text)
 
 
+_RECORD_AT = re.compile(r"(provider|node|lease|resource) \d+")
+
+
 def import_(args: argparse.Namespace, out: TextIO) -> int:
-    data = read_export(args.file, args.format)
-    with _open(args, create=True) as ledger:
-        counts = ledger.import_records(data)
+    try:
+        data = read_export(args.file, args.format)
+        with _open(args, create=True) as ledger:
+            counts = ledger.import_records(data)
+    except InputError as exc:
+        # "lease 2: end" -> "lease 2 in FILE: end": records count from 1, as people do.
+        at = _RECORD_AT.match(exc.field)
+        if at is None:
+            raise
+        where = "stdin" if args.file == "-" else args.file
+        raise InputError(
+            f"{at.group(0)} in {where}{exc.field[at.end() :]}", exc.value, exc.reason
+        ) from None
     summary = ", ".join(f"{n} {k}" for k, n in counts.items())
     return _done(args, out, counts, f"imported {summary}")
 

@@ -92,7 +92,14 @@ def resolve_ledger_path(cli_value: str | None, env: Mapping[str, str] = os.envir
 
 
 def _create_private(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except (FileNotFoundError, PermissionError, NotADirectoryError):
+        # os_problem would say "no such file" of a directory that mkdir could not make.
+        raise LedgerError(
+            f"{path}: cannot create its directory {path.parent}: that place is not writable"
+            " or not a place for a ledger (like /proc or /sys): give another path"
+        ) from None
     try:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     except FileExistsError:

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from leases.errors import InputError
+from leases.errors import InputError, os_problem
 from leases.models import Node, NodeState
 from leases.records import LEASE_KEYS, NODE_KEYS, PROVIDER_KEYS, RESOURCE_KEYS, Record
 
@@ -54,6 +54,23 @@ CSV_COLUMNS: tuple[str, ...] = (
 Export = dict[str, list[Record]]
 
 
+NOT_AN_EXPORT = (
+    "is not a zuka export: neither JSON nor a zuka CSV (whose header starts with 'record')"
+)
+
+
+def sniff(text: str) -> str | None:
+    """ "json" or "csv" by the text's start, None for neither (a zuka CSV's header starts
+    with its `record` column, maybe after a byte order mark)."""
+    head = text.lstrip("\ufeff \t\r\n")
+    if head.startswith(("{", "[")):
+        return "json"
+    first = head.split("\n", 1)[0].strip()
+    if first == "record" or first.startswith(("record,", '"record",')):
+        return "csv"
+    return None
+
+
 def to_json(data: Export) -> str:
     return (
         json.dumps({"format": FORMAT, "version": VERSION, **data}, ensure_ascii=False, indent=2)
@@ -62,10 +79,14 @@ def to_json(data: Export) -> str:
 
 
 def from_json(text: str) -> Export:
+    if sniff(text) != "json":
+        raise InputError("file", None, NOT_AN_EXPORT)
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError("file", f"line {exc.lineno}", f"is not valid JSON: {exc.msg}") from None
+        raise InputError(
+            "file", None, f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        ) from None
     except RecursionError:
         raise InputError("file", "(nested too deep)", "is not a zuka export") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
@@ -223,15 +244,18 @@ def write_private(path: Path, text: str) -> None:
     except FileNotFoundError:
         pass
     except OSError as exc:
-        raise InputError("output", str(path), exc.strerror or str(exc)) from None
+        raise InputError(str(path), None, os_problem(exc, path)) from None
     else:
         if not stat.S_ISREG(st.st_mode):
-            raise InputError("output", str(path), "is a link or not a regular file: refused")
+            raise InputError(
+                str(path), None, "is a link or not a regular file: refused; give another path"
+            )
     folder = path.parent
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:
-        raise InputError("output", str(path), exc.strerror or str(exc)) from None
+        # The file is written beside itself, then renamed: the directory must take a file.
+        raise InputError(str(path), None, os_problem(exc, path)) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)

@@ -26,18 +26,23 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"zuka: error: {visible(message)}\n")
 
 
-LEDGER_HELP = "ledger file (default: $ZUKA_LEDGER, else the user data directory)"
+def _ledger_help() -> str:
+    from leases.ledger import default_ledger_path
+
+    return f"ledger file (default: $ZUKA_LEDGER, else {default_ledger_path()})"
+
+
 DEMO_LEDGER_HELP = (
     "build the demo ledger in this new file and keep it (default: a temporary file, deleted "
     "when the demo ends; $ZUKA_LEDGER is not used)"
 )
 
 
-def _common(*, screen: bool = False, ledger_help: str = LEDGER_HELP) -> _Parser:
+def _common(*, screen: bool = False, ledger_help: str = "") -> _Parser:
     """Options every subcommand takes, before or after the subcommand's name. A screen takes
     --json only to refuse it by name (main), so its help does not offer it."""
     p = _Parser(add_help=False)
-    p.add_argument("--ledger", default=argparse.SUPPRESS, help=ledger_help)
+    p.add_argument("--ledger", default=argparse.SUPPRESS, help=ledger_help or _ledger_help())
     p.add_argument(
         "--json",
         action="store_true",
@@ -233,11 +238,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--url", help="send to this URL instead of the configured ones")
 
     p = cmd(sub, "export", L.export, "write the whole ledger as CSV or JSON")
-    p.add_argument("--format", choices=("csv", "json"), default="json")
+    p.add_argument(
+        "--format", choices=("csv", "json"), help="default: from the -o file name, else json"
+    )
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     p = cmd(sub, "import", L.import_, "add an export (CSV or JSON) to the ledger, all or nothing")
     p.add_argument("file", help="a file written by `zuka export`, or - for stdin")
-    p.add_argument("--format", choices=("csv", "json"), help="default: from the file name")
+    p.add_argument(
+        "--format",
+        choices=("csv", "json"),
+        help="default: from the file name (.csv, .json), else from its first line",
+    )
 
     return parser
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from leases import auditchain, fields, recordfields, records, release, renewals, transfer
-from leases.errors import InputError
+from leases.errors import InputError, LedgerError, ledger_failure, os_problem
 from leases.ledger import Ledger, describe_counts, describe_resources, resolve_ledger_path
 from leases.models import Lease, Node, NodeState, Provider, ProviderKind, Resource
 from leases.renewals import BillingNow
@@ -82,8 +82,20 @@ def _pick(args: argparse.Namespace, table: Mapping[str, tuple[str, str]]) -> dic
 
 
 def _open(args: argparse.Namespace, *, create: bool = False, readonly: bool = False) -> Ledger:
-    """The ledger of --ledger; readonly for commands that only read (see Ledger.open)."""
-    return Ledger.open(resolve_ledger_path(args.ledger), create=create, readonly=readonly)
+    """The ledger of --ledger; readonly for commands that only read (see Ledger.open).
+    A typo in --ledger must not pass unseen: a command that only reads refuses a missing
+    ledger, and one that creates it says so on stderr."""
+    path = resolve_ledger_path(args.ledger)
+    try:
+        existed = path.exists()
+    except OSError as exc:  # a name too long, a part of the path not a directory
+        raise ledger_failure(path, exc) from None
+    if not existed and not create:
+        raise LedgerError(f"no ledger at {path} (nothing recorded yet, or a wrong --ledger?)")
+    ledger = Ledger.open(path, create=create, readonly=readonly)
+    if not existed:
+        print(f"zuka: created a new ledger at {visible(str(path))}", file=sys.stderr)
+    return ledger
 
 
 # -- providers ---------------------------------------------------------------------------
@@ -673,9 +685,18 @@ def audit_verify(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def export(args: argparse.Namespace, out: TextIO) -> int:
+    fmt = args.format
+    if fmt is None and args.output:
+        fmt = _format_of(args.output)
+        if fmt is None:
+            raise InputError(
+                "--output",
+                args.output,
+                "cannot tell the format from its extension (.csv or .json): give --format",
+            )
     with _open(args, readonly=True) as ledger:
         data = ledger.export_records()
-    text = transfer.to_csv(data) if args.format == "csv" else transfer.to_json(data)
+    text = transfer.to_csv(data) if fmt == "csv" else transfer.to_json(data)
     if args.output:
         transfer.write_private(Path(args.output), text)
     else:
@@ -684,15 +705,31 @@ def export(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def read_export(path: str, fmt: str | None) -> transfer.Export:
+    """The export in a file (or stdin, "-"), in fmt; by default by the file name's
+    extension, else by its first characters (see transfer.sniff)."""
+    where = "stdin" if path == "-" else path
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise InputError("file", path, exc.strerror or str(exc)) from None
+        raise InputError(where, None, os_problem(exc, path)) from None
     except UnicodeDecodeError:
-        raise InputError("file", path, "is not UTF-8 text") from None
+        raise InputError(where, None, "is not UTF-8 text, so not a zuka export") from None
     if fmt is None:
-        fmt = "csv" if path.lower().endswith(".csv") else "json"
-    return transfer.from_csv(text) if fmt == "csv" else transfer.from_json(text)
+        fmt = _format_of(path) or transfer.sniff(text)
+        if fmt is None:
+            raise InputError(where, None, f"{transfer.NOT_AN_EXPORT}; or give --format")
+    try:
+        return transfer.from_csv(text) if fmt == "csv" else transfer.from_json(text)
+    except InputError as exc:
+        if exc.field != "file":
+            raise
+        hint = "; if it is CSV, add --format csv" if fmt == "json" and path == "-" else ""
+        raise InputError(where, exc.value, exc.reason + hint) from None
+
+
+def _format_of(path: str) -> str | None:
+    suffix = Path(path).suffix.lower()
+    return {".csv": "csv", ".json": "json"}.get(suffix)
 
 
 _RECORD_AT = re.compile(r"(provider|node|lease|resource) \d+")

@@ -1,0 +1,158 @@
+"""What a user sees around the ledger and export paths: a new or missing ledger said so,
+path errors in one line with what to do, export formats by file name (issue 7 review)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Cli
+
+from tui.cli import build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def one_line(err: str) -> str:
+    assert "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+# -- a new or a missing ledger --------------------------------------------------------------
+
+
+def test_a_command_that_creates_the_ledger_says_so(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "typo" / "x.db"
+    r = cli("node", "add", "zz", "--ssh", "ssh root@h", ledger=path)
+    assert r.code == 0
+    assert f"created a new ledger at {path}" in r.err
+    again = cli("node", "add", "zy", "--ssh", "ssh root@h", ledger=path)
+    assert again.code == 0 and again.err == ""
+
+
+@pytest.mark.parametrize(
+    "args", [("node", "list"), ("lease", "list"), ("resource", "list"), ("log",), ("export",)]
+)
+def test_a_read_on_a_missing_ledger_says_there_is_none(
+    cli: Cli, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    path = tmp_path / "nothing.db"
+    r = cli(*args, ledger=path)
+    assert r.code == 1
+    line = one_line(r.err)
+    assert f"no ledger at {path}" in line and "wrong --ledger" in line
+    assert r.out == ""
+    assert not path.exists()
+
+
+def test_a_ledger_in_proc_is_not_a_place_for_one(cli: Cli) -> None:
+    r = cli("node", "add", "zz", "--ssh", "ssh root@h", ledger=Path("/proc/x.db"))
+    assert r.code == 1
+    line = one_line(r.err)
+    assert "/proc" in line and "not writable" in line
+    assert "no such file" not in line
+
+
+def test_help_shows_the_default_ledger_path() -> None:
+    from leases.ledger import default_ledger_path
+
+    assert str(default_ledger_path()) in build_parser().format_help().replace("\n", "")
+
+
+# -- export and import paths --------------------------------------------------------------
+
+
+def _seed(cli: Cli) -> None:
+    assert cli("node", "add", "n1", "--ssh", "ssh root@10.0.0.5").code == 0
+
+
+@pytest.mark.parametrize(
+    ("target", "words"),
+    [
+        ("{tmp}/nodir/x.json", "directory"),
+        ("/proc/version", "cannot"),
+    ],
+)
+def test_export_path_errors_name_the_path_and_what_to_do(
+    cli: Cli, tmp_path: Path, target: str, words: str
+) -> None:
+    _seed(cli)
+    output = target.format(tmp=tmp_path)
+    r = cli("export", "-o", output, "--format", "json")
+    assert r.code != 0
+    line = one_line(r.err)
+    assert output in line and words in line
+    assert "output:" not in line
+    if output.startswith("/proc"):
+        assert "No such file" not in line
+
+
+@pytest.mark.parametrize("kind", ["directory", "proc"])
+def test_import_path_errors_name_the_path_and_what_to_do(
+    cli: Cli, tmp_path: Path, kind: str
+) -> None:
+    source = str(tmp_path) if kind == "directory" else "/proc/version"
+    r = cli("import", source)
+    assert r.code == 2
+    line = one_line(r.err)
+    assert source in line
+    if kind == "directory":
+        assert "is a directory" in line and "file:" not in line
+    else:
+        assert "not a zuka export" in line and "line 1" not in line
+
+
+# -- export formats -----------------------------------------------------------------------
+
+
+def test_export_follows_the_file_name(cli: Cli, tmp_path: Path) -> None:
+    _seed(cli)
+    csv_out, json_out = tmp_path / "f.csv", tmp_path / "f.json"
+    assert cli("export", "-o", str(csv_out)).code == 0
+    assert csv_out.read_text().startswith("record,")
+    assert cli("export", "-o", str(json_out)).code == 0
+    assert json.loads(json_out.read_text())["format"] == "zuka-ledger"
+    r = cli("export", "-o", str(tmp_path / "f.txt"))
+    assert r.code == 2 and "--format" in r.err
+    assert not (tmp_path / "f.txt").exists()
+    assert cli("export", "-o", str(tmp_path / "f.txt"), "--format", "csv").code == 0
+
+
+def test_export_help_says_the_default() -> None:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    text = sub.choices["export"].format_help()  # type: ignore[attr-defined]
+    assert "default: from the -o file name, else json" in " ".join(text.split())
+
+
+def test_csv_from_stdin_is_recognised(cli: Cli, tmp_path: Path) -> None:
+    _seed(cli)
+    exported = cli("export", "--format", "csv").out
+    other = tmp_path / "o.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "import", "-", "--ledger", str(other)],
+        input=exported,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    names = [r[0] for r in sqlite3.connect(other).execute("SELECT name FROM nodes")]
+    assert names == ["n1"]
+
+
+@pytest.mark.parametrize("args", [("node", "list"), ("node", "add", "zz", "--ssh", "h")])
+def test_an_over_long_name_is_a_ledger_error_with_advice(
+    cli: Cli, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    r = cli(*args, ledger=tmp_path / ("a" * 300) / "x.db")
+    assert r.code == 1
+    line = one_line(r.err)
+    assert line.startswith("zuka: ledger: ") and "give a shorter path" in line

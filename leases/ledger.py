@@ -1133,6 +1133,13 @@ def describe_resources(rows: Sequence[Mapping[str, Any]]) -> str:
 
 def _check_marks(before: Record, after: Record, changes: Mapping[str, Any]) -> None:
     """The rules of marking a resource deleted and verified by hand."""
+    if "deleted_at" in changes and after["deleted_at"] is not None:
+        deleted = _moment(after["deleted_at"])
+        for key, what in (("lease_start", "its lease's start"), ("created", "its creation")):
+            if after.get(key) and deleted < _moment(after[key]):
+                raise InputError(
+                    "deleted_at", after["deleted_at"], f"is before {what} {after[key]}"
+                )
     if after["verified_at"] is None:
         return
     if after["deleted_at"] is None:

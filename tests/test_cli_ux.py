@@ -156,3 +156,45 @@ def test_an_over_long_name_is_a_ledger_error_with_advice(
     assert r.code == 1
     line = one_line(r.err)
     assert line.startswith("zuka: ledger: ") and "give a shorter path" in line
+
+
+# -- odd times ------------------------------------------------------------------------------
+
+
+def _berlin(cli: Cli) -> None:
+    assert cli("node", "add", "b1", "--ssh", "ssh root@10.0.0.9").code == 0
+    assert cli("lease", "add", "b1", "--billing", "hourly", "--price", "3", "--tz",
+               "Europe/Berlin", "--start", "2026-03-01T00:00").code == 0  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("when", "words"),
+    [
+        ("2026-03-29T02:30", "does not exist in Europe/Berlin"),
+        ("2026-10-25T02:30", "happens twice in Europe/Berlin"),
+        ("2026-03-02T00:00:00.123456789", "finer than a microsecond"),
+    ],
+)
+def test_odd_local_times_are_refused(cli: Cli, when: str, words: str) -> None:
+    _berlin(cli)
+    r = cli("lease", "edit", "b1", "--start", "2026-03-01", "--new-start", when)
+    assert r.code == 2 and words in one_line(r.err)
+    [lease] = json.loads(cli("lease", "list", "b1", "--json").out)
+    assert lease["start"] == "2026-03-01T00:00:00+01:00"
+
+
+def test_an_ambiguous_time_with_its_offset_is_taken(cli: Cli) -> None:
+    _berlin(cli)
+    r = cli("lease", "edit", "b1", "--start", "2026-03-01", "--new-start", "2026-10-25T02:30+01:00")
+    assert r.code == 0, r.err
+    [lease] = json.loads(cli("lease", "list", "b1", "--json").out)
+    assert lease["start"] == "2026-10-25T02:30:00+01:00"
+
+
+@pytest.mark.parametrize("deleted", ["2026-02-01", "2026-03-01T12:00"])
+def test_a_resource_cannot_be_deleted_before_its_lease_or_creation(cli: Cli, deleted: str) -> None:
+    _berlin(cli)
+    assert cli("resource", "add", "b1", "--kind", "disk", "--id", "d1",
+               "--created", "2026-03-02").code == 0  # fmt: skip
+    r = cli("resource", "edit", "b1", "--kind", "disk", "--id", "d1", "--deleted", deleted)
+    assert r.code == 2 and "is before its" in one_line(r.err)

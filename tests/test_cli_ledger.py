@@ -249,8 +249,8 @@ def _bad_inputs() -> list[tuple[list[str], str]]:
         (with_("--tz", "Mars/Olympus"), "billing_tz (--tz): unknown time zone"),
         (with_("--cards", "0"), "cards_billed (--cards): must be at least 1"),
         (with_("--deposit", "-100"), "deposit: must not be negative"),
-        (with_("--deposit-refund", "maybe"), "deposit_refund: must be one of"),
-        (with_("--deposit-refunded-on", "2026-12-02"), "deposit_refunded_on: set only for a refunded"),
+        (with_("--deposit-refund", "maybe"), "--deposit-refund: must be one of"),
+        (with_("--deposit-refunded-on", "2026-12-02"), "--deposit-refunded-on: set only for a refunded"),
         ([*lease[:-2]], "end: a monthly lease is prepaid and needs an end date"),
         (["lease", "add", "ghost", "--billing", "hourly", "--price", "3"], "node (NODE): no node of that name"),
         (["lease", "add", "colo-a800", "--billing", "hourly", "--price", "3", "--start", "2026-08-01"],
@@ -273,7 +273,7 @@ def _bad_inputs() -> list[tuple[list[str], str]]:
         (["resource", "add", "colo-a800", "--kind", "tape", "--id", "t1"], "kind: must be one of disk | snapshot"),
         (["resource", "add", "colo-a800", "--kind", "scratch_path", "--id", "tmp"], "absolute, normalised path"),
         (["provider", "add", "X", "--kind", "cloud", "--credential-ref", "LTAI5tSecretKeyValue123"],
-         "credential_ref: looks like an access key or token"),
+         "--credential-ref: looks like an access key or token"),
     ]  # fmt: skip
 
 

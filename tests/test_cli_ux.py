@@ -198,3 +198,48 @@ def test_a_resource_cannot_be_deleted_before_its_lease_or_creation(cli: Cli, del
                "--created", "2026-03-02").code == 0  # fmt: skip
     r = cli("resource", "edit", "b1", "--kind", "disk", "--id", "d1", "--deleted", deleted)
     assert r.code == 2 and "is before its" in one_line(r.err)
+
+
+# -- errors name the option typed --------------------------------------------------------
+
+
+def test_archive_with_an_open_lease_names_the_command_not_the_state(cli: Cli) -> None:
+    _berlin(cli)
+    r = cli("node", "archive", "b1")
+    assert r.code == 2
+    line = one_line(r.err)
+    assert line.startswith("zuka: error: node archive b1: ") and "(got" not in line
+    assert "zuka lease end b1" in line
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (("resource", "add", "b1", "--kind", "disk", "--id", "d9", "--lease-start", "2020-01-01"),
+         "--lease-start: "),
+        (("resource", "edit", "b1", "--kind", "disk", "--id", "d1", "--deleted", "soon"),
+         "--deleted: "),
+        (("resource", "edit", "b1", "--kind", "disk", "--id", "d1", "--verified", "soon"),
+         "--verified: "),
+        (("lease", "end", "b1", "--at", "soon"), "--at: "),
+    ],
+)  # fmt: skip
+def test_errors_name_the_option_typed(cli: Cli, args: tuple[str, ...], flag: str) -> None:
+    _berlin(cli)
+    assert cli("resource", "add", "b1", "--kind", "disk", "--id", "d1").code == 0
+    r = cli(*args)
+    assert r.code == 2
+    # The option alone, or beside the record key it sets (deleted_at in --json).
+    label = one_line(r.err).removeprefix("zuka: error: ").split(": ")[0]
+    assert label == flag[:-2] or label.endswith(f" ({flag[:-2]})"), label
+
+
+def test_undo_of_an_import_names_the_entry_in_words(cli: Cli, tmp_path: Path) -> None:
+    _berlin(cli)
+    dump = tmp_path / "d.json"
+    assert cli("export", "-o", str(dump)).code == 0
+    assert cli("import", str(dump), ledger=tmp_path / "o.db").code == 0
+    r = cli("undo", ledger=tmp_path / "o.db")
+    assert r.code == 2
+    line = one_line(r.err)
+    assert "(got " not in line and "audit entry" in line

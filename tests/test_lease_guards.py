@@ -121,7 +121,7 @@ def test_naive_lease_start_is_read_in_the_billing_zone_not_shanghai(cli: Cli) ->
     r = cli("resource", "add", "m1", "--kind", "disk", "--id", "d-1",
             "--lease-start", "2026-03-01T09:30+08:00")  # fmt: skip
     assert r.code == 2
-    assert "lease_start" in r.err and "2026-03-01 09:30" in r.err  # lists the starts there are
+    assert "--lease-start" in r.err and "2026-03-01 09:30" in r.err  # lists the starts there are
 
 
 @pytest.mark.parametrize(
@@ -147,7 +147,7 @@ def test_bad_lease_start_is_refused_naming_the_field(
     before = _audit_count(ledger_path)
     r = cli("resource", "add", "m1", "--kind", "disk", "--id", "d-1", "--lease-start", value)
     assert r.code == 2
-    assert r.err.startswith("zuka: error: lease_start")
+    assert r.err.startswith("zuka: error: --lease-start")
     assert "Traceback" not in r.err
     assert _audit_count(ledger_path) == before
 

@@ -184,7 +184,7 @@ def test_errors_name_the_flags_as_before() -> None:
         "billing_type (--billing): no (got 'x')"
     )
     assert cli_ledger.describe_error(InputError("auto_renew", "x", "no")) == (
-        "auto_renew: no (got 'x')"
+        "--auto-renew: no (got 'x')"
     )
 
 

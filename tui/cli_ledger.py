@@ -45,6 +45,11 @@ _RECORDS = (Node, Lease, Resource, Provider)
 _FLAG_OF = {o.key: o.flag for cls in _RECORDS for o in recordfields.options(cls)} | {
     "ssh_port": "--ssh",
     "until": "--until",
+    # Options of the correction commands, written out by hand.
+    "deleted_at": "--deleted",
+    "verified_at": "--verified",
+    "at": "--at",
+    "ended_at": "--at",
 }
 # For _add_flags without helps of its own; a key in two records (kind) has the resource's.
 _HELP = {**PROVIDER_HELP, **NODE_HELP, **LEASE_HELP, **RESOURCE_HELP}
@@ -54,11 +59,15 @@ def describe_error(exc: InputError) -> str:
     """The error with the command-line flag named beside the field."""
     flag = _FLAG_OF.get(exc.field)
     same = flag is not None and flag.strip("-").replace("-", "_") == exc.field
-    label = f"{exc.field} ({flag})" if flag and not same else exc.field
+    # The option as typed; beside the record's key where the two differ (--price is
+    # unit_price in --json and exports).
+    label = (flag if same else f"{exc.field} ({flag})") if flag else exc.field
     # The value as given, controls shown (ESC as ␛), cut to one readable line.
     value = exc.value
     shown = f"'{visible(value, 200)}'" if isinstance(value, str) else visible(repr(value), 200)
     got = "" if value is None else f" (got {shown})"
+    if exc.field == "undo" and isinstance(value, int):
+        got = f" (audit entry {value}; see `zuka log`)"
     return f"{label}: {exc.reason}{got}"
 
 
@@ -322,7 +331,13 @@ def node_edit(args: argparse.Namespace, out: TextIO) -> int:
 
 def node_archive(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args, create=False) as ledger:
-        node = ledger.archive_node(args.name)
+        try:
+            node = ledger.archive_node(args.name)
+        except InputError as exc:
+            if exc.field != "state":
+                raise
+            # The user typed no state: name the command, not the field it sets.
+            raise InputError(f"node archive {args.name}", None, exc.reason) from None
     return _done(args, out, records.node_record(node), f"archived node {node.name}")
 
 

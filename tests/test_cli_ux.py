@@ -243,3 +243,38 @@ def test_undo_of_an_import_names_the_entry_in_words(cli: Cli, tmp_path: Path) ->
     assert r.code == 2
     line = one_line(r.err)
     assert "(got " not in line and "audit entry" in line
+
+
+# -- secrets in notes ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "note",
+    [
+        "gitlab glpat-xZ3kq9LmN2pR7sT1vW4y",
+        "db postgres://lab:pa55w0rd@db.lab/x",
+        "mirror https://ci:tok3nvalue@git.lab.cn/repo.git",
+        "gh ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuv",
+        "alerts https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXX",
+        "-----BEGIN OPENSSH PRIVATE KEY-----",
+    ],
+)
+def test_more_secrets_in_notes_are_refused(cli: Cli, note: str) -> None:
+    r = cli("node", "add", "s1", "--ssh", "ssh root@h", "--notes", note)
+    assert r.code == 2
+    line = one_line(r.err)
+    assert "(hidden)" in line and note.split()[-1] not in line
+
+
+@pytest.mark.parametrize(
+    "note",
+    [
+        "driver fix in 3f1c2a9b7d4e5f60718293a4b5c6d7e8f9012345",
+        "see https://wiki.lab.cn/nodes/a800 and ssh://root@10.0.0.1:22",
+        "rsync lab@h:/data/ckpt",
+    ],
+)
+def test_commit_hashes_and_plain_urls_are_not_secrets(cli: Cli, note: str) -> None:
+    r = cli("node", "add", "s1", "--ssh", "ssh root@h", "--notes", note)
+    assert r.code == 0, r.err

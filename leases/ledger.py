@@ -232,8 +232,14 @@ class Ledger:
             return self._insert_provider(conn, provider)
 
     def _insert_provider(self, conn: sqlite3.Connection, p: Provider) -> Provider:
-        if conn.execute("SELECT 1 FROM providers WHERE name = ?", [p.name]).fetchone():
-            raise InputError("provider", p.name, "a provider of that name already exists")
+        # Aliyun and aliyun are one provider to a person: unique without regard to case.
+        same = conn.execute(
+            "SELECT name FROM providers WHERE lower(name) = lower(?)", [p.name]
+        ).fetchone()
+        if same:
+            raise InputError(
+                "provider", p.name, f"a provider of that name already exists ({same[0]})"
+            )
         rec = records.provider_record(p)
         cur = conn.execute(
             f"INSERT INTO providers ({', '.join(rec)}) VALUES ({', '.join('?' * len(rec))})",
@@ -950,8 +956,9 @@ def _connect_reading(path: Path) -> sqlite3.Connection:
     if _writable(path):
         try:
             return _connect(path, create=False)
-        except sqlite3.OperationalError:
-            pass
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc):
+                raise  # it waited out the busy timeout once already: a second wait is no use
     return _connect_readonly(path)
 
 
@@ -1034,7 +1041,13 @@ def _check_tables(conn: sqlite3.Connection, path: Path, *, create: bool) -> None
     """Refuse another application's database before anything is written to it."""
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if not tables and create:
-        return
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0:
+            return
+        raise LedgerError(
+            f"{path}: is an empty database marked by another application (user_version"
+            f" {version}), not a zuka ledger; refusing to touch it"
+        )
     if not tables:
         raise LedgerError(f"{path}: is an empty database, not a zuka ledger")
     missing = _LEDGER_TABLES - tables

@@ -278,3 +278,94 @@ def test_more_secrets_in_notes_are_refused(cli: Cli, note: str) -> None:
 def test_commit_hashes_and_plain_urls_are_not_secrets(cli: Cli, note: str) -> None:
     r = cli("node", "add", "s1", "--ssh", "ssh root@h", "--notes", note)
     assert r.code == 0, r.err
+
+
+# -- small things -------------------------------------------------------------------------
+
+
+def test_provider_names_are_unique_without_regard_to_case(cli: Cli) -> None:
+    assert cli("provider", "add", "Aliyun", "--kind", "cloud").code == 0
+    r = cli("provider", "add", "aliyun", "--kind", "cloud")
+    assert r.code == 2 and "already exists (Aliyun)" in one_line(r.err)
+
+
+def test_node_list_shows_an_archived_nodes_own_billing(cli: Cli) -> None:
+    assert cli("node", "add", "A", "--ssh", "ssh root@10.0.0.1").code == 0
+    assert cli("lease", "add", "A", "--billing", "hourly", "--price", "9",
+               "--start", "2025-01-01T00:00").code == 0  # fmt: skip
+    assert cli("lease", "end", "A", "--at", "2025-02-01").code == 0
+    assert cli("node", "archive", "A").code == 0
+    assert cli("node", "add", "A", "--ssh", "ssh root@10.0.0.2").code == 0
+    assert cli("lease", "add", "A", "--billing", "hourly", "--price", "7",
+               "--start", "2025-03-01T00:00").code == 0  # fmt: skip
+    listed = json.loads(cli("node", "list", "--all", "--json").out)
+    by_state = {n["state"]: n for n in listed}
+    assert by_state["active"]["lease"]["unit_price"] == "7"
+    assert by_state["released"]["lease"] is None
+
+
+@pytest.mark.parametrize("command", ["sim", "collect"])
+def test_json_is_refused_where_a_command_prints_none(cli: Cli, command: str) -> None:
+    r = cli(command, "--json")
+    assert r.code == 2 and "--json" in r.err and "prints no JSON" in r.err
+
+
+def test_the_dashboard_refuses_a_pipe(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    r = cli(ledger=path)
+    assert r.code == 2
+    assert "needs a terminal" in one_line(r.err)
+    assert not path.exists()
+
+
+def test_poll_does_not_cut_details_in_a_pipe() -> None:
+    from datetime import UTC, datetime
+
+    from leases.models import NodeHealth
+    from leases.poller import NodeStatus
+    from tui.cli_fleet import status_row
+
+    detail = "connection refused by the jump host " + "x" * 100
+    st = NodeStatus(node="n1", health=NodeHealth.UNREACHABLE, detail=detail,
+                    checked=datetime.now(UTC))  # fmt: skip
+    assert status_row(st, cut=False)[-1] == detail
+    assert status_row(st)[-1].endswith("…")
+
+
+def test_a_read_waits_out_one_busy_timeout_not_two(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from leases import ledger as ledger_module
+
+    path = tmp_path / "l.db"
+    assert cli("node", "add", "n1", "--ssh", "ssh root@h", ledger=path).code == 0
+    monkeypatch.setattr(ledger_module, "BUSY_TIMEOUT_S", 1.0)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        began = time.monotonic()
+        r = cli("node", "list", ledger=path)
+        took = time.monotonic() - began
+    finally:
+        holder.rollback()
+        holder.close()
+    assert r.code == 1 and "locked" in one_line(r.err)
+    assert took < 1.9, took
+
+
+@pytest.mark.parametrize("args", [("node", "list"), ("node", "add", "zz", "--ssh", "h")])
+def test_an_empty_database_of_another_application_is_refused(
+    cli: Cli, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version = 3")
+    conn.close()
+    before = path.read_bytes()
+    r = cli(*args, ledger=path)
+    assert r.code == 1
+    assert "not a zuka ledger" in one_line(r.err)
+    assert path.read_bytes() == before

@@ -17,6 +17,8 @@ from leases.ledger import resolve_ledger_path
 from leases.textsafe import visible
 
 Handler = Callable[[argparse.Namespace, TextIO], int]
+# Commands that run and log rather than print a result: --json would be ignored.
+NO_JSON = frozenset({"sim", "collect"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -268,6 +270,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     if args.json and handler in (cli_ledger.dashboard, cli_ledger.demo):
         parser.error("--json: the dashboard is a screen, not JSON; for JSON use a listing, "
                      "e.g. `zuka node list --json`")  # fmt: skip
+    if args.json and args.command in NO_JSON:
+        parser.error(f"--json: `zuka {args.command}` prints no JSON; for JSON use a listing, "
+                     "e.g. `zuka poll --once --json`")  # fmt: skip
     try:
         code = handler(args, out)
         out.flush()  # a full disk behind stdout is reported here, not at exit

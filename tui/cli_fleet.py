@@ -42,7 +42,7 @@ def _fmt(value: float | None, pattern: str) -> str:
     return "?" if value is None else pattern.format(value)
 
 
-def status_row(st: NodeStatus) -> tuple[str, ...]:
+def status_row(st: NodeStatus, cut: bool = True) -> tuple[str, ...]:
     fig = summarize(st.samples) if st.health is NodeHealth.OK else None
     return (
         st.node,
@@ -54,8 +54,10 @@ def status_row(st: NodeStatus) -> tuple[str, ...]:
         else "-",
         _fmt(fig["power_w"], "{:.0f} W") if fig else "-",
         _fmt(fig["temp_max"], "{:.0f}°C") if fig else "-",
-        # The fingerprint whole (the user compares it), the detail cut to fit a line.
-        (f"[{st.fingerprint}] " if st.fingerprint else "") + visible(st.detail, 70),
+        # The fingerprint whole (the user compares it), the detail cut to fit a line at a
+        # terminal; whole for a pipe (a script or a log keeps all of it).
+        (f"[{st.fingerprint}] " if st.fingerprint else "")
+        + visible(st.detail, 70 if cut else None),
     )
 
 
@@ -77,7 +79,7 @@ def print_statuses(statuses: Sequence[NodeStatus], as_json: bool, out: TextIO) -
         output.dump_json([status_json(s) for s in statuses], out)
         return
     headers = ("NODE", "HEALTH", "GPUS", "UTIL", "MEMORY", "POWER", "TEMP", "DETAIL")
-    output.table(headers, [status_row(s) for s in statuses], out)
+    output.table(headers, [status_row(s, cut=out.isatty()) for s in statuses], out)
 
 
 # -- poll --------------------------------------------------------------------------------

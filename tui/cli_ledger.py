@@ -232,8 +232,19 @@ def node_list(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args, readonly=True) as ledger:
         states = None if args.all else [NodeState.ACTIVE, NodeState.OFFBOARDING]
         nodes = ledger.nodes(states)
-        billing = ledger.billing()
+        billing = ledger.billing()  # by name: the live node's
         channels = {p.name: p.kind.value for p in ledger.providers()}
+        now = ledger.clock()
+        # An archived node's own leases, never those of the live node with its name.
+        own = {
+            n.id: renewals.billing_now(ledger.leases(n), now)
+            for n in nodes
+            if n.state is NodeState.RELEASED
+        }
+
+    def billing_of(n: Node) -> BillingNow | None:
+        return own[n.id] if n.id in own else billing.get(n.name)
+
     if args.json:
         output.dump_json(
             [
@@ -242,17 +253,15 @@ def node_list(args: argparse.Namespace, out: TextIO) -> int:
                     "problem": n.problem or None,
                     "channel": channels.get(n.provider or ""),
                     # The lease billing now; paid_until: the end of its renewal chain.
-                    "lease": records.lease_record(billing[n.name].lease)
-                    if n.name in billing
-                    else None,
-                    "paid_until": _iso(billing[n.name].paid_until) if n.name in billing else None,
+                    "lease": records.lease_record(b.lease) if (b := billing_of(n)) else None,
+                    "paid_until": _iso(b.paid_until) if b else None,
                 }
                 for n in nodes
             ],
             out,
         )
     else:
-        rows = [_node_row(n, billing.get(n.name), channels) for n in nodes]
+        rows = [_node_row(n, billing_of(n), channels) for n in nodes]
         headers = (
             "NAME", "CHANNEL", "PROVIDER", "GPUS", "BILLING", "PRICE", "ENDS", "PAID UNTIL",
             "STATE",
@@ -774,7 +783,17 @@ def import_(args: argparse.Namespace, out: TextIO) -> int:
 def dashboard(args: argparse.Namespace, out: TextIO) -> int:
     from tui.app import run_dashboard
 
-    return run_dashboard(resolve_ledger_path(args.ledger))
+    path = resolve_ledger_path(args.ledger)
+    if not out.isatty():
+        if path.exists():
+            Ledger.open(path).close()  # the ledger's own problem first, as the dashboard does
+        print(
+            "zuka: the dashboard needs a terminal and stdout is not one: run it in a terminal,"
+            " or for text use a listing (`zuka node list`, `zuka poll --once`)",
+            file=sys.stderr,
+        )
+        return 2
+    return run_dashboard(path)
 
 
 def demo(args: argparse.Namespace, out: TextIO) -> int:

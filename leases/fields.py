@@ -186,6 +186,19 @@ def _offset(delta: timedelta | None) -> str:
     return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
+def shown(at: datetime, tz: str | None = None) -> str:
+    """A time as tables, messages and the log print it: `2026-06-01 09:00`, with seconds
+    only when they are not :00; in the zone tz (a lease's billing zone) without saying
+    it, else in its own zone with the offset. `--start`, `--lease-start` and `--at`
+    take it back (in tz)."""
+    if tz is not None:
+        at = at.astimezone(timezone(tz))
+    text = at.strftime("%Y-%m-%d %H:%M:%S" if at.second else "%Y-%m-%d %H:%M")
+    if tz is None and at.tzinfo is not None:
+        text += " " + _offset(at.utcoffset())
+    return text
+
+
 _SECONDS_RE = re.compile(r"[T ]\d\d:\d\d:\d\d")
 
 

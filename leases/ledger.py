@@ -383,13 +383,14 @@ class Ledger:
             assert node.id is not None
             open_leases = [le for le in self.leases(name) if le.ended_at is None]
             if open_leases:
-                start = open_leases[-1].start.isoformat()
+                last = open_leases[-1]
+                start = fields.shown(last.start, last.billing_tz)
                 raise InputError(
                     "node",
                     name,
                     f"has an open lease (from {start}): end it first (`zuka lease end {name}`)"
                     f", or if it was recorded by mistake, delete it"
-                    f" (`zuka lease delete {name} --start {start}`)",
+                    f" (`zuka lease delete {name} --start '{start}'`)",
                 )
             bundle = self._node_bundle(node)
             counts = {
@@ -517,10 +518,14 @@ class Ledger:
             now = self.clock()
             when = (at or now).astimezone(lease.start.tzinfo)
             if when < lease.start:
-                raise InputError("at", when.isoformat(), f"is before the lease start {lease.start}")
+                raise InputError(
+                    "at",
+                    when.isoformat(),
+                    f"is before the lease start {fields.shown(lease.start, lease.billing_tz)}",
+                )
             if when > now + timedelta(minutes=5):
                 raise InputError(
-                    "at", when.isoformat(), "is in the future: record an end once it happened"
+                    "at", fields.shown(when), "is in the future: record an end once it happened"
                 )
             chain = next(c for c in chains(leases) if lease in c)
             for later in chain[chain.index(lease) + 1 :]:
@@ -744,7 +749,7 @@ class Ledger:
                     value = changes[key]
                     when = now if value == "now" else fields.moment(key, value, tz)
                     if when > now + timedelta(minutes=5):
-                        raise InputError(key, when.isoformat(), "is in the future")
+                        raise InputError(key, fields.shown(when, tz), "is in the future")
                     after[key] = when.astimezone(fields.timezone(tz, "billing_tz")).isoformat()
             if "notes" in changes:
                 after["notes"] = changes["notes"]
@@ -1144,6 +1149,11 @@ def describe_resources(rows: Sequence[Mapping[str, Any]]) -> str:
     return ", ".join(f"{r['kind']} {visible(r['native_id'], 80)}" for r in rows)
 
 
+def _shown(iso: str) -> str:
+    """A stored time (ISO, in the lease's billing zone) as messages print it."""
+    return fields.shown(_moment(iso).replace(tzinfo=None))  # already in the billing zone
+
+
 def _check_marks(before: Record, after: Record, changes: Mapping[str, Any]) -> None:
     """The rules of marking a resource deleted and verified by hand."""
     if "deleted_at" in changes and after["deleted_at"] is not None:
@@ -1151,19 +1161,23 @@ def _check_marks(before: Record, after: Record, changes: Mapping[str, Any]) -> N
         for key, what in (("lease_start", "its lease's start"), ("created", "its creation")):
             if after.get(key) and deleted < _moment(after[key]):
                 raise InputError(
-                    "deleted_at", after["deleted_at"], f"is before {what} {after[key]}"
+                    "deleted_at",
+                    _shown(after["deleted_at"]),
+                    f"is before {what} {_shown(after[key])}",
                 )
     if after["verified_at"] is None:
         return
     if after["deleted_at"] is None:
         raise InputError(
             "verified_at",
-            after["verified_at"],
+            _shown(after["verified_at"]),
             "the resource is not marked deleted: give --deleted",
         )
     if _moment(after["verified_at"]) < _moment(after["deleted_at"]):
         raise InputError(
-            "verified_at", after["verified_at"], f"is before its deletion {after['deleted_at']}"
+            "verified_at",
+            _shown(after["verified_at"]),
+            f"is before its deletion {_shown(after['deleted_at'])}",
         )
     if (
         after["verified_at"] != before["verified_at"]

@@ -369,3 +369,37 @@ def test_an_empty_database_of_another_application_is_refused(
     assert r.code == 1
     assert "not a zuka ledger" in one_line(r.err)
     assert path.read_bytes() == before
+
+
+# -- one time format ----------------------------------------------------------------------
+
+
+def test_resource_list_prints_times_as_the_lease_tables_do(cli: Cli) -> None:
+    _berlin(cli)
+    assert cli("resource", "add", "b1", "--kind", "disk", "--id", "d1").code == 0
+    assert cli("resource", "edit", "b1", "--kind", "disk", "--id", "d1",
+               "--deleted", "2026-03-05T10:20:30").code == 0  # fmt: skip
+    out = cli("resource", "list").out
+    assert "2026-03-05 10:20:30" in out and "2026-03-01 00:00" in out
+    assert "T" not in out.split("\n", 1)[1] and "+01:00" not in out
+    # --json keeps ISO.
+    [rec] = json.loads(cli("resource", "list", "--json").out)
+    assert rec["deleted_at"] == "2026-03-05T10:20:30+01:00"
+
+
+def test_a_suggested_command_takes_the_value_it_prints(cli: Cli) -> None:
+    _berlin(cli)
+    r = cli("node", "delete", "b1")
+    assert r.code == 2
+    line = one_line(r.err)
+    assert "--start '2026-03-01 00:00'" in line and "+01:00" not in line
+    assert cli("lease", "delete", "b1", "--start", "2026-03-01 00:00").code == 0
+
+
+def test_messages_print_times_as_the_tables_do(cli: Cli) -> None:
+    _berlin(cli)
+    r = cli("lease", "edit", "b1", "--start", "2026-03-01", "--end", "2026-02-01")
+    assert r.code == 2
+    line = one_line(r.err)
+    assert "must be after the start 2026-03-01 00:00" in line
+    assert "T00:00" not in line.split("(got")[0]

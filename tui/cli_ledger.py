@@ -582,12 +582,19 @@ def resource_edit(args: argparse.Namespace, out: TextIO) -> int:
     return _done(args, out, doc, f"updated {doc['kind']} {doc['native_id']} on {doc['node']}")
 
 
+def _shown_iso(iso: str | None) -> str | None:
+    """A record's time (ISO, in its lease's billing zone) as the tables print it."""
+    if iso is None:
+        return None
+    return fields.shown(datetime.fromisoformat(iso).replace(tzinfo=None))
+
+
 def _resource_table(rows: list[dict[str, Any]], out: TextIO) -> None:
     output.table(
         ("NODE", "LEASE START", "KIND", "ID", "REGION", "DELETED", "VERIFIED"),
         [
-            (r["node"], r["lease_start"][:16].replace("T", " "), r["kind"], r["native_id"],
-             r["region"] or None, r["deleted_at"], r["verified_at"])
+            (r["node"], _shown_iso(r["lease_start"]), r["kind"], r["native_id"],
+             r["region"] or None, _shown_iso(r["deleted_at"]), _shown_iso(r["verified_at"]))
             for r in rows
         ],
         out,

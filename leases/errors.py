@@ -89,6 +89,11 @@ def sqlite_problem(exc: sqlite3.Error) -> str:
     return text
 
 
+def no_ledger(path: object) -> LedgerError:
+    """A command that only reads was pointed at a ledger that is not there."""
+    return LedgerError(f"no ledger at {path} (nothing recorded yet, or a wrong --ledger?)")
+
+
 def ledger_failure(path: object, exc: OSError | sqlite3.Error) -> LedgerError:
     """The LedgerError, one line naming the ledger, for an OS or SQLite error on it."""
     problem = (

@@ -403,3 +403,13 @@ def test_messages_print_times_as_the_tables_do(cli: Cli) -> None:
     line = one_line(r.err)
     assert "must be after the start 2026-03-01 00:00" in line
     assert "T00:00" not in line.split("(got")[0]
+
+
+@pytest.mark.parametrize("args", [("poll", "--once"), ("node", "trust", "n1")])
+def test_fleet_commands_on_a_missing_ledger_say_there_is_none(
+    cli: Cli, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    path = tmp_path / "nothing.db"
+    r = cli(*args, ledger=path)
+    assert r.code == 1 and f"no ledger at {path}" in one_line(r.err)
+    assert not path.exists()

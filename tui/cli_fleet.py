@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
-from leases.errors import InputError
+from leases.errors import InputError, no_ledger
 from leases.fleet import fleet_nodes, make_poller, polled_nodes, ssh_options
 from leases.ledger import Ledger, resolve_ledger_path
 from leases.lock import PollerLock
@@ -25,8 +25,13 @@ from tui import output
 from tui.fleetview import summarize
 
 
-def _path(args: argparse.Namespace) -> Path:
-    return resolve_ledger_path(args.ledger)
+def _path(args: argparse.Namespace, *, existing: bool = False) -> Path:
+    """The ledger's path; existing: refused when there is no ledger (a typo in --ledger
+    would otherwise poll an empty fleet and say nothing)."""
+    path = resolve_ledger_path(args.ledger)
+    if existing and not path.exists():
+        raise no_ledger(path)
+    return path
 
 
 def _positive(field: str, value: float) -> float:
@@ -86,7 +91,7 @@ def print_statuses(statuses: Sequence[NodeStatus], as_json: bool, out: TextIO) -
 
 
 def poll(args: argparse.Namespace, out: TextIO) -> int:
-    path = _path(args)
+    path = _path(args, existing=True)
     interval = _positive("interval", args.interval)
     if getattr(args, "timeout", None) is not None:
         _positive("timeout", args.timeout)
@@ -268,7 +273,7 @@ class _suppress_timeout:
 
 
 def node_trust(args: argparse.Namespace, out: TextIO) -> int:
-    path = _path(args)
+    path = _path(args, existing=True)
     with Ledger.open(path, create=False) as ledger:
         [node] = polled_nodes(ledger, [args.name])  # refuses a node with a refused value
     return asyncio.run(_trust(node, path, args, out))

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from leases import auditchain, fields, recordfields, records, release, renewals, transfer
-from leases.errors import InputError, LedgerError, ledger_failure, os_problem
+from leases.errors import InputError, ledger_failure, no_ledger, os_problem
 from leases.ledger import Ledger, describe_counts, describe_resources, resolve_ledger_path
 from leases.models import Lease, Node, NodeState, Provider, ProviderKind, Resource
 from leases.renewals import BillingNow
@@ -100,7 +100,7 @@ def _open(args: argparse.Namespace, *, create: bool = False, readonly: bool = Fa
     except OSError as exc:  # a name too long, a part of the path not a directory
         raise ledger_failure(path, exc) from None
     if not existed and not create:
-        raise LedgerError(f"no ledger at {path} (nothing recorded yet, or a wrong --ledger?)")
+        raise no_ledger(path)
     ledger = Ledger.open(path, create=create, readonly=readonly)
     if not existed:
         print(f"zuka: created a new ledger at {visible(str(path))}", file=sys.stderr)

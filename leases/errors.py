@@ -34,9 +34,24 @@ READ_ONLY = (
 NO_SPACE = "no space left on device: free some space, then try again"
 
 
-def os_problem(exc: OSError) -> str:
-    """An OSError on a file in words, with what to do about it."""
+def os_problem(exc: OSError, path: object = None, *, what: str = "file") -> str:
+    """An OSError on a file in words, with what to do about it. With the path it was
+    about, a missing file says whether its directory is missing or cannot hold a new
+    file (/proc, /sys), instead of a bare "no such file"."""
     code = exc.errno
+    if code == errno.ENAMETOOLONG:
+        return (
+            "file name too long: a part of the path is longer than the file system allows"
+            " (usually 255 bytes): give a shorter path"
+        )
+    if code == errno.ENOENT and path is not None:
+        folder = os.path.dirname(os.path.abspath(str(path)))
+        if not os.path.isdir(folder):
+            return f"the directory {folder} does not exist: create it, or give another path"
+        return (
+            f"cannot create a {what} in {folder}: the directory is not writable or not a"
+            f" place for a {what} (like /proc or /sys): give another path"
+        )
     if code in (errno.ENOSPC, errno.EDQUOT):
         return NO_SPACE
     if code == errno.EROFS:
@@ -74,9 +89,16 @@ def sqlite_problem(exc: sqlite3.Error) -> str:
     return text
 
 
+def no_ledger(path: object) -> LedgerError:
+    """A command that only reads was pointed at a ledger that is not there."""
+    return LedgerError(f"no ledger at {path} (nothing recorded yet, or a wrong --ledger?)")
+
+
 def ledger_failure(path: object, exc: OSError | sqlite3.Error) -> LedgerError:
     """The LedgerError, one line naming the ledger, for an OS or SQLite error on it."""
-    problem = os_problem(exc) if isinstance(exc, OSError) else sqlite_problem(exc)
+    problem = (
+        os_problem(exc, path, what="ledger") if isinstance(exc, OSError) else sqlite_problem(exc)
+    )
     if problem.startswith("disk I/O error") and _no_space_beside(path):
         # SQLite says only "disk I/O error" when the -shm file cannot grow on a full disk.
         problem = NO_SPACE

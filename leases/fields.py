@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from datetime import date, datetime, time
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from typing import TypeVar
@@ -132,6 +132,12 @@ def moment(field: str, value: str | datetime, tz: str = DEFAULT_TZ) -> datetime:
         parsed = value
     else:
         raw = str(value).strip()
+        if _FRACTION_RE.search(raw):
+            raise InputError(
+                field,
+                value,
+                "is finer than a microsecond: give at most 6 digits after the seconds",
+            )
         try:
             if len(raw) == 10:
                 parsed = datetime.combine(date.fromisoformat(raw), time())
@@ -142,10 +148,55 @@ def moment(field: str, value: str | datetime, tz: str = DEFAULT_TZ) -> datetime:
                 field, value, "is not a valid date or time (use YYYY-MM-DD or YYYY-MM-DDTHH:MM)"
             ) from None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=zone)
+        parsed = _local(field, value, parsed, zone, tz)
     if not 2000 <= parsed.year <= 2200:
         raise InputError(field, value, "year must be between 2000 and 2200")
     return parsed.astimezone(zone)
+
+
+_FRACTION_RE = re.compile(r":\d\d[.,]\d{7,}")
+
+
+def _local(field: str, value: object, naive: datetime, zone: ZoneInfo, tz: str) -> datetime:
+    """A naive time read in zone: refused where a daylight saving change makes it not
+    exist (the clocks jump over it) or happen twice (without an offset it says neither)."""
+    first, second = naive.replace(tzinfo=zone, fold=0), naive.replace(tzinfo=zone, fold=1)
+    off1, off2 = first.utcoffset(), second.utcoffset()
+    if off1 == off2:
+        return first
+    shown = naive.strftime("%Y-%m-%d %H:%M")
+    if first.astimezone(UTC).astimezone(zone).replace(tzinfo=None) != naive:
+        raise InputError(
+            field,
+            value,
+            f"{shown} does not exist in {tz}: the clocks jump forward over it (daylight"
+            " saving time begins); give a time before or after the jump",
+        )
+    raise InputError(
+        field,
+        value,
+        f"{shown} happens twice in {tz}: the clocks go back over it (daylight saving time"
+        f" ends); add the offset: {_offset(off1)} for the first, {_offset(off2)} for the second",
+    )
+
+
+def _offset(delta: timedelta | None) -> str:
+    minutes = int((delta or timedelta()).total_seconds() // 60)
+    sign = "+" if minutes >= 0 else "-"
+    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def shown(at: datetime, tz: str | None = None) -> str:
+    """A time as tables, messages and the log print it: `2026-06-01 09:00`, with seconds
+    only when they are not :00; in the zone tz (a lease's billing zone) without saying
+    it, else in its own zone with the offset. `--start`, `--lease-start` and `--at`
+    take it back (in tz)."""
+    if tz is not None:
+        at = at.astimezone(timezone(tz))
+    text = at.strftime("%Y-%m-%d %H:%M:%S" if at.second else "%Y-%m-%d %H:%M")
+    if tz is None and at.tzinfo is not None:
+        text += " " + _offset(at.utcoffset())
+    return text
 
 
 _SECONDS_RE = re.compile(r"[T ]\d\d:\d\d:\d\d")

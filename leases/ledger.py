@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from leases import auditchain, fields, nodelog, records, release
+from leases import auditchain, fields, nodelog, records, release, transfer
 from leases.errors import READ_ONLY, InputError, LedgerError, UnknownNode, ledger_failure
 from leases.models import AuditEntry, Lease, Node, NodeState, Provider, Resource
 from leases.records import Record
@@ -92,7 +92,14 @@ def resolve_ledger_path(cli_value: str | None, env: Mapping[str, str] = os.envir
 
 
 def _create_private(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except (FileNotFoundError, PermissionError, NotADirectoryError):
+        # os_problem would say "no such file" of a directory that mkdir could not make.
+        raise LedgerError(
+            f"{path}: cannot create its directory {path.parent}: that place is not writable"
+            " or not a place for a ledger (like /proc or /sys): give another path"
+        ) from None
     try:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     except FileExistsError:
@@ -235,8 +242,14 @@ class Ledger:
             return self._insert_provider(conn, provider)
 
     def _insert_provider(self, conn: sqlite3.Connection, p: Provider) -> Provider:
-        if conn.execute("SELECT 1 FROM providers WHERE name = ?", [p.name]).fetchone():
-            raise InputError("provider", p.name, "a provider of that name already exists")
+        # Aliyun and aliyun are one provider to a person: unique without regard to case.
+        same = conn.execute(
+            "SELECT name FROM providers WHERE lower(name) = lower(?)", [p.name]
+        ).fetchone()
+        if same:
+            raise InputError(
+                "provider", p.name, f"a provider of that name already exists ({same[0]})"
+            )
         rec = records.provider_record(p)
         cur = conn.execute(
             f"INSERT INTO providers ({', '.join(rec)}) VALUES ({', '.join('?' * len(rec))})",
@@ -380,13 +393,14 @@ class Ledger:
             assert node.id is not None
             open_leases = [le for le in self.leases(name) if le.ended_at is None]
             if open_leases:
-                start = open_leases[-1].start.isoformat()
+                last = open_leases[-1]
+                start = fields.shown(last.start, last.billing_tz)
                 raise InputError(
                     "node",
                     name,
                     f"has an open lease (from {start}): end it first (`zuka lease end {name}`)"
                     f", or if it was recorded by mistake, delete it"
-                    f" (`zuka lease delete {name} --start {start}`)",
+                    f" (`zuka lease delete {name} --start '{start}'`)",
                 )
             bundle = self._node_bundle(node)
             counts = {
@@ -430,14 +444,15 @@ class Ledger:
 
     _LEASE_SELECT = "SELECT l.*, n.name AS node FROM leases l JOIN nodes n ON n.id = l.node_id"
 
-    def leases(self, node: str | None = None, *, open_only: bool = False) -> list[Lease]:
-        """Leases by node and start; open_only: those not ended by now (a renewed lease
-        that runs until its end, and the renewal, are both open)."""
+    def leases(self, node: str | Node | None = None, *, open_only: bool = False) -> list[Lease]:
+        """Leases by node and start (of a node: by name, see node(), or that very node);
+        open_only: those not ended by now (a renewed lease that runs until its end, and
+        the renewal, are both open)."""
         where: list[str] = []
         params: list[Any] = []
         if node is not None:
             where.append("l.node_id = ?")
-            params.append(self.node(node).id)
+            params.append(node.id if isinstance(node, Node) else self.node(node).id)
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         rows = self._rows(f"{self._LEASE_SELECT}{clause} ORDER BY n.name, l.start", params)
         found = [_lease(r) for r in rows]
@@ -473,11 +488,14 @@ class Ledger:
         with self.transaction() as conn:
             return self._insert_lease(conn, lease)
 
-    def _insert_lease(self, conn: sqlite3.Connection, lease: Lease) -> Lease:
+    def _insert_lease(
+        self, conn: sqlite3.Connection, lease: Lease, node: Node | None = None
+    ) -> Lease:
+        """Insert a lease on `node` (default: the node that has its name, see node())."""
         records.check_lease(lease)
-        node = self.node(lease.node)
+        node = node or self.node(lease.node)
         release.check_lease_on(node, lease, self.clock())
-        self._check_fits(lease.node, lease, None)
+        self._check_fits(node, lease, None)
         rec = records.lease_record(lease)
         row = _lease_row(rec, node.id)
         cur = conn.execute(
@@ -510,10 +528,14 @@ class Ledger:
             now = self.clock()
             when = (at or now).astimezone(lease.start.tzinfo)
             if when < lease.start:
-                raise InputError("at", when.isoformat(), f"is before the lease start {lease.start}")
+                raise InputError(
+                    "at",
+                    when.isoformat(),
+                    f"is before the lease start {fields.shown(lease.start, lease.billing_tz)}",
+                )
             if when > now + timedelta(minutes=5):
                 raise InputError(
-                    "at", when.isoformat(), "is in the future: record an end once it happened"
+                    "at", fields.shown(when), "is in the future: record an end once it happened"
                 )
             chain = next(c for c in chains(leases) if lease in c)
             for later in chain[chain.index(lease) + 1 :]:
@@ -570,14 +592,14 @@ class Ledger:
             self._check_fits(lease.node, new, lease.id)
             return self._update_lease(conn, lease, new, "lease.edit")
 
-    def _check_fits(self, node: str, lease: Lease, lease_id: int | None) -> None:
+    def _check_fits(self, node: str | Node, lease: Lease, lease_id: int | None) -> None:
         """A lease (new or changed) against its node and the node's other leases."""
-        found = self.node(node)
+        found = node if isinstance(node, Node) else self.node(node)
         if found.gpu_count and lease.cards_billed and lease.cards_billed > found.gpu_count:
             raise InputError(
-                "cards_billed", lease.cards_billed, f"{node} has only {found.gpu_count} GPUs"
+                "cards_billed", lease.cards_billed, f"{found.name} has only {found.gpu_count} GPUs"
             )
-        for other in self.leases(node):
+        for other in self.leases(found):
             if other.id != lease_id and overlaps(other, lease):
                 raise InputError(
                     "start",
@@ -628,11 +650,12 @@ class Ledger:
         with self.transaction() as conn:
             return self._insert_resource(conn, node, rec)
 
-    def _lease_for(self, node: str, lease_start: Any) -> Lease:
-        """The lease of `node` that `lease_start` names (see fields.names_start), ended or
-        not. None names the lease billing now, or if none is open, the latest one:
-        snapshots are usually recorded at the end of a lease, after it ended."""
-        leases = self.leases(node)
+    def _lease_for(self, node: str, lease_start: Any, target: Node | None = None) -> Lease:
+        """The lease of `node` (or of that very node, target) that `lease_start` names
+        (see fields.names_start), ended or not. None names the lease billing now, or if
+        none is open, the latest one: snapshots are usually recorded at the end of a
+        lease, after it ended."""
+        leases = self.leases(target or node)
         if not leases:
             raise InputError(
                 "node", node, f"has no lease to attach it to: add one: zuka lease add {node}"
@@ -654,9 +677,13 @@ class Ledger:
         raise InputError("lease_start", value, reason)
 
     def _insert_resource(
-        self, conn: sqlite3.Connection, node: str, rec: Mapping[str, Any]
+        self,
+        conn: sqlite3.Connection,
+        node: str,
+        rec: Mapping[str, Any],
+        target: Node | None = None,
     ) -> Resource:
-        lease = self._lease_for(node, rec.get("lease_start"))
+        lease = self._lease_for(node, rec.get("lease_start"), target)
         assert lease.id is not None
         res = records.resource_from(rec, lease.id, lease.billing_tz)
         if conn.execute(
@@ -746,7 +773,7 @@ class Ledger:
                     value = changes[key]
                     when = now if value == "now" else fields.moment(key, value, tz)
                     if when > now + timedelta(minutes=5):
-                        raise InputError(key, when.isoformat(), "is in the future")
+                        raise InputError(key, fields.shown(when, tz), "is in the future")
                     after[key] = when.astimezone(fields.timezone(tz, "billing_tz")).isoformat()
             if "notes" in changes:
                 after["notes"] = changes["notes"]
@@ -830,29 +857,61 @@ class Ledger:
     # -- export / import -----------------------------------------------------------------
 
     def export_records(self) -> dict[str, list[Record]]:
+        """Every record; nodes, leases and resources with the node_key of their node (see
+        leases.transfer: a reused name does not say which node)."""
+        nodes = self.nodes()
+        keys = transfer.node_keys(nodes)
+        lease_node = dict(self.conn.execute("SELECT id, node_id FROM leases").fetchall())
+        key = transfer.NODE_KEY
         return {
             "providers": [records.provider_record(p) for p in self.providers()],
-            "nodes": [records.node_record(n) for n in self.nodes()],
-            "leases": [records.lease_record(le) for le in self.leases()],
-            "resources": [records.resource_record(r, n, s) for n, s, r in self.resources()],
+            "nodes": [{**records.node_record(n), key: keys[n.id or 0]} for n in nodes],
+            "leases": [
+                {**records.lease_record(le), key: keys[lease_node[le.id]]} for le in self.leases()
+            ],
+            "resources": [
+                {**records.resource_record(r, n, s), key: keys[lease_node[r.lease_id]]}
+                for n, s, r in self.resources()
+            ],
         }
 
     def import_records(self, data: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, int]:
-        """Add everything in an export to this ledger, all or nothing."""
+        """Add everything in an export to this ledger, all or nothing. A lease or resource
+        goes to the node of the export it belongs to (see transfer.node_links), never to
+        another node of the same name; one whose node is not in the export, to the node
+        of that name in the ledger. An error names the record: "lease 2: end" is the
+        second lease of the file, counting from 1."""
         counts = {k: 0 for k in ("providers", "nodes", "leases", "resources")}
+        links = transfer.node_links(data)
+        added: list[Node] = []
+
+        def node_of(kind: str, i: int) -> Node | None:
+            at = links[kind][i]
+            return None if at is None else added[at]
+
         with self.transaction() as conn:
             for kind, insert in (
-                ("providers", lambda r: self._insert_provider(conn, records.provider_from(r))),
-                ("nodes", lambda r: self._insert_node(conn, records.node_from(r))),
-                ("leases", lambda r: self._insert_lease(conn, records.lease_from(r))),
-                ("resources", lambda r: self._insert_resource(conn, str(r.get("node")), r)),
+                ("providers", lambda i, r: self._insert_provider(conn, records.provider_from(r))),
+                ("nodes", lambda i, r: added.append(self._insert_node(conn, records.node_from(r)))),
+                (
+                    "leases",
+                    lambda i, r: self._insert_lease(
+                        conn, records.lease_from(r), node_of("leases", i)
+                    ),
+                ),
+                (
+                    "resources",
+                    lambda i, r: self._insert_resource(
+                        conn, str(r.get("node")), r, node_of("resources", i)
+                    ),
+                ),
             ):
                 for i, rec in enumerate(data.get(kind, ())):
                     try:
-                        insert(rec)
+                        insert(i, rec)
                     except InputError as exc:
                         raise InputError(
-                            f"{kind}[{i + 1}].{exc.field}", exc.value, exc.reason
+                            f"{kind[:-1]} {i + 1}: {exc.field}", exc.value, exc.reason
                         ) from None
                     counts[kind] += 1
             # One entry that says an import happened: `zuka undo` refuses to take it apart.
@@ -940,8 +999,9 @@ def _connect_reading(path: Path) -> sqlite3.Connection:
     if _writable(path):
         try:
             return _connect(path, create=False)
-        except sqlite3.OperationalError:
-            pass
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc):
+                raise  # it waited out the busy timeout once already: a second wait is no use
     return _connect_readonly(path)
 
 
@@ -1024,7 +1084,13 @@ def _check_tables(conn: sqlite3.Connection, path: Path, *, create: bool) -> None
     """Refuse another application's database before anything is written to it."""
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if not tables and create:
-        return
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0:
+            return
+        raise LedgerError(
+            f"{path}: is an empty database marked by another application (user_version"
+            f" {version}), not a zuka ledger; refusing to touch it"
+        )
     if not tables:
         raise LedgerError(f"{path}: is an empty database, not a zuka ledger")
     missing = _LEDGER_TABLES - tables
@@ -1121,19 +1187,35 @@ def describe_resources(rows: Sequence[Mapping[str, Any]]) -> str:
     return ", ".join(f"{r['kind']} {visible(r['native_id'], 80)}" for r in rows)
 
 
+def _shown(iso: str) -> str:
+    """A stored time (ISO, in the lease's billing zone) as messages print it."""
+    return fields.shown(_moment(iso).replace(tzinfo=None))  # already in the billing zone
+
+
 def _check_marks(before: Record, after: Record, changes: Mapping[str, Any]) -> None:
     """The rules of marking a resource deleted and verified by hand."""
+    if "deleted_at" in changes and after["deleted_at"] is not None:
+        deleted = _moment(after["deleted_at"])
+        for key, what in (("lease_start", "its lease's start"), ("created", "its creation")):
+            if after.get(key) and deleted < _moment(after[key]):
+                raise InputError(
+                    "deleted_at",
+                    _shown(after["deleted_at"]),
+                    f"is before {what} {_shown(after[key])}",
+                )
     if after["verified_at"] is None:
         return
     if after["deleted_at"] is None:
         raise InputError(
             "verified_at",
-            after["verified_at"],
+            _shown(after["verified_at"]),
             "the resource is not marked deleted: give --deleted",
         )
     if _moment(after["verified_at"]) < _moment(after["deleted_at"]):
         raise InputError(
-            "verified_at", after["verified_at"], f"is before its deletion {after['deleted_at']}"
+            "verified_at",
+            _shown(after["verified_at"]),
+            f"is before its deletion {_shown(after['deleted_at'])}",
         )
     if (
         after["verified_at"] != before["verified_at"]

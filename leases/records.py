@@ -287,9 +287,17 @@ def check_lease(le: Lease) -> None:
             "end", None, f"a {le.billing_type.value} lease is prepaid and needs an end date"
         )
     if le.end is not None and le.end <= le.start:
-        raise InputError("end", _iso(le.end), f"must be after the start {_iso(le.start)}")
+        raise InputError(
+            "end",
+            fields.shown(le.end, le.billing_tz),
+            f"must be after the start {fields.shown(le.start, le.billing_tz)}",
+        )
     if le.ended_at is not None and le.ended_at < le.start:
-        raise InputError("ended_at", _iso(le.ended_at), f"is before the start {_iso(le.start)}")
+        raise InputError(
+            "ended_at",
+            fields.shown(le.ended_at, le.billing_tz),
+            f"is before the start {fields.shown(le.start, le.billing_tz)}",
+        )
     if le.deposit_refund is RefundState.REFUNDED and le.deposit is None:
         raise InputError("deposit_refund", "refunded", "there is no deposit to refund")
     if le.deposit_refunded_on is not None and le.deposit_refund is not RefundState.REFUNDED:

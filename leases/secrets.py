@@ -22,10 +22,14 @@ _KEY_TEXT_RE = re.compile(
     re.IGNORECASE,
 )
 # Cloud access key ids, even glued to other text: Aliyun (LTAI), AWS (AKIA, ASIA), Tencent
-# (AKID); GitHub, Slack, OpenAI-style tokens; a bearer token.
+# (AKID); GitHub (classic and fine-grained), GitLab, Slack, OpenAI-style tokens; a Slack
+# webhook (its path is the secret); a URL with a password in it; a bearer token.
 _TOKEN_RE = re.compile(
     r"(LTAI[A-Za-z0-9]{8,}|A[KS]IA[A-Z0-9]{12,}|AKID[A-Za-z0-9]{10,}"
-    r"|gh[pousr]_[A-Za-z0-9]{20,}|xox[abpr]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{20,})"
+    r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}"
+    r"|xox[abpre]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{20,})"
+    r"|(?i:hooks\.slack\.com/(services|workflows|triggers)/\S+)"
+    r"|(?i:\b[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@)"
     r"|(?i:\bbearer\s+\S{16,})"
 )
 # A "password: xxx" said in so many words.

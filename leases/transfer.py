@@ -4,6 +4,11 @@ Both formats carry the same records (see leases.records). The CSV is one file: a
 column says which kind each row is (provider, node, lease, resource), the other columns are
 the union of the record keys; a cell that does not apply to a row's kind is left empty.
 
+A name can be reused once its node is archived, so a name does not say which node a lease
+or resource belongs to. Since version 2 every node, lease and resource record carries a
+`node_key`, local to the export (see node_keys): import links by it, and refuses an older
+export where a name stands for two nodes (see node_links).
+
 The CSV is safe to open in Excel or WPS: a cell that a spreadsheet would read as a formula
 (starting with = + - @, a tab or a line break) gets a `'` in front, and so does a cell that
 starts with `'` itself, so that import takes exactly one `'` off and every value comes back
@@ -25,20 +30,45 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from leases.errors import InputError
+from leases.errors import InputError, os_problem
+from leases.models import Node, NodeState
 from leases.records import LEASE_KEYS, NODE_KEYS, PROVIDER_KEYS, RESOURCE_KEYS, Record
 
 FORMAT = "zuka-ledger"
-VERSION = 1
+VERSION = 2
+READS = (1, 2)  # version 1: no node_key
+NODE_KEY = "node_key"
 KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "provider": ("providers", PROVIDER_KEYS),
-    "node": ("nodes", NODE_KEYS),
-    "lease": ("leases", LEASE_KEYS),
-    "resource": ("resources", RESOURCE_KEYS),
+    "node": ("nodes", (*NODE_KEYS, NODE_KEY)),
+    "lease": ("leases", (*LEASE_KEYS, NODE_KEY)),
+    "resource": ("resources", (*RESOURCE_KEYS, NODE_KEY)),
 }
-CSV_COLUMNS: tuple[str, ...] = ("record", *dict.fromkeys(k for _, ks in KINDS.values() for k in ks))
+# node_key last: the columns of version 1 keep their places.
+CSV_COLUMNS: tuple[str, ...] = (
+    "record",
+    *dict.fromkeys(k for _, ks in KINDS.values() for k in ks if k != NODE_KEY),
+    NODE_KEY,
+)
 
 Export = dict[str, list[Record]]
+
+
+NOT_AN_EXPORT = (
+    "is not a zuka export: neither JSON nor a zuka CSV (whose header starts with 'record')"
+)
+
+
+def sniff(text: str) -> str | None:
+    """ "json" or "csv" by the text's start, None for neither (a zuka CSV's header starts
+    with its `record` column, maybe after a byte order mark)."""
+    head = text.lstrip("\ufeff \t\r\n")
+    if head.startswith(("{", "[")):
+        return "json"
+    first = head.split("\n", 1)[0].strip()
+    if first == "record" or first.startswith(("record,", '"record",')):
+        return "csv"
+    return None
 
 
 def to_json(data: Export) -> str:
@@ -49,16 +79,22 @@ def to_json(data: Export) -> str:
 
 
 def from_json(text: str) -> Export:
+    if sniff(text) != "json":
+        raise InputError("file", None, NOT_AN_EXPORT)
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError("file", f"line {exc.lineno}", f"is not valid JSON: {exc.msg}") from None
+        raise InputError(
+            "file", None, f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        ) from None
     except RecursionError:
         raise InputError("file", "(nested too deep)", "is not a zuka export") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise InputError("format", _short(doc), f"is not a {FORMAT} export")
-    if doc.get("version") != VERSION:
-        raise InputError("version", doc.get("version"), f"this zuka reads version {VERSION}")
+    if doc.get("version") not in READS:
+        raise InputError(
+            "version", doc.get("version"), f"this zuka reads versions {READS[0]} to {READS[-1]}"
+        )
     out: Export = {}
     for plural, keys in KINDS.values():
         rows = doc.get(plural, [])
@@ -67,7 +103,7 @@ def from_json(text: str) -> Export:
         for i, row in enumerate(rows):
             extra = set(row) - set(keys)
             if extra:
-                raise InputError(f"{plural}[{i + 1}]", sorted(extra)[0], "unknown field")
+                raise InputError(f"{plural[:-1]} {i + 1}", sorted(extra)[0], "unknown field")
         out[plural] = rows
     return out
 
@@ -129,6 +165,76 @@ def from_csv(text: str) -> Export:
     return out
 
 
+def node_keys(nodes: Sequence[Node]) -> dict[int, str]:
+    """Node id -> its key in an export: the name, and for an archived node whose name is
+    shared, NAME#archived-N (N counting that name's archived nodes, oldest first; a node
+    name cannot hold '#')."""
+    shared: dict[str, list[Node]] = {}
+    for n in nodes:
+        shared.setdefault(n.name, []).append(n)
+    keys: dict[int, str] = {}
+    for name, group in shared.items():
+        archived = sorted(
+            (n for n in group if n.state is NodeState.RELEASED), key=lambda n: n.id or 0
+        )
+        for n in group:
+            assert n.id is not None
+            keys[n.id] = name
+        if len(group) > 1:
+            for i, n in enumerate(archived, start=1):
+                assert n.id is not None
+                keys[n.id] = f"{name}#archived-{i}"
+    return keys
+
+
+def node_links(data: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, list[int | None]]:
+    """For "leases" and "resources": the index in data["nodes"] of the node each record
+    belongs to, or None for a node not in the export (one already in the ledger, by name).
+    By node_key where the record has one, else by name where that is unambiguous."""
+    nodes = data.get("nodes", ())
+    by_key: dict[str, int] = {}
+    by_name: dict[str, list[int]] = {}
+    for i, n in enumerate(nodes):
+        by_name.setdefault(str(n.get("name") or ""), []).append(i)
+        key = n.get(NODE_KEY)
+        if key in (None, ""):
+            continue
+        if str(key) in by_key:
+            raise InputError(f"node {i + 1}: {NODE_KEY}", key, "another node has this key too")
+        by_key[str(key)] = i
+    out: dict[str, list[int | None]] = {}
+    for plural in ("leases", "resources"):
+        links: list[int | None] = []
+        for i, rec in enumerate(data.get(plural, ())):
+            where = f"{plural[:-1]} {i + 1}"
+            name = str(rec.get("node") or "")
+            key = rec.get(NODE_KEY)
+            if key not in (None, ""):
+                if str(key) not in by_key:
+                    raise InputError(f"{where}: {NODE_KEY}", key, "no node in this file has it")
+                at = by_key[str(key)]
+                if str(nodes[at].get("name") or "") != name:
+                    raise InputError(
+                        f"{where}: node",
+                        name,
+                        f"its node_key {key} is the node {nodes[at]['name']}",
+                    )
+                links.append(at)
+                continue
+            found = by_name.get(name, [])
+            if len(found) > 1:
+                raise InputError(
+                    f"{where}: node",
+                    name,
+                    f"there is more than one node named {name} in this file (an archived one"
+                    f" and a live one) and the record has no {NODE_KEY} to say which: export"
+                    " again with this zuka (it writes node_key), or add the column by hand",
+                )
+            links.append(found[0] if found else None)
+        out[plural] = links
+    return out
+
+
 def write_private(path: Path, text: str) -> None:
     """Write text to path, mode 0600: through a temporary file renamed over it, so that a
     reader never sees half a file and an existing file's looser mode is not kept. A
@@ -138,15 +244,18 @@ def write_private(path: Path, text: str) -> None:
     except FileNotFoundError:
         pass
     except OSError as exc:
-        raise InputError("output", str(path), exc.strerror or str(exc)) from None
+        raise InputError(str(path), None, os_problem(exc, path)) from None
     else:
         if not stat.S_ISREG(st.st_mode):
-            raise InputError("output", str(path), "is a link or not a regular file: refused")
+            raise InputError(
+                str(path), None, "is a link or not a regular file: refused; give another path"
+            )
     folder = path.parent
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:
-        raise InputError("output", str(path), exc.strerror or str(exc)) from None
+        # The file is written beside itself, then renamed: the directory must take a file.
+        raise InputError(str(path), None, os_problem(exc, path)) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)

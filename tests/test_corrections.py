@@ -296,7 +296,8 @@ def test_undo_of_an_import_is_refused_clearly(cli: Cli, tmp_path: Path) -> None:
     assert cli("node", "show", "n2").code == 0
 
 
-def test_undo_with_nothing_to_undo(cli: Cli) -> None:
+def test_undo_with_nothing_to_undo(cli: Cli, ledger_path: Path) -> None:
+    Ledger.open(ledger_path).close()
     r = cli("undo")
     assert r.code == 2 and "nothing to undo" in r.err
 

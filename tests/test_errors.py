@@ -103,9 +103,10 @@ def test_a_command_that_creates_makes_a_missing_directory_private(cli: Cli, tmp_
     path = tmp_path / "new" / "dir" / "l.db"
     assert cli("provider", "add", "p1", "--kind", "cloud", ledger=path).code == 0
     assert (path.parent.stat().st_mode & 0o777) == 0o700
-    # A reading command leaves nothing behind in a missing directory.
+    # A reading command leaves nothing behind in a missing directory, and says so.
     other = tmp_path / "none" / "l.db"
-    assert cli("node", "list", ledger=other).code == 0
+    r = cli("node", "list", ledger=other)
+    assert r.code == 1 and f"no ledger at {other}" in one_line(r.err)
     assert not other.parent.exists()
 
 
@@ -125,12 +126,12 @@ def test_a_ledger_that_is_a_directory_is_one_line(
 @pytest.mark.parametrize("args", [("node", "list"), ("provider", "add", "p", "--kind", "cloud")])
 def test_a_ledger_under_proc_or_dev_is_one_line(cli: Cli, path: str, args: tuple[str, ...]) -> None:
     result = cli(*args, ledger=Path(path))
-    if args[0] == "node" and not Path(path).exists():
-        # A reading command on a ledger that is not there: an empty ledger, as anywhere.
-        assert (result.code, result.err) == (0, "")
-        return
     assert result.code == 1
-    one_line(result.err)
+    line = one_line(result.err)
+    if not Path(path).exists():
+        # A reading command on a ledger that is not there says so, as anywhere; a
+        # command that would create it is told the directory takes no ledger.
+        assert ("no ledger at" if args[0] == "node" else "not writable") in line
 
 
 # -- read-only ledgers --------------------------------------------------------------------

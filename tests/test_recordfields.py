@@ -84,7 +84,7 @@ def test_the_export_column_order_is_the_format() -> None:
         "notice_days", "on_expiry", "release_after_stopped_days", "ended_at",
         "stopped_billing", "month_count", "partial_unit", "renew_charge_days", "hourly_price",
         "refund_rule", "lease_start", "native_id", "endpoint", "created", "deleted_at",
-        "verified_at", "price", "price_per",
+        "verified_at", "price", "price_per", "node_key",
     )  # fmt: skip
     assert records.LEASE_KEYS[:6] == (
         "node", "billing_type", "unit_price", "currency", "cards_billed", "start",
@@ -184,7 +184,7 @@ def test_errors_name_the_flags_as_before() -> None:
         "billing_type (--billing): no (got 'x')"
     )
     assert cli_ledger.describe_error(InputError("auto_renew", "x", "no")) == (
-        "auto_renew: no (got 'x')"
+        "--auto-renew: no (got 'x')"
     )
 
 

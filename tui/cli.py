@@ -17,6 +17,8 @@ from leases.ledger import resolve_ledger_path
 from leases.textsafe import visible
 
 Handler = Callable[[argparse.Namespace, TextIO], int]
+# Commands that run and log rather than print a result: --json would be ignored.
+NO_JSON = frozenset({"sim", "collect"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -26,18 +28,23 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"zuka: error: {visible(message)}\n")
 
 
-LEDGER_HELP = "ledger file (default: $ZUKA_LEDGER, else the user data directory)"
+def _ledger_help() -> str:
+    from leases.ledger import default_ledger_path
+
+    return f"ledger file (default: $ZUKA_LEDGER, else {default_ledger_path()})"
+
+
 DEMO_LEDGER_HELP = (
     "build the demo ledger in this new file and keep it (default: a temporary file, deleted "
     "when the demo ends; $ZUKA_LEDGER is not used)"
 )
 
 
-def _common(*, screen: bool = False, ledger_help: str = LEDGER_HELP) -> _Parser:
+def _common(*, screen: bool = False, ledger_help: str = "") -> _Parser:
     """Options every subcommand takes, before or after the subcommand's name. A screen takes
     --json only to refuse it by name (main), so its help does not offer it."""
     p = _Parser(add_help=False)
-    p.add_argument("--ledger", default=argparse.SUPPRESS, help=ledger_help)
+    p.add_argument("--ledger", default=argparse.SUPPRESS, help=ledger_help or _ledger_help())
     p.add_argument(
         "--json",
         action="store_true",
@@ -297,11 +304,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     p = cmd(sub, "export", L.export, "write the whole ledger as CSV or JSON")
-    p.add_argument("--format", choices=("csv", "json"), default="json")
+    p.add_argument(
+        "--format", choices=("csv", "json"), help="default: from the -o file name, else json"
+    )
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     p = cmd(sub, "import", L.import_, "add an export (CSV or JSON) to the ledger, all or nothing")
     p.add_argument("file", help="a file written by `zuka export`, or - for stdin")
-    p.add_argument("--format", choices=("csv", "json"), help="default: from the file name")
+    p.add_argument(
+        "--format",
+        choices=("csv", "json"),
+        help="default: from the file name (.csv, .json), else from its first line",
+    )
 
     return parser
 
@@ -321,6 +334,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     if args.json and handler in (cli_ledger.dashboard, cli_ledger.demo):
         parser.error("--json: the dashboard is a screen, not JSON; for JSON use a listing, "
                      "e.g. `zuka node list --json`")  # fmt: skip
+    if args.json and args.command in NO_JSON:
+        parser.error(f"--json: `zuka {args.command}` prints no JSON; for JSON use a listing, "
+                     "e.g. `zuka poll --once --json`")  # fmt: skip
     try:
         code = handler(args, out)
         out.flush()  # a full disk behind stdout is reported here, not at exit

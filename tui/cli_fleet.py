@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
-from leases.errors import InputError
+from leases.errors import InputError, no_ledger
 from leases.fleet import fleet_nodes, make_poller, polled_nodes, ssh_options
 from leases.ledger import Ledger, resolve_ledger_path
 from leases.lock import PollerLock
@@ -25,8 +25,13 @@ from tui import output
 from tui.fleetview import summarize
 
 
-def _path(args: argparse.Namespace) -> Path:
-    return resolve_ledger_path(args.ledger)
+def _path(args: argparse.Namespace, *, existing: bool = False) -> Path:
+    """The ledger's path; existing: refused when there is no ledger (a typo in --ledger
+    would otherwise poll an empty fleet and say nothing)."""
+    path = resolve_ledger_path(args.ledger)
+    if existing and not path.exists():
+        raise no_ledger(path)
+    return path
 
 
 def _positive(field: str, value: float) -> float:
@@ -42,7 +47,7 @@ def _fmt(value: float | None, pattern: str) -> str:
     return "?" if value is None else pattern.format(value)
 
 
-def status_row(st: NodeStatus) -> tuple[str, ...]:
+def status_row(st: NodeStatus, cut: bool = True) -> tuple[str, ...]:
     fig = summarize(st.samples) if st.health is NodeHealth.OK else None
     return (
         st.node,
@@ -54,8 +59,10 @@ def status_row(st: NodeStatus) -> tuple[str, ...]:
         else "-",
         _fmt(fig["power_w"], "{:.0f} W") if fig else "-",
         _fmt(fig["temp_max"], "{:.0f}°C") if fig else "-",
-        # The fingerprint whole (the user compares it), the detail cut to fit a line.
-        (f"[{st.fingerprint}] " if st.fingerprint else "") + visible(st.detail, 70),
+        # The fingerprint whole (the user compares it), the detail cut to fit a line at a
+        # terminal; whole for a pipe (a script or a log keeps all of it).
+        (f"[{st.fingerprint}] " if st.fingerprint else "")
+        + visible(st.detail, 70 if cut else None),
     )
 
 
@@ -77,14 +84,14 @@ def print_statuses(statuses: Sequence[NodeStatus], as_json: bool, out: TextIO) -
         output.dump_json([status_json(s) for s in statuses], out)
         return
     headers = ("NODE", "HEALTH", "GPUS", "UTIL", "MEMORY", "POWER", "TEMP", "DETAIL")
-    output.table(headers, [status_row(s) for s in statuses], out)
+    output.table(headers, [status_row(s, cut=out.isatty()) for s in statuses], out)
 
 
 # -- poll --------------------------------------------------------------------------------
 
 
 def poll(args: argparse.Namespace, out: TextIO) -> int:
-    path = _path(args)
+    path = _path(args, existing=True)
     interval = _positive("interval", args.interval)
     if getattr(args, "timeout", None) is not None:
         _positive("timeout", args.timeout)
@@ -278,7 +285,7 @@ class _suppress_timeout:
 
 
 def node_trust(args: argparse.Namespace, out: TextIO) -> int:
-    path = _path(args)
+    path = _path(args, existing=True)
     with Ledger.open(path, create=False) as ledger:
         [node] = polled_nodes(ledger, [args.name])  # refuses a node with a refused value
     return asyncio.run(_trust(node, path, args, out))

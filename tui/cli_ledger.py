@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Mapping
 from datetime import datetime
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from leases import auditchain, fields, recordfields, records, release, renewals, transfer
-from leases.errors import InputError, UnknownNode
+from leases.errors import InputError, UnknownNode, ledger_failure, no_ledger, os_problem
 from leases.ledger import Ledger, describe_counts, describe_resources, resolve_ledger_path
 from leases.models import AuditEntry, Lease, Node, NodeState, Provider, ProviderKind, Resource
 from leases.renewals import BillingNow
@@ -44,6 +45,11 @@ _RECORDS = (Node, Lease, Resource, Provider)
 _FLAG_OF = {o.key: o.flag for cls in _RECORDS for o in recordfields.options(cls)} | {
     "ssh_port": "--ssh",
     "until": "--until",
+    # Options of the correction commands, written out by hand.
+    "deleted_at": "--deleted",
+    "verified_at": "--verified",
+    "at": "--at",
+    "ended_at": "--at",
 }
 # For _add_flags without helps of its own; a key in two records (kind) has the resource's.
 _HELP = {**PROVIDER_HELP, **NODE_HELP, **LEASE_HELP, **RESOURCE_HELP}
@@ -53,11 +59,15 @@ def describe_error(exc: InputError) -> str:
     """The error with the command-line flag named beside the field."""
     flag = _FLAG_OF.get(exc.field)
     same = flag is not None and flag.strip("-").replace("-", "_") == exc.field
-    label = f"{exc.field} ({flag})" if flag and not same else exc.field
+    # The option as typed; beside the record's key where the two differ (--price is
+    # unit_price in --json and exports).
+    label = (flag if same else f"{exc.field} ({flag})") if flag else exc.field
     # The value as given, controls shown (ESC as ␛), cut to one readable line.
     value = exc.value
     shown = f"'{visible(value, 200)}'" if isinstance(value, str) else visible(repr(value), 200)
     got = "" if value is None else f" (got {shown})"
+    if exc.field == "undo" and isinstance(value, int):
+        got = f" (audit entry {value}; see `zuka log`)"
     return f"{label}: {exc.reason}{got}"
 
 
@@ -81,8 +91,20 @@ def _pick(args: argparse.Namespace, table: Mapping[str, tuple[str, str]]) -> dic
 
 
 def _open(args: argparse.Namespace, *, create: bool = False, readonly: bool = False) -> Ledger:
-    """The ledger of --ledger; readonly for commands that only read (see Ledger.open)."""
-    return Ledger.open(resolve_ledger_path(args.ledger), create=create, readonly=readonly)
+    """The ledger of --ledger; readonly for commands that only read (see Ledger.open).
+    A typo in --ledger must not pass unseen: a command that only reads refuses a missing
+    ledger, and one that creates it says so on stderr."""
+    path = resolve_ledger_path(args.ledger)
+    try:
+        existed = path.exists()
+    except OSError as exc:  # a name too long, a part of the path not a directory
+        raise ledger_failure(path, exc) from None
+    if not existed and not create:
+        raise no_ledger(path)
+    ledger = Ledger.open(path, create=create, readonly=readonly)
+    if not existed:
+        print(f"zuka: created a new ledger at {visible(str(path))}", file=sys.stderr)
+    return ledger
 
 
 # -- providers ---------------------------------------------------------------------------
@@ -224,8 +246,19 @@ def node_list(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args, readonly=True) as ledger:
         states = None if args.all else [NodeState.ACTIVE, NodeState.OFFBOARDING]
         nodes = ledger.nodes(states)
-        billing = ledger.billing()
+        billing = ledger.billing()  # by name: the live node's
         channels = {p.name: p.kind.value for p in ledger.providers()}
+        now = ledger.clock()
+        # An archived node's own leases, never those of the live node with its name.
+        own = {
+            n.id: renewals.billing_now(ledger.leases(n), now)
+            for n in nodes
+            if n.state is NodeState.RELEASED
+        }
+
+    def billing_of(n: Node) -> BillingNow | None:
+        return own[n.id] if n.id in own else billing.get(n.name)
+
     if args.json:
         output.dump_json(
             [
@@ -234,17 +267,15 @@ def node_list(args: argparse.Namespace, out: TextIO) -> int:
                     "problem": n.problem or None,
                     "channel": channels.get(n.provider or ""),
                     # The lease billing now; paid_until: the end of its renewal chain.
-                    "lease": records.lease_record(billing[n.name].lease)
-                    if n.name in billing
-                    else None,
-                    "paid_until": _iso(billing[n.name].paid_until) if n.name in billing else None,
+                    "lease": records.lease_record(b.lease) if (b := billing_of(n)) else None,
+                    "paid_until": _iso(b.paid_until) if b else None,
                 }
                 for n in nodes
             ],
             out,
         )
     else:
-        rows = [_node_row(n, billing.get(n.name), channels) for n in nodes]
+        rows = [_node_row(n, billing_of(n), channels) for n in nodes]
         headers = (
             "NAME", "CHANNEL", "PROVIDER", "GPUS", "BILLING", "PRICE", "ENDS", "PAID UNTIL",
             "STATE",
@@ -353,7 +384,13 @@ def _head(ledger: Ledger) -> int | None:
 
 def node_archive(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args, create=False) as ledger:
-        node = ledger.archive_node(args.name)
+        try:
+            node = ledger.archive_node(args.name)
+        except InputError as exc:
+            if exc.field != "state":
+                raise
+            # The user typed no state: name the command, not the field it sets.
+            raise InputError(f"node archive {args.name}", None, exc.reason) from None
     return _done(args, out, records.node_record(node), f"archived node {node.name}")
 
 
@@ -624,12 +661,19 @@ def resource_edit(args: argparse.Namespace, out: TextIO) -> int:
     return _done(args, out, doc, message)
 
 
+def _shown_iso(iso: str | None) -> str | None:
+    """A record's time (ISO, in its lease's billing zone) as the tables print it."""
+    if iso is None:
+        return None
+    return fields.shown(datetime.fromisoformat(iso).replace(tzinfo=None))
+
+
 def _resource_table(rows: list[dict[str, Any]], out: TextIO) -> None:
     output.table(
         ("NODE", "LEASE START", "KIND", "ID", "REGION", "DELETED", "VERIFIED"),
         [
-            (r["node"], r["lease_start"][:16].replace("T", " "), r["kind"], r["native_id"],
-             r["region"] or None, r["deleted_at"], r["verified_at"])
+            (r["node"], _shown_iso(r["lease_start"]), r["kind"], r["native_id"],
+             r["region"] or None, _shown_iso(r["deleted_at"]), _shown_iso(r["verified_at"]))
             for r in rows
         ],
         out,
@@ -774,9 +818,18 @@ def audit_verify(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def export(args: argparse.Namespace, out: TextIO) -> int:
+    fmt = args.format
+    if fmt is None and args.output:
+        fmt = _format_of(args.output)
+        if fmt is None:
+            raise InputError(
+                "--output",
+                args.output,
+                "cannot tell the format from its extension (.csv or .json): give --format",
+            )
     with _open(args, readonly=True) as ledger:
         data = ledger.export_records()
-    text = transfer.to_csv(data) if args.format == "csv" else transfer.to_json(data)
+    text = transfer.to_csv(data) if fmt == "csv" else transfer.to_json(data)
     if args.output:
         transfer.write_private(Path(args.output), text)
     else:
@@ -785,21 +838,50 @@ def export(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def read_export(path: str, fmt: str | None) -> transfer.Export:
+    """The export in a file (or stdin, "-"), in fmt; by default by the file name's
+    extension, else by its first characters (see transfer.sniff)."""
+    where = "stdin" if path == "-" else path
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise InputError("file", path, exc.strerror or str(exc)) from None
+        raise InputError(where, None, os_problem(exc, path)) from None
     except UnicodeDecodeError:
-        raise InputError("file", path, "is not UTF-8 text") from None
+        raise InputError(where, None, "is not UTF-8 text, so not a zuka export") from None
     if fmt is None:
-        fmt = "csv" if path.lower().endswith(".csv") else "json"
-    return transfer.from_csv(text) if fmt == "csv" else transfer.from_json(text)
+        fmt = _format_of(path) or transfer.sniff(text)
+        if fmt is None:
+            raise InputError(where, None, f"{transfer.NOT_AN_EXPORT}; or give --format")
+    try:
+        return transfer.from_csv(text) if fmt == "csv" else transfer.from_json(text)
+    except InputError as exc:
+        if exc.field != "file":
+            raise
+        hint = "; if it is CSV, add --format csv" if fmt == "json" and path == "-" else ""
+        raise InputError(where, exc.value, exc.reason + hint) from None
+
+
+def _format_of(path: str) -> str | None:
+    suffix = Path(path).suffix.lower()
+    return {".csv": "csv", ".json": "json"}.get(suffix)
+
+
+_RECORD_AT = re.compile(r"(provider|node|lease|resource) \d+")
 
 
 def import_(args: argparse.Namespace, out: TextIO) -> int:
-    data = read_export(args.file, args.format)
-    with _open(args, create=True) as ledger:
-        counts = ledger.import_records(data)
+    try:
+        data = read_export(args.file, args.format)
+        with _open(args, create=True) as ledger:
+            counts = ledger.import_records(data)
+    except InputError as exc:
+        # "lease 2: end" -> "lease 2 in FILE: end": records count from 1, as people do.
+        at = _RECORD_AT.match(exc.field)
+        if at is None:
+            raise
+        where = "stdin" if args.file == "-" else args.file
+        raise InputError(
+            f"{at.group(0)} in {where}{exc.field[at.end() :]}", exc.value, exc.reason
+        ) from None
     summary = ", ".join(f"{n} {k}" for k, n in counts.items())
     return _done(args, out, counts, f"imported {summary}")
 
@@ -810,7 +892,17 @@ def import_(args: argparse.Namespace, out: TextIO) -> int:
 def dashboard(args: argparse.Namespace, out: TextIO) -> int:
     from tui.app import run_dashboard
 
-    return run_dashboard(resolve_ledger_path(args.ledger))
+    path = resolve_ledger_path(args.ledger)
+    if not out.isatty():
+        if path.exists():
+            Ledger.open(path).close()  # the ledger's own problem first, as the dashboard does
+        print(
+            "zuka: the dashboard needs a terminal and stdout is not one: run it in a terminal,"
+            " or for text use a listing (`zuka node list`, `zuka poll --once`)",
+            file=sys.stderr,
+        )
+        return 2
+    return run_dashboard(path)
 
 
 def demo(args: argparse.Namespace, out: TextIO) -> int:

@@ -10,6 +10,12 @@
   that share is above monthly / (hourly x HOURS_IN_MONTH) and never falls again after
   (the share only shrinks as k grows). The optimum is the smallest k whose share is at or
   below that threshold (below it, strictly, more cards only cost more; at it, equal).
+- **Unknown hours are never idle**: an hour counts only when history covers it, i.e. the
+  known card-minutes of the nodes leased then reach COVERAGE (90 %) of their leased
+  card-minutes (`measured_demand`). Hours before the fleet's first reading, and hours a
+  dead collector missed, are left out, not read as no demand; the optimum is computed over
+  the known hours and scaled to a month, and the caller says how many were unknown. An
+  hour in which nothing was leased (after the first reading) is known: nothing rented.
 - **Buy against rent**: owning (the cards' price over their life, power at the measured
   utilisation, hosting) against renting at the measured price per busy card-hour.
 """
@@ -27,6 +33,86 @@ from leases.models import BillingType, Lease, Node
 HOURS_IN_MONTH = Decimal(730)  # 8760 / 12
 HOURS_IN_YEAR = Decimal(8760)
 ZERO = Decimal(0)
+
+
+COVERAGE = 0.9  # share of the leased card-minutes history must know for an hour to count
+MIN_KNOWN_HOURS = 7 * 24  # fewer known hours than a week: too little to plan from
+
+
+@dataclass(frozen=True)
+class NodeHistory:
+    """One node's history for `measured_demand`: its cards, when a lease paid for them
+    (Unix seconds [a, b); empty: no lease recorded, so it is expected from its first
+    reading on), and per clock hour (Unix time // 3600) its busy and known card-minutes."""
+
+    cards: int
+    leased: Sequence[tuple[int, int]]
+    hours: Mapping[int, tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class Demand:
+    """Busy cards in each known clock hour of the window [lo, hi)."""
+
+    lo: int
+    hi: int
+    hours: tuple[int, ...]  # the known hours, in order
+    cards: tuple[int, ...]  # whole busy cards in each of them
+    before_history: int  # hours before the fleet's first reading (the window was cut)
+
+    @property
+    def window(self) -> int:
+        return self.hi - self.lo
+
+    @property
+    def unknown(self) -> int:
+        return self.window - len(self.hours)
+
+
+def _leased_minutes(spans: Sequence[tuple[int, int]], lo: int, hi: int) -> dict[int, float]:
+    """Minutes of each clock hour in [lo, hi) that the spans (Unix seconds) cover."""
+    out: dict[int, float] = {}
+    for a, b in spans:
+        for h in range(max(lo, a // 3600), min(hi, -(-b // 3600))):
+            s = min(b, (h + 1) * 3600) - max(a, h * 3600)
+            if s > 0:
+                out[h] = out.get(h, 0.0) + s / 60
+    return out
+
+
+def measured_demand(
+    nodes: Mapping[str, NodeHistory], lo: int, hi: int, coverage: float = COVERAGE
+) -> Demand:
+    """Busy cards per known clock hour of [lo, hi) (see the module's rule on unknown
+    hours): an hour is known when the nodes leased in it have `coverage` of their leased
+    card-minutes read; busy minutes count from every node."""
+    read = [h for n in nodes.values() for h in n.hours if lo <= h < hi]
+    first = min(read, default=hi)
+    expected = [0.0] * max(0, hi - lo)
+    known = [0] * len(expected)
+    busy = [0] * len(expected)
+    for n in nodes.values():
+        own = [h for h in n.hours if lo <= h < hi]
+        if n.leased:
+            minutes = _leased_minutes(n.leased, lo, hi)
+        elif own:  # no lease recorded: expected from its first reading on
+            minutes = dict.fromkeys(range(min(own), hi), 60.0)
+        else:
+            minutes = {}
+        for h, m in minutes.items():
+            expected[h - lo] += m * n.cards
+        for h in own:
+            b, k = n.hours[h]
+            busy[h - lo] += b
+            if h in minutes:
+                known[h - lo] += k
+    hours: list[int] = []
+    per_hour: list[float] = []
+    for i in range(max(0, first - lo), len(expected)):
+        if known[i] >= coverage * expected[i] - 1e-9:
+            hours.append(lo + i)
+            per_hour.append(busy[i])
+    return Demand(lo, hi, tuple(hours), tuple(cards_per_hour(per_hour)), max(0, first - lo))
 
 
 def cards_per_hour(busy_card_minutes: Iterable[float]) -> list[int]:

@@ -93,6 +93,11 @@ class Totals:
         return self.cost + self.storage
 
     @property
+    def known(self) -> Decimal:
+        """Paid card-hours history knows (busy or idle)."""
+        return self.paid - self.unknown
+
+    @property
     def price_per_busy_hour(self) -> Decimal | None:
         return self.usage_cost / self.busy if self.busy else None
 

@@ -40,7 +40,7 @@ from calendar import monthrange
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, ROUND_HALF_UP, Context, Decimal
 from enum import StrEnum
 from zoneinfo import ZoneInfo
 
@@ -82,8 +82,13 @@ class RefundRule(StrEnum):
 
 
 def fen(amount: Decimal) -> Decimal:
-    """An amount rounded to the fen (0.01), half up, for display."""
-    return amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+    """An amount rounded to the fen (0.01), half up, for display. Never raises: the
+    precision is widened to the amount's digits (the default 28 would make quantize fail
+    on 10^27 and above); NaN and infinities come back as they are."""
+    if not amount.is_finite():
+        return amount
+    ctx = Context(prec=max(28, amount.adjusted() + 3), Emax=MAX_EMAX, Emin=MIN_EMIN)
+    return amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP, context=ctx)
 
 
 def zone(lease: Lease) -> ZoneInfo:
@@ -293,6 +298,8 @@ def _net_upfront(lease: Lease) -> Decimal:
     rule = refund_rule(lease)
     used = _seconds(lease.start, lease.ended_at)
     span = _seconds(lease.start, lease.end)
+    if span <= 0:  # records refuse it; nothing to prorate
+        return full
     if rule is RefundRule.PRORATED_DAYS:
         return min(full, full * _ceil(used / 86400) * 86400 / span)
     if rule is RefundRule.PRORATED_HOURS:

@@ -135,11 +135,34 @@ class HybridCost:
         return self.base + self.burst
 
 
+MIN_PRICE = Decimal("0.0001")  # a hundredth of a fen
+MAX_PRICE = Decimal(10) ** 9  # yuan; above it a figure is a typo, and Decimal maths overflows
+MIN_UTILISATION = Decimal("0.001")  # 0.1 %: below it a busy card-hour's price is meaningless
+LIFE_YEARS = (Decimal("0.5"), Decimal(30))
+MAX_POWER_W = Decimal(100_000)
+MAX_CARDS = 1_000_000
+
+
+def _bounded(
+    name: str, value: Decimal, lo: Decimal, hi: Decimal, *, lo_ok: bool, what: str
+) -> None:
+    """InputError naming the flag unless lo < value <= hi (lo <= value when lo_ok)."""
+    if not value.is_finite() or value > hi or value < lo or (value == lo and not lo_ok):
+        raise InputError(name, str(value), what)
+
+
+def check_price(name: str, value: Decimal, *, zero_ok: bool = False) -> None:
+    """A price from MIN_PRICE to MAX_PRICE (or 0, when zero_ok); InputError naming it."""
+    if zero_ok and value == 0:
+        return
+    _bounded(name, value, MIN_PRICE, MAX_PRICE, lo_ok=True,
+             what=f"must be a price from {MIN_PRICE} to {MAX_PRICE:,}"
+             + (" (or 0)" if zero_ok else ""))  # fmt: skip
+
+
 def _check_prices(monthly: Decimal, hourly: Decimal) -> None:
-    if hourly <= 0:
-        raise InputError("hourly", str(hourly), "must be a price above zero")
-    if monthly <= 0:
-        raise InputError("monthly", str(monthly), "must be a price above zero")
+    check_price("hourly", hourly)
+    check_price("monthly", monthly)
 
 
 def hybrid_cost(
@@ -345,11 +368,12 @@ class BuyVsRent:
         return self.renting_per_busy_hour / self.owning_per_busy_hour
 
 
-def _positive(name: str, value: Decimal, *, zero_ok: bool = False) -> None:
-    if value < 0 or (value == 0 and not zero_ok):
-        raise InputError(
-            name, str(value), "must be above zero" if not zero_ok else "must not be negative"
-        )
+def utilisation_share(name: str, value: Decimal) -> Decimal:
+    """A utilisation as given: a share in (0, 1], or a percent in (1, 100]; as a share."""
+    share = value / 100 if value.is_finite() and value > 1 else value
+    _bounded(name, share, MIN_UTILISATION, Decimal(1), lo_ok=True,
+             what="must be a share from 0.001 to 1, or a percent from 0.1 to 100")  # fmt: skip
+    return share
 
 
 def buy_vs_rent(
@@ -366,15 +390,19 @@ def buy_vs_rent(
     """Owning `cards` cards (bought at card_price each, written off over life_years,
     drawing power_w each while busy, hosted for hosting_month for all of them) against
     renting their busy card-hours at renting_per_busy_hour, at the given utilisation."""
-    _positive("card-price", card_price)
-    _positive("life-years", life_years)
-    _positive("power-w", power_w, zero_ok=True)
-    _positive("kwh", kwh, zero_ok=True)
-    _positive("hosting", hosting_month, zero_ok=True)
-    _positive("cards", Decimal(cards))
-    if not 0 < utilisation <= 1:
-        raise InputError("utilisation", str(utilisation), "must be a share above 0 and at most 1")
-    _positive("renting price", renting_per_busy_hour)
+    check_price("card-price", card_price)
+    _bounded("life-years", life_years, *LIFE_YEARS, lo_ok=True,
+             what=f"must be from {LIFE_YEARS[0]} to {LIFE_YEARS[1]} years")  # fmt: skip
+    _bounded("power-w", power_w, Decimal(0), MAX_POWER_W, lo_ok=True,
+             what=f"must be from 0 to {MAX_POWER_W:,} W a card")  # fmt: skip
+    check_price("kwh", kwh, zero_ok=True)
+    check_price("hosting", hosting_month, zero_ok=True)
+    if not 0 < cards <= MAX_CARDS:
+        raise InputError("cards", str(cards), f"must be from 1 to {MAX_CARDS:,}")
+    utilisation_share("utilisation", utilisation)
+    if utilisation > 1:
+        raise InputError("utilisation", str(utilisation), "must be a share at most 1")
+    check_price("renting price", renting_per_busy_hour)
     busy = cards * utilisation * HOURS_IN_MONTH
     return BuyVsRent(
         cards,

@@ -23,6 +23,7 @@ from leases.alerts import AlertKind, NodeFacts, Reading, evaluate
 from leases.alertwatch import AlertWatch, check
 from leases.config import AlertsConfig, NotifyConfig
 from leases.demo import build_demo_ledger
+from leases.errors import InputError
 from leases.history import BUSY_UTIL_PCT, GpuMinute, NodeMinute
 from leases.ledger import Ledger
 from leases.models import GpuProcess, GpuSample, Node, NodeHealth
@@ -398,3 +399,16 @@ async def test_dashboard_counts_lists_acks_and_snoozes_alerts(tmp_path: Path) ->
         assert acked.acked_at == now and acked.kind == "lease_ending"
         snoozed = [a for a in rows.values() if a.snoozed_until is not None]
         assert len(snoozed) == 1 and snoozed[0].snoozed_until == now + timedelta(days=1)
+
+
+def test_huge_durations_and_ids_are_refused_cleanly(ledger_path: Path, cli: Cli) -> None:
+    for bad in ("999999999999999s", "1e400d", "99999999999999999999w"):
+        with pytest.raises(InputError, match="for"):
+            alertstate.parse_duration(bad)
+    _demo(ledger_path, datetime.now(UTC), ())
+    for huge in ("99999999999999999999999", str(2**63), "9223372036854775807"):
+        r = cli("alerts", "ack", huge)
+        assert r.code == 2 and f"no alert {huge}" in r.err, r.err
+    first = json.loads(cli("alerts", "--json").out)[0]["id"]
+    r = cli("alerts", "snooze", str(first), "--for", "999999999999999s")
+    assert r.code == 2 and "90 days" in r.err and "Traceback" not in r.err

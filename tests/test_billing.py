@@ -411,3 +411,10 @@ def test_an_upfront_charge_accrues_month_by_month() -> None:
     assert billing.accrued(le, t("2026-01-01"), t("2026-02-01")) == D(31000)
     assert billing.accrued(le, t("2026-02-01"), t("2026-02-15")) == D(15500)
     assert billing.accrued(le, t("2025-12-01"), t("2026-04-01")) == D(62000)
+
+
+def test_fen_never_raises() -> None:
+    assert billing.fen(Decimal("1.005")) == Decimal("1.01")
+    for odd in ("1e30", "1e-30", "-1e40", "1e100", "123456789012345678901234567.891"):
+        assert billing.fen(Decimal(odd)).as_tuple().exponent == -2 or abs(Decimal(odd)) >= 10**26
+    assert billing.fen(Decimal("1e-30")) == 0

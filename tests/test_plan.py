@@ -284,3 +284,31 @@ def test_plan_buy_measures_utilisation_over_known_hours(tmp_path: Path) -> None:
     text = run(path, *args)
     assert "measured 100.00 % busy of 1,920.00 known card-hours" in text
     assert "paid card-hours unknown (no history), left out" in text
+
+
+def test_absurd_numbers_are_refused_naming_the_flag(
+    fleet: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    buy = ["--ledger", str(fleet), "plan", "buy", "--card-price", "80000", "--life-years", "4",
+           "--power-w", "700", "--kwh", "0.8", "--hosting", "6000", "--gpu-model", "H800"]  # fmt: skip
+    cases = [
+        ([*buy, "--utilisation", "0"], "utilisation"),
+        ([*buy, "--utilisation", "1e-30"], "utilisation"),
+        ([*buy, "--utilisation", "101"], "utilisation"),
+        ([*buy[:7], "1e-30", *buy[8:]], "life-years"),
+        ([*buy[:7], "31", *buy[8:]], "life-years"),
+        ([*buy[:5], "1e30", *buy[6:]], "card-price"),
+        ([*buy, "--cards", "0"], "cards"),
+        (["--ledger", str(fleet), "plan", "hybrid", "--hourly", "1e-30", "--monthly", "1e30"],
+         "hourly"),
+        (["--ledger", str(fleet), "plan", "hybrid", "--hourly", "10", "--monthly", "1e30"],
+         "monthly"),
+    ]  # fmt: skip
+    for argv, flag in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert flag in err and "Traceback" not in err, (argv, err)
+    with pytest.raises(InputError, match="utilisation"):
+        plan.buy_vs_rent(card_price=D(1), life_years=D(1), power_w=D(0), kwh=D(0),
+                         hosting_month=D(0), cards=1, utilisation=D("1e-30"),
+                         renting_per_busy_hour=D(1))  # fmt: skip

@@ -167,6 +167,9 @@ def _prices(
 ) -> tuple[Decimal, Decimal, str, str]:
     hourly = _decimal("hourly", args.hourly)
     monthly = _decimal("monthly", args.monthly)
+    for name, given in (("hourly", hourly), ("monthly", monthly)):
+        if given is not None:
+            plan.check_price(name, given)
     if hourly is not None and monthly is not None:
         return monthly, hourly, " (given)", " (given)"
     models = sorted({n.gpu_model for n in nodes.values() if n.gpu_model})
@@ -299,8 +302,10 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
     config = _config(args)
     days = _days(args)
     given_u = _decimal("utilisation", args.utilisation)
-    if given_u is not None and given_u > 1:
-        given_u = given_u / 100  # 65 means 65 %
+    if given_u is not None:
+        given_u = plan.utilisation_share("utilisation", given_u)  # 65 means 65 %
+    for attr in ("card_price", "life_years", "power_w", "kwh", "hosting"):
+        _need(args, attr)  # every flag checked before the ledger is read
     with _open(args) as ledger:
         now = ledger.clock()
         window = (now - timedelta(days=days), now)

@@ -138,6 +138,8 @@ def refund_rule(lease: Lease) -> RefundRule | None:
 def cards_of(lease: Lease, cards: int | None = None) -> int:
     """The cards a lease pays for: cards_billed, else `cards` (the node's GPU count)."""
     n = lease.cards_billed or cards
+    if n is not None and n < 0:  # the ledger refuses it; a caller of the pure maths may not
+        raise InputError("cards_billed", n, "must be at least 1")
     if not n:
         raise InputError(
             "cards_billed",

@@ -6,6 +6,7 @@ Every figure in the tables was worked out by hand; the comment beside it says ho
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from sqlite_utils import Database
 
 from leases import billing, fields, records
+from leases.errors import InputError
 from leases.history import (
     GpuMinute,
     NodeMinute,
@@ -418,3 +420,21 @@ def test_fen_never_raises() -> None:
     for odd in ("1e30", "1e-30", "-1e40", "1e100", "123456789012345678901234567.891"):
         assert billing.fen(Decimal(odd)).as_tuple().exponent == -2 or abs(Decimal(odd)) >= 10**26
     assert billing.fen(Decimal("1e-30")) == 0
+
+
+def test_lease_terms_out_of_range_are_refused() -> None:
+    base = dict(billing_type="monthly", unit_price="30000", start="2026-01-01",
+                end="2026-02-01", cards_billed="8")  # fmt: skip
+    for key, bad in (("renew_charge_days", "400"), ("renew_charge_days", "61"),
+                     ("notice_days", "400"), ("release_after_stopped_days", "4000"),
+                     ("cards_billed", "-2")):  # fmt: skip
+        with pytest.raises(InputError, match=key):
+            lease(**{**base, key: bad})
+    assert lease(**{**base, "renew_charge_days": "60"}).renew_charge_days == 60
+    # The pure functions refuse what the ledger would: negative cards.
+    hourly = lease(billing_type="card_hour", unit_price="2", start="2026-01-01")
+    for odd in (replace(hourly, cards_billed=-2), hourly):
+        with pytest.raises(InputError, match="cards"):
+            billing.cost_to_date(odd, t("2026-01-02"), cards=-8)
+    with pytest.raises(InputError, match="cards"):
+        billing.paid_card_hours(replace(hourly, cards_billed=-2), t("2026-01-01"), t("2026-01-02"))

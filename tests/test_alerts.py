@@ -10,6 +10,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import asyncssh
 import pytest
@@ -412,3 +413,34 @@ def test_huge_durations_and_ids_are_refused_cleanly(ledger_path: Path, cli: Cli)
     first = json.loads(cli("alerts", "--json").out)[0]["id"]
     r = cli("alerts", "snooze", str(first), "--for", "999999999999999s")
     assert r.code == 2 and "90 days" in r.err and "Traceback" not in r.err
+
+
+def test_watch_reads_an_hours_history_once(
+    ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = datetime.now(UTC).replace(minute=5)
+    _demo(ledger_path, now)
+    reads: list[str] = []
+    real = HistoryStore.lease_usage
+
+    def counted(self: HistoryStore, lease: Any, *a: Any, **kw: Any) -> billing.CardHours:
+        reads.append(lease.node)
+        return real(self, lease, *a, **kw)
+
+    monkeypatch.setattr(HistoryStore, "lease_usage", counted)
+    clock = [now]
+    tick = [0.0]
+    with Ledger.open(ledger_path) as ledger:
+        watch = AlertWatch(ledger, CONFIG, clock=lambda: clock[0], monotonic=lambda: tick[0])
+        first = watch.tick()
+        underused = [c.alert for c in first if c.alert.kind == AlertKind.UNDERUSED.value]
+        assert underused and "a100-monthly-1" in reads
+        n = len(reads)
+        tick[0], clock[0] = 60.0, now + timedelta(minutes=1)  # the same hour: from the cache
+        watch.tick()
+        assert watch.runs == 2 and len(reads) == n
+        again = alertstate.get(ledger, underused[0].id)
+        assert again.yuan == underused[0].yuan and again.cleared_at is None
+        tick[0], clock[0] = 120.0, now + timedelta(hours=1)  # a new hour: read again
+        watch.tick()
+        assert watch.runs == 3 and len(reads) == 2 * n

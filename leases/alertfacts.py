@@ -22,6 +22,7 @@ from leases.alerts import (
     NodeFacts,
     Reading,
 )
+from leases.billing import CardHours
 from leases.config import AlertsConfig
 from leases.history import NodeMinute, busy_verdict, unpack_minute
 from leases.ledger import Ledger
@@ -38,8 +39,17 @@ def _hour_floor(at: datetime) -> datetime:
     return at.replace(minute=0, second=0, microsecond=0)
 
 
-def gather(ledger: Ledger, config: AlertsConfig, now: datetime) -> list[NodeFacts]:
-    """Facts of every node in the ledger, archived ones too (their deposits)."""
+# (lease, since, until, cards) -> (usage, peak busy cards): whole past hours of history,
+# which change once an hour, not at every evaluation (AlertWatch keeps one across them).
+UsageCache = dict[tuple[Lease, datetime, datetime, int | None], tuple[CardHours, int | None]]
+
+
+def gather(
+    ledger: Ledger, config: AlertsConfig, now: datetime, cache: UsageCache | None = None
+) -> list[NodeFacts]:
+    """Facts of every node in the ledger, archived ones too (their deposits). With a
+    cache, a lease's underuse figures are read from history once per hour, not at every
+    evaluation (they cover whole hours before the current one)."""
     store = HistoryStore(ledger)
     conn = ledger.conn
     lease_node = dict(conn.execute("SELECT id, node_id FROM leases").fetchall())
@@ -57,6 +67,9 @@ def gather(ledger: Ledger, config: AlertsConfig, now: datetime) -> list[NodeFact
     for node_id, kind in conn.execute("SELECT node_id, kind FROM alerts WHERE cleared_at IS NULL"):
         open_kinds.setdefault(node_id, set()).add(kind)
     until = _hour_floor(now)
+    if cache is not None:  # figures of earlier hours are not needed again
+        for key in [k for k in cache if k[2] != until]:
+            del cache[key]
     window = timedelta(days=config.underuse_window_days)
     out: list[NodeFacts] = []
     for node in ledger.nodes():
@@ -79,13 +92,22 @@ def gather(ledger: Ledger, config: AlertsConfig, now: datetime) -> list[NodeFact
         if lease is not None and lease.billing_type in UNDERUSE_TYPES:
             since = max(lease.start, until - window)
             if since < until and (lease.cards_billed or cards):
-                usage = store.lease_usage(lease, since, until, cards=cards)
-                facts = _with(facts, usage=usage, usage_since=since)
-                # The peak (unpacking every hour) only where the underuse rule may speak.
-                if usage.paid and (usage.busy + usage.unknown) / usage.paid < Decimal(
-                    str(config.underuse_threshold + UNDERUSE_CLEAR_MARGIN)
-                ):
-                    facts = _with(facts, peak_busy_cards=_peak(store, node.name, since, until))
+                key = (lease, since, until, cards)
+                hit = cache.get(key) if cache is not None else None
+                if hit is None:
+                    usage = store.lease_usage(lease, since, until, cards=cards)
+                    peak = None
+                    # The peak (unpacking every hour) only where the underuse rule may speak.
+                    if usage.paid and (usage.busy + usage.unknown) / usage.paid < Decimal(
+                        str(config.underuse_threshold + UNDERUSE_CLEAR_MARGIN)
+                    ):
+                        peak = _peak(store, node.name, since, until)
+                    hit = (usage, peak)
+                    if cache is not None:
+                        cache[key] = hit
+                facts = _with(facts, usage=hit[0], usage_since=since)
+                if hit[1] is not None:
+                    facts = _with(facts, peak_busy_cards=hit[1])
         minutes = _minutes_wanted(facts, config, now, open_kinds.get(node.id, set()))
         if minutes:
             facts = _with(facts, minutes=_minutes(ledger, node.id, now - minutes, now))

@@ -25,7 +25,7 @@ from leases.ledger import Ledger
 from leases.severity import Severity
 
 REOPEN_HOLD = timedelta(hours=1)
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([smhdw])\s*$")  # ASCII digits
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 MAX_SNOOZE = timedelta(days=90)
 
@@ -90,10 +90,11 @@ def parse_duration(value: str, field: str = "for") -> timedelta:
     m = _DURATION.match(value or "")
     if m is None:
         raise InputError(field, value, "a duration such as 30m, 2h, 1d or 1w")
-    span = timedelta(seconds=float(m.group(1)) * _UNIT_S[m.group(2)])
-    if span <= timedelta(0) or span > MAX_SNOOZE:
+    # Checked as seconds before a timedelta is built: a huge one would overflow it.
+    seconds = float(m.group(1)) * _UNIT_S[m.group(2)]
+    if not 0 < seconds <= MAX_SNOOZE.total_seconds():
         raise InputError(field, value, "must be more than zero and at most 90 days")
-    return span
+    return timedelta(seconds=seconds)
 
 
 def _iso(at: datetime | None) -> str | None:
@@ -210,7 +211,7 @@ def alerts(ledger: Ledger, now: datetime, *, everything: bool = False) -> list[S
 def get(ledger: Ledger, alert_id: int) -> StoredAlert:
     found = _select(ledger.conn, "WHERE a.id = ?", [alert_id])
     if not found:
-        raise InputError("id", alert_id, "no alert with this id (see zuka alerts --all)")
+        raise InputError("id", alert_id, f"no alert {alert_id} (see zuka alerts --all)")
     return found[0]
 
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from leases.alertfacts import gather
+from leases.alertfacts import UsageCache, gather
 from leases.alerts import evaluate
 from leases.alertstate import Change, Changed, StoredAlert, reconcile
 from leases.config import AlertsConfig, Config
@@ -25,10 +25,13 @@ DEFAULT_EVERY_S = 60.0
 _TOLD = (Change.NEW, Change.ESCALATED)
 
 
-def check(ledger: Ledger, config: AlertsConfig, clock: Clock) -> list[Changed]:
-    """Evaluate every rule now and store the outcome; returns what changed."""
+def check(
+    ledger: Ledger, config: AlertsConfig, clock: Clock, cache: UsageCache | None = None
+) -> list[Changed]:
+    """Evaluate every rule now and store the outcome; returns what changed. `cache` keeps
+    the hour-grained history figures between calls (leases.alertfacts.gather)."""
     now = clock()
-    return reconcile(ledger, evaluate(gather(ledger, config, now), config, now), now)
+    return reconcile(ledger, evaluate(gather(ledger, config, now, cache), config, now), now)
 
 
 def message_of(alert: StoredAlert) -> Message:
@@ -64,6 +67,7 @@ class AlertWatch:
         self._last: float | None = None
         self.runs = 0
         self.last_changes: list[Changed] = []
+        self._cache: UsageCache = {}
 
     def due(self) -> bool:
         return self._last is None or self.monotonic() - self._last >= self.every_s
@@ -74,7 +78,7 @@ class AlertWatch:
             return []
         self._last = self.monotonic()
         try:
-            changes = check(self.ledger, self.config, self.clock)
+            changes = check(self.ledger, self.config, self.clock, self._cache)
         except Exception:
             self.log.exception("evaluating alerts failed")
             return []

@@ -26,6 +26,13 @@ hand in leases, storage lines, stops and card-minutes. The rules, said once:
   price over that month's days), the rest falls where it is charged.
 - **Storage lines** (resources with a price): billed pro rata from `created` (else the
   lease's start) until `deleted_at`, after a stop and after the lease ends too.
+- **Time**: every elapsed time and every comparison is in UTC (converted at the edges:
+  Python compares two times of one zone by wall clock, ignoring DST's fold); period
+  boundaries (days, weeks, months, the auto-renew charge day) are counted on the billing
+  zone's wall clock. So a daily lease across a DST change costs one day's price for the
+  23- or 25-hour day, while its paid card-hours are the real elapsed hours (71 for three
+  days in Berlin from 2026-03-28, 73 in New York from 2026-10-31): the hours measured busy
+  are real hours too, and busy / paid compares like with like.
 - **Card-hours**: paid card-hours are the cards times the hours the lease is paid for;
   busy and known card-minutes come from history (leases.history says when a minute is busy
   and when it is unknown). Idle is known and not busy; unknown is never idle.
@@ -40,7 +47,7 @@ from calendar import monthrange
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, ROUND_HALF_UP, Context, Decimal
 from enum import StrEnum
 from zoneinfo import ZoneInfo
 
@@ -82,12 +89,24 @@ class RefundRule(StrEnum):
 
 
 def fen(amount: Decimal) -> Decimal:
-    """An amount rounded to the fen (0.01), half up, for display."""
-    return amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+    """An amount rounded to the fen (0.01), half up, for display. Never raises: the
+    precision is widened to the amount's digits (the default 28 would make quantize fail
+    on 10^27 and above); NaN and infinities come back as they are."""
+    if not amount.is_finite():
+        return amount
+    ctx = Context(prec=max(28, amount.adjusted() + 3), Emax=MAX_EMAX, Emin=MIN_EMIN)
+    return amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP, context=ctx)
 
 
 def zone(lease: Lease) -> ZoneInfo:
     return fields.timezone(lease.billing_tz, "billing_tz")
+
+
+def _u(at: datetime) -> datetime:
+    """`at` in UTC: every comparison and every elapsed time goes through UTC, because Python
+    compares two times of the same zone by their wall clock, ignoring fold (01:30 EDT and
+    01:30 EST, an hour apart, compare equal)."""
+    return at.astimezone(UTC)
 
 
 def _seconds(a: datetime, b: datetime) -> Decimal:
@@ -133,6 +152,8 @@ def refund_rule(lease: Lease) -> RefundRule | None:
 def cards_of(lease: Lease, cards: int | None = None) -> int:
     """The cards a lease pays for: cards_billed, else `cards` (the node's GPU count)."""
     n = lease.cards_billed or cards
+    if n is not None and n < 0:  # the ledger refuses it; a caller of the pure maths may not
+        raise InputError("cards_billed", n, "must be at least 1")
     if not n:
         raise InputError(
             "cards_billed",
@@ -153,8 +174,8 @@ def _renews(lease: Lease) -> bool:
 def boundary(anchor: datetime, step: str, k: int, tz: ZoneInfo) -> datetime:
     """The start of the k-th period of `step` from `anchor`, counted on the wall clock of
     `tz` (a calendar month from the 31st ends on the last day of a shorter month)."""
-    if step in _FIXED:
-        return anchor + timedelta(seconds=k * _FIXED[step])
+    if step in _FIXED:  # real seconds: in UTC (a zone's + timedelta is wall-clock)
+        return _u(anchor) + timedelta(seconds=k * _FIXED[step])
     local = anchor.astimezone(tz).replace(tzinfo=None)
     if step in _WALL_DAYS:
         naive = local + timedelta(days=k * _WALL_DAYS[step])
@@ -171,6 +192,7 @@ def period_index(anchor: datetime, step: str, t: datetime, tz: ZoneInfo) -> int:
     """The k whose period [boundary(k), boundary(k+1)) holds t (negative before anchor)."""
     if step in _FIXED:
         return math.floor(_seconds(anchor, t) / _FIXED[step])
+    t = _u(t)
     a, b = anchor.astimezone(tz), t.astimezone(tz)
     if step in _WALL_DAYS:
         k = (b.replace(tzinfo=None) - a.replace(tzinfo=None)).days // _WALL_DAYS[step]
@@ -185,6 +207,7 @@ def period_index(anchor: datetime, step: str, t: datetime, tz: ZoneInfo) -> int:
 
 def _units(anchor: datetime, step: str, tz: ZoneInfo, a: datetime, b: datetime) -> Decimal:
     """Billing units in [a, b) pro rata on the grid of `step` from `anchor`."""
+    a, b = _u(a), _u(b)
     if b <= a:
         return ZERO
     if step in _FIXED:
@@ -203,6 +226,7 @@ def _prepaid_units(lease: Lease, a: datetime, b: datetime) -> Decimal:
     """Units of [a, b) on the lease's grid from a: whole periods, and the remainder rounded
     up to the lease's partial unit (a started unit in full by default)."""
     tz, step = zone(lease), step_of(lease)
+    a, b = _u(a), _u(b)
     if b <= a:
         return ZERO
     k = period_index(a, step, b, tz)
@@ -228,9 +252,11 @@ def _run_units(lease: Lease, a: datetime, b: datetime) -> Decimal:
 
 def _minus(spans: Iterable[Span], stops: Sequence[Stop], until: datetime) -> list[Span]:
     """spans with the stopped stretches cut out."""
-    out = list(spans)
+    out = [(_u(a), _u(b)) for a, b in spans]
+    until = _u(until)
     for s_lo, s_hi in stops:
-        hi = s_hi or max(until, s_lo)
+        s_lo = _u(s_lo)
+        hi = _u(s_hi) if s_hi is not None else max(until, s_lo)
         cut: list[Span] = []
         for a, b in out:
             if hi <= a or s_lo >= b:
@@ -245,6 +271,8 @@ def _minus(spans: Iterable[Span], stops: Sequence[Stop], until: datetime) -> lis
 
 
 def _overlap(spans: Iterable[Span], lo: datetime, hi: datetime) -> list[Span]:
+    lo, hi = _u(lo), _u(hi)
+    spans = [(_u(a), _u(b)) for a, b in spans]
     return [(max(a, lo), min(b, hi)) for a, b in spans if max(a, lo) < min(b, hi)]
 
 
@@ -252,27 +280,27 @@ def _overlap(spans: Iterable[Span], lo: datetime, hi: datetime) -> list[Span]:
 
 
 def _released_at(lease: Lease) -> datetime | None:
-    """When a lease stops billing its running time, as recorded (None: runs on)."""
+    """When a lease stops billing its running time, as recorded (None: runs on), in UTC."""
     if lease.ended_at is not None:
-        return lease.ended_at
+        return _u(lease.ended_at)
     if lease.end is not None and lease.on_expiry is ExpiryAction.RELEASED and not _renews(lease):
-        return lease.end
+        return _u(lease.end)
     return None
 
 
 def over(lease: Lease, at: datetime) -> bool:
     """Whether the lease is over by `at` (ended, or released at its end)."""
     stop = _released_at(lease)
-    return stop is not None and stop <= at
+    return stop is not None and stop <= _u(at)
 
 
 def runs(lease: Lease, until: datetime, stops: Sequence[Stop] = ()) -> list[Span]:
     """The stretches a pay-as-you-go lease bills its running time up to `until`."""
-    stop = _released_at(lease)
+    stop, until, start = _released_at(lease), _u(until), _u(lease.start)
     hi = min(until, stop) if stop is not None else until
-    if hi <= lease.start:
+    if hi <= start:
         return []
-    spans: list[Span] = [(lease.start, hi)]
+    spans: list[Span] = [(start, hi)]
     if lease.stopped_billing is not StoppedBilling.FULL:
         spans = _minus(spans, stops, until)
     return spans
@@ -288,11 +316,13 @@ def _net_upfront(lease: Lease) -> Decimal:
     """The upfront charge net of the refund a recorded early end earns."""
     full = prepaid_total(lease)
     assert lease.end is not None
-    if lease.ended_at is None or lease.ended_at >= lease.end:
+    if lease.ended_at is None or _u(lease.ended_at) >= _u(lease.end):
         return full
     rule = refund_rule(lease)
     used = _seconds(lease.start, lease.ended_at)
     span = _seconds(lease.start, lease.end)
+    if span <= 0:  # records refuse it; nothing to prorate
+        return full
     if rule is RefundRule.PRORATED_DAYS:
         return min(full, full * _ceil(used / 86400) * 86400 / span)
     if rule is RefundRule.PRORATED_HOURS:
@@ -307,22 +337,24 @@ def _net_upfront(lease: Lease) -> Decimal:
 
 def _after_end(lease: Lease, at: datetime, stops: Sequence[Stop]) -> Decimal:
     """What a prepaid lease is charged after its end (or before it, for an auto-renewal)."""
-    end = lease.end
-    assert end is not None
-    if lease.ended_at is not None and lease.ended_at < end:
+    assert lease.end is not None
+    end, at = _u(lease.end), _u(at)
+    ended_at = _u(lease.ended_at) if lease.ended_at is not None else None
+    if ended_at is not None and ended_at < end:
         return ZERO
     if lease.on_expiry is ExpiryAction.HOURLY and not lease.auto_renew:
         if lease.hourly_price is None or at <= end:
             return ZERO
-        stop = min(at, lease.ended_at) if lease.ended_at is not None else at
+        stop = min(at, ended_at) if ended_at is not None else at
         spans: list[Span] = [(end, stop)] if stop > end else []
         if lease.stopped_billing is not StoppedBilling.FULL:
             spans = _minus(spans, stops, at)
         return sum((_seconds(a, b) for a, b in spans), ZERO) / _HOUR * lease.hourly_price
-    if _renews(lease) and lease.ended_at is None:
+    if _renews(lease) and ended_at is None:
         tz, step = zone(lease), step_of(lease)
         early = timedelta(days=lease.renew_charge_days or 0)
         n = 0
+        # The charge day is counted on the zone's wall clock (Aliyun: 08:00, 9 days before).
         while boundary(end, step, n, tz) - early <= at:
             n += 1
         return n * lease.unit_price
@@ -337,7 +369,8 @@ def _charged(
     lease: Lease, at: datetime, stops: Sequence[Stop], cards: int | None
 ) -> tuple[Decimal, Decimal]:
     """(charged up front, charged as it goes) by `at`, before any minimum commitment."""
-    if at <= lease.start and not (lease.billing_type.prepaid and at == lease.start):
+    at = _u(at)
+    if at <= _u(lease.start) and not (lease.billing_type.prepaid and at == _u(lease.start)):
         return ZERO, ZERO
     if lease.billing_type.prepaid:
         return _net_upfront(lease), _after_end(lease, at, stops)
@@ -376,6 +409,7 @@ def accrued(
 ) -> Decimal:
     """The share of the lease's cost that falls in [since, until) (see the module's rules):
     what a monthly report or an idle-card figure charges to that window."""
+    since, until = _u(since), _u(until)
     if until <= since:
         return ZERO
     up_hi, go_hi = _charged(lease, until, stops, cards)
@@ -385,7 +419,7 @@ def accrued(
         stop = paid_until(lease)
         whole = _units(lease.start, step_of(lease), zone(lease), lease.start, stop)
         part = _units(
-            lease.start, step_of(lease), zone(lease), max(since, lease.start), min(until, stop)
+            lease.start, step_of(lease), zone(lease), max(since, _u(lease.start)), min(until, stop)
         )
         share += up_hi * part / whole if whole else ZERO
     top_hi = cost_to_date(lease, until, stops=stops, cards=cards) - up_hi - go_hi
@@ -399,7 +433,8 @@ def paid_until(lease: Lease) -> datetime:
     """The end of the time a prepaid lease's upfront charge pays for (an early end cuts
     it short)."""
     assert lease.end is not None
-    return min(lease.end, lease.ended_at) if lease.ended_at is not None else lease.end
+    end = _u(lease.end)
+    return min(end, _u(lease.ended_at)) if lease.ended_at is not None else end
 
 
 def billed_spans(lease: Lease, until: datetime, stops: Sequence[Stop] = ()) -> list[Span]:
@@ -407,12 +442,13 @@ def billed_spans(lease: Lease, until: datetime, stops: Sequence[Stop] = ()) -> l
     or not), then what bills after the end; a pay-as-you-go lease's runs."""
     if not lease.billing_type.prepaid:
         return runs(lease, until, stops)
-    end = paid_until(lease)
-    spans: list[Span] = _overlap([(lease.start, end)], lease.start, until)
-    if lease.end is None or end < lease.end or until <= lease.end:
+    end, until, start = paid_until(lease), _u(until), _u(lease.start)
+    spans: list[Span] = _overlap([(start, end)], start, until)
+    if lease.end is None or end < _u(lease.end) or until <= _u(lease.end):
         return spans
-    after = lease.ended_at if lease.ended_at is not None else until
-    tail: list[Span] = [(lease.end, min(after, until))] if min(after, until) > lease.end else []
+    lease_end = _u(lease.end)
+    after = _u(lease.ended_at) if lease.ended_at is not None else until
+    tail: list[Span] = [(lease_end, min(after, until))] if min(after, until) > lease_end else []
     if lease.on_expiry is ExpiryAction.HOURLY and not lease.auto_renew:
         if lease.stopped_billing is not StoppedBilling.FULL:
             tail = _minus(tail, stops, until)
@@ -443,8 +479,8 @@ def storage_cost(
     start) until deleted_at; paused by stops only when the lease bills nothing then."""
     if resource.price is None:
         return ZERO
-    start = resource.created or lease.start
-    stop = min(resource.deleted_at, at) if resource.deleted_at is not None else at
+    start, at = _u(resource.created or lease.start), _u(at)
+    stop = min(_u(resource.deleted_at), at) if resource.deleted_at is not None else at
     if stop <= start:
         return ZERO
     spans: list[Span] = [(start, stop)]
@@ -491,7 +527,7 @@ def unknowns(lease: Lease, at: datetime) -> tuple[str, ...]:
             out.append(
                 "it bills hourly after its end at a price not recorded (give --hourly-price)"
             )
-        if lease.ended_at is not None and lease.ended_at < lease.end:
+        if lease.ended_at is not None and _u(lease.ended_at) < _u(lease.end):
             rule = refund_rule(lease)
             if rule is None:
                 out.append(
@@ -550,7 +586,8 @@ def estimate(
     leases = (chain,) if isinstance(chain, Lease) else tuple(chain)
     if not leases:
         raise ValueError("estimate of no lease")
-    now = next((le for le in reversed(leases) if le.start <= at), leases[0])
+    at = _u(at)
+    now = next((le for le in reversed(leases) if _u(le.start) <= at), leases[0])
     period = current_period(now, at)
     last = leases[-1]
     end = last.ended_at or last.end
@@ -560,8 +597,8 @@ def estimate(
         return chain_cost(leases, when, stops=stops, cards=cards) + store, store
 
     to_date, store = total(at)
-    by_period = total(max(at, period[1]))[0]
-    by_end = total(max(at, end))[0] if end is not None else None
+    by_period = total(max(at, _u(period[1])))[0]
+    by_end = total(max(at, _u(end)))[0] if end is not None else None
     notes = tuple(n for le in leases for n in unknowns(le, at))
     return Estimate(at, to_date, store, period, by_period, end, by_end, notes)
 

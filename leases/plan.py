@@ -10,6 +10,12 @@
   that share is above monthly / (hourly x HOURS_IN_MONTH) and never falls again after
   (the share only shrinks as k grows). The optimum is the smallest k whose share is at or
   below that threshold (below it, strictly, more cards only cost more; at it, equal).
+- **Unknown hours are never idle**: an hour counts only when history covers it, i.e. the
+  known card-minutes of the nodes leased then reach COVERAGE (90 %) of their leased
+  card-minutes (`measured_demand`). Hours before the fleet's first reading, and hours a
+  dead collector missed, are left out, not read as no demand; the optimum is computed over
+  the known hours and scaled to a month, and the caller says how many were unknown. An
+  hour in which nothing was leased (after the first reading) is known: nothing rented.
 - **Buy against rent**: owning (the cards' price over their life, power at the measured
   utilisation, hosting) against renting at the measured price per busy card-hour.
 """
@@ -27,6 +33,86 @@ from leases.models import BillingType, Lease, Node
 HOURS_IN_MONTH = Decimal(730)  # 8760 / 12
 HOURS_IN_YEAR = Decimal(8760)
 ZERO = Decimal(0)
+
+
+COVERAGE = 0.9  # share of the leased card-minutes history must know for an hour to count
+MIN_KNOWN_HOURS = 7 * 24  # fewer known hours than a week: too little to plan from
+
+
+@dataclass(frozen=True)
+class NodeHistory:
+    """One node's history for `measured_demand`: its cards, when a lease paid for them
+    (Unix seconds [a, b); empty: no lease recorded, so it is expected from its first
+    reading on), and per clock hour (Unix time // 3600) its busy and known card-minutes."""
+
+    cards: int
+    leased: Sequence[tuple[int, int]]
+    hours: Mapping[int, tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class Demand:
+    """Busy cards in each known clock hour of the window [lo, hi)."""
+
+    lo: int
+    hi: int
+    hours: tuple[int, ...]  # the known hours, in order
+    cards: tuple[int, ...]  # whole busy cards in each of them
+    before_history: int  # hours before the fleet's first reading (the window was cut)
+
+    @property
+    def window(self) -> int:
+        return self.hi - self.lo
+
+    @property
+    def unknown(self) -> int:
+        return self.window - len(self.hours)
+
+
+def _leased_minutes(spans: Sequence[tuple[int, int]], lo: int, hi: int) -> dict[int, float]:
+    """Minutes of each clock hour in [lo, hi) that the spans (Unix seconds) cover."""
+    out: dict[int, float] = {}
+    for a, b in spans:
+        for h in range(max(lo, a // 3600), min(hi, -(-b // 3600))):
+            s = min(b, (h + 1) * 3600) - max(a, h * 3600)
+            if s > 0:
+                out[h] = out.get(h, 0.0) + s / 60
+    return out
+
+
+def measured_demand(
+    nodes: Mapping[str, NodeHistory], lo: int, hi: int, coverage: float = COVERAGE
+) -> Demand:
+    """Busy cards per known clock hour of [lo, hi) (see the module's rule on unknown
+    hours): an hour is known when the nodes leased in it have `coverage` of their leased
+    card-minutes read; busy minutes count from every node."""
+    read = [h for n in nodes.values() for h in n.hours if lo <= h < hi]
+    first = min(read, default=hi)
+    expected = [0.0] * max(0, hi - lo)
+    known = [0] * len(expected)
+    busy = [0] * len(expected)
+    for n in nodes.values():
+        own = [h for h in n.hours if lo <= h < hi]
+        if n.leased:
+            minutes = _leased_minutes(n.leased, lo, hi)
+        elif own:  # no lease recorded: expected from its first reading on
+            minutes = dict.fromkeys(range(min(own), hi), 60.0)
+        else:
+            minutes = {}
+        for h, m in minutes.items():
+            expected[h - lo] += m * n.cards
+        for h in own:
+            b, k = n.hours[h]
+            busy[h - lo] += b
+            if h in minutes:
+                known[h - lo] += k
+    hours: list[int] = []
+    per_hour: list[float] = []
+    for i in range(max(0, first - lo), len(expected)):
+        if known[i] >= coverage * expected[i] - 1e-9:
+            hours.append(lo + i)
+            per_hour.append(busy[i])
+    return Demand(lo, hi, tuple(hours), tuple(cards_per_hour(per_hour)), max(0, first - lo))
 
 
 def cards_per_hour(busy_card_minutes: Iterable[float]) -> list[int]:
@@ -49,11 +135,34 @@ class HybridCost:
         return self.base + self.burst
 
 
+MIN_PRICE = Decimal("0.0001")  # a hundredth of a fen
+MAX_PRICE = Decimal(10) ** 9  # yuan; above it a figure is a typo, and Decimal maths overflows
+MIN_UTILISATION = Decimal("0.001")  # 0.1 %: below it a busy card-hour's price is meaningless
+LIFE_YEARS = (Decimal("0.5"), Decimal(30))
+MAX_POWER_W = Decimal(100_000)
+MAX_CARDS = 1_000_000
+
+
+def _bounded(
+    name: str, value: Decimal, lo: Decimal, hi: Decimal, *, lo_ok: bool, what: str
+) -> None:
+    """InputError naming the flag unless lo < value <= hi (lo <= value when lo_ok)."""
+    if not value.is_finite() or value > hi or value < lo or (value == lo and not lo_ok):
+        raise InputError(name, str(value), what)
+
+
+def check_price(name: str, value: Decimal, *, zero_ok: bool = False) -> None:
+    """A price from MIN_PRICE to MAX_PRICE (or 0, when zero_ok); InputError naming it."""
+    if zero_ok and value == 0:
+        return
+    _bounded(name, value, MIN_PRICE, MAX_PRICE, lo_ok=True,
+             what=f"must be a price from {MIN_PRICE} to {MAX_PRICE:,}"
+             + (" (or 0)" if zero_ok else ""))  # fmt: skip
+
+
 def _check_prices(monthly: Decimal, hourly: Decimal) -> None:
-    if hourly <= 0:
-        raise InputError("hourly", str(hourly), "must be a price above zero")
-    if monthly <= 0:
-        raise InputError("monthly", str(monthly), "must be a price above zero")
+    check_price("hourly", hourly)
+    check_price("monthly", monthly)
 
 
 def hybrid_cost(
@@ -259,11 +368,12 @@ class BuyVsRent:
         return self.renting_per_busy_hour / self.owning_per_busy_hour
 
 
-def _positive(name: str, value: Decimal, *, zero_ok: bool = False) -> None:
-    if value < 0 or (value == 0 and not zero_ok):
-        raise InputError(
-            name, str(value), "must be above zero" if not zero_ok else "must not be negative"
-        )
+def utilisation_share(name: str, value: Decimal) -> Decimal:
+    """A utilisation as given: a share in (0, 1], or a percent in (1, 100]; as a share."""
+    share = value / 100 if value.is_finite() and value > 1 else value
+    _bounded(name, share, MIN_UTILISATION, Decimal(1), lo_ok=True,
+             what="must be a share from 0.001 to 1, or a percent from 0.1 to 100")  # fmt: skip
+    return share
 
 
 def buy_vs_rent(
@@ -280,15 +390,19 @@ def buy_vs_rent(
     """Owning `cards` cards (bought at card_price each, written off over life_years,
     drawing power_w each while busy, hosted for hosting_month for all of them) against
     renting their busy card-hours at renting_per_busy_hour, at the given utilisation."""
-    _positive("card-price", card_price)
-    _positive("life-years", life_years)
-    _positive("power-w", power_w, zero_ok=True)
-    _positive("kwh", kwh, zero_ok=True)
-    _positive("hosting", hosting_month, zero_ok=True)
-    _positive("cards", Decimal(cards))
-    if not 0 < utilisation <= 1:
-        raise InputError("utilisation", str(utilisation), "must be a share above 0 and at most 1")
-    _positive("renting price", renting_per_busy_hour)
+    check_price("card-price", card_price)
+    _bounded("life-years", life_years, *LIFE_YEARS, lo_ok=True,
+             what=f"must be from {LIFE_YEARS[0]} to {LIFE_YEARS[1]} years")  # fmt: skip
+    _bounded("power-w", power_w, Decimal(0), MAX_POWER_W, lo_ok=True,
+             what=f"must be from 0 to {MAX_POWER_W:,} W a card")  # fmt: skip
+    check_price("kwh", kwh, zero_ok=True)
+    check_price("hosting", hosting_month, zero_ok=True)
+    if not 0 < cards <= MAX_CARDS:
+        raise InputError("cards", str(cards), f"must be from 1 to {MAX_CARDS:,}")
+    utilisation_share("utilisation", utilisation)
+    if utilisation > 1:
+        raise InputError("utilisation", str(utilisation), "must be a share at most 1")
+    check_price("renting price", renting_per_busy_hour)
     busy = cards * utilisation * HOURS_IN_MONTH
     return BuyVsRent(
         cards,

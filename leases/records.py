@@ -89,9 +89,11 @@ def _tags(raw: Any) -> tuple[str, ...]:
     return tags
 
 
-def _opt_int(rec: Mapping[str, Any], key: str, minimum: int = 0) -> int | None:
+def _opt_int(
+    rec: Mapping[str, Any], key: str, minimum: int = 0, maximum: int = 100_000
+) -> int | None:
     value = _get(rec, key)
-    return None if value is None else fields.count(key, value, minimum=minimum)
+    return None if value is None else fields.count(key, value, minimum=minimum, maximum=maximum)
 
 
 def _opt_money(rec: Mapping[str, Any], key: str) -> Decimal | None:
@@ -260,9 +262,11 @@ def lease_from(rec: Mapping[str, Any]) -> Lease:
         ),
         deposit_refunded_on=_opt_day(rec, "deposit_refunded_on"),
         contract_no=_str(rec, "contract_no", 100),
-        notice_days=_opt_int(rec, "notice_days"),
+        notice_days=_opt_int(rec, "notice_days", maximum=365),
         on_expiry=fields.choice("on_expiry", str(rec.get("on_expiry") or "released"), ExpiryAction),
-        release_after_stopped_days=_opt_int(rec, "release_after_stopped_days", minimum=1),
+        release_after_stopped_days=_opt_int(
+            rec, "release_after_stopped_days", minimum=1, maximum=3650
+        ),
         notes=_notes(rec),
         ended_at=_opt_moment(rec, "ended_at", tz),
         stopped_billing=fields.choice(
@@ -272,7 +276,9 @@ def lease_from(rec: Mapping[str, Any]) -> Lease:
             "month_count", str(rec.get("month_count") or "calendar"), MonthCount
         ),
         partial_unit=_opt_choice(rec, "partial_unit", PartialUnit),
-        renew_charge_days=_opt_int(rec, "renew_charge_days"),
+        # Providers charge a renewal days before the end (Aliyun 9, Huawei 7); beyond 60
+        # days a typo would charge many renewals at the lease's start.
+        renew_charge_days=_opt_int(rec, "renew_charge_days", maximum=60),
         hourly_price=_opt_money(rec, "hourly_price"),
         refund_rule=_str(rec, "refund_rule", 500).strip(),
     )

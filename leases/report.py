@@ -34,7 +34,8 @@ DEPOSIT_STATES = {
 }
 UNKNOWN_OWNER = "unknown"
 UNASSIGNED = "unassigned"
-_MONTH_RE = re.compile(r"(\d{4})-(\d{2})")
+_MONTH_RE = re.compile(r"([0-9]{4})-([0-9]{2})")  # ASCII digits only
+YEARS = (2000, 2100)  # the months a report can be asked for
 
 
 def month_window(month: str, tz_name: str, now: datetime) -> tuple[Span, bool]:
@@ -43,6 +44,8 @@ def month_window(month: str, tz_name: str, now: datetime) -> tuple[Span, bool]:
     m = _MONTH_RE.fullmatch(month.strip())
     if m is None or not 1 <= int(m.group(2)) <= 12:
         raise InputError("month", month, "must be YYYY-MM, e.g. 2025-03")
+    if not YEARS[0] <= int(m.group(1)) <= YEARS[1]:
+        raise InputError("month", month, f"the year must be from {YEARS[0]} to {YEARS[1]}")
     tz = fields.timezone(tz_name, "billing.tz")
     since, until = billing.month_of(datetime(int(m.group(1)), int(m.group(2)), 2, tzinfo=tz), tz)
     if since >= now:
@@ -91,6 +94,11 @@ class Totals:
     @property
     def total(self) -> Decimal:
         return self.cost + self.storage
+
+    @property
+    def known(self) -> Decimal:
+        """Paid card-hours history knows (busy or idle)."""
+        return self.paid - self.unknown
 
     @property
     def price_per_busy_hour(self) -> Decimal | None:

@@ -10,6 +10,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import asyncssh
 import pytest
@@ -23,6 +24,7 @@ from leases.alerts import AlertKind, NodeFacts, Reading, evaluate
 from leases.alertwatch import AlertWatch, check
 from leases.config import AlertsConfig, NotifyConfig
 from leases.demo import build_demo_ledger
+from leases.errors import InputError
 from leases.history import BUSY_UTIL_PCT, GpuMinute, NodeMinute
 from leases.ledger import Ledger
 from leases.models import GpuProcess, GpuSample, Node, NodeHealth
@@ -398,3 +400,47 @@ async def test_dashboard_counts_lists_acks_and_snoozes_alerts(tmp_path: Path) ->
         assert acked.acked_at == now and acked.kind == "lease_ending"
         snoozed = [a for a in rows.values() if a.snoozed_until is not None]
         assert len(snoozed) == 1 and snoozed[0].snoozed_until == now + timedelta(days=1)
+
+
+def test_huge_durations_and_ids_are_refused_cleanly(ledger_path: Path, cli: Cli) -> None:
+    for bad in ("999999999999999s", "1e400d", "99999999999999999999w"):
+        with pytest.raises(InputError, match="for"):
+            alertstate.parse_duration(bad)
+    _demo(ledger_path, datetime.now(UTC), ())
+    for huge in ("99999999999999999999999", str(2**63), "9223372036854775807"):
+        r = cli("alerts", "ack", huge)
+        assert r.code == 2 and f"no alert {huge}" in r.err, r.err
+    first = json.loads(cli("alerts", "--json").out)[0]["id"]
+    r = cli("alerts", "snooze", str(first), "--for", "999999999999999s")
+    assert r.code == 2 and "90 days" in r.err and "Traceback" not in r.err
+
+
+def test_watch_reads_an_hours_history_once(
+    ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = datetime.now(UTC).replace(minute=5)
+    _demo(ledger_path, now)
+    reads: list[str] = []
+    real = HistoryStore.lease_usage
+
+    def counted(self: HistoryStore, lease: Any, *a: Any, **kw: Any) -> billing.CardHours:
+        reads.append(lease.node)
+        return real(self, lease, *a, **kw)
+
+    monkeypatch.setattr(HistoryStore, "lease_usage", counted)
+    clock = [now]
+    tick = [0.0]
+    with Ledger.open(ledger_path) as ledger:
+        watch = AlertWatch(ledger, CONFIG, clock=lambda: clock[0], monotonic=lambda: tick[0])
+        first = watch.tick()
+        underused = [c.alert for c in first if c.alert.kind == AlertKind.UNDERUSED.value]
+        assert underused and "a100-monthly-1" in reads
+        n = len(reads)
+        tick[0], clock[0] = 60.0, now + timedelta(minutes=1)  # the same hour: from the cache
+        watch.tick()
+        assert watch.runs == 2 and len(reads) == n
+        again = alertstate.get(ledger, underused[0].id)
+        assert again.yuan == underused[0].yuan and again.cleared_at is None
+        tick[0], clock[0] = 120.0, now + timedelta(hours=1)  # a new hour: read again
+        watch.tick()
+        assert watch.runs == 3 and len(reads) == 2 * n

@@ -6,10 +6,12 @@ Every figure in the tables was worked out by hand; the comment beside it says ho
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import given, settings
@@ -17,6 +19,7 @@ from hypothesis import strategies as st
 from sqlite_utils import Database
 
 from leases import billing, fields, records
+from leases.errors import InputError
 from leases.history import (
     GpuMinute,
     NodeMinute,
@@ -411,3 +414,77 @@ def test_an_upfront_charge_accrues_month_by_month() -> None:
     assert billing.accrued(le, t("2026-01-01"), t("2026-02-01")) == D(31000)
     assert billing.accrued(le, t("2026-02-01"), t("2026-02-15")) == D(15500)
     assert billing.accrued(le, t("2025-12-01"), t("2026-04-01")) == D(62000)
+
+
+def test_fen_never_raises() -> None:
+    assert billing.fen(Decimal("1.005")) == Decimal("1.01")
+    for odd in ("1e30", "1e-30", "-1e40", "1e100", "123456789012345678901234567.891"):
+        assert billing.fen(Decimal(odd)).as_tuple().exponent == -2 or abs(Decimal(odd)) >= 10**26
+    assert billing.fen(Decimal("1e-30")) == 0
+
+
+def test_lease_terms_out_of_range_are_refused() -> None:
+    base = dict(billing_type="monthly", unit_price="30000", start="2026-01-01",
+                end="2026-02-01", cards_billed="8")  # fmt: skip
+    for key, bad in (("renew_charge_days", "400"), ("renew_charge_days", "61"),
+                     ("notice_days", "400"), ("release_after_stopped_days", "4000"),
+                     ("cards_billed", "-2")):  # fmt: skip
+        with pytest.raises(InputError, match=key):
+            lease(**{**base, key: bad})
+    assert lease(**{**base, "renew_charge_days": "60"}).renew_charge_days == 60
+    # The pure functions refuse what the ledger would: negative cards.
+    hourly = lease(billing_type="card_hour", unit_price="2", start="2026-01-01")
+    for odd in (replace(hourly, cards_billed=-2), hourly):
+        with pytest.raises(InputError, match="cards"):
+            billing.cost_to_date(odd, t("2026-01-02"), cards=-8)
+    with pytest.raises(InputError, match="cards"):
+        billing.paid_card_hours(replace(hourly, cards_billed=-2), t("2026-01-01"), t("2026-01-02"))
+
+
+# -- DST: elapsed time in UTC, periods on the billing zone's wall clock -------------------
+
+
+def test_an_hour_across_the_fall_back_fold_is_billed() -> None:
+    ny = ZoneInfo("America/New_York")
+    le = lease(billing_type="hourly", unit_price="10", start="2026-11-01T05:30:00+00:00",
+               billing_tz="America/New_York")  # fmt: skip
+    # 01:30 EDT (fold 0) to 01:30 EST (fold 1): one real hour, though the wall clock repeats.
+    at = datetime(2026, 11, 1, 6, 30, tzinfo=UTC).astimezone(ny)
+    assert at.fold == 1 and at.replace(tzinfo=None) == le.start.replace(tzinfo=None)
+    assert billing.cost_to_date(le, at) == 10
+    assert billing.paid_card_hours(le, le.start, at, cards=1) == 1
+    assert billing.accrued(le, le.start, at) == 10
+    # (compared as timestamps: Python never calls an ambiguous time equal across zones)
+    assert [(a.timestamp(), b.timestamp()) for a, b in billing.runs(le, at)] == [
+        (le.start.timestamp(), at.timestamp())
+    ]
+    assert not billing.over(le, at)
+    ended = replace(le, ended_at=at)
+    assert billing.over(ended, at) and billing.cost_to_date(ended, at) == 10
+    # Hourly boundaries count real hours from the start: the 2nd starts at 01:30 EST.
+    assert billing.boundary(le.start, "hour", 1, ny).timestamp() == at.timestamp()
+
+
+@pytest.mark.parametrize(
+    ("tz", "start", "end", "hours"),
+    [
+        # Berlin springs forward on 2026-03-29: 24 + 23 + 24 real hours.
+        ("Europe/Berlin", "2026-03-28T00:00", "2026-03-31T00:00", 71),
+        # New York falls back on 2026-11-01: 24 + 25 + 24.
+        ("America/New_York", "2026-10-31T00:00", "2026-11-03T00:00", 73),
+    ],
+)
+def test_daily_lease_across_a_dst_day(tz: str, start: str, end: str, hours: int) -> None:
+    le = lease(billing_type="daily", unit_price="240", cards_billed="2", billing_tz=tz,
+               start=start, end=end)  # fmt: skip
+    # Cost counts the zone's calendar days (3 x 240); paid card-hours are real elapsed hours
+    # (what measured busy hours, also real, are compared with): 2 cards x `hours`.
+    assert billing.cost_to_date(le, le.end) == 720
+    assert billing.paid_card_hours(le, le.start, le.end) == 2 * hours
+    assert billing.accrued(le, le.start, le.end) == 720
+    # The middle day alone: its own price, its own real length.
+    z = ZoneInfo(tz)
+    d1, d2 = le.start + timedelta(days=1), le.start + timedelta(days=2)
+    d1, d2 = d1.replace(tzinfo=z), d2.replace(tzinfo=z)
+    assert billing.accrued(le, d1, d2) == 240
+    assert billing.paid_card_hours(le, d1, d2) == 2 * (hours - 48)

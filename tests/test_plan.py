@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from leases import plan
 from leases.errors import InputError
+from leases.history import GpuHour, NodeHour
 from leases.ledger import Ledger
 from leases.rollups import HistoryStore
 from leases.simledger import backfill, register_sim_nodes, sim_nodes_of
@@ -194,3 +195,120 @@ def test_plan_buy_on_the_simulated_fleet(fleet: Path) -> None:
     assert Decimal(doc["renting_share_of_owning"]) == pytest.approx(ratio)
     text = run(fleet, *args, "--utilisation", "50")
     assert "at 50.00 % utilisation (given" in text and "% of owning for this lab" in text
+
+
+# -- unknown hours are never idle (issue 8: a short history must not read as no demand) --
+
+
+def _node_hours(node: str, cards: int, busy: int, hours: list[int]) -> list[NodeHour]:
+    return [
+        NodeHour(node, h, tuple(GpuHour(i, 60, 60 if i < busy else 0, 50.0, 90.0, 1000.0, 300.0)
+                                for i in range(cards)))
+        for h in hours
+    ]  # fmt: skip
+
+
+def _patchy(path: Path, days: int) -> Path:
+    """Two sim nodes leased from 20 days ago; history only for the last `days` days, with
+    a dead collector for 2 of them (when days > 6): 8 + 2 cards busy in every known hour."""
+    now = datetime.now(UTC)
+    with Ledger.open(path) as ledger:
+        register_sim_nodes(ledger, 2, now)
+        store = HistoryStore(ledger)
+        top = int(now.timestamp()) // 3600
+        dead = range(top - 6 * 24, top - 4 * 24) if days > 6 else range(0)
+        hours = [h for h in range(top - days * 24, top) if h not in dead]
+        store.write_hours(_node_hours("sim-001", 8, 8, hours) + _node_hours("sim-002", 8, 2, hours))
+    return path
+
+
+def test_measured_demand_keeps_unknown_hours_out() -> None:
+    h = 3600
+    full = {100: (60, 60), 101: (0, 60), 103: (60, 60)}  # hour 102: no reading
+    nodes = {
+        "a": plan.NodeHistory(1, ((100 * h, 105 * h),), full),
+        # b: 2 cards leased from hour 101; half its minutes known in 103 (a partial reading)
+        "b": plan.NodeHistory(2, ((101 * h, 110 * h),), {101: (0, 120), 103: (30, 60)}),
+        "c": plan.NodeHistory(1, (), {104: (60, 60)}),  # no lease recorded: seen from 104
+    }
+    d = plan.measured_demand(nodes, 98, 106)
+    # 98, 99: before any reading (the window is cut); 100: a alone leased, read; 101: a
+    # and b read; 102: nobody read (a dead collector); 103: 120 of 180 leased card-minutes
+    # read (67 % < 90 %); 104: only c read, 60 of 240; 105: b and c, nothing read.
+    assert d.before_history == 2
+    assert d.hours == (100, 101)
+    assert d.cards == (1, 0)
+    assert d.unknown == 6 and d.window == 8
+
+
+def test_plan_hybrid_plans_from_known_hours_only(tmp_path: Path) -> None:
+    path = _patchy(tmp_path / "ledger.db", 12)
+    docs = [
+        json.loads(run(path, "plan", "hybrid", "--monthly", "3000", "--hourly", "10", "--json",
+                       "--days", str(days)))
+        for days in (30, 90, 366)
+    ]  # fmt: skip
+    for days, doc in zip((30, 90, 366), docs, strict=True):
+        # 12 days of history less 2 dead days: 240 known hours, 10 busy cards in each.
+        assert doc["hours"] == 240 and doc["window_hours"] == days * 24
+        assert doc["unknown_hours"] == days * 24 - 240
+        assert doc["hours_before_history"] == (days - 12) * 24
+        assert doc["base_cards"] == 10 and doc["peak_cards"] == 10
+        assert Decimal(doc["cost_per_month"]) == 30000
+        assert Decimal(doc["all_hourly_per_month"]) == 10 * 10 * 730
+        assert set(doc["demand_cards_per_hour"]) == {10}
+    text = run(path, "plan", "hybrid", "--monthly", "3000", "--hourly", "10", "--days", "90")
+    assert "1,920 of the 2,160 hours" in text and "unknown" in text
+    assert "history starts" in text  # the window was cut
+
+
+def test_plan_hybrid_refuses_too_little_history(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _patchy(tmp_path / "ledger.db", 5)
+    args = ["--ledger", str(path), "plan", "hybrid", "--monthly", "3000", "--hourly", "10"]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "120 known hours" in err and "at least 168" in err
+
+
+def test_plan_buy_measures_utilisation_over_known_hours(tmp_path: Path) -> None:
+    path = _patchy(tmp_path / "ledger.db", 12)
+    args = ["plan", "buy", "--card-price", "80000", "--life-years", "4", "--power-w", "450",
+            "--kwh", "0.8", "--hosting", "0", "--gpu-model", "4090", "--days", "30"]  # fmt: skip
+    doc = json.loads(run(path, *args, "--json"))
+    # sim-001's 8 cards were busy in every hour history knows (240 of the 480 leased).
+    assert Decimal(doc["measured_utilisation"]) == 1
+    # The unknown 240 hours of 8 cards, and the current hour's minutes so far.
+    assert 8 * 240 <= Decimal(doc["unknown_card_hours"]) < 8 * 241
+    text = run(path, *args)
+    assert "measured 100.00 % busy of 1,920.00 known card-hours" in text
+    assert "paid card-hours unknown (no history), left out" in text
+
+
+def test_absurd_numbers_are_refused_naming_the_flag(
+    fleet: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    buy = ["--ledger", str(fleet), "plan", "buy", "--card-price", "80000", "--life-years", "4",
+           "--power-w", "700", "--kwh", "0.8", "--hosting", "6000", "--gpu-model", "H800"]  # fmt: skip
+    cases = [
+        ([*buy, "--utilisation", "0"], "utilisation"),
+        ([*buy, "--utilisation", "1e-30"], "utilisation"),
+        ([*buy, "--utilisation", "101"], "utilisation"),
+        ([*buy[:7], "1e-30", *buy[8:]], "life-years"),
+        ([*buy[:7], "31", *buy[8:]], "life-years"),
+        ([*buy[:5], "1e30", *buy[6:]], "card-price"),
+        ([*buy, "--cards", "0"], "cards"),
+        (["--ledger", str(fleet), "plan", "hybrid", "--hourly", "1e-30", "--monthly", "1e30"],
+         "hourly"),
+        (["--ledger", str(fleet), "plan", "hybrid", "--hourly", "10", "--monthly", "1e30"],
+         "monthly"),
+    ]  # fmt: skip
+    for argv, flag in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert flag in err and "Traceback" not in err, (argv, err)
+    with pytest.raises(InputError, match="utilisation"):
+        plan.buy_vs_rent(card_price=D(1), life_years=D(1), power_w=D(0), kwh=D(0),
+                         hosting_month=D(0), cards=1, utilisation=D("1e-30"),
+                         renting_per_busy_hour=D(1))  # fmt: skip

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from leases.errors import InputError
 from leases.ledger import Ledger
+from leases.report import month_window
 from leases.rollups import HistoryStore
 from leases.simledger import backfill, register_sim_nodes, sim_nodes_of
 from tui.cli import main
@@ -283,3 +285,25 @@ def test_ledger_text_is_shown_safely(tmp_path: Path) -> None:
     assert "| =Evil\\|Cloud |" in text
     text = run(path, "report", "--month", "2025-03", "--format", "csv")
     assert ",'=Evil|Cloud," in text  # no formula for a spreadsheet
+
+
+def test_month_window_refuses_out_of_range_and_non_ascii_months() -> None:
+    now = datetime(2026, 5, 1, tzinfo=UTC)
+    for bad in ("0000-01", "9999-12", "0001-01", "1999-12", "2101-01", "２０２５-03",
+                "2025-０3"):  # fmt: skip
+        with pytest.raises(InputError, match="month") as info:
+            month_window(bad, "Asia/Shanghai", now)
+        if bad[:1].isdigit() and bad.isascii():
+            assert "2000" in str(info.value) and "2100" in str(info.value)
+    (since, _until), complete = month_window("2000-01", "UTC", now)
+    assert since == datetime(2000, 1, 1, tzinfo=UTC) and complete
+
+
+def test_report_bad_months_exit_2_without_a_traceback(
+    fleet: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, _ = fleet
+    for bad in ("0000-01", "9999-12", "２０２５-03", "0001-01"):
+        assert main(["--ledger", str(path), "report", "--month", bad]) == 2
+        err = capsys.readouterr().err
+        assert "month" in err and "Traceback" not in err

@@ -77,6 +77,8 @@ def _id(value: str) -> int:
         raise InputError("id", value, "an alert id: a whole number (see zuka alerts)") from None
     if number <= 0:
         raise InputError("id", value, "an alert id: a whole number (see zuka alerts)")
+    if number >= 2**63:  # beyond SQLite's INTEGER: no row can have it
+        raise InputError("id", value, f"no alert {number} (see zuka alerts --all)")
     return number
 
 

@@ -9,7 +9,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import TextIO
 
-from leases import plan, report, reportformat
+from leases import billing, plan, report, reportformat
 from leases.billing import CardHours, fen
 from leases.config import Config, load_user_config
 from leases.errors import InputError
@@ -123,16 +123,36 @@ def _nodes(ledger: Ledger, model: str | None) -> dict[str, Node]:
 
 
 def demand(
-    store: HistoryStore, nodes: dict[str, Node], since: datetime, until: datetime
-) -> list[int]:
-    """Whole cards busy in each clock hour of [since, until), summed over the nodes."""
+    store: HistoryStore,
+    nodes: dict[str, Node],
+    leases: list[Lease],
+    since: datetime,
+    until: datetime,
+) -> plan.Demand:
+    """Busy cards in each known clock hour of [since, until), summed over the nodes; an
+    hour history does not cover is unknown, never no demand (leases.plan's rule)."""
     lo, hi = int(since.timestamp()) // 3600, int(until.timestamp()) // 3600
-    minutes = [0.0] * max(0, hi - lo)
+    spans: dict[str, list[tuple[int, int]]] = {name: [] for name in nodes}
+    cards = {name: n.gpu_count for name, n in nodes.items()}
+    for le in leases:
+        if le.node not in spans:
+            continue
+        try:
+            paid = billing.billed_spans(le, until)
+        except (AssertionError, InputError):  # a prepaid lease without an end: as it runs
+            paid = [(le.start, le.ended_at or until)]
+        spans[le.node] += [(int(a.timestamp()), int(b.timestamp())) for a, b in paid]
+        cards[le.node] = cards[le.node] or le.cards_billed or 0
+    history = {}
     for name in nodes:
-        for h in store.hours(name, since, until):
-            if lo <= h.hour < hi:
-                minutes[h.hour - lo] += h.busy_card_minutes
-    return plan.cards_per_hour(minutes)
+        rows = store.hours(name, since, until)
+        per_hour = {h.hour: (h.busy_card_minutes, h.known_card_minutes) for h in rows}
+        history[name] = plan.NodeHistory(cards[name], tuple(spans[name]), per_hour)
+    return plan.measured_demand(history, lo, hi)
+
+
+def _hour_at(hour: int) -> str:
+    return datetime.fromtimestamp(hour * 3600, UTC).strftime("%Y-%m-%d %H:00 UTC")
 
 
 def _price_source(p: plan.PerCard | None) -> str:
@@ -147,6 +167,9 @@ def _prices(
 ) -> tuple[Decimal, Decimal, str, str]:
     hourly = _decimal("hourly", args.hourly)
     monthly = _decimal("monthly", args.monthly)
+    for name, given in (("hourly", hourly), ("monthly", monthly)):
+        if given is not None:
+            plan.check_price(name, given)
     if hourly is not None and monthly is not None:
         return monthly, hourly, " (given)", " (given)"
     models = sorted({n.gpu_model for n in nodes.values() if n.gpu_model})
@@ -188,7 +211,17 @@ def plan_hybrid(args: argparse.Namespace, out: TextIO) -> int:
             raise InputError("gpu-model", args.gpu_model, "no node has this GPU model")
         monthly, hourly, m_src, h_src = _prices(args, ledger, nodes)
         until = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-        cards = demand(HistoryStore(ledger), nodes, until - timedelta(days=days), until)
+        since = until - timedelta(days=days)
+        d = demand(HistoryStore(ledger), nodes, ledger.leases(), since, until)
+    if len(d.hours) < plan.MIN_KNOWN_HOURS:
+        print(
+            f"zuka: plan: only {len(d.hours)} known hours of demand in the last {days} days"
+            f" ({d.unknown} of {d.window} hours have no history for the leased cards): need at"
+            f" least {plan.MIN_KNOWN_HOURS} (7 days) to plan from; keep the collector running",
+            file=sys.stderr,
+        )
+        return 1
+    cards = list(d.cards)
     if not any(cards):
         raise InputError("days", str(days), "no busy card-hour in the window: nothing to plan")
     h = plan.hybrid(cards, monthly, hourly)
@@ -197,9 +230,13 @@ def plan_hybrid(args: argparse.Namespace, out: TextIO) -> int:
         output.dump_json(
             {
                 "days": days,
-                "since": (until - timedelta(days=days)).isoformat(),
+                "since": since.isoformat(),
                 "until": until.isoformat(),
                 "hours": h.hours,
+                "window_hours": d.window,
+                "unknown_hours": d.unknown,
+                "hours_before_history": d.before_history,
+                "known_since": datetime.fromtimestamp(d.hours[0] * 3600, UTC).isoformat(),
                 "nodes": sorted(nodes),
                 "monthly_per_card": str(monthly),
                 "hourly_per_card": str(hourly),
@@ -222,9 +259,10 @@ def plan_hybrid(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     share_above = sum(1 for c in cards if c > h.best.k) * 100 / len(cards)
     lines = [
-        f"Demand: busy cards per hour over the last {days} days ({h.hours} hours, "
+        f"Demand: busy cards per hour over the last {days} days ({h.hours} known hours, "
         f"{len(nodes)} nodes{', ' + visible(args.gpu_model) if args.gpu_model else ''}); "
         f"peak {h.peak} cards.",
+        *_unknown_lines(d),
         f"Prices a card: {cur}{fen(monthly):,} a month{m_src}, {cur}{fen(hourly):,} an hour"
         f"{h_src}.",
         "",
@@ -244,12 +282,30 @@ def plan_hybrid(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _unknown_lines(d: plan.Demand) -> list[str]:
+    """What the window left out: hours without history are unknown, not idle."""
+    if not d.unknown:
+        return []
+    lines = [
+        f"{d.unknown:,} of the {d.window:,} hours are unknown (no history for the leased"
+        " cards) and left out: the plan is scaled from the known hours to a month."
+    ]
+    if d.before_history:
+        lines.append(
+            f"The window was cut: history starts {_hour_at(d.lo + d.before_history)}"
+            f" ({d.before_history:,} hours before it)."
+        )
+    return lines
+
+
 def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
     config = _config(args)
     days = _days(args)
     given_u = _decimal("utilisation", args.utilisation)
-    if given_u is not None and given_u > 1:
-        given_u = given_u / 100  # 65 means 65 %
+    if given_u is not None:
+        given_u = plan.utilisation_share("utilisation", given_u)  # 65 means 65 %
+    for attr in ("card_price", "life_years", "power_w", "kwh", "hosting"):
+        _need(args, attr)  # every flag checked before the ledger is read
     with _open(args) as ledger:
         now = ledger.clock()
         window = (now - timedelta(days=days), now)
@@ -260,7 +316,8 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
         raise InputError(
             "days", str(days), "no paid and busy card-hours measured in the window to compare with"
         )
-    measured_u = t.busy / t.paid
+    # Over the card-hours history knows: an unknown hour is never idle (nor busy).
+    measured_u = t.busy / t.known
     utilisation = given_u if given_u is not None else measured_u
     rent_paid_hour = t.usage_cost / t.paid
     rented = sum(n.gpu_count for n in _nodes_of(rep, args.gpu_model, ledger_nodes))
@@ -283,6 +340,8 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
                 "cards": r.cards,
                 "utilisation": str(r.utilisation),
                 "measured_utilisation": str(measured_u),
+                "known_card_hours": str(t.known),
+                "unknown_card_hours": str(t.unknown),
                 "renting_per_paid_card_hour": str(rent_paid_hour),
                 "owning_per_busy_card_hour": str(r.owning_per_busy_hour),
                 "renting_per_busy_card_hour": str(r.renting_per_busy_hour),
@@ -294,9 +353,14 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
         )
         return 0
     src = "given" if given_u is not None else f"measured over {days} days"
+    unknown_line = (
+        f"{fen(t.unknown):,} of {fen(t.paid):,} paid card-hours unknown (no history),"
+        " left out of the utilisation."
+    )
     lines = [
         f"{r.cards} card(s) at {fen(r.utilisation * 100)} % utilisation ({src};"
-        f" measured {fen(measured_u * 100)} % busy of {fen(t.paid):,} paid card-hours).",
+        f" measured {fen(measured_u * 100)} % busy of {fen(t.known):,} known card-hours).",
+        *([unknown_line] if t.unknown else []),
         f"Owning:  {cur}{fen(r.owning_per_busy_hour)} per busy card-hour"
         f" ({cur}{fen(r.owning_month):,} a month: cards {cur}{fen(r.capex_month):,},"
         f" power {cur}{fen(r.power_month):,}, hosting {cur}{fen(r.hosting_month):,})",

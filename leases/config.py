@@ -31,6 +31,13 @@ from leases.textsafe import is_clean, visible
 
 CONFIG_ENV = "ZUKA_CONFIG"
 ENV_PREFIX = "ZUKA_"
+# Bounds on what a config may hold, so that a wrong path (a FIFO, /dev/zero) or a hostile
+# file costs a clear message, not a hang, gigabytes or a traceback.
+MAX_FILE_BYTES = 1 << 20
+MAX_URLS = 50
+MAX_URL_CHARS = 2048
+MAX_STRING_CHARS = 4096
+MAX_PROBLEMS = 50
 
 
 @dataclass(frozen=True)
@@ -200,6 +207,8 @@ def _digest(v: Any) -> time | None:
 def _urls(v: Any) -> tuple[str, ...]:
     if not isinstance(v, list):
         raise _Bad("must be a list of notification URLs")
+    if len(v) > MAX_URLS:
+        raise _Bad(f"must hold at most {MAX_URLS} URLs (got {len(v)})")
     # Imported here: apprise is only loaded when there are URLs to check.
     from leases.notify import mask_url, parse_target
 
@@ -207,6 +216,10 @@ def _urls(v: Any) -> tuple[str, ...]:
     for i, url in enumerate(v):
         if not isinstance(url, str):
             reasons.append(f"[{i}]: must be a string (got {visible(repr(url), 60)})")
+            continue
+        if len(url) > MAX_URL_CHARS:
+            shown = visible(mask_url(url[:200]), 120)
+            reasons.append(f"[{i}]: must be at most {MAX_URL_CHARS} characters (got {shown})")
             continue
         try:
             parse_target(url)
@@ -334,15 +347,14 @@ def load_config(path: Path | None, *, env: Mapping[str, str] = os.environ) -> Co
     warnings: list[str] = []
     where = str(path)
     if path is not None:
+        text, mode = _read_bounded(path)
         try:
-            raw = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError([f"{path}: no such file"]) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError([f"{path}: cannot be read ({visible(exc, 200)})"]) from None
+            raw = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError([f"{path}: not valid TOML: {visible(exc, 200)}"]) from None
-        warnings.extend(_permission_warnings(path))
+        except RecursionError:
+            raise ConfigError([f"{path}: not usable TOML: values nested too deeply"]) from None
+        warnings.extend(_permission_warnings(path, mode))
 
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -371,6 +383,10 @@ def load_config(path: Path | None, *, env: Mapping[str, str] = os.environ) -> Co
                     f"{_suggest(name, names, section + '.')}{_got(value)}"
                 )
                 continue
+            if isinstance(value, str) and len(value) > MAX_STRING_CHARS:
+                problems.append(f"{where}: {key}: must be at most {MAX_STRING_CHARS} characters"
+                                f"{_got(value)}")  # fmt: skip
+                continue
             try:
                 values[key] = spec.parse(value)
                 sources[key] = where
@@ -392,6 +408,9 @@ def load_config(path: Path | None, *, env: Mapping[str, str] = os.environ) -> Co
         except _Bad as exc:
             problems.extend(_refused(f"env {var}", spec.key, exc, text))
 
+    if len(problems) > MAX_PROBLEMS:
+        more = len(problems) - MAX_PROBLEMS
+        problems = [*problems[:MAX_PROBLEMS], f"... and {more} more problems"]
     if problems:
         raise ConfigError(problems)
     sections: dict[str, Any] = {}
@@ -448,12 +467,59 @@ def _read_mapping(
     return problems
 
 
-def _permission_warnings(path: Path) -> list[str]:
+def _read_bounded(path: Path) -> tuple[str, int]:
+    """The text of a config file and its mode. Only a regular file of at most
+    MAX_FILE_BYTES is read; O_NONBLOCK keeps a FIFO from blocking the open, fstat tells
+    what was opened (no race with the path being swapped after a check). The null device
+    reads as an empty file: `--config /dev/null` is the usual way to say "defaults"."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        mode = path.stat().st_mode
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise ConfigError([f"{path}: no such file"]) from None
+    except OSError as exc:
+        raise ConfigError([f"{path}: cannot be read ({visible(exc.strerror, 200)})"]) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISCHR(info.st_mode) and _is_devnull(info):
+            return "", 0o600
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(
+                [f"{path}: not a regular file (a FIFO, a device or a directory); "
+                 "a config must be a TOML file"]
+            )  # fmt: skip
+        if info.st_size > MAX_FILE_BYTES:
+            raise ConfigError([f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB; not a config"])
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_FILE_BYTES:  # the file may grow after fstat
+            chunk = os.read(fd, MAX_FILE_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MAX_FILE_BYTES:
+            raise ConfigError([f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB; not a config"])
+        text = b"".join(chunks).decode("utf-8")
+    except OSError as exc:
+        raise ConfigError([f"{path}: cannot be read ({visible(exc.strerror, 200)})"]) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"{path}: not UTF-8 text ({visible(exc, 200)})"]) from None
+    finally:
+        os.close(fd)
+    return text, info.st_mode
+
+
+def _is_devnull(info: os.stat_result) -> bool:
+    try:
+        null = os.stat(os.devnull)
     except OSError:
-        return []
-    if mode & 0o077:
+        return False
+    return stat.S_ISCHR(null.st_mode) and info.st_rdev == null.st_rdev
+
+
+def _permission_warnings(path: Path, mode: int) -> list[str]:
+    if stat.S_ISREG(mode) and mode & 0o077:
         return [
             f"{path} is readable by other users (mode {stat.S_IMODE(mode):03o}); it may hold "
             f"notification tokens: chmod 600 {path}"

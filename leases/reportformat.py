@@ -1,7 +1,9 @@
 """The money report (leases.report) as Markdown, CSV and JSON.
 
 Markdown is for pasting into a weekly report; every value from the ledger or a node goes
-through textsafe.visible (and pipes are escaped so a cell stays a cell). CSV has one header
+through textsafe.visible and then _md, which escapes Markdown's and HTML's specials, so a
+pasted report shows a provider's name or a refund rule as text (never an image, a link or
+a tag) and a cell stays a cell. CSV has one header
 and cells neutralised against spreadsheet formulas as the export's are. JSON is exact:
 Decimals as strings, times in ISO 8601.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
@@ -29,8 +32,26 @@ def symbol(currency: str) -> str:
     return "¥" if currency.upper() in ("CNY", "RMB", "JPY") else f"{currency} "
 
 
+# Markdown's inline specials, backslash-escaped wherever they stand (CommonMark takes a
+# backslash before any ASCII punctuation as the character itself); `-`, `+` and `.` only
+# matter at the start of a line (a list), and are escaped there.
+_MD_ESCAPE = {c: "\\" + c for c in "\\`*_{}[]()#+!|~"}
+# HTML's specials as entities, so that no tag or entity from a cell reaches the page.
+_MD_ESCAPE |= {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
+_MD_TABLE = str.maketrans(_MD_ESCAPE)
+_MD_LIST = re.compile(r"-|\d+[.)]")
+_MD_LIST_DIGITS = re.compile(r"^(\d*)")
+
+
 def _md(value: Any) -> str:
-    return visible(value).replace("|", "\\|") if value not in (None, "") else "-"
+    """A value from the ledger as Markdown text: no image, link, emphasis, code, heading or
+    HTML can come out of it, and a pipe keeps a cell a cell."""
+    if value in (None, ""):
+        return "-"
+    text = visible(value).translate(_MD_TABLE)
+    if _MD_LIST.match(text):  # "-" or "1." would start a list where a line begins
+        text = _MD_LIST_DIGITS.sub(r"\1\\", text, count=1)
+    return text
 
 
 def _money(x: Decimal | None) -> str:

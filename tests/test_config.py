@@ -285,3 +285,74 @@ def test_config_show_warns_about_a_readable_file(
     path = write(tmp_path, "", mode=0o640)
     code, _, err = run(["--config", str(path), "config", "show"], capsys)
     assert code == 0 and "readable" in err
+
+
+# -- bounded reads: a config path is never trusted to be a small regular file -------------
+
+
+def test_a_fifo_is_refused_without_waiting(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    got: list[list[str]] = []
+    worker = threading.Thread(target=lambda: got.append(problems(fifo)), daemon=True)
+    worker.start()
+    worker.join(10)
+    if worker.is_alive():  # unblock the reader so the test process can end
+        with open(fifo, "w"):
+            pass
+        worker.join(5)
+        pytest.fail("reading a FIFO as the config blocked")
+    assert len(got[0]) == 1 and str(fifo) in got[0][0] and "not a regular file" in got[0][0]
+
+
+def test_a_device_is_refused() -> None:
+    found = problems(Path("/dev/zero"))  # it would read forever
+    assert len(found) == 1 and "/dev/zero" in found[0] and "not a regular file" in found[0]
+
+
+def test_a_directory_is_refused(tmp_path: Path) -> None:
+    found = problems(tmp_path)
+    assert len(found) == 1 and "not a regular file" in found[0]
+
+
+def test_a_huge_file_is_refused_by_its_size(tmp_path: Path) -> None:
+    path = write(tmp_path, "# padding\n" * 200_000)  # 2 MB
+    found = problems(path)
+    assert len(found) == 1 and "larger than" in found[0] and "MiB" in found[0]
+
+
+def test_deep_nesting_is_a_config_problem(tmp_path: Path) -> None:
+    path = write(tmp_path, "x = " + "[" * 5000 + "]" * 5000 + "\n")
+    found = problems(path)
+    assert len(found) == 1 and "nested too deeply" in found[0]
+
+
+def test_too_many_urls_are_refused_before_any_is_checked(tmp_path: Path) -> None:
+    import time
+
+    urls = ", ".join(f'"json://h/{i}"' for i in range(20_000))
+    path = write(tmp_path, f"[notify]\nurls = [{urls}]\n")
+    started = time.monotonic()
+    found = problems(path)
+    assert time.monotonic() - started < 5
+    assert len(found) == 1 and "notify.urls" in found[0] and "at most 50" in found[0]
+
+
+def test_an_overlong_string_is_refused_and_not_echoed_whole(tmp_path: Path) -> None:
+    long = "A" * 5000
+    path = write(tmp_path, f'[users]\nalice = "{long}"\n[notify]\nurls = ["{DING}{long}"]\n')
+    found = problems(path)
+    assert any("users.alice" in p for p in found)
+    assert any("notify.urls[0]" in p and "at most 2048" in p for p in found)
+    assert all(len(p) < 600 for p in found)
+
+
+def test_dev_null_means_the_defaults_without_chmod_advice(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = run(["--config", "/dev/null", "config", "check"], capsys)
+    assert code == 0 and err == ""
+    assert load_config(Path("/dev/null"), env={}).warnings == ()

@@ -34,6 +34,8 @@ from leases.models import Node
 from leases.notify import (
     Message,
     Notifier,
+    SendResult,
+    Target,
     TargetKind,
     mask_url,
     parse_target,
@@ -54,14 +56,18 @@ class Received:
     path: str
     query: dict[str, list[str]]
     body: Any
+    method: str = "POST"
 
 
 @dataclass
 class Hook:
-    """A webhook receiver on 127.0.0.1. mode: ok | error | hang."""
+    """A webhook receiver on 127.0.0.1. mode: ok | error | hang | redirect (302 to
+    `location`) | drip (headers, then one byte of the answer every 0.2 s) | drip-headers
+    (the status line and headers one byte every 0.2 s)."""
 
     port: int = 0
     mode: str = "ok"
+    location: str = ""
     got: list[Received] = field(default_factory=list)
     cond: threading.Condition = field(default_factory=threading.Condition)
     release: threading.Event = field(default_factory=threading.Event)
@@ -71,9 +77,49 @@ class Hook:
         hook = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # where a followed redirect would land
+                parts = urlsplit(self.path)
+                with hook.cond:
+                    hook.got.append(Received(parts.path, parse_qs(parts.query), None, "GET"))
+                    hook.cond.notify_all()
+                self._answer(b'{"errcode": 0, "errmsg": "ok"}')
+
+            def _answer(self, data: bytes) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _drip(self, data: bytes) -> None:
+                for i in range(len(data)):
+                    if hook.release.wait(0.2):
+                        return
+                    try:
+                        self.wfile.write(data[i : i + 1])
+                        self.wfile.flush()
+                    except OSError:
+                        return
+
             def do_POST(self) -> None:
                 if hook.mode == "hang":
                     hook.release.wait(30)
+                    return
+                if hook.mode == "redirect":
+                    self.send_response(302)
+                    self.send_header("Location", hook.location)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if hook.mode == "drip":
+                    self.send_response(200)
+                    self.send_header("Content-Length", "1000")
+                    self.end_headers()
+                    self.wfile.flush()
+                    self._drip(b" " * 1000)
+                    return
+                if hook.mode == "drip-headers":
+                    self._drip(b"HTTP/1.1 200 OK\r\n" + b"X-Slow: " + b"x" * 1000)
                     return
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 parts = urlsplit(self.path)
@@ -562,3 +608,222 @@ def test_notify_test_without_urls_says_so(
     config.chmod(0o600)
     code = main(["--config", str(config), "notify", "test"], out=io.StringIO())
     assert code == 2 and "notify.urls" in capsys.readouterr().err
+
+
+# -- attacker review (issue 8): bad URLs, masking, redirects, mentions, slow endpoints ----
+
+SECRET = "SECRETTOKEN123456"
+
+
+def spaced_url(port: int) -> str:
+    return f"dingtalk+http://127.0.0.1:{port}/robot send?access_token={SECRET}"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"dingtalk+http://127.0.0.1:9/robot send?access_token={SECRET}",
+        f"dingtalk+http://127.0.0.1:9/robot/send?access_token={SECRET}\x7f",
+        f"feishu+http://127.0.0.1:9/open-apis/bot/v2/hook/{SECRET}\t",
+        f"wecom+http://127.0.0.1:9/cgi-bin/webhook/send?key={SECRET}\u00e9",
+        f"json://127.0.0.1:9/a b?+Authorization={SECRET}",
+        f"json://127.0.0.1:9/a\nb?-apikey={SECRET}",
+    ],
+)
+def test_urls_with_spaces_controls_or_non_ascii_are_refused_masked(url: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse_target(url)
+    assert caught.value.field == "notify.urls"
+    assert SECRET not in str(caught.value) and SECRET not in repr(caught.value.value)
+
+
+def test_config_check_names_a_url_with_a_space_masked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'[notify]\nurls = ["{spaced_url(9)}"]\n')
+    config.chmod(0o600)
+    assert main(["--config", str(config), "config", "check"], out=io.StringIO()) == 2
+    err = capsys.readouterr().err
+    assert "notify.urls[0]" in err and "space" in err and SECRET not in err
+
+
+def test_a_send_that_raises_is_a_masked_failure(hook: Hook) -> None:
+    # A Target made without parse_target (an older config, a caller's bug): urllib raises
+    # http.client.InvalidURL, quoting the URL.
+    url = spaced_url(hook.port)
+    target = Target(url, TargetKind.DINGTALK, url.removeprefix("dingtalk+"))
+    result = send(target, MSG, timeout=2)
+    assert not result.ok and SECRET not in result.detail and result.detail
+
+
+def test_one_failing_target_never_blocks_another(
+    tmp_path: Path, hook: Hook, caplog: pytest.LogCaptureFixture
+) -> None:
+    import http.client
+
+    bad = hook.url("dingtalk", f"/robot/send?access_token={SECRET}")
+    good = hook.url("feishu", "/good")
+
+    def sender(target: Target, message: Message, timeout: float) -> SendResult:
+        if target.kind is TargetKind.DINGTALK:
+            raise http.client.InvalidURL(f"URL can't contain control characters. {target.url!r}")
+        return send(target, message, timeout)
+
+    config = replace(NotifyConfig(), urls=(bad, good), timeout_s=2.0)
+    n = Notifier(config, tmp_path / "ledger.db", clock=Clock(), sender=sender)
+    n.submit(msg("a"))
+    n.submit(msg("b"))
+    n.pump()
+    got = hook.wait_for(2)
+    assert [g.path for g in got] == ["/good", "/good"]
+    rows = n.outbox_rows()
+    failed = [r for r in rows if r["last_error"]]
+    assert len(failed) == 1 and failed[0]["state"] == "pending"  # retried later
+    assert "InvalidURL" in failed[0]["last_error"]
+    assert all(SECRET not in str(r["last_error"]) for r in rows)
+    assert SECRET not in caplog.text
+    n.close()
+
+
+def test_the_worker_never_logs_a_url(
+    tmp_path: Path, hook: Hook, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = replace(NotifyConfig(), urls=(hook.url("dingtalk", f"/r?access_token={SECRET}"),))
+    n = Notifier(config, tmp_path / "ledger.db")
+
+    def broken() -> float:
+        raise RuntimeError(f"cannot reach {n.targets[0].url}")
+
+    n.pump = broken  # type: ignore[method-assign]
+    n.start()
+    deadline = time.monotonic() + 10
+    while not caplog.records and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert n.close(timeout=5)
+    assert caplog.records and "RuntimeError" in caplog.text
+    assert SECRET not in caplog.text and not any(r.exc_info for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    ("url", "secrets"),
+    [
+        ("json://host/hook?+Authorization=Bearer%20SUPERSECRETTOKEN", ["SUPERSECRET"]),
+        ("json://host/hook?-apikey=APIKEYSECRET", ["APIKEYSECRET"]),
+        ("json://USERNAMEX:PASSWORDX@host/hook", ["USERNAMEX", "PASSWORDX"]),
+        ("form://host/hook?+X-Token=HEADERVAL&-key=PARAMVAL&x=QUERYVAL", ["HEADERVAL",
+                                                                          "PARAMVAL", "QUERYVAL"]),
+        ("dingtalk+https://USERNAMEX:PW@proxy.lab/r?access_token=T", ["USERNAMEX"]),
+    ],
+)  # fmt: skip
+def test_masking_hides_headers_params_and_userinfo(url: str, secrets: list[str]) -> None:
+    masked = mask_url(url)
+    assert "host" in masked or "proxy.lab" in masked, masked
+    assert not any(s in masked for s in secrets), masked
+
+
+def test_config_show_and_notify_test_mask_apprise_headers(
+    tmp_path: Path, hook: Hook, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"json://127.0.0.1:{hook.port}/x?+Authorization=Bearer%20SUPERSECRETTOKEN&-apikey=K99X"
+    config = tmp_path / "config.toml"
+    config.write_text(f'[notify]\nurls = ["{url}"]\n')
+    config.chmod(0o600)
+    for argv in (["config", "show"], ["config", "show", "--json"], ["notify", "test"]):
+        out = io.StringIO()
+        assert main(["--config", str(config), *argv], out=out) == 0
+        shown = out.getvalue() + capsys.readouterr().err
+        assert "SUPERSECRET" not in shown and "K99X" not in shown, shown
+        assert "127.0.0.1" in shown
+
+
+def test_a_redirect_is_a_failure_and_is_not_followed(hook: Hook) -> None:
+    inside = Hook().start()
+    try:
+        hook.mode = "redirect"
+        hook.location = f"http://127.0.0.1:{inside.port}/latest/meta-data"
+        for url in (
+            hook.url("dingtalk"),
+            hook.url("feishu", "/open-apis/bot/v2/hook/x"),
+            hook.url("wecom", "/cgi-bin/webhook/send?key=k"),
+            f"json://127.0.0.1:{hook.port}/x",
+            f"json://127.0.0.1:{hook.port}/x?redirect=yes",
+        ):
+            result = send(parse_target(url), MSG, timeout=5)
+            assert not result.ok, (url, result.detail)
+            if not url.startswith("json"):
+                assert "redirect" in result.detail and "302" in result.detail, result.detail
+        assert inside.got == []
+    finally:
+        inside.stop()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "dingtalk+file:///etc/passwd",
+        "feishu+ftp://h/x",
+        "dingtalk+http://169.254.169.254/latest/meta-data?access_token=x",
+        "json://169.254.169.254/latest",
+        "json://[fd00:ec2::254]/latest",
+        "json://metadata.google.internal/computeMetadata/v1",
+    ],
+)
+def test_file_other_schemes_and_metadata_addresses_are_refused(url: str) -> None:
+    with pytest.raises(InputError):
+        parse_target(url)
+
+
+HOSTILE = (
+    '<at user_id="all">所有人</at> @all <@all> @所有人 &lt;at user_id="all"&gt; <at id=all></at>'
+)
+
+
+def test_node_text_cannot_mention_everyone(hook: Hook) -> None:
+    m = Message(f"gpu-01 unreachable {HOSTILE}", f"ssh: {HOSTILE}", Severity.CRITICAL, "k")
+    for url in (
+        hook.url("feishu", "/open-apis/bot/v2/hook/x"),
+        hook.url("dingtalk"),
+        hook.url("wecom", "/cgi-bin/webhook/send?key=k"),
+    ):
+        assert send(parse_target(url), m, timeout=5).ok
+    feishu, ding, wecom = hook.wait_for(3)
+    text = feishu.body["content"]["text"]
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert "所有人" in text and "user_id" in text  # shown, as harmless text
+    for got in (ding, wecom):
+        assert set(got.body) == {"msgtype", "text"}  # no "at", no isAtAll
+        assert set(got.body["text"]) == {"content"}  # no mentioned_list
+        content = got.body["text"]["content"]
+        assert "@" not in content and "<" not in content
+        assert "all" in content and "所有人" in content
+
+
+@pytest.mark.parametrize("mode", ["drip", "drip-headers"])
+def test_a_slow_drip_endpoint_meets_the_deadline(hook: Hook, mode: str) -> None:
+    hook.mode = mode
+    for url in (hook.url("feishu", "/h"), f"json://127.0.0.1:{hook.port}/h"):
+        started = time.monotonic()
+        result = send(parse_target(url), MSG, timeout=1.0)
+        assert not result.ok and "timed out" in result.detail, result.detail
+        assert time.monotonic() - started < 3
+
+
+def test_a_slow_target_does_not_delay_the_others(tmp_path: Path, hook: Hook) -> None:
+    fast = Hook().start()
+    try:
+        hook.mode = "drip"
+        config = replace(
+            NotifyConfig(),
+            urls=(hook.url("dingtalk"), fast.url("feishu", "/fast")),
+            timeout_s=8.0,
+        )
+        n = Notifier(config, tmp_path / "ledger.db")
+        n.submit(msg("a"))
+        started = time.monotonic()
+        n.start()
+        fast.wait_for(1, timeout=10)
+        assert time.monotonic() - started < 4  # not after the slow one's 8 s
+        assert n.close(timeout=15)
+    finally:
+        fast.stop()

@@ -281,7 +281,7 @@ def test_ledger_text_is_shown_safely(tmp_path: Path) -> None:
             ["ask|them", "2025-03-20T00:00:00+00:00"],
         )
     text = run(path, "report", "--month", "2025-03")
-    assert "(ask\\|them)" in text  # the pipe escaped: a cell stays a cell
+    assert "\\(ask\\|them\\)" in text  # the pipe escaped: a cell stays a cell
     assert "| =Evil\\|Cloud |" in text
     text = run(path, "report", "--month", "2025-03", "--format", "csv")
     assert ",'=Evil|Cloud," in text  # no formula for a spreadsheet
@@ -307,3 +307,24 @@ def test_report_bad_months_exit_2_without_a_traceback(
         assert main(["--ledger", str(path), "report", "--month", bad]) == 2
         err = capsys.readouterr().err
         assert "month" in err and "Traceback" not in err
+
+
+def test_markdown_cells_from_the_ledger_render_as_text(tmp_path: Path) -> None:
+    markdown_it = pytest.importorskip("markdown_it")
+    path = tmp_path / "l.db"
+    with Ledger.open(path) as ledger:
+        register_sim_nodes(ledger, 2, NOW, prefix="n")
+    provider = '![x](http://evil.example/p.png)<img src="http://e/q.png"># h *em* `c` &amp;'
+    rule = "[click](http://e/) <http://e/auto> # 1. > [x](y) <b>b</b>"
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE providers SET name = ?", [provider])
+        conn.execute(
+            "UPDATE leases SET refund_rule = ?, ended_at = ? WHERE billing_type = 'monthly'",
+            [rule, "2025-03-20T00:00:00+00:00"],
+        )
+    text = run(path, "report", "--month", "2025-03")
+    html = markdown_it.MarkdownIt().enable("table").render(text)
+    for tag in ("<img", "<a ", "<b>", "<h1>heading", "<em>", "<code>", "<blockquote"):
+        assert tag not in html, (tag, html)
+    assert "&lt;img" in html and "evil.example/p.png" in html  # shown, as text
+    assert html.count("<h1>") == 1  # the report's own title only

@@ -119,6 +119,9 @@ def expected(path: Path) -> dict[str, dict[str, Decimal]]:
     return out
 
 
+HALF = "0.005"  # half a fen, half of 0.01 card-hour
+
+
 def close(a: Decimal | str, b: Decimal, tol: str = "0.000001") -> bool:
     return abs(Decimal(a) - b) <= Decimal(tol)
 
@@ -131,23 +134,24 @@ def test_report_json_agrees_with_an_independent_computation(fleet: tuple[Path, P
     assert len(doc["leases"]) == 8
     for row in doc["leases"]:
         w = want[row["node"]]
-        assert close(row["cost"], w["cost"]), row["node"]
-        assert Decimal(row["paid_card_hours"]) == w["paid"]
-        assert Decimal(row["busy_card_hours"]) == w["busy"]
-        assert Decimal(row["unknown_card_hours"]) == w["paid"] - w["known"]
+        # JSON shows money to the fen and card-hours to 0.01: within half a step.
+        assert close(row["cost"], w["cost"], HALF), row["node"]
+        assert close(row["paid_card_hours"], w["paid"], HALF)
+        assert close(row["busy_card_hours"], w["busy"], HALF)
+        assert close(row["unknown_card_hours"], w["paid"] - w["known"], HALF)
         idle = w["known"] - w["busy"]
-        assert Decimal(row["idle_card_hours"]) == idle
-        assert close(row["idle_yuan"], w["cost"] * idle / w["paid"])
+        assert close(row["idle_card_hours"], idle, HALF)
+        assert close(row["idle_yuan"], w["cost"] * idle / w["paid"], HALF)
         if w["busy"]:
-            assert close(row["yuan_per_busy_card_hour"], w["cost"] / w["busy"])
+            assert close(row["yuan_per_busy_card_hour"], w["cost"] / w["busy"], HALF)
     by = {r["node"]: r for r in doc["leases"]}
     # The hole is unknown, not idle; the idle monthly node paid for idle cards.
     assert Decimal(by[HOLE[0]]["unknown_card_hours"]) == 8 * HOLE[1]
     assert Decimal(by["sim-002"]["idle_yuan"]) > Decimal(by["sim-002"]["cost"]) / 2
     # The disk: 300 a month, from the lease's start (Mar 12 UTC) to the month's end, pro
     # rata on its own month grid (Mar 12 - Apr 12: 31 days).
-    assert close(by["sim-002"]["storage"], Decimal(300) * 472 / 744)
-    assert by["sim-004"]["deposit"] == "72000" and by["sim-004"]["deposit_state"] == (
+    assert close(by["sim-002"]["storage"], Decimal(300) * 472 / 744, HALF)
+    assert by["sim-004"]["deposit"] == "72000.00" and by["sim-004"]["deposit_state"] == (
         "pending refund"
     )
     assert by["sim-001"]["channel"] == "platform" and by["sim-001"]["provider"] == "SimPlatform"
@@ -169,7 +173,7 @@ def test_totals_are_the_sums_of_the_rows(fleet: tuple[Path, Path]) -> None:
             whole = sum(Decimal(t[key]) for t in doc[group].values())
             assert close(doc["total"][key], whole, "1e-18")
     assert set(doc["by_channel"]) == {"platform", "colo", "cloud"}
-    assert doc["total"]["deposits"] == {"pending refund": "72000"}
+    assert doc["total"]["deposits"] == {"pending refund": "72000.00"}
 
 
 def test_csv_has_one_header_and_rounded_rows_that_reconcile(fleet: tuple[Path, Path]) -> None:
@@ -206,8 +210,8 @@ def test_markdown_pastes_into_a_weekly_report(fleet: tuple[Path, Path]) -> None:
 def test_by_user_and_by_project_agree_with_owner_hours(fleet: tuple[Path, Path]) -> None:
     path, config = fleet
     doc = json.loads(run(path, "report", "--month", "2025-03", "--json"))
-    price = {r["node"]: Decimal(r["yuan_per_busy_card_hour"]) for r in doc["leases"]}
     want = expected(path)
+    price = {node: w["cost"] / w["busy"] for node, w in want.items() if w["busy"]}
     conn = sqlite3.connect(path)
     by_user: dict[str, Decimal] = {}
     yuan: dict[str, Decimal] = {}
@@ -232,8 +236,8 @@ def test_by_user_and_by_project_agree_with_owner_hours(fleet: tuple[Path, Path])
     names = {"alice": "Alice Wang", "bob": "Bob Li"}
     for owner, hours in by_user.items():
         row = rows[names.get(owner, owner)]
-        assert close(row["busy_card_hours"], hours)
-        assert close(row["yuan"], yuan[owner], "0.0001")
+        assert close(row["busy_card_hours"], hours, HALF)
+        assert close(row["yuan"], yuan[owner], HALF)
     assert sum(Decimal(r["yuan"]) for r in users["rows"]) == Decimal(users["yuan"])
     # Every busy hour was attributed: the users carry the whole cost of the leases.
     assert close(Decimal(users["yuan"]) + Decimal(users["unattributed_yuan"]),
@@ -247,7 +251,7 @@ def test_by_user_and_by_project_agree_with_owner_hours(fleet: tuple[Path, Path])
     assert set(prows) == {"llm", "vision", "unassigned"}
     assert prows["llm"]["users"] == ["alice"] and prows["vision"]["users"] == ["bob"]
     assert set(prows["unassigned"]["users"]) == {"carol", "root", "uid:2000"}
-    assert close(prows["llm"]["yuan"], yuan["alice"], "0.0001")
+    assert close(prows["llm"]["yuan"], yuan["alice"], HALF)
     md = run(path, "--config", str(config), "report", "--month", "2025-03", "--by", "project")
     assert md.startswith("# GPU use by project 2025-03")
     assert "| llm | alice |" in md and "| **Total** |" in md
@@ -283,3 +287,66 @@ def test_ledger_text_is_shown_safely(tmp_path: Path) -> None:
     assert "| =Evil\\|Cloud |" in text
     text = run(path, "report", "--month", "2025-03", "--format", "csv")
     assert ",'=Evil|Cloud," in text  # no formula for a spreadsheet
+
+
+def _num(cell: str) -> Decimal:
+    cell = cell.strip().strip("*").replace(",", "").removeprefix("¥")
+    return Decimal(0) if cell in ("", "-") else Decimal(cell)
+
+
+def _md_table(text: str, title: str) -> list[list[str]]:
+    """The cells of the Markdown table under `## title`, header and rule left out."""
+    lines = text.split(f"## {title}\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    return [[c.strip() for c in ln.strip("|").split(" | ")] for ln in lines[2:]]
+
+
+SUMMED = ("cost", "storage", "total", "paid_card_hours", "busy_card_hours", "idle_card_hours",
+          "unknown_card_hours", "idle_yuan")  # fmt: skip
+
+
+def test_every_format_shows_totals_that_are_the_sums_of_the_rows_as_printed(
+    fleet: tuple[Path, Path],
+) -> None:
+    path, config = fleet
+    md = run(path, "report", "--month", "2025-03")
+    rows = _md_table(md, "Leases")
+    leases, total = rows[:-1], rows[-1]
+    for col in (4, 5, 6, 7, 8, 9, 10):  # cost, storage, the card-hours, idle yuan
+        assert sum(_num(r[col]) for r in leases) == _num(total[col]), col
+    channel = {r[1] for r in leases}
+    by_channel = _md_table(md, "By channel")
+    assert {r[0] for r in by_channel} == channel
+    for g in by_channel:
+        mine = [r for r in leases if r[1] == g[0]]
+        assert sum(_num(r[4]) + _num(r[5]) for r in mine) == _num(g[2])
+    whole = sum(_num(r[4]) + _num(r[5]) for r in leases)
+    assert f"**Total ¥{whole:,}**" in md
+    text = run(path, "report", "--month", "2025-03", "--format", "csv")
+    crows = list(csv.DictReader(io.StringIO(text)))
+    clease = [r for r in crows if r["row"] == "lease"]
+    for r in clease:
+        assert Decimal(r["total"]) == Decimal(r["cost"]) + Decimal(r["storage"])
+    for kind, field in (("total", None), ("channel", "channel"), ("provider", "provider")):
+        for t in (r for r in crows if r["row"] == kind):
+            mine = [r for r in clease if field is None or r[field] == t[field]]
+            for key in SUMMED:
+                assert sum(Decimal(r[key]) for r in mine) == Decimal(t[key]), (kind, key)
+    doc = json.loads(run(path, "report", "--month", "2025-03", "--json"))
+    for key in SUMMED:
+        for r in doc["leases"]:
+            assert Decimal(r[key]).as_tuple().exponent == -2, (key, r[key])
+        assert sum(Decimal(r[key]) for r in doc["leases"]) == Decimal(doc["total"][key]), key
+    users = run(path, "--config", str(config), "report", "--month", "2025-03", "--by", "user")
+    urows = [[c.strip() for c in ln.strip("|").split(" | ")]
+             for ln in users.splitlines() if ln.startswith("| ")][1:]  # fmt: skip
+    assert sum(_num(r[4]) for r in urows[:-1]) == _num(urows[-1][4])
+    assert "-0.00" not in users
+    ucsv = run(path, "--config", str(config), "report", "--month", "2025-03", "--by", "user",
+               "--format", "csv")  # fmt: skip
+    assert ",-0.00" not in ucsv
+    ujson = json.loads(
+        run(path, "--config", str(config), "report", "--month", "2025-03", "--by", "user",
+            "--json")
+    )  # fmt: skip
+    assert sum(Decimal(r["yuan"]) for r in ujson["rows"]) == Decimal(ujson["yuan"])
+    assert not ujson["unattributed_yuan"].startswith("-0") and "E" not in ujson["yuan"]

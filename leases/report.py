@@ -68,6 +68,7 @@ class LeaseRow:
     deposit_state: str  # "" without a deposit; else a DEPOSIT_STATES value
     spans: tuple[Span, ...] = ()  # when in the window it paid for its cards
     notes: tuple[str, ...] = ()
+    currency: str = "CNY"  # the lease's own: rows of two currencies are never added up
 
     @property
     def total(self) -> Decimal:
@@ -125,7 +126,7 @@ class Report:
     since: datetime
     until: datetime
     complete: bool  # False: the month is not over; figures to `until`
-    currency: str
+    currency: str  # the config's: for display when no row says its own
     rows: tuple[LeaseRow, ...]
     by_channel: tuple[tuple[str, Totals], ...]
     by_provider: tuple[tuple[str, Totals], ...]
@@ -241,6 +242,7 @@ def lease_row(
         deposit_state=state,
         spans=tuple(spans),
         notes=tuple(dict.fromkeys(notes)),
+        currency=last.currency,
     )
 
 
@@ -311,6 +313,7 @@ class OwnerRow:
     busy: Decimal  # card-hours
     yuan: Decimal
     nodes: tuple[str, ...]
+    currency: str = "CNY"  # of the leases whose busy hours these are
 
 
 @dataclass(frozen=True)
@@ -318,7 +321,7 @@ class Attribution:
     by: str  # "user" or "project"
     rows: tuple[OwnerRow, ...]
     busy: Decimal
-    yuan: Decimal
+    yuan: Decimal  # the sum over rows of all currencies: see the rows for each currency
     # The leases' cost (storage left out) that no user's busy hour carried: leases that
     # sat idle all month, busy hours whose owner the history does not hold.
     unattributed: Decimal
@@ -349,10 +352,11 @@ def attribute(
     by_node: dict[str, list[LeaseRow]] = {}
     for r in report.rows:
         by_node.setdefault(r.node, []).append(r)
-    busy: dict[str, Decimal] = {}
-    yuan: dict[str, Decimal] = {}
-    who: dict[str, set[str]] = {}
-    where: dict[str, set[str]] = {}
+    # Keyed by (person or project, currency): yuan of two currencies are never added.
+    busy: dict[tuple[str, str], Decimal] = {}
+    yuan: dict[tuple[str, str], Decimal] = {}
+    who: dict[tuple[str, str], set[str]] = {}
+    where: dict[tuple[str, str], set[str]] = {}
     outside = ZERO
     for oh in owner_hours:
         hours = Decimal(str(oh.busy_card_minutes)) / 60
@@ -364,14 +368,14 @@ def attribute(
             outside += hours  # no lease paid for the card then: no yuan, not a user's share
             continue
         price = row.usage.price_per_busy_hour if row.usage is not None else None
-        key = owner_key(oh.owner, by, users, projects)
+        key = (owner_key(oh.owner, by, users, projects), row.currency)
         busy[key] = busy.get(key, ZERO) + hours
         yuan[key] = yuan.get(key, ZERO) + (price * hours if price is not None else ZERO)
         who.setdefault(key, set()).add(UNKNOWN_OWNER if oh.owner == "?" else oh.owner)
         where.setdefault(key, set()).add(oh.node)
     rows = tuple(
-        OwnerRow(k, tuple(sorted(who[k])), busy[k], yuan[k], tuple(sorted(where[k])))
-        for k in sorted(busy, key=lambda k: (-yuan[k], -busy[k], k))
+        OwnerRow(k[0], tuple(sorted(who[k])), busy[k], yuan[k], tuple(sorted(where[k])), k[1])
+        for k in sorted(busy, key=lambda k: (k[1], -yuan[k], -busy[k], k[0]))
     )
     total_yuan = sum(yuan.values(), ZERO)
     return Attribution(

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from leases import records
+from leases.config import load_config
+from leases.errors import InputError
 from leases.ledger import Ledger
 from leases.rollups import HistoryStore
 from leases.simledger import backfill, register_sim_nodes, sim_nodes_of
@@ -350,3 +353,46 @@ def test_every_format_shows_totals_that_are_the_sums_of_the_rows_as_printed(
     )  # fmt: skip
     assert sum(Decimal(r["yuan"]) for r in ujson["rows"]) == Decimal(ujson["yuan"])
     assert not ujson["unattributed_yuan"].startswith("-0") and "E" not in ujson["yuan"]
+
+
+def test_each_lease_is_reported_in_its_own_currency(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def ledger_of(path: Path, leases: tuple[tuple[str, str, str], ...]) -> Path:
+        with Ledger.open(path) as ledger:
+            for name, cur, price in leases:
+                ledger.add_node(records.node_from({"name": name, "ssh_host": "10.0.0.1",
+                                                   "gpu_count": 1}))  # fmt: skip
+                ledger.add_lease(records.lease_from(
+                    {"node": name, "billing_type": "monthly", "unit_price": price,
+                     "currency": cur, "start": "2025-03-01", "end": "2025-04-01"}
+                ))  # fmt: skip
+        return path
+
+    cny = ("cn1", "CNY", "7000")
+    path = ledger_of(tmp_path / "l.db", (cny, ("us1", "USD", "1000")))
+    monkeypatch.setenv("ZUKA_BILLING_CURRENCY", "USD")  # the display default only
+    md = run(path, "report", "--month", "2025-03")
+    assert "USD 8,000.00" not in md and "¥8,000.00" not in md  # never CNY + USD
+    assert "¥7,000.00" in md and "USD 1,000.00" in md
+    summary = md.splitlines()[2]
+    assert "¥7,000.00" in summary and "USD 1,000.00" in summary
+    doc = json.loads(run(path, "report", "--month", "2025-03", "--json"))
+    assert {r["node"]: r["currency"] for r in doc["leases"]} == {"cn1": "CNY", "us1": "USD"}
+    assert doc["by_currency"]["CNY"]["total"] == "7000.00"
+    assert doc["by_currency"]["USD"]["total"] == "1000.00"
+    text = run(path, "report", "--month", "2025-03", "--format", "csv")
+    totals = {r["currency"]: r["total"] for r in csv.DictReader(io.StringIO(text))
+              if r["row"] == "total"}  # fmt: skip
+    assert totals == {"CNY": "7000.00", "USD": "1000.00"}
+    # One currency: the leases' own, whatever the config says.
+    md = run(ledger_of(tmp_path / "cny.db", (cny,)), "report", "--month", "2025-03")
+    assert "**Total ¥7,000.00**" in md and "USD" not in md
+
+
+@pytest.mark.parametrize(("value", "words"), [("RMB", "did you mean CNY"), ("XYZ", "ISO 4217"),
+                                              ("usd", "ISO 4217")])  # fmt: skip
+def test_config_refuses_a_currency_that_is_not_iso_4217(value: str, words: str) -> None:
+    with pytest.raises(InputError) as err:
+        load_config(None, env={"ZUKA_BILLING_CURRENCY": value})
+    assert words in str(err.value) and "currency" in str(err.value)

@@ -127,6 +127,9 @@ class NodeFacts:
     gap: Gap | None = None
     # The trailing minute roll-ups the forgotten and starved rules look at, oldest first.
     minutes: tuple[NodeMinute, ...] = field(default=())
+    # When every minute held is idle: where that idle stretch began before them, read
+    # from hour roll-ups (None: not before the first minute held, or unknown).
+    idle_from: datetime | None = None
 
 
 def yuan(amount: Decimal) -> str:
@@ -139,7 +142,10 @@ def _days(delta: timedelta) -> str:
     if days >= 2:
         return f"{days:.0f} days"
     hours = delta.total_seconds() / 3600
-    return f"{hours:.0f} hours" if hours >= 1 else f"{delta.total_seconds() / 60:.0f} minutes"
+    if hours < 1:
+        return f"{delta.total_seconds() / 60:.0f} minutes"
+    shown = f"{hours:.1f}".removesuffix(".0")  # 1.5 hours, not 2
+    return f"{shown} hour{'' if shown == '1' else 's'}"
 
 
 def _alert(
@@ -333,7 +339,7 @@ def _renewal_advice(
     return "At renewal: " + "; ".join(said)
 
 
-def _all_idle(m: NodeMinute) -> bool | None:
+def all_idle(m: NodeMinute) -> bool | None:
     """True when every GPU of the minute was idle; None when any was unknown."""
     verdicts = [g.busy for g in m.gpus]
     if not verdicts or None in verdicts:
@@ -341,9 +347,12 @@ def _all_idle(m: NodeMinute) -> bool | None:
     return not any(verdicts)
 
 
-def _idle_since(minutes: Sequence[NodeMinute], now: datetime, hours: float) -> datetime | None:
+def _idle_since(
+    minutes: Sequence[NodeMinute], now: datetime, hours: float, before: datetime | None = None
+) -> datetime | None:
     """When the trailing run of all-idle minutes began, if it covers the last `hours`
-    with readings for at least COVERAGE of its minutes; else None."""
+    with readings for at least COVERAGE of its minutes; else None. `before`: where the
+    idle stretch began when it began before the first minute held (NodeFacts.idle_from)."""
     hi = int(now.timestamp()) // 60
     lo = hi - int(hours * 60)
     known = 0
@@ -351,7 +360,7 @@ def _idle_since(minutes: Sequence[NodeMinute], now: datetime, hours: float) -> d
     for m in reversed(minutes):
         if m.minute >= hi:
             continue
-        idle = _all_idle(m)
+        idle = all_idle(m)
         if idle is not True:
             break
         start = m.minute
@@ -359,25 +368,28 @@ def _idle_since(minutes: Sequence[NodeMinute], now: datetime, hours: float) -> d
             known += 1
     if start is None or start > lo or known < COVERAGE * (hi - lo):
         return None
-    return datetime.fromtimestamp(start * 60, now.tzinfo)
+    since = datetime.fromtimestamp(start * 60, now.tzinfo)
+    if before is not None and minutes and start == minutes[0].minute:
+        since = min(since, before)
+    return since
 
 
 def _forgotten(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
     b = f.billed
     if b is None or b.lease.billing_type not in HOURLY_TYPES or b.lease.start > now:
         return
-    since = _idle_since(f.minutes, now, config.forgotten_idle_hours)
+    since = _idle_since(f.minutes, now, config.forgotten_idle_hours, f.idle_from)
     if since is None:
         return
     lease = b.lease
+    # The lease's price (times its cards) over the idle hours since then.
     spent = billing.accrued(lease, max(since, lease.start), now, cards=f.node.gpu_count or None)
     yield _alert(
         f,
         AlertKind.FORGOTTEN,
         Severity.WARNING,
         f"{visible(f.node.name)}: every GPU idle since {since:%Y-%m-%d %H:%M %Z} "
-        f"({_days(now - since)}), billed by the {lease.billing_type.value}: {yuan(spent)} "
-        "spent on it while idle",
+        f"({_days(now - since)}), billed by the hour: {yuan(spent)} spent on it while idle",
         "stop or release the instance if nobody needs it",
         lease=lease,
         amount=spent,

@@ -398,3 +398,40 @@ async def test_dashboard_counts_lists_acks_and_snoozes_alerts(tmp_path: Path) ->
         assert acked.acked_at == now and acked.kind == "lease_ending"
         snoozed = [a for a in rows.values() if a.snoozed_until is not None]
         assert len(snoozed) == 1 and snoozed[0].snoozed_until == now + timedelta(days=1)
+
+
+# -- the forgotten instance: its whole idle stretch ------------------------------------------
+
+
+@pytest.mark.parametrize("threshold", [1.0, 2.0, 0.5])
+def test_forgotten_finds_the_real_start_of_the_idle_stretch(
+    tmp_path: Path, threshold: float
+) -> None:
+    """The A10 (hourly, ¥10.50) busy until 10 h 30 min ago, idle since: "idle since" and
+    the yuan are the same whatever the threshold."""
+    now = datetime(2026, 11, 30, 9, 40, tzinfo=UTC)
+    path = tmp_path / "l.db"
+    config = replace(CONFIG, forgotten_idle_hours=threshold)
+    hi = int(now.timestamp()) // 60
+    start = hi - 630
+    busy = GpuMinute(0, 6, 95.0, 95.0, 20000.0, 140.0, 150.0)
+    idle = GpuMinute(0, 6, 0.0, 0.0, 400.0, 20.0, 150.0)
+    with build_demo_ledger(path, now.date()) as ledger:
+        store = HistoryStore(ledger)
+        sample = GpuSample("aliyun-a10-burst", now, 0, util_gpu=0.0, mem_used_mib=400.0,
+                           power_w=20.0, power_limit_w=150.0)  # fmt: skip
+        store.write_latest(
+            [Latest("aliyun-a10-burst", now, NodeHealth.OK, "", None, (sample,), ())]
+        )
+        store.write_minutes([
+            NodeMinute("aliyun-a10-burst", m, (busy if m < start else idle,))
+            for m in range(hi - 900, hi)
+        ])  # fmt: skip
+        found = evaluate(gather(ledger, config, now), config, now)
+    forgotten = [a for a in found if a.kind is AlertKind.FORGOTTEN]
+    assert len(forgotten) == 1, found
+    since = datetime.fromtimestamp(start * 60, UTC)
+    assert forgotten[0].yuan == (Decimal("10.50") * Decimal("10.5")).quantize(Decimal("0.01"))
+    assert f"idle since {since:%Y-%m-%d %H:%M}" in forgotten[0].message
+    assert "(10.5 hours)" in forgotten[0].message
+    assert "billed by the hour" in forgotten[0].message

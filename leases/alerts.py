@@ -62,6 +62,7 @@ class AlertKind(StrEnum):
     RELEASE_SOON = "release_soon"
     DEPOSIT = "deposit_not_refunded"
     AUTORENEW = "autorenew_soon"
+    HOURLY_AFTER_END = "hourly_after_end"  # a prepaid lease past its end, billed by the hour
     UNREACHABLE = "unreachable"
     HOSTKEY = "hostkey_changed"
     TEMPERATURE = "temperature"
@@ -189,6 +190,7 @@ def node_alerts(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[A
         return  # an archived node is read no more: only its money is still open
     yield from _lease_end(f, config, now)
     yield from _autorenew(f, config, now)
+    yield from _hourly_after_end(f, now)
     yield from _underuse(f, config)
     yield from _forgotten(f, config, now)
     yield from _starved(f, config, now)
@@ -222,7 +224,10 @@ def _lease_end(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
         state, action = "offboarding has started", "finish offboarding before the end"
     else:
         state = "offboarding has NOT started"
-        action = "copy data off and start offboarding, or renew the lease"
+        action = (
+            f"copy data off and start offboarding (zuka node edit {name} --state offboarding),"
+            " or renew the lease"
+        )
     after = ""
     if last.on_expiry is ExpiryAction.HOURLY and last.hourly_price is not None:
         after = f"; after it the provider bills {yuan(last.hourly_price)} an hour"
@@ -249,7 +254,8 @@ def _autorenew(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
     last = b.chain[-1]
     if not _renews_itself(last) or last.end is None:
         return
-    charge = last.end - timedelta(days=last.renew_charge_days or 0)
+    # The end of the period paid for now (renewals go on past the lease's own end).
+    charge = b.paid_until - timedelta(days=last.renew_charge_days or 0)
     if not (charge - timedelta(days=config.autorenew_notice_days) <= now < charge):
         return
     price = last.unit_price * (last.cards_billed or 1)
@@ -259,10 +265,38 @@ def _autorenew(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
         Severity.WARNING,
         f"{visible(f.node.name)}: the {last.billing_type.value} lease renews itself; the "
         f"provider charges about {yuan(price)} a period on {charge:%Y-%m-%d} (in "
-        f"{_days(charge - now)}), before the lease ends {last.end:%Y-%m-%d}",
+        f"{_days(charge - now)}), before the period paid for ends {b.paid_until:%Y-%m-%d}",
         "turn auto-renew off at the provider before the charge if the node is not needed",
         lease=last,
         amount=price,
+    )
+
+
+def _hourly_after_end(f: NodeFacts, now: datetime) -> Iterator[Alert]:
+    """A prepaid lease past its end that the provider now bills by the hour (on_expiry
+    hourly): the yuan a day it costs until it is released or renewed."""
+    b = f.billed
+    if b is None or not b.hourly_after_end or b.lease.end is None:
+        return
+    lease, name = b.lease, visible(f.node.name)
+    assert lease.end is not None
+    end = lease.end.astimezone(billing.zone(lease))
+    price = lease.hourly_price
+    rate = (
+        f"{yuan(price)} an hour, {yuan(price * 24)} a day"
+        if price is not None
+        else "a price not recorded (give --hourly-price)"
+    )
+    yield _alert(
+        f,
+        AlertKind.HOURLY_AFTER_END,
+        Severity.WARNING,
+        f"{name}: the {lease.billing_type.value} lease ended {end:%Y-%m-%d %H:%M %Z} and the"
+        f" provider now bills it by the hour: {rate}",
+        f"release it at the provider and record it (zuka lease end {name}), or renew it"
+        f" (zuka lease renew {name} --until DATE)",
+        lease=lease,
+        amount=None if price is None else price * 24,
     )
 
 
@@ -283,7 +317,7 @@ def _deposits(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
             f"{visible(f.node.name)}: deposit {yuan(lease.deposit)} not refunded "
             f"{_days(now - ended)} after the lease ended {ended:%Y-%m-%d}",
             "ask the provider for the refund, then record it: "
-            "zuka lease edit NODE --deposit-refund refunded",
+            f"zuka lease edit {visible(f.node.name)} --deposit-refund refunded",
             lease=lease,
             amount=lease.deposit,
         )
@@ -382,6 +416,7 @@ def _forgotten(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
     if since is None:
         return
     lease = b.lease
+    since = since.astimezone(billing.zone(lease))  # shown in the lease's billing zone
     # The lease's price (times its cards) over the idle hours since then.
     spent = billing.accrued(lease, max(since, lease.start), now, cards=f.node.gpu_count or None)
     yield _alert(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from leases import records
+from leases import records, reportformat
 from leases.config import load_config
 from leases.errors import InputError
 from leases.ledger import Ledger
@@ -396,3 +396,51 @@ def test_config_refuses_a_currency_that_is_not_iso_4217(value: str, words: str) 
     with pytest.raises(InputError) as err:
         load_config(None, env={"ZUKA_BILLING_CURRENCY": value})
     assert words in str(err.value) and "currency" in str(err.value)
+
+
+def test_an_auto_renew_lease_is_reported_month_by_month_as_it_accrues() -> None:
+    """`lease add m6 --billing monthly --price 30000 --start 2026-08-03 --end 2026-09-03
+    --auto-renew --renew-charge-days 9`, reported Aug-Dec: each period's price over its own
+    days (tests/test_billing.py works the same table), never a renewal on its charge day."""
+    from leases import billing, report
+    from leases.billing import CardHours
+
+    le = records.lease_from(
+        {"node": "m6", "billing_type": "monthly", "unit_price": "30000", "cards_billed": 8,
+         "start": "2026-08-03", "end": "2026-09-03", "auto_renew": True,
+         "renew_charge_days": 9}
+    )  # fmt: skip
+
+    def usage(lease: object, since: datetime, until: datetime, cards: int | None) -> CardHours:
+        paid = billing.paid_card_hours(le, since, until)
+        return CardHours(paid, Decimal(0), paid, Decimal(0))
+
+    want = {
+        "2026-08": "28064.52",  # 29/31 of the first period
+        "2026-09": "29935.48",  # 2/31 of it + 28/30 of Sep 3 - Oct 3
+        "2026-10": "30064.52",  # 2/30 + 29/31
+        "2026-11": "29935.48",  # 2/31 + 28/30
+        "2026-12": "30064.52",  # 2/30 + 29/31: December is not empty
+    }
+    now = datetime(2027, 1, 10, tzinfo=UTC)
+    for month, cost in want.items():
+        window, complete = report.month_window(month, "Asia/Shanghai", now)
+        rep = report.build_report(
+            month, window, complete, tz="Asia/Shanghai", currency="CNY", leases=[le],
+            nodes=[], providers=[], resources=[], usage=usage,
+        )  # fmt: skip
+        doc = json.loads(reportformat.dumps(reportformat.report_json(rep)))
+        row = doc["leases"][0]
+        assert row["cost"] == cost, month
+        # All of it idle: the idle yuan is the month's cost, not a lump's.
+        assert row["idle_yuan"] == cost, month
+    # Cut at Nov 28 (after the Nov 24 charge for Dec 3 - Jan 3): none of it in November.
+    window, _ = report.month_window(
+        "2026-11", "Asia/Shanghai", datetime(2026, 11, 27, 16, tzinfo=UTC)
+    )
+    rep = report.build_report(
+        "2026-11", window, False, tz="Asia/Shanghai", currency="CNY", leases=[le], nodes=[],
+        providers=[], resources=[], usage=usage,
+    )  # fmt: skip
+    part = Decimal(30000) * 2 / 31 + Decimal(30000) * 25 / 30
+    assert rep.rows[0].cost == part

@@ -69,6 +69,9 @@ class LeaseRow:
     spans: tuple[Span, ...] = ()  # when in the window it paid for its cards
     notes: tuple[str, ...] = ()
     currency: str = "CNY"  # the lease's own: rows of two currencies are never added up
+    # Cash basis beside `cost` (the accrual): what the provider charged in the window,
+    # upfront charges and renewals on their charge days (storage lines not included).
+    charged: Decimal = ZERO
 
     @property
     def total(self) -> Decimal:
@@ -88,6 +91,7 @@ class Totals:
     deposits: Mapping[str, Decimal] = field(default_factory=dict)  # state -> amount
     # The cost of the rows whose card-hours are known (what price_per_busy_hour divides).
     usage_cost: Decimal = ZERO
+    charged: Decimal = ZERO  # cash basis: see LeaseRow.charged
 
     @property
     def total(self) -> Decimal:
@@ -102,10 +106,11 @@ def totals(rows: Iterable[LeaseRow]) -> Totals:
     """The sums of the rows (every total in a report is one of these)."""
     deposits: dict[str, Decimal] = {}
     n = 0
-    cost = storage = paid = busy = idle = unknown = idle_yuan = usage_cost = ZERO
+    cost = storage = paid = busy = idle = unknown = idle_yuan = usage_cost = charged = ZERO
     for r in rows:
         n += 1
         cost += r.cost
+        charged += r.charged
         storage += r.storage
         if r.usage is not None:
             paid += r.usage.paid
@@ -116,7 +121,9 @@ def totals(rows: Iterable[LeaseRow]) -> Totals:
             usage_cost += r.usage.cost
         if r.deposit is not None:
             deposits[r.deposit_state] = deposits.get(r.deposit_state, ZERO) + r.deposit
-    return Totals(n, cost, storage, paid, busy, idle, unknown, idle_yuan, deposits, usage_cost)
+    return Totals(
+        n, cost, storage, paid, busy, idle, unknown, idle_yuan, deposits, usage_cost, charged
+    )
 
 
 @dataclass(frozen=True)
@@ -193,8 +200,11 @@ def lease_row(
     notes: list[str] = []
     try:
         cost = chain_accrued(chain, since, until, cards=cards)
+        charged = billing.chain_cost(chain, until, cards=cards) - billing.chain_cost(
+            chain, since, cards=cards
+        )
     except InputError as exc:
-        cost = ZERO
+        cost = charged = ZERO
         notes.append(f"cost unknown: {exc.reason}")
     store = sum(
         (
@@ -243,6 +253,7 @@ def lease_row(
         spans=tuple(spans),
         notes=tuple(dict.fromkeys(notes)),
         currency=last.currency,
+        charged=charged,
     )
 
 

@@ -8,6 +8,10 @@ as strings, times in ISO 8601.
 Every format shows money to the fen and card-hours to its own step (Markdown 0.1, CSV and
 JSON 0.01), and every total is the sum of its rows as shown (`shown_totals`), so a reader
 adding up a column gets the total printed below it; a zero is never "-0.00".
+
+Two bases, named apart: cost (Accrued; `cost` in CSV and JSON) spreads each charge over
+the time it pays for, as billing.accrued does; Charged in month (`charged_in_month`) is
+the cash the provider took in the month, on the charge days.
 """
 
 from __future__ import annotations
@@ -46,10 +50,11 @@ def shown_totals(rows: Iterable[LeaseRow], hours: Decimal) -> Totals:
     deposits: dict[str, Decimal] = {}
     n = 0
     zero = Decimal(0)
-    cost = storage = paid = busy = idle = unknown = idle_yuan = usage_cost = zero
+    cost = storage = paid = busy = idle = unknown = idle_yuan = usage_cost = charged = zero
     for r in rows:
         n += 1
         cost += _fen(r.cost)
+        charged += _fen(r.charged)
         storage += _fen(r.storage)
         if r.usage is not None:
             u = r.usage
@@ -61,7 +66,9 @@ def shown_totals(rows: Iterable[LeaseRow], hours: Decimal) -> Totals:
             usage_cost += _fen(u.cost)
         if r.deposit is not None:
             deposits[r.deposit_state] = deposits.get(r.deposit_state, zero) + _fen(r.deposit)
-    return Totals(n, cost, storage, paid, busy, idle, unknown, idle_yuan, deposits, usage_cost)
+    return Totals(
+        n, cost, storage, paid, busy, idle, unknown, idle_yuan, deposits, usage_cost, charged
+    )
 
 
 def currencies(report: Report) -> list[str]:
@@ -231,7 +238,8 @@ def to_markdown(report: Report) -> str:
     cur = _header_currency(report)
     single = len(currencies(report)) == 1
     lines = [f"# GPU rental report {report.month}", "", summary(report), "", "## Leases", ""]
-    head = ["Node", "Channel", "Provider", "Billing", f"Cost {cur}".rstrip()]
+    # Accrued: each charge spread over the time it pays for; charged: cash, on its day.
+    head = ["Node", "Channel", "Provider", "Billing", f"Accrued {cur}".rstrip()]
     head.append(f"Storage {cur}".rstrip())
     rows = []
     for r in report.rows:
@@ -245,15 +253,18 @@ def to_markdown(report: Report) -> str:
                 money(r.cost),
                 money(r.storage),
                 *_row_use(r, money),
+                money(r.charged),
                 _md(_deposit(r.deposit, r.deposit_state)),
             ]
         )
     for code, t in _by_currency(report, _TENTH):
         money = _money_in(report, code)
         label = "**Total**" if single else f"**Total {code}**"
-        cells = [money(t.cost), money(t.storage), *_use_cells(t, money), _deposits(t)]
+        cells = [money(t.cost), money(t.storage), *_use_cells(t, money), money(t.charged)]
+        cells.append(_deposits(t))
         rows.append([label, "", "", "", *cells])
-    lines += _table([*head, *_use_headers(cur), "Deposit"], rows)
+    charged = f"Charged in month {cur}".rstrip()
+    lines += _table([*head, *_use_headers(cur), charged, "Deposit"], rows)
     for title, key in (("channel", _channel), ("provider", _provider)):
         lines += ["", f"## By {title}", ""]
         grouped = []
@@ -377,7 +388,7 @@ def _row_total(r: LeaseRow) -> Decimal:
 
 CSV_HEADER = (
     "row", "node", "channel", "provider", "billing", "currency", "start", "end", "leases", "cost",
-    "storage", "total", "paid_card_hours", "busy_card_hours", "idle_card_hours",
+    "storage", "total", "charged_in_month", "paid_card_hours", "busy_card_hours", "idle_card_hours",
     "unknown_card_hours", "idle_yuan", "yuan_per_busy_card_hour", "deposit", "deposit_state",
     "notes",
 )  # fmt: skip
@@ -387,8 +398,8 @@ def _c_totals(kind: str, channel: str, provider: str, code: str, t: Totals) -> l
     deposit = sum(t.deposits.values(), Decimal(0)) if t.deposits else None
     return [
         kind, "", channel, provider, "", code, "", "", str(t.leases), _c_money(t.cost),
-        _c_money(t.storage), _c_money(t.total), _c_hours(t.paid), _c_hours(t.busy),
-        _c_hours(t.idle), _c_hours(t.unknown), _c_money(t.idle_yuan),
+        _c_money(t.storage), _c_money(t.total), _c_money(t.charged), _c_hours(t.paid),
+        _c_hours(t.busy), _c_hours(t.idle), _c_hours(t.unknown), _c_money(t.idle_yuan),
         _c_money(t.price_per_busy_hour), _c_money(deposit),
         "; ".join(f"{k} {_fen(v)}" for k, v in sorted(t.deposits.items())), "",
     ]  # fmt: skip
@@ -405,6 +416,7 @@ def to_csv(report: Report) -> str:
                 "lease", _csv(r.node), _csv(r.channel), _csv(r.provider), r.billing_type,
                 r.currency, r.start.isoformat(), r.end.isoformat() if r.end else "", str(r.leases),
                 _c_money(r.cost), _c_money(r.storage), _c_money(_row_total(r)),
+                _c_money(r.charged),
                 *(
                     (_c_hours(u.paid), _c_hours(u.busy), _c_hours(u.idle), _c_hours(u.unknown),
                      _c_money(u.idle_yuan), _c_money(u.price_per_busy_hour))
@@ -473,6 +485,7 @@ def _totals_json(t: Totals, code: str) -> dict[str, Any]:
         "cost": _d(t.cost),
         "storage": _d(t.storage),
         "total": _d(t.total),
+        "charged_in_month": _d(t.charged),
         "paid_card_hours": _h(t.paid),
         "busy_card_hours": _h(t.busy),
         "idle_card_hours": _h(t.idle),
@@ -522,6 +535,7 @@ def report_json(report: Report) -> dict[str, Any]:
             "cost": _d(r.cost),
             "storage": _d(r.storage),
             "total": _d(_row_total(r)),
+            "charged_in_month": _d(r.charged),
             "card_hours_known": u is not None,
             **use,
             "deposit": _d(r.deposit),

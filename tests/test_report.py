@@ -207,7 +207,7 @@ def test_markdown_pastes_into_a_weekly_report(fleet: tuple[Path, Path]) -> None:
     assert "Asia/Shanghai" in lines[2]
     assert "## By channel" in text and "## By provider" in text
     table = [ln for ln in lines if ln.startswith("| sim-")]
-    assert len(table) == 8 and all(ln.count("|") == 14 for ln in table)
+    assert len(table) == 8 and all(ln.count("|") == 15 for ln in table)
 
 
 def test_by_user_and_by_project_agree_with_owner_hours(fleet: tuple[Path, Path]) -> None:
@@ -303,7 +303,7 @@ def _md_table(text: str, title: str) -> list[list[str]]:
     return [[c.strip() for c in ln.strip("|").split(" | ")] for ln in lines[2:]]
 
 
-SUMMED = ("cost", "storage", "total", "paid_card_hours", "busy_card_hours", "idle_card_hours",
+SUMMED = ("cost", "storage", "total", "charged_in_month", "paid_card_hours", "busy_card_hours", "idle_card_hours",
           "unknown_card_hours", "idle_yuan")  # fmt: skip
 
 
@@ -314,7 +314,7 @@ def test_every_format_shows_totals_that_are_the_sums_of_the_rows_as_printed(
     md = run(path, "report", "--month", "2025-03")
     rows = _md_table(md, "Leases")
     leases, total = rows[:-1], rows[-1]
-    for col in (4, 5, 6, 7, 8, 9, 10):  # cost, storage, the card-hours, idle yuan
+    for col in (4, 5, 6, 7, 8, 9, 10, 12):  # cost, storage, card-hours, idle yuan, charged
         assert sum(_num(r[col]) for r in leases) == _num(total[col]), col
     channel = {r[1] for r in leases}
     by_channel = _md_table(md, "By channel")
@@ -434,6 +434,9 @@ def test_an_auto_renew_lease_is_reported_month_by_month_as_it_accrues() -> None:
         assert row["cost"] == cost, month
         # All of it idle: the idle yuan is the month's cost, not a lump's.
         assert row["idle_yuan"] == cost, month
+        # Cash beside it: August the first period and the Sep 3 renewal charged Aug 25;
+        # each later month the renewal charged 9 days before the 3rd of the next.
+        assert row["charged_in_month"] == ("60000.00" if month == "2026-08" else "30000.00")
     # Cut at Nov 28 (after the Nov 24 charge for Dec 3 - Jan 3): none of it in November.
     window, _ = report.month_window(
         "2026-11", "Asia/Shanghai", datetime(2026, 11, 27, 16, tzinfo=UTC)

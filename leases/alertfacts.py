@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from leases.alerts import (
+    COVERAGE,
     HOURLY_TYPES,
     STARVED_CLEAR_PCT,
     UNDERUSE_CLEAR_MARGIN,
@@ -21,6 +22,7 @@ from leases.alerts import (
     Gap,
     NodeFacts,
     Reading,
+    all_idle,
 )
 from leases.billing import CardHours
 from leases.config import AlertsConfig
@@ -32,7 +34,9 @@ from leases.rollups import HistoryStore, sample_from
 
 # A GPU counts towards the peak of busy cards in an hour it was busy at least half of.
 PEAK_BUSY_MINUTES = 30
-FORGOTTEN_LOOKBACK = 3
+# Minutes read for the forgotten rule beyond its threshold; where the idle stretch began
+# before them comes from hour roll-ups (_idle_from).
+FORGOTTEN_MARGIN = timedelta(hours=1)
 
 
 def _hour_floor(at: datetime) -> datetime:
@@ -110,7 +114,8 @@ def gather(
                     facts = _with(facts, peak_busy_cards=hit[1])
         minutes = _minutes_wanted(facts, config, now, open_kinds.get(node.id, set()))
         if minutes:
-            facts = _with(facts, minutes=_minutes(ledger, node.id, now - minutes, now))
+            held = _minutes(ledger, node.id, now - minutes, now)
+            facts = _with(facts, minutes=held, idle_from=_idle_from(ledger, node.id, held, now))
         out.append(facts)
     return out
 
@@ -146,9 +151,7 @@ def _minutes_wanted(
     ok = r is not None and r.health is NodeHealth.OK
     forgotten = AlertKind.FORGOTTEN.value in open_kinds or (ok and r is not None and _idle_now(r))
     if b is not None and b.lease.billing_type in HOURLY_TYPES and forgotten:
-        # Further back than the rule needs, so that "idle since" finds where the idle
-        # stretch began (and its yuan) when it began up to FORGOTTEN_LOOKBACK earlier.
-        wanted = timedelta(hours=config.forgotten_idle_hours * FORGOTTEN_LOOKBACK)
+        wanted = timedelta(hours=config.forgotten_idle_hours) + FORGOTTEN_MARGIN
     starved = AlertKind.STARVED.value in open_kinds or (
         ok and r is not None and _low_now(r, config)
     )
@@ -166,6 +169,42 @@ def _minutes(
         (node_id, int(since.timestamp()) // 60, int(until.timestamp()) // 60 + 1),
     ).fetchall()
     return tuple(NodeMinute("", m, unpack_minute(b)) for m, b in rows)
+
+
+def _idle_from(
+    ledger: Ledger, node_id: int, minutes: tuple[NodeMinute, ...], now: datetime
+) -> datetime | None:
+    """When every minute held (before now's) is idle: where that idle stretch began before
+    the first of them. Walks back through whole idle hours (no busy card-minute, readings
+    for COVERAGE of the hour), then the minutes of the hour before; None when the minutes
+    held are not all idle or the stretch begins with them."""
+    hi = int(now.timestamp()) // 60
+    held = [m for m in minutes if m.minute < hi]
+    if not held or any(all_idle(m) is not True for m in held):
+        return None
+    first = held[0].minute
+    full = COVERAGE * 60 * len(held[-1].gpus)
+    earliest: int | None = None  # the earliest whole idle hour, running back from first's
+    expect = first // 60
+    for hour, busy, known in ledger.conn.execute(
+        "SELECT hour, busy_card_minutes, known_card_minutes FROM gpu_hour"
+        " WHERE node_id = ? AND hour <= ? ORDER BY hour DESC",
+        (node_id, expect),
+    ):
+        if hour != expect or busy or known < full:
+            break
+        earliest, expect = hour, hour - 1
+    stop = min(earliest * 60, first) if earliest is not None else first
+    start = stop
+    for minute, blob in ledger.conn.execute(
+        "SELECT minute, gpus FROM gpu_minute WHERE node_id = ? AND minute >= ? AND minute < ?"
+        " ORDER BY minute DESC",
+        (node_id, (stop // 60 - 1) * 60, stop),
+    ):
+        if minute != start - 1 or all_idle(NodeMinute("", minute, unpack_minute(blob))) is not True:
+            break
+        start = minute
+    return datetime.fromtimestamp(start * 60, now.tzinfo) if start < first else None
 
 
 def _peak(store: HistoryStore, node: str, since: datetime, until: datetime) -> int | None:

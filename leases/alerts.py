@@ -62,6 +62,7 @@ class AlertKind(StrEnum):
     RELEASE_SOON = "release_soon"
     DEPOSIT = "deposit_not_refunded"
     AUTORENEW = "autorenew_soon"
+    HOURLY_AFTER_END = "hourly_after_end"  # a prepaid lease past its end, billed by the hour
     UNREACHABLE = "unreachable"
     HOSTKEY = "hostkey_changed"
     TEMPERATURE = "temperature"
@@ -127,6 +128,9 @@ class NodeFacts:
     gap: Gap | None = None
     # The trailing minute roll-ups the forgotten and starved rules look at, oldest first.
     minutes: tuple[NodeMinute, ...] = field(default=())
+    # When every minute held is idle: where that idle stretch began before them, read
+    # from hour roll-ups (None: not before the first minute held, or unknown).
+    idle_from: datetime | None = None
 
 
 def yuan(amount: Decimal) -> str:
@@ -139,7 +143,10 @@ def _days(delta: timedelta) -> str:
     if days >= 2:
         return f"{days:.0f} days"
     hours = delta.total_seconds() / 3600
-    return f"{hours:.0f} hours" if hours >= 1 else f"{delta.total_seconds() / 60:.0f} minutes"
+    if hours < 1:
+        return f"{delta.total_seconds() / 60:.0f} minutes"
+    shown = f"{hours:.1f}".removesuffix(".0")  # 1.5 hours, not 2
+    return f"{shown} hour{'' if shown == '1' else 's'}"
 
 
 def _alert(
@@ -183,6 +190,7 @@ def node_alerts(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[A
         return  # an archived node is read no more: only its money is still open
     yield from _lease_end(f, config, now)
     yield from _autorenew(f, config, now)
+    yield from _hourly_after_end(f, now)
     yield from _underuse(f, config)
     yield from _forgotten(f, config, now)
     yield from _starved(f, config, now)
@@ -216,7 +224,10 @@ def _lease_end(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
         state, action = "offboarding has started", "finish offboarding before the end"
     else:
         state = "offboarding has NOT started"
-        action = "copy data off and start offboarding, or renew the lease"
+        action = (
+            f"copy data off and start offboarding (zuka node edit {name} --state offboarding),"
+            " or renew the lease"
+        )
     after = ""
     if last.on_expiry is ExpiryAction.HOURLY and last.hourly_price is not None:
         after = f"; after it the provider bills {yuan(last.hourly_price)} an hour"
@@ -243,7 +254,8 @@ def _autorenew(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
     last = b.chain[-1]
     if not _renews_itself(last) or last.end is None:
         return
-    charge = last.end - timedelta(days=last.renew_charge_days or 0)
+    # The end of the period paid for now (renewals go on past the lease's own end).
+    charge = b.paid_until - timedelta(days=last.renew_charge_days or 0)
     if not (charge - timedelta(days=config.autorenew_notice_days) <= now < charge):
         return
     price = last.unit_price * (last.cards_billed or 1)
@@ -253,10 +265,38 @@ def _autorenew(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
         Severity.WARNING,
         f"{visible(f.node.name)}: the {last.billing_type.value} lease renews itself; the "
         f"provider charges about {yuan(price)} a period on {charge:%Y-%m-%d} (in "
-        f"{_days(charge - now)}), before the lease ends {last.end:%Y-%m-%d}",
+        f"{_days(charge - now)}), before the period paid for ends {b.paid_until:%Y-%m-%d}",
         "turn auto-renew off at the provider before the charge if the node is not needed",
         lease=last,
         amount=price,
+    )
+
+
+def _hourly_after_end(f: NodeFacts, now: datetime) -> Iterator[Alert]:
+    """A prepaid lease past its end that the provider now bills by the hour (on_expiry
+    hourly): the yuan a day it costs until it is released or renewed."""
+    b = f.billed
+    if b is None or not b.hourly_after_end or b.lease.end is None:
+        return
+    lease, name = b.lease, visible(f.node.name)
+    assert lease.end is not None
+    end = lease.end.astimezone(billing.zone(lease))
+    price = lease.hourly_price
+    rate = (
+        f"{yuan(price)} an hour, {yuan(price * 24)} a day"
+        if price is not None
+        else "a price not recorded (give --hourly-price)"
+    )
+    yield _alert(
+        f,
+        AlertKind.HOURLY_AFTER_END,
+        Severity.WARNING,
+        f"{name}: the {lease.billing_type.value} lease ended {end:%Y-%m-%d %H:%M %Z} and the"
+        f" provider now bills it by the hour: {rate}",
+        f"release it at the provider and record it (zuka lease end {name}), or renew it"
+        f" (zuka lease renew {name} --until DATE)",
+        lease=lease,
+        amount=None if price is None else price * 24,
     )
 
 
@@ -277,7 +317,7 @@ def _deposits(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
             f"{visible(f.node.name)}: deposit {yuan(lease.deposit)} not refunded "
             f"{_days(now - ended)} after the lease ended {ended:%Y-%m-%d}",
             "ask the provider for the refund, then record it: "
-            "zuka lease edit NODE --deposit-refund refunded",
+            f"zuka lease edit {visible(f.node.name)} --deposit-refund refunded",
             lease=lease,
             amount=lease.deposit,
         )
@@ -333,7 +373,7 @@ def _renewal_advice(
     return "At renewal: " + "; ".join(said)
 
 
-def _all_idle(m: NodeMinute) -> bool | None:
+def all_idle(m: NodeMinute) -> bool | None:
     """True when every GPU of the minute was idle; None when any was unknown."""
     verdicts = [g.busy for g in m.gpus]
     if not verdicts or None in verdicts:
@@ -341,9 +381,12 @@ def _all_idle(m: NodeMinute) -> bool | None:
     return not any(verdicts)
 
 
-def _idle_since(minutes: Sequence[NodeMinute], now: datetime, hours: float) -> datetime | None:
+def _idle_since(
+    minutes: Sequence[NodeMinute], now: datetime, hours: float, before: datetime | None = None
+) -> datetime | None:
     """When the trailing run of all-idle minutes began, if it covers the last `hours`
-    with readings for at least COVERAGE of its minutes; else None."""
+    with readings for at least COVERAGE of its minutes; else None. `before`: where the
+    idle stretch began when it began before the first minute held (NodeFacts.idle_from)."""
     hi = int(now.timestamp()) // 60
     lo = hi - int(hours * 60)
     known = 0
@@ -351,7 +394,7 @@ def _idle_since(minutes: Sequence[NodeMinute], now: datetime, hours: float) -> d
     for m in reversed(minutes):
         if m.minute >= hi:
             continue
-        idle = _all_idle(m)
+        idle = all_idle(m)
         if idle is not True:
             break
         start = m.minute
@@ -359,25 +402,29 @@ def _idle_since(minutes: Sequence[NodeMinute], now: datetime, hours: float) -> d
             known += 1
     if start is None or start > lo or known < COVERAGE * (hi - lo):
         return None
-    return datetime.fromtimestamp(start * 60, now.tzinfo)
+    since = datetime.fromtimestamp(start * 60, now.tzinfo)
+    if before is not None and minutes and start == minutes[0].minute:
+        since = min(since, before)
+    return since
 
 
 def _forgotten(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
     b = f.billed
     if b is None or b.lease.billing_type not in HOURLY_TYPES or b.lease.start > now:
         return
-    since = _idle_since(f.minutes, now, config.forgotten_idle_hours)
+    since = _idle_since(f.minutes, now, config.forgotten_idle_hours, f.idle_from)
     if since is None:
         return
     lease = b.lease
+    since = since.astimezone(billing.zone(lease))  # shown in the lease's billing zone
+    # The lease's price (times its cards) over the idle hours since then.
     spent = billing.accrued(lease, max(since, lease.start), now, cards=f.node.gpu_count or None)
     yield _alert(
         f,
         AlertKind.FORGOTTEN,
         Severity.WARNING,
         f"{visible(f.node.name)}: every GPU idle since {since:%Y-%m-%d %H:%M %Z} "
-        f"({_days(now - since)}), billed by the {lease.billing_type.value}: {yuan(spent)} "
-        "spent on it while idle",
+        f"({_days(now - since)}), billed by the hour: {yuan(spent)} spent on it while idle",
         "stop or release the instance if nobody needs it",
         lease=lease,
         amount=spent,

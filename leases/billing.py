@@ -21,9 +21,11 @@ hand in leases, storage lines, stops and card-minutes. The rules, said once:
 - **Projected** to a later time is the same function at that time, for the lease as
   recorded: so a projection is never below the cost to date, and no cost falls as time
   passes.
-- **Accrued** over a window (`accrued`): the share of the cost that falls in it; an
-  upfront charge is spread over the time it pays for, period by period (a calendar month's
-  price over that month's days), the rest falls where it is charged.
+- **Accrued** over a window (`accrued`): the share of the cost that falls in it; every
+  charge is spread over the time it pays for, period by period (a calendar month's price
+  over that month's days): the upfront charge over the paid span, each auto-renewal over
+  its own period (charged early, it still belongs to the period's months), the hourly
+  fallback and pay-as-you-go as they run; a minimum commitment falls where it is owed.
 - **Storage lines** (resources with a price): billed pro rata from `created` (else the
   lease's start) until `deleted_at`, after a stop and after the lease ends too.
 - **Time**: every elapsed time and every comparison is in UTC (converted at the edges:
@@ -399,6 +401,12 @@ def cost_to_date(
     return cost
 
 
+def _renewal_lumps(lease: Lease) -> bool:
+    """Whether a prepaid lease is charged one unit per period after its end, ahead of each
+    period (as _after_end charges it)."""
+    return lease.billing_type.prepaid and _renews(lease) and lease.ended_at is None
+
+
 def accrued(
     lease: Lease,
     since: datetime,
@@ -414,7 +422,15 @@ def accrued(
         return ZERO
     up_hi, go_hi = _charged(lease, until, stops, cards)
     _, go_lo = _charged(lease, since, stops, cards)
-    share = go_hi - go_lo
+    if _renewal_lumps(lease):
+        # Each renewal pays for its own period: spread it there, not on its charge day.
+        end = lease.end
+        assert end is not None
+        share = lease.unit_price * _units(
+            end, step_of(lease), zone(lease), max(since, end), max(until, end)
+        )
+    else:
+        share = go_hi - go_lo
     if up_hi:
         stop = paid_until(lease)
         whole = _units(lease.start, step_of(lease), zone(lease), lease.start, stop)

@@ -172,8 +172,13 @@ def _days_list(v: Any) -> tuple[int, ...]:
 
 
 def _currency(v: Any) -> str:
-    if not isinstance(v, str) or not re.fullmatch(r"[A-Z]{3}", v):
-        raise _Bad("must be a three-letter ISO 4217 code such as CNY or USD")
+    from leases.fields import CURRENCIES
+
+    if isinstance(v, str) and v.strip().upper() == "RMB":
+        raise _Bad("is not an ISO 4217 code: did you mean CNY?")
+    if not isinstance(v, str) or v not in CURRENCIES:
+        known = ", ".join(sorted(CURRENCIES))
+        raise _Bad(f"must be an ISO 4217 code that zuka knows: {known}")
     return v
 
 

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from leases import records
-from leases.models import Lease
+from leases.models import ExpiryAction, Lease
 
 
 def in_effect(leases: Sequence[Lease], at: datetime) -> Lease | None:
@@ -64,11 +64,47 @@ def never_billed(lease: Lease) -> bool:
     return lease.ended_at is not None and lease.ended_at <= lease.start
 
 
-def paid_until(chain: Sequence[Lease]) -> datetime | None:
+def auto_renews(lease: Lease) -> bool:
+    """Whether the provider renews the lease at its end by itself (auto-renew)."""
+    return lease.on_expiry is ExpiryAction.RENEWS or lease.auto_renew
+
+
+def past_end(lease: Lease, at: datetime | None) -> bool:
+    """Whether `at` is past the lease's end and the lease was not recorded as ended."""
+    return at is not None and lease.ended_at is None and lease.end is not None and lease.end <= at
+
+
+def lapsed(lease: Lease, at: datetime | None) -> bool:
+    """Released by the provider at its end, which has passed, but not recorded as ended:
+    it bills no more."""
+    return (
+        past_end(lease, at)
+        and lease.on_expiry is ExpiryAction.RELEASED
+        and not (auto_renews(lease))
+    )
+
+
+def hourly_after_end(lease: Lease, at: datetime | None) -> bool:
+    """Past its end and billing by the hour (on_expiry hourly, no auto-renew)."""
+    return past_end(lease, at) and lease.on_expiry is ExpiryAction.HOURLY and not lease.auto_renew
+
+
+def paid_until(chain: Sequence[Lease], at: datetime | None = None) -> datetime | None:
     """The end of the last lease of a chain that billed at all (None: no end, or a chain
-    that never billed); a renewal cancelled before its start pays for nothing."""
+    that never billed); a renewal cancelled before its start pays for nothing. A lease the
+    provider renews by itself is paid until the end of its renewal period that holds `at`
+    (the periods of leases.billing, from the lease's end)."""
     billed = [le for le in chain if not never_billed(le)]
-    return billed[-1].end if billed else None
+    if not billed:
+        return None
+    last = billed[-1]
+    if last.end is None or not past_end(last, at) or not auto_renews(last):
+        return last.end
+    assert at is not None
+    from leases import billing  # billing builds on this module's chains
+
+    tz, step = billing.zone(last), billing.step_of(last)
+    return billing.boundary(last.end, step, billing.period_index(last.end, step, at, tz) + 1, tz)
 
 
 def starts_in(lease: Lease, at: datetime) -> str:
@@ -93,8 +129,23 @@ class BillingNow:
         return self.at is None or self.lease.start <= self.at
 
     @property
+    def lapsed(self) -> bool:
+        """Released at its end, which has passed, not recorded as ended: bills no more."""
+        return lapsed(self.lease, self.at)
+
+    @property
+    def hourly_after_end(self) -> bool:
+        """Past its end and billing by the hour (on_expiry hourly)."""
+        return hourly_after_end(self.lease, self.at)
+
+    @property
+    def bills(self) -> bool:
+        """Whether the lease bills at `at`: started and not lapsed."""
+        return self.started and not self.lapsed
+
+    @property
     def paid_until(self) -> datetime | None:
-        return paid_until(self.chain) if self.started else None
+        return paid_until(self.chain, self.at) if self.started else None
 
     @property
     def renewed(self) -> bool:
@@ -124,6 +175,10 @@ def describe(lease: Lease, leases: Sequence[Lease], at: datetime) -> str:
         return f"the {'renewal' if renewal else 'lease'} from {start} (not started)"
     now = billing_now(leases, at)
     if now is not None and now.lease.id == lease.id:
+        if now.lapsed:
+            return f"the lease from {start} (ended at its end, not recorded as ended)"
+        if now.hourly_after_end:
+            return f"the lease billing by the hour past its end (from {start})"
         return f"the lease billing now (from {start})"
     ended = f", ended {lease.ended_at.strftime('%Y-%m-%d %H:%M')}" if lease.ended_at else ""
     return f"the lease from {start}{ended}"

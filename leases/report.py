@@ -71,6 +71,10 @@ class LeaseRow:
     deposit_state: str  # "" without a deposit; else a DEPOSIT_STATES value
     spans: tuple[Span, ...] = ()  # when in the window it paid for its cards
     notes: tuple[str, ...] = ()
+    currency: str = "CNY"  # the lease's own: rows of two currencies are never added up
+    # Cash basis beside `cost` (the accrual): what the provider charged in the window,
+    # upfront charges and renewals on their charge days (storage lines not included).
+    charged: Decimal = ZERO
 
     @property
     def total(self) -> Decimal:
@@ -90,6 +94,7 @@ class Totals:
     deposits: Mapping[str, Decimal] = field(default_factory=dict)  # state -> amount
     # The cost of the rows whose card-hours are known (what price_per_busy_hour divides).
     usage_cost: Decimal = ZERO
+    charged: Decimal = ZERO  # cash basis: see LeaseRow.charged
 
     @property
     def total(self) -> Decimal:
@@ -109,10 +114,11 @@ def totals(rows: Iterable[LeaseRow]) -> Totals:
     """The sums of the rows (every total in a report is one of these)."""
     deposits: dict[str, Decimal] = {}
     n = 0
-    cost = storage = paid = busy = idle = unknown = idle_yuan = usage_cost = ZERO
+    cost = storage = paid = busy = idle = unknown = idle_yuan = usage_cost = charged = ZERO
     for r in rows:
         n += 1
         cost += r.cost
+        charged += r.charged
         storage += r.storage
         if r.usage is not None:
             paid += r.usage.paid
@@ -123,7 +129,9 @@ def totals(rows: Iterable[LeaseRow]) -> Totals:
             usage_cost += r.usage.cost
         if r.deposit is not None:
             deposits[r.deposit_state] = deposits.get(r.deposit_state, ZERO) + r.deposit
-    return Totals(n, cost, storage, paid, busy, idle, unknown, idle_yuan, deposits, usage_cost)
+    return Totals(
+        n, cost, storage, paid, busy, idle, unknown, idle_yuan, deposits, usage_cost, charged
+    )
 
 
 @dataclass(frozen=True)
@@ -133,7 +141,7 @@ class Report:
     since: datetime
     until: datetime
     complete: bool  # False: the month is not over; figures to `until`
-    currency: str
+    currency: str  # the config's: for display when no row says its own
     rows: tuple[LeaseRow, ...]
     by_channel: tuple[tuple[str, Totals], ...]
     by_provider: tuple[tuple[str, Totals], ...]
@@ -200,8 +208,11 @@ def lease_row(
     notes: list[str] = []
     try:
         cost = chain_accrued(chain, since, until, cards=cards)
+        charged = billing.chain_cost(chain, until, cards=cards) - billing.chain_cost(
+            chain, since, cards=cards
+        )
     except InputError as exc:
-        cost = ZERO
+        cost = charged = ZERO
         notes.append(f"cost unknown: {exc.reason}")
     store = sum(
         (
@@ -249,6 +260,8 @@ def lease_row(
         deposit_state=state,
         spans=tuple(spans),
         notes=tuple(dict.fromkeys(notes)),
+        currency=last.currency,
+        charged=charged,
     )
 
 
@@ -319,6 +332,7 @@ class OwnerRow:
     busy: Decimal  # card-hours
     yuan: Decimal
     nodes: tuple[str, ...]
+    currency: str = "CNY"  # of the leases whose busy hours these are
 
 
 @dataclass(frozen=True)
@@ -326,7 +340,7 @@ class Attribution:
     by: str  # "user" or "project"
     rows: tuple[OwnerRow, ...]
     busy: Decimal
-    yuan: Decimal
+    yuan: Decimal  # the sum over rows of all currencies: see the rows for each currency
     # The leases' cost (storage left out) that no user's busy hour carried: leases that
     # sat idle all month, busy hours whose owner the history does not hold.
     unattributed: Decimal
@@ -357,10 +371,11 @@ def attribute(
     by_node: dict[str, list[LeaseRow]] = {}
     for r in report.rows:
         by_node.setdefault(r.node, []).append(r)
-    busy: dict[str, Decimal] = {}
-    yuan: dict[str, Decimal] = {}
-    who: dict[str, set[str]] = {}
-    where: dict[str, set[str]] = {}
+    # Keyed by (person or project, currency): yuan of two currencies are never added.
+    busy: dict[tuple[str, str], Decimal] = {}
+    yuan: dict[tuple[str, str], Decimal] = {}
+    who: dict[tuple[str, str], set[str]] = {}
+    where: dict[tuple[str, str], set[str]] = {}
     outside = ZERO
     for oh in owner_hours:
         hours = Decimal(str(oh.busy_card_minutes)) / 60
@@ -372,14 +387,14 @@ def attribute(
             outside += hours  # no lease paid for the card then: no yuan, not a user's share
             continue
         price = row.usage.price_per_busy_hour if row.usage is not None else None
-        key = owner_key(oh.owner, by, users, projects)
+        key = (owner_key(oh.owner, by, users, projects), row.currency)
         busy[key] = busy.get(key, ZERO) + hours
         yuan[key] = yuan.get(key, ZERO) + (price * hours if price is not None else ZERO)
         who.setdefault(key, set()).add(UNKNOWN_OWNER if oh.owner == "?" else oh.owner)
         where.setdefault(key, set()).add(oh.node)
     rows = tuple(
-        OwnerRow(k, tuple(sorted(who[k])), busy[k], yuan[k], tuple(sorted(where[k])))
-        for k in sorted(busy, key=lambda k: (-yuan[k], -busy[k], k))
+        OwnerRow(k[0], tuple(sorted(who[k])), busy[k], yuan[k], tuple(sorted(where[k])), k[1])
+        for k in sorted(busy, key=lambda k: (k[1], -yuan[k], -busy[k], k[0]))
     )
     total_yuan = sum(yuan.values(), ZERO)
     return Attribution(

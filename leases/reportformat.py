@@ -4,8 +4,16 @@ Markdown is for pasting into a weekly report; every value from the ledger or a n
 through textsafe.visible and then _md, which escapes Markdown's and HTML's specials, so a
 pasted report shows a provider's name or a refund rule as text (never an image, a link or
 a tag) and a cell stays a cell. CSV has one header
-and cells neutralised against spreadsheet formulas as the export's are. JSON is exact:
-Decimals as strings, times in ISO 8601.
+and cells neutralised against spreadsheet formulas as the export's are. JSON has Decimals
+as strings, times in ISO 8601.
+
+Every format shows money to the fen and card-hours to its own step (Markdown 0.1, CSV and
+JSON 0.01), and every total is the sum of its rows as shown (`shown_totals`), so a reader
+adding up a column gets the total printed below it; a zero is never "-0.00".
+
+Two bases, named apart: cost (Accrued; `cost` in CSV and JSON) spreads each charge over
+the time it pays for, as billing.accrued does; Charged in month (`charged_in_month`) is
+the cash the provider took in the month, on the charge days.
 """
 
 from __future__ import annotations
@@ -14,9 +22,10 @@ import csv
 import io
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from leases.billing import fen
@@ -26,6 +35,89 @@ from leases.transfer import _FORMULA_STARTS
 
 _TENTH = Decimal("0.1")
 _HUNDREDTH = Decimal("0.01")
+
+
+def _fen(x: Decimal) -> Decimal:
+    """x to the fen; a zero without its sign (never -0.00)."""
+    q = fen(x)
+    return q if q else abs(q)
+
+
+def _step(x: Decimal, step: Decimal) -> Decimal:
+    q = x.quantize(step, rounding=ROUND_HALF_UP)
+    return q if q else abs(q)
+
+
+def shown_totals(rows: Iterable[LeaseRow], hours: Decimal) -> Totals:
+    """The sums of the rows as shown: money to the fen, card-hours to `hours`."""
+    deposits: dict[str, Decimal] = {}
+    n = 0
+    zero = Decimal(0)
+    cost = storage = paid = busy = idle = unknown = idle_yuan = usage_cost = charged = zero
+    for r in rows:
+        n += 1
+        cost += _fen(r.cost)
+        charged += _fen(r.charged)
+        storage += _fen(r.storage)
+        if r.usage is not None:
+            u = r.usage
+            paid += _step(u.paid, hours)
+            busy += _step(u.busy, hours)
+            idle += _step(u.idle, hours)
+            unknown += _step(u.unknown, hours)
+            idle_yuan += _fen(u.idle_yuan)
+            usage_cost += _fen(u.cost)
+        if r.deposit is not None:
+            deposits[r.deposit_state] = deposits.get(r.deposit_state, zero) + _fen(r.deposit)
+    return Totals(
+        n, cost, storage, paid, busy, idle, unknown, idle_yuan, deposits, usage_cost, charged
+    )
+
+
+def currencies(report: Report) -> list[str]:
+    """The currencies of the report's leases (the config's when it has none): each has
+    totals of its own, never added to another's."""
+    return sorted({r.currency for r in report.rows}) or [report.currency]
+
+
+def _prefix(report: Report, code: str) -> str:
+    """What an amount in `code` is shown with: its symbol when the report has one
+    currency; among several, ¥ for CNY only (JPY is ¥ too) and the code for the others."""
+    if len(currencies(report)) == 1:
+        return symbol(code)
+    return "¥" if code == "CNY" else f"{code} "
+
+
+def _by_currency(report: Report, hours: Decimal) -> list[tuple[str, Totals]]:
+    return [
+        (c, shown_totals((r for r in report.rows if r.currency == c), hours))
+        for c in currencies(report)
+    ]
+
+
+def _groups(
+    report: Report, key: Callable[[LeaseRow], str], hours: Decimal
+) -> list[tuple[str, str, Totals]]:
+    """(label, currency, totals) per channel or provider and currency, each the sum of its
+    rows as shown; the label names the currency when the report has several."""
+    mixed = len(currencies(report)) > 1
+    keys = sorted({(key(r), r.currency) for r in report.rows})
+    return [
+        (
+            f"{k} ({c})" if mixed else k,
+            c,
+            shown_totals((r for r in report.rows if key(r) == k and r.currency == c), hours),
+        )
+        for k, c in keys
+    ]
+
+
+def _channel(r: LeaseRow) -> str:
+    return r.channel
+
+
+def _provider(r: LeaseRow) -> str:
+    return r.provider
 
 
 def symbol(currency: str) -> str:
@@ -55,11 +147,11 @@ def _md(value: Any) -> str:
 
 
 def _money(x: Decimal | None) -> str:
-    return "-" if x is None else f"{fen(x):,}"
+    return "-" if x is None else f"{_fen(x):,}"
 
 
 def _hours(x: Decimal | None, step: Decimal = _TENTH) -> str:
-    return "-" if x is None else f"{x.quantize(step):,}"
+    return "-" if x is None else f"{_step(x, step):,}"
 
 
 def _pct(part: Decimal, whole: Decimal) -> str:
@@ -95,28 +187,33 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return out
 
 
-_USE_HEADERS = (
-    "Paid card-h",
-    "Busy card-h",
-    "Idle card-h",
-    "Unknown card-h",
-    "Idle ¥",
-    "¥/busy card-h",
-)
+def _use_headers(cur: str) -> list[str]:
+    """The card-hour columns; `cur` the currency's code or symbol ("" among several)."""
+    return [
+        "Paid card-h",
+        "Busy card-h",
+        "Idle card-h",
+        "Unknown card-h",
+        f"Idle {cur}" if cur else "Idle cost",
+        f"{cur}/busy card-h" if cur else "Per busy card-h",
+    ]
 
 
-def _use_cells(t: Totals) -> list[str]:
+Money = Callable[[Decimal | None], str]
+
+
+def _use_cells(t: Totals, money: Money) -> list[str]:
     return [
         _hours(t.paid),
         _hours(t.busy),
         _hours(t.idle),
         _hours(t.unknown),
-        _money(t.idle_yuan),
-        _money(t.price_per_busy_hour),
+        money(t.idle_yuan),
+        money(t.price_per_busy_hour),
     ]
 
 
-def _row_use(r: LeaseRow) -> list[str]:
+def _row_use(r: LeaseRow, money: Money) -> list[str]:
     u = r.usage
     if u is None:
         return ["-"] * 6
@@ -125,52 +222,87 @@ def _row_use(r: LeaseRow) -> list[str]:
         _hours(u.busy),
         _hours(u.idle),
         _hours(u.unknown),
-        _money(u.idle_yuan),
-        _money(u.price_per_busy_hour),
+        money(u.idle_yuan),
+        money(u.price_per_busy_hour),
     ]
+
+
+def _money_in(report: Report, code: str) -> Money:
+    """Amounts in `code` as cells: bare under a header that names the one currency, else
+    each with its currency."""
+    if len(currencies(report)) == 1:
+        return _money
+    cur = _prefix(report, code)
+    return lambda x: "-" if x is None else f"{cur}{_money(x)}"
+
+
+def _header_currency(report: Report) -> str:
+    """The currency a table's header names: the one currency's symbol, else none."""
+    codes = currencies(report)
+    return symbol(codes[0]).strip() if len(codes) == 1 else ""
 
 
 def summary(report: Report) -> str:
-    t, cur = report.total, symbol(report.currency)
-    return (
-        f"**Total {cur}{_money(t.total)}** for {t.leases} lease(s)"
-        f" (storage {cur}{_money(t.storage)}); busy {_hours(t.busy)} of {_hours(t.paid)}"
-        f" paid card-hours ({_pct(t.busy, t.paid)}), idle {_hours(t.idle)},"
-        f" unknown {_hours(t.unknown)}; **{cur}{_money(t.idle_yuan)} paid for idle cards**;"
-        f" {_window(report)}."
-    )
+    parts = []
+    for code, t in _by_currency(report, _TENTH):
+        cur = _prefix(report, code)
+        parts.append(
+            f"**Total {cur}{_money(t.total)}** for {t.leases} lease(s)"
+            f" (storage {cur}{_money(t.storage)}); busy {_hours(t.busy)} of {_hours(t.paid)}"
+            f" paid card-hours ({_pct(t.busy, t.paid)}), idle {_hours(t.idle)},"
+            f" unknown {_hours(t.unknown)}; **{cur}{_money(t.idle_yuan)} paid for idle cards**"
+        )
+    return "; ".join(parts) + f"; {_window(report)}."
 
 
 def to_markdown(report: Report) -> str:
-    cur = symbol(report.currency)
+    cur = _header_currency(report)
+    single = len(currencies(report)) == 1
     lines = [f"# GPU rental report {report.month}", "", summary(report), "", "## Leases", ""]
-    head = ["Node", "Channel", "Provider", "Billing", f"Cost {cur}", f"Storage {cur}"]
-    rows = [
-        [
-            _md(r.node),
-            _md(r.channel),
-            _md(r.provider),
-            _md(r.billing_type) + (f" ×{r.leases}" if r.leases > 1 else ""),
-            _money(r.cost),
-            _money(r.storage),
-            *_row_use(r),
-            _md(_deposit(r.deposit, r.deposit_state)),
-        ]
-        for r in report.rows
-    ]
-    t = report.total
-    rows.append(
-        ["**Total**", "", "", "", _money(t.cost), _money(t.storage), *_use_cells(t), _deposits(t)]
-    )
-    lines += _table([*head, *_USE_HEADERS, "Deposit"], rows)
-    for title, groups in (("channel", report.by_channel), ("provider", report.by_provider)):
-        lines += ["", f"## By {title}", ""]
-        lines += _table(
-            [title.capitalize(), "Leases", f"Total {cur}", f"Storage {cur}", *_USE_HEADERS],
+    # Accrued: each charge spread over the time it pays for; charged: cash, on its day.
+    head = ["Node", "Channel", "Provider", "Billing", f"Accrued {cur}".rstrip()]
+    head.append(f"Storage {cur}".rstrip())
+    rows = []
+    for r in report.rows:
+        money = _money_in(report, r.currency)
+        rows.append(
             [
-                [_md(k), str(g.leases), _money(g.total), _money(g.storage), *_use_cells(g)]
-                for k, g in groups
+                _md(r.node),
+                _md(r.channel),
+                _md(r.provider),
+                _md(r.billing_type) + (f" ×{r.leases}" if r.leases > 1 else ""),
+                money(r.cost),
+                money(r.storage),
+                *_row_use(r, money),
+                money(r.charged),
+                _md(_deposit(r.deposit, r.deposit_state)),
+            ]
+        )
+    for code, t in _by_currency(report, _TENTH):
+        money = _money_in(report, code)
+        label = "**Total**" if single else f"**Total {code}**"
+        cells = [money(t.cost), money(t.storage), *_use_cells(t, money), money(t.charged)]
+        cells.append(_deposits(t))
+        rows.append([label, "", "", "", *cells])
+    charged = f"Charged in month {cur}".rstrip()
+    lines += _table([*head, *_use_headers(cur), charged, "Deposit"], rows)
+    for title, key in (("channel", _channel), ("provider", _provider)):
+        lines += ["", f"## By {title}", ""]
+        grouped = []
+        for k, code, g in _groups(report, key, _TENTH):
+            money = _money_in(report, code)
+            grouped.append(
+                [_md(k), str(g.leases), money(g.total), money(g.storage), *_use_cells(g, money)]
+            )
+        lines += _table(
+            [
+                title.capitalize(),
+                "Leases",
+                f"Total {cur}".rstrip(),
+                f"Storage {cur}".rstrip(),
+                *_use_headers(cur),
             ],
+            grouped,
         )
     notes = [(r.node, n) for r in report.rows for n in r.notes]
     if notes:
@@ -183,33 +315,67 @@ def _deposits(t: Totals) -> str:
     return ", ".join(f"{_money(v)} {k}" for k, v in sorted(t.deposits.items())) or "-"
 
 
+@dataclass(frozen=True)
+class _AttSums:
+    """One currency's attribution sums, each the sum of its rows as shown."""
+
+    code: str
+    busy: Decimal
+    yuan: Decimal
+    unattributed: Decimal  # the leases' cost no busy hour carried
+    cost: Decimal  # the leases' cost
+
+
+def _att_sums(report: Report, att: Attribution, hours: Decimal) -> list[_AttSums]:
+    codes = sorted({r.currency for r in att.rows} | set(currencies(report)))
+    out = []
+    for code in codes:
+        mine = [r for r in att.rows if r.currency == code]
+        busy = sum((_step(r.busy, hours) for r in mine), Decimal(0))
+        yuan = sum((_fen(r.yuan) for r in mine), Decimal(0))
+        cost = sum((_fen(r.cost) for r in report.rows if r.currency == code), Decimal(0))
+        out.append(_AttSums(code, busy, yuan, _fen(cost - yuan), cost))
+    return out
+
+
 def attribution_markdown(report: Report, att: Attribution) -> str:
-    cur = symbol(report.currency)
     who = "user" if att.by == "user" else "project"
+    sums = _att_sums(report, att, _TENTH)
+    single = len(sums) == 1
+    said = []
+    for m in sums:
+        cur = _prefix(report, m.code) if not single else symbol(m.code)
+        said.append(
+            f"**{_hours(m.busy)} busy card-hours worth {cur}{_money(m.yuan)}**; not carried"
+            f" by any busy hour (idle leases): {cur}{_money(m.unattributed)} of the leases'"
+            f" {cur}{_money(m.cost)}"
+        )
     lines = [
         f"# GPU use by {who} {report.month}",
         "",
-        f"**{_hours(att.busy)} busy card-hours worth {cur}{_money(att.yuan)}** across"
-        f" {len(att.rows)} {who}(s); each busy card-hour costs its lease's price per busy"
-        f" card-hour. Not carried by any busy hour (idle leases): {cur}{_money(att.unattributed)}"
-        f" of the leases' {cur}{_money(report.total.cost)}; {_window(report)}.",
+        f"{'; '.join(said)}; across {len(att.rows)} {who}(s); each busy card-hour costs its"
+        f" lease's price per busy card-hour; {_window(report)}.",
         "",
     ]
-    rows = [
-        [
-            _md(r.name),
-            _md(", ".join(r.users)),
-            _hours(r.busy),
-            _pct(r.busy, att.busy),
-            _money(r.yuan),
-            _md(", ".join(r.nodes)),
-        ]
-        for r in att.rows
-    ]
-    rows.append(["**Total**", "", _hours(att.busy), "", _money(att.yuan), ""])
-    lines += _table(
-        [who.capitalize(), "Node users", "Busy card-h", "Share", f"{cur}", "Nodes"], rows
-    )
+    rows = []
+    for r in att.rows:
+        money = _money if single else _money_in(report, r.currency)
+        rows.append(
+            [
+                _md(r.name),
+                _md(", ".join(r.users)),
+                _hours(r.busy),
+                _pct(r.busy, att.busy),
+                money(r.yuan),
+                _md(", ".join(r.nodes)),
+            ]
+        )
+    for m in sums:
+        money = _money if single else _money_in(report, m.code)
+        label = "**Total**" if single else f"**Total {m.code}**"
+        rows.append([label, "", _hours(m.busy), "", money(m.yuan), ""])
+    cur = symbol(sums[0].code).strip() if single else "Cost"
+    lines += _table([who.capitalize(), "Node users", "Busy card-h", "Share", cur, "Nodes"], rows)
     if att.outside_leases:
         lines += [
             "",
@@ -229,29 +395,34 @@ def _csv(value: Any) -> str:
 
 
 def _c_money(x: Decimal | None) -> str:
-    return "" if x is None else str(fen(x))
+    return "" if x is None else str(_fen(x))
 
 
 def _c_hours(x: Decimal | None) -> str:
-    return "" if x is None else str(x.quantize(_HUNDREDTH))
+    return "" if x is None else str(_step(x, _HUNDREDTH))
+
+
+def _row_total(r: LeaseRow) -> Decimal:
+    """A row's total as shown: its cost and storage, each to the fen."""
+    return _fen(r.cost) + _fen(r.storage)
 
 
 CSV_HEADER = (
-    "row", "node", "channel", "provider", "billing", "start", "end", "leases", "cost",
-    "storage", "total", "paid_card_hours", "busy_card_hours", "idle_card_hours",
+    "row", "node", "channel", "provider", "billing", "currency", "start", "end", "leases", "cost",
+    "storage", "total", "charged_in_month", "paid_card_hours", "busy_card_hours", "idle_card_hours",
     "unknown_card_hours", "idle_yuan", "yuan_per_busy_card_hour", "deposit", "deposit_state",
     "notes",
 )  # fmt: skip
 
 
-def _c_totals(kind: str, channel: str, provider: str, t: Totals) -> list[str]:
+def _c_totals(kind: str, channel: str, provider: str, code: str, t: Totals) -> list[str]:
     deposit = sum(t.deposits.values(), Decimal(0)) if t.deposits else None
     return [
-        kind, "", channel, provider, "", "", "", str(t.leases), _c_money(t.cost),
-        _c_money(t.storage), _c_money(t.total), _c_hours(t.paid), _c_hours(t.busy),
-        _c_hours(t.idle), _c_hours(t.unknown), _c_money(t.idle_yuan),
+        kind, "", channel, provider, "", code, "", "", str(t.leases), _c_money(t.cost),
+        _c_money(t.storage), _c_money(t.total), _c_money(t.charged), _c_hours(t.paid),
+        _c_hours(t.busy), _c_hours(t.idle), _c_hours(t.unknown), _c_money(t.idle_yuan),
         _c_money(t.price_per_busy_hour), _c_money(deposit),
-        "; ".join(f"{k} {fen(v)}" for k, v in sorted(t.deposits.items())), "",
+        "; ".join(f"{k} {_fen(v)}" for k, v in sorted(t.deposits.items())), "",
     ]  # fmt: skip
 
 
@@ -264,8 +435,9 @@ def to_csv(report: Report) -> str:
         w.writerow(
             [
                 "lease", _csv(r.node), _csv(r.channel), _csv(r.provider), r.billing_type,
-                r.start.isoformat(), r.end.isoformat() if r.end else "", str(r.leases),
-                _c_money(r.cost), _c_money(r.storage), _c_money(r.total),
+                r.currency, r.start.isoformat(), r.end.isoformat() if r.end else "", str(r.leases),
+                _c_money(r.cost), _c_money(r.storage), _c_money(_row_total(r)),
+                _c_money(r.charged),
                 *(
                     (_c_hours(u.paid), _c_hours(u.busy), _c_hours(u.idle), _c_hours(u.unknown),
                      _c_money(u.idle_yuan), _c_money(u.price_per_busy_hour))
@@ -274,18 +446,25 @@ def to_csv(report: Report) -> str:
                 _c_money(r.deposit), r.deposit_state, _csv("; ".join(r.notes)),
             ]
         )  # fmt: skip
-    for k, t in report.by_channel:
-        w.writerow(_c_totals("channel", _csv(k), "", t))
-    for k, t in report.by_provider:
-        w.writerow(_c_totals("provider", "", _csv(k), t))
-    w.writerow(_c_totals("total", "", "", report.total))
+    # Groups and totals per currency (the currency column says which).
+    for k, code, t in _groups(report, _channel, _HUNDREDTH):
+        w.writerow(_c_totals("channel", _csv(_plain(report, k, code)), "", code, t))
+    for k, code, t in _groups(report, _provider, _HUNDREDTH):
+        w.writerow(_c_totals("provider", "", _csv(_plain(report, k, code)), code, t))
+    for code, t in _by_currency(report, _HUNDREDTH):
+        w.writerow(_c_totals("total", "", "", code, t))
     return buf.getvalue()
 
 
-ATTRIBUTION_HEADER = ("row", "name", "users", "busy_card_hours", "yuan", "nodes")
+ATTRIBUTION_HEADER = ("row", "name", "users", "busy_card_hours", "currency", "yuan", "nodes")
 
 
-def attribution_csv(att: Attribution) -> str:
+def _plain(report: Report, label: str, code: str) -> str:
+    """A group's name without the currency _groups adds among several (CSV has a column)."""
+    return label.removesuffix(f" ({code})") if len(currencies(report)) > 1 else label
+
+
+def attribution_csv(report: Report, att: Attribution) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(ATTRIBUTION_HEADER)
@@ -296,12 +475,14 @@ def attribution_csv(att: Attribution) -> str:
                 _csv(r.name),
                 _csv(";".join(r.users)),
                 _c_hours(r.busy),
+                r.currency,
                 _c_money(r.yuan),
                 _csv(";".join(r.nodes)),
             ]
         )
-    w.writerow(["total", "", "", _c_hours(att.busy), _c_money(att.yuan), ""])
-    w.writerow(["unattributed", "", "", "", _c_money(att.unattributed), ""])
+    for m in _att_sums(report, att, _HUNDREDTH):
+        w.writerow(["total", "", "", _c_hours(m.busy), m.code, _c_money(m.yuan), ""])
+        w.writerow(["unattributed", "", "", "", m.code, _c_money(m.unattributed), ""])
     return buf.getvalue()
 
 
@@ -309,19 +490,27 @@ def attribution_csv(att: Attribution) -> str:
 
 
 def _d(x: Decimal | None) -> str | None:
-    return None if x is None else str(x)
+    """Money to the fen, as a string."""
+    return None if x is None else str(_fen(x))
 
 
-def _totals_json(t: Totals) -> dict[str, Any]:
+def _h(x: Decimal | None) -> str | None:
+    """Card-hours to 0.01, as a string."""
+    return None if x is None else str(_step(x, _HUNDREDTH))
+
+
+def _totals_json(t: Totals, code: str) -> dict[str, Any]:
     return {
+        "currency": code,
         "leases": t.leases,
         "cost": _d(t.cost),
         "storage": _d(t.storage),
         "total": _d(t.total),
-        "paid_card_hours": _d(t.paid),
-        "busy_card_hours": _d(t.busy),
-        "idle_card_hours": _d(t.idle),
-        "unknown_card_hours": _d(t.unknown),
+        "charged_in_month": _d(t.charged),
+        "paid_card_hours": _h(t.paid),
+        "busy_card_hours": _h(t.busy),
+        "idle_card_hours": _h(t.idle),
+        "unknown_card_hours": _h(t.unknown),
         "idle_yuan": _d(t.idle_yuan),
         "yuan_per_busy_card_hour": _d(t.price_per_busy_hour),
         "deposits": {k: _d(v) for k, v in sorted(t.deposits.items())},
@@ -335,7 +524,8 @@ def _head(report: Report) -> dict[str, Any]:
         "since": report.since.isoformat(),
         "until": report.until.isoformat(),
         "complete": report.complete,
-        "currency": report.currency,
+        # The leases' one currency; None when they have several (see by_currency).
+        "currency": codes[0] if len(codes := currencies(report)) == 1 else None,
     }
 
 
@@ -344,10 +534,10 @@ def report_json(report: Report) -> dict[str, Any]:
         u = r.usage
         use: Mapping[str, Any] = (
             {
-                "paid_card_hours": _d(u.paid),
-                "busy_card_hours": _d(u.busy),
-                "idle_card_hours": _d(u.idle),
-                "unknown_card_hours": _d(u.unknown),
+                "paid_card_hours": _h(u.paid),
+                "busy_card_hours": _h(u.busy),
+                "idle_card_hours": _h(u.idle),
+                "unknown_card_hours": _h(u.unknown),
                 "idle_yuan": _d(u.idle_yuan),
                 "yuan_per_busy_card_hour": _d(u.price_per_busy_hour),
             }
@@ -359,12 +549,14 @@ def report_json(report: Report) -> dict[str, Any]:
             "channel": r.channel,
             "provider": r.provider,
             "billing_type": r.billing_type,
+            "currency": r.currency,
             "start": r.start.isoformat(),
             "end": r.end.isoformat() if r.end else None,
             "leases": r.leases,
             "cost": _d(r.cost),
             "storage": _d(r.storage),
-            "total": _d(r.total),
+            "total": _d(_row_total(r)),
+            "charged_in_month": _d(r.charged),
             "card_hours_known": u is not None,
             **use,
             "deposit": _d(r.deposit),
@@ -372,16 +564,23 @@ def report_json(report: Report) -> dict[str, Any]:
             "notes": list(r.notes),
         }
 
+    per = {c: _totals_json(t, c) for c, t in _by_currency(report, _HUNDREDTH)}
     return {
         **_head(report),
         "leases": [row(r) for r in report.rows],
-        "by_channel": {k: _totals_json(t) for k, t in report.by_channel},
-        "by_provider": {k: _totals_json(t) for k, t in report.by_provider},
-        "total": _totals_json(report.total),
+        # Among several currencies a group is "name (CUR)": never two currencies added.
+        "by_channel": {k: _totals_json(t, c) for k, c, t in _groups(report, _channel, _HUNDREDTH)},
+        "by_provider": {
+            k: _totals_json(t, c) for k, c, t in _groups(report, _provider, _HUNDREDTH)
+        },
+        "by_currency": per,
+        "total": next(iter(per.values())) if len(per) == 1 else None,
     }
 
 
 def attribution_json(report: Report, att: Attribution) -> dict[str, Any]:
+    sums = _att_sums(report, att, _HUNDREDTH)
+    one = sums[0] if len(sums) == 1 else None
     return {
         **_head(report),
         "by": att.by,
@@ -389,17 +588,28 @@ def attribution_json(report: Report, att: Attribution) -> dict[str, Any]:
             {
                 "name": r.name,
                 "users": list(r.users),
-                "busy_card_hours": _d(r.busy),
+                "busy_card_hours": _h(r.busy),
+                "currency": r.currency,
                 "yuan": _d(r.yuan),
                 "nodes": list(r.nodes),
             }
             for r in att.rows
         ],
-        "busy_card_hours": _d(att.busy),
-        "yuan": _d(att.yuan),
-        "unattributed_yuan": _d(att.unattributed),
-        "outside_leases_card_hours": _d(att.outside_leases),
-        "leases_cost": _d(report.total.cost),
+        "busy_card_hours": _h(sum((m.busy for m in sums), Decimal(0))),
+        # yuan, unattributed_yuan, leases_cost: None among several currencies (by_currency)
+        "yuan": _d(one.yuan) if one else None,
+        "unattributed_yuan": _d(one.unattributed) if one else None,
+        "outside_leases_card_hours": _h(att.outside_leases),
+        "leases_cost": _d(one.cost) if one else None,
+        "by_currency": {
+            m.code: {
+                "busy_card_hours": _h(m.busy),
+                "yuan": _d(m.yuan),
+                "unattributed_yuan": _d(m.unattributed),
+                "leases_cost": _d(m.cost),
+            }
+            for m in sums
+        },
     }
 
 

@@ -11,12 +11,14 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import asyncssh
 import pytest
 from conftest import Cli
 from sshfixtures import FakeNode, node_options
 from test_notify import KEYS, Hook, hook  # noqa: F401  (hook is a fixture)
+from textual.widgets import DataTable
 
 from leases import alertstate, billing, records
 from leases.alertfacts import gather
@@ -35,6 +37,7 @@ from leases.sim import Scenario, SimNode, history, row_samples
 from leases.sim import answer as sim_answer
 from leases.simledger import backfill, sim_node_for
 from leases.ssh import SshPool
+from tui.app import ZukaApp
 
 CONFIG = AlertsConfig()
 
@@ -444,3 +447,119 @@ def test_watch_reads_an_hours_history_once(
         tick[0], clock[0] = 120.0, now + timedelta(hours=1)  # a new hour: read again
         watch.tick()
         assert watch.runs == 3 and len(reads) == 2 * n
+
+
+# -- the forgotten instance: its whole idle stretch ------------------------------------------
+
+
+@pytest.mark.parametrize("threshold", [1.0, 2.0, 0.5])
+def test_forgotten_finds_the_real_start_of_the_idle_stretch(
+    tmp_path: Path, threshold: float
+) -> None:
+    """The A10 (hourly, ¥10.50) busy until 10 h 30 min ago, idle since: "idle since" and
+    the yuan are the same whatever the threshold."""
+    now = datetime(2026, 11, 30, 9, 40, tzinfo=UTC)
+    path = tmp_path / "l.db"
+    config = replace(CONFIG, forgotten_idle_hours=threshold)
+    hi = int(now.timestamp()) // 60
+    start = hi - 630
+    busy = GpuMinute(0, 6, 95.0, 95.0, 20000.0, 140.0, 150.0)
+    idle = GpuMinute(0, 6, 0.0, 0.0, 400.0, 20.0, 150.0)
+    with build_demo_ledger(path, now.date()) as ledger:
+        store = HistoryStore(ledger)
+        sample = GpuSample("aliyun-a10-burst", now, 0, util_gpu=0.0, mem_used_mib=400.0,
+                           power_w=20.0, power_limit_w=150.0)  # fmt: skip
+        store.write_latest(
+            [Latest("aliyun-a10-burst", now, NodeHealth.OK, "", None, (sample,), ())]
+        )
+        store.write_minutes([
+            NodeMinute("aliyun-a10-burst", m, (busy if m < start else idle,))
+            for m in range(hi - 900, hi)
+        ])  # fmt: skip
+        found = evaluate(gather(ledger, config, now), config, now)
+    forgotten = [a for a in found if a.kind is AlertKind.FORGOTTEN]
+    assert len(forgotten) == 1, found
+    since = datetime.fromtimestamp(start * 60, UTC)
+    assert forgotten[0].yuan == (Decimal("10.50") * Decimal("10.5")).quantize(Decimal("0.01"))
+    # Shown in the lease's billing zone.
+    assert f"idle since {since.astimezone(ZoneInfo('Asia/Shanghai')):%Y-%m-%d %H:%M CST}" in (
+        forgotten[0].message
+    )
+    assert "(10.5 hours)" in forgotten[0].message
+    assert "billed by the hour" in forgotten[0].message
+
+
+# -- what the alerts say ---------------------------------------------------------------------
+
+
+def _shanghai_day(offset: int) -> str:
+    return (datetime.now(ZoneInfo("Asia/Shanghai")).date() + timedelta(days=offset)).isoformat()
+
+
+def _three_alerts(cli: Cli) -> dict[str, dict[str, str]]:
+    """m1 ends in 2 days (not offboarding), d1's deposit is unrefunded 40 days after its
+    end, f1's monthly lease ended 5 days ago and bills by the hour at ¥50."""
+    for name in ("m1", "d1", "f1"):
+        assert cli("node", "add", name, "--ssh", "ssh root@10.0.0.2").code == 0
+    leases = {
+        "m1": ["--start", _shanghai_day(-28), "--end", _shanghai_day(2)],
+        "d1": ["--start", _shanghai_day(-70), "--end", _shanghai_day(-40), "--deposit", "5000"],
+        "f1": ["--start", _shanghai_day(-35), "--end", _shanghai_day(-5), "--on-expiry",
+               "hourly", "--hourly-price", "50"],
+    }  # fmt: skip
+    for name, extra in leases.items():
+        made = cli("lease", "add", name, "--billing", "monthly", "--price", "30000",
+                   "--cards", "8", *extra)  # fmt: skip
+        assert made.code == 0, made.err
+    listed = cli("alerts", "--json")
+    assert listed.code == 0, listed.err
+    return {a["node"]: a for a in json.loads(listed.out)}
+
+
+def test_alert_actions_name_the_node_and_the_command(cli: Cli) -> None:
+    found = _three_alerts(cli)
+    assert "zuka node edit m1 --state offboarding" in found["m1"]["action"]
+    assert "zuka lease edit d1 --deposit-refund refunded" in found["d1"]["action"]
+    hourly = found["f1"]
+    assert hourly["kind"] == "hourly_after_end"
+    # ¥50 an hour is ¥1,200.00 a day.
+    assert hourly["yuan"] == "1200.00" and "¥1,200.00 a day" in hourly["message"]
+    assert "¥50.00 an hour" in hourly["message"]
+
+
+def test_the_alert_table_has_actions_and_times_in_the_billing_zone(cli: Cli) -> None:
+    _three_alerts(cli)
+    table = cli("alerts").out.splitlines()
+    assert "ACTION" in table[0] and "(Asia/Shanghai)" in table[0], table[0]
+    row = next(line for line in table if " m1 " in line)
+    assert "zuka node edit m1 --state offboarding" in row
+    ids = [a["id"] for a in json.loads(cli("alerts", "--json").out)]
+    assert cli("alerts", "ack", str(ids[0])).code == 0
+    snoozed = cli("alerts", "snooze", str(ids[1]), "--for", "1d")
+    assert snoozed.code == 0 and snoozed.out.rstrip().endswith("CST"), snoozed.out
+    until = datetime.now(ZoneInfo("Asia/Shanghai")) + timedelta(days=1)
+    assert f"until {until:%Y-%m-%d}" in snoozed.out
+    for other in ids[2:]:
+        assert cli("alerts", "ack", str(other)).code == 0
+    quiet = cli("alerts").out
+    acked = len(ids) - 1
+    assert quiet == (f"no open alerts ({acked} acknowledged, 1 snoozed: zuka alerts --all)\n"), (
+        quiet
+    )
+
+
+async def test_the_dashboard_alert_list_shows_the_yuan_in_its_own_column(
+    ledger_path: Path, cli: Cli
+) -> None:
+    _three_alerts(cli)
+    app = ZukaApp(ledger_path, poll=False)
+    async with app.run_test(size=(150, 40)) as pilot:
+        await pilot.press("a")
+        await pilot.pause()
+        table = app.screen.query_one("#alerts", DataTable)
+        headers = [str(c.label) for c in table.columns.values()]
+        assert "¥" in headers and headers.index("¥") < headers.index("Message"), headers
+        rows = [table.get_row_at(i) for i in range(table.row_count)]
+        f1 = next(row for row in rows if str(row[3]) == "f1")
+        assert "1,200.00" in str(f1[headers.index("¥")])
+        await pilot.press("escape")

@@ -488,3 +488,40 @@ def test_daily_lease_across_a_dst_day(tz: str, start: str, end: str, hours: int)
     d1, d2 = d1.replace(tzinfo=z), d2.replace(tzinfo=z)
     assert billing.accrued(le, d1, d2) == 240
     assert billing.paid_card_hours(le, d1, d2) == 2 * (hours - 48)
+
+
+# An auto-renew monthly lease (30000, Aug 3 - Sep 3, charged 9 days early), month by month
+# in Shanghai: every period's price spread over its own days. Aug: 29/31 of the first
+# period; Sep: 2/31 of it + 28/30 of Sep 3 - Oct 3; Oct: 2/30 + 29/31 of Oct 3 - Nov 3;
+# Nov: 2/31 + 28/30 of Nov 3 - Dec 3; Dec: 2/30 + 29/31 of Dec 3 - Jan 3.
+AUTO_RENEW_MONTHS = [
+    ("2026-08", D(30000) * 29 / 31),
+    ("2026-09", D(30000) * 2 / 31 + D(28000)),
+    ("2026-10", D(2000) + D(30000) * 29 / 31),
+    ("2026-11", D(30000) * 2 / 31 + D(28000)),
+    ("2026-12", D(2000) + D(30000) * 29 / 31),
+]
+
+
+@pytest.mark.parametrize(("month", "want"), AUTO_RENEW_MONTHS)
+def test_accrued_spreads_auto_renewals_over_the_periods_they_pay_for(
+    month: str, want: Decimal
+) -> None:
+    le = lease(billing_type="monthly", unit_price="30000", start="2026-08-03",
+               end="2026-09-03", auto_renew=True, renew_charge_days=9)  # fmt: skip
+    since = t(f"{month}-01")
+    until = billing.boundary(since, "month", 1, billing.zone(le))
+    assert abs(billing.accrued(le, since, until) - want) < D("1e-18")
+    # A renewal charged (Nov 24) but not started belongs to its own month: November cut
+    # at Nov 28 holds none of the period from Dec 3.
+    if month == "2026-11":
+        part = billing.accrued(le, since, t("2026-11-28"))
+        assert abs(part - (D(30000) * 2 / 31 + D(30000) * 25 / 30)) < D("1e-18")
+
+
+def test_accrued_spreads_an_hourly_fallback_as_it_runs() -> None:
+    le = lease(billing_type="monthly", unit_price="30000", start="2026-08-03",
+               end="2026-09-03", on_expiry="hourly", hourly_price="50")  # fmt: skip
+    # Sep 3 00:00 - Sep 5 00:00 at 50 an hour = 2400, with 2/31 of the month.
+    got = billing.accrued(le, t("2026-09-01"), t("2026-09-05"))
+    assert abs(got - (D(30000) * 2 / 31 + D(2400))) < D("1e-18")

@@ -508,3 +508,72 @@ def test_the_dashboard_row_of_a_lease_not_started_says_when_it_starts() -> None:
     assert billing is not None and not billing.started and billing.paid_until is None
     row = fleet_row(records.node_from({"name": "n", "ssh_host": "h"}), None, billing, [], now)
     assert row.cells[-1] == "starts in 19 days"
+
+
+# -- leases past their end ------------------------------------------------------------------
+
+
+def _expiring(on_expiry: str, **kw: object) -> Lease:
+    return records.lease_from(
+        {"node": "n", "billing_type": "monthly", "unit_price": "30000", "start": "2026-08-03",
+         "end": "2026-09-03", "on_expiry": on_expiry, **kw}
+    )  # fmt: skip
+
+
+def test_a_lease_released_at_its_past_end_does_not_bill_now() -> None:
+    released = _expiring("released")
+    now = billing_now([released], _at("2026-10-01"))
+    assert now is not None and now.lease is released
+    assert not now.bills and now.lapsed and not now.hourly_after_end
+    assert now.paid_until == _at("2026-09-03")
+    live = billing_now([released], _at("2026-08-20"))
+    assert live is not None and live.bills and not live.lapsed
+
+
+def test_an_hourly_fallback_after_its_end_bills_now() -> None:
+    fallback = _expiring("hourly", hourly_price="50")
+    now = billing_now([fallback], _at("2026-10-01"))
+    assert now is not None and now.bills and now.hourly_after_end and not now.lapsed
+    assert now.paid_until == _at("2026-09-03")
+
+
+def test_an_auto_renew_lease_is_paid_until_the_end_of_its_current_period() -> None:
+    auto = _expiring("released", auto_renew=True, renew_charge_days=9)
+    assert billing_now([auto], _at("2026-08-20")).paid_until == _at("2026-09-03")  # type: ignore[union-attr]
+    now = billing_now([auto], _at("2026-10-05"))
+    assert now is not None and now.bills and now.paid_until == _at("2026-11-03")
+    renews = _expiring("renews")
+    assert billing_now([renews], _at("2026-12-03")).paid_until == _at("2027-01-03")  # type: ignore[union-attr]
+
+
+def test_ledger_views_do_not_show_an_expired_lease_as_billing(cli: Cli) -> None:
+    for name in ("h3", "m3"):
+        assert cli("node", "add", name, "--ssh", "ssh root@10.0.0.2").code == 0
+    assert cli("lease", "add", "h3", "--billing", "hourly", "--price", "9", "--start",
+               "2024-01-01", "--end", "2024-03-01").code == 0  # fmt: skip
+    assert cli("lease", "add", "m3", "--billing", "contract", "--price", "90000", "--start",
+               "2026-03-01", "--end", "2026-06-01", "--on-expiry", "released").code == 0  # fmt: skip
+    table = cli("lease", "list").out.splitlines()
+    for name in ("h3", "m3"):
+        row = next(line for line in table if line.startswith(name))
+        assert " yes" not in row and " open" not in row, row
+        assert "not recorded" in row or "ended at end" in row, row
+    assert [le["bills_now"] for le in json.loads(cli("lease", "list", "--json").out)] == [
+        False, False
+    ]  # fmt: skip
+    shown = cli("node", "show", "h3").out
+    assert "bills now: hourly" not in shown
+    assert "run zuka lease end h3 --at '2024-03-01 00:00'" in shown, shown
+    edit = cli("lease", "edit", "m3", "--notes", "old")
+    assert edit.code == 0, edit.err
+    assert "billing now" not in edit.out + edit.err, edit.out
+
+
+def test_node_show_says_an_hourly_fallback_bills_by_the_hour(cli: Cli) -> None:
+    assert cli("node", "add", "f1", "--ssh", "ssh root@10.0.0.2").code == 0
+    assert cli("lease", "add", "f1", "--billing", "monthly", "--price", "30000", "--start",
+               _day(-40), "--end", _day(-10), "--on-expiry", "hourly",
+               "--hourly-price", "50").code == 0  # fmt: skip
+    shown = cli("node", "show", "f1").out
+    assert "bills now: hourly 50 CNY" in shown, shown
+    assert "past its end" in shown

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from leases import records, reportformat
+from leases.config import load_config
 from leases.errors import InputError
 from leases.ledger import Ledger
 from leases.report import month_window
@@ -121,6 +123,9 @@ def expected(path: Path) -> dict[str, dict[str, Decimal]]:
     return out
 
 
+HALF = "0.005"  # half a fen, half of 0.01 card-hour
+
+
 def close(a: Decimal | str, b: Decimal, tol: str = "0.000001") -> bool:
     return abs(Decimal(a) - b) <= Decimal(tol)
 
@@ -133,23 +138,24 @@ def test_report_json_agrees_with_an_independent_computation(fleet: tuple[Path, P
     assert len(doc["leases"]) == 8
     for row in doc["leases"]:
         w = want[row["node"]]
-        assert close(row["cost"], w["cost"]), row["node"]
-        assert Decimal(row["paid_card_hours"]) == w["paid"]
-        assert Decimal(row["busy_card_hours"]) == w["busy"]
-        assert Decimal(row["unknown_card_hours"]) == w["paid"] - w["known"]
+        # JSON shows money to the fen and card-hours to 0.01: within half a step.
+        assert close(row["cost"], w["cost"], HALF), row["node"]
+        assert close(row["paid_card_hours"], w["paid"], HALF)
+        assert close(row["busy_card_hours"], w["busy"], HALF)
+        assert close(row["unknown_card_hours"], w["paid"] - w["known"], HALF)
         idle = w["known"] - w["busy"]
-        assert Decimal(row["idle_card_hours"]) == idle
-        assert close(row["idle_yuan"], w["cost"] * idle / w["paid"])
+        assert close(row["idle_card_hours"], idle, HALF)
+        assert close(row["idle_yuan"], w["cost"] * idle / w["paid"], HALF)
         if w["busy"]:
-            assert close(row["yuan_per_busy_card_hour"], w["cost"] / w["busy"])
+            assert close(row["yuan_per_busy_card_hour"], w["cost"] / w["busy"], HALF)
     by = {r["node"]: r for r in doc["leases"]}
     # The hole is unknown, not idle; the idle monthly node paid for idle cards.
     assert Decimal(by[HOLE[0]]["unknown_card_hours"]) == 8 * HOLE[1]
     assert Decimal(by["sim-002"]["idle_yuan"]) > Decimal(by["sim-002"]["cost"]) / 2
     # The disk: 300 a month, from the lease's start (Mar 12 UTC) to the month's end, pro
     # rata on its own month grid (Mar 12 - Apr 12: 31 days).
-    assert close(by["sim-002"]["storage"], Decimal(300) * 472 / 744)
-    assert by["sim-004"]["deposit"] == "72000" and by["sim-004"]["deposit_state"] == (
+    assert close(by["sim-002"]["storage"], Decimal(300) * 472 / 744, HALF)
+    assert by["sim-004"]["deposit"] == "72000.00" and by["sim-004"]["deposit_state"] == (
         "pending refund"
     )
     assert by["sim-001"]["channel"] == "platform" and by["sim-001"]["provider"] == "SimPlatform"
@@ -171,7 +177,7 @@ def test_totals_are_the_sums_of_the_rows(fleet: tuple[Path, Path]) -> None:
             whole = sum(Decimal(t[key]) for t in doc[group].values())
             assert close(doc["total"][key], whole, "1e-18")
     assert set(doc["by_channel"]) == {"platform", "colo", "cloud"}
-    assert doc["total"]["deposits"] == {"pending refund": "72000"}
+    assert doc["total"]["deposits"] == {"pending refund": "72000.00"}
 
 
 def test_csv_has_one_header_and_rounded_rows_that_reconcile(fleet: tuple[Path, Path]) -> None:
@@ -202,14 +208,14 @@ def test_markdown_pastes_into_a_weekly_report(fleet: tuple[Path, Path]) -> None:
     assert "Asia/Shanghai" in lines[2]
     assert "## By channel" in text and "## By provider" in text
     table = [ln for ln in lines if ln.startswith("| sim-")]
-    assert len(table) == 8 and all(ln.count("|") == 14 for ln in table)
+    assert len(table) == 8 and all(ln.count("|") == 15 for ln in table)
 
 
 def test_by_user_and_by_project_agree_with_owner_hours(fleet: tuple[Path, Path]) -> None:
     path, config = fleet
     doc = json.loads(run(path, "report", "--month", "2025-03", "--json"))
-    price = {r["node"]: Decimal(r["yuan_per_busy_card_hour"]) for r in doc["leases"]}
     want = expected(path)
+    price = {node: w["cost"] / w["busy"] for node, w in want.items() if w["busy"]}
     conn = sqlite3.connect(path)
     by_user: dict[str, Decimal] = {}
     yuan: dict[str, Decimal] = {}
@@ -234,8 +240,8 @@ def test_by_user_and_by_project_agree_with_owner_hours(fleet: tuple[Path, Path])
     names = {"alice": "Alice Wang", "bob": "Bob Li"}
     for owner, hours in by_user.items():
         row = rows[names.get(owner, owner)]
-        assert close(row["busy_card_hours"], hours)
-        assert close(row["yuan"], yuan[owner], "0.0001")
+        assert close(row["busy_card_hours"], hours, HALF)
+        assert close(row["yuan"], yuan[owner], HALF)
     assert sum(Decimal(r["yuan"]) for r in users["rows"]) == Decimal(users["yuan"])
     # Every busy hour was attributed: the users carry the whole cost of the leases.
     assert close(Decimal(users["yuan"]) + Decimal(users["unattributed_yuan"]),
@@ -249,7 +255,7 @@ def test_by_user_and_by_project_agree_with_owner_hours(fleet: tuple[Path, Path])
     assert set(prows) == {"llm", "vision", "unassigned"}
     assert prows["llm"]["users"] == ["alice"] and prows["vision"]["users"] == ["bob"]
     assert set(prows["unassigned"]["users"]) == {"carol", "root", "uid:2000"}
-    assert close(prows["llm"]["yuan"], yuan["alice"], "0.0001")
+    assert close(prows["llm"]["yuan"], yuan["alice"], HALF)
     md = run(path, "--config", str(config), "report", "--month", "2025-03", "--by", "project")
     assert md.startswith("# GPU use by project 2025-03")
     assert "| llm | alice |" in md and "| **Total** |" in md
@@ -328,3 +334,160 @@ def test_markdown_cells_from_the_ledger_render_as_text(tmp_path: Path) -> None:
         assert tag not in html, (tag, html)
     assert "&lt;img" in html and "evil.example/p.png" in html  # shown, as text
     assert html.count("<h1>") == 1  # the report's own title only
+
+
+def _num(cell: str) -> Decimal:
+    cell = cell.strip().strip("*").replace(",", "").removeprefix("¥")
+    return Decimal(0) if cell in ("", "-") else Decimal(cell)
+
+
+def _md_table(text: str, title: str) -> list[list[str]]:
+    """The cells of the Markdown table under `## title`, header and rule left out."""
+    lines = text.split(f"## {title}\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    return [[c.strip() for c in ln.strip("|").split(" | ")] for ln in lines[2:]]
+
+
+SUMMED = ("cost", "storage", "total", "charged_in_month", "paid_card_hours", "busy_card_hours", "idle_card_hours",
+          "unknown_card_hours", "idle_yuan")  # fmt: skip
+
+
+def test_every_format_shows_totals_that_are_the_sums_of_the_rows_as_printed(
+    fleet: tuple[Path, Path],
+) -> None:
+    path, config = fleet
+    md = run(path, "report", "--month", "2025-03")
+    rows = _md_table(md, "Leases")
+    leases, total = rows[:-1], rows[-1]
+    for col in (4, 5, 6, 7, 8, 9, 10, 12):  # cost, storage, card-hours, idle yuan, charged
+        assert sum(_num(r[col]) for r in leases) == _num(total[col]), col
+    channel = {r[1] for r in leases}
+    by_channel = _md_table(md, "By channel")
+    assert {r[0] for r in by_channel} == channel
+    for g in by_channel:
+        mine = [r for r in leases if r[1] == g[0]]
+        assert sum(_num(r[4]) + _num(r[5]) for r in mine) == _num(g[2])
+    whole = sum(_num(r[4]) + _num(r[5]) for r in leases)
+    assert f"**Total ¥{whole:,}**" in md
+    text = run(path, "report", "--month", "2025-03", "--format", "csv")
+    crows = list(csv.DictReader(io.StringIO(text)))
+    clease = [r for r in crows if r["row"] == "lease"]
+    for r in clease:
+        assert Decimal(r["total"]) == Decimal(r["cost"]) + Decimal(r["storage"])
+    for kind, field in (("total", None), ("channel", "channel"), ("provider", "provider")):
+        for t in (r for r in crows if r["row"] == kind):
+            mine = [r for r in clease if field is None or r[field] == t[field]]
+            for key in SUMMED:
+                assert sum(Decimal(r[key]) for r in mine) == Decimal(t[key]), (kind, key)
+    doc = json.loads(run(path, "report", "--month", "2025-03", "--json"))
+    for key in SUMMED:
+        for r in doc["leases"]:
+            assert Decimal(r[key]).as_tuple().exponent == -2, (key, r[key])
+        assert sum(Decimal(r[key]) for r in doc["leases"]) == Decimal(doc["total"][key]), key
+    users = run(path, "--config", str(config), "report", "--month", "2025-03", "--by", "user")
+    urows = [[c.strip() for c in ln.strip("|").split(" | ")]
+             for ln in users.splitlines() if ln.startswith("| ")][1:]  # fmt: skip
+    assert sum(_num(r[4]) for r in urows[:-1]) == _num(urows[-1][4])
+    assert "-0.00" not in users
+    ucsv = run(path, "--config", str(config), "report", "--month", "2025-03", "--by", "user",
+               "--format", "csv")  # fmt: skip
+    assert ",-0.00" not in ucsv
+    ujson = json.loads(
+        run(path, "--config", str(config), "report", "--month", "2025-03", "--by", "user",
+            "--json")
+    )  # fmt: skip
+    assert sum(Decimal(r["yuan"]) for r in ujson["rows"]) == Decimal(ujson["yuan"])
+    assert not ujson["unattributed_yuan"].startswith("-0") and "E" not in ujson["yuan"]
+
+
+def test_each_lease_is_reported_in_its_own_currency(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def ledger_of(path: Path, leases: tuple[tuple[str, str, str], ...]) -> Path:
+        with Ledger.open(path) as ledger:
+            for name, cur, price in leases:
+                ledger.add_node(records.node_from({"name": name, "ssh_host": "10.0.0.1",
+                                                   "gpu_count": 1}))  # fmt: skip
+                ledger.add_lease(records.lease_from(
+                    {"node": name, "billing_type": "monthly", "unit_price": price,
+                     "currency": cur, "start": "2025-03-01", "end": "2025-04-01"}
+                ))  # fmt: skip
+        return path
+
+    cny = ("cn1", "CNY", "7000")
+    path = ledger_of(tmp_path / "l.db", (cny, ("us1", "USD", "1000")))
+    monkeypatch.setenv("ZUKA_BILLING_CURRENCY", "USD")  # the display default only
+    md = run(path, "report", "--month", "2025-03")
+    assert "USD 8,000.00" not in md and "¥8,000.00" not in md  # never CNY + USD
+    assert "¥7,000.00" in md and "USD 1,000.00" in md
+    summary = md.splitlines()[2]
+    assert "¥7,000.00" in summary and "USD 1,000.00" in summary
+    doc = json.loads(run(path, "report", "--month", "2025-03", "--json"))
+    assert {r["node"]: r["currency"] for r in doc["leases"]} == {"cn1": "CNY", "us1": "USD"}
+    assert doc["by_currency"]["CNY"]["total"] == "7000.00"
+    assert doc["by_currency"]["USD"]["total"] == "1000.00"
+    text = run(path, "report", "--month", "2025-03", "--format", "csv")
+    totals = {r["currency"]: r["total"] for r in csv.DictReader(io.StringIO(text))
+              if r["row"] == "total"}  # fmt: skip
+    assert totals == {"CNY": "7000.00", "USD": "1000.00"}
+    # One currency: the leases' own, whatever the config says.
+    md = run(ledger_of(tmp_path / "cny.db", (cny,)), "report", "--month", "2025-03")
+    assert "**Total ¥7,000.00**" in md and "USD" not in md
+
+
+@pytest.mark.parametrize(("value", "words"), [("RMB", "did you mean CNY"), ("XYZ", "ISO 4217"),
+                                              ("usd", "ISO 4217")])  # fmt: skip
+def test_config_refuses_a_currency_that_is_not_iso_4217(value: str, words: str) -> None:
+    with pytest.raises(InputError) as err:
+        load_config(None, env={"ZUKA_BILLING_CURRENCY": value})
+    assert words in str(err.value) and "currency" in str(err.value)
+
+
+def test_an_auto_renew_lease_is_reported_month_by_month_as_it_accrues() -> None:
+    """`lease add m6 --billing monthly --price 30000 --start 2026-08-03 --end 2026-09-03
+    --auto-renew --renew-charge-days 9`, reported Aug-Dec: each period's price over its own
+    days (tests/test_billing.py works the same table), never a renewal on its charge day."""
+    from leases import billing, report
+    from leases.billing import CardHours
+
+    le = records.lease_from(
+        {"node": "m6", "billing_type": "monthly", "unit_price": "30000", "cards_billed": 8,
+         "start": "2026-08-03", "end": "2026-09-03", "auto_renew": True,
+         "renew_charge_days": 9}
+    )  # fmt: skip
+
+    def usage(lease: object, since: datetime, until: datetime, cards: int | None) -> CardHours:
+        paid = billing.paid_card_hours(le, since, until)
+        return CardHours(paid, Decimal(0), paid, Decimal(0))
+
+    want = {
+        "2026-08": "28064.52",  # 29/31 of the first period
+        "2026-09": "29935.48",  # 2/31 of it + 28/30 of Sep 3 - Oct 3
+        "2026-10": "30064.52",  # 2/30 + 29/31
+        "2026-11": "29935.48",  # 2/31 + 28/30
+        "2026-12": "30064.52",  # 2/30 + 29/31: December is not empty
+    }
+    now = datetime(2027, 1, 10, tzinfo=UTC)
+    for month, cost in want.items():
+        window, complete = report.month_window(month, "Asia/Shanghai", now)
+        rep = report.build_report(
+            month, window, complete, tz="Asia/Shanghai", currency="CNY", leases=[le],
+            nodes=[], providers=[], resources=[], usage=usage,
+        )  # fmt: skip
+        doc = json.loads(reportformat.dumps(reportformat.report_json(rep)))
+        row = doc["leases"][0]
+        assert row["cost"] == cost, month
+        # All of it idle: the idle yuan is the month's cost, not a lump's.
+        assert row["idle_yuan"] == cost, month
+        # Cash beside it: August the first period and the Sep 3 renewal charged Aug 25;
+        # each later month the renewal charged 9 days before the 3rd of the next.
+        assert row["charged_in_month"] == ("60000.00" if month == "2026-08" else "30000.00")
+    # Cut at Nov 28 (after the Nov 24 charge for Dec 3 - Jan 3): none of it in November.
+    window, _ = report.month_window(
+        "2026-11", "Asia/Shanghai", datetime(2026, 11, 27, 16, tzinfo=UTC)
+    )
+    rep = report.build_report(
+        "2026-11", window, False, tz="Asia/Shanghai", currency="CNY", leases=[le], nodes=[],
+        providers=[], resources=[], usage=usage,
+    )  # fmt: skip
+    part = Decimal(30000) * 2 / 31 + Decimal(30000) * 25 / 30
+    assert rep.rows[0].cost == part

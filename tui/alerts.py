@@ -17,7 +17,8 @@ from leases.errors import InputError
 from leases.ledger import Ledger
 from tui.fleetview import plain
 
-COLUMNS = ("ID", "Severity", "State", "Node", "Kind", "Since", "Message")
+# The yuan in a column of its own: a long message is cut at the table's edge.
+COLUMNS = ("ID", "Severity", "State", "Node", "Kind", "Since", "¥", "Message")
 SNOOZE = timedelta(days=1)
 
 
@@ -70,6 +71,7 @@ class AlertsScreen(Screen[None]):
                 plain(a.node, 30),
                 a.kind.replace("_", " "),
                 f"{a.first_seen.astimezone():%m-%d %H:%M}",
+                "" if a.yuan is None else f"{a.yuan:,}",
                 plain(a.message, 200),
                 key=str(a.id),
             )

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import argparse
 import getpass
+from collections import Counter
+from datetime import datetime
 from typing import Any, TextIO
+from zoneinfo import ZoneInfo
 
-from leases import alertstate
-from leases.alertstate import Changed, StoredAlert
+from leases import alertstate, fields
+from leases.alertstate import Changed, State, StoredAlert
 from leases.alertwatch import check
-from leases.config import load_user_config
+from leases.config import Config, load_user_config
 from leases.errors import InputError
 from leases.ledger import Ledger, resolve_ledger_path
 from leases.textsafe import visible
@@ -44,12 +47,26 @@ def alert_json(a: StoredAlert, now: Any) -> dict[str, Any]:
     }
 
 
-def _print(rows: list[StoredAlert], as_json: bool, now: Any, out: TextIO) -> None:
+def _hidden(ledger: Ledger, now: datetime) -> str:
+    """'no open alerts (1 acknowledged, 1 snoozed: zuka alerts --all)', or 'no alerts'."""
+    states = Counter(a.state(now) for a in alertstate.alerts(ledger, now, everything=True))
+    said = [
+        f"{states[s]} {word}"
+        for s, word in ((State.ACKED, "acknowledged"), (State.SNOOZED, "snoozed"))
+        if states[s]
+    ]
+    return f"no open alerts ({', '.join(said)}: zuka alerts --all)" if said else "no alerts"
+
+
+def _print(
+    rows: list[StoredAlert], as_json: bool, now: datetime, out: TextIO, tz: ZoneInfo,
+    empty: str = "no alerts",
+) -> None:  # fmt: skip
     if as_json:
         output.dump_json([alert_json(a, now) for a in rows], out)
         return
     if not rows:
-        out.write("no alerts\n")
+        out.write(empty + "\n")
         return
     table = [
         (
@@ -58,12 +75,20 @@ def _print(rows: list[StoredAlert], as_json: bool, now: Any, out: TextIO) -> Non
             a.state(now).value,
             visible(a.node, 40),
             a.kind,
-            f"{a.first_seen.astimezone():%m-%d %H:%M}",
+            f"{a.first_seen.astimezone(tz):%m-%d %H:%M}",
             visible(a.message, 200),
+            visible(a.action, 120),
         )
         for a in rows
     ]
-    output.table(("ID", "SEVERITY", "STATE", "NODE", "KIND", "SINCE", "MESSAGE"), table, out)
+    # Times in the billing zone, named once in the header.
+    since = f"SINCE ({tz.key})"
+    headers = ("ID", "SEVERITY", "STATE", "NODE", "KIND", since, "MESSAGE", "ACTION")
+    output.table(headers, table, out)
+
+
+def _zone(config: Config) -> ZoneInfo:
+    return fields.timezone(config.billing.tz, "billing.tz")
 
 
 def _ledger(args: argparse.Namespace) -> Ledger:
@@ -87,7 +112,8 @@ def list_alerts(args: argparse.Namespace, out: TextIO) -> int:
     with _ledger(args) as ledger:
         check(ledger, config.alerts, ledger.clock)
         now = ledger.clock()
-        _print(alertstate.alerts(ledger, now, everything=args.all), args.json, now, out)
+        rows = alertstate.alerts(ledger, now, everything=args.all)
+        _print(rows, args.json, now, out, _zone(config), _hidden(ledger, now))
     return 0
 
 
@@ -108,7 +134,7 @@ def check_now(args: argparse.Namespace, out: TextIO) -> int:
             )  # fmt: skip
             return 0
         _print_changes(changes, out)
-        _print(alertstate.alerts(ledger, now), False, now, out)
+        _print(alertstate.alerts(ledger, now), False, now, out, _zone(config), _hidden(ledger, now))
     return 0
 
 
@@ -137,6 +163,7 @@ def ack(args: argparse.Namespace, out: TextIO) -> int:
 
 def snooze(args: argparse.Namespace, out: TextIO) -> int:
     span = alertstate.parse_duration(args.for_)
+    tz = _zone(load_user_config(args.config))
     with _ledger(args) as ledger:
         until = ledger.clock() + span
         done = alertstate.snooze(ledger, _id(args.id), until)
@@ -146,6 +173,6 @@ def snooze(args: argparse.Namespace, out: TextIO) -> int:
         else:
             out.write(
                 visible(f"snoozed #{done.id} ({done.kind} on {done.node}) until "
-                        f"{until.astimezone():%Y-%m-%d %H:%M}") + "\n"
+                        f"{until.astimezone(tz):%Y-%m-%d %H:%M %Z}") + "\n"
             )  # fmt: skip
     return 0

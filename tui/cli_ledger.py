@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import sys
 from collections.abc import Mapping
 from datetime import datetime
@@ -306,6 +307,7 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
         "ssh_command": node.ssh.command(),
         "problem": node.problem or None,
         "lease_now": records.lease_record(now.lease) if now else None,
+        "bills_now": now.bills if now else False,
         "paid_until": _iso(now.paid_until) if now else None,
         "leases": [records.lease_record(le) for le in leases],
         "resources": [records.resource_record(r, n, s) for n, s, r in resources],
@@ -348,6 +350,18 @@ def _billing_line(now: BillingNow | None) -> str:
             f" {le.unit_price} {le.currency}) {renewals.starts_in(le, now.at)}"
         )
     span = f"{_when(le.start)} to {_when(le.end) or 'open end'}"
+    if now.lapsed:
+        return (
+            f"bills now: no lease; the {le.billing_type.value} lease from {span} ended at its"
+            f" end, not recorded as ended: run zuka lease end {le.node}"
+            f" --at {shlex.quote(_when(le.end) or '')}"
+        )
+    if now.hourly_after_end:
+        price = f"{le.hourly_price} {le.currency}" if le.hourly_price is not None else "?"
+        return (
+            f"bills now: hourly {price} an hour, past its end: the"
+            f" {le.billing_type.value} lease from {span} falls back to hourly"
+        )
     line = f"bills now: {le.billing_type.value} {le.unit_price} {le.currency}, {span}"
     if now.paid_until is None:
         return line
@@ -532,19 +546,22 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
     billing = {
         b.lease.id
         for b in (renewals.billing_now(c, now) for c in _by_node(every).values())
-        if b is not None and b.started
+        if b is not None and b.bills
     }
+    lapsed = {le.id for le in every if renewals.lapsed(le, now)}
 
     def ended(le: Lease) -> str | None:
         if renewals.never_billed(le):
             return "cancelled"  # a renewal ended before it started: it never billed
         if le.start > now:
             return "not started"
+        if le.id in lapsed:
+            return "end, not recorded"  # released at its end: `zuka lease end` records it
         return "renewed" if chain_of[le.id][-1] is not le else _when(le.ended_at) or "open"
 
     def bills(le: Lease) -> str | None:
         if le.id in billing:
-            return "yes"
+            return "hourly" if renewals.hourly_after_end(le, now) else "yes"
         if le.start > now and not renewals.never_billed(le):
             return renewals.starts_in(le, now)
         return None
@@ -560,7 +577,7 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
                 {
                     **records.lease_record(le),
                     "renews": _iso(prev.start) if (prev := renews(le)) else None,
-                    "paid_until": _iso(renewals.paid_until(chain_of[le.id])),
+                    "paid_until": _iso(renewals.paid_until(chain_of[le.id], now)),
                     "bills_now": le.id in billing,
                 }
                 for le in leases
@@ -579,7 +596,7 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
             le.on_expiry.value,
             ended(le),
             _when(prev.start) if (prev := renews(le)) else None,
-            _when(renewals.paid_until(chain_of[le.id])),
+            _when(renewals.paid_until(chain_of[le.id], now)),
             bills(le),
         )
         for le in leases

@@ -78,7 +78,7 @@ def money_report(args: argparse.Namespace, out: TextIO) -> int:
         if fmt == "md":
             text = reportformat.attribution_markdown(rep, att)
         else:
-            text = reportformat.attribution_csv(att) if fmt == "csv" else ""
+            text = reportformat.attribution_csv(rep, att) if fmt == "csv" else ""
     if fmt == "json":
         if args.output:
             text = reportformat.dumps(data)

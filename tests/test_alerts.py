@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -135,9 +136,10 @@ def test_missing_samples_give_no_idle_verdict(tmp_path: Path) -> None:
         found = evaluate(gather(ledger, CONFIG, now), CONFIG, now)
     forgotten = [a for a in found if a.kind is AlertKind.FORGOTTEN]
     assert [a.node for a in forgotten] == ["aliyun-a10-burst"]
-    # Idle since the first of the 180 minutes, at ¥10.50 an hour.
+    # Idle since the first of the 180 minutes, at ¥10.50 an hour, billed per started second
+    # (an hourly lease's default partial unit): a fraction of a second counts whole.
     since = datetime.fromtimestamp((int(now.timestamp()) // 60 - 180) * 60, UTC)
-    seconds = Decimal((now - since).total_seconds())
+    seconds = Decimal(math.ceil((now - since).total_seconds()))
     assert forgotten[0].yuan == (Decimal("10.50") * seconds / 3600).quantize(Decimal("0.01"))
     assert "idle since" in forgotten[0].message
 

@@ -6,6 +6,7 @@ Bad input exits with status 2 and a message naming the field; nothing is written
 from __future__ import annotations
 
 import argparse
+import functools
 import sqlite3
 import sys
 from collections.abc import Callable, Sequence
@@ -319,9 +320,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@functools.lru_cache(maxsize=4)
+def _parser(ledger_help: str) -> argparse.ArgumentParser:
+    """build_parser, once per process and help text (the one part that depends on the
+    environment). Building it costs about 14 ms, most of a quick command's time, and
+    the tests call main() thousands of times; parse_args leaves a parser unchanged."""
+    return build_parser()
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    parser = build_parser()
+    parser = _parser(_ledger_help())
     args = parser.parse_args(argv)
     args.ledger = getattr(args, "ledger", None)
     args.json = getattr(args, "json", False)

@@ -81,3 +81,11 @@ set_hypothesis_home_dir(
     os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY")
     or Path(tempfile.gettempdir()) / f"zuka-hypothesis-{os.getuid()}"
 )
+
+
+@pytest.hookimpl(optionalhook=True)  # known only where pytest-xdist is loaded
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: two workers a core. Many tests wait on a peer (an SSH server, a timeout,
+    a child process) more than they compute, so one worker a core leaves the cores idle;
+    two a core keeps the suite under a minute on 2 cores (about 58 s against 80 s)."""
+    return 2 * (os.cpu_count() or 1)

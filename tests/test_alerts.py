@@ -319,7 +319,7 @@ async def test_collector_polls_on_time_beside_a_hanging_endpoint(
     try:
         await poller.sweep()  # the lease-end alert is new: the notifier hangs sending it
         assert [c.alert.kind for c in watch.last_changes] == ["lease_ending"]
-        await asyncio.sleep(0.2)
+        await asyncio.to_thread(hook.wait_hanging)
         started = time.monotonic()
         for _ in range(3):
             await poller.sweep()

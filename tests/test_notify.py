@@ -71,6 +71,7 @@ class Hook:
     got: list[Received] = field(default_factory=list)
     cond: threading.Condition = field(default_factory=threading.Condition)
     release: threading.Event = field(default_factory=threading.Event)
+    hanging: int = 0  # requests held by mode "hang" so far
     server: ThreadingHTTPServer | None = None
 
     def start(self) -> Hook:
@@ -103,6 +104,9 @@ class Hook:
 
             def do_POST(self) -> None:
                 if hook.mode == "hang":
+                    with hook.cond:
+                        hook.hanging += 1
+                        hook.cond.notify_all()
                     hook.release.wait(30)
                     return
                 if hook.mode == "redirect":
@@ -151,6 +155,11 @@ class Hook:
             self.server.shutdown()
             self.server.server_close()
             self.server = None
+
+    def wait_hanging(self, timeout: float = 10.0) -> None:
+        """Until a sender is stuck on this endpoint (mode "hang")."""
+        with self.cond:
+            assert self.cond.wait_for(lambda: self.hanging >= 1, timeout), "nothing sent"
 
     def wait_for(self, count: int, timeout: float = 10.0) -> list[Received]:
         with self.cond:
@@ -553,7 +562,7 @@ async def test_a_poll_round_finishes_on_time_with_a_hanging_endpoint(
     )
     try:
         await poller.sweep()  # warm: connections open, notifier now stuck on the hanging endpoint
-        await asyncio.sleep(0.2)
+        await asyncio.to_thread(hook.wait_hanging)
         started = time.monotonic()
         for _ in range(3):
             await poller.sweep()

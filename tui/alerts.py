@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import ClassVar
+from zoneinfo import ZoneInfo
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -37,10 +38,14 @@ class AlertsScreen(Screen[None]):
         Binding("z", "snooze", "Snooze 1 day", id="alerts-snooze", tooltip="Hide for a day"),
     ]
 
-    def __init__(self, ledger: Ledger, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self, ledger: Ledger, clock: Callable[[], datetime], tz: str = "Asia/Shanghai"
+    ) -> None:
         super().__init__()
         self.ledger = ledger
         self.clock = clock
+        # Times in the billing zone, as `zuka alerts` prints them.
+        self.zone = ZoneInfo(tz)
 
     def compose(self) -> ComposeResult:
         yield Static(id="alerts-title")
@@ -70,7 +75,7 @@ class AlertsScreen(Screen[None]):
                 a.state(now).value,
                 plain(a.node, 30),
                 a.kind.replace("_", " "),
-                f"{a.first_seen.astimezone():%m-%d %H:%M}",
+                f"{a.first_seen.astimezone(self.zone):%m-%d %H:%M}",
                 "" if a.yuan is None else f"{a.yuan:,}",
                 plain(a.message, 200),
                 key=str(a.id),

@@ -392,7 +392,8 @@ class ZukaApp(App[None]):
     def action_alerts(self) -> None:
         if self.ledger is None:
             return
-        screen = AlertsScreen(self.ledger, self.clock)
+        tz = self.config.billing.tz if self.config is not None else "Asia/Shanghai"
+        screen = AlertsScreen(self.ledger, self.clock, tz)
         self.push_screen(screen, lambda _: self.refresh_view())
 
     def action_reload(self) -> None:

@@ -150,6 +150,11 @@ def _money(x: Decimal | None) -> str:
     return "-" if x is None else f"{_fen(x):,}"
 
 
+def money(x: Decimal | None, currency: str) -> str:
+    """An amount with its currency's symbol as the report prints it ("-" for none)."""
+    return "-" if x is None else f"{symbol(currency)}{_money(x)}"
+
+
 def _hours(x: Decimal | None, step: Decimal = _TENTH) -> str:
     return "-" if x is None else f"{_step(x, step):,}"
 

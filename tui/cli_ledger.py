@@ -11,7 +11,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from leases import auditchain, fields, recordfields, records, release, renewals, transfer
+from leases import (
+    auditchain,
+    fields,
+    leasecost,
+    recordfields,
+    records,
+    release,
+    renewals,
+    transfer,
+)
 from leases.errors import InputError, UnknownNode, ledger_failure, no_ledger, os_problem
 from leases.ledger import Ledger, describe_counts, describe_resources, resolve_ledger_path
 from leases.models import AuditEntry, Lease, Node, NodeState, Provider, ProviderKind, Resource
@@ -301,7 +310,9 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
             ) from None
         leases = ledger.leases(node.name)
         resources = ledger.resources(node.name)
-        now = renewals.billing_now(leases, ledger.clock())
+        at = ledger.clock()
+        now = renewals.billing_now(leases, at)
+        cost = leasecost.node_cost(node, leases, resources, None, at)
     doc: dict[str, Any] = {
         "node": records.node_record(node),
         "ssh_command": node.ssh.command(),
@@ -318,6 +329,8 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
     extra = [("problem", node.problem)] if node.problem else []
     output.fields([*doc["node"].items(), ("ssh command", doc["ssh_command"]), *extra], out)
     out.write(f"\n{_billing_line(now)}\n")
+    if cost is not None:
+        out.write(f"{leasecost.cost_line(cost)}\n")
     out.write("\nleases\n")
     output.table(
         ("START", "END", "BILLING", "PRICE", "DEPOSIT", "CONTRACT", "ENDED"),

@@ -588,6 +588,9 @@ def chain_cost(
     return total
 
 
+_INSTANT = timedelta(microseconds=1)
+
+
 def estimate(
     chain: Lease | Sequence[Lease],
     at: datetime,
@@ -613,7 +616,13 @@ def estimate(
         return chain_cost(leases, when, stops=stops, cards=cards) + store, store
 
     to_date, store = total(at)
-    by_period = total(max(at, _u(period[1])))[0]
+    # Just before the boundary, unless the chain ends there (what its end owes, such as a
+    # minimum commitment, is owed by then): the next period's prepayment (a renewal starts
+    # and is charged at that instant) is not owed for this one.
+    boundary = _u(period[1])
+    if end is None or boundary < _u(end):
+        boundary -= _INSTANT
+    by_period = total(max(at, boundary))[0]
     by_end = total(max(at, _u(end)))[0] if end is not None else None
     notes = tuple(n for le in leases for n in unknowns(le, at))
     return Estimate(at, to_date, store, period, by_period, end, by_end, notes)

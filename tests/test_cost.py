@@ -130,11 +130,11 @@ def test_renewed_chain(cli: Cli, ledger_path: Path) -> None:
     e = c.estimate
     assert e is not None and len(c.chain) == 4
     assert e.to_date == 3000  # Jan, Feb, Mar paid
-    assert e.by_period_end == 4000  # April's renewal is charged at March's end
+    assert e.by_period_end == 3000  # April's renewal is charged when April starts
     assert (e.lease_end, e.by_lease_end) == (t("2026-05-01T00:00"), 4000)
     assert c.since == AT - timedelta(days=30)  # the chain started before the window
     assert leasecost.cost_line(c) == (
-        "cost: ¥3,000.00 to date, ¥4,000.00 by 2026-04-01 00:00 (period end),"
+        "cost: ¥3,000.00 to date, ¥3,000.00 by 2026-04-01 00:00 (period end),"
         " ¥4,000.00 by 2026-05-01 00:00"
     )
 

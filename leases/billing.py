@@ -738,9 +738,9 @@ class Verdict:
     @property
     def text(self) -> str:
         if self.monthly_saves >= 0:
-            said = f"monthly saves ¥{fen(self.monthly_saves)}"
+            said = f"monthly saves ¥{fen(self.monthly_saves):,}"
         else:
-            said = f"hourly would have cost ¥{fen(-self.monthly_saves)} less"
+            said = f"hourly would have cost ¥{fen(-self.monthly_saves):,} less"
         if not self.refund_known:
             said += " (the provider's early-release refund rule is unknown)"
         return said

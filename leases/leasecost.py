@@ -19,7 +19,7 @@ from leases.renewals import billing_now
 from leases.reportformat import money
 from leases.textsafe import visible
 
-NO_HOURLY_PRICE = "record --hourly-price to compare"
+NO_HOURLY_PRICE = "record its hourly price to compare: zuka lease edit {node} --hourly-price P"
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class LeaseCost:
         if self.verdict is not None:
             return self.verdict.text
         if self.lease.billing_type.prepaid and self.lease.hourly_price is None:
-            return NO_HOURLY_PRICE
+            return NO_HOURLY_PRICE.format(node=self.node)
         return None
 
 

@@ -377,8 +377,12 @@ class HistoryStore:
     ) -> billing.CardHours:
         """A lease's paid, busy, idle and unknown card-hours and cost over [since, until)
         (see leases.billing.lease_card_hours), history read for the time it is paid for."""
-        spans = billing.billed_spans(lease, until, stops)
-        lo = max([since, *(a for a, _ in spans[:1])])
-        hi = min([until, *(b for _, b in spans[-1:])])
-        busy, known = self.card_minutes(lease.node, lo, hi) if lo < hi else (0, 0)
+        # Only the history of the spans it pays for: a renewal not started yet pays for none
+        # (the node's history is its predecessor's), and a stop is no span.
+        busy = known = 0
+        for a, b in billing.billed_spans(lease, until, stops):
+            lo, hi = max(since, a), min(until, b)
+            if lo < hi:
+                span_busy, span_known = self.card_minutes(lease.node, lo, hi)
+                busy, known = busy + span_busy, known + span_known
         return billing.lease_card_hours(lease, since, until, busy, known, stops=stops, cards=cards)

@@ -295,10 +295,10 @@ def test_break_even_and_the_verdict() -> None:
     assert verdict is not None
     assert (
         verdict.text
-        == "hourly would have cost ¥27750.00 less (the provider's early-release refund rule is unknown)"
+        == "hourly would have cost ¥27,750.00 less (the provider's early-release refund rule is unknown)"
     )
     busy = billing.hourly_vs_monthly(D(30000), D(5000), D("7.5"))
-    assert busy.text == "monthly saves ¥7500.00"
+    assert busy.text == "monthly saves ¥7,500.00"
     # Unknown hours count as used: they cannot make hourly look cheaper.
     assert billing.hourly_vs_monthly(D(30000), D(0), D("7.5"), D(4000)).monthly_saves == 0
 

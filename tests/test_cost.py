@@ -88,19 +88,21 @@ def test_monthly_lease_hand_computed(cli: Cli, ledger_path: Path) -> None:
     # Hourly would rent the busy and unknown card-hours: (80 + 1760) x 8 = 14720.
     assert c.verdict is not None
     assert abs(c.verdict.monthly_saves - (14720 - WINDOW_COST)) < Decimal("1e-9")
-    assert c.verdict_text is not None and c.verdict_text.startswith("monthly saves ¥5042.58")
+    assert c.verdict_text is not None and c.verdict_text.startswith("monthly saves ¥5,042.58")
 
 
 def test_verdict_the_other_way_and_missing_price(cli: Cli, ledger_path: Path) -> None:
     _monthly(cli, ledger_path, "8")  # 1 a card-hour: 1840 by the hour
     c = _cost(ledger_path, "m1")
     assert c.verdict_text is not None
-    assert c.verdict_text.startswith("hourly would have cost ¥7837.42 less")
+    assert c.verdict_text.startswith("hourly would have cost ¥7,837.42 less")
     with Ledger.open(ledger_path) as ledger:
         ledger.update_lease("m1", {"hourly_price": None})
     c = _cost(ledger_path, "m1")
     assert c.verdict is None and c.break_even is None
-    assert c.verdict_text == "record --hourly-price to compare"
+    assert c.verdict_text == (
+        "record its hourly price to compare: zuka lease edit m1 --hourly-price P"
+    )
 
 
 def test_card_hour_lease_has_no_verdict(cli: Cli, ledger_path: Path) -> None:
@@ -155,11 +157,11 @@ def test_cost_command_table_and_json(cli: Cli) -> None:
     assert r.code == 0, r.err
     line = next(x for x in r.out.splitlines() if x.startswith("n1"))
     assert "monthly" in line and "¥30,000.00" in line
-    assert "record --hourly-price to compare" in line
+    assert "zuka lease edit n1 --hourly-price P" in line
     doc = json.loads(cli("cost", "n1", "--days", "7", "--json").out)
     (row,) = doc["leases"]
     assert (row["node"], row["to_date"], row["by_lease_end"]) == ("n1", "30000", "30000")
-    assert row["verdict"] == "record --hourly-price to compare"
+    assert row["verdict"].endswith("zuka lease edit n1 --hourly-price P")
     since = datetime.fromisoformat(row["window"]["since"])
     until = datetime.fromisoformat(row["window"]["until"])
     assert until - since == timedelta(days=7)
@@ -175,7 +177,31 @@ def test_unknown_node_and_no_lease(cli: Cli) -> None:
     r = cli("cost", "ghost")
     assert r.code == 2 and "ghost" in r.err
     r = cli("cost", "n1")
-    assert (r.code, r.out) == (0, "no lease bills now on n1\n")
-    assert cli("cost").out == "no lease bills now on any node\n"
+    assert r.code == 0 and r.out.startswith("no lease bills now on n1\n")
+    assert "`zuka lease list n1`" in r.out and "zuka report --month" in r.out
+    assert cli("cost").out.startswith("no lease bills now on any node\n")
     assert json.loads(cli("cost", "--json").out)["leases"] == []
     assert "cost:" not in cli("node", "show", "n1").out
+
+
+def test_a_renewal_not_started_leaves_the_measured_use_as_it_was(
+    cli: Cli, ledger_path: Path
+) -> None:
+    """A recorded renewal pays for nothing yet: it must not count the node's history again
+    (it doubled busy card-hours, and turned unknown hours into idle ones)."""
+    _monthly(cli, ledger_path, "64")
+    before = _cost(ledger_path, "m1").usage
+    with Ledger.open(ledger_path) as ledger:
+        ledger.renew_lease("m1", t("2026-06-01T00:00"))
+    after = _cost(ledger_path, "m1")
+    assert len(after.chain) == 2 and after.usage is not None and before is not None
+    assert (after.usage.busy, after.usage.idle, after.usage.unknown) == (
+        before.busy,
+        before.idle,
+        before.unknown,
+    )
+    assert after.usage.busy == 80 and after.usage.unknown == PAID - 160
+    with Ledger.open(ledger_path, readonly=True) as ledger:
+        renewal = ledger.leases("m1")[-1]
+        usage = HistoryStore(ledger).lease_usage(renewal, t("2026-03-01T00:00"), AT, cards=8)
+    assert (usage.busy, usage.idle, usage.unknown) == (0, 0, 0)

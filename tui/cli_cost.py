@@ -61,7 +61,12 @@ def cost(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     if not costs:
         where = f"on {visible(args.node)}" if args.node else "on any node"
-        out.write(f"no lease bills now {where}\n")
+        node = visible(args.node) if args.node else "NODE"
+        out.write(
+            f"no lease bills now {where}\n"
+            f"(leases not started yet or ended: `zuka lease list {node}`; what past months"
+            " cost: `zuka report --month YYYY-MM`)\n"
+        )
         return 0
     output.table(leasecost.HEADERS, [leasecost.row(c) for c in costs], out)
     out.write(f"\nusage over the last {days} days (from a lease's start at the earliest)\n")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
+from zoneinfo import ZoneInfo
 
 from leases import billing
 from leases.config import AlertsConfig
@@ -340,6 +341,15 @@ def _underuse(f: NodeFacts, config: AlertsConfig) -> Iterator[Alert]:
     level = Level.RAISE if share < config.underuse_threshold else Level.HOLD
     lease = b.lease
     advice = _renewal_advice(lease, u, cards, f.peak_busy_cards, share)
+    renewal = next((le for le in b.chain if le.start > lease.start), None)
+    if renewal is not None:
+        # Already renewed: the advice is for that renewal, before it starts.
+        start = f"{renewal.start.astimezone(ZoneInfo(renewal.billing_tz)):%Y-%m-%d %H:%M}"
+        advice = (
+            f"A renewal from {start} is already recorded; before it starts, "
+            + advice.removeprefix("At renewal: ")
+            + f" (change it: zuka lease edit {visible(f.node.name)} --start '{start}' ...)"
+        )
     days = u.paid / cards / 24
     yield _alert(
         f,

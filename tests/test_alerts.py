@@ -97,6 +97,24 @@ def test_idle_monthly_lease_shows_underuse_with_its_yuan(ledger_path: Path, cli:
     assert not [a for a in found if a["node"] == "h800-monthly-1"]
 
 
+def test_underuse_advice_speaks_of_a_renewal_already_recorded(ledger_path: Path, cli: Cli) -> None:
+    now = datetime.now(UTC)
+    _demo(ledger_path, now)
+    with Ledger.open(ledger_path) as ledger:
+        lease = ledger.current_lease("a100-monthly-1", now)
+        assert lease is not None and lease.end is not None
+        renewal = ledger.renew_lease("a100-monthly-1", lease.end + timedelta(days=30))
+    result = cli("alerts", "--json")
+    assert result.code == 0, result.err
+    (alert,) = [a for a in json.loads(result.out)
+                if a["kind"] == "underused" and a["node"] == "a100-monthly-1"]  # fmt: skip
+    start = f"{renewal.start.astimezone(ZoneInfo(renewal.billing_tz)):%Y-%m-%d %H:%M}"
+    assert alert["action"].startswith(f"A renewal from {start} is already recorded; before")
+    assert f"zuka lease edit a100-monthly-1 --start '{start}'" in alert["action"]
+    # The renewal's own figures did not change the measured use of the lease billing now.
+    assert "224 of 1344 busy" in alert["message"]
+
+
 def test_missing_samples_give_no_idle_verdict(tmp_path: Path) -> None:
     """A monthly node with only a few hours of readings (idle ones) and an hourly node with
     a hole in its minutes: neither is called idle."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import sqlite3
 import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -17,6 +18,7 @@ from zoneinfo import ZoneInfo
 import asyncssh
 import pytest
 from conftest import Cli
+from sqlite_utils import Database
 from sshfixtures import FakeNode, node_options
 from test_notify import KEYS, Hook, hook  # noqa: F401  (hook is a fixture)
 from textual.widgets import DataTable
@@ -34,6 +36,7 @@ from leases.models import GpuProcess, GpuSample, Node, NodeHealth
 from leases.notify import Notifier
 from leases.poller import Poller
 from leases.rollups import HistoryStore, Latest
+from leases.schema import MIGRATIONS
 from leases.sim import Scenario, SimNode, history, row_samples
 from leases.sim import answer as sim_answer
 from leases.simledger import backfill, sim_node_for
@@ -583,3 +586,34 @@ async def test_the_dashboard_alert_list_shows_the_yuan_in_its_own_column(
         f1 = next(row for row in rows if str(row[3]) == "f1")
         assert "1,200.00" in str(f1[headers.index("¥")])
         await pilot.press("escape")
+
+
+def test_m009_keeps_the_old_alert_rows_on_the_right_node(tmp_path: Path) -> None:
+    """A ledger from before m009: its host-key alerts (by node name) move to the node of
+    that name that is live, not an archived namesake; the cleared one stays cleared."""
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    MIGRATIONS.apply(Database(conn), stop_before="m009_alert_state")
+    conn.execute("PRAGMA user_version = 8")
+    insert = "INSERT INTO nodes (name, ssh_host, state) VALUES (?, ?, ?)"
+    old = conn.execute(insert, ("a", "10.0.0.1", "released")).lastrowid
+    live = conn.execute(insert, ("a", "10.0.0.2", "active")).lastrowid
+    conn.executemany(
+        "INSERT INTO alerts (at, node, kind, message, cleared_at) VALUES (?, ?, ?, ?, ?)",
+        [
+            ("2026-11-01T00:00:00+00:00", "a", "hostkey_changed", "key of a changed", None),
+            ("2026-10-01T00:00:00+00:00", "a", "hostkey_changed", "old one", "2026-10-02T00:00:00+00:00"),
+            ("2026-11-02T00:00:00+00:00", "gone", "hostkey_changed", "no such node", None),
+        ],
+    )  # fmt: skip
+    conn.commit()
+    conn.close()
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+    with Ledger.open(path) as ledger:
+        rows = {a.message: a for a in alertstate.alerts(ledger, now, everything=True)}
+    assert old != live
+    assert rows["key of a changed"].node_id == live and rows["key of a changed"].cleared_at is None
+    assert rows["key of a changed"].severity.value == "critical"
+    assert rows["old one"].node_id == live
+    assert rows["old one"].cleared_at == datetime(2026, 10, 2, tzinfo=UTC)
+    assert rows["no such node"].node_id is None and rows["no such node"].node == "gone"

@@ -175,36 +175,44 @@ def _idle_from(
     ledger: Ledger, node_id: int, minutes: tuple[NodeMinute, ...], now: datetime
 ) -> datetime | None:
     """When every minute held (before now's) is idle: where that idle stretch began before
-    the first of them. Walks back through whole idle hours (no busy card-minute, readings
-    for COVERAGE of the hour), then the minutes of the hour before; None when the minutes
-    held are not all idle or the stretch begins with them."""
+    the first of them. Walks back minute by minute to the start of the first minute's
+    hour; from there through whole idle hours (no busy card-minute, readings for COVERAGE
+    of the hour), then the minutes of the hour before. A minute without a reading ends
+    the walk (unknown is never idle). None when the minutes held are not all idle or the
+    stretch begins with them."""
     hi = int(now.timestamp()) // 60
     held = [m for m in minutes if m.minute < hi]
     if not held or any(all_idle(m) is not True for m in held):
         return None
     first = held[0].minute
-    full = COVERAGE * 60 * len(held[-1].gpus)
-    earliest: int | None = None  # the earliest whole idle hour, running back from first's
-    expect = first // 60
-    for hour, busy, known in ledger.conn.execute(
-        "SELECT hour, busy_card_minutes, known_card_minutes FROM gpu_hour"
-        " WHERE node_id = ? AND hour <= ? ORDER BY hour DESC",
-        (node_id, expect),
-    ):
-        if hour != expect or busy or known < full:
-            break
-        earliest, expect = hour, hour - 1
-    stop = min(earliest * 60, first) if earliest is not None else first
-    start = stop
+    start = _idle_minutes_back(ledger, node_id, first, (first // 60) * 60)
+    if start % 60 == 0:  # the whole of first's hour before it was idle: earlier hours
+        full = COVERAGE * 60 * len(held[-1].gpus)
+        expect = start // 60 - 1
+        for hour, busy, known in ledger.conn.execute(
+            "SELECT hour, busy_card_minutes, known_card_minutes FROM gpu_hour"
+            " WHERE node_id = ? AND hour <= ? ORDER BY hour DESC",
+            (node_id, expect),
+        ):
+            if hour != expect or busy or known < full:
+                break
+            start, expect = hour * 60, hour - 1
+        start = _idle_minutes_back(ledger, node_id, start, start - 60)
+    return datetime.fromtimestamp(start * 60, now.tzinfo) if start < first else None
+
+
+def _idle_minutes_back(ledger: Ledger, node_id: int, start: int, floor: int) -> int:
+    """The earliest minute m in [floor, start] such that every minute in [m, start) has
+    an all-idle reading (start itself when the minute before it has none)."""
     for minute, blob in ledger.conn.execute(
         "SELECT minute, gpus FROM gpu_minute WHERE node_id = ? AND minute >= ? AND minute < ?"
         " ORDER BY minute DESC",
-        (node_id, (stop // 60 - 1) * 60, stop),
+        (node_id, floor, start),
     ):
         if minute != start - 1 or all_idle(NodeMinute("", minute, unpack_minute(blob))) is not True:
             break
         start = minute
-    return datetime.fromtimestamp(start * 60, now.tzinfo) if start < first else None
+    return start
 
 
 def _peak(store: HistoryStore, node: str, since: datetime, until: datetime) -> int | None:

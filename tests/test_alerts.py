@@ -24,7 +24,7 @@ from test_notify import KEYS, Hook, hook  # noqa: F401  (hook is a fixture)
 from textual.widgets import DataTable
 
 from leases import alertstate, billing, records
-from leases.alertfacts import gather
+from leases.alertfacts import _idle_from, gather
 from leases.alerts import AlertKind, NodeFacts, Reading, evaluate
 from leases.alertwatch import AlertWatch, check
 from leases.config import AlertsConfig, NotifyConfig
@@ -617,3 +617,27 @@ def test_m009_keeps_the_old_alert_rows_on_the_right_node(tmp_path: Path) -> None
     assert rows["old one"].node_id == live
     assert rows["old one"].cleared_at == datetime(2026, 10, 2, tzinfo=UTC)
     assert rows["no such node"].node_id is None and rows["no such node"].node == "gone"
+
+
+def test_the_idle_stretch_never_starts_at_unknown_minutes(tmp_path: Path) -> None:
+    """The hour holding the first minute held is read minute by minute: its first minutes
+    without readings are unknown, not idle, even though the hour has readings for 95 % of
+    its minutes (the whole-hour shortcut said "idle since the hour began")."""
+    with Ledger.open(tmp_path / "l.db") as ledger:
+        node = ledger.add_node(records.node_from({"name": "n", "ssh_host": "h", "gpu_count": 1}))
+        assert node.id is not None
+        store = HistoryStore(ledger)
+        h = 500_000  # an hour number; its minutes are h*60 .. h*60+59
+        idle = (GpuMinute(0, 6, 0.0, 0.0, 400.0, 20.0, 150.0),)
+
+        def minutes(lo: int, hi: int) -> tuple[NodeMinute, ...]:
+            return tuple(NodeMinute("n", m, idle) for m in range(lo, hi))
+
+        now = datetime.fromtimestamp((h * 60 + 90) * 60, UTC)
+        held = minutes(h * 60 + 3, h * 60 + 90)  # from 3 minutes into hour h
+        store.write_minutes(held)
+        assert _idle_from(ledger, node.id, held, now) is None  # begins with the minutes held
+        # Readings for the first 3 minutes of h and the whole hour before: idle since h-1.
+        store.write_minutes(minutes((h - 1) * 60, h * 60 + 3))
+        since = _idle_from(ledger, node.id, held, now)
+        assert since == datetime.fromtimestamp((h - 1) * 60 * 60, UTC)

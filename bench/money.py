@@ -23,9 +23,7 @@ import argparse
 import asyncio
 import resource
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,7 +42,7 @@ from leases.ssh import SshPool
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from poll import start_fleet, zuka_options  # noqa: E402
+from poll import start_fleet, stop_fleet, zuka_options  # noqa: E402
 
 from tui.cli_money import _build as build_month  # noqa: E402
 
@@ -150,12 +148,7 @@ async def part_two(args: argparse.Namespace, folder: Path) -> tuple[float, float
             wall = args.rounds * args.interval
             return statistics.median(off) / wall, statistics.median(on) / wall, watch.runs
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_fleet(proc)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -111,6 +111,16 @@ def start_fleet(
     return proc, fleet
 
 
+def stop_fleet(proc: subprocess.Popen[str], grace_s: float = 10.0) -> None:
+    """End the fleet process start_fleet started: SIGTERM, then SIGKILL after grace_s."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def nodes_of(fleet: Fleet, count: int) -> list[Node]:
     return [
         Node(name, SshTarget("127.0.0.1", port, "root", str(fleet.key)), "A100", 8)
@@ -393,12 +403,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = [asyncio.run(measure(fleet, n, args)) for n in counts]
         report(rows, args, args.rtt_ms)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_fleet(proc)
         shutil.rmtree(directory, ignore_errors=True)
     print(f"(bench took {time.perf_counter() - began:.0f} s)")
     return 0

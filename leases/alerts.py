@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
-from zoneinfo import ZoneInfo
 
-from leases import billing
+from leases import billing, fields
 from leases.config import AlertsConfig
 from leases.history import NodeMinute
 from leases.models import (
@@ -344,7 +343,7 @@ def _underuse(f: NodeFacts, config: AlertsConfig) -> Iterator[Alert]:
     renewal = next((le for le in b.chain if le.start > lease.start), None)
     if renewal is not None:
         # Already renewed: the advice is for that renewal, before it starts.
-        start = f"{renewal.start.astimezone(ZoneInfo(renewal.billing_tz)):%Y-%m-%d %H:%M}"
+        start = fields.shown(renewal.start, renewal.billing_tz)
         advice = (
             f"A renewal from {start} is already recorded; before it starts, "
             + advice.removeprefix("At renewal: ")

@@ -25,7 +25,7 @@ from types import MappingProxyType
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from leases.errors import InputError
+from leases.errors import ConfigError, InputError
 from leases.severity import Severity
 from leases.textsafe import is_clean, visible
 
@@ -113,14 +113,6 @@ class Config:
                 key = f"{name}.{k}"
                 out.append(Setting(key, v, self.sources.get(key, "default")))
         return out
-
-
-class ConfigError(InputError):
-    """The config could not be used; `problems` holds one line per bad key or value."""
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = tuple(problems)
-        super().__init__("config", None, "; ".join(problems))
 
 
 class _Bad(Exception):

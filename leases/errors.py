@@ -18,6 +18,16 @@ class InputError(ValueError):
         super().__init__(f"{field}: {reason} (got {value!r})")
 
 
+class ConfigError(InputError):
+    """The config (leases.config) could not be used; `problems` holds one line per bad key
+    or value. Here, not in leases.config, so that the CLI can catch it without loading
+    the config module on every command."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("config", None, "; ".join(problems))
+
+
 class UnknownNode(InputError):
     def __init__(self, name: str) -> None:
         super().__init__("node", name, "no node of that name in the ledger")

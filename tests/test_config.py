@@ -10,11 +10,11 @@ import pytest
 
 from leases.config import (
     Config,
-    ConfigError,
     default_config_path,
     load_config,
     resolve_config_path,
 )
+from leases.errors import ConfigError
 from leases.severity import Severity
 from tui.cli import main
 

@@ -21,8 +21,8 @@ from textual.widgets import DataTable, Footer, Header, Static
 from leases import alertstate
 from leases.alertstate import StoredAlert
 from leases.alertwatch import AlertWatch, check, watch_ledger
-from leases.config import Config, ConfigError, load_user_config
-from leases.errors import InputError, LedgerError
+from leases.config import Config, load_user_config
+from leases.errors import ConfigError, InputError, LedgerError
 from leases.fleet import fleet_nodes, make_poller, ssh_options
 from leases.history import RecentHistory
 from leases.hostkeys import HostKeyStatus

@@ -12,8 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from leases.config import ConfigError
-from leases.errors import InputError, LedgerError, ledger_failure, os_problem
+from leases.errors import ConfigError, InputError, LedgerError, ledger_failure, os_problem
 from leases.ledger import resolve_ledger_path
 from leases.textsafe import visible
 

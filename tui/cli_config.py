@@ -7,7 +7,8 @@ import json
 import sys
 from typing import TextIO
 
-from leases.config import Config, ConfigError, load_user_config, resolve_config_path
+from leases.config import Config, load_user_config, resolve_config_path
+from leases.errors import ConfigError
 from leases.textsafe import visible
 from tui import output
 

@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import asyncssh
 import pytest
 from conftest import Cli
 from sqlite_utils import Database
 from sshfixtures import FakeNode, node_options
-from test_notify import KEYS, Hook, hook  # noqa: F401  (hook is a fixture)
+from test_notify import KEYS, Hook, hook, sim_fleet  # noqa: F401  (hook is a fixture)
 from textual.widgets import DataTable
 
 from leases import alertstate, billing, records
@@ -38,7 +37,6 @@ from leases.poller import Poller
 from leases.rollups import HistoryStore, Latest
 from leases.schema import MIGRATIONS
 from leases.sim import Scenario, SimNode, history, row_samples
-from leases.sim import answer as sim_answer
 from leases.simledger import backfill, sim_node_for
 from leases.ssh import SshPool
 from tui.app import ZukaApp
@@ -297,23 +295,7 @@ def test_parse_duration() -> None:
 
 
 async def _fleet(tmp_path: Path, ledger: Ledger) -> tuple[list[FakeNode], list[Node]]:
-    sims = [SimNode(f"n{i}", "A100", 2, seed=i) for i in range(3)]
-
-    def handler_for(sim: SimNode):  # type: ignore[no-untyped-def]
-        async def handle(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
-            out, err, status = sim_answer(sim, process.command or "", datetime.now(UTC))
-            process.stdout.write(out)
-            process.stderr.write(err)
-            process.exit(status)
-
-        return handle
-
-    servers = [await FakeNode(KEYS, handler=handler_for(s)).start() for s in sims]
-    nodes = []
-    for server, sim in zip(servers, sims, strict=True):
-        node = server.as_node(sim.name)
-        nodes.append(ledger.add_node(records.node_from(
-            {**records.node_record(node), "gpu_model": "A100", "gpu_count": 2})))  # fmt: skip
+    servers, nodes = await sim_fleet(ledger)
     # n0's monthly lease ends in 12 hours: an alert to send.
     now = datetime.now(UTC)
     ledger.add_lease(records.lease_from({

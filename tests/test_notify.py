@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import asyncssh
 import pytest
 from sshfixtures import FakeNode, TestKeys, node_options
 
@@ -44,7 +43,6 @@ from leases.notify import (
 from leases.poller import NodeStatus, Poller
 from leases.severity import Severity
 from leases.sim import SimNode
-from leases.sim import answer as sim_answer
 from leases.ssh import SshPool
 from tui.cli import main
 
@@ -510,33 +508,25 @@ def test_no_urls_no_ledger(tmp_path: Path) -> None:
 KEYS = TestKeys.generate()
 
 
+async def sim_fleet(ledger: Ledger, count: int = 3) -> tuple[list[FakeNode], list[Node]]:
+    """`count` in-process SSH nodes answering as simulated 2-card A100 nodes, in the ledger."""
+    sims = [SimNode(f"n{i}", "A100", 2, seed=i) for i in range(count)]
+    servers = [await FakeNode(KEYS, sim=sim).start() for sim in sims]
+    nodes = [
+        ledger.add_node(records.node_from(
+            {**records.node_record(server.as_node(sim.name)), "gpu_model": "A100",
+             "gpu_count": 2}))
+        for server, sim in zip(servers, sims, strict=True)
+    ]  # fmt: skip
+    return servers, nodes
+
+
 async def test_a_poll_round_finishes_on_time_with_a_hanging_endpoint(
     tmp_path: Path, hook: Hook
 ) -> None:
     hook.mode = "hang"
-    sims = [SimNode(f"n{i}", "A100", 2, seed=i) for i in range(3)]
-
-    def handler_for(sim: SimNode):  # type: ignore[no-untyped-def]
-        async def handle(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
-            out, err, status = sim_answer(sim, process.command or "", datetime.now(UTC))
-            process.stdout.write(out)
-            process.stderr.write(err)
-            process.exit(status)
-
-        return handle
-
-    servers = [await FakeNode(KEYS, handler=handler_for(s)).start() for s in sims]
     ledger = Ledger.open(tmp_path / "ledger.db")
-    nodes: list[Node] = []
-    for server, sim in zip(servers, sims, strict=True):
-        node = server.as_node(sim.name)
-        nodes.append(
-            ledger.add_node(
-                records.node_from(
-                    {**records.node_record(node), "gpu_model": "A100", "gpu_count": 2}
-                )
-            )
-        )
+    servers, nodes = await sim_fleet(ledger)
     config = replace(
         NotifyConfig(),
         urls=(hook.url("dingtalk"), f"json://127.0.0.1:{hook.port}/x"),

@@ -7,7 +7,6 @@ window, minute roll-ups only for the nodes a minute rule can apply to.
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -21,16 +20,15 @@ from leases.alerts import (
     AlertKind,
     Gap,
     NodeFacts,
-    Reading,
     all_idle,
 )
 from leases.billing import CardHours
 from leases.config import AlertsConfig
 from leases.history import NodeMinute, busy_verdict, unpack_minute
 from leases.ledger import Ledger
-from leases.models import GpuProcess, Lease, NodeHealth, NodeState
+from leases.models import Latest, Lease, NodeHealth, NodeState
 from leases.renewals import billing_now
-from leases.rollups import HistoryStore, sample_from
+from leases.rollups import HistoryStore
 
 # A GPU counts towards the peak of busy cards in an hour it was busy at least half of.
 PEAK_BUSY_MINUTES = 30
@@ -66,7 +64,7 @@ def gather(
             'SELECT node_id, start, health, detail FROM poll_gap WHERE "end" IS NULL'
         )
     }
-    latest = _latest(ledger)
+    latest = store.latest_by_id()
     open_kinds: dict[int, set[str]] = {}
     for node_id, kind in conn.execute("SELECT node_id, kind FROM alerts WHERE cleared_at IS NULL"):
         open_kinds.setdefault(node_id, set()).add(kind)
@@ -124,14 +122,14 @@ def _with(facts: NodeFacts, **changes: object) -> NodeFacts:
     return replace(facts, **changes)  # type: ignore[arg-type]
 
 
-def _idle_now(r: Reading) -> bool:
+def _idle_now(r: Latest) -> bool:
     return bool(r.gpus) and all(
         busy_verdict(s.util_gpu, s.mem_used_mib, s.power_w, s.power_limit_w) is False
         for s in r.gpus
     )
 
 
-def _low_now(r: Reading, config: AlertsConfig) -> bool:
+def _low_now(r: Latest, config: AlertsConfig) -> bool:
     return any(
         s.util_gpu is not None and s.util_gpu < config.starved_util + STARVED_CLEAR_PCT
         for s in r.gpus
@@ -220,20 +218,3 @@ def _peak(store: HistoryStore, node: str, since: datetime, until: datetime) -> i
     if not hours:
         return None
     return max(sum(1 for g in h.gpus if g.busy_minutes >= PEAK_BUSY_MINUTES) for h in hours)
-
-
-def _latest(ledger: Ledger) -> dict[int, Reading]:
-    """The latest reading of every node, by node id (a name may be reused)."""
-    out: dict[int, Reading] = {}
-    for node_id, at, health, detail, fp, gpus, procs in ledger.conn.execute(
-        "SELECT node_id, at, health, detail, fingerprint, gpus, processes FROM node_latest"
-    ):
-        out[node_id] = Reading(
-            datetime.fromisoformat(at),
-            NodeHealth(health),
-            detail,
-            fp,
-            tuple(sample_from("", d) for d in json.loads(gpus)),
-            tuple(GpuProcess(**{**p, "node": ""}) for p in json.loads(procs)),
-        )
-    return out

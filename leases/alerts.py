@@ -24,8 +24,7 @@ from leases.history import NodeMinute
 from leases.models import (
     BillingType,
     ExpiryAction,
-    GpuProcess,
-    GpuSample,
+    Latest,
     Lease,
     Node,
     NodeHealth,
@@ -103,18 +102,6 @@ class Gap:
 
 
 @dataclass(frozen=True)
-class Reading:
-    """The latest reading of a node (what the poller last wrote)."""
-
-    at: datetime
-    health: NodeHealth
-    detail: str
-    fingerprint: str | None
-    gpus: tuple[GpuSample, ...]
-    processes: tuple[GpuProcess, ...]
-
-
-@dataclass(frozen=True)
 class NodeFacts:
     """What the rules know of one node (live or archived) at `now`."""
 
@@ -124,7 +111,7 @@ class NodeFacts:
     usage: billing.CardHours | None = None  # the prepaid lease's use over the window
     usage_since: datetime | None = None
     peak_busy_cards: int | None = None  # most cards busy in any hour of the window
-    latest: Reading | None = None
+    latest: Latest | None = None
     gap: Gap | None = None
     # The trailing minute roll-ups the forgotten and starved rules look at, oldest first.
     minutes: tuple[NodeMinute, ...] = field(default=())

@@ -447,3 +447,17 @@ class GpuProcess:
     # The Unix user on the node (leases.owners): a name, "uid:N" for a user without one,
     # "?" for one the node named in a way zuka refused; None when unknown.
     owner: str | None = None
+
+
+@dataclass(frozen=True)
+class Latest:
+    """A node's latest reading: what the poller last wrote (HistoryStore.write_latest), what
+    the dashboard shows of a running collector, and what the alert rules judge."""
+
+    node: str
+    at: datetime
+    health: NodeHealth
+    detail: str
+    fingerprint: str | None
+    gpus: tuple[GpuSample, ...]
+    processes: tuple[GpuProcess, ...]

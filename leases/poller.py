@@ -33,9 +33,9 @@ from leases.attribution import OwnerTracker, gpu_owners
 from leases.faultlog import quiet_logger
 from leases.history import MinuteAccumulator, NodeMinute, RecentHistory
 from leases.ledger import Clock, utc_now
-from leases.models import GpuProcess, GpuSample, Node, NodeHealth
+from leases.models import GpuProcess, GpuSample, Latest, Node, NodeHealth
 from leases.nvml import NvmlReader, NvmlUnavailable
-from leases.rollups import HistoryStore, Latest
+from leases.rollups import HistoryStore
 from leases.ssh import (
     BackingOff,
     CommandResult,

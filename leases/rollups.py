@@ -22,24 +22,13 @@ from leases.history import (
     unpack_minute,
 )
 from leases.ledger import Ledger
-from leases.models import GpuProcess, GpuSample, Lease, Node, NodeHealth
+from leases.models import GpuProcess, GpuSample, Latest, Lease, Node, NodeHealth
 
 DEFAULT_MINUTE_DAYS = 14
 _HOUR_UPSERT = (
     "INSERT OR REPLACE INTO gpu_hour"
     " (node_id, hour, gpus, busy_card_minutes, known_card_minutes) VALUES (?, ?, ?, ?, ?)"
 )  # per-minute roll-ups; per-hour ones are kept for the lease's life
-
-
-@dataclass(frozen=True)
-class Latest:
-    node: str
-    at: datetime
-    health: NodeHealth
-    detail: str
-    fingerprint: str | None
-    gpus: tuple[GpuSample, ...]
-    processes: tuple[GpuProcess, ...]
 
 
 class OwnerHour(NamedTuple):
@@ -302,13 +291,18 @@ class HistoryStore:
         ]
 
     def latest(self) -> dict[str, Latest]:
+        """The latest reading of every node, by name."""
+        return {r.node: r for r in self.latest_by_id().values()}
+
+    def latest_by_id(self) -> dict[int, Latest]:
+        """The latest reading of every node, by node id (a name may be reused)."""
         rows = self.ledger.conn.execute(
-            "SELECT n.name, l.at, l.health, l.detail, l.fingerprint, l.gpus, l.processes"
-            " FROM node_latest l JOIN nodes n ON n.id = l.node_id"
+            "SELECT l.node_id, n.name, l.at, l.health, l.detail, l.fingerprint, l.gpus,"
+            " l.processes FROM node_latest l JOIN nodes n ON n.id = l.node_id"
         ).fetchall()
-        out: dict[str, Latest] = {}
-        for name, at, health, detail, fp, gpus, procs in rows:
-            out[name] = Latest(
+        out: dict[int, Latest] = {}
+        for node_id, name, at, health, detail, fp, gpus, procs in rows:
+            out[node_id] = Latest(
                 name,
                 datetime.fromisoformat(at),
                 NodeHealth(health),

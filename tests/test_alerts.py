@@ -24,17 +24,17 @@ from textual.widgets import DataTable
 
 from leases import alertstate, billing, records
 from leases.alertfacts import _idle_from, gather
-from leases.alerts import AlertKind, NodeFacts, Reading, evaluate
+from leases.alerts import AlertKind, NodeFacts, evaluate
 from leases.alertwatch import AlertWatch, check
 from leases.config import AlertsConfig, NotifyConfig
 from leases.demo import build_demo_ledger
 from leases.errors import InputError
 from leases.history import BUSY_UTIL_PCT, GpuMinute, NodeMinute
 from leases.ledger import Ledger
-from leases.models import GpuProcess, GpuSample, Node, NodeHealth
+from leases.models import GpuProcess, GpuSample, Latest, Node, NodeHealth
 from leases.notify import Notifier
 from leases.poller import Poller
-from leases.rollups import HistoryStore, Latest
+from leases.rollups import HistoryStore
 from leases.schema import MIGRATIONS
 from leases.sim import Scenario, SimNode, history, row_samples
 from leases.simledger import backfill, sim_node_for
@@ -248,7 +248,9 @@ def test_temperature_raises_at_the_threshold_and_clears_five_below(tmp_path: Pat
         for i, temp in enumerate((84.0, 85.0, 82.0, 86.0, 81.0, 79.0, 84.0)):
             now = t0 + timedelta(minutes=i)
             sample = row_samples(sim, next(history(sim, now, now + timedelta(seconds=1))))[0]
-            reading = Reading(now, NodeHealth.OK, "", None, (replace(sample, temp_c=temp),), ())
+            reading = Latest(
+                "hot", now, NodeHealth.OK, "", None, (replace(sample, temp_c=temp),), ()
+            )
             found = evaluate([NodeFacts(node, latest=reading)], CONFIG, now)
             levels.append(found[0].level.value if found else None)
             changes = alertstate.reconcile(ledger, found, now)

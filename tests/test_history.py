@@ -170,8 +170,8 @@ def test_a_rename_and_a_reused_name_while_the_poller_runs(tmp_path: Path) -> Non
     """The collector keeps running across `node edit A --rename B` and a new `node add A`:
     once it re-reads the fleet (Poller.set_nodes), the new A's minutes, gaps and latest
     row go to the new A, and B keeps only its own."""
+    from leases.models import Latest
     from leases.poller import Poller
-    from leases.rollups import Latest
     from leases.ssh import SshPool
 
     ledger = Ledger.open(tmp_path / "l.db")

@@ -13,8 +13,8 @@ from waiting import wait_until
 from leases.demo import build_demo_ledger
 from leases.history import GpuMinute, NodeMinute
 from leases.ledger import Ledger
-from leases.models import GpuSample, NodeHealth
-from leases.rollups import HistoryStore, Latest
+from leases.models import GpuSample, Latest, NodeHealth
+from leases.rollups import HistoryStore
 from leases.simledger import register_sim_nodes, serve_ledger_nodes
 from tui.app import ZukaApp
 from tui.trust import TrustScreen

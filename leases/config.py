@@ -79,6 +79,17 @@ class NotifyConfig:
 
 
 @dataclass(frozen=True)
+class OffboardConfig:
+    # Cloud accounts zuka must never delete in, whatever the ledger says (preflight refuses).
+    blocked_accounts: tuple[str, ...] = ()
+    # Roots under which declared scratch paths may be shredded, beyond the presets for the
+    # provider's kind (leases.offboard); absolute paths.
+    scratch_roots: tuple[str, ...] = ()
+    # How long to keep reading back a deletion a cloud finishes later (Huawei, EC2 images).
+    verify_timeout_s: float = 300.0
+
+
+@dataclass(frozen=True)
 class Setting:
     """One effective value as `zuka config show` prints it."""
 
@@ -92,9 +103,13 @@ class Config:
     billing: BillingConfig = field(default_factory=BillingConfig)
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
     notify: NotifyConfig = field(default_factory=NotifyConfig)
+    offboard: OffboardConfig = field(default_factory=OffboardConfig)
     # Unix user on a node -> person; person or user -> project or tag.
     users: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     projects: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # The dashboard's key remaps: binding id -> keys ("fleet-filter" = "slash,f"); the
+    # dashboard checks the ids and keys it knows (leases knows no bindings).
+    keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     path: Path | None = None
     # "section.key" -> "default", the file's path, or "env ZUKA_..."; absent means default.
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
@@ -107,7 +122,7 @@ class Config:
             section = getattr(self, spec.section)
             value = _shown(getattr(section, spec.attr), mask)
             out.append(Setting(spec.key, value, self.sources.get(spec.key, "default")))
-        for name in ("users", "projects"):
+        for name in _MAPPINGS:
             mapping: Mapping[str, str] = getattr(self, name)
             for k, v in mapping.items():
                 key = f"{name}.{k}"
@@ -227,6 +242,29 @@ def _urls(v: Any) -> tuple[str, ...]:
     return tuple(v)
 
 
+def _words(what: str) -> Callable[[Any], tuple[str, ...]]:
+    def parse(v: Any) -> tuple[str, ...]:
+        if not isinstance(v, list):
+            raise _Bad(f"must be a list of strings, each {what}")
+        for i, item in enumerate(v):
+            if not isinstance(item, str) or not item.strip() or not is_clean(item):
+                raise _Bad(f"[{i}]: must be {what}: one line, not empty{_got(item)}")
+            if len(item) > 256:
+                raise _Bad(f"[{i}]: must be at most 256 characters")
+        return tuple(item.strip() for item in v)
+
+    return parse
+
+
+def _roots(v: Any) -> tuple[str, ...]:
+    roots = _words("an absolute path")(v)
+    for i, root in enumerate(roots):
+        parts = root.split("/")
+        if not root.startswith("/") or root.rstrip("/") == "" or ".." in parts:
+            raise _Bad(f"[{i}]: must be an absolute path below / without '..'{_got(root)}")
+    return tuple(r.rstrip("/") for r in roots)
+
+
 @dataclass(frozen=True)
 class _Spec:
     section: str
@@ -270,6 +308,9 @@ _SPECS = (
     _Spec("notify", "dedupe_hours", _num(0, 24 * 30)),
     _Spec("notify", "retry_hours", _num(0, 24 * 7)),
     _Spec("notify", "timeout_s", _num(0, 120, lo_open=True)),
+    _Spec("offboard", "blocked_accounts", _words("an account id"), is_list=True),
+    _Spec("offboard", "scratch_roots", _roots, is_list=True),
+    _Spec("offboard", "verify_timeout_s", _num(0, 86400, lo_open=True)),
 )
 _BY_KEY = {s.key: s for s in _SPECS}
 _BY_ENV = {s.env: s for s in _SPECS}
@@ -277,10 +318,12 @@ _SECTION_TYPES: dict[str, type] = {
     "billing": BillingConfig,
     "alerts": AlertsConfig,
     "notify": NotifyConfig,
+    "offboard": OffboardConfig,
 }
-_MAPPINGS = ("users", "projects")
+_MAPPINGS = ("users", "projects", "keys")
 SECTIONS = (*_SECTION_TYPES, *_MAPPINGS)
 _UNIX_USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?")
+_BINDING_ID = re.compile(r"[a-z][a-z0-9-]{0,63}")
 
 
 def _shown(value: Any, mask: bool) -> Any:
@@ -418,6 +461,7 @@ def load_config(path: Path | None, *, env: Mapping[str, str] = os.environ) -> Co
         **sections,
         users=MappingProxyType(mappings["users"]),
         projects=MappingProxyType(mappings["projects"]),
+        keys=MappingProxyType(mappings["keys"]),
         path=path,
         sources=MappingProxyType(sources),
         warnings=tuple(warnings),
@@ -451,6 +495,8 @@ def _read_mapping(
             problems.append(f"{where}: {section}: {name!r} is not a Unix user name")
         elif section == "projects" and (not name or not is_clean(name) or len(name) > 64):
             problems.append(f"{where}: {section}: {visible(repr(name))} is not a usable name")
+        elif section == "keys" and not _BINDING_ID.fullmatch(name):
+            problems.append(f"{where}: {section}: {visible(repr(name))} is not a binding id")
         elif not isinstance(value, str):
             problems.append(f"{where}: {key}: must be a string{_got(value)}")
         elif not value.strip():

@@ -1,0 +1,99 @@
+"""The shapes the offboarding parts share: a plan is an ordered tuple of Steps; a Driver
+carries a step out and proves it by reading back; a Planner turns ledger facts into steps.
+
+Every value in a Step is a plain string, so that a plan hashes the same on every machine
+and a stored plan can be compared with one made again from the ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Protocol
+
+from leases.config import Config
+from leases.models import Lease, Node, Provider, ProviderKind, Resource
+
+
+class Phase(IntEnum):
+    """The order steps run in: checks, then the node's data, then the cloud (images before
+    the snapshots they use, snapshots before disks, buckets), the keys last of all SSH
+    steps, manual steps, and the ledger's release."""
+
+    PREFLIGHT = 0  # lease facts, caller identity (engine)
+    PROCESSES = 10  # GPU processes still running (ssh)
+    FACTS = 20  # file systems' type, mount options, what shred cannot guarantee (ssh)
+    SHRED = 30  # declared scratch paths, file by file (ssh)
+    CLEAR = 40  # declared histories and caches (ssh)
+    IMAGES = 50  # (ec2 / cmd)
+    SNAPSHOTS = 60  # (ec2 / cmd)
+    DISKS = 70  # (ec2 / cmd)
+    BUCKETS = 80  # every version, delete marker, multipart upload, then the bucket (s3)
+    REVOKE = 90  # the lab's keys out of authorized_keys: the last SSH step (ssh)
+    PROVE = 95  # a fresh login with that key fails (ssh)
+    MANUAL = 100  # what a person does in a console, confirmed, then verified (manual)
+    RELEASE = 110  # the ledger: lease ended, deposit refund pending (engine)
+
+
+@dataclass(frozen=True)
+class Step:
+    key: str  # unique in its plan and stable across re-plans: "shred:/root/autodl-tmp/x"
+    phase: Phase
+    driver: str  # "ssh" | "s3" | "ec2" | "cmd" | "manual" | "ledger"
+    action: str  # what the driver does: "shred", "delete-snapshot", "revoke-key", ...
+    target: str  # the thing as the ledger names it: a path, a snapshot id, a bucket
+    destructive: bool
+    describe: str  # one line a person reads in the plan: the command or the API call
+    # Everything the driver needs, sorted by name; strings only (hashed with the plan).
+    params: tuple[tuple[str, str], ...] = ()
+    resource_id: int | None = None  # the ledger's resource this step deletes, if any
+
+    def param(self, name: str, default: str = "") -> str:
+        return dict(self.params).get(name, default)
+
+
+def params(**values: str) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(values.items()))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one run or verify of a step gave. For run: done means the action took place
+    or the thing was already gone. For verify: done means proven gone (read back: not
+    found / 404 / the file no longer exists / the login was refused)."""
+
+    done: bool
+    output: str  # what the tool or API said: evidence, stored as it came (shown via visible)
+    detail: str = ""  # one line for a person: why not done, what to do
+    # Facts worth keeping beside the evidence (file system type, account id ...).
+    facts: Mapping[str, str] = field(default_factory=dict)
+    # run only: stop the checklist here until the user says go on (GPU processes running).
+    needs_consent: bool = False
+
+
+class Driver(Protocol):
+    name: str  # the Step.driver value it serves
+
+    async def run(self, step: Step) -> Outcome: ...
+
+    async def verify(self, step: Step) -> Outcome: ...
+
+
+@dataclass(frozen=True)
+class PlanInput:
+    """What a planner reads: the ledger's facts about one node, nothing live."""
+
+    node: Node
+    provider: Provider | None
+    lease: Lease | None  # the lease billing now, or the latest one
+    resources: Sequence[Resource]  # the resources of that lease not yet verified deleted
+    config: Config
+
+    @property
+    def provider_kind(self) -> ProviderKind | None:
+        return None if self.provider is None else self.provider.kind
+
+
+class Planner(Protocol):
+    def __call__(self, facts: PlanInput) -> list[Step]: ...

@@ -97,3 +97,18 @@ class PlanInput:
 
 class Planner(Protocol):
     def __call__(self, facts: PlanInput) -> list[Step]: ...
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a cloud driver's credentials act as, asked of the cloud itself (STS
+    GetCallerIdentity, `aliyun sts GetCallerIdentity`...), for preflight to compare with
+    the ledger's provider record (account_id, region) and the configured blocklist."""
+
+    account_id: str
+    region: str
+    arn: str = ""  # or the cloud's own name for the caller, shown in the evidence
+
+
+class CloudDriver(Driver, Protocol):
+    async def identity(self) -> Identity: ...

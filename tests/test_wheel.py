@@ -28,7 +28,14 @@ _NOT_SOURCES = shutil.ignore_patterns(
 )  # fmt: skip
 
 # Every file the packages read at runtime (through importlib.resources).
-RUNTIME_FILES = ("leases/data/demo_fleet.json", "leases/data/ledger-template.csv", "tui/zuka.tcss")
+RUNTIME_FILES = (
+    "leases/data/demo_fleet.json",
+    "leases/data/ledger-template.csv",
+    "leases/data/cloud/aliyun.toml",
+    "leases/data/cloud/hcloud.toml",
+    "leases/data/cloud/tccli.toml",
+    "tui/zuka.tcss",
+)
 
 # One demo round, headless: the demo's own ledger and fleet, the dashboard on it through
 # Textual's test driver, until every simulated node has answered (ok or its fault).

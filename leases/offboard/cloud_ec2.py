@@ -1,0 +1,168 @@
+"""Images, snapshots and disks through the EC2 API (AWS, and clouds that speak it at an
+endpoint), by the ids the ledger holds and nothing else: no listing, no filters, no "every
+snapshot we own". Never a force flag: a disk still attached or a snapshot an image still
+uses is reported, not forced. Every deletion is read back (describe by id: not found)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from leases.models import ResourceKind
+from leases.offboard import cloud_ids
+from leases.offboard.cloud_access import (
+    BotoAccount,
+    Reading,
+    Timing,
+    client_error,
+    guarded,
+    poll_gone,
+)
+from leases.offboard.steps import Identity, Outcome, Step
+
+
+@dataclass(frozen=True)
+class _Api:
+    delete: str  # the client method
+    id_arg: str
+    describe: str
+    ids_arg: str
+    listed: str  # the list in describe's answer
+    not_found: tuple[str, ...]
+    # States that mean gone although describe still lists it for a while.
+    gone_states: tuple[str, ...] = ()
+
+
+_APIS = {
+    ResourceKind.IMAGE: _Api(
+        "deregister_image",
+        "ImageId",
+        "describe_images",
+        "ImageIds",
+        "Images",
+        ("InvalidAMIID.NotFound", "InvalidAMIID.Unavailable"),
+        ("deregistered",),
+    ),
+    ResourceKind.SNAPSHOT: _Api(
+        "delete_snapshot",
+        "SnapshotId",
+        "describe_snapshots",
+        "SnapshotIds",
+        "Snapshots",
+        ("InvalidSnapshot.NotFound",),
+    ),
+    ResourceKind.DISK: _Api(
+        "delete_volume",
+        "VolumeId",
+        "describe_volumes",
+        "VolumeIds",
+        "Volumes",
+        ("InvalidVolume.NotFound",),
+        ("deleted",),
+    ),
+}
+
+# What a person does about a refusal zuka will not force its way past.
+_HINTS = {
+    "InvalidSnapshot.InUse": "an image still uses this snapshot: the image must go first "
+    "(record it in the ledger so the plan deletes it)",
+    "VolumeInUse": "the disk is attached: release the instance or detach the disk first "
+    "(zuka never forces)",
+    "IncorrectState": "the disk is not available (attached or busy): detach it first",
+    "UnauthorizedOperation": "these credentials may not delete it",
+    "AuthFailure": "the credentials were refused",
+}
+# Answers waiting will not change.
+_FINAL = ("UnauthorizedOperation", "AuthFailure", "InvalidParameterValue")
+
+
+def _describe(step: Step) -> tuple[ResourceKind, str, str, str]:
+    kind = ResourceKind(step.param("kind"))
+    if kind not in _APIS:
+        raise ValueError(f"ec2 cannot delete a {kind}")
+    return (
+        kind,
+        cloud_ids.native_id(kind, step.param("native_id")),
+        cloud_ids.region(step.param("region")),
+        cloud_ids.endpoint(step.param("endpoint")),
+    )
+
+
+class Ec2Driver:
+    name = "ec2"
+
+    def __init__(
+        self,
+        account: BotoAccount,
+        timing: Timing,
+        identity_from: Callable[[], Awaitable[Identity]] | None = None,
+    ) -> None:
+        self.account = account
+        self.timing = timing
+        self._identity_from = identity_from
+
+    async def identity(self) -> Identity:
+        if self._identity_from is not None:
+            return await self._identity_from()
+        return await self.account.identity()
+
+    def _client(self, step: Step) -> tuple[Any, _Api, str]:
+        kind, native, region, endpoint = _describe(step)
+        return self.account.client("ec2", endpoint, region), _APIS[kind], native
+
+    async def run(self, step: Step) -> Outcome:
+        return await guarded(self._run(step))
+
+    async def _run(self, step: Step) -> Outcome:
+        client, api, native = self._client(step)
+
+        def act() -> Outcome:
+            from botocore.exceptions import BotoCoreError, ClientError
+
+            call = f"{api.delete}({api.id_arg}={native})"
+            try:
+                getattr(client, api.delete)(**{api.id_arg: native})
+            except (BotoCoreError, ClientError) as exc:
+                code, message, _ = client_error(exc)
+                if code in api.not_found:
+                    return Outcome(True, f"{call}: {code} {message}", "already gone")
+                return Outcome(
+                    False, f"{call}: {code} {message}", _HINTS.get(code, f"refused: {code}")
+                )
+            return Outcome(True, f"{call}: accepted")
+
+        return await asyncio.to_thread(act)
+
+    async def verify(self, step: Step) -> Outcome:
+        return await guarded(self._verify(step))
+
+    async def _verify(self, step: Step) -> Outcome:
+        client, api, native = self._client(step)
+
+        def read() -> Reading:
+            from botocore.exceptions import BotoCoreError, ClientError
+
+            call = f"{api.describe}({api.ids_arg}=[{native}])"
+            try:
+                answer = getattr(client, api.describe)(**{api.ids_arg: [native]})
+            except (BotoCoreError, ClientError) as exc:
+                code, message, _ = client_error(exc)
+                text = f"{call}: {code} {message}"
+                if code in api.not_found:
+                    return Reading(True, text)
+                return Reading(False, text, f"read back failed: {code}", final=code in _FINAL)
+            # Ours only: a cloud that ignored the id filter would list others, which prove
+            # nothing either way.
+            found = [r for r in answer.get(api.listed, []) if native in r.values()]
+            states = sorted({str(r.get("State", "")) for r in found})
+            text = f"{call}: {len(found)} found" + (f" ({', '.join(states)})" if found else "")
+            if all(s in api.gone_states for s in states):
+                return Reading(True, text)
+            return Reading(False, text, f"still there ({', '.join(states)})")
+
+        async def read_async() -> Reading:
+            return await asyncio.to_thread(read)
+
+        return await poll_gone(read_async, self.timing)

@@ -1,0 +1,172 @@
+"""A moto server for the cloud offboarding tests, the facts a plan is made from, and a
+small S3 store of our own that refuses batch deletes as some S3-compatible stores do."""
+
+from __future__ import annotations
+
+import http.client
+import threading
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+import boto3
+from botocore.config import Config as BotoConfig
+
+from leases.config import Config, OffboardConfig
+from leases.models import Node, Provider, ProviderKind, Resource, ResourceKind, SshTarget
+from leases.offboard.cloud_access import Timing
+from leases.offboard.steps import PlanInput
+
+MOTO_ACCOUNT = "123456789012"  # the account moto answers STS GetCallerIdentity with
+REGION = "us-east-1"
+# credential_ref "env:TESTCLOUD" reads these (dummy keys: moto checks nothing).
+ENVIRON = {"TESTCLOUD_ACCESS_KEY_ID": "testing", "TESTCLOUD_SECRET_ACCESS_KEY": "testing"}
+
+
+def start_moto() -> tuple[Any, str]:
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    return server, f"http://{host}:{port}"
+
+
+def reset_moto(endpoint: str) -> None:
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"))
+
+
+def client(service: str, endpoint: str) -> Any:
+    """The test's own boto3 client, for setting things up and looking afterwards."""
+    return boto3.client(
+        service,
+        endpoint_url=endpoint,
+        region_name=REGION,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=BotoConfig(s3={"addressing_style": "path"}),
+    )
+
+
+class FakeClock:
+    """An injected monotonic clock and sleep: a sleep moves the clock, nothing waits."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def timing(clock: FakeClock, timeout_s: float = 60.0) -> Timing:
+    return Timing(timeout_s=timeout_s, sleep=clock.sleep, monotonic=clock.monotonic)
+
+
+def facts(
+    resources: Sequence[tuple[ResourceKind, str] | Resource],
+    *,
+    provider: Provider | None = None,
+    endpoint: str = "",
+) -> PlanInput:
+    """A node whose lease (id 1) holds these resources, at endpoint."""
+    made = [
+        r
+        if isinstance(r, Resource)
+        else Resource(lease_id=1, kind=r[0], native_id=r[1], endpoint=endpoint, id=i + 1)
+        for i, r in enumerate(resources)
+    ]
+    return PlanInput(
+        node=Node("gpu-1", provider=provider.name if provider else None, ssh=SshTarget("gpu-1")),
+        provider=provider,
+        lease=None,
+        resources=made,
+        config=Config(offboard=OffboardConfig(verify_timeout_s=60.0)),
+    )
+
+
+def aws_provider(**kw: str) -> Provider:
+    values = {"region": REGION, "account_id": MOTO_ACCOUNT, "credential_ref": "env:TESTCLOUD"}
+    values.update(kw)
+    return Provider(ProviderKind.CLOUD, "compat-cloud", **values)  # type: ignore[arg-type]
+
+
+@dataclass
+class BatchRefusingStore:
+    """An S3-compatible store in front of moto that refuses DeleteObjects (POST ?delete) the
+    way stores that reject boto3's CRC32 checksum do, and forwards everything else."""
+
+    upstream: str
+    refused: int = 0
+    seen: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        store = self
+        up = urlsplit(self.upstream)
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _forward(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                store.seen.append(f"{self.command} {self.path}")
+                query = urlsplit(self.path).query
+                if self.command == "POST" and "delete" in query.split("&"):
+                    store.refused += 1
+                    error = (
+                        b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>InvalidArgument'
+                        b"</Code><Message>x-amz-checksum-crc32 is not supported</Message></Error>"
+                    )
+                    self.send_response(400)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(error)))
+                    self.end_headers()
+                    self.wfile.write(error)
+                    return
+                conn = http.client.HTTPConnection(up.hostname or "", up.port, timeout=30)
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                conn.request(self.command, self.path, body=body, headers=headers)
+                answer = conn.getresponse()
+                data = answer.read()
+                self.send_response(answer.status)
+                for k, v in answer.getheaders():
+                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+                conn.close()
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> BatchRefusingStore:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+def all_versions(s3: Any, bucket: str) -> Iterator[str]:
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+        for v in page.get("Versions", []) + page.get("DeleteMarkers", []):
+            yield v["Key"]

@@ -1,0 +1,287 @@
+"""Cloud offboarding against a real S3/EC2/STS API: a moto server on loopback (boto3 over
+HTTP, as against a cloud), plus a store of our own that refuses batch deletes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+from cloudfixtures import (
+    ENVIRON,
+    MOTO_ACCOUNT,
+    REGION,
+    BatchRefusingStore,
+    FakeClock,
+    all_versions,
+    aws_provider,
+    client,
+    facts,
+    reset_moto,
+    start_moto,
+    timing,
+)
+
+from leases.models import ResourceKind
+from leases.offboard.cloud import cloud_drivers, plan_cloud
+from leases.offboard.steps import CloudDriver, Outcome, Phase, PlanInput, Step, params
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint() -> Iterator[str]:
+    server, endpoint = start_moto()
+    try:
+        yield endpoint
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def endpoint(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh moto, its built-in images off (moto reads the variable when a region's
+    backend is made, after the reset)."""
+    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+    reset_moto(moto_endpoint)
+    return moto_endpoint
+
+
+def drivers_for(plan_input: PlanInput, steps: Sequence[Step]) -> dict[str, CloudDriver]:
+    found = cloud_drivers(
+        plan_input.provider, steps, plan_input.config, environ=ENVIRON, timing=timing(FakeClock())
+    )
+    return {d.name: d for d in found}
+
+
+async def offboard(plan_input: PlanInput) -> list[tuple[Step, Outcome, Outcome]]:
+    """Plan, then run and verify each step in plan order, as the engine does."""
+    steps = plan_cloud(plan_input)
+    drivers = drivers_for(plan_input, steps)
+    done = []
+    for step in steps:
+        ran = await drivers[step.driver].run(step)
+        checked = await drivers[step.driver].verify(step)
+        done.append((step, ran, checked))
+    return done
+
+
+def versioned_bucket(s3: Any, name: str) -> None:
+    s3.create_bucket(Bucket=name)
+    s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
+    for i in range(3):
+        s3.put_object(Bucket=name, Key="ckpt/model.pt", Body=f"v{i}".encode())
+    s3.put_object(Bucket=name, Key="data/train.jsonl", Body=b"x")
+    s3.delete_object(Bucket=name, Key="data/train.jsonl")  # a delete marker
+    s3.create_multipart_upload(Bucket=name, Key="ckpt/big.pt")  # never finished
+
+
+async def test_versioned_bucket_loses_everything_then_the_bucket_and_others_stay(
+    endpoint: str,
+) -> None:
+    s3 = client("s3", endpoint)
+    versioned_bucket(s3, "lab-ckpt")
+    versioned_bucket(s3, "not-in-ledger")
+    before_other = sorted(all_versions(s3, "not-in-ledger"))
+
+    done = await offboard(
+        facts([(ResourceKind.BUCKET, "lab-ckpt")], provider=aws_provider(), endpoint=endpoint)
+    )
+
+    [(step, ran, checked)] = done
+    assert step.driver == "s3" and step.phase is Phase.BUCKETS and step.destructive
+    assert ran.done, ran
+    assert "deleted 4 object version(s), 1 delete marker(s); aborted 1 multipart" in ran.output
+    assert checked.done, checked
+    with pytest.raises(ClientError) as gone:
+        s3.head_bucket(Bucket="lab-ckpt")
+    assert gone.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    assert sorted(all_versions(s3, "not-in-ledger")) == before_other
+    assert s3.list_multipart_uploads(Bucket="not-in-ledger").get("Uploads")
+
+
+async def test_a_prefix_is_emptied_and_nothing_beside_it(endpoint: str) -> None:
+    s3 = client("s3", endpoint)
+    versioned_bucket(s3, "shared")
+    s3.put_object(Bucket="shared", Key="runs/exp1/a.pt", Body=b"1")
+    s3.put_object(Bucket="shared", Key="runs/exp1/a.pt", Body=b"2")
+    s3.put_object(Bucket="shared", Key="runs/exp10/b.pt", Body=b"3")
+    s3.create_multipart_upload(Bucket="shared", Key="runs/exp1/part.pt")
+
+    done = await offboard(
+        facts(
+            [(ResourceKind.BUCKET_PREFIX, "shared/runs/exp1/")],
+            provider=aws_provider(),
+            endpoint=endpoint,
+        )
+    )
+
+    [(_, ran, checked)] = done
+    assert ran.done and checked.done, (ran, checked)
+    keys = set(all_versions(s3, "shared"))
+    assert "runs/exp10/b.pt" in keys and "ckpt/model.pt" in keys
+    assert not any(k.startswith("runs/exp1/") for k in keys)
+    uploads = s3.list_multipart_uploads(Bucket="shared").get("Uploads", [])
+    assert [u["Key"] for u in uploads] == ["ckpt/big.pt"]
+
+
+async def test_a_bucket_already_gone_counts_as_done_once_verified(endpoint: str) -> None:
+    [(_, ran, checked)] = await offboard(
+        facts([(ResourceKind.BUCKET, "never-was")], provider=aws_provider(), endpoint=endpoint)
+    )
+    assert ran.done and ran.detail == "already gone"
+    assert checked.done
+
+
+async def test_a_store_that_refuses_batch_deletes_is_emptied_one_object_at_a_time(
+    endpoint: str,
+) -> None:
+    s3 = client("s3", endpoint)
+    versioned_bucket(s3, "oss-like")
+    with BatchRefusingStore(endpoint) as store:
+        [(_, ran, checked)] = await offboard(
+            facts(
+                [(ResourceKind.BUCKET, "oss-like")],
+                provider=aws_provider(),
+                endpoint=store.endpoint,
+            )
+        )
+    assert store.refused == 1  # asked once, then never again in this run
+    assert ran.done, ran
+    assert "batch delete refused (InvalidArgument" in ran.output
+    assert "deleted one at a time" in ran.output
+    single_deletes = [
+        s for s in store.seen if s.startswith("DELETE /oss-like/") and "versionId" in s
+    ]
+    assert len(single_deletes) == 5  # 4 versions and 1 delete marker
+    assert checked.done
+
+
+async def test_images_then_snapshots_then_disks_deleted_and_read_back(endpoint: str) -> None:
+    ec2 = client("ec2", endpoint)
+    volume = ec2.create_volume(AvailabilityZone=f"{REGION}a", Size=10)["VolumeId"]
+    snapshot = ec2.create_snapshot(VolumeId=volume)["SnapshotId"]
+    other = ec2.create_snapshot(VolumeId=volume)["SnapshotId"]  # not in the ledger
+    image = ec2.register_image(
+        Name="lab-image",
+        RootDeviceName="/dev/sda1",
+        BlockDeviceMappings=[{"DeviceName": "/dev/sda1", "Ebs": {"SnapshotId": snapshot}}],
+    )["ImageId"]
+    # (moto's RegisterImage makes a snapshot of its own too: not in the ledger either)
+    before = {s["SnapshotId"] for s in ec2.describe_snapshots(OwnerIds=["self"])["Snapshots"]}
+    assert other in before
+
+    done = await offboard(
+        facts(
+            [
+                (ResourceKind.DISK, volume),
+                (ResourceKind.SNAPSHOT, snapshot),
+                (ResourceKind.IMAGE, image),
+            ],
+            provider=aws_provider(),
+            endpoint=endpoint,
+        )
+    )
+
+    assert [(s.action, s.target) for s, _, _ in done] == [
+        ("delete-image", image),
+        ("delete-snapshot", snapshot),
+        ("delete-disk", volume),
+    ]
+    for step, ran, checked in done:
+        assert step.driver == "ec2"
+        assert ran.done and checked.done, (step.key, ran, checked)
+        assert "0 found" in checked.output or "NotFound" in checked.output
+    assert ec2.describe_images(Owners=["self"])["Images"] == []
+    after = {s["SnapshotId"] for s in ec2.describe_snapshots(OwnerIds=["self"])["Snapshots"]}
+    assert after == before - {snapshot}
+    assert ec2.describe_volumes()["Volumes"] == []
+
+
+async def test_with_moto_default_images_on_only_the_ledgers_snapshot_goes(
+    moto_endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "true")
+    reset_moto(moto_endpoint)
+    ec2 = client("ec2", moto_endpoint)
+
+    def self_snapshots() -> set[str]:
+        pages = ec2.get_paginator("describe_snapshots").paginate(OwnerIds=["self"])
+        return {s["SnapshotId"] for p in pages for s in p["Snapshots"]}
+
+    builtin = self_snapshots()
+    assert len(builtin) > 1000  # the trap: all of them "ours" by owner
+    volume = ec2.create_volume(AvailabilityZone=f"{REGION}a", Size=1)["VolumeId"]
+    ours = ec2.create_snapshot(VolumeId=volume)["SnapshotId"]
+
+    [(_, ran, checked)] = await offboard(
+        facts([(ResourceKind.SNAPSHOT, ours)], provider=aws_provider(), endpoint=moto_endpoint)
+    )
+
+    assert ran.done and checked.done
+    assert self_snapshots() == builtin
+    assert [v["VolumeId"] for v in ec2.describe_volumes()["Volumes"]] == [volume]
+
+
+async def test_an_attached_disk_is_reported_never_forced(endpoint: str) -> None:
+    ec2 = client("ec2", endpoint)
+    instance = ec2.run_instances(ImageId="ami-12345678", MinCount=1, MaxCount=1)["Instances"][0]
+    volume = ec2.create_volume(AvailabilityZone=instance["Placement"]["AvailabilityZone"], Size=1)
+    ec2.attach_volume(
+        VolumeId=volume["VolumeId"], InstanceId=instance["InstanceId"], Device="/dev/sdf"
+    )
+
+    [(_, ran, checked)] = await offboard(
+        facts([(ResourceKind.DISK, volume["VolumeId"])], provider=aws_provider(), endpoint=endpoint)
+    )
+
+    assert not ran.done
+    assert "VolumeInUse" in ran.output and "detach" in ran.detail
+    assert not checked.done and "still there" in checked.detail
+    assert ec2.describe_volumes(VolumeIds=[volume["VolumeId"]])["Volumes"]
+
+
+async def test_identity_is_the_callers_account_and_the_providers_region(endpoint: str) -> None:
+    plan_input = facts(
+        [(ResourceKind.SNAPSHOT, "snap-1"), (ResourceKind.BUCKET, "b-1")],
+        provider=aws_provider(),
+        endpoint=endpoint,
+    )
+    drivers = drivers_for(plan_input, plan_cloud(plan_input))
+    assert sorted(drivers) == ["ec2", "s3"]
+    for driver in drivers.values():
+        who = await driver.identity()
+        assert (who.account_id, who.region) == (MOTO_ACCOUNT, REGION)
+        assert who.arn.startswith("arn:aws:sts::")
+
+
+async def test_missing_env_credentials_are_named_not_crashed(endpoint: str) -> None:
+    plan_input = facts(
+        [(ResourceKind.SNAPSHOT, "snap-1")], provider=aws_provider(), endpoint=endpoint
+    )
+    steps = plan_cloud(plan_input)
+    [driver] = cloud_drivers(plan_input.provider, steps, plan_input.config, environ={})
+    out = await driver.run(steps[0])
+    assert not out.done
+    assert "TESTCLOUD_ACCESS_KEY_ID" in out.detail and "testing" not in out.detail
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    ["snap-1; rm -rf /", "$(reboot)", "snap-1\nsnap-2", "-snap", "snap'1", "../snap"],
+)
+async def test_a_stored_step_with_a_hostile_id_is_not_tried(endpoint: str, hostile: str) -> None:
+    """A plan read back from a file someone edited: the driver checks the id again."""
+    ec2 = client("ec2", endpoint)
+    volume = ec2.create_volume(AvailabilityZone=f"{REGION}a", Size=1)["VolumeId"]
+    plan_input = facts([(ResourceKind.DISK, volume)], provider=aws_provider(), endpoint=endpoint)
+    [step] = plan_cloud(plan_input)
+    forged = Step(
+        **{
+            **step.__dict__,
+            "params": params(**{**dict(step.params), "native_id": hostile}),
+        }
+    )
+    driver = drivers_for(plan_input, [step])["ec2"]
+    out = await driver.run(forged)
+    assert not out.done and out.detail.startswith("not tried: native_id")
+    assert ec2.describe_volumes()["Volumes"]

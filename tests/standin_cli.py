@@ -2,8 +2,9 @@
 """A stand-in for the aliyun, tccli and hcloud command-line tools (installed under those
 names by the tests): it appends its argv and the credential variables it saw to
 $STANDIN_LOG, and answers from $STANDIN_STATE, a JSON file {"ids": [...], "account": "...",
-"lazy": false}. Like Aliyun, a delete of an unknown id answers success; "lazy" makes every
-delete answer success and do nothing (a cloud that deletes later, or never)."""
+"lazy": false, "later": 0}. Like Aliyun, a delete of an unknown id answers success; "lazy"
+makes every delete answer success and do nothing (a cloud that never deletes); "later": N
+makes a deleted id go only on the Nth read-back (Huawei answers 202 and deletes later)."""
 
 import json
 import os
@@ -55,13 +56,26 @@ if call in ("GetCallerIdentity", "KeystoneListAuthDomains"):
                 {"AccountId": state["account"], "Arn": f"acs:ram::{state['account']}:user/lab"}
             )
         )
-elif call.startswith(("Delete", "Terminate", "GlanceDelete")):
-    if not state.get("lazy"):
+    sys.exit(0)
+if call.startswith(("Delete", "Terminate", "GlanceDelete")):
+    if state.get("later"):
+        state.setdefault("pending", {}).update(dict.fromkeys(named, state["later"]))
+    elif not state.get("lazy"):
         state["ids"] = [i for i in state["ids"] if i not in named]
-        with open(state_path, "w") as f:
-            json.dump(state, f)
+    with open(state_path, "w") as f:
+        json.dump(state, f)
     print(json.dumps({"RequestId": "standin"}))
-elif call.startswith("Describe"):
+    sys.exit(0)
+
+for i in [i for i in named if i in state.get("pending", {})]:
+    state["pending"][i] -= 1
+    if state["pending"][i] == 0:
+        state["ids"].remove(i)
+        named.remove(i)
+with open(state_path, "w") as f:
+    json.dump(state, f)
+
+if call.startswith("Describe"):
     path = LISTS[program][call]
     print(json.dumps(wrap(path, [{"Id": i} for i in named])))
 elif call.startswith(("Show", "GlanceShow")):

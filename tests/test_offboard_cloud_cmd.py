@@ -179,6 +179,25 @@ async def test_a_success_that_deleted_nothing_is_not_verified(cloud: Cloud) -> N
     assert len(verifies) == len(clock.slept) + 1
 
 
+@pytest.mark.parametrize("name", ["Huawei", "Aliyun"])
+async def test_a_deletion_the_cloud_finishes_later_is_read_back_until_it_shows(
+    cloud: Cloud, name: str
+) -> None:
+    cloud.state.write_text(json.dumps({"ids": ["s-1", "s-2"], "account": ACCOUNT, "later": 3}))
+    p = provider(name)
+    [step] = plan_cloud(facts([(ResourceKind.SNAPSHOT, "s-1")], provider=p))
+    clock = FakeClock()
+    driver = drivers(p, [step], cloud, clock)["cmd"]
+
+    assert (await driver.run(step)).done
+    assert cloud.ids() == ["s-1", "s-2"]  # accepted, not yet done
+    checked = await driver.verify(step)
+
+    assert checked.done and "read back 3 time(s)" in checked.detail
+    assert clock.slept == [1.0, 2.0]
+    assert cloud.ids() == ["s-2"]
+
+
 async def test_env_credentials_reach_the_cli_as_its_own_variables_never_in_argv(
     cloud: Cloud,
 ) -> None:

@@ -151,6 +151,20 @@ def client_error(exc: Exception) -> tuple[str, str, int]:
     )
 
 
+_HOPELESS_CODES = frozenset(
+    {"AccessDenied", "UnauthorizedOperation", "AuthFailure", "InvalidAccessKeyId"}
+    | {"SignatureDoesNotMatch", "InvalidClientTokenId", "ExpiredToken"}
+)
+
+
+def hopeless(exc: Exception) -> bool:
+    """An answer reading back again will not change: no or refused credentials. (403 on a
+    bucket we deleted may also be someone else's bucket of that name now.)"""
+    code, _, status = client_error(exc)
+    no_keys = type(exc).__name__ in ("NoCredentialsError", "PartialCredentialsError")
+    return no_keys or code in _HOPELESS_CODES or status in (401, 403)
+
+
 class BotoAccount:
     """One provider's credentials and region: boto3 clients made once per (service,
     endpoint, region), and who they act as (STS GetCallerIdentity)."""

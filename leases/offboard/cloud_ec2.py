@@ -18,6 +18,7 @@ from leases.offboard.cloud_access import (
     Timing,
     client_error,
     guarded,
+    hopeless,
     poll_gone,
 )
 from leases.offboard.steps import Identity, Outcome, Step
@@ -74,8 +75,6 @@ _HINTS = {
     "UnauthorizedOperation": "these credentials may not delete it",
     "AuthFailure": "the credentials were refused",
 }
-# Answers waiting will not change.
-_FINAL = ("UnauthorizedOperation", "AuthFailure", "InvalidParameterValue")
 
 
 def _describe(step: Step) -> tuple[ResourceKind, str, str, str]:
@@ -152,7 +151,7 @@ class Ec2Driver:
                 text = f"{call}: {code} {message}"
                 if code in api.not_found:
                     return Reading(True, text)
-                return Reading(False, text, f"read back failed: {code}", final=code in _FINAL)
+                return Reading(False, text, f"read back failed: {code}", final=hopeless(exc))
             # Ours only: a cloud that ignored the id filter would list others, which prove
             # nothing either way.
             found = [r for r in answer.get(api.listed, []) if native in r.values()]

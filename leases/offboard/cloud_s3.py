@@ -21,6 +21,7 @@ from leases.offboard.cloud_access import (
     Timing,
     client_error,
     guarded,
+    hopeless,
     poll_gone,
 )
 from leases.offboard.steps import Identity, Outcome, Step
@@ -238,8 +239,9 @@ class S3Driver:
                 text = f"{t.shown}: {code} {status} {message}".strip()
                 if code in (*_GONE_CODES, "404") or status == 404:
                     return Reading(True, text)
-                # 403 after a delete may be someone else's bucket of the same name now.
-                return Reading(False, text, f"read back failed: {code or status}")
+                return Reading(
+                    False, text, f"read back failed: {code or status}", final=hopeless(exc)
+                )
             count = len(left.get("Versions", [])) + len(left.get("DeleteMarkers", []))
             count += len(uploads.get("Uploads", []))
             text = f"ListObjectVersions/ListMultipartUploads {t.shown}: {count} left"

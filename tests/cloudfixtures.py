@@ -101,9 +101,11 @@ def aws_provider(**kw: str) -> Provider:
 @dataclass
 class BatchRefusingStore:
     """An S3-compatible store in front of moto that refuses DeleteObjects (POST ?delete) the
-    way stores that reject boto3's CRC32 checksum do, and forwards everything else."""
+    way stores that reject boto3's CRC32 checksum do, and forwards everything else; with
+    no_versions, it has no ListObjectVersions either (501 NotImplemented)."""
 
     upstream: str
+    no_versions: bool = False
     refused: int = 0
     seen: list[str] = field(default_factory=list)
 
@@ -120,13 +122,19 @@ class BatchRefusingStore:
                 body = self.rfile.read(length) if length else None
                 store.seen.append(f"{self.command} {self.path}")
                 query = urlsplit(self.path).query
-                if self.command == "POST" and "delete" in query.split("&"):
+                words = query.split("&")
+                refuse = self.command == "POST" and "delete" in words
+                unknown = store.no_versions and self.command == "GET" and "versions" in words
+                if refuse or unknown:
                     store.refused += 1
                     error = (
                         b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>InvalidArgument'
                         b"</Code><Message>x-amz-checksum-crc32 is not supported</Message></Error>"
+                        if refuse
+                        else b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>'
+                        b"NotImplemented</Code><Message>not here</Message></Error>"
                     )
-                    self.send_response(400)
+                    self.send_response(400 if refuse else 501)
                     self.send_header("Content-Type", "application/xml")
                     self.send_header("Content-Length", str(len(error)))
                     self.end_headers()

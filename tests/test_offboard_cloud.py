@@ -156,6 +156,24 @@ async def test_a_store_that_refuses_batch_deletes_is_emptied_one_object_at_a_tim
     assert checked.done
 
 
+async def test_a_store_without_versions_is_emptied_from_its_plain_listing(endpoint: str) -> None:
+    s3 = client("s3", endpoint)
+    s3.create_bucket(Bucket="minio-like")
+    for key in ("a", "b/c", "d e"):
+        s3.put_object(Bucket="minio-like", Key=key, Body=b"x")
+    with BatchRefusingStore(endpoint, no_versions=True) as store:
+        [(_, ran, checked)] = await offboard(
+            facts(
+                [(ResourceKind.BUCKET, "minio-like")],
+                provider=aws_provider(),
+                endpoint=store.endpoint,
+            )
+        )
+    assert ran.done and checked.done, (ran, checked)
+    assert "deleted 3 object version(s)" in ran.output
+    assert any("list-type=2" in s for s in store.seen)
+
+
 async def test_images_then_snapshots_then_disks_deleted_and_read_back(endpoint: str) -> None:
     ec2 = client("ec2", endpoint)
     volume = ec2.create_volume(AvailabilityZone=f"{REGION}a", Size=10)["VolumeId"]

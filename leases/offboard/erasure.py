@@ -37,7 +37,7 @@ _NETWORK = frozenset(
 )
 _KNOWN = _COW | _JOURNALED | _EXT | _IN_MEMORY | _NETWORK | {"ext2", "overlay", "vfat", "exfat"}
 # Device names and models of virtual and cloud block devices.
-_VIRTUAL_SOURCE_RE = re.compile(r"/dev/(x?vd[a-z]+|nbd\d+|rbd\d+)")
+_VIRTUAL_SOURCE_RE = re.compile(r"/dev/(x?vd[a-z]+\d*|nbd\d+(p\d+)?|rbd\d+(p\d+)?)")
 _CLOUD_MODEL_RE = re.compile(
     r"elastic block store|persistentdisk|qemu|virtual|vmware|cloud|ebs|blockvolume", re.I
 )

@@ -88,8 +88,9 @@ def check_scratch_path(path: str, roots: Sequence[str], field: str = "scratch_pa
     return path
 
 
-def check_home_entry(rel: str, field: str = "home_path") -> str:
-    """A path relative to the login user's home (a history file, a cache directory)."""
+def check_home_entry(rel: str, field: str = "home_path", *, keys: bool = False) -> str:
+    """A path relative to the login user's home (a history file, a cache directory; with
+    keys=True, the authorized_keys file, the one thing under .ssh offboarding edits)."""
     if not isinstance(rel, str):
         raise InputError(field, repr(rel), "must be a string")
     parts = rel.split("/")
@@ -104,7 +105,7 @@ def check_home_entry(rel: str, field: str = "home_path") -> str:
             "a path in the home directory is relative, normalised, of letters, digits and "
             ". _ @ + = , : - (no '..', spaces, globs or shell characters)",
         )
-    if parts[0] == ".ssh":
+    if parts[0] == ".ssh" and not (keys and len(parts) == 2 and parts[1].startswith("authorized")):
         raise InputError(field, rel, "an .ssh directory is not a cache: keys have their own step")
     return rel
 
@@ -114,9 +115,9 @@ def quoted(path: str) -> str:
     return shlex.quote(path)
 
 
-def home_word(rel: str) -> str:
+def home_word(rel: str, *, keys: bool = False) -> str:
     """One shell word for a path in the login user's home: "$HOME"/'rel'."""
-    return '"$HOME"/' + shlex.quote(check_home_entry(rel))
+    return '"$HOME"/' + shlex.quote(check_home_entry(rel, keys=keys))
 
 
 def root_of(path: str, roots: Iterable[str]) -> str:

@@ -164,6 +164,7 @@ def _key_steps(facts: PlanInput) -> list[Step]:
     if not keys:
         keys.append(("", key_path, None))
     keys_file = presets.KEYS_FILE
+    where = paths.home_word(keys_file, keys=True)
     steps = []
     for fp, path, res_id in keys:
         name = fp or path or "unknown"
@@ -175,8 +176,8 @@ def _key_steps(facts: PlanInput) -> list[Step]:
                 action="revoke-key",
                 target=name,
                 destructive=True,
-                describe=f"grep -v -F -- KEY {paths.home_word(keys_file)} > TMP; mv -f -- TMP "
-                f"{paths.home_word(keys_file)} (the lines holding {name})",
+                describe=f"grep -v -F -e KEY -- {where} > TMP; mv -f -- TMP {where} (KEY: "
+                f"the key of the lines holding {name})",
                 params=params(fingerprint=fp, key_path=path, keys_file=keys_file),
                 resource_id=res_id,
             )
@@ -273,7 +274,7 @@ def revoke_script(keys_file: str, blobs: Sequence[str]) -> str:
     temporary file beside it, its mode and owner, then mv)."""
     patterns = " ".join(f"-e {paths.quoted(authkeys.check_blob(b))}" for b in blobs)
     return (
-        f"f={paths.home_word(keys_file)}\n"
+        f"f={paths.home_word(keys_file, keys=True)}\n"
         f'if [ -L "$f" ]; then echo "refused: a symbolic link"; exit {_REFUSED_LINK}; fi\n'
         'if [ ! -e "$f" ]; then echo "absent"; exit 0; fi\n'
         f't=$(mktemp -- "$f.zuka.XXXXXX") || exit {_FAILED}\n'
@@ -287,7 +288,7 @@ def revoke_script(keys_file: str, blobs: Sequence[str]) -> str:
 
 def keys_file_script(keys_file: str) -> str:
     return (
-        f"f={paths.home_word(keys_file)}\n"
+        f"f={paths.home_word(keys_file, keys=True)}\n"
         'if [ -e "$f" ]; then cat -- "$f"; else echo "#absent"; fi\n'
     )
 

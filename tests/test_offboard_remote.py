@@ -1,0 +1,450 @@
+"""leases.offboard.remote: plan_remote from ledger facts, and RemoteDriver against
+in-process asyncssh nodes.
+
+The "shell" node below answers each command by running it in a real `sh` on this machine
+with HOME set to a folder of the test's own, and accepts exactly the client keys listed
+in a real authorized_keys file there: the driver's steps act on real files under
+tmp_path (the test says which must go and which must stay), and revoking the key really
+stops the next login. Shred's overwrite itself is not observable here (the file is gone
+or not); see the GNU shred manual for what it can promise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncssh
+import pytest
+from sshfixtures import FakeNode, TestKeys, node_options
+
+from leases.config import Config, OffboardConfig
+from leases.errors import InputError
+from leases.models import (
+    Node,
+    NodeHealth,
+    Provider,
+    ProviderKind,
+    Resource,
+    ResourceKind,
+    SshTarget,
+)
+from leases.offboard import presets
+from leases.offboard.remote import (
+    LoginAttempt,
+    RemoteDriver,
+    fresh_login,
+    login_refused,
+    plan_remote,
+    scratch_roots,
+)
+from leases.offboard.steps import Phase, PlanInput, Step
+from leases.sim import Scenario, SimNode
+from leases.ssh import NodeSession, SshError
+
+AUTODL = Provider(kind=ProviderKind.PLATFORM, name="AutoDL", id=1)
+
+
+def facts(
+    *resources: Resource,
+    provider: Provider | None = AUTODL,
+    roots: tuple[str, ...] = (),
+    key_path: str | None = "/keys/lab",
+    local: bool = False,
+) -> PlanInput:
+    node = Node(
+        name="gpu1",
+        ssh=SshTarget(host="connect.example.com", port=30022, user="root", key_path=key_path),
+        provider=provider.name if provider else None,
+        local=local,
+    )
+    config = Config(offboard=OffboardConfig(scratch_roots=roots))
+    return PlanInput(node, provider, None, resources, config)
+
+
+def scratch(path: str, rid: int = 7) -> Resource:
+    return Resource(lease_id=1, kind=ResourceKind.SCRATCH_PATH, native_id=path, id=rid)
+
+
+# -- the plan ---------------------------------------------------------------------
+
+
+def test_plan_orders_the_ssh_steps_and_uses_the_platform_preset() -> None:
+    steps = plan_remote(facts(scratch("/root/autodl-tmp/ckpt")))
+    assert [s.phase for s in steps] == sorted(s.phase for s in steps)
+    assert {s.driver for s in steps} == {"ssh"}
+    assert len({s.key for s in steps}) == len(steps)
+    by_key = {s.key: s for s in steps}
+    assert by_key["gpu-processes"].phase is Phase.PROCESSES
+    shreds = [s for s in steps if s.action == "shred"]
+    assert [s.target for s in shreds] == ["/root/autodl-tmp", "/root/autodl-tmp/ckpt"]
+    assert shreds[1].resource_id == 7 and shreds[0].resource_id is None
+    assert all(s.destructive for s in shreds)
+    # The shared file storage is looked at, with a warning, but never shredded by default.
+    shared = by_key["facts:/root/autodl-fs"]
+    assert shared.param("shared") == "yes" and "outlives" in shared.describe
+    assert "shred:/root/autodl-fs" not in by_key
+    clears = [s for s in steps if s.action == "clear"]
+    assert {s.param("home") for s in clears} == set(presets.HOME_ENTRIES)
+    revoke, prove = steps[-2:]
+    assert (revoke.action, prove.action) == ("revoke-key", "prove-refused")
+    assert revoke.param("key_path") == "/keys/lab" and revoke.phase < prove.phase
+    assert plan_remote(facts(scratch("/root/autodl-tmp/ckpt"))) == steps  # stable
+
+
+def test_plan_refuses_a_declared_path_outside_the_roots_and_names_it() -> None:
+    with pytest.raises(InputError) as caught:
+        plan_remote(facts(scratch("/srv/data/ckpt")))
+    assert "/srv/data/ckpt" in caught.value.field and "outside the declared roots" in str(
+        caught.value
+    )
+    steps = plan_remote(facts(scratch("/srv/data/ckpt"), roots=("/srv/data",)))
+    assert "shred:/srv/data/ckpt" in {s.key for s in steps}
+
+
+def test_plan_for_ssh_key_resources_and_for_a_node_without_a_key() -> None:
+    fp = asyncssh.generate_private_key("ssh-ed25519").get_fingerprint("sha256")
+    key = Resource(lease_id=1, kind=ResourceKind.SSH_KEY, native_id=fp, id=9)
+    steps = plan_remote(facts(key))
+    revoke = next(s for s in steps if s.action == "revoke-key")
+    assert revoke.target == fp and revoke.resource_id == 9
+    bare = plan_remote(facts(key_path=None, provider=None))
+    assert [s.target for s in bare if s.action == "revoke-key"] == ["unknown"]
+    assert not [s for s in bare if s.action == "shred"]  # no provider, no roots: nothing
+    assert plan_remote(facts(local=True)) == []
+    bad = Resource(lease_id=1, kind=ResourceKind.SSH_KEY, native_id="SHA256:nope", id=3)
+    with pytest.raises(InputError):
+        plan_remote(facts(bad))
+
+
+# -- a node that runs commands in a real sh ------------------------------------------
+
+
+@dataclasses.dataclass
+class ShellNode(FakeNode):
+    """Runs each command in `sh -c` here, HOME=home; accepts the keys in home's
+    .ssh/authorized_keys as sshd would."""
+
+    home: Path = Path("/nonexistent")
+
+    def accepts(self, key: asyncssh.SSHKey) -> bool:
+        try:
+            allowed = asyncssh.read_authorized_keys(str(self.home / ".ssh" / "authorized_keys"))
+        except (OSError, ValueError, asyncssh.KeyImportError):
+            return False
+        return allowed.validate(key, "127.0.0.1", "127.0.0.1") is not None
+
+
+async def shell_handler(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
+    assert isinstance(node, ShellNode)
+    env = {"HOME": str(node.home), "PATH": os.environ["PATH"], "LC_ALL": "C"}
+    proc = await asyncio.create_subprocess_exec(
+        "sh",
+        "-c",
+        process.command or "",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    out, err = await proc.communicate()
+    process.stdout.write(out.decode(errors="replace"))
+    process.stderr.write(err.decode(errors="replace"))
+    process.exit(proc.returncode or 0)
+
+
+@dataclasses.dataclass
+class Lab:
+    node: ShellNode
+    session: NodeSession
+    driver: RemoteDriver
+    root: Path
+    outside: Path
+    home: Path
+    key_path: Path
+
+
+@pytest.fixture
+async def lab(keys: TestKeys, tmp_path: Path) -> AsyncIterator[Lab]:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    other = asyncssh.generate_private_key("ssh-ed25519")
+    (home / ".ssh" / "authorized_keys").write_text(
+        keys.client_key.export_public_key().decode()
+        + 'no-pty,command="true" '
+        + other.export_public_key().decode()
+    )
+    key_path = tmp_path / "lab_key"
+    keys.client_key.write_private_key(key_path)
+    keys.client_key.write_public_key(tmp_path / "lab_key.pub")
+    root = tmp_path / "scratch"
+    outside = tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    async with ShellNode(keys, handler=shell_handler, home=home) as node:
+        options = node_options(keys, tmp_path, [node], client_keys=[])
+        target = node.as_node("gpu1", key_path=str(key_path))
+        session = NodeSession(target, options)
+        driver = RemoteDriver(
+            session, roots=(str(root),), login=fresh_login(target, options), shred_timeout_s=60
+        )
+        try:
+            yield Lab(node, session, driver, root, outside, home, key_path)
+        finally:
+            await session.close()
+
+
+def shred_step(path: Path | str, action: str = "shred") -> Step:
+    if action == "clear":
+        return Step(
+            f"clear:~/{path}",
+            Phase.CLEAR,
+            "ssh",
+            "clear",
+            f"~/{path}",
+            True,
+            "",
+            (("home", str(path)),),
+        )
+    return Step(
+        f"shred:{path}", Phase.SHRED, "ssh", "shred", str(path), True, "", (("path", str(path)),)
+    )
+
+
+async def test_shred_removes_files_under_the_root_and_nothing_outside(lab: Lab) -> None:
+    (lab.root / "ckpt" / "deep").mkdir(parents=True)
+    (lab.root / "ckpt" / "epoch_1.pt").write_bytes(b"weights" * 1000)
+    (lab.root / "ckpt" / "deep" / "data.bin").write_bytes(b"secret")
+    (lab.root / "ckpt" / "name with\nnewline; rm -rf $(x)").write_text("hostile name")
+    target = lab.outside / "keep.txt"
+    target.write_text("not ours")
+    (lab.root / "ckpt" / "link").symlink_to(target)
+    (lab.root / "ckpt" / "linkdir").symlink_to(lab.outside, target_is_directory=True)
+    os.link(target, lab.root / "ckpt" / "hard")
+    step = shred_step(lab.root / "ckpt")
+
+    before = await lab.driver.verify(step)
+    assert not before.done and "epoch_1.pt" in before.output
+    outcome = await lab.driver.run(step)
+    assert outcome.done, outcome
+    assert "hard links unlinked" in outcome.detail and "never followed" in outcome.detail
+    left = sorted(p.name for p in (lab.root / "ckpt").rglob("*"))
+    assert left == ["link", "linkdir"]  # the symbolic links stay, untouched
+    assert target.read_text() == "not ours"  # neither followed nor overwritten via a link
+    assert (await lab.driver.verify(step)).done
+    again = await lab.driver.run(step)  # a rerun of a finished step does no harm
+    assert again.done and target.read_text() == "not ours"
+
+
+async def test_shred_of_a_single_file_and_of_what_is_already_gone(lab: Lab) -> None:
+    (lab.root / "one.bin").write_bytes(b"x" * 4096)
+    assert (await lab.driver.run(shred_step(lab.root / "one.bin"))).done
+    assert not (lab.root / "one.bin").exists()
+    gone = await lab.driver.run(shred_step(lab.root / "never-there"))
+    assert gone.done and gone.detail == "already gone"
+
+
+async def test_symlinked_paths_are_refused_and_nothing_is_touched(lab: Lab) -> None:
+    (lab.outside / "data").mkdir()
+    (lab.outside / "data" / "f").write_text("not ours")
+    (lab.root / "alias").symlink_to(lab.outside / "data", target_is_directory=True)
+    outcome = await lab.driver.run(shred_step(lab.root / "alias"))
+    assert not outcome.done and "symbolic link" in outcome.detail
+    # A symbolic link on the way (a parent) is refused too.
+    outcome = await lab.driver.run(shred_step(lab.root / "alias" / "f"))
+    assert not outcome.done and "resolves elsewhere" in outcome.detail
+    assert (lab.outside / "data" / "f").read_text() == "not ours"
+
+
+async def test_paths_outside_the_roots_never_reach_the_node(lab: Lab) -> None:
+    (lab.outside / "f").write_text("not ours")
+    for path in [lab.outside / "f", f"{lab.root}/../outside/f", f"{lab.root}/x; rm -rf /"]:
+        outcome = await lab.driver.run(shred_step(path))
+        assert not outcome.done and outcome.detail.startswith("refused")
+    assert lab.node.channels.total == 0
+    assert (lab.outside / "f").read_text() == "not ours"
+
+
+async def test_clear_histories_and_caches_in_the_home(lab: Lab) -> None:
+    (lab.home / ".bash_history").write_text("export HF_TOKEN=hf_secret\n")
+    (lab.home / ".cache" / "huggingface" / "hub").mkdir(parents=True)
+    (lab.home / ".cache" / "huggingface" / "token").write_text("hf_secret")
+    (lab.home / ".cache" / "huggingface" / "hub" / "model.bin").write_bytes(b"m" * 10)
+    for rel in (".bash_history", ".cache/huggingface", ".zsh_history"):
+        step = shred_step(rel, "clear")
+        assert (await lab.driver.run(step)).done
+        assert (await lab.driver.verify(step)).done
+    assert not (lab.home / ".bash_history").exists()
+    assert not list((lab.home / ".cache" / "huggingface").rglob("*.bin"))
+    assert (lab.home / ".ssh" / "authorized_keys").exists()
+
+
+async def test_file_system_facts_of_a_path(lab: Lab) -> None:
+    step = Step(
+        "facts:x",
+        Phase.FACTS,
+        "ssh",
+        "fs-facts",
+        str(lab.root),
+        False,
+        "",
+        (("path", str(lab.root / "not-yet")),),
+    )
+    outcome = await lab.driver.run(step)
+    assert outcome.done
+    assert outcome.facts["path"] == str(lab.root)  # the nearest existing parent
+    assert outcome.facts["fstype"] and outcome.facts["mount"]
+    assert outcome.detail.startswith(outcome.facts["fstype"])
+
+
+async def test_revoke_the_key_then_prove_a_fresh_login_fails(lab: Lab) -> None:
+    revoke = Step(
+        "revoke-key:k",
+        Phase.REVOKE,
+        "ssh",
+        "revoke-key",
+        "k",
+        True,
+        "",
+        (("fingerprint", ""), ("key_path", str(lab.key_path)), ("keys_file", presets.KEYS_FILE)),
+    )
+    prove = Step(
+        "prove-refused:k", Phase.PROVE, "ssh", "prove-refused", "k", False, "", revoke.params
+    )
+    keys_file = lab.home / ".ssh" / "authorized_keys"
+    os.chmod(keys_file, 0o600)
+
+    early = await lab.driver.run(prove)
+    assert not early.done and "still works" in early.output
+    assert not (await lab.driver.verify(revoke)).done
+    outcome = await lab.driver.run(revoke)
+    assert outcome.done, outcome
+    assert outcome.facts["fingerprint"] == lab.node.keys.client_key.get_fingerprint("sha256")
+    # The platform's own key stays, options and all; the file keeps its mode.
+    assert keys_file.read_text().startswith('no-pty,command="true" ssh-ed25519 ')
+    assert keys_file.stat().st_mode & 0o777 == 0o600
+    assert not list(keys_file.parent.glob("*.zuka.*"))
+    # The open session still works (it authenticated before); a fresh login does not.
+    assert (await lab.driver.verify(revoke)).done
+    proof = await lab.driver.run(prove)
+    assert proof.done, proof
+    assert (await lab.driver.verify(prove)).done
+    assert (await lab.driver.run(revoke)).done  # nothing left to remove: still done
+
+
+async def test_only_the_node_refusing_the_key_is_proof(
+    lab: Lab, keys: TestKeys, tmp_path: Path
+) -> None:
+    prove = Step(
+        "prove-refused:k",
+        Phase.PROVE,
+        "ssh",
+        "prove-refused",
+        "k",
+        False,
+        "",
+        (("key_path", str(lab.key_path)),),
+    )
+    await lab.node.stop()  # unreachable is not refused
+    outcome = await lab.driver.run(prove)
+    assert not outcome.done and "not proven" in outcome.detail
+    unreadable = dataclasses.replace(prove, params=(("key_path", str(tmp_path / "missing")),))
+    outcome = await lab.driver.run(unreadable)  # a key we cannot read proves nothing
+    assert not outcome.done
+    no_key = dataclasses.replace(prove, params=())
+    assert not (await lab.driver.run(no_key)).done
+
+
+def test_login_refused_reads_only_a_node_permission_denied() -> None:
+    def chain(words: str, cause: BaseException) -> SshError:
+        hop = Exception(words)
+        hop.__cause__ = cause
+        err = SshError("n", NodeHealth.AUTH_FAILED, words)
+        err.__cause__ = hop
+        return err
+
+    denied = asyncssh.PermissionDenied("no")
+    assert login_refused(chain("node root@h:22: authentication failed", denied))
+    assert not login_refused(chain("jump host j:22: authentication failed", denied))
+    assert not login_refused(chain("node h: x", OSError("refused")))
+    assert not login_refused(SshError("n", NodeHealth.TIMEOUT, "t"))
+
+
+async def test_revoke_without_a_recorded_key_says_what_to_record(lab: Lab) -> None:
+    step = Step("revoke-key:unknown", Phase.REVOKE, "ssh", "revoke-key", "unknown", True, "", ())
+    outcome = await lab.driver.run(step)
+    assert not outcome.done and "ssh_key resource" in outcome.detail
+    assert (lab.home / ".ssh" / "authorized_keys").read_text().count("ssh-ed25519") == 2
+
+
+# -- GPU processes (a simulated GPU node) ------------------------------------------------
+
+
+def processes_step() -> Step:
+    return Step("gpu-processes", Phase.PROCESSES, "ssh", "gpu-processes", "gpu1", False, "")
+
+
+async def _driver_for(
+    node: FakeNode, keys: TestKeys, tmp_path: Path
+) -> tuple[RemoteDriver, NodeSession]:
+    session = NodeSession(node.as_node("gpu1"), node_options(keys, tmp_path, [node]))
+
+    async def never(step: Step) -> LoginAttempt:
+        raise AssertionError("no login here")
+
+    return RemoteDriver(session, roots=(), login=never), session
+
+
+@pytest.mark.parametrize("scenario", [Scenario.BUSY, Scenario.IDLE_MONTHLY])
+async def test_running_gpu_processes_need_consent(
+    keys: TestKeys, tmp_path: Path, scenario: Scenario
+) -> None:
+    sim = SimNode("gpu1", "A100", 2, scenario, seed=3)
+    async with FakeNode(keys, sim=sim) as node:
+        driver, session = await _driver_for(node, keys, tmp_path)
+        try:
+            outcome = await driver.run(processes_step())
+            checked = await driver.verify(processes_step())
+        finally:
+            await session.close()
+    if scenario is Scenario.BUSY:  # a training job on both GPUs
+        assert outcome.done and outcome.needs_consent
+        assert "2 GPU process(es) still running: " in outcome.detail
+        assert outcome.facts == {"gpu_processes": "2"}
+        assert not checked.done and not checked.needs_consent
+    else:
+        assert outcome.done and not outcome.needs_consent and checked.done
+        assert outcome.detail == "no GPU process running"
+
+
+async def test_unknown_gpu_processes_are_not_none(
+    keys: TestKeys, node: FakeNode, tmp_path: Path
+) -> None:
+    driver, session = await _driver_for(node, keys, tmp_path)  # no sim: nvidia-smi not found
+    try:
+        outcome = await driver.run(processes_step())
+        assert not outcome.done and outcome.needs_consent and "unknown" in outcome.detail
+    finally:
+        await session.close()
+
+
+async def test_an_unreachable_node_is_an_outcome_not_a_raise(
+    keys: TestKeys, node: FakeNode, tmp_path: Path
+) -> None:
+    driver, session = await _driver_for(node, keys, tmp_path)
+    await node.stop()
+    try:
+        outcome = await driver.run(processes_step())
+        assert not outcome.done and "could not reach the node" in outcome.detail
+    finally:
+        await session.close()
+
+
+def test_scratch_roots_join_the_preset_and_the_config() -> None:
+    assert scratch_roots(facts(roots=("/data/x", "/root/autodl-tmp"))) == (
+        "/root/autodl-tmp",
+        "/root/autodl-fs",
+        "/data/x",
+    )

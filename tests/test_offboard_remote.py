@@ -14,11 +14,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import subprocess
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncssh
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sshfixtures import FakeNode, TestKeys, node_options
 
 from leases.config import Config, OffboardConfig
@@ -37,13 +41,16 @@ from leases.offboard.remote import (
     LoginAttempt,
     RemoteDriver,
     fresh_login,
+    gone_script,
     login_refused,
     plan_remote,
     scratch_roots,
+    shred_script,
 )
 from leases.offboard.steps import Phase, PlanInput, Step
 from leases.sim import Scenario, SimNode
 from leases.ssh import NodeSession, SshError
+from leases.textsafe import is_clean
 
 AUTODL = Provider(kind=ProviderKind.PLATFORM, name="AutoDL", id=1)
 
@@ -437,7 +444,7 @@ async def test_an_unreachable_node_is_an_outcome_not_a_raise(
     await node.stop()
     try:
         outcome = await driver.run(processes_step())
-        assert not outcome.done and "could not reach the node" in outcome.detail
+        assert not outcome.done and outcome.detail.startswith("SSH failed: ")
     finally:
         await session.close()
 
@@ -448,3 +455,107 @@ def test_scratch_roots_join_the_preset_and_the_config() -> None:
         "/root/autodl-fs",
         "/data/x",
     )
+
+
+# -- a hostile node -------------------------------------------------------------------
+
+HOSTILE = (
+    "\x1b]0;owned\x07\x1b[2J[bold red]markup[/] \u202egnp.exe\n"
+    "GPU-1, 1, \x1b[31mevil\x1b[0m, 10\n"
+    "mount / /dev/sda1 ext4\x1b[8m rw\x00\n"
+    "disk disk 0 \x9b31m\n" + "x" * 50_000 + "\n"
+)
+
+
+async def hostile_handler(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
+    process.stdout.write(HOSTILE)
+    process.stderr.write("\x1b[?1049h" + "\n" * 10)
+    process.exit(0)
+
+
+async def test_what_a_hostile_node_prints_reaches_a_person_only_made_visible(
+    keys: TestKeys, tmp_path: Path
+) -> None:
+    async with FakeNode(keys, handler=hostile_handler) as node:
+        session = NodeSession(node.as_node("gpu1"), node_options(keys, tmp_path, [node]))
+
+        async def refused(step: Step) -> LoginAttempt:
+            return LoginAttempt(False, "\x1b[2Jstill in")
+
+        driver = RemoteDriver(session, roots=("/data",), login=refused)
+        fp = keys.client_key.get_fingerprint("sha256")
+        steps = [
+            processes_step(),
+            Step("f", Phase.FACTS, "ssh", "fs-facts", "/data/x", False, "", (("path", "/data/x"),)),
+            shred_step("/data/x"),
+            shred_step(".bash_history", "clear"),
+            Step("r", Phase.REVOKE, "ssh", "revoke-key", fp, True, "", (("fingerprint", fp),)),
+            Step("p", Phase.PROVE, "ssh", "prove-refused", fp, False, ""),
+        ]
+        try:
+            outcomes = [await driver.run(s) for s in steps]
+        finally:
+            await session.close()
+    for step, outcome in zip(steps, outcomes, strict=True):
+        assert is_clean(outcome.detail), (step.key, outcome.detail)
+        assert len(outcome.detail) < 2000
+        assert all(is_clean(v) and len(v) < 20_000 for v in outcome.facts.values())
+        assert len(outcome.output) <= 64 * 1024  # evidence kept as it came, bounded
+    assert outcomes[1].facts["fstype"] == "ext4␛[8m"
+    assert not outcomes[-1].done  # a login that was not refused proves nothing
+
+
+# -- the shred script on real trees (hypothesis) ------------------------------------------
+
+_NAME = st.text(
+    alphabet=st.sampled_from([*"ab-_. ;$()`'\"\\\n*?[]~!#|&<>", "\u202e", "é", "卡"]),
+    min_size=1,
+    max_size=12,
+).filter(lambda n: n not in (".", ".."))
+_KIND = st.sampled_from(["file", "dir", "link-file", "link-dir", "hard", "fifo"])
+
+
+@settings(max_examples=25)
+@given(tree=st.lists(st.tuples(st.lists(_NAME, min_size=1, max_size=3), _KIND), max_size=12))
+def test_shred_never_reaches_outside_the_declared_path(
+    tree: list[tuple[list[str], str]],
+) -> None:
+    """Whatever the names and links under a declared path, the shred script (run in a
+    real sh on real files) leaves no regular file there and changes nothing outside."""
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        root, outside = base / "scratch", base / "outside"
+        (outside / "dir").mkdir(parents=True)
+        (outside / "dir" / "f").write_text("outside dir file")
+        (outside / "f").write_text("outside file")
+        ckpt = root / "ckpt"
+        ckpt.mkdir(parents=True)
+        for parts, kind in tree:
+            path = ckpt.joinpath(*parts)
+            if os.path.lexists(path) or not path.parent.is_dir() or path.parent.is_symlink():
+                continue
+            if kind == "file":
+                path.write_bytes(os.urandom(64))
+            elif kind == "dir":
+                path.mkdir()
+            elif kind == "link-file":
+                path.symlink_to(outside / "f")
+            elif kind == "link-dir":
+                path.symlink_to(outside / "dir", target_is_directory=True)
+            elif kind == "hard":
+                os.link(outside / "f", path)
+            else:
+                os.mkfifo(path)
+        links = sorted(p for p in ckpt.rglob("*") if p.is_symlink())
+        script = shred_script(str(ckpt), (str(root),))
+        done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        left = [p for p in ckpt.rglob("*") if p.is_file() and not p.is_symlink()]
+        assert left == []
+        assert (outside / "f").read_text() == "outside file"
+        assert (outside / "dir" / "f").read_text() == "outside dir file"
+        assert sorted(p for p in ckpt.rglob("*") if p.is_symlink()) == links
+        gone = subprocess.run(
+            ["sh", "-c", gone_script(str(ckpt), (str(root),))], capture_output=True, text=True
+        )
+        assert gone.returncode == 0, gone.stdout

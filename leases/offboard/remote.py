@@ -342,7 +342,7 @@ class RemoteDriver:
             if step.action == "prove-refused":
                 return await self._prove(step)
         except SshError as exc:
-            return Outcome(False, str(exc), f"could not reach the node: {visible(exc, 300)}")
+            return Outcome(False, str(exc), f"SSH failed: {visible(exc, 300)}")
         except InputError as exc:
             return Outcome(False, str(exc), f"refused: {visible(exc, 300)}")
         return Outcome(False, "", f"the ssh driver has no action {visible(step.action, 60)!r}")

@@ -325,6 +325,7 @@ async def test_revoke_the_key_then_prove_a_fresh_login_fails(lab: Lab) -> None:
 
     early = await lab.driver.run(prove)
     assert not early.done and "still works" in early.output
+    assert "authorised elsewhere" in early.detail
     assert not (await lab.driver.verify(revoke)).done
     outcome = await lab.driver.run(revoke)
     assert outcome.done, outcome
@@ -362,6 +363,29 @@ async def test_only_the_node_refusing_the_key_is_proof(
     assert not outcome.done
     no_key = dataclasses.replace(prove, params=())
     assert not (await lab.driver.run(no_key)).done
+
+
+async def test_a_key_file_that_is_not_the_recorded_key_proves_nothing(
+    lab: Lab, tmp_path: Path
+) -> None:
+    stranger = asyncssh.generate_private_key("ssh-ed25519")
+    stranger_path = tmp_path / "stranger"
+    stranger.write_private_key(stranger_path)
+    fp = lab.node.keys.client_key.get_fingerprint("sha256")
+    prove = Step(
+        "prove-refused:k",
+        Phase.PROVE,
+        "ssh",
+        "prove-refused",
+        fp,
+        False,
+        "",
+        (("fingerprint", fp), ("key_path", str(stranger_path))),
+    )
+    # The node refuses the stranger's key, but that says nothing about the lab's.
+    outcome = await lab.driver.run(prove)
+    assert not outcome.done and f"not {fp}" in outcome.detail
+    assert lab.node.connects.total == 0
 
 
 def test_login_refused_reads_only_a_node_permission_denied() -> None:

@@ -62,6 +62,7 @@ class LoginAttempt:
     words: str
 
 
+STILL_WORKS = "the login still works"
 # Tries a fresh login offering only the key named by the step (param key_path).
 LoginProbe = Callable[[Step], Awaitable[LoginAttempt]]
 
@@ -80,7 +81,9 @@ def plan_remote(facts: PlanInput) -> list[Step]:
     declared: dict[str, int | None] = {p: None for p in preset.paths}
     for res in facts.resources:
         if res.kind is ResourceKind.SCRATCH_PATH:
-            paths.check_scratch_path(res.native_id, roots, field=f"resource {res.native_id}")
+            paths.check_scratch_path(
+                res.native_id, roots, field=f"scratch_path resource {visible(res.native_id, 80)}"
+            )
             declared[res.native_id] = res.id
     for path in declared:
         paths.check_scratch_path(path, roots)
@@ -99,7 +102,7 @@ def plan_remote(facts: PlanInput) -> list[Step]:
         )
     ]
     for path in looked_at:
-        shared = path in preset.shared and path not in declared
+        shared = path in preset.shared
         steps.append(
             Step(
                 key=f"facts:{path}",
@@ -159,7 +162,9 @@ def _key_steps(facts: PlanInput) -> list[Step]:
     keys: list[tuple[str, str, int | None]] = []  # (fingerprint, key_path, resource id)
     for res in facts.resources:
         if res.kind is ResourceKind.SSH_KEY:
-            fp = authkeys.check_fingerprint(res.native_id, f"resource {res.native_id}")
+            fp = authkeys.check_fingerprint(
+                res.native_id, f"ssh_key resource {visible(res.native_id, 80)}"
+            )
             keys.append((fp, key_path, res.id))
     if not keys:
         keys.append(("", key_path, None))
@@ -433,7 +438,13 @@ class RemoteDriver:
         attempt = await self.login(step)
         if attempt.refused:
             return Outcome(True, attempt.words, "a fresh login with the key was refused")
-        return Outcome(False, attempt.words, f"not proven: {visible(attempt.words, 300)}")
+        words = f"not proven: {visible(attempt.words, 300)}"
+        if attempt.words == STILL_WORKS:
+            words += (
+                " (the key may be authorised elsewhere: sshd's AuthorizedKeysFile, another "
+                "user, or a platform that puts it back)"
+            )
+        return Outcome(False, attempt.words, words)
 
 
 def _done_words(stdout: str, verify: bool) -> str:
@@ -459,6 +470,17 @@ def fresh_login(node: Node, options: SshOptions) -> LoginProbe:
         key_path = step.param("key_path")
         if not key_path:
             return LoginAttempt(False, "no key file recorded to try a login with")
+        wanted = step.param("fingerprint")
+        if wanted:
+            # Another key being refused would prove nothing about this one.
+            try:
+                have = await asyncio.to_thread(authkeys.fingerprint_of, key_path)
+            except InputError as exc:
+                return LoginAttempt(False, visible(exc, 400))
+            if have != wanted:
+                return LoginAttempt(
+                    False, f"{visible(key_path, 200)} holds {have}, not {wanted}: no proof"
+                )
         opts = dataclasses.replace(options, client_keys=[], agent_path=None)
         ssh = dataclasses.replace(node.ssh, key_path=key_path)
         session = NodeSession(dataclasses.replace(node, ssh=ssh), opts)
@@ -468,7 +490,7 @@ def fresh_login(node: Node, options: SshOptions) -> LoginProbe:
             return LoginAttempt(login_refused(exc), visible(exc, 400))
         finally:
             await session.close()
-        return LoginAttempt(False, "the login still works")
+        return LoginAttempt(False, STILL_WORKS)
 
     return probe
 

@@ -341,6 +341,19 @@ async def test_revoke_the_key_then_prove_a_fresh_login_fails(lab: Lab) -> None:
     assert (await lab.driver.verify(prove)).done
     assert (await lab.driver.run(revoke)).done  # nothing left to remove: still done
 
+    # A rerun in a new process cannot log in to read the file any more: the node refusing
+    # the key proves the step; a shred step can only say why it cannot check.
+    await lab.session.close()
+    fresh = NodeSession(lab.session.node, lab.session.options)
+    again = RemoteDriver(fresh, roots=lab.driver.roots, login=lab.driver.login)
+    try:
+        rerun = await again.verify(revoke)
+        assert rerun.done and rerun.detail == "the node refuses a login with the key"
+        shred = await again.verify(shred_step(lab.root / "x"))
+        assert not shred.done and "nothing on the node can be checked" in shred.detail
+    finally:
+        await fresh.close()
+
 
 async def test_only_the_node_refusing_the_key_is_proof(
     lab: Lab, keys: TestKeys, tmp_path: Path

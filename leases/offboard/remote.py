@@ -347,10 +347,22 @@ class RemoteDriver:
             if step.action == "prove-refused":
                 return await self._prove(step)
         except SshError as exc:
-            return Outcome(False, str(exc), f"SSH failed: {visible(exc, 300)}")
+            return await self._unreachable(step, exc)
         except InputError as exc:
             return Outcome(False, str(exc), f"refused: {visible(exc, 300)}")
         return Outcome(False, "", f"the ssh driver has no action {visible(step.action, 60)!r}")
+
+    async def _unreachable(self, step: Step, exc: SshError) -> Outcome:
+        if step.action == "revoke-key" and exc.health is NodeHealth.AUTH_FAILED:
+            # A rerun after the key went (the process was killed before it recorded so)
+            # can no longer log in to read the file: the node refusing the key is the proof.
+            attempt = await self.login(step)
+            if attempt.refused:
+                return Outcome(True, attempt.words, "the node refuses a login with the key")
+        words = f"SSH failed: {visible(exc, 300)}"
+        if exc.health is NodeHealth.AUTH_FAILED:
+            words += " (after the lab's key is revoked, nothing on the node can be checked)"
+        return Outcome(False, str(exc), words)
 
     async def _processes(self, *, verify: bool) -> Outcome:
         result = await self.session.run(nvsmi.APPS_COMMAND)

@@ -223,10 +223,14 @@ class Sshd:
         *,
         user: str = TEST_USER,
         max_sessions: int = 10,
+        own_home: bool = False,
     ) -> None:
         self.workdir = workdir
         self.user = user
         self.max_sessions = max_sessions
+        # own_home: a HOME of this sshd's own, owned by the user, holding the authorized_keys
+        # the user may rewrite (offboarding revokes its key there).
+        self.home: Path | None = workdir / "home" if own_home else None
         self.port = free_port()
         self.host_key = asyncssh.generate_private_key("ssh-ed25519")
         self.host_key_path = workdir / "ssh_host_ed25519_key"
@@ -244,8 +248,15 @@ class Sshd:
         self.host_key_path.chmod(0o600)
         self.host_key.write_public_key(self.host_key_path.with_suffix(".pub"))
         self.keys_path = workdir / "authorized_keys"
+        if self.home is not None:
+            (self.home / ".ssh").mkdir(parents=True)
+            self.keys_path = self.home / ".ssh" / "authorized_keys"
         self.keys_path.write_text("".join(k.export_public_key().decode() for k in authorized))
         self.keys_path.chmod(0o644)
+        if self.home is not None:
+            info = pwd.getpwnam(user)
+            for path in (self.home, self.home / ".ssh", self.keys_path):
+                os.chown(path, info.pw_uid, info.pw_gid)
         self._write_config()
 
     def _write_config(self) -> None:
@@ -264,7 +275,7 @@ PubkeyAuthentication yes
 AllowUsers {self.user}
 MaxSessions {self.max_sessions}
 MaxStartups 10:30:100
-SetEnv PATH={bindir}:/usr/local/bin:/usr/bin:/bin
+SetEnv PATH={bindir}:/usr/local/bin:/usr/bin:/bin{f" HOME={self.home}" if self.home else ""}
 LogLevel VERBOSE
 """
         )

@@ -1,0 +1,118 @@
+"""The lab's key in an authorized_keys file a node printed (hostile text): which lines
+hold it, found by fingerprint, and the key blob that names those lines to grep -F.
+
+A fingerprint is what the ledger records for an ssh_key resource (`SHA256:...`, as
+ssh-keygen -l shows it); the blob is the base64 word of the line, checked to be base64
+before it goes near a command.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncssh
+
+from leases.errors import InputError
+from leases.ssh import KeyFileRefused, load_client_key, read_key_file
+from leases.textsafe import visible
+
+_FINGERPRINT_RE = re.compile(r"SHA256:[A-Za-z0-9+/]{43}")
+_BLOB_RE = re.compile(r"[A-Za-z0-9+/]{16,16384}={0,2}")
+_MAX_LINES = 10_000  # more than any real authorized_keys; the rest is not looked at
+
+
+def check_fingerprint(value: str, field: str = "fingerprint") -> str:
+    if not _FINGERPRINT_RE.fullmatch(value):
+        raise InputError(
+            field, visible(value, 80), "a key fingerprint is SHA256: and 43 base64 characters"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class Found:
+    blobs: tuple[str, ...]  # each key's base64 word, as it stands in the matching lines
+    lines: int  # lines holding the key
+    keys: int  # lines read as keys at all
+
+
+_KEY_TYPE_RE = re.compile(r"(ssh|ecdsa|sk-ssh|sk-ecdsa)-[a-z0-9@.-]{1,60}")
+
+
+def _after_options(line: str) -> str:
+    """The line from its key type on: options come first unless it starts with a type,
+    and may hold quoted spaces (command="...")."""
+    first = line.split(None, 1)[0]
+    if _KEY_TYPE_RE.fullmatch(first):
+        return line
+    quoted = False
+    i = 0
+    while i < len(line):
+        char = line[i]
+        if quoted and char == "\\":
+            i += 2
+            continue
+        if char == '"':
+            quoted = not quoted
+        elif char in " \t" and not quoted:
+            break
+        i += 1
+    return line[i:].strip()
+
+
+def find_key(text: str, fingerprint: str) -> Found:
+    """The lines of an authorized_keys text that authorise the key with this fingerprint."""
+    blobs: list[str] = []
+    matched = keys = 0
+    for raw in text.splitlines()[:_MAX_LINES]:
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        words = _after_options(line).split()
+        if len(words) < 2 or not _KEY_TYPE_RE.fullmatch(words[0]):
+            continue  # not a key line: it authorises nothing
+        kind, blob = words[0], words[1]
+        if not _BLOB_RE.fullmatch(blob):
+            continue
+        try:
+            key = asyncssh.import_public_key(f"{kind} {blob}")
+        except (asyncssh.KeyImportError, ValueError):
+            continue
+        keys += 1
+        if key.get_fingerprint("sha256") != fingerprint:
+            continue
+        matched += 1
+        if blob not in blobs:
+            blobs.append(blob)
+    return Found(tuple(blobs), matched, keys)
+
+
+def check_blob(blob: str) -> str:
+    if not _BLOB_RE.fullmatch(blob):
+        raise InputError("key", visible(blob, 40), "is not a base64 key blob")
+    try:
+        base64.b64decode(blob, validate=True)
+    except binascii.Error:
+        raise InputError("key", visible(blob, 40), "is not a base64 key blob") from None
+    return blob
+
+
+def fingerprint_of(key_path: str) -> str:
+    """The SHA256 fingerprint of the key in key_path: from its .pub beside it, else from
+    the private key (unencrypted). Blocking: call it off the loop. Raises InputError."""
+    path = Path(key_path).expanduser()
+    try:
+        pub = asyncssh.import_public_key(read_key_file(path.with_name(path.name + ".pub")))
+        return str(pub.get_fingerprint("sha256"))
+    except (KeyFileRefused, asyncssh.KeyImportError):
+        pass
+    try:
+        loaded = load_client_key(str(path))
+    except (KeyFileRefused, asyncssh.KeyImportError) as exc:
+        raise InputError("key_path", visible(key_path, 200), f"cannot read the key: {exc}") from exc
+    key = loaded[0] if isinstance(loaded, tuple) else loaded
+    return str(key.get_fingerprint("sha256"))

@@ -1,0 +1,598 @@
+"""leases.offboard.remote: plan_remote from ledger facts, and RemoteDriver against
+in-process asyncssh nodes.
+
+The "shell" node below answers each command by running it in a real `sh` on this machine
+with HOME set to a folder of the test's own, and accepts exactly the client keys listed
+in a real authorized_keys file there: the driver's steps act on real files under
+tmp_path (the test says which must go and which must stay), and revoking the key really
+stops the next login. Shred's overwrite itself is not observable here (the file is gone
+or not); see the GNU shred manual for what it can promise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import subprocess
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncssh
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sshfixtures import FakeNode, TestKeys, node_options
+
+from leases.config import Config, OffboardConfig
+from leases.errors import InputError
+from leases.models import (
+    Node,
+    NodeHealth,
+    Provider,
+    ProviderKind,
+    Resource,
+    ResourceKind,
+    SshTarget,
+)
+from leases.offboard import presets
+from leases.offboard.remote import (
+    LoginAttempt,
+    RemoteDriver,
+    fresh_login,
+    gone_script,
+    login_refused,
+    plan_remote,
+    scratch_roots,
+    shred_script,
+)
+from leases.offboard.steps import Phase, PlanInput, Step
+from leases.sim import Scenario, SimNode
+from leases.ssh import NodeSession, SshError
+from leases.textsafe import is_clean
+
+AUTODL = Provider(kind=ProviderKind.PLATFORM, name="AutoDL", id=1)
+
+
+def facts(
+    *resources: Resource,
+    provider: Provider | None = AUTODL,
+    roots: tuple[str, ...] = (),
+    key_path: str | None = "/keys/lab",
+    local: bool = False,
+) -> PlanInput:
+    node = Node(
+        name="gpu1",
+        ssh=SshTarget(host="connect.example.com", port=30022, user="root", key_path=key_path),
+        provider=provider.name if provider else None,
+        local=local,
+    )
+    config = Config(offboard=OffboardConfig(scratch_roots=roots))
+    return PlanInput(node, provider, None, resources, config)
+
+
+def scratch(path: str, rid: int = 7) -> Resource:
+    return Resource(lease_id=1, kind=ResourceKind.SCRATCH_PATH, native_id=path, id=rid)
+
+
+# -- the plan ---------------------------------------------------------------------
+
+
+def test_plan_orders_the_ssh_steps_and_uses_the_platform_preset() -> None:
+    steps = plan_remote(facts(scratch("/root/autodl-tmp/ckpt")))
+    assert [s.phase for s in steps] == sorted(s.phase for s in steps)
+    assert {s.driver for s in steps} == {"ssh"}
+    assert len({s.key for s in steps}) == len(steps)
+    by_key = {s.key: s for s in steps}
+    assert by_key["gpu-processes"].phase is Phase.PROCESSES
+    shreds = [s for s in steps if s.action == "shred"]
+    assert [s.target for s in shreds] == ["/root/autodl-tmp", "/root/autodl-tmp/ckpt"]
+    assert shreds[1].resource_id == 7 and shreds[0].resource_id is None
+    assert all(s.destructive for s in shreds)
+    # The shared file storage is looked at, with a warning, but never shredded by default.
+    shared = by_key["facts:/root/autodl-fs"]
+    assert shared.param("shared") == "yes" and "outlives" in shared.describe
+    assert "shred:/root/autodl-fs" not in by_key
+    clears = [s for s in steps if s.action == "clear"]
+    assert {s.param("home") for s in clears} == set(presets.HOME_ENTRIES)
+    revoke, prove = steps[-2:]
+    assert (revoke.action, prove.action) == ("revoke-key", "prove-refused")
+    assert revoke.param("key_path") == "/keys/lab" and revoke.phase < prove.phase
+    assert plan_remote(facts(scratch("/root/autodl-tmp/ckpt"))) == steps  # stable
+
+
+def test_plan_refuses_a_declared_path_outside_the_roots_and_names_it() -> None:
+    with pytest.raises(InputError) as caught:
+        plan_remote(facts(scratch("/srv/data/ckpt")))
+    assert "/srv/data/ckpt" in caught.value.field and "outside the declared roots" in str(
+        caught.value
+    )
+    steps = plan_remote(facts(scratch("/srv/data/ckpt"), roots=("/srv/data",)))
+    assert "shred:/srv/data/ckpt" in {s.key for s in steps}
+
+
+def test_plan_for_ssh_key_resources_and_for_a_node_without_a_key() -> None:
+    fp = asyncssh.generate_private_key("ssh-ed25519").get_fingerprint("sha256")
+    key = Resource(lease_id=1, kind=ResourceKind.SSH_KEY, native_id=fp, id=9)
+    steps = plan_remote(facts(key))
+    revoke = next(s for s in steps if s.action == "revoke-key")
+    assert revoke.target == fp and revoke.resource_id == 9
+    bare = plan_remote(facts(key_path=None, provider=None))
+    assert [s.target for s in bare if s.action == "revoke-key"] == ["unknown"]
+    assert not [s for s in bare if s.action == "shred"]  # no provider, no roots: nothing
+    assert plan_remote(facts(local=True)) == []
+    bad = Resource(lease_id=1, kind=ResourceKind.SSH_KEY, native_id="SHA256:nope", id=3)
+    with pytest.raises(InputError):
+        plan_remote(facts(bad))
+
+
+# -- a node that runs commands in a real sh ------------------------------------------
+
+
+@dataclasses.dataclass
+class ShellNode(FakeNode):
+    """Runs each command in `sh -c` here, HOME=home; accepts the keys in home's
+    .ssh/authorized_keys as sshd would."""
+
+    home: Path = Path("/nonexistent")
+
+    def accepts(self, key: asyncssh.SSHKey) -> bool:
+        try:
+            allowed = asyncssh.read_authorized_keys(str(self.home / ".ssh" / "authorized_keys"))
+        except (OSError, ValueError, asyncssh.KeyImportError):
+            return False
+        return allowed.validate(key, "127.0.0.1", "127.0.0.1") is not None
+
+
+async def shell_handler(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
+    assert isinstance(node, ShellNode)
+    env = {"HOME": str(node.home), "PATH": os.environ["PATH"], "LC_ALL": "C"}
+    proc = await asyncio.create_subprocess_exec(
+        "sh",
+        "-c",
+        process.command or "",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    out, err = await proc.communicate()
+    process.stdout.write(out.decode(errors="replace"))
+    process.stderr.write(err.decode(errors="replace"))
+    process.exit(proc.returncode or 0)
+
+
+@dataclasses.dataclass
+class Lab:
+    node: ShellNode
+    session: NodeSession
+    driver: RemoteDriver
+    root: Path
+    outside: Path
+    home: Path
+    key_path: Path
+
+
+@pytest.fixture
+async def lab(keys: TestKeys, tmp_path: Path) -> AsyncIterator[Lab]:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    other = asyncssh.generate_private_key("ssh-ed25519")
+    (home / ".ssh" / "authorized_keys").write_text(
+        keys.client_key.export_public_key().decode()
+        + 'no-pty,command="true" '
+        + other.export_public_key().decode()
+    )
+    key_path = tmp_path / "lab_key"
+    keys.client_key.write_private_key(key_path)
+    keys.client_key.write_public_key(tmp_path / "lab_key.pub")
+    root = tmp_path / "scratch"
+    outside = tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    async with ShellNode(keys, handler=shell_handler, home=home) as node:
+        options = node_options(keys, tmp_path, [node], client_keys=[])
+        target = node.as_node("gpu1", key_path=str(key_path))
+        session = NodeSession(target, options)
+        driver = RemoteDriver(
+            session, roots=(str(root),), login=fresh_login(target, options), shred_timeout_s=60
+        )
+        try:
+            yield Lab(node, session, driver, root, outside, home, key_path)
+        finally:
+            await session.close()
+
+
+def shred_step(path: Path | str, action: str = "shred") -> Step:
+    if action == "clear":
+        return Step(
+            f"clear:~/{path}",
+            Phase.CLEAR,
+            "ssh",
+            "clear",
+            f"~/{path}",
+            True,
+            "",
+            (("home", str(path)),),
+        )
+    return Step(
+        f"shred:{path}", Phase.SHRED, "ssh", "shred", str(path), True, "", (("path", str(path)),)
+    )
+
+
+async def test_shred_removes_files_under_the_root_and_nothing_outside(lab: Lab) -> None:
+    (lab.root / "ckpt" / "deep").mkdir(parents=True)
+    (lab.root / "ckpt" / "epoch_1.pt").write_bytes(b"weights" * 1000)
+    (lab.root / "ckpt" / "deep" / "data.bin").write_bytes(b"secret")
+    (lab.root / "ckpt" / "name with\nnewline; rm -rf $(x)").write_text("hostile name")
+    target = lab.outside / "keep.txt"
+    target.write_text("not ours")
+    (lab.root / "ckpt" / "link").symlink_to(target)
+    (lab.root / "ckpt" / "linkdir").symlink_to(lab.outside, target_is_directory=True)
+    os.link(target, lab.root / "ckpt" / "hard")
+    step = shred_step(lab.root / "ckpt")
+
+    before = await lab.driver.verify(step)
+    assert not before.done and "epoch_1.pt" in before.output
+    outcome = await lab.driver.run(step)
+    assert outcome.done, outcome
+    assert "hard links unlinked" in outcome.detail and "never followed" in outcome.detail
+    left = sorted(p.name for p in (lab.root / "ckpt").rglob("*"))
+    assert left == ["link", "linkdir"]  # the symbolic links stay, untouched
+    assert target.read_text() == "not ours"  # neither followed nor overwritten via a link
+    assert (await lab.driver.verify(step)).done
+    again = await lab.driver.run(step)  # a rerun of a finished step does no harm
+    assert again.done and target.read_text() == "not ours"
+
+
+async def test_shred_of_a_single_file_and_of_what_is_already_gone(lab: Lab) -> None:
+    (lab.root / "one.bin").write_bytes(b"x" * 4096)
+    assert (await lab.driver.run(shred_step(lab.root / "one.bin"))).done
+    assert not (lab.root / "one.bin").exists()
+    gone = await lab.driver.run(shred_step(lab.root / "never-there"))
+    assert gone.done and gone.detail == "already gone"
+
+
+async def test_symlinked_paths_are_refused_and_nothing_is_touched(lab: Lab) -> None:
+    (lab.outside / "data").mkdir()
+    (lab.outside / "data" / "f").write_text("not ours")
+    (lab.root / "alias").symlink_to(lab.outside / "data", target_is_directory=True)
+    outcome = await lab.driver.run(shred_step(lab.root / "alias"))
+    assert not outcome.done and "symbolic link" in outcome.detail
+    # A symbolic link on the way (a parent) is refused too.
+    outcome = await lab.driver.run(shred_step(lab.root / "alias" / "f"))
+    assert not outcome.done and "resolves elsewhere" in outcome.detail
+    assert (lab.outside / "data" / "f").read_text() == "not ours"
+
+
+async def test_paths_outside_the_roots_never_reach_the_node(lab: Lab) -> None:
+    (lab.outside / "f").write_text("not ours")
+    for path in [lab.outside / "f", f"{lab.root}/../outside/f", f"{lab.root}/x; rm -rf /"]:
+        outcome = await lab.driver.run(shred_step(path))
+        assert not outcome.done and outcome.detail.startswith("refused")
+    assert lab.node.channels.total == 0
+    assert (lab.outside / "f").read_text() == "not ours"
+
+
+async def test_clear_histories_and_caches_in_the_home(lab: Lab) -> None:
+    (lab.home / ".bash_history").write_text("export HF_TOKEN=hf_secret\n")
+    (lab.home / ".cache" / "huggingface" / "hub").mkdir(parents=True)
+    (lab.home / ".cache" / "huggingface" / "token").write_text("hf_secret")
+    (lab.home / ".cache" / "huggingface" / "hub" / "model.bin").write_bytes(b"m" * 10)
+    for rel in (".bash_history", ".cache/huggingface", ".zsh_history"):
+        step = shred_step(rel, "clear")
+        assert (await lab.driver.run(step)).done
+        assert (await lab.driver.verify(step)).done
+    assert not (lab.home / ".bash_history").exists()
+    assert not list((lab.home / ".cache" / "huggingface").rglob("*.bin"))
+    assert (lab.home / ".ssh" / "authorized_keys").exists()
+
+
+async def test_file_system_facts_of_a_path(lab: Lab) -> None:
+    step = Step(
+        "facts:x",
+        Phase.FACTS,
+        "ssh",
+        "fs-facts",
+        str(lab.root),
+        False,
+        "",
+        (("path", str(lab.root / "not-yet")),),
+    )
+    outcome = await lab.driver.run(step)
+    assert outcome.done
+    assert outcome.facts["path"] == str(lab.root)  # the nearest existing parent
+    assert outcome.facts["fstype"] and outcome.facts["mount"]
+    assert outcome.detail.startswith(outcome.facts["fstype"])
+
+
+async def test_revoke_the_key_then_prove_a_fresh_login_fails(lab: Lab) -> None:
+    revoke = Step(
+        "revoke-key:k",
+        Phase.REVOKE,
+        "ssh",
+        "revoke-key",
+        "k",
+        True,
+        "",
+        (("fingerprint", ""), ("key_path", str(lab.key_path)), ("keys_file", presets.KEYS_FILE)),
+    )
+    prove = Step(
+        "prove-refused:k", Phase.PROVE, "ssh", "prove-refused", "k", False, "", revoke.params
+    )
+    keys_file = lab.home / ".ssh" / "authorized_keys"
+    os.chmod(keys_file, 0o600)
+
+    early = await lab.driver.run(prove)
+    assert not early.done and "still works" in early.output
+    assert "authorised elsewhere" in early.detail
+    assert not (await lab.driver.verify(revoke)).done
+    outcome = await lab.driver.run(revoke)
+    assert outcome.done, outcome
+    assert outcome.facts["fingerprint"] == lab.node.keys.client_key.get_fingerprint("sha256")
+    # The platform's own key stays, options and all; the file keeps its mode.
+    assert keys_file.read_text().startswith('no-pty,command="true" ssh-ed25519 ')
+    assert keys_file.stat().st_mode & 0o777 == 0o600
+    assert not list(keys_file.parent.glob("*.zuka.*"))
+    # The open session still works (it authenticated before); a fresh login does not.
+    assert (await lab.driver.verify(revoke)).done
+    proof = await lab.driver.run(prove)
+    assert proof.done, proof
+    assert (await lab.driver.verify(prove)).done
+    assert (await lab.driver.run(revoke)).done  # nothing left to remove: still done
+
+    # A rerun in a new process cannot log in to read the file any more: the node refusing
+    # the key proves the step; a shred step can only say why it cannot check.
+    await lab.session.close()
+    fresh = NodeSession(lab.session.node, lab.session.options)
+    again = RemoteDriver(fresh, roots=lab.driver.roots, login=lab.driver.login)
+    try:
+        rerun = await again.verify(revoke)
+        assert rerun.done and rerun.detail == "the node refuses a login with the key"
+        shred = await again.verify(shred_step(lab.root / "x"))
+        assert not shred.done and "nothing on the node can be checked" in shred.detail
+    finally:
+        await fresh.close()
+
+
+async def test_only_the_node_refusing_the_key_is_proof(
+    lab: Lab, keys: TestKeys, tmp_path: Path
+) -> None:
+    prove = Step(
+        "prove-refused:k",
+        Phase.PROVE,
+        "ssh",
+        "prove-refused",
+        "k",
+        False,
+        "",
+        (("key_path", str(lab.key_path)),),
+    )
+    await lab.node.stop()  # unreachable is not refused
+    outcome = await lab.driver.run(prove)
+    assert not outcome.done and "not proven" in outcome.detail
+    unreadable = dataclasses.replace(prove, params=(("key_path", str(tmp_path / "missing")),))
+    outcome = await lab.driver.run(unreadable)  # a key we cannot read proves nothing
+    assert not outcome.done
+    no_key = dataclasses.replace(prove, params=())
+    assert not (await lab.driver.run(no_key)).done
+
+
+async def test_a_key_file_that_is_not_the_recorded_key_proves_nothing(
+    lab: Lab, tmp_path: Path
+) -> None:
+    stranger = asyncssh.generate_private_key("ssh-ed25519")
+    stranger_path = tmp_path / "stranger"
+    stranger.write_private_key(stranger_path)
+    fp = lab.node.keys.client_key.get_fingerprint("sha256")
+    prove = Step(
+        "prove-refused:k",
+        Phase.PROVE,
+        "ssh",
+        "prove-refused",
+        fp,
+        False,
+        "",
+        (("fingerprint", fp), ("key_path", str(stranger_path))),
+    )
+    # The node refuses the stranger's key, but that says nothing about the lab's.
+    outcome = await lab.driver.run(prove)
+    assert not outcome.done and f"not {fp}" in outcome.detail
+    assert lab.node.connects.total == 0
+
+
+def test_login_refused_reads_only_a_node_permission_denied() -> None:
+    def chain(words: str, cause: BaseException) -> SshError:
+        hop = Exception(words)
+        hop.__cause__ = cause
+        err = SshError("n", NodeHealth.AUTH_FAILED, words)
+        err.__cause__ = hop
+        return err
+
+    denied = asyncssh.PermissionDenied("no")
+    assert login_refused(chain("node root@h:22: authentication failed", denied))
+    assert not login_refused(chain("jump host j:22: authentication failed", denied))
+    assert not login_refused(chain("node h: x", OSError("refused")))
+    assert not login_refused(SshError("n", NodeHealth.TIMEOUT, "t"))
+
+
+async def test_revoke_without_a_recorded_key_says_what_to_record(lab: Lab) -> None:
+    step = Step("revoke-key:unknown", Phase.REVOKE, "ssh", "revoke-key", "unknown", True, "", ())
+    outcome = await lab.driver.run(step)
+    assert not outcome.done and "ssh_key resource" in outcome.detail
+    assert (lab.home / ".ssh" / "authorized_keys").read_text().count("ssh-ed25519") == 2
+
+
+# -- GPU processes (a simulated GPU node) ------------------------------------------------
+
+
+def processes_step() -> Step:
+    return Step("gpu-processes", Phase.PROCESSES, "ssh", "gpu-processes", "gpu1", False, "")
+
+
+async def _driver_for(
+    node: FakeNode, keys: TestKeys, tmp_path: Path
+) -> tuple[RemoteDriver, NodeSession]:
+    session = NodeSession(node.as_node("gpu1"), node_options(keys, tmp_path, [node]))
+
+    async def never(step: Step) -> LoginAttempt:
+        raise AssertionError("no login here")
+
+    return RemoteDriver(session, roots=(), login=never), session
+
+
+@pytest.mark.parametrize("scenario", [Scenario.BUSY, Scenario.IDLE_MONTHLY])
+async def test_running_gpu_processes_need_consent(
+    keys: TestKeys, tmp_path: Path, scenario: Scenario
+) -> None:
+    sim = SimNode("gpu1", "A100", 2, scenario, seed=3)
+    async with FakeNode(keys, sim=sim) as node:
+        driver, session = await _driver_for(node, keys, tmp_path)
+        try:
+            outcome = await driver.run(processes_step())
+            checked = await driver.verify(processes_step())
+        finally:
+            await session.close()
+    if scenario is Scenario.BUSY:  # a training job on both GPUs
+        assert outcome.done and outcome.needs_consent
+        assert "2 GPU process(es) still running: " in outcome.detail
+        assert outcome.facts == {"gpu_processes": "2"}
+        assert not checked.done and not checked.needs_consent
+    else:
+        assert outcome.done and not outcome.needs_consent and checked.done
+        assert outcome.detail == "no GPU process running"
+
+
+async def test_unknown_gpu_processes_are_not_none(
+    keys: TestKeys, node: FakeNode, tmp_path: Path
+) -> None:
+    driver, session = await _driver_for(node, keys, tmp_path)  # no sim: nvidia-smi not found
+    try:
+        outcome = await driver.run(processes_step())
+        assert not outcome.done and outcome.needs_consent and "unknown" in outcome.detail
+    finally:
+        await session.close()
+
+
+async def test_an_unreachable_node_is_an_outcome_not_a_raise(
+    keys: TestKeys, node: FakeNode, tmp_path: Path
+) -> None:
+    driver, session = await _driver_for(node, keys, tmp_path)
+    await node.stop()
+    try:
+        outcome = await driver.run(processes_step())
+        assert not outcome.done and outcome.detail.startswith("SSH failed: ")
+    finally:
+        await session.close()
+
+
+def test_scratch_roots_join_the_preset_and_the_config() -> None:
+    assert scratch_roots(facts(roots=("/data/x", "/root/autodl-tmp"))) == (
+        "/root/autodl-tmp",
+        "/root/autodl-fs",
+        "/data/x",
+    )
+
+
+# -- a hostile node -------------------------------------------------------------------
+
+HOSTILE = (
+    "\x1b]0;owned\x07\x1b[2J[bold red]markup[/] \u202egnp.exe\n"
+    "GPU-1, 1, \x1b[31mevil\x1b[0m, 10\n"
+    "mount / /dev/sda1 ext4\x1b[8m rw\x00\n"
+    "disk disk 0 \x9b31m\n" + "x" * 50_000 + "\n"
+)
+
+
+async def hostile_handler(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
+    process.stdout.write(HOSTILE)
+    process.stderr.write("\x1b[?1049h" + "\n" * 10)
+    process.exit(0)
+
+
+async def test_what_a_hostile_node_prints_reaches_a_person_only_made_visible(
+    keys: TestKeys, tmp_path: Path
+) -> None:
+    async with FakeNode(keys, handler=hostile_handler) as node:
+        session = NodeSession(node.as_node("gpu1"), node_options(keys, tmp_path, [node]))
+
+        async def refused(step: Step) -> LoginAttempt:
+            return LoginAttempt(False, "\x1b[2Jstill in")
+
+        driver = RemoteDriver(session, roots=("/data",), login=refused)
+        fp = keys.client_key.get_fingerprint("sha256")
+        steps = [
+            processes_step(),
+            Step("f", Phase.FACTS, "ssh", "fs-facts", "/data/x", False, "", (("path", "/data/x"),)),
+            shred_step("/data/x"),
+            shred_step(".bash_history", "clear"),
+            Step("r", Phase.REVOKE, "ssh", "revoke-key", fp, True, "", (("fingerprint", fp),)),
+            Step("p", Phase.PROVE, "ssh", "prove-refused", fp, False, ""),
+        ]
+        try:
+            outcomes = [await driver.run(s) for s in steps]
+        finally:
+            await session.close()
+    for step, outcome in zip(steps, outcomes, strict=True):
+        assert is_clean(outcome.detail), (step.key, outcome.detail)
+        assert len(outcome.detail) < 2000
+        assert all(is_clean(v) and len(v) < 20_000 for v in outcome.facts.values())
+        assert len(outcome.output) <= 64 * 1024  # evidence kept as it came, bounded
+    assert outcomes[1].facts["fstype"] == "ext4␛[8m"
+    assert not outcomes[-1].done  # a login that was not refused proves nothing
+
+
+# -- the shred script on real trees (hypothesis) ------------------------------------------
+
+_NAME = st.text(
+    alphabet=st.sampled_from([*"ab-_. ;$()`'\"\\\n*?[]~!#|&<>", "\u202e", "é", "卡"]),
+    min_size=1,
+    max_size=12,
+).filter(lambda n: n not in (".", ".."))
+_KIND = st.sampled_from(["file", "dir", "link-file", "link-dir", "hard", "fifo"])
+
+
+@settings(max_examples=25)
+@given(tree=st.lists(st.tuples(st.lists(_NAME, min_size=1, max_size=3), _KIND), max_size=12))
+def test_shred_never_reaches_outside_the_declared_path(
+    tree: list[tuple[list[str], str]],
+) -> None:
+    """Whatever the names and links under a declared path, the shred script (run in a
+    real sh on real files) leaves no regular file there and changes nothing outside."""
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        root, outside = base / "scratch", base / "outside"
+        (outside / "dir").mkdir(parents=True)
+        (outside / "dir" / "f").write_text("outside dir file")
+        (outside / "f").write_text("outside file")
+        ckpt = root / "ckpt"
+        ckpt.mkdir(parents=True)
+        for parts, kind in tree:
+            path = ckpt.joinpath(*parts)
+            if os.path.lexists(path) or not path.parent.is_dir() or path.parent.is_symlink():
+                continue
+            if kind == "file":
+                path.write_bytes(os.urandom(64))
+            elif kind == "dir":
+                path.mkdir()
+            elif kind == "link-file":
+                path.symlink_to(outside / "f")
+            elif kind == "link-dir":
+                path.symlink_to(outside / "dir", target_is_directory=True)
+            elif kind == "hard":
+                os.link(outside / "f", path)
+            else:
+                os.mkfifo(path)
+        links = sorted(p for p in ckpt.rglob("*") if p.is_symlink())
+        script = shred_script(str(ckpt), (str(root),))
+        done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        left = [p for p in ckpt.rglob("*") if p.is_file() and not p.is_symlink()]
+        assert left == []
+        assert (outside / "f").read_text() == "outside file"
+        assert (outside / "dir" / "f").read_text() == "outside dir file"
+        assert sorted(p for p in ckpt.rglob("*") if p.is_symlink()) == links
+        gone = subprocess.run(
+            ["sh", "-c", gone_script(str(ckpt), (str(root),))], capture_output=True, text=True
+        )
+        assert gone.returncode == 0, gone.stdout

@@ -25,7 +25,8 @@ NO_ACCEPTANCE = "no acceptance check recorded"
 MESSAGE_MAX = 300
 
 PROCESS_COLUMNS = ("GPU", "PID", "User", "Process", "Memory")
-LEASE_COLUMNS = ("Start", "End", "Billing", "Price", "Deposit", "Contract", "Charged", "State")
+# What matters most first: at 80 columns the deposit and contract are a scroll away.
+LEASE_COLUMNS = ("Start", "End", "Billing", "Price", "Charged", "State", "Deposit", "Contract")
 RESOURCE_COLUMNS = ("Lease start", "Kind", "ID", "Region", "Price", "Deleted", "Verified")
 ALERT_COLUMNS = ("Severity", "Kind", "Since", "¥", "Message")
 LOG_COLUMNS = ("ID", "When", "Who", "Action", "Change")
@@ -73,10 +74,10 @@ def lease_rows(facts: NodeFacts) -> list[tuple[str, ...]]:
                 _when(le.end, tz),
                 le.billing_type.value,
                 money(le.unit_price, le.currency),
-                deposit,
-                visible(le.contract_no, 32) or "-",
                 "unknown" if c.charged is None else money(c.charged, le.currency),
                 c.state + (f" {_when(le.ended_at, tz)}" if c.state == "ended" else ""),
+                deposit,
+                visible(le.contract_no, 32) or "-",
             )
         )
     return out
@@ -146,7 +147,10 @@ class Chart:
     ticks: tuple[tuple[float, str], ...]  # x positions and their labels
 
 
-_TICK_STEPS = (1, 2, 3, 5, 6, 10, 12, 15, 20, 30, 50, 60, 100, 120, 200, 300, 500, 1000)
+# Round steps: 1-2-3-5 by powers of ten, and those that suit minutes, hours and days.
+_TICK_STEPS = sorted(
+    {m * 10**k for k in range(9) for m in (1, 2, 3, 5)} | {6, 12, 15, 90, 120, 180, 360, 720}
+)
 
 
 def ticks(left: float, right: float, count: int = 5) -> tuple[tuple[float, str], ...]:

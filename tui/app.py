@@ -245,6 +245,10 @@ class ZukaApp(App[None]):
             )  # fmt: skip
         return out
 
+    def status_of(self, name: str) -> NodeStatus | None:
+        """The node's status as the fleet table last showed it (None: no reading yet)."""
+        return self._statuses.get(name)
+
     def _history(self, node: str, now: datetime) -> list[float | None]:
         """Mean utilization per minute over the last hour (from the ledger's roll-ups),
         then the readings of the minute in progress (from memory, when polling here)."""

@@ -328,7 +328,7 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     extra = [("problem", node.problem)] if node.problem else []
     output.fields([*doc["node"].items(), ("ssh command", doc["ssh_command"]), *extra], out)
-    out.write(f"\n{_billing_line(now)}\n")
+    out.write(f"\n{billing_line(now)}\n")
     if cost is not None:
         out.write(f"{leasecost.cost_line(cost)}\n")
     out.write("\nleases\n")
@@ -353,7 +353,7 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _billing_line(now: BillingNow | None) -> str:
+def billing_line(now: BillingNow | None) -> str:
     if now is None:
         return "bills now: no lease"
     le = now.lease
@@ -735,7 +735,7 @@ def _summary(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) 
     )
 
 
-def _change(e: AuditEntry) -> str:
+def change_text(e: AuditEntry) -> str:
     """An entry's change; for a lease, which lease (its start as `lease list` prints it)."""
     text = _summary(e.before, e.after)
     start = (e.after or e.before or {}).get("start") if e.entity == "lease" else None
@@ -782,7 +782,7 @@ def log(args: argparse.Namespace, out: TextIO) -> int:
     rows = [
         (e.id, "?" if e.problem and e.at.year == 1 else
          e.at.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z"), e.actor, e.action, e.node,
-         f"unreadable entry {e.id}: {e.problem}" if e.problem else _change(e))
+         f"unreadable entry {e.id}: {e.problem}" if e.problem else change_text(e))
         for e in entries
     ]  # fmt: skip
     output.table(("ID", "WHEN", "WHO", "ACTION", "NODE", "CHANGE"), rows, out)

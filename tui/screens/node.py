@@ -1,0 +1,311 @@
+"""One node (Enter on the fleet): its GPUs and processes now, its history as charts over
+the last hour, day, week or its lease's life, its lease chain and cost, its resources,
+acceptance results, open alerts and audit log.
+
+Live figures come from the app (status_of, recent: in memory) every refresh; everything
+from the ledger is read by a thread worker on a connection of its own, never on the UI
+loop, and read again RELOAD_S after the last read finished (reads never overlap).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sized
+from datetime import datetime
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+from textual.worker import Worker, WorkerState
+
+from leases import nodefacts, series
+from leases.errors import UnknownNode
+from leases.history import NodeMinute
+from leases.ledger import Ledger
+from leases.nodefacts import NodeFacts
+from leases.poller import NodeStatus
+from leases.series import Span
+from leases.textsafe import visible
+from tui import nodeview
+from tui.fleetview import GPU_COLUMNS, gpu_rows, plain
+from tui.widgets.charts import HistoryChart
+
+if TYPE_CHECKING:
+    from tui.app import ZukaApp
+
+# Seconds between two reads of the ledger, counted from the end of the last one.
+RELOAD_S = 10.0
+TABS = ("tab-now", "tab-history", "tab-lease", "tab-checks", "tab-log")
+SPAN_WORDS = {Span.HOUR: "1 h", Span.DAY: "24 h", Span.WEEK: "7 days", Span.LEASE: "lease"}
+RANGE_KEYS = {Span.HOUR: "h", Span.DAY: "d", Span.WEEK: "w", Span.LEASE: "f"}
+
+
+def _tab(key: str, n: int, title: str) -> Binding:
+    return Binding(
+        key, f"tab('{TABS[n]}')", title, id=f"node-tab-{TABS[n][4:]}", show=False,
+        tooltip=f"Show the {title} tab",
+    )  # fmt: skip
+
+
+def _range(span: Span, title: str) -> Binding:
+    return Binding(
+        RANGE_KEYS[span], f"span('{span.value}')", title, id=f"node-range-{span.value}",
+        tooltip=f"Charts over {span.words}",
+    )  # fmt: skip
+
+
+class NodeScreen(Screen[None]):
+    # Here rather than in zuka.tcss: the layout this screen needs to fit 80x24.
+    DEFAULT_CSS = """
+    NodeScreen #node-tabs { height: 1fr; }
+    NodeScreen #node-tabs ContentSwitcher { height: 1fr; }
+    NodeScreen TabPane { padding: 0; height: 1fr; }
+    NodeScreen DataTable { height: auto; max-height: 100%; }
+    NodeScreen .node-caption { margin-top: 1; text-style: bold; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back", id="node-back", tooltip="Back to the fleet"),
+        _range(Span.HOUR, "1 h"),
+        _range(Span.DAY, "24 h"),
+        _range(Span.WEEK, "7 d"),
+        _range(Span.LEASE, "Lease"),
+        Binding("r", "reload", "Reload", id="node-reload", tooltip="Read the ledger again now"),
+        _tab("1", 0, "GPUs"),
+        _tab("2", 1, "History"),
+        _tab("3", 2, "Lease"),
+        _tab("4", 3, "Checks & alerts"),
+        _tab("5", 4, "Audit log"),
+    ]
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.node_name = name
+        self.span = Span.HOUR
+        self.facts: NodeFacts | None = None
+        self.problem = ""  # why the ledger could not be read (shown in the title)
+        self._shown: dict[str, list[tuple[str, ...]]] = {}
+        self._next_read: Timer | None = None
+
+    @property
+    def zuka(self) -> ZukaApp:
+        return cast("ZukaApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="node-title")
+        with TabbedContent(initial=TABS[0], id="node-tabs"):
+            with TabPane("1 GPUs", id=TABS[0]):
+                yield DataTable(id="node-gpus", cursor_type="none", zebra_stripes=True)
+                yield Static(id="node-procs-caption", classes="node-caption")
+                yield DataTable(id="node-procs", cursor_type="none", zebra_stripes=True)
+            with TabPane("2 History", id=TABS[1]):
+                yield Static(id="node-span")
+                yield HistoryChart(id="chart-util", color="green", xticks=False)
+                yield HistoryChart(id="chart-mem", color="cyan", xticks=False)
+                yield HistoryChart(id="chart-power", color="orange")
+            with TabPane("3 Lease", id=TABS[2]), VerticalScroll():
+                yield Static(id="node-billing")
+                yield DataTable(id="node-leases", cursor_type="none", zebra_stripes=True)
+                yield Static(id="node-resources-caption", classes="node-caption")
+                yield DataTable(id="node-resources", cursor_type="none", zebra_stripes=True)
+            with TabPane("4 Checks & alerts", id=TABS[3]), VerticalScroll():
+                yield Static(id="node-acceptance")
+                yield Static(id="node-alerts-caption", classes="node-caption")
+                yield DataTable(id="node-alerts", cursor_type="none", zebra_stripes=True)
+            with TabPane("5 Audit log", id=TABS[4]):
+                yield DataTable(id="node-log", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        columns = {
+            "node-gpus": GPU_COLUMNS,
+            "node-procs": nodeview.PROCESS_COLUMNS,
+            "node-leases": nodeview.LEASE_COLUMNS,
+            "node-resources": nodeview.RESOURCE_COLUMNS,
+            "node-alerts": nodeview.ALERT_COLUMNS,
+            "node-log": nodeview.LOG_COLUMNS,
+        }
+        for table_id, names in columns.items():
+            self.query_one(f"#{table_id}", DataTable).add_columns(*names)
+        self.query_one("#node-acceptance", Static).update(
+            plain(f"acceptance: {nodeview.NO_ACCEPTANCE}")
+        )
+        self.show_live()
+        self.read_ledger()
+        self.set_interval(self.zuka.refresh_s, self.show_live)
+
+    # -- live: from memory, every refresh --------------------------------------------------
+
+    def _status(self) -> NodeStatus | None:
+        return self.zuka.status_of(self.node_name)
+
+    def show_live(self) -> None:
+        status = self._status()
+        self._fill("node-gpus", gpu_rows(status))
+        procs = nodeview.process_rows(status)
+        self._fill("node-procs", procs)
+        none = "none reported" if status and status.samples else "not read yet"
+        self._caption("node-procs-caption", "processes", procs, none)
+        self._show_title(status)
+
+    def _show_title(self, status: NodeStatus | None) -> None:
+        parts = [visible(self.node_name, 60)]
+        parts.append(status.health.value.replace("_", " ") if status else "no reading yet")
+        node = self.facts.node if self.facts else None
+        if node is not None:
+            parts.append(visible(f"{node.gpu_count}× {node.gpu_model}".strip(), 40))
+            if node.provider:
+                parts.append(visible(node.provider, 30))
+        text = " · ".join(parts)
+        if status and status.detail:
+            text += f" — {visible(status.detail, 200)}"
+        if self.problem:
+            text += f" — {self.problem}"
+        self.query_one("#node-title", Static).update(plain(text))
+
+    def _caption(self, caption_id: str, what: str, rows: Sized, none: str) -> None:
+        text = f"{what}: {none}" if not rows else f"{what} ({len(rows)})"
+        self.query_one(f"#{caption_id}", Static).update(plain(text))
+
+    def _fill(self, table_id: str, rows: list[tuple[str, ...]]) -> None:
+        """Rewrite a table only when its rows changed (a refresh that changes nothing
+        writes nothing to the terminal); the cursor stays where it was."""
+        if self._shown.get(table_id) == rows:
+            return
+        self._shown[table_id] = rows
+        table = self.query_one(f"#{table_id}", DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        for row in rows:
+            table.add_row(*(plain(v) for v in row))
+        if rows:
+            table.move_cursor(row=min(cursor, len(rows) - 1), animate=False)
+
+    # -- from the ledger: a thread worker ----------------------------------------------------
+
+    def _live_minutes(self) -> list[NodeMinute]:
+        """The live readings of the last hour, rolled up per minute (UI thread: the app's
+        RecentHistory is not shared with threads)."""
+        status = self._status()
+        indices = {s.index for s in status.samples} if status else set()
+        if self.facts is not None:
+            indices |= set(range(self.facts.node.gpu_count))
+        live = {i: self.zuka.recent.series(self.node_name, i) for i in sorted(indices)}
+        return series.live_minutes(self.node_name, {i: p for i, p in live.items() if p})
+
+    def read_ledger(self) -> None:
+        if self._next_read is not None:
+            self._next_read.stop()
+            self._next_read = None
+        ledger = self.zuka.ledger
+        if ledger is None:
+            return
+        at = self.zuka.clock()
+        live = self._live_minutes() if self.span is Span.HOUR else []
+        if ledger.path is None:
+            # An in-memory ledger has one connection, which only its own thread may use.
+            try:
+                facts = nodefacts.read(ledger, self.node_name, at, self.span, live)
+            except UnknownNode:
+                self._read_failed(UnknownNode(self.node_name))
+                return
+            self._read_done(facts)
+            return
+        self._read(ledger, at, self.span, live)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="node-read")
+    def _read(self, ledger: Ledger, at: datetime, span: Span, live: list[NodeMinute]) -> NodeFacts:
+        assert ledger.path is not None
+        with Ledger.open(ledger.path, readonly=True, clock=ledger.clock) as own:
+            return nodefacts.read(own, self.node_name, at, span, live)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker.group != "node-read":
+            return
+        if event.state is WorkerState.SUCCESS and isinstance(worker.result, NodeFacts):
+            self._read_done(worker.result)
+        elif event.state is WorkerState.ERROR:
+            self._read_failed(worker.error)
+
+    def _read_failed(self, exc: BaseException | None) -> None:
+        """Any failure of a read is said in the title, and the next read is tried."""
+        if isinstance(exc, UnknownNode):
+            self.problem = "no such node in the ledger any more (deleted or renamed?)"
+        else:
+            self.problem = f"cannot read the ledger: {visible(exc, 200)}"
+        self._show_title(self._status())
+        self._arm()
+
+    def _arm(self) -> None:
+        if self._next_read is not None:
+            self._next_read.stop()
+        if self.is_attached:
+            self._next_read = self.set_timer(RELOAD_S, self.read_ledger)
+
+    def _read_done(self, facts: NodeFacts) -> None:
+        if facts.series is not None and facts.series.span is not self.span:
+            return  # the range changed while reading: a read of the new one is under way
+        self.facts = facts
+        self.problem = ""
+        tz = self._tz()
+        self._show_title(self._status())
+        self._fill("node-leases", nodeview.lease_rows(facts))
+        self._fill("node-resources", nodeview.resource_rows(facts))
+        self._fill("node-alerts", nodeview.alert_rows(facts, tz))
+        self._fill("node-log", nodeview.log_rows(facts, tz))
+        lines = [plain(line, wrap=True) for line in nodeview.lease_summary(facts)]
+        self.query_one("#node-billing", Static).update(Text("\n").join(lines))
+        self._caption("node-resources-caption", "resources", facts.resources, "none recorded")
+        self._caption("node-alerts-caption", "open alerts", facts.alerts, "none")
+        self._show_charts()
+        self._arm()
+
+    def _tz(self) -> str:
+        config = self.zuka.config
+        return config.billing.tz if config is not None else "Asia/Shanghai"
+
+    def _show_charts(self) -> None:
+        spans = " ".join(
+            f"[{RANGE_KEYS[s]}] {SPAN_WORDS[s]}" + ("◀" if s is self.span else "") for s in Span
+        )
+        span_line = self.query_one("#node-span", Static)
+        facts = self.facts
+        if facts is None or facts.series is None:
+            span_line.update(plain(f"{spans}\nno lease recorded: no lease's life to chart"))
+            for chart in self.query(HistoryChart):
+                chart.display = False
+            return
+        status = self._status()
+        samples = status.samples if status else ()
+        mem_top = sum(s.mem_total_mib or 0.0 for s in samples) / 1024
+        power_top = sum(s.power_limit_w or 0.0 for s in samples)
+        drawn = nodeview.charts(facts.series, facts.at, mem_top, power_top)
+        span_line.update(plain(f"{spans} · x: {series.axis(self.span).label}", 200))
+        for drawing, widget_id in zip(
+            drawn, ("chart-util", "chart-mem", "chart-power"), strict=True
+        ):
+            widget = self.query_one(f"#{widget_id}", HistoryChart)
+            widget.display = True
+            widget.draw(drawing)
+
+    # -- keys ---------------------------------------------------------------------------------
+
+    def action_back(self) -> None:
+        self.dismiss(None)
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one("#node-tabs", TabbedContent).active = tab
+
+    def action_span(self, value: str) -> None:
+        self.span = Span(value)
+        self.action_tab(TABS[1])
+        self._show_charts()  # the range marker at once; the new series when read
+        self.read_ledger()
+
+    def action_reload(self) -> None:
+        self.read_ledger()

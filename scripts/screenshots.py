@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 shutil.copyfile(master, LEDGER)  # each shot starts from the same state
                 svg = asyncio.run(shoot(Path(LEDGER), keys, size))
                 (out / f"{name}.svg").write_text(svg, encoding="utf-8")
-                print(f"{out / f'{name}.svg'}: {' '.join(keys) or '(first paint)'}")
+                print(f"{out / f'{name}.svg'}: {', '.join(keys) or '(first paint)'}")
         finally:
             os.chdir(here)
     return 0

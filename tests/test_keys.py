@@ -43,10 +43,10 @@ def notes(app: ZukaApp) -> str:
 
 
 def _help_rows(app: ZukaApp) -> dict[str, list[str]]:
-    """The help table as the user reads it: id -> [keys, does, why, id]."""
+    """The help table as the user reads it: id -> [keys, does, id, why]."""
     table = app.screen.query_one("#help-keys", DataTable)
     rows = [[c.plain for c in table.get_row_at(i)] for i in range(table.row_count)]
-    return {r[3]: r for r in rows}
+    return {r[2]: r for r in rows}
 
 
 # -- the help screen -------------------------------------------------------------------------
@@ -60,7 +60,7 @@ async def test_help_lists_the_keys_of_the_screen_it_was_opened_on(tmp_path: Path
         assert isinstance(app.screen, HelpScreen)
         rows = _help_rows(app)
         assert rows["app-help"][:2] == ["?", "Help (everywhere)"]
-        assert rows["alerts"][0] == "a" and "acknowledge" in rows["alerts"][2]
+        assert rows["alerts"][0] == "a" and "acknowledge" in rows["alerts"][3]
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, HelpScreen)
@@ -260,13 +260,9 @@ def test_check_keys_normalises_and_refuses_all_or_nothing() -> None:
     assert check_keys({}) == {}
     with pytest.raises(ConfigError) as err:
         check_keys({"app-help": "f1", "nope": "x", "alerts-ack": "k,bogus"})
-    assert (
-        err.value.problems
-        == (
-            "keys.nope: no binding has this id",
-            "keys.alerts-ack: 'bogus' is unknown key 'bogus' (did you mean backspace?)",
-        )
-        or len(err.value.problems) == 2
+    assert err.value.problems == (
+        "keys.nope: no binding has this id",
+        "keys.alerts-ack: 'bogus' is unknown key 'bogus'",
     )
     # Two remapped bindings of one screen onto one key: one would silently stop working.
     with pytest.raises(ConfigError, match="alerts-ack: x is already alerts-snooze's key"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import logging
 import os
 import re
 import shlex
@@ -86,6 +87,8 @@ def _demo_ledger(given: str | None) -> Iterator[Path]:
         if path.exists():
             raise InputError("ledger", str(path), "zuka web --demo builds a new ledger")
         print("starting 12 simulated GPU nodes with 30 days of history...", file=sys.stderr)
+        # textual-serve logs at INFO: the simulated nodes' every SSH connection would flood it.
+        logging.getLogger("asyncssh").setLevel(logging.WARNING)
         runner = prepare(path)
         try:
             yield path

@@ -14,7 +14,8 @@ from textual.widgets import DataTable, Footer, Static
 from tui.commands import bound_commands, screen_under
 from tui.fleetview import plain
 
-COLUMNS = ("Key", "Does", "Why", "Id (remap in config [keys])")
+# The id before the longest column, so that at 80 columns the tooltip is what is cut.
+COLUMNS = ("Key", "Does", "Id (remap in config [keys])", "Why")
 REMAP_HINT = (
     'Remap a key in config.toml: [keys] <id> = "<keys>", e.g. app-help = "f1,question_mark". '
     "ctrl+p opens the command palette."
@@ -55,8 +56,8 @@ class HelpScreen(ModalScreen[None]):
             table.add_row(
                 plain(" ".join(row.keys)),
                 plain(row.title + where),
-                plain(row.tooltip, 120),
                 plain(row.id),
+                plain(row.tooltip, 120),
                 key=row.id,
             )
         name = under.__class__.__name__ if under is not self.app.screen_stack[0] else "fleet"

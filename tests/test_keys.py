@@ -11,12 +11,15 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from textual.screen import Screen
 from textual.widgets import DataTable
 
 from leases.config import Config
 from leases.demo import build_demo_ledger
 from leases.errors import ConfigError
+from leases.textsafe import visible
 from tui.app import ZukaApp
 from tui.commands import bound_commands
 from tui.keymap import check_keys, key_problem, known_bindings
@@ -24,6 +27,7 @@ from tui.screens.alerts import AlertsScreen
 from tui.screens.help import HelpScreen
 
 NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
+KNOWN = known_bindings()
 
 
 def _ledger(tmp_path: Path) -> Path:
@@ -250,6 +254,22 @@ def test_every_binding_has_an_id_a_description_and_a_tooltip() -> None:
 def test_key_problem(key: str, problem: str | None) -> None:
     got = key_problem(key)
     assert got == problem or (problem is not None and got is not None and got.startswith(problem))
+
+
+@given(st.text(max_size=80))
+def test_any_remap_is_applied_normalised_or_refused_by_name(value: str) -> None:
+    """Whatever the config holds, the answer is a keymap Textual can use or one line per
+    bad key naming the binding, with no control character let through."""
+    try:
+        keymap = check_keys({"alerts-ack": value}, KNOWN)
+    except ConfigError as err:
+        assert err.problems
+        for line in err.problems:
+            assert line.startswith("keys.alerts-ack: ") and line == visible(line)
+        return
+    assert set(keymap) == {"alerts-ack"}
+    for key in keymap["alerts-ack"].split(","):
+        assert key_problem(key) is None and key == key.strip() and key
 
 
 def test_check_keys_normalises_and_refuses_all_or_nothing() -> None:

@@ -90,12 +90,17 @@ def key_problem(key: str) -> str | None:
     *mods, base = key.split("+")
     for mod in mods:
         if mod not in MODIFIERS:
-            return f"unknown modifier {mod!r}{_did_you_mean(mod, list(MODIFIERS))}"
+            return f"unknown modifier {_quoted(mod)}{_did_you_mean(mod, list(MODIFIERS))}"
     if len(base) == 1 and base.isprintable() and not base.isspace():
         return None
     if base in NAMED_KEYS or key_to_character(REPLACED_KEYS.get(base, base)) is not None:
         return None
-    return f"unknown key {base!r}{_did_you_mean(base, sorted(NAMED_KEYS))}"
+    return f"unknown key {_quoted(base)}{_did_you_mean(base, sorted(NAMED_KEYS))}"
+
+
+def _quoted(word: str) -> str:
+    """A word from the config as a message shows it: quoted, controls visible, bounded."""
+    return visible(repr(word), 40)
 
 
 def check_keys(
@@ -116,7 +121,7 @@ def check_keys(
         words = [w.strip() for w in value.split(",")]
         bad = [(w, p) for w in words if (p := key_problem(w)) is not None]
         for word, problem in bad:
-            problems.append(f"{where}: {visible(repr(word), 40)} is {problem}")
+            problems.append(f"{where}: {_quoted(word)} is {problem}")
         if not bad:
             keymap[binding_id] = _normalize_key_list(",".join(words))
     problems += _clashes(keymap, known)

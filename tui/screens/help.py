@@ -3,12 +3,13 @@ as the command palette (tui.commands), with the id a user remaps in the config."
 
 from __future__ import annotations
 
-from typing import ClassVar
+import re
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Static
 
 from tui.commands import bound_commands, screen_under
@@ -20,6 +21,14 @@ REMAP_HINT = (
     'Remap a key in config.toml: [keys] <id> = "<keys>", e.g. app-help = "f1,question_mark". '
     "ctrl+p opens the command palette."
 )
+
+
+def screen_name(screen: Screen[Any]) -> str:
+    """ "node form" for NodeFormScreen; the app's default screen is the fleet."""
+    if screen is screen.app.screen_stack[0]:
+        return "fleet"
+    name = type(screen).__name__.removesuffix("Screen")
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).lower()
 
 
 class HelpScreen(ModalScreen[None]):
@@ -60,8 +69,7 @@ class HelpScreen(ModalScreen[None]):
                 plain(row.tooltip, 120),
                 key=row.id,
             )
-        name = under.__class__.__name__ if under is not self.app.screen_stack[0] else "fleet"
-        title = f"Keys on the {name.removesuffix('Screen').lower()} screen · escape closes"
+        title = f"Keys on the {screen_name(under)} screen · escape closes"
         self.query_one("#help-title", Static).update(plain(title))
 
     def action_close(self) -> None:

@@ -315,3 +315,23 @@ def test_help_snapshot(snap_compare, tmp_path: Path, monkeypatch, size) -> None:
 @pytest.mark.parametrize("size", [(120, 36), (80, 24)])
 def test_alerts_snapshot(snap_compare, tmp_path: Path, monkeypatch, size) -> None:  # type: ignore[no-untyped-def]
     assert snap_compare(_snap_app(tmp_path, monkeypatch), press=["a"], terminal_size=size)
+
+
+# -- the README's screenshots ----------------------------------------------------------------
+
+
+def test_screenshots_script_writes_each_shot(tmp_path: Path) -> None:
+    import importlib.util
+
+    script = Path(__file__).parent.parent / "scripts" / "screenshots.py"
+    spec = importlib.util.spec_from_file_location("screenshots", script)
+    assert spec is not None and spec.loader is not None
+    shots = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shots)
+    assert shots.main(["--out", str(tmp_path), "--size", "100x30", "--only", "help", "alerts"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["alerts.svg", "help.svg"]
+    helped = (tmp_path / "help.svg").read_text()
+    assert "app-help" in helped and "zuka-demo.db" in helped  # the header: no temporary path
+    assert "Alerts:" in (tmp_path / "alerts.svg").read_text()
+    with pytest.raises(SystemExit):
+        shots.main(["--out", str(tmp_path), "--only", "nope"])

@@ -374,8 +374,8 @@ async def test_a_new_alert_reaches_a_real_http_server(
 async def test_dashboard_counts_lists_acks_and_snoozes_alerts(tmp_path: Path) -> None:
     from textual.widgets import DataTable
 
-    from tui.alerts import AlertsScreen
     from tui.app import ZukaApp
+    from tui.screens.alerts import AlertsScreen
 
     now = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
     path = tmp_path / "l.db"

@@ -34,8 +34,10 @@ from leases.renewals import BillingNow
 from leases.rollups import HistoryStore
 from leases.ssh import SshError, SshPool, offered_host_key
 from leases.textsafe import visible
-from tui.alerts import AlertsScreen, alert_marker
+from tui.commands import ZukaCommands
 from tui.fleetview import COLUMNS, GPU_COLUMNS, fleet_row, gpu_rows, plain
+from tui.keymap import check_keys
+from tui.screens.alerts import AlertsScreen, alert_marker
 from tui.trust import TrustScreen
 
 # How often the ledger is re-read for new nodes and leases, and for a stopped collector.
@@ -50,6 +52,7 @@ class ZukaApp(App[None]):
     CSS = (files("tui") / "zuka.tcss").read_text(encoding="utf-8")
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="quit", tooltip="Leave zuka"),
+        Binding("question_mark", "help", "Help", id="app-help", tooltip="Every key, and its id"),
         Binding("r", "reload", "Reload ledger", id="reload", tooltip="Re-read nodes and leases"),
         Binding("a", "alerts", "Alerts", id="alerts", tooltip="Open alerts: acknowledge, snooze"),
         Binding(
@@ -60,6 +63,7 @@ class ZukaApp(App[None]):
             tooltip="Check and accept the selected node's new SSH host key",
         ),
     ]
+    COMMANDS = App.COMMANDS | {ZukaCommands}
 
     def __init__(
         self,
@@ -116,6 +120,7 @@ class ZukaApp(App[None]):
             except ConfigError as exc:
                 self.config = Config()
                 self._tell("config: " + "; ".join(exc.problems), severity="error")
+        self._remap_keys()
         self._load_ledger()
         if not self.nodes:
             self.notify(
@@ -129,6 +134,15 @@ class ZukaApp(App[None]):
         self.refresh_view()
         self.set_interval(self.refresh_s, self.refresh_view)
         self.set_interval(RELOAD_S, self._reload_quietly)
+
+    def _remap_keys(self) -> None:
+        """The config's [keys], all of them or (when one is bad) none."""
+        assert self.config is not None
+        try:
+            self.set_keymap(check_keys(self.config.keys))
+        except ConfigError as exc:
+            self._tell("config: " + "; ".join(exc.problems) + ": no key remapped",
+                       severity="error", timeout=30)  # fmt: skip
 
     def _choose_source(self) -> None:
         """Poll here if nobody else polls this ledger; else read what the collector writes.
@@ -399,6 +413,11 @@ class ZukaApp(App[None]):
         tz = self.config.billing.tz if self.config is not None else "Asia/Shanghai"
         screen = AlertsScreen(self.ledger, self.clock, tz)
         self.push_screen(screen, lambda _: self.refresh_view())
+
+    def action_help(self) -> None:
+        from tui.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen())
 
     def action_reload(self) -> None:
         self._reload_quietly()

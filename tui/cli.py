@@ -18,7 +18,7 @@ from leases.textsafe import visible
 
 Handler = Callable[[argparse.Namespace, TextIO], int]
 # Commands that run and log rather than print a result: --json would be ignored.
-NO_JSON = frozenset({"sim", "collect"})
+NO_JSON = frozenset({"sim", "collect", "web"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -109,6 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo = _common(screen=True, ledger_help=DEMO_LEDGER_HELP)
     cmd(sub, "demo", L.demo, "open the dashboard on an example fleet in a temporary ledger", demo)
     cmd(sub, "dashboard", L.dashboard, "open the dashboard (the default)", _common(screen=True))
+    p = cmd(sub, "web", _lazy("web", "web"), "serve the dashboard to a browser tab (textual-serve)",
+            _common(screen=True))  # fmt: skip
+    p.add_argument("--host", help="address to listen on (default 127.0.0.1; any other warns)")
+    p.add_argument("--port", type=int, help="TCP port (default 8000)")
+    p.add_argument("--demo", action="store_true", help="serve the demo fleet, as `zuka demo`")
 
     prov = sub.add_parser("provider", help="clouds, rental platforms and data centres")
     provs = prov.add_subparsers(dest="action", required=True, parser_class=_Parser)

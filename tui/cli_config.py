@@ -20,8 +20,11 @@ def _warn(config: Config) -> None:
 
 def check(args: argparse.Namespace, out: TextIO) -> int:
     """Exit 0 when the config is usable, 2 with every problem on its own line."""
+    from tui.keymap import check_keys
+
     try:
         config = load_user_config(args.config)
+        check_keys(config.keys)  # the ids and keys only the dashboard knows
     except ConfigError as exc:
         for problem in exc.problems:
             print(f"zuka: config: {visible(problem)}", file=sys.stderr)

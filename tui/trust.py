@@ -31,8 +31,14 @@ class TrustScreen(ModalScreen[bool]):
     }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer(True)", "Trust", id="trust-yes"),
-        Binding("n,escape", "answer(False)", "Leave untrusted", id="trust-no"),
+        Binding("y", "answer(True)", "Trust", id="trust-yes", tooltip="Accept this host key"),
+        Binding(
+            "n,escape",
+            "answer(False)",
+            "Leave untrusted",
+            id="trust-no",
+            tooltip="Do not poll this node until its key is checked",
+        ),
     ]
 
     def __init__(self, node: str, offered: OfferedHostKey) -> None:

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from typing import ClassVar
 from zoneinfo import ZoneInfo
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -16,6 +17,7 @@ from leases import alertstate
 from leases.alertstate import State, StoredAlert
 from leases.errors import InputError
 from leases.ledger import Ledger
+from leases.textsafe import visible
 from tui.fleetview import plain
 
 # The yuan in a column of its own: a long message is cut at the table's edge.
@@ -37,6 +39,12 @@ class AlertsScreen(Screen[None]):
         Binding("k", "ack", "Acknowledge", id="alerts-ack", tooltip="Hide until it clears"),
         Binding("z", "snooze", "Snooze 1 day", id="alerts-snooze", tooltip="Hide for a day"),
     ]
+
+    DEFAULT_CSS = """
+    #alerts { height: auto; max-height: 1fr; }
+    #alerts-title { background: $boost; text-style: bold; padding: 0 1; }
+    #alerts-action { padding: 1 1 0 1; }
+    """
 
     def __init__(
         self, ledger: Ledger, clock: Callable[[], datetime], tz: str = "Asia/Shanghai"
@@ -83,10 +91,8 @@ class AlertsScreen(Screen[None]):
         if rows:
             table.move_cursor(row=min(cursor, len(rows) - 1))
         shown = sum(1 for a in rows if a.state(now) is State.OPEN)
-        title = (
-            f"{shown} open alerts, {len(rows) - shown} acknowledged or snoozed · "
-            "k acknowledge · z snooze 1 day · escape back"
-        )
+        # The keys are in the footer (and in help): the title says only what is listed.
+        title = f"Alerts: {shown} open, {len(rows) - shown} acknowledged or snoozed"
         self.query_one("#alerts-title", Static).update(plain(title))
         self._show_action()
 
@@ -100,8 +106,14 @@ class AlertsScreen(Screen[None]):
     def _show_action(self) -> None:
         chosen = self._selected()
         found = [a for a in self._rows() if a.id == chosen]
-        text = f"→ {found[0].action}" if found and found[0].action else ""
-        self.query_one("#alerts-action", Static).update(plain(text, 400, wrap=True))
+        # The whole message and what to do, under the table: at 80 columns the message
+        # column is cut at the table's edge.
+        text = ""
+        if found:
+            text = visible(found[0].message, 400)
+            if found[0].action:
+                text += f"\n→ {visible(found[0].action, 400)}"
+        self.query_one("#alerts-action", Static).update(Text(text))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._show_action()

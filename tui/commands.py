@@ -1,0 +1,148 @@
+"""zuka's own commands, one table for the help screen and the command palette (ctrl+p).
+
+The table is read from the bindings active on a screen (so a key the user remapped shows
+as remapped, and a screen's new binding appears in help and palette without being listed
+here); the palette adds a command per node (open it, add a lease to it).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.dom import DOMNode
+from textual.screen import Screen
+
+from leases.ledger import Ledger
+from leases.models import NodeState
+from leases.textsafe import visible
+
+
+@dataclass(frozen=True)
+class BoundCommand:
+    """One row of the table: a binding with an id, as the user sees and reaches it."""
+
+    id: str
+    keys: tuple[str, ...]  # as displayed, after the user's remaps
+    description: str
+    tooltip: str
+    action: str
+    node: DOMNode  # where the action runs (the screen, the app, a widget)
+    everywhere: bool  # bound on the app, so on every screen
+    enabled: bool
+
+    @property
+    def title(self) -> str:
+        return self.description or self.id
+
+
+def bound_commands(screen: Screen[Any]) -> list[BoundCommand]:
+    """Every binding with an id active on `screen`, in the order declared; the screen's own
+    first, then the app's. Textual's system bindings (ctrl+c...) have no place here."""
+    by_id: dict[str, BoundCommand] = {}
+    app = screen.app
+    for _key, active in screen.active_bindings.items():
+        b = active.binding
+        if not b.id or b.system:
+            continue
+        shown = app.get_key_display(b)
+        found = by_id.get(b.id)
+        if found is not None:
+            if shown not in found.keys:
+                by_id[b.id] = _with_key(found, shown)
+            continue
+        by_id[b.id] = BoundCommand(
+            id=b.id,
+            keys=(shown,),
+            description=b.description,
+            tooltip=active.tooltip or b.tooltip,
+            action=b.action,
+            node=active.node,
+            everywhere=active.node is app,
+            enabled=active.enabled,
+        )
+    rows = list(by_id.values())
+    return [r for r in rows if not r.everywhere] + [r for r in rows if r.everywhere]
+
+
+def _with_key(found: BoundCommand, key: str) -> BoundCommand:
+    return BoundCommand(
+        found.id, (*found.keys, key), found.description, found.tooltip, found.action,
+        found.node, found.everywhere, found.enabled,
+    )  # fmt: skip
+
+
+def screen_under(top: Screen[Any]) -> Screen[Any]:
+    """The screen a help screen or palette was opened over (the one the user was on)."""
+    stack = [s for s in top.app.screen_stack if s is not top]
+    return stack[-1] if stack else top
+
+
+def _open_screen(provider: Provider, module: str, make: Callable[[Any], Screen[Any]]) -> None:
+    """Push a screen from a module imported when chosen (as the fleet screen's keys do);
+    a screen not in this build yet is said plainly instead of failing."""
+    try:
+        found = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+        provider.app.notify(f"not available yet: {module}", severity="warning", markup=False)
+        return
+    provider.app.push_screen(make(found))
+
+
+class ZukaCommands(Provider):
+    """The palette's zuka commands: the screen's bindings, then one per node."""
+
+    async def startup(self) -> None:
+        self._commands = [c for c in bound_commands(self.screen) if c.enabled]
+        ledger = getattr(self.app, "ledger", None)
+        # One small query each time the palette opens, never on a refresh.
+        live = (NodeState.ACTIVE, NodeState.OFFBOARDING)
+        self._nodes = [n.name for n in ledger.nodes(live)] if isinstance(ledger, Ledger) else []
+
+    def _hits(self) -> list[tuple[str, str, Callable[[], object]]]:
+        """(text, help, run) for every command; text is what the user types to find it."""
+        out: list[tuple[str, str, Callable[[], object]]] = []
+        for c in self._commands:
+            keys = "/".join(c.keys)
+            run = partial(self.app.run_action, c.action, c.node)
+            out.append((f"{c.title} ({keys})", c.tooltip, run))
+        ledger = getattr(self.app, "ledger", None)
+        tz = getattr(getattr(self.app, "config", None), "billing", None)
+        for name in self._nodes:
+            shown = visible(name, 60)
+            out.append((f"go to node {shown}", "open the node's screen",
+                        partial(self._node, name)))  # fmt: skip
+            if isinstance(ledger, Ledger):
+                zone = tz.tz if tz is not None else "Asia/Shanghai"
+                out.append((f"add lease to {shown}", "record a new lease on this node",
+                            partial(self._lease, ledger, name, zone)))  # fmt: skip
+        return out
+
+    def _node(self, name: str) -> None:
+        _open_screen(self, "tui.screens.node", lambda m: m.NodeScreen(name))
+
+    def _lease(self, ledger: Ledger, name: str, tz: str) -> None:
+        clock = getattr(self.app, "clock", None)
+        _open_screen(
+            self,
+            "tui.screens.lease_form",
+            lambda m: m.LeaseFormScreen(ledger, name, mode="add", clock=clock, tz=tz),
+        )
+
+    async def discover(self) -> Hits:
+        for text, help_text, run in self._hits():
+            if not text.startswith(("go to node ", "add lease to ")):
+                yield DiscoveryHit(text, run, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for text, help_text, run in self._hits():
+            score = matcher.match(text)
+            if score > 0:
+                yield Hit(score, matcher.highlight(text), run, text=text, help=help_text)

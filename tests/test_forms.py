@@ -373,7 +373,12 @@ def test_form_snapshot(snap_compare, demo: Path, name: str, size: tuple[int, int
     async def ready(pilot: Pilot[None]) -> None:
         screen = await opened(pilot)
         if name == "node_add_paste":
-            fill(screen, ssh="ssh -p 30022 root@connect.westb.seetacloud.com", gpu_count="x")
+            fill(
+                screen,
+                name="autodl-new",
+                ssh="ssh -p 30022 root@connect.westb.seetacloud.com",
+                gpu_count="x",
+            )
             await save_refused(pilot, "gpu_count")
         await pilot.pause()
 

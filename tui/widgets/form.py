@@ -76,14 +76,15 @@ class FormField(Vertical):
     """A label, the input, and a message under it (empty until a check refuses the value)."""
 
     DEFAULT_CSS = """
-    FormField { height: auto; }
+    FormField { height: auto; margin: 0 0 1 0; }
     FormField > Horizontal { height: auto; }
-    FormField .form-label { width: 30; padding: 1 1 0 0; color: $text-muted; }
+    FormField .form-label { width: 28; color: $text-muted; }
     FormField .form-input { width: 1fr; }
-    FormField TextArea.form-input { height: 4; }
-    FormField .form-message { display: none; color: $error; padding: 0 0 0 30; }
+    FormField Switch.form-input { width: auto; height: 1; border: none; padding: 0; }
+    FormField TextArea.form-input { height: 3; }
+    FormField .form-message { display: none; color: $error; padding: 0 0 0 28; }
     FormField.-invalid .form-message { display: block; }
-    FormField.-invalid .form-label { color: $error; }
+    FormField.-invalid .form-label { color: $error; text-style: bold; }
     """
 
     def __init__(self, spec: FieldSpec, value: Value = "") -> None:
@@ -109,6 +110,7 @@ class FormField(Vertical):
             select: Select[str] = Select(
                 [(c, c) for c in spec.choices],
                 prompt="(not given)",
+                compact=True,
                 id=ident,
                 classes="form-input",
             )
@@ -118,11 +120,18 @@ class FormField(Vertical):
             return select
         if spec.kind == "multiline":
             area = TextArea(
-                str(value), soft_wrap=True, tab_behavior="focus", id=ident, classes="form-input"
+                str(value),
+                soft_wrap=True,
+                tab_behavior="focus",
+                compact=True,
+                id=ident,
+                classes="form-input",
             )
             area.tooltip = spec.help or None
             return area
-        field = Input(str(value), placeholder=spec.help, id=ident, classes="form-input")
+        field = Input(
+            str(value), placeholder=spec.help, compact=True, id=ident, classes="form-input"
+        )
         field.tooltip = spec.help or None
         return field
 
@@ -185,11 +194,12 @@ class FormScreen(ModalScreen[R]):
         width: 110; max-width: 100%; height: auto; max-height: 100%;
         border: thick $accent; background: $surface; padding: 0 1;
     }
-    FormScreen #form-title { text-style: bold; padding: 0 0 1 0; }
-    FormScreen #form-info { color: $text-muted; padding: 0 0 1 0; }
-    FormScreen #form-fields { height: auto; max-height: 1fr; }
-    FormScreen #form-message { color: $error; height: auto; }
-    FormScreen #form-buttons { height: auto; align-horizontal: right; }
+    FormScreen #form-title { text-style: bold; }
+    FormScreen #form-info { color: $text-muted; margin: 0 0 1 0; }
+    FormScreen #form-fields { height: auto; }
+    FormScreen #form-message { color: $error; height: auto; dock: bottom; margin: 0 0 1 0; }
+    FormScreen #form-buttons { height: 1; dock: bottom; }
+    FormScreen #form-keys { width: 1fr; color: $text-muted; }
     FormScreen #form-buttons Button { margin: 0 0 0 2; }
     """
     BINDINGS: ClassVar[list[BindingType]] = []
@@ -239,10 +249,11 @@ class FormScreen(ModalScreen[R]):
                     with Collapsible(title="more fields", id="form-more"):
                         for spec in folded:
                             yield FormField(spec, start.get(spec.key, ""))
-            yield Static(Text(""), id="form-message")
             with Horizontal(id="form-buttons"):
-                yield Button(self.save_label, id="form-save", variant="primary")
-                yield Button("Cancel", id="form-cancel")
+                yield Static(Text("ctrl+s save · esc cancel · tab next"), id="form-keys")
+                yield Button(self.save_label, id="form-save", variant="primary", compact=True)
+                yield Button("Cancel", id="form-cancel", compact=True)
+            yield Static(Text(""), id="form-message")
 
     def first_focus(self) -> str | None:
         """The key of the field focused when the form opens (None: the first)."""

@@ -19,6 +19,7 @@ from leases.demo import build_demo_ledger
 from leases.ledger import Ledger
 from leases.models import BillingType, ResourceKind
 from leases.records import node_from
+from tui.app import ZukaApp
 from tui.screens.lease_form import LeaseFormScreen, Mode
 from tui.screens.node_form import NodeFormScreen
 from tui.screens.resource_form import ResourceFormScreen
@@ -383,3 +384,23 @@ def test_form_snapshot(snap_compare, demo: Path, name: str, size: tuple[int, int
         await pilot.pause()
 
     assert snap_compare(FormHost(demo, SNAPSHOTS[name]), terminal_size=size, run_before=ready)
+
+
+async def test_a_form_on_the_dashboard_writes_beside_its_open_ledger(demo: Path) -> None:
+    """Pushed on the real app, as the fleet screen's `l` does: the write (in a thread, on
+    a connection of its own) is seen through the dashboard's own connection."""
+    app = ZukaApp(demo, clock=lambda: NOW, poll=False, refresh_s=3600)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert app.ledger is not None
+        done: list[bool | None] = []
+        app.push_screen(
+            LeaseFormScreen(app.ledger, "volc-a100-ablation", mode="end", clock=app.clock, tz=TZ),
+            callback=done.append,
+        )
+        await opened(pilot)
+        await pilot.press("ctrl+s")
+        await wait_until(lambda: done, what="the form to close")
+        assert done == [True]
+        (lease,) = app.ledger.leases("volc-a100-ablation")
+        assert lease.ended_at == NOW

@@ -546,7 +546,7 @@ class Ledger:
             return self._update_lease(conn, lease, replace(lease, ended_at=when), "lease.end")
 
     def renew_lease(
-        self, node: str, end: datetime, changes: Mapping[str, Any] | None = None
+        self, node: str, end: datetime | str, changes: Mapping[str, Any] | None = None
     ) -> Lease:
         """A renewal is a new lease: the latest one ends at its end, the new one starts there."""
         with self.transaction() as conn:

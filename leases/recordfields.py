@@ -171,3 +171,13 @@ def options(cls: type) -> tuple[Option, ...]:
 def settable(cls: type) -> tuple[str, ...]:
     """Names of cls's fields that the command line sets."""
     return tuple(f.name for f in dataclasses.fields(cls) if _CLI in f.metadata)
+
+
+def option_enum(cls: type, key: str) -> type[Enum] | None:
+    """The enum whose values the option setting record key `key` of cls takes (the form's
+    choices), or None for a free value."""
+    hints = _hints(cls)
+    for f in dataclasses.fields(cls):
+        if _CLI in f.metadata and (f.metadata[_CLI][3] or f.name) == key:
+            return _enum_of(hints[f.name])
+    return None

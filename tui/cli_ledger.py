@@ -155,7 +155,9 @@ def node_options(p: argparse.ArgumentParser, editing: bool = False) -> None:
     _add_flags(p, table, set(), NODE_HELP)
 
 
-def _ssh_fields(command: str) -> dict[str, Any]:
+def ssh_fields(command: str) -> dict[str, Any]:
+    """The node's ssh_* record keys from a login command as --ssh takes it (also the
+    dashboard's node form)."""
     config = Path("~/.ssh/config").expanduser()
     try:
         aliases = ssh_config_aliases(config.read_text(errors="replace"))
@@ -172,44 +174,68 @@ def _ssh_fields(command: str) -> dict[str, Any]:
     }
 
 
-def _node_changes(args: argparse.Namespace) -> dict[str, Any]:
-    changes = _pick(args, NODE_FLAGS)
-    if args.ssh is not None:
-        changes.update(_ssh_fields(args.ssh))
-    if args.local:
+def node_changes(values: Mapping[str, Any], ssh: str | None, local: bool) -> dict[str, Any]:
+    """A node's record keys from the options (values: NODE_FLAGS keys), --ssh and --local;
+    also the dashboard's node form."""
+    changes = dict(values)
+    if ssh is not None:
+        changes.update(ssh_fields(ssh))
+    if local:
         changes["local"] = True
     return changes
 
 
-def _new_provider(args: argparse.Namespace, ledger: Ledger) -> Provider | None:
+def _node_changes(args: argparse.Namespace) -> dict[str, Any]:
+    return node_changes(_pick(args, NODE_FLAGS), args.ssh, bool(args.local))
+
+
+def new_provider(ledger: Ledger, provider: str | None, channel: str | None) -> Provider | None:
     """The provider to create with the node, when --channel names one that is not there."""
-    if args.provider is None:
-        if args.channel is not None:
-            raise InputError("channel", args.channel, "give --provider with --channel")
+    if provider is None:
+        if channel is not None:
+            raise InputError("channel", channel, "give --provider with --channel")
         return None
     try:
-        existing = ledger.provider(args.provider)
+        existing = ledger.provider(provider)
     except InputError:
-        if args.channel is None:
+        if channel is None:
             raise InputError(
-                "provider", args.provider, "unknown provider: add --channel to create it"
+                "provider", provider, "unknown provider: add --channel to create it"
             ) from None
         try:
-            return records.provider_from({"name": args.provider, "kind": args.channel})
+            return records.provider_from({"name": provider, "kind": channel})
         except InputError as exc:
-            raise InputError("channel", args.channel, exc.reason) from None
-    if args.channel is not None and args.channel != existing.kind.value:
-        raise InputError("channel", args.channel, f"{existing.name} is a {existing.kind.value}")
+            raise InputError("channel", channel, exc.reason) from None
+    if channel is not None and channel != existing.kind.value:
+        raise InputError("channel", channel, f"{existing.name} is a {existing.kind.value}")
     return None
 
 
-def node_add(args: argparse.Namespace, out: TextIO) -> int:
-    if args.ssh is None and not args.local:
+def _new_provider(args: argparse.Namespace, ledger: Ledger) -> Provider | None:
+    return new_provider(ledger, args.provider, args.channel)
+
+
+def new_node(name: str, changes: Mapping[str, Any]) -> Node:
+    """The node `zuka node add NAME` records: a login command or --local is required."""
+    if not any(key in changes for key in records.SSH_KEYS) and not changes.get("local"):
         raise InputError("ssh", None, "give --ssh 'ssh -p PORT user@host' (or --local)")
-    node = records.node_from({"name": args.name, **_node_changes(args)})
+    return records.node_from({"name": name, **changes})
+
+
+def node_add(args: argparse.Namespace, out: TextIO) -> int:
+    node = new_node(args.name, _node_changes(args))
     with _open(args, create=True) as ledger:
-        added = ledger.add_node(node, new_provider=_new_provider(args, ledger))
-    return _done(args, out, records.node_record(added), f"added node {added.name}")
+        added, message = add_node(ledger, node, args.provider, args.channel)
+    return _done(args, out, records.node_record(added), message)
+
+
+def add_node(
+    ledger: Ledger, node: Node, provider: str | None, channel: str | None
+) -> tuple[Node, str]:
+    """`zuka node add`: the node as recorded (with a new provider if --channel names one)
+    and what the command says of it (also the dashboard's node form)."""
+    added = ledger.add_node(node, new_provider=new_provider(ledger, provider, channel))
+    return added, f"added node {added.name}"
 
 
 def _node_row(n: Node, now: BillingNow | None, channels: Mapping[str, str]) -> tuple[Any, ...]:
@@ -390,16 +416,29 @@ def node_edit(args: argparse.Namespace, out: TextIO) -> int:
     if not changes and args.channel is None:
         raise InputError("node edit", args.name, "nothing to change: give at least one option")
     with _open(args, create=False) as ledger:
-        ledger.node(args.name)
-        head = _head(ledger)
-        edited = ledger.update_node(args.name, changes, new_provider=_new_provider(args, ledger))
-        same = _head(ledger) == head
+        edited, message = edit_node(ledger, args.name, changes, args.provider, args.channel)
+    return _done(args, out, records.node_record(edited), message)
+
+
+def edit_node(
+    ledger: Ledger,
+    name: str,
+    changes: Mapping[str, Any],
+    provider: str | None,
+    channel: str | None,
+) -> tuple[Node, str]:
+    """`zuka node edit NAME`: the node as edited and what the command says of it (also the
+    dashboard's node form)."""
+    ledger.node(name)
+    head = _head(ledger)
+    edited = ledger.update_node(name, changes, new_provider=new_provider(ledger, provider, channel))
+    same = _head(ledger) == head
     message = (
         f"nothing changed: node {edited.name} is already so"
         if same
         else f"updated node {edited.name}"
     )
-    return _done(args, out, records.node_record(edited), message)
+    return edited, message
 
 
 def _head(ledger: Ledger) -> int | None:
@@ -475,22 +514,38 @@ def lease_add(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args, create=False) as ledger:
         ledger.node(args.node)
     with _open(args, create=True) as ledger:
-        added = ledger.add_lease(lease)
-    return _done(args, out, records.lease_record(added), f"added a lease to {added.node}")
+        added, message = add_lease(ledger, lease)
+    return _done(args, out, records.lease_record(added), message)
+
+
+def add_lease(ledger: Ledger, lease: Lease) -> tuple[Lease, str]:
+    """`zuka lease add`: the lease as recorded and what the command says of it (also the
+    dashboard's lease form)."""
+    added = ledger.add_lease(lease)
+    return added, f"added a lease to {added.node}"
+
+
+def renew_lease(
+    ledger: Ledger, node: str, until: str, changes: Mapping[str, Any]
+) -> tuple[Lease, str]:
+    """`zuka lease renew NODE --until UNTIL`: the renewal and what the command says of it
+    (also the dashboard's renew form)."""
+    if not until.strip():  # an empty end would be read as no end: an open-ended renewal
+        raise InputError("until", until, "is empty: give the end of the renewed period")
+    try:
+        lease = ledger.renew_lease(node, until, changes)
+    except InputError as exc:
+        if exc.field != "end":
+            raise
+        raise InputError(
+            "until", until, exc.reason.replace("the start", "the current lease's end")
+        ) from None
+    return lease, f"renewed {lease.node} until {until}: {_which(ledger, lease)}"
 
 
 def lease_renew(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args, create=False) as ledger:
-        try:
-            lease = ledger.renew_lease(args.node, args.until, _lease_changes(args))
-        except InputError as exc:
-            if exc.field != "end":
-                raise
-            raise InputError(
-                "until", args.until, exc.reason.replace("the start", "the current lease's end")
-            ) from None
-        which = _which(ledger, lease)
-    message = f"renewed {lease.node} until {args.until}: {which}"
+        lease, message = renew_lease(ledger, args.node, args.until, _lease_changes(args))
     return _done(args, out, records.lease_record(lease), message)
 
 
@@ -501,19 +556,26 @@ def _which(ledger: Ledger, lease: Lease) -> str:
     return renewals.describe(found, leases, ledger.clock())
 
 
-def lease_end(args: argparse.Namespace, out: TextIO) -> int:
-    with _open(args, create=False) as ledger:
-        node = ledger.node(args.node)
-        lease = ledger.current_lease(node.name)
-        tz = lease.billing_tz if lease else fields.DEFAULT_TZ
-        at = fields.moment("at", args.at, tz) if args.at else None
-        still_open = len(ledger.leases(node.name, open_only=True))
-        which = _which(ledger, lease) if lease else "the lease"
-        ended = ledger.end_lease(args.node, at)
-        cancelled = still_open - 1 - len(ledger.leases(node.name, open_only=True))
+def end_lease(ledger: Ledger, node_name: str, at_text: str | None) -> tuple[Lease, str]:
+    """`zuka lease end NODE [--at AT]`: the ended lease and what the command says of it
+    (also the dashboard's end form)."""
+    node = ledger.node(node_name)
+    lease = ledger.current_lease(node.name)
+    tz = lease.billing_tz if lease else fields.DEFAULT_TZ
+    at = fields.moment("at", at_text, tz) if at_text else None
+    still_open = len(ledger.leases(node.name, open_only=True))
+    which = _which(ledger, lease) if lease else "the lease"
+    ended = ledger.end_lease(node_name, at)
+    cancelled = still_open - 1 - len(ledger.leases(node.name, open_only=True))
     message = f"ended {which} of {ended.node}"
     if cancelled > 0:
         message += f", and its {cancelled} renewal(s) not started yet (they never billed)"
+    return ended, message
+
+
+def lease_end(args: argparse.Namespace, out: TextIO) -> int:
+    with _open(args, create=False) as ledger:
+        ended, message = end_lease(ledger, args.node, args.at)
     return _done(args, out, records.lease_record(ended), message)
 
 
@@ -528,16 +590,25 @@ def lease_edit(args: argparse.Namespace, out: TextIO) -> int:
     if not changes:
         raise InputError("lease edit", args.node, "nothing to change: give at least one option")
     with _open(args, create=False) as ledger:
-        head = _head(ledger)
-        lease = ledger.update_lease(args.node, changes, start=args.pick_start)
-        which = _which(ledger, lease)
-        same = _head(ledger) == head
+        lease, message = edit_lease(ledger, args.node, changes, args.pick_start)
+    return _done(args, out, records.lease_record(lease), message)
+
+
+def edit_lease(
+    ledger: Ledger, node: str, changes: Mapping[str, Any], pick_start: Any
+) -> tuple[Lease, str]:
+    """`zuka lease edit NODE [--start PICK]`: the lease as edited and what the command says
+    of it (also the dashboard's lease form)."""
+    head = _head(ledger)
+    lease = ledger.update_lease(node, changes, start=pick_start)
+    which = _which(ledger, lease)
+    same = _head(ledger) == head
     message = (
         f"nothing changed: {which} of {lease.node} is already so"
         if same
         else f"updated {which} of {lease.node}"
     )
-    return _done(args, out, records.lease_record(lease), message)
+    return lease, message
 
 
 def lease_delete(args: argparse.Namespace, out: TextIO) -> int:
@@ -658,16 +729,22 @@ def resource_add(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args, create=False) as ledger:
         ledger.node(args.node)
     with _open(args, create=True) as ledger:
-        res = ledger.add_resource(args.node, rec)
-        lease = next(le for le in ledger.leases(args.node) if le.id == res.lease_id)
-        which = _which(ledger, lease)
-        is_open = release.open_at(lease, ledger.clock())
-    doc = records.resource_record(res, args.node, lease.start)
+        doc, message = add_resource(ledger, args.node, rec)
+    return _done(args, out, doc, message)
+
+
+def add_resource(ledger: Ledger, node: str, rec: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """`zuka resource add NODE`: the resource's record and what the command says of it
+    (also the dashboard's resource form)."""
+    res = ledger.add_resource(node, rec)
+    lease = next(le for le in ledger.leases(node) if le.id == res.lease_id)
+    which = _which(ledger, lease)
+    is_open = release.open_at(lease, ledger.clock())
+    doc = records.resource_record(res, node, lease.start)
     # Say which lease took it: without --lease-start the lease billing now, else the latest.
     if not is_open and "lease_start" not in rec:
         which = f"its latest lease, {which.removeprefix('the lease ')} (none bills now)"
-    message = f"recorded {res.kind.value} {res.native_id} on {args.node}, in {which}"
-    return _done(args, out, doc, message)
+    return doc, f"recorded {res.kind.value} {res.native_id} on {node}, in {which}"
 
 
 def resource_edit(args: argparse.Namespace, out: TextIO) -> int:

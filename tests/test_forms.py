@@ -1,0 +1,406 @@
+"""The node, lease and resource forms, driven by Pilot on real ledger files: a valid form
+lands in the SQLite file; a refused one shows the CLI's very words and writes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Cli
+from textual.app import App
+from textual.pilot import Pilot
+from textual.widgets import Input, TextArea
+from waiting import wait_until
+
+from leases.demo import build_demo_ledger
+from leases.ledger import Ledger
+from leases.models import BillingType, ResourceKind
+from leases.records import node_from
+from tui.app import ZukaApp
+from tui.screens.lease_form import LeaseFormScreen, Mode
+from tui.screens.node_form import NodeFormScreen
+from tui.screens.resource_form import ResourceFormScreen
+from tui.widgets.form import FormScreen
+
+NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
+TZ = "Asia/Shanghai"
+
+Make = Callable[[Ledger], FormScreen[Any]]
+
+
+class FormHost(App[None]):
+    """A small app that opens one form on a ledger file and keeps what it was closed with."""
+
+    TITLE = "zuka forms"
+
+    def __init__(self, path: Path, make: Make) -> None:
+        super().__init__()
+        self.path = path
+        self.make = make
+        self.results: list[Any] = []
+
+    def on_mount(self) -> None:
+        self.ledger = Ledger.open(self.path, clock=lambda: NOW)
+        self.push_screen(self.make(self.ledger), callback=self.results.append)
+
+    def on_unmount(self) -> None:
+        self.ledger.close()
+
+
+@pytest.fixture(autouse=True)
+def no_ssh_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The developer's ~/.ssh/config stays out: the node form reads its Host names."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+@pytest.fixture
+def demo(ledger_path: Path) -> Path:
+    build_demo_ledger(ledger_path, date(2026, 11, 30)).close()
+    return ledger_path
+
+
+def lease_form(node: str, mode: Mode) -> Make:
+    return lambda ledger: LeaseFormScreen(ledger, node, mode=mode, clock=lambda: NOW, tz=TZ)
+
+
+async def opened(pilot: Pilot[None]) -> FormScreen[Any]:
+    """The form, once its ledger read has filled it."""
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    screen = pilot.app.screen
+    assert isinstance(screen, FormScreen)
+    for widget in screen.query("Input, TextArea"):
+        assert isinstance(widget, Input | TextArea)
+        widget.cursor_blink = False  # stable snapshots
+    return screen
+
+
+def fill(screen: FormScreen[Any], **values: str | bool) -> None:
+    for key, value in values.items():
+        screen.field(key).value = value
+
+
+async def save_ok(pilot: Pilot[None]) -> Any:
+    """ctrl+s, then what the form was dismissed with."""
+    app = pilot.app
+    assert isinstance(app, FormHost)
+    await pilot.press("ctrl+s")
+    await wait_until(lambda: app.results, what="the form to close")
+    return app.results[-1]
+
+
+async def save_refused(pilot: Pilot[None], key: str | None) -> str:
+    """ctrl+s, then the message shown under field `key` (None: on the form's line)."""
+    screen = pilot.app.screen
+    assert isinstance(screen, FormScreen)
+    await pilot.press("ctrl+s")
+
+    def message() -> str:
+        if key is None:
+            return str(screen.query_one("#form-message").render())
+        return screen.field(key).message
+
+    said = await wait_until(message, what=f"a message under {key}")
+    assert pilot.app.screen is screen  # still open
+    assert isinstance(pilot.app, FormHost) and pilot.app.results == []
+    return said
+
+
+def state(path: Path) -> tuple[Any, ...]:
+    """Everything the ledger holds, the audit log's head included."""
+    with Ledger.open(path, create=False) as ledger:
+        return (ledger.export_records(), ledger.verify_audit().head_hash)
+
+
+# -- node -------------------------------------------------------------------------------
+
+
+async def test_pasting_a_console_login_adds_the_node(demo: Path) -> None:
+    app = FormHost(demo, lambda ledger: NodeFormScreen(ledger, paste=True))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        assert app.focused is screen.field("ssh").input  # paste=True: straight in
+        await pilot.press(*"new-4090")  # typed into the ssh field: then move it
+        assert screen.field("ssh").value == "new-4090"
+        fill(
+            screen,
+            ssh="登录指令：ssh -p 30022 root@connect.westb.seetacloud.com\n密码：hunter2hunter2",
+            name="autodl-new",
+            provider="AutoDL",
+            channel="platform",
+            gpu_count="8",
+        )
+        await pilot.pause()
+        # The paste is cut to its command at once: no password left on the screen.
+        assert screen.field("ssh").value == "ssh -p 30022 root@connect.westb.seetacloud.com"
+        info = str(screen.query_one("#form-info").render())
+        assert "ssh -p 30022 root@connect.westb.seetacloud.com" in info
+        assert await save_ok(pilot) == "autodl-new"
+    with Ledger.open(demo, create=False) as ledger:
+        node = ledger.node("autodl-new")
+        assert (node.ssh.host, node.ssh.port, node.ssh.user) == (
+            "connect.westb.seetacloud.com", 30022, "root",
+        )  # fmt: skip
+        assert node.gpu_count == 8 and node.provider == "AutoDL"
+        assert ledger.provider("AutoDL").kind.value == "platform"
+        assert "hunter2" not in str(ledger.export_records())
+        assert ledger.last_entries(1)[0].action == "node.add"
+
+
+async def test_a_refused_login_command_writes_nothing(demo: Path) -> None:
+    before = state(demo)
+    app = FormHost(demo, lambda ledger: NodeFormScreen(ledger))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        fill(screen, name="evil", ssh="ssh -o ProxyCommand='nc %h %p' root@host")
+        said = await save_refused(pilot, "ssh")
+        assert "does not honour the ssh option ProxyCommand" in said
+        assert app.focused is screen.field("ssh").input
+    assert state(demo) == before
+
+
+async def test_editing_a_node_sends_only_what_changed(demo: Path) -> None:
+    app = FormHost(demo, lambda ledger: NodeFormScreen(ledger, name="autodl-4090-a"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        assert screen.field("name").value == "autodl-4090-a"
+        assert screen.field("gpu_count").value == "8"
+        fill(screen, name="autodl-4090-renamed", tags="lab,train")
+        assert await save_ok(pilot) == "autodl-4090-renamed"
+    with Ledger.open(demo, create=False) as ledger:
+        node = ledger.node("autodl-4090-renamed")
+        assert node.tags == ("lab", "train") and node.gpu_count == 8
+        entry = ledger.last_entries(1)[0]
+        assert entry.action == "node.edit"
+        assert entry.before and entry.after
+        changed = {k for k in entry.after if entry.before.get(k) != entry.after[k]}
+        assert changed == {"name", "tags"}
+
+
+async def test_escape_leaves_the_node_form_writing_nothing(demo: Path) -> None:
+    before = state(demo)
+    app = FormHost(demo, lambda ledger: NodeFormScreen(ledger))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        fill(screen, name="never", ssh="ssh root@10.0.0.9")
+        await pilot.press("escape")
+        await wait_until(lambda: app.results, what="the form to close")
+        assert app.results == [None]
+    assert state(demo) == before
+
+
+# -- lease ------------------------------------------------------------------------------
+
+
+async def test_adding_a_lease_lands_in_the_ledger(demo: Path) -> None:
+    with Ledger.open(demo, create=False) as ledger:
+        ledger.add_node(node_from({"name": "fresh", "ssh_host": "10.0.0.8", "gpu_count": 4}))
+    app = FormHost(demo, lease_form("fresh", "add"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        assert screen.field("start").value == "2026-11-30 17:30"  # now, in the billing zone
+        fill(screen, billing_type="card_hour", unit_price="1.98", cards_billed="4")
+        assert await save_ok(pilot) is True
+    with Ledger.open(demo, create=False) as ledger:
+        (lease,) = ledger.leases("fresh")
+        assert lease.billing_type is BillingType.CARD_HOUR
+        assert str(lease.unit_price) == "1.98" and lease.cards_billed == 4
+        assert lease.start == NOW
+
+
+async def test_a_refused_lease_shows_the_message_under_its_field(demo: Path) -> None:
+    before = state(demo)
+    app = FormHost(demo, lease_form("aliyun-a10-burst", "edit"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        assert screen.field("billing_type").value == "hourly"
+        fill(screen, deposit_paid_on="2026-13-01")  # a folded field: the fold opens
+        said = await save_refused(pilot, "deposit_paid_on")
+        assert said == "--deposit-paid-on: is not a valid date (use YYYY-MM-DD) (got '2026-13-01')"
+        assert app.focused is screen.field("deposit_paid_on").input
+        fill(screen, deposit_paid_on="", unit_price="3.5")
+        assert await save_ok(pilot) is True
+    after = state(demo)
+    assert after != before
+    with Ledger.open(demo, create=False) as ledger:
+        assert str(ledger.leases("aliyun-a10-burst")[0].unit_price) == "3.5"
+
+
+async def test_renewing_a_monthly_lease(demo: Path) -> None:
+    app = FormHost(demo, lease_form("h800-monthly-1", "renew"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        assert "renewal starts at its end, 2026-12-10 00:00" in str(
+            screen.query_one("#form-info").render()
+        )
+        assert not screen.query("#field-start")  # `lease renew` takes no --start
+        said = await save_refused(pilot, "until")  # empty: never an open-ended renewal
+        assert said.startswith("--until: is empty")
+        fill(screen, until="2027-01-10", unit_price="48000")
+        assert await save_ok(pilot) is True
+    with Ledger.open(demo, create=False) as ledger:
+        old, new = ledger.leases("h800-monthly-1")
+        assert old.ended_at == old.end == new.start
+        assert new.end == datetime(2027, 1, 10, tzinfo=new.start.tzinfo)
+        assert str(new.unit_price) == "48000"
+
+
+async def test_ending_a_lease(demo: Path) -> None:
+    app = FormHost(demo, lease_form("volc-a100-ablation", "end"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        fill(screen, at="2026-11-30 06:00")
+        said = await save_refused(pilot, "at")
+        assert said.startswith("--at: is before the lease start 2026-11-30 07:00")
+        fill(screen, at="2026-11-30 17:00")
+        assert await save_ok(pilot) is True
+    with Ledger.open(demo, create=False) as ledger:
+        (lease,) = ledger.leases("volc-a100-ablation")
+        assert lease.ended_at == datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+
+
+# -- resource ---------------------------------------------------------------------------
+
+
+async def test_recording_a_resource(demo: Path) -> None:
+    app = FormHost(demo, lambda ledger: ResourceFormScreen(ledger, "aliyun-a10-burst"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        fill(screen, kind="bucket", native_id="Bad_Bucket")
+        said = await save_refused(pilot, "native_id")
+        assert "a bucket name is 3-63 of a-z, 0-9" in said
+        fill(screen, kind="snapshot", native_id="s-bp1formtest0000000001", region="cn-hangzhou")
+        assert await save_ok(pilot) is True
+    with Ledger.open(demo, create=False) as ledger:
+        rows = [r for n, _, r in ledger.resources("aliyun-a10-burst")]
+        assert (ResourceKind.SNAPSHOT, "s-bp1formtest0000000001", "cn-hangzhou") in [
+            (r.kind, r.native_id, r.region) for r in rows
+        ]
+        assert ledger.last_entries(1)[0].action == "resource.add"
+
+
+# -- the same words as the command line -------------------------------------------------
+
+SAME_WORDS = [
+    # (form, {field: value}, the field the message goes under, the same input to the CLI)
+    (lambda ledger: NodeFormScreen(ledger), {"name": "n1", "ssh": "ssh host:22"}, "ssh",
+     ["node", "add", "n1", "--ssh", "ssh host:22"]),
+    (lambda ledger: NodeFormScreen(ledger), {"name": "n1", "ssh": "ssh h", "gpu_count": "eight"},
+     "gpu_count", ["node", "add", "n1", "--ssh", "ssh h", "--gpus", "eight"]),
+    (lambda ledger: NodeFormScreen(ledger), {"name": "bad name", "ssh": "ssh h"}, "name",
+     ["node", "add", "bad name", "--ssh", "ssh h"]),
+    (lease_form("autodl-4090-a", "edit"), {"unit_price": "-3"}, "unit_price",
+     ["lease", "edit", "autodl-4090-a", "--price", "-3"]),
+    (lease_form("autodl-4090-a", "edit"), {"cards_billed": "9"}, "cards_billed",
+     ["lease", "edit", "autodl-4090-a", "--cards", "9"]),
+    (lease_form("autodl-4090-a", "edit"), {"currency": "XYZ"}, "currency",
+     ["lease", "edit", "autodl-4090-a", "--currency", "XYZ"]),
+    (lease_form("h800-monthly-2", "renew"), {"until": "2026-11-01"}, "until",
+     ["lease", "renew", "h800-monthly-2", "--until", "2026-11-01"]),
+    (lease_form("aliyun-a10-burst", "end"), {"at": "yesterday"}, "at",
+     ["lease", "end", "aliyun-a10-burst", "--at", "yesterday"]),
+    (lambda ledger: ResourceFormScreen(ledger, "aliyun-a10-burst"),
+     {"kind": "scratch_path", "native_id": "/data/../etc"}, "native_id",
+     ["resource", "add", "aliyun-a10-burst", "--kind", "scratch_path", "--id", "/data/../etc"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("make", "values", "key", "argv"), SAME_WORDS)
+async def test_the_form_says_what_the_cli_says(
+    demo: Path, cli: Cli, make: Make, values: dict[str, str], key: str, argv: list[str]
+) -> None:
+    before = state(demo)
+    result = cli(*argv)
+    assert result.code != 0 and state(demo) == before
+    app = FormHost(demo, make)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        fill(screen, **values)
+        said = await save_refused(pilot, key)
+    assert result.err.strip() == f"zuka: error: {said}"
+    assert state(demo) == before
+
+
+async def test_an_unknown_node_is_said_on_the_message_line(demo: Path) -> None:
+    app = FormHost(demo, lambda ledger: ResourceFormScreen(ledger, "nope"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        assert "no node of that name" in str(screen.query_one("#form-message").render())
+
+
+async def test_every_form_binding_has_an_id_and_a_tooltip() -> None:
+    for screen in (NodeFormScreen, LeaseFormScreen, ResourceFormScreen):
+        for binding in screen.BINDINGS:
+            assert not isinstance(binding, tuple)
+            assert binding.id and binding.id.startswith(binding.id.split("-form-")[0])
+            assert binding.description and binding.tooltip
+    assert {b.id for b in LeaseFormScreen.BINDINGS if not isinstance(b, tuple)} == {
+        "lease-form-save",
+        "lease-form-cancel",
+    }
+
+
+def test_fields_follow_the_records_options() -> None:
+    """A field per option, labelled with the CLI's flag: a new option is a new field."""
+    from tui.cli_ledger import LEASE_FLAGS, RESOURCE_FLAGS
+
+    lease = LeaseFormScreen.__new__(LeaseFormScreen)
+    lease.mode = "add"
+    keys = {s.key for s in [*lease.specs(), *lease.more()]}
+    assert keys == {*LEASE_FLAGS, "auto_renew"}
+    res = ResourceFormScreen.__new__(ResourceFormScreen)
+    assert {s.key for s in [*res.specs(), *res.more()]} == set(RESOURCE_FLAGS)
+    price = next(s for s in lease.specs() if s.key == "unit_price")
+    assert price.label == "unit price  --price"
+
+
+# -- snapshots --------------------------------------------------------------------------
+
+SNAPSHOTS = {
+    "node_add_paste": lambda ledger: NodeFormScreen(ledger, paste=True),
+    "lease_add": lease_form("aliyun-a10-burst", "add"),
+    "lease_renew": lease_form("h800-monthly-1", "renew"),
+    "lease_end": lease_form("volc-a100-ablation", "end"),
+    "resource_add": lambda ledger: ResourceFormScreen(ledger, "aliyun-a10-burst"),
+}
+
+
+@pytest.mark.parametrize("size", [(120, 36), (80, 24)], ids=["120x36", "80x24"])
+@pytest.mark.parametrize("name", list(SNAPSHOTS))
+def test_form_snapshot(snap_compare, demo: Path, name: str, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
+    async def ready(pilot: Pilot[None]) -> None:
+        screen = await opened(pilot)
+        if name == "node_add_paste":
+            fill(
+                screen,
+                name="autodl-new",
+                ssh="ssh -p 30022 root@connect.westb.seetacloud.com",
+                gpu_count="x",
+            )
+            await save_refused(pilot, "gpu_count")
+        await pilot.pause()
+
+    assert snap_compare(FormHost(demo, SNAPSHOTS[name]), terminal_size=size, run_before=ready)
+
+
+async def test_a_form_on_the_dashboard_writes_beside_its_open_ledger(demo: Path) -> None:
+    """Pushed on the real app, as the fleet screen's `l` does: the write (in a thread, on
+    a connection of its own) is seen through the dashboard's own connection."""
+    app = ZukaApp(demo, clock=lambda: NOW, poll=False, refresh_s=3600)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert app.ledger is not None
+        done: list[bool | None] = []
+        app.push_screen(
+            LeaseFormScreen(app.ledger, "volc-a100-ablation", mode="end", clock=app.clock, tz=TZ),
+            callback=done.append,
+        )
+        await opened(pilot)
+        await pilot.press("ctrl+s")
+        await wait_until(lambda: done, what="the form to close")
+        assert done == [True]
+        (lease,) = app.ledger.leases("volc-a100-ablation")
+        assert lease.ended_at == NOW

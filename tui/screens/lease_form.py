@@ -1,0 +1,146 @@
+"""Add, edit, renew or end a node's lease: `zuka lease add/edit/renew/end` as a form."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date, datetime
+from enum import Enum
+from typing import Any, ClassVar, Literal
+
+from textual.binding import BindingType
+
+from leases import fields, records, renewals
+from leases.ledger import Clock, Ledger
+from leases.models import Lease
+from leases.textsafe import visible
+from tui.cli_ledger import LEASE_FLAGS, add_lease, edit_lease, end_lease, renew_lease
+from tui.widgets.form import FieldSpec, FormScreen, Value, form_bindings, given, option_specs
+
+Mode = Literal["add", "edit", "renew", "end"]
+
+# The terms most leases need; the rest (deposit, contract, billing rules) fold away.
+MAIN = (
+    "billing_type", "unit_price", "currency", "cards_billed", "start", "end", "billing_tz",
+    "auto_renew", "on_expiry", "notes",
+)  # fmt: skip
+EDITABLE = (*LEASE_FLAGS, "auto_renew")
+# What `lease renew` does not take: the renewal starts at the lease's end and has no
+# deposit refund of its own (tui.cli_ledger.lease_options).
+NOT_RENEWED = ("start", "end", "deposit_refund", "deposit_refunded_on")
+UNTIL = FieldSpec("until", "until  --until", "end of the renewed period")
+AT = FieldSpec("at", "at  --at", "when it ended (default: now)")
+
+_TITLES = {"add": "Add a lease to", "edit": "Edit the lease of", "renew": "Renew the lease of",
+           "end": "End the lease of"}  # fmt: skip
+_SAVE = {"add": "Add lease", "edit": "Save", "renew": "Renew", "end": "End lease"}
+
+
+def shown_value(value: Any, tz: str) -> Value:
+    """A lease's value as the form shows it and the CLI takes it back."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, datetime):
+        return fields.shown(value, tz)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return str(value.value)
+    return str(value)  # Decimal as typed: 1.50 stays 1.50
+
+
+def lease_values(lease: Lease, keys: tuple[str, ...]) -> dict[str, Value]:
+    return {key: shown_value(getattr(lease, key), lease.billing_tz) for key in keys}
+
+
+class LeaseFormScreen(FormScreen[bool]):
+    """One form, four commands; dismissed with True when it wrote."""
+
+    BINDINGS: ClassVar[list[BindingType]] = form_bindings("lease-form")
+
+    def __init__(self, ledger: Ledger, node: str, *, mode: Mode, clock: Clock, tz: str) -> None:
+        super().__init__(ledger, f"{_TITLES[mode]} {visible(node, 80)}", _SAVE[mode])
+        self.node = node
+        self.mode = mode
+        self.clock = clock
+        self.tz = tz
+        self.lease: Lease | None = None  # the lease edited, renewed or ended
+
+    def specs(self) -> list[FieldSpec]:
+        if self.mode == "end":
+            return [AT]
+        main = option_specs(Lease, [k for k in MAIN if self._takes(k)])
+        return [UNTIL, *main] if self.mode == "renew" else main
+
+    def more(self) -> list[FieldSpec]:
+        if self.mode == "end":
+            return []
+        return option_specs(Lease, [k for k in EDITABLE if k not in MAIN and self._takes(k)])
+
+    def _takes(self, key: str) -> bool:
+        return self.mode != "renew" or key not in NOT_RENEWED
+
+    def defaults(self) -> dict[str, Value]:
+        if self.mode != "add":
+            return {}
+        # As `lease add` without --start: now, to the minute, in the billing zone.
+        now = self.clock().replace(second=0, microsecond=0)
+        return {"start": fields.shown(now, self.tz), "billing_tz": self.tz}
+
+    def load(self, ledger: Ledger) -> tuple[dict[str, Value], str]:
+        ledger.node(self.node)  # an unknown node: the CLI's words, on the message line
+        leases = ledger.leases(self.node)
+        now = self.clock()
+        if self.mode == "add":
+            return {}, f"{self.node}: {_said(leases, now)}"
+        if self.mode == "renew":
+            # The lease `lease renew` renews: the latest, if not ended (Ledger.renew_lease).
+            lease = leases[-1] if leases and leases[-1].ended_at is None else None
+        else:
+            # The lease `lease edit` and `lease end` pick without --start.
+            lease = renewals.in_effect(leases, now)
+        self.lease = lease
+        if lease is None:
+            return {}, f"{self.node}: {_said(leases, now)}"
+        which = renewals.describe(lease, leases, now)
+        if self.mode == "end":
+            return {}, f"Ends {which}. Leave `at` empty for now."
+        keys = tuple(k for k in EDITABLE if self._takes(k))
+        values = lease_values(lease, keys)
+        if self.mode == "renew":
+            values["deposit"] = values["deposit_paid_on"] = ""  # a renewal's own, if any
+            end = fields.shown(lease.end, lease.billing_tz) if lease.end else "?"
+            return values, f"Renews {which}: the renewal starts at its end, {end}."
+        return values, f"Edits {which}."
+
+    def write(self, ledger: Ledger, values: Mapping[str, Value]) -> tuple[bool, str]:
+        if self.mode == "end":
+            _, message = end_lease(ledger, self.node, str(values["at"]) or None)
+            return True, message
+        if self.mode == "add":
+            rec: dict[str, Any] = {"node": self.node, **given(values, LEASE_FLAGS)}
+            rec["auto_renew"] = values["auto_renew"]
+            if "start" not in rec:  # as `lease add` without --start
+                rec["start"] = self.clock().replace(second=0, microsecond=0)
+            _, message = add_lease(ledger, records.lease_from(rec))
+            return True, message
+        # Edit and renew send what was changed, as the CLI sends the options typed.
+        changes = {k: v for k, v in self.changed().items() if k in EDITABLE}
+        if self.mode == "renew":
+            _, message = renew_lease(ledger, self.node, str(values["until"]), changes)
+            return True, message
+        pick = self.lease.start if self.lease is not None else None
+        _, message = edit_lease(ledger, self.node, changes, pick)
+        return True, message
+
+    def cancelled(self) -> bool:
+        return False
+
+
+def _said(leases: list[Lease], now: datetime) -> str:
+    """One line on a node's leases: the one billing now, or that none does."""
+    billing = renewals.billing_now(leases, now)
+    if billing is None:
+        return "no lease bills now"
+    return renewals.describe(billing.lease, leases, now)

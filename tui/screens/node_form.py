@@ -1,0 +1,158 @@
+"""Add or edit a node, or paste a platform's login command: `zuka node add/edit` as a form."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual.binding import BindingType
+from textual.widgets import Static, TextArea
+
+from leases import recordfields
+from leases.errors import InputError
+from leases.ledger import Ledger
+from leases.models import Node, ProviderKind
+from leases.records import SSH_KEYS, node_record
+from leases.sshcmd import parse_ssh_command, ssh_config_aliases
+from leases.textsafe import visible
+from tui.cli_ledger import (
+    NODE_FLAGS,
+    NODE_HELP,
+    add_node,
+    describe_error,
+    edit_node,
+    new_node,
+    node_changes,
+)
+from tui.widgets.form import FieldSpec, FormScreen, Value, form_bindings, given, option_specs
+
+SSH_SPEC = FieldSpec(
+    "ssh",
+    "login command  --ssh",
+    f"{NODE_HELP['ssh']}: paste it whole (a password line is dropped, never stored)",
+    "multiline",
+    also=SSH_KEYS,
+)
+CHANNEL_SPEC = FieldSpec(
+    "channel",
+    "channel  --channel",
+    f"for a new --provider: {recordfields.choices(ProviderKind)}",
+    "choice",
+    tuple(k.value for k in ProviderKind),
+)
+
+
+def _aliases() -> frozenset[str]:
+    """The ~/.ssh/config Host names, as `--ssh` reads them (tui.cli_ledger.ssh_fields)."""
+    try:
+        return ssh_config_aliases(Path("~/.ssh/config").expanduser().read_text(errors="replace"))
+    except OSError:
+        return frozenset()
+
+
+def _shown_values(node: Node) -> dict[str, Value]:
+    """The node as the form shows it: the record's values as text, the login command."""
+    rec = node_record(node)
+    out: dict[str, Value] = {
+        key: "" if rec[key] is None else str(rec[key]) for key in NODE_FLAGS if key in rec
+    }
+    out["tags"] = ",".join(node.tags)
+    out["name"] = node.name
+    out["ssh"] = "" if node.local else node.ssh.command()
+    out["local"] = node.local
+    return out
+
+
+class NodeFormScreen(FormScreen[str | None]):
+    """Add a node (name given: edit it). Dismissed with the saved node's name, or None."""
+
+    BINDINGS: ClassVar[list[BindingType]] = form_bindings("node-form")
+
+    def __init__(self, ledger: Ledger, *, name: str | None = None, paste: bool = False) -> None:
+        editing = name is not None
+        super().__init__(
+            ledger,
+            f"Edit node {visible(name, 80)}" if editing else "Add a node",
+            "Save" if editing else "Add node",
+        )
+        self.editing = name
+        self.paste = paste
+        self.aliases: frozenset[str] = frozenset()
+        self.trimmed = False  # a multi-line paste was cut down to its command
+
+    def specs(self) -> list[FieldSpec]:
+        options = option_specs(Node, ("name", "provider"))
+        rest = option_specs(Node, ("gpu_model", "gpu_count", "vram_gib"))
+        return [options[0], SSH_SPEC, options[1], CHANNEL_SPEC, *rest]
+
+    def more(self) -> list[FieldSpec]:
+        keys = ["interconnect", "tags", "local", "notes"]
+        if self.editing is not None:
+            keys.insert(2, "state")  # `node add` takes no --state
+        return option_specs(Node, keys)
+
+    def first_focus(self) -> str | None:
+        return "ssh" if self.paste else None
+
+    def load(self, ledger: Ledger) -> tuple[dict[str, Value], str]:
+        self.aliases = _aliases()
+        if self.editing is None:
+            return {}, (
+                "Paste the login command the platform's console gives"
+                " (`ssh -p PORT user@host`, `登录指令：ssh ...`) into the login command field."
+            )
+        node = ledger.node(self.editing)
+        info = f"Problem: {node.problem}" if node.problem else ""
+        return _shown_values(node), info
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        """The pasted command read at once: what zuka will log in to, or why not."""
+        if event.text_area.id != "input-ssh":
+            return
+        field = self.field("ssh")
+        text = event.text_area.text
+        if not text.strip():
+            field.show_message("")
+            self.trimmed = False
+            return
+        try:
+            target = parse_ssh_command(text, self.aliases)
+        except InputError as exc:
+            field.show_message(describe_error(exc))
+            return
+        field.show_message("")
+        if "\n" in text:
+            # A console paste: keep only the command, so a password line after it is not
+            # left on the screen (nor in a screenshot); it is never stored either way.
+            self.trimmed = True
+            event.text_area.load_text(target.command())  # read again as a Changed
+            return
+        said = f"zuka will log in with: {target.command()}"
+        if self.trimmed:
+            said += " (the rest of the paste was dropped)"
+        self.query_one("#form-info", Static).update(Text(visible(said, 300)))
+
+    def write(self, ledger: Ledger, values: Mapping[str, Value]) -> tuple[str | None, str]:
+        channel = str(values["channel"]) or None
+        if self.editing is None:
+            flags = given(values, NODE_FLAGS)
+            ssh = str(values["ssh"]) if values["ssh"] != "" else None
+            node = new_node(str(values["name"]), node_changes(flags, ssh, bool(values["local"])))
+            added, message = add_node(ledger, node, flags.get("provider"), channel)
+            return added.name, message
+        changed = self.changed()
+        flags = {k: v for k, v in changed.items() if k in NODE_FLAGS}
+        ssh = str(changed["ssh"]) if "ssh" in changed else None
+        changes = node_changes(flags, ssh, False)
+        for key in ("name", "local"):  # --rename; --local, which a form can also switch off
+            if key in changed:
+                changes[key] = changed[key]
+        # The provider as it stands, when a channel is given: new_provider checks the two.
+        provider = str(values["provider"]) or None if "provider" in changed or channel else None
+        edited, message = edit_node(ledger, self.editing, changes, provider, channel)
+        return edited.name, message
+
+    def cancelled(self) -> str | None:
+        return None

@@ -1,0 +1,374 @@
+"""A labelled form field with an inline message, and the modal form the ledger forms share.
+
+A field is named by the record key it sets (`unit_price`), the key an InputError names, so
+a refusal lands under the field it is about. The words are the command line's own
+(tui.cli_ledger.describe_error); the fields follow the record's options
+(leases.recordfields), so a form has what the CLI has, labelled with the CLI's flag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, TypeVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widget import Widget
+from textual.widgets import Button, Collapsible, Input, Label, Select, Static, Switch, TextArea
+
+from leases import recordfields
+from leases.errors import InputError, LedgerError
+from leases.ledger import Ledger
+from leases.textsafe import visible
+from tui.cli_ledger import describe_error
+from tui.ledgerthread import in_thread
+
+Kind = Literal["text", "multiline", "choice", "switch"]
+Value = str | bool
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One field: the record key it sets and how it is typed in."""
+
+    key: str
+    label: str
+    help: str = ""
+    kind: Kind = "text"
+    choices: tuple[str, ...] = ()
+    # Other fields an InputError may name that belong here (--ssh sets ssh_host, ...).
+    also: tuple[str, ...] = ()
+
+
+def label_of(key: str, flag: str) -> str:
+    """`unit price  --price`: the words, then the option the command line takes."""
+    words = key.replace("_", " ")
+    return words if not flag.startswith("-") else f"{words}  {flag}"
+
+
+def option_specs(cls: type, keys: Iterable[str]) -> list[FieldSpec]:
+    """Fields for these record keys of cls, from its options: the CLI's flag and help; an
+    enum's values as choices; a switch for a by-hand flag without a value (--auto-renew,
+    --local)."""
+    options = {o.key: o for o in recordfields.options(cls)}
+    specs = []
+    for key in keys:
+        o = options[key]
+        enum = recordfields.option_enum(cls, key)
+        if enum is not None:
+            choices = tuple(str(m.value) for m in enum)
+            specs.append(FieldSpec(key, label_of(key, o.flag), o.help, "choice", choices))
+        elif key in ("auto_renew", "local"):
+            specs.append(FieldSpec(key, label_of(key, o.flag), o.help, "switch"))
+        elif key == "notes":
+            specs.append(FieldSpec(key, label_of(key, o.flag), o.help, "multiline"))
+        else:
+            specs.append(FieldSpec(key, label_of(key, o.flag), o.help))
+    return specs
+
+
+class FormField(Vertical):
+    """A label, the input, and a message under it (empty until a check refuses the value)."""
+
+    DEFAULT_CSS = """
+    FormField { height: auto; margin: 0 0 1 0; }
+    FormField > Horizontal { height: auto; }
+    FormField .form-label { width: 28; color: $text-muted; }
+    FormField .form-input { width: 1fr; }
+    FormField Switch.form-input { width: auto; height: 1; border: none; padding: 0; }
+    FormField TextArea.form-input { height: 3; }
+    FormField .form-message { display: none; color: $error; padding: 0 0 0 28; }
+    FormField.-invalid .form-message { display: block; }
+    FormField.-invalid .form-label { color: $error; text-style: bold; }
+    """
+
+    def __init__(self, spec: FieldSpec, value: Value = "") -> None:
+        super().__init__(id=f"field-{spec.key}")
+        self.spec = spec
+        self._initial = value
+
+    def compose(self) -> ComposeResult:
+        spec = self.spec
+        with Horizontal():
+            yield Label(Text(spec.label), classes="form-label")
+            yield self._input(spec, self._initial)
+        yield Static(Text(""), classes="form-message")
+
+    @staticmethod
+    def _input(spec: FieldSpec, value: Value) -> Widget:
+        ident = f"input-{spec.key}"
+        if spec.kind == "switch":
+            switch = Switch(value=bool(value), id=ident, classes="form-input")
+            switch.tooltip = spec.help or None
+            return switch
+        if spec.kind == "choice":
+            select: Select[str] = Select(
+                [(c, c) for c in spec.choices],
+                prompt="(not given)",
+                compact=True,
+                id=ident,
+                classes="form-input",
+            )
+            if value in spec.choices:
+                select.value = str(value)
+            select.tooltip = spec.help or None
+            return select
+        if spec.kind == "multiline":
+            area = TextArea(
+                str(value),
+                soft_wrap=True,
+                tab_behavior="focus",
+                compact=True,
+                id=ident,
+                classes="form-input",
+            )
+            area.tooltip = spec.help or None
+            return area
+        field = Input(
+            str(value), placeholder=spec.help, compact=True, id=ident, classes="form-input"
+        )
+        field.tooltip = spec.help or None
+        return field
+
+    @property
+    def input(self) -> Widget:
+        return self.query_one(f"#input-{self.spec.key}")
+
+    @property
+    def value(self) -> Value:
+        """What the field holds: text (empty when not given), or a switch's state."""
+        widget = self.input
+        if isinstance(widget, Switch):
+            return widget.value
+        if isinstance(widget, Select):
+            return "" if widget.is_blank() else str(widget.value)
+        if isinstance(widget, TextArea):
+            return widget.text
+        assert isinstance(widget, Input)
+        return widget.value
+
+    @value.setter
+    def value(self, new: Value) -> None:
+        widget = self.input
+        if isinstance(widget, Switch):
+            widget.value = bool(new)
+        elif isinstance(widget, Select):
+            if new in self.spec.choices:
+                widget.value = str(new)
+            else:
+                widget.clear()
+        elif isinstance(widget, TextArea):
+            widget.load_text(str(new))
+        else:
+            assert isinstance(widget, Input)
+            widget.value = str(new)
+
+    @property
+    def message(self) -> str:
+        return str(self.query_one(".form-message", Static).render())
+
+    def show_message(self, text: str) -> None:
+        """Show text (a refusal) under the field; empty text hides it."""
+        # Text, never markup: the message holds the value as typed.
+        self.query_one(".form-message", Static).update(Text(text))
+        self.set_class(bool(text), "-invalid")
+
+
+class FormScreen(ModalScreen[R]):
+    """The modal every ledger form is: fields, a message line, Save and Cancel.
+
+    A subclass says its title and fields (`specs`, `more` under a fold), may fill them
+    from the ledger (`load`, in a thread), and writes in `write` (in a thread, on a
+    connection of its own): an InputError from it is shown under the field it names, or
+    on the message line, and nothing was written. ctrl+s saves, escape cancels; each
+    subclass binds them with its own ids (the help screen and key remaps name them)."""
+
+    DEFAULT_CSS = """
+    FormScreen { align: center middle; }
+    FormScreen > #form {
+        width: 110; max-width: 100%; height: auto; max-height: 100%;
+        border: thick $accent; background: $surface; padding: 0 1;
+    }
+    FormScreen #form-title { text-style: bold; }
+    FormScreen #form-info { color: $text-muted; margin: 0 0 1 0; }
+    FormScreen #form-fields { height: auto; }
+    FormScreen #form-message { color: $error; height: auto; dock: bottom; margin: 0 0 1 0; }
+    FormScreen #form-buttons { height: 1; dock: bottom; }
+    FormScreen #form-keys { width: 1fr; color: $text-muted; }
+    FormScreen #form-buttons Button { margin: 0 0 0 2; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = []
+
+    def __init__(self, ledger: Ledger, title: str, save_label: str = "Save") -> None:
+        super().__init__()
+        self.ledger = ledger
+        self.form_title = title
+        self.save_label = save_label
+        self._initial: dict[str, Value] = {}
+        self._saving = False
+
+    # -- what a subclass says ------------------------------------------------------------
+
+    def specs(self) -> list[FieldSpec]:
+        raise NotImplementedError
+
+    def more(self) -> list[FieldSpec]:
+        """Fields folded away (rarely given), after the others."""
+        return []
+
+    def defaults(self) -> dict[str, Value]:
+        """Values the fields start with before load (no ledger read)."""
+        return {}
+
+    def load(self, ledger: Ledger) -> tuple[dict[str, Value], str]:
+        """The fields' values from the ledger, and an info line (in a thread)."""
+        return {}, ""
+
+    def write(self, ledger: Ledger, values: Mapping[str, Value]) -> tuple[R, str]:
+        """Write from the fields' values (in a thread): the result to dismiss with, and
+        what the command line would have printed. Raises InputError to refuse."""
+        raise NotImplementedError
+
+    # -- the form ------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        start = self.defaults()
+        with Vertical(id="form"):
+            yield Static(Text(self.form_title), id="form-title")
+            yield Static(Text(""), id="form-info")
+            with VerticalScroll(id="form-fields"):
+                for spec in self.specs():
+                    yield FormField(spec, start.get(spec.key, ""))
+                folded = self.more()
+                if folded:
+                    with Collapsible(title="more fields", id="form-more"):
+                        for spec in folded:
+                            yield FormField(spec, start.get(spec.key, ""))
+            with Horizontal(id="form-buttons"):
+                yield Static(Text("ctrl+s save · esc cancel · tab next"), id="form-keys")
+                yield Button(self.save_label, id="form-save", variant="primary", compact=True)
+                yield Button("Cancel", id="form-cancel", compact=True)
+            yield Static(Text(""), id="form-message")
+
+    def first_focus(self) -> str | None:
+        """The key of the field focused when the form opens (None: the first)."""
+        return None
+
+    def on_mount(self) -> None:
+        first = self.first_focus()
+        if first is not None:
+            self.field(first).input.focus()
+        self._initial = self.values()
+        self.run_worker(self._load(), name="form-load", exclusive=True, exit_on_error=False)
+
+    async def _load(self) -> None:
+        try:
+            loaded, info = await in_thread(self.ledger, self.load)
+        except InputError as exc:
+            self.show_error(exc)
+            return
+        except LedgerError as exc:
+            self.say(str(exc))
+            return
+        for key, value in loaded.items():
+            self.field(key).value = value
+        self._initial = self.values()
+        self.query_one("#form-info", Static).update(Text(visible(info, 400)))
+
+    def fields(self) -> list[FormField]:
+        return list(self.query(FormField))
+
+    def field(self, key: str) -> FormField:
+        return self.query_one(f"#field-{key}", FormField)
+
+    def values(self) -> dict[str, Value]:
+        return {f.spec.key: f.value for f in self.fields()}
+
+    def changed(self) -> dict[str, Value]:
+        """The fields whose value differs from what the form was filled with."""
+        return {k: v for k, v in self.values().items() if self._initial.get(k) != v}
+
+    def say(self, text: str) -> None:
+        self.query_one("#form-message", Static).update(Text(text))
+
+    def clear_messages(self) -> None:
+        for f in self.fields():
+            f.show_message("")
+        self.say("")
+
+    def show_error(self, exc: InputError) -> None:
+        """The refusal in the CLI's words, under the field it names (else on the message
+        line), and that field focused."""
+        text = describe_error(exc)
+        target = next((f for f in self.fields() if exc.field in (f.spec.key, *f.spec.also)), None)
+        if target is None:
+            self.say(text)
+            return
+        target.show_message(text)
+        folded = self.query("#form-more")
+        if folded and target in folded.first().query(FormField):
+            folded.first(Collapsible).collapsed = False
+        target.input.focus()
+        target.scroll_visible()
+
+    async def action_save(self) -> None:
+        if self._saving:  # a second ctrl+s while the first write runs
+            return
+        self._saving = True
+        self.clear_messages()
+        values = self.values()
+        try:
+            result, message = await in_thread(
+                self.ledger, lambda ledger: self.write(ledger, values)
+            )
+        except InputError as exc:
+            self.show_error(exc)
+            return
+        except LedgerError as exc:
+            self.say(str(exc))
+            return
+        finally:
+            self._saving = False
+        self.app.notify(visible(message, 400), markup=False)
+        self.dismiss(result)
+
+    def action_cancel(self) -> None:
+        self.dismiss(self.cancelled())
+
+    def cancelled(self) -> R:
+        """The result of a form left without writing."""
+        raise NotImplementedError
+
+    async def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "form-save":
+            await self.action_save()
+        else:
+            self.action_cancel()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        # Enter moves on, as in a paper form; ctrl+s saves from anywhere.
+        event.stop()
+        self.focus_next()
+
+
+def given(values: Mapping[str, Value], keys: Iterable[str]) -> dict[str, Any]:
+    """The keys' values that were given: text not empty (a CLI option not typed)."""
+    return {k: values[k] for k in keys if k in values and values[k] != ""}
+
+
+def form_bindings(screen: str, save: str = "Save") -> list[BindingType]:
+    """ctrl+s and escape for a form, with ids `<screen>-save` and `<screen>-cancel`."""
+    return [
+        Binding(
+            "ctrl+s", "save", save, id=f"{screen}-save", tooltip=f"{save}: write it to the ledger"
+        ),
+        Binding(
+            "escape", "cancel", "Cancel", id=f"{screen}-cancel", tooltip="Close, writing nothing"
+        ),
+    ]

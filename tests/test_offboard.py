@@ -13,10 +13,13 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from conftest import Cli
+from hypothesis import given
+from hypothesis import strategies as st
 from offboard_files import PLANNERS, BucketDriver, FileDriver, calls, drivers
 
 from leases.config import Config, OffboardConfig
@@ -24,6 +27,7 @@ from leases.ledger import Ledger
 from leases.models import NodeState, RefundState
 from leases.offboard import evidence, report, runner
 from leases.offboard.evidence import State
+from leases.offboard.plan import Plan, plan_from_body
 from leases.offboard.steps import Outcome, Phase, PlanInput, Step
 
 TESTS = Path(__file__).parent
@@ -406,3 +410,80 @@ def test_zuka_offboard_plans_executes_reports_and_audit_verify_catches_one_byte(
     ledger_path.write_bytes(raw[:at] + b"N" + raw[at + 1 :])
     broken = cli("audit", "verify")
     assert broken.code == 1 and "changed" in broken.out
+
+
+async def test_progress_says_where_each_nodes_offboarding_stands(
+    fleet: Path, ledger_path: Path
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        assert evidence.progress(ledger) == {}
+        stored = _plan(ledger)
+        node_id = ledger.node("n1").id or 0
+        assert evidence.progress(ledger)[node_id] == evidence.Progress(
+            stored.id, len(stored.plan.steps), 0, False
+        )
+        await _run(ledger, fleet, account="999")
+        now = evidence.progress(ledger)[node_id]
+        assert now.passed == 1 and now.stopped == "preflight:identity:s3" and not now.finished
+        assert (await _run(ledger, fleet)).finished
+        done = evidence.progress(ledger)[node_id]
+        assert done.finished and done.passed == done.steps and not done.stopped
+
+
+async def test_a_node_brought_back_is_offboarded_afresh(
+    fleet: Path, ledger_path: Path, cli: Cli
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        first = _plan(ledger)
+        assert (await _run(ledger, fleet)).finished
+    assert cli("node", "restore", "n1").code == 0
+    # A lease that has not started yet: the release cancels it at its start.
+    start = (datetime.now(UTC) + timedelta(days=2)).strftime("%Y-%m-%d")
+    assert (
+        cli("lease", "add", "n1", "--billing", "hourly", "--price", "3", "--start", start).code == 0
+    )
+    with Ledger.open(ledger_path) as ledger:
+        second = _plan(ledger)
+        assert second.id != first.id and second.plan.lease_id != first.plan.lease_id
+        # Nothing carried over from the finished offboarding: the instance is released anew.
+        assert {second.state(s.key).state for s in second.plan.steps} == {State.PENDING}
+        assert (await _run(ledger, fleet)).finished
+        data = report.build(ledger, evidence.load(ledger, second.id))
+        new = ledger.leases("n1")[-1]
+        assert new.id == second.plan.lease_id and new.ended_at == new.start
+    assert {e["plan"] for e in data["evidence"]} == {second.id}
+
+
+def test_the_report_goes_to_a_private_file(cli: Cli, ledger_path: Path, tmp_path: Path) -> None:
+    assert cli("node", "add", "n1", "--ssh", "ssh -p 1 root@127.0.0.1").code == 0
+    assert cli("offboard", "n1", "--report").code == 2  # no plan yet: says so
+    assert cli("offboard", "n1").code == 0
+    target = tmp_path / "report.json"
+    assert cli("offboard", "n1", "--report", "--format", "json", "-o", str(target)).code == 0
+    assert target.stat().st_mode & 0o777 == 0o600
+    assert json.loads(target.read_text())["node"] == "n1"
+    assert "plan 1 preflight:lease" not in cli("log").out  # no step ran: only the plan
+    assert "offboard.plan" in cli("log").out
+
+
+_text = st.text(st.characters(codec="utf-8"), max_size=30)
+
+
+@given(
+    st.lists(
+        st.tuples(_text, st.sampled_from(list(Phase)), _text, st.booleans(),
+                  st.dictionaries(_text, _text, max_size=3)),
+        max_size=6, unique_by=lambda t: t[0],
+    )
+)  # fmt: skip
+def test_a_plan_body_reads_back_as_the_same_plan_and_hash(
+    raw: list[tuple[str, Phase, str, bool, dict[str, str]]],
+) -> None:
+    steps = tuple(
+        Step(key, phase, "ssh", "act", target, destructive, f"do {target}",
+             tuple(sorted(p.items())), resource_id=i or None)
+        for i, (key, phase, target, destructive, p) in enumerate(raw)
+    )  # fmt: skip
+    plan = Plan(node_id=1, node="n1", lease_id=None, steps=steps)
+    back = plan_from_body(plan.body())
+    assert back == plan and back.hash == plan.hash

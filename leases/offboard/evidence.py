@@ -114,8 +114,9 @@ def latest(ledger: Ledger, node_id: int) -> StoredPlan | None:
 def store(ledger: Ledger, plan: Plan) -> tuple[StoredPlan, bool]:
     """Store the plan (an audit entry holds its whole body); returns it and whether it is
     new. The same plan as the one in force is not stored twice. A new plan supersedes
-    the old one and takes over the state of every step it has unchanged, so a step
-    that ran (a deletion started, say) is never taken for one that did not."""
+    the old one and, unless that one finished (a new offboarding of a node brought
+    back), takes over the state of every step it has unchanged, so a step that ran (a
+    deletion started, say) is never taken for one that did not."""
     digest = plan.hash
     with ledger.transaction() as conn:
         old = latest(ledger, plan.node_id)
@@ -131,7 +132,7 @@ def store(ledger: Ledger, plan: Plan) -> tuple[StoredPlan, bool]:
         carried: list[str] = []
         for seq, s in enumerate(plan.steps):
             st = StepState()
-            if old is not None:
+            if old is not None and old.finished_at is None:
                 before = next((o for o in old.plan.steps if o.key == s.key), None)
                 if before == s and old.state(s.key).state is not State.PENDING:
                     st = old.state(s.key)
@@ -263,11 +264,51 @@ def entries(ledger: Ledger, plan_ids: list[int]) -> list[AuditEntry]:
     return [_audit_entry(r) for r in rows]
 
 
-def plan_ids(ledger: Ledger, node_id: int) -> list[int]:
+def plan_ids(ledger: Ledger, stored: StoredPlan) -> list[int]:
+    """The plans of this offboarding: `stored` and those it superseded, back to the last
+    one that finished (an earlier offboarding of the same node)."""
     rows = ledger.conn.execute(
-        "SELECT id FROM offboard_plans WHERE node_id = ? ORDER BY id", [node_id]
+        "SELECT id, finished_at FROM offboard_plans WHERE node_id = ? AND id <= ? ORDER BY id",
+        [stored.plan.node_id, stored.id],
     ).fetchall()
-    return [int(r[0]) for r in rows]
+    ids: list[int] = []
+    for plan_id, finished in rows:
+        if finished is not None and plan_id != stored.id:
+            ids = []
+        else:
+            ids.append(int(plan_id))
+    return ids
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a node's offboarding stands, for the dashboard and the lease-end alert."""
+
+    plan_id: int
+    steps: int
+    passed: int
+    finished: bool
+    stopped: str = ""  # the key of a step that failed or asks consent
+
+
+def progress(ledger: Ledger) -> dict[int, Progress]:
+    """Each node's plan in force, by node id, in one read. A node absent: never planned."""
+    rows = ledger.conn.execute(
+        "SELECT p.node_id, p.id, p.finished_at, s.key, s.state, s.seq FROM offboard_plans p"
+        " JOIN offboard_steps s ON s.plan_id = p.id WHERE p.superseded_by IS NULL"
+        " ORDER BY p.id, s.seq"
+    ).fetchall()
+    found: dict[int, Progress] = {}
+    passed = {s.value for s in PASSED}
+    for node_id, plan_id, finished, key, state, _ in rows:
+        now = found.get(node_id)
+        if now is None or now.plan_id != plan_id:
+            now = Progress(plan_id, 0, 0, finished is not None)
+        stopped = now.stopped or (key if state in ("failed", "consent") else "")
+        found[node_id] = replace(
+            now, steps=now.steps + 1, passed=now.passed + (state in passed), stopped=stopped
+        )
+    return found
 
 
 def _mark_resource(

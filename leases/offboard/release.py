@@ -64,7 +64,13 @@ class LedgerDriver:
         facts: dict[str, str] = {}
         now = self.ledger.clock()
         if lease is not None:
-            if open_at(lease, now) and node.state is not NodeState.RELEASED:
+            if open_at(lease, now) and lease.start > now:
+                # Not started yet: cancelled at its start, it never billed.
+                self.ledger.update_lease(
+                    node.name, {"ended_at": lease.start.isoformat()}, start=lease.start
+                )
+                said.append(f"lease from {lease.start.isoformat()} cancelled before it started")
+            elif open_at(lease, now) and node.state is not NodeState.RELEASED:
                 # A prepaid period past its end, never recorded as ended, ended at its end.
                 at = lease.end if lease.end is not None and lease.end < now else None
                 ended = self.ledger.end_lease(node.name, at)

@@ -25,7 +25,7 @@ SHRED_CAVEAT = (
 def build(ledger: Ledger, stored: StoredPlan) -> dict[str, Any]:
     """The report as plain data (what --format json prints)."""
     chain = ledger.verify_audit()
-    ids = evidence.plan_ids(ledger, stored.plan.node_id)
+    ids = evidence.plan_ids(ledger, stored)
     items = []
     for e in evidence.entries(ledger, ids):
         after = e.after or {}

@@ -48,7 +48,8 @@ def replan(ledger: Ledger, node: Node, config: Config, planners: Iterable[Planne
     a plan in force, against its own lease and resources (see facts_for)."""
     assert node.id is not None
     stored = evidence.latest(ledger, node.id)
-    if stored is None:
+    if stored is None or (stored.finished_at is not None and node.state is not NodeState.RELEASED):
+        # None yet, or the last one finished and the node was brought back: a new offboarding.
         return make_plan(facts_for(ledger, node, config), planners)
     facts = facts_for(
         ledger,

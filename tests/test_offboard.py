@@ -8,6 +8,7 @@ cloud parts test their own drivers against sshd and moto.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -177,7 +178,6 @@ def test_killed_at_every_step_a_rerun_finishes_with_each_destructive_action_once
             )  # fmt: skip
             where = f"killed at {key}@{point}"
             assert child.returncode == -9, f"{where}: {child.returncode} {child.stderr[-2000:]}"
-            import asyncio
 
             with Ledger.open(db) as ledger:
                 result = asyncio.run(_run(ledger, root))
@@ -487,3 +487,62 @@ def test_a_plan_body_reads_back_as_the_same_plan_and_hash(
     plan = Plan(node_id=1, node="n1", lease_id=None, steps=steps)
     back = plan_from_body(plan.body())
     assert back == plan and back.hash == plan.hash
+
+
+class Blocking(FileDriver):
+    """Holds its first deletion until the test lets it go."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.inside = asyncio.Event()
+        self.go = asyncio.Event()
+
+    async def run(self, step: Step) -> Outcome:
+        if step.destructive and not self.go.is_set():
+            self.inside.set()
+            await self.go.wait()
+        return await super().run(step)
+
+
+async def test_a_second_run_is_refused_while_one_is_at_work(fleet: Path, ledger_path: Path) -> None:
+    """A step a live run started looks like one a killed run left: a second run at the
+    same time would read it back, find it there, and act again."""
+    with Ledger.open(ledger_path) as ledger, Ledger.open(ledger_path) as other:
+        node = ledger.node("n1")
+        stored = _plan(ledger)
+        slow = Blocking(fleet)
+        first = asyncio.create_task(
+            runner.execute(ledger, stored, {**drivers(ledger, node, fleet), "ssh": slow})
+        )
+        await asyncio.wait_for(slow.inside.wait(), 30)
+        with pytest.raises(ValueError, match=rf"another offboarding run \(pid {os.getpid()}\)"):
+            await runner.execute(other, stored, drivers(other, node, fleet))
+        slow.go.set()
+        assert (await first).finished
+    assert Counter(calls(fleet))["shred:/data/a acted"] == 1
+
+
+def test_zuka_offboard_skip_and_did_name_steps_of_the_plan(cli: Cli) -> None:
+    assert cli("node", "add", "n1", "--ssh", "ssh -p 1 root@127.0.0.1").code == 0
+    assert cli("offboard", "n1").code == 0
+    bad = cli("offboard", "n1", "--execute", "--confirm", "n1", "--did", "manual:nope")
+    assert bad.code == 2 and "manual:nope" in bad.err
+    assert (
+        cli("offboard", "n1", "--execute", "--confirm", "n1", "--did", "ledger:release").code == 2
+    )
+    assert cli("offboard", "n1", "--skip", "manual:release-instance").code == 2  # no reason
+    no_confirm = cli("offboard", "n1", "--skip", "manual:release-instance", "--reason", "gone")
+    assert no_confirm.code == 2 and "--confirm n1" in no_confirm.err
+    assert (
+        cli("offboard", "n1", "--skip", "preflight:lease", "--reason", "x", "--confirm", "n1").code
+        == 2
+    )
+    skipped = cli("offboard", "n1", "--skip", "manual:release-instance", "--reason",
+                  "the data centre took it back on 11-30", "--confirm", "n1")  # fmt: skip
+    assert skipped.code == 0, skipped.err
+    done = cli("offboard", "n1", "--execute", "--confirm", "n1", "--json")
+    assert done.code == 0, done.err
+    states = {s["key"]: s["state"] for s in json.loads(done.out)["steps"]}
+    assert states["manual:release-instance"] == "skipped"
+    report_md = cli("offboard", "n1", "--report").out
+    assert "the data centre took it back on 11-30" in report_md

@@ -45,6 +45,9 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
             stored, new = evidence.store(ledger, fresh)
             return _print_plan(stored, new, args.json, out)
         stored = runner.confirmed(ledger, node, fresh, args.confirm)
+        for key in args.did:
+            if stored.plan.step(key).driver != "manual":  # an unknown key: InputError
+                raise InputError("did", key, "is not a manual step: --did names one done by hand")
         if not args.execute:
             stored = runner.skip(ledger, stored, args.skip, args.reason)
             out.write(f"skipped {visible(args.skip)}: {visible(args.reason)}\n")

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from leases.config import Config
 from leases.errors import InputError
 from leases.ledger import Ledger
+from leases.lock import PollerLock
 from leases.models import Node, NodeState
 from leases.offboard import evidence
 from leases.offboard.evidence import PASSED, State, StoredPlan
@@ -88,13 +90,42 @@ def confirmed(ledger: Ledger, node: Node, fresh: Plan, confirm: str | None) -> S
     return stored
 
 
+class RunLock(PollerLock):
+    """One offboarding run per ledger at a time: a step a live run has started looks just
+    like one a killed run left, and a second run would read it back and act again. The
+    kernel drops the lock when its holder dies, even by SIGKILL."""
+
+    def __init__(self, ledger_path: Path) -> None:
+        super().__init__(ledger_path)
+        self.path = ledger_path.with_name(ledger_path.name + ".offboard.lock")
+
+
 async def execute(
     ledger: Ledger,
     stored: StoredPlan,
     drivers: Mapping[str, Driver],
     choices: Choices = Choices(),
 ) -> RunResult:
-    """Run the plan from its first step not passed; see the module's rules."""
+    """Run the plan from its first step not passed; see the module's rules. Refused while
+    another run holds the ledger's offboarding lock."""
+    if ledger.path is None:
+        return await _execute(ledger, stored, drivers, choices)
+    with RunLock(ledger.path) as lock:
+        if not lock.acquire():
+            raise InputError(
+                "execute",
+                stored.plan.node,
+                f"another offboarding run (pid {lock.holder()}) is at work on this ledger:"
+                " let it finish, then run again",
+            )
+        return await _execute(ledger, stored, drivers, choices)
+
+
+async def _execute(
+    ledger: Ledger, stored: StoredPlan, drivers: Mapping[str, Driver], choices: Choices
+) -> RunResult:
+    # What the ledger says now, not what a caller loaded before taking the lock.
+    stored = evidence.load(ledger, stored.id)
     for key in choices.skip:
         stored = skip(ledger, stored, key, choices.skip[key])
     node = ledger.node_by_id(stored.plan.node_id)

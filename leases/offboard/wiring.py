@@ -3,7 +3,11 @@
 
 Today: the engine's own (preflight, manual steps, the ledger's release). The SSH part
 (leases.offboard.remote: plan_remote, RemoteDriver) and the cloud part
-(leases.offboard.cloud: plan_cloud and its drivers) are added here.
+(leases.offboard.cloud: plan_cloud and its drivers) are added here: their planners to
+PLANNERS (the order within a phase follows it), their drivers to `drivers`, each under
+the name its steps give in Step.driver. A cloud driver (one with identity()) is checked
+by preflight before any of its steps runs: give it the credentials the provider record
+names, never others.
 """
 
 from __future__ import annotations

@@ -546,3 +546,38 @@ def test_zuka_offboard_skip_and_did_name_steps_of_the_plan(cli: Cli) -> None:
     assert states["manual:release-instance"] == "skipped"
     report_md = cli("offboard", "n1", "--report").out
     assert "the data centre took it back on 11-30" in report_md
+
+
+HOSTILE = "\x1b[31mred\x1b]0;owned\x07 | # head \udcff\x00 ``` <b>[bold]x[/]" + "A" * 100_000
+
+
+class Hostile(FileDriver):
+    """Deletes for real, and answers like a hostile node: escapes, a lone surrogate (bytes
+    decoded with surrogateescape), NUL, markup, 100 KB."""
+
+    async def run(self, step: Step) -> Outcome:
+        done = await super().run(step)
+        return Outcome(done.done, HOSTILE, HOSTILE[:200], facts={"fs\udcff": HOSTILE[:50]})
+
+
+async def test_hostile_output_is_kept_as_evidence_bounded_and_shown_harmless(
+    fleet: Path, ledger_path: Path
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        node = ledger.node("n1")
+        stored = _plan(ledger)
+        table = {**drivers(ledger, node, fleet), "ssh": Hostile(fleet)}
+        assert (await runner.execute(ledger, stored, table)).finished
+        assert ledger.verify_audit().ok
+        runs = [e.after or {} for e in ledger.history() if e.action == "offboard.run"]
+        said = next(a for a in runs if a.get("step") == "shred:/data/a")
+        assert said["output_cut"] == len(HOSTILE)
+        # Stored as it came, cut at 64 KiB; the lone surrogate as a visible escape.
+        assert 64 * 1024 <= len(str(said["output"])) <= 64 * 1024 + 5
+        assert str(said["output"]).startswith("\x1b[31mred") and "\\udcff" in str(said["output"])
+        data = report.build(ledger, evidence.load(ledger, stored.id))
+    text = report.markdown(data)
+    assert "\x1b" not in text and "\x07" not in text and "\x00" not in text
+    assert "\\|" in text  # a pipe in a table cell cannot end the cell
+    # No heading but the report's own: "# head" from the node stays inside its line.
+    assert text.count("\n#") == text.count("\n## ") + text.count("\n### ")

@@ -195,7 +195,7 @@ def record(
         conn.execute(
             "UPDATE offboard_steps SET state = ?, updated_at = ?, detail = ?"
             " WHERE plan_id = ? AND key = ?",
-            [state.value, at, note[:2000], stored.id, step.key],
+            [state.value, at, storable(note[:2000]), stored.id, step.key],
         )
         after = evidence(stored, step, state, outcome, note)
         ledger._audit(conn, f"offboard.{event}", ENTITY, stored.id, stored.plan.node, None, after)
@@ -239,19 +239,25 @@ def evidence(
         "command": step.describe,
         "destructive": step.destructive,
         "state": state.value,
-        "detail": note,
+        "detail": storable(note),
     }
     if outcome is not None:
         text = outcome.output
         if len(text) > OUTPUT_MAX:
             text = text[:OUTPUT_MAX]
             out["output_cut"] = len(outcome.output)
-        out["output"] = text
+        out["output"] = storable(text)
         out["done"] = outcome.done
-        out["facts"] = {str(k): str(v) for k, v in outcome.facts.items()}
+        out["facts"] = {storable(str(k)): storable(str(v)) for k, v in outcome.facts.items()}
         if outcome.needs_consent:
             out["needs_consent"] = True
     return out
+
+
+def storable(text: str) -> str:
+    """Text as SQLite can store it: a node's bytes decoded with surrogateescape carry lone
+    surrogates, which UTF-8 cannot encode; they are kept as visible escapes (\\udcff)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def entries(ledger: Ledger, plan_ids: list[int]) -> list[AuditEntry]:

@@ -253,8 +253,8 @@ def _said(step: Step, out: Outcome) -> dict[str, object]:
         "step": step.key,
         "command": step.describe,
         "done": out.done,
-        "output": out.output[: evidence.OUTPUT_MAX],
-        "detail": out.detail,
+        "output": evidence.storable(out.output[: evidence.OUTPUT_MAX]),
+        "detail": evidence.storable(out.detail),
     }
 
 

@@ -581,3 +581,35 @@ async def test_hostile_output_is_kept_as_evidence_bounded_and_shown_harmless(
     assert "\\|" in text  # a pipe in a table cell cannot end the cell
     # No heading but the report's own: "# head" from the node stays inside its line.
     assert text.count("\n#") == text.count("\n## ") + text.count("\n### ")
+
+
+def test_release_flags_auto_renew_and_preflight_says_the_days_left(cli: Cli) -> None:
+    assert cli("node", "add", "n1", "--ssh", "ssh -p 1 root@127.0.0.1").code == 0
+    assert cli("lease", "add", "n1", "--billing", "monthly", "--price", "9", "--auto-renew",
+               "--start", "2025-06-01", "--end", "2030-01-01").code == 0  # fmt: skip
+    assert cli("offboard", "n1").code == 0
+    done = cli("offboard", "n1", "--execute", "--confirm", "n1", "--did", "manual:release-instance")
+    assert done.code == 0, done.out
+    data = json.loads(cli("offboard", "n1", "--report", "--format", "json").out)
+    facts = next(
+        e["facts"] for e in data["evidence"] if e["step"] == "preflight:lease" and e["facts"]
+    )
+    assert facts["auto_renew"] == "on" and float(facts["days_left"]) > 365
+    release = next(
+        e for e in data["evidence"] if e["step"] == "ledger:release" and e["event"] == "run"
+    )
+    assert "auto-renew is ON" in release["output"] and release["facts"] == {"auto_renew": "on"}
+
+
+def test_a_version_10_ledger_is_upgraded_with_the_offboarding_tables(ledger_path: Path) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        ledger.conn.executescript(
+            "DROP TABLE offboard_steps; DROP TABLE offboard_plans;"
+            " DELETE FROM _sqlite_migrations WHERE name = 'm011_offboard';"
+            " PRAGMA user_version = 10;"
+        )
+    with Ledger.open(ledger_path) as ledger:
+        assert ledger.conn.execute("PRAGMA user_version").fetchone() == (11,)
+        tables = {r[0] for r in ledger.conn.execute("SELECT name FROM sqlite_master")}
+        assert {"offboard_plans", "offboard_steps"} <= tables
+        assert ledger.verify_audit().ok

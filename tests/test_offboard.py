@@ -389,12 +389,16 @@ def test_zuka_offboard_plans_executes_reports_and_audit_verify_catches_one_byte(
     digest = plan.out.split("hash ")[1].split()[0]
     again = cli("offboard", "n1", "--json")
     assert json.loads(again.out)["hash"] == digest and json.loads(again.out)["new"] is False
+    other = cli("offboard", "n1", "--execute", "--confirm", "n1", "--hash", "0123456789ab")
+    assert other.code == 2 and "not the stored plan's hash" in other.err
+    assert f"--hash {digest[:12]}" in plan.out
     refused = cli("offboard", "n1", "--execute", "--confirm", "n")
     assert refused.code == 2 and "type the node's name, n1" in refused.err
     stop = cli("offboard", "n1", "--execute", "--confirm", "n1")
     assert stop.code == 1 and "--did manual:release-instance" in stop.out
     assert cli("lease", "list", "n1", "--open").out.count("n1") == 1  # not released yet
-    done = cli("offboard", "n1", "--execute", "--confirm", "n1", "--did", "manual:release-instance")
+    done = cli("offboard", "n1", "--execute", "--confirm", "n1", "--hash", digest[:8],
+               "--did", "manual:release-instance")  # fmt: skip
     assert done.code == 0, done.out + done.err
     assert "finished" in done.out
     assert cli("offboard", "n1", "--recheck").code == 0

@@ -325,6 +325,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--confirm", metavar="NODE", help="the node's name, typed again, to confirm")
     p.add_argument(
+        "--hash",
+        metavar="HASH",
+        help="with --execute: the plan's hash as you read it (8 characters or more); refused"
+        " if the stored plan is another",
+    )
+    p.add_argument(
         "--go-on",
         action="store_true",
         help="go on past steps that ask you first (GPU processes still running)",

@@ -28,7 +28,9 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
         raise InputError("reason", None, f"--skip {args.skip} needs --reason TEXT")
     if args.reason is not None and args.skip is None:
         raise InputError("reason", args.reason, "--reason goes with --skip STEP")
-    if (args.recheck or args.report) and (args.skip or args.did or args.go_on or args.confirm):
+    if (args.recheck or args.report) and (
+        args.skip or args.did or args.go_on or args.confirm or args.hash
+    ):
         raise InputError(
             "--recheck/--report", args.node, "only read: --confirm, --skip, --did, --go-on go"
             " with --execute (or --skip alone)",
@@ -45,6 +47,13 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
             stored, new = evidence.store(ledger, fresh)
             return _print_plan(stored, new, args.json, out)
         stored = runner.confirmed(ledger, node, fresh, args.confirm)
+        if args.hash is not None and (len(args.hash) < 8 or not stored.hash.startswith(args.hash)):
+            raise InputError(
+                "hash",
+                args.hash,
+                f"is not the stored plan's hash ({stored.hash[:12]}...; 8 characters or more):"
+                f" read the plan again: zuka offboard {node.name}",
+            )
         for key in args.did:
             if stored.plan.step(key).driver != "manual":  # an unknown key: InputError
                 raise InputError("did", key, "is not a manual step: --did names one done by hand")
@@ -124,7 +133,8 @@ def _print_plan(stored: StoredPlan, new: bool, as_json: bool, out: TextIO) -> in
             if started
             else ""
         )
-        + f"to carry it out: zuka offboard {visible(name)} --execute --confirm {visible(name)}\n"
+        + f"to carry it out: zuka offboard {visible(name)} --execute --confirm {visible(name)}"
+        f" --hash {stored.hash[:12]}\n"
     )
     return 0
 

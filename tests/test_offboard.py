@@ -402,6 +402,8 @@ def test_zuka_offboard_plans_executes_reports_and_audit_verify_catches_one_byte(
     assert done.code == 0, done.out + done.err
     assert "finished" in done.out
     assert cli("offboard", "n1", "--recheck").code == 0
+    rechecked = json.loads(cli("offboard", "n1", "--recheck", "--json").out)
+    assert rechecked["ok"] and [s["step"] for s in rechecked["steps"]][-1] == "ledger:release"
     # The node's own log holds its offboarding, step by step.
     log = cli("log", "n1").out
     assert "offboard.plan" in log and "plan 1 ledger:release: verified" in log

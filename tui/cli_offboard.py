@@ -41,7 +41,7 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
         if args.report:
             return _report(ledger, node, args, out)
         if args.recheck:
-            return _recheck(ledger, node, config, out)
+            return _recheck(ledger, node, config, args.json, out)
         fresh = runner.replan(ledger, node, config, wiring.PLANNERS)
         if not args.execute and args.skip is None:
             stored, new = evidence.store(ledger, fresh)
@@ -157,13 +157,17 @@ def _state_table(stored: StoredPlan, out: TextIO) -> None:
     output.table(("#", "phase", "step", "deletes", "what", "state"), rows, out)
 
 
-def _recheck(ledger: Ledger, node: Node, config: Config, out: TextIO) -> int:
+def _recheck(ledger: Ledger, node: Node, config: Config, as_json: bool, out: TextIO) -> int:
     assert node.id is not None
     stored = evidence.latest(ledger, node.id)
     if stored is None or stored.finished_at is None:
         raise InputError("recheck", node.name, "no finished offboarding to recheck: run it first")
     ctx = wiring.RunContext(ledger, node, config)
     result = asyncio.run(runner.recheck(ledger, stored, wiring.drivers(ctx)))
+    if as_json:
+        lines = [{"step": k, "ok": ok, "said": said} for k, ok, said in result.lines]
+        output.dump_json({"plan": stored.id, "ok": result.ok, "steps": lines}, out)
+        return 0 if result.ok else 1
     for key, ok, said in result.lines:
         out.write(f"{'ok  ' if ok else 'FAIL'}  {visible(key, 80)}  {visible(said, 160)}\n")
     out.write(

@@ -108,17 +108,20 @@ async def execute(
 ) -> RunResult:
     """Run the plan from its first step not passed; see the module's rules. Refused while
     another run holds the ledger's offboarding lock."""
-    if ledger.path is None:
-        return await _execute(ledger, stored, drivers, choices)
-    with RunLock(ledger.path) as lock:
-        if not lock.acquire():
-            raise InputError(
-                "execute",
-                stored.plan.node,
-                f"another offboarding run (pid {lock.holder()}) is at work on this ledger:"
-                " let it finish, then run again",
-            )
-        return await _execute(ledger, stored, drivers, choices)
+    try:
+        if ledger.path is None:
+            return await _execute(ledger, stored, drivers, choices)
+        with RunLock(ledger.path) as lock:
+            if not lock.acquire():
+                raise InputError(
+                    "execute",
+                    stored.plan.node,
+                    f"another offboarding run (pid {lock.holder()}) is at work on this ledger:"
+                    " let it finish, then run again",
+                )
+            return await _execute(ledger, stored, drivers, choices)
+    except evidence.Conflict as exc:
+        raise InputError("execute", stored.plan.node, str(exc)) from None
 
 
 async def _execute(

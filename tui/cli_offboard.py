@@ -58,7 +58,7 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
             if stored.plan.step(key).driver != "manual":  # an unknown key: InputError
                 raise InputError("did", key, "is not a manual step: --did names one done by hand")
         if not args.execute:
-            stored = runner.skip(ledger, stored, args.skip, args.reason)
+            stored = runner.skip_now(ledger, stored, args.skip, args.reason)
             out.write(f"skipped {visible(args.skip)}: {visible(args.reason)}\n")
             return 0
         ctx = wiring.RunContext(ledger, node, config, did=tuple(args.did))

@@ -12,7 +12,8 @@ The rules a rerun after a kill relies on:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,6 +101,27 @@ class RunLock(PollerLock):
         self.path = ledger_path.with_name(ledger_path.name + ".offboard.lock")
 
 
+@contextmanager
+def run_lock(ledger: Ledger, node: str) -> Iterator[None]:
+    """Hold the ledger's offboarding lock (none for a ledger in memory); a step found
+    changed under us after all is refused in words."""
+    try:
+        if ledger.path is None:
+            yield
+            return
+        with RunLock(ledger.path) as lock:
+            if not lock.acquire():
+                raise InputError(
+                    "execute",
+                    node,
+                    f"another offboarding run (pid {lock.holder()}) is at work on this ledger:"
+                    " let it finish, then run again",
+                )
+            yield
+    except evidence.Conflict as exc:
+        raise InputError("execute", node, str(exc)) from None
+
+
 async def execute(
     ledger: Ledger,
     stored: StoredPlan,
@@ -108,20 +130,14 @@ async def execute(
 ) -> RunResult:
     """Run the plan from its first step not passed; see the module's rules. Refused while
     another run holds the ledger's offboarding lock."""
-    try:
-        if ledger.path is None:
-            return await _execute(ledger, stored, drivers, choices)
-        with RunLock(ledger.path) as lock:
-            if not lock.acquire():
-                raise InputError(
-                    "execute",
-                    stored.plan.node,
-                    f"another offboarding run (pid {lock.holder()}) is at work on this ledger:"
-                    " let it finish, then run again",
-                )
-            return await _execute(ledger, stored, drivers, choices)
-    except evidence.Conflict as exc:
-        raise InputError("execute", stored.plan.node, str(exc)) from None
+    with run_lock(ledger, stored.plan.node):
+        return await _execute(ledger, stored, drivers, choices)
+
+
+def skip_now(ledger: Ledger, stored: StoredPlan, key: str, reason: str) -> StoredPlan:
+    """skip, outside a run: under the lock, so that no run is at the step meanwhile."""
+    with run_lock(ledger, stored.plan.node):
+        return skip(ledger, evidence.load(ledger, stored.id), key, reason)
 
 
 async def _execute(
@@ -210,7 +226,13 @@ def skip(ledger: Ledger, stored: StoredPlan, key: str, reason: str) -> StoredPla
     if stored.state(key).state in PASSED:
         return stored
     return evidence.record(
-        ledger, stored, step, "skip", State.SKIPPED, detail=f"{ledger.actor}: {reason.strip()}"
+        ledger,
+        stored,
+        step,
+        "skip",
+        State.SKIPPED,
+        detail=f"{ledger.actor}: {reason.strip()}",
+        expect=frozenset({stored.state(key).state}),
     )
 
 

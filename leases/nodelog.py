@@ -70,6 +70,7 @@ def _walk(
     holder: dict[str, int] = {}  # name -> lineage that has it
     lease_of: dict[int, int] = {}  # lease id -> lineage
     resource_of: dict[int, int] = {}  # resource id -> lineage
+    plan_of: dict[int, int] = {}  # offboarding plan id -> lineage
     tagged: list[tuple[int | None, AuditEntry]] = []
     for e in entries:
         eid = e.entity_id
@@ -101,6 +102,13 @@ def _walk(
             owner = resource_of.get(eid)
             if e.after is None:
                 resource_of.pop(eid, None)
+        elif e.entity == "offboard" and eid is not None:
+            # The plan's entry names its node by row id (leases.offboard.evidence.store).
+            body = (e.after or {}).get("body")
+            node_id = body.get("node_id") if isinstance(body, dict) else None
+            if eid not in plan_of and isinstance(node_id, int) and node_id in lineage:
+                plan_of[eid] = lineage[node_id]
+            owner = plan_of.get(eid)
         tagged.append((owner, e))
     return tagged, lineage, holder
 

@@ -392,3 +392,38 @@ def m010_audit_batch(db: Database) -> None:
     first entry), so that `zuka undo` takes back exactly one command. Entries written
     before have none: undo falls back to its older rule for them (leases.nodelog)."""
     db.execute("ALTER TABLE audit ADD COLUMN batch INTEGER")
+
+
+@MIGRATIONS()
+def m011_offboard(db: Database) -> None:
+    """Offboarding (leases.offboard): each stored plan, the hash of its body (what the user
+    saw and confirmed), and every step's state, so that a rerun continues where a killed
+    run stopped. The evidence of each step is in the audit log (same hash chain); these
+    rows only say where a run stands. No REFERENCES to nodes or leases: `node delete
+    --force` of a node offboarded by mistake must not be blocked by its plans."""
+    _run(
+        db,
+        """
+        CREATE TABLE offboard_plans (
+            id INTEGER PRIMARY KEY,
+            node_id INTEGER NOT NULL,
+            lease_id INTEGER,
+            hash TEXT NOT NULL CHECK (length(hash) = 64),
+            body TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            superseded_by INTEGER REFERENCES offboard_plans(id),
+            finished_at TEXT
+        );
+        CREATE INDEX offboard_plans_node ON offboard_plans(node_id, id);
+        CREATE TABLE offboard_steps (
+            plan_id INTEGER NOT NULL REFERENCES offboard_plans(id),
+            key TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'started',
+                'done', 'verified', 'failed', 'skipped', 'consent', 'consented')),
+            updated_at TEXT,
+            detail TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (plan_id, key)
+        ) WITHOUT ROWID;
+        """,
+    )

@@ -311,6 +311,47 @@ def build_parser() -> argparse.ArgumentParser:
         "--for", dest="for_", required=True, metavar="DURATION", help="30m, 2h, 1d or 1w"
     )
 
+    p = cmd(
+        sub,
+        "offboard",
+        _lazy("cli_offboard", "offboard"),
+        "offboarding: the plan (a dry run), --execute --confirm NODE, --recheck, --report",
+    )
+    p.add_argument("node", help="the node to offboard")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--execute", action="store_true", help="carry out the stored plan (needs --confirm NODE)"
+    )
+    mode.add_argument(
+        "--recheck", action="store_true", help="read back again that everything is still gone"
+    )
+    mode.add_argument(
+        "--report", action="store_true", help="the plan, each step's state and its evidence"
+    )
+    p.add_argument("--confirm", metavar="NODE", help="the node's name, typed again, to confirm")
+    p.add_argument(
+        "--hash",
+        metavar="HASH",
+        help="with --execute: the plan's hash as you read it (8 characters or more); refused"
+        " if the stored plan is another",
+    )
+    p.add_argument(
+        "--go-on",
+        action="store_true",
+        help="go on past steps that ask you first (GPU processes still running)",
+    )
+    p.add_argument(
+        "--did",
+        action="append",
+        default=[],
+        metavar="STEP",
+        help="a manual step you have done by hand (its key, as the plan lists it)",
+    )
+    p.add_argument("--skip", metavar="STEP", help="skip this step (needs --reason and --confirm)")
+    p.add_argument("--reason", metavar="TEXT", help="why the step is skipped (kept as evidence)")
+    p.add_argument("--format", choices=("md", "json"), default="md", help="--report's format")
+    p.add_argument("-o", "--output", metavar="FILE", help="write --report to FILE (mode 0600)")
+
     p = cmd(sub, "export", L.export, "write the whole ledger as CSV or JSON")
     p.add_argument(
         "--format", choices=("csv", "json"), help="default: from the -o file name, else json"

@@ -813,7 +813,14 @@ def _summary(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) 
 
 
 def change_text(e: AuditEntry) -> str:
-    """An entry's change; for a lease, which lease (its start as `lease list` prints it)."""
+    """An entry's change; for a lease, which lease (its start as `lease list` prints it);
+    for offboarding evidence, the plan, the step and its state (`zuka offboard --report`
+    shows the rest)."""
+    if e.entity == "offboard":
+        said = e.after or {}
+        step = f" {said['step']}" if said.get("step") else ""
+        state = f": {said['state']}" if said.get("state") else ""
+        return f"plan {said.get('plan')}{step}{state}"
     text = _summary(e.before, e.after)
     start = (e.after or e.before or {}).get("start") if e.entity == "lease" else None
     if isinstance(start, str):

@@ -1,2 +1,13 @@
 """Offboarding: a verified, resumable checklist that deletes only what the ledger says
-belongs to a lease (issue 10). steps.py holds the shapes every part shares."""
+belongs to a lease (issue 10).
+
+steps      the shapes every part shares (Step, Outcome, Driver, Planner, PlanInput)
+plan       the plan from the ledger's facts, and its hash
+preflight  lease facts; who each cloud driver acts as, against the ledger and blocklist
+manual     console steps a person does, then verified
+release    the ledger's part: lease ended, deposit refund pending, node released
+evidence   stored plans, step states, and the evidence on the audit chain
+runner     execute (resumable, one run at a time), skip, recheck
+report     the reviewer's report, Markdown or JSON
+wiring     the default planners and drivers of `zuka offboard`
+"""

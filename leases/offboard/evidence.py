@@ -1,0 +1,355 @@
+"""The offboarding's records in the ledger: stored plans, where each step stands, and the
+evidence of every step (command, output, result, time) as audit entries on the ledger's
+hash chain, so that `zuka audit verify` detects an edited byte of it.
+
+A step's state and its evidence entry are written in one transaction: a run killed at
+any moment leaves either both or neither. "started" is written before a driver acts, so
+a rerun knows to read the thing back before acting again.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from leases import fields, records
+from leases.ledger import Ledger, _audit_entry
+from leases.models import AuditEntry
+from leases.offboard.plan import Plan, plan_from_body
+from leases.offboard.steps import Outcome, Step
+
+ENTITY = "offboard"
+# Evidence is kept as it came, but bounded: a node may answer a 100 MB line.
+OUTPUT_MAX = 64 * 1024
+
+
+class State(StrEnum):
+    PENDING = "pending"
+    STARTED = "started"  # written before the driver acts
+    DONE = "done"  # the driver acted (or found it gone); not yet read back
+    VERIFIED = "verified"  # read back: gone / checked
+    FAILED = "failed"
+    SKIPPED = "skipped"  # by the user, with a reason
+    CONSENT = "consent"  # stopped: the step asks the user's consent to go on
+    CONSENTED = "consented"  # the user said go on
+
+
+# A rerun goes past these.
+PASSED = frozenset({State.VERIFIED, State.SKIPPED, State.CONSENTED})
+
+
+@dataclass(frozen=True)
+class StepState:
+    state: State = State.PENDING
+    at: datetime | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class StoredPlan:
+    id: int
+    plan: Plan
+    hash: str
+    created_at: datetime
+    finished_at: datetime | None
+    states: Mapping[str, StepState]
+
+    def state(self, key: str) -> StepState:
+        return self.states.get(key, StepState())
+
+    @property
+    def finished(self) -> bool:
+        return all(self.state(s.key).state in PASSED for s in self.plan.steps)
+
+
+class Conflict(RuntimeError):
+    """Another run changed the step first (two runs of one plan at once)."""
+
+
+def _now(ledger: Ledger) -> str:
+    return ledger.clock().astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def load(ledger: Ledger, plan_id: int) -> StoredPlan:
+    rows = ledger._rows("SELECT * FROM offboard_plans WHERE id = ?", [plan_id])
+    if not rows:
+        raise LookupError(f"no offboarding plan {plan_id}")
+    row = rows[0]
+    states = {
+        r["key"]: StepState(
+            State(r["state"]),
+            None if r["updated_at"] is None else datetime.fromisoformat(r["updated_at"]),
+            r["detail"],
+        )
+        for r in ledger._rows("SELECT * FROM offboard_steps WHERE plan_id = ?", [plan_id])
+    }
+    plan = plan_from_body(row["body"])
+    return StoredPlan(
+        id=row["id"],
+        plan=plan,
+        hash=row["hash"],
+        created_at=datetime.fromisoformat(row["created_at"]),
+        finished_at=None
+        if row["finished_at"] is None
+        else datetime.fromisoformat(row["finished_at"]),
+        states=states,
+    )
+
+
+def latest(ledger: Ledger, node_id: int) -> StoredPlan | None:
+    """The node's plan in force (not superseded by a newer one), if any."""
+    row = ledger.conn.execute(
+        "SELECT id FROM offboard_plans WHERE node_id = ? AND superseded_by IS NULL"
+        " ORDER BY id DESC LIMIT 1",
+        [node_id],
+    ).fetchone()
+    return None if row is None else load(ledger, int(row[0]))
+
+
+def store(ledger: Ledger, plan: Plan) -> tuple[StoredPlan, bool]:
+    """Store the plan (an audit entry holds its whole body); returns it and whether it is
+    new. The same plan as the one in force is not stored twice. A new plan supersedes
+    the old one and, unless that one finished (a new offboarding of a node brought
+    back), takes over the state of every step it has unchanged, so a step that ran (a
+    deletion started, say) is never taken for one that did not."""
+    digest = plan.hash
+    with ledger.transaction() as conn:
+        old = latest(ledger, plan.node_id)
+        if old is not None and old.hash == digest:
+            return old, False
+        at = _now(ledger)
+        cur = conn.execute(
+            "INSERT INTO offboard_plans (node_id, lease_id, hash, body, created_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [plan.node_id, plan.lease_id, digest, plan.body(), at],
+        )
+        plan_id = int(cur.lastrowid or 0)
+        carried: list[str] = []
+        for seq, s in enumerate(plan.steps):
+            st = StepState()
+            if old is not None and old.finished_at is None:
+                before = next((o for o in old.plan.steps if o.key == s.key), None)
+                if before == s and old.state(s.key).state is not State.PENDING:
+                    st = old.state(s.key)
+                    carried.append(s.key)
+            conn.execute(
+                "INSERT INTO offboard_steps (plan_id, key, seq, state, updated_at, detail)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    plan_id,
+                    s.key,
+                    seq,
+                    st.state.value,
+                    None if st.at is None else st.at.isoformat(),
+                    st.detail,
+                ],
+            )
+        if old is not None:
+            conn.execute(
+                "UPDATE offboard_plans SET superseded_by = ? WHERE id = ?", [plan_id, old.id]
+            )
+        after = {
+            "plan": plan_id,
+            "hash": digest,
+            "supersedes": None if old is None else old.id,
+            "carried": carried,
+            "body": json.loads(plan.body()),
+        }
+        ledger._audit(conn, "offboard.plan", ENTITY, plan_id, plan.node, None, after)
+    return load(ledger, plan_id), True
+
+
+def record(
+    ledger: Ledger,
+    stored: StoredPlan,
+    step: Step,
+    event: str,
+    state: State,
+    *,
+    outcome: Outcome | None = None,
+    detail: str = "",
+    expect: frozenset[State] | None = None,
+) -> StoredPlan:
+    """One piece of evidence and the step's new state, in one transaction. `expect`: the
+    states the step may be in now (else Conflict: another run got there first). A
+    verified step that deletes a ledger resource marks that resource deleted and
+    verified, with the evidence's entry id in its notes."""
+    note = detail or (outcome.detail if outcome is not None else "")
+    with ledger.transaction() as conn:
+        row = conn.execute(
+            "SELECT state FROM offboard_steps WHERE plan_id = ? AND key = ?",
+            [stored.id, step.key],
+        ).fetchone()
+        if row is None:
+            raise LookupError(f"plan {stored.id} has no step {step.key!r}")
+        if expect is not None and State(row[0]) not in expect:
+            raise Conflict(
+                f"step {step.key} of plan {stored.id} is {row[0]} now: another run is at it"
+            )
+        at = _now(ledger)
+        conn.execute(
+            "UPDATE offboard_steps SET state = ?, updated_at = ?, detail = ?"
+            " WHERE plan_id = ? AND key = ?",
+            [state.value, at, storable(note[:2000]), stored.id, step.key],
+        )
+        after = evidence(stored, step, state, outcome, note)
+        ledger._audit(conn, f"offboard.{event}", ENTITY, stored.id, stored.plan.node, None, after)
+        if state is State.VERIFIED and step.resource_id is not None and step.destructive:
+            entry = conn.execute("SELECT max(id) FROM audit").fetchone()[0]
+            _mark_resource(ledger, conn, step.resource_id, stored, step, int(entry))
+    states = dict(stored.states)
+    states[step.key] = StepState(state, datetime.fromisoformat(at), note[:2000])
+    return replace(stored, states=states)
+
+
+def note(ledger: Ledger, stored: StoredPlan, event: str, after: Mapping[str, Any]) -> None:
+    """Evidence that belongs to the plan, not a step (a recheck's verdict, the end)."""
+    with ledger.transaction() as conn:
+        body = {"plan": stored.id, "hash": stored.hash, **after}
+        ledger._audit(conn, f"offboard.{event}", ENTITY, stored.id, stored.plan.node, None, body)
+
+
+def finish(ledger: Ledger, stored: StoredPlan) -> StoredPlan:
+    with ledger.transaction() as conn:
+        at = _now(ledger)
+        conn.execute(
+            "UPDATE offboard_plans SET finished_at = ? WHERE id = ? AND finished_at IS NULL",
+            [at, stored.id],
+        )
+        body = {"plan": stored.id, "hash": stored.hash, "steps": len(stored.plan.steps)}
+        ledger._audit(conn, "offboard.finish", ENTITY, stored.id, stored.plan.node, None, body)
+    return replace(stored, finished_at=datetime.fromisoformat(at))
+
+
+def evidence(
+    stored: StoredPlan, step: Step, state: State, outcome: Outcome | None, note: str
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "plan": stored.id,
+        "hash": stored.hash,
+        "step": step.key,
+        "driver": step.driver,
+        "action": step.action,
+        "target": step.target,
+        "command": step.describe,
+        "destructive": step.destructive,
+        "state": state.value,
+        "detail": storable(note),
+    }
+    if outcome is not None:
+        text = outcome.output
+        if len(text) > OUTPUT_MAX:
+            text = text[:OUTPUT_MAX]
+            out["output_cut"] = len(outcome.output)
+        out["output"] = storable(text)
+        out["done"] = outcome.done
+        out["facts"] = {storable(str(k)): storable(str(v)) for k, v in outcome.facts.items()}
+        if outcome.needs_consent:
+            out["needs_consent"] = True
+    return out
+
+
+def storable(text: str) -> str:
+    """Text as SQLite can store it: a node's bytes decoded with surrogateescape carry lone
+    surrogates, which UTF-8 cannot encode; they are kept as visible escapes (\\udcff)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def entries(ledger: Ledger, plan_ids: list[int]) -> list[AuditEntry]:
+    """The evidence of these plans (a node's plans, superseded ones included), in order."""
+    marks = ", ".join("?" * len(plan_ids))
+    rows = ledger._rows(
+        f"SELECT * FROM audit WHERE entity = ? AND entity_id IN ({marks}) ORDER BY id",
+        [ENTITY, *plan_ids],
+    )
+    return [_audit_entry(r) for r in rows]
+
+
+def plan_ids(ledger: Ledger, stored: StoredPlan) -> list[int]:
+    """The plans of this offboarding: `stored` and those it superseded, back to the last
+    one that finished (an earlier offboarding of the same node)."""
+    rows = ledger.conn.execute(
+        "SELECT id, finished_at FROM offboard_plans WHERE node_id = ? AND id <= ? ORDER BY id",
+        [stored.plan.node_id, stored.id],
+    ).fetchall()
+    ids: list[int] = []
+    for plan_id, finished in rows:
+        if finished is not None and plan_id != stored.id:
+            ids = []
+        else:
+            ids.append(int(plan_id))
+    return ids
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a node's offboarding stands, for the dashboard and the lease-end alert."""
+
+    plan_id: int
+    steps: int
+    passed: int
+    finished: bool
+    stopped: str = ""  # the key of a step that failed or asks consent
+
+
+def progress(ledger: Ledger) -> dict[int, Progress]:
+    """Each node's plan in force, by node id, in one read. A node absent: never planned."""
+    rows = ledger.conn.execute(
+        "SELECT p.node_id, p.id, p.finished_at, s.key, s.state, s.seq FROM offboard_plans p"
+        " JOIN offboard_steps s ON s.plan_id = p.id WHERE p.superseded_by IS NULL"
+        " ORDER BY p.id, s.seq"
+    ).fetchall()
+    found: dict[int, Progress] = {}
+    passed = {s.value for s in PASSED}
+    for node_id, plan_id, finished, key, state, _ in rows:
+        now = found.get(node_id)
+        if now is None or now.plan_id != plan_id:
+            now = Progress(plan_id, 0, 0, finished is not None)
+        stopped = now.stopped or (key if state in ("failed", "consent") else "")
+        found[node_id] = replace(
+            now, steps=now.steps + 1, passed=now.passed + (state in passed), stopped=stopped
+        )
+    return found
+
+
+def _mark_resource(
+    ledger: Ledger,
+    conn: sqlite3.Connection,
+    resource_id: int,
+    stored: StoredPlan,
+    step: Step,
+    entry: int,
+) -> None:
+    """The ledger's resource marked deleted and verified, as `zuka resource edit` would,
+    with a note that points at the evidence."""
+    found = ledger._resource_rows(" WHERE r.id = ?", [resource_id])
+    if not found:
+        return  # deleted from the ledger since: the evidence stands on its own
+    res, before = found[0]
+    if res.verified_at is not None:
+        return
+    tz = fields.timezone(
+        ledger.conn.execute(
+            "SELECT billing_tz FROM leases WHERE id = ?", [res.lease_id]
+        ).fetchone()[0],
+        "billing_tz",
+    )
+    now = ledger.clock().replace(microsecond=0).astimezone(tz).isoformat()
+    after = dict(before)
+    after["deleted_at"] = before["deleted_at"] or now
+    after["verified_at"] = now
+    said = f"offboarding plan {stored.id}, step {step.key}: verified gone (audit entry {entry})"
+    after["notes"] = f"{before['notes']}; {said}" if before["notes"] else said
+    row = {k: v for k, v in after.items() if k not in ("node", "lease_start")}
+    # Checked as any resource record is before it is written.
+    records.resource_from(after, res.lease_id, str(tz))
+    conn.execute(
+        f"UPDATE resources SET {', '.join(f'{k} = ?' for k in row)} WHERE id = ?",
+        [*row.values(), resource_id],
+    )
+    ledger._audit(conn, "resource.edit", "resource", resource_id, before["node"], before, after)

@@ -1,0 +1,106 @@
+"""Manual steps: what a person does in a console ("release the instance") where zuka has
+no API. The user says it is done (`--did KEY`); zuka then verifies what it can see from
+here: the node no longer answers at its SSH address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Collection
+
+from leases.models import ProviderKind
+from leases.offboard.steps import Outcome, Phase, PlanInput, Step, params
+
+NAME = "manual"
+RELEASE_KEY = "manual:release-instance"
+# Whether the node still answers: True, False, or None when zuka cannot tell from here.
+Probe = Callable[[Step], Awaitable[bool | None]]
+
+_WHAT = {
+    ProviderKind.PLATFORM: "release the instance in {p}'s console (its data disk goes with it)",
+    ProviderKind.CLOUD: "release (terminate) the instance in {p}'s console",
+    ProviderKind.COLO: "hand the machine back to {p}; have its disks wiped or returned as the"
+    " contract says",
+}
+
+
+def plan_manual(facts: PlanInput) -> list[Step]:
+    node = facts.node
+    if node.local:
+        return []  # this very machine: nothing to release in a console
+    p = facts.provider
+    what = (
+        _WHAT[p.kind].format(p=p.name)
+        if p is not None
+        else "release or hand back the machine where it was rented"
+    )
+    ssh = node.ssh
+    return [
+        Step(
+            key=RELEASE_KEY,
+            phase=Phase.MANUAL,
+            driver=NAME,
+            action="release-instance",
+            target=node.name,
+            destructive=True,
+            describe=f"by hand: {what}; zuka then checks that {ssh.host} no longer answers",
+            params=params(
+                host=ssh.host,
+                port=str(ssh.port or 22),
+                jump=ssh.jump or "",
+                alias="yes" if ssh.alias else "no",
+            ),
+        )
+    ]
+
+
+class ManualDriver:
+    name = NAME
+
+    def __init__(self, node: str, did: Collection[str], probe: Probe, actor: str) -> None:
+        self.node = node
+        self.did = frozenset(did)
+        self.probe = probe
+        self.actor = actor
+
+    async def run(self, step: Step) -> Outcome:
+        if step.key in self.did:
+            return Outcome(True, f"{self.actor} said it was done by hand")
+        return Outcome(
+            False,
+            "",
+            f"{step.describe}; when done: zuka offboard {self.node} --execute --confirm"
+            f" {self.node} --did {step.key}",
+        )
+
+    async def verify(self, step: Step) -> Outcome:
+        where = f"{step.param('host')}:{step.param('port')}"
+        answers = await self.probe(step)
+        if answers is None:
+            return Outcome(
+                False,
+                "",
+                f"zuka cannot check {where} from here (an ssh config alias or a jump host):"
+                " check by hand, then skip this step with a reason",
+            )
+        if answers:
+            return Outcome(False, f"{where} still accepts connections", "the node still answers")
+        return Outcome(True, f"{where} no longer accepts connections")
+
+
+async def tcp_answers(step: Step, timeout: float = 5.0) -> bool | None:
+    """Whether the node's SSH port still accepts a TCP connection (no login tried)."""
+    if step.param("alias") == "yes" or step.param("jump"):
+        return None
+    try:
+        port = int(step.param("port") or 22)
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection(step.param("host"), port), timeout
+        )
+    except (OSError, TimeoutError, ValueError):
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return True

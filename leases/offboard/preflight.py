@@ -1,0 +1,187 @@
+"""Preflight: the checks before anything is touched. The lease's facts and days left; and
+for every cloud driver the plan uses, who its credentials act as (asked of the cloud),
+compared with the ledger's provider record (account id, region) and the configured
+blocklist. A mismatch stops the run before any cloud step: a deletion verified "gone"
+in the wrong account proves nothing, and one that succeeds there is a disaster.
+
+Preflight steps cannot be skipped and run again on every execute and recheck.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from decimal import Decimal
+
+from leases.config import Config
+from leases.ledger import Ledger
+from leases.models import Lease
+from leases.offboard.steps import Driver, Identity, Outcome, Phase, PlanInput, Step, params
+from leases.release import open_at
+from leases.textsafe import visible
+
+NAME = "preflight"
+LEASE_KEY = "preflight:lease"
+# Drivers that act on no cloud account (no identity to check).
+NOT_CLOUD = frozenset({NAME, "ledger", "manual", "ssh"})
+
+
+def plan_preflight(facts: PlanInput) -> list[Step]:
+    lease_id = "" if facts.lease is None or facts.lease.id is None else str(facts.lease.id)
+    return [
+        Step(
+            key=LEASE_KEY,
+            phase=Phase.PREFLIGHT,
+            driver=NAME,
+            action="lease-facts",
+            target=facts.node.name,
+            destructive=False,
+            describe="read the lease's facts from the ledger: billing, end, days left,"
+            " deposit, auto-renew",
+            params=params(lease_id=lease_id),
+        )
+    ]
+
+
+def identity_steps(steps: Sequence[Step], facts: PlanInput) -> list[Step]:
+    """One identity check per cloud driver the plan uses, in order of first use."""
+    names: list[str] = []
+    for s in steps:
+        if s.driver not in NOT_CLOUD and s.driver not in names:
+            names.append(s.driver)
+    p = facts.provider
+    account = "" if p is None else p.account_id
+    region = "" if p is None else p.region
+    blocked = ",".join(sorted(facts.config.offboard.blocked_accounts))
+    out = []
+    for name in names:
+        want = f"account {account or '(none recorded)'}" + (f" in {region}" if region else "")
+        out.append(
+            Step(
+                key=f"preflight:identity:{name}",
+                phase=Phase.PREFLIGHT,
+                driver=NAME,
+                action="identity",
+                target=name,
+                destructive=False,
+                describe=f"ask the cloud who the {name} credentials act as: must be {want}"
+                " and not a blocked account",
+                params=params(
+                    driver=name,
+                    provider="" if p is None else p.name,
+                    account_id=account,
+                    region=region,
+                    blocked=blocked,
+                ),
+            )
+        )
+    return out
+
+
+class PreflightDriver:
+    """The engine's checks. `drivers` is the run's whole driver table (filled in by the
+    wiring after this driver is made), for the identity checks."""
+
+    name = NAME
+
+    def __init__(self, ledger: Ledger, config: Config, drivers: Mapping[str, Driver]) -> None:
+        self.ledger = ledger
+        self.config = config
+        self.drivers = drivers
+
+    async def run(self, step: Step) -> Outcome:
+        if step.action == "lease-facts":
+            return self._lease_facts(step)
+        if step.action == "identity":
+            return await self._identity(step)
+        return Outcome(False, "", f"preflight does not know the action {step.action!r}")
+
+    async def verify(self, step: Step) -> Outcome:
+        # A check has nothing to read back: it passed when it ran, now.
+        return Outcome(True, "checked when it ran")
+
+    def _lease_facts(self, step: Step) -> Outcome:
+        lease_id = step.param("lease_id")
+        lease = None
+        if lease_id:
+            lease = next((le for le in self.ledger.leases() if str(le.id) == lease_id), None)
+        if lease is None:
+            return Outcome(
+                True,
+                f"no lease recorded for {step.target}",
+                "no lease: nothing to end or refund",
+                facts={"lease": "none"},
+            )
+        facts = lease_facts(lease, self.ledger.clock())
+        lines = "\n".join(f"{k}: {v}" for k, v in facts.items())
+        warn = ""
+        if lease.auto_renew:
+            warn = "auto-renew is on: turn it off at the provider, or the lease renews and bills"
+        return Outcome(True, lines, warn, facts=facts)
+
+    async def _identity(self, step: Step) -> Outcome:
+        name = step.param("driver")
+        want = step.param("account_id")
+        region = step.param("region")
+        blocked = {b for b in step.param("blocked").split(",") if b}
+        blocked |= set(self.config.offboard.blocked_accounts)
+        if not want:
+            return Outcome(
+                False,
+                "",
+                f"the ledger's provider {step.param('provider') or '(none)'} has no account id:"
+                " cloud deletions are refused until it records the account they must happen in",
+            )
+        if want in blocked:
+            return Outcome(
+                False, "", f"the ledger's account {want} is on the blocklist ([offboard])"
+            )
+        driver = self.drivers.get(name)
+        ask = getattr(driver, "identity", None)
+        if ask is None:
+            return Outcome(False, "", f"no {name} driver here that can say who it acts as")
+        try:
+            who: Identity = await ask()
+        except Exception as exc:  # the cloud's answer, whatever it is, is the evidence
+            return Outcome(False, visible(f"{type(exc).__name__}: {exc}", 2000), "asking failed")
+        said = f"account {who.account_id} region {who.region} {who.arn}".strip()
+        facts = {"account_id": who.account_id, "region": who.region, "arn": who.arn}
+        if who.account_id in blocked:
+            return Outcome(
+                False, said, f"the credentials act as a blocked account, {who.account_id}",
+                facts=facts,
+            )  # fmt: skip
+        if who.account_id != want:
+            return Outcome(
+                False,
+                said,
+                f"the {name} credentials act as account {who.account_id}, but the ledger's"
+                f" provider has {want}: refused",
+                facts=facts,
+            )
+        if region and who.region and who.region != region:
+            return Outcome(
+                False,
+                said,
+                f"the {name} credentials are in region {who.region}, the ledger's provider in"
+                f" {region}: refused",
+                facts=facts,
+            )
+        return Outcome(True, said, facts=facts)
+
+
+def lease_facts(lease: Lease, now: datetime) -> dict[str, str]:
+    facts = {
+        "lease_id": str(lease.id),
+        "billing": f"{lease.billing_type.value} {lease.unit_price} {lease.currency}",
+        "start": lease.start.isoformat(),
+        "end": "" if lease.end is None else lease.end.isoformat(),
+        "open": "yes" if open_at(lease, now) else "no",
+        "auto_renew": "on" if lease.auto_renew else "off",
+        "deposit": "" if lease.deposit is None else f"{lease.deposit} {lease.currency}",
+        "deposit_refund": lease.deposit_refund.value,
+    }
+    if lease.end is not None:
+        days = Decimal((lease.end - now).total_seconds()) / Decimal(86400)
+        facts["days_left"] = str(days.quantize(Decimal("0.1")))
+    return facts

@@ -1,0 +1,296 @@
+"""Carry out a confirmed plan, resumably; skip a step; recheck a finished one.
+
+The rules a rerun after a kill relies on:
+- a step's state and its evidence are written together (leases.offboard.evidence);
+- "started" is written before a driver acts; a destructive step found started, done or
+  failed is read back first, and only acted on again if it is not gone, so a deletion
+  that happened is never repeated;
+- the run stops at the first step that fails or asks consent, and a rerun continues at
+  the first step not yet passed (verified, skipped, or gone on past with consent);
+- preflight steps run again every time: credentials may have changed since.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from leases.config import Config
+from leases.errors import InputError
+from leases.ledger import Ledger
+from leases.lock import PollerLock
+from leases.models import Node, NodeState
+from leases.offboard import evidence
+from leases.offboard.evidence import PASSED, State, StoredPlan
+from leases.offboard.plan import Plan, facts_for, make_plan
+from leases.offboard.steps import Driver, Outcome, Phase, Planner, Step
+from leases.textsafe import visible
+
+
+@dataclass(frozen=True)
+class Choices:
+    """What the user said for this run."""
+
+    go_on: bool = False  # go on past steps that ask consent (GPU processes still running)
+    skip: Mapping[str, str] = field(default_factory=dict)  # step key -> reason
+
+
+@dataclass(frozen=True)
+class RunResult:
+    stored: StoredPlan
+    finished: bool
+    stopped_at: str | None = None  # the key of the step the run stopped at
+    reason: str = ""  # why, and what to do, for a person
+    acted: tuple[str, ...] = ()  # keys whose driver ran this time
+
+
+def replan(ledger: Ledger, node: Node, config: Config, planners: Iterable[Planner]) -> Plan:
+    """The node's plan made now from the ledger, as `zuka offboard NODE` shows it: for
+    a plan in force, against its own lease and resources (see facts_for)."""
+    assert node.id is not None
+    stored = evidence.latest(ledger, node.id)
+    if stored is None or (stored.finished_at is not None and node.state is not NodeState.RELEASED):
+        # None yet, or the last one finished and the node was brought back: a new offboarding.
+        return make_plan(facts_for(ledger, node, config), planners)
+    facts = facts_for(
+        ledger,
+        node,
+        config,
+        lease_id=stored.plan.lease_id,
+        own_resources=stored.plan.resource_ids,
+    )
+    return make_plan(facts, planners)
+
+
+def confirmed(ledger: Ledger, node: Node, fresh: Plan, confirm: str | None) -> StoredPlan:
+    """The stored plan a run may carry out: the user typed the node's name, a plan was
+    made and shown, and the ledger still gives that very plan."""
+    assert node.id is not None
+    if confirm != node.name:
+        raise InputError(
+            "confirm",
+            confirm,
+            f"type the node's name, {node.name}, to confirm: --confirm {node.name}",
+        )
+    stored = evidence.latest(ledger, node.id)
+    if stored is None:
+        raise InputError(
+            "plan",
+            node.name,
+            f"no offboarding plan stored: make one and read it first: zuka offboard {node.name}",
+        )
+    if stored.hash != fresh.hash:
+        raise InputError(
+            "plan",
+            stored.hash[:12],
+            "the ledger changed since this plan was made (it no longer hashes the same, now"
+            f" {fresh.hash[:12]}): make it again and read it: zuka offboard {node.name}",
+        )
+    return stored
+
+
+class RunLock(PollerLock):
+    """One offboarding run per ledger at a time: a step a live run has started looks just
+    like one a killed run left, and a second run would read it back and act again. The
+    kernel drops the lock when its holder dies, even by SIGKILL."""
+
+    def __init__(self, ledger_path: Path) -> None:
+        super().__init__(ledger_path)
+        self.path = ledger_path.with_name(ledger_path.name + ".offboard.lock")
+
+
+@contextmanager
+def run_lock(ledger: Ledger, node: str) -> Iterator[None]:
+    """Hold the ledger's offboarding lock (none for a ledger in memory); a step found
+    changed under us after all is refused in words."""
+    try:
+        if ledger.path is None:
+            yield
+            return
+        with RunLock(ledger.path) as lock:
+            if not lock.acquire():
+                raise InputError(
+                    "execute",
+                    node,
+                    f"another offboarding run (pid {lock.holder()}) is at work on this ledger:"
+                    " let it finish, then run again",
+                )
+            yield
+    except evidence.Conflict as exc:
+        raise InputError("execute", node, str(exc)) from None
+
+
+async def execute(
+    ledger: Ledger,
+    stored: StoredPlan,
+    drivers: Mapping[str, Driver],
+    choices: Choices = Choices(),
+) -> RunResult:
+    """Run the plan from its first step not passed; see the module's rules. Refused while
+    another run holds the ledger's offboarding lock."""
+    with run_lock(ledger, stored.plan.node):
+        return await _execute(ledger, stored, drivers, choices)
+
+
+def skip_now(ledger: Ledger, stored: StoredPlan, key: str, reason: str) -> StoredPlan:
+    """skip, outside a run: under the lock, so that no run is at the step meanwhile."""
+    with run_lock(ledger, stored.plan.node):
+        return skip(ledger, evidence.load(ledger, stored.id), key, reason)
+
+
+async def _execute(
+    ledger: Ledger, stored: StoredPlan, drivers: Mapping[str, Driver], choices: Choices
+) -> RunResult:
+    # What the ledger says now, not what a caller loaded before taking the lock.
+    stored = evidence.load(ledger, stored.id)
+    for key in choices.skip:
+        stored = skip(ledger, stored, key, choices.skip[key])
+    node = ledger.node_by_id(stored.plan.node_id)
+    if node is not None and node.state is NodeState.ACTIVE:
+        ledger.update_node(node.name, {"state": NodeState.OFFBOARDING.value})
+    acted: list[str] = []
+    for step in stored.plan.steps:
+        now = stored.state(step.key).state
+        if now in PASSED and step.phase is not Phase.PREFLIGHT:
+            continue
+        driver = drivers.get(step.driver)
+        if driver is None:
+            detail = f"no {step.driver!r} driver in this zuka: nothing was done for this step"
+            stored = evidence.record(ledger, stored, step, "fail", State.FAILED, detail=detail)
+            return RunResult(stored, False, step.key, detail, tuple(acted))
+        if step.destructive and now in (State.STARTED, State.DONE, State.FAILED):
+            # It may have run already (a killed run): read it back before acting again.
+            check = await _call(driver.verify, step)
+            if check.done:
+                stored = evidence.record(
+                    ledger, stored, step, "verify", State.VERIFIED, outcome=check
+                )
+                continue
+            stored = evidence.record(ledger, stored, step, "verify", now, outcome=check)
+        stored = evidence.record(
+            ledger,
+            stored,
+            step,
+            "start",
+            State.STARTED,
+            detail=step.describe,
+            expect=frozenset({now}),
+        )
+        acted.append(step.key)
+        outcome = await _call(driver.run, step)
+        if outcome.needs_consent:
+            if choices.go_on:
+                stored = evidence.record(
+                    ledger,
+                    stored,
+                    step,
+                    "consent",
+                    State.CONSENTED,
+                    outcome=outcome,
+                    detail=f"{ledger.actor} went on past it: {outcome.detail}",
+                )
+                continue
+            stored = evidence.record(ledger, stored, step, "run", State.CONSENT, outcome=outcome)
+            reason = (
+                f"{outcome.detail or 'this step asks you to decide'}: to go on anyway, add --go-on"
+            )
+            return RunResult(stored, False, step.key, reason, tuple(acted))
+        if not outcome.done:
+            stored = evidence.record(ledger, stored, step, "run", State.FAILED, outcome=outcome)
+            return RunResult(stored, False, step.key, _why(outcome), tuple(acted))
+        stored = evidence.record(ledger, stored, step, "run", State.DONE, outcome=outcome)
+        check = await _call(driver.verify, step)
+        if not check.done:
+            stored = evidence.record(ledger, stored, step, "verify", State.FAILED, outcome=check)
+            return RunResult(stored, False, step.key, _why(check, "not verified"), tuple(acted))
+        stored = evidence.record(ledger, stored, step, "verify", State.VERIFIED, outcome=check)
+    if stored.finished_at is None:
+        stored = evidence.finish(ledger, stored)
+    return RunResult(stored, True, acted=tuple(acted))
+
+
+def skip(ledger: Ledger, stored: StoredPlan, key: str, reason: str) -> StoredPlan:
+    """Record that the user skips a step, with their reason (the evidence says who)."""
+    step = stored.plan.step(key)
+    if step.phase is Phase.PREFLIGHT:
+        raise InputError(
+            "skip",
+            key,
+            "a preflight check cannot be skipped: fix what it found (the ledger's provider"
+            " record, the credentials, the blocklist)",
+        )
+    if not reason.strip():
+        raise InputError("reason", reason, f"skipping {key} needs a reason: --reason TEXT")
+    if stored.state(key).state in PASSED:
+        return stored
+    return evidence.record(
+        ledger,
+        stored,
+        step,
+        "skip",
+        State.SKIPPED,
+        detail=f"{ledger.actor}: {reason.strip()}",
+        expect=frozenset({stored.state(key).state}),
+    )
+
+
+@dataclass(frozen=True)
+class Recheck:
+    ok: bool
+    lines: tuple[tuple[str, bool, str], ...]  # (step key, still gone / checked, what it said)
+
+
+async def recheck(ledger: Ledger, stored: StoredPlan, drivers: Mapping[str, Driver]) -> Recheck:
+    """Read back, again, every step that was verified: a day later, is it all still gone?
+    Preflight runs first: a "not found" read in another account proves nothing."""
+    lines: list[tuple[str, bool, str]] = []
+    for step in stored.plan.steps:
+        if step.phase is Phase.PREFLIGHT:
+            driver = drivers.get(step.driver)
+            out = (
+                Outcome(False, "", f"no {step.driver!r} driver")
+                if driver is None
+                else await _call(driver.run, step)
+            )
+            first = out.output.splitlines()[0] if out.output else "checked"
+            lines.append((step.key, out.done, out.detail or first))
+            if not out.done:
+                evidence.note(ledger, stored, "recheck", _said(step, out))
+                return Recheck(False, tuple(lines))
+            continue
+        if stored.state(step.key).state is not State.VERIFIED:
+            continue
+        driver = drivers.get(step.driver)
+        out = (
+            Outcome(False, "", f"no {step.driver!r} driver")
+            if driver is None
+            else await _call(driver.verify, step)
+        )
+        lines.append((step.key, out.done, out.detail or out.output))
+        evidence.note(ledger, stored, "recheck", _said(step, out))
+    return Recheck(all(ok for _, ok, _ in lines), tuple(lines))
+
+
+def _said(step: Step, out: Outcome) -> dict[str, object]:
+    return {
+        "step": step.key,
+        "command": step.describe,
+        "done": out.done,
+        "output": evidence.storable(out.output[: evidence.OUTPUT_MAX]),
+        "detail": evidence.storable(out.detail),
+    }
+
+
+async def _call(method: Callable[[Step], Awaitable[Outcome]], step: Step) -> Outcome:
+    """A driver's run or verify; whatever it raises is that step's failure, in words."""
+    try:
+        return await method(step)
+    except Exception as exc:
+        text = visible(f"{type(exc).__name__}: {exc}", 2000)
+        return Outcome(False, text, f"the {step.driver} driver failed: {text}")
+
+
+def _why(outcome: Outcome, default: str = "failed") -> str:
+    return visible(outcome.detail or outcome.output or default, 500)

@@ -1,0 +1,197 @@
+"""`zuka offboard NODE`: the offboarding plan (the default: a dry run, stored with its
+hash), `--execute --confirm NODE`, `--recheck`, `--report`. The engine is
+leases.offboard; its planners and drivers come from leases.offboard.wiring."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+from typing import TextIO
+
+from leases.config import Config, load_user_config
+from leases.errors import InputError
+from leases.ledger import Ledger
+from leases.models import Node
+from leases.offboard import evidence, report, runner, wiring
+from leases.offboard.evidence import PASSED, State, StoredPlan
+from leases.textsafe import visible
+from leases.transfer import write_private
+from tui import output
+from tui.cli_ledger import _open
+
+
+def offboard(args: argparse.Namespace, out: TextIO) -> int:
+    config = load_user_config(args.config)
+    if args.skip is not None and args.reason is None:
+        raise InputError("reason", None, f"--skip {args.skip} needs --reason TEXT")
+    if args.reason is not None and args.skip is None:
+        raise InputError("reason", args.reason, "--reason goes with --skip STEP")
+    if (args.recheck or args.report) and (
+        args.skip or args.did or args.go_on or args.confirm or args.hash
+    ):
+        raise InputError(
+            "--recheck/--report", args.node, "only read: --confirm, --skip, --did, --go-on go"
+            " with --execute (or --skip alone)",
+        )  # fmt: skip
+    with _open(args, readonly=args.report) as ledger:
+        node = ledger.node(args.node)
+        assert node.id is not None
+        if args.report:
+            return _report(ledger, node, args, out)
+        if args.recheck:
+            return _recheck(ledger, node, config, args.json, out)
+        fresh = runner.replan(ledger, node, config, wiring.PLANNERS)
+        if not args.execute and args.skip is None:
+            stored, new = evidence.store(ledger, fresh)
+            return _print_plan(stored, new, args.json, out)
+        stored = runner.confirmed(ledger, node, fresh, args.confirm)
+        if args.hash is not None and (len(args.hash) < 8 or not stored.hash.startswith(args.hash)):
+            raise InputError(
+                "hash",
+                args.hash,
+                f"is not the stored plan's hash ({stored.hash[:12]}...; 8 characters or more):"
+                f" read the plan again: zuka offboard {node.name}",
+            )
+        for key in args.did:
+            if stored.plan.step(key).driver != "manual":  # an unknown key: InputError
+                raise InputError("did", key, "is not a manual step: --did names one done by hand")
+        if not args.execute:
+            stored = runner.skip_now(ledger, stored, args.skip, args.reason)
+            out.write(f"skipped {visible(args.skip)}: {visible(args.reason)}\n")
+            return 0
+        ctx = wiring.RunContext(ledger, node, config, did=tuple(args.did))
+        choices = runner.Choices(
+            go_on=args.go_on, skip={args.skip: args.reason} if args.skip else {}
+        )
+        result = asyncio.run(runner.execute(ledger, stored, wiring.drivers(ctx), choices))
+    if args.json:
+        output.dump_json(
+            {
+                "plan": result.stored.id,
+                "hash": result.stored.hash,
+                "finished": result.finished,
+                "stopped_at": result.stopped_at,
+                "reason": result.reason,
+                "steps": _states(result.stored),
+            },
+            out,
+        )
+    else:
+        _state_table(result.stored, out)
+        if result.finished:
+            out.write(
+                f"\noffboarding of {visible(node.name)} finished: every step verified."
+                f"\nreport: zuka offboard {visible(node.name)} --report;"
+                f" a day later: zuka offboard {visible(node.name)} --recheck\n"
+            )
+        else:
+            out.write(
+                f"\nstopped at {visible(result.stopped_at)}: {visible(result.reason)}\n"
+                "a rerun continues there\n"
+            )
+    return 0 if result.finished else 1
+
+
+def _states(stored: StoredPlan) -> list[dict[str, object]]:
+    return [
+        {
+            "key": s.key,
+            "phase": s.phase.name.lower(),
+            "driver": s.driver,
+            "action": s.action,
+            "target": s.target,
+            "destructive": s.destructive,
+            "command": s.describe,
+            "params": dict(s.params),
+            "resource_id": s.resource_id,
+            "state": stored.state(s.key).state.value,
+            "detail": stored.state(s.key).detail,
+        }
+        for s in stored.plan.steps
+    ]
+
+
+def _print_plan(stored: StoredPlan, new: bool, as_json: bool, out: TextIO) -> int:
+    name = stored.plan.node
+    if as_json:
+        output.dump_json(
+            {"node": name, "plan": stored.id, "hash": stored.hash, "new": new,
+             "steps": _states(stored)},
+            out,
+        )  # fmt: skip
+        return 0
+    out.write(f"offboarding plan for {visible(name)} (a dry run: nothing was touched)\n\n")
+    _state_table(stored, out)
+    started = any(stored.state(s.key).state is not State.PENDING for s in stored.plan.steps)
+    out.write(
+        f"\nplan {stored.id}, hash {stored.hash}\n"
+        + ("stored\n" if new else "unchanged since it was stored\n")
+        + (
+            "(some steps have run: a rerun continues at the first one not done)\n"
+            if started
+            else ""
+        )
+        + f"to carry it out: zuka offboard {visible(name)} --execute --confirm {visible(name)}"
+        f" --hash {stored.hash[:12]}\n"
+    )
+    return 0
+
+
+def _state_table(stored: StoredPlan, out: TextIO) -> None:
+    rows = []
+    for i, s in enumerate(stored.plan.steps, 1):
+        st = stored.state(s.key)
+        rows.append(
+            (
+                i,
+                s.phase.name.lower(),
+                visible(s.key, 60),
+                "yes" if s.destructive else "",
+                visible(s.describe, 120),
+                st.state.value
+                + (f": {visible(st.detail, 80)}" if st.detail and st.state not in PASSED else ""),
+            )
+        )
+    output.table(("#", "phase", "step", "deletes", "what", "state"), rows, out)
+
+
+def _recheck(ledger: Ledger, node: Node, config: Config, as_json: bool, out: TextIO) -> int:
+    assert node.id is not None
+    stored = evidence.latest(ledger, node.id)
+    if stored is None or stored.finished_at is None:
+        raise InputError("recheck", node.name, "no finished offboarding to recheck: run it first")
+    ctx = wiring.RunContext(ledger, node, config)
+    result = asyncio.run(runner.recheck(ledger, stored, wiring.drivers(ctx)))
+    if as_json:
+        lines = [{"step": k, "ok": ok, "said": said} for k, ok, said in result.lines]
+        output.dump_json({"plan": stored.id, "ok": result.ok, "steps": lines}, out)
+        return 0 if result.ok else 1
+    for key, ok, said in result.lines:
+        out.write(f"{'ok  ' if ok else 'FAIL'}  {visible(key, 80)}  {visible(said, 160)}\n")
+    out.write(
+        "everything is still gone\n" if result.ok else "NOT everything is still gone: see above\n"
+    )
+    return 0 if result.ok else 1
+
+
+def _report(ledger: Ledger, node: Node, args: argparse.Namespace, out: TextIO) -> int:
+    assert node.id is not None
+    stored = evidence.latest(ledger, node.id)
+    if stored is None:
+        raise InputError("report", node.name, f"no offboarding plan: zuka offboard {node.name}")
+    data = report.build(ledger, stored)
+    fmt = "json" if args.json else args.format
+    if fmt == "json":
+        if not args.output:
+            output.dump_json(data, out)
+            return 0
+        text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    else:
+        text = report.markdown(data)
+    if args.output:
+        write_private(Path(args.output), text)
+    else:
+        out.write(text)
+    return 0

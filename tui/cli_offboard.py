@@ -7,8 +7,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 from leases.config import Config, load_user_config
 from leases.errors import InputError
@@ -16,10 +17,13 @@ from leases.ledger import Ledger
 from leases.models import Node
 from leases.offboard import evidence, report, runner, wiring
 from leases.offboard.evidence import PASSED, State, StoredPlan
+from leases.offboard.plan import facts_for
 from leases.textsafe import visible
 from leases.transfer import write_private
 from tui import output
 from tui.cli_ledger import _open
+
+T = TypeVar("T")
 
 
 def offboard(args: argparse.Namespace, out: TextIO) -> int:
@@ -61,11 +65,13 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
             stored = runner.skip_now(ledger, stored, args.skip, args.reason)
             out.write(f"skipped {visible(args.skip)}: {visible(args.reason)}\n")
             return 0
-        ctx = wiring.RunContext(ledger, node, config, did=tuple(args.did))
+        ctx = _context(ledger, node, config, stored, did=tuple(args.did))
         choices = runner.Choices(
             go_on=args.go_on, skip={args.skip: args.reason} if args.skip else {}
         )
-        result = asyncio.run(runner.execute(ledger, stored, wiring.drivers(ctx), choices))
+        result = asyncio.run(
+            _closing(ctx, runner.execute(ledger, stored, wiring.drivers(ctx), choices))
+        )
     if args.json:
         output.dump_json(
             {
@@ -157,13 +163,28 @@ def _state_table(stored: StoredPlan, out: TextIO) -> None:
     output.table(("#", "phase", "step", "deletes", "what", "state"), rows, out)
 
 
+def _context(
+    ledger: Ledger, node: Node, config: Config, stored: StoredPlan, did: tuple[str, ...] = ()
+) -> wiring.RunContext:
+    facts = facts_for(ledger, node, config, lease_id=stored.plan.lease_id)
+    return wiring.RunContext(ledger, node, config, did=did, steps=stored.plan.steps, facts=facts)
+
+
+async def _closing(ctx: wiring.RunContext, work: Awaitable[T]) -> T:
+    """The run, then its SSH sessions closed whatever happened."""
+    try:
+        return await work
+    finally:
+        await wiring.close(ctx)
+
+
 def _recheck(ledger: Ledger, node: Node, config: Config, as_json: bool, out: TextIO) -> int:
     assert node.id is not None
     stored = evidence.latest(ledger, node.id)
     if stored is None or stored.finished_at is None:
         raise InputError("recheck", node.name, "no finished offboarding to recheck: run it first")
-    ctx = wiring.RunContext(ledger, node, config)
-    result = asyncio.run(runner.recheck(ledger, stored, wiring.drivers(ctx)))
+    ctx = _context(ledger, node, config, stored)
+    result = asyncio.run(_closing(ctx, runner.recheck(ledger, stored, wiring.drivers(ctx))))
     if as_json:
         lines = [{"step": k, "ok": ok, "said": said} for k, ok, said in result.lines]
         output.dump_json({"plan": stored.id, "ok": result.ok, "steps": lines}, out)

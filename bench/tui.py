@@ -55,8 +55,10 @@ HERE = Path(__file__).resolve()
 if sys.path and Path(sys.path[0]).resolve() == HERE.parent:
     sys.path[0] = str(HERE.parent.parent)
 COLS, ROWS = 120, 36
-# What marks the first paint: a node's name in the terminal (nodes are sim-001...).
+# What marks the first paint: the names of PAINTED nodes in the terminal (sim-001...):
+# more than one, so that a name in a header line alone does not count as a table.
 NAME = re.compile(rb"sim-\d{3}")
+PAINTED = 10
 PROBE_S = 0.010
 WRITE_S = 5.0  # the collector's default flush
 REFRESH_S = 2.0
@@ -66,17 +68,35 @@ TICK = os.sysconf("SC_CLK_TCK")
 # -- the ledger -----------------------------------------------------------------------------
 
 
-def build_ledger(path: Path, nodes: int, days: float, now: datetime) -> None:
-    """Simulated nodes with leases; hour roll-ups for `days`, minutes for the last 2 h."""
+def build_ledgers(
+    folder: Path, sizes: Sequence[int], days: float, now: datetime
+) -> dict[int, Path]:
+    """Simulated nodes with leases; hour roll-ups for `days`, minutes for the last 2 h.
+    The smaller ledger is built first and copied into the larger one, which only adds
+    nodes: the same first nodes, half the work."""
+    import sqlite3
+
     from leases.ledger import Ledger
     from leases.rollups import HistoryStore
     from leases.simledger import backfill, register_sim_nodes, sim_node_for
 
-    with Ledger.open(path, actor="bench") as ledger:
-        store = HistoryStore(ledger)
-        for node in register_sim_nodes(ledger, nodes, now):
-            backfill(store, sim_node_for(node), now - timedelta(days=days), now,
-                     timedelta(hours=2), timedelta(minutes=15))  # fmt: skip
+    out: dict[int, Path] = {}
+    previous: Path | None = None
+    for size in sorted(set(sizes)):
+        path = out[size] = folder / f"ledger-{size}.db"
+        known: set[str] = set()
+        if previous is not None:
+            with Ledger.open(previous) as src, sqlite3.connect(path) as dst:
+                src.conn.backup(dst)
+                known = {n.name for n in src.nodes()}
+        with Ledger.open(path, actor="bench") as ledger:
+            store = HistoryStore(ledger)
+            for node in register_sim_nodes(ledger, size, now):
+                if node.name not in known:
+                    backfill(store, sim_node_for(node), now - timedelta(days=days), now,
+                             timedelta(hours=2), timedelta(minutes=15))  # fmt: skip
+        previous = path
+    return out
 
 
 def floor_rows(path: Path) -> list[dict[str, Any]]:
@@ -108,7 +128,9 @@ def floor_rows(path: Path) -> list[dict[str, Any]]:
 # -- the writer: readings as a collector stores them -------------------------------------------
 
 
-def writer(path: Path, every: float) -> None:
+def writer(path: Path, every: float, since: float) -> None:
+    """Every `every` s the latest reading of every node; each minute, the minutes closed
+    since `since` (the ledger's backfill ends there)."""
     from leases.history import GpuMinute, NodeMinute
     from leases.ledger import Ledger
     from leases.models import GpuProcess, Latest, NodeHealth
@@ -120,7 +142,7 @@ def writer(path: Path, every: float) -> None:
     with Ledger.open(path, actor="bench-writer") as ledger:
         store = HistoryStore(ledger)
         sims = [sim_node_for(n) for n in ledger.nodes()]
-        last_minute = int(time.time()) // 60
+        last_minute = int(since) // 60
         first = True
         while True:
             now = datetime.now(UTC)
@@ -137,9 +159,9 @@ def writer(path: Path, every: float) -> None:
                                    tuple(row_samples(sim, row)), procs))  # fmt: skip
             store.write_latest(rows)
             minute = int(now.timestamp()) // 60
-            if minute > last_minute:
-                at = datetime.fromtimestamp(last_minute * 60, UTC)
-                closed = []
+            closed = []
+            for m in range(last_minute, minute):
+                at = datetime.fromtimestamp(m * 60, UTC)
                 for sim in sims:
                     r = next(history(sim, at, at + timedelta(minutes=1)))
                     limits = [g.power_limit_w for g in sim.gpus]
@@ -148,9 +170,10 @@ def writer(path: Path, every: float) -> None:
                                   r.power_w[i], limits[i])
                         for i in range(sim.count)
                     )  # fmt: skip
-                    closed.append(NodeMinute(sim.name, last_minute, gpus))
+                    closed.append(NodeMinute(sim.name, m, gpus))
+            if closed:
                 store.write_minutes(closed)
-                last_minute = minute
+            last_minute = minute
             if first:
                 print("ready", flush=True)
                 first = False
@@ -388,6 +411,7 @@ def run_in_pty(kind: str, nodes: int, source: Path, seconds: float, probe: bool,
 
     def read() -> None:
         tail = b""
+        seen: set[bytes] = set()
         while True:
             ready, _, _ = select.select([master], [], [], 0.2)
             if not ready:
@@ -402,8 +426,10 @@ def run_in_pty(kind: str, nodes: int, source: Path, seconds: float, probe: bool,
                 break
             now = time.monotonic()
             run.chunks.append((now, len(data)))
-            if run.first_paint is None and NAME.search(tail[-16:] + data):
-                run.first_paint = now
+            if run.first_paint is None:
+                seen.update(NAME.findall(tail[-16:] + data))
+                if len(seen) >= min(PAINTED, nodes):
+                    run.first_paint = now
             tail = (tail + data)[-4096:]
         run.tail = tail
 
@@ -514,7 +540,7 @@ def main() -> int:
         "--quick", action="store_true", help="about 2 minutes: short runs, 3 days of history"
     )
     ap.add_argument(
-        "--minutes", type=float, help="length of the 300-node run (default 60; quick 0.75)"
+        "--minutes", type=float, help="length of the 300-node run (default 60; quick 0.5)"
     )
     ap.add_argument(
         "--stall-s",
@@ -523,6 +549,9 @@ def main() -> int:
     )
     ap.add_argument(
         "--days", type=float, help="days of hour roll-ups in the ledger (default 30; quick 3)"
+    )
+    ap.add_argument(
+        "--floor-minutes", type=float, default=5.0, help="the floor's load run, at most"
     )
     ap.add_argument("--paint-nodes", type=int, default=500)
     ap.add_argument("--paint-repeat", type=int, help="first paints per app (default 5; quick 3)")
@@ -533,6 +562,7 @@ def main() -> int:
     # Internal: how this script runs its children.
     ap.add_argument("--child", choices=("zuka", "floor"), help=argparse.SUPPRESS)
     ap.add_argument("--writer", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--since", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--source", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--seconds", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--report", type=Path, help=argparse.SUPPRESS)
@@ -542,13 +572,15 @@ def main() -> int:
         asyncio.run(child_main(args.child, args.source, args.seconds, args.report, args.probe))
         return 0
     if args.writer:
-        writer(args.writer, WRITE_S)
+        writer(args.writer, WRITE_S, args.since)
         return 0
-    minutes = args.minutes if args.minutes is not None else 0.75 if args.quick else 60.0
+    minutes = args.minutes if args.minutes is not None else 0.5 if args.quick else 60.0
+    # The floor's CPU and bytes are rates and its RSS is only for scale: 5 minutes at most.
+    floor_min = min(minutes, args.floor_minutes)
     stall_s = args.stall_s if args.stall_s is not None else 20.0 if args.quick else 60.0
     days = args.days if args.days is not None else 3.0 if args.quick else 30.0
     args.paint_repeat = args.paint_repeat or (3 if args.quick else 5)
-    settle = 10.0 if args.quick else 30.0  # CPU, bytes and RSS count from paint + settle
+    settle = 8.0 if args.quick else 30.0  # CPU, bytes and RSS count from paint + settle
     lag_settle = 1.0
     kinds = [args.only] if args.only else ["floor", "zuka"]
     folder = Path(tempfile.mkdtemp(prefix="zuka-bench-tui-"))
@@ -559,17 +591,21 @@ def main() -> int:
         results: dict[str, dict[str, Run]] = {}
         writer_cpu: dict[str, float | None] = {}
         paints: dict[str, list[float]] = {kind: [] for kind in kinds}
-        for nodes, seconds, probe in ((args.paint_nodes, stall_s, True),
-                                      (args.nodes, settle + 60 * minutes, False)):  # fmt: skip
+        t = time.monotonic()
+        built = datetime.now(UTC)
+        ledgers = build_ledgers(folder, (args.paint_nodes, args.nodes), days, built)
+        print(f"ledgers: {args.nodes} and {args.paint_nodes} nodes, {days:g} days of history, "
+              f"built in {time.monotonic() - t:.0f} s", flush=True)  # fmt: skip
+        for nodes, secs, probe in (
+            (args.paint_nodes, {"zuka": stall_s, "floor": stall_s}, True),
+            (args.nodes, {"zuka": settle + 60 * minutes, "floor": settle + 60 * floor_min}, False),
+        ):
             phase = "paint" if probe else "load"
-            path = folder / f"ledger-{phase}-{nodes}.db"
-            t = time.monotonic()
-            build_ledger(path, nodes, days, datetime.now(UTC))
-            rows_json = folder / f"rows-{phase}-{nodes}.json"
+            path = ledgers[nodes]
+            rows_json = folder / f"rows-{nodes}.json"
             rows_json.write_text(json.dumps(floor_rows(path)))
-            print(f"ledger: {nodes} nodes, {days:g} days of history, built in "
-                  f"{time.monotonic() - t:.0f} s", flush=True)  # fmt: skip
-            w = subprocess.Popen([sys.executable, str(HERE), "--writer", str(path)],
+            w = subprocess.Popen([sys.executable, str(HERE), "--writer", str(path),
+                                  "--since", str(built.timestamp())],
                                  stdout=subprocess.PIPE, text=True)  # fmt: skip
             writers.append(w)
             assert w.stdout is not None
@@ -580,6 +616,7 @@ def main() -> int:
             results[phase] = {}
             for kind in kinds:
                 source = path if kind == "zuka" else rows_json
+                seconds = secs[kind]
                 print(f"{kind}: {nodes} nodes for {seconds:.0f} s (load {loadavg()})", flush=True)
                 run = run_in_pty(kind, nodes, source, seconds, probe, 0.5 if probe else 2.0, folder)
                 complain(run)

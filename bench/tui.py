@@ -99,12 +99,22 @@ def build_ledgers(
     return out
 
 
-def floor_rows(path: Path) -> list[dict[str, Any]]:
-    """What the floor shows that does not change, and each node's simulator settings:
-    read here once, handed over as JSON (the floor imports no more than it needs)."""
+TICK_S = 10  # the simulator's readings move every 10 s
+SLICE_S = 180  # the floor's sparkline: 20 cells of 3 minutes = the last hour
+BARS = "▁▂▃▄▅▆▇█"
+
+
+def floor_tape(path: Path, start: float, seconds: float) -> list[dict[str, Any]]:
+    """Every row the floor will show from start for `seconds`, computed here from the
+    simulator the writer uses (the same values the dashboard shows) and handed over as
+    JSON: the floor holds its table and nothing else (the simulator's tables would cost it
+    ~0.2 MB of RSS a node)."""
     from leases.ledger import Ledger
+    from leases.sim.gpu import history
     from leases.simledger import sim_node_for
 
+    t0, t1 = int(start) // TICK_S, int(start + seconds) // TICK_S + 1
+    s0, s1 = int(start) // SLICE_S, int(start + seconds) // SLICE_S + 1
     with Ledger.open(path) as ledger:
         billing = ledger.billing()
         out = []
@@ -112,14 +122,34 @@ def floor_rows(path: Path) -> list[dict[str, Any]]:
             b = billing.get(n.name)
             lease = b.lease if b else None
             sim = sim_node_for(n)
+            total = sum(g.memory_total_mib for g in sim.gpus) / 1024
+            ticks = []
+            for t in range(t0, t1):
+                at = datetime.fromtimestamp(t * TICK_S, UTC)
+                r = next(history(sim, at, at + timedelta(seconds=1)))
+                k = len(r.util_gpu)
+                ticks.append([f"{sum(r.util_gpu) / k:3.0f}%",
+                              f"{sum(r.mem_used_mib) / 1024:.0f}/{total:.0f}G",
+                              f"{max(r.temp_c)}°", f"{sum(r.power_w):.0f}W"])  # fmt: skip
+            sparks = []
+            for sl in range(s0, s1):
+                at = datetime.fromtimestamp((sl - 20) * SLICE_S, UTC)
+                cells = (
+                    BARS[min(7, int(sum(r.util_gpu) / len(r.util_gpu) / 100 * 7 + 0.5))]
+                    for r in history(sim, at, at + timedelta(hours=1), timedelta(seconds=SLICE_S))
+                )
+                sparks.append("".join(cells))
             out.append(
                 {
                     "name": n.name,
                     "provider": n.provider or "",
-                    "model": n.gpu_model,
-                    "sim": [sim.gpu_model, sim.count, sim.scenario.value, sim.seed, sim.vram_gib],
+                    "gpus": f"{sim.count}x {n.gpu_model}",
                     "cost": f"{lease.billing_type.value} {lease.unit_price}" if lease else "-",
                     "end": lease.end.isoformat() if lease and lease.end else None,
+                    "t0": t0,
+                    "ticks": ticks,
+                    "s0": s0,
+                    "sparks": sparks,
                 }
             )
     return out
@@ -183,14 +213,11 @@ def writer(path: Path, every: float, since: float) -> None:
 # -- the floor: the same table, nothing else ----------------------------------------------------
 
 
-def floor_app(rows_json: Path) -> Any:
+def floor_app(tape_json: Path) -> Any:
     from rich.text import Text
     from textual.app import App, ComposeResult
     from textual.widgets import DataTable, Footer, Header
 
-    from leases.sim.gpu import Scenario, SimNode, history
-
-    bars = "▁▂▃▄▅▆▇█"
     columns = (
         ("Node", 10), ("Channel", 12), ("GPUs", 20), ("Util", 5), ("Last hour", 20),
         ("Memory", 10), ("Temp", 5), ("Power", 6), ("State", 6), ("Cost", 16),
@@ -204,14 +231,7 @@ def floor_app(rows_json: Path) -> Any:
 
         def __init__(self) -> None:
             super().__init__()
-            self.info = json.loads(rows_json.read_text())
-            self.sims: dict[str, SimNode] = {}
-            for n in self.info:
-                model, count, scenario, seed, vram = n["sim"]
-                self.sims[n["name"]] = SimNode(
-                    n["name"], model, count, Scenario(scenario), seed=seed, vram_gib=vram
-                )
-            self.spark: dict[str, tuple[int, str]] = {}
+            self.tape: list[dict[str, Any]] = json.loads(tape_json.read_text())
             self.shown: dict[str, list[str]] = {}
 
         def compose(self) -> ComposeResult:
@@ -226,41 +246,23 @@ def floor_app(rows_json: Path) -> Any:
             self.refresh_rows()
             self.set_interval(REFRESH_S, self.refresh_rows)
 
-        def sparkline(self, sim: SimNode, now: datetime) -> str:
-            """One cell per 3 minutes of the last hour: recomputed when a slice closes."""
-            slice_ = int(now.timestamp()) // 180
-            cached = self.spark.get(sim.name)
-            if cached and cached[0] == slice_:
-                return cached[1]
-            start = datetime.fromtimestamp((slice_ - 20) * 180, UTC)
-            cells = []
-            for r in history(sim, start, start + timedelta(hours=1), timedelta(minutes=3)):
-                u = sum(r.util_gpu) / len(r.util_gpu)
-                cells.append(bars[min(7, int(u / 100 * 7 + 0.5))])
-            text = "".join(cells)
-            self.spark[sim.name] = (slice_, text)
-            return text
-
         def row(self, n: dict[str, Any], now: datetime) -> list[str]:
-            sim = self.sims[n["name"]]
-            r = next(history(sim, now, now + timedelta(seconds=1)))
-            k = len(r.util_gpu)
-            total = sum(g.memory_total_mib for g in sim.gpus) / 1024
+            t = int(now.timestamp())
+            tick = n["ticks"][min(max(t // TICK_S - n["t0"], 0), len(n["ticks"]) - 1)]
+            spark = n["sparks"][min(max(t // SLICE_S - n["s0"], 0), len(n["sparks"]) - 1)]
             ends = "-"
             if n["end"]:
                 end = datetime.fromisoformat(n["end"])
                 ends = f"{end:%m-%d} ({(end - now).total_seconds() / 86400:.0f}d)"
-            return [
-                n["name"], n["provider"], f"{k}x {n['model']}", f"{sum(r.util_gpu) / k:3.0f}%",
-                self.sparkline(sim, now), f"{sum(r.mem_used_mib) / 1024:.0f}/{total:.0f}G",
-                f"{max(r.temp_c)}°", f"{sum(r.power_w):.0f}W", "ok", n["cost"], ends, "",
-            ]  # fmt: skip
+            util, mem, temp, power = tick
+            return [n["name"], n["provider"], n["gpus"], util, spark, mem, temp, power, "ok",
+                    n["cost"], ends, ""]  # fmt: skip
 
         def refresh_rows(self) -> None:
             now = datetime.now(UTC)
             table = self.query_one(DataTable)
             with self.batch_update():
-                for n in self.info:
+                for n in self.tape:
                     cells = self.row(n, now)
                     key = n["name"]
                     old = self.shown.get(key)
@@ -271,7 +273,7 @@ def floor_app(rows_json: Path) -> Any:
                             if a != b:
                                 table.update_cell(key, label, Text(b, no_wrap=True))
                     self.shown[key] = cells
-            self.sub_title = f"{len(self.info)} nodes"
+            self.sub_title = f"{len(self.tape)} nodes"
 
     return Floor()
 
@@ -602,8 +604,10 @@ def main() -> int:
         ):
             phase = "paint" if probe else "load"
             path = ledgers[nodes]
-            rows_json = folder / f"rows-{nodes}.json"
-            rows_json.write_text(json.dumps(floor_rows(path)))
+            rows_json = folder / f"floor-{phase}-{nodes}.json"
+            # Long enough for every floor run of this phase, with the zuka runs between.
+            tape_s = 2 * sum(secs.values()) + 60 * args.paint_repeat * probe + 120
+            rows_json.write_text(json.dumps(floor_tape(path, time.time(), tape_s)))
             w = subprocess.Popen([sys.executable, str(HERE), "--writer", str(path),
                                   "--since", str(built.timestamp())],
                                  stdout=subprocess.PIPE, text=True)  # fmt: skip

@@ -301,11 +301,17 @@ async def child_main(kind: str, source: Path, seconds: float, report: Path, prob
 
     loop = asyncio.get_running_loop()
     task = loop.create_task(probe_loop()) if probe else None
-    loop.call_later(seconds, app.exit)
+    exit_at: list[float] = []
+
+    def stop() -> None:
+        exit_at.append(time.monotonic())  # lags after this are the shutdown's, not counted
+        app.exit()
+
+    loop.call_later(seconds, stop)
     await app.run_async()
     if task is not None:
         task.cancel()
-    report.write_text(json.dumps({"lags": lags}))
+    report.write_text(json.dumps({"lags": lags, "exit_at": exit_at[0] if exit_at else None}))
 
 
 # -- the parent side: spawn in a pty, read every byte, sample /proc --------------------------
@@ -322,6 +328,7 @@ class Run:
     cpu: list[tuple[float, float]] = field(default_factory=list)  # (t, CPU seconds)
     rss: list[tuple[float, float]] = field(default_factory=list)  # (t, MiB)
     lags: list[tuple[float, float]] = field(default_factory=list)
+    exit_at: float | None = None  # when the child asked its app to exit (monotonic)
     rc: int | None = None
     tail: bytes = b""
 
@@ -330,8 +337,9 @@ class Run:
         return None if self.first_paint is None else self.first_paint - self.started
 
     def window(self, settle: float) -> tuple[float, float]:
+        """From first paint + settle until the app was asked to exit (or it ended)."""
         start = (self.first_paint or self.started) + settle
-        return start, self.ended
+        return start, self.exit_at or self.ended
 
     def cpu_pct(self, settle: float) -> float | None:
         a, b = self.window(settle)
@@ -342,20 +350,20 @@ class Run:
 
     def bytes_per_s(self, settle: float) -> float | None:
         a, b = self.window(settle)
-        # Up to the last /proc sample: the exit's own screen restore is not a refresh.
-        b = max((t for t, _ in self.cpu), default=b)
         if b <= a:
             return None
         return sum(n for t, n in self.chunks if a <= t < b) / (b - a)
 
-    def lag_ms(self, settle: float) -> tuple[float, float, int] | None:
-        """Longest lag, p99 and samples in the window after first paint + settle."""
+    def lag_ms(self, settle: float) -> tuple[float, float, float] | None:
+        """Longest lag and p99 (ms) after first paint + settle, and when the longest
+        began (s after first paint)."""
         a, b = self.window(settle)
-        vals = [lag for t, lag in self.lags if a <= t <= b - 0.5]
-        if not vals:
+        pts = [(lag, t) for t, lag in self.lags if a <= t and t + PROBE_S + lag <= b]
+        if not pts:
             return None
-        vals.sort()
-        return 1000 * vals[-1], 1000 * vals[int(0.99 * (len(vals) - 1))], len(vals)
+        vals = sorted(lag for lag, _ in pts)
+        worst, when = max(pts)
+        return 1000 * worst, 1000 * vals[int(0.99 * (len(vals) - 1))], when - (a - settle)
 
     def rss_figures(self, settle: float) -> tuple[float, float, float, float | None] | None:
         """First, last and highest RSS (MiB) after settle; slope in MiB per minute."""
@@ -458,7 +466,9 @@ def run_in_pty(kind: str, nodes: int, source: Path, seconds: float, probe: bool,
         reader.join(timeout=5)
         os.close(master)
     if report.exists():
-        run.lags = [(t, lag) for t, lag in json.loads(report.read_text())["lags"]]
+        said = json.loads(report.read_text())
+        run.lags = [(t, lag) for t, lag in said["lags"]]
+        run.exit_at = said["exit_at"]
     return run
 
 
@@ -508,7 +518,8 @@ def report(
     zb, fb = z3.bytes_per_s(settle), f3.bytes_per_s(settle)
     zr, fr = z3.rss_figures(settle), f3.rss_figures(settle)
     n5, n3 = z5.nodes, z3.nodes
-    minutes = (z3.ended - z3.window(settle)[0]) / 60
+    a, b = z3.window(settle)
+    minutes = (b - a) / 60
     rows = [
         (f"first paint, {n5} nodes (median)", fmt(zp, "s"), fmt(fp, "s"), ratio(zp, fp),
          "< 1.0 s, <= 1.5x", None if zp is None or fp is None else zp < 1.0 and zp <= 1.5 * fp),
@@ -517,6 +528,8 @@ def report(
          None if zl is None else zl[0] < 50),
         ("  p99 loop lag", fmt(zl and zl[1], "ms", ".1f"), fmt(fl and fl[1], "ms", ".1f"),
          ratio(zl and zl[1], fl and fl[1]), "", None),
+        ("  longest began (after paint)", fmt(zl and zl[2], "s", ".1f"),
+         fmt(fl and fl[2], "s", ".1f"), "", "", None),
         (f"CPU, {n3} nodes, {REFRESH_S:g} s refresh", fmt(zc, "%", ".1f"), fmt(fc, "%", ".1f"),
          ratio(zc, fc), "< 5 % of a core", None if zc is None else zc < 5),
         ("terminal bytes/s", fmt(zb and zb / 1000, "KB/s", ".1f"),

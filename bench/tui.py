@@ -1,6 +1,6 @@
 """The dashboard against the floor: a minimal Textual app with the same table, same run.
 
-    python bench/tui.py --quick            # about 2 minutes
+    python bench/tui.py --quick            # about 3 minutes on 2 busy cores
     python bench/tui.py                    # about 1 h 10 min (RSS over an hour of refreshes)
     python bench/tui.py --minutes 10       # RSS over 10 minutes instead
 
@@ -552,7 +552,7 @@ def report(
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument(
-        "--quick", action="store_true", help="about 2 minutes: short runs, 3 days of history"
+        "--quick", action="store_true", help="about 3 minutes: short runs, 1 day of history"
     )
     ap.add_argument(
         "--minutes", type=float, help="length of the 300-node run (default 60; quick 0.5)"
@@ -560,10 +560,10 @@ def main() -> int:
     ap.add_argument(
         "--stall-s",
         type=float,
-        help="length of the 500-node run after start (default 60; quick 20)",
+        help="length of the 500-node run after start (default 60; quick 25)",
     )
     ap.add_argument(
-        "--days", type=float, help="days of hour roll-ups in the ledger (default 30; quick 3)"
+        "--days", type=float, help="days of hour roll-ups in the ledger (default 30; quick 1)"
     )
     ap.add_argument(
         "--floor-minutes", type=float, default=5.0, help="the floor's load run, at most"
@@ -592,8 +592,9 @@ def main() -> int:
     minutes = args.minutes if args.minutes is not None else 0.5 if args.quick else 60.0
     # The floor's CPU and bytes are rates and its RSS is only for scale: 5 minutes at most.
     floor_min = min(minutes, args.floor_minutes)
-    stall_s = args.stall_s if args.stall_s is not None else 20.0 if args.quick else 60.0
-    days = args.days if args.days is not None else 3.0 if args.quick else 30.0
+    # Long enough to hold one of the dashboard's 15 s ledger reloads after first paint.
+    stall_s = args.stall_s if args.stall_s is not None else 25.0 if args.quick else 60.0
+    days = args.days if args.days is not None else 1.0 if args.quick else 30.0
     args.paint_repeat = args.paint_repeat or (3 if args.quick else 5)
     settle = 8.0 if args.quick else 30.0  # CPU, bytes and RSS count from paint + settle
     lag_settle = 1.0

@@ -545,8 +545,18 @@ def report(
     print(f"{'':34}{'zuka':>15}{'floor':>15}{'ratio':>8}  {'target':<18}met")
     for label, z, f, r, target, ok in rows:
         print(f"{label:<34}{z:>15}{f:>15}{r:>8}  {target:<18}{verdict(ok) if target else ''}")
-    return {label.strip(): {"zuka": z, "floor": f, "ratio": r, "met": ok}
-            for label, z, f, r, _, ok in rows}  # fmt: skip
+    # Numbers for a later run to compare against (None: not measured).
+    return {
+        "nodes": {"paint": n5, "load": n3},
+        "minutes": minutes,
+        "zuka": {"paint_s": zp, "stall_ms": zl and zl[0], "p99_ms": zl and zl[1],
+                 "cpu_pct": zc, "bytes_per_s": zb, "rss_mib": zr and zr[1],
+                 "rss_slope_mib_min": zr and zr[3]},
+        "floor": {"paint_s": fp, "stall_ms": fl and fl[0], "p99_ms": fl and fl[1],
+                  "cpu_pct": fc, "bytes_per_s": fb, "rss_mib": fr and fr[1],
+                  "rss_slope_mib_min": fr and fr[3]},
+        "met": {label.strip(): ok for label, _, _, _, target, ok in rows if target},
+    }  # fmt: skip
 
 
 def main() -> int:
@@ -600,7 +610,8 @@ def main() -> int:
     lag_settle = 1.0
     kinds = [args.only] if args.only else ["floor", "zuka"]
     folder = Path(tempfile.mkdtemp(prefix="zuka-bench-tui-"))
-    print(f"bench/tui.py: {COLS}x{ROWS} pty, {os.cpu_count()} CPUs, load {loadavg()}, "
+    load_start = loadavg()
+    print(f"bench/tui.py: {COLS}x{ROWS} pty, {os.cpu_count()} CPUs, load {load_start}, "
           f"folder {folder}", flush=True)  # fmt: skip
     writers: list[subprocess.Popen[str]] = []
     try:
@@ -671,7 +682,8 @@ def main() -> int:
             return 0
         figures = report(results["paint"], results["load"], paints, settle, lag_settle)
         if args.json:
-            args.json.write_text(json.dumps({"load_end": loadavg(), "figures": figures}, indent=2))
+            figures |= {"load_start": load_start, "load_end": loadavg()}
+            args.json.write_text(json.dumps(figures, indent=2))
         return 0
     finally:
         for w in writers:

@@ -20,8 +20,8 @@ from rich.text import Text
 from leases.alertstate import StoredAlert
 from leases.fleetfilter import RowFacts
 from leases.fleetheader import countdown, yuan
-from leases.models import BillingType, GpuSample, Node, NodeHealth
-from leases.nodestatus import Figures, figures, is_stale, status_figures
+from leases.models import BillingType, Node, NodeHealth
+from leases.nodestatus import Figures, is_stale, status_figures
 from leases.poller import NodeStatus
 from leases.renewals import BillingNow, starts_in
 from leases.sparkline import Reading, cell_means, sparkline
@@ -279,19 +279,6 @@ def live_readings(
     out = [Reading(at, seconds, sum(v) / len(v)) for at, v in by_time.items()]
     out += [Reading(at, seconds, None) for at in unknown - set(by_time)]
     return sorted(out, key=lambda r: r.at)
-
-
-def summarize(samples: Sequence[GpuSample]) -> dict[str, Any]:
-    """Per-node figures as a dict (the CLI's `zuka poll` table reads it)."""
-    f = figures(samples)
-    return {
-        "gpus": f.gpus,
-        "util": f.util,
-        "mem_used_gib": f.mem_used_gib,
-        "mem_total_gib": f.mem_total_gib,
-        "power_w": f.power_w,
-        "temp_max": f.temp_max,
-    }
 
 
 GPU_COLUMNS = ("GPU", "Name", "Util", "Memory", "Temp", "Power", "P-state", "Procs")

@@ -19,6 +19,8 @@ from leases.renewals import BillingNow
 from leases.rollups import HistoryStore
 from leases.textsafe import visible
 
+LEDGER_WIDTH = 40  # of the header's ledger path, in characters
+
 
 @dataclass(frozen=True)
 class MonthMoney:
@@ -107,12 +109,17 @@ def countdown(at: datetime, now: datetime) -> str:
 
 
 def header_line(h: Header, now: datetime) -> str:
-    parts = [f"{h.busy}/{h.total} GPUs busy" + (f" ({h.read} read)" if h.read < h.total else "")]
+    parts = [f"{h.busy}/{h.total} GPUs busy"]
     if h.money is not None:
         parts.append(f"{yuan(h.money.cost, h.money.currency)} this month")
         parts.append(f"{yuan(h.money.idle if h.money.idle else ZERO, h.money.currency)} idle")
     if h.next_end is not None:
         name, at = h.next_end
         parts.append(f"next end {visible(name, 24)} {countdown(at, now)}")
-    parts.append(visible(h.ledger, 60))
+    parts.append(short_path(visible(h.ledger)))
     return " · ".join(parts)
+
+
+def short_path(path: str, width: int = LEDGER_WIDTH) -> str:
+    """The end of a long path (the file's name and the folders nearest it) behind '…'."""
+    return path if len(path) <= width else "…" + path[-(width - 1) :]

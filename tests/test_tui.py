@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from fleetledger import NOW, frozen_ledger
 from textual.pilot import Pilot
 from waiting import wait_until
 
-from leases.demo import build_demo_ledger
-from leases.history import GpuMinute, NodeMinute
 from leases.ledger import Ledger
-from leases.models import GpuSample, Latest, NodeHealth
+from leases.models import NodeHealth
 from leases.rollups import HistoryStore
 from leases.simledger import register_sim_nodes, serve_ledger_nodes
 from tui.app import ZukaApp
 from tui.trust import TrustScreen
 from tui.widgets.fleet_table import FleetTable
-
-NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
 
 
 def row_of(table: FleetTable, row: int) -> dict[str, str]:
@@ -38,36 +35,9 @@ async def until_all_ok(pilot: Pilot[None], fleet: FleetTable) -> None:
     await pilot.pause()
 
 
-def _frozen_ledger(path: Path) -> None:
-    """The demo ledger with fixed readings, as a collector would have written them."""
-    with build_demo_ledger(path, date(2026, 11, 30)) as ledger:
-        store = HistoryStore(ledger)
-        rows = []
-        for i, node in enumerate(ledger.nodes()):
-            if node.name.startswith("colo-njidc-4090"):
-                rows.append(Latest(node.name, NOW, NodeHealth.DRIVER_MISMATCH,
-                                   "driver/library version mismatch: the node needs a reboot",
-                                   None, (), ()))  # fmt: skip
-                continue
-            util = float((i * 37) % 101)
-            gpus = tuple(
-                GpuSample(node.name, NOW, g, name=node.gpu_model, util_gpu=util,
-                          mem_used_mib=1000.0 * (g + 1), mem_total_mib=81920.0,
-                          power_w=100.0 + g, power_limit_w=400.0, temp_c=40.0, pstate="P0")
-                for g in range(node.gpu_count)
-            )  # fmt: skip
-            rows.append(Latest(node.name, NOW, NodeHealth.OK, "", None, gpus, ()))
-            base = int(NOW.timestamp()) // 60
-            store.write_minutes([
-                NodeMinute(node.name, base - 60 + m, (GpuMinute(0, 6, float((m * 7 + i) % 100), 100.0, 1.0, 1.0),))
-                for m in range(60)
-            ])  # fmt: skip
-        store.write_latest(rows)
-
-
 async def test_dashboard_lists_the_ledger_and_shows_gpus(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
-    _frozen_ledger(path)
+    frozen_ledger(path)
     app = ZukaApp(path, clock=lambda: NOW, poll=False)
     async with app.run_test(size=(150, 40)) as pilot:
         await pilot.pause()
@@ -110,18 +80,10 @@ async def test_dashboard_polls_a_live_fleet(tmp_path: Path) -> None:
         assert HistoryStore(ledger).latest()["sim-001"].health is NodeHealth.OK
 
 
-def test_dashboard_snapshot(snap_compare, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)  # the header shows the ledger's path: the same on every run
-    path = Path("snap.db")
-    _frozen_ledger(path)
-    app = ZukaApp(path, clock=lambda: NOW, poll=False, refresh_s=3600)
-    assert snap_compare(app, terminal_size=(150, 40))
-
-
 def test_minutes_span(tmp_path: Path) -> None:
     """The sparkline reads the last hour of minute roll-ups."""
     path = tmp_path / "m.db"
-    _frozen_ledger(path)
+    frozen_ledger(path)
     with Ledger.open(path, create=False) as ledger:
         minutes = HistoryStore(ledger).minutes("autodl-4090-a", NOW - timedelta(hours=1), NOW)
         assert len(minutes) == 60

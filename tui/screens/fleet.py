@@ -81,6 +81,7 @@ class FleetScreen(Screen[None]):
         self.reverse = False
         self.group = "none"
         self.filter = Filter()
+        self._status = ""  # the app's: nodes, health, who polls
 
     @property
     def zuka(self) -> ZukaApp:
@@ -157,13 +158,15 @@ class FleetScreen(Screen[None]):
         self._show_detail()
 
     def _show_status(self, shown: int) -> None:
+        # What the user chose first: at 80 columns the end of the line is cut.
         col = next(c.label for c in COLUMNS if c.key == self.sort_key)
-        parts = [getattr(self, "_status", "")]
-        parts.append(f"sort {col} {'↓' if self.reverse else '↑'}")
-        if self.group != "none":
-            parts.append(f"by {self.group}")
+        parts = []
         if self.filter:
             parts.append(f"filter '{visible(self.filter.text, 40)}': {shown} of {len(self.rows)}")
+        if self.group != "none":
+            parts.append(f"by {self.group}")
+        parts.append(f"sort {col} {'↓' if self.reverse else '↑'}")
+        parts.append(self._status)
         self.query_one("#fleet-status", Static).update(plain(" · ".join(p for p in parts if p)))
 
     def _show_detail(self) -> None:

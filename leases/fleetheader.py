@@ -4,7 +4,7 @@ this month, the next lease to end, the ledger file. Pure but for month_money, wh
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from zoneinfo import ZoneInfo
@@ -28,6 +28,7 @@ class MonthMoney:
     currency: str
     cost: Decimal  # accrued this month so far, storage included
     idle: Decimal  # of which paid for cards history read as idle
+    by_node: Mapping[str, Decimal] = field(default_factory=dict)  # the cost, node by node
 
 
 def month_money(ledger: Ledger, now: datetime, tz: str, currency: str) -> MonthMoney:
@@ -47,7 +48,10 @@ def month_money(ledger: Ledger, now: datetime, tz: str, currency: str) -> MonthM
     )  # fmt: skip
     rows = [r for r in rep.rows if r.currency == currency]
     totals = report.totals(rows)
-    return MonthMoney(month, currency, totals.total, totals.idle_yuan)
+    by_node: dict[str, Decimal] = {}
+    for r in rows:
+        by_node[r.node] = by_node.get(r.node, ZERO) + r.total
+    return MonthMoney(month, currency, totals.total, totals.idle_yuan, by_node)
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,8 @@ def header_line(h: Header, now: datetime) -> str:
         parts.append(f"{yuan(h.money.idle if h.money.idle else ZERO, h.money.currency)} idle")
     if h.next_end is not None:
         name, at = h.next_end
-        parts.append(f"next end {visible(name, 24)} {countdown(at, now)}")
+        # The countdown before the name: at 80 columns a long name is what gets cut.
+        parts.append(f"next end {countdown(at, now)} {visible(name, 24)}")
     parts.append(short_path(visible(h.ledger)))
     return " · ".join(parts)
 

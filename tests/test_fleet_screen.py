@@ -65,11 +65,17 @@ async def test_rows_columns_and_header(ledger_file: Path) -> None:
         assert table.row_count == 12 and keys(table)[0] == "a100-monthly-1"
         header = str(app.screen.query_one("#fleet-header").render())
         assert "GPUs busy" in header and "this month" in header and "idle" in header
-        assert "next end colo-njidc-4090 6h" in header
+        assert "next end 6h colo-njidc-4090" in header
         assert header.endswith(f"/{ledger_file.parent.name}/fleet.db")
         gap = table.get_cell(GAP_NODE, "hour").plain
         assert gap[: len(gap) // 2].strip() == "" and gap[len(gap) // 2 :].strip()
         assert app.status_of("colo-njidc-4090") is not None
+        # The month column adds up to the header's month (one computation, as zuka report).
+        assert app.data is not None and app.data.money is not None
+        month = [c for c in column(table, "cost") if c != "-"]
+        total = sum(int(c.replace("¥", "").replace(",", "")) for c in month)
+        assert abs(total - int(app.data.money.cost)) <= len(month)  # whole-yuan rounding
+        assert f"¥{app.data.money.cost.quantize(1):,} this month" in header
 
 
 async def test_the_columns_that_matter_stay_at_80x24(ledger_file: Path) -> None:
@@ -113,11 +119,16 @@ async def test_sort_by_each_column_and_reverse(ledger_file: Path) -> None:
         assert seen == {c.key for c in COLUMNS} and screen.sort_key == "node"
         while screen.sort_key != "util":
             await pilot.press("s")
-        utils = [float(u.rstrip("%")) if u != "-" else -1 for u in column(table, "util")]
-        assert utils == sorted(utils)
+        # Unknown (a node not read) goes last both ways: the nodes read come first.
+        utils = column(table, "util")
+        assert utils[-1] == "-" and utils.count("-") == 1
+        known = [float(u.rstrip("%")) for u in utils[:-1]]
+        assert known == sorted(known)
         await pilot.press("S")
-        utils = [float(u.rstrip("%")) if u != "-" else -1 for u in column(table, "util")]
-        assert utils == sorted(utils, reverse=True)
+        utils = column(table, "util")
+        assert utils[-1] == "-"
+        known = [float(u.rstrip("%")) for u in utils[:-1]]
+        assert known == sorted(known, reverse=True)
         assert "sort Util ↓" in str(screen.query_one("#fleet-status").render())
 
 

@@ -82,7 +82,9 @@ def build(
     rows = [
         fleet_row(n, statuses.get(n.name), facts.billing.get(n.name),
                   [*data.history.get(n.name, ()), *live.get(n.name, ())], now,
-                  by_node.get(n.id, []), facts.channels.get(n.provider or "", ""))
+                  by_node.get(n.id, []), facts.channels.get(n.provider or "", ""),
+                  data.money.by_node.get(n.name) if data.money else None,
+                  data.money.currency if data.money else "CNY")
         for n in nodes
     ]  # fmt: skip
     head = header(nodes, statuses, facts.billing, data.money, ledger_label, now)

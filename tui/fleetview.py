@@ -20,7 +20,7 @@ from rich.text import Text
 from leases.alertstate import StoredAlert
 from leases.fleetfilter import RowFacts
 from leases.fleetheader import countdown, yuan
-from leases.models import BillingType, Node, NodeHealth
+from leases.models import Node, NodeHealth
 from leases.nodestatus import Figures, is_stale, status_figures
 from leases.poller import NodeStatus
 from leases.renewals import BillingNow, starts_in
@@ -57,7 +57,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("mem", "Memory", 9, 8),
     Column("temp", "Temp", 4, 11),
     Column("power", "Power", 6, 10),
-    Column("cost", "Price", 12, 7),
+    Column("cost", "Month", 9, 7),
     Column("ends", "Lease end", 13, 3),
     Column("alerts", "Alert", 5, 4),
 )
@@ -109,11 +109,6 @@ HEALTH_LABEL = {
     NodeHealth.GARBAGE: "bad output",
     NodeHealth.NO_NVML: "no NVML",
 }
-UNIT = {
-    BillingType.PER_SECOND: "s", BillingType.HOURLY: "h", BillingType.CARD_HOUR: "card-h",
-    BillingType.DAILY: "d", BillingType.WEEKLY: "wk", BillingType.MONTHLY: "mo",
-    BillingType.CONTRACT: "term",
-}  # fmt: skip
 
 
 def urgency_style(seconds_left: float | None) -> str:
@@ -135,21 +130,12 @@ def urgency_style(seconds_left: float | None) -> str:
 class FleetRow:
     key: str
     cells: Mapping[str, Text]  # by column key: safe to show (made visible, never markup)
-    sort: Mapping[str, Any]  # by column key: what sorting on that column compares
+    sort: Mapping[str, Any]  # by column key: what sorting compares; None: unknown, last
     facts: RowFacts
 
 
 def _day(at: datetime, now: datetime) -> str:
     return f"{at:%m-%d}" if at.year == now.year else f"{at:%y-%m-%d}"
-
-
-def price(amount: Decimal, currency: str) -> str:
-    """A unit price: whole yuan from 100 up, else as many decimals as it has (¥0.0047)."""
-    if amount >= 100:
-        return yuan(amount, currency)
-    sign = "¥" if currency == "CNY" else f"{currency} "
-    text = format(amount.normalize(), "f")
-    return sign + text
 
 
 def lease_end(billing: BillingNow | None, now: datetime) -> tuple[str, float | None]:
@@ -177,11 +163,6 @@ def _cell(value: float | None, fmt: str) -> Text:
     return Text("-" if value is None else fmt.format(value), no_wrap=True, end="")
 
 
-def _num(value: float | None) -> float:
-    """Sort key of a number: unknown sorts below every known value."""
-    return float("-inf") if value is None else value
-
-
 def fleet_row(
     node: Node,
     status: NodeStatus | None,
@@ -190,9 +171,12 @@ def fleet_row(
     now: datetime,
     alerts: Sequence[StoredAlert] = (),
     channel: str = "",
+    month_cost: Decimal | None = None,
+    currency: str = "CNY",
 ) -> FleetRow:
     """One node's row. history: its last hour (stored minutes and live readings, leases.
-    sparkline); alerts: its open alerts; channel: its provider's kind."""
+    sparkline); alerts: its open alerts; channel: its provider's kind; month_cost: what
+    its leases cost this month so far (leases.fleetheader.MonthMoney.by_node)."""
     health = status.health if status else NodeHealth.CONNECTING
     fig: Figures | None = status_figures(status)
     samples = status.samples if fig is not None and status else ()
@@ -206,9 +190,6 @@ def fleet_row(
         else "-"
     )
     lease = billing.lease if billing else None
-    unit_price = (
-        f"{price(lease.unit_price, lease.currency)}/{UNIT[lease.billing_type]}" if lease else "-"
-    )
     ends, left = lease_end(billing, now)
     end = now.timestamp()
     hour = sparkline(history, end=end, cells=SPARK_CELLS)
@@ -227,7 +208,12 @@ def fleet_row(
         "mem": Text(mem, no_wrap=True, end=""),
         "temp": _cell(None if fig is None else fig.temp_max, "{:.0f}°"),
         "power": _cell(None if fig is None else fig.power_w, "{:.0f}W"),
-        "cost": Text(unit_price, no_wrap=True, end=""),
+        "cost": Text(
+            "-" if month_cost is None else yuan(month_cost, currency),
+            no_wrap=True,
+            end="",
+            justify="right",
+        ),
         "ends": Text(ends, style=urgency_style(left) if lease else "dim", no_wrap=True, end=""),
         "alerts": Text(marker, style="bold red" if worst >= 2 else "yellow", end=""),
     }
@@ -236,13 +222,13 @@ def fleet_row(
         "channel": (channel, provider.casefold(), node.name.casefold()),
         "gpus": (len(samples) or node.gpu_count, node.gpu_model),
         "state": HEALTH_RANK.get(health, 0),
-        "util": _num(util),
-        "hour": _num(_mean(cell_means(history, end=end, cells=SPARK_CELLS))),
-        "mem": _num(fig.mem_used_gib if fig else None),
-        "temp": _num(fig.temp_max if fig else None),
-        "power": _num(fig.power_w if fig else None),
-        "cost": _num(float(lease.unit_price) if lease else None),
-        "ends": float("inf") if left is None else left,
+        "util": util,
+        "hour": _mean(cell_means(history, end=end, cells=SPARK_CELLS)),
+        "mem": fig.mem_used_gib if fig else None,
+        "temp": fig.temp_max if fig else None,
+        "power": fig.power_w if fig else None,
+        "cost": month_cost,
+        "ends": left,
         "alerts": (worst, len(alerts)),
     }
     facts = RowFacts(

@@ -51,7 +51,8 @@ class FleetScreen(Screen[None]):
         _b("s", "sort", "Sort", "sort", "Sort by the next column"),
         _b("S", "reverse", "Reverse", "reverse", "Reverse the sort order", show=False),
         _b("g", "group", "Group", "group", "Group by nothing, channel or provider"),
-        _b("a", "alerts", "Alerts", "alerts", "Open alerts: acknowledge, snooze"),
+        # Off the footer (80 columns): the status line says "N alerts (a)" when there are.
+        _b("a", "alerts", "Alerts", "alerts", "Open alerts: acknowledge, snooze", show=False),
         _b("n", "add_node", "Add node", "add-node", "Add a node with a form"),
         _b("p", "paste_node", "Paste login", "paste",
            "Add a node from a platform's login command", show=False),
@@ -98,7 +99,7 @@ class FleetScreen(Screen[None]):
         yield Input(placeholder="filter: text, channel:, provider:, ending:7d, idle, alert",
                     id="fleet-filter")  # fmt: skip
         yield Static(id="fleet-status")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#fleet-filter", Input).display = False
@@ -136,9 +137,10 @@ class FleetScreen(Screen[None]):
     def visible_rows(self) -> list[FleetRow]:
         """The rows the filter keeps, sorted (grouping happens in redraw)."""
         rows = [r for r in self.rows if fleetfilter.matches(self.filter, r.facts)]
-        # Unknown values sort last either way: a sort on util shows nodes read first.
-        rows.sort(key=lambda r: r.sort[self.sort_key], reverse=self.reverse)
-        return rows
+        # Unknown values go last either way: a sort on util shows the nodes read first.
+        known = [r for r in rows if r.sort[self.sort_key] is not None]
+        known.sort(key=lambda r: r.sort[self.sort_key], reverse=self.reverse)
+        return known + [r for r in rows if r.sort[self.sort_key] is None]
 
     def redraw(self) -> None:
         rows = self.visible_rows()

@@ -27,7 +27,7 @@ from leases.ledger import Ledger
 from leases.models import Latest, Node
 from leases.renewals import BillingNow
 from leases.rollups import HistoryStore
-from leases.sparkline import Reading
+from leases.sparkline import CellSums, Reading, cell_sums, window_end
 
 WINDOW_MIN = 60  # the sparkline's hour
 # A stored minute may still be rewritten this long after it began (a poller flushes closed
@@ -56,6 +56,10 @@ class MinuteCache:
         self.window_min = window_min
         self.settle_min = settle_min
         self._minutes: dict[int, dict[int, float | None]] = {}
+        self._changed: set[int] = set()  # nodes whose minutes changed since their sums
+        # The stored bytes of the minutes still read again: unchanged ones are not decoded.
+        self._raw: dict[tuple[int, int], bytes] = {}
+        self._sums: dict[int, tuple[float, CellSums]] = {}  # node -> (window end, sums)
         self._last_now: int | None = None
         self.rows_read = 0  # by the last refresh (tests and benchmarks read it)
 
@@ -65,6 +69,7 @@ class MinuteCache:
         wanted = list(dict.fromkeys(ids))
         for gone in set(self._minutes) - set(wanted):
             del self._minutes[gone]
+            self._sums.pop(gone, None)
         new = [i for i in wanted if i not in self._minutes]
         known = [i for i in wanted if i in self._minutes]
         # From the earlier of this and the last refresh's unsettled minutes: a refresh that
@@ -77,9 +82,15 @@ class MinuteCache:
             for i in new:
                 self._minutes[i] = {}
             self._read(conn, new, lo, now_min + 1)
-        for minutes in self._minutes.values():
-            for m in [m for m in minutes if m < lo]:
+        for node_id, minutes in self._minutes.items():
+            old = [m for m in minutes if m < lo]
+            for m in old:
                 del minutes[m]
+            if old:
+                self._changed.add(node_id)
+        settled = now_min - self.settle_min
+        for key in [k for k in self._raw if k[1] < settled or k[0] not in self._minutes]:
+            del self._raw[key]
         self._last_now = now_min
 
     def _read(self, conn: sqlite3.Connection, ids: Sequence[int], lo: int, hi: int) -> None:
@@ -90,13 +101,30 @@ class MinuteCache:
             (json.dumps(list(ids)), lo, hi),
         )
         for node_id, minute, blob in rows:
-            self._minutes[node_id][minute] = minute_util(blob)
             self.rows_read += 1
+            if self._raw.get((node_id, minute)) == blob:
+                continue
+            self._raw[node_id, minute] = blob
+            util = minute_util(blob)
+            minutes = self._minutes[node_id]
+            if minute not in minutes or minutes[minute] != util:
+                minutes[minute] = util
+                self._changed.add(node_id)
 
     def readings(self, node_id: int) -> tuple[Reading, ...]:
         return tuple(
             Reading(m * 60.0, 60.0, v) for m, v in sorted(self._minutes.get(node_id, {}).items())
         )
+
+    def sums(self, node_id: int, end: float) -> CellSums:
+        """The node's stored minutes spread over the sparkline's cells ending at `end`;
+        computed again only when its minutes changed or the window moved."""
+        cached = self._sums.get(node_id)
+        if cached is None or cached[0] != end or node_id in self._changed:
+            cached = (end, cell_sums(self.readings(node_id), end=end))
+            self._sums[node_id] = cached
+            self._changed.discard(node_id)
+        return cached[1]
 
     def last_minute(self, node_id: int) -> int | None:
         return max(self._minutes.get(node_id, {}), default=None)
@@ -121,7 +149,9 @@ class FleetData:
     facts: LedgerFacts
     latest: Mapping[str, Latest]  # empty when the dashboard polls itself
     alerts: tuple[StoredAlert, ...]
-    history: Mapping[str, tuple[Reading, ...]]  # node name -> stored minutes, last hour
+    # node name -> its stored minutes of the last hour, spread over the sparkline's cells
+    hour: Mapping[str, CellSums]
+    hour_end: float  # Unix s: the end of the sparkline's window (leases.sparkline.window_end)
     last_minute: Mapping[str, int]  # node name -> its latest stored minute
     money: MonthMoney | None
     problems: tuple[str, ...] = ()  # what could not be read this time, in words
@@ -133,7 +163,7 @@ class ReadRequest:
     now: datetime
     reload: bool = False  # re-read the ledger's facts now (the user asked)
     latest: bool = True  # read node_latest (nobody polls in this process)
-    evaluate_alerts: bool = False  # nobody polls at all: evaluate alerts on read
+    evaluate_alerts: bool = False  # nobody polls at all: evaluate alerts when facts reload
     housekeeping: bool = False  # this process polls: purge old minutes when due
 
 
@@ -173,7 +203,7 @@ class FleetReader:
                 # A row the ledger refuses to read: keep what was read before.
                 problems.append(f"cannot read the ledger: {_said(exc)}")
             self._facts_at = now
-        if req.evaluate_alerts:
+        if req.evaluate_alerts and reloaded:  # as often as the facts they judge are read
             try:
                 check(self.ledger, self.config.alerts, lambda: now)
             except (InputError, LedgerError) as exc:
@@ -187,13 +217,15 @@ class FleetReader:
             except (InputError, LedgerError) as exc:
                 problems.append(f"month's cost not computed: {_said(exc)}")
             self._money_at = now
-        history = {name: self.cache.readings(i) for i, name in ids.items()}
+        end = window_end(now.timestamp())
+        hour = {name: self.cache.sums(i, end) for i, name in ids.items()}
         last = {name: m for i, name in ids.items() if (m := self.cache.last_minute(i)) is not None}
         return FleetData(
             self.facts,
             self.store.latest() if req.latest else {},
             tuple(alertstate.alerts(self.ledger, now)),
-            history,
+            hour,
+            end,
             last,
             self.money,
             tuple(problems),

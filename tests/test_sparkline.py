@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from leases.sparkline import BARS, GAP, Reading, cell_means, sparkline
+from leases.sparkline import BARS, GAP, Reading, cell_means, sparkline, window_end
 
 END = 1_800_000_000.0  # a whole hour in Unix seconds
 
@@ -79,3 +79,9 @@ def test_always_cells_wide_and_within_the_scale(
     assert set(line) <= set(BARS) | {GAP}
     for m in cell_means(readings, end=END, cells=cells):
         assert m is None or -1e-9 <= m <= 100 + 1e-9
+
+
+def test_the_window_ends_at_the_end_of_the_slice_in_progress() -> None:
+    assert window_end(END) == END  # on a boundary: the hour just ended
+    assert window_end(END + 1) == END + 300  # the next 5-minute slice has begun
+    assert window_end(END + 299.5) == END + 300

@@ -42,7 +42,7 @@ from leases.nodestatus import current, health_summary, stale_after_s
 from leases.poller import NodeStatus, Poller
 from leases.renewals import BillingNow
 from leases.rollups import HistoryStore
-from leases.sparkline import Reading
+from leases.sparkline import CellSums, Reading, cell_sums
 from leases.ssh import SshError, SshPool, offered_host_key
 from leases.textsafe import visible
 from tui.fleetview import FleetRow, fleet_row, live_readings
@@ -79,9 +79,10 @@ def build(
     for a in data.alerts:
         by_node.setdefault(a.node_id, []).append(a)
     nodes = facts.nodes
+    empty = cell_sums((), end=data.hour_end)
     rows = [
         fleet_row(n, statuses.get(n.name), facts.billing.get(n.name),
-                  [*data.history.get(n.name, ()), *live.get(n.name, ())], now,
+                  hour_means(data.hour.get(n.name, empty), live.get(n.name), data.hour_end), now,
                   by_node.get(n.id, []), facts.channels.get(n.provider or "", ""),
                   data.money.by_node.get(n.name) if data.money else None,
                   data.money.currency if data.money else "CNY")
@@ -89,6 +90,12 @@ def build(
     ]  # fmt: skip
     head = header(nodes, statuses, facts.billing, data.money, ledger_label, now)
     return Refreshed(data, statuses, rows, header_line(head, now))
+
+
+def hour_means(stored: CellSums, live: list[Reading] | None, end: float) -> list[float | None]:
+    """The sparkline's cells: the stored minutes' sums plus the live readings' (few: only
+    those after the node's last stored minute)."""
+    return (stored + cell_sums(live, end=end)).means() if live else stored.means()
 
 
 class ZukaApp(App[None]):

@@ -24,12 +24,12 @@ from leases.models import Node, NodeHealth
 from leases.nodestatus import Figures, is_stale, status_figures
 from leases.poller import NodeStatus
 from leases.renewals import BillingNow, starts_in
-from leases.sparkline import Reading, cell_means, sparkline
+from leases.sparkline import CELLS, Reading, bars
 from leases.textsafe import visible
 
 # Longest a value from a node or the ledger may make one table cell.
 CELL_MAX = 48
-SPARK_CELLS = 12  # 5 minutes a cell over the hour
+SPARK_CELLS = CELLS  # 5 minutes a cell over the hour
 
 
 def plain(value: object, max_len: int | None = None, *, wrap: bool = False) -> Text:
@@ -132,6 +132,7 @@ class FleetRow:
     cells: Mapping[str, Text]  # by column key: safe to show (made visible, never markup)
     sort: Mapping[str, Any]  # by column key: what sorting compares; None: unknown, last
     facts: RowFacts
+    sig: tuple[tuple[str, str], ...] = ()  # every cell's text and style: equal, nothing to draw
 
 
 def _day(at: datetime, now: datetime) -> str:
@@ -167,16 +168,17 @@ def fleet_row(
     node: Node,
     status: NodeStatus | None,
     billing: BillingNow | None,
-    history: Sequence[Reading],
+    hour: Sequence[float | None],
     now: datetime,
     alerts: Sequence[StoredAlert] = (),
     channel: str = "",
     month_cost: Decimal | None = None,
     currency: str = "CNY",
 ) -> FleetRow:
-    """One node's row. history: its last hour (stored minutes and live readings, leases.
-    sparkline); alerts: its open alerts; channel: its provider's kind; month_cost: what
-    its leases cost this month so far (leases.fleetheader.MonthMoney.by_node)."""
+    """One node's row. hour: its last hour, a mean a sparkline cell (leases.sparkline:
+    stored minutes and live readings on one scale; None a gap); alerts: its open alerts;
+    channel: its provider's kind; month_cost: what its leases cost this month so far
+    (leases.fleetheader.MonthMoney.by_node)."""
     health = status.health if status else NodeHealth.CONNECTING
     fig: Figures | None = status_figures(status)
     samples = status.samples if fig is not None and status else ()
@@ -191,8 +193,6 @@ def fleet_row(
     )
     lease = billing.lease if billing else None
     ends, left = lease_end(billing, now)
-    end = now.timestamp()
-    hour = sparkline(history, end=end, cells=SPARK_CELLS)
     from tui.alerts import alert_marker  # here: tui.alerts imports this module's plain()
 
     worst = max((a.severity.rank for a in alerts), default=0)
@@ -204,7 +204,7 @@ def fleet_row(
         "gpus": plain(gpus, CELL_MAX),
         "state": Text(state, style=HEALTH_STYLE.get(health, "red"), no_wrap=True, end=""),
         "util": Text("-" if util is None else f"{util:3.0f}%", no_wrap=True, end=""),
-        "hour": Text(hour, style="cyan", no_wrap=True, end=""),
+        "hour": Text(bars(hour), style="cyan", no_wrap=True, end=""),
         "mem": Text(mem, no_wrap=True, end=""),
         "temp": _cell(None if fig is None else fig.temp_max, "{:.0f}°"),
         "power": _cell(None if fig is None else fig.power_w, "{:.0f}W"),
@@ -223,7 +223,7 @@ def fleet_row(
         "gpus": (len(samples) or node.gpu_count, node.gpu_model),
         "state": HEALTH_RANK.get(health, 0),
         "util": util,
-        "hour": _mean(cell_means(history, end=end, cells=SPARK_CELLS)),
+        "hour": _mean(hour),
         "mem": fig.mem_used_gib if fig else None,
         "temp": fig.temp_max if fig else None,
         "power": fig.power_w if fig else None,
@@ -244,7 +244,8 @@ def fleet_row(
         ends_in_s=left,
         alerts=len(alerts),
     )
-    return FleetRow(node.name, cells, sort, facts)
+    sig = tuple((c.plain, str(c.style)) for c in cells.values())
+    return FleetRow(node.name, cells, sort, facts, sig)
 
 
 def live_readings(

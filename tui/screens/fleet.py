@@ -146,7 +146,7 @@ class FleetScreen(Screen[None]):
         rows = self.visible_rows()
         out: list[TableRow] = []
         if self.group == "none":
-            out = [TableRow(r.key, dict(r.cells)) for r in rows]
+            out = [TableRow(r.key, r.cells, r.sig) for r in rows]
         else:
             groups: dict[str, list[FleetRow]] = {}
             for r in rows:
@@ -154,7 +154,7 @@ class FleetScreen(Screen[None]):
                 groups.setdefault(label, []).append(r)
             for label in sorted(groups):
                 out.append(group_row(visible(label, 40), len(groups[label])))
-                out += [TableRow(r.key, dict(r.cells)) for r in groups[label]]
+                out += [TableRow(r.key, r.cells, r.sig) for r in groups[label]]
         self.table.show(out)
         self._show_status(len(rows))
         self._show_detail()

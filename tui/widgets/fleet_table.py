@@ -8,7 +8,7 @@ reordered only when the order changed, the cursor staying on its node.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -22,13 +22,15 @@ GROUP_PREFIX = "\x00group:"  # row keys of group headings: never a node's name
 @dataclass(frozen=True)
 class TableRow:
     key: str
-    cells: dict[str, Text]
+    cells: Mapping[str, Text]
+    # Every cell's text and style; a row whose sig is what the table shows is skipped
+    # whole (most rows, most refreshes). Empty: compare cell by cell.
+    sig: tuple[object, ...] = ()
 
 
 def group_row(label: str, count: int) -> TableRow:
-    return TableRow(
-        GROUP_PREFIX + label, {"node": Text(f"▾ {label} ({count})", style="bold", end="")}
-    )
+    text = f"▾ {label} ({count})"
+    return TableRow(GROUP_PREFIX + label, {"node": Text(text, style="bold", end="")}, (text,))
 
 
 def _same(a: Text, b: Text) -> bool:
@@ -44,6 +46,7 @@ class FleetTable(DataTable[Text]):
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.shown_columns: tuple[Column, ...] = ()
         self.updates = 0  # cells updated by the last show() (tests read it)
+        self._sigs: dict[str, tuple[object, ...]] = {}  # row key -> the sig it shows
 
     @property
     def selected_key(self) -> str | None:
@@ -65,6 +68,7 @@ class FleetTable(DataTable[Text]):
         if cols == self.shown_columns:
             return False
         self.clear(columns=True)
+        self._sigs.clear()
         for c in cols:
             self.add_column(c.label, width=c.width, key=c.key)
         self.shown_columns = cols
@@ -82,12 +86,17 @@ class FleetTable(DataTable[Text]):
         with self.app.batch_update():
             if stale and len(stale) * 2 > len(present):
                 self.clear()
+                self._sigs.clear()
                 present = set()
             else:
                 for key in stale:
                     self.remove_row(key)
+                    self._sigs.pop(key, None)
                 present -= stale
             for row in rows:
+                if row.sig and row.key in present and self._sigs.get(row.key) == row.sig:
+                    continue
+                self._sigs[row.key] = row.sig
                 cells = [row.cells.get(k, blank) for k in keys]
                 if row.key not in present:
                     self.add_row(*cells, key=row.key)

@@ -23,6 +23,7 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
+from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
@@ -147,6 +148,10 @@ class ZukaApp(App[None]):
         self._said: set[str] = set()  # problems already told (told again once cleared)
         self.fleet = FleetScreen()
 
+    def get_default_screen(self) -> Screen[None]:
+        """The fleet screen is the app's base: every other screen opens over it."""
+        return self.fleet
+
     @property
     def billing_tz(self) -> str:
         return self.config.billing.tz if self.config is not None else "Asia/Shanghai"
@@ -171,7 +176,6 @@ class ZukaApp(App[None]):
             self._db = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zuka-ledger")
         else:  # in memory: only this connection sees the ledger; read it on the loop
             self._reader = FleetReader(self.ledger, self.config)
-        self.push_screen(self.fleet)
         self.refresh_view(reload=True)
 
     # -- the refresh cycle -----------------------------------------------------------------
@@ -211,7 +215,10 @@ class ZukaApp(App[None]):
         try:
             now = self.clock()
             polling = self.poller is not None
-            nobody_polls = not polling and self.collector_pid is None and self.data is not None
+            # Nobody polls: evaluate alerts on read. Before the first read it is not known
+            # yet whether a collector polls, unless this dashboard never would.
+            known = self.data is not None or not self.poll or self.ledger_path is None
+            nobody_polls = not polling and self.collector_pid is None and known
             req = ReadRequest(now, reload=self._reload_next, latest=not polling,
                               evaluate_alerts=nobody_polls, housekeeping=polling)  # fmt: skip
             self._reload_next = False

@@ -8,6 +8,7 @@ Screens it opens are imported inside the action, each from its own module.
 from __future__ import annotations
 
 import importlib
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -24,7 +25,7 @@ from leases.errors import InputError
 from leases.fleetfilter import Filter
 from leases.models import NodeHealth
 from leases.textsafe import visible
-from tui.fleetview import COLUMNS, FleetRow, node_width, plain, visible_columns
+from tui.fleetview import CELL_MAX, COLUMNS, FleetRow, node_width, plain, visible_columns
 from tui.widgets.fleet_table import FleetTable, TableRow, group_row
 
 if TYPE_CHECKING:
@@ -183,6 +184,15 @@ class FleetScreen(Screen[None]):
             text += f" — {visible(status.detail, DETAIL_MAX)}"
         if status and status.fingerprint:
             text += f" (key {visible(status.fingerprint)})"
+        # What the node reports it holds (a card sold as one model may report another),
+        # else what the ledger says.
+        reported = Counter(visible(s.name, CELL_MAX) for s in status.samples) if status else {}
+        if reported:
+            text += " · " + ", ".join(f"{n}× {model}" for model, n in reported.items())
+        else:
+            row = next((r for r in self.rows if r.key == name), None)
+            if row is not None:
+                text += f" · {row.cells['gpus'].plain} (ledger)"
         detail.update(plain(text))
 
     @on(DataTable.RowHighlighted, "#fleet")

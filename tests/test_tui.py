@@ -68,6 +68,10 @@ async def test_dashboard_polls_a_live_fleet(tmp_path: Path) -> None:
             await until_all_ok(pilot, fleet)
             assert [row_of(fleet, i)["state"] for i in range(3)] == ["ok", "ok", "ok"]
             assert "polling every 0.5 s" in app.sub_title
+            # No minute is stored yet: the live readings draw the slice in progress.
+            await wait_until(lambda: fleet.get_cell("sim-001", "hour").plain[-1] != " ",
+                             what="live readings on the sparkline")  # fmt: skip
+            assert fleet.get_cell("sim-001", "hour").plain[:-2].strip() == ""
             key_before = fleet.cursor_row
             await pilot.press("down")
             app.refresh_view()  # what the refresh timer calls

@@ -186,6 +186,9 @@ class FleetReader:
         self.facts = LedgerFacts()
         self.money: MonthMoney | None = None
         self._facts_at: datetime | None = None
+        self._version: int | None = None  # PRAGMA data_version at the last read
+        self._minute: int | None = None
+        self._latest: Mapping[str, Latest] | None = None  # None: not read (or not kept)
         self._money_at: datetime | None = None
 
     def _due(self, last: datetime | None, now: datetime, every_s: float) -> bool:
@@ -209,7 +212,19 @@ class FleetReader:
             except (InputError, LedgerError) as exc:
                 problems.append(f"alerts not evaluated: {_said(exc)}")
         ids = {n.id: n.name for n in self.facts.nodes if n.id is not None}
-        self.cache.refresh(self.ledger.conn, ids, now)
+        # SQLite's data_version moves when another connection commits: while it stands
+        # (no poller has written since), the readings and minutes read last time hold.
+        version = self.ledger.conn.execute("PRAGMA data_version").fetchone()[0]
+        unchanged = version == self._version and not reloaded
+        self._version = version
+        minute = int(now.timestamp()) // 60
+        if not (unchanged and minute == self._minute):
+            self.cache.refresh(self.ledger.conn, ids, now)
+        self._minute = minute
+        if not req.latest:
+            self._latest = None  # this process polls: its poller holds the readings
+        elif self._latest is None or not unchanged:
+            self._latest = self.store.latest()
         if req.reload or self._due(self._money_at, now, MONEY_S):
             try:
                 b = self.config.billing
@@ -222,7 +237,7 @@ class FleetReader:
         last = {name: m for i, name in ids.items() if (m := self.cache.last_minute(i)) is not None}
         return FleetData(
             self.facts,
-            self.store.latest() if req.latest else {},
+            self._latest or {},
             tuple(alertstate.alerts(self.ledger, now)),
             hour,
             end,

@@ -209,3 +209,24 @@ def test_money_is_decimal(tmp_path: Path) -> None:
         data = FleetReader(ledger, Config()).read(ReadRequest(NOW))
     assert data.money is not None
     assert isinstance(data.money.cost, Decimal) and data.money.month == "2026-11"
+
+
+def test_readings_are_read_again_only_when_another_connection_wrote(fleet: Ledger) -> None:
+    """PRAGMA data_version: with no write since the last refresh, node_latest is not read
+    and parsed again, nor gpu_minute queried within the same minute."""
+    path = fleet.path
+    assert path is not None
+    reader = FleetReader(Ledger.open(path, create=False), Config())
+    seen: list[str] = []
+    reader.ledger.conn.set_trace_callback(seen.append)
+    reader.read(ReadRequest(NOW))
+    assert any("node_latest" in s for s in seen) and any("gpu_minute" in s for s in seen)
+    seen.clear()
+    reader.read(ReadRequest(NOW + timedelta(seconds=2)))
+    assert not any("node_latest" in s or "gpu_minute" in s for s in seen), seen
+    HistoryStore(fleet).write_latest([Latest(fleet.nodes()[0].name, NOW, NodeHealth.OK, "",
+                                             None, (), ())])  # fmt: skip
+    data = reader.read(ReadRequest(NOW + timedelta(seconds=4)))
+    assert any("node_latest" in s for s in seen)
+    assert data.latest[fleet.nodes()[0].name].at == NOW
+    reader.ledger.close()

@@ -416,3 +416,19 @@ def test_fleet_snapshot_grouped_and_filtered(snap_compare: Any, tmp_path: Path,
     frozen_ledger(path)
     keys_ = ("g", "slash", *"monthly", "enter")
     assert snap_compare(app_on(path), terminal_size=(80, 24), run_before=run_before(*keys_))
+
+
+async def test_redraws_wait_while_another_screen_is_on_top(ledger_file: Path) -> None:
+    app = app_on(ledger_file)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = await settled(app, pilot)
+        await pilot.press("a")
+        await wait_until(lambda: not isinstance(app.screen, FleetScreen), what="the alerts")
+        with Ledger.open(ledger_file) as ledger:
+            ledger.add_node(Node("added-later", ssh=SshTarget(host="10.0.0.9", user="root")))
+        app.refresh_view(reload=True)
+        await wait_until(lambda: "added-later" in [r.key for r in app.fleet.rows],
+                         what="the refresh to read the new node")  # fmt: skip
+        assert "added-later" not in keys(table)  # read, not drawn: the fleet is hidden
+        await pilot.press("escape")
+        await wait_until(lambda: "added-later" in keys(table), what="the redraw on return")

@@ -117,7 +117,8 @@ class FleetScreen(Screen[None]):
         self.rows = list(rows)
         self.query_one("#fleet-header", Static).update(Text(header, no_wrap=True, end=""))
         self._status = status
-        if self.is_current:  # else redrawn when it is on top again (on_screen_resume)
+        # Only while on top (not under a form or another screen): redrawn on return.
+        if self.app.screen is self:
             self._fit_columns()
             self.redraw()
 

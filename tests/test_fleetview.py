@@ -4,8 +4,7 @@ urgency colours."""
 from __future__ import annotations
 
 from leases.sparkline import GAP, Reading, bars, cell_sums
-from tui.app import hour_means
-from tui.fleetview import COLUMNS, live_readings, urgency_style, visible_columns
+from tui.fleetview import COLUMNS, hour_means, live_readings, urgency_style, visible_columns
 
 END = 1_800_000_000.0
 

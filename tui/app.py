@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from importlib.resources import files
 from pathlib import Path
@@ -33,70 +32,24 @@ from leases.config import Config, load_user_config
 from leases.errors import ConfigError
 from leases.fleet import make_poller, ssh_options
 from leases.fleetdata import FleetData, FleetReader, ReadRequest
-from leases.fleetheader import header, header_line
 from leases.history import RecentHistory
 from leases.hostkeys import HostKeyStatus
 from leases.ledger import Clock, Ledger, utc_now
 from leases.lock import PollerLock
 from leases.models import Node
-from leases.nodestatus import current, health_summary, stale_after_s
+from leases.nodestatus import health_summary, stale_after_s
 from leases.poller import NodeStatus, Poller
 from leases.renewals import BillingNow
 from leases.rollups import HistoryStore
-from leases.sparkline import CellSums, Reading, cell_sums
+from leases.sparkline import Reading
 from leases.ssh import SshError, SshPool, offered_host_key
 from leases.textsafe import visible
-from tui.fleetview import FleetRow, fleet_row, live_readings
+from tui.fleetview import Refreshed, build, live_readings
 from tui.screens.fleet import FleetScreen
 from tui.trust import TrustScreen
 
 # Longest detail line (an SSH error, a node's stderr) shown in a notification.
 DETAIL_MAX = 400
-
-
-@dataclass(frozen=True)
-class Refreshed:
-    """What one refresh read and built, handed from the reader's thread to the UI."""
-
-    data: FleetData
-    statuses: dict[str, NodeStatus]
-    rows: list[FleetRow]
-    header: str
-
-
-def build(
-    data: FleetData,
-    polled: dict[str, NodeStatus] | None,
-    live: dict[str, list[Reading]],
-    now: datetime,
-    stale_before: datetime,
-    ledger_label: str,
-) -> Refreshed:
-    """The rows and the header from what was read (pure: runs on the reader's thread)."""
-    facts = data.facts
-    refused = {n.name: n.problem for n in facts.refused}
-    statuses = current(refused, polled, data.latest, stale_before)
-    by_node: dict[int | None, list[StoredAlert]] = {}
-    for a in data.alerts:
-        by_node.setdefault(a.node_id, []).append(a)
-    nodes = facts.nodes
-    empty = cell_sums((), end=data.hour_end)
-    rows = [
-        fleet_row(n, statuses.get(n.name), facts.billing.get(n.name),
-                  hour_means(data.hour.get(n.name, empty), live.get(n.name), data.hour_end), now,
-                  by_node.get(n.id, []), facts.channels.get(n.provider or "", ""),
-                  data.money.by_node.get(n.name) if data.money else None,
-                  data.money.currency if data.money else "CNY")
-        for n in nodes
-    ]  # fmt: skip
-    head = header(nodes, statuses, facts.billing, data.money, ledger_label, now)
-    return Refreshed(data, statuses, rows, header_line(head, now))
-
-
-def hour_means(stored: CellSums, live: list[Reading] | None, end: float) -> list[float | None]:
-    """The sparkline's cells: the stored minutes' sums plus the live readings' (few: only
-    those after the node's last stored minute)."""
-    return (stored + cell_sums(live, end=end)).means() if live else stored.means()
 
 
 class ZukaApp(App[None]):

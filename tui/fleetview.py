@@ -18,13 +18,14 @@ from rich.cells import cell_len
 from rich.text import Text
 
 from leases.alertstate import StoredAlert
+from leases.fleetdata import FleetData
 from leases.fleetfilter import RowFacts
-from leases.fleetheader import countdown, yuan
+from leases.fleetheader import countdown, header, header_line, yuan
 from leases.models import Node, NodeHealth
-from leases.nodestatus import Figures, is_stale, status_figures
+from leases.nodestatus import Figures, current, is_stale, status_figures
 from leases.poller import NodeStatus
 from leases.renewals import BillingNow, starts_in
-from leases.sparkline import CELLS, Reading, bars
+from leases.sparkline import CELLS, CellSums, Reading, bars, cell_sums
 from leases.textsafe import visible
 
 # Longest a value from a node or the ledger may make one table cell.
@@ -266,6 +267,51 @@ def live_readings(
     out = [Reading(at, seconds, sum(v) / len(v)) for at, v in by_time.items()]
     out += [Reading(at, seconds, None) for at in unknown - set(by_time)]
     return sorted(out, key=lambda r: r.at)
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    """What one refresh read and built, handed from the reader's thread to the UI."""
+
+    data: FleetData
+    statuses: dict[str, NodeStatus]
+    rows: list[FleetRow]
+    header: str
+
+
+def build(
+    data: FleetData,
+    polled: dict[str, NodeStatus] | None,
+    live: dict[str, list[Reading]],
+    now: datetime,
+    stale_before: datetime,
+    ledger_label: str,
+) -> Refreshed:
+    """The rows and the header from what was read (pure: runs on the reader's thread)."""
+    facts = data.facts
+    refused = {n.name: n.problem for n in facts.refused}
+    statuses = current(refused, polled, data.latest, stale_before)
+    by_node: dict[int | None, list[StoredAlert]] = {}
+    for a in data.alerts:
+        by_node.setdefault(a.node_id, []).append(a)
+    nodes = facts.nodes
+    empty = cell_sums((), end=data.hour_end)
+    rows = [
+        fleet_row(n, statuses.get(n.name), facts.billing.get(n.name),
+                  hour_means(data.hour.get(n.name, empty), live.get(n.name), data.hour_end), now,
+                  by_node.get(n.id, []), facts.channels.get(n.provider or "", ""),
+                  data.money.by_node.get(n.name) if data.money else None,
+                  data.money.currency if data.money else "CNY")
+        for n in nodes
+    ]  # fmt: skip
+    head = header(nodes, statuses, facts.billing, data.money, ledger_label, now)
+    return Refreshed(data, statuses, rows, header_line(head, now))
+
+
+def hour_means(stored: CellSums, live: list[Reading] | None, end: float) -> list[float | None]:
+    """The sparkline's cells: the stored minutes' sums plus the live readings' (few: only
+    those after the node's last stored minute)."""
+    return (stored + cell_sums(live, end=end)).means() if live else stored.means()
 
 
 GPU_COLUMNS = ("GPU", "Name", "Util", "Memory", "Temp", "Power", "P-state", "Procs")

@@ -373,6 +373,7 @@ async def test_a_new_alert_reaches_a_real_http_server(
 
 async def test_dashboard_counts_lists_acks_and_snoozes_alerts(tmp_path: Path) -> None:
     from textual.widgets import DataTable
+    from waiting import wait_until
 
     from tui.app import ZukaApp
     from tui.screens.alerts import AlertsScreen
@@ -382,12 +383,12 @@ async def test_dashboard_counts_lists_acks_and_snoozes_alerts(tmp_path: Path) ->
     build_demo_ledger(path, now.date()).close()
     app = ZukaApp(path, clock=lambda: now, poll=False, refresh_s=3600)
     async with app.run_test(size=(150, 40)) as pilot:
+        await wait_until(lambda: app.data is not None, what="the first refresh")
         await pilot.pause()
         # The lease of colo-njidc-4090 ends within a day, h800-monthly-2's within 7.
         assert "2 alerts" in str(app.sub_title)
         fleet = app.query_one("#fleet", DataTable)
-        marks = {fleet.get_row_at(i)[0].plain: fleet.get_row_at(i)[2].plain
-                 for i in range(fleet.row_count)}  # fmt: skip
+        marks = {str(k.value): fleet.get_cell(k, "alerts").plain for k in fleet.rows}
         assert marks["colo-njidc-4090"] == "!!1" and marks["h800-monthly-2"] == "!1"
         await pilot.press("a")
         await pilot.pause()

@@ -28,7 +28,7 @@ from leases.history import (
 from leases.ledger import Ledger
 from leases.models import GpuSample, NodeHealth
 from leases.rollups import HistoryStore
-from tui.fleetview import sparkline
+from leases.sparkline import Reading, sparkline
 
 T0 = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
 
@@ -160,9 +160,11 @@ def test_recent_history_keeps_one_hour() -> None:
 
 
 def test_sparkline_marks_unknown_as_blank() -> None:
-    assert sparkline([0, 100], width=2) == "▁█"
-    assert sparkline([None, 50], width=2)[0] == " "
-    assert len(sparkline(list(range(100)), width=20)) == 20
+    end = T0.timestamp()
+    assert sparkline([Reading(end - 120, 60, 0), Reading(end - 60, 60, 100)], end=end,
+                     span_s=120, cells=2) == "▁█"  # fmt: skip
+    assert sparkline([Reading(end - 60, 60, 50)], end=end, span_s=120, cells=2)[0] == " "
+    assert len(sparkline([Reading(end - 60, 60, 50)], end=end, cells=20)) == 20
     assert isinstance(GpuHour(0, 0, 0, None, None, None, None).util_mean, type(None))
 
 

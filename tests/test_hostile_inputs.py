@@ -418,6 +418,7 @@ def test_key_text_is_refused_in_every_record(make: Any, field: str) -> None:
 
 async def test_the_dashboard_starts_on_a_ledger_with_a_refused_row(seeded: Path) -> None:
     from textual.widgets import DataTable
+    from waiting import wait_until
 
     from tui.app import ZukaApp
 
@@ -425,6 +426,7 @@ async def test_the_dashboard_starts_on_a_ledger_with_a_refused_row(seeded: Path)
     sql(seeded, "UPDATE nodes SET ssh_host = '[/]x y', notes = '[/]' WHERE name = 'base'")
     app = ZukaApp(seeded, poll=False)
     async with app.run_test(size=(150, 40)) as pilot:
+        await wait_until(lambda: app.data is not None, what="the first refresh")
         await pilot.pause()
         table = app.query_one("#fleet", DataTable)
         rows = {str(table.get_row_at(i)[0]): table.get_row_at(i) for i in range(table.row_count)}

@@ -427,21 +427,26 @@ async def _dashboard_on(path: Path, ready: Callable[[ZukaApp], bool], poll: bool
 @example(field="node notes", value="\x1b]0;title\x07")
 def test_dashboard_shows_hostile_ledger_fields(template: Path, field: str, value: str) -> None:
     with hostile_ledger(template, field, value) as path:
-        asyncio.run(_dashboard_on(path, lambda app: True, poll=False))
+        asyncio.run(_dashboard_on(path, _drawn, poll=False))
 
 
 def test_a_gpu_model_of_closing_markup_starts_the_dashboard(template: Path) -> None:
     """`[/]` used to stop the dashboard at startup (a Rich MarkupError)."""
     with hostile_ledger(template, "gpu_model", "H100 [/] [bold red]x") as path:
-        screen = asyncio.run(_dashboard_on(path, lambda app: True, poll=False))
+        screen = asyncio.run(_dashboard_on(path, _drawn, poll=False))
     assert "H100 [/] [bold red]x" in screen
 
 
 def test_an_unreadable_ledger_row_is_a_message_not_a_crash(template: Path) -> None:
     with hostile_ledger(template, "node notes", "\x1b]0;title\x07") as path:
-        screen = asyncio.run(_dashboard_on(path, lambda app: True, poll=False))
+        screen = asyncio.run(_dashboard_on(path, _drawn, poll=False))
     # The node is listed as refused, with its problem; nothing crashed.
     assert "refused" in screen
+
+
+def _drawn(app: ZukaApp) -> bool:
+    """The first refresh has read the ledger (it reads off the UI loop)."""
+    return app.data is not None
 
 
 def _read(app: ZukaApp) -> bool:

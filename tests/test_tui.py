@@ -2,88 +2,57 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from rich.text import Text
+from fleetledger import NOW, frozen_ledger
 from textual.pilot import Pilot
-from textual.widgets import DataTable
 from waiting import wait_until
 
-from leases.demo import build_demo_ledger
-from leases.history import GpuMinute, NodeMinute
 from leases.ledger import Ledger
-from leases.models import GpuSample, Latest, NodeHealth
+from leases.models import NodeHealth
 from leases.rollups import HistoryStore
 from leases.simledger import register_sim_nodes, serve_ledger_nodes
 from tui.app import ZukaApp
 from tui.trust import TrustScreen
-
-NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
-
-
-def cells(table: DataTable[Text], row: int) -> list[str]:
-    """A row as the user reads it (every cell is Rich Text, never markup)."""
-    return [c.plain for c in table.get_row_at(row)]
+from tui.widgets.fleet_table import FleetTable
 
 
-async def until_all_ok(pilot: Pilot[None], fleet: DataTable[Text]) -> None:
+def row_of(table: FleetTable, row: int) -> dict[str, str]:
+    """A row as the user reads it (every cell is Rich Text, never markup), by column key:
+    which columns show depends on the terminal's width."""
+    return {c.key: v.plain for c, v in zip(table.shown_columns, table.get_row_at(row), strict=True)}
+
+
+async def until_all_ok(pilot: Pilot[None], fleet: FleetTable) -> None:
     """Let the live poller work until every row reads ok."""
 
     def health() -> list[str] | None:
-        rows = [cells(fleet, i)[1] for i in range(fleet.row_count)]
+        rows = [row_of(fleet, i)["state"] for i in range(fleet.row_count)]
         return rows if rows and all(h == "ok" for h in rows) else None
 
     await wait_until(health, interval=0.05, what="every row to read ok")
     await pilot.pause()
 
 
-def _frozen_ledger(path: Path) -> None:
-    """The demo ledger with fixed readings, as a collector would have written them."""
-    with build_demo_ledger(path, date(2026, 11, 30)) as ledger:
-        store = HistoryStore(ledger)
-        rows = []
-        for i, node in enumerate(ledger.nodes()):
-            if node.name.startswith("colo-njidc-4090"):
-                rows.append(Latest(node.name, NOW, NodeHealth.DRIVER_MISMATCH,
-                                   "driver/library version mismatch: the node needs a reboot",
-                                   None, (), ()))  # fmt: skip
-                continue
-            util = float((i * 37) % 101)
-            gpus = tuple(
-                GpuSample(node.name, NOW, g, name=node.gpu_model, util_gpu=util,
-                          mem_used_mib=1000.0 * (g + 1), mem_total_mib=81920.0,
-                          power_w=100.0 + g, power_limit_w=400.0, temp_c=40.0, pstate="P0")
-                for g in range(node.gpu_count)
-            )  # fmt: skip
-            rows.append(Latest(node.name, NOW, NodeHealth.OK, "", None, gpus, ()))
-            base = int(NOW.timestamp()) // 60
-            store.write_minutes([
-                NodeMinute(node.name, base - 60 + m, (GpuMinute(0, 6, float((m * 7 + i) % 100), 100.0, 1.0, 1.0),))
-                for m in range(60)
-            ])  # fmt: skip
-        store.write_latest(rows)
-
-
 async def test_dashboard_lists_the_ledger_and_shows_gpus(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
-    _frozen_ledger(path)
+    frozen_ledger(path)
     app = ZukaApp(path, clock=lambda: NOW, poll=False)
     async with app.run_test(size=(150, 40)) as pilot:
         await pilot.pause()
-        fleet = app.query_one("#fleet", DataTable)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        fleet = app.screen.query_one("#fleet", FleetTable)
         assert fleet.row_count == 12
-        first = cells(fleet, 0)
-        assert first[0] == "a100-monthly-1" and first[1] == "ok"
-        assert first[8] == "monthly 50000"
-        gpus = app.query_one("#gpus", DataTable)
-        assert gpus.row_count == 8
+        first = row_of(fleet, 0)
+        assert first["node"] == "a100-monthly-1" and first["state"] == "ok"
+        assert first["cost"].startswith("¥")  # this month so far
         await pilot.press("down", "down", "down", "down")
         await pilot.pause()
-        row = cells(fleet, fleet.cursor_row)
-        assert row[0] == "colo-njidc-4090" and row[1].startswith("driver mismatch")
-        assert gpus.row_count == 0
-        assert "reboot" in str(app.query_one("#detail-title").render())
+        row = row_of(fleet, fleet.cursor_row)
+        assert row["node"] == "colo-njidc-4090" and row["state"] == "needs reboot"
+        assert "reboot" in str(app.screen.query_one("#fleet-detail").render())
         await pilot.press("q")
 
 
@@ -95,10 +64,14 @@ async def test_dashboard_polls_a_live_fleet(tmp_path: Path) -> None:
     try:
         app = ZukaApp(path, refresh_s=0.2, interval_s=0.5)
         async with app.run_test(size=(150, 40)) as pilot:
-            fleet = app.query_one("#fleet", DataTable)
+            fleet = app.screen.query_one("#fleet", FleetTable)
             await until_all_ok(pilot, fleet)
-            assert [cells(fleet, i)[1] for i in range(3)] == ["ok", "ok", "ok"]
+            assert [row_of(fleet, i)["state"] for i in range(3)] == ["ok", "ok", "ok"]
             assert "polling every 0.5 s" in app.sub_title
+            # No minute is stored yet: the live readings draw the slice in progress.
+            await wait_until(lambda: fleet.get_cell("sim-001", "hour").plain[-1] != " ",
+                             what="live readings on the sparkline")  # fmt: skip
+            assert fleet.get_cell("sim-001", "hour").plain[:-2].strip() == ""
             key_before = fleet.cursor_row
             await pilot.press("down")
             app.refresh_view()  # what the refresh timer calls
@@ -111,18 +84,10 @@ async def test_dashboard_polls_a_live_fleet(tmp_path: Path) -> None:
         assert HistoryStore(ledger).latest()["sim-001"].health is NodeHealth.OK
 
 
-def test_dashboard_snapshot(snap_compare, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)  # the header shows the ledger's path: the same on every run
-    path = Path("snap.db")
-    _frozen_ledger(path)
-    app = ZukaApp(path, clock=lambda: NOW, poll=False, refresh_s=3600)
-    assert snap_compare(app, terminal_size=(150, 40))
-
-
 def test_minutes_span(tmp_path: Path) -> None:
     """The sparkline reads the last hour of minute roll-ups."""
     path = tmp_path / "m.db"
-    _frozen_ledger(path)
+    frozen_ledger(path)
     with Ledger.open(path, create=False) as ledger:
         minutes = HistoryStore(ledger).minutes("autodl-4090-a", NOW - timedelta(hours=1), NOW)
         assert len(minutes) == 60
@@ -144,10 +109,10 @@ async def test_dashboard_takes_over_when_the_collector_stops(tmp_path: Path) -> 
             assert app.poller is None
             collector.release()
             await pilot.press("r")
-            fleet = app.query_one("#fleet", DataTable)
+            fleet = app.screen.query_one("#fleet", FleetTable)
             await until_all_ok(pilot, fleet)
             assert "polling every 0.5 s" in app.sub_title
-            assert [cells(fleet, i)[1] for i in range(2)] == ["ok", "ok"]
+            assert [row_of(fleet, i)["state"] for i in range(2)] == ["ok", "ok"]
             await pilot.press("q")
     finally:
         collector.release()
@@ -165,9 +130,9 @@ async def test_dashboard_on_a_new_ledger_picks_up_nodes_added_later(tmp_path: Pa
             runner = serve_ledger_nodes(ledger, path, nodes)
         try:
             await pilot.press("r")
-            fleet = app.query_one("#fleet", DataTable)
+            fleet = app.screen.query_one("#fleet", FleetTable)
             await until_all_ok(pilot, fleet)
-            assert cells(fleet, 0)[0] == "sim-001" and cells(fleet, 0)[1] == "ok"
+            assert row_of(fleet, 0)["node"] == "sim-001" and row_of(fleet, 0)["state"] == "ok"
             assert "1 nodes" in app.sub_title and "polling" in app.sub_title
             await pilot.press("q")
         finally:
@@ -185,9 +150,9 @@ async def test_trusting_a_new_host_key_from_the_dashboard(tmp_path: Path) -> Non
     try:
         app = ZukaApp(path, refresh_s=0.2, interval_s=0.5)
         async with app.run_test(size=(150, 40)) as pilot:
-            fleet = app.query_one("#fleet", DataTable)
+            fleet = app.screen.query_one("#fleet", FleetTable)
             await wait_until(
-                lambda: fleet.row_count and cells(fleet, 0)[1].startswith("untrusted"),
+                lambda: fleet.row_count and row_of(fleet, 0)["state"].startswith("untrusted"),
                 what="the node to read untrusted",
             )
             await pilot.press("t")
@@ -198,7 +163,7 @@ async def test_trusting_a_new_host_key_from_the_dashboard(tmp_path: Path) -> Non
             assert app.screen.offered.fingerprint in shown
             await pilot.press("y")
             await until_all_ok(pilot, fleet)
-            assert cells(fleet, 0)[1] == "ok"
+            assert row_of(fleet, 0)["state"] == "ok"
             await pilot.press("q")
     finally:
         runner.stop()

@@ -2,47 +2,55 @@
 
 It polls in-process when it can take the ledger's poller lock; when a `zuka collect` holds
 it, the dashboard reads what the collector writes instead (two pollers never poll one fleet).
+
+Every refresh reads the ledger off the UI loop: a FleetReader with its own connection on
+one thread of its own (an SQLite connection belongs to its thread), builds the rows there
+too, and the UI only diffs cells. A refresh never overlaps the previous one: the next is
+armed when one ends. Worker failures are handled in one place (on_worker_state_changed).
 """
 
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from importlib.resources import files
 from pathlib import Path
 from typing import ClassVar
 
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.worker import Worker, WorkerState
 
-from leases import alertstate
 from leases.alertstate import StoredAlert
-from leases.alertwatch import AlertWatch, check, watch_ledger
+from leases.alertwatch import AlertWatch, watch_ledger
 from leases.config import Config, load_user_config
-from leases.errors import ConfigError, InputError, LedgerError
-from leases.fleet import fleet_nodes, make_poller, ssh_options
+from leases.errors import ConfigError
+from leases.fleet import make_poller, ssh_options
+from leases.fleetdata import FleetData, FleetReader, ReadRequest
 from leases.history import RecentHistory
 from leases.hostkeys import HostKeyStatus
 from leases.ledger import Clock, Ledger, utc_now
 from leases.lock import PollerLock
-from leases.models import Node, NodeHealth
+from leases.models import Node
+from leases.nodestatus import health_summary, stale_after_s
 from leases.poller import NodeStatus, Poller
 from leases.renewals import BillingNow
 from leases.rollups import HistoryStore
+from leases.sparkline import Reading
 from leases.ssh import SshError, SshPool, offered_host_key
 from leases.textsafe import visible
 from tui.commands import ZukaCommands
-from tui.fleetview import COLUMNS, GPU_COLUMNS, fleet_row, gpu_rows, plain
+from tui.fleetview import Refreshed, build, live_readings
 from tui.keymap import check_keys
-from tui.screens.alerts import AlertsScreen, alert_marker
+from tui.screens.fleet import FleetScreen
 from tui.trust import TrustScreen
 
-# How often the ledger is re-read for new nodes and leases, and for a stopped collector.
-RELOAD_S = 15.0
-# Longest detail line (an SSH error, a node's stderr) shown under the table.
+# Longest detail line (an SSH error, a node's stderr) shown in a notification.
 DETAIL_MAX = 400
 
 
@@ -51,17 +59,8 @@ class ZukaApp(App[None]):
     # Package data read through importlib.resources, found wherever the package is installed.
     CSS = (files("tui") / "zuka.tcss").read_text(encoding="utf-8")
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit", id="quit", tooltip="Leave zuka"),
+        Binding("q", "quit", "Quit", id="app-quit", tooltip="Leave zuka"),
         Binding("question_mark", "help", "Help", id="app-help", tooltip="Every key, and its id"),
-        Binding("r", "reload", "Reload ledger", id="reload", tooltip="Re-read nodes and leases"),
-        Binding("a", "alerts", "Alerts", id="alerts", tooltip="Open alerts: acknowledge, snooze"),
-        Binding(
-            "t",
-            "trust",
-            "Trust host key",
-            id="trust",
-            tooltip="Check and accept the selected node's new SSH host key",
-        ),
     ]
     COMMANDS = App.COMMANDS | {ZukaCommands}
 
@@ -91,24 +90,34 @@ class ZukaApp(App[None]):
         self.poller: Poller | None = None
         self.lock: PollerLock | None = None
         self.collector_pid: int | None = None
-        self._stop = asyncio.Event()
-        self._statuses: dict[str, NodeStatus] = {}
-        self._ledger_error = ""
         self.alert_watch: AlertWatch | None = None
         self.open_alerts: list[StoredAlert] = []
+        self.data: FleetData | None = None
+        self._stop = asyncio.Event()
+        self._statuses: dict[str, NodeStatus] = {}
+        # The reader's thread: one, so its connection is only ever used there.
+        self._db: ThreadPoolExecutor | None = None
+        self._reader: FleetReader | None = None
+        self._refreshing = False
+        self._again = False  # a refresh was asked for while one ran
+        self._reload_next = False
+        self._timer: Timer | None = None
+        self._said: set[str] = set()  # problems already told (told again once cleared)
+        self.fleet = FleetScreen()
 
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield DataTable(id="fleet", cursor_type="row", zebra_stripes=True)
-        yield Static(id="detail-title")
-        yield DataTable(id="gpus", cursor_type="none")
-        yield Footer()
+    def get_default_screen(self) -> Screen[None]:
+        """The fleet screen is the app's base: every other screen opens over it."""
+        return self.fleet
+
+    @property
+    def billing_tz(self) -> str:
+        return self.config.billing.tz if self.config is not None else "Asia/Shanghai"
+
+    def status_of(self, name: str) -> NodeStatus | None:
+        """The node's status as the last refresh saw it (None: not in the fleet)."""
+        return self._statuses.get(name)
 
     def on_mount(self) -> None:
-        fleet = self.query_one("#fleet", DataTable)
-        for col in COLUMNS:
-            fleet.add_column(col, key=col)
-        self.query_one("#gpus", DataTable).add_columns(*GPU_COLUMNS)
         # The dashboard is where a new user starts: an empty ledger is created, not an error.
         self.ledger = Ledger.open(self.ledger_path, clock=self.clock)
         where = "in memory" if self.ledger_path is None else str(self.ledger_path)
@@ -121,19 +130,11 @@ class ZukaApp(App[None]):
                 self.config = Config()
                 self._tell("config: " + "; ".join(exc.problems), severity="error")
         self._remap_keys()
-        self._load_ledger()
-        if not self.nodes:
-            self.notify(
-                "No nodes in this ledger yet: add one with `zuka node add NAME --ssh '...'` "
-                "(r reloads), or try `zuka demo`.",
-                markup=False,
-                timeout=30,
-            )
-        self._choose_source()
-        self._evaluate_alerts()
-        self.refresh_view()
-        self.set_interval(self.refresh_s, self.refresh_view)
-        self.set_interval(RELOAD_S, self._reload_quietly)
+        if self.ledger_path is not None:
+            self._db = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zuka-ledger")
+        else:  # in memory: only this connection sees the ledger; read it on the loop
+            self._reader = FleetReader(self.ledger, self.config)
+        self.refresh_view(reload=True)
 
     def _remap_keys(self) -> None:
         """The config's [keys], all of them or (when one is bad) none."""
@@ -143,6 +144,139 @@ class ZukaApp(App[None]):
         except ConfigError as exc:
             self._tell("config: " + "; ".join(exc.problems) + ": no key remapped",
                        severity="error", timeout=30)  # fmt: skip
+
+    # -- the refresh cycle -----------------------------------------------------------------
+
+    def refresh_view(self, reload: bool = False) -> None:
+        """Refresh now (reload: re-read the ledger's nodes and leases too). While one
+        refresh runs, another is queued to run when it ends, never beside it."""
+        self._reload_next = self._reload_next or reload
+        if self._refreshing:
+            self._again = True
+            return
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self._refreshing = True
+        self._refresh_worker()
+
+    def _open_reader(self) -> FleetReader:
+        # Runs on the reader's thread: the connection is made where it is used.
+        assert self.ledger_path is not None and self.config is not None
+        if self._reader is None:
+            self._reader = FleetReader(
+                Ledger.open(self.ledger_path, create=False, clock=self.clock), self.config
+            )
+        return self._reader
+
+    def _read(self, req: ReadRequest, polled: dict[str, NodeStatus] | None,
+              live: dict[str, list[Reading]], stale_before: datetime) -> Refreshed:  # fmt: skip
+        reader = self._open_reader() if self._db is not None else self._reader
+        assert reader is not None
+        data = reader.read(req)
+        label = "in memory" if self.ledger_path is None else str(self.ledger_path)
+        return build(data, polled, live, req.now, stale_before, label)
+
+    @work(exclusive=False, exit_on_error=False, group="refresh")
+    async def _refresh_worker(self) -> None:
+        try:
+            now = self.clock()
+            polling = self.poller is not None
+            # Nobody polls: evaluate alerts on read. Before the first read it is not known
+            # yet whether a collector polls, unless this dashboard never would.
+            known = self.data is not None or not self.poll or self.ledger_path is None
+            nobody_polls = not polling and self.collector_pid is None and known
+            req = ReadRequest(now, reload=self._reload_next, latest=not polling,
+                              evaluate_alerts=nobody_polls, housekeeping=polling)  # fmt: skip
+            self._reload_next = False
+            polled = dict(self.poller.statuses) if self.poller is not None else None
+            live = self._live(now) if polling else {}
+            stale = now - timedelta(seconds=stale_after_s(self.interval_s))
+            if self._db is not None:
+                loop = asyncio.get_running_loop()
+                done = await loop.run_in_executor(self._db, self._read, req, polled, live, stale)
+            else:
+                done = self._read(req, polled, live, stale)
+            self._apply(done)
+        finally:
+            self._refreshing = False
+            if self._again:
+                self._again = False
+                self.refresh_view()
+            elif not self._stop.is_set():
+                self._timer = self.set_timer(self.refresh_s, self.refresh_view)
+
+    def _live(self, now: datetime) -> dict[str, list[Reading]]:
+        """Readings held in memory (polling here) after each node's last stored minute."""
+        out: dict[str, list[Reading]] = {}
+        last = self.data.last_minute if self.data is not None else {}
+        hour_ago = now.timestamp() - 3600
+        for name, st in self.poller.statuses.items() if self.poller else ():
+            after = (last[name] + 1) * 60.0 if name in last else hour_ago
+            points = {
+                s.index: [(p.at, p.util) for p in self.recent.series(name, s.index)]
+                for s in st.samples
+            }
+            out[name] = live_readings(points, after, self.interval_s)
+        return out
+
+    def _apply(self, done: Refreshed) -> None:
+        data = done.data
+        self.data = data
+        self._statuses = done.statuses
+        self.open_alerts = list(data.alerts)
+        for problem in data.problems:
+            if problem not in self._said:
+                self._tell(problem, severity="error")
+        self._said = set(data.problems)
+        if data.reloaded:
+            first = not self.nodes and not self.refused
+            self.refused = {n.name: n.problem for n in data.facts.refused}
+            self.nodes = data.facts.nodes
+            self.billing = dict(data.facts.billing)
+            if first and not self.nodes:
+                self.notify(
+                    "No nodes in this ledger yet: add one with `zuka node add NAME --ssh '...'` "
+                    "(r reloads), or try `zuka demo`.",
+                    markup=False,
+                    timeout=30,
+                )
+            if self.poller is not None:
+                self.poller.set_nodes(list(data.facts.polled))
+            else:
+                self._choose_source()
+        self.sub_title = self._status_line()
+        # Redraws wait while another screen is on top; the fleet screen redraws on return.
+        self.fleet.show(done.rows, done.header, self.sub_title)
+
+    def _status_line(self) -> str:
+        health = health_summary(self._statuses[n.name] for n in self.nodes
+                                if n.name in self._statuses)  # fmt: skip
+        if self.poller is not None and self.poller.running:
+            source = f"polling every {self.interval_s:g} s"
+        elif self.poller is not None and self.poller.last_fault:  # died: restarting
+            source = f"NOT polling ({visible(self.poller.last_fault, 60)}): restarting"
+        elif self.poller is not None:
+            source = "starting the poller"
+        elif self.collector_pid is not None:
+            source = f"reading collector pid {self.collector_pid}"
+        elif self.poll and not self.nodes:
+            source = "no nodes yet"
+        else:
+            source = "not polling"
+        alerts = len(self.open_alerts)
+        said = f" · {alerts} alert{'s' if alerts != 1 else ''} (a)" if alerts else ""
+        return f"{len(self.nodes)} nodes · {health}{said} · {source}"
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place a worker's failure is shown; the refresh cycle goes on."""
+        if event.state is not WorkerState.ERROR:
+            return
+        error = event.worker.error
+        what = event.worker.group or event.worker.name
+        self._tell(f"{what} failed: {type(error).__name__}: {error}", severity="error")
+
+    # -- polling -------------------------------------------------------------------------
 
     def _choose_source(self) -> None:
         """Poll here if nobody else polls this ledger; else read what the collector writes.
@@ -158,7 +292,7 @@ class ZukaApp(App[None]):
             return
         self.lock = lock
         self.collector_pid = None
-        assert self.config is not None
+        assert self.config is not None and self.data is not None
         # The same alert evaluation and notifications as `zuka collect` runs.
         self.alert_watch = watch_ledger(
             self.ledger, self.ledger_path, self.config, clock=self.clock
@@ -171,54 +305,13 @@ class ZukaApp(App[None]):
             recent=self.recent,
             alerts=self.alert_watch,
         )
+        self.poller.set_nodes(list(self.data.facts.polled))
         self.run_poller()
-
-    def _load_ledger(self) -> None:
-        assert self.ledger is not None
-        try:
-            nodes, refused = fleet_nodes(self.ledger)
-            billing = self.ledger.billing()
-        except (InputError, LedgerError) as exc:
-            # A row the ledger refuses to read (an old or imported ledger): say which, once,
-            # and keep showing what was read before rather than stopping the dashboard.
-            said = (
-                f"{exc.field}: {exc.reason} (got '{exc.value}')"
-                if isinstance(exc, InputError)
-                else str(exc)
-            )
-            if said != self._ledger_error:
-                self._ledger_error = said
-                self._tell(f"cannot read the ledger: {said}", severity="error")
-            return
-        self._ledger_error = ""
-        # A node whose stored row holds a refused value is listed with its problem and
-        # never polled, until `zuka node edit NAME --ssh ...` fixes it.
-        self.refused = {n.name: n.problem for n in refused}
-        self.nodes = sorted([*nodes, *refused], key=lambda n: n.name)
-        self.billing = billing
-        if self.poller is not None:
-            self.poller.set_nodes(nodes)
-
-    def _reload_quietly(self) -> None:
-        self._load_ledger()
-        self._choose_source()
-        self._evaluate_alerts()
-
-    def _evaluate_alerts(self) -> None:
-        """When nobody polls (no collector, no poller here), evaluate alerts on read, so
-        that what the dashboard shows holds now; a poller evaluates them itself."""
-        if self.poller is not None or self.collector_pid is not None or self.ledger is None:
-            return
-        assert self.config is not None
-        try:
-            check(self.ledger, self.config.alerts, self.clock)
-        except (InputError, LedgerError) as exc:
-            self._tell(f"alerts not evaluated: {exc}", severity="warning")
 
     @work(exclusive=True, exit_on_error=False, group="poller")
     async def run_poller(self) -> None:
         assert self.poller is not None
-        # Restarted with backoff when it dies; the header reads poller.running.
+        # Restarted with backoff when it dies; the status line reads poller.running.
         await self.poller.run_supervised(
             self._stop, mode="stream", flush_s=self.refresh_s, on_fault=self._poller_fault
         )
@@ -230,143 +323,6 @@ class ZukaApp(App[None]):
             severity="error",
             timeout=max(10.0, retry_in),
         )
-
-    def _current(self) -> dict[str, NodeStatus]:
-        out = {
-            name: NodeStatus(name, NodeHealth.REFUSED, f"not polled: {problem}")
-            for name, problem in self.refused.items()
-        }
-        if self.poller is not None:
-            return {**dict(self.poller.statuses), **out}
-        if self.store is None:
-            return out
-        stale_before = self.clock() - timedelta(seconds=max(30.0, 6 * self.interval_s))
-        for name, row in self.store.latest().items():
-            if name in out:
-                continue
-            if row.at < stale_before:
-                # Nobody has read this node lately (the collector stopped?): say so.
-                out[name] = NodeStatus(
-                    name,
-                    NodeHealth.CONNECTING,
-                    f"stale: last reading {row.at.astimezone():%H:%M:%S}",
-                )
-                continue
-            ok = row.health is NodeHealth.OK
-            out[name] = NodeStatus(
-                name, row.health, row.detail, row.at, row.at if ok else None, row.gpus,
-                row.processes, row.fingerprint,
-            )  # fmt: skip
-        return out
-
-    def status_of(self, name: str) -> NodeStatus | None:
-        """The node's status as the fleet table last showed it (None: no reading yet)."""
-        return self._statuses.get(name)
-
-    def _history(self, node: str, now: datetime) -> list[float | None]:
-        """Mean utilization per minute over the last hour (from the ledger's roll-ups),
-        then the readings of the minute in progress (from memory, when polling here)."""
-        out: list[float | None] = []
-        if self.store is not None:
-            since = now - timedelta(hours=1)
-            for m in self.store.minutes(node, since, now + timedelta(minutes=1)):
-                known = [g.util_mean for g in m.gpus if g.util_mean is not None]
-                out.append(sum(known) / len(known) if known else None)
-        if self.poller is not None:
-            this_minute = int(now.timestamp()) // 60 * 60
-            points = self.recent.node_points(node, since=this_minute)
-            out.extend(points)
-        return out
-
-    def refresh_view(self) -> None:
-        now = self.clock()
-        self._statuses = self._current()
-        table = self.query_one("#fleet", DataTable)
-        by_node: dict[int | None, list[StoredAlert]] = {}
-        if self.ledger is not None:
-            self.open_alerts = alertstate.alerts(self.ledger, now)
-        for a in self.open_alerts:
-            by_node.setdefault(a.node_id, []).append(a)
-        wanted = [
-            fleet_row(n, self._statuses.get(n.name), self.billing.get(n.name),
-                      self._history(n.name, now), now, alert_marker(by_node.get(n.id, [])))
-            for n in self.nodes
-        ]  # fmt: skip
-        with self.batch_update():
-            present = {str(k.value) for k in table.rows}
-            for row in wanted:
-                if row.key in present:
-                    for col, value in zip(COLUMNS, row.cells, strict=True):
-                        if table.get_cell(row.key, col).plain != value:
-                            table.update_cell(row.key, col, plain(value), update_width=True)
-                else:
-                    table.add_row(*(plain(v) for v in row.cells), key=row.key)
-            for stale in present - {r.key for r in wanted}:
-                table.remove_row(stale)
-        counts: dict[str, int] = {}
-        for st in (self._statuses.get(n.name) for n in self.nodes):
-            if st is None:
-                continue
-            counts[st.health.value] = counts.get(st.health.value, 0) + 1
-        health = ", ".join(f"{n} {h}" for h, n in sorted(counts.items())) or "no readings yet"
-        if self.poller is not None and self.poller.running:
-            source = f"polling every {self.interval_s:g} s"
-        elif self.poller is not None and self.poller.last_fault:  # died: restarting
-            source = f"NOT polling ({visible(self.poller.last_fault, 60)}): restarting"
-        elif self.poller is not None:
-            source = "starting the poller"
-        elif self.collector_pid is not None:
-            source = f"reading collector pid {self.collector_pid}"
-        elif self.poll and not self.nodes:
-            source = "no nodes yet"
-        else:
-            source = "not polling"
-        alerts = len(self.open_alerts)
-        said = f" · {alerts} alert{'s' if alerts != 1 else ''} (a)" if alerts else ""
-        self.sub_title = f"{len(self.nodes)} nodes · {health}{said} · {source}"
-        self._show_detail()
-
-    def _selected(self) -> str | None:
-        table = self.query_one("#fleet", DataTable)
-        if table.row_count == 0:
-            return None
-        key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
-        return None if key.value is None else str(key.value)
-
-    def _show_detail(self) -> None:
-        name = self._selected()
-        status = self._statuses.get(name) if name else None
-        title = self.query_one("#detail-title", Static)
-        gpus = self.query_one("#gpus", DataTable)
-        gpus.clear()
-        if name is None:
-            title.update("")
-            return
-        text = f"{visible(name)}: {status.health.value if status else 'connecting'}"
-        if status and status.detail:
-            text += f" — {visible(status.detail, DETAIL_MAX)}"
-        if status and status.fingerprint:
-            text += f" (key {visible(status.fingerprint)})"
-        title.update(plain(text))
-        for row in gpu_rows(status):
-            gpus.add_row(*(plain(v) for v in row))
-
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.data_table.id == "fleet":
-            self._show_detail()
-
-    def action_trust(self) -> None:
-        name = self._selected()
-        status = self._statuses.get(name) if name else None
-        if name is None or status is None or status.health is not NodeHealth.UNTRUSTED:
-            self.notify(
-                "Only a node whose host key is new (untrusted) can be trusted here; "
-                "a changed key is never replaced.",
-                markup=False,
-                severity="warning",
-            )
-            return
-        self.trust_node(name)
 
     @work(exclusive=True, exit_on_error=False, group="trust")
     async def trust_node(self, name: str) -> None:
@@ -410,8 +366,9 @@ class ZukaApp(App[None]):
     def action_alerts(self) -> None:
         if self.ledger is None:
             return
-        tz = self.config.billing.tz if self.config is not None else "Asia/Shanghai"
-        screen = AlertsScreen(self.ledger, self.clock, tz)
+        from tui.screens.alerts import AlertsScreen
+
+        screen = AlertsScreen(self.ledger, self.clock, self.billing_tz)
         self.push_screen(screen, lambda _: self.refresh_view())
 
     def action_help(self) -> None:
@@ -419,13 +376,10 @@ class ZukaApp(App[None]):
 
         self.push_screen(HelpScreen())
 
-    def action_reload(self) -> None:
-        self._reload_quietly()
-        self.refresh_view()
-        self.notify("ledger re-read", markup=False)
-
     async def on_unmount(self) -> None:
         self._stop.set()
+        if self._timer is not None:
+            self._timer.stop()
         # A worker Textual already cancelled raises from wait(): still close what it held.
         await asyncio.gather(*(w.wait() for w in self.workers), return_exceptions=True)
         if self.poller is not None:
@@ -434,6 +388,11 @@ class ZukaApp(App[None]):
             self.alert_watch.close()
         if self.lock is not None:
             self.lock.release()
+        if self._db is not None:
+            reader = self._reader
+            if reader is not None:
+                await asyncio.get_running_loop().run_in_executor(self._db, reader.ledger.close)
+            self._db.shutdown(wait=True)
         if self.ledger is not None:
             self.ledger.close()
 

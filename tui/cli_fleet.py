@@ -15,14 +15,15 @@ from typing import Any, TextIO
 
 from leases.errors import InputError, no_ledger
 from leases.fleet import fleet_nodes, make_poller, polled_nodes, ssh_options
+from leases.housekeeping import Housekeeping
 from leases.ledger import Ledger, resolve_ledger_path
 from leases.lock import PollerLock
 from leases.models import Node, NodeHealth
+from leases.nodestatus import from_latest, health_summary, status_figures
 from leases.poller import NodeStatus, Poller
 from leases.rollups import HistoryStore, sample_record
 from leases.textsafe import visible
 from tui import output
-from tui.fleetview import summarize
 
 
 def _path(args: argparse.Namespace, *, existing: bool = False) -> Path:
@@ -48,17 +49,17 @@ def _fmt(value: float | None, pattern: str) -> str:
 
 
 def status_row(st: NodeStatus, cut: bool = True) -> tuple[str, ...]:
-    fig = summarize(st.samples) if st.health is NodeHealth.OK else None
+    fig = status_figures(st)
     return (
         st.node,
         st.health.value,
-        str(fig["gpus"]) if fig else "-",
-        _fmt(fig["util"], "{:.0f}%") if fig else "-",
-        f"{_fmt(fig['mem_used_gib'], '{:.0f}')}/{_fmt(fig['mem_total_gib'], '{:.0f}')} GiB"
+        str(fig.gpus) if fig else "-",
+        _fmt(fig.util, "{:.0f}%") if fig else "-",
+        f"{_fmt(fig.mem_used_gib, '{:.0f}')}/{_fmt(fig.mem_total_gib, '{:.0f}')} GiB"
         if fig
         else "-",
-        _fmt(fig["power_w"], "{:.0f} W") if fig else "-",
-        _fmt(fig["temp_max"], "{:.0f}°C") if fig else "-",
+        _fmt(fig.power_w, "{:.0f} W") if fig else "-",
+        _fmt(fig.temp_max, "{:.0f}°C") if fig else "-",
         # The fingerprint whole (the user compares it), the detail cut to fit a line at a
         # terminal; whole for a pipe (a script or a log keeps all of it).
         (f"[{st.fingerprint}] " if st.fingerprint else "")
@@ -118,16 +119,7 @@ def _from_collector(
     """Another process polls this fleet: show what it last wrote instead of polling too."""
     latest = HistoryStore(ledger).latest()
     statuses = [
-        NodeStatus(
-            n,
-            latest[n].health,
-            latest[n].detail,
-            latest[n].at,
-            latest[n].at if latest[n].health is NodeHealth.OK else None,
-            latest[n].gpus,
-            latest[n].processes,
-            latest[n].fingerprint,
-        )
+        from_latest(latest[n])
         if n in latest
         else NodeStatus(n, NodeHealth.CONNECTING, "no reading from the collector yet")
         for n in names
@@ -232,19 +224,12 @@ async def _collect(
     print(f"zuka collect: {len(poller.nodes)} nodes, every {interval:g} s, {args.mode} mode, "
           f"alerts every {every:g} s", file=out, flush=True)  # fmt: skip
 
-    last_purge = datetime.min.replace(tzinfo=UTC)
+    house = Housekeeping(args.minute_days)
 
     def keep_house() -> None:
-        nonlocal last_purge
-        poller.set_nodes(polled_nodes(ledger))
         now = datetime.now(UTC)
-        if now - last_purge > timedelta(hours=6):
-            store.purge(now, args.minute_days)
-            last_purge = now
-        counts: dict[str, int] = {}
-        for st in poller.statuses.values():
-            counts[st.health.value] = counts.get(st.health.value, 0) + 1
-        summary = ", ".join(f"{n} {h}" for h, n in sorted(counts.items()))
+        poller.set_nodes(house.run(ledger, store, now)[0])
+        summary = health_summary(poller.statuses.values())
         print(f"{now.astimezone():%H:%M:%S} {summary}", file=out, flush=True)
 
     async def housekeeping() -> None:

@@ -1,41 +1,36 @@
-"""What the dashboard shows of each node, computed without Textual (easy to test)."""
+"""What the fleet screen shows of each node, computed without Textual (easy to test).
+
+A row is built from the node, its status, its lease billing now, its last hour and its
+alerts; its cells are Rich Text (never markup) with a style where the style says something
+(the countdown's urgency, a node in trouble). Columns carry a priority: at a narrow
+terminal the least important go first (name, state, util, lease end and alerts stay).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
 
-from leases.models import GpuSample, Node, NodeHealth
+from leases.alertstate import StoredAlert
+from leases.fleetdata import FleetData
+from leases.fleetfilter import RowFacts
+from leases.fleetheader import countdown, header, header_line, yuan
+from leases.models import Node, NodeHealth
+from leases.nodestatus import Figures, current, is_stale, status_figures
 from leases.poller import NodeStatus
 from leases.renewals import BillingNow, starts_in
+from leases.sparkline import CELLS, CellSums, Reading, bars, cell_sums
 from leases.textsafe import visible
-
-BARS = "▁▂▃▄▅▆▇█"
-
-
-def sparkline(values: Sequence[float | None], width: int = 20, top: float = 100.0) -> str:
-    """The last `width` buckets of values as block characters; unknown is a space."""
-    if not values:
-        return " " * width
-    size = max(1, len(values) // width) if len(values) >= width else 1
-    buckets: list[float | None] = []
-    for i in range(0, len(values), size):
-        known = [v for v in values[i : i + size] if v is not None]
-        buckets.append(sum(known) / len(known) if known else None)
-    buckets = buckets[-width:]
-    chars = [
-        " " if b is None else BARS[min(len(BARS) - 1, int(b / top * (len(BARS) - 1) + 0.5))]
-        for b in buckets
-    ]
-    return "".join(chars).rjust(width)
-
 
 # Longest a value from a node or the ledger may make one table cell.
 CELL_MAX = 48
+SPARK_CELLS = CELLS  # 5 minutes a cell over the hour
 
 
 def plain(value: object, max_len: int | None = None, *, wrap: bool = False) -> Text:
@@ -44,23 +39,121 @@ def plain(value: object, max_len: int | None = None, *, wrap: bool = False) -> T
     return Text(visible(value, max_len), no_wrap=not wrap, end="")
 
 
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    width: int
+    priority: int  # 0 is kept longest at a narrow terminal
+
+
+# In the order shown. Widths are fixed: a cell that changes never re-measures its column.
+COLUMNS: tuple[Column, ...] = (
+    Column("node", "Node", 16, 0),
+    Column("channel", "Channel/provider", 16, 9),
+    Column("gpus", "GPUs", 12, 6),
+    Column("state", "State", 13, 1),
+    Column("util", "Util", 4, 2),
+    Column("hour", "Last hour", SPARK_CELLS, 5),
+    Column("mem", "Memory", 9, 8),
+    Column("temp", "Temp", 4, 11),
+    Column("power", "Power", 6, 10),
+    Column("cost", "Month", 9, 7),
+    Column("ends", "Lease end", 13, 3),
+    Column("alerts", "Alert", 5, 4),
+)
+COLUMN_KEYS = tuple(c.key for c in COLUMNS)
+CELL_PADDING = 2  # DataTable's padding: one cell each side
+NODE_WIDTH = (8, 24)  # the name column fits the longest name within these bounds
+
+
+def node_width(names: Sequence[str]) -> int:
+    """The name column's width: the longest name in terminal cells (a Chinese character
+    is two), within NODE_WIDTH."""
+    widest = max((cell_len(visible(n, CELL_MAX)) for n in names), default=0)
+    return max(NODE_WIDTH[0], min(NODE_WIDTH[1], widest))
+
+
+def visible_columns(width: int, name_width: int) -> tuple[Column, ...]:
+    """The columns that fit `width` cells, most important first, shown in table order."""
+    cols = [
+        Column(c.key, c.label, name_width, c.priority) if c.key == "node" else c for c in COLUMNS
+    ]
+    used = 0
+    keep: set[str] = set()
+    for c in sorted(cols, key=lambda c: c.priority):
+        need = c.width + CELL_PADDING
+        if used + need > width and keep:
+            continue
+        keep.add(c.key)
+        used += need
+    return tuple(c for c in cols if c.key in keep)
+
+
 HEALTH_STYLE = {
     NodeHealth.OK: "green",
     NodeHealth.CONNECTING: "dim",
     NodeHealth.HOSTKEY_CHANGED: "bold red",
     NodeHealth.UNTRUSTED: "yellow",
+    NodeHealth.REFUSED: "red",
 }
+HEALTH_RANK = {h: i for i, h in enumerate(NodeHealth)}
+# Short enough for the state column; the detail line under the table says the rest.
+HEALTH_LABEL = {
+    NodeHealth.AUTH_FAILED: "auth failed",
+    NodeHealth.UNTRUSTED: "untrusted key",
+    NodeHealth.HOSTKEY_CHANGED: "KEY CHANGED",
+    NodeHealth.NO_NVIDIA_SMI: "no nvidia-smi",
+    NodeHealth.DRIVER_NOT_LOADED: "no driver",
+    NodeHealth.DRIVER_MISMATCH: "needs reboot",
+    NodeHealth.GPU_LOST: "GPU lost",
+    NodeHealth.GARBAGE: "bad output",
+    NodeHealth.NO_NVML: "no NVML",
+}
+
+
+def urgency_style(seconds_left: float | None) -> str:
+    """The countdown's colour: red when past or within a day, orange within three days,
+    yellow within a week; unstyled beyond."""
+    if seconds_left is None:
+        return "dim"
+    days = seconds_left / 86400
+    if days < 1:
+        return "bold red"
+    if days < 3:
+        return "dark_orange"
+    if days < 7:
+        return "yellow"
+    return ""
 
 
 @dataclass(frozen=True)
 class FleetRow:
     key: str
-    cells: tuple[str, ...]  # already made visible: safe to show, wrapped by plain()
+    cells: Mapping[str, Text]  # by column key: safe to show (made visible, never markup)
+    sort: Mapping[str, Any]  # by column key: what sorting compares; None: unknown, last
+    facts: RowFacts
+    sig: tuple[tuple[str, str], ...] = ()  # every cell's text and style: equal, nothing to draw
 
 
-COLUMNS = (
-    "Node", "Health", "Alerts", "GPUs", "Util", "Memory", "Power", "Last hour", "Billing", "Ends",
-)  # fmt: skip
+def _day(at: datetime, now: datetime) -> str:
+    return f"{at:%m-%d}" if at.year == now.year else f"{at:%y-%m-%d}"
+
+
+def lease_end(billing: BillingNow | None, now: datetime) -> tuple[str, float | None]:
+    """The lease-end cell and the seconds of paid-for time left (None: no end).
+    A renewed chain shows the end of what is paid for, marked ↻."""
+    lease = billing.lease if billing else None
+    if billing is None or lease is None:
+        return "-", None
+    if not billing.started:
+        return starts_in(lease, now), None  # booked, not billing yet
+    if lease.end is None:
+        return "open", None
+    paid = billing.paid_until or lease.end
+    left = (paid - now).total_seconds()
+    mark = "↻" if paid != lease.end else ""
+    return f"{mark}{countdown(paid, now)} {_day(paid, now)}", left
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -68,74 +161,157 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
-def summarize(samples: Sequence[GpuSample]) -> dict[str, Any]:
-    """Per-node figures for a table row; None where any GPU's reading is unknown."""
-    used = [s.mem_used_mib for s in samples]
-    total = [s.mem_total_mib for s in samples]
-    power = [s.power_w for s in samples]
-    return {
-        "gpus": len(samples),
-        "util": _mean([s.util_gpu for s in samples]),
-        "mem_used_gib": None if None in used else sum(used) / 1024,  # type: ignore[arg-type]
-        "mem_total_gib": None if None in total else sum(total) / 1024,  # type: ignore[arg-type]
-        "power_w": None if None in power else sum(power),
-        "temp_max": max((s.temp_c for s in samples if s.temp_c is not None), default=None),
-    }
+def _cell(value: float | None, fmt: str) -> Text:
+    return Text("-" if value is None else fmt.format(value), no_wrap=True, end="")
 
 
 def fleet_row(
     node: Node,
     status: NodeStatus | None,
     billing: BillingNow | None,
-    util_history: Sequence[float | None],
+    hour: Sequence[float | None],
     now: datetime,
-    alerts: str = "",
+    alerts: Sequence[StoredAlert] = (),
+    channel: str = "",
+    month_cost: Decimal | None = None,
+    currency: str = "CNY",
 ) -> FleetRow:
-    """billing: the lease billing now and the end of its renewal chain (leases.renewals),
-    shown beside the lease's own end when a renewal follows it. alerts: the marker of its
-    open alerts (tui.alerts.alert_marker)."""
+    """One node's row. hour: its last hour, a mean a sparkline cell (leases.sparkline:
+    stored minutes and live readings on one scale; None a gap); alerts: its open alerts;
+    channel: its provider's kind; month_cost: what its leases cost this month so far
+    (leases.fleetheader.MonthMoney.by_node)."""
     health = status.health if status else NodeHealth.CONNECTING
-    samples = status.samples if status and health is NodeHealth.OK else ()
-    fig = summarize(samples)
-    health_text = health.value.replace("_", " ")
-    if status and status.detail.startswith("stale"):
-        health_text = "stale"
-    elif status and status.detail and health is not NodeHealth.OK:
-        health_text += " !"
-    gpus = f"{len(samples)}x" if samples else f"({node.gpu_count})"
-    used, total = fig["mem_used_gib"], fig["mem_total_gib"]
-    mem = f"{used:.0f}/{total:.0f}G" if samples and used is not None and total is not None else "-"
-    lease = billing.lease if billing else None
-    ends = "-"
-    if billing and lease and not billing.started:
-        ends = starts_in(lease, now)  # booked, not billing yet
-    elif billing and lease and lease.end:
-        paid = billing.paid_until or lease.end
-        days = (paid - now).total_seconds() / 86400
-        ends = _day(lease.end, now)
-        if paid != lease.end:
-            ends += f" → {_day(paid, now)}"  # renewed: paid for until the chain's end
-        ends = f"{ends} ({days:.0f}d)" if days >= 0 else f"{ends} past"
-    price = f"{lease.billing_type.value} {lease.unit_price}" if lease else "-"
-    return FleetRow(
-        node.name,
-        (
-            visible(node.name, CELL_MAX),
-            health_text,
-            alerts,
-            visible(f"{gpus} {node.gpu_model}".strip(), CELL_MAX),
-            "-" if fig["util"] is None else f"{fig['util']:3.0f}%",
-            mem,
-            "-" if not samples or fig["power_w"] is None else f"{fig['power_w']:.0f}W",
-            sparkline(util_history),
-            price,
-            ends,
-        ),
+    fig: Figures | None = status_figures(status)
+    samples = status.samples if fig is not None and status else ()
+    state = "stale" if status and is_stale(status) else HEALTH_LABEL.get(health, health.value)
+    gpus = f"{len(samples) or node.gpu_count}×{node.gpu_model}" if node.gpu_model else (
+        f"{len(samples) or node.gpu_count}×")  # fmt: skip
+    util = fig.util if fig else None
+    mem = (
+        f"{fig.mem_used_gib:.0f}/{fig.mem_total_gib:.0f}G"
+        if fig and fig.mem_used_gib is not None and fig.mem_total_gib is not None
+        else "-"
     )
+    lease = billing.lease if billing else None
+    ends, left = lease_end(billing, now)
+    from tui.screens.alerts import alert_marker  # here: it imports this module's plain()
+
+    worst = max((a.severity.rank for a in alerts), default=0)
+    marker = alert_marker(list(alerts))
+    provider = node.provider or ""
+    cells = {
+        "node": plain(node.name, CELL_MAX),
+        "channel": plain(f"{channel or '-'}/{provider or '-'}", CELL_MAX),
+        "gpus": plain(gpus, CELL_MAX),
+        "state": Text(state, style=HEALTH_STYLE.get(health, "red"), no_wrap=True, end=""),
+        "util": Text("-" if util is None else f"{util:3.0f}%", no_wrap=True, end=""),
+        "hour": Text(bars(hour), style="cyan", no_wrap=True, end=""),
+        "mem": Text(mem, no_wrap=True, end=""),
+        "temp": _cell(None if fig is None else fig.temp_max, "{:.0f}°"),
+        "power": _cell(None if fig is None else fig.power_w, "{:.0f}W"),
+        "cost": Text(
+            "-" if month_cost is None else yuan(month_cost, currency),
+            no_wrap=True,
+            end="",
+            justify="right",
+        ),
+        "ends": Text(ends, style=urgency_style(left) if lease else "dim", no_wrap=True, end=""),
+        "alerts": Text(marker, style="bold red" if worst >= 2 else "yellow", end=""),
+    }
+    sort = {
+        "node": node.name.casefold(),
+        "channel": (channel, provider.casefold(), node.name.casefold()),
+        "gpus": (len(samples) or node.gpu_count, node.gpu_model),
+        "state": HEALTH_RANK.get(health, 0),
+        "util": util,
+        "hour": _mean(hour),
+        "mem": fig.mem_used_gib if fig else None,
+        "temp": fig.temp_max if fig else None,
+        "power": fig.power_w if fig else None,
+        "cost": month_cost,
+        "ends": left,
+        "alerts": (worst, len(alerts)),
+    }
+    facts = RowFacts(
+        name=node.name,
+        channel=channel,
+        provider=provider,
+        model=node.gpu_model,
+        tags=node.tags,
+        notes=node.notes,
+        state=state,
+        idle=fig is not None and fig.gpus > 0 and fig.idle == fig.gpus,
+        busy=fig is not None and fig.busy > 0,
+        ends_in_s=left,
+        alerts=len(alerts),
+    )
+    sig = tuple((c.plain, str(c.style)) for c in cells.values())
+    return FleetRow(node.name, cells, sort, facts, sig)
 
 
-def _day(at: datetime, now: datetime) -> str:
-    return f"{at:%m-%d}" if at.year == now.year else f"{at:%Y-%m-%d}"
+def live_readings(
+    points: Mapping[int, Sequence[tuple[float, float | None]]], after: float, seconds: float
+) -> list[Reading]:
+    """Live readings of a node after `after` (Unix s): the mean over its GPUs at each
+    poll, each standing for `seconds` (the poll interval). points: GPU index -> (at, util)."""
+    by_time: dict[float, list[float]] = {}
+    unknown: set[float] = set()
+    for series in points.values():
+        for at, util in series:
+            if at < after:
+                continue
+            if util is None:
+                unknown.add(at)
+            else:
+                by_time.setdefault(at, []).append(util)
+    out = [Reading(at, seconds, sum(v) / len(v)) for at, v in by_time.items()]
+    out += [Reading(at, seconds, None) for at in unknown - set(by_time)]
+    return sorted(out, key=lambda r: r.at)
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    """What one refresh read and built, handed from the reader's thread to the UI."""
+
+    data: FleetData
+    statuses: dict[str, NodeStatus]
+    rows: list[FleetRow]
+    header: str
+
+
+def build(
+    data: FleetData,
+    polled: dict[str, NodeStatus] | None,
+    live: dict[str, list[Reading]],
+    now: datetime,
+    stale_before: datetime,
+    ledger_label: str,
+) -> Refreshed:
+    """The rows and the header from what was read (pure: runs on the reader's thread)."""
+    facts = data.facts
+    refused = {n.name: n.problem for n in facts.refused}
+    statuses = current(refused, polled, data.latest, stale_before)
+    by_node: dict[int | None, list[StoredAlert]] = {}
+    for a in data.alerts:
+        by_node.setdefault(a.node_id, []).append(a)
+    nodes = facts.nodes
+    empty = cell_sums((), end=data.hour_end)
+    rows = [
+        fleet_row(n, statuses.get(n.name), facts.billing.get(n.name),
+                  hour_means(data.hour.get(n.name, empty), live.get(n.name), data.hour_end), now,
+                  by_node.get(n.id, []), facts.channels.get(n.provider or "", ""),
+                  data.money.by_node.get(n.name) if data.money else None,
+                  data.money.currency if data.money else "CNY")
+        for n in nodes
+    ]  # fmt: skip
+    head = header(nodes, statuses, facts.billing, data.money, ledger_label, now)
+    return Refreshed(data, statuses, rows, header_line(head, now))
+
+
+def hour_means(stored: CellSums, live: list[Reading] | None, end: float) -> list[float | None]:
+    """The sparkline's cells: the stored minutes' sums plus the live readings' (few: only
+    those after the node's last stored minute)."""
+    return (stored + cell_sums(live, end=end)).means() if live else stored.means()
 
 
 GPU_COLUMNS = ("GPU", "Name", "Util", "Memory", "Temp", "Power", "P-state", "Procs")

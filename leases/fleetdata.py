@@ -1,0 +1,256 @@
+"""Everything the fleet dashboard reads from the ledger on a refresh, in one place that can
+run off the UI loop (its own connection, its own thread), and the last hour of every node's
+utilisation read with one query for all nodes, closed minutes cached per node.
+
+No Textual here: the dashboard calls FleetReader.read from a worker thread and only draws
+what comes back.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from leases import alertstate
+from leases.alertstate import StoredAlert
+from leases.alertwatch import check
+from leases.config import Config
+from leases.errors import InputError, LedgerError
+from leases.fleet import fleet_nodes
+from leases.fleetheader import MonthMoney, month_money
+from leases.history import unpack_minute
+from leases.housekeeping import Housekeeping
+from leases.ledger import Ledger
+from leases.models import Latest, Node
+from leases.renewals import BillingNow
+from leases.rollups import HistoryStore
+from leases.sparkline import CellSums, Reading, cell_sums, window_end
+
+WINDOW_MIN = 60  # the sparkline's hour
+# A stored minute may still be rewritten this long after it began (a poller flushes closed
+# minutes every few seconds; a late reading lands in its minute): read again until then.
+SETTLE_MIN = 3
+RELOAD_S = 15.0  # nodes, leases and providers re-read this often
+MONEY_S = 60.0  # the month's cost recomputed this often (it reads every lease's history)
+
+
+def minute_util(blob: bytes) -> float | None:
+    """Mean utilisation over a stored node-minute's GPUs; None when none was read."""
+    known = [g.util_mean for g in unpack_minute(blob) if g.util_mean is not None]
+    return sum(known) / len(known) if known else None
+
+
+class MinuteCache:
+    """Mean utilisation per node-minute over the last WINDOW_MIN minutes.
+
+    One query for all nodes (node ids from a JSON list, joined to gpu_minute's primary
+    key, so each node is one index range); a minute is read once it is stored and again
+    only while it may still change (SETTLE_MIN), so a refresh unpacks a few rows per node,
+    not sixty. Keyed by node id: a name may be reused after a node is released.
+    """
+
+    def __init__(self, window_min: int = WINDOW_MIN, settle_min: int = SETTLE_MIN) -> None:
+        self.window_min = window_min
+        self.settle_min = settle_min
+        self._minutes: dict[int, dict[int, float | None]] = {}
+        self._changed: set[int] = set()  # nodes whose minutes changed since their sums
+        # The stored bytes of the minutes still read again: unchanged ones are not decoded.
+        self._raw: dict[tuple[int, int], bytes] = {}
+        self._sums: dict[int, tuple[float, CellSums]] = {}  # node -> (window end, sums)
+        self._last_now: int | None = None
+        self.rows_read = 0  # by the last refresh (tests and benchmarks read it)
+
+    def refresh(self, conn: sqlite3.Connection, ids: Iterable[int], now: datetime) -> None:
+        now_min = int(now.timestamp()) // 60
+        lo = now_min - self.window_min
+        wanted = list(dict.fromkeys(ids))
+        for gone in set(self._minutes) - set(wanted):
+            del self._minutes[gone]
+            self._sums.pop(gone, None)
+        new = [i for i in wanted if i not in self._minutes]
+        known = [i for i in wanted if i in self._minutes]
+        # From the earlier of this and the last refresh's unsettled minutes: a refresh that
+        # came late (a suspended laptop) still rereads what settled meanwhile.
+        since_last = min(now_min, self._last_now if self._last_now is not None else now_min)
+        self.rows_read = 0
+        if known:
+            self._read(conn, known, max(lo, since_last - self.settle_min), now_min + 1)
+        if new:
+            for i in new:
+                self._minutes[i] = {}
+            self._read(conn, new, lo, now_min + 1)
+        for node_id, minutes in self._minutes.items():
+            old = [m for m in minutes if m < lo]
+            for m in old:
+                del minutes[m]
+            if old:
+                self._changed.add(node_id)
+        settled = now_min - self.settle_min
+        for key in [k for k in self._raw if k[1] < settled or k[0] not in self._minutes]:
+            del self._raw[key]
+        self._last_now = now_min
+
+    def _read(self, conn: sqlite3.Connection, ids: Sequence[int], lo: int, hi: int) -> None:
+        rows = conn.execute(
+            "SELECT g.node_id, g.minute, g.gpus FROM json_each(?) AS j"
+            " CROSS JOIN gpu_minute AS g ON g.node_id = j.value"
+            " WHERE g.minute >= ? AND g.minute < ?",
+            (json.dumps(list(ids)), lo, hi),
+        )
+        for node_id, minute, blob in rows:
+            self.rows_read += 1
+            if self._raw.get((node_id, minute)) == blob:
+                continue
+            self._raw[node_id, minute] = blob
+            util = minute_util(blob)
+            minutes = self._minutes[node_id]
+            if minute not in minutes or minutes[minute] != util:
+                minutes[minute] = util
+                self._changed.add(node_id)
+
+    def readings(self, node_id: int) -> tuple[Reading, ...]:
+        return tuple(
+            Reading(m * 60.0, 60.0, v) for m, v in sorted(self._minutes.get(node_id, {}).items())
+        )
+
+    def sums(self, node_id: int, end: float) -> CellSums:
+        """The node's stored minutes spread over the sparkline's cells ending at `end`;
+        computed again only when its minutes changed or the window moved."""
+        cached = self._sums.get(node_id)
+        if cached is None or cached[0] != end or node_id in self._changed:
+            cached = (end, cell_sums(self.readings(node_id), end=end))
+            self._sums[node_id] = cached
+            self._changed.discard(node_id)
+        return cached[1]
+
+    def last_minute(self, node_id: int) -> int | None:
+        return max(self._minutes.get(node_id, {}), default=None)
+
+
+@dataclass(frozen=True)
+class LedgerFacts:
+    """What changes only when someone edits the ledger: re-read every RELOAD_S."""
+
+    polled: tuple[Node, ...] = ()
+    refused: tuple[Node, ...] = ()  # stored rows holding a refused value: never polled
+    billing: Mapping[str, BillingNow] = field(default_factory=dict)
+    channels: Mapping[str, str] = field(default_factory=dict)  # provider name -> kind
+
+    @property
+    def nodes(self) -> list[Node]:
+        return sorted([*self.polled, *self.refused], key=lambda n: n.name)
+
+
+@dataclass(frozen=True)
+class FleetData:
+    facts: LedgerFacts
+    latest: Mapping[str, Latest]  # empty when the dashboard polls itself
+    alerts: tuple[StoredAlert, ...]
+    # node name -> its stored minutes of the last hour, spread over the sparkline's cells
+    hour: Mapping[str, CellSums]
+    hour_end: float  # Unix s: the end of the sparkline's window (leases.sparkline.window_end)
+    last_minute: Mapping[str, int]  # node name -> its latest stored minute
+    money: MonthMoney | None
+    problems: tuple[str, ...] = ()  # what could not be read this time, in words
+    reloaded: bool = False  # facts were read again this time
+
+
+@dataclass
+class ReadRequest:
+    now: datetime
+    reload: bool = False  # re-read the ledger's facts now (the user asked)
+    latest: bool = True  # read node_latest (nobody polls in this process)
+    evaluate_alerts: bool = False  # nobody polls at all: evaluate alerts when facts reload
+    housekeeping: bool = False  # this process polls: purge old minutes when due
+
+
+def _said(exc: InputError | LedgerError) -> str:
+    if isinstance(exc, InputError):
+        return f"{exc.field}: {exc.reason} (got '{exc.value}')"
+    return str(exc)
+
+
+class FleetReader:
+    """Reads for the fleet screen over one Ledger connection, to be used from one thread
+    at a time (the dashboard's refreshes never overlap)."""
+
+    def __init__(self, ledger: Ledger, config: Config) -> None:
+        self.ledger = ledger
+        self.config = config
+        self.store = HistoryStore(ledger)
+        self.cache = MinuteCache()
+        self.housekeeping = Housekeeping()
+        self.facts = LedgerFacts()
+        self.money: MonthMoney | None = None
+        self._facts_at: datetime | None = None
+        self._version: int | None = None  # PRAGMA data_version at the last read
+        self._minute: int | None = None
+        self._latest: Mapping[str, Latest] | None = None  # None: not read (or not kept)
+        self._money_at: datetime | None = None
+
+    def _due(self, last: datetime | None, now: datetime, every_s: float) -> bool:
+        return last is None or not timedelta(0) <= now - last < timedelta(seconds=every_s)
+
+    def read(self, req: ReadRequest) -> FleetData:
+        now = req.now
+        problems: list[str] = []
+        reloaded = False
+        if req.reload or self._due(self._facts_at, now, RELOAD_S):
+            try:
+                self.facts = self._facts(now, req.housekeeping)
+                reloaded = True
+            except (InputError, LedgerError) as exc:
+                # A row the ledger refuses to read: keep what was read before.
+                problems.append(f"cannot read the ledger: {_said(exc)}")
+            self._facts_at = now
+        if req.evaluate_alerts and reloaded:  # as often as the facts they judge are read
+            try:
+                check(self.ledger, self.config.alerts, lambda: now)
+            except (InputError, LedgerError) as exc:
+                problems.append(f"alerts not evaluated: {_said(exc)}")
+        ids = {n.id: n.name for n in self.facts.nodes if n.id is not None}
+        # SQLite's data_version moves when another connection commits: while it stands
+        # (no poller has written since), the readings and minutes read last time hold.
+        version = self.ledger.conn.execute("PRAGMA data_version").fetchone()[0]
+        unchanged = version == self._version and not reloaded
+        self._version = version
+        minute = int(now.timestamp()) // 60
+        if not (unchanged and minute == self._minute):
+            self.cache.refresh(self.ledger.conn, ids, now)
+        self._minute = minute
+        if not req.latest:
+            self._latest = None  # this process polls: its poller holds the readings
+        elif self._latest is None or not unchanged:
+            self._latest = self.store.latest()
+        if req.reload or self._due(self._money_at, now, MONEY_S):
+            try:
+                b = self.config.billing
+                self.money = month_money(self.ledger, now, b.tz, b.currency)
+            except (InputError, LedgerError) as exc:
+                problems.append(f"month's cost not computed: {_said(exc)}")
+            self._money_at = now
+        end = window_end(now.timestamp())
+        hour = {name: self.cache.sums(i, end) for i, name in ids.items()}
+        last = {name: m for i, name in ids.items() if (m := self.cache.last_minute(i)) is not None}
+        return FleetData(
+            self.facts,
+            self._latest or {},
+            tuple(alertstate.alerts(self.ledger, now)),
+            hour,
+            end,
+            last,
+            self.money,
+            tuple(problems),
+            reloaded,
+        )
+
+    def _facts(self, now: datetime, housekeeping: bool) -> LedgerFacts:
+        if housekeeping:
+            polled, refused = self.housekeeping.run(self.ledger, self.store, now)
+        else:
+            polled, refused = fleet_nodes(self.ledger)
+        channels = {p.name: p.kind.value for p in self.ledger.providers()}
+        return LedgerFacts(tuple(polled), tuple(refused), self.ledger.billing(now), channels)

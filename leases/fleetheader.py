@@ -1,0 +1,130 @@
+"""The dashboard's header line: GPUs busy / total, the month's cost, what idle cards cost
+this month, the next lease to end, the ledger file. Pure but for month_money, which reads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from zoneinfo import ZoneInfo
+
+from leases import report
+from leases.billing import ZERO, CardHours
+from leases.ledger import Ledger
+from leases.models import Lease, Node
+from leases.nodestatus import status_figures
+from leases.poller import NodeStatus
+from leases.renewals import BillingNow
+from leases.rollups import HistoryStore
+from leases.textsafe import visible
+
+LEDGER_WIDTH = 40  # of the header's ledger path, in characters
+
+
+@dataclass(frozen=True)
+class MonthMoney:
+    month: str  # YYYY-MM in the billing zone
+    currency: str
+    cost: Decimal  # accrued this month so far, storage included
+    idle: Decimal  # of which paid for cards history read as idle
+    by_node: Mapping[str, Decimal] = field(default_factory=dict)  # the cost, node by node
+
+
+def month_money(ledger: Ledger, now: datetime, tz: str, currency: str) -> MonthMoney:
+    """This month so far, as `zuka report` computes it (the same rows, the same totals);
+    rows in another currency are left out rather than added up."""
+    month = f"{now.astimezone(ZoneInfo(tz)):%Y-%m}"
+    window, complete = report.month_window(month, tz, now)
+    store = HistoryStore(ledger)
+
+    def usage(lease: Lease, since: datetime, until: datetime, cards: int | None) -> CardHours:
+        return store.lease_usage(lease, since, until, cards=cards)
+
+    rep = report.build_report(
+        month, window, complete, tz=tz, currency=currency, leases=ledger.leases(),
+        nodes=ledger.nodes(), providers=ledger.providers(), resources=ledger.resources(),
+        usage=usage,
+    )  # fmt: skip
+    rows = [r for r in rep.rows if r.currency == currency]
+    totals = report.totals(rows)
+    by_node: dict[str, Decimal] = {}
+    for r in rows:
+        by_node[r.node] = by_node.get(r.node, ZERO) + r.total
+    return MonthMoney(month, currency, totals.total, totals.idle_yuan, by_node)
+
+
+@dataclass(frozen=True)
+class Header:
+    busy: int  # GPUs read busy now
+    read: int  # GPUs with a reading now
+    total: int  # GPUs the fleet holds (the ledger's count where no reading says)
+    money: MonthMoney | None
+    next_end: tuple[str, datetime] | None  # (node, when its paid-for time ends)
+    ledger: str
+
+
+def next_end(billing: Mapping[str, BillingNow], now: datetime) -> tuple[str, datetime] | None:
+    """The lease (chain) billing now whose paid-for time ends first, after now."""
+    ends = [
+        (b.paid_until or b.lease.end, name)
+        for name, b in billing.items()
+        if b.bills and (b.paid_until or b.lease.end) is not None
+    ]
+    upcoming = sorted((at, name) for at, name in ends if at is not None and at > now)
+    return (upcoming[0][1], upcoming[0][0]) if upcoming else None
+
+
+def header(
+    nodes: Sequence[Node],
+    statuses: Mapping[str, NodeStatus],
+    billing: Mapping[str, BillingNow],
+    money: MonthMoney | None,
+    ledger: str,
+    now: datetime,
+) -> Header:
+    busy = read = total = 0
+    for n in nodes:
+        fig = status_figures(statuses.get(n.name))
+        if fig is None:
+            total += n.gpu_count
+            continue
+        busy += fig.busy
+        read += fig.gpus
+        total += max(fig.gpus, n.gpu_count)
+    return Header(busy, read, total, money, next_end(billing, now), ledger)
+
+
+def yuan(amount: Decimal, currency: str) -> str:
+    sign = "¥" if currency == "CNY" else f"{currency} "
+    return f"{sign}{amount.quantize(Decimal(1)):,}"
+
+
+def countdown(at: datetime, now: datetime) -> str:
+    """'3d', '5h', '40m', 'past': how long until `at`, in its largest whole unit."""
+    s = (at - now).total_seconds()
+    if s < 0:
+        return "past"
+    if s >= 86400:
+        return f"{int(s // 86400)}d"
+    if s >= 3600:
+        return f"{int(s // 3600)}h"
+    return f"{int(s // 60)}m"
+
+
+def header_line(h: Header, now: datetime) -> str:
+    parts = [f"{h.busy}/{h.total} GPUs busy"]
+    if h.money is not None:
+        parts.append(f"{yuan(h.money.cost, h.money.currency)} this month")
+        parts.append(f"{yuan(h.money.idle if h.money.idle else ZERO, h.money.currency)} idle")
+    if h.next_end is not None:
+        name, at = h.next_end
+        # The countdown before the name: at 80 columns a long name is what gets cut.
+        parts.append(f"next end {countdown(at, now)} {visible(name, 24)}")
+    parts.append(short_path(visible(h.ledger)))
+    return " · ".join(parts)
+
+
+def short_path(path: str, width: int = LEDGER_WIDTH) -> str:
+    """The end of a long path (the file's name and the folders nearest it) behind '…'."""
+    return path if len(path) <= width else "…" + path[-(width - 1) :]

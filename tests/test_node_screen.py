@@ -94,6 +94,8 @@ def text_of(screen: NodeScreen, static_id: str) -> str:
 
 
 async def opened(app: ZukaApp, pilot: object, name: str = NODE) -> NodeScreen:
+    # The fleet's first read runs off the UI loop: the live status comes from it.
+    await wait_until(lambda: app.data is not None, what="the fleet's first read")
     screen = NodeScreen(name)
     await app.push_screen(screen)
     await wait_until(lambda: screen.facts is not None or screen.problem, what="the first read")

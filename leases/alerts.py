@@ -231,8 +231,8 @@ def _lease_end(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
     else:
         state = "offboarding has NOT started"
         action = (
-            f"copy data off and start offboarding (zuka offboard {name}, or o on the fleet;"
-            f" zuka node edit {name} --state offboarding marks it by hand), or renew the lease"
+            f"copy data off and start offboarding (zuka offboard {name}; by hand: zuka node"
+            f" edit {name} --state offboarding), or renew the lease"
         )
     after = ""
     if last.on_expiry is ExpiryAction.HOURLY and last.hourly_price is not None:

@@ -20,6 +20,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 from zoneinfo import ZoneInfo
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -83,14 +84,16 @@ def passed(stored: StoredPlan) -> int:
 
 
 def next_step(stored: StoredPlan) -> Step | None:
-    """The step a run starts at (preflight checks, which run every time, aside)."""
+    """The step a run is for: the first not passed. Preflight checks run at the start of
+    every run, so one not run yet is no step of its own; one that failed is."""
     for s in stored.plan.steps:
-        if stored.state(s.key).state not in PASSED:
+        st = stored.state(s.key).state
+        if st not in PASSED and not (s.phase is Phase.PREFLIGHT and st is State.PENDING):
             return s
     return None
 
 
-def step_detail(stored: StoredPlan, step: Step, tz: str) -> str:
+def step_detail(stored: StoredPlan, step: Step, tz: str) -> list[str]:
     st = stored.state(step.key)
     when = "" if st.at is None else f" at {_local(st.at, tz)}"
     lines = [
@@ -103,7 +106,7 @@ def step_detail(stored: StoredPlan, step: Step, tz: str) -> str:
         lines.append(visible(st.detail, 400))
     if st.state is State.STARTED:
         lines.append("a run stopped inside this step: the next run reads it back before acting")
-    return "\n".join(lines)
+    return lines
 
 
 def _local(at: datetime, tz: str) -> str:
@@ -327,7 +330,8 @@ class OffboardScreen(Screen[None]):
             bar.update(total=total, progress=done)
         said = self.said
         if self.busy:
-            said = f"{self.busy}…" + (f" ({visible(self.running, 60)})" if self.running else "")
+            now = f"{self.busy}…" + (f" ({visible(self.running, 60)})" if self.running else "")
+            said = f"{now} · {said}" if said else now
         said_widget = self.query_one("#offboard-said", Static)
         said_widget.update(plain(said or self._hint(), wrap=True))
         said_widget.set_class(self.bad and not self.busy, "-bad")
@@ -359,7 +363,7 @@ class OffboardScreen(Screen[None]):
             for i, (old, new) in enumerate(zip(self._shown, rows, strict=True)):
                 for c, (a, b) in enumerate(zip(old, new, strict=True)):
                     if a != b:
-                        table.update_cell_at(Coordinate(i, c), plain(b))
+                        table.update_cell_at(Coordinate(i, c), plain(b), update_width=True)
         else:
             table.clear()
             for row in rows:
@@ -378,13 +382,15 @@ class OffboardScreen(Screen[None]):
         detail = self.query_one("#offboard-detail", Static)
         step = self._selected()
         tz = self._config().billing.tz
-        text = "" if step is None or self.stored is None else step_detail(self.stored, step, tz)
+        lines = [] if step is None or self.stored is None else step_detail(self.stored, step, tz)
         if self.lines:
-            text += "\nrecheck:\n" + "\n".join(
+            lines.append("recheck:")
+            lines += [
                 f"{'ok  ' if ok else 'FAIL'} {visible(k, 60)}  {visible(s, 120)}"
                 for k, ok, s in self.lines
-            )
-        detail.update(plain(text, wrap=True))
+            ]
+        # Line by line: visible() turns a newline inside any one of them into an escape.
+        detail.update(Text("\n").join(plain(line, wrap=True) for line in lines))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._show_detail()
@@ -401,6 +407,7 @@ class OffboardScreen(Screen[None]):
             self._say("no ledger open", bad=True)
             return False
         self.busy = what
+        self.said = ""
         self.lines = ()
         self._show()
         if ledger.path is None:

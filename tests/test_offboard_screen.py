@@ -165,6 +165,37 @@ async def test_the_right_name_runs_every_step_and_the_files_are_gone(
         assert evidence.progress(ledger)[ledger.node("n1").id or 0].finished
 
 
+async def test_a_plan_the_ledger_no_longer_gives_is_refused_until_made_again(
+    fleet: Path,  # noqa: F811
+    ledger_path: Path,
+    cli: Cli,
+) -> None:
+    app = app_on(ledger_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(app, OffboardScreen("n1", drivers=factory(fleet), planners=PLANNERS))
+        first = screen.stored
+        assert first is not None
+        # Meanwhile, in another terminal: one more scratch path for this lease.
+        assert (
+            cli("resource", "add", "n1", "--kind", "scratch_path", "--id", "/data/keep").code == 0
+        )
+        await pilot.press("a")
+        await answer(pilot, app, "n1")
+        await idle(screen, pilot)
+        assert "the ledger changed since this plan was made" in said(screen)
+        assert "p makes it again here" in said(screen)
+        assert calls(fleet) == []
+        await pilot.press("p")
+        await idle(screen, pilot)
+        assert screen.stored is not None and screen.stored.hash != first.hash
+        assert "shred:/data/keep" in states(screen)
+        await pilot.press("a")  # a new plan: the name is asked again
+        await answer(pilot, app, "n1")
+        await idle(screen, pilot)
+        assert "offboarding finished" in said(screen)
+    assert not (fleet / "node" / "data" / "keep").exists()
+
+
 class Held(FileDriver):
     """The file driver, whose shred of /data/a waits until the test lets it go."""
 

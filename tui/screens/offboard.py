@@ -134,6 +134,14 @@ class StepBegins(Message):
         self.key = key
 
 
+class PlanRead(Message):
+    """Posted from a worker: the plan's states as the ledger has them now."""
+
+    def __init__(self, stored: StoredPlan) -> None:
+        super().__init__()
+        self.stored = stored
+
+
 class Watched:
     """A driver that says which step is about to run (the screen's live update)."""
 
@@ -440,6 +448,11 @@ class OffboardScreen(Screen[None]):
             self.running = message.key
             self._show()
 
+    def on_plan_read(self, message: PlanRead) -> None:
+        if not self.busy and self.stored is not None and message.stored.id == self.stored.id:
+            self.stored = message.stored
+            self._show()
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group != GROUP:
             return
@@ -455,6 +468,8 @@ class OffboardScreen(Screen[None]):
             exc = event.worker.error
             if isinstance(exc, InputError):
                 said = f"refused: {exc.reason}"
+                if exc.field == "plan":
+                    said += " (p makes it again here)"
                 if exc.field == "confirm":
                     said = f"refused, nothing was run: you typed '{visible(exc.value, 60)}',"\
                            f" not the node's name. {exc.reason}"  # fmt: skip
@@ -487,7 +502,7 @@ class OffboardScreen(Screen[None]):
             return
         with Ledger.open(ledger.path, readonly=True, clock=ledger.clock) as own:
             stored = evidence.load(own, plan_id)
-        self.post_message(StepBegins(stored, ""))
+        self.post_message(PlanRead(stored))
 
     # -- keys ----------------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from leases.config import AlertsConfig
 from leases.history import NodeMinute, busy_verdict, unpack_minute
 from leases.ledger import Ledger
 from leases.models import Latest, Lease, NodeHealth, NodeState
+from leases.offboard.evidence import progress
 from leases.renewals import billing_now
 from leases.rollups import HistoryStore
 
@@ -73,6 +74,7 @@ def gather(
         for key in [k for k in cache if k[2] != until]:
             del cache[key]
     window = timedelta(days=config.underuse_window_days)
+    offboarding = progress(ledger)  # one read: the lease-end alert names where it stands
     out: list[NodeFacts] = []
     for node in ledger.nodes():
         if node.problem or node.id is None:
@@ -88,6 +90,7 @@ def gather(
             now_billing,
             latest=latest.get(node.id),
             gap=gaps.get(node.id),
+            offboard=offboarding.get(node.id),
         )
         lease = now_billing.lease if now_billing else None
         cards = node.gpu_count or None

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from leases import billing, fields
 from leases.config import AlertsConfig
@@ -31,9 +32,13 @@ from leases.models import (
     NodeState,
     RefundState,
 )
+from leases.offboard import status as offboard_status
 from leases.renewals import BillingNow
 from leases.severity import Severity
 from leases.textsafe import visible
+
+if TYPE_CHECKING:
+    from leases.offboard.evidence import Progress
 
 # Underuse clears only when use rises this far above the threshold (50 % raises, 55 % clears).
 UNDERUSE_CLEAR_MARGIN = 0.05
@@ -118,6 +123,8 @@ class NodeFacts:
     # When every minute held is idle: where that idle stretch began before them, read
     # from hour roll-ups (None: not before the first minute held, or unknown).
     idle_from: datetime | None = None
+    # Where its offboarding stands (evidence.progress; None: never planned).
+    offboard: Progress | None = None
 
 
 def yuan(amount: Decimal) -> str:
@@ -207,13 +214,25 @@ def _lease_end(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
     if not notices or left <= timedelta(0) or left > timedelta(days=notices[0]):
         return
     name = visible(f.node.name)
-    if f.node.state is NodeState.OFFBOARDING:
+    said = offboard_status.phrase(f.offboard)
+    p = f.offboard
+    if p is not None and p.finished:
+        state, action = (
+            said,
+            f"nothing left before the end; a day later: zuka offboard {name} --recheck",
+        )
+    elif p is not None and p.stopped:
+        state, action = said, f"see why and go on: zuka offboard {name} (or o on the fleet)"
+    elif p is not None:
+        state = said
+        action = f"finish offboarding before the end: zuka offboard {name} (or o on the fleet)"
+    elif f.node.state is NodeState.OFFBOARDING:
         state, action = "offboarding has started", "finish offboarding before the end"
     else:
         state = "offboarding has NOT started"
         action = (
-            f"copy data off and start offboarding (zuka node edit {name} --state offboarding),"
-            " or renew the lease"
+            f"copy data off and start offboarding (zuka offboard {name}; by hand: zuka node"
+            f" edit {name} --state offboarding), or renew the lease"
         )
     after = ""
     if last.on_expiry is ExpiryAction.HOURLY and last.hourly_price is not None:
@@ -221,6 +240,8 @@ def _lease_end(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
     elif last.on_expiry is ExpiryAction.HOURLY:
         after = "; after it the provider bills by the hour"
     severity = Severity.CRITICAL if left <= timedelta(days=notices[-1]) else Severity.WARNING
+    if p is not None and p.finished:
+        severity = Severity.INFO  # the lab left nothing behind: the end is only a date now
     yield _alert(
         f,
         AlertKind.LEASE_ENDING,

@@ -35,6 +35,9 @@ class Choices:
 
     go_on: bool = False  # go on past steps that ask consent (GPU processes still running)
     skip: Mapping[str, str] = field(default_factory=dict)  # step key -> reason
+    # Run up to this step and stop after it (the dashboard's "run next step"); preflight
+    # checks before it run as always. None: run to the end.
+    stop_after: str | None = None
 
 
 @dataclass(frozen=True)
@@ -151,10 +154,15 @@ async def _execute(
     if node is not None and node.state is NodeState.ACTIVE:
         ledger.update_node(node.name, {"state": NodeState.OFFBOARDING.value})
     acted: list[str] = []
+    reached = False  # the step of choices.stop_after was dealt with
     for step in stored.plan.steps:
         now = stored.state(step.key).state
         if now in PASSED and step.phase is not Phase.PREFLIGHT:
             continue
+        if reached and step.phase is not Phase.PREFLIGHT:
+            said = f"stopped before {step.key}, as asked: the next run continues here"
+            return RunResult(stored, False, step.key, said, tuple(acted))
+        reached = reached or step.key == choices.stop_after
         driver = drivers.get(step.driver)
         if driver is None:
             detail = f"no {step.driver!r} driver in this zuka: nothing was done for this step"

@@ -1,0 +1,684 @@
+"""Offboarding one node (o on the fleet): its plan and hash, the checklist with each step's
+state, a progress bar; run the next step or all of them, skip one with a reason, retry a
+failed one, say a manual one is done, go on past GPU processes still running, recheck.
+
+The plan is made and stored as `zuka offboard NODE` makes it. Carrying it out (and
+skipping, as `--skip` does) needs the typed confirmation: the node's name, checked by the
+engine's own runner.confirmed, once per plan hash while the screen is open. All engine
+work runs in a thread on a ledger connection of its own and its own event loop (the
+drivers are async; the ledger is SQLite), one job at a time; the screen is told of each
+step as it begins, and of the result or the failure, in words.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+from zoneinfo import ZoneInfo
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.coordinate import Coordinate
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, ProgressBar, Static
+from textual.worker import Worker, WorkerState
+
+from leases.config import Config
+from leases.errors import InputError, no_ledger
+from leases.ledger import Ledger
+from leases.offboard import evidence, runner, wiring
+from leases.offboard.evidence import PASSED, State, StoredPlan
+from leases.offboard.plan import facts_for
+from leases.offboard.steps import Driver, Outcome, Phase, Planner, Step
+from leases.textsafe import visible
+from tui.fleetview import plain
+from tui.screens.ask import AskScreen
+from tui.screens.consent import ConsentScreen
+
+if TYPE_CHECKING:
+    from tui.app import ZukaApp
+
+DriversFactory = Callable[[wiring.RunContext], Mapping[str, Driver]]
+COLUMNS = ("#", "phase", "step", "del", "state", "what")
+GROUP = "offboard-job"
+
+
+# -- what the screen shows: pure --------------------------------------------------------------
+
+
+def state_text(stored: StoredPlan, step: Step, running: str | None) -> str:
+    if step.key == running:
+        return "running…"
+    st = stored.state(step.key)
+    if st.state is State.STARTED:
+        # Left so by a run that was killed or failed mid-step: the next run reads it back.
+        return "started (interrupted)"
+    if st.state is State.CONSENT:
+        return "asks you (g)"
+    return st.state.value
+
+
+def checklist_rows(stored: StoredPlan, running: str | None = None) -> list[tuple[str, ...]]:
+    return [
+        (
+            str(i),
+            s.phase.name.lower(),
+            visible(s.key, 40),
+            "yes" if s.destructive else "",
+            state_text(stored, s, running),
+            visible(s.describe, 160),
+        )
+        for i, s in enumerate(stored.plan.steps, 1)
+    ]
+
+
+def passed(stored: StoredPlan) -> int:
+    return sum(stored.state(s.key).state in PASSED for s in stored.plan.steps)
+
+
+def next_step(stored: StoredPlan) -> Step | None:
+    """The step a run is for: the first not passed. Preflight checks run at the start of
+    every run, so one not run yet is no step of its own; one that failed is."""
+    for s in stored.plan.steps:
+        st = stored.state(s.key).state
+        if st not in PASSED and not (s.phase is Phase.PREFLIGHT and st is State.PENDING):
+            return s
+    return None
+
+
+def step_detail(stored: StoredPlan, step: Step, tz: str) -> list[str]:
+    st = stored.state(step.key)
+    when = "" if st.at is None else f" at {_local(st.at, tz)}"
+    lines = [
+        f"{visible(step.key, 120)} · {step.phase.name.lower()} · {step.driver}"
+        + (" · deletes" if step.destructive else ""),
+        visible(step.describe, 400),
+        f"state: {st.state.value}{when}",
+    ]
+    if st.detail and st.state is not State.VERIFIED:
+        lines.append(visible(st.detail, 400))
+    if st.state is State.STARTED:
+        lines.append("a run stopped inside this step: the next run reads it back before acting")
+    return lines
+
+
+def _local(at: datetime, tz: str) -> str:
+    return f"{at.astimezone(ZoneInfo(tz)):%Y-%m-%d %H:%M:%S}"
+
+
+# -- engine jobs: run in a worker thread, on the ledger connection they are given -------------
+
+
+@dataclass(frozen=True)
+class Done:
+    stored: StoredPlan | None
+    said: str
+    ok: bool = True
+    confirmed: bool = False  # the typed name was accepted for this plan
+    lines: tuple[tuple[str, bool, str], ...] = ()  # a recheck's
+
+
+class StepBegins(Message):
+    """Posted from the worker as a step's driver is called (its states up to date)."""
+
+    def __init__(self, stored: StoredPlan, key: str) -> None:
+        super().__init__()
+        self.stored = stored
+        self.key = key
+
+
+class PlanRead(Message):
+    """Posted from a worker: the plan's states as the ledger has them now."""
+
+    def __init__(self, stored: StoredPlan) -> None:
+        super().__init__()
+        self.stored = stored
+
+
+class Watched:
+    """A driver that says which step is about to run (the screen's live update)."""
+
+    def __init__(self, inner: Driver, tell: Callable[[Step], None]) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.tell = tell
+
+    async def run(self, step: Step) -> Outcome:
+        self.tell(step)
+        return await self.inner.run(step)
+
+    async def verify(self, step: Step) -> Outcome:
+        self.tell(step)
+        return await self.inner.verify(step)
+
+
+async def plan_job(ledger: Ledger, name: str, config: Config, planners: Sequence[Planner]) -> Done:
+    node = ledger.node(name)
+    stored, new = evidence.store(ledger, runner.replan(ledger, node, config, planners))
+    said = "plan made and stored" if new else "plan unchanged since it was stored"
+    return Done(stored, f"{said} (a dry run: nothing was touched)")
+
+
+async def run_job(
+    ledger: Ledger,
+    name: str,
+    config: Config,
+    planners: Sequence[Planner],
+    factory: DriversFactory,
+    typed: str,
+    choices: runner.Choices,
+    did: Collection[str],
+    tell: Callable[[StoredPlan, str], None],
+) -> Done:
+    node = ledger.node(name)
+    fresh = runner.replan(ledger, node, config, planners)
+    stored = runner.confirmed(ledger, node, fresh, typed)
+    facts = facts_for(ledger, node, config, lease_id=stored.plan.lease_id)
+    ctx = wiring.RunContext(
+        ledger, node, config, did=tuple(did), steps=stored.plan.steps, facts=facts
+    )
+
+    def begins(step: Step) -> None:
+        # This thread's own connection: the step before has been recorded by now.
+        tell(evidence.load(ledger, stored.id), step.key)
+
+    try:
+        table = {k: Watched(d, begins) for k, d in factory(ctx).items()}
+        result = await runner.execute(ledger, stored, table, choices)
+    finally:
+        await wiring.close(ctx)
+    one = choices.stop_after
+    if result.finished:
+        said, ok = "offboarding finished: every step verified or skipped", True
+    elif one is not None and result.stored.state(one).state in PASSED:
+        said, ok = f"{visible(one, 80)} passed; next: {visible(result.stopped_at, 80)}", True
+    else:
+        said = f"stopped at {visible(result.stopped_at, 80)}: {visible(result.reason, 300)}"
+        ok = False
+    return Done(result.stored, said, ok, confirmed=True)
+
+
+async def skip_job(
+    ledger: Ledger,
+    name: str,
+    config: Config,
+    planners: Sequence[Planner],
+    typed: str,
+    key: str,
+    reason: str,
+) -> Done:
+    node = ledger.node(name)
+    stored = runner.confirmed(ledger, node, runner.replan(ledger, node, config, planners), typed)
+    stored = runner.skip_now(ledger, stored, key, reason)
+    return Done(stored, f"skipped {visible(key, 80)}: {visible(reason.strip(), 200)}",
+                confirmed=True)  # fmt: skip
+
+
+async def recheck_job(ledger: Ledger, name: str, config: Config, factory: DriversFactory) -> Done:
+    node = ledger.node(name)
+    assert node.id is not None
+    stored = evidence.latest(ledger, node.id)
+    if stored is None or stored.finished_at is None:
+        raise InputError("recheck", name, "no finished offboarding to recheck: run it first")
+    facts = facts_for(ledger, node, config, lease_id=stored.plan.lease_id)
+    ctx = wiring.RunContext(ledger, node, config, steps=stored.plan.steps, facts=facts)
+    try:
+        result = await runner.recheck(ledger, stored, factory(ctx))
+    finally:
+        await wiring.close(ctx)
+    said = "recheck: everything is still gone" if result.ok else "recheck: NOT everything is gone"
+    return Done(evidence.load(ledger, stored.id), said, result.ok, lines=result.lines)
+
+
+Job = Callable[[Ledger], Coroutine[Any, Any, Done]]
+
+
+# -- the screen ----------------------------------------------------------------------------------
+
+
+def _key(key: str, action: str, title: str, verb: str, tooltip: str, show: bool = True) -> Binding:
+    return Binding(key, action, title, id=f"offboard-{verb}", tooltip=tooltip, show=show)
+
+
+class OffboardScreen(Screen[None]):
+    DEFAULT_CSS = """
+    OffboardScreen #offboard-title { text-style: bold; }
+    OffboardScreen #offboard-bar { margin: 0 0 0 0; }
+    OffboardScreen #offboard-steps { height: 1fr; }
+    OffboardScreen #offboard-detail { height: auto; max-height: 8; border-top: solid $primary; }
+    OffboardScreen #offboard-said.-bad { color: $error; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        _key("escape", "back", "Back", "back", "Back to the fleet"),
+        _key("n", "run_next", "Run next", "next", "Carry out the next step (asks the name once)"),
+        _key("a", "run_all", "Run all", "all", "Carry out every step left, in order"),
+        _key("s", "skip", "Skip", "skip", "Skip the selected step, with a reason"),
+        _key("r", "retry", "Retry", "retry", "Run the selected failed step again"),
+        _key("d", "did", "Did it", "did", "Say the selected manual step is done, then verify it"),
+        _key("g", "go_on", "Go on", "go-on", "Go on past GPU processes still running"),
+        _key("c", "recheck", "Recheck", "recheck", "Read back every verified step again"),
+        _key("p", "replan", "Re-plan", "plan", "Make the plan again from the ledger", show=False),
+    ]
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        drivers: DriversFactory | None = None,
+        planners: Sequence[Planner] | None = None,
+    ) -> None:
+        """drivers / planners: the engine's defaults (leases.offboard.wiring) unless a test
+        gives its own."""
+        super().__init__()
+        self.node_name = name
+        self.drivers: DriversFactory = drivers or wiring.drivers
+        self.planners: Sequence[Planner] = planners or wiring.PLANNERS
+        self.stored: StoredPlan | None = None
+        self.running: str | None = None  # the step whose driver is at work
+        self.busy = ""  # what the job under way does; "" when none
+        self.said = ""  # the last result or failure, in words
+        self.bad = False
+        self.confirmed_hash = ""  # the plan the user typed the node's name for
+        self.did: set[str] = set()
+        self.lines: tuple[tuple[str, bool, str], ...] = ()
+        self._shown: list[tuple[str, ...]] = []
+
+    @property
+    def zuka(self) -> ZukaApp:
+        return cast("ZukaApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="offboard-title")
+        yield Static(id="offboard-said")
+        yield ProgressBar(total=None, show_eta=False, id="offboard-bar")
+        yield DataTable(id="offboard-steps", cursor_type="row", zebra_stripes=True)
+        yield Static(id="offboard-detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#offboard-steps", DataTable).add_columns(*COLUMNS)
+        self._show()
+        self.action_replan()
+
+    # -- showing ---------------------------------------------------------------------------------
+
+    def _config(self) -> Config:
+        return self.zuka.config or Config()
+
+    def _show(self) -> None:
+        stored = self.stored
+        name = visible(self.node_name, 60)
+        title = self.query_one("#offboard-title", Static)
+        bar = self.query_one("#offboard-bar", ProgressBar)
+        if stored is None:
+            title.update(plain(f"offboarding {name} · no plan read yet"))
+        else:
+            done = passed(stored)
+            total = len(stored.plan.steps)
+            deletes = sum(s.destructive for s in stored.plan.steps)
+            where = (
+                "finished" if stored.finished_at is not None
+                else "not started" if all(stored.state(s.key).state is State.PENDING
+                                          for s in stored.plan.steps)
+                else f"{done}/{total} steps passed"
+            )  # fmt: skip
+            title.update(
+                plain(
+                    f"offboarding {name} · plan {stored.id} · hash {stored.hash[:12]} ·"
+                    f" {total} steps, {deletes} delete · {where}"
+                )
+            )
+            bar.update(total=total, progress=done)
+        said = self.said
+        if self.busy:
+            now = f"{self.busy}…" + (f" ({visible(self.running, 60)})" if self.running else "")
+            said = f"{now} · {said}" if said else now
+        said_widget = self.query_one("#offboard-said", Static)
+        said_widget.update(plain(said or self._hint(), wrap=True))
+        said_widget.set_class(self.bad and not self.busy, "-bad")
+        self._fill()
+        self._show_detail()
+
+    def _hint(self) -> str:
+        stored = self.stored
+        if stored is None:
+            return ""
+        nxt = next_step(stored)
+        if nxt is None:
+            return "every step passed: c rechecks that all is still gone"
+        st = stored.state(nxt.key).state
+        if st is State.CONSENT:
+            return f"{visible(nxt.key, 60)} asks you: g to go on anyway"
+        if nxt.driver == "manual":
+            return f"next: {visible(nxt.key, 60)}, by hand: when done, select it and press d"
+        return f"next: {visible(nxt.key, 60)} · n runs it, a runs all (typed confirmation)"
+
+    def _fill(self) -> None:
+        table = self.query_one("#offboard-steps", DataTable)
+        rows = [] if self.stored is None else checklist_rows(self.stored, self.running)
+        if rows == self._shown:
+            return
+        cursor = table.cursor_row
+        if len(rows) == len(self._shown):
+            # The same steps: only the changed cells (the cursor and scroll stay put).
+            for i, (old, new) in enumerate(zip(self._shown, rows, strict=True)):
+                for c, (a, b) in enumerate(zip(old, new, strict=True)):
+                    if a != b:
+                        table.update_cell_at(Coordinate(i, c), plain(b), update_width=True)
+        else:
+            table.clear()
+            for row in rows:
+                table.add_row(*(plain(v) for v in row))
+            if rows:
+                table.move_cursor(row=min(cursor, len(rows) - 1), animate=False)
+        self._shown = rows
+
+    def _selected(self) -> Step | None:
+        if self.stored is None or not self.stored.plan.steps:
+            return None
+        row = self.query_one("#offboard-steps", DataTable).cursor_row
+        return self.stored.plan.steps[min(max(row, 0), len(self.stored.plan.steps) - 1)]
+
+    def _show_detail(self) -> None:
+        detail = self.query_one("#offboard-detail", Static)
+        step = self._selected()
+        tz = self._config().billing.tz
+        lines = [] if step is None or self.stored is None else step_detail(self.stored, step, tz)
+        if self.lines:
+            lines.append("recheck:")
+            lines += [
+                f"{'ok  ' if ok else 'FAIL'} {visible(k, 60)}  {visible(s, 120)}"
+                for k, ok, s in self.lines
+            ]
+        # Line by line: visible() turns a newline inside any one of them into an escape.
+        detail.update(Text("\n").join(plain(line, wrap=True) for line in lines))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail()
+
+    # -- jobs --------------------------------------------------------------------------------
+
+    def _start(self, what: str, job: Job) -> bool:
+        """Start one engine job; refused while one is under way (one run at a time)."""
+        if self.busy:
+            self._say(f"wait: {self.busy} is under way", bad=True)
+            return False
+        ledger = self.zuka.ledger
+        if ledger is None:
+            self._say("no ledger open", bad=True)
+            return False
+        self.busy = what
+        self.said = ""
+        self.lines = ()
+        self._show()
+        if ledger.path is None:
+            # An in-memory ledger exists on its one connection only (tests, the demo).
+            self._job_here(ledger, job)
+        else:
+            self._job_thread(ledger, job)
+        return True
+
+    @work(thread=True, exit_on_error=False, group=GROUP)
+    def _job_thread(self, ledger: Ledger, job: Job) -> Done:
+        path = ledger.path
+        assert path is not None
+        if not path.exists():
+            raise no_ledger(path)
+        with Ledger.open(path, create=False, clock=ledger.clock, actor=ledger.actor) as own:
+            return asyncio.run(job(own))
+
+    @work(exit_on_error=False, group=GROUP)
+    async def _job_here(self, ledger: Ledger, job: Job) -> Done:
+        return await job(ledger)
+
+    def _tell(self, stored: StoredPlan, key: str) -> None:
+        """From the worker: a step begins (thread-safe: a message)."""
+        self.post_message(StepBegins(stored, key))
+
+    def on_step_begins(self, message: StepBegins) -> None:
+        if self.busy:
+            self.stored = message.stored
+            self.running = message.key
+            self._show()
+
+    def on_plan_read(self, message: PlanRead) -> None:
+        if not self.busy and self.stored is not None and message.stored.id == self.stored.id:
+            self.stored = message.stored
+            self._show()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != GROUP:
+            return
+        if event.state is WorkerState.SUCCESS and isinstance(event.worker.result, Done):
+            done = event.worker.result
+            if done.stored is not None:
+                self.stored = done.stored
+            if done.confirmed and self.stored is not None:
+                self.confirmed_hash = self.stored.hash
+            self.lines = done.lines
+            self._finish(done.said, bad=not done.ok)
+        elif event.state is WorkerState.ERROR:
+            exc = event.worker.error
+            if isinstance(exc, InputError):
+                said = f"refused: {exc.reason}"
+                if exc.field == "plan":
+                    said += " (p makes it again here)"
+                if exc.field == "confirm":
+                    said = f"refused, nothing was run: you typed '{visible(exc.value, 60)}',"\
+                           f" not the node's name. {exc.reason}"  # fmt: skip
+            else:
+                said = f"failed: {type(exc).__name__}: {exc}"
+            self._finish(visible(said, 600), bad=True)
+            self._reread()
+        elif event.state is WorkerState.CANCELLED:
+            self._finish("stopped", bad=True)
+
+    def _finish(self, said: str, *, bad: bool) -> None:
+        self.busy = ""
+        self.running = None
+        self._say(said, bad=bad)
+
+    def _say(self, said: str, *, bad: bool = False) -> None:
+        self.said = said
+        self.bad = bad
+        self._show()
+
+    def _reread(self) -> None:
+        """After a failed job: what the ledger says now (quietly, on the thread)."""
+        if self.stored is None or self.zuka.ledger is None:
+            return
+        self._reread_thread(self.zuka.ledger, self.stored.id)
+
+    @work(thread=True, exit_on_error=False, group="offboard-reread")
+    def _reread_thread(self, ledger: Ledger, plan_id: int) -> None:
+        if ledger.path is None:
+            return
+        with Ledger.open(ledger.path, readonly=True, clock=ledger.clock) as own:
+            stored = evidence.load(own, plan_id)
+        self.post_message(PlanRead(stored))
+
+    # -- keys ----------------------------------------------------------------------------------
+
+    def action_back(self) -> None:
+        if self.busy:
+            self._say(f"wait: {self.busy} is under way (the run stops at the first failure)",
+                      bad=True)  # fmt: skip
+            return
+        self.dismiss(None)
+
+    def action_replan(self) -> None:
+        self._start(
+            "making the plan",
+            partial(plan_job, name=self.node_name, config=self._config(), planners=self.planners),
+        )
+
+    def _confirmed(self, then: Callable[[str], None]) -> None:
+        """then(the name typed), asking for it unless typed for this very plan already."""
+        stored = self.stored
+        if stored is None:
+            self._say("no plan read yet", bad=True)
+            return
+        if self.busy:
+            self._say(f"wait: {self.busy} is under way", bad=True)
+            return
+        if self.confirmed_hash == stored.hash:
+            then(self.node_name)
+            return
+        deletes = sum(s.destructive for s in stored.plan.steps)
+        prompt = plain(
+            f"Carry out offboarding plan {stored.id} (hash {stored.hash[:12]}) on"
+            f" {visible(self.node_name, 60)}: {len(stored.plan.steps)} steps, {deletes} of"
+            " them delete.\nType the node's name to confirm:",
+            wrap=True,
+        )
+
+        def answered(typed: str | None) -> None:
+            if typed is None:
+                self._say("not confirmed: nothing was run")
+                return
+            then(typed)
+
+        self.app.push_screen(AskScreen(prompt, placeholder=self.node_name), answered)
+
+    def _run(self, choices: runner.Choices, what: str) -> None:
+        def go(typed: str) -> None:
+            job = partial(
+                run_job,
+                name=self.node_name,
+                config=self._config(),
+                planners=self.planners,
+                factory=self.drivers,
+                typed=typed,
+                choices=choices,
+                did=frozenset(self.did),
+                tell=self._tell,
+            )
+            self._start(what, job)
+
+        self._confirmed(go)
+
+    def action_run_all(self) -> None:
+        self._run(runner.Choices(), "running every step left")
+
+    def action_run_next(self) -> None:
+        nxt = None if self.stored is None else next_step(self.stored)
+        if self.stored is not None and nxt is None:
+            self._say("every step passed already: nothing to run")
+            return
+        if nxt is not None and self._asks(nxt):
+            self._say(f"{visible(nxt.key, 60)} asks you first: g to go on anyway", bad=True)
+            return
+        self._run(
+            runner.Choices(stop_after=None if nxt is None else nxt.key), "running the next step"
+        )
+
+    def _asks(self, step: Step) -> bool:
+        return self.stored is not None and self.stored.state(step.key).state is State.CONSENT
+
+    def _selected_next(self, verb: str) -> Step | None:
+        """The selected step, when it is the one a run starts at; else said why not."""
+        step = self._selected()
+        if step is None or self.stored is None:
+            self._say("no plan read yet", bad=True)
+            return None
+        nxt = next_step(self.stored)
+        if nxt is None or nxt.key != step.key:
+            first = "" if nxt is None else f" ({visible(nxt.key, 60)} comes first)"
+            self._say(f"cannot {verb} {visible(step.key, 60)} now: the steps before it must pass"
+                      f" first{first}", bad=True)  # fmt: skip
+            return None
+        return step
+
+    def action_retry(self) -> None:
+        step = self._selected()
+        if step is None or self.stored is None:
+            return
+        state = self.stored.state(step.key).state
+        if state not in (State.FAILED, State.STARTED, State.DONE):
+            self._say(f"only a failed step is retried: {visible(step.key, 60)} is {state.value}",
+                      bad=True)  # fmt: skip
+            return
+        if self._selected_next("retry") is not None:
+            self._run(runner.Choices(stop_after=step.key), f"retrying {visible(step.key, 60)}")
+
+    def action_did(self) -> None:
+        step = self._selected()
+        if step is None:
+            return
+        if step.driver != "manual":
+            self._say(f"{visible(step.key, 60)} is not a manual step: d says one done by hand",
+                      bad=True)  # fmt: skip
+            return
+        if self._selected_next("mark done") is None:
+            return
+        self.did.add(step.key)
+        self._run(runner.Choices(stop_after=step.key), f"verifying {visible(step.key, 60)}")
+
+    def action_go_on(self) -> None:
+        nxt = None if self.stored is None else next_step(self.stored)
+        if nxt is None or self.stored is None or not self._asks(nxt):
+            self._say("no step asks to go on now (g answers a step that stopped to ask)",
+                      bad=True)  # fmt: skip
+            return
+        detail = self.stored.state(nxt.key).detail
+        question = plain(
+            f"{visible(nxt.key, 60)} on {visible(self.node_name, 60)}:"
+            f" {visible(detail, 300)}\n\nGo on with the offboarding anyway?"
+            " Their data will be deleted under them.",
+            wrap=True,
+        )
+
+        def answered(yes: bool | None) -> None:
+            if not yes:
+                self._say("not going on: nothing was run")
+                return
+            self._run(runner.Choices(go_on=True, stop_after=nxt.key), "going on")
+
+        self.app.push_screen(ConsentScreen(question), answered)
+
+    def action_skip(self) -> None:
+        step = self._selected()
+        if step is None or self.stored is None:
+            return
+        if step.phase is Phase.PREFLIGHT:
+            self._say("a preflight check cannot be skipped: fix what it found", bad=True)
+            return
+        if self.stored.state(step.key).state in PASSED:
+            self._say(f"{visible(step.key, 60)} has passed already: nothing to skip")
+            return
+        prompt = plain(f"Skip {visible(step.key, 80)}: why? (kept in the evidence)", wrap=True)
+
+        def reason(text: str | None) -> None:
+            if text is None:
+                self._say("not skipped")
+                return
+
+            def go(typed: str) -> None:
+                job = partial(
+                    skip_job,
+                    name=self.node_name,
+                    config=self._config(),
+                    planners=self.planners,
+                    typed=typed,
+                    key=step.key,
+                    reason=text,
+                )
+                self._start(f"skipping {visible(step.key, 60)}", job)
+
+            self._confirmed(go)
+
+        self.app.push_screen(AskScreen(prompt, placeholder="the reason"), reason)
+
+    def action_recheck(self) -> None:
+        if self.stored is None or self.stored.finished_at is None:
+            self._say("recheck reads back a finished offboarding: run it first", bad=True)
+            return
+        job = partial(recheck_job, name=self.node_name, config=self._config(), factory=self.drivers)
+        self._start("rechecking", job)

@@ -25,6 +25,7 @@ from leases.history import unpack_minute
 from leases.housekeeping import Housekeeping
 from leases.ledger import Ledger
 from leases.models import Latest, Node
+from leases.offboard.evidence import Progress, progress
 from leases.renewals import BillingNow
 from leases.rollups import HistoryStore
 from leases.sparkline import CellSums, Reading, cell_sums, window_end
@@ -138,6 +139,8 @@ class LedgerFacts:
     refused: tuple[Node, ...] = ()  # stored rows holding a refused value: never polled
     billing: Mapping[str, BillingNow] = field(default_factory=dict)
     channels: Mapping[str, str] = field(default_factory=dict)  # provider name -> kind
+    # node id -> its offboarding plan in force (leases.offboard.evidence.progress)
+    offboard: Mapping[int, Progress] = field(default_factory=dict)
 
     @property
     def nodes(self) -> list[Node]:
@@ -253,4 +256,5 @@ class FleetReader:
         else:
             polled, refused = fleet_nodes(self.ledger)
         channels = {p.name: p.kind.value for p in self.ledger.providers()}
-        return LedgerFacts(tuple(polled), tuple(refused), self.ledger.billing(now), channels)
+        return LedgerFacts(tuple(polled), tuple(refused), self.ledger.billing(now), channels,
+                           progress(self.ledger))  # fmt: skip

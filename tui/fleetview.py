@@ -23,6 +23,8 @@ from leases.fleetfilter import RowFacts
 from leases.fleetheader import countdown, header, header_line, yuan
 from leases.models import Node, NodeHealth
 from leases.nodestatus import Figures, current, is_stale, status_figures
+from leases.offboard.evidence import Progress
+from leases.offboard.status import short as offboard_short
 from leases.poller import NodeStatus
 from leases.renewals import BillingNow, starts_in
 from leases.sparkline import CELLS, CellSums, Reading, bars, cell_sums
@@ -61,6 +63,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("cost", "Month", 9, 7),
     Column("ends", "Lease end", 13, 3),
     Column("alerts", "Alert", 5, 4),
+    Column("offboard", "Offboard", 12, 12),
 )
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
 CELL_PADDING = 2  # DataTable's padding: one cell each side
@@ -175,11 +178,12 @@ def fleet_row(
     channel: str = "",
     month_cost: Decimal | None = None,
     currency: str = "CNY",
+    offboard: Progress | None = None,
 ) -> FleetRow:
     """One node's row. hour: its last hour, a mean a sparkline cell (leases.sparkline:
     stored minutes and live readings on one scale; None a gap); alerts: its open alerts;
     channel: its provider's kind; month_cost: what its leases cost this month so far
-    (leases.fleetheader.MonthMoney.by_node)."""
+    (leases.fleetheader.MonthMoney.by_node); offboard: its offboarding plan in force."""
     health = status.health if status else NodeHealth.CONNECTING
     fig: Figures | None = status_figures(status)
     samples = status.samples if fig is not None and status else ()
@@ -217,6 +221,12 @@ def fleet_row(
         ),
         "ends": Text(ends, style=urgency_style(left) if lease else "dim", no_wrap=True, end=""),
         "alerts": Text(marker, style="bold red" if worst >= 2 else "yellow", end=""),
+        "offboard": Text(
+            offboard_short(offboard),
+            no_wrap=True,
+            end="",
+            style="red" if offboard is not None and offboard.stopped else "",
+        ),
     }
     sort = {
         "node": node.name.casefold(),
@@ -231,6 +241,7 @@ def fleet_row(
         "cost": month_cost,
         "ends": left,
         "alerts": (worst, len(alerts)),
+        "offboard": None if offboard is None else (offboard.finished, offboard.passed),
     }
     facts = RowFacts(
         name=node.name,
@@ -301,7 +312,8 @@ def build(
                   hour_means(data.hour.get(n.name, empty), live.get(n.name), data.hour_end), now,
                   by_node.get(n.id, []), facts.channels.get(n.provider or "", ""),
                   data.money.by_node.get(n.name) if data.money else None,
-                  data.money.currency if data.money else "CNY")
+                  data.money.currency if data.money else "CNY",
+                  facts.offboard.get(n.id) if n.id is not None else None)
         for n in nodes
     ]  # fmt: skip
     head = header(nodes, statuses, facts.billing, data.money, ledger_label, now)

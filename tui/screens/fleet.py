@@ -316,9 +316,13 @@ class FleetScreen(Screen[None]):
         self.zuka.action_alerts()
 
     def action_offboard(self) -> None:
-        self.app.notify("Offboarding from the dashboard is not built yet: use "
-                        "`zuka offboard NODE` once it exists.", markup=False,
-                        severity="warning")  # fmt: skip
+        name = self._node()
+        if name is not None:
+            from tui.screens.offboard import OffboardScreen
+
+            self.app.push_screen(
+                OffboardScreen(name), lambda _: self.zuka.refresh_view(reload=True)
+            )
 
     def action_check(self) -> None:
         self.app.notify("The acceptance check is not built yet: there is no screen for it.",

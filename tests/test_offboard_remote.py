@@ -16,7 +16,7 @@ import dataclasses
 import os
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import asyncssh
@@ -596,3 +596,66 @@ def test_shred_never_reaches_outside_the_declared_path(
             ["sh", "-c", gone_script(str(ckpt), (str(root),))], capture_output=True, text=True
         )
         assert gone.returncode == 0, gone.stdout
+
+
+# -- what the login user cannot see is not gone ---------------------------------------------
+
+_NOBODY = 65534
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists(),
+    reason="runs the scripts as an unprivileged user: needs root and setpriv",
+)
+
+
+@pytest.fixture
+def open_tmp() -> Iterator[Path]:
+    """A folder every user may search (pytest's tmp_path sits in root's 0700 folder)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp).chmod(0o755)
+        yield Path(tmp)
+
+
+def _as_nobody(script: str) -> subprocess.CompletedProcess[str]:
+    drop = ["setpriv", f"--reuid={_NOBODY}", f"--regid={_NOBODY}", "--clear-groups"]
+    return subprocess.run(
+        [*drop, "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": os.environ["PATH"], "LC_ALL": "C"},
+    )
+
+
+@needs_root
+def test_a_directory_the_login_user_cannot_read_is_not_verified_gone(open_tmp: Path) -> None:
+    """A non-root login that cannot read a directory under the path: find fails there, and
+    its silence is not 'no regular file left' (a rerun would take it for done)."""
+    root = open_tmp / "scratch"
+    ckpt = root / "ckpt"
+    (ckpt / "locked").mkdir(parents=True)
+    (ckpt / "locked" / "weights.pt").write_bytes(b"secret")
+    for p in (root, ckpt, ckpt / "locked"):
+        os.chown(p, _NOBODY, _NOBODY)
+    (ckpt / "locked").chmod(0)
+    gone = _as_nobody(gone_script(str(ckpt), (str(root),)))
+    assert gone.returncode != 0, gone.stdout
+    assert (ckpt / "locked" / "weights.pt").exists()
+
+
+@needs_root
+def test_a_path_behind_a_directory_the_login_user_cannot_search_is_not_absent(
+    open_tmp: Path,
+) -> None:
+    """`[ -e ]` is false for a path the login user may not look at: that is not 'absent'."""
+    root = open_tmp / "scratch"
+    (root / "private").mkdir(parents=True)
+    (root / "private" / "data.bin").write_bytes(b"secret")
+    (root / "private").chmod(0o700)  # root's, not nobody's
+    path = str(root / "private" / "data.bin")
+    for script in (gone_script(path, (str(root),)), shred_script(path, (str(root),))):
+        done = _as_nobody(script)
+        assert done.returncode != 0 and "absent" not in done.stdout, done.stdout
+    # A path that really is not there (its parent searchable) is still absent.
+    done = _as_nobody(gone_script(str(root / "never-there"), (str(root),)))
+    assert done.returncode == 0 and done.stdout.startswith("absent"), done.stdout
+    assert (root / "private" / "data.bin").exists()

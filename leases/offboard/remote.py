@@ -42,11 +42,13 @@ _REFUSED_LINK = 3
 _REFUSED_ELSEWHERE = 4
 _FAILED = 5
 _REFUSED_KIND = 6
+_UNSEEN = 7
 _WHY = {
     _REFUSED_LINK: "is a symbolic link: refused, not followed",
     _REFUSED_ELSEWHERE: "resolves elsewhere (a symbolic link on the way): refused",
     _FAILED: "the command failed on the node",
     _REFUSED_KIND: "is neither a regular file nor a directory: refused",
+    _UNSEEN: "the login user may not look there (a directory on the way): not proven",
 }
 
 
@@ -210,7 +212,13 @@ def _guard(word: str) -> str:
     return (
         f"p={word}\n"
         f'if [ -L "$p" ]; then echo "refused: a symbolic link"; exit {_REFUSED_LINK}; fi\n'
-        'if [ ! -e "$p" ]; then echo "absent"; exit 0; fi\n'
+        # `-e` is also false where a directory on the way may not be searched: absent only
+        # when the nearest existing ancestor is a directory this user may search.
+        'if [ ! -e "$p" ]; then\n'
+        '  d=$(dirname -- "$p"); while [ ! -e "$d" ]; do d=$(dirname -- "$d"); done\n'
+        '  if [ -d "$d" ] && [ -x "$d" ]; then echo "absent"; exit 0; fi\n'
+        f'  echo "refused: cannot look inside a directory on the way"; exit {_UNSEEN}\n'
+        "fi\n"
         f'r=$(readlink -f -- "$p") || exit {_FAILED}\n'
         f'if [ "$r" != "$p" ]; then echo "refused: resolves elsewhere"; '
         f"exit {_REFUSED_ELSEWHERE}; fi\n"
@@ -243,9 +251,11 @@ _SHRED_BODY = (
     f"[ $s = 0 ] || exit {_FAILED}\n"
 )
 _GONE_BODY = (
-    # Verified gone: no regular file left (symbolic links are listed, never followed).
+    # Verified gone: no regular file left (symbolic links are listed, never followed). A
+    # directory find could not read hides what is in it: that is not "none left".
     'if [ -f "$p" ]; then echo "still there"; exit 1; fi\n'
-    f'left=$(find -P "$p" -xdev -type f -print | head -n {_LISTED})\n'
+    'left=$( { find -P "$p" -xdev -type f -print || echo "find could not look everywhere"; } '
+    f"| head -n {_LISTED})\n"
     'if [ -z "$left" ]; then echo "no regular file left"; exit 0; fi\n'
     'printf "%s\\n" "$left"; exit 1\n'
 )

@@ -3,7 +3,8 @@ Tencent COS, Huawei OBS, MinIO). A bucket loses every object version, every dele
 and every unfinished multipart upload, then the bucket itself; a prefix loses the same
 under the prefix and the bucket stays. Where a store rejects batch deletes (DeleteObjects:
 some refuse boto3's checksums), objects go one at a time. Never a force flag, no bucket but
-the one named. Verified by reading back: HeadBucket 404, or nothing left under the prefix.
+the one named. Verified by reading back: the store's NoSuchBucket (a bare 404 may come from
+anything at a wrong endpoint), or nothing left under the prefix.
 """
 
 from __future__ import annotations
@@ -216,6 +217,23 @@ class S3Driver:
                 key = visible(obj["Key"], 100)
                 tally.failed.append(f"{key!r}@{obj.get('VersionId', '')}: {code} {message}")
 
+    @staticmethod
+    def _left_under(client: Any, t: _Target) -> int:
+        """Versions, delete markers and unfinished uploads under the prefix (at most one of
+        each looked for); a store without ListObjectVersions: its plain listing."""
+        from botocore.exceptions import ClientError
+
+        try:
+            left = client.list_object_versions(Bucket=t.bucket, Prefix=t.prefix, MaxKeys=1)
+            count = len(left.get("Versions", [])) + len(left.get("DeleteMarkers", []))
+        except ClientError as exc:
+            if client_error(exc)[0] != "NotImplemented":
+                raise
+            plain = client.list_objects_v2(Bucket=t.bucket, Prefix=t.prefix, MaxKeys=1)
+            count = len(plain.get("Contents", []))
+        uploads = client.list_multipart_uploads(Bucket=t.bucket, Prefix=t.prefix, MaxUploads=1)
+        return count + len(uploads.get("Uploads", []))
+
     async def verify(self, step: Step) -> Outcome:
         return await guarded(self._verify(step))
 
@@ -228,22 +246,20 @@ class S3Driver:
 
             try:
                 if not t.prefix:
-                    client.head_bucket(Bucket=t.bucket)
-                    return Reading(False, f"HeadBucket {t.bucket}: 200", "the bucket is there")
-                left = client.list_object_versions(Bucket=t.bucket, Prefix=t.prefix, MaxKeys=1)
-                uploads = client.list_multipart_uploads(
-                    Bucket=t.bucket, Prefix=t.prefix, MaxUploads=1
-                )
+                    # A GET, not HeadBucket: a HEAD's 404 has no body, and any web server
+                    # that is not this store (a wrong endpoint) answers 404 too. Only the
+                    # store's own NoSuchBucket says the bucket is gone.
+                    client.list_objects_v2(Bucket=t.bucket, MaxKeys=1)
+                    return Reading(False, f"ListObjectsV2 {t.bucket}: 200", "the bucket is there")
+                count = self._left_under(client, t)
             except (BotoCoreError, ClientError) as exc:
                 code, message, status = client_error(exc)
                 text = f"{t.shown}: {code} {status} {message}".strip()
-                if code in (*_GONE_CODES, "404") or status == 404:
+                if code in _GONE_CODES:
                     return Reading(True, text)
                 return Reading(
                     False, text, f"read back failed: {code or status}", final=hopeless(exc)
                 )
-            count = len(left.get("Versions", [])) + len(left.get("DeleteMarkers", []))
-            count += len(uploads.get("Uploads", []))
             text = f"ListObjectVersions/ListMultipartUploads {t.shown}: {count} left"
             return Reading(count == 0, text, "objects are still there under the prefix")
 

@@ -659,3 +659,28 @@ def test_a_path_behind_a_directory_the_login_user_cannot_search_is_not_absent(
     done = _as_nobody(gone_script(str(root / "never-there"), (str(root),)))
     assert done.returncode == 0 and done.stdout.startswith("absent"), done.stdout
     assert (root / "private" / "data.bin").exists()
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or subprocess.run(["unshare", "-m", "true"]).returncode != 0,
+    reason="bind-mounts in a private mount namespace: needs root and unshare",
+)
+def test_a_bind_mount_inside_the_path_is_refused_not_shredded_through(open_tmp: Path) -> None:
+    """A bind mount of the same file system under the declared path: find -xdev cannot
+    tell it from a plain directory, so the shred would overwrite what lies outside."""
+    root, outside = open_tmp / "scratch", open_tmp / "outside"
+    (root / "ckpt" / "data").mkdir(parents=True)
+    (root / "ckpt" / "mine.bin").write_bytes(b"ours")
+    outside.mkdir()
+    (outside / "theirs.txt").write_text("not ours")
+    script = shred_script(str(root / "ckpt"), (str(root),))
+    bind_then_run = 'mount --bind "$1" "$2" && sh -c "$3"'
+    argv = [bind_then_run, "sh", str(outside), str(root / "ckpt" / "data"), script]
+    done = subprocess.run(
+        ["unshare", "-m", "sh", "-c", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (outside / "theirs.txt").read_text() == "not ours"
+    assert done.returncode != 0 and "mounted inside" in done.stdout, done.stdout

@@ -9,7 +9,8 @@ SSH step), and a fresh login with that key refused (the proof).
 Every value that reaches a command is checked at its one entry (leases.offboard.paths,
 authkeys) and quoted, after `--`; the node's own names never come back into a command:
 find hands them to shred as arguments on the node itself, with no shell in between, and
-never follows a symbolic link (-P) nor crosses into another file system (-xdev). What the
+never follows a symbolic link (-P) nor crosses into another file system (-xdev); a path
+with a bind mount of its own file system inside (which -xdev cannot see) is refused. What the
 node prints is evidence, kept as it came; shown to a person only through `visible`.
 """
 
@@ -43,12 +44,15 @@ _REFUSED_ELSEWHERE = 4
 _FAILED = 5
 _REFUSED_KIND = 6
 _UNSEEN = 7
+_REFUSED_MOUNT = 8
 _WHY = {
     _REFUSED_LINK: "is a symbolic link: refused, not followed",
     _REFUSED_ELSEWHERE: "resolves elsewhere (a symbolic link on the way): refused",
     _FAILED: "the command failed on the node",
     _REFUSED_KIND: "is neither a regular file nor a directory: refused",
     _UNSEEN: "the login user may not look there (a directory on the way): not proven",
+    _REFUSED_MOUNT: "has a bind mount of its own file system inside (find -xdev would follow "
+    "it out): refused; unmount it, or declare the paths beside it",
 }
 
 
@@ -244,6 +248,14 @@ _SHRED_BODY = (
     "  exit 0\n"
     "fi\n"
     f'[ -d "$p" ] || {{ echo "refused: not a file or directory"; exit {_REFUSED_KIND}; }}\n'
+    # A mount inside on the same device (a bind mount) looks like a plain directory to
+    # -xdev: refuse, naming it. One whose device cannot be read counts as the same.
+    f'd=$(stat -c %d -- "$p") || exit {_FAILED}\n'
+    'same=$(P="$p/" awk \'index($5, ENVIRON["P"]) == 1 { print $5 }\' /proc/self/mountinfo '
+    '2>/dev/null | while IFS= read -r m; do s=$(stat -c %d -- "$m" 2>/dev/null); '
+    '[ -n "$s" ] && [ "$s" != "$d" ] || echo "$m"; done)\n'
+    'if [ -n "$same" ]; then echo "refused: mounted inside from the same file system:"; '
+    f'printf "%s\\n" "$same" | head -n {_LISTED}; exit {_REFUSED_MOUNT}; fi\n'
     'find -P "$p" -xdev -type f -links 1 -exec shred -n 1 -z -u -- {} +; s=$?\n'
     'find -P "$p" -xdev -type f -links +1 -print -exec rm -f -- {} + | sed "s/^/unlinked only: /"\n'
     'find -P "$p" -xdev -mindepth 1 -depth -type d -empty -delete\n'

@@ -684,3 +684,39 @@ def test_a_bind_mount_inside_the_path_is_refused_not_shredded_through(open_tmp: 
     )
     assert (outside / "theirs.txt").read_text() == "not ours"
     assert done.returncode != 0 and "mounted inside" in done.stdout, done.stdout
+
+
+def test_a_directory_swapped_for_a_link_mid_shred_is_not_followed(tmp_path: Path) -> None:
+    """Between find listing a file and shred opening it, something on the node turns a
+    directory on the way into a symbolic link to elsewhere (a stand-in shred does it on its
+    first call, then runs the real one). Full paths handed to shred would follow it; shred
+    run in each directory find entered itself (-execdir) does not."""
+    root, outside = tmp_path / "scratch", tmp_path / "outside"
+    ckpt = root / "ckpt"
+    for d in ("a", "b"):
+        (ckpt / d).mkdir(parents=True)
+        (ckpt / d / f"{d}.bin").write_bytes(b"ours")
+    outside.mkdir()
+    for name in ("a.bin", "b.bin"):
+        (outside / name).write_text("not ours")
+    real = subprocess.run(["sh", "-c", "command -v shred"], capture_output=True, text=True)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    swap = (
+        f"#!/bin/sh\nif [ ! -e {tmp_path}/swapped ]; then : > {tmp_path}/swapped\n"
+        f'  for d in a b; do if [ "$(pwd -P)" != {ckpt}/$d ]; then\n'
+        f"    mv {ckpt}/$d {tmp_path}/moved-$d && ln -s {outside} {ckpt}/$d; break; fi; done\n"
+        f'fi\nexec {real.stdout.strip()} "$@"\n'
+    )
+    (bin_dir / "shred").write_text(swap)
+    (bin_dir / "shred").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "LC_ALL": "C"}
+    subprocess.run(
+        ["sh", "-c", shred_script(str(ckpt), (str(root),))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert (tmp_path / "swapped").exists()  # the stand-in did swap
+    assert sorted(p.read_text() for p in outside.iterdir()) == ["not ours", "not ours"]

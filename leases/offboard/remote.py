@@ -131,7 +131,7 @@ def plan_remote(facts: PlanInput) -> list[Step]:
                 action="shred",
                 target=path,
                 destructive=True,
-                describe=f"find -P {paths.quoted(path)} -xdev -type f -exec shred -n 1 -z -u "
+                describe=f"find -P {paths.quoted(path)} -xdev -type f -execdir shred -n 1 -z -u "
                 "-- {} + (symbolic links refused, never followed)",
                 params=params(path=path, root=paths.root_of(path, roots)),
                 resource_id=declared[path],
@@ -256,8 +256,12 @@ _SHRED_BODY = (
     '[ -n "$s" ] && [ "$s" != "$d" ] || echo "$m"; done)\n'
     'if [ -n "$same" ]; then echo "refused: mounted inside from the same file system:"; '
     f'printf "%s\\n" "$same" | head -n {_LISTED}; exit {_REFUSED_MOUNT}; fi\n'
-    'find -P "$p" -xdev -type f -links 1 -exec shred -n 1 -z -u -- {} +; s=$?\n'
-    'find -P "$p" -xdev -type f -links +1 -print -exec rm -f -- {} + | sed "s/^/unlinked only: /"\n'
+    # -execdir: each command runs in the directory find itself entered (checked to be the
+    # one it listed), on ./NAME; a full path would follow a directory on the way that was
+    # swapped for a symbolic link after find listed it.
+    'find -P "$p" -xdev -type f -links 1 -execdir shred -n 1 -z -u -- {} +; s=$?\n'
+    'find -P "$p" -xdev -type f -links +1 -print -execdir rm -f -- {} + '
+    '| sed "s/^/unlinked only: /"\n'
     'find -P "$p" -xdev -mindepth 1 -depth -type d -empty -delete\n'
     f'find -P "$p" -xdev -mindepth 1 ! -type d -print | head -n {_LISTED} | sed "s/^/left: /"\n'
     f"[ $s = 0 ] || exit {_FAILED}\n"

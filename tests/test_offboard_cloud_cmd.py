@@ -361,12 +361,33 @@ def test_a_plan_with_a_hostile_id_is_not_made(value: str) -> None:
         "http://127.0.0.1:9000?x=1",
         "http://host\n.example",
         "https://",
+        # Instance metadata services (AWS, GCP, Aliyun, Tencent) are never object stores.
+        "http://169.254.169.254",
+        "http://[fd00:ec2::254]",
+        "http://metadata.google.internal",
+        "http://100.100.100.200",
+        "http://metadata.tencentyun.com",
+        # A public cloud's own endpoint over plain HTTP: the session token in clear.
+        "http://s3.amazonaws.com",
+        "http://oss-cn-hangzhou.aliyuncs.com",
+        "http://cos.ap-guangzhou.myqcloud.com",
+        "http://obs.cn-north-4.myhuaweicloud.com",
+        # A lookalike host (Cyrillic а): not the cloud it reads as.
+        "https://s3.\u0430mazonaws.com",
     ],
 )
 def test_bad_endpoints_are_refused(endpoint: str) -> None:
     with pytest.raises(InputError) as refused:
         cloud_ids.endpoint(endpoint)
     assert refused.value.field == "endpoint"
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    ["http://127.0.0.1:9000", "http://minio.lab:9000", "https://s3.us-east-1.amazonaws.com"],
+)
+def test_local_and_tls_endpoints_are_taken(endpoint: str) -> None:
+    assert cloud_ids.endpoint(endpoint) == endpoint
 
 
 def test_a_prefix_must_end_with_a_slash() -> None:

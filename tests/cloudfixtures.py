@@ -104,11 +104,13 @@ class BatchRefusingStore:
     """An S3-compatible store in front of moto that refuses DeleteObjects (POST ?delete) the
     way stores that reject boto3's CRC32 checksum do, and forwards everything else; with
     no_versions, it has no ListObjectVersions either (501 NotImplemented); with
-    ignore_ids, an EC2 Describe* call loses its id filter (a cloud that ignores it)."""
+    ignore_ids, an EC2 Describe* call loses its id filter (a cloud that ignores it); with
+    fake_deletes, a batch delete says yes and deletes nothing."""
 
     upstream: str
     no_versions: bool = False
     ignore_ids: bool = False
+    fake_deletes: bool = False  # DeleteObjects answers success and deletes nothing
     refused: int = 0
     seen: list[str] = field(default_factory=list)
 
@@ -127,6 +129,14 @@ class BatchRefusingStore:
                 query = urlsplit(self.path).query
                 words = query.split("&")
                 refuse = self.command == "POST" and "delete" in words
+                if refuse and store.fake_deletes:
+                    said = b'<?xml version="1.0" encoding="UTF-8"?><DeleteResult/>'
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(said)))
+                    self.end_headers()
+                    self.wfile.write(said)
+                    return
                 unknown = store.no_versions and self.command == "GET" and "versions" in words
                 if refuse or unknown:
                     store.refused += 1

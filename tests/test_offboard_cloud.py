@@ -26,6 +26,7 @@ from cloudfixtures import (
 
 from leases.models import ResourceKind
 from leases.offboard.cloud import cloud_drivers, plan_cloud
+from leases.offboard.cloud_s3 import S3Driver
 from leases.offboard.steps import CloudDriver, Outcome, Phase, PlanInput, Step, params
 
 
@@ -371,3 +372,47 @@ async def test_a_cloud_that_ignores_the_id_filter_proves_nothing(
         after = await driver.verify(step)
     assert not after.done and "filter" in after.detail, after
     assert ec2.describe_volumes()["Volumes"]  # the others: never touched
+
+
+async def test_every_page_of_versions_and_markers_only_keys_goes(endpoint: str) -> None:
+    """More entries than a page (a page of 7 here: S3's is 1000, DeleteObjects' batch too),
+    some keys with only a delete marker left: every page is emptied, then the bucket."""
+    s3 = client("s3", endpoint)
+    s3.create_bucket(Bucket="big")
+    s3.put_bucket_versioning(Bucket="big", VersioningConfiguration={"Status": "Enabled"})
+    for i in range(20):
+        s3.put_object(Bucket="big", Key=f"v/{i:02}", Body=b"x")
+    for i in range(6):
+        version = s3.put_object(Bucket="big", Key=f"m/{i:02}", Body=b"x")["VersionId"]
+        s3.delete_object(Bucket="big", Key=f"m/{i:02}")
+        s3.delete_object(Bucket="big", Key=f"m/{i:02}", VersionId=version)  # marker only
+    assert len(list(all_versions(s3, "big"))) == 26
+    plan_input = facts([(ResourceKind.BUCKET, "big")], provider=aws_provider(), endpoint=endpoint)
+    [step] = plan_cloud(plan_input)
+    driver = drivers_for(plan_input, [step])["s3"]
+    assert isinstance(driver, S3Driver)
+    driver.page_size = 7
+
+    ran = await driver.run(step)
+    checked = await driver.verify(step)
+
+    assert ran.done and checked.done, (ran, checked)
+    assert "deleted 20 object version(s), 6 delete marker(s)" in ran.output
+
+
+@pytest.mark.parametrize("native", ["lab-ckpt", "lab-ckpt/ckpt/"])
+async def test_a_store_that_says_deleted_but_keeps_the_objects_is_not_done(
+    endpoint: str, native: str
+) -> None:
+    """DeleteObjects answers success and nothing goes: the run itself says not done (a
+    run taken for done would not be run again), and the read-back agrees."""
+    s3 = client("s3", endpoint)
+    versioned_bucket(s3, "lab-ckpt")
+    before = sorted(all_versions(s3, "lab-ckpt"))
+    kind = ResourceKind.BUCKET if "/" not in native else ResourceKind.BUCKET_PREFIX
+    with BatchRefusingStore(endpoint, fake_deletes=True) as store:
+        [(_, ran, checked)] = await offboard(
+            facts([(kind, native)], provider=aws_provider(), endpoint=store.endpoint)
+        )
+    assert not ran.done and not checked.done, (ran, checked)
+    assert sorted(all_versions(s3, "lab-ckpt")) == before

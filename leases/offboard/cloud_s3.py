@@ -90,8 +90,11 @@ def _target(step: Step) -> _Target:
     )
 
 
-def _pages(client: Any, method: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
-    yield from client.get_paginator(method).paginate(**kwargs)
+def _pages(
+    client: Any, method: str, page_size: int | None, **kwargs: Any
+) -> Iterator[dict[str, Any]]:
+    config = {"PageSize": page_size} if page_size else {}
+    yield from client.get_paginator(method).paginate(**kwargs, PaginationConfig=config)
 
 
 class S3Driver:
@@ -106,6 +109,7 @@ class S3Driver:
         self.account = account
         self.timing = timing
         self._identity_from = identity_from
+        self.page_size: int | None = None  # the store's own (1000 on S3); tests make it small
 
     async def identity(self) -> Identity:
         if self._identity_from is not None:
@@ -131,10 +135,20 @@ class S3Driver:
             for _ in range(_PASSES):
                 # Unfinished uploads first, so none completes into a fresh object behind us.
                 self._abort_uploads(client, t, tally)
-                if not self._delete_versions(client, t, tally) or tally.failed:
+                left = self._delete_versions(client, t, tally)
+                if not left or tally.failed:
                     break
             if tally.failed:
                 return Outcome(False, tally.text(), "some objects could not be deleted")
+            if left:
+                # Each pass found objects again: deletes that said yes and did nothing, or
+                # writes racing us. Not done, so that a rerun tries again.
+                return Outcome(
+                    False,
+                    f"{t.shown}: {tally.text()}",
+                    f"objects still listed after {_PASSES} passes: the store keeps them or "
+                    "something still writes there",
+                )
             if t.prefix:
                 return Outcome(True, f"{t.shown}: {tally.text()}")
             client.delete_bucket(Bucket=t.bucket)
@@ -147,7 +161,9 @@ class S3Driver:
         return Outcome(True, f"{t.shown}: {tally.text()}; bucket deleted")
 
     def _abort_uploads(self, client: Any, t: _Target, tally: _Tally) -> None:
-        for page in _pages(client, "list_multipart_uploads", Bucket=t.bucket, Prefix=t.prefix):
+        for page in _pages(
+            client, "list_multipart_uploads", self.page_size, Bucket=t.bucket, Prefix=t.prefix
+        ):
             for up in page.get("Uploads", []):
                 client.abort_multipart_upload(
                     Bucket=t.bucket, Key=up["Key"], UploadId=up["UploadId"]
@@ -160,7 +176,9 @@ class S3Driver:
         from botocore.exceptions import ClientError
 
         try:
-            for page in _pages(client, "list_object_versions", Bucket=t.bucket, Prefix=t.prefix):
+            for page in _pages(
+                client, "list_object_versions", self.page_size, Bucket=t.bucket, Prefix=t.prefix
+            ):
                 for name, markers in (("Versions", False), ("DeleteMarkers", True)):
                     batch = [
                         {"Key": v["Key"], "VersionId": v["VersionId"]} for v in page.get(name, [])
@@ -170,7 +188,9 @@ class S3Driver:
         except ClientError as exc:
             if client_error(exc)[0] != "NotImplemented":
                 raise
-            for page in _pages(client, "list_objects_v2", Bucket=t.bucket, Prefix=t.prefix):
+            for page in _pages(
+                client, "list_objects_v2", self.page_size, Bucket=t.bucket, Prefix=t.prefix
+            ):
                 batch = [{"Key": o["Key"]} for o in page.get("Contents", [])]
                 if batch:
                     yield batch, False

@@ -294,6 +294,28 @@ def test_a_template_with_an_unknown_placeholder_is_refused_naming_it(tmp_path: P
     assert refused.value.field.endswith("bad.toml: disk.delete")
 
 
+@pytest.mark.parametrize(
+    ("words", "why"),
+    [
+        # No {id}: it would delete what the template names, not what the ledger does.
+        ('delete = ["ecs", "DeleteSnapshots", "--All"]', "{id}"),
+        ('delete = ["ecs", "DeleteSnapshot", "--SnapshotId", "{id}", "--Force", "true"]', "force"),
+        ('delete = ["evs", "delete", "--force={region}", "{id}"]', "force"),
+    ],
+)
+def test_a_template_that_deletes_more_than_the_id_or_forces_is_refused(
+    tmp_path: Path, words: str, why: str
+) -> None:
+    (tmp_path / "bad.toml").write_text(
+        'name = "bad"\nprogram = "bad"\n[whoami]\nargv = ["who"]\naccount = "A"\n'
+        f'[snapshot]\n{words}\nverify = ["ls", "{{id}}"]\n'
+    )
+    with pytest.raises(InputError) as refused:
+        load_templates(tmp_path)
+    assert refused.value.field.endswith("bad.toml: snapshot.delete")
+    assert why in refused.value.reason
+
+
 # Hostile ids: shell words, substitutions, newlines, quotes, options, traversal.
 HOSTILE = st.one_of(
     st.sampled_from(

@@ -720,3 +720,23 @@ def test_a_directory_swapped_for_a_link_mid_shred_is_not_followed(tmp_path: Path
     )
     assert (tmp_path / "swapped").exists()  # the stand-in did swap
     assert sorted(p.read_text() for p in outside.iterdir()) == ["not ours", "not ours"]
+
+
+async def test_a_keys_file_longer_than_zuka_reads_is_not_called_clean(lab: Lab) -> None:
+    """Ten thousand lines of padding before the lab's key: what zuka did not read is not
+    'the key is not in the file'."""
+    keys_file = lab.home / ".ssh" / "authorized_keys"
+    ours = keys_file.read_text()
+    keys_file.write_text("# padding\n" * 10_000 + ours)
+    revoke = Step(
+        "revoke-key:k",
+        Phase.REVOKE,
+        "ssh",
+        "revoke-key",
+        "k",
+        True,
+        "",
+        (("fingerprint", ""), ("key_path", str(lab.key_path)), ("keys_file", presets.KEYS_FILE)),
+    )
+    for outcome in (await lab.driver.verify(revoke), await lab.driver.run(revoke)):
+        assert not outcome.done and "not read" in outcome.detail, outcome

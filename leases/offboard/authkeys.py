@@ -38,6 +38,7 @@ class Found:
     blobs: tuple[str, ...]  # each key's base64 word, as it stands in the matching lines
     lines: int  # lines holding the key
     keys: int  # lines read as keys at all
+    unread: int = 0  # lines past _MAX_LINES: not looked at, so nothing is said of them
 
 
 _KEY_TYPE_RE = re.compile(r"(ssh|ecdsa|sk-ssh|sk-ecdsa)-[a-z0-9@.-]{1,60}")
@@ -66,7 +67,8 @@ def find_key(text: str, fingerprint: str) -> Found:
     blobs: list[str] = []
     matched = keys = 0
     # sshd ends a line only at \n (str.splitlines also splits at \f, \x85, \u2028...).
-    for raw in text.split("\n")[:_MAX_LINES]:
+    lines = text.split("\n")
+    for raw in lines[:_MAX_LINES]:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -86,7 +88,7 @@ def find_key(text: str, fingerprint: str) -> Found:
         matched += 1
         if blob not in blobs:
             blobs.append(blob)
-    return Found(tuple(blobs), matched, keys)
+    return Found(tuple(blobs), matched, keys, max(0, len(lines) - _MAX_LINES))
 
 
 def check_blob(blob: str) -> str:

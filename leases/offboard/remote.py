@@ -462,6 +462,10 @@ class RemoteDriver:
             return Outcome(False, _evidence(listed), f"cannot read {keys_file}")
         found = authkeys.find_key(listed.stdout, fp)
         facts = {"fingerprint": fp, "keys_file": keys_file}
+        if found.unread and (verify or not found.lines):
+            # The key may be in the part not read: neither clean nor revoked.
+            why = f"~/{keys_file} has {found.unread} more lines than zuka reads: not read, "
+            return Outcome(False, _evidence(listed), why + "so not proven; trim the file")
         if not found.lines:
             return Outcome(True, _evidence(listed), f"{fp} is not in ~/{keys_file}", facts)
         if verify:

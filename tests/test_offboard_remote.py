@@ -740,3 +740,24 @@ async def test_a_keys_file_longer_than_zuka_reads_is_not_called_clean(lab: Lab) 
     )
     for outcome in (await lab.driver.verify(revoke), await lab.driver.run(revoke)):
         assert not outcome.done and "not read" in outcome.detail, outcome
+
+
+def test_an_ssh_directory_under_a_declared_path_is_kept(tmp_path: Path) -> None:
+    """A declared path that holds someone's home: its .ssh (the platform's key, the lab's
+    key with its own revoke-and-prove step) is never shredded with the scratch."""
+    root = tmp_path / "scratch"
+    home = root / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "authorized_keys").write_text("ssh-ed25519 AAAA platform\n")
+    (home / "run.log").write_text("ours")
+    done = subprocess.run(
+        ["sh", "-c", shred_script(str(home), (str(root),))], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "kept (keys have their own step)" in done.stdout
+    assert not (home / "run.log").exists()
+    assert (home / ".ssh" / "authorized_keys").read_text() == "ssh-ed25519 AAAA platform\n"
+    gone = subprocess.run(
+        ["sh", "-c", gone_script(str(home), (str(root),))], capture_output=True, text=True
+    )
+    assert gone.returncode == 0, gone.stdout

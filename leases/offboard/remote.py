@@ -238,6 +238,9 @@ def _home(rel: str) -> str:
     )
 
 
+# find's words that skip every .ssh directory below the path (and all in it).
+_NOT_SSH = "-name .ssh -type d -prune -o"
+
 _SHRED_BODY = (
     # A regular file: shred it; one with other names (hard links) is only unlinked, or
     # shred would overwrite a file outside the root through its other name.
@@ -259,18 +262,23 @@ _SHRED_BODY = (
     # -execdir: each command runs in the directory find itself entered (checked to be the
     # one it listed), on ./NAME; a full path would follow a directory on the way that was
     # swapped for a symbolic link after find listed it.
-    'find -P "$p" -xdev -type f -links 1 -execdir shred -n 1 -z -u -- {} +; s=$?\n'
-    'find -P "$p" -xdev -type f -links +1 -print -execdir rm -f -- {} + '
+    # An .ssh directory below (someone's home) is kept: keys have their own step.
+    f'find -P "$p" -xdev {_NOT_SSH} -type f -links 1 -execdir shred -n 1 -z -u -- {{}} +; s=$?\n'
+    f'find -P "$p" -xdev {_NOT_SSH} -type f -links +1 -print -execdir rm -f -- {{}} + '
     '| sed "s/^/unlinked only: /"\n'
     'find -P "$p" -xdev -mindepth 1 -depth -type d -empty -delete\n'
-    f'find -P "$p" -xdev -mindepth 1 ! -type d -print | head -n {_LISTED} | sed "s/^/left: /"\n'
+    'find -P "$p" -xdev -mindepth 1 -name .ssh -type d -print -prune '
+    '| sed "s/^/kept (keys have their own step): /"\n'
+    f'find -P "$p" -xdev -mindepth 1 {_NOT_SSH} ! -type d -print | head -n {_LISTED} '
+    '| sed "s/^/left: /"\n'
     f"[ $s = 0 ] || exit {_FAILED}\n"
 )
 _GONE_BODY = (
     # Verified gone: no regular file left (symbolic links are listed, never followed). A
     # directory find could not read hides what is in it: that is not "none left".
     'if [ -f "$p" ]; then echo "still there"; exit 1; fi\n'
-    'left=$( { find -P "$p" -xdev -type f -print || echo "find could not look everywhere"; } '
+    f'left=$( {{ find -P "$p" -xdev {_NOT_SSH} -type f -print || '
+    'echo "find could not look everywhere"; } '
     f"| head -n {_LISTED})\n"
     'if [ -z "$left" ]; then echo "no regular file left"; exit 0; fi\n'
     'printf "%s\\n" "$left"; exit 1\n'
@@ -501,6 +509,8 @@ def _done_words(stdout: str, verify: bool) -> str:
         words += f"; {unlinked} with other hard links unlinked, not overwritten"
     if left:
         words += f"; {left} symbolic link(s) or special file(s) left in place, never followed"
+    if any(line.startswith("kept (keys") for line in stdout.splitlines()):
+        words += "; .ssh directories kept (keys have their own step)"
     return words
 
 

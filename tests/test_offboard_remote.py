@@ -761,3 +761,19 @@ def test_an_ssh_directory_under_a_declared_path_is_kept(tmp_path: Path) -> None:
         ["sh", "-c", gone_script(str(home), (str(root),))], capture_output=True, text=True
     )
     assert gone.returncode == 0, gone.stdout
+
+
+def test_a_node_path_with_an_empty_entry_still_shreds(tmp_path: Path) -> None:
+    """find refuses -execdir when PATH holds the current directory (an empty entry, a
+    trailing colon): common in hand-made shell profiles; the script drops those entries."""
+    root = tmp_path / "scratch"
+    (root / "ckpt").mkdir(parents=True)
+    (root / "ckpt" / "a.pt").write_bytes(b"ours")
+    done = subprocess.run(
+        ["sh", "-c", shred_script(str(root / "ckpt"), (str(root),))],
+        capture_output=True,
+        text=True,
+        env={"PATH": f":{os.environ['PATH']}:.:", "LC_ALL": "C"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (root / "ckpt" / "a.pt").exists()

@@ -262,6 +262,10 @@ _SHRED_BODY = (
     # -execdir: each command runs in the directory find itself entered (checked to be the
     # one it listed), on ./NAME; a full path would follow a directory on the way that was
     # swapped for a symbolic link after find listed it.
+    # find -execdir refuses a PATH that holds the current directory ("", "." or any
+    # relative entry): keep only absolute entries.
+    'PATH=$(printf "%s" "$PATH" | tr ":" "\\n" | grep "^/" | paste -s -d ":" -)\n'
+    '[ -n "$PATH" ] || PATH=/usr/bin:/bin\n'
     # An .ssh directory below (someone's home) is kept: keys have their own step.
     f'find -P "$p" -xdev {_NOT_SSH} -type f -links 1 -execdir shred -n 1 -z -u -- {{}} +; s=$?\n'
     f'find -P "$p" -xdev {_NOT_SSH} -type f -links +1 -print -execdir rm -f -- {{}} + '

@@ -385,6 +385,9 @@ def test_a_plan_with_a_hostile_id_is_not_made(value: str) -> None:
         "https://",
         # Instance metadata services (AWS, GCP, Aliyun, Tencent) are never object stores.
         "http://169.254.169.254",
+        "http://2852039166",  # the same address as one number, as the resolver reads it
+        "http://0xa9fea9fe",
+        "http://169.254.43518",
         "http://[fd00:ec2::254]",
         "http://metadata.google.internal",
         "http://100.100.100.200",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import socket
 from urllib.parse import urlsplit
 
 from leases.errors import InputError
@@ -153,7 +154,13 @@ def endpoint(value: str) -> str:
 
 
 def _link_local(host: str) -> bool:
+    """A link-local address, also written as the resolver reads it (2852039166,
+    0xa9fea9fe, 169.254.43518 are all 169.254.169.254)."""
     try:
-        return ipaddress.ip_address(host).is_link_local or host == "fd00:ec2::254"
+        address = ipaddress.ip_address(host)
     except ValueError:
-        return False
+        try:
+            address = ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return False
+    return address.is_link_local or str(address) == "fd00:ec2::254"

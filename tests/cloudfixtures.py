@@ -4,6 +4,7 @@ small S3 store of our own that refuses batch deletes as some S3-compatible store
 from __future__ import annotations
 
 import http.client
+import re
 import threading
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -102,10 +103,14 @@ def aws_provider(**kw: str) -> Provider:
 class BatchRefusingStore:
     """An S3-compatible store in front of moto that refuses DeleteObjects (POST ?delete) the
     way stores that reject boto3's CRC32 checksum do, and forwards everything else; with
-    no_versions, it has no ListObjectVersions either (501 NotImplemented)."""
+    no_versions, it has no ListObjectVersions either (501 NotImplemented); with
+    ignore_ids, an EC2 Describe* call loses its id filter (a cloud that ignores it); with
+    fake_deletes, a batch delete says yes and deletes nothing."""
 
     upstream: str
     no_versions: bool = False
+    ignore_ids: bool = False
+    fake_deletes: bool = False  # DeleteObjects answers success and deletes nothing
     refused: int = 0
     seen: list[str] = field(default_factory=list)
 
@@ -124,6 +129,14 @@ class BatchRefusingStore:
                 query = urlsplit(self.path).query
                 words = query.split("&")
                 refuse = self.command == "POST" and "delete" in words
+                if refuse and store.fake_deletes:
+                    said = b'<?xml version="1.0" encoding="UTF-8"?><DeleteResult/>'
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(said)))
+                    self.end_headers()
+                    self.wfile.write(said)
+                    return
                 unknown = store.no_versions and self.command == "GET" and "versions" in words
                 if refuse or unknown:
                     store.refused += 1
@@ -140,8 +153,16 @@ class BatchRefusingStore:
                     self.end_headers()
                     self.wfile.write(error)
                     return
+                if store.ignore_ids and body and body.startswith(b"Action=Describe"):
+                    body = b"&".join(
+                        w for w in body.split(b"&") if not re.match(rb"\w+Id\.\d+=", w)
+                    )
                 conn = http.client.HTTPConnection(up.hostname or "", up.port, timeout=30)
-                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                headers = {
+                    k: v
+                    for k, v in self.headers.items()
+                    if k.lower() not in ("host", "content-length")
+                }
                 conn.request(self.command, self.path, body=body, headers=headers)
                 answer = conn.getresponse()
                 data = answer.read()
@@ -165,6 +186,46 @@ class BatchRefusingStore:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def __enter__(self) -> BatchRefusingStore:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+class NotS3:
+    """A web server that is no S3 store (a wrong endpoint, a metadata service): 404 with an
+    HTML page to everything."""
+
+    def __init__(self) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                page = b"<html><body>Not Found</body></html>"
+                self.send_response(404)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(page)
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _answer
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> NotS3:
         self.thread.start()
         return self
 

@@ -14,6 +14,7 @@ from cloudfixtures import (
     REGION,
     BatchRefusingStore,
     FakeClock,
+    NotS3,
     all_versions,
     aws_provider,
     client,
@@ -25,6 +26,7 @@ from cloudfixtures import (
 
 from leases.models import ResourceKind
 from leases.offboard.cloud import cloud_drivers, plan_cloud
+from leases.offboard.cloud_s3 import S3Driver
 from leases.offboard.steps import CloudDriver, Outcome, Phase, PlanInput, Step, params
 
 
@@ -303,3 +305,114 @@ async def test_a_stored_step_with_a_hostile_id_is_not_tried(endpoint: str, hosti
     out = await driver.run(forged)
     assert not out.done and out.detail.startswith("not tried: native_id")
     assert ec2.describe_volumes()["Volumes"]
+
+
+# -- read-backs that must not prove a deletion that did not happen ---------------------------
+
+
+async def test_a_prefix_in_a_store_without_versions_is_verified_from_its_plain_listing(
+    endpoint: str,
+) -> None:
+    s3 = client("s3", endpoint)
+    s3.create_bucket(Bucket="minio-like")
+    for key in ("runs/exp1/a", "runs/exp1/b", "runs/exp10/c"):
+        s3.put_object(Bucket="minio-like", Key=key, Body=b"x")
+    with BatchRefusingStore(endpoint, no_versions=True) as store:
+        plan_input = facts(
+            [(ResourceKind.BUCKET_PREFIX, "minio-like/runs/exp1/")],
+            provider=aws_provider(),
+            endpoint=store.endpoint,
+        )
+        [(_, ran, checked)] = await offboard(plan_input)
+    assert ran.done and checked.done, (ran, checked)
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket="minio-like")["Contents"]]
+    assert keys == ["runs/exp10/c"]
+
+
+@pytest.mark.parametrize("kind", [ResourceKind.BUCKET, ResourceKind.BUCKET_PREFIX])
+async def test_a_404_from_something_that_is_not_s3_proves_nothing(
+    endpoint: str, kind: ResourceKind
+) -> None:
+    """A wrong endpoint (a typo, a web server, a metadata service) answers 404 to
+    everything: only the store's own NoSuchBucket says a bucket is gone."""
+    s3 = client("s3", endpoint)
+    versioned_bucket(s3, "lab-ckpt")
+    native = "lab-ckpt" if kind is ResourceKind.BUCKET else "lab-ckpt/ckpt/"
+    with NotS3() as web:
+        [(_, ran, checked)] = await offboard(
+            facts([(kind, native)], provider=aws_provider(), endpoint=web.endpoint)
+        )
+    assert not ran.done, ran
+    assert not checked.done, checked
+    assert list(all_versions(s3, "lab-ckpt"))
+
+
+@pytest.mark.parametrize("kind", [ResourceKind.SNAPSHOT, ResourceKind.DISK])
+async def test_a_cloud_that_ignores_the_id_filter_proves_nothing(
+    endpoint: str, kind: ResourceKind
+) -> None:
+    """Describe by id answered with others and not ours: the filter was ignored, and ours
+    may be on a page not shown. That is no proof it is gone (the CLI driver says the same)."""
+    ec2 = client("ec2", endpoint)
+    volume = ec2.create_volume(AvailabilityZone=f"{REGION}a", Size=1)["VolumeId"]
+    ours = ec2.create_volume(AvailabilityZone=f"{REGION}a", Size=1)["VolumeId"]
+    snapshot = ec2.create_snapshot(VolumeId=volume)["SnapshotId"]
+    ec2.create_snapshot(VolumeId=volume)
+    native = snapshot if kind is ResourceKind.SNAPSHOT else ours
+    with BatchRefusingStore(endpoint, ignore_ids=True) as cloud:
+        plan_input = facts([(kind, native)], provider=aws_provider(), endpoint=cloud.endpoint)
+        [step] = plan_cloud(plan_input)
+        driver = drivers_for(plan_input, [step])["ec2"]
+        before = await driver.verify(step)
+        assert not before.done, before  # listed among the others: there
+        if kind is ResourceKind.SNAPSHOT:
+            ec2.delete_snapshot(SnapshotId=snapshot)
+        else:
+            ec2.delete_volume(VolumeId=ours)
+        after = await driver.verify(step)
+    assert not after.done and "filter" in after.detail, after
+    assert ec2.describe_volumes()["Volumes"]  # the others: never touched
+
+
+async def test_every_page_of_versions_and_markers_only_keys_goes(endpoint: str) -> None:
+    """More entries than a page (a page of 7 here: S3's is 1000, DeleteObjects' batch too),
+    some keys with only a delete marker left: every page is emptied, then the bucket."""
+    s3 = client("s3", endpoint)
+    s3.create_bucket(Bucket="big")
+    s3.put_bucket_versioning(Bucket="big", VersioningConfiguration={"Status": "Enabled"})
+    for i in range(20):
+        s3.put_object(Bucket="big", Key=f"v/{i:02}", Body=b"x")
+    for i in range(6):
+        version = s3.put_object(Bucket="big", Key=f"m/{i:02}", Body=b"x")["VersionId"]
+        s3.delete_object(Bucket="big", Key=f"m/{i:02}")
+        s3.delete_object(Bucket="big", Key=f"m/{i:02}", VersionId=version)  # marker only
+    assert len(list(all_versions(s3, "big"))) == 26
+    plan_input = facts([(ResourceKind.BUCKET, "big")], provider=aws_provider(), endpoint=endpoint)
+    [step] = plan_cloud(plan_input)
+    driver = drivers_for(plan_input, [step])["s3"]
+    assert isinstance(driver, S3Driver)
+    driver.page_size = 7
+
+    ran = await driver.run(step)
+    checked = await driver.verify(step)
+
+    assert ran.done and checked.done, (ran, checked)
+    assert "deleted 20 object version(s), 6 delete marker(s)" in ran.output
+
+
+@pytest.mark.parametrize("native", ["lab-ckpt", "lab-ckpt/ckpt/"])
+async def test_a_store_that_says_deleted_but_keeps_the_objects_is_not_done(
+    endpoint: str, native: str
+) -> None:
+    """DeleteObjects answers success and nothing goes: the run itself says not done (a
+    run taken for done would not be run again), and the read-back agrees."""
+    s3 = client("s3", endpoint)
+    versioned_bucket(s3, "lab-ckpt")
+    before = sorted(all_versions(s3, "lab-ckpt"))
+    kind = ResourceKind.BUCKET if "/" not in native else ResourceKind.BUCKET_PREFIX
+    with BatchRefusingStore(endpoint, fake_deletes=True) as store:
+        [(_, ran, checked)] = await offboard(
+            facts([(kind, native)], provider=aws_provider(), endpoint=store.endpoint)
+        )
+    assert not ran.done and not checked.done, (ran, checked)
+    assert sorted(all_versions(s3, "lab-ckpt")) == before

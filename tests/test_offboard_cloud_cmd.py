@@ -294,6 +294,28 @@ def test_a_template_with_an_unknown_placeholder_is_refused_naming_it(tmp_path: P
     assert refused.value.field.endswith("bad.toml: disk.delete")
 
 
+@pytest.mark.parametrize(
+    ("words", "why"),
+    [
+        # No {id}: it would delete what the template names, not what the ledger does.
+        ('delete = ["ecs", "DeleteSnapshots", "--All"]', "{id}"),
+        ('delete = ["ecs", "DeleteSnapshot", "--SnapshotId", "{id}", "--Force", "true"]', "force"),
+        ('delete = ["evs", "delete", "--force={region}", "{id}"]', "force"),
+    ],
+)
+def test_a_template_that_deletes_more_than_the_id_or_forces_is_refused(
+    tmp_path: Path, words: str, why: str
+) -> None:
+    (tmp_path / "bad.toml").write_text(
+        'name = "bad"\nprogram = "bad"\n[whoami]\nargv = ["who"]\naccount = "A"\n'
+        f'[snapshot]\n{words}\nverify = ["ls", "{{id}}"]\n'
+    )
+    with pytest.raises(InputError) as refused:
+        load_templates(tmp_path)
+    assert refused.value.field.endswith("bad.toml: snapshot.delete")
+    assert why in refused.value.reason
+
+
 # Hostile ids: shell words, substitutions, newlines, quotes, options, traversal.
 HOSTILE = st.one_of(
     st.sampled_from(
@@ -361,12 +383,36 @@ def test_a_plan_with_a_hostile_id_is_not_made(value: str) -> None:
         "http://127.0.0.1:9000?x=1",
         "http://host\n.example",
         "https://",
+        # Instance metadata services (AWS, GCP, Aliyun, Tencent) are never object stores.
+        "http://169.254.169.254",
+        "http://2852039166",  # the same address as one number, as the resolver reads it
+        "http://0xa9fea9fe",
+        "http://169.254.43518",
+        "http://[fd00:ec2::254]",
+        "http://metadata.google.internal",
+        "http://100.100.100.200",
+        "http://metadata.tencentyun.com",
+        # A public cloud's own endpoint over plain HTTP: the session token in clear.
+        "http://s3.amazonaws.com",
+        "http://oss-cn-hangzhou.aliyuncs.com",
+        "http://cos.ap-guangzhou.myqcloud.com",
+        "http://obs.cn-north-4.myhuaweicloud.com",
+        # A lookalike host (Cyrillic а): not the cloud it reads as.
+        "https://s3.\u0430mazonaws.com",
     ],
 )
 def test_bad_endpoints_are_refused(endpoint: str) -> None:
     with pytest.raises(InputError) as refused:
         cloud_ids.endpoint(endpoint)
     assert refused.value.field == "endpoint"
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    ["http://127.0.0.1:9000", "http://minio.lab:9000", "https://s3.us-east-1.amazonaws.com"],
+)
+def test_local_and_tls_endpoints_are_taken(endpoint: str) -> None:
+    assert cloud_ids.endpoint(endpoint) == endpoint
 
 
 def test_a_prefix_must_end_with_a_slash() -> None:

@@ -258,3 +258,20 @@ def test_the_revoke_script_quotes_each_blob() -> None:
     script = remote.revoke_script(presets.KEYS_FILE, [blob])
     assert f"-e {blob} --" in script or f"-e '{blob}' --" in script
     assert '"$HOME"/.ssh/authorized_keys' in script
+
+
+def test_find_key_reads_lines_and_options_as_sshd_does() -> None:
+    """sshd (auth2-pubkeyfile.c, sshkey_advance_past_options) ends a line only at \\n and
+    takes only \\" as an escape inside options: a line it reads as our key is found."""
+    ours, theirs = (asyncssh.generate_private_key("ssh-ed25519") for _ in range(2))
+    fp = ours.get_fingerprint("sha256")
+    blob = base64.b64encode(ours.public_data).decode()
+    for line in [
+        # A form feed inside a quoted option: one line to sshd, two to str.splitlines.
+        f'command="a\x0cb" {_pub(ours)}',
+        # \\ is no escape to sshd: the quote after it is escaped, the option goes on.
+        f'command="x\\\\" {_pub(theirs)}" {_pub(ours)}',
+        f'command="a\x85b\u2028c" {_pub(ours)}\r',
+    ]:
+        found = authkeys.find_key(line + "\n" + _pub(theirs), fp)
+        assert found.blobs == (blob,), repr(line)

@@ -16,7 +16,7 @@ import dataclasses
 import os
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import asyncssh
@@ -596,3 +596,184 @@ def test_shred_never_reaches_outside_the_declared_path(
             ["sh", "-c", gone_script(str(ckpt), (str(root),))], capture_output=True, text=True
         )
         assert gone.returncode == 0, gone.stdout
+
+
+# -- what the login user cannot see is not gone ---------------------------------------------
+
+_NOBODY = 65534
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists(),
+    reason="runs the scripts as an unprivileged user: needs root and setpriv",
+)
+
+
+@pytest.fixture
+def open_tmp() -> Iterator[Path]:
+    """A folder every user may search (pytest's tmp_path sits in root's 0700 folder)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp).chmod(0o755)
+        yield Path(tmp)
+
+
+def _as_nobody(script: str) -> subprocess.CompletedProcess[str]:
+    drop = ["setpriv", f"--reuid={_NOBODY}", f"--regid={_NOBODY}", "--clear-groups"]
+    return subprocess.run(
+        [*drop, "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": os.environ["PATH"], "LC_ALL": "C"},
+    )
+
+
+@needs_root
+def test_a_directory_the_login_user_cannot_read_is_not_verified_gone(open_tmp: Path) -> None:
+    """A non-root login that cannot read a directory under the path: find fails there, and
+    its silence is not 'no regular file left' (a rerun would take it for done)."""
+    root = open_tmp / "scratch"
+    ckpt = root / "ckpt"
+    (ckpt / "locked").mkdir(parents=True)
+    (ckpt / "locked" / "weights.pt").write_bytes(b"secret")
+    for p in (root, ckpt, ckpt / "locked"):
+        os.chown(p, _NOBODY, _NOBODY)
+    (ckpt / "locked").chmod(0)
+    gone = _as_nobody(gone_script(str(ckpt), (str(root),)))
+    assert gone.returncode != 0, gone.stdout
+    assert (ckpt / "locked" / "weights.pt").exists()
+
+
+@needs_root
+def test_a_path_behind_a_directory_the_login_user_cannot_search_is_not_absent(
+    open_tmp: Path,
+) -> None:
+    """`[ -e ]` is false for a path the login user may not look at: that is not 'absent'."""
+    root = open_tmp / "scratch"
+    (root / "private").mkdir(parents=True)
+    (root / "private" / "data.bin").write_bytes(b"secret")
+    (root / "private").chmod(0o700)  # root's, not nobody's
+    path = str(root / "private" / "data.bin")
+    for script in (gone_script(path, (str(root),)), shred_script(path, (str(root),))):
+        done = _as_nobody(script)
+        assert done.returncode != 0 and "absent" not in done.stdout, done.stdout
+    # A path that really is not there (its parent searchable) is still absent.
+    done = _as_nobody(gone_script(str(root / "never-there"), (str(root),)))
+    assert done.returncode == 0 and done.stdout.startswith("absent"), done.stdout
+    assert (root / "private" / "data.bin").exists()
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or subprocess.run(["unshare", "-m", "true"]).returncode != 0,
+    reason="bind-mounts in a private mount namespace: needs root and unshare",
+)
+def test_a_bind_mount_inside_the_path_is_refused_not_shredded_through(open_tmp: Path) -> None:
+    """A bind mount of the same file system under the declared path: find -xdev cannot
+    tell it from a plain directory, so the shred would overwrite what lies outside."""
+    root, outside = open_tmp / "scratch", open_tmp / "outside"
+    (root / "ckpt" / "data").mkdir(parents=True)
+    (root / "ckpt" / "mine.bin").write_bytes(b"ours")
+    outside.mkdir()
+    (outside / "theirs.txt").write_text("not ours")
+    script = shred_script(str(root / "ckpt"), (str(root),))
+    bind_then_run = 'mount --bind "$1" "$2" && sh -c "$3"'
+    argv = [bind_then_run, "sh", str(outside), str(root / "ckpt" / "data"), script]
+    done = subprocess.run(
+        ["unshare", "-m", "sh", "-c", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (outside / "theirs.txt").read_text() == "not ours"
+    assert done.returncode != 0 and "mounted inside" in done.stdout, done.stdout
+
+
+def test_a_directory_swapped_for_a_link_mid_shred_is_not_followed(tmp_path: Path) -> None:
+    """Between find listing a file and shred opening it, something on the node turns a
+    directory on the way into a symbolic link to elsewhere (a stand-in shred does it on its
+    first call, then runs the real one). Full paths handed to shred would follow it; shred
+    run in each directory find entered itself (-execdir) does not."""
+    root, outside = tmp_path / "scratch", tmp_path / "outside"
+    ckpt = root / "ckpt"
+    for d in ("a", "b"):
+        (ckpt / d).mkdir(parents=True)
+        (ckpt / d / f"{d}.bin").write_bytes(b"ours")
+    outside.mkdir()
+    for name in ("a.bin", "b.bin"):
+        (outside / name).write_text("not ours")
+    real = subprocess.run(["sh", "-c", "command -v shred"], capture_output=True, text=True)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    swap = (
+        f"#!/bin/sh\nif [ ! -e {tmp_path}/swapped ]; then : > {tmp_path}/swapped\n"
+        f'  for d in a b; do if [ "$(pwd -P)" != {ckpt}/$d ]; then\n'
+        f"    mv {ckpt}/$d {tmp_path}/moved-$d && ln -s {outside} {ckpt}/$d; break; fi; done\n"
+        f'fi\nexec {real.stdout.strip()} "$@"\n'
+    )
+    (bin_dir / "shred").write_text(swap)
+    (bin_dir / "shred").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "LC_ALL": "C"}
+    subprocess.run(
+        ["sh", "-c", shred_script(str(ckpt), (str(root),))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert (tmp_path / "swapped").exists()  # the stand-in did swap
+    assert sorted(p.read_text() for p in outside.iterdir()) == ["not ours", "not ours"]
+
+
+async def test_a_keys_file_longer_than_zuka_reads_is_not_called_clean(lab: Lab) -> None:
+    """Ten thousand lines of padding before the lab's key: what zuka did not read is not
+    'the key is not in the file'."""
+    keys_file = lab.home / ".ssh" / "authorized_keys"
+    ours = keys_file.read_text()
+    keys_file.write_text("# padding\n" * 10_000 + ours)
+    revoke = Step(
+        "revoke-key:k",
+        Phase.REVOKE,
+        "ssh",
+        "revoke-key",
+        "k",
+        True,
+        "",
+        (("fingerprint", ""), ("key_path", str(lab.key_path)), ("keys_file", presets.KEYS_FILE)),
+    )
+    for outcome in (await lab.driver.verify(revoke), await lab.driver.run(revoke)):
+        assert not outcome.done and "not read" in outcome.detail, outcome
+
+
+def test_an_ssh_directory_under_a_declared_path_is_kept(tmp_path: Path) -> None:
+    """A declared path that holds someone's home: its .ssh (the platform's key, the lab's
+    key with its own revoke-and-prove step) is never shredded with the scratch."""
+    root = tmp_path / "scratch"
+    home = root / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "authorized_keys").write_text("ssh-ed25519 AAAA platform\n")
+    (home / "run.log").write_text("ours")
+    done = subprocess.run(
+        ["sh", "-c", shred_script(str(home), (str(root),))], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "kept (keys have their own step)" in done.stdout
+    assert not (home / "run.log").exists()
+    assert (home / ".ssh" / "authorized_keys").read_text() == "ssh-ed25519 AAAA platform\n"
+    gone = subprocess.run(
+        ["sh", "-c", gone_script(str(home), (str(root),))], capture_output=True, text=True
+    )
+    assert gone.returncode == 0, gone.stdout
+
+
+def test_a_node_path_with_an_empty_entry_still_shreds(tmp_path: Path) -> None:
+    """find refuses -execdir when PATH holds the current directory (an empty entry, a
+    trailing colon): common in hand-made shell profiles; the script drops those entries."""
+    root = tmp_path / "scratch"
+    (root / "ckpt").mkdir(parents=True)
+    (root / "ckpt" / "a.pt").write_bytes(b"ours")
+    done = subprocess.run(
+        ["sh", "-c", shred_script(str(root / "ckpt"), (str(root),))],
+        capture_output=True,
+        text=True,
+        env={"PATH": f":{os.environ['PATH']}:.:", "LC_ALL": "C"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (root / "ckpt" / "a.pt").exists()

@@ -38,37 +38,37 @@ class Found:
     blobs: tuple[str, ...]  # each key's base64 word, as it stands in the matching lines
     lines: int  # lines holding the key
     keys: int  # lines read as keys at all
+    unread: int = 0  # lines past _MAX_LINES: not looked at, so nothing is said of them
 
 
 _KEY_TYPE_RE = re.compile(r"(ssh|ecdsa|sk-ssh|sk-ecdsa)-[a-z0-9@.-]{1,60}")
 
 
 def _after_options(line: str) -> str:
-    """The line from its key type on: options come first unless it starts with a type,
-    and may hold quoted spaces (command="...")."""
+    """The line from its key type on: options come first unless it starts with a type.
+    As sshd's sshkey_advance_past_options: options end at the first space or tab outside
+    quotes, and only \\" is an escape (a backslash before anything else is itself)."""
     first = line.split(None, 1)[0]
     if _KEY_TYPE_RE.fullmatch(first):
         return line
     quoted = False
     i = 0
-    while i < len(line):
-        char = line[i]
-        if quoted and char == "\\":
-            i += 2
-            continue
-        if char == '"':
+    while i < len(line) and (quoted or line[i] not in " \t"):
+        if line[i] == "\\" and line[i + 1 : i + 2] == '"':
+            i += 1  # skip both
+        elif line[i] == '"':
             quoted = not quoted
-        elif char in " \t" and not quoted:
-            break
         i += 1
-    return line[i:].strip()
+    return "" if quoted else line[i:].strip()
 
 
 def find_key(text: str, fingerprint: str) -> Found:
     """The lines of an authorized_keys text that authorise the key with this fingerprint."""
     blobs: list[str] = []
     matched = keys = 0
-    for raw in text.splitlines()[:_MAX_LINES]:
+    # sshd ends a line only at \n (str.splitlines also splits at \f, \x85, \u2028...).
+    lines = text.split("\n")
+    for raw in lines[:_MAX_LINES]:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -88,7 +88,7 @@ def find_key(text: str, fingerprint: str) -> Found:
         matched += 1
         if blob not in blobs:
             blobs.append(blob)
-    return Found(tuple(blobs), matched, keys)
+    return Found(tuple(blobs), matched, keys, max(0, len(lines) - _MAX_LINES))
 
 
 def check_blob(blob: str) -> str:

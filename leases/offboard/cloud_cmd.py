@@ -130,6 +130,26 @@ def _words(source: str, key: str, value: object, allowed: set[str]) -> tuple[str
     return tuple(value)
 
 
+# An option asking a cloud to force its way (--Force, --force=true, --ForceDelete).
+_FORCE_RE = re.compile(r"-{1,2}[A-Za-z_-]*force", re.IGNORECASE)
+
+
+def _delete_words(source: str, key: str, value: object) -> tuple[str, ...]:
+    """A delete call: names the ledger's id ({id}) and never forces (issue 10: no force
+    flag; an image in use or a disk attached is reported, not forced)."""
+    words = _words(source, key, value, {"id", "region"})
+    if not any("{id}" in w for w in words):
+        raise InputError(
+            f"{source}: {key}", visible(" ".join(words)), "a delete call must name the {id}"
+        )
+    forced = [w for w in words if _FORCE_RE.match(w)]
+    if forced:
+        raise InputError(
+            f"{source}: {key}", visible(forced[0]), "zuka never passes a force flag to a cloud"
+        )
+    return words
+
+
 def _text(source: str, doc: Mapping[str, Any], key: str, default: str | None = None) -> str:
     value = doc.get(key, default)
     if not isinstance(value, str):
@@ -162,7 +182,7 @@ def template_from(doc: Mapping[str, Any], source: str) -> Template:
         if not isinstance(not_found, list) or not all(isinstance(c, str) and c for c in not_found):
             raise InputError(f"{source}: {kind}.not_found", not_found, "a list of error codes")
         actions[kind] = Action(
-            delete=_words(source, f"{kind}.delete", table.get("delete"), {"id", "region"}),
+            delete=_delete_words(source, f"{kind}.delete", table.get("delete")),
             verify=_words(source, f"{kind}.verify", table.get("verify"), {"id", "region"}),
             listed=_text(source, table, "listed", ""),
             not_found=tuple(not_found),

@@ -152,11 +152,15 @@ class Ec2Driver:
                 if code in api.not_found:
                     return Reading(True, text)
                 return Reading(False, text, f"read back failed: {code}", final=hopeless(exc))
-            # Ours only: a cloud that ignored the id filter would list others, which prove
-            # nothing either way.
-            found = [r for r in answer.get(api.listed, []) if native in r.values()]
+            # Ours only: a cloud that ignored the id filter lists others, and ours may be on
+            # a page it did not show: no proof either way.
+            listed = answer.get(api.listed, [])
+            found = [r for r in listed if native in r.values()]
             states = sorted({str(r.get("State", "")) for r in found})
             text = f"{call}: {len(found)} found" + (f" ({', '.join(states)})" if found else "")
+            if listed and not found:
+                text += f" among {len(listed)} listed"
+                return Reading(False, text, "the answer lists others, not ours: filter ignored?")
             if all(s in api.gone_states for s in states):
                 return Reading(True, text)
             return Reading(False, text, f"still there ({', '.join(states)})")

@@ -7,7 +7,9 @@ since a stored plan is read back from a file someone could write.
 
 from __future__ import annotations
 
+import ipaddress
 import re
+import socket
 from urllib.parse import urlsplit
 
 from leases.errors import InputError
@@ -21,6 +23,21 @@ _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 _REGION_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 _PREFIX_BAD_RE = re.compile(r"[\x00-\x1f\x7f\\]")
+
+# Instance metadata services: never an object store, and what they answer proves nothing.
+_METADATA_HOSTS = frozenset(
+    {"metadata.google.internal", "metadata.tencentyun.com", "100.100.100.200"}
+)
+# Public clouds' own API domains: all speak TLS, so plain HTTP there is a mistake that sends
+# the session token and every answer in clear.
+_TLS_DOMAINS = (
+    "amazonaws.com",
+    "amazonaws.com.cn",
+    "aliyuncs.com",
+    "myqcloud.com",
+    "tencentcloudapi.com",
+    "myhuaweicloud.com",
+)
 
 CLOUD_KINDS = (
     ResourceKind.IMAGE,
@@ -96,7 +113,8 @@ def region(value: str) -> str:
 
 def endpoint(value: str) -> str:
     """An http(s) URL with a host and nothing else (no user, password, query or fragment),
-    or "" for the SDK's default."""
+    not an instance metadata service, https for a public cloud's own domain; or "" for the
+    SDK's default."""
     if not value:
         return value
     try:
@@ -121,4 +139,28 @@ def endpoint(value: str) -> str:
             _shown(value),
             "an endpoint is http(s)://HOST[:PORT] with no user, password, path or query",
         )
+    host = parts.hostname.lower()
+    if not host.isascii():
+        raise InputError("endpoint", _shown(value), "the host name must be plain ASCII")
+    if host in _METADATA_HOSTS or _link_local(host):
+        raise InputError(
+            "endpoint", _shown(value), "is an instance metadata service, not an object store"
+        )
+    if parts.scheme == "http" and any(host == d or host.endswith("." + d) for d in _TLS_DOMAINS):
+        raise InputError(
+            "endpoint", _shown(value), "a public cloud's endpoint takes https, not plain http"
+        )
     return value
+
+
+def _link_local(host: str) -> bool:
+    """A link-local address, also written as the resolver reads it (2852039166,
+    0xa9fea9fe, 169.254.43518 are all 169.254.169.254)."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        try:
+            address = ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return False
+    return address.is_link_local or str(address) == "fd00:ec2::254"

@@ -3,7 +3,8 @@ Tencent COS, Huawei OBS, MinIO). A bucket loses every object version, every dele
 and every unfinished multipart upload, then the bucket itself; a prefix loses the same
 under the prefix and the bucket stays. Where a store rejects batch deletes (DeleteObjects:
 some refuse boto3's checksums), objects go one at a time. Never a force flag, no bucket but
-the one named. Verified by reading back: HeadBucket 404, or nothing left under the prefix.
+the one named. Verified by reading back: the store's NoSuchBucket (a bare 404 may come from
+anything at a wrong endpoint), or nothing left under the prefix.
 """
 
 from __future__ import annotations
@@ -89,8 +90,11 @@ def _target(step: Step) -> _Target:
     )
 
 
-def _pages(client: Any, method: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
-    yield from client.get_paginator(method).paginate(**kwargs)
+def _pages(
+    client: Any, method: str, page_size: int | None, **kwargs: Any
+) -> Iterator[dict[str, Any]]:
+    config = {"PageSize": page_size} if page_size else {}
+    yield from client.get_paginator(method).paginate(**kwargs, PaginationConfig=config)
 
 
 class S3Driver:
@@ -105,6 +109,7 @@ class S3Driver:
         self.account = account
         self.timing = timing
         self._identity_from = identity_from
+        self.page_size: int | None = None  # the store's own (1000 on S3); tests make it small
 
     async def identity(self) -> Identity:
         if self._identity_from is not None:
@@ -130,10 +135,20 @@ class S3Driver:
             for _ in range(_PASSES):
                 # Unfinished uploads first, so none completes into a fresh object behind us.
                 self._abort_uploads(client, t, tally)
-                if not self._delete_versions(client, t, tally) or tally.failed:
+                left = self._delete_versions(client, t, tally)
+                if not left or tally.failed:
                     break
             if tally.failed:
                 return Outcome(False, tally.text(), "some objects could not be deleted")
+            if left:
+                # Each pass found objects again: deletes that said yes and did nothing, or
+                # writes racing us. Not done, so that a rerun tries again.
+                return Outcome(
+                    False,
+                    f"{t.shown}: {tally.text()}",
+                    f"objects still listed after {_PASSES} passes: the store keeps them or "
+                    "something still writes there",
+                )
             if t.prefix:
                 return Outcome(True, f"{t.shown}: {tally.text()}")
             client.delete_bucket(Bucket=t.bucket)
@@ -146,7 +161,9 @@ class S3Driver:
         return Outcome(True, f"{t.shown}: {tally.text()}; bucket deleted")
 
     def _abort_uploads(self, client: Any, t: _Target, tally: _Tally) -> None:
-        for page in _pages(client, "list_multipart_uploads", Bucket=t.bucket, Prefix=t.prefix):
+        for page in _pages(
+            client, "list_multipart_uploads", self.page_size, Bucket=t.bucket, Prefix=t.prefix
+        ):
             for up in page.get("Uploads", []):
                 client.abort_multipart_upload(
                     Bucket=t.bucket, Key=up["Key"], UploadId=up["UploadId"]
@@ -159,7 +176,9 @@ class S3Driver:
         from botocore.exceptions import ClientError
 
         try:
-            for page in _pages(client, "list_object_versions", Bucket=t.bucket, Prefix=t.prefix):
+            for page in _pages(
+                client, "list_object_versions", self.page_size, Bucket=t.bucket, Prefix=t.prefix
+            ):
                 for name, markers in (("Versions", False), ("DeleteMarkers", True)):
                     batch = [
                         {"Key": v["Key"], "VersionId": v["VersionId"]} for v in page.get(name, [])
@@ -169,7 +188,9 @@ class S3Driver:
         except ClientError as exc:
             if client_error(exc)[0] != "NotImplemented":
                 raise
-            for page in _pages(client, "list_objects_v2", Bucket=t.bucket, Prefix=t.prefix):
+            for page in _pages(
+                client, "list_objects_v2", self.page_size, Bucket=t.bucket, Prefix=t.prefix
+            ):
                 batch = [{"Key": o["Key"]} for o in page.get("Contents", [])]
                 if batch:
                     yield batch, False
@@ -216,6 +237,23 @@ class S3Driver:
                 key = visible(obj["Key"], 100)
                 tally.failed.append(f"{key!r}@{obj.get('VersionId', '')}: {code} {message}")
 
+    @staticmethod
+    def _left_under(client: Any, t: _Target) -> int:
+        """Versions, delete markers and unfinished uploads under the prefix (at most one of
+        each looked for); a store without ListObjectVersions: its plain listing."""
+        from botocore.exceptions import ClientError
+
+        try:
+            left = client.list_object_versions(Bucket=t.bucket, Prefix=t.prefix, MaxKeys=1)
+            count = len(left.get("Versions", [])) + len(left.get("DeleteMarkers", []))
+        except ClientError as exc:
+            if client_error(exc)[0] != "NotImplemented":
+                raise
+            plain = client.list_objects_v2(Bucket=t.bucket, Prefix=t.prefix, MaxKeys=1)
+            count = len(plain.get("Contents", []))
+        uploads = client.list_multipart_uploads(Bucket=t.bucket, Prefix=t.prefix, MaxUploads=1)
+        return count + len(uploads.get("Uploads", []))
+
     async def verify(self, step: Step) -> Outcome:
         return await guarded(self._verify(step))
 
@@ -228,22 +266,20 @@ class S3Driver:
 
             try:
                 if not t.prefix:
-                    client.head_bucket(Bucket=t.bucket)
-                    return Reading(False, f"HeadBucket {t.bucket}: 200", "the bucket is there")
-                left = client.list_object_versions(Bucket=t.bucket, Prefix=t.prefix, MaxKeys=1)
-                uploads = client.list_multipart_uploads(
-                    Bucket=t.bucket, Prefix=t.prefix, MaxUploads=1
-                )
+                    # A GET, not HeadBucket: a HEAD's 404 has no body, and any web server
+                    # that is not this store (a wrong endpoint) answers 404 too. Only the
+                    # store's own NoSuchBucket says the bucket is gone.
+                    client.list_objects_v2(Bucket=t.bucket, MaxKeys=1)
+                    return Reading(False, f"ListObjectsV2 {t.bucket}: 200", "the bucket is there")
+                count = self._left_under(client, t)
             except (BotoCoreError, ClientError) as exc:
                 code, message, status = client_error(exc)
                 text = f"{t.shown}: {code} {status} {message}".strip()
-                if code in (*_GONE_CODES, "404") or status == 404:
+                if code in _GONE_CODES:
                     return Reading(True, text)
                 return Reading(
                     False, text, f"read back failed: {code or status}", final=hopeless(exc)
                 )
-            count = len(left.get("Versions", [])) + len(left.get("DeleteMarkers", []))
-            count += len(uploads.get("Uploads", []))
             text = f"ListObjectVersions/ListMultipartUploads {t.shown}: {count} left"
             return Reading(count == 0, text, "objects are still there under the prefix")
 

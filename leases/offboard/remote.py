@@ -9,7 +9,8 @@ SSH step), and a fresh login with that key refused (the proof).
 Every value that reaches a command is checked at its one entry (leases.offboard.paths,
 authkeys) and quoted, after `--`; the node's own names never come back into a command:
 find hands them to shred as arguments on the node itself, with no shell in between, and
-never follows a symbolic link (-P) nor crosses into another file system (-xdev). What the
+never follows a symbolic link (-P) nor crosses into another file system (-xdev); a path
+with a bind mount of its own file system inside (which -xdev cannot see) is refused. What the
 node prints is evidence, kept as it came; shown to a person only through `visible`.
 """
 
@@ -42,11 +43,16 @@ _REFUSED_LINK = 3
 _REFUSED_ELSEWHERE = 4
 _FAILED = 5
 _REFUSED_KIND = 6
+_UNSEEN = 7
+_REFUSED_MOUNT = 8
 _WHY = {
     _REFUSED_LINK: "is a symbolic link: refused, not followed",
     _REFUSED_ELSEWHERE: "resolves elsewhere (a symbolic link on the way): refused",
     _FAILED: "the command failed on the node",
     _REFUSED_KIND: "is neither a regular file nor a directory: refused",
+    _UNSEEN: "the login user may not look there (a directory on the way): not proven",
+    _REFUSED_MOUNT: "has a bind mount of its own file system inside (find -xdev would follow "
+    "it out): refused; unmount it, or declare the paths beside it",
 }
 
 
@@ -125,7 +131,7 @@ def plan_remote(facts: PlanInput) -> list[Step]:
                 action="shred",
                 target=path,
                 destructive=True,
-                describe=f"find -P {paths.quoted(path)} -xdev -type f -exec shred -n 1 -z -u "
+                describe=f"find -P {paths.quoted(path)} -xdev -type f -execdir shred -n 1 -z -u "
                 "-- {} + (symbolic links refused, never followed)",
                 params=params(path=path, root=paths.root_of(path, roots)),
                 resource_id=declared[path],
@@ -210,7 +216,13 @@ def _guard(word: str) -> str:
     return (
         f"p={word}\n"
         f'if [ -L "$p" ]; then echo "refused: a symbolic link"; exit {_REFUSED_LINK}; fi\n'
-        'if [ ! -e "$p" ]; then echo "absent"; exit 0; fi\n'
+        # `-e` is also false where a directory on the way may not be searched: absent only
+        # when the nearest existing ancestor is a directory this user may search.
+        'if [ ! -e "$p" ]; then\n'
+        '  d=$(dirname -- "$p"); while [ ! -e "$d" ]; do d=$(dirname -- "$d"); done\n'
+        '  if [ -d "$d" ] && [ -x "$d" ]; then echo "absent"; exit 0; fi\n'
+        f'  echo "refused: cannot look inside a directory on the way"; exit {_UNSEEN}\n'
+        "fi\n"
         f'r=$(readlink -f -- "$p") || exit {_FAILED}\n'
         f'if [ "$r" != "$p" ]; then echo "refused: resolves elsewhere"; '
         f"exit {_REFUSED_ELSEWHERE}; fi\n"
@@ -226,6 +238,9 @@ def _home(rel: str) -> str:
     )
 
 
+# find's words that skip every .ssh directory below the path (and all in it).
+_NOT_SSH = "-name .ssh -type d -prune -o"
+
 _SHRED_BODY = (
     # A regular file: shred it; one with other names (hard links) is only unlinked, or
     # shred would overwrite a file outside the root through its other name.
@@ -236,16 +251,39 @@ _SHRED_BODY = (
     "  exit 0\n"
     "fi\n"
     f'[ -d "$p" ] || {{ echo "refused: not a file or directory"; exit {_REFUSED_KIND}; }}\n'
-    'find -P "$p" -xdev -type f -links 1 -exec shred -n 1 -z -u -- {} +; s=$?\n'
-    'find -P "$p" -xdev -type f -links +1 -print -exec rm -f -- {} + | sed "s/^/unlinked only: /"\n'
+    # A mount inside on the same device (a bind mount) looks like a plain directory to
+    # -xdev: refuse, naming it. One whose device cannot be read counts as the same.
+    f'd=$(stat -c %d -- "$p") || exit {_FAILED}\n'
+    'same=$(P="$p/" awk \'index($5, ENVIRON["P"]) == 1 { print $5 }\' /proc/self/mountinfo '
+    '2>/dev/null | while IFS= read -r m; do s=$(stat -c %d -- "$m" 2>/dev/null); '
+    '[ -n "$s" ] && [ "$s" != "$d" ] || echo "$m"; done)\n'
+    'if [ -n "$same" ]; then echo "refused: mounted inside from the same file system:"; '
+    f'printf "%s\\n" "$same" | head -n {_LISTED}; exit {_REFUSED_MOUNT}; fi\n'
+    # -execdir: each command runs in the directory find itself entered (checked to be the
+    # one it listed), on ./NAME; a full path would follow a directory on the way that was
+    # swapped for a symbolic link after find listed it.
+    # find -execdir refuses a PATH that holds the current directory ("", "." or any
+    # relative entry): keep only absolute entries.
+    'PATH=$(printf "%s" "$PATH" | tr ":" "\\n" | grep "^/" | paste -s -d ":" -)\n'
+    '[ -n "$PATH" ] || PATH=/usr/bin:/bin\n'
+    # An .ssh directory below (someone's home) is kept: keys have their own step.
+    f'find -P "$p" -xdev {_NOT_SSH} -type f -links 1 -execdir shred -n 1 -z -u -- {{}} +; s=$?\n'
+    f'find -P "$p" -xdev {_NOT_SSH} -type f -links +1 -print -execdir rm -f -- {{}} + '
+    '| sed "s/^/unlinked only: /"\n'
     'find -P "$p" -xdev -mindepth 1 -depth -type d -empty -delete\n'
-    f'find -P "$p" -xdev -mindepth 1 ! -type d -print | head -n {_LISTED} | sed "s/^/left: /"\n'
+    'find -P "$p" -xdev -mindepth 1 -name .ssh -type d -print -prune '
+    '| sed "s/^/kept (keys have their own step): /"\n'
+    f'find -P "$p" -xdev -mindepth 1 {_NOT_SSH} ! -type d -print | head -n {_LISTED} '
+    '| sed "s/^/left: /"\n'
     f"[ $s = 0 ] || exit {_FAILED}\n"
 )
 _GONE_BODY = (
-    # Verified gone: no regular file left (symbolic links are listed, never followed).
+    # Verified gone: no regular file left (symbolic links are listed, never followed). A
+    # directory find could not read hides what is in it: that is not "none left".
     'if [ -f "$p" ]; then echo "still there"; exit 1; fi\n'
-    f'left=$(find -P "$p" -xdev -type f -print | head -n {_LISTED})\n'
+    f'left=$( {{ find -P "$p" -xdev {_NOT_SSH} -type f -print || '
+    'echo "find could not look everywhere"; } '
+    f"| head -n {_LISTED})\n"
     'if [ -z "$left" ]; then echo "no regular file left"; exit 0; fi\n'
     'printf "%s\\n" "$left"; exit 1\n'
 )
@@ -436,6 +474,10 @@ class RemoteDriver:
             return Outcome(False, _evidence(listed), f"cannot read {keys_file}")
         found = authkeys.find_key(listed.stdout, fp)
         facts = {"fingerprint": fp, "keys_file": keys_file}
+        if found.unread and (verify or not found.lines):
+            # The key may be in the part not read: neither clean nor revoked.
+            why = f"~/{keys_file} has {found.unread} more lines than zuka reads: not read, "
+            return Outcome(False, _evidence(listed), why + "so not proven; trim the file")
         if not found.lines:
             return Outcome(True, _evidence(listed), f"{fp} is not in ~/{keys_file}", facts)
         if verify:
@@ -471,6 +513,8 @@ def _done_words(stdout: str, verify: bool) -> str:
         words += f"; {unlinked} with other hard links unlinked, not overwritten"
     if left:
         words += f"; {left} symbolic link(s) or special file(s) left in place, never followed"
+    if any(line.startswith("kept (keys") for line in stdout.splitlines()):
+        words += "; .ssh directories kept (keys have their own step)"
     return words
 
 

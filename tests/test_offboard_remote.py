@@ -217,6 +217,8 @@ async def test_shred_of_a_single_file_and_of_what_is_already_gone(lab: Lab) -> N
     (lab.root / "one.bin").write_bytes(b"x" * 4096)
     assert (await lab.driver.run(shred_step(lab.root / "one.bin"))).done
     assert not (lab.root / "one.bin").exists()
+    checked = await lab.driver.verify(shred_step(lab.root / "one.bin"))
+    assert checked.done and checked.detail == "not there: nothing left"
     gone = await lab.driver.run(shred_step(lab.root / "never-there"))
     assert gone.done and gone.detail == "already gone"
 

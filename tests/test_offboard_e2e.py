@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shlex
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +38,7 @@ from shellnode import ServedNode
 from sshfixtures import TestKeys
 
 from leases.ledger import Ledger
+from leases.offboard.remote import shred_script
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +84,13 @@ class Lab:
 
 
 def make_lab(
-    cli: Cli, root: Path, keys: TestKeys, proxy: RecordingProxy, ledger: Path, account: str
+    cli: Cli,
+    root: Path,
+    keys: TestKeys,
+    proxy: RecordingProxy,
+    ledger: Path,
+    account: str,
+    verify_timeout_s: float = 30,
 ) -> Lab:
     """Node n1 on provider Compat (account `account`), its lease, a declared scratch
     directory, a versioned bucket and an EBS snapshot in the ledger; beside them a bucket
@@ -93,7 +104,9 @@ def make_lab(
     outside.mkdir()
     (outside / "keep.txt").write_text("not ours")
     config = root / "config.toml"
-    config.write_text(f'[offboard]\nscratch_roots = ["{scratch}"]\nverify_timeout_s = 30\n')
+    config.write_text(
+        f'[offboard]\nscratch_roots = ["{scratch}"]\nverify_timeout_s = {verify_timeout_s}\n'
+    )
     s3, ec2 = client("s3", proxy.upstream), client("ec2", proxy.upstream)
     versioned_bucket(s3, "lab-ckpt")
     versioned_bucket(s3, "not-ours")
@@ -256,3 +269,122 @@ def test_a_mismatched_account_is_refused_at_preflight_and_nothing_is_deleted(
         assert snapshot_ids(lab) == {lab.snapshot, lab.other_snapshot}
     finally:
         lab.served.close()
+
+
+TESTS = Path(__file__).parent
+KILL_POINTS = ("before", "after", "verify")
+
+
+class Forks:
+    """tests/offboard_cli_worker.py: zuka imported once, a forked child per run."""
+
+    def __init__(self) -> None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])}
+        self.proc = subprocess.Popen(
+            [sys.executable, str(TESTS / "offboard_cli_worker.py")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True,
+        )  # fmt: skip
+
+    def __enter__(self) -> Forks:
+        assert self.proc.stdout is not None
+        assert self.proc.stdout.readline() == "ready\n"
+        return self
+
+    def run(self, kill_at: str, output: Path, args: list[str]) -> int:
+        """The exit code of one CLI run, killed at kill_at (-9 when it was)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps([kill_at, str(output), *args]) + "\n")
+        self.proc.stdin.flush()
+        return int(self.proc.stdout.readline())
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def test_killed_at_every_step_through_the_real_wiring_each_deletion_happens_once(
+    cli: Cli, tmp_path: Path, keys: TestKeys, cloud: RecordingProxy, ledger_path: Path
+) -> None:
+    """One offboarding through the real CLI and wiring whose process is SIGKILLed at each
+    step in turn (tests/offboard_cli_worker.py wraps the drivers the wiring builds in
+    offboard_files.Killer): the first child dies at step 1, the next resumes and dies at
+    step 2, and so on; at every point (before the driver acts, after it acted but before
+    the engine recorded it, in the read-back) of each step that deletes something there,
+    before each other step (and in the read-back of those found gone). The node is
+    released before the children reach the manual step. What was done is counted at the
+    test's edge: the commands the node's sh ran (in this process) and the requests the
+    recording proxy passed to moto.
+
+    A read-back before acting waits for a deletion the cloud may finish later (up to
+    [offboard] verify_timeout_s, 300 s by default): 2 s here, moto deletes at once."""
+    lab = make_lab(cli, tmp_path, keys, cloud, ledger_path, MOTO_ACCOUNT, verify_timeout_s=2)
+    try:
+        _kill_at_every_step(cli, lab, ledger_path, keys)
+    finally:
+        lab.served.close()
+
+
+def _kill_at_every_step(cli: Cli, lab: Lab, ledger_path: Path, keys: TestKeys) -> None:
+    cfg = ("--config", str(lab.config))
+    steps = json.loads(cli("offboard", "n1", *cfg, "--json").out)["steps"]
+    shred = f"shred:{lab.ckpt}"
+    snapshot = f"delete-snapshot:us-east-1/{lab.snapshot}"
+    bucket = "delete-bucket:us-east-1/lab-ckpt"
+    revoke = next(s["key"] for s in steps if s["action"] == "revoke-key")
+    acting = {shred, "clear:~/.bash_history", snapshot, bucket, revoke, "ledger:release"}
+    kills = [
+        (s["key"], point)
+        for s in steps
+        for point in (
+            KILL_POINTS if s["key"] in acting
+            else ("before", "verify") if s["destructive"]  # gone already: read back only
+            else ("before",)
+        )
+    ]  # fmt: skip
+    args = ["offboard", "n1", "--execute", "--confirm", "n1", "--did", "manual:release-instance",
+            *cfg, "--ledger", str(ledger_path)]  # fmt: skip
+    output = lab.scratch.parent / "child.out"
+    with Forks() as forks:
+        for key, point in kills:
+            # The user releases the instance in the console once the node's own steps are
+            # through: after the child killed before the manual step.
+            if key == "manual:release-instance" and point != "before" and lab.served.node.running:
+                lab.served.release()
+            code = forks.run(f"{key}@{point}", output, args)
+            assert code == -9, f"{key}@{point}: {code} {output.read_text()[-3000:]}"
+    done = cli(*args[:-2])
+    assert done.code == 0 and "finished" in done.out, done.out + done.err
+
+    # Each deletion of something there happened exactly once: on the node ...
+    ran = lab.served.node.ran
+    assert ran.count(shred_script(str(lab.ckpt), (str(lab.scratch),))) == 1
+    cleared = [c for c in ran if 'p="$h"/.bash_history\n' in c and "shred -n 1 -z -u" in c]
+    assert len(cleared) == 1, cleared
+    assert len([c for c in ran if "mktemp" in c]) == 1  # the one rewrite of authorized_keys
+    # ... what was not there was never acted on twice ...
+    for s in steps:
+        if s["action"] == "clear":
+            word = f'p="$h"/{shlex.quote(s["target"].removeprefix("~/"))}\n'
+            assert len([c for c in ran if word in c and "shred -n 1 -z -u" in c]) <= 1
+    # ... and in the cloud (the batch delete of the versions, the bucket, the snapshot).
+    # One DeleteObjects of the versions and one of the delete markers, as in a run not
+    # killed; the unfinished upload aborted once.
+    assert lab.proxy.count("POST /lab-ckpt") == 2, lab.proxy.seen
+    assert lab.proxy.count("DELETE /lab-ckpt/ckpt/big.pt") == 1
+    assert lab.proxy.count("DELETE /lab-ckpt") == 1
+    assert lab.proxy.count("POST / DeleteSnapshot") == 1
+    assert files(lab.scratch) == ["keep.txt"] and files(lab.outside) == ["keep.txt"]
+    assert blob(keys) not in lab.served.authorized()
+    assert bucket_gone(lab, "lab-ckpt") and not bucket_gone(lab, "not-ours")
+    assert snapshot_ids(lab) == {lab.other_snapshot}
+    with Ledger.open(ledger_path) as ledger:
+        assert [e.action for e in ledger.history("n1")].count("lease.end") == 1
+        assert ledger.verify_audit().ok
+    js = json.loads(cli("offboard", "n1", "--report", "--format", "json").out)
+    assert js["finished"] and {s["state"] for s in js["steps"]} == {"verified"}

@@ -37,6 +37,10 @@ _PASSWORD_RE = re.compile(
     r"(password|passwd|pwd|passphrase|secret|密码|口令)\s*[:：=]\s*\S", re.IGNORECASE
 )
 _WORD_RE = re.compile(r"[A-Za-z0-9+/=_-]{28,}")
+# An OpenSSH key fingerprint is a hash of a public key, not a secret: what the ledger keeps
+# for an ssh_key resource (offboarding revokes the key by it). Random-looking, so exempt
+# from the random-string rule when it is the whole value.
+_FINGERPRINT_RE = re.compile(r"SHA256:[A-Za-z0-9+/]{43}")
 
 
 def looks_like_key_text(value: str) -> bool:
@@ -70,6 +74,8 @@ def token_kind(value: str) -> str | None:
         return "an access key or token"
     if _PASSWORD_RE.search(value):
         return "a password"
+    if _FINGERPRINT_RE.fullmatch(value):
+        return None
     if any(_high_entropy(w) for w in _WORD_RE.findall(value)):
         return "a long random string (a key or token?)"
     return None

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import boto3
 from botocore.config import Config as BotoConfig
@@ -111,6 +111,7 @@ class BatchRefusingStore:
     no_versions: bool = False
     ignore_ids: bool = False
     fake_deletes: bool = False  # DeleteObjects answers success and deletes nothing
+    refuse_batch: bool = True
     refused: int = 0
     seen: list[str] = field(default_factory=list)
 
@@ -125,11 +126,13 @@ class BatchRefusingStore:
             def _forward(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
-                store.seen.append(f"{self.command} {self.path}")
+                # An EC2/STS call names itself in its form body: Action=DeleteSnapshot.
+                action = parse_qs((body or b"").decode(errors="replace")).get("Action", [])
+                store.seen.append(" ".join([self.command, self.path, *action]))
                 query = urlsplit(self.path).query
                 words = query.split("&")
-                refuse = self.command == "POST" and "delete" in words
-                if refuse and store.fake_deletes:
+                batch = self.command == "POST" and "delete" in words
+                if batch and store.fake_deletes:
                     said = b'<?xml version="1.0" encoding="UTF-8"?><DeleteResult/>'
                     self.send_response(200)
                     self.send_header("Content-Type", "application/xml")
@@ -137,6 +140,7 @@ class BatchRefusingStore:
                     self.end_headers()
                     self.wfile.write(said)
                     return
+                refuse = store.refuse_batch and batch
                 unknown = store.no_versions and self.command == "GET" and "versions" in words
                 if refuse or unknown:
                     store.refused += 1
@@ -233,6 +237,29 @@ class NotS3:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join()
+
+
+@dataclass
+class RecordingProxy(BatchRefusingStore):
+    """In front of moto, refusing nothing: every request it forwarded is in `seen`
+    ("DELETE /bucket", "POST / DeleteSnapshot"), for a test to count what the cloud saw."""
+
+    refuse_batch: bool = False
+
+    def count(self, prefix: str) -> int:
+        return sum(1 for s in self.seen if s.split("?")[0] == prefix)
+
+
+def versioned_bucket(s3: Any, name: str) -> None:
+    """A versioned bucket with 4 object versions, a delete marker and an unfinished
+    multipart upload."""
+    s3.create_bucket(Bucket=name)
+    s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
+    for i in range(3):
+        s3.put_object(Bucket=name, Key="ckpt/model.pt", Body=f"v{i}".encode())
+    s3.put_object(Bucket=name, Key="data/train.jsonl", Body=b"x")
+    s3.delete_object(Bucket=name, Key="data/train.jsonl")  # a delete marker
+    s3.create_multipart_upload(Bucket=name, Key="ckpt/big.pt")  # never finished
 
 
 def all_versions(s3: Any, bucket: str) -> Iterator[str]:

@@ -465,6 +465,7 @@ def test_good_resource_ids_are_kept(seeded: Path) -> None:
     _with_lease(seeded)
     for kind, good in (("scratch_path", "/root/autodl-tmp/ckpt"), ("snapshot", "s-bp1ahz3n9"),
                        ("bucket", "lab-burst-ckpt"), ("bucket_prefix", "lab-ablation/run-1130/"),
-                       ("disk", "d-bp1g6zv0ce8oxr2x7r9k")):  # fmt: skip
+                       ("disk", "d-bp1g6zv0ce8oxr2x7r9k"),
+                       ("ssh_key", "SHA256:usXxwJnEn744VTUGS4u+obi9pYl4qmFuca1c0/R2Lss")):  # fmt: skip
         assert run("resource", "add", "base", "--kind", kind, "--id", good,
                    "--ledger", str(seeded)) == 0, (kind, good)  # fmt: skip

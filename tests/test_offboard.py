@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from conftest import Cli
 from hypothesis import given
 from hypothesis import strategies as st
 from offboard_files import PLANNERS, BucketDriver, FileDriver, calls, drivers
+from shellnode import ServedNode
+from sshfixtures import TestKeys
 
 from leases.config import Config, OffboardConfig
 from leases.ledger import Ledger
@@ -98,6 +101,11 @@ async def _run(
     stored = runner.confirmed(ledger, node, fresh, "n1")
     table = drivers(ledger, node, root, account=account)
     return await runner.execute(ledger, stored, table, choices or runner.Choices())
+
+
+def _blob(served: ServedNode) -> str:
+    """The lab's public key as authorized_keys holds it (its base64 part)."""
+    return served.node.keys.client_key.export_public_key().decode().split()[1]
 
 
 def _destructive(stored: evidence.StoredPlan) -> list[str]:
@@ -376,12 +384,22 @@ async def test_the_report_of_a_finished_offboarding(fleet: Path, ledger_path: Pa
     assert "best effort" in text
 
 
+@pytest.fixture
+def served(keys: TestKeys, tmp_path: Path, ledger_path: Path) -> Iterator[ServedNode]:
+    """Node n1's machine: an in-process SSH node that runs each command in a real sh on
+    the test's own files (tests/shellnode.py), its host key pinned in the ledger's trust
+    store, the lab's key in its authorized_keys."""
+    with ServedNode(keys, tmp_path / "n1") as node:
+        node.pin(ledger_path)
+        yield node
+
+
 def test_zuka_offboard_plans_executes_reports_and_audit_verify_catches_one_byte(
-    cli: Cli, ledger_path: Path
+    cli: Cli, ledger_path: Path, served: ServedNode
 ) -> None:
-    """The CLI with the default wiring (preflight, manual, release): port 1 on loopback
-    refuses connections, so the released node "no longer answers"."""
-    assert cli("node", "add", "n1", "--ssh", "ssh -p 1 root@127.0.0.1").code == 0
+    """The CLI with the real wiring: the SSH steps run on the served node; released
+    (stopped) after them, the node "no longer answers"."""
+    assert cli("node", "add", "n1", "--ssh", served.login).code == 0
     assert cli("lease", "add", "n1", "--billing", "monthly", "--price", "9",
                "--start", "2025-06-01", "--end", "2030-01-01").code == 0  # fmt: skip
     plan = cli("offboard", "n1")
@@ -397,6 +415,10 @@ def test_zuka_offboard_plans_executes_reports_and_audit_verify_catches_one_byte(
     stop = cli("offboard", "n1", "--execute", "--confirm", "n1")
     assert stop.code == 1 and "--did manual:release-instance" in stop.out
     assert cli("lease", "list", "n1", "--open").out.count("n1") == 1  # not released yet
+    # The node's own steps ran: the lab's key is out of authorized_keys, the other stays.
+    assert _blob(served) not in served.authorized()
+    assert 'command="true"' in served.authorized()
+    served.release()  # the user releases the instance in the console
     done = cli("offboard", "n1", "--execute", "--confirm", "n1", "--hash", digest[:8],
                "--did", "manual:release-instance")  # fmt: skip
     assert done.code == 0, done.out + done.err
@@ -404,6 +426,13 @@ def test_zuka_offboard_plans_executes_reports_and_audit_verify_catches_one_byte(
     assert cli("offboard", "n1", "--recheck").code == 0
     rechecked = json.loads(cli("offboard", "n1", "--recheck", "--json").out)
     assert rechecked["ok"] and [s["step"] for s in rechecked["steps"]][-1] == "ledger:release"
+    # The key is revoked and the node released: its steps cannot be read again, and say so.
+    said = {s["step"]: (s["ok"], s["said"]) for s in rechecked["steps"]}
+    revoke = next(k for k in said if k.startswith("revoke-key:"))
+    assert said[revoke][0] is None and "not read again" in said[revoke][1]
+    prove = next(k for k in said if k.startswith("prove-refused:"))
+    assert said[prove][0] is None and "no longer answers" in said[prove][1]
+    assert said["manual:release-instance"][0] is True
     # The node's own log holds its offboarding, step by step.
     log = cli("log", "n1").out
     assert "offboard.plan" in log and "plan 1 ledger:release: verified" in log
@@ -531,8 +560,8 @@ async def test_a_second_run_is_refused_while_one_is_at_work(fleet: Path, ledger_
     assert Counter(calls(fleet))["shred:/data/a acted"] == 1
 
 
-def test_zuka_offboard_skip_and_did_name_steps_of_the_plan(cli: Cli) -> None:
-    assert cli("node", "add", "n1", "--ssh", "ssh -p 1 root@127.0.0.1").code == 0
+def test_zuka_offboard_skip_and_did_name_steps_of_the_plan(cli: Cli, served: ServedNode) -> None:
+    assert cli("node", "add", "n1", "--ssh", served.login).code == 0
     assert cli("offboard", "n1").code == 0
     bad = cli("offboard", "n1", "--execute", "--confirm", "n1", "--did", "manual:nope")
     assert bad.code == 2 and "manual:nope" in bad.err
@@ -592,11 +621,17 @@ async def test_hostile_output_is_kept_as_evidence_bounded_and_shown_harmless(
     assert text.count("\n#") == text.count("\n## ") + text.count("\n### ")
 
 
-def test_release_flags_auto_renew_and_preflight_says_the_days_left(cli: Cli) -> None:
-    assert cli("node", "add", "n1", "--ssh", "ssh -p 1 root@127.0.0.1").code == 0
+def test_release_flags_auto_renew_and_preflight_says_the_days_left(
+    cli: Cli, served: ServedNode
+) -> None:
+    assert cli("node", "add", "n1", "--ssh", served.login).code == 0
     assert cli("lease", "add", "n1", "--billing", "monthly", "--price", "9", "--auto-renew",
                "--start", "2025-06-01", "--end", "2030-01-01").code == 0  # fmt: skip
     assert cli("offboard", "n1").code == 0
+    # The node's steps first (the node must answer), then it is released by hand.
+    first = cli("offboard", "n1", "--execute", "--confirm", "n1")
+    assert first.code == 1 and "stopped at manual:release-instance" in first.out, first.out
+    served.release()
     done = cli("offboard", "n1", "--execute", "--confirm", "n1", "--did", "manual:release-instance")
     assert done.code == 0, done.out
     data = json.loads(cli("offboard", "n1", "--report", "--format", "json").out)

@@ -4,7 +4,6 @@ HTTP, as against a cloud), plus a store of our own that refuses batch deletes.""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
@@ -22,6 +21,7 @@ from cloudfixtures import (
     reset_moto,
     start_moto,
     timing,
+    versioned_bucket,
 )
 
 from leases.models import ResourceKind
@@ -65,16 +65,6 @@ async def offboard(plan_input: PlanInput) -> list[tuple[Step, Outcome, Outcome]]
         checked = await drivers[step.driver].verify(step)
         done.append((step, ran, checked))
     return done
-
-
-def versioned_bucket(s3: Any, name: str) -> None:
-    s3.create_bucket(Bucket=name)
-    s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
-    for i in range(3):
-        s3.put_object(Bucket=name, Key="ckpt/model.pt", Body=f"v{i}".encode())
-    s3.put_object(Bucket=name, Key="data/train.jsonl", Body=b"x")
-    s3.delete_object(Bucket=name, Key="data/train.jsonl")  # a delete marker
-    s3.create_multipart_upload(Bucket=name, Key="ckpt/big.pt")  # never finished
 
 
 async def test_versioned_bucket_loses_everything_then_the_bucket_and_others_stay(

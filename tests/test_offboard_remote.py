@@ -1,9 +1,9 @@
 """leases.offboard.remote: plan_remote from ledger facts, and RemoteDriver against
 in-process asyncssh nodes.
 
-The "shell" node below answers each command by running it in a real `sh` on this machine
-with HOME set to a folder of the test's own, and accepts exactly the client keys listed
-in a real authorized_keys file there: the driver's steps act on real files under
+The "shell" node (tests/shellnode.py) answers each command by running it in a real `sh`
+on this machine with HOME set to a folder of the test's own, and accepts exactly the
+client keys listed in a real authorized_keys file there: the driver's steps act on real files under
 tmp_path (the test says which must go and which must stay), and revoking the key really
 stops the next login. Shred's overwrite itself is not observable here (the file is gone
 or not); see the GNU shred manual for what it can promise.
@@ -11,7 +11,6 @@ or not); see the GNU shred manual for what it can promise.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import os
 import subprocess
@@ -23,6 +22,7 @@ import asyncssh
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shellnode import ShellNode, shell_handler
 from sshfixtures import FakeNode, TestKeys, node_options
 
 from leases.config import Config, OffboardConfig
@@ -131,38 +131,6 @@ def test_plan_for_ssh_key_resources_and_for_a_node_without_a_key() -> None:
 
 
 @dataclasses.dataclass
-class ShellNode(FakeNode):
-    """Runs each command in `sh -c` here, HOME=home; accepts the keys in home's
-    .ssh/authorized_keys as sshd would."""
-
-    home: Path = Path("/nonexistent")
-
-    def accepts(self, key: asyncssh.SSHKey) -> bool:
-        try:
-            allowed = asyncssh.read_authorized_keys(str(self.home / ".ssh" / "authorized_keys"))
-        except (OSError, ValueError, asyncssh.KeyImportError):
-            return False
-        return allowed.validate(key, "127.0.0.1", "127.0.0.1") is not None
-
-
-async def shell_handler(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
-    assert isinstance(node, ShellNode)
-    env = {"HOME": str(node.home), "PATH": os.environ["PATH"], "LC_ALL": "C"}
-    proc = await asyncio.create_subprocess_exec(
-        "sh",
-        "-c",
-        process.command or "",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
-    out, err = await proc.communicate()
-    process.stdout.write(out.decode(errors="replace"))
-    process.stderr.write(err.decode(errors="replace"))
-    process.exit(proc.returncode or 0)
-
-
-@dataclasses.dataclass
 class Lab:
     node: ShellNode
     session: NodeSession
@@ -249,6 +217,8 @@ async def test_shred_of_a_single_file_and_of_what_is_already_gone(lab: Lab) -> N
     (lab.root / "one.bin").write_bytes(b"x" * 4096)
     assert (await lab.driver.run(shred_step(lab.root / "one.bin"))).done
     assert not (lab.root / "one.bin").exists()
+    checked = await lab.driver.verify(shred_step(lab.root / "one.bin"))
+    assert checked.done and checked.detail == "not there: nothing left"
     gone = await lab.driver.run(shred_step(lab.root / "never-there"))
     assert gone.done and gone.detail == "already gone"
 

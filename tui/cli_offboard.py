@@ -190,7 +190,8 @@ def _recheck(ledger: Ledger, node: Node, config: Config, as_json: bool, out: Tex
         output.dump_json({"plan": stored.id, "ok": result.ok, "steps": lines}, out)
         return 0 if result.ok else 1
     for key, ok, said in result.lines:
-        out.write(f"{'ok  ' if ok else 'FAIL'}  {visible(key, 80)}  {visible(said, 160)}\n")
+        mark = "n/a " if ok is None else "ok  " if ok else "FAIL"
+        out.write(f"{mark}  {visible(key, 80)}  {visible(said, 160)}\n")
     out.write(
         "everything is still gone\n" if result.ok else "NOT everything is still gone: see above\n"
     )

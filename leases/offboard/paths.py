@@ -76,7 +76,9 @@ def check_scratch_path(path: str, roots: Sequence[str], field: str = "scratch_pa
     checked = [check_root(r) for r in roots]
     if not checked:
         raise InputError(
-            field, path, "no scratch roots are declared for this node: add one to [offboard]"
+            field,
+            path,
+            "no scratch roots are declared for this node: add one to [offboard] scratch_roots",
         )
     if not any(under(path, root) for root in checked):
         raise InputError(

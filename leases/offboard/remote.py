@@ -503,7 +503,8 @@ class RemoteDriver:
 
 def _done_words(stdout: str, verify: bool) -> str:
     if "absent" in stdout.splitlines()[:1]:
-        return "already gone"
+        # Read back after a shred, absent is the proof, not a sign nothing was there.
+        return "not there: nothing left" if verify else "already gone"
     left = sum(1 for line in stdout.splitlines() if line.startswith("left: "))
     unlinked = sum(1 for line in stdout.splitlines() if line.startswith("unlinked only"))
     if verify:

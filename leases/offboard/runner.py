@@ -246,14 +246,34 @@ def skip(ledger: Ledger, stored: StoredPlan, key: str, reason: str) -> StoredPla
 
 @dataclass(frozen=True)
 class Recheck:
-    ok: bool
-    lines: tuple[tuple[str, bool, str], ...]  # (step key, still gone / checked, what it said)
+    ok: bool  # nothing came back (a step that cannot be read again does not count)
+    # (step key, still gone / checked (None: cannot be read again), what it said)
+    lines: tuple[tuple[str, bool | None, str], ...]
+
+
+# After the lab's key was revoked nothing on the node can be read with it: the node's
+# steps are not read again, except the refused login itself (the key put back shows there).
+_REVOKE, _PROVE = "revoke-key", "prove-refused"
+_NOT_REREAD = (
+    "not read again: the lab's key was revoked by this offboarding, nothing on the node"
+    " can be read with it (see the login check)"
+)
+
+
+def _revoked(stored: StoredPlan) -> bool:
+    return any(
+        s.action == _REVOKE and stored.state(s.key).state is State.VERIFIED
+        for s in stored.plan.steps
+    )
 
 
 async def recheck(ledger: Ledger, stored: StoredPlan, drivers: Mapping[str, Driver]) -> Recheck:
     """Read back, again, every step that was verified: a day later, is it all still gone?
-    Preflight runs first: a "not found" read in another account proves nothing."""
-    lines: list[tuple[str, bool, str]] = []
+    Preflight runs first: a "not found" read in another account proves nothing. Once the
+    key is revoked, the node's steps are not read again, and a refused login is proven or
+    the node no longer answers at all (released)."""
+    lines: list[tuple[str, bool | None, str]] = []
+    revoked = _revoked(stored)
     for step in stored.plan.steps:
         if step.phase is Phase.PREFLIGHT:
             driver = drivers.get(step.driver)
@@ -270,15 +290,32 @@ async def recheck(ledger: Ledger, stored: StoredPlan, drivers: Mapping[str, Driv
             continue
         if stored.state(step.key).state is not State.VERIFIED:
             continue
+        if revoked and step.driver == "ssh" and step.action != _PROVE:
+            lines.append((step.key, None, _NOT_REREAD))
+            continue
         driver = drivers.get(step.driver)
         out = (
             Outcome(False, "", f"no {step.driver!r} driver")
             if driver is None
             else await _call(driver.verify, step)
         )
-        lines.append((step.key, out.done, out.detail or out.output))
+        ok: bool | None = out.done
+        said = out.detail or out.output
+        if not out.done and step.action == _PROVE and not await _answers(drivers, stored):
+            ok, said = None, f"the node no longer answers (released): no login to try; {said}"
+        lines.append((step.key, ok, said))
         evidence.note(ledger, stored, "recheck", _said(step, out))
-    return Recheck(all(ok for _, ok, _ in lines), tuple(lines))
+    return Recheck(all(ok is not False for _, ok, _ in lines), tuple(lines))
+
+
+async def _answers(drivers: Mapping[str, Driver], stored: StoredPlan) -> bool:
+    """Whether the node still answers at its address, as the manual release step reads it
+    (True when there is no such step: then a failed login proves nothing)."""
+    for step in stored.plan.steps:
+        driver = drivers.get(step.driver)
+        if step.driver == "manual" and step.action == "release-instance" and driver is not None:
+            return not (await _call(driver.verify, step)).done
+    return True
 
 
 def _said(step: Step, out: Outcome) -> dict[str, object]:

@@ -1,6 +1,7 @@
 """What a simulated node prints for a command line, as /bin/sh and the real tools would.
 
-`answer` is pure except that shred and rm remove paths from `node.files`.
+`answer` is pure except that shred and rm remove paths from `node.files` (and the
+offboarding's scripts from `node.files` and `node.keys`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from leases.sim.gpu import (
     gpu_user,
     readings,
 )
+from leases.sim.offboard import answer_script
 from leases.sim.topo import topo_matrix
 
 
@@ -523,7 +525,12 @@ def _simple(node: SimNode, argv: list[str], now: datetime) -> Answer:
 def answer(node: SimNode, command: str, now: datetime, last_status: int = 0) -> Answer:
     """What `sh -c COMMAND` prints on the node: commands joined by ;, && and || run in turn.
 
-    last_status is $? before the first of them (a shell carries it from line to line)."""
+    last_status is $? before the first of them (a shell carries it from line to line).
+    The offboarding's scripts are answered by leases.sim.offboard."""
+    if "\n" in command:
+        script = answer_script(node, command)
+        if script is not None:
+            return Answer(*script)
     try:
         lex = shlex.shlex(command, posix=True, punctuation_chars=";&|")
         lex.whitespace_split = True

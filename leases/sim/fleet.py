@@ -76,6 +76,20 @@ class _Server(asyncssh.SSHServer):
     def connection_lost(self, exc: Exception | None) -> None:
         self._ep.conns = {c for c in self._ep.conns if not c.is_closed()}
 
+    def begin_auth(self, username: str) -> bool:
+        return True
+
+    def public_key_auth_supported(self) -> bool:
+        return True
+
+    def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+        """As sshd reads authorized_keys: the node's lines now (a revoked key is refused)."""
+        try:
+            allowed = asyncssh.import_authorized_keys("\n".join(self._ep.node.keys) + "\n")
+        except (ValueError, asyncssh.KeyImportError):
+            return False
+        return allowed.validate(key, "127.0.0.1", "127.0.0.1") is not None
+
 
 class SimFleet:
     """Start, steer and stop many simulated nodes in this process's event loop."""
@@ -94,10 +108,17 @@ class SimFleet:
         self.flaky_rate = flaky_rate
         self._seed = seed
         self.client_key = asyncssh.generate_private_key("ssh-ed25519")
-        self._authorized = asyncssh.import_authorized_keys(
-            self.client_key.export_public_key().decode()
-        )
         self._nodes = list(nodes)
+        # Each node's authorized_keys: the fleet's client key, and a restricted key of
+        # the platform's own that offboarding must leave alone.
+        lab = self.client_key.export_public_key().decode().strip()
+        ops = (
+            'no-pty,command="true" '
+            + asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode().strip()
+        )
+        for node in self._nodes:
+            if not node.keys:
+                node.keys[:] = [lab, ops]
         names = [n.name for n in self._nodes]
         if len(set(names)) != len(names):
             raise ValueError("nodes: names must be unique")
@@ -201,7 +222,6 @@ class SimFleet:
             ep.host,
             ep.port,
             server_host_keys=[ep.host_key],
-            authorized_client_keys=self._authorized,
             process_factory=lambda process: self._serve(ep, process),
             line_editor=False,
             encoding="utf-8",

@@ -101,7 +101,8 @@ class SimGpu:
 
 @dataclass(frozen=True)
 class SimNode:
-    """One simulated machine. `files` is the only mutable part (shred removes from it)."""
+    """One simulated machine. `files` and `keys` are the only mutable parts (shred and the
+    offboarding's revoke remove from them)."""
 
     name: str
     gpu_model: str
@@ -115,6 +116,9 @@ class SimNode:
     files: set[str] = field(
         default_factory=lambda: set(DEFAULT_FILES), compare=False, hash=False, repr=False
     )
+    # The lines of /root/.ssh/authorized_keys (a simulated fleet fills in its client key and
+    # accepts a login only with a key listed here); offboarding's revoke removes from it.
+    keys: list[str] = field(default_factory=list, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.gpu_model not in MODELS:

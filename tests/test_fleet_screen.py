@@ -273,9 +273,13 @@ async def test_reload_alerts_and_plain_notices(ledger_file: Path) -> None:
         await pilot.press("r")
         await wait_until(lambda: "训练节点-一号" in keys(table), what="the new node")
         assert "ledger re-read" in told(app)
-        for key, said in (("o", "Offboarding"), ("c", "acceptance check"), ("t", "untrusted")):
+        for key, said in (("c", "acceptance check"), ("t", "untrusted")):
             await pilot.press(key)
             assert any(said in m for m in told(app)), key
+        await pilot.press("o")  # the selected node's offboarding checklist
+        await wait_until(lambda: type(app.screen).__name__ == "OffboardScreen", what="offboard")
+        await pilot.press("escape")
+        await wait_until(lambda: isinstance(app.screen, FleetScreen), what="back")
         await pilot.press("a")
         await pilot.pause()
         assert type(app.screen).__name__ == "AlertsScreen"

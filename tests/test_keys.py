@@ -65,7 +65,7 @@ async def test_help_lists_the_keys_of_the_screen_it_was_opened_on(tmp_path: Path
         assert isinstance(app.screen, HelpScreen)
         rows = _help_rows(app)
         assert rows["app-help"][:2] == ["?", "Help (everywhere)"]
-        assert rows["alerts"][0] == "a" and "acknowledge" in rows["alerts"][3]
+        assert rows["fleet-alerts"][0] == "a" and "acknowledge" in rows["fleet-alerts"][3]
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, HelpScreen)

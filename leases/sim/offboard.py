@@ -64,7 +64,7 @@ def answer_script(node: SimNode, command: str) -> Script | None:
     found = _under(node, path)
     if not found:
         return Script("absent\n", "", 0)
-    if "-exec shred" in command:
+    if "-execdir shred" in command:
         node.files.difference_update(found)
         return Script("", "", 0)
     if "no regular file left" in command:

@@ -29,10 +29,12 @@ from tui.app import ZukaApp
 SHOTS: list[tuple[str, tuple[str, ...]]] = [
     ("fleet", ()),
     ("node", ("enter",)),
+    ("node-history", ("enter", "2")),
     ("alerts", ("a",)),
     ("help", ("question_mark",)),
     ("palette", ("ctrl+p", *"go to a100")),
     ("lease-form", ("l",)),
+    ("offboard", ("o",)),
 ]
 NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
 LEDGER = "zuka-demo.db"  # shown in the header: a plain name, not a temporary path

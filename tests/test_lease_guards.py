@@ -14,8 +14,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from conftest import Cli
-from waiting import wait_until
 from textual.widgets import DataTable
+from waiting import wait_until
 
 from leases import records
 from leases.errors import InputError

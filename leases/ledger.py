@@ -12,6 +12,7 @@ import os
 import pwd
 import random
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -123,6 +124,7 @@ class Ledger:
         self.actor = actor if actor is not None else _whoami()
         # The batch of the audit entries the open transaction writes (see _audit).
         self._batch: int | None = None
+        self._held: tuple[int, int] | None = None  # the file's (device, inode), see _hold
 
     @classmethod
     def open(
@@ -148,13 +150,21 @@ class Ledger:
             return cls(conn, clock=clock, actor=actor)
         path = Path(path)
         try:
-            conn = _connect_reading(path) if readonly else _connect(path, create=create)
+            with _OPENING:
+                conn = _connect_reading(path) if readonly else _connect(path, create=create)
+                held = _hold(path)
         except (OSError, sqlite3.Error) as exc:
             raise ledger_failure(path, exc) from exc
-        return cls(conn, clock=clock, actor=actor, path=path)
+        ledger = cls(conn, clock=clock, actor=actor, path=path)
+        ledger._held = held
+        return ledger
 
     def close(self) -> None:
-        self.conn.close()
+        with _OPENING:
+            self.conn.close()
+            if self._held is not None:
+                _release(self._held)
+                self._held = None
 
     def __enter__(self) -> Ledger:
         return self
@@ -971,6 +981,38 @@ def _whoami() -> str:
 
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+
+# Ledger files this process has open, by (device, inode), with how many connections.
+# POSIX record locks belong to the process, and closing ANY descriptor of a file drops all
+# of them: SQLite's own descriptors are managed for that, but a header check that opened
+# and closed the file beside an open connection let another process's last close delete
+# the -wal under it. So the header is read only while no connection of ours has the file
+# open, and opens and closes are serialised (_OPENING).
+_OPENING = threading.RLock()
+_HELD: dict[tuple[int, int], int] = {}
+
+
+def _inode(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _hold(path: Path) -> tuple[int, int] | None:
+    key = _inode(path)
+    if key is not None:
+        _HELD[key] = _HELD.get(key, 0) + 1
+    return key
+
+
+def _release(key: tuple[int, int]) -> None:
+    left = _HELD.get(key, 0) - 1
+    if left > 0:
+        _HELD[key] = left
+    else:
+        _HELD.pop(key, None)
 # Tables every zuka ledger has had since its first migration.
 _LEDGER_TABLES = frozenset({"_sqlite_migrations", "providers", "nodes", "leases", "audit"})
 
@@ -1069,6 +1111,8 @@ def _check_file(path: Path, *, create: bool) -> None:
     if not path.is_file():
         what = "a directory" if path.is_dir() else "not a regular file"
         raise LedgerError(f"{path}: is {what}, so not a zuka ledger: give the ledger's file")
+    if _inode(path) in _HELD:
+        return  # open here already, so checked; reading it now would drop our locks
     with path.open("rb") as fh:
         head = fh.read(len(_SQLITE_MAGIC))
     if not head:

@@ -116,13 +116,17 @@ def _local(at: datetime, tz: str) -> str:
 # -- engine jobs: run in a worker thread, on the ledger connection they are given -------------
 
 
+# A recheck line's verdict (None: the step cannot be read again, such as after the key went).
+RECHECKED = {True: "ok  ", False: "FAIL", None: "n/a "}
+
+
 @dataclass(frozen=True)
 class Done:
     stored: StoredPlan | None
     said: str
     ok: bool = True
     confirmed: bool = False  # the typed name was accepted for this plan
-    lines: tuple[tuple[str, bool, str], ...] = ()  # a recheck's
+    lines: tuple[tuple[str, bool | None, str], ...] = ()  # a recheck's
 
 
 class StepBegins(Message):
@@ -287,7 +291,7 @@ class OffboardScreen(Screen[None]):
         self.bad = False
         self.confirmed_hash = ""  # the plan the user typed the node's name for
         self.did: set[str] = set()
-        self.lines: tuple[tuple[str, bool, str], ...] = ()
+        self.lines: tuple[tuple[str, bool | None, str], ...] = ()
         self._shown: list[tuple[str, ...]] = []
 
     @property
@@ -394,8 +398,7 @@ class OffboardScreen(Screen[None]):
         if self.lines:
             lines.append("recheck:")
             lines += [
-                f"{'ok  ' if ok else 'FAIL'} {visible(k, 60)}  {visible(s, 120)}"
-                for k, ok, s in self.lines
+                f"{RECHECKED[ok]} {visible(k, 60)}  {visible(s, 120)}" for k, ok, s in self.lines
             ]
         # Line by line: visible() turns a newline inside any one of them into an escape.
         detail.update(Text("\n").join(plain(line, wrap=True) for line in lines))

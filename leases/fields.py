@@ -24,8 +24,10 @@ CURRENCIES = frozenset(
 DEFAULT_TZ = "Asia/Shanghai"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,62}$")
 # C0 and C1 controls, DEL, and the Unicode controls that reorder or hide text: none has a
-# place in a ledger value (a terminal would obey them). Tab and newline only in notes.
-_UNSAFE = "\x7f-\x9f" + REORDERING
+# place in a ledger value (a terminal would obey them). Tab and newline only in notes. Lone
+# surrogates too: no text is made of them (they come from undecodable bytes in argv or a
+# browser's JSON) and SQLite cannot store them.
+_UNSAFE = "\x7f-\x9f\ud800-\udfff" + REORDERING
 _CONTROL_RE = re.compile(f"[\x00-\x1f{_UNSAFE}]")
 _CONTROL_MULTILINE_RE = re.compile(f"[\x00-\x08\x0b-\x1f{_UNSAFE}]")
 

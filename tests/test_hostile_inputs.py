@@ -469,3 +469,12 @@ def test_good_resource_ids_are_kept(seeded: Path) -> None:
                        ("ssh_key", "SHA256:usXxwJnEn744VTUGS4u+obi9pYl4qmFuca1c0/R2Lss")):  # fmt: skip
         assert run("resource", "add", "base", "--kind", kind, "--id", good,
                    "--ledger", str(seeded)) == 0, (kind, good)  # fmt: skip
+
+
+@pytest.mark.parametrize("value", ["bad \ud800 note", "\udc80", "end \udfff"])
+def test_a_lone_surrogate_is_refused_by_name(value: str) -> None:
+    # From undecodable bytes in argv (surrogateescape) or a browser's JSON in `zuka web`:
+    # SQLite cannot store it, so it is refused where every text enters, naming the field.
+    with pytest.raises(InputError) as caught:
+        fields.text("notes", value, multiline=True)
+    assert caught.value.field == "notes" and "control characters" in caught.value.reason

@@ -1013,6 +1013,8 @@ def _release(key: tuple[int, int]) -> None:
         _HELD[key] = left
     else:
         _HELD.pop(key, None)
+
+
 # Tables every zuka ledger has had since its first migration.
 _LEDGER_TABLES = frozenset({"_sqlite_migrations", "providers", "nodes", "leases", "audit"})
 

@@ -3,6 +3,7 @@ ledgers through Textual's Pilot; and the binding table they share."""
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 import types
 from datetime import UTC, date, datetime
@@ -13,9 +14,11 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from textual.content import Content
 from textual.keys import _character_to_key
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
+from waiting import wait_until
 
 from leases.config import Config
 from leases.demo import build_demo_ledger
@@ -163,6 +166,83 @@ async def test_palette_goes_to_a_node_and_adds_a_lease(
         assert cls == "LeaseFormScreen" and args == (app.ledger, "colo-njidc-4090")
         assert kwargs["mode"] == "add" and kwargs["tz"] == "Asia/Shanghai"
         assert kwargs["clock"]() == NOW
+
+
+async def _prompts(app: ZukaApp, pilot: Any, typed: str, want: str) -> list[str]:
+    """Open the palette, type, and read the hits as shown (plain text) once one shows
+    `want` (the providers' hits arrive one by one); fails at once if the app fails."""
+    from textual.command import CommandList
+
+    await pilot.press("ctrl+p")
+    await pilot.pause()
+    await pilot.press(*typed)
+    hits = app.screen.query_one(CommandList)
+
+    def shown() -> list[str]:
+        return [str(hits.get_option_at_index(i).prompt) for i in range(hits.option_count)]
+
+    await wait_until(lambda: app._exception or any(want in p for p in shown()),
+                     what=f"a hit showing {want!r}")  # fmt: skip
+    assert app._exception is None, repr(app._exception)
+    return shown()
+
+
+def _rename(path: Path, old: str, new: str) -> None:
+    """A hostile name written straight into the file, as an imported ledger may hold it."""
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE nodes SET name = ? WHERE name = ?", (new, old))
+    conn.close()
+
+
+@pytest.mark.parametrize("name", ["zz[/]", "[@click=app.quit]zz[/]", "zz[b]x", "zz\\[/]"])
+async def test_palette_shows_a_stored_node_name_as_text(tmp_path: Path, name: str) -> None:
+    """Textual's Matcher.highlight parses its candidate as markup: a name holding `[/]`
+    raised MarkupError (the node could not be found), `[@click=...]` was a live action."""
+    from textual.command import CommandList
+
+    path = _ledger(tmp_path)
+    _rename(path, "a100-monthly-1", name)
+    app = _app(path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(lambda: app.data is not None, what="the first fleet read")
+        await _prompts(app, pilot, "zz", f"go to node {name}")
+        hits = app.screen.query_one(CommandList)
+        for i in range(hits.option_count):
+            prompt = hits.get_option_at_index(i).prompt
+            assert isinstance(prompt, Content)
+            assert not any("@click" in repr(span.style) for span in prompt.spans), prompt
+
+
+async def test_a_remap_to_square_brackets_does_not_break_the_palette(tmp_path: Path) -> None:
+    """`fleet-filter = "[,]"` passes check_keys; the palette showed "Filter ([/])", which
+    Textual's markup parser refused: the app died on ctrl+p and typing."""
+    app = _app(_ledger(tmp_path), {"fleet-filter": "[,]"})
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(lambda: app.data is not None, what="the first fleet read")
+        await _prompts(app, pilot, "filt", "([/])")
+
+
+async def test_palette_reads_node_names_from_the_last_fleet_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No ledger query on the UI loop when the palette opens (0.7 s with 5,000 nodes)."""
+    from leases.ledger import Ledger
+
+    app = _app(_ledger(tmp_path))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(lambda: app.data is not None, what="the first fleet read")
+        await app.workers.wait_for_complete()
+        asked: list[object] = []
+        real = Ledger.nodes
+
+        def counted(self: Ledger, *args: Any, **kwargs: Any) -> Any:
+            asked.append(args)
+            return real(self, *args, **kwargs)
+
+        monkeypatch.setattr(Ledger, "nodes", counted)
+        await _prompts(app, pilot, "h800-monthly-2", "go to node h800-monthly-2")
+        assert asked == []
 
 
 # -- remaps ----------------------------------------------------------------------------------

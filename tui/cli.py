@@ -114,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", help="address to listen on (default 127.0.0.1; any other warns)")
     p.add_argument("--port", type=int, help="TCP port (default 8000)")
     p.add_argument("--demo", action="store_true", help="serve the demo fleet, as `zuka demo`")
+    p.add_argument("--max-sessions", type=int, help="dashboard tabs at once (default 4)")
 
     prov = sub.add_parser("provider", help="clouds, rental platforms and data centres")
     provs = prov.add_subparsers(dest="action", required=True, parser_class=_Parser)

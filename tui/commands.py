@@ -14,9 +14,13 @@ from functools import partial
 from typing import Any
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
 from textual.dom import DOMNode
+from textual.fuzzy import Matcher
+from textual.markup import escape
 from textual.screen import Screen
 
+from leases.fleetdata import FleetData
 from leases.ledger import Ledger
 from leases.models import NodeState
 from leases.textsafe import visible
@@ -100,10 +104,20 @@ class ZukaCommands(Provider):
 
     async def startup(self) -> None:
         self._commands = [c for c in bound_commands(self.screen) if c.enabled]
+        self._nodes = self._node_names()
+        # Built once per opening, not at every keystroke (thousands with a large fleet).
+        self._all = self._hits()
+
+    def _node_names(self) -> list[str]:
+        """The live nodes' names: those of the app's last fleet read (no query on the UI
+        loop); the ledger is read here only when that read has none (before the first
+        read, or when it failed: then it is cheap, or the fleet is broken anyway)."""
+        data = getattr(self.app, "data", None)
+        if isinstance(data, FleetData) and data.facts.nodes:
+            return [n.name for n in data.facts.nodes]
         ledger = getattr(self.app, "ledger", None)
-        # One small query each time the palette opens, never on a refresh.
         live = (NodeState.ACTIVE, NodeState.OFFBOARDING)
-        self._nodes = [n.name for n in ledger.nodes(live)] if isinstance(ledger, Ledger) else []
+        return [n.name for n in ledger.nodes(live)] if isinstance(ledger, Ledger) else []
 
     def _hits(self) -> list[tuple[str, str, Callable[[], object]]]:
         """(text, help, run) for every command; text is what the user types to find it."""
@@ -136,13 +150,26 @@ class ZukaCommands(Provider):
         )
 
     async def discover(self) -> Hits:
-        for text, help_text, run in self._hits():
+        for text, help_text, run in self._all:
             if not text.startswith(("go to node ", "add lease to ")):
-                yield DiscoveryHit(text, run, help=help_text)
+                yield DiscoveryHit(Content(text), run, text=text, help=escape(help_text))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for text, help_text, run in self._hits():
+        for text, help_text, run in self._all:
             score = matcher.match(text)
             if score > 0:
-                yield Hit(score, matcher.highlight(text), run, text=text, help=help_text)
+                yield Hit(score, highlight(matcher, text), run, text=text, help=escape(help_text))
+
+
+def highlight(matcher: Matcher, text: str) -> Content:
+    """Matcher.highlight for plain text: Textual's parses its candidate as markup, so a
+    node named `[@click=app.quit]x` would be a live action there and `x[/]` an error."""
+    content = Content(text)
+    score, offsets = matcher.fuzzy_search.match(matcher.query, text)
+    if not score:
+        return content
+    for offset in offsets:
+        if not text[offset].isspace():
+            content = content.stylize(matcher.match_style, offset, offset + 1)
+    return content

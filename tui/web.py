@@ -3,8 +3,9 @@
 textual-serve starts one dashboard process per browser tab (`python -m tui.web --ledger
 PATH`), each a normal ZukaApp drawing through Textual's web driver; the poller lock beside
 the ledger still lets only one of them poll. It listens on 127.0.0.1 unless another
-address is asked for by name: the page has no login, and whoever reaches it can edit the
-ledger, so anything else is said loudly.
+address is asked for by name: whoever reaches it can edit the ledger, so anything else is
+said loudly. Every request must carry this run's secret token (tui.webguard), printed once
+in the URL the user opens.
 """
 
 from __future__ import annotations
@@ -62,9 +63,9 @@ def exposure_warning(host: str, port: int) -> str | None:
     if is_loopback(host):
         return None
     return (
-        f"serving on {host}:{port}, beyond this machine: anyone who can reach it gets the "
-        "dashboard with no password, and can change the ledger. Prefer 127.0.0.1 and an SSH "
-        f"tunnel (ssh -L {port}:127.0.0.1:{port} THIS-HOST)."
+        f"serving on {host}:{port}, beyond this machine: there is no password but the token "
+        "in the URL, sent in clear over plain HTTP, and whoever holds it can change the ledger. "
+        f"Prefer 127.0.0.1 and an SSH tunnel (ssh -L {port}:127.0.0.1:{port} THIS-HOST)."
     )
 
 
@@ -98,20 +99,24 @@ def _demo_ledger(given: str | None) -> Iterator[Path]:
 
 def web(args: argparse.Namespace, out: TextIO) -> int:
     """`zuka web`: serve until ctrl+c."""
-    from textual_serve.server import Server
-
     from leases.config import load_user_config
     from tui.keymap import check_keys
+    from tui.webguard import DEFAULT_MAX_SESSIONS, ZukaServer, check_max_sessions, new_token
 
     # A bad config is refused here, in the terminal, rather than in every tab.
     check_keys(load_user_config(args.config).keys)
     host = check_host(args.host if args.host is not None else DEFAULT_HOST)
     port = check_port(args.port if args.port is not None else DEFAULT_PORT)
+    cap = getattr(args, "max_sessions", None)
+    cap = check_max_sessions(cap if cap is not None else DEFAULT_MAX_SESSIONS)
     warning = exposure_warning(host, port)
     if warning is not None:
         print(f"zuka: warning: {warning}", file=sys.stderr)
     with _demo_ledger(args.ledger) if args.demo else _given(args.ledger) as path:
-        server = Server(child_command(path, args.config), host=host, port=port, title="zuka")
+        command = child_command(path, args.config)
+        server = ZukaServer(
+            command, host=host, port=port, token=new_token(), max_sessions=cap, out=out
+        )
         server.serve()
     return 0
 

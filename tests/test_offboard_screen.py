@@ -117,9 +117,14 @@ async def test_a_wrong_name_is_refused_and_nothing_runs(
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await opened(app, OffboardScreen("n1", drivers=factory(fleet), planners=PLANNERS))
         await pilot.press("a")
+        await wait_until(lambda: isinstance(app.screen, AskScreen), what="the question")
+        prompt = str(app.screen.query_one("#ask-prompt", Static).render())
+        assert "\u240a" not in prompt and "\nType the node's name to confirm:" in prompt
         await answer(pilot, app, "n2")
         await idle(screen, pilot)
         assert "refused, nothing was run" in said(screen) and "'n2'" in said(screen)
+        # The dashboard's user types a name: no word of the CLI's flags.
+        assert "--confirm" not in said(screen) and "type the node's name, n1" in said(screen)
         assert calls(fleet) == []
         assert (fleet / "node" / "data" / "a").exists() and (
             fleet / "cloud" / "111" / "bkt-1"

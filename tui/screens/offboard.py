@@ -158,9 +158,9 @@ class Watched:
         self.tell(step)
         return await self.inner.run(step)
 
-    async def verify(self, step: Step) -> Outcome:
+    async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
         self.tell(step)
-        return await self.inner.verify(step)
+        return await self.inner.verify(step, patient=patient)
 
 
 async def plan_job(ledger: Ledger, name: str, config: Config, planners: Sequence[Planner]) -> Done:
@@ -475,7 +475,8 @@ class OffboardScreen(Screen[None]):
                     said += " (p makes it again here)"
                 if exc.field == "confirm":
                     said = f"refused, nothing was run: you typed '{visible(exc.value, 60)}',"\
-                           f" not the node's name. {exc.reason}"  # fmt: skip
+                           f" not the node's name: type the node's name,"\
+                           f" {visible(self.node_name, 60)}"  # fmt: skip
             else:
                 said = f"failed: {type(exc).__name__}: {exc}"
             self._finish(visible(said, 600), bad=True)
@@ -535,11 +536,15 @@ class OffboardScreen(Screen[None]):
             then(self.node_name)
             return
         deletes = sum(s.destructive for s in stored.plan.steps)
-        prompt = plain(
-            f"Carry out offboarding plan {stored.id} (hash {stored.hash[:12]}) on"
-            f" {visible(self.node_name, 60)}: {len(stored.plan.steps)} steps, {deletes} of"
-            " them delete.\nType the node's name to confirm:",
-            wrap=True,
+        # Line by line: plain() shows a newline inside one string as an escape.
+        prompt = Text("\n").join(
+            plain(line, wrap=True)
+            for line in (
+                f"Carry out offboarding plan {stored.id} (hash {stored.hash[:12]}) on"
+                f" {visible(self.node_name, 60)}: {len(stored.plan.steps)} steps, {deletes} of"
+                " them delete.",
+                "Type the node's name to confirm:",
+            )
         )
 
         def answered(typed: str | None) -> None:

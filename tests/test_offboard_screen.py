@@ -417,7 +417,7 @@ async def test_a_manual_step_marked_done_is_verified(
         await pilot.press("a")
         await answer(pilot, app, "n1")
         await idle(screen, pilot)
-        assert states(screen)["manual:release-instance"] == "failed"
+        assert states(screen)["manual:release-instance"] == "waiting for you (d)"
         assert "--did manual:release-instance" in said(screen)
         await select(pilot, screen, "shred:/data/a")
         await pilot.press("d")

@@ -33,7 +33,7 @@ from textual.worker import Worker, WorkerState
 from leases.config import Config
 from leases.errors import InputError, no_ledger
 from leases.ledger import Ledger
-from leases.offboard import evidence, runner, wiring
+from leases.offboard import evidence, manual, runner, wiring
 from leases.offboard.evidence import PASSED, State, StoredPlan
 from leases.offboard.plan import facts_for
 from leases.offboard.steps import Driver, Outcome, Phase, Planner, Step
@@ -62,6 +62,8 @@ def state_text(stored: StoredPlan, step: Step, running: str | None) -> str:
         return "started (interrupted)"
     if st.state is State.CONSENT:
         return "asks you (g)"
+    if st.state is State.FAILED and st.detail.startswith(manual.WAITING):
+        return "waiting for you (d)"  # a console step not yet done by hand: not a failure
     return st.state.value
 
 

@@ -83,6 +83,7 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
                 "plan": result.stored.id,
                 "hash": result.stored.hash,
                 "finished": result.finished,
+                "outcome": status.outcome(result.stored),
                 "stopped_at": result.stopped_at,
                 "reason": result.reason,
                 "steps": _states(result.stored),
@@ -156,8 +157,10 @@ def _print_plan(stored: StoredPlan, new: bool, as_json: bool, out: TextIO) -> in
         return 0
     out.write(f"offboarding plan for {visible(name)} (a dry run: nothing was touched)\n\n")
     _state_table(stored, out)
-    for line in stored.plan.not_deleted():
-        out.write(f"\nNOT deleted: {line}\n")
+    _whats(stored, out)
+    for kept in stored.plan.not_deleted():
+        lines = output.wrap(f"NOT deleted: {kept}", output.terminal_columns(out), indent="  ")
+        out.write("\n" + "\n".join(x[2:] if i == 0 else x for i, x in enumerate(lines)) + "\n")
     started = any(stored.state(s.key).state is not State.PENDING for s in stored.plan.steps)
     out.write(
         f"\nplan {stored.id}, hash {stored.hash}\n"
@@ -174,8 +177,7 @@ def _print_plan(stored: StoredPlan, new: bool, as_json: bool, out: TextIO) -> in
 
 
 def _state_table(stored: StoredPlan, out: TextIO) -> None:
-    """The steps' table, then every step's full command or description, wrapped to the
-    terminal: this is what the user confirms, so nothing in it is cut."""
+    """The steps' table: where each stands (the commands: _whats)."""
     rows = []
     for i, s in enumerate(stored.plan.steps, 1):
         st = stored.state(s.key)
@@ -196,11 +198,16 @@ def _state_table(stored: StoredPlan, out: TextIO) -> None:
             )
         )
     output.table(("#", "phase", "step", "deletes", "state"), rows, out)
+
+
+def _whats(stored: StoredPlan, out: TextIO) -> None:
+    """Every step's full command or description, wrapped to the terminal: this is what
+    the user confirms, so nothing in it is cut."""
     columns = output.terminal_columns(out)
     out.write("\nwhat each step does:\n")
     for i, s in enumerate(stored.plan.steps, 1):
-        for line in output.wrap(f"{i:>3}  {visible(s.key)}", columns):
-            out.write(line + "\n")
+        head = output.wrap(visible(s.key), columns, indent="     ")
+        out.write(f"{i:>3}  {head[0][5:]}\n" + "".join(line + "\n" for line in head[1:]))
         for line in output.wrap(visible(s.describe), columns, indent="       "):
             out.write(line + "\n")
 
@@ -242,9 +249,16 @@ def _recheck(ledger: Ledger, node: Node, config: Config, as_json: bool, out: Tex
         skipped = stored.state(key).state is State.SKIPPED
         mark = "skip" if skipped else "n/a " if ok is None else "ok  " if ok else "FAIL"
         out.write(f"{mark}  {visible(key, 80)}  {visible(said, 160)}\n")
-    out.write(
-        "everything is still gone\n" if result.ok else "NOT everything is still gone: see above\n"
-    )
+    unproven = sum(stored.state(k).state is not State.VERIFIED for k, _, _ in result.lines)
+    if not result.ok:
+        out.write("NOT everything is still gone: see above\n")
+    elif unproven:
+        out.write(
+            f"everything verified is still gone; {unproven} step(s) were never verified"
+            " (skipped or gone on past: see above)\n"
+        )
+    else:
+        out.write("everything is still gone\n")
     return 0 if result.ok else 1
 
 

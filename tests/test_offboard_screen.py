@@ -284,6 +284,10 @@ async def test_skip_a_step_with_a_reason(
         await pilot.press("a")  # confirmed already
         await idle(screen, pilot)
         assert "offboarding finished" in said(screen)
+        assert "1 skipped (with reasons)" in said(screen) and "every step" not in said(screen)
+        await pilot.press("c")
+        await idle(screen, pilot)
+        assert "1 step(s) never verified" in said(screen), said(screen)
     assert (fleet / "node" / "data" / "b").exists()
     with Ledger.open(ledger_path) as ledger:
         skipped = [e for e in ledger.history() if e.action == "offboard.skip"]

@@ -33,7 +33,7 @@ from textual.worker import Worker, WorkerState
 from leases.config import Config
 from leases.errors import InputError, no_ledger
 from leases.ledger import Ledger
-from leases.offboard import evidence, manual, runner, wiring
+from leases.offboard import evidence, manual, runner, status, wiring
 from leases.offboard.evidence import PASSED, State, StoredPlan
 from leases.offboard.plan import facts_for
 from leases.offboard.steps import Driver, Outcome, Phase, Planner, Step
@@ -202,7 +202,7 @@ async def run_job(
         await wiring.close(ctx)
     one = choices.stop_after
     if result.finished:
-        said, ok = "offboarding finished: every step verified or skipped", True
+        said, ok = f"offboarding finished: {status.outcome(result.stored)}", True
     elif one is not None and result.stored.state(one).state in PASSED:
         said, ok = f"{visible(one, 80)} passed; next: {visible(result.stopped_at, 80)}", True
     else:
@@ -239,7 +239,14 @@ async def recheck_job(ledger: Ledger, name: str, config: Config, factory: Driver
         result = await runner.recheck(ledger, stored, factory(ctx))
     finally:
         await wiring.close(ctx)
-    said = "recheck: everything is still gone" if result.ok else "recheck: NOT everything is gone"
+    unproven = sum(stored.state(k).state is not State.VERIFIED for k, _, _ in result.lines)
+    said = (
+        "recheck: NOT everything is gone"
+        if not result.ok
+        else f"recheck: everything verified is still gone; {unproven} step(s) never verified"
+        if unproven
+        else "recheck: everything is still gone"
+    )
     return Done(evidence.load(ledger, stored.id), said, result.ok, lines=result.lines)
 
 

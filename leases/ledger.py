@@ -251,6 +251,32 @@ class Ledger:
         with self.transaction() as conn:
             return self._insert_provider(conn, provider)
 
+    # What `zuka provider edit` may change: the facts offboarding's preflight checks.
+    PROVIDER_EDITABLE = ("region", "account_id", "account_alias", "credential_ref")
+
+    def update_provider(self, name: str, changes: Mapping[str, Any]) -> Provider:
+        """Change some fields of a provider (audited, undoable); the result is validated
+        as a whole. Its nodes follow it: they refer to it by id."""
+        unknown = set(changes) - set(self.PROVIDER_EDITABLE)
+        if unknown:
+            field = sorted(unknown)[0]
+            raise InputError(field, changes[field], "cannot be changed by provider edit")
+        with self.transaction() as conn:
+            rows = self._rows("SELECT * FROM providers WHERE name = ?", [name])
+            if not rows:
+                raise InputError("provider", name, "no provider of that name in the ledger")
+            current = _provider(rows[0])
+            before = records.provider_record(current)
+            after = records.provider_record(records.provider_from({**before, **changes}))
+            if after == before:
+                return current
+            conn.execute(
+                f"UPDATE providers SET {', '.join(f'{k} = ?' for k in after)} WHERE id = ?",
+                [*after.values(), current.id],
+            )
+            self._audit(conn, "provider.edit", "provider", current.id, None, before, after)
+            return _provider({**after, "id": current.id})
+
     def _insert_provider(self, conn: sqlite3.Connection, p: Provider) -> Provider:
         # Aliyun and aliyun are one provider to a person: unique without regard to case.
         same = conn.execute(

@@ -103,7 +103,7 @@ class FileDriver:
         _log(self.root, f"{step.key} gone")
         return Outcome(True, f"{step.target} already gone")
 
-    async def verify(self, step: Step) -> Outcome:
+    async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
         if step.action == "facts":
             return Outcome(True, "a fact")
         gone = not self._path(step).exists()
@@ -135,7 +135,7 @@ class BucketDriver:
         _log(self.root, f"{step.key} gone")
         return Outcome(True, f"HeadBucket {step.target}: 404 (already gone)")
 
-    async def verify(self, step: Step) -> Outcome:
+    async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
         gone = not self._path(step).exists()
         return Outcome(gone, f"HeadBucket {step.target}: {'404' if gone else '200'}")
 
@@ -164,9 +164,9 @@ class Killer:
         self._maybe(step, "after")
         return out
 
-    async def verify(self, step: Step) -> Outcome:
+    async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
         self._maybe(step, "verify")
-        return await self.inner.verify(step)
+        return await self.inner.verify(step, patient=patient)
 
 
 async def gone(_: Step) -> bool:

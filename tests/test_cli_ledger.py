@@ -375,3 +375,28 @@ def test_an_old_export_with_a_reused_name_is_refused_as_ambiguous(cli: Cli, tmp_
         not other.exists()
         or json.loads(cli("node", "list", "--all", "--json", ledger=other).out) == []
     )
+
+
+def test_provider_edit_changes_the_account_is_audited_and_undone(cli: Cli) -> None:
+    assert cli("provider", "add", "Aliyun 阿里云", "--kind", "cloud").code == 0
+    nothing = cli("provider", "edit", "Aliyun 阿里云")
+    assert nothing.code == 2 and "nothing to change" in nothing.err
+    r = cli("provider", "edit", "Aliyun 阿里云", "--account-id", "1234", "--region",
+            "cn-hangzhou", "--credential-ref", "env:ALI", "--account-alias", "lab")  # fmt: skip
+    assert r.code == 0 and "updated provider Aliyun 阿里云" in r.out, r.err
+    (p,) = json.loads(cli("provider", "list", "--json").out)
+    assert (p["account_id"], p["region"], p["credential_ref"], p["account_alias"]) == (
+        "1234",
+        "cn-hangzhou",
+        "env:ALI",
+        "lab",
+    )
+    again = cli("provider", "edit", "Aliyun 阿里云", "--account-id", "1234")
+    assert again.code == 0 and "nothing changed" in again.out
+    secret = cli("provider", "edit", "Aliyun 阿里云", "--credential-ref", "AKIA x y")
+    assert secret.code == 2 and "--credential-ref" in secret.err and "AKIA" not in secret.err
+    assert cli("provider", "edit", "nope", "--region", "x").code == 2
+    assert "provider.edit" in cli("log").out
+    assert cli("undo").code == 0
+    (p,) = json.loads(cli("provider", "list", "--json").out)
+    assert p["account_id"] == "" and p["region"] == ""

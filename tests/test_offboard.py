@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from conftest import Cli
@@ -32,7 +33,8 @@ from leases.models import NodeState, RefundState
 from leases.offboard import evidence, report, runner
 from leases.offboard.evidence import State
 from leases.offboard.plan import Plan, plan_from_body
-from leases.offboard.steps import Outcome, Phase, PlanInput, Step
+from leases.offboard.steps import Identity, Outcome, Phase, PlanInput, Step
+from tui import output
 
 TESTS = Path(__file__).parent
 
@@ -267,9 +269,9 @@ class Asks:
         return Outcome(False, "pid 4242 python train.py", "1 GPU process still running",
                        needs_consent=True)  # fmt: skip
 
-    async def verify(self, step: Step) -> Outcome:
+    async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
         if step.action != "processes":
-            return await self.files.verify(step)
+            return await self.files.verify(step, patient=patient)
         return Outcome(True, "")
 
 
@@ -630,7 +632,7 @@ def test_release_flags_auto_renew_and_preflight_says_the_days_left(
     assert cli("offboard", "n1").code == 0
     # The node's steps first (the node must answer), then it is released by hand.
     first = cli("offboard", "n1", "--execute", "--confirm", "n1")
-    assert first.code == 1 and "stopped at manual:release-instance" in first.out, first.out
+    assert first.code == 1 and "waiting for you at manual:release-instance" in first.out, first.out
     served.release()
     done = cli("offboard", "n1", "--execute", "--confirm", "n1", "--did", "manual:release-instance")
     assert done.code == 0, done.out
@@ -657,3 +659,178 @@ def test_a_version_10_ledger_is_upgraded_with_the_offboarding_tables(ledger_path
         tables = {r[0] for r in ledger.conn.execute("SELECT name FROM sqlite_master")}
         assert {"offboard_plans", "offboard_steps"} <= tables
         assert ledger.verify_audit().ok
+
+
+def test_a_finish_with_skipped_steps_says_so_and_the_report_and_recheck_list_them(
+    cli: Cli, served: ServedNode
+) -> None:
+    """A run that skipped steps does not claim every step was verified; the report's head
+    and --recheck name the skipped step and its reason."""
+    assert cli("node", "add", "n1", "--ssh", served.login).code == 0
+    assert cli("offboard", "n1").code == 0
+    why = "the data centre took it back on 11-30"
+    assert cli("offboard", "n1", "--skip", "manual:release-instance", "--reason", why,
+               "--confirm", "n1").code == 0  # fmt: skip
+    done = cli("offboard", "n1", "--execute", "--confirm", "n1")
+    assert done.code == 0, done.out + done.err
+    assert "every step verified" not in done.out
+    assert "finished:" in done.out and "verified, 1 skipped (with reasons)" in done.out
+    assert why in done.out  # the table shows the skip's reason
+    md = cli("offboard", "n1", "--report").out
+    head = md.split("## Steps")[0]
+    assert "1 skipped (with reasons)" in head and "manual:release-instance: " in head
+    assert why in head
+    js = json.loads(cli("offboard", "n1", "--report", "--format", "json").out)
+    assert js["counts"]["skipped"] == 1 and js["skipped"][0]["key"] == "manual:release-instance"
+    again = cli("offboard", "n1", "--recheck")
+    line = next(x for x in again.out.splitlines() if "manual:release-instance" in x)
+    assert line.startswith("skip") and why in line
+    assert "1 step(s) were never verified" in again.out and "everything is still" not in again.out
+    rechecked = json.loads(cli("offboard", "n1", "--recheck", "--json").out)
+    states = {s["step"]: s["state"] for s in rechecked["steps"]}
+    assert states["manual:release-instance"] == "skipped"
+
+
+def test_the_plan_prints_every_steps_full_command_wrapped_never_cut(
+    cli: Cli, served: ServedNode
+) -> None:
+    """The plan is what the user confirms: each step's whole description is printed,
+    wrapped at spaces and never inside a character (a CJK provider name)."""
+    name = "ZhiSuan 智算云 " + "长" * 70
+    assert cli("provider", "add", name, "--kind", "platform").code == 0
+    assert cli("node", "add", "n1", "--ssh", served.login, "--provider", name).code == 0
+    plan = cli("offboard", "n1")
+    assert plan.code == 0, plan.err
+    flat = " ".join(line.strip() for line in plan.out.splitlines())
+    release = f"by hand: release the instance in {name}'s console"
+    assert release.replace(" ", "") in flat.replace(" ", "")
+    # A long key may be cut in the table (marked …): the section below gives it whole.
+    whole = plan.out.split("what each step does:")[1].split("\nplan ")[0]
+    assert "no longer answers" in flat and "…" not in whole and "\ufffd" not in plan.out
+    assert all(output.width(line) <= 100 for line in whole.splitlines())
+
+
+@given(st.text(alphabet="ab 智算云長x", max_size=200), st.integers(12, 60))
+def test_wrap_keeps_every_character_within_the_width(text: str, columns: int) -> None:
+    lines = output.wrap(text, columns, indent="  ")
+    assert all(output.width(line) <= columns for line in lines)
+    assert "".join(x[2:] for x in lines).replace(" ", "") == text.replace(" ", "")
+
+
+def test_the_plan_and_report_say_plainly_what_is_not_deleted(cli: Cli, served: ServedNode) -> None:
+    assert cli("provider", "add", "AutoDL", "--kind", "platform").code == 0
+    assert cli("node", "add", "n1", "--ssh", served.login, "--provider", "AutoDL").code == 0
+    plan = cli("offboard", "n1")
+    assert plan.code == 0, plan.err
+    said = "NOT deleted: /root/autodl-fs: shared storage that outlives the instance"
+    assert said in plan.out
+    assert said in cli("offboard", "n1", "--report").out.split("## Steps")[0]
+    assert json.loads(cli("offboard", "n1", "--json").out)["not_deleted"][0].startswith(
+        "/root/autodl-fs:"
+    )
+
+
+class NoCredentials(BucketDriver):
+    async def identity(self) -> Identity:
+        raise RuntimeError("credential_ref env:MOTO: set MOTO_ACCESS_KEY_ID and its secret")
+
+
+async def test_a_refused_identity_says_why_and_a_missing_account_names_provider_edit(
+    fleet: Path, ledger_path: Path
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        _plan(ledger)
+        table = drivers(ledger, ledger.node("n1"), fleet)
+        table["s3"] = NoCredentials(fleet)
+        stored = evidence.latest(ledger, ledger.node("n1").id or 0)
+        assert stored is not None
+        result = await runner.execute(ledger, stored, table)
+        assert result.stopped_at == "preflight:identity:s3"
+        assert "set MOTO_ACCESS_KEY_ID" in result.reason
+        ledger.update_provider("Cloudy", {"account_id": ""})
+        _plan(ledger)
+        result = await _run(ledger, fleet)
+        assert "zuka provider edit Cloudy --account-id ID" in result.reason
+        ledger.update_provider("Cloudy", {"account_id": "111"})
+        _plan(ledger)
+        assert (await _run(ledger, fleet)).finished
+
+
+class Impatient(BucketDriver):
+    """Records how each read-back was asked for."""
+
+    asked: ClassVar[list[tuple[str, bool]]] = []
+
+    async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
+        Impatient.asked.append((step.key, patient))
+        return await super().verify(step, patient=patient)
+
+
+async def test_recheck_and_the_read_before_acting_again_are_single_reads(
+    fleet: Path, ledger_path: Path
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        stored = _plan(ledger)
+        step = next(s for s in stored.plan.steps if s.driver == "s3")
+        # A killed run left the bucket step started: the rerun reads it back once first.
+        evidence.record(ledger, stored, step, "start", State.STARTED, detail=step.describe)
+        table = drivers(ledger, ledger.node("n1"), fleet)
+        table["s3"] = Impatient(fleet)
+        Impatient.asked = []
+        result = await runner.execute(ledger, evidence.load(ledger, stored.id), table)
+        assert result.finished
+        assert Impatient.asked == [(step.key, False), (step.key, True)]
+        Impatient.asked = []
+        again = await runner.recheck(ledger, result.stored, table)
+        assert again.ok and Impatient.asked == [(step.key, False)]
+
+
+def test_a_console_step_waits_for_the_user_and_says_what_to_type(
+    cli: Cli, served: ServedNode
+) -> None:
+    assert cli("node", "add", "n1", "--ssh", served.login).code == 0
+    plan = cli("offboard", "n1")
+    digest = plan.out.split("hash ")[1].split()[0]
+    wrong = cli("offboard", "n1", "--execute", "--confirm", "n1", "--hash", "0123456789ab")
+    assert wrong.code == 2 and "read the plan again: zuka offboard n1" in wrong.err
+    assert digest[:8] not in wrong.err  # never the right hash to copy unread
+    stop = cli("offboard", "n1", "--execute", "--confirm", "n1")
+    assert stop.code == 1
+    assert "failed: by hand" not in stop.out and "waiting for you at manual:release-instance" in (
+        stop.out
+    )
+    assert "once done: zuka offboard n1 --execute --confirm n1 --did manual:release-instance" in (
+        stop.out
+    )
+    assert "zuka offboard n1 --skip manual:release-instance --reason TEXT --confirm n1" in stop.out
+    assert "waiting for you (--did manual:release-instance)" in stop.out  # the table's state
+    # Said done while the node still answers: what to do next.
+    early = cli(
+        "offboard", "n1", "--execute", "--confirm", "n1", "--did", "manual:release-instance"
+    )
+    assert early.code == 1 and "the node still answers at" in early.out
+    assert "release it in the console first" in early.out
+    # No facts step in this plan: the report does not point at file-system evidence.
+    md = cli("offboard", "n1", "--report").out
+    assert "best effort" in md and "mount options are in the evidence" not in md
+
+
+def test_ctrl_c_during_a_run_or_a_recheck_says_what_it_left(
+    cli: Cli, served: ServedNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def interrupted(*_: object, **__: object) -> runner.RunResult:
+        raise KeyboardInterrupt
+
+    assert cli("node", "add", "n1", "--ssh", served.login).code == 0
+    assert cli("offboard", "n1").code == 0
+    monkeypatch.setattr(runner, "execute", interrupted)
+    run = cli("offboard", "n1", "--execute", "--confirm", "n1")
+    assert run.code == 130
+    assert "interrupted: a rerun continues at the first step not verified" in run.out
+    monkeypatch.undo()
+    assert cli("offboard", "n1", "--skip", "manual:release-instance", "--reason", "gone",
+               "--confirm", "n1").code == 0  # fmt: skip
+    assert cli("offboard", "n1", "--execute", "--confirm", "n1").code == 0
+    monkeypatch.setattr(runner, "recheck", interrupted)
+    again = cli("offboard", "n1", "--recheck")
+    assert again.code == 130 and "recheck interrupted" in again.out

@@ -406,3 +406,20 @@ async def test_a_store_that_says_deleted_but_keeps_the_objects_is_not_done(
         )
     assert not ran.done and not checked.done, (ran, checked)
     assert sorted(all_versions(s3, "lab-ckpt")) == before
+
+
+async def test_a_read_back_that_is_not_patient_is_one_read(endpoint: str) -> None:
+    """A recheck, or the read before acting again, reads once; a run's verify waits for a
+    deletion the cloud finishes later (here: it never does, on an injected clock)."""
+    ec2 = client("ec2", endpoint)
+    volume = ec2.create_volume(AvailabilityZone=f"{REGION}a", Size=1)["VolumeId"]
+    plan_input = facts([(ResourceKind.DISK, volume)], provider=aws_provider(), endpoint=endpoint)
+    [step] = plan_cloud(plan_input)
+    clock = FakeClock()
+    [driver] = cloud_drivers(
+        plan_input.provider, [step], plan_input.config, environ=ENVIRON, timing=timing(clock)
+    )
+    once = await driver.verify(step, patient=False)
+    assert not once.done and clock.slept == [] and "retry later" not in once.detail
+    waited = await driver.verify(step)
+    assert not waited.done and sum(clock.slept) > 30 and "retry later" in waited.detail

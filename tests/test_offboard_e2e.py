@@ -202,7 +202,7 @@ def test_offboard_end_to_end_through_the_cli_and_the_real_wiring(
     assert not [s for s in lab.proxy.seen if "Delete" in s or s.startswith("DELETE")]
 
     first = cli("offboard", "n1", *cfg, "--execute", "--confirm", "n1")
-    assert first.code == 1 and "stopped at manual:release-instance" in first.out, first.out
+    assert first.code == 1 and "waiting for you at manual:release-instance" in first.out, first.out
     # The node: the declared directory shredded, what was not declared untouched, the
     # history cleared, the lab's key gone (the other key stays), a fresh login refused.
     assert files(lab.scratch) == ["keep.txt"]

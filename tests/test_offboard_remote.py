@@ -37,6 +37,7 @@ from leases.models import (
     SshTarget,
 )
 from leases.offboard import presets
+from leases.offboard.plan import Plan
 from leases.offboard.remote import (
     LoginAttempt,
     RemoteDriver,
@@ -747,3 +748,26 @@ def test_a_node_path_with_an_empty_entry_still_shreds(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert not (root / "ckpt" / "a.pt").exists()
+
+
+def test_a_path_inside_another_says_so_and_the_plan_names_what_it_will_not_delete() -> None:
+    steps = plan_remote(facts(scratch("/root/autodl-tmp/ckpt")))
+    inner = next(s for s in steps if s.key == "shred:/root/autodl-tmp/ckpt")
+    assert "inside /root/autodl-tmp, shredded by that step first" in inner.describe
+    outer = next(s for s in steps if s.key == "shred:/root/autodl-tmp")
+    assert "inside" not in outer.describe
+    plan = Plan(node_id=1, node="gpu1", lease_id=1, steps=tuple(steps))
+    (kept,) = plan.not_deleted()
+    assert kept.startswith("/root/autodl-fs: shared storage that outlives the instance")
+    assert "zuka resource add gpu1 --kind scratch_path --id PATH" in kept
+
+
+def test_the_revoke_step_says_which_key_in_words() -> None:
+    revoke = next(s for s in plan_remote(facts()) if s.action == "revoke-key")
+    assert "(the lines of ~/.ssh/authorized_keys holding the public key of /keys/lab" in (
+        revoke.describe
+    )
+    fp = "SHA256:" + "A" * 43
+    key = Resource(lease_id=1, kind=ResourceKind.SSH_KEY, native_id=fp, id=9)
+    revoke = next(s for s in plan_remote(facts(key)) if s.action == "revoke-key")
+    assert f"holding the public key {fp})" in revoke.describe

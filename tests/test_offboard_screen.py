@@ -117,9 +117,14 @@ async def test_a_wrong_name_is_refused_and_nothing_runs(
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await opened(app, OffboardScreen("n1", drivers=factory(fleet), planners=PLANNERS))
         await pilot.press("a")
+        await wait_until(lambda: isinstance(app.screen, AskScreen), what="the question")
+        prompt = str(app.screen.query_one("#ask-prompt", Static).render())
+        assert "\u240a" not in prompt and "\nType the node's name to confirm:" in prompt
         await answer(pilot, app, "n2")
         await idle(screen, pilot)
         assert "refused, nothing was run" in said(screen) and "'n2'" in said(screen)
+        # The dashboard's user types a name: no word of the CLI's flags.
+        assert "--confirm" not in said(screen) and "type the node's name, n1" in said(screen)
         assert calls(fleet) == []
         assert (fleet / "node" / "data" / "a").exists() and (
             fleet / "cloud" / "111" / "bkt-1"
@@ -279,6 +284,10 @@ async def test_skip_a_step_with_a_reason(
         await pilot.press("a")  # confirmed already
         await idle(screen, pilot)
         assert "offboarding finished" in said(screen)
+        assert "1 skipped (with reasons)" in said(screen) and "every step" not in said(screen)
+        await pilot.press("c")
+        await idle(screen, pilot)
+        assert "1 step(s) never verified" in said(screen), said(screen)
     assert (fleet / "node" / "data" / "b").exists()
     with Ledger.open(ledger_path) as ledger:
         skipped = [e for e in ledger.history() if e.action == "offboard.skip"]
@@ -412,7 +421,7 @@ async def test_a_manual_step_marked_done_is_verified(
         await pilot.press("a")
         await answer(pilot, app, "n1")
         await idle(screen, pilot)
-        assert states(screen)["manual:release-instance"] == "failed"
+        assert states(screen)["manual:release-instance"] == "waiting for you (d)"
         assert "--did manual:release-instance" in said(screen)
         await select(pilot, screen, "shred:/data/a")
         await pilot.press("d")

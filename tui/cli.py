@@ -122,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name")
     L.provider_options(p, required=True)
     cmd(provs, "list", L.provider_list, "list providers")
+    p = cmd(provs, "edit", L.provider_edit, "change a provider's account, region or credentials")
+    p.add_argument("name")
+    L.provider_edit_options(p)
 
     node = sub.add_parser("node", help="rented nodes")
     nodes = node.add_subparsers(dest="action", required=True, parser_class=_Parser)

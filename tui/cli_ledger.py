@@ -131,6 +131,26 @@ def provider_add(args: argparse.Namespace, out: TextIO) -> int:
     return _done(args, out, records.provider_record(added), f"added provider {added.name}")
 
 
+def provider_edit_options(p: argparse.ArgumentParser) -> None:
+    _add_flags(p, {k: PROVIDER_FLAGS[k] for k in Ledger.PROVIDER_EDITABLE}, set(), PROVIDER_HELP)
+
+
+def provider_edit(args: argparse.Namespace, out: TextIO) -> int:
+    changes = _pick(args, {k: PROVIDER_FLAGS[k] for k in Ledger.PROVIDER_EDITABLE})
+    if not changes:
+        raise InputError("provider edit", args.name, "nothing to change: give at least one option")
+    with _open(args, create=False) as ledger:
+        head = _head(ledger)
+        edited = ledger.update_provider(args.name, changes)
+        same = _head(ledger) == head
+    message = (
+        f"nothing changed: provider {edited.name} is already so"
+        if same
+        else f"updated provider {edited.name}"
+    )
+    return _done(args, out, records.provider_record(edited), message)
+
+
 def provider_list(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args, readonly=True) as ledger:
         provs = ledger.providers()

@@ -15,7 +15,7 @@ from leases.config import Config, load_user_config
 from leases.errors import InputError
 from leases.ledger import Ledger
 from leases.models import Node
-from leases.offboard import evidence, report, runner, wiring
+from leases.offboard import evidence, manual, report, runner, status, wiring
 from leases.offboard.evidence import PASSED, State, StoredPlan
 from leases.offboard.plan import facts_for
 from leases.textsafe import visible
@@ -55,8 +55,9 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
             raise InputError(
                 "hash",
                 args.hash,
-                f"is not the stored plan's hash ({stored.hash[:12]}...; 8 characters or more):"
-                f" read the plan again: zuka offboard {node.name}",
+                # Not the right prefix: it would invite copying it without reading the plan.
+                "is not the stored plan's hash (8 characters or more): read the plan again:"
+                f" zuka offboard {node.name}",
             )
         for key in args.did:
             if stored.plan.step(key).driver != "manual":  # an unknown key: InputError
@@ -69,15 +70,20 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
         choices = runner.Choices(
             go_on=args.go_on, skip={args.skip: args.reason} if args.skip else {}
         )
-        result = asyncio.run(
-            _closing(ctx, runner.execute(ledger, stored, wiring.drivers(ctx), choices))
-        )
+        try:
+            result = asyncio.run(
+                _closing(ctx, runner.execute(ledger, stored, wiring.drivers(ctx), choices))
+            )
+        except KeyboardInterrupt:
+            out.write("\ninterrupted: a rerun continues at the first step not verified\n")
+            raise
     if args.json:
         output.dump_json(
             {
                 "plan": result.stored.id,
                 "hash": result.stored.hash,
                 "finished": result.finished,
+                "outcome": status.outcome(result.stored),
                 "stopped_at": result.stopped_at,
                 "reason": result.reason,
                 "steps": _states(result.stored),
@@ -88,16 +94,37 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
         _state_table(result.stored, out)
         if result.finished:
             out.write(
-                f"\noffboarding of {visible(node.name)} finished: every step verified."
+                f"\noffboarding of {visible(node.name)} finished:"
+                f" {status.outcome(result.stored)}."
                 f"\nreport: zuka offboard {visible(node.name)} --report;"
                 f" a day later: zuka offboard {visible(node.name)} --recheck\n"
             )
         else:
-            out.write(
-                f"\nstopped at {visible(result.stopped_at)}: {visible(result.reason)}\n"
-                "a rerun continues there\n"
-            )
+            out.write(_stopped(result, node.name))
     return 0 if result.finished else 1
+
+
+def _stopped(result: runner.RunResult, name: str) -> str:
+    """Where a run stopped and why; a console step waits for the user: what to type next."""
+    key = result.stopped_at or ""
+    step = result.stored.plan.step(key) if key else None
+    if step is not None and step.driver == "manual":
+        n, k = visible(name), visible(key)
+        said = "" if result.reason.startswith(manual.WAITING) else f"{visible(result.reason)}\n"
+        return (
+            f"\nwaiting for you at {k}: {visible(step.describe)}\n"
+            + said
+            + f"once done: zuka offboard {n} --execute --confirm {n} --did {k}\n"
+            f"or, with a reason: zuka offboard {n} --skip {k} --reason TEXT --confirm {n}\n"
+        )
+    return f"\nstopped at {visible(key)}: {visible(result.reason)}\na rerun continues there\n"
+
+
+def _waiting(stored: StoredPlan, key: str) -> bool:
+    """A console step whose last word is "do it by hand, then --did": it waits for the
+    user; it did not fail."""
+    st = stored.state(key)
+    return st.state is State.FAILED and st.detail.startswith(manual.WAITING)
 
 
 def _states(stored: StoredPlan) -> list[dict[str, object]]:
@@ -124,12 +151,16 @@ def _print_plan(stored: StoredPlan, new: bool, as_json: bool, out: TextIO) -> in
     if as_json:
         output.dump_json(
             {"node": name, "plan": stored.id, "hash": stored.hash, "new": new,
-             "steps": _states(stored)},
+             "not_deleted": stored.plan.not_deleted(), "steps": _states(stored)},
             out,
         )  # fmt: skip
         return 0
     out.write(f"offboarding plan for {visible(name)} (a dry run: nothing was touched)\n\n")
     _state_table(stored, out)
+    _whats(stored, out)
+    for kept in stored.plan.not_deleted():
+        lines = output.wrap(f"NOT deleted: {kept}", output.terminal_columns(out), indent="  ")
+        out.write("\n" + "\n".join(x[2:] if i == 0 else x for i, x in enumerate(lines)) + "\n")
     started = any(stored.state(s.key).state is not State.PENDING for s in stored.plan.steps)
     out.write(
         f"\nplan {stored.id}, hash {stored.hash}\n"
@@ -146,6 +177,7 @@ def _print_plan(stored: StoredPlan, new: bool, as_json: bool, out: TextIO) -> in
 
 
 def _state_table(stored: StoredPlan, out: TextIO) -> None:
+    """The steps' table: where each stands (the commands: _whats)."""
     rows = []
     for i, s in enumerate(stored.plan.steps, 1):
         st = stored.state(s.key)
@@ -155,12 +187,29 @@ def _state_table(stored: StoredPlan, out: TextIO) -> None:
                 s.phase.name.lower(),
                 visible(s.key, 60),
                 "yes" if s.destructive else "",
-                visible(s.describe, 120),
-                st.state.value
-                + (f": {visible(st.detail, 80)}" if st.detail and st.state not in PASSED else ""),
+                f"waiting for you (--did {visible(s.key, 60)})"
+                if _waiting(stored, s.key)
+                else st.state.value
+                + (
+                    f": {visible(st.detail, 80)}"
+                    if st.detail and (st.state not in PASSED or st.state is State.SKIPPED)
+                    else ""
+                ),
             )
         )
-    output.table(("#", "phase", "step", "deletes", "what", "state"), rows, out)
+    output.table(("#", "phase", "step", "deletes", "state"), rows, out)
+
+
+def _whats(stored: StoredPlan, out: TextIO) -> None:
+    """Every step's full command or description, wrapped to the terminal: this is what
+    the user confirms, so nothing in it is cut."""
+    columns = output.terminal_columns(out)
+    out.write("\nwhat each step does:\n")
+    for i, s in enumerate(stored.plan.steps, 1):
+        head = output.wrap(visible(s.key), columns, indent="     ")
+        out.write(f"{i:>3}  {head[0][5:]}\n" + "".join(line + "\n" for line in head[1:]))
+        for line in output.wrap(visible(s.describe), columns, indent="       "):
+            out.write(line + "\n")
 
 
 def _context(
@@ -184,17 +233,32 @@ def _recheck(ledger: Ledger, node: Node, config: Config, as_json: bool, out: Tex
     if stored is None or stored.finished_at is None:
         raise InputError("recheck", node.name, "no finished offboarding to recheck: run it first")
     ctx = _context(ledger, node, config, stored)
-    result = asyncio.run(_closing(ctx, runner.recheck(ledger, stored, wiring.drivers(ctx))))
+    try:
+        result = asyncio.run(_closing(ctx, runner.recheck(ledger, stored, wiring.drivers(ctx))))
+    except KeyboardInterrupt:
+        out.write("\nrecheck interrupted: nothing was changed; run it again to read all back\n")
+        raise
     if as_json:
-        lines = [{"step": k, "ok": ok, "said": said} for k, ok, said in result.lines]
+        lines = [
+            {"step": k, "ok": ok, "state": stored.state(k).state.value, "said": said}
+            for k, ok, said in result.lines
+        ]
         output.dump_json({"plan": stored.id, "ok": result.ok, "steps": lines}, out)
         return 0 if result.ok else 1
     for key, ok, said in result.lines:
-        mark = "n/a " if ok is None else "ok  " if ok else "FAIL"
+        skipped = stored.state(key).state is State.SKIPPED
+        mark = "skip" if skipped else "n/a " if ok is None else "ok  " if ok else "FAIL"
         out.write(f"{mark}  {visible(key, 80)}  {visible(said, 160)}\n")
-    out.write(
-        "everything is still gone\n" if result.ok else "NOT everything is still gone: see above\n"
-    )
+    unproven = sum(stored.state(k).state is not State.VERIFIED for k, _, _ in result.lines)
+    if not result.ok:
+        out.write("NOT everything is still gone: see above\n")
+    elif unproven:
+        out.write(
+            f"everything verified is still gone; {unproven} step(s) were never verified"
+            " (skipped or gone on past: see above)\n"
+        )
+    else:
+        out.write("everything is still gone\n")
     return 0 if result.ok else 1
 
 

@@ -7,6 +7,7 @@ instead of letting the terminal obey them (text from nodes and ledgers is not ou
 from __future__ import annotations
 
 import json
+import os
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -50,6 +51,39 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], out: TextIO) ->
         out.write(line(row) + "\n")
     if not rows:
         out.write("(none)\n")
+
+
+def wrap(text: str, columns: int, indent: str = "") -> list[str]:
+    """text (already made visible) in lines of at most `columns` terminal cells, each
+    after `indent`; broken at spaces, a longer word at a character (never inside one: the
+    text is cut as characters, and a CJK character counts two cells). Nothing is dropped."""
+    room = max(10, columns - width(indent))
+    lines: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        candidate = f"{line} {word}" if line else word
+        if width(candidate) <= room:
+            line = candidate
+            continue
+        if line:
+            lines.append(line)
+        line = ""
+        for char in word:
+            if width(line + char) > room:
+                lines.append(line)
+                line = ""
+            line += char
+    if line or not lines:
+        lines.append(line)
+    return [indent + x for x in lines]
+
+
+def terminal_columns(out: TextIO, default: int = 100) -> int:
+    """The width of the terminal out writes to, or `default` when it is not one."""
+    try:
+        return os.get_terminal_size(out.fileno()).columns if out.isatty() else default
+    except (OSError, ValueError, AttributeError):
+        return default
 
 
 def fields(pairs: Sequence[tuple[str, Any]], out: TextIO) -> None:

@@ -116,9 +116,12 @@ class Timing:
     max_s: float = 15.0
 
 
-async def poll_gone(read: Callable[[], Awaitable[Reading]], timing: Timing) -> Outcome:
+async def poll_gone(
+    read: Callable[[], Awaitable[Reading]], timing: Timing, *, patient: bool = True
+) -> Outcome:
     """Read back until gone or timing.timeout_s passed: the first read at once, then with
-    growing pauses. done only on a read that says gone."""
+    growing pauses. done only on a read that says gone. Not patient: one read (a recheck,
+    or the read before acting again on a step a killed run started)."""
     start = timing.monotonic()
     pause = timing.first_s
     reads = 0
@@ -128,9 +131,9 @@ async def poll_gone(read: Callable[[], Awaitable[Reading]], timing: Timing) -> O
         if reading.gone:
             return Outcome(True, reading.output, f"gone (read back {reads} time(s))")
         waited = timing.monotonic() - start
-        if reading.final or waited + pause > timing.timeout_s:
+        if reading.final or not patient or waited + pause > timing.timeout_s:
             detail = reading.detail or "still there"
-            if not reading.final:
+            if not reading.final and patient:
                 detail += f" after {waited:.0f} s of reading back; retry later"
             return Outcome(False, reading.output, detail)
         await timing.sleep(pause)

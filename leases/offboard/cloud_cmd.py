@@ -380,10 +380,10 @@ class CmdDriver:
             return Outcome(True, text, "already gone")
         return Outcome(False, text, f"{t.program} exited {result.exit_status}")
 
-    async def verify(self, step: Step) -> Outcome:
-        return await guarded(self._verify(step))
+    async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
+        return await guarded(self._verify(step, patient))
 
-    async def _verify(self, step: Step) -> Outcome:
+    async def _verify(self, step: Step, patient: bool) -> Outcome:
         t, action, argv = self._argv(step, verify=True)
         native = _cmd_target(step)[1]
 
@@ -409,7 +409,7 @@ class CmdDriver:
                 False, text, "still listed" if ours else "the answer lists others (filter ignored?)"
             )
 
-        return await poll_gone(read, self.timing)
+        return await poll_gone(read, self.timing, patient=patient)
 
 
 def _says_not_found(result: CommandResult, action: Action) -> bool:

@@ -134,10 +134,10 @@ class Ec2Driver:
 
         return await asyncio.to_thread(act)
 
-    async def verify(self, step: Step) -> Outcome:
-        return await guarded(self._verify(step))
+    async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
+        return await guarded(self._verify(step, patient))
 
-    async def _verify(self, step: Step) -> Outcome:
+    async def _verify(self, step: Step, patient: bool) -> Outcome:
         client, api, native = self._client(step)
 
         def read() -> Reading:
@@ -168,4 +168,4 @@ class Ec2Driver:
         async def read_async() -> Reading:
             return await asyncio.to_thread(read)
 
-        return await poll_gone(read_async, self.timing)
+        return await poll_gone(read_async, self.timing, patient=patient)

@@ -254,10 +254,10 @@ class S3Driver:
         uploads = client.list_multipart_uploads(Bucket=t.bucket, Prefix=t.prefix, MaxUploads=1)
         return count + len(uploads.get("Uploads", []))
 
-    async def verify(self, step: Step) -> Outcome:
-        return await guarded(self._verify(step))
+    async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
+        return await guarded(self._verify(step, patient))
 
-    async def _verify(self, step: Step) -> Outcome:
+    async def _verify(self, step: Step, patient: bool) -> Outcome:
         t = _target(step)
         client = self._client(t)
 
@@ -286,4 +286,4 @@ class S3Driver:
         async def read_async() -> Reading:
             return await asyncio.to_thread(read)
 
-        return await poll_gone(read_async, self.timing)
+        return await poll_gone(read_async, self.timing, patient=patient)

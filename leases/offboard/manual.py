@@ -14,6 +14,8 @@ from leases.offboard.steps import Outcome, Phase, PlanInput, Step, params
 
 NAME = "manual"
 RELEASE_KEY = "manual:release-instance"
+# How a console step not yet done begins its detail: it waits for the user, not failed.
+WAITING = "waiting for you"
 # Whether the node still answers: True, False, or None when zuka cannot tell from here.
 Probe = Callable[[Step], Awaitable[bool | None]]
 
@@ -70,11 +72,11 @@ class ManualDriver:
         return Outcome(
             False,
             "",
-            f"{step.describe}; when done: zuka offboard {self.node} --execute --confirm"
-            f" {self.node} --did {step.key}",
+            f"{WAITING}: {step.describe}; once done: zuka offboard {self.node} --execute"
+            f" --confirm {self.node} --did {step.key}",
         )
 
-    async def verify(self, step: Step) -> Outcome:
+    async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
         where = f"{step.param('host')}:{step.param('port')}"
         answers = await self.probe(step)
         if answers is None:
@@ -85,7 +87,14 @@ class ManualDriver:
                 " check by hand, then skip this step with a reason",
             )
         if answers:
-            return Outcome(False, f"{where} still accepts connections", "the node still answers")
+            return Outcome(
+                False,
+                f"{where} still accepts connections",
+                f"the node still answers at {where}: release it in the console first (or, if"
+                " the address now belongs to another machine, skip this step with a reason:"
+                f" zuka offboard {self.node} --skip {step.key} --reason TEXT --confirm"
+                f" {self.node}), then run again with --did {step.key}",
+            )
         return Outcome(True, f"{where} no longer accepts connections")
 
 

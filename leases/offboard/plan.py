@@ -53,6 +53,24 @@ class Plan:
         known = ", ".join(s.key for s in self.steps[:8])
         raise InputError("step", key, f"no step of that key in the plan (its steps: {known}...)")
 
+    def not_deleted(self) -> list[str]:
+        """What the plan looks at but will NOT delete, one line each: the shared storage
+        of the node's platform that outlives the instance."""
+        from leases.offboard.presets import shared_note
+        from leases.textsafe import visible
+
+        lines = []
+        for s in self.steps:
+            if s.action == "fs-facts" and s.param("shared") == "yes":
+                note = shared_note(s.target)
+                lines.append(
+                    f"{visible(s.target)}: shared storage that outlives the instance"
+                    + (f" ({note})" if note else "")
+                    + "; declare what in it is this lease's with `zuka resource add"
+                    f" {visible(self.node)} --kind scratch_path --id PATH` to shred it"
+                )
+        return lines
+
     @property
     def resource_ids(self) -> frozenset[int]:
         return frozenset(s.resource_id for s in self.steps if s.resource_id is not None)

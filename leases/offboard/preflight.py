@@ -9,6 +9,7 @@ Preflight steps cannot be skipped and run again on every execute and recheck.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
@@ -96,7 +97,7 @@ class PreflightDriver:
             return await self._identity(step)
         return Outcome(False, "", f"preflight does not know the action {step.action!r}")
 
-    async def verify(self, step: Step) -> Outcome:
+    async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
         # A check has nothing to read back: it passed when it ran, now.
         return Outcome(True, "checked when it ran")
 
@@ -130,7 +131,8 @@ class PreflightDriver:
                 False,
                 "",
                 f"the ledger's provider {step.param('provider') or '(none)'} has no account id:"
-                " cloud deletions are refused until it records the account they must happen in",
+                " cloud deletions are refused until it records the account they must happen in:"
+                f" zuka provider edit {_quoted(step.param('provider') or 'NAME')} --account-id ID",
             )
         if want in blocked:
             return Outcome(
@@ -143,7 +145,8 @@ class PreflightDriver:
         try:
             who: Identity = await ask()
         except Exception as exc:  # the cloud's answer, whatever it is, is the evidence
-            return Outcome(False, visible(f"{type(exc).__name__}: {exc}", 2000), "asking failed")
+            said = visible(f"{type(exc).__name__}: {exc}", 2000)
+            return Outcome(False, said, f"asking who the {name} credentials act as failed: {said}")
         said = f"account {who.account_id} region {who.region} {who.arn}".strip()
         facts = {"account_id": who.account_id, "region": who.region, "arn": who.arn}
         if who.account_id in blocked:
@@ -185,3 +188,8 @@ def lease_facts(lease: Lease, now: datetime) -> dict[str, str]:
         days = Decimal((lease.end - now).total_seconds()) / Decimal(86400)
         facts["days_left"] = str(days.quantize(Decimal("0.1")))
     return facts
+
+
+def _quoted(name: str) -> str:
+    """A provider's name as a shell word (names may hold spaces: 'ZhiSuan 智算云')."""
+    return shlex.quote(visible(name, 100))

@@ -124,3 +124,11 @@ def preset_for(provider: Provider | None) -> Preset:
     if provider.kind is ProviderKind.CLOUD:
         return _CLOUD
     return _COLO
+
+
+def shared_note(path: str) -> str:
+    """What the presets say of a shared path that outlives the instance ("" if none)."""
+    for _, preset in _PLATFORMS:
+        if path in preset.shared:
+            return preset.note
+    return ""

@@ -91,7 +91,7 @@ class LedgerDriver:
             said.append(f"node {node.name} released (archived)")
         return Outcome(True, "\n".join(said) or "already released", facts=facts)
 
-    async def verify(self, step: Step) -> Outcome:
+    async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
         node, lease = self._facts(step)
         if node is None:
             return Outcome(False, "", f"node {step.target} is no longer in the ledger")

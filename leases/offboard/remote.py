@@ -123,6 +123,15 @@ def plan_remote(facts: PlanInput) -> list[Step]:
             )
         )
     for path in shred_paths:
+        outer = next((o for o in shred_paths if o != path and paths.under(path, o)), None)
+        # A path inside another is a declared resource (preset paths do not nest): its
+        # step stays, as the one that marks that resource deleted once read back.
+        inside = (
+            ""
+            if outer is None
+            else f" (inside {outer}, shredded by that step first: this one reads back what"
+            " is left and marks the ledger's resource deleted)"
+        )
         steps.append(
             Step(
                 key=f"shred:{path}",
@@ -132,7 +141,7 @@ def plan_remote(facts: PlanInput) -> list[Step]:
                 target=path,
                 destructive=True,
                 describe=f"find -P {paths.quoted(path)} -xdev -type f -execdir shred -n 1 -z -u "
-                "-- {} + (symbolic links refused, never followed)",
+                "-- {} + (symbolic links refused, never followed)" + inside,
                 params=params(path=path, root=paths.root_of(path, roots)),
                 resource_id=declared[path],
             )
@@ -187,8 +196,8 @@ def _key_steps(facts: PlanInput) -> list[Step]:
                 action="revoke-key",
                 target=name,
                 destructive=True,
-                describe=f"grep -v -F -e KEY -- {where} > TMP; mv -f -- TMP {where} (KEY: "
-                f"the key of the lines holding {name})",
+                describe=f"grep -v -F -e KEY -- {where} > TMP; mv -f -- TMP {where} (the"
+                f" lines of ~/{keys_file} holding {_holder(fp, path)})",
                 params=params(fingerprint=fp, key_path=path, keys_file=keys_file),
                 resource_id=res_id,
             )
@@ -206,6 +215,15 @@ def _key_steps(facts: PlanInput) -> list[Step]:
             )
         )
     return steps
+
+
+def _holder(fingerprint: str, key_path: str) -> str:
+    """The key a revoke step removes, as a person reads it in the plan."""
+    if fingerprint:
+        return f"the public key {fingerprint}"
+    if key_path:
+        return f"the public key of {key_path} (its fingerprint is in the evidence)"
+    return "the lab's key: none recorded (the step says so when it runs)"
 
 
 # -- the scripts (one quoted value each; everything else is fixed text) ------------------
@@ -369,7 +387,7 @@ class RemoteDriver:
     async def run(self, step: Step) -> Outcome:
         return await self._do(step, verify=False)
 
-    async def verify(self, step: Step) -> Outcome:
+    async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
         return await self._do(step, verify=True)
 
     async def _do(self, step: Step, *, verify: bool) -> Outcome:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from leases.ledger import Ledger
-from leases.offboard import evidence
+from leases.offboard import evidence, status
 from leases.offboard.evidence import StoredPlan
 from leases.textsafe import visible
 
@@ -17,9 +17,10 @@ SHRED_CAVEAT = (
     "Overwriting files (shred) is best effort: on SSDs and flash, journaling file systems"
     " (ext3/ext4 with data=journal), copy-on-write and log-structured file systems (btrfs,"
     " zfs, xfs reflinks), network storage and cloud disks, the old blocks may survive it"
-    " (GNU shred manual). Deleting the cloud disk and its snapshots is the real control;"
-    " each file system's type and mount options are in the evidence below."
+    " (GNU shred manual). Deleting the cloud disk and its snapshots is the real control."
 )
+# Only where the plan read them: a plan without a facts step has none to point at.
+FACTS_CAVEAT = " Each file system's type and mount options are in the evidence below."
 
 
 def build(ledger: Ledger, stored: StoredPlan) -> dict[str, Any]:
@@ -71,6 +72,10 @@ def build(ledger: Ledger, stored: StoredPlan) -> dict[str, Any]:
         "created_at": stored.created_at.isoformat(),
         "finished_at": None if stored.finished_at is None else stored.finished_at.isoformat(),
         "finished": stored.finished,
+        "outcome": status.outcome(stored),
+        "counts": status.counts(stored),
+        "not_deleted": stored.plan.not_deleted(),
+        "skipped": [{"key": k, "reason": why} for k, why in status.skipped(stored)],
         "steps": steps,
         "evidence": items,
         "audit_chain": {
@@ -81,7 +86,8 @@ def build(ledger: Ledger, stored: StoredPlan) -> dict[str, Any]:
             "broken_at": chain.broken_at,
             "reason": chain.reason,
         },
-        "caveat": SHRED_CAVEAT,
+        "caveat": SHRED_CAVEAT
+        + (FACTS_CAVEAT if any(s.action == "fs-facts" for s in stored.plan.steps) else ""),
     }
 
 
@@ -96,12 +102,21 @@ def markdown(report: Mapping[str, Any]) -> str:
         f"# Offboarding of {v(report['node'])}",
         "",
         f"- plan {report['plan']}, hash `{report['hash']}`, made {v(report['created_at'])}",
-        f"- {state}" + (f" at {v(report['finished_at'])}" if report["finished_at"] else ""),
+        f"- {state}"
+        + (f" at {v(report['finished_at'])}" if report["finished_at"] else "")
+        + f": {v(report['outcome'])}",
         "- audit chain: "
         + (
             f"intact, {chain['entries']} entries, head {chain['head_id']}:{chain['head_hash']}"
             if chain["ok"]
             else f"BROKEN at entry {chain['broken_at']}: {v(chain['reason'])}"
+        ),
+        *(f"- NOT deleted: {v(line)}" for line in report["not_deleted"]),
+        *(
+            ["", "## Skipped", ""]
+            + [f"- {v(s['key'])}: {v(s['reason'])}" for s in report["skipped"]]
+            if report["skipped"]
+            else []
         ),
         "",
         "## Steps",

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from leases.config import Config
@@ -170,7 +171,7 @@ async def _execute(
             return RunResult(stored, False, step.key, detail, tuple(acted))
         if step.destructive and now in (State.STARTED, State.DONE, State.FAILED):
             # It may have run already (a killed run): read it back before acting again.
-            check = await _call(driver.verify, step)
+            check = await _call(partial(driver.verify, patient=False), step)
             if check.done:
                 stored = evidence.record(
                     ledger, stored, step, "verify", State.VERIFIED, outcome=check
@@ -288,7 +289,11 @@ async def recheck(ledger: Ledger, stored: StoredPlan, drivers: Mapping[str, Driv
                 evidence.note(ledger, stored, "recheck", _said(step, out))
                 return Recheck(False, tuple(lines))
             continue
-        if stored.state(step.key).state is not State.VERIFIED:
+        st = stored.state(step.key)
+        if st.state is not State.VERIFIED:
+            # Listed, not left out: a skipped step was never proven gone.
+            if st.state is not State.PENDING:
+                lines.append((step.key, None, f"{st.state.value}, not read again: {st.detail}"))
             continue
         if revoked and step.driver == "ssh" and step.action != _PROVE:
             lines.append((step.key, None, _NOT_REREAD))
@@ -297,7 +302,7 @@ async def recheck(ledger: Ledger, stored: StoredPlan, drivers: Mapping[str, Driv
         out = (
             Outcome(False, "", f"no {step.driver!r} driver")
             if driver is None
-            else await _call(driver.verify, step)
+            else await _call(partial(driver.verify, patient=False), step)
         )
         ok: bool | None = out.done
         said = out.detail or out.output
@@ -314,7 +319,7 @@ async def _answers(drivers: Mapping[str, Driver], stored: StoredPlan) -> bool:
     for step in stored.plan.steps:
         driver = drivers.get(step.driver)
         if step.driver == "manual" and step.action == "release-instance" and driver is not None:
-            return not (await _call(driver.verify, step)).done
+            return not (await _call(partial(driver.verify, patient=False), step)).done
     return True
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from leases.textsafe import visible
 
 if TYPE_CHECKING:
-    from leases.offboard.evidence import Progress
+    from leases.offboard.evidence import Progress, StoredPlan
 
 NOT_PLANNED = "—"
 # A stopped step's key is shown cut to this (a path may be long): the fleet column's width.
@@ -43,3 +43,48 @@ def phrase(progress: Progress | None) -> str:
     if progress.passed == 0:
         return f"offboarding planned, not started (0/{progress.steps} steps)"
     return f"offboarding in progress ({count})"
+
+
+def counts(stored: StoredPlan) -> dict[str, int]:
+    """How many steps stand in each state: {"verified": 5, "skipped": 26, ...}, in the
+    plan's order of first appearance."""
+    out: dict[str, int] = {}
+    for s in stored.plan.steps:
+        state = stored.state(s.key).state.value
+        out[state] = out.get(state, 0) + 1
+    return out
+
+
+def outcome(stored: StoredPlan) -> str:
+    """What a run came to, in words that do not overstate it: "every step verified" only
+    when that is so, else "5 verified, 26 skipped (with reasons), 1 gone on past GPU
+    processes"."""
+    from leases.offboard.evidence import State
+
+    n = counts(stored)
+    if n.get(State.VERIFIED.value, 0) == len(stored.plan.steps):
+        return "every step verified"
+    consented = [s for s in stored.plan.steps if stored.state(s.key).state is State.CONSENTED]
+    past = (
+        "GPU processes"
+        if consented and all(s.action == "gpu-processes" for s in consented)
+        else "with consent"
+    )
+    words = {
+        State.VERIFIED.value: "verified",
+        State.SKIPPED.value: "skipped (with reasons)",
+        State.CONSENTED.value: f"gone on past {past}",
+    }
+    order = [*words, *(s for s in n if s not in words)]
+    return ", ".join(f"{n[s]} {words.get(s, s)}" for s in order if n.get(s))
+
+
+def skipped(stored: StoredPlan) -> list[tuple[str, str]]:
+    """The skipped steps and why (who skipped and their reason)."""
+    from leases.offboard.evidence import State
+
+    return [
+        (s.key, stored.state(s.key).detail)
+        for s in stored.plan.steps
+        if stored.state(s.key).state is State.SKIPPED
+    ]

@@ -77,7 +77,9 @@ class Driver(Protocol):
 
     async def run(self, step: Step) -> Outcome: ...
 
-    async def verify(self, step: Step) -> Outcome: ...
+    # patient: keep reading back while a cloud finishes a deletion later (up to
+    # [offboard] verify_timeout_s); False: one read (a recheck, a read before acting again).
+    async def verify(self, step: Step, *, patient: bool = True) -> Outcome: ...
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from textual.worker import Worker, WorkerState
 from leases.config import Config
 from leases.errors import InputError, no_ledger
 from leases.ledger import Ledger
-from leases.offboard import evidence, runner, wiring
+from leases.offboard import evidence, manual, runner, status, wiring
 from leases.offboard.evidence import PASSED, State, StoredPlan
 from leases.offboard.plan import facts_for
 from leases.offboard.steps import Driver, Outcome, Phase, Planner, Step
@@ -62,6 +62,8 @@ def state_text(stored: StoredPlan, step: Step, running: str | None) -> str:
         return "started (interrupted)"
     if st.state is State.CONSENT:
         return "asks you (g)"
+    if st.state is State.FAILED and st.detail.startswith(manual.WAITING):
+        return "waiting for you (d)"  # a console step not yet done by hand: not a failure
     return st.state.value
 
 
@@ -158,9 +160,9 @@ class Watched:
         self.tell(step)
         return await self.inner.run(step)
 
-    async def verify(self, step: Step) -> Outcome:
+    async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
         self.tell(step)
-        return await self.inner.verify(step)
+        return await self.inner.verify(step, patient=patient)
 
 
 async def plan_job(ledger: Ledger, name: str, config: Config, planners: Sequence[Planner]) -> Done:
@@ -200,7 +202,7 @@ async def run_job(
         await wiring.close(ctx)
     one = choices.stop_after
     if result.finished:
-        said, ok = "offboarding finished: every step verified or skipped", True
+        said, ok = f"offboarding finished: {status.outcome(result.stored)}", True
     elif one is not None and result.stored.state(one).state in PASSED:
         said, ok = f"{visible(one, 80)} passed; next: {visible(result.stopped_at, 80)}", True
     else:
@@ -237,7 +239,14 @@ async def recheck_job(ledger: Ledger, name: str, config: Config, factory: Driver
         result = await runner.recheck(ledger, stored, factory(ctx))
     finally:
         await wiring.close(ctx)
-    said = "recheck: everything is still gone" if result.ok else "recheck: NOT everything is gone"
+    unproven = sum(stored.state(k).state is not State.VERIFIED for k, _, _ in result.lines)
+    said = (
+        "recheck: NOT everything is gone"
+        if not result.ok
+        else f"recheck: everything verified is still gone; {unproven} step(s) never verified"
+        if unproven
+        else "recheck: everything is still gone"
+    )
     return Done(evidence.load(ledger, stored.id), said, result.ok, lines=result.lines)
 
 
@@ -475,7 +484,8 @@ class OffboardScreen(Screen[None]):
                     said += " (p makes it again here)"
                 if exc.field == "confirm":
                     said = f"refused, nothing was run: you typed '{visible(exc.value, 60)}',"\
-                           f" not the node's name. {exc.reason}"  # fmt: skip
+                           f" not the node's name: type the node's name,"\
+                           f" {visible(self.node_name, 60)}"  # fmt: skip
             else:
                 said = f"failed: {type(exc).__name__}: {exc}"
             self._finish(visible(said, 600), bad=True)
@@ -535,11 +545,15 @@ class OffboardScreen(Screen[None]):
             then(self.node_name)
             return
         deletes = sum(s.destructive for s in stored.plan.steps)
-        prompt = plain(
-            f"Carry out offboarding plan {stored.id} (hash {stored.hash[:12]}) on"
-            f" {visible(self.node_name, 60)}: {len(stored.plan.steps)} steps, {deletes} of"
-            " them delete.\nType the node's name to confirm:",
-            wrap=True,
+        # Line by line: plain() shows a newline inside one string as an escape.
+        prompt = Text("\n").join(
+            plain(line, wrap=True)
+            for line in (
+                f"Carry out offboarding plan {stored.id} (hash {stored.hash[:12]}) on"
+                f" {visible(self.node_name, 60)}: {len(stored.plan.steps)} steps, {deletes} of"
+                " them delete.",
+                "Type the node's name to confirm:",
+            )
         )
 
         def answered(typed: str | None) -> None:

@@ -18,15 +18,25 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from leases import fleetfilter
 from leases.errors import InputError
 from leases.fleetfilter import Filter
 from leases.models import NodeHealth
 from leases.textsafe import visible
-from tui.fleetview import CELL_MAX, COLUMNS, FleetRow, node_width, plain, visible_columns
-from tui.widgets.fleet_table import FleetTable, TableRow, group_row
+from tui.fleetview import (
+    CELL_MAX,
+    COLUMNS,
+    Column,
+    FleetRow,
+    node_width,
+    plain,
+    spread,
+    visible_columns,
+)
+from tui.widgets.fleet_footer import PriorityFooter
+from tui.widgets.fleet_table import GROUP_PREFIX, FleetTable, TableRow
 
 if TYPE_CHECKING:
     from tui.app import ZukaApp
@@ -35,6 +45,11 @@ GROUPS = ("none", "channel", "provider")
 # Longest detail line (an SSH error, a node's stderr) shown under the table.
 DETAIL_MAX = 400
 LeaseMode = Literal["add", "edit", "renew", "end"]
+# The footer's keys, the most needed first: at 80 columns the first six fit; every key is
+# in `?` help. Actions as bound (enter is bound on the table, which runs the screen's).
+FOOTER_ORDER = ("screen.open_node", "filter", "alerts", "offboard", "help", "quit",
+                "sort", "group", "add_node", "lease('add')", "reload")  # fmt: skip
+FOLDED, UNFOLDED = "▸", "▾"
 
 
 def _b(key: str, action: str, description: str, verb: str, tooltip: str, *,
@@ -44,7 +59,9 @@ def _b(key: str, action: str, description: str, verb: str, tooltip: str, *,
 
 class FleetScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        _b("enter", "open_node", "Open", "open", "Open the selected node: GPUs, charts, lease"),
+        # The table binds enter too (it would take it first): the same id, the same action.
+        _b("enter", "open_node", "Open", "open",
+           "Open the selected node (GPUs, charts, lease); fold or unfold a group"),
         _b("slash", "filter", "Filter", "filter",
            "Filter: text, channel:X provider:X state:X model:X tag:X ending:7d idle busy alert"),
         _b("escape", "clear_filter", "Clear filter", "clear-filter", "Show every node again",
@@ -52,8 +69,7 @@ class FleetScreen(Screen[None]):
         _b("s", "sort", "Sort", "sort", "Sort by the next column"),
         _b("S", "reverse", "Reverse", "reverse", "Reverse the sort order", show=False),
         _b("g", "group", "Group", "group", "Group by nothing, channel or provider"),
-        # Off the footer (80 columns): the status line says "N alerts (a)" when there are.
-        _b("a", "alerts", "Alerts", "alerts", "Open alerts: acknowledge, snooze", show=False),
+        _b("a", "alerts", "Alerts", "alerts", "Open alerts: acknowledge, snooze"),
         _b("n", "add_node", "Add node", "add-node", "Add a node with a form"),
         _b("p", "paste_node", "Paste login", "paste",
            "Add a node from a platform's login command", show=False),
@@ -68,7 +84,7 @@ class FleetScreen(Screen[None]):
         _b("x", "add_resource", "Add resource", "add-resource",
            "Record a disk, snapshot or bucket of the selected node's lease", show=False),
         _b("o", "offboard", "Offboard", "offboard",
-           "Plan and run the secure offboarding of the selected node", show=False),
+           "Plan and run the secure offboarding of the selected node"),
         _b("c", "check", "Check", "check", "Run the acceptance check on the selected node",
            show=False),
         _b("t", "trust", "Trust key", "trust",
@@ -83,6 +99,8 @@ class FleetScreen(Screen[None]):
         self.reverse = False
         self.group = "none"
         self.filter = Filter()
+        self.filter_error = ""  # what is wrong with the filter typed (the last good one holds)
+        self.folded: set[str] = set()  # group labels whose nodes are hidden
         self._status = ""  # the app's: nodes, health, who polls
 
     @property
@@ -100,7 +118,7 @@ class FleetScreen(Screen[None]):
         yield Input(placeholder="filter: text, channel:, provider:, ending:7d, idle, alert",
                     id="fleet-filter")  # fmt: skip
         yield Static(id="fleet-status")
-        yield Footer(compact=True)
+        yield PriorityFooter(FOOTER_ORDER)
 
     def on_mount(self) -> None:
         self.query_one("#fleet-filter", Input).display = False
@@ -126,15 +144,35 @@ class FleetScreen(Screen[None]):
         self._fit_columns()
         self.redraw()
 
-    def _fit_columns(self) -> None:
-        width = self.size.width or self.app.size.width
+    def _columns(self, width: int) -> tuple[Column, ...]:
         names = [r.key for r in self.rows]
-        self.table.set_columns(visible_columns(width - 2, node_width(names)))
+        offboarding = any(r.sort["offboard"] is not None for r in self.rows)
+        return visible_columns(width - 2, node_width(names), offboarding=offboarding)
+
+    def _fit_columns(self, width: int | None = None) -> None:
+        """Show the columns that fit; a new column set rebuilds the table, so the cursor is
+        put back on the row it was on (else it jumps to the first)."""
+        keep = self._cursor_key()
+        if self.table.set_columns(self._columns(width or self.size.width or self.app.size.width)):
+            self.redraw()
+            self._select(keep)
 
     def on_resize(self, event: Resize) -> None:
-        if self.table.set_columns(visible_columns(event.size.width - 2, node_width(
-                [r.key for r in self.rows]))):  # fmt: skip
-            self.redraw()
+        self._fit_columns(event.size.width)
+
+    def _cursor_key(self) -> str | None:
+        """The row key under the cursor: a node's name or a group heading's."""
+        table = self.table
+        if table.row_count == 0:
+            return None
+        return table.coordinate_to_cell_key(table.cursor_coordinate)[0].value
+
+    def _select(self, key: str | None) -> None:
+        """Put the cursor on this row, in view (nothing when it is not shown)."""
+        table = self.table
+        if key is None or key not in table.rows:
+            return
+        table.move_cursor(row=table.get_row_index(key), animate=False, scroll=True)
 
     def visible_rows(self) -> list[FleetRow]:
         """The rows the filter keeps, sorted (grouping happens in redraw)."""
@@ -155,18 +193,42 @@ class FleetScreen(Screen[None]):
                 label = getattr(r.facts, self.group) or "-"
                 groups.setdefault(label, []).append(r)
             for label in sorted(groups):
-                out.append(group_row(visible(label, 40), len(groups[label])))
-                out += [TableRow(r.key, r.cells, r.sig) for r in groups[label]]
-        self.table.show(out)
+                out.append(self._group_row(label, len(groups[label])))
+                if label not in self.folded:
+                    out += [TableRow(r.key, r.cells, r.sig) for r in groups[label]]
+        table = self.table
+        key, row = self._cursor_key(), table.cursor_row
+        table.show(out)
+        # Rows reordered (a sort on a live column): the cursor stayed on its node; keep
+        # that node in view too.
+        if key is not None and table.cursor_row != row:
+            self._select(key)
         self._show_status(len(rows))
         self._show_detail()
 
+    def _group_row(self, label: str, count: int) -> TableRow:
+        """A group heading: its whole label and count, run on across the columns (a cell
+        cannot span), marked folded or not."""
+        mark = FOLDED if label in self.folded else UNFOLDED
+        text = f"{mark} {visible(label, 60)} ({count})"
+        widths = [c.width for c in self.table.shown_columns]
+        cells = {
+            c.key: Text(part, style="bold", no_wrap=True, end="")
+            for c, part in zip(self.table.shown_columns, spread(text, widths), strict=False)
+            if part
+        }
+        return TableRow(GROUP_PREFIX + label, cells, (text, tuple(widths)))
+
     def _show_status(self, shown: int) -> None:
-        # What the user chose first: at 80 columns the end of the line is cut.
+        # What the user chose first: at 80 columns the end of the line is cut. A filter
+        # that does not parse is said for as long as the box holds it.
         col = next(c.label for c in COLUMNS if c.key == self.sort_key)
-        parts = []
-        if self.filter:
-            parts.append(f"filter '{visible(self.filter.text, 40)}': {shown} of {len(self.rows)}")
+        parts = [self.filter_error]
+        text = visible(self.filter.text, 40)
+        if self.filter and not shown:
+            parts.append(f"no node matches '{text}' (escape clears)")
+        elif self.filter:
+            parts.append(f"filter '{text}': {shown} of {len(self.rows)}")
         if self.group != "none":
             parts.append(f"by {self.group}")
         parts.append(f"sort {col} {'↓' if self.reverse else '↑'}")
@@ -201,14 +263,16 @@ class FleetScreen(Screen[None]):
         self._show_detail()
 
     @on(DataTable.RowSelected, "#fleet")
-    def _selected_row(self) -> None:
+    def _selected_row(self) -> None:  # a click on the highlighted row
         self.action_open_node()
 
     # -- sort, filter, group -------------------------------------------------------------
 
     def action_sort(self) -> None:
-        keys = [c.key for c in COLUMNS]
-        self.sort_key = keys[(keys.index(self.sort_key) + 1) % len(keys)]
+        """The next column shown (a hidden one would sort by what the user cannot see)."""
+        keys = [c.key for c in self.table.shown_columns] or [c.key for c in COLUMNS]
+        at = keys.index(self.sort_key) if self.sort_key in keys else -1
+        self.sort_key = keys[(at + 1) % len(keys)]
         self.redraw()
 
     def action_reverse(self) -> None:
@@ -229,6 +293,7 @@ class FleetScreen(Screen[None]):
         box.value = ""
         box.display = False
         self.filter = Filter()
+        self.filter_error = ""
         self.table.focus()
         self.redraw()
 
@@ -236,12 +301,11 @@ class FleetScreen(Screen[None]):
     def _filter_changed(self, event: Input.Changed) -> None:
         try:
             self.filter = fleetfilter.parse(event.value)
+            self.filter_error = ""
         except InputError as exc:
-            # Keep the last filter that parsed; say what is wrong with this one.
-            self.query_one("#fleet-status", Static).update(
-                plain(f"filter {exc.field}: {exc.reason} (got '{exc.value}')")
-            )
-            return
+            # Keep the last filter that parsed; say what is wrong with this one (every
+            # redraw says it again until the box holds a filter that parses).
+            self.filter_error = f"{exc.field}: {exc.reason} (got '{visible(exc.value, 40)}')"
         self.redraw()
 
     @on(Input.Submitted, "#fleet-filter")
@@ -277,6 +341,13 @@ class FleetScreen(Screen[None]):
             self.zuka.refresh_view(reload=True)
 
     def action_open_node(self) -> None:
+        """Open the node under the cursor; on a group heading, fold or unfold the group."""
+        key = self._cursor_key()
+        if key is not None and key.startswith(GROUP_PREFIX):
+            label = key.removeprefix(GROUP_PREFIX)
+            self.folded ^= {label}
+            self.redraw()
+            return
         name = self._node()
         screen = self._screen("node", "NodeScreen", "node screen") if name else None
         if screen is not None:

@@ -587,3 +587,41 @@ async def test_the_status_line_fits_120_columns_and_says_health_as_the_table(
         status = str(app.screen.query_one("#fleet-status").render())
         assert "1 needs reboot" in status and "driver_mismatch" not in status
         assert cell_len(status) <= 120, status
+
+
+async def test_a_live_sort_holds_its_order_while_the_user_moves(ledger_file: Path) -> None:
+    app = app_on(ledger_file)
+    async with app.run_test(size=(120, 12)) as pilot:  # a few rows in view
+        table = await settled(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, FleetScreen)
+        while screen.sort_key != "util":
+            await pilot.press("s")
+        await pilot.press("end", "home")
+        chosen = table.selected_key
+        order = keys(table)
+        assert chosen == order[0]
+        with Ledger.open(ledger_file) as ledger:  # the least busy node becomes the busiest
+            ledger.conn.execute(
+                "UPDATE node_latest SET gpus = replace(gpus, '\"util_gpu\": ', '\"util_gpu\": 10') "
+                "WHERE node_id = (SELECT id FROM nodes WHERE name = ?)",
+                [order[0]],
+            )
+            ledger.conn.commit()
+
+        async def refresh() -> None:
+            app.refresh_view()
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+
+        await refresh()
+        # The rows do not reorder under a user moving through them; the cursor stays put.
+        assert keys(table) == order and table.selected_key == chosen
+        assert "(held while you move)" in str(screen.query_one("#fleet-status").render())
+        screen.hold_s = 0  # the user stopped moving: the next refresh sorts again
+        await refresh()
+        assert keys(table)[-2:] == [chosen, "colo-njidc-4090"]  # unknown util last
+        assert table.selected_key == chosen
+        # The node stays in view wherever the sort put it.
+        row = table.get_row_index(chosen)  # type: ignore[arg-type]
+        assert table.scroll_y <= row < table.scroll_y + table.scrollable_content_region.height - 1

@@ -62,7 +62,10 @@ def test_room_to_spare_widens_the_columns_whose_text_is_cut() -> None:
     # At 200 columns 'colo/Jiangning I' and 'stopped: gpu' were cut at their fixed widths.
     wide = {c.key: c.width for c in visible_columns(200, 18)}
     base = {c.key: c.width for c in COLUMNS}
-    assert wide["channel"] > base["channel"] and wide["offboard"] > base["offboard"]
+    assert wide["channel"] > base["channel"] and wide["gpus"] > base["gpus"]
+    assert wide["offboard"] == base["offboard"]  # dashes only: no plan in force
+    busy = {c.key: c.width for c in visible_columns(200, 18, offboarding=True)}
+    assert busy["offboard"] > base["offboard"]
     assert _width(visible_columns(200, 18)) <= 200
     # Exactly filled: nothing to spare, nothing widened.
     natural = sum((18 if c.key == "node" else c.width) + CELL_PADDING for c in COLUMNS)

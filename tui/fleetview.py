@@ -79,7 +79,7 @@ def node_width(names: Sequence[str]) -> int:
 
 # Where a terminal has room to spare, these columns grow (in this order) up to these widths:
 # their text is cut at the fixed width ('colo/Jiangning I', 'stopped: gpu').
-WIDER = (("channel", 30), ("offboard", 28), ("gpus", 20), ("state", 16))
+WIDER = (("channel", 32), ("offboard", 28), ("gpus", 20), ("state", 16))
 # The Offboard column's priority while some node has an offboarding plan in force (it then
 # comes right after the alerts); with none, it is the first to go.
 OFFBOARDING_PRIORITY = 4
@@ -109,7 +109,8 @@ def visible_columns(
     widths = {c.key: c.width for c in cols}
     room = width - used
     for key, most in WIDER:
-        if key in keep and room > 0:
+        # No plan in force: the offboard column shows dashes, which need no room.
+        if key in keep and room > 0 and (key != "offboard" or offboarding):
             grow = min(room, most - widths[key])
             widths[key] += max(0, grow)
             room -= max(0, grow)

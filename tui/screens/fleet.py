@@ -10,13 +10,14 @@ from __future__ import annotations
 import importlib
 from collections import Counter
 from collections.abc import Sequence
+from time import monotonic
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.events import Resize
+from textual.events import Key, Resize
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
@@ -50,6 +51,11 @@ LeaseMode = Literal["add", "edit", "renew", "end"]
 FOOTER_ORDER = ("screen.open_node", "filter", "alerts", "offboard", "help", "quit",
                 "sort", "group", "add_node", "lease('add')", "reload")  # fmt: skip
 FOLDED, UNFOLDED = "▸", "▾"
+# Columns whose values change with every reading: sorted by one, a refresh would reorder
+# the rows under a user moving through them. The order is held while they move.
+LIVE_COLUMNS = frozenset({"util", "hour", "mem", "temp", "power"})
+HOLD_S = 5.0  # after the last cursor move, a refresh may re-sort again
+MOVES = frozenset({"up", "down", "pageup", "pagedown", "home", "end", "ctrl+home", "ctrl+end"})
 
 
 def _b(key: str, action: str, description: str, verb: str, tooltip: str, *,
@@ -101,6 +107,9 @@ class FleetScreen(Screen[None]):
         self.filter = Filter()
         self.filter_error = ""  # what is wrong with the filter typed (the last good one holds)
         self.folded: set[str] = set()  # group labels whose nodes are hidden
+        self.hold_s = HOLD_S
+        self.moved_at: float | None = None  # monotonic time of the user's last cursor move
+        self._held = False  # the last redraw kept the table's order (a live sort, moving)
         self._status = ""  # the app's: nodes, health, who polls
 
     @property
@@ -136,9 +145,8 @@ class FleetScreen(Screen[None]):
         self.query_one("#fleet-header", Static).update(Text(header, no_wrap=True, end=""))
         self._status = status
         # Only while on top (not under a form or another screen): redrawn on return.
-        if self.app.screen is self:
-            self._fit_columns()
-            self.redraw()
+        if self.app.screen is self and not self._fit_columns():
+            self.redraw(refresh=True)
 
     def on_screen_resume(self) -> None:
         self._fit_columns()
@@ -149,13 +157,15 @@ class FleetScreen(Screen[None]):
         offboarding = any(r.sort["offboard"] is not None for r in self.rows)
         return visible_columns(width - 2, node_width(names), offboarding=offboarding)
 
-    def _fit_columns(self, width: int | None = None) -> None:
-        """Show the columns that fit; a new column set rebuilds the table, so the cursor is
-        put back on the row it was on (else it jumps to the first)."""
+    def _fit_columns(self, width: int | None = None) -> bool:
+        """Show the columns that fit; a new column set rebuilds the table (True: redrawn),
+        so the cursor is put back on the row it was on (else it jumps to the first)."""
         keep = self._cursor_key()
         if self.table.set_columns(self._columns(width or self.size.width or self.app.size.width)):
             self.redraw()
             self._select(keep)
+            return True
+        return False
 
     def on_resize(self, event: Resize) -> None:
         self._fit_columns(event.size.width)
@@ -174,16 +184,35 @@ class FleetScreen(Screen[None]):
             return
         table.move_cursor(row=table.get_row_index(key), animate=False, scroll=True)
 
-    def visible_rows(self) -> list[FleetRow]:
-        """The rows the filter keeps, sorted (grouping happens in redraw)."""
+    def visible_rows(self, *, hold: bool = False) -> list[FleetRow]:
+        """The rows the filter keeps, sorted (grouping happens in redraw). hold: keep the
+        order the table shows (rows it does not show yet go last)."""
         rows = [r for r in self.rows if fleetfilter.matches(self.filter, r.facts)]
+        if hold:
+            table = self.table
+            at = {str(r.key.value): i for i, r in enumerate(table.ordered_rows)}
+            return sorted(rows, key=lambda r: at.get(r.key, len(at)))
         # Unknown values go last either way: a sort on util shows the nodes read first.
         known = [r for r in rows if r.sort[self.sort_key] is not None]
         known.sort(key=lambda r: r.sort[self.sort_key], reverse=self.reverse)
         return known + [r for r in rows if r.sort[self.sort_key] is None]
 
-    def redraw(self) -> None:
-        rows = self.visible_rows()
+    def on_key(self, event: Key) -> None:
+        if event.key in MOVES:
+            self.moved_at = monotonic()
+
+    def _holding(self) -> bool:
+        """Sorted by a live column and the user moved the cursor a moment ago."""
+        return (
+            self.sort_key in LIVE_COLUMNS
+            and self.moved_at is not None
+            and monotonic() - self.moved_at < self.hold_s
+        )
+
+    def redraw(self, *, refresh: bool = False) -> None:
+        """Show the rows; refresh: new readings (a live sort's order may be held)."""
+        self._held = refresh and self._holding()
+        rows = self.visible_rows(hold=self._held)
         out: list[TableRow] = []
         if self.group == "none":
             out = [TableRow(r.key, r.cells, r.sig) for r in rows]
@@ -196,13 +225,8 @@ class FleetScreen(Screen[None]):
                 out.append(self._group_row(label, len(groups[label])))
                 if label not in self.folded:
                     out += [TableRow(r.key, r.cells, r.sig) for r in groups[label]]
-        table = self.table
-        key, row = self._cursor_key(), table.cursor_row
-        table.show(out)
-        # Rows reordered (a sort on a live column): the cursor stayed on its node; keep
-        # that node in view too.
-        if key is not None and table.cursor_row != row:
-            self._select(key)
+        # Rows reordered: the cursor stays on its node, which the table keeps in view.
+        self.table.show(out)
         self._show_status(len(rows))
         self._show_detail()
 
@@ -231,7 +255,8 @@ class FleetScreen(Screen[None]):
             parts.append(f"filter '{text}': {shown} of {len(self.rows)}")
         if self.group != "none":
             parts.append(f"by {self.group}")
-        parts.append(f"sort {col} {'↓' if self.reverse else '↑'}")
+        held = " (held while you move)" if self._held else ""
+        parts.append(f"sort {col} {'↓' if self.reverse else '↑'}{held}")
         parts.append(self._status)
         self.query_one("#fleet-status", Static).update(plain(" · ".join(p for p in parts if p)))
 
@@ -270,12 +295,14 @@ class FleetScreen(Screen[None]):
 
     def action_sort(self) -> None:
         """The next column shown (a hidden one would sort by what the user cannot see)."""
+        self.moved_at = None  # sorted on demand: re-sort now
         keys = [c.key for c in self.table.shown_columns] or [c.key for c in COLUMNS]
         at = keys.index(self.sort_key) if self.sort_key in keys else -1
         self.sort_key = keys[(at + 1) % len(keys)]
         self.redraw()
 
     def action_reverse(self) -> None:
+        self.moved_at = None
         self.reverse = not self.reverse
         self.redraw()
 

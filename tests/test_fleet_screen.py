@@ -625,3 +625,24 @@ async def test_a_live_sort_holds_its_order_while_the_user_moves(ledger_file: Pat
         # The node stays in view wherever the sort put it.
         row = table.get_row_index(chosen)  # type: ignore[arg-type]
         assert table.scroll_y <= row < table.scroll_y + table.scrollable_content_region.height - 1
+
+
+async def test_the_offboard_column_shows_while_a_plan_is_in_force(ledger_file: Path) -> None:
+    from offboard_files import PLANNERS
+
+    from leases.config import Config
+    from leases.offboard import evidence, runner
+
+    app = app_on(ledger_file)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = await settled(app, pilot)
+        assert "offboard" not in [c.key for c in table.shown_columns]  # nothing to say
+        with Ledger.open(ledger_file) as ledger:
+            node = ledger.node("h800-monthly-2")
+            evidence.store(ledger, runner.replan(ledger, node, Config(), PLANNERS))
+        app.refresh_view(reload=True)
+        await wait_until(
+            lambda: "offboard" in [c.key for c in table.shown_columns], what="the column"
+        )
+        assert table.get_cell("h800-monthly-2", "offboard").plain not in ("", "—")
+        assert {"node", "state", "util", "ends", "alerts"} <= {c.key for c in table.shown_columns}

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from textual.keys import _character_to_key
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
+from waiting import wait_until
 
 from leases.config import Config
 from leases.demo import build_demo_ledger
@@ -131,6 +132,23 @@ async def test_palette_runs_a_binding(tmp_path: Path) -> None:
         await pilot.pause()
         await _choose(app, pilot, "alerts")
         assert isinstance(app.screen, AlertsScreen)
+
+
+async def test_palette_opens_the_selected_node_and_help_lists_enter(tmp_path: Path) -> None:
+    # The table took enter before the screen's binding: it was in neither help nor palette.
+    from tui.screens.node import NodeScreen
+
+    app = _app(_ledger(tmp_path))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(lambda: app.data is not None, what="the first refresh")
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert _help_rows(app)["fleet-open"][:2] == ["⏎", "Open"]
+        await pilot.press("escape")
+        await pilot.pause()
+        await _choose(app, pilot, "Open (")
+        await wait_until(lambda: isinstance(app.screen, NodeScreen), what="the node screen")
 
 
 async def test_palette_goes_to_a_node_and_adds_a_lease(

@@ -465,6 +465,14 @@ async def test_the_footer_shows_the_keys_needed_most_whole_at_80_columns(
         await pilot.resize_terminal(160, 30)
         await wait_until(lambda: len(footer_keys(app)) > len(shown), what="more keys")
         assert {"Sort", "Group"} <= {d for _, d in footer_keys(app)}
+        assert "Clear filter" not in {d for _, d in footer_keys(app)}  # nothing to clear
+        # Typing a filter, the letter keys go to the box: the footer says how to leave it.
+        await pilot.press("slash", *"colo", "enter")
+        await wait_until(lambda: "Clear filter" in {d for _, d in footer_keys(app)},
+                         what="escape in the footer")  # fmt: skip
+        await pilot.press("escape")
+        await wait_until(lambda: "Clear filter" not in {d for _, d in footer_keys(app)},
+                         what="escape gone")  # fmt: skip
 
 
 async def test_help_lists_enter_home_end_and_every_fleet_key(ledger_file: Path) -> None:

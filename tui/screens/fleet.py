@@ -49,7 +49,7 @@ LeaseMode = Literal["add", "edit", "renew", "end"]
 # The footer's keys, the most needed first: at 80 columns the first six fit; every key is
 # in `?` help. Actions as bound (enter is bound on the table, which runs the screen's).
 FOOTER_ORDER = ("screen.open_node", "filter", "alerts", "offboard", "help", "quit",
-                "sort", "group", "add_node", "lease('add')", "reload")  # fmt: skip
+                "clear_filter", "sort", "group", "add_node", "lease('add')", "reload")  # fmt: skip
 FOLDED, UNFOLDED = "▸", "▾"
 # Columns whose values change with every reading: sorted by one, a refresh would reorder
 # the rows under a user moving through them. The order is held while they move.
@@ -70,8 +70,8 @@ class FleetScreen(Screen[None]):
            "Open the selected node (GPUs, charts, lease); fold or unfold a group"),
         _b("slash", "filter", "Filter", "filter",
            "Filter: text, channel:X provider:X state:X model:X tag:X ending:7d idle busy alert"),
-        _b("escape", "clear_filter", "Clear filter", "clear-filter", "Show every node again",
-           show=False),
+        # In the footer only while there is a filter to clear (check_action).
+        _b("escape", "clear_filter", "Clear filter", "clear-filter", "Show every node again"),
         _b("s", "sort", "Sort", "sort", "Sort by the next column"),
         _b("S", "reverse", "Reverse", "reverse", "Reverse the sort order", show=False),
         _b("g", "group", "Group", "group", "Group by nothing, channel or provider"),
@@ -110,6 +110,7 @@ class FleetScreen(Screen[None]):
         self.hold_s = HOLD_S
         self.moved_at: float | None = None  # monotonic time of the user's last cursor move
         self._held = False  # the last redraw kept the table's order (a live sort, moving)
+        self._filtering = False  # the filter box is open or a filter is in force
         self._status = ""  # the app's: nodes, health, who polls
 
     @property
@@ -310,10 +311,17 @@ class FleetScreen(Screen[None]):
         self.group = GROUPS[(GROUPS.index(self.group) + 1) % len(GROUPS)]
         self.redraw()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "clear_filter":  # nothing to clear: disabled, so off the footer
+            return True if self._filtering else None
+        return True
+
     def action_filter(self) -> None:
+        self._filtering = True
         box = self.query_one("#fleet-filter", Input)
         box.display = True
         box.focus()
+        self.refresh_bindings()
 
     def action_clear_filter(self) -> None:
         box = self.query_one("#fleet-filter", Input)
@@ -321,6 +329,8 @@ class FleetScreen(Screen[None]):
         box.display = False
         self.filter = Filter()
         self.filter_error = ""
+        self._filtering = False
+        self.refresh_bindings()
         self.table.focus()
         self.redraw()
 

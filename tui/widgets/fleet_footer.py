@@ -1,4 +1,5 @@
-"""A footer that shows the keys that fit, the most needed first, and never a cut one.
+"""A footer that shows the keys that fit, the most needed first, and never a cut one
+nor one that does nothing now (a disabled binding).
 
 Textual's Footer lays out every shown binding and lets the terminal's edge cut the rest
 ('? Hel' at 80 columns). This one keeps, by the order given, the keys whose whole label
@@ -53,6 +54,8 @@ class PriorityFooter(Footer):
     def compose(self) -> ComposeResult:
         made = list(super().compose())
         width = self.size.width or self.app.size.width
+        # A key that does nothing now (disabled) is left out: help lists it.
+        made = [w for w in made if not (isinstance(w, FooterKey) and w.has_class("-disabled"))]
         keys = [w for w in made if isinstance(w, FooterKey)]
         palette = [k for k in keys if k.has_class("-command-palette")]
         plain = [k for k in keys if not k.has_class("-command-palette")]

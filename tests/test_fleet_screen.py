@@ -595,6 +595,11 @@ async def test_the_status_line_fits_120_columns_and_says_health_as_the_table(
         status = str(app.screen.query_one("#fleet-status").render())
         assert "1 needs reboot" in status and "driver_mismatch" not in status
         assert cell_len(status) <= 120, status
+        table = app.screen.query_one("#fleet", FleetTable)
+        table.move_cursor(row=table.get_row_index("colo-njidc-4090"))
+        await pilot.pause()
+        detail = str(app.screen.query_one("#fleet-detail").render())
+        assert detail.startswith("colo-njidc-4090: needs reboot — driver/library"), detail
 
 
 async def test_a_live_sort_holds_its_order_while_the_user_moves(ledger_file: Path) -> None:

@@ -25,6 +25,7 @@ from leases import fleetfilter
 from leases.errors import InputError
 from leases.fleetfilter import Filter
 from leases.models import NodeHealth
+from leases.nodestatus import health_label
 from leases.textsafe import visible
 from tui.fleetview import (
     CELL_MAX,
@@ -268,7 +269,7 @@ class FleetScreen(Screen[None]):
         if name is None:
             detail.update("")
             return
-        text = f"{visible(name)}: {status.health.value if status else 'connecting'}"
+        text = f"{visible(name)}: {health_label(status.health) if status else 'connecting'}"
         if status and status.detail:
             text += f" — {visible(status.detail, DETAIL_MAX)}"
         if status and status.fingerprint:

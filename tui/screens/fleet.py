@@ -348,6 +348,8 @@ class FleetScreen(Screen[None]):
 
     @on(Input.Submitted, "#fleet-filter")
     def _filter_submitted(self) -> None:
+        if self.filter_error:  # stay in the box: the status line says what to fix
+            return
         if not self.filter:
             self.action_clear_filter()
             return

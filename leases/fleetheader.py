@@ -112,8 +112,16 @@ def countdown(at: datetime, now: datetime) -> str:
     return f"{int(s // 60)}m"
 
 
+def gpus_busy(h: Header) -> str:
+    """'46/78 GPUs busy (8 not read)': busy out of the GPUs read now. A GPU not read (its
+    node unreachable, connecting, stale) is neither busy nor idle: counting it in the total
+    made a node going down look like cards freed."""
+    unread = h.total - h.read
+    return f"{h.busy}/{h.read} GPUs busy" + (f" ({unread} not read)" if unread > 0 else "")
+
+
 def header_line(h: Header, now: datetime) -> str:
-    parts = [f"{h.busy}/{h.total} GPUs busy"]
+    parts = [gpus_busy(h)]
     if h.money is not None:
         parts.append(f"{yuan(h.money.cost, h.money.currency)} this month")
         parts.append(f"{yuan(h.money.idle if h.money.idle else ZERO, h.money.currency)} idle")

@@ -46,15 +46,38 @@ def is_stale(status: NodeStatus) -> bool:
     return status.health is NodeHealth.CONNECTING and status.detail.startswith("stale")
 
 
+# How a health reads to a person: the fleet table's state column, the dashboard's status
+# line and the CLI's summary all say it with these words (short enough for the column;
+# the detail line under the table says the rest). A health not here reads as its value.
+HEALTH_LABEL = {
+    NodeHealth.AUTH_FAILED: "auth failed",
+    NodeHealth.UNTRUSTED: "untrusted key",
+    NodeHealth.HOSTKEY_CHANGED: "KEY CHANGED",
+    NodeHealth.NO_NVIDIA_SMI: "no nvidia-smi",
+    NodeHealth.DRIVER_NOT_LOADED: "no driver",
+    NodeHealth.DRIVER_MISMATCH: "needs reboot",
+    NodeHealth.GPU_LOST: "GPU lost",
+    NodeHealth.GARBAGE: "bad output",
+    NodeHealth.NO_NVML: "no NVML",
+}
+
+
+def health_label(health: NodeHealth) -> str:
+    return HEALTH_LABEL.get(health, health.value)
+
+
 def health_counts(statuses: Iterable[NodeStatus]) -> dict[str, int]:
+    """How many nodes are in each health, by its label (health_label)."""
     counts: dict[str, int] = {}
     for st in statuses:
-        counts[st.health.value] = counts.get(st.health.value, 0) + 1
+        label = health_label(st.health)
+        counts[label] = counts.get(label, 0) + 1
     return counts
 
 
 def health_summary(statuses: Iterable[NodeStatus]) -> str:
-    """'2 ok, 1 timeout': how many nodes are in each health, by health name."""
+    """'2 ok, 1 needs reboot': how many nodes are in each health, in the words the fleet
+    table uses."""
     counts = health_counts(statuses)
     return ", ".join(f"{n} {h}" for h, n in sorted(counts.items())) or "no readings yet"
 

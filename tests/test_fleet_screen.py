@@ -14,14 +14,15 @@ from typing import Any, ClassVar
 import pytest
 from fleetledger import GAP_NODE, NOW, frozen_ledger
 from rich.cells import cell_len
+from textual.binding import Binding
 from textual.pilot import Pilot
 from textual.screen import ModalScreen
-from textual.widgets import Input
+from textual.widgets import DataTable, Input
 from waiting import wait_until
 
 from leases.fleetdata import FleetReader
 from leases.ledger import Ledger
-from leases.models import Node, SshTarget
+from leases.models import Node, Provider, ProviderKind, SshTarget
 from tui.app import ZukaApp
 from tui.fleetview import COLUMNS
 from tui.screens.fleet import FleetScreen
@@ -113,10 +114,10 @@ async def test_sort_by_each_column_and_reverse(ledger_file: Path) -> None:
         screen = app.screen
         assert isinstance(screen, FleetScreen)
         seen = set()
-        for _ in COLUMNS:  # s walks every column and comes back
+        for _ in table.shown_columns:  # s walks every column shown and comes back
             await pilot.press("s")
             seen.add(screen.sort_key)
-        assert seen == {c.key for c in COLUMNS} and screen.sort_key == "node"
+        assert seen == {c.key for c in table.shown_columns} and screen.sort_key == "node"
         while screen.sort_key != "util":
             await pilot.press("s")
         # Unknown (a node not read) goes last both ways: the nodes read come first.
@@ -436,3 +437,227 @@ async def test_redraws_wait_while_another_screen_is_on_top(ledger_file: Path) ->
         assert "added-later" not in keys(table)  # read, not drawn: the fleet is hidden
         await pilot.press("escape")
         await wait_until(lambda: "added-later" in keys(table), what="the redraw on return")
+
+
+# -- what a new user's review found -----------------------------------------------------------
+
+
+def footer_keys(app: ZukaApp) -> list[tuple[str, str]]:
+    from textual.widgets._footer import FooterKey
+
+    return [(k.key_display, k.description) for k in app.screen.query(FooterKey)]
+
+
+async def test_the_footer_shows_the_keys_needed_most_whole_at_80_columns(
+    ledger_file: Path,
+) -> None:
+    from tui.widgets.fleet_footer import label_width
+
+    app = app_on(ledger_file)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(app, pilot)
+        await pilot.pause()
+        shown = footer_keys(app)
+        said = {d for _, d in shown}
+        # Enter was in neither footer nor help (the table took it); '? Hel' was cut.
+        assert {"Open", "Filter", "Alerts", "Offboard", "Help", "Quit"} <= said, shown
+        assert sum(label_width(k, d) for k, d in shown) <= 80
+        await pilot.resize_terminal(160, 30)
+        await wait_until(lambda: len(footer_keys(app)) > len(shown), what="more keys")
+        assert {"Sort", "Group"} <= {d for _, d in footer_keys(app)}
+        assert "Clear filter" not in {d for _, d in footer_keys(app)}  # nothing to clear
+        # Typing a filter, the letter keys go to the box: the footer says how to leave it.
+        await pilot.press("slash", *"colo", "enter")
+        await wait_until(lambda: "Clear filter" in {d for _, d in footer_keys(app)},
+                         what="escape in the footer")  # fmt: skip
+        await pilot.press("escape")
+        await wait_until(lambda: "Clear filter" not in {d for _, d in footer_keys(app)},
+                         what="escape gone")  # fmt: skip
+
+
+async def test_help_lists_enter_home_end_and_every_fleet_key(ledger_file: Path) -> None:
+    app = app_on(ledger_file)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settled(app, pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        table = app.screen.query_one("#help-keys", DataTable)
+        rows = {str(table.get_row_at(i)[2].plain): table.get_row_at(i)
+                for i in range(table.row_count)}  # fmt: skip
+        ids = {b.id for b in FleetScreen.BINDINGS if isinstance(b, Binding)}
+        assert ids | {"fleet-first", "fleet-last"} <= set(rows), ids - set(rows)
+        assert rows["fleet-open"][1].plain == "Open"
+        assert rows["fleet-renew"][1].plain == "Renew"  # on the node screen w is 7 d
+
+
+async def test_a_bad_filter_is_said_until_the_box_holds_a_good_one(ledger_file: Path) -> None:
+    app = app_on(ledger_file)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = await settled(app, pilot)
+        status = app.screen.query_one("#fleet-status")
+        await pilot.press("slash", *"channel:colo")
+        box = app.screen.query_one("#fleet-filter", Input)
+        box.value = "channel:colo foo:bar"  # pasted: the table keeps channel:colo
+        await pilot.press(*"x", "backspace")  # typed quickly: said all the same
+        await pilot.pause()
+        said = str(status.render())
+        assert said.startswith("filter: unknown term 'foo:'") and "filter filter" not in said
+        # A refresh does not replace the error while the box still holds the bad term...
+        app.refresh_view(reload=True)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert str(status.render()).startswith("filter: unknown term 'foo:'")
+        # ...and the table keeps the last filter that parsed.
+        assert keys(table) == ["colo-njidc-4090", "colo-njidc-a800"]
+        await pilot.press("enter")  # not taken: the box stays, with what is to be fixed
+        assert app.focused is box and box.value == "channel:colo foo:bar"
+        box.value = "channel:colo zzz"
+        await pilot.pause()
+        assert str(status.render()).startswith("no node matches 'channel:colo zzz' (escape clears)")
+        await pilot.press("escape")
+        assert table.row_count == 12 and "filter" not in str(status.render())
+
+
+async def test_a_resize_keeps_the_cursor_on_its_node(ledger_file: Path) -> None:
+    app = app_on(ledger_file)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = await settled(app, pilot)
+        await pilot.press("down", "down", "down", "down")
+        chosen = table.selected_key
+        assert chosen is not None and chosen != keys(table)[0]
+        for width in (80, 200, 120):
+            await pilot.resize_terminal(width, 36)
+            await pilot.pause()
+            assert table.selected_key == chosen, width
+
+
+async def test_home_and_end_go_to_the_first_and_last_row(ledger_file: Path) -> None:
+    app = app_on(ledger_file)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = await settled(app, pilot)
+        await pilot.press("end")
+        assert table.cursor_row == table.row_count - 1
+        await pilot.press("home")
+        assert table.cursor_row == 0
+
+
+async def test_a_group_heading_shows_its_whole_label_and_enter_folds_it(
+    ledger_file: Path,
+) -> None:
+    app = app_on(ledger_file)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = await settled(app, pilot)
+        await pilot.press("g")  # by channel
+        await pilot.press("home")
+        heading = keys(table)[0]
+        assert heading.startswith("\x00") and table.get_cell(heading, "node").plain == "▾ cloud (3)"
+        await pilot.press("enter")  # folds: the group's nodes go, the marker says so
+        assert table.get_cell(heading, "node").plain == "▸ cloud (3)"
+        assert table.row_count == 15 - 3 and isinstance(app.screen, FleetScreen)
+        await pilot.press("enter")
+        assert table.get_cell(heading, "node").plain == "▾ cloud (3)" and table.row_count == 15
+        # A long label runs on across the next cells: nothing, the count least, is cut.
+        with Ledger.open(ledger_file) as ledger:
+            idc = Provider(ProviderKind("colo"), "Jiangning IDC 江苏南京")
+            ledger.add_node(Node("long-one", ssh=SshTarget(host="10.0.0.9", user="root"),
+                                 provider=idc.name), new_provider=idc)  # fmt: skip
+        app.refresh_view(reload=True)
+        await app.workers.wait_for_complete()
+        await pilot.press("g")  # by provider
+        await pilot.pause()
+        shown = [c.key for c in table.shown_columns]
+        row = "".join(table.get_cell("\x00group:Jiangning IDC 江苏南京", k).plain for k in shown)
+        assert row.replace(" ", "") == "▾JiangningIDC江苏南京(1)"
+
+
+async def test_sort_walks_the_columns_shown_and_says_which(ledger_file: Path) -> None:
+    app = app_on(ledger_file)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = await settled(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, FleetScreen)
+        shown = [c.key for c in table.shown_columns]
+        assert len(shown) < len(COLUMNS)
+        seen = []
+        for _ in shown:
+            await pilot.press("s")
+            seen.append(screen.sort_key)
+        assert seen == [*shown[1:], "node"]  # never a hidden column
+        label = next(c.label for c in table.shown_columns if c.key == shown[1])
+        await pilot.press("s")
+        assert f"sort {label} ↑" in str(screen.query_one("#fleet-status").render())
+
+
+async def test_the_status_line_fits_120_columns_and_says_health_as_the_table(
+    ledger_file: Path,
+) -> None:
+    app = app_on(ledger_file)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settled(app, pilot)
+        status = str(app.screen.query_one("#fleet-status").render())
+        assert "1 needs reboot" in status and "driver_mismatch" not in status
+        assert cell_len(status) <= 120, status
+        table = app.screen.query_one("#fleet", FleetTable)
+        table.move_cursor(row=table.get_row_index("colo-njidc-4090"))
+        await pilot.pause()
+        detail = str(app.screen.query_one("#fleet-detail").render())
+        assert detail.startswith("colo-njidc-4090: needs reboot — driver/library"), detail
+
+
+async def test_a_live_sort_holds_its_order_while_the_user_moves(ledger_file: Path) -> None:
+    app = app_on(ledger_file)
+    async with app.run_test(size=(120, 12)) as pilot:  # a few rows in view
+        table = await settled(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, FleetScreen)
+        while screen.sort_key != "util":
+            await pilot.press("s")
+        await pilot.press("end", "home")
+        chosen = table.selected_key
+        order = keys(table)
+        assert chosen == order[0]
+        with Ledger.open(ledger_file) as ledger:  # the least busy node becomes the busiest
+            ledger.conn.execute(
+                "UPDATE node_latest SET gpus = replace(gpus, '\"util_gpu\": ', '\"util_gpu\": 10') "
+                "WHERE node_id = (SELECT id FROM nodes WHERE name = ?)",
+                [order[0]],
+            )
+            ledger.conn.commit()
+
+        async def refresh() -> None:
+            app.refresh_view()
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+
+        await refresh()
+        # The rows do not reorder under a user moving through them; the cursor stays put.
+        assert keys(table) == order and table.selected_key == chosen
+        assert "(held while you move)" in str(screen.query_one("#fleet-status").render())
+        screen.hold_s = 0  # the user stopped moving: the next refresh sorts again
+        await refresh()
+        assert keys(table)[-2:] == [chosen, "colo-njidc-4090"]  # unknown util last
+        assert table.selected_key == chosen
+        # The node stays in view wherever the sort put it.
+        row = table.get_row_index(chosen)  # type: ignore[arg-type]
+        assert table.scroll_y <= row < table.scroll_y + table.scrollable_content_region.height - 1
+
+
+async def test_the_offboard_column_shows_while_a_plan_is_in_force(ledger_file: Path) -> None:
+    from offboard_files import PLANNERS
+
+    from leases.config import Config
+    from leases.offboard import evidence, runner
+
+    app = app_on(ledger_file)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = await settled(app, pilot)
+        assert "offboard" not in [c.key for c in table.shown_columns]  # nothing to say
+        with Ledger.open(ledger_file) as ledger:
+            node = ledger.node("h800-monthly-2")
+            evidence.store(ledger, runner.replan(ledger, node, Config(), PLANNERS))
+        app.refresh_view(reload=True)
+        await wait_until(
+            lambda: "offboard" in [c.key for c in table.shown_columns], what="the column"
+        )
+        assert table.get_cell("h800-monthly-2", "offboard").plain not in ("", "—")
+        assert {"node", "state", "util", "ends", "alerts"} <= {c.key for c in table.shown_columns}

@@ -179,7 +179,8 @@ def test_header_figures(tmp_path: Path) -> None:
     assert h.total == sum(n.gpu_count for n in nodes)  # the ledger's count where unread
     assert h.next_end is not None and h.next_end[1] > NOW
     line = header_line(h, NOW)
-    assert line.startswith(f"1/{h.total} GPUs busy")
+    # Unread nodes' cards are not in the total (they are neither busy nor idle): said apart.
+    assert line.startswith(f"1/2 GPUs busy ({h.total - 2} not read) · ")
     assert "this month" in line and "idle" in line and line.endswith("demo.db")
     assert next_end({}, NOW) is None
 

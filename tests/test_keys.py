@@ -100,7 +100,9 @@ async def test_help_and_palette_are_one_table(tmp_path: Path) -> None:
         provider = ZukaCommands(app.screen)
         await provider.startup()
         found = [hit.text async for hit in provider.discover()]
-        assert found == [f"{c.title} ({'/'.join(c.keys)})" for c in table]
+        # The palette offers what can run now (escape clears no filter yet); help lists all.
+        assert found == [f"{c.title} ({'/'.join(c.keys)})" for c in table if c.enabled]
+        assert [c.id for c in table if not c.enabled] == ["fleet-clear-filter"]
         await pilot.press("question_mark")
         await pilot.pause()
         assert list(_help_rows(app)) == [c.id for c in table]
@@ -134,6 +136,23 @@ async def test_palette_runs_a_binding(tmp_path: Path) -> None:
         await pilot.pause()
         await _choose(app, pilot, "alerts")
         assert isinstance(app.screen, AlertsScreen)
+
+
+async def test_palette_opens_the_selected_node_and_help_lists_enter(tmp_path: Path) -> None:
+    # The table took enter before the screen's binding: it was in neither help nor palette.
+    from tui.screens.node import NodeScreen
+
+    app = _app(_ledger(tmp_path))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(lambda: app.data is not None, what="the first refresh")
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert _help_rows(app)["fleet-open"][:2] == ["⏎", "Open"]
+        await pilot.press("escape")
+        await pilot.pause()
+        await _choose(app, pilot, "Open (")
+        await wait_until(lambda: isinstance(app.screen, NodeScreen), what="the node screen")
 
 
 async def test_palette_goes_to_a_node_and_adds_a_lease(

@@ -9,6 +9,7 @@ from leases.nodestatus import (
     current,
     figures,
     from_latest,
+    health_label,
     health_summary,
     is_stale,
     refused,
@@ -48,6 +49,14 @@ def test_health_summary() -> None:
     statuses = [NodeStatus("a"), NodeStatus("b", NodeHealth.OK), NodeStatus("c", NodeHealth.OK)]
     assert health_summary(statuses) == "1 connecting, 2 ok"
     assert health_summary([]) == "no readings yet"
+
+
+def test_the_summary_says_a_health_in_the_fleet_tables_words() -> None:
+    # The status line said '1 driver_mismatch' while the table said 'needs reboot'.
+    statuses = [NodeStatus("a", NodeHealth.DRIVER_MISMATCH), NodeStatus("b", NodeHealth.OK)]
+    assert health_summary(statuses) == "1 needs reboot, 1 ok"
+    assert health_label(NodeHealth.DRIVER_MISMATCH) == "needs reboot"
+    assert health_label(NodeHealth.TIMEOUT) == "timeout"
 
 
 def test_figures_unknown_is_none_and_busy_counts_cards() -> None:

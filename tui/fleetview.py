@@ -22,7 +22,7 @@ from leases.fleetdata import FleetData
 from leases.fleetfilter import RowFacts
 from leases.fleetheader import countdown, header, header_line, yuan
 from leases.models import Node, NodeHealth
-from leases.nodestatus import Figures, current, is_stale, status_figures
+from leases.nodestatus import Figures, current, health_label, is_stale, status_figures
 from leases.offboard.evidence import Progress
 from leases.offboard.status import short as offboard_short
 from leases.poller import NodeStatus
@@ -61,7 +61,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("temp", "Temp", 4, 11),
     Column("power", "Power", 6, 10),
     Column("cost", "Month", 9, 7),
-    Column("ends", "Lease end", 13, 3),
+    Column("ends", "Lease end", 14, 3),
     Column("alerts", "Alert", 5, 4),
     Column("offboard", "Offboard", 12, 12),
 )
@@ -77,11 +77,27 @@ def node_width(names: Sequence[str]) -> int:
     return max(NODE_WIDTH[0], min(NODE_WIDTH[1], widest))
 
 
-def visible_columns(width: int, name_width: int) -> tuple[Column, ...]:
-    """The columns that fit `width` cells, most important first, shown in table order."""
-    cols = [
-        Column(c.key, c.label, name_width, c.priority) if c.key == "node" else c for c in COLUMNS
-    ]
+# Where a terminal has room to spare, these columns grow (in this order) up to these widths:
+# their text is cut at the fixed width ('colo/Jiangning I', 'stopped: gpu').
+WIDER = (("channel", 32), ("offboard", 28), ("gpus", 20), ("state", 16))
+# The Offboard column's priority while some node has an offboarding plan in force (it then
+# comes right after the alerts); with none, it is the first to go.
+OFFBOARDING_PRIORITY = 4
+
+
+def visible_columns(
+    width: int, name_width: int, *, offboarding: bool = False
+) -> tuple[Column, ...]:
+    """The columns that fit `width` cells, most important first, shown in table order;
+    room left over widens the columns whose text is cut (WIDER). offboarding: some node
+    has an offboarding plan in force, so its column ranks high."""
+    cols = []
+    for c in COLUMNS:
+        if c.key == "node":
+            c = Column(c.key, c.label, name_width, c.priority)
+        elif c.key == "offboard" and offboarding:
+            c = Column(c.key, c.label, c.width, OFFBOARDING_PRIORITY)
+        cols.append(c)
     used = 0
     keep: set[str] = set()
     for c in sorted(cols, key=lambda c: c.priority):
@@ -90,7 +106,35 @@ def visible_columns(width: int, name_width: int) -> tuple[Column, ...]:
             continue
         keep.add(c.key)
         used += need
-    return tuple(c for c in cols if c.key in keep)
+    widths = {c.key: c.width for c in cols}
+    room = width - used
+    for key, most in WIDER:
+        # No plan in force: the offboard column shows dashes, which need no room.
+        if key in keep and room > 0 and (key != "offboard" or offboarding):
+            grow = min(room, most - widths[key])
+            widths[key] += max(0, grow)
+            room -= max(0, grow)
+    return tuple(Column(c.key, c.label, widths[c.key], c.priority) for c in cols if c.key in keep)
+
+
+def spread(text: str, widths: Sequence[int]) -> list[str]:
+    """`text` run on across cells of these widths (in terminal cells: a Chinese character
+    is two), a part per cell; broken after a space where one falls in a cell's second
+    half. Whatever is left after the last cell is dropped."""
+    parts: list[str] = []
+    rest = text
+    for width in widths:
+        end = used = 0
+        while end < len(rest) and used + cell_len(rest[end]) <= width:
+            used += cell_len(rest[end])
+            end += 1
+        if end < len(rest):
+            space = rest.rfind(" ", 0, end)
+            if space >= end // 2:
+                end = space + 1
+        parts.append(rest[:end].rstrip())
+        rest = rest[end:]
+    return parts
 
 
 HEALTH_STYLE = {
@@ -101,18 +145,6 @@ HEALTH_STYLE = {
     NodeHealth.REFUSED: "red",
 }
 HEALTH_RANK = {h: i for i, h in enumerate(NodeHealth)}
-# Short enough for the state column; the detail line under the table says the rest.
-HEALTH_LABEL = {
-    NodeHealth.AUTH_FAILED: "auth failed",
-    NodeHealth.UNTRUSTED: "untrusted key",
-    NodeHealth.HOSTKEY_CHANGED: "KEY CHANGED",
-    NodeHealth.NO_NVIDIA_SMI: "no nvidia-smi",
-    NodeHealth.DRIVER_NOT_LOADED: "no driver",
-    NodeHealth.DRIVER_MISMATCH: "needs reboot",
-    NodeHealth.GPU_LOST: "GPU lost",
-    NodeHealth.GARBAGE: "bad output",
-    NodeHealth.NO_NVML: "no NVML",
-}
 
 
 def urgency_style(seconds_left: float | None) -> str:
@@ -139,8 +171,16 @@ class FleetRow:
     sig: tuple[tuple[str, str], ...] = ()  # every cell's text and style: equal, nothing to draw
 
 
-def _day(at: datetime, now: datetime) -> str:
-    return f"{at:%m-%d}" if at.year == now.year else f"{at:%y-%m-%d}"
+# Within this many days a lease end reads as '2 Jun' (the countdown beside it says which
+# year); further away as 'Jun 2028'. Never '27-06-02', which reads as YY-MM-DD or MM-DD.
+DAY_MONTH_DAYS = 300
+
+
+def end_day(at: datetime, now: datetime) -> str:
+    """'16 Dec' or 'Jun 2028': the day a lease ends, beside its countdown."""
+    if abs((at - now).days) < DAY_MONTH_DAYS:
+        return f"{at.day} {at:%b}"
+    return f"{at:%b %Y}"
 
 
 def lease_end(billing: BillingNow | None, now: datetime) -> tuple[str, float | None]:
@@ -156,7 +196,7 @@ def lease_end(billing: BillingNow | None, now: datetime) -> tuple[str, float | N
     paid = billing.paid_until or lease.end
     left = (paid - now).total_seconds()
     mark = "↻" if paid != lease.end else ""
-    return f"{mark}{countdown(paid, now)} {_day(paid, now)}", left
+    return f"{mark}{countdown(paid, now)} {end_day(paid, now)}", left
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -187,7 +227,7 @@ def fleet_row(
     health = status.health if status else NodeHealth.CONNECTING
     fig: Figures | None = status_figures(status)
     samples = status.samples if fig is not None and status else ()
-    state = "stale" if status and is_stale(status) else HEALTH_LABEL.get(health, health.value)
+    state = "stale" if status and is_stale(status) else health_label(health)
     gpus = f"{len(samples) or node.gpu_count}×{node.gpu_model}" if node.gpu_model else (
         f"{len(samples) or node.gpu_count}×")  # fmt: skip
     util = fig.util if fig else None

@@ -10,23 +10,35 @@ from __future__ import annotations
 import importlib
 from collections import Counter
 from collections.abc import Sequence
+from time import monotonic
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.events import Resize
+from textual.events import Key, Resize
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from leases import fleetfilter
 from leases.errors import InputError
 from leases.fleetfilter import Filter
 from leases.models import NodeHealth
+from leases.nodestatus import health_label
 from leases.textsafe import visible
-from tui.fleetview import CELL_MAX, COLUMNS, FleetRow, node_width, plain, visible_columns
-from tui.widgets.fleet_table import FleetTable, TableRow, group_row
+from tui.fleetview import (
+    CELL_MAX,
+    COLUMNS,
+    Column,
+    FleetRow,
+    node_width,
+    plain,
+    spread,
+    visible_columns,
+)
+from tui.widgets.fleet_footer import PriorityFooter
+from tui.widgets.fleet_table import GROUP_PREFIX, FleetTable, TableRow
 
 if TYPE_CHECKING:
     from tui.app import ZukaApp
@@ -35,6 +47,16 @@ GROUPS = ("none", "channel", "provider")
 # Longest detail line (an SSH error, a node's stderr) shown under the table.
 DETAIL_MAX = 400
 LeaseMode = Literal["add", "edit", "renew", "end"]
+# The footer's keys, the most needed first: at 80 columns the first six fit; every key is
+# in `?` help. Actions as bound (enter is bound on the table, which runs the screen's).
+FOOTER_ORDER = ("screen.open_node", "filter", "alerts", "offboard", "help", "quit",
+                "clear_filter", "sort", "group", "add_node", "lease('add')", "reload")  # fmt: skip
+FOLDED, UNFOLDED = "▸", "▾"
+# Columns whose values change with every reading: sorted by one, a refresh would reorder
+# the rows under a user moving through them. The order is held while they move.
+LIVE_COLUMNS = frozenset({"util", "hour", "mem", "temp", "power"})
+HOLD_S = 5.0  # after the last cursor move, a refresh may re-sort again
+MOVES = frozenset({"up", "down", "pageup", "pagedown", "home", "end", "ctrl+home", "ctrl+end"})
 
 
 def _b(key: str, action: str, description: str, verb: str, tooltip: str, *,
@@ -44,16 +66,17 @@ def _b(key: str, action: str, description: str, verb: str, tooltip: str, *,
 
 class FleetScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        _b("enter", "open_node", "Open", "open", "Open the selected node: GPUs, charts, lease"),
+        # The table binds enter too (it would take it first): the same id, the same action.
+        _b("enter", "open_node", "Open", "open",
+           "Open the selected node (GPUs, charts, lease); fold or unfold a group"),
         _b("slash", "filter", "Filter", "filter",
            "Filter: text, channel:X provider:X state:X model:X tag:X ending:7d idle busy alert"),
-        _b("escape", "clear_filter", "Clear filter", "clear-filter", "Show every node again",
-           show=False),
+        # In the footer only while there is a filter to clear (check_action).
+        _b("escape", "clear_filter", "Clear filter", "clear-filter", "Show every node again"),
         _b("s", "sort", "Sort", "sort", "Sort by the next column"),
         _b("S", "reverse", "Reverse", "reverse", "Reverse the sort order", show=False),
         _b("g", "group", "Group", "group", "Group by nothing, channel or provider"),
-        # Off the footer (80 columns): the status line says "N alerts (a)" when there are.
-        _b("a", "alerts", "Alerts", "alerts", "Open alerts: acknowledge, snooze", show=False),
+        _b("a", "alerts", "Alerts", "alerts", "Open alerts: acknowledge, snooze"),
         _b("n", "add_node", "Add node", "add-node", "Add a node with a form"),
         _b("p", "paste_node", "Paste login", "paste",
            "Add a node from a platform's login command", show=False),
@@ -68,7 +91,7 @@ class FleetScreen(Screen[None]):
         _b("x", "add_resource", "Add resource", "add-resource",
            "Record a disk, snapshot or bucket of the selected node's lease", show=False),
         _b("o", "offboard", "Offboard", "offboard",
-           "Plan and run the secure offboarding of the selected node", show=False),
+           "Plan and run the secure offboarding of the selected node"),
         _b("c", "check", "Check", "check", "Run the acceptance check on the selected node",
            show=False),
         _b("t", "trust", "Trust key", "trust",
@@ -83,6 +106,12 @@ class FleetScreen(Screen[None]):
         self.reverse = False
         self.group = "none"
         self.filter = Filter()
+        self.filter_error = ""  # what is wrong with the filter typed (the last good one holds)
+        self.folded: set[str] = set()  # group labels whose nodes are hidden
+        self.hold_s = HOLD_S
+        self.moved_at: float | None = None  # monotonic time of the user's last cursor move
+        self._held = False  # the last redraw kept the table's order (a live sort, moving)
+        self._filtering = False  # the filter box is open or a filter is in force
         self._status = ""  # the app's: nodes, health, who polls
 
     @property
@@ -100,7 +129,7 @@ class FleetScreen(Screen[None]):
         yield Input(placeholder="filter: text, channel:, provider:, ending:7d, idle, alert",
                     id="fleet-filter")  # fmt: skip
         yield Static(id="fleet-status")
-        yield Footer(compact=True)
+        yield PriorityFooter(FOOTER_ORDER)
 
     def on_mount(self) -> None:
         self.query_one("#fleet-filter", Input).display = False
@@ -118,34 +147,74 @@ class FleetScreen(Screen[None]):
         self.query_one("#fleet-header", Static).update(Text(header, no_wrap=True, end=""))
         self._status = status
         # Only while on top (not under a form or another screen): redrawn on return.
-        if self.app.screen is self:
-            self._fit_columns()
-            self.redraw()
+        if self.app.screen is self and not self._fit_columns():
+            self.redraw(refresh=True)
 
     def on_screen_resume(self) -> None:
         self._fit_columns()
         self.redraw()
 
-    def _fit_columns(self) -> None:
-        width = self.size.width or self.app.size.width
+    def _columns(self, width: int) -> tuple[Column, ...]:
         names = [r.key for r in self.rows]
-        self.table.set_columns(visible_columns(width - 2, node_width(names)))
+        offboarding = any(r.sort["offboard"] is not None for r in self.rows)
+        return visible_columns(width - 2, node_width(names), offboarding=offboarding)
+
+    def _fit_columns(self, width: int | None = None) -> bool:
+        """Show the columns that fit; a new column set rebuilds the table (True: redrawn),
+        so the cursor is put back on the row it was on (else it jumps to the first)."""
+        keep = self._cursor_key()
+        if self.table.set_columns(self._columns(width or self.size.width or self.app.size.width)):
+            self.redraw()
+            self._select(keep)
+            return True
+        return False
 
     def on_resize(self, event: Resize) -> None:
-        if self.table.set_columns(visible_columns(event.size.width - 2, node_width(
-                [r.key for r in self.rows]))):  # fmt: skip
-            self.redraw()
+        self._fit_columns(event.size.width)
 
-    def visible_rows(self) -> list[FleetRow]:
-        """The rows the filter keeps, sorted (grouping happens in redraw)."""
+    def _cursor_key(self) -> str | None:
+        """The row key under the cursor: a node's name or a group heading's."""
+        table = self.table
+        if table.row_count == 0:
+            return None
+        return table.coordinate_to_cell_key(table.cursor_coordinate)[0].value
+
+    def _select(self, key: str | None) -> None:
+        """Put the cursor on this row, in view (nothing when it is not shown)."""
+        table = self.table
+        if key is None or key not in table.rows:
+            return
+        table.move_cursor(row=table.get_row_index(key), animate=False, scroll=True)
+
+    def visible_rows(self, *, hold: bool = False) -> list[FleetRow]:
+        """The rows the filter keeps, sorted (grouping happens in redraw). hold: keep the
+        order the table shows (rows it does not show yet go last)."""
         rows = [r for r in self.rows if fleetfilter.matches(self.filter, r.facts)]
+        if hold:
+            table = self.table
+            at = {str(r.key.value): i for i, r in enumerate(table.ordered_rows)}
+            return sorted(rows, key=lambda r: at.get(r.key, len(at)))
         # Unknown values go last either way: a sort on util shows the nodes read first.
         known = [r for r in rows if r.sort[self.sort_key] is not None]
         known.sort(key=lambda r: r.sort[self.sort_key], reverse=self.reverse)
         return known + [r for r in rows if r.sort[self.sort_key] is None]
 
-    def redraw(self) -> None:
-        rows = self.visible_rows()
+    def on_key(self, event: Key) -> None:
+        if event.key in MOVES:
+            self.moved_at = monotonic()
+
+    def _holding(self) -> bool:
+        """Sorted by a live column and the user moved the cursor a moment ago."""
+        return (
+            self.sort_key in LIVE_COLUMNS
+            and self.moved_at is not None
+            and monotonic() - self.moved_at < self.hold_s
+        )
+
+    def redraw(self, *, refresh: bool = False) -> None:
+        """Show the rows; refresh: new readings (a live sort's order may be held)."""
+        self._held = refresh and self._holding()
+        rows = self.visible_rows(hold=self._held)
         out: list[TableRow] = []
         if self.group == "none":
             out = [TableRow(r.key, r.cells, r.sig) for r in rows]
@@ -155,21 +224,41 @@ class FleetScreen(Screen[None]):
                 label = getattr(r.facts, self.group) or "-"
                 groups.setdefault(label, []).append(r)
             for label in sorted(groups):
-                out.append(group_row(visible(label, 40), len(groups[label])))
-                out += [TableRow(r.key, r.cells, r.sig) for r in groups[label]]
+                out.append(self._group_row(label, len(groups[label])))
+                if label not in self.folded:
+                    out += [TableRow(r.key, r.cells, r.sig) for r in groups[label]]
+        # Rows reordered: the cursor stays on its node, which the table keeps in view.
         self.table.show(out)
         self._show_status(len(rows))
         self._show_detail()
 
+    def _group_row(self, label: str, count: int) -> TableRow:
+        """A group heading: its whole label and count, run on across the columns (a cell
+        cannot span), marked folded or not."""
+        mark = FOLDED if label in self.folded else UNFOLDED
+        text = f"{mark} {visible(label, 60)} ({count})"
+        widths = [c.width for c in self.table.shown_columns]
+        cells = {
+            c.key: Text(part, style="bold", no_wrap=True, end="")
+            for c, part in zip(self.table.shown_columns, spread(text, widths), strict=False)
+            if part
+        }
+        return TableRow(GROUP_PREFIX + label, cells, (text, tuple(widths)))
+
     def _show_status(self, shown: int) -> None:
-        # What the user chose first: at 80 columns the end of the line is cut.
+        # What the user chose first: at 80 columns the end of the line is cut. A filter
+        # that does not parse is said for as long as the box holds it.
         col = next(c.label for c in COLUMNS if c.key == self.sort_key)
-        parts = []
-        if self.filter:
-            parts.append(f"filter '{visible(self.filter.text, 40)}': {shown} of {len(self.rows)}")
+        parts = [self.filter_error]
+        text = visible(self.filter.text, 40)
+        if self.filter and not shown:
+            parts.append(f"no node matches '{text}' (escape clears)")
+        elif self.filter:
+            parts.append(f"filter '{text}': {shown} of {len(self.rows)}")
         if self.group != "none":
             parts.append(f"by {self.group}")
-        parts.append(f"sort {col} {'↓' if self.reverse else '↑'}")
+        held = " (held while you move)" if self._held else ""
+        parts.append(f"sort {col} {'↓' if self.reverse else '↑'}{held}")
         parts.append(self._status)
         self.query_one("#fleet-status", Static).update(plain(" · ".join(p for p in parts if p)))
 
@@ -180,7 +269,7 @@ class FleetScreen(Screen[None]):
         if name is None:
             detail.update("")
             return
-        text = f"{visible(name)}: {status.health.value if status else 'connecting'}"
+        text = f"{visible(name)}: {health_label(status.health) if status else 'connecting'}"
         if status and status.detail:
             text += f" — {visible(status.detail, DETAIL_MAX)}"
         if status and status.fingerprint:
@@ -201,17 +290,21 @@ class FleetScreen(Screen[None]):
         self._show_detail()
 
     @on(DataTable.RowSelected, "#fleet")
-    def _selected_row(self) -> None:
+    def _selected_row(self) -> None:  # a click on the highlighted row
         self.action_open_node()
 
     # -- sort, filter, group -------------------------------------------------------------
 
     def action_sort(self) -> None:
-        keys = [c.key for c in COLUMNS]
-        self.sort_key = keys[(keys.index(self.sort_key) + 1) % len(keys)]
+        """The next column shown (a hidden one would sort by what the user cannot see)."""
+        self.moved_at = None  # sorted on demand: re-sort now
+        keys = [c.key for c in self.table.shown_columns] or [c.key for c in COLUMNS]
+        at = keys.index(self.sort_key) if self.sort_key in keys else -1
+        self.sort_key = keys[(at + 1) % len(keys)]
         self.redraw()
 
     def action_reverse(self) -> None:
+        self.moved_at = None
         self.reverse = not self.reverse
         self.redraw()
 
@@ -219,16 +312,26 @@ class FleetScreen(Screen[None]):
         self.group = GROUPS[(GROUPS.index(self.group) + 1) % len(GROUPS)]
         self.redraw()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "clear_filter":  # nothing to clear: disabled, so off the footer
+            return True if self._filtering else None
+        return True
+
     def action_filter(self) -> None:
+        self._filtering = True
         box = self.query_one("#fleet-filter", Input)
         box.display = True
         box.focus()
+        self.refresh_bindings()
 
     def action_clear_filter(self) -> None:
         box = self.query_one("#fleet-filter", Input)
         box.value = ""
         box.display = False
         self.filter = Filter()
+        self.filter_error = ""
+        self._filtering = False
+        self.refresh_bindings()
         self.table.focus()
         self.redraw()
 
@@ -236,16 +339,17 @@ class FleetScreen(Screen[None]):
     def _filter_changed(self, event: Input.Changed) -> None:
         try:
             self.filter = fleetfilter.parse(event.value)
+            self.filter_error = ""
         except InputError as exc:
-            # Keep the last filter that parsed; say what is wrong with this one.
-            self.query_one("#fleet-status", Static).update(
-                plain(f"filter {exc.field}: {exc.reason} (got '{exc.value}')")
-            )
-            return
+            # Keep the last filter that parsed; say what is wrong with this one (every
+            # redraw says it again until the box holds a filter that parses).
+            self.filter_error = f"{exc.field}: {exc.reason} (got '{visible(exc.value, 40)}')"
         self.redraw()
 
     @on(Input.Submitted, "#fleet-filter")
     def _filter_submitted(self) -> None:
+        if self.filter_error:  # stay in the box: the status line says what to fix
+            return
         if not self.filter:
             self.action_clear_filter()
             return
@@ -277,6 +381,13 @@ class FleetScreen(Screen[None]):
             self.zuka.refresh_view(reload=True)
 
     def action_open_node(self) -> None:
+        """Open the node under the cursor; on a group heading, fold or unfold the group."""
+        key = self._cursor_key()
+        if key is not None and key.startswith(GROUP_PREFIX):
+            label = key.removeprefix(GROUP_PREFIX)
+            self.folded ^= {label}
+            self.redraw()
+            return
         name = self._node()
         screen = self._screen("node", "NodeScreen", "node screen") if name else None
         if screen is not None:

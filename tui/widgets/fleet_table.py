@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rich.text import Text
+from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
 from tui.fleetview import Column
@@ -41,6 +43,18 @@ class FleetTable(DataTable[Text]):
     DEFAULT_CSS = """
     FleetTable { height: 1fr; }
     """
+    # Bound here, not on the screen: the focused table would take enter, home and end
+    # first (DataTable binds them to select and horizontal scroll), and the footer, help
+    # and palette show the binding that wins. Enter runs the screen's open (a node) or
+    # fold (a group heading).
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "screen.open_node", "Open", id="fleet-open",
+                tooltip="Open the selected node (GPUs, charts, lease); fold or unfold a group"),
+        Binding("home", "first_row", "First row", id="fleet-first", show=False,
+                tooltip="Go to the first row"),
+        Binding("end", "last_row", "Last row", id="fleet-last", show=False,
+                tooltip="Go to the last row"),
+    ]  # fmt: skip
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
@@ -61,6 +75,14 @@ class FleetTable(DataTable[Text]):
         if self.row_count == 0:
             return None
         return self.coordinate_to_cell_key(self.cursor_coordinate)[0].value
+
+    def action_first_row(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=0, animate=False)
+
+    def action_last_row(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=self.row_count - 1, animate=False)
 
     def set_columns(self, columns: Sequence[Column]) -> bool:
         """Show these columns; True when they changed (the rows must be shown again)."""

@@ -29,10 +29,11 @@ from leases.records import Record
 from leases.renewals import (
     BillingNow,
     billing_now,
-    chains,
+    cancelled_by_end,
     in_effect,
     overlaps,
     renewal_record,
+    resource_default,
 )
 from leases.textsafe import visible
 
@@ -547,12 +548,8 @@ class Ledger:
                 raise InputError(
                     "at", fields.shown(when), "is in the future: record an end once it happened"
                 )
-            chain = next(c for c in chains(leases) if lease in c)
-            for later in chain[chain.index(lease) + 1 :]:
-                if later.start >= when:
-                    self._update_lease(
-                        conn, later, replace(later, ended_at=later.start), "lease.end"
-                    )
+            for later in cancelled_by_end(leases, lease, when):
+                self._update_lease(conn, later, replace(later, ended_at=later.start), "lease.end")
             return self._update_lease(conn, lease, replace(lease, ended_at=when), "lease.end")
 
     def renew_lease(
@@ -663,15 +660,15 @@ class Ledger:
     def _lease_for(self, node: str, lease_start: Any, target: Node | None = None) -> Lease:
         """The lease of `node` (or of that very node, target) that `lease_start` names
         (see fields.names_start), ended or not. None names the lease billing now, or if
-        none is open, the latest one: snapshots are usually recorded at the end of a
-        lease, after it ended."""
+        none is, the latest that started (renewals.resource_default): snapshots are usually
+        recorded at the end of a lease, after it ended."""
         leases = self.leases(target or node)
         if not leases:
             raise InputError(
                 "node", node, f"has no lease to attach it to: add one: zuka lease add {node}"
             )
         if lease_start is None:
-            return in_effect(leases, self.clock()) or leases[-1]
+            return resource_default(leases, self.clock()) or leases[-1]
         value = lease_start if isinstance(lease_start, datetime) else str(lease_start)
         named = [
             le for le in leases if fields.names_start("lease_start", value, le.start, le.billing_tz)
@@ -1013,6 +1010,8 @@ def _release(key: tuple[int, int]) -> None:
         _HELD[key] = left
     else:
         _HELD.pop(key, None)
+
+
 # Tables every zuka ledger has had since its first migration.
 _LEDGER_TABLES = frozenset({"_sqlite_migrations", "providers", "nodes", "leases", "audit"})
 

@@ -262,6 +262,16 @@ async def test_ending_a_lease(demo: Path) -> None:
         assert lease.ended_at == datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 
+async def test_the_end_form_says_it_cancels_the_renewal_not_started(demo: Path) -> None:
+    with Ledger.open(demo, create=False, clock=lambda: NOW) as ledger:
+        ledger.renew_lease("h800-monthly-1", "2027-01-10")
+    app = FormHost(demo, lease_form("h800-monthly-1", "end"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        info = str(screen.query_one("#form-info").render())
+        assert "also cancels the renewal not started yet (from 2026-12-10 00:00)" in info
+
+
 # -- resource ---------------------------------------------------------------------------
 
 
@@ -322,6 +332,26 @@ async def test_the_form_says_what_the_cli_says(
         said = await save_refused(pilot, key)
     assert result.err.strip() == f"zuka: error: {said}"
     assert state(demo) == before
+
+
+async def test_a_resource_after_the_end_goes_to_the_lease_that_ran(demo: Path) -> None:
+    """The lease ended and its renewal cancelled: the form names the lease that ran (the
+    one Ledger.add_resource picks), never the cancelled renewal."""
+    with Ledger.open(demo, create=False, clock=lambda: NOW) as ledger:
+        ledger.renew_lease("h800-monthly-1", "2027-01-10")
+        ledger.end_lease("h800-monthly-1")
+        ran, cancelled = ledger.leases("h800-monthly-1")
+    app = FormHost(demo, lambda ledger: ResourceFormScreen(ledger, "h800-monthly-1"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        info = str(screen.query_one("#form-info").render())
+        assert "cancelled" not in info and ran.start.strftime("from %Y-%m-%d %H:%M") in info
+        fill(screen, kind="snapshot", native_id="s-bp1formtest0000000002", region="cn-beijing")
+        assert await save_ok(pilot) is True
+    with Ledger.open(demo, create=False) as ledger:
+        (res,) = [r for _, _, r in ledger.resources("h800-monthly-1")
+                  if r.native_id == "s-bp1formtest0000000002"]  # fmt: skip
+        assert res.lease_id == ran.id != cancelled.id
 
 
 async def test_an_unknown_node_is_said_on_the_message_line(demo: Path) -> None:

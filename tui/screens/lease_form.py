@@ -105,7 +105,7 @@ class LeaseFormScreen(FormScreen[bool]):
             return {}, f"{self.node}: {_said(leases, now)}"
         which = renewals.describe(lease, leases, now)
         if self.mode == "end":
-            return {}, f"Ends {which}. Leave `at` empty for now."
+            return {}, f"Ends {which}.{_cancels(leases, lease, now)} Leave `at` empty for now."
         keys = tuple(k for k in EDITABLE if self._takes(k))
         values = lease_values(lease, keys)
         if self.mode == "renew":
@@ -144,3 +144,14 @@ def _said(leases: list[Lease], now: datetime) -> str:
     if billing is None:
         return "no lease bills now"
     return renewals.describe(billing.lease, leases, now)
+
+
+def _cancels(leases: list[Lease], lease: Lease, now: datetime) -> str:
+    """What ending the lease now also does to its renewals, said before it is saved."""
+    later = renewals.cancelled_by_end(leases, lease, now)
+    if not later:
+        return ""
+    starts = ", ".join(fields.shown(le.start, le.billing_tz) for le in later)
+    if len(later) == 1:
+        return f" It also cancels the renewal not started yet (from {starts}): it never bills."
+    return f" It also cancels the renewals not started yet (from {starts}): they never bill."

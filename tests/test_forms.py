@@ -12,7 +12,7 @@ import pytest
 from conftest import Cli
 from textual.app import App
 from textual.pilot import Pilot
-from textual.widgets import Input, TextArea
+from textual.widgets import Input, Select, TextArea
 from waiting import wait_until
 
 from leases.demo import build_demo_ledger
@@ -148,6 +148,35 @@ async def test_pasting_a_console_login_adds_the_node(demo: Path) -> None:
         assert ledger.provider("AutoDL").kind.value == "platform"
         assert "hunter2" not in str(ledger.export_records())
         assert ledger.last_entries(1)[0].action == "node.add"
+
+
+async def test_keys_typed_as_the_form_opens_land_in_its_first_field(demo: Path) -> None:
+    app = FormHost(demo, lambda ledger: NodeFormScreen(ledger))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press(*"gpu-7")  # at once, the ledger read may still run
+        screen = await opened(pilot)
+        assert app.focused is screen.field("name").input
+        assert screen.field("name").value == "gpu-7"
+
+
+async def test_the_lease_form_tabs_top_to_bottom_and_enter_opens_a_select(demo: Path) -> None:
+    app = FormHost(demo, lease_form("aliyun-a10-burst", "add"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        shown = [screen.field(spec.key).input for spec in screen.specs()]  # not folded
+        order = []
+        for _ in shown:
+            order.append(app.focused)
+            await pilot.press("tab")
+        assert order == shown  # the first field first, then down the form
+        screen.set_focus(screen.field("billing_type").input)
+        select = screen.field("billing_type").input
+        assert isinstance(select, Select)
+        await pilot.press("enter")
+        await wait_until(lambda: select.expanded, what="the select to open")
+        await pilot.press("down", "enter")
+        await wait_until(lambda: not select.expanded, what="the select to close")
+        assert screen.field("billing_type").value != ""
 
 
 async def test_a_refused_login_command_writes_nothing(demo: Path) -> None:

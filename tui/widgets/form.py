@@ -241,7 +241,8 @@ class FormScreen(ModalScreen[R]):
         with Vertical(id="form"):
             yield Static(Text(self.form_title), id="form-title")
             yield Static(Text(""), id="form-info")
-            with VerticalScroll(id="form-fields"):
+            # Not a stop of its own on tab: the first tab stop is the first field.
+            with VerticalScroll(id="form-fields", can_focus=False):
                 for spec in self.specs():
                     yield FormField(spec, start.get(spec.key, ""))
                 folded = self.more()
@@ -260,9 +261,10 @@ class FormScreen(ModalScreen[R]):
         return None
 
     def on_mount(self) -> None:
+        # A field has the cursor from the start, so keys typed at once are not lost; the
+        # ledger read below fills only the fields not typed into meanwhile.
         first = self.first_focus()
-        if first is not None:
-            self.field(first).input.focus()
+        self.set_focus(self.field(first).input if first is not None else self.fields()[0].input)
         self._initial = self.values()
         self.run_worker(self._load(), name="form-load", exclusive=True, exit_on_error=False)
 
@@ -275,9 +277,11 @@ class FormScreen(ModalScreen[R]):
         except LedgerError as exc:
             self.say(str(exc))
             return
+        typed = self.changed()
         for key, value in loaded.items():
-            self.field(key).value = value
-        self._initial = self.values()
+            if key not in typed:
+                self.field(key).value = value
+        self._initial = {**self.values(), **{k: self._initial[k] for k in typed}}
         self.query_one("#form-info", Static).update(Text(visible(info, 400)))
 
     def fields(self) -> list[FormField]:

@@ -4,6 +4,7 @@ Real processes, on a real pseudo-terminal for the dashboard."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import select
@@ -63,10 +64,8 @@ def terminal() -> Iterator[Terminal]:
     term = Terminal()
     yield term
     for fd in (term.master, term.slave):
-        try:
+        with contextlib.suppress(OSError):  # closed already
             os.close(fd)
-        except OSError:
-            pass
 
 
 def _stopped(proc: subprocess.Popen[bytes], term: Terminal | None = None) -> int:

@@ -541,7 +541,7 @@ class Ledger:
             if when < lease.start:
                 raise InputError(
                     "at",
-                    when.isoformat(),
+                    fields.shown(when, lease.billing_tz),
                     f"is before the lease start {fields.shown(lease.start, lease.billing_tz)}",
                 )
             if when > now + timedelta(minutes=5):
@@ -608,11 +608,12 @@ class Ledger:
             )
         for other in self.leases(found):
             if other.id != lease_id and overlaps(other, lease):
+                tz = other.billing_tz  # times as the tables and forms show them
                 raise InputError(
                     "start",
-                    lease.start.isoformat(),
-                    f"overlaps the lease from {other.start.isoformat()}"
-                    + (f" to {other.end.isoformat()}" if other.end else " (still open)")
+                    fields.shown(lease.start, lease.billing_tz),
+                    f"overlaps the lease from {fields.shown(other.start, tz)}"
+                    + (f" to {fields.shown(other.end, tz)}" if other.end else " (still open)")
                     + ": end or renew that one instead",
                 )
 

@@ -215,7 +215,7 @@ async def test_escape_leaves_the_node_form_writing_nothing(demo: Path) -> None:
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await opened(pilot)
         fill(screen, name="never", ssh="ssh root@10.0.0.9")
-        await pilot.press("escape")
+        await pilot.press("escape", "y", "enter")  # asked first: it was filled
         await wait_until(lambda: app.results, what="the form to close")
         assert app.results == [None]
     assert state(demo) == before
@@ -319,6 +319,60 @@ async def test_recording_a_resource(demo: Path) -> None:
             (r.kind, r.native_id, r.region) for r in rows
         ]
         assert ledger.last_entries(1)[0].action == "resource.add"
+
+
+# -- details a new user met -------------------------------------------------------------
+
+
+async def test_a_refusal_goes_when_its_field_changes(demo: Path) -> None:
+    app = FormHost(demo, lambda ledger: NodeFormScreen(ledger))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        fill(screen, name="n1", ssh="ssh h", gpu_count="eight")
+        await save_refused(pilot, "gpu_count")
+        fill(screen, gpu_count="8")
+        await wait_until(lambda: screen.field("gpu_count").message == "", what="it to go")
+
+
+async def test_an_empty_node_form_is_refused_for_its_name_first(demo: Path) -> None:
+    app = FormHost(demo, lambda ledger: NodeFormScreen(ledger))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await opened(pilot)
+        said = await save_refused(pilot, "name")
+        assert said.startswith("name: ")  # not `name (NAME): `
+
+
+async def test_escape_asks_before_losing_what_was_typed(demo: Path) -> None:
+    app = FormHost(demo, lambda ledger: NodeFormScreen(ledger))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        await pilot.press(*"half-typed", "escape")
+        await wait_until(lambda: app.screen is not screen, what="the question")
+        await pilot.press("escape")  # no: back to the form, as it was
+        await wait_until(lambda: app.screen is screen, what="the form again")
+        assert screen.field("name").value == "half-typed" and app.results == []
+        await pilot.press("escape", "y", "enter")
+        await wait_until(lambda: app.results, what="the form to close")
+        assert app.results == [None]
+
+
+async def test_switches_say_on_or_off(demo: Path) -> None:
+    app = FormHost(demo, lease_form("aliyun-a10-burst", "add"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        state = screen.field("auto_renew").query_one(".form-switch-state")
+        assert str(state.render()) == "off"
+        fill(screen, auto_renew=True)
+        await wait_until(lambda: str(state.render()) == "on", what="on")
+
+
+async def test_editing_a_platform_node_shows_its_channel(demo: Path) -> None:
+    app = FormHost(demo, lambda ledger: NodeFormScreen(ledger, name="autodl-4090-a"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        assert screen.field("channel").value == "platform"
+        fill(screen, tags="x")
+        assert await save_ok(pilot) == "autodl-4090-a"
 
 
 # -- the same words as the command line -------------------------------------------------

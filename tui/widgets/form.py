@@ -26,6 +26,7 @@ from leases.ledger import Ledger
 from leases.textsafe import visible
 from tui.cli_ledger import describe_error
 from tui.ledgerthread import in_thread
+from tui.screens.ask import AskScreen
 
 Kind = Literal["text", "multiline", "choice", "switch"]
 Value = str | bool
@@ -78,11 +79,12 @@ class FormField(Vertical):
     DEFAULT_CSS = """
     FormField { height: auto; margin: 0 0 1 0; }
     FormField > Horizontal { height: auto; }
-    FormField .form-label { width: 28; color: $text-muted; }
+    FormField .form-label { width: 30; padding: 0 2 0 0; color: $text-muted; }
     FormField .form-input { width: 1fr; }
     FormField Switch.form-input { width: auto; height: 1; border: none; padding: 0; }
-    FormField TextArea.form-input { height: 3; }
-    FormField .form-message { display: none; color: $error; padding: 0 0 0 28; }
+    FormField .form-switch-state { width: auto; padding: 0 0 0 1; }
+    FormField TextArea.form-input { height: 3; padding: 0; }
+    FormField .form-message { display: none; color: $error; padding: 0 0 0 30; }
     FormField.-invalid .form-message { display: block; }
     FormField.-invalid .form-label { color: $error; text-style: bold; }
     """
@@ -97,7 +99,22 @@ class FormField(Vertical):
         with Horizontal():
             yield Label(Text(spec.label), classes="form-label")
             yield self._input(spec, self._initial)
+            if spec.kind == "switch":
+                yield Static(_on_off(bool(self._initial)), classes="form-switch-state")
         yield Static(Text(""), classes="form-message")
+
+    def on_switch_changed(self, event: Switch.Changed) -> None:
+        self.query_one(".form-switch-state", Static).update(_on_off(event.value))
+        self.show_message("")
+
+    def on_input_changed(self) -> None:
+        self.show_message("")  # a refusal is about the value it was given, now changed
+
+    def on_select_changed(self) -> None:
+        self.show_message("")
+
+    def on_text_area_changed(self) -> None:
+        self.show_message("")
 
     @staticmethod
     def _input(spec: FieldSpec, value: Value) -> Widget:
@@ -177,6 +194,10 @@ class FormField(Vertical):
         # Text, never markup: the message holds the value as typed.
         self.query_one(".form-message", Static).update(Text(text))
         self.set_class(bool(text), "-invalid")
+
+
+def _on_off(value: bool) -> Text:
+    return Text("on" if value else "off")
 
 
 class FormScreen(ModalScreen[R]):
@@ -342,7 +363,17 @@ class FormScreen(ModalScreen[R]):
         self.dismiss(result)
 
     def action_cancel(self) -> None:
-        self.dismiss(self.cancelled())
+        """Close; asks first when a field was changed (Escape must not lose typing)."""
+        if not self.changed():
+            self.dismiss(self.cancelled())
+            return
+
+        def answered(answer: str | None) -> None:
+            if answer is not None and answer.strip().lower() in ("y", "yes"):
+                self.dismiss(self.cancelled())
+
+        prompt = Text("Close the form and lose what was typed? Type y and Enter to close.")
+        self.app.push_screen(AskScreen(prompt, placeholder="y"), answered)
 
     def cancelled(self) -> R:
         """The result of a form left without writing."""

@@ -248,8 +248,7 @@ def reopen(ledger: Ledger, alert_id: int) -> StoredAlert:
         raise InputError("id", alert_id, "this alert is open: nothing to undo")
     with ledger.transaction() as conn:
         conn.execute(
-            "UPDATE alerts SET acked_at = NULL, acked_by = NULL, snoozed_until = NULL"
-            " WHERE id = ?",
+            "UPDATE alerts SET acked_at = NULL, acked_by = NULL, snoozed_until = NULL WHERE id = ?",
             (alert_id,),
         )
     return get(ledger, alert_id)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from textual.keys import _character_to_key
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
+from waiting import wait_until
 
 from leases.config import Config
 from leases.demo import build_demo_ledger
@@ -155,14 +156,36 @@ async def test_palette_goes_to_a_node_and_adds_a_lease(
     app = _app(_ledger(tmp_path))
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
-        await _choose(app, pilot, "go to node h800-monthly-2")
+        await _choose(app, pilot, "Go to node h800-monthly-2")
         assert opened == [("NodeScreen", ("h800-monthly-2",), {})]
         app.pop_screen()
-        await _choose(app, pilot, "add lease to colo-njidc-4090")
+        await _choose(app, pilot, "Add lease to colo-njidc-4090")
         cls, args, kwargs = opened[1]
         assert cls == "LeaseFormScreen" and args == (app.ledger, "colo-njidc-4090")
         assert kwargs["mode"] == "add" and kwargs["tz"] == "Asia/Shanghai"
         assert kwargs["clock"]() == NOW
+
+
+async def test_the_palette_lists_zukas_commands_first(tmp_path: Path) -> None:
+    from textual.command import CommandList
+
+    app = _app(_ledger(tmp_path))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        ours = {f"{c.title} ({'/'.join(c.keys)})" for c in bound_commands(app.screen)}
+        await pilot.press("ctrl+p")
+        hits = app.screen.query_one(CommandList)
+
+        def listed() -> list[str]:
+            prompts = (hits.get_option_at_index(i).prompt for i in range(hits.option_count))
+            return [str(p).split("\n")[0] for p in prompts]  # the title, not its help
+
+        await wait_until(lambda: len(listed()) > len(ours), what="every command listed")
+        names = listed()
+        assert set(names[: len(ours)]) == ours, names  # Textual's own (Keys...) after
+        await pilot.press(*"lease")
+        await wait_until(lambda: any("Add lease to" in n for n in listed()), what="hits")
+        assert not any(n.startswith(("add lease", "go to node")) for n in listed())
 
 
 # -- remaps ----------------------------------------------------------------------------------

@@ -356,6 +356,15 @@ async def test_escape_asks_before_losing_what_was_typed(demo: Path) -> None:
         assert app.results == [None]
 
 
+async def test_the_add_lease_note_says_a_lease_bills_already(demo: Path) -> None:
+    app = FormHost(demo, lease_form("aliyun-a10-burst", "add"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        info = str(screen.query_one("#form-info").render())
+        assert "aliyun-a10-burst: the lease billing now" in info
+        assert "must start after it ends" in info
+
+
 async def test_switches_say_on_or_off(demo: Path) -> None:
     app = FormHost(demo, lease_form("aliyun-a10-burst", "add"))
     async with app.run_test(size=(120, 36)) as pilot:

@@ -93,7 +93,11 @@ class LeaseFormScreen(FormScreen[bool]):
         leases = ledger.leases(self.node)
         now = self.clock()
         if self.mode == "add":
-            return {}, f"{self.node}: {_said(leases, now)}"
+            note = f"{self.node}: {_said(leases, now)}"
+            if renewals.billing_now(leases, now) is not None:
+                # Said before saving: the ledger refuses a lease that overlaps it.
+                note += ". A new lease must start after it ends: end or renew that one instead."
+            return {}, note
         if self.mode == "renew":
             # The lease `lease renew` renews: the latest, if not ended (Ledger.renew_lease).
             lease = leases[-1] if leases and leases[-1].ended_at is None else None

@@ -239,3 +239,16 @@ def snooze(ledger: Ledger, alert_id: int, until: datetime) -> StoredAlert:
     with ledger.transaction() as conn:
         conn.execute("UPDATE alerts SET snoozed_until = ? WHERE id = ?", (_iso(until), alert_id))
     return get(ledger, alert_id)
+
+
+def reopen(ledger: Ledger, alert_id: int) -> StoredAlert:
+    """Undo an acknowledgement or a snooze: the alert is open (shown) again."""
+    row = _open(ledger, alert_id)
+    if row.acked_at is None and row.snoozed_until is None:
+        raise InputError("id", alert_id, "this alert is open: nothing to undo")
+    with ledger.transaction() as conn:
+        conn.execute(
+            "UPDATE alerts SET acked_at = NULL, acked_by = NULL, snoozed_until = NULL WHERE id = ?",
+            (alert_id,),
+        )
+    return get(ledger, alert_id)

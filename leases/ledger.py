@@ -29,10 +29,11 @@ from leases.records import Record
 from leases.renewals import (
     BillingNow,
     billing_now,
-    chains,
+    cancelled_by_end,
     in_effect,
     overlaps,
     renewal_record,
+    resource_default,
 )
 from leases.textsafe import visible
 
@@ -566,19 +567,15 @@ class Ledger:
             if when < lease.start:
                 raise InputError(
                     "at",
-                    when.isoformat(),
+                    fields.shown(when, lease.billing_tz),
                     f"is before the lease start {fields.shown(lease.start, lease.billing_tz)}",
                 )
             if when > now + timedelta(minutes=5):
                 raise InputError(
                     "at", fields.shown(when), "is in the future: record an end once it happened"
                 )
-            chain = next(c for c in chains(leases) if lease in c)
-            for later in chain[chain.index(lease) + 1 :]:
-                if later.start >= when:
-                    self._update_lease(
-                        conn, later, replace(later, ended_at=later.start), "lease.end"
-                    )
+            for later in cancelled_by_end(leases, lease, when):
+                self._update_lease(conn, later, replace(later, ended_at=later.start), "lease.end")
             return self._update_lease(conn, lease, replace(lease, ended_at=when), "lease.end")
 
     def renew_lease(
@@ -637,11 +634,12 @@ class Ledger:
             )
         for other in self.leases(found):
             if other.id != lease_id and overlaps(other, lease):
+                tz = other.billing_tz  # times as the tables and forms show them
                 raise InputError(
                     "start",
-                    lease.start.isoformat(),
-                    f"overlaps the lease from {other.start.isoformat()}"
-                    + (f" to {other.end.isoformat()}" if other.end else " (still open)")
+                    fields.shown(lease.start, lease.billing_tz),
+                    f"overlaps the lease from {fields.shown(other.start, tz)}"
+                    + (f" to {fields.shown(other.end, tz)}" if other.end else " (still open)")
                     + ": end or renew that one instead",
                 )
 
@@ -689,15 +687,15 @@ class Ledger:
     def _lease_for(self, node: str, lease_start: Any, target: Node | None = None) -> Lease:
         """The lease of `node` (or of that very node, target) that `lease_start` names
         (see fields.names_start), ended or not. None names the lease billing now, or if
-        none is open, the latest one: snapshots are usually recorded at the end of a
-        lease, after it ended."""
+        none is, the latest that started (renewals.resource_default): snapshots are usually
+        recorded at the end of a lease, after it ended."""
         leases = self.leases(target or node)
         if not leases:
             raise InputError(
                 "node", node, f"has no lease to attach it to: add one: zuka lease add {node}"
             )
         if lease_start is None:
-            return in_effect(leases, self.clock()) or leases[-1]
+            return resource_default(leases, self.clock()) or leases[-1]
         value = lease_start if isinstance(lease_start, datetime) else str(lease_start)
         named = [
             le for le in leases if fields.names_start("lease_start", value, le.start, le.billing_tz)

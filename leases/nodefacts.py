@@ -135,5 +135,7 @@ def read_series(
     g = series.grid(span, at, life)
     since, until = g.at(0), g.at(g.count)
     if span.from_minutes:
-        return series.from_minutes(span, g, store.minutes(name, since, until), live)
+        minutes = store.minutes(name, since, until)
+        # Hours too, where the minutes are gone (series.from_minutes).
+        return series.from_minutes(span, g, minutes, live, store.hours(name, since, until))
     return series.from_hours(span, g, store.hours(name, since, until))

@@ -33,6 +33,30 @@ def in_effect(leases: Sequence[Lease], at: datetime) -> Lease | None:
     return still_open[-1] if still_open else None
 
 
+def resource_default(leases: Sequence[Lease], at: datetime) -> Lease | None:
+    """Of one node's leases (by start): the lease a resource recorded at `at` without a
+    lease start goes to: the one billing then; else the latest that started and billed
+    (a snapshot is usually recorded after its lease ended), never a renewal cancelled
+    before it began; else the next to start (see in_effect)."""
+    far = datetime.max.replace(tzinfo=UTC)
+    for le in reversed(leases):
+        if le.start <= at < (le.ended_at or le.end or far):
+            return le
+    started = [le for le in leases if le.start <= at and not never_billed(le)]
+    if started:
+        return started[-1]
+    return in_effect(leases, at) or next(
+        (le for le in reversed(leases) if not never_billed(le)), leases[-1] if leases else None
+    )
+
+
+def cancelled_by_end(leases: Sequence[Lease], lease: Lease, when: datetime) -> list[Lease]:
+    """The renewals of `lease` that ending it at `when` cancels: those not started by then
+    (Ledger.end_lease ends them at their start; they never bill)."""
+    chain = next((c for c in chains(leases) if lease in c), (lease,))
+    return [later for later in chain[chain.index(lease) + 1 :] if later.start >= when]
+
+
 def renews(before: Lease, after: Lease) -> bool:
     """Whether `after` renews `before`: it starts where `before` ended at its own end."""
     return (

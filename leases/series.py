@@ -3,8 +3,9 @@
 Time-true: a span is cut into slices of fixed length (one minute over the last hour, ten
 over a day, an hour over a week, a few hours over a lease's life), each slice holds the
 readings that fall in it, and a slice with none is a gap (None), never zero. Spans up to a
-day read the minute roll-ups (kept 14 days), longer ones the hour roll-ups (kept for the
-lease's life); the minute in progress comes from the live readings, rolled up the same way,
+day read the minute roll-ups (kept 14 days, leases.rollups.DEFAULT_MINUTE_DAYS) and the
+hour roll-ups where minutes are gone, longer ones the hour roll-ups (kept for the lease's
+life); the minute in progress comes from the live readings, rolled up the same way,
 so both are on one scale. Pure: rows in, series out.
 """
 
@@ -185,9 +186,13 @@ def from_minutes(
     g: Grid,
     minutes: Iterable[NodeMinute],
     live: Iterable[NodeMinute] = (),
+    hours: Iterable[NodeHour] = (),
 ) -> Series:
     """A series from minute roll-ups; `live` minutes (live_minutes) fill only minutes the
-    roll-ups do not hold yet (the minute in progress), never counted twice."""
+    roll-ups do not hold yet (the minute in progress), never counted twice. `hours` stand
+    in where the minutes are gone (purged after their retention, or never kept: history
+    written as hours only): only in slices that end by the first minute held, so a gap among
+    the minutes stays a gap."""
     acc = _Slices(g.count)
     stored: set[int] = set()
     for m in minutes:
@@ -196,6 +201,15 @@ def from_minutes(
     for m in live:
         if m.minute not in stored:
             _add_minute(acc, g, m)
+    # Slices that end by the first minute held (all of them when none is held).
+    before = g.count if not stored else (min(stored) * 60 - g.start) // g.step
+    for h in hours:
+        if not h.gpus:
+            continue
+        for t in range(h.hour * 3600, (h.hour + 1) * 3600, min(g.step, 3600)):
+            i = g.slice_of(t)
+            if i is not None and i < before and not acc.weights[0][i]:
+                acc.add(i, _node_values(h.gpus), 1.0)
     return Series(span, g, acc.means(0), acc.means(1), acc.means(2))
 
 
@@ -254,5 +268,5 @@ def axis(span: Span) -> Axis:
         Span.HOUR: Axis(60, "minutes before now", False),
         Span.DAY: Axis(3600, "hours before now", False),
         Span.WEEK: Axis(86400, "days before now", False),
-        Span.LEASE: Axis(86400, "days since the lease began", True),
+        Span.LEASE: Axis(86400, "date, over the lease's life", True),
     }[span]

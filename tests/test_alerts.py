@@ -626,3 +626,39 @@ def test_the_idle_stretch_never_starts_at_unknown_minutes(tmp_path: Path) -> Non
         store.write_minutes(minutes((h - 1) * 60, h * 60 + 3))
         since = _idle_from(ledger, node.id, held, now)
         assert since == datetime.fromtimestamp((h - 1) * 60 * 60, UTC)
+
+
+async def test_reopen_undoes_ack_and_snooze_and_the_message_fits_80_columns(
+    tmp_path: Path,
+) -> None:
+    from textual.widgets import DataTable
+    from waiting import wait_until
+
+    from tui.app import ZukaApp
+    from tui.screens.alerts import AlertsScreen
+
+    now = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
+    path = tmp_path / "l.db"
+    build_demo_ledger(path, now.date()).close()
+    app = ZukaApp(path, clock=lambda: now, poll=False, refresh_s=3600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(lambda: app.data is not None, what="the first refresh")
+        await pilot.press("a")
+        await wait_until(lambda: isinstance(app.screen, AlertsScreen), what="the alerts")
+        table = app.screen.query_one("#alerts", DataTable)
+        message = next(c for c in table.columns.values() if c.key.value == "message")
+        assert message.get_render_width(table) >= 20  # was 3 characters at 80x24
+        assert sum(c.get_render_width(table) for c in table.columns.values()) <= 80
+        await pilot.press("k")
+        await wait_until(lambda: table.get_row_at(0)[2] == "acked", what="acked")
+        await pilot.press("u")
+        await wait_until(lambda: table.get_row_at(0)[2] == "open", what="open again")
+        await pilot.press("z", "u")
+        await wait_until(lambda: table.get_row_at(0)[2] == "open", what="unsnoozed")
+        await pilot.press("u")  # open already: said, nothing changed
+        await pilot.pause()
+    with Ledger.open(path) as ledger:
+        rows = alertstate.alerts(ledger, now)
+        assert len(rows) == 2 and all(a.acked_at is None and a.snoozed_until is None for a in rows)
+        with pytest.raises(InputError, match="nothing to undo"):
+            alertstate.reopen(ledger, rows[0].id)

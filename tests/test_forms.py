@@ -12,7 +12,7 @@ import pytest
 from conftest import Cli
 from textual.app import App
 from textual.pilot import Pilot
-from textual.widgets import Input, TextArea
+from textual.widgets import Input, Select, TextArea
 from waiting import wait_until
 
 from leases.demo import build_demo_ledger
@@ -150,6 +150,35 @@ async def test_pasting_a_console_login_adds_the_node(demo: Path) -> None:
         assert ledger.last_entries(1)[0].action == "node.add"
 
 
+async def test_keys_typed_as_the_form_opens_land_in_its_first_field(demo: Path) -> None:
+    app = FormHost(demo, lambda ledger: NodeFormScreen(ledger))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press(*"gpu-7")  # at once, the ledger read may still run
+        screen = await opened(pilot)
+        assert app.focused is screen.field("name").input
+        assert screen.field("name").value == "gpu-7"
+
+
+async def test_the_lease_form_tabs_top_to_bottom_and_enter_opens_a_select(demo: Path) -> None:
+    app = FormHost(demo, lease_form("aliyun-a10-burst", "add"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        shown = [screen.field(spec.key).input for spec in screen.specs()]  # not folded
+        order = []
+        for _ in shown:
+            order.append(app.focused)
+            await pilot.press("tab")
+        assert order == shown  # the first field first, then down the form
+        screen.set_focus(screen.field("billing_type").input)
+        select = screen.field("billing_type").input
+        assert isinstance(select, Select)
+        await pilot.press("enter")
+        await wait_until(lambda: select.expanded, what="the select to open")
+        await pilot.press("down", "enter")
+        await wait_until(lambda: not select.expanded, what="the select to close")
+        assert screen.field("billing_type").value != ""
+
+
 async def test_a_refused_login_command_writes_nothing(demo: Path) -> None:
     before = state(demo)
     app = FormHost(demo, lambda ledger: NodeFormScreen(ledger))
@@ -186,7 +215,7 @@ async def test_escape_leaves_the_node_form_writing_nothing(demo: Path) -> None:
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await opened(pilot)
         fill(screen, name="never", ssh="ssh root@10.0.0.9")
-        await pilot.press("escape")
+        await pilot.press("escape", "y", "enter")  # asked first: it was filled
         await wait_until(lambda: app.results, what="the form to close")
         assert app.results == [None]
     assert state(demo) == before
@@ -262,6 +291,16 @@ async def test_ending_a_lease(demo: Path) -> None:
         assert lease.ended_at == datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 
+async def test_the_end_form_says_it_cancels_the_renewal_not_started(demo: Path) -> None:
+    with Ledger.open(demo, create=False, clock=lambda: NOW) as ledger:
+        ledger.renew_lease("h800-monthly-1", "2027-01-10")
+    app = FormHost(demo, lease_form("h800-monthly-1", "end"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        info = str(screen.query_one("#form-info").render())
+        assert "also cancels the renewal not started yet (from 2026-12-10 00:00)" in info
+
+
 # -- resource ---------------------------------------------------------------------------
 
 
@@ -280,6 +319,69 @@ async def test_recording_a_resource(demo: Path) -> None:
             (r.kind, r.native_id, r.region) for r in rows
         ]
         assert ledger.last_entries(1)[0].action == "resource.add"
+
+
+# -- details a new user met -------------------------------------------------------------
+
+
+async def test_a_refusal_goes_when_its_field_changes(demo: Path) -> None:
+    app = FormHost(demo, lambda ledger: NodeFormScreen(ledger))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        fill(screen, name="n1", ssh="ssh h", gpu_count="eight")
+        await save_refused(pilot, "gpu_count")
+        fill(screen, gpu_count="8")
+        await wait_until(lambda: screen.field("gpu_count").message == "", what="it to go")
+
+
+async def test_an_empty_node_form_is_refused_for_its_name_first(demo: Path) -> None:
+    app = FormHost(demo, lambda ledger: NodeFormScreen(ledger))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await opened(pilot)
+        said = await save_refused(pilot, "name")
+        assert said.startswith("name: ")  # not `name (NAME): `
+
+
+async def test_escape_asks_before_losing_what_was_typed(demo: Path) -> None:
+    app = FormHost(demo, lambda ledger: NodeFormScreen(ledger))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        await pilot.press(*"half-typed", "escape")
+        await wait_until(lambda: app.screen is not screen, what="the question")
+        await pilot.press("escape")  # no: back to the form, as it was
+        await wait_until(lambda: app.screen is screen, what="the form again")
+        assert screen.field("name").value == "half-typed" and app.results == []
+        await pilot.press("escape", "y", "enter")
+        await wait_until(lambda: app.results, what="the form to close")
+        assert app.results == [None]
+
+
+async def test_the_add_lease_note_says_a_lease_bills_already(demo: Path) -> None:
+    app = FormHost(demo, lease_form("aliyun-a10-burst", "add"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        info = str(screen.query_one("#form-info").render())
+        assert "aliyun-a10-burst: the lease billing now" in info
+        assert "must start after it ends" in info
+
+
+async def test_switches_say_on_or_off(demo: Path) -> None:
+    app = FormHost(demo, lease_form("aliyun-a10-burst", "add"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        state = screen.field("auto_renew").query_one(".form-switch-state")
+        assert str(state.render()) == "off"
+        fill(screen, auto_renew=True)
+        await wait_until(lambda: str(state.render()) == "on", what="on")
+
+
+async def test_editing_a_platform_node_shows_its_channel(demo: Path) -> None:
+    app = FormHost(demo, lambda ledger: NodeFormScreen(ledger, name="autodl-4090-a"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        assert screen.field("channel").value == "platform"
+        fill(screen, tags="x")
+        assert await save_ok(pilot) == "autodl-4090-a"
 
 
 # -- the same words as the command line -------------------------------------------------
@@ -322,6 +424,26 @@ async def test_the_form_says_what_the_cli_says(
         said = await save_refused(pilot, key)
     assert result.err.strip() == f"zuka: error: {said}"
     assert state(demo) == before
+
+
+async def test_a_resource_after_the_end_goes_to_the_lease_that_ran(demo: Path) -> None:
+    """The lease ended and its renewal cancelled: the form names the lease that ran (the
+    one Ledger.add_resource picks), never the cancelled renewal."""
+    with Ledger.open(demo, create=False, clock=lambda: NOW) as ledger:
+        ledger.renew_lease("h800-monthly-1", "2027-01-10")
+        ledger.end_lease("h800-monthly-1")
+        ran, cancelled = ledger.leases("h800-monthly-1")
+    app = FormHost(demo, lambda ledger: ResourceFormScreen(ledger, "h800-monthly-1"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        info = str(screen.query_one("#form-info").render())
+        assert "cancelled" not in info and ran.start.strftime("from %Y-%m-%d %H:%M") in info
+        fill(screen, kind="snapshot", native_id="s-bp1formtest0000000002", region="cn-beijing")
+        assert await save_ok(pilot) is True
+    with Ledger.open(demo, create=False) as ledger:
+        (res,) = [r for _, _, r in ledger.resources("h800-monthly-1")
+                  if r.native_id == "s-bp1formtest0000000002"]  # fmt: skip
+        assert res.lease_id == ran.id != cancelled.id
 
 
 async def test_an_unknown_node_is_said_on_the_message_line(demo: Path) -> None:

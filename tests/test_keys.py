@@ -177,10 +177,10 @@ async def test_palette_goes_to_a_node_and_adds_a_lease(
     app = _app(_ledger(tmp_path))
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
-        await _choose(app, pilot, "go to node h800-monthly-2")
+        await _choose(app, pilot, "Go to node h800-monthly-2")
         assert opened == [("NodeScreen", ("h800-monthly-2",), {})]
         app.pop_screen()
-        await _choose(app, pilot, "add lease to colo-njidc-4090")
+        await _choose(app, pilot, "Add lease to colo-njidc-4090")
         cls, args, kwargs = opened[1]
         assert cls == "LeaseFormScreen" and args == (app.ledger, "colo-njidc-4090")
         assert kwargs["mode"] == "add" and kwargs["tz"] == "Asia/Shanghai"
@@ -225,7 +225,7 @@ async def test_palette_shows_a_stored_node_name_as_text(tmp_path: Path, name: st
     app = _app(path)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_until(lambda: app.data is not None, what="the first fleet read")
-        await _prompts(app, pilot, "zz", f"go to node {name}")
+        await _prompts(app, pilot, "zz", f"Go to node {name}")
         hits = app.screen.query_one(CommandList)
         for i in range(hits.option_count):
             prompt = hits.get_option_at_index(i).prompt
@@ -260,8 +260,30 @@ async def test_palette_reads_node_names_from_the_last_fleet_read(
             return real(self, *args, **kwargs)
 
         monkeypatch.setattr(Ledger, "nodes", counted)
-        await _prompts(app, pilot, "h800-monthly-2", "go to node h800-monthly-2")
+        await _prompts(app, pilot, "h800-monthly-2", "Go to node h800-monthly-2")
         assert asked == []
+
+
+async def test_the_palette_lists_zukas_commands_first(tmp_path: Path) -> None:
+    from textual.command import CommandList
+
+    app = _app(_ledger(tmp_path))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        ours = {f"{c.title} ({'/'.join(c.keys)})" for c in bound_commands(app.screen)}
+        await pilot.press("ctrl+p")
+        hits = app.screen.query_one(CommandList)
+
+        def listed() -> list[str]:
+            prompts = (hits.get_option_at_index(i).prompt for i in range(hits.option_count))
+            return [str(p).split("\n")[0] for p in prompts]  # the title, not its help
+
+        await wait_until(lambda: len(listed()) > len(ours), what="every command listed")
+        names = listed()
+        assert set(names[: len(ours)]) == ours, names  # Textual's own (Keys...) after
+        await pilot.press(*"lease")
+        await wait_until(lambda: any("Add lease to" in n for n in listed()), what="hits")
+        assert not any(n.startswith(("add lease", "go to node")) for n in listed())
 
 
 # -- remaps ----------------------------------------------------------------------------------

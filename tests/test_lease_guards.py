@@ -473,6 +473,19 @@ def test_a_cancelled_renewal_is_not_paid_until_the_old_chain_end(cli: Cli) -> No
     assert first["paid_until"] == first["end"]
 
 
+def test_a_resource_after_the_lease_ended_goes_to_the_lease_that_ran(cli: Cli) -> None:
+    """Ending the lease cancels its renewal (ended at its start): a snapshot recorded
+    afterwards belongs to the lease that ran, never to the renewal that never began."""
+    _running_chain(cli)
+    assert cli("lease", "end", "a100").code == 0
+    first, renewal = json.loads(cli("lease", "list", "a100", "--json").out)
+    r = cli("resource", "add", "a100", "--kind", "snapshot", "--id", "s-after-end")
+    assert r.code == 0, r.err
+    assert "cancelled" not in r.out and f"from {_day(-20)}" in r.out
+    (listed,) = json.loads(cli("resource", "list", "a100", "--json").out)
+    assert listed["lease_start"] == first["start"] != renewal["start"]
+
+
 def test_lease_words_say_which_lease(cli: Cli) -> None:
     _running_chain(cli)
     table = cli("lease", "list", "a100").out

@@ -20,6 +20,7 @@ from leases.ledger import Ledger
 from leases.models import GpuProcess, GpuSample, Latest, NodeHealth
 from leases.rollups import HistoryStore
 from leases.series import Span
+from tui import nodeview
 from tui.app import ZukaApp
 from tui.screens.node import NodeScreen
 from tui.widgets.charts import HistoryChart
@@ -149,7 +150,7 @@ async def test_range_keys_switch_the_charts(ledger_file: Path) -> None:
         # The lease's life starts at the chain's first lease (2026-10-15 in Shanghai).
         assert screen.facts is not None and screen.facts.life is not None
         assert screen.facts.life[0] == datetime(2026, 10, 14, 16, tzinfo=UTC)
-        assert "days since the lease began" in text_of(screen, "node-span")
+        assert "date, over the lease's life" in text_of(screen, "node-span")
 
 
 async def test_a_node_without_a_lease_says_so_on_the_lease_chart(ledger_file: Path) -> None:
@@ -164,6 +165,26 @@ async def test_a_node_without_a_lease_says_so_on_the_lease_chart(ledger_file: Pa
         await pilot.press("h")
         await wait_until(lambda: screen.query_one("#chart-util", HistoryChart).display)
         assert "bills now: no lease" in text_of(screen, "node-billing")
+
+
+async def test_cards_with_less_memory_than_leased_are_said(ledger_file: Path) -> None:
+    """The demo's matpool-a100-x is sold as an A100 80GB; its card reports 24 GiB."""
+    name = "matpool-a100-x"
+    with Ledger.open(ledger_file, clock=lambda: NOW) as ledger:
+        sample = GpuSample(name, NOW, 0, uuid="GPU-0", name="NVIDIA A100-SXM4-80GB",
+                           util_gpu=10.0, mem_used_mib=22_000.0, mem_total_mib=24_564.0)  # fmt: skip
+        HistoryStore(ledger).write_latest(
+            [Latest(name, NOW, NodeHealth.OK, "", None, (sample,), ())]
+        )
+    app = app_on(ledger_file)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(app, pilot, name)
+        await wait_until(lambda: "cards report" in text_of(screen, "node-title"), what="a title")
+        assert "cards report 24 GiB of memory, leased as 80 GiB" in text_of(screen, "node-title")
+    assert nodeview.vram_mismatch(80, [81_920.0] * 8) is None
+    assert (
+        nodeview.vram_mismatch(24, [24_564.0]) is None and nodeview.vram_mismatch(None, []) is None
+    )
 
 
 async def test_lease_chain_cost_and_resources(ledger_file: Path) -> None:

@@ -142,3 +142,54 @@ def test_chart_lines_leave_gaps_blank() -> None:
     assert util.xlim[0] < -59 and util.xlim[1] > 0  # minutes before now
     empty = charts(series.from_minutes(Span.HOUR, g, []), NOW)[0]
     assert empty.lines == () and "no readings" in empty.title
+
+
+def hour(h: int, util: float, gpus: int = 2) -> NodeHour:
+    return NodeHour(
+        "n", h, tuple(GpuHour(i, 60, 0, util, util, 1024.0, 100.0) for i in range(gpus))
+    )
+
+
+def test_a_day_reads_the_hours_where_the_minutes_are_gone() -> None:
+    """Minutes kept for the last 6 hours only (purged before, or history written as hours):
+    the day is drawn whole, from the hour roll-ups before the first minute held; a gap
+    among the minutes stays a gap."""
+    g = series.grid(Span.DAY, NOW)
+    first = THIS_MINUTE - 6 * 60
+    rows = [minute(m, 50.0) for m in range(first, THIS_MINUTE + 1) if not 0 < m - first <= 30]
+    hours = [hour(h, 20.0) for h in range(g.start // 3600, THIS_MINUTE // 60 + 1)]
+    s = series.from_minutes(Span.DAY, g, rows, hours=hours)
+    gaps = [i for i, v in enumerate(s.util) if v is None]
+    assert len(gaps) == 2  # the 30 minutes unread after the first minute held, no more
+    assert all(g.at(i).timestamp() > first * 60 for i in gaps)
+    before = [
+        v for i, v in enumerate(s.util) if g.at(i + 1).timestamp() <= first * 60 // 3600 * 3600
+    ]
+    assert len(before) >= 17 * 6 and before == [pytest.approx(20.0)] * len(before)
+    assert s.util[-1] == pytest.approx(50.0)
+    # Without the hours, as before: only the last 6 hours are drawn.
+    assert series.from_minutes(Span.DAY, g, rows).known < 40
+
+
+@pytest.mark.parametrize(
+    ("life", "label"),
+    [(timedelta(hours=12), r"(\d\d-\d\d )?\d\d:00"), (timedelta(days=30), r"\d\d-\d\d")],
+)
+def test_a_lease_life_is_labelled_with_dates(life: timedelta, label: str) -> None:
+    """Not a count from the start (a lease of half a day had one label, '0')."""
+    import re
+
+    g = series.grid(Span.LEASE, NOW, (NOW - life, NOW))
+    util, _, _ = charts(series.from_hours(Span.LEASE, g, []), NOW, tz="Asia/Shanghai")
+    assert 3 <= len(util.ticks) <= 5
+    assert all(re.fullmatch(label, text) for _, text in util.ticks), util.ticks
+    assert all(util.xlim[0] <= x <= util.xlim[1] for x, _ in util.ticks)
+    xs = [x for x, _ in util.ticks]
+    assert xs == sorted(xs) and len(set(xs)) == len(xs)
+
+
+def test_the_charts_say_they_are_the_node_over_its_gpus() -> None:
+    g = series.grid(Span.HOUR, NOW)
+    util, mem, power = charts(series.from_minutes(Span.HOUR, g, []), NOW, gpus=8)
+    assert "mean of 8 GPUs" in util.title
+    assert "all 8 GPUs" in mem.title and "all 8 GPUs" in power.title

@@ -71,7 +71,8 @@ def describe_error(exc: InputError) -> str:
     same = flag is not None and flag.strip("-").replace("-", "_") == exc.field
     # The option as typed; beside the record's key where the two differ (--price is
     # unit_price in --json and exports).
-    label = (flag if same else f"{exc.field} ({flag})") if flag else exc.field
+    # A positional argument (NAME, NODE) is named by its field alone: `name: ...`.
+    label = (flag if same else f"{exc.field} ({flag})") if flag and flag[0] == "-" else exc.field
     # The value as given, controls shown (ESC as ␛), cut to one readable line.
     value = exc.value
     shown = f"'{visible(value, 200)}'" if isinstance(value, str) else visible(repr(value), 200)

@@ -99,6 +99,16 @@ def _open_screen(provider: Provider, module: str, make: Callable[[Any], Screen[A
     provider.app.push_screen(make(found))
 
 
+class _Ours(DiscoveryHit):
+    """A zuka command, listed before Textual's own (Keys, Maximize, Screenshot...) when the
+    palette opens: every discovery hit scores 0, so the order was whichever provider
+    answered first, and ours reads the ledger first."""
+
+    @property
+    def score(self) -> float:
+        return 1.0
+
+
 class ZukaCommands(Provider):
     """The palette's zuka commands: the screen's bindings, then one per node."""
 
@@ -130,11 +140,11 @@ class ZukaCommands(Provider):
         tz = getattr(getattr(self.app, "config", None), "billing", None)
         for name in self._nodes:
             shown = visible(name, 60)
-            out.append((f"go to node {shown}", "open the node's screen",
+            out.append((f"Go to node {shown}", "Open the node's screen",
                         partial(self._node, name)))  # fmt: skip
             if isinstance(ledger, Ledger):
                 zone = tz.tz if tz is not None else "Asia/Shanghai"
-                out.append((f"add lease to {shown}", "record a new lease on this node",
+                out.append((f"Add lease to {shown}", "Record a new lease on this node",
                             partial(self._lease, ledger, name, zone)))  # fmt: skip
         return out
 
@@ -151,8 +161,8 @@ class ZukaCommands(Provider):
 
     async def discover(self) -> Hits:
         for text, help_text, run in self._all:
-            if not text.startswith(("go to node ", "add lease to ")):
-                yield DiscoveryHit(Content(text), run, text=text, help=escape(help_text))
+            if not text.startswith(("Go to node ", "Add lease to ")):
+                yield _Ours(Content(text), run, text=text, help=escape(help_text))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)

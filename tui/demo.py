@@ -8,17 +8,22 @@ the dashboard polls them over real SSH connections like any other fleet.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import signal
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import FrameType
 from zoneinfo import ZoneInfo
 
 from leases.demo import build_demo_ledger
 from leases.errors import InputError
 from leases.rollups import HistoryStore
 from leases.simledger import FleetThread, backfill, serve_ledger_nodes, sim_nodes_of
-from tui.app import run_dashboard
+from tui.app import ZukaApp
 
 HISTORY_DAYS = 30
 
@@ -40,14 +45,51 @@ def prepare(path: Path, days: float = HISTORY_DAYS) -> FleetThread:
     return runner
 
 
+@contextmanager
+def ended_by_signals(exit_running: Callable[[], None] | None = None) -> Iterator[list[int]]:
+    """SIGHUP (the terminal closed: tmux kill-session) and SIGTERM end the demo as `q`
+    does, through every `finally` on the way out, so that its folder (the ledger and the
+    simulated nodes' private key) is removed; by default either signal kills the process
+    before any cleanup runs. In the running event loop, exit_running is called there (the
+    dashboard exits as on `q`, stopping its terminal threads); elsewhere SystemExit is
+    raised. Yields the signals received; later ones are ignored."""
+    received: list[int] = []
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+        for sig in caught:
+            signal.signal(sig, signal.SIG_IGN)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None or exit_running is None:
+            raise SystemExit(128 + signum)
+        loop.call_soon_threadsafe(exit_running)
+
+    caught = (signal.SIGHUP, signal.SIGTERM)
+    before = {sig: signal.signal(sig, stop) for sig in caught}
+    try:
+        yield received
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
 def run_demo(args: argparse.Namespace) -> int:
-    with tempfile.TemporaryDirectory(prefix="zuka-demo-") as tmp:
+    dashboard: list[ZukaApp] = []
+    with (
+        ended_by_signals(lambda: dashboard[0].exit() if dashboard else None) as received,
+        tempfile.TemporaryDirectory(prefix="zuka-demo-") as tmp,
+    ):
         path = Path(args.ledger) if args.ledger else Path(tmp) / "demo.db"
         if path.exists():
             raise InputError("ledger", str(path), "zuka demo builds a new ledger: give a new path")
         print("starting 12 simulated GPU nodes with 30 days of history...", file=sys.stderr)
         runner = prepare(path)
         try:
-            return run_dashboard(path)
+            dashboard.append(ZukaApp(path))
+            dashboard[0].run()
         finally:
             runner.stop()
+    return 128 + received[0] if received else 0

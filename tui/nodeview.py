@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from leases import fields, series
@@ -127,6 +127,18 @@ def log_rows(facts: NodeFacts, tz: str) -> list[tuple[str, ...]]:
     ]
 
 
+def vram_mismatch(vram_gib: int | None, totals_mib: list[float | None]) -> str | None:
+    """What to say when the cards report less memory than the node was leased with (a
+    sliced or relabelled card: the demo's matpool-a100-x, 'A100 80GB' reading 24 GiB)."""
+    read = [t for t in totals_mib if t]
+    if not vram_gib or not read:
+        return None
+    least = min(read) / 1024
+    if least >= vram_gib * 0.9:  # nvidia-smi reports a little under the marketed size
+        return None
+    return f"cards report {least:.0f} GiB of memory, leased as {vram_gib} GiB"
+
+
 def lease_summary(facts: NodeFacts) -> list[str]:
     """The billing and cost lines, as `zuka node show` words them."""
     lines = [billing_line(facts.billing)]
@@ -162,12 +174,49 @@ def ticks(left: float, right: float, count: int = 5) -> tuple[tuple[float, str],
     return tuple((float(k * step), f"{k * step:d}") for k in range(first, last + 1))
 
 
+# Steps of a time axis in hours: whole hours, then whole days.
+_TIME_STEPS_H = (1, 2, 3, 6, 12, 24, 48, 72, 168, 336, 720, 1440, 2160)
+
+
+def time_ticks(
+    g: series.Grid, ax: series.Axis, tz: str, count: int = 5
+) -> tuple[tuple[float, str], ...]:
+    """At most `count` ticks on whole local hours or days over the grid, labelled with the
+    time in tz (`11-28`, or `11-28 06:00` / `12:00` for steps under a day): a lease's life
+    read as dates, not as a count from its start."""
+    zone = ZoneInfo(tz)
+    left = datetime.fromtimestamp(g.start, zone)
+    right = datetime.fromtimestamp(g.end, zone)
+    width_h = (g.end - g.start) / 3600
+    step_h = next((s for s in _TIME_STEPS_H if width_h / s <= count - 1), _TIME_STEPS_H[-1])
+    first = left.replace(minute=0, second=0, microsecond=0)
+    if step_h >= 24:
+        first = first.replace(hour=0)
+        while first < left:
+            first += timedelta(days=1)
+    else:
+        while first < left or first.hour % step_h:
+            first += timedelta(hours=1)
+    out: list[tuple[float, str]] = []
+    t, last_day = first, None
+    while t <= right and len(out) < count:
+        if step_h >= 24:
+            label = t.strftime("%m-%d")
+        else:
+            label = t.strftime("%H:%M" if t.date() == last_day else "%m-%d %H:%M")
+        last_day = t.date()
+        out.append((round((t.timestamp() - g.start) / ax.unit_s, 3), label))
+        t = (t + timedelta(hours=step_h)).astimezone(zone)
+    return tuple(out)
+
+
 def _chart(
     s: series.Series,
     values: tuple[float | None, ...],
     title: str,
     top: float,
     now: datetime,
+    tz: str,
 ) -> Chart:
     ax = series.axis(s.span)
     g = s.grid
@@ -184,16 +233,30 @@ def _chart(
     gaps = g.count - len(known)
     if gaps:
         title += f" · {gaps} of {g.count} slices unread" if known else " · no readings"
-    return Chart(title, ax.label, (left, right), (0.0, high or 1.0), lines, ticks(left, right))
+    marks = time_ticks(g, ax, tz) if ax.from_start else ticks(left, right)
+    return Chart(title, ax.label, (left, right), (0.0, high or 1.0), lines, marks)
 
 
 def charts(
-    s: series.Series, now: datetime, mem_top: float = 0.0, power_top: float = 0.0
+    s: series.Series,
+    now: datetime,
+    mem_top: float = 0.0,
+    power_top: float = 0.0,
+    gpus: int = 0,
+    tz: str = "UTC",
 ) -> list[Chart]:
     """Utilisation (0-100 %), memory in use (GiB) and power (W) over the series' span;
-    mem_top and power_top: the node's capacity when known, so a chart's top means full."""
+    mem_top and power_top: the node's capacity when known, so a chart's top means full.
+    gpus: how many GPUs the node has, said in the titles (the charts are the node's whole,
+    not one GPU's); tz: the zone a lease's life is dated in."""
+    over = f" ({'mean of' if gpus > 1 else 'its'} {_gpus(gpus)})" if gpus else ""
+    total = f" (all {_gpus(gpus)})" if gpus > 1 else over
     return [
-        _chart(s, s.util, "utilisation %", 100.0, now),
-        _chart(s, s.mem_gib, "memory GiB", mem_top, now),
-        _chart(s, s.power_w, "power W", power_top, now),
+        _chart(s, s.util, f"utilisation %{over}", 100.0, now, tz),
+        _chart(s, s.mem_gib, f"memory GiB{total}", mem_top, now, tz),
+        _chart(s, s.power_w, f"power W{total}", power_top, now, tz),
     ]
+
+
+def _gpus(n: int) -> str:
+    return "1 GPU" if n == 1 else f"{n} GPUs"

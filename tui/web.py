@@ -81,9 +81,10 @@ def child_command(ledger: Path, config: str | None) -> str:
 @contextmanager
 def _demo_ledger(given: str | None) -> Iterator[Path]:
     """The demo fleet (simulated nodes with history) for as long as the server runs."""
-    from tui.demo import prepare
+    from tui.demo import ended_by_signals, prepare
 
-    with tempfile.TemporaryDirectory(prefix="zuka-web-demo-") as tmp:
+    # SIGHUP too: textual-serve stops on SIGTERM and SIGINT only (the folder stays otherwise).
+    with ended_by_signals(), tempfile.TemporaryDirectory(prefix="zuka-web-demo-") as tmp:
         path = Path(given) if given else Path(tmp) / "demo.db"
         if path.exists():
             raise InputError("ledger", str(path), "zuka web --demo builds a new ledger")

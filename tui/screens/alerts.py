@@ -1,4 +1,5 @@
-"""The alert list: every alert not cleared, acknowledged with k, snoozed for a day with z."""
+"""The alert list: every alert not cleared, acknowledged with k, snoozed for a day with z,
+open again with u (undoes either)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import ClassVar
 from zoneinfo import ZoneInfo
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -22,6 +24,8 @@ from tui.fleetview import plain
 
 # The yuan in a column of its own: a long message is cut at the table's edge.
 COLUMNS = ("ID", "Severity", "State", "Node", "Kind", "Since", "¥", "Message")
+# Below this width Since and ¥ leave the table (they are said under it) for the message.
+NARROW = 100
 SNOOZE = timedelta(days=1)
 
 
@@ -33,11 +37,16 @@ def alert_marker(alerts: list[StoredAlert]) -> str:
     return f"{'!!' if worst >= 2 else '!'}{len(alerts)}"
 
 
+def _width(cell: str | Text) -> int:
+    return cell.cell_len if isinstance(cell, Text) else cell_len(cell)
+
+
 class AlertsScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,a", "back", "Back", id="alerts-back", tooltip="Back to the fleet"),
         Binding("k", "ack", "Acknowledge", id="alerts-ack", tooltip="Hide until it clears"),
         Binding("z", "snooze", "Snooze 1 day", id="alerts-snooze", tooltip="Hide for a day"),
+        Binding("u", "reopen", "Reopen", id="alerts-reopen", tooltip="Undo acknowledge or snooze"),
     ]
 
     DEFAULT_CSS = """
@@ -62,7 +71,9 @@ class AlertsScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#alerts", DataTable).add_columns(*COLUMNS)
+        self.refresh_list()
+
+    def on_resize(self) -> None:
         self.refresh_list()
 
     def _rows(self) -> list[StoredAlert]:
@@ -75,9 +86,8 @@ class AlertsScreen(Screen[None]):
         rows = self._rows()
         table = self.query_one("#alerts", DataTable)
         cursor = table.cursor_row
-        table.clear()
-        for a in rows:
-            table.add_row(
+        cells = [
+            (
                 str(a.id),
                 a.severity.value,
                 a.state(now).value,
@@ -85,9 +95,25 @@ class AlertsScreen(Screen[None]):
                 a.kind.replace("_", " "),
                 f"{a.first_seen.astimezone(self.zone):%m-%d %H:%M}",
                 "" if a.yuan is None else f"{a.yuan:,}",
-                plain(a.message, 200),
-                key=str(a.id),
             )
+            for a in rows
+        ]
+        # The message takes the width the other columns leave (sized to the longest
+        # message it was cut at the table's edge: 3 characters at 80 columns); the whole
+        # message of the selected alert is under the table.
+        keep = len(COLUMNS) - 1 if self.app.size.width >= NARROW else 5
+        pad = 2 * table.cell_padding
+        widths = [
+            max([cell_len(name), *(_width(r[i]) for r in cells)]) + pad
+            for i, name in enumerate(COLUMNS[:keep])
+        ]
+        room = max(12, self.app.size.width - sum(widths) - pad - 2)  # 2: the scrollbar
+        table.clear(columns=True)
+        for name, width in zip(COLUMNS[:keep], widths, strict=True):
+            table.add_column(name, width=width - pad)
+        table.add_column(COLUMNS[-1], width=room, key="message")
+        for a, row in zip(rows, cells, strict=True):
+            table.add_row(*row[:keep], plain(a.message, 200), key=str(a.id))
         if rows:
             table.move_cursor(row=min(cursor, len(rows) - 1))
         shown = sum(1 for a in rows if a.state(now) is State.OPEN)
@@ -110,9 +136,12 @@ class AlertsScreen(Screen[None]):
         # column is cut at the table's edge.
         text = ""
         if found:
-            text = visible(found[0].message, 400)
-            if found[0].action:
-                text += f"\n→ {visible(found[0].action, 400)}"
+            a = found[0]
+            since = f"since {a.first_seen.astimezone(self.zone):%m-%d %H:%M}"
+            money = "" if a.yuan is None else f" · ¥{a.yuan:,}"
+            text = f"{since}{money} · {visible(a.message, 400)}"
+            if a.action:
+                text += f"\n→ {visible(a.action, 400)}"
         self.query_one("#alerts-action", Static).update(Text(text))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -141,3 +170,6 @@ class AlertsScreen(Screen[None]):
 
     def action_snooze(self) -> None:
         self._act(lambda i: alertstate.snooze(self.ledger, i, self.clock() + SNOOZE), "snoozed")
+
+    def action_reopen(self) -> None:
+        self._act(lambda i: alertstate.reopen(self.ledger, i), "opened again")

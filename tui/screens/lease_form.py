@@ -93,7 +93,11 @@ class LeaseFormScreen(FormScreen[bool]):
         leases = ledger.leases(self.node)
         now = self.clock()
         if self.mode == "add":
-            return {}, f"{self.node}: {_said(leases, now)}"
+            note = f"{self.node}: {_said(leases, now)}"
+            if renewals.billing_now(leases, now) is not None:
+                # Said before saving: the ledger refuses a lease that overlaps it.
+                note += ". A new lease must start after it ends: end or renew that one instead."
+            return {}, note
         if self.mode == "renew":
             # The lease `lease renew` renews: the latest, if not ended (Ledger.renew_lease).
             lease = leases[-1] if leases and leases[-1].ended_at is None else None
@@ -105,7 +109,7 @@ class LeaseFormScreen(FormScreen[bool]):
             return {}, f"{self.node}: {_said(leases, now)}"
         which = renewals.describe(lease, leases, now)
         if self.mode == "end":
-            return {}, f"Ends {which}. Leave `at` empty for now."
+            return {}, f"Ends {which}.{_cancels(leases, lease, now)} Leave `at` empty for now."
         keys = tuple(k for k in EDITABLE if self._takes(k))
         values = lease_values(lease, keys)
         if self.mode == "renew":
@@ -144,3 +148,14 @@ def _said(leases: list[Lease], now: datetime) -> str:
     if billing is None:
         return "no lease bills now"
     return renewals.describe(billing.lease, leases, now)
+
+
+def _cancels(leases: list[Lease], lease: Lease, now: datetime) -> str:
+    """What ending the lease now also does to its renewals, said before it is saved."""
+    later = renewals.cancelled_by_end(leases, lease, now)
+    if not later:
+        return ""
+    starts = ", ".join(fields.shown(le.start, le.billing_tz) for le in later)
+    if len(later) == 1:
+        return f" It also cancels the renewal not started yet (from {starts}): it never bills."
+    return f" It also cancels the renewals not started yet (from {starts}): they never bill."

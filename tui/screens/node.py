@@ -160,6 +160,10 @@ class NodeScreen(Screen[None]):
             parts.append(visible(f"{node.gpu_count}× {node.gpu_model}".strip(), 40))
             if node.provider:
                 parts.append(visible(node.provider, 30))
+            samples = status.samples if status else ()
+            short = nodeview.vram_mismatch(node.vram_gib, [x.mem_total_mib for x in samples])
+            if short:
+                parts.append(short)
         text = " · ".join(parts)
         if status and status.detail:
             text += f" — {visible(status.detail, 200)}"
@@ -284,7 +288,9 @@ class NodeScreen(Screen[None]):
         samples = status.samples if status else ()
         mem_top = sum(s.mem_total_mib or 0.0 for s in samples) / 1024
         power_top = sum(s.power_limit_w or 0.0 for s in samples)
-        drawn = nodeview.charts(facts.series, facts.at, mem_top, power_top)
+        drawn = nodeview.charts(
+            facts.series, facts.at, mem_top, power_top, facts.node.gpu_count, self._tz()
+        )
         span_line.update(plain(f"{spans} · x: {series.axis(self.span).label}", 200))
         for drawing, widget_id in zip(
             drawn, ("chart-util", "chart-mem", "chart-power"), strict=True

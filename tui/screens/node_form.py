@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.binding import BindingType
 from textual.widgets import Static, TextArea
 
-from leases import recordfields
+from leases import recordfields, records
 from leases.errors import InputError
 from leases.ledger import Ledger
 from leases.models import Node, ProviderKind
@@ -105,7 +105,12 @@ class NodeFormScreen(FormScreen[str | None]):
             )
         node = ledger.node(self.editing)
         info = f"Problem: {node.problem}" if node.problem else ""
-        return _shown_values(node), info
+        values = _shown_values(node)
+        if node.provider:  # its provider's channel, as `zuka provider list` says it
+            known = {p.name: p for p in ledger.providers()}
+            if node.provider in known:
+                values["channel"] = known[node.provider].kind.value
+        return values, info
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         """The pasted command read at once: what zuka will log in to, or why not."""
@@ -137,12 +142,16 @@ class NodeFormScreen(FormScreen[str | None]):
     def write(self, ledger: Ledger, values: Mapping[str, Value]) -> tuple[str | None, str]:
         channel = str(values["channel"]) or None
         if self.editing is None:
+            # The name first: an empty form is refused for its name before its login.
+            records.node_from({"name": str(values["name"]), "local": True})
             flags = given(values, NODE_FLAGS)
             ssh = str(values["ssh"]) if values["ssh"] != "" else None
             node = new_node(str(values["name"]), node_changes(flags, ssh, bool(values["local"])))
             added, message = add_node(ledger, node, flags.get("provider"), channel)
             return added.name, message
         changed = self.changed()
+        # The channel shown is the provider's own: sent only when changed.
+        channel = str(values["channel"]) or None if "channel" in changed else None
         flags = {k: v for k, v in changed.items() if k in NODE_FLAGS}
         ssh = str(changed["ssh"]) if "ssh" in changed else None
         changes = node_changes(flags, ssh, False)

@@ -37,7 +37,7 @@ class ResourceFormScreen(FormScreen[bool]):
         ledger.node(self.node)  # an unknown node: the CLI's words, on the message line
         leases = ledger.leases(self.node)
         now = ledger.clock()
-        lease = renewals.in_effect(leases, now) or (leases[-1] if leases else None)
+        lease = renewals.resource_default(leases, now)  # as Ledger.add_resource picks
         if lease is None:
             return {}, f"{self.node} has no lease yet: add one first (l)."
         which = renewals.describe(lease, leases, now)

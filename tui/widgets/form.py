@@ -26,6 +26,7 @@ from leases.ledger import Ledger
 from leases.textsafe import visible
 from tui.cli_ledger import describe_error
 from tui.ledgerthread import in_thread
+from tui.screens.ask import AskScreen
 
 Kind = Literal["text", "multiline", "choice", "switch"]
 Value = str | bool
@@ -78,11 +79,12 @@ class FormField(Vertical):
     DEFAULT_CSS = """
     FormField { height: auto; margin: 0 0 1 0; }
     FormField > Horizontal { height: auto; }
-    FormField .form-label { width: 28; color: $text-muted; }
+    FormField .form-label { width: 30; padding: 0 2 0 0; color: $text-muted; }
     FormField .form-input { width: 1fr; }
     FormField Switch.form-input { width: auto; height: 1; border: none; padding: 0; }
-    FormField TextArea.form-input { height: 3; }
-    FormField .form-message { display: none; color: $error; padding: 0 0 0 28; }
+    FormField .form-switch-state { width: auto; padding: 0 0 0 1; }
+    FormField TextArea.form-input { height: 3; padding: 0; }
+    FormField .form-message { display: none; color: $error; padding: 0 0 0 30; }
     FormField.-invalid .form-message { display: block; }
     FormField.-invalid .form-label { color: $error; text-style: bold; }
     """
@@ -97,7 +99,22 @@ class FormField(Vertical):
         with Horizontal():
             yield Label(Text(spec.label), classes="form-label")
             yield self._input(spec, self._initial)
+            if spec.kind == "switch":
+                yield Static(_on_off(bool(self._initial)), classes="form-switch-state")
         yield Static(Text(""), classes="form-message")
+
+    def on_switch_changed(self, event: Switch.Changed) -> None:
+        self.query_one(".form-switch-state", Static).update(_on_off(event.value))
+        self.show_message("")
+
+    def on_input_changed(self) -> None:
+        self.show_message("")  # a refusal is about the value it was given, now changed
+
+    def on_select_changed(self) -> None:
+        self.show_message("")
+
+    def on_text_area_changed(self) -> None:
+        self.show_message("")
 
     @staticmethod
     def _input(spec: FieldSpec, value: Value) -> Widget:
@@ -179,6 +196,10 @@ class FormField(Vertical):
         self.set_class(bool(text), "-invalid")
 
 
+def _on_off(value: bool) -> Text:
+    return Text("on" if value else "off")
+
+
 class FormScreen(ModalScreen[R]):
     """The modal every ledger form is: fields, a message line, Save and Cancel.
 
@@ -241,7 +262,8 @@ class FormScreen(ModalScreen[R]):
         with Vertical(id="form"):
             yield Static(Text(self.form_title), id="form-title")
             yield Static(Text(""), id="form-info")
-            with VerticalScroll(id="form-fields"):
+            # Not a stop of its own on tab: the first tab stop is the first field.
+            with VerticalScroll(id="form-fields", can_focus=False):
                 for spec in self.specs():
                     yield FormField(spec, start.get(spec.key, ""))
                 folded = self.more()
@@ -260,9 +282,10 @@ class FormScreen(ModalScreen[R]):
         return None
 
     def on_mount(self) -> None:
+        # A field has the cursor from the start, so keys typed at once are not lost; the
+        # ledger read below fills only the fields not typed into meanwhile.
         first = self.first_focus()
-        if first is not None:
-            self.field(first).input.focus()
+        self.set_focus(self.field(first).input if first is not None else self.fields()[0].input)
         self._initial = self.values()
         self.run_worker(self._load(), name="form-load", exclusive=True, exit_on_error=False)
 
@@ -275,9 +298,11 @@ class FormScreen(ModalScreen[R]):
         except LedgerError as exc:
             self.say(str(exc))
             return
+        typed = self.changed()
         for key, value in loaded.items():
-            self.field(key).value = value
-        self._initial = self.values()
+            if key not in typed:
+                self.field(key).value = value
+        self._initial = {**self.values(), **{k: self._initial[k] for k in typed}}
         self.query_one("#form-info", Static).update(Text(visible(info, 400)))
 
     def fields(self) -> list[FormField]:
@@ -338,7 +363,17 @@ class FormScreen(ModalScreen[R]):
         self.dismiss(result)
 
     def action_cancel(self) -> None:
-        self.dismiss(self.cancelled())
+        """Close; asks first when a field was changed (Escape must not lose typing)."""
+        if not self.changed():
+            self.dismiss(self.cancelled())
+            return
+
+        def answered(answer: str | None) -> None:
+            if answer is not None and answer.strip().lower() in ("y", "yes"):
+                self.dismiss(self.cancelled())
+
+        prompt = Text("Close the form and lose what was typed? Type y and Enter to close.")
+        self.app.push_screen(AskScreen(prompt, placeholder="y"), answered)
 
     def cancelled(self) -> R:
         """The result of a form left without writing."""

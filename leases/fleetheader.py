@@ -12,9 +12,8 @@ from zoneinfo import ZoneInfo
 from leases import report
 from leases.billing import ZERO, CardHours
 from leases.ledger import Ledger
-from leases.models import Lease, Node
+from leases.models import Lease, Node, NodeStatus
 from leases.nodestatus import status_figures
-from leases.poller import NodeStatus
 from leases.renewals import BillingNow
 from leases.rollups import HistoryStore
 from leases.textsafe import visible

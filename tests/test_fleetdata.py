@@ -145,7 +145,14 @@ def test_reads_reload_facts_only_when_due_or_asked(tmp_path: Path) -> None:
         assert reader.read(ReadRequest(NOW)).reloaded
         assert not reader.read(ReadRequest(NOW + timedelta(seconds=2))).reloaded
         assert reader.read(ReadRequest(NOW + timedelta(seconds=2), reload=True)).reloaded
-        assert reader.read(ReadRequest(NOW + timedelta(seconds=30))).reloaded
+        # Nobody edited the ledger: RELOAD_S later, the facts read before still hold...
+        assert not reader.read(ReadRequest(NOW + timedelta(seconds=30))).reloaded
+        # ...until someone does (every edit is an audit entry)...
+        ledger.update_node(ledger.nodes()[0].name, {"notes": "moved to rack 2"})
+        assert reader.read(ReadRequest(NOW + timedelta(seconds=50))).reloaded
+        # ...or FACTS_S pass (a lease starts or ends by the clock, not by an edit).
+        assert not reader.read(ReadRequest(NOW + timedelta(seconds=80))).reloaded
+        assert reader.read(ReadRequest(NOW + timedelta(seconds=111))).reloaded
 
 
 def test_a_ledger_row_it_cannot_read_is_said_and_the_last_facts_kept(tmp_path: Path) -> None:

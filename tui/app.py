@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from importlib.resources import files
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import work
 from textual.app import App
@@ -27,28 +27,28 @@ from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from leases.alertstate import StoredAlert
-from leases.alertwatch import AlertWatch, watch_ledger
 from leases.config import Config, load_user_config
 from leases.errors import ConfigError
-from leases.fleet import make_poller, ssh_options
 from leases.fleetdata import FleetData, FleetReader, ReadRequest
 from leases.history import RecentHistory
-from leases.hostkeys import HostKeyStatus
 from leases.ledger import Clock, Ledger, utc_now
 from leases.lock import PollerLock
-from leases.models import Node
+from leases.models import Node, NodeStatus
 from leases.nodestatus import health_summary, stale_after_s
-from leases.poller import NodeStatus, Poller
 from leases.renewals import BillingNow
 from leases.rollups import HistoryStore
 from leases.sparkline import Reading
-from leases.ssh import SshError, SshPool, offered_host_key
 from leases.textsafe import visible
 from tui.commands import ZukaCommands
 from tui.fleetview import Refreshed, build, live_readings
 from tui.keymap import check_keys
 from tui.screens.fleet import FleetScreen
-from tui.trust import TrustScreen
+
+if TYPE_CHECKING:
+    # Only a dashboard that polls, or trusts a key, needs SSH: imported there, not at start
+    # (asyncssh and the notifiers cost a few hundred ms before the first paint).
+    from leases.alertwatch import AlertWatch
+    from leases.poller import Poller
 
 # Longest detail line (an SSH error, a node's stderr) shown in a notification.
 DETAIL_MAX = 400
@@ -186,8 +186,11 @@ class ZukaApp(App[None]):
             # yet whether a collector polls, unless this dashboard never would.
             known = self.data is not None or not self.poll or self.ledger_path is None
             nobody_polls = not polling and self.collector_pid is None and known
+            # The first read paints names, states and leases; the hour, the month's cost
+            # and the alerts follow at once, in the next read.
             req = ReadRequest(now, reload=self._reload_next, latest=not polling,
-                              evaluate_alerts=nobody_polls, housekeeping=polling)  # fmt: skip
+                              evaluate_alerts=nobody_polls, housekeeping=polling,
+                              history=self.data is not None)  # fmt: skip
             self._reload_next = False
             polled = dict(self.poller.statuses) if self.poller is not None else None
             live = self._live(now) if polling else {}
@@ -198,6 +201,8 @@ class ZukaApp(App[None]):
             else:
                 done = self._read(req, polled, live, stale)
             self._apply(done)
+            if not req.history:
+                self._again = True
         finally:
             self._refreshing = False
             if self._again:
@@ -293,6 +298,9 @@ class ZukaApp(App[None]):
         self.lock = lock
         self.collector_pid = None
         assert self.config is not None and self.data is not None
+        from leases.alertwatch import watch_ledger
+        from leases.fleet import make_poller
+
         # The same alert evaluation and notifications as `zuka collect` runs.
         self.alert_watch = watch_ledger(
             self.ledger, self.ledger_path, self.config, clock=self.clock
@@ -328,6 +336,11 @@ class ZukaApp(App[None]):
     async def trust_node(self, name: str) -> None:
         """Fetch the key the node offers now, show its fingerprint, accept it on y."""
         assert self.ledger is not None and self.ledger_path is not None
+        from leases.fleet import ssh_options
+        from leases.hostkeys import HostKeyStatus
+        from leases.ssh import SshError, SshPool, offered_host_key
+        from tui.trust import TrustScreen
+
         pool = SshPool(ssh_options(self.ledger_path))
         session = pool.add(self.ledger.node(name))
         try:

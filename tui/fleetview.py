@@ -21,11 +21,10 @@ from leases.alertstate import StoredAlert
 from leases.fleetdata import FleetData
 from leases.fleetfilter import RowFacts
 from leases.fleetheader import countdown, header, header_line, yuan
-from leases.models import Node, NodeHealth
+from leases.models import Node, NodeHealth, NodeStatus
 from leases.nodestatus import Figures, current, is_stale, status_figures
 from leases.offboard.evidence import Progress
 from leases.offboard.status import short as offboard_short
-from leases.poller import NodeStatus
 from leases.renewals import BillingNow, starts_in
 from leases.sparkline import CELLS, CellSums, Reading, bars, cell_sums
 from leases.textsafe import visible

@@ -84,6 +84,7 @@ class FleetScreen(Screen[None]):
         self.group = "none"
         self.filter = Filter()
         self._status = ""  # the app's: nodes, health, who polls
+        self._lines: dict[str, str] = {}  # selector -> the text its Static shows
 
     @property
     def zuka(self) -> ZukaApp:
@@ -115,12 +116,21 @@ class FleetScreen(Screen[None]):
     def show(self, rows: Sequence[FleetRow], header: str, status: str) -> None:
         """The app's refresh: new rows, header and status line."""
         self.rows = list(rows)
-        self.query_one("#fleet-header", Static).update(Text(header, no_wrap=True, end=""))
+        self._line("#fleet-header", header, bold=True)
         self._status = status
         # Only while on top (not under a form or another screen): redrawn on return.
         if self.app.screen is self:
             self._fit_columns()
             self.redraw()
+
+    def _line(self, selector: str, text: str, *, bold: bool = False) -> None:
+        """One of the screen's one-line Statics: redrawn only when its text changed, and
+        without a layout (each is one line high): every 2 s, most lines are unchanged."""
+        if self._lines.get(selector) == text:
+            return
+        self._lines[selector] = text
+        line = Text(text, no_wrap=True, end="") if bold else plain(text)
+        self.query_one(selector, Static).update(line, layout=False)
 
     def on_screen_resume(self) -> None:
         self._fit_columns()
@@ -171,14 +181,13 @@ class FleetScreen(Screen[None]):
             parts.append(f"by {self.group}")
         parts.append(f"sort {col} {'↓' if self.reverse else '↑'}")
         parts.append(self._status)
-        self.query_one("#fleet-status", Static).update(plain(" · ".join(p for p in parts if p)))
+        self._line("#fleet-status", " · ".join(p for p in parts if p))
 
     def _show_detail(self) -> None:
         name = self.table.selected_key
         status = self.zuka.status_of(name) if name else None
-        detail = self.query_one("#fleet-detail", Static)
         if name is None:
-            detail.update("")
+            self._line("#fleet-detail", "")
             return
         text = f"{visible(name)}: {status.health.value if status else 'connecting'}"
         if status and status.detail:
@@ -194,7 +203,7 @@ class FleetScreen(Screen[None]):
             row = next((r for r in self.rows if r.key == name), None)
             if row is not None:
                 text += f" · {row.cells['gpus'].plain} (ledger)"
-        detail.update(plain(text))
+        self._line("#fleet-detail", text)
 
     @on(DataTable.RowHighlighted, "#fleet")
     def _highlighted(self) -> None:
@@ -238,9 +247,7 @@ class FleetScreen(Screen[None]):
             self.filter = fleetfilter.parse(event.value)
         except InputError as exc:
             # Keep the last filter that parsed; say what is wrong with this one.
-            self.query_one("#fleet-status", Static).update(
-                plain(f"filter {exc.field}: {exc.reason} (got '{exc.value}')")
-            )
+            self._line("#fleet-status", f"filter {exc.field}: {exc.reason} (got '{exc.value}')")
             return
         self.redraw()
 

@@ -8,12 +8,21 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from leases.config import Config
 from leases.demo import build_demo_ledger
 from leases.fleetdata import FleetReader, MinuteCache, ReadRequest
 from leases.fleetheader import countdown, header, header_line, next_end
-from leases.history import GpuMinute, NodeMinute
+from leases.history import (
+    _MINUTE_V1,
+    GpuMinute,
+    NodeMinute,
+    minute_util_mean,
+    pack_minute,
+    unpack_minute,
+)
 from leases.housekeeping import Housekeeping
 from leases.ledger import Ledger
 from leases.models import GpuSample, Latest, NodeHealth
@@ -237,3 +246,21 @@ def test_readings_are_read_again_only_when_another_connection_wrote(fleet: Ledge
     assert any("node_latest" in s for s in seen)
     assert data.latest[fleet.nodes()[0].name].at == NOW
     reader.ledger.close()
+
+
+def _mean_of_unpacked(blob: bytes) -> float | None:
+    known = [g.util_mean for g in unpack_minute(blob) if g.util_mean is not None]
+    return sum(known) / len(known) if known else None
+
+
+@given(st.lists(st.one_of(st.none(), st.integers(0, 100)), max_size=8))
+def test_minute_util_mean_agrees_with_unpack_minute(utils: list[int | None]) -> None:
+    # The dashboard's shortcut must read a stored minute exactly as unpack_minute does:
+    # today's format and the one written before the power limit was kept.
+    gpus = [GpuMinute(i, 12, u, u, 1000.0, 300.0, 700.0) for i, u in enumerate(utils)]
+    blob = pack_minute(gpus)
+    old = b"".join(_MINUTE_V1.pack(i, 12, 255 if u is None else u, 0, 1000, 3000)
+                   for i, u in enumerate(utils))  # fmt: skip
+    for b in (blob, old):
+        assert minute_util_mean(b) == _mean_of_unpacked(b)
+    assert (minute_util_mean(blob) is None) == all(u is None for u in utils)

@@ -209,6 +209,7 @@ class FleetReader:
         now = req.now
         problems: list[str] = []
         reloaded = False
+        edits = self._edits
         if req.reload or self._facts_due(now):
             try:
                 self.facts = self._facts(now, req.housekeeping)
@@ -241,7 +242,9 @@ class FleetReader:
             self._latest = None  # this process polls: its poller holds the readings
         elif self._latest is None or not unchanged:
             self._latest = self.store.latest()
-        if req.history and (req.reload or reloaded or self._due(self._money_at, now, MONEY_S)):
+        # Money moves with time slowly; an edit (a new lease, a price) changes it at once.
+        edited = reloaded and self._edits != edits
+        if req.history and (req.reload or edited or self._due(self._money_at, now, MONEY_S)):
             try:
                 b = self.config.billing
                 self.money = month_money(self.ledger, now, b.tz, b.currency)

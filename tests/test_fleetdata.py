@@ -264,3 +264,29 @@ def test_minute_util_mean_agrees_with_unpack_minute(utils: list[int | None]) -> 
     for b in (blob, old):
         assert minute_util_mean(b) == _mean_of_unpacked(b)
     assert (minute_util_mean(blob) is None) == all(u is None for u in utils)
+
+
+def test_the_months_cost_is_recomputed_after_an_edit_not_at_every_reload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import leases.fleetdata as fleetdata
+
+    computed: list[datetime] = []
+    real = fleetdata.month_money
+
+    def counting(ledger: Ledger, now: datetime, tz: str, currency: str) -> object:
+        computed.append(now)
+        return real(ledger, now, tz, currency)
+
+    monkeypatch.setattr(fleetdata, "month_money", counting)
+    path = tmp_path / "demo.db"
+    with build_demo_ledger(path, date(2026, 11, 30)) as ledger:
+        reader = FleetReader(ledger, Config())
+        reader.read(ReadRequest(NOW))
+        assert len(computed) == 1
+        # FACTS_S later the facts are read again, nobody having edited: the cost stands.
+        assert reader.read(ReadRequest(NOW + timedelta(seconds=61))).reloaded
+        assert len(computed) == 1
+        ledger.update_node(ledger.nodes()[0].name, {"notes": "moved to rack 2"})
+        assert reader.read(ReadRequest(NOW + timedelta(seconds=80))).reloaded
+        assert len(computed) == 2

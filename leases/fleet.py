@@ -8,8 +8,9 @@ from leases.alertwatch import AlertWatch
 from leases.errors import InputError
 from leases.faultlog import fault_logger
 from leases.history import RecentHistory
+from leases.housekeeping import fleet_nodes as fleet_nodes  # lives there: no SSH import
 from leases.ledger import Clock, Ledger, utc_now
-from leases.models import Node, NodeState
+from leases.models import Node
 from leases.poller import Poller
 from leases.rollups import HistoryStore
 from leases.ssh import SshOptions, SshPool
@@ -50,13 +51,6 @@ def polled_nodes(ledger: Ledger, names: list[str] | None = None) -> list[Node]:
                 raise InputError("node", node.name, f"not polled: {node.problem}")
         return nodes
     return fleet_nodes(ledger)[0]
-
-
-def fleet_nodes(ledger: Ledger) -> tuple[list[Node], list[Node]]:
-    """Active and offboarding nodes in one read: those polled, and those polled_nodes
-    leaves out (a stored value refused), each with its problem."""
-    nodes = ledger.nodes([NodeState.ACTIVE, NodeState.OFFBOARDING])
-    return [n for n in nodes if not n.problem], [n for n in nodes if n.problem]
 
 
 def make_poller(

@@ -15,14 +15,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from leases import alertstate
+from leases.alertfacts import UsageCache
 from leases.alertstate import StoredAlert
-from leases.alertwatch import check
 from leases.config import Config
 from leases.errors import InputError, LedgerError
-from leases.fleet import fleet_nodes
 from leases.fleetheader import MonthMoney, month_money
-from leases.history import unpack_minute
-from leases.housekeeping import Housekeeping
+from leases.history import minute_util_mean
+from leases.housekeeping import Housekeeping, fleet_nodes
 from leases.ledger import Ledger
 from leases.models import Latest, Node
 from leases.offboard.evidence import Progress, progress
@@ -34,14 +33,17 @@ WINDOW_MIN = 60  # the sparkline's hour
 # A stored minute may still be rewritten this long after it began (a poller flushes closed
 # minutes every few seconds; a late reading lands in its minute): read again until then.
 SETTLE_MIN = 3
-RELOAD_S = 15.0  # nodes, leases and providers re-read this often
-MONEY_S = 60.0  # the month's cost recomputed this often (it reads every lease's history)
+RELOAD_S = 15.0  # nodes, leases and providers re-read this often when the ledger was edited
+# ...and this often whatever happened (a lease starts or ends by the clock, not by an edit).
+FACTS_S = 60.0
+MONEY_S = 300.0  # the month's cost recomputed this often (it reads every lease's history)
+# Alerts evaluated this often when nobody polls (as often as a collector's AlertWatch).
+ALERTS_S = 60.0
 
 
 def minute_util(blob: bytes) -> float | None:
     """Mean utilisation over a stored node-minute's GPUs; None when none was read."""
-    known = [g.util_mean for g in unpack_minute(blob) if g.util_mean is not None]
-    return sum(known) / len(known) if known else None
+    return minute_util_mean(blob)
 
 
 class MinuteCache:
@@ -166,8 +168,11 @@ class ReadRequest:
     now: datetime
     reload: bool = False  # re-read the ledger's facts now (the user asked)
     latest: bool = True  # read node_latest (nobody polls in this process)
-    evaluate_alerts: bool = False  # nobody polls at all: evaluate alerts when facts reload
+    evaluate_alerts: bool = False  # nobody polls at all: evaluate alerts when due
     housekeeping: bool = False  # this process polls: purge old minutes when due
+    # False: the ledger's facts and latest readings only, for a first paint that does not
+    # wait on an hour of minutes, the month's cost or the alert rules (read next time).
+    history: bool = True
 
 
 def _said(exc: InputError | LedgerError) -> str:
@@ -193,6 +198,9 @@ class FleetReader:
         self._minute: int | None = None
         self._latest: Mapping[str, Latest] | None = None  # None: not read (or not kept)
         self._money_at: datetime | None = None
+        self._alerts_at: datetime | None = None
+        self._alert_cache: UsageCache = {}
+        self._edits: tuple[object, ...] | None = None  # _edit_mark() at the last facts read
 
     def _due(self, last: datetime | None, now: datetime, every_s: float) -> bool:
         return last is None or not timedelta(0) <= now - last < timedelta(seconds=every_s)
@@ -201,7 +209,8 @@ class FleetReader:
         now = req.now
         problems: list[str] = []
         reloaded = False
-        if req.reload or self._due(self._facts_at, now, RELOAD_S):
+        edits = self._edits
+        if req.reload or self._facts_due(now):
             try:
                 self.facts = self._facts(now, req.housekeeping)
                 reloaded = True
@@ -209,11 +218,14 @@ class FleetReader:
                 # A row the ledger refuses to read: keep what was read before.
                 problems.append(f"cannot read the ledger: {_said(exc)}")
             self._facts_at = now
-        if req.evaluate_alerts and reloaded:  # as often as the facts they judge are read
+        if req.evaluate_alerts and req.history and self._due(self._alerts_at, now, ALERTS_S):
+            from leases.alertwatch import check  # here: it brings the notifiers
+
             try:
-                check(self.ledger, self.config.alerts, lambda: now)
+                check(self.ledger, self.config.alerts, lambda: now, self._alert_cache)
             except (InputError, LedgerError) as exc:
                 problems.append(f"alerts not evaluated: {_said(exc)}")
+            self._alerts_at = now
         ids = {n.id: n.name for n in self.facts.nodes if n.id is not None}
         # SQLite's data_version moves when another connection commits: while it stands
         # (no poller has written since), the readings and minutes read last time hold.
@@ -221,14 +233,18 @@ class FleetReader:
         unchanged = version == self._version and not reloaded
         self._version = version
         minute = int(now.timestamp()) // 60
-        if not (unchanged and minute == self._minute):
+        if not req.history:
+            pass  # the first paint: the hour is read next time
+        elif not (unchanged and minute == self._minute):
             self.cache.refresh(self.ledger.conn, ids, now)
-        self._minute = minute
+            self._minute = minute
         if not req.latest:
             self._latest = None  # this process polls: its poller holds the readings
         elif self._latest is None or not unchanged:
             self._latest = self.store.latest()
-        if req.reload or self._due(self._money_at, now, MONEY_S):
+        # Money moves with time slowly; an edit (a new lease, a price) changes it at once.
+        edited = reloaded and self._edits != edits
+        if req.history and (req.reload or edited or self._due(self._money_at, now, MONEY_S)):
             try:
                 b = self.config.billing
                 self.money = month_money(self.ledger, now, b.tz, b.currency)
@@ -236,7 +252,7 @@ class FleetReader:
                 problems.append(f"month's cost not computed: {_said(exc)}")
             self._money_at = now
         end = window_end(now.timestamp())
-        hour = {name: self.cache.sums(i, end) for i, name in ids.items()}
+        hour = {name: self.cache.sums(i, end) for i, name in ids.items()} if req.history else {}
         last = {name: m for i, name in ids.items() if (m := self.cache.last_minute(i)) is not None}
         return FleetData(
             self.facts,
@@ -250,7 +266,26 @@ class FleetReader:
             reloaded,
         )
 
+    def _edit_mark(self) -> tuple[object, ...]:
+        # Every edit of a node, lease, provider or resource adds an audit entry (the hash
+        # chain); offboarding steps move their own rows too.
+        row = self.ledger.conn.execute(
+            "SELECT (SELECT max(id) FROM audit), (SELECT count(*) FROM offboard_steps),"
+            " (SELECT max(updated_at) FROM offboard_steps)"
+        ).fetchone()
+        return tuple(row)
+
+    def _facts_due(self, now: datetime) -> bool:
+        """Every FACTS_S; every RELOAD_S only when the ledger was edited since (reading
+        every node and lease costs far more than asking whether one changed)."""
+        if self._due(self._facts_at, now, FACTS_S):
+            return True
+        if not self._due(self._facts_at, now, RELOAD_S):
+            return False
+        return self._edit_mark() != self._edits
+
     def _facts(self, now: datetime, housekeeping: bool) -> LedgerFacts:
+        self._edits = self._edit_mark()
         if housekeeping:
             polled, refused = self.housekeeping.run(self.ledger, self.store, now)
         else:

@@ -9,12 +9,10 @@ from datetime import datetime
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
-from leases import report
 from leases.billing import ZERO, CardHours
 from leases.ledger import Ledger
-from leases.models import Lease, Node
+from leases.models import Lease, Node, NodeStatus
 from leases.nodestatus import status_figures
-from leases.poller import NodeStatus
 from leases.renewals import BillingNow
 from leases.rollups import HistoryStore
 from leases.textsafe import visible
@@ -34,6 +32,8 @@ class MonthMoney:
 def month_money(ledger: Ledger, now: datetime, tz: str, currency: str) -> MonthMoney:
     """This month so far, as `zuka report` computes it (the same rows, the same totals);
     rows in another currency are left out rather than added up."""
+    from leases import report  # here: not needed before the dashboard's first paint
+
     month = f"{now.astimezone(ZoneInfo(tz)):%Y-%m}"
     window, complete = report.month_window(month, tz, now)
     store = HistoryStore(ledger)

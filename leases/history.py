@@ -180,6 +180,17 @@ def unpack_minute(blob: bytes) -> tuple[GpuMinute, ...]:
     )
 
 
+def minute_util_mean(blob: bytes) -> float | None:
+    """The mean utilisation over a stored node-minute's GPUs (None when none was read):
+    unpack_minute's util_mean values averaged, without building a GpuMinute each (the
+    dashboard reads an hour of minutes for every node)."""
+    if len(blob) % 2 == 0:  # written before the power limit was kept
+        known = [u for _, _, u, *_ in _MINUTE_V1.iter_unpack(blob) if u != _U8]
+    else:
+        known = [u for _, _, u, *_ in _MINUTE.iter_unpack(blob[1:]) if u != _U8]
+    return sum(known) / UTIL_STEPS / len(known) if known else None
+
+
 def pack_hour(gpus: Sequence[GpuHour]) -> bytes:
     return b"".join(
         _HOUR.pack(

@@ -6,12 +6,18 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from leases.fleet import fleet_nodes
 from leases.ledger import Ledger
-from leases.models import Node
+from leases.models import Node, NodeState
 from leases.rollups import DEFAULT_MINUTE_DAYS, HistoryStore
 
 PURGE_EVERY = timedelta(hours=6)
+
+
+def fleet_nodes(ledger: Ledger) -> tuple[list[Node], list[Node]]:
+    """Active and offboarding nodes in one read: those polled, and those polled_nodes
+    leaves out (a stored value refused), each with its problem."""
+    nodes = ledger.nodes([NodeState.ACTIVE, NodeState.OFFBOARDING])
+    return [n for n in nodes if not n.problem], [n for n in nodes if n.problem]
 
 
 class Housekeeping:

@@ -461,3 +461,18 @@ class Latest:
     fingerprint: str | None
     gpus: tuple[GpuSample, ...]
     processes: tuple[GpuProcess, ...]
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    """What a poller holds of a node now (here, not in leases.poller, so that readers of
+    the ledger do not import SSH)."""
+
+    node: str
+    health: NodeHealth = NodeHealth.CONNECTING
+    detail: str = ""
+    checked: datetime | None = None  # last attempt
+    at: datetime | None = None  # last good reading
+    samples: tuple[GpuSample, ...] = ()
+    processes: tuple[GpuProcess, ...] = ()
+    fingerprint: str | None = None  # of a host key we refused

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from leases.history import busy_verdict
-from leases.models import GpuSample, Latest, NodeHealth
-from leases.poller import NodeStatus
+from leases.models import GpuSample, Latest, NodeHealth, NodeStatus
 
 # A stored reading older than this many poll intervals (and at least STALE_MIN_S) means
 # nobody reads the node any more (the collector stopped?).

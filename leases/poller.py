@@ -24,7 +24,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from typing import Literal, TypeVar
 
 from leases import nvsmi, owners
@@ -34,6 +33,7 @@ from leases.faultlog import quiet_logger
 from leases.history import MinuteAccumulator, NodeMinute, RecentHistory
 from leases.ledger import Clock, utc_now
 from leases.models import GpuProcess, GpuSample, Latest, Node, NodeHealth
+from leases.models import NodeStatus as NodeStatus  # lives there: readers import no SSH
 from leases.nvml import NvmlReader, NvmlUnavailable
 from leases.rollups import HistoryStore
 from leases.ssh import (
@@ -53,18 +53,6 @@ _T = TypeVar("_T")
 def _describe(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
-
-
-@dataclass(frozen=True)
-class NodeStatus:
-    node: str
-    health: NodeHealth = NodeHealth.CONNECTING
-    detail: str = ""
-    checked: datetime | None = None  # last attempt
-    at: datetime | None = None  # last good reading
-    samples: tuple[GpuSample, ...] = ()
-    processes: tuple[GpuProcess, ...] = ()
-    fingerprint: str | None = None  # of a host key we refused
 
 
 @dataclass

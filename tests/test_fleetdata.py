@@ -8,12 +8,21 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from leases.config import Config
 from leases.demo import build_demo_ledger
 from leases.fleetdata import FleetReader, MinuteCache, ReadRequest
 from leases.fleetheader import countdown, header, header_line, next_end
-from leases.history import GpuMinute, NodeMinute
+from leases.history import (
+    _MINUTE_V1,
+    GpuMinute,
+    NodeMinute,
+    minute_util_mean,
+    pack_minute,
+    unpack_minute,
+)
 from leases.housekeeping import Housekeeping
 from leases.ledger import Ledger
 from leases.models import GpuSample, Latest, NodeHealth
@@ -145,7 +154,14 @@ def test_reads_reload_facts_only_when_due_or_asked(tmp_path: Path) -> None:
         assert reader.read(ReadRequest(NOW)).reloaded
         assert not reader.read(ReadRequest(NOW + timedelta(seconds=2))).reloaded
         assert reader.read(ReadRequest(NOW + timedelta(seconds=2), reload=True)).reloaded
-        assert reader.read(ReadRequest(NOW + timedelta(seconds=30))).reloaded
+        # Nobody edited the ledger: RELOAD_S later, the facts read before still hold...
+        assert not reader.read(ReadRequest(NOW + timedelta(seconds=30))).reloaded
+        # ...until someone does (every edit is an audit entry)...
+        ledger.update_node(ledger.nodes()[0].name, {"notes": "moved to rack 2"})
+        assert reader.read(ReadRequest(NOW + timedelta(seconds=50))).reloaded
+        # ...or FACTS_S pass (a lease starts or ends by the clock, not by an edit).
+        assert not reader.read(ReadRequest(NOW + timedelta(seconds=80))).reloaded
+        assert reader.read(ReadRequest(NOW + timedelta(seconds=111))).reloaded
 
 
 def test_a_ledger_row_it_cannot_read_is_said_and_the_last_facts_kept(tmp_path: Path) -> None:
@@ -231,3 +247,47 @@ def test_readings_are_read_again_only_when_another_connection_wrote(fleet: Ledge
     assert any("node_latest" in s for s in seen)
     assert data.latest[fleet.nodes()[0].name].at == NOW
     reader.ledger.close()
+
+
+def _mean_of_unpacked(blob: bytes) -> float | None:
+    known = [g.util_mean for g in unpack_minute(blob) if g.util_mean is not None]
+    return sum(known) / len(known) if known else None
+
+
+@given(st.lists(st.one_of(st.none(), st.integers(0, 100)), max_size=8))
+def test_minute_util_mean_agrees_with_unpack_minute(utils: list[int | None]) -> None:
+    # The dashboard's shortcut must read a stored minute exactly as unpack_minute does:
+    # today's format and the one written before the power limit was kept.
+    gpus = [GpuMinute(i, 12, u, u, 1000.0, 300.0, 700.0) for i, u in enumerate(utils)]
+    blob = pack_minute(gpus)
+    old = b"".join(_MINUTE_V1.pack(i, 12, 255 if u is None else u, 0, 1000, 3000)
+                   for i, u in enumerate(utils))  # fmt: skip
+    for b in (blob, old):
+        assert minute_util_mean(b) == _mean_of_unpacked(b)
+    assert (minute_util_mean(blob) is None) == all(u is None for u in utils)
+
+
+def test_the_months_cost_is_recomputed_after_an_edit_not_at_every_reload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import leases.fleetdata as fleetdata
+
+    computed: list[datetime] = []
+    real = fleetdata.month_money
+
+    def counting(ledger: Ledger, now: datetime, tz: str, currency: str) -> object:
+        computed.append(now)
+        return real(ledger, now, tz, currency)
+
+    monkeypatch.setattr(fleetdata, "month_money", counting)
+    path = tmp_path / "demo.db"
+    with build_demo_ledger(path, date(2026, 11, 30)) as ledger:
+        reader = FleetReader(ledger, Config())
+        reader.read(ReadRequest(NOW))
+        assert len(computed) == 1
+        # FACTS_S later the facts are read again, nobody having edited: the cost stands.
+        assert reader.read(ReadRequest(NOW + timedelta(seconds=61))).reloaded
+        assert len(computed) == 1
+        ledger.update_node(ledger.nodes()[0].name, {"notes": "moved to rack 2"})
+        assert reader.read(ReadRequest(NOW + timedelta(seconds=80))).reloaded
+        assert len(computed) == 2

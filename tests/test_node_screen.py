@@ -95,8 +95,9 @@ def text_of(screen: NodeScreen, static_id: str) -> str:
 
 
 async def opened(app: ZukaApp, pilot: object, name: str = NODE) -> NodeScreen:
-    # The fleet's first read runs off the UI loop: the live status comes from it.
-    await wait_until(lambda: app.data is not None, what="the fleet's first read")
+    # The fleet's reads run off the UI loop: the live status comes from the first, the
+    # alerts (evaluated on read: nobody polls) with the third, after the first paint's two.
+    await wait_until(lambda: app._reads >= 3, what="the fleet's first reads")
     screen = NodeScreen(name)
     await app.push_screen(screen)
     await wait_until(lambda: screen.facts is not None or screen.problem, what="the first read")

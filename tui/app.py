@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from importlib.resources import files
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import work
 from textual.app import App
@@ -27,31 +27,34 @@ from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from leases.alertstate import StoredAlert
-from leases.alertwatch import AlertWatch, watch_ledger
 from leases.config import Config, load_user_config
 from leases.errors import ConfigError
-from leases.fleet import make_poller, ssh_options
 from leases.fleetdata import FleetData, FleetReader, ReadRequest
 from leases.history import RecentHistory
-from leases.hostkeys import HostKeyStatus
 from leases.ledger import Clock, Ledger, utc_now
 from leases.lock import PollerLock
-from leases.models import Node
+from leases.models import Node, NodeStatus
 from leases.nodestatus import health_summary, stale_after_s
-from leases.poller import NodeStatus, Poller
 from leases.renewals import BillingNow
 from leases.rollups import HistoryStore
 from leases.sparkline import Reading
-from leases.ssh import SshError, SshPool, offered_host_key
 from leases.textsafe import visible
 from tui.commands import ZukaCommands
-from tui.fleetview import Refreshed, build, live_readings
+from tui.fleetview import Refreshed, RowMemo, build, live_readings
 from tui.keymap import check_keys
 from tui.screens.fleet import FleetScreen
-from tui.trust import TrustScreen
+
+if TYPE_CHECKING:
+    # Only a dashboard that polls, or trusts a key, needs SSH: imported there, not at start
+    # (asyncssh and the notifiers cost a few hundred ms before the first paint).
+    from leases.alertwatch import AlertWatch
+    from leases.poller import Poller
 
 # Longest detail line (an SSH error, a node's stderr) shown in a notification.
 DETAIL_MAX = 400
+# Rows built for the first paint (more than a screen holds). The next read builds them all
+# (the ledger's facts already read), the one after adds the hour, the month's cost, alerts.
+FIRST_ROWS = 60
 
 
 class ZukaApp(App[None]):
@@ -103,6 +106,8 @@ class ZukaApp(App[None]):
         self._reload_next = False
         self._timer: Timer | None = None
         self._said: set[str] = set()  # problems already told (told again once cleared)
+        self._reads = 0  # refreshes applied: the first two paint before history is read
+        self._memo: RowMemo = {}  # rows kept between refreshes (the reader's thread's)
         self.fleet = FleetScreen()
 
     def get_default_screen(self) -> Screen[None]:
@@ -170,12 +175,13 @@ class ZukaApp(App[None]):
         return self._reader
 
     def _read(self, req: ReadRequest, polled: dict[str, NodeStatus] | None,
-              live: dict[str, list[Reading]], stale_before: datetime) -> Refreshed:  # fmt: skip
+              live: dict[str, list[Reading]], stale_before: datetime,
+              limit: int | None = None) -> Refreshed:  # fmt: skip
         reader = self._open_reader() if self._db is not None else self._reader
         assert reader is not None
         data = reader.read(req)
         label = "in memory" if self.ledger_path is None else str(self.ledger_path)
-        return build(data, polled, live, req.now, stale_before, label)
+        return build(data, polled, live, req.now, stale_before, label, limit, self._memo)
 
     @work(exclusive=False, exit_on_error=False, group="refresh")
     async def _refresh_worker(self) -> None:
@@ -186,18 +192,28 @@ class ZukaApp(App[None]):
             # yet whether a collector polls, unless this dashboard never would.
             known = self.data is not None or not self.poll or self.ledger_path is None
             nobody_polls = not polling and self.collector_pid is None and known
+            # The first read paints the first FIRST_ROWS nodes' names, states and leases,
+            # the second every node's; the hour, the month's cost and the alerts follow at
+            # once, in the third (each waits on the one before: a frame comes between).
             req = ReadRequest(now, reload=self._reload_next, latest=not polling,
-                              evaluate_alerts=nobody_polls, housekeeping=polling)  # fmt: skip
+                              evaluate_alerts=nobody_polls, housekeeping=polling,
+                              history=self._reads >= 2)  # fmt: skip
+            limit = FIRST_ROWS if self._reads == 0 else None
             self._reload_next = False
             polled = dict(self.poller.statuses) if self.poller is not None else None
             live = self._live(now) if polling else {}
             stale = now - timedelta(seconds=stale_after_s(self.interval_s))
             if self._db is not None:
                 loop = asyncio.get_running_loop()
-                done = await loop.run_in_executor(self._db, self._read, req, polled, live, stale)
+                done = await loop.run_in_executor(
+                    self._db, self._read, req, polled, live, stale, limit
+                )
             else:
-                done = self._read(req, polled, live, stale)
+                done = self._read(req, polled, live, stale, limit)
             self._apply(done)
+            self._reads += 1
+            if not req.history:
+                self._again = True
         finally:
             self._refreshing = False
             if self._again:
@@ -293,6 +309,9 @@ class ZukaApp(App[None]):
         self.lock = lock
         self.collector_pid = None
         assert self.config is not None and self.data is not None
+        from leases.alertwatch import watch_ledger
+        from leases.fleet import make_poller
+
         # The same alert evaluation and notifications as `zuka collect` runs.
         self.alert_watch = watch_ledger(
             self.ledger, self.ledger_path, self.config, clock=self.clock
@@ -328,6 +347,11 @@ class ZukaApp(App[None]):
     async def trust_node(self, name: str) -> None:
         """Fetch the key the node offers now, show its fingerprint, accept it on y."""
         assert self.ledger is not None and self.ledger_path is not None
+        from leases.fleet import ssh_options
+        from leases.hostkeys import HostKeyStatus
+        from leases.ssh import SshError, SshPool, offered_host_key
+        from tui.trust import TrustScreen
+
         pool = SshPool(ssh_options(self.ledger_path))
         session = pool.add(self.ledger.node(name))
         try:

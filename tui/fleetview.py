@@ -21,11 +21,10 @@ from leases.alertstate import StoredAlert
 from leases.fleetdata import FleetData
 from leases.fleetfilter import RowFacts
 from leases.fleetheader import countdown, header, header_line, yuan
-from leases.models import Node, NodeHealth
+from leases.models import Node, NodeHealth, NodeStatus
 from leases.nodestatus import Figures, current, health_label, is_stale, status_figures
 from leases.offboard.evidence import Progress
 from leases.offboard.status import short as offboard_short
-from leases.poller import NodeStatus
 from leases.renewals import BillingNow, starts_in
 from leases.sparkline import CELLS, CellSums, Reading, bars, cell_sums
 from leases.textsafe import visible
@@ -330,6 +329,10 @@ class Refreshed:
     header: str
 
 
+# node name -> (what its row was built from, the row): the reader's, between refreshes.
+RowMemo = dict[str, tuple[tuple[object, ...], FleetRow]]
+
+
 def build(
     data: FleetData,
     polled: dict[str, NodeStatus] | None,
@@ -337,8 +340,13 @@ def build(
     now: datetime,
     stale_before: datetime,
     ledger_label: str,
+    limit: int | None = None,
+    memo: RowMemo | None = None,
 ) -> Refreshed:
-    """The rows and the header from what was read (pure: runs on the reader's thread)."""
+    """The rows and the header from what was read (pure but for `memo`: runs on the
+    reader's thread). limit: rows for the first nodes by name only (a first paint; the
+    header counts all). memo: a row whose inputs equal those of the last refresh (and
+    the same minute: countdowns count minutes) is that refresh's row, not built again."""
     facts = data.facts
     refused = {n.name: n.problem for n in facts.refused}
     statuses = current(refused, polled, data.latest, stale_before)
@@ -347,15 +355,29 @@ def build(
         by_node.setdefault(a.node_id, []).append(a)
     nodes = facts.nodes
     empty = cell_sums((), end=data.hour_end)
-    rows = [
-        fleet_row(n, statuses.get(n.name), facts.billing.get(n.name),
-                  hour_means(data.hour.get(n.name, empty), live.get(n.name), data.hour_end), now,
-                  by_node.get(n.id, []), facts.channels.get(n.provider or "", ""),
-                  data.money.by_node.get(n.name) if data.money else None,
-                  data.money.currency if data.money else "CNY",
-                  facts.offboard.get(n.id) if n.id is not None else None)
-        for n in nodes
-    ]  # fmt: skip
+    minute = int(now.timestamp()) // 60
+    rows = []
+    for n in nodes[:limit]:
+        args = (n, statuses.get(n.name), facts.billing.get(n.name),
+                tuple(hour_means(data.hour.get(n.name, empty), live.get(n.name), data.hour_end)),
+                tuple(by_node.get(n.id, ())), facts.channels.get(n.provider or "", ""),
+                data.money.by_node.get(n.name) if data.money else None,
+                data.money.currency if data.money else "CNY",
+                facts.offboard.get(n.id) if n.id is not None else None)  # fmt: skip
+        key = (minute, *args)
+        hit = memo.get(n.name) if memo is not None else None
+        if hit is not None and hit[0] == key:
+            rows.append(hit[1])
+            continue
+        node, status, billing, hour, alerts, channel, cost, currency, offboard = args
+        row = fleet_row(node, status, billing, hour, now, alerts, channel, cost, currency,
+                        offboard)  # fmt: skip
+        if memo is not None:
+            memo[n.name] = (key, row)
+        rows.append(row)
+    if memo is not None and limit is None:  # nodes gone from the ledger are forgotten
+        for name in memo.keys() - {n.name for n in nodes}:
+            del memo[name]
     head = header(nodes, statuses, facts.billing, data.money, ledger_label, now)
     return Refreshed(data, statuses, rows, header_line(head, now))
 

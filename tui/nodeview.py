@@ -13,8 +13,8 @@ from zoneinfo import ZoneInfo
 
 from leases import fields, series
 from leases.leasecost import cost_line
+from leases.models import NodeStatus
 from leases.nodefacts import NodeFacts
-from leases.poller import NodeStatus
 from leases.reportformat import money
 from leases.textsafe import visible
 from tui.cli_ledger import billing_line, change_text

@@ -113,6 +113,7 @@ class FleetScreen(Screen[None]):
         self._held = False  # the last redraw kept the table's order (a live sort, moving)
         self._filtering = False  # the filter box is open or a filter is in force
         self._status = ""  # the app's: nodes, health, who polls
+        self._lines: dict[str, str] = {}  # selector -> the text its Static shows
 
     @property
     def zuka(self) -> ZukaApp:
@@ -144,11 +145,20 @@ class FleetScreen(Screen[None]):
     def show(self, rows: Sequence[FleetRow], header: str, status: str) -> None:
         """The app's refresh: new rows, header and status line."""
         self.rows = list(rows)
-        self.query_one("#fleet-header", Static).update(Text(header, no_wrap=True, end=""))
+        self._line("#fleet-header", header, bold=True)
         self._status = status
         # Only while on top (not under a form or another screen): redrawn on return.
         if self.app.screen is self and not self._fit_columns():
             self.redraw(refresh=True)
+
+    def _line(self, selector: str, text: str, *, bold: bool = False) -> None:
+        """One of the screen's one-line Statics: redrawn only when its text changed, and
+        without a layout (each is one line high): every 2 s, most lines are unchanged."""
+        if self._lines.get(selector) == text:
+            return
+        self._lines[selector] = text
+        line = Text(text, no_wrap=True, end="") if bold else plain(text)
+        self.query_one(selector, Static).update(line, layout=False)
 
     def on_screen_resume(self) -> None:
         self._fit_columns()
@@ -260,14 +270,13 @@ class FleetScreen(Screen[None]):
         held = " (held while you move)" if self._held else ""
         parts.append(f"sort {col} {'↓' if self.reverse else '↑'}{held}")
         parts.append(self._status)
-        self.query_one("#fleet-status", Static).update(plain(" · ".join(p for p in parts if p)))
+        self._line("#fleet-status", " · ".join(p for p in parts if p))
 
     def _show_detail(self) -> None:
         name = self.table.selected_key
         status = self.zuka.status_of(name) if name else None
-        detail = self.query_one("#fleet-detail", Static)
         if name is None:
-            detail.update("")
+            self._line("#fleet-detail", "")
             return
         text = f"{visible(name)}: {health_label(status.health) if status else 'connecting'}"
         if status and status.detail:
@@ -283,7 +292,7 @@ class FleetScreen(Screen[None]):
             row = next((r for r in self.rows if r.key == name), None)
             if row is not None:
                 text += f" · {row.cells['gpus'].plain} (ledger)"
-        detail.update(plain(text))
+        self._line("#fleet-detail", text)
 
     @on(DataTable.RowHighlighted, "#fleet")
     def _highlighted(self) -> None:

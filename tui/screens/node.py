@@ -27,8 +27,8 @@ from leases import nodefacts, series
 from leases.errors import UnknownNode
 from leases.history import NodeMinute
 from leases.ledger import Ledger
+from leases.models import NodeStatus
 from leases.nodefacts import NodeFacts
-from leases.poller import NodeStatus
 from leases.series import Span
 from leases.textsafe import visible
 from tui import nodeview

@@ -61,6 +61,7 @@ class FleetTable(DataTable[Text]):
         self.shown_columns: tuple[Column, ...] = ()
         self.updates = 0  # cells updated by the last show() (tests read it)
         self._sigs: dict[str, tuple[object, ...]] = {}  # row key -> the sig it shows
+        self._cells: dict[str, Mapping[str, Text]] = {}  # row key -> the cells it was given
 
     @property
     def selected_key(self) -> str | None:
@@ -91,6 +92,7 @@ class FleetTable(DataTable[Text]):
             return False
         self.clear(columns=True)
         self._sigs.clear()
+        self._cells.clear()
         for c in cols:
             self.add_column(c.label, width=c.width, key=c.key)
         self.shown_columns = cols
@@ -109,22 +111,28 @@ class FleetTable(DataTable[Text]):
             if stale and len(stale) * 2 > len(present):
                 self.clear()
                 self._sigs.clear()
+                self._cells.clear()
                 present = set()
             else:
                 for key in stale:
                     self.remove_row(key)
                     self._sigs.pop(key, None)
+                    self._cells.pop(key, None)
                 present -= stale
             for row in rows:
                 if row.sig and row.key in present and self._sigs.get(row.key) == row.sig:
                     continue
                 self._sigs[row.key] = row.sig
                 cells = [row.cells.get(k, blank) for k in keys]
+                old = self._cells.get(row.key)
+                self._cells[row.key] = row.cells
                 if row.key not in present:
                     self.add_row(*cells, key=row.key)
                     continue
                 for k, cell in zip(keys, cells, strict=True):
-                    if not _same(self.get_cell(row.key, k), cell):
+                    # What this table was last given for the cell (cheaper than get_cell).
+                    was = old.get(k, blank) if old is not None else self.get_cell(row.key, k)
+                    if not _same(was, cell):
                         self.update_cell(row.key, k, cell, update_width=False)
                         self.updates += 1
             order = [r.key for r in rows]

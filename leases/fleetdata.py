@@ -28,6 +28,7 @@ from leases.offboard.evidence import Progress, progress
 from leases.renewals import BillingNow
 from leases.rollups import HistoryStore
 from leases.sparkline import CellSums, Reading, cell_sums, window_end
+from leases.textsafe import visible
 
 WINDOW_MIN = 60  # the sparkline's hour
 # A stored minute may still be rewritten this long after it began (a poller flushes closed
@@ -198,6 +199,7 @@ class FleetReader:
         self._minute: int | None = None
         self._latest: Mapping[str, Latest] | None = None  # None: not read (or not kept)
         self._money_at: datetime | None = None
+        self._alerts: tuple[StoredAlert, ...] = ()
         self._alerts_at: datetime | None = None
         self._alert_cache: UsageCache = {}
         self._edits: tuple[object, ...] | None = None  # _edit_mark() at the last facts read
@@ -254,10 +256,17 @@ class FleetReader:
         end = window_end(now.timestamp())
         hour = {name: self.cache.sums(i, end) for i, name in ids.items()} if req.history else {}
         last = {name: m for i, name in ids.items() if (m := self.cache.last_minute(i)) is not None}
+        try:
+            self._alerts = tuple(alertstate.alerts(self.ledger, now))
+        except (InputError, LedgerError, ValueError) as exc:
+            # One unreadable alert row (an imported or hand-edited ledger) is said; the
+            # fleet goes on with the alerts read before.
+            said = _said(exc) if isinstance(exc, InputError | LedgerError) else str(exc)
+            problems.append(f"alerts not read: {visible(said, 200)}")
         return FleetData(
             self.facts,
             self._latest or {},
-            tuple(alertstate.alerts(self.ledger, now)),
+            self._alerts,
             hour,
             end,
             last,

@@ -48,8 +48,15 @@ class Filter:
         return bool(self.fields or self.words or self.free or self.ending)
 
 
+# A filter is typed, not pasted: every row is matched against every term at each
+# keystroke, so a 4 KB paste froze the screen for seconds. Longer is refused, by name.
+MAX_CHARS = 200
+
+
 def parse(text: str) -> Filter:
     """The filter the user typed; InputError naming the term for one zuka cannot read."""
+    if len(text) > MAX_CHARS:
+        raise InputError("filter", text[:40], f"is longer than {MAX_CHARS} characters")
     fields: list[tuple[str, str]] = []
     words: list[str] = []
     free: list[str] = []

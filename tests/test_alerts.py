@@ -383,7 +383,7 @@ async def test_dashboard_counts_lists_acks_and_snoozes_alerts(tmp_path: Path) ->
     build_demo_ledger(path, now.date()).close()
     app = ZukaApp(path, clock=lambda: now, poll=False, refresh_s=3600)
     async with app.run_test(size=(150, 40)) as pilot:
-        await wait_until(lambda: app.data is not None, what="the first refresh")
+        await wait_until(lambda: app._reads >= 3, what="the alerts read (the third)")
         await pilot.pause()
         # The lease of colo-njidc-4090 ends within a day, h800-monthly-2's within 7.
         assert "2 alerts" in str(app.sub_title)
@@ -642,7 +642,8 @@ async def test_reopen_undoes_ack_and_snooze_and_the_message_fits_80_columns(
     build_demo_ledger(path, now.date()).close()
     app = ZukaApp(path, clock=lambda: now, poll=False, refresh_s=3600)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(lambda: app.data is not None, what="the first refresh")
+        # Alerts are evaluated on the third read, after the first paint's two.
+        await wait_until(lambda: app._reads >= 3, what="the alerts read")
         await pilot.press("a")
         await wait_until(lambda: isinstance(app.screen, AlertsScreen), what="the alerts")
         table = app.screen.query_one("#alerts", DataTable)

@@ -41,7 +41,8 @@ def app_on(path: Path, refresh_s: float = 3600) -> ZukaApp:
 
 
 async def settled(app: ZukaApp, pilot: Pilot[None]) -> FleetTable:
-    await wait_until(lambda: app.data is not None, what="the first refresh")
+    # The first paint takes two reads; the hour, cost and alerts come with the third.
+    await wait_until(lambda: app._reads >= 3, what="the third read")
     await app.workers.wait_for_complete()
     await pilot.pause()
     return app.screen.query_one("#fleet", FleetTable)

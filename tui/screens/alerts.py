@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from leases import alertstate
 from leases.alertstate import State, StoredAlert
-from leases.errors import InputError
+from leases.errors import InputError, LedgerError
 from leases.ledger import Ledger
 from leases.textsafe import visible
 from tui.fleetview import plain
@@ -156,7 +156,11 @@ class AlertsScreen(Screen[None]):
         except InputError as exc:
             self.notify(f"{exc.field}: {exc.reason}", markup=False, severity="warning")
             return
-        self.notify(f"{said} #{done.id} ({done.kind} on {done.node})", markup=False)
+        except LedgerError as exc:  # read-only, full, locked: said, and nothing changed
+            self.notify(visible(exc, 300), markup=False, severity="error")
+            return
+        kind = done.kind.replace("_", " ")
+        self.notify(f"{said} #{done.id} ({kind} on {visible(done.node, 60)})", markup=False)
         self.refresh_list()
 
     def action_back(self) -> None:

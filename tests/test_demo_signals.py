@@ -75,7 +75,9 @@ def _stopped(proc: subprocess.Popen[bytes], term: Terminal | None = None) -> int
         return proc.poll() is not None
 
     try:
-        wait_until_sync(done, timeout=30, what="the process to end")
+        # Generous: the exit closes the poller, stops the simulated fleet and removes the
+        # folder, and a loaded CI machine once took longer than 30 s.
+        wait_until_sync(done, timeout=90, what="the process to end")
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

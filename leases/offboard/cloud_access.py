@@ -242,3 +242,24 @@ async def guarded(work: Awaitable[Outcome]) -> Outcome:
         return await work
     except (CloudError, ValueError) as exc:  # InputError is a ValueError
         return Outcome(False, "", f"not tried: {visible(exc, 300)}")
+
+
+class BotoDriver:
+    """What the boto3 drivers (S3, EC2) share: the account they act as, their read-back
+    timing, and who they are: the account's STS identity, or with a CLI template the
+    template's whoami (OSS, COS and OBS have no STS)."""
+
+    def __init__(
+        self,
+        account: BotoAccount,
+        timing: Timing,
+        identity_from: Callable[[], Awaitable[Identity]] | None = None,
+    ) -> None:
+        self.account = account
+        self.timing = timing
+        self._identity_from = identity_from
+
+    async def identity(self) -> Identity:
+        if self._identity_from is not None:
+            return await self._identity_from()
+        return await self.account.identity()

@@ -6,22 +6,20 @@ uses is reported, not forced. Every deletion is read back (describe by id: not f
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from leases.models import ResourceKind
 from leases.offboard import cloud_ids
 from leases.offboard.cloud_access import (
-    BotoAccount,
+    BotoDriver,
     Reading,
-    Timing,
     client_error,
     guarded,
     hopeless,
     poll_gone,
 )
-from leases.offboard.steps import Identity, Outcome, Step
+from leases.offboard.steps import Outcome, Step
 
 
 @dataclass(frozen=True)
@@ -89,23 +87,8 @@ def _describe(step: Step) -> tuple[ResourceKind, str, str, str]:
     )
 
 
-class Ec2Driver:
+class Ec2Driver(BotoDriver):
     name = "ec2"
-
-    def __init__(
-        self,
-        account: BotoAccount,
-        timing: Timing,
-        identity_from: Callable[[], Awaitable[Identity]] | None = None,
-    ) -> None:
-        self.account = account
-        self.timing = timing
-        self._identity_from = identity_from
-
-    async def identity(self) -> Identity:
-        if self._identity_from is not None:
-            return await self._identity_from()
-        return await self.account.identity()
 
     def _client(self, step: Step) -> tuple[Any, _Api, str]:
         kind, native, region, endpoint = _describe(step)

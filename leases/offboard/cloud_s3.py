@@ -18,6 +18,7 @@ from leases.models import ResourceKind
 from leases.offboard import cloud_ids
 from leases.offboard.cloud_access import (
     BotoAccount,
+    BotoDriver,
     Reading,
     Timing,
     client_error,
@@ -97,7 +98,7 @@ def _pages(
     yield from client.get_paginator(method).paginate(**kwargs, PaginationConfig=config)
 
 
-class S3Driver:
+class S3Driver(BotoDriver):
     name = "s3"
 
     def __init__(
@@ -106,15 +107,8 @@ class S3Driver:
         timing: Timing,
         identity_from: Callable[[], Awaitable[Identity]] | None = None,
     ) -> None:
-        self.account = account
-        self.timing = timing
-        self._identity_from = identity_from
+        super().__init__(account, timing, identity_from)
         self.page_size: int | None = None  # the store's own (1000 on S3); tests make it small
-
-    async def identity(self) -> Identity:
-        if self._identity_from is not None:
-            return await self._identity_from()
-        return await self.account.identity()
 
     def _client(self, t: _Target) -> Any:
         return self.account.client("s3", t.endpoint, t.region, t.addressing)

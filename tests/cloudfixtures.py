@@ -10,7 +10,7 @@ import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
 import boto3
@@ -99,8 +99,32 @@ def aws_provider(**kw: str) -> Provider:
     return Provider(ProviderKind.CLOUD, "compat-cloud", **values)  # type: ignore[arg-type]
 
 
+class _Served:
+    """A small HTTP server on 127.0.0.1 in a thread, for the fakes below; `with` runs it."""
+
+    server: ThreadingHTTPServer
+    thread: threading.Thread
+
+    def _serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
 @dataclass
-class BatchRefusingStore:
+class BatchRefusingStore(_Served):
     """An S3-compatible store in front of moto that refuses DeleteObjects (POST ?delete) the
     way stores that reject boto3's CRC32 checksum do, and forwards everything else; with
     no_versions, it has no ListObjectVersions either (501 NotImplemented); with
@@ -182,24 +206,10 @@ class BatchRefusingStore:
 
             do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> BatchRefusingStore:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join()
+        self._serve(Handler)
 
 
-class NotS3:
+class NotS3(_Served):
     """A web server that is no S3 store (a wrong endpoint, a metadata service): 404 with an
     HTML page to everything."""
 
@@ -222,21 +232,7 @@ class NotS3:
 
             do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _answer
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> NotS3:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join()
+        self._serve(Handler)
 
 
 @dataclass

@@ -30,11 +30,6 @@ class TableRow:
     sig: tuple[object, ...] = ()
 
 
-def group_row(label: str, count: int) -> TableRow:
-    text = f"▾ {label} ({count})"
-    return TableRow(GROUP_PREFIX + label, {"node": Text(text, style="bold", end="")}, (text,))
-
-
 def _same(a: Text, b: Text) -> bool:
     return a.plain == b.plain and a.style == b.style and a.spans == b.spans
 

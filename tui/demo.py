@@ -65,7 +65,16 @@ def ended_by_signals(exit_running: Callable[[], None] | None = None) -> Iterator
             loop = None
         if loop is None or exit_running is None:
             raise SystemExit(128 + signum)
-        loop.call_soon_threadsafe(exit_running)
+        # Asked again every 2 s until the process ends: an exit asked while the app is
+        # still starting (a loaded machine) can be lost, and the demo then never ended.
+        assert loop is not None and exit_running is not None
+        ask, running = exit_running, loop
+
+        def again() -> None:
+            ask()
+            running.call_later(2.0, again)
+
+        loop.call_soon_threadsafe(again)
 
     caught = (signal.SIGHUP, signal.SIGTERM)
     before = {sig: signal.signal(sig, stop) for sig in caught}

@@ -284,7 +284,10 @@ def floor_app(tape_json: Path) -> Any:
 async def child_main(kind: str, source: Path, seconds: float, report: Path, probe: bool) -> None:
     if kind == "zuka":
         from leases.config import Config
+        from tui import gcpolicy
         from tui.app import ZukaApp
+
+        gcpolicy.tune()  # as ZukaApp.run() does (this child runs the app with run_async)
 
         # The constructor issue 9 keeps: poll=False, the writer process stores readings.
         app: Any = ZukaApp(source, refresh_s=REFRESH_S, interval_s=WRITE_S, poll=False,

@@ -41,6 +41,7 @@ from leases.ssh import OfferedHostKey
 from leases.textsafe import visible
 from tui.app import ZukaApp
 from tui.cli import main
+from tui.fleetview import Cell
 from tui.trust import TrustScreen
 
 KEYS = TestKeys.generate()
@@ -398,7 +399,8 @@ def assert_screen_safe(app: ZukaApp) -> None:
     for table in app.query(DataTable):
         for row in range(table.row_count):
             for cell in table.get_row_at(row):
-                assert isinstance(cell, Text)  # never parsed as markup
+                # Never a str, which DataTable would parse as markup.
+                assert isinstance(cell, Text | Cell)
                 assert_safe(cell.plain)
 
 

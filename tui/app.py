@@ -39,6 +39,7 @@ from leases.renewals import BillingNow
 from leases.rollups import HistoryStore
 from leases.sparkline import Reading
 from leases.textsafe import visible
+from tui import gcpolicy
 from tui.commands import ZukaCommands
 from tui.fleetview import Refreshed, RowMemo, build, live_readings
 from tui.keymap import check_keys
@@ -212,6 +213,8 @@ class ZukaApp(App[None]):
                 done = self._read(req, polled, live, stale, limit)
             self._apply(done)
             self._reads += 1
+            if req.history and gcpolicy.tuned():
+                self._settle()
             if not req.history:
                 self._again = True
         finally:
@@ -221,6 +224,14 @@ class ZukaApp(App[None]):
                 self.refresh_view()
             elif not self._stop.is_set():
                 self._timer = self.set_timer(self.refresh_s, self.refresh_view)
+
+    def _settle(self) -> None:
+        """Once the first full table is drawn, what exists then leaves the garbage
+        collector's walks (tui.gcpolicy)."""
+        if self.fleet.is_mounted and self.fleet.table.pending:
+            self.set_timer(0.1, self._settle)
+        else:
+            self.call_after_refresh(gcpolicy.settle)
 
     def _live(self, now: datetime) -> dict[str, list[Reading]]:
         """Readings held in memory (polling here) after each node's last stored minute."""
@@ -426,5 +437,6 @@ def run_dashboard(ledger_path: Path | None, **options: object) -> int:
         # A file that is not a zuka ledger is refused here, in plain words, not in a
         # traceback from inside the running app.
         Ledger.open(ledger_path).close()
+    gcpolicy.tune()  # this process is the dashboard's own
     ZukaApp(ledger_path, **options).run()  # type: ignore[arg-type]
     return 0

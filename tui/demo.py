@@ -23,6 +23,7 @@ from leases.demo import build_demo_ledger
 from leases.errors import InputError
 from leases.rollups import HistoryStore
 from leases.simledger import FleetThread, backfill, serve_ledger_nodes, sim_nodes_of
+from tui import gcpolicy
 from tui.app import ZukaApp
 
 HISTORY_DAYS = 30
@@ -98,6 +99,7 @@ def run_demo(args: argparse.Namespace) -> int:
         runner = prepare(path)
         try:
             dashboard.append(ZukaApp(path))
+            gcpolicy.tune()  # this process is the dashboard's own
             dashboard[0].run()
         finally:
             runner.stop()

@@ -1,9 +1,10 @@
 """What the fleet screen shows of each node, computed without Textual (easy to test).
 
 A row is built from the node, its status, its lease billing now, its last hour and its
-alerts; its cells are Rich Text (never markup) with a style where the style says something
-(the countdown's urgency, a node in trouble). Columns carry a priority: at a narrow
-terminal the least important go first (name, state, util, lease end and alerts stay).
+alerts; its cells are Cells (text, never markup, drawn as Rich Text) with a style where
+the style says something (the countdown's urgency, a node in trouble). Columns carry a
+priority: at a narrow terminal the least important go first (name, state, util, lease end
+and alerts stay).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from rich.cells import cell_len
+from rich.console import JustifyMethod
 from rich.text import Text
 
 from leases.alertstate import StoredAlert
@@ -38,6 +40,35 @@ def plain(value: object, max_len: int | None = None, *, wrap: bool = False) -> T
     """How the dashboard shows any text: controls made visible, never read as markup
     (a `[/]` in a GPU name would otherwise stop the dashboard)."""
     return Text(visible(value, max_len), no_wrap=not wrap, end="")
+
+
+class Cell:
+    """One table cell: its text (made visible, never markup) and one style, made Rich Text
+    only when drawn. A Text is three objects the garbage collector walks (itself, its text
+    list, its span list); 500 rows of 13 cells renewed every refresh were most of what a
+    full collection walked, and a full collection holds the UI loop."""
+
+    __slots__ = ("justify", "plain", "style")
+    spans = ()  # what Text has too: a cell has one style, no spans
+
+    def __init__(self, plain: str, style: str = "", justify: JustifyMethod | None = None) -> None:
+        self.plain = plain
+        self.style = style
+        self.justify = justify
+
+    def __rich__(self) -> Text:
+        return Text(self.plain, style=self.style, justify=self.justify, no_wrap=True, end="")
+
+    def __str__(self) -> str:
+        return self.plain
+
+    def __repr__(self) -> str:
+        return f"Cell({self.plain!r}, {self.style!r})"
+
+
+def cell(value: object, max_len: int | None = CELL_MAX, style: str = "") -> Cell:
+    """Any text from a node or the ledger as a cell: controls made visible, cut."""
+    return Cell(visible(value, max_len), style)
 
 
 @dataclass(frozen=True)
@@ -164,7 +195,7 @@ def urgency_style(seconds_left: float | None) -> str:
 @dataclass(frozen=True)
 class FleetRow:
     key: str
-    cells: Mapping[str, Text]  # by column key: safe to show (made visible, never markup)
+    cells: Mapping[str, Cell]  # by column key: safe to show (made visible, never markup)
     sort: Mapping[str, Any]  # by column key: what sorting compares; None: unknown, last
     facts: RowFacts
     sig: tuple[tuple[str, str], ...] = ()  # every cell's text and style: equal, nothing to draw
@@ -203,8 +234,8 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
-def _cell(value: float | None, fmt: str) -> Text:
-    return Text("-" if value is None else fmt.format(value), no_wrap=True, end="")
+def _cell(value: float | None, fmt: str) -> Cell:
+    return Cell("-" if value is None else fmt.format(value))
 
 
 def fleet_row(
@@ -243,28 +274,20 @@ def fleet_row(
     marker = alert_marker(list(alerts))
     provider = node.provider or ""
     cells = {
-        "node": plain(node.name, CELL_MAX),
-        "channel": plain(f"{channel or '-'}/{provider or '-'}", CELL_MAX),
-        "gpus": plain(gpus, CELL_MAX),
-        "state": Text(state, style=HEALTH_STYLE.get(health, "red"), no_wrap=True, end=""),
-        "util": Text("-" if util is None else f"{util:3.0f}%", no_wrap=True, end=""),
-        "hour": Text(bars(hour), style="cyan", no_wrap=True, end=""),
-        "mem": Text(mem, no_wrap=True, end=""),
+        "node": cell(node.name),
+        "channel": cell(f"{channel or '-'}/{provider or '-'}"),
+        "gpus": cell(gpus),
+        "state": Cell(state, HEALTH_STYLE.get(health, "red")),
+        "util": Cell("-" if util is None else f"{util:3.0f}%"),
+        "hour": Cell(bars(hour), "cyan"),
+        "mem": Cell(mem),
         "temp": _cell(None if fig is None else fig.temp_max, "{:.0f}°"),
         "power": _cell(None if fig is None else fig.power_w, "{:.0f}W"),
-        "cost": Text(
-            "-" if month_cost is None else yuan(month_cost, currency),
-            no_wrap=True,
-            end="",
-            justify="right",
-        ),
-        "ends": Text(ends, style=urgency_style(left) if lease else "dim", no_wrap=True, end=""),
-        "alerts": Text(marker, style="bold red" if worst >= 2 else "yellow", end=""),
-        "offboard": Text(
-            offboard_short(offboard),
-            no_wrap=True,
-            end="",
-            style="red" if offboard is not None and offboard.stopped else "",
+        "cost": Cell("-" if month_cost is None else yuan(month_cost, currency), justify="right"),
+        "ends": Cell(ends, urgency_style(left) if lease else "dim"),
+        "alerts": Cell(marker, "bold red" if worst >= 2 else "yellow"),
+        "offboard": Cell(
+            offboard_short(offboard), "red" if offboard is not None and offboard.stopped else ""
         ),
     }
     sort = {
@@ -295,7 +318,7 @@ def fleet_row(
         ends_in_s=left,
         alerts=len(alerts),
     )
-    sig = tuple((c.plain, str(c.style)) for c in cells.values())
+    sig = tuple((c.plain, c.style) for c in cells.values())
     return FleetRow(node.name, cells, sort, facts, sig)
 
 

@@ -132,6 +132,7 @@ def _given(ledger: str | None) -> Iterator[Path]:
 
 def main_child(argv: Sequence[str] | None = None) -> int:
     """One tab's dashboard (started by textual-serve with its web driver)."""
+    from tui import gcpolicy
     from tui.app import ZukaApp
 
     parser = argparse.ArgumentParser(prog="python -m tui.web")
@@ -141,6 +142,7 @@ def main_child(argv: Sequence[str] | None = None) -> int:
     if args.config is not None:
         # This process is the tab's own: the app loads the config and shows its problems.
         os.environ["ZUKA_CONFIG"] = args.config
+    gcpolicy.tune()  # this process is the tab's dashboard's own
     ZukaApp(Path(args.ledger)).run()
     return 0
 

@@ -4,37 +4,54 @@ Only cells whose text or style changed are updated, with update_width=False (col
 fixed widths: re-measuring a column costs far more than drawing it); new rows are added,
 rows gone are removed (the table is cleared instead when most are gone), and rows are
 reordered only when the order changed, the cursor staying on its node.
+
+Two costs of DataTable are kept off the UI loop's longest stall (issue 9: under 50 ms with
+500 rows):
+- Adding a row costs it ~0.4 ms: a first fill of 500 rows is added ADD_PER_PASS at a time,
+  one pass a frame apart, the newest rows asked for always winning.
+- Any cell update makes it render every visible cell again (its caches are keyed by one
+  update counter for the whole table): here a rendered cell is kept until that cell, its
+  place or its look changes, so a refresh renders only the cells that changed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import count
 from typing import ClassVar
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
+from textual.timer import Timer
 from textual.widgets import DataTable
 
-from tui.fleetview import Column
+from tui.fleetview import Cell, Column
 
 GROUP_PREFIX = "\x00group:"  # row keys of group headings: never a node's name
+ADD_PER_PASS = 60  # rows added to the table per pass (more than a screen holds)
+PASS_GAP_S = 0.02  # between passes: the loop gets a turn, a frame may be drawn
+# Rendered cells kept: a few screens of 13 columns, with and without the cursor.
+CELL_CACHE = 2048
 
 
 @dataclass(frozen=True)
 class TableRow:
     key: str
-    cells: Mapping[str, Text]
+    cells: Mapping[str, Cell | Text]  # Text: a group heading's
     # Every cell's text and style; a row whose sig is what the table shows is skipped
     # whole (most rows, most refreshes). Empty: compare cell by cell.
     sig: tuple[object, ...] = ()
 
 
-def _same(a: Text, b: Text) -> bool:
-    return a.plain == b.plain and a.style == b.style and a.spans == b.spans
+def _same(a: Cell | Text, b: Cell | Text) -> bool:
+    return a.plain == b.plain and a.style == b.style and list(a.spans) == list(b.spans)
 
 
-class FleetTable(DataTable[Text]):
+class FleetTable(DataTable[Cell | Text]):
     DEFAULT_CSS = """
     FleetTable { height: 1fr; }
     """
@@ -56,7 +73,20 @@ class FleetTable(DataTable[Text]):
         self.shown_columns: tuple[Column, ...] = ()
         self.updates = 0  # cells updated by the last show() (tests read it)
         self._sigs: dict[str, tuple[object, ...]] = {}  # row key -> the sig it shows
-        self._cells: dict[str, Mapping[str, Text]] = {}  # row key -> the cells it was given
+        self._cells: dict[str, Mapping[str, Cell | Text]] = {}  # row key -> the cells it was given
+        self._wanted: Sequence[TableRow] = ()  # what the last show() asked for
+        self._pass: Timer | None = None  # the next pass, while rows are still to be added
+        self.pending = 0  # rows still to be added (tests and benchmarks read it)
+        # (row key, column key) -> a number that changes whenever that cell's value does
+        self._version: dict[tuple[str, str], int] = {}
+        self._versions = count()
+        self._rendered: LRUCache[tuple[object, ...], list[list[Segment]]] = LRUCache(CELL_CACHE)
+        # DataTable's own caches, keyed by its update counter, go stale at every update:
+        # kept to about a screen so their dead entries do not pile up (memory, GC time).
+        self._cell_render_cache = LRUCache(256)
+        self._row_renderable_cache = LRUCache(128)
+        self._line_cache = LRUCache(256)
+        self._row_render_cache = LRUCache(256)
 
     @property
     def selected_key(self) -> str | None:
@@ -86,57 +116,119 @@ class FleetTable(DataTable[Text]):
         if cols == self.shown_columns:
             return False
         self.clear(columns=True)
-        self._sigs.clear()
-        self._cells.clear()
+        self._forget()
         for c in cols:
             self.add_column(c.label, width=c.width, key=c.key)
         self.shown_columns = cols
         return True
 
+    def _forget(self) -> None:
+        self._sigs.clear()
+        self._cells.clear()
+        self._version.clear()
+        self._rendered.clear()
+
     def show(self, rows: Sequence[TableRow]) -> None:
-        """Make the table hold these rows, in this order, changing only what differs."""
+        """Make the table hold these rows, in this order, changing only what differs.
+        Rows to add beyond ADD_PER_PASS follow in later passes (pending says how many);
+        a later show() replaces what is left to do."""
+        self._wanted = rows
+        if self._pass is not None:
+            self._pass.stop()
+            self._pass = None
+        self._show_pass()
+
+    def _next_pass(self) -> None:
+        self._pass = None
+        self._show_pass()
+
+    def _show_pass(self) -> None:
+        rows = self._wanted
         keys = [c.key for c in self.shown_columns]
-        blank = Text("", end="")
+        blank = Cell("")
         cursor = self._cursor_key()
         wanted = {r.key for r in rows}
         present = {str(k.value) for k in self.rows}
         stale = present - wanted
         self.updates = 0
+        added = 0
         with self.app.batch_update():
             if stale and len(stale) * 2 > len(present):
                 self.clear()
-                self._sigs.clear()
-                self._cells.clear()
+                self._forget()
                 present = set()
             else:
                 for key in stale:
                     self.remove_row(key)
                     self._sigs.pop(key, None)
                     self._cells.pop(key, None)
+                    for k in keys:
+                        self._version.pop((key, k), None)
                 present -= stale
             for row in rows:
                 if row.sig and row.key in present and self._sigs.get(row.key) == row.sig:
                     continue
+                if row.key not in present and added >= ADD_PER_PASS:
+                    continue  # the next pass adds it
                 self._sigs[row.key] = row.sig
                 cells = [row.cells.get(k, blank) for k in keys]
                 old = self._cells.get(row.key)
                 self._cells[row.key] = row.cells
                 if row.key not in present:
                     self.add_row(*cells, key=row.key)
+                    for k in keys:
+                        self._version[row.key, k] = next(self._versions)
+                    present.add(row.key)
+                    added += 1
                     continue
                 for k, cell in zip(keys, cells, strict=True):
                     # What this table was last given for the cell (cheaper than get_cell).
                     was = old.get(k, blank) if old is not None else self.get_cell(row.key, k)
                     if not _same(was, cell):
                         self.update_cell(row.key, k, cell, update_width=False)
+                        self._version[row.key, k] = next(self._versions)
                         self.updates += 1
-            order = [r.key for r in rows]
+            order = [r.key for r in rows if r.key in present]
             if [str(r.key.value) for r in self.ordered_rows] != order:
                 self._reorder(order)
-            if cursor is not None and cursor in wanted:
+            if cursor is not None and cursor in present:
                 index = self.get_row_index(cursor)
                 if index != self.cursor_row:
                     self.move_cursor(row=index, animate=False, scroll=False)
+        self.pending = len(wanted - present)
+        if self.pending:
+            self._pass = self.set_timer(PASS_GAP_S, self._next_pass)
+
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> list[list[Segment]]:
+        """DataTable's rendering of a cell, kept while the cell's value, place (its row
+        index is in the segments' meta, for the mouse), width and look stay the same."""
+        row_key = self._row_locations.get_key(row_index)
+        column_key = self._column_locations.get_key(column_index)
+        if row_index < 0 or column_index < 0 or row_key is None or column_key is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        version = self._version.get((str(row_key.value), str(column_key.value)))
+        key = (row_key, column_key, version, row_index, column_index, width, base_style,
+               cursor, hover, self._show_hover_cursor, self.show_cursor,
+               self._pseudo_class_state)  # fmt: skip
+        lines = self._rendered.get(key) if version is not None else None
+        if lines is None:
+            lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+            if version is not None:
+                self._rendered[key] = lines
+        return lines
+
+    def notify_style_update(self) -> None:
+        # A new theme or CSS: every cell looks different.
+        super().notify_style_update()
+        self._rendered.clear()
 
     def _reorder(self, order: list[str]) -> None:
         # DataTable.sort hands the key function cell values only: rank each row by the

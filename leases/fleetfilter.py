@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from leases.alertstate import parse_duration
 from leases.errors import InputError
 
 FIELDS = ("channel", "provider", "state", "model", "tag", "ending")
@@ -68,6 +67,9 @@ def parse(text: str) -> Filter:
             if not value:
                 raise InputError("filter", term, f"give a value after '{key}:'")
             if key == "ending":
+                # Here: the alert rules it lives with are read after the first paint.
+                from leases.alertstate import parse_duration
+
                 ending = parse_duration(value, "filter ending")
             else:
                 fields.append((key, value))

@@ -7,15 +7,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from leases.billing import ZERO, CardHours
 from leases.ledger import Ledger
 from leases.models import Lease, Node, NodeStatus
 from leases.nodestatus import status_figures
 from leases.renewals import BillingNow
 from leases.rollups import HistoryStore
 from leases.textsafe import visible
+
+if TYPE_CHECKING:
+    from leases.billing import CardHours
 
 LEDGER_WIDTH = 40  # of the header's ledger path, in characters
 
@@ -50,7 +53,7 @@ def month_money(ledger: Ledger, now: datetime, tz: str, currency: str) -> MonthM
     totals = report.totals(rows)
     by_node: dict[str, Decimal] = {}
     for r in rows:
-        by_node[r.node] = by_node.get(r.node, ZERO) + r.total
+        by_node[r.node] = by_node.get(r.node, Decimal(0)) + r.total
     return MonthMoney(month, currency, totals.total, totals.idle_yuan, by_node)
 
 
@@ -124,7 +127,7 @@ def header_line(h: Header, now: datetime) -> str:
     parts = [gpus_busy(h)]
     if h.money is not None:
         parts.append(f"{yuan(h.money.cost, h.money.currency)} this month")
-        parts.append(f"{yuan(h.money.idle if h.money.idle else ZERO, h.money.currency)} idle")
+        parts.append(f"{yuan(h.money.idle if h.money.idle else Decimal(0), h.money.currency)} idle")
     if h.next_end is not None:
         name, at = h.next_end
         # The countdown before the name: at 80 columns a long name is what gets cut.

@@ -13,10 +13,13 @@ from leases.rollups import DEFAULT_MINUTE_DAYS, HistoryStore
 PURGE_EVERY = timedelta(hours=6)
 
 
+FLEET_STATES = (NodeState.ACTIVE, NodeState.OFFBOARDING)  # the nodes a fleet shows and polls
+
+
 def fleet_nodes(ledger: Ledger) -> tuple[list[Node], list[Node]]:
     """Active and offboarding nodes in one read: those polled, and those polled_nodes
     leaves out (a stored value refused), each with its problem."""
-    nodes = ledger.nodes([NodeState.ACTIVE, NodeState.OFFBOARDING])
+    nodes = ledger.nodes(FLEET_STATES)
     return [n for n in nodes if not n.problem], [n for n in nodes if n.problem]
 
 

@@ -311,10 +311,28 @@ class Ledger:
         "SELECT n.*, p.name AS provider FROM nodes n LEFT JOIN providers p ON p.id = n.provider_id"
     )
 
-    def nodes(self, states: Sequence[NodeState] | None = None) -> list[Node]:
+    def nodes(
+        self, states: Sequence[NodeState] | None = None, *, limit: int | None = None
+    ) -> list[Node]:
+        """Nodes by name; limit: the first `limit` of them in these states (read and
+        checked alone: a first paint of a big fleet need not wait on every row)."""
+        if limit is not None and states is not None:
+            rows = self._rows(
+                f"{self._NODE_SELECT} WHERE n.state IN ({', '.join('?' * len(states))})"
+                " ORDER BY n.name LIMIT ?",
+                [*(s.value for s in states), limit],
+            )
+            return [_node(r) for r in rows]
         rows = self._rows(f"{self._NODE_SELECT} ORDER BY n.name")
         found = [_node(r) for r in rows]
-        return [n for n in found if states is None or n.state in states]
+        return [n for n in found if states is None or n.state in states][:limit]
+
+    def count_nodes(self, states: Sequence[NodeState]) -> int:
+        row = self.conn.execute(
+            f"SELECT count(*) FROM nodes WHERE state IN ({', '.join('?' * len(states))})",
+            [s.value for s in states],
+        ).fetchone()
+        return int(row[0])
 
     def node(self, name: str) -> Node:
         """The live node of that name; else the latest archived one (a released node's
@@ -481,15 +499,24 @@ class Ledger:
 
     _LEASE_SELECT = "SELECT l.*, n.name AS node FROM leases l JOIN nodes n ON n.id = l.node_id"
 
-    def leases(self, node: str | Node | None = None, *, open_only: bool = False) -> list[Lease]:
-        """Leases by node and start (of a node: by name, see node(), or that very node);
-        open_only: those not ended by now (a renewed lease that runs until its end, and
-        the renewal, are both open)."""
+    def leases(
+        self,
+        node: str | Node | None = None,
+        *,
+        open_only: bool = False,
+        node_ids: Sequence[int] | None = None,
+    ) -> list[Lease]:
+        """Leases by node and start (of a node: by name, see node(), or that very node;
+        node_ids: of these nodes); open_only: those not ended by now (a renewed lease that
+        runs until its end, and the renewal, are both open)."""
         where: list[str] = []
         params: list[Any] = []
         if node is not None:
             where.append("l.node_id = ?")
             params.append(node.id if isinstance(node, Node) else self.node(node).id)
+        if node_ids is not None:
+            where.append("l.node_id IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(list(node_ids)))
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         rows = self._rows(f"{self._LEASE_SELECT}{clause} ORDER BY n.name, l.start", params)
         found = [_lease(r) for r in rows]
@@ -511,11 +538,13 @@ class Ledger:
         found = {name: in_effect(group, when) for name, group in by_node.items()}
         return {name: le for name, le in found.items() if le is not None}
 
-    def billing(self, at: datetime | None = None) -> dict[str, BillingNow]:
-        """Of every node that has one: the lease billing at `at` (default now) and the
-        paid-until date of its renewal chain, in one read."""
+    def billing(
+        self, at: datetime | None = None, node_ids: Sequence[int] | None = None
+    ) -> dict[str, BillingNow]:
+        """Of every node that has one (or of these nodes): the lease billing at `at`
+        (default now) and the paid-until date of its renewal chain, in one read."""
         by_node: dict[str, list[Lease]] = {}
-        for le in self.leases():
+        for le in self.leases(node_ids=node_ids):
             by_node.setdefault(le.node, []).append(le)
         when = at or self.clock()
         found = {name: billing_now(group, when) for name, group in by_node.items()}

@@ -290,16 +290,22 @@ class HistoryStore:
             for s, e, h, d in rows
         ]
 
-    def latest(self) -> dict[str, Latest]:
-        """The latest reading of every node, by name."""
-        return {r.node: r for r in self.latest_by_id().values()}
+    def latest(self, node_ids: Sequence[int] | None = None) -> dict[str, Latest]:
+        """The latest reading of every node (or of these nodes), by name."""
+        return {r.node: r for r in self.latest_by_id(node_ids).values()}
 
-    def latest_by_id(self) -> dict[int, Latest]:
-        """The latest reading of every node, by node id (a name may be reused)."""
-        rows = self.ledger.conn.execute(
+    def latest_by_id(self, node_ids: Sequence[int] | None = None) -> dict[int, Latest]:
+        """The latest reading of every node (or of these nodes), by node id (a name may
+        be reused)."""
+        sql = (
             "SELECT l.node_id, n.name, l.at, l.health, l.detail, l.fingerprint, l.gpus,"
             " l.processes FROM node_latest l JOIN nodes n ON n.id = l.node_id"
-        ).fetchall()
+        )
+        params: list[str] = []
+        if node_ids is not None:
+            sql += " WHERE l.node_id IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(list(node_ids)))
+        rows = self.ledger.conn.execute(sql, params).fetchall()
         out: dict[int, Latest] = {}
         for node_id, name, at, health, detail, fp, gpus, procs in rows:
             out[node_id] = Latest(

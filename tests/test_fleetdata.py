@@ -291,3 +291,51 @@ def test_the_months_cost_is_recomputed_after_an_edit_not_at_every_reload(
         ledger.update_node(ledger.nodes()[0].name, {"notes": "moved to rack 2"})
         assert reader.read(ReadRequest(NOW + timedelta(seconds=80))).reloaded
         assert len(computed) == 2
+
+
+def test_a_first_paint_reads_the_first_nodes_only_and_the_next_read_all(tmp_path: Path) -> None:
+    with Ledger.open(tmp_path / "big.db", clock=lambda: NOW) as ledger:
+        register_sim_nodes(ledger, 12, NOW)
+        store = HistoryStore(ledger)
+        names = [n.name for n in ledger.nodes()]
+        store.write_latest([Latest(name, NOW, NodeHealth.OK, "", None, (), ()) for name in names])
+        # A node released is not in the fleet, so not among the first nodes either.
+        ledger.conn.execute("UPDATE nodes SET state = 'released' WHERE name = ?", [names[0]])
+        ledger.conn.commit()
+        reader = FleetReader(ledger, Config())
+        seen: list[str] = []
+        ledger.conn.set_trace_callback(seen.append)
+        first = reader.read(ReadRequest(NOW, history=False, first=4))
+        assert [n.name for n in first.facts.nodes] == names[1:5]
+        assert first.total == 11 and first.reloaded
+        assert set(first.latest) == set(names[1:5])
+        assert set(first.facts.billing) <= set(names[1:5]) and first.facts.billing
+        # Four nodes' rows read, not twelve: the nodes, leases and readings are asked by id.
+        assert not any("FROM nodes n" in q and "LIMIT" not in q and "WHERE n.name" not in q
+                       for q in seen)  # fmt: skip
+        whole = reader.read(ReadRequest(NOW, history=False, first=4))  # first: once only
+        assert whole.total is None and whole.reloaded
+        assert [n.name for n in whole.facts.nodes] == names[1:]
+        assert set(whole.latest) == set(names[1:]) | {names[0]}
+
+
+def test_the_first_paints_header_says_the_rest_is_being_read(tmp_path: Path) -> None:
+    from tui.fleetview import build
+
+    with Ledger.open(tmp_path / "big.db", clock=lambda: NOW) as ledger:
+        register_sim_nodes(ledger, 6, NOW)
+        first = FleetReader(ledger, Config()).read(ReadRequest(NOW, history=False, first=2))
+    done = build(first, None, {}, NOW, NOW, "/tmp/x.db", limit=2)
+    assert len(done.rows) == 2
+    assert done.header.startswith("reading 6 nodes…")
+
+
+def test_ledger_nodes_with_a_limit_are_the_first_by_name_in_those_states(tmp_path: Path) -> None:
+    from leases.housekeeping import FLEET_STATES
+
+    with Ledger.open(tmp_path / "l.db", clock=lambda: NOW) as ledger:
+        register_sim_nodes(ledger, 5, NOW)
+        everyone = [n.name for n in ledger.nodes(FLEET_STATES)]
+        assert [n.name for n in ledger.nodes(FLEET_STATES, limit=3)] == everyone[:3]
+        assert [n.name for n in ledger.nodes(limit=2)] == everyone[:2]
+        assert ledger.count_nodes(FLEET_STATES) == 5

@@ -26,7 +26,6 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
-from leases.alertstate import StoredAlert
 from leases.config import Config, load_user_config
 from leases.errors import ConfigError
 from leases.fleetdata import FleetData, FleetReader, ReadRequest
@@ -46,6 +45,8 @@ from tui.keymap import check_keys
 from tui.screens.fleet import FleetScreen
 
 if TYPE_CHECKING:
+    from leases.alertstate import StoredAlert
+
     # Only a dashboard that polls, or trusts a key, needs SSH: imported there, not at start
     # (asyncssh and the notifiers cost a few hundred ms before the first paint).
     from leases.alertwatch import AlertWatch
@@ -53,8 +54,8 @@ if TYPE_CHECKING:
 
 # Longest detail line (an SSH error, a node's stderr) shown in a notification.
 DETAIL_MAX = 400
-# Rows built for the first paint (more than a screen holds). The next read builds them all
-# (the ledger's facts already read), the one after adds the hour, the month's cost, alerts.
+# Nodes read and rows built for the first paint (more than a screen holds). The next read
+# reads and builds them all, the one after adds the hour, the month's cost, the alerts.
 FIRST_ROWS = 60
 
 
@@ -196,10 +197,10 @@ class ZukaApp(App[None]):
             # The first read paints the first FIRST_ROWS nodes' names, states and leases,
             # the second every node's; the hour, the month's cost and the alerts follow at
             # once, in the third (each waits on the one before: a frame comes between).
+            limit = FIRST_ROWS if self._reads == 0 else None
             req = ReadRequest(now, reload=self._reload_next, latest=not polling,
                               evaluate_alerts=nobody_polls, housekeeping=polling,
-                              history=self._reads >= 2)  # fmt: skip
-            limit = FIRST_ROWS if self._reads == 0 else None
+                              history=self._reads >= 2, first=limit)  # fmt: skip
             self._reload_next = False
             polled = dict(self.poller.statuses) if self.poller is not None else None
             live = self._live(now) if polling else {}
@@ -261,6 +262,7 @@ class ZukaApp(App[None]):
             self.refused = {n.name: n.problem for n in data.facts.refused}
             self.nodes = data.facts.nodes
             self.billing = dict(data.facts.billing)
+        if data.reloaded and data.total is None:  # (not a first paint's first nodes)
             if first and not self.nodes:
                 self.notify(
                     "No nodes in this ledger yet: add one with `zuka node add NAME --ssh '...'` "
@@ -293,7 +295,9 @@ class ZukaApp(App[None]):
             source = "not polling"
         alerts = len(self.open_alerts)
         said = f" · {alerts} alert{'s' if alerts != 1 else ''} (a)" if alerts else ""
-        return f"{len(self.nodes)} nodes · {health}{said} · {source}"
+        partial = self.data.total if self.data is not None else None
+        count = len(self.nodes) if partial is None else partial
+        return f"{count} nodes · {health}{said} · {source}"
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place a worker's failure is shown; the refresh cycle goes on."""

@@ -13,16 +13,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
 from rich.console import JustifyMethod
 from rich.text import Text
 
-from leases.alertstate import StoredAlert
 from leases.fleetdata import FleetData
 from leases.fleetfilter import RowFacts
-from leases.fleetheader import countdown, header, header_line, yuan
+from leases.fleetheader import countdown, header, header_line, short_path, yuan
 from leases.models import Node, NodeHealth, NodeStatus
 from leases.nodestatus import Figures, current, health_label, is_stale, status_figures
 from leases.offboard.evidence import Progress
@@ -30,6 +29,9 @@ from leases.offboard.status import short as offboard_short
 from leases.renewals import BillingNow, starts_in
 from leases.sparkline import CELLS, CellSums, Reading, bars, cell_sums
 from leases.textsafe import visible
+
+if TYPE_CHECKING:
+    from leases.alertstate import StoredAlert
 
 # Longest a value from a node or the ledger may make one table cell.
 CELL_MAX = 48
@@ -401,6 +403,9 @@ def build(
     if memo is not None and limit is None:  # nodes gone from the ledger are forgotten
         for name in memo.keys() - {n.name for n in nodes}:
             del memo[name]
+    if data.total is not None:  # the first nodes only: the header waits for them all
+        line = f"reading {data.total} nodes… · {short_path(visible(ledger_label))}"
+        return Refreshed(data, statuses, rows, line)
     head = header(nodes, statuses, facts.billing, data.money, ledger_label, now)
     return Refreshed(data, statuses, rows, header_line(head, now))
 

@@ -14,9 +14,10 @@ Every app runs as a whole process in a pseudo-terminal of 120x36 that this scrip
    to the terminal per second, and RSS (VmRSS) sampled until the end, with its slope.
 
 The dashboard is `ZukaApp(ledger, poll=False, ...)` over a ledger of simulated nodes
-(leases.simledger) with backfilled history; a writer process of this script stores fresh
-readings every 5 s and closed minutes as `zuka collect` does, so the dashboard only reads
-(its poller's cost is not counted: that process is measured apart, for scale). The floor
+(leases.simledger) with backfilled history; a writer process of this script holds the
+poller lock and stores fresh readings every 5 s and closed minutes as `zuka collect` does,
+so the dashboard only reads (the collector's cost, alert rules included, is not counted:
+that process is measured apart, for scale). The floor
 is a Header, one DataTable of the same rows and 12 columns, a Footer: fixed column widths,
 only changed cells updated (`update_width=False`), values from the same simulator in
 memory. Targets (issue 9): first paint under 1.0 s and within 1.5x of the floor; longest
@@ -163,12 +164,18 @@ def writer(path: Path, every: float, since: float) -> None:
     since `since` (the ledger's backfill ends there)."""
     from leases.history import GpuMinute, NodeMinute
     from leases.ledger import Ledger
+    from leases.lock import PollerLock
     from leases.models import GpuProcess, Latest, NodeHealth
     from leases.rollups import HistoryStore
     from leases.sim.gpu import history, readings, row_samples
     from leases.simledger import sim_node_for
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # Held as `zuka collect` holds it: the dashboard reads what this writes and leaves the
+    # alert rules to the collector (whose cost is not the dashboard's), as it does in use.
+    lock = PollerLock(path)
+    if not lock.acquire():
+        raise RuntimeError(f"{path}: another poller holds the lock")
     with Ledger.open(path, actor="bench-writer") as ledger:
         store = HistoryStore(ledger)
         sims = [sim_node_for(n) for n in ledger.nodes()]

@@ -688,7 +688,10 @@ def main() -> int:
                       f"stall {fmt(lag and lag[0], 'ms', '.0f')}, "
                       f"CPU {fmt(r.cpu_pct(settle), '%', '.1f')}, "
                       f"{fmt((r.bytes_per_s(settle) or 0) / 1000, 'KB/s', '.1f')}, "
-                      f"RSS {fmt(rss and rss[1], 'MiB', '.0f')}")  # fmt: skip
+                      f"RSS {fmt(rss and rss[1], 'MiB', '.0f')} (first "
+                      f"{fmt(rss and rss[0], 'MiB', '.0f')}, highest "
+                      f"{fmt(rss and rss[2], 'MiB', '.0f')}, slope "
+                      f"{fmt(rss and rss[3], 'MiB/min', '+.3f')})")  # fmt: skip
             return 0
         figures = report(results["paint"], results["load"], paints, settle, lag_settle)
         if args.json:

@@ -20,6 +20,7 @@ from leases.ledger import Ledger
 from leases.models import BillingType, ResourceKind
 from leases.records import node_from
 from tui.app import ZukaApp
+from tui.cli_ledger import LEASE_FLAGS, NODE_FLAGS, RESOURCE_FLAGS
 from tui.screens.lease_form import LeaseFormScreen, Mode
 from tui.screens.node_form import NodeFormScreen
 from tui.screens.resource_form import ResourceFormScreen
@@ -423,6 +424,69 @@ async def test_the_form_says_what_the_cli_says(
         fill(screen, **values)
         said = await save_refused(pilot, key)
     assert result.err.strip() == f"zuka: error: {said}"
+    assert state(demo) == before
+
+
+# A form given several wrong fields: (the form, its wrong values, the CLI's command line
+# with one of them, good values for the rest).
+def _node_add(key: str, value: str) -> list[str]:
+    name = value if key == "name" else "n1"
+    ssh = value if key == "ssh" else "ssh h"
+    flag = [] if key in ("name", "ssh") else [NODE_FLAGS[key][0], value]
+    return ["node", "add", name, "--ssh", ssh, *flag]
+
+
+def _resource_add(key: str, value: str) -> list[str]:
+    given = {"kind": "bucket", "native_id": "good-bucket", key: value}
+    return ["resource", "add", "aliyun-a10-burst",
+            *(a for k, v in given.items() for a in (RESOURCE_FLAGS[k][0], v))]  # fmt: skip
+
+
+ALL_AT_ONCE = [
+    (lambda ledger: NodeFormScreen(ledger),
+     {"name": "bad name", "ssh": "ssh -o ProxyCommand=x root@h", "gpu_count": "eight",
+      "vram_gib": "0"}, _node_add),
+    (lambda ledger: NodeFormScreen(ledger, name="autodl-4090-a"),
+     {"ssh": "ssh -o ProxyCommand=x root@h", "gpu_count": "eight", "vram_gib": "0"},
+     lambda key, value: ["node", "edit", "autodl-4090-a",
+                         *(["--ssh", value] if key == "ssh" else [NODE_FLAGS[key][0], value])]),
+    (lease_form("autodl-4090-a", "edit"),
+     {"unit_price": "-3", "currency": "XYZ", "deposit_paid_on": "2026-13-01",
+      "notice_days": "999"},
+     lambda key, value: ["lease", "edit", "autodl-4090-a", LEASE_FLAGS[key][0], value]),
+    (lambda ledger: ResourceFormScreen(ledger, "aliyun-a10-burst"),
+     {"kind": "bucket", "native_id": "Bad_Bucket", "price": "abc", "created": "not a date"},
+     _resource_add),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("make", "values", "argv"), ALL_AT_ONCE)
+async def test_every_wrong_field_is_said_at_once_in_the_clis_words(
+    demo: Path, cli: Cli, make: Make, values: dict[str, str], argv: Callable[[str, str], list[str]]
+) -> None:
+    """One save shows each wrong field's refusal under it, the words the CLI prints for
+    that value, and writes nothing."""
+    before = state(demo)
+    words = {}
+    for key, value in values.items():
+        if key == "kind":
+            continue  # a good value here: it picks the id's rule
+        result = cli(*argv(key, value))
+        assert result.code != 0, key
+        words[key] = result.err.strip().removeprefix("zuka: error: ")
+    assert state(demo) == before
+    app = FormHost(demo, make)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        fill(screen, **values)
+        await pilot.press("ctrl+s")
+        await wait_until(
+            lambda: {k: screen.field(k).message for k in words} == words,
+            what="every wrong field's message",
+        )
+        first = next(f for f in screen.fields() if f.spec.key in words)
+        assert app.focused is first.input  # the first wrong field, top to bottom
+        assert app.results == [] and app.screen is screen
     assert state(demo) == before
 
 

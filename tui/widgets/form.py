@@ -21,7 +21,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Collapsible, Input, Label, Select, Static, Switch, TextArea
 
 from leases import recordfields
-from leases.errors import InputError, LedgerError
+from leases.errors import InputError, LedgerError, each_error
 from leases.ledger import Ledger
 from leases.textsafe import visible
 from tui.cli_ledger import describe_error
@@ -327,19 +327,28 @@ class FormScreen(ModalScreen[R]):
         self.say("")
 
     def show_error(self, exc: InputError) -> None:
-        """The refusal in the CLI's words, under the field it names (else on the message
-        line), and that field focused."""
-        text = describe_error(exc)
-        target = next((f for f in self.fields() if exc.field in (f.spec.key, *f.spec.also)), None)
-        if target is None:
-            self.say(text)
+        """Each refusal in the CLI's words, under the field it names (else on the message
+        line), and the first field refused, top to bottom, focused."""
+        fields = self.fields()
+        said: list[str] = []
+        refused: list[FormField] = []
+        for error in each_error(exc):
+            text = describe_error(error)
+            target = next((f for f in fields if error.field in (f.spec.key, *f.spec.also)), None)
+            if target is None:
+                said.append(text)
+            elif target not in refused:  # the first word on a field is the one to fix
+                target.show_message(text)
+                refused.append(target)
+        self.say("\n".join(said))
+        if not refused:
             return
-        target.show_message(text)
         folded = self.query("#form-more")
-        if folded and target in folded.first().query(FormField):
+        if folded and any(f in folded.first().query(FormField) for f in refused):
             folded.first(Collapsible).collapsed = False
-        target.input.focus()
-        target.scroll_visible()
+        first = min(refused, key=fields.index)
+        first.input.focus()
+        first.scroll_visible()
 
     async def action_save(self) -> None:
         if self._saving:  # a second ctrl+s while the first write runs

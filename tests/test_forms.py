@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import Cli
+from textual import events
 from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Input, Select, TextArea
@@ -21,6 +22,7 @@ from leases.models import BillingType, ResourceKind
 from leases.records import node_from
 from tui.app import ZukaApp
 from tui.cli_ledger import LEASE_FLAGS, NODE_FLAGS, RESOURCE_FLAGS
+from tui.screens.fleet import FleetScreen
 from tui.screens.lease_form import LeaseFormScreen, Mode
 from tui.screens.node_form import NodeFormScreen
 from tui.screens.resource_form import ResourceFormScreen
@@ -590,3 +592,32 @@ async def test_a_form_on_the_dashboard_writes_beside_its_open_ledger(demo: Path)
         assert done == [True]
         (lease,) = app.ledger.leases("volc-a100-ablation")
         assert lease.ended_at == NOW
+
+
+@pytest.mark.parametrize("opener", ["n", "l", "x"])
+async def test_keys_typed_right_after_the_opening_key_go_to_the_form(
+    demo: Path, opener: str
+) -> None:
+    """`n` then at once `s`, `g`, `o`...: typed before the form has mounted, they must not
+    sort, group or start an offboarding on the fleet underneath; they are the form's."""
+    app = ZukaApp(demo, clock=lambda: NOW, poll=False, refresh_s=3600)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(lambda: app._reads >= 3, what="the third read")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        fleet = app.screen
+        assert isinstance(fleet, FleetScreen)
+        before = (fleet.sort_key, fleet.reverse, fleet.group, len(app.screen_stack))
+        # As a terminal delivers a burst: every key queued before any is handled
+        # (pilot.press waits for the app to be idle after each key, which hides this).
+        for key in (opener, *"sgo5", "tab"):
+            app.post_message(events.Key(key, key if len(key) == 1 else None))
+        screen = await opened(pilot)
+        # The tab, last, moved the cursor on: every key before it reached the form.
+        second = screen.fields()[1]
+        await wait_until(lambda: app.focused is second.input, what="the tab typed last")
+        after = (fleet.sort_key, fleet.reverse, fleet.group, len(app.screen_stack) - 1)
+        assert after == before
+        assert app.screen_stack[-2] is fleet  # the form on the fleet, nothing between
+        if opener == "n":  # a text field first: what was typed is there
+            assert screen.fields()[0].value == "sgo5"

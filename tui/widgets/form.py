@@ -16,6 +16,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.events import Key
 from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Button, Collapsible, Input, Label, Select, Static, Switch, TextArea
@@ -394,6 +395,15 @@ class FormScreen(ModalScreen[R]):
             await self.action_save()
         else:
             self.action_cancel()
+
+    def on_key(self, event: Key) -> None:
+        # A key sent to the form itself, not to a field: typed while the form was opening,
+        # before a field had the cursor. A text field takes every printable key itself, so
+        # one that reaches here with a text field focused was never that field's.
+        focused = self.focused
+        if event.is_printable and isinstance(focused, Input | TextArea):
+            event.stop()
+            focused.post_message(Key(event.key, event.character))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         # Enter moves on, as in a paper form; ctrl+s saves from anywhere.

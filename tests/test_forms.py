@@ -180,6 +180,33 @@ async def test_the_lease_form_tabs_top_to_bottom_and_enter_opens_a_select(demo: 
         await pilot.press("down", "enter")
         await wait_until(lambda: not select.expanded, what="the select to close")
         assert screen.field("billing_type").value != ""
+        assert app.focused is select  # the choice is there to see
+
+
+async def test_enter_after_choosing_in_a_select_moves_on(demo: Path) -> None:
+    """Enter opens a select, Enter chooses; the next Enter moves to the next field, as tab
+    does, instead of opening the list again."""
+    app = FormHost(demo, lease_form("aliyun-a10-burst", "add"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        select = screen.field("billing_type").input
+        assert isinstance(select, Select) and app.focused is select
+        await pilot.press("enter")
+        await wait_until(lambda: select.expanded, what="the select to open")
+        await pilot.press("down", "enter")
+        await wait_until(lambda: not select.expanded, what="the select to close")
+        chosen = screen.field("billing_type").value
+        await pilot.press("enter")
+        await wait_until(lambda: app.focused is screen.field("unit_price").input, what="next")
+        assert not select.expanded and screen.field("billing_type").value == chosen
+        # Back on it with shift+tab: Enter opens it again (nothing chosen since).
+        await pilot.press("shift+tab")
+        await wait_until(lambda: app.focused is select, what="back on the select")
+        await pilot.press("enter")
+        await wait_until(lambda: select.expanded, what="the select to open again")
+        await pilot.press("escape")  # closes the list, not the form
+        await wait_until(lambda: not select.expanded, what="the select to close")
+        assert app.screen is screen and app.focused is select
 
 
 async def test_a_refused_login_command_writes_nothing(demo: Path) -> None:

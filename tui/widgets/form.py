@@ -74,6 +74,32 @@ def option_specs(cls: type, keys: Iterable[str]) -> list[FieldSpec]:
     return specs
 
 
+class FormSelect(Select[str]):
+    """A form's choice: Enter opens the list and Enter chooses; the Enter after that moves
+    on to the next field, as tab does, instead of opening the list again."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "enter", "Choose, or move on once chosen", show=False)
+    ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.closed = False  # the list was just closed: Enter moves on
+
+    def watch_expanded(self, expanded: bool) -> None:
+        self.closed = not expanded and self.has_focus_within
+
+    def on_blur(self) -> None:
+        self.closed = False
+
+    def action_enter(self) -> None:
+        if self.closed:
+            self.closed = False
+            self.screen.focus_next()
+        else:
+            self.action_show_overlay()
+
+
 class FormField(Vertical):
     """A label, the input, and a message under it (empty until a check refuses the value)."""
 
@@ -125,7 +151,7 @@ class FormField(Vertical):
             switch.tooltip = spec.help or None
             return switch
         if spec.kind == "choice":
-            select: Select[str] = Select(
+            select = FormSelect(
                 [(c, c) for c in spec.choices],
                 prompt="(not given)",
                 compact=True,

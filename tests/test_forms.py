@@ -183,6 +183,26 @@ async def test_the_lease_form_tabs_top_to_bottom_and_enter_opens_a_select(demo: 
         assert app.focused is select  # the choice is there to see
 
 
+async def test_a_field_far_down_a_long_form_is_shown_at_80x24(demo: Path) -> None:
+    """The lease form with its fold open is longer than 24 lines: the field with the
+    cursor scrolls into view (the fields did not scroll: the last ones were off screen)."""
+    app = FormHost(demo, lease_form("autodl-4090-a", "edit"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await opened(pilot)
+        keys = [f.spec.key for f in screen.fields()]
+        assert keys.index("hourly_price") >= len(keys) - 3  # near the bottom
+        last = screen.field("hourly_price")
+        fill(screen, hourly_price="x")  # refused: the fold opens, the cursor goes there
+        await pilot.press("ctrl+s")
+        await wait_until(lambda: app.focused is last.input, what="the last field focused")
+
+        def shown() -> bool:
+            region = last.input.region
+            return 0 <= region.y < 24 - 2 and region.height > 0  # above the buttons
+
+        await wait_until(shown, what=f"{last.spec.key} on screen")
+
+
 async def test_enter_after_choosing_in_a_select_moves_on(demo: Path) -> None:
     """Enter opens a select, Enter chooses; the next Enter moves to the next field, as tab
     does, instead of opening the list again."""

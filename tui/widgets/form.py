@@ -286,11 +286,12 @@ class FormScreen(ModalScreen[R]):
 
     def compose(self) -> ComposeResult:
         start = self.defaults()
-        with Vertical(id="form"):
+        # The whole form scrolls (its buttons docked): a long form at 80x24 shows the field
+        # with the cursor, however far down.
+        with VerticalScroll(id="form", can_focus=False):
             yield Static(Text(self.form_title), id="form-title")
             yield Static(Text(""), id="form-info")
-            # Not a stop of its own on tab: the first tab stop is the first field.
-            with VerticalScroll(id="form-fields", can_focus=False):
+            with Vertical(id="form-fields"):
                 for spec in self.specs():
                     yield FormField(spec, start.get(spec.key, ""))
                 folded = self.more()
@@ -374,8 +375,9 @@ class FormScreen(ModalScreen[R]):
         if folded and any(f in folded.first().query(FormField) for f in refused):
             folded.first(Collapsible).collapsed = False
         first = min(refused, key=fields.index)
-        first.input.focus()
-        first.scroll_visible()
+        first.input.focus(scroll_visible=False)
+        # Once laid out: a fold just opened has not moved the fields yet.
+        self.call_after_refresh(first.scroll_visible, animate=False)
 
     async def action_save(self) -> None:
         if self._saving:  # a second ctrl+s while the first write runs

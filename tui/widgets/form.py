@@ -79,7 +79,14 @@ class FormSelect(Select[str]):
     on to the next field, as tab does, instead of opening the list again."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "enter", "Choose, or move on once chosen", show=False)
+        Binding(
+            "enter",
+            "enter",
+            "Choose",
+            show=False,
+            id="form-choose",
+            tooltip="Open the list, choose; once chosen, move on to the next field",
+        )
     ]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -6,6 +6,11 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
+from collections.abc import Callable, Sequence
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class InputError(ValueError):
@@ -16,6 +21,49 @@ class InputError(ValueError):
         self.value = value
         self.reason = reason
         super().__init__(f"{field}: {reason} (got {value!r})")
+
+
+class InputErrors(InputError):
+    """Several fields refused at once, in the order they were checked. As an InputError
+    it is the first of them, so the command line says what it always said; a form shows
+    each beside its own field."""
+
+    def __init__(self, errors: Sequence[InputError]) -> None:
+        first = errors[0]
+        super().__init__(first.field, first.value, first.reason)
+        self.errors = tuple(errors)
+
+
+def each_error(exc: InputError) -> tuple[InputError, ...]:
+    """The refusals one InputError carries: several for InputErrors, else itself."""
+    return exc.errors if isinstance(exc, InputErrors) else (exc,)
+
+
+class Problems:
+    """Runs a record's field checks, keeping every refusal instead of stopping at the
+    first, so that a form can say what is wrong with each field at once."""
+
+    def __init__(self) -> None:
+        self.found: list[InputError] = []
+
+    def __call__(self, fallback: T, check: Callable[P, T], *args: P.args, **kw: P.kwargs) -> T:
+        """check(...)'s result; if it refuses, the refusal is kept and fallback returned
+        (a value the checks after it accept, so they go on)."""
+        try:
+            return check(*args, **kw)
+        except InputError as exc:
+            self.found.extend(each_error(exc))
+            return fallback
+
+    def refuse(self, exc: InputError) -> None:
+        self.found.extend(each_error(exc))
+
+    def raise_found(self) -> None:
+        """Raise what was found: one refusal as itself, several as InputErrors."""
+        if len(self.found) == 1:
+            raise self.found[0]
+        if self.found:
+            raise InputErrors(self.found)
 
 
 class ConfigError(InputError):

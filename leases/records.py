@@ -7,13 +7,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import replace
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any, TypeVar
 
 from leases import fields, recordfields, secrets, sshcmd
-from leases.errors import InputError
+from leases.errors import InputError, Problems
 from leases.models import (
     BillingType,
     ExpiryAction,
@@ -36,6 +36,8 @@ from leases.textsafe import visible
 
 Record = dict[str, Any]
 E = TypeVar("E", bound=StrEnum)
+# A lease's start while its own is refused: only so that the other fields are checked.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 # The record keys, in export order, follow the dataclasses' fields (see leases.recordfields).
 PROVIDER_KEYS = recordfields.record_keys(Provider)
@@ -177,25 +179,39 @@ def _ssh_target(rec: Mapping[str, Any], local: bool) -> SshTarget:
 
 
 def node_from(rec: Mapping[str, Any]) -> Node:
-    name = fields.node_name(str(rec.get("name") or ""))
-    local = _bool(rec, "local")
-    ssh = _ssh_target(rec, local)
+    # Every field is checked, each refusal kept (Problems): a form shows them all at once.
+    p = Problems()
+    name = p("", fields.node_name, str(rec.get("name") or ""))
+    local = p(False, _bool, rec, "local")
+    ssh = p(SshTarget("localhost"), _ssh_target, rec, local)
     raw_tags = rec.get("tags") or ()
-    return Node(
+    node = Node(
         name=name,
-        provider=_opt_str(rec, "provider"),
+        provider=p(None, _opt_str, rec, "provider"),
         ssh=ssh,
-        gpu_model=_str(rec, "gpu_model", 100),
-        gpu_count=fields.count("gpu_count", rec.get("gpu_count") or 0, maximum=1024),
-        vram_gib=_opt_int(rec, "vram_gib", minimum=1),
-        interconnect=fields.choice(
-            "interconnect", str(rec.get("interconnect") or "unknown"), Interconnect
+        gpu_model=p("", _str, rec, "gpu_model", 100),
+        gpu_count=p(0, fields.count, "gpu_count", rec.get("gpu_count") or 0, maximum=1024),
+        vram_gib=p(None, _opt_int, rec, "vram_gib", minimum=1),
+        interconnect=p(
+            Interconnect("unknown"),
+            fields.choice,
+            "interconnect",
+            str(rec.get("interconnect") or "unknown"),
+            Interconnect,
         ),
-        tags=_tags(raw_tags),
-        state=fields.choice("state", str(rec.get("state") or "active"), NodeState),
+        tags=p((), _tags, raw_tags),
+        state=p(
+            NodeState("active"),
+            fields.choice,
+            "state",
+            str(rec.get("state") or "active"),
+            NodeState,
+        ),
         local=local,
-        notes=_notes(rec),
+        notes=p("", _notes, rec),
     )
+    p.raise_found()
+    return node
 
 
 def stored_node(rec: Mapping[str, Any]) -> Node:
@@ -234,54 +250,90 @@ def lease_record(le: Lease) -> Record:
     return recordfields.record_values(le)
 
 
+def _required(rec: Mapping[str, Any], key: str, reason: str) -> Any:
+    value = _get(rec, key)
+    if value is None:
+        raise InputError(key, rec.get(key), reason)
+    return value
+
+
 def lease_from(rec: Mapping[str, Any]) -> Lease:
-    node = fields.node_name(str(rec.get("node") or ""), "node")
+    # Every field is checked, each refusal kept (Problems); the rules that tie fields
+    # together (check_lease) only once each field is good.
+    p = Problems()
+    node = p("", fields.node_name, str(rec.get("node") or ""), "node")
     tz = str(_get(rec, "billing_tz") or fields.DEFAULT_TZ)
-    fields.timezone(tz, "billing_tz")
-    billing = fields.choice("billing_type", str(rec.get("billing_type") or ""), BillingType)
-    if _get(rec, "unit_price") is None:
-        raise InputError("unit_price", rec.get("unit_price"), "a lease needs a unit price")
-    if _get(rec, "start") is None:
-        raise InputError("start", rec.get("start"), "a lease needs a start")
+    if p(None, fields.timezone, tz, "billing_tz") is None:
+        tz = fields.DEFAULT_TZ  # the moments below are still read, in the default zone
+    billing = p(
+        BillingType("hourly"),
+        fields.choice,
+        "billing_type",
+        str(rec.get("billing_type") or ""),
+        BillingType,
+    )
+    price = p(None, _required, rec, "unit_price", "a lease needs a unit price")
+    start = p(None, _required, rec, "start", "a lease needs a start")
     deposit = _get(rec, "deposit")
     lease = Lease(
         node=node,
         billing_type=billing,
-        unit_price=fields.money("unit_price", rec["unit_price"]),
-        currency=fields.currency(str(_get(rec, "currency") or "CNY")),
-        cards_billed=_opt_int(rec, "cards_billed", minimum=1),
-        start=fields.moment("start", rec["start"], tz),
-        end=_opt_moment(rec, "end", tz),
+        unit_price=Decimal(0)
+        if price is None
+        else p(Decimal(0), fields.money, "unit_price", price),
+        currency=p("CNY", fields.currency, str(_get(rec, "currency") or "CNY")),
+        cards_billed=p(None, _opt_int, rec, "cards_billed", minimum=1),
+        start=_EPOCH if start is None else p(_EPOCH, fields.moment, "start", start, tz),
+        end=p(None, _opt_moment, rec, "end", tz),
         billing_tz=tz,
-        auto_renew=_bool(rec, "auto_renew"),
-        min_commitment=_opt_int(rec, "min_commitment", minimum=1),
-        deposit=None if deposit is None else fields.money("deposit", deposit),
-        deposit_paid_on=_opt_day(rec, "deposit_paid_on"),
-        deposit_refund=fields.choice(
-            "deposit_refund", str(rec.get("deposit_refund") or "none"), RefundState
+        auto_renew=p(False, _bool, rec, "auto_renew"),
+        min_commitment=p(None, _opt_int, rec, "min_commitment", minimum=1),
+        deposit=None if deposit is None else p(None, fields.money, "deposit", deposit),
+        deposit_paid_on=p(None, _opt_day, rec, "deposit_paid_on"),
+        deposit_refund=p(
+            RefundState("none"),
+            fields.choice,
+            "deposit_refund",
+            str(rec.get("deposit_refund") or "none"),
+            RefundState,
         ),
-        deposit_refunded_on=_opt_day(rec, "deposit_refunded_on"),
-        contract_no=_str(rec, "contract_no", 100),
-        notice_days=_opt_int(rec, "notice_days", maximum=365),
-        on_expiry=fields.choice("on_expiry", str(rec.get("on_expiry") or "released"), ExpiryAction),
-        release_after_stopped_days=_opt_int(
-            rec, "release_after_stopped_days", minimum=1, maximum=3650
+        deposit_refunded_on=p(None, _opt_day, rec, "deposit_refunded_on"),
+        contract_no=p("", _str, rec, "contract_no", 100),
+        notice_days=p(None, _opt_int, rec, "notice_days", maximum=365),
+        on_expiry=p(
+            ExpiryAction("released"),
+            fields.choice,
+            "on_expiry",
+            str(rec.get("on_expiry") or "released"),
+            ExpiryAction,
         ),
-        notes=_notes(rec),
-        ended_at=_opt_moment(rec, "ended_at", tz),
-        stopped_billing=fields.choice(
-            "stopped_billing", str(rec.get("stopped_billing") or "full"), StoppedBilling
+        release_after_stopped_days=p(
+            None, _opt_int, rec, "release_after_stopped_days", minimum=1, maximum=3650
         ),
-        month_count=fields.choice(
-            "month_count", str(rec.get("month_count") or "calendar"), MonthCount
+        notes=p("", _notes, rec),
+        ended_at=p(None, _opt_moment, rec, "ended_at", tz),
+        stopped_billing=p(
+            StoppedBilling("full"),
+            fields.choice,
+            "stopped_billing",
+            str(rec.get("stopped_billing") or "full"),
+            StoppedBilling,
         ),
-        partial_unit=_opt_choice(rec, "partial_unit", PartialUnit),
+        month_count=p(
+            MonthCount("calendar"),
+            fields.choice,
+            "month_count",
+            str(rec.get("month_count") or "calendar"),
+            MonthCount,
+        ),
+        partial_unit=p(None, _opt_choice, rec, "partial_unit", PartialUnit),
         # Providers charge a renewal days before the end (Aliyun 9, Huawei 7); beyond 60
         # days a typo would charge many renewals at the lease's start.
-        renew_charge_days=_opt_int(rec, "renew_charge_days", maximum=60),
-        hourly_price=_opt_money(rec, "hourly_price"),
-        refund_rule=_str(rec, "refund_rule", 500).strip(),
+        renew_charge_days=p(None, _opt_int, rec, "renew_charge_days", maximum=60),
+        hourly_price=p(None, _opt_money, rec, "hourly_price"),
+        refund_rule=p("", _str, rec, "refund_rule", 500).strip(),
     )
+    p.raise_found()
     check_lease(lease)
     return lease
 
@@ -375,21 +427,32 @@ def resource_id(kind: ResourceKind, value: str) -> str:
 
 
 def resource_from(rec: Mapping[str, Any], lease_id: int, tz: str) -> Resource:
-    native_id = _str(rec, "native_id", 1000).strip()
-    if not native_id:
-        raise InputError("native_id", rec.get("native_id"), "a resource needs its provider id")
-    kind = fields.choice("kind", str(rec.get("kind") or ""), ResourceKind)
-    native_id = resource_id(kind, native_id)
-    return Resource(
+    # Every field is checked, each refusal kept (Problems): a form shows them all at once.
+    p = Problems()
+    native_id = p("", _str, rec, "native_id", 1000).strip()
+    if not native_id and not p.found:
+        p.refuse(InputError("native_id", rec.get("native_id"), "a resource needs its provider id"))
+    kind = p(None, fields.choice, "kind", str(rec.get("kind") or ""), ResourceKind)
+    if native_id and kind is not None:
+        native_id = p(native_id, resource_id, kind, native_id)
+    res = Resource(
         lease_id=lease_id,
-        kind=kind,
+        kind=kind or ResourceKind("disk"),
         native_id=native_id,
-        region=_str(rec, "region", 100),
-        endpoint=_str(rec, "endpoint", 500),
-        created=_opt_moment(rec, "created", tz),
-        deleted_at=_opt_moment(rec, "deleted_at", tz),
-        verified_at=_opt_moment(rec, "verified_at", tz),
-        notes=_notes(rec),
-        price=_opt_money(rec, "price"),
-        price_per=fields.choice("price_per", str(rec.get("price_per") or "month"), StoragePeriod),
+        region=p("", _str, rec, "region", 100),
+        endpoint=p("", _str, rec, "endpoint", 500),
+        created=p(None, _opt_moment, rec, "created", tz),
+        deleted_at=p(None, _opt_moment, rec, "deleted_at", tz),
+        verified_at=p(None, _opt_moment, rec, "verified_at", tz),
+        notes=p("", _notes, rec),
+        price=p(None, _opt_money, rec, "price"),
+        price_per=p(
+            StoragePeriod("month"),
+            fields.choice,
+            "price_per",
+            str(rec.get("price_per") or "month"),
+            StoragePeriod,
+        ),
     )
+    p.raise_found()
+    return res

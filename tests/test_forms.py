@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import Cli
+from textual import events
 from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Input, Select, TextArea
@@ -20,6 +21,8 @@ from leases.ledger import Ledger
 from leases.models import BillingType, ResourceKind
 from leases.records import node_from
 from tui.app import ZukaApp
+from tui.cli_ledger import LEASE_FLAGS, NODE_FLAGS, RESOURCE_FLAGS
+from tui.screens.fleet import FleetScreen
 from tui.screens.lease_form import LeaseFormScreen, Mode
 from tui.screens.node_form import NodeFormScreen
 from tui.screens.resource_form import ResourceFormScreen
@@ -177,6 +180,53 @@ async def test_the_lease_form_tabs_top_to_bottom_and_enter_opens_a_select(demo: 
         await pilot.press("down", "enter")
         await wait_until(lambda: not select.expanded, what="the select to close")
         assert screen.field("billing_type").value != ""
+        assert app.focused is select  # the choice is there to see
+
+
+async def test_a_field_far_down_a_long_form_is_shown_at_80x24(demo: Path) -> None:
+    """The lease form with its fold open is longer than 24 lines: the field with the
+    cursor scrolls into view (the fields did not scroll: the last ones were off screen)."""
+    app = FormHost(demo, lease_form("autodl-4090-a", "edit"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await opened(pilot)
+        keys = [f.spec.key for f in screen.fields()]
+        assert keys.index("hourly_price") >= len(keys) - 3  # near the bottom
+        last = screen.field("hourly_price")
+        fill(screen, hourly_price="x")  # refused: the fold opens, the cursor goes there
+        await pilot.press("ctrl+s")
+        await wait_until(lambda: app.focused is last.input, what="the last field focused")
+
+        def shown() -> bool:
+            region = last.input.region
+            return 0 <= region.y < 24 - 2 and region.height > 0  # above the buttons
+
+        await wait_until(shown, what=f"{last.spec.key} on screen")
+
+
+async def test_enter_after_choosing_in_a_select_moves_on(demo: Path) -> None:
+    """Enter opens a select, Enter chooses; the next Enter moves to the next field, as tab
+    does, instead of opening the list again."""
+    app = FormHost(demo, lease_form("aliyun-a10-burst", "add"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        select = screen.field("billing_type").input
+        assert isinstance(select, Select) and app.focused is select
+        await pilot.press("enter")
+        await wait_until(lambda: select.expanded, what="the select to open")
+        await pilot.press("down", "enter")
+        await wait_until(lambda: not select.expanded, what="the select to close")
+        chosen = screen.field("billing_type").value
+        await pilot.press("enter")
+        await wait_until(lambda: app.focused is screen.field("unit_price").input, what="next")
+        assert not select.expanded and screen.field("billing_type").value == chosen
+        # Back on it with shift+tab: Enter opens it again (nothing chosen since).
+        await pilot.press("shift+tab")
+        await wait_until(lambda: app.focused is select, what="back on the select")
+        await pilot.press("enter")
+        await wait_until(lambda: select.expanded, what="the select to open again")
+        await pilot.press("escape")  # closes the list, not the form
+        await wait_until(lambda: not select.expanded, what="the select to close")
+        assert app.screen is screen and app.focused is select
 
 
 async def test_a_refused_login_command_writes_nothing(demo: Path) -> None:
@@ -426,6 +476,69 @@ async def test_the_form_says_what_the_cli_says(
     assert state(demo) == before
 
 
+# A form given several wrong fields: (the form, its wrong values, the CLI's command line
+# with one of them, good values for the rest).
+def _node_add(key: str, value: str) -> list[str]:
+    name = value if key == "name" else "n1"
+    ssh = value if key == "ssh" else "ssh h"
+    flag = [] if key in ("name", "ssh") else [NODE_FLAGS[key][0], value]
+    return ["node", "add", name, "--ssh", ssh, *flag]
+
+
+def _resource_add(key: str, value: str) -> list[str]:
+    given = {"kind": "bucket", "native_id": "good-bucket", key: value}
+    return ["resource", "add", "aliyun-a10-burst",
+            *(a for k, v in given.items() for a in (RESOURCE_FLAGS[k][0], v))]  # fmt: skip
+
+
+ALL_AT_ONCE = [
+    (lambda ledger: NodeFormScreen(ledger),
+     {"name": "bad name", "ssh": "ssh -o ProxyCommand=x root@h", "gpu_count": "eight",
+      "vram_gib": "0"}, _node_add),
+    (lambda ledger: NodeFormScreen(ledger, name="autodl-4090-a"),
+     {"ssh": "ssh -o ProxyCommand=x root@h", "gpu_count": "eight", "vram_gib": "0"},
+     lambda key, value: ["node", "edit", "autodl-4090-a",
+                         *(["--ssh", value] if key == "ssh" else [NODE_FLAGS[key][0], value])]),
+    (lease_form("autodl-4090-a", "edit"),
+     {"unit_price": "-3", "currency": "XYZ", "deposit_paid_on": "2026-13-01",
+      "notice_days": "999"},
+     lambda key, value: ["lease", "edit", "autodl-4090-a", LEASE_FLAGS[key][0], value]),
+    (lambda ledger: ResourceFormScreen(ledger, "aliyun-a10-burst"),
+     {"kind": "bucket", "native_id": "Bad_Bucket", "price": "abc", "created": "not a date"},
+     _resource_add),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("make", "values", "argv"), ALL_AT_ONCE)
+async def test_every_wrong_field_is_said_at_once_in_the_clis_words(
+    demo: Path, cli: Cli, make: Make, values: dict[str, str], argv: Callable[[str, str], list[str]]
+) -> None:
+    """One save shows each wrong field's refusal under it, the words the CLI prints for
+    that value, and writes nothing."""
+    before = state(demo)
+    words = {}
+    for key, value in values.items():
+        if key == "kind":
+            continue  # a good value here: it picks the id's rule
+        result = cli(*argv(key, value))
+        assert result.code != 0, key
+        words[key] = result.err.strip().removeprefix("zuka: error: ")
+    assert state(demo) == before
+    app = FormHost(demo, make)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        fill(screen, **values)
+        await pilot.press("ctrl+s")
+        await wait_until(
+            lambda: {k: screen.field(k).message for k in words} == words,
+            what="every wrong field's message",
+        )
+        first = next(f for f in screen.fields() if f.spec.key in words)
+        assert app.focused is first.input  # the first wrong field, top to bottom
+        assert app.results == [] and app.screen is screen
+    assert state(demo) == before
+
+
 async def test_a_resource_after_the_end_goes_to_the_lease_that_ran(demo: Path) -> None:
     """The lease ended and its renewal cancelled: the form names the lease that ran (the
     one Ledger.add_resource picks), never the cancelled renewal."""
@@ -526,3 +639,32 @@ async def test_a_form_on_the_dashboard_writes_beside_its_open_ledger(demo: Path)
         assert done == [True]
         (lease,) = app.ledger.leases("volc-a100-ablation")
         assert lease.ended_at == NOW
+
+
+@pytest.mark.parametrize("opener", ["n", "l", "x"])
+async def test_keys_typed_right_after_the_opening_key_go_to_the_form(
+    demo: Path, opener: str
+) -> None:
+    """`n` then at once `s`, `g`, `o`...: typed before the form has mounted, they must not
+    sort, group or start an offboarding on the fleet underneath; they are the form's."""
+    app = ZukaApp(demo, clock=lambda: NOW, poll=False, refresh_s=3600)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(lambda: app._reads >= 3, what="the third read")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        fleet = app.screen
+        assert isinstance(fleet, FleetScreen)
+        before = (fleet.sort_key, fleet.reverse, fleet.group, len(app.screen_stack))
+        # As a terminal delivers a burst: every key queued before any is handled
+        # (pilot.press waits for the app to be idle after each key, which hides this).
+        for key in (opener, *"sgo5", "tab"):
+            app.post_message(events.Key(key, key if len(key) == 1 else None))
+        screen = await opened(pilot)
+        # The tab, last, moved the cursor on: every key before it reached the form.
+        second = screen.fields()[1]
+        await wait_until(lambda: app.focused is second.input, what="the tab typed last")
+        after = (fleet.sort_key, fleet.reverse, fleet.group, len(app.screen_stack) - 1)
+        assert after == before
+        assert app.screen_stack[-2] is fleet  # the form on the fleet, nothing between
+        if opener == "n":  # a text field first: what was typed is there
+            assert screen.fields()[0].value == "sgo5"

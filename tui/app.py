@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.events import Key
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.timer import Timer
@@ -111,6 +112,15 @@ class ZukaApp(App[None]):
         self._reads = 0  # refreshes applied: the first two paint before history is read
         self._memo: RowMemo = {}  # rows kept between refreshes (the reader's thread's)
         self.fleet = FleetScreen()
+
+    def on_key(self, event: Key) -> None:
+        if self.fleet.typed_before_covered(event):
+            # Typed at the fleet in one burst with the key that opened a form over it: the
+            # form's keys, typed again where the cursor is now (never lost, never a binding
+            # of the screen it no longer is).
+            event.prevent_default()
+            event.stop()
+            self.post_message(Key(event.key, event.character))
 
     def get_default_screen(self) -> Screen[None]:
         """The fleet screen is the app's base: every other screen opens over it."""

@@ -21,7 +21,15 @@ from leases import (
     renewals,
     transfer,
 )
-from leases.errors import InputError, UnknownNode, ledger_failure, no_ledger, os_problem
+from leases.errors import (
+    InputError,
+    Problems,
+    UnknownNode,
+    each_error,
+    ledger_failure,
+    no_ledger,
+    os_problem,
+)
 from leases.ledger import Ledger, describe_counts, describe_resources, resolve_ledger_path
 from leases.models import AuditEntry, Lease, Node, NodeState, Provider, ProviderKind, Resource
 from leases.renewals import BillingNow
@@ -238,9 +246,14 @@ def _new_provider(args: argparse.Namespace, ledger: Ledger) -> Provider | None:
 
 def new_node(name: str, changes: Mapping[str, Any]) -> Node:
     """The node `zuka node add NAME` records: a login command or --local is required."""
+    p = Problems()  # every field's refusal, the missing login first (the form shows all)
     if not any(key in changes for key in records.SSH_KEYS) and not changes.get("local"):
-        raise InputError("ssh", None, "give --ssh 'ssh -p PORT user@host' (or --local)")
-    return records.node_from({"name": name, **changes})
+        p.refuse(InputError("ssh", None, "give --ssh 'ssh -p PORT user@host' (or --local)"))
+        changes = {**changes, "local": True}  # so that the other fields are still checked
+    node = p(None, records.node_from, {"name": name, **changes})
+    p.raise_found()
+    assert node is not None
+    return node
 
 
 def node_add(args: argparse.Namespace, out: TextIO) -> int:
@@ -556,11 +569,17 @@ def renew_lease(
     try:
         lease = ledger.renew_lease(node, until, changes)
     except InputError as exc:
-        if exc.field != "end":
+        if all(e.field != "end" for e in each_error(exc)):
             raise
-        raise InputError(
-            "until", until, exc.reason.replace("the start", "the current lease's end")
-        ) from None
+        p = Problems()  # the renewal's end is --until: said as such
+        for e in each_error(exc):
+            if e.field == "end":
+                e = InputError(
+                    "until", until, e.reason.replace("the start", "the current lease's end")
+                )
+            p.refuse(e)
+        p.raise_found()
+        raise  # not reached: raise_found raised
     return lease, f"renewed {lease.node} until {until}: {_which(ledger, lease)}"
 
 

@@ -8,7 +8,7 @@ Screens it opens are imported inside the action, each from its own module.
 from __future__ import annotations
 
 import importlib
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Sequence
 from time import monotonic
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -110,6 +110,7 @@ class FleetScreen(Screen[None]):
         self.folded: set[str] = set()  # group labels whose nodes are hidden
         self.hold_s = HOLD_S
         self.moved_at: float | None = None  # monotonic time of the user's last cursor move
+        self._typed: deque[Key] = deque(maxlen=32)  # the last keys that reached this screen
         self._held = False  # the last redraw kept the table's order (a live sort, moving)
         self._filtering = False  # the filter box is open or a filter is in force
         self._status = ""  # the app's: nodes, health, who polls
@@ -210,8 +211,15 @@ class FleetScreen(Screen[None]):
         return known + [r for r in rows if r.sort[self.sort_key] is None]
 
     def on_key(self, event: Key) -> None:
+        self._typed.append(event)
         if event.key in MOVES:
             self.moved_at = monotonic()
+
+    def typed_before_covered(self, event: Key) -> bool:
+        """Whether the key was typed at this screen and another screen has opened over it
+        since: typed in one burst with the key that opened it (`n` then a name at once).
+        Its bindings are checked only once it reaches the app, after the form opened."""
+        return not self.is_active and any(e is event for e in self._typed)
 
     def _holding(self) -> bool:
         """Sorted by a live column and the user moved the cursor a moment ago."""

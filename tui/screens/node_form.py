@@ -11,7 +11,7 @@ from textual.binding import BindingType
 from textual.widgets import Static, TextArea
 
 from leases import recordfields, records
-from leases.errors import InputError
+from leases.errors import InputError, Problems
 from leases.ledger import Ledger
 from leases.models import Node, ProviderKind
 from leases.records import SSH_KEYS, node_record
@@ -24,6 +24,7 @@ from tui.cli_ledger import (
     describe_error,
     edit_node,
     new_node,
+    new_provider,
     node_changes,
 )
 from tui.widgets.form import FieldSpec, FormScreen, Value, form_bindings, given, option_specs
@@ -140,13 +141,20 @@ class NodeFormScreen(FormScreen[str | None]):
         self.query_one("#form-info", Static).update(Text(visible(said, 300)))
 
     def write(self, ledger: Ledger, values: Mapping[str, Value]) -> tuple[str | None, str]:
+        # Every field is checked before anything is written, each refusal kept (Problems):
+        # the form shows them all at once, each under its field.
+        p = Problems()
         channel = str(values["channel"]) or None
         if self.editing is None:
-            # The name first: an empty form is refused for its name before its login.
-            records.node_from({"name": str(values["name"]), "local": True})
             flags = given(values, NODE_FLAGS)
             ssh = str(values["ssh"]) if values["ssh"] != "" else None
-            node = new_node(str(values["name"]), node_changes(flags, ssh, bool(values["local"])))
+            local = bool(values["local"])
+            # A refused login: the rest still checked, as if local (no second word on it).
+            changes = p(node_changes(flags, None, True), node_changes, flags, ssh, local)
+            node = p(None, new_node, str(values["name"]), changes)
+            p(None, new_provider, ledger, flags.get("provider"), channel)
+            p.raise_found()
+            assert node is not None
             added, message = add_node(ledger, node, flags.get("provider"), channel)
             return added.name, message
         changed = self.changed()
@@ -154,12 +162,16 @@ class NodeFormScreen(FormScreen[str | None]):
         channel = str(values["channel"]) or None if "channel" in changed else None
         flags = {k: v for k, v in changed.items() if k in NODE_FLAGS}
         ssh = str(changed["ssh"]) if "ssh" in changed else None
-        changes = node_changes(flags, ssh, False)
+        changes = p(node_changes(flags, None, False), node_changes, flags, ssh, False)
         for key in ("name", "local"):  # --rename; --local, which a form can also switch off
             if key in changed:
                 changes[key] = changed[key]
         # The provider as it stands, when a channel is given: new_provider checks the two.
         provider = str(values["provider"]) or None if "provider" in changed or channel else None
+        p(None, new_provider, ledger, provider, channel)
+        # The check update_node makes, made first so that its refusals join the others.
+        p(None, records.node_from, {**node_record(ledger.node(self.editing)), **changes})
+        p.raise_found()
         edited, message = edit_node(ledger, self.editing, changes, provider, channel)
         return edited.name, message
 

@@ -16,12 +16,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.events import Key
 from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Button, Collapsible, Input, Label, Select, Static, Switch, TextArea
 
 from leases import recordfields
-from leases.errors import InputError, LedgerError
+from leases.errors import InputError, LedgerError, each_error
 from leases.ledger import Ledger
 from leases.textsafe import visible
 from tui.cli_ledger import describe_error
@@ -71,6 +72,39 @@ def option_specs(cls: type, keys: Iterable[str]) -> list[FieldSpec]:
         else:
             specs.append(FieldSpec(key, label_of(key, o.flag), o.help))
     return specs
+
+
+class FormSelect(Select[str]):
+    """A form's choice: Enter opens the list and Enter chooses; the Enter after that moves
+    on to the next field, as tab does, instead of opening the list again."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "enter",
+            "enter",
+            "Choose",
+            show=False,
+            id="form-choose",
+            tooltip="Open the list, choose; once chosen, move on to the next field",
+        )
+    ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.closed = False  # the list was just closed: Enter moves on
+
+    def watch_expanded(self, expanded: bool) -> None:
+        self.closed = not expanded and self.has_focus_within
+
+    def on_blur(self) -> None:
+        self.closed = False
+
+    def action_enter(self) -> None:
+        if self.closed:
+            self.closed = False
+            self.screen.focus_next()
+        else:
+            self.action_show_overlay()
 
 
 class FormField(Vertical):
@@ -124,7 +158,7 @@ class FormField(Vertical):
             switch.tooltip = spec.help or None
             return switch
         if spec.kind == "choice":
-            select: Select[str] = Select(
+            select = FormSelect(
                 [(c, c) for c in spec.choices],
                 prompt="(not given)",
                 compact=True,
@@ -259,11 +293,12 @@ class FormScreen(ModalScreen[R]):
 
     def compose(self) -> ComposeResult:
         start = self.defaults()
-        with Vertical(id="form"):
+        # The whole form scrolls (its buttons docked): a long form at 80x24 shows the field
+        # with the cursor, however far down.
+        with VerticalScroll(id="form", can_focus=False):
             yield Static(Text(self.form_title), id="form-title")
             yield Static(Text(""), id="form-info")
-            # Not a stop of its own on tab: the first tab stop is the first field.
-            with VerticalScroll(id="form-fields", can_focus=False):
+            with Vertical(id="form-fields"):
                 for spec in self.specs():
                     yield FormField(spec, start.get(spec.key, ""))
                 folded = self.more()
@@ -327,19 +362,29 @@ class FormScreen(ModalScreen[R]):
         self.say("")
 
     def show_error(self, exc: InputError) -> None:
-        """The refusal in the CLI's words, under the field it names (else on the message
-        line), and that field focused."""
-        text = describe_error(exc)
-        target = next((f for f in self.fields() if exc.field in (f.spec.key, *f.spec.also)), None)
-        if target is None:
-            self.say(text)
+        """Each refusal in the CLI's words, under the field it names (else on the message
+        line), and the first field refused, top to bottom, focused."""
+        fields = self.fields()
+        said: list[str] = []
+        refused: list[FormField] = []
+        for error in each_error(exc):
+            text = describe_error(error)
+            target = next((f for f in fields if error.field in (f.spec.key, *f.spec.also)), None)
+            if target is None:
+                said.append(text)
+            elif target not in refused:  # the first word on a field is the one to fix
+                target.show_message(text)
+                refused.append(target)
+        self.say("\n".join(said))
+        if not refused:
             return
-        target.show_message(text)
         folded = self.query("#form-more")
-        if folded and target in folded.first().query(FormField):
+        if folded and any(f in folded.first().query(FormField) for f in refused):
             folded.first(Collapsible).collapsed = False
-        target.input.focus()
-        target.scroll_visible()
+        first = min(refused, key=fields.index)
+        first.input.focus(scroll_visible=False)
+        # Once laid out: a fold just opened has not moved the fields yet.
+        self.call_after_refresh(first.scroll_visible, animate=False)
 
     async def action_save(self) -> None:
         if self._saving:  # a second ctrl+s while the first write runs
@@ -385,6 +430,15 @@ class FormScreen(ModalScreen[R]):
             await self.action_save()
         else:
             self.action_cancel()
+
+    def on_key(self, event: Key) -> None:
+        # A key sent to the form itself, not to a field: typed while the form was opening,
+        # before a field had the cursor. A text field takes every printable key itself, so
+        # one that reaches here with a text field focused was never that field's.
+        focused = self.focused
+        if event.is_printable and isinstance(focused, Input | TextArea):
+            event.stop()
+            focused.post_message(Key(event.key, event.character))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         # Enter moves on, as in a paper form; ctrl+s saves from anywhere.

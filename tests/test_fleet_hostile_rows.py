@@ -6,12 +6,14 @@ off as a hand edit with the sqlite3 shell can do."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Cli
 from waiting import wait_until
 
 from leases.config import Config
@@ -267,3 +269,26 @@ async def test_the_dashboard_shows_every_good_node_and_the_bad_one_refused(
         assert any("lease" in m and "zz[/]" in m for m in told), told
         assert any(f"of node '{GOOD}'" in m for m in told), told
         assert any("provider" in m and "spaceship" in m for m in told), told
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_zuka_node_list_shows_the_rest_and_says_the_bad_rows(cli: Cli, ledger_path: Path,
+                                                            as_json: bool) -> None:  # fmt: skip
+    build_demo_ledger(ledger_path, date(2026, 11, 30)).close()
+    before = cli("node", "list", "--json")
+    _sql(ledger_path, _add_node("zz[/]"), _add_lease("zz[/]"), _spoil_lease(unit_price="-5"),
+         ("INSERT INTO providers (kind, name) VALUES ('spaceship', '[bold]odd')", ()))  # fmt: skip
+    done = cli("node", "list", *(["--json"] if as_json else []))
+    assert done.code == 0, done.err
+    said = done.err.splitlines()
+    assert len(said) == 3 and all(_safe(line) for line in said), said
+    assert any(f"of node '{GOOD}' not read" in line for line in said)
+    if as_json:
+        listed = {n["name"]: n for n in json.loads(done.out)}
+        was = {n["name"]: n for n in json.loads(before.out)}
+        assert set(listed) == {*was, "zz[/]"}
+        assert "name" in listed["zz[/]"]["problem"]
+        assert listed[GOOD]["lease"] is None and was[GOOD]["lease"] is not None
+        assert all(listed[k] == v for k, v in was.items() if k != GOOD)
+    else:
+        assert "zz[/]" in done.out and GOOD in done.out

@@ -20,9 +20,10 @@ from leases.errors import InputError, LedgerError
 from leases.fleetheader import MonthMoney, month_money
 from leases.history import minute_util_mean
 from leases.housekeeping import FLEET_STATES, Housekeeping, fleet_nodes
-from leases.ledger import Ledger
-from leases.models import Latest, Node
+from leases.ledger import Ledger, billing_of
+from leases.models import Latest, Lease, Node
 from leases.offboard.evidence import Progress, progress
+from leases.records import UNREADABLE, unreadable
 from leases.renewals import BillingNow
 from leases.rollups import HistoryStore
 from leases.sparkline import CellSums, Reading, cell_sums, window_end
@@ -147,6 +148,9 @@ class LedgerFacts:
     channels: Mapping[str, str] = field(default_factory=dict)  # provider name -> kind
     # node id -> its offboarding plan in force (leases.offboard.evidence.progress)
     offboard: Mapping[int, Progress] = field(default_factory=dict)
+    # Stored rows left out (a lease, a provider the ledger refuses), in words: said on
+    # every read while they stand, so the dashboard tells them once.
+    problems: tuple[str, ...] = ()
 
     @property
     def nodes(self) -> list[Node]:
@@ -221,8 +225,8 @@ class FleetReader:
             self._first_done = True  # once: every later read reads everything
             try:
                 return self._first(req)
-            except (InputError, LedgerError):
-                pass  # the whole read below says what is wrong
+            except (*UNREADABLE, LedgerError):
+                pass  # a row it cannot read: the whole read below shows the rest, says it
         now = req.now
         problems: list[str] = []
         reloaded = False
@@ -235,6 +239,7 @@ class FleetReader:
                 # A row the ledger refuses to read: keep what was read before.
                 problems.append(f"cannot read the ledger: {_said(exc)}")
             self._facts_at = now
+        problems.extend(self.facts.problems)
         if req.evaluate_alerts and req.history and self._due(self._alerts_at, now, ALERTS_S):
             from leases.alertwatch import check  # here: it brings the notifiers
 
@@ -334,6 +339,27 @@ class FleetReader:
             polled, refused = self.housekeeping.run(self.ledger, self.store, now)
         else:
             polled, refused = fleet_nodes(self.ledger)
-        channels = {p.name: p.kind.value for p in self.ledger.providers()}
-        return LedgerFacts(tuple(polled), tuple(refused), self.ledger.billing(now), channels,
-                           progress(self.ledger))  # fmt: skip
+        # A row the ledger refuses costs itself: the rest shows, and it is said.
+        leases, problems = self.ledger.readable_leases()
+        providers, unread = self.ledger.readable_providers()
+        problems += unread
+        problems += self.ledger.readable_resources()[1]  # left out of the month's cost
+        by_node: dict[str, list[Lease]] = {}
+        for le in leases:
+            by_node.setdefault(le.node, []).append(le)
+        billing: dict[str, BillingNow] = {}
+        for name, chain in by_node.items():
+            try:
+                billing.update(billing_of(chain, now))
+            except UNREADABLE as exc:
+                problems.append(
+                    f"node {visible(name, 80)!r}: its lease not shown: {unreadable(exc)}"
+                )
+        try:
+            plans = progress(self.ledger)
+        except UNREADABLE as exc:
+            plans = {}
+            problems.append(f"offboarding progress not read: {unreadable(exc)}")
+        channels = {p.name: p.kind.value for p in providers}
+        return LedgerFacts(tuple(polled), tuple(refused), billing, channels, plans,
+                           tuple(problems))  # fmt: skip

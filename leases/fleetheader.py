@@ -44,9 +44,12 @@ def month_money(ledger: Ledger, now: datetime, tz: str, currency: str) -> MonthM
     def usage(lease: Lease, since: datetime, until: datetime, cards: int | None) -> CardHours:
         return store.lease_usage(lease, since, until, cards=cards)
 
+    # The rows that read: one the ledger refuses is left out here, and said by the fleet's
+    # facts (FleetReader), rather than costing the whole header.
     rep = report.build_report(
-        month, window, complete, tz=tz, currency=currency, leases=ledger.leases(),
-        nodes=ledger.nodes(), providers=ledger.providers(), resources=ledger.resources(),
+        month, window, complete, tz=tz, currency=currency,
+        leases=ledger.readable_leases()[0], nodes=ledger.nodes(),
+        providers=ledger.readable_providers()[0], resources=ledger.readable_resources()[0],
         usage=usage,
     )  # fmt: skip
     rows = [r for r in rep.rows if r.currency == currency]

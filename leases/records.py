@@ -52,6 +52,18 @@ SSH_KEYS = recordfields.keys_of(Node, "ssh")
 QUARANTINED_HOST = sshcmd.QUARANTINED_HOST
 
 
+# What reading a stored row can raise on a value zuka would never have written (a wrong
+# type, an unparsable number or date): the row is refused, never the read.
+UNREADABLE = (InputError, ValueError, TypeError, ArithmeticError)
+
+
+def unreadable(exc: BaseException) -> str:
+    """Why a stored row was not read, in words safe for a terminal."""
+    if isinstance(exc, InputError):
+        return f"{exc.field}: {exc.reason} (got {visible(exc.value, 80)!r})"
+    return visible(f"{type(exc).__name__}: {exc}", 200)
+
+
 def _iso(value: datetime | date | None) -> str | None:
     return value.isoformat() if value is not None else None
 
@@ -233,8 +245,10 @@ def stored_node(rec: Mapping[str, Any]) -> Node:
     for _ in range(len(NODE_KEYS) + 1):
         try:
             node = node_from(current)
-        except InputError as exc:
-            problems.append(f"{exc.field}: {exc.reason} (got {visible(exc.value, 80)!r})")
+        except UNREADABLE as exc:
+            problems.append(unreadable(exc))
+            if not isinstance(exc, InputError):
+                break  # not a field's check: which field is not known
             if exc.field in ("ssh", *SSH_KEYS):
                 current.update(dict.fromkeys(SSH_KEYS), ssh_host=QUARANTINED_HOST)
             elif exc.field in current and exc.field != "name":

@@ -19,7 +19,7 @@ import socket
 import stat
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -577,6 +577,23 @@ class JumpHosts:
             jump.failures, jump.fault, jump.next_attempt_at = 0, None, 0.0
             self.connects += 1
             return conn
+
+
+async def kept_cancel(
+    connecting: Awaitable[asyncssh.SSHClientConnection],
+) -> asyncssh.SSHClientConnection:
+    """Await a connect without losing a cancel. asyncssh.connect runs in asyncio.wait_for,
+    which on Python 3.11 returns the connection when the task is cancelled in the loop turn
+    the connect completes: the cancel was lost, and a poller told to stop went on streaming
+    for ever (`zuka demo` hung on SIGTERM under load). The connection is closed and the
+    cancel raised again."""
+    task = asyncio.current_task()
+    asked = task.cancelling() if task is not None else 0
+    conn = await connecting
+    if task is not None and task.cancelling() > asked:
+        conn.close()
+        raise asyncio.CancelledError
+    return conn
 
 
 def _retry_at(
@@ -1148,7 +1165,9 @@ class NodeSession:
             if end.identities_only:
                 kwargs["agent_path"] = None
         try:
-            conn = await asyncssh.connect(end.host, client_factory=lambda: client, **kwargs)
+            conn = await kept_cancel(
+                asyncssh.connect(end.host, client_factory=lambda: client, **kwargs)
+            )
         except asyncssh.HostKeyNotVerifiable as exc:
             raise self._host_key_error(client, exc) from exc
         return conn, client

@@ -164,7 +164,8 @@ def test_reads_reload_facts_only_when_due_or_asked(tmp_path: Path) -> None:
         assert reader.read(ReadRequest(NOW + timedelta(seconds=111))).reloaded
 
 
-def test_a_ledger_row_it_cannot_read_is_said_and_the_last_facts_kept(tmp_path: Path) -> None:
+def test_a_ledger_row_it_cannot_read_is_said_and_the_rest_read(tmp_path: Path) -> None:
+    """One lease row the ledger refuses costs that lease (more in test_fleet_hostile_rows)."""
     path = tmp_path / "demo.db"
     with build_demo_ledger(path, date(2026, 11, 30)) as ledger:
         reader = FleetReader(ledger, Config())
@@ -172,8 +173,11 @@ def test_a_ledger_row_it_cannot_read_is_said_and_the_last_facts_kept(tmp_path: P
         ledger.conn.execute("UPDATE leases SET unit_price = 'lots' WHERE id = 1")
         ledger.conn.commit()
         data = reader.read(ReadRequest(NOW, reload=True))
-        assert data.facts is before
-        assert any("cannot read the ledger" in p for p in data.problems), data.problems
+        assert data.reloaded and data.facts.polled == before.polled
+        (bad,) = set(before.billing) - set(data.facts.billing)
+        assert data.problems == (
+            f"lease 1 of node '{bad}' not read: unit_price: is not a number (got 'lots')",
+        )
 
 
 def test_header_figures(tmp_path: Path) -> None:

@@ -31,7 +31,9 @@ from leases.errors import (
     os_problem,
 )
 from leases.ledger import Ledger, describe_counts, describe_resources, resolve_ledger_path
+from leases.ledger import billing_of as billing_of_leases
 from leases.models import AuditEntry, Lease, Node, NodeState, Provider, ProviderKind, Resource
+from leases.records import UNREADABLE
 from leases.renewals import BillingNow
 from leases.sshcmd import parse_ssh_command, ssh_config_aliases
 from leases.textsafe import visible
@@ -316,15 +318,22 @@ def node_list(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args, readonly=True) as ledger:
         states = None if args.all else [NodeState.ACTIVE, NodeState.OFFBOARDING]
         nodes = ledger.nodes(states)
-        billing = ledger.billing()  # by name: the live node's
-        channels = {p.name: p.kind.value for p in ledger.providers()}
         now = ledger.clock()
+        # A lease or provider row the ledger refuses is left out and said, not fatal.
+        leases, problems = ledger.readable_leases()
+        providers, unread = ledger.readable_providers()
+        billing = billing_of_leases(leases, now)  # by name: the live node's
+        channels = {p.name: p.kind.value for p in providers}
         # An archived node's own leases, never those of the live node with its name.
-        own = {
-            n.id: renewals.billing_now(ledger.leases(n), now)
-            for n in nodes
-            if n.state is NodeState.RELEASED
-        }
+        own: dict[int | None, BillingNow | None] = {}
+        for n in nodes:
+            if n.state is NodeState.RELEASED:
+                try:
+                    own[n.id] = renewals.billing_now(ledger.leases(n), now)
+                except UNREADABLE:
+                    own[n.id] = None  # its refused lease row is said below
+    for problem in [*problems, *unread]:
+        print(f"zuka: {problem}", file=sys.stderr)
 
     def billing_of(n: Node) -> BillingNow | None:
         return own[n.id] if n.id in own else billing.get(n.name)

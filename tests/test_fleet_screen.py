@@ -371,19 +371,6 @@ async def test_keys_open_the_other_screens(
         await wait_until(lambda: isinstance(app.screen, FleetScreen), what="back to the fleet")
 
 
-async def test_a_screen_not_in_this_build_is_said_plainly(
-    ledger_file: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(sys.modules, "tui.screens.node", None)  # import fails as if absent
-    app = app_on(ledger_file)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settled(app, pilot)
-        await pilot.press("enter")
-        await pilot.pause()
-        assert isinstance(app.screen, FleetScreen)
-        assert "The node screen is not in this build yet." in told(app)
-
-
 def test_every_binding_has_an_id_a_description_and_a_tooltip() -> None:
     from textual.binding import Binding
 

@@ -87,16 +87,8 @@ def screen_under(top: Screen[Any]) -> Screen[Any]:
 
 
 def _open_screen(provider: Provider, module: str, make: Callable[[Any], Screen[Any]]) -> None:
-    """Push a screen from a module imported when chosen (as the fleet screen's keys do);
-    a screen not in this build yet is said plainly instead of failing."""
-    try:
-        found = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name != module:
-            raise
-        provider.app.notify(f"not available yet: {module}", severity="warning", markup=False)
-        return
-    provider.app.push_screen(make(found))
+    """Push a screen from a module imported when chosen (as the fleet screen's keys do)."""
+    provider.app.push_screen(make(importlib.import_module(module)))
 
 
 class _Ours(DiscoveryHit):

@@ -374,18 +374,10 @@ class FleetScreen(Screen[None]):
 
     # -- actions that open other screens ---------------------------------------------------
 
-    def _screen(self, module: str, name: str, what: str) -> Any:
-        """The screen class `name` of tui.screens.<module>, imported when first used;
-        None (and said) where this build has no such screen."""
-        path = f"tui.screens.{module}"
-        try:
-            return getattr(importlib.import_module(path), name)
-        except ModuleNotFoundError as exc:
-            if exc.name != path:
-                raise
-            self.app.notify(f"The {what} is not in this build yet.", markup=False,
-                            severity="warning")  # fmt: skip
-            return None
+    def _screen(self, module: str, name: str) -> Any:
+        """The screen class `name` of tui.screens.<module>, imported when first used (not
+        before the first paint)."""
+        return getattr(importlib.import_module(f"tui.screens.{module}"), name)
 
     def _node(self) -> str | None:
         name = self.table.selected_key
@@ -406,12 +398,12 @@ class FleetScreen(Screen[None]):
             self.redraw()
             return
         name = self._node()
-        screen = self._screen("node", "NodeScreen", "node screen") if name else None
+        screen = self._screen("node", "NodeScreen") if name else None
         if screen is not None:
             self.app.push_screen(screen(name))
 
     def action_add_node(self, paste: bool = False) -> None:
-        form = self._screen("node_form", "NodeFormScreen", "node form")
+        form = self._screen("node_form", "NodeFormScreen")
         if form is not None and self.zuka.ledger is not None:
             self.app.push_screen(form(self.zuka.ledger, paste=paste), self._after_write)
 
@@ -420,13 +412,13 @@ class FleetScreen(Screen[None]):
 
     def action_edit_node(self) -> None:
         name = self._node()
-        form = self._screen("node_form", "NodeFormScreen", "node form") if name else None
+        form = self._screen("node_form", "NodeFormScreen") if name else None
         if form is not None and self.zuka.ledger is not None:
             self.app.push_screen(form(self.zuka.ledger, name=name), self._after_write)
 
     def action_lease(self, mode: LeaseMode) -> None:
         name = self._node()
-        form = self._screen("lease_form", "LeaseFormScreen", "lease form") if name else None
+        form = self._screen("lease_form", "LeaseFormScreen") if name else None
         if form is not None and self.zuka.ledger is not None and name is not None:
             screen = form(self.zuka.ledger, name, mode=mode, clock=self.zuka.clock,
                           tz=self.zuka.billing_tz)  # fmt: skip
@@ -436,7 +428,7 @@ class FleetScreen(Screen[None]):
         name = self._node()
         form = None
         if name is not None:
-            form = self._screen("resource_form", "ResourceFormScreen", "resource form")
+            form = self._screen("resource_form", "ResourceFormScreen")
         if form is not None and self.zuka.ledger is not None:
             self.app.push_screen(form(self.zuka.ledger, name), self._after_write)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from fleetledger import NOW, frozen_ledger
 from textual.pilot import Pilot
 from waiting import wait_until
@@ -117,6 +118,33 @@ async def test_dashboard_takes_over_when_the_collector_stops(tmp_path: Path) -> 
     finally:
         collector.release()
         runner.stop()
+
+
+async def test_a_dashboard_that_never_polls_leaves_the_alert_rules_to_the_collector(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import leases.alertwatch
+    from leases.lock import PollerLock
+
+    checked: list[int] = []
+    monkeypatch.setattr(leases.alertwatch, "check", lambda *a, **k: checked.append(1))
+    path = tmp_path / "readonly.db"
+    with Ledger.open(path) as ledger:
+        register_sim_nodes(ledger, 2, datetime.now(UTC))
+    collector = PollerLock(path)  # stands in for a running `zuka collect`
+    assert collector.acquire()
+    try:
+        app = ZukaApp(path, refresh_s=0.1, interval_s=0.5, poll=False)
+        async with app.run_test(size=(150, 40)) as pilot:
+            await wait_until(lambda: app._reads >= 4, what="the history reads")
+            assert "reading collector pid" in app.sub_title
+            assert checked == []  # the collector's AlertWatch evaluates them
+            collector.release()
+            await pilot.press("r")  # a reload sees nobody polls: evaluated here now
+            await wait_until(lambda: checked, what="the alert rules evaluated on read")
+            assert "not polling" in app.sub_title
+    finally:
+        collector.release()
 
 
 async def test_dashboard_on_a_new_ledger_picks_up_nodes_added_later(tmp_path: Path) -> None:

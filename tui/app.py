@@ -322,7 +322,12 @@ class ZukaApp(App[None]):
     def _choose_source(self) -> None:
         """Poll here if nobody else polls this ledger; else read what the collector writes.
         Called again on every reload, so the dashboard takes over when a collector stops."""
-        if self.poller is not None or not self.poll or self.ledger_path is None:
+        if self.poller is not None or self.ledger_path is None:
+            return
+        if not self.poll:
+            # Never polls here; a collector that does evaluates the alert rules (else this
+            # dashboard evaluates them on read).
+            self.collector_pid = PollerLock(self.ledger_path).holder()
             return
         if not self.nodes:
             return

@@ -121,11 +121,20 @@ def figures(samples: Sequence[GpuSample]) -> Figures:
     )
 
 
-def status_figures(status: NodeStatus | None) -> Figures | None:
+def figures_of(status: NodeStatus) -> Figures | None:
     """The figures of a node read ok; None for any other health (no readings to show)."""
-    if status is None or status.health is not NodeHealth.OK:
+    if status.health is not NodeHealth.OK:
         return None
     return figures(status.samples)
+
+
+def status_figures(status: NodeStatus | None) -> Figures | None:
+    """figures_of, kept on the status (NodeStatus.figures)."""
+    return None if status is None else status.figures
+
+
+# node name -> (the reading, whether it was stale, the status made of it)
+StatusCache = dict[str, tuple[Latest, bool, NodeStatus]]
 
 
 def current(
@@ -133,12 +142,27 @@ def current(
     polled: Mapping[str, NodeStatus] | None,
     latest: Mapping[str, Latest],
     stale_before: datetime,
+    cache: StatusCache | None = None,
 ) -> dict[str, NodeStatus]:
     """Every node's status now: a refused node as refused; else what the poller in this
-    process holds (polled), or else what a collector last wrote (latest), stale if old."""
+    process holds (polled), or else what a collector last wrote (latest), stale if old.
+    cache: the status made of the very same reading last time is that status (with its
+    figures worked out), not a new one."""
     out = {name: refused(name, problem) for name, problem in refused_nodes.items()}
     if polled is not None:
         return {**polled, **out}
     for name, row in latest.items():
-        out.setdefault(name, from_latest(row, stale_before=stale_before))
+        if name in out:
+            continue
+        stale = row.at < stale_before
+        hit = cache.get(name) if cache is not None else None
+        if hit is not None and hit[0] is row and hit[1] == stale:
+            out[name] = hit[2]
+            continue
+        out[name] = from_latest(row, stale_before=stale_before)
+        if cache is not None:
+            cache[name] = (row, stale, out[name])
+    if cache is not None:
+        for gone in cache.keys() - latest.keys():
+            del cache[gone]
     return out

@@ -34,7 +34,7 @@ from leases.history import RecentHistory
 from leases.ledger import Clock, Ledger, utc_now
 from leases.lock import PollerLock
 from leases.models import Node, NodeStatus
-from leases.nodestatus import health_summary, stale_after_s
+from leases.nodestatus import StatusCache, health_summary, stale_after_s
 from leases.renewals import BillingNow
 from leases.rollups import HistoryStore
 from leases.sparkline import Reading
@@ -111,6 +111,7 @@ class ZukaApp(App[None]):
         self._said: set[str] = set()  # problems already told (told again once cleared)
         self._reads = 0  # refreshes applied: the first two paint before history is read
         self._memo: RowMemo = {}  # rows kept between refreshes (the reader's thread's)
+        self._status_cache: StatusCache = {}  # statuses kept with them (the same thread's)
         self.fleet = FleetScreen()
 
     def on_key(self, event: Key) -> None:
@@ -193,7 +194,8 @@ class ZukaApp(App[None]):
         assert reader is not None
         data = reader.read(req)
         label = "in memory" if self.ledger_path is None else str(self.ledger_path)
-        return build(data, polled, live, req.now, stale_before, label, limit, self._memo)
+        return build(data, polled, live, req.now, stale_before, label, limit, self._memo,
+                     self._status_cache)  # fmt: skip
 
     @work(exclusive=False, exit_on_error=False, group="refresh")
     async def _refresh_worker(self) -> None:

@@ -23,7 +23,14 @@ from leases.fleetdata import FleetData
 from leases.fleetfilter import RowFacts
 from leases.fleetheader import countdown, header, header_line, short_path, yuan
 from leases.models import Node, NodeHealth, NodeStatus
-from leases.nodestatus import Figures, current, health_label, is_stale, status_figures
+from leases.nodestatus import (
+    Figures,
+    StatusCache,
+    current,
+    health_label,
+    is_stale,
+    status_figures,
+)
 from leases.offboard.evidence import Progress
 from leases.offboard.status import short as offboard_short
 from leases.renewals import BillingNow, starts_in
@@ -367,14 +374,16 @@ def build(
     ledger_label: str,
     limit: int | None = None,
     memo: RowMemo | None = None,
+    status_cache: StatusCache | None = None,
 ) -> Refreshed:
     """The rows and the header from what was read (pure but for `memo`: runs on the
     reader's thread). limit: rows for the first nodes by name only (a first paint; the
     header counts all). memo: a row whose inputs equal those of the last refresh (and
-    the same minute: countdowns count minutes) is that refresh's row, not built again."""
+    the same minute: countdowns count minutes) is that refresh's row, not built again;
+    status_cache: leases.nodestatus.current's, kept with the memo."""
     facts = data.facts
     refused = {n.name: n.problem for n in facts.refused}
-    statuses = current(refused, polled, data.latest, stale_before)
+    statuses = current(refused, polled, data.latest, stale_before, status_cache)
     by_node: dict[int | None, list[StoredAlert]] = {}
     for a in data.alerts:
         by_node.setdefault(a.node_id, []).append(a)

@@ -120,6 +120,10 @@ class Ledger:
         path: Path | None = None,
     ) -> None:
         self.conn = conn
+        # Stored text that is not UTF-8 (a ledger edited by hand or tampered with) is read
+        # with U+FFFD where it breaks: its row then fails its checks, or shows replaced,
+        # instead of failing every read of the table (sqlite3's default raises).
+        conn.text_factory = _text
         self.path = path  # None: in memory
         self.clock = clock
         self.actor = actor if actor is not None else _whoami()
@@ -1102,6 +1106,10 @@ def _release(key: tuple[int, int]) -> None:
         _HELD[key] = left
     else:
         _HELD.pop(key, None)
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
 
 
 # Tables every zuka ledger has had since its first migration.

@@ -121,6 +121,22 @@ def test_a_node_with_a_refused_name_costs_only_itself(
     assert "lease" in said and "not read" in said and _safe(said)
 
 
+@pytest.mark.parametrize("column", ["name", "notes", "gpu_model", "tags"])
+def test_a_node_row_whose_text_is_not_utf8_costs_only_itself(
+    clean: tuple[Path, FleetData], column: str
+) -> None:
+    path, before = clean
+    # sqlite3 raises on reading such text by default: every read of the table failed.
+    _sql(path, _add_node("bad-utf8"),
+         (f"UPDATE nodes SET {column} = CAST(X'66ff6f' AS TEXT) WHERE name = 'bad-utf8'", ()))  # fmt: skip
+    data = _read(path)
+    good = [n.name for n in before.facts.polled]
+    shown = [n.name for n in data.facts.nodes]
+    assert set(good) <= set(shown) and len(shown) == len(good) + 1
+    (odd,) = [n for n in data.facts.nodes if n.name not in good]
+    assert "\ufffd" in f"{odd.name}{odd.notes}{odd.gpu_model}{odd.tags}" or odd.problem
+
+
 # Each: a node row value the ledger refuses; the node is refused with that field named.
 HOSTILE_NODE_VALUES = {
     "tags not JSON": ({"tags": "not json"}, "tags"),

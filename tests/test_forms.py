@@ -668,3 +668,43 @@ async def test_keys_typed_right_after_the_opening_key_go_to_the_form(
         assert app.screen_stack[-2] is fleet  # the form on the fleet, nothing between
         if opener == "n":  # a text field first: what was typed is there
             assert screen.fields()[0].value == "sgo5"
+
+
+async def test_a_filter_typed_in_one_burst_with_slash_is_the_filters_text(demo: Path) -> None:
+    """`/qwen` arriving at once (a slow SSH link delivers keys in bursts): the `q` must not
+    quit, the `l` of `/idle` must not open a lease form, `a` must not open the alerts."""
+    app = ZukaApp(demo, clock=lambda: NOW, poll=False, refresh_s=3600)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(lambda: app._reads >= 3, what="the third read")
+        await pilot.pause()
+        fleet = app.screen
+        assert isinstance(fleet, FleetScreen)
+        for key in ("slash", *"qwen", "space", *"idle", "space", *"alert"):
+            app.post_message(
+                events.Key(key, " " if key == "space" else key if len(key) == 1 else "/")
+            )
+        box = fleet.query_one("#fleet-filter", Input)
+        await wait_until(lambda: box.value == "qwen idle alert", what="the filter's text")
+        assert app.screen is fleet and app.is_running and len(app.screen_stack) == 1
+
+
+async def test_a_burst_never_runs_a_key_of_the_screen_it_opened(
+    demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`o` then `a` at once: the `a` was typed at the fleet (alerts); on the offboarding
+    screen it would run every step. Keys typed before a screen that is not a form opened
+    are dropped, never handed to it."""
+    from tui.screens.offboard import OffboardScreen
+
+    ran: list[str] = []
+    monkeypatch.setattr(OffboardScreen, "action_run_all", lambda self: ran.append("all"))
+    app = ZukaApp(demo, clock=lambda: NOW, poll=False, refresh_s=3600)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(lambda: app._reads >= 3, what="the third read")
+        await pilot.pause()
+        for key in ("o", "a", "a"):
+            app.post_message(events.Key(key, key))
+        await wait_until(lambda: isinstance(app.screen, OffboardScreen), what="offboarding")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert ran == [] and isinstance(app.screen, OffboardScreen)

@@ -58,6 +58,9 @@ DETAIL_MAX = 400
 # Nodes read and rows built for the first paint (more than a screen holds). The next read
 # reads and builds them all, the one after adds the hour, the month's cost, the alerts.
 FIRST_ROWS = 60
+# Keys typed in a burst at the fleet that a form opened by that burst still receives,
+# beside text: moving between fields and deleting, never saving or closing.
+FORM_KEYS = frozenset({"tab", "shift+tab", "backspace", "delete", "left", "right"})
 
 
 class ZukaApp(App[None]):
@@ -115,13 +118,22 @@ class ZukaApp(App[None]):
         self.fleet = FleetScreen()
 
     def on_key(self, event: Key) -> None:
-        if self.fleet.typed_before_covered(event):
-            # Typed at the fleet in one burst with the key that opened a form over it: the
-            # form's keys, typed again where the cursor is now (never lost, never a binding
-            # of the screen it no longer is).
+        if self.fleet.typed_before_filter(event):
             event.prevent_default()
             event.stop()
-            self.post_message(Key(event.key, event.character))
+        elif self.fleet.typed_before_covered(event):
+            # Typed at the fleet in one burst with the key that opened a screen over it:
+            # never a binding of the screen it no longer is, nor of the one now on top (an
+            # `a` meant for the fleet is not the offboarding screen's "run all"). Text for
+            # a form is typed again where its cursor is now; anything else is dropped.
+            event.prevent_default()
+            event.stop()
+            from tui.widgets.form import FormScreen
+
+            if isinstance(self.screen, FormScreen) and (
+                event.is_printable or event.key in FORM_KEYS
+            ):
+                self.post_message(Key(event.key, event.character))
 
     def get_default_screen(self) -> Screen[None]:
         """The fleet screen is the app's base: every other screen opens over it."""

@@ -215,6 +215,19 @@ class FleetScreen(Screen[None]):
         if event.key in MOVES:
             self.moved_at = monotonic()
 
+    def typed_before_filter(self, event: Key) -> bool:
+        """A printable key typed in one burst with `/` (a slow link delivers keys so):
+        queued for the table before the filter box had the cursor, it is the box's text,
+        typed again there (the box takes every printable key it gets itself), never a
+        fleet key: `/idle` must not add a lease, `/qwen` must not quit."""
+        box = self.query_one("#fleet-filter", Input)
+        if not (self.is_active and self.focused is box and event.is_printable):
+            return False
+        if not any(e is event for e in self._typed):
+            return False
+        box.post_message(Key(event.key, event.character))
+        return True
+
     def typed_before_covered(self, event: Key) -> bool:
         """Whether the key was typed at this screen and another screen has opened over it
         since: typed in one burst with the key that opened it (`n` then a name at once).
@@ -338,7 +351,9 @@ class FleetScreen(Screen[None]):
         self._filtering = True
         box = self.query_one("#fleet-filter", Input)
         box.display = True
-        box.focus()
+        # At once, not as focus() does (after the keys already queued): `/idle` typed in
+        # one burst is the filter's text, not fleet keys (`l` adds a lease, `q` quits).
+        self.set_focus(box)
         self.refresh_bindings()
 
     def action_clear_filter(self) -> None:

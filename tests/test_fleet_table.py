@@ -203,3 +203,33 @@ def test_the_dashboard_freezes_once_its_first_full_table_is_drawn(tmp_path: obje
         "asyncio.run(main())\n"
     )
     assert out.split() == ["True", "70", "True"]
+
+
+async def test_the_cursor_waits_for_its_row_when_the_table_is_rebuilt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """New columns (a resize, a longer name) rebuild the table a pass at a time: the
+    cursor's node, far down, gets the cursor back once its row is added (it went to the
+    first row, so that a key meant for it acted on another node)."""
+    monkeypatch.setattr(fleet_table, "ADD_PER_PASS", 40)
+    app = TableApp()
+    async with app.run_test(size=(100, 30)):
+        table = app.query_one(FleetTable)
+        table.show(rows(150))
+        await wait_until(lambda: table.pending == 0, what="every pass")
+        table.select_key("n120")
+        assert table.selected_key == "n120"
+        assert table.set_columns(SHOWN[:4])  # narrower: rebuilt
+        table.show(rows(150))
+        table.select_key("n120")
+        assert table.pending and table.selected_key != "n120"  # not added yet
+        await wait_until(lambda: table.pending == 0, what="every pass")
+        assert table.selected_key == "n120"
+        await wait_until(lambda: table.scroll_y > 0, what="its row in view")
+        # A move before the row is back wins over the wish.
+        assert table.set_columns(SHOWN)
+        table.show(rows(150))
+        table.select_key("n120")
+        table.forget_wish()
+        await wait_until(lambda: table.pending == 0, what="every pass")
+        assert table.selected_key == "n000"

@@ -173,7 +173,7 @@ class FleetScreen(Screen[None]):
     def _fit_columns(self, width: int | None = None) -> bool:
         """Show the columns that fit; a new column set rebuilds the table (True: redrawn),
         so the cursor is put back on the row it was on (else it jumps to the first)."""
-        keep = self._cursor_key()
+        keep = self.table.cursor_target
         if self.table.set_columns(self._columns(width or self.size.width or self.app.size.width)):
             self.redraw()
             self._select(keep)
@@ -191,11 +191,9 @@ class FleetScreen(Screen[None]):
         return table.coordinate_to_cell_key(table.cursor_coordinate)[0].value
 
     def _select(self, key: str | None) -> None:
-        """Put the cursor on this row, in view (nothing when it is not shown)."""
-        table = self.table
-        if key is None or key not in table.rows:
-            return
-        table.move_cursor(row=table.get_row_index(key), animate=False, scroll=True)
+        """Put the cursor on this row, in view, as soon as it is shown (nothing when it
+        is not to be shown)."""
+        self.table.select_key(key)
 
     def visible_rows(self, *, hold: bool = False) -> list[FleetRow]:
         """The rows the filter keeps, sorted (grouping happens in redraw). hold: keep the
@@ -214,6 +212,7 @@ class FleetScreen(Screen[None]):
         self._typed.append(event)
         if event.key in MOVES:
             self.moved_at = monotonic()
+            self.table.forget_wish()
 
     def typed_before_filter(self, event: Key) -> bool:
         """A printable key typed in one burst with `/` (a slow link delivers keys so):

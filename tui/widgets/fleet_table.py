@@ -78,6 +78,7 @@ class FleetTable(DataTable[Cell | Text]):
         self._wanted: Sequence[TableRow] = ()  # what the last show() asked for
         self._pass: Timer | None = None  # the next pass, while rows are still to be added
         self.pending = 0  # rows still to be added (tests and benchmarks read it)
+        self._wish: str | None = None  # a row to put the cursor on once it is added
         # (row key, column key) -> a number that changes whenever that cell's value does
         self._version: dict[tuple[str, str], int] = {}
         self._versions = count()
@@ -110,6 +111,26 @@ class FleetTable(DataTable[Cell | Text]):
     def action_last_row(self) -> None:
         if self.row_count:
             self.move_cursor(row=self.row_count - 1, animate=False)
+
+    def select_key(self, key: str | None) -> None:
+        """Put the cursor on this row, in view; a row still to be added gets it once it
+        is (the table rebuilt after a resize adds its rows a pass at a time)."""
+        self._wish = None
+        if key is None:
+            return
+        if key in self.rows:
+            self.move_cursor(row=self.get_row_index(key), animate=False, scroll=True)
+        elif self.pending or self._pass is not None:
+            self._wish = key
+
+    @property
+    def cursor_target(self) -> str | None:
+        """The row the cursor is on, or the one it waits for (see select_key)."""
+        return self._wish if self._wish is not None else self._cursor_key()
+
+    def forget_wish(self) -> None:
+        """The user moved the cursor: a row asked for earlier no longer is."""
+        self._wish = None
 
     def set_columns(self, columns: Sequence[Column]) -> bool:
         """Show these columns; True when they changed (the rows must be shown again)."""
@@ -199,11 +220,16 @@ class FleetTable(DataTable[Cell | Text]):
             order = [r.key for r in rows if r.key in present]
             if [str(r.key.value) for r in self.ordered_rows] != order:
                 self._reorder(order)
-            if cursor is not None and cursor in present:
+            if self._wish is not None and self._wish in present:
+                cursor, self._wish = self._wish, None
+                self.move_cursor(row=self.get_row_index(cursor), animate=False, scroll=True)
+            elif cursor is not None and cursor in present:
                 index = self.get_row_index(cursor)
                 if index != self.cursor_row:
                     self.move_cursor(row=index, animate=False, scroll=False)
         self.pending = len(wanted - present)
+        if self._wish is not None and self._wish not in wanted:
+            self._wish = None  # gone (filtered out, removed): the cursor stays
         if self.pending:
             self._pass = self.set_timer(PASS_GAP_S, self._next_pass)
 

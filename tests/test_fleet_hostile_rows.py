@@ -23,6 +23,7 @@ from leases.ledger import Ledger
 from leases.models import NodeHealth
 from leases.textsafe import visible
 from tui.app import ZukaApp
+from tui.widgets.fleet_table import GROUP_PREFIX, FleetTable
 
 NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
 GOOD = "autodl-4090-b"  # a demo node whose rows the tests spoil
@@ -285,6 +286,20 @@ async def test_the_dashboard_shows_every_good_node_and_the_bad_one_refused(
         assert any("lease" in m and "zz[/]" in m for m in told), told
         assert any(f"of node '{GOOD}'" in m for m in told), told
         assert any("provider" in m and "spaceship" in m for m in told), told
+
+
+async def test_a_node_named_like_a_group_heading_is_its_own_row(tmp_path: Path) -> None:
+    path = _ledger(tmp_path)
+    _sql(path, _add_node("\x00group:platform"))
+    app = ZukaApp(path, clock=lambda: NOW, poll=False, refresh_s=3600, config=Config())
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(lambda: app._reads >= 3, what="the third read (with history)")
+        table = app.query_one("#fleet", FleetTable)
+        await pilot.press("g")  # by channel: the platform heading, and the odd node apart
+        await wait_until(lambda: table.row_count == 13 + 3, what="three headings")
+        keys = [str(r.key.value) for r in table.ordered_rows]
+        assert "\x00group:platform" in keys
+        assert sum(k.startswith(GROUP_PREFIX) for k in keys) == 3
 
 
 @pytest.mark.parametrize("as_json", [False, True])

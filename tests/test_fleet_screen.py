@@ -26,7 +26,7 @@ from leases.models import Node, Provider, ProviderKind, SshTarget
 from tui.app import ZukaApp
 from tui.fleetview import COLUMNS
 from tui.screens.fleet import FleetScreen
-from tui.widgets.fleet_table import FleetTable
+from tui.widgets.fleet_table import GROUP_PREFIX, FleetTable
 
 
 @pytest.fixture
@@ -556,7 +556,9 @@ async def test_a_group_heading_shows_its_whole_label_and_enter_folds_it(
         await pilot.press("g")  # by provider
         await pilot.pause()
         shown = [c.key for c in table.shown_columns]
-        row = "".join(table.get_cell("\x00group:Jiangning IDC 江苏南京", k).plain for k in shown)
+        row = "".join(
+            table.get_cell(GROUP_PREFIX + "Jiangning IDC 江苏南京", k).plain for k in shown
+        )
         assert row.replace(" ", "") == "▾JiangningIDC江苏南京(1)"
 
 

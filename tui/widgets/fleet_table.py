@@ -16,6 +16,7 @@ Two costs of DataTable are kept off the UI loop's longest stall (issue 9: under 
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import count
@@ -32,7 +33,9 @@ from textual.widgets.data_table import ColumnKey, RowKey
 
 from tui.fleetview import Cell, Column
 
-GROUP_PREFIX = "\x00group:"  # row keys of group headings: never a node's name
+# Row keys of group headings. A stored node name may be anything (a ledger edited by hand):
+# a number drawn per process keeps one from posing as a heading (or a heading's key).
+GROUP_PREFIX = f"\x00group:{secrets.token_hex(8)}:"
 ADD_PER_PASS = 60  # rows added to the table per pass (more than a screen holds)
 PASS_GAP_S = 0.02  # between passes: the loop gets a turn, a frame may be drawn
 # Rendered cells kept: a few screens of 13 columns, with and without the cursor.

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from leases.errors import InputError
 from leases.secrets import refuse_key_text
-from leases.textsafe import REORDERING, visible
+from leases.textsafe import INVISIBLE_RANGES, REORDERING, visible
 
 # ISO 4217 codes a lab renting GPUs in and around China meets; extend as needed.
 CURRENCIES = frozenset(
@@ -26,8 +26,9 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,62}$")
 # C0 and C1 controls, DEL, and the Unicode controls that reorder or hide text: none has a
 # place in a ledger value (a terminal would obey them). Tab and newline only in notes. Lone
 # surrogates too: no text is made of them (they come from undecodable bytes in argv or a
-# browser's JSON) and SQLite cannot store them.
-_UNSAFE = "\x7f-\x9f\ud800-\udfff" + REORDERING
+# browser's JSON) and SQLite cannot store them. Nor characters that draw nothing: two
+# providers 'aliyun' and 'aliyun\u2063' would print the same.
+_UNSAFE = "\x7f-\x9f\ud800-\udfff" + REORDERING + INVISIBLE_RANGES
 _CONTROL_RE = re.compile(f"[\x00-\x1f{_UNSAFE}]")
 _CONTROL_MULTILINE_RE = re.compile(f"[\x00-\x08\x0b-\x1f{_UNSAFE}]")
 

@@ -21,12 +21,21 @@ _C0["\x7f"] = "\u2421"
 # Bidi embeddings, overrides and isolates; marks; separators that terminals may break on.
 # (leases.fields refuses these in ledger values too.)
 REORDERING = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u2028\u2029"
-# Zero-width and invisible characters that can hide or forge what a reader sees.
-_ZERO_WIDTH = "\u00ad\u200b\u200c\u2060\ufeff"
-_INVISIBLE = frozenset(REORDERING + _ZERO_WIDTH)
-_UNSAFE_RE = re.compile("[\x00-\x1f\x7f-\x9f" + "".join(sorted(_INVISIBLE)) + "]")
+# Characters that draw nothing (or a blank) and so can hide or forge what a reader sees
+# ('gpu-\u2063a100' reads as 'gpu-a100'), or that make a terminal's width differ from
+# what the table measured: Unicode's format characters (category Cf: zero-width spaces
+# and joiners, invisible operators, tags, musical format marks...), the combining
+# grapheme joiner, Hangul and Mongolian fillers and selectors, variation selectors.
+INVISIBLE_RANGES = (
+    "\u00ad\u034f\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
+    "\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u2060-\u2065\u206a-\u206f\u3164"
+    "\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001-\U000e007f\U000e0100-\U000e01ef"
+)
+_UNSAFE_RE = re.compile("[\x00-\x1f\x7f-\x9f" + REORDERING + INVISIBLE_RANGES + "]")
 _UNSAFE_KEEP_LINES_RE = re.compile(
-    "[\x00-\x09\x0b-\x1f\x7f-\x9f" + "".join(sorted(_INVISIBLE)) + "]"
+    "[\x00-\x09\x0b-\x1f\x7f-\x9f" + REORDERING + INVISIBLE_RANGES + "]"
 )
 ELLIPSIS = "…"
 
@@ -36,7 +45,9 @@ def _stand_in(match: re.Match[str]) -> str:
     if char in _C0:
         return _C0[char]
     code = ord(char)
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def visible(value: object, max_len: int | None = None, *, keep_newlines: bool = False) -> str:

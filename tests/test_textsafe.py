@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -21,8 +22,28 @@ def test_keep_newlines_keeps_only_newlines() -> None:
 
 
 def test_clean_text_is_unchanged() -> None:
-    for text in ("NVIDIA H100 80GB HBM3", "登录指令：ssh -p 6666 root@host", "[/]", "café 👩‍🔬"):
+    for text in ("NVIDIA H100 80GB HBM3", "登录指令：ssh -p 6666 root@host", "[/]", "café 😀 ñ"):
         assert visible(text) == text
+
+
+@pytest.mark.parametrize(
+    "char",
+    ["\u2062", "\u2063", "\u180e", "\u034f", "\ufe0f", "\u200d", "\U000e0041", "\U0001d173",
+     "\ufff9", "\u115f", "\u3164", "\u00ad", "\u200b"],
+)  # fmt: skip
+def test_characters_that_draw_nothing_are_shown(char: str) -> None:
+    # 'gpu-\u2063a100-01' would print as 'gpu-a100-01'; a joiner (even in an emoji
+    # sequence) makes the terminal's width differ from what the table measured.
+    shown = visible(f"gpu-{char}a100")
+    assert char not in shown and shown.startswith("gpu-\\") and shown.endswith("a100")
+
+
+def test_every_format_character_is_shown() -> None:
+    import unicodedata
+
+    missed = [hex(c) for c in range(0x110000)
+              if unicodedata.category(chr(c)) == "Cf" and visible(chr(c)) == chr(c)]  # fmt: skip
+    assert missed == []
 
 
 def test_max_len_marks_the_cut() -> None:

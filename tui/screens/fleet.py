@@ -114,6 +114,7 @@ class FleetScreen(Screen[None]):
         self._held = False  # the last redraw kept the table's order (a live sort, moving)
         self._filtering = False  # the filter box is open or a filter is in force
         self._status = ""  # the app's: nodes, health, who polls
+        self._header = ""  # the app's header line
         self._lines: dict[str, str] = {}  # selector -> the text its Static shows
 
     @property
@@ -135,7 +136,9 @@ class FleetScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#fleet-filter", Input).display = False
-        self._fit_columns()
+        self._line("#fleet-header", self._header, bold=True)
+        if not self._fit_columns():
+            self.redraw()
 
     # -- drawing -------------------------------------------------------------------------
 
@@ -144,10 +147,14 @@ class FleetScreen(Screen[None]):
         return self.query_one("#fleet", FleetTable)
 
     def show(self, rows: Sequence[FleetRow], header: str, status: str) -> None:
-        """The app's refresh: new rows, header and status line."""
+        """The app's refresh: new rows, header and status line (drawn once the screen is
+        mounted, if it is not yet: the first paint may come before)."""
         self.rows = list(rows)
-        self._line("#fleet-header", header, bold=True)
+        self._header = header
         self._status = status
+        if not self.is_mounted:
+            return
+        self._line("#fleet-header", header, bold=True)
         # Only while on top (not under a form or another screen): redrawn on return.
         if self.app.screen is self and not self._fit_columns():
             self.redraw(refresh=True)

@@ -16,6 +16,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Select, TextArea
 from waiting import wait_until
 
+from leases import fields
 from leases.demo import build_demo_ledger
 from leases.ledger import Ledger
 from leases.models import BillingType, ResourceKind
@@ -708,3 +709,19 @@ async def test_a_burst_never_runs_a_key_of_the_screen_it_opened(
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert ran == [] and isinstance(app.screen, OffboardScreen)
+
+
+async def test_a_lease_added_to_a_node_with_one_running_starts_where_it_ends(demo: Path) -> None:
+    """Not now: the ledger refuses a lease that overlaps the one billing (a new user's
+    first try at a follow-on lease was refused with the form's own default)."""
+    with Ledger.open(demo) as ledger:
+        billing = ledger.billing(NOW)["colo-njidc-4090"]
+        ends = billing.paid_until or billing.lease.end
+        assert ends is not None
+        shown = fields.shown(ends, billing.lease.billing_tz)
+    app = FormHost(demo, lease_form("colo-njidc-4090", "add"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        assert screen.field("start").value == shown
+        info = str(screen.query_one("#form-info").render())
+        assert f"starts after it ends: from {shown}" in info

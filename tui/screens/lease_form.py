@@ -94,10 +94,16 @@ class LeaseFormScreen(FormScreen[bool]):
         now = self.clock()
         if self.mode == "add":
             note = f"{self.node}: {_said(leases, now)}"
-            if renewals.billing_now(leases, now) is not None:
-                # Said before saving: the ledger refuses a lease that overlaps it.
-                note += ". A new lease must start after it ends: end or renew that one instead."
-            return {}, note
+            billing = renewals.billing_now(leases, now)
+            if billing is None:
+                return {}, note
+            # Said before saving: the ledger refuses a lease that overlaps it. A lease to
+            # follow it starts where what is paid for ends (now would be refused).
+            ends = billing.paid_until or billing.lease.end
+            if ends is None:
+                return {}, note + ". A new lease must start after it ends: end that one first."
+            when = fields.shown(ends, billing.lease.billing_tz or self.tz)
+            return {"start": when}, note + f". A new lease starts after it ends: from {when}."
         if self.mode == "renew":
             # The lease `lease renew` renews: the latest, if not ended (Ledger.renew_lease).
             lease = leases[-1] if leases and leases[-1].ended_at is None else None

@@ -16,6 +16,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.events import Key
 from textual.screen import ModalScreen
 from textual.widget import Widget
@@ -317,6 +318,15 @@ class FormScreen(ModalScreen[R]):
         return None
 
     def on_mount(self) -> None:
+        self._ready()
+
+    def _ready(self) -> None:
+        try:
+            for f in self.fields():
+                f.input  # noqa: B018 (composed yet?)
+        except NoMatches:  # its fields not composed yet (a busy machine): once they are
+            self.call_after_refresh(self._ready)
+            return
         # A field has the cursor from the start, so keys typed at once are not lost; the
         # ledger read below fills only the fields not typed into meanwhile.
         first = self.first_focus()

@@ -19,7 +19,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from leases import auditchain, fields, nodelog, records, release, transfer
@@ -553,27 +553,17 @@ class Ledger:
         """Every stored lease that reads, and in words each row that does not (a ledger
         edited by hand, imported, or written by an older zuka): one bad row costs itself,
         not the reader (the dashboard shows the rest)."""
-        found: list[Lease] = []
-        problems: list[str] = []
-        for r in self._rows(f"{self._LEASE_SELECT} ORDER BY n.name, l.start"):
-            try:
-                found.append(_lease(r))
-            except UNREADABLE as exc:
-                problems.append(f"lease {r['id']} of node {visible(r['node'], 80)!r}"
-                                f" not read: {unreadable(exc)}")  # fmt: skip
-        return found, problems
+        rows = self._rows(f"{self._LEASE_SELECT} ORDER BY n.name, l.start")
+        return _readable(
+            rows, _lease, lambda r: f"lease {r['id']} of node {visible(r['node'], 80)!r}"
+        )
 
     def readable_providers(self) -> tuple[list[Provider], list[str]]:
         """As readable_leases, of providers."""
-        found: list[Provider] = []
-        problems: list[str] = []
-        for r in self._rows("SELECT * FROM providers ORDER BY name"):
-            try:
-                found.append(_provider(r))
-            except UNREADABLE as exc:
-                problems.append(f"provider {r['id']} ({visible(r['name'], 80)!r})"
-                                f" not read: {unreadable(exc)}")  # fmt: skip
-        return found, problems
+        rows = self._rows("SELECT * FROM providers ORDER BY name")
+        return _readable(
+            rows, _provider, lambda r: f"provider {r['id']} ({visible(r['name'], 80)!r})"
+        )
 
     def add_lease(self, lease: Lease) -> Lease:
         with self.transaction() as conn:
@@ -805,16 +795,13 @@ class Ledger:
 
     def readable_resources(self) -> tuple[list[tuple[str, datetime, Resource]], list[str]]:
         """As resources(), of every row that reads; in words, each one that does not."""
-        found: list[tuple[str, datetime, Resource]] = []
-        problems: list[str] = []
-        for r in self._resource_row_dicts("", []):
-            try:
-                res = replace(records.resource_from(r, r["lease_id"], r["tz"]), id=r["id"])
-                found.append((r["node"], _moment(r["lease_start"]), res))
-            except UNREADABLE as exc:
-                problems.append(f"resource {r['id']} of node {visible(r['node'], 80)!r}"
-                                f" not read: {unreadable(exc)}")  # fmt: skip
-        return found, problems
+
+        def read(r: dict[str, Any]) -> tuple[str, datetime, Resource]:
+            res = replace(records.resource_from(r, r["lease_id"], r["tz"]), id=r["id"])
+            return r["node"], _moment(r["lease_start"]), res
+
+        rows = self._resource_row_dicts("", [])
+        return _readable(rows, read, lambda r: f"resource {r['id']} of node {_named(r['node'])}")
 
     def _resource_row_dicts(self, clause: str, params: Sequence[Any]) -> list[dict[str, Any]]:
         return self._rows(
@@ -1106,6 +1093,29 @@ def _release(key: tuple[int, int]) -> None:
         _HELD[key] = left
     else:
         _HELD.pop(key, None)
+
+
+T = TypeVar("T")
+
+
+def _readable(
+    rows: Sequence[dict[str, Any]],
+    read: Callable[[dict[str, Any]], T],
+    which: Callable[[dict[str, Any]], str],
+) -> tuple[list[T], list[str]]:
+    """The rows that read, and in words each one that does not ('<which>: not read: why')."""
+    found: list[T] = []
+    problems: list[str] = []
+    for r in rows:
+        try:
+            found.append(read(r))
+        except UNREADABLE as exc:
+            problems.append(f"{which(r)} not read: {unreadable(exc)}")
+    return found, problems
+
+
+def _named(name: object) -> str:
+    return repr(visible(name, 80))
 
 
 def _text(raw: bytes) -> str:

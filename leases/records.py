@@ -205,20 +205,10 @@ def node_from(rec: Mapping[str, Any]) -> Node:
         gpu_count=p(0, fields.count, "gpu_count", rec.get("gpu_count") or 0, maximum=1024),
         vram_gib=p(None, _opt_int, rec, "vram_gib", minimum=1),
         interconnect=p(
-            Interconnect("unknown"),
-            fields.choice,
-            "interconnect",
-            str(rec.get("interconnect") or "unknown"),
-            Interconnect,
+            Interconnect("unknown"), _choice, rec, "interconnect", Interconnect, "unknown"
         ),
         tags=p((), _tags, raw_tags),
-        state=p(
-            NodeState("active"),
-            fields.choice,
-            "state",
-            str(rec.get("state") or "active"),
-            NodeState,
-        ),
+        state=p(NodeState("active"), _choice, rec, "state", NodeState, "active"),
         local=local,
         notes=p("", _notes, rec),
     )
@@ -264,6 +254,11 @@ def lease_record(le: Lease) -> Record:
     return recordfields.record_values(le)
 
 
+def _choice(rec: Mapping[str, Any], key: str, enum: type[E], default: str) -> E:
+    """The stored choice; `default` where none is stored."""
+    return fields.choice(key, str(rec.get(key) or default), enum)
+
+
 def _required(rec: Mapping[str, Any], key: str, reason: str) -> Any:
     value = _get(rec, key)
     if value is None:
@@ -304,42 +299,20 @@ def lease_from(rec: Mapping[str, Any]) -> Lease:
         min_commitment=p(None, _opt_int, rec, "min_commitment", minimum=1),
         deposit=None if deposit is None else p(None, fields.money, "deposit", deposit),
         deposit_paid_on=p(None, _opt_day, rec, "deposit_paid_on"),
-        deposit_refund=p(
-            RefundState("none"),
-            fields.choice,
-            "deposit_refund",
-            str(rec.get("deposit_refund") or "none"),
-            RefundState,
-        ),
+        deposit_refund=p(RefundState("none"), _choice, rec, "deposit_refund", RefundState, "none"),
         deposit_refunded_on=p(None, _opt_day, rec, "deposit_refunded_on"),
         contract_no=p("", _str, rec, "contract_no", 100),
         notice_days=p(None, _opt_int, rec, "notice_days", maximum=365),
-        on_expiry=p(
-            ExpiryAction("released"),
-            fields.choice,
-            "on_expiry",
-            str(rec.get("on_expiry") or "released"),
-            ExpiryAction,
-        ),
+        on_expiry=p(ExpiryAction("released"), _choice, rec, "on_expiry", ExpiryAction, "released"),
         release_after_stopped_days=p(
             None, _opt_int, rec, "release_after_stopped_days", minimum=1, maximum=3650
         ),
         notes=p("", _notes, rec),
         ended_at=p(None, _opt_moment, rec, "ended_at", tz),
         stopped_billing=p(
-            StoppedBilling("full"),
-            fields.choice,
-            "stopped_billing",
-            str(rec.get("stopped_billing") or "full"),
-            StoppedBilling,
+            StoppedBilling("full"), _choice, rec, "stopped_billing", StoppedBilling, "full"
         ),
-        month_count=p(
-            MonthCount("calendar"),
-            fields.choice,
-            "month_count",
-            str(rec.get("month_count") or "calendar"),
-            MonthCount,
-        ),
+        month_count=p(MonthCount("calendar"), _choice, rec, "month_count", MonthCount, "calendar"),
         partial_unit=p(None, _opt_choice, rec, "partial_unit", PartialUnit),
         # Providers charge a renewal days before the end (Aliyun 9, Huawei 7); beyond 60
         # days a typo would charge many renewals at the lease's start.
@@ -460,13 +433,7 @@ def resource_from(rec: Mapping[str, Any], lease_id: int, tz: str) -> Resource:
         verified_at=p(None, _opt_moment, rec, "verified_at", tz),
         notes=p("", _notes, rec),
         price=p(None, _opt_money, rec, "price"),
-        price_per=p(
-            StoragePeriod("month"),
-            fields.choice,
-            "price_per",
-            str(rec.get("price_per") or "month"),
-            StoragePeriod,
-        ),
+        price_per=p(StoragePeriod("month"), _choice, rec, "price_per", StoragePeriod, "month"),
     )
     p.raise_found()
     return res

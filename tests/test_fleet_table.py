@@ -52,6 +52,21 @@ def screen_text(app: App[None]) -> str:
     return "\n".join("".join(s.text for strip in line for s in strip) for line in update.strips)
 
 
+@pytest.fixture
+def drawn(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """(row, column) of every body cell DataTable renders itself (not kept by the table)."""
+    out: list[tuple[int, int]] = []
+    real = DataTable._render_cell
+
+    def counting(self: DataTable[object], row: int, col: int, *args: object) -> object:
+        if row >= 0:
+            out.append((row, col))
+        return real(self, row, col, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(DataTable, "_render_cell", counting)
+    return out
+
+
 async def test_a_big_fill_is_added_a_pass_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fleet_table, "ADD_PER_PASS", 40)
     app = TableApp()
@@ -83,18 +98,7 @@ async def test_a_new_show_replaces_what_is_left_to_add(monkeypatch: pytest.Monke
         assert table.get_cell("n099", "util").plain == f"{50 + 99 % 7:3d}%"
 
 
-async def test_a_refresh_renders_only_the_cells_that_changed(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    drawn: list[tuple[int, int]] = []
-    real = DataTable._render_cell
-
-    def counting(self: DataTable[object], row: int, col: int, *args: object) -> object:
-        if row >= 0:
-            drawn.append((row, col))
-        return real(self, row, col, *args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(DataTable, "_render_cell", counting)
+async def test_a_refresh_renders_only_the_cells_that_changed(drawn: list[tuple[int, int]]) -> None:
     app = TableApp()
     async with app.run_test(size=(100, 30)) as pilot:
         table = app.query_one(FleetTable)
@@ -118,16 +122,7 @@ async def test_a_refresh_renders_only_the_cells_that_changed(
         assert {r for r, _ in drawn} == {0, 1}
 
 
-async def test_a_new_look_renders_every_cell_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    drawn: list[tuple[int, int]] = []
-    real = DataTable._render_cell
-
-    def counting(self: DataTable[object], row: int, col: int, *args: object) -> object:
-        if row >= 0:
-            drawn.append((row, col))
-        return real(self, row, col, *args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(DataTable, "_render_cell", counting)
+async def test_a_new_look_renders_every_cell_again(drawn: list[tuple[int, int]]) -> None:
     app = TableApp()
     async with app.run_test(size=(100, 30)) as pilot:
         table = app.query_one(FleetTable)

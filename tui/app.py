@@ -5,8 +5,10 @@ it, the dashboard reads what the collector writes instead (two pollers never pol
 
 Every refresh reads the ledger off the UI loop: a FleetReader with its own connection on
 one thread of its own (an SQLite connection belongs to its thread), builds the rows there
-too, and the UI only diffs cells. A refresh never overlaps the previous one: the next is
-armed when one ends. Worker failures are handled in one place (on_worker_state_changed).
+too, and the UI only diffs cells. One read is the loop's: the first paint's, of the first
+60 nodes, at mount, before any frame or key (see _first_paint: ~50 ms with 500 nodes).
+A refresh never overlaps the previous one: the next is armed when one ends. Worker
+failures are handled in one place (on_worker_state_changed).
 """
 
 from __future__ import annotations

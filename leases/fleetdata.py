@@ -303,12 +303,13 @@ class FleetReader:
         assert req.first is not None
         nodes = self.ledger.nodes(FLEET_STATES, limit=req.first)
         ids = [n.id for n in nodes if n.id is not None]
+        shown = set(ids)
         facts = LedgerFacts(
             tuple(n for n in nodes if not n.problem),
             tuple(n for n in nodes if n.problem),
             self.ledger.billing(req.now, ids),
             {p.name: p.kind.value for p in self.ledger.providers()},
-            {i: p for i, p in progress(self.ledger).items() if i in set(ids)},
+            {i: p for i, p in progress(self.ledger).items() if i in shown},
         )
         latest = self.store.latest(ids) if req.latest else {}
         total = self.ledger.count_nodes(FLEET_STATES)

@@ -10,23 +10,21 @@ anything at a wrong endpoint), or nothing left under the prefix.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from leases.models import ResourceKind
 from leases.offboard import cloud_ids
 from leases.offboard.cloud_access import (
-    BotoAccount,
     BotoDriver,
     Reading,
-    Timing,
     client_error,
     guarded,
     hopeless,
     poll_gone,
 )
-from leases.offboard.steps import Identity, Outcome, Step
+from leases.offboard.steps import Outcome, Step
 from leases.textsafe import visible
 
 _BATCH = 1000  # DeleteObjects' own limit
@@ -100,15 +98,7 @@ def _pages(
 
 class S3Driver(BotoDriver):
     name = "s3"
-
-    def __init__(
-        self,
-        account: BotoAccount,
-        timing: Timing,
-        identity_from: Callable[[], Awaitable[Identity]] | None = None,
-    ) -> None:
-        super().__init__(account, timing, identity_from)
-        self.page_size: int | None = None  # the store's own (1000 on S3); tests make it small
+    page_size: int | None = None  # the store's own (1000 on S3); tests make it small
 
     def _client(self, t: _Target) -> Any:
         return self.account.client("s3", t.endpoint, t.region, t.addressing)

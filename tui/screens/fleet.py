@@ -229,16 +229,20 @@ class FleetScreen(Screen[None]):
         box = self.query_one("#fleet-filter", Input)
         if not (self.is_active and self.focused is box and event.is_printable):
             return False
-        if not any(e is event for e in self._typed):
+        if not self._typed_here(event):
             return False
         box.post_message(Key(event.key, event.character))
         return True
+
+    def _typed_here(self, event: Key) -> bool:
+        """The key came through this screen (keys bubble from the focused widget)."""
+        return any(e is event for e in self._typed)
 
     def typed_before_covered(self, event: Key) -> bool:
         """Whether the key was typed at this screen and another screen has opened over it
         since: typed in one burst with the key that opened it (`n` then a name at once).
         Its bindings are checked only once it reaches the app, after the form opened."""
-        return not self.is_active and any(e is event for e in self._typed)
+        return not self.is_active and self._typed_here(event)
 
     def _holding(self) -> bool:
         """Sorted by a live column and the user moved the cursor a moment ago."""

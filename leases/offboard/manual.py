@@ -10,7 +10,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Collection
 
 from leases.models import ProviderKind
-from leases.offboard.steps import Outcome, Phase, PlanInput, Step, params
+from leases.offboard.steps import Outcome, Phase, PlanInput, Sighting, Step, params
 
 NAME = "manual"
 RELEASE_KEY = "manual:release-instance"
@@ -75,6 +75,16 @@ class ManualDriver:
             f"{WAITING}: {step.describe}; once done: zuka offboard {self.node} --execute"
             f" --confirm {self.node} --did {step.key}",
         )
+
+    async def inspect(self, step: Step) -> Sighting:
+        where = f"{step.param('host')}:{step.param('port')}"
+        answers = await self.probe(step)
+        if answers is None:
+            said = f"zuka cannot check {where} from here (an ssh config alias or a jump host)"
+            return Sighting(None, "", said)
+        if answers:
+            return Sighting(True, f"{where} accepts connections", "the node answers")
+        return Sighting(False, f"{where} does not accept connections", "the node does not answer")
 
     async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
         where = f"{step.param('host')}:{step.param('port')}"

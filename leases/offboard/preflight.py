@@ -17,7 +17,16 @@ from decimal import Decimal
 from leases.config import Config
 from leases.ledger import Ledger
 from leases.models import Lease
-from leases.offboard.steps import Driver, Identity, Outcome, Phase, PlanInput, Step, params
+from leases.offboard.steps import (
+    Driver,
+    Identity,
+    Outcome,
+    Phase,
+    PlanInput,
+    Sighting,
+    Step,
+    params,
+)
 from leases.release import open_at
 from leases.textsafe import visible
 
@@ -96,6 +105,10 @@ class PreflightDriver:
         if step.action == "identity":
             return await self._identity(step)
         return Outcome(False, "", f"preflight does not know the action {step.action!r}")
+
+    async def inspect(self, step: Step) -> Sighting:
+        # Never called: its steps are not destructive.
+        return Sighting(None, "", "nothing to look at: this step changes no resource")
 
     async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
         # A check has nothing to read back: it passed when it ran, now.

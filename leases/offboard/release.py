@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from leases.ledger import Ledger
 from leases.models import Lease, Node, NodeState, RefundState
-from leases.offboard.steps import Outcome, Phase, PlanInput, Step, params
+from leases.offboard.steps import Outcome, Phase, PlanInput, Sighting, Step, params
 from leases.release import open_at
 
 NAME = "ledger"
@@ -90,6 +90,10 @@ class LedgerDriver:
             self.ledger.archive_node(node.name)
             said.append(f"node {node.name} released (archived)")
         return Outcome(True, "\n".join(said) or "already released", facts=facts)
+
+    async def inspect(self, step: Step) -> Sighting:
+        # Never called: its steps are not destructive.
+        return Sighting(None, "", "nothing to look at: this step changes no resource")
 
     async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
         node, lease = self._facts(step)

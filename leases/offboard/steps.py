@@ -72,8 +72,28 @@ class Outcome:
     needs_consent: bool = False
 
 
+@dataclass(frozen=True)
+class Sighting:
+    """What a look at one step's target found, before anything is done to it: whether it
+    exists, as the driver saw it in the account and place the step names. A deletion is
+    called verified only if its target was once seen to exist and is then seen gone: "not
+    found" at first contact is a typo, a wrong region or another account as often as it is
+    a thing already deleted."""
+
+    exists: bool | None  # None: could not tell (unreachable, access denied, no answer)
+    output: str  # what the tool or API said, as it came (shown via visible)
+    detail: str = ""  # one line for a person: what is there, or why it could not tell
+    # What a person checks before confirming: size, files, versions, created time, and
+    # where it was looked for (account, region, endpoint, host).
+    facts: Mapping[str, str] = field(default_factory=dict)
+
+
 class Driver(Protocol):
     name: str  # the Step.driver value it serves
+
+    # Look at a destructive step's target without changing anything (`zuka offboard
+    # --inspect`, and before each deletion). Non-destructive steps are never inspected.
+    async def inspect(self, step: Step) -> Sighting: ...
 
     async def run(self, step: Step) -> Outcome: ...
 

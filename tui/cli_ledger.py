@@ -959,15 +959,23 @@ def audit_verify(args: argparse.Namespace, out: TextIO) -> int:
         ):
             raise InputError("anchor", args.anchor, "must be ID:HASH as `zuka audit verify` prints")
         anchor = (int(entry), digest)
+    from leases.offboard import evidence
+
     with _open(args, readonly=True) as ledger:
         report = ledger.verify_audit(anchor)
+        # The offboarding's plans and step states, each against its evidence on the chain.
+        plans = evidence.problems(ledger) if report.ok else []
     if args.json:
         output.dump_json(
-            {"ok": report.ok, "entries": report.entries, "head_id": report.head_id,
-             "head_hash": report.head_hash, "broken_at": report.broken_at,
-             "reason": report.reason},
+            {"ok": report.ok and not plans, "entries": report.entries,
+             "head_id": report.head_id, "head_hash": report.head_hash,
+             "broken_at": report.broken_at, "reason": report.reason,
+             "offboarding": plans},
             out,
         )  # fmt: skip
+    elif plans:
+        out.write("THE OFFBOARDING EVIDENCE DOES NOT VERIFY:\n")
+        out.writelines(f"- {visible(p, 500)}\n" for p in plans)
     elif report.ok:
         out.write(f"audit log ok: {report.entries} entries, hash chain and triggers intact\n")
         if report.head_id is not None:
@@ -977,7 +985,7 @@ def audit_verify(args: argparse.Namespace, out: TextIO) -> int:
             )
     else:
         out.write(_chain_problem(report) + "\n")
-    return 0 if report.ok else 1
+    return 0 if report.ok and not plans else 1
 
 
 def export(args: argparse.Namespace, out: TextIO) -> int:

@@ -9,6 +9,7 @@ a rerun knows to read the thing back before acting again.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Mapping
@@ -17,11 +18,13 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from leases import fields, records
+from leases import auditchain, fields, records
+from leases.errors import InputError
 from leases.ledger import Ledger, _audit_entry
 from leases.models import AuditEntry
 from leases.offboard.plan import Plan, plan_from_body
 from leases.offboard.steps import Outcome, Step
+from leases.textsafe import visible
 
 ENTITY = "offboard"
 # Evidence is kept as it came, but bounded: a node may answer a 100 MB line.
@@ -38,6 +41,9 @@ class State(StrEnum):
     CONSENT = "consent"  # stopped: the step asks the user's consent to go on
     CONSENTED = "consented"  # the user said go on
 
+
+# Evidence entries that belong to the plan, not to one step's state.
+_NOT_STEP = frozenset({"offboard.plan", "offboard.finish", "offboard.recheck"})
 
 # A rerun goes past these.
 PASSED = frozenset({State.VERIFIED, State.SKIPPED, State.CONSENTED})
@@ -75,30 +81,151 @@ def _now(ledger: Ledger) -> str:
     return ledger.clock().astimezone(UTC).isoformat(timespec="microseconds")
 
 
+class Tampered(InputError):
+    """A stored plan or a step's state that its evidence on the audit chain does not bear
+    out: the ledger was edited behind zuka's back. Nothing is run from it."""
+
+    def __init__(self, plan_id: int, reason: str) -> None:
+        super().__init__(
+            "plan",
+            plan_id,
+            f"offboarding plan {plan_id} does not match its evidence on the audit chain:"
+            f" {reason}. The ledger was edited outside zuka; nothing is run from it. Check"
+            " `zuka audit verify`, then make the plan again: zuka offboard NODE",
+        )
+
+
 def load(ledger: Ledger, plan_id: int) -> StoredPlan:
+    """The stored plan as its evidence on the audit chain has it, never as the tables say
+    alone: the body is hashed again and must be the very body the chained `offboard.plan`
+    entry holds, and each step's state is the one its last chained evidence entry gives
+    (a state set by hand in offboard_steps is refused: Tampered)."""
     rows = ledger._rows("SELECT * FROM offboard_plans WHERE id = ?", [plan_id])
     if not rows:
         raise LookupError(f"no offboarding plan {plan_id}")
     row = rows[0]
-    states = {
-        r["key"]: StepState(
-            State(r["state"]),
-            None if r["updated_at"] is None else datetime.fromisoformat(r["updated_at"]),
-            r["detail"],
-        )
-        for r in ledger._rows("SELECT * FROM offboard_steps WHERE plan_id = ?", [plan_id])
+    body = row["body"]
+    if not isinstance(body, str) or _sha256(body) != row["hash"]:
+        raise Tampered(plan_id, "its body no longer hashes to its stored hash")
+    chain = _chain(ledger, plan_id)
+    planned, states, finished = _derived(ledger, plan_id, chain)
+    if planned.get("hash") != row["hash"] or planned.get("body") != _json(body):
+        raise Tampered(plan_id, "its body is not the body the chained plan entry holds")
+    try:
+        plan = plan_from_body(body)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise Tampered(plan_id, f"its body cannot be read ({type(exc).__name__})") from None
+    table = {
+        r["key"]: r["state"]
+        for r in ledger._rows("SELECT key, state FROM offboard_steps WHERE plan_id = ?", [plan_id])
     }
-    plan = plan_from_body(row["body"])
+    for step in plan.steps:
+        said = states.get(step.key, StepState()).state.value
+        if table.get(step.key) != said:
+            raise Tampered(
+                plan_id,
+                f"step {visible(step.key, 200)} is {visible(str(table.get(step.key)), 40)} in"
+                f" offboard_steps, but its evidence says {said}",
+            )
+    if (row["finished_at"] is None) != (finished is None):
+        raise Tampered(plan_id, "its finish is not the one its evidence records")
     return StoredPlan(
         id=row["id"],
         plan=plan,
         hash=row["hash"],
         created_at=datetime.fromisoformat(row["created_at"]),
-        finished_at=None
-        if row["finished_at"] is None
-        else datetime.fromisoformat(row["finished_at"]),
+        finished_at=finished,
         states=states,
     )
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _chain(ledger: Ledger, plan_id: int) -> list[dict[str, Any]]:
+    """The plan's evidence entries, each checked to be a link of the audit chain: its hash
+    is over its content, and the entries on either side link to it. Rewriting one means
+    rewriting the whole chain after it, which `zuka audit verify --anchor` catches."""
+    rows = ledger._rows(
+        "SELECT * FROM audit WHERE entity = ? AND entity_id = ? ORDER BY id", [ENTITY, plan_id]
+    )
+    if not rows:
+        return rows
+    ids = sorted({r["id"] - 1 for r in rows} | {r["id"] + 1 for r in rows})
+    marks = ", ".join("?" * len(ids))
+    near = {
+        int(i): (prev, digest)
+        for i, prev, digest in ledger.conn.execute(
+            f"SELECT id, prev_hash, hash FROM audit WHERE id IN ({marks})", ids
+        )
+    }
+    for r in rows:
+        if r["hash"] != auditchain.entry_hash(r, str(r["prev_hash"])):
+            raise Tampered(plan_id, f"audit entry {r['id']} was changed")
+        before, after = near.get(r["id"] - 1), near.get(r["id"] + 1)
+        if r["id"] > 1 and (before is None or before[1] != r["prev_hash"]):
+            raise Tampered(plan_id, f"audit entry {r['id']} does not link to the one before")
+        if after is not None and after[0] != r["hash"]:
+            raise Tampered(plan_id, f"audit entry {r['id']} does not link to the one after")
+    return rows
+
+
+def _derived(
+    ledger: Ledger, plan_id: int, chain: list[dict[str, Any]], upto: int | None = None
+) -> tuple[dict[str, Any], dict[str, StepState], datetime | None]:
+    """What the chain says of a plan: its plan entry's content, each step's state (its
+    last evidence entry's, or, for a step carried from the plan it superseded, that plan's
+    as it stood then) and when it finished. `upto`: only entries before that id."""
+    chain = [r for r in chain if upto is None or r["id"] < upto]
+    first = next((r for r in chain if r["action"] == "offboard.plan"), None)
+    after = None if first is None else _json(first["after"] or "")
+    if not isinstance(after, dict) or after.get("plan") != plan_id:
+        raise Tampered(plan_id, "no chained entry records this plan")
+    states: dict[str, StepState] = {}
+    old = after.get("supersedes")
+    carried = after.get("carried") or []
+    if carried:
+        if not isinstance(old, int) or not isinstance(carried, list):
+            raise Tampered(plan_id, "its chained entry carries states from no plan")
+        assert first is not None
+        _, before, _ = _derived(ledger, old, _chain(ledger, old), upto=int(first["id"]))
+        states.update({k: before[k] for k in carried if isinstance(k, str) and k in before})
+    finished: datetime | None = None
+    for r in chain:
+        doc = _json(r["after"] or "")
+        if not isinstance(doc, dict) or doc.get("plan") != plan_id:
+            continue
+        if r["action"] == "offboard.finish":
+            finished = datetime.fromisoformat(r["at"])
+        key, state = doc.get("step"), doc.get("state")
+        if isinstance(key, str) and isinstance(state, str) and r["action"] not in _NOT_STEP:
+            try:
+                states[key] = StepState(
+                    State(state), datetime.fromisoformat(r["at"]), str(doc.get("detail", ""))[:2000]
+                )
+            except ValueError:
+                raise Tampered(plan_id, f"audit entry {r['id']} holds no known state") from None
+    return after, states, finished
+
+
+def problems(ledger: Ledger) -> list[str]:
+    """Every stored plan read as load reads it, for `zuka audit verify`: one line per plan
+    whose body or step states its chained evidence does not bear out."""
+    found = []
+    for (plan_id,) in ledger.conn.execute("SELECT id FROM offboard_plans ORDER BY id"):
+        try:
+            load(ledger, int(plan_id))
+        except Tampered as exc:
+            found.append(exc.reason)
+    return found
 
 
 def latest(ledger: Ledger, node_id: int) -> StoredPlan | None:

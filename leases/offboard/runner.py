@@ -85,7 +85,7 @@ def confirmed(ledger: Ledger, node: Node, fresh: Plan, confirm: str | None) -> S
             node.name,
             f"no offboarding plan stored: make one and read it first: zuka offboard {node.name}",
         )
-    if stored.hash != fresh.hash:
+    if stored.hash != fresh.hash or stored.plan.body() != fresh.body():
         raise InputError(
             "plan",
             stored.hash[:12],

@@ -36,7 +36,7 @@ from leases.ledger import Ledger
 from leases.offboard import evidence, manual, runner, status, wiring
 from leases.offboard.evidence import PASSED, State, StoredPlan
 from leases.offboard.plan import facts_for
-from leases.offboard.steps import Driver, Outcome, Phase, Planner, Step
+from leases.offboard.steps import Driver, Outcome, Phase, Planner, Sighting, Step
 from leases.textsafe import visible
 from tui.fleetview import plain
 from tui.screens.ask import AskScreen
@@ -163,6 +163,10 @@ class Watched:
     async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
         self.tell(step)
         return await self.inner.verify(step, patient=patient)
+
+    async def inspect(self, step: Step) -> Sighting:
+        self.tell(step)
+        return await self.inner.inspect(step)
 
 
 async def plan_job(ledger: Ledger, name: str, config: Config, planners: Sequence[Planner]) -> Done:

@@ -40,7 +40,7 @@ from leases.textsafe import visible
 Clock = Callable[[], datetime]
 # How many migrations leases/schema.py holds; tests check the two agree. Kept here so that
 # opening an up-to-date ledger needs neither sqlite-utils nor the schema (faster CLI).
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 # How long a write waits for another writer's transaction before it gives up.
 BUSY_TIMEOUT_S = 15.0
 

@@ -427,3 +427,29 @@ def m011_offboard(db: Database) -> None:
         ) WITHOUT ROWID;
         """,
     )
+
+
+@MIGRATIONS()
+def m012_offboard_absent(db: Database) -> None:
+    """A step may be `absent`: its target was never seen to exist, and the user says it
+    never did (with a reason). SQLite cannot widen a CHECK in place: the table is made
+    again with the rows it held."""
+    _run(
+        db,
+        """
+        CREATE TABLE offboard_steps_new (
+            plan_id INTEGER NOT NULL REFERENCES offboard_plans(id),
+            key TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'started',
+                'done', 'verified', 'failed', 'skipped', 'consent', 'consented', 'absent')),
+            updated_at TEXT,
+            detail TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (plan_id, key)
+        ) WITHOUT ROWID;
+        INSERT INTO offboard_steps_new SELECT plan_id, key, seq, state, updated_at, detail
+            FROM offboard_steps;
+        DROP TABLE offboard_steps;
+        ALTER TABLE offboard_steps_new RENAME TO offboard_steps;
+        """,
+    )

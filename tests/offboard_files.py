@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+from datetime import UTC, datetime
 from pathlib import Path
 
 from leases.config import Config
@@ -18,7 +19,16 @@ from leases.models import Node, ResourceKind
 from leases.offboard.manual import ManualDriver, plan_manual
 from leases.offboard.preflight import PreflightDriver, plan_preflight
 from leases.offboard.release import LedgerDriver, plan_release
-from leases.offboard.steps import Driver, Identity, Outcome, Phase, PlanInput, Step, params
+from leases.offboard.steps import (
+    Driver,
+    Identity,
+    Outcome,
+    Phase,
+    PlanInput,
+    Sighting,
+    Step,
+    params,
+)
 
 
 def plan_files(facts: PlanInput) -> list[Step]:
@@ -103,6 +113,14 @@ class FileDriver:
         _log(self.root, f"{step.key} gone")
         return Outcome(True, f"{step.target} already gone")
 
+    async def inspect(self, step: Step) -> Sighting:
+        path = self._path(step)
+        if not path.exists():
+            return Sighting(False, f"{step.target}: No such file", facts={"path": step.target})
+        return Sighting(
+            True, f"{step.target}: {path.stat().st_size} bytes", facts={"path": step.target}
+        )
+
     async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
         if step.action == "facts":
             return Outcome(True, "a fact")
@@ -134,6 +152,17 @@ class BucketDriver:
             return Outcome(True, f"DeleteBucket {step.target}: 204")
         _log(self.root, f"{step.key} gone")
         return Outcome(True, f"HeadBucket {step.target}: 404 (already gone)")
+
+    async def inspect(self, step: Step) -> Sighting:
+        path = self._path(step)
+        there = path.exists()
+        where = {"account": self.account, "region": self.region}
+        if there:
+            made = datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat()
+            where["created"] = made
+        return Sighting(
+            there, f"HeadBucket {step.target}: {'200' if there else '404'}", facts=where
+        )
 
     async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
         gone = not self._path(step).exists()
@@ -168,9 +197,32 @@ class Killer:
         self._maybe(step, "verify")
         return await self.inner.verify(step, patient=patient)
 
+    async def inspect(self, step: Step) -> Sighting:
+        self._maybe(step, "inspect")
+        return await self.inner.inspect(step)
+
 
 async def gone(_: Step) -> bool:
     return False
+
+
+class ReleasedByHand(ManualDriver):
+    """The console step as the user does it: the node answers at its address until the
+    step's run, once the user said they released it (--did); then root/released exists
+    and it answers no more."""
+
+    def __init__(self, root: Path, node: str, did: frozenset[str], actor: str) -> None:
+        async def answers(_: Step) -> bool:
+            return not (root / "released").exists()
+
+        super().__init__(node, did, answers, actor)
+        self.root = root
+
+    async def run(self, step: Step) -> Outcome:
+        out = await super().run(step)
+        if out.done:
+            (self.root / "released").touch()
+        return out
 
 
 def drivers(
@@ -181,7 +233,7 @@ def drivers(
         PreflightDriver(ledger, Config(), table),
         FileDriver(root),
         BucketDriver(root, account),
-        ManualDriver(node.name, {"manual:release-instance"}, gone, ledger.actor),
+        ReleasedByHand(root, node.name, frozenset({"manual:release-instance"}), ledger.actor),
         LedgerDriver(ledger),
     ]
     for d in inner:

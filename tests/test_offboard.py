@@ -33,7 +33,7 @@ from leases.models import NodeState, RefundState
 from leases.offboard import evidence, report, runner
 from leases.offboard.evidence import State
 from leases.offboard.plan import Plan, plan_from_body
-from leases.offboard.steps import Identity, Outcome, Phase, PlanInput, Step
+from leases.offboard.steps import Identity, Outcome, Phase, PlanInput, Sighting, Step
 from tui import output
 
 TESTS = Path(__file__).parent
@@ -274,6 +274,9 @@ class Asks:
             return await self.files.verify(step, patient=patient)
         return Outcome(True, "")
 
+    async def inspect(self, step: Step) -> Sighting:
+        return await self.files.inspect(step)
+
 
 def plan_processes(facts: PlanInput) -> list[Step]:
     return [
@@ -477,6 +480,7 @@ async def test_a_node_brought_back_is_offboarded_afresh(
         first = _plan(ledger)
         assert (await _run(ledger, fleet)).finished
     assert cli("node", "restore", "n1").code == 0
+    (fleet / "released").unlink()  # the node is back: it answers again
     # A lease that has not started yet: the release cancels it at its start.
     start = (datetime.now(UTC) + timedelta(days=2)).strftime("%Y-%m-%d")
     assert (
@@ -651,14 +655,37 @@ def test_a_version_10_ledger_is_upgraded_with_the_offboarding_tables(ledger_path
     with Ledger.open(ledger_path) as ledger:
         ledger.conn.executescript(
             "DROP TABLE offboard_steps; DROP TABLE offboard_plans;"
-            " DELETE FROM _sqlite_migrations WHERE name = 'm011_offboard';"
+            " DELETE FROM _sqlite_migrations WHERE name IN ('m011_offboard',"
+            " 'm012_offboard_absent');"
             " PRAGMA user_version = 10;"
         )
     with Ledger.open(ledger_path) as ledger:
-        assert ledger.conn.execute("PRAGMA user_version").fetchone() == (11,)
+        assert ledger.conn.execute("PRAGMA user_version").fetchone() == (12,)
         tables = {r[0] for r in ledger.conn.execute("SELECT name FROM sqlite_master")}
         assert {"offboard_plans", "offboard_steps"} <= tables
         assert ledger.verify_audit().ok
+
+
+def test_a_version_11_ledger_keeps_its_step_states_and_may_say_absent(
+    fleet: Path, ledger_path: Path
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        stored = _plan(ledger)
+        ledger.conn.executescript(
+            "CREATE TABLE old (plan_id INTEGER NOT NULL REFERENCES offboard_plans(id),"
+            " key TEXT NOT NULL, seq INTEGER NOT NULL, state TEXT NOT NULL DEFAULT 'pending'"
+            " CHECK (state IN ('pending', 'started', 'done', 'verified', 'failed', 'skipped',"
+            " 'consent', 'consented')), updated_at TEXT, detail TEXT NOT NULL DEFAULT '',"
+            " PRIMARY KEY (plan_id, key)) WITHOUT ROWID;"
+            " INSERT INTO old SELECT * FROM offboard_steps; DROP TABLE offboard_steps;"
+            " ALTER TABLE old RENAME TO offboard_steps;"
+            " DELETE FROM _sqlite_migrations WHERE name = 'm012_offboard_absent';"
+            " PRAGMA user_version = 11;"
+        )
+    with Ledger.open(ledger_path) as ledger:
+        assert ledger.conn.execute("PRAGMA user_version").fetchone() == (12,)
+        assert evidence.load(ledger, stored.id).plan == stored.plan
+        ledger.conn.execute("UPDATE offboard_steps SET state = 'absent' WHERE key = 's3:bkt-1'")
 
 
 def test_a_finish_with_skipped_steps_says_so_and_the_report_and_recheck_list_them(

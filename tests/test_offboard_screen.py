@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Cli
-from offboard_files import PLANNERS, BucketDriver, FileDriver, calls, drivers, gone
+from offboard_files import PLANNERS, BucketDriver, FileDriver, ReleasedByHand, calls, drivers
 from rich.text import Text
 from test_offboard import Asks, fleet, plan_processes  # noqa: F401  (fleet is a fixture)
 from textual.widgets import DataTable, ProgressBar, Static
@@ -27,7 +27,6 @@ from leases.config import AlertsConfig, Config
 from leases.ledger import Ledger
 from leases.offboard import evidence, runner, status
 from leases.offboard.evidence import Progress, State
-from leases.offboard.manual import ManualDriver
 from leases.offboard.steps import Driver, Outcome, Step
 from leases.severity import Severity
 from tui.app import ZukaApp
@@ -412,7 +411,7 @@ async def test_a_manual_step_marked_done_is_verified(
 ) -> None:
     def make(ctx: wiring.RunContext) -> dict[str, Driver]:
         table = drivers(ctx.ledger, ctx.node, fleet)
-        table["manual"] = ManualDriver(ctx.node.name, ctx.did, gone, ctx.ledger.actor)
+        table["manual"] = ReleasedByHand(fleet, ctx.node.name, frozenset(ctx.did), ctx.ledger.actor)
         return table
 
     app = app_on(ledger_path)

@@ -332,6 +332,12 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument(
         "--report", action="store_true", help="the plan, each step's state and its evidence"
     )
+    mode.add_argument(
+        "--inspect",
+        action="store_true",
+        help="look before you leap: read every thing the plan deletes (exists, size, versions,"
+        " created) from the node and the cloud, changing nothing",
+    )
     p.add_argument("--confirm", metavar="NODE", help="the node's name, typed again, to confirm")
     p.add_argument(
         "--hash",
@@ -352,7 +358,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="a manual step you have done by hand (its key, as the plan lists it)",
     )
     p.add_argument("--skip", metavar="STEP", help="skip this step (needs --reason and --confirm)")
-    p.add_argument("--reason", metavar="TEXT", help="why the step is skipped (kept as evidence)")
+    p.add_argument(
+        "--never-existed",
+        metavar="STEP",
+        help="a step whose thing zuka found missing at first look never existed (needs"
+        " --reason and --confirm); recorded as absent, never as verified",
+    )
+    p.add_argument(
+        "--reason", metavar="TEXT", help="why, for --skip or --never-existed (kept as evidence)"
+    )
     p.add_argument("--format", choices=("md", "json"), default="md", help="--report's format")
     p.add_argument("-o", "--output", metavar="FILE", help="write --report to FILE (mode 0600)")
 

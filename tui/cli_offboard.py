@@ -28,16 +28,22 @@ T = TypeVar("T")
 
 def offboard(args: argparse.Namespace, out: TextIO) -> int:
     config = load_user_config(args.config)
-    if args.skip is not None and args.reason is None:
-        raise InputError("reason", None, f"--skip {args.skip} needs --reason TEXT")
-    if args.reason is not None and args.skip is None:
-        raise InputError("reason", args.reason, "--reason goes with --skip STEP")
-    if (args.recheck or args.report) and (
-        args.skip or args.did or args.go_on or args.confirm or args.hash
+    said = args.skip if args.skip is not None else args.never_existed
+    flag = "--skip" if args.skip is not None else "--never-existed"
+    if args.skip is not None and args.never_existed is not None:
+        raise InputError("never-existed", args.never_existed, "one of --skip, --never-existed")
+    if said is not None and args.reason is None:
+        raise InputError("reason", None, f"{flag} {said} needs --reason TEXT")
+    if args.reason is not None and said is None:
+        raise InputError("reason", args.reason, "--reason goes with --skip or --never-existed")
+    if args.never_existed is not None and args.execute:
+        raise InputError("never-existed", args.never_existed, "say it alone, then --execute")
+    if (args.recheck or args.report or args.inspect) and (
+        said or args.did or args.go_on or args.confirm or args.hash
     ):
         raise InputError(
-            "--recheck/--report", args.node, "only read: --confirm, --skip, --did, --go-on go"
-            " with --execute (or --skip alone)",
+            "--recheck/--report/--inspect", args.node, "only read: --confirm, --skip, --did,"
+            " --go-on go with --execute (or --skip alone)",
         )  # fmt: skip
     with _open(args, readonly=args.report) as ledger:
         node = ledger.node(args.node)
@@ -47,7 +53,10 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
         if args.recheck:
             return _recheck(ledger, node, config, args.json, out)
         fresh = runner.replan(ledger, node, config, wiring.PLANNERS)
-        if not args.execute and args.skip is None:
+        if args.inspect:
+            stored, _ = evidence.store(ledger, fresh)
+            return _inspect(ledger, node, config, stored, args.json, out)
+        if not args.execute and said is None:
             stored, new = evidence.store(ledger, fresh)
             return _print_plan(stored, new, args.json, out)
         stored = runner.confirmed(ledger, node, fresh, args.confirm)
@@ -62,6 +71,13 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
         for key in args.did:
             if stored.plan.step(key).driver != "manual":  # an unknown key: InputError
                 raise InputError("did", key, "is not a manual step: --did names one done by hand")
+        if args.never_existed is not None:
+            stored = runner.never_existed(ledger, stored, args.never_existed, args.reason)
+            out.write(
+                f"recorded as absent (never existed, by your word; not verified):"
+                f" {visible(args.never_existed)}: {visible(args.reason)}\n"
+            )
+            return 0
         if not args.execute:
             stored = runner.skip_now(ledger, stored, args.skip, args.reason)
             out.write(f"skipped {visible(args.skip)}: {visible(args.reason)}\n")
@@ -225,6 +241,69 @@ async def _closing(ctx: wiring.RunContext, work: Awaitable[T]) -> T:
         return await work
     finally:
         await wiring.close(ctx)
+
+
+def _inspect(
+    ledger: Ledger, node: Node, config: Config, stored: StoredPlan, as_json: bool, out: TextIO
+) -> int:
+    """`--inspect`: preflight, then every thing the plan deletes read where the plan will
+    delete it, as a table; what was seen is kept as evidence. Nothing changes."""
+    ctx = _context(ledger, node, config, stored)
+    try:
+        result = asyncio.run(_closing(ctx, runner.inspect(ledger, stored, wiring.drivers(ctx))))
+    except KeyboardInterrupt:
+        out.write("\ninspection interrupted: nothing was changed\n")
+        raise
+    n = visible(node.name)
+    if as_json:
+        looks = [
+            {"step": lk.step.key, "target": lk.step.target, "exists": lk.sighting.exists,
+             "said": lk.sighting.detail or lk.sighting.output,
+             "facts": dict(lk.sighting.facts), "remarks": list(lk.remarks)}
+            for lk in result.looks
+        ]  # fmt: skip
+        preflight = [{"step": k, "ok": ok, "said": said} for k, ok, said in result.preflight]
+        output.dump_json(
+            {"plan": result.stored.id, "hash": result.stored.hash, "ok": result.ok,
+             "preflight": preflight, "looks": looks},
+            out,
+        )  # fmt: skip
+        return 0 if result.ok else 1
+    out.write(f"inspection of {n}'s offboarding plan {result.stored.id} (nothing was changed)\n\n")
+    for key, ok, said in result.preflight:
+        out.write(f"{'ok  ' if ok else 'FAIL'}  {visible(key, 80)}  {visible(said, 160)}\n")
+    if not result.looks and not all(ok for _, ok, _ in result.preflight):
+        out.write("\npreflight failed: nothing was looked at\n")
+        return 1
+    rows = []
+    for lk in result.looks:
+        seen = lk.sighting.exists
+        facts = ", ".join(f"{k} {v}" for k, v in lk.sighting.facts.items())
+        rows.append(
+            (
+                visible(lk.step.key, 60),
+                "yes" if seen else "?" if seen is None else "NOT FOUND",
+                visible(facts or lk.sighting.detail or lk.sighting.output, 120),
+            )
+        )
+    out.write("\n")
+    output.table(("step", "exists", "what zuka saw"), rows, out)
+    for lk in result.looks:
+        for remark in lk.remarks:
+            out.write(f"note: {visible(lk.step.key, 60)}: {visible(remark, 300)}\n")
+    if result.ok:
+        out.write(
+            f"\neverything the plan deletes was seen where it will be deleted.\n"
+            f"to carry it out: zuka offboard {n} --execute --confirm {n}"
+            f" --hash {result.stored.hash[:12]}\n"
+        )
+    else:
+        out.write(
+            "\nNOT everything was seen: a thing not found is a typo, another region or another"
+            " account as often as a thing already gone. Fix the ledger (zuka resource edit),"
+            f" make the plan again (zuka offboard {n}); the run stops at what it cannot see\n"
+        )
+    return 0 if result.ok else 1
 
 
 def _recheck(ledger: Ledger, node: Node, config: Config, as_json: bool, out: TextIO) -> int:

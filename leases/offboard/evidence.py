@@ -40,13 +40,15 @@ class State(StrEnum):
     SKIPPED = "skipped"  # by the user, with a reason
     CONSENT = "consent"  # stopped: the step asks the user's consent to go on
     CONSENTED = "consented"  # the user said go on
+    # Never seen to exist, and the user says it never did, with a reason: not "verified".
+    ABSENT = "absent"
 
 
 # Evidence entries that belong to the plan, not to one step's state.
-_NOT_STEP = frozenset({"offboard.plan", "offboard.finish", "offboard.recheck"})
+_NOT_STEP = frozenset({"offboard.plan", "offboard.finish", "offboard.recheck", "offboard.inspect"})
 
 # A rerun goes past these.
-PASSED = frozenset({State.VERIFIED, State.SKIPPED, State.CONSENTED})
+PASSED = frozenset({State.VERIFIED, State.SKIPPED, State.CONSENTED, State.ABSENT})
 
 
 @dataclass(frozen=True)
@@ -360,6 +362,7 @@ def evidence(
         "plan": stored.id,
         "hash": stored.hash,
         "step": step.key,
+        "step_hash": step_hash(step),
         "driver": step.driver,
         "action": step.action,
         "target": step.target,
@@ -379,6 +382,32 @@ def evidence(
         if outcome.needs_consent:
             out["needs_consent"] = True
     return out
+
+
+def step_hash(step: Step) -> str:
+    """One step's own hash: a sighting counts for a step of a later plan only if that step
+    is the very same (same target, same account, region and endpoint)."""
+    from leases.offboard.plan import step_json
+
+    doc = json.dumps(step_json(step), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return _sha256(doc)
+
+
+def sighting(ledger: Ledger, stored: StoredPlan, step: Step) -> AuditEntry | None:
+    """The chained entry in which this offboarding saw the step's target exist (its
+    `seen` evidence, in this plan or one it superseded), if any."""
+    digest = step_hash(step)
+    for plan_id in reversed(plan_ids(ledger, stored)):
+        for row in reversed(_chain(ledger, plan_id)):
+            doc = _json(row["after"] or "")
+            if (
+                row["action"] == "offboard.seen"
+                and isinstance(doc, dict)
+                and doc.get("step_hash") == digest
+                and doc.get("plan") == plan_id
+            ):
+                return _audit_entry(row)
+    return None
 
 
 def storable(text: str) -> str:

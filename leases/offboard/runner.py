@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from leases.models import Node, NodeState
 from leases.offboard import evidence
 from leases.offboard.evidence import PASSED, State, StoredPlan
 from leases.offboard.plan import Plan, facts_for, make_plan
-from leases.offboard.steps import Driver, Outcome, Phase, Planner, Step
+from leases.offboard.steps import Driver, Outcome, Phase, Planner, Sighting, Step
 from leases.textsafe import visible
 
 
@@ -169,6 +170,16 @@ async def _execute(
             detail = f"no {step.driver!r} driver in this zuka: nothing was done for this step"
             stored = evidence.record(ledger, stored, step, "fail", State.FAILED, detail=detail)
             return RunResult(stored, False, step.key, detail, tuple(acted))
+        if must_be_seen(step) and evidence.sighting(ledger, stored, step) is None:
+            # Never seen yet: look first. "Not found" now is a typo, a wrong region or
+            # another account as often as a thing already gone, and proves nothing.
+            look = await _look(driver, step)
+            if look.exists is not True:
+                reason = _unseen(stored.plan.node, step, look)
+                unseen = Outcome(False, look.output, reason, facts=look.facts)
+                stored = evidence.record(ledger, stored, step, "look", State.FAILED, outcome=unseen)
+                return RunResult(stored, False, step.key, reason, tuple(acted))
+            stored = evidence.record(ledger, stored, step, "seen", now, outcome=_seen(look))
         if step.destructive and now in (State.STARTED, State.DONE, State.FAILED):
             # It may have run already (a killed run): read it back before acting again.
             check = await _call(partial(driver.verify, patient=False), step)
@@ -218,6 +229,164 @@ async def _execute(
     if stored.finished_at is None:
         stored = evidence.finish(ledger, stored)
     return RunResult(stored, True, acted=tuple(acted))
+
+
+def must_be_seen(step: Step) -> bool:
+    """Steps whose "gone" is a promise: deleting a thing the ledger records, and releasing
+    the instance. zuka must see the thing exist before it may call it gone (the usual
+    caches and histories of a preset may simply not be there: nothing is promised)."""
+    return step.destructive and (step.resource_id is not None or step.driver == "manual")
+
+
+def _seen(look: Sighting) -> Outcome:
+    return Outcome(True, look.output, look.detail or "seen to exist", facts=look.facts)
+
+
+def _unseen(node: str, step: Step, look: Sighting) -> str:
+    where = ", ".join(f"{k} {look.facts[k]}" for k in _WHERE if look.facts.get(k))
+    at = f" ({visible(where, 300)})" if where else ""
+    if look.exists is None:
+        return (
+            f"zuka could not look at {visible(step.target, 200)}{at}:"
+            f" {visible(look.detail or look.output or 'no answer', 300)}; nothing was done."
+            " Fix that and run again"
+            + ("; a console step zuka cannot check: skip it with a reason"
+               if step.driver == "manual" else "")
+        )  # fmt: skip
+    n, k = visible(node), visible(step.key, 200)
+    return (
+        f"NOT FOUND: {visible(step.target, 200)} was never seen to exist{at}, so it cannot be"
+        " called deleted. Check the ledger's id, region and account (a typo? another region?"
+        " fix it with zuka resource edit, then make the plan again); if it truly never"
+        f" existed: zuka offboard {n} --never-existed {k} --reason TEXT --confirm {n}"
+    )
+
+
+_WHERE = ("account", "region", "endpoint", "host", "path")
+
+
+async def _look(driver: Driver, step: Step) -> Sighting:
+    try:
+        return await driver.inspect(step)
+    except Exception as exc:
+        text = visible(f"{type(exc).__name__}: {exc}", 2000)
+        return Sighting(None, text, f"the {step.driver} driver failed: {text}")
+
+
+@dataclass(frozen=True)
+class Look:
+    step: Step
+    sighting: Sighting
+    remarks: tuple[str, ...] = ()  # what a person should weigh: created before the lease...
+
+
+@dataclass(frozen=True)
+class Inspection:
+    stored: StoredPlan
+    ok: bool  # preflight passed and every target not yet passed was seen to exist
+    preflight: tuple[tuple[str, bool, str], ...]
+    looks: tuple[Look, ...]
+
+
+async def inspect(ledger: Ledger, stored: StoredPlan, drivers: Mapping[str, Driver]) -> Inspection:
+    """Look before you leap: preflight (who the credentials act as, at every place), then
+    every destructive step not yet passed, read without changing anything: exists, size,
+    versions, created time. What was seen is chained evidence (a later run need not look
+    again); nothing is deleted."""
+    with run_lock(ledger, stored.plan.node):
+        stored = evidence.load(ledger, stored.id)
+        checks: list[tuple[str, bool, str]] = []
+        for step in stored.plan.steps:
+            if step.phase is not Phase.PREFLIGHT:
+                continue
+            driver = drivers.get(step.driver)
+            out = (
+                Outcome(False, "", f"no {step.driver!r} driver")
+                if driver is None
+                else await _call(driver.run, step)
+            )
+            checks.append((step.key, out.done, out.detail or _first(out.output)))
+            if not out.done:
+                evidence.note(ledger, stored, "inspect", _said(step, out))
+                return Inspection(stored, False, tuple(checks), ())
+        lease = stored.plan.lease_id
+        start = next(
+            (le.start for le in ledger.leases() if lease is not None and le.id == lease), None
+        )
+        looks: list[Look] = []
+        for step in stored.plan.steps:
+            if not step.destructive or stored.state(step.key).state in PASSED:
+                continue
+            driver = drivers.get(step.driver)
+            look = (
+                Sighting(None, "", f"no {step.driver!r} driver")
+                if driver is None
+                else await _look(driver, step)
+            )
+            looks.append(Look(step, look, _remarks(look, start)))
+            if look.exists is True and must_be_seen(step):
+                state = stored.state(step.key).state
+                stored = evidence.record(ledger, stored, step, "seen", state, outcome=_seen(look))
+            else:
+                said = Outcome(look.exists is True, look.output, look.detail, facts=look.facts)
+                evidence.note(ledger, stored, "inspect", _said(step, said))
+        ok = all(lk.sighting.exists is True for lk in looks if must_be_seen(lk.step))
+        return Inspection(stored, ok, tuple(checks), tuple(looks))
+
+
+def _remarks(look: Sighting, lease_start: datetime | None) -> tuple[str, ...]:
+    out = []
+    created = look.facts.get("created", "")
+    if created and lease_start is not None:
+        try:
+            when = datetime.fromisoformat(created.replace("Z", "+00:00"))
+        except ValueError:
+            when = None
+        if when is not None and when.tzinfo is not None and when < lease_start:
+            out.append(
+                f"created {when.isoformat()}, before this lease began"
+                f" ({lease_start.isoformat()}): is it really this lease's?"
+            )
+    return tuple(out)
+
+
+def _first(text: str) -> str:
+    return text.splitlines()[0] if text else "checked"
+
+
+def never_existed(ledger: Ledger, stored: StoredPlan, key: str, reason: str) -> StoredPlan:
+    """The user says a step's target never existed, with a reason: allowed only for a
+    step zuka never saw exist (its last look said not found). Recorded as absent, never
+    as verified; the evidence holds who said it and why."""
+    with run_lock(ledger, stored.plan.node):
+        stored = evidence.load(ledger, stored.id)
+        step = stored.plan.step(key)
+        if not must_be_seen(step):
+            raise InputError(
+                "never-existed", key, "only a step that deletes a recorded resource or"
+                " releases the instance can be said never to have existed",
+            )  # fmt: skip
+        if not reason.strip():
+            raise InputError("reason", reason, f"--never-existed {key} needs --reason TEXT")
+        if evidence.sighting(ledger, stored, step) is not None:
+            raise InputError(
+                "never-existed", key, "zuka saw it exist: it did exist; run the step instead",
+            )  # fmt: skip
+        st = stored.state(key)
+        if st.state is not State.FAILED or not st.detail.startswith("NOT FOUND"):
+            raise InputError(
+                "never-existed", key, "zuka has not looked for it and found it missing yet:"
+                " run the offboarding (or --inspect) first",
+            )  # fmt: skip
+        return evidence.record(
+            ledger,
+            stored,
+            step,
+            "absent",
+            State.ABSENT,
+            detail=f"{ledger.actor} says it never existed: {reason.strip()}",
+            expect=frozenset({State.FAILED}),
+        )
 
 
 def skip(ledger: Ledger, stored: StoredPlan, key: str, reason: str) -> StoredPlan:

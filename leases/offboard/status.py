@@ -74,6 +74,7 @@ def outcome(stored: StoredPlan) -> str:
         State.VERIFIED.value: "verified",
         State.SKIPPED.value: "skipped (with reasons)",
         State.CONSENTED.value: f"gone on past {past}",
+        State.ABSENT.value: "absent (never seen; never existed, by the user's word)",
     }
     order = [*words, *(s for s in n if s not in words)]
     return ", ".join(f"{n[s]} {words.get(s, s)}" for s in order if n.get(s))

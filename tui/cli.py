@@ -365,7 +365,24 @@ def build_parser() -> argparse.ArgumentParser:
         " --reason and --confirm); recorded as absent, never as verified",
     )
     p.add_argument(
-        "--reason", metavar="TEXT", help="why, for --skip or --never-existed (kept as evidence)"
+        "--include",
+        action="append",
+        default=[],
+        metavar="KIND:ID",
+        help="delete with this offboarding a resource the plan lists as recorded on the node's"
+        " other lease",
+    )
+    p.add_argument(
+        "--keep",
+        action="append",
+        default=[],
+        metavar="KIND:ID",
+        help="keep a resource recorded on the node's other lease (needs --reason)",
+    )
+    p.add_argument(
+        "--reason",
+        metavar="TEXT",
+        help="why, for --skip, --never-existed or --keep (kept as evidence)",
     )
     p.add_argument("--format", choices=("md", "json"), default="md", help="--report's format")
     p.add_argument("-o", "--output", metavar="FILE", help="write --report to FILE (mode 0600)")

@@ -30,11 +30,18 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
     config = load_user_config(args.config)
     said = args.skip if args.skip is not None else args.never_existed
     flag = "--skip" if args.skip is not None else "--never-existed"
+    if (args.include or args.keep) and (args.execute or args.recheck or args.report or said):
+        raise InputError(
+            "include", (args.include or args.keep)[0], "--include and --keep change the plan:"
+            " give them alone (zuka offboard NODE --include KIND:ID), read it, then --execute",
+        )  # fmt: skip
+    if args.keep and args.reason is None:
+        raise InputError("reason", None, f"--keep {args.keep[0]} needs --reason TEXT")
     if args.skip is not None and args.never_existed is not None:
         raise InputError("never-existed", args.never_existed, "one of --skip, --never-existed")
     if said is not None and args.reason is None:
         raise InputError("reason", None, f"{flag} {said} needs --reason TEXT")
-    if args.reason is not None and said is None:
+    if args.reason is not None and said is None and not args.keep:
         raise InputError("reason", args.reason, "--reason goes with --skip or --never-existed")
     if args.never_existed is not None and args.execute:
         raise InputError("never-existed", args.never_existed, "say it alone, then --execute")
@@ -52,7 +59,10 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
             return _report(ledger, node, args, out)
         if args.recheck:
             return _recheck(ledger, node, config, args.json, out)
-        fresh = runner.replan(ledger, node, config, wiring.PLANNERS)
+        keep = dict.fromkeys(args.keep, args.reason or "")
+        fresh = runner.replan(
+            ledger, node, config, wiring.PLANNERS, include=args.include, keep=keep
+        )
         if args.inspect:
             stored, _ = evidence.store(ledger, fresh)
             return _inspect(ledger, node, config, stored, args.json, out)

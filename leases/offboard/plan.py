@@ -17,11 +17,32 @@ from typing import Any
 from leases.config import Config
 from leases.errors import InputError
 from leases.ledger import Ledger
-from leases.models import Node
+from leases.models import Lease, Node, Resource
 from leases.offboard.steps import Phase, PlanInput, Planner, Step
 from leases.renewals import in_effect
 
 PLAN_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Left:
+    """A resource of the node, not yet verified gone, that the plan does NOT delete, and
+    why: recorded on another lease (include it by id, or keep it with a reason), or no
+    step of zuka's can delete it (by hand, then `zuka resource edit`)."""
+
+    resource_id: int
+    kind: str
+    native_id: str
+    region: str
+    lease_id: int
+    lease_start: str
+    why: str  # "other-lease" | "no-step"
+    kept: str = ""  # the user's reason to keep it, if they said so
+
+    @property
+    def ref(self) -> str:
+        """How the user names it: KIND:ID."""
+        return f"{self.kind}:{self.native_id}"
 
 
 @dataclass(frozen=True)
@@ -30,6 +51,9 @@ class Plan:
     node: str
     lease_id: int | None
     steps: tuple[Step, ...]
+    left: tuple[Left, ...] = ()
+    # Resources of the node's other leases the user included by id (they have steps).
+    included: tuple[int, ...] = ()
 
     def body(self) -> str:
         """Canonical JSON: the same plan gives the same bytes on every machine."""
@@ -40,6 +64,11 @@ class Plan:
             "lease_id": self.lease_id,
             "steps": [step_json(s) for s in self.steps],
         }
+        # Only when there is something: a plan with none hashes as it always did.
+        if self.left:
+            doc["left"] = [left_json(x) for x in self.left]
+        if self.included:
+            doc["included"] = list(self.included)
         return json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
     @property
@@ -59,7 +88,7 @@ class Plan:
         from leases.offboard.presets import shared_note
         from leases.textsafe import visible
 
-        lines = []
+        lines = [self._left_line(x) for x in self.left]
         for s in self.steps:
             if s.action == "fs-facts" and s.param("shared") == "yes":
                 note = shared_note(s.target)
@@ -70,6 +99,25 @@ class Plan:
                     f" {visible(self.node)} --kind scratch_path --id PATH` to shred it"
                 )
         return lines
+
+    def _left_line(self, x: Left) -> str:
+        from leases.textsafe import visible
+
+        n, ref = visible(self.node), visible(x.ref)
+        where = f" (region {visible(x.region)})" if x.region else ""
+        if x.kept:
+            return f"{ref}{where}: kept, as {visible(x.kept, 200)}"
+        if x.why == "no-step":
+            return (
+                f"{ref}{where}: no step of zuka's can delete it (no API for it here): delete"
+                f" it by hand, then record it: zuka resource edit {n} --kind {visible(x.kind)}"
+                f" --id {visible(x.native_id)} --deleted --verified --notes HOW"
+            )
+        return (
+            f"{ref}{where}: recorded on the node's lease from {visible(x.lease_start)}, not"
+            f" this one; to delete it with this offboarding: zuka offboard {n} --include"
+            f" {ref}; to keep it: zuka offboard {n} --keep {ref} --reason TEXT"
+        )
 
     @property
     def resource_ids(self) -> frozenset[int]:
@@ -88,6 +136,32 @@ def step_json(s: Step) -> dict[str, Any]:
         "params": [list(p) for p in s.params],
         "resource_id": s.resource_id,
     }
+
+
+def left_json(x: Left) -> dict[str, Any]:
+    return {
+        "resource_id": x.resource_id,
+        "kind": x.kind,
+        "native_id": x.native_id,
+        "region": x.region,
+        "lease_id": x.lease_id,
+        "lease_start": x.lease_start,
+        "why": x.why,
+        "kept": x.kept,
+    }
+
+
+def left_from(d: Mapping[str, Any]) -> Left:
+    return Left(
+        resource_id=int(d["resource_id"]),
+        kind=str(d["kind"]),
+        native_id=str(d["native_id"]),
+        region=str(d["region"]),
+        lease_id=int(d["lease_id"]),
+        lease_start=str(d["lease_start"]),
+        why=str(d["why"]),
+        kept=str(d.get("kept", "")),
+    )
 
 
 def step_from(d: Mapping[str, Any]) -> Step:
@@ -111,6 +185,8 @@ def plan_from_body(body: str) -> Plan:
         node=str(doc["node"]),
         lease_id=None if doc.get("lease_id") is None else int(doc["lease_id"]),
         steps=tuple(step_from(s) for s in doc["steps"]),
+        left=tuple(left_from(x) for x in doc.get("left", ())),
+        included=tuple(int(i) for i in doc.get("included", ())),
     )
 
 
@@ -130,11 +206,38 @@ def make_plan(facts: PlanInput, planners: Iterable[Planner]) -> Plan:
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in s.params):
             raise ValueError(f"step {s.key!r}: params must be strings (they are hashed)")
     assert facts.node.id is not None
+    stepped = {s.resource_id for s in steps if s.resource_id is not None}
+    lease_id = None if facts.lease is None else facts.lease.id
+    left = [
+        _left(r, le, "other-lease", facts.kept.get(r.id or 0, ""))
+        for r, le in facts.others
+        if r.id not in stepped
+    ]
+    if facts.lease is not None:
+        left += [_left(r, facts.lease, "no-step") for r in facts.resources if r.id not in stepped]
     return Plan(
         node_id=facts.node.id,
         node=facts.node.name,
-        lease_id=None if facts.lease is None else facts.lease.id,
+        lease_id=lease_id,
         steps=tuple(sorted(steps, key=lambda s: s.phase)),
+        left=tuple(sorted(left, key=lambda x: x.resource_id)),
+        included=tuple(
+            sorted(r.id for r in facts.resources if r.id is not None and r.lease_id != lease_id)
+        ),
+    )
+
+
+def _left(r: Resource, lease: Lease, why: str, kept: str = "") -> Left:
+    assert r.id is not None and lease.id is not None
+    return Left(
+        resource_id=r.id,
+        kind=r.kind.value,
+        native_id=r.native_id,
+        region=r.region,
+        lease_id=lease.id,
+        lease_start=lease.start.isoformat(),
+        why=why,
+        kept=kept,
     )
 
 
@@ -145,12 +248,15 @@ def facts_for(
     *,
     lease_id: int | None = None,
     own_resources: Iterable[int] = (),
+    include: Iterable[int] = (),
+    kept: Mapping[int, str] | None = None,
 ) -> PlanInput:
     """The ledger's facts about one node: its provider, the lease billing now (else the
-    latest), and that lease's resources not yet verified deleted. To compare with a plan
-    stored earlier, give that plan's lease and the resources its steps named
-    (own_resources): what the offboarding itself ended and verified must not make its
-    own plan look changed."""
+    latest), that lease's resources not yet verified deleted, and those of the node's
+    other leases (listed, or deleted too when their id is in `include`; `kept`: the
+    user's reasons to keep some). To compare with a plan stored earlier, give that plan's
+    lease and the resources its steps named (own_resources): what the offboarding itself
+    ended and verified must not make its own plan look changed."""
     leases = ledger.leases(node)
     lease = None
     if lease_id is not None:
@@ -161,9 +267,27 @@ def facts_for(
     if node.provider is not None:
         provider = next((p for p in ledger.providers() if p.name == node.provider), None)
     own = frozenset(own_resources)
-    resources = []
-    if lease is not None:
-        # By the lease, not by name: a released node's name may belong to a new node.
-        rows = ledger._resource_rows(" WHERE r.lease_id = ?", [lease.id])
-        resources = [r for r, _ in rows if r.verified_at is None or r.id in own]
-    return PlanInput(node=node, provider=provider, lease=lease, resources=resources, config=config)
+    wanted = frozenset(include)
+    resources: list[Resource] = []
+    others: list[tuple[Resource, Lease]] = []
+    by_id = {le.id: le for le in leases}
+    if by_id:
+        # By the node's leases, not by name: a released node's name may belong to a new node.
+        marks = ", ".join("?" * len(by_id))
+        rows = ledger._resource_rows(f" WHERE r.lease_id IN ({marks})", list(by_id))
+        for r, _ in rows:
+            if r.verified_at is not None and r.id not in own:
+                continue
+            if (lease is not None and r.lease_id == lease.id) or r.id in wanted:
+                resources.append(r)
+            else:
+                others.append((r, by_id[r.lease_id]))
+    return PlanInput(
+        node=node,
+        provider=provider,
+        lease=lease,
+        resources=resources,
+        config=config,
+        others=others,
+        kept=dict(kept or {}),
+    )

@@ -23,7 +23,7 @@ from leases.config import Config
 from leases.errors import InputError
 from leases.ledger import Ledger
 from leases.lock import PollerLock
-from leases.models import Node, NodeState
+from leases.models import Node, NodeState, Resource
 from leases.offboard import evidence
 from leases.offboard.evidence import PASSED, State, StoredPlan
 from leases.offboard.plan import Plan, facts_for, make_plan
@@ -51,22 +51,72 @@ class RunResult:
     acted: tuple[str, ...] = ()  # keys whose driver ran this time
 
 
-def replan(ledger: Ledger, node: Node, config: Config, planners: Iterable[Planner]) -> Plan:
+def replan(
+    ledger: Ledger,
+    node: Node,
+    config: Config,
+    planners: Iterable[Planner],
+    *,
+    include: Iterable[str] = (),
+    keep: Mapping[str, str] | None = None,
+) -> Plan:
     """The node's plan made now from the ledger, as `zuka offboard NODE` shows it: for
-    a plan in force, against its own lease and resources (see facts_for)."""
+    a plan in force, against its own lease and resources (see facts_for), with the
+    resources of other leases it included and those it keeps. `include` and `keep` name
+    more of those (KIND:ID, as the plan lists them)."""
     assert node.id is not None
     stored = evidence.latest(ledger, node.id)
     if stored is None or (stored.finished_at is not None and node.state is not NodeState.RELEASED):
         # None yet, or the last one finished and the node was brought back: a new offboarding.
-        return make_plan(facts_for(ledger, node, config), planners)
-    facts = facts_for(
-        ledger,
-        node,
-        config,
-        lease_id=stored.plan.lease_id,
-        own_resources=stored.plan.resource_ids,
-    )
+        facts = facts_for(ledger, node, config)
+        wanted: set[int] = set()
+        kept: dict[int, str] = {}
+    else:
+        facts = facts_for(
+            ledger,
+            node,
+            config,
+            lease_id=stored.plan.lease_id,
+            own_resources=stored.plan.resource_ids,
+        )
+        wanted = set(stored.plan.included)
+        kept = {x.resource_id: x.kept for x in stored.plan.left if x.kept}
+    named = {f"{r.kind.value}:{r.native_id}": r for r, _ in facts.others}
+    for ref in include:
+        rid = _other(named, ref, "include", node.name)
+        wanted.add(rid)
+        kept.pop(rid, None)
+    for ref, reason in (keep or {}).items():
+        if not reason.strip():
+            raise InputError("reason", reason, f"--keep {ref} needs --reason TEXT")
+        rid = _other(named, ref, "keep", node.name)
+        kept[rid] = f"{ledger.actor}: {reason.strip()}"
+        wanted.discard(rid)
+    if wanted or kept:
+        facts = facts_for(
+            ledger,
+            node,
+            config,
+            lease_id=None if facts.lease is None else facts.lease.id,
+            own_resources=() if stored is None else stored.plan.resource_ids,
+            include=wanted,
+            kept=kept,
+        )
     return make_plan(facts, planners)
+
+
+def _other(named: Mapping[str, Resource], ref: str, flag: str, node: str) -> int:
+    """The id of a resource of the node's other leases, named KIND:ID."""
+    found = named.get(ref)
+    if found is None or found.id is None:
+        listed = ", ".join(sorted(named)[:8]) or "none"
+        raise InputError(
+            flag,
+            ref,
+            f"is not a resource of {node}'s other leases still to delete (KIND:ID, as the"
+            f" plan lists them; those: {listed})",
+        )
+    return found.id
 
 
 def confirmed(ledger: Ledger, node: Node, fresh: Plan, confirm: str | None) -> StoredPlan:

@@ -109,8 +109,15 @@ class PlanInput:
     node: Node
     provider: Provider | None
     lease: Lease | None  # the lease billing now, or the latest one
-    resources: Sequence[Resource]  # the resources of that lease not yet verified deleted
+    # The resources the plan deletes: that lease's not yet verified deleted, and those of
+    # the node's other leases the user included by id.
+    resources: Sequence[Resource]
     config: Config
+    # The node's other resources not yet verified deleted, recorded on its other leases:
+    # listed (NOT deleted, with their lease), never selected unless included; by id, the
+    # reason the user gave to keep one.
+    others: Sequence[tuple[Resource, Lease]] = ()
+    kept: Mapping[int, str] = field(default_factory=dict)
 
     @property
     def provider_kind(self) -> ProviderKind | None:

@@ -340,6 +340,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--confirm", metavar="NODE", help="the node's name, typed again, to confirm")
     p.add_argument(
+        "--account",
+        metavar="ALIAS",
+        help="with --confirm: the alias of the account the provider bills, when one is recorded"
+        " (provider edit --account-alias), typed again",
+    )
+    p.add_argument(
         "--hash",
         metavar="HASH",
         help="with --execute: the plan's hash as you read it (8 characters or more); refused"

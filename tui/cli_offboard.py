@@ -69,7 +69,7 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
         if not args.execute and said is None:
             stored, new = evidence.store(ledger, fresh)
             return _print_plan(stored, new, args.json, out)
-        stored = runner.confirmed(ledger, node, fresh, args.confirm)
+        stored = runner.confirmed(ledger, node, fresh, args.confirm, args.account)
         if args.hash is not None and (len(args.hash) < 8 or not stored.hash.startswith(args.hash)):
             raise InputError(
                 "hash",

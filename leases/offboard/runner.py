@@ -119,15 +119,36 @@ def _other(named: Mapping[str, Resource], ref: str, flag: str, node: str) -> int
     return found.id
 
 
-def confirmed(ledger: Ledger, node: Node, fresh: Plan, confirm: str | None) -> StoredPlan:
-    """The stored plan a run may carry out: the user typed the node's name, a plan was
-    made and shown, and the ledger still gives that very plan."""
+def account_alias(ledger: Ledger, node: Node) -> str:
+    """The alias of the account the node's provider bills (`provider edit --account-alias`):
+    when it is set, it is typed at confirmation too, so a lab with a test and a production
+    account reads which one it is about to delete in."""
+    if node.provider is None:
+        return ""
+    found = next((p for p in ledger.providers() if p.name == node.provider), None)
+    return "" if found is None else found.account_alias
+
+
+def confirmed(
+    ledger: Ledger, node: Node, fresh: Plan, confirm: str | None, account: str | None = None
+) -> StoredPlan:
+    """The stored plan a run may carry out: the user typed the node's name (and the
+    account's alias, when one is recorded), a plan was made and shown, and the ledger
+    still gives that very plan."""
     assert node.id is not None
     if confirm != node.name:
         raise InputError(
             "confirm",
             confirm,
             f"type the node's name, {node.name}, to confirm: --confirm {node.name}",
+        )
+    alias = account_alias(ledger, node)
+    if alias and account != alias:
+        raise InputError(
+            "account",
+            account,
+            f"{node.name}'s provider {node.provider} bills the account {alias!r}: type its"
+            f" alias too, to confirm which account this deletes in: --account {alias}",
         )
     stored = evidence.latest(ledger, node.id)
     if stored is None:

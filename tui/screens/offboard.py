@@ -129,6 +129,13 @@ class Done:
     ok: bool = True
     confirmed: bool = False  # the typed name was accepted for this plan
     lines: tuple[tuple[str, bool | None, str], ...] = ()  # a recheck's
+    alias: str | None = None  # the provider's account alias, typed at confirmation (a plan's)
+
+
+def _typed(typed: str) -> tuple[str, str | None]:
+    """The node's name and, after a space, the account's alias (node names hold no space)."""
+    name, _, alias = typed.strip().partition(" ")
+    return name, alias.strip() or None
 
 
 class StepBegins(Message):
@@ -173,7 +180,8 @@ async def plan_job(ledger: Ledger, name: str, config: Config, planners: Sequence
     node = ledger.node(name)
     stored, new = evidence.store(ledger, runner.replan(ledger, node, config, planners))
     said = "plan made and stored" if new else "plan unchanged since it was stored"
-    return Done(stored, f"{said} (a dry run: nothing was touched)")
+    alias = runner.account_alias(ledger, node)
+    return Done(stored, f"{said} (a dry run: nothing was touched)", alias=alias)
 
 
 async def run_job(
@@ -189,7 +197,7 @@ async def run_job(
 ) -> Done:
     node = ledger.node(name)
     fresh = runner.replan(ledger, node, config, planners)
-    stored = runner.confirmed(ledger, node, fresh, typed)
+    stored = runner.confirmed(ledger, node, fresh, *_typed(typed))
     facts = facts_for(ledger, node, config, lease_id=stored.plan.lease_id)
     ctx = wiring.RunContext(
         ledger, node, config, did=tuple(did), steps=stored.plan.steps, facts=facts
@@ -225,7 +233,8 @@ async def skip_job(
     reason: str,
 ) -> Done:
     node = ledger.node(name)
-    stored = runner.confirmed(ledger, node, runner.replan(ledger, node, config, planners), typed)
+    fresh = runner.replan(ledger, node, config, planners)
+    stored = runner.confirmed(ledger, node, fresh, *_typed(typed))
     stored = runner.skip_now(ledger, stored, key, reason)
     return Done(stored, f"skipped {visible(key, 80)}: {visible(reason.strip(), 200)}",
                 confirmed=True)  # fmt: skip
@@ -303,6 +312,8 @@ class OffboardScreen(Screen[None]):
         self.said = ""  # the last result or failure, in words
         self.bad = False
         self.confirmed_hash = ""  # the plan the user typed the node's name for
+        self.confirmed_as = ""  # what they typed then (the name, and the account's alias)
+        self.alias = ""  # the provider's account alias, as the last plan read found it
         self.did: set[str] = set()
         self.lines: tuple[tuple[str, bool | None, str], ...] = ()
         self._shown: list[tuple[str, ...]] = []
@@ -478,6 +489,8 @@ class OffboardScreen(Screen[None]):
                 self.stored = done.stored
             if done.confirmed and self.stored is not None:
                 self.confirmed_hash = self.stored.hash
+            if done.alias is not None:
+                self.alias = done.alias
             self.lines = done.lines
             self._finish(done.said, bad=not done.ok)
         elif event.state is WorkerState.ERROR:
@@ -486,6 +499,8 @@ class OffboardScreen(Screen[None]):
                 said = f"refused: {exc.reason}"
                 if exc.field == "plan":
                     said += " (p makes it again here)"
+                if exc.field == "account":
+                    said = f"refused, nothing was run: {exc.reason}"
                 if exc.field == "confirm":
                     said = f"refused, nothing was run: you typed '{visible(exc.value, 60)}',"\
                            f" not the node's name: type the node's name,"\
@@ -546,7 +561,7 @@ class OffboardScreen(Screen[None]):
             self._say(f"wait: {self.busy} is under way", bad=True)
             return
         if self.confirmed_hash == stored.hash:
-            then(self.node_name)
+            then(self.confirmed_as)
             return
         deletes = sum(s.destructive for s in stored.plan.steps)
         # Line by line: plain() shows a newline inside one string as an escape.
@@ -556,7 +571,10 @@ class OffboardScreen(Screen[None]):
                 f"Carry out offboarding plan {stored.id} (hash {stored.hash[:12]}) on"
                 f" {visible(self.node_name, 60)}: {len(stored.plan.steps)} steps, {deletes} of"
                 " them delete.",
-                "Type the node's name to confirm:",
+                f"Type the node's name, a space and the account's alias ({visible(self.alias, 60)})"
+                " to confirm:"
+                if self.alias
+                else "Type the node's name to confirm:",
             )
         )
 
@@ -564,6 +582,7 @@ class OffboardScreen(Screen[None]):
             if typed is None:
                 self._say("not confirmed: nothing was run")
                 return
+            self.confirmed_as = typed
             then(typed)
 
         self.app.push_screen(AskScreen(prompt, placeholder=self.node_name), answered)

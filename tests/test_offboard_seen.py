@@ -156,3 +156,26 @@ async def test_a_node_never_seen_answering_is_not_called_released(
         runner.skip_now(ledger, result.stored, "manual:release-instance", "released on Monday")
         done = await _run(ledger, fleet)
         assert done.finished and done.stored.state("manual:release-instance").state is State.SKIPPED
+
+
+async def test_the_dashboard_inspects_with_i_and_changes_nothing(
+    fleet: Path,  # noqa: F811
+    ledger_path: Path,
+    cli: Cli,
+) -> None:
+    from test_offboard_screen import app_on, factory, idle, opened, said
+    from textual.widgets import Static
+
+    from tui.screens.offboard import OffboardScreen
+
+    _typo(cli)
+    app = app_on(ledger_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(app, OffboardScreen("n1", drivers=factory(fleet), planners=PLANNERS))
+        await pilot.press("i")
+        await idle(screen, pilot)
+        assert "inspection: NOT everything was seen" in said(screen)
+        detail = str(screen.query_one("#offboard-detail", Static).render())
+        assert "inspection:" in detail and "FAIL s3:bkt-l" in detail
+        assert "ok   s3:bkt-1" in detail and "account 111" in detail
+        assert calls(fleet) == []

@@ -128,7 +128,8 @@ class Done:
     said: str
     ok: bool = True
     confirmed: bool = False  # the typed name was accepted for this plan
-    lines: tuple[tuple[str, bool | None, str], ...] = ()  # a recheck's
+    lines: tuple[tuple[str, bool | None, str], ...] = ()  # a recheck's, or an inspection's
+    heading: str = "recheck"  # what the lines are
     alias: str | None = None  # the provider's account alias, typed at confirmation (a plan's)
 
 
@@ -263,6 +264,39 @@ async def recheck_job(ledger: Ledger, name: str, config: Config, factory: Driver
     return Done(evidence.load(ledger, stored.id), said, result.ok, lines=result.lines)
 
 
+async def inspect_job(
+    ledger: Ledger,
+    name: str,
+    config: Config,
+    planners: Sequence[Planner],
+    factory: DriversFactory,
+) -> Done:
+    """`zuka offboard --inspect`: the plan as the ledger gives it now (stored), preflight,
+    then every thing it deletes looked at where it will be deleted; nothing changes."""
+    node = ledger.node(name)
+    stored, _ = evidence.store(ledger, runner.replan(ledger, node, config, planners))
+    facts = facts_for(ledger, node, config, lease_id=stored.plan.lease_id)
+    ctx = wiring.RunContext(ledger, node, config, steps=stored.plan.steps, facts=facts)
+    try:
+        result = await runner.inspect(ledger, stored, factory(ctx))
+    finally:
+        await wiring.close(ctx)
+    lines: list[tuple[str, bool | None, str]] = [
+        (k, ok, said) for k, ok, said in result.preflight if not ok
+    ]
+    for lk in result.looks:
+        seen = lk.sighting
+        what = ", ".join(f"{k} {v}" for k, v in seen.facts.items()) or seen.detail or seen.output
+        lines.append((lk.step.key, seen.exists, " · ".join([what, *lk.remarks])))
+    said = (
+        "inspection: everything the plan deletes was seen (nothing was changed)"
+        if result.ok
+        else "inspection: NOT everything was seen: a typo, another region or account? (nothing"
+        " was changed)"
+    )
+    return Done(result.stored, said, result.ok, lines=tuple(lines), heading="inspection")
+
+
 Job = Callable[[Ledger], Coroutine[Any, Any, Done]]
 
 
@@ -290,6 +324,7 @@ class OffboardScreen(Screen[None]):
         _key("d", "did", "Did it", "did", "Say the selected manual step is done, then verify it"),
         _key("g", "go_on", "Go on", "go-on", "Go on past GPU processes still running"),
         _key("c", "recheck", "Recheck", "recheck", "Read back every verified step again"),
+        _key("i", "inspect", "Inspect", "inspect", "Look at all it deletes, changing nothing"),
         _key("p", "replan", "Re-plan", "plan", "Make the plan again from the ledger", show=False),
     ]
 
@@ -420,10 +455,12 @@ class OffboardScreen(Screen[None]):
         tz = self._config().billing.tz
         lines = [] if step is None or self.stored is None else step_detail(self.stored, step, tz)
         if self.lines:
-            lines.append("recheck:")
+            lines.append(f"{self.heading}:")
             lines += [
                 f"{RECHECKED[ok]} {visible(k, 60)}  {visible(s, 120)}" for k, ok, s in self.lines
             ]
+        if self.stored is not None:
+            lines += [f"NOT deleted: {line}" for line in self.stored.plan.not_deleted()]
         # Line by line: visible() turns a newline inside any one of them into an escape.
         detail.update(Text("\n").join(plain(line, wrap=True) for line in lines))
 
@@ -492,6 +529,7 @@ class OffboardScreen(Screen[None]):
             if done.alias is not None:
                 self.alias = done.alias
             self.lines = done.lines
+            self.heading = done.heading
             self._finish(done.said, bad=not done.ok)
         elif event.state is WorkerState.ERROR:
             exc = event.worker.error
@@ -715,6 +753,16 @@ class OffboardScreen(Screen[None]):
             self._confirmed(go)
 
         self.app.push_screen(AskScreen(prompt, placeholder="the reason"), reason)
+
+    def action_inspect(self) -> None:
+        job = partial(
+            inspect_job,
+            name=self.node_name,
+            config=self._config(),
+            planners=self.planners,
+            factory=self.drivers,
+        )
+        self._start("inspecting", job)
 
     def action_recheck(self) -> None:
         if self.stored is None or self.stored.finished_at is None:

@@ -158,6 +158,8 @@ def node_jobs(folder: Path) -> list[str]:
             cwd = os.readlink(entry / "cwd")
         except OSError:
             continue
+        if cmd.startswith(("sshd", "/usr/sbin/sshd")):
+            continue  # the node's sshd itself (its config lies under folder)
         if ".zuka-offboard" in cmd or str(folder) in cmd or cwd.startswith(str(folder) + "/"):
             found.append(f"{entry.name}: {cmd[:200]}")
     return found

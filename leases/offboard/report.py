@@ -161,7 +161,7 @@ def markdown(report: Mapping[str, Any]) -> str:
 
 # Markdown's specials, backslash-escaped (CommonMark takes a backslash before any ASCII
 # punctuation as the character itself): code, emphasis, links and images (no "[", no
-# link), strike-through (see _TILDE_RE); "_" only where it could open or close emphasis (not inside a
+# link), strike-through (pairs of ~); "_" only where it could open or close emphasis (not in a
 # word: paths and keys stay searchable). HTML's specials as entities; a pipe keeps a table
 # cell a cell. "://", "www." and "@" are broken up so that no renderer's autolinks (GitHub's
 # turn a bare http://x into a link) make a link of node text.

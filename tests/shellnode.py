@@ -15,6 +15,7 @@ looks (the ledger's trust store).
 from __future__ import annotations
 
 import asyncio
+import codecs
 import dataclasses
 import os
 import threading
@@ -40,14 +41,21 @@ class ShellNode(FakeNode):
     ran: list[str] = dataclasses.field(default_factory=list)  # every command, in order
 
     def accepts(self, key: asyncssh.SSHKey) -> bool:
-        try:
-            allowed = asyncssh.read_authorized_keys(str(self.home / ".ssh" / "authorized_keys"))
-        except (OSError, ValueError, asyncssh.KeyImportError):
-            return False
-        return allowed.validate(key, "127.0.0.1", "127.0.0.1") is not None
+        # As sshd's default AuthorizedKeysFile: authorized_keys, then authorized_keys2.
+        for name in ("authorized_keys", "authorized_keys2"):
+            try:
+                allowed = asyncssh.read_authorized_keys(str(self.home / ".ssh" / name))
+            except (OSError, ValueError, asyncssh.KeyImportError):
+                continue
+            if allowed.validate(key, "127.0.0.1", "127.0.0.1") is not None:
+                return True
+        return False
 
 
 async def shell_handler(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
+    """Runs the command in sh, its output passed on as it comes. Like sshd, when the client
+    goes (the channel closes, the connection drops) it stops reading the command's output
+    and closes those pipes: the command's next write fails (SIGPIPE), nothing kills it."""
     assert isinstance(node, ShellNode)
     command = process.command or ""
     node.ran.append(command)
@@ -57,14 +65,37 @@ async def shell_handler(process: asyncssh.SSHServerProcess[str], node: FakeNode)
         "sh",
         "-c",
         command,
+        stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=env,
     )
-    out, err = await proc.communicate()
-    process.stdout.write(out.decode(errors="replace"))
-    process.stderr.write(err.decode(errors="replace"))
-    process.exit(proc.returncode or 0)
+
+    async def pump(reader: asyncio.StreamReader, writer: asyncssh.SSHWriter[str]) -> None:
+        decode = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        while chunk := await reader.read(65536):
+            writer.write(decode.decode(chunk))
+        writer.write(decode.decode(b"", final=True))
+
+    pumps = asyncio.gather(pump(proc.stdout, process.stdout), pump(proc.stderr, process.stderr))  # type: ignore[arg-type]
+    gone = asyncio.ensure_future(process.channel.wait_closed())
+    try:
+        await asyncio.wait({pumps, gone}, return_when=asyncio.FIRST_COMPLETED)
+        if not pumps.done():
+            pumps.cancel()
+            transport = proc._transport  # type: ignore[attr-defined]
+            for fd in (1, 2):
+                pipe = transport.get_pipe_transport(fd)
+                if pipe is not None:
+                    pipe.close()
+            await proc.wait()  # reap it once it ends (it is not killed)
+            return
+        code = await proc.wait()
+        process.exit(code or 0)
+    except (asyncssh.Error, OSError, BrokenPipeError):
+        await proc.wait()
+    finally:
+        gone.cancel()
 
 
 # A GPU node's nvidia-smi, as far as offboarding asks it: the compute apps in apps.csv

@@ -14,6 +14,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,6 +143,37 @@ def lab(
         yield made
     finally:
         made.served.close()
+
+
+def node_jobs(folder: Path) -> list[str]:
+    """Processes on this machine (the test's node) at work for an offboarding under folder:
+    a job of remote_job (its files under ~/.zuka-offboard), or anything whose command line
+    or working directory lies under folder."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if cmd.startswith(("sshd", "/usr/sbin/sshd")):
+            continue  # the node's sshd itself (its config lies under folder)
+        if ".zuka-offboard" in cmd or str(folder) in cmd or cwd.startswith(str(folder) + "/"):
+            found.append(f"{entry.name}: {cmd[:200]}")
+    return found
+
+
+def node_jobs_end(folder: Path, timeout: float = 15.0) -> bool:
+    """True once no node job of ours runs (a cut-off job is killed within about a second
+    of its channel closing: remote_job's heartbeat)."""
+    deadline = time.monotonic() + timeout
+    while node_jobs(folder):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def files(folder: Path) -> list[str]:
@@ -358,12 +390,17 @@ def _kill_at_every_step(cli: Cli, lab: Lab, ledger_path: Path, keys: TestKeys) -
                 lab.served.release()
             code = forks.run(f"{key}@{point}", output, args)
             assert code == -9, f"{key}@{point}: {code} {output.read_text()[-3000:]}"
+            # Nothing of the killed run is left at work on the node (no shred, find or
+            # walker of ours), once the node's jobs notice the channel is gone.
+            assert node_jobs_end(lab.scratch.parent), (
+                f"{key}@{point}: {node_jobs(lab.scratch.parent)}"
+            )
     done = cli(*args[:-2])
     assert done.code == 0 and "finished" in done.out, done.out + done.err
 
     # Each deletion of something there happened exactly once: on the node ...
     ran = lab.served.node.ran
-    assert ran.count(shred_script(str(lab.ckpt), (str(lab.scratch),))) == 1
+    assert sum(shred_script(str(lab.ckpt), (str(lab.scratch),)) in c for c in ran) == 1
     cleared = [c for c in ran if 'p="$h"/.bash_history\n' in c and "shred -n 1 -z -u" in c]
     assert len(cleared) == 1, cleared
     assert len([c for c in ran if "mktemp" in c]) == 1  # the one rewrite of authorized_keys

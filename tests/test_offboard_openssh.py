@@ -165,3 +165,77 @@ async def test_offboard_a_real_node_over_ssh(
     after = _ssh_login(sshd, key_file, known)
     assert after.returncode == 255 and "Permission denied" in after.stderr
     assert _ssh_login(sshd, platform_file, known).returncode == 0
+
+
+async def test_a_cancelled_shred_stops_on_a_real_sshd_node(
+    sshd: Sshd, keys: tuple[asyncssh.SSHKey, asyncssh.SSHKey], tmp_path: Path
+) -> None:
+    """OpenSSH keeps a command running when its client goes; zuka's job notices the closed
+    channel (its heartbeat write fails) and kills its own process group: nothing of ours
+    is left at work, and the resume prints what the cut-off run printed."""
+    import asyncio
+    import contextlib
+    import time
+
+    from test_offboard_e2e import node_jobs
+
+    lab_key, _ = keys
+    assert sshd.home is not None
+    root = sshd.workdir / "scratch"
+    (root / "ckpt").mkdir(parents=True)
+    (root / "ckpt" / "a.bin").write_bytes(b"ours")
+    flag = sshd.workdir / "shred-started"
+    hang = sshd.workdir / "bin" / "shred"  # first on the user's PATH: a shred that hangs
+    hang.write_text(f'#!/bin/sh\n: > "{flag}"\nexec sleep 600\n')
+    hang.chmod(0o755)
+    _as_user(sshd, root, root / "ckpt", root / "ckpt" / "a.bin", sshd.workdir)
+    key_file = tmp_path / "lab_key"
+    lab_key.write_private_key(key_file)
+    known = tmp_path / "known_hosts"
+    hostkeys.trust("127.0.0.1", sshd.port, sshd.host_key, known)
+    options = SshOptions(
+        known_hosts=(known,), client_keys=[], agent_path=None, config=[], connect_timeout=5.0
+    )
+    node = Node("real1", SshTarget("127.0.0.1", port=sshd.port, user=sshd.user,
+                                   key_path=str(key_file)))  # fmt: skip
+    session = NodeSession(node, options)
+    driver = RemoteDriver(session, roots=(str(root),), login=fresh_login(node, options))
+    step = next(
+        s
+        for s in plan_remote(
+            PlanInput(
+                node,
+                None,
+                None,
+                [
+                    Resource(
+                        lease_id=1,
+                        kind=ResourceKind.SCRATCH_PATH,
+                        native_id=str(root / "ckpt"),
+                        id=5,
+                    )
+                ],
+                Config(offboard=OffboardConfig(scratch_roots=(str(root),))),
+            )
+        )
+        if s.action == "shred"
+    )
+    try:
+        task = asyncio.ensure_future(driver.run(step))
+        deadline = time.monotonic() + 30
+        while not flag.exists():
+            assert time.monotonic() < deadline and not task.done(), task
+            await asyncio.sleep(0.02)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        deadline = time.monotonic() + 15
+        while node_jobs(sshd.workdir):
+            assert time.monotonic() < deadline, node_jobs(sshd.workdir)
+            await asyncio.sleep(0.05)
+        hang.unlink()
+        again = await driver.run(step)
+        assert again.done and "an earlier run of this step was cut off" in again.output, again
+        assert not (root / "ckpt" / "a.bin").exists()
+    finally:
+        await session.close()

@@ -257,7 +257,7 @@ def test_the_revoke_script_quotes_each_blob() -> None:
     blob = base64.b64encode(key.public_data).decode()
     script = remote.revoke_script(presets.KEYS_FILE, [blob])
     assert f"-e {blob} --" in script or f"-e '{blob}' --" in script
-    assert '"$HOME"/.ssh/authorized_keys' in script
+    assert "set -- .ssh/authorized_keys\n" in script and '"$HOME/$1"' in script
 
 
 def test_find_key_reads_lines_and_options_as_sshd_does() -> None:

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
+import secrets
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Protocol
 
 import asyncssh
@@ -27,7 +30,7 @@ from leases import nvsmi
 from leases.errors import InputError
 from leases.models import Node, NodeHealth, ResourceKind
 from leases.offboard import authkeys, erasure, paths, presets
-from leases.offboard.steps import Outcome, Phase, PlanInput, Step, params
+from leases.offboard.steps import Outcome, Phase, PlanInput, Sighting, Step, params
 from leases.ssh import CommandResult, NodeSession, SshError, SshOptions
 from leases.textsafe import visible
 
@@ -45,14 +48,23 @@ _FAILED = 5
 _REFUSED_KIND = 6
 _UNSEEN = 7
 _REFUSED_MOUNT = 8
+_CHANGED = 9
+_SHARED_STORAGE = 10
+_REFUSED_OPEN = 11
 _WHY = {
     _REFUSED_LINK: "is a symbolic link: refused, not followed",
     _REFUSED_ELSEWHERE: "resolves elsewhere (a symbolic link on the way): refused",
     _FAILED: "the command failed on the node",
     _REFUSED_KIND: "is neither a regular file nor a directory: refused",
     _UNSEEN: "the login user may not look there (a directory on the way): not proven",
-    _REFUSED_MOUNT: "has a bind mount of its own file system inside (find -xdev would follow "
-    "it out): refused; unmount it, or declare the paths beside it",
+    _REFUSED_MOUNT: "has another file system mounted inside (named in the evidence): refused, "
+    "not verified; declare each mount as a scratch_path of its own (zuka resource add NODE "
+    "--kind scratch_path --id MOUNT), or unmount it",
+    _CHANGED: "something changed while it was shredded (a name replaced, a directory moved: "
+    "named in the evidence), skipped, never followed: not done; find who writes there, "
+    "then run again",
+    _REFUSED_OPEN: "another user may rename things there and the node has no python3 to "
+    "shred without following them: refused (named in the evidence)",
 }
 
 
@@ -142,7 +154,11 @@ def plan_remote(facts: PlanInput) -> list[Step]:
                 destructive=True,
                 describe=f"find -P {paths.quoted(path)} -xdev -type f -execdir shred -n 1 -z -u "
                 "-- {} + (symbolic links refused, never followed)" + inside,
-                params=params(path=path, root=paths.root_of(path, roots)),
+                params=params(
+                    path=path,
+                    root=paths.root_of(path, roots),
+                    inside="\n".join(x for x in shred_paths if x != path and paths.under(x, path)),
+                ),
                 resource_id=declared[path],
             )
         )
@@ -187,14 +203,16 @@ def _key_steps(facts: PlanInput) -> list[Step]:
     where = paths.home_word(keys_file, keys=True)
     steps = []
     for fp, path, res_id in keys:
-        name = fp or path or "unknown"
+        # A fingerprint in full is a random-looking word: in a step's key it would reach the
+        # ledger's notes (the resource marked verified), which refuse such words as secrets.
+        name = f"{fp[:15]}#{res_id}" if fp else path or "unknown"
         steps.append(
             Step(
                 key=f"revoke-key:{name}",
                 phase=Phase.REVOKE,
                 driver="ssh",
                 action="revoke-key",
-                target=name,
+                target=fp or name,
                 destructive=True,
                 describe=f"grep -v -F -e KEY -- {where} > TMP; mv -f -- TMP {where} (the"
                 f" lines of ~/{keys_file} holding {_holder(fp, path)})",
@@ -208,7 +226,7 @@ def _key_steps(facts: PlanInput) -> list[Step]:
                 phase=Phase.PROVE,
                 driver="ssh",
                 action="prove-refused",
-                target=name,
+                target=fp or name,
                 destructive=False,
                 describe=f"a fresh login offering only {name}: must be refused",
                 params=params(fingerprint=fp, key_path=path),
@@ -247,51 +265,104 @@ def _guard(word: str) -> str:
     )
 
 
-def _home(rel: str) -> str:
-    """Sets p to a path in the login user's real home (never / or a relative one)."""
+def _home_dir() -> str:
+    """Sets h to the login user's real home (never / or a relative one)."""
     return (
         f'h=$(readlink -f -- "$HOME") || exit {_FAILED}\n'
         f'case "$h" in /?*) ;; *) echo "refused: the home directory is $h"; '
-        f"exit {_FAILED} ;; esac\n" + _guard('"$h"/' + paths.quoted(paths.check_home_entry(rel)))
+        f"exit {_FAILED} ;; esac\n"
     )
 
 
-# find's words that skip every .ssh directory below the path (and all in it).
-_NOT_SSH = "-name .ssh -type d -prune -o"
+def _home(rel: str) -> str:
+    """Sets p to a path in the login user's real home."""
+    return _home_dir() + _guard('"$h"/' + paths.quoted(paths.check_home_entry(rel)))
 
+
+# find's words that skip every .ssh directory below the path (and all in it), and zuka's
+# own run directory on the node (by inode: $wi is set by remote_job, 0 otherwise).
+_NOT_SSH = '\\( -name .ssh -type d -o -type d -inum "${wi:-0}" \\) -prune -o'
+
+# Other file systems (and bind mounts, which find -xdev cannot tell from a directory)
+# mounted strictly inside the path: refused, named, unless at or below a declared path of
+# their own step ($own, newline-separated): that step shreds them.
+_MOUNTS = (
+    f'[ -r /proc/self/mountinfo ] || {{ echo "refused: cannot read the mount table"; '
+    f"exit {_REFUSED_MOUNT}; }}\n"
+    'inside=$(P="$p/" O="$own" awk \'BEGIN { n = split(ENVIRON["O"], o, "\\n") } '
+    'index($5, ENVIRON["P"]) == 1 { for (i = 1; i <= n; i++) if (o[i] != "" && ($5 == o[i] '
+    '|| index($5, o[i] "/") == 1)) next; print $5 }\' /proc/self/mountinfo)\n'
+    'if [ -n "$inside" ]; then echo "refused: a file system is mounted inside:"; '
+    f'printf "%s\\n" "$inside" | head -n {_LISTED} | sed "s/^/mounted inside: /"; '
+    f"exit {_REFUSED_MOUNT}; fi\n"
+)
+# The walker (leases/offboard/nodewalk.py) is sent as text and run by the node's python3.
+_WALKER = (Path(__file__).with_name("nodewalk.py")).read_text()
+_WALK_END = "ZUKA_WALK"
+
+
+def _walk(mode: str) -> str:
+    """Runs the walker in mode on $p when the node has python3 (the rest of the script is
+    the fallback); exits with its status."""
+    return (
+        "if command -v python3 >/dev/null 2>&1; then\n"
+        f'python3 - {mode} "$p" "${{w:-}}" $own_args <<\'{_WALK_END}\'\n'
+        f"{_WALKER}{_WALK_END}\n"
+        "exit $?\n"
+        "fi\n"
+    )
+
+
+# Without python3, nothing on a node opens a file without following a link and checks it
+# is the one listed; so shred runs only where no one but the login user can rename
+# anything: every entry owned by the login user, every directory writable by no one else
+# (or sticky and the login user's). Anything else is named and refused.
+_PIN = (
+    # Work from inside the path (or its file's directory), entered once: a directory on
+    # the way swapped for a link afterwards cannot redirect find or shred.
+    'if [ -d "$p" ]; then d=$p; n=.; else d=${p%/*}; d=${d:-/}; n=./${p##*/}; fi\n'
+    f'cd -P -- "$d" || exit {_FAILED}\n'
+    f'if [ "$(pwd -P)" != "$d" ]; then echo "refused: resolves elsewhere"; '
+    f"exit {_REFUSED_ELSEWHERE}; fi\n"
+)
+_NOBODY_ELSE = (
+    "u=$(id -u)\n"
+    "open=$( { find -P . -xdev -maxdepth 0 -type d \\( -perm -0002 -o -perm -0020 \\) "
+    '! \\( -perm -1000 -user "$u" \\) -print; '
+    'find -P "$n" -xdev \\( -type d \\( -perm -0002 -o -perm -0020 \\) ! \\( -perm -1000 '
+    '-user "$u" \\) -o ! -user "$u" \\) -print; } | head -n 50)\n'
+    'if [ -n "$open" ]; then echo "refused: python3 is not on the node, and another user may '
+    "rename things here (a link renamed over a file would redirect shred): install python3, "
+    'or chown/chmod these (relative to $d):"; printf "%s\\n" "$open" | sed "s/^/writable by '
+    f'others: /"; exit {_REFUSED_OPEN}; fi\n'
+)
 _SHRED_BODY = (
+    f'[ -f "$p" ] || [ -d "$p" ] || {{ echo "refused: not a file or directory"; '
+    f"exit {_REFUSED_KIND}; }}\n"
+    + _MOUNTS
+    + _walk("shred")
+    + _PIN
+    + _NOBODY_ELSE
     # A regular file: shred it; one with other names (hard links) is only unlinked, or
     # shred would overwrite a file outside the root through its other name.
-    'if [ -f "$p" ]; then\n'
-    '  if [ "$(stat -c %h -- "$p")" = 1 ]; then shred -n 1 -z -u -- "$p" '
-    f'|| exit {_FAILED}; else rm -f -- "$p" || exit {_FAILED}; echo \'unlinked only: other '
+    + 'if [ "$n" != . ]; then\n'
+    '  if [ "$(stat -c %h -- "$n")" = 1 ]; then shred -n 1 -z -u -- "$n" '
+    f'|| exit {_FAILED}; else rm -f -- "$n" || exit {_FAILED}; echo \'unlinked only: other '
     "hard links'; fi\n"
     "  exit 0\n"
     "fi\n"
-    f'[ -d "$p" ] || {{ echo "refused: not a file or directory"; exit {_REFUSED_KIND}; }}\n'
-    # A mount inside on the same device (a bind mount) looks like a plain directory to
-    # -xdev: refuse, naming it. One whose device cannot be read counts as the same.
-    f'd=$(stat -c %d -- "$p") || exit {_FAILED}\n'
-    'same=$(P="$p/" awk \'index($5, ENVIRON["P"]) == 1 { print $5 }\' /proc/self/mountinfo '
-    '2>/dev/null | while IFS= read -r m; do s=$(stat -c %d -- "$m" 2>/dev/null); '
-    '[ -n "$s" ] && [ "$s" != "$d" ] || echo "$m"; done)\n'
-    'if [ -n "$same" ]; then echo "refused: mounted inside from the same file system:"; '
-    f'printf "%s\\n" "$same" | head -n {_LISTED}; exit {_REFUSED_MOUNT}; fi\n'
-    # -execdir: each command runs in the directory find itself entered (checked to be the
-    # one it listed), on ./NAME; a full path would follow a directory on the way that was
-    # swapped for a symbolic link after find listed it.
     # find -execdir refuses a PATH that holds the current directory ("", "." or any
     # relative entry): keep only absolute entries.
     'PATH=$(printf "%s" "$PATH" | tr ":" "\\n" | grep "^/" | paste -s -d ":" -)\n'
     '[ -n "$PATH" ] || PATH=/usr/bin:/bin\n'
     # An .ssh directory below (someone's home) is kept: keys have their own step.
-    f'find -P "$p" -xdev {_NOT_SSH} -type f -links 1 -execdir shred -n 1 -z -u -- {{}} +; s=$?\n'
-    f'find -P "$p" -xdev {_NOT_SSH} -type f -links +1 -print -execdir rm -f -- {{}} + '
+    f"find -P . -xdev {_NOT_SSH} -type f -links 1 -execdir shred -n 1 -z -u -- {{}} +; s=$?\n"
+    f"find -P . -xdev {_NOT_SSH} -type f -links +1 -print -execdir rm -f -- {{}} + "
     '| sed "s/^/unlinked only: /"\n'
-    'find -P "$p" -xdev -mindepth 1 -depth -type d -empty -delete\n'
-    'find -P "$p" -xdev -mindepth 1 -name .ssh -type d -print -prune '
+    f"find -P . -xdev -mindepth 1 {_NOT_SSH} -depth -type d -empty -delete\n"
+    "find -P . -xdev -mindepth 1 -name .ssh -type d -print -prune "
     '| sed "s/^/kept (keys have their own step): /"\n'
-    f'find -P "$p" -xdev -mindepth 1 {_NOT_SSH} ! -type d -print | head -n {_LISTED} '
+    f"find -P . -xdev -mindepth 1 {_NOT_SSH} ! -type d -print | head -n {_LISTED} "
     '| sed "s/^/left: /"\n'
     f"[ $s = 0 ] || exit {_FAILED}\n"
 )
@@ -299,20 +370,160 @@ _GONE_BODY = (
     # Verified gone: no regular file left (symbolic links are listed, never followed). A
     # directory find could not read hides what is in it: that is not "none left".
     'if [ -f "$p" ]; then echo "still there"; exit 1; fi\n'
-    f'left=$( {{ find -P "$p" -xdev {_NOT_SSH} -type f -print || '
+    + _MOUNTS
+    + _walk("gone")
+    + f'cd -P -- "$p" || exit {_FAILED}\n'
+    f"left=$( {{ find -P . -xdev {_NOT_SSH} -type f -print || "
     'echo "find could not look everywhere"; } '
     f"| head -n {_LISTED})\n"
     'if [ -z "$left" ]; then echo "no regular file left"; exit 0; fi\n'
     'printf "%s\\n" "$left"; exit 1\n'
 )
+# What is there now, for a person to check before confirming: never changes anything.
+_INSPECT_BODY = (
+    'if [ -L "$p" ]; then echo "exists yes"; echo "kind symbolic link (refused)"; exit 0; fi\n'
+    'if [ ! -e "$p" ]; then\n'
+    '  d=$(dirname -- "$p"); while [ ! -e "$d" ]; do d=$(dirname -- "$d"); done\n'
+    '  if [ -d "$d" ] && [ -x "$d" ]; then echo "exists no"; else echo "exists unknown"; fi\n'
+    "  exit 0\n"
+    "fi\n"
+    'echo "exists yes"\n'
+    'findmnt -n -r -o FSTYPE,SOURCE,TARGET -T "$p" | head -n 1 | sed "s/^/fs /"\n'
+    'P="$p/" awk \'index($5, ENVIRON["P"]) == 1 { print "mounted inside: " $5 }\' '
+    "/proc/self/mountinfo 2>/dev/null | head -n 50\n"
+    + _walk("inspect")
+    + 'find -P "$p" -xdev \\( -type f -exec stat -c "f %s %Y" -- {} + \\) -o \\( -type d '
+    '! -readable -printf "u\\n" \\) 2>/dev/null | awk \'$1 == "f" { n++; b += $2; '
+    'if ($3 > m) m = $3 } $1 == "u" { u = 1 } END { printf "files %d\\nbytes %.0f\\n'
+    'newest %d\\n", n, b, m; if (u) print "partial: some directories could not be read" }\'\n'
+)
 
 
-def shred_script(path: str, roots: Sequence[str]) -> str:
-    return _guard(paths.quoted(paths.check_scratch_path(path, roots))) + _SHRED_BODY
+def _own(paths_inside: Sequence[str]) -> str:
+    """Sets own (newline-separated, for the mount check) and own_args (the walker's words)."""
+    # Checked scratch paths are plain characters (no space, quote or glob): $own_args
+    # splits into exactly these words.
+    return (
+        f"own={paths.quoted(chr(10).join(paths_inside))}\n"
+        f"own_args={paths.quoted(' '.join(paths_inside))}\n"
+    )
 
 
-def gone_script(path: str, roots: Sequence[str]) -> str:
-    return _guard(paths.quoted(paths.check_scratch_path(path, roots))) + _GONE_BODY
+def shred_script(path: str, roots: Sequence[str], own: Sequence[str] = ()) -> str:
+    """The shred of a declared path (own: declared paths inside it, each its own step)."""
+    return _guard(paths.quoted(paths.check_scratch_path(path, roots))) + _own(own) + _SHRED_BODY
+
+
+def gone_script(path: str, roots: Sequence[str], own: Sequence[str] = ()) -> str:
+    return _guard(paths.quoted(paths.check_scratch_path(path, roots))) + _own(own) + _GONE_BODY
+
+
+_JOB_END = "ZUKA_JOB"
+# Network and shared file systems: a home there belongs to every machine that mounts it.
+SHARED_FS = (
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb3",
+    "smbfs",
+    "ceph",
+    "fuse.ceph",
+    "fuse.ceph-fuse",
+    "glusterfs",
+    "fuse.glusterfs",
+    "lustre",
+    "beegfs",
+    "gpfs",
+    "juicefs",
+    "fuse.juicefs",
+    "sshfs",
+    "fuse.sshfs",
+    "9p",
+    "virtiofs",
+    "afs",
+    "fuse.s3fs",
+    "fuse.rclone",
+    "fuse.gcsfuse",
+    "fuse.ossfs",
+    "fuse.cosfs",
+)
+
+
+def job_tag(key: str) -> str:
+    """A step's name for its run files on the node (a hash: never a word from the plan)."""
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def remote_job(tag: str, body: str) -> str:
+    """body run on the node as a job of its own that a cancel or a resume can stop.
+
+    It runs in a session of its own (setsid), its pid in ~/.zuka-offboard/TAG-HOST.pid and
+    its output in TAG-HOST.out there. While it runs, the shell sshd started writes a NUL to
+    stderr each second: when the SSH channel is gone (Ctrl-C, a cancelled task, a killed
+    zuka, a dropped connection) that write fails and the job's process group is killed.
+    A later run of the same step first stops a job still at work there, and prints what a
+    job that was cut off printed (its output stays in the evidence). Exits with the
+    body's status."""
+    return (
+        "umask 077\n"
+        'w="${HOME:-}/.zuka-offboard"\n'
+        'case "$w" in /?*) ;; *) echo "refused: no home directory for zuka\'s run files"; '
+        f"exit {_FAILED} ;; esac\n"
+        f'if [ -L "$w" ]; then echo "refused: $w is a symbolic link"; exit {_FAILED}; fi\n'
+        'mkdir -p -- "$w" 2>/dev/null; if [ ! -d "$w" ] || [ ! -O "$w" ]; then '
+        f'echo "refused: $w is not the login user\'s directory"; exit {_FAILED}; fi\n'
+        'chmod 700 -- "$w"; wi=$(stat -c %i -- "$w")\n'
+        f't="$w/{tag}-$(uname -n | tr -cd "A-Za-z0-9.-")"\n'
+        'old=$(cat -- "$t.pid" 2>/dev/null)\n'
+        'case "$old" in ""|*[!0-9]*) ;; *) if kill -0 "-$old" 2>/dev/null; then\n'
+        '  echo "zuka: an earlier run of this step was still at work (process group $old): '
+        'stopped it first"\n'
+        '  kill -TERM "-$old" 2>/dev/null; i=0\n'
+        '  while kill -0 "-$old" 2>/dev/null; do i=$((i + 1))\n'
+        '    [ $i -lt 50 ] || kill -KILL "-$old" 2>/dev/null\n'
+        f'    [ $i -lt 300 ] || {{ echo "zuka: it would not stop"; exit {_FAILED}; }}\n'
+        "    sleep 0.1; done\n"
+        "fi ;; esac\n"
+        'if [ -f "$t.out" ]; then echo "zuka: an earlier run of this step was cut off; it '
+        'printed:"; tail -c 16384 -- "$t.out" | sed "s/^/| /"; echo "zuka: (end of that run)"; fi\n'
+        'rm -f -- "$t.pid" "$t.out" "$t.rc"\n'
+        f"cat > \"$t.sh\" <<'{_JOB_END}'\n{body}{_JOB_END}\n"
+        "export w wi\n"
+        'if ! command -v setsid >/dev/null 2>&1; then echo "zuka: no setsid on the node: this '
+        'run cannot be stopped from afar" >&2; sh "$t.sh"; s=$?; rm -f -- "$t.sh"; exit $s; fi\n'
+        'setsid sh -c \'echo $$ > "$1.pid"; sh "$1.sh"; echo $? > "$1.rc"\' sh "$t" '
+        '> "$t.out" 2>&1 < /dev/null &\n'
+        "c=$!\n"
+        "( trap '' PIPE; while sleep 1 >/dev/null 2>&1; do printf '\\0' >&2 || break; done\n"
+        '  g=$(cat -- "$t.pid" 2>/dev/null); [ -z "$g" ] || kill -TERM "-$g" 2>/dev/null ) &\n'
+        "h=$!\n"
+        'wait "$c"\n'
+        # setsid forks when it leads a process group already: wait for the job itself.
+        'g=$(cat -- "$t.pid" 2>/dev/null)\n'
+        'while [ ! -f "$t.rc" ] && [ -n "$g" ] && kill -0 "-$g" 2>/dev/null; do sleep 0.1; done\n'
+        'kill "$h" 2>/dev/null\n'
+        f's=$(cat -- "$t.rc" 2>/dev/null); s=${{s:-{_FAILED}}}\n'
+        'cat -- "$t.out" && rm -f -- "$t.pid" "$t.out" "$t.rc" "$t.sh"\n'
+        "exit $s\n"
+    )
+
+
+def _shared_home_check() -> str:
+    """After _home's guard: a path on network or shared storage (or one whose file system
+    cannot be read) is not cleared: the step asks first (exit _SHARED_STORAGE)."""
+    cases = "|".join(SHARED_FS)
+    return (
+        'm=$(findmnt -n -r -o FSTYPE,SOURCE,TARGET -T "$p" 2>/dev/null | head -n 1)\n'
+        'case "${m%% *}" in\n'
+        f'  {cases}) echo "shared storage: $m"; exit {_SHARED_STORAGE} ;;\n'
+        f'  "") echo "shared storage: unknown (findmnt gave nothing)"; exit {_SHARED_STORAGE} ;;\n'
+        "esac\n"
+    )
+
+
+def fallback(script: str) -> str:
+    """The script without its python3 walker: what a node without python3 runs."""
+    return script.replace("if command -v python3 >/dev/null 2>&1; then", "if false; then")
 
 
 def facts_script(path: str) -> str:
@@ -330,27 +541,69 @@ def facts_script(path: str) -> str:
     )
 
 
-def revoke_script(keys_file: str, blobs: Sequence[str]) -> str:
-    """Rewrites the keys file without the lines holding these blobs, atomically (a
-    temporary file beside it, its mode and owner, then mv)."""
-    patterns = " ".join(f"-e {paths.quoted(authkeys.check_blob(b))}" for b in blobs)
+# Every keys file sshd reads for the login user: ~/.ssh/authorized_keys and
+# authorized_keys2 (OpenSSH's default AuthorizedKeysFile), and what the node's sshd
+# configuration names (sshd -T where the login user may run it, else sshd_config), with
+# %h, %u and %% expanded and relative paths taken from the home. Sets $files, one a line.
+_KEYS_FILES = (
+    "set -f\n"
+    "u=$(id -un)\n"
+    'files=$( { printf "%s\\n" "$HOME/$1" "$HOME/.ssh/authorized_keys" '
+    '"$HOME/.ssh/authorized_keys2"; { sshd -T 2>/dev/null || cat /etc/ssh/sshd_config '
+    '2>/dev/null; } | awk \'tolower($1) == "authorizedkeysfile" { for (i = 2; i <= NF; i++) '
+    'print $i }\' | head -n 20 | U="$u" awk \'$0 != "none" { s = $0; o = ""; '
+    'while ((i = index(s, "%")) > 0) { c = substr(s, i + 1, 1); o = o substr(s, 1, i - 1); '
+    'if (c == "h") o = o ENVIRON["HOME"]; else if (c == "u") o = o ENVIRON["U"]; '
+    'else if (c == "%") o = o "%"; else { o = ""; s = ""; break } s = substr(s, i + 2) } '
+    'o = o s; if (o == "") next; if (substr(o, 1, 1) != "/") o = ENVIRON["HOME"] "/" o; '
+    "print o }'; } | awk '!seen[$0]++')\n"
+)
+
+
+def keys_files_script(keys_file: str, mark: str) -> str:
+    """Prints each keys file sshd reads after a line `MARK NAME` (absent ones as `#absent`).
+    mark is a fresh random word: no line of a file can pose as the next file's head."""
+    rel = paths.check_home_entry(keys_file or presets.KEYS_FILE, keys=True)
     return (
-        f"f={paths.home_word(keys_file, keys=True)}\n"
-        f'if [ -L "$f" ]; then echo "refused: a symbolic link"; exit {_REFUSED_LINK}; fi\n'
-        'if [ ! -e "$f" ]; then echo "absent"; exit 0; fi\n'
-        f't=$(mktemp -- "$f.zuka.XXXXXX") || exit {_FAILED}\n'
-        f'grep -v -F {patterns} -- "$f" > "$t"; s=$?\n'
-        f'if [ $s -gt 1 ]; then rm -f -- "$t"; exit {_FAILED}; fi\n'
-        'chmod --reference="$f" -- "$t" 2>/dev/null; chown --reference="$f" -- "$t" 2>/dev/null\n'
-        f'mv -f -- "$t" "$f" || {{ rm -f -- "$t"; exit {_FAILED}; }}\n'
-        'echo "rewritten without the key"\n'
+        f"set -- {paths.quoted(rel)}\n"
+        + _KEYS_FILES
+        + 'printf "%s\\n" "$files" | while IFS= read -r f; do\n'
+        f'  echo "{mark} $f"; if [ -e "$f" ]; then cat -- "$f"; echo; else echo "#absent"; fi\n'
+        "done\n"
     )
 
 
-def keys_file_script(keys_file: str) -> str:
+def split_keys_files(text: str, mark: str) -> list[tuple[str, str]]:
+    """(file name, its text) for each file keys_files_script printed."""
+    out: list[tuple[str, list[str]]] = []
+    for line in text.split("\n"):
+        if line.startswith(mark + " "):
+            out.append((line[len(mark) + 1 :], []))
+        elif out:
+            out[-1][1].append(line)
+    return [(name, "\n".join(lines)) for name, lines in out]
+
+
+def revoke_script(keys_file: str, blobs: Sequence[str]) -> str:
+    """Rewrites each keys file sshd reads without the lines holding these blobs,
+    atomically (a temporary file beside it, its mode and owner, then mv)."""
+    patterns = " ".join(f"-e {paths.quoted(authkeys.check_blob(b))}" for b in blobs)
+    rel = paths.check_home_entry(keys_file or presets.KEYS_FILE, keys=True)
     return (
-        f"f={paths.home_word(keys_file, keys=True)}\n"
-        'if [ -e "$f" ]; then cat -- "$f"; else echo "#absent"; fi\n'
+        f"set -- {paths.quoted(rel)}\n" + _KEYS_FILES + "r=0\n" + "while IFS= read -r f; do\n"
+        '  [ -e "$f" ] || [ -L "$f" ] || continue\n'
+        f'  grep -q -F {patterns} -- "$f" 2>/dev/null || continue\n'
+        f'  if [ -L "$f" ]; then echo "refused: $f is a symbolic link"; r={_REFUSED_LINK}; '
+        "continue; fi\n"
+        f'  t=$(mktemp -- "$f.zuka.XXXXXX") || {{ r={_FAILED}; continue; }}\n'
+        f'  grep -v -F {patterns} -- "$f" > "$t"; s=$?\n'
+        f'  if [ $s -gt 1 ]; then rm -f -- "$t"; r={_FAILED}; continue; fi\n'
+        '  chmod --reference="$f" -- "$t" 2>/dev/null; '
+        'chown --reference="$f" -- "$t" 2>/dev/null\n'
+        f'  mv -f -- "$t" "$f" || {{ rm -f -- "$t"; r={_FAILED}; continue; }}\n'
+        '  echo "$f: rewritten without the key"\n'
+        "done <<ZUKA_FILES\n$files\nZUKA_FILES\n"
+        "exit $r\n"
     )
 
 
@@ -359,8 +612,9 @@ def keys_file_script(keys_file: str) -> str:
 
 def _evidence(result: CommandResult) -> str:
     text = f"exit {result.exit_status}\n{result.stdout}"
-    if result.stderr:
-        text += f"\nstderr:\n{result.stderr}"
+    stderr = result.stderr.replace("\x00", "")  # remote_job's heartbeats
+    if stderr:
+        text += f"\nstderr:\n{stderr}"
     return text[-EVIDENCE_MAX:]
 
 
@@ -377,12 +631,15 @@ class RemoteDriver:
         login: LoginProbe,
         shred_timeout_s: float = SHRED_TIMEOUT_S,
         fingerprint_of: Callable[[str], str] = authkeys.fingerprint_of,
+        host: str = "",
     ) -> None:
         self.session = session
         self.roots = tuple(roots)
         self.login = login
         self.shred_timeout_s = shred_timeout_s
         self._fingerprint_of = fingerprint_of
+        # Where inspect looked, for a person checking the facts (NodeSession's node name).
+        self._host = host or str(getattr(session, "name", ""))
 
     async def run(self, step: Step) -> Outcome:
         return await self._do(step, verify=False)
@@ -455,20 +712,114 @@ class RemoteDriver:
         where = f"{found.fstype or '?'} ({found.options or '?'}) on {found.source or '?'}"
         return Outcome(True, _evidence(result), f"{where}: {visible(said, 400)}", facts)
 
-    async def _shred(self, step: Step, *, verify: bool) -> Outcome:
+    def _target(self, step: Step) -> str:
+        """The script's head for a shred or clear step: sets p (and own) after the guard."""
         if step.action == "shred":
             word = paths.quoted(paths.check_scratch_path(step.param("path"), self.roots))
-            script = _guard(word)
-        else:
-            script = _home(step.param("home"))
+            own = [paths.check_scratch_path(x, self.roots) for x in _inside(step)]
+            return _guard(word) + _own(own)
+        return _home(step.param("home")) + _own(())
+
+    async def _shred(self, step: Step, *, verify: bool) -> Outcome:
+        # The file system's facts are read on every run and read-back of a shred (the facts
+        # step ran once, maybe long ago: the mount table may have changed since).
+        script = self._target(step)  # checks the path before anything reaches the node
+        facts: dict[str, str] = {}
+        if step.action == "shred":
+            read = await self.session.run(facts_script(step.param("path")))
+            if read.ok:
+                facts = erasure.parse_facts(step.param("path"), read.stdout).as_facts()
+        if step.action == "clear" and not verify:
+            script += _shared_home_check()
         script += _GONE_BODY if verify else _SHRED_BODY
         timeout = None if verify else self.shred_timeout_s
-        result = await self.session.run(script, timeout)
+        result = await self.session.run(remote_job(job_tag(step.key), script), timeout)
         status = result.exit_status
         if status == 0:
-            return Outcome(True, _evidence(result), _done_words(result.stdout, verify))
+            return Outcome(True, _evidence(result), _done_words(result.stdout, verify), facts)
+        if status == _SHARED_STORAGE:
+            said = next(
+                (ln for ln in result.stdout.splitlines() if ln.startswith("shared storage: ")),
+                "shared storage: unknown",
+            ).removeprefix("shared storage: ")
+            words = (
+                f"{step.target} is on shared or network storage ({visible(said, 200)}): every "
+                "machine that mounts it would lose it; not cleared. Clear it by hand where it "
+                "belongs, then go on (--go-on)"
+            )
+            return Outcome(False, _evidence(result), words, {"home_fs": said}, needs_consent=True)
         why = _WHY.get(status or 0, "files are still there" if verify else "not done")
-        return Outcome(False, _evidence(result), f"{step.target}: {why}")
+        return Outcome(False, _evidence(result), f"{step.target}: {why}", facts)
+
+    async def inspect(self, step: Step) -> Sighting:
+        """What is at a destructive step's target now: never changes anything."""
+        try:
+            if step.action in ("shred", "clear"):
+                return await self._inspect_path(step)
+            if step.action == "revoke-key":
+                return await self._inspect_key(step)
+        except SshError as exc:
+            return Sighting(None, str(exc), f"could not look: {visible(exc, 300)}")
+        except InputError as exc:
+            return Sighting(None, str(exc), f"refused: {visible(exc, 300)}")
+        return Sighting(None, "", f"the ssh driver cannot inspect {visible(step.action, 60)!r}")
+
+    async def _inspect_path(self, step: Step) -> Sighting:
+        if step.action == "shred":
+            head = f"p={paths.quoted(paths.check_scratch_path(step.param('path'), self.roots))}\n"
+        else:
+            rel = paths.quoted(paths.check_home_entry(step.param("home")))
+            head = _home_dir() + f'p="$h"/{rel}\n'
+        result = await self.session.run(head + _own(()) + _INSPECT_BODY)
+        facts: dict[str, str] = {"host": self._host, "path": step.target}
+        exists: bool | None = None
+        for line in result.stdout.splitlines()[:200]:
+            word, _, rest = line.partition(" ")
+            if word == "exists":
+                exists = {"yes": True, "no": False}.get(rest)
+            elif word in ("files", "bytes", "newest"):
+                facts[word] = visible(rest, 40)
+            elif word == "fs":
+                fstype, _, more = rest.partition(" ")
+                facts["fstype"] = visible(fstype, 80)
+                facts["mount"] = visible(more, 300)
+            elif word == "kind":
+                facts["kind"] = visible(rest, 80)
+            elif line.startswith("mounted inside: "):
+                facts["mounts_inside"] = (
+                    facts.get("mounts_inside", "") + " " + visible(line[16:], 300)
+                ).strip()
+            elif line.startswith("partial: "):
+                facts["partial"] = "yes"
+        if exists is None:
+            return Sighting(None, _evidence(result), "the node did not say whether it is there")
+        if not exists:
+            return Sighting(False, _evidence(result), f"not found: {step.target}", facts)
+        said = f"{facts.get('files', '?')} file(s), {facts.get('bytes', '?')} bytes"
+        if "fstype" in facts:
+            said += f" on {facts['fstype']}"
+        if "mounts_inside" in facts:
+            said += f"; mounted inside: {facts['mounts_inside']}"
+        return Sighting(True, _evidence(result), said, facts)
+
+    async def _inspect_key(self, step: Step) -> Sighting:
+        fp = await self._fingerprint(step)
+        listed, files = await self._keys_files(step)
+        if not listed.ok or not files:
+            return Sighting(None, _evidence(listed), "cannot read the authorized keys files")
+        holding: list[str] = []
+        unread = False
+        for name, text in files:
+            found = authkeys.find_key(text, fp)
+            unread = unread or bool(found.unread)
+            if found.lines:
+                holding.append(f"{visible(name, 200)} ({found.lines} line(s))")
+        facts = {"host": self._host, "fingerprint": fp, "in": ", ".join(holding)}
+        if holding:
+            return Sighting(True, _evidence(listed), f"the key is in {', '.join(holding)}", facts)
+        if unread:
+            return Sighting(None, _evidence(listed), "a keys file is longer than zuka reads")
+        return Sighting(False, _evidence(listed), "not found: the key is in no keys file", facts)
 
     async def _fingerprint(self, step: Step) -> str:
         fp = step.param("fingerprint")
@@ -484,27 +835,42 @@ class RemoteDriver:
             )
         return await asyncio.to_thread(self._fingerprint_of, key_path)
 
+    async def _keys_files(self, step: Step) -> tuple[CommandResult, list[tuple[str, str]]]:
+        mark = f"zuka-keys-{secrets.token_hex(8)}"
+        listed = await self.session.run(keys_files_script(step.param("keys_file"), mark))
+        return listed, split_keys_files(listed.stdout, mark) if listed.ok else []
+
     async def _revoke(self, step: Step, *, verify: bool) -> Outcome:
         fp = await self._fingerprint(step)
-        keys_file = step.param("keys_file", presets.KEYS_FILE)
-        listed = await self.session.run(keys_file_script(keys_file))
-        if not listed.ok:
-            return Outcome(False, _evidence(listed), f"cannot read {keys_file}")
-        found = authkeys.find_key(listed.stdout, fp)
-        facts = {"fingerprint": fp, "keys_file": keys_file}
-        if found.unread and (verify or not found.lines):
-            # The key may be in the part not read: neither clean nor revoked.
-            why = f"~/{keys_file} has {found.unread} more lines than zuka reads: not read, "
-            return Outcome(False, _evidence(listed), why + "so not proven; trim the file")
-        if not found.lines:
-            return Outcome(True, _evidence(listed), f"{fp} is not in ~/{keys_file}", facts)
+        listed, files = await self._keys_files(step)
+        if not listed.ok or not files:
+            return Outcome(False, _evidence(listed), "cannot read the authorized keys files")
+        # The step's words never hold the fingerprint: they end up in the ledger's notes,
+        # where a random-looking word is refused as a secret (the facts keep it).
+        facts = {"fingerprint": fp, "keys_files": " ".join(visible(n, 200) for n, _ in files)}
+        blobs: list[str] = []
+        holding: list[str] = []
+        for name, text in files:
+            found = authkeys.find_key(text, fp)
+            if found.unread and (verify or not found.lines):
+                # The key may be in the part not read: neither clean nor revoked.
+                why = f"{visible(name, 200)} has {found.unread} more lines than zuka reads: "
+                return Outcome(False, _evidence(listed), why + "not read, so not proven; trim it")
+            if found.lines:
+                holding.append(visible(name, 200))
+                blobs += [b for b in found.blobs if b not in blobs]
+        names = ", ".join(visible(n, 200) for n, _ in files)
+        if not holding:
+            return Outcome(True, _evidence(listed), f"the key is in none of {names}", facts)
         if verify:
-            return Outcome(False, _evidence(listed), f"{fp} is still in ~/{keys_file}", facts)
-        result = await self.session.run(revoke_script(keys_file, found.blobs))
+            words = f"the key is still in {', '.join(holding)}"
+            return Outcome(False, _evidence(listed), words, facts)
+        result = await self.session.run(revoke_script(step.param("keys_file"), blobs))
         if not result.ok:
             why = _WHY.get(result.exit_status or 0, "not done")
-            return Outcome(False, _evidence(result), f"~/{keys_file}: {why}", facts)
-        return Outcome(True, _evidence(result), f"{found.lines} line(s) with {fp} removed", facts)
+            return Outcome(False, _evidence(result), f"{', '.join(holding)}: {why}", facts)
+        words = f"the key's lines removed from {', '.join(holding)}"
+        return Outcome(True, _evidence(result), words, facts)
 
     async def _prove(self, step: Step) -> Outcome:
         attempt = await self.login(step)
@@ -519,8 +885,13 @@ class RemoteDriver:
         return Outcome(False, attempt.words, words)
 
 
+def _inside(step: Step) -> list[str]:
+    """The declared paths inside a shred step's path (each its own step)."""
+    return [x for x in step.param("inside").split("\n") if x]
+
+
 def _done_words(stdout: str, verify: bool) -> str:
-    if "absent" in stdout.splitlines()[:1]:
+    if "absent" in stdout.splitlines():
         # Read back after a shred, absent is the proof, not a sign nothing was there.
         return "not there: nothing left" if verify else "already gone"
     left = sum(1 for line in stdout.splitlines() if line.startswith("left: "))

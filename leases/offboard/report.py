@@ -5,6 +5,7 @@ holds it, with the audit chain's own verdict, as Markdown or JSON.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -158,5 +159,26 @@ def markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# Markdown's specials, backslash-escaped (CommonMark takes a backslash before any ASCII
+# punctuation as the character itself): code, emphasis, links and images (no "[", no
+# link), strike-through (pairs of ~); "_" only where it could open or close emphasis (not in a
+# word: paths and keys stay searchable). HTML's specials as entities; a pipe keeps a table
+# cell a cell. "://", "www." and "@" are broken up so that no renderer's autolinks (GitHub's
+# turn a bare http://x into a link) make a link of node text.
+_INERT = str.maketrans(
+    {c: "\\" + c for c in "\\`*[]|"}
+    | {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "@": "&#64;"}
+)
+_UNDERSCORE_RE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# Tildes strike through in pairs: a lone tilde (a home's "~/") stays as it is.
+_AUTOLINK_RE = re.compile(r"(?i)(:)(//)|(www)(\.)")
+
+
 def _cell(value: object) -> str:
-    return visible(str(value), 1000).replace("|", "\\|")
+    """Text from a node, a cloud or the ledger, inert in Markdown and in the HTML a renderer
+    makes of it (newlines and controls shown by visible, never obeyed)."""
+    text = _UNDERSCORE_RE.sub(r"\\_", visible(str(value), 1000).translate(_INERT))
+    if text.count("~") > 1:
+        text = text.replace("~", "\\~")
+    text = _AUTOLINK_RE.sub(lambda m: "\\".join(g for g in m.groups() if g), text)
+    return "\\-" + text[1:] if text.startswith(("-", "=")) else text

@@ -10,6 +10,7 @@ and one ext4 disk: a plausible node, not a proof of anything.
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import NamedTuple
 
@@ -50,18 +51,32 @@ def _target(lines: list[str]) -> str | None:
     return None
 
 
+_JOB_RE = re.compile(r"<<'ZUKA_JOB'\n(.*)ZUKA_JOB\n", re.S)
+_MARK_RE = re.compile(r'echo "(zuka-keys-[0-9a-f]+) \$f"')
+
+
 def answer_script(node: SimNode, command: str) -> Script | None:
     """The answer to one of the offboarding scripts; None for any other command."""
+    job = _JOB_RE.search(command) if command.startswith("umask 077\n") else None
+    if job is not None:
+        command = job.group(1)  # remote_job's body: the sim has no processes to manage
     lines = command.split("\n")
     first = lines[0]
     if first.startswith("t=") and "findmnt" in command:
         return _facts(_word(first[2:]))
-    if first.startswith("f=") and ".ssh/authorized_keys" in first:
-        return _revoke(node, command) if "mktemp" in command else _keys(node)
-    path = _target(lines[:6])
+    if first.startswith("set -- ") and "authorizedkeysfile" in command:
+        if "mktemp" in command:
+            return _revoke(node, command)
+        mark = _MARK_RE.search(command)
+        return _keys(node, mark.group(1) if mark else "")
+    path = _target(lines[:8])
     if path is None:
         return None
     found = _under(node, path)
+    if 'echo "exists yes"' in command:
+        if not found:
+            return Script("exists no\n", "", 0)
+        return Script(f"exists yes\nfs ext4 /dev/vda1 /\nfiles {len(found)}\n", "", 0)
     if not found:
         return Script("absent\n", "", 0)
     if "-execdir shred" in command:
@@ -84,16 +99,19 @@ def _facts(path: str) -> Script:
     )
 
 
-def _keys(node: SimNode) -> Script:
+def _keys(node: SimNode, mark: str) -> Script:
+    head = f"{mark} {KEYS_FILE}\n"
     if KEYS_FILE not in node.files:
-        return Script("#absent\n", "", 0)
-    return Script("".join(line + "\n" for line in node.keys), "", 0)
+        return Script(head + "#absent\n", "", 0)
+    return Script(head + "".join(line + "\n" for line in node.keys), "", 0)
 
 
 def _revoke(node: SimNode, command: str) -> Script:
     if KEYS_FILE not in node.files:
         return Script("absent\n", "", 0)
-    grep = next((line for line in command.split("\n") if line.startswith("grep -v -F ")), "")
+    grep = next(
+        (ln.strip() for ln in command.split("\n") if ln.strip().startswith("grep -v -F ")), ""
+    )
     try:
         words = shlex.split(grep.partition(" -- ")[0])
     except ValueError:
@@ -102,4 +120,4 @@ def _revoke(node: SimNode, command: str) -> Script:
     if not blobs:
         return Script("", "grep: no pattern\n", 2)
     node.keys[:] = [line for line in node.keys if not any(b in line for b in blobs)]
-    return Script("rewritten without the key\n", "", 0)
+    return Script(f"{KEYS_FILE}: rewritten without the key\n", "", 0)

@@ -11,11 +11,13 @@ URLs (config `[notify] urls`), two families:
   apprise's own dingtalk:// and feishu:// plugins post to fixed public hosts, hence these.
 - Everything else is an apprise URL (mailto://, slack://, json://, ...), sent by apprise.
 A URL with spaces or control characters, a robot URL that is not plain ASCII or not
-http(s), and any URL whose host is link-local (169.254.0.0/16, a cloud metadata service)
-is refused. Robot posts never follow redirects (a 3xx is a failure), nor do apprise's
-(zuka turns its `redirects` off). Text is made visible and bounded, and the characters that
+http(s), and any URL whose host is link-local or a cloud metadata service (169.254.0.0/16,
+100.100.100.200, ... in any spelling, or a name resolving there: see notifyhost) is refused;
+every send checks again each address its connections resolve to, and connects to those.
+Robot posts never follow redirects (a 3xx is a failure), nor do apprise's (zuka turns its
+`redirects` off). Text is made visible and bounded, and the characters that
 make a chat mention are swapped for their full-width forms (see _DEFUSE), since node text
-(an SSH error) reaches the messages.
+(a node's name or note, an SSH error) reaches the messages.
 
 One send (send()) runs in its own thread under an overall deadline of timeout_s: a robot
 whose endpoint drips its answer is cut off (its socket shut); an apprise send past it is
@@ -41,7 +43,6 @@ import base64
 import hashlib
 import hmac
 import http.client
-import ipaddress
 import json
 import logging
 import queue
@@ -63,6 +64,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
 
 from leases.errors import InputError
+from leases.notifyhost import Resolver, guarded, resolved_refusal, system_resolver
 from leases.severity import Severity
 from leases.textsafe import is_clean, visible
 
@@ -170,9 +172,9 @@ def _robot_kind(url: str) -> tuple[TargetKind, str] | None:
     return None
 
 
-def parse_target(url: str) -> Target:
+def parse_target(url: str, *, resolve: Resolver = system_resolver) -> Target:
     """A configured URL checked and classified; InputError (field notify.urls) if unusable.
-    Errors show the URL masked."""
+    Errors show the URL masked. resolve: how a host name is resolved (tests inject one)."""
     if not url.strip():
         raise InputError(FIELD, url, "a notification URL must not be empty")
     if not is_clean(url) or any(c.isspace() for c in url):
@@ -184,13 +186,17 @@ def parse_target(url: str) -> Target:
         )
     robot = _robot_kind(url)
     try:
-        host = urlsplit(robot[1] if robot else url).hostname or ""
+        parts = urlsplit(robot[1] if robot else url)
+        host = parts.hostname or ""
+        # Resolved only where the host is the server: many apprise URLs hold a token there.
+        port = parts.port if robot or parts.scheme.lower() in _HOST_SCHEMES else None
     except ValueError:
         raise InputError(FIELD, mask_url(url), "not a well-formed URL") from None
-    if _is_metadata_host(host):
-        raise InputError(
-            FIELD, mask_url(url), "a link-local or cloud metadata address is not a notification URL"
-        )
+    said = resolved_refusal(
+        host, port, resolve if robot or parts.scheme.lower() in _HOST_SCHEMES else None
+    )
+    if said is not None:
+        raise InputError(FIELD, mask_url(url), f"not a notification URL: {visible(said, 200)}")
     if robot is not None:
         kind, web = robot
         parts = urlsplit(web)
@@ -223,21 +229,8 @@ def parse_target(url: str) -> Target:
     return Target(url, TargetKind.APPRISE, url)
 
 
-# Names of the cloud instance metadata services (their addresses are link-local).
-_METADATA_NAMES = {"metadata", "metadata.google.internal", "metadata.azure.internal"}
-
-
-def _is_metadata_host(host: str) -> bool:
-    """A link-local address (169.254.0.0/16, fe80::/10, the cloud metadata services) or a
-    metadata service's name: a notification has no business there, a token thief does."""
-    host = host.strip("[]").lower().rstrip(".")
-    if host in _METADATA_NAMES:
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return address.is_link_local or address == ipaddress.ip_address("fd00:ec2::254")
+# apprise schemes whose URL names the server it posts to (others may hold a token there).
+_HOST_SCHEMES = {"json", "jsons", "xml", "xmls", "form", "forms"}
 
 
 def _apprise_plugin(url: str) -> Any:
@@ -347,28 +340,25 @@ def render(message: Message) -> tuple[str, str]:
     return title, visible(message.body, BODY_CHARS, keep_newlines=True)
 
 
-# Text from a node (an SSH error's first line, say) reaches these messages. Feishu turns
-# `<at user_id="all">` in a text message into @everyone; DingTalk and WeCom mention people
-# through the payload's "at" / "mentioned_list" (which zuka never sets) and may link "@all"
-# or "<@all>" in the text. So the characters that make a mention are swapped for their
-# full-width forms, which read the same and mean nothing to the platform: for Feishu
-# < > & (no tag, no entity), for DingTalk and WeCom @ < >. zuka's own words lose nothing.
-_DEFUSE = {
-    TargetKind.FEISHU: str.maketrans({"<": "\uff1c", ">": "\uff1e", "&": "\uff06"}),
-    TargetKind.DINGTALK: str.maketrans({"@": "\uff20", "<": "\uff1c", ">": "\uff1e"}),
-    TargetKind.WECOM: str.maketrans({"@": "\uff20", "<": "\uff1c", ">": "\uff1e"}),
-}
+# Text from a node or the ledger (a node's name or note, a GPU process name, an SSH error)
+# reaches these messages, and chat platforms turn some text into a mention of everyone:
+# Feishu `<at user_id="all">`, Slack `<!channel>` `<@U123>`, Discord and Mattermost
+# `@everyone` `@here` `@channel`, DingTalk and WeCom `@all`, Matrix `@room`, an HTML
+# entity (&lt;at ...&gt;) decoded on the way. So, for every target, the characters that
+# make one (@ < > &) are swapped for their full-width forms, which read the same (a
+# visible change, not an invisible character) and mean nothing to the platform. zuka never
+# sets a payload's "at", isAtAll or mentioned_list, and its config names no one to mention.
+_DEFUSE = str.maketrans({"@": "\uff20", "<": "\uff1c", ">": "\uff1e", "&": "\uff06"})
 
 
-def _defused(kind: TargetKind, text: str) -> str:
-    table = _DEFUSE.get(kind)
-    return text.translate(table) if table is not None else text
+def _defused(text: str) -> str:
+    return text.translate(_DEFUSE)
 
 
 def robot_request(target: Target, message: Message, now_s: float) -> tuple[str, dict[str, Any]]:
     """The URL and JSON a chat robot is sent (signed when the target has a secret)."""
     title, body = render(message)
-    text = _cut_bytes(_defused(target.kind, f"{title}\n{body}"), _TEXT_BYTES[target.kind])
+    text = _cut_bytes(_defused(f"{title}\n{body}"), _TEXT_BYTES[target.kind])
     url = target.endpoint
     payload: dict[str, Any]
     if target.kind is TargetKind.FEISHU:
@@ -556,7 +546,7 @@ def _send_apprise(target: Target, message: Message, timeout: float) -> SendResul
     # apprise follows HTTP redirects by default (a POST to json:// turned into a GET
     # elsewhere); never, whatever the URL's ?redirect= says.
     plugin.redirects = False
-    title, body = render(message)
+    title, body = (_defused(text) for text in render(message))
     log = _ThreadLog()
     logger = logging.getLogger("apprise")
     logger.addHandler(log)
@@ -583,22 +573,30 @@ def _send_apprise(target: Target, message: Message, timeout: float) -> SendResul
     return SendResult(target, False, visible(said, 300))
 
 
-def send(target: Target, message: Message, timeout: float) -> SendResult:
+def send(
+    target: Target, message: Message, timeout: float, *, resolve: Resolver = system_resolver
+) -> SendResult:
     """Send one message to one target now, within timeout seconds in all: the send runs
     in its own thread, and one that is not done by then is cut off (a robot's socket is
-    shut) or, for apprise, left to end in the background. Never raises; the detail never
-    holds the URL's secrets."""
+    shut) or, for apprise, left to end in the background. Every address its connections
+    resolve to (through resolve) is checked, and a refused one fails the send. Never
+    raises; the detail never holds the URL's secrets."""
     watch = _Watch()
     box: list[SendResult] = []
 
     def work() -> None:
-        try:
-            if target.kind is TargetKind.APPRISE:
-                box.append(_send_apprise(target, message, timeout))
-            else:
-                box.append(_post_robot(target, message, timeout, watch))
-        except Exception as exc:  # whatever urllib, http.client or a plugin raises
-            box.append(SendResult(target, False, f"{type(exc).__name__}: {visible(exc, 200)}"))
+        with guarded(resolve) as refused:
+            try:
+                if target.kind is TargetKind.APPRISE:
+                    result = _send_apprise(target, message, timeout)
+                else:
+                    result = _post_robot(target, message, timeout, watch)
+            except Exception as exc:  # whatever urllib, http.client or a plugin raises
+                detail = f"{type(exc).__name__}: {visible(exc, 200)}"
+                result = SendResult(target, False, detail)
+            if refused and not result.ok:  # apprise words it as a mere connection error
+                result = SendResult(target, False, f"not sent: {refused[-1]}")
+            box.append(result)
 
     thread = threading.Thread(target=work, name="zuka-send", daemon=True)
     thread.start()

@@ -826,3 +826,44 @@ def test_a_slow_target_does_not_delay_the_others(tmp_path: Path, hook: Hook) -> 
         assert n.close(timeout=15)
     finally:
         fast.stop()
+
+
+# -- attacker review (issue 16): mentions through apprise, and every robot ------------------
+
+MENTIONS = (
+    "@everyone @here @channel @all @room <!channel> <!here> <@U123> <@&987> <!subteam^S1>"
+    ' <at user_id="all">所有人</at> &lt;!channel&gt; isAtAll'
+)
+
+
+def test_node_text_cannot_mention_anyone_through_apprise_or_a_robot(
+    tmp_path: Path, hook: Hook
+) -> None:
+    """A node's name, note or GPU process name reaches the alert text; no target may
+    turn it into a mention. Sent by the notifier (render, outbox, send) to a local catcher:
+    the mention characters arrive visibly changed (full-width), never invisible."""
+    urls = (
+        f"json://127.0.0.1:{hook.port}/generic",
+        hook.url("dingtalk"),
+        hook.url("feishu", "/open-apis/bot/v2/hook/x"),
+        hook.url("wecom", "/cgi-bin/webhook/send?key=k"),
+    )
+    n = Notifier(replace(NotifyConfig(), urls=urls), tmp_path / "ledger.db", clock=lambda: T0)
+    n.submit(Message(f"node {MENTIONS} unreachable", f"gpu proc: {MENTIONS}", Severity.CRITICAL))
+    n.pump()
+    got = hook.wait_for(4)
+    texts = []
+    for r in got:
+        if "message" in r.body:  # apprise's json://
+            texts += [r.body["title"], r.body["message"]]
+        else:
+            texts.append(json.dumps(r.body, ensure_ascii=False))
+    assert len(texts) == 5
+    for text in texts:
+        shown = text.split('"content"', 1)[-1]  # a robot's JSON: its text only
+        for mark in ("@", "<", ">", "&"):
+            assert mark not in shown, (mark, text)
+        assert "＠everyone" in text and "＜!channel＞" in text and "＜＠U123＞" in text
+        assert "\u200b" not in text and "\u2060" not in text
+    for r in got:
+        assert "at" not in r.body and "mentioned_list" not in json.dumps(r.body)

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -21,10 +22,19 @@ import aiohttp
 import pytest
 from waiting import wait_until, wait_until_sync
 
-from leases.demo import build_demo_ledger
+from leases.demo import build_demo_ledger, demo_records
 from leases.errors import InputError
+from leases.ledger import Ledger
 from tui.web import check_host, check_port, child_command, exposure_warning, is_loopback
-from tui.webguard import Guard, ZukaServer, check_max_sessions, host_name, new_token, shown_path
+from tui.webguard import (
+    Guard,
+    ScrubbedFormatter,
+    ZukaServer,
+    check_max_sessions,
+    host_name,
+    new_token,
+    shown_path,
+)
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
@@ -89,7 +99,8 @@ def test_the_tab_command_is_quoted_word_by_word(tmp_path: Path) -> None:
     """textual-serve runs it through a shell: a ledger path is one word, never code."""
     odd = tmp_path / "it's a $(touch pwned) `x`; ledger.db"
     words = shlex.split(child_command(odd, "c d.toml"))
-    assert words == [sys.executable, "-m", "tui.web", "--ledger", str(odd), "--config", "c d.toml"]
+    assert words == ["exec", sys.executable, "-m", "tui.web", "--ledger", str(odd),
+                     "--config", "c d.toml"]  # fmt: skip
 
 
 def test_zuka_web_refuses_bad_options_before_serving(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
@@ -125,28 +136,35 @@ def _said_url(log: Path) -> str | None:
     return found.group(1) if found else None
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[str]:
-    """`zuka web` on the demo ledger, in its own process group (it starts one dashboard
-    process per tab): the whole group is stopped afterwards. Yields the URL it printed."""
-    ledger = tmp_path / "web.db"
-    build_demo_ledger(ledger, date(2026, 11, 30)).close()
+@dataclass
+class Served:
+    url: str  # as printed, with the token
+    port: int
+    token: str
+    pid: int  # zuka web's own process
+    log: Path  # its stdout and stderr together
+
+
+@contextmanager
+def zuka_web(tmp_path: Path, ledger: Path, *extra: str) -> Iterator[Served]:
+    """`zuka web` on ledger, in its own process group (it starts one dashboard process per
+    tab): the whole group is stopped afterwards."""
     config = tmp_path / "config.toml"
     config.write_text("")
     port = _free_port()
-    log = (tmp_path / "server.log").open("wb")
+    said = tmp_path / "server.log"
+    log = said.open("wb")
     argv = [sys.executable, "-m", "tui.cli", "web", "--ledger", str(ledger),
-            "--config", str(config), "--port", str(port)]  # fmt: skip
+            "--config", str(config), "--port", str(port), *extra]  # fmt: skip
     server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        said = tmp_path / "server.log"
         wait_until_sync(lambda: server.poll() is not None or _listening(port),
                         timeout=60, what="zuka web to listen")  # fmt: skip
         url = wait_until_sync(lambda: server.poll() is not None or _said_url(said),
                               timeout=60, what="zuka web to print its URL")  # fmt: skip
         assert server.poll() is None, said.read_text()
         assert isinstance(url, str) and url.startswith(f"http://127.0.0.1:{port}/?token=")
-        yield url
+        yield Served(url, port, url.split("token=", 1)[1], server.pid, said)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -155,6 +173,15 @@ def served(tmp_path: Path) -> Iterator[str]:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
         log.close()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    """`zuka web` on the demo ledger. Yields the URL it printed."""
+    ledger = tmp_path / "web.db"
+    build_demo_ledger(ledger, date(2026, 11, 30)).close()
+    with zuka_web(tmp_path, ledger) as web:
+        yield web.url
 
 
 async def test_zuka_web_in_headless_chromium(served: str, tmp_path: Path) -> None:
@@ -385,3 +412,218 @@ def test_max_sessions_is_checked(tmp_path: Path, cli) -> None:  # type: ignore[n
     with pytest.raises(InputError):
         check_max_sessions(-1)
     assert new_token() != new_token() and len(new_token()) >= 40
+
+
+# -- attacker review (issue 16): the token in logs, a dropped big tab ----------------------
+
+
+def _children(pid: int) -> list[int]:
+    """The live processes whose parent is pid (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _gone(pid: int) -> bool:
+    """The process has exited and been reaped (not even a zombie is left)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def _ws_open(port: int, path: str, rcvbuf: int = 0) -> socket.socket:
+    """A raw WebSocket handshake (so that the test can drop the TCP connection as a
+    crashed browser or a dead network does); rcvbuf: a small receive buffer makes the
+    server's writes back up as soon as the test stops reading."""
+    sock = socket.socket()
+    if rcvbuf:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.settimeout(30)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(
+        f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+        "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        f"Sec-WebSocket-Version: 13\r\nOrigin: http://127.0.0.1:{port}\r\n\r\n".encode()
+    )
+    return sock
+
+
+def _read_until(sock: socket.socket, *marks: bytes, limit: int = 1 << 22) -> bytes:
+    got = b""
+    while not any(m in got for m in marks) and len(got) < limit:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    return got
+
+
+def _drop(sock: socket.socket) -> None:
+    """Close with a reset, no goodbye: what a killed browser or a dropped link does."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    sock.close()
+
+
+def _ws_text_frame(text: str) -> bytes:
+    """One masked client text frame (RFC 6455), payload under 126 bytes."""
+    data = text.encode()
+    mask = b"\x01\x02\x03\x04"
+    return (
+        bytes([0x81, 0x80 | len(data)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data))
+    )
+
+
+def _big_ledger(path: Path, copies: int) -> None:
+    """The demo fleet `copies` times over (12 nodes each), every node unreachable."""
+    demo = demo_records(date(2026, 11, 30))
+    big: dict[str, list[dict[str, object]]] = {"providers": demo["providers"], "nodes": [],
+                                               "leases": [], "resources": []}  # fmt: skip
+    for i in range(copies):
+        big["nodes"] += [{**n, "name": f"{n['name']}-{i}", "ssh_host": "127.0.0.1",
+                          "ssh_port": 9} for n in demo["nodes"]]  # fmt: skip
+        big["leases"] += [{**lease, "node": f"{lease['node']}-{i}"} for lease in demo["leases"]]
+    with Ledger.open(path) as ledger:
+        ledger.import_records(big)
+
+
+ALT_SCREEN = b"\x1b[?1049h"  # the dashboard's first words to the tab's terminal
+
+
+def test_the_token_never_reaches_the_log(tmp_path: Path) -> None:
+    """Garbage from a tab makes textual-serve's handler raise; textual-serve logged that
+    with a traceback showing locals (the request: /ws/TOKEN). Everything the server
+    prints is captured: the token is in the one line that gives the URL, nowhere else."""
+    ledger = tmp_path / "web.db"
+    build_demo_ledger(ledger, date(2026, 11, 30)).close()
+    with zuka_web(tmp_path, ledger) as web:
+        for garbage in ("not json", '["resize", {}]', "{}"):
+            sock = _ws_open(web.port, f"/ws/{web.token}?width=100&height=30")
+            _read_until(sock, ALT_SCREEN)
+            sock.sendall(_ws_text_frame(garbage))
+            sock.close()
+        raised = ("JSONDecodeError", "KeyError", "AssertionError")
+        wait_until_sync(lambda: all(e in web.log.read_text(errors="replace") for e in raised),
+                        timeout=60, what="the three errors to be logged")  # fmt: skip
+        wait_until_sync(lambda: not _children(web.pid), timeout=60, what="the dashboards to go")
+    said = web.log.read_text(errors="replace")
+    assert said.count(web.token) == 1, said
+
+
+def test_a_log_line_never_holds_the_token() -> None:
+    """Whatever a library writes (a message, an exception, its traceback), masked."""
+    import logging
+
+    try:
+        raise RuntimeError(f"bad GET /ws/{TOKEN}?width=80 from page /?token={TOKEN}")
+    except RuntimeError:
+        record = logging.LogRecord("aiohttp.server", logging.ERROR, __file__, 1,
+                                   "Error handling request /ws/%s", (TOKEN,), sys.exc_info())  # fmt: skip
+    text = ScrubbedFormatter(TOKEN).format(record)
+    assert TOKEN not in text and "/ws/..." in text and "token=***" in text
+    assert "RuntimeError" in text  # the traceback is still there, for whoever debugs
+
+
+# A dashboard drawing without pause, single-threaded as an app in a big draw is: it reads
+# its input (where the quit comes) only between two writes, so while its output pipe is
+# full it reads nothing.
+BIG_DASHBOARD = """
+import os, select, sys
+from pathlib import Path
+Path(sys.argv[1]).write_text(str(os.getpid()))
+out = sys.stdout.buffer
+frame = b"\\x1b[?1049h" + b"x" * 60000
+out.write(b"__GANGLION__\\n")
+got = b""
+while b'"quit"' not in got:
+    out.write(b"D" + len(frame).to_bytes(4, "big") + frame)
+    out.flush()
+    while select.select([0], [], [], 0)[0]:
+        chunk = os.read(0, 4096)
+        if not chunk:
+            sys.exit(0)
+        got += chunk
+"""
+
+
+@pytest.mark.parametrize("tab", ["dropped", "silent"])
+async def test_a_gone_tab_mid_draw_frees_its_process_and_slot(tmp_path: Path, tab: str) -> None:
+    """A big dashboard mid-draw, its tab's connection backed up. "dropped": the tab resets
+    its connection (textual-serve stopped reading the dashboard's output at the failed
+    write, so the dashboard, blocked on its full pipe, never read its quit). "silent": the
+    tab neither reads nor closes nor answers pings (a laptop asleep): textual-serve's
+    session waited on that write for ever, holding the slot and the process. Either way
+    the process is now reaped and the slot reused. The ping interval and the stall limit
+    are injected short (15 s and 30 s in use) so the test takes seconds."""
+    import asyncio
+
+    from aiohttp.test_utils import TestServer
+
+    child = tmp_path / "big_dashboard.py"
+    child.write_text(BIG_DASHBOARD)
+    pid_file = tmp_path / "pid"
+    command = "exec " + shlex.join([sys.executable, str(child), str(pid_file)])
+    port = _free_port()
+    server = ZukaServer(command, host="127.0.0.1", port=port, token=TOKEN, max_sessions=1,
+                        out=io.StringIO(), heartbeat_s=1.0, stalled_send_s=2.0)  # fmt: skip
+    test_server = TestServer(await server._make_app(), host="127.0.0.1", port=port)
+    await test_server.start_server()
+    try:
+        path = f"/ws/{TOKEN}?width=200&height=60"
+        sock = await asyncio.to_thread(_ws_open, port, path, 4096)
+        await asyncio.to_thread(_read_until, sock, ALT_SCREEN)
+        pid = int(await wait_until(lambda: pid_file.exists() and pid_file.read_text()))
+        # Let the server's writes back up (the test reads no more), then the tab goes.
+        await wait_until(lambda: server.sessions == 1 and _blocked_writing(pid),
+                         what="the dashboard to block on its output")  # fmt: skip
+        if tab == "dropped":
+            _drop(sock)
+        await wait_until(lambda: _gone(pid), what="the dashboard process to be reaped")
+        await wait_until(lambda: server.sessions == 0, what="the slot to be free")
+        again = await asyncio.to_thread(_ws_open, port, path)
+        assert ALT_SCREEN in await asyncio.to_thread(
+            _read_until, again, ALT_SCREEN, b"open already"
+        )
+        again.close()
+        sock.close()
+        await wait_until(lambda: server.sessions == 0, what="the second session to end")
+    finally:
+        await test_server.close()
+        gc.collect()
+
+
+def _blocked_writing(pid: int) -> bool:
+    """The process sleeps in a write to a full pipe (its kernel wait channel says so)."""
+    try:
+        return "pipe_write" in Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return False
+
+
+def test_a_big_fleet_tab_dropped_abruptly_frees_its_dashboard(tmp_path: Path) -> None:
+    """A real `zuka web` with one slot, a fleet of 120 nodes on a big terminal: a tab
+    that reads a little and drops its connection leaves no dashboard process behind, and
+    the next tab gets a dashboard, not the refusal."""
+    ledger = tmp_path / "big.db"
+    _big_ledger(ledger, copies=10)
+    with zuka_web(tmp_path, ledger, "--max-sessions", "1") as web:
+        path = f"/ws/{web.token}?width=250&height=80"
+        sock = _ws_open(web.port, path, rcvbuf=4096)
+        _read_until(sock, ALT_SCREEN)
+        [dashboard] = wait_until_sync(lambda: _children(web.pid), what="the tab's dashboard")
+        _drop(sock)
+        wait_until_sync(lambda: _gone(dashboard), timeout=60, what="the dashboard to exit")
+        again = _ws_open(web.port, path)
+        first = _read_until(again, ALT_SCREEN, b"open already")
+        assert ALT_SCREEN in first and b"open already" not in first
+        again.close()

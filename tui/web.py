@@ -71,11 +71,12 @@ def exposure_warning(host: str, port: int) -> str | None:
 
 def child_command(ledger: Path, config: str | None) -> str:
     """The shell command textual-serve runs for each tab (it starts it through a shell):
-    every word quoted, the ledger path and config path included."""
+    every word quoted, the ledger path and config path included. `exec`, so that the
+    process the server signals and reaps is the dashboard itself, not a shell above it."""
     argv = [sys.executable, "-m", "tui.web", "--ledger", str(ledger)]
     if config is not None:
         argv += ["--config", config]
-    return shlex.join(argv)
+    return "exec " + shlex.join(argv)
 
 
 @contextmanager

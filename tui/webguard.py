@@ -5,6 +5,12 @@ textual-serve itself answers any request: any web page the user visits could ope
 WebSocket (browsers send the Origin but do not stop it), a DNS-rebinding name could reach
 it, every other user of a shared jump host could connect, and each connection starts a
 dashboard process. Here every request is checked before textual-serve sees it.
+
+A tab's session is zuka's own (not textual-serve's handle_websocket): however the tab goes
+(closed, dropped mid-draw, never reading again, sending garbage), its dashboard process is
+told to quit, then terminated, and reaped before its slot is free; and no log line ever
+holds the token (textual-serve's rich handler printed tracebacks with their locals,
+`/ws/TOKEN` among them).
 """
 
 from __future__ import annotations
@@ -13,14 +19,18 @@ import asyncio
 import hmac
 import ipaddress
 import logging
+import re
 import secrets
 import socket
+import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import aiohttp_jinja2
 from aiohttp import web
+from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
 from leases.errors import InputError
@@ -33,6 +43,13 @@ MAX_SESSIONS_LIMIT = 64
 # How long a tab refused for the cap keeps its message on screen before it is closed.
 REFUSED_TAB_S = 120.0
 WS_PREFIX = "/ws/"
+# A dashboard told to quit has this long to go before it is terminated (then killed).
+QUIT_GRACE_S = 5.0
+# A tab that takes none of its dashboard's output for this long is gone (a laptop asleep,
+# a dropped network): its connection is cut rather than waited on for ever.
+STALLED_SEND_S = 30.0
+# WebSocket pings (textual-serve's value): a tab that answers none is closed.
+HEARTBEAT_S = 15.0
 
 
 def new_token() -> str:
@@ -75,7 +92,7 @@ def _is_ip(name: str) -> bool:
 class Guard:
     """The checks every request passes (a pure rule: the server only asks it)."""
 
-    token: str
+    token: str = field(repr=False)
     names: frozenset[str]  # host names a request's Host may carry
     any_ip: bool  # listening on every address: any IP literal is one of ours
 
@@ -124,6 +141,131 @@ def shown_path(path: str) -> str:
     return "/ws/..." if path.startswith(WS_PREFIX) else visible(path, 80)
 
 
+class ScrubbedFormatter(logging.Formatter):
+    """Log lines (and their tracebacks) with the token, a WebSocket path and a token=
+    query value masked: whatever a library puts in a message, the token stays out."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__("%(levelname)s %(name)s: %(message)s")
+        self.token = token
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = re.sub(r"/ws/[A-Za-z0-9_\-]+", "/ws/...", super().format(record))
+        text = re.sub(r"token=[A-Za-z0-9_\-%]+", "token=***", text)
+        return text.replace(self.token, "***")
+
+
+class Dashboard(AppService):
+    """One tab's dashboard process, ended for sure (end()).
+
+    textual-serve stops reading a dashboard's output at the first failed write to a
+    closed tab, so a dashboard in the middle of a big draw blocks on a full pipe, never
+    reads the quit it is sent, and lives on (an error other than ConnectionResetError, or
+    a tab that stops reading, left the session itself waiting for ever). Here output for a
+    tab that is gone is read and dropped, a stalled write cuts the connection, and end()
+    escalates from quit to terminate to kill, always reaping the process."""
+
+    def __init__(
+        self,
+        command: str,
+        websocket: web.WebSocketResponse,
+        transport: Any,
+        server: Server,
+        stalled_send_s: float = STALLED_SEND_S,
+    ) -> None:
+        super().__init__(
+            command,
+            write_bytes=self._write_bytes,
+            write_str=self._write_str,
+            close=self._close_tab,
+            download_manager=server.download_manager,
+            debug=server.debug,
+        )
+        self._ws = websocket
+        self._transport = transport
+        self._stalled_send_s = stalled_send_s
+        self.gone = False
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    async def _close_tab(self) -> None:
+        await self._ws.close()  # the dashboard exited by itself
+
+    async def _write_bytes(self, data: bytes) -> None:
+        await self._to_tab(lambda: self._ws.send_bytes(data))
+
+    async def _write_str(self, data: str) -> None:
+        await self._to_tab(lambda: self._ws.send_str(data))
+
+    async def _to_tab(self, send: Callable[[], Awaitable[None]]) -> None:
+        if self.gone or self._ws.closed:
+            self.gone = True  # still read (so the process never blocks), no longer sent
+            return
+        try:
+            async with asyncio.timeout(self._stalled_send_s):
+                await send()
+        except Exception:  # closed, reset, lost, stalled: the tab is gone either way
+            self.gone = True
+            self._cut()
+
+    def _cut(self) -> None:
+        if self._transport is not None:
+            self._transport.abort()
+
+    async def end(self) -> None:
+        """Close the tab, tell the process to quit, and wait for it; terminate it after
+        QUIT_GRACE_S, kill it after as long again. Returns when it has been reaped."""
+        self.gone = True
+        process = self._process
+        try:
+            try:
+                async with asyncio.timeout(1.0):
+                    await self._ws.close()
+            except Exception:  # a tab that takes nothing cannot take the close either
+                self._cut()
+            if process is None:
+                return
+            with suppress(Exception):
+                async with asyncio.timeout(1.0):
+                    await self.send_meta({"type": "quit"})
+            for escalate in (process.terminate, process.kill):
+                if await _exits_within(process, QUIT_GRACE_S):
+                    break
+                with suppress(ProcessLookupError):
+                    escalate()
+            else:
+                if not await _exits_within(process, QUIT_GRACE_S):
+                    log.warning("a dashboard process (pid %s) outlived SIGKILL", process.pid)
+        finally:
+            if process is not None and process.returncode is None:
+                with suppress(ProcessLookupError):
+                    process.kill()  # cancelled while waiting: never leave it running
+            await self._end_reader()
+
+    async def _end_reader(self) -> None:
+        task, self._task = self._task, None
+        if task is None:
+            return
+        with suppress(Exception):
+            await self._download_manager.cancel_app_downloads(app_service_id=self.app_service_id)
+        if not task.done():
+            with suppress(Exception, asyncio.CancelledError):
+                async with asyncio.timeout(QUIT_GRACE_S):
+                    await asyncio.shield(task)
+            task.cancel()
+
+
+async def _exits_within(process: asyncio.subprocess.Process, seconds: float) -> bool:
+    try:
+        async with asyncio.timeout(seconds):
+            await process.wait()
+    except TimeoutError:
+        return False
+    return True
+
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -139,12 +281,16 @@ class ZukaServer(Server):
         token: str,
         max_sessions: int,
         out: TextIO,
+        heartbeat_s: float = HEARTBEAT_S,
+        stalled_send_s: float = STALLED_SEND_S,
     ) -> None:
         super().__init__(command, host=host, port=port, title="zuka")
         self.guard = Guard.for_host(token, host)
         self.max_sessions = max_sessions
         self.sessions = 0
         self.out = out
+        self.heartbeat_s = heartbeat_s
+        self.stalled_send_s = stalled_send_s
 
     def url(self) -> str:
         """The URL the user opens (it holds the token)."""
@@ -156,7 +302,12 @@ class ZukaServer(Server):
         return f"http://{shown}:{self.port}/?token={self.guard.token}"
 
     def initialize_logging(self) -> None:
-        super().initialize_logging()
+        """Plain lines on stderr, the token masked in each (see ScrubbedFormatter), in
+        place of textual-serve's rich handler, whose tracebacks show every frame's locals
+        (the request, and its path /ws/TOKEN)."""
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(ScrubbedFormatter(self.guard.token))
+        logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
         # aiohttp's access log writes each request's query, and the page's holds the token.
         logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
 
@@ -202,11 +353,30 @@ class ZukaServer(Server):
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         if self.sessions >= self.max_sessions:
             return await self._refuse_session(request)
+        # The slot is held until the tab's dashboard process has been reaped.
         self.sessions += 1
         try:
-            return await super().handle_websocket(request)
+            return await self._session(request)
         finally:
             self.sessions -= 1
+
+    async def _session(self, request: web.Request) -> web.WebSocketResponse:
+        """One tab: its dashboard process fed with the tab's keys and sizes, drawing into
+        the tab, and ended for sure however the tab goes."""
+        websocket = web.WebSocketResponse(heartbeat=self.heartbeat_s)
+        width = to_int(request.query.get("width", "80"), 80)
+        height = to_int(request.query.get("height", "24"), 24)
+        await websocket.prepare(request)
+        dashboard = Dashboard(self.command, websocket, request.transport, self, self.stalled_send_s)
+        try:
+            await dashboard.start(width, height)
+            await self._process_messages(websocket, dashboard)
+        except Exception as exc:  # a malformed message from the tab, a failed start
+            # Its type only: a traceback's frames hold the request, and its path the token.
+            log.warning("a dashboard's session ended on %s", type(exc).__name__)
+        finally:
+            await dashboard.end()
+        return websocket
 
     async def _refuse_session(self, request: web.Request) -> web.WebSocketResponse:
         said = (

@@ -397,6 +397,12 @@ def test_a_plan_with_a_hostile_id_is_not_made(value: str) -> None:
         "http://oss-cn-hangzhou.aliyuncs.com",
         "http://cos.ap-guangzhou.myqcloud.com",
         "http://obs.cn-north-4.myhuaweicloud.com",
+        # Plain http to anything but a loopback address: signed requests and answers in
+        # clear, and anyone on the path can answer for the store. A name is no address.
+        "http://minio.lab:9000",
+        "http://localhost:9000",
+        "http://10.0.0.5:9000",
+        "http://[fe80::1]:9000",
         # A lookalike host (Cyrillic а): not the cloud it reads as.
         "https://s3.\u0430mazonaws.com",
     ],
@@ -409,7 +415,13 @@ def test_bad_endpoints_are_refused(endpoint: str) -> None:
 
 @pytest.mark.parametrize(
     "endpoint",
-    ["http://127.0.0.1:9000", "http://minio.lab:9000", "https://s3.us-east-1.amazonaws.com"],
+    [
+        "http://127.0.0.1:9000",
+        "http://127.8.9.10:9000",
+        "http://[::1]:9000",
+        "https://minio.lab:9000",
+        "https://s3.us-east-1.amazonaws.com",
+    ],
 )
 def test_local_and_tls_endpoints_are_taken(endpoint: str) -> None:
     assert cloud_ids.endpoint(endpoint) == endpoint

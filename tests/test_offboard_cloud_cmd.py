@@ -436,3 +436,32 @@ def test_a_prefix_must_end_with_a_slash() -> None:
 
 
 _NO_CREDS = Credentials()
+
+
+@pytest.mark.parametrize("name", ["Aliyun", "Tencent Cloud", "Huawei Cloud"])
+async def test_inspect_sees_what_is_there_and_a_typo_is_not_found(cloud: Cloud, name: str) -> None:
+    """inspect is the read-back call read as a sighting: there, or not found (a typo, a
+    wrong region: what the runner will not count as gone); it deletes nothing."""
+    state = json.loads(cloud.state.read_text())
+    cloud.state.write_text(json.dumps({**state, "ids": ["s-bp1snap"]}))
+    p = provider(name)
+    steps = plan_cloud(
+        facts(
+            [(ResourceKind.SNAPSHOT, "s-bp1snap"), (ResourceKind.SNAPSHOT, "s-bp1typo")], provider=p
+        )
+    )
+    driver = drivers(p, steps, cloud)["cmd"]
+    there, typo = [await driver.inspect(s) for s in sorted(steps, key=lambda s: s.target)]
+    assert there.exists is True, there
+    assert there.facts["region"] == "cn-hangzhou" and there.facts["cli"] == PROGRAM[name]
+    assert typo.exists is False, typo
+    assert cloud.ids() == ["s-bp1snap"]
+    assert not [c for c in cloud.calls() if any("Delete" in a for a in c["argv"])]
+
+
+async def test_inspect_that_cannot_tell_says_so(cloud: Cloud) -> None:
+    shutil.rmtree(cloud.bin)
+    p = provider("Aliyun")
+    [step] = plan_cloud(facts([(ResourceKind.DISK, "d-1")], provider=p))
+    seen = await drivers(p, [step], cloud)["cmd"].inspect(step)
+    assert seen.exists is None and "not found on PATH" in seen.detail

@@ -25,6 +25,7 @@ from urllib.parse import quote
 from leases import auditchain, fields, nodelog, records, release, transfer
 from leases.errors import READ_ONLY, InputError, LedgerError, UnknownNode, ledger_failure
 from leases.models import AuditEntry, Lease, Node, NodeState, Provider, Resource
+from leases.offboard import claims
 from leases.records import UNREADABLE, Record, unreadable
 from leases.renewals import (
     BillingNow,
@@ -771,6 +772,7 @@ class Ledger:
             raise InputError(
                 "native_id", res.native_id, f"this {res.kind.value} is already recorded"
             )
+        self._refuse_overlap(conn, res, lease)
         out = records.resource_record(res, node, lease.start)
         row = {k: v for k, v in out.items() if k not in ("node", "lease_start")}
         row["lease_id"] = lease.id
@@ -780,6 +782,38 @@ class Ledger:
         )
         self._audit(conn, "resource.add", "resource", cur.lastrowid, node, None, out)
         return replace(res, id=cur.lastrowid)
+
+    def _refuse_overlap(self, conn: sqlite3.Connection, res: Resource, lease: Lease) -> None:
+        """A cloud resource another lease still claims (the same bucket, a bucket and a
+        prefix in it, the same snapshot id in the same region and account...) is refused,
+        naming both leases: one offboarding would delete the other's data."""
+        cur = conn.execute(
+            "SELECT n.name AS node, p.region AS provider_region, p.account_id FROM leases l"
+            " JOIN nodes n ON n.id = l.node_id LEFT JOIN providers p ON p.id = n.provider_id"
+            " WHERE l.id = ?",
+            [lease.id],
+        )
+        names = [d[0] for d in cur.description]
+        owner = dict(zip(names, cur.fetchone() or (None,) * len(names), strict=True))
+        new = claims.claim_from(
+            {**owner, "lease_id": lease.id, "kind": res.kind.value, "native_id": res.native_id,
+             "region": res.region, "endpoint": res.endpoint}
+        )  # fmt: skip
+        if new is None:
+            return
+        cur = conn.execute(claims.CLAIMS_SQL)
+        names = [d[0] for d in cur.description]
+        live = [claims.claim_from(dict(zip(names, row, strict=True))) for row in cur]
+        found = claims.overlaps_with(new, [c for c in live if c is not None])
+        if found:
+            first = found[0]
+            raise InputError(
+                "native_id",
+                res.native_id,
+                f"{first.first.shown()} is still recorded ({first.why}): offboarding one lease"
+                " would delete the other's; mark the old one deleted and verified first"
+                " (zuka resource edit ... --verified-at ... --notes ...)",
+            )
 
     def resources(self, node: str | None = None) -> list[tuple[str, datetime, Resource]]:
         """(node name, lease start, resource) for every recorded resource."""

@@ -32,6 +32,7 @@ from leases.models import (
     StoppedBilling,
     StoragePeriod,
 )
+from leases.offboard import cloud_ids
 from leases.textsafe import visible
 
 Record = dict[str, Any]
@@ -413,6 +414,12 @@ def resource_id(kind: ResourceKind, value: str) -> str:
     return value
 
 
+def _endpoint(rec: Mapping[str, Any]) -> str:
+    """An endpoint through the one entry for endpoints (https, or http to loopback only):
+    offboarding signs requests to it and believes what it answers."""
+    return cloud_ids.endpoint(_str(rec, "endpoint", 500).strip())
+
+
 def resource_from(rec: Mapping[str, Any], lease_id: int, tz: str) -> Resource:
     # Every field is checked, each refusal kept (Problems): a form shows them all at once.
     p = Problems()
@@ -427,7 +434,7 @@ def resource_from(rec: Mapping[str, Any], lease_id: int, tz: str) -> Resource:
         kind=kind or ResourceKind("disk"),
         native_id=native_id,
         region=p("", _str, rec, "region", 100),
-        endpoint=p("", _str, rec, "endpoint", 500),
+        endpoint=p("", _endpoint, rec),
         created=p(None, _opt_moment, rec, "created", tz),
         deleted_at=p(None, _opt_moment, rec, "deleted_at", tz),
         verified_at=p(None, _opt_moment, rec, "verified_at", tz),

@@ -136,6 +136,13 @@ class BatchRefusingStore(_Served):
     ignore_ids: bool = False
     fake_deletes: bool = False  # DeleteObjects answers success and deletes nothing
     refuse_batch: bool = True
+    # Enforce ExpectedBucketOwner as S3 does (moto ignores it): 403 AccessDenied when the
+    # header names another account than the bucket's owner (read from the moto server
+    # running in this process).
+    check_owner: bool = False
+    # Answer as this account whoever signs (moto's x-moto-account-id): an endpoint that
+    # acts for another account than the lab's credentials do.
+    as_account: str = ""
     refused: int = 0
     seen: list[str] = field(default_factory=list)
 
@@ -164,6 +171,25 @@ class BatchRefusingStore(_Served):
                     self.end_headers()
                     self.wfile.write(said)
                     return
+                owner = self.headers.get("x-amz-expected-bucket-owner")
+                if store.check_owner and owner is not None:
+                    from moto.s3.models import s3_backends
+
+                    bucket = urlsplit(self.path).path.strip("/").split("/")[0]
+                    owned = s3_backends.bucket_accounts.get(bucket)
+                    if owned is not None and owned[1] != owner:
+                        store.refused += 1
+                        error = (
+                            b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied'
+                            b"</Code><Message>Access Denied</Message></Error>"
+                        )
+                        self.send_response(403)
+                        self.send_header("Content-Type", "application/xml")
+                        self.send_header("Content-Length", str(len(error)))
+                        self.end_headers()
+                        if self.command != "HEAD":
+                            self.wfile.write(error)
+                        return
                 refuse = store.refuse_batch and batch
                 unknown = store.no_versions and self.command == "GET" and "versions" in words
                 if refuse or unknown:
@@ -191,6 +217,8 @@ class BatchRefusingStore(_Served):
                     for k, v in self.headers.items()
                     if k.lower() not in ("host", "content-length")
                 }
+                if store.as_account:
+                    headers["x-moto-account-id"] = store.as_account
                 conn.request(self.command, self.path, body=body, headers=headers)
                 answer = conn.getresponse()
                 data = answer.read()

@@ -138,7 +138,7 @@ class BucketDriver:
         self.account = account
         self.region = region
 
-    async def identity(self) -> Identity:
+    async def identity(self, endpoint: str = "", region: str = "") -> Identity:
         return Identity(self.account, self.region, f"arn:test:{self.account}")
 
     def _path(self, step: Step) -> Path:
@@ -182,9 +182,9 @@ class Killer:
         if self.kill_at == f"{step.key}@{point}":
             os.kill(os.getpid(), signal.SIGKILL)
 
-    async def identity(self) -> Identity:
+    async def identity(self, endpoint: str = "", region: str = "") -> Identity:
         ask = self.inner.identity  # type: ignore[attr-defined]
-        who: Identity = await ask()
+        who: Identity = await ask(endpoint, region)
         return who
 
     async def run(self, step: Step) -> Outcome:

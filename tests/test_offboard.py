@@ -758,7 +758,7 @@ def test_the_plan_and_report_say_plainly_what_is_not_deleted(cli: Cli, served: S
 
 
 class NoCredentials(BucketDriver):
-    async def identity(self) -> Identity:
+    async def identity(self, endpoint: str = "", region: str = "") -> Identity:
         raise RuntimeError("credential_ref env:MOTO: set MOTO_ACCESS_KEY_ID and its secret")
 
 

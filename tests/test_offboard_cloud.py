@@ -259,8 +259,8 @@ async def test_identity_is_the_callers_account_and_the_providers_region(endpoint
     drivers = drivers_for(plan_input, plan_cloud(plan_input))
     assert sorted(drivers) == ["ec2", "s3"]
     for driver in drivers.values():
-        who = await driver.identity()
-        assert (who.account_id, who.region) == (MOTO_ACCOUNT, REGION)
+        who = await driver.identity(endpoint, REGION)
+        assert (who.account_id, who.region, who.endpoint) == (MOTO_ACCOUNT, REGION, endpoint)
         assert who.arn.startswith("arn:aws:sts::")
 
 

@@ -397,6 +397,12 @@ def test_a_plan_with_a_hostile_id_is_not_made(value: str) -> None:
         "http://oss-cn-hangzhou.aliyuncs.com",
         "http://cos.ap-guangzhou.myqcloud.com",
         "http://obs.cn-north-4.myhuaweicloud.com",
+        # Plain http to anything but a loopback address: signed requests and answers in
+        # clear, and anyone on the path can answer for the store. A name is no address.
+        "http://minio.lab:9000",
+        "http://localhost:9000",
+        "http://10.0.0.5:9000",
+        "http://[fe80::1]:9000",
         # A lookalike host (Cyrillic а): not the cloud it reads as.
         "https://s3.\u0430mazonaws.com",
     ],
@@ -409,7 +415,13 @@ def test_bad_endpoints_are_refused(endpoint: str) -> None:
 
 @pytest.mark.parametrize(
     "endpoint",
-    ["http://127.0.0.1:9000", "http://minio.lab:9000", "https://s3.us-east-1.amazonaws.com"],
+    [
+        "http://127.0.0.1:9000",
+        "http://127.8.9.10:9000",
+        "http://[::1]:9000",
+        "https://minio.lab:9000",
+        "https://s3.us-east-1.amazonaws.com",
+    ],
 )
 def test_local_and_tls_endpoints_are_taken(endpoint: str) -> None:
     assert cloud_ids.endpoint(endpoint) == endpoint
@@ -424,3 +436,32 @@ def test_a_prefix_must_end_with_a_slash() -> None:
 
 
 _NO_CREDS = Credentials()
+
+
+@pytest.mark.parametrize("name", ["Aliyun", "Tencent Cloud", "Huawei Cloud"])
+async def test_inspect_sees_what_is_there_and_a_typo_is_not_found(cloud: Cloud, name: str) -> None:
+    """inspect is the read-back call read as a sighting: there, or not found (a typo, a
+    wrong region: what the runner will not count as gone); it deletes nothing."""
+    state = json.loads(cloud.state.read_text())
+    cloud.state.write_text(json.dumps({**state, "ids": ["s-bp1snap"]}))
+    p = provider(name)
+    steps = plan_cloud(
+        facts(
+            [(ResourceKind.SNAPSHOT, "s-bp1snap"), (ResourceKind.SNAPSHOT, "s-bp1typo")], provider=p
+        )
+    )
+    driver = drivers(p, steps, cloud)["cmd"]
+    there, typo = [await driver.inspect(s) for s in sorted(steps, key=lambda s: s.target)]
+    assert there.exists is True, there
+    assert there.facts["region"] == "cn-hangzhou" and there.facts["cli"] == PROGRAM[name]
+    assert typo.exists is False, typo
+    assert cloud.ids() == ["s-bp1snap"]
+    assert not [c for c in cloud.calls() if any("Delete" in a for a in c["argv"])]
+
+
+async def test_inspect_that_cannot_tell_says_so(cloud: Cloud) -> None:
+    shutil.rmtree(cloud.bin)
+    p = provider("Aliyun")
+    [step] = plan_cloud(facts([(ResourceKind.DISK, "d-1")], provider=p))
+    seen = await drivers(p, [step], cloud)["cmd"].inspect(step)
+    assert seen.exists is None and "not found on PATH" in seen.detail

@@ -12,8 +12,16 @@ there is no API to call, the manual steps cover it.
 
 cloud_drivers builds the drivers for one provider: credentials as leases.offboard
 .cloud_access says (credential_ref: a profile, env:PREFIX, or the SDK's default), region
-from the provider record. identity() asks STS GetCallerIdentity (at the steps' endpoint for
-an EC2/S3-compatible cloud), or the template's whoami command.
+from the provider record. identity(endpoint, region) asks STS GetCallerIdentity at that
+endpoint and region, or the template's whoami command in that region; preflight asks it at
+every (driver, endpoint, region) the plan's steps call.
+
+Each step is called in its resource's region (else the provider's): a region is needed for
+EC2 and the CLIs, and for S3 at AWS. A plan never sends a step to the SDK's default endpoint
+while its other S3/EC2 steps name endpoints: that is refused at plan time (a resource
+recorded without its place), never guessed. S3 steps carry the provider's account id as
+ExpectedBucketOwner, except at a CLI template's store (OSS, COS, OBS), which does not take
+it: the plan says there that ownership is proven by the identity check only.
 """
 
 from __future__ import annotations
@@ -105,18 +113,31 @@ def plan_cloud(facts: PlanInput, templates: Mapping[str, Template] | None = None
             continue
         key = f"{_ACTIONS[r.kind]}:{region + '/' if region else ''}{native}"
         common = dict(kind=str(r.kind), native_id=native, region=region)
+        account = provider.account_id if provider else ""
         if r.kind in (ResourceKind.BUCKET, ResourceKind.BUCKET_PREFIX):
             addressing = "path" if endpoint else ""
             if not endpoint and template is not None and template.s3_endpoint:
                 region = _need_region(region, r, f"{template.name}'s object storage")
                 endpoint = cloud_ids.endpoint(template.s3_endpoint.replace("{region}", region))
                 addressing = template.s3_addressing
+            if not endpoint:
+                _need_region(region, r, "S3 at the SDK's default endpoint")
             bucket, _, prefix = native.partition("/")
             what = (
                 f"every object version, delete marker and unfinished upload under s3://{native}"
                 if prefix
                 else f"every object version, delete marker and unfinished upload in s3://{bucket}/,"
                 f" then DeleteBucket {bucket}"
+            )
+            # Every S3 call carries ExpectedBucketOwner: a bucket of that name owned by
+            # another account the credentials can reach is refused by the store, not
+            # emptied. OSS, COS and OBS (the CLI templates' stores) do not take it.
+            owner = "" if template is not None else account
+            proof = (
+                f"; bucket owner {owner} required on every call (ExpectedBucketOwner)"
+                if owner
+                else f"; {template.name if template else 'this'} store does not check a bucket"
+                " owner: ownership is proven by the identity check only"
             )
             steps.append(
                 Step(
@@ -126,8 +147,10 @@ def plan_cloud(facts: PlanInput, templates: Mapping[str, Template] | None = None
                     action=_ACTIONS[r.kind],
                     target=native,
                     destructive=True,
-                    describe=f"S3: delete {what}{_where(region, endpoint)}",
-                    params=params(**common, endpoint=endpoint, addressing=addressing),
+                    describe=f"S3: delete {what}{_where(region, endpoint)}{proof}",
+                    params=params(
+                        **common, endpoint=endpoint, addressing=addressing, bucket_owner=owner
+                    ),
                     resource_id=r.id,
                 )
             )
@@ -155,6 +178,7 @@ def plan_cloud(facts: PlanInput, templates: Mapping[str, Template] | None = None
                 )
             )
         else:
+            _need_region(region, r, "EC2")
             steps.append(
                 Step(
                     key=key,
@@ -164,11 +188,32 @@ def plan_cloud(facts: PlanInput, templates: Mapping[str, Template] | None = None
                     target=native,
                     destructive=True,
                     describe=f"EC2 {_EC2_CALLS[r.kind]}={native}{_where(region, endpoint)}",
-                    params=params(**common, endpoint=endpoint),
+                    params=params(**common, endpoint=endpoint, account_id=account),
                     resource_id=r.id,
                 )
             )
+    _refuse_implicit_default(steps)
     return sorted(steps, key=lambda s: (s.phase, s.key))
+
+
+def _refuse_implicit_default(steps: Sequence[Step]) -> None:
+    """A plan whose S3/EC2 steps name endpoints may not send one of them to the SDK's
+    default endpoint (AWS) just because its resource names none: that is a resource recorded
+    without its place, and the default would receive the lab's signed requests and answer
+    "not found" for a thing that lives elsewhere. Refused, in words, rather than guessed."""
+    boto = [s for s in steps if s.driver in ("s3", "ec2")]
+    named = sorted({s.param("endpoint") for s in boto} - {""})
+    bare = [s for s in boto if not s.param("endpoint")]
+    if named and bare:
+        s = bare[0]
+        raise InputError(
+            "endpoint",
+            "",
+            f"{s.param('kind')} {s.target} has no endpoint while the plan's other cloud"
+            f" resources are at {', '.join(named)}: its deletion would go to the SDK's default"
+            " (AWS) endpoint. Record each cloud resource with the --endpoint it lives at"
+            " (https://s3.REGION.amazonaws.com for AWS's own)",
+        )
 
 
 def cloud_drivers(
@@ -184,8 +229,8 @@ def cloud_drivers(
     """The drivers the plan's cloud steps need, acting as the provider's credentials.
 
     With a CLI template, identity() is the template's whoami for every driver (OSS, COS and
-    OBS have no STS GetCallerIdentity); otherwise STS, at the one endpoint the steps use
-    (an EC2/S3-compatible cloud), or AWS's own.
+    OBS have no STS GetCallerIdentity), in the region asked; otherwise STS at the endpoint
+    and region asked (preflight asks at every place a step calls).
     """
     environ = os.environ if environ is None else environ
     timing = timing or Timing(timeout_s=config.offboard.verify_timeout_s)
@@ -194,13 +239,7 @@ def cloud_drivers(
     creds = credentials(provider.credential_ref if provider else "")
     region = cloud_ids.region(provider.region if provider else "")
     used = {s.driver for s in steps}
-    endpoints = sorted({s.param("endpoint") for s in steps if s.driver in ("s3", "ec2")} - {""})
-    account = BotoAccount(
-        creds,
-        region=region,
-        environ=environ,
-        sts_endpoint=endpoints[0] if len(endpoints) == 1 and template is None else "",
-    )
+    account = BotoAccount(creds, region=region, environ=environ)
     drivers: list[CloudDriver] = []
     cmd: CmdDriver | None = None
     if template is not None:

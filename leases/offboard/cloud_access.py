@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from leases.errors import InputError
+from leases.offboard import cloud_ids
 from leases.offboard.steps import Identity, Outcome
 from leases.textsafe import visible
 
@@ -168,9 +169,40 @@ def hopeless(exc: Exception) -> bool:
     return no_keys or code in _HOPELESS_CODES or status in (401, 403)
 
 
+def called_region(client: Any) -> str:
+    """The region a boto3 client actually calls: the one its endpoint's host names (a public
+    cloud's endpoint, as the SDK resolved it or as given), else the region it signs for."""
+    return cloud_ids.endpoint_region(client.meta.endpoint_url or "") or str(
+        client.meta.region_name or ""
+    )
+
+
+def where(client: Any) -> dict[str, str]:
+    """Where a client looks, for the evidence and a Sighting's facts."""
+    return {"region": called_region(client), "endpoint": str(client.meta.endpoint_url or "")}
+
+
+def check_place(client: Any, *, region: str, endpoint: str) -> None:
+    """CloudError unless the client calls the place the step names: the endpoint given (not
+    one the environment or a profile slipped in) and the resource's recorded region."""
+    called = str(client.meta.endpoint_url or "")
+    if endpoint and not cloud_ids.same_endpoint(called, endpoint):
+        raise CloudError(f"the client calls {visible(called, 200)}, not the step's {endpoint}")
+    actual = called_region(client)
+    if region and actual != region:
+        raise CloudError(
+            f"the client calls region {visible(actual, 64)} (as the SDK resolves it from"
+            f" {visible(called, 200)}), but the resource is recorded in {region}: refused"
+        )
+
+
 class BotoAccount:
     """One provider's credentials and region: boto3 clients made once per (service,
-    endpoint, region), and who they act as (STS GetCallerIdentity)."""
+    endpoint, region), and who they act as at each (STS GetCallerIdentity).
+
+    A client's endpoint is the step's, or the SDK's built-in one for its region: never one
+    from AWS_ENDPOINT_URL* or a profile's endpoint_url (ignored), so that what preflight
+    proves and where deletions go is what the plan says."""
 
     def __init__(
         self,
@@ -178,12 +210,10 @@ class BotoAccount:
         *,
         region: str,
         environ: Mapping[str, str],
-        sts_endpoint: str = "",
     ) -> None:
         self.creds = creds
         self.region = region
         self.environ = environ
-        self.sts_endpoint = sts_endpoint
         self._session: boto3.Session | None = None
         self._clients: dict[tuple[str, str, str, str], Any] = {}
 
@@ -198,6 +228,7 @@ class BotoAccount:
                 "retries": {"max_attempts": 3, "mode": "standard"},
                 "connect_timeout": 10,
                 "read_timeout": 60,
+                "ignore_configured_endpoint_urls": True,
             }
             if addressing:
                 options["s3"] = {"addressing_style": addressing}
@@ -214,11 +245,17 @@ class BotoAccount:
             )
         return self._clients[key]
 
-    async def identity(self) -> Identity:
+    async def identity(self, endpoint: str = "", region: str = "") -> Identity:
+        """STS GetCallerIdentity at that endpoint and region: the place's own answer. The
+        region is the one the STS client calls, checked against the one asked for."""
+
         def ask() -> Identity:
             from botocore.exceptions import BotoCoreError, ClientError
 
-            sts = self.client("sts", self.sts_endpoint, self.region)
+            sts = self.client(
+                "sts", cloud_ids.endpoint(endpoint), cloud_ids.region(region) or self.region
+            )
+            check_place(sts, region=region, endpoint=endpoint)
             try:
                 who = sts.get_caller_identity()
             except (BotoCoreError, ClientError) as exc:
@@ -228,8 +265,9 @@ class BotoAccount:
                 ) from exc
             return Identity(
                 account_id=visible(who.get("Account", ""), 64),
-                region=self.region,
+                region=called_region(sts),
                 arn=visible(who.get("Arn", ""), 300),
+                endpoint=str(sts.meta.endpoint_url or ""),
             )
 
         return await asyncio.to_thread(ask)
@@ -246,20 +284,20 @@ async def guarded(work: Awaitable[Outcome]) -> Outcome:
 
 class BotoDriver:
     """What the boto3 drivers (S3, EC2) share: the account they act as, their read-back
-    timing, and who they are: the account's STS identity, or with a CLI template the
-    template's whoami (OSS, COS and OBS have no STS)."""
+    timing, and who they are at each place: the account's STS identity there, or with a CLI
+    template the template's whoami in that region (OSS, COS and OBS have no STS)."""
 
     def __init__(
         self,
         account: BotoAccount,
         timing: Timing,
-        identity_from: Callable[[], Awaitable[Identity]] | None = None,
+        identity_from: Callable[[str, str], Awaitable[Identity]] | None = None,
     ) -> None:
         self.account = account
         self.timing = timing
         self._identity_from = identity_from
 
-    async def identity(self) -> Identity:
+    async def identity(self, endpoint: str = "", region: str = "") -> Identity:
         if self._identity_from is not None:
-            return await self._identity_from()
-        return await self.account.identity()
+            return await self._identity_from(endpoint, region)
+        return await self.account.identity(endpoint, region)

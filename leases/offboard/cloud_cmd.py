@@ -7,7 +7,7 @@ Templates are TOML (leases/data/cloud/*.toml ships aliyun, tccli and hcloud); a 
 same shape in a `cloud/` folder beside the user's config adds a cloud or replaces one:
 
     name = "aliyun"                 # the template's name, stored in each step
-    program = "aliyun"              # looked up on PATH
+    program = "aliyun"              # looked up on PATH (absolute entries), or /usr/bin/...
     providers = ["aliyun", "阿里云"]  # a provider whose name starts with one of these uses it
     region_args = ["--region", "{region}"]     # added to every call when a region is known
     profile_args = ["--profile", "{profile}"]  # added when credential_ref names a profile
@@ -35,6 +35,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import tomllib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -53,13 +54,20 @@ from leases.offboard.cloud_access import (
     guarded,
     poll_gone,
 )
-from leases.offboard.steps import Identity, Outcome, Step
+from leases.offboard.steps import Identity, Outcome, Sighting, Step
 from leases.textsafe import visible
 
 _OUTPUT_MAX = 64 * 1024  # what one call's output may add to the evidence
 _PLACEHOLDER_RE = re.compile(r"\{([^{}]*)\}")
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
-_PROGRAM_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}|/[^\x00-\x1f\x7f]{1,255}")
+# A template's program: a bare name looked up on PATH (aliyun, tccli, hcloud), or an absolute
+# path under a directory only root writes on a normal system. Never a relative path (it
+# would run whatever the working directory holds) nor shell words: the argv is run as is.
+_PROGRAM_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
+_PROGRAM_PART_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
+TRUSTED_DIRS = ("/usr/bin/", "/usr/local/bin/", "/bin/", "/usr/sbin/", "/usr/local/sbin/", "/opt/")
+_TEMPLATE_MAX = 64 * 1024  # a template is a page of TOML
+_TEMPLATES_MAX = 100  # user templates read from one folder
 KINDS = (ResourceKind.IMAGE, ResourceKind.SNAPSHOT, ResourceKind.DISK)
 
 
@@ -157,14 +165,32 @@ def _text(source: str, doc: Mapping[str, Any], key: str, default: str | None = N
     return value
 
 
+def _program(source: str, program: str) -> str:
+    """A bare program name, or an absolute, normalised path under TRUSTED_DIRS."""
+    if _PROGRAM_NAME_RE.fullmatch(program):
+        return program
+    parts = program.split("/")
+    if (
+        program.startswith(TRUSTED_DIRS)
+        and all(_PROGRAM_PART_RE.fullmatch(part) for part in parts[1:])
+        and os.path.normpath(program) == program
+    ):
+        return program
+    raise InputError(
+        f"{source}: program",
+        visible(program, 120),
+        "a program name found on PATH (aliyun, tccli, hcloud) or an absolute path under "
+        + ", ".join(TRUSTED_DIRS)
+        + "; no relative path, no shell words",
+    )
+
+
 def template_from(doc: Mapping[str, Any], source: str) -> Template:
     """A template read from TOML, every field checked; InputError names the one that is not."""
     name = _text(source, doc, "name")
     if not _NAME_RE.fullmatch(name):
         raise InputError(f"{source}: name", name, "lower-case letters, digits, '-' and '_'")
-    program = _text(source, doc, "program")
-    if not _PROGRAM_RE.fullmatch(program):
-        raise InputError(f"{source}: program", visible(program), "a program name or absolute path")
+    program = _program(source, _text(source, doc, "program"))
     providers = doc.get("providers", [name])
     if not isinstance(providers, list) or not all(isinstance(p, str) and p for p in providers):
         raise InputError(f"{source}: providers", providers, "a list of provider names")
@@ -218,19 +244,62 @@ def load_templates(extra_dir: Path | None = None) -> dict[str, Template]:
     packaged = resources.files("leases") / "data" / "cloud"
     for item in sorted(packaged.iterdir(), key=lambda i: i.name):
         if item.name.endswith(".toml"):
-            t = template_from(
-                tomllib.loads(item.read_text("utf-8")), f"leases/data/cloud/{item.name}"
-            )
+            t = _parsed(item.read_text("utf-8"), f"leases/data/cloud/{item.name}")
             found[t.name] = t
     if extra_dir is not None and extra_dir.is_dir():
-        for path in sorted(extra_dir.glob("*.toml")):
-            try:
-                doc = tomllib.loads(path.read_text("utf-8"))
-            except (OSError, tomllib.TOMLDecodeError) as exc:
-                raise InputError(str(path), "", f"cannot read the template: {exc}") from exc
-            t = template_from(doc, str(path))
+        paths = sorted(extra_dir.glob("*.toml"))
+        if len(paths) > _TEMPLATES_MAX:
+            raise InputError(
+                str(extra_dir), len(paths), f"more than {_TEMPLATES_MAX} templates: not read"
+            )
+        for path in paths:
+            t = _parsed(_read_template(path), str(path))
             found[t.name] = t
     return found
+
+
+def _read_template(path: Path) -> str:
+    """A user's template file: a regular file, read without following a link and without
+    waiting on a FIFO or device (O_NONBLOCK, then fstat), at most _TEMPLATE_MAX bytes."""
+    shown = visible(str(path), 300)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise InputError(shown, "", f"cannot open the template: {exc.strerror}") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(shown, "", "is not a regular file (a FIFO, device or folder)")
+        if info.st_size > _TEMPLATE_MAX:
+            raise InputError(shown, info.st_size, f"a template is at most {_TEMPLATE_MAX} bytes")
+        data = os.read(fd, _TEMPLATE_MAX + 1)
+    except OSError as exc:
+        raise InputError(shown, "", f"cannot read the template: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
+    if len(data) > _TEMPLATE_MAX:
+        raise InputError(shown, len(data), f"a template is at most {_TEMPLATE_MAX} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(shown, "", f"not UTF-8 text (byte {exc.start})") from exc
+
+
+def _parsed(text: str, source: str) -> Template:
+    """A template from TOML text; every way it can fail (bad TOML, nesting deep enough to
+    exhaust the recursion limit, a value of the wrong shape) is an InputError naming the
+    file, never a traceback."""
+    shown = visible(source, 300)
+    try:
+        return template_from(tomllib.loads(text), source)
+    except InputError:
+        raise
+    except RecursionError:
+        raise InputError(shown, "", "nested too deeply to be a template") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(shown, "", f"not valid TOML: {visible(exc, 200)}") from None
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:
+        raise InputError(shown, "", f"not a template: {visible(exc, 200)}") from None
 
 
 def json_at(doc: Any, path: str) -> Any:
@@ -262,7 +331,7 @@ async def run_command(
     argv: Sequence[str], env: Mapping[str, str], timeout_s: float
 ) -> CommandResult:
     """argv run directly (no shell), stdin closed, output cut to _OUTPUT_MAX each."""
-    program = shutil.which(argv[0], path=env.get("PATH", os.defpath))
+    program = shutil.which(argv[0], path=_absolute_path(env.get("PATH", os.defpath)))
     if program is None:
         raise CloudError(f"{argv[0]}: not found on PATH; install it or give its path in a template")
     proc = await asyncio.create_subprocess_exec(
@@ -285,6 +354,12 @@ async def run_command(
         out[:cut].decode("utf-8", "replace"),
         err[:cut].decode("utf-8", "replace"),
     )
+
+
+def _absolute_path(path: str) -> str:
+    """PATH without its relative entries ("", ".", "bin"): a bare program name must not
+    find a file of the working directory."""
+    return os.pathsep.join(d for d in path.split(os.pathsep) if os.path.isabs(d))
 
 
 def _cmd_target(step: Step) -> tuple[ResourceKind, str, str]:
@@ -350,9 +425,12 @@ class CmdDriver:
         words = action.verify if verify else action.delete
         return t, action, t.argv(words, native=native, region=region, creds=self.creds)
 
-    async def identity(self) -> Identity:
+    async def identity(self, endpoint: str = "", region: str = "") -> Identity:
+        """The template's whoami in that region (a CLI has no endpoint of ours: its own).
+        The region reported is the one the call was made in: the CLI's answer has none."""
         t = self._template(self.whoami_template)
-        argv = t.argv(t.whoami, native="", region=self.region, creds=self.creds)
+        region = cloud_ids.region(region) or self.region
+        argv = t.argv(t.whoami, native="", region=region, creds=self.creds)
         result = await self._call(t, argv)
         if result.exit_status != 0:
             raise CloudError(f"{shlex.join(argv)}: {visible(result.text(), 300)}")
@@ -364,7 +442,38 @@ class CmdDriver:
         if not isinstance(account, str | int) or account == "":
             raise CloudError(f"{shlex.join(argv)}: no {t.whoami_account} in the answer")
         arn = json_at(doc, t.whoami_arn) if t.whoami_arn else ""
-        return Identity(visible(account, 64), self.region, visible(arn or "", 300))
+        return Identity(visible(account, 64), region, visible(arn or "", 300))
+
+    async def inspect(self, step: Step) -> Sighting:
+        """The template's read-back call, read as a sighting: listed (with what the cloud
+        says of it), not found, or could not tell (another error, no answer, not JSON)."""
+        try:
+            t, action, argv = self._argv(step, verify=True)
+            native = _cmd_target(step)[1]
+            result = await self._call(t, argv)
+        except (CloudError, ValueError) as exc:
+            return Sighting(None, "", f"not looked at: {visible(exc, 300)}")
+        text = f"{shlex.join(argv)}\n{result.text()}"
+        facts = {"region": step.param("region"), "cli": t.program, "template": t.name}
+        if result.exit_status != 0:
+            if _says_not_found(result, action):
+                return Sighting(False, text, "not found: check the id and region", facts)
+            return Sighting(None, text, f"could not look: exit {result.exit_status}", facts)
+        if not action.listed:
+            return Sighting(True, text, "the read-back call found it", facts)
+        try:
+            listed = json_at(json.loads(result.stdout), action.listed)
+        except json.JSONDecodeError:
+            return Sighting(None, text, "the answer is not JSON", facts)
+        if listed == []:
+            return Sighting(False, text, "not listed: check the id and region", facts)
+        if not isinstance(listed, list):
+            return Sighting(None, text, f"no list at {action.listed} in the answer", facts)
+        ours = [i for i in listed if isinstance(i, dict) and native in json.dumps(i)]
+        if not ours:
+            return Sighting(None, text, "the answer lists others, not ours", facts)
+        facts.update(_item_facts(ours[0]))
+        return Sighting(True, text, f"listed ({facts.get('state', 'state not said')})", facts)
 
     async def run(self, step: Step) -> Outcome:
         return await guarded(self._run(step))
@@ -415,3 +524,22 @@ class CmdDriver:
 def _says_not_found(result: CommandResult, action: Action) -> bool:
     both = result.stdout + result.stderr
     return any(code in both for code in action.not_found)
+
+
+# What a person checks, as the clouds' Describe answers name it (Aliyun, Tencent, Huawei).
+_ITEM_FACTS = {
+    "state": ("Status", "SnapshotState", "DiskState", "ImageState", "status"),
+    "size_gib": ("Size", "SourceDiskSize", "DiskSize", "size", "min_disk"),
+    "created": ("CreationTime", "CreatedTime", "CreateTime", "created_at"),
+    "owner": ("OwnerId", "ImageOwnerAlias", "owner"),
+}
+
+
+def _item_facts(item: Mapping[str, Any]) -> dict[str, str]:
+    out = {}
+    for fact, keys in _ITEM_FACTS.items():
+        for key in keys:
+            if isinstance(item.get(key), str | int | float):
+                out[fact] = visible(item[key], 100)
+                break
+    return out

@@ -1,25 +1,33 @@
 """Images, snapshots and disks through the EC2 API (AWS, and clouds that speak it at an
 endpoint), by the ids the ledger holds and nothing else: no listing, no filters, no "every
 snapshot we own". Never a force flag: a disk still attached or a snapshot an image still
-uses is reported, not forced. Every deletion is read back (describe by id: not found)."""
+uses is reported, not forced. Every deletion is read back (describe by id: not found), only
+ever in the step's region at its endpoint (checked against what the client resolved); an
+error that is not the API's own "not found" (access denied, throttled, no answer) is never
+taken for gone."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from leases.models import ResourceKind
 from leases.offboard import cloud_ids
 from leases.offboard.cloud_access import (
     BotoDriver,
+    CloudError,
     Reading,
+    check_place,
     client_error,
     guarded,
     hopeless,
     poll_gone,
+    where,
 )
-from leases.offboard.steps import Outcome, Step
+from leases.offboard.steps import Outcome, Sighting, Step
+from leases.textsafe import visible
 
 
 @dataclass(frozen=True)
@@ -87,12 +95,82 @@ def _describe(step: Step) -> tuple[ResourceKind, str, str, str]:
     )
 
 
+# What inspect shows of a described image, snapshot or disk, as "fact": "its field".
+_FACTS = {
+    ResourceKind.IMAGE: {"state": "State", "created": "CreationDate", "owner": "OwnerId",
+                         "name": "Name"},
+    ResourceKind.SNAPSHOT: {"state": "State", "created": "StartTime", "owner": "OwnerId",
+                            "size_gib": "VolumeSize", "volume": "VolumeId"},
+    ResourceKind.DISK: {"state": "State", "created": "CreateTime", "size_gib": "Size",
+                        "zone": "AvailabilityZone"},
+}  # fmt: skip
+
+
+def _fact(value: object) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return visible(value, 200)
+
+
 class Ec2Driver(BotoDriver):
     name = "ec2"
 
     def _client(self, step: Step) -> tuple[Any, _Api, str]:
         kind, native, region, endpoint = _describe(step)
-        return self.account.client("ec2", endpoint, region), _APIS[kind], native
+        client = self.account.client("ec2", endpoint, region)
+        check_place(client, region=region, endpoint=endpoint)
+        return client, _APIS[kind], native
+
+    async def inspect(self, step: Step) -> Sighting:
+        """Describe by id, in the step's region at its endpoint: there (with its size, state,
+        creation time and owner), not found (a typo, another region or account: the runner
+        will not take that for gone), or could not tell."""
+        try:
+            client, api, native = self._client(step)
+            kind = ResourceKind(step.param("kind"))
+            want = cloud_ids.account(step.param("account_id"))
+        except (CloudError, ValueError) as exc:
+            return Sighting(None, "", f"not looked at: {visible(exc, 300)}")
+
+        def look() -> Sighting:
+            from botocore.exceptions import BotoCoreError, ClientError
+
+            facts = {**where(client), "account": want or "(not recorded)"}
+            call = f"{api.describe}({api.ids_arg}=[{native}])"
+            try:
+                answer = getattr(client, api.describe)(**{api.ids_arg: [native]})
+            except (BotoCoreError, ClientError) as exc:
+                code, message, _ = client_error(exc)
+                text = f"{call}: {code} {message}"
+                if code in api.not_found:
+                    return Sighting(
+                        False, text, "not found there: check the id, region and account", facts
+                    )
+                return Sighting(None, text, f"could not look: {code or 'error'}", facts)
+            listed = answer.get(api.listed, [])
+            found = [r for r in listed if native in r.values()]
+            text = f"{call}: {len(found)} found among {len(listed)} listed"
+            if not found:
+                if listed:
+                    return Sighting(None, text, "the answer lists others, not ours", facts)
+                return Sighting(
+                    False, text, "not found there: check the id, region and account", facts
+                )
+            item = found[0]
+            facts.update(
+                {name: _fact(item[key]) for name, key in _FACTS[kind].items() if key in item}
+            )
+            owner = facts.get("owner", "")
+            if want and owner and owner != want:
+                return Sighting(
+                    None, text, f"owned by account {owner}, not the provider's {want}", facts
+                )
+            state = facts.get("state", "")
+            if state and state in api.gone_states:
+                return Sighting(False, text, f"listed as {state}: already going", facts)
+            return Sighting(True, text, f"there ({state or 'state not said'})", facts)
+
+        return await asyncio.to_thread(look)
 
     async def run(self, step: Step) -> Outcome:
         return await guarded(self._run(step))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from leases.errors import InputError
 from leases.models import ResourceKind
@@ -22,22 +22,28 @@ _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 # S3's own bucket naming rules (OSS, COS with its -appid suffix, OBS and MinIO keep them).
 _BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 _REGION_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+_ACCOUNT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _PREFIX_BAD_RE = re.compile(r"[\x00-\x1f\x7f\\]")
 
 # Instance metadata services: never an object store, and what they answer proves nothing.
 _METADATA_HOSTS = frozenset(
     {"metadata.google.internal", "metadata.tencentyun.com", "100.100.100.200"}
 )
-# Public clouds' own API domains: all speak TLS, so plain HTTP there is a mistake that sends
-# the session token and every answer in clear.
-_TLS_DOMAINS = (
-    "amazonaws.com",
-    "amazonaws.com.cn",
-    "aliyuncs.com",
-    "myqcloud.com",
-    "tencentcloudapi.com",
-    "myhuaweicloud.com",
+# A region as the public clouds' own host names carry it: AWS (ec2.eu-west-1.amazonaws.com,
+# s3-us-west-2.amazonaws.com, bucket.s3.eu-west-1.amazonaws.com.cn), Aliyun OSS
+# (oss-cn-hangzhou[-internal].aliyuncs.com), Tencent COS (cos.ap-guangzhou.myqcloud.com),
+# Huawei OBS (obs.cn-north-4.myhuaweicloud.com). Other hosts (MinIO, a lab's store) name none.
+_HOST_REGION_RES = (
+    re.compile(
+        r"(?:^|\.)(?:[a-z0-9-]+[.-])?((?:[a-z]{2}|cn)-(?:gov-|iso-|isob-)?[a-z]+-\d+)"
+        r"\.amazonaws\.com(?:\.cn)?$"
+    ),
+    re.compile(r"(?:^|\.)oss-([a-z]+-[a-z0-9-]+?)(?:-internal)?\.aliyuncs\.com$"),
+    re.compile(r"(?:^|\.)cos\.([a-z]+-[a-z0-9-]+)\.myqcloud\.com$"),
+    re.compile(r"(?:^|\.)obs\.([a-z]+-[a-z0-9-]+)\.myhuaweicloud\.com$"),
 )
+# AWS's global endpoints (s3.amazonaws.com, sts.amazonaws.com) are in us-east-1.
+_AWS_GLOBAL_RE = re.compile(r"(?:^|\.)(?:s3|sts|ec2)\.amazonaws\.com$")
 
 CLOUD_KINDS = (
     ResourceKind.IMAGE,
@@ -104,6 +110,15 @@ def bucket_prefix(value: str) -> tuple[str, str]:
     return name, prefix
 
 
+def account(value: str) -> str:
+    """An account id as a step carries it (AWS: 12 digits; others: their own ids), or ""."""
+    if value and not _ACCOUNT_RE.fullmatch(value):
+        raise InputError(
+            "account_id", _shown(value), "an account id is letters, digits, '.', '_' and '-'"
+        )
+    return value
+
+
 def region(value: str) -> str:
     """A region name, or "" for the provider's or SDK's default."""
     if value and not _REGION_RE.fullmatch(value):
@@ -112,9 +127,11 @@ def region(value: str) -> str:
 
 
 def endpoint(value: str) -> str:
-    """An http(s) URL with a host and nothing else (no user, password, query or fragment),
-    not an instance metadata service, https for a public cloud's own domain; or "" for the
-    SDK's default."""
+    """The one entry for an endpoint: an https URL with a host and nothing else (no user,
+    password, path, query or fragment), not an instance metadata service; plain http only to
+    a loopback address (127.0.0.0/8 or ::1: a local MinIO, the tests), since over http the
+    lab's signed requests, session token and every answer travel in clear and anyone on the
+    path can answer for a store. Or "" for the provider's default."""
     if not value:
         return value
     try:
@@ -137,7 +154,7 @@ def endpoint(value: str) -> str:
         raise InputError(
             "endpoint",
             _shown(value),
-            "an endpoint is http(s)://HOST[:PORT] with no user, password, path or query",
+            "an endpoint is https://HOST[:PORT] with no user, password, path or query",
         )
     host = parts.hostname.lower()
     if not host.isascii():
@@ -146,11 +163,49 @@ def endpoint(value: str) -> str:
         raise InputError(
             "endpoint", _shown(value), "is an instance metadata service, not an object store"
         )
-    if parts.scheme == "http" and any(host == d or host.endswith("." + d) for d in _TLS_DOMAINS):
+    if parts.scheme == "http" and not _loopback(host):
         raise InputError(
-            "endpoint", _shown(value), "a public cloud's endpoint takes https, not plain http"
+            "endpoint",
+            _shown(value),
+            "takes https: plain http only to a loopback address (127.0.0.1, ::1)",
         )
     return value
+
+
+def _loopback(host: str) -> bool:
+    """A loopback address written as one (127.x.y.z, ::1); never a name, which a resolver or
+    /etc/hosts could point anywhere."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def endpoint_region(url: str) -> str:
+    """The region a public cloud's endpoint URL names in its host, or "" when it names none
+    (a lab's own store, a loopback address)."""
+    host = (urlsplit(url).hostname or "").lower()
+    for pattern in _HOST_REGION_RES:
+        found = pattern.search(host)
+        if found:
+            return found.group(1)
+    return "us-east-1" if _AWS_GLOBAL_RE.search(host) else ""
+
+
+def same_endpoint(a: str, b: str) -> bool:
+    """Two endpoint URLs name the same place: scheme, host and port alike (a trailing '/',
+    the default port and the host's case aside)."""
+    pa, pb = urlsplit(a), urlsplit(b)
+    default = {"https": 443, "http": 80}
+
+    def port(p: SplitResult) -> int | None:
+        return p.port or default.get(p.scheme)
+
+    return (
+        pa.scheme == pb.scheme
+        and (pa.hostname or "").lower() == (pb.hostname or "").lower()
+        and port(pa) == port(pb)
+    )
 
 
 def _link_local(host: str) -> bool:

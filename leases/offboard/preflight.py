@@ -1,7 +1,8 @@
 """Preflight: the checks before anything is touched. The lease's facts and days left; and
-for every cloud driver the plan uses, who its credentials act as (asked of the cloud),
-compared with the ledger's provider record (account id, region) and the configured
-blocklist. A mismatch stops the run before any cloud step: a deletion verified "gone"
+at every place a cloud step calls (driver, endpoint, region), who the credentials act as
+there (asked of the cloud at that place), compared with the ledger's provider record
+(account id), the resources' region (the one the client calls, as the SDK resolves it) and
+the configured blocklist. A mismatch stops the run before any cloud step: a deletion verified "gone"
 in the wrong account proves nothing, and one that succeeds there is a disaster.
 
 Preflight steps cannot be skipped and run again on every execute and recheck.
@@ -17,6 +18,7 @@ from decimal import Decimal
 from leases.config import Config
 from leases.ledger import Ledger
 from leases.models import Lease
+from leases.offboard.cloud_ids import same_endpoint
 from leases.offboard.steps import (
     Driver,
     Identity,
@@ -53,31 +55,51 @@ def plan_preflight(facts: PlanInput) -> list[Step]:
     ]
 
 
-def identity_steps(steps: Sequence[Step], facts: PlanInput) -> list[Step]:
-    """One identity check per cloud driver the plan uses, in order of first use."""
-    names: list[str] = []
+def identity_places(steps: Sequence[Step]) -> list[tuple[str, str, str]]:
+    """Every (driver, endpoint, region) the plan's cloud steps call, in order of first use:
+    each is a place whose answer must come from the right account."""
+    places: list[tuple[str, str, str]] = []
     for s in steps:
-        if s.driver not in NOT_CLOUD and s.driver not in names:
-            names.append(s.driver)
+        if s.driver in NOT_CLOUD:
+            continue
+        place = (s.driver, s.param("endpoint"), s.param("region"))
+        if place not in places:
+            places.append(place)
+    return places
+
+
+def identity_key(driver: str, endpoint: str, region: str, home_region: str) -> str:
+    """preflight:identity:s3 at the provider's own region and the default endpoint; else
+    qualified by the place: preflight:identity:s3@eu-west-1@https://s3.example.com."""
+    if not endpoint and region in ("", home_region):
+        return f"preflight:identity:{driver}"
+    return "@".join([f"preflight:identity:{driver}", *(p for p in (region, endpoint) if p)])
+
+
+def identity_steps(steps: Sequence[Step], facts: PlanInput) -> list[Step]:
+    """One identity check per place a cloud step calls (driver, endpoint, region): a second
+    endpoint or region is asked on its own, since an answer from one place proves nothing
+    of another, and the other receives the lab's signed requests too."""
     p = facts.provider
     account = "" if p is None else p.account_id
-    region = "" if p is None else p.region
     blocked = ",".join(sorted(facts.config.offboard.blocked_accounts))
     out = []
-    for name in names:
+    for name, endpoint, region in identity_places(steps):
         want = f"account {account or '(none recorded)'}" + (f" in {region}" if region else "")
+        at = f" at {endpoint}" if endpoint else ""
         out.append(
             Step(
-                key=f"preflight:identity:{name}",
+                key=identity_key(name, endpoint, region, "" if p is None else p.region),
                 phase=Phase.PREFLIGHT,
                 driver=NAME,
                 action="identity",
                 target=name,
                 destructive=False,
-                describe=f"ask the cloud who the {name} credentials act as: must be {want}"
+                describe=f"ask the cloud{at} who the {name} credentials act as: must be {want}"
                 " and not a blocked account",
                 params=params(
                     driver=name,
+                    endpoint=endpoint,
                     provider="" if p is None else p.name,
                     account_id=account,
                     region=region,
@@ -155,13 +177,17 @@ class PreflightDriver:
         ask = getattr(driver, "identity", None)
         if ask is None:
             return Outcome(False, "", f"no {name} driver here that can say who it acts as")
+        endpoint = step.param("endpoint")
         try:
-            who: Identity = await ask()
+            who: Identity = await ask(endpoint=endpoint, region=region)
         except Exception as exc:  # the cloud's answer, whatever it is, is the evidence
             said = visible(f"{type(exc).__name__}: {exc}", 2000)
             return Outcome(False, said, f"asking who the {name} credentials act as failed: {said}")
         said = f"account {who.account_id} region {who.region} {who.arn}".strip()
+        if who.endpoint:
+            said += f" at {visible(who.endpoint, 300)}"
         facts = {"account_id": who.account_id, "region": who.region, "arn": who.arn}
+        facts["endpoint"] = who.endpoint
         if who.account_id in blocked:
             return Outcome(
                 False, said, f"the credentials act as a blocked account, {who.account_id}",
@@ -175,12 +201,21 @@ class PreflightDriver:
                 f" provider has {want}: refused",
                 facts=facts,
             )
-        if region and who.region and who.region != region:
+        # The region the client calls, as the SDK resolved it, against the resource's.
+        if region and who.region != region:
             return Outcome(
                 False,
                 said,
-                f"the {name} credentials are in region {who.region}, the ledger's provider in"
-                f" {region}: refused",
+                f"the {name} client calls region {who.region or '(none)'}, but the ledger's"
+                f" resources there are in {region}: refused",
+                facts=facts,
+            )
+        if endpoint and who.endpoint and not same_endpoint(who.endpoint, endpoint):
+            return Outcome(
+                False,
+                said,
+                f"the {name} client calls {visible(who.endpoint, 300)}, not the plan's"
+                f" {visible(endpoint, 300)}: refused",
                 facts=facts,
             )
         return Outcome(True, said, facts=facts)

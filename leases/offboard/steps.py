@@ -135,9 +135,12 @@ class Identity:
     the ledger's provider record (account_id, region) and the configured blocklist."""
 
     account_id: str
-    region: str
+    region: str  # the region the client calls, as the SDK resolved it (not what was asked)
     arn: str = ""  # or the cloud's own name for the caller, shown in the evidence
+    endpoint: str = ""  # the URL the client calls; "" for a CLI (its own default)
 
 
 class CloudDriver(Driver, Protocol):
-    async def identity(self) -> Identity: ...
+    # Who the credentials act as at one place a step will call: the step's endpoint (""
+    # for the SDK's or CLI's default) and region. Preflight asks once per such place.
+    async def identity(self, endpoint: str = "", region: str = "") -> Identity: ...

@@ -1,0 +1,169 @@
+"""Which cloud things a lease claims, and where two leases claim the same one.
+
+Offboarding deletes what the ledger says belongs to a lease. If two leases still holding
+their resources claim the same bucket, a bucket and a prefix in it, two prefixes one inside
+the other, or the same image, snapshot or disk id in the same region and account, the
+first offboarding deletes the other lease's data, and the other's verified "gone" proves
+nothing. Such a claim is refused when it is recorded (`zuka resource add`, `zuka import`:
+leases.ledger calls overlaps_with) and blocks a plan made from a ledger that already holds
+one (the planner calls overlaps on ledger_claims).
+
+A claim is live while its resource is not verified deleted. Buckets are compared by
+endpoint and name (bucket names are global in a store, whoever owns them), images,
+snapshots and disks by id, region and account; an empty region or account (not recorded)
+matches any, so that a missing fact never hides an overlap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from leases.models import ResourceKind
+from leases.offboard.cloud_ids import same_endpoint
+from leases.textsafe import visible
+
+if TYPE_CHECKING:
+    from leases.ledger import Ledger
+
+_BUCKETS = (ResourceKind.BUCKET, ResourceKind.BUCKET_PREFIX)
+_BY_ID = (ResourceKind.IMAGE, ResourceKind.SNAPSHOT, ResourceKind.DISK)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One live cloud resource of a lease, as the ledger records it (values unchecked: they
+    are only compared, and shown through visible)."""
+
+    lease_id: int
+    node: str
+    kind: ResourceKind
+    native_id: str
+    region: str  # the resource's, else its provider's
+    endpoint: str
+    account: str  # its provider's account id
+    resource_id: int | None = None
+
+    def shown(self) -> str:
+        where = ", ".join(
+            p
+            for p in (
+                f"region {self.region}" if self.region else "",
+                f"endpoint {self.endpoint}" if self.endpoint else "",
+                f"account {self.account}" if self.account else "",
+            )
+            if p
+        )
+        return visible(
+            f"{self.kind.value} {self.native_id} of node {self.node}'s lease {self.lease_id}"
+            + (f" ({where})" if where else ""),
+            300,
+        )
+
+
+@dataclass(frozen=True)
+class Overlap:
+    first: Claim
+    second: Claim
+    why: str  # "the same bucket", "a bucket and a prefix in it", ...
+
+    def text(self) -> str:
+        return f"{self.first.shown()} and {self.second.shown()}: {self.why}"
+
+
+def claim_from(row: Mapping[str, Any]) -> Claim | None:
+    """A claim from a ledger row (resource joined with its lease's node and provider:
+    lease_id, node, kind, native_id, region, endpoint, provider_region, account_id, id);
+    None for what is no cloud resource."""
+    try:
+        kind = ResourceKind(str(row.get("kind") or ""))
+    except ValueError:
+        return None
+    if kind not in _BUCKETS + _BY_ID:
+        return None
+    return Claim(
+        lease_id=int(row["lease_id"]),
+        node=str(row.get("node") or ""),
+        kind=kind,
+        native_id=str(row.get("native_id") or ""),
+        region=str(row.get("region") or row.get("provider_region") or ""),
+        endpoint=str(row.get("endpoint") or ""),
+        account=str(row.get("account_id") or ""),
+        resource_id=None if row.get("id") is None else int(row["id"]),
+    )
+
+
+def _bucket_prefix(c: Claim) -> tuple[str, str]:
+    if c.kind is ResourceKind.BUCKET:
+        return c.native_id, ""
+    bucket, _, prefix = c.native_id.partition("/")
+    return bucket, prefix
+
+
+def _endpoints_alike(a: str, b: str) -> bool:
+    if not a or not b:
+        return a == b
+    return same_endpoint(a, b)
+
+
+def overlap(a: Claim, b: Claim) -> str:
+    """Why a and b claim the same thing, or "" if they do not."""
+    if a.kind in _BUCKETS and b.kind in _BUCKETS:
+        (bucket_a, prefix_a), (bucket_b, prefix_b) = _bucket_prefix(a), _bucket_prefix(b)
+        if bucket_a != bucket_b or not _endpoints_alike(a.endpoint, b.endpoint):
+            return ""
+        if not prefix_a and not prefix_b:
+            return "the same bucket"
+        if not prefix_a or not prefix_b:
+            return "a bucket and a prefix in it"
+        if prefix_a == prefix_b:
+            return "the same prefix"
+        if prefix_a.startswith(prefix_b) or prefix_b.startswith(prefix_a):
+            return "one prefix inside the other"
+        return ""
+    if a.kind in _BY_ID and b.kind in _BY_ID and a.native_id == b.native_id:
+        if a.region and b.region and a.region != b.region:
+            return ""
+        if a.account and b.account and a.account != b.account:
+            return ""
+        return f"the same {a.kind.value} id in the same region and account"
+    return ""
+
+
+def overlaps_with(new: Claim, claims: Iterable[Claim]) -> list[Overlap]:
+    """The live claims of other leases that new overlaps."""
+    found = []
+    for c in claims:
+        if c.lease_id == new.lease_id:
+            continue
+        why = overlap(c, new)
+        if why:
+            found.append(Overlap(c, new, why))
+    return found
+
+
+def overlaps(claims: Iterable[Claim]) -> list[Overlap]:
+    """Every pair of claims of different leases that overlap, each pair once, in the
+    order given (the planner blocks a plan on any that names its lease)."""
+    seen: list[Claim] = []
+    found: list[Overlap] = []
+    for c in claims:
+        found += overlaps_with(c, seen)
+        seen.append(c)
+    return found
+
+
+CLAIMS_SQL = (
+    "SELECT r.id, r.lease_id, r.kind, r.native_id, r.region, r.endpoint, n.name AS node,"
+    " p.region AS provider_region, p.account_id FROM resources r"
+    " JOIN leases l ON l.id = r.lease_id JOIN nodes n ON n.id = l.node_id"
+    " LEFT JOIN providers p ON p.id = n.provider_id"
+    " WHERE r.verified_at IS NULL ORDER BY r.id"
+)
+
+
+def ledger_claims(ledger: Ledger) -> list[Claim]:
+    """Every live cloud claim in the ledger, for overlaps()."""
+    rows = ledger._rows(CLAIMS_SQL)
+    return [c for c in (claim_from(r) for r in rows) if c is not None]

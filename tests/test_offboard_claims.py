@@ -1,0 +1,153 @@
+"""Two leases claiming one cloud thing: refused at `zuka resource add` and `zuka import`,
+naming both; and the pure check the planner runs over a ledger that already holds one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import Cli
+
+from leases.ledger import Ledger
+from leases.models import ResourceKind
+from leases.offboard.claims import Claim, ledger_claims, overlap, overlaps
+
+
+@pytest.fixture
+def two_leases(cli: Cli) -> Cli:
+    """Nodes a and b on one cloud account (111, cn-north-1), an open lease each."""
+    for args in (
+        ("provider", "add", "Cloudy", "--kind", "cloud", "--account-id", "111",
+         "--region", "cn-north-1"),
+        ("provider", "add", "Other", "--kind", "cloud", "--account-id", "222",
+         "--region", "cn-north-1"),
+        ("node", "add", "a", "--ssh", "ssh root@127.0.0.1", "--provider", "Cloudy"),
+        ("node", "add", "b", "--ssh", "ssh root@127.0.0.2", "--provider", "Cloudy"),
+        ("node", "add", "c", "--ssh", "ssh root@127.0.0.3", "--provider", "Other"),
+        ("lease", "add", "a", "--billing", "hourly", "--price", "10", "--start", "2026-01-01"),
+        ("lease", "add", "b", "--billing", "hourly", "--price", "10", "--start", "2026-01-01"),
+        ("lease", "add", "c", "--billing", "hourly", "--price", "10", "--start", "2026-01-01"),
+    ):  # fmt: skip
+        r = cli(*args)
+        assert r.code == 0, r.err
+    return cli
+
+
+def add(cli: Cli, node: str, kind: str, native: str, *more: str) -> tuple[int, str]:
+    r = cli("resource", "add", node, "--kind", kind, "--id", native, *more)
+    return r.code, r.out + r.err
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "why"),
+    [
+        (("bucket", "lab-ckpt"), ("bucket", "lab-ckpt"), "the same bucket"),
+        (("bucket", "lab-ckpt"), ("bucket_prefix", "lab-ckpt/runs/"), "a bucket and a prefix"),
+        (("bucket_prefix", "lab-ckpt/runs/"), ("bucket", "lab-ckpt"), "a bucket and a prefix"),
+        (("bucket_prefix", "lab/runs/"), ("bucket_prefix", "lab/runs/exp1/"), "one prefix inside"),
+        (("snapshot", "snap-0abc"), ("snapshot", "snap-0abc"), "the same snapshot id"),
+        (("disk", "vol-0abc"), ("disk", "vol-0abc"), "the same disk id"),
+    ],
+)
+def test_a_resource_another_lease_still_claims_is_refused_naming_both(
+    two_leases: Cli, ledger_path: Path, first: tuple[str, str], second: tuple[str, str], why: str
+) -> None:
+    assert add(two_leases, "a", *first)[0] == 0
+    code, said = add(two_leases, "b", *second)
+    assert code != 0
+    assert why in said and "node a's lease" in said and first[1] in said, said
+    with Ledger.open(ledger_path) as ledger:
+        assert [r.native_id for _, _, r in ledger.resources("b")] == []
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (("bucket_prefix", "lab/runs/"), ("bucket_prefix", "lab/logs/")),
+        (("bucket", "lab-ckpt"), ("bucket", "lab-ckpt-2")),
+        (("snapshot", "snap-0abc"), ("snapshot", "snap-0abd")),
+    ],
+)
+def test_things_that_do_not_overlap_are_taken(
+    two_leases: Cli, first: tuple[str, str], second: tuple[str, str]
+) -> None:
+    assert add(two_leases, "a", *first)[0] == 0
+    assert add(two_leases, "b", *second)[0] == 0
+
+
+def test_the_same_snapshot_id_elsewhere_is_another_snapshot(two_leases: Cli) -> None:
+    """Another region, or another account (node c's provider): not the same snapshot.
+    A bucket at another endpoint is another bucket."""
+    assert add(two_leases, "a", "snapshot", "snap-0abc")[0] == 0
+    assert add(two_leases, "b", "snapshot", "snap-0abc", "--region", "cn-south-1")[0] == 0
+    assert add(two_leases, "c", "snapshot", "snap-0abc")[0] == 0
+    assert add(two_leases, "a", "bucket", "lab", "--endpoint", "https://minio.lab.cn")[0] == 0
+    assert add(two_leases, "b", "bucket", "lab", "--endpoint", "https://s3.example.cn")[0] == 0
+    assert add(two_leases, "c", "bucket", "lab", "--endpoint", "https://minio.lab.cn:443/")[0]
+
+
+def test_a_claim_verified_deleted_no_longer_blocks(two_leases: Cli) -> None:
+    assert add(two_leases, "a", "bucket", "lab-ckpt")[0] == 0
+    r = two_leases(
+        "resource", "edit", "a", "--kind", "bucket", "--id", "lab-ckpt",
+        "--deleted", "--verified", "--notes", "deleted in the console, seen gone",
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    assert add(two_leases, "b", "bucket", "lab-ckpt")[0] == 0
+
+
+def test_an_import_that_claims_what_a_lease_holds_is_refused_whole(
+    two_leases: Cli, tmp_path: Path, ledger_path: Path
+) -> None:
+    assert add(two_leases, "a", "bucket", "lab-ckpt")[0] == 0
+    export = json.loads(two_leases("export", "--format", "json").out)
+    # The same node b and its lease in another file, now holding a prefix of a's bucket.
+    lease_b = next(le for le in export["leases"] if le["node"] == "b")
+    records = ("providers", "nodes", "leases", "resources")
+    doc = {
+        **{k: v for k, v in export.items() if k not in records},
+        "resources": [
+            {
+                "node": "b",
+                "lease_start": lease_b["start"],
+                "kind": "bucket_prefix",
+                "native_id": "lab-ckpt/runs/",
+            }
+        ],
+    }
+    dump = tmp_path / "more.json"
+    dump.write_text(json.dumps(doc))
+    r = two_leases("import", str(dump))
+    assert r.code != 0
+    assert "resource 1" in r.err + r.out and "a bucket and a prefix in it" in r.err + r.out
+    with Ledger.open(ledger_path) as ledger:
+        assert [r.native_id for _, _, r in ledger.resources("b")] == []
+
+
+def test_overlaps_finds_the_pairs_already_in_a_ledger(two_leases: Cli, ledger_path: Path) -> None:
+    """A ledger edited behind zuka's back already holds two claims on one bucket: the pure
+    check the planner runs names both leases."""
+    assert add(two_leases, "a", "bucket", "lab-ckpt")[0] == 0
+    assert add(two_leases, "b", "bucket", "lab-other")[0] == 0
+    with Ledger.open(ledger_path) as ledger:
+        ledger.conn.execute("UPDATE resources SET native_id = 'lab-ckpt' WHERE native_id = ?",
+                            ["lab-other"])  # fmt: skip
+        ledger.conn.commit()
+        found = overlaps(ledger_claims(ledger))
+    assert len(found) == 1
+    text = found[0].text()
+    assert "node a's lease" in text and "node b's lease" in text and "the same bucket" in text
+
+
+def test_overlap_is_symmetric_and_a_missing_region_hides_nothing() -> None:
+    def claim(lease: int, kind: ResourceKind, native: str, region: str = "") -> Claim:
+        return Claim(lease, f"n{lease}", kind, native, region, "", "111")
+
+    a = claim(1, ResourceKind.SNAPSHOT, "snap-1", "cn-north-1")
+    b = claim(2, ResourceKind.SNAPSHOT, "snap-1")
+    assert overlap(a, b) and overlap(b, a)
+    p = claim(1, ResourceKind.BUCKET_PREFIX, "lab/runs/exp1/")
+    q = claim(2, ResourceKind.BUCKET_PREFIX, "lab/runs/")
+    assert overlap(p, q) == overlap(q, p) == "one prefix inside the other"
+    assert overlaps([p, claim(1, ResourceKind.BUCKET, "lab")]) == []  # one lease: no clash

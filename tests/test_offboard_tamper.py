@@ -13,6 +13,7 @@ from test_offboard import _run
 from test_offboard_other_leases import _replan, earlier, fleet  # noqa: F401  (fixtures)
 
 from leases.ledger import Ledger
+from leases.offboard import evidence
 from leases.offboard.evidence import Tampered
 
 
@@ -46,3 +47,15 @@ async def test_an_older_plan_put_back_in_force_by_superseded_by_is_refused(
     assert (earlier / "cloud" / "111" / "old-bkt").exists()
     checked = cli("audit", "verify")
     assert checked.code == 1 and "THE OFFBOARDING EVIDENCE DOES NOT VERIFY" in checked.out
+
+
+def test_a_plan_moved_to_another_lease_in_sqlite_is_refused(
+    earlier: Path,  # noqa: F811
+    ledger_path: Path,
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        stored = _replan(ledger)
+        other = next(le.id for le in ledger.leases("n1") if le.id != stored.plan.lease_id)
+    _sql(ledger_path, "UPDATE offboard_plans SET lease_id = ? WHERE id = ?", other, stored.id)
+    with Ledger.open(ledger_path) as ledger, pytest.raises(Tampered, match="node or lease"):
+        evidence.load(ledger, stored.id)

@@ -438,3 +438,40 @@ def test_node_text_in_the_markdown_report_is_inert() -> None:
     row = next(line for line in md.splitlines() if line.startswith("| 1 |"))
     assert row.count("|") - row.count("\\|") == 9  # still exactly eight cells
     assert "onerror" in html  # shown as text, not dropped
+
+
+def _nest(top: Path, depth: int) -> None:
+    """top/d/d/.../d/secret, depth directories deep (made relative to an open directory:
+    the whole path is longer than PATH_MAX)."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            sub = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = sub
+        made = os.open("secret", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd)
+        os.write(made, b"ours")
+        os.close(made)
+    finally:
+        os.close(fd)
+
+
+async def test_a_directory_nested_deeper_than_the_walker_recurses_is_said_in_words(
+    node: Node,
+) -> None:
+    """A tree 600 directories deep: the walker on the node ran out of Python's recursion
+    and ended on a RecursionError traceback (exit 1) in every mode. It is now an
+    unreadable part, said in words: the shred not done, not verified, inspect partial."""
+    deep = node.root / "deep"
+    deep.mkdir()
+    _nest(deep, 600)
+    step = shred_step(deep)
+    looked = await node.driver.inspect(step)
+    assert looked.exists is True and looked.facts.get("partial") == "yes", looked
+    assert "Traceback" not in looked.output
+    ran = await node.driver.run(step)
+    assert not ran.done and "Traceback" not in ran.output, ran
+    assert "nested too deep" in ran.output
+    checked = await node.driver.verify(step)
+    assert not checked.done and "Traceback" not in checked.output, checked

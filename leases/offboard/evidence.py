@@ -131,6 +131,13 @@ def load(ledger: Ledger, plan_id: int) -> StoredPlan:
             )
     if (row["finished_at"] is None) != (finished is None):
         raise Tampered(plan_id, "its finish is not the one its evidence records")
+    if row["node_id"] != plan.node_id or row["lease_id"] != plan.lease_id:
+        raise Tampered(plan_id, "its node or lease is not the one its body names")
+    # Which plan is in force is the table's superseded_by (latest()): an older plan put
+    # back in force (its successor's superseded_by set, its own cleared) would run what
+    # the user later changed, and the ledger still gives that older plan again.
+    if row["superseded_by"] != _superseder(ledger, plan_id):
+        raise Tampered(plan_id, "the plan that superseded it is not the one its evidence records")
     return StoredPlan(
         id=row["id"],
         plan=plan,
@@ -178,6 +185,25 @@ def _chain(ledger: Ledger, plan_id: int) -> list[dict[str, Any]]:
         if after is not None and after[0] != r["hash"]:
             raise Tampered(plan_id, f"audit entry {r['id']} does not link to the one after")
     return rows
+
+
+def _superseder(ledger: Ledger, plan_id: int) -> int | None:
+    """The plan whose chained plan entry says it superseded this one, if any (that entry
+    checked to be a link of the chain)."""
+    found = [
+        int(i)
+        for (i,) in ledger.conn.execute(
+            "SELECT entity_id FROM audit WHERE entity = ? AND action = 'offboard.plan'"
+            " AND json_valid(after) AND json_extract(after, '$.supersedes') = ?",
+            [ENTITY, plan_id],
+        )
+    ]
+    if len(found) > 1:
+        raise Tampered(plan_id, f"plans {found} each say they superseded it")
+    if not found:
+        return None
+    _chain(ledger, found[0])
+    return found[0]
 
 
 def _derived(

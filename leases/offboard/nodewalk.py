@@ -254,7 +254,14 @@ def main(argv: "list[str]") -> int:
             print(f"changed since listed: {path}")
             return CHANGED
         walk.dev = top.st_dev
-        walk.walk(dfd, path)
+        try:
+            walk.walk(dfd, path)
+        except RecursionError:
+            # Each level is two Python frames and an open directory: a tree some 500
+            # deep ends Python's recursion (the open directories are closed on the way
+            # out). What lies deeper was not reached: not done, not gone, said in words.
+            walk.unread = True
+            walk.say("unreadable", f"{path}: directories nested too deep to walk")
         os.close(dfd)
     else:
         print("refused: not a file or directory")

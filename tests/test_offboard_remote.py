@@ -16,6 +16,7 @@ import os
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncssh
@@ -417,7 +418,10 @@ async def test_running_gpu_processes_need_consent(
     keys: TestKeys, tmp_path: Path, scenario: Scenario
 ) -> None:
     sim = SimNode("gpu1", "A100", 2, scenario, seed=3)
-    async with FakeNode(keys, sim=sim) as node:
+    # At 04:00 in Shanghai: idle_monthly's busy days are busy from 09:00 to 23:00 only, so
+    # the real clock would make it busy or idle by the hour the test runs at.
+    at = datetime(2026, 12, 2, 20, 0, tzinfo=UTC)
+    async with FakeNode(keys, sim=sim, sim_clock=lambda: at) as node:
         driver, session = await _driver_for(node, keys, tmp_path)
         try:
             outcome = await driver.run(processes_step())

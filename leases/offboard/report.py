@@ -96,7 +96,7 @@ def markdown(report: Mapping[str, Any]) -> str:
     """The report as Markdown. Everything from a node, a cloud or the ledger passes through
     visible() and sits in a table cell (pipes escaped) or an indented block: no value can
     become markup, a heading or a terminal escape."""
-    v = _cell
+    v = inert
     chain = report["audit_chain"]
     state = "finished" if report["finished"] else "not finished"
     lines = [
@@ -174,7 +174,7 @@ _UNDERSCORE_RE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 _AUTOLINK_RE = re.compile(r"(?i)(:)(//)|(www)(\.)")
 
 
-def _cell(value: object) -> str:
+def inert(value: object) -> str:
     """Text from a node, a cloud or the ledger, inert in Markdown and in the HTML a renderer
     makes of it (newlines and controls shown by visible, never obeyed)."""
     text = _UNDERSCORE_RE.sub(r"\\_", visible(str(value), 1000).translate(_INERT))

@@ -151,3 +151,28 @@ def test_overlap_is_symmetric_and_a_missing_region_hides_nothing() -> None:
     q = claim(2, ResourceKind.BUCKET_PREFIX, "lab/runs/")
     assert overlap(p, q) == overlap(q, p) == "one prefix inside the other"
     assert overlaps([p, claim(1, ResourceKind.BUCKET, "lab")]) == []  # one lease: no clash
+
+
+def test_an_overlap_already_in_the_ledger_blocks_the_plan_naming_both(
+    two_leases: Cli, ledger_path: Path
+) -> None:
+    """Through `zuka offboard`: no plan is made (nor run) for a node whose bucket another
+    lease also claims; the other node's plan is blocked too; a node apart plans as ever."""
+    assert add(two_leases, "a", "bucket", "lab-ckpt", "--region", "cn-north-1")[0] == 0
+    assert add(two_leases, "b", "bucket", "lab-other", "--region", "cn-north-1")[0] == 0
+    assert add(two_leases, "c", "bucket", "lab-c", "--region", "cn-north-1")[0] == 0
+    with Ledger.open(ledger_path) as ledger:
+        ledger.conn.execute("UPDATE resources SET native_id = 'lab-ckpt' WHERE native_id = ?",
+                            ["lab-other"])  # fmt: skip
+        ledger.conn.commit()
+    for node in ("a", "b"):
+        for args in ((), ("--execute", "--confirm", node), ("--inspect",)):
+            r = two_leases("offboard", node, *args)
+            assert r.code == 2, (node, args, r.out)
+            assert "two leases claim the same thing" in r.err
+            assert "node a's lease" in r.err and "node b's lease" in r.err
+    assert two_leases("offboard", "c").code == 0
+    with Ledger.open(ledger_path) as ledger:
+        planned = {n for (n,) in ledger.conn.execute(
+            "SELECT n.name FROM offboard_plans p JOIN nodes n ON n.id = p.node_id")}  # fmt: skip
+    assert planned == {"c"}

@@ -102,7 +102,31 @@ def replan(
             include=wanted,
             kept=kept,
         )
+    _refuse_overlaps(ledger, facts.resources, node.name)
     return make_plan(facts, planners)
+
+
+def _refuse_overlaps(ledger: Ledger, resources: Iterable[Resource], node: str) -> None:
+    """A thing the plan would delete that another lease also claims (the same bucket, a
+    bucket and a prefix in it, the same snapshot id...) blocks the plan: deleting it would
+    delete the other lease's data, and the other's "gone" would prove nothing."""
+    from leases.offboard import claims
+
+    ours = {r.id for r in resources if r.id is not None}
+    clashes = [
+        o
+        for o in claims.overlaps(claims.ledger_claims(ledger))
+        if o.first.resource_id in ours or o.second.resource_id in ours
+    ]
+    if clashes:
+        shown = "; ".join(o.text() for o in clashes[:5])
+        raise InputError(
+            "plan",
+            node,
+            f"two leases claim the same thing, so no plan is made: {shown}. Put it right in"
+            " the ledger first (zuka resource edit, or zuka lease delete of a lease recorded"
+            " twice)",
+        )
 
 
 def _other(named: Mapping[str, Resource], ref: str, flag: str, node: str) -> int:

@@ -59,3 +59,78 @@ def test_a_plan_moved_to_another_lease_in_sqlite_is_refused(
     _sql(ledger_path, "UPDATE offboard_plans SET lease_id = ? WHERE id = ?", other, stored.id)
     with Ledger.open(ledger_path) as ledger, pytest.raises(Tampered, match="node or lease"):
         evidence.load(ledger, stored.id)
+
+
+def test_a_resource_marked_verified_in_sqlite_is_listed_not_left_out(
+    fleet: Path,  # noqa: F811
+    ledger_path: Path,
+    cli: Cli,
+) -> None:
+    """verified_at set behind zuka's back before any plan: no chained entry says so, so
+    the bucket is listed (NOT deleted, to check, to include), never silently dropped; one
+    marked by hand with `zuka resource edit --verified` is taken as gone."""
+    import sqlite3
+
+    from offboard_files import PLANNERS
+
+    from leases.config import Config
+    from leases.offboard import runner
+
+    with sqlite3.connect(ledger_path) as conn:
+        conn.execute(
+            "UPDATE resources SET deleted_at = '2026-01-01T00:00:00+08:00',"
+            " verified_at = '2026-01-01T00:00:00+08:00' WHERE native_id = 'bkt-1'"
+        )
+    r = cli("resource", "edit", "n1", "--kind", "scratch_path", "--id", "/data/b",
+            "--deleted", "--verified", "--notes", "wiped by hand, ls shows nothing")  # fmt: skip
+    assert r.code == 0, r.err
+    with Ledger.open(ledger_path) as ledger:
+        plan = runner.replan(ledger, ledger.node("n1"), Config(), PLANNERS)
+        keys = {s.key for s in plan.steps}
+        assert "s3:bkt-1" not in keys and "shred:/data/b" not in keys
+        left = {x.ref: x for x in plan.left}
+        assert set(left) == {"bucket:bkt-1"} and left["bucket:bkt-1"].why == "unproven"
+        line = plan.not_deleted()[0]
+        assert "no entry of the audit log says so" in line and "--include bucket:bkt-1" in line
+        again = runner.replan(
+            ledger, ledger.node("n1"), Config(), PLANNERS, include=["bucket:bkt-1"]
+        )
+        assert "s3:bkt-1" in {s.key for s in again.steps}
+
+
+async def test_an_included_unproven_resource_of_this_lease_runs_without_a_changed_plan(
+    fleet: Path,  # noqa: F811
+    ledger_path: Path,
+) -> None:
+    """Included, it is deleted (seen first) by a run that never finds its own plan changed
+    (the inclusion is kept with the plan, whatever the resource's state becomes)."""
+    with sqlite3.connect(ledger_path) as conn:
+        conn.execute("UPDATE resources SET verified_at = '2026-01-01T00:00:00+08:00'"
+                     " WHERE native_id = 'bkt-1'")  # fmt: skip
+    with Ledger.open(ledger_path) as ledger:
+        stored = _replan(ledger, include=["bucket:bkt-1"])
+        assert stored.plan.included
+        result = await _run(ledger, fleet)
+        assert result.finished, result.reason
+        assert not (fleet / "cloud" / "111" / "bkt-1").exists()
+
+
+async def test_an_earlier_offboardings_finish_cleared_in_sqlite_is_refused(
+    fleet: Path,  # noqa: F811
+    ledger_path: Path,
+    cli: Cli,
+) -> None:
+    """Cleared, the finish of a node's earlier offboarding would make that one's plans
+    look like this one's, and its sightings count again: refused."""
+    with Ledger.open(ledger_path) as ledger:
+        _replan(ledger)
+        first = await _run(ledger, fleet)
+        assert first.finished
+    assert cli("node", "restore", "n1").code == 0
+    (fleet / "released").unlink()
+    with Ledger.open(ledger_path) as ledger:
+        _replan(ledger)
+    with sqlite3.connect(ledger_path) as conn:
+        conn.execute("UPDATE offboard_plans SET finished_at = NULL WHERE id = ?", [first.stored.id])
+    with Ledger.open(ledger_path) as ledger, pytest.raises(Tampered, match="its finish"):
+        await _run(ledger, fleet)

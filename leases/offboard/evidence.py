@@ -461,6 +461,9 @@ def plan_ids(ledger: Ledger, stored: StoredPlan) -> list[int]:
     ).fetchall()
     ids: list[int] = []
     for plan_id, finished in rows:
+        # Each as its chained evidence has it: a finish cleared in SQLite would let an
+        # earlier offboarding's sightings count again.
+        load(ledger, int(plan_id))
         if finished is not None and plan_id != stored.id:
             ids = []
         else:

@@ -12,8 +12,10 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from leases import auditchain
 from leases.config import Config
 from leases.errors import InputError
 from leases.ledger import Ledger
@@ -36,7 +38,7 @@ class Left:
     region: str
     lease_id: int
     lease_start: str
-    why: str  # "other-lease" | "no-step"
+    why: str  # "other-lease" | "no-step" | "unproven" (verified, by no chained entry)
     kept: str = ""  # the user's reason to keep it, if they said so
 
     @property
@@ -107,6 +109,12 @@ class Plan:
         where = f" (region {visible(x.region)})" if x.region else ""
         if x.kept:
             return f"{ref}{where}: kept, as {visible(x.kept, 200)}"
+        if x.why == "unproven":
+            return (
+                f"{ref}{where}: the ledger says it was verified gone, but no entry of the"
+                " audit log says so (edited outside zuka, or imported): check it; to delete"
+                f" it with this offboarding: zuka offboard {n} --include {ref}"
+            )
         if x.why == "no-step":
             return (
                 f"{ref}{where}: no step of zuka's can delete it (no API for it here): delete"
@@ -209,7 +217,12 @@ def make_plan(facts: PlanInput, planners: Iterable[Planner]) -> Plan:
     stepped = {s.resource_id for s in steps if s.resource_id is not None}
     lease_id = None if facts.lease is None else facts.lease.id
     left = [
-        _left(r, le, "other-lease", facts.kept.get(r.id or 0, ""))
+        _left(
+            r,
+            le,
+            "unproven" if r.verified_at is not None else "other-lease",
+            facts.kept.get(r.id or 0, ""),
+        )
         for r, le in facts.others
         if r.id not in stepped
     ]
@@ -221,9 +234,7 @@ def make_plan(facts: PlanInput, planners: Iterable[Planner]) -> Plan:
         lease_id=lease_id,
         steps=tuple(sorted(steps, key=lambda s: s.phase)),
         left=tuple(sorted(left, key=lambda x: x.resource_id)),
-        included=tuple(
-            sorted(r.id for r in facts.resources if r.id is not None and r.lease_id != lease_id)
-        ),
+        included=tuple(sorted(facts.included)),
     )
 
 
@@ -239,6 +250,34 @@ def _left(r: Resource, lease: Lease, why: str, kept: str = "") -> Left:
         why=why,
         kept=kept,
     )
+
+
+def _verified_on_chain(ledger: Ledger, verified: list[Resource]) -> set[int]:
+    """The ids of these resources whose "verified" the audit chain bears out: the last
+    intact entry of that resource (its edit by hand or by an offboarding, an undo or a redo
+    of one) holds the very verified_at the row holds. A row marked verified in SQLite
+    behind zuka's back, or by an imported file, is not."""
+    if not verified:
+        return set()
+    want = {r.id: r.verified_at for r in verified if r.id is not None}
+    marks = ", ".join("?" * len(want))
+    rows = ledger._rows(
+        f"SELECT * FROM audit WHERE entity = 'resource' AND entity_id IN ({marks}) ORDER BY id",
+        list(want),
+    )
+    last = {int(row["entity_id"]): row for row in rows}
+    proven: set[int] = set()
+    for rid, row in last.items():
+        if row["hash"] != auditchain.entry_hash(row, str(row["prev_hash"])):
+            continue
+        try:
+            after = json.loads(row["after"] or "null")
+            at = datetime.fromisoformat(str(after["verified_at"]))
+        except (ValueError, TypeError, KeyError):
+            continue
+        if want.get(rid) == at:
+            proven.add(rid)
+    return proven
 
 
 def facts_for(
@@ -275,8 +314,12 @@ def facts_for(
         # By the node's leases, not by name: a released node's name may belong to a new node.
         marks = ", ".join("?" * len(by_id))
         rows = ledger._resource_rows(f" WHERE r.lease_id IN ({marks})", list(by_id))
+        proven = _verified_on_chain(ledger, [r for r, _ in rows if r.verified_at is not None])
         for r, _ in rows:
-            if r.verified_at is not None and r.id not in own:
+            if r.verified_at is not None and r.id not in own and r.id not in wanted:
+                if r.id not in proven:
+                    # Verified by no chained entry: listed, never taken as gone.
+                    others.append((r, by_id[r.lease_id]))
                 continue
             if (lease is not None and r.lease_id == lease.id) or r.id in wanted:
                 resources.append(r)
@@ -290,4 +333,5 @@ def facts_for(
         config=config,
         others=others,
         kept=dict(kept or {}),
+        included=frozenset(r.id for r in resources if r.id is not None and r.id in wanted),
     )

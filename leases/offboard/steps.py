@@ -118,6 +118,8 @@ class PlanInput:
     # reason the user gave to keep one.
     others: Sequence[tuple[Resource, Lease]] = ()
     kept: Mapping[int, str] = field(default_factory=dict)
+    # The ids in `resources` that are there because the user included them.
+    included: frozenset[int] = frozenset()
 
     @property
     def provider_kind(self) -> ProviderKind | None:

@@ -663,3 +663,20 @@ async def test_reopen_undoes_ack_and_snooze_and_the_message_fits_80_columns(
         assert len(rows) == 2 and all(a.acked_at is None and a.snoozed_until is None for a in rows)
         with pytest.raises(InputError, match="nothing to undo"):
             alertstate.reopen(ledger, rows[0].id)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="leases.demo moves every date by whole days, so the demo's one-month lease "
+    "(30 days in the file) is one calendar month and 2 days when moved across February, "
+    "billed as two whole months; the underuse yuan double (issue 16's hunt, not fixed yet)",
+)
+def test_the_demo_monthly_lease_is_one_calendar_month_on_every_day(tmp_path: Path) -> None:
+    # 2027-03-01 00:30 in Shanghai: test_idle_monthly_lease_shows_underuse_with_its_yuan
+    # failed at this moment (19570.71 yuan against 9722.22).
+    now = datetime(2027, 2, 28, 16, 30, tzinfo=UTC)
+    with build_demo_ledger(tmp_path / "l.db", demo_today(now)) as ledger:
+        lease = ledger.current_lease("a100-monthly-1", now)
+    assert lease is not None and lease.end is not None
+    tz = ZoneInfo(lease.billing_tz)
+    assert billing.boundary(lease.start, "month", 1, tz) == lease.end.astimezone(tz)

@@ -14,13 +14,21 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
-from leases import transfer
+from leases import fields, transfer
 from leases.ledger import Ledger
 
 DEMO_FILE: Traversable = files("leases") / "data" / "demo_fleet.json"
 _MOMENTS = {"start", "end", "ended_at", "lease_start", "created", "deleted_at", "verified_at"}
 _DAYS = {"deposit_paid_on", "deposit_refunded_on"}
+
+
+def demo_today(now: datetime) -> date:
+    """The demo's today at now: the date in its leases' billing zone (Asia/Shanghai). The
+    UTC date is a day behind it from 16:00 to 24:00 UTC, and a demo moved to it has every
+    lease end a day early, as seen from Shanghai, on the evenings in UTC."""
+    return now.astimezone(ZoneInfo(fields.DEFAULT_TZ)).date()
 
 
 def demo_records(today: date, path: Traversable = DEMO_FILE) -> transfer.Export:

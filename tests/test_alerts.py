@@ -27,7 +27,7 @@ from leases.alertfacts import _idle_from, gather
 from leases.alerts import AlertKind, NodeFacts, evaluate
 from leases.alertwatch import AlertWatch, check
 from leases.config import AlertsConfig, NotifyConfig
-from leases.demo import build_demo_ledger
+from leases.demo import build_demo_ledger, demo_today
 from leases.errors import InputError
 from leases.history import BUSY_UTIL_PCT, GpuMinute, NodeMinute
 from leases.ledger import Ledger
@@ -51,7 +51,7 @@ def _hour(at: datetime) -> datetime:
 def _demo(path: Path, now: datetime, nodes: tuple[str, ...] = ("a100-monthly-1",)) -> None:
     """The demo fleet with 8 days of one-minute history (as hour roll-ups) for the named
     nodes."""
-    with build_demo_ledger(path, now.date()) as ledger:
+    with build_demo_ledger(path, demo_today(now)) as ledger:
         store = HistoryStore(ledger)
         for name in nodes:
             sim = sim_node_for(ledger.node(name))
@@ -121,7 +121,7 @@ def test_missing_samples_give_no_idle_verdict(tmp_path: Path) -> None:
     a hole in its minutes: neither is called idle."""
     now = datetime.now(UTC)
     path = tmp_path / "l.db"
-    with build_demo_ledger(path, now.date()) as ledger:
+    with build_demo_ledger(path, demo_today(now)) as ledger:
         store = HistoryStore(ledger)
         # 10 idle hours out of 7 days on the idle monthly node: the rest is unknown.
         sim = sim_node_for(ledger.node("a100-monthly-1"))
@@ -213,7 +213,7 @@ def _monthly_facts(ledger: Ledger, share: float, now: datetime) -> list[NodeFact
 
 def test_a_series_crossing_the_threshold_raises_once(tmp_path: Path) -> None:
     t0 = datetime.now(UTC)
-    with build_demo_ledger(tmp_path / "l.db", t0.date()) as ledger:
+    with build_demo_ledger(tmp_path / "l.db", demo_today(t0)) as ledger:
         told = []
         ids = set()
         # 50 % raises, 55 % clears: 0.52 and 0.53 keep the alert; 0.56 clears it; the
@@ -380,7 +380,7 @@ async def test_dashboard_counts_lists_acks_and_snoozes_alerts(tmp_path: Path) ->
 
     now = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
     path = tmp_path / "l.db"
-    build_demo_ledger(path, now.date()).close()
+    build_demo_ledger(path, demo_today(now)).close()
     app = ZukaApp(path, clock=lambda: now, poll=False, refresh_s=3600)
     async with app.run_test(size=(150, 40)) as pilot:
         await wait_until(lambda: app._reads >= 3, what="the alerts read (the third)")
@@ -473,7 +473,7 @@ def test_forgotten_finds_the_real_start_of_the_idle_stretch(
     start = hi - 630
     busy = GpuMinute(0, 6, 95.0, 95.0, 20000.0, 140.0, 150.0)
     idle = GpuMinute(0, 6, 0.0, 0.0, 400.0, 20.0, 150.0)
-    with build_demo_ledger(path, now.date()) as ledger:
+    with build_demo_ledger(path, demo_today(now)) as ledger:
         store = HistoryStore(ledger)
         sample = GpuSample("aliyun-a10-burst", now, 0, util_gpu=0.0, mem_used_mib=400.0,
                            power_w=20.0, power_limit_w=150.0)  # fmt: skip
@@ -639,7 +639,7 @@ async def test_reopen_undoes_ack_and_snooze_and_the_message_fits_80_columns(
 
     now = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
     path = tmp_path / "l.db"
-    build_demo_ledger(path, now.date()).close()
+    build_demo_ledger(path, demo_today(now)).close()
     app = ZukaApp(path, clock=lambda: now, poll=False, refresh_s=3600)
     async with app.run_test(size=(80, 24)) as pilot:
         # Alerts are evaluated on the third read, after the first paint's two.
@@ -663,3 +663,20 @@ async def test_reopen_undoes_ack_and_snooze_and_the_message_fits_80_columns(
         assert len(rows) == 2 and all(a.acked_at is None and a.snoozed_until is None for a in rows)
         with pytest.raises(InputError, match="nothing to undo"):
             alertstate.reopen(ledger, rows[0].id)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="leases.demo moves every date by whole days, so the demo's one-month lease "
+    "(30 days in the file) is one calendar month and 2 days when moved across February, "
+    "billed as two whole months; the underuse yuan double (issue 16's hunt, not fixed yet)",
+)
+def test_the_demo_monthly_lease_is_one_calendar_month_on_every_day(tmp_path: Path) -> None:
+    # 2027-03-01 00:30 in Shanghai: test_idle_monthly_lease_shows_underuse_with_its_yuan
+    # failed at this moment (19570.71 yuan against 9722.22).
+    now = datetime(2027, 2, 28, 16, 30, tzinfo=UTC)
+    with build_demo_ledger(tmp_path / "l.db", demo_today(now)) as ledger:
+        lease = ledger.current_lease("a100-monthly-1", now)
+    assert lease is not None and lease.end is not None
+    tz = ZoneInfo(lease.billing_tz)
+    assert billing.boundary(lease.start, "month", 1, tz) == lease.end.astimezone(tz)

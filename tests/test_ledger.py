@@ -5,17 +5,19 @@ from __future__ import annotations
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from functools import cache
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from leases import records
+from leases import records, secrets
 from leases.errors import InputError, LedgerError
 from leases.ledger import SCHEMA_VERSION, Ledger, resolve_ledger_path
 from leases.models import BillingType, ExpiryAction, Lease, RefundState
 from leases.schema import MIGRATIONS
+from leases.textsafe import is_clean
 
 
 def test_schema_version_counts_the_migrations() -> None:
@@ -59,6 +61,29 @@ money = st.decimals(min_value=0, max_value=10**9, places=4, allow_nan=False, all
 moments = st.datetimes(
     min_value=datetime(2020, 1, 1), max_value=datetime(2030, 1, 1), timezones=st.just(UTC)
 )
+# Notes as the notes check (leases.fields.text, multiline) accepts them: tab and newline,
+# but no control, reordering or invisible character (textsafe.is_clean), and no lone
+# surrogate. The check is right to refuse the others ('\xad', a soft hyphen, draws
+# nothing): test_notes_with_a_character_that_draws_nothing_are_refused says so. Drawing
+# them here made this test fail now and then, and only where CI was not set.
+NOTE_TEXT = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",)).filter(
+        lambda c: c in "\t\n" or is_clean(c)
+    ),
+    max_size=40,
+)
+
+
+@cache
+def _refused_in_notes() -> list[str]:
+    """Every character but a surrogate that visible() would replace, tab and newline aside
+    (a few hundred; too few in all of Unicode for a filter on st.characters)."""
+    return [chr(c) for c in range(0x110000)
+            if not 0xD800 <= c <= 0xDFFF and chr(c) not in "\t\n" and not is_clean(chr(c))]  # fmt: skip
+
+
+# Built when a test first draws from it, not at collection.
+REFUSED_IN_NOTES = st.deferred(lambda: st.sampled_from(_refused_in_notes()))
 
 
 @settings(max_examples=200, deadline=None)
@@ -70,13 +95,15 @@ moments = st.datetimes(
     deposit=st.none() | money,
     refund=st.sampled_from([RefundState.NONE, RefundState.PENDING, RefundState.FORFEITED]),
     on_expiry=st.sampled_from(ExpiryAction),
-    notes=st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")), max_size=40),
+    notes=NOTE_TEXT,
     cards=st.none() | st.integers(1, 64),
 )
 def test_lease_records_round_trip(
     billing: BillingType, price: Decimal, start: datetime, days: int, deposit: Decimal | None,
     refund: RefundState, on_expiry: ExpiryAction, notes: str, cards: int | None,
 ) -> None:  # fmt: skip
+    # Notes shaped like a secret are refused (tests/test_hostile_inputs.py); rare here.
+    assume(secrets.token_kind(notes) is None)
     lease = records.lease_from({
         "node": "n1", "billing_type": billing.value, "unit_price": str(price),
         "start": start.isoformat(), "end": (start + timedelta(days=days)).isoformat(),
@@ -87,6 +114,18 @@ def test_lease_records_round_trip(
     assert again == lease
     assert isinstance(again.unit_price, Decimal) and again.unit_price == price
     assert records.lease_record(again) == records.lease_record(lease)
+
+
+@given(before=NOTE_TEXT, char=REFUSED_IN_NOTES, after=NOTE_TEXT)
+def test_notes_with_a_character_that_draws_nothing_are_refused(
+    before: str, char: str, after: str
+) -> None:
+    notes = before + char + after
+    with pytest.raises(InputError) as err:
+        records.lease_from({"node": "n1", "billing_type": "hourly", "unit_price": "1",
+                            "start": "2026-01-01", "notes": notes})  # fmt: skip
+    assert err.value.field == "notes"
+    assert char not in str(err.value)  # shown by its stand-in, never raw
 
 
 def test_prepaid_needs_an_end_and_periods_do_not_overlap(tmp_path: Path) -> None:

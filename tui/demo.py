@@ -17,9 +17,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
-from zoneinfo import ZoneInfo
 
-from leases.demo import build_demo_ledger
+from leases.demo import build_demo_ledger, demo_today
 from leases.errors import InputError
 from leases.rollups import HistoryStore
 from leases.simledger import FleetThread, backfill, serve_ledger_nodes, sim_nodes_of
@@ -31,8 +30,7 @@ HISTORY_DAYS = 30
 
 def prepare(path: Path, days: float = HISTORY_DAYS) -> FleetThread:
     """Build the demo ledger at path and start its simulated fleet."""
-    today = datetime.now(ZoneInfo("Asia/Shanghai")).date()
-    with build_demo_ledger(path, today) as ledger:
+    with build_demo_ledger(path, demo_today(datetime.now(UTC))) as ledger:
         nodes = ledger.nodes()
         runner = serve_ledger_nodes(ledger, path, nodes)
         try:

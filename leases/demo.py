@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from leases import fields, transfer
+from leases import billing, fields, transfer
 from leases.ledger import Ledger
 
 DEMO_FILE: Traversable = files("leases") / "data" / "demo_fleet.json"
@@ -36,7 +36,50 @@ def demo_records(today: date, path: Traversable = DEMO_FILE) -> transfer.Export:
     anchor = date.fromisoformat(json.loads(text)["anchor"])
     shift = timedelta(days=(today - anchor).days)
     data = transfer.from_json(text)
-    return {kind: [_shifted(rec, shift) for rec in rows] for kind, rows in data.items()}
+    out = {kind: [_shifted(rec, shift) for rec in rows] for kind, rows in data.items()}
+    _whole_months(data.get("leases", []), out)
+    return out
+
+
+def _whole_months(before: list[dict[str, Any]], out: dict[str, list[dict[str, Any]]]) -> None:
+    """A lease of whole calendar months stays one. Moved by days, October 15 to November
+    15 would become, in late February, January 13 to February 12: a month and a started
+    day, billed as two. Its end keeps its distance from today (what the demo's alerts
+    show: "ends in 5 d"); its start is worked out again, whole months before; the lease it
+    renews ends there; and resources follow their lease's start."""
+    leases = out.get("leases", [])
+    moved: dict[tuple[str, str], str] = {}  # (node, start shifted by days) -> its start now
+    starts: dict[tuple[str, str], str] = {}  # (node, old start) -> new start
+    order = sorted(range(len(before)), key=lambda i: str(before[i]["start"]), reverse=True)
+    for i in order:
+        old, new = before[i], leases[i]
+        node, shifted = str(old["node"]), str(new["start"])
+        moved[(node, shifted)] = shifted
+        if old.get("end") is None:
+            starts[(node, str(old["start"]))] = shifted
+            continue
+        tz = ZoneInfo(str(old.get("billing_tz") or fields.DEFAULT_TZ))
+        start0, end0 = datetime.fromisoformat(old["start"]), datetime.fromisoformat(old["end"])
+        months = next(
+            (k for k in range(1, 61) if billing.boundary(start0, "month", k, tz) == end0), None
+        )
+        renewed = starts.get((node, str(old["end"])))  # the lease that follows on, moved
+        end = datetime.fromisoformat(renewed or str(new["end"]))
+        if months is None:
+            start = datetime.fromisoformat(shifted)
+        else:
+            start = billing.boundary(end, "month", -months, tz)
+            if billing.boundary(start, "month", months, tz) != end.astimezone(tz):
+                end = billing.boundary(start, "month", months, tz)  # a clamped month's end
+        if old.get("ended_at") == old["end"]:
+            new["ended_at"] = end.isoformat()
+        new["start"], new["end"] = start.isoformat(), end.isoformat()
+        moved[(node, shifted)] = new["start"]
+        starts[(node, str(old["start"]))] = new["start"]
+    for res in out.get("resources", []):
+        key = (str(res.get("node")), str(res.get("lease_start")))
+        if key in moved:
+            res["lease_start"] = moved[key]
 
 
 def _shifted(rec: dict[str, Any], shift: timedelta) -> dict[str, Any]:

@@ -665,18 +665,31 @@ async def test_reopen_undoes_ack_and_snooze_and_the_message_fits_80_columns(
             alertstate.reopen(ledger, rows[0].id)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leases.demo moves every date by whole days, so the demo's one-month lease "
-    "(30 days in the file) is one calendar month and 2 days when moved across February, "
-    "billed as two whole months; the underuse yuan double (issue 16's hunt, not fixed yet)",
+@pytest.mark.parametrize(
+    "now",
+    [
+        # 2027-03-01 00:30 in Shanghai: test_idle_monthly_lease_shows_underuse_with_its_yuan
+        # failed at this moment (19570.71 yuan against 9722.22) when the demo moved by days.
+        datetime(2027, 2, 28, 16, 30, tzinfo=UTC),
+        datetime(2028, 2, 29, 15, 59, tzinfo=UTC),
+        datetime(2027, 1, 31, 3, 0, tzinfo=UTC),
+        datetime(2026, 12, 2, 0, 0, tzinfo=UTC),
+        datetime(2027, 7, 31, 20, 0, tzinfo=UTC),
+    ],
 )
-def test_the_demo_monthly_lease_is_one_calendar_month_on_every_day(tmp_path: Path) -> None:
-    # 2027-03-01 00:30 in Shanghai: test_idle_monthly_lease_shows_underuse_with_its_yuan
-    # failed at this moment (19570.71 yuan against 9722.22).
-    now = datetime(2027, 2, 28, 16, 30, tzinfo=UTC)
+def test_the_demo_monthly_lease_is_one_calendar_month_on_every_day(
+    tmp_path: Path, now: datetime
+) -> None:
+    """The demo moves to today by days, and a lease of whole calendar months stays one: its
+    end worked out again from its new start; a renewal starts where the lease before ends."""
     with build_demo_ledger(tmp_path / "l.db", demo_today(now)) as ledger:
         lease = ledger.current_lease("a100-monthly-1", now)
+        chain = ledger.leases("a100-monthly-1")
+        colo = ledger.leases("colo-njidc-a800")[0]
+        disks = [r for _, _, r in ledger.resources("aliyun-a10-burst")]
     assert lease is not None and lease.end is not None
     tz = ZoneInfo(lease.billing_tz)
+    assert chain[1].start == chain[0].end  # the renewal follows on
+    assert billing.boundary(colo.start, "month", 12, tz) == colo.end  # a 12-month contract
+    assert disks  # resources still find their lease
     assert billing.boundary(lease.start, "month", 1, tz) == lease.end.astimezone(tz)

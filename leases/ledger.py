@@ -812,7 +812,7 @@ class Ledger:
                 res.native_id,
                 f"{first.first.shown()} is still recorded ({first.why}): offboarding one lease"
                 " would delete the other's; mark the old one deleted and verified first"
-                " (zuka resource edit ... --verified-at ... --notes ...)",
+                " (zuka resource edit ... --deleted --verified --notes ...)",
             )
 
     def resources(self, node: str | None = None) -> list[tuple[str, datetime, Resource]]:

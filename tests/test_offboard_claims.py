@@ -4,6 +4,7 @@ naming both; and the pure check the planner runs over a ledger that already hold
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,26 @@ def test_a_claim_verified_deleted_no_longer_blocks(two_leases: Cli) -> None:
     r = two_leases(
         "resource", "edit", "a", "--kind", "bucket", "--id", "lab-ckpt",
         "--deleted", "--verified", "--notes", "deleted in the console, seen gone",
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    assert add(two_leases, "b", "bucket", "lab-ckpt")[0] == 0
+
+
+def test_the_refusal_names_only_flags_resource_edit_takes(two_leases: Cli) -> None:
+    """The way out the refusal gives must be one `zuka resource edit` accepts: it named
+    --verified-at, which argparse refuses (the flag is --verified)."""
+    assert add(two_leases, "a", "bucket", "lab-ckpt")[0] == 0
+    code, said = add(two_leases, "b", "bucket", "lab-ckpt")
+    assert code != 0 and "zuka resource edit" in said, said
+    hint = said.split("zuka resource edit", 1)[1].split(")", 1)[0]
+    flags = re.findall(r"--[a-z][a-z-]*", hint)
+    assert flags, said
+    usage = two_leases("resource", "edit", "--help").out
+    for flag in flags:
+        assert re.search(rf"{flag}\b(?!-)", usage), f"{flag} is not a resource edit flag: {said}"
+    r = two_leases(
+        "resource", "edit", "a", "--kind", "bucket", "--id", "lab-ckpt",
+        *[f if f != "--notes" else f"{f}=seen gone in the console" for f in flags],
     )  # fmt: skip
     assert r.code == 0, r.err
     assert add(two_leases, "b", "bucket", "lab-ckpt")[0] == 0

@@ -151,12 +151,18 @@ async def test_each_template_deletes_in_order_and_proves_it_by_reading_back(
 
 @pytest.mark.parametrize("name", list(EXPECTED))
 async def test_identity_comes_from_the_templates_whoami(cloud: Cloud, name: str) -> None:
-    p = provider(name)
+    # Buckets with a template need env:PREFIX keys (the CLI and boto3 get the same ones);
+    # hcloud reads keys from its profile only: its buckets are refused.
+    p = provider(name, credential_ref="" if name == "Huawei Cloud" else "env:LAB")
     steps = plan_cloud(
         facts([(ResourceKind.SNAPSHOT, "s-1"), (ResourceKind.BUCKET, "lab-b")], provider=p)
     )
+    if name == "Huawei Cloud":
+        with pytest.raises(InputError, match="takes keys from a profile only"):
+            drivers(p, steps, cloud)
+        steps = [s for s in steps if s.driver == "cmd"]
     made = drivers(p, steps, cloud)
-    assert sorted(made) == ["cmd", "s3"]
+    assert sorted(made) == (["cmd"] if name == "Huawei Cloud" else ["cmd", "s3"])
     for driver in made.values():
         who = await driver.identity()
         assert (who.account_id, who.region) == (ACCOUNT, "cn-hangzhou")

@@ -197,3 +197,35 @@ def test_an_overlap_already_in_the_ledger_blocks_the_plan_naming_both(
         planned = {n for (n,) in ledger.conn.execute(
             "SELECT n.name FROM offboard_plans p JOIN nodes n ON n.id = p.node_id")}  # fmt: skip
     assert planned == {"c"}
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        # Recorded without an endpoint (the provider's default: AWS, or a CLI template's
+        # store) and with AWS's own endpoint named: one bucket. A missing fact never hides
+        # an overlap.
+        ("", "https://s3.cn-north-1.amazonaws.com.cn"),
+        ("https://s3.cn-north-1.amazonaws.com.cn", ""),
+        # AWS bucket names are one namespace across its regions (and Aliyun OSS's across
+        # its own, public or -internal endpoints): another regional host is the same store.
+        ("https://s3.amazonaws.com", "https://s3.eu-west-1.amazonaws.com"),
+        ("https://oss-cn-hangzhou.aliyuncs.com", "https://oss-cn-hangzhou-internal.aliyuncs.com"),
+        # A host name's trailing dot names the same host.
+        ("https://minio.lab.cn", "https://MINIO.lab.cn./"),
+    ],
+)
+def test_one_bucket_recorded_at_two_spellings_of_its_place_is_refused(
+    two_leases: Cli, ledger_path: Path, first: str, second: str
+) -> None:
+    """Found by the attacker review: lease a's bucket recorded without an endpoint, lease b's
+    at https://s3.cn-north-1.amazonaws.com.cn: both were taken, and offboarding b would have
+    emptied and deleted a's bucket (the plan's own overlap check missed it too)."""
+    at_first = ("--endpoint", first) if first else ()
+    at_second = ("--endpoint", second) if second else ()
+    assert add(two_leases, "a", "bucket", "lab-ckpt", *at_first)[0] == 0
+    code, said = add(two_leases, "b", "bucket_prefix", "lab-ckpt/runs/", *at_second)
+    assert code != 0, said
+    assert "node a's lease" in said, said
+    with Ledger.open(ledger_path) as ledger:
+        assert [r.native_id for _, _, r in ledger.resources("b")] == []

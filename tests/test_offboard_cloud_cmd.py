@@ -14,17 +14,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cloudfixtures import FakeClock, facts, timing
+from cloudfixtures import FakeClock, client, facts, start_moto, timing
 from hypothesis import given
 from hypothesis import strategies as st
 
 from leases.config import Config
 from leases.errors import InputError
-from leases.models import Provider, ProviderKind, ResourceKind
+from leases.models import Provider, ProviderKind, Resource, ResourceKind
 from leases.offboard import cloud_ids
 from leases.offboard.cloud import cloud_drivers, plan_cloud, templates_for
 from leases.offboard.cloud_access import Credentials
 from leases.offboard.cloud_cmd import load_templates
+from leases.offboard.preflight import PreflightDriver, identity_steps
 from leases.offboard.steps import CloudDriver, Phase, Step
 
 ACCOUNT = "1234567890123456"
@@ -150,12 +151,18 @@ async def test_each_template_deletes_in_order_and_proves_it_by_reading_back(
 
 @pytest.mark.parametrize("name", list(EXPECTED))
 async def test_identity_comes_from_the_templates_whoami(cloud: Cloud, name: str) -> None:
-    p = provider(name)
+    # Buckets with a template need env:PREFIX keys (the CLI and boto3 get the same ones);
+    # hcloud reads keys from its profile only: its buckets are refused.
+    p = provider(name, credential_ref="" if name == "Huawei Cloud" else "env:LAB")
     steps = plan_cloud(
         facts([(ResourceKind.SNAPSHOT, "s-1"), (ResourceKind.BUCKET, "lab-b")], provider=p)
     )
+    if name == "Huawei Cloud":
+        with pytest.raises(InputError, match="takes keys from a profile only"):
+            drivers(p, steps, cloud)
+        steps = [s for s in steps if s.driver == "cmd"]
     made = drivers(p, steps, cloud)
-    assert sorted(made) == ["cmd", "s3"]
+    assert sorted(made) == (["cmd"] if name == "Huawei Cloud" else ["cmd", "s3"])
     for driver in made.values():
         who = await driver.identity()
         assert (who.account_id, who.region) == (ACCOUNT, "cn-hangzhou")
@@ -241,6 +248,41 @@ def test_buckets_of_a_template_cloud_go_to_its_s3_compatible_endpoint() -> None:
     assert [(s.driver, s.param("endpoint"), s.param("addressing")) for s in steps] == [
         ("s3", "https://oss-cn-hangzhou.aliyuncs.com", "virtual")
     ] * 2
+
+
+@pytest.mark.parametrize("ref", ["", "lab-profile"])
+async def test_bucket_calls_act_with_the_keys_the_identity_check_proved(
+    cloud: Cloud, ref: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the attacker review. With a CLI template (OSS, COS, OBS: no
+    ExpectedBucketOwner), preflight asks the CLI's whoami, which reads the CLI's own profile
+    (~/.aliyun...), while bucket calls go through boto3, which reads other keys (AWS_*
+    variables, ~/.aws). The check passed as the ledger's account, and a bucket of another
+    account (moto's) was emptied, deleted and verified gone. A profile or the default names
+    two different key stores: refused, say env:PREFIX (the same keys reach both)."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    server, endpoint = start_moto()
+    try:
+        theirs = client("s3", endpoint)
+        theirs.create_bucket(Bucket="lab-ckpt")
+        bucket = Resource(lease_id=1, kind=ResourceKind.BUCKET, native_id="lab-ckpt",
+                          endpoint=endpoint)  # fmt: skip
+        p = provider("Aliyun", credential_ref=ref)
+        steps = plan_cloud(facts([bucket], provider=p))
+        with pytest.raises(InputError, match="env:PREFIX"):
+            made = drivers(p, steps, cloud)
+            # (before the fix:) preflight passed as the ledger's account, then this ran
+            pre = PreflightDriver(None, Config(), made)  # type: ignore[arg-type]
+            for check in identity_steps(steps, facts([bucket], provider=p)):
+                assert (await pre.run(check)).done
+            await made["s3"].run(steps[0])
+        assert [b["Name"] for b in theirs.list_buckets()["Buckets"]] == ["lab-ckpt"]
+        # env:PREFIX: the CLI and boto3 get the same keys: taken.
+        p = provider("Aliyun", credential_ref="env:LAB")
+        assert "s3" in drivers(p, plan_cloud(facts([bucket], provider=p)), cloud)
+    finally:
+        server.stop()
 
 
 def test_only_cloud_resources_of_a_cloud_or_with_an_endpoint_are_planned() -> None:

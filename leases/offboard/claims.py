@@ -9,7 +9,9 @@ leases.ledger calls overlaps_with) and blocks a plan made from a ledger that alr
 one (the planner calls overlaps on ledger_claims).
 
 A claim is live while its resource is not verified deleted. Buckets are compared by
-endpoint and name (bucket names are global in a store, whoever owns them), images,
+endpoint and name (bucket names are global in a store, whoever owns them; a public cloud's
+regional host names are one store, and a bucket recorded without an endpoint matches one
+at any), images,
 snapshots and disks by id, region and account; an empty region or account (not recorded)
 matches any, so that a missing fact never hides an overlap.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from leases.models import ResourceKind
 from leases.offboard.cloud_ids import same_endpoint
@@ -101,10 +104,30 @@ def _bucket_prefix(c: Claim) -> tuple[str, str]:
     return bucket, prefix
 
 
+# Public object stores whose bucket names are one namespace across all their regional
+# (and internal) host names: a bucket named at any of them is the same bucket.
+_STORES = (
+    (".amazonaws.com.cn", "aws-cn"),
+    (".amazonaws.com", "aws"),
+    (".aliyuncs.com", "aliyun-oss"),
+    (".myqcloud.com", "tencent-cos"),
+    (".myhuaweicloud.com", "huawei-obs"),
+)
+
+
+def _store(endpoint: str) -> str:
+    host = (urlsplit(endpoint).hostname or "").lower().rstrip(".")
+    return next((name for suffix, name in _STORES if host.endswith(suffix)), "")
+
+
 def _endpoints_alike(a: str, b: str) -> bool:
+    """Two endpoints may name one store. An endpoint not recorded is the provider's default
+    (AWS, or a CLI template's store), which may be the other: it matches any, as an empty
+    region or account does. A host's case, trailing dot, '/' and default port aside; and a
+    public cloud's regional host names are one bucket namespace."""
     if not a or not b:
-        return a == b
-    return same_endpoint(a, b)
+        return True
+    return same_endpoint(a, b) or (_store(a) != "" and _store(a) == _store(b))
 
 
 def overlap(a: Claim, b: Claim) -> str:

@@ -34,7 +34,7 @@ from leases.config import Config
 from leases.errors import InputError
 from leases.models import Provider, ProviderKind, Resource, ResourceKind
 from leases.offboard import cloud_ids
-from leases.offboard.cloud_access import BotoAccount, Timing, credentials
+from leases.offboard.cloud_access import BotoAccount, Credentials, Timing, credentials
 from leases.offboard.cloud_cmd import (
     CmdDriver,
     CommandRunner,
@@ -45,6 +45,7 @@ from leases.offboard.cloud_cmd import (
 from leases.offboard.cloud_ec2 import Ec2Driver
 from leases.offboard.cloud_s3 import S3Driver
 from leases.offboard.steps import CloudDriver, Phase, PlanInput, Step, params
+from leases.textsafe import visible
 
 _PHASES = {
     ResourceKind.IMAGE: Phase.IMAGES,
@@ -216,6 +217,32 @@ def _refuse_implicit_default(steps: Sequence[Step]) -> None:
         )
 
 
+def _same_keys_for_buckets(
+    template: Template | None, creds: Credentials, provider: Provider | None
+) -> None:
+    """Bucket calls go through boto3; with a CLI template the identity check is the CLI's
+    whoami. A profile name (or the default) names two different key stores there (the CLI's
+    own config, boto3's AWS_* variables and ~/.aws): the check would prove one account while
+    another's keys act, at a store that takes no ExpectedBucketOwner. Only env:PREFIX hands
+    both the same keys."""
+    if template is None or creds.env_prefix:
+        return
+    fix = (
+        "give the provider credential_ref env:PREFIX (PREFIX_ACCESS_KEY_ID,"
+        " PREFIX_SECRET_ACCESS_KEY) so that both use the same keys"
+        if template.env_access_key and template.env_secret_key
+        else f"the {template.name} template takes keys from a profile only, so its buckets"
+        " cannot be deleted with proven keys: delete them in the console and record them"
+        " deleted and verified by hand"
+    )
+    raise InputError(
+        "credential_ref",
+        visible(provider.credential_ref if provider else "", 80) or "(the default)",
+        f"{template.name}'s buckets are called through boto3, but who the keys act as is"
+        f" asked of the {template.program} CLI, which reads its own profile: {fix}",
+    )
+
+
 def cloud_drivers(
     provider: Provider | None,
     steps: Sequence[Step],
@@ -253,6 +280,8 @@ def cloud_drivers(
             whoami_template=template.name,
         )
     who = None if cmd is None else cmd.identity
+    if cmd is not None and "s3" in used:
+        _same_keys_for_buckets(template, creds, provider)
     if "cmd" in used:
         if cmd is None:
             name = provider.name if provider else ""

@@ -194,7 +194,7 @@ def endpoint_region(url: str) -> str:
 
 def same_endpoint(a: str, b: str) -> bool:
     """Two endpoint URLs name the same place: scheme, host and port alike (a trailing '/',
-    the default port and the host's case aside)."""
+    the default port, the host's case and its trailing dot aside)."""
     pa, pb = urlsplit(a), urlsplit(b)
     default = {"https": 443, "http": 80}
 
@@ -203,7 +203,7 @@ def same_endpoint(a: str, b: str) -> bool:
 
     return (
         pa.scheme == pb.scheme
-        and (pa.hostname or "").lower() == (pb.hostname or "").lower()
+        and (pa.hostname or "").lower().rstrip(".") == (pb.hostname or "").lower().rstrip(".")
         and port(pa) == port(pb)
     )
 

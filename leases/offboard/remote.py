@@ -739,7 +739,7 @@ class RemoteDriver:
             return Outcome(True, _evidence(result), _done_words(result.stdout, verify), facts)
         if status == _SHARED_STORAGE:
             said = next(
-                (ln for ln in result.stdout.splitlines() if ln.startswith("shared storage: ")),
+                (ln for ln in _lines(result.stdout) if ln.startswith("shared storage: ")),
                 "shared storage: unknown",
             ).removeprefix("shared storage: ")
             words = (
@@ -773,7 +773,7 @@ class RemoteDriver:
         result = await self.session.run(head + _own(()) + _INSPECT_BODY)
         facts: dict[str, str] = {"host": self._host, "path": step.target}
         exists: bool | None = None
-        for line in result.stdout.splitlines()[:200]:
+        for line in _lines(result.stdout)[:200]:
             word, _, rest = line.partition(" ")
             if word == "exists":
                 exists = {"yes": True, "no": False}.get(rest)
@@ -890,12 +890,19 @@ def _inside(step: Step) -> list[str]:
     return [x for x in step.param("inside").split("\n") if x]
 
 
+def _lines(text: str) -> list[str]:
+    """The node's output, a line per '\n' only: str.splitlines also ends a line at \r,
+    \f, \x85, \u2028..., which a file name on the node may hold (a FIFO named
+    'x\rabsent' read as the line 'absent')."""
+    return text.split("\n")
+
+
 def _done_words(stdout: str, verify: bool) -> str:
-    if "absent" in stdout.splitlines():
+    if "absent" in _lines(stdout):
         # Read back after a shred, absent is the proof, not a sign nothing was there.
         return "not there: nothing left" if verify else "already gone"
-    left = sum(1 for line in stdout.splitlines() if line.startswith("left: "))
-    unlinked = sum(1 for line in stdout.splitlines() if line.startswith("unlinked only"))
+    left = sum(1 for line in _lines(stdout) if line.startswith("left: "))
+    unlinked = sum(1 for line in _lines(stdout) if line.startswith("unlinked only"))
     if verify:
         return "no regular file left"
     words = "shredded file by file"
@@ -903,7 +910,7 @@ def _done_words(stdout: str, verify: bool) -> str:
         words += f"; {unlinked} with other hard links unlinked, not overwritten"
     if left:
         words += f"; {left} symbolic link(s) or special file(s) left in place, never followed"
-    if any(line.startswith("kept (keys") for line in stdout.splitlines()):
+    if any(line.startswith("kept (keys") for line in _lines(stdout)):
         words += "; .ssh directories kept (keys have their own step)"
     return words
 

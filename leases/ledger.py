@@ -42,6 +42,8 @@ Clock = Callable[[], datetime]
 # How many migrations leases/schema.py holds; tests check the two agree. Kept here so that
 # opening an up-to-date ledger needs neither sqlite-utils nor the schema (faster CLI).
 SCHEMA_VERSION = 12
+# What `resource edit` may correct in how a resource was recorded (new_id: its id).
+_CORRECTIONS = ("new_id", "region", "endpoint")
 # How long a write waits for another writer's transaction before it gives up.
 BUSY_TIMEOUT_S = 15.0
 
@@ -783,7 +785,23 @@ class Ledger:
         self._audit(conn, "resource.add", "resource", cur.lastrowid, node, None, out)
         return replace(res, id=cur.lastrowid)
 
-    def _refuse_overlap(self, conn: sqlite3.Connection, res: Resource, lease: Lease) -> None:
+    def _check_correction(self, conn: sqlite3.Connection, res: Resource, fixed: Resource) -> None:
+        """A corrected resource is checked as a new one would be, but against the others."""
+        if (
+            fixed.native_id != res.native_id
+            and conn.execute(
+                "SELECT 1 FROM resources WHERE lease_id = ? AND kind = ? AND native_id = ?",
+                [res.lease_id, fixed.kind.value, fixed.native_id],
+            ).fetchone()
+        ):
+            raise InputError(
+                "new_id", fixed.native_id, f"this {fixed.kind.value} is already recorded"
+            )
+        self._refuse_overlap(conn, fixed, self._lease_by_id(res.lease_id), apart=res.id)
+
+    def _refuse_overlap(
+        self, conn: sqlite3.Connection, res: Resource, lease: Lease, apart: int | None = None
+    ) -> None:
         """A cloud resource another lease still claims (the same bucket, a bucket and a
         prefix in it, the same snapshot id in the same region and account...) is refused,
         naming both leases: one offboarding would delete the other's data."""
@@ -804,7 +822,8 @@ class Ledger:
         cur = conn.execute(claims.CLAIMS_SQL)
         names = [d[0] for d in cur.description]
         live = [claims.claim_from(dict(zip(names, row, strict=True))) for row in cur]
-        found = claims.overlaps_with(new, [c for c in live if c is not None])
+        others = [c for c in live if c is not None and (apart is None or c.resource_id != apart)]
+        found = claims.overlaps_with(new, others)
         if found:
             first = found[0]
             raise InputError(
@@ -862,8 +881,13 @@ class Ledger:
     ) -> Record:
         """Mark a resource deleted or verified by hand (any lease of the node, ended ones
         too). `changes` holds deleted_at, verified_at ("now" or a time) and notes; a
-        resource marked verified by hand needs a note: it is the evidence."""
-        unknown = set(changes) - {"deleted_at", "verified_at", "notes"}
+        resource marked verified by hand needs a note: it is the evidence. Or correct how
+        it was recorded (a typo in its id, the wrong region or endpoint): new_id, region,
+        endpoint, while it is not marked deleted; checked as when it is added (the same
+        lease holding it twice, another lease claiming it)."""
+        unknown = set(changes) - {
+            "deleted_at", "verified_at", "notes", *_CORRECTIONS
+        }  # fmt: skip
         if unknown:
             field = sorted(unknown)[0]
             raise InputError(field, changes[field], "cannot be changed by resource edit")
@@ -901,7 +925,19 @@ class Ledger:
                     after[key] = when.astimezone(fields.timezone(tz, "billing_tz")).isoformat()
             if "notes" in changes:
                 after["notes"] = changes["notes"]
+            fixed = {k: v for k, v in changes.items() if k in _CORRECTIONS}
+            if fixed and (res.deleted_at is not None or res.verified_at is not None):
+                raise InputError(
+                    sorted(fixed)[0],
+                    next(iter(fixed.values())),
+                    f"{kind} {native_id} is marked deleted: its record is evidence now, not"
+                    " corrected; record the right one with zuka resource add",
+                )
+            for key, value in fixed.items():
+                after["native_id" if key == "new_id" else key] = value
             checked = records.resource_from(after, res.lease_id, tz)
+            if fixed:
+                self._check_correction(conn, res, checked)
             after = records.resource_record(checked, before["node"], _moment(before["lease_start"]))
             _check_marks(before, after, changes)
             if after == before:

@@ -229,3 +229,41 @@ def test_one_bucket_recorded_at_two_spellings_of_its_place_is_refused(
     assert "node a's lease" in said, said
     with Ledger.open(ledger_path) as ledger:
         assert [r.native_id for _, _, r in ledger.resources("b")] == []
+
+
+def test_resource_edit_corrects_a_typo_a_region_or_an_endpoint_as_add_checks_them(
+    two_leases: Cli, ledger_path: Path
+) -> None:
+    """A disk recorded in the wrong region, a mistyped snapshot id: corrected in place (an
+    audit entry, undone by undo), checked as an added one is (the same lease twice,
+    another lease's claim, a bad endpoint); never once marked deleted."""
+    cli = two_leases
+    assert add(cli, "a", "disk", "vol-1", "--region", "cn-north-2")[0] == 0
+    assert add(cli, "a", "snapshot", "snap-typo", "--region", "cn-north-1")[0] == 0
+    assert add(cli, "a", "snapshot", "snap-2", "--region", "cn-north-1")[0] == 0
+    assert add(cli, "b", "snapshot", "snap-b", "--region", "cn-north-1")[0] == 0
+    r = cli("resource", "edit", "a", "--kind", "disk", "--id", "vol-1", "--region", "cn-north-1")
+    assert r.code == 0, r.err
+    with Ledger.open(ledger_path) as ledger:
+        disk = next(x for _, _, x in ledger.resources("a") if x.native_id == "vol-1")
+    assert disk.region == "cn-north-1"
+    for args, said in (
+        (("--new-id", "snap-2"), "already recorded"),  # the same lease holds it
+        (("--new-id", "snap-b"), "node b's lease"),  # another lease claims it
+        (("--endpoint", "http://10.0.0.1"), "endpoint"),  # plain http off this machine
+    ):
+        r = cli("resource", "edit", "a", "--kind", "snapshot", "--id", "snap-typo", *args)
+        assert r.code == 2 and said in r.err, (args, r.err)
+    r = cli(
+        "resource", "edit", "a", "--kind", "snapshot", "--id", "snap-typo", "--new-id", "snap-1"
+    )
+    assert r.code == 0, r.err
+    assert cli("undo").code == 0  # the correction is one command, undone whole
+    with Ledger.open(ledger_path) as ledger:
+        ids = {x.native_id for _, _, x in ledger.resources("a")}
+    assert "snap-typo" in ids and "snap-1" not in ids
+    assert (
+        cli("resource", "edit", "a", "--kind", "snapshot", "--id", "snap-2", "--deleted").code == 0
+    )
+    r = cli("resource", "edit", "a", "--kind", "snapshot", "--id", "snap-2", "--new-id", "snap-3")
+    assert r.code == 2 and "marked deleted" in r.err

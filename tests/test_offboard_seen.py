@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import Cli
 from offboard_files import PLANNERS, calls, drivers
-from test_offboard import _plan, _run, fleet  # noqa: F401  (fleet: a fixture)
+from shellnode import ServedNode
+from test_offboard import _plan, _run, fleet, served  # noqa: F401  (fleet, served: fixtures)
 
 from leases.config import Config
 from leases.errors import InputError
@@ -179,3 +180,39 @@ async def test_the_dashboard_inspects_with_i_and_changes_nothing(
         assert "inspection:" in detail and "FAIL s3:bkt-l" in detail
         assert "ok   s3:bkt-1" in detail and "account 111" in detail
         assert calls(fleet) == []
+
+
+def test_a_mistyped_scratch_path_is_found_by_inspect_and_corrected_by_resource_edit(
+    cli: Cli,
+    served: ServedNode,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """As a user meets it: --inspect says NOT FOUND for the typo (and "not there" for the
+    usual histories that simply are not there), resource edit corrects the id, and the
+    plan made again sees it."""
+    scratch = tmp_path / "scratch"
+    (scratch / "run1").mkdir(parents=True)
+    (scratch / "run1" / "ckpt.bin").write_bytes(b"x" * 4096)
+    config = tmp_path / "config.toml"
+    config.write_text(f'[offboard]\nscratch_roots = ["{scratch}"]\n')
+    for args in (
+        ("node", "add", "n1", "--ssh", served.login),
+        ("lease", "add", "n1", "--billing", "hourly", "--price", "3", "--start", "2026-01-01"),
+        ("resource", "add", "n1", "--kind", "scratch_path", "--id", f"{scratch}/run1x"),
+    ):
+        r = cli(*args)
+        assert r.code == 0, r.err
+    looked = cli("offboard", "n1", "--config", str(config), "--inspect")
+    assert looked.code == 1, looked.err
+    assert f"NOT FOUND  shred:{scratch}/run1x" in looked.out
+    assert "not there  clear:~/.zsh_history" in looked.out
+    assert "nothing to clear here" in looked.out
+    assert "--new-id" in looked.out
+    fixed = cli("resource", "edit", "n1", "--kind", "scratch_path", "--id", f"{scratch}/run1x",
+                "--new-id", f"{scratch}/run1")  # fmt: skip
+    assert fixed.code == 0, fixed.err
+    again = cli("offboard", "n1", "--config", str(config), "--inspect")
+    assert f"yes        shred:{scratch}/run1\n" in again.out, again.out
+    assert "files 1" in again.out and "NOT FOUND" not in again.out
+    assert again.code == 0
+    assert (scratch / "run1" / "ckpt.bin").exists()  # looked at, nothing changed

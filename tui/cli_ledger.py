@@ -756,12 +756,22 @@ def resource_options(p: argparse.ArgumentParser, editing: bool = False) -> None:
     if not editing:
         _add_flags(p, RESOURCE_FLAGS, {"kind", "native_id"}, RESOURCE_HELP)
         return
-    keep = ("kind", "native_id", "lease_start", "notes")
+    keep = ("kind", "native_id", "lease_start", "region", "endpoint", "notes")
     _add_flags(
         p,
         {k: RESOURCE_FLAGS[k] for k in keep},
         {"kind", "native_id"},
-        {**RESOURCE_HELP, "notes": "the notes (required with --verified: how it was checked)"},
+        {
+            **RESOURCE_HELP,
+            "notes": "the notes (required with --verified: how it was checked)",
+            "region": "correct the region it was recorded in (not once marked deleted)",
+            "endpoint": "correct the endpoint it was recorded at (not once marked deleted)",
+        },
+    )
+    p.add_argument(
+        "--new-id",
+        metavar="ID",
+        help="correct its id (a typo), as checked when it is added (not once marked deleted)",
     )
     for flag, what in (("--deleted", "deleted"), ("--verified", "verified deleted")):
         p.add_argument(
@@ -803,6 +813,9 @@ def resource_edit(args: argparse.Namespace, out: TextIO) -> int:
             ("deleted_at", args.deleted),
             ("verified_at", args.verified),
             ("notes", args.notes),
+            ("new_id", args.new_id),
+            ("region", args.region),
+            ("endpoint", args.endpoint),
         )
         if value is not None
     }

@@ -285,22 +285,26 @@ def _inspect(
     if not result.looks and not all(ok for _, ok, _ in result.preflight):
         out.write("\npreflight failed: nothing was looked at\n")
         return 1
-    rows = []
+    # Each thing in full (what a person weighs before confirming is in its facts), wrapped.
+    columns = output.terminal_columns(out)
+    out.write("\n")
     for lk in result.looks:
         seen = lk.sighting.exists
+        promised = runner.must_be_seen(lk.step)
+        mark = (
+            "yes      " if seen
+            else "?        " if seen is None
+            else "NOT FOUND" if promised
+            else "not there"
+        )  # fmt: skip
+        out.write(f"{mark}  {visible(lk.step.key, 200)}\n")
         facts = ", ".join(f"{k} {v}" for k, v in lk.sighting.facts.items())
-        rows.append(
-            (
-                visible(lk.step.key, 60),
-                "yes" if seen else "?" if seen is None else "NOT FOUND",
-                visible(facts or lk.sighting.detail or lk.sighting.output, 120),
-            )
-        )
-    out.write("\n")
-    output.table(("step", "exists", "what zuka saw"), rows, out)
-    for lk in result.looks:
-        for remark in lk.remarks:
-            out.write(f"note: {visible(lk.step.key, 60)}: {visible(remark, 300)}\n")
+        said = facts or lk.sighting.detail or lk.sighting.output
+        if seen is False and not promised:
+            said = "nothing to clear here (a usual path, not a resource the ledger records)"
+        for text in (said, *lk.remarks):
+            for line in output.wrap(visible(text, 4000), columns, indent="           "):
+                out.write(line + "\n")
     if result.ok:
         out.write(
             f"\neverything the plan deletes was seen where it will be deleted.\n"
@@ -310,7 +314,8 @@ def _inspect(
     else:
         out.write(
             "\nNOT everything was seen: a thing not found is a typo, another region or another"
-            " account as often as a thing already gone. Fix the ledger (zuka resource edit),"
+            " account as often as a thing already gone. Correct the record (zuka resource edit"
+            " ... --new-id | --region | --endpoint),"
             f" make the plan again (zuka offboard {n}); the run stops at what it cannot see\n"
         )
     return 0 if result.ok else 1

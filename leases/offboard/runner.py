@@ -349,15 +349,33 @@ def _unseen(node: str, step: Step, look: Sighting) -> str:
                if step.driver == "manual" else "")
         )  # fmt: skip
     n, k = visible(node), visible(step.key, 200)
+    if step.driver == "manual":
+        return (
+            f"NOT FOUND: the node never answered{at} when zuka looked, so its release cannot be"
+            " told from a wrong address. Check the address; if it was released already:"
+            f" zuka offboard {n} --skip {k} --reason TEXT --confirm {n}"
+        )
+    kind = _KINDS.get(step.action, "KIND")
     return (
         f"NOT FOUND: {visible(step.target, 200)} was never seen to exist{at}, so it cannot be"
-        " called deleted. Check the ledger's id, region and account (a typo? another region?"
-        " fix it with zuka resource edit, then make the plan again); if it truly never"
+        " called deleted. A typo, another region or endpoint? Correct the record (zuka"
+        f" resource edit {n} --kind {kind} --id {visible(step.target, 200)} --new-id ID"
+        " | --region REGION | --endpoint URL), then make the plan again. If it truly never"
         f" existed: zuka offboard {n} --never-existed {k} --reason TEXT --confirm {n}"
     )
 
 
 _WHERE = ("account", "region", "endpoint", "host", "path")
+# The ledger's resource kind a destructive action deletes, to name in a correction.
+_KINDS = {
+    "delete-image": "image",
+    "delete-snapshot": "snapshot",
+    "delete-disk": "disk",
+    "delete-bucket": "bucket",
+    "empty-prefix": "bucket_prefix",
+    "shred": "scratch_path",
+    "revoke-key": "ssh_key",
+}
 
 
 async def _look(driver: Driver, step: Step) -> Sighting:

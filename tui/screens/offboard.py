@@ -287,7 +287,11 @@ async def inspect_job(
     for lk in result.looks:
         seen = lk.sighting
         what = ", ".join(f"{k} {v}" for k, v in seen.facts.items()) or seen.detail or seen.output
-        lines.append((lk.step.key, seen.exists, " · ".join([what, *lk.remarks])))
+        verdict = seen.exists
+        if verdict is False and not runner.must_be_seen(lk.step):
+            # A usual cache or history that is simply not there: nothing to clear, no fault.
+            verdict, what = None, "not there: nothing to clear"
+        lines.append((lk.step.key, verdict, " · ".join([what, *lk.remarks])))
     said = (
         "inspection: everything the plan deletes was seen (nothing was changed)"
         if result.ok

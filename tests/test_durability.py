@@ -60,6 +60,12 @@ class _Child:
     def kill_after(self, delay: float) -> str:
         """SIGKILL the child `delay` seconds after it opened the ledger; its stderr."""
         assert self.ready.wait(30), "the writer never opened the ledger"
+        # From its first committed write on (on a loaded machine the first may take longer
+        # than the delay): the kill lands amid the writes that follow.
+        deadline = time.monotonic() + 30
+        while not self.lines and self.proc.poll() is None:
+            assert time.monotonic() < deadline, "the writer committed nothing in 30 s"
+            time.sleep(0.005)
         time.sleep(delay)
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(10)

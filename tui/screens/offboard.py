@@ -457,12 +457,14 @@ class OffboardScreen(Screen[None]):
         detail = self.query_one("#offboard-detail", Static)
         step = self._selected()
         tz = self._config().billing.tz
-        lines = [] if step is None or self.stored is None else step_detail(self.stored, step, tz)
+        lines: list[str] = []
         if self.lines:
+            # First, and what failed first of all: the box shows its first lines only.
+            order = sorted(self.lines, key=lambda x: {False: 0, None: 1, True: 2}[x[1]])
             lines.append(f"{self.heading}:")
-            lines += [
-                f"{RECHECKED[ok]} {visible(k, 60)}  {visible(s, 120)}" for k, ok, s in self.lines
-            ]
+            lines += [f"{RECHECKED[ok]} {visible(k, 60)}  {visible(s, 120)}" for k, ok, s in order]
+        if step is not None and self.stored is not None:
+            lines += step_detail(self.stored, step, tz)
         if self.stored is not None:
             lines += [f"NOT deleted: {line}" for line in self.stored.plan.not_deleted()]
         # Line by line: visible() turns a newline inside any one of them into an escape.
@@ -605,14 +607,16 @@ class OffboardScreen(Screen[None]):
         if self.confirmed_hash == stored.hash:
             then(self.confirmed_as)
             return
-        deletes = sum(s.destructive for s in stored.plan.steps)
+        left = [s for s in stored.plan.steps if stored.state(s.key).state not in PASSED]
+        deletes = sum(s.destructive for s in left)
+        done = len(stored.plan.steps) - len(left)
         # Line by line: plain() shows a newline inside one string as an escape.
         prompt = Text("\n").join(
             plain(line, wrap=True)
             for line in (
                 f"Carry out offboarding plan {stored.id} (hash {stored.hash[:12]}) on"
-                f" {visible(self.node_name, 60)}: {len(stored.plan.steps)} steps, {deletes} of"
-                " them delete.",
+                f" {visible(self.node_name, 60)}: {len(left)} steps left, {deletes} of them"
+                " delete" + (f" ({done} passed already)." if done else "."),
                 f"Type the node's name, a space and the account's alias ({visible(self.alias, 60)})"
                 " to confirm:"
                 if self.alias

@@ -373,11 +373,13 @@ async def test_inspect_says_what_is_there_and_a_mistyped_path_is_not_found(node:
     (ckpt / "d").mkdir(parents=True)
     (ckpt / "a.bin").write_bytes(b"x" * 100)
     (ckpt / "d" / "b.bin").write_bytes(b"y" * 23)
+    os.utime(ckpt / "a.bin", (1796174114, 1796174114))
+    os.utime(ckpt / "d" / "b.bin", (1700000000, 1700000000))
     seen = await node.driver.inspect(shred_step(ckpt))
     assert seen.exists is True, seen
     assert seen.facts["files"] == "2" and seen.facts["bytes"] == "123"
     assert seen.facts["fstype"] and seen.facts["path"] == str(ckpt)
-    assert int(seen.facts["newest"]) > 0
+    assert seen.facts["newest"] == "2026-12-02T01:15:14Z"  # ISO 8601 UTC, as buckets say
     typo = await node.driver.inspect(shred_step(node.root / "ckpy"))
     assert typo.exists is False and "not found" in typo.detail
     (node.home / ".bash_history").write_text("ls\n")
@@ -498,20 +500,61 @@ async def test_a_name_on_the_node_cannot_change_what_the_shred_says(node: Node) 
 
 
 @needs_root
-@pytest.mark.xfail(
-    strict=True,
-    reason="not fixed (attacker review 2): the walker skips every .ssh directory in gone"
-    " mode, so files in one below a declared scratch path are never counted as left",
-)
 async def test_a_private_key_left_below_a_scratch_path_is_not_verified_gone(node: Node) -> None:
     """Found by the attacker review: /scratch/ckpt/sub/.ssh/id_ed25519 (a .ssh directory
-    that is no login's: no step handles it) is kept by the shred, and the read-back says
-    'no regular file left': the step is verified while a private key stays on the node."""
+    that is no login's: no step handles it) was kept by the shred, and the read-back said
+    'no regular file left': the step was verified while a private key stayed on the node.
+    Only the login's own ~/.ssh is spared now: any other .ssh is the lease's data."""
     ckpt = node.root / "ckpt"
-    (ckpt / "sub" / ".ssh").mkdir(parents=True)
-    (ckpt / "sub" / ".ssh" / "id_ed25519").write_bytes(b"PRIVATE KEY")
+    key = ckpt / "sub" / ".ssh" / "id_ed25519"
+    key.parent.mkdir(parents=True)
+    key.write_bytes(b"PRIVATE KEY")
     (ckpt / "a.bin").write_bytes(b"ours")
-    assert (await node.driver.run(shred_step(ckpt))).done
-    assert (ckpt / "sub" / ".ssh" / "id_ed25519").exists()
+    ran = await node.driver.run(shred_step(ckpt))
+    assert ran.done, ran
+    assert not key.exists() and "kept" not in ran.detail, ran.detail
+    assert (await node.driver.verify(shred_step(ckpt))).done
+    # One put back after the shred is left, never verified gone.
+    key.parent.mkdir(parents=True, exist_ok=True)
+    key.write_bytes(b"PRIVATE KEY")
     checked = await node.driver.verify(shred_step(ckpt))
     assert not checked.done, checked
+    assert f"left: {key}" in checked.output
+
+
+# -- zuka's own run directory on the node --------------------------------------------------
+
+
+async def test_the_revoke_step_removes_zukas_run_directory_and_a_rerun_makes_it_again(
+    node: Node,
+) -> None:
+    """~/.zuka-offboard (each job's pid, output and script) was left on the node: the
+    revoke step, the last that can still log in, removes it before the key goes."""
+    ckpt = node.root / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "a.bin").write_bytes(b"ours")
+    assert (await node.driver.run(shred_step(ckpt))).done
+    run_dir = node.home / ".zuka-offboard"
+    assert run_dir.is_dir()
+    revoke = revoke_step(node.base / "lab_key")
+    revoked = await node.driver.run(revoke)
+    assert revoked.done, revoked
+    assert not run_dir.exists(), list(run_dir.iterdir())
+    assert "removed zuka's run directory" in revoked.output
+    # A rerun (the session is still open) makes it again, and a revoke with the key
+    # already gone still removes it.
+    (ckpt / "b.bin").write_bytes(b"ours")
+    assert (await node.driver.run(shred_step(ckpt))).done
+    assert run_dir.is_dir() and not (ckpt / "b.bin").exists()
+    again = await node.driver.run(revoke)
+    assert again.done and "in none of" in again.detail, again
+    assert not run_dir.exists()
+
+
+async def test_a_run_directory_that_is_a_link_is_not_followed_by_the_revoke(node: Node) -> None:
+    elsewhere = node.outside / "kept"
+    elsewhere.mkdir()
+    (elsewhere / "x").write_text("not zuka's")
+    (node.home / ".zuka-offboard").symlink_to(elsewhere)
+    assert (await node.driver.run(revoke_step(node.base / "lab_key"))).done
+    assert (elsewhere / "x").read_text() == "not zuka's"

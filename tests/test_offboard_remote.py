@@ -42,6 +42,7 @@ from leases.offboard.plan import Plan
 from leases.offboard.remote import (
     LoginAttempt,
     RemoteDriver,
+    fallback,
     fresh_login,
     gone_script,
     login_refused,
@@ -717,25 +718,39 @@ async def test_a_keys_file_longer_than_zuka_reads_is_not_called_clean(lab: Lab) 
         assert not outcome.done and "not read" in outcome.detail, outcome
 
 
-def test_an_ssh_directory_under_a_declared_path_is_kept(tmp_path: Path) -> None:
-    """A declared path that holds someone's home: its .ssh (the platform's key, the lab's
-    key with its own revoke-and-prove step) is never shredded with the scratch."""
+@pytest.mark.parametrize("python3", [True, False], ids=["walker", "no-python3"])
+def test_only_the_logins_own_ssh_directory_under_a_declared_path_is_kept(
+    tmp_path: Path, python3: bool
+) -> None:
+    """A declared path that holds the login's home: its ~/.ssh (authorized_keys is how zuka
+    logs in until the revoke step, the last) is kept, and said. Any other .ssh in it (a
+    copied home, a private key in a checkpoint folder) is the lease's data: shredded."""
     root = tmp_path / "scratch"
     home = root / "home"
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "authorized_keys").write_text("ssh-ed25519 AAAA platform\n")
+    other = home / "proj" / ".ssh" / "id_ed25519"
+    other.parent.mkdir(parents=True)
+    other.write_text("PRIVATE KEY")
     (home / "run.log").write_text("ours")
-    done = subprocess.run(
-        ["sh", "-c", shred_script(str(home), (str(root),))], capture_output=True, text=True
-    )
+    env = {**os.environ, "HOME": str(home)}
+
+    def run(script: str) -> subprocess.CompletedProcess[str]:
+        script = script if python3 else fallback(script)
+        return subprocess.run(["sh", "-c", script], capture_output=True, text=True, env=env)
+
+    done = run(shred_script(str(home), (str(root),)))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "kept (keys have their own step)" in done.stdout
-    assert not (home / "run.log").exists()
+    assert f"kept (the login's own ~/.ssh): {home}/.ssh" in done.stdout
+    assert not (home / "run.log").exists() and not other.exists()
+    assert not other.parent.exists()
     assert (home / ".ssh" / "authorized_keys").read_text() == "ssh-ed25519 AAAA platform\n"
-    gone = subprocess.run(
-        ["sh", "-c", gone_script(str(home), (str(root),))], capture_output=True, text=True
-    )
-    assert gone.returncode == 0, gone.stdout
+    gone = run(gone_script(str(home), (str(root),)))
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    other.parent.mkdir(parents=True)
+    other.write_text("PRIVATE KEY")
+    left = run(gone_script(str(home), (str(root),)))
+    assert left.returncode == 1 and "id_ed25519" in left.stdout, left.stdout + left.stderr
 
 
 def test_a_node_path_with_an_empty_entry_still_shreds(tmp_path: Path) -> None:
@@ -759,7 +774,7 @@ def test_a_path_inside_another_says_so_and_the_plan_names_what_it_will_not_delet
     inner = next(s for s in steps if s.key == "shred:/root/autodl-tmp/ckpt")
     assert "inside /root/autodl-tmp, shredded by that step first" in inner.describe
     outer = next(s for s in steps if s.key == "shred:/root/autodl-tmp")
-    assert "inside" not in outer.describe
+    assert "(inside " not in outer.describe
     plan = Plan(node_id=1, node="gpu1", lease_id=1, steps=tuple(steps))
     (kept,) = plan.not_deleted()
     assert kept.startswith("/root/autodl-fs: shared storage that outlives the instance")
@@ -768,10 +783,96 @@ def test_a_path_inside_another_says_so_and_the_plan_names_what_it_will_not_delet
 
 def test_the_revoke_step_says_which_key_in_words() -> None:
     revoke = next(s for s in plan_remote(facts()) if s.action == "revoke-key")
-    assert "(the lines of ~/.ssh/authorized_keys holding the public key of /keys/lab" in (
-        revoke.describe
-    )
+    assert "holding the public key of /keys/lab" in revoke.describe
     fp = "SHA256:" + "A" * 43
     key = Resource(lease_id=1, kind=ResourceKind.SSH_KEY, native_id=fp, id=9)
     revoke = next(s for s in plan_remote(facts(key)) if s.action == "revoke-key")
-    assert f"holding the public key {fp})" in revoke.describe
+    assert f"holding the public key {fp}" in revoke.describe
+
+
+def test_each_ssh_step_says_what_really_runs_on_the_node() -> None:
+    """A person confirms what the plan says: the shred step said `find ... -execdir shred`
+    while the walker (nodewalk.py) ran, and the revoke step named authorized_keys only
+    while every keys file sshd reads was rewritten. The evidence repeats these words."""
+    steps = plan_remote(facts(scratch("/root/autodl-tmp/ckpt")))
+    shred = next(s for s in steps if s.key == "shred:/root/autodl-tmp")
+    clear = next(s for s in steps if s.key == "clear:~/.bash_history")
+    for step in (shred, clear):
+        for rule in (
+            "python3",
+            "no link followed",
+            "a file written only if it is the file listed",
+            "hard-linked files only unlinked",
+            "mounts inside refused",
+            "the login's own ~/.ssh kept",
+            "without python3",
+        ):
+            assert rule in step.describe, (step.key, rule, step.describe)
+        assert "\n" not in step.describe
+    assert shred.describe.startswith("shred -n 1 -z and unlink each regular file in /root/")
+    assert "'~'/.bash_history" in clear.describe or "~/.bash_history" in clear.describe
+    revoke = next(s for s in steps if s.action == "revoke-key")
+    for words in ("authorized_keys2", "AuthorizedKeysFile", "every keys file sshd reads"):
+        assert words in revoke.describe, (words, revoke.describe)
+    assert "removes ~/.zuka-offboard" in revoke.describe
+
+
+def test_the_usual_shell_histories_are_cleared() -> None:
+    """ash, ksh and busybox shells write ~/.sh_history or ~/.ash_history; fish, node,
+    redis-cli their own. Only well-known names: each is one more step in every plan."""
+    for rel in (
+        ".sh_history",
+        ".ash_history",
+        ".local/share/fish/fish_history",
+        ".node_repl_history",
+        ".rediscli_history",
+    ):
+        assert rel in presets.HISTORIES
+    keys = {s.key for s in plan_remote(facts())}
+    assert {"clear:~/.sh_history", "clear:~/.ash_history"} <= keys
+
+
+async def test_an_ash_and_a_fish_history_are_shredded(lab: Lab) -> None:
+    (lab.home / ".ash_history").write_text("export HF_TOKEN=hf_secret\n")
+    fish = lab.home / ".local" / "share" / "fish" / "fish_history"
+    fish.parent.mkdir(parents=True)
+    fish.write_text("- cmd: export HF_TOKEN=hf_secret\n")
+    for rel in (".ash_history", ".local/share/fish/fish_history"):
+        step = shred_step(rel, "clear")
+        assert (await lab.driver.run(step)).done
+        assert (await lab.driver.verify(step)).done
+    assert not (lab.home / ".ash_history").exists() and not fish.exists()
+
+
+async def inspect_handler(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
+    newest = "99999999999999999999" if "hostile" in str(process.command) else "1796174114"
+    process.stdout.write(f"exists yes\nfiles 1\nbytes 5\nnewest {newest}\n")
+    process.exit(0)
+
+
+async def test_inspect_gives_the_newest_file_as_iso_utc(keys: TestKeys, tmp_path: Path) -> None:
+    """--inspect printed `newest 1796174114` for node files (epoch seconds) while buckets
+    said an ISO date; a number no date can hold is shown as it came, made visible."""
+    async with FakeNode(keys, handler=inspect_handler) as node:
+        session = NodeSession(node.as_node("gpu1"), node_options(keys, tmp_path, [node]))
+
+        async def refused(step: Step) -> LoginAttempt:
+            return LoginAttempt(False, "")
+
+        driver = RemoteDriver(session, roots=("/data",), login=refused)
+        try:
+            seen = await driver.inspect(shred_step("/data/x"))
+            odd = await driver.inspect(shred_step("/data/hostile"))
+        finally:
+            await session.close()
+    assert seen.exists and seen.facts["newest"] == "2026-12-02T01:15:14Z", seen
+    assert odd.exists and odd.facts["newest"] == "99999999999999999999", odd
+
+
+def test_the_simulated_node_answers_the_run_directory_removal() -> None:
+    """zuka demo's nodes: the revoke step's first script gets a plain answer."""
+    from leases.offboard.remote import _RUN_DIR_GONE
+    from leases.sim.offboard import answer_script
+
+    said = answer_script(SimNode("gpu1", "A100"), _RUN_DIR_GONE)
+    assert said is not None and said.stdout == "no run directory of zuka's left\n"

@@ -15,6 +15,11 @@ run ends not done (exit CHANGED). The overwrite is GNU shred's own, given the op
 never entered: a mount at or below a declared path of its own step is that step's; any
 other is named and the run ends not done (exit MOUNTED).
 
+The one directory spared is the login's own ~/.ssh (as sshd reads it, links followed): its
+authorized_keys is how zuka logs in until the revoke step, which comes last. Any other
+.ssh below a declared path (a copied home, a key beside a checkpoint) is the lease's data,
+shredded like the rest and, when still there, counted as left.
+
     python3 - MODE PATH SKIPDIR [OWN_STEP_PATH ...] < nodewalk.py
 
 MODE: shred | gone | inspect. SKIPDIR: zuka's own run directory on the node ("" none).
@@ -36,6 +41,7 @@ FAILED = 5
 MOUNTED = 8
 CHANGED = 9
 _LISTED = 50
+KEPT = "kept (the login's own ~/.ssh)"
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _FILE_FLAGS = (
@@ -47,14 +53,9 @@ class Walk:
     def __init__(self, mode: str, top: str, skip: str, own: "list[str]") -> None:
         self.mode = mode
         self.top = top
-        self.skip = None  # type: object
-        if skip:
-            try:
-                st = os.stat(skip)
-                self.skip = (st.st_dev, st.st_ino)
-            except OSError:
-                pass
+        self.skip = _identity(skip)
         self.own = own
+        self.keys = _identity(os.path.join(os.environ.get("HOME", ""), ".ssh"))
         self.mounts = _mount_points()
         self.dev = 0
         self.counts = {"files": 0, "bytes": 0, "newest": 0, "shredded": 0}
@@ -97,9 +98,9 @@ class Walk:
                 self.say("left", full)  # a symbolic link, fifo, socket: never followed
 
     def directory(self, dfd: int, name: str, full: str, st: os.stat_result) -> None:
-        if name == ".ssh":
-            if self.mode == "shred":
-                self.say("kept (keys have their own step)", full)
+        if self.keys == (st.st_dev, st.st_ino):
+            # Named in every mode (the read-back says it was not looked at).
+            self.say(KEPT, full)
             return
         if self.skip == (st.st_dev, st.st_ino):
             return  # zuka's own run files
@@ -199,6 +200,17 @@ class Walk:
                 self.counts["shredded"] += 1
         finally:
             os.close(fd)
+
+
+def _identity(path: str) -> "tuple[int, int] | None":
+    """(device, inode) of a directory that exists ("" or none: None)."""
+    if not path.startswith("/"):
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
 def _mount_points() -> "set[str]":

@@ -74,9 +74,18 @@ _UNKNOWN = Preset("no provider", note="no provider recorded: only [offboard] scr
 
 # In the login user's home: shell and tool histories, then caches, then credentials the
 # lab put there (tokens for model hubs, object stores, git, experiment trackers).
+# Shells: bash, zsh (and prezto's .zhistory), ksh and busybox/Alpine ash (.sh_history,
+# .ash_history), fish; then REPLs and database clients. Only names these tools write by
+# default (macOS Terminal's .bash_sessions and .zsh_sessions are not on a Linux node).
 HISTORIES: tuple[str, ...] = (
     ".bash_history",
     ".zsh_history",
+    ".zhistory",
+    ".sh_history",
+    ".ash_history",
+    ".local/share/fish/fish_history",
+    ".node_repl_history",
+    ".rediscli_history",
     ".python_history",
     ".lesshst",
     ".viminfo",

@@ -3,15 +3,18 @@
 In order: GPU processes still running (the checklist waits for the user's consent when
 any are), each declared path's file-system facts (with where shred cannot guarantee
 erasure), shred of the declared scratch paths file by file, the declared histories, caches
-and credentials in the login user's home, the lab's key out of authorized_keys (the last
-SSH step), and a fresh login with that key refused (the proof).
+and credentials in the login user's home, the lab's key out of every keys file sshd reads
+and zuka's run directory off the node (the last SSH step), and a fresh login with that key
+refused (the proof).
 
 Every value that reaches a command is checked at its one entry (leases.offboard.paths,
-authkeys) and quoted, after `--`; the node's own names never come back into a command:
-find hands them to shred as arguments on the node itself, with no shell in between, and
-never follows a symbolic link (-P) nor crosses into another file system (-xdev); a path
-with a bind mount of its own file system inside (which -xdev cannot see) is refused. What the
-node prints is evidence, kept as it came; shown to a person only through `visible`.
+authkeys) and quoted, after `--`; the node's own names never come back into a command.
+Shred and read-back run zuka's walker (nodewalk.py) with the node's python3: it never
+follows a link, writes a file only if it is the one listed, only unlinks a hard-linked
+file, refuses mounts inside, and spares only the login's own ~/.ssh. Without python3, find
+-P -xdev hands names to shred on the node itself, only where no other user may rename
+anything. What the node prints is evidence, kept as it came; shown to a person only
+through `visible`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import dataclasses
 import hashlib
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -30,6 +34,7 @@ from leases import nvsmi
 from leases.errors import InputError
 from leases.models import Node, NodeHealth, ResourceKind
 from leases.offboard import authkeys, erasure, paths, presets
+from leases.offboard.nodewalk import KEPT as _KEPT
 from leases.offboard.steps import Outcome, Phase, PlanInput, Sighting, Step, params
 from leases.ssh import CommandResult, NodeSession, SshError, SshOptions
 from leases.textsafe import visible
@@ -152,8 +157,9 @@ def plan_remote(facts: PlanInput) -> list[Step]:
                 action="shred",
                 target=path,
                 destructive=True,
-                describe=f"find -P {paths.quoted(path)} -xdev -type f -execdir shred -n 1 -z -u "
-                "-- {} + (symbolic links refused, never followed)" + inside,
+                describe=f"shred -n 1 -z and unlink each regular file in {paths.quoted(path)} "
+                + _WALK_RULES
+                + inside,
                 params=params(
                     path=path,
                     root=paths.root_of(path, roots),
@@ -171,12 +177,23 @@ def plan_remote(facts: PlanInput) -> list[Step]:
                 action="clear",
                 target=f"~/{rel}",
                 destructive=True,
-                describe=f"shred -n 1 -z -u -- {paths.home_word(rel)} (file by file)",
+                describe=f"shred -n 1 -z and unlink ~/{paths.check_home_entry(rel)} (each "
+                f"regular file in it) {_WALK_RULES}; on network storage, asks first",
                 params=params(home=rel),
             )
         )
     steps += _key_steps(facts)
     return steps
+
+
+# What the walker (nodewalk.py) promises, in the words of each step that runs it: the plan
+# a person confirms says what runs, not a find command that would not.
+_WALK_RULES = (
+    "by zuka's walker (python3 on the node): no link followed, a file written only if it is "
+    "the file listed, hard-linked files only unlinked, mounts inside refused, the login's own "
+    "~/.ssh kept; without python3, find -P -xdev -execdir shred, only where no other user "
+    "may rename"
+)
 
 
 def scratch_roots(facts: PlanInput) -> tuple[str, ...]:
@@ -200,7 +217,6 @@ def _key_steps(facts: PlanInput) -> list[Step]:
     if not keys:
         keys.append(("", key_path, None))
     keys_file = presets.KEYS_FILE
-    where = paths.home_word(keys_file, keys=True)
     steps = []
     for fp, path, res_id in keys:
         # A fingerprint in full is a random-looking word: in a step's key it would reach the
@@ -214,8 +230,10 @@ def _key_steps(facts: PlanInput) -> list[Step]:
                 action="revoke-key",
                 target=fp or name,
                 destructive=True,
-                describe=f"grep -v -F -e KEY -- {where} > TMP; mv -f -- TMP {where} (the"
-                f" lines of ~/{keys_file} holding {_holder(fp, path)})",
+                describe=f"remove the lines holding {_holder(fp, path)} from every keys "
+                f"file sshd reads (~/{keys_file}, authorized_keys2, sshd's AuthorizedKeysFile)"
+                ", each rewritten by a file beside it and mv, links refused; first removes "
+                "~/.zuka-offboard (zuka's run files)",
                 params=params(fingerprint=fp, key_path=path, keys_file=keys_file),
                 resource_id=res_id,
             )
@@ -279,9 +297,15 @@ def _home(rel: str) -> str:
     return _home_dir() + _guard('"$h"/' + paths.quoted(paths.check_home_entry(rel)))
 
 
-# find's words that skip every .ssh directory below the path (and all in it), and zuka's
-# own run directory on the node (by inode: $wi is set by remote_job, 0 otherwise).
-_NOT_SSH = '\\( -name .ssh -type d -o -type d -inum "${wi:-0}" \\) -prune -o'
+# The login's own ~/.ssh is the one directory spared (as the walker does, and why): $ki is
+# its inode when it lies on the path's file system (find -xdev stays on it), else 0.
+_LOGIN_SSH = (
+    'ki=0; if [ -d "${HOME:-}/.ssh" ] && [ "$(stat -L -c %d -- "$HOME/.ssh")" = '
+    '"$(stat -L -c %d -- "$p")" ]; then ki=$(stat -L -c %i -- "$HOME/.ssh"); fi\n'
+)
+# find's words that skip the login's own ~/.ssh and zuka's own run directory on the node
+# (by inode: $wi is set by remote_job, 0 otherwise), and all in them.
+_NOT_SSH = '\\( -type d -inum "$ki" -o -type d -inum "${wi:-0}" \\) -prune -o'
 
 # Other file systems (and bind mounts, which find -xdev cannot tell from a directory)
 # mounted strictly inside the path: refused, named, unless at or below a declared path of
@@ -355,13 +379,14 @@ _SHRED_BODY = (
     # relative entry): keep only absolute entries.
     'PATH=$(printf "%s" "$PATH" | tr ":" "\\n" | grep "^/" | paste -s -d ":" -)\n'
     '[ -n "$PATH" ] || PATH=/usr/bin:/bin\n'
-    # An .ssh directory below (someone's home) is kept: keys have their own step.
-    f"find -P . -xdev {_NOT_SSH} -type f -links 1 -execdir shred -n 1 -z -u -- {{}} +; s=$?\n"
+    # Every other .ssh below is the lease's data, shredded like the rest.
+    + _LOGIN_SSH
+    + f"find -P . -xdev {_NOT_SSH} -type f -links 1 -execdir shred -n 1 -z -u -- {{}} +; s=$?\n"
     f"find -P . -xdev {_NOT_SSH} -type f -links +1 -print -execdir rm -f -- {{}} + "
     '| sed "s/^/unlinked only: /"\n'
     f"find -P . -xdev -mindepth 1 {_NOT_SSH} -depth -type d -empty -delete\n"
-    "find -P . -xdev -mindepth 1 -name .ssh -type d -print -prune "
-    '| sed "s/^/kept (keys have their own step): /"\n'
+    'find -P "$PWD" -xdev -mindepth 1 -type d -inum "$ki" -print -prune '
+    f'| sed "s|^|{_KEPT}: |"\n'
     f"find -P . -xdev -mindepth 1 {_NOT_SSH} ! -type d -print | head -n {_LISTED} "
     '| sed "s/^/left: /"\n'
     f"[ $s = 0 ] || exit {_FAILED}\n"
@@ -373,6 +398,9 @@ _GONE_BODY = (
     + _MOUNTS
     + _walk("gone")
     + f'cd -P -- "$p" || exit {_FAILED}\n'
+    + _LOGIN_SSH
+    + 'find -P "$PWD" -xdev -mindepth 1 -type d -inum "$ki" -print -prune '
+    f'| sed "s|^|{_KEPT}: |"\n'
     f"left=$( {{ find -P . -xdev {_NOT_SSH} -type f -print || "
     'echo "find could not look everywhere"; } '
     f"| head -n {_LISTED})\n"
@@ -392,7 +420,9 @@ _INSPECT_BODY = (
     'P="$p/" awk \'index($5, ENVIRON["P"]) == 1 { print "mounted inside: " $5 }\' '
     "/proc/self/mountinfo 2>/dev/null | head -n 50\n"
     + _walk("inspect")
-    + 'find -P "$p" -xdev \\( -type f -exec stat -c "f %s %Y" -- {} + \\) -o \\( -type d '
+    + _LOGIN_SSH
+    + f'find -P "$p" -xdev {_NOT_SSH} \\( -type f -exec stat -c "f %s %Y" -- {{}} + \\) '
+    "-o \\( -type d "
     '! -readable -printf "u\\n" \\) 2>/dev/null | awk \'$1 == "f" { n++; b += $2; '
     'if ($3 > m) m = $3 } $1 == "u" { u = 1 } END { printf "files %d\\nbytes %.0f\\n'
     'newest %d\\n", n, b, m; if (u) print "partial: some directories could not be read" }\'\n'
@@ -506,6 +536,20 @@ def remote_job(tag: str, body: str) -> str:
         'cat -- "$t.out" && rm -f -- "$t.pid" "$t.out" "$t.rc" "$t.sh"\n'
         "exit $s\n"
     )
+
+
+# zuka's run directory off the node (remote_job's ~/.zuka-offboard): only a directory the
+# login user owns; a link there is not zuka's and is left, never followed (rm -r does not
+# follow links inside). Never fails the revoke: the lab's key going matters more.
+_RUN_DIR_GONE = (
+    'w="${HOME:-}/.zuka-offboard"\n'
+    'case "$w" in /?*) ;; *) echo "no home directory: no run directory"; exit 0 ;; esac\n'
+    'if [ -L "$w" ]; then echo "left: $w is a symbolic link, not zuka\'s"; exit 0; fi\n'
+    'if [ ! -e "$w" ]; then echo "no run directory of zuka\'s left"; exit 0; fi\n'
+    'if [ -d "$w" ] && [ -O "$w" ]; then rm -rf -- "$w"; fi\n'
+    'if [ -e "$w" ]; then echo "could not remove zuka\'s run directory $w"; exit 1; fi\n'
+    'echo "removed zuka\'s run directory $w"\n'
+)
 
 
 def _shared_home_check() -> str:
@@ -777,8 +821,12 @@ class RemoteDriver:
             word, _, rest = line.partition(" ")
             if word == "exists":
                 exists = {"yes": True, "no": False}.get(rest)
-            elif word in ("files", "bytes", "newest"):
+            elif word in ("files", "bytes"):
                 facts[word] = visible(rest, 40)
+            elif word == "newest":
+                facts[word] = _iso_utc(rest)
+            elif line.startswith(_KEPT + ": "):
+                facts["kept"] = visible(line[len(_KEPT) + 2 :], 300)
             elif word == "fs":
                 fstype, _, more = rest.partition(" ")
                 facts["fstype"] = visible(fstype, 80)
@@ -842,9 +890,16 @@ class RemoteDriver:
 
     async def _revoke(self, step: Step, *, verify: bool) -> Outcome:
         fp = await self._fingerprint(step)
+        cleaned = ""
+        if not verify:
+            # The last step that can still log in: zuka's run directory goes before the
+            # key does. A rerun's first job makes it again (remote_job's mkdir -p).
+            gone = await self.session.run(_RUN_DIR_GONE)
+            cleaned = _evidence(gone)[-4096:] + "\n"
         listed, files = await self._keys_files(step)
         if not listed.ok or not files:
-            return Outcome(False, _evidence(listed), "cannot read the authorized keys files")
+            words = "cannot read the authorized keys files"
+            return Outcome(False, cleaned + _evidence(listed), words)
         # The step's words never hold the fingerprint: they end up in the ledger's notes,
         # where a random-looking word is refused as a secret (the facts keep it).
         facts = {"fingerprint": fp, "keys_files": " ".join(visible(n, 200) for n, _ in files)}
@@ -861,16 +916,18 @@ class RemoteDriver:
                 blobs += [b for b in found.blobs if b not in blobs]
         names = ", ".join(visible(n, 200) for n, _ in files)
         if not holding:
-            return Outcome(True, _evidence(listed), f"the key is in none of {names}", facts)
+            words = f"the key is in none of {names}"
+            return Outcome(True, cleaned + _evidence(listed), words, facts)
         if verify:
             words = f"the key is still in {', '.join(holding)}"
             return Outcome(False, _evidence(listed), words, facts)
         result = await self.session.run(revoke_script(step.param("keys_file"), blobs))
         if not result.ok:
             why = _WHY.get(result.exit_status or 0, "not done")
-            return Outcome(False, _evidence(result), f"{', '.join(holding)}: {why}", facts)
+            words = f"{', '.join(holding)}: {why}"
+            return Outcome(False, cleaned + _evidence(result), words, facts)
         words = f"the key's lines removed from {', '.join(holding)}"
-        return Outcome(True, _evidence(result), words, facts)
+        return Outcome(True, cleaned + _evidence(result), words, facts)
 
     async def _prove(self, step: Step) -> Outcome:
         attempt = await self.login(step)
@@ -890,6 +947,18 @@ def _inside(step: Step) -> list[str]:
     return [x for x in step.param("inside").split("\n") if x]
 
 
+def _iso_utc(seconds: str) -> str:
+    """A node's epoch seconds as buckets give times (ISO 8601 UTC); "" for no file (0);
+    anything else as it came, made visible."""
+    if seconds == "0":
+        return ""
+    try:
+        at = datetime.fromtimestamp(int(seconds), UTC)
+    except (ValueError, OverflowError, OSError):
+        return visible(seconds, 40)
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _lines(text: str) -> list[str]:
     """The node's output, a line per '\n' only: str.splitlines also ends a line at \r,
     \f, \x85, \u2028..., which a file name on the node may hold (a FIFO named
@@ -903,15 +972,21 @@ def _done_words(stdout: str, verify: bool) -> str:
         return "not there: nothing left" if verify else "already gone"
     left = sum(1 for line in _lines(stdout) if line.startswith("left: "))
     unlinked = sum(1 for line in _lines(stdout) if line.startswith("unlinked only"))
+    kept = any(line.startswith(_KEPT + ": ") for line in _lines(stdout))
     if verify:
-        return "no regular file left"
+        # The login's own ~/.ssh was not looked at: said, never hidden in "nothing left".
+        return "no regular file left" + (
+            "; the login's own ~/.ssh kept, not looked at (the lab's key has its own step)"
+            if kept
+            else ""
+        )
     words = "shredded file by file"
     if unlinked:
         words += f"; {unlinked} with other hard links unlinked, not overwritten"
     if left:
         words += f"; {left} symbolic link(s) or special file(s) left in place, never followed"
-    if any(line.startswith("kept (keys") for line in _lines(stdout)):
-        words += "; .ssh directories kept (keys have their own step)"
+    if kept:
+        words += "; the login's own ~/.ssh kept (zuka logs in with it until the revoke step)"
     return words
 
 

@@ -62,6 +62,8 @@ def answer_script(node: SimNode, command: str) -> Script | None:
         command = job.group(1)  # remote_job's body: the sim has no processes to manage
     lines = command.split("\n")
     first = lines[0]
+    if first == 'w="${HOME:-}/.zuka-offboard"' and "rm -rf" in command:
+        return Script("no run directory of zuka's left\n", "", 0)  # remote_job keeps none
     if first.startswith("t=") and "findmnt" in command:
         return _facts(_word(first[2:]))
     if first.startswith("set -- ") and "authorizedkeysfile" in command:

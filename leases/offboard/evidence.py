@@ -502,6 +502,29 @@ def progress(ledger: Ledger) -> dict[int, Progress]:
     return found
 
 
+# What names a resource: a change to any of these is a correction, not a mark.
+_IDENTITY = ("kind", "native_id", "region", "endpoint")
+
+
+def _corrected_since(conn: sqlite3.Connection, resource_id: int, plan_id: int) -> bool:
+    """Whether the resource's record changed what it names (kind, id, region, endpoint)
+    after the plan's own chained entry: the plan was made from what it named before."""
+    planned = conn.execute(
+        "SELECT min(id) FROM audit WHERE entity = ? AND entity_id = ? AND action = 'offboard.plan'",
+        [ENTITY, plan_id],
+    ).fetchone()[0]
+    for before, after in conn.execute(
+        "SELECT before, after FROM audit WHERE entity = 'resource' AND entity_id = ? AND id > ?",
+        [resource_id, planned or 0],
+    ):
+        old, new = _json(before or "null"), _json(after or "null")
+        if not isinstance(old, dict) or not isinstance(new, dict):
+            return True  # added or deleted since: not the row the plan named
+        if any(old.get(k) != new.get(k) for k in _IDENTITY):
+            return True
+    return False
+
+
 def _mark_resource(
     ledger: Ledger,
     conn: sqlite3.Connection,
@@ -516,7 +539,10 @@ def _mark_resource(
     if not found:
         return  # deleted from the ledger since: the evidence stands on its own
     res, before = found[0]
-    if res.verified_at is not None:
+    if res.verified_at is not None or _corrected_since(conn, resource_id, stored.id):
+        # A correction (resource edit --new-id/--region/--endpoint) made after this plan
+        # was: the row names another thing now, which this step neither deleted nor read
+        # back. The evidence stands on its own; the row is not marked.
         return
     tz = fields.timezone(
         ledger.conn.execute(

@@ -253,10 +253,11 @@ def _left(r: Resource, lease: Lease, why: str, kept: str = "") -> Left:
 
 
 def _verified_on_chain(ledger: Ledger, verified: list[Resource]) -> set[int]:
-    """The ids of these resources whose "verified" the audit chain bears out: the last
-    intact entry of that resource (its edit by hand or by an offboarding, an undo or a redo
-    of one) holds the very verified_at the row holds. A row marked verified in SQLite
-    behind zuka's back, or by an imported file, is not."""
+    """The ids of these resources whose "verified" the audit chain bears out: the entry
+    that last changed the resource's verified_at (its edit by hand or by an offboarding,
+    an undo or a redo of one) is intact, changed a record that was there before, and set
+    the very verified_at the row holds. A row marked verified in SQLite behind zuka's back,
+    or recorded so when it was added (an imported file's word, `resource.add`), is not."""
     if not verified:
         return set()
     want = {r.id: r.verified_at for r in verified if r.id is not None}
@@ -265,19 +266,27 @@ def _verified_on_chain(ledger: Ledger, verified: list[Resource]) -> set[int]:
         f"SELECT * FROM audit WHERE entity = 'resource' AND entity_id IN ({marks}) ORDER BY id",
         list(want),
     )
-    last = {int(row["entity_id"]): row for row in rows}
-    proven: set[int] = set()
-    for rid, row in last.items():
-        if row["hash"] != auditchain.entry_hash(row, str(row["prev_hash"])):
-            continue
+    proof: dict[int, datetime | None] = {}
+    for row in rows:
+        rid = int(row["entity_id"])
         try:
+            before = json.loads(row["before"] or "null")
             after = json.loads(row["after"] or "null")
-            at = datetime.fromisoformat(str(after["verified_at"]))
+            now = None if after is None else after["verified_at"]
+            then = None if before is None else before["verified_at"]
         except (ValueError, TypeError, KeyError):
+            proof[rid] = None
             continue
-        if want.get(rid) == at:
-            proven.add(rid)
-    return proven
+        intact = row["hash"] == auditchain.entry_hash(row, str(row["prev_hash"]))
+        if before is None or not intact:
+            # Added (or put back) as it came: whatever verified_at it holds is its word.
+            proof[rid] = None
+        elif now != then:
+            try:
+                proof[rid] = None if now is None else datetime.fromisoformat(str(now))
+            except ValueError:
+                proof[rid] = None
+    return {rid for rid, at in proof.items() if at is not None and want.get(rid) == at}
 
 
 def facts_for(

@@ -216,3 +216,18 @@ def test_a_mistyped_scratch_path_is_found_by_inspect_and_corrected_by_resource_e
     assert "files 1" in again.out and "NOT FOUND" not in again.out
     assert again.code == 0
     assert (scratch / "run1" / "ckpt.bin").exists()  # looked at, nothing changed
+
+
+async def test_a_release_never_seen_is_skipped_with_a_reason_never_said_never_existed(
+    fleet: Path,  # noqa: F811
+    ledger_path: Path,
+) -> None:
+    """An instance exists by the lease itself: a node that did not answer the first look
+    (an unreachable address reads the same) is no proof it never existed."""
+    (fleet / "released").touch()
+    with Ledger.open(ledger_path) as ledger:
+        _plan(ledger)
+        result = await _run(ledger, fleet)
+        assert result.stopped_at == "manual:release-instance"
+        with pytest.raises(InputError, match="only a step that deletes a resource"):
+            runner.never_existed(ledger, result.stored, "manual:release-instance", "gone")

@@ -474,10 +474,11 @@ def never_existed(ledger: Ledger, stored: StoredPlan, key: str, reason: str) -> 
     with run_lock(ledger, stored.plan.node):
         stored = evidence.load(ledger, stored.id)
         step = stored.plan.step(key)
-        if not must_be_seen(step):
+        if not must_be_seen(step) or step.resource_id is None:
             raise InputError(
-                "never-existed", key, "only a step that deletes a recorded resource or"
-                " releases the instance can be said never to have existed",
+                "never-existed", key, "only a step that deletes a resource the ledger records"
+                " can be said never to have existed (a console step zuka cannot see done is"
+                " skipped, with a reason)",
             )  # fmt: skip
         if not reason.strip():
             raise InputError("reason", reason, f"--never-existed {key} needs --reason TEXT")

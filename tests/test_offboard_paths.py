@@ -275,3 +275,26 @@ def test_find_key_reads_lines_and_options_as_sshd_does() -> None:
     ]:
         found = authkeys.find_key(line + "\n" + _pub(theirs), fp)
         assert found.blobs == (blob,), repr(line)
+
+
+@pytest.mark.parametrize(
+    ("rel", "ok"),
+    [
+        (".ssh/id_ed25519", True),
+        (".ssh/id_rsa", True),
+        (".ssh/id_ecdsa_sk", True),
+        (".ssh/authorized_keys", False),  # the lab's key: the revoke step's, never cleared
+        (".ssh", False),
+        (".ssh/config", False),
+        (".ssh/id_ed25519.pub", False),
+        (".ssh/sub/id_rsa", False),
+    ],
+)
+def test_only_private_key_files_are_cleared_under_the_logins_ssh(rel: str, ok: bool) -> None:
+    from leases.offboard.paths import check_home_entry
+
+    if ok:
+        assert check_home_entry(rel) == rel
+    else:
+        with pytest.raises(InputError, match=r"\.ssh directory is not a cache"):
+            check_home_entry(rel)

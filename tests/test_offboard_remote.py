@@ -876,3 +876,23 @@ def test_the_simulated_node_answers_the_run_directory_removal() -> None:
 
     said = answer_script(SimNode("gpu1", "A100"), _RUN_DIR_GONE)
     assert said is not None and said.stdout == "no run directory of zuka's left\n"
+
+
+async def test_private_keys_in_the_logins_own_ssh_are_shredded_and_its_login_kept(lab: Lab) -> None:
+    """The login's own ~/.ssh is spared as a directory (zuka logs in through its
+    authorized_keys until the revoke, the last SSH step), but the private keys the lab put
+    there are cleared one by one."""
+    ssh = lab.home / ".ssh"
+    ssh.mkdir(exist_ok=True)
+    (ssh / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nlab\n")
+    keys_before = (
+        (ssh / "authorized_keys").read_text() if (ssh / "authorized_keys").exists() else None
+    )
+    assert "clear:~/.ssh/id_ed25519" in {s.key for s in plan_remote(facts())}
+    step = shred_step(".ssh/id_ed25519", "clear")
+    assert (await lab.driver.inspect(step)).exists is True
+    assert (await lab.driver.run(step)).done
+    assert (await lab.driver.verify(step)).done
+    assert not (ssh / "id_ed25519").exists() and ssh.is_dir()
+    after = (ssh / "authorized_keys").read_text() if (ssh / "authorized_keys").exists() else None
+    assert after == keys_before

@@ -38,6 +38,7 @@ SYSTEM_TREES = (
 # Never shredded as a whole (their subdirectories may be scratch: /root/autodl-tmp).
 WHOLE_DIRS = frozenset({"/", "/home", "/root", "/var", "/opt", "/srv", "/tmp", "/mnt", "/media"})
 # Parts of a path relative to the login user's home (histories and caches).
+_PRIVATE_KEY_RE = re.compile(r"id_(rsa|dsa|ecdsa|ed25519)(_sk)?")
 _HOME_PART_RE = re.compile(r"[A-Za-z0-9._@+=,:-]{1,255}")
 
 
@@ -107,8 +108,16 @@ def check_home_entry(rel: str, field: str = "home_path", *, keys: bool = False) 
             "a path in the home directory is relative, normalised, of letters, digits and "
             ". _ @ + = , : - (no '..', spaces, globs or shell characters)",
         )
-    if parts[0] == ".ssh" and not (keys and len(parts) == 2 and parts[1].startswith("authorized")):
-        raise InputError(field, rel, "an .ssh directory is not a cache: keys have their own step")
+    own_key = len(parts) == 2 and _PRIVATE_KEY_RE.fullmatch(parts[1]) is not None
+    if parts[0] == ".ssh" and not (
+        (keys and len(parts) == 2 and parts[1].startswith("authorized")) or (not keys and own_key)
+    ):
+        raise InputError(
+            field,
+            rel,
+            "an .ssh directory is not a cache: keys have their own step (only a private key"
+            " file such as .ssh/id_ed25519 is cleared)",
+        )
     return rel
 
 

@@ -113,6 +113,12 @@ CREDENTIALS: tuple[str, ...] = (
     ".ossutilconfig",
     ".docker/config.json",
     ".config/gcloud",
+    # Private keys the lab put in the login's own ~/.ssh (to pull from git, say): the
+    # directory itself is kept, its authorized_keys is how zuka logs in until the revoke.
+    ".ssh/id_ed25519",
+    ".ssh/id_ecdsa",
+    ".ssh/id_rsa",
+    ".ssh/id_dsa",
 )
 HOME_ENTRIES: tuple[str, ...] = HISTORIES + CACHES + CREDENTIALS
 

@@ -106,6 +106,39 @@ _FACTS = {
 }  # fmt: skip
 
 
+@dataclass(frozen=True)
+class _Described:
+    """What describe-by-id answered, as inspect and the read-back both read it."""
+
+    call: str  # the call, for the evidence
+    code: str = ""  # the cloud's error code; "" when it answered
+    message: str = ""
+    error: Exception | None = None
+    listed: int = 0  # how many records the answer listed
+    found: tuple[dict[str, Any], ...] = ()  # ours among them, by the id field itself
+    api_not_found: tuple[str, ...] = ()  # the API's own "no such id" codes
+
+    @property
+    def not_found(self) -> bool:
+        return bool(self.code) and self.code in self.api_not_found
+
+
+def _described(client: Any, api: _Api, native: str) -> _Described:
+    """Describe one id (in a thread: boto3 blocks). Ours only: a cloud that ignored the id
+    filter lists others, so a record counts only if its own id field is ours."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    call = f"{api.describe}({api.ids_arg}=[{native}])"
+    try:
+        answer = getattr(client, api.describe)(**{api.ids_arg: [native]})
+    except (BotoCoreError, ClientError) as exc:
+        code, message, _ = client_error(exc)
+        return _Described(call, code or "error", message, exc, api_not_found=api.not_found)
+    listed = answer.get(api.listed, [])
+    found = tuple(r for r in listed if r.get(api.id_arg) == native)
+    return _Described(call, listed=len(listed), found=found, api_not_found=api.not_found)
+
+
 def _fact(value: object) -> str:
     if isinstance(value, datetime):
         return value.isoformat()
@@ -133,25 +166,19 @@ class Ec2Driver(BotoDriver):
             return Sighting(None, "", f"not looked at: {visible(exc, 300)}")
 
         def look() -> Sighting:
-            from botocore.exceptions import BotoCoreError, ClientError
-
             facts = {**where(client), "account": want or "(not recorded)"}
-            call = f"{api.describe}({api.ids_arg}=[{native}])"
-            try:
-                answer = getattr(client, api.describe)(**{api.ids_arg: [native]})
-            except (BotoCoreError, ClientError) as exc:
-                code, message, _ = client_error(exc)
-                text = f"{call}: {code} {message}"
-                if code in api.not_found:
+            said = _described(client, api, native)
+            if said.code:
+                text = f"{said.call}: {said.code} {said.message}"
+                if said.not_found:
                     return Sighting(
                         False, text, "not found there: check the id, region and account", facts
                     )
-                return Sighting(None, text, f"could not look: {code or 'error'}", facts)
-            listed = answer.get(api.listed, [])
-            found = [r for r in listed if native in r.values()]
-            text = f"{call}: {len(found)} found among {len(listed)} listed"
+                return Sighting(None, text, f"could not look: {said.code}", facts)
+            found = said.found
+            text = f"{said.call}: {len(found)} found among {said.listed} listed"
             if not found:
-                if listed:
+                if said.listed:
                     return Sighting(None, text, "the answer lists others, not ours", facts)
                 return Sighting(
                     False, text, "not found there: check the id, region and account", facts
@@ -202,25 +229,19 @@ class Ec2Driver(BotoDriver):
         client, api, native = self._client(step)
 
         def read() -> Reading:
-            from botocore.exceptions import BotoCoreError, ClientError
-
-            call = f"{api.describe}({api.ids_arg}=[{native}])"
-            try:
-                answer = getattr(client, api.describe)(**{api.ids_arg: [native]})
-            except (BotoCoreError, ClientError) as exc:
-                code, message, _ = client_error(exc)
-                text = f"{call}: {code} {message}"
-                if code in api.not_found:
+            said = _described(client, api, native)
+            if said.code:
+                text = f"{said.call}: {said.code} {said.message}"
+                if said.not_found:
                     return Reading(True, text)
-                return Reading(False, text, f"read back failed: {code}", final=hopeless(exc))
-            # Ours only: a cloud that ignored the id filter lists others, and ours may be on
-            # a page it did not show: no proof either way.
-            listed = answer.get(api.listed, [])
-            found = [r for r in listed if native in r.values()]
+                final = said.error is not None and hopeless(said.error)
+                return Reading(False, text, f"read back failed: {said.code}", final=final)
+            # Ours only, and ours may be on a page it did not show: no proof either way.
+            found = said.found
             states = sorted({str(r.get("State", "")) for r in found})
-            text = f"{call}: {len(found)} found" + (f" ({', '.join(states)})" if found else "")
-            if listed and not found:
-                text += f" among {len(listed)} listed"
+            text = f"{said.call}: {len(found)} found" + (f" ({', '.join(states)})" if found else "")
+            if said.listed and not found:
+                text += f" among {said.listed} listed"
                 return Reading(False, text, "the answer lists others, not ours: filter ignored?")
             if all(s in api.gone_states for s in states):
                 return Reading(True, text)

@@ -6,9 +6,10 @@ Every parser raises InputError naming the field and the value; none has side eff
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from enum import StrEnum
 from typing import TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -68,17 +69,51 @@ def text(field: str, value: str, max_len: int = 2000, *, multiline: bool = False
     return value
 
 
-def money(field: str, value: str | int | Decimal, *, allow_zero: bool = True) -> Decimal:
-    """A non-negative amount with at most 6 decimal places (per-second prices are tiny)."""
-    raw = str(value).strip().replace(",", "")
-    for sym in ("¥", "￥", "$"):
-        raw = raw.removeprefix(sym)
-    try:
-        amount = Decimal(raw)
-    except InvalidOperation:
-        raise InputError(field, value, "is not a number") from None
+# A number as people type it: digits with an optional decimal point, or thousands grouped
+# by commas in threes (52,000 and 52,000.50), with an optional sign. Nothing else: "1,98"
+# (a decimal comma, stored as 198 before), "1.980,5", "1_98" (Python's digit separator),
+# "5,2000", "1e3", a currency symbol, spaces inside.
+_NUMBER_RE = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?")
+_SYMBOLS = ("¥", "$", "€", "£", "元", "円", "USD", "CNY", "RMB", "HKD", "EUR")
+
+
+def number(field: str, value: str | int | float | Decimal) -> Decimal:
+    """A decimal number typed by a person (command line, form, CSV cell, plan flag): the one
+    reading of it everywhere. Full-width digits and punctuation (what a Chinese input method
+    types: １９８, ５２，０００．５) read as their ASCII forms; a comma only as a thousands
+    separator in groups of three; anything else is refused, naming the field, never guessed."""
+    if isinstance(value, bool):
+        raise InputError(field, value, "is not a number")
+    if isinstance(value, int | float | Decimal):  # from JSON or code, not typed: as it is
+        amount = Decimal(str(value)) if isinstance(value, float) else Decimal(value)
+    else:
+        raw = unicodedata.normalize("NFKC", str(value)).strip()
+        if any(sym in raw.upper() for sym in _SYMBOLS):
+            raise InputError(
+                field,
+                visible(str(value), 40),
+                "write the amount alone, without a currency sign (the currency is its own"
+                " field, CNY by default)",
+            )
+        if not raw or not _NUMBER_RE.fullmatch(raw) or not any(c.isdigit() for c in raw):
+            said = "is not a number"
+            if "," in raw:
+                said += (
+                    ": a comma only groups thousands in threes (52,000); a decimal is written"
+                    " with a point (1.98)"
+                )
+            elif "_" in raw or " " in raw:
+                said += ": write the digits together (52000 or 52,000)"
+            raise InputError(field, visible(str(value), 40), said)
+        amount = Decimal(raw.replace(",", ""))
     if not amount.is_finite():
-        raise InputError(field, value, "is not a finite number")
+        raise InputError(field, visible(str(value), 40), "is not a finite number")
+    return amount
+
+
+def money(field: str, value: str | int | float | Decimal, *, allow_zero: bool = True) -> Decimal:
+    """A non-negative amount with at most 6 decimal places (per-second prices are tiny)."""
+    amount = number(field, value)
     if amount < 0:
         raise InputError(field, value, "must not be negative")
     if amount == 0 and not allow_zero:

@@ -243,7 +243,7 @@ def _bad_inputs() -> list[tuple[list[str], str]]:
         (with_("--end", "2026-12-01"), "end: must be after the start"),
         (with_("--price", "-3"), "unit_price (--price): must not be negative (got '-3')"),
         (with_("--price", "abc"), "unit_price (--price): is not a number (got 'abc')"),
-        (with_("--price", "NaN"), "unit_price (--price): is not a finite number"),
+        (with_("--price", "NaN"), "unit_price (--price): is not a number"),
         (with_("--billing", "fortnightly"), "billing_type (--billing): must be one of"),
         (with_("--currency", "XYZ"), "currency: unknown currency"),
         (with_("--tz", "Mars/Olympus"), "billing_tz (--tz): unknown time zone"),

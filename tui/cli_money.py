@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from typing import TextIO
 
-from leases import billing, plan, report, reportformat
+from leases import billing, fields, plan, report, reportformat
 from leases.billing import CardHours, fen
 from leases.config import Config, load_user_config
 from leases.errors import InputError
@@ -96,15 +96,8 @@ def money_report(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _decimal(name: str, value: str | None) -> Decimal | None:
-    if value is None:
-        return None
-    try:
-        d = Decimal(value.strip().replace(",", ""))
-    except InvalidOperation:
-        raise InputError(name, value, "must be a number") from None
-    if not d.is_finite():
-        raise InputError(name, value, "must be a number")
-    return d
+    """A plan flag's number, read as every number a person types is (fields.number)."""
+    return None if value is None else fields.number(name, value)
 
 
 def _days(args: argparse.Namespace) -> int:

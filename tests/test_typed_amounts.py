@@ -1,0 +1,132 @@
+"""Money typed by people, read one way everywhere: the command line, the dashboard's lease
+form (Pilot) and CSV import give the same verdict for each amount of one table (the config
+holds no amount). A comma only groups thousands in threes; full-width digits and
+punctuation (what a Chinese input method types) read as ASCII; a currency sign, a decimal
+comma, Python's digit separator or an exponent is refused, naming the field, and nothing
+is written. Before, "1,98" was stored as 198: a price 100 times too high."""
+
+from __future__ import annotations
+
+import csv
+import io
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from conftest import Cli
+from test_forms import FormHost, lease_form, opened, save_ok, save_refused, state
+
+from leases.ledger import Ledger
+from leases.records import node_from
+
+# (typed, what it is read as; None: refused)
+TABLE: list[tuple[str, Decimal | None]] = [
+    ("1.98", Decimal("1.98")),
+    ("52000", Decimal("52000")),
+    ("52,000", Decimal("52000")),
+    ("52,000.50", Decimal("52000.50")),
+    ("1,234,567.8", Decimal("1234567.8")),
+    ("１９８", Decimal("198")),  # full-width digits
+    ("５２，０００．５", Decimal("52000.5")),  # full-width comma and point
+    (" 3.5 ", Decimal("3.5")),
+    ("1,98", None),  # a decimal comma: was stored as 198
+    ("1，98", None),  # the same, typed with a Chinese input method
+    ("5,2000", None),  # a group of four
+    ("1.980,5", None),  # the European way round
+    ("1_98", None),  # Python's digit separator: was 198
+    ("$5", None),  # a dollar sign on a CNY lease
+    ("¥1,000", None),  # the currency is its own field
+    ("￥1000", None),
+    ("1000元", None),
+    ("1e3", None),
+    ("1 000", None),
+    ("-2", None),
+    ("", None),
+]
+IDS = [repr(t) for t, _ in TABLE]
+
+
+@pytest.fixture
+def node(cli: Cli) -> Cli:
+    assert cli("node", "add", "n", "--ssh", "root@10.0.0.9", "--gpus", "8").code == 0
+    return cli
+
+
+@pytest.mark.parametrize(("typed", "read"), TABLE, ids=IDS)
+def test_the_command_line(node: Cli, ledger_path: Path, typed: str, read: Decimal | None) -> None:
+    r = node("lease", "add", "n", "--billing", "hourly", "--price", typed, "--start", "2026-11-01")
+    with Ledger.open(ledger_path, create=False) as ledger:
+        leases = ledger.leases("n")
+    if read is None:
+        assert r.code == 2 and "unit_price (--price)" in r.err, r.err
+        assert leases == []
+    else:
+        assert r.code == 0, r.err
+        assert leases[0].unit_price == read
+
+
+def _csv(typed: str) -> str:
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(["record", "name", "ssh_host", "gpu_count", "node", "billing_type", "unit_price",
+                "start"])  # fmt: skip
+    w.writerow(["node", "m", "10.0.0.7", "8", "", "", "", ""])
+    w.writerow(["lease", "", "", "", "m", "hourly", typed, "2026-11-01"])
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(("typed", "read"), TABLE, ids=IDS)
+def test_csv_import(
+    cli: Cli, ledger_path: Path, tmp_path: Path, typed: str, read: Decimal | None
+) -> None:
+    assert cli("node", "add", "n", "--ssh", "root@10.0.0.9").code == 0  # the ledger exists
+    file = tmp_path / "in.csv"
+    file.write_text(_csv(typed), encoding="utf-8")
+    r = cli("import", str(file))
+    with Ledger.open(ledger_path, create=False) as ledger:
+        names = {n.name for n in ledger.nodes()}
+        leases = ledger.leases("m") if "m" in names else []
+    if read is None:
+        assert r.code == 2 and "unit_price" in r.err, r.err
+        assert names == {"n"}  # all or nothing
+    else:
+        assert r.code == 0, r.err
+        assert leases[0].unit_price == read
+
+
+@pytest.mark.parametrize(("typed", "read"), TABLE, ids=IDS)
+async def test_the_lease_form(ledger_path: Path, typed: str, read: Decimal | None) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        ledger.add_node(node_from({"name": "f", "ssh_host": "10.0.0.8", "gpu_count": 4}))
+    before = state(ledger_path)
+    app = FormHost(ledger_path, lease_form("f", "add"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        screen.field("billing_type").value = "hourly"
+        screen.field("unit_price").value = typed
+        if read is None:
+            said = await save_refused(pilot, "unit_price")
+            assert "(--price)" in said, said  # the command line's own words
+        else:
+            assert await save_ok(pilot) is True
+    if read is None:
+        assert state(ledger_path) == before
+    else:
+        with Ledger.open(ledger_path, create=False) as ledger:
+            assert ledger.leases("f")[0].unit_price == read
+
+
+@pytest.mark.parametrize(
+    ("typed", "read"),
+    [("4.8", Decimal("4.8")), ("4,8", None), ("1,000", Decimal("1000")), ("$4", None)],
+)
+def test_plan_flags_read_numbers_the_same_way(typed: str, read: Decimal | None) -> None:
+    """`plan hybrid --hourly 4,8` advised 8 monthly cards: it read 48."""
+    from leases.errors import InputError
+    from tui.cli_money import _decimal
+
+    if read is None:
+        with pytest.raises(InputError, match="hourly"):
+            _decimal("hourly", typed)
+    else:
+        assert _decimal("hourly", typed) == read

@@ -130,3 +130,39 @@ def test_plan_flags_read_numbers_the_same_way(typed: str, read: Decimal | None) 
             _decimal("hourly", typed)
     else:
         assert _decimal("hourly", typed) == read
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("report", "--month", "2026-11"),
+        ("plan", "hybrid", "--hourly", "4.8", "--monthly", "2000"),
+        (
+            "plan",
+            "buy",
+            "--card-price",
+            "80000",
+            "--life-years",
+            "4",
+            "--power-w",
+            "400",
+            "--kwh",
+            "0.8",
+            "--hosting",
+            "300",
+        ),
+        ("cost",),
+        ("alerts",),
+        ("alerts", "check"),
+        ("alerts", "--json"),
+    ],
+)
+def test_a_mistyped_ledger_path_is_refused_not_an_empty_month(
+    cli: Cli, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """`--ledger typo.db` printed ¥0 or "no alerts" and exited 0: a cron job watching the
+    alerts stayed green. Now it says no ledger is there, exits 1, and creates nothing."""
+    typo = tmp_path / "lab.dbb"
+    r = cli(*args, ledger=typo)
+    assert r.code == 1 and "no ledger at" in r.err, (r.code, r.out, r.err)
+    assert not typo.exists()

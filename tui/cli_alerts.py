@@ -18,9 +18,10 @@ from leases.alertstate import Changed, State, StoredAlert
 from leases.alertwatch import check
 from leases.config import Config, load_user_config
 from leases.errors import InputError
-from leases.ledger import Ledger, resolve_ledger_path
+from leases.ledger import Ledger
 from leases.textsafe import visible
 from tui import output
+from tui.cli_ledger import _open as open_ledger
 
 
 def alert_json(a: StoredAlert, now: Any) -> dict[str, Any]:
@@ -92,7 +93,9 @@ def _zone(config: Config) -> ZoneInfo:
 
 
 def _ledger(args: argparse.Namespace) -> Ledger:
-    return Ledger.open(resolve_ledger_path(args.ledger), create=False)
+    """A mistyped --ledger is refused: "no alerts" from a ledger that is not there would
+    keep a cron job watching them green."""
+    return open_ledger(args)
 
 
 def _id(value: str) -> int:

@@ -10,12 +10,12 @@ from typing import TextIO
 from leases import leasecost
 from leases.billing import CardHours
 from leases.errors import InputError
-from leases.ledger import Ledger, resolve_ledger_path
 from leases.models import Lease, Node
 from leases.report import Usage
 from leases.rollups import HistoryStore
 from leases.textsafe import visible
 from tui import output
+from tui.cli_ledger import _open as open_ledger
 
 
 def _usage(store: HistoryStore) -> Usage:
@@ -33,7 +33,7 @@ def _days(value: int) -> int:
 
 def cost(args: argparse.Namespace, out: TextIO) -> int:
     days = _days(int(args.days))
-    with Ledger.open(resolve_ledger_path(args.ledger), readonly=True) as ledger:
+    with open_ledger(args, readonly=True) as ledger:  # a mistyped --ledger: refused
         at = ledger.clock()
         if args.node:
             nodes: dict[str, Node] = {args.node: ledger.node(args.node)}  # UnknownNode: exit 2

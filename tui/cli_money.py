@@ -13,12 +13,13 @@ from leases import billing, fields, plan, report, reportformat
 from leases.billing import CardHours, fen
 from leases.config import Config, load_user_config
 from leases.errors import InputError
-from leases.ledger import Ledger, resolve_ledger_path
+from leases.ledger import Ledger
 from leases.models import Lease, Node
 from leases.rollups import HistoryStore
 from leases.textsafe import visible
 from leases.transfer import write_private
 from tui import output
+from tui.cli_ledger import _open as open_ledger
 
 
 def _config(args: argparse.Namespace) -> Config:
@@ -29,7 +30,8 @@ def _config(args: argparse.Namespace) -> Config:
 
 
 def _open(args: argparse.Namespace) -> Ledger:
-    return Ledger.open(resolve_ledger_path(args.ledger), readonly=True)
+    """Read only; a mistyped --ledger is refused (an empty month would look like ¥0)."""
+    return open_ledger(args, readonly=True)
 
 
 def _usage(store: HistoryStore) -> report.Usage:

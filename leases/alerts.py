@@ -266,7 +266,11 @@ def _autorenew(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
     charge = b.paid_until - timedelta(days=last.renew_charge_days or 0)
     if not (charge - timedelta(days=config.autorenew_notice_days) <= now < charge):
         return
-    price = last.unit_price * (last.cards_billed or 1)
+    # A period's price is the machine's (what `zuka cost` charges); only card-hours are
+    # priced per card, and those never renew.
+    price = last.unit_price * (
+        (last.cards_billed or 1) if last.billing_type is BillingType.CARD_HOUR else 1
+    )
     yield _alert(
         f,
         AlertKind.AUTORENEW,

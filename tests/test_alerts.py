@@ -693,3 +693,18 @@ def test_the_demo_monthly_lease_is_one_calendar_month_on_every_day(
     assert billing.boundary(colo.start, "month", 12, tz) == colo.end  # a 12-month contract
     assert disks  # resources still find their lease
     assert billing.boundary(lease.start, "month", 1, tz) == lease.end.astimezone(tz)
+
+
+def test_the_auto_renew_alert_says_the_machines_monthly_price_not_times_its_cards(
+    cli: Cli,
+) -> None:
+    """A monthly lease of ¥60,000 for a whole 8-card machine, recorded with --cards 8:
+    the provider charges ¥60,000 a period (as `zuka cost` says), not 8 × ¥60,000."""
+    assert cli("node", "add", "r1", "--ssh", "ssh root@10.0.0.3").code == 0
+    made = cli("lease", "add", "r1", "--billing", "monthly", "--price", "60000", "--cards", "8",
+               "--start", _shanghai_day(-28), "--end", _shanghai_day(2), "--auto-renew")  # fmt: skip
+    assert made.code == 0, made.err
+    listed = json.loads(cli("alerts", "--json").out)
+    renew = next(a for a in listed if a["kind"] == "autorenew_soon")
+    assert renew["yuan"] == "60000.00", renew
+    assert "¥60,000.00 a period" in renew["message"]

@@ -1,6 +1,8 @@
 """`zuka offboard NODE`: the offboarding plan (the default: a dry run, stored with its
-hash), `--execute --confirm NODE`, `--recheck`, `--report`. The engine is
-leases.offboard; its planners and drivers come from leases.offboard.wiring."""
+hash; `--include`/`--keep` for the node's other leases' resources), `--inspect`,
+`--execute --confirm NODE [--account ALIAS]`, `--skip`, `--never-existed`, `--recheck`,
+`--report`. The engine is leases.offboard; its planners and drivers come from
+leases.offboard.wiring."""
 
 from __future__ import annotations
 

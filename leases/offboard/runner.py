@@ -1,4 +1,5 @@
-"""Carry out a confirmed plan, resumably; skip a step; recheck a finished one.
+"""Carry out a confirmed plan, resumably; skip a step; recheck a finished one; inspect
+(look before you leap); say a thing never existed.
 
 The rules a rerun after a kill relies on:
 - a step's state and its evidence are written together (leases.offboard.evidence);
@@ -7,7 +8,10 @@ The rules a rerun after a kill relies on:
   that happened is never repeated;
 - the run stops at the first step that fails or asks consent, and a rerun continues at
   the first step not yet passed (verified, skipped, or gone on past with consent);
-- preflight steps run again every time: credentials may have changed since.
+- preflight steps run again every time: credentials may have changed since;
+- a step that deletes a ledger resource (or waits for the instance's release) acts only
+  on a target seen to exist (now, in an earlier run, or by inspect): "not found" at first
+  contact stops the run, never counts as gone.
 """
 
 from __future__ import annotations

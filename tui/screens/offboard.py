@@ -1,9 +1,11 @@
 """Offboarding one node (o on the fleet): its plan and hash, the checklist with each step's
 state, a progress bar; run the next step or all of them, skip one with a reason, retry a
-failed one, say a manual one is done, go on past GPU processes still running, recheck.
+failed one, say a manual one is done, go on past GPU processes still running, recheck,
+inspect (every thing the plan deletes, looked at, nothing changed).
 
 The plan is made and stored as `zuka offboard NODE` makes it. Carrying it out (and
-skipping, as `--skip` does) needs the typed confirmation: the node's name, checked by the
+skipping, as `--skip` does) needs the typed confirmation: the node's name (and, when the
+provider records one, its account's alias after a space), checked by the
 engine's own runner.confirmed, once per plan hash while the screen is open. All engine
 work runs in a thread on a ledger connection of its own and its own event loop (the
 drivers are async; the ledger is SQLite), one job at a time; the screen is told of each

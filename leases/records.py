@@ -350,6 +350,16 @@ def check_lease(le: Lease) -> None:
         raise InputError(
             "deposit_refunded_on", _iso(le.deposit_refunded_on), "set only for a refunded deposit"
         )
+    if (
+        le.deposit_refunded_on is not None
+        and le.deposit_paid_on is not None
+        and le.deposit_refunded_on < le.deposit_paid_on
+    ):
+        raise InputError(
+            "deposit_refunded_on",
+            _iso(le.deposit_refunded_on),
+            f"is before the deposit was paid ({_iso(le.deposit_paid_on)})",
+        )
     if le.deposit_paid_on is None and le.deposit is None:
         return
     if le.deposit is None:

@@ -166,3 +166,16 @@ def test_a_mistyped_ledger_path_is_refused_not_an_empty_month(
     r = cli(*args, ledger=typo)
     assert r.code == 1 and "no ledger at" in r.err, (r.code, r.out, r.err)
     assert not typo.exists()
+
+
+def test_a_deposit_refunded_before_it_was_paid_is_refused(node: Cli, ledger_path: Path) -> None:
+    """Issue 17, item 10: accepted without a word before."""
+    base = ("lease", "add", "n", "--billing", "monthly", "--price", "30,000", "--start",
+            "2026-06-01", "--end", "2026-07-01", "--deposit", "60,000", "--deposit-paid-on",
+            "2026-05-20", "--deposit-refund", "refunded")  # fmt: skip
+    r = node(*base, "--deposit-refunded-on", "2026-05-01")
+    assert r.code == 2 and "--deposit-refunded-on: is before the deposit was paid" in r.err
+    with Ledger.open(ledger_path, create=False) as ledger:
+        assert ledger.leases("n") == []
+    ok = node(*base, "--deposit-refunded-on", "2026-07-10")
+    assert ok.code == 0, ok.err

@@ -19,7 +19,6 @@ from leases.ledger import Ledger
 from leases.models import Node
 from leases.offboard import evidence, manual, report, runner, status, wiring
 from leases.offboard.evidence import PASSED, State, StoredPlan
-from leases.offboard.plan import facts_for
 from leases.textsafe import visible
 from leases.transfer import write_private
 from tui import output
@@ -94,7 +93,7 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
             stored = runner.skip_now(ledger, stored, args.skip, args.reason)
             out.write(f"skipped {visible(args.skip)}: {visible(args.reason)}\n")
             return 0
-        ctx = _context(ledger, node, config, stored, did=tuple(args.did))
+        ctx = wiring.context_for(ledger, node, config, stored.plan, did=args.did)
         choices = runner.Choices(
             go_on=args.go_on, skip={args.skip: args.reason} if args.skip else {}
         )
@@ -240,13 +239,6 @@ def _whats(stored: StoredPlan, out: TextIO) -> None:
             out.write(line + "\n")
 
 
-def _context(
-    ledger: Ledger, node: Node, config: Config, stored: StoredPlan, did: tuple[str, ...] = ()
-) -> wiring.RunContext:
-    facts = facts_for(ledger, node, config, lease_id=stored.plan.lease_id)
-    return wiring.RunContext(ledger, node, config, did=did, steps=stored.plan.steps, facts=facts)
-
-
 async def _closing(ctx: wiring.RunContext, work: Awaitable[T]) -> T:
     """The run, then its SSH sessions closed whatever happened."""
     try:
@@ -260,7 +252,7 @@ def _inspect(
 ) -> int:
     """`--inspect`: preflight, then every thing the plan deletes read where the plan will
     delete it, as a table; what was seen is kept as evidence. Nothing changes."""
-    ctx = _context(ledger, node, config, stored)
+    ctx = wiring.context_for(ledger, node, config, stored.plan)
     try:
         result = asyncio.run(_closing(ctx, runner.inspect(ledger, stored, wiring.drivers(ctx))))
     except KeyboardInterrupt:
@@ -328,7 +320,7 @@ def _recheck(ledger: Ledger, node: Node, config: Config, as_json: bool, out: Tex
     stored = evidence.latest(ledger, node.id)
     if stored is None or stored.finished_at is None:
         raise InputError("recheck", node.name, "no finished offboarding to recheck: run it first")
-    ctx = _context(ledger, node, config, stored)
+    ctx = wiring.context_for(ledger, node, config, stored.plan)
     try:
         result = asyncio.run(_closing(ctx, runner.recheck(ledger, stored, wiring.drivers(ctx))))
     except KeyboardInterrupt:

@@ -19,6 +19,7 @@ from leases.ledger import Ledger
 from leases.models import Node
 from leases.offboard.cloud import cloud_drivers, plan_cloud
 from leases.offboard.manual import ManualDriver, Probe, plan_manual, tcp_answers
+from leases.offboard.plan import Plan, facts_for
 from leases.offboard.preflight import PreflightDriver, plan_preflight
 from leases.offboard.release import LedgerDriver, plan_release
 from leases.offboard.remote import RemoteDriver, fresh_login, plan_remote, scratch_roots
@@ -42,6 +43,16 @@ class RunContext:
     facts: PlanInput | None = None  # the plan's facts: the provider, the scratch roots
     # Opened SSH sessions, closed by close() when the run ends.
     sessions: list[NodeSession] = field(default_factory=list)
+
+
+def context_for(
+    ledger: Ledger, node: Node, config: Config, plan: Plan, did: Collection[str] = ()
+) -> RunContext:
+    """The context a stored plan's run, recheck or inspection builds its drivers from: the
+    plan's steps and the ledger's facts for its lease (the command line and the dashboard
+    alike)."""
+    facts = facts_for(ledger, node, config, lease_id=plan.lease_id)
+    return RunContext(ledger, node, config, did=tuple(did), steps=plan.steps, facts=facts)
 
 
 def drivers(ctx: RunContext) -> dict[str, Driver]:

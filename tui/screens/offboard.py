@@ -37,7 +37,6 @@ from leases.errors import InputError, no_ledger
 from leases.ledger import Ledger
 from leases.offboard import evidence, manual, runner, status, wiring
 from leases.offboard.evidence import PASSED, State, StoredPlan
-from leases.offboard.plan import facts_for
 from leases.offboard.steps import Driver, Outcome, Phase, Planner, Sighting, Step
 from leases.textsafe import visible
 from tui.fleetview import plain
@@ -201,10 +200,7 @@ async def run_job(
     node = ledger.node(name)
     fresh = runner.replan(ledger, node, config, planners)
     stored = runner.confirmed(ledger, node, fresh, *_typed(typed))
-    facts = facts_for(ledger, node, config, lease_id=stored.plan.lease_id)
-    ctx = wiring.RunContext(
-        ledger, node, config, did=tuple(did), steps=stored.plan.steps, facts=facts
-    )
+    ctx = wiring.context_for(ledger, node, config, stored.plan, did=did)
 
     def begins(step: Step) -> None:
         # This thread's own connection: the step before has been recorded by now.
@@ -249,8 +245,7 @@ async def recheck_job(ledger: Ledger, name: str, config: Config, factory: Driver
     stored = evidence.latest(ledger, node.id)
     if stored is None or stored.finished_at is None:
         raise InputError("recheck", name, "no finished offboarding to recheck: run it first")
-    facts = facts_for(ledger, node, config, lease_id=stored.plan.lease_id)
-    ctx = wiring.RunContext(ledger, node, config, steps=stored.plan.steps, facts=facts)
+    ctx = wiring.context_for(ledger, node, config, stored.plan)
     try:
         result = await runner.recheck(ledger, stored, factory(ctx))
     finally:
@@ -277,8 +272,7 @@ async def inspect_job(
     then every thing it deletes looked at where it will be deleted; nothing changes."""
     node = ledger.node(name)
     stored, _ = evidence.store(ledger, runner.replan(ledger, node, config, planners))
-    facts = facts_for(ledger, node, config, lease_id=stored.plan.lease_id)
-    ctx = wiring.RunContext(ledger, node, config, steps=stored.plan.steps, facts=facts)
+    ctx = wiring.context_for(ledger, node, config, stored.plan)
     try:
         result = await runner.inspect(ledger, stored, factory(ctx))
     finally:

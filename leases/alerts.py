@@ -342,6 +342,8 @@ def _underuse(f: NodeFacts, config: AlertsConfig) -> Iterator[Alert]:
     b, u = f.billed, f.usage
     if b is None or u is None or b.lease.billing_type not in UNDERUSE_TYPES or not u.paid:
         return
+    if not _term_runs(b):
+        return  # over (ended, lapsed, billing by the hour past its end): nothing to renew
     cards = billing.cards_of(b.lease, f.node.gpu_count or None)
     if u.paid < Decimal(UNDERUSE_MIN_SPAN.total_seconds() / 3600) * cards:
         return
@@ -374,6 +376,18 @@ def _underuse(f: NodeFacts, config: AlertsConfig) -> Iterator[Alert]:
         amount=u.idle_yuan,
         level=level,
     )
+
+
+def _term_runs(b: BillingNow) -> bool:
+    """Whether the prepaid term billing now still runs at b.at: started, not ended, and
+    paid for beyond now (an auto-renewing lease past its end runs in its renewal period).
+    Past it, advice "at renewal" has nothing to act on: the idle-node rules speak then."""
+    if not b.bills or b.at is None:
+        return False
+    if b.lease.ended_at is not None and b.lease.ended_at <= b.at:
+        return False
+    paid = b.paid_until
+    return paid is None or paid > b.at
 
 
 def _renewal_advice(

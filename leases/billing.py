@@ -13,11 +13,15 @@ hand in leases, storage lines, stops and card-minutes. The rules, said once:
   the lease's refund rule; an unknown rule refunds nothing. After the end, by `on_expiry`:
   released, nothing more; hourly, the recorded hourly price for as long as it runs on;
   renews (or `auto_renew`) one more unit each period, charged `renew_charge_days` before
-  the period begins. A minimum commitment (in billing units) is owed in full once the
+  the period begins; a recorded end after the lease's end stops the renewals from then on
+  and keeps those charged, the period it ended in refunded by the refund rule (`renewals`).
+  A minimum commitment (in billing units) is owed in full once the
   lease is over.
 - **Stops** (`stops`: when the node was stopped; an open stop runs on): a lease that bills
   `storage_only` or `none` while stopped does not bill its running time then; prepaid time
   is paid anyway. Storage lines keep billing through stops unless the lease bills `none`.
+- **Charged in a window** [since, until) (`charged_between`, the cash basis): the charges
+  made in it, one at 00:00 on the 1st in the month it opens.
 - **Projected** to a later time is the same function at that time, for the lease as
   recorded: so a projection is never below the cost to date, and no cost falls as time
   passes.
@@ -316,13 +320,20 @@ def prepaid_total(lease: Lease) -> Decimal:
 
 def _net_upfront(lease: Lease) -> Decimal:
     """The upfront charge net of the refund a recorded early end earns."""
-    full = prepaid_total(lease)
     assert lease.end is not None
+    full = prepaid_total(lease)
     if lease.ended_at is None or _u(lease.ended_at) >= _u(lease.end):
         return full
+    return _kept(lease, full, lease.start, lease.end, lease.ended_at)
+
+
+def _kept(lease: Lease, full: Decimal, lo: datetime, hi: datetime, released: datetime) -> Decimal:
+    """What the provider keeps of `full`, paid for [lo, hi), when the lease is released at
+    `released` (before hi; at or before lo: nothing of it used) by the lease's refund rule;
+    an unknown rule refunds nothing."""
     rule = refund_rule(lease)
-    used = _seconds(lease.start, lease.ended_at)
-    span = _seconds(lease.start, lease.end)
+    used = max(ZERO, _seconds(lo, released))
+    span = _seconds(lo, hi)
     if span <= 0:  # records refuse it; nothing to prorate
         return full
     if rule is RefundRule.PRORATED_DAYS:
@@ -330,11 +341,55 @@ def _net_upfront(lease: Lease) -> Decimal:
     if rule is RefundRule.PRORATED_HOURS:
         return min(full, full * _ceil(used / _HOUR) * _HOUR / span)
     if rule is RefundRule.USED_THEN_HOURLY and lease.hourly_price is not None:
+        if used <= 0:
+            return ZERO
         tz, step = zone(lease), step_of(lease)
-        k = period_index(lease.start, step, lease.ended_at, tz)
-        rest = _seconds(boundary(lease.start, step, k, tz), lease.ended_at)
+        k = period_index(lo, step, released, tz)
+        rest = _seconds(boundary(lo, step, k, tz), released)
         return min(full, k * lease.unit_price + lease.hourly_price * rest / _HOUR)
     return full
+
+
+@dataclass(frozen=True)
+class Renewal:
+    """One period an auto-renewing prepaid lease was renewed for after its end: charged at
+    `charged_at` (renew_charge_days before the period, on the zone's wall clock), `amount`
+    net of the refund an end within (or before) the period earns, paying for [lo, hi)."""
+
+    charged_at: datetime
+    amount: Decimal
+    lo: datetime
+    hi: datetime  # the period's end, cut at the lease's end when it ended within it
+
+
+def renewals(lease: Lease, at: datetime) -> list[Renewal]:
+    """The renewals of a prepaid lease the provider renews by itself, charged by `at`
+    (charges at `at` included). Ending the lease after its end (`lease end --at`) stops the
+    renewals charged from then on; those charged before stay charged: the period the lease
+    ended in, and any charged early for a period that had not begun, are refunded by the
+    lease's refund rule (an unknown rule refunds nothing). A lease ended at or before its
+    end was never renewed."""
+    if not (lease.billing_type.prepaid and _renews(lease)) or lease.end is None:
+        return []
+    end, at = _u(lease.end), _u(at)
+    released = _u(lease.ended_at) if lease.ended_at is not None else None
+    if released is not None and released <= end:
+        return []
+    tz, step = zone(lease), step_of(lease)
+    early = timedelta(days=lease.renew_charge_days or 0)
+    out: list[Renewal] = []
+    k = 0
+    while True:
+        lo, hi = boundary(end, step, k, tz), boundary(end, step, k + 1, tz)
+        charged = _u(lo - early)  # the charge day on the zone's wall clock (Aliyun: 08:00)
+        if charged > at or (released is not None and charged >= released):
+            return out
+        if released is None or released >= _u(hi):
+            out.append(Renewal(charged, lease.unit_price, _u(lo), _u(hi)))
+        else:
+            kept = _kept(lease, lease.unit_price, lo, hi, released)
+            out.append(Renewal(charged, kept, _u(lo), max(_u(lo), released)))
+        k += 1
 
 
 def _after_end(lease: Lease, at: datetime, stops: Sequence[Stop]) -> Decimal:
@@ -342,7 +397,7 @@ def _after_end(lease: Lease, at: datetime, stops: Sequence[Stop]) -> Decimal:
     assert lease.end is not None
     end, at = _u(lease.end), _u(at)
     ended_at = _u(lease.ended_at) if lease.ended_at is not None else None
-    if ended_at is not None and ended_at < end:
+    if ended_at is not None and ended_at <= end:
         return ZERO
     if lease.on_expiry is ExpiryAction.HOURLY and not lease.auto_renew:
         if lease.hourly_price is None or at <= end:
@@ -352,14 +407,8 @@ def _after_end(lease: Lease, at: datetime, stops: Sequence[Stop]) -> Decimal:
         if lease.stopped_billing is not StoppedBilling.FULL:
             spans = _minus(spans, stops, at)
         return sum((_seconds(a, b) for a, b in spans), ZERO) / _HOUR * lease.hourly_price
-    if _renews(lease) and ended_at is None:
-        tz, step = zone(lease), step_of(lease)
-        early = timedelta(days=lease.renew_charge_days or 0)
-        n = 0
-        # The charge day is counted on the zone's wall clock (Aliyun: 08:00, 9 days before).
-        while boundary(end, step, n, tz) - early <= at:
-            n += 1
-        return n * lease.unit_price
+    if _renews(lease):
+        return sum((r.amount for r in renewals(lease, at)), ZERO)
     return ZERO
 
 
@@ -404,7 +453,28 @@ def cost_to_date(
 def _renewal_lumps(lease: Lease) -> bool:
     """Whether a prepaid lease is charged one unit per period after its end, ahead of each
     period (as _after_end charges it)."""
-    return lease.billing_type.prepaid and _renews(lease) and lease.ended_at is None
+    return lease.billing_type.prepaid and _renews(lease) and lease.end is not None
+
+
+def _renewals_accrued(lease: Lease, since: datetime, until: datetime) -> Decimal:
+    """The renewals' share of [since, until): each spread over the time it pays for, on
+    its period's grid (a calendar month's price over that month's days); one that pays for
+    no time (charged early, the lease ended before its period began, not refunded) falls
+    where it is charged, in (since, until] as cost_to_date counts it."""
+    assert lease.end is not None
+    tz, step, end = zone(lease), step_of(lease), lease.end
+    share = ZERO
+    for r in renewals(lease, until):  # a period that begins before `until` is charged by then
+        if r.hi <= r.lo:
+            if since < r.charged_at <= until:
+                share += r.amount
+            continue
+        if r.hi <= since or r.lo >= until:
+            continue
+        whole = _units(end, step, tz, r.lo, r.hi)
+        part = _units(end, step, tz, max(since, r.lo), min(until, r.hi))
+        share += r.amount * part / whole if whole else ZERO
+    return share
 
 
 def accrued(
@@ -422,15 +492,8 @@ def accrued(
         return ZERO
     up_hi, go_hi = _charged(lease, until, stops, cards)
     _, go_lo = _charged(lease, since, stops, cards)
-    if _renewal_lumps(lease):
-        # Each renewal pays for its own period: spread it there, not on its charge day.
-        end = lease.end
-        assert end is not None
-        share = lease.unit_price * _units(
-            end, step_of(lease), zone(lease), max(since, end), max(until, end)
-        )
-    else:
-        share = go_hi - go_lo
+    # Each renewal pays for its own period: spread it there, not on its charge day.
+    share = _renewals_accrued(lease, since, until) if _renewal_lumps(lease) else go_hi - go_lo
     if up_hi:
         stop = paid_until(lease)
         whole = _units(lease.start, step_of(lease), zone(lease), lease.start, stop)
@@ -589,6 +652,25 @@ def chain_cost(
 
 
 _INSTANT = timedelta(microseconds=1)
+
+
+def charged_between(
+    chain: Sequence[Lease],
+    since: datetime,
+    until: datetime,
+    *,
+    stops: Sequence[Stop] = (),
+    cards: int | None = None,
+) -> Decimal:
+    """What a renewal chain was charged in [since, until) (the cash basis of a month): a
+    charge at `since` is in, one at `until` is the next window's. cost_to_date counts the
+    charges made at `at`, so a month from 00:00 on the 1st must ask for the instant before
+    each bound: else a lease (or a renewal) charged at 00:00 on the 1st fell in the month
+    before, and the month it starts showed nothing."""
+    if _u(until) <= _u(since):
+        return ZERO
+    hi = chain_cost(chain, _u(until) - _INSTANT, stops=stops, cards=cards)
+    return hi - chain_cost(chain, _u(since) - _INSTANT, stops=stops, cards=cards)
 
 
 def estimate(

@@ -208,9 +208,7 @@ def lease_row(
     notes: list[str] = []
     try:
         cost = chain_accrued(chain, since, until, cards=cards)
-        charged = billing.chain_cost(chain, until, cards=cards) - billing.chain_cost(
-            chain, since, cards=cards
-        )
+        charged = billing.charged_between(chain, since, until, cards=cards)
     except InputError as exc:
         cost = charged = ZERO
         notes.append(f"cost unknown: {exc.reason}")
@@ -239,7 +237,7 @@ def lease_row(
             ]
     except InputError:
         notes.append("card-hours unknown: record the lease's cards billed or the node's GPUs")
-    if not _overlaps(chain, since, until) and not cost and not store and not spans:
+    if not _overlaps(chain, since, until) and not (cost or charged or store or spans):
         return None
     for le in chain:
         notes += billing.unknowns(le, until)

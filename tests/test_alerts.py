@@ -116,6 +116,33 @@ def test_underuse_advice_speaks_of_a_renewal_already_recorded(ledger_path: Path,
     assert "224 of 1344 busy" in alert["message"]
 
 
+@pytest.mark.parametrize("how", ["ended", "hourly past its end", "lapsed"])
+def test_no_renewal_advice_on_a_lease_whose_term_is_over(tmp_path: Path, how: str) -> None:
+    """Issue 17, item 9: the idle monthly lease whose term ended three hours ago (recorded
+    as ended; or past its end billing by the hour; or released at its end, not recorded)
+    was still told "At renewal: ...". The same lease a day before its end is."""
+    now = datetime.now(UTC)
+    path = tmp_path / "l.db"
+    _demo(path, now)
+
+    def underused(ledger: Ledger) -> list[str]:
+        return [a.action for a in evaluate(gather(ledger, CONFIG, now), CONFIG, now)
+                if a.kind is AlertKind.UNDERUSED and a.node == "a100-monthly-1"]  # fmt: skip
+
+    with Ledger.open(path) as ledger:
+        ledger.update_lease("a100-monthly-1", {"end": (now + timedelta(days=1)).isoformat()})
+        (action,) = underused(ledger)
+        assert action.startswith("At renewal:")
+        gone = now - timedelta(hours=3)
+        if how == "ended":
+            ledger.update_lease("a100-monthly-1", {"end": (now + timedelta(days=1)).isoformat()})
+            ledger.end_lease("a100-monthly-1", gone)
+        else:
+            expiry = "hourly" if how.startswith("hourly") else "released"
+            ledger.update_lease("a100-monthly-1", {"end": gone.isoformat(), "on_expiry": expiry})
+        assert underused(ledger) == []
+
+
 def test_missing_samples_give_no_idle_verdict(tmp_path: Path) -> None:
     """A monthly node with only a few hours of readings (idle ones) and an hourly node with
     a hole in its minutes: neither is called idle."""

@@ -53,7 +53,15 @@ from calendar import monthrange
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, ROUND_HALF_UP, Context, Decimal
+from decimal import (
+    MAX_EMAX,
+    MIN_EMIN,
+    ROUND_CEILING,
+    ROUND_FLOOR,
+    ROUND_HALF_UP,
+    Context,
+    Decimal,
+)
 from enum import StrEnum
 from zoneinfo import ZoneInfo
 
@@ -61,6 +69,7 @@ from leases import fields
 from leases.errors import InputError
 from leases.models import (
     BillingType,
+    ChargeRounding,
     ExpiryAction,
     Lease,
     MonthCount,
@@ -168,6 +177,23 @@ def cards_of(lease: Lease, cards: int | None = None) -> int:
             " it pays for: give --cards",
         )
     return n
+
+
+def _charge(lease: Lease, amount: Decimal) -> Decimal:
+    """One charge as the provider books it: to the fen when it rounds each charge."""
+    return fen(amount) if lease.rounding is ChargeRounding.CHARGE else amount
+
+
+def _hour_charges(lease: Lease, hours: Sequence[Decimal], per_hour: Decimal) -> Decimal:
+    """Runs of `hours` each at per_hour: exact, or, where each charge is rounded, each
+    whole hour of a run and its last part hour as charges of their own, each to the fen."""
+    if lease.rounding is not ChargeRounding.CHARGE:
+        return sum(hours, ZERO) * per_hour
+    total = ZERO
+    for h in hours:
+        whole = h.to_integral_value(rounding=ROUND_FLOOR)
+        total += whole * fen(per_hour) + fen((h - whole) * per_hour)
+    return total
 
 
 def _renews(lease: Lease) -> bool:
@@ -312,6 +338,34 @@ def runs(lease: Lease, until: datetime, stops: Sequence[Stop] = ()) -> list[Span
     return spans
 
 
+_UNIT_WORDS = {"day": "day", "week": "week", "month": "month", "month30": "30-day month"}
+
+
+def off_grid(lease: Lease) -> str | None:
+    """What a prepaid lease's figures assume when its span is not a whole number of its
+    billing units and it does not say how a part unit is billed (`partial_unit`): a started
+    unit is charged in full, so a "monthly" lease of 28 days from 1 March costs a month,
+    which a lab rarely meant. None when the span is whole, or the lease is not prepaid."""
+    if not lease.billing_type.prepaid or lease.end is None or lease.partial_unit is not None:
+        return None
+    tz, step = zone(lease), step_of(lease)
+    k = period_index(lease.start, step, lease.end, tz)
+    lo = boundary(lease.start, step, k, tz)
+    if _u(lo) == _u(lease.end):
+        return None
+    hi = boundary(lease.start, step, k + 1, tz)
+    unit = _UNIT_WORDS[step]
+    days = _seconds(lease.start, lease.end) / 86400
+    shown = f"{days:.0f}" if days == days.to_integral_value() else f"{days:.2f}"
+    whole = [f"{fields.shown(b, lease.billing_tz)} ({n} {unit}{'s' if n != 1 else ''})"
+             for n, b in ((k, lo), (k + 1, hi)) if n > 0]  # fmt: skip
+    return (
+        f"it runs {shown} days, not a whole number of {unit}s, and how a part {unit} is billed"
+        f" is not recorded: a started {unit} is charged in full ({k + 1} x {lease.unit_price});"
+        f" if that is wrong, end it at " + " or ".join(whole) + " or give --partial-unit"
+    )
+
+
 def prepaid_total(lease: Lease) -> Decimal:
     """A prepaid lease's price for its whole span, start to end, before any refund."""
     assert lease.end is not None
@@ -321,10 +375,10 @@ def prepaid_total(lease: Lease) -> Decimal:
 def _net_upfront(lease: Lease) -> Decimal:
     """The upfront charge net of the refund a recorded early end earns."""
     assert lease.end is not None
-    full = prepaid_total(lease)
+    full = _charge(lease, prepaid_total(lease))
     if lease.ended_at is None or _u(lease.ended_at) >= _u(lease.end):
         return full
-    return _kept(lease, full, lease.start, lease.end, lease.ended_at)
+    return _charge(lease, _kept(lease, full, lease.start, lease.end, lease.ended_at))
 
 
 def _kept(lease: Lease, full: Decimal, lo: datetime, hi: datetime, released: datetime) -> Decimal:
@@ -384,10 +438,11 @@ def renewals(lease: Lease, at: datetime) -> list[Renewal]:
         charged = _u(lo - early)  # the charge day on the zone's wall clock (Aliyun: 08:00)
         if charged > at or (released is not None and charged >= released):
             return out
+        price = _charge(lease, lease.unit_price)
         if released is None or released >= _u(hi):
-            out.append(Renewal(charged, lease.unit_price, _u(lo), _u(hi)))
+            out.append(Renewal(charged, price, _u(lo), _u(hi)))
         else:
-            kept = _kept(lease, lease.unit_price, lo, hi, released)
+            kept = _charge(lease, _kept(lease, price, lo, hi, released))
             out.append(Renewal(charged, kept, _u(lo), max(_u(lo), released)))
         k += 1
 
@@ -406,7 +461,8 @@ def _after_end(lease: Lease, at: datetime, stops: Sequence[Stop]) -> Decimal:
         spans: list[Span] = [(end, stop)] if stop > end else []
         if lease.stopped_billing is not StoppedBilling.FULL:
             spans = _minus(spans, stops, at)
-        return sum((_seconds(a, b) for a, b in spans), ZERO) / _HOUR * lease.hourly_price
+        hours = [_seconds(a, b) / _HOUR for a, b in spans]
+        return _hour_charges(lease, hours, lease.hourly_price)
     if _renews(lease):
         return sum((r.amount for r in renewals(lease, at)), ZERO)
     return ZERO
@@ -428,8 +484,14 @@ def _charged(
     per_unit = lease.unit_price
     if lease.billing_type is BillingType.CARD_HOUR:
         per_unit *= cards_of(lease, cards)
-    units = sum((_run_units(lease, a, b) for a, b in runs(lease, at, stops)), ZERO)
-    return ZERO, units * per_unit
+    units = [_run_units(lease, a, b) for a, b in runs(lease, at, stops)]
+    if lease.rounding is ChargeRounding.CHARGE:
+        # Charged by the hour (a per-second price is settled hourly too): each whole hour of
+        # a run, and its last part hour, is a charge of its own.
+        unit = _FIXED[step_of(lease)]
+        per_hour = per_unit * _HOUR / unit
+        return ZERO, _hour_charges(lease, [u * unit / _HOUR for u in units], per_hour)
+    return ZERO, sum(units, ZERO) * per_unit
 
 
 def cost_to_date(
@@ -597,6 +659,9 @@ def current_period(lease: Lease, at: datetime) -> Span:
 def unknowns(lease: Lease, at: datetime) -> tuple[str, ...]:
     """What the figures of a lease leave out for want of a recorded term."""
     out: list[str] = []
+    grid = off_grid(lease)
+    if grid is not None:
+        out.append(grid)
     if lease.billing_type.prepaid and lease.end is not None:
         if (
             lease.on_expiry is ExpiryAction.HOURLY

@@ -41,7 +41,7 @@ from leases.textsafe import visible
 Clock = Callable[[], datetime]
 # How many migrations leases/schema.py holds; tests check the two agree. Kept here so that
 # opening an up-to-date ledger needs neither sqlite-utils nor the schema (faster CLI).
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 # What `resource edit` may correct in how a resource was recorded (new_id: its id).
 _CORRECTIONS = ("new_id", "region", "endpoint")
 # How long a write waits for another writer's transaction before it gives up.
@@ -727,9 +727,22 @@ class Ledger:
     # -- resources -----------------------------------------------------------------------
 
     def add_resource(self, node: str, rec: Mapping[str, Any]) -> Resource:
-        """Attach a resource to a lease of the node, ended ones included (see _lease_for)."""
+        """Attach a resource to a lease of the node, ended ones included (see _lease_for).
+        A priced one (a storage line) created before its lease began is refused: its
+        storage would be billed to the lease from then, years before it, say."""
         with self.transaction() as conn:
-            return self._insert_resource(conn, node, rec)
+            res = self._insert_resource(conn, node, rec)
+            lease = self._lease_by_id(res.lease_id)
+            if res.price is not None and res.created is not None and res.created < lease.start:
+                tz = lease.billing_tz
+                raise InputError(
+                    "created",
+                    fields.shown(res.created, tz),
+                    f"is before its lease's start ({fields.shown(lease.start, tz)}): its storage"
+                    " would be billed to this lease from then; give when it began billing for"
+                    " this lease, or record it on the lease it was created in (--lease-start)",
+                )
+            return res
 
     def _lease_for(self, node: str, lease_start: Any, target: Node | None = None) -> Lease:
         """The lease of `node` (or of that very node, target) that `lease_start` names

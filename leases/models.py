@@ -72,6 +72,15 @@ class ExpiryAction(StrEnum):
     RENEWS = "renews"
 
 
+class ChargeRounding(StrEnum):
+    """Where the provider rounds money to the fen: the bill's total (`bill`: exact amounts
+    until then), or each charge (`charge`: each upfront charge and renewal, each hour of
+    pay-as-you-go or of hourly billing after the end, and its last part hour)."""
+
+    BILL = "bill"
+    CHARGE = "charge"
+
+
 class StoppedBilling(StrEnum):
     """What a lease bills while its node is stopped (see ../shared/BILLING-FACTS.md)."""
 
@@ -322,6 +331,14 @@ class Lease:
             "early-release refund: none | prorated_days | prorated_hours | used_then_hourly"
             " (used months at the price, the rest at --hourly-price), or the provider's rule"
             " in words (then the maths assumes no refund and says so)",
+        ),
+    )
+    rounding: ChargeRounding = field(
+        default=ChargeRounding.BILL,
+        metadata=cli(
+            "--rounding",
+            "where the provider rounds to the fen: {values} (bill: the bill's total; charge:"
+            " each charge, each hour of pay-as-you-go)",
         ),
     )
     id: int | None = field(default=None, metadata=INTERNAL)

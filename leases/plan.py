@@ -23,10 +23,12 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from leases import fields
 from leases.errors import InputError
 from leases.models import BillingType, Lease, Node
 
@@ -368,12 +370,28 @@ class BuyVsRent:
         return self.renting_per_busy_hour / self.owning_per_busy_hour
 
 
-def utilisation_share(name: str, value: Decimal) -> Decimal:
-    """A utilisation as given: a share in (0, 1], or a percent in (1, 100]; as a share."""
-    share = value / 100 if value.is_finite() and value > 1 else value
-    _bounded(name, share, MIN_UTILISATION, Decimal(1), lo_ok=True,
-             what="must be a share from 0.001 to 1, or a percent from 0.1 to 100")  # fmt: skip
-    return share
+_UTIL_WHAT = "must be a share from 0.001 to 1 (0.65), or a percent written with % (65%, 1.5%)"
+
+
+def utilisation_share(name: str, value: Decimal | str) -> Decimal:
+    """A utilisation as typed, as a share: a share in (0, 1] (0.65), a percent written with
+    % (65%, 1.5%), or a whole percent from 2 to 100 (65). A bare number between those
+    (1.5: 1.5 % or 150 %?) is refused, never guessed."""
+    if isinstance(value, str):
+        raw = unicodedata.normalize("NFKC", value).strip()
+        if raw.endswith("%"):
+            share = fields.number(name, raw[:-1]) / 100
+            _bounded(name, share, MIN_UTILISATION, Decimal(1), lo_ok=True, what=_UTIL_WHAT)
+            return share
+        value = fields.number(name, raw)
+    if value.is_finite() and value > 1:
+        if value > 100:
+            raise InputError(name, str(value), _UTIL_WHAT)
+        if value != value.to_integral_value() or value < 2:
+            raise InputError(name, str(value), f"is ambiguous: {_UTIL_WHAT}")
+        value = value / 100
+    _bounded(name, value, MIN_UTILISATION, Decimal(1), lo_ok=True, what=_UTIL_WHAT)
+    return value
 
 
 def buy_vs_rent(

@@ -16,6 +16,7 @@ from leases import fields, recordfields, secrets, sshcmd
 from leases.errors import InputError, Problems
 from leases.models import (
     BillingType,
+    ChargeRounding,
     ExpiryAction,
     Interconnect,
     Lease,
@@ -320,14 +321,34 @@ def lease_from(rec: Mapping[str, Any]) -> Lease:
         renew_charge_days=p(None, _opt_int, rec, "renew_charge_days", maximum=60),
         hourly_price=p(None, _opt_money, rec, "hourly_price"),
         refund_rule=p("", _str, rec, "refund_rule", 500).strip(),
+        rounding=p(ChargeRounding("bill"), _choice, rec, "rounding", ChargeRounding, "bill"),
     )
     p.raise_found()
     check_lease(lease)
     return lease
 
 
+# The decimals a unit price is quoted to at most: a month, week or day in fen; an hour (or
+# card-hour) to 4 places (cloud list prices); a second to 6 (fields.money's own bound).
+_PRICE_PLACES = {bt: 2 for bt in BillingType} | {
+    BillingType.HOURLY: 4,
+    BillingType.CARD_HOUR: 4,
+    BillingType.PER_SECOND: 6,
+}
+
+
 def check_lease(le: Lease) -> None:
     """Rules that tie a lease's fields together."""
+    for name, amount, places, what in (
+        ("unit_price", le.unit_price, _PRICE_PLACES[le.billing_type],
+         f"{'an' if le.billing_type is BillingType.HOURLY else 'a'} {le.billing_type.value} price"),
+        ("hourly_price", le.hourly_price, 4, "an hourly price"),
+        ("deposit", le.deposit, 2, "an amount paid (the fen)"),
+    ):  # fmt: skip
+        if amount is not None and amount.as_tuple().exponent < -places:  # type: ignore[operator]
+            raise InputError(
+                name, str(amount), f"has more than {places} decimal places, the most {what} has"
+            )
     if le.billing_type.prepaid and le.end is None:
         raise InputError(
             "end", None, f"a {le.billing_type.value} lease is prepaid and needs an end date"

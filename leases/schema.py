@@ -453,3 +453,16 @@ def m012_offboard_absent(db: Database) -> None:
         ALTER TABLE offboard_steps_new RENAME TO offboard_steps;
         """,
     )
+
+
+@MIGRATIONS()
+def m013_lease_rounding(db: Database) -> None:
+    """Where a lease's provider rounds to the fen (leases.models.ChargeRounding): every
+    existing lease keeps today's figures, rounded on the bill."""
+    _run(
+        db,
+        """
+        ALTER TABLE leases ADD COLUMN rounding TEXT NOT NULL DEFAULT 'bill'
+            CHECK (rounding IN ('bill', 'charge'));
+        """,
+    )

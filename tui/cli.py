@@ -292,7 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         p.add_argument(flag, required=True, metavar="N", help=text)
     p.add_argument("--cards", type=int, help="cards to buy (default: the cards rented now)")
-    p.add_argument("--utilisation", metavar="U", help="busy share, 0-1 (default: measured)")
+    p.add_argument(
+        "--utilisation", metavar="U", help="busy share 0-1, or a percent: 65%% (default: measured)"
+    )
     p.add_argument("--days", type=int, default=30, help="measured window (default 30)")
     p.add_argument("--gpu-model", metavar="M", help="only nodes of this GPU model")
 

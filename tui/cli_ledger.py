@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from leases import (
     auditchain,
+    billing,
     fields,
     leasecost,
     recordfields,
@@ -565,7 +566,14 @@ def add_lease(ledger: Ledger, lease: Lease) -> tuple[Lease, str]:
     """`zuka lease add`: the lease as recorded and what the command says of it (also the
     dashboard's lease form)."""
     added = ledger.add_lease(lease)
-    return added, f"added a lease to {added.node}"
+    return added, f"added a lease to {added.node}" + _terms_note(added)
+
+
+def _terms_note(lease: Lease) -> str:
+    """What the lease's figures will assume for want of a term (billing.off_grid): said
+    when it is typed, not first found in a month's report."""
+    why = billing.off_grid(lease)
+    return f" (note: {why})" if why else ""
 
 
 def renew_lease(
@@ -589,7 +597,8 @@ def renew_lease(
             p.refuse(e)
         p.raise_found()
         raise  # not reached: raise_found raised
-    return lease, f"renewed {lease.node} until {until}: {_which(ledger, lease)}"
+    said = f"renewed {lease.node} until {until}: {_which(ledger, lease)}"
+    return lease, said + _terms_note(lease)
 
 
 def lease_renew(args: argparse.Namespace, out: TextIO) -> int:
@@ -655,7 +664,7 @@ def edit_lease(
     message = (
         f"nothing changed: {which} of {lease.node} is already so"
         if same
-        else f"updated {which} of {lease.node}"
+        else f"updated {which} of {lease.node}" + _terms_note(lease)
     )
     return lease, message
 

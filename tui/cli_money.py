@@ -296,9 +296,8 @@ def _unknown_lines(d: plan.Demand) -> list[str]:
 def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
     config = _config(args)
     days = _days(args)
-    given_u = _decimal("utilisation", args.utilisation)
-    if given_u is not None:
-        given_u = plan.utilisation_share("utilisation", given_u)  # 65 means 65 %
+    typed_u = args.utilisation
+    given_u = None if typed_u is None else plan.utilisation_share("utilisation", typed_u)
     for attr in ("card_price", "life_years", "power_w", "kwh", "hosting"):
         _need(args, attr)  # every flag checked before the ledger is read
     with _open(args) as ledger:

@@ -1,0 +1,148 @@
+"""Properties of the money over random renewal chains (issue 17): renewals at new prices,
+early and late ends, auto-renewal, refund rules, stops, both month bases, per-charge
+rounding, billing zones and a report zone that differ, several currencies.
+
+- The months' accruals (leases.report.chain_accrued over each calendar month of the report
+  zone) add up to the chain's whole cost.
+- The months' cash (billing.charged_between) adds up to the same charges: no charge falls
+  between two months or into both.
+- A report's totals are per currency: the currency totals add up to the rows of that
+  currency, and no row is counted under another's."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from leases import billing, records
+from leases.billing import CardHours
+from leases.models import Lease
+from leases.renewals import renewal_record
+from leases.report import build_report, chain_accrued, month_window
+
+_ZONES = ["Asia/Shanghai", "UTC", "America/New_York", "Europe/Berlin"]
+_BASE = datetime(2026, 1, 1, tzinfo=UTC)
+_FAR = datetime(2031, 1, 1, tzinfo=UTC)
+_TINY = Decimal("1e-15")  # exact Decimal maths; divisions leave 28-digit remainders
+
+
+@st.composite
+def chains_(draw: st.DrawFn) -> tuple[tuple[Lease, ...], list[billing.Stop]]:
+    tz = draw(st.sampled_from(_ZONES))
+    bt = draw(st.sampled_from(["monthly", "daily", "weekly", "contract", "hourly", "card_hour",
+                               "per_second"]))  # fmt: skip
+    z = ZoneInfo(tz)
+    start = (_BASE + timedelta(hours=draw(st.integers(0, 24 * 360)))).astimezone(z)
+    start = start.replace(minute=0, second=0, microsecond=0)
+    prepaid = bt in ("monthly", "daily", "weekly", "contract")
+    step = {"monthly": 31, "contract": 31, "daily": 1, "weekly": 7}.get(bt, 1)
+    rec: dict[str, Any] = {
+        "node": "n",
+        "billing_type": bt,
+        "unit_price": str(draw(st.decimals("1", "60000", places=2))),
+        "start": start.isoformat(),
+        "billing_tz": tz,
+        "cards_billed": draw(st.integers(1, 8)),
+        "month_count": draw(st.sampled_from(["calendar", "30_days"])),
+        "partial_unit": draw(st.none() | st.sampled_from(["second", "hour", "day", "whole"])),
+        "refund_rule": draw(st.sampled_from(["", "prorated_days", "prorated_hours"])),
+        "stopped_billing": draw(st.sampled_from(["full", "storage_only", "none"])),
+        "rounding": draw(st.sampled_from(["bill", "charge"])),
+        "currency": draw(st.sampled_from(["CNY", "USD"])),
+    }
+    if not prepaid:
+        rec["ended_at"] = (start + timedelta(hours=draw(st.integers(1, 24 * 120)))).isoformat()
+        chain: tuple[Lease, ...] = (records.lease_from(rec),)
+    else:
+        units = draw(st.integers(1, 3))
+        first = records.lease_from(
+            {**rec, "end": (start + timedelta(days=step * units)).isoformat()}
+        )
+        chain = (first,)
+        for _ in range(draw(st.integers(0, 2))):  # renewals, each its own price
+            last = chain[-1]
+            assert last.end is not None
+            price = str(draw(st.decimals("1", "60000", places=2)))
+            end = (last.end + timedelta(days=step * draw(st.integers(1, 2)))).isoformat()
+            renewed = records.lease_from(renewal_record(last, end, {"unit_price": price}))
+            chain = (*chain[:-1], records.lease_from(
+                {**records.lease_record(last), "ended_at": last.end.isoformat()}), renewed)  # fmt: skip
+        last = chain[-1]
+        assert last.end is not None
+        how = draw(st.sampled_from(["at its end", "early", "auto-renewed, ended"]))
+        if how == "early":
+            span = last.end - last.start
+            cut = last.start + span * draw(st.floats(0.05, 0.95))
+            last_rec = {**records.lease_record(last), "ended_at": cut.isoformat()}
+        elif how == "auto-renewed, ended":
+            late = last.end + timedelta(
+                days=draw(st.integers(1, 70)), hours=draw(st.integers(0, 23))
+            )
+            last_rec = {**records.lease_record(last), "auto_renew": True,
+                        "renew_charge_days": draw(st.none() | st.integers(0, 9)),
+                        "ended_at": late.isoformat()}  # fmt: skip
+        else:
+            last_rec = {**records.lease_record(last), "ended_at": last.end.isoformat()}
+        chain = (*chain[:-1], records.lease_from(last_rec))
+    stops: list[billing.Stop] = []
+    if draw(st.booleans()):
+        lo = start + timedelta(hours=draw(st.integers(0, 24 * 40)))
+        stops.append((lo, lo + timedelta(hours=draw(st.integers(1, 24 * 20)))))
+    return chain, stops
+
+
+def _months(report_tz: str) -> list[tuple[datetime, datetime]]:
+    z = ZoneInfo(report_tz)
+    out = []
+    since, until = billing.month_of(datetime(2025, 12, 1, tzinfo=z), z)
+    while since < _FAR:
+        out.append((since, until))
+        since, until = until, billing.boundary(until, "month", 1, z)
+    return out
+
+
+@settings(max_examples=60)
+@given(chains_(), st.sampled_from(_ZONES))
+def test_the_months_add_up_to_the_chain(
+    drawn: tuple[tuple[Lease, ...], list[billing.Stop]], report_tz: str
+) -> None:
+    chain, stops = drawn
+    whole = billing.chain_cost(chain, _FAR, stops=stops)
+    months = _months(report_tz)
+    accrued = sum((chain_accrued(chain, a, b, stops=stops) for a, b in months), Decimal(0))
+    cash = sum((billing.charged_between(chain, a, b, stops=stops) for a, b in months), Decimal(0))
+    assert abs(accrued - whole) < _TINY, (accrued, whole)
+    assert cash == whole, (cash, whole)
+    # Each month's cash is a sum of charges: never negative.
+    assert all(billing.charged_between(chain, a, b, stops=stops) >= 0 for a, b in months)
+
+
+def _no_usage(le: Lease, since: datetime, until: datetime, cards: int | None) -> CardHours:
+    paid = billing.paid_card_hours(le, since, until, cards=cards)
+    return CardHours(paid, Decimal(0), Decimal(0), billing.accrued(le, since, until, cards=cards))
+
+
+@settings(max_examples=30)
+@given(st.lists(chains_(), min_size=1, max_size=4), st.integers(0, 11))
+def test_report_totals_are_per_currency(
+    drawn: list[tuple[tuple[Lease, ...], list[billing.Stop]]], m: int
+) -> None:
+    leases = []
+    for i, (chain, _) in enumerate(drawn):
+        leases += [
+            records.lease_from({**records.lease_record(le), "node": f"n{i}"}) for le in chain
+        ]
+    month = f"2026-{m + 1:02d}"
+    window, complete = month_window(month, "Asia/Shanghai", _FAR)
+    rep = build_report(month, window, complete, tz="Asia/Shanghai", currency="CNY",
+                       leases=leases, nodes=[], providers=[], resources=[], usage=_no_usage)  # fmt: skip
+    by_cur: dict[str, Decimal] = {}
+    for row in rep.rows:
+        by_cur[row.currency] = by_cur.get(row.currency, Decimal(0)) + row.cost
+        assert all(le.currency == row.currency for le in leases if le.node == row.node)
+    assert set(by_cur) <= {le.currency for le in leases}

@@ -39,12 +39,11 @@ from leases.report import month_window
 from leases.rollups import HistoryStore
 from leases.simledger import backfill, register_sim_nodes, sim_node_for
 from leases.ssh import SshPool
+from tui.cli_money import _build as build_month
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from poll import start_fleet, stop_fleet, zuka_options  # noqa: E402
-
-from tui.cli_money import _build as build_month  # noqa: E402
 
 TARGET_S = 1.0
 TARGET_CORE_PCT = 1.0

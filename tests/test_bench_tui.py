@@ -1,4 +1,4 @@
-"""bench/tui.py's arithmetic: which samples each figure counts (the benchmark itself is run
+"""bench/dashboard.py's arithmetic: which samples each figure counts (the benchmark itself is run
 by hand; these check that a stall during shutdown or before first paint is not reported
 as the dashboard's, and that rates come out per second and per core)."""
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "tui.py"
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "dashboard.py"
 
 
 @pytest.fixture(scope="module")

@@ -179,3 +179,25 @@ def test_a_deposit_refunded_before_it_was_paid_is_refused(node: Cli, ledger_path
         assert ledger.leases("n") == []
     ok = node(*base, "--deposit-refunded-on", "2026-07-10")
     assert ok.code == 0, ok.err
+
+
+def test_a_writing_command_does_not_create_the_folders_of_a_mistyped_ledger(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """Issue 17, item 8: `--ledger /nonexistent/dir/l.db` created the folders and a second,
+    empty ledger. A named path in an existing folder is still created (and said)."""
+    typo = tmp_path / "nonexistent" / "dir" / "l.db"
+    r = cli("node", "add", "x", "--ssh", "root@10.0.0.9", ledger=typo)
+    assert r.code == 1 and f"no folder {typo.parent} for a ledger at {typo}" in r.err, r.err
+    assert not (tmp_path / "nonexistent").exists()
+    fresh = tmp_path / "lab.db"
+    r = cli("node", "add", "x", "--ssh", "root@10.0.0.9", ledger=fresh)
+    assert r.code == 0 and "created a new ledger" in r.err and fresh.exists()
+
+
+def test_the_dashboard_refuses_a_mistyped_ledger(cli: Cli, tmp_path: Path) -> None:
+    """`zuka --ledger lab.dbb` opened an empty ledger, said only in the header."""
+    typo = tmp_path / "lab.dbb"
+    r = cli(ledger=typo)
+    assert r.code == 1 and f"no ledger at {typo}: a typo?" in r.err, r.err
+    assert not typo.exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shlex
 import sys
@@ -24,6 +25,7 @@ from leases import (
 )
 from leases.errors import (
     InputError,
+    LedgerError,
     Problems,
     UnknownNode,
     each_error,
@@ -123,10 +125,28 @@ def _open(args: argparse.Namespace, *, create: bool = False, readonly: bool = Fa
         raise ledger_failure(path, exc) from None
     if not existed and not create:
         raise no_ledger(path)
+    if not existed:
+        _refuse_missing_folder(args, path)
     ledger = Ledger.open(path, create=create, readonly=readonly)
     if not existed:
         print(f"zuka: created a new ledger at {visible(str(path))}", file=sys.stderr)
     return ledger
+
+
+def _named(args: argparse.Namespace) -> bool:
+    """Whether the ledger's path was named (--ledger or ZUKA_LEDGER), not the default."""
+    return bool(getattr(args, "ledger", None) or os.environ.get("ZUKA_LEDGER"))
+
+
+def _refuse_missing_folder(args: argparse.Namespace, path: Path) -> None:
+    """A ledger named in a folder that does not exist is a typo far more often than a
+    wish: creating /srv/zuak/lab.db's folders would start a second, empty ledger. The
+    default place's folders are made (its first run)."""
+    if _named(args) and not path.parent.is_dir():
+        raise LedgerError(
+            f"no folder {visible(str(path.parent))} for a ledger at {visible(str(path))}:"
+            " a typo? Create the folder first if it is meant (mkdir -p)"
+        )
 
 
 # -- providers ---------------------------------------------------------------------------
@@ -1086,6 +1106,13 @@ def dashboard(args: argparse.Namespace, out: TextIO) -> int:
     from tui.app import run_dashboard
 
     path = resolve_ledger_path(args.ledger)
+    if _named(args) and not path.exists():
+        # A typo (lab.dbb) opened an empty ledger, said only in the dashboard's header.
+        raise LedgerError(
+            f"no ledger at {visible(str(path))}: a typo? The dashboard opens a ledger that"
+            " exists; start a new one there with `zuka node add NAME --ledger PATH ...`,"
+            " or try `zuka demo`"
+        )
     if not out.isatty():
         if path.exists():
             Ledger.open(path).close()  # the ledger's own problem first, as the dashboard does

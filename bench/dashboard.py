@@ -1,8 +1,8 @@
 """The dashboard against the floor: a minimal Textual app with the same table, same run.
 
-    python bench/tui.py --quick            # about 3 minutes on 2 busy cores
-    python bench/tui.py                    # about 1 h 10 min (RSS over an hour of refreshes)
-    python bench/tui.py --minutes 10       # RSS over 10 minutes instead
+    python bench/dashboard.py --quick            # about 3 minutes on 2 busy cores
+    python bench/dashboard.py                    # about 1 h 10 min (RSS over an hour of refreshes)
+    python bench/dashboard.py --minutes 10       # RSS over 10 minutes instead
 
 Every app runs as a whole process in a pseudo-terminal of 120x36 that this script reads
 (every byte counted), one after the other, floor first, so both see the same machine:
@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 HERE = Path(__file__).resolve()
-# Run as `python bench/tui.py`, this folder comes first on sys.path and this very file
+# Run as `python bench/dashboard.py`, this folder comes first on sys.path and this very file
 # would be imported as `tui`: put the repository root there instead.
 if sys.path and Path(sys.path[0]).resolve() == HERE.parent:
     sys.path[0] = str(HERE.parent.parent)
@@ -621,7 +621,7 @@ def main() -> int:
     kinds = [args.only] if args.only else ["floor", "zuka"]
     folder = Path(tempfile.mkdtemp(prefix="zuka-bench-tui-"))
     load_start = loadavg()
-    print(f"bench/tui.py: {COLS}x{ROWS} pty, {os.cpu_count()} CPUs, load {load_start}, "
+    print(f"bench/dashboard.py: {COLS}x{ROWS} pty, {os.cpu_count()} CPUs, load {load_start}, "
           f"folder {folder}", flush=True)  # fmt: skip
     writers: list[subprocess.Popen[str]] = []
     try:

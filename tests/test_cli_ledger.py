@@ -29,6 +29,7 @@ LEASE_ARGS = [
     "--release-after-stopped-days", "7", "--notes", "paid quarterly",
     "--stopped-billing", "storage_only", "--month-count", "30_days", "--partial-unit", "day",
     "--renew-charge-days", "9", "--hourly-price", "60.5", "--refund-rule", "prorated_days",
+    "--rounding", "charge",
 ]  # fmt: skip
 
 
@@ -100,6 +101,7 @@ def test_every_lease_field_round_trips_through_json(cli: Cli) -> None:
         "renew_charge_days": 9,
         "hourly_price": "60.5",
         "refund_rule": "prorated_days",
+        "rounding": "charge",
     }
     # lease list adds what it knows of the renewal chain beside the record.
     chain = {"renews": None, "paid_until": lease["end"], "bills_now": True}

@@ -73,7 +73,8 @@ class LeaseRow:
     notes: tuple[str, ...] = ()
     currency: str = "CNY"  # the lease's own: rows of two currencies are never added up
     # Cash basis beside `cost` (the accrual): what the provider charged in the window,
-    # upfront charges and renewals on their charge days (storage lines not included).
+    # upfront charges and renewals on their charge days, and the storage lines (billed as
+    # they run, so charged as they accrue).
     charged: Decimal = ZERO
     node_id: int | None = None  # the node's (`node` is its name, shown; names are reused)
 
@@ -222,6 +223,7 @@ def lease_row(
         ),
         ZERO,
     )
+    charged += store  # storage lines bill as they run: charged as they accrue
     used: CardHours | None = None
     spans: list[Span] = []
     try:

@@ -5,6 +5,8 @@ out by hand here, from the prices and the hours written."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -17,7 +19,7 @@ from leases.config import Config
 from leases.fleetdata import FleetReader, ReadRequest
 from leases.history import GpuHour, NodeHour
 from leases.ledger import Ledger
-from leases.rollups import HistoryStore
+from leases.rollups import HistoryStore, OwnerHour
 from tui.fleetview import build
 
 D = Decimal
@@ -146,3 +148,74 @@ def test_a_lease_of_a_released_node_reads_its_own_history_and_storage(
     assert [D(r["busy_card_hours"]) for r in rows] == [0, 1920]
     # The disk: 310 a month for 10 of March's 31 days = 100.00, on the old lease only.
     assert [D(r["storage"]) for r in rows] == [0, 100]
+
+
+# -- storage: in the cash column, and a row of its own in --by user|project ---------------
+
+
+def _with_storage(cli: Cli, path: Path, folder: Path) -> Path:
+    """s: 8 cards by the card-hour at 2.00, Mar 1-11, with a 310-a-month disk deleted with
+    it; alice busy on 4 cards all along, bob on 2 for the first 120 hours. i: 1 card by the
+    hour at 10.00 for Mar 1, no history. Returns the config (alice's project: llm)."""
+    ok(cli, "node", "add", "s", "--ssh", "ssh root@10.0.0.1", "--gpus", "8")
+    ok(cli, "lease", "add", "s", "--billing", "card_hour", "--price", "2", "--cards", "8",
+       "--start", "2026-03-01T00:00")  # fmt: skip
+    ok(cli, "resource", "add", "s", "--kind", "disk", "--id", "d-1", "--price", "310",
+       "--price-per", "month")  # fmt: skip
+    ok(cli, "lease", "end", "s", "--at", "2026-03-11T00:00")
+    ok(cli, "resource", "edit", "s", "--kind", "disk", "--id", "d-1", "--deleted",
+       "2026-03-11T00:00")  # fmt: skip
+    ok(cli, "node", "add", "i", "--ssh", "ssh root@10.0.0.2", "--gpus", "1")
+    ok(cli, "lease", "add", "i", "--billing", "hourly", "--price", "10", "--start",
+       "2026-03-01T00:00")  # fmt: skip
+    ok(cli, "lease", "end", "i", "--at", "2026-03-02T00:00")
+    start = t("2026-03-01T00:00")
+    _hours(path, "s", start, 120, cards=8, busy=6)
+    _hours(path, "s", start + timedelta(hours=120), 120, cards=8, busy=4)
+    h0 = int(start.timestamp()) // 3600
+    with Ledger.open(path) as ledger:
+        HistoryStore(ledger).write_owner_hours(
+            [OwnerHour("s", "alice", h0 + k, 240.0) for k in range(240)]
+            + [OwnerHour("s", "bob", h0 + k, 120.0) for k in range(120)]
+        )
+    config = folder / "zuka.toml"
+    config.write_text('[projects]\nalice = "llm"\n')
+    config.chmod(0o600)
+    return config
+
+
+# s: 8 x 2.00 x 240 h = 3,840.00; busy 120 x 6 + 120 x 4 = 1,200 card-hours, 3.20 each
+# alice 4 x 240 = 960 h x 3.20 = 3,072.00; bob 2 x 120 = 240 h x 3.20 = 768.00
+# the disk: 310 x 10/31 = 100.00; i: 24 h x 10.00 = 240.00, no busy hour (unattributed)
+# by lease: 3,840 + 100 + 240 = 4,180.00 = 3,072 + 768 + 100 + 240
+def test_storage_is_in_the_cash_column_and_a_row_of_its_own_by_user_and_project(
+    cli: Cli, ledger_path: Path, tmp_path: Path
+) -> None:
+    config = _with_storage(cli, ledger_path, tmp_path)
+    month = ("report", "--month", "2026-03")
+    doc = json.loads(ok(cli, *month, "--json"))
+    by = {r["node"]: r for r in doc["leases"]}
+    assert (by["s"]["cost"], by["s"]["storage"]) == ("3840.00", "100.00")
+    # Cash: the card-hours as they ran, and the disk as it ran.
+    assert by["s"]["charged_in_month"] == "3940.00"
+    assert doc["total"]["charged_in_month"] == doc["total"]["total"] == "4180.00"
+    for who, rows in (("user", {"alice": "3072.00", "bob": "768.00"}),
+                      ("project", {"llm": "3072.00", "unassigned": "768.00"})):  # fmt: skip
+        att = json.loads(ok(cli, "--config", str(config), *month, "--by", who, "--json"))
+        assert {r["name"]: r["yuan"] for r in att["rows"]} == rows, who
+        assert (att["yuan"], att["storage_yuan"], att["unattributed_yuan"]) == (
+            "3840.00", "100.00", "240.00")  # fmt: skip
+        assert att["leases_total"] == "4180.00" == doc["total"]["total"]
+        text = ok(cli, "--config", str(config), *month, "--by", who, "--format", "csv")
+        crows = list(csv.DictReader(io.StringIO(text)))
+        kinds = {r["row"]: r for r in crows if r["row"] != who}
+        assert kinds["storage"]["yuan"] == "100.00" and kinds["storage"]["nodes"] == "s"
+        assert kinds["unattributed"]["yuan"] == "240.00"
+        assert kinds["total"]["yuan"] == "4180.00"
+        assert sum(D(r["yuan"]) for r in crows if r["row"] != "total") == D("4180.00")
+        md = ok(cli, "--config", str(config), *month, "--by", who)
+        cells = [[c.strip() for c in ln.strip("|").split(" | ")]
+                 for ln in md.splitlines() if ln.startswith("| ")][1:]  # fmt: skip
+        assert ["*storage lines*", "", "", "", "100.00", "s"] in cells, md
+        assert cells[-1][0] == "**Total**" and cells[-1][4] == "4,180.00"
+        assert sum(D(r[4].replace(",", "")) for r in cells[:-1]) == D("4180.00")

@@ -248,11 +248,19 @@ class HistoryStore:
         ).fetchall()
         return [NodeMinute(node, m, unpack_minute(b)) for m, b in rows]
 
-    def hours(self, node: str, since: datetime, until: datetime) -> list[NodeHour]:
+    def hours(
+        self, node: str, since: datetime, until: datetime, *, node_id: int | None = None
+    ) -> list[NodeHour]:
+        """The node's hours starting in [since, until): of the live node of that name, or
+        of the node `node_id` (a released node's name may be reused)."""
         rows = self.ledger.conn.execute(
             "SELECT hour, gpus FROM gpu_hour WHERE node_id = ? AND hour >= ? AND hour < ?"
             " ORDER BY hour",
-            (self.node_id(node), int(since.timestamp()) // 3600, int(until.timestamp()) // 3600),
+            (
+                self.node_id(node) if node_id is None else node_id,
+                int(since.timestamp()) // 3600,
+                int(until.timestamp()) // 3600,
+            ),
         ).fetchall()
         return [NodeHour(node, h, unpack_hour(b)) for h, b in rows]
 

@@ -219,3 +219,81 @@ def test_storage_is_in_the_cash_column_and_a_row_of_its_own_by_user_and_project(
         assert ["*storage lines*", "", "", "", "100.00", "s"] in cells, md
         assert cells[-1][0] == "**Total**" and cells[-1][4] == "4,180.00"
         assert sum(D(r[4].replace(",", "")) for r in cells[:-1]) == D("4180.00")
+
+
+# -- plans: each GPU model planned on its own; plan buy counts the cards rented now --------
+
+
+def _month_start(months_back: int) -> str:
+    """The first day of a month `months_back` before this one, in Shanghai (a lease from
+    then runs over the plans' 30-day window; whole months, so a valid monthly lease)."""
+    today = datetime.now(UTC).astimezone(fields.timezone("Asia/Shanghai", "tz")).date()
+    n = today.year * 12 + today.month - 1 - months_back
+    return f"{n // 12:04d}-{n % 12 + 1:02d}-01"
+
+
+def _last_hours(path: Path, node: str, n: int, cards: int, busy: int) -> None:
+    """The n whole clock hours before this one."""
+    top = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    _hours(path, node, top - timedelta(hours=n), n, cards, busy)
+
+
+def test_plan_hybrid_plans_each_gpu_model_of_the_fleet(cli: Cli, ledger_path: Path) -> None:
+    start, end = _month_start(2), _month_start(-2)
+    for name, model, gpus, monthly, hourly in (
+        ("a", "A100", "8", "52000", "80"),  # a card: 6,500 a month, 10.00 an hour
+        ("b", "RTX 4090", "2", "3000", "4"),  # a card: 1,500 a month, 2.00 an hour
+    ):
+        ok(cli, "node", "add", name, "--ssh", f"ssh root@{name}.lab", "--gpus", gpus,
+           "--gpu-model", model)  # fmt: skip
+        ok(cli, "lease", "add", name, "--billing", "monthly", "--price", monthly,
+           "--hourly-price", hourly, "--start", start, "--end", end)  # fmt: skip
+    _last_hours(ledger_path, "a", 240, cards=8, busy=8)  # 8 cards busy every hour
+    _last_hours(ledger_path, "b", 240, cards=2, busy=1)  # 1 card busy every hour
+    doc = json.loads(ok(cli, "plan", "hybrid", "--json"))
+    models = {m["gpu_model"]: m for m in doc["models"]}
+    assert sorted(models) == ["A100", "RTX 4090"]
+    a, b = models["A100"], models["RTX 4090"]
+    assert (a["nodes"], b["nodes"]) == (["a"], ["b"])
+    assert a["hours"] == b["hours"] == 240
+    # A100: threshold 6,500 / (10 x 730) = 0.89; 8 cards busy in every hour (share 1 above
+    # any k < 8): all 8 monthly, 8 x 6,500 = 52,000 (all hourly 8 x 730 x 10 = 58,400).
+    assert (a["base_cards"], D(a["cost_per_month"])) == (8, 52000)
+    assert D(a["all_hourly_per_month"]) == 58400
+    # RTX 4090: threshold 1,500 / (2 x 730) = 1.03 > 1: all hourly, 730 x 2 = 1,460
+    # (all monthly: 1 x 1,500).
+    assert (b["base_cards"], D(b["cost_per_month"])) == (0, 1460)
+    assert D(b["saves_against_monthly"]) == 40
+    text = ok(cli, "plan", "hybrid")
+    assert "## A100" in text and "## RTX 4090" in text
+    assert "Rent 8 card(s) monthly" in text and "Rent 0 card(s) monthly" in text
+    # One model asked for: the plan as before, of that model only.
+    one = json.loads(ok(cli, "plan", "hybrid", "--gpu-model", "4090", "--json"))
+    assert one["nodes"] == ["b"] and one["base_cards"] == 0
+
+
+def test_plan_buy_counts_the_cards_rented_now(cli: Cli, ledger_path: Path) -> None:
+    """a: 8 A100 rented now. The old c: 4 A100 by the card-hour until 5 days ago, released;
+    the new c, of the same name: 2 A100 by the card-hour for 2 days, now. Rented now:
+    8 + 2 = 10 cards (not the old c's 4, nor 8 + 4 from the window's leases)."""
+    shanghai = fields.timezone("Asia/Shanghai", "tz")
+    now = datetime.now(UTC).astimezone(shanghai).replace(minute=0, second=0, microsecond=0)
+
+    def at(hours_ago: int) -> str:
+        return f"{now - timedelta(hours=hours_ago):%Y-%m-%dT%H:%M}"
+
+    ok(cli, "node", "add", "a", "--ssh", "ssh root@a.lab", "--gpus", "8", "--gpu-model", "A100")
+    ok(cli, "lease", "add", "a", "--billing", "monthly", "--price", "52000", "--start",
+       _month_start(2), "--end", _month_start(-2))  # fmt: skip
+    _last_hours(ledger_path, "a", 240, cards=8, busy=4)
+    ok(cli, "node", "add", "c", "--ssh", "ssh root@c.lab", "--gpus", "4", "--gpu-model", "A100")
+    ok(cli, "lease", "add", "c", "--billing", "card_hour", "--price", "5", "--start", at(240))
+    _hours(ledger_path, "c", now - timedelta(hours=240), 120, cards=4, busy=4)
+    ok(cli, "lease", "end", "c", "--at", at(120))
+    ok(cli, "node", "archive", "c")
+    ok(cli, "node", "add", "c", "--ssh", "ssh root@c2.lab", "--gpus", "2", "--gpu-model", "A100")
+    ok(cli, "lease", "add", "c", "--billing", "card_hour", "--price", "5", "--start", at(48))
+    args = ("plan", "buy", "--card-price", "80000", "--life-years", "4", "--power-w", "400",
+            "--kwh", "1", "--hosting", "0", "--json")  # fmt: skip
+    assert json.loads(ok(cli, *args))["cards"] == 10
+    assert json.loads(ok(cli, *args, "--gpu-model", "A100"))["cards"] == 10

@@ -29,7 +29,8 @@ class MonthMoney:
     currency: str
     cost: Decimal  # accrued this month so far, storage included
     idle: Decimal  # of which paid for cards history read as idle
-    by_node: Mapping[str, Decimal] = field(default_factory=dict)  # the cost, node by node
+    # The cost node by node, by node id (a released node's name may be reused).
+    by_node: Mapping[int, Decimal] = field(default_factory=dict)
 
 
 def month_money(ledger: Ledger, now: datetime, tz: str, currency: str) -> MonthMoney:
@@ -54,9 +55,10 @@ def month_money(ledger: Ledger, now: datetime, tz: str, currency: str) -> MonthM
     )  # fmt: skip
     rows = [r for r in rep.rows if r.currency == currency]
     totals = report.totals(rows)
-    by_node: dict[str, Decimal] = {}
+    by_node: dict[int, Decimal] = {}
     for r in rows:
-        by_node[r.node] = by_node.get(r.node, Decimal(0)) + r.total
+        if r.node_id is not None:  # (every lease read from the ledger has one)
+            by_node[r.node_id] = by_node.get(r.node_id, Decimal(0)) + r.total
     return MonthMoney(month, currency, totals.total, totals.idle_yuan, by_node)
 
 

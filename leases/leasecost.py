@@ -58,13 +58,9 @@ class LeaseCost:
 def storage_of(
     chain: Sequence[Lease], resources: Sequence[tuple[str, datetime, Resource]]
 ) -> list[tuple[Resource, Lease]]:
-    """The priced storage lines (ledger.resources rows) of a chain's leases."""
-    lease_of = {(le.node, le.start): le for le in chain}
-    return [
-        (res, lease_of[(name, start)])
-        for name, start, res in resources
-        if (name, start) in lease_of and res.price is not None
-    ]
+    """The priced storage lines (ledger.resources rows) of a chain's leases, found by
+    lease (report.storage_lines), never by a node name another node may have had."""
+    return [s for lines in report.storage_lines(chain, resources).values() for s in lines]
 
 
 def node_cost(

@@ -599,7 +599,7 @@ class Ledger:
             [*row.values(), old.id],
         )
         self._audit(conn, action, "lease", old.id, old.node, before, after)
-        return replace(new, id=old.id)
+        return replace(new, id=old.id, node_id=old.node_id)
 
     def end_lease(self, node: str, at: datetime | None = None) -> Lease:
         """Record that the node's open lease ended (released or handed back). Renewals of
@@ -1501,4 +1501,4 @@ def _node(row: Mapping[str, Any]) -> Node:
 
 
 def _lease(row: Mapping[str, Any]) -> Lease:
-    return replace(records.lease_from(row), id=row["id"])
+    return replace(records.lease_from(row), id=row["id"], node_id=row["node_id"])

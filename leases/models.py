@@ -342,10 +342,18 @@ class Lease:
         ),
     )
     id: int | None = field(default=None, metadata=INTERNAL)
+    # The node it is on, as the ledger knows it (filled when read from it): a released
+    # node's name may be reused, so money is keyed by this, `node` being only shown.
+    node_id: int | None = field(default=None, metadata=INTERNAL)
 
     @property
     def open(self) -> bool:
         return self.ended_at is None
+
+    @property
+    def node_key(self) -> int | str:
+        """Which node it is on: its id, or its name for a lease not read from a ledger."""
+        return self.node_id if self.node_id is not None else self.node
 
 
 @dataclass(frozen=True)

@@ -312,15 +312,16 @@ def model_matches(node: Node, model: str | None) -> bool:
 
 
 def lease_prices(
-    leases: Sequence[Lease], nodes: Mapping[str, Node], model: str | None
+    leases: Sequence[Lease], nodes: Mapping[int, Node], model: str | None
 ) -> tuple[PerCard | None, PerCard | None]:
-    """(monthly price a card, hourly price a card) from the latest leases of nodes whose GPU
-    model matches: a monthly lease's price over its cards; an hourly lease's, a card-hour
-    lease's, or a monthly lease's recorded hourly price."""
+    """(monthly price a card, hourly price a card) from the latest leases of nodes (by id:
+    a released node's name may be reused) whose GPU model matches: a monthly lease's price
+    over its cards; an hourly lease's, a card-hour lease's, or a monthly lease's recorded
+    hourly price."""
     monthly: PerCard | None = None
     hourly: PerCard | None = None
     for le in sorted(leases, key=lambda le: le.start):
-        node = nodes.get(le.node)
+        node = nodes.get(le.node_id) if le.node_id is not None else None
         if node is None or not model_matches(node, model):
             continue
         cards = le.cards_billed or node.gpu_count

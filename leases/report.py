@@ -73,8 +73,10 @@ class LeaseRow:
     notes: tuple[str, ...] = ()
     currency: str = "CNY"  # the lease's own: rows of two currencies are never added up
     # Cash basis beside `cost` (the accrual): what the provider charged in the window,
-    # upfront charges and renewals on their charge days (storage lines not included).
+    # upfront charges and renewals on their charge days, and the storage lines (billed as
+    # they run, so charged as they accrue).
     charged: Decimal = ZERO
+    node_id: int | None = None  # the node's (`node` is its name, shown; names are reused)
 
     @property
     def total(self) -> Decimal:
@@ -219,6 +221,7 @@ def lease_row(
         ),
         ZERO,
     )
+    charged += store  # storage lines bill as they run: charged as they accrue
     used: CardHours | None = None
     spans: list[Span] = []
     try:
@@ -260,7 +263,55 @@ def lease_row(
         notes=tuple(dict.fromkeys(notes)),
         currency=last.currency,
         charged=charged,
+        node_id=last.node_id,
     )
+
+
+def nodes_by_key(nodes: Iterable[Node]) -> dict[int | str, Node]:
+    """Nodes by id, for Lease.node_key: a released node's name may be reused, so a lease
+    read from the ledger finds its node by id. By name too, for a lease that has no node
+    id: the live node of that name rather than a released one."""
+    found: dict[int | str, Node] = {}
+    for n in sorted(nodes, key=lambda n: n.state == "released"):
+        if n.id is not None:
+            found[n.id] = n
+        found.setdefault(n.name, n)
+    return found
+
+
+def node_chains(leases: Iterable[Lease]) -> list[tuple[Lease, ...]]:
+    """Renewal chains (leases.renewals.chains) node by node: two nodes that had the same
+    name never make one chain."""
+    by_node: dict[int | str, list[Lease]] = {}
+    for le in leases:
+        by_node.setdefault(le.node_key, []).append(le)
+    return [c for group in by_node.values() for c in chains(group)]
+
+
+def lease_key(le: Lease) -> int | tuple[str, datetime]:
+    """A lease's identity: its id, or its node's name and start for a lease not read from
+    a ledger (names are reused, so (name, start) is not one where ids exist)."""
+    return le.id if le.id is not None else (le.node, le.start)
+
+
+def storage_lines(
+    leases: Iterable[Lease], resources: Iterable[tuple[str, datetime, Resource]]
+) -> dict[int | tuple[str, datetime], list[tuple[Resource, Lease]]]:
+    """The priced storage lines (ledger.resources rows) of the leases, by lease_key: a
+    resource names its lease by id (Resource.lease_id)."""
+    by_id: dict[int, Lease] = {}
+    by_name: dict[tuple[str, datetime], Lease] = {}
+    for le in leases:
+        if le.id is not None:
+            by_id[le.id] = le
+        else:
+            by_name[(le.node, le.start)] = le
+    found: dict[int | tuple[str, datetime], list[tuple[Resource, Lease]]] = {}
+    for name, start, res in resources:
+        found_le = by_id.get(res.lease_id) or by_name.get((name, start))
+        if found_le is not None and res.price is not None:
+            found.setdefault(lease_key(found_le), []).append((res, found_le))
+    return found
 
 
 def _grouped(
@@ -287,21 +338,14 @@ def build_report(
 ) -> Report:
     """The report over `window` (month_window) of every chain that ran or billed in it."""
     since, until = window
-    node_of: dict[str, Node] = {}
-    for n in sorted(nodes, key=lambda n: n.state != "released"):
-        node_of.setdefault(n.name, n)
+    node_of = nodes_by_key(nodes)
     provider_of = {p.name: p for p in providers}
-    lease_of = {(le.node, le.start): le for le in leases}
-    storage_of: dict[tuple[str, datetime], list[tuple[Resource, Lease]]] = {}
-    for name, start, res in resources:
-        le = lease_of.get((name, start))
-        if le is not None and res.price is not None:
-            storage_of.setdefault((name, start), []).append((res, le))
+    storage_of = storage_lines(leases, resources)
     rows: list[LeaseRow] = []
-    for chain in chains(leases):
-        node = node_of.get(chain[-1].node)
+    for chain in node_chains(leases):
+        node = node_of.get(chain[-1].node_key)
         provider = provider_of.get(node.provider or "") if node is not None else None
-        store = [s for le in chain for s in storage_of.get((le.node, le.start), [])]
+        store = [s for le in chain for s in storage_of.get(lease_key(le), [])]
         row = lease_row(chain, node, provider, store, usage, since, until)
         if row is not None:
             rows.append(row)
@@ -343,6 +387,9 @@ class Attribution:
     # sat idle all month, busy hours whose owner the history does not hold.
     unattributed: Decimal
     outside_leases: Decimal  # busy card-hours on nodes when no lease paid for them
+    # The storage lines' cost, a row of its own: no busy hour carries it. By lease total
+    # = the rows' yuan + storage + unattributed.
+    storage: Decimal = ZERO
 
 
 def owner_key(owner: str, by: str, users: Mapping[str, str], projects: Mapping[str, str]) -> str:
@@ -366,9 +413,11 @@ def attribute(
     card-hours on a lease's node costs that lease's effective price per busy card-hour."""
     if by not in ("user", "project"):
         raise InputError("by", by, "must be lease, user or project")
-    by_node: dict[str, list[LeaseRow]] = {}
+    # By node id: two nodes of one name (one released) have hours of their own. By name
+    # only rows and hours that carry no id (not read from a ledger).
+    by_node: dict[int | str, list[LeaseRow]] = {}
     for r in report.rows:
-        by_node.setdefault(r.node, []).append(r)
+        by_node.setdefault(r.node_id if r.node_id is not None else r.node, []).append(r)
     # Keyed by (person or project, currency): yuan of two currencies are never added.
     busy: dict[tuple[str, str], Decimal] = {}
     yuan: dict[tuple[str, str], Decimal] = {}
@@ -378,9 +427,8 @@ def attribute(
     for oh in owner_hours:
         hours = Decimal(str(oh.busy_card_minutes)) / 60
         t = datetime.fromtimestamp(oh.hour * 3600, UTC)
-        row = next(
-            (r for r in by_node.get(oh.node, ()) if any(a <= t < b for a, b in r.spans)), None
-        )
+        on = by_node.get(oh.node_id if oh.node_id is not None else oh.node, ())
+        row = next((r for r in on if any(a <= t < b for a, b in r.spans)), None)
         if row is None:
             outside += hours  # no lease paid for the card then: no yuan, not a user's share
             continue
@@ -402,4 +450,5 @@ def attribute(
         total_yuan,
         report.total.cost - total_yuan,
         outside,
+        report.total.storage,
     )

@@ -329,6 +329,14 @@ class _AttSums:
     yuan: Decimal
     unattributed: Decimal  # the leases' cost no busy hour carried
     cost: Decimal  # the leases' cost
+    # The storage lines' cost, a row of its own (no busy hour carries it), and its nodes.
+    storage: Decimal = Decimal(0)
+    storage_nodes: tuple[str, ...] = ()
+
+    @property
+    def total(self) -> Decimal:
+        """The by-lease report's total: yuan + storage + unattributed."""
+        return self.yuan + self.storage + self.unattributed
 
 
 def _att_sums(report: Report, att: Attribution, hours: Decimal) -> list[_AttSums]:
@@ -338,8 +346,11 @@ def _att_sums(report: Report, att: Attribution, hours: Decimal) -> list[_AttSums
         mine = [r for r in att.rows if r.currency == code]
         busy = sum((_step(r.busy, hours) for r in mine), Decimal(0))
         yuan = sum((_fen(r.yuan) for r in mine), Decimal(0))
-        cost = sum((_fen(r.cost) for r in report.rows if r.currency == code), Decimal(0))
-        out.append(_AttSums(code, busy, yuan, _fen(cost - yuan), cost))
+        leases = [r for r in report.rows if r.currency == code]
+        cost = sum((_fen(r.cost) for r in leases), Decimal(0))
+        storage = sum((_fen(r.storage) for r in leases), Decimal(0))
+        stored = tuple(sorted({r.node for r in leases if _fen(r.storage)}))
+        out.append(_AttSums(code, busy, yuan, _fen(cost - yuan), cost, storage, stored))
     return out
 
 
@@ -353,7 +364,7 @@ def attribution_markdown(report: Report, att: Attribution) -> str:
         said.append(
             f"**{_hours(m.busy)} busy card-hours worth {cur}{_money(m.yuan)}**; not carried"
             f" by any busy hour (idle leases): {cur}{_money(m.unattributed)} of the leases'"
-            f" {cur}{_money(m.cost)}"
+            f" {cur}{_money(m.cost)}; storage lines {cur}{_money(m.storage)}"
         )
     lines = [
         f"# GPU use by {who} {report.month}",
@@ -377,8 +388,16 @@ def attribution_markdown(report: Report, att: Attribution) -> str:
         )
     for m in sums:
         money = _money if single else _money_in(report, m.code)
+        # Rows of their own, so that the total is the by-lease report's total.
+        if m.storage:
+            rows.append(["*storage lines*", "", "", "", money(m.storage),
+                         _md(", ".join(m.storage_nodes))])  # fmt: skip
+        if m.unattributed:
+            rows.append(["*not carried by a busy hour*", "", "", "", money(m.unattributed), ""])
+    for m in sums:
+        money = _money if single else _money_in(report, m.code)
         label = "**Total**" if single else f"**Total {m.code}**"
-        rows.append([label, "", _hours(m.busy), "", money(m.yuan), ""])
+        rows.append([label, "", _hours(m.busy), "", money(m.total), ""])
     cur = symbol(sums[0].code).strip() if single else "Cost"
     lines += _table([who.capitalize(), "Node users", "Busy card-h", "Share", cur, "Nodes"], rows)
     if att.outside_leases:
@@ -485,9 +504,13 @@ def attribution_csv(report: Report, att: Attribution) -> str:
                 _csv(";".join(r.nodes)),
             ]
         )
+    # Storage and what no busy hour carried, then the total of every row above it: the
+    # by-lease report's total.
     for m in _att_sums(report, att, _HUNDREDTH):
-        w.writerow(["total", "", "", _c_hours(m.busy), m.code, _c_money(m.yuan), ""])
+        nodes = _csv(";".join(m.storage_nodes))
+        w.writerow(["storage", "", "", "", m.code, _c_money(m.storage), nodes])
         w.writerow(["unattributed", "", "", "", m.code, _c_money(m.unattributed), ""])
+        w.writerow(["total", "", "", _c_hours(m.busy), m.code, _c_money(m.total), ""])
     return buf.getvalue()
 
 
@@ -604,6 +627,9 @@ def attribution_json(report: Report, att: Attribution) -> dict[str, Any]:
         # yuan, unattributed_yuan, leases_cost: None among several currencies (by_currency)
         "yuan": _d(one.yuan) if one else None,
         "unattributed_yuan": _d(one.unattributed) if one else None,
+        "storage_yuan": _d(one.storage) if one else None,
+        # yuan + storage_yuan + unattributed_yuan: the by-lease report's total
+        "leases_total": _d(one.total) if one else None,
         "outside_leases_card_hours": _h(att.outside_leases),
         "leases_cost": _d(one.cost) if one else None,
         "by_currency": {
@@ -611,6 +637,8 @@ def attribution_json(report: Report, att: Attribution) -> dict[str, Any]:
                 "busy_card_hours": _h(m.busy),
                 "yuan": _d(m.yuan),
                 "unattributed_yuan": _d(m.unattributed),
+                "storage_yuan": _d(m.storage),
+                "leases_total": _d(m.total),
                 "leases_cost": _d(m.cost),
             }
             for m in sums

@@ -38,6 +38,7 @@ class OwnerHour(NamedTuple):
     owner: str  # a user name, "uid:N", or "?" (unknown or refused)
     hour: int  # Unix time // 3600
     busy_card_minutes: float
+    node_id: int | None = None  # as read from the ledger (a released node's name is reused)
 
 
 @dataclass(frozen=True)
@@ -247,11 +248,19 @@ class HistoryStore:
         ).fetchall()
         return [NodeMinute(node, m, unpack_minute(b)) for m, b in rows]
 
-    def hours(self, node: str, since: datetime, until: datetime) -> list[NodeHour]:
+    def hours(
+        self, node: str, since: datetime, until: datetime, *, node_id: int | None = None
+    ) -> list[NodeHour]:
+        """The node's hours starting in [since, until): of the live node of that name, or
+        of the node `node_id` (a released node's name may be reused)."""
         rows = self.ledger.conn.execute(
             "SELECT hour, gpus FROM gpu_hour WHERE node_id = ? AND hour >= ? AND hour < ?"
             " ORDER BY hour",
-            (self.node_id(node), int(since.timestamp()) // 3600, int(until.timestamp()) // 3600),
+            (
+                self.node_id(node) if node_id is None else node_id,
+                int(since.timestamp()) // 3600,
+                int(until.timestamp()) // 3600,
+            ),
         ).fetchall()
         return [NodeHour(node, h, unpack_hour(b)) for h, b in rows]
 
@@ -266,7 +275,7 @@ class HistoryStore:
         """
         lo, hi = int(since.timestamp()) // 3600, int(until.timestamp()) // 3600
         sql = (
-            "SELECT n.name, o.owner, o.hour, o.busy_card_minutes"
+            "SELECT n.name, o.owner, o.hour, o.busy_card_minutes, o.node_id"
             " FROM gpu_owner_hour o JOIN nodes n ON n.id = o.node_id"
             " WHERE o.hour >= ? AND o.hour < ?"
         )
@@ -278,7 +287,7 @@ class HistoryStore:
             sql += f" AND n.name IN ({', '.join('?' for _ in names)})"
             params += names
         rows = self.ledger.conn.execute(sql + " ORDER BY n.name, o.hour, o.owner", params)
-        return [OwnerHour(n, o, h, b) for n, o, h, b in rows]
+        return [OwnerHour(n, o, h, b, i) for n, o, h, b, i in rows]
 
     def gaps(self, node: str) -> list[tuple[datetime, datetime | None, str, str]]:
         rows = self.ledger.conn.execute(
@@ -357,12 +366,14 @@ class HistoryStore:
             for s in spans
         ]
 
-    def card_minutes(self, node: str, since: datetime, until: datetime) -> tuple[int, int]:
-        """Busy and known card-minutes of the node's clock hours starting in [since, until)."""
+    def card_minutes(self, node: str | int, since: datetime, until: datetime) -> tuple[int, int]:
+        """Busy and known card-minutes of the node's clock hours starting in [since, until)
+        (node: the live node of a name, or a node id)."""
+        node_id = node if isinstance(node, int) else self.node_id(node)
         row = self.ledger.conn.execute(
             "SELECT SUM(busy_card_minutes), SUM(known_card_minutes) FROM gpu_hour"
             " WHERE node_id = ? AND hour >= ? AND hour < ?",
-            (self.node_id(node), int(since.timestamp()) // 3600, int(until.timestamp()) // 3600),
+            (node_id, int(since.timestamp()) // 3600, int(until.timestamp()) // 3600),
         ).fetchone()
         return int(row[0] or 0), int(row[1] or 0)
 
@@ -383,6 +394,7 @@ class HistoryStore:
         for a, b in billing.billed_spans(lease, until, stops):
             lo, hi = max(since, a), min(until, b)
             if lo < hi:
-                span_busy, span_known = self.card_minutes(lease.node, lo, hi)
+                # Its own node's history: a released node's name may be reused.
+                span_busy, span_known = self.card_minutes(lease.node_key, lo, hi)
                 busy, known = busy + span_busy, known + span_known
         return billing.lease_card_hours(lease, since, until, busy, known, stops=stops, cards=cards)

@@ -313,11 +313,12 @@ async def test_owners_travel_from_the_node_into_history(rig: Rig) -> None:
     rig.clock.now = T0 + timedelta(seconds=180)
     rig.poller.flush()
     rows = rig.store.busy_by_owner(T0 - timedelta(hours=1), T0 + timedelta(hours=1))
+    n0 = rig.store.node_id("n0")  # rows carry the node's id: a name may be reused
     assert rows == [
-        OwnerHour("n0", "?", HOUR, 2.0),
-        OwnerHour("n0", "alice", HOUR, 1.0),
-        OwnerHour("n0", "bob", HOUR, 1.0),
-        OwnerHour("n0", "carol", HOUR, 2.0),
+        OwnerHour("n0", "?", HOUR, 2.0, n0),
+        OwnerHour("n0", "alice", HOUR, 1.0, n0),
+        OwnerHour("n0", "bob", HOUR, 1.0, n0),
+        OwnerHour("n0", "carol", HOUR, 2.0, n0),
     ]
     # The owners' minutes add up to the hour's busy card-minutes.
     (hour,) = rig.store.hours("n0", T0 - timedelta(hours=1), T0 + timedelta(hours=1))
@@ -333,7 +334,7 @@ async def test_the_real_simulated_process_table_attributes_by_default(rig: Rig) 
     user = gpu_user(rig.node.sim, 0).owner  # type: ignore[arg-type]
     assert [p.owner for p in rig.poller.statuses["n0"].processes] == [user, user]
     rows = rig.store.busy_by_owner(T0 - timedelta(hours=1), T0 + timedelta(hours=1), ["n0"])
-    assert rows == [OwnerHour("n0", user, HOUR, 2.0)]
+    assert rows == [OwnerHour("n0", user, HOUR, 2.0, rig.store.node_id("n0"))]
     assert rig.store.busy_by_owner(T0, T0 + timedelta(hours=1), ["other"]) == []
     assert rig.store.busy_by_owner(T0, T0 + timedelta(hours=1), []) == []
 

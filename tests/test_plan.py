@@ -176,8 +176,12 @@ def test_plan_hybrid_prices_from_the_ledger(
     # The A100 monthly lease: 52000 for 8 cards; the A100 card-hour lease: 4.80.
     assert "¥6,500.00 a month (from the monthly lease of sim-002)" in text
     assert "¥4.80 an hour (from the card_hour lease of sim-008)" in text
-    assert main(["--ledger", str(fleet), "plan", "hybrid"]) == 2
-    assert "--gpu-model" in capsys.readouterr().err
+    # Several models, no price given: each model planned from its own leases (issue 17);
+    # none of the simulated models has both a monthly and an hourly lease of its own.
+    assert main(["--ledger", str(fleet), "plan", "hybrid"]) == 1
+    out = capsys.readouterr().out
+    assert "## A100 80GB SXM" in out and "## RTX 4090" in out
+    assert "give --hourly PRICE (a card's price for an hour) with --gpu-model" in out
     assert main(["--ledger", str(fleet), "plan", "hybrid", "--gpu-model", "4090"]) == 2
     assert "give --monthly PRICE" in capsys.readouterr().err
 

@@ -7,10 +7,10 @@ import argparse
 from datetime import datetime
 from typing import TextIO
 
-from leases import leasecost
+from leases import leasecost, report
 from leases.billing import CardHours
 from leases.errors import InputError
-from leases.models import Lease, Node
+from leases.models import Lease
 from leases.report import Usage
 from leases.rollups import HistoryStore
 from leases.textsafe import visible
@@ -35,22 +35,19 @@ def cost(args: argparse.Namespace, out: TextIO) -> int:
     days = _days(int(args.days))
     with open_ledger(args, readonly=True) as ledger:  # a mistyped --ledger: refused
         at = ledger.clock()
-        if args.node:
-            nodes: dict[str, Node] = {args.node: ledger.node(args.node)}  # UnknownNode: exit 2
-        else:
-            nodes = {}
-            for n in sorted(ledger.nodes(), key=lambda n: n.state != "released"):
-                nodes.setdefault(n.name, n)
-        leases: dict[str, list[Lease]] = {}
+        # UnknownNode: exit 2. Nodes and leases by node id: a released node's name may be
+        # reused, and each node's leases are costed at its own cards.
+        nodes = report.nodes_by_key([ledger.node(args.node)] if args.node else ledger.nodes())
+        leases: dict[int | str, list[Lease]] = {}
         for le in ledger.leases(args.node) if args.node else ledger.leases():
-            leases.setdefault(le.node, []).append(le)
+            leases.setdefault(le.node_key, []).append(le)
         resources = ledger.resources(args.node) if args.node else ledger.resources()
         usage = _usage(HistoryStore(ledger))
         costs = [
             c
-            for name in sorted(leases)
+            for key in sorted(leases, key=lambda k: (leases[k][0].node, str(k)))
             if (c := leasecost.node_cost(
-                nodes.get(name), leases[name], resources, usage, at, days
+                nodes.get(key), leases[key], resources, usage, at, days
             )) is not None
         ]  # fmt: skip
     if args.json:

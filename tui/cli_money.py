@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from leases import billing, fields, plan, report, reportformat
+from leases import billing, fields, plan, renewals, report, reportformat
 from leases.billing import CardHours, fen
 from leases.config import Config, load_user_config
 from leases.errors import InputError
@@ -44,14 +45,14 @@ def _usage(store: HistoryStore) -> report.Usage:
 def _build(ledger: Ledger, month: str, window: tuple[datetime, datetime], complete: bool,
            config: Config, model: str | None = None) -> report.Report:  # fmt: skip
     nodes = [n for n in ledger.nodes() if plan.model_matches(n, model)]
-    names = {n.name for n in nodes}
+    ids = {n.id for n in nodes}  # not names: a released node's name may be reused
     return report.build_report(
         month,
         window,
         complete,
         tz=config.billing.tz,
         currency=config.billing.currency,
-        leases=[le for le in ledger.leases() if le.node in names],
+        leases=[le for le in ledger.leases() if le.node_id in ids],
         nodes=nodes,
         providers=ledger.providers(),
         resources=ledger.resources(),
@@ -109,17 +110,15 @@ def _days(args: argparse.Namespace) -> int:
     return days
 
 
-def _nodes(ledger: Ledger, model: str | None) -> dict[str, Node]:
-    found: dict[str, Node] = {}
-    for n in sorted(ledger.nodes(), key=lambda n: n.state != "released"):
-        if plan.model_matches(n, model):
-            found.setdefault(n.name, n)
-    return found
+def _nodes(ledger: Ledger, model: str | None) -> dict[int, Node]:
+    """The nodes of the GPU model (every node for None), released ones too, by id: a
+    released node's name may be reused by another."""
+    return {n.id: n for n in ledger.nodes() if n.id is not None and plan.model_matches(n, model)}
 
 
 def demand(
     store: HistoryStore,
-    nodes: dict[str, Node],
+    nodes: Mapping[int, Node],
     leases: list[Lease],
     since: datetime,
     until: datetime,
@@ -127,22 +126,22 @@ def demand(
     """Busy cards in each known clock hour of [since, until), summed over the nodes; an
     hour history does not cover is unknown, never no demand (leases.plan's rule)."""
     lo, hi = int(since.timestamp()) // 3600, int(until.timestamp()) // 3600
-    spans: dict[str, list[tuple[int, int]]] = {name: [] for name in nodes}
-    cards = {name: n.gpu_count for name, n in nodes.items()}
+    spans: dict[int, list[tuple[int, int]]] = {i: [] for i in nodes}
+    cards = {i: n.gpu_count for i, n in nodes.items()}
     for le in leases:
-        if le.node not in spans:
+        if le.node_id not in spans:
             continue
         try:
             paid = billing.billed_spans(le, until)
         except (AssertionError, InputError):  # a prepaid lease without an end: as it runs
             paid = [(le.start, le.ended_at or until)]
-        spans[le.node] += [(int(a.timestamp()), int(b.timestamp())) for a, b in paid]
-        cards[le.node] = cards[le.node] or le.cards_billed or 0
+        spans[le.node_id] += [(int(a.timestamp()), int(b.timestamp())) for a, b in paid]
+        cards[le.node_id] = cards[le.node_id] or le.cards_billed or 0
     history = {}
-    for name in nodes:
-        rows = store.hours(name, since, until)
+    for i, n in nodes.items():
+        rows = store.hours(n.name, since, until, node_id=i)
         per_hour = {h.hour: (h.busy_card_minutes, h.known_card_minutes) for h in rows}
-        history[name] = plan.NodeHistory(cards[name], tuple(spans[name]), per_hour)
+        history[str(i)] = plan.NodeHistory(cards[i], tuple(spans[i]), per_hour)
     return plan.measured_demand(history, lo, hi)
 
 
@@ -157,26 +156,23 @@ def _price_source(p: plan.PerCard | None) -> str:
     return f" (from the {le.billing_type.value} lease of {visible(le.node)})"
 
 
-def _prices(
-    args: argparse.Namespace, ledger: Ledger, nodes: dict[str, Node]
-) -> tuple[Decimal, Decimal, str, str]:
+def _given_prices(args: argparse.Namespace) -> tuple[Decimal | None, Decimal | None]:
     hourly = _decimal("hourly", args.hourly)
     monthly = _decimal("monthly", args.monthly)
     for name, given in (("hourly", hourly), ("monthly", monthly)):
         if given is not None:
             plan.check_price(name, given)
+    return monthly, hourly
+
+
+def _prices(
+    args: argparse.Namespace, ledger: Ledger, nodes: Mapping[int, Node], model: str | None
+) -> tuple[Decimal, Decimal, str, str]:
+    monthly, hourly = _given_prices(args)
     if hourly is not None and monthly is not None:
         return monthly, hourly, " (given)", " (given)"
-    models = sorted({n.gpu_model for n in nodes.values() if n.gpu_model})
-    if args.gpu_model is None and len(models) > 1:
-        raise InputError(
-            "gpu-model",
-            None,
-            f"the fleet has several GPU models ({', '.join(visible(m) for m in models)}):"
-            " give --gpu-model M to price from its leases, or both --hourly and --monthly",
-        )
-    got_m, got_h = plan.lease_prices(ledger.leases(), nodes, args.gpu_model)
-    what = f"GPU model {visible(args.gpu_model)}" if args.gpu_model else "the fleet"
+    got_m, got_h = plan.lease_prices(ledger.leases(), nodes, model)
+    what = f"GPU model {visible(model)}" if model else "the fleet"
     if monthly is None:
         if got_m is None:
             raise InputError(
@@ -196,66 +192,144 @@ def _prices(
     return monthly, hourly, m_src, h_src
 
 
+def _models(nodes: Mapping[int, Node]) -> list[tuple[str, dict[int, Node]]]:
+    """The fleet's nodes by GPU model as recorded, case aside (a card of one model is no
+    card of another), in order; nodes without a model are a group of their own ("")."""
+    groups: dict[str, dict[int, Node]] = {}
+    label: dict[str, str] = {}
+    for i, n in sorted(nodes.items()):
+        key = n.gpu_model.strip().casefold()
+        label.setdefault(key, n.gpu_model.strip())
+        groups.setdefault(key, {})[i] = n
+    return sorted((label[k], g) for k, g in groups.items())
+
+
 def plan_hybrid(args: argparse.Namespace, out: TextIO) -> int:
     config = _config(args)
     days = _days(args)
+    monthly, hourly = _given_prices(args)
     with _open(args) as ledger:
         now = ledger.clock()
         nodes = _nodes(ledger, args.gpu_model)
         if not nodes:
             raise InputError("gpu-model", args.gpu_model, "no node has this GPU model")
-        monthly, hourly, m_src, h_src = _prices(args, ledger, nodes)
         until = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
         since = until - timedelta(days=days)
-        d = demand(HistoryStore(ledger), nodes, ledger.leases(), since, until)
-    if len(d.hours) < plan.MIN_KNOWN_HOURS:
-        print(
-            f"zuka: plan: only {len(d.hours)} known hours of demand in the last {days} days"
-            f" ({d.unknown} of {d.window} hours have no history for the leased cards): need at"
-            f" least {plan.MIN_KNOWN_HOURS} (7 days) to plan from; keep the collector running",
-            file=sys.stderr,
-        )
+        models = [m for m, _ in _models(nodes) if m]
+        # Several GPU models and prices to read from the leases: each model is planned on
+        # its own (a card of one model is no card of another). Both prices given: the
+        # fleet's cards are priced alike, one plan, as asked.
+        if args.gpu_model is None and len(models) > 1 and (monthly is None or hourly is None):
+            if monthly is not None or hourly is not None:
+                raise InputError(
+                    "hourly" if hourly is not None else "monthly", None,
+                    "the fleet has several GPU models: give both --hourly and --monthly, or"
+                    " --gpu-model M with one of them, or neither (each model priced from its"
+                    " own leases)",
+                )  # fmt: skip
+            return _plan_models(args, out, config, ledger, nodes, since, until)
+        made = _hybrid(args, config, ledger, nodes, args.gpu_model, since, until)
+    if isinstance(made, str):
+        print(f"zuka: plan: {made}", file=sys.stderr)
         return 1
+    doc, lines = made
+    if args.json:
+        output.dump_json(doc, out)
+    else:
+        out.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _plan_models(
+    args: argparse.Namespace,
+    out: TextIO,
+    config: Config,
+    ledger: Ledger,
+    nodes: Mapping[int, Node],
+    since: datetime,
+    until: datetime,
+) -> int:
+    """plan_hybrid for each GPU model of the fleet, a section (a JSON object) each, priced
+    from its own leases; a model that cannot be planned says why. Exit 0 when one was."""
+    docs: list[dict[str, Any]] = []
+    texts: list[str] = []
+    for model, group in _models(nodes):
+        label = visible(model) if model else "GPU model not recorded"
+        try:
+            made = _hybrid(args, config, ledger, group, model or None, since, until)
+        except InputError as exc:
+            made = f"{exc.field}: {exc.reason}" + (
+                f" with --gpu-model '{model}' (plans this model alone)" if model else ""
+            )
+        if isinstance(made, str):
+            names = sorted(n.name for n in group.values())
+            docs.append({"gpu_model": model, "nodes": names, "not_planned": made})
+            texts.append(f"## {label}\n\nNot planned: {visible(made)}\n")
+        else:
+            docs.append({"gpu_model": model, **made[0]})
+            texts.append(f"## {label}\n\n" + "\n".join(made[1]) + "\n")
+    if args.json:
+        output.dump_json({"days": _days(args), "models": docs}, out)
+    else:
+        out.write("\n".join(texts))
+    return 0 if any("not_planned" not in d for d in docs) else 1
+
+
+def _hybrid(
+    args: argparse.Namespace,
+    config: Config,
+    ledger: Ledger,
+    nodes: Mapping[int, Node],
+    model: str | None,
+    since: datetime,
+    until: datetime,
+) -> tuple[dict[str, Any], list[str]] | str:
+    """One hybrid plan over `nodes` (priced from the leases of `model` unless both prices
+    are given): its JSON and its text, or why there is too little history to plan from."""
+    days = _days(args)
+    monthly, hourly, m_src, h_src = _prices(args, ledger, nodes, model)
+    d = demand(HistoryStore(ledger), nodes, ledger.leases(), since, until)
+    if len(d.hours) < plan.MIN_KNOWN_HOURS:
+        return (
+            f"only {len(d.hours)} known hours of demand in the last {days} days ({d.unknown}"
+            f" of {d.window} hours have no history for the leased cards): need at least"
+            f" {plan.MIN_KNOWN_HOURS} (7 days) to plan from; keep the collector running"
+        )
     cards = list(d.cards)
     if not any(cards):
         raise InputError("days", str(days), "no busy card-hour in the window: nothing to plan")
     h = plan.hybrid(cards, monthly, hourly)
     cur = reportformat.symbol(config.billing.currency)
-    if args.json:
-        output.dump_json(
-            {
-                "days": days,
-                "since": since.isoformat(),
-                "until": until.isoformat(),
-                "hours": h.hours,
-                "window_hours": d.window,
-                "unknown_hours": d.unknown,
-                "hours_before_history": d.before_history,
-                "known_since": datetime.fromtimestamp(d.hours[0] * 3600, UTC).isoformat(),
-                "nodes": sorted(nodes),
-                "monthly_per_card": str(monthly),
-                "hourly_per_card": str(hourly),
-                "threshold_share": str(h.threshold),
-                "peak_cards": h.peak,
-                "base_cards": h.best.k,
-                "cost_per_month": str(h.best.total),
-                "all_hourly_per_month": str(h.all_hourly.total),
-                "all_monthly_per_month": str(h.all_monthly.total),
-                "saves_against_hourly": str(h.saves_against_hourly),
-                "saves_against_monthly": str(h.saves_against_monthly),
-                "curve": [
-                    {"k": c.k, "base": str(c.base), "burst": str(c.burst), "total": str(c.total)}
-                    for c in h.curve
-                ],
-                "demand_cards_per_hour": cards,
-            },
-            out,
-        )
-        return 0
+    doc = {
+        "days": days,
+        "since": since.isoformat(),
+        "until": until.isoformat(),
+        "hours": h.hours,
+        "window_hours": d.window,
+        "unknown_hours": d.unknown,
+        "hours_before_history": d.before_history,
+        "known_since": datetime.fromtimestamp(d.hours[0] * 3600, UTC).isoformat(),
+        "nodes": sorted(n.name for n in nodes.values()),
+        "monthly_per_card": str(monthly),
+        "hourly_per_card": str(hourly),
+        "threshold_share": str(h.threshold),
+        "peak_cards": h.peak,
+        "base_cards": h.best.k,
+        "cost_per_month": str(h.best.total),
+        "all_hourly_per_month": str(h.all_hourly.total),
+        "all_monthly_per_month": str(h.all_monthly.total),
+        "saves_against_hourly": str(h.saves_against_hourly),
+        "saves_against_monthly": str(h.saves_against_monthly),
+        "curve": [
+            {"k": c.k, "base": str(c.base), "burst": str(c.burst), "total": str(c.total)}
+            for c in h.curve
+        ],
+        "demand_cards_per_hour": cards,
+    }
     share_above = sum(1 for c in cards if c > h.best.k) * 100 / len(cards)
     lines = [
         f"Demand: busy cards per hour over the last {days} days ({h.hours} known hours, "
-        f"{len(nodes)} nodes{', ' + visible(args.gpu_model) if args.gpu_model else ''}); "
+        f"{len(nodes)} nodes{', ' + visible(model) if model else ''}); "
         f"peak {h.peak} cards.",
         *_unknown_lines(d),
         f"Prices a card: {cur}{fen(monthly):,} a month{m_src}, {cur}{fen(hourly):,} an hour"
@@ -273,8 +347,7 @@ def plan_hybrid(args: argparse.Namespace, out: TextIO) -> int:
         f" ({h.peak} cards, {cur}{fen(h.all_monthly.total):,})",
         "(a month is 730 hours; an hour with 2.3 busy cards on average counts as 3 cards)",
     ]
-    out.write("\n".join(lines) + "\n")
-    return 0
+    return doc, lines
 
 
 def _unknown_lines(d: plan.Demand) -> list[str]:
@@ -304,7 +377,7 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
         now = ledger.clock()
         window = (now - timedelta(days=days), now)
         rep = _build(ledger, f"last {days} days", window, True, config, args.gpu_model)
-        ledger_nodes = _nodes(ledger, args.gpu_model)
+        rented = _rented_now(ledger, _nodes(ledger, args.gpu_model), now)
     t = rep.total
     if not t.paid or not t.busy:
         raise InputError(
@@ -314,7 +387,6 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
     measured_u = t.busy / t.known
     utilisation = given_u if given_u is not None else measured_u
     rent_paid_hour = t.usage_cost / t.paid
-    rented = sum(n.gpu_count for n in _nodes_of(rep, args.gpu_model, ledger_nodes))
     cards = int(args.cards) if args.cards is not None else rented or 1
     r = plan.buy_vs_rent(
         card_price=_need(args, "card_price"),
@@ -368,10 +440,19 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _nodes_of(rep: report.Report, model: str | None, nodes: dict[str, Node]) -> list[Node]:
-    """The nodes the window's leases paid for (the cards the lab rents)."""
-    paid = {r.node for r in rep.rows if r.usage is not None and r.usage.paid}
-    return [n for name, n in nodes.items() if name in paid and plan.model_matches(n, model)]
+def _rented_now(ledger: Ledger, nodes: Mapping[int, Node], now: datetime) -> int:
+    """The cards rented now: of each node (by id) whose lease bills now, the lease's cards
+    billed, else the node's GPUs. Not the window's: a lease ended last week rents none."""
+    by_node: dict[int, list[Lease]] = {}
+    for le in ledger.leases(node_ids=list(nodes)):
+        if le.node_id is not None:
+            by_node.setdefault(le.node_id, []).append(le)
+    cards = 0
+    for node_id, leases in by_node.items():
+        b = renewals.billing_now(sorted(leases, key=lambda le: le.start), now)
+        if b is not None and b.bills:
+            cards += b.lease.cards_billed or nodes[node_id].gpu_count
+    return cards
 
 
 def _need(args: argparse.Namespace, attr: str) -> Decimal:

@@ -395,7 +395,7 @@ def build(
         args = (n, statuses.get(n.name), facts.billing.get(n.name),
                 tuple(hour_means(data.hour.get(n.name, empty), live.get(n.name), data.hour_end)),
                 tuple(by_node.get(n.id, ())), facts.channels.get(n.provider or "", ""),
-                data.money.by_node.get(n.name) if data.money else None,
+                data.money.by_node.get(n.id) if data.money and n.id is not None else None,
                 data.money.currency if data.money else "CNY",
                 facts.offboard.get(n.id) if n.id is not None else None)  # fmt: skip
         key = (minute, *args)

@@ -22,7 +22,7 @@ from leases.alerts import (
     NodeFacts,
     all_idle,
 )
-from leases.billing import CardHours
+from leases.billing import CardHours, Stop
 from leases.config import AlertsConfig
 from leases.history import NodeMinute, busy_verdict, unpack_minute
 from leases.ledger import Ledger
@@ -66,6 +66,9 @@ def gather(
         )
     }
     latest = store.latest_by_id()
+    stops_of: dict[int, list[Stop]] = {}
+    for s in ledger.stops():
+        stops_of.setdefault(s.node_id, []).append(s.span)
     open_kinds: dict[int, set[str]] = {}
     for node_id, kind in conn.execute("SELECT node_id, kind FROM alerts WHERE cleared_at IS NULL"):
         open_kinds.setdefault(node_id, set()).add(kind)
@@ -91,6 +94,7 @@ def gather(
             latest=latest.get(node.id),
             gap=gaps.get(node.id),
             offboard=offboarding.get(node.id),
+            stops=tuple(stops_of.get(node.id, ())),
         )
         lease = now_billing.lease if now_billing else None
         cards = node.gpu_count or None
@@ -100,7 +104,7 @@ def gather(
                 key = (lease, since, until, cards)
                 hit = cache.get(key) if cache is not None else None
                 if hit is None:
-                    usage = store.lease_usage(lease, since, until, cards=cards)
+                    usage = store.lease_usage(lease, since, until, stops=facts.stops, cards=cards)
                     peak = None
                     # The peak (unpacking every hour) only where the underuse rule may speak.
                     if usage.paid and (usage.busy + usage.unknown) / usage.paid < Decimal(

@@ -46,11 +46,12 @@ def cost(args: argparse.Namespace, out: TextIO) -> int:
             leases.setdefault(le.node, []).append(le)
         resources = ledger.resources(args.node) if args.node else ledger.resources()
         usage = _usage(HistoryStore(ledger))
+        stops = ledger.stop_spans()
         costs = [
             c
             for name in sorted(leases)
             if (c := leasecost.node_cost(
-                nodes.get(name), leases[name], resources, usage, at, days
+                nodes.get(name), leases[name], resources, usage, at, days, stops=stops
             )) is not None
         ]  # fmt: skip
     if args.json:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -56,6 +57,7 @@ def _build(ledger: Ledger, month: str, window: tuple[datetime, datetime], comple
         providers=ledger.providers(),
         resources=ledger.resources(),
         usage=_usage(HistoryStore(ledger)),
+        stops=ledger.stop_spans(),
     )
 
 
@@ -123,9 +125,11 @@ def demand(
     leases: list[Lease],
     since: datetime,
     until: datetime,
+    stops: Mapping[int, Sequence[billing.Stop]] | None = None,
 ) -> plan.Demand:
     """Busy cards in each known clock hour of [since, until), summed over the nodes; an
-    hour history does not cover is unknown, never no demand (leases.plan's rule)."""
+    hour history does not cover is unknown, never no demand (leases.plan's rule). A
+    recorded stop (stops by lease id, Ledger.stop_spans) is no paid time: no demand."""
     lo, hi = int(since.timestamp()) // 3600, int(until.timestamp()) // 3600
     spans: dict[str, list[tuple[int, int]]] = {name: [] for name in nodes}
     cards = {name: n.gpu_count for name, n in nodes.items()}
@@ -133,7 +137,7 @@ def demand(
         if le.node not in spans:
             continue
         try:
-            paid = billing.billed_spans(le, until)
+            paid = billing.billed_spans(le, until, (stops or {}).get(le.id or 0, ()))
         except (AssertionError, InputError):  # a prepaid lease without an end: as it runs
             paid = [(le.start, le.ended_at or until)]
         spans[le.node] += [(int(a.timestamp()), int(b.timestamp())) for a, b in paid]
@@ -207,7 +211,7 @@ def plan_hybrid(args: argparse.Namespace, out: TextIO) -> int:
         monthly, hourly, m_src, h_src = _prices(args, ledger, nodes)
         until = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
         since = until - timedelta(days=days)
-        d = demand(HistoryStore(ledger), nodes, ledger.leases(), since, until)
+        d = demand(HistoryStore(ledger), nodes, ledger.leases(), since, until, ledger.stop_spans())
     if len(d.hours) < plan.MIN_KNOWN_HOURS:
         print(
             f"zuka: plan: only {len(d.hours)} known hours of demand in the last {days} days"

@@ -314,3 +314,38 @@ def test_ledger_refuses_directly_too(ledger_path: Path, cli: Cli) -> None:
     _node(cli, "--billing", "hourly", "--price", "10", "--start", "2026-11-01")
     with Ledger.open(ledger_path) as ledger, pytest.raises(InputError, match="in the future"):
         ledger.stop_node("n", ledger.clock() + timedelta(hours=1))
+
+
+# -- the dashboard: z and Z on the fleet ---------------------------------------------------------
+
+
+async def test_the_dashboard_records_a_stop_and_a_resume(cli: Cli, ledger_path: Path) -> None:
+    from textual.widgets import Input
+    from waiting import wait_until
+
+    from tui.app import ZukaApp
+    from tui.screens.fleet import FleetScreen
+    from tui.widgets.form import FormScreen
+
+    _node(cli, "--billing", "hourly", "--price", "10", "--start", "2026-11-01",
+          "--stopped-billing", "storage_only")  # fmt: skip
+    now = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
+    app = ZukaApp(ledger_path, clock=lambda: now, poll=False, refresh_s=3600)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(lambda: app._reads >= 3, what="the third read")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        for key, at in (("z", "2026-11-29 21:00"), ("Z", "2026-11-30 08:00")):
+            await pilot.press(key)
+            await wait_until(lambda: isinstance(app.screen, FormScreen), what=f"{key}'s form")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            form = app.screen
+            assert isinstance(form, FormScreen)
+            box = form.query_one(Input)
+            box.value = at
+            await pilot.press("ctrl+s")
+            await wait_until(lambda: isinstance(app.screen, FleetScreen), what="the form closed")
+        assert app.ledger is not None
+        (stop,) = app.ledger.stops("n")
+    assert (stop.start, stop.end) == (_sh("2026-11-29T21:00"), _sh("2026-11-30T08:00"))

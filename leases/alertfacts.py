@@ -44,7 +44,10 @@ def _hour_floor(at: datetime) -> datetime:
 
 # (lease, since, until, cards) -> (usage, peak busy cards): whole past hours of history,
 # which change once an hour, not at every evaluation (AlertWatch keeps one across them).
-UsageCache = dict[tuple[Lease, datetime, datetime, int | None], tuple[CardHours, int | None]]
+# The node's recorded stops are in the key: a stop recorded changes the figures at once.
+UsageCache = dict[
+    tuple[Lease, datetime, datetime, int | None, tuple[Stop, ...]], tuple[CardHours, int | None]
+]
 
 
 def gather(
@@ -101,7 +104,7 @@ def gather(
         if lease is not None and lease.billing_type in UNDERUSE_TYPES:
             since = max(lease.start, until - window)
             if since < until and (lease.cards_billed or cards):
-                key = (lease, since, until, cards)
+                key = (lease, since, until, cards, facts.stops)
                 hit = cache.get(key) if cache is not None else None
                 if hit is None:
                     usage = store.lease_usage(lease, since, until, stops=facts.stops, cards=cards)

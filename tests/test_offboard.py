@@ -28,7 +28,7 @@ from shellnode import ServedNode
 from sshfixtures import TestKeys
 
 from leases.config import Config, OffboardConfig
-from leases.ledger import Ledger
+from leases.ledger import SCHEMA_VERSION, Ledger
 from leases.models import NodeState, RefundState
 from leases.offboard import evidence, report, runner
 from leases.offboard.evidence import State
@@ -660,7 +660,7 @@ def test_a_version_10_ledger_is_upgraded_with_the_offboarding_tables(ledger_path
             " PRAGMA user_version = 10;"
         )
     with Ledger.open(ledger_path) as ledger:
-        assert ledger.conn.execute("PRAGMA user_version").fetchone() == (12,)
+        assert ledger.conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         tables = {r[0] for r in ledger.conn.execute("SELECT name FROM sqlite_master")}
         assert {"offboard_plans", "offboard_steps"} <= tables
         assert ledger.verify_audit().ok
@@ -683,7 +683,7 @@ def test_a_version_11_ledger_keeps_its_step_states_and_may_say_absent(
             " PRAGMA user_version = 11;"
         )
     with Ledger.open(ledger_path) as ledger:
-        assert ledger.conn.execute("PRAGMA user_version").fetchone() == (12,)
+        assert ledger.conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         assert evidence.load(ledger, stored.id).plan == stored.plan
         ledger.conn.execute("UPDATE offboard_steps SET state = 'absent' WHERE key = 's3:bkt-1'")
 

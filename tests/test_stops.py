@@ -349,3 +349,17 @@ async def test_the_dashboard_records_a_stop_and_a_resume(cli: Cli, ledger_path: 
         assert app.ledger is not None
         (stop,) = app.ledger.stops("n")
     assert (stop.start, stop.end) == (_sh("2026-11-29T21:00"), _sh("2026-11-30T08:00"))
+
+
+def test_a_version_12_ledger_is_upgraded_with_the_stops_table(cli: Cli, ledger_path: Path) -> None:
+    _node(cli, "--billing", "hourly", "--price", "10", "--start", "2026-11-01")
+    with Ledger.open(ledger_path) as ledger:
+        ledger.conn.executescript(
+            "DROP TABLE stops; DELETE FROM _sqlite_migrations WHERE name = 'm013_stops';"
+            " PRAGMA user_version = 12;"
+        )
+    assert cli("lease", "stop", "n", "--at", "2026-11-05").code == 0
+    with Ledger.open(ledger_path) as ledger:
+        assert ledger.conn.execute("PRAGMA user_version").fetchone() == (13,)
+        assert [s.start for s in ledger.stops("n")] == [_sh("2026-11-05T00:00")]
+        assert ledger.verify_audit().ok

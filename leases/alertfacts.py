@@ -22,7 +22,7 @@ from leases.alerts import (
     NodeFacts,
     all_idle,
 )
-from leases.billing import CardHours
+from leases.billing import CardHours, Stop
 from leases.config import AlertsConfig
 from leases.history import NodeMinute, busy_verdict, unpack_minute
 from leases.ledger import Ledger
@@ -44,7 +44,10 @@ def _hour_floor(at: datetime) -> datetime:
 
 # (lease, since, until, cards) -> (usage, peak busy cards): whole past hours of history,
 # which change once an hour, not at every evaluation (AlertWatch keeps one across them).
-UsageCache = dict[tuple[Lease, datetime, datetime, int | None], tuple[CardHours, int | None]]
+# The node's recorded stops are in the key: a stop recorded changes the figures at once.
+UsageCache = dict[
+    tuple[Lease, datetime, datetime, int | None, tuple[Stop, ...]], tuple[CardHours, int | None]
+]
 
 
 def gather(
@@ -66,6 +69,9 @@ def gather(
         )
     }
     latest = store.latest_by_id()
+    stops_of: dict[int, list[Stop]] = {}
+    for s in ledger.stops():
+        stops_of.setdefault(s.node_id, []).append(s.span)
     open_kinds: dict[int, set[str]] = {}
     for node_id, kind in conn.execute("SELECT node_id, kind FROM alerts WHERE cleared_at IS NULL"):
         open_kinds.setdefault(node_id, set()).add(kind)
@@ -91,16 +97,17 @@ def gather(
             latest=latest.get(node.id),
             gap=gaps.get(node.id),
             offboard=offboarding.get(node.id),
+            stops=tuple(stops_of.get(node.id, ())),
         )
         lease = now_billing.lease if now_billing else None
         cards = node.gpu_count or None
         if lease is not None and lease.billing_type in UNDERUSE_TYPES:
             since = max(lease.start, until - window)
             if since < until and (lease.cards_billed or cards):
-                key = (lease, since, until, cards)
+                key = (lease, since, until, cards, facts.stops)
                 hit = cache.get(key) if cache is not None else None
                 if hit is None:
-                    usage = store.lease_usage(lease, since, until, cards=cards)
+                    usage = store.lease_usage(lease, since, until, stops=facts.stops, cards=cards)
                     peak = None
                     # The peak (unpacking every hour) only where the underuse rule may speak.
                     if usage.paid and (usage.busy + usage.unknown) / usage.paid < Decimal(

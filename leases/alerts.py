@@ -12,9 +12,10 @@ minutes it has no readings for.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -31,6 +32,7 @@ from leases.models import (
     NodeHealth,
     NodeState,
     RefundState,
+    StoppedBilling,
 )
 from leases.offboard import status as offboard_status
 from leases.renewals import BillingNow
@@ -68,6 +70,7 @@ class AlertKind(StrEnum):
     AUTORENEW = "autorenew_soon"
     HOURLY_AFTER_END = "hourly_after_end"  # a prepaid lease past its end, billed by the hour
     UNREACHABLE = "unreachable"
+    STOPPED_QUESTION = "stopped_question"  # unread for hours: was it stopped? record it
     HOSTKEY = "hostkey_changed"
     TEMPERATURE = "temperature"
     ECC = "ecc_errors"
@@ -125,6 +128,8 @@ class NodeFacts:
     idle_from: datetime | None = None
     # Where its offboarding stands (evidence.progress; None: never planned).
     offboard: Progress | None = None
+    # The node's recorded stops (leases.stops), applied by the lease's stopped_billing.
+    stops: tuple[billing.Stop, ...] = ()
 
 
 def yuan(amount: Decimal) -> str:
@@ -453,7 +458,9 @@ def _forgotten(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
     lease = b.lease
     since = since.astimezone(billing.zone(lease))  # shown in the lease's billing zone
     # The lease's price (times its cards) over the idle hours since then.
-    spent = billing.accrued(lease, max(since, lease.start), now, cards=f.node.gpu_count or None)
+    spent = billing.accrued(
+        lease, max(since, lease.start), now, stops=f.stops, cards=f.node.gpu_count or None
+    )
     yield _alert(
         f,
         AlertKind.FORGOTTEN,
@@ -526,6 +533,7 @@ def _gap_rules(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
             f"{visible(g.detail, 200)})",
             "check the node at the provider's console (stopped? network? driver?)",
         )
+    yield from _stopped_question(f, g, config, now)
     lease = f.billed.lease if f.billed else None
     if lease is None or lease.release_after_stopped_days is None or g.health not in _UNREACHABLE:
         return
@@ -541,6 +549,39 @@ def _gap_rules(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
         f"{release:%Y-%m-%d %H:%M %Z}, and wipes its disks",
         "start the instance (or copy its data off) before then",
         lease=lease,
+    )
+
+
+def _stopped_question(f: NodeFacts, g: Gap, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
+    """A node unreachable for hours whose lease bills less while stopped: was it stopped?
+    zuka never takes missing readings for a stop (the node may run and bill), so it asks,
+    with the command that records it. Keyed by the gap's start: one alert a gap (open
+    while the gap lasts, cleared when readings come back), never one a poll."""
+    lease = f.billed.lease if f.billed else None
+    if (
+        lease is None
+        or lease.stopped_billing is StoppedBilling.FULL
+        or g.health not in _UNREACHABLE
+    ):
+        return
+    if now - g.start < timedelta(hours=config.stopped_question_hours):
+        return
+    if any(hi is None or hi > g.start for lo, hi in f.stops if lo <= now):
+        return  # a stop is recorded over the gap: nothing to ask
+    when = fields.shown(g.start, lease.billing_tz)
+    name = visible(f.node.name)
+    command = f"zuka lease stop {shlex.quote(f.node.name)} --at {shlex.quote(when)}"
+    yield _alert(
+        f,
+        AlertKind.STOPPED_QUESTION,
+        Severity.WARNING,
+        f"{name}: no readings since {when} ({_days(now - g.start)}); was it stopped? Its lease"
+        f" bills {lease.stopped_billing.value.replace('_', ' ')} while stopped, and zuka bills"
+        " it as running until a stop is recorded",
+        f"if it was stopped, record it: {visible(command)} (and `zuka lease resume"
+        f" {visible(shlex.quote(f.node.name))}` once it runs again)",
+        lease=lease,
+        key=g.start.astimezone(UTC).isoformat(),
     )
 
 

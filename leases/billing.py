@@ -683,6 +683,31 @@ def unknowns(lease: Lease, at: datetime) -> tuple[str, ...]:
     return tuple(out)
 
 
+def stops_note(lease: Lease, at: datetime, stops: Sequence[Stop]) -> str | None:
+    """What a figure assumes of the stops nobody recorded, where they would change it.
+
+    The rule: stops are known only as recorded (`zuka lease stop`, or the collector where
+    a cloud driver reads the instance's state); zuka never infers one from missing
+    readings (an unreachable node may be running and billing). So every figure of a lease
+    that bills less while stopped (stopped_billing `storage_only` or `none`), and whose
+    bill a stop changes (running time billed by use: pay-as-you-go, or a prepaid lease's
+    hourly time after its end; or storage lines, which pause only under `none`), once it
+    has started by `at`, counts every moment outside a recorded stop as running, and says
+    so, with how many stops are recorded. A lease billing in full while stopped, or a
+    prepaid span (paid whether it runs or not), needs no note."""
+    if lease.stopped_billing is StoppedBilling.FULL or _u(lease.start) > _u(at):
+        return None
+    tail = lease.on_expiry is ExpiryAction.HOURLY and not lease.auto_renew
+    if lease.billing_type.prepaid and not tail and lease.stopped_billing is not StoppedBilling.NONE:
+        return None
+    n = len(stops)
+    said = f"{n} stop{'' if n == 1 else 's'} recorded" if n else "no stop recorded"
+    return (
+        f"assumes {lease.node} ran whenever no stop is recorded ({said}); record one with"
+        f" zuka lease stop {lease.node} --at TIME"
+    )
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A lease's (or a renewal chain's) cost: to date, by the end of the current period and
@@ -772,6 +797,7 @@ def estimate(
     by_period = total(max(at, boundary))[0]
     by_end = total(max(at, _u(end)))[0] if end is not None else None
     notes = tuple(n for le in leases for n in unknowns(le, at))
+    notes += tuple(dict.fromkeys(n for le in leases if (n := stops_note(le, at, stops))))
     return Estimate(at, to_date, store, period, by_period, end, by_end, notes)
 
 

@@ -58,6 +58,9 @@ class AlertsConfig:
     # Percent utilisation under which a GPU with processes is starved.
     starved_util: float = 40.0
     unreachable_minutes: int = 15
+    # Hours a node with a lease that bills less while stopped goes unread before an alert
+    # asks whether it was stopped (and gives the `zuka lease stop` command).
+    stopped_question_hours: float = 3.0
     deposit_refund_days: int = 30
     autorenew_notice_days: int = 3
     release_notice_days: int = 2
@@ -297,6 +300,7 @@ _SPECS = (
     _Spec("alerts", "starved_minutes", _int(1, 1440)),
     _Spec("alerts", "starved_util", _num(0, 100, lo_open=True, hint="percent")),
     _Spec("alerts", "unreachable_minutes", _int(1, 10080)),
+    _Spec("alerts", "stopped_question_hours", _num(0, 24 * 30, lo_open=True)),
     _Spec("alerts", "deposit_refund_days", _int(1, 365)),
     _Spec("alerts", "autorenew_notice_days", _int(0, 60)),
     _Spec("alerts", "release_notice_days", _int(0, 60)),

@@ -51,7 +51,7 @@ def month_money(ledger: Ledger, now: datetime, tz: str, currency: str) -> MonthM
         month, window, complete, tz=tz, currency=currency,
         leases=ledger.readable_leases()[0], nodes=ledger.nodes(),
         providers=ledger.readable_providers()[0], resources=ledger.readable_resources()[0],
-        usage=usage,
+        usage=usage, stops=ledger.stop_spans(),
     )  # fmt: skip
     rows = [r for r in rep.rows if r.currency == currency]
     totals = report.totals(rows)

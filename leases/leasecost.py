@@ -5,7 +5,7 @@ the usage reader are passed in."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -70,25 +70,31 @@ def node_cost(
     usage: report.Usage | None,
     at: datetime,
     days: int = 30,
+    *,
+    stops: Mapping[int, Sequence[billing.Stop]] | None = None,
 ) -> LeaseCost | None:
     """The cost of one node's lease billing at `at` (None: none bills), its use over the
-    last `days` days (from the chain's start at the earliest; usage None: not read)."""
+    last `days` days (from the chain's start at the earliest; usage None: not read).
+    `stops`: recorded stops by lease id (Ledger.stop_spans; None: none recorded)."""
     now = billing_now(sorted(leases, key=lambda le: le.start), at)
     if now is None or not now.bills:
         return None
     chain, lease = now.chain, now.lease
     cards = node.gpu_count if node is not None and node.gpu_count else None
     store = storage_of(chain, resources)
+    held = (stops or {}).get(lease.id or 0, ())
     notes: list[str] = []
     est: Estimate | None = None
     try:
-        est = billing.estimate(chain, at, storage=store, cards=cards)
+        est = billing.estimate(chain, at, stops=held, storage=store, cards=cards)
         notes += est.unknown
     except InputError as exc:
         notes.append(f"cost unknown: {exc.reason}")
     since = max(at - timedelta(days=days), chain[0].start)
     used: CardHours | None = None
-    row = report.lease_row(chain, node, None, store, usage, since, at) if usage else None
+    row = (
+        report.lease_row(chain, node, None, store, usage, since, at, stops=held) if usage else None
+    )
     if row is not None:
         used = row.usage
         notes += [n for n in row.notes if n not in notes]

@@ -19,7 +19,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 from leases import auditchain, fields, nodelog, records, release, transfer
@@ -38,10 +38,14 @@ from leases.renewals import (
 )
 from leases.textsafe import visible
 
+if TYPE_CHECKING:
+    from leases.billing import Stop
+    from leases.stops import LeaseStop
+
 Clock = Callable[[], datetime]
 # How many migrations leases/schema.py holds; tests check the two agree. Kept here so that
 # opening an up-to-date ledger needs neither sqlite-utils nor the schema (faster CLI).
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 # What `resource edit` may correct in how a resource was recorded (new_id: its id).
 _CORRECTIONS = ("new_id", "region", "endpoint")
 # How long a write waits for another writer's transaction before it gives up.
@@ -479,6 +483,7 @@ class Ledger:
                 )
             for le in bundle["leases"]:
                 conn.execute("DELETE FROM resources WHERE lease_id = ?", [le["id"]])
+            conn.execute("DELETE FROM stops WHERE node_id = ?", [node.id])
             conn.execute("DELETE FROM leases WHERE node_id = ?", [node.id])
             for table in HISTORY_TABLES:
                 conn.execute(f"DELETE FROM {table} WHERE node_id = ?", [node.id])
@@ -707,6 +712,7 @@ class Ledger:
                     " with it",
                 )
             conn.execute("DELETE FROM resources WHERE lease_id = ?", [lease.id])
+            conn.execute("DELETE FROM stops WHERE lease_id = ?", [lease.id])
             conn.execute("DELETE FROM leases WHERE id = ?", [lease.id])
             self._audit(conn, "lease.delete", "lease", lease.id, lease.node, bundle, None)
             return bundle
@@ -718,11 +724,110 @@ class Ledger:
     def _lease_bundle(self, lease: Lease) -> Record:
         """A lease's record with its id and its resources' records (with ids)."""
         resources = self._resource_rows(" WHERE r.lease_id = ?", [lease.id])
-        return {
+        bundle: Record = {
             "id": lease.id,
             **records.lease_record(lease),
             "resources": [{"id": res.id, **rec} for res, rec in resources],
         }
+        # Its stops go (and an undo brings them back) with it; the key only where there
+        # are some, so that bundles written before stops were kept still compare equal.
+        stops = self._rows("SELECT * FROM stops WHERE lease_id = ? ORDER BY start", [lease.id])
+        if stops:
+            bundle["stops"] = stops
+        return bundle
+
+    # -- stops (leases.stops) ------------------------------------------------------------
+
+    def stops(
+        self, node: str | Node | None = None, *, node_ids: Sequence[int] | None = None
+    ) -> list[LeaseStop]:
+        """Recorded stops by start (of one node: by name, see node(), or that very node;
+        node_ids: of these nodes). A row that does not read (a ledger edited behind zuka's
+        back) is refused naming it: a stop dropped silently would bill a stopped node."""
+        from leases import stops as st
+
+        where, params = "", []
+        if node is not None:
+            found = node if isinstance(node, Node) else self.node(node)
+            node_ids = [found.id or 0]
+        if node_ids is not None:
+            where = " WHERE s.node_id IN (SELECT value FROM json_each(?))"
+            params = [json.dumps(list(node_ids))]
+        rows = self._rows(
+            "SELECT s.*, n.name AS node FROM stops s JOIN nodes n ON n.id = s.node_id"
+            f"{where} ORDER BY s.start",
+            params,
+        )
+        out = []
+        for r in rows:
+            try:
+                out.append(st.from_row(r))
+            except InputError as exc:
+                raise InputError(f"stop {r['id']}: {exc.field}", exc.value, exc.reason) from None
+        return out
+
+    def stop_spans(self, lease_id: int | None = None) -> dict[int, tuple[Stop, ...]]:
+        """Every lease's stops for billing (or of that one lease), by lease id
+        (leases.stops.by_lease): what each caller of leases.billing passes as `stops`."""
+        from leases import stops as st
+
+        sql, params = "SELECT id, node_id FROM leases", []
+        if lease_id is not None:
+            sql, params = sql + " WHERE id = ?", [lease_id]
+        lease_node = dict(self.conn.execute(sql, params).fetchall())
+        node_ids = None if lease_id is None else list(lease_node.values())
+        return st.by_lease(self.stops(node_ids=node_ids), lease_node)
+
+    def stop_node(
+        self, node: str, at: datetime | None = None, *, source: str = "hand"
+    ) -> LeaseStop:
+        """Record that the node was stopped at `at` (default now), under the lease running
+        then. Refused (nothing written) in the future, outside every lease of the node,
+        while it is recorded stopped, or overlapping a stop recorded."""
+        from leases import stops as st
+
+        with self.transaction() as conn:
+            target = self.node(node)
+            assert target.id is not None
+            now = self.clock()
+            when = at or now
+            st.check_not_future("at", when, now)
+            leases = self.leases(target)
+            lease = st.lease_for_stop(target.name, leases, when)
+            assert lease.id is not None
+            st.check_stop(target.name, when, self.stops(target), lease.billing_tz)
+            stop = st.LeaseStop(target.id, lease.id, when, None, source, self.actor, target.name)
+            rec = st.record(stop)
+            cur = conn.execute(
+                'INSERT INTO stops (node_id, lease_id, start, "end", source, who)'
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [stop.node_id, stop.lease_id, rec["start"], None, source, self.actor],
+            )
+            self._audit(conn, "stop.add", "stop", cur.lastrowid, target.name, None, rec)
+            return replace(stop, id=cur.lastrowid)
+
+    def resume_node(
+        self, node: str, at: datetime | None = None, *, source: str = "hand"
+    ) -> LeaseStop:
+        """Record that the stopped node runs again from `at` (default now): the end of its
+        open stop. Refused (nothing written) in the future, when it is not recorded
+        stopped, or at or before the stop's start."""
+        from leases import stops as st
+
+        with self.transaction() as conn:
+            target = self.node(node)
+            now = self.clock()
+            when = at or now
+            st.check_not_future("at", when, now)
+            found = [s for s in self.stops(target) if s.end is None]
+            tz = next((le.billing_tz for le in self.leases(target)), fields.DEFAULT_TZ)
+            stop = st.check_resume(target.name, when, found[0] if found else None, tz)
+            before = st.record(stop)
+            ended = replace(stop, end=when)
+            after = st.record(ended)
+            conn.execute('UPDATE stops SET "end" = ? WHERE id = ?', [after["end"], stop.id])
+            self._audit(conn, "stop.resume", "stop", stop.id, target.name, before, after)
+            return ended
 
     # -- resources -----------------------------------------------------------------------
 

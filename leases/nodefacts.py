@@ -81,9 +81,11 @@ def _state(le: Lease, now: BillingNow | None, at: datetime) -> str:
     return "ended" if le.ended_at is not None else "open"
 
 
-def _charged(le: Lease, at: datetime, cards: int | None) -> Decimal | None:
+def _charged(
+    le: Lease, at: datetime, cards: int | None, stops: Sequence[billing.Stop]
+) -> Decimal | None:
     try:
-        return billing.cost_to_date(le, at, cards=cards, commitment=False)
+        return billing.cost_to_date(le, at, stops=stops, cards=cards, commitment=False)
     except InputError:
         return None
 
@@ -100,9 +102,13 @@ def read(
     leases = ledger.leases(node)
     resources = ledger.resources(name)
     now = renewals.billing_now(leases, at)
-    cost = leasecost.node_cost(node, leases, resources, None, at)
+    held = ledger.stop_spans()
+    cost = leasecost.node_cost(node, leases, resources, None, at, stops=held)
     cards = node.gpu_count or None
-    chain = tuple(ChainLease(le, _charged(le, at, cards), _state(le, now, at)) for le in leases)
+    chain = tuple(
+        ChainLease(le, _charged(le, at, cards, held.get(le.id or 0, ())), _state(le, now, at))
+        for le in leases
+    )
     alerts = tuple(a for a in alertstate.alerts(ledger, at) if a.node_id == node.id)
     log = ledger.history(name)
     life = lease_life(leases, at)

@@ -102,6 +102,11 @@ def _walk(
             owner = resource_of.get(eid)
             if e.after is None:
                 resource_of.pop(eid, None)
+        elif e.entity == "stop" and eid is not None:
+            # A stop's record names its node by row id (leases.stops.record).
+            rec = e.after or e.before or {}
+            node_id = rec.get("node_id")
+            owner = lineage.get(node_id) if isinstance(node_id, int) else None
         elif e.entity == "offboard" and eid is not None:
             # The plan's entry names its node by row id (leases.offboard.evidence.store).
             body = (e.after or {}).get("body")

@@ -204,19 +204,24 @@ def lease_row(
     usage: Usage,
     since: datetime,
     until: datetime,
+    *,
+    stops: Sequence[billing.Stop] = (),
 ) -> LeaseRow | None:
-    """A chain's row for the window; None when it neither ran nor billed in it."""
+    """A chain's row for the window; None when it neither ran nor billed in it. `stops`:
+    the node's recorded stops (Ledger.stop_spans), applied by each lease's
+    stopped_billing."""
     cards = node.gpu_count if node is not None and node.gpu_count else None
     notes: list[str] = []
     try:
-        cost = chain_accrued(chain, since, until, cards=cards)
-        charged = billing.charged_between(chain, since, until, cards=cards)
+        cost = chain_accrued(chain, since, until, stops=stops, cards=cards)
+        charged = billing.charged_between(chain, since, until, stops=stops, cards=cards)
     except InputError as exc:
         cost = charged = ZERO
         notes.append(f"cost unknown: {exc.reason}")
     store = sum(
         (
-            billing.storage_cost(r, le, until) - billing.storage_cost(r, le, since)
+            billing.storage_cost(r, le, until, stops=stops)
+            - billing.storage_cost(r, le, since, stops=stops)
             for r, le in storage
         ),
         ZERO,
@@ -235,7 +240,7 @@ def lease_row(
         for le in chain:
             spans += [
                 (max(a, since), min(b, until))
-                for a, b in billing.billed_spans(le, until)
+                for a, b in billing.billed_spans(le, until, stops)
                 if max(a, since) < min(b, until)
             ]
     except InputError:
@@ -244,6 +249,8 @@ def lease_row(
         return None
     for le in chain:
         notes += billing.unknowns(le, until)
+        note = billing.stops_note(le, until, stops)
+        notes += [note] if note else []
     last = chain[-1]
     deposit, state = _deposit(chain)
     return LeaseRow(
@@ -335,8 +342,10 @@ def build_report(
     providers: Sequence[Provider],
     resources: Sequence[tuple[str, datetime, Resource]],
     usage: Usage,
+    stops: Mapping[int, Sequence[billing.Stop]] | None = None,
 ) -> Report:
-    """The report over `window` (month_window) of every chain that ran or billed in it."""
+    """The report over `window` (month_window) of every chain that ran or billed in it.
+    `stops`: each lease's recorded stops by lease id (Ledger.stop_spans; None: none)."""
     since, until = window
     node_of = nodes_by_key(nodes)
     provider_of = {p.name: p for p in providers}
@@ -346,7 +355,8 @@ def build_report(
         node = node_of.get(chain[-1].node_key)
         provider = provider_of.get(node.provider or "") if node is not None else None
         store = [s for le in chain for s in storage_of.get(lease_key(le), [])]
-        row = lease_row(chain, node, provider, store, usage, since, until)
+        held = (stops or {}).get(chain[-1].id or 0, ())
+        row = lease_row(chain, node, provider, store, usage, since, until, stops=held)
         if row is not None:
             rows.append(row)
     rows.sort(key=lambda r: (r.channel, r.provider, r.node, r.start))

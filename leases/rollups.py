@@ -383,11 +383,14 @@ class HistoryStore:
         since: datetime,
         until: datetime,
         *,
-        stops: Sequence[billing.Stop] = (),
+        stops: Sequence[billing.Stop] | None = None,
         cards: int | None = None,
     ) -> billing.CardHours:
         """A lease's paid, busy, idle and unknown card-hours and cost over [since, until)
-        (see leases.billing.lease_card_hours), history read for the time it is paid for."""
+        (see leases.billing.lease_card_hours), history read for the time it is paid for.
+        stops None: the stops the ledger records for the lease's node."""
+        if stops is None:
+            stops = self.ledger.stop_spans(lease.id or 0).get(lease.id or 0, ())
         # Only the history of the spans it pays for: a renewal not started yet pays for none
         # (the node's history is its predecessor's), and a stop is no span.
         busy = known = 0

@@ -466,3 +466,30 @@ def m013_lease_rounding(db: Database) -> None:
             CHECK (rounding IN ('bill', 'charge'));
         """,
     )
+
+
+@MIGRATIONS()
+def m014_stops(db: Database) -> None:
+    """When a node was stopped (leases.stops): by node id and lease id, never by name
+    (names are reused); `end` NULL while it is still stopped; `source` says who saw it,
+    'hand' for `zuka lease stop`, else the cloud driver that read the instance's state;
+    `who` the user (or the collector) that recorded it. At most one open stop a node.
+    Billing applies them by the lease's stopped_billing (leases.billing)."""
+    _run(
+        db,
+        """
+        CREATE TABLE stops (
+            id INTEGER PRIMARY KEY,
+            node_id INTEGER NOT NULL REFERENCES nodes(id),
+            lease_id INTEGER NOT NULL REFERENCES leases(id),
+            start TEXT NOT NULL,
+            "end" TEXT,
+            source TEXT NOT NULL CHECK (length(source) BETWEEN 1 AND 40),
+            who TEXT NOT NULL DEFAULT '',
+            CHECK ("end" IS NULL OR "end" > start)
+        );
+        CREATE INDEX stops_node ON stops(node_id, start);
+        CREATE INDEX stops_lease ON stops(lease_id);
+        CREATE UNIQUE INDEX stops_open ON stops(node_id) WHERE "end" IS NULL;
+        """,
+    )

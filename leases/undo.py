@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from leases import nodelog, records
+from leases import nodelog, records, stops
 from leases.errors import InputError
 from leases.ledger import Ledger, _audit_entry, _node_row
 from leases.models import AuditEntry, NodeState
@@ -27,7 +27,7 @@ from leases.nodelog import UNDO
 from leases.textsafe import visible
 
 Record = dict[str, Any]
-_ENTITIES = ("provider", "node", "lease", "resource")
+_ENTITIES = ("provider", "node", "lease", "resource", "stop")
 
 
 def undo_last(
@@ -165,6 +165,13 @@ def _stored(
         if like is not None and "resources" in like:
             return ledger._lease_bundle(lease)
         return records.lease_record(lease)
+    if entity == "stop":
+        rows = ledger._rows(
+            "SELECT s.*, n.name AS node FROM stops s JOIN nodes n ON n.id = s.node_id"
+            " WHERE s.id = ?",
+            [entity_id],
+        )
+        return stops.record(stops.from_row(rows[0])) if rows else None
     found = ledger._resource_rows(" WHERE r.id = ?", [entity_id])
     return found[0][1] if found else None
 
@@ -191,15 +198,24 @@ def _delete(
             raise InputError("undo", node.name, "leases refer to the node now")
         for le in bundle["leases"]:
             conn.execute("DELETE FROM resources WHERE lease_id = ?", [le["id"]])
+            conn.execute("DELETE FROM stops WHERE lease_id = ?", [le["id"]])
             conn.execute("DELETE FROM leases WHERE id = ?", [le["id"]])
         conn.execute("DELETE FROM nodes WHERE id = ?", [entity_id])
+    elif entity == "stop":
+        conn.execute("DELETE FROM stops WHERE id = ?", [entity_id])
     elif entity == "lease":
+        if (
+            "stops" not in rec
+            and conn.execute("SELECT 1 FROM stops WHERE lease_id = ?", [entity_id]).fetchone()
+        ):
+            raise InputError("undo", rec.get("start"), "stops refer to the lease now")
         if (
             "resources" not in rec
             and conn.execute("SELECT 1 FROM resources WHERE lease_id = ?", [entity_id]).fetchone()
         ):
             raise InputError("undo", rec.get("start"), "resources refer to the lease now")
         conn.execute("DELETE FROM resources WHERE lease_id = ?", [entity_id])
+        conn.execute("DELETE FROM stops WHERE lease_id = ?", [entity_id])
         conn.execute("DELETE FROM leases WHERE id = ?", [entity_id])
     else:
         conn.execute("DELETE FROM resources WHERE id = ?", [entity_id])
@@ -227,6 +243,8 @@ def _insert(
         node_id = ledger.node(lease.node).id
         assert node_id is not None
         _put_lease(conn, entity_id, node_id, rec)
+    elif entity == "stop":
+        _put(conn, "stops", _stop_row(rec, entity_id))
     else:
         lease = ledger._lease_for(str(rec.get("node")), rec.get("lease_start"))
         assert lease.id is not None
@@ -245,6 +263,17 @@ def _put_lease(
             "resources",
             {"id": int(res["id"]), **_resource_row(res, lease_id, lease.billing_tz)},
         )
+    for stop in rec.get("stops") or ():
+        _put(conn, "stops", _stop_row({**stop, "lease_id": lease_id, "node_id": node_id},
+                                      int(stop["id"])))  # fmt: skip
+
+
+def _stop_row(rec: Mapping[str, Any], stop_id: int) -> Record:
+    """A stop's row from its record, checked as a stored one is (leases.stops.from_row)."""
+    s = stops.from_row(rec)
+    row = stops.record(s)
+    return {"id": stop_id, **{k: row[k] for k in ("node_id", "lease_id", "start", "end",
+                                                  "source", "who")}}  # fmt: skip
 
 
 def _resource_row(rec: Mapping[str, Any], lease_id: int, tz: str) -> Record:
@@ -269,6 +298,9 @@ def _update(
     elif entity == "lease":
         row = records.lease_record(records.lease_from(rec))
         _set(conn, "leases", entity_id, {k: v for k, v in row.items() if k != "node"})
+    elif entity == "stop":
+        row = _stop_row(rec, entity_id)
+        _set(conn, "stops", entity_id, {k: v for k, v in row.items() if k != "id"})
     elif entity == "resource":
         found = ledger._resource_rows(" WHERE r.id = ?", [entity_id])
         lease = ledger._lease_by_id(found[0][0].lease_id)

@@ -2,7 +2,8 @@
 the hourly fallback, a minimum commitment, deposits, storage, February, calendar and 30-day
 months, time zones, currencies, per-charge rounding, and stops. Each row is typed as a lab
 types it (`zuka ...`), then read back from `zuka report --format json` for one month: the
-accrual (`cost`), the cash (`charged_in_month`) and the storage of the node's row. The hand
+accrual (`cost`, storage apart), the cash (`charged_in_month`, storage in) and the storage
+of the node's row. The hand
 arithmetic is beside each row; no figure is computed by zuka's own functions. Stops are
 priced through leases.billing directly (their commands are tested in their own module)."""
 
@@ -113,13 +114,13 @@ CASES = [
          "--end", "2026-04-01", "--deposit", "60,000", "--deposit-paid-on", "2026-02-25")],
          "2026-03", "30000.00", "30000.00"),
     # 10 days x 24 h x 20 = 4,800; a disk at 300 a month, 03-01 -> 03-16, outlives the lease:
-    # 300 x 15/31 = 145.16
+    # 300 x 15/31 = 145.16, in the cash too (billed as it runs): 4,945.16
     Case("storage", [add("--billing", "hourly", "--price", "20", "--start", "2026-03-01"),
          ("resource", "add", "n", "--kind", "disk", "--id", "d-1", "--created", "2026-03-01",
           "--price", "300", "--price-per", "month"),
          ("lease", "end", "n", "--at", "2026-03-11"),
          ("resource", "edit", "n", "--kind", "disk", "--id", "d-1", "--deleted",
-          "2026-03-16")], "2026-03", "4800.00", "4800.00", storage="145.16"),
+          "2026-03-16")], "2026-03", "4800.00", "4945.16", storage="145.16"),
     # Billed in UTC, reported in Shanghai: 20:00 UTC on 31 March is 04:00 on 1 April in
     # Shanghai, so all 8 h x 10 = 80 are April's
     Case("time zones", [add("--billing", "hourly", "--price", "10", "--tz", "UTC", "--start",

@@ -164,6 +164,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd(leases, "end", L.lease_end, "record that the open lease ended")
     p.add_argument("node")
     p.add_argument("--at", metavar="TIME", help="when (default: now)")
+    p = cmd(leases, "stop", L.lease_stop, "record that the node was stopped (billing by"
+            " the lease's --stopped-billing)")  # fmt: skip
+    p.add_argument("node")
+    p.add_argument("--at", metavar="TIME", help="when (default: now)")
+    p = cmd(leases, "resume", L.lease_resume, "record that the stopped node runs again")
+    p.add_argument("node")
+    p.add_argument("--at", metavar="TIME", help="when (default: now)")
     p = cmd(leases, "edit", L.lease_edit, "change a lease (deposit refund, notes, corrections)")
     p.add_argument("node")
     L.lease_options(p, required=False, editing=True)

@@ -43,11 +43,12 @@ def cost(args: argparse.Namespace, out: TextIO) -> int:
             leases.setdefault(le.node_key, []).append(le)
         resources = ledger.resources(args.node) if args.node else ledger.resources()
         usage = _usage(HistoryStore(ledger))
+        stops = ledger.stop_spans()
         costs = [
             c
             for key in sorted(leases, key=lambda k: (leases[k][0].node, str(k)))
             if (c := leasecost.node_cost(
-                nodes.get(key), leases[key], resources, usage, at, days
+                nodes.get(key), leases[key], resources, usage, at, days, stops=stops
             )) is not None
         ]  # fmt: skip
     if args.json:

@@ -21,6 +21,7 @@ from leases import (
     records,
     release,
     renewals,
+    stops,
     transfer,
 )
 from leases.errors import (
@@ -39,6 +40,7 @@ from leases.models import AuditEntry, Lease, Node, NodeState, Provider, Provider
 from leases.records import UNREADABLE
 from leases.renewals import BillingNow
 from leases.sshcmd import parse_ssh_command, ssh_config_aliases
+from leases.stops import LeaseStop
 from leases.textsafe import visible
 from tui import output
 
@@ -402,7 +404,7 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
         resources = ledger.resources(node.name)
         at = ledger.clock()
         now = renewals.billing_now(leases, at)
-        cost = leasecost.node_cost(node, leases, resources, None, at)
+        cost = leasecost.node_cost(node, leases, resources, None, at, stops=ledger.stop_spans())
     doc: dict[str, Any] = {
         "node": records.node_record(node),
         "ssh_command": node.ssh.command(),
@@ -655,6 +657,58 @@ def lease_end(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args, create=False) as ledger:
         ended, message = end_lease(ledger, args.node, args.at)
     return _done(args, out, records.lease_record(ended), message)
+
+
+def _stop_zone(ledger: Ledger, node: str) -> str:
+    """The zone a stop's --at is read in: the billing zone of the node's lease now."""
+    lease = ledger.current_lease(node)
+    return lease.billing_tz if lease else fields.DEFAULT_TZ
+
+
+def stop_node(ledger: Ledger, node_name: str, at_text: str | None) -> tuple[LeaseStop, str]:
+    """`zuka lease stop NODE [--at AT]`: the stop recorded and what the command says of
+    it (also the dashboard's stop key). --at is read as `lease end --at` reads it."""
+    node = ledger.node(node_name)
+    tz = _stop_zone(ledger, node.name)
+    at = fields.moment("at", at_text, tz) if at_text else None
+    stop = ledger.stop_node(node.name, at)
+    lease = next(le for le in ledger.leases(node) if le.id == stop.lease_id)
+    how = {
+        "full": "its lease bills in full while stopped",
+        "storage_only": "its lease stops billing, its storage does not",
+        "none": "nothing bills while it is stopped",
+    }[lease.stopped_billing.value]
+    message = (
+        f"recorded {stop.node} stopped from {fields.shown(stop.start, lease.billing_tz)}"
+        f" ({how}); when it runs again: zuka lease resume {stop.node}"
+    )
+    return stop, message
+
+
+def resume_node(ledger: Ledger, node_name: str, at_text: str | None) -> tuple[LeaseStop, str]:
+    """`zuka lease resume NODE [--at AT]`: the stop ended and what the command says of it."""
+    node = ledger.node(node_name)
+    tz = _stop_zone(ledger, node.name)
+    at = fields.moment("at", at_text, tz) if at_text else None
+    stop = ledger.resume_node(node.name, at)
+    assert stop.end is not None
+    message = (
+        f"recorded {stop.node} running again from {fields.shown(stop.end, tz)}"
+        f" (stopped since {fields.shown(stop.start, tz)})"
+    )
+    return stop, message
+
+
+def lease_stop(args: argparse.Namespace, out: TextIO) -> int:
+    with _open(args, create=False) as ledger:
+        stop, message = stop_node(ledger, args.node, args.at)
+    return _done(args, out, stops.record(stop), message)
+
+
+def lease_resume(args: argparse.Namespace, out: TextIO) -> int:
+    with _open(args, create=False) as ledger:
+        stop, message = resume_node(ledger, args.node, args.at)
+    return _done(args, out, stops.record(stop), message)
 
 
 _PICK_HELP = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -57,6 +57,7 @@ def _build(ledger: Ledger, month: str, window: tuple[datetime, datetime], comple
         providers=ledger.providers(),
         resources=ledger.resources(),
         usage=_usage(HistoryStore(ledger)),
+        stops=ledger.stop_spans(),
     )
 
 
@@ -122,9 +123,11 @@ def demand(
     leases: list[Lease],
     since: datetime,
     until: datetime,
+    stops: Mapping[int, Sequence[billing.Stop]] | None = None,
 ) -> plan.Demand:
     """Busy cards in each known clock hour of [since, until), summed over the nodes; an
-    hour history does not cover is unknown, never no demand (leases.plan's rule)."""
+    hour history does not cover is unknown, never no demand (leases.plan's rule). A
+    recorded stop (stops by lease id, Ledger.stop_spans) is no paid time: no demand."""
     lo, hi = int(since.timestamp()) // 3600, int(until.timestamp()) // 3600
     spans: dict[int, list[tuple[int, int]]] = {i: [] for i in nodes}
     cards = {i: n.gpu_count for i, n in nodes.items()}
@@ -132,7 +135,7 @@ def demand(
         if le.node_id not in spans:
             continue
         try:
-            paid = billing.billed_spans(le, until)
+            paid = billing.billed_spans(le, until, (stops or {}).get(le.id or 0, ()))
         except (AssertionError, InputError):  # a prepaid lease without an end: as it runs
             paid = [(le.start, le.ended_at or until)]
         spans[le.node_id] += [(int(a.timestamp()), int(b.timestamp())) for a, b in paid]
@@ -288,7 +291,7 @@ def _hybrid(
     are given): its JSON and its text, or why there is too little history to plan from."""
     days = _days(args)
     monthly, hourly, m_src, h_src = _prices(args, ledger, nodes, model)
-    d = demand(HistoryStore(ledger), nodes, ledger.leases(), since, until)
+    d = demand(HistoryStore(ledger), nodes, ledger.leases(), since, until, ledger.stop_spans())
     if len(d.hours) < plan.MIN_KNOWN_HOURS:
         return (
             f"only {len(d.hours)} known hours of demand in the last {days} days ({d.unknown}"

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 GROUPS = ("none", "channel", "provider")
 # Longest detail line (an SSH error, a node's stderr) shown under the table.
 DETAIL_MAX = 400
-LeaseMode = Literal["add", "edit", "renew", "end"]
+LeaseMode = Literal["add", "edit", "renew", "end", "stop", "resume"]
 # The footer's keys, the most needed first: at 80 columns the first six fit; every key is
 # in `?` help. Actions as bound (enter is bound on the table, which runs the screen's).
 FOOTER_ORDER = ("screen.open_node", "filter", "alerts", "offboard", "help", "quit",
@@ -87,6 +87,10 @@ class FleetScreen(Screen[None]):
         _b("w", "lease('renew')", "Renew", "renew", "Renew the selected node's lease",
            show=False),
         _b("E", "lease('end')", "End lease", "end-lease", "End the selected node's lease",
+           show=False),
+        _b("z", "lease('stop')", "Stopped", "stop", "Record the selected node stopped",
+           show=False),
+        _b("Z", "lease('resume')", "Running", "resume", "Record the stopped node running again",
            show=False),
         _b("x", "add_resource", "Add resource", "add-resource",
            "Record a disk, snapshot or bucket of the selected node's lease", show=False),

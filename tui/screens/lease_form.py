@@ -1,4 +1,5 @@
-"""Add, edit, renew or end a node's lease: `zuka lease add/edit/renew/end` as a form."""
+"""Add, edit, renew or end a node's lease, or record it stopped or running again: `zuka
+lease add/edit/renew/end/stop/resume` as a form."""
 
 from __future__ import annotations
 
@@ -13,10 +14,18 @@ from leases import fields, records, renewals
 from leases.ledger import Clock, Ledger
 from leases.models import Lease
 from leases.textsafe import visible
-from tui.cli_ledger import LEASE_FLAGS, add_lease, edit_lease, end_lease, renew_lease
+from tui.cli_ledger import (
+    LEASE_FLAGS,
+    add_lease,
+    edit_lease,
+    end_lease,
+    renew_lease,
+    resume_node,
+    stop_node,
+)
 from tui.widgets.form import FieldSpec, FormScreen, Value, form_bindings, given, option_specs
 
-Mode = Literal["add", "edit", "renew", "end"]
+Mode = Literal["add", "edit", "renew", "end", "stop", "resume"]
 
 # The terms most leases need; the rest (deposit, contract, billing rules) fold away.
 MAIN = (
@@ -29,10 +38,16 @@ EDITABLE = (*LEASE_FLAGS, "auto_renew")
 NOT_RENEWED = ("start", "end", "deposit_refund", "deposit_refunded_on")
 UNTIL = FieldSpec("until", "until  --until", "end of the renewed period")
 AT = FieldSpec("at", "at  --at", "when it ended (default: now)")
+STOPPED_AT = FieldSpec("at", "at  --at", "when it was stopped (default: now)")
+RESUMED_AT = FieldSpec("at", "at  --at", "when it ran again (default: now)")
+# The forms of one `at` field: what each writes (tui.cli_ledger's, as the CLI does).
+_AT_ONLY = {"end": AT, "stop": STOPPED_AT, "resume": RESUMED_AT}
 
 _TITLES = {"add": "Add a lease to", "edit": "Edit the lease of", "renew": "Renew the lease of",
-           "end": "End the lease of"}  # fmt: skip
-_SAVE = {"add": "Add lease", "edit": "Save", "renew": "Renew", "end": "End lease"}
+           "end": "End the lease of", "stop": "Record stopped:",
+           "resume": "Record running:"}  # fmt: skip
+_SAVE = {"add": "Add lease", "edit": "Save", "renew": "Renew", "end": "End lease",
+         "stop": "Record stop", "resume": "Record resume"}  # fmt: skip
 
 
 def shown_value(value: Any, tz: str) -> Value:
@@ -68,13 +83,13 @@ class LeaseFormScreen(FormScreen[bool]):
         self.lease: Lease | None = None  # the lease edited, renewed or ended
 
     def specs(self) -> list[FieldSpec]:
-        if self.mode == "end":
-            return [AT]
+        if self.mode in _AT_ONLY:
+            return [_AT_ONLY[self.mode]]
         main = option_specs(Lease, [k for k in MAIN if self._takes(k)])
         return [UNTIL, *main] if self.mode == "renew" else main
 
     def more(self) -> list[FieldSpec]:
-        if self.mode == "end":
+        if self.mode in _AT_ONLY:
             return []
         return option_specs(Lease, [k for k in EDITABLE if k not in MAIN and self._takes(k)])
 
@@ -92,6 +107,8 @@ class LeaseFormScreen(FormScreen[bool]):
         ledger.node(self.node)  # an unknown node: the CLI's words, on the message line
         leases = ledger.leases(self.node)
         now = self.clock()
+        if self.mode in ("stop", "resume"):
+            return {}, _stops_said(ledger, self.node, leases, now, self.mode)
         if self.mode == "add":
             note = f"{self.node}: {_said(leases, now)}"
             billing = renewals.billing_now(leases, now)
@@ -128,6 +145,10 @@ class LeaseFormScreen(FormScreen[bool]):
         if self.mode == "end":
             _, message = end_lease(ledger, self.node, str(values["at"]) or None)
             return True, message
+        if self.mode in ("stop", "resume"):
+            write = stop_node if self.mode == "stop" else resume_node
+            _, message = write(ledger, self.node, str(values["at"]) or None)
+            return True, message
         if self.mode == "add":
             rec: dict[str, Any] = {"node": self.node, **given(values, LEASE_FLAGS)}
             rec["auto_renew"] = values["auto_renew"]
@@ -154,6 +175,24 @@ def _said(leases: list[Lease], now: datetime) -> str:
     if billing is None:
         return "no lease bills now"
     return renewals.describe(billing.lease, leases, now)
+
+
+def _stops_said(ledger: Ledger, node: str, leases: list[Lease], now: datetime, mode: Mode) -> str:
+    """What the stop or resume form says before it is saved: what bills while stopped,
+    and whether the node is recorded stopped now."""
+    lease = renewals.in_effect(leases, now)
+    open_stop = next((s for s in ledger.stops(node) if s.end is None), None)
+    tz = lease.billing_tz if lease else fields.DEFAULT_TZ
+    if open_stop is not None:
+        state = f"recorded stopped since {fields.shown(open_stop.start, tz)}"
+    else:
+        state = "not recorded as stopped"
+    if lease is None:
+        return f"{node}: {state}; no lease bills now."
+    bills = lease.stopped_billing.value.replace("_", " ")
+    return f"{node}: {state}; its lease bills {bills} while stopped." + (
+        " Leave `at` empty for now." if (mode == "stop") == (open_stop is None) else ""
+    )
 
 
 def _cancels(leases: list[Lease], lease: Lease, now: datetime) -> str:

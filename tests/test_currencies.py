@@ -1,0 +1,113 @@
+"""Currencies (issue 17, item 6): one currency per renewal chain, every figure with its
+currency, totals per currency (never added across), `[money] rates` for a total in the
+lab's currency with the rate shown, alerts, plans and the dashboard in the lease's
+currency. Real ledger files; the CLI in-process; figures worked out by hand in each test."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from conftest import Cli
+
+from leases.ledger import Ledger
+from leases.renewals import chains
+
+
+def _audit_count(path: Path) -> int:
+    with closing(sqlite3.connect(path)) as conn:
+        return int(conn.execute("SELECT count(*) FROM audit").fetchone()[0])
+
+
+def _node(cli: Cli, name: str = "n") -> None:
+    """A provider P and a node with 8 A100, as the issue's repros start."""
+    if cli("provider", "list").out.find("P") < 0:
+        assert cli("provider", "add", "P", "--kind", "platform").code == 0
+    add = cli("node", "add", name, "--ssh", "ssh root@10.0.0.1", "--provider", "P",
+              "--gpus", "8", "--gpu-model", "A100")  # fmt: skip
+    assert add.code == 0, add.err
+
+
+def _report(cli: Cli, month: str, *extra: str) -> dict[str, object]:
+    got = cli("report", "--month", month, "--json", *extra)
+    assert got.code == 0, got.err
+    return dict(json.loads(got.out))
+
+
+# -- one currency per renewal chain --------------------------------------------------------
+
+
+def test_a_renewal_in_usd_after_a_cny_lease_is_refused_with_the_fix(
+    cli: Cli, ledger_path: Path
+) -> None:
+    _node(cli)
+    assert cli("lease", "add", "n", "--billing", "monthly", "--price", "30000",
+               "--start", "2026-08-01", "--end", "2026-09-01").code == 0  # fmt: skip
+    before = _audit_count(ledger_path)
+    renew = cli("lease", "renew", "n", "--until", "2026-10-01", "--price", "4000",
+                "--currency", "USD")  # fmt: skip
+    assert renew.code == 2
+    assert "--currency: a renewal is billed in its lease's currency (CNY)" in renew.err
+    # The fix, named: a new lease from the end (its own chain), or the chain corrected.
+    assert "zuka lease add n --currency USD --start '2026-09-01 00:00'" in renew.err
+    assert "zuka lease edit n --currency USD --whole-chain" in renew.err
+    assert _audit_count(ledger_path) == before  # nothing written
+    add = cli("lease", "add", "n", "--billing", "monthly", "--price", "4000", "--currency",
+              "USD", "--start", "2026-09-01", "--end", "2026-10-01")  # fmt: skip
+    assert add.code == 0, add.err
+    # August: the CNY lease alone, 30,000 (a whole month); September: the USD lease alone,
+    # 4,000 (a whole month). No figure adds the two.
+    aug, sep = _report(cli, "2026-08"), _report(cli, "2026-09")
+    assert {c: t["total"] for c, t in aug["by_currency"].items()} == {"CNY": "30000.00"}  # type: ignore[attr-defined]
+    assert {c: t["total"] for c, t in sep["by_currency"].items()} == {"USD": "4000.00"}  # type: ignore[attr-defined]
+
+
+def test_a_chain_made_mixed_behind_zukas_back_is_never_summed(cli: Cli, ledger_path: Path) -> None:
+    _node(cli)
+    assert cli("lease", "add", "n", "--billing", "monthly", "--price", "30000",
+               "--start", "2026-08-16", "--end", "2026-09-16").code == 0  # fmt: skip
+    assert cli("lease", "renew", "n", "--until", "2026-10-16").code == 0
+    with closing(sqlite3.connect(ledger_path)) as conn, conn:
+        conn.execute("UPDATE leases SET currency = 'USD' WHERE start LIKE '2026-09-16%'")
+    sep = _report(cli, "2026-09")
+    rows = {r["currency"]: r["cost"] for r in sep["leases"]}  # type: ignore[attr-defined]
+    # CNY lease 08-16 -> 09-16 (31 days): September's 15 days, 30,000 x 15/31 = 14,516.13;
+    # USD lease 09-16 -> 10-16 (30 days): September's 15 days, 30,000 x 15/30 = 15,000.00.
+    # Today's main made them one chain: "USD 29,516.13".
+    assert rows == {"CNY": "14516.13", "USD": "15000.00"}
+    assert sep["total"] is None and sep["currency"] is None  # several: per currency only
+    with Ledger.open(ledger_path) as ledger:
+        assert [len(c) for c in chains(ledger.leases("n"))] == [1, 1]
+
+
+def test_a_currency_edit_inside_a_chain_is_refused_unless_the_whole_chain(
+    cli: Cli, ledger_path: Path
+) -> None:
+    _node(cli)
+    assert cli("lease", "add", "n", "--billing", "monthly", "--price", "30000",
+               "--start", "2026-08-01", "--end", "2026-09-01").code == 0  # fmt: skip
+    assert cli("lease", "renew", "n", "--until", "2026-10-01").code == 0
+    before = _audit_count(ledger_path)
+    one = cli("lease", "edit", "n", "--start", "2026-09-01", "--currency", "USD")
+    assert one.code == 2
+    assert "one of the 2 leases of a renewal chain in CNY" in one.err
+    assert "--whole-chain" in one.err and "zuka lease end n --at WHEN" in one.err
+    assert _audit_count(ledger_path) == before
+    bare = cli("lease", "edit", "n", "--start", "2026-09-01", "--notes", "x", "--whole-chain")
+    assert bare.code == 2 and "--whole-chain: changes only the currency" in bare.err
+    whole = cli("lease", "edit", "n", "--start", "2026-09-01", "--currency", "USD",
+                "--whole-chain")  # fmt: skip
+    assert whole.code == 0, whole.err
+    with Ledger.open(ledger_path) as ledger:
+        assert [le.currency for le in ledger.leases("n")] == ["USD", "USD"]
+        assert [len(c) for c in chains(ledger.leases("n"))] == [2]
+    assert cli("undo").code == 0  # one command, taken back whole
+    with Ledger.open(ledger_path) as ledger:
+        assert [le.currency for le in ledger.leases("n")] == ["CNY", "CNY"]
+    # A lease alone in its chain changes currency as any field does.
+    _node(cli, "solo")
+    assert cli("lease", "add", "solo", "--billing", "hourly", "--price", "10",
+               "--start", "2026-08-01").code == 0  # fmt: skip
+    assert cli("lease", "edit", "solo", "--currency", "USD").code == 0

@@ -28,7 +28,7 @@ from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from leases.billing import fen
+from leases.billing import Verdict, fen
 from leases.report import Attribution, LeaseRow, Report, Totals
 from leases.textsafe import visible
 from leases.transfer import _FORMULA_STARTS
@@ -121,7 +121,9 @@ def _provider(r: LeaseRow) -> str:
 
 
 def symbol(currency: str) -> str:
-    return "¥" if currency.upper() in ("CNY", "RMB", "JPY") else f"{currency} "
+    """What an amount in `currency` is written with: ¥ for CNY only (JPY's sign is ¥ too,
+    so a table of both could not tell them apart), the code for the others."""
+    return "¥" if currency.upper() in ("CNY", "RMB") else f"{currency} "
 
 
 # Markdown's inline specials, backslash-escaped wherever they stand (CommonMark takes a
@@ -153,6 +155,18 @@ def _money(x: Decimal | None) -> str:
 def money(x: Decimal | None, currency: str) -> str:
     """An amount with its currency's symbol as the report prints it ("-" for none)."""
     return "-" if x is None else f"{symbol(currency)}{_money(x)}"
+
+
+def verdict_text(v: Verdict, currency: str) -> str:
+    """A monthly-against-hourly verdict in words, its amount in the lease's currency
+    (billing.Verdict.text says ¥ whatever the currency)."""
+    if v.monthly_saves >= 0:
+        said = f"monthly saves {money(v.monthly_saves, currency)}"
+    else:
+        said = f"hourly would have cost {money(-v.monthly_saves, currency)} less"
+    if not v.refund_known:
+        said += " (the provider's early-release refund rule is unknown)"
+    return said
 
 
 def _hours(x: Decimal | None, step: Decimal = _TENTH) -> str:

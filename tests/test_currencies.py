@@ -8,12 +8,21 @@ from __future__ import annotations
 import json
 import sqlite3
 from contextlib import closing
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 from conftest import Cli
+from textual.widgets import DataTable
+from waiting import wait_until
 
+from leases import alertstate
+from leases.config import Config
 from leases.ledger import Ledger
 from leases.renewals import chains
+from tui.app import ZukaApp
+from tui.nodeview import alert_amount
+from tui.screens.alerts import AlertsScreen
 
 
 def _audit_count(path: Path) -> int:
@@ -111,3 +120,52 @@ def test_a_currency_edit_inside_a_chain_is_refused_unless_the_whole_chain(
     assert cli("lease", "add", "solo", "--billing", "hourly", "--price", "10",
                "--start", "2026-08-01").code == 0  # fmt: skip
     assert cli("lease", "edit", "solo", "--currency", "USD").code == 0
+
+
+# -- alerts in the lease's currency ----------------------------------------------------------
+
+
+def _shanghai_day(offset: int) -> str:
+    return (datetime.now(ZoneInfo("Asia/Shanghai")).date() + timedelta(days=offset)).isoformat()
+
+
+def test_alerts_say_the_amount_in_the_leases_currency(cli: Cli, ledger_path: Path) -> None:
+    _node(cli, "us")
+    _node(cli, "cn")
+    # A USD lease that renews itself in 2 days: the provider charges USD 4,000 a period.
+    assert cli("lease", "add", "us", "--billing", "monthly", "--price", "4000", "--currency",
+               "USD", "--start", _shanghai_day(-28), "--end", _shanghai_day(2),
+               "--auto-renew").code == 0  # fmt: skip
+    # A CNY lease ended 40 days ago, its deposit of 5,000 not refunded.
+    assert cli("lease", "add", "cn", "--billing", "monthly", "--price", "30000",
+               "--start", _shanghai_day(-70), "--end", _shanghai_day(-40),
+               "--deposit", "5000").code == 0  # fmt: skip
+    listed = {a["kind"]: a for a in json.loads(cli("alerts", "--json").out)}
+    renew, deposit = listed["autorenew_soon"], listed["deposit_not_refunded"]
+    assert "charges about USD 4,000.00 a period" in renew["message"]  # main: ¥4,000.00
+    assert (renew["yuan"], renew["currency"]) == ("4000.00", "USD")
+    assert "deposit ¥5,000.00 not refunded" in deposit["message"]
+    assert (deposit["yuan"], deposit["currency"]) == ("5000.00", "CNY")
+    with Ledger.open(ledger_path) as ledger:
+        shown = {a.kind: alert_amount(a) for a in alertstate.alerts(ledger, datetime.now(UTC))}
+    assert shown == {"autorenew_soon": "USD 4,000.00", "deposit_not_refunded": "¥5,000.00"}
+
+
+async def test_the_alerts_screen_names_each_amounts_currency_among_several(
+    cli: Cli, ledger_path: Path
+) -> None:
+    _node(cli, "us")
+    assert cli("lease", "add", "us", "--billing", "monthly", "--price", "4000", "--currency",
+               "USD", "--start", _shanghai_day(-28), "--end", _shanghai_day(2),
+               "--auto-renew").code == 0  # fmt: skip
+    assert cli("alerts").code == 0  # evaluates and stores them
+    app = ZukaApp(ledger_path, poll=False, refresh_s=3600, config=Config())
+    async with app.run_test(size=(140, 36)) as pilot:
+        await pilot.press("a")
+        await wait_until(lambda: isinstance(app.screen, AlertsScreen))
+        await pilot.pause()
+        table = app.screen.query_one("#alerts", DataTable)
+        labels = [c.label.plain for c in table.columns.values()]
+        assert "¥" not in labels and "Amount" in labels  # main: "¥" over USD 4,000.00
+        cells = [str(c) for c in table.get_row_at(0)]
+        assert "USD 4,000.00" in cells

@@ -10,6 +10,7 @@ import sqlite3
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from conftest import Cli
@@ -39,8 +40,8 @@ def _node(cli: Cli, name: str = "n") -> None:
     assert add.code == 0, add.err
 
 
-def _report(cli: Cli, month: str, *extra: str) -> dict[str, object]:
-    got = cli("report", "--month", month, "--json", *extra)
+def _report(cli: Cli, month: str, *extra: str) -> dict[str, Any]:
+    got = cli(*extra, "report", "--month", month, "--json")
     assert got.code == 0, got.err
     return dict(json.loads(got.out))
 
@@ -169,3 +170,79 @@ async def test_the_alerts_screen_names_each_amounts_currency_among_several(
         assert "¥" not in labels and "Amount" in labels  # main: "¥" over USD 4,000.00
         cells = [str(c) for c in table.get_row_at(0)]
         assert "USD 4,000.00" in cells
+
+
+# -- [money] rates: a total in the lab's currency, the rate shown ------------------------------
+
+
+def _two_currencies(cli: Cli) -> None:
+    """November 2026 (whole months): ¥30,000 on cn, USD 1,234.56 on us."""
+    _node(cli, "cn")
+    _node(cli, "us")
+    assert cli("lease", "add", "cn", "--billing", "monthly", "--price", "30000",
+               "--start", "2026-11-01", "--end", "2026-12-01").code == 0  # fmt: skip
+    assert cli("lease", "add", "us", "--billing", "monthly", "--price", "1,234.56",
+               "--currency", "USD", "--start", "2026-11-01", "--end", "2026-12-01").code == 0  # fmt: skip
+
+
+def _config(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "zuka.toml"
+    path.write_text(text)
+    path.chmod(0o600)
+    return str(path)
+
+
+def test_a_report_totals_in_the_labs_currency_at_the_months_rate(cli: Cli, tmp_path: Path) -> None:
+    _two_currencies(cli)
+    config = _config(tmp_path, '[money.rates."2026-11"]\nUSD = 7.12\nHKD = "0.91"\n')
+    # USD 1,234.56 x 7.12 = 8,790.0672 -> ¥8,790.07; + ¥30,000.00 = ¥38,790.07
+    doc = _report(cli, "2026-11", "--config", config)
+    lab = doc["in_lab_currency"]
+    assert lab == {"currency": "CNY", "month": "2026-11", "rates": {"USD": "7.12"},
+                   "missing_rates": [], "total": "38790.07",
+                   "charged_in_month": lab["charged_in_month"]}  # type: ignore[index]  # fmt: skip
+    assert doc["total"] is None  # the per-currency totals stay apart
+    md = cli("--config", config, "report", "--month", "2026-11").out
+    assert "**Total in CNY ¥38,790.07** at the config's rates for 2026-11 (1 USD = ¥7.12" in md
+    assert "¥68," not in md and "31,234.56" not in md  # never CNY + USD unconverted
+    rows = cli("--config", config, "report", "--month", "2026-11", "--format", "csv").out
+    last = rows.strip().splitlines()[-1].split(",")
+    assert last[0] == "total_in_lab_currency" and last[5] == "CNY"
+    assert "38790.07" in last and last[-1] == "rates USD 7.12"
+    # A month without a USD rate: no converted total, and the rate it lacks said.
+    october = _config(tmp_path, '[money.rates."2026-10"]\nUSD = 7.1\n')
+    md = cli("--config", october, "report", "--month", "2026-11").out
+    assert "No total in CNY: the config has no rate for USD in 2026-11" in md
+    assert "Total in CNY" not in md
+    lab = _report(cli, "2026-11", "--config", october)["in_lab_currency"]
+    assert lab["missing_rates"] == ["USD"] and lab["total"] is None  # type: ignore[index]
+    # Every lease in the lab's currency: nothing to convert, no line.
+    assert "in CNY" not in cli("report", "--month", "2026-10").out
+
+
+def test_bad_rates_are_refused_naming_the_key(cli: Cli, tmp_path: Path) -> None:
+    _two_currencies(cli)
+    config = _config(tmp_path, """\
+[money.rates."2026-11"]
+USD = -1
+XYZ = 3
+CNY = 1
+EUR = "7,5"
+JPY = true
+[money.rates."2026-13"]
+USD = 7
+[money]
+rate = 3
+""")  # fmt: skip
+    got = cli("--config", config, "report", "--month", "2026-11")
+    assert got.code == 2 and got.out == ""
+    for said in (
+        'money.rates."2026-11".USD: must be a number above 0',
+        'money.rates."2026-11".XYZ: unknown currency',
+        'money.rates."2026-11".CNY: is the lab\'s own currency',
+        'money.rates."2026-11".EUR: is not a number: a comma only groups thousands',
+        'money.rates."2026-11".JPY: must be a number',
+        'money.rates."2026-13": must be a month YYYY-MM',
+        "money.rate: unknown key; did you mean money.rates?",
+    ):
+        assert said in got.err, said

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -65,6 +66,7 @@ def money_report(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args) as ledger:
         window, complete = report.month_window(args.month, config.billing.tz, ledger.clock())
         rep = _build(ledger, args.month, window, complete, config)
+        rep = dataclasses.replace(rep, rates=config.money.rates.get(args.month.strip(), {}))
         owner_hours = (
             HistoryStore(ledger).busy_by_owner(*window) if args.by in ("user", "project") else []
         )

@@ -126,12 +126,15 @@ class LabTotal:
 
 
 def lab_total(report: Report) -> LabTotal | None:
-    """The total in the lab's currency; None when every lease is in it already."""
+    """The total in the lab's currency; None when every lease is in it already, and when
+    they are all in one other currency without a rate (their own total is one figure)."""
     lab, codes = report.currency, currencies(report)
     if not report.rows or codes == [lab]:
         return None
     rates = {c: report.rates[c] for c in codes if c != lab and c in report.rates}
     missing = tuple(c for c in codes if c != lab and c not in rates)
+    if len(codes) == 1 and missing:
+        return None
     if missing:
         return LabTotal(lab, tuple(rates.items()), missing, None, None)
     total = charged = Decimal(0)

@@ -5,15 +5,18 @@ currency. Real ledger files; the CLI in-process; figures worked out by hand in e
 
 from __future__ import annotations
 
+import io
 import json
 import sqlite3
-from contextlib import closing
+from contextlib import closing, redirect_stderr
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from conftest import Cli
+from test_plan import _node_hours
 from textual.widgets import DataTable
 from waiting import wait_until
 
@@ -21,7 +24,10 @@ from leases import alertstate
 from leases.config import Config
 from leases.ledger import Ledger
 from leases.renewals import chains
+from leases.rollups import HistoryStore
+from leases.simledger import register_sim_nodes
 from tui.app import ZukaApp
+from tui.cli import main
 from tui.nodeview import alert_amount
 from tui.screens.alerts import AlertsScreen
 
@@ -246,3 +252,46 @@ rate = 3
         "money.rate: unknown key; did you mean money.rates?",
     ):
         assert said in got.err, said
+
+
+# -- plans never mix currencies --------------------------------------------------------------
+
+
+def test_plans_on_a_mixed_fleet_plan_one_currency_or_refuse(tmp_path: Path) -> None:
+    """Two sim nodes, 10 days of history, one lease turned to USD: a plan prices from one
+    currency's leases and prints in it, never ¥ for USD; without --currency it refuses."""
+    path = tmp_path / "l.db"
+    now = datetime.now(UTC)
+    with Ledger.open(path) as ledger:
+        register_sim_nodes(ledger, 2, now)
+        ledger.update_lease("sim-002", {"currency": "USD"})
+        top = int(now.timestamp()) // 3600
+        hours = list(range(top - 10 * 24, top))
+        HistoryStore(ledger).write_hours(
+            _node_hours("sim-001", 8, 8, hours) + _node_hours("sim-002", 8, 2, hours)
+        )
+
+    def run(*args: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stderr(err):
+            code = main(["--ledger", str(path), *args], out=out)
+        return code, out.getvalue(), err.getvalue()
+
+    code, _, err = run("plan", "hybrid")
+    assert code == 2 and "the leases planned from are in CNY and USD" in err and "--currency" in err
+    code, out, _ = run("plan", "hybrid", "--currency", "USD", "--monthly", "3000", "--hourly", "10")
+    assert code == 0 and "Prices a card: USD 3,000.00 a month (given), USD 10.00 an hour" in out
+    assert "¥" not in out  # main printed these USD as ¥
+    buy = ["plan", "buy", "--card-price", "80000", "--life-years", "4", "--power-w", "450",
+           "--kwh", "0.8", "--hosting", "6000", "--days", "9"]  # fmt: skip
+    code, _, err = run(*buy)
+    assert code == 2 and "--currency" in err
+    code, out, _ = run(*buy, "--currency", "USD", "--json")
+    assert code == 0, out
+    doc = json.loads(out)
+    # sim-002 alone (USD): 2 of its 8 cards busy every hour: utilisation 2/8 = 0.25.
+    assert doc["currency"] == "USD" and Decimal(doc["measured_utilisation"]) == Decimal("0.25")
+    code, out, _ = run(*buy, "--currency", "CNY")
+    # sim-001 alone (CNY): 8 of 8 busy: 100.00 %; owning and renting in ¥ only.
+    assert code == 0 and "(given" not in out and "measured 100.00 % busy" in out
+    assert "Owning:  ¥" in out and "USD" not in out

@@ -160,7 +160,7 @@ def _price_source(p: plan.PerCard | None) -> str:
 
 
 def _prices(
-    args: argparse.Namespace, ledger: Ledger, nodes: dict[str, Node]
+    args: argparse.Namespace, ledger: Ledger, nodes: dict[str, Node], currency: str
 ) -> tuple[Decimal, Decimal, str, str]:
     hourly = _decimal("hourly", args.hourly)
     monthly = _decimal("monthly", args.monthly)
@@ -177,8 +177,9 @@ def _prices(
             f"the fleet has several GPU models ({', '.join(visible(m) for m in models)}):"
             " give --gpu-model M to price from its leases, or both --hourly and --monthly",
         )
-    got_m, got_h = plan.lease_prices(ledger.leases(), nodes, args.gpu_model)
+    got_m, got_h = plan.lease_prices(ledger.leases(), nodes, args.gpu_model, currency)
     what = f"GPU model {visible(args.gpu_model)}" if args.gpu_model else "the fleet"
+    what += f" in {currency}"
     if monthly is None:
         if got_m is None:
             raise InputError(
@@ -206,7 +207,13 @@ def plan_hybrid(args: argparse.Namespace, out: TextIO) -> int:
         nodes = _nodes(ledger, args.gpu_model)
         if not nodes:
             raise InputError("gpu-model", args.gpu_model, "no node has this GPU model")
-        monthly, hourly, m_src, h_src = _prices(args, ledger, nodes)
+        names = set(nodes)
+        currency = plan.plan_currency(
+            args.currency,
+            (le.currency for le in ledger.leases() if le.node in names),
+            config.billing.currency,
+        )
+        monthly, hourly, m_src, h_src = _prices(args, ledger, nodes, currency)
         until = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
         since = until - timedelta(days=days)
         d = demand(HistoryStore(ledger), nodes, ledger.leases(), since, until)
@@ -222,10 +229,11 @@ def plan_hybrid(args: argparse.Namespace, out: TextIO) -> int:
     if not any(cards):
         raise InputError("days", str(days), "no busy card-hour in the window: nothing to plan")
     h = plan.hybrid(cards, monthly, hourly)
-    cur = reportformat.symbol(config.billing.currency)
+    cur = reportformat.symbol(currency)
     if args.json:
         output.dump_json(
             {
+                "currency": currency,
                 "days": days,
                 "since": since.isoformat(),
                 "until": until.isoformat(),
@@ -308,7 +316,11 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
         window = (now - timedelta(days=days), now)
         rep = _build(ledger, f"last {days} days", window, True, config, args.gpu_model)
         ledger_nodes = _nodes(ledger, args.gpu_model)
-    t = rep.total
+    # One currency's leases: the renting price is theirs, the prices given are read in it.
+    currency = plan.plan_currency(
+        args.currency, (r.currency for r in rep.rows), config.billing.currency
+    )
+    t = report.totals(r for r in rep.rows if r.currency == currency)
     if not t.paid or not t.busy:
         raise InputError(
             "days", str(days), "no paid and busy card-hours measured in the window to compare with"
@@ -329,10 +341,11 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
         utilisation=utilisation,
         renting_per_busy_hour=rent_paid_hour / utilisation,
     )
-    cur = reportformat.symbol(config.billing.currency)
+    cur = reportformat.symbol(currency)
     if args.json:
         output.dump_json(
             {
+                "currency": currency,
                 "days": days,
                 "cards": r.cards,
                 "utilisation": str(r.utilisation),

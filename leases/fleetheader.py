@@ -30,11 +30,17 @@ class MonthMoney:
     cost: Decimal  # accrued this month so far, storage included
     idle: Decimal  # of which paid for cards history read as idle
     by_node: Mapping[str, Decimal] = field(default_factory=dict)  # the cost, node by node
+    # The month's other currencies (their leases' own), each (cost, idle): never added to
+    # `cost`; the header says each with its own sign.
+    others: Mapping[str, tuple[Decimal, Decimal]] = field(default_factory=dict)
+    # A node whose leases this month are in another currency than `currency`: that one
+    # (its by_node amount is in it), or "" where they are in several (no amount).
+    node_currency: Mapping[str, str] = field(default_factory=dict)
 
 
 def month_money(ledger: Ledger, now: datetime, tz: str, currency: str) -> MonthMoney:
-    """This month so far, as `zuka report` computes it (the same rows, the same totals);
-    rows in another currency are left out rather than added up."""
+    """This month so far, as `zuka report` computes it (the same rows, the same totals),
+    per currency: rows of two currencies are never added up."""
     from leases import report  # here: not needed before the dashboard's first paint
 
     month = f"{now.astimezone(ZoneInfo(tz)):%Y-%m}"
@@ -54,10 +60,25 @@ def month_money(ledger: Ledger, now: datetime, tz: str, currency: str) -> MonthM
     )  # fmt: skip
     rows = [r for r in rep.rows if r.currency == currency]
     totals = report.totals(rows)
+    others: dict[str, tuple[Decimal, Decimal]] = {}
+    for code in sorted({r.currency for r in rep.rows} - {currency}):
+        t = report.totals(r for r in rep.rows if r.currency == code)
+        others[code] = (t.total, t.idle_yuan)
+    codes: dict[str, set[str]] = {}
+    for r in rep.rows:
+        codes.setdefault(r.node, set()).add(r.currency)
     by_node: dict[str, Decimal] = {}
-    for r in rows:
+    node_currency: dict[str, str] = {}
+    for r in rep.rows:
+        if len(codes[r.node]) > 1:
+            node_currency[r.node] = ""  # several currencies: no one amount
+            continue
+        if r.currency != currency:
+            node_currency[r.node] = r.currency
         by_node[r.node] = by_node.get(r.node, Decimal(0)) + r.total
-    return MonthMoney(month, currency, totals.total, totals.idle_yuan, by_node)
+    return MonthMoney(
+        month, currency, totals.total, totals.idle_yuan, by_node, others, node_currency
+    )
 
 
 @dataclass(frozen=True)
@@ -102,8 +123,10 @@ def header(
 
 
 def yuan(amount: Decimal, currency: str) -> str:
-    sign = "¥" if currency == "CNY" else f"{currency} "
-    return f"{sign}{amount.quantize(Decimal(1)):,}"
+    """A whole amount with its currency's sign, as reports write it (¥ for CNY only)."""
+    from leases.reportformat import symbol  # here: not needed before the first paint
+
+    return f"{symbol(currency)}{amount.quantize(Decimal(1)):,}"
 
 
 def countdown(at: datetime, now: datetime) -> str:
@@ -129,8 +152,12 @@ def gpus_busy(h: Header) -> str:
 def header_line(h: Header, now: datetime) -> str:
     parts = [gpus_busy(h)]
     if h.money is not None:
-        parts.append(f"{yuan(h.money.cost, h.money.currency)} this month")
-        parts.append(f"{yuan(h.money.idle if h.money.idle else Decimal(0), h.money.currency)} idle")
+        m = h.money
+        # One figure per currency, the lab's first: never two currencies added.
+        each = [(m.currency, m.cost, m.idle)] if m.cost or not m.others else []
+        each += [(code, cost, idle) for code, (cost, idle) in m.others.items()]
+        parts.append(" + ".join(yuan(cost, code) for code, cost, _ in each) + " this month")
+        parts.append(" + ".join(yuan(idle or Decimal(0), code) for code, _, idle in each) + " idle")
     if h.next_end is not None:
         name, at = h.next_end
         # The countdown before the name: at 80 columns a long name is what gets cut.

@@ -22,6 +22,7 @@ from waiting import wait_until
 
 from leases import alertstate
 from leases.config import Config
+from leases.fleetheader import Header, header_line, month_money
 from leases.ledger import Ledger
 from leases.renewals import chains
 from leases.rollups import HistoryStore
@@ -295,3 +296,28 @@ def test_plans_on_a_mixed_fleet_plan_one_currency_or_refuse(tmp_path: Path) -> N
     # sim-001 alone (CNY): 8 of 8 busy: 100.00 %; owning and renting in ¥ only.
     assert code == 0 and "(given" not in out and "measured 100.00 % busy" in out
     assert "Owning:  ¥" in out and "USD" not in out
+
+
+# -- the dashboard: the header and the month column per currency ----------------------------
+
+
+def test_the_dashboards_month_money_is_per_currency(cli: Cli, ledger_path: Path) -> None:
+    _two_currencies(cli)  # November: ¥30,000 on cn, USD 1,234.56 on us
+    _node(cli, "both")
+    # both: CNY from 11-01 to 11-16 (15 days of 15: 1,500), USD from 11-16 to 12-16 (30 days,
+    # 15 of them in November: 300 x 15/30 = 150.00).
+    assert cli("lease", "add", "both", "--billing", "monthly", "--price", "1500",
+               "--start", "2026-11-01", "--end", "2026-11-16").code == 0  # fmt: skip
+    assert cli("lease", "add", "both", "--billing", "monthly", "--price", "300", "--currency",
+               "USD", "--start", "2026-11-16", "--end", "2026-12-16").code == 0  # fmt: skip
+    end = datetime(2026, 11, 30, 16, tzinfo=UTC)  # 12-01 00:00 in Shanghai: November is over
+    with Ledger.open(ledger_path) as ledger:
+        m = month_money(ledger, end - timedelta(seconds=1), "Asia/Shanghai", "CNY")
+    # CNY: 30,000 + 1,500 = 31,500 (to the last second: a hair under); USD: 1,234.56 + 150.
+    assert m.currency == "CNY" and round(m.cost) == 31500
+    assert set(m.others) == {"USD"} and round(m.others["USD"][0], 2) == Decimal("1384.56")
+    assert m.node_currency == {"us": "USD", "both": ""}  # main: us and both left out
+    h = Header(0, 0, 0, m, None, "l.db")
+    line = header_line(h, end)
+    assert "¥31,500 + USD 1,385 this month" in line  # never ¥32,885 nor ¥31,500 alone
+    assert "¥0 + USD 0 idle" in line

@@ -92,8 +92,9 @@ class Alert:
     key: str  # what tells apart alerts of one kind on one node and lease (a GPU, say)
     message: str  # plain words, with the yuan involved
     action: str  # what to do about it
-    yuan: Decimal | None = None
+    yuan: Decimal | None = None  # the amount, in `currency`
     level: Level = Level.RAISE
+    currency: str = "CNY"  # of the lease the amount is from
 
     @property
     def identity(self) -> tuple[str, int | None, int | None, str]:
@@ -132,9 +133,11 @@ class NodeFacts:
     stops: tuple[billing.Stop, ...] = ()
 
 
-def yuan(amount: Decimal) -> str:
-    """¥1,234.56"""
-    return f"¥{billing.fen(amount):,}"
+def yuan(amount: Decimal, currency: str) -> str:
+    """¥1,234.56, USD 1,234.56: an amount in its lease's currency, as reports print it."""
+    from leases.reportformat import money  # here: the report is not needed to evaluate
+
+    return money(billing.fen(amount), currency)
 
 
 def _days(delta: timedelta) -> str:
@@ -172,6 +175,7 @@ def _alert(
         action,
         None if amount is None else billing.fen(amount),
         level,
+        lease.currency if lease else "CNY",
     )
 
 
@@ -241,7 +245,7 @@ def _lease_end(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
         )
     after = ""
     if last.on_expiry is ExpiryAction.HOURLY and last.hourly_price is not None:
-        after = f"; after it the provider bills {yuan(last.hourly_price)} an hour"
+        after = f"; after it the provider bills {yuan(last.hourly_price, last.currency)} an hour"
     elif last.on_expiry is ExpiryAction.HOURLY:
         after = "; after it the provider bills by the hour"
     severity = Severity.CRITICAL if left <= timedelta(days=notices[-1]) else Severity.WARNING
@@ -281,7 +285,7 @@ def _autorenew(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
         AlertKind.AUTORENEW,
         Severity.WARNING,
         f"{visible(f.node.name)}: the {last.billing_type.value} lease renews itself; the "
-        f"provider charges about {yuan(price)} a period on {charge:%Y-%m-%d} (in "
+        f"provider charges about {yuan(price, last.currency)} a period on {charge:%Y-%m-%d} (in "
         f"{_days(charge - now)}), before the period paid for ends {b.paid_until:%Y-%m-%d}",
         "turn auto-renew off at the provider before the charge if the node is not needed",
         lease=last,
@@ -300,7 +304,7 @@ def _hourly_after_end(f: NodeFacts, now: datetime) -> Iterator[Alert]:
     end = lease.end.astimezone(billing.zone(lease))
     price = lease.hourly_price
     rate = (
-        f"{yuan(price)} an hour, {yuan(price * 24)} a day"
+        f"{yuan(price, lease.currency)} an hour, {yuan(price * 24, lease.currency)} a day"
         if price is not None
         else "a price not recorded (give --hourly-price)"
     )
@@ -331,7 +335,7 @@ def _deposits(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
             f,
             AlertKind.DEPOSIT,
             Severity.WARNING,
-            f"{visible(f.node.name)}: deposit {yuan(lease.deposit)} not refunded "
+            f"{visible(f.node.name)}: deposit {yuan(lease.deposit, lease.currency)} not refunded "
             f"{_days(now - ended)} after the lease ended {ended:%Y-%m-%d}",
             "ask the provider for the refund, then record it: "
             f"zuka lease edit {visible(f.node.name)} --deposit-refund refunded",
@@ -375,7 +379,8 @@ def _underuse(f: NodeFacts, config: AlertsConfig) -> Iterator[Alert]:
         Severity.WARNING,
         f"{visible(f.node.name)}: {cards} cards busy {share:.0%} of the paid card-hours over "
         f"the last {days:.0f} days ({u.busy:.0f} of {u.paid:.0f} busy, {u.unknown:.0f} "
-        f"unknown); {yuan(u.idle_yuan)} of {yuan(u.cost)} paid for idle cards",
+        f"unknown); {yuan(u.idle_yuan, lease.currency)} of {yuan(u.cost, lease.currency)} paid"
+        " for idle cards",
         advice,
         lease=lease,
         amount=u.idle_yuan,
@@ -405,7 +410,9 @@ def _renewal_advice(
         said.append(f"renew with {peak} cards instead of {cards} (at most {peak} were busy)")
     verdict = billing.lease_verdict(lease, u, cards=cards)
     if verdict is not None:
-        said.append(verdict.text)
+        from leases.reportformat import verdict_text
+
+        said.append(verdict_text(verdict, lease.currency))
         if verdict.monthly_saves < 0:
             said.append("rent by the hour")
     elif not said:
@@ -466,7 +473,8 @@ def _forgotten(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
         AlertKind.FORGOTTEN,
         Severity.WARNING,
         f"{visible(f.node.name)}: every GPU idle since {since:%Y-%m-%d %H:%M %Z} "
-        f"({_days(now - since)}), billed by the hour: {yuan(spent)} spent on it while idle",
+        f"({_days(now - since)}), billed by the hour: {yuan(spent, lease.currency)} spent on it"
+        " while idle",
         "stop or release the instance if nobody needs it",
         lease=lease,
         amount=spent,

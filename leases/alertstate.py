@@ -64,6 +64,8 @@ class StoredAlert:
     acked_at: datetime | None
     acked_by: str | None
     snoozed_until: datetime | None
+    # The currency of `yuan`: its lease's (None: the lease is gone from the ledger).
+    currency: str | None = None
 
     def state(self, now: datetime) -> State:
         if self.cleared_at is not None:
@@ -108,7 +110,8 @@ def _dt(text: str | None) -> datetime | None:
 _SELECT = (
     "SELECT a.id, a.kind, a.node_id, a.node, a.lease_id, l.start, a.key, a.severity,"
     " a.message, a.action, a.yuan, a.first_seen, a.last_seen, a.cleared_at, a.acked_at,"
-    " a.acked_by, a.snoozed_until FROM alerts a LEFT JOIN leases l ON l.id = a.lease_id"
+    " a.acked_by, a.snoozed_until, l.currency FROM alerts a"
+    " LEFT JOIN leases l ON l.id = a.lease_id"
 )
 
 
@@ -131,6 +134,7 @@ def _row(r: Sequence[object]) -> StoredAlert:
         _dt(r[14]),  # type: ignore[arg-type]
         None if r[15] is None else str(r[15]),
         _dt(r[16]),  # type: ignore[arg-type]
+        None if r[17] is None else str(r[17]),
     )
 
 

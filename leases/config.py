@@ -20,6 +20,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import time
+from decimal import Decimal
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -93,6 +94,14 @@ class OffboardConfig:
 
 
 @dataclass(frozen=True)
+class MoneyConfig:
+    # Month (YYYY-MM) -> currency code -> how many of the lab's currency (billing.currency)
+    # one unit of it was worth that month: [money.rates."2026-11"] USD = 7.12. Only a
+    # report's optional total in the lab's currency uses them; no figure is converted.
+    rates: Mapping[str, Mapping[str, Decimal]] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
 class Setting:
     """One effective value as `zuka config show` prints it."""
 
@@ -107,6 +116,7 @@ class Config:
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
     notify: NotifyConfig = field(default_factory=NotifyConfig)
     offboard: OffboardConfig = field(default_factory=OffboardConfig)
+    money: MoneyConfig = field(default_factory=MoneyConfig)
     # Unix user on a node -> person; person or user -> project or tag.
     users: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     projects: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
@@ -130,6 +140,10 @@ class Config:
             for k, v in mapping.items():
                 key = f"{name}.{k}"
                 out.append(Setting(key, v, self.sources.get(key, "default")))
+        for month, rates in self.money.rates.items():
+            for code, rate in rates.items():
+                key = f"money.rates.{month}.{code}"
+                out.append(Setting(key, str(rate), self.sources.get(key, "default")))
         return out
 
 
@@ -325,7 +339,11 @@ _SECTION_TYPES: dict[str, type] = {
     "offboard": OffboardConfig,
 }
 _MAPPINGS = ("users", "projects", "keys")
-SECTIONS = (*_SECTION_TYPES, *_MAPPINGS)
+SECTIONS = (*_SECTION_TYPES, *_MAPPINGS, "money")
+_RATE_MONTH = re.compile(r"([0-9]{4})-(0[1-9]|1[0-2])")
+MAX_RATE = Decimal(1_000_000)  # KRW to a currency a million times smaller: a typo above it
+RATE_PLACES = 8
+RATE_YEARS = (2000, 2100)  # the months a report can be asked for (leases.report.YEARS)
 _UNIX_USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?")
 _BINDING_ID = re.compile(r"[a-z][a-z0-9-]{0,63}")
 
@@ -403,6 +421,7 @@ def load_config(path: Path | None, *, env: Mapping[str, str] = os.environ) -> Co
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     mappings: dict[str, dict[str, str]] = {name: {} for name in _MAPPINGS}
+    rates: dict[str, dict[str, Decimal]] = {}
 
     for section, body in raw.items():
         if section not in SECTIONS:
@@ -416,6 +435,9 @@ def load_config(path: Path | None, *, env: Mapping[str, str] = os.environ) -> Co
             continue
         if section in _MAPPINGS:
             problems.extend(_read_mapping(section, body, where, mappings[section], sources))
+            continue
+        if section == "money":
+            problems.extend(_read_money(body, where, rates, sources))
             continue
         names = [s.name for s in _SPECS if s.section == section]
         for name, value in body.items():
@@ -442,7 +464,10 @@ def load_config(path: Path | None, *, env: Mapping[str, str] = os.environ) -> Co
             continue
         spec = _BY_ENV.get(var)
         if spec is None:
-            if any(var.startswith(f"{ENV_PREFIX}{s.upper()}_") for s in _SECTION_TYPES):
+            if var.startswith(f"{ENV_PREFIX}MONEY_"):
+                problems.append(f"env {var}: money rates are set in the config file only"
+                                ' ([money.rates."2026-11"] USD = 7.12)')  # fmt: skip
+            elif any(var.startswith(f"{ENV_PREFIX}{s.upper()}_") for s in _SECTION_TYPES):
                 problems.append(f"env {var}: no such setting{_suggest(var, list(_BY_ENV))}")
             continue
         value = _env_value(text, spec.is_list)
@@ -452,6 +477,13 @@ def load_config(path: Path | None, *, env: Mapping[str, str] = os.environ) -> Co
         except _Bad as exc:
             problems.extend(_refused(f"env {var}", spec.key, exc, text))
 
+    lab = values.get("billing.currency", BillingConfig.currency)
+    for month, table in rates.items():
+        if lab in table:
+            problems.append(
+                f'{sources[f"money.rates.{month}.{lab}"]}: money.rates."{month}".{lab}: is the'
+                " lab's own currency (billing.currency): it needs no rate"
+            )
     if len(problems) > MAX_PROBLEMS:
         more = len(problems) - MAX_PROBLEMS
         problems = [*problems[:MAX_PROBLEMS], f"... and {more} more problems"]
@@ -463,6 +495,9 @@ def load_config(path: Path | None, *, env: Mapping[str, str] = os.environ) -> Co
         sections[section] = cls(**given)
     return Config(
         **sections,
+        money=MoneyConfig(
+            MappingProxyType({m: MappingProxyType(t) for m, t in sorted(rates.items())})
+        ),
         users=MappingProxyType(mappings["users"]),
         projects=MappingProxyType(mappings["projects"]),
         keys=MappingProxyType(mappings["keys"]),
@@ -512,6 +547,73 @@ def _read_mapping(
             into[name] = value
             sources[f"{section}.{name}"] = where
     return problems
+
+
+def _read_money(
+    body: dict[str, Any],
+    where: str,
+    into: dict[str, dict[str, Decimal]],
+    sources: dict[str, str],
+) -> list[str]:
+    """[money]: only `rates`, a table of months, each a table of currency = rate."""
+    from leases.fields import CURRENCIES
+
+    problems: list[str] = []
+    shape = ' (as [money.rates."2026-11"] USD = 7.12)'
+    for name, value in body.items():
+        if name != "rates":
+            problems.append(f"{where}: money.{visible(name, 80)}: unknown key"
+                            f"{_suggest(name, ['rates'], 'money.')}{_got(value)}")  # fmt: skip
+            continue
+        if not isinstance(value, dict):
+            problems.append(f"{where}: money.rates: must be a table of months{shape}{_got(value)}")
+            continue
+        for month, table in value.items():
+            key = f'money.rates."{visible(month, 40)}"'
+            m = _RATE_MONTH.fullmatch(month)
+            if m is None or not RATE_YEARS[0] <= int(m.group(1)) <= RATE_YEARS[1]:
+                problems.append(f"{where}: {key}: must be a month YYYY-MM from {RATE_YEARS[0]}"
+                                f" to {RATE_YEARS[1]}{shape}")  # fmt: skip
+                continue
+            if not isinstance(table, dict):
+                problems.append(f"{where}: {key}: must be a table of currency = rate{shape}"
+                                f"{_got(table)}")  # fmt: skip
+                continue
+            for code, rate in table.items():
+                here = f"{key}.{visible(code, 40)}"
+                if code not in CURRENCIES:
+                    problems.append(f"{where}: {here}: unknown currency; known:"
+                                    f" {', '.join(sorted(CURRENCIES))}")  # fmt: skip
+                    continue
+                try:
+                    into.setdefault(month, {})[code] = _rate(here, rate)
+                    sources[f"money.rates.{month}.{code}"] = where
+                except _Bad as exc:
+                    problems.append(f"{where}: {here}: {exc}{_got(rate)}")
+    return problems
+
+
+def _rate(key: str, v: Any) -> Decimal:
+    """A rate: how many of the lab's currency one unit is worth; more than 0, at most
+    MAX_RATE, at most RATE_PLACES decimals. A TOML number, or a string read as every typed
+    amount is (fields.number)."""
+    from leases.fields import number
+
+    said = (
+        f"must be a number above 0 and at most {MAX_RATE:,}: how many of the lab's currency"
+        " one unit was worth"
+    )
+    if isinstance(v, bool) or not isinstance(v, int | float | str):
+        raise _Bad(said)
+    try:
+        rate = number(key, str(v) if isinstance(v, float) else v)
+    except InputError as exc:
+        raise _Bad(exc.reason) from None
+    if not rate.is_finite() or not 0 < rate <= MAX_RATE:
+        raise _Bad(said)
+    if rate.as_tuple().exponent < -RATE_PLACES:  # type: ignore[operator]
+        raise _Bad(f"has more than {RATE_PLACES} decimal places")
+    return rate
 
 
 def _read_bounded(path: Path) -> tuple[str, int]:

@@ -31,11 +31,17 @@ class MonthMoney:
     idle: Decimal  # of which paid for cards history read as idle
     # The cost node by node, by node id (a released node's name may be reused).
     by_node: Mapping[int, Decimal] = field(default_factory=dict)
+    # The month's other currencies (their leases' own), each (cost, idle): never added to
+    # `cost`; the header says each with its own sign.
+    others: Mapping[str, tuple[Decimal, Decimal]] = field(default_factory=dict)
+    # A node (by id) whose leases this month are in another currency than `currency`: that
+    # one (its by_node amount is in it), or "" where they are in several (no amount).
+    node_currency: Mapping[int, str] = field(default_factory=dict)
 
 
 def month_money(ledger: Ledger, now: datetime, tz: str, currency: str) -> MonthMoney:
-    """This month so far, as `zuka report` computes it (the same rows, the same totals);
-    rows in another currency are left out rather than added up."""
+    """This month so far, as `zuka report` computes it (the same rows, the same totals),
+    per currency: rows of two currencies are never added up."""
     from leases import report  # here: not needed before the dashboard's first paint
 
     month = f"{now.astimezone(ZoneInfo(tz)):%Y-%m}"
@@ -55,11 +61,28 @@ def month_money(ledger: Ledger, now: datetime, tz: str, currency: str) -> MonthM
     )  # fmt: skip
     rows = [r for r in rep.rows if r.currency == currency]
     totals = report.totals(rows)
-    by_node: dict[int, Decimal] = {}
-    for r in rows:
+    others: dict[str, tuple[Decimal, Decimal]] = {}
+    for code in sorted({r.currency for r in rep.rows} - {currency}):
+        t = report.totals(r for r in rep.rows if r.currency == code)
+        others[code] = (t.total, t.idle_yuan)
+    codes: dict[int, set[str]] = {}
+    for r in rep.rows:
         if r.node_id is not None:  # (every lease read from the ledger has one)
-            by_node[r.node_id] = by_node.get(r.node_id, Decimal(0)) + r.total
-    return MonthMoney(month, currency, totals.total, totals.idle_yuan, by_node)
+            codes.setdefault(r.node_id, set()).add(r.currency)
+    by_node: dict[int, Decimal] = {}
+    node_currency: dict[int, str] = {}
+    for r in rep.rows:
+        if r.node_id is None:
+            continue
+        if len(codes[r.node_id]) > 1:
+            node_currency[r.node_id] = ""  # several currencies: no one amount
+            continue
+        if r.currency != currency:
+            node_currency[r.node_id] = r.currency
+        by_node[r.node_id] = by_node.get(r.node_id, Decimal(0)) + r.total
+    return MonthMoney(
+        month, currency, totals.total, totals.idle_yuan, by_node, others, node_currency
+    )
 
 
 @dataclass(frozen=True)
@@ -104,8 +127,10 @@ def header(
 
 
 def yuan(amount: Decimal, currency: str) -> str:
-    sign = "¥" if currency == "CNY" else f"{currency} "
-    return f"{sign}{amount.quantize(Decimal(1)):,}"
+    """A whole amount with its currency's sign, as reports write it (¥ for CNY only)."""
+    from leases.reportformat import symbol  # here: not needed before the first paint
+
+    return f"{symbol(currency)}{amount.quantize(Decimal(1)):,}"
 
 
 def countdown(at: datetime, now: datetime) -> str:
@@ -131,8 +156,12 @@ def gpus_busy(h: Header) -> str:
 def header_line(h: Header, now: datetime) -> str:
     parts = [gpus_busy(h)]
     if h.money is not None:
-        parts.append(f"{yuan(h.money.cost, h.money.currency)} this month")
-        parts.append(f"{yuan(h.money.idle if h.money.idle else Decimal(0), h.money.currency)} idle")
+        m = h.money
+        # One figure per currency, the lab's first: never two currencies added.
+        each = [(m.currency, m.cost, m.idle)] if m.cost or not m.others else []
+        each += [(code, cost, idle) for code, (cost, idle) in m.others.items()]
+        parts.append(" + ".join(yuan(cost, code) for code, cost, _ in each) + " this month")
+        parts.append(" + ".join(yuan(idle or Decimal(0), code) for code, _, idle in each) + " idle")
     if h.next_end is not None:
         name, at = h.next_end
         # The countdown before the name: at 80 columns a long name is what gets cut.

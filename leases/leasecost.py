@@ -16,7 +16,7 @@ from leases.billing import CardHours, Estimate, Verdict
 from leases.errors import InputError
 from leases.models import Lease, Node, Resource
 from leases.renewals import billing_now
-from leases.reportformat import money
+from leases.reportformat import money, verdict_text
 from leases.textsafe import visible
 
 NO_HOURLY_PRICE = "record its hourly price to compare: zuka lease edit {node} --hourly-price P"
@@ -49,7 +49,7 @@ class LeaseCost:
     def verdict_text(self) -> str | None:
         """The verdict, or what it needs; None for a lease billed by use (nothing to compare)."""
         if self.verdict is not None:
-            return self.verdict.text
+            return verdict_text(self.verdict, self.currency)
         if self.lease.billing_type.prepaid and self.lease.hourly_price is None:
             return NO_HOURLY_PRICE.format(node=self.node)
         return None

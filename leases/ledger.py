@@ -31,6 +31,7 @@ from leases.renewals import (
     BillingNow,
     billing_now,
     cancelled_by_end,
+    chain_of,
     in_effect,
     overlaps,
     renewal_record,
@@ -645,14 +646,25 @@ class Ledger:
             if lease.end is None:
                 raise InputError("node", node, "its open lease has no end date to renew from")
             new = records.lease_from(renewal_record(lease, end, changes or {}))
+            if new.currency != lease.currency:
+                raise InputError("currency", new.currency, _renewal_currency(lease, new.currency))
             self._update_lease(conn, lease, replace(lease, ended_at=lease.end), "lease.renew")
             return self._insert_lease(conn, new)
 
-    def update_lease(self, node: str, changes: Mapping[str, Any], start: Any = None) -> Lease:
+    def update_lease(
+        self,
+        node: str,
+        changes: Mapping[str, Any],
+        start: Any = None,
+        *,
+        whole_chain: bool = False,
+    ) -> Lease:
         """Edit one lease of the node: the one starting at `start` (as `zuka lease list`
         prints it), by default the lease billing now (if none, the next to start: see
         in_effect). The result is validated as a whole, against the node's other leases
-        as lease add checks a new one. An edit that changes nothing writes nothing."""
+        as lease add checks a new one. An edit that changes nothing writes nothing.
+        One renewal chain has one currency: a currency change to a lease of a chain of
+        several is refused unless whole_chain, which records every lease of it so."""
         with self.transaction() as conn:
             if start in (None, ""):
                 found = self.current_lease(node)
@@ -672,10 +684,48 @@ class Ledger:
                 # A renewed lease ends where its renewal starts: moving its end moves that
                 # too, so an end moved into the renewal is an overlap, refused below.
                 new = replace(new, ended_at=new.end)
+            others = self._chain_recurrency(node, lease, new, whole_chain)
             if records.lease_record(new) == records.lease_record(lease):
                 return lease
             self._check_fits(lease.node, new, lease.id)
-            return self._update_lease(conn, lease, new, "lease.edit")
+            edited = self._update_lease(conn, lease, new, "lease.edit")
+            for le in others:
+                self._update_lease(conn, le, replace(le, currency=new.currency), "lease.edit")
+            return edited
+
+    def _chain_recurrency(
+        self, node: str, lease: Lease, new: Lease, whole_chain: bool
+    ) -> list[Lease]:
+        """The other leases of `lease`'s renewal chain that an edit to `new` records in
+        its currency (whole_chain); refused when the currency changes in a chain of several
+        without it (one chain, one currency), and whole_chain without a currency change."""
+        if new.currency == lease.currency:
+            if whole_chain:
+                raise InputError(
+                    "whole_chain",
+                    None,
+                    "changes only the currency of every lease of the chain: give --currency",
+                )
+            return []
+        chain = chain_of(self.leases(node), lease)
+        if len(chain) == 1 or whole_chain:
+            return [le for le in chain if le.id != lease.id]
+        tz = chain[0].billing_tz
+        last = chain[-1].ended_at or chain[-1].end
+        span = f"from {fields.shown(chain[0].start, tz)}" + (
+            f" to {fields.shown(last, tz)}" if last else ""
+        )
+        name, cur = visible(lease.node), new.currency
+        raise InputError(
+            "currency",
+            cur,
+            f"this lease is one of the {len(chain)} leases of a renewal chain in"
+            f" {lease.currency} ({span}), and one chain has one currency: if the chain was"
+            f" recorded in the wrong currency, add --whole-chain to record all {len(chain)}"
+            f" in {cur}; to rent on in {cur} from a date, end the lease and add a new one"
+            f" (zuka lease end {name} --at WHEN, then zuka lease add {name} --currency {cur}"
+            " --start WHEN ...)",
+        )
 
     def _check_fits(self, node: str | Node, lease: Lease, lease_id: int | None) -> None:
         """A lease (new or changed) against its node and the node's other leases."""
@@ -1567,6 +1617,19 @@ def _check_marks(before: Record, after: Record, changes: Mapping[str, Any]) -> N
             None,
             "marking a resource verified by hand needs a note saying how it was checked",
         )
+
+
+def _renewal_currency(lease: Lease, currency: str) -> str:
+    """Why a renewal in another currency is refused, and what to do instead."""
+    assert lease.end is not None
+    name, start = visible(lease.node), fields.shown(lease.end, lease.billing_tz)
+    return (
+        f"a renewal is billed in its lease's currency ({lease.currency}): one renewal chain"
+        f" has one currency. To rent on in {currency}, add a new lease from the end instead"
+        f" (zuka lease add {name} --currency {currency} --start '{start}' ...); if the lease"
+        f" was recorded in the wrong currency, correct its chain first (zuka lease edit"
+        f" {name} --currency {currency} --whole-chain)"
+    )
 
 
 def billing_of(leases: Sequence[Lease], at: datetime) -> dict[str, BillingNow]:

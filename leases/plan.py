@@ -307,22 +307,47 @@ class PerCard:
     lease: Lease
 
 
+def plan_currency(given: str | None, present: Iterable[str], default: str) -> str:
+    """The one currency a plan is made in: the one given; else the leases' one currency
+    (`present`); else, with no lease, `default` (the lab's). Leases in several currencies
+    and none given: refused, naming --currency (a plan never adds two currencies)."""
+    if given is not None:
+        from leases.fields import currency
+
+        return currency(given)
+    codes = sorted(set(present))
+    if len(codes) > 1:
+        raise InputError(
+            "currency",
+            None,
+            f"the leases planned from are in {' and '.join(codes)}, and a plan never adds two"
+            " currencies: give --currency C to plan from the leases in C (prices given with"
+            " the flags are read in it)",
+        )
+    return codes[0] if codes else default
+
+
 def model_matches(node: Node, model: str | None) -> bool:
     return model is None or model.strip().lower() in node.gpu_model.lower()
 
 
 def lease_prices(
-    leases: Sequence[Lease], nodes: Mapping[int, Node], model: str | None
+    leases: Sequence[Lease],
+    nodes: Mapping[int, Node],
+    model: str | None,
+    currency: str | None = None,
 ) -> tuple[PerCard | None, PerCard | None]:
     """(monthly price a card, hourly price a card) from the latest leases of nodes (by id:
-    a released node's name may be reused) whose GPU model matches: a monthly lease's price
-    over its cards; an hourly lease's, a card-hour lease's, or a monthly lease's recorded
-    hourly price."""
+    a released node's name may be reused) whose GPU model matches (and, given a currency,
+    in it: a plan never mixes two): a monthly lease's price over its cards; an hourly
+    lease's, a card-hour lease's, or a monthly lease's recorded hourly price."""
     monthly: PerCard | None = None
     hourly: PerCard | None = None
     for le in sorted(leases, key=lambda le: le.start):
         node = nodes.get(le.node_id) if le.node_id is not None else None
         if node is None or not model_matches(node, model):
+            continue
+        if currency is not None and le.currency != currency:
             continue
         cards = le.cards_billed or node.gpu_count
         if not cards:

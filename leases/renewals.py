@@ -58,18 +58,24 @@ def cancelled_by_end(leases: Sequence[Lease], lease: Lease, when: datetime) -> l
 
 
 def renews(before: Lease, after: Lease) -> bool:
-    """Whether `after` renews `before`: it starts where `before` ended at its own end."""
+    """Whether `after` renews `before`: it starts where `before` ended at its own end, in
+    the same currency. One chain is billed in one currency (the ledger refuses a renewal
+    or an edit that would change it): a lease in another currency from that end is a new
+    lease, a chain of its own, so that no figure of a chain adds two currencies even in a
+    ledger edited behind zuka's back."""
     return (
         before.node == after.node
         and before.end is not None
         and before.ended_at == before.end
         and after.start == before.end
+        and before.currency == after.currency
     )
 
 
 def chains(leases: Sequence[Lease]) -> list[tuple[Lease, ...]]:
     """Leases (of one node or many) as renewal chains, each oldest first; a lease that
-    renews nothing and is renewed by nothing is a chain of one."""
+    renews nothing and is renewed by nothing is a chain of one. Every lease of a chain has
+    one currency (see renews)."""
     out: list[list[Lease]] = []
     last_of: dict[str, list[Lease]] = {}
     for le in sorted(leases, key=lambda le: (le.node, le.start)):
@@ -217,6 +223,11 @@ def overlaps(a: Lease, b: Lease) -> bool:
     a_end = a.ended_at or a.end or far
     b_end = b.ended_at or b.end or far
     return a.start < b_end and b.start < a_end
+
+
+def chain_of(leases: Sequence[Lease], lease: Lease) -> tuple[Lease, ...]:
+    """The renewal chain of one node's leases that holds `lease` (by id)."""
+    return next((c for c in chains(leases) if any(le.id == lease.id for le in c)), (lease,))
 
 
 def renewal_record(lease: Lease, end: Any, changes: Mapping[str, Any]) -> records.Record:

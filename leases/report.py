@@ -148,6 +148,9 @@ class Report:
     by_channel: tuple[tuple[str, Totals], ...]
     by_provider: tuple[tuple[str, Totals], ...]
     total: Totals
+    # The config's rates for the month ([money.rates]): currency -> the lab's currency
+    # (`currency`) one unit was worth; only a total in the lab's currency uses them.
+    rates: Mapping[str, Decimal] = field(default_factory=dict)
 
 
 def chain_accrued(

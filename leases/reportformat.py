@@ -28,7 +28,7 @@ from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from leases.billing import fen
+from leases.billing import Verdict, fen
 from leases.report import Attribution, LeaseRow, Report, Totals
 from leases.textsafe import visible
 from leases.transfer import _FORMULA_STARTS
@@ -112,6 +112,64 @@ def _groups(
     ]
 
 
+@dataclass(frozen=True)
+class LabTotal:
+    """The report's total in the lab's currency, at the config's rates for its month:
+    each currency's total as shown, times its rate, to the fen, then added. None figures
+    when a currency present has no rate (`missing`): never a total that leaves one out."""
+
+    currency: str  # the lab's (config's billing.currency)
+    rates: tuple[tuple[str, Decimal], ...]  # (code, rate) of the currencies converted
+    missing: tuple[str, ...]  # currencies present without a rate for the month
+    total: Decimal | None
+    charged: Decimal | None
+
+
+def lab_total(report: Report) -> LabTotal | None:
+    """The total in the lab's currency; None when every lease is in it already, and when
+    they are all in one other currency without a rate (their own total is one figure)."""
+    lab, codes = report.currency, currencies(report)
+    if not report.rows or codes == [lab]:
+        return None
+    rates = {c: report.rates[c] for c in codes if c != lab and c in report.rates}
+    missing = tuple(c for c in codes if c != lab and c not in rates)
+    if len(codes) == 1 and missing:
+        return None
+    if missing:
+        return LabTotal(lab, tuple(rates.items()), missing, None, None)
+    total = charged = Decimal(0)
+    for code, t in _by_currency(report, _HUNDREDTH):
+        rate = rates.get(code, Decimal(1))
+        total += _fen(t.total * rate)
+        charged += _fen(t.charged * rate)
+    return LabTotal(lab, tuple(rates.items()), (), total, charged)
+
+
+def _rates_said(lt: LabTotal) -> str:
+    """'1 USD = ¥7.12, 1 HKD = ¥0.91'."""
+    return ", ".join(f"1 {c} = {symbol(lt.currency)}{r}" for c, r in lt.rates)
+
+
+def lab_total_line(report: Report) -> str | None:
+    """The Markdown line of the total in the lab's currency, or of the rate it lacks."""
+    lt = lab_total(report)
+    if lt is None:
+        return None
+    if lt.total is None or lt.charged is None:
+        first = lt.missing[0]
+        return (
+            f"No total in {lt.currency}: the config has no rate for {', '.join(lt.missing)}"
+            f' in {report.month} (add it: [money.rates."{report.month}"] {first} = RATE,'
+            f" how many {lt.currency} one {first} was worth)."
+        )
+    sign = symbol(lt.currency)
+    return (
+        f"**Total in {lt.currency} {sign}{_money(lt.total)}** at the config's rates for"
+        f" {report.month} ({_rates_said(lt)}; each currency's total converted to the fen,"
+        f" then added); charged in month {sign}{_money(lt.charged)}."
+    )
+
+
 def _channel(r: LeaseRow) -> str:
     return r.channel
 
@@ -121,7 +179,9 @@ def _provider(r: LeaseRow) -> str:
 
 
 def symbol(currency: str) -> str:
-    return "¥" if currency.upper() in ("CNY", "RMB", "JPY") else f"{currency} "
+    """What an amount in `currency` is written with: ¥ for CNY only (JPY's sign is ¥ too,
+    so a table of both could not tell them apart), the code for the others."""
+    return "¥" if currency.upper() in ("CNY", "RMB") else f"{currency} "
 
 
 # Markdown's inline specials, backslash-escaped wherever they stand (CommonMark takes a
@@ -153,6 +213,18 @@ def _money(x: Decimal | None) -> str:
 def money(x: Decimal | None, currency: str) -> str:
     """An amount with its currency's symbol as the report prints it ("-" for none)."""
     return "-" if x is None else f"{symbol(currency)}{_money(x)}"
+
+
+def verdict_text(v: Verdict, currency: str) -> str:
+    """A monthly-against-hourly verdict in words, its amount in the lease's currency
+    (billing.Verdict.text says ¥ whatever the currency)."""
+    if v.monthly_saves >= 0:
+        said = f"monthly saves {money(v.monthly_saves, currency)}"
+    else:
+        said = f"hourly would have cost {money(-v.monthly_saves, currency)} less"
+    if not v.refund_known:
+        said += " (the provider's early-release refund rule is unknown)"
+    return said
 
 
 def _hours(x: Decimal | None, step: Decimal = _TENTH) -> str:
@@ -263,7 +335,11 @@ def summary(report: Report) -> str:
 def to_markdown(report: Report) -> str:
     cur = _header_currency(report)
     single = len(currencies(report)) == 1
-    lines = [f"# GPU rental report {report.month}", "", summary(report), "", "## Leases", ""]
+    lines = [f"# GPU rental report {report.month}", "", summary(report), ""]
+    converted = lab_total_line(report)
+    if converted is not None:
+        lines += [converted, ""]
+    lines += ["## Leases", ""]
     # Accrued: each charge spread over the time it pays for; charged: cash, on its day.
     head = ["Node", "Channel", "Provider", "Billing", f"Accrued {cur}".rstrip()]
     head.append(f"Storage {cur}".rstrip())
@@ -477,6 +553,19 @@ def to_csv(report: Report) -> str:
         w.writerow(_c_totals("provider", "", _csv(_plain(report, k, code)), code, t))
     for code, t in _by_currency(report, _HUNDREDTH):
         w.writerow(_c_totals("total", "", "", code, t))
+    lt = lab_total(report)
+    if lt is not None:
+        # The total in the lab's currency; its notes say the rates, or the rate missing.
+        said = (
+            "rates " + "; ".join(f"{c} {r}" for c, r in lt.rates)
+            if lt.total is not None
+            else f"no rate for {', '.join(lt.missing)} in {report.month}"
+        )
+        cells = dict.fromkeys(CSV_HEADER, "")
+        cells |= {"row": "total_in_lab_currency", "currency": lt.currency,
+                  "total": _c_money(lt.total), "charged_in_month": _c_money(lt.charged),
+                  "notes": _csv(said)}  # fmt: skip
+        w.writerow(list(cells.values()))
     return buf.getvalue()
 
 
@@ -603,6 +692,22 @@ def report_json(report: Report) -> dict[str, Any]:
         },
         "by_currency": per,
         "total": next(iter(per.values())) if len(per) == 1 else None,
+        # None when every lease is in the lab's currency (the config's).
+        "in_lab_currency": _lab_json(report),
+    }
+
+
+def _lab_json(report: Report) -> dict[str, Any] | None:
+    lt = lab_total(report)
+    if lt is None:
+        return None
+    return {
+        "currency": lt.currency,
+        "month": report.month,
+        "rates": {c: str(r) for c, r in lt.rates},
+        "missing_rates": list(lt.missing),
+        "total": _d(lt.total),
+        "charged_in_month": _d(lt.charged),
     }
 
 

@@ -84,6 +84,14 @@ def _lazy(module: str, name: str) -> Handler:
     return run
 
 
+# A plan never mixes currencies: it prices from the leases in one, and reads prices given
+# with its flags in it.
+_PLAN_CURRENCY = (
+    "plan in this currency: from the leases in it, prices given read in it (default: the"
+    " leases' one currency; required when they have several)"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from tui import cli_ledger as L
 
@@ -289,6 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hourly", metavar="PRICE", help="a card's price an hour")
     p.add_argument("--monthly", metavar="PRICE", help="a card's price a month")
     p.add_argument("--gpu-model", metavar="M", help="only nodes of this GPU model")
+    p.add_argument("--currency", metavar="C", help=_PLAN_CURRENCY)
     p = cmd(plans, "buy", _lazy("cli_money", "plan_buy"), "owning cards against renting them")
     for flag, text in (
         ("--card-price", "a card's purchase price"),
@@ -304,6 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--days", type=int, default=30, help="measured window (default 30)")
     p.add_argument("--gpu-model", metavar="M", help="only nodes of this GPU model")
+    p.add_argument("--currency", metavar="C", help=_PLAN_CURRENCY)
 
     p = cmd(
         sub,

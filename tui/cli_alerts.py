@@ -39,6 +39,7 @@ def alert_json(a: StoredAlert, now: Any) -> dict[str, Any]:
         "message": a.message,
         "action": a.action,
         "yuan": None if a.yuan is None else str(a.yuan),
+        "currency": a.currency,  # of the amount: its lease's (None: the lease is gone)
         "first_seen": iso(a.first_seen),
         "last_seen": iso(a.last_seen),
         "cleared_at": iso(a.cleared_at),

@@ -75,6 +75,7 @@ _FLAG_OF = {o.key: o.flag for cls in _RECORDS for o in recordfields.options(cls)
     "verified_at": "--verified",
     "at": "--at",
     "ended_at": "--at",
+    "whole_chain": "--whole-chain",
 }
 # For _add_flags without helps of its own; a key in two records (kind) has the resource's.
 _HELP = {**PROVIDER_HELP, **NODE_HELP, **LEASE_HELP, **RESOURCE_HELP}
@@ -555,6 +556,12 @@ def lease_options(
         table.pop("start")
         p.add_argument("--start", dest="pick_start", metavar="WHEN", help=_PICK_HELP)
         p.add_argument("--new-start", dest="start", metavar="WHEN", help="move the start")
+        p.add_argument(
+            "--whole-chain",
+            action="store_true",
+            help="with --currency: record every lease of its renewal chain in that currency"
+            " (one chain has one currency)",
+        )
     _add_flags(p, table, {"billing_type", "unit_price"} if required else set(), LEASE_HELP)
     p.add_argument(
         "--auto-renew",
@@ -722,17 +729,24 @@ def lease_edit(args: argparse.Namespace, out: TextIO) -> int:
     if not changes:
         raise InputError("lease edit", args.node, "nothing to change: give at least one option")
     with _open(args, create=False) as ledger:
-        lease, message = edit_lease(ledger, args.node, changes, args.pick_start)
+        lease, message = edit_lease(
+            ledger, args.node, changes, args.pick_start, whole_chain=args.whole_chain
+        )
     return _done(args, out, records.lease_record(lease), message)
 
 
 def edit_lease(
-    ledger: Ledger, node: str, changes: Mapping[str, Any], pick_start: Any
+    ledger: Ledger,
+    node: str,
+    changes: Mapping[str, Any],
+    pick_start: Any,
+    *,
+    whole_chain: bool = False,
 ) -> tuple[Lease, str]:
     """`zuka lease edit NODE [--start PICK]`: the lease as edited and what the command says
     of it (also the dashboard's lease form)."""
     head = _head(ledger)
-    lease = ledger.update_lease(node, changes, start=pick_start)
+    lease = ledger.update_lease(node, changes, start=pick_start, whole_chain=whole_chain)
     which = _which(ledger, lease)
     same = _head(ledger) == head
     message = (

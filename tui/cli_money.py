@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -67,6 +68,7 @@ def money_report(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args) as ledger:
         window, complete = report.month_window(args.month, config.billing.tz, ledger.clock())
         rep = _build(ledger, args.month, window, complete, config)
+        rep = dataclasses.replace(rep, rates=config.money.rates.get(args.month.strip(), {}))
         owner_hours = (
             HistoryStore(ledger).busy_by_owner(*window) if args.by in ("user", "project") else []
         )
@@ -169,13 +171,18 @@ def _given_prices(args: argparse.Namespace) -> tuple[Decimal | None, Decimal | N
 
 
 def _prices(
-    args: argparse.Namespace, ledger: Ledger, nodes: Mapping[int, Node], model: str | None
+    args: argparse.Namespace,
+    ledger: Ledger,
+    nodes: Mapping[int, Node],
+    model: str | None,
+    currency: str,
 ) -> tuple[Decimal, Decimal, str, str]:
     monthly, hourly = _given_prices(args)
     if hourly is not None and monthly is not None:
         return monthly, hourly, " (given)", " (given)"
-    got_m, got_h = plan.lease_prices(ledger.leases(), nodes, model)
+    got_m, got_h = plan.lease_prices(ledger.leases(), nodes, model, currency)
     what = f"GPU model {visible(model)}" if model else "the fleet"
+    what += f" in {currency}"
     if monthly is None:
         if got_m is None:
             raise InputError(
@@ -216,6 +223,11 @@ def plan_hybrid(args: argparse.Namespace, out: TextIO) -> int:
         nodes = _nodes(ledger, args.gpu_model)
         if not nodes:
             raise InputError("gpu-model", args.gpu_model, "no node has this GPU model")
+        currency = plan.plan_currency(
+            args.currency,
+            (le.currency for le in ledger.leases() if le.node_id in nodes),
+            config.billing.currency,
+        )
         until = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
         since = until - timedelta(days=days)
         models = [m for m, _ in _models(nodes) if m]
@@ -230,8 +242,8 @@ def plan_hybrid(args: argparse.Namespace, out: TextIO) -> int:
                     " --gpu-model M with one of them, or neither (each model priced from its"
                     " own leases)",
                 )  # fmt: skip
-            return _plan_models(args, out, config, ledger, nodes, since, until)
-        made = _hybrid(args, config, ledger, nodes, args.gpu_model, since, until)
+            return _plan_models(args, out, config, ledger, nodes, since, until, currency)
+        made = _hybrid(args, config, ledger, nodes, args.gpu_model, since, until, currency)
     if isinstance(made, str):
         print(f"zuka: plan: {made}", file=sys.stderr)
         return 1
@@ -251,6 +263,7 @@ def _plan_models(
     nodes: Mapping[int, Node],
     since: datetime,
     until: datetime,
+    currency: str,
 ) -> int:
     """plan_hybrid for each GPU model of the fleet, a section (a JSON object) each, priced
     from its own leases; a model that cannot be planned says why. Exit 0 when one was."""
@@ -259,7 +272,7 @@ def _plan_models(
     for model, group in _models(nodes):
         label = visible(model) if model else "GPU model not recorded"
         try:
-            made = _hybrid(args, config, ledger, group, model or None, since, until)
+            made = _hybrid(args, config, ledger, group, model or None, since, until, currency)
         except InputError as exc:
             made = f"{exc.field}: {exc.reason}" + (
                 f" with --gpu-model '{model}' (plans this model alone)" if model else ""
@@ -272,7 +285,7 @@ def _plan_models(
             docs.append({"gpu_model": model, **made[0]})
             texts.append(f"## {label}\n\n" + "\n".join(made[1]) + "\n")
     if args.json:
-        output.dump_json({"days": _days(args), "models": docs}, out)
+        output.dump_json({"currency": currency, "days": _days(args), "models": docs}, out)
     else:
         out.write("\n".join(texts))
     return 0 if any("not_planned" not in d for d in docs) else 1
@@ -286,11 +299,12 @@ def _hybrid(
     model: str | None,
     since: datetime,
     until: datetime,
+    currency: str,
 ) -> tuple[dict[str, Any], list[str]] | str:
     """One hybrid plan over `nodes` (priced from the leases of `model` unless both prices
     are given): its JSON and its text, or why there is too little history to plan from."""
     days = _days(args)
-    monthly, hourly, m_src, h_src = _prices(args, ledger, nodes, model)
+    monthly, hourly, m_src, h_src = _prices(args, ledger, nodes, model, currency)
     d = demand(HistoryStore(ledger), nodes, ledger.leases(), since, until, ledger.stop_spans())
     if len(d.hours) < plan.MIN_KNOWN_HOURS:
         return (
@@ -302,8 +316,9 @@ def _hybrid(
     if not any(cards):
         raise InputError("days", str(days), "no busy card-hour in the window: nothing to plan")
     h = plan.hybrid(cards, monthly, hourly)
-    cur = reportformat.symbol(config.billing.currency)
+    cur = reportformat.symbol(currency)
     doc = {
+        "currency": currency,
         "days": days,
         "since": since.isoformat(),
         "until": until.isoformat(),
@@ -381,7 +396,11 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
         window = (now - timedelta(days=days), now)
         rep = _build(ledger, f"last {days} days", window, True, config, args.gpu_model)
         rented = _rented_now(ledger, _nodes(ledger, args.gpu_model), now)
-    t = rep.total
+    # One currency's leases: the renting price is theirs, the prices given are read in it.
+    currency = plan.plan_currency(
+        args.currency, (r.currency for r in rep.rows), config.billing.currency
+    )
+    t = report.totals(r for r in rep.rows if r.currency == currency)
     if not t.paid or not t.busy:
         raise InputError(
             "days", str(days), "no paid and busy card-hours measured in the window to compare with"
@@ -401,10 +420,11 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
         utilisation=utilisation,
         renting_per_busy_hour=rent_paid_hour / utilisation,
     )
-    cur = reportformat.symbol(config.billing.currency)
+    cur = reportformat.symbol(currency)
     if args.json:
         output.dump_json(
             {
+                "currency": currency,
                 "days": days,
                 "cards": r.cards,
                 "utilisation": str(r.utilisation),

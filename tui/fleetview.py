@@ -292,7 +292,15 @@ def fleet_row(
         "mem": Cell(mem),
         "temp": _cell(None if fig is None else fig.temp_max, "{:.0f}°"),
         "power": _cell(None if fig is None else fig.power_w, "{:.0f}W"),
-        "cost": Cell("-" if month_cost is None else yuan(month_cost, currency), justify="right"),
+        "cost": Cell(
+            # "several": the node's leases this month are in two currencies (never added).
+            "several"
+            if currency == "several"
+            else "-"
+            if month_cost is None
+            else yuan(month_cost, currency),
+            justify="right",
+        ),
         "ends": Cell(ends, urgency_style(left) if lease else "dim"),
         "alerts": Cell(marker, "bold red" if worst >= 2 else "yellow"),
         "offboard": Cell(
@@ -396,7 +404,8 @@ def build(
                 tuple(hour_means(data.hour.get(n.name, empty), live.get(n.name), data.hour_end)),
                 tuple(by_node.get(n.id, ())), facts.channels.get(n.provider or "", ""),
                 data.money.by_node.get(n.id) if data.money and n.id is not None else None,
-                data.money.currency if data.money else "CNY",
+                (data.money.node_currency.get(n.id or -1, data.money.currency) or "several")
+                if data.money else "CNY",
                 facts.offboard.get(n.id) if n.id is not None else None)  # fmt: skip
         key = (minute, *args)
         hit = memo.get(n.name) if memo is not None else None

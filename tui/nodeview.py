@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from leases import fields, series
+from leases.alertstate import StoredAlert
 from leases.leasecost import cost_line
 from leases.models import NodeStatus
 from leases.nodefacts import NodeFacts
@@ -28,7 +29,8 @@ PROCESS_COLUMNS = ("GPU", "PID", "User", "Process", "Memory")
 # What matters most first: at 80 columns the deposit and contract are a scroll away.
 LEASE_COLUMNS = ("Start", "End", "Billing", "Price", "Charged", "State", "Deposit", "Contract")
 RESOURCE_COLUMNS = ("Lease start", "Kind", "ID", "Region", "Price", "Deleted", "Verified")
-ALERT_COLUMNS = ("Severity", "Kind", "Since", "¥", "Message")
+# Each amount with its currency (its lease's): a node's leases may be in several.
+ALERT_COLUMNS = ("Severity", "Kind", "Since", "Amount", "Message")
 LOG_COLUMNS = ("ID", "When", "Who", "Action", "Change")
 
 
@@ -98,6 +100,14 @@ def resource_rows(facts: NodeFacts) -> list[tuple[str, ...]]:
     ]
 
 
+def alert_amount(a: StoredAlert) -> str:
+    """An alert's amount with its lease's currency ("" for none; a lease no longer in the
+    ledger leaves the currency unknown: the bare amount and "?")."""
+    if a.yuan is None:
+        return ""
+    return f"{a.yuan:,} ?" if a.currency is None else money(a.yuan, a.currency)
+
+
 def alert_rows(facts: NodeFacts, tz: str) -> list[tuple[str, ...]]:
     zone = ZoneInfo(tz)
     return [
@@ -105,7 +115,7 @@ def alert_rows(facts: NodeFacts, tz: str) -> list[tuple[str, ...]]:
             a.severity.value,
             a.kind.replace("_", " "),
             f"{a.first_seen.astimezone(zone):%m-%d %H:%M}",
-            "" if a.yuan is None else f"{a.yuan:,}",
+            alert_amount(a),
             visible(a.message, MESSAGE_MAX),
         )
         for a in facts.alerts

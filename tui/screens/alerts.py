@@ -21,6 +21,7 @@ from leases.errors import InputError, LedgerError
 from leases.ledger import Ledger
 from leases.textsafe import visible
 from tui.fleetview import plain
+from tui.nodeview import alert_amount
 
 # The yuan in a column of its own: a long message is cut at the table's edge.
 COLUMNS = ("ID", "Severity", "State", "Node", "Kind", "Since", "¥", "Message")
@@ -86,6 +87,10 @@ class AlertsScreen(Screen[None]):
         rows = self._rows()
         table = self.query_one("#alerts", DataTable)
         cursor = table.cursor_row
+        # As a report does: a column of one currency names it (¥) over bare amounts;
+        # among several (a USD lease's alert), each amount says its own.
+        in_cny = all(a.yuan is None or a.currency == "CNY" for a in rows)
+        columns = COLUMNS if in_cny else (*COLUMNS[:6], "Amount", COLUMNS[-1])
         cells = [
             (
                 str(a.id),
@@ -94,24 +99,24 @@ class AlertsScreen(Screen[None]):
                 plain(a.node, 30),
                 a.kind.replace("_", " "),
                 f"{a.first_seen.astimezone(self.zone):%m-%d %H:%M}",
-                "" if a.yuan is None else f"{a.yuan:,}",
+                ("" if a.yuan is None else f"{a.yuan:,}") if in_cny else alert_amount(a),
             )
             for a in rows
         ]
         # The message takes the width the other columns leave (sized to the longest
         # message it was cut at the table's edge: 3 characters at 80 columns); the whole
         # message of the selected alert is under the table.
-        keep = len(COLUMNS) - 1 if self.app.size.width >= NARROW else 5
+        keep = len(columns) - 1 if self.app.size.width >= NARROW else 5
         pad = 2 * table.cell_padding
         widths = [
             max([cell_len(name), *(_width(r[i]) for r in cells)]) + pad
-            for i, name in enumerate(COLUMNS[:keep])
+            for i, name in enumerate(columns[:keep])
         ]
         room = max(12, self.app.size.width - sum(widths) - pad - 2)  # 2: the scrollbar
         table.clear(columns=True)
-        for name, width in zip(COLUMNS[:keep], widths, strict=True):
+        for name, width in zip(columns[:keep], widths, strict=True):
             table.add_column(name, width=width - pad)
-        table.add_column(COLUMNS[-1], width=room, key="message")
+        table.add_column(columns[-1], width=room, key="message")
         for a, row in zip(rows, cells, strict=True):
             table.add_row(*row[:keep], plain(a.message, 200), key=str(a.id))
         if rows:
@@ -138,7 +143,7 @@ class AlertsScreen(Screen[None]):
         if found:
             a = found[0]
             since = f"since {a.first_seen.astimezone(self.zone):%m-%d %H:%M}"
-            money = "" if a.yuan is None else f" · ¥{a.yuan:,}"
+            money = "" if a.yuan is None else f" · {alert_amount(a)}"
             text = f"{since}{money} · {visible(a.message, 400)}"
             if a.action:
                 text += f"\n→ {visible(a.action, 400)}"

@@ -28,7 +28,7 @@ def one_line(err: str) -> str:
 
 
 def test_a_command_that_creates_the_ledger_says_so(cli: Cli, tmp_path: Path) -> None:
-    path = tmp_path / "typo" / "x.db"
+    path = tmp_path / "x.db"  # (a folder that does not exist: test_typed_amounts)
     r = cli("node", "add", "zz", "--ssh", "ssh root@h", ledger=path)
     assert r.code == 0
     assert f"created a new ledger at {path}" in r.err
@@ -312,10 +312,16 @@ def test_json_is_refused_where_a_command_prints_none(cli: Cli, command: str) -> 
 
 def test_the_dashboard_refuses_a_pipe(cli: Cli, tmp_path: Path) -> None:
     path = tmp_path / "l.db"
+    assert cli("node", "add", "zz", "--ssh", "ssh root@h", ledger=path).code == 0
+    before = path.read_bytes()
     r = cli(ledger=path)
     assert r.code == 2
     assert "needs a terminal" in one_line(r.err)
-    assert not path.exists()
+    assert path.read_bytes() == before
+    # A named ledger that does not exist is refused first, and not created.
+    missing = tmp_path / "none.db"
+    r = cli(ledger=missing)
+    assert r.code == 1 and "no ledger at" in one_line(r.err) and not missing.exists()
 
 
 def test_poll_does_not_cut_details_in_a_pipe() -> None:

@@ -17,7 +17,7 @@ from sqlite_utils import Database
 from leases import records
 from leases.errors import InputError
 from leases.ledger import SCHEMA_VERSION, Ledger
-from leases.schema import MIGRATIONS, m006_lease_terms, m010_audit_batch
+from leases.schema import MIGRATIONS, m006_lease_terms, m010_audit_batch, m013_lease_rounding
 
 FIRST = "2026-10-15T00:00:00+08:00"  # as `zuka lease list --json` prints the first start
 SECOND = "2026-11-15T00:00:00+08:00"
@@ -361,6 +361,8 @@ def _ledger_before_m005(path: Path) -> None:
     # Likewise the audit batch column (m010 only adds it) that today's writes fill.
     m010_audit_batch(db)
     MIGRATIONS._record_applied(db, "m010_audit_batch")
+    m013_lease_rounding(db)  # and the rounding term (m013 only adds a lease column)
+    MIGRATIONS._record_applied(db, "m013_lease_rounding")
     conn.execute("PRAGMA user_version = 4")
     conn.commit()
     conn.execute("PRAGMA foreign_keys = ON")

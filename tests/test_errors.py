@@ -99,10 +99,21 @@ def _fill(folder: Path) -> None:
 # -- where the ledger is ----------------------------------------------------------------
 
 
-def test_a_command_that_creates_makes_a_missing_directory_private(cli: Cli, tmp_path: Path) -> None:
-    path = tmp_path / "new" / "dir" / "l.db"
-    assert cli("provider", "add", "p1", "--kind", "cloud", ledger=path).code == 0
-    assert (path.parent.stat().st_mode & 0o777) == 0o700
+def test_a_command_that_creates_makes_a_missing_directory_private(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The default place's folders are made, private, on the first run; a named ledger's
+    missing folder is refused as a likely typo (test_typed_amounts)."""
+    import io
+
+    from tui.cli import main
+
+    monkeypatch.delenv("ZUKA_LEDGER", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "new" / "dir"))
+    assert main(["provider", "add", "p1", "--kind", "cloud"], out=io.StringIO()) == 0
+    path = tmp_path / "new" / "dir" / "zuka" / "ledger.db"
+    assert path.exists() and (path.parent.stat().st_mode & 0o777) == 0o700
+    assert f"created a new ledger at {path}" in capsys.readouterr().err
     # A reading command leaves nothing behind in a missing directory, and says so.
     other = tmp_path / "none" / "l.db"
     r = cli("node", "list", ledger=other)
@@ -131,7 +142,10 @@ def test_a_ledger_under_proc_or_dev_is_one_line(cli: Cli, path: str, args: tuple
     if not Path(path).exists():
         # A reading command on a ledger that is not there says so, as anywhere; a
         # command that would create it is told the directory takes no ledger.
-        assert ("no ledger at" if args[0] == "node" else "not writable") in line
+        if args[0] == "node":
+            assert "no ledger at" in line
+        else:  # its folder missing is a named ledger's typo; else not a place for one
+            assert ("no folder" if not Path(path).parent.exists() else "not writable") in line
 
 
 # -- read-only ledgers --------------------------------------------------------------------

@@ -83,7 +83,7 @@ def test_the_export_column_order_is_the_format() -> None:
         "deposit_paid_on", "deposit_refund", "deposit_refunded_on", "contract_no",
         "notice_days", "on_expiry", "release_after_stopped_days", "ended_at",
         "stopped_billing", "month_count", "partial_unit", "renew_charge_days", "hourly_price",
-        "refund_rule", "lease_start", "native_id", "endpoint", "created", "deleted_at",
+        "refund_rule", "rounding", "lease_start", "native_id", "endpoint", "created", "deleted_at",
         "verified_at", "price", "price_per", "node_key",
     )  # fmt: skip
     assert records.LEASE_KEYS[:6] == (

@@ -18,6 +18,7 @@ NODE_ARGS = [
     "--provider", "Jiangning IDC 江宁", "--channel", "colo",
     "--gpu-model", "A800 80GB SXM", "--gpus", "8", "--vram", "80",
     "--interconnect", "nvlink", "--tags", "base,nanjing", "--notes", "rack B3, 2 PSUs",
+    "--instance-id", "i-0123456789abcdef0", "--instance-endpoint", "https://ec2.idc.example",
 ]  # fmt: skip
 LEASE_ARGS = [
     "lease", "add", "colo-a800",
@@ -60,6 +61,8 @@ def test_every_node_field_round_trips_through_json(cli: Cli) -> None:
         "state": "active",
         "local": False,
         "notes": "rack B3, 2 PSUs",
+        "instance_id": "i-0123456789abcdef0",
+        "instance_endpoint": "https://ec2.idc.example",
     }
     assert (
         shown["ssh_command"]

@@ -43,7 +43,10 @@ RUNNING = frozenset({"running", "pending"})
 _STATES = STOPPED | RUNNING | {"shutting-down", "terminated"}
 _BATCH = 100  # instance ids per DescribeInstances call (a filter takes at most 200 values)
 # "User initiated (2026-11-02 03:04:05 GMT)": the time in parentheses, UTC.
-_REASON_TIME = re.compile(r"\((\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?: (?:GMT|UTC))?\)")
+# [0-9], never \d: a full-width or Arabic-Indic digit is not EC2's.
+_REASON_TIME = re.compile(
+    r"\(([0-9]{4})-([0-9]{2})-([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})(?: (?:GMT|UTC))?\)"
+)
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 Clock = Callable[[], datetime]
 # How many migrations leases/schema.py holds; tests check the two agree. Kept here so that
 # opening an up-to-date ledger needs neither sqlite-utils nor the schema (faster CLI).
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 # What `resource edit` may correct in how a resource was recorded (new_id: its id).
 _CORRECTIONS = ("new_id", "region", "endpoint")
 # How long a write waits for another writer's transaction before it gives up.
@@ -1190,18 +1190,68 @@ class Ledger:
         nodes = self.nodes()
         keys = transfer.node_keys(nodes)
         lease_node = dict(self.conn.execute("SELECT id, node_id FROM leases").fetchall())
+        leases = self.leases()
+        lease_of = {le.id: le for le in leases}
         key = transfer.NODE_KEY
         return {
             "providers": [records.provider_record(p) for p in self.providers()],
             "nodes": [{**records.node_record(n), key: keys[n.id or 0]} for n in nodes],
-            "leases": [
-                {**records.lease_record(le), key: keys[lease_node[le.id]]} for le in self.leases()
-            ],
+            "leases": [{**records.lease_record(le), key: keys[lease_node[le.id]]} for le in leases],
             "resources": [
                 {**records.resource_record(r, n, s), key: keys[lease_node[r.lease_id]]}
                 for n, s, r in self.resources()
             ],
+            "stops": [
+                {**self._stop_record(s, lease_of.get(s.lease_id)), key: keys[s.node_id]}
+                for s in self.stops()
+            ],
         }
+
+    def _stop_record(self, stop: LeaseStop, lease: Lease | None) -> Record:
+        """A stop as an export holds it: its lease by the node and the lease's start."""
+        from leases import stops as st
+
+        rec = st.record(stop)
+        return {
+            "node": stop.node,
+            "lease_start": None if lease is None else lease.start.isoformat(),
+            **{k: rec[k] for k in ("start", "end", "source", "who")},
+        }
+
+    def _insert_stop(
+        self, conn: sqlite3.Connection, rec: Mapping[str, Any], target: Node | None
+    ) -> LeaseStop:
+        """An imported stop, under the lease its record names: refused before that lease's
+        start, overlapping a stop of the node, or open while another is."""
+        from leases import stops as st
+
+        node = str(rec.get("node") or "")
+        lease = self._lease_for(node, rec.get("lease_start"), target)
+        assert lease.id is not None and lease.node_id is not None
+        who = fields.text("who", str(rec.get("who") or ""), 100)
+        stop = st.from_row({**rec, "who": who, "node_id": lease.node_id, "lease_id": lease.id})
+        tz = lease.billing_tz
+        if stop.start < lease.start:
+            raise InputError(
+                "start",
+                fields.shown(stop.start, tz),
+                f"is before its lease's start {fields.shown(lease.start, tz)}",
+            )
+        for s in self.stops(node_ids=[lease.node_id]):
+            if (stop.end is None or s.start < stop.end) and (s.end is None or s.end > stop.start):
+                raise InputError(
+                    "start",
+                    fields.shown(stop.start, tz),
+                    f"overlaps the stop of {node} recorded from {fields.shown(s.start, tz)}",
+                )
+        out = st.record(replace(stop, node=node))
+        cur = conn.execute(
+            'INSERT INTO stops (node_id, lease_id, start, "end", source, who)'
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            [stop.node_id, stop.lease_id, out["start"], out["end"], stop.source, who],
+        )
+        self._audit(conn, "stop.add", "stop", cur.lastrowid, node, None, out)
+        return replace(stop, id=cur.lastrowid)
 
     def import_records(self, data: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, int]:
         """Add everything in an export to this ledger, all or nothing. A lease or resource
@@ -1209,7 +1259,7 @@ class Ledger:
         another node of the same name; one whose node is not in the export, to the node
         of that name in the ledger. An error names the record: "lease 2: end" is the
         second lease of the file, counting from 1."""
-        counts = {k: 0 for k in ("providers", "nodes", "leases", "resources")}
+        counts = {k: 0 for k in ("providers", "nodes", "leases", "resources", "stops")}
         links = transfer.node_links(data)
         added: list[Node] = []
 
@@ -1233,6 +1283,7 @@ class Ledger:
                         conn, str(r.get("node")), r, node_of("resources", i)
                     ),
                 ),
+                ("stops", lambda i, r: self._insert_stop(conn, r, node_of("stops", i))),
             ):
                 for i, rec in enumerate(data.get(kind, ())):
                     try:

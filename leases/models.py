@@ -216,6 +216,20 @@ class Node:
     # Read through NVML on this machine instead of over SSH.
     local: bool = field(default=False, metadata=cli("--local", "read via NVML here", by_hand=True))
     notes: str = field(default="", metadata=cli("--notes", "free notes"))
+    # The cloud instance the node is (EC2: i-0123456789abcdef0), read by the collector for
+    # its running/stopped state (leases.cloudstate). Not a resource: offboarding never
+    # plans to delete it. Region and credentials are its provider's.
+    instance_id: str = field(
+        default="",
+        metadata=cli("--instance-id", "its cloud instance id (EC2: i-...), for its stop state"),
+    )
+    instance_endpoint: str = field(
+        default="",
+        metadata=cli(
+            "--instance-endpoint",
+            "the EC2-compatible endpoint its instance is read at, if not the provider's default",
+        ),
+    )
     id: int | None = field(default=None, metadata=INTERNAL)
     # Set when a stored row holds a value now refused (records.stored_node): what is wrong
     # and how to fix it. Such a node is listed but never polled.

@@ -213,9 +213,21 @@ def node_from(rec: Mapping[str, Any]) -> Node:
         state=p(NodeState("active"), _choice, rec, "state", NodeState, "active"),
         local=local,
         notes=p("", _notes, rec),
+        instance_id=p("", _instance_id, rec),
+        instance_endpoint=p("", _instance_endpoint, rec),
     )
     p.raise_found()
     return node
+
+
+def _instance_id(rec: Mapping[str, Any]) -> str:
+    return cloud_ids.instance_id(_str(rec, "instance_id", 200).strip())
+
+
+def _instance_endpoint(rec: Mapping[str, Any]) -> str:
+    """Through the one entry for endpoints, as a resource's: the collector signs requests
+    to it and believes the state it answers."""
+    return cloud_ids.endpoint(_str(rec, "instance_endpoint", 500).strip())
 
 
 def stored_node(rec: Mapping[str, Any]) -> Node:

@@ -493,3 +493,17 @@ def m014_stops(db: Database) -> None:
         CREATE UNIQUE INDEX stops_open ON stops(node_id) WHERE "end" IS NULL;
         """,
     )
+
+
+@MIGRATIONS()
+def m015_node_instance(db: Database) -> None:
+    """The cloud instance a node is (leases.cloudstate reads its state and records stops):
+    its id, and the EC2-compatible endpoint it is read at ('' for the provider's default).
+    Not a resource: offboarding never deletes it."""
+    _run(
+        db,
+        """
+        ALTER TABLE nodes ADD COLUMN instance_id TEXT NOT NULL DEFAULT '';
+        ALTER TABLE nodes ADD COLUMN instance_endpoint TEXT NOT NULL DEFAULT '';
+        """,
+    )

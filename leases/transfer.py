@@ -1,7 +1,7 @@
 """Export and import of a whole ledger as JSON or CSV, losslessly.
 
 Both formats carry the same records (see leases.records). The CSV is one file: a `record`
-column says which kind each row is (provider, node, lease, resource), the other columns are
+column says which kind each row is (provider, node, lease, resource, stop), the other columns are
 the union of the record keys; a cell that does not apply to a row's kind is left empty.
 
 A name can be reused once its node is archived, so a name does not say which node a lease
@@ -35,14 +35,19 @@ from leases.models import Node, NodeState
 from leases.records import LEASE_KEYS, NODE_KEYS, PROVIDER_KEYS, RESOURCE_KEYS, Record
 
 FORMAT = "zuka-ledger"
-VERSION = 2
-READS = (1, 2)  # version 1: no node_key
+# Version 3 adds stops: a zuka that reads only 2 would drop them without a word.
+VERSION = 3
+READS = (1, 2, 3)  # version 1: no node_key; before 3: no stops
 NODE_KEY = "node_key"
+# A stop (leases.stops) names its node, and its lease by the node and the lease's start,
+# as a resource does; its times are UTC.
+STOP_KEYS = ("node", "lease_start", "start", "end", "source", "who")
 KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "provider": ("providers", PROVIDER_KEYS),
     "node": ("nodes", (*NODE_KEYS, NODE_KEY)),
     "lease": ("leases", (*LEASE_KEYS, NODE_KEY)),
     "resource": ("resources", (*RESOURCE_KEYS, NODE_KEY)),
+    "stop": ("stops", (*STOP_KEYS, NODE_KEY)),
 }
 # node_key last: the columns of version 1 keep their places.
 CSV_COLUMNS: tuple[str, ...] = (
@@ -188,7 +193,7 @@ def node_keys(nodes: Sequence[Node]) -> dict[int, str]:
 
 
 def node_links(data: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, list[int | None]]:
-    """For "leases" and "resources": the index in data["nodes"] of the node each record
+    """For "leases", "resources" and "stops": the index in data["nodes"] of the node each record
     belongs to, or None for a node not in the export (one already in the ledger, by name).
     By node_key where the record has one, else by name where that is unambiguous."""
     nodes = data.get("nodes", ())
@@ -203,7 +208,7 @@ def node_links(data: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, lis
             raise InputError(f"node {i + 1}: {NODE_KEY}", key, "another node has this key too")
         by_key[str(key)] = i
     out: dict[str, list[int | None]] = {}
-    for plural in ("leases", "resources"):
+    for plural in ("leases", "resources", "stops"):
         links: list[int | None] = []
         for i, rec in enumerate(data.get(plural, ())):
             where = f"{plural[:-1]} {i + 1}"

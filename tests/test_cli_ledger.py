@@ -18,6 +18,7 @@ NODE_ARGS = [
     "--provider", "Jiangning IDC 江宁", "--channel", "colo",
     "--gpu-model", "A800 80GB SXM", "--gpus", "8", "--vram", "80",
     "--interconnect", "nvlink", "--tags", "base,nanjing", "--notes", "rack B3, 2 PSUs",
+    "--instance-id", "i-0123456789abcdef0", "--instance-endpoint", "https://ec2.idc.example",
 ]  # fmt: skip
 LEASE_ARGS = [
     "lease", "add", "colo-a800",
@@ -60,6 +61,8 @@ def test_every_node_field_round_trips_through_json(cli: Cli) -> None:
         "state": "active",
         "local": False,
         "notes": "rack B3, 2 PSUs",
+        "instance_id": "i-0123456789abcdef0",
+        "instance_endpoint": "https://ec2.idc.example",
     }
     assert (
         shown["ssh_command"]
@@ -402,3 +405,55 @@ def test_provider_edit_changes_the_account_is_audited_and_undone(cli: Cli) -> No
     assert cli("undo").code == 0
     (p,) = json.loads(cli("provider", "list", "--json").out)
     assert p["account_id"] == "" and p["region"] == ""
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_stops_round_trip_through_export_and_import(
+    cli: Cli, tmp_path: Path, ledger_path: Path, fmt: str
+) -> None:
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    from leases.ledger import Ledger
+
+    sh = ZoneInfo("Asia/Shanghai")
+    assert cli("node", "add", "n", "--ssh", "ssh root@10.0.0.1").code == 0
+    assert cli("lease", "add", "n", "--billing", "hourly", "--price", "10",
+               "--start", "2026-11-01", "--stopped-billing", "none").code == 0  # fmt: skip
+    assert cli("lease", "stop", "n", "--at", "2026-11-02").code == 0
+    assert cli("lease", "resume", "n", "--at", "2026-11-03").code == 0
+    with Ledger.open(ledger_path, create=False) as ledger:  # as the collector records one
+        ledger.stop_node("n", datetime(2026, 11, 5, 8, 30, tzinfo=sh), source="ec2")
+        before = [(s.node, s.start, s.end, s.source, s.who) for s in ledger.stops()]
+        spans = ledger.stop_spans()
+    first = cli("export", "--format", fmt).out
+    assert "ec2" in first
+    dump = tmp_path / f"dump.{fmt}"
+    dump.write_text(first)
+    second = tmp_path / "second.db"
+    imported = cli("import", str(dump), ledger=second)
+    assert imported.code == 0, imported.err
+    assert "2 stops" in imported.out
+    with Ledger.open(second, create=False) as ledger:
+        assert [(s.node, s.start, s.end, s.source, s.who) for s in ledger.stops()] == before
+        assert list(ledger.stop_spans().values()) == list(spans.values())
+    assert cli("export", "--format", fmt, ledger=second).out == first
+    # Billed alike: 5 Nov 08:30 UTC+8 to now is stopped in both, 2 to 3 Nov too.
+    month = [cli("report", "--month", "2026-11", "--json", ledger=p).out
+             for p in (ledger_path, second)]  # fmt: skip
+    assert json.loads(month[0])["leases"] == json.loads(month[1])["leases"]
+
+
+def test_an_imported_stop_before_its_lease_is_refused(cli: Cli, tmp_path: Path) -> None:
+    assert cli("node", "add", "n", "--ssh", "ssh root@10.0.0.1").code == 0
+    assert cli("lease", "add", "n", "--billing", "hourly", "--price", "10",
+               "--start", "2026-11-01").code == 0  # fmt: skip
+    assert cli("lease", "stop", "n", "--at", "2026-11-02").code == 0
+    doc = json.loads(cli("export").out)
+    doc["stops"][0]["start"] = "2026-10-30T00:00:00.000000+00:00"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    third = tmp_path / "third.db"
+    r = cli("import", str(bad), ledger=third)
+    assert r.code != 0 and "stop 1 in" in r.err and "before its lease's start" in r.err, r.err
+    assert not third.exists() or json.loads(cli("node", "list", "--json", ledger=third).out) == []

@@ -78,13 +78,13 @@ def test_the_export_column_order_is_the_format() -> None:
         "record", "kind", "name", "region", "account_id", "account_alias", "credential_ref",
         "provider", "ssh_host", "ssh_port", "ssh_user", "ssh_key_path", "ssh_jump",
         "ssh_alias", "gpu_model", "gpu_count", "vram_gib", "interconnect", "tags", "state",
-        "local", "notes", "node", "billing_type", "unit_price", "currency", "cards_billed",
+        "local", "notes", "instance_id", "instance_endpoint", "node", "billing_type", "unit_price", "currency", "cards_billed",
         "start", "end", "billing_tz", "auto_renew", "min_commitment", "deposit",
         "deposit_paid_on", "deposit_refund", "deposit_refunded_on", "contract_no",
         "notice_days", "on_expiry", "release_after_stopped_days", "ended_at",
         "stopped_billing", "month_count", "partial_unit", "renew_charge_days", "hourly_price",
-        "refund_rule", "rounding", "lease_start", "native_id", "endpoint", "created", "deleted_at",
-        "verified_at", "price", "price_per", "node_key",
+        "refund_rule", "rounding", "lease_start", "native_id", "endpoint", "created",
+        "deleted_at", "verified_at", "price", "price_per", "source", "who", "node_key",
     )  # fmt: skip
     assert records.LEASE_KEYS[:6] == (
         "node", "billing_type", "unit_price", "currency", "cards_billed", "start",

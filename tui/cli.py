@@ -238,6 +238,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="evaluate alerts (and notify) every S seconds at most (default 60)",
     )
+    p.add_argument(
+        "--cloud-every",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="read the state of nodes' cloud instances (--instance-id) every S seconds and"
+        " record their stops (default 300; 0: never)",
+    )
     p = cmd(
         sub, "sim", _fleet("sim"), "run simulated GPU nodes registered in a ledger (foreground)"
     )

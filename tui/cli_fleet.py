@@ -144,12 +144,30 @@ async def _poll(
             print_statuses(list(statuses.values()), args.json, out)
             out.flush()
             if args.once:
+                await _cloud_states(ledger, path, args)
                 answered = any(s.health is NodeHealth.OK for s in statuses.values())
                 return 0 if answered or not statuses else 1
             await asyncio.sleep(interval)
             out.write("\n")
     finally:
         await poller.close()
+
+
+async def _cloud_states(ledger: Ledger, path: Path, args: argparse.Namespace) -> None:
+    """`poll --once` reads the nodes' cloud instances once too (leases.cloudstate), and
+    says on stderr what it recorded; a cloud's failure is logged, never the poll's."""
+    from leases import cloudstate
+    from leases.config import load_user_config
+    from leases.faultlog import fault_logger
+    from leases.ledger import utc_now
+
+    config = load_user_config(args.config)
+    done = await cloudstate.run_once(ledger, config, clock=utc_now, log=fault_logger(path))
+    for d in done:
+        said = "stopped" if d.action == "stop" else "running again"
+        print(visible(f"zuka: {d.node.name}: its instance {d.node.instance_id} is {said}:"
+                      f" recorded from {d.at.astimezone():%Y-%m-%d %H:%M}"),
+              file=sys.stderr)  # fmt: skip
 
 
 async def _bounded_sweep(poller: Poller, limit: float | None) -> dict[str, NodeStatus]:
@@ -221,6 +239,12 @@ async def _collect(
     poller = make_poller(ledger, path, interval_s=interval, alerts=watch)
     store = poller.store
     assert store is not None
+    cloud_every = args.cloud_every
+    if cloud_every < 0:
+        raise InputError("cloud_every", cloud_every, "must not be negative (0: never)")
+    from leases.cloudstate import CloudWatch
+
+    clouds = CloudWatch(ledger, config, clock=utc_now, every_s=cloud_every, log=poller.log)
     print(f"zuka collect: {len(poller.nodes)} nodes, every {interval:g} s, {args.mode} mode, "
           f"alerts every {every:g} s", file=out, flush=True)  # fmt: skip
 
@@ -247,12 +271,21 @@ async def _collect(
         print(f"zuka collect: the poller stopped ({visible(exc)}); restarting in {retry_in:g} s",
               file=sys.stderr, flush=True)  # fmt: skip
 
+    async def cloud_states() -> None:
+        # Beside the poll, as alerts are: a slow or failing cloud never holds a reading up.
+        while cloud_every and not stop.is_set():
+            await clouds.tick()  # never raises
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), cloud_every)
+
     keeper = asyncio.create_task(housekeeping())
+    cloud_reader = asyncio.create_task(cloud_states())
     try:
         await poller.run_supervised(stop, mode=args.mode, flush_s=args.flush, on_fault=poller_fault)
     finally:
         stop.set()
         await keeper
+        await cloud_reader
         await poller.close()
         watch.close()
     return 0

@@ -1146,7 +1146,7 @@ def _format_of(path: str) -> str | None:
     return {".csv": "csv", ".json": "json"}.get(suffix)
 
 
-_RECORD_AT = re.compile(r"(provider|node|lease|resource) \d+")
+_RECORD_AT = re.compile(r"(provider|node|lease|resource|stop) \d+")
 
 
 def import_(args: argparse.Namespace, out: TextIO) -> int:

@@ -110,6 +110,32 @@ def bucket_prefix(value: str) -> tuple[str, str]:
     return name, prefix
 
 
+# An EC2 instance id: i- and 8 or 17 lower-case hex digits (AWS, and the EC2-compatible
+# APIs that copy it).
+_EC2_INSTANCE_RE = re.compile(r"i-(?:[0-9a-f]{8}|[0-9a-f]{17})")
+
+
+def instance_id(value: str) -> str:
+    """A node's cloud instance id, or "": an id of any cloud (letters, digits, '.', '_', '-',
+    a letter or digit first), so that it can never be an option or a second word."""
+    if value and not _ID_RE.fullmatch(value):
+        raise InputError(
+            "instance_id",
+            _shown(value),
+            "an instance id is letters, digits, '.', '_' and '-', starting with a letter or digit",
+        )
+    return value
+
+
+def ec2_instance_id(value: str) -> str:
+    """An instance id as the EC2 API writes one: i- and 8 or 17 hex digits."""
+    if not _EC2_INSTANCE_RE.fullmatch(value):
+        raise InputError(
+            "instance_id", _shown(value), "an EC2 instance id is i- and 17 hex digits (or 8)"
+        )
+    return value
+
+
 def account(value: str) -> str:
     """An account id as a step carries it (AWS: 12 digits; others: their own ids), or ""."""
     if value and not _ACCOUNT_RE.fullmatch(value):

@@ -89,7 +89,7 @@ class NodeFormScreen(FormScreen[str | None]):
         return [options[0], SSH_SPEC, options[1], CHANNEL_SPEC, *rest]
 
     def more(self) -> list[FieldSpec]:
-        keys = ["interconnect", "tags", "local", "notes"]
+        keys = ["interconnect", "tags", "local", "notes", "instance_id", "instance_endpoint"]
         if self.editing is not None:
             keys.insert(2, "state")  # `node add` takes no --state
         return option_specs(Node, keys)

@@ -57,7 +57,6 @@ from decimal import (
     MAX_EMAX,
     MIN_EMIN,
     ROUND_CEILING,
-    ROUND_FLOOR,
     ROUND_HALF_UP,
     Context,
     Decimal,
@@ -179,21 +178,50 @@ def cards_of(lease: Lease, cards: int | None = None) -> int:
     return n
 
 
+_FEN = Decimal("0.01")
+
+
+def _fen_up(amount: Decimal) -> Decimal:
+    """A charge booked to the fen, rounded up, at least one fen when anything is owed (as
+    AutoDL's hourly charges are: BILLING-FACTS.md). Never raises on a huge amount."""
+    if amount <= 0:
+        return ZERO
+    ctx = Context(prec=max(28, amount.adjusted() + 3), Emax=MAX_EMAX, Emin=MIN_EMIN)
+    return max(_FEN, amount.quantize(_FEN, rounding=ROUND_CEILING, context=ctx))
+
+
 def _charge(lease: Lease, amount: Decimal) -> Decimal:
-    """One charge as the provider books it: to the fen when it rounds each charge."""
-    return fen(amount) if lease.rounding is ChargeRounding.CHARGE else amount
+    """One charge as the provider books it: to the fen, up, when it rounds each charge."""
+    return _fen_up(amount) if lease.rounding is ChargeRounding.CHARGE else amount
 
 
-def _hour_charges(lease: Lease, hours: Sequence[Decimal], per_hour: Decimal) -> Decimal:
-    """Runs of `hours` each at per_hour: exact, or, where each charge is rounded, each
-    whole hour of a run and its last part hour as charges of their own, each to the fen."""
+def _clock_hours(a: datetime, b: datetime, tz: ZoneInfo) -> list[Span]:
+    """[a, b) cut at each clock hour of the zone's wall clock."""
+    out: list[Span] = []
+    a, b = _u(a), _u(b)
+    while a < b:
+        local = a.astimezone(tz).replace(minute=0, second=0, microsecond=0)
+        nxt = max(_u(local + timedelta(hours=1)), a + timedelta(seconds=1))
+        out.append((a, min(nxt, b)))
+        a = min(nxt, b)
+    return out
+
+
+def _hour_charges(lease: Lease, spans: Sequence[Span], per_hour: Decimal) -> Decimal:
+    """Time billed at per_hour: exact, or, where each charge is rounded, one charge at each
+    clock hour of the billing zone and one at the end of each run (the shutdown), each
+    rounded up to the fen (AutoDL's booking: BILLING-FACTS.md)."""
     if lease.rounding is not ChargeRounding.CHARGE:
-        return sum(hours, ZERO) * per_hour
-    total = ZERO
-    for h in hours:
-        whole = h.to_integral_value(rounding=ROUND_FLOOR)
-        total += whole * fen(per_hour) + fen((h - whole) * per_hour)
-    return total
+        return sum((_seconds(a, b) for a, b in spans), ZERO) / _HOUR * per_hour
+    tz = zone(lease)
+    return sum(
+        (
+            _fen_up(_seconds(x, y) / _HOUR * per_hour)
+            for a, b in spans
+            for x, y in _clock_hours(a, b, tz)
+        ),
+        ZERO,
+    )
 
 
 def _renews(lease: Lease) -> bool:
@@ -461,8 +489,7 @@ def _after_end(lease: Lease, at: datetime, stops: Sequence[Stop]) -> Decimal:
         spans: list[Span] = [(end, stop)] if stop > end else []
         if lease.stopped_billing is not StoppedBilling.FULL:
             spans = _minus(spans, stops, at)
-        hours = [_seconds(a, b) / _HOUR for a, b in spans]
-        return _hour_charges(lease, hours, lease.hourly_price)
+        return _hour_charges(lease, spans, lease.hourly_price)
     if _renews(lease):
         return sum((r.amount for r in renewals(lease, at)), ZERO)
     return ZERO
@@ -484,13 +511,17 @@ def _charged(
     per_unit = lease.unit_price
     if lease.billing_type is BillingType.CARD_HOUR:
         per_unit *= cards_of(lease, cards)
-    units = [_run_units(lease, a, b) for a, b in runs(lease, at, stops)]
+    spans = runs(lease, at, stops)
+    units = [_run_units(lease, a, b) for a, b in spans]
     if lease.rounding is ChargeRounding.CHARGE:
-        # Charged by the hour (a per-second price is settled hourly too): each whole hour of
-        # a run, and its last part hour, is a charge of its own.
+        # Booked by the clock hour (a per-second price is settled hourly too): each run's
+        # billed time (its units, rounded up to the partial unit) from its start.
         unit = _FIXED[step_of(lease)]
-        per_hour = per_unit * _HOUR / unit
-        return ZERO, _hour_charges(lease, [u * unit / _HOUR for u in units], per_hour)
+        billed = [
+            (a, a + timedelta(seconds=float(u * unit)))
+            for (a, _), u in zip(spans, units, strict=True)
+        ]
+        return ZERO, _hour_charges(lease, billed, per_unit * _HOUR / unit)
     return ZERO, sum(units, ZERO) * per_unit
 
 

@@ -576,6 +576,17 @@ class Ledger:
 
     def add_lease(self, lease: Lease) -> Lease:
         with self.transaction() as conn:
+            still = [s for s in self.stops(lease.node) if s.end is None]
+            bound = lease.ended_at or lease.end  # None: it runs on, into the stop
+            if still and (bound is None or still[0].start < bound):
+                tz = lease.billing_tz
+                raise InputError(
+                    "node",
+                    lease.node,
+                    f"is recorded stopped since {fields.shown(still[0].start, tz)}: a new"
+                    " lease would bill nothing while it is; record when it ran again first:"
+                    f" zuka lease resume {lease.node} --at TIME",
+                )
             return self._insert_lease(conn, lease)
 
     def _insert_lease(
@@ -629,7 +640,32 @@ class Ledger:
                 )
             for later in cancelled_by_end(leases, lease, when):
                 self._update_lease(conn, later, replace(later, ended_at=later.start), "lease.end")
+            self._close_stop_at_end(conn, node, when, lease.billing_tz)
             return self._update_lease(conn, lease, replace(lease, ended_at=when), "lease.end")
+
+    def _close_stop_at_end(
+        self, conn: sqlite3.Connection, node: str, when: datetime, tz: str
+    ) -> None:
+        """A node recorded stopped when its lease ends is stopped no more as far as billing
+        goes: its open stop ends there (else it would run on into the node's next lease and
+        that lease would bill nothing). A stop recorded after the end is refused: the end
+        or the stop is wrong."""
+        from leases import stops as st
+
+        found = self.stops(node)
+        later = [s for s in found if s.start >= when]
+        if later:
+            raise InputError(
+                "at",
+                fields.shown(when, tz),
+                f"{node} is recorded stopped from {fields.shown(later[0].start, tz)}, after"
+                " this end: correct the stop (zuka undo) or give a later end",
+            )
+        for stop in (s for s in found if s.end is None):
+            before = st.record(stop)
+            after = st.record(replace(stop, end=when))
+            conn.execute('UPDATE stops SET "end" = ? WHERE id = ?', [after["end"], stop.id])
+            self._audit(conn, "stop.resume", "stop", stop.id, node, before, after)
 
     def renew_lease(
         self, node: str, end: datetime | str, changes: Mapping[str, Any] | None = None

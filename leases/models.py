@@ -74,8 +74,9 @@ class ExpiryAction(StrEnum):
 
 class ChargeRounding(StrEnum):
     """Where the provider rounds money to the fen: the bill's total (`bill`: exact amounts
-    until then), or each charge (`charge`: each upfront charge and renewal, each hour of
-    pay-as-you-go or of hourly billing after the end, and its last part hour)."""
+    until then), or each charge (`charge`: each upfront charge and renewal, and time billed
+    by the hour as AutoDL books it, a charge at each clock hour of the billing zone and at
+    shutdown; each rounded up to the fen, at least one)."""
 
     BILL = "bill"
     CHARGE = "charge"
@@ -352,7 +353,7 @@ class Lease:
         metadata=cli(
             "--rounding",
             "where the provider rounds to the fen: {values} (bill: the bill's total; charge:"
-            " each charge, each hour of pay-as-you-go)",
+            " each charge up, pay-as-you-go at each clock hour and at shutdown, as AutoDL)",
         ),
     )
     id: int | None = field(default=None, metadata=INTERNAL)

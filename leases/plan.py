@@ -407,7 +407,8 @@ def utilisation_share(name: str, value: Decimal | str) -> Decimal:
         raw = unicodedata.normalize("NFKC", value).strip()
         if raw.endswith("%"):
             share = fields.number(name, raw[:-1]) / 100
-            _bounded(name, share, MIN_UTILISATION, Decimal(1), lo_ok=True, what=_UTIL_WHAT)
+            if not MIN_UTILISATION <= share <= 1:
+                raise InputError(name, raw, _UTIL_WHAT)  # said as typed: 150%, not 1.5
             return share
         value = fields.number(name, raw)
     if value.is_finite() and value > 1:

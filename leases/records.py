@@ -77,6 +77,17 @@ def _get(rec: Mapping[str, Any], key: str) -> Any:
     return value
 
 
+def _currency(rec: Mapping[str, Any]) -> str:
+    """The lease's currency: CNY when not given; given empty (`--currency ""`, "" in a JSON
+    import), refused: it would turn a USD lease into CNY without a word."""
+    value = rec.get("currency")
+    if value is None:
+        return "CNY"
+    if isinstance(value, str) and not value.strip():
+        raise InputError("currency", value, "is empty: give a currency code (CNY, USD...)")
+    return fields.currency(str(value))
+
+
 def _str(rec: Mapping[str, Any], key: str, max_len: int = 2000) -> str:
     value = rec.get(key)
     if value is None:
@@ -304,7 +315,7 @@ def lease_from(rec: Mapping[str, Any]) -> Lease:
         unit_price=Decimal(0)
         if price is None
         else p(Decimal(0), fields.money, "unit_price", price),
-        currency=p("CNY", fields.currency, str(_get(rec, "currency") or "CNY")),
+        currency=p("CNY", _currency, rec),
         cards_billed=p(None, _opt_int, rec, "cards_billed", minimum=1),
         start=_EPOCH if start is None else p(_EPOCH, fields.moment, "start", start, tz),
         end=p(None, _opt_moment, rec, "end", tz),

@@ -188,5 +188,13 @@ def by_lease(
     of the node, which the maths clips to the lease's own time."""
     of_node: dict[int, list[Stop]] = {}
     for s in sorted(stops, key=lambda s: s.start):
+        # A row edited behind zuka's back could move one node's stop onto another's bill.
+        if s.lease_id in lease_node and lease_node[s.lease_id] != s.node_id:
+            raise InputError(
+                f"stop {s.id}: node_id",
+                s.node_id,
+                f"is not the node of its lease {s.lease_id} (node {lease_node[s.lease_id]}):"
+                " the ledger was changed outside zuka; correct or delete the row",
+            )
         of_node.setdefault(s.node_id, []).append(s.span)
     return {lid: tuple(of_node.get(nid, ())) for lid, nid in lease_node.items()}

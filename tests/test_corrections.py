@@ -363,6 +363,10 @@ def _ledger_before_m005(path: Path) -> None:
     MIGRATIONS._record_applied(db, "m010_audit_batch")
     m013_lease_rounding(db)  # and the rounding term (m013 only adds a lease column)
     MIGRATIONS._record_applied(db, "m013_lease_rounding")
+    conn.executescript(
+        "ALTER TABLE nodes ADD COLUMN instance_id TEXT NOT NULL DEFAULT '';"
+        " ALTER TABLE nodes ADD COLUMN instance_endpoint TEXT NOT NULL DEFAULT '';"
+    )
     conn.execute("PRAGMA user_version = 4")
     conn.commit()
     conn.execute("PRAGMA foreign_keys = ON")
@@ -376,6 +380,11 @@ def _ledger_before_m005(path: Path) -> None:
     )
     ledger.add_resource("a", {"kind": "disk", "native_id": "d-1"})
     ledger.update_node("b", {"notes": "spare"})
+    # m015's node columns, which today's node writes fill, go again: m005 rebuilds nodes
+    # as main wrote them before m015, and m015 adds them back when the ledger is opened.
+    conn.executescript(
+        "ALTER TABLE nodes DROP COLUMN instance_id; ALTER TABLE nodes DROP COLUMN instance_endpoint;"
+    )
     conn.close()
 
 
@@ -389,7 +398,11 @@ def test_m005_keeps_ids_references_and_the_audit_chain(tmp_path: Path) -> None:
     _history_rows(path, 1)
     with Ledger.open(path) as ledger:
         assert ledger.conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
-        assert ledger.conn.execute("SELECT * FROM nodes ORDER BY id").fetchall() == nodes_before
+        # The columns m015 adds after m005 come last, empty.
+        width = len(nodes_before[0])
+        nodes_after = ledger.conn.execute("SELECT * FROM nodes ORDER BY id").fetchall()
+        assert [r[:width] for r in nodes_after] == nodes_before
+        assert {r[width:] for r in nodes_after} == {("", "")}
         assert ledger.conn.execute("SELECT * FROM audit ORDER BY id").fetchall() == audit_before
         assert ledger.conn.execute("PRAGMA foreign_key_check").fetchall() == []
         assert ledger.conn.execute("PRAGMA foreign_keys").fetchone() == (1,)

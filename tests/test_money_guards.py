@@ -85,7 +85,7 @@ def test_a_priced_disk_created_before_its_lease_is_refused(z: Cli, ledger_path: 
 @pytest.mark.parametrize(
     ("typed", "share"),
     [("0.65", "0.65"), ("65", "0.65"), ("65%", "0.65"), ("1.5%", "0.015"), ("１．５％", "0.015"),
-     ("1.5", None), ("65.5", None), ("150", None), ("0", None), ("1,5", None)],
+     ("1.5", None), ("65.5", None), ("150", None), ("150%", None), ("0", None), ("1,5", None)],
 )  # fmt: skip
 def test_a_utilisation_is_a_share_or_a_percent_never_a_guess(
     z: Cli, typed: str, share: str | None
@@ -123,3 +123,16 @@ def test_a_unit_price_has_the_precision_of_its_billing_unit(
     places = 2 if billing in ("monthly", "daily") else 4
     assert r.code == 2 and f"(--price): has more than {places} decimal places" in r.err, r.err
     assert _leases(ledger_path) == 0
+
+
+def test_an_empty_currency_is_refused_not_read_as_cny(z: Cli, ledger_path: Path) -> None:
+    """Review of issue 17: `lease edit n --currency ""` turned a USD lease into CNY."""
+    assert z("lease", "add", "n", "--billing", "hourly", "--price", "2", "--currency", "USD",
+             "--start", "2026-11-01").code == 0  # fmt: skip
+    for args in (("lease", "edit", "n", "--currency", ""),
+                 ("lease", "add", "n", "--billing", "hourly", "--price", "2", "--currency", " ",
+                  "--start", "2026-12-01")):  # fmt: skip
+        r = z(*args)
+        assert r.code == 2 and "--currency: is empty" in r.err, r.err
+    with Ledger.open(ledger_path, create=False) as ledger:
+        assert [le.currency for le in ledger.leases("n")] == ["USD"]

@@ -126,8 +126,18 @@ CASES = [
     Case("time zones", [add("--billing", "hourly", "--price", "10", "--tz", "UTC", "--start",
          "2026-03-31T20:00"), ("lease", "end", "n", "--at", "2026-04-01T04:00")],
          "2026-04", "80.00", "80.00"),
-    # Each hour charged to the fen: 3 x 1.9855 = 5.9565 -> 5.96 an hour; 2 h = 11.92 and
-    # the last half hour 2.97825 -> 2.98: 14.90 (on the bill, exactly: 14.89125 -> 14.89)
+    # AutoDL's booking (BILLING-FACTS.md): a charge at each Beijing clock hour and at
+    # shutdown, each rounded up to the fen. 0.000551 a second from 10:20 to 12:30:
+    # 10:20-11:00 2,400 s = 1.3224 -> 1.33; 11:00-12:00 1.9836 -> 1.99; 12:00-12:30
+    # 0.9918 -> 1.00: 4.32 (on the bill: 7,800 s x 0.000551 = 4.2978 -> 4.30)
+    Case("per second, booked by the clock hour", [add("--billing", "per_second", "--price",
+         "0.000551", "--start", "2026-03-10T10:20", "--rounding", "charge"),
+         ("lease", "end", "n", "--at", "2026-03-10T12:30")], "2026-03", "4.32", "4.32"),
+    Case("per second, on the bill", [add("--billing", "per_second", "--price", "0.000551",
+         "--start", "2026-03-10T10:20"), ("lease", "end", "n", "--at", "2026-03-10T12:30")],
+         "2026-03", "4.30", "4.30"),
+    # Each clock hour charged, up to the fen: 3 x 1.9855 = 5.9565 -> 5.96 an hour; 2 h =
+    # 11.92 and the last half hour 2.97825 -> 2.98: 14.90 (on the bill: 14.89125 -> 14.89)
     Case("rounded per charge", [add("--billing", "card_hour", "--price", "1.9855", "--cards",
          "3", "--start", "2026-03-01", "--rounding", "charge"),
          ("lease", "end", "n", "--at", "2026-03-01T02:30")], "2026-03", "14.90", "14.90"),

@@ -94,7 +94,7 @@ def test_a_lease_billing_in_full_while_stopped_is_not_changed_by_a_stop(cli: Cli
     assert _report(cli)["cost"] == "480.00"
 
 
-def test_none_pauses_storage_too_and_an_open_stop_runs_on(cli: Cli) -> None:
+def test_none_pauses_storage_too_until_the_lease_ends(cli: Cli) -> None:
     _node(cli, "--billing", "hourly", "--price", "10", "--start", "2026-11-01",
           "--stopped-billing", "none")  # fmt: skip
     assert cli("resource", "add", "n", "--kind", "disk", "--id", "d-1", "--price", "1",
@@ -102,9 +102,10 @@ def test_none_pauses_storage_too_and_an_open_stop_runs_on(cli: Cli) -> None:
     assert cli("lease", "stop", "n", "--at", "2026-11-02").code == 0
     assert cli("lease", "end", "n", "--at", "2026-11-04T00:00").code == 0
     row = _report(cli)
-    # Stopped from the 2nd and never resumed: 24 h x ¥10 = ¥240.00; the disk 1 day x ¥1
-    # (the rest of the month it is stopped too, under `none`) = ¥1.00
-    assert row["cost"] == "240.00" and row["storage"] == "1.00"
+    # Stopped from the 2nd, never resumed, until the lease ended on the 4th (its end closes
+    # the stop): 24 h x ¥10 = ¥240.00; the disk 1 day x ¥1, paused while stopped under
+    # `none`, then billed as a storage line after the lease, 11-04 -> 12-01: 27 x ¥1 = ¥28.00
+    assert row["cost"] == "240.00" and row["storage"] == "28.00"
 
 
 def test_zuka_cost_and_node_show_apply_an_open_stop(cli: Cli, ledger_path: Path) -> None:
@@ -157,8 +158,8 @@ def test_a_prepaid_lease_or_one_billing_in_full_needs_no_such_note(cli: Cli) -> 
          ["lease", "resume", "n", "--at", "2026-11-05"], "is not after the stop's start"),
         ([], ["lease", "stop", "n", "--at", "2026-10-31T23:00"],
          "is before the lease's start 2026-11-01 00:00"),
-        ([], ["lease", "stop", "n", "--at", "2026-11-20T12:00"],
-         "is after the lease's end 2026-11-20 00:00"),
+        ([["lease", "end", "n", "--at", "2026-11-20"]], ["lease", "stop", "n", "--at",
+          "2026-11-20T12:00"], "is after the lease's end 2026-11-20 00:00"),
         ([], ["lease", "stop", "n", "--at", "2099-01-01"], "is in the future"),
         ([["lease", "stop", "n", "--at", "2026-11-05"]],
          ["lease", "resume", "n", "--at", "2099-01-01"], "is in the future"),
@@ -172,7 +173,6 @@ def test_an_impossible_stop_or_resume_is_refused_and_changes_nothing(
           "--stopped-billing", "storage_only")  # fmt: skip
     for step in steps:
         assert cli(*step).code == 0
-    assert cli("lease", "end", "n", "--at", "2026-11-20").code == 0
     with Ledger.open(ledger_path) as ledger:
         before = ledger.stops("n")
     head = _head(ledger_path)
@@ -363,3 +363,56 @@ def test_a_version_13_ledger_is_upgraded_with_the_stops_table(cli: Cli, ledger_p
         assert ledger.conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         assert [s.start for s in ledger.stops("n")] == [_sh("2026-11-05T00:00")]
         assert ledger.verify_audit().ok
+
+
+def test_an_open_stop_ends_with_its_lease_and_never_zeroes_the_next(
+    cli: Cli, ledger_path: Path
+) -> None:
+    """Review of issue 17: a stop left open when its lease ended ran on into the node's next
+    lease, which then billed ¥0. Now the end closes it (audited, undone with the end), a
+    new lease on a node still recorded stopped is refused with the resume command, and an
+    end before a recorded stop is refused. The next lease: 11-20 -> 12-01, 11 days x 24 h x
+    8 cards x 2 = 4,224.00 in November."""
+    base = ("--billing", "card_hour", "--price", "2", "--cards", "8", "--stopped-billing",
+            "storage_only")  # fmt: skip
+    _node(cli, *base, "--start", "2026-11-10")
+    assert cli("lease", "stop", "n", "--at", "2026-11-18").code == 0
+    r = cli("lease", "end", "n", "--at", "2026-11-17")
+    assert r.code == 2 and "recorded stopped from 2026-11-18 00:00, after this end" in r.err
+    assert cli("lease", "end", "n", "--at", "2026-11-19").code == 0
+    with Ledger.open(ledger_path) as ledger:
+        (stop,) = ledger.stops("n")
+    assert (stop.start, stop.end) == (_sh("2026-11-18T00:00"), _sh("2026-11-19T00:00"))
+    assert cli("lease", "add", "n", *base, "--start", "2026-11-20").code == 0
+    doc = json.loads(cli("report", "--month", "2026-11", "--format", "json").out)
+    rows = sorted(doc["leases"], key=lambda r: r["start"])
+    # The first: 11-10 -> 11-19 = 216 h less the 24 h stopped = 192 h x 16 = 3,072.00.
+    assert [r["cost"] for r in rows] == ["3072.00", "4224.00"]
+
+
+def test_a_lease_is_not_added_to_a_node_recorded_stopped(cli: Cli, ledger_path: Path) -> None:
+    _node(cli, "--billing", "hourly", "--price", "10", "--start", "2026-11-01", "--end",
+          "2026-11-10", "--on-expiry", "released", "--stopped-billing", "none")  # fmt: skip
+    assert cli("lease", "stop", "n", "--at", "2026-11-05").code == 0
+    r = cli("lease", "add", "n", "--billing", "hourly", "--price", "10", "--start", "2026-11-12")
+    assert r.code == 2 and "recorded stopped since 2026-11-05 00:00" in r.err, r.err
+    assert "zuka lease resume n --at TIME" in r.err
+    with Ledger.open(ledger_path) as ledger:
+        assert len(ledger.leases("n")) == 1
+
+
+def test_a_stop_moved_to_another_node_behind_zukas_back_is_refused(
+    cli: Cli, ledger_path: Path
+) -> None:
+    _node(cli, "--billing", "hourly", "--price", "10", "--start", "2026-11-01",
+          "--stopped-billing", "none")  # fmt: skip
+    assert cli("node", "add", "m", "--ssh", "root@10.0.0.8", "--gpus", "8").code == 0
+    assert cli("lease", "add", "m", "--billing", "hourly", "--price", "10", "--start",
+               "2026-11-01", "--stopped-billing", "none").code == 0  # fmt: skip
+    assert cli("lease", "stop", "n", "--at", "2026-11-05").code == 0
+    with Ledger.open(ledger_path) as ledger:
+        other = ledger.node("m").id
+        ledger.conn.execute("UPDATE stops SET node_id = ?", [other])
+        ledger.conn.commit()
+    r = cli("report", "--month", "2026-11")
+    assert r.code != 0 and "is not the node of its lease" in r.err, (r.code, r.out, r.err)

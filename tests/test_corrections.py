@@ -17,7 +17,13 @@ from sqlite_utils import Database
 from leases import records
 from leases.errors import InputError
 from leases.ledger import SCHEMA_VERSION, Ledger
-from leases.schema import MIGRATIONS, m006_lease_terms, m010_audit_batch, m013_lease_rounding
+from leases.schema import (
+    MIGRATIONS,
+    m006_lease_terms,
+    m010_audit_batch,
+    m013_lease_rounding,
+    m014_stops,
+)
 
 FIRST = "2026-10-15T00:00:00+08:00"  # as `zuka lease list --json` prints the first start
 SECOND = "2026-11-15T00:00:00+08:00"
@@ -367,6 +373,7 @@ def _ledger_before_m005(path: Path) -> None:
         "ALTER TABLE nodes ADD COLUMN instance_id TEXT NOT NULL DEFAULT '';"
         " ALTER TABLE nodes ADD COLUMN instance_endpoint TEXT NOT NULL DEFAULT '';"
     )
+    m014_stops(db)  # read by lease add; dropped again below, made again by m014
     conn.execute("PRAGMA user_version = 4")
     conn.commit()
     conn.execute("PRAGMA foreign_keys = ON")
@@ -383,7 +390,8 @@ def _ledger_before_m005(path: Path) -> None:
     # m015's node columns, which today's node writes fill, go again: m005 rebuilds nodes
     # as main wrote them before m015, and m015 adds them back when the ledger is opened.
     conn.executescript(
-        "ALTER TABLE nodes DROP COLUMN instance_id; ALTER TABLE nodes DROP COLUMN instance_endpoint;"
+        "DROP TABLE stops; ALTER TABLE nodes DROP COLUMN instance_id;"
+        " ALTER TABLE nodes DROP COLUMN instance_endpoint;"
     )
     conn.close()
 

@@ -924,6 +924,12 @@ class Ledger:
         with self.transaction() as conn:
             res = self._insert_resource(conn, node, rec)
             lease = self._lease_by_id(res.lease_id)
+            if res.created is not None and res.created > self.clock() + timedelta(minutes=5):
+                raise InputError(
+                    "created",
+                    fields.shown(res.created, lease.billing_tz),
+                    "is in the future: record when it was created",
+                )
             if res.price is not None and res.created is not None and res.created < lease.start:
                 tz = lease.billing_tz
                 raise InputError(

@@ -80,6 +80,8 @@ def test_a_priced_disk_created_before_its_lease_is_refused(z: Cli, ledger_path: 
     assert ok.code == 0, ok.err
     ok = z("resource", "add", "n", "--kind", "snapshot", "--id", "s-1", "--created", "2023-11-01")
     assert ok.code == 0, ok.err
+    r = z("resource", "add", "n", "--kind", "snapshot", "--id", "s-2", "--created", "2099-01-01")
+    assert r.code == 2 and "--created: is in the future" in r.err, r.err
 
 
 @pytest.mark.parametrize(

@@ -62,6 +62,16 @@ def cli(ledger_path: Path, capsys: pytest.CaptureFixture[str]) -> Cli:
     return run
 
 
+@pytest.fixture
+def z(cli: Cli) -> Cli:
+    """`cli` on a ledger holding provider P (a rental platform) and node n (8 GPUs at P):
+    what the money tests type their leases on."""
+    assert cli("provider", "add", "P", "--kind", "platform").code == 0
+    added = cli("node", "add", "n", "--ssh", "root@10.0.0.9", "--gpus", "8", "--provider", "P")
+    assert added.code == 0, added.err
+    return cli
+
+
 # Hypothesis keeps no example database in the checkout: one rare failing example must not
 # fail every later run of a clone. Under CI the examples are derived from each test's
 # name (derandomize), so a CI run is repeatable; locally they are random. No deadline and

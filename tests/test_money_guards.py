@@ -17,16 +17,6 @@ from leases.errors import InputError
 from leases.ledger import Ledger
 
 
-@pytest.fixture
-def z(cli: Cli) -> Cli:
-    assert cli("provider", "add", "P", "--kind", "platform").code == 0
-    assert (
-        cli("node", "add", "n", "--ssh", "root@10.0.0.9", "--gpus", "8", "--provider", "P").code
-        == 0
-    )
-    return cli
-
-
 def _leases(path: Path) -> int:
     with Ledger.open(path, create=False) as ledger:
         return len(ledger.leases("n"))

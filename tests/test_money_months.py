@@ -7,22 +7,11 @@ from __future__ import annotations
 import json
 from decimal import Decimal as D
 
-import pytest
 from conftest import Cli
 
 from leases import billing, records
 
 Row = tuple[str, str]  # (cost, charged_in_month) of the node's row; ("-", "-"): no row
-
-
-@pytest.fixture
-def z(cli: Cli) -> Cli:
-    assert cli("provider", "add", "P", "--kind", "platform").code == 0
-    assert (
-        cli("node", "add", "n", "--ssh", "root@10.0.0.9", "--gpus", "8", "--provider", "P").code
-        == 0
-    )
-    return cli
 
 
 def month(z: Cli, m: str) -> tuple[Row, str]:

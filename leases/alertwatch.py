@@ -20,6 +20,7 @@ from leases.alertstate import Change, Changed, StoredAlert, reconcile
 from leases.config import AlertsConfig, Config
 from leases.ledger import Clock, Ledger
 from leases.notify import Message, Notifier
+from leases.pacing import Every
 
 DEFAULT_EVERY_S = 60.0
 _TOLD = (Change.NEW, Change.ESCALATED)
@@ -62,21 +63,19 @@ class AlertWatch:
         self.clock = clock
         self.notifier = notifier
         self.every_s = every_s
-        self.monotonic = monotonic
+        self._pace = Every(every_s, monotonic)
         self.log = log or logging.getLogger(__name__)
-        self._last: float | None = None
         self.runs = 0
         self.last_changes: list[Changed] = []
         self._cache: UsageCache = {}
 
     def due(self) -> bool:
-        return self._last is None or self.monotonic() - self._last >= self.every_s
+        return self._pace.due()
 
     def tick(self) -> list[Changed]:
         """check() if due; never raises (a failure is logged and tried next time)."""
-        if not self.due():
+        if not self._pace.take():
             return []
-        self._last = self.monotonic()
         try:
             changes = check(self.ledger, self.config, self.clock, self._cache)
         except Exception:

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 from calendar import monthrange
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import (
@@ -941,10 +941,16 @@ class Verdict:
 
     @property
     def text(self) -> str:
+        """The verdict in words, its amount in yuan (see said)."""
+        return self.said(lambda x: f"¥{fen(x):,}")
+
+    def said(self, amount: Callable[[Decimal], str]) -> str:
+        """The verdict in words, its amount written by `amount` (in the lease's currency:
+        leases.reportformat.verdict_text)."""
         if self.monthly_saves >= 0:
-            said = f"monthly saves ¥{fen(self.monthly_saves):,}"
+            said = f"monthly saves {amount(self.monthly_saves)}"
         else:
-            said = f"hourly would have cost ¥{fen(-self.monthly_saves):,} less"
+            said = f"hourly would have cost {amount(-self.monthly_saves)} less"
         if not self.refund_known:
             said += " (the provider's early-release refund rule is unknown)"
         return said

@@ -33,6 +33,7 @@ from leases.errors import InputError
 from leases.ledger import Clock, Ledger
 from leases.models import Lease, Node, NodeState, Provider, ProviderKind
 from leases.offboard import cloud_ids
+from leases.pacing import Every
 from leases.stops import LeaseStop, covering
 from leases.textsafe import visible
 
@@ -322,20 +323,18 @@ class CloudWatch:
         self.config = config
         self.clock = clock
         self.every_s = every_s
+        self._pace = Every(every_s, monotonic)
         self.environ = environ
-        self.monotonic = monotonic
         self.log = log or logging.getLogger(__name__)
-        self._last: float | None = None
         self.runs = 0
 
     def due(self) -> bool:
-        return self._last is None or self.monotonic() - self._last >= self.every_s
+        return self._pace.due()
 
     async def tick(self) -> list[Decision]:
         """run_once if due; never raises (a failure is logged and tried next time)."""
-        if not self.due():
+        if not self._pace.take():
             return []
-        self._last = self.monotonic()
         try:
             done = await run_once(
                 self.ledger, self.config, clock=self.clock, environ=self.environ, log=self.log

@@ -216,15 +216,8 @@ def money(x: Decimal | None, currency: str) -> str:
 
 
 def verdict_text(v: Verdict, currency: str) -> str:
-    """A monthly-against-hourly verdict in words, its amount in the lease's currency
-    (billing.Verdict.text says ¥ whatever the currency)."""
-    if v.monthly_saves >= 0:
-        said = f"monthly saves {money(v.monthly_saves, currency)}"
-    else:
-        said = f"hourly would have cost {money(-v.monthly_saves, currency)} less"
-    if not v.refund_known:
-        said += " (the provider's early-release refund rule is unknown)"
-    return said
+    """A monthly-against-hourly verdict in words, its amount in the lease's currency."""
+    return v.said(lambda x: money(x, currency))
 
 
 def _hours(x: Decimal | None, step: Decimal = _TENTH) -> str:

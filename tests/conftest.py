@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import os
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +70,29 @@ def z(cli: Cli) -> Cli:
     added = cli("node", "add", "n", "--ssh", "root@10.0.0.9", "--gpus", "8", "--provider", "P")
     assert added.code == 0, added.err
     return cli
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint() -> Iterator[str]:
+    """A moto server (S3, EC2, STS) for the test module that asks for it."""
+    from cloudfixtures import start_moto
+
+    server, endpoint = start_moto()
+    try:
+        yield endpoint
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def endpoint(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh moto, its built-in images off (moto reads the variable when a region's
+    backend is made, after the reset)."""
+    from cloudfixtures import reset_moto
+
+    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+    reset_moto(moto_endpoint)
+    return moto_endpoint
 
 
 # Hypothesis keeps no example database in the checkout: one rare failing example must not

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from cloudfixtures import ENVIRON, MOTO_ACCOUNT, REGION, client, reset_moto, start_moto
+from cloudfixtures import ENVIRON, MOTO_ACCOUNT, REGION, client
 from conftest import Cli
 
 from leases import cloudstate
@@ -29,22 +28,6 @@ from leases.offboard.wiring import PLANNERS
 
 SH = ZoneInfo("Asia/Shanghai")
 LOG = logging.getLogger("test_cloudstate")
-
-
-@pytest.fixture(scope="module")
-def moto_endpoint() -> Iterator[str]:
-    server, endpoint = start_moto()
-    try:
-        yield endpoint
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def endpoint(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
-    reset_moto(moto_endpoint)
-    return moto_endpoint
 
 
 def _instance(endpoint: str) -> str:

@@ -3,7 +3,7 @@ HTTP, as against a cloud), plus a store of our own that refuses batch deletes.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 from botocore.exceptions import ClientError
@@ -19,7 +19,6 @@ from cloudfixtures import (
     client,
     facts,
     reset_moto,
-    start_moto,
     timing,
     versioned_bucket,
 )
@@ -28,24 +27,6 @@ from leases.models import ResourceKind
 from leases.offboard.cloud import cloud_drivers, plan_cloud
 from leases.offboard.cloud_s3 import S3Driver
 from leases.offboard.steps import CloudDriver, Outcome, Phase, PlanInput, Step, params
-
-
-@pytest.fixture(scope="module")
-def moto_endpoint() -> Iterator[str]:
-    server, endpoint = start_moto()
-    try:
-        yield endpoint
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def endpoint(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A fresh moto, its built-in images off (moto reads the variable when a region's
-    backend is made, after the reset)."""
-    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
-    reset_moto(moto_endpoint)
-    return moto_endpoint
 
 
 def drivers_for(plan_input: PlanInput, steps: Sequence[Step]) -> dict[str, CloudDriver]:

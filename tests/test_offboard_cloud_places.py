@@ -23,8 +23,6 @@ from cloudfixtures import (
     aws_provider,
     client,
     facts,
-    reset_moto,
-    start_moto,
     timing,
     versioned_bucket,
 )
@@ -38,22 +36,6 @@ from leases.offboard.preflight import PreflightDriver, identity_steps
 from leases.offboard.steps import CloudDriver, Driver, Outcome, PlanInput, Step
 
 OTHER_ACCOUNT = "111111111111"
-
-
-@pytest.fixture(scope="module")
-def moto_endpoint() -> Iterator[str]:
-    server, endpoint = start_moto()
-    try:
-        yield endpoint
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def endpoint(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
-    reset_moto(moto_endpoint)
-    return moto_endpoint
 
 
 @pytest.fixture

@@ -31,7 +31,6 @@ from cloudfixtures import (
     all_versions,
     client,
     reset_moto,
-    start_moto,
     versioned_bucket,
 )
 from conftest import Cli
@@ -41,15 +40,6 @@ from sshfixtures import TestKeys
 from leases.ledger import Ledger
 from leases.offboard import report
 from leases.offboard.remote import shred_script
-
-
-@pytest.fixture(scope="module")
-def moto_endpoint() -> Iterator[str]:
-    server, endpoint = start_moto()
-    try:
-        yield endpoint
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -444,13 +444,14 @@ class Renewal:
     hi: datetime  # the period's end, cut at the lease's end when it ended within it
 
 
-def renewals(lease: Lease, at: datetime) -> list[Renewal]:
+def renewals(lease: Lease, at: datetime, since: datetime | None = None) -> list[Renewal]:
     """The renewals of a prepaid lease the provider renews by itself, charged by `at`
-    (charges at `at` included). Ending the lease after its end (`lease end --at`) stops the
-    renewals charged from then on; those charged before stay charged: the period the lease
-    ended in, and any charged early for a period that had not begun, are refunded by the
-    lease's refund rule (an unknown rule refunds nothing). A lease ended at or before its
-    end was never renewed."""
+    (charges at `at` included); given `since`, only those whose period ends after it (a
+    month's report need not walk every renewal of a lease renewed for years). Ending the
+    lease after its end (`lease end --at`) stops the renewals charged from then on; those
+    charged before stay charged: the period the lease ended in, and any charged early for
+    a period that had not begun, are refunded by the lease's refund rule (an unknown rule
+    refunds nothing). A lease ended at or before its end was never renewed."""
     if not (lease.billing_type.prepaid and _renews(lease)) or lease.end is None:
         return []
     end, at = _u(lease.end), _u(at)
@@ -460,7 +461,7 @@ def renewals(lease: Lease, at: datetime) -> list[Renewal]:
     tz, step = zone(lease), step_of(lease)
     early = timedelta(days=lease.renew_charge_days or 0)
     out: list[Renewal] = []
-    k = 0
+    k = 0 if since is None else max(0, period_index(end, step, since, tz))
     while True:
         lo, hi = boundary(end, step, k, tz), boundary(end, step, k + 1, tz)
         charged = _u(lo - early)  # the charge day on the zone's wall clock (Aliyun: 08:00)
@@ -557,7 +558,9 @@ def _renewals_accrued(lease: Lease, since: datetime, until: datetime) -> Decimal
     assert lease.end is not None
     tz, step, end = zone(lease), step_of(lease), lease.end
     share = ZERO
-    for r in renewals(lease, until):  # a period that begins before `until` is charged by then
+    # A period that begins before `until` is charged by then; one that ended by `since`,
+    # or was charged by then for a period never begun, has no share here.
+    for r in renewals(lease, until, since):
         if r.hi <= r.lo:
             if since < r.charged_at <= until:
                 share += r.amount

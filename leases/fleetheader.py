@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from leases.ledger import Ledger
-from leases.models import Lease, Node, NodeStatus
+from leases.models import Node, NodeStatus
 from leases.nodestatus import status_figures
 from leases.renewals import BillingNow
 from leases.rollups import HistoryStore
 from leases.textsafe import visible
 
 if TYPE_CHECKING:
-    from leases.billing import CardHours
+    pass
 
 LEDGER_WIDTH = 40  # of the header's ledger path, in characters
 
@@ -46,18 +46,14 @@ def month_money(ledger: Ledger, now: datetime, tz: str, currency: str) -> MonthM
 
     month = f"{now.astimezone(ZoneInfo(tz)):%Y-%m}"
     window, complete = report.month_window(month, tz, now)
-    store = HistoryStore(ledger)
-
-    def usage(lease: Lease, since: datetime, until: datetime, cards: int | None) -> CardHours:
-        return store.lease_usage(lease, since, until, cards=cards)
-
+    stops = ledger.stop_spans()
     # The rows that read: one the ledger refuses is left out here, and said by the fleet's
     # facts (FleetReader), rather than costing the whole header.
     rep = report.build_report(
         month, window, complete, tz=tz, currency=currency,
         leases=ledger.readable_leases()[0], nodes=ledger.nodes(),
         providers=ledger.readable_providers()[0], resources=ledger.readable_resources()[0],
-        usage=usage, stops=ledger.stop_spans(),
+        usage=HistoryStore(ledger).usage_by(stops), stops=stops,
     )  # fmt: skip
     rows = [r for r in rep.rows if r.currency == currency]
     totals = report.totals(rows)

@@ -5,7 +5,7 @@ every node (what a running collector shares with the dashboard).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
@@ -376,6 +376,21 @@ class HistoryStore:
             (node_id, int(since.timestamp()) // 3600, int(until.timestamp()) // 3600),
         ).fetchone()
         return int(row[0] or 0), int(row[1] or 0)
+
+    def usage_by(
+        self, stops: Mapping[int, Sequence[billing.Stop]]
+    ) -> Callable[[Lease, datetime, datetime, int | None], billing.CardHours]:
+        """lease_usage as report.build_report and `zuka cost` ask for it, each lease with
+        its stops from `stops` (Ledger.stop_spans, read once for all of them): not a read
+        of the ledger's stops for every lease."""
+
+        def usage(
+            lease: Lease, since: datetime, until: datetime, cards: int | None
+        ) -> billing.CardHours:
+            held = stops.get(lease.id or 0, ())
+            return self.lease_usage(lease, since, until, stops=held, cards=cards)
+
+        return usage
 
     def lease_usage(
         self,

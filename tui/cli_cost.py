@@ -4,25 +4,15 @@ measured use and the hourly-against-monthly verdict (figures from leases.leaseco
 from __future__ import annotations
 
 import argparse
-from datetime import datetime
 from typing import TextIO
 
 from leases import leasecost, report
-from leases.billing import CardHours
 from leases.errors import InputError
 from leases.models import Lease
-from leases.report import Usage
 from leases.rollups import HistoryStore
 from leases.textsafe import visible
 from tui import output
 from tui.cli_ledger import _open as open_ledger
-
-
-def _usage(store: HistoryStore) -> Usage:
-    def usage(lease: Lease, since: datetime, until: datetime, cards: int | None) -> CardHours:
-        return store.lease_usage(lease, since, until, cards=cards)
-
-    return usage
 
 
 def _days(value: int) -> int:
@@ -42,8 +32,8 @@ def cost(args: argparse.Namespace, out: TextIO) -> int:
         for le in ledger.leases(args.node) if args.node else ledger.leases():
             leases.setdefault(le.node_key, []).append(le)
         resources = ledger.resources(args.node) if args.node else ledger.resources()
-        usage = _usage(HistoryStore(ledger))
         stops = ledger.stop_spans()
+        usage = HistoryStore(ledger).usage_by(stops)
         costs = [
             c
             for key in sorted(leases, key=lambda k: (leases[k][0].node, str(k)))

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from leases import billing, fields, plan, renewals, report, reportformat
-from leases.billing import CardHours, fen
+from leases.billing import fen
 from leases.config import Config, load_user_config
 from leases.errors import InputError
 from leases.ledger import Ledger
@@ -36,17 +36,11 @@ def _open(args: argparse.Namespace) -> Ledger:
     return open_ledger(args, readonly=True)
 
 
-def _usage(store: HistoryStore) -> report.Usage:
-    def usage(lease: Lease, since: datetime, until: datetime, cards: int | None) -> CardHours:
-        return store.lease_usage(lease, since, until, cards=cards)
-
-    return usage
-
-
 def _build(ledger: Ledger, month: str, window: tuple[datetime, datetime], complete: bool,
            config: Config, model: str | None = None) -> report.Report:  # fmt: skip
     nodes = [n for n in ledger.nodes() if plan.model_matches(n, model)]
     ids = {n.id for n in nodes}  # not names: a released node's name may be reused
+    stops = ledger.stop_spans()
     return report.build_report(
         month,
         window,
@@ -57,8 +51,8 @@ def _build(ledger: Ledger, month: str, window: tuple[datetime, datetime], comple
         nodes=nodes,
         providers=ledger.providers(),
         resources=ledger.resources(),
-        usage=_usage(HistoryStore(ledger)),
-        stops=ledger.stop_spans(),
+        usage=HistoryStore(ledger).usage_by(stops),
+        stops=stops,
     )
 
 

@@ -120,7 +120,7 @@ def floor_tape(path: Path, start: float, seconds: float) -> list[dict[str, Any]]
         billing = ledger.billing()
         out = []
         for n in ledger.nodes():
-            b = billing.get(n.name)
+            b = billing.get(n.id) if n.id is not None else None
             lease = b.lease if b else None
             sim = sim_node_for(n)
             total = sum(g.memory_total_mib for g in sim.gpus) / 1024

@@ -20,11 +20,11 @@ from leases.errors import InputError, LedgerError
 from leases.fleetheader import MonthMoney, month_money
 from leases.history import minute_util_mean
 from leases.housekeeping import FLEET_STATES, Housekeeping, fleet_nodes
-from leases.ledger import Ledger, billing_of
+from leases.ledger import Ledger
 from leases.models import Latest, Lease, Node
 from leases.offboard.evidence import Progress, progress
 from leases.records import UNREADABLE, unreadable
-from leases.renewals import BillingNow
+from leases.renewals import BillingNow, billing_now
 from leases.rollups import HistoryStore
 from leases.sparkline import CellSums, Reading, cell_sums, window_end
 from leases.textsafe import visible
@@ -188,6 +188,14 @@ class ReadRequest:
     first: int | None = None
 
 
+def _by_name(
+    nodes: Iterable[Node], billing: Mapping[int | str, BillingNow]
+) -> dict[str, BillingNow]:
+    """Ledger.billing (by node id) by the names the dashboard shows: of the fleet's nodes,
+    whose names are their own (a released node's is not among them)."""
+    return {n.name: billing[n.id] for n in nodes if n.id is not None and n.id in billing}
+
+
 def _said(exc: InputError | LedgerError) -> str:
     if isinstance(exc, InputError):
         return f"{exc.field}: {exc.reason} (got '{exc.value}')"
@@ -307,7 +315,7 @@ class FleetReader:
         facts = LedgerFacts(
             tuple(n for n in nodes if not n.problem),
             tuple(n for n in nodes if n.problem),
-            self.ledger.billing(req.now, ids),
+            _by_name(nodes, self.ledger.billing(req.now, ids)),
             {p.name: p.kind.value for p in self.ledger.providers()},
             {i: p for i, p in progress(self.ledger).items() if i in shown},
         )
@@ -345,17 +353,23 @@ class FleetReader:
         providers, unread = self.ledger.readable_providers()
         problems += unread
         problems += self.ledger.readable_resources()[1]  # left out of the month's cost
-        by_node: dict[str, list[Lease]] = {}
+        # By node id: a released node's leases never stand for the live node of its name.
+        by_node: dict[int | str, list[Lease]] = {}
         for le in leases:
-            by_node.setdefault(le.node, []).append(le)
+            by_node.setdefault(le.node_key, []).append(le)
         billing: dict[str, BillingNow] = {}
-        for name, chain in by_node.items():
+        for n in [*polled, *refused]:
+            if n.id not in by_node:
+                continue
             try:
-                billing.update(billing_of(chain, now))
+                b = billing_now(by_node[n.id], now)
             except UNREADABLE as exc:
                 problems.append(
-                    f"node {visible(name, 80)!r}: its lease not shown: {unreadable(exc)}"
+                    f"node {visible(n.name, 80)!r}: its lease not shown: {unreadable(exc)}"
                 )
+                continue
+            if b is not None:
+                billing[n.name] = b
         try:
             plans = progress(self.ledger)
         except UNREADABLE as exc:

@@ -542,20 +542,20 @@ class Ledger:
         """The lease that bills the node at `at` (default now); see in_effect."""
         return in_effect(self.leases(node), at or self.clock())
 
-    def current_leases(self, at: datetime | None = None) -> dict[str, Lease]:
-        """current_lease of every node that has one, in one read."""
-        by_node: dict[str, list[Lease]] = {}
+    def current_leases(self, at: datetime | None = None) -> dict[int | str, Lease]:
+        """current_lease of every node that has one, by node id, in one read."""
+        by_node: dict[int | str, list[Lease]] = {}
         for le in self.leases():
-            by_node.setdefault(le.node, []).append(le)
+            by_node.setdefault(le.node_key, []).append(le)
         when = at or self.clock()
-        found = {name: in_effect(group, when) for name, group in by_node.items()}
-        return {name: le for name, le in found.items() if le is not None}
+        found = {key: in_effect(group, when) for key, group in by_node.items()}
+        return {key: le for key, le in found.items() if le is not None}
 
     def billing(
         self, at: datetime | None = None, node_ids: Sequence[int] | None = None
-    ) -> dict[str, BillingNow]:
-        """Of every node that has one (or of these nodes): the lease billing at `at`
-        (default now) and the paid-until date of its renewal chain, in one read."""
+    ) -> dict[int | str, BillingNow]:
+        """Of every node that has one (or of these nodes), by node id: the lease billing
+        at `at` (default now) and the paid-until date of its renewal chain, in one read."""
         return billing_of(self.leases(node_ids=node_ids), at or self.clock())
 
     def readable_leases(self) -> tuple[list[Lease], list[str]]:
@@ -1725,14 +1725,15 @@ def _renewal_currency(lease: Lease, currency: str) -> str:
     )
 
 
-def billing_of(leases: Sequence[Lease], at: datetime) -> dict[str, BillingNow]:
-    """Of every node that has one among leases: the lease billing at `at` and the
-    paid-until date of its renewal chain."""
-    by_node: dict[str, list[Lease]] = {}
+def billing_of(leases: Sequence[Lease], at: datetime) -> dict[int | str, BillingNow]:
+    """Of every node that has one among leases, by its Lease.node_key (its id; a released
+    node's name may be reused, and the two nodes' leases never mix): the lease billing at
+    `at` and the paid-until date of its renewal chain."""
+    by_node: dict[int | str, list[Lease]] = {}
     for le in leases:
-        by_node.setdefault(le.node, []).append(le)
-    found = {name: billing_now(group, at) for name, group in by_node.items()}
-    return {name: b for name, b in found.items() if b is not None}
+        by_node.setdefault(le.node_key, []).append(le)
+    found = {key: billing_now(group, at) for key, group in by_node.items()}
+    return {key: b for key, b in found.items() if b is not None}
 
 
 def _node_row(rec: Record, provider_id: int | None) -> Record:

@@ -64,7 +64,7 @@ def renews(before: Lease, after: Lease) -> bool:
     lease, a chain of its own, so that no figure of a chain adds two currencies even in a
     ledger edited behind zuka's back."""
     return (
-        before.node == after.node
+        before.node_key == after.node_key
         and before.end is not None
         and before.ended_at == before.end
         and after.start == before.end
@@ -77,15 +77,17 @@ def chains(leases: Sequence[Lease]) -> list[tuple[Lease, ...]]:
     renews nothing and is renewed by nothing is a chain of one. Every lease of a chain has
     one currency (see renews)."""
     out: list[list[Lease]] = []
-    last_of: dict[str, list[Lease]] = {}
-    for le in sorted(leases, key=lambda le: (le.node, le.start)):
-        chain = last_of.get(le.node)
+    last_of: dict[int | str, list[Lease]] = {}
+    # By node id, not name: a released node's name may be reused, and the new node's first
+    # lease starting where the old one ended renews nothing.
+    for le in sorted(leases, key=lambda le: (le.node, str(le.node_key), le.start)):
+        chain = last_of.get(le.node_key)
         if chain is not None and renews(chain[-1], le):
             chain.append(le)
         else:
             chain = [le]
             out.append(chain)
-        last_of[le.node] = chain
+        last_of[le.node_key] = chain
     return [tuple(c) for c in out]
 
 

@@ -715,7 +715,9 @@ async def test_a_lease_added_to_a_node_with_one_running_starts_where_it_ends(dem
     """Not now: the ledger refuses a lease that overlaps the one billing (a new user's
     first try at a follow-on lease was refused with the form's own default)."""
     with Ledger.open(demo) as ledger:
-        billing = ledger.billing(NOW)["colo-njidc-4090"]
+        node_id = ledger.node("colo-njidc-4090").id
+        assert node_id is not None
+        billing = ledger.billing(NOW)[node_id]
         ends = billing.paid_until or billing.lease.end
         assert ends is not None
         shown = fields.shown(ends, billing.lease.billing_tz)

@@ -168,7 +168,7 @@ def test_a_renewal_starts_when_the_running_period_ends(tmp_path: Path) -> None:
         ledger.renew_lease("m", "2027-01-15", {"unit_price": "50000"})
         current = ledger.current_lease("m")
         assert current is not None and current.unit_price == Decimal(48000)  # still this month
-        assert ledger.current_leases()["m"] == current
+        assert ledger.current_leases()[current.node_key] == current
         assert [le.unit_price for le in ledger.leases("m", open_only=True)] == [48000, 50000]
         later = ledger.current_lease("m", datetime(2026, 12, 20, tzinfo=UTC))
         assert later is not None and later.unit_price == Decimal(50000)

@@ -66,6 +66,17 @@ def test_ending_an_auto_renewing_lease_keeps_the_renewals_it_was_charged(z: Cli)
     assert month(z, "2026-11") == (("-", "-"), "0.00")
 
 
+def test_lease_list_says_an_auto_renewing_lease_renews_at_its_end(z: Cli) -> None:
+    """`lease list` printed "released" under AT END for a lease recorded --auto-renew
+    (on_expiry's default): the provider renews it, as PAID UNTIL already counted."""
+    assert z("lease", "add", "n", "--billing", "monthly", "--price", "30000",
+             "--start", "2026-08-01T12:00", "--end", "2026-09-01T12:00", "--auto-renew").code == 0  # fmt: skip
+    r = z("lease", "list")
+    assert r.code == 0, r.err
+    head, row = r.out.splitlines()[:2]
+    assert row[head.index("AT END") :].split()[0] == "renews"
+
+
 def _lease(**rec: str) -> records.Lease:
     return records.lease_from({"node": "n", "billing_tz": "Asia/Shanghai", **rec})
 

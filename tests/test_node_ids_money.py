@@ -14,7 +14,7 @@ from pathlib import Path
 
 from conftest import Cli
 
-from leases import fields
+from leases import fields, renewals
 from leases.config import Config
 from leases.fleetdata import FleetReader, ReadRequest
 from leases.history import GpuHour, NodeHour
@@ -297,3 +297,43 @@ def test_plan_buy_counts_the_cards_rented_now(cli: Cli, ledger_path: Path) -> No
             "--kwh", "1", "--hosting", "0", "--json")  # fmt: skip
     assert json.loads(ok(cli, *args))["cards"] == 10
     assert json.loads(ok(cli, *args, "--gpu-model", "A100"))["cards"] == 10
+
+
+def _handed_on(cli: Cli) -> None:
+    """n (8 A100 at P) monthly 30,000 for March, ended at its end and archived; a new n
+    (2 RTX 4090 at Q) monthly 6,000 from the very moment the old one ended, to May 1."""
+    ok(cli, "node", "add", "n", "--ssh", "ssh root@10.0.0.1", "--provider", "P", "--channel",
+       "platform", "--gpus", "8", "--gpu-model", "A100")  # fmt: skip
+    ok(cli, "lease", "add", "n", "--billing", "monthly", "--price", "30000", "--start",
+       "2026-03-01T00:00", "--end", "2026-04-01T00:00")  # fmt: skip
+    ok(cli, "lease", "end", "n", "--at", "2026-04-01T00:00")
+    ok(cli, "node", "archive", "n")
+    ok(cli, "node", "add", "n", "--ssh", "ssh root@10.0.0.2", "--provider", "Q", "--channel",
+       "cloud", "--gpus", "2", "--gpu-model", "RTX 4090")  # fmt: skip
+    ok(cli, "lease", "add", "n", "--billing", "monthly", "--price", "6000", "--start",
+       "2026-04-01T00:00", "--end", "2026-05-01T00:00")  # fmt: skip
+
+
+def test_a_new_nodes_first_lease_never_renews_the_released_node_of_its_name(
+    cli: Cli, ledger_path: Path
+) -> None:
+    """The new n's lease starts where the old n's ended, in the same currency: by name it
+    looked like a renewal, one chain of two nodes."""
+    _handed_on(cli)
+    listed = json.loads(ok(cli, "lease", "list", "--json"))
+    assert [(le["unit_price"], le["renews"]) for le in listed] == [("30000", None), ("6000", None)]
+    with Ledger.open(ledger_path) as ledger:
+        live = ledger.node("n")
+        assert live.id is not None
+        chains = [c for c in renewals.chains(ledger.leases()) if len(c) > 1]
+        assert chains == []  # two chains of one lease each
+        b = ledger.billing(t("2026-04-10T00:00"))[live.id]
+        assert b.lease.unit_price == D(6000) and b.chain == (b.lease,)
+
+
+def test_node_list_shows_each_nodes_own_lease_when_a_name_is_reused(cli: Cli) -> None:
+    _handed_on(cli)
+    nodes = json.loads(ok(cli, "node", "list", "--all", "--json"))
+    shown = {(n["state"], n["provider"]): (n["lease"] or {}).get("unit_price") for n in nodes}
+    # The old n's lease ended: nothing bills it now; the new n's is its own.
+    assert shown == {("released", "P"): None, ("active", "Q"): "6000"}

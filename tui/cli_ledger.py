@@ -37,7 +37,6 @@ from leases.errors import (
 from leases.ledger import Ledger, describe_counts, describe_resources, resolve_ledger_path
 from leases.ledger import billing_of as billing_of_leases
 from leases.models import AuditEntry, Lease, Node, NodeState, Provider, ProviderKind, Resource
-from leases.records import UNREADABLE
 from leases.renewals import BillingNow
 from leases.sshcmd import parse_ssh_command, ssh_config_aliases
 from leases.stops import LeaseStop
@@ -346,21 +345,15 @@ def node_list(args: argparse.Namespace, out: TextIO) -> int:
         # A lease or provider row the ledger refuses is left out and said, not fatal.
         leases, problems = ledger.readable_leases()
         providers, unread = ledger.readable_providers()
-        billing = billing_of_leases(leases, now)  # by name: the live node's
+        # By node id: an archived node's own leases, never those of the live node that
+        # took its name (nor the other way round).
+        billing = billing_of_leases(leases, now)
         channels = {p.name: p.kind.value for p in providers}
-        # An archived node's own leases, never those of the live node with its name.
-        own: dict[int | None, BillingNow | None] = {}
-        for n in nodes:
-            if n.state is NodeState.RELEASED:
-                try:
-                    own[n.id] = renewals.billing_now(ledger.leases(n), now)
-                except UNREADABLE:
-                    own[n.id] = None  # its refused lease row is said below
     for problem in [*problems, *unread]:
         print(f"zuka: {problem}", file=sys.stderr)
 
     def billing_of(n: Node) -> BillingNow | None:
-        return own[n.id] if n.id in own else billing.get(n.name)
+        return billing.get(n.id) if n.id is not None else None
 
     if args.json:
         output.dump_json(
@@ -823,7 +816,7 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
             le.cards_billed,
             _when(le.start),
             _when(le.end),
-            le.on_expiry.value,
+            "renews" if renewals.auto_renews(le) else le.on_expiry.value,
             ended(le),
             _when(prev.start) if (prev := renews(le)) else None,
             _when(renewals.paid_until(chain_of[le.id], now)),

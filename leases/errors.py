@@ -20,7 +20,8 @@ class InputError(ValueError):
         self.field = field
         self.value = value
         self.reason = reason
-        super().__init__(f"{field}: {reason} (got {value!r})")
+        # None: the refusal is about no one value typed (a ledger, a row); nothing to echo.
+        super().__init__(f"{field}: {reason}" + ("" if value is None else f" (got {value!r})"))
 
 
 class InputErrors(InputError):

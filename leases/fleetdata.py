@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from leases import rowaudit
 from leases.config import Config
 from leases.errors import InputError, LedgerError
 from leases.fleetheader import MonthMoney, month_money
@@ -198,7 +199,8 @@ def _by_name(
 
 def _said(exc: InputError | LedgerError) -> str:
     if isinstance(exc, InputError):
-        return f"{exc.field}: {exc.reason} (got '{exc.value}')"
+        got = "" if exc.value is None else f" (got '{exc.value}')"
+        return f"{exc.field}: {exc.reason}{got}"
     return str(exc)
 
 
@@ -214,6 +216,7 @@ class FleetReader:
         self.housekeeping = Housekeeping()
         self.facts = LedgerFacts()
         self.money: MonthMoney | None = None
+        self._money_problem: str | None = None  # why `money` is None, while it is
         self._facts_at: datetime | None = None
         self._version: int | None = None  # PRAGMA data_version at the last read
         self._minute: int | None = None
@@ -276,11 +279,17 @@ class FleetReader:
         edited = reloaded and self._edits != edits
         if req.history and (req.reload or edited or self._due(self._money_at, now, MONEY_S)):
             try:
+                # A row changed outside zuka (a price edited with sqlite3) is in no figure.
+                rowaudit.refuse(rowaudit.drifted(self.ledger), "the month's cost")
                 b = self.config.billing
                 self.money = month_money(self.ledger, now, b.tz, b.currency)
+                self._money_problem = None
             except (InputError, LedgerError) as exc:
-                problems.append(f"month's cost not computed: {_said(exc)}")
+                self.money = None
+                self._money_problem = f"month's cost not computed: {_said(exc)}"
             self._money_at = now
+        if self._money_problem is not None:
+            problems.append(self._money_problem)  # said on every read while it stands
         end = window_end(now.timestamp())
         hour = {name: self.cache.sums(i, end) for i, name in ids.items()} if req.history else {}
         last = {name: m for i, name in ids.items() if (m := self.cache.last_minute(i)) is not None}

@@ -24,6 +24,7 @@ from leases.errors import InputError
 from leases.ledger import Ledger, _audit_entry, _node_row
 from leases.models import AuditEntry, NodeState
 from leases.nodelog import UNDO
+from leases.rowaudit import stored_record
 from leases.textsafe import visible
 
 Record = dict[str, Any]
@@ -112,7 +113,7 @@ def _undoable(e: AuditEntry) -> None:
 
 def _reverse(ledger: Ledger, conn: sqlite3.Connection, e: AuditEntry) -> None:
     assert e.entity_id is not None
-    now = _stored(ledger, e.entity, e.entity_id, e.after)
+    now = stored_record(ledger, e.entity, e.entity_id, e.after)
     if _comparable(now) != _comparable(e.after):
         raise InputError(
             "undo",
@@ -129,7 +130,7 @@ def _reverse(ledger: Ledger, conn: sqlite3.Connection, e: AuditEntry) -> None:
     else:
         _update(ledger, conn, e.entity, e.entity_id, before)
     # The undo's entry holds the rows as they were read back, never the entry's raw JSON.
-    then = _stored(ledger, e.entity, e.entity_id, e.before)
+    then = stored_record(ledger, e.entity, e.entity_id, e.before)
     node = (then or now or {}).get("node" if e.entity != "node" else "name")
     ledger._audit(
         conn, f"{UNDO}{e.id}", e.entity, e.entity_id, node if isinstance(node, str) else None,
@@ -142,38 +143,6 @@ def _comparable(rec: Mapping[str, Any] | None) -> Record | None:
     if rec is None:
         return None
     return {k: v for k, v in rec.items() if k != "gpu_history"}
-
-
-def _stored(
-    ledger: Ledger, entity: str, entity_id: int, like: Mapping[str, Any] | None
-) -> Record | None:
-    """The row's record now, in the shape of `like` (a bundle when it is one)."""
-    if entity == "provider":
-        rows = ledger._rows("SELECT * FROM providers WHERE id = ?", [entity_id])
-        return records.provider_record(records.provider_from(rows[0])) if rows else None
-    if entity == "node":
-        node = ledger.node_by_id(entity_id)
-        if node is None:
-            return None
-        if like is not None and "leases" in like:
-            return ledger._node_bundle(node)
-        return records.node_record(node)
-    if entity == "lease":
-        if not ledger._rows("SELECT 1 FROM leases WHERE id = ?", [entity_id]):
-            return None
-        lease = ledger._lease_by_id(entity_id)
-        if like is not None and "resources" in like:
-            return ledger._lease_bundle(lease)
-        return records.lease_record(lease)
-    if entity == "stop":
-        rows = ledger._rows(
-            "SELECT s.*, n.name AS node FROM stops s JOIN nodes n ON n.id = s.node_id"
-            " WHERE s.id = ?",
-            [entity_id],
-        )
-        return stops.record(stops.from_row(rows[0])) if rows else None
-    found = ledger._resource_rows(" WHERE r.id = ?", [entity_id])
-    return found[0][1] if found else None
 
 
 def _delete(

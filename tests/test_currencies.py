@@ -88,6 +88,13 @@ def test_a_chain_made_mixed_behind_zukas_back_is_never_summed(cli: Cli, ledger_p
     assert cli("lease", "renew", "n", "--until", "2026-10-16").code == 0
     with closing(sqlite3.connect(ledger_path)) as conn, conn:
         conn.execute("UPDATE leases SET currency = 'USD' WHERE start LIKE '2026-09-16%'")
+    # Refused first (leases.rowaudit): nobody recorded the edit through zuka.
+    refused = cli("report", "--month", "2026-09", "--format", "json")
+    assert (
+        refused.code == 2 and 'currency "CNY" on the audit log, "USD" in the table' in refused.err
+    )
+    # Taken as it is, the chain is two chains, never one sum.
+    assert cli("audit", "accept", "lease", "2").code == 0
     sep = _report(cli, "2026-09")
     rows = {r["currency"]: r["cost"] for r in sep["leases"]}  # type: ignore[attr-defined]
     # CNY lease 08-16 -> 09-16 (31 days): September's 15 days, 30,000 x 15/31 = 14,516.13;

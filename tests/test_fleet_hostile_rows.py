@@ -85,6 +85,15 @@ def _read(path: Path) -> FleetData:
         ledger.close()
 
 
+def _row_problems(data: FleetData) -> list[str]:
+    """The problems about the bad row itself. A row written behind zuka's back also keeps
+    the month's cost off the header (leases.rowaudit): said once, naming what changed."""
+    month = [p for p in data.problems if p.startswith("month's cost not computed")]
+    assert len(month) == 1 and "outside zuka" in month[0] and _safe(month[0]), data.problems
+    assert data.money is None
+    return [p for p in data.problems if p not in month]
+
+
 def _safe(text: str) -> bool:
     """Said as it is safe to print: no control character, no huge value."""
     return text == visible(text) and len(text) < 1000
@@ -118,7 +127,7 @@ def test_a_node_with_a_refused_name_costs_only_itself(
     assert bad.name == name and "name" in bad.problem
     assert data.facts.billing == before.facts.billing
     assert data.facts.channels == before.facts.channels
-    (said,) = data.problems  # its lease, once, naming the row
+    (said,) = _row_problems(data)  # its lease, once, naming the row
     assert "lease" in said and "not read" in said and _safe(said)
 
 
@@ -189,7 +198,7 @@ def test_a_lease_row_with_a_refused_value_is_left_out_and_said(
     data = _read(path)
     assert data.facts.polled == before.facts.polled  # the node itself is fine
     assert data.facts.billing == {k: v for k, v in before.facts.billing.items() if k != GOOD}
-    (said,) = data.problems
+    (said,) = _row_problems(data)
     assert f"of node '{GOOD}' not read" in said and _safe(said)
 
 
@@ -213,7 +222,7 @@ def test_a_provider_row_with_a_refused_value_is_left_out_and_said(
     data = _read(path)
     assert data.facts.channels == before.facts.channels  # no node refers to it
     assert data.facts.polled == before.facts.polled
-    (said,) = data.problems
+    (said,) = _row_problems(data)
     assert said.startswith("provider ") and "not read" in said and _safe(said)
 
 
@@ -238,8 +247,7 @@ def test_a_resource_row_with_a_refused_value_is_left_out_and_said(
     data = _read(path)
     assert data.facts.polled == before.facts.polled
     assert data.facts.billing == before.facts.billing
-    assert data.money is not None  # the month's cost, without that row
-    (said,) = data.problems
+    (said,) = _row_problems(data)
     assert said.startswith("resource ") and f"of node '{GOOD}'" in said and _safe(said)
 
 
@@ -258,7 +266,7 @@ def test_the_problems_are_said_on_every_read_while_they_stand(
     finally:
         ledger.close()
     assert first.reloaded and not second.reloaded
-    assert first.problems == second.problems and len(first.problems) == 1
+    assert first.problems == second.problems and len(_row_problems(first)) == 1
 
 
 async def test_the_dashboard_shows_every_good_node_and_the_bad_one_refused(

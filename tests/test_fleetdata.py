@@ -175,9 +175,12 @@ def test_a_ledger_row_it_cannot_read_is_said_and_the_rest_read(tmp_path: Path) -
         data = reader.read(ReadRequest(NOW, reload=True))
         assert data.reloaded and data.facts.polled == before.polled
         (bad,) = set(before.billing) - set(data.facts.billing)
-        assert data.problems == (
-            f"lease 1 of node '{bad}' not read: unit_price: is not a number (got 'lots')",
+        lease, month = data.problems  # the row, and the month's cost it keeps off
+        assert (
+            lease == f"lease 1 of node '{bad}' not read: unit_price: is not a number (got 'lots')"
         )
+        assert month.startswith("month's cost not computed: ledger: 1 row changed outside zuka")
+        assert data.money is None
 
 
 def test_header_figures(tmp_path: Path) -> None:

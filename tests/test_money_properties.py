@@ -7,23 +7,28 @@ rounding, billing zones and a report zone that differ, several currencies.
 - The months' cash (billing.charged_between) adds up to the same charges: no charge falls
   between two months or into both.
 - A report's totals are per currency: the currency totals add up to the rows of that
-  currency, and no row is counted under another's."""
+  currency, and no row is counted under another's.
+- By lease = by user + storage + unattributed = by project, in each currency; an owner's
+  row never holds hours of a lease in another currency."""
 
 from __future__ import annotations
 
+import random
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from leases import billing, records
+from leases import billing, records, reportformat
 from leases.billing import CardHours
 from leases.models import Lease
 from leases.renewals import renewal_record
-from leases.report import build_report, chain_accrued, month_window
+from leases.report import attribute, build_report, chain_accrued, month_window
+from leases.rollups import OwnerHour
 
 _ZONES = ["Asia/Shanghai", "UTC", "America/New_York", "Europe/Berlin"]
 _BASE = datetime(2026, 1, 1, tzinfo=UTC)
@@ -146,3 +151,73 @@ def test_report_totals_are_per_currency(
         by_cur[row.currency] = by_cur.get(row.currency, Decimal(0)) + row.cost
         assert all(le.currency == row.currency for le in leases if le.node == row.node)
     assert set(by_cur) <= {le.currency for le in leases}
+
+
+def _fen(x: Decimal) -> Decimal:
+    return x.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+
+
+USERS = {"alice": "Alice", "bob": "Bob", "carol": "Carol"}  # node user -> person
+PROJECTS = {"Alice": "llm", "Bob": "llm", "carol": "vision"}  # person or user -> project
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(chains_(), min_size=1, max_size=4), st.integers(0, 11), st.integers(0, 2**32))
+def test_by_lease_by_user_and_by_project_agree_per_currency(
+    drawn: list[tuple[tuple[Lease, ...], list[billing.Stop]]], m: int, seed: int
+) -> None:
+    """Per currency: by lease = by user + storage + unattributed = by project, in the JSON a
+    lab's script reads; no owner row holds hours of a lease in another currency, and the
+    lab total converts each currency once (by hand: sum of each currency's total x rate)."""
+    rng = random.Random(seed)
+    leases: list[Lease] = []
+    for i, (chain, _) in enumerate(drawn):
+        leases += [
+            replace(records.lease_from({**records.lease_record(le), "node": f"n{i}"}), node_id=i)
+            for le in chain
+        ]
+    busy_share = {i: Decimal(rng.randint(0, 100)) / 100 for i in range(len(drawn))}
+
+    def usage(le: Lease, since: datetime, until: datetime, cards: int | None) -> CardHours:
+        paid = billing.paid_card_hours(le, since, until, cards=cards)
+        assert le.node_id is not None
+        busy = paid * busy_share[le.node_id]
+        return CardHours(paid, busy, paid, billing.accrued(le, since, until, cards=cards))
+
+    month = f"2026-{m + 1:02d}"
+    window, complete = month_window(month, "Asia/Shanghai", _FAR)
+    rates = {"USD": Decimal("7.1234")}
+    rep = build_report(month, window, complete, tz="Asia/Shanghai", currency="CNY",
+                       leases=leases, nodes=[], providers=[], resources=[], usage=usage)  # fmt: skip
+    rep = replace(rep, rates=rates)
+    hours: list[OwnerHour] = []
+    for row in rep.rows:
+        for a, b in row.spans:
+            h = int(a.timestamp()) // 3600
+            while h * 3600 < b.timestamp():
+                who = rng.choice(["alice", "bob", "carol", "dave", "?"])
+                hours.append(OwnerHour(row.node, who, h, rng.uniform(0, 480), row.node_id))
+                h += rng.randint(1, 40)
+    lease_json = reportformat.report_json(rep)
+    currency_of = {row.node: row.currency for row in rep.rows}
+    for by in ("user", "project"):
+        att = attribute(rep, hours, by, USERS, PROJECTS)
+        doc = reportformat.attribution_json(rep, att)
+        assert set(doc["by_currency"]) == set(lease_json["by_currency"])
+        for code, sums in doc["by_currency"].items():
+            lease_total = lease_json["by_currency"][code]["total"]
+            assert sums["leases_total"] == lease_total, (by, code)
+            rows = sum((Decimal(r["yuan"]) for r in doc["rows"] if r["currency"] == code),
+                       Decimal(0))  # fmt: skip
+            parts = rows + Decimal(sums["storage_yuan"]) + Decimal(sums["unattributed_yuan"])
+            assert parts == Decimal(lease_total), (by, code)
+        for r in att.rows:
+            assert all(currency_of[n] == r.currency for n in r.nodes), r
+    lab = lease_json["in_lab_currency"]
+    if lab is not None and lab["total"] is not None:
+        by_hand = sum(
+            (_fen(Decimal(t["total"]) * rates.get(code, Decimal(1)))
+             for code, t in lease_json["by_currency"].items()),
+            Decimal(0),
+        )  # fmt: skip
+        assert Decimal(lab["total"]) == by_hand

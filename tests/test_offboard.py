@@ -321,8 +321,8 @@ async def test_the_plan_hash_changes_when_the_ledger_changes_and_an_old_plan_is_
     # The provider's account is part of the plan too.
     with Ledger.open(ledger_path) as ledger:
         second = _plan(ledger)
-        ledger.conn.execute("UPDATE providers SET account_id = '222'")
-        ledger.conn.commit()
+        (provider,) = ledger.providers()
+        ledger.update_provider(provider.name, {"account_id": "222"})
         again = runner.replan(ledger, ledger.node("n1"), Config(), PLANNERS)
         assert again.hash != second.hash
 

@@ -186,6 +186,15 @@ def test_an_overlap_already_in_the_ledger_blocks_the_plan_naming_both(
         ledger.conn.execute("UPDATE resources SET native_id = 'lab-ckpt' WHERE native_id = ?",
                             ["lab-other"])  # fmt: skip
         ledger.conn.commit()
+        (rid,) = ledger.conn.execute(
+            "SELECT r.id FROM resources r JOIN leases l ON l.id = r.lease_id"
+            " JOIN nodes n ON n.id = l.node_id WHERE n.name = 'b'"
+        ).fetchone()
+    # b's plan rests on a row nobody recorded (leases.rowaudit); taken as it is, the
+    # overlap itself blocks both.
+    edited = two_leases("offboard", "b")
+    assert edited.code == 2 and f"resource {rid} of node 'b' was edited outside zuka" in edited.err
+    assert two_leases("audit", "accept", "resource", str(rid)).code == 0
     for node in ("a", "b"):
         for args in ((), ("--execute", "--confirm", node), ("--inspect",)):
             r = two_leases("offboard", node, *args)

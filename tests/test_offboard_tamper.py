@@ -61,6 +61,19 @@ def test_a_plan_moved_to_another_lease_in_sqlite_is_refused(
         evidence.load(ledger, stored.id)
 
 
+def _refused_then_accepted(cli: Cli, ledger_path: Path) -> None:
+    """bkt-1 changed in SQLite: `zuka offboard` refuses to plan on it (leases.rowaudit)
+    until somebody takes the row as it is; even then the acceptance is nobody's proof that
+    it is gone (only an edit with a note, or an offboarding's sighting, is)."""
+    with sqlite3.connect(ledger_path) as conn:
+        (rid,) = conn.execute("SELECT id FROM resources WHERE native_id = 'bkt-1'").fetchone()
+    refused = cli("offboard", "n1")
+    assert (
+        refused.code == 2 and f"resource {rid} of node 'n1' was edited outside zuka" in refused.err
+    )
+    assert cli("audit", "accept", "resource", str(rid)).code == 0
+
+
 def test_a_resource_marked_verified_in_sqlite_is_listed_not_left_out(
     fleet: Path,  # noqa: F811
     ledger_path: Path,
@@ -81,6 +94,7 @@ def test_a_resource_marked_verified_in_sqlite_is_listed_not_left_out(
             "UPDATE resources SET deleted_at = '2026-01-01T00:00:00+08:00',"
             " verified_at = '2026-01-01T00:00:00+08:00' WHERE native_id = 'bkt-1'"
         )
+    _refused_then_accepted(cli, ledger_path)
     r = cli("resource", "edit", "n1", "--kind", "scratch_path", "--id", "/data/b",
             "--deleted", "--verified", "--notes", "wiped by hand, ls shows nothing")  # fmt: skip
     assert r.code == 0, r.err
@@ -101,12 +115,14 @@ def test_a_resource_marked_verified_in_sqlite_is_listed_not_left_out(
 async def test_an_included_unproven_resource_of_this_lease_runs_without_a_changed_plan(
     fleet: Path,  # noqa: F811
     ledger_path: Path,
+    cli: Cli,
 ) -> None:
     """Included, it is deleted (seen first) by a run that never finds its own plan changed
     (the inclusion is kept with the plan, whatever the resource's state becomes)."""
     with sqlite3.connect(ledger_path) as conn:
         conn.execute("UPDATE resources SET verified_at = '2026-01-01T00:00:00+08:00'"
                      " WHERE native_id = 'bkt-1'")  # fmt: skip
+    _refused_then_accepted(cli, ledger_path)
     with Ledger.open(ledger_path) as ledger:
         stored = _replan(ledger, include=["bucket:bkt-1"])
         assert stored.plan.included

@@ -246,7 +246,10 @@ def test_a_stop_row_edited_behind_zukas_back_is_refused_naming_it(
     with sqlite3.connect(ledger_path) as conn:
         conn.execute("UPDATE stops SET start = 'yesterday'")
     result = cli("report", "--month", "2026-11")
-    assert result.code != 0 and "stop 1: start" in result.err, result.err
+    assert result.code == 2, result.err
+    assert "stop 1 of node 'n' was edited outside zuka and does not read: start" in result.err
+    # It cannot be taken as it is either: its start does not read.
+    assert cli("audit", "accept", "stop", "1").code == 2
 
 
 # -- the alert: unread for hours, was it stopped? ---------------------------------------------
@@ -414,5 +417,9 @@ def test_a_stop_moved_to_another_node_behind_zukas_back_is_refused(
         other = ledger.node("m").id
         ledger.conn.execute("UPDATE stops SET node_id = ?", [other])
         ledger.conn.commit()
+    drift = cli("report", "--month", "2026-11")
+    assert drift.code == 2 and "stop 1 of node 'm' was edited outside zuka" in drift.err
+    # Even taken on the chain as it is, the stop never bills another node's lease.
+    assert cli("audit", "accept", "stop", "1").code == 0
     r = cli("report", "--month", "2026-11")
     assert r.code != 0 and "is not the node of its lease" in r.err, (r.code, r.out, r.err)

@@ -277,6 +277,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID:HASH",
         help="an entry id and hash printed by an earlier verify, kept elsewhere",
     )
+    p = cmd(
+        audits,
+        "accept",
+        L.audit_accept,
+        "take a row changed outside zuka (as `audit verify` lists it) as it is, on the chain",
+    )
+    p.add_argument("entity", choices=("provider", "node", "lease", "resource", "stop"))
+    p.add_argument("id", type=int, help="the row's id, as `zuka audit verify` names it")
 
     config = sub.add_parser("config", help="the config file: thresholds, notify URLs, currency")
     configs = config.add_subparsers(dest="action", required=True, parser_class=_Parser)

@@ -13,6 +13,7 @@ from leases.rollups import HistoryStore
 from leases.textsafe import visible
 from tui import output
 from tui.cli_ledger import _open as open_ledger
+from tui.cli_money import trusted
 
 
 def _days(value: int) -> int:
@@ -23,7 +24,8 @@ def _days(value: int) -> int:
 
 def cost(args: argparse.Namespace, out: TextIO) -> int:
     days = _days(int(args.days))
-    with open_ledger(args, readonly=True) as ledger:  # a mistyped --ledger: refused
+    # A mistyped --ledger, or a row changed outside zuka: refused.
+    with trusted(open_ledger(args, readonly=True), "the costs") as ledger:
         at = ledger.clock()
         # UnknownNode: exit 2. Nodes and leases by node id: a released node's name may be
         # reused, and each node's leases are costed at its own cards.

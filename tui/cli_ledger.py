@@ -21,6 +21,7 @@ from leases import (
     records,
     release,
     renewals,
+    rowaudit,
     stops,
     transfer,
 )
@@ -1068,17 +1069,32 @@ def audit_verify(args: argparse.Namespace, out: TextIO) -> int:
         report = ledger.verify_audit(anchor)
         # The offboarding's plans and step states, each against its evidence on the chain.
         plans = evidence.problems(ledger) if report.ok else []
+        # Each row against the record the chain last wrote of it: an edit with sqlite3
+        # leaves the chain whole.
+        rows = rowaudit.drifted(ledger) if report.ok else []
+    ok = report.ok and not plans and not rows
     if args.json:
         output.dump_json(
-            {"ok": report.ok and not plans, "entries": report.entries,
+            {"ok": ok, "entries": report.entries,
              "head_id": report.head_id, "head_hash": report.head_hash,
              "broken_at": report.broken_at, "reason": report.reason,
-             "offboarding": plans},
+             "offboarding": plans,
+             "rows": [{"entity": d.entity, "id": d.entity_id, "node": d.node, "what": d.what,
+                       "entry": d.entry, "problem": d.problem or None,
+                       "fields": [{"field": f, "logged": a, "now": b} for f, a, b in d.fields],
+                       "said": d.said(), "accept": d.accept} for d in rows]},
             out,
         )  # fmt: skip
-    elif plans:
-        out.write("THE OFFBOARDING EVIDENCE DOES NOT VERIFY:\n")
-        out.writelines(f"- {visible(p, 500)}\n" for p in plans)
+    elif plans or rows:
+        if plans:
+            out.write("THE OFFBOARDING EVIDENCE DOES NOT VERIFY:\n")
+            out.writelines(f"- {visible(p, 500)}\n" for p in plans)
+        if rows:
+            out.write(
+                f"ROWS CHANGED OUTSIDE ZUKA ({len(rows)}; the audit log itself is intact, with"
+                f" {report.entries} entries):\n"
+            )
+            out.writelines(f"- {d.said()}\n  if it is right: {d.accept}\n" for d in rows)
     elif report.ok:
         out.write(f"audit log ok: {report.entries} entries, hash chain and triggers intact\n")
         if report.head_id is not None:
@@ -1088,7 +1104,17 @@ def audit_verify(args: argparse.Namespace, out: TextIO) -> int:
             )
     else:
         out.write(_chain_problem(report) + "\n")
-    return 0 if report.ok and not plans else 1
+    return 0 if ok else 1
+
+
+def audit_accept(args: argparse.Namespace, out: TextIO) -> int:
+    """`zuka audit accept ENTITY ID`: put a row changed outside zuka on the chain as it is."""
+    with _open(args, create=False) as ledger:
+        found = rowaudit.accept(ledger, args.entity, int(args.id))
+    what = {"edited": "as edited", "added": "as added", "removed": "as removed"}[found.what]
+    message = f"accepted {found.entity} {found.entity_id} {what} outside zuka: {found.said()}"
+    return _done(args, out, {"entity": found.entity, "id": found.entity_id, "what": found.what},
+                 message + " (`zuka undo` takes the acceptance back)")  # fmt: skip
 
 
 def export(args: argparse.Namespace, out: TextIO) -> int:

@@ -11,7 +11,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, TextIO
 
-from leases import billing, fields, plan, renewals, report, reportformat
+from leases import billing, fields, plan, renewals, report, reportformat, rowaudit
 from leases.billing import fen
 from leases.config import Config, load_user_config
 from leases.errors import InputError
@@ -32,8 +32,21 @@ def _config(args: argparse.Namespace) -> Config:
 
 
 def _open(args: argparse.Namespace) -> Ledger:
-    """Read only; a mistyped --ledger is refused (an empty month would look like ¥0)."""
-    return open_ledger(args, readonly=True)
+    """Read only; a mistyped --ledger is refused (an empty month would look like ¥0), and
+    so is a ledger holding rows changed outside zuka (a price edited with sqlite3 would be
+    in every figure)."""
+    return trusted(open_ledger(args, readonly=True), "the figures")
+
+
+def trusted(ledger: Ledger, what: str) -> Ledger:
+    """The ledger, once every row is what the audit log last wrote of it (else closed and
+    refused, naming the rows: see leases.rowaudit)."""
+    try:
+        rowaudit.refuse(rowaudit.drifted(ledger), what)
+    except BaseException:
+        ledger.close()
+        raise
+    return ledger
 
 
 def _build(ledger: Ledger, month: str, window: tuple[datetime, datetime], complete: bool,

@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from leases import auditchain
+from leases import auditchain, rowaudit
 from leases.config import Config
 from leases.errors import InputError
 from leases.ledger import Ledger
 from leases.models import Lease, Node, Resource
 from leases.offboard.steps import Phase, PlanInput, Planner, Step
 from leases.renewals import in_effect
+from leases.textsafe import visible
 
 PLAN_VERSION = 1
 
@@ -278,7 +279,9 @@ def _verified_on_chain(ledger: Ledger, verified: list[Resource]) -> set[int]:
             proof[rid] = None
             continue
         intact = row["hash"] == auditchain.entry_hash(row, str(row["prev_hash"]))
-        if before is None or not intact:
+        # A row taken as it was found (`zuka audit accept`) is somebody's acceptance of an
+        # edit made outside zuka, not evidence that the thing is gone.
+        if before is None or not intact or row["action"] == rowaudit.ACCEPT:
             # Added (or put back) as it came: whatever verified_at it holds is its word.
             proof[rid] = None
         elif now != then:
@@ -334,6 +337,18 @@ def facts_for(
                 resources.append(r)
             else:
                 others.append((r, by_id[r.lease_id]))
+    # What the plan deletes and where it logs in rest on these rows: one changed outside
+    # zuka (a bucket's name, the node's SSH host, a stop) refuses the plan, naming it.
+    rowaudit.refuse(
+        rowaudit.concerning(
+            rowaudit.drifted(ledger),
+            node.name,
+            [("node", node.id), ("provider", None if provider is None else provider.id),
+             *(("lease", le.id) for le in leases),
+             *(("resource", r.id) for r in [*resources, *(o for o, _ in others)])],
+        ),
+        f"the offboarding of {visible(node.name, 80)}",
+    )  # fmt: skip
     return PlanInput(
         node=node,
         provider=provider,

@@ -73,7 +73,12 @@ def text(field: str, value: str, max_len: int = 2000, *, multiline: bool = False
 # by commas in threes (52,000 and 52,000.50), with an optional sign. Nothing else: "1,98"
 # (a decimal comma, stored as 198 before), "1.980,5", "1_98" (Python's digit separator),
 # "5,2000", "1e3", a currency symbol, spaces inside.
-_NUMBER_RE = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?")
+# Grouped in threes from a first group that is a number of its own: 0,500 is a decimal
+# comma (or a typo), never five hundred.
+_NUMBER_RE = re.compile(r"[+-]?(?:[1-9]\d{0,2}(?:,\d{3})+|\d+)?(?:\.\d+)?")
+# Beside ASCII, what a Chinese input method types: full-width digits, signs, comma and
+# point, and the ideographic space. NFKC would also turn ², ①, ٣ or 𝟓 into digits: refused.
+_TYPED = frozenset("０１２３４５６７８９＋－，．\u3000")
 _SYMBOLS = ("¥", "$", "€", "£", "元", "円", "USD", "CNY", "RMB", "HKD", "EUR")
 
 
@@ -95,9 +100,14 @@ def number(field: str, value: str | int | float | Decimal) -> Decimal:
                 "write the amount alone, without a currency sign (the currency is its own"
                 " field, CNY by default)",
             )
-        if not raw or not _NUMBER_RE.fullmatch(raw) or not any(c.isdigit() for c in raw):
+        odd = [c for c in str(value) if not c.isascii() and c not in _TYPED]
+        if odd or not raw or not _NUMBER_RE.fullmatch(raw) or not any(c.isdigit() for c in raw):
             said = "is not a number"
-            if "," in raw:
+            if "。" in str(value):
+                said += ": a decimal is written with a point (1.98), not 。"
+            elif odd:
+                said += ": write it with the digits 0-9 (or full-width ０-９)"
+            elif "," in raw:
                 said += (
                     ": a comma only groups thousands in threes (52,000); a decimal is written"
                     " with a point (1.98)"

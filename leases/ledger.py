@@ -33,6 +33,7 @@ from leases.renewals import (
     cancelled_by_end,
     chain_of,
     in_effect,
+    lapsed,
     overlaps,
     renewal_record,
     resource_default,
@@ -627,7 +628,10 @@ class Ledger:
             if lease is None:
                 raise InputError("node", node, "has no open lease to end")
             now = self.clock()
-            when = (at or now).astimezone(lease.start.tzinfo)
+            # Released by the provider at its end, which passed: it ended then, not now
+            # (`zuka lease end` said so and stored now, a month's row of nothing after).
+            default = lease.end if lapsed(lease, now) and lease.end is not None else now
+            when = (at or default).astimezone(lease.start.tzinfo)
             if when < lease.start:
                 raise InputError(
                     "at",
@@ -797,10 +801,20 @@ class Ledger:
                     f"{describe_resources(bundle['resources'])}; give --force to delete them"
                     " with it",
                 )
+            chain = chain_of(self.leases(node), lease)
             conn.execute("DELETE FROM resources WHERE lease_id = ?", [lease.id])
             conn.execute("DELETE FROM stops WHERE lease_id = ?", [lease.id])
             conn.execute("DELETE FROM leases WHERE id = ?", [lease.id])
             self._audit(conn, "lease.delete", "lease", lease.id, lease.node, bundle, None)
+            # The last renewal of a chain gone, the lease it renewed runs on as before the
+            # renewal (renew_lease ended it at its end): else it reads ended on a future
+            # day, `lease renew` refuses it and `node archive` says it is open.
+            if len(chain) > 1 and chain[-1].id == lease.id:
+                before = chain[-2]
+                reopened = self._update_lease(
+                    conn, before, replace(before, ended_at=None), "lease.reopen"
+                )
+                bundle["reopened"] = records.lease_record(reopened)
             return bundle
 
     def _lease_by_id(self, lease_id: int) -> Lease:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from leases import records
@@ -130,7 +130,15 @@ def paid_until(chain: Sequence[Lease], at: datetime | None = None) -> datetime |
     if not billed:
         return None
     last = billed[-1]
-    if last.end is None or not past_end(last, at) or not auto_renews(last):
+    if last.end is None or not auto_renews(last):
+        return last.end
+    if last.ended_at is not None:
+        if last.ended_at <= last.end:
+            return last.end
+        # Ended after the provider renewed it: paid for to the end of the period it ended
+        # in (charged before the end; one starting at the end was never charged).
+        at = last.ended_at - timedelta(microseconds=1)
+    elif not past_end(last, at):
         return last.end
     assert at is not None
     from leases import billing  # billing builds on this module's chains

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from leases import records, stops
@@ -40,13 +41,32 @@ _BUNDLED = frozenset({"id", "leases", "resources", "stops", "gpu_history"})
 ACCEPT = "row.accept"
 
 
-class _Back:
-    """A row an undo of a delete put back from a bundle whose shape for it is not a record
-    (a stop is bundled as its raw row): known to exist, its values not compared."""
+# Columns added by a migration after a row's last entry was written: the entry's record
+# lacks them, and the migration gave the row these values (leases.schema m006, m013, m015).
+# Any other value there was written behind zuka's back.
+_ADDED: dict[str, dict[str, object]] = {
+    "lease": {"stopped_billing": "full", "month_count": "calendar", "partial_unit": None,
+              "renew_charge_days": None, "hourly_price": None, "refund_rule": "",
+              "rounding": "bill"},
+    "resource": {"price": None, "price_per": "month"},
+    "node": {"instance_id": "", "instance_endpoint": ""},
+}  # fmt: skip
+# Which row a row belongs to, by id: a lease to its node, a resource to its lease. The
+# records name them only by name and start (shown, and renamed with them), so a row moved
+# to another owner in SQLite would look unchanged.
+OWNER = {"lease": ("leases", "node_id"), "resource": ("resources", "lease_id")}
 
 
-BACK = _Back()
-Expected = Record | None | _Back
+@dataclass(frozen=True)
+class Logged:
+    """What the audit log last said of a row: the entry, the record it left (None: the
+    row is gone), the id of the row's owner then (None: not known), and whether the
+    record is the raw table row (a stop in a delete entry's bundle) rather than a record."""
+
+    entry: int
+    record: Record | None
+    owner: int | None = None
+    raw: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,13 +80,19 @@ class Drift:
     entry: int | None  # the last entry about it
     fields: tuple[tuple[str, object, object], ...] = ()  # (field, on the log, in the table)
     problem: str = ""  # the row does not even read
+    row: Record | None = None  # an added row's record, to be seen before it is accepted
 
     def said(self) -> str:
         who = f"{self.entity} {self.entity_id}" + (
             f" of node {visible(self.node, 80)!r}" if self.node else ""
         )
         if self.what == "added":
-            return f"{who} is in the ledger but no audit entry wrote it: added outside zuka"
+            shown = ", ".join(
+                f"{k} {_shown(v)}" for k, v in (self.row or {}).items() if v not in (None, "")
+            )
+            return f"{who} is in the ledger but no audit entry wrote it: added outside zuka" + (
+                f" ({visible(shown, 400)})" if shown else ""
+            )
         if self.what == "removed":
             return f"{who} was removed outside zuka: audit entry {self.entry} last wrote it"
         if self.problem:
@@ -97,43 +123,86 @@ def own(record: Mapping[str, Any]) -> Record:
     return {k: v for k, v in record.items() if k not in _BUNDLED}
 
 
-def _children(entity: str, bundle: Mapping[str, Any]) -> Iterable[tuple[str, int, Expected]]:
-    """The rows a delete entry's bundle (or its undo's) holds beside its own, with their
-    records where the bundle holds them as records."""
-    leases = bundle.get("leases") if entity == "node" else [bundle] if entity == "lease" else []
-    for le in leases if isinstance(leases, list) else []:
-        if not isinstance(le, Mapping):
-            continue
-        if entity == "node" and isinstance(le.get("id"), int):
-            yield "lease", le["id"], own(le)
-        for res in le.get("resources") or []:
-            if isinstance(res, Mapping) and isinstance(res.get("id"), int):
-                yield "resource", res["id"], own(res)
-        for stop in le.get("stops") or []:
-            if isinstance(stop, Mapping) and isinstance(stop.get("id"), int):
-                yield "stop", stop["id"], BACK
+def _instant(value: object) -> datetime | None:
+    try:
+        at = datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    return at if at.tzinfo is not None else None
 
 
-def recorded(entries: Iterable[AuditEntry]) -> dict[tuple[str, int], tuple[int, Expected]]:
-    """(entity, id) -> (the last entry about the row, the record it left: None when it
-    said the row is gone). Entries that do not read are the chain's problem (`zuka audit
-    verify` reports them) and are skipped here."""
-    out: dict[tuple[str, int], tuple[int, Expected]] = {}
+class _Replay:
+    """The audit log replayed entry by entry: what it last said of each row, and the
+    names and lease starts it knew then, to tell which row a record named by name."""
+
+    def __init__(self) -> None:
+        self.out: dict[tuple[str, int], Logged] = {}
+        self.names: dict[int, tuple[str, str]] = {}  # node id -> (name, state)
+        self.leases: dict[int, tuple[int | None, datetime | None]] = {}  # -> (node, start)
+
+    def node_named(self, name: object) -> int | None:
+        """The node of that name then: the live one, else the newest."""
+        found = [(state != "released", i) for i, (n, state) in self.names.items() if n == name]
+        return max(found)[1] if found else None
+
+    def lease_of(self, node: int | None, start: object) -> int | None:
+        at = _instant(start)
+        found = [i for i, (n, s) in self.leases.items() if n == node and s is not None and s == at]
+        return max(found) if found else None
+
+    def put(self, entity: str, row_id: int, entry: int, rec: Record | None,
+            owner: int | None = None, raw: bool = False) -> None:  # fmt: skip
+        if rec is not None and not raw:
+            if entity == "node":
+                self.names[row_id] = (str(rec.get("name")), str(rec.get("state")))
+            elif entity == "lease":
+                owner = owner if owner is not None else self.node_named(rec.get("node"))
+                self.leases[row_id] = (owner, _instant(rec.get("start")))
+            elif entity == "resource" and owner is None:
+                owner = self.lease_of(self.node_named(rec.get("node")), rec.get("lease_start"))
+        if rec is None:
+            self.names.pop(row_id, None) if entity == "node" else None
+            self.leases.pop(row_id, None) if entity == "lease" else None
+        self.out[(entity, row_id)] = Logged(entry, rec, owner, raw)
+
+    def children(self, entity: str, row_id: int, entry: int, bundle: Mapping[str, Any],
+                 gone: bool) -> None:  # fmt: skip
+        """The rows a delete entry's bundle (or its undo's) holds beside its own."""
+        leases = bundle.get("leases") if entity == "node" else [bundle] if entity == "lease" else []
+        for le in leases if isinstance(leases, list) else []:
+            if not isinstance(le, Mapping):
+                continue
+            lease_id = le.get("id") if entity == "node" else row_id
+            if not isinstance(lease_id, int):
+                continue
+            if entity == "node":
+                self.put("lease", lease_id, entry, None if gone else own(le), row_id)
+            for res in le.get("resources") or []:
+                if isinstance(res, Mapping) and isinstance(res.get("id"), int):
+                    self.put("resource", res["id"], entry, None if gone else own(res), lease_id)
+            for stop in le.get("stops") or []:
+                if isinstance(stop, Mapping) and isinstance(stop.get("id"), int):
+                    raw = {k: v for k, v in stop.items() if k != "id"}
+                    self.put("stop", stop["id"], entry, None if gone else raw, raw=True)
+
+
+def recorded(entries: Iterable[AuditEntry]) -> dict[tuple[str, int], Logged]:
+    """(entity, id) -> what the last entry about the row said of it. Entries that do not
+    read are the chain's problem (`zuka audit verify` reports them) and are skipped."""
+    replay = _Replay()
     for e in entries:
         if e.problem or e.entity not in ENTITIES or e.entity_id is None or e.id is None:
             continue
         if e.before is None and e.after is None:
             continue
         if e.after is None:
-            out[(e.entity, e.entity_id)] = (e.id, None)
-            for entity, row_id, _ in _children(e.entity, e.before or {}):
-                out[(entity, row_id)] = (e.id, None)
+            replay.children(e.entity, e.entity_id, e.id, e.before or {}, gone=True)
+            replay.put(e.entity, e.entity_id, e.id, None)
         else:
-            out[(e.entity, e.entity_id)] = (e.id, own(e.after))
+            replay.put(e.entity, e.entity_id, e.id, own(e.after))
             if e.before is None:  # a bundle put back (an undone delete): its rows too
-                for entity, row_id, rec in _children(e.entity, e.after):
-                    out[(entity, row_id)] = (e.id, rec)
-    return out
+                replay.children(e.entity, e.entity_id, e.id, e.after, gone=False)
+    return replay.out
 
 
 def stored_record(
@@ -173,46 +242,65 @@ def _ids(ledger: Ledger, entity: str) -> list[int]:
     return [int(r[0]) for r in ledger.conn.execute(f"SELECT id FROM {TABLES[entity]} ORDER BY id")]
 
 
-def _node_of(ledger: Ledger, entity: str, entity_id: int, logged: Expected) -> str | None:
-    if isinstance(logged, dict):
-        name = logged.get("name" if entity == "node" else "node")
-        if isinstance(name, str):
-            return name
-    try:
-        now = stored_record(ledger, entity, entity_id, None)
-    except UNREADABLE:
+def _owner(ledger: Ledger, entity: str, row_id: int) -> int | None:
+    if entity not in OWNER:
         return None
-    name = (now or {}).get("name" if entity == "node" else "node")
+    table, column = OWNER[entity]
+    got = ledger.conn.execute(f"SELECT {column} FROM {table} WHERE id = ?", [row_id]).fetchone()
+    return got[0] if got and isinstance(got[0], int) else None
+
+
+def _raw(ledger: Ledger, entity: str, row_id: int) -> Record | None:
+    rows = ledger._rows(f"SELECT * FROM {TABLES[entity]} WHERE id = ?", [row_id])
+    return {k: v for k, v in rows[0].items() if k != "id"} if rows else None
+
+
+def _name(entity: str, rec: Mapping[str, Any] | None) -> str | None:
+    name = (rec or {}).get("name" if entity == "node" else "node")
     return name if isinstance(name, str) else None
 
 
 def compare(
-    entity: str, entity_id: int, logged: tuple[int, Expected] | None, now: Record | None
+    entity: str,
+    entity_id: int,
+    logged: Logged | None,
+    now: Record | None,
+    owner: int | None = None,
+    raw: Record | None = None,
 ) -> Drift | None:
     """The drift of one row (None: it is as logged). `now` is the row's record (None: no
-    row); `logged` the last entry about it and the record it left."""
-    entry, expected = logged if logged is not None else (None, None)
-    node = (now or {}).get("name" if entity == "node" else "node")
-    node = node if isinstance(node, str) else None
+    row), `owner` the id of the row it belongs to now (OWNER), `raw` its table row (for a
+    record the log holds raw)."""
+    expected = logged.record if logged is not None else None
+    entry = logged.entry if logged is not None else None
     if now is None:
         if expected is None:
             return None
-        return Drift(entity, entity_id, _name(entity, expected), "removed", entry)
+        shown = None if logged is None or logged.raw else _name(entity, expected)
+        return Drift(entity, entity_id, shown, "removed", entry)
+    node = _name(entity, now)
     if logged is None or expected is None:
-        return Drift(entity, entity_id, node, "added", entry)
-    if isinstance(expected, _Back):
-        return None
-    a, b = _plain(expected), _plain(own(now))
-    assert isinstance(a, dict) and isinstance(b, dict)
-    differ = tuple((k, a[k], b[k]) for k in a if k in b and k not in _DERIVED and a[k] != b[k])
-    return Drift(entity, entity_id, node, "edited", entry, differ) if differ else None
-
-
-def _name(entity: str, rec: Expected) -> str | None:
-    if not isinstance(rec, dict):
-        return None
-    name = rec.get("name" if entity == "node" else "node")
-    return name if isinstance(name, str) else None
+        return Drift(entity, entity_id, node, "added", entry, row=own(now))
+    a = _plain(expected)
+    assert isinstance(a, dict)
+    differ: list[tuple[str, object, object]] = []
+    if logged.raw:
+        b = _plain(raw or {})
+        assert isinstance(b, dict)
+        differ += [(k, a[k], b.get(k)) for k in a if a[k] != b.get(k)]
+    else:
+        b = _plain(own(now))
+        assert isinstance(b, dict)
+        added = _ADDED.get(entity, {})
+        for k, value in b.items():
+            if k in _DERIVED or (k not in a and k not in added):
+                continue  # shown from another row, or a key no entry nor migration knows
+            was = a[k] if k in a else added[k]
+            if was != value:
+                differ.append((k, was, value))
+    if logged.owner is not None and entity in OWNER and owner != logged.owner:
+        differ.append((OWNER[entity][1], logged.owner, owner))  # moved to another owner
+    return Drift(entity, entity_id, node, "edited", entry, tuple(differ)) if differ else None
 
 
 def drifted(ledger: Ledger, entities: Sequence[str] = ENTITIES) -> list[Drift]:
@@ -222,16 +310,18 @@ def drifted(ledger: Ledger, entities: Sequence[str] = ENTITIES) -> list[Drift]:
     out: list[Drift] = []
     for entity in entities:
         ids = set(_ids(ledger, entity))
-        ids |= {i for (kind, i), (_, rec) in logged.items() if kind == entity and rec is not None}
+        ids |= {i for (kind, i), x in logged.items() if kind == entity and x.record is not None}
         for row_id in sorted(ids):
+            was = logged.get((entity, row_id))
             try:
                 now = stored_record(ledger, entity, row_id, None)
             except UNREADABLE as exc:
-                entry, rec = logged.get((entity, row_id), (None, None))
-                node = _node_of(ledger, entity, row_id, rec)
+                node = _name(entity, None if was is None or was.raw else was.record)
+                entry = None if was is None else was.entry
                 out.append(Drift(entity, row_id, node, "edited", entry, problem=unreadable(exc)))
                 continue
-            found = compare(entity, row_id, logged.get((entity, row_id)), now)
+            raw = _raw(ledger, entity, row_id) if was is not None and was.raw else None
+            found = compare(entity, row_id, was, now, _owner(ledger, entity, row_id), raw)
             if found is not None:
                 out.append(found)
     return out
@@ -290,10 +380,17 @@ def accept(ledger: Ledger, entity: str, entity_id: int) -> Drift:
                 f"does not read ({unreadable(exc)}), so it cannot be taken as it is: set the"
                 " value back to one zuka reads, then accept it",
             ) from None
-        found = compare(entity, entity_id, logged, now)
+        found = compare(
+            entity,
+            entity_id,
+            logged,
+            now,
+            _owner(ledger, entity, entity_id),
+            _raw(ledger, entity, entity_id) if logged is not None and logged.raw else None,
+        )
         if found is None:
-            at = f"audit entry {logged[0]}" if logged else "the audit log"
+            at = f"audit entry {logged.entry}" if logged else "the audit log"
             raise InputError(entity, entity_id, f"is as {at} wrote it: there is nothing to accept")
-        before = None if logged is None or not isinstance(logged[1], dict) else logged[1]
+        before = None if logged is None else logged.record
         ledger._audit(conn, ACCEPT, entity, entity_id, found.node, before, now)
         return found

@@ -110,3 +110,26 @@ def test_a_renewal_charged_early_for_a_period_never_begun() -> None:
     kept = _lease(**rec, refund_rule="prorated_days")
     # September's renewal used 25 of its 30 days: 30,000 x 25/30 = 25,000; October's none.
     assert billing.cost_to_date(kept, at) == D(30000) + D(25000)
+
+
+def test_ending_a_lease_released_at_its_end_records_its_end_not_now(z: Cli) -> None:
+    """Daily 300 x 7 from 2026-11-01, released by the platform at its end (11-08, past):
+    `lease end` printed "ended at its end" but stored the moment it ran, and the next
+    month had a row of ¥0 for it."""
+    assert z("lease", "add", "n", "--billing", "daily", "--price", "300",
+             "--start", "2026-11-01", "--end", "2026-11-08").code == 0  # fmt: skip
+    r = z("lease", "end", "n")
+    assert r.code == 0, r.err
+    (lease,) = json.loads(z("lease", "list", "--json").out)
+    assert lease["ended_at"] == "2026-11-08T00:00:00+08:00"
+    assert month(z, "2026-11") == (("2100.00", "2100.00"), "2100.00")  # 300 x 7
+
+
+def test_paid_until_of_an_auto_renewing_lease_ended_after_renewals(z: Cli) -> None:
+    """Monthly from 08-01 12:00 to 09-01 12:00, auto-renewed, ended 10-15 12:00: renewed
+    on 09-01 and 10-01, so paid until 11-01 12:00. `lease list` said 09-01 12:00."""
+    assert z("lease", "add", "n", "--billing", "monthly", "--price", "30000",
+             "--start", "2026-08-01T12:00", "--end", "2026-09-01T12:00", "--auto-renew").code == 0  # fmt: skip
+    assert z("lease", "end", "n", "--at", "2026-10-15T12:00").code == 0
+    (lease,) = json.loads(z("lease", "list", "--json").out)
+    assert lease["paid_until"] == "2026-11-01T12:00:00+08:00"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from leases import records, reportformat
+from leases import records, reportformat, rowaudit
 from leases.config import load_config
 from leases.errors import InputError
 from leases.ledger import Ledger
@@ -276,6 +276,16 @@ def test_output_file_and_bad_month(fleet: tuple[Path, Path], tmp_path: Path,
         assert "month" in capsys.readouterr().err
 
 
+def _accept_all(path: Path) -> None:
+    """Take every row written behind zuka's back as it is (`zuka audit accept`): the
+    report refuses them until somebody does (leases.rowaudit); the text is still hostile."""
+    with Ledger.open(path) as ledger:
+        found = rowaudit.drifted(ledger)
+        assert found
+        for d in found:
+            rowaudit.accept(ledger, d.entity, d.entity_id)
+
+
 def test_ledger_text_is_shown_safely(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
     with Ledger.open(path) as ledger:
@@ -286,6 +296,7 @@ def test_ledger_text_is_shown_safely(tmp_path: Path) -> None:
             "UPDATE leases SET refund_rule = ?, ended_at = ? WHERE billing_type = 'monthly'",
             ["ask|them", "2025-03-20T00:00:00+00:00"],
         )
+    _accept_all(path)
     text = run(path, "report", "--month", "2025-03")
     assert "\\(ask\\|them\\)" in text  # the pipe escaped: a cell stays a cell
     assert "| =Evil\\|Cloud |" in text
@@ -328,6 +339,7 @@ def test_markdown_cells_from_the_ledger_render_as_text(tmp_path: Path) -> None:
             "UPDATE leases SET refund_rule = ?, ended_at = ? WHERE billing_type = 'monthly'",
             [rule, "2025-03-20T00:00:00+00:00"],
         )
+    _accept_all(path)
     text = run(path, "report", "--month", "2025-03")
     html = markdown_it.MarkdownIt().enable("table").render(text)
     for tag in ("<img", "<a ", "<b>", "<h1>heading", "<em>", "<code>", "<blockquote"):

@@ -199,3 +199,114 @@ def test_the_dashboard_says_it_and_shows_no_month_cost(z: Cli, ledger_path: Path
     assert data.money is None
     (said,) = [p for p in data.problems if p.startswith("month's cost not computed")]
     assert "lease 1 of node 'n' was edited outside zuka" in said
+
+
+def _two_nodes(z: Cli) -> None:
+    """n (8 GPUs at P) and m (4 GPUs at P), hourly leases from Feb 1 and Feb 3."""
+    assert (
+        z("node", "add", "m", "--ssh", "root@10.0.0.8", "--gpus", "4", "--provider", "P").code == 0
+    )
+    for node, day in (("n", "01"), ("m", "03")):
+        r = z("lease", "add", node, "--billing", "hourly", "--price", "10", "--start",
+              f"2026-02-{day}", "--end", "2026-03-01")  # fmt: skip
+        assert r.code == 0, r.err
+
+
+def test_a_resource_moved_to_another_nodes_lease_is_named_and_never_deleted(
+    z: Cli, ledger_path: Path
+) -> None:
+    """m's bucket moved to n's lease in SQLite: `zuka offboard n` would have planned to
+    delete m's bucket. Its record (node name, lease start) says nothing of the move: the
+    lease it belongs to is compared by id."""
+    _two_nodes(z)
+    assert z("resource", "add", "m", "--kind", "bucket", "--id", "precious-data").code == 0
+    with sqlite3.connect(ledger_path) as conn:
+        n_lease, m_lease = (r[0] for r in conn.execute(
+            "SELECT l.id FROM leases l JOIN nodes x ON x.id = l.node_id ORDER BY x.name DESC"))  # fmt: skip
+    _sql(ledger_path, "UPDATE resources SET lease_id = ?", n_lease)
+    plan = z("offboard", "n")
+    assert plan.code == 2 and "precious-data" not in plan.out
+    assert f"lease_id {m_lease} on the audit log, {n_lease} in the table" in plan.err
+    assert z("audit", "verify").code == 1
+
+
+def test_a_lease_moved_to_another_node_is_named(z: Cli, ledger_path: Path) -> None:
+    _two_nodes(z)
+    with sqlite3.connect(ledger_path) as conn:
+        n_id = conn.execute("SELECT id FROM nodes WHERE name = 'n'").fetchone()[0]
+        m_id = conn.execute("SELECT id FROM nodes WHERE name = 'm'").fetchone()[0]
+        conn.execute("UPDATE leases SET node_id = ? WHERE node_id = ?", [m_id, n_id])
+    r = z(*MONTH)
+    assert r.code == 2 and f"node_id {n_id} on the audit log, {m_id} in the table" in r.err
+
+
+def test_a_column_added_since_the_rows_entry_is_compared_with_its_migration_default() -> None:
+    """A lease last written before m006/m013 (its entry has no stopped_billing, rounding...):
+    those columns hold the migration's defaults; anything else was written behind zuka's
+    back (a 30,000 month turned into 3,390,000 through a storage price and stop terms)."""
+    from leases import records
+
+    old = records.lease_record(records.lease_from({
+        "node": "n", "billing_type": "monthly", "unit_price": "30000",
+        "start": "2026-02-01T00:00:00+08:00", "end": "2026-03-01T00:00:00+08:00",
+    }))  # fmt: skip
+    logged = rowaudit.Logged(7, {k: v for k, v in old.items()
+                                 if k not in ("stopped_billing", "rounding", "hourly_price")})  # fmt: skip
+    assert rowaudit.compare("lease", 1, logged, old) is None  # the defaults: as migrated
+    edited = {**old, "stopped_billing": "none", "hourly_price": "1"}
+    found = rowaudit.compare("lease", 1, logged, edited)
+    assert found is not None
+    assert found.fields == (("stopped_billing", "full", "none"), ("hourly_price", None, "1"))
+
+
+def test_a_stop_put_back_by_an_undo_is_compared_too(z: Cli, ledger_path: Path) -> None:
+    """A lease deleted with its stop and brought back by `zuka undo`: the stop is in the
+    delete entry's bundle as its table row, and is checked as such."""
+    r = z("lease", "add", "n", "--billing", "hourly", "--price", "10", "--start", "2026-02-01",
+          "--end", "2026-03-01", "--stopped-billing", "none")  # fmt: skip
+    assert r.code == 0, r.err
+    assert z("lease", "stop", "n", "--at", "2026-02-10T00:00").code == 0
+    assert z("lease", "resume", "n", "--at", "2026-02-11T00:00").code == 0
+    assert z("lease", "delete", "n", "--start", "2026-02-01", "--force").code == 0
+    assert z("undo").code == 0
+    assert z("audit", "verify").code == 0
+    _sql(ledger_path, "UPDATE stops SET start = '2026-01-31T16:00:00+00:00',"
+         ' "end" = \'2026-02-28T16:00:00+00:00\'')  # fmt: skip
+    r = z("report", "--month", "2026-02")
+    assert r.code == 2 and "stop 1 of node 'n' was edited outside zuka" in r.err
+    assert "start" in r.err
+
+
+def test_an_added_row_is_shown_before_it_is_accepted(z: Cli, ledger_path: Path) -> None:
+    _monthly(z)
+    _sql(ledger_path, "INSERT INTO resources (lease_id, kind, native_id, created, price,"
+         " price_per) VALUES (?, 'bucket', 'other-teams-bucket', '2026-08-01T00:00:00+08:00',"
+         " '100000', 'hour')", _lease_id(ledger_path))  # fmt: skip
+    verify = z("audit", "verify")
+    assert verify.code == 1
+    assert 'native_id "other-teams-bucket"' in verify.out and 'price "100000"' in verify.out
+    accepted = z("audit", "accept", "resource", "1")
+    assert accepted.code == 0 and "other-teams-bucket" in accepted.out
+
+
+def test_an_export_never_launders_a_row_changed_outside_zuka(z: Cli, ledger_path: Path) -> None:
+    """Exported and imported, an edited row would be chained anew as if recorded."""
+    _monthly(z)
+    _sql(ledger_path, "UPDATE leases SET unit_price = '3'")
+    r = z("export", "--format", "json")
+    assert r.code == 2 and r.out == "" and "so the export would rest on" in r.err
+
+
+def test_deleting_the_last_renewal_lets_the_lease_it_renewed_run_on(z: Cli) -> None:
+    """renew ended the lease at its end; with the renewal deleted it stayed ended on a
+    future day: `lease renew` said it was not open, `node archive` that it was."""
+    _monthly(z)
+    assert z("lease", "renew", "n", "--until", "2026-10-01").code == 0
+    r = z("lease", "delete", "n", "--start", "2026-09-01")
+    assert r.code == 0, r.err
+    assert "the lease from 2026-08-01T00:00:00+08:00 it renewed runs on again" in r.out
+    (lease,) = json.loads(z("lease", "list", "--json").out)
+    assert lease["ended_at"] is None
+    again = z("lease", "renew", "n", "--until", "2026-10-01")
+    assert again.code == 0, again.err
+    assert z("audit", "verify").code == 0

@@ -39,6 +39,10 @@ TABLE: list[tuple[str, Decimal | None]] = [
     ("￥1000", None),
     ("1000元", None),
     ("1e3", None),
+    ("0,500", None),  # a decimal comma after a zero: was stored as 500
+    ("5²", None),  # NFKC makes a superscript a digit: was stored as 52
+    ("①⓪", None),  # circled digits: were stored as 10
+    ("１。９８", None),  # the ideographic full stop for a point
     ("1 000", None),
     ("-2", None),
     ("", None),

@@ -757,6 +757,8 @@ def lease_delete(args: argparse.Namespace, out: TextIO) -> int:
     went = bundle["resources"]
     tail = f" and its resources: {describe_resources(went)}" if went else ""
     message = f"deleted the lease of {args.node} from {bundle['start']}{tail}"
+    if (reopened := bundle.get("reopened")) is not None:
+        message += f"; the lease from {reopened['start']} it renewed runs on again"
     return _done(args, out, bundle, message + " (`zuka undo` puts it back)")
 
 
@@ -1128,6 +1130,9 @@ def export(args: argparse.Namespace, out: TextIO) -> int:
                 "cannot tell the format from its extension (.csv or .json): give --format",
             )
     with _open(args, readonly=True) as ledger:
+        # An import takes every record as stated and chains it anew: a row changed outside
+        # zuka would come out of it looking recorded.
+        rowaudit.refuse(rowaudit.drifted(ledger), "the export")
         data = ledger.export_records()
     text = transfer.to_csv(data) if fmt == "csv" else transfer.to_json(data)
     if args.output:

@@ -311,3 +311,33 @@ async def test_the_header_counts_an_escalated_acknowledged_alert(tmp_path: Path)
     with Ledger.open(path) as ledger:
         [shown] = alertstate.alerts(ledger, now)
     assert shown.id == alert.id and shown.severity is Severity.CRITICAL
+
+
+def test_m016_keeps_an_acknowledgement_at_the_severity_it_had(tmp_path: Path) -> None:
+    """A ledger from before m016: an acknowledged alert stays acknowledged at its severity
+    (hidden), and shows again if it escalates."""
+    from sqlite_utils import Database
+
+    from leases.schema import MIGRATIONS
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    MIGRATIONS.apply(Database(conn), stop_before="m016_alert_outbox")
+    conn.execute("PRAGMA user_version = 15")
+    node = conn.execute(
+        "INSERT INTO nodes (name, ssh_host, gpu_count) VALUES ('hot', '127.0.0.1', 1)"
+    ).lastrowid
+    conn.execute(
+        "INSERT INTO alerts (kind, node_id, node, key, severity, message, first_seen,"
+        " last_seen, acked_at, acked_by) VALUES ('temperature', ?, 'hot', 'gpu0', 'warning',"
+        " 'hot: GPU 0 at 86 °C', ?, ?, ?, 'alice')",
+        (node, T0.isoformat(), T0.isoformat(), T0.isoformat()),
+    )
+    conn.commit()
+    conn.close()
+    with Ledger.open(path) as ledger:
+        [old] = alertstate.alerts(ledger, T0, everything=True)
+        assert old.acked_severity is Severity.WARNING and old.state(T0).value == "acked"
+        later = T0 + timedelta(minutes=1)
+        _temperature(ledger, ledger.node("hot"), later, 95.0)
+        assert [a.id for a in alertstate.alerts(ledger, later)] == [old.id]

@@ -341,3 +341,35 @@ def test_m016_keeps_an_acknowledgement_at_the_severity_it_had(tmp_path: Path) ->
         later = T0 + timedelta(minutes=1)
         _temperature(ledger, ledger.node("hot"), later, 95.0)
         assert [a.id for a in alertstate.alerts(ledger, later)] == [old.id]
+
+
+def test_an_outbox_row_edited_behind_zukas_back_is_skipped_not_the_round(
+    tmp_path: Path,
+    hook: Hook,  # noqa: F811
+) -> None:
+    """A row with no such alert or an unreadable time (the ledger edited by hand) is taken
+    and skipped; the real alert beside it is sent."""
+    clock = Clock(T0)
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path) as ledger:
+        _lease_ending(ledger, T0)
+        check(ledger, CONFIG, clock)
+    conn = sqlite3.connect(path)  # foreign keys off, as in a hand edit
+    conn.executemany(
+        "INSERT INTO alert_outbox (alert_id, change, severity, message, at) VALUES (?, ?, ?, ?, ?)",
+        [(999, "new", "critical", "no such alert", T0.isoformat()),
+         (1, "escalated", "critical", "when?", "yesterday-ish")],
+    )  # fmt: skip
+    conn.commit()
+    conn.close()
+    with Ledger.open(path) as ledger:
+        n = notifier(tmp_path, clock, [hook.url("dingtalk")])
+        try:
+            _collector_pass(ledger, n, clock)
+        finally:
+            n.close()
+        waiting = ledger.conn.execute(
+            "SELECT count(*) FROM alert_outbox WHERE taken_at IS NULL"
+        ).fetchone()
+    [got] = hook.wait_for(1)
+    assert "n0" in got.body["text"]["content"] and waiting == (0,)

@@ -166,9 +166,11 @@ def _utc(at: datetime) -> str:
 def _tell(
     conn: sqlite3.Connection, change: Change, alert_id: int, alert: Alert, now: datetime
 ) -> None:
-    """Queue a change for the notifiers, in the caller's transaction (see the docstring)."""
+    """Queue a change for the notifiers, in the caller's transaction (see the docstring).
+    Keyed by alert, change, severity and time: the same change told twice at one instant
+    (a clock that stands still) is one row."""
     conn.execute(
-        "INSERT INTO alert_outbox (alert_id, change, severity, message, action, at)"
+        "INSERT OR IGNORE INTO alert_outbox (alert_id, change, severity, message, action, at)"
         " VALUES (?, ?, ?, ?, ?, ?)",
         (alert_id, change.value, alert.severity.value, alert.message, alert.action, _utc(now)),
     )

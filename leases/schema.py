@@ -528,7 +528,7 @@ def m016_alert_outbox(db: Database) -> None:
             action TEXT NOT NULL DEFAULT '',
             at TEXT NOT NULL,
             taken_at TEXT,
-            UNIQUE (alert_id, at)
+            UNIQUE (alert_id, change, severity, at)
         );
         CREATE INDEX alert_outbox_waiting ON alert_outbox (id) WHERE taken_at IS NULL;
         ALTER TABLE alerts ADD COLUMN acked_severity TEXT

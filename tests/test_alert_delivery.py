@@ -373,3 +373,16 @@ def test_an_outbox_row_edited_behind_zukas_back_is_skipped_not_the_round(
         ).fetchone()
     [got] = hook.wait_for(1)
     assert "n0" in got.body["text"]["content"] and waiting == (0,)
+
+
+def test_a_clock_that_stands_still_still_tells_an_escalation(tmp_path: Path) -> None:
+    """Two evaluations at one instant (a frozen clock): new at 86 °C, then escalated at
+    95 °C, are two outbox rows; the same evaluation again adds none."""
+    with Ledger.open(tmp_path / "l.db") as ledger:
+        node = _hot(ledger)
+        for temp in (86.0, 95.0, 95.0):
+            _temperature(ledger, node, T0, temp)
+        told = ledger.conn.execute(
+            "SELECT change, severity FROM alert_outbox ORDER BY id"
+        ).fetchall()
+    assert told == [("new", "warning"), ("escalated", "critical")]

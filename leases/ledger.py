@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 Clock = Callable[[], datetime]
 # How many migrations leases/schema.py holds; tests check the two agree. Kept here so that
 # opening an up-to-date ledger needs neither sqlite-utils nor the schema (faster CLI).
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 # What `resource edit` may correct in how a resource was recorded (new_id: its id).
 _CORRECTIONS = ("new_id", "region", "endpoint")
 # How long a write waits for another writer's transaction before it gives up.

@@ -13,7 +13,7 @@ minutes it has no readings for.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from leases import billing, fields
 from leases.config import AlertsConfig
+from leases.errors import InputError
 from leases.history import NodeMinute
 from leases.models import (
     BillingType,
@@ -71,9 +72,13 @@ class AlertKind(StrEnum):
     HOURLY_AFTER_END = "hourly_after_end"  # a prepaid lease past its end, billed by the hour
     UNREACHABLE = "unreachable"
     STOPPED_QUESTION = "stopped_question"  # unread for hours: was it stopped? record it
+    LOGIN_FAILED = "login_failed"  # it answers but refuses our login: not unreachable
     HOSTKEY = "hostkey_changed"
     TEMPERATURE = "temperature"
     ECC = "ecc_errors"
+    # A rule that could not be evaluated on a node (a row it cannot read): said as an
+    # alert of its own, so that one bad row silences only that rule on that node.
+    UNEVALUATED = "cannot_evaluate"
 
 
 class Level(StrEnum):
@@ -131,6 +136,10 @@ class NodeFacts:
     offboard: Progress | None = None
     # The node's recorded stops (leases.stops), applied by the lease's stopped_billing.
     stops: tuple[billing.Stop, ...] = ()
+    # Facts that could not be read for it (alertfacts.gather): (rule, why, fix), rule
+    # a name of node_alerts' rules or EVERY_RULE; such a rule is not run but said as a
+    # "cannot evaluate" alert (a missing fact is never taken for "nothing to say").
+    unread: tuple[tuple[str, str, str], ...] = ()
 
 
 def yuan(amount: Decimal, currency: str) -> str:
@@ -187,18 +196,82 @@ def evaluate(facts: Sequence[NodeFacts], config: AlertsConfig, now: datetime) ->
     return out
 
 
+EVERY_RULE = "every rule"
+UNDERUSE_RULE = "underuse"
+MINUTE_RULES = ("forgotten instance", "starved")
+Rule = Callable[["NodeFacts", AlertsConfig, datetime], Iterator[Alert]]
+
+
 def node_alerts(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
-    yield from _deposits(f, config, now)
-    if f.node.state is NodeState.RELEASED:
-        return  # an archived node is read no more: only its money is still open
-    yield from _lease_end(f, config, now)
-    yield from _autorenew(f, config, now)
-    yield from _hourly_after_end(f, now)
-    yield from _underuse(f, config)
-    yield from _forgotten(f, config, now)
-    yield from _starved(f, config, now)
-    yield from _gap_rules(f, config, now)
-    yield from _readings(f, config, now)
+    """One node's alerts, rule by rule: a rule that fails on this node's rows becomes a
+    "cannot evaluate" alert of its own, and every other rule (and node) still speaks."""
+    unread = {rule: (why, fix) for rule, why, fix in f.unread}
+    if EVERY_RULE in unread:
+        # Its facts could not be read at all: no rule may take a missing fact for "none".
+        yield _unevaluated(f, EVERY_RULE, *unread[EVERY_RULE])
+        return
+    rules: list[tuple[str, Rule]] = [("deposit", _deposits)]
+    if f.node.state is not NodeState.RELEASED:
+        # An archived node is read no more: only its money is still open.
+        rules += [
+            ("lease end", _lease_end),
+            ("auto-renew", _autorenew),
+            ("hourly after end", lambda f, c, now: _hourly_after_end(f, now)),
+            (UNDERUSE_RULE, lambda f, c, now: _underuse(f, c)),
+            (MINUTE_RULES[0], _forgotten),
+            (MINUTE_RULES[1], _starved),
+            ("no readings", _gap_rules),
+            ("readings", _readings),
+        ]
+    for name, rule in rules:
+        if name in unread:
+            yield _unevaluated(f, f"the {name} rule", *unread[name])
+            continue
+        try:
+            found = list(rule(f, config, now))
+        except Exception as exc:  # any failure is the rule's on this node, not the fleet's
+            yield _unevaluated(f, f"the {name} rule", *_failure(f, exc))
+            continue
+        yield from found
+
+
+def _failure(f: NodeFacts, exc: Exception) -> tuple[str, str]:
+    """Why a rule failed on a node's rows, and what fixes it."""
+    name = visible(f.node.name)
+    if isinstance(exc, InputError) and exc.field == "cards_billed":
+        lease = next(
+            (le for le in reversed(f.leases)
+             if le.billing_type is BillingType.CARD_HOUR and not le.cards_billed),
+            None,
+        )  # fmt: skip
+        if lease is not None:
+            start = fields.shown(lease.start, lease.billing_tz)
+            command = f"zuka lease edit {shlex.quote(f.node.name)} --start {shlex.quote(start)}"
+            return (
+                f"its card_hour lease from {start} does not say how many cards it pays for"
+                " and the node has no GPU count",
+                f"{visible(command)} --cards N",
+            )
+    if isinstance(exc, InputError):
+        return (
+            visible(f"{exc.field}: {exc.reason}", 300),
+            f"correct it in the ledger (zuka lease list {name}; zuka node show {name})",
+        )
+    return (
+        visible(f"{type(exc).__name__}: {exc}", 300),
+        "a fault in zuka: report it with this message; the other rules still run",
+    )
+
+
+def _unevaluated(f: NodeFacts, what: str, why: str, fix: str) -> Alert:
+    return _alert(
+        f,
+        AlertKind.UNEVALUATED,
+        Severity.WARNING,
+        f"cannot evaluate {visible(f.node.name)} ({what}): {why} — fix: {fix}",
+        fix,
+        key=what,  # one alert a rule: it clears when that rule runs again
+    )
 
 
 # -- money and dates ------------------------------------------------------------------------
@@ -530,9 +603,19 @@ def _gap_rules(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
         return
     name = visible(f.node.name)
     down = now - g.start
-    if g.health is not NodeHealth.HOSTKEY_CHANGED and down >= timedelta(
-        minutes=config.unreachable_minutes
-    ):
+    late = down >= timedelta(minutes=config.unreachable_minutes)
+    if g.health is NodeHealth.AUTH_FAILED and late:
+        # It answers, and refuses our login: the console says nothing about that.
+        yield _alert(
+            f,
+            AlertKind.LOGIN_FAILED,
+            Severity.WARNING,
+            f"{name}: it answers but refuses zuka's login, no readings for {_days(down)} "
+            f"({visible(g.detail, 200)})",
+            f"check the user and key zuka logs in with (zuka node show {name}; zuka node edit"
+            f" {name} --ssh ...), or whether the provider reset the instance's keys",
+        )
+    elif g.health is not NodeHealth.HOSTKEY_CHANGED and late:
         yield _alert(
             f,
             AlertKind.UNREACHABLE,

@@ -12,10 +12,8 @@ import json
 import shlex
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from pathlib import Path
 
-import pytest
 from conftest import Cli
 from test_forms import FormHost, demo, fill, lease_form, opened, save_refused  # noqa: F401
 
@@ -208,7 +206,9 @@ def test_lease_add_and_edit_refuse_a_card_hour_lease_without_a_count(z: Cli) -> 
     assert r.code == 0, r.err
 
 
-def test_a_stored_row_without_cards_stays_editable_in_other_fields(tmp_path: Path, cli: Cli) -> None:
+def test_a_stored_row_without_cards_stays_editable_in_other_fields(
+    tmp_path: Path, cli: Cli
+) -> None:
     path = tmp_path / "l.db"
     _broken_fleet(path)
     r = cli("lease", "edit", "c1", "--price", "3", ledger=path)

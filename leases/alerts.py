@@ -395,9 +395,14 @@ def _hourly_after_end(f: NodeFacts, now: datetime) -> Iterator[Alert]:
 
 
 def _deposits(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
-    open_ = f.billed.chain if f.billed else ()
+    b = f.billed
+    open_ = b.chain if b else ()
     for lease in f.leases:
         if not lease.deposit or lease.deposit_refund not in (RefundState.NONE, RefundState.PENDING):
+            continue
+        if b is not None and b.bills and any(le.id == lease.id for le in open_):
+            # Its chain still bills: past its own end, it renews itself (auto-renew) or
+            # the provider bills it by the hour (on_expiry hourly); nothing was handed back.
             continue
         ended = lease.ended_at or lease.end
         if ended is None or any(le.start >= ended for le in open_ if le is not lease):
@@ -410,8 +415,14 @@ def _deposits(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
             Severity.WARNING,
             f"{visible(f.node.name)}: deposit {yuan(lease.deposit, lease.currency)} not refunded "
             f"{_days(now - ended)} after the lease ended {ended:%Y-%m-%d}",
+            # The lease by its start: without --start `lease edit` picks the lease billing
+            # now, and an ended lease bills no more.
             "ask the provider for the refund, then record it: "
-            f"zuka lease edit {visible(f.node.name)} --deposit-refund refunded",
+            + visible(
+                f"zuka lease edit {shlex.quote(f.node.name)} --start"
+                f" {shlex.quote(fields.shown(lease.start, lease.billing_tz))}"
+                " --deposit-refund refunded"
+            ),
             lease=lease,
             amount=lease.deposit,
         )

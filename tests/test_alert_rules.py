@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from conftest import Cli
 from test_forms import FormHost, demo, fill, lease_form, opened, save_refused  # noqa: F401
 
@@ -249,3 +250,43 @@ async def test_the_lease_form_refuses_a_card_hour_lease_without_a_count(demo: Pa
         assert "a card_hour lease is priced per card" in said
     with Ledger.open(demo, create=False) as ledger:
         assert ledger.leases("bare") == []
+
+
+# -- defect 5: deposit false alarm, and a fix command that works on an ended lease ------------
+
+
+@pytest.mark.parametrize(
+    "terms",
+    [
+        {"billing_type": "contract", "auto_renew": True},  # renews itself: paid until 2027
+        {"billing_type": "monthly", "on_expiry": "hourly"},  # billed by the hour past its end
+    ],
+)
+def test_no_deposit_alarm_while_the_lease_still_bills(
+    tmp_path: Path, terms: dict[str, object]
+) -> None:
+    path = tmp_path / "l.db"
+    with _open(path) as ledger:
+        _node(ledger, "c1", gpus=8)
+        _lease(ledger, "c1", unit_price="36000", start="2025-09-01", end="2026-09-01",
+               deposit="72000", **terms)  # fmt: skip
+        found = evaluate(gather(ledger, CONFIG, NOW), CONFIG, NOW)
+    assert _of(found, AlertKind.DEPOSIT) == []
+
+
+def test_deposit_alert_on_an_ended_lease_and_its_command_works(tmp_path: Path, cli: Cli) -> None:
+    path = tmp_path / "l.db"
+    with _open(path) as ledger:
+        _node(ledger, "c1", gpus=8)
+        _lease(ledger, "c1", billing_type="contract", unit_price="36000", start="2025-09-01",
+               end="2026-09-01", deposit="72000")  # fmt: skip
+        ledger.end_lease("c1", datetime(2026, 9, 1, tzinfo=UTC))
+        ledger.archive_node("c1")
+        (alert,) = _of(evaluate(gather(ledger, CONFIG, NOW), CONFIG, NOW), AlertKind.DEPOSIT)
+    assert alert.message.startswith("c1: deposit ¥72,000.00 not refunded 80 days after")
+    command = alert.action.removeprefix("ask the provider for the refund, then record it: ")
+    assert command == "zuka lease edit c1 --start '2025-09-01 00:00' --deposit-refund refunded"
+    done = cli(*shlex.split(command)[1:], ledger=path)
+    assert done.code == 0, done.err
+    with _open(path) as ledger:
+        assert _of(evaluate(gather(ledger, CONFIG, NOW), CONFIG, NOW), AlertKind.DEPOSIT) == []

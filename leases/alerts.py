@@ -49,6 +49,9 @@ UNDERUSE_CLEAR_MARGIN = 0.05
 TEMPERATURE_CLEAR_C = 5.0
 # A starved alert clears when the window's mean utilisation rises this far above the line.
 STARVED_CLEAR_PCT = 10.0
+# A starved window whose utilisation never reached this did no work at all (0 %): an idle
+# process holding the GPUs, not a job waiting for data.
+IDLE_HELD_PCT = 1.0
 # Share of a window's minutes that must have readings before use is judged over it.
 COVERAGE = 0.9
 # Readings older than this say nothing about the node now (no collector runs).
@@ -539,6 +542,35 @@ def _idle_since(
     return since
 
 
+_MINUTE = timedelta(minutes=1)
+
+
+def _known_idle(
+    minutes: Sequence[NodeMinute], since: datetime, now: datetime
+) -> list[tuple[datetime, datetime]]:
+    """The spans of [since, now) known idle: runs of minutes held (all idle from `since`
+    on: _idle_since), the stretch before the first minute held (NodeFacts.idle_from, read
+    from idle hours), and the minute now running after a last idle minute."""
+    hi = int(now.timestamp()) // 60
+    lo = since.timestamp() / 60
+    held = [m.minute for m in minutes if lo <= m.minute < hi]
+    spans: list[tuple[int, int]] = []
+    for m in held:
+        if spans and spans[-1][1] == m:
+            spans[-1] = (spans[-1][0], m + 1)
+        else:
+            spans.append((m, m + 1))
+    out = [
+        (datetime.fromtimestamp(a * 60, now.tzinfo), datetime.fromtimestamp(z * 60, now.tzinfo))
+        for a, z in spans
+    ]
+    if out and since < out[0][0] and minutes and minutes[0].minute == spans[0][0]:
+        out[0] = (since, out[0][1])  # idle before the first minute held (hour roll-ups)
+    if out and spans[-1][1] == hi:
+        out[-1] = (out[-1][0], now)
+    return out
+
+
 def _forgotten(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
     b = f.billed
     if b is None or b.lease.billing_type not in HOURLY_TYPES or b.lease.start > now:
@@ -548,17 +580,27 @@ def _forgotten(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
         return
     lease = b.lease
     since = since.astimezone(billing.zone(lease))  # shown in the lease's billing zone
-    # The lease's price (times its cards) over the idle hours since then.
-    spent = billing.accrued(
-        lease, max(since, lease.start), now, stops=f.stops, cards=f.node.gpu_count or None
-    )
+    # The lease's price (times its cards) over the minutes known idle since then: a gap
+    # without readings inside the stretch is unknown, never idle yuan.
+    spans = _known_idle(f.minutes, since, now)
+    spent = sum(
+        (
+            billing.accrued(lease, max(a, lease.start), z, stops=f.stops,
+                            cards=f.node.gpu_count or None)
+            for a, z in spans
+            if z > lease.start
+        ),
+        Decimal(0),
+    )  # fmt: skip
+    unknown = (now - since) - sum((z - a for a, z in spans), timedelta(0))
+    gaps = f", {_days(unknown)} of it without readings, not counted" if unknown >= _MINUTE else ""
     yield _alert(
         f,
         AlertKind.FORGOTTEN,
         Severity.WARNING,
         f"{visible(f.node.name)}: every GPU idle since {since:%Y-%m-%d %H:%M %Z} "
-        f"({_days(now - since)}), billed by the hour: {yuan(spent, lease.currency)} spent on it"
-        " while idle",
+        f"({_days(now - since)}{gaps}), billed by the hour: {yuan(spent, lease.currency)} spent"
+        " on it while idle",
         "stop or release the instance if nobody needs it",
         lease=lease,
         amount=spent,
@@ -592,17 +634,39 @@ def _starved(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Aler
     else:
         return
     mean = sum(utils) / len(utils)
-    yield _alert(
-        f,
-        AlertKind.STARVED,
-        Severity.WARNING,
-        f"{visible(f.node.name)}: GPU processes run on {len(gpus)} GPUs but utilisation "
-        f"stayed below {config.starved_util:.0f} % for {config.starved_minutes} minutes "
-        f"(mean {mean:.0f} %): data loading or communication is the bottleneck",
-        "raise batch size or DataLoader workers (num_workers, pin_memory), or check the "
-        "network between nodes",
-        level=level,
-    )
+    name, span = visible(f.node.name), config.starved_minutes
+    # The words say what the figures show: "stayed below" only when it did (RAISE); a
+    # held alert gives its mean against the line it clears at.
+    if level is Level.RAISE:
+        shown = (
+            f"utilisation stayed below {config.starved_util:.0f} % for {span} minutes"
+            f" (mean {mean:.0f} %, at most {max(utils):.0f} %)"
+        )
+    else:
+        shown = (
+            f"utilisation averaged {mean:.0f} % over the last {span} minutes (it clears above"
+            f" {config.starved_util + STARVED_CLEAR_PCT:.0f} %)"
+        )
+    if max(utils) < IDLE_HELD_PCT:
+        # No kernel ran at all: nothing is waiting for data; a process holds the GPUs idle.
+        said = (
+            f"{name}: GPU processes hold {len(gpus)} GPUs but did no work: {shown}; a"
+            " forgotten notebook or a hung job, not a slow one"
+        )
+        action = (
+            f"find whose process it is (zuka node show {name}) and end it if nobody needs it;"
+            " a hung job: check its logs (NCCL, a deadlock)"
+        )
+    else:
+        said = (
+            f"{name}: GPU processes run on {len(gpus)} GPUs but {shown}: data loading or"
+            " communication is the bottleneck"
+        )
+        action = (
+            "raise batch size or DataLoader workers (num_workers, pin_memory), or check the "
+            "network between nodes"
+        )
+    yield _alert(f, AlertKind.STARVED, Severity.WARNING, said, action, level=level)
 
 
 # -- reachability and readings -------------------------------------------------------------
@@ -642,11 +706,15 @@ def _gap_rules(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
     release = g.start + timedelta(days=lease.release_after_stopped_days)
     if now < release - timedelta(days=config.release_notice_days):
         return
+    # In the lab's zone (the lease's billing zone), as every other alert: the gap's start
+    # is stored in UTC.
+    tz = billing.zone(lease)
+    gone, release = g.start.astimezone(tz), release.astimezone(tz)
     yield _alert(
         f,
         AlertKind.RELEASE_SOON,
         Severity.CRITICAL,
-        f"{name}: stopped or unreachable since {g.start:%Y-%m-%d %H:%M %Z}; the platform "
+        f"{name}: stopped or unreachable since {gone:%Y-%m-%d %H:%M %Z}; the platform "
         f"releases it after {lease.release_after_stopped_days} days stopped, about "
         f"{release:%Y-%m-%d %H:%M %Z}, and wipes its disks",
         "start the instance (or copy its data off) before then",
@@ -701,8 +769,10 @@ def _readings(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
             "ask the provider why (reinstall? another machine?); only if satisfied, remove "
             "the old key from known_hosts",
         )
-    if r.health is not NodeHealth.OK or now - r.at > FRESH:
-        return
+    # A reading that is not fresh (or a node not read now) says nothing new: it neither
+    # raises an alert nor clears one (HOLD keeps an open one open, with its last figure).
+    fresh = r.health is NodeHealth.OK and now - r.at <= FRESH
+    when = "" if fresh else f" when last read, {_days(now - r.at)} ago"
     for s in r.gpus:
         if s.temp_c is not None and s.temp_c >= config.temperature_c - TEMPERATURE_CLEAR_C:
             yield _alert(
@@ -711,18 +781,19 @@ def _readings(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
                 Severity.CRITICAL
                 if s.temp_c >= config.temperature_c + TEMPERATURE_CLEAR_C
                 else Severity.WARNING,
-                f"{name}: GPU {s.index} at {s.temp_c:.0f} °C (alert at "
+                f"{name}: GPU {s.index} at {s.temp_c:.0f} °C{when} (alert at "
                 f"{config.temperature_c:.0f} °C)",
                 "ask the provider to check cooling; the card throttles and may fail",
                 key=f"gpu{s.index}",
-                level=Level.RAISE if s.temp_c >= config.temperature_c else Level.HOLD,
+                level=Level.RAISE if fresh and s.temp_c >= config.temperature_c else Level.HOLD,
             )
         if s.ecc_uncorrected:
             yield _alert(
                 f,
                 AlertKind.ECC,
                 Severity.CRITICAL,
-                f"{name}: GPU {s.index} reports {s.ecc_uncorrected} uncorrected ECC errors",
+                f"{name}: GPU {s.index} reports {s.ecc_uncorrected} uncorrected ECC errors{when}",
                 "ask the provider to reset or replace the card; results on it are suspect",
                 key=f"gpu{s.index}",
+                level=Level.RAISE if fresh else Level.HOLD,
             )

@@ -12,6 +12,7 @@ import json
 import shlex
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -20,12 +21,13 @@ from test_forms import FormHost, demo, fill, lease_form, opened, save_refused  #
 
 from leases import alertstate, records
 from leases.alertfacts import gather
-from leases.alerts import Alert, AlertKind, evaluate
-from leases.alertwatch import AlertWatch, check
+from leases.alerts import Alert, AlertKind, Level, NodeFacts, evaluate
+from leases.alertwatch import AlertWatch, check, message_of
 from leases.config import AlertsConfig
 from leases.history import GpuMinute, NodeMinute
 from leases.ledger import Ledger
-from leases.models import GpuSample, Latest, NodeHealth
+from leases.models import GpuProcess, GpuSample, Latest, NodeHealth
+from leases.notify import render
 from leases.rollups import HistoryStore
 
 CONFIG = AlertsConfig()
@@ -290,3 +292,115 @@ def test_deposit_alert_on_an_ended_lease_and_its_command_works(tmp_path: Path, c
     assert done.code == 0, done.err
     with _open(path) as ledger:
         assert _of(evaluate(gather(ledger, CONFIG, NOW), CONFIG, NOW), AlertKind.DEPOSIT) == []
+
+
+# -- defect 6: figures and words --------------------------------------------------------------
+
+
+def test_forgotten_counts_only_the_known_idle_minutes(tmp_path: Path) -> None:
+    """10 idle minutes, 50 without readings, 120 idle: ¥10.50 an hour over the 130 known
+    idle minutes, not over 3 hours."""
+    path = tmp_path / "l.db"
+    with _open(path) as ledger:
+        _node(ledger, "f1", gpus=1)
+        _lease(ledger, "f1", billing_type="hourly", unit_price="10.50", start="2026-11-01")
+        _idle_now(ledger, "f1", [*range(HI - 180, HI - 170), *range(HI - 120, HI)])
+        (alert,) = _of(evaluate(gather(ledger, CONFIG, NOW), CONFIG, NOW), AlertKind.FORGOTTEN)
+    assert alert.yuan == Decimal("22.75")  # 10.50 * 130 / 60 (main said 31.50)
+    assert "(3 hours, 50 minutes of it without readings, not counted)" in alert.message
+    assert "¥22.75 spent on it while idle" in alert.message
+
+
+def _starved_facts(util: float) -> list[Alert]:
+    node = records.node_from({"name": "s1", "ssh_host": "10.0.0.9", "gpu_count": 1})
+    sample = GpuSample("s1", NOW, 0, uuid="GPU-a", util_gpu=util, mem_used_mib=20000.0)
+    latest = Latest("s1", NOW, NodeHealth.OK, "", None, (sample,),
+                    (GpuProcess("s1", "GPU-a", 4242, "python"),))  # fmt: skip
+    minute = GpuMinute(0, 6, util, util, 20000.0, 60.0, 300.0)
+    minutes = tuple(NodeMinute("s1", m, (minute,)) for m in range(HI - 40, HI))
+    return _of(
+        evaluate([NodeFacts(node, latest=latest, minutes=minutes)], CONFIG, NOW),
+        AlertKind.STARVED,
+    )
+
+
+def test_a_process_at_0_percent_is_not_called_starved_for_data() -> None:
+    (alert,) = _starved_facts(0.0)
+    assert "data loading" not in alert.message and "DataLoader" not in alert.action
+    assert "hold 1 GPUs but did no work" in alert.message
+    assert "a forgotten notebook or a hung job" in alert.message
+    (slow,) = _starved_facts(20.0)  # a job that works, slowly: starved for data
+    assert "data loading or communication is the bottleneck" in slow.message
+
+
+def test_a_held_starved_alert_says_what_its_figures_show() -> None:
+    (alert,) = _starved_facts(45.0)
+    assert alert.level is Level.HOLD
+    assert "stayed below" not in alert.message
+    assert "utilisation averaged 45 % over the last 30 minutes (it clears above 50 %)" in (
+        alert.message
+    )
+    (raised,) = _starved_facts(20.0)
+    assert "stayed below 40 % for 30 minutes (mean 20 %, at most 20 %)" in raised.message
+
+
+def test_a_failed_login_is_not_filed_as_unreachable(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    with _open(path) as ledger:
+        _node(ledger, "a1", gpus=1)
+        HistoryStore(ledger).open_gap("a1", NOW - timedelta(hours=1), NodeHealth.AUTH_FAILED,
+                                      "Permission denied (publickey)")  # fmt: skip
+        found = evaluate(gather(ledger, CONFIG, NOW), CONFIG, NOW)
+    assert [a.kind for a in found] == [AlertKind.LOGIN_FAILED]
+    assert "refuses zuka's login" in found[0].message
+    assert "Permission denied (publickey)" in found[0].message
+
+
+def test_a_stale_reading_never_clears_a_temperature_alert(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    hot = GpuSample("t1", NOW, 0, util_gpu=90.0, temp_c=95.0)
+    with _open(path) as ledger:
+        _node(ledger, "t1", gpus=1)
+        HistoryStore(ledger).write_latest([Latest("t1", NOW, NodeHealth.OK, "", None, (hot,), ())])
+        check(ledger, CONFIG, ledger.clock)
+        (alert,) = alertstate.alerts(ledger, NOW)
+    assert alert.kind == "temperature" and alert.severity.value == "critical"
+    later = NOW + timedelta(minutes=30)  # no reading since: it says nothing new
+    with _open(path, later) as ledger:
+        check(ledger, CONFIG, ledger.clock)
+        (held,) = alertstate.alerts(ledger, later)
+    assert held.id == alert.id and held.cleared_at is None
+    assert "at 95 °C when last read, 30 minutes ago" in held.message
+    # A stale cool reading raises nothing either.
+    path2 = tmp_path / "l2.db"
+    with _open(path2, later) as ledger:
+        _node(ledger, "t1", gpus=1)
+        HistoryStore(ledger).write_latest([Latest("t1", NOW, NodeHealth.OK, "", None, (hot,), ())])
+        check(ledger, CONFIG, ledger.clock)
+        assert alertstate.alerts(ledger, later) == []
+
+
+def test_release_times_are_in_the_lab_zone(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    with _open(path) as ledger:
+        _node(ledger, "r1", gpus=1)
+        _lease(ledger, "r1", billing_type="hourly", unit_price="3", start="2026-11-01",
+               release_after_stopped_days=3)  # fmt: skip
+        HistoryStore(ledger).open_gap("r1", datetime(2026, 11, 18, 2, 0, tzinfo=UTC),
+                                      NodeHealth.UNREACHABLE, "no route")  # fmt: skip
+        (alert,) = _of(evaluate(gather(ledger, CONFIG, NOW), CONFIG, NOW), AlertKind.RELEASE_SOON)
+    assert "since 2026-11-18 10:00 CST" in alert.message
+    assert "about 2026-11-21 10:00 CST" in alert.message
+    assert "UTC" not in alert.message
+
+
+def test_a_notification_title_says_zuka_and_the_severity_once(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    with _open(path) as ledger:
+        _node(ledger, "d1", gpus=8)
+        _lease(ledger, "d1", billing_type="monthly", unit_price="30000", start="2026-10-23",
+               end="2026-11-23")  # fmt: skip
+        check(ledger, CONFIG, ledger.clock)
+        (alert,) = alertstate.alerts(ledger, NOW)
+    title, _ = render(message_of(alert))
+    assert title == "[zuka] warning: lease ending on d1"

@@ -48,7 +48,8 @@ def message_of(alert: StoredAlert) -> Message:
     """The notification for an alert; one per alert and severity (the dedupe key)."""
     body = alert.message + (f"\n→ {alert.action}" if alert.action else "")
     return Message(
-        f"zuka {alert.severity.value}: {alert.kind.replace('_', ' ')} on {alert.node}",
+        # notify.render puts "[zuka] SEVERITY: " before it: said once.
+        f"{alert.kind.replace('_', ' ')} on {alert.node}",
         body,
         alert.severity,
         key=f"alert:{alert.id}:{alert.severity.value}",

@@ -13,9 +13,12 @@ from decimal import Decimal
 
 from leases.alerts import (
     COVERAGE,
+    EVERY_RULE,
     HOURLY_TYPES,
+    MINUTE_RULES,
     STARVED_CLEAR_PCT,
     UNDERUSE_CLEAR_MARGIN,
+    UNDERUSE_RULE,
     UNDERUSE_TYPES,
     AlertKind,
     Gap,
@@ -24,12 +27,14 @@ from leases.alerts import (
 )
 from leases.billing import CardHours, Stop
 from leases.config import AlertsConfig
+from leases.errors import InputError
 from leases.history import NodeMinute, busy_verdict, unpack_minute
 from leases.ledger import Ledger
 from leases.models import Latest, Lease, NodeHealth, NodeState
 from leases.offboard.evidence import progress
 from leases.renewals import billing_now
 from leases.rollups import HistoryStore
+from leases.textsafe import visible
 
 # A GPU counts towards the peak of busy cards in an hour it was busy at least half of.
 PEAK_BUSY_MINUTES = 30
@@ -79,7 +84,6 @@ def gather(
     if cache is not None:  # figures of earlier hours are not needed again
         for key in [k for k in cache if k[2] != until]:
             del cache[key]
-    window = timedelta(days=config.underuse_window_days)
     offboarding = progress(ledger)  # one read: the lease-end alert names where it stands
     out: list[NodeFacts] = []
     for node in ledger.nodes():
@@ -89,7 +93,12 @@ def gather(
         if node.state is NodeState.RELEASED:
             out.append(NodeFacts(node, leases))
             continue
-        now_billing = billing_now(leases, now) if leases else None
+        # One node's rows that cannot be read cost that node's rules, never the fleet's.
+        try:
+            now_billing = billing_now(leases, now) if leases else None
+        except Exception as exc:
+            out.append(NodeFacts(node, leases, unread=((EVERY_RULE, *_why(exc)),)))
+            continue
         facts = NodeFacts(
             node,
             leases,
@@ -99,33 +108,79 @@ def gather(
             offboard=offboarding.get(node.id),
             stops=tuple(stops_of.get(node.id, ())),
         )
-        lease = now_billing.lease if now_billing else None
-        cards = node.gpu_count or None
-        if lease is not None and lease.billing_type in UNDERUSE_TYPES:
-            since = max(lease.start, until - window)
-            if since < until and (lease.cards_billed or cards):
-                key = (lease, since, until, cards, facts.stops)
-                hit = cache.get(key) if cache is not None else None
-                if hit is None:
-                    usage = store.lease_usage(lease, since, until, stops=facts.stops, cards=cards)
-                    peak = None
-                    # The peak (unpacking every hour) only where the underuse rule may speak.
-                    if usage.paid and (usage.busy + usage.unknown) / usage.paid < Decimal(
-                        str(config.underuse_threshold + UNDERUSE_CLEAR_MARGIN)
-                    ):
-                        peak = _peak(store, node.name, since, until)
-                    hit = (usage, peak)
-                    if cache is not None:
-                        cache[key] = hit
-                facts = _with(facts, usage=hit[0], usage_since=since)
-                if hit[1] is not None:
-                    facts = _with(facts, peak_busy_cards=hit[1])
-        minutes = _minutes_wanted(facts, config, now, open_kinds.get(node.id, set()))
-        if minutes:
-            held = _minutes(ledger, node.id, now - minutes, now)
-            facts = _with(facts, minutes=held, idle_from=_idle_from(ledger, node.id, held, now))
+        # History that cannot be read costs only the rules that judge it.
+        try:
+            facts = _usage_facts(facts, store, config, now, cache)
+        except Exception as exc:
+            facts = _with(facts, unread=((UNDERUSE_RULE, *_why(exc)),))
+        try:
+            facts = _minute_facts(facts, ledger, config, now, open_kinds)
+        except Exception as exc:
+            facts = _with(facts, unread=facts.unread + tuple((r, *_why(exc)) for r in MINUTE_RULES))
         out.append(facts)
     return out
+
+
+def _why(exc: Exception) -> tuple[str, str]:
+    """(why, fix) for facts of a node that could not be read."""
+    if isinstance(exc, InputError):
+        return visible(f"{exc.field}: {exc.reason}", 300), "correct that value in the ledger"
+    return (
+        visible(f"{type(exc).__name__}: {exc}", 300),
+        "a fault in zuka or a damaged ledger row: report it with this message",
+    )
+
+
+def _usage_facts(
+    facts: NodeFacts,
+    store: HistoryStore,
+    config: AlertsConfig,
+    now: datetime,
+    cache: UsageCache | None,
+) -> NodeFacts:
+    """The underuse rule's figures, from hour roll-ups."""
+    node, now_billing = facts.node, facts.billed
+    until = _hour_floor(now)
+    window = timedelta(days=config.underuse_window_days)
+    lease = now_billing.lease if now_billing else None
+    cards = node.gpu_count or None
+    if lease is not None and lease.billing_type in UNDERUSE_TYPES:
+        since = max(lease.start, until - window)
+        if since < until and (lease.cards_billed or cards):
+            key = (lease, since, until, cards, facts.stops)
+            hit = cache.get(key) if cache is not None else None
+            if hit is None:
+                usage = store.lease_usage(lease, since, until, stops=facts.stops, cards=cards)
+                peak = None
+                # The peak (unpacking every hour) only where the underuse rule may speak.
+                if usage.paid and (usage.busy + usage.unknown) / usage.paid < Decimal(
+                    str(config.underuse_threshold + UNDERUSE_CLEAR_MARGIN)
+                ):
+                    peak = _peak(store, node.name, since, until)
+                hit = (usage, peak)
+                if cache is not None:
+                    cache[key] = hit
+            facts = _with(facts, usage=hit[0], usage_since=since)
+            if hit[1] is not None:
+                facts = _with(facts, peak_busy_cards=hit[1])
+    return facts
+
+
+def _minute_facts(
+    facts: NodeFacts,
+    ledger: Ledger,
+    config: AlertsConfig,
+    now: datetime,
+    open_kinds: dict[int, set[str]],
+) -> NodeFacts:
+    """The minute rules' minutes, where a rule may hold."""
+    node = facts.node
+    assert node.id is not None
+    minutes = _minutes_wanted(facts, config, now, open_kinds.get(node.id, set()))
+    if minutes:
+        held = _minutes(ledger, node.id, now - minutes, now)
+        facts = _with(facts, minutes=held, idle_from=_idle_from(ledger, node.id, held, now))
+    return facts
 
 
 def _with(facts: NodeFacts, **changes: object) -> NodeFacts:

@@ -13,7 +13,7 @@ minutes it has no readings for.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from leases import billing, fields
 from leases.config import AlertsConfig
+from leases.errors import InputError
 from leases.history import NodeMinute
 from leases.models import (
     BillingType,
@@ -48,6 +49,9 @@ UNDERUSE_CLEAR_MARGIN = 0.05
 TEMPERATURE_CLEAR_C = 5.0
 # A starved alert clears when the window's mean utilisation rises this far above the line.
 STARVED_CLEAR_PCT = 10.0
+# A starved window whose utilisation never reached this did no work at all (0 %): an idle
+# process holding the GPUs, not a job waiting for data.
+IDLE_HELD_PCT = 1.0
 # Share of a window's minutes that must have readings before use is judged over it.
 COVERAGE = 0.9
 # Readings older than this say nothing about the node now (no collector runs).
@@ -71,9 +75,13 @@ class AlertKind(StrEnum):
     HOURLY_AFTER_END = "hourly_after_end"  # a prepaid lease past its end, billed by the hour
     UNREACHABLE = "unreachable"
     STOPPED_QUESTION = "stopped_question"  # unread for hours: was it stopped? record it
+    LOGIN_FAILED = "login_failed"  # it answers but refuses our login: not unreachable
     HOSTKEY = "hostkey_changed"
     TEMPERATURE = "temperature"
     ECC = "ecc_errors"
+    # A rule that could not be evaluated on a node (a row it cannot read): said as an
+    # alert of its own, so that one bad row silences only that rule on that node.
+    UNEVALUATED = "cannot_evaluate"
 
 
 class Level(StrEnum):
@@ -131,6 +139,10 @@ class NodeFacts:
     offboard: Progress | None = None
     # The node's recorded stops (leases.stops), applied by the lease's stopped_billing.
     stops: tuple[billing.Stop, ...] = ()
+    # Facts that could not be read for it (alertfacts.gather): (rule, why, fix), rule
+    # a name of node_alerts' rules or EVERY_RULE; such a rule is not run but said as a
+    # "cannot evaluate" alert (a missing fact is never taken for "nothing to say").
+    unread: tuple[tuple[str, str, str], ...] = ()
 
 
 def yuan(amount: Decimal, currency: str) -> str:
@@ -187,18 +199,82 @@ def evaluate(facts: Sequence[NodeFacts], config: AlertsConfig, now: datetime) ->
     return out
 
 
+EVERY_RULE = "every rule"
+UNDERUSE_RULE = "underuse"
+MINUTE_RULES = ("forgotten instance", "starved")
+Rule = Callable[["NodeFacts", AlertsConfig, datetime], Iterator[Alert]]
+
+
 def node_alerts(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
-    yield from _deposits(f, config, now)
-    if f.node.state is NodeState.RELEASED:
-        return  # an archived node is read no more: only its money is still open
-    yield from _lease_end(f, config, now)
-    yield from _autorenew(f, config, now)
-    yield from _hourly_after_end(f, now)
-    yield from _underuse(f, config)
-    yield from _forgotten(f, config, now)
-    yield from _starved(f, config, now)
-    yield from _gap_rules(f, config, now)
-    yield from _readings(f, config, now)
+    """One node's alerts, rule by rule: a rule that fails on this node's rows becomes a
+    "cannot evaluate" alert of its own, and every other rule (and node) still speaks."""
+    unread = {rule: (why, fix) for rule, why, fix in f.unread}
+    if EVERY_RULE in unread:
+        # Its facts could not be read at all: no rule may take a missing fact for "none".
+        yield _unevaluated(f, EVERY_RULE, *unread[EVERY_RULE])
+        return
+    rules: list[tuple[str, Rule]] = [("deposit", _deposits)]
+    if f.node.state is not NodeState.RELEASED:
+        # An archived node is read no more: only its money is still open.
+        rules += [
+            ("lease end", _lease_end),
+            ("auto-renew", _autorenew),
+            ("hourly after end", lambda f, c, now: _hourly_after_end(f, now)),
+            (UNDERUSE_RULE, lambda f, c, now: _underuse(f, c)),
+            (MINUTE_RULES[0], _forgotten),
+            (MINUTE_RULES[1], _starved),
+            ("no readings", _gap_rules),
+            ("readings", _readings),
+        ]
+    for name, rule in rules:
+        if name in unread:
+            yield _unevaluated(f, f"the {name} rule", *unread[name])
+            continue
+        try:
+            found = list(rule(f, config, now))
+        except Exception as exc:  # any failure is the rule's on this node, not the fleet's
+            yield _unevaluated(f, f"the {name} rule", *_failure(f, exc))
+            continue
+        yield from found
+
+
+def _failure(f: NodeFacts, exc: Exception) -> tuple[str, str]:
+    """Why a rule failed on a node's rows, and what fixes it."""
+    name = visible(f.node.name)
+    if isinstance(exc, InputError) and exc.field == "cards_billed":
+        lease = next(
+            (le for le in reversed(f.leases)
+             if le.billing_type is BillingType.CARD_HOUR and not le.cards_billed),
+            None,
+        )  # fmt: skip
+        if lease is not None:
+            start = fields.shown(lease.start, lease.billing_tz)
+            command = f"zuka lease edit {shlex.quote(f.node.name)} --start {shlex.quote(start)}"
+            return (
+                f"its card_hour lease from {start} does not say how many cards it pays for"
+                " and the node has no GPU count",
+                f"{visible(command)} --cards N",
+            )
+    if isinstance(exc, InputError):
+        return (
+            visible(f"{exc.field}: {exc.reason}", 300),
+            f"correct it in the ledger (zuka lease list {name}; zuka node show {name})",
+        )
+    return (
+        visible(f"{type(exc).__name__}: {exc}", 300),
+        "a fault in zuka: report it with this message; the other rules still run",
+    )
+
+
+def _unevaluated(f: NodeFacts, what: str, why: str, fix: str) -> Alert:
+    return _alert(
+        f,
+        AlertKind.UNEVALUATED,
+        Severity.WARNING,
+        f"cannot evaluate {visible(f.node.name)} ({what}): {why} — fix: {fix}",
+        fix,
+        key=what,  # one alert a rule: it clears when that rule runs again
+    )
 
 
 # -- money and dates ------------------------------------------------------------------------
@@ -322,9 +398,14 @@ def _hourly_after_end(f: NodeFacts, now: datetime) -> Iterator[Alert]:
 
 
 def _deposits(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
-    open_ = f.billed.chain if f.billed else ()
+    b = f.billed
+    open_ = b.chain if b else ()
     for lease in f.leases:
         if not lease.deposit or lease.deposit_refund not in (RefundState.NONE, RefundState.PENDING):
+            continue
+        if b is not None and b.bills and any(le.id == lease.id for le in open_):
+            # Its chain still bills: past its own end, it renews itself (auto-renew) or
+            # the provider bills it by the hour (on_expiry hourly); nothing was handed back.
             continue
         ended = lease.ended_at or lease.end
         if ended is None or any(le.start >= ended for le in open_ if le is not lease):
@@ -337,8 +418,14 @@ def _deposits(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
             Severity.WARNING,
             f"{visible(f.node.name)}: deposit {yuan(lease.deposit, lease.currency)} not refunded "
             f"{_days(now - ended)} after the lease ended {ended:%Y-%m-%d}",
+            # The lease by its start: without --start `lease edit` picks the lease billing
+            # now, and an ended lease bills no more.
             "ask the provider for the refund, then record it: "
-            f"zuka lease edit {visible(f.node.name)} --deposit-refund refunded",
+            + visible(
+                f"zuka lease edit {shlex.quote(f.node.name)} --start"
+                f" {shlex.quote(fields.shown(lease.start, lease.billing_tz))}"
+                " --deposit-refund refunded"
+            ),
             lease=lease,
             amount=lease.deposit,
         )
@@ -455,6 +542,35 @@ def _idle_since(
     return since
 
 
+_MINUTE = timedelta(minutes=1)
+
+
+def _known_idle(
+    minutes: Sequence[NodeMinute], since: datetime, now: datetime
+) -> list[tuple[datetime, datetime]]:
+    """The spans of [since, now) known idle: runs of minutes held (all idle from `since`
+    on: _idle_since), the stretch before the first minute held (NodeFacts.idle_from, read
+    from idle hours), and the minute now running after a last idle minute."""
+    hi = int(now.timestamp()) // 60
+    lo = since.timestamp() / 60
+    held = [m.minute for m in minutes if lo <= m.minute < hi]
+    spans: list[tuple[int, int]] = []
+    for m in held:
+        if spans and spans[-1][1] == m:
+            spans[-1] = (spans[-1][0], m + 1)
+        else:
+            spans.append((m, m + 1))
+    out = [
+        (datetime.fromtimestamp(a * 60, now.tzinfo), datetime.fromtimestamp(z * 60, now.tzinfo))
+        for a, z in spans
+    ]
+    if out and since < out[0][0] and minutes and minutes[0].minute == spans[0][0]:
+        out[0] = (since, out[0][1])  # idle before the first minute held (hour roll-ups)
+    if out and spans[-1][1] == hi:
+        out[-1] = (out[-1][0], now)
+    return out
+
+
 def _forgotten(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
     b = f.billed
     if b is None or b.lease.billing_type not in HOURLY_TYPES or b.lease.start > now:
@@ -464,17 +580,27 @@ def _forgotten(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
         return
     lease = b.lease
     since = since.astimezone(billing.zone(lease))  # shown in the lease's billing zone
-    # The lease's price (times its cards) over the idle hours since then.
-    spent = billing.accrued(
-        lease, max(since, lease.start), now, stops=f.stops, cards=f.node.gpu_count or None
-    )
+    # The lease's price (times its cards) over the minutes known idle since then: a gap
+    # without readings inside the stretch is unknown, never idle yuan.
+    spans = _known_idle(f.minutes, since, now)
+    spent = sum(
+        (
+            billing.accrued(lease, max(a, lease.start), z, stops=f.stops,
+                            cards=f.node.gpu_count or None)
+            for a, z in spans
+            if z > lease.start
+        ),
+        Decimal(0),
+    )  # fmt: skip
+    unknown = (now - since) - sum((z - a for a, z in spans), timedelta(0))
+    gaps = f", {_days(unknown)} of it without readings, not counted" if unknown >= _MINUTE else ""
     yield _alert(
         f,
         AlertKind.FORGOTTEN,
         Severity.WARNING,
         f"{visible(f.node.name)}: every GPU idle since {since:%Y-%m-%d %H:%M %Z} "
-        f"({_days(now - since)}), billed by the hour: {yuan(spent, lease.currency)} spent on it"
-        " while idle",
+        f"({_days(now - since)}{gaps}), billed by the hour: {yuan(spent, lease.currency)} spent"
+        " on it while idle",
         "stop or release the instance if nobody needs it",
         lease=lease,
         amount=spent,
@@ -508,17 +634,39 @@ def _starved(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Aler
     else:
         return
     mean = sum(utils) / len(utils)
-    yield _alert(
-        f,
-        AlertKind.STARVED,
-        Severity.WARNING,
-        f"{visible(f.node.name)}: GPU processes run on {len(gpus)} GPUs but utilisation "
-        f"stayed below {config.starved_util:.0f} % for {config.starved_minutes} minutes "
-        f"(mean {mean:.0f} %): data loading or communication is the bottleneck",
-        "raise batch size or DataLoader workers (num_workers, pin_memory), or check the "
-        "network between nodes",
-        level=level,
-    )
+    name, span = visible(f.node.name), config.starved_minutes
+    # The words say what the figures show: "stayed below" only when it did (RAISE); a
+    # held alert gives its mean against the line it clears at.
+    if level is Level.RAISE:
+        shown = (
+            f"utilisation stayed below {config.starved_util:.0f} % for {span} minutes"
+            f" (mean {mean:.0f} %, at most {max(utils):.0f} %)"
+        )
+    else:
+        shown = (
+            f"utilisation averaged {mean:.0f} % over the last {span} minutes (it clears above"
+            f" {config.starved_util + STARVED_CLEAR_PCT:.0f} %)"
+        )
+    if max(utils) < IDLE_HELD_PCT:
+        # No kernel ran at all: nothing is waiting for data; a process holds the GPUs idle.
+        said = (
+            f"{name}: GPU processes hold {len(gpus)} GPUs but did no work: {shown}; a"
+            " forgotten notebook or a hung job, not a slow one"
+        )
+        action = (
+            f"find whose process it is (zuka node show {name}) and end it if nobody needs it;"
+            " a hung job: check its logs (NCCL, a deadlock)"
+        )
+    else:
+        said = (
+            f"{name}: GPU processes run on {len(gpus)} GPUs but {shown}: data loading or"
+            " communication is the bottleneck"
+        )
+        action = (
+            "raise batch size or DataLoader workers (num_workers, pin_memory), or check the "
+            "network between nodes"
+        )
+    yield _alert(f, AlertKind.STARVED, Severity.WARNING, said, action, level=level)
 
 
 # -- reachability and readings -------------------------------------------------------------
@@ -530,9 +678,19 @@ def _gap_rules(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
         return
     name = visible(f.node.name)
     down = now - g.start
-    if g.health is not NodeHealth.HOSTKEY_CHANGED and down >= timedelta(
-        minutes=config.unreachable_minutes
-    ):
+    late = down >= timedelta(minutes=config.unreachable_minutes)
+    if g.health is NodeHealth.AUTH_FAILED and late:
+        # It answers, and refuses our login: the console says nothing about that.
+        yield _alert(
+            f,
+            AlertKind.LOGIN_FAILED,
+            Severity.WARNING,
+            f"{name}: it answers but refuses zuka's login, no readings for {_days(down)} "
+            f"({visible(g.detail, 200)})",
+            f"check the user and key zuka logs in with (zuka node show {name}; zuka node edit"
+            f" {name} --ssh ...), or whether the provider reset the instance's keys",
+        )
+    elif g.health is not NodeHealth.HOSTKEY_CHANGED and late:
         yield _alert(
             f,
             AlertKind.UNREACHABLE,
@@ -548,11 +706,15 @@ def _gap_rules(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
     release = g.start + timedelta(days=lease.release_after_stopped_days)
     if now < release - timedelta(days=config.release_notice_days):
         return
+    # In the lab's zone (the lease's billing zone), as every other alert: the gap's start
+    # is stored in UTC.
+    tz = billing.zone(lease)
+    gone, release = g.start.astimezone(tz), release.astimezone(tz)
     yield _alert(
         f,
         AlertKind.RELEASE_SOON,
         Severity.CRITICAL,
-        f"{name}: stopped or unreachable since {g.start:%Y-%m-%d %H:%M %Z}; the platform "
+        f"{name}: stopped or unreachable since {gone:%Y-%m-%d %H:%M %Z}; the platform "
         f"releases it after {lease.release_after_stopped_days} days stopped, about "
         f"{release:%Y-%m-%d %H:%M %Z}, and wipes its disks",
         "start the instance (or copy its data off) before then",
@@ -607,8 +769,10 @@ def _readings(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
             "ask the provider why (reinstall? another machine?); only if satisfied, remove "
             "the old key from known_hosts",
         )
-    if r.health is not NodeHealth.OK or now - r.at > FRESH:
-        return
+    # A reading that is not fresh (or a node not read now) says nothing new: it neither
+    # raises an alert nor clears one (HOLD keeps an open one open, with its last figure).
+    fresh = r.health is NodeHealth.OK and now - r.at <= FRESH
+    when = "" if fresh else f" when last read, {_days(now - r.at)} ago"
     for s in r.gpus:
         if s.temp_c is not None and s.temp_c >= config.temperature_c - TEMPERATURE_CLEAR_C:
             yield _alert(
@@ -617,18 +781,19 @@ def _readings(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
                 Severity.CRITICAL
                 if s.temp_c >= config.temperature_c + TEMPERATURE_CLEAR_C
                 else Severity.WARNING,
-                f"{name}: GPU {s.index} at {s.temp_c:.0f} °C (alert at "
+                f"{name}: GPU {s.index} at {s.temp_c:.0f} °C{when} (alert at "
                 f"{config.temperature_c:.0f} °C)",
                 "ask the provider to check cooling; the card throttles and may fail",
                 key=f"gpu{s.index}",
-                level=Level.RAISE if s.temp_c >= config.temperature_c else Level.HOLD,
+                level=Level.RAISE if fresh and s.temp_c >= config.temperature_c else Level.HOLD,
             )
         if s.ecc_uncorrected:
             yield _alert(
                 f,
                 AlertKind.ECC,
                 Severity.CRITICAL,
-                f"{name}: GPU {s.index} reports {s.ecc_uncorrected} uncorrected ECC errors",
+                f"{name}: GPU {s.index} reports {s.ecc_uncorrected} uncorrected ECC errors{when}",
                 "ask the provider to reset or replace the card; results on it are suspect",
                 key=f"gpu{s.index}",
+                level=Level.RAISE if fresh else Level.HOLD,
             )

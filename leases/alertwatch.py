@@ -1,29 +1,38 @@
 """Evaluating alerts now and telling people: what `zuka alerts`, the collector and the
 dashboard's own poller all call.
 
-check() reads the facts, applies the rules and stores the result. AlertWatch runs check()
-every `every_s` seconds at most (a poller calls it after each flush; most calls return at
-once) and hands new and escalated alerts to a notify.Notifier, whose submit() never blocks:
-a dead notification endpoint costs the poller nothing.
+check() reads the facts, applies the rules and stores the result; the new and escalated
+alerts are written to the ledger's alert_outbox in the same transaction (leases.alertstate),
+whoever called it. AlertWatch runs check() every `every_s` seconds at most (a poller calls
+it after each flush; most calls return at once) and gives its notify.Notifier the
+AlertFeed, which takes each waiting outbox row once, in the transaction that queues its
+message: what `zuka alerts` or the dashboard stored first is sent all the same, and never
+twice. The notifier works in its own thread: a dead endpoint costs the poller nothing.
 """
 
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from leases.alertfacts import UsageCache, gather
 from leases.alerts import evaluate
-from leases.alertstate import Change, Changed, StoredAlert, reconcile
+from leases.alertstate import Changed, StoredAlert, by_ids, reconcile
 from leases.config import AlertsConfig, Config
 from leases.ledger import Clock, Ledger
 from leases.notify import Message, Notifier
 from leases.pacing import Every
+from leases.severity import Severity
 
 DEFAULT_EVERY_S = 60.0
-_TOLD = (Change.NEW, Change.ESCALATED)
+# An outbox row no notifier took within this long is dropped unsent: a collector started
+# after days off does not replay old news.
+TOLD_WITHIN = timedelta(hours=24)
 
 
 def check(
@@ -39,11 +48,48 @@ def message_of(alert: StoredAlert) -> Message:
     """The notification for an alert; one per alert and severity (the dedupe key)."""
     body = alert.message + (f"\n→ {alert.action}" if alert.action else "")
     return Message(
-        f"zuka {alert.severity.value}: {alert.kind.replace('_', ' ')} on {alert.node}",
+        # notify.render puts "[zuka] SEVERITY: " before it: said once.
+        f"{alert.kind.replace('_', ' ')} on {alert.node}",
         body,
         alert.severity,
         key=f"alert:{alert.id}:{alert.severity.value}",
     )
+
+
+@dataclass(frozen=True)
+class AlertFeed:
+    """The alerts' outbox (alert_outbox) as a notify.Feed: each row taken once."""
+
+    within: timedelta = TOLD_WITHIN
+
+    def waiting(self, conn: sqlite3.Connection) -> bool:
+        row = conn.execute("SELECT 1 FROM alert_outbox WHERE taken_at IS NULL LIMIT 1")
+        return row.fetchone() is not None
+
+    def take(self, conn: sqlite3.Connection, now: datetime) -> list[Message]:
+        rows = conn.execute(
+            "SELECT id, alert_id, severity, message, action, at FROM alert_outbox"
+            " WHERE taken_at IS NULL ORDER BY id"
+        ).fetchall()
+        conn.executemany(
+            "UPDATE alert_outbox SET taken_at = ? WHERE id = ?",
+            [(now.astimezone(UTC).isoformat(), r[0]) for r in rows],
+        )
+        stored = by_ids(conn, sorted({r[1] for r in rows if isinstance(r[1], int)}))
+        out = []
+        oldest = now - self.within
+        for _, alert_id, severity, message, action, at in rows:
+            try:
+                if datetime.fromisoformat(str(at)) < oldest:
+                    continue
+                # The alert as it was told: its severity, message and action at the change.
+                alert = replace(stored[alert_id], severity=Severity(str(severity)),
+                                message=str(message), action=str(action))  # fmt: skip
+            except (ValueError, TypeError, LookupError):
+                # A row edited behind zuka's back is skipped (marked taken), never the round.
+                continue
+            out.append(message_of(alert))
+        return out
 
 
 class AlertWatch:
@@ -68,12 +114,15 @@ class AlertWatch:
         self.runs = 0
         self.last_changes: list[Changed] = []
         self._cache: UsageCache = {}
+        if notifier is not None:
+            notifier.add_feed(AlertFeed())
 
     def due(self) -> bool:
         return self._pace.due()
 
     def tick(self) -> list[Changed]:
-        """check() if due; never raises (a failure is logged and tried next time)."""
+        """check() if due; never raises (a failure is logged and tried next time). The
+        notifier is woken either way: `zuka alerts` may have stored something to send."""
         if not self._pace.take():
             return []
         try:
@@ -81,12 +130,11 @@ class AlertWatch:
         except Exception:
             self.log.exception("evaluating alerts failed")
             return []
+        finally:
+            if self.notifier is not None:
+                self.notifier.wake()
         self.runs += 1
         self.last_changes = changes
-        if self.notifier is not None:
-            for c in changes:
-                if c.change in _TOLD:
-                    self.notifier.submit(message_of(c.alert))
         return changes
 
     def close(self, timeout: float = 5.0) -> None:

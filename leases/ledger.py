@@ -24,7 +24,7 @@ from urllib.parse import quote
 
 from leases import auditchain, fields, nodelog, records, release, transfer
 from leases.errors import READ_ONLY, InputError, LedgerError, UnknownNode, ledger_failure
-from leases.models import AuditEntry, Lease, Node, NodeState, Provider, Resource
+from leases.models import AuditEntry, BillingType, Lease, Node, NodeState, Provider, Resource
 from leases.offboard import claims
 from leases.records import UNREADABLE, Record, unreadable
 from leases.renewals import (
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 Clock = Callable[[], datetime]
 # How many migrations leases/schema.py holds; tests check the two agree. Kept here so that
 # opening an up-to-date ledger needs neither sqlite-utils nor the schema (faster CLI).
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 # What `resource edit` may correct in how a resource was recorded (new_id: its id).
 _CORRECTIONS = ("new_id", "region", "endpoint")
 # How long a write waits for another writer's transaction before it gives up.
@@ -727,7 +727,7 @@ class Ledger:
             others = self._chain_recurrency(node, lease, new, whole_chain)
             if records.lease_record(new) == records.lease_record(lease):
                 return lease
-            self._check_fits(lease.node, new, lease.id)
+            self._check_fits(lease.node, new, lease.id, before=lease)
             edited = self._update_lease(conn, lease, new, "lease.edit")
             for le in others:
                 self._update_lease(conn, le, replace(le, currency=new.currency), "lease.edit")
@@ -767,9 +767,33 @@ class Ledger:
             " --start WHEN ...)",
         )
 
-    def _check_fits(self, node: str | Node, lease: Lease, lease_id: int | None) -> None:
-        """A lease (new or changed) against its node and the node's other leases."""
+    def _check_fits(
+        self, node: str | Node, lease: Lease, lease_id: int | None, before: Lease | None = None
+    ) -> None:
+        """A lease (new or changed) against its node and the node's other leases. `before`:
+        the lease as stored, for an edit (a row stored before a check existed stays
+        editable in what that check is not about)."""
         found = node if isinstance(node, Node) else self.node(node)
+        kept = before is not None and (before.billing_type, before.cards_billed) == (
+            lease.billing_type,
+            lease.cards_billed,
+        )
+        if (
+            not kept
+            and lease.billing_type is BillingType.CARD_HOUR
+            and not lease.cards_billed
+            and not found.gpu_count
+        ):
+            # Refused here, at every entry (lease add, edit, renew, the form, import): a
+            # card-hour price times no known count cannot be billed, and once the node was
+            # idle the forgotten-instance rule had nothing to multiply.
+            raise InputError(
+                "cards_billed",
+                None,
+                f"a card_hour lease is priced per card and {found.name} has no GPU count"
+                f" recorded: give --cards N (or record the node's GPUs: zuka node edit"
+                f" {found.name} --gpus N)",
+            )
         if found.gpu_count and lease.cards_billed and lease.cards_billed > found.gpu_count:
             raise InputError(
                 "cards_billed", lease.cards_billed, f"{found.name} has only {found.gpu_count} GPUs"

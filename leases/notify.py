@@ -31,10 +31,15 @@ worker sends to different targets in parallel, so one never delays another, and 
 row waits for its retry without holding up the rows after it. The worker keeps an outbox
 in the ledger (table notify_outbox): messages below min_severity are dropped; a key
 already sent to a target within dedupe_hours is not sent again; at most
-rate_limit_per_hour messages go to a target in any hour (the rest wait); with a daily digest,
-non-critical messages are collected and sent as one at the digest time; a failed send is
-retried with backoff (30 s doubling to 1 h) for retry_hours. The ledger never holds a URL
-(its token is a secret): rows name their target by a hash of the URL.
+rate_limit_per_hour messages go to a target in any hour (the rest wait), but a critical one
+never waits (it goes first, and counts against the hour's room of the others); with a daily
+digest, non-critical messages are collected and sent as one at the digest time (a critical
+one is sent at once); a failed send is retried with backoff (30 s doubling to 1 h) for
+retry_hours. The ledger never holds a URL (its token is a secret): rows name their target
+by a hash of the URL.
+Besides submit(), messages come from feeds (add_feed): ledger tables that other processes
+write (the alerts' outbox, leases.alertwatch), taken in the same transaction that queues
+them here, so that each is queued exactly once whichever process wrote it.
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ from datetime import UTC, datetime, timedelta
 from datetime import time as dtime
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
 
@@ -154,6 +159,18 @@ class SendResult:
 
 
 Sender = Callable[[Target, Message, float], SendResult]
+
+
+class Feed(Protocol):
+    """Messages that wait in the ledger for a notifier (see Notifier.add_feed)."""
+
+    def waiting(self, conn: sqlite3.Connection) -> bool:
+        """Whether take() would find anything (a read: most rounds find nothing)."""
+        ...
+
+    def take(self, conn: sqlite3.Connection, now: datetime) -> list[Message]:
+        """The waiting messages, marked taken, inside the outbox's write transaction."""
+        ...
 
 
 # -- URLs -------------------------------------------------------------------------------
@@ -661,6 +678,7 @@ class Notifier:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._purged: datetime | None = None
+        self._feeds: tuple[Feed, ...] = ()
 
     # -- the caller's side ----------------------------------------------------------------
 
@@ -673,6 +691,16 @@ class Notifier:
             return False
         self._wake.set()
         return True
+
+    def add_feed(self, feed: Feed) -> None:
+        """Take messages from `feed` on every round too (once: an equal feed is not added
+        twice). Safe while the worker runs: the tuple is replaced, never changed."""
+        if feed not in self._feeds:
+            self._feeds = (*self._feeds, feed)
+
+    def wake(self) -> None:
+        """Run a round now (a feed may have something): never blocks."""
+        self._wake.set()
 
     def start(self) -> Notifier:
         self._thread = threading.Thread(target=self._loop, name="zuka-notify", daemon=True)
@@ -774,10 +802,13 @@ class Notifier:
                 messages.append(self._inbox.get_nowait())
             except queue.Empty:
                 break
-        if not messages:
+        fed = [f for f in self._feeds if f.waiting(self._db().conn)]
+        if not messages and not fed:
             return
         since = _iso(now - timedelta(hours=self.config.dedupe_hours))
         with self._write() as conn:
+            for feed in fed:
+                messages.extend(feed.take(conn, now))
             for m in messages:
                 if not m.severity.at_least(self.config.min_severity):
                     continue
@@ -864,15 +895,20 @@ class Notifier:
                     " WHERE target = ? AND state = 'sent' AND sent_at > ?",
                     [ref, hour_ago],
                 ).fetchone()
-                room = max(0, self.config.rate_limit_per_hour - sent[0])
-                if len(queued) > room:
+                # A critical message never waits for the hour: it goes first, and the
+                # others have what room is left.
+                critical = [r for r in queued if r[5] == Severity.CRITICAL.value]
+                rest = [r for r in queued if r[5] != Severity.CRITICAL.value]
+                room = max(0, self.config.rate_limit_per_hour - sent[0] - len(critical))
+                if len(rest) > room:
                     first = datetime.fromisoformat(sent[1]) if sent[1] else now
                     free_at = max(first + timedelta(hours=1, seconds=1), now)
                     conn.executemany(
                         "UPDATE notify_outbox SET next_at = ? WHERE id = ?",
-                        [(_iso(free_at), r[0]) for r in queued[room:]],
+                        [(_iso(free_at), r[0]) for r in rest[room:]],
                     )
-                    del queued[room:]
+                    del rest[room:]
+                queued[:] = critical + rest
         jobs = [(self._by_ref[ref], queued) for ref, queued in due.items() if queued]
         if not jobs:
             return

@@ -288,6 +288,10 @@ class Poller:
         name = state.node.name
         now = self.clock()
         previous = self.statuses.get(name, NodeStatus(name))
+        if fingerprint is None and health is previous.health:
+            # An attempt held back by the backoff sees no key: the key refused is the one
+            # seen before (else the host-key alert lost its fingerprint to "?").
+            fingerprint = previous.fingerprint
         # Keep the last good readings for display, marked by `at`; history gets nothing.
         status = replace(
             previous, health=health, detail=detail, checked=now, fingerprint=fingerprint

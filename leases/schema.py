@@ -507,3 +507,32 @@ def m015_node_instance(db: Database) -> None:
         ALTER TABLE nodes ADD COLUMN instance_endpoint TEXT NOT NULL DEFAULT '';
         """,
     )
+
+
+@MIGRATIONS()
+def m016_alert_outbox(db: Database) -> None:
+    """One owner of "new" (leases.alertstate): each alert's change worth telling (new, or a
+    higher severity) is written here in the transaction that stores the alert, by whichever
+    process evaluated first; a notifier takes each row once (taken_at) and queues it in
+    notify_outbox. The message and action are the ones of that change. An acknowledgement
+    keeps the severity it was given at: a higher one shows the alert again."""
+    _run(
+        db,
+        """
+        CREATE TABLE alert_outbox (
+            id INTEGER PRIMARY KEY,
+            alert_id INTEGER NOT NULL REFERENCES alerts(id) ON DELETE CASCADE,
+            change TEXT NOT NULL CHECK (change IN ('new', 'escalated')),
+            severity TEXT NOT NULL CHECK (severity IN ('info', 'warning', 'critical')),
+            message TEXT NOT NULL,
+            action TEXT NOT NULL DEFAULT '',
+            at TEXT NOT NULL,
+            taken_at TEXT,
+            UNIQUE (alert_id, change, severity, at)
+        );
+        CREATE INDEX alert_outbox_waiting ON alert_outbox (id) WHERE taken_at IS NULL;
+        ALTER TABLE alerts ADD COLUMN acked_severity TEXT
+            CHECK (acked_severity IN ('info', 'warning', 'critical'));
+        UPDATE alerts SET acked_severity = severity WHERE acked_at IS NOT NULL;
+        """,
+    )

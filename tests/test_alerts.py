@@ -554,7 +554,8 @@ def _three_alerts(cli: Cli) -> dict[str, dict[str, str]]:
 def test_alert_actions_name_the_node_and_the_command(cli: Cli) -> None:
     found = _three_alerts(cli)
     assert "zuka node edit m1 --state offboarding" in found["m1"]["action"]
-    assert "zuka lease edit d1 --deposit-refund refunded" in found["d1"]["action"]
+    assert "zuka lease edit d1 --start '" in found["d1"]["action"]  # the ended lease by start
+    assert found["d1"]["action"].endswith("' --deposit-refund refunded")
     hourly = found["f1"]
     assert hourly["kind"] == "hourly_after_end"
     # ¥50 an hour is ¥1,200.00 a day.

@@ -215,6 +215,11 @@ async def test_changed_host_key_is_refused_and_alerted(fleet) -> None:  # type: 
     await poller.sweep()
     assert len(alertstate.alerts(ledger, utc_now())) == 1  # deduplicated
     assert poller.statuses["n1"].health is NodeHealth.OK
+    # Issue 18: the sweep held back by the backoff keeps the fingerprint (it was "?").
+    assert poller.statuses["n0"].fingerprint == KEYS.other_host_key.get_fingerprint("sha256")
+    poller.flush()
+    (again,) = alertstate.alerts(ledger, utc_now())
+    assert st.fingerprint in again.message and "?" not in again.message
 
 
 async def test_stream_mode_delivers_rounds(fleet) -> None:  # type: ignore[no-untyped-def]

@@ -1,7 +1,8 @@
 """Handlers of `zuka alerts`: list (evaluated on read, so never stale), check, ack, snooze.
 
 Listing evaluates the rules first and stores the outcome (leases.alertwatch.check): with
-or without a collector running, what it prints holds now.
+or without a collector running, what it prints holds now. What is new or worse is queued
+for the notifier in that same write (leases.alertstate), so listing never swallows it.
 """
 
 from __future__ import annotations

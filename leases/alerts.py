@@ -82,6 +82,9 @@ class AlertKind(StrEnum):
     # A rule that could not be evaluated on a node (a row it cannot read): said as an
     # alert of its own, so that one bad row silences only that rule on that node.
     UNEVALUATED = "cannot_evaluate"
+    # A ledger row changed behind zuka's back (leases.rowaudit): figures and deletions
+    # that rest on it are refused until somebody checks it.
+    EDITED = "edited_outside_zuka"
 
 
 class Level(StrEnum):

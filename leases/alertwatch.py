@@ -20,8 +20,9 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from leases import rowaudit
 from leases.alertfacts import UsageCache, gather
-from leases.alerts import evaluate
+from leases.alerts import Alert, AlertKind, evaluate
 from leases.alertstate import Changed, StoredAlert, by_ids, reconcile
 from leases.config import AlertsConfig, Config
 from leases.ledger import Clock, Ledger
@@ -41,7 +42,28 @@ def check(
     """Evaluate every rule now and store the outcome; returns what changed. `cache` keeps
     the hour-grained history figures between calls (leases.alertfacts.gather)."""
     now = clock()
-    return reconcile(ledger, evaluate(gather(ledger, config, now, cache), config, now), now)
+    found = evaluate(gather(ledger, config, now, cache), config, now)
+    return reconcile(ledger, [*found, *edited_rows(ledger)], now)
+
+
+def edited_rows(ledger: Ledger) -> list[Alert]:
+    """A critical alert for each row changed behind zuka's back (leases.rowaudit): the
+    money commands and offboarding refuse it, and the alerts on its lease use it as it is
+    now, so somebody must look."""
+    return [
+        Alert(
+            AlertKind.EDITED,
+            Severity.CRITICAL,
+            d.node or "the ledger",
+            None,  # the row may be a node that is gone: not a key into nodes
+            None,
+            None,
+            f"{d.entity}:{d.entity_id}",
+            f"{d.said()}; figures and offboarding that rest on it are refused until it is checked",
+            f"check it, then correct it with zuka or take it as it is: {d.accept}",
+        )
+        for d in rowaudit.drifted(ledger)
+    ]
 
 
 def message_of(alert: StoredAlert) -> Message:

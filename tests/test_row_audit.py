@@ -310,3 +310,22 @@ def test_deleting_the_last_renewal_lets_the_lease_it_renewed_run_on(z: Cli) -> N
     again = z("lease", "renew", "n", "--until", "2026-10-01")
     assert again.code == 0, again.err
     assert z("audit", "verify").code == 0
+
+
+def test_a_row_changed_outside_zuka_is_a_critical_alert_until_accepted(
+    z: Cli, ledger_path: Path
+) -> None:
+    """`zuka alerts` printed the auto-renew charge from a price edited in SQLite without
+    a word; now the edit is an alert of its own, critical, with the command."""
+    _monthly(z)
+    lease = _lease_id(ledger_path)
+    _sql(ledger_path, "UPDATE leases SET unit_price = '3' WHERE id = ?", lease)
+    listed = z("alerts", "--json")
+    assert listed.code == 0, listed.err
+    (edited,) = [a for a in json.loads(listed.out) if a["kind"] == "edited_outside_zuka"]
+    assert edited["severity"] == "critical"
+    assert 'unit_price "30000" on the audit log, "3" in the table' in edited["message"]
+    assert edited["action"].endswith(f"zuka audit accept lease {lease}")
+    assert z("audit", "accept", "lease", str(lease)).code == 0
+    after = json.loads(z("alerts", "--json").out)
+    assert not [a for a in after if a["kind"] == "edited_outside_zuka"]

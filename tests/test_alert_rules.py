@@ -404,3 +404,57 @@ def test_a_notification_title_says_zuka_and_the_severity_once(tmp_path: Path) ->
         (alert,) = alertstate.alerts(ledger, NOW)
     title, _ = render(message_of(alert))
     assert title == "[zuka] warning: lease ending on d1"
+
+
+def test_uncorrected_ecc_errors_are_critical_and_a_stale_reading_keeps_them(
+    tmp_path: Path,
+) -> None:
+    """GPU 1 of e1 reports 3 uncorrected ECC errors: critical, naming the GPU and count; a
+    reading 30 minutes old keeps it open with its figure; a fresh clean one clears it."""
+    path = tmp_path / "l.db"
+
+    def read(at: datetime, ecc: int, health: NodeHealth = NodeHealth.OK) -> None:
+        with _open(path) as ledger:
+            gpus = tuple(GpuSample("e1", at, i, util_gpu=50.0, ecc_uncorrected=ecc if i else 0)
+                         for i in range(2))  # fmt: skip
+            HistoryStore(ledger).write_latest([Latest("e1", at, health, "", None, gpus, ())])
+
+    with _open(path) as ledger:
+        _node(ledger, "e1", gpus=2)
+    read(NOW, 3)
+    with _open(path) as ledger:
+        (ecc,) = [c.alert for c in check(ledger, CONFIG, ledger.clock)
+                  if c.alert.kind == AlertKind.ECC.value]  # fmt: skip
+    assert ecc.severity.value == "critical"
+    assert ecc.message == "e1: GPU 1 reports 3 uncorrected ECC errors"
+    later = NOW + timedelta(minutes=30)
+    with _open(path, later) as ledger:  # the same reading, now stale: held, said so
+        check(ledger, CONFIG, ledger.clock)
+        (held,) = [a for a in alertstate.alerts(ledger, later) if a.kind == AlertKind.ECC.value]
+        assert held.message.endswith("when last read, 30 minutes ago")
+    read(later, 0)
+    with _open(path, later) as ledger:
+        check(ledger, CONFIG, ledger.clock)
+        assert [a for a in alertstate.alerts(ledger, later) if a.kind == AlertKind.ECC.value] == []
+
+
+def test_the_readmes_rules_table_names_every_rule_and_each_is_tested() -> None:
+    """The README's table (rule, severity, fires when, silent when, figure) has one row for
+    each AlertKind, no other, with the severities the rules raise; and every kind is
+    raised in some test."""
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    rows = [line for line in readme.splitlines() if line.startswith("| `")]
+    table = {
+        line.split("|")[1].strip().strip("`"): line.split("|")[2]
+        for line in rows
+        if line.split("|")[1].strip().strip("`") in {k.value for k in AlertKind}
+        or "_" in line.split("|")[1]
+    }
+    assert set(table) == {k.value for k in AlertKind}
+    for kind, severities in table.items():
+        assert any(s in severities for s in ("info", "warning", "critical")), kind
+    tests = "".join(f.read_text() for f in (root / "tests").glob("test_*.py"))
+    untested = [k for k in AlertKind if f"AlertKind.{k.name}" not in tests
+                and f'"{k.value}"' not in tests]  # fmt: skip
+    assert untested == []

@@ -5,7 +5,8 @@ with 30 days of history, and the collector's CPU at 300 nodes with alerts on and
    contract and hourly leases) with `--days` of backfilled history. Timed, median of
    `--repeat`: alerts evaluated and stored (leases.alertwatch.check: facts read, rules,
    reconcile), and the monthly report as `zuka report --month` builds it (tui.cli_money:
-   every chain's cost, busy, idle, unknown card-hours, idle yuan, deposits). Baseline in
+   every row checked against the audit log (leases.rowaudit), every chain's cost, busy,
+   idle, unknown card-hours, idle yuan, deposits). Baseline in
    the same run: HistoryStore.busy_card_hours over the same 30 days (an existing read).
 2. The collector at `--collector-nodes` nodes (bench/_fleet_server.py in its own process,
    no added delay): `--rounds` exec sweeps storing to a ledger, with alerts off and on
@@ -31,6 +32,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from leases import rowaudit
 from leases.alertwatch import AlertWatch, check
 from leases.config import AlertsConfig, Config
 from leases.ledger import Ledger
@@ -94,11 +96,19 @@ def part_one(args: argparse.Namespace, folder: Path) -> list[tuple[str, float, f
         what = "monthly report (zuka report)"
         count = len(build_month(ledger, month, window, complete, cfg).rows)
         print(f"monthly report: {count} lease rows", flush=True)
-        report = timed(lambda: build_month(ledger, month, window, complete, cfg), args.repeat)
+
+        def month_report() -> object:
+            # As `zuka report` does: every row checked against the audit log first.
+            rowaudit.refuse(rowaudit.drifted(ledger), "the figures")
+            return build_month(ledger, month, window, complete, cfg)
+
+        drift = timed(lambda: rowaudit.drifted(ledger), args.repeat)
+        report = timed(month_report, args.repeat)
     return [
         ("busy_card_hours 30 d (baseline)", base, 1.0),
         ("alerts evaluated + stored", alerts, alerts / base),
         (what, report, report / base),
+        ("  of which rows against the audit log", drift, drift / base),
     ]
 
 

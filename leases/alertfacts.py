@@ -76,13 +76,23 @@ def gather(
             ledger._lease_by_id(lease_id)
         except Exception as exc:  # the row's own fault, said on its node
             unread.setdefault(lease_node[lease_id], exc)
-    gaps = {
-        node_id: Gap(datetime.fromisoformat(start), NodeHealth(health), detail)
-        for node_id, start, health, detail in conn.execute(
-            'SELECT node_id, start, health, detail FROM poll_gap WHERE "end" IS NULL'
-        )
-    }
-    latest = store.latest_by_id()
+    gaps: dict[int, Gap] = {}
+    for node_id, start, health, detail in conn.execute(
+        'SELECT node_id, start, health, detail FROM poll_gap WHERE "end" IS NULL'
+    ):
+        try:
+            gaps[node_id] = Gap(datetime.fromisoformat(start), NodeHealth(health), detail)
+        except (TypeError, ValueError) as exc:  # a row written behind zuka's back
+            unread.setdefault(node_id, exc)
+    try:
+        latest = store.latest_by_id()
+    except Exception:
+        latest = {}  # one reading that does not read: each node's read on its own
+        for (node_id,) in conn.execute("SELECT node_id FROM node_latest"):
+            try:
+                latest.update(store.latest_by_id([node_id]))
+            except Exception as exc:
+                unread.setdefault(node_id, exc)
     stops_of: dict[int, list[Stop]] = {}
     try:
         every_stop = ledger.stops()

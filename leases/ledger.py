@@ -416,6 +416,22 @@ class Ledger:
                 return current
             if after_node.state is NodeState.RELEASED and current.state is not NodeState.RELEASED:
                 release.check_release(name, self.leases(name), self.clock())
+            if current.gpu_count and not after_node.gpu_count:
+                # A card-hour lease without --cards bills the node's GPUs: they stay known.
+                uncounted = [
+                    le
+                    for le in self.leases(current)
+                    if le.open and le.billing_type is BillingType.CARD_HOUR and not le.cards_billed
+                ]
+                if uncounted:
+                    start = fields.shown(uncounted[0].start, uncounted[0].billing_tz)
+                    raise InputError(
+                        "gpu_count",
+                        changes.get("gpu_count"),
+                        f"its card_hour lease from {start} bills the node's GPUs (it has no"
+                        f" --cards): give the lease its cards first (zuka lease edit {name}"
+                        f" --start '{start}' --cards N)",
+                    )
             if after_node.state is not NodeState.RELEASED and self._live_named(
                 conn, after_node.name, current.id
             ):

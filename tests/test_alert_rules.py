@@ -458,3 +458,44 @@ def test_the_readmes_rules_table_names_every_rule_and_each_is_tested() -> None:
     untested = [k for k in AlertKind if f"AlertKind.{k.name}" not in tests
                 and f'"{k.value}"' not in tests]  # fmt: skip
     assert untested == []
+
+
+@pytest.mark.parametrize(
+    ("table", "sql"),
+    [
+        ("poll_gap", "UPDATE poll_gap SET health = 'on-fire'"),
+        ("node_latest", "UPDATE node_latest SET gpus = 'not json'"),
+    ],
+)
+def test_one_unreadable_reading_or_gap_costs_only_its_node(
+    tmp_path: Path, table: str, sql: str
+) -> None:
+    """A gap or latest reading of c1 written behind zuka's back stopped the whole
+    evaluation: d1's lease-end alert was never raised."""
+    path = tmp_path / "l.db"
+    with _open(path) as ledger:
+        _node(ledger, "c1", gpus=8)
+        _node(ledger, "d1", gpus=8)
+        _lease(ledger, "d1", billing_type="monthly", unit_price="30000", start="2026-10-23",
+               end="2026-11-23")  # fmt: skip
+        store = HistoryStore(ledger)
+        if table == "poll_gap":
+            store.open_gap("c1", NOW - timedelta(hours=1), NodeHealth.UNREACHABLE, "no route")
+        else:
+            _idle_now(ledger, "c1", range(HI - 5, HI))
+        _raw(ledger, sql)
+        found = [c.alert for c in check(ledger, CONFIG, ledger.clock)]
+    assert [a.node for a in found if a.kind == AlertKind.LEASE_ENDING.value] == ["d1"]
+    (broken,) = [a for a in found if a.kind == AlertKind.UNEVALUATED.value]
+    assert broken.node == "c1"
+
+
+def test_the_gpu_count_a_card_hour_lease_bills_by_cannot_be_removed(z: Cli) -> None:
+    """A card-hour lease without --cards bills the node's GPUs; clearing the node's count
+    left a lease that nothing could bill (it became a cannot_evaluate alert)."""
+    r = z("lease", "add", "n", "--billing", "card_hour", "--price", "2", "--start", "2026-11-01")
+    assert r.code == 0, r.err
+    cleared = z("node", "edit", "n", "--gpus", "")
+    assert cleared.code == 2, cleared.out
+    assert "give the lease its cards first" in cleared.err
+    assert "--start '2026-11-01 00:00' --cards N" in cleared.err

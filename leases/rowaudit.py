@@ -140,26 +140,41 @@ class _Replay:
         self.names: dict[int, tuple[str, str]] = {}  # node id -> (name, state)
         self.leases: dict[int, tuple[int | None, datetime | None]] = {}  # -> (node, start)
 
-    def node_named(self, name: object) -> int | None:
-        """The node of that name then: the live one, else the newest."""
-        found = [(state != "released", i) for i, (n, state) in self.names.items() if n == name]
-        return max(found)[1] if found else None
+    def node_named(self, name: object, imported: bool = False) -> int | None:
+        """The node of that name then: the only one, or the only live one (zuka adds leases
+        and resources to live nodes by name; an import also to released ones, so there a
+        name two nodes share is not known); None when it cannot be told."""
+        found = [(i, state) for i, (n, state) in self.names.items() if n == name]
+        live = [i for i, state in found if state != "released"]
+        if len(found) == 1:
+            return found[0][0]
+        return live[0] if len(live) == 1 and not imported else None
 
     def lease_of(self, node: int | None, start: object) -> int | None:
         at = _instant(start)
         found = [i for i, (n, s) in self.leases.items() if n == node and s is not None and s == at]
         return max(found) if found else None
 
-    def put(self, entity: str, row_id: int, entry: int, rec: Record | None,
-            owner: int | None = None, raw: bool = False) -> None:  # fmt: skip
+    def put(
+        self,
+        entity: str,
+        row_id: int,
+        entry: int,
+        rec: Record | None,
+        owner: int | None = None,
+        raw: bool = False,
+        imported: bool = False,
+    ) -> None:
         if rec is not None and not raw:
             if entity == "node":
                 self.names[row_id] = (str(rec.get("name")), str(rec.get("state")))
             elif entity == "lease":
-                owner = owner if owner is not None else self.node_named(rec.get("node"))
+                if owner is None:
+                    owner = self.node_named(rec.get("node"), imported)
                 self.leases[row_id] = (owner, _instant(rec.get("start")))
             elif entity == "resource" and owner is None:
-                owner = self.lease_of(self.node_named(rec.get("node")), rec.get("lease_start"))
+                node = self.node_named(rec.get("node"), imported)
+                owner = None if node is None else self.lease_of(node, rec.get("lease_start"))
         if rec is None:
             self.names.pop(row_id, None) if entity == "node" else None
             self.leases.pop(row_id, None) if entity == "lease" else None
@@ -190,6 +205,8 @@ def recorded(entries: Iterable[AuditEntry]) -> dict[tuple[str, int], Logged]:
     """(entity, id) -> what the last entry about the row said of it. Entries that do not
     read are the chain's problem (`zuka audit verify` reports them) and are skipped."""
     replay = _Replay()
+    entries = list(entries)
+    imports = {e.batch for e in entries if e.action == "import" and e.batch is not None}
     for e in entries:
         if e.problem or e.entity not in ENTITIES or e.entity_id is None or e.id is None:
             continue
@@ -199,7 +216,8 @@ def recorded(entries: Iterable[AuditEntry]) -> dict[tuple[str, int], Logged]:
             replay.children(e.entity, e.entity_id, e.id, e.before or {}, gone=True)
             replay.put(e.entity, e.entity_id, e.id, None)
         else:
-            replay.put(e.entity, e.entity_id, e.id, own(e.after))
+            imported = e.batch is not None and e.batch in imports
+            replay.put(e.entity, e.entity_id, e.id, own(e.after), imported=imported)
             if e.before is None:  # a bundle put back (an undone delete): its rows too
                 replay.children(e.entity, e.entity_id, e.id, e.after, gone=False)
     return replay.out

@@ -340,7 +340,9 @@ def test_m016_keeps_an_acknowledgement_at_the_severity_it_had(tmp_path: Path) ->
         assert old.acked_severity is Severity.WARNING and old.state(T0).value == "acked"
         later = T0 + timedelta(minutes=1)
         _temperature(ledger, ledger.node("hot"), later, 95.0)
-        assert [a.id for a in alertstate.alerts(ledger, later)] == [old.id]
+        # (The node inserted in SQLite above is an alert of its own: rowaudit.)
+        shown = alertstate.alerts(ledger, later)
+        assert [a.id for a in shown if a.kind != "edited_outside_zuka"] == [old.id]
 
 
 def test_an_outbox_row_edited_behind_zukas_back_is_skipped_not_the_round(

@@ -121,8 +121,9 @@ def test_the_collector_evaluates_beside_the_broken_row(tmp_path: Path) -> None:
         watch = AlertWatch(ledger, CONFIG, clock=ledger.clock, every_s=0.0)
         changes = watch.tick()
         assert watch.runs == 1
+        # The row edited in SQLite is also an alert of its own (leases.rowaudit).
         assert sorted((c.alert.node, c.alert.kind) for c in changes) == [
-            ("c1", "cannot_evaluate"), ("d1", "lease_ending")
+            ("c1", "cannot_evaluate"), ("c1", "edited_outside_zuka"), ("d1", "lease_ending")
         ]  # fmt: skip
 
 
@@ -175,7 +176,8 @@ def test_alerts_cli_exits_0_beside_the_broken_row(tmp_path: Path, cli: Cli) -> N
     r = cli("alerts", "--json", ledger=path)
     assert r.code == 0, r.err
     kinds = sorted((a["node"], a["kind"]) for a in json.loads(r.out))
-    assert kinds == [("c1", "cannot_evaluate"), ("d1", "lease_ending")]
+    assert kinds == [("c1", "cannot_evaluate"), ("c1", "edited_outside_zuka"),
+                     ("d1", "lease_ending")]  # fmt: skip
 
 
 # -- defect 1, at entry: a card-hour lease needs its card count ------------------------------

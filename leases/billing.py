@@ -826,7 +826,9 @@ def estimate(
     # minimum commitment, is owed by then): the next period's prepayment (a renewal starts
     # and is charged at that instant) is not owed for this one.
     boundary = _u(period[1])
-    if end is None or boundary < _u(end):
+    # An auto-renewing lease does not end at its end: the renewal charged there is the
+    # next period's too.
+    if end is None or boundary < _u(end) or (last.ended_at is None and _renews(last)):
         boundary -= _INSTANT
     by_period = total(max(at, boundary))[0]
     by_end = total(max(at, _u(end)))[0] if end is not None else None

@@ -133,3 +133,14 @@ def test_paid_until_of_an_auto_renewing_lease_ended_after_renewals(z: Cli) -> No
     assert z("lease", "end", "n", "--at", "2026-10-15T12:00").code == 0
     (lease,) = json.loads(z("lease", "list", "--json").out)
     assert lease["paid_until"] == "2026-11-01T12:00:00+08:00"
+
+
+def test_by_period_end_of_an_auto_renewing_lease_is_this_periods_cost() -> None:
+    """Monthly 60,000 from 11-03 to 12-03, auto-renewed, asked on 12-02: this period cost
+    60,000 by its end; the renewal charged at 12-03 00:00 pays for the next (it showed
+    120,000)."""
+    le = _lease(billing_type="monthly", unit_price="60000", start="2026-11-03",
+                end="2026-12-03", auto_renew="true")  # fmt: skip
+    at = records.lease_from({**records.lease_record(le)}).start.replace(month=12, day=2)
+    e = billing.estimate(le, at)
+    assert e.to_date == D("60000") and e.by_period_end == D("60000")

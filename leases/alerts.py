@@ -678,6 +678,7 @@ def _starved(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Aler
 def _gap_rules(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
     g = f.gap
     if g is None:
+        yield from _release_soon(f, None, config, now)  # a stop recorded is enough
         return
     name = visible(f.node.name)
     down = now - g.start
@@ -703,21 +704,37 @@ def _gap_rules(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
             "check the node at the provider's console (stopped? network? driver?)",
         )
     yield from _stopped_question(f, g, config, now)
+    yield from _release_soon(f, g, config, now)
+
+
+def _release_soon(
+    f: NodeFacts, g: Gap | None, config: AlertsConfig, now: datetime
+) -> Iterator[Alert]:
+    """A platform that releases (and wipes) a node stopped for N days: counted from the
+    stop recorded (`zuka lease stop`, or the cloud's own state), else from when the node
+    stopped answering, whichever came first: the collector's first failed poll may be
+    days after the stop."""
     lease = f.billed.lease if f.billed else None
-    if lease is None or lease.release_after_stopped_days is None or g.health not in _UNREACHABLE:
+    if lease is None or lease.release_after_stopped_days is None:
         return
-    release = g.start + timedelta(days=lease.release_after_stopped_days)
+    recorded = [lo for lo, hi in f.stops if lo <= now and (hi is None or hi > now)]
+    unread = [g.start] if g is not None and g.health in _UNREACHABLE else []
+    if not recorded and not unread:
+        return
+    since = min(recorded + unread)
+    release = since + timedelta(days=lease.release_after_stopped_days)
     if now < release - timedelta(days=config.release_notice_days):
         return
-    # In the lab's zone (the lease's billing zone), as every other alert: the gap's start
-    # is stored in UTC.
+    # In the lab's zone (the lease's billing zone), as every other alert: times are
+    # stored in UTC.
     tz = billing.zone(lease)
-    gone, release = g.start.astimezone(tz), release.astimezone(tz)
+    gone, release = since.astimezone(tz), release.astimezone(tz)
+    how = "stopped (recorded)" if since in recorded else "stopped or unreachable"
     yield _alert(
         f,
         AlertKind.RELEASE_SOON,
         Severity.CRITICAL,
-        f"{name}: stopped or unreachable since {gone:%Y-%m-%d %H:%M %Z}; the platform "
+        f"{visible(f.node.name)}: {how} since {gone:%Y-%m-%d %H:%M %Z}; the platform "
         f"releases it after {lease.release_after_stopped_days} days stopped, about "
         f"{release:%Y-%m-%d %H:%M %Z}, and wipes its disks",
         "start the instance (or copy its data off) before then",

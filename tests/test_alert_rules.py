@@ -19,7 +19,7 @@ import pytest
 from conftest import Cli
 from test_forms import FormHost, demo, fill, lease_form, opened, save_refused  # noqa: F401
 
-from leases import alertstate, records
+from leases import alertstate, fields, records
 from leases.alertfacts import gather
 from leases.alerts import Alert, AlertKind, Level, NodeFacts, evaluate
 from leases.alertwatch import AlertWatch, check, message_of
@@ -501,3 +501,32 @@ def test_the_gpu_count_a_card_hour_lease_bills_by_cannot_be_removed(z: Cli) -> N
     assert cleared.code == 2, cleared.out
     assert "give the lease its cards first" in cleared.err
     assert "--start '2026-11-01 00:00' --cards N" in cleared.err
+
+
+def test_release_soon_counts_from_the_stop_recorded_not_the_first_failed_poll(
+    tmp_path: Path, cli: Cli
+) -> None:
+    """A card-hour node stopped (recorded) 14 days ago on a platform that releases after 15
+    days stopped: the release is about a day away. The collector's first failed poll was
+    an hour ago, and the alert was going to come 13 days after the wipe."""
+    path = tmp_path / "l.db"
+    with _open(path) as ledger:
+        _node(ledger, "rel", gpus=2)
+        _lease(ledger, "rel", billing_type="card_hour", unit_price="1.5",
+               start="2026-10-01", release_after_stopped_days=15)  # fmt: skip
+    stopped = (NOW - timedelta(days=14)).astimezone(UTC).isoformat()
+    assert cli("lease", "stop", "rel", "--at", stopped, ledger=path).code == 0
+    for gap in (False, True):
+        with _open(path) as ledger:
+            if gap:
+                HistoryStore(ledger).open_gap("rel", NOW - timedelta(hours=1),
+                                              NodeHealth.UNREACHABLE, "no route")  # fmt: skip
+            found = [c.alert for c in check(ledger, CONFIG, ledger.clock)]
+            alerts = alertstate.alerts(ledger, NOW)
+        (release,) = [a for a in alerts if a.kind == AlertKind.RELEASE_SOON.value]
+        assert release.severity.value == "critical"
+        # 14 days ago + 15 days, in the lease's zone (Shanghai): NOW + 1 day.
+        when = (NOW + timedelta(days=1)).astimezone(fields.timezone("Asia/Shanghai", "tz"))
+        assert f"about {when:%Y-%m-%d %H:%M} CST" in release.message
+        assert "stopped (recorded) since" in release.message
+        assert found or gap  # raised once, held on the second evaluation

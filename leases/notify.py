@@ -912,30 +912,44 @@ class Notifier:
         jobs = [(self._by_ref[ref], queued) for ref, queued in due.items() if queued]
         if not jobs:
             return
+        import queue
         from concurrent.futures import ThreadPoolExecutor
 
+        # Each result is recorded as soon as it is known, one row at a time: a collector
+        # stopped (or killed) in the middle of a round has recorded what went out, and
+        # sends it never again.
+        told: queue.Queue[tuple[Target, tuple[int, str, int], SendResult]] = queue.Queue()
         with ThreadPoolExecutor(max_workers=min(8, len(jobs))) as pool:
-            done = list(pool.map(lambda job: self._deliver(*job), jobs))
-        with self._write() as conn:
-            for target, results in done:
-                for (row_id, created, attempts), result in results:
+            futures = [pool.submit(self._deliver, target, rows, told.put) for target, rows in jobs]
+            while True:
+                try:
+                    target, (row_id, created, attempts), result = told.get(timeout=0.1)
+                except queue.Empty:
+                    if all(f.done() for f in futures) and told.empty():
+                        break
+                    continue
+                with self._write() as conn:
                     self._record(conn, target, row_id, created, attempts, result, now)
+        for f in futures:
+            f.result()  # a fault in _deliver itself is not swallowed
 
     def _deliver(
-        self, target: Target, rows: list[tuple[Any, ...]]
-    ) -> tuple[Target, list[tuple[tuple[int, str, int], SendResult]]]:
-        """One target's rows in order, until one fails (runs in a pool thread: no ledger)."""
-        out: list[tuple[tuple[int, str, int], SendResult]] = []
+        self,
+        target: Target,
+        rows: list[tuple[Any, ...]],
+        tell: Callable[[tuple[Target, tuple[int, str, int], SendResult]], None],
+    ) -> None:
+        """One target's rows in order, until one fails, each result told as it comes (runs
+        in a pool thread: no ledger)."""
         for row_id, _, key, title, body, severity, created, attempts in rows:
             message = Message(title, body, Severity(severity), key)
             try:
                 result = self.sender(target, message, self.config.timeout_s)
             except Exception as exc:  # a sender's bug fails this row, never the round
                 result = SendResult(target, False, f"{type(exc).__name__}: {visible(exc, 200)}")
-            out.append(((row_id, created, attempts), result))
+            tell((target, (row_id, created, attempts), result))
             if not result.ok:
                 break
-        return target, out
 
     def _record(
         self,

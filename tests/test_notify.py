@@ -24,6 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from sshfixtures import FakeNode, TestKeys, node_options
+from waiting import wait_until_sync
 
 from leases import records
 from leases.config import NotifyConfig
@@ -867,3 +868,43 @@ def test_node_text_cannot_mention_anyone_through_apprise_or_a_robot(
         assert "\u200b" not in text and "\u2060" not in text
     for r in got:
         assert "at" not in r.body and "mentioned_list" not in json.dumps(r.body)
+
+
+def test_each_message_is_recorded_sent_as_it_goes_not_after_the_round(
+    tmp_path: Path, hook: Hook
+) -> None:
+    """A collector stopped in the middle of a round (the endpoint slow) sent its first
+    messages again when it started next: the round recorded nothing until every send had
+    finished. Read from another connection while the second send hangs: the first is sent."""
+    import sqlite3
+    import threading
+
+    release = threading.Event()
+    calls: list[str] = []
+
+    def sender(target: Target, message: Message, timeout: float) -> SendResult:
+        calls.append(message.title)
+        if len(calls) == 2:
+            release.wait(30)  # the second send hangs, as a slow endpoint does
+        return send(target, message, timeout)
+
+    config = replace(NotifyConfig(), urls=(hook.url("dingtalk"),), timeout_s=2.0)
+    path = tmp_path / "ledger.db"
+    n = Notifier(config, path, clock=Clock(), sender=sender)
+    n.submit(msg("a"))
+    n.submit(msg("b"))
+    pumping = threading.Thread(target=n.pump)
+    pumping.start()
+
+    def states() -> list[str]:
+        with sqlite3.connect(path) as conn:
+            return [s for (s,) in conn.execute("SELECT state FROM notify_outbox ORDER BY id")]
+
+    try:
+        hook.wait_for(1)
+
+        wait_until_sync(lambda: states() == ["sent", "pending"], what="the first recorded sent")
+    finally:
+        release.set()
+        pumping.join(30)
+    assert states() == ["sent", "sent"]

@@ -155,7 +155,11 @@ def gather(
 def _why(exc: Exception) -> tuple[str, str]:
     """(why, fix) for facts of a node that could not be read."""
     if isinstance(exc, InputError):
-        return visible(f"{exc.field}: {exc.reason}", 300), "correct that value in the ledger"
+        return (
+            visible(f"{exc.field}: {exc.reason}", 300),
+            "`zuka audit verify` names the row and its value; correct it with zuka's own"
+            " commands (zuka lease list, zuka lease edit ...)",
+        )
     return (
         visible(f"{type(exc).__name__}: {exc}", 300),
         "a fault in zuka or a damaged ledger row: report it with this message",

@@ -206,6 +206,37 @@ EVERY_RULE = "every rule"
 UNDERUSE_RULE = "underuse"
 MINUTE_RULES = ("forgotten instance", "starved")
 Rule = Callable[["NodeFacts", AlertsConfig, datetime], Iterator[Alert]]
+# The kinds each rule raises: while a rule cannot be evaluated on a node, its alerts there
+# stay as they were (open ones open), never cleared for want of a judgement.
+RULE_KINDS: dict[str, tuple[AlertKind, ...]] = {
+    "deposit": (AlertKind.DEPOSIT,),
+    "lease end": (AlertKind.LEASE_ENDING,),
+    "auto-renew": (AlertKind.AUTORENEW,),
+    "hourly after end": (AlertKind.HOURLY_AFTER_END,),
+    UNDERUSE_RULE: (AlertKind.UNDERUSED,),
+    MINUTE_RULES[0]: (AlertKind.FORGOTTEN,),
+    MINUTE_RULES[1]: (AlertKind.STARVED,),
+    "no readings": (AlertKind.UNREACHABLE, AlertKind.LOGIN_FAILED,
+                    AlertKind.STOPPED_QUESTION, AlertKind.RELEASE_SOON),
+    "readings": (AlertKind.HOSTKEY, AlertKind.TEMPERATURE, AlertKind.ECC),
+}  # fmt: skip
+
+
+def unjudged(alerts: Sequence[Alert]) -> set[tuple[int | None, str]]:
+    """(node id, kind) of every alert no rule judged this time: those of the rules a
+    "cannot evaluate" alert names (all of them for EVERY_RULE)."""
+    out: set[tuple[int | None, str]] = set()
+    for a in alerts:
+        if a.kind is not AlertKind.UNEVALUATED:
+            continue
+        names = (
+            RULE_KINDS
+            if a.key == EVERY_RULE
+            else [a.key.removeprefix("the ").removesuffix(" rule")]
+        )
+        for name in names:
+            out |= {(a.node_id, kind.value) for kind in RULE_KINDS.get(name, ())}
+    return out
 
 
 def node_alerts(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:

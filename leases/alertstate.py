@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -183,8 +183,14 @@ def by_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, StoredAler
     return {a.id: a for a in _select(conn, f"WHERE a.id IN ({','.join('?' * len(ids))})", ids)}
 
 
-def reconcile(ledger: Ledger, alerts: Sequence[Alert], now: datetime) -> list[Changed]:
-    """Store an evaluation: see the module's docstring. Returns what changed."""
+def reconcile(
+    ledger: Ledger,
+    alerts: Sequence[Alert],
+    now: datetime,
+    unjudged: Collection[tuple[int | None, str]] = (),
+) -> list[Changed]:
+    """Store an evaluation: see the module's docstring. Returns what changed. `unjudged`:
+    (node id, kind) no rule judged this time (leases.alerts.unjudged): open ones stay open."""
     changes: list[tuple[Change, int]] = []
     with ledger.transaction() as conn:
         recent = _select(
@@ -244,7 +250,7 @@ def reconcile(ledger: Ledger, alerts: Sequence[Alert], now: datetime) -> list[Ch
             _tell(conn, Change.NEW, new_id, alert, now)
             changes.append((Change.NEW, new_id))
         for ident, row in open_rows.items():
-            if ident not in seen:
+            if ident not in seen and (ident[1], ident[0]) not in unjudged:
                 conn.execute("UPDATE alerts SET cleared_at = ? WHERE id = ?", (_iso(now), row.id))
                 changes.append((Change.CLEARED, row.id))
         conn.execute("DELETE FROM alert_outbox WHERE at < ?", [_utc(now - OUTBOX_KEPT)])

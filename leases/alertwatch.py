@@ -22,7 +22,7 @@ from pathlib import Path
 
 from leases import rowaudit
 from leases.alertfacts import UsageCache, gather
-from leases.alerts import Alert, AlertKind, evaluate
+from leases.alerts import Alert, AlertKind, evaluate, unjudged
 from leases.alertstate import Changed, StoredAlert, by_ids, reconcile
 from leases.config import AlertsConfig, Config
 from leases.ledger import Clock, Ledger
@@ -43,7 +43,7 @@ def check(
     the hour-grained history figures between calls (leases.alertfacts.gather)."""
     now = clock()
     found = evaluate(gather(ledger, config, now, cache), config, now)
-    return reconcile(ledger, [*found, *edited_rows(ledger)], now)
+    return reconcile(ledger, [*found, *edited_rows(ledger)], now, unjudged(found))
 
 
 def edited_rows(ledger: Ledger) -> list[Alert]:

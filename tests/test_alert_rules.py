@@ -530,3 +530,22 @@ def test_release_soon_counts_from_the_stop_recorded_not_the_first_failed_poll(
         assert f"about {when:%Y-%m-%d %H:%M} CST" in release.message
         assert "stopped (recorded) since" in release.message
         assert found or gap  # raised once, held on the second evaluation
+
+
+def test_a_node_whose_rows_cannot_be_read_keeps_its_open_alerts(tmp_path: Path) -> None:
+    """d1's lease ending in 3 days was alerted; then its price was spoilt in SQLite: the
+    open alert was cleared (and its acknowledgement lost) in favour of "cannot evaluate".
+    Now nothing judged it, so it stays as it was, beside the cannot_evaluate alert."""
+    path = tmp_path / "l.db"
+    with _open(path) as ledger:
+        _node(ledger, "d1", gpus=8)
+        _lease(ledger, "d1", billing_type="monthly", unit_price="30000", start="2026-10-23",
+               end="2026-11-23")  # fmt: skip
+        (ending,) = [c.alert for c in check(ledger, CONFIG, ledger.clock)]
+        alertstate.ack(ledger, ending.id, NOW, "alice")
+        _raw(ledger, "UPDATE leases SET unit_price = 'x'")
+        check(ledger, CONFIG, ledger.clock)
+        rows = {a.kind: a for a in alertstate.alerts(ledger, NOW, everything=True)}
+    assert rows[AlertKind.LEASE_ENDING.value].cleared_at is None
+    assert rows[AlertKind.LEASE_ENDING.value].acked_by == "alice"
+    assert "zuka audit verify" in rows[AlertKind.UNEVALUATED.value].message

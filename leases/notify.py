@@ -201,8 +201,8 @@ def parse_target(url: str, *, resolve: Resolver = system_resolver) -> Target:
             mask_url(url),
             "must not contain spaces or control characters (percent-encode them: %20)",
         )
-    robot = _robot_kind(url)
     try:
+        robot = _robot_kind(url)  # urlsplit: ValueError on "http://[::1" and the like
         parts = urlsplit(robot[1] if robot else url)
         host = parts.hostname or ""
         # Resolved only where the host is the server: many apprise URLs hold a token there.

@@ -908,3 +908,17 @@ def test_each_message_is_recorded_sent_as_it_goes_not_after_the_round(
         release.set()
         pumping.join(30)
     assert states() == ["sent", "sent"]
+
+
+def test_a_malformed_url_is_refused_in_words_not_a_traceback(tmp_path: Path) -> None:
+    """`urls = ["http://[::1"]`: ValueError from urlsplit came out of every command."""
+    from tui.cli import main
+
+    config = tmp_path / "bad.toml"
+    config.write_text('[notify]\nurls = ["http://[::1"]\n')
+    for args in (("config", "check"), ("alerts",)):
+        out = io.StringIO()
+        code = main([*args, "--config", str(config), "--ledger", str(tmp_path / "l.db")], out=out)
+        assert code == 2, args
+    with pytest.raises(InputError, match="not a well-formed URL"):
+        parse_target("dingtalk+http://[::1")

@@ -113,6 +113,20 @@ class AlertFeed:
             out.append(message_of(alert))
         return out
 
+    def current(self, conn: sqlite3.Connection, key: str) -> Message | bool | None:
+        """An alert's message that waited, as it stands now (notify.Feed.current): False
+        once the alert cleared, or stands at another severity than it was told at (a
+        worse one was queued on its own)."""
+        kind, _, rest = key.partition(":")
+        alert_id, _, severity = rest.partition(":")
+        if kind != "alert" or not alert_id.isdigit():
+            return None
+        found = by_ids(conn, [int(alert_id)])
+        alert = found.get(int(alert_id))
+        if alert is None or alert.cleared_at is not None or alert.severity.value != severity:
+            return False
+        return message_of(alert)
+
 
 class AlertWatch:
     def __init__(

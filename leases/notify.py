@@ -172,6 +172,12 @@ class Feed(Protocol):
         """The waiting messages, marked taken, inside the outbox's write transaction."""
         ...
 
+    def current(self, conn: sqlite3.Connection, key: str) -> Message | bool | None:
+        """A message of this feed that waited (the rate limit) as it should go out now:
+        the message with today's words, False when it is no longer true (its alert
+        cleared or was told worse since), None for a key that is not this feed's."""
+        ...
+
 
 # -- URLs -------------------------------------------------------------------------------
 
@@ -887,8 +893,24 @@ class Notifier:
                         " last_error = 'the URL is no longer configured' WHERE id = ?",
                         [row[0]],
                     )
-                else:
-                    due.setdefault(row[1], []).append(row)
+                    continue
+                # One that waited (the rate limit, retries) goes as it is true now: in
+                # today's words, or not at all once its alert cleared or was told worse.
+                fresh = self._current(conn, str(row[2]))
+                if fresh is False:
+                    conn.execute(
+                        "UPDATE notify_outbox SET state = 'failed', last_error = 'no"
+                        " longer true when it could go: not sent' WHERE id = ?",
+                        [row[0]],
+                    )
+                    continue
+                if isinstance(fresh, Message) and (fresh.title, fresh.body) != tuple(row[3:5]):
+                    conn.execute(
+                        "UPDATE notify_outbox SET title = ?, body = ? WHERE id = ?",
+                        [fresh.title, fresh.body, row[0]],
+                    )
+                    row = (*row[:3], fresh.title, fresh.body, *row[5:])
+                due.setdefault(row[1], []).append(row)
             for ref, queued in due.items():
                 sent = conn.execute(
                     "SELECT count(*), min(sent_at) FROM notify_outbox"
@@ -932,6 +954,13 @@ class Notifier:
                     self._record(conn, target, row_id, created, attempts, result, now)
         for f in futures:
             f.result()  # a fault in _deliver itself is not swallowed
+
+    def _current(self, conn: sqlite3.Connection, key: str) -> Message | bool | None:
+        for feed in self._feeds:
+            found = feed.current(conn, key)
+            if found is not None:
+                return found
+        return None
 
     def _deliver(
         self,

@@ -388,3 +388,58 @@ def test_a_clock_that_stands_still_still_tells_an_escalation(tmp_path: Path) -> 
             "SELECT change, severity FROM alert_outbox ORDER BY id"
         ).fetchall()
     assert told == [("new", "warning"), ("escalated", "critical")]
+
+
+def test_a_message_held_by_the_rate_limit_goes_as_it_stands_or_not_at_all(
+    tmp_path: Path,
+    hook: Hook,  # noqa: F811
+) -> None:
+    """With 1 an hour, two lease-end warnings: one went, one waited. When it could go, it
+    went in the words it was queued with ("in 3 days", 13 hours later), and one whose
+    alert cleared before it could go was sent all the same. Now: as it stands, or not."""
+    clock = Clock(T0)
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path, clock=clock) as ledger:
+        for name in ("n0", "n1"):
+            ledger.add_node(records.node_from({"name": name, "ssh_host": "127.0.0.1"}))
+            ledger.add_lease(records.lease_from({
+                "node": name, "billing_type": "monthly", "unit_price": "30000",
+                "start": (T0 - timedelta(days=27)).isoformat(),
+                "end": (T0 + timedelta(days=3)).isoformat(),
+            }))  # fmt: skip
+        n = notifier(tmp_path, clock, [hook.url("dingtalk")], rate_limit_per_hour=1)
+        try:
+            _collector_pass(ledger, n, clock)
+            (first,) = hook.wait_for(1)
+            sent = first.body["text"]["content"]
+            held = "n1" if "n0" in sent else "n0"
+            clock.advance(minutes=30)
+            _collector_pass(ledger, n, clock)
+            assert len(hook.got) == 1
+            clock.advance(hours=13)  # the hour is long over (a collector stopped meanwhile)
+            _collector_pass(ledger, n, clock)
+            (_, late) = hook.wait_for(2)
+            text = late.body["text"]["content"]
+            assert held in text and "in 2 days" in text  # as it stands, not 61 min old
+            # Two more, both held (the hour's room is used); n2's lease is renewed before
+            # they can go: its alert cleared, its message is never sent; n3's is.
+            for name in ("n2", "n3"):
+                ledger.add_node(records.node_from({"name": name, "ssh_host": "127.0.0.1"}))
+                ledger.add_lease(records.lease_from({
+                    "node": name, "billing_type": "monthly", "unit_price": "30000",
+                    "start": (clock() - timedelta(days=27)).isoformat(),
+                    "end": (clock() + timedelta(days=3)).isoformat(),
+                }))  # fmt: skip
+            _collector_pass(ledger, n, clock)
+            assert len(hook.got) == 2
+            ledger.renew_lease("n2", (clock() + timedelta(days=33)).isoformat())
+            clock.advance(minutes=61)
+            _collector_pass(ledger, n, clock)
+            (_, _, last) = hook.wait_for(3)
+            assert "lease ending on n3" in last.body["text"]["content"]
+            failed = [r for r in n.outbox_rows() if r["state"] == "failed"]
+        finally:
+            n.close()
+    assert len(hook.got) == 3
+    (dropped,) = failed
+    assert "no longer true" in dropped["last_error"]

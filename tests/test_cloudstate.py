@@ -286,3 +286,59 @@ def test_a_bad_instance_id_is_refused_naming_the_field(cli: Cli) -> None:
                     "--instance-endpoint", "http://169.254.169.254")  # fmt: skip
     assert bad_place.code != 0 and "endpoint" in bad_place.err
     assert cli("node", "list", "--json").out.strip() in ("[]", "")
+
+
+async def test_the_dashboard_polling_in_place_of_a_collector_records_a_stop(
+    cli: Cli, ledger_path: Path, endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only `zuka collect` read the instances' states: a lab that keeps the dashboard open
+    instead (it polls when no collector does) never had its stops recorded."""
+    from waiting import wait_until
+
+    from tui.app import ZukaApp
+
+    for key, value in ENVIRON.items():
+        monkeypatch.setenv(key, value)
+    instance = _instance(endpoint)
+    _node(cli, endpoint, instance)
+    client("ec2", endpoint).stop_instances(InstanceIds=[instance])
+    app = ZukaApp(ledger_path, refresh_s=0.2, interval_s=0.5, cloud_every_s=0.5)
+    async with app.run_test(size=(150, 40)) as pilot:
+        await wait_until(lambda: len(_stops(ledger_path)) == 1, what="the stop recorded")
+        await pilot.press("q")
+    [stop] = _stops(ledger_path)
+    assert stop.source == "ec2" and stop.end is None
+
+
+def test_zuka_collect_reads_the_instances_on_its_timer(
+    cli: Cli, ledger_path: Path, endpoint: str
+) -> None:
+    """`zuka collect --cloud-every S`: the real process records the stop it reads, and the
+    resume after it, each on a later tick of its timer."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from waiting import wait_until_sync
+
+    instance = _instance(endpoint)
+    _node(cli, endpoint, instance)
+    ec2 = client("ec2", endpoint)
+    ec2.stop_instances(InstanceIds=[instance])
+    collector = subprocess.Popen(
+        [sys.executable, "-m", "tui.cli", "collect", "--ledger", str(ledger_path),
+         "--interval", "1", "--cloud-every", "0.5"],
+        env={**os.environ, **ENVIRON}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        wait_until_sync(lambda: len(_stops(ledger_path)) == 1, timeout=60,
+                        what="the stop recorded")  # fmt: skip
+        ec2.start_instances(InstanceIds=[instance])
+        wait_until_sync(lambda: _stops(ledger_path)[0].end is not None, timeout=60,
+                        what="the resume recorded")  # fmt: skip
+    finally:
+        collector.send_signal(signal.SIGTERM)
+        _, err = collector.communicate(timeout=60)
+    assert collector.returncode == 0, err

@@ -14,6 +14,7 @@ failures are handled in one place (on_worker_state_changed).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from importlib.resources import files
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     # Only a dashboard that polls, or trusts a key, needs SSH: imported there, not at start
     # (asyncssh and the notifiers cost a few hundred ms before the first paint).
     from leases.alertwatch import AlertWatch
+    from leases.cloudstate import CloudWatch
     from leases.poller import Poller
 
 # Longest detail line (an SSH error, a node's stderr) shown in a notification.
@@ -84,6 +86,7 @@ class ZukaApp(App[None]):
         interval_s: float = 5.0,
         poll: bool = True,
         config: Config | None = None,
+        cloud_every_s: float = 300.0,
     ) -> None:
         super().__init__()
         self.config = config
@@ -102,6 +105,8 @@ class ZukaApp(App[None]):
         self.lock: PollerLock | None = None
         self.collector_pid: int | None = None
         self.alert_watch: AlertWatch | None = None
+        self.cloud_every_s = cloud_every_s  # as `zuka collect --cloud-every` (0: never)
+        self.clouds: CloudWatch | None = None
         self.open_alerts: list[StoredAlert] = []
         self.data: FleetData | None = None
         self._stop = asyncio.Event()
@@ -391,6 +396,23 @@ class ZukaApp(App[None]):
         )
         self.poller.set_nodes(list(self.data.facts.polled))
         self.run_poller()
+        # And the cloud instances' states, as `zuka collect` reads them (its default
+        # pace): a dashboard that polls in place of a collector records their stops too.
+        from leases.cloudstate import CloudWatch
+
+        self.clouds = CloudWatch(
+            self.ledger, self.config, clock=self.clock, every_s=self.cloud_every_s,
+            log=self.poller.log,
+        )  # fmt: skip
+        self.run_clouds()
+
+    @work(exclusive=True, exit_on_error=False, group="clouds")
+    async def run_clouds(self) -> None:
+        clouds = self.clouds
+        while clouds is not None and clouds.every_s and not self._stop.is_set():
+            await clouds.tick()  # never raises
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), clouds.every_s)
 
     @work(exclusive=True, exit_on_error=False, group="poller")
     async def run_poller(self) -> None:

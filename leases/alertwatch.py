@@ -62,7 +62,7 @@ def edited_rows(ledger: Ledger) -> list[Alert]:
             f"{d.said()}; figures and offboarding that rest on it are refused until it is checked",
             f"check it, then correct it with zuka or take it as it is: {d.accept}",
         )
-        for d in rowaudit.drifted(ledger)
+        for d in rowaudit.drifted_since(ledger)
     ]
 
 

@@ -280,7 +280,7 @@ class FleetReader:
         if req.history and (req.reload or edited or self._due(self._money_at, now, MONEY_S)):
             try:
                 # A row changed outside zuka (a price edited with sqlite3) is in no figure.
-                rowaudit.refuse(rowaudit.drifted(self.ledger), "the month's cost")
+                rowaudit.refuse(rowaudit.drifted_since(self.ledger), "the month's cost")
                 b = self.config.billing
                 self.money = month_money(self.ledger, now, b.tz, b.currency)
                 self._money_problem = None

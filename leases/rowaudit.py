@@ -17,6 +17,7 @@ undo of it, with the same bundle, says it is back).
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -390,6 +391,30 @@ def drifted(ledger: Ledger, entities: Sequence[str] = ENTITIES) -> list[Drift]:
             if found is not None:
                 out.append(found)
     return out
+
+
+# Of each open ledger: the drifts found, and what they were found at. A row can change
+# only by a commit: another connection's (sqlite3 behind zuka's back: PRAGMA data_version
+# moves) or zuka's own, which writes an audit entry in the same transaction.
+_FOUND: weakref.WeakKeyDictionary[Ledger, tuple[tuple[int, int], list[Drift]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def drifted_since(ledger: Ledger) -> list[Drift]:
+    """drifted(ledger), read again only when something committed since the last time:
+    what the collector's and the dashboard's timers ask every minute."""
+    conn = ledger.conn
+    mark = (
+        int(conn.execute("PRAGMA data_version").fetchone()[0]),
+        int(conn.execute("SELECT coalesce(max(id), 0) FROM audit").fetchone()[0]),
+    )
+    seen = _FOUND.get(ledger)
+    if seen is not None and seen[0] == mark:
+        return list(seen[1])
+    found = drifted(ledger)
+    _FOUND[ledger] = (mark, found)
+    return list(found)
 
 
 def refuse(found: Sequence[Drift], what: str) -> None:

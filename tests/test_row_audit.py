@@ -329,3 +329,17 @@ def test_a_row_changed_outside_zuka_is_a_critical_alert_until_accepted(
     assert z("audit", "accept", "lease", str(lease)).code == 0
     after = json.loads(z("alerts", "--json").out)
     assert not [a for a in after if a["kind"] == "edited_outside_zuka"]
+
+
+def test_the_timers_check_again_only_after_a_commit(z: Cli, ledger_path: Path) -> None:
+    """drifted_since (the collector's and the dashboard's every minute) reads the rows
+    again once another connection committed (sqlite3 behind zuka's back) or zuka wrote."""
+    _monthly(z)
+    with Ledger.open(ledger_path) as ledger:
+        assert rowaudit.drifted_since(ledger) == []
+        _sql(ledger_path, "UPDATE leases SET unit_price = '3'")  # another connection
+        (found,) = rowaudit.drifted_since(ledger)
+        assert found.fields == (("unit_price", "30000", "3"),)
+        assert rowaudit.drifted_since(ledger) == [found]  # nothing committed since
+        rowaudit.accept(ledger, "lease", found.entity_id)  # zuka's own write
+        assert rowaudit.drifted_since(ledger) == []

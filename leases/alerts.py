@@ -155,10 +155,19 @@ def yuan(amount: Decimal, currency: str) -> str:
     return money(billing.fen(amount), currency)
 
 
+def unit_price(amount: Decimal, currency: str) -> str:
+    """A price per hour as recorded (¥3.3333, not ¥3.33: hourly prices go to 4 places)."""
+    from leases.reportformat import symbol
+
+    if amount == billing.fen(amount):
+        return yuan(amount, currency)
+    return f"{symbol(currency)}{amount.normalize():,f}"
+
+
 def _days(delta: timedelta) -> str:
     days = delta.total_seconds() / 86400
     if days >= 2:
-        return f"{days:.0f} days"
+        return f"{int(days)} days"  # whole days: 62.6 days after an end is 62, not 63
     hours = delta.total_seconds() / 3600
     if hours < 1:
         return f"{delta.total_seconds() / 60:.0f} minutes"
@@ -355,7 +364,9 @@ def _lease_end(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
         )
     after = ""
     if last.on_expiry is ExpiryAction.HOURLY and last.hourly_price is not None:
-        after = f"; after it the provider bills {yuan(last.hourly_price, last.currency)} an hour"
+        after = (
+            f"; after it the provider bills {unit_price(last.hourly_price, last.currency)} an hour"
+        )
     elif last.on_expiry is ExpiryAction.HOURLY:
         after = "; after it the provider bills by the hour"
     severity = Severity.CRITICAL if left <= timedelta(days=notices[-1]) else Severity.WARNING
@@ -414,7 +425,7 @@ def _hourly_after_end(f: NodeFacts, now: datetime) -> Iterator[Alert]:
     end = lease.end.astimezone(billing.zone(lease))
     price = lease.hourly_price
     rate = (
-        f"{yuan(price, lease.currency)} an hour, {yuan(price * 24, lease.currency)} a day"
+        f"{unit_price(price, lease.currency)} an hour, {yuan(price * 24, lease.currency)} a day"
         if price is not None
         else "a price not recorded (give --hourly-price)"
     )

@@ -549,3 +549,14 @@ def test_a_node_whose_rows_cannot_be_read_keeps_its_open_alerts(tmp_path: Path) 
     assert rows[AlertKind.LEASE_ENDING.value].cleared_at is None
     assert rows[AlertKind.LEASE_ENDING.value].acked_by == "alice"
     assert "zuka audit verify" in rows[AlertKind.UNEVALUATED.value].message
+
+
+def test_an_hourly_price_is_shown_as_recorded_and_days_passed_are_whole() -> None:
+    """`--hourly-price 3.3333` read "¥3.33 an hour" (the day's ¥80.00 was right); 62.6
+    days after a lease ended read "63 days"."""
+    from leases.alerts import _days, unit_price
+
+    assert unit_price(Decimal("3.3333"), "CNY") == "¥3.3333"
+    assert unit_price(Decimal("3.5"), "CNY") == "¥3.50"
+    assert _days(timedelta(days=62, hours=14)) == "62 days"
+    assert _days(timedelta(hours=45.8)) == "45.8 hours"

@@ -32,8 +32,7 @@ SESSION: list[str] = [
     "provider add Aliyun --kind cloud --region cn-hangzhou --account-id 1234567890123456"
     " --credential-ref env:ALIYUN",
     "provider add NJIDC --kind colo",
-    "node add a100-1 --ssh 'ssh -p 2201 root@10.0.0.1' --provider AutoDL --gpus 8"
-    " --gpu-model A100",
+    "node add a100-1 --ssh 'ssh -p 2201 root@10.0.0.1' --provider AutoDL --gpus 8 --gpu-model A100",
     "node add h800-1 --ssh root@10.0.0.2 --provider Aliyun --gpus 8 --gpu-model H800",
     "node add colo-1 --ssh root@10.0.0.3 --provider NJIDC --gpus 8 --gpu-model 'RTX 4090'",
     "node add burst-1 --ssh root@10.0.0.4 --provider Aliyun --gpus 2 --gpu-model A10",
@@ -86,7 +85,9 @@ SESSION: list[str] = [
 ]
 
 
-def _commands(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+def _commands(
+    parser: argparse.ArgumentParser, words: tuple[str, ...] = ()
+) -> list[tuple[str, ...]]:
     """Every command path of the parser tree, parents first."""
     out = [words]
     for action in parser._actions:

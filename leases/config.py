@@ -27,6 +27,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from leases.errors import ConfigError, InputError
+from leases.fields import DEFAULT_TZ
 from leases.severity import Severity
 from leases.textsafe import is_clean, visible
 
@@ -44,7 +45,7 @@ MAX_PROBLEMS = 50
 @dataclass(frozen=True)
 class BillingConfig:
     currency: str = "CNY"
-    tz: str = "Asia/Shanghai"
+    tz: str = DEFAULT_TZ
 
 
 @dataclass(frozen=True)

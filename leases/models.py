@@ -12,6 +12,7 @@ from enum import StrEnum
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from leases.fields import DEFAULT_TZ
 from leases.recordfields import INTERNAL, cli, flattened, stands_for
 
 if TYPE_CHECKING:
@@ -265,7 +266,7 @@ class Lease:
         ),
     )
     billing_tz: str = field(
-        default="Asia/Shanghai", metadata=cli("--tz", "billing time zone (default Asia/Shanghai)")
+        default=DEFAULT_TZ, metadata=cli("--tz", f"billing time zone (default {DEFAULT_TZ})")
     )
     auto_renew: bool = field(
         default=False,

@@ -69,6 +69,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
 
 from leases.errors import InputError
+from leases.fields import DEFAULT_TZ
 from leases.notifyhost import Resolver, guarded, resolved_refusal, system_resolver
 from leases.severity import Severity
 from leases.textsafe import is_clean, visible
@@ -666,7 +667,7 @@ class Notifier:
         ledger_path: Path | None,
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-        tz: str = "Asia/Shanghai",
+        tz: str = DEFAULT_TZ,
         sender: Sender = send,
         queue_size: int = 1000,
     ) -> None:

@@ -32,6 +32,7 @@ from textual.worker import Worker, WorkerState
 
 from leases.config import Config, load_user_config
 from leases.errors import ConfigError
+from leases.fields import DEFAULT_TZ
 from leases.fleetdata import FleetData, FleetReader, ReadRequest
 from leases.history import RecentHistory
 from leases.ledger import Clock, Ledger, utc_now
@@ -148,7 +149,7 @@ class ZukaApp(App[None]):
 
     @property
     def billing_tz(self) -> str:
-        return self.config.billing.tz if self.config is not None else "Asia/Shanghai"
+        return self.config.billing.tz if self.config is not None else DEFAULT_TZ
 
     def status_of(self, name: str) -> NodeStatus | None:
         """The node's status as the last refresh saw it (None: not in the fleet)."""

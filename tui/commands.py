@@ -20,6 +20,7 @@ from textual.fuzzy import Matcher
 from textual.markup import escape
 from textual.screen import Screen
 
+from leases.fields import DEFAULT_TZ
 from leases.fleetdata import FleetData
 from leases.ledger import Ledger
 from leases.models import NodeState
@@ -135,7 +136,7 @@ class ZukaCommands(Provider):
             out.append((f"Go to node {shown}", "Open the node's screen",
                         partial(self._node, name)))  # fmt: skip
             if isinstance(ledger, Ledger):
-                zone = tz.tz if tz is not None else "Asia/Shanghai"
+                zone = tz.tz if tz is not None else DEFAULT_TZ
                 out.append((f"Add lease to {shown}", "Record a new lease on this node",
                             partial(self._lease, ledger, name, zone)))  # fmt: skip
         return out

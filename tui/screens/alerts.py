@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Footer, Static
 from leases import alertstate
 from leases.alertstate import State, StoredAlert
 from leases.errors import InputError, LedgerError
+from leases.fields import DEFAULT_TZ
 from leases.ledger import Ledger
 from leases.textsafe import visible
 from tui.fleetview import plain
@@ -56,9 +57,7 @@ class AlertsScreen(Screen[None]):
     #alerts-action { padding: 1 1 0 1; }
     """
 
-    def __init__(
-        self, ledger: Ledger, clock: Callable[[], datetime], tz: str = "Asia/Shanghai"
-    ) -> None:
+    def __init__(self, ledger: Ledger, clock: Callable[[], datetime], tz: str = DEFAULT_TZ) -> None:
         super().__init__()
         self.ledger = ledger
         self.clock = clock

@@ -25,6 +25,7 @@ from textual.worker import Worker, WorkerState
 
 from leases import nodefacts, series
 from leases.errors import UnknownNode
+from leases.fields import DEFAULT_TZ
 from leases.history import NodeMinute
 from leases.ledger import Ledger
 from leases.models import NodeStatus
@@ -271,7 +272,7 @@ class NodeScreen(Screen[None]):
 
     def _tz(self) -> str:
         config = self.zuka.config
-        return config.billing.tz if config is not None else "Asia/Shanghai"
+        return config.billing.tz if config is not None else DEFAULT_TZ
 
     def _show_charts(self) -> None:
         spans = " ".join(

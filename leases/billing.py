@@ -944,11 +944,6 @@ class Verdict:
         """Positive: monthly was cheaper by this much; negative: hourly would have been."""
         return self.hourly_cost - self.monthly_cost
 
-    @property
-    def text(self) -> str:
-        """The verdict in words, its amount in yuan (see said)."""
-        return self.said(lambda x: f"¥{fen(x):,}")
-
     def said(self, amount: Callable[[Decimal], str]) -> str:
         """The verdict in words, its amount written by `amount` (in the lease's currency:
         leases.reportformat.verdict_text)."""

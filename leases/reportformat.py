@@ -80,14 +80,6 @@ def currencies(report: Report) -> list[str]:
     return sorted({r.currency for r in report.rows}) or [report.currency]
 
 
-def _prefix(report: Report, code: str) -> str:
-    """What an amount in `code` is shown with: its symbol when the report has one
-    currency; among several, ¥ for CNY only (JPY is ¥ too) and the code for the others."""
-    if len(currencies(report)) == 1:
-        return symbol(code)
-    return "¥" if code == "CNY" else f"{code} "
-
-
 def _by_currency(report: Report, hours: Decimal) -> list[tuple[str, Totals]]:
     return [
         (c, shown_totals((r for r in report.rows if r.currency == c), hours))
@@ -302,7 +294,7 @@ def _money_in(report: Report, code: str) -> Money:
     each with its currency."""
     if len(currencies(report)) == 1:
         return _money
-    cur = _prefix(report, code)
+    cur = symbol(code)
     return lambda x: "-" if x is None else f"{cur}{_money(x)}"
 
 
@@ -315,7 +307,7 @@ def _header_currency(report: Report) -> str:
 def summary(report: Report) -> str:
     parts = []
     for code, t in _by_currency(report, _TENTH):
-        cur = _prefix(report, code)
+        cur = symbol(code)
         parts.append(
             f"**Total {cur}{_money(t.total)}** for {t.leases} lease(s)"
             f" (storage {cur}{_money(t.storage)}); busy {_hours(t.busy)} of {_hours(t.paid)}"
@@ -429,7 +421,7 @@ def attribution_markdown(report: Report, att: Attribution) -> str:
     single = len(sums) == 1
     said = []
     for m in sums:
-        cur = _prefix(report, m.code) if not single else symbol(m.code)
+        cur = symbol(m.code)
         said.append(
             f"**{_hours(m.busy)} busy card-hours worth {cur}{_money(m.yuan)}**; not carried"
             f" by any busy hour (idle leases): {cur}{_money(m.unattributed)} of the leases'"

@@ -31,6 +31,7 @@ from leases.history import (
 from leases.ledger import Ledger
 from leases.models import BillingType, Lease, Resource, ResourceKind
 from leases.renewals import chains, renewal_record
+from leases.reportformat import verdict_text
 from leases.rollups import HistoryStore
 from leases.schema import MIGRATIONS
 
@@ -294,11 +295,12 @@ def test_break_even_and_the_verdict() -> None:
     verdict = billing.lease_verdict(le, ch)
     assert verdict is not None
     assert (
-        verdict.text
+        verdict_text(verdict, le.currency)
         == "hourly would have cost ¥27,750.00 less (the provider's early-release refund rule is unknown)"
     )
     busy = billing.hourly_vs_monthly(D(30000), D(5000), D("7.5"))
-    assert busy.text == "monthly saves ¥7,500.00"
+    assert verdict_text(busy, "CNY") == "monthly saves ¥7,500.00"
+    assert verdict_text(busy, "USD") == "monthly saves USD 7,500.00"
     # Unknown hours count as used: they cannot make hourly look cheaper.
     assert billing.hourly_vs_monthly(D(30000), D(0), D("7.5"), D(4000)).monthly_saves == 0
 

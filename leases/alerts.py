@@ -20,7 +20,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from leases import billing, fields
+from leases import billing, fields, periods
 from leases.config import AlertsConfig
 from leases.errors import InputError
 from leases.history import NodeMinute
@@ -422,7 +422,7 @@ def _hourly_after_end(f: NodeFacts, now: datetime) -> Iterator[Alert]:
         return
     lease, name = b.lease, visible(f.node.name)
     assert lease.end is not None
-    end = lease.end.astimezone(billing.zone(lease))
+    end = lease.end.astimezone(periods.zone(lease))
     price = lease.hourly_price
     rate = (
         f"{unit_price(price, lease.currency)} an hour, {yuan(price * 24, lease.currency)} a day"
@@ -624,7 +624,7 @@ def _forgotten(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
     if since is None:
         return
     lease = b.lease
-    since = since.astimezone(billing.zone(lease))  # shown in the lease's billing zone
+    since = since.astimezone(periods.zone(lease))  # shown in the lease's billing zone
     # The lease's price (times its cards) over the minutes known idle since then: a gap
     # without readings inside the stretch is unknown, never idle yuan.
     spans = _known_idle(f.minutes, since, now)
@@ -769,7 +769,7 @@ def _release_soon(
         return
     # In the lab's zone (the lease's billing zone), as every other alert: times are
     # stored in UTC.
-    tz = billing.zone(lease)
+    tz = periods.zone(lease)
     gone, release = since.astimezone(tz), release.astimezone(tz)
     how = "stopped (recorded)" if since in recorded else "stopped or unreachable"
     yield _alert(

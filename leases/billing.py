@@ -48,11 +48,9 @@ Amounts are exact Decimals; `fen` rounds one for display.
 
 from __future__ import annotations
 
-import math
-from calendar import monthrange
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import (
     MAX_EMAX,
     MIN_EMIN,
@@ -77,6 +75,10 @@ from leases.models import (
     StoppedBilling,
     StoragePeriod,
 )
+from leases.periods import FIXED as _FIXED
+from leases.periods import boundary, period_index, step_of, zone
+from leases.periods import seconds_between as _seconds
+from leases.periods import utc as _u
 from leases.renewals import chains
 
 Stop = tuple[datetime, datetime | None]  # when the node was stopped; None: still stopped
@@ -84,8 +86,6 @@ Span = tuple[datetime, datetime]
 
 ZERO = Decimal(0)
 _HOUR = Decimal(3600)
-_FIXED = {"second": 1, "minute": 60, "hour": 3600}  # steps of a fixed length in seconds
-_WALL_DAYS = {"day": 1, "week": 7, "month30": 30}  # steps of wall-clock days in the zone
 _GRAIN = {PartialUnit.SECOND: 1, PartialUnit.MINUTE: 60, PartialUnit.HOUR: 3600}
 _GRAIN[PartialUnit.DAY] = 86400
 
@@ -112,39 +112,8 @@ def fen(amount: Decimal) -> Decimal:
     return amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP, context=ctx)
 
 
-def zone(lease: Lease) -> ZoneInfo:
-    return fields.timezone(lease.billing_tz, "billing_tz")
-
-
-def _u(at: datetime) -> datetime:
-    """`at` in UTC: every comparison and every elapsed time goes through UTC, because Python
-    compares two times of the same zone by their wall clock, ignoring fold (01:30 EDT and
-    01:30 EST, an hour apart, compare equal)."""
-    return at.astimezone(UTC)
-
-
-def _seconds(a: datetime, b: datetime) -> Decimal:
-    """b - a in seconds, exactly (in UTC: same-zone subtraction ignores DST)."""
-    d = b.astimezone(UTC) - a.astimezone(UTC)
-    return Decimal(d.days * 86400 + d.seconds) + Decimal(d.microseconds) / 1_000_000
-
-
 def _ceil(x: Decimal) -> Decimal:
     return x.to_integral_value(rounding=ROUND_CEILING)
-
-
-def step_of(lease: Lease) -> str:
-    """The length of one billing unit: second, hour, day, week, month or month30."""
-    bt = lease.billing_type
-    if bt is BillingType.PER_SECOND:
-        return "second"
-    if bt in (BillingType.HOURLY, BillingType.CARD_HOUR):
-        return "hour"
-    if bt is BillingType.DAILY:
-        return "day"
-    if bt is BillingType.WEEKLY:
-        return "week"
-    return "month30" if lease.month_count is MonthCount.DAYS_30 else "month"
 
 
 def partial(lease: Lease) -> PartialUnit:
@@ -229,40 +198,6 @@ def _renews(lease: Lease) -> bool:
 
 
 # -- the period grid --------------------------------------------------------------------
-
-
-def boundary(anchor: datetime, step: str, k: int, tz: ZoneInfo) -> datetime:
-    """The start of the k-th period of `step` from `anchor`, counted on the wall clock of
-    `tz` (a calendar month from the 31st ends on the last day of a shorter month)."""
-    if step in _FIXED:  # real seconds: in UTC (a zone's + timedelta is wall-clock)
-        return _u(anchor) + timedelta(seconds=k * _FIXED[step])
-    local = anchor.astimezone(tz).replace(tzinfo=None)
-    if step in _WALL_DAYS:
-        naive = local + timedelta(days=k * _WALL_DAYS[step])
-    else:
-        y, m = divmod(local.month - 1 + k, 12)
-        year, month = local.year + y, m + 1
-        naive = local.replace(
-            year=year, month=month, day=min(local.day, monthrange(year, month)[1])
-        )
-    return naive.replace(tzinfo=tz)
-
-
-def period_index(anchor: datetime, step: str, t: datetime, tz: ZoneInfo) -> int:
-    """The k whose period [boundary(k), boundary(k+1)) holds t (negative before anchor)."""
-    if step in _FIXED:
-        return math.floor(_seconds(anchor, t) / _FIXED[step])
-    t = _u(t)
-    a, b = anchor.astimezone(tz), t.astimezone(tz)
-    if step in _WALL_DAYS:
-        k = (b.replace(tzinfo=None) - a.replace(tzinfo=None)).days // _WALL_DAYS[step]
-    else:
-        k = (b.year - a.year) * 12 + b.month - a.month
-    while boundary(anchor, step, k + 1, tz) <= t:
-        k += 1
-    while boundary(anchor, step, k, tz) > t:
-        k -= 1
-    return k
 
 
 def _units(anchor: datetime, step: str, tz: ZoneInfo, a: datetime, b: datetime) -> Decimal:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from leases import billing, fields, transfer
+from leases import fields, periods, transfer
 from leases.ledger import Ledger
 
 DEMO_FILE: Traversable = files("leases") / "data" / "demo_fleet.json"
@@ -61,16 +61,16 @@ def _whole_months(before: list[dict[str, Any]], out: dict[str, list[dict[str, An
         tz = ZoneInfo(str(old.get("billing_tz") or fields.DEFAULT_TZ))
         start0, end0 = datetime.fromisoformat(old["start"]), datetime.fromisoformat(old["end"])
         months = next(
-            (k for k in range(1, 61) if billing.boundary(start0, "month", k, tz) == end0), None
+            (k for k in range(1, 61) if periods.boundary(start0, "month", k, tz) == end0), None
         )
         renewed = starts.get((node, str(old["end"])))  # the lease that follows on, moved
         end = datetime.fromisoformat(renewed or str(new["end"]))
         if months is None:
             start = datetime.fromisoformat(shifted)
         else:
-            start = billing.boundary(end, "month", -months, tz)
-            if billing.boundary(start, "month", months, tz) != end.astimezone(tz):
-                end = billing.boundary(start, "month", months, tz)  # a clamped month's end
+            start = periods.boundary(end, "month", -months, tz)
+            if periods.boundary(start, "month", months, tz) != end.astimezone(tz):
+                end = periods.boundary(start, "month", months, tz)  # a clamped month's end
         if old.get("ended_at") == old["end"]:
             new["ended_at"] = end.isoformat()
         new["start"], new["end"] = start.isoformat(), end.isoformat()

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from leases import records
+from leases import periods, records
 from leases.models import ExpiryAction, Lease
 
 
@@ -125,7 +125,7 @@ def paid_until(chain: Sequence[Lease], at: datetime | None = None) -> datetime |
     """The end of the last lease of a chain that billed at all (None: no end, or a chain
     that never billed); a renewal cancelled before its start pays for nothing. A lease the
     provider renews by itself is paid until the end of its renewal period that holds `at`
-    (the periods of leases.billing, from the lease's end)."""
+    (the periods of leases.periods, from the lease's end)."""
     billed = [le for le in chain if not never_billed(le)]
     if not billed:
         return None
@@ -141,10 +141,8 @@ def paid_until(chain: Sequence[Lease], at: datetime | None = None) -> datetime |
     elif not past_end(last, at):
         return last.end
     assert at is not None
-    from leases import billing  # billing builds on this module's chains
-
-    tz, step = billing.zone(last), billing.step_of(last)
-    return billing.boundary(last.end, step, billing.period_index(last.end, step, at, tz) + 1, tz)
+    tz, step = periods.zone(last), periods.step_of(last)
+    return periods.boundary(last.end, step, periods.period_index(last.end, step, at, tz) + 1, tz)
 
 
 def starts_in(lease: Lease, at: datetime) -> str:

@@ -22,7 +22,7 @@ from sshfixtures import FakeNode, node_options
 from test_notify import KEYS, Hook, hook, sim_fleet  # noqa: F401  (hook is a fixture)
 from textual.widgets import DataTable
 
-from leases import alertstate, billing, records
+from leases import alertstate, billing, periods, records
 from leases.alertfacts import _idle_from, gather
 from leases.alerts import AlertKind, NodeFacts, evaluate
 from leases.alertwatch import AlertWatch, check
@@ -718,9 +718,9 @@ def test_the_demo_monthly_lease_is_one_calendar_month_on_every_day(
     assert lease is not None and lease.end is not None
     tz = ZoneInfo(lease.billing_tz)
     assert chain[1].start == chain[0].end  # the renewal follows on
-    assert billing.boundary(colo.start, "month", 12, tz) == colo.end  # a 12-month contract
+    assert periods.boundary(colo.start, "month", 12, tz) == colo.end  # a 12-month contract
     assert disks  # resources still find their lease
-    assert billing.boundary(lease.start, "month", 1, tz) == lease.end.astimezone(tz)
+    assert periods.boundary(lease.start, "month", 1, tz) == lease.end.astimezone(tz)
 
 
 def test_the_auto_renew_alert_says_the_machines_monthly_price_not_times_its_cards(

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlite_utils import Database
 
-from leases import billing, fields, records
+from leases import billing, fields, periods, records
 from leases.errors import InputError
 from leases.history import (
     GpuMinute,
@@ -464,7 +464,7 @@ def test_an_hour_across_the_fall_back_fold_is_billed() -> None:
     ended = replace(le, ended_at=at)
     assert billing.over(ended, at) and billing.cost_to_date(ended, at) == 10
     # Hourly boundaries count real hours from the start: the 2nd starts at 01:30 EST.
-    assert billing.boundary(le.start, "hour", 1, ny).timestamp() == at.timestamp()
+    assert periods.boundary(le.start, "hour", 1, ny).timestamp() == at.timestamp()
 
 
 @pytest.mark.parametrize(
@@ -512,7 +512,7 @@ def test_accrued_spreads_auto_renewals_over_the_periods_they_pay_for(
     le = lease(billing_type="monthly", unit_price="30000", start="2026-08-03",
                end="2026-09-03", auto_renew=True, renew_charge_days=9)  # fmt: skip
     since = t(f"{month}-01")
-    until = billing.boundary(since, "month", 1, billing.zone(le))
+    until = periods.boundary(since, "month", 1, periods.zone(le))
     assert abs(billing.accrued(le, since, until) - want) < D("1e-18")
     # A renewal charged (Nov 24) but not started belongs to its own month: November cut
     # at Nov 28 holds none of the period from Dec 3.

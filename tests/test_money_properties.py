@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from leases import billing, records, reportformat
+from leases import billing, periods, records, reportformat
 from leases.billing import CardHours
 from leases.models import Lease
 from leases.renewals import renewal_record
@@ -107,7 +107,7 @@ def _months(report_tz: str) -> list[tuple[datetime, datetime]]:
     since, until = billing.month_of(datetime(2025, 12, 1, tzinfo=z), z)
     while since < _FAR:
         out.append((since, until))
-        since, until = until, billing.boundary(until, "month", 1, z)
+        since, until = until, periods.boundary(until, "month", 1, z)
     return out
 
 

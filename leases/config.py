@@ -240,7 +240,7 @@ def _urls(v: Any) -> tuple[str, ...]:
     if len(v) > MAX_URLS:
         raise _Bad(f"must hold at most {MAX_URLS} URLs (got {len(v)})")
     # Imported here: apprise is only loaded when there are URLs to check.
-    from leases.notify import mask_url, parse_target
+    from leases.notifyurl import mask_url, parse_target
 
     reasons: list[str] = []
     for i, url in enumerate(v):
@@ -359,7 +359,7 @@ def _shown(value: Any, mask: bool) -> Any:
         return value.value
     if isinstance(value, tuple):
         if value and all(isinstance(v, str) for v in value) and mask:
-            from leases.notify import mask_url
+            from leases.notifyurl import mask_url
 
             return [mask_url(v) for v in value]
         return list(value)

@@ -123,7 +123,6 @@ CIRCLES = [
     frozenset({"leases.history", "leases.models", "leases.nodestatus"}),
     frozenset({"leases.ledger", "leases.offboard.claims", "leases.rowaudit", "leases.schema",
                "leases.undo"}),
-    frozenset({"leases.config", "leases.notify"}),
     frozenset({"tui.app", "tui.cli_ledger", "tui.demo", "tui.fleetview", "tui.nodeview",
                "tui.screens.alerts", "tui.screens.fleet", "tui.screens.help",
                "tui.screens.offboard", "tui.trust", "tui.widgets.fleet_table",

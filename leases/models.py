@@ -9,14 +9,9 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
 from enum import StrEnum
-from functools import cached_property
-from typing import TYPE_CHECKING
 
 from leases.fields import DEFAULT_TZ
 from leases.recordfields import INTERNAL, cli, flattened, stands_for
-
-if TYPE_CHECKING:
-    from leases.nodestatus import Figures
 
 
 class ProviderKind(StrEnum):
@@ -522,11 +517,3 @@ class NodeStatus:
     samples: tuple[GpuSample, ...] = ()
     processes: tuple[GpuProcess, ...] = ()
     fingerprint: str | None = None  # of a host key we refused
-
-    @cached_property
-    def figures(self) -> Figures | None:
-        """Its figures (leases.nodestatus.figures), worked out once: the row, the header
-        and the filter all read them, every refresh."""
-        from leases.nodestatus import figures_of  # (that module builds on this one)
-
-        return figures_of(self)

@@ -129,8 +129,19 @@ def figures_of(status: NodeStatus) -> Figures | None:
 
 
 def status_figures(status: NodeStatus | None) -> Figures | None:
-    """figures_of, kept on the status (NodeStatus.figures)."""
-    return None if status is None else status.figures
+    """figures_of, worked out once per status and kept on it (as functools.cached_property
+    keeps a value in the instance's __dict__, beside its frozen fields): the row, the
+    header and the filter all read them, every refresh."""
+    if status is None:
+        return None
+    kept = status.__dict__
+    if _KEPT not in kept:
+        kept[_KEPT] = figures_of(status)
+    found: Figures | None = kept[_KEPT]
+    return found
+
+
+_KEPT = "_figures"
 
 
 # node name -> (the reading, whether it was stale, the status made of it)

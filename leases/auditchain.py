@@ -27,6 +27,22 @@ COLUMNS = ("id", "at", "actor", "action", "entity", "entity_id", "node", "before
 BATCH = "batch"
 
 
+# The audit log's protections (installed by migration m004, checked by `zuka audit verify`):
+# no UPDATE, no DELETE, and an INSERT only at the end of the hash chain.
+AUDIT_TRIGGERS = {
+    "audit_no_update": "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit"
+    " BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END",
+    "audit_no_delete": "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit"
+    " BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END",
+    "audit_chain_only": "CREATE TRIGGER audit_chain_only BEFORE INSERT ON audit"
+    " WHEN NEW.id IS NULL OR NEW.hash IS NULL"
+    " OR NEW.id <= (SELECT coalesce(max(id), 0) FROM audit)"
+    " OR NEW.prev_hash IS NOT coalesce((SELECT hash FROM audit ORDER BY id DESC LIMIT 1),"
+    " '0000000000000000000000000000000000000000000000000000000000000000')"
+    " BEGIN SELECT RAISE(ABORT, 'the audit log only grows at the end of its hash chain'); END",
+}
+
+
 def entry_hash(row: Mapping[str, Any], prev_hash: str) -> str:
     """sha256 over the previous hash and the entry's columns, as stored."""
     batch = row.get(BATCH)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 from leases import auditchain, fields, nodelog, records, release, transfer
+from leases.auditchain import AUDIT_TRIGGERS as AUDIT_TRIGGERS
 from leases.errors import READ_ONLY, InputError, LedgerError, UnknownNode, ledger_failure
 from leases.models import AuditEntry, BillingType, Lease, Node, NodeState, Provider, Resource
 from leases.offboard import claims
@@ -53,20 +54,6 @@ _CORRECTIONS = ("new_id", "region", "endpoint")
 # How long a write waits for another writer's transaction before it gives up.
 BUSY_TIMEOUT_S = 15.0
 
-# The audit log's protections (installed by migration m004, checked by `zuka audit verify`):
-# no UPDATE, no DELETE, and an INSERT only at the end of the hash chain.
-AUDIT_TRIGGERS = {
-    "audit_no_update": "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit"
-    " BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END",
-    "audit_no_delete": "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit"
-    " BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END",
-    "audit_chain_only": "CREATE TRIGGER audit_chain_only BEFORE INSERT ON audit"
-    " WHEN NEW.id IS NULL OR NEW.hash IS NULL"
-    " OR NEW.id <= (SELECT coalesce(max(id), 0) FROM audit)"
-    " OR NEW.prev_hash IS NOT coalesce((SELECT hash FROM audit ORDER BY id DESC LIMIT 1),"
-    " '0000000000000000000000000000000000000000000000000000000000000000')"
-    " BEGIN SELECT RAISE(ABORT, 'the audit log only grows at the end of its hash chain'); END",
-}
 
 # The poller's tables that refer to a node by id (see leases/schema.py m002, m007).
 HISTORY_TABLES = (
@@ -1257,12 +1244,6 @@ class Ledger:
         """The log's last n entries, in order."""
         rows = self._rows("SELECT * FROM audit ORDER BY id DESC LIMIT ?", [n])
         return [_audit_entry(r) for r in reversed(rows)]
-
-    def undo(self, *, any_user: bool = False, entry: int | None = None) -> list[AuditEntry]:
-        """Undo the last change (see leases.undo); returns the entries undone."""
-        from leases.undo import undo_last
-
-        return undo_last(self, any_user=any_user, entry=entry)
 
     def verify_audit(self, anchor: tuple[int, str] | None = None) -> auditchain.ChainReport:
         """Check the audit log's hash chain and the triggers that guard it."""

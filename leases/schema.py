@@ -190,8 +190,7 @@ def m004_audit_chain(db: Database) -> None:
     one before it and its own; existing entries are chained in id order. The triggers
     are replaced by ones that also refuse an insert that does not extend the chain
     (INSERT OR REPLACE of an old id, a forged prev_hash)."""
-    from leases.auditchain import links
-    from leases.ledger import AUDIT_TRIGGERS
+    from leases.auditchain import AUDIT_TRIGGERS, links
 
     _run(
         db,

@@ -155,7 +155,7 @@ def test_overlaps_finds_the_pairs_already_in_a_ledger(two_leases: Cli, ledger_pa
         ledger.conn.execute("UPDATE resources SET native_id = 'lab-ckpt' WHERE native_id = ?",
                             ["lab-other"])  # fmt: skip
         ledger.conn.commit()
-        found = overlaps(ledger_claims(ledger))
+        found = overlaps(ledger_claims(ledger.conn))
     assert len(found) == 1
     text = found[0].text()
     assert "node a's lease" in text and "node b's lease" in text and "the same bucket" in text

@@ -1030,7 +1030,9 @@ def log(args: argparse.Namespace, out: TextIO) -> int:
 
 def undo(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args, create=False) as ledger:
-        undone = ledger.undo(any_user=args.any_user, entry=args.entry)
+        from leases.undo import undo_last
+
+        undone = undo_last(ledger, any_user=args.any_user, entry=args.entry)
     if args.json:
         output.dump_json(
             [{"id": e.id, "action": e.action, "node": e.node, "actor": e.actor,

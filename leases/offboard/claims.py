@@ -18,17 +18,15 @@ matches any, so that a missing fact never hides an overlap.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from leases.models import ResourceKind
 from leases.offboard.cloud_ids import same_endpoint
 from leases.textsafe import visible
-
-if TYPE_CHECKING:
-    from leases.ledger import Ledger
 
 _BUCKETS = (ResourceKind.BUCKET, ResourceKind.BUCKET_PREFIX)
 _BY_ID = (ResourceKind.IMAGE, ResourceKind.SNAPSHOT, ResourceKind.DISK)
@@ -186,7 +184,9 @@ CLAIMS_SQL = (
 )
 
 
-def ledger_claims(ledger: Ledger) -> list[Claim]:
-    """Every live cloud claim in the ledger, for overlaps()."""
-    rows = ledger._rows(CLAIMS_SQL)
+def ledger_claims(conn: sqlite3.Connection) -> list[Claim]:
+    """Every live cloud claim in the ledger (its connection), for overlaps()."""
+    cur = conn.execute(CLAIMS_SQL)
+    names = [d[0] for d in cur.description]
+    rows = (dict(zip(names, row, strict=True)) for row in cur)
     return [c for c in (claim_from(r) for r in rows) if c is not None]

@@ -119,7 +119,7 @@ def _refuse_overlaps(ledger: Ledger, resources: Iterable[Resource], node: str) -
     ours = {r.id for r in resources if r.id is not None}
     clashes = [
         o
-        for o in claims.overlaps(claims.ledger_claims(ledger))
+        for o in claims.overlaps(claims.ledger_claims(ledger.conn))
         if o.first.resource_id in ours or o.second.resource_id in ours
     ]
     if clashes:

@@ -19,6 +19,7 @@ did not find the instance, or answered for another account changes nothing and i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -344,3 +345,12 @@ class CloudWatch:
             return []
         self.runs += 1
         return done
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """tick every `every_s` seconds until `stop` is set (0: never), beside the poll as
+        alerts are: a slow or failing cloud never holds a reading up. What `zuka collect`
+        and a dashboard that polls in its place both run."""
+        while self.every_s and not stop.is_set():
+            await self.tick()  # never raises
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.every_s)

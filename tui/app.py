@@ -14,7 +14,6 @@ failures are handled in one place (on_worker_state_changed).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from importlib.resources import files
@@ -409,11 +408,8 @@ class ZukaApp(App[None]):
 
     @work(exclusive=True, exit_on_error=False, group="clouds")
     async def run_clouds(self) -> None:
-        clouds = self.clouds
-        while clouds is not None and clouds.every_s and not self._stop.is_set():
-            await clouds.tick()  # never raises
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), clouds.every_s)
+        if self.clouds is not None:
+            await self.clouds.run(self._stop)
 
     @work(exclusive=True, exit_on_error=False, group="poller")
     async def run_poller(self) -> None:

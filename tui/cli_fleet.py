@@ -271,15 +271,8 @@ async def _collect(
         print(f"zuka collect: the poller stopped ({visible(exc)}); restarting in {retry_in:g} s",
               file=sys.stderr, flush=True)  # fmt: skip
 
-    async def cloud_states() -> None:
-        # Beside the poll, as alerts are: a slow or failing cloud never holds a reading up.
-        while cloud_every and not stop.is_set():
-            await clouds.tick()  # never raises
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), cloud_every)
-
     keeper = asyncio.create_task(housekeeping())
-    cloud_reader = asyncio.create_task(cloud_states())
+    cloud_reader = asyncio.create_task(clouds.run(stop))
     try:
         await poller.run_supervised(stop, mode=args.mode, flush_s=args.flush, on_fault=poller_fault)
     finally:

@@ -257,21 +257,23 @@ def stored_record(
     return dict(found[0][1]) if found else None
 
 
-def _ids(ledger: Ledger, entity: str) -> list[int]:
-    return [int(r[0]) for r in ledger.conn.execute(f"SELECT id FROM {TABLES[entity]} ORDER BY id")]
-
-
-def _owner(ledger: Ledger, entity: str, row_id: int) -> int | None:
-    if entity not in OWNER:
-        return None
-    table, column = OWNER[entity]
-    got = ledger.conn.execute(f"SELECT {column} FROM {table} WHERE id = ?", [row_id]).fetchone()
-    return got[0] if got and isinstance(got[0], int) else None
-
-
-def _raw(ledger: Ledger, entity: str, row_id: int) -> Record | None:
+def _row(ledger: Ledger, entity: str, row_id: int) -> Record | None:
+    """The table row as stored (None: no such row)."""
     rows = ledger._rows(f"SELECT * FROM {TABLES[entity]} WHERE id = ?", [row_id])
-    return {k: v for k, v in rows[0].items() if k != "id"} if rows else None
+    return rows[0] if rows else None
+
+
+def _owner(entity: str, row: Mapping[str, Any] | None) -> int | None:
+    """The id of the row a table row belongs to (OWNER), as stored."""
+    if entity not in OWNER or row is None:
+        return None
+    owner = row.get(OWNER[entity][1])
+    return owner if isinstance(owner, int) else None
+
+
+def _raw(row: Mapping[str, Any] | None) -> Record | None:
+    """A table row without its id: what a bundle holds of a stop."""
+    return None if row is None else {k: v for k, v in row.items() if k != "id"}
 
 
 def _name(entity: str, rec: Mapping[str, Any] | None) -> str | None:
@@ -386,8 +388,8 @@ def drifted(ledger: Ledger, entities: Sequence[str] = ENTITIES) -> list[Drift]:
                 entry = None if was is None else was.entry
                 out.append(Drift(entity, row_id, node, "edited", entry, problem=unreadable(exc)))
                 continue
-            raw = _raw(ledger, entity, row_id) if was is not None and was.raw else None
-            found = compare(entity, row_id, was, now, _owner(ledger, entity, row_id), raw)
+            raw = _raw(raw_row) if was is not None and was.raw else None
+            found = compare(entity, row_id, was, now, _owner(entity, raw_row), raw)
             if found is not None:
                 out.append(found)
     return out
@@ -470,14 +472,9 @@ def accept(ledger: Ledger, entity: str, entity_id: int) -> Drift:
                 f"does not read ({unreadable(exc)}), so it cannot be taken as it is: set the"
                 " value back to one zuka reads, then accept it",
             ) from None
-        found = compare(
-            entity,
-            entity_id,
-            logged,
-            now,
-            _owner(ledger, entity, entity_id),
-            _raw(ledger, entity, entity_id) if logged is not None and logged.raw else None,
-        )
+        row = _row(ledger, entity, entity_id)
+        raw = _raw(row) if logged is not None and logged.raw else None
+        found = compare(entity, entity_id, logged, now, _owner(entity, row), raw)
         if found is None:
             at = f"audit entry {logged.entry}" if logged else "the audit log"
             raise InputError(entity, entity_id, f"is as {at} wrote it: there is nothing to accept")

@@ -25,7 +25,7 @@ from typing import Any
 
 from leases import records, stops
 from leases.errors import InputError
-from leases.ledger import Ledger
+from leases.ledger import Ledger, _lease_row, _node_row
 from leases.models import AuditEntry
 from leases.records import UNREADABLE, unreadable
 from leases.textsafe import visible
@@ -326,14 +326,20 @@ def compare(
 
 def _as_written(
     entity: str, rec: Mapping[str, Any], owner: int | None, provider_ids: Mapping[str, int]
-) -> Record:
-    """The table row zuka writes for a record (Ledger's _lease_row, _node_row...): what a
-    row as logged holds, column for column."""
-    row = {k: v for k, v in rec.items() if k not in ("node", "lease_start")}
+) -> Record | None:
+    """The table row zuka writes for a record (the ledger's own _node_row and _lease_row; a
+    resource or stop row is its record without what names its neighbours): what a row as
+    logged holds, column for column. None: a record too old to tell (no tags)."""
     if entity == "node":
-        provider = row.pop("provider", None)
-        row["tags"] = json.dumps(rec.get("tags"), ensure_ascii=False)
-        row["provider_id"] = provider_ids.get(provider) if isinstance(provider, str) else None
+        if "tags" not in rec:
+            return None
+        provider = rec.get("provider")
+        return _node_row(
+            dict(rec), provider_ids.get(provider) if isinstance(provider, str) else None
+        )
+    if entity == "lease":
+        return _lease_row(dict(rec), owner)
+    row = {k: v for k, v in rec.items() if k not in ("node", "lease_start")}
     if entity in OWNER and owner is not None:
         row[OWNER[entity][1]] = owner
     return row
@@ -345,6 +351,8 @@ def _as_logged(entity: str, raw: Mapping[str, Any], was: Logged, ids: Mapping[st
     nobody touched. Anything else is read and compared field by field (compare)."""
     assert was.record is not None
     row = _as_written(entity, was.record, was.owner, ids)
+    if row is None:
+        return False
     added = _ADDED.get(entity, {})
     mine = {"id", *(OWNER[entity][1:] if entity in OWNER else ())}
     for column, value in raw.items():

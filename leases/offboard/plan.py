@@ -341,7 +341,7 @@ def facts_for(
     # zuka (a bucket's name, the node's SSH host, a stop) refuses the plan, naming it.
     rowaudit.refuse(
         rowaudit.concerning(
-            rowaudit.drifted(ledger),
+            rowaudit.drifted_since(ledger),
             node.name,
             [("node", node.id), ("provider", None if provider is None else provider.id),
              *(("lease", le.id) for le in leases),

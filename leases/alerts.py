@@ -215,37 +215,6 @@ EVERY_RULE = "every rule"
 UNDERUSE_RULE = "underuse"
 MINUTE_RULES = ("forgotten instance", "starved")
 Rule = Callable[["NodeFacts", AlertsConfig, datetime], Iterator[Alert]]
-# The kinds each rule raises: while a rule cannot be evaluated on a node, its alerts there
-# stay as they were (open ones open), never cleared for want of a judgement.
-RULE_KINDS: dict[str, tuple[AlertKind, ...]] = {
-    "deposit": (AlertKind.DEPOSIT,),
-    "lease end": (AlertKind.LEASE_ENDING,),
-    "auto-renew": (AlertKind.AUTORENEW,),
-    "hourly after end": (AlertKind.HOURLY_AFTER_END,),
-    UNDERUSE_RULE: (AlertKind.UNDERUSED,),
-    MINUTE_RULES[0]: (AlertKind.FORGOTTEN,),
-    MINUTE_RULES[1]: (AlertKind.STARVED,),
-    "no readings": (AlertKind.UNREACHABLE, AlertKind.LOGIN_FAILED,
-                    AlertKind.STOPPED_QUESTION, AlertKind.RELEASE_SOON),
-    "readings": (AlertKind.HOSTKEY, AlertKind.TEMPERATURE, AlertKind.ECC),
-}  # fmt: skip
-
-
-def unjudged(alerts: Sequence[Alert]) -> set[tuple[int | None, str]]:
-    """(node id, kind) of every alert no rule judged this time: those of the rules a
-    "cannot evaluate" alert names (all of them for EVERY_RULE)."""
-    out: set[tuple[int | None, str]] = set()
-    for a in alerts:
-        if a.kind is not AlertKind.UNEVALUATED:
-            continue
-        names = (
-            RULE_KINDS
-            if a.key == EVERY_RULE
-            else [a.key.removeprefix("the ").removesuffix(" rule")]
-        )
-        for name in names:
-            out |= {(a.node_id, kind.value) for kind in RULE_KINDS.get(name, ())}
-    return out
 
 
 def node_alerts(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
@@ -256,27 +225,17 @@ def node_alerts(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[A
         # Its facts could not be read at all: no rule may take a missing fact for "none".
         yield _unevaluated(f, EVERY_RULE, *unread[EVERY_RULE])
         return
-    rules: list[tuple[str, Rule]] = [("deposit", _deposits)]
-    if f.node.state is not NodeState.RELEASED:
-        # An archived node is read no more: only its money is still open.
-        rules += [
-            ("lease end", _lease_end),
-            ("auto-renew", _autorenew),
-            ("hourly after end", lambda f, c, now: _hourly_after_end(f, now)),
-            (UNDERUSE_RULE, lambda f, c, now: _underuse(f, c)),
-            (MINUTE_RULES[0], _forgotten),
-            (MINUTE_RULES[1], _starved),
-            ("no readings", _gap_rules),
-            ("readings", _readings),
-        ]
-    for name, rule in rules:
-        if name in unread:
-            yield _unevaluated(f, f"the {name} rule", *unread[name])
+    released = f.node.state is NodeState.RELEASED
+    for rule in RULES:
+        if released and not rule.archived:
+            continue
+        if rule.name in unread:
+            yield _unevaluated(f, rule.key, *unread[rule.name])
             continue
         try:
-            found = list(rule(f, config, now))
+            found = list(rule.run(f, config, now))
         except Exception as exc:  # any failure is the rule's on this node, not the fleet's
-            yield _unevaluated(f, f"the {name} rule", *_failure(f, exc))
+            yield _unevaluated(f, rule.key, *_failure(f, exc))
             continue
         yield from found
 
@@ -859,3 +818,58 @@ def _readings(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
                 key=f"gpu{s.index}",
                 level=Level.RAISE if fresh else Level.HOLD,
             )
+
+
+# -- the rules, in the order node_alerts runs them -----------------------------------------
+
+
+def _hourly_rule(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
+    return _hourly_after_end(f, now)
+
+
+def _underuse_rule(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
+    return _underuse(f, config)
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """One rule: its name (in "cannot evaluate NODE (the NAME rule)"), what it runs, the
+    kinds it raises (while it cannot be evaluated on a node, its alerts there stay as they
+    were, never cleared for want of a judgement), and whether it still runs on an archived
+    node (read no more: only its money is open)."""
+
+    name: str
+    run: Rule
+    kinds: tuple[AlertKind, ...]
+    archived: bool = False
+
+    @property
+    def key(self) -> str:
+        """Its "cannot evaluate" alert's key."""
+        return f"the {self.name} rule"
+
+
+RULES = (
+    RuleSpec("deposit", _deposits, (AlertKind.DEPOSIT,), archived=True),
+    RuleSpec("lease end", _lease_end, (AlertKind.LEASE_ENDING,)),
+    RuleSpec("auto-renew", _autorenew, (AlertKind.AUTORENEW,)),
+    RuleSpec("hourly after end", _hourly_rule, (AlertKind.HOURLY_AFTER_END,)),
+    RuleSpec(UNDERUSE_RULE, _underuse_rule, (AlertKind.UNDERUSED,)),
+    RuleSpec(MINUTE_RULES[0], _forgotten, (AlertKind.FORGOTTEN,)),
+    RuleSpec(MINUTE_RULES[1], _starved, (AlertKind.STARVED,)),
+    RuleSpec("no readings", _gap_rules, (AlertKind.UNREACHABLE, AlertKind.LOGIN_FAILED,
+                                         AlertKind.STOPPED_QUESTION, AlertKind.RELEASE_SOON)),
+    RuleSpec("readings", _readings, (AlertKind.HOSTKEY, AlertKind.TEMPERATURE, AlertKind.ECC)),
+)  # fmt: skip
+_KINDS_OF = {r.key: r.kinds for r in RULES} | {EVERY_RULE: tuple(k for r in RULES for k in r.kinds)}
+
+
+def unjudged(alerts: Sequence[Alert]) -> set[tuple[int | None, str]]:
+    """(node id, kind) of every alert no rule judged this time: those of the rules a
+    "cannot evaluate" alert names (all of them for EVERY_RULE)."""
+    return {
+        (a.node_id, kind.value)
+        for a in alerts
+        if a.kind is AlertKind.UNEVALUATED
+        for kind in _KINDS_OF.get(a.key, ())
+    }

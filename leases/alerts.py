@@ -244,11 +244,7 @@ def _failure(f: NodeFacts, exc: Exception) -> tuple[str, str]:
     """Why a rule failed on a node's rows, and what fixes it."""
     name = visible(f.node.name)
     if isinstance(exc, InputError) and exc.field == "cards_billed":
-        lease = next(
-            (le for le in reversed(f.leases)
-             if le.billing_type is BillingType.CARD_HOUR and not le.cards_billed),
-            None,
-        )  # fmt: skip
+        lease = next((le for le in reversed(f.leases) if le.bills_node_gpus), None)
         if lease is not None:
             start = fields.shown(lease.start, lease.billing_tz)
             command = f"zuka lease edit {shlex.quote(f.node.name)} --start {shlex.quote(start)}"

@@ -25,7 +25,7 @@ from urllib.parse import quote
 from leases import auditchain, fields, nodelog, records, release, transfer
 from leases.auditchain import AUDIT_TRIGGERS as AUDIT_TRIGGERS
 from leases.errors import READ_ONLY, InputError, LedgerError, UnknownNode, ledger_failure
-from leases.models import AuditEntry, BillingType, Lease, Node, NodeState, Provider, Resource
+from leases.models import AuditEntry, Lease, Node, NodeState, Provider, Resource
 from leases.offboard import claims
 from leases.records import UNREADABLE, Record, unreadable
 from leases.renewals import (
@@ -405,11 +405,7 @@ class Ledger:
                 release.check_release(name, self.leases(name), self.clock())
             if current.gpu_count and not after_node.gpu_count:
                 # A card-hour lease without --cards bills the node's GPUs: they stay known.
-                uncounted = [
-                    le
-                    for le in self.leases(current)
-                    if le.open and le.billing_type is BillingType.CARD_HOUR and not le.cards_billed
-                ]
+                uncounted = [le for le in self.leases(current) if le.open and le.bills_node_gpus]
                 if uncounted:
                     start = fields.shown(uncounted[0].start, uncounted[0].billing_tz)
                     raise InputError(
@@ -781,12 +777,7 @@ class Ledger:
             lease.billing_type,
             lease.cards_billed,
         )
-        if (
-            not kept
-            and lease.billing_type is BillingType.CARD_HOUR
-            and not lease.cards_billed
-            and not found.gpu_count
-        ):
+        if not kept and lease.bills_node_gpus and not found.gpu_count:
             # Refused here, at every entry (lease add, edit, renew, the form, import): a
             # card-hour price times no known count cannot be billed, and once the node was
             # idle the forgotten-instance rule had nothing to multiply.

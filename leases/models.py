@@ -362,6 +362,12 @@ class Lease:
         return self.ended_at is None
 
     @property
+    def bills_node_gpus(self) -> bool:
+        """A card-hour lease recorded without --cards: it pays for its node's GPUs
+        (billing.cards_of), so the node's GPU count must be known."""
+        return self.billing_type is BillingType.CARD_HOUR and not self.cards_billed
+
+    @property
     def node_key(self) -> int | str:
         """Which node it is on: its id, or its name for a lease not read from a ledger."""
         return self.node_id if self.node_id is not None else self.node

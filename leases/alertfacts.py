@@ -98,7 +98,6 @@ def gather(
         every_stop = ledger.stops()
     except Exception:
         every_stop = []  # one stop row that does not read: each node's read on its own below
-        stops_of = {}
         for (node_id,) in conn.execute("SELECT id FROM nodes"):
             try:
                 every_stop += ledger.stops(node_ids=[node_id])

@@ -22,8 +22,8 @@ make a chat mention are swapped for their full-width forms (see _DEFUSE), since 
 One send (send()) runs in its own thread under an overall deadline of timeout_s: a robot
 whose endpoint drips its answer is cut off (its socket shut); an apprise send past it is
 left to end in the background. A send never raises, and what it reports, logs or stores
-never holds the URL's secrets (scrub(); mask_url() masks every query value, user and
-password, apprise's +header and -param values included).
+never holds the URL's secrets (leases.notifyurl: scrub(); mask_url() masks every query
+value, user and password, apprise's +header and -param values included).
 
 Delivery (Notifier) runs in one worker thread: submit() only puts the message on a bounded
 in-memory queue, so a dead or hanging endpoint never stalls the caller (the poller); the
@@ -69,13 +69,7 @@ from zoneinfo import ZoneInfo
 
 from leases.fields import DEFAULT_TZ
 from leases.notifyhost import Resolver, guarded, system_resolver
-from leases.notifyurl import FIELD as FIELD
-from leases.notifyurl import Target as Target
-from leases.notifyurl import TargetKind as TargetKind
-from leases.notifyurl import apprise_plugin
-from leases.notifyurl import mask_url as mask_url
-from leases.notifyurl import parse_target as parse_target
-from leases.notifyurl import scrub as scrub
+from leases.notifyurl import Target, TargetKind, apprise_plugin, parse_target, scrub
 from leases.severity import Severity
 from leases.textsafe import visible
 

@@ -31,16 +31,8 @@ from leases.config import NotifyConfig
 from leases.errors import InputError
 from leases.ledger import Ledger
 from leases.models import Node
-from leases.notify import (
-    Message,
-    Notifier,
-    SendResult,
-    Target,
-    TargetKind,
-    mask_url,
-    parse_target,
-    send,
-)
+from leases.notify import Message, Notifier, SendResult, send
+from leases.notifyurl import Target, TargetKind, mask_url, parse_target
 from leases.poller import NodeStatus, Poller
 from leases.severity import Severity
 from leases.sim import SimNode

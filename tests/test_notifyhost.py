@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 from test_notify import MSG, Hook
 
 from leases.errors import InputError
-from leases.notify import parse_target, send
+from leases.notify import send
 from leases.notifyhost import canonical, refusal, system_resolver
+from leases.notifyurl import parse_target
 
 METADATA_V4 = ["169.254.169.254", "169.254.0.23", "169.254.170.2", "100.100.100.200"]
 V4 = ipaddress.IPv4Address

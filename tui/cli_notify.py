@@ -8,7 +8,8 @@ from typing import TextIO
 
 from leases.config import load_user_config
 from leases.errors import InputError
-from leases.notify import Message, parse_target, send_all
+from leases.notify import Message, send_all
+from leases.notifyurl import parse_target
 from leases.severity import Severity
 from leases.textsafe import visible
 from tui import output

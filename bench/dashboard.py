@@ -14,7 +14,7 @@ Every app runs as a whole process in a pseudo-terminal of 120x36 that this scrip
    to the terminal per second, and RSS (VmRSS) sampled until the end, with its slope.
 
 The dashboard is `ZukaApp(ledger, poll=False, ...)` over a ledger of simulated nodes
-(leases.simledger) with backfilled history; a writer process of this script holds the
+(leases.sim.ledger) with backfilled history; a writer process of this script holds the
 poller lock and stores fresh readings every 5 s and closed minutes as `zuka collect` does,
 so the dashboard only reads (the collector's cost, alert rules included, is not counted:
 that process is measured apart, for scale). The floor
@@ -77,9 +77,9 @@ def build_ledgers(
     nodes: the same first nodes, half the work."""
     import sqlite3
 
-    from leases.ledger import Ledger
-    from leases.rollups import HistoryStore
-    from leases.simledger import backfill, register_sim_nodes, sim_node_for
+    from leases.ledger.store import Ledger
+    from leases.sim.ledger import backfill, register_sim_nodes, sim_node_for
+    from leases.telemetry.rollups import HistoryStore
 
     out: dict[int, Path] = {}
     previous: Path | None = None
@@ -110,9 +110,9 @@ def floor_tape(path: Path, start: float, seconds: float) -> list[dict[str, Any]]
     simulator the writer uses (the same values the dashboard shows) and handed over as
     JSON: the floor holds its table and nothing else (the simulator's tables would cost it
     ~0.2 MB of RSS a node)."""
-    from leases.ledger import Ledger
+    from leases.ledger.store import Ledger
     from leases.sim.gpu import history
-    from leases.simledger import sim_node_for
+    from leases.sim.ledger import sim_node_for
 
     t0, t1 = int(start) // TICK_S, int(start + seconds) // TICK_S + 1
     s0, s1 = int(start) // SLICE_S, int(start + seconds) // SLICE_S + 1
@@ -162,13 +162,13 @@ def floor_tape(path: Path, start: float, seconds: float) -> list[dict[str, Any]]
 def writer(path: Path, every: float, since: float) -> None:
     """Every `every` s the latest reading of every node; each minute, the minutes closed
     since `since` (the ledger's backfill ends there)."""
-    from leases.history import GpuMinute, NodeMinute
-    from leases.ledger import Ledger
-    from leases.lock import PollerLock
-    from leases.models import GpuProcess, Latest, NodeHealth
-    from leases.rollups import HistoryStore
+    from leases.core.models import GpuProcess, Latest, NodeHealth
+    from leases.ledger.store import Ledger
     from leases.sim.gpu import history, readings, row_samples
-    from leases.simledger import sim_node_for
+    from leases.sim.ledger import sim_node_for
+    from leases.telemetry.history import GpuMinute, NodeMinute
+    from leases.telemetry.lock import PollerLock
+    from leases.telemetry.rollups import HistoryStore
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     # Held as `zuka collect` holds it: the dashboard reads what this writes and leaves the
@@ -291,8 +291,8 @@ def floor_app(tape_json: Path) -> Any:
 async def child_main(kind: str, source: Path, seconds: float, report: Path, probe: bool) -> None:
     if kind == "zuka":
         from leases.config import Config
-        from tui import gcpolicy
-        from tui.app import ZukaApp
+        from tui.dashboard import gcpolicy
+        from tui.dashboard.app import ZukaApp
 
         gcpolicy.tune()  # as ZukaApp.run() does (this child runs the app with run_async)
 

@@ -2,7 +2,7 @@
 
 Builds a real ledger with 200 nodes (a lease each), writes 90 days of hour roll-ups and
 the minute roll-ups that the default retention keeps (14 days) in the ledger's own packed
-format (rolled up by leases.history, bulk-inserted for speed), then
+format (rolled up by leases.telemetry.history, bulk-inserted for speed), then
 prints the file size and the time of `busy_card_hours` over the last 30 days for every
 lease. Targets: under 1 GB, under 200 ms.
 
@@ -18,9 +18,9 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from leases.history import GpuMinute, NodeMinute, hour_of, pack_hour, pack_minute
-from leases.ledger import Ledger
-from leases.rollups import HistoryStore
+from leases.ledger.store import Ledger
+from leases.telemetry.history import GpuMinute, NodeMinute, hour_of, pack_hour, pack_minute
+from leases.telemetry.rollups import HistoryStore
 
 
 def main() -> None:

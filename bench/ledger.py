@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from leases.ledger import Ledger  # noqa: E402
+from leases.ledger.store import Ledger  # noqa: E402
 
 WALL_TARGET_S = 0.5
 RSS_TARGET_MB = 80.0
@@ -144,13 +144,26 @@ def main(argv: list[str] | None = None) -> int:
             f"{built:.2f} s, {size_kib:.0f} KiB"
         )
 
-        cli = [sys.executable, "-m", "tui.cli", "node", "list", "--json", "--ledger", str(path)]
+        cli = [
+            sys.executable,
+            "-m",
+            "tui.cli.main",
+            "node",
+            "list",
+            "--json",
+            "--ledger",
+            str(path),
+        ]
         listed = json.loads(run_once(cli)[3])
         assert len(listed) == args.nodes, f"listed {len(listed)} nodes, expected {args.nodes}"
 
         print(f"{args.runs} runs each, after one warm-up run:")
         measure("python -c pass (floor)", [sys.executable, "-c", "pass"], args.runs)
-        measure("python -m tui.cli --help", [sys.executable, "-m", "tui.cli", "--help"], args.runs)
+        measure(
+            "python -m tui.cli.main --help",
+            [sys.executable, "-m", "tui.cli.main", "--help"],
+            args.runs,
+        )
         _, median, peak = measure("zuka node list --json", cli, args.runs)
 
     wall_ok, rss_ok = median < WALL_TARGET_S, peak < RSS_TARGET_MB

@@ -1,11 +1,11 @@
 """Money and alerts at fleet scale: alerts and the monthly report's figures for 200 nodes
 with 30 days of history, and the collector's CPU at 300 nodes with alerts on and off.
 
-1. A ledger of `--nodes` simulated nodes (leases/simledger.py: card-hour, monthly,
+1. A ledger of `--nodes` simulated nodes (leases/sim/ledger.py: card-hour, monthly,
    contract and hourly leases) with `--days` of backfilled history. Timed, median of
-   `--repeat`: alerts evaluated and stored (leases.alertwatch.check: facts read, rules,
-   reconcile), and the monthly report as `zuka report --month` builds it (tui.cli_money:
-   every row checked against the audit log (leases.rowaudit), every chain's cost, busy,
+   `--repeat`: alerts evaluated and stored (leases.alerts.watch.check: facts read, rules,
+   reconcile), and the monthly report as `zuka report --month` builds it (tui.cli.money:
+   every row checked against the audit log (leases.ledger.rowaudit), every chain's cost, busy,
    idle, unknown card-hours, idle yuan, deposits). Baseline in
    the same run: HistoryStore.busy_card_hours over the same 30 days (an existing read).
 2. The collector at `--collector-nodes` nodes (bench/_fleet_server.py in its own process,
@@ -32,16 +32,16 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from leases import rowaudit
-from leases.alertwatch import AlertWatch, check
+from leases.alerts.watch import AlertWatch, check
 from leases.config import AlertsConfig, Config
-from leases.ledger import Ledger
-from leases.poller import Poller
-from leases.report import month_window
-from leases.rollups import HistoryStore
-from leases.simledger import backfill, register_sim_nodes, sim_node_for
-from leases.ssh import SshPool
-from tui.cli_money import _build as build_month
+from leases.ledger import rowaudit
+from leases.ledger.store import Ledger
+from leases.money.report import month_window
+from leases.sim.ledger import backfill, register_sim_nodes, sim_node_for
+from leases.ssh.session import SshPool
+from leases.telemetry.poller import Poller
+from leases.telemetry.rollups import HistoryStore
+from tui.cli.money import _build as build_month
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -88,7 +88,7 @@ def part_one(args: argparse.Namespace, folder: Path) -> list[tuple[str, float, f
         first = check(ledger, config, lambda: now)
         alerts = timed(lambda: check(ledger, config, lambda: now), args.repeat)
         print(f"alerts: {len(first)} raised on the first evaluation", flush=True)
-        # The report exactly as `zuka report --month` builds it (tui.cli_money), for the
+        # The report exactly as `zuka report --month` builds it (tui.cli.money), for the
         # month that the 30 days of history mostly cover.
         month = f"{now - timedelta(days=15):%Y-%m}"
         cfg = Config()

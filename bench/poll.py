@@ -37,10 +37,10 @@ from typing import Any
 
 import asyncssh
 
-from leases import nvsmi
-from leases.models import Node, NodeHealth, SshTarget
-from leases.poller import NodeStatus, Poller
-from leases.ssh import SshOptions, SshPool
+from leases.core.models import Node, NodeHealth, SshTarget
+from leases.ssh.session import SshOptions, SshPool
+from leases.telemetry import nvsmi
+from leases.telemetry.poller import NodeStatus, Poller
 
 HERE = Path(__file__).resolve().parent
 QUERY = nvsmi.query_command(nvsmi.QUERY_FIELDS)

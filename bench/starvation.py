@@ -22,12 +22,12 @@ from pathlib import Path
 
 import asyncssh
 
-from leases.models import Node, NodeHealth, SshTarget
-from leases.poller import NodeStatus, Poller
+from leases.core.models import Node, NodeHealth, SshTarget
 from leases.sim import Scenario, SimNode
 from leases.sim.fleet import SimFleet
-from leases.ssh import SshOptions, SshPool
-from tui.cli_fleet import _bounded_sweep
+from leases.ssh.session import SshOptions, SshPool
+from leases.telemetry.poller import NodeStatus, Poller
+from tui.cli.fleet import _bounded_sweep
 
 # zuka's default connect timeout: what a user gets.
 CONNECT_TIMEOUT = 10.0

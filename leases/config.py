@@ -26,10 +26,10 @@ from types import MappingProxyType
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from leases.errors import ConfigError, InputError
-from leases.fields import DEFAULT_TZ
-from leases.severity import Severity
-from leases.textsafe import is_clean, visible
+from leases.alerts.severity import Severity
+from leases.core.errors import ConfigError, InputError
+from leases.core.fields import DEFAULT_TZ
+from leases.core.textsafe import is_clean, visible
 
 CONFIG_ENV = "ZUKA_CONFIG"
 ENV_PREFIX = "ZUKA_"
@@ -197,7 +197,7 @@ def _days_list(v: Any) -> tuple[int, ...]:
 
 
 def _currency(v: Any) -> str:
-    from leases.fields import CURRENCIES
+    from leases.core.fields import CURRENCIES
 
     if isinstance(v, str) and v.strip().upper() == "RMB":
         raise _Bad("is not an ISO 4217 code: did you mean CNY?")
@@ -240,7 +240,7 @@ def _urls(v: Any) -> tuple[str, ...]:
     if len(v) > MAX_URLS:
         raise _Bad(f"must hold at most {MAX_URLS} URLs (got {len(v)})")
     # Imported here: apprise is only loaded when there are URLs to check.
-    from leases.notifyurl import mask_url, parse_target
+    from leases.notify.url import mask_url, parse_target
 
     reasons: list[str] = []
     for i, url in enumerate(v):
@@ -344,7 +344,7 @@ SECTIONS = (*_SECTION_TYPES, *_MAPPINGS, "money")
 _RATE_MONTH = re.compile(r"([0-9]{4})-(0[1-9]|1[0-2])")
 MAX_RATE = Decimal(1_000_000)  # KRW to a currency a million times smaller: a typo above it
 RATE_PLACES = 8
-RATE_YEARS = (2000, 2100)  # the months a report can be asked for (leases.report.YEARS)
+RATE_YEARS = (2000, 2100)  # the months a report can be asked for (leases.money.report.YEARS)
 _UNIX_USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?")
 _BINDING_ID = re.compile(r"[a-z][a-z0-9-]{0,63}")
 
@@ -359,7 +359,7 @@ def _shown(value: Any, mask: bool) -> Any:
         return value.value
     if isinstance(value, tuple):
         if value and all(isinstance(v, str) for v in value) and mask:
-            from leases.notifyurl import mask_url
+            from leases.notify.url import mask_url
 
             return [mask_url(v) for v in value]
         return list(value)
@@ -557,7 +557,7 @@ def _read_money(
     sources: dict[str, str],
 ) -> list[str]:
     """[money]: only `rates`, a table of months, each a table of currency = rate."""
-    from leases.fields import CURRENCIES
+    from leases.core.fields import CURRENCIES
 
     problems: list[str] = []
     shape = ' (as [money.rates."2026-11"] USD = 7.12)'
@@ -598,7 +598,7 @@ def _rate(key: str, v: Any) -> Decimal:
     """A rate: how many of the lab's currency one unit is worth; more than 0, at most
     MAX_RATE, at most RATE_PLACES decimals. A TOML number, or a string read as every typed
     amount is (fields.number)."""
-    from leases.fields import number
+    from leases.core.fields import number
 
     said = (
         f"must be a number above 0 and at most {MAX_RATE:,}: how many of the lab's currency"

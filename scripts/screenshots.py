@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from leases.demo import build_demo_ledger
-from leases.models import Latest, NodeHealth
-from leases.rollups import HistoryStore
+from leases.core.models import Latest, NodeHealth
 from leases.sim import history, row_samples
-from leases.simledger import backfill, sim_nodes_of
-from tui.app import ZukaApp
+from leases.sim.demoledger import build_demo_ledger
+from leases.sim.ledger import backfill, sim_nodes_of
+from leases.telemetry.rollups import HistoryStore
+from tui.dashboard.app import ZukaApp
 
 # (file name without .svg, keys pressed after the first paint), in README order.
 SHOTS: list[tuple[str, tuple[str, ...]]] = [

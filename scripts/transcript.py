@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 NOW = "2026-11-20 04:00:00"  # UTC: 12:00 in Shanghai, the ledger's default zone
-ZUKA = [sys.executable, "-m", "tui.cli"]
+ZUKA = [sys.executable, "-m", "tui.cli.main"]
 
 # The session: (words, as typed after `zuka`); {L} is the ledger, {D} the work folder.
 SESSION: list[str] = [
@@ -133,7 +133,7 @@ def main() -> int:
         return 2
     root = Path(__file__).resolve().parent.parent
     sys.path.insert(0, str(root))
-    from tui.cli import build_parser
+    from tui.cli.main import build_parser
 
     parts: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:

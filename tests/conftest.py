@@ -5,26 +5,16 @@ from __future__ import annotations
 import io
 import os
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.configuration import set_hypothesis_home_dir
-from sshfixtures import FakeNode, TestKeys
 
-from tui.cli import main
-
-
-@dataclass
-class CliResult:
-    code: int
-    out: str
-    err: str
-
-
-Cli = Callable[..., CliResult]
+from tests.support.cli import Cli, CliResult
+from tests.support.sshfixtures import FakeNode, TestKeys
+from tui.cli.main import main
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +65,7 @@ def z(cli: Cli) -> Cli:
 @pytest.fixture(scope="module")
 def moto_endpoint() -> Iterator[str]:
     """A moto server (S3, EC2, STS) for the test module that asks for it."""
-    from cloudfixtures import start_moto
+    from tests.support.cloudfixtures import start_moto
 
     server, endpoint = start_moto()
     try:
@@ -88,7 +78,7 @@ def moto_endpoint() -> Iterator[str]:
 def endpoint(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """A fresh moto, its built-in images off (moto reads the variable when a region's
     backend is made, after the reset)."""
-    from cloudfixtures import reset_moto
+    from tests.support.cloudfixtures import reset_moto
 
     monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
     reset_moto(moto_endpoint)

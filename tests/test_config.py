@@ -8,15 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from leases.config import (
-    Config,
-    default_config_path,
-    load_config,
-    resolve_config_path,
-)
-from leases.errors import ConfigError
-from leases.severity import Severity
-from tui.cli import main
+from leases.alerts.severity import Severity
+from leases.config import Config, default_config_path, load_config, resolve_config_path
+from leases.core.errors import ConfigError
+from tui.cli.main import main
 
 DING = "https://oapi.dingtalk.com/robot/send?access_token=abcdef0123456789secret"
 

@@ -33,8 +33,9 @@ _PROBE = textwrap.dedent(
 def _hypothesis_tests() -> dict[str, settings]:
     """Every @given test in tests/, by name, with the settings it really runs with."""
     found: dict[str, settings] = {}
-    for path in sorted(TESTS.glob("test_*.py")):
-        module = importlib.import_module(path.stem)
+    for path in sorted(TESTS.rglob("test_*.py")):
+        parts = path.relative_to(TESTS.parent).with_suffix("").parts
+        module = importlib.import_module(".".join(parts))
         for name, obj in vars(module).items():
             # Methods of test classes too: the settings sit on each function.
             members = vars(obj).items() if inspect.isclass(obj) else ()
@@ -62,12 +63,12 @@ def test_a_run_writes_no_hypothesis_directory_where_it_runs(tmp_path: Path) -> N
     failing examples), and with a database a failing example replayed on every run."""
     (tmp_path / "test_probe.py").write_text(_PROBE)
     env = {k: v for k, v in os.environ.items() if not k.startswith("HYPOTHESIS")}
-    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")])
-    # Only hypothesis's plugin (the others cost seconds of start-up) and, by `-p conftest`,
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS.parent), env.get("PYTHONPATH", "")])
+    # Only hypothesis's plugin (the others cost seconds of start-up) and, by `-p tests.conftest`,
     # this suite's own conftest.py: its profile and the place it gives hypothesis's files.
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-            "-p", "_hypothesis_pytestplugin", "-p", "conftest"]  # fmt: skip
+            "-p", "_hypothesis_pytestplugin", "-p", "tests.conftest"]  # fmt: skip
     done = subprocess.run(
         [*args, "test_probe.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
         timeout=120,

@@ -16,14 +16,14 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("leases", "tui")
 MAX_LINES = 600
 # Migrations are frozen history, never edited: their length is not a design.
-FROZEN = {"leases/schema.py"}
+FROZEN = {"leases/ledger/schema.py"}
 
 # Today's long modules (lines), to be split along their seams by issue 19.
 LONG = {
-    "leases/alerts.py", "leases/billing.py", "leases/config.py", "leases/ledger.py",
-    "leases/notify.py", "leases/nvsmi.py", "leases/offboard/remote.py",
-    "leases/offboard/runner.py", "leases/reportformat.py", "leases/ssh.py",
-    "tui/cli_ledger.py", "tui/screens/offboard.py",
+    "leases/alerts/rules.py", "leases/money/billing.py", "leases/config.py", "leases/ledger/store.py",
+    "leases/notify/send.py", "leases/telemetry/nvsmi.py", "leases/offboard/remote.py",
+    "leases/offboard/runner.py", "leases/money/reportformat.py", "leases/ssh/session.py",
+    "tui/cli/ledger.py", "tui/screens/offboard.py",
 }  # fmt: skip
 
 
@@ -120,8 +120,8 @@ def test_the_import_circles_are_only_those_known() -> None:
 
 # Today's (function-level and TYPE_CHECKING imports counted): issue 19 breaks them all.
 CIRCLES = [
-    frozenset({"tui.app", "tui.cli_ledger", "tui.demo", "tui.fleetview", "tui.nodeview",
+    frozenset({"tui.dashboard.app", "tui.cli.ledger", "tui.cli.demo", "tui.screens.fleetview", "tui.screens.nodeview",
                "tui.screens.alerts", "tui.screens.fleet", "tui.screens.help",
-               "tui.screens.offboard", "tui.trust", "tui.widgets.fleet_table",
+               "tui.screens.offboard", "tui.screens.trust", "tui.widgets.fleet_table",
                "tui.widgets.form"}),
 ]  # fmt: skip

@@ -34,7 +34,7 @@ RUNTIME_FILES = (
     "leases/data/cloud/aliyun.toml",
     "leases/data/cloud/hcloud.toml",
     "leases/data/cloud/tccli.toml",
-    "tui/zuka.tcss",
+    "tui/dashboard/zuka.tcss",
 )
 
 # One demo round, headless: the demo's own ledger and fleet, the dashboard on it through
@@ -45,8 +45,8 @@ from pathlib import Path
 
 import leases, tui
 from textual.widgets import DataTable
-from tui.app import ZukaApp
-from tui.demo import prepare
+from tui.dashboard.app import ZukaApp
+from tui.cli.demo import prepare
 
 WAITING = ("connecting",)
 

@@ -5,7 +5,7 @@ their resources claim the same bucket, a bucket and a prefix in it, two prefixes
 the other, or the same image, snapshot or disk id in the same region and account, the
 first offboarding deletes the other lease's data, and the other's verified "gone" proves
 nothing. Such a claim is refused when it is recorded (`zuka resource add`, `zuka import`:
-leases.ledger calls overlaps_with) and blocks a plan made from a ledger that already holds
+leases.ledger.store calls overlaps_with) and blocks a plan made from a ledger that already holds
 one (the planner calls overlaps on ledger_claims).
 
 A claim is live while its resource is not verified deleted. Buckets are compared by
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from leases.models import ResourceKind
-from leases.offboard.cloud_ids import same_endpoint
-from leases.textsafe import visible
+from leases.core.models import ResourceKind
+from leases.core.textsafe import visible
+from leases.offboard.cloud.ids import same_endpoint
 
 _BUCKETS = (ResourceKind.BUCKET, ResourceKind.BUCKET_PREFIX)
 _BY_ID = (ResourceKind.IMAGE, ResourceKind.SNAPSHOT, ResourceKind.DISK)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from leases.textsafe import visible
+from leases.core.textsafe import visible
 
 # Copy-on-write, log-structured or compressing: an overwrite lands in new blocks.
 _COW = frozenset({"btrfs", "zfs", "bcachefs", "nilfs2", "f2fs", "apfs", "reiser4"})

@@ -18,13 +18,14 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from leases import auditchain, fields, records
-from leases.errors import InputError
-from leases.ledger import Ledger, _audit_entry
-from leases.models import AuditEntry
+from leases.core import fields
+from leases.core.errors import InputError
+from leases.core.models import AuditEntry
+from leases.core.textsafe import visible
+from leases.ledger import auditchain, records
+from leases.ledger.store import Ledger, _audit_entry
 from leases.offboard.plan import Plan, plan_from_body
 from leases.offboard.steps import Outcome, Step
-from leases.textsafe import visible
 
 ENTITY = "offboard"
 # Evidence is kept as it came, but bounded: a node may answer a 100 MB line.

@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Collection
 
-from leases.models import ProviderKind
+from leases.core.models import ProviderKind
 from leases.offboard.steps import Outcome, Phase, PlanInput, Sighting, Step, params
 
 NAME = "manual"

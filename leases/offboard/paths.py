@@ -13,10 +13,10 @@ import re
 import shlex
 from collections.abc import Iterable, Sequence
 
-from leases.errors import InputError
-from leases.models import ResourceKind
-from leases.records import resource_id
-from leases.textsafe import visible
+from leases.core.errors import InputError
+from leases.core.models import ResourceKind
+from leases.core.textsafe import visible
+from leases.ledger.records import resource_id
 
 # Never shredded, nor anything below them: the system itself and kernel file systems.
 SYSTEM_TREES = (

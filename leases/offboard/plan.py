@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from leases import auditchain, rowaudit
 from leases.config import Config
-from leases.errors import InputError
-from leases.ledger import Ledger
-from leases.models import Lease, Node, Resource
+from leases.core.errors import InputError
+from leases.core.models import Lease, Node, Resource
+from leases.core.textsafe import visible
+from leases.ledger import auditchain, rowaudit
+from leases.ledger.store import Ledger
+from leases.money.renewals import in_effect
 from leases.offboard.steps import Phase, PlanInput, Planner, Step
-from leases.renewals import in_effect
-from leases.textsafe import visible
 
 PLAN_VERSION = 1
 
@@ -88,8 +88,8 @@ class Plan:
     def not_deleted(self) -> list[str]:
         """What the plan looks at but will NOT delete, one line each: the shared storage
         of the node's platform that outlives the instance."""
+        from leases.core.textsafe import visible
         from leases.offboard.presets import shared_note
-        from leases.textsafe import visible
 
         lines = [self._left_line(x) for x in self.left]
         for s in self.steps:
@@ -104,7 +104,7 @@ class Plan:
         return lines
 
     def _left_line(self, x: Left) -> str:
-        from leases.textsafe import visible
+        from leases.core.textsafe import visible
 
         n, ref = visible(self.node), visible(x.ref)
         where = f" (region {visible(x.region)})" if x.region else ""

@@ -16,9 +16,11 @@ from datetime import datetime
 from decimal import Decimal
 
 from leases.config import Config
-from leases.ledger import Ledger
-from leases.models import Lease
-from leases.offboard.cloud_ids import same_endpoint
+from leases.core.models import Lease
+from leases.core.textsafe import visible
+from leases.ledger.release import open_at
+from leases.ledger.store import Ledger
+from leases.offboard.cloud.ids import same_endpoint
 from leases.offboard.steps import (
     Driver,
     Identity,
@@ -29,8 +31,6 @@ from leases.offboard.steps import (
     Step,
     params,
 )
-from leases.release import open_at
-from leases.textsafe import visible
 
 NAME = "preflight"
 LEASE_KEY = "preflight:lease"

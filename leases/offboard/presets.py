@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from leases.models import Provider, ProviderKind
+from leases.core.models import Provider, ProviderKind
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ the rest; verify reads all three back.
 
 from __future__ import annotations
 
-from leases.ledger import Ledger
-from leases.models import Lease, Node, NodeState, RefundState
+from leases.core.models import Lease, Node, NodeState, RefundState
+from leases.ledger.release import open_at
+from leases.ledger.store import Ledger
 from leases.offboard.steps import Outcome, Phase, PlanInput, Sighting, Step, params
-from leases.release import open_at
 
 NAME = "ledger"
 KEY = "ledger:release"

@@ -30,14 +30,14 @@ from typing import Protocol
 
 import asyncssh
 
-from leases import nvsmi
-from leases.errors import InputError
-from leases.models import Node, NodeHealth, ResourceKind
+from leases.core.errors import InputError
+from leases.core.models import Node, NodeHealth, ResourceKind
+from leases.core.textsafe import visible
 from leases.offboard import authkeys, erasure, paths, presets
 from leases.offboard.nodewalk import KEPT as _KEPT
 from leases.offboard.steps import Outcome, Phase, PlanInput, Sighting, Step, params
-from leases.ssh import CommandResult, NodeSession, SshError, SshOptions
-from leases.textsafe import visible
+from leases.ssh.session import CommandResult, NodeSession, SshError, SshOptions
+from leases.telemetry import nvsmi
 
 # Shredding a data disk file by file takes as long as writing it twice (one random pass,
 # one of zeros): hours for a large disk.
@@ -74,7 +74,7 @@ _WHY = {
 
 
 class Runner(Protocol):
-    """What the driver needs of a node's SSH session (leases.ssh.NodeSession)."""
+    """What the driver needs of a node's SSH session (leases.ssh.session.NodeSession)."""
 
     async def run(self, cmd: str, timeout: float | None = None) -> CommandResult: ...
 
@@ -1029,7 +1029,7 @@ def login_refused(exc: SshError) -> bool:
     if exc.health is not NodeHealth.AUTH_FAILED:
         return False
     hop = exc.__cause__
-    # leases.ssh wraps a node's connect failure in words that start "node ", a jump
+    # leases.ssh.session wraps a node's connect failure in words that start "node ", a jump
     # host's in "jump host ...".
     return (
         hop is not None

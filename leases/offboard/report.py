@@ -9,10 +9,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from leases.ledger import Ledger
+from leases.core.textsafe import visible
+from leases.ledger.store import Ledger
 from leases.offboard import evidence, status
 from leases.offboard.evidence import StoredPlan
-from leases.textsafe import visible
 
 SHRED_CAVEAT = (
     "Overwriting files (shred) is best effort: on SSDs and flash, journaling file systems"

@@ -24,15 +24,15 @@ from functools import partial
 from pathlib import Path
 
 from leases.config import Config
-from leases.errors import InputError
-from leases.ledger import Ledger
-from leases.lock import PollerLock
-from leases.models import Node, NodeState, Resource
+from leases.core.errors import InputError
+from leases.core.models import Node, NodeState, Resource
+from leases.core.textsafe import visible
+from leases.ledger.store import Ledger
 from leases.offboard import evidence
 from leases.offboard.evidence import PASSED, State, StoredPlan
 from leases.offboard.plan import Plan, facts_for, make_plan
 from leases.offboard.steps import Driver, Outcome, Phase, Planner, Sighting, Step
-from leases.textsafe import visible
+from leases.telemetry.lock import PollerLock
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from leases.textsafe import visible
+from leases.core.textsafe import visible
 
 if TYPE_CHECKING:
     from leases.offboard.evidence import Progress, StoredPlan

@@ -13,7 +13,7 @@ from enum import IntEnum
 from typing import Protocol
 
 from leases.config import Config
-from leases.models import Lease, Node, Provider, ProviderKind, Resource
+from leases.core.models import Lease, Node, Provider, ProviderKind, Resource
 
 
 class Phase(IntEnum):

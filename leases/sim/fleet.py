@@ -20,7 +20,7 @@ from pathlib import Path
 
 import asyncssh
 
-from leases.models import SshTarget
+from leases.core.models import SshTarget
 from leases.sim.commands import answer, loop_interval
 from leases.sim.gpu import Scenario, SimNode, utcnow
 

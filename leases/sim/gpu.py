@@ -15,7 +15,7 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import NamedTuple
 
-from leases.models import GpuSample
+from leases.core.models import GpuSample
 
 
 class Scenario(StrEnum):
@@ -187,7 +187,7 @@ class SimUser:
 
     @property
     def owner(self) -> str:
-        """As zuka records it (leases.owners)."""
+        """As zuka records it (leases.telemetry.owners)."""
         return self.name if self.name is not None else f"uid:{self.uid}"
 
 

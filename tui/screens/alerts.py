@@ -15,14 +15,14 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from leases import alertstate
-from leases.alertstate import State, StoredAlert
-from leases.errors import InputError, LedgerError
-from leases.fields import DEFAULT_TZ
-from leases.ledger import Ledger
-from leases.textsafe import visible
-from tui.fleetview import plain
-from tui.nodeview import alert_amount
+from leases.alerts import state as alertstate
+from leases.alerts.state import State, StoredAlert
+from leases.core.errors import InputError, LedgerError
+from leases.core.fields import DEFAULT_TZ
+from leases.core.textsafe import visible
+from leases.ledger.store import Ledger
+from tui.screens.fleetview import plain
+from tui.screens.nodeview import alert_amount
 
 # The yuan in a column of its own: a long message is cut at the table's edge.
 COLUMNS = ("ID", "Severity", "State", "Node", "Kind", "Since", "¥", "Message")

@@ -31,7 +31,7 @@ class AskScreen(ModalScreen[str | None]):
     ]
 
     def __init__(self, prompt: Text, *, placeholder: str = "", password: bool = False) -> None:
-        """prompt: already safe to show (built with tui.fleetview.plain)."""
+        """prompt: already safe to show (built with tui.screens.fleetview.plain)."""
         super().__init__()
         self.prompt = prompt
         self.placeholder = placeholder

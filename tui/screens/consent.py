@@ -31,7 +31,7 @@ class ConsentScreen(ModalScreen[bool]):
     ]
 
     def __init__(self, question: Text) -> None:
-        """question: already safe to show (built with tui.fleetview.plain)."""
+        """question: already safe to show (built with tui.screens.fleetview.plain)."""
         super().__init__()
         self.question = question
 

@@ -21,13 +21,13 @@ from textual.events import Key, Resize
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
-from leases import fleetfilter
-from leases.errors import InputError
-from leases.fleetfilter import Filter
-from leases.models import NodeHealth
-from leases.nodestatus import health_label
-from leases.textsafe import visible
-from tui.fleetview import (
+from leases.core.errors import InputError
+from leases.core.models import NodeHealth
+from leases.core.textsafe import visible
+from leases.fleet import filter as fleetfilter
+from leases.fleet.filter import Filter
+from leases.fleet.nodestatus import health_label
+from tui.screens.fleetview import (
     CELL_MAX,
     COLUMNS,
     Column,
@@ -41,7 +41,7 @@ from tui.widgets.fleet_footer import PriorityFooter
 from tui.widgets.fleet_table import GROUP_PREFIX, FleetTable, TableRow
 
 if TYPE_CHECKING:
-    from tui.app import ZukaApp
+    from tui.dashboard.app import ZukaApp
 
 GROUPS = ("none", "channel", "provider")
 # Longest detail line (an SSH error, a node's stderr) shown under the table.
@@ -123,7 +123,7 @@ class FleetScreen(Screen[None]):
 
     @property
     def zuka(self) -> ZukaApp:
-        from tui.app import ZukaApp
+        from tui.dashboard.app import ZukaApp
 
         app = self.app
         assert isinstance(app, ZukaApp)

@@ -1,5 +1,5 @@
 """`?`: every key of the screen the user was on and of the app, from the same binding table
-as the command palette (tui.commands), with the id a user remaps in the config."""
+as the command palette (tui.dashboard.commands), with the id a user remaps in the config."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Static
 
-from tui.commands import bound_commands, screen_under
-from tui.fleetview import plain
+from tui.dashboard.commands import bound_commands, screen_under
+from tui.screens.fleetview import plain
 
 # The id before the longest column, so that at 80 columns the tooltip is what is cut.
 COLUMNS = ("Key", "Does", "Id (remap in config [keys])", "Why")

@@ -10,11 +10,13 @@ from typing import Any, ClassVar, Literal
 
 from textual.binding import BindingType
 
-from leases import fields, records, renewals
-from leases.ledger import Clock, Ledger
-from leases.models import Lease
-from leases.textsafe import visible
-from tui.cli_ledger import (
+from leases.core import fields
+from leases.core.models import Lease
+from leases.core.textsafe import visible
+from leases.ledger import records
+from leases.ledger.store import Clock, Ledger
+from leases.money import renewals
+from tui.cli.ledger import (
     LEASE_FLAGS,
     add_lease,
     edit_lease,
@@ -34,13 +36,13 @@ MAIN = (
 )  # fmt: skip
 EDITABLE = (*LEASE_FLAGS, "auto_renew")
 # What `lease renew` does not take: the renewal starts at the lease's end and has no
-# deposit refund of its own (tui.cli_ledger.lease_options).
+# deposit refund of its own (tui.cli.ledger.lease_options).
 NOT_RENEWED = ("start", "end", "deposit_refund", "deposit_refunded_on")
 UNTIL = FieldSpec("until", "until  --until", "end of the renewed period")
 AT = FieldSpec("at", "at  --at", "when it ended (default: now)")
 STOPPED_AT = FieldSpec("at", "at  --at", "when it was stopped (default: now)")
 RESUMED_AT = FieldSpec("at", "at  --at", "when it ran again (default: now)")
-# The forms of one `at` field: what each writes (tui.cli_ledger's, as the CLI does).
+# The forms of one `at` field: what each writes (tui.cli.ledger's, as the CLI does).
 _AT_ONLY = {"end": AT, "stop": STOPPED_AT, "resume": RESUMED_AT}
 
 _TITLES = {"add": "Add a lease to", "edit": "Edit the lease of", "renew": "Renew the lease of",

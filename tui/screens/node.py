@@ -23,21 +23,22 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
-from leases import nodefacts, series
-from leases.errors import UnknownNode
-from leases.fields import DEFAULT_TZ
-from leases.history import NodeMinute
-from leases.ledger import Ledger
-from leases.models import NodeStatus
-from leases.nodefacts import NodeFacts
-from leases.series import Span
-from leases.textsafe import visible
-from tui import nodeview
-from tui.fleetview import GPU_COLUMNS, gpu_rows, plain
+from leases.core.errors import UnknownNode
+from leases.core.fields import DEFAULT_TZ
+from leases.core.models import NodeStatus
+from leases.core.textsafe import visible
+from leases.fleet import nodefacts
+from leases.fleet.nodefacts import NodeFacts
+from leases.ledger.store import Ledger
+from leases.telemetry import series
+from leases.telemetry.history import NodeMinute
+from leases.telemetry.series import Span
+from tui.screens import nodeview
+from tui.screens.fleetview import GPU_COLUMNS, gpu_rows, plain
 from tui.widgets.charts import HistoryChart
 
 if TYPE_CHECKING:
-    from tui.app import ZukaApp
+    from tui.dashboard.app import ZukaApp
 
 # Seconds between two reads of the ledger, counted from the end of the last one.
 RELOAD_S = 10.0

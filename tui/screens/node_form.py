@@ -10,14 +10,14 @@ from rich.text import Text
 from textual.binding import BindingType
 from textual.widgets import Static, TextArea
 
-from leases import recordfields, records
-from leases.errors import InputError, Problems
-from leases.ledger import Ledger
-from leases.models import Node, ProviderKind
-from leases.records import SSH_KEYS, node_record
-from leases.sshcmd import parse_ssh_command, ssh_config_aliases
-from leases.textsafe import visible
-from tui.cli_ledger import (
+from leases.core.errors import InputError, Problems
+from leases.core.models import Node, ProviderKind
+from leases.core.textsafe import visible
+from leases.ledger import recordfields, records
+from leases.ledger.records import SSH_KEYS, node_record
+from leases.ledger.store import Ledger
+from leases.ssh.login import parse_ssh_command, ssh_config_aliases
+from tui.cli.ledger import (
     NODE_FLAGS,
     NODE_HELP,
     add_node,
@@ -46,7 +46,7 @@ CHANNEL_SPEC = FieldSpec(
 
 
 def _aliases() -> frozenset[str]:
-    """The ~/.ssh/config Host names, as `--ssh` reads them (tui.cli_ledger.ssh_fields)."""
+    """The ~/.ssh/config Host names, as `--ssh` reads them (tui.cli.ledger.ssh_fields)."""
     try:
         return ssh_config_aliases(Path("~/.ssh/config").expanduser().read_text(errors="replace"))
     except OSError:

@@ -33,18 +33,18 @@ from textual.widgets import DataTable, Footer, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
 from leases.config import Config
-from leases.errors import InputError, no_ledger
-from leases.ledger import Ledger
+from leases.core.errors import InputError, no_ledger
+from leases.core.textsafe import visible
+from leases.ledger.store import Ledger
 from leases.offboard import evidence, manual, runner, status, wiring
 from leases.offboard.evidence import PASSED, State, StoredPlan
 from leases.offboard.steps import Driver, Outcome, Phase, Planner, Sighting, Step
-from leases.textsafe import visible
-from tui.fleetview import plain
 from tui.screens.ask import AskScreen
 from tui.screens.consent import ConsentScreen
+from tui.screens.fleetview import plain
 
 if TYPE_CHECKING:
-    from tui.app import ZukaApp
+    from tui.dashboard.app import ZukaApp
 
 DriversFactory = Callable[[wiring.RunContext], Mapping[str, Driver]]
 COLUMNS = ("#", "phase", "step", "del", "state", "what")

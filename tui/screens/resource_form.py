@@ -8,11 +8,11 @@ from typing import ClassVar
 
 from textual.binding import BindingType
 
-from leases import renewals
-from leases.ledger import Ledger
-from leases.models import Resource
-from leases.textsafe import visible
-from tui.cli_ledger import RESOURCE_FLAGS, add_resource
+from leases.core.models import Resource
+from leases.core.textsafe import visible
+from leases.ledger.store import Ledger
+from leases.money import renewals
+from tui.cli.ledger import RESOURCE_FLAGS, add_resource
 from tui.widgets.form import FieldSpec, FormScreen, Value, form_bindings, given, option_specs
 
 MAIN = ("kind", "native_id", "region", "lease_start")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textual_plotext import PlotextPlot
 
-from tui.nodeview import Chart
+from tui.screens.nodeview import Chart
 
 
 class HistoryChart(PlotextPlot):

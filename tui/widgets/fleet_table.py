@@ -34,7 +34,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
-from tui.fleetview import Cell, Column
+from tui.screens.fleetview import Cell, Column
 
 # Row keys of group headings. A stored node name may be anything (a ledger edited by hand):
 # a number drawn per process keeps one from posing as a heading (or a heading's key).

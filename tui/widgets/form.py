@@ -2,8 +2,8 @@
 
 A field is named by the record key it sets (`unit_price`), the key an InputError names, so
 a refusal lands under the field it is about. The words are the command line's own
-(tui.cli_ledger.describe_error); the fields follow the record's options
-(leases.recordfields), so a form has what the CLI has, labelled with the CLI's flag.
+(tui.cli.ledger.describe_error); the fields follow the record's options
+(leases.ledger.recordfields), so a form has what the CLI has, labelled with the CLI's flag.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Button, Collapsible, Input, Label, Select, Static, Switch, TextArea
 
-from leases import recordfields
-from leases.errors import InputError, LedgerError, each_error
-from leases.ledger import Ledger
-from leases.textsafe import visible
-from tui.cli_ledger import describe_error
-from tui.ledgerthread import in_thread
+from leases.core.errors import InputError, LedgerError, each_error
+from leases.core.textsafe import visible
+from leases.ledger import recordfields
+from leases.ledger.store import Ledger
+from tui.cli.ledger import describe_error
+from tui.dashboard.ledgerthread import in_thread
 from tui.screens.ask import AskScreen
 
 Kind = Literal["text", "multiline", "choice", "switch"]

@@ -1,0 +1,301 @@
+"""Parsing and checking of single field values typed by a user or read from a file.
+
+Every parser raises InputError naming the field and the value; none has side effects.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
+from enum import StrEnum
+from typing import TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from leases.core.errors import InputError
+from leases.core.secrets import refuse_key_text
+from leases.core.textsafe import INVISIBLE_RANGES, REORDERING, visible
+
+# ISO 4217 codes a lab renting GPUs in and around China meets; extend as needed.
+CURRENCIES = frozenset(
+    {"CNY", "USD", "HKD", "EUR", "JPY", "SGD", "GBP", "KRW", "TWD", "AUD", "CAD", "CHF"}
+)
+DEFAULT_TZ = "Asia/Shanghai"
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,62}$")
+# C0 and C1 controls, DEL, and the Unicode controls that reorder or hide text: none has a
+# place in a ledger value (a terminal would obey them). Tab and newline only in notes. Lone
+# surrogates too: no text is made of them (they come from undecodable bytes in argv or a
+# browser's JSON) and SQLite cannot store them. Nor characters that draw nothing: two
+# providers 'aliyun' and 'aliyun\u2063' would print the same.
+_UNSAFE = "\x7f-\x9f\ud800-\udfff" + REORDERING + INVISIBLE_RANGES
+_CONTROL_RE = re.compile(f"[\x00-\x1f{_UNSAFE}]")
+_CONTROL_MULTILINE_RE = re.compile(f"[\x00-\x08\x0b-\x1f{_UNSAFE}]")
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def choice(field: str, value: str, enum: type[E]) -> E:
+    try:
+        return enum(value.strip().lower())
+    except ValueError:
+        allowed = " | ".join(m.value for m in enum)
+        raise InputError(field, value, f"must be one of {allowed}") from None
+
+
+def valid_node_name(value: str) -> bool:
+    return _NAME_RE.fullmatch(value) is not None
+
+
+def node_name(value: str, field: str = "name") -> str:
+    # fullmatch: `$` would let a trailing newline through.
+    if not _NAME_RE.fullmatch(value):
+        raise InputError(
+            field,
+            visible(value, 80),
+            "must be 1-63 letters, digits, '.', '_', '@' or '-', starting with a letter or digit",
+        )
+    return value
+
+
+def text(field: str, value: str, max_len: int = 2000, *, multiline: bool = False) -> str:
+    """Free text of a record. Private key text is refused here, in every field."""
+    refuse_key_text(field, value)
+    if len(value) > max_len:
+        raise InputError(field, visible(value, 40), f"is longer than {max_len} characters")
+    if (_CONTROL_MULTILINE_RE if multiline else _CONTROL_RE).search(value):
+        raise InputError(field, visible(value, 80), "contains control characters")
+    return value
+
+
+# A number as people type it: digits with an optional decimal point, or thousands grouped
+# by commas in threes (52,000 and 52,000.50), with an optional sign. Nothing else: "1,98"
+# (a decimal comma, stored as 198 before), "1.980,5", "1_98" (Python's digit separator),
+# "5,2000", "1e3", a currency symbol, spaces inside.
+# Grouped in threes from a first group that is a number of its own: 0,500 is a decimal
+# comma (or a typo), never five hundred.
+_NUMBER_RE = re.compile(r"[+-]?(?:[1-9]\d{0,2}(?:,\d{3})+|\d+)?(?:\.\d+)?")
+# Beside ASCII, what a Chinese input method types: full-width digits, signs, comma and
+# point, and the ideographic space. NFKC would also turn ², ①, ٣ or 𝟓 into digits: refused.
+_TYPED = frozenset("０１２３４５６７８９＋－，．\u3000")
+_SYMBOLS = ("¥", "$", "€", "£", "元", "円", "USD", "CNY", "RMB", "HKD", "EUR")
+
+
+def number(field: str, value: str | int | float | Decimal) -> Decimal:
+    """A decimal number typed by a person (command line, form, CSV cell, plan flag): the one
+    reading of it everywhere. Full-width digits and punctuation (what a Chinese input method
+    types: １９８, ５２，０００．５) read as their ASCII forms; a comma only as a thousands
+    separator in groups of three; anything else is refused, naming the field, never guessed."""
+    if isinstance(value, bool):
+        raise InputError(field, value, "is not a number")
+    if isinstance(value, int | float | Decimal):  # from JSON or code, not typed: as it is
+        amount = Decimal(str(value)) if isinstance(value, float) else Decimal(value)
+    else:
+        raw = unicodedata.normalize("NFKC", str(value)).strip()
+        if any(sym in raw.upper() for sym in _SYMBOLS):
+            raise InputError(
+                field,
+                visible(str(value), 40),
+                "write the amount alone, without a currency sign (the currency is its own"
+                " field, CNY by default)",
+            )
+        odd = [c for c in str(value) if not c.isascii() and c not in _TYPED]
+        if odd or not raw or not _NUMBER_RE.fullmatch(raw) or not any(c.isdigit() for c in raw):
+            said = "is not a number"
+            if "。" in str(value):
+                said += ": a decimal is written with a point (1.98), not 。"
+            elif odd:
+                said += ": write it with the digits 0-9 (or full-width ０-９)"
+            elif "," in raw:
+                said += (
+                    ": a comma only groups thousands in threes (52,000); a decimal is written"
+                    " with a point (1.98)"
+                )
+            elif "_" in raw or " " in raw:
+                said += ": write the digits together (52000 or 52,000)"
+            raise InputError(field, visible(str(value), 40), said)
+        amount = Decimal(raw.replace(",", ""))
+    if not amount.is_finite():
+        raise InputError(field, visible(str(value), 40), "is not a finite number")
+    return amount
+
+
+def money(field: str, value: str | int | float | Decimal, *, allow_zero: bool = True) -> Decimal:
+    """A non-negative amount with at most 6 decimal places (per-second prices are tiny)."""
+    amount = number(field, value)
+    if amount < 0:
+        raise InputError(field, value, "must not be negative")
+    if amount == 0 and not allow_zero:
+        raise InputError(field, value, "must be greater than zero")
+    if amount.as_tuple().exponent < -6:  # type: ignore[operator]
+        raise InputError(field, value, "has more than 6 decimal places")
+    if amount >= Decimal("1e12"):
+        raise InputError(field, value, "is implausibly large")
+    # 12000.00 is stored as 12000; 1.50 keeps its digits so it reads back the same.
+    return Decimal(int(amount)) if amount == amount.to_integral_value() else amount
+
+
+def currency(value: str, field: str = "currency") -> str:
+    code = value.strip().upper()
+    if code == "RMB":
+        code = "CNY"
+    if code not in CURRENCIES:
+        raise InputError(field, value, f"unknown currency; known: {', '.join(sorted(CURRENCIES))}")
+    return code
+
+
+def count(field: str, value: str | int, *, minimum: int = 0, maximum: int = 100_000) -> int:
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        raise InputError(field, value, "is not a whole number") from None
+    if n < minimum:
+        raise InputError(field, value, f"must be at least {minimum}")
+    if n > maximum:
+        raise InputError(field, value, f"must be at most {maximum}")
+    return n
+
+
+def timezone(value: str, field: str = "tz") -> ZoneInfo:
+    try:
+        return ZoneInfo(value.strip())
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InputError(
+            field, value, "unknown time zone (use an IANA name such as Asia/Shanghai)"
+        ) from None
+
+
+def day(field: str, value: str) -> date:
+    try:
+        return date.fromisoformat(value.strip())
+    except ValueError:
+        raise InputError(field, value, "is not a valid date (use YYYY-MM-DD)") from None
+
+
+def moment(field: str, value: str | datetime, tz: str = DEFAULT_TZ) -> datetime:
+    """A point in time. A date or a naive time is read in the lease's billing time zone."""
+    zone = timezone(tz)
+    if isinstance(value, datetime):
+        parsed = value
+    else:
+        raw = str(value).strip()
+        if _FRACTION_RE.search(raw):
+            raise InputError(
+                field,
+                value,
+                "is finer than a microsecond: give at most 6 digits after the seconds",
+            )
+        try:
+            if len(raw) == 10:
+                parsed = datetime.combine(date.fromisoformat(raw), time())
+            else:
+                parsed = datetime.fromisoformat(raw.replace(" ", "T", 1))
+        except ValueError:
+            raise InputError(
+                field, value, "is not a valid date or time (use YYYY-MM-DD or YYYY-MM-DDTHH:MM)"
+            ) from None
+    if parsed.tzinfo is None:
+        parsed = _local(field, value, parsed, zone, tz)
+    if not 2000 <= parsed.year <= 2200:
+        raise InputError(field, value, "year must be between 2000 and 2200")
+    return parsed.astimezone(zone)
+
+
+_FRACTION_RE = re.compile(r":\d\d[.,]\d{7,}")
+
+
+def _local(field: str, value: object, naive: datetime, zone: ZoneInfo, tz: str) -> datetime:
+    """A naive time read in zone: refused where a daylight saving change makes it not
+    exist (the clocks jump over it) or happen twice (without an offset it says neither)."""
+    first, second = naive.replace(tzinfo=zone, fold=0), naive.replace(tzinfo=zone, fold=1)
+    off1, off2 = first.utcoffset(), second.utcoffset()
+    if off1 == off2:
+        return first
+    shown = naive.strftime("%Y-%m-%d %H:%M")
+    if first.astimezone(UTC).astimezone(zone).replace(tzinfo=None) != naive:
+        raise InputError(
+            field,
+            value,
+            f"{shown} does not exist in {tz}: the clocks jump forward over it (daylight"
+            " saving time begins); give a time before or after the jump",
+        )
+    raise InputError(
+        field,
+        value,
+        f"{shown} happens twice in {tz}: the clocks go back over it (daylight saving time"
+        f" ends); add the offset: {_offset(off1)} for the first, {_offset(off2)} for the second",
+    )
+
+
+def _offset(delta: timedelta | None) -> str:
+    minutes = int((delta or timedelta()).total_seconds() // 60)
+    sign = "+" if minutes >= 0 else "-"
+    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def shown(at: datetime, tz: str | None = None) -> str:
+    """A time as tables, messages and the log print it: `2026-06-01 09:00`, with seconds
+    only when they are not :00; in the zone tz (a lease's billing zone) without saying
+    it, else in its own zone with the offset. `--start`, `--lease-start` and `--at`
+    take it back (in tz)."""
+    if tz is not None:
+        at = at.astimezone(timezone(tz))
+    text = at.strftime("%Y-%m-%d %H:%M:%S" if at.second else "%Y-%m-%d %H:%M")
+    if tz is None and at.tzinfo is not None:
+        text += " " + _offset(at.utcoffset())
+    return text
+
+
+_SECONDS_RE = re.compile(r"[T ]\d\d:\d\d:\d\d")
+
+
+def names_start(field: str, value: str | datetime, start: datetime, tz: str) -> bool:
+    """Whether `value`, as a user names a lease by its start, names `start`.
+
+    A date names the lease starting that day; a time without seconds (as `zuka lease list`
+    prints it) the one starting in that minute; a time with seconds (as `--json` prints
+    it) that very moment. Without an offset it is read in the lease's billing zone `tz`.
+    A value that is no date or time at all raises InputError naming `field`.
+    """
+    if isinstance(value, datetime):
+        return start == moment(field, value, tz)
+    raw = value.strip()
+    if not raw:
+        raise InputError(field, value, "is empty (give a lease start as `zuka lease list` shows)")
+    wanted = moment(field, raw, tz)
+    here = start.astimezone(wanted.tzinfo)
+    if len(raw) == 10:
+        return here.date() == wanted.date()
+    if _SECONDS_RE.search(raw):
+        return here == wanted
+    return here.replace(second=0, microsecond=0) == wanted.replace(second=0, microsecond=0)
+
+
+def tags(value: str | Iterable[str]) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else list(value)
+    out: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise InputError("tags", visible(item, 40), "a tag is text")
+        tag = item.strip()
+        if not tag:
+            continue
+        if not re.fullmatch(r"[\w.:/@+-]{1,40}", tag):
+            raise InputError(
+                "tags", visible(item, 40), "a tag is 1-40 letters, digits or . : / @ + - _"
+            )
+        if tag not in out:
+            out.append(tag)
+    return tuple(out)
+
+
+def boolean(field: str, value: str | bool) -> bool:
+    if isinstance(value, bool):
+        return value
+    raw = value.strip().lower()
+    if raw in {"1", "true", "yes", "y", "on"}:
+        return True
+    if raw in {"0", "false", "no", "n", "off", ""}:
+        return False
+    raise InputError(field, value, "must be yes or no")

@@ -1,0 +1,525 @@
+"""Frozen dataclasses and enums that every other module speaks in.
+
+Money is Decimal with a currency code, never float. Times are timezone-aware datetimes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from decimal import Decimal
+from enum import StrEnum
+
+from leases.core.fields import DEFAULT_TZ
+from leases.ledger.recordfields import INTERNAL, cli, flattened, stands_for
+
+
+class ProviderKind(StrEnum):
+    CLOUD = "cloud"
+    PLATFORM = "platform"
+    COLO = "colo"
+
+    @property
+    def note(self) -> str:
+        """What the word means, for help text."""
+        return _PROVIDER_NOTES.get(self, "")
+
+
+_PROVIDER_NOTES = {ProviderKind.PLATFORM: "GPU rental", ProviderKind.COLO: "data-centre hosting"}
+
+
+class NodeState(StrEnum):
+    ACTIVE = "active"
+    OFFBOARDING = "offboarding"
+    RELEASED = "released"
+
+
+class Interconnect(StrEnum):
+    NVLINK = "nvlink"
+    PCIE = "pcie"
+    UNKNOWN = "unknown"
+
+
+class BillingType(StrEnum):
+    PER_SECOND = "per_second"
+    HOURLY = "hourly"
+    CARD_HOUR = "card_hour"
+    DAILY = "daily"
+    WEEKLY = "weekly"
+    MONTHLY = "monthly"
+    CONTRACT = "contract"
+
+    @property
+    def prepaid(self) -> bool:
+        """Prepaid periods are paid up front and must have an end."""
+        return self in _PREPAID
+
+
+_PREPAID = frozenset(
+    {BillingType.DAILY, BillingType.WEEKLY, BillingType.MONTHLY, BillingType.CONTRACT}
+)
+
+
+class ExpiryAction(StrEnum):
+    """What the provider does when a lease reaches its end."""
+
+    RELEASED = "released"
+    HOURLY = "hourly"
+    RENEWS = "renews"
+
+
+class ChargeRounding(StrEnum):
+    """Where the provider rounds money to the fen: the bill's total (`bill`: exact amounts
+    until then), or each charge (`charge`: each upfront charge and renewal, and time billed
+    by the hour as AutoDL books it, a charge at each clock hour of the billing zone and at
+    shutdown; each rounded up to the fen, at least one)."""
+
+    BILL = "bill"
+    CHARGE = "charge"
+
+
+class StoppedBilling(StrEnum):
+    """What a lease bills while its node is stopped (see ../shared/BILLING-FACTS.md)."""
+
+    FULL = "full"  # most clouds without an economical stop mode
+    STORAGE_ONLY = "storage_only"  # AutoDL-style: the GPU stops billing, storage does not
+    NONE = "none"  # nothing bills while stopped
+
+    @property
+    def note(self) -> str:
+        return _STOPPED_NOTES.get(self, "")
+
+
+_STOPPED_NOTES = {
+    StoppedBilling.STORAGE_ONLY: "the lease stops, its storage lines do not",
+    StoppedBilling.NONE: "its storage lines too",
+}
+
+
+class MonthCount(StrEnum):
+    """How a provider counts a month: Huawei calendar months, HyperAI 30 days."""
+
+    CALENDAR = "calendar"
+    DAYS_30 = "30_days"
+
+
+class PartialUnit(StrEnum):
+    """What a started piece of a billing unit is billed to: a started minute as a whole
+    minute, say; `second` is pro rata; `whole` bills a started unit in full."""
+
+    SECOND = "second"
+    MINUTE = "minute"
+    HOUR = "hour"
+    DAY = "day"
+    WHOLE = "whole"
+
+
+class StoragePeriod(StrEnum):
+    """The period a storage line's price is per."""
+
+    HOUR = "hour"
+    DAY = "day"
+    MONTH = "month"
+
+
+class RefundState(StrEnum):
+    NONE = "none"
+    PENDING = "pending"
+    REFUNDED = "refunded"
+    FORFEITED = "forfeited"
+
+
+class ResourceKind(StrEnum):
+    DISK = "disk"
+    SNAPSHOT = "snapshot"
+    IMAGE = "image"
+    BUCKET = "bucket"
+    BUCKET_PREFIX = "bucket_prefix"
+    SSH_KEY = "ssh_key"
+    SCRATCH_PATH = "scratch_path"
+    EIP = "eip"
+
+
+@dataclass(frozen=True)
+class Provider:
+    kind: ProviderKind = field(metadata=cli("--kind", "channel: {values}"))
+    name: str = field(metadata=cli("NAME", "the provider's name", by_hand=True))
+    region: str = field(default="", metadata=cli("--region", "the provider's region"))
+    account_id: str = field(default="", metadata=cli("--account-id", "the account's id"))
+    account_alias: str = field(
+        default="", metadata=cli("--account-alias", "a name for the account people know")
+    )
+    # A profile name or environment variable name, never the secret itself.
+    credential_ref: str = field(
+        default="",
+        metadata=cli(
+            "--credential-ref", "profile or environment variable name (never the secret itself)"
+        ),
+    )
+    id: int | None = field(default=None, metadata=INTERNAL)
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    """How to log in to a node: parsed from the command a platform hands out, or an alias."""
+
+    host: str
+    port: int | None = None
+    user: str | None = None
+    key_path: str | None = None
+    jump: str | None = None
+    # True when host names an ~/.ssh/config Host entry rather than a real address.
+    alias: bool = False
+
+    def command(self) -> str:
+        """The equivalent OpenSSH command line."""
+        parts = ["ssh"]
+        if self.port is not None:
+            parts += ["-p", str(self.port)]
+        if self.key_path:
+            parts += ["-i", self.key_path]
+        if self.jump:
+            parts += ["-J", self.jump]
+        parts.append(f"{self.user}@{self.host}" if self.user else self.host)
+        return " ".join(parts)
+
+
+# The field order of Node, Lease, Resource and Provider is their record's key order, so the
+# JSON and CSV column order: a field placed for that but not to be given by position (as
+# Node(name, ssh) and Lease(node, billing, price, start) are) is keyword-only.
+@dataclass(frozen=True)
+class Node:
+    name: str = field(metadata=cli("NAME", "the node's name", by_hand=True))
+    provider: str | None = field(
+        default=None, kw_only=True, metadata=cli("--provider", "the provider it is rented from")
+    )
+    ssh: SshTarget = field(
+        metadata=cli(
+            "--ssh", "the login command as the platform gives it, or an alias", by_hand=True
+        )
+        | flattened("ssh_")
+    )
+    gpu_model: str = field(default="", metadata=cli("--gpu-model", "GPU model, as sold"))
+    gpu_count: int = field(default=0, metadata=cli("--gpus", "number of GPUs"))
+    # Nominal VRAM per GPU in GiB as sold (80 for an A100 80GB).
+    vram_gib: int | None = field(
+        default=None, metadata=cli("--vram", "nominal VRAM per GPU in GiB, as sold")
+    )
+    interconnect: Interconnect = field(
+        default=Interconnect.UNKNOWN, metadata=cli("--interconnect", "{values}, as advertised")
+    )
+    tags: tuple[str, ...] = field(default=(), metadata=cli("--tags", "comma-separated tags"))
+    state: NodeState = field(default=NodeState.ACTIVE, metadata=cli("--state"))
+    # Read through NVML on this machine instead of over SSH.
+    local: bool = field(default=False, metadata=cli("--local", "read via NVML here", by_hand=True))
+    notes: str = field(default="", metadata=cli("--notes", "free notes"))
+    # The cloud instance the node is (EC2: i-0123456789abcdef0), read by the collector for
+    # its running/stopped state (leases.telemetry.cloudstate). Not a resource: offboarding never
+    # plans to delete it. Region and credentials are its provider's.
+    instance_id: str = field(
+        default="",
+        metadata=cli("--instance-id", "its cloud instance id (EC2: i-...), for its stop state"),
+    )
+    instance_endpoint: str = field(
+        default="",
+        metadata=cli(
+            "--instance-endpoint",
+            "the EC2-compatible endpoint its instance is read at, if not the provider's default",
+        ),
+    )
+    id: int | None = field(default=None, metadata=INTERNAL)
+    # Set when a stored row holds a value now refused (records.stored_node): what is wrong
+    # and how to fix it. Such a node is listed but never polled.
+    problem: str = field(default="", metadata=INTERNAL)
+
+
+@dataclass(frozen=True)
+class Lease:
+    node: str = field(metadata=cli("NODE", "the node's name", by_hand=True))
+    billing_type: BillingType = field(metadata=cli("--billing"))
+    unit_price: Decimal = field(
+        metadata=cli(
+            "--price", "price of one billing unit (yuan per hour, per card-hour, per month...)"
+        )
+    )
+    currency: str = field(
+        default="CNY", kw_only=True, metadata=cli("--currency", "currency code (default CNY)")
+    )
+    cards_billed: int | None = field(
+        default=None, kw_only=True, metadata=cli("--cards", "cards billed (card_hour leases)")
+    )
+    start: datetime = field(
+        metadata=cli(
+            "--start", "YYYY-MM-DD or YYYY-MM-DDTHH:MM in the billing time zone (default: now)"
+        )
+    )
+    # Paid-up-to / contract end. Required for prepaid billing types.
+    end: datetime | None = field(
+        default=None,
+        metadata=cli(
+            "--end", "end of the paid period; required for daily, weekly, monthly, contract"
+        ),
+    )
+    billing_tz: str = field(
+        default=DEFAULT_TZ, metadata=cli("--tz", f"billing time zone (default {DEFAULT_TZ})")
+    )
+    auto_renew: bool = field(
+        default=False,
+        metadata=cli("--auto-renew", "set to renew automatically at the end", by_hand=True),
+    )
+    # Minimum commitment in billing units (3 months, 100 card-hours...).
+    min_commitment: int | None = field(
+        default=None, metadata=cli("--min-commitment", "minimum commitment, in billing units")
+    )
+    deposit: Decimal | None = field(
+        default=None, metadata=cli("--deposit", "deposit paid, in the lease's currency")
+    )
+    deposit_paid_on: date | None = field(
+        default=None, metadata=cli("--deposit-paid-on", "YYYY-MM-DD the deposit was paid")
+    )
+    deposit_refund: RefundState = field(
+        default=RefundState.NONE, metadata=cli("--deposit-refund", "the deposit's refund: {values}")
+    )
+    deposit_refunded_on: date | None = field(
+        default=None,
+        metadata=cli("--deposit-refunded-on", "YYYY-MM-DD the deposit came back"),
+    )
+    contract_no: str = field(default="", metadata=cli("--contract", "contract number"))
+    notice_days: int | None = field(
+        default=None, metadata=cli("--notice-days", "days of notice the contract asks for")
+    )
+    on_expiry: ExpiryAction = field(
+        default=ExpiryAction.RELEASED,
+        metadata=cli("--on-expiry", "what the provider does at the end: {values}"),
+    )
+    # Platform rule: the machine is released after this many days stopped.
+    release_after_stopped_days: int | None = field(
+        default=None,
+        metadata=cli(
+            "--release-after-stopped-days", "platform rule: released after N days stopped"
+        ),
+    )
+    notes: str = field(default="", metadata=cli("--notes", "free notes"))
+    # When the lease actually ended (released or handed back); None while running.
+    # Set by `zuka lease end`, not by an option.
+    ended_at: datetime | None = None
+    # Terms that change the maths (leases.money.billing); added at the end of the record (m006).
+    stopped_billing: StoppedBilling = field(
+        default=StoppedBilling.FULL,
+        metadata=cli("--stopped-billing", "what bills while the node is stopped: {values}"),
+    )
+    month_count: MonthCount = field(
+        default=MonthCount.CALENDAR,
+        metadata=cli("--month-count", "how the provider counts a month: {values}"),
+    )
+    partial_unit: PartialUnit | None = field(
+        default=None,
+        metadata=cli(
+            "--partial-unit",
+            "a started part of a billing unit is billed up to a whole: {values} (default:"
+            " second, i.e. pro rata, for per_second, hourly and card_hour; whole otherwise)",
+        ),
+    )
+    renew_charge_days: int | None = field(
+        default=None,
+        metadata=cli(
+            "--renew-charge-days",
+            "auto-renew charges this many days before the end (Aliyun 9, Huawei 7)",
+        ),
+    )
+    hourly_price: Decimal | None = field(
+        default=None,
+        metadata=cli(
+            "--hourly-price",
+            "the pay-as-you-go price per hour: billed after the end with --on-expiry hourly,"
+            " and used by refund rules and hourly-vs-monthly advice",
+        ),
+    )
+    refund_rule: str = field(
+        default="",
+        metadata=cli(
+            "--refund-rule",
+            "early-release refund: none | prorated_days | prorated_hours | used_then_hourly"
+            " (used months at the price, the rest at --hourly-price), or the provider's rule"
+            " in words (then the maths assumes no refund and says so)",
+        ),
+    )
+    rounding: ChargeRounding = field(
+        default=ChargeRounding.BILL,
+        metadata=cli(
+            "--rounding",
+            "where the provider rounds to the fen: {values} (bill: the bill's total; charge:"
+            " each charge up, pay-as-you-go at each clock hour and at shutdown, as AutoDL)",
+        ),
+    )
+    id: int | None = field(default=None, metadata=INTERNAL)
+    # The node it is on, as the ledger knows it (filled when read from it): a released
+    # node's name may be reused, so money is keyed by this, `node` being only shown.
+    node_id: int | None = field(default=None, metadata=INTERNAL)
+
+    @property
+    def open(self) -> bool:
+        return self.ended_at is None
+
+    @property
+    def bills_node_gpus(self) -> bool:
+        """A card-hour lease recorded without --cards: it pays for its node's GPUs
+        (billing.cards_of), so the node's GPU count must be known."""
+        return self.billing_type is BillingType.CARD_HOUR and not self.cards_billed
+
+    @property
+    def node_key(self) -> int | str:
+        """Which node it is on: its id, or its name for a lease not read from a ledger."""
+        return self.node_id if self.node_id is not None else self.node
+
+
+@dataclass(frozen=True)
+class Resource:
+    # In a record the lease is named by its node and start.
+    lease_id: int = field(
+        metadata=stands_for("node", "lease_start")
+        | cli(
+            "--lease-start",
+            "the lease it belongs to, by its start as `zuka lease list` prints it (or a"
+            " date); default: the open lease, else the latest",
+            key="lease_start",
+        )
+    )
+    kind: ResourceKind = field(metadata=cli("--kind", "resource: {values}"))
+    native_id: str = field(
+        metadata=cli(
+            "--id",
+            "the provider's id (snapshot id, bucket name, absolute path...)",
+            dest="native_id",
+        )
+    )
+    region: str = field(default="", metadata=cli("--region", "region it lives in"))
+    endpoint: str = field(
+        default="",
+        metadata=cli(
+            "--endpoint", "the service endpoint it is reached through, if not the default"
+        ),
+    )
+    created: datetime | None = field(
+        default=None,
+        metadata=cli("--created", "when it was created: YYYY-MM-DD or YYYY-MM-DDTHH:MM"),
+    )
+    deleted_at: datetime | None = None
+    verified_at: datetime | None = None
+    notes: str = field(default="", metadata=cli("--notes", "free notes"))
+    # A storage line (a data disk, a snapshot, an EIP): billed from created (else the
+    # lease's start) until deleted_at, whether the node runs, is stopped or was released.
+    price: Decimal | None = field(
+        default=None,
+        metadata=cli(
+            "--price",
+            "what it costs per --price-per period, billed from created until deleted (after"
+            " a stop and after the lease ends too)",
+        ),
+    )
+    price_per: StoragePeriod = field(
+        default=StoragePeriod.MONTH,
+        metadata=cli("--price-per", "the period --price is per: {values} (default month)"),
+    )
+    id: int | None = field(default=None, metadata=INTERNAL)
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    at: datetime
+    action: str
+    entity: str
+    entity_id: int | None
+    node: str | None
+    before: dict[str, object] | None
+    after: dict[str, object] | None
+    actor: str = ""
+    id: int | None = None
+    problem: str = ""  # why the stored row could not be read as it should
+    batch: int | None = None  # the entries one transaction wrote share one (m010)
+
+
+@dataclass(frozen=True)
+class GpuSample:
+    """One reading of one GPU. None always means unknown, never zero."""
+
+    node: str
+    at: datetime
+    index: int
+    uuid: str = ""
+    name: str = ""
+    util_gpu: float | None = None
+    util_mem: float | None = None
+    mem_used_mib: float | None = None
+    mem_total_mib: float | None = None
+    temp_c: float | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    sm_clock_mhz: float | None = None
+    pstate: str | None = None
+    fan_pct: float | None = None
+    mig: bool | None = None
+    ecc_uncorrected: int | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+class NodeHealth(StrEnum):
+    """What the last attempt to read a node found. Shared by ssh, nvsmi, nvml and poller."""
+
+    OK = "ok"
+    CONNECTING = "connecting"
+    UNREACHABLE = "unreachable"
+    TIMEOUT = "timeout"
+    AUTH_FAILED = "auth_failed"
+    UNTRUSTED = "untrusted"  # host key not yet accepted by the user
+    HOSTKEY_CHANGED = "hostkey_changed"  # refused: possible MITM or reinstalled node
+    NO_NVIDIA_SMI = "no_nvidia_smi"  # exit 127
+    DRIVER_NOT_LOADED = "driver_not_loaded"
+    DRIVER_MISMATCH = "driver_mismatch"  # driver/library version mismatch: needs reboot
+    GPU_LOST = "gpu_lost"
+    GARBAGE = "garbage"  # output we could not parse
+    NO_NVML = "no_nvml"  # local node without NVML
+    REFUSED = "refused"  # zuka will not connect: a refused ledger value or ssh config
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    """One compute process on a GPU (nvidia-smi --query-compute-apps)."""
+
+    node: str
+    gpu_uuid: str
+    pid: int
+    process_name: str = ""
+    used_mib: float | None = None
+    # The Unix user on the node (leases.telemetry.owners): a name, "uid:N" for a user without one,
+    # "?" for one the node named in a way zuka refused; None when unknown.
+    owner: str | None = None
+
+
+@dataclass(frozen=True)
+class Latest:
+    """A node's latest reading: what the poller last wrote (HistoryStore.write_latest), what
+    the dashboard shows of a running collector, and what the alert rules judge."""
+
+    node: str
+    at: datetime
+    health: NodeHealth
+    detail: str
+    fingerprint: str | None
+    gpus: tuple[GpuSample, ...]
+    processes: tuple[GpuProcess, ...]
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    """What a poller holds of a node now (here, not in leases.telemetry.poller, so that readers of
+    the ledger do not import SSH)."""
+
+    node: str
+    health: NodeHealth = NodeHealth.CONNECTING
+    detail: str = ""
+    checked: datetime | None = None  # last attempt
+    at: datetime | None = None  # last good reading
+    samples: tuple[GpuSample, ...] = ()
+    processes: tuple[GpuProcess, ...] = ()
+    fingerprint: str | None = None  # of a host key we refused

@@ -1,0 +1,179 @@
+"""One conversion of a stored reading into a NodeStatus, and one health summary: the CLI
+(`zuka poll` beside a collector, `zuka collect`'s log line) and the dashboard share both."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from leases.core.models import GpuSample, Latest, NodeHealth, NodeStatus
+from leases.telemetry.history import busy_verdict
+
+# A stored reading older than this many poll intervals (and at least STALE_MIN_S) means
+# nobody reads the node any more (the collector stopped?).
+STALE_INTERVALS = 6
+STALE_MIN_S = 30.0
+
+
+def stale_after_s(interval_s: float) -> float:
+    return max(STALE_MIN_S, STALE_INTERVALS * interval_s)
+
+
+def from_latest(row: Latest, *, stale_before: datetime | None = None) -> NodeStatus:
+    """What a poller last wrote (node_latest), as the status a poller here would hold.
+    stale_before: a reading older than that is shown as stale, not as the node's state."""
+    if stale_before is not None and row.at < stale_before:
+        return NodeStatus(
+            row.node,
+            NodeHealth.CONNECTING,
+            f"stale: last reading {row.at.astimezone():%H:%M:%S}",
+        )
+    ok = row.health is NodeHealth.OK
+    return NodeStatus(
+        row.node, row.health, row.detail, row.at, row.at if ok else None, row.gpus,
+        row.processes, row.fingerprint,
+    )  # fmt: skip
+
+
+def refused(name: str, problem: str) -> NodeStatus:
+    """A node whose stored row holds a refused value: never polled."""
+    return NodeStatus(name, NodeHealth.REFUSED, f"not polled: {problem}")
+
+
+def is_stale(status: NodeStatus) -> bool:
+    return status.health is NodeHealth.CONNECTING and status.detail.startswith("stale")
+
+
+# How a health reads to a person: the fleet table's state column, the dashboard's status
+# line and the CLI's summary all say it with these words (short enough for the column;
+# the detail line under the table says the rest). A health not here reads as its value.
+HEALTH_LABEL = {
+    NodeHealth.AUTH_FAILED: "auth failed",
+    NodeHealth.UNTRUSTED: "untrusted key",
+    NodeHealth.HOSTKEY_CHANGED: "KEY CHANGED",
+    NodeHealth.NO_NVIDIA_SMI: "no nvidia-smi",
+    NodeHealth.DRIVER_NOT_LOADED: "no driver",
+    NodeHealth.DRIVER_MISMATCH: "needs reboot",
+    NodeHealth.GPU_LOST: "GPU lost",
+    NodeHealth.GARBAGE: "bad output",
+    NodeHealth.NO_NVML: "no NVML",
+}
+
+
+def health_label(health: NodeHealth) -> str:
+    return HEALTH_LABEL.get(health, health.value)
+
+
+def health_counts(statuses: Iterable[NodeStatus]) -> dict[str, int]:
+    """How many nodes are in each health, by its label (health_label)."""
+    counts: dict[str, int] = {}
+    for st in statuses:
+        label = health_label(st.health)
+        counts[label] = counts.get(label, 0) + 1
+    return counts
+
+
+def health_summary(statuses: Iterable[NodeStatus]) -> str:
+    """'2 ok, 1 needs reboot': how many nodes are in each health, in the words the fleet
+    table uses."""
+    counts = health_counts(statuses)
+    return ", ".join(f"{n} {h}" for h, n in sorted(counts.items())) or "no readings yet"
+
+
+@dataclass(frozen=True)
+class Figures:
+    """A node's readings summed up for one table row; None where any GPU's is unknown."""
+
+    gpus: int
+    util: float | None
+    mem_used_gib: float | None
+    mem_total_gib: float | None
+    power_w: float | None
+    temp_max: float | None
+    busy: int  # GPUs busy now (leases.telemetry.history.busy_verdict)
+    idle: int  # GPUs read idle now; the rest are unknown
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _total(values: Sequence[float | None]) -> float | None:
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+
+def figures(samples: Sequence[GpuSample]) -> Figures:
+    verdicts = [busy_verdict(s.util_gpu, s.mem_used_mib, s.power_w, s.power_limit_w)
+                for s in samples]  # fmt: skip
+    used = _total([s.mem_used_mib for s in samples])
+    total = _total([s.mem_total_mib for s in samples])
+    return Figures(
+        gpus=len(samples),
+        util=_mean([s.util_gpu for s in samples]),
+        mem_used_gib=None if used is None else used / 1024,
+        mem_total_gib=None if total is None else total / 1024,
+        power_w=_total([s.power_w for s in samples]),
+        temp_max=max((s.temp_c for s in samples if s.temp_c is not None), default=None),
+        busy=sum(1 for v in verdicts if v is True),
+        idle=sum(1 for v in verdicts if v is False),
+    )
+
+
+def figures_of(status: NodeStatus) -> Figures | None:
+    """The figures of a node read ok; None for any other health (no readings to show)."""
+    if status.health is not NodeHealth.OK:
+        return None
+    return figures(status.samples)
+
+
+def status_figures(status: NodeStatus | None) -> Figures | None:
+    """figures_of, worked out once per status and kept on it (as functools.cached_property
+    keeps a value in the instance's __dict__, beside its frozen fields): the row, the
+    header and the filter all read them, every refresh."""
+    if status is None:
+        return None
+    kept = status.__dict__
+    if _KEPT not in kept:
+        kept[_KEPT] = figures_of(status)
+    found: Figures | None = kept[_KEPT]
+    return found
+
+
+_KEPT = "_figures"
+
+
+# node name -> (the reading, whether it was stale, the status made of it)
+StatusCache = dict[str, tuple[Latest, bool, NodeStatus]]
+
+
+def current(
+    refused_nodes: Mapping[str, str],
+    polled: Mapping[str, NodeStatus] | None,
+    latest: Mapping[str, Latest],
+    stale_before: datetime,
+    cache: StatusCache | None = None,
+) -> dict[str, NodeStatus]:
+    """Every node's status now: a refused node as refused; else what the poller in this
+    process holds (polled), or else what a collector last wrote (latest), stale if old.
+    cache: the status made of the very same reading last time is that status (with its
+    figures worked out), not a new one."""
+    out = {name: refused(name, problem) for name, problem in refused_nodes.items()}
+    if polled is not None:
+        return {**polled, **out}
+    for name, row in latest.items():
+        if name in out:
+            continue
+        stale = row.at < stale_before
+        hit = cache.get(name) if cache is not None else None
+        if hit is not None and hit[0] is row and hit[1] == stale:
+            out[name] = hit[2]
+            continue
+        out[name] = from_latest(row, stale_before=stale_before)
+        if cache is not None:
+            cache[name] = (row, stale, out[name])
+    if cache is not None:
+        for gone in cache.keys() - latest.keys():
+            del cache[gone]
+    return out

@@ -1,0 +1,290 @@
+"""`zuka undo`: reverse the last change in the audit log.
+
+Each entry holds a row's record before and after the change; undoing puts `before` back,
+but only while the row is still exactly `after` (else something changed since and the
+undo is refused). The change being the last in the log, what comes back is a state the
+ledger was in, so the rules between rows (overlapping leases...) are not checked again;
+each record still is, and a name a live node has taken since is refused.
+
+The undo is itself an entry, `undo #ID`, with before and after swapped, so undoing an
+undo redoes the change. A delete entry holds what went with the row (a node's leases and
+their resources, with their ids), so an undo puts them all back; GPU history deleted
+with a node is counted in the entry but not kept, so it stays gone.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from leases.core.errors import InputError
+from leases.core.models import AuditEntry, NodeState
+from leases.core.textsafe import visible
+from leases.ledger import nodelog, records, stops
+from leases.ledger.nodelog import UNDO
+from leases.ledger.rowaudit import stored_record
+from leases.ledger.store import Ledger, _audit_entry, _node_row
+
+Record = dict[str, Any]
+_ENTITIES = ("provider", "node", "lease", "resource", "stop")
+
+
+def undo_last(
+    ledger: Ledger, *, any_user: bool = False, entry: int | None = None
+) -> list[AuditEntry]:
+    """Undo the last change, in one transaction; returns the entries it undid.
+
+    Refused unless the whole audit chain verifies: an entry changed behind the triggers
+    would otherwise be applied (and copied into a properly chained undo entry). Refused
+    too when the change is another user's (unless any_user), or when `entry` is given
+    and is not an entry of the last change (two undos at once: the second is refused
+    instead of redoing the first).
+    """
+    with ledger.transaction() as conn:
+        report = ledger.verify_audit()
+        if not report.ok:
+            where = f"entry {report.broken_at}" if report.broken_at is not None else "the log"
+            raise InputError(
+                "undo",
+                None,
+                f"the audit log does not verify ({where}: {report.reason}), so no entry of it"
+                " can be trusted to undo: nothing was undone; see `zuka audit verify`",
+            )
+        unit = last_change(ledger)
+        if not unit:
+            raise InputError("undo", None, "nothing to undo: the audit log is empty")
+        if entry is not None and entry not in {e.id for e in unit}:
+            raise InputError(
+                "entry",
+                entry,
+                f"is not the last change, which is {describe(unit)}: nothing was undone",
+            )
+        others = sorted({e.actor for e in unit if e.actor != ledger.actor})
+        if others and not any_user:
+            raise InputError(
+                "undo",
+                None,
+                f"the last change, {describe(unit)}, was made by {', '.join(others)}, not by"
+                f" you ({ledger.actor}): give --any-user to undo it anyway",
+            )
+        for e in unit:
+            _undoable(e)
+        for e in reversed(unit):
+            _reverse(ledger, conn, e)
+        return unit
+
+
+def last_change(ledger: Ledger) -> list[AuditEntry]:
+    """The entries of the last change, in log order: everything the last transaction
+    wrote (its batch); for entries written before batches, nodelog.last_change's rule."""
+    tail = ledger.last_entries(1)
+    if tail and tail[0].batch is not None:
+        rows = ledger._rows("SELECT * FROM audit WHERE batch = ? ORDER BY id", [tail[0].batch])
+        return [_audit_entry(r) for r in rows]
+    return nodelog.last_change(ledger.last_entries(4))
+
+
+def describe(unit: list[AuditEntry]) -> str:
+    """'entry 7 (node.edit of n1 by alice at 2026-...)', or 'entries 7-8 (...; ...)'."""
+    ids = f"entry {unit[0].id}" if len(unit) == 1 else f"entries {unit[0].id}-{unit[-1].id}"
+    what = "; ".join(
+        f"{e.action} of {e.node or e.entity} by {e.actor} at {e.at.isoformat(timespec='seconds')}"
+        for e in unit
+    )
+    return visible(f"{ids} ({what})", 400)
+
+
+def _undoable(e: AuditEntry) -> None:
+    if e.problem:
+        raise InputError("undo", e.id, f"the last entry cannot be read ({e.problem})")
+    if e.action == "import":
+        counts = ", ".join(f"{n} {k}" for k, n in (e.after or {}).items())
+        raise InputError(
+            "undo",
+            e.id,
+            f"the last change imported {counts}: zuka undo does not take back an import;"
+            " delete what it added (`zuka node delete NAME --force`)",
+        )
+    if e.entity not in _ENTITIES or e.entity_id is None or (e.before is None and e.after is None):
+        raise InputError("undo", e.id, f"entry {e.id} ({e.action}) cannot be undone")
+
+
+def _reverse(ledger: Ledger, conn: sqlite3.Connection, e: AuditEntry) -> None:
+    assert e.entity_id is not None
+    now = stored_record(ledger, e.entity, e.entity_id, e.after)
+    if _comparable(now) != _comparable(e.after):
+        raise InputError(
+            "undo",
+            e.id,
+            f"the {e.entity} of entry {e.id} ({e.action}) changed since: nothing was undone",
+        )
+    before = dict(e.before) if e.before is not None else None
+    after = dict(e.after) if e.after is not None else None
+    if before is None:
+        assert after is not None
+        _delete(ledger, conn, e.entity, e.entity_id, after)
+    elif after is None:
+        _insert(ledger, conn, e.entity, e.entity_id, before)
+    else:
+        _update(ledger, conn, e.entity, e.entity_id, before)
+    # The undo's entry holds the rows as they were read back, never the entry's raw JSON.
+    then = stored_record(ledger, e.entity, e.entity_id, e.before)
+    node = (then or now or {}).get("node" if e.entity != "node" else "name")
+    ledger._audit(
+        conn, f"{UNDO}{e.id}", e.entity, e.entity_id, node if isinstance(node, str) else None,
+        now, then,
+    )  # fmt: skip
+
+
+def _comparable(rec: Mapping[str, Any] | None) -> Record | None:
+    """A record as compared with the rows: the GPU history counts are not kept."""
+    if rec is None:
+        return None
+    return {k: v for k, v in rec.items() if k != "gpu_history"}
+
+
+def _delete(
+    ledger: Ledger, conn: sqlite3.Connection, entity: str, entity_id: int, rec: Record
+) -> None:
+    if entity == "provider":
+        if conn.execute("SELECT 1 FROM nodes WHERE provider_id = ?", [entity_id]).fetchone():
+            raise InputError("undo", rec.get("name"), "nodes refer to this provider now")
+        conn.execute("DELETE FROM providers WHERE id = ?", [entity_id])
+    elif entity == "node":
+        node = ledger.node_by_id(entity_id)
+        assert node is not None
+        bundle = ledger._node_bundle(node)
+        if any(bundle["gpu_history"].values()):
+            raise InputError(
+                "undo",
+                node.name,
+                f"the node has GPU history now: delete it with `zuka node delete {node.name}"
+                " --force`",
+            )
+        if bundle["leases"] and "leases" not in rec:
+            raise InputError("undo", node.name, "leases refer to the node now")
+        for le in bundle["leases"]:
+            conn.execute("DELETE FROM resources WHERE lease_id = ?", [le["id"]])
+            conn.execute("DELETE FROM stops WHERE lease_id = ?", [le["id"]])
+            conn.execute("DELETE FROM leases WHERE id = ?", [le["id"]])
+        conn.execute("DELETE FROM nodes WHERE id = ?", [entity_id])
+    elif entity == "stop":
+        conn.execute("DELETE FROM stops WHERE id = ?", [entity_id])
+    elif entity == "lease":
+        if (
+            "stops" not in rec
+            and conn.execute("SELECT 1 FROM stops WHERE lease_id = ?", [entity_id]).fetchone()
+        ):
+            raise InputError("undo", rec.get("start"), "stops refer to the lease now")
+        if (
+            "resources" not in rec
+            and conn.execute("SELECT 1 FROM resources WHERE lease_id = ?", [entity_id]).fetchone()
+        ):
+            raise InputError("undo", rec.get("start"), "resources refer to the lease now")
+        conn.execute("DELETE FROM resources WHERE lease_id = ?", [entity_id])
+        conn.execute("DELETE FROM stops WHERE lease_id = ?", [entity_id])
+        conn.execute("DELETE FROM leases WHERE id = ?", [entity_id])
+    else:
+        conn.execute("DELETE FROM resources WHERE id = ?", [entity_id])
+
+
+def _insert(
+    ledger: Ledger, conn: sqlite3.Connection, entity: str, entity_id: int, rec: Record
+) -> None:
+    if entity == "provider":
+        provider = records.provider_from(rec)
+        if conn.execute("SELECT 1 FROM providers WHERE name = ?", [provider.name]).fetchone():
+            raise InputError("undo", provider.name, "a provider of that name exists now")
+        _put(conn, "providers", {"id": entity_id, **records.provider_record(provider)})
+    elif entity == "node":
+        node = records.node_from(rec)
+        if node.state is not NodeState.RELEASED and ledger._live_named(conn, node.name, None):
+            raise InputError("undo", node.name, "a live node of that name exists now")
+        provider_id = ledger._provider_id(conn, node.provider)
+        _put(conn, "nodes", {"id": entity_id, **_node_row(records.node_record(node), provider_id)})
+        # The node's own leases, by its id: an archived node's name may be taken now.
+        for le in rec.get("leases") or ():
+            _put_lease(conn, int(le["id"]), entity_id, le)
+    elif entity == "lease":
+        lease = records.lease_from(rec)
+        node_id = ledger.node(lease.node).id
+        assert node_id is not None
+        _put_lease(conn, entity_id, node_id, rec)
+    elif entity == "stop":
+        _put(conn, "stops", _stop_row(rec, entity_id))
+    else:
+        lease = ledger._lease_for(str(rec.get("node")), rec.get("lease_start"))
+        assert lease.id is not None
+        _put(conn, "resources", {"id": entity_id, **_resource_row(rec, lease.id, lease.billing_tz)})
+
+
+def _put_lease(
+    conn: sqlite3.Connection, lease_id: int, node_id: int, rec: Mapping[str, Any]
+) -> None:
+    lease = records.lease_from(rec)
+    row = {k: v for k, v in records.lease_record(lease).items() if k != "node"}
+    _put(conn, "leases", {"id": lease_id, "node_id": node_id, **row})
+    for res in rec.get("resources") or ():
+        _put(
+            conn,
+            "resources",
+            {"id": int(res["id"]), **_resource_row(res, lease_id, lease.billing_tz)},
+        )
+    for stop in rec.get("stops") or ():
+        _put(conn, "stops", _stop_row({**stop, "lease_id": lease_id, "node_id": node_id},
+                                      int(stop["id"])))  # fmt: skip
+
+
+def _stop_row(rec: Mapping[str, Any], stop_id: int) -> Record:
+    """A stop's row from its record, checked as a stored one is (leases.ledger.stops.from_row)."""
+    s = stops.from_row(rec)
+    row = stops.record(s)
+    return {"id": stop_id, **{k: row[k] for k in ("node_id", "lease_id", "start", "end",
+                                                  "source", "who")}}  # fmt: skip
+
+
+def _resource_row(rec: Mapping[str, Any], lease_id: int, tz: str) -> Record:
+    """A resource's row from its record, validated as when it was added."""
+    res = records.resource_from(rec, lease_id, tz)
+    out = records.resource_record(res, "", datetime.min.replace(tzinfo=UTC))
+    return {
+        "lease_id": lease_id,
+        **{k: v for k, v in out.items() if k not in ("node", "lease_start")},
+    }
+
+
+def _update(
+    ledger: Ledger, conn: sqlite3.Connection, entity: str, entity_id: int, rec: Record
+) -> None:
+    if entity == "node":
+        node = records.node_from(rec)
+        if node.state is not NodeState.RELEASED and ledger._live_named(conn, node.name, entity_id):
+            raise InputError("undo", node.name, "a live node of that name exists now")
+        row = _node_row(records.node_record(node), ledger._provider_id(conn, node.provider))
+        _set(conn, "nodes", entity_id, row)
+    elif entity == "lease":
+        row = records.lease_record(records.lease_from(rec))
+        _set(conn, "leases", entity_id, {k: v for k, v in row.items() if k != "node"})
+    elif entity == "stop":
+        row = _stop_row(rec, entity_id)
+        _set(conn, "stops", entity_id, {k: v for k, v in row.items() if k != "id"})
+    elif entity == "resource":
+        found = ledger._resource_rows(" WHERE r.id = ?", [entity_id])
+        lease = ledger._lease_by_id(found[0][0].lease_id)
+        assert lease.id is not None
+        _set(conn, "resources", entity_id, _resource_row(rec, lease.id, lease.billing_tz))
+    else:
+        _set(conn, "providers", entity_id, records.provider_record(records.provider_from(rec)))
+
+
+def _put(conn: sqlite3.Connection, table: str, row: Mapping[str, Any]) -> None:
+    cols = ", ".join(f'"{k}"' for k in row)
+    conn.execute(f"INSERT INTO {table} ({cols}) VALUES ({', '.join('?' * len(row))})",
+                 list(row.values()))  # fmt: skip
+
+
+def _set(conn: sqlite3.Connection, table: str, row_id: int, row: Mapping[str, Any]) -> None:
+    sets = ", ".join(f'"{k}" = ?' for k in row)
+    conn.execute(f"UPDATE {table} SET {sets} WHERE id = ?", [*row.values(), row_id])

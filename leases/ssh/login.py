@@ -1,0 +1,464 @@
+"""Reading the SSH login command a rental platform hands out, and the one validator of SSH
+targets that every way in uses (the `--ssh` option, `node add/edit`, JSON and CSV import,
+rows read back from the ledger through records.node_from).
+
+Accepts what people paste: ``ssh -p 30022 root@connect.westb.seetacloud.com``,
+``ssh root@region-9.autodl.pro -p 41234``, ``ssh -i ~/.ssh/lab -J bastion user@10.0.0.7``,
+``ssh -o Port=2222 -l ubuntu host``, ``ssh://root@host:2200``, an ~/.ssh/config alias, and
+console pastes with a label before ``ssh`` (``登录指令：ssh -p 6666 root@host``) or a
+password line after it (``密码：xxxx``): the password is dropped, never stored nor echoed.
+
+Values are allow-listed, so none can become extra words of a ProxyCommand, an ssh option or
+a line of known_hosts: a host is a DNS name, an IPv4 address, an IPv6 address (bracketed in
+a command) or a config alias; a user a POSIX user name; a jump comma-separated
+``[user@]host[:port]`` hops, each checked the same way (``none`` means no jump). Nothing
+starts with ``-``; no whitespace, quotes, ``%``, shell metacharacters or control characters.
+
+ssh options zuka honours: ``-p``, ``-i``, ``-J``, ``-l`` and ``-o`` with Port, User,
+IdentityFile or ProxyJump. Accepted and dropped because they change nothing about which
+machine is reached or how it is trusted: the flags in _FLAGS (verbosity, compression, TTY,
+forwarding of agent/X11 that zuka never asks for, backgrounding) and ``-o`` with
+ServerAliveInterval, ServerAliveCountMax, ConnectTimeout, TCPKeepAlive, Compression or
+LogLevel (zuka sets its own keepalives and timeouts). Every other option (ProxyCommand,
+HostName, LocalCommand, StrictHostKeyChecking, ``-F``, ``-W``, ``-L``...) is refused with a
+message that says zuka does not honour it: never silently dropped.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from leases.core.errors import InputError
+from leases.core.models import SshTarget
+from leases.core.secrets import HIDDEN, looks_like_key_text, token_kind
+from leases.core.textsafe import is_clean, visible
+
+FIELD = "ssh"
+MAX_COMMAND = 4096
+MAX_KEY_PATH = 1024
+MAX_HOPS = 8
+NO_JUMP = "none"
+# What a node whose stored target was refused points at (see records.stored_node): under
+# .invalid, which never resolves (RFC 6761); check_host refuses it, so no edit keeps it.
+QUARANTINED_HOST = "ssh-target-refused.invalid"
+
+# Options that take an argument and that zuka honours.
+_HONOURED = set("pilJo")
+# Options that take an argument, which zuka does not honour: refused, saying what they are.
+_REFUSED_WITH_ARG = {
+    "B": "binding to an interface",
+    "b": "a bind address",
+    "c": "a cipher choice",
+    "D": "dynamic port forwarding",
+    "E": "a log file",
+    "e": "an escape character",
+    "F": "another ssh config file",
+    "L": "local port forwarding",
+    "m": "a MAC choice",
+    "O": "a control command",
+    "Q": "a query",
+    "R": "remote port forwarding",
+    "S": "a control socket",
+    "W": "stdio forwarding",
+    "w": "tunnel forwarding",
+}
+_REFUSED_FLAGS = {"G": "printing the config", "V": "printing the version"}
+# Flags harmless for a login target: accepted and dropped (see the module docstring).
+_FLAGS = set("46AaCfgKkMNnqsTtvXxYy")
+_HARMLESS_OPTIONS = frozenset(
+    {"serveraliveinterval", "serveralivecountmax", "connecttimeout", "tcpkeepalive",
+     "compression", "loglevel"}
+)  # fmt: skip
+_OPTION_REASONS = {
+    "proxycommand": "zuka never runs a local command to connect; use ProxyJump (-J)",
+    "localcommand": "zuka never runs a local command",
+    "permitlocalcommand": "zuka never runs a local command",
+    "hostname": "give the real host in the command itself",
+    "stricthostkeychecking": "zuka always checks host keys against its own trust store",
+    "userknownhostsfile": "zuka always checks host keys against its own trust store",
+    "globalknownhostsfile": "zuka always checks host keys against its own trust store",
+}
+
+# Used with fullmatch: `$` would let a trailing newline through.
+_NAME_RE = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9_])?")
+_USER_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,31}\$?")
+_KEY_PATH_RE = re.compile(r"[\w/.~+@:,=-]+")
+_OPTION_NAME_RE = re.compile(r"[A-Za-z]{1,40}")
+_HARMLESS_VALUE_RE = re.compile(r"[A-Za-z0-9]{1,16}")
+# A console's label before the command: `登录指令：ssh ...`, `SSH: ssh ...`.
+_LABELLED_RE = re.compile(r"^(?:\S[^\n]*?[:：]\s*)?((?:/usr/bin/)?ssh(?:\s.*)?|ssh://\S*)$")
+# A password line after the command, or a password said on the command's own line.
+_PASSWORD_LINE_RE = re.compile(
+    r"^\s*(?:登录)?(?:密码|口令|password|passwd|pwd)\s*[:：=]", re.IGNORECASE
+)
+_PASSWORD_INLINE_RE = re.compile(
+    r"(?<![A-Za-z])(?:密码|口令|password|passwd|pass|pwd|pw)\s*[:：=]", re.IGNORECASE
+)
+# Anything that may carry a password: then no refusal shows the line it came from.
+_PASSWORDY_RE = re.compile(r"sshpass|[^\s@/:]+:[^\s@]*@")
+
+
+def _shown(value: object) -> str:
+    """A refused value as an error message may show it: controls visible, size bounded."""
+    return visible(value, 80)
+
+
+@dataclass(frozen=True)
+class JumpHop:
+    """One hop of a ProxyJump / -J value."""
+
+    host: str
+    port: int | None = None
+    user: str | None = None
+
+    def spec(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        user = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port is not None else ""
+        return f"{user}{host}{port}"
+
+
+# -- single values -----------------------------------------------------------------------
+
+
+def check_port(value: object, field: str = "ssh_port") -> int:
+    text = str(value).strip()
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise InputError(field, _shown(value), "port must be a number from 1 to 65535")
+    return int(text)
+
+
+def check_host(value: str, field: str = "ssh_host") -> str:
+    """A DNS name, IPv4, IPv6 (bracketed or bare) or config alias; returned unbracketed."""
+    bracketed = value.startswith("[") and value.endswith("]")
+    inner = value[1:-1] if bracketed else value
+    if ":" in inner:
+        try:
+            # Python reads a zone id (fe80::1%eth0); ssh_config would expand the `%`.
+            if "%" in inner:
+                raise ValueError(inner)
+            ipaddress.IPv6Address(inner)
+        except ValueError:
+            raise InputError(field, _shown(value), "is not a valid IPv6 address") from None
+        return inner
+    if bracketed or not _NAME_RE.fullmatch(value):
+        raise InputError(
+            field,
+            _shown(value),
+            "is not a valid host: use a DNS name, an IP address or an ~/.ssh/config alias "
+            "(letters, digits, '.', '_', '-'; not starting with '-')",
+        )
+    if all(part.isdigit() for part in value.split(".")):
+        # 0, 999.1.1.1 and 1.2.3.4.5 are not names: an address must be a real IPv4.
+        try:
+            if len(value.split(".")) != 4:
+                raise ValueError(value)
+            ipaddress.IPv4Address(value)
+        except ValueError:
+            raise InputError(field, _shown(value), "is not a valid IPv4 address") from None
+    if value.lower().rstrip(".").endswith(".invalid"):
+        reason = (
+            "the stored ssh target was refused: give the login command with --ssh"
+            if value == QUARANTINED_HOST
+            else "names under .invalid never resolve"
+        )
+        raise InputError(field, _shown(value), reason)
+    return value
+
+
+def check_user(value: str, field: str = "ssh_user") -> str:
+    if not _USER_RE.fullmatch(value):
+        raise InputError(
+            field,
+            _shown(value),
+            "is not a valid user name (1-32 letters, digits, '.', '_', '-'; "
+            "not starting with '-' or '.')",
+        )
+    return value
+
+
+def check_key_path(value: str, field: str = "ssh_key_path") -> str:
+    """The path of a key file (never the key itself)."""
+    if looks_like_key_text(value):
+        raise InputError(
+            field, HIDDEN, "looks like private key text: give the path of the key file instead"
+        )
+    if not value.strip():
+        raise InputError(field, value, "is empty")
+    if len(value) > MAX_KEY_PATH:
+        raise InputError(field, _shown(value), f"is longer than {MAX_KEY_PATH} characters")
+    if not is_clean(value):
+        raise InputError(field, _shown(value), "contains control or bidi characters")
+    if value.startswith("-"):
+        raise InputError(field, _shown(value), "must not start with '-'")
+    # `zuka node show` prints the ssh command: no path may turn into more shell words.
+    if not _KEY_PATH_RE.fullmatch(value):
+        raise InputError(
+            field,
+            _shown(value),
+            "a key path is letters, digits and / . _ - ~ + @ : , = (no spaces, quotes, %, "
+            "or shell characters: link the key to a plainer path)",
+        )
+    return value
+
+
+def _userinfo(user: str, field: str) -> str:
+    if ":" in user:
+        raise InputError(
+            field, HIDDEN, "holds a password (user:password@): zuka never stores passwords"
+        )
+    return check_user(user, field)
+
+
+def parse_jump_hops(value: str, field: str = "ssh_jump") -> list[JumpHop]:
+    """The hops of a -J / ProxyJump value, each checked; [] for `none`."""
+    if value == NO_JUMP:
+        return []
+    raw_hops = value.split(",")
+    if len(raw_hops) > MAX_HOPS:
+        raise InputError(field, _shown(value), f"has more than {MAX_HOPS} hops")
+    hops: list[JumpHop] = []
+    for raw in raw_hops:
+        hop = raw.removeprefix("ssh://").removesuffix("/")
+        user_part, at, hostport = hop.rpartition("@")
+        user = _userinfo(user_part, field) if at else None
+        port: int | None = None
+        if hostport.startswith("["):
+            host, _, rest = hostport[1:].partition("]")
+            if rest:
+                if not rest.startswith(":"):
+                    raise InputError(field, _shown(value), f"cannot read the hop {_shown(raw)!r}")
+                port = check_port(rest[1:], field)
+            host = check_host(f"[{host}]", field)
+        else:
+            host, colon, port_text = hostport.partition(":")
+            if colon:
+                port = check_port(port_text, field)
+            host = check_host(host, field)
+        hops.append(JumpHop(host, port, user))
+    return hops
+
+
+def check_jump(value: str, field: str = "ssh_jump") -> str | None:
+    """A jump value in its normal form, or None for `none` (no jump)."""
+    hops = parse_jump_hops(value, field)
+    return ",".join(h.spec() for h in hops) or None
+
+
+def check_target(target: SshTarget) -> SshTarget:
+    """Every field of a target checked (as stored: IPv6 hosts unbracketed)."""
+    return SshTarget(
+        host=check_host(target.host),
+        port=None if target.port is None else check_port(target.port),
+        user=None if target.user is None else check_user(target.user),
+        key_path=None if target.key_path is None else check_key_path(target.key_path),
+        jump=None if target.jump is None else check_jump(target.jump),
+        alias=target.alias,
+    )
+
+
+# -- the pasted command ------------------------------------------------------------------
+
+
+def _login_line(command: str) -> tuple[str, bool]:
+    """The one line that holds the login command, its label and any password cut off;
+    and whether a password was seen (then no refusal may show the paste itself)."""
+    if len(command) > MAX_COMMAND:
+        raise InputError(FIELD, _shown(command), f"is longer than {MAX_COMMAND} characters")
+    lines = [line.strip() for line in command.splitlines() if line.strip()]
+    kept = [line for line in lines if not _PASSWORD_LINE_RE.match(line)]
+    had_password = len(kept) != len(lines)
+    if not kept:
+        raise InputError(FIELD, HIDDEN if had_password else command, "is empty")
+    if len(kept) > 1:
+        # Not shown: the other lines may hold a secret in any form.
+        raise InputError(
+            FIELD,
+            HIDDEN,
+            "has more than one line: paste one login command (a password line after it is ignored)",
+        )
+    line = kept[0]
+    inline = _PASSWORD_INLINE_RE.search(line)
+    if inline:
+        line, had_password = line[: inline.start()].strip(), True
+    labelled = _LABELLED_RE.match(line)
+    if labelled:
+        line = labelled.group(1)
+    if not line:
+        raise InputError(FIELD, HIDDEN, "has no ssh command")
+    kind = token_kind(line)
+    if kind is not None:
+        raise InputError(FIELD, HIDDEN, f"holds what looks like {kind}: zuka never stores one")
+    return line, had_password
+
+
+def _destination(dest: str, line: str) -> tuple[str | None, str, int | None]:
+    port: int | None = None
+    if dest.startswith("ssh://"):
+        rest = dest.removeprefix("ssh://").removesuffix("/")
+        user_part, at, hostport = rest.rpartition("@")
+        user = _userinfo(user_part, FIELD) if at else None
+        m = re.match(r"^(\[[^\]]*\]|[^:]*)(?::([^:]*))?$", hostport)
+        if not m:
+            raise InputError(FIELD, _shown(line), f"cannot read the URL {_shown(dest)!r}")
+        if m.group(2) is not None:
+            port = check_port(m.group(2), FIELD)
+        return user, check_host(m.group(1), FIELD), port
+    user = None
+    if "@" in dest:
+        user_part, _, dest = dest.rpartition("@")
+        user = _userinfo(user_part, FIELD)
+    if dest.startswith("[") and dest.endswith("]"):
+        return user, check_host(dest, FIELD), port
+    if ":" in dest:
+        raise InputError(
+            FIELD, _shown(line), "host:port is not an ssh destination; use -p PORT or ssh://"
+        )
+    return user, check_host(dest, FIELD), port
+
+
+def _refuse_option(name: str, line: str) -> InputError:
+    reason = _OPTION_REASONS.get(name.lower(), "remove it")
+    return InputError(
+        FIELD, _shown(line), f"zuka does not honour the ssh option {_shown(name)}: {reason}"
+    )
+
+
+def parse_ssh_command(command: str, known_aliases: frozenset[str] = frozenset()) -> SshTarget:
+    """Parse a login command or alias into an SshTarget; InputError if it is not one."""
+    if not command.strip():
+        raise InputError(FIELD, command, "is empty")
+    if looks_like_key_text(command):
+        raise InputError(FIELD, HIDDEN, "holds private key text: give the key's path with -i")
+    line, had_password = _login_line(command)
+    try:
+        return _parse_line(line, known_aliases)
+    except InputError as exc:
+        # A refusal that shows the line (or part of it) must not show a password in it.
+        if exc.value != HIDDEN and (had_password or _PASSWORDY_RE.search(line)):
+            raise InputError(
+                FIELD,
+                HIDDEN,
+                "holds what may be a password (not shown; zuka never stores one), and is "
+                "refused: give the login command without it",
+            ) from None
+        raise
+
+
+def _parse_line(line: str, known_aliases: frozenset[str]) -> SshTarget:
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        raise InputError(FIELD, _shown(line), f"cannot be split into words: {exc}") from None
+    if words and words[0] == "sshpass":
+        raise InputError(FIELD, HIDDEN, "sshpass carries a password: zuka never stores one")
+    if words and words[0] in {"ssh", "/usr/bin/ssh"}:
+        words = words[1:]
+    elif len(words) != 1 or words[0].startswith("-"):
+        raise InputError(
+            FIELD, _shown(line), "must start with 'ssh' or be a single ~/.ssh/config alias"
+        )
+    # As in OpenSSH, the first value given for a setting wins.
+    settings: dict[str, str] = {}
+    dest: str | None = None
+    options_done = False
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if not options_done and word == "--":
+            options_done = True
+            continue
+        if options_done or not word.startswith("-") or word == "-":
+            if dest is not None:
+                raise InputError(
+                    FIELD, _shown(line), "has a remote command: give only the login part"
+                )
+            dest = word
+            continue
+        j = 1
+        while j < len(word):
+            opt = word[j]
+            j += 1
+            if opt in _FLAGS:
+                continue
+            if opt in _REFUSED_FLAGS:
+                raise InputError(
+                    FIELD, _shown(line), f"-{opt} ({_REFUSED_FLAGS[opt]}) is not a login"
+                )
+            if opt not in _HONOURED and opt not in _REFUSED_WITH_ARG:
+                raise InputError(FIELD, _shown(line), f"unknown ssh option -{_shown(opt)}")
+            if opt in _REFUSED_WITH_ARG:
+                raise InputError(
+                    FIELD,
+                    _shown(line),
+                    f"zuka does not honour the ssh option -{opt} ({_REFUSED_WITH_ARG[opt]}): "
+                    "give only the login part",
+                )
+            if j < len(word):
+                arg = word[j:]
+            elif i < len(words):
+                arg, i = words[i], i + 1
+            else:
+                raise InputError(FIELD, _shown(line), f"option -{opt} needs a value")
+            j = len(word)
+            name, value = _option(arg, line) if opt == "o" else (_SETTING_OF[opt], arg)
+            if name is not None:
+                # Every value is checked, even one a first value overrides.
+                settings.setdefault(name, _SETTING_CHECKS[name](value))
+    if dest is None:
+        raise InputError(FIELD, _shown(line), "has no host")
+    dest_user, host, url_port = _destination(dest, line)
+    port = url_port or (int(settings["port"]) if "port" in settings else None)
+    user = dest_user or settings.get("user")
+    jump = settings.get("proxyjump")
+    alias = host in known_aliases and port is None and user is None
+    return SshTarget(
+        host=host,
+        port=port,
+        user=user,
+        key_path=settings.get("identityfile"),
+        jump=None if jump == NO_JUMP else jump,
+        alias=alias,
+    )
+
+
+_SETTING_OF = {"p": "port", "i": "identityfile", "J": "proxyjump", "l": "user"}
+# Each checks a value and returns it in its normal form, as text.
+_SETTING_CHECKS: dict[str, Callable[[str], str]] = {
+    "port": lambda v: str(check_port(v, FIELD)),
+    "user": lambda v: check_user(v, FIELD),
+    "identityfile": lambda v: check_key_path(v, FIELD),
+    "proxyjump": lambda v: check_jump(v, FIELD) or NO_JUMP,
+}
+
+
+def _option(arg: str, line: str) -> tuple[str | None, str]:
+    """An -o Option=value: (setting, value) for one zuka honours, (None, '') for a harmless
+    one it drops; InputError for any other."""
+    name, sep, value = arg.replace("=", " ", 1).partition(" ")
+    name, value = name.strip(), value.strip()
+    if not sep or not value:
+        raise InputError(FIELD, _shown(line), f"-o {_shown(arg)!r} is not Option=value")
+    if not _OPTION_NAME_RE.fullmatch(name):
+        raise InputError(FIELD, _shown(line), f"-o {_shown(name)!r} is not an ssh option name")
+    key = name.lower()
+    if key in _SETTING_CHECKS:
+        return key, value
+    if key in _HARMLESS_OPTIONS and _HARMLESS_VALUE_RE.fullmatch(value):
+        return None, ""
+    raise _refuse_option(name, line)
+
+
+def ssh_config_aliases(text: str) -> frozenset[str]:
+    """Host names (without wildcards) declared in an ssh_config text."""
+    names: set[str] = set()
+    for line in text.splitlines():
+        parts = line.strip().split()
+        if len(parts) >= 2 and parts[0].lower() == "host":
+            names.update(p for p in parts[1:] if not any(c in p for c in "*?!"))
+    return frozenset(names)

@@ -1,0 +1,683 @@
+"""Parsing nvidia-smi: the query we send, the CSV it prints, and the ways it fails.
+
+Everything here is pure except `probe`, which only awaits the runner it is given.
+A value nvidia-smi cannot read (`[N/A]`, `[Not Supported]`, `[GPU requires reset]`...)
+becomes None, never 0: a missing reading is unknown.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal, Protocol
+
+from leases.core.models import GpuProcess, GpuSample, NodeHealth
+
+
+class NvsmiParseError(ValueError):
+    """nvidia-smi printed something we could not read; the message names line and field."""
+
+
+class NvsmiProbeError(RuntimeError):
+    """Probing the query fields failed; `health` says why, in the poller's terms."""
+
+    def __init__(self, health: NodeHealth, message: str) -> None:
+        super().__init__(message)
+        self.health = health
+
+
+class CommandOutput(Protocol):
+    """What probe needs from a finished command: leases.ssh.session.CommandResult, or a test's own.
+
+    A protocol, so that parsing never imports asyncssh.
+    """
+
+    @property
+    def exit_status(self) -> int | None: ...
+    @property
+    def stdout(self) -> str: ...
+    @property
+    def stderr(self) -> str: ...
+
+
+# Keys under GpuSample.extra, shared with leases.telemetry.nvml so both sources read the same.
+EXTRA_BUS_ID = "bus_id"
+EXTRA_MAX_SM_CLOCK = "max_sm_clock_mhz"
+EXTRA_PERSISTENCE = "persistence"
+EXTRA_DRIVER_VERSION = "driver_version"
+EXTRA_THROTTLE_REASONS = "throttle_reasons"
+
+QUERY_FIELDS: tuple[str, ...] = (
+    "index",
+    "uuid",
+    "name",
+    "pci.bus_id",
+    "utilization.gpu",
+    "utilization.memory",
+    "memory.used",
+    "memory.total",
+    "temperature.gpu",
+    "power.draw",
+    "power.limit",
+    "clocks.sm",
+    "clocks.max.sm",
+    "pstate",
+    "fan.speed",
+    "mig.mode.current",
+    "persistence_mode",
+    "driver_version",
+    "ecc.errors.uncorrected.volatile.total",
+    "clocks_throttle_reasons.active",
+)
+
+# Without these a reading says nothing useful; a node that rejects one is a fault.
+REQUIRED_FIELDS: frozenset[str] = frozenset(
+    {"index", "uuid", "name", "memory.total", "utilization.gpu", "memory.used"}
+)
+
+APPS_FIELDS: tuple[str, ...] = ("gpu_uuid", "pid", "process_name", "used_memory")
+APPS_COMMAND = (
+    f"nvidia-smi --query-compute-apps={','.join(APPS_FIELDS)} --format=csv,noheader,nounits"
+)
+
+_Kind = Literal["index", "text", "opt_text", "number", "count", "mig", "extra"]
+
+
+@dataclass(frozen=True)
+class _Field:
+    target: str  # a GpuSample attribute, or a key under GpuSample.extra for kind "extra"
+    kind: _Kind
+
+
+_FIELDS: dict[str, _Field] = {
+    "index": _Field("index", "index"),
+    "uuid": _Field("uuid", "text"),
+    "name": _Field("name", "text"),
+    "pci.bus_id": _Field(EXTRA_BUS_ID, "extra"),
+    "utilization.gpu": _Field("util_gpu", "number"),
+    "utilization.memory": _Field("util_mem", "number"),
+    "memory.used": _Field("mem_used_mib", "number"),
+    "memory.total": _Field("mem_total_mib", "number"),
+    "temperature.gpu": _Field("temp_c", "number"),
+    "power.draw": _Field("power_w", "number"),
+    "power.limit": _Field("power_limit_w", "number"),
+    "clocks.sm": _Field("sm_clock_mhz", "number"),
+    "clocks.max.sm": _Field(EXTRA_MAX_SM_CLOCK, "extra"),
+    "pstate": _Field("pstate", "opt_text"),
+    "fan.speed": _Field("fan_pct", "number"),
+    "mig.mode.current": _Field("mig", "mig"),
+    "persistence_mode": _Field(EXTRA_PERSISTENCE, "extra"),
+    "driver_version": _Field(EXTRA_DRIVER_VERSION, "extra"),
+    "ecc.errors.uncorrected.volatile.total": _Field("ecc_uncorrected", "count"),
+    "clocks_throttle_reasons.active": _Field(EXTRA_THROTTLE_REASONS, "extra"),
+    # Newer drivers' name for the same bit mask.
+    "clocks_event_reasons.active": _Field(EXTRA_THROTTLE_REASONS, "extra"),
+}
+
+# Only these characters ever reach the remote shell inside a query command.
+_FIELD_NAME = re.compile(r"[a-z0-9_.]+")
+_NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+_INTEGER = re.compile(r"[0-9]+")
+# Longest number we try to read; anything longer is garbage, not a reading.
+_MAX_NUMBER_CHARS = 64
+# A real row is a few hundred characters; a stream line past this is garbage.
+_MAX_LINE_CHARS = 64 * 1024
+
+# Sane bounds of what a real nvidia-smi prints. A value outside them makes the reading
+# garbage (the node's state, with the field named), so nothing downstream (the packed
+# roll-ups hold an index in one byte, power in 0.1 W steps in two) ever sees it.
+# GPUs per node: the largest single machines expose 16 (HGX-2, DGX-2) to 20 (PCIe
+# boxes); MIG instances are not rows of --query-gpu. 128 leaves room and fits a byte.
+MAX_GPUS = 128
+MAX_GPU_INDEX = MAX_GPUS - 1
+# Text a row carries: a GPU name or uuid is under 100 characters, a bus id 16.
+_MAX_TEXT_CHARS = 256
+# A busy 8-GPU node runs tens of compute processes, a shared one hundreds.
+_MAX_PROCESSES = 4096
+# A process name is a path: PATH_MAX is 4096.
+_MAX_PROCESS_NAME_CHARS = 4096
+_MIB_MAX = 16 * 1024 * 1024  # 16 TiB of GPU memory: 50x a B300's 288 GB
+BOUNDS: dict[str, tuple[float, float]] = {
+    "index": (0, MAX_GPU_INDEX),
+    "util_gpu": (0, 100),
+    "util_mem": (0, 100),
+    "mem_used_mib": (0, _MIB_MAX),
+    "mem_total_mib": (0, _MIB_MAX),
+    "temp_c": (-50, 250),
+    "power_w": (0, 6000),  # a GB200 superchip draws ~2.7 kW; the packed form ends at 6553 W
+    "power_limit_w": (0, 6000),
+    "sm_clock_mhz": (0, 10000),
+    "fan_pct": (0, 200),  # some boards report a little over 100 %
+    "ecc_uncorrected": (0, 2**63 - 1),  # stored in SQLite JSON: an int64
+    "pid": (0, 2**32 - 1),
+    "used_mib": (0, _MIB_MAX),
+}
+
+
+def _field_spec(field: str) -> _Field:
+    # A field zuka has no slot for still travels, as a string under extra.
+    spec = _FIELDS.get(field)
+    return spec if spec is not None else _Field(field, "extra")
+
+
+def _check_fields(fields: Sequence[str]) -> None:
+    if not fields:
+        raise ValueError("no nvidia-smi query fields given")
+    for f in fields:
+        if not _FIELD_NAME.fullmatch(f):
+            raise ValueError(f"not an nvidia-smi field name: {f!r}")
+    if len(set(fields)) != len(fields):
+        raise ValueError(f"duplicate nvidia-smi query fields: {', '.join(fields)}")
+
+
+def query_command(fields: Sequence[str], loop_ms: int | None = None) -> str:
+    """The nvidia-smi command line for `fields`; with loop_ms, a stream every loop_ms ms."""
+    _check_fields(fields)
+    command = f"nvidia-smi --query-gpu={','.join(fields)} --format=csv,noheader,nounits"
+    if loop_ms is not None:
+        if isinstance(loop_ms, bool) or not isinstance(loop_ms, int) or loop_ms <= 0:
+            raise ValueError(f"loop_ms must be a positive whole number of ms, not {loop_ms!r}")
+        command += f" -lms {loop_ms}"
+    return command
+
+
+# --- probing: which of our fields does this node's nvidia-smi know? ---
+
+# Seen in the field (issues corpus): composable-resource-operator#37 gets
+#   'Field "device_minor" is not a valid field to query.\n\n' on stdout, exit 2;
+# telegraf#6573 quotes it with typographic quotes on Windows; candle#733 "compute_cap".
+_REJECTED = re.compile(
+    r"Field\s+[\"“”'‘’]?([^\"“”'‘’\s]+)[\"“”'‘’]?\s+is\s+not\s+a\s+valid\s+field\s+to\s+query",
+    re.IGNORECASE,
+)
+
+
+def rejected_field(output: str) -> str | None:
+    """The field nvidia-smi refused as "not a valid field to query", if any."""
+    match = _REJECTED.search(output)
+    return match.group(1) if match else None
+
+
+async def probe(
+    run: Callable[[str], Awaitable[CommandOutput]],
+    fields: Sequence[str] = QUERY_FIELDS,
+) -> tuple[str, ...]:
+    """The subset of `fields` this node's nvidia-smi accepts, in order.
+
+    Drops one rejected optional field per try (an old driver refuses one at a time), so it
+    runs at most len(fields) + 1 commands. Raises NvsmiProbeError when a required field is
+    refused or the command fails for another reason (health from classify_failure).
+    """
+    kept = list(fields)
+    _check_fields(kept)
+    for _ in range(len(kept) + 1):
+        result = await run(query_command(kept))
+        if result.exit_status == 0:
+            return tuple(kept)
+        field = rejected_field(f"{result.stdout}\n{result.stderr}")
+        if field is None or field not in kept:
+            health = classify_failure(result.exit_status, result.stdout, result.stderr)
+            raise NvsmiProbeError(health, _failure_message(health, result))
+        if field in REQUIRED_FIELDS:
+            raise NvsmiProbeError(
+                NodeHealth.GARBAGE,
+                f"nvidia-smi on this node does not know the required field {field!r}",
+            )
+        kept.remove(field)
+        if not kept:
+            break
+    raise NvsmiProbeError(NodeHealth.GARBAGE, "nvidia-smi rejected every query field")
+
+
+def _failure_message(health: NodeHealth, result: CommandOutput) -> str:
+    said = (result.stderr.strip() or result.stdout.strip()).splitlines()
+    detail = f" ({said[0][:200]})" if said else ""
+    return f"{human_reason(health)}; exit status {result.exit_status}{detail}"
+
+
+# --- parsing one reading ---
+
+_UNKNOWN_WORDS = frozenset({"", "n/a", "not supported", "unknown"})
+
+
+def _is_unknown(token: str) -> bool:
+    # nvidia-smi brackets every value it could not read: [N/A], [Not Supported],
+    # [Unknown Error], [GPU requires reset], [Insufficient Permissions]...
+    if not token:
+        return True
+    first = token[0]
+    if first == "[":
+        return token[-1] == "]"
+    # Only the words in _UNKNOWN_WORDS start with n or u: skip lower() for everything else.
+    return first in "nNuU" and token.lower() in _UNKNOWN_WORDS
+
+
+def _fail(line_no: int, field: str, problem: str) -> NvsmiParseError:
+    return NvsmiParseError(f"nvidia-smi line {line_no}, field {field!r}: {problem}")
+
+
+def _shown(token: str) -> str:
+    return repr(token if len(token) <= 40 else token[:40] + "...")
+
+
+def _bounded(value: float, target: str, line_no: int, field: str, token: str) -> None:
+    bounds = BOUNDS.get(target)
+    if bounds is not None and not bounds[0] <= value <= bounds[1]:
+        lo, hi = (_format_number(b) for b in bounds)
+        raise _fail(line_no, field, f"{_shown(token)} is outside {lo}..{hi}")
+
+
+def _number(token: str, line_no: int, field: str, target: str = "") -> float:
+    if len(token) > _MAX_NUMBER_CHARS or not _NUMBER.fullmatch(token):
+        raise _fail(line_no, field, f"expected a number, got {_shown(token)}")
+    value = float(token)
+    if not math.isfinite(value):
+        raise _fail(line_no, field, f"number out of range: {_shown(token)}")
+    _bounded(value, target, line_no, field, token)
+    return value
+
+
+def _whole(token: str, line_no: int, field: str, target: str = "") -> int:
+    if len(token) > _MAX_NUMBER_CHARS or not _INTEGER.fullmatch(token):
+        raise _fail(line_no, field, f"expected a whole number, got {_shown(token)}")
+    value = int(token)
+    _bounded(value, target, line_no, field, token)
+    return value
+
+
+def _text(token: str, line_no: int, field: str, limit: int = _MAX_TEXT_CHARS) -> str:
+    if len(token) > limit:
+        raise _fail(line_no, field, f"longer than {limit} characters: {_shown(token)}")
+    return token
+
+
+def sample_problem(sample: GpuSample) -> str | None:
+    """What is out of bounds in a reading from any source (NVML too), or None.
+
+    parse_query already refuses such values line by line; this guards every other way
+    a GpuSample is made, before it is stored.
+    """
+    for target, (lo, hi) in BOUNDS.items():
+        value = getattr(sample, target, None)
+        if value is None or isinstance(value, bool):
+            continue
+        if not isinstance(value, int | float) or not math.isfinite(value):
+            return f"GPU {sample.index}: {target} is not a finite number: {value!r}"
+        if not lo <= value <= hi:
+            return f"GPU {sample.index}: {target} {value!r} is outside {lo:g}..{hi:g}"
+    for target in ("uuid", "name", "pstate"):
+        text = getattr(sample, target)
+        if text is not None and len(text) > _MAX_TEXT_CHARS:
+            return f"GPU {sample.index}: {target} longer than {_MAX_TEXT_CHARS} characters"
+    return None
+
+
+def _mig(token: str, line_no: int, field: str) -> bool:
+    word = token.lower()
+    if word == "enabled":
+        return True
+    if word == "disabled":
+        return False
+    raise _fail(line_no, field, f"expected Enabled or Disabled, got {_shown(token)}")
+
+
+def _lines(text: str) -> list[tuple[int, str]]:
+    """(1-based line number, stripped line) for each non-blank line."""
+    lines = []
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = raw.strip()
+        if line:
+            lines.append((number, line))
+    return lines
+
+
+@functools.lru_cache(maxsize=64)
+def _specs(fields: tuple[str, ...]) -> tuple[tuple[str, str, _Kind], ...]:
+    """(field, target, kind) for each queried field, worked out once per field list."""
+    return tuple((f, spec.target, spec.kind) for f in fields for spec in (_field_spec(f),))
+
+
+def _parse_row(line: str, line_no: int, fields: Sequence[str]) -> dict[str, object]:
+    """One CSV row as GpuSample keyword arguments (without node and at)."""
+    tokens = [t.strip() for t in line.split(",")]
+    if len(tokens) != len(fields):
+        raise NvsmiParseError(
+            f"nvidia-smi line {line_no}: expected {len(fields)} comma-separated values, "
+            f"got {len(tokens)}: {_shown(line)}"
+        )
+    values: dict[str, object] = {}
+    extra: dict[str, str] = {}
+    for (field, target, kind), token in zip(_specs(tuple(fields)), tokens, strict=True):
+        unknown = _is_unknown(token)
+        if kind == "number":
+            values[target] = None if unknown else _number(token, line_no, field, target)
+        elif kind == "index":
+            if unknown:
+                raise _fail(line_no, field, f"GPU index is required, got {_shown(token)}")
+            values["index"] = _whole(token, line_no, field, "index")
+        elif kind == "text":
+            values[target] = "" if unknown else _text(token, line_no, field)
+        elif unknown:
+            if kind != "extra":
+                values[target] = None
+        elif kind == "opt_text":
+            values[target] = _text(token, line_no, field)
+        elif kind == "count":
+            values[target] = _whole(token, line_no, field, target)
+        elif kind == "mig":
+            values[target] = _mig(token, line_no, field)
+        else:
+            extra[target] = _text(token, line_no, field)
+    values["extra"] = extra
+    return values
+
+
+def _require_index(fields: Sequence[str]) -> None:
+    _checked_with_index(tuple(fields))
+
+
+@functools.lru_cache(maxsize=64)
+def _checked_with_index(fields: tuple[str, ...]) -> None:
+    # Cached: the poller parses the same field list every round. A failing list raises,
+    # and lru_cache does not remember raises.
+    _check_fields(fields)
+    if "index" not in fields:
+        raise ValueError("nvidia-smi query fields must include 'index'")
+
+
+def _sample(values: dict[str, object], node: str, at: datetime) -> GpuSample:
+    return GpuSample(node=node, at=at, **values)  # type: ignore[arg-type]
+
+
+def parse_query(text: str, fields: Sequence[str], node: str, at: datetime) -> list[GpuSample]:
+    """One `--query-gpu=... --format=csv,noheader,nounits` output as samples, in order.
+
+    Blank output gives []. Anything unreadable (wrong column count, text where a number
+    belongs, a repeated index or uuid) raises NvsmiParseError naming the line and field;
+    no other exception escapes for any text.
+    """
+    _require_index(fields)
+    samples: list[GpuSample] = []
+    seen_index: set[int] = set()
+    seen_uuid: set[str] = set()
+    for line_no, line in _lines(text):
+        values = _parse_row(line, line_no, fields)
+        index = values["index"]
+        assert isinstance(index, int)
+        if index in seen_index:
+            raise _fail(line_no, "index", f"GPU index {index} appears twice")
+        if len(samples) >= MAX_GPUS:
+            raise _fail(line_no, "index", f"more than {MAX_GPUS} GPUs listed")
+        seen_index.add(index)
+        uuid = values.get("uuid", "")
+        if isinstance(uuid, str) and uuid:
+            if uuid in seen_uuid:
+                raise _fail(line_no, "uuid", f"GPU uuid {uuid} appears twice")
+            seen_uuid.add(uuid)
+        samples.append(_sample(values, node, at))
+    return samples
+
+
+# --- writing one reading: the inverse of parse_query, for simulated nodes and tests ---
+
+
+def _format_number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def format_query(samples: Iterable[GpuSample], fields: Sequence[str]) -> str:
+    """The CSV nvidia-smi would print for `samples` (unknown values as [N/A])."""
+    _check_fields(fields)
+    lines = []
+    for sample in samples:
+        tokens = []
+        for field in fields:
+            spec = _field_spec(field)
+            if spec.kind == "extra":
+                tokens.append(sample.extra.get(spec.target, "[N/A]"))
+                continue
+            value = getattr(sample, spec.target)
+            if value is None or value == "":
+                tokens.append("[N/A]")
+            elif spec.kind == "mig":
+                tokens.append("Enabled" if value else "Disabled")
+            elif spec.kind == "number":
+                tokens.append(_format_number(value))
+            else:
+                tokens.append(str(value))
+        lines.append(", ".join(tokens) + "\n")
+    return "".join(lines)
+
+
+# --- the long-lived `nvidia-smi --query-gpu=... -lms N` stream ---
+
+
+class StreamParser:
+    """Turns the text of one `-lms` stream, fed in arbitrary chunks, into rounds.
+
+    A round is one list of samples, one per GPU. It ends when the GPU index sequence
+    restarts (an index not above the previous one), or as soon as it holds gpu_count rows
+    when the count is known (so a round is not held back until the next one begins).
+    Every sample of a round carries the time clock() gave when its first row arrived.
+
+    A bad line makes feed raise NvsmiParseError and drops the round it was part of; the
+    rounds completed before it and the text after it are kept, so call feed again (with
+    the next chunk, or "") to go on. Nothing already parsed is lost.
+    """
+
+    def __init__(
+        self,
+        fields: Sequence[str],
+        node: str,
+        clock: Callable[[], datetime],
+        gpu_count: int | None = None,
+    ) -> None:
+        _require_index(fields)
+        if gpu_count is not None and gpu_count <= 0:
+            raise ValueError(f"gpu_count must be positive, not {gpu_count}")
+        self.fields = tuple(fields)
+        self.node = node
+        self.gpu_count = gpu_count
+        self._clock = clock
+        self._buffer = ""
+        self._line_no = 0
+        self._round: list[GpuSample] = []
+        self._round_at: datetime | None = None
+        self._ready: list[list[GpuSample]] = []
+
+    def feed(self, chunk: str) -> list[list[GpuSample]]:
+        """Rounds completed by this chunk (and any held back by an earlier error)."""
+        self._buffer += chunk
+        while "\n" in self._buffer:
+            line, self._buffer = self._buffer.split("\n", 1)
+            self._line_no += 1
+            self._take_line(line.strip())
+        if len(self._buffer) > _MAX_LINE_CHARS:
+            # A node streaming without newlines sends garbage; do not hold it all.
+            self._buffer = ""
+            self._discard_round()
+            raise NvsmiParseError(
+                f"nvidia-smi line {self._line_no + 1}: longer than {_MAX_LINE_CHARS} characters"
+            )
+        ready, self._ready = self._ready, []
+        return ready
+
+    def flush(self) -> list[list[GpuSample]]:
+        """When the stream ends: what feed would return, plus the round in progress."""
+        rest, self._buffer = self._buffer, ""
+        self._line_no += 1
+        self._take_line(rest.strip())
+        self._close_round()
+        ready, self._ready = self._ready, []
+        return ready
+
+    def _take_line(self, line: str) -> None:
+        if not line:
+            return
+        try:
+            values = _parse_row(line, self._line_no, self.fields)
+        except NvsmiParseError:
+            self._discard_round()
+            raise
+        index = values["index"]
+        assert isinstance(index, int)
+        if self._round and index <= self._round[-1].index:
+            self._close_round()
+        if not self._round:
+            self._round_at = self._clock()
+        assert self._round_at is not None
+        self._round.append(_sample(values, self.node, self._round_at))
+        if self.gpu_count is not None and len(self._round) >= self.gpu_count:
+            self._close_round()
+
+    def _close_round(self) -> None:
+        if self._round:
+            self._ready.append(self._round)
+        self._round = []
+        self._round_at = None
+
+    def _discard_round(self) -> None:
+        self._round = []
+        self._round_at = None
+
+
+# --- compute processes ---
+
+
+def parse_compute_apps(text: str, node: str) -> list[GpuProcess]:
+    """`--query-compute-apps=gpu_uuid,pid,process_name,used_memory` output as processes.
+
+    A process name may itself hold commas, so a row is read from both ends: uuid and pid
+    from the left, used memory from the right, the name is what lies between.
+    """
+    processes: list[GpuProcess] = []
+    for line_no, line in _lines(text):
+        if line.lower().startswith("no running"):  # "No running processes found"
+            continue
+        tokens = line.split(",")
+        if len(tokens) < 4:
+            raise NvsmiParseError(
+                f"nvidia-smi compute apps line {line_no}: expected 4 comma-separated values, "
+                f"got {len(tokens)}: {_shown(line)}"
+            )
+        uuid = tokens[0].strip()
+        pid_token = tokens[1].strip()
+        name = ",".join(tokens[2:-1]).strip()
+        memory = tokens[-1].strip()
+        if len(processes) >= _MAX_PROCESSES:
+            raise _fail(line_no, "pid", f"more than {_MAX_PROCESSES} processes listed")
+        if not uuid or _is_unknown(uuid):
+            raise _fail(line_no, "gpu_uuid", f"GPU uuid is required, got {_shown(uuid)}")
+        pid = _whole(pid_token, line_no, "pid", "pid")
+        used = None if _is_unknown(memory) else _number(memory, line_no, "used_memory", "used_mib")
+        uuid = _text(uuid, line_no, "gpu_uuid")
+        name = _text(name, line_no, "process_name", _MAX_PROCESS_NAME_CHARS)
+        processes.append(
+            GpuProcess(
+                node=node,
+                gpu_uuid=uuid,
+                pid=pid,
+                process_name="" if _is_unknown(name) else name,
+                used_mib=used,
+            )
+        )
+    return processes
+
+
+# --- when nvidia-smi fails ---
+#
+# Messages as nodes print them (issues corpus):
+# - "/bin/sh: nvidia-smi: command not found" (openmmtools#693); dash says
+#   "sh: 1: nvidia-smi: not found"; exit 127.
+# - "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make
+#   sure that the latest NVIDIA driver is installed and running." (nvidia-docker#988;
+#   qixuema/envs#4 shows it with a typographic apostrophe), exit 9.
+# - "Failed to initialize NVML: Driver/library version mismatch" then
+#   "NVML library version: 535.161", exit 18 (gputil#55, mozilla/translations#1167).
+# - "Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost.  Reboot
+#   the system to recover this GPU" (OWOD#81), exit 15 (NVML_ERROR_GPU_IS_LOST = 15);
+#   also "...GPU0000:0B:00.0: Unknown Error" (open-gpu-kernel-modules#387).
+# - "No devices were found" (singuconda#6) and "Failed to initialize NVML: No supported
+#   GPUs were found" exit 255 (dra-driver-nvidia-gpu#1008): the GPUs are gone from a
+#   node we rent for its GPUs, so they count as lost.
+
+
+def _normalised(text: str) -> str:
+    return text.replace("‘", "'").replace("’", "'").lower()
+
+
+def classify_failure(exit_status: int | None, stdout: str, stderr: str) -> NodeHealth:
+    """Why an nvidia-smi run failed, from its exit status and what it printed."""
+    text = _normalised(f"{stdout}\n{stderr}")
+    if exit_status == 127 or "command not found" in text or "nvidia-smi: not found" in text:
+        return NodeHealth.NO_NVIDIA_SMI
+    if "driver/library version mismatch" in text:
+        return NodeHealth.DRIVER_MISMATCH
+    if exit_status == 9 or "couldn't communicate with the nvidia driver" in text:
+        return NodeHealth.DRIVER_NOT_LOADED
+    if (
+        exit_status == 15
+        or "gpu is lost" in text
+        or "unknown error" in text
+        or "fallen off the bus" in text
+        or "no devices were found" in text
+        or "no supported gpus were found" in text
+    ):
+        return NodeHealth.GPU_LOST
+    return NodeHealth.GARBAGE
+
+
+_REASONS: dict[NodeHealth, str] = {
+    NodeHealth.OK: "ok",
+    NodeHealth.CONNECTING: "connecting",
+    NodeHealth.UNREACHABLE: "unreachable: the node does not answer",
+    NodeHealth.TIMEOUT: "timed out waiting for the node",
+    NodeHealth.AUTH_FAILED: "ssh login refused: check the user and key",
+    NodeHealth.UNTRUSTED: "new host key: accept its fingerprint before zuka connects",
+    NodeHealth.HOSTKEY_CHANGED: "host key changed: refused (reinstalled node or interception)",
+    NodeHealth.NO_NVIDIA_SMI: "nvidia-smi not found on the node",
+    NodeHealth.DRIVER_NOT_LOADED: "the NVIDIA driver is not loaded on the node",
+    NodeHealth.DRIVER_MISMATCH: "driver/library version mismatch: the node needs a reboot",
+    NodeHealth.GPU_LOST: "a GPU is lost (fell off the bus): the node needs a reboot or repair",
+    NodeHealth.GARBAGE: "nvidia-smi printed output zuka could not read",
+    NodeHealth.NO_NVML: "no NVML on this host",
+    NodeHealth.REFUSED: "zuka will not connect to it as the ledger or ~/.ssh/config asks",
+}
+
+
+def human_reason(health: NodeHealth) -> str:
+    """A short line for the user saying what a NodeHealth means."""
+    return _REASONS[health]
+
+
+__all__ = [
+    "APPS_COMMAND",
+    "APPS_FIELDS",
+    "BOUNDS",
+    "EXTRA_BUS_ID",
+    "EXTRA_DRIVER_VERSION",
+    "EXTRA_MAX_SM_CLOCK",
+    "EXTRA_PERSISTENCE",
+    "EXTRA_THROTTLE_REASONS",
+    "MAX_GPUS",
+    "MAX_GPU_INDEX",
+    "QUERY_FIELDS",
+    "REQUIRED_FIELDS",
+    "CommandOutput",
+    "NvsmiParseError",
+    "NvsmiProbeError",
+    "StreamParser",
+    "classify_failure",
+    "format_query",
+    "human_reason",
+    "parse_compute_apps",
+    "parse_query",
+    "probe",
+    "query_command",
+    "rejected_field",
+    "sample_problem",
+]

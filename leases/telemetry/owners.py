@@ -1,0 +1,250 @@
+"""Who owns each GPU process: the Unix user on the node, read in the same round trip as
+the process list, and on a local node from /proc.
+
+The remote command is nvidia-smi's compute-apps query, a marker line carrying its exit
+status, then `ps` listing every process's pid, uid and user (or, where ps is missing, as in
+many container images, `stat` over /proc). Everything it prints is hostile: the number of
+lines read and the length of a name are bounded, and only sane user names are kept. A name
+that is not sane becomes "?" and the reason goes to the node's detail; a user without a
+name (a container's uid with no passwd entry) is shown as "uid:N".
+
+Pure except `local_owner`, which reads /proc and the passwd database.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import pwd
+import re
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from leases.core.models import GpuProcess
+from leases.core.textsafe import visible
+from leases.telemetry.nvsmi import APPS_COMMAND, parse_compute_apps
+
+# The owner of a process whose user the node named in a way we refuse (see owner_of).
+REFUSED = "?"
+# Linux user names are at most 32 characters (useradd); uids are 32-bit.
+MAX_USER_CHARS = 32
+MAX_UID = 2**32 - 1
+# Lines of ps output read at most: a busy node runs a few thousand processes; past this
+# the rest are not read and their owners stay unknown. (The SSH output cap, 4 MiB, stops
+# a node long before a million lines reach us.)
+MAX_PS_LINES = 1 << 18
+# Problems kept for the node's detail, and how much of a refused value each shows.
+MAX_PROBLEMS = 5
+_SHOWN = 40
+
+OWNERS_MARK = "@zuka-owners"
+# pid, uid and the user name (width 32 so that no name is cut); busybox ps knows no uid
+# column and fails, as does a missing ps: then stat names /proc/PID's owner instead.
+PS_COMMAND = "ps -eo pid=,uid=,user:32= 2>/dev/null || stat -c '%n %u %U' /proc/[0-9]*"
+APPS_OWNERS_COMMAND = f"{APPS_COMMAND}; echo {OWNERS_MARK} $?; {PS_COMMAND}"
+
+# POSIX-ish user names, with capitals (LDAP and AD accounts have them).
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")
+_MARK_LINE = re.compile(rf"^{re.escape(OWNERS_MARK)} ([0-9]{{1,3}})[ \t\r]*$", re.MULTILINE)
+_DIGITS = re.compile(r"[0-9]{1,10}")
+
+
+def uid_owner(uid: int) -> str:
+    """How a user without a name is shown."""
+    return f"uid:{uid}"
+
+
+def owner_from(user: str, uid: int | None) -> tuple[str, str | None]:
+    """The owner a node's user column stands for, and the problem when it is refused.
+
+    A sane name is kept; a number, an empty column, stat's UNKNOWN or a name ps cut
+    short ("longname+") fall back to the uid; anything else is refused as "?".
+    """
+    if _NAME.fullmatch(user) and user != "UNKNOWN":
+        return user, None
+    if uid is not None and (
+        user in ("", "UNKNOWN", str(uid)) or (user.endswith("+") and _NAME.fullmatch(user[:-1]))
+    ):
+        return uid_owner(uid), None
+    return REFUSED, f"user name refused: {visible(user, _SHOWN)!r}"
+
+
+@dataclass(frozen=True)
+class PsOwners:
+    """Owners by pid from one ps (or stat) listing, and what was refused in it."""
+
+    by_pid: dict[int, str]
+    problems: tuple[str, ...] = ()
+
+
+class _Problems:
+    def __init__(self) -> None:
+        self.items: list[str] = []
+        self.more = 0
+
+    def add(self, problem: str) -> None:
+        if len(self.items) < MAX_PROBLEMS:
+            if problem not in self.items:
+                self.items.append(problem)
+        else:
+            self.more += 1
+
+    def result(self) -> tuple[str, ...]:
+        more = (f"and {self.more} more",) if self.more else ()
+        return (*self.items, *more)
+
+
+def _pid(token: str) -> int | None:
+    token = token.removeprefix("/proc/")
+    return int(token) if _DIGITS.fullmatch(token) and int(token) <= MAX_UID else None
+
+
+def parse_ps(text: str, wanted: Collection[int] | None = None) -> PsOwners:
+    """`ps -eo pid=,uid=,user:32=` (or `stat -c '%n %u %U' /proc/[0-9]*`) as owners by pid.
+
+    Only pids in `wanted` are kept when given (the GPU processes). A pid listed twice
+    with two owners is refused; a line that is not "PID UID USER" is skipped and said.
+    Reads at most MAX_PS_LINES lines; never raises for any text.
+    """
+    by_pid: dict[int, str] = {}
+    problems = _Problems()
+    lines = io.StringIO(text)
+    for line_no, line in enumerate(itertools.islice(lines, MAX_PS_LINES), start=1):
+        words = line.split(None, 2)
+        if not words:
+            continue
+        pid = _pid(words[0])
+        if pid is None:
+            problems.add(f"ps line {line_no}: not a pid: {visible(words[0], _SHOWN)!r}")
+            continue
+        if wanted is not None and pid not in wanted:
+            continue
+        uid = _pid(words[1]) if len(words) > 1 else None
+        if len(words) > 1 and uid is None:
+            problems.add(f"ps line {line_no}: not a uid: {visible(words[1], _SHOWN)!r}")
+            owner, problem = REFUSED, None
+        elif uid is None:
+            owner, problem = REFUSED, f"ps line {line_no}: no uid or user for pid {pid}"
+        else:
+            user = words[2].strip() if len(words) > 2 else ""
+            if len(user) > MAX_USER_CHARS + user.endswith("+"):  # ps marks a cut name "+"
+                owner = REFUSED
+                problem = f"user name longer than {MAX_USER_CHARS}: {visible(user, _SHOWN)!r}"
+            else:
+                owner, problem = owner_from(user, uid)
+        if problem is not None:
+            problems.add(problem)
+        before = by_pid.get(pid)
+        if before is not None and before != owner:
+            problems.add(f"pid {pid} listed twice, as {before} and {owner}")
+            owner = REFUSED
+        by_pid[pid] = owner
+    if lines.readline():
+        problems.add(f"more than {MAX_PS_LINES} processes listed: the rest were not read")
+    return PsOwners(by_pid, problems.result())
+
+
+@dataclass(frozen=True)
+class ProcessReading:
+    """One owner query's result: processes (None when nvidia-smi failed) and problems."""
+
+    processes: tuple[GpuProcess, ...] | None
+    problems: tuple[str, ...] = ()
+
+
+def _split(stdout: str) -> tuple[str, int | None, str | None]:
+    """(compute-apps text, its exit status, ps text) around the last marker line.
+
+    The last, because a process name (printed raw by nvidia-smi) could hold a forged one.
+    """
+    last = None
+    for match in _MARK_LINE.finditer(stdout):
+        last = match
+    if last is None:
+        return stdout, None, None
+    return stdout[: last.start()], int(last.group(1)), stdout[last.end() :]
+
+
+def with_owners(processes: Sequence[GpuProcess], owners: PsOwners | None) -> list[GpuProcess]:
+    """Processes with their owner from `owners` (None where unknown).
+
+    A process nvidia-smi could not name runs in another pid namespace (nvidia-smi in a
+    container sees the host's pids): a process of that pid here is another process, so
+    its owner stays unknown.
+    """
+    out = []
+    for p in processes:
+        owner = None
+        if owners is not None and p.process_name:
+            owner = owners.by_pid.get(p.pid)
+        out.append(replace(p, owner=owner))
+    return out
+
+
+def parse_apps_owners(stdout: str, node: str) -> ProcessReading:
+    """The output of APPS_OWNERS_COMMAND as processes with owners.
+
+    Raises NvsmiParseError when the compute-apps part cannot be read; a failed or
+    unreadable ps part only leaves owners unknown (said in problems).
+    """
+    apps, status, ps = _split(stdout)
+    if status is None:
+        return ProcessReading(None, ("the owner query printed no end marker",))
+    if status != 0:
+        return ProcessReading(None)
+    processes = parse_compute_apps(apps, node)
+    if not processes:
+        return ProcessReading(())
+    owners = parse_ps(ps or "", {p.pid for p in processes})
+    problems = owners.problems
+    if not (ps or "").strip():
+        problems = ("no process list (ps and stat missing?): owners unknown",)
+    return ProcessReading(tuple(with_owners(processes, owners)), problems)
+
+
+# --- the local node ---
+
+_UID_LINE = re.compile(r"^Uid:\s+([0-9]+)\s+([0-9]+)", re.MULTILINE)
+
+
+def local_owner(
+    pid: int,
+    proc: Path = Path("/proc"),
+    name_of: Callable[[int], str] = lambda uid: pwd.getpwuid(uid).pw_name,
+) -> str | None:
+    """The owner of a process of this machine, from /proc/PID/status; None when gone.
+
+    The effective uid, as ps shows. A uid without a passwd entry is "uid:N".
+    """
+    try:
+        status = (proc / str(pid) / "status").read_text(errors="replace")
+    except OSError:
+        return None
+    match = _UID_LINE.search(status)
+    if match is None:
+        return None
+    uid = int(match.group(2))
+    try:
+        name = name_of(uid)
+    except KeyError:
+        return uid_owner(uid)
+    return owner_from(name, uid)[0]
+
+
+__all__ = [
+    "APPS_OWNERS_COMMAND",
+    "MAX_PS_LINES",
+    "MAX_USER_CHARS",
+    "OWNERS_MARK",
+    "PS_COMMAND",
+    "REFUSED",
+    "ProcessReading",
+    "PsOwners",
+    "local_owner",
+    "owner_from",
+    "parse_apps_owners",
+    "parse_ps",
+    "uid_owner",
+    "with_owners",
+]

@@ -1,0 +1,543 @@
+"""The sweep over every node: read GPUs (nvidia-smi over SSH, NVML for a local node), keep
+the last hour in memory, fold readings into roll-ups, record gaps; after a flush, evaluate
+alerts when they are due (leases.alerts.watch).
+
+Two ways to read a remote node, both on its one persistent connection:
+- "stream" (the default for `zuka collect` and the dashboard): one long-lived
+  `nvidia-smi --query-gpu=... -lms N` per node. The node pushes each round: no round trip
+  per poll, and no new nvidia-smi process waking the GPUs every few seconds (with
+  persistence mode off a fresh process drives the card to P0, which distorts the power and
+  clocks we read). bench/poll.py measures both modes.
+- "exec": one query per poll (two round trips); `zuka poll --once` uses it.
+A node's fault never stops the others: each node is read in its own task and every fault
+ends as that node's NodeStatus. That includes zuka's own failures on a node's data (an
+exception while parsing or storing it): the node becomes `garbage` with the reason and
+the traceback goes to the fault log (leases.telemetry.faultlog). run_supervised restarts a run()
+that dies anyway, with backoff, and says so through `running` and `last_fault`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal, TypeVar
+
+from leases.alerts.watch import AlertWatch
+from leases.core.models import GpuProcess, GpuSample, Latest, Node, NodeHealth
+from leases.core.models import NodeStatus as NodeStatus  # lives there: readers import no SSH
+from leases.ledger.store import Clock, utc_now
+from leases.ssh.session import (
+    BackingOff,
+    CommandResult,
+    HostKeyRejected,
+    OutputTooLarge,
+    SshError,
+    SshPool,
+    StreamExited,
+)
+from leases.telemetry import nvsmi, owners
+from leases.telemetry.attribution import OwnerTracker, gpu_owners
+from leases.telemetry.faultlog import quiet_logger
+from leases.telemetry.history import MinuteAccumulator, NodeMinute, RecentHistory
+from leases.telemetry.nvml import NvmlReader, NvmlUnavailable
+from leases.telemetry.rollups import HistoryStore
+
+Mode = Literal["stream", "exec"]
+_T = TypeVar("_T")
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
+
+
+@dataclass
+class _NodeState:
+    node: Node
+    fields: tuple[str, ...] | None = None
+    polls: int = 0
+    acc: MinuteAccumulator = field(init=False)
+    # Owners of the GPU processes as last read, for attributing the minutes it closes.
+    tracker: OwnerTracker = field(default_factory=OwnerTracker)
+    # Why some process owners were refused or unknown at the last reading (the detail).
+    owner_problems: str = ""
+    # Whether the ledger holds an open gap for this node; None until this process knows.
+    # None makes the first good reading close a gap another process opened (a collector
+    # that stopped, a dashboard that handed over), and the first bad one open it once.
+    in_gap: bool | None = None
+    # Set to cut a wait short (the user just trusted the node's key, say).
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.acc = MinuteAccumulator(self.node.name)
+
+
+class Poller:
+    def __init__(
+        self,
+        nodes: Sequence[Node],
+        *,
+        pool: SshPool,
+        clock: Clock = utc_now,
+        store: HistoryStore | None = None,
+        recent: RecentHistory | None = None,
+        interval_s: float = 5.0,
+        apps_every: int = 6,
+        nvml: Callable[[], NvmlReader] = NvmlReader,
+        on_update: Callable[[NodeStatus], None] | None = None,
+        log: logging.Logger | None = None,
+        alerts: AlertWatch | None = None,
+    ) -> None:
+        self.pool = pool
+        self.log = log or quiet_logger()
+        # True while run() polls; last_fault says why it last stopped (run_supervised).
+        self.running = False
+        self.last_fault = ""
+        self.restarts = 0
+        self.clock = clock
+        self.store = store
+        # The last hour at full rate is for a screen: a headless collector keeps none.
+        self.recent = recent
+        self.interval_s = interval_s
+        self.apps_every = apps_every
+        self.on_update = on_update
+        # Evaluated after a flush, every alerts.every_s at most (leases.alerts.watch).
+        self.alerts = alerts
+        self._nvml_factory = nvml
+        self._nvml: NvmlReader | None = None
+        self._nodes: dict[str, _NodeState] = {}
+        self.statuses: dict[str, NodeStatus] = {}
+        self._pending_minutes: list[NodeMinute] = []
+        self._pending_latest: dict[str, NodeStatus] = {}
+        self.set_nodes(nodes)
+
+    def set_nodes(self, nodes: Sequence[Node]) -> None:
+        """Follow the ledger: new nodes are added, removed ones forgotten."""
+        wanted = {n.name: n for n in nodes}
+        if self.store is not None:
+            self.store.set_nodes(nodes)
+        for name in list(self._nodes):
+            if name not in wanted:
+                del self._nodes[name]
+                self.statuses.pop(name, None)
+                if self.recent is not None:
+                    self.recent.forget(name)
+        for name, node in wanted.items():
+            state = self._nodes.get(name)
+            if state is None:
+                self._nodes[name] = _NodeState(node)
+                self.statuses[name] = NodeStatus(name)
+            else:
+                state.node = node
+
+    @property
+    def nodes(self) -> list[Node]:
+        return [s.node for s in self._nodes.values()]
+
+    # -- one sweep (exec mode) -----------------------------------------------------------
+
+    async def sweep(self, names: Sequence[str] | None = None) -> dict[str, NodeStatus]:
+        """Read every node (or the named ones) once, concurrently, and store the results."""
+        targets = [self._nodes[n] for n in (names or list(self._nodes))]
+        await asyncio.gather(*(self._read_once(s) for s in targets))
+        self.flush()
+        return {s.node.name: self.statuses[s.node.name] for s in targets}
+
+    async def _read_once(self, state: _NodeState) -> None:
+        try:
+            await self._read_once_unguarded(state)
+        except Exception as exc:  # zuka's own failure on this node's data
+            self._crashed(state, exc)
+
+    async def _read_once_unguarded(self, state: _NodeState) -> None:
+        node = state.node
+        if node.local:
+            await self._read_local(state)
+            return
+        session = self.pool.add(node)
+        try:
+            if state.fields is None:
+                state.fields = await nvsmi.probe(session.query)
+            result = await session.query(nvsmi.query_command(state.fields))
+            now = self.clock()
+            if result.exit_status != 0:
+                self._failed_reading(state, result.exit_status, result.stdout, result.stderr)
+                return
+            samples = nvsmi.parse_query(result.stdout, state.fields, node.name, now)
+            processes = await self._processes(state, session.query)
+            self._good(state, samples, processes)
+        except HostKeyRejected as exc:
+            self._bad(state, exc.health, exc.message, exc.offered.fingerprint)
+        except SshError as exc:
+            self._bad(state, exc.health, exc.message)
+        except nvsmi.NvsmiProbeError as exc:
+            self._bad(state, exc.health, str(exc))
+        except nvsmi.NvsmiParseError as exc:
+            state.fields = None  # probe again: the node may have changed under us
+            self._bad(state, NodeHealth.GARBAGE, str(exc))
+
+    async def _processes(
+        self, state: _NodeState, run: Callable[[str], Awaitable[CommandResult]]
+    ) -> tuple[GpuProcess, ...] | None:
+        """Per-process use, every apps_every polls; None when not read this time."""
+        state.polls += 1
+        if (state.polls - 1) % self.apps_every:
+            return None
+        try:
+            # One round trip: the compute apps, then every process's owner
+            # (leases.telemetry.owners).
+            result = await run(owners.APPS_OWNERS_COMMAND)
+        except OutputTooLarge:
+            raise  # the node floods us: that is its state, not a missing figure
+        except SshError:
+            return None
+        try:
+            reading = owners.parse_apps_owners(result.stdout, state.node.name)
+        except nvsmi.NvsmiParseError:
+            return None
+        if reading.processes is not None:
+            said = "; ".join(reading.problems)
+            state.owner_problems = f"process owners: {said}" if said else ""
+        return reading.processes
+
+    async def _read_local(self, state: _NodeState) -> None:
+        try:
+            if self._nvml is None:
+                reader = self._nvml_factory()
+                await asyncio.to_thread(reader.open)
+                self._nvml = reader
+            samples = await asyncio.to_thread(self._nvml.read, state.node.name, self.clock())
+            processes = None
+            state.polls += 1
+            if not (state.polls - 1) % self.apps_every:
+                processes = tuple(
+                    await asyncio.to_thread(self._nvml.processes, state.node.name, samples)
+                )
+        except NvmlUnavailable as exc:
+            self._nvml = None
+            self._bad(state, exc.health, str(exc))
+            return
+        self._good(state, samples, processes)
+
+    @staticmethod
+    def _attributed(state: _NodeState, minutes: Sequence[NodeMinute]) -> list[NodeMinute]:
+        """Closed minutes with the owners of their GPUs' processes attached."""
+        out = []
+        for m in minutes:
+            seen = state.tracker.owners(m.minute)
+            out.append(m if seen is None else replace(m, owners=tuple(sorted(seen.items()))))
+        return out
+
+    def _failed_reading(
+        self, state: _NodeState, status: int | None, stdout: str, stderr: str
+    ) -> None:
+        health = nvsmi.classify_failure(status, stdout, stderr)
+        said = (stderr.strip() or stdout.strip()).splitlines()
+        detail = nvsmi.human_reason(health) + (f": {said[0][:200]}" if said else "")
+        if health is NodeHealth.GARBAGE:
+            state.fields = None
+        self._bad(state, health, detail)
+
+    # -- recording -----------------------------------------------------------------------
+
+    def _good(
+        self,
+        state: _NodeState,
+        samples: Sequence[GpuSample],
+        processes: tuple[GpuProcess, ...] | None,
+    ) -> None:
+        name = state.node.name
+        if not samples:
+            self._bad(state, NodeHealth.GPU_LOST, "nvidia-smi listed no GPUs")
+            return
+        if len(samples) > nvsmi.MAX_GPUS:
+            self._bad(state, NodeHealth.GARBAGE, f"more than {nvsmi.MAX_GPUS} GPUs listed")
+            return
+        for sample in samples:
+            problem = nvsmi.sample_problem(sample)
+            if problem is not None:
+                self._bad(state, NodeHealth.GARBAGE, problem)
+                return
+        now = samples[0].at
+        previous = self.statuses.get(name, NodeStatus(name))
+        if processes is not None:
+            state.tracker.see(now, gpu_owners(samples, processes))
+        status = NodeStatus(
+            name,
+            NodeHealth.OK,
+            state.owner_problems,
+            checked=now,
+            at=now,
+            samples=tuple(samples),
+            processes=previous.processes if processes is None else processes,
+        )
+        if self.recent is not None:
+            self.recent.add(samples)
+        self._pending_minutes.extend(self._attributed(state, state.acc.add(samples)))
+        if state.in_gap is not False and self.store is not None:
+            self.store.close_gap(name, now)
+        state.in_gap = False
+        self._set(status)
+
+    def _bad(
+        self, state: _NodeState, health: NodeHealth, detail: str, fingerprint: str | None = None
+    ) -> None:
+        name = state.node.name
+        now = self.clock()
+        previous = self.statuses.get(name, NodeStatus(name))
+        if fingerprint is None and health is previous.health:
+            # An attempt held back by the backoff sees no key: the key refused is the one
+            # seen before (else the host-key alert lost its fingerprint to "?").
+            fingerprint = previous.fingerprint
+        # Keep the last good readings for display, marked by `at`; history gets nothing.
+        status = replace(
+            previous, health=health, detail=detail, checked=now, fingerprint=fingerprint
+        )
+        closed = state.acc.flush(int(now.timestamp()) // 60)
+        if closed is not None:
+            self._pending_minutes.extend(self._attributed(state, [closed]))
+        if self.store is not None and state.in_gap is not True:
+            self.store.open_gap(name, now, health, detail)  # idempotent
+        state.in_gap = True
+        self._set(status)
+
+    def _crashed(self, state: _NodeState, exc: BaseException) -> None:
+        """zuka failed on this node's data: the node's state, a traceback in the log."""
+        name = state.node.name
+        self.log.error("node %s: failure while handling its data", name, exc_info=exc)
+        state.fields = None  # start again from a probe
+        detail = f"zuka could not handle this node's data ({_describe(exc)}); see the fault log"
+        try:
+            self._bad(state, NodeHealth.GARBAGE, detail)
+        except Exception as again:  # the store failed too: keep the state in memory
+            self.log.error("node %s: recording the failure failed", name, exc_info=again)
+            self._mark(name, detail)
+
+    def _mark(self, name: str, detail: str) -> None:
+        """Garbage without touching the store, and without the readings that failed."""
+        previous = self.statuses.get(name, NodeStatus(name))
+        self._set(
+            replace(
+                previous,
+                health=NodeHealth.GARBAGE,
+                detail=detail,
+                checked=self.clock(),
+                samples=(),
+                processes=(),
+            )
+        )
+
+    def _set(self, status: NodeStatus) -> None:
+        self.statuses[status.node] = status
+        self._pending_latest[status.node] = status
+        if self.on_update is not None:
+            try:
+                self.on_update(status)
+            except Exception:  # the listener's fault, not the node's: polling goes on
+                self.log.exception("on_update failed for node %s", status.node)
+
+    def flush(self) -> None:
+        """Write closed minutes and the latest status of changed nodes to the ledger."""
+        now_minute = int(self.clock().timestamp()) // 60
+        for state in self._nodes.values():
+            closed = state.acc.flush(now_minute)
+            if closed is not None:
+                self._pending_minutes.extend(self._attributed(state, [closed]))
+        minutes, self._pending_minutes = self._pending_minutes, []
+        latest, self._pending_latest = self._pending_latest, {}
+        if self.store is None:
+            return
+        rows = [
+            Latest(
+                s.node,
+                s.checked or self.clock(),
+                s.health,
+                s.detail,
+                s.fingerprint,
+                s.samples,
+                s.processes,
+            )
+            for s in latest.values()
+            if s.node in self._nodes
+        ]
+        # One transaction for all nodes; when it fails, node by node, so that one node's
+        # bad data costs only that node's rows (and becomes its state).
+        self._store_each(self.store.write_minutes, minutes, lambda m: m.node)
+        self._store_each(self.store.write_latest, rows, lambda r: r.node)
+        if self.alerts is not None:
+            self.alerts.tick()  # never raises; cheap when not due
+
+    def _store_each(
+        self,
+        write: Callable[[Sequence[_T]], None],
+        items: Sequence[_T],
+        node_of: Callable[[_T], str],
+    ) -> None:
+        if not items:
+            return
+        try:
+            write(items)
+            return
+        except Exception:
+            self.log.exception("storing %d rows failed; retrying node by node", len(items))
+        for item in items:
+            try:
+                write([item])
+            except Exception as exc:
+                name = node_of(item)
+                self.log.error("node %s: storing its reading failed", name, exc_info=exc)
+                if name in self._nodes:
+                    self._mark(name, f"zuka could not store this node's reading "
+                                     f"({_describe(exc)}); see the fault log")  # fmt: skip
+
+    # -- running -------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event, mode: Mode = "stream", flush_s: float = 5.0) -> None:
+        """Poll until stop is set. Stream mode: one task per node plus a flusher."""
+        self.running = True
+        try:
+            if mode == "exec":
+                while not stop.is_set():
+                    started = time.monotonic()
+                    await self.sweep()
+                    left = self.interval_s - (time.monotonic() - started)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), max(0.0, left))
+                return
+            await self._run_streams(stop, flush_s)
+        finally:
+            self.running = False
+
+    async def _run_streams(self, stop: asyncio.Event, flush_s: float) -> None:
+        tasks: dict[str, asyncio.Task[None]] = {}
+        try:
+            while not stop.is_set():
+                for name, state in self._nodes.items():
+                    task = tasks.get(name)
+                    if task is not None and task.done() and not task.cancelled():
+                        exc = task.exception()
+                        if exc is not None:  # escaped _follow: still only this node's
+                            self._crashed(state, exc)
+                    if task is None or task.done():
+                        tasks[name] = asyncio.create_task(self._follow(state, stop))
+                for name in [n for n in tasks if n not in self._nodes]:
+                    tasks.pop(name).cancel()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), flush_s)
+                self.flush()
+        finally:
+            for task in tasks.values():
+                task.cancel()
+            await asyncio.gather(*tasks.values(), return_exceptions=True)
+            self.flush()
+
+    async def run_supervised(
+        self,
+        stop: asyncio.Event,
+        mode: Mode = "stream",
+        flush_s: float = 5.0,
+        *,
+        on_fault: Callable[[BaseException, float], None] | None = None,
+        backoff_s: float = 1.0,
+        backoff_cap_s: float = 60.0,
+    ) -> None:
+        """run() until stop is set, restarted after backoff whenever it dies.
+
+        on_fault(exc, retry_in_s) is told each time (the dashboard notifies, the collector
+        prints); the traceback goes to the log. The delay doubles up to backoff_cap_s and
+        starts over after a run that lasted longer than the cap.
+        """
+        delay = backoff_s
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                await self.run(stop, mode, flush_s)
+                return
+            except Exception as exc:
+                if time.monotonic() - started > backoff_cap_s:
+                    delay = backoff_s
+                self.restarts += 1
+                self.last_fault = _describe(exc)
+                self.log.error("the poller stopped; restarting in %g s", delay, exc_info=exc)
+                if on_fault is not None:
+                    on_fault(exc, delay)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+            delay = min(backoff_cap_s, delay * 2)
+
+    async def _follow(self, state: _NodeState, stop: asyncio.Event) -> None:
+        """Keep one node's stream going; after a fault wait, then start again."""
+        while not stop.is_set() and self._nodes.get(state.node.name) is state:
+            wait = self.interval_s
+            if state.node.local:
+                await self._read_once(state)
+            else:
+                wait = await self._stream_once(state)
+            waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(state.wake.wait())]
+            await asyncio.wait(waits, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            for w in waits:
+                w.cancel()
+            state.wake.clear()
+
+    def retry_now(self, name: str) -> None:
+        """Try the node again at once: forget its backoff and end its current wait."""
+        if name in self.pool:
+            self.pool[name].retry_now()
+        state = self._nodes.get(name)
+        if state is not None:
+            state.wake.set()
+
+    async def _stream_once(self, state: _NodeState) -> float:
+        """Read one node's stream until it ends; return how long to wait before the next."""
+        try:
+            return await self._stream_once_unguarded(state)
+        except Exception as exc:  # zuka's own failure on this node's data
+            self._crashed(state, exc)
+            return self.interval_s
+
+    async def _stream_once_unguarded(self, state: _NodeState) -> float:
+        node = state.node
+        session = self.pool.add(node)
+        try:
+            # One exec first: probes fields, proves the query works, tells the GPU count.
+            await self._read_once(state)
+            status = self.statuses[node.name]
+            if status.health is not NodeHealth.OK or state.fields is None:
+                return self.interval_s
+            parser = nvsmi.StreamParser(
+                state.fields, node.name, self.clock, gpu_count=len(status.samples)
+            )
+            command = nvsmi.query_command(state.fields, loop_ms=int(self.interval_s * 1000))
+            chunks = session.stream(command, idle_timeout=self.interval_s * 3 + 10, chunks=True)
+            async with contextlib.aclosing(chunks):
+                async for chunk in chunks:
+                    try:
+                        rounds = parser.feed(chunk)
+                    except nvsmi.NvsmiParseError as exc:
+                        self._bad(state, NodeHealth.GARBAGE, str(exc))
+                        continue
+                    for samples in rounds:
+                        apps = await self._processes(state, session.query)
+                        self._good(state, samples, apps)
+            return self.interval_s
+        except StreamExited as exc:
+            r = exc.result
+            self._failed_reading(state, r.exit_status, r.stdout, r.stderr)
+        except BackingOff as exc:
+            self._bad(state, exc.health, exc.message)
+            return max(self.interval_s, exc.retry_at - self.pool.monotonic())
+        except HostKeyRejected as exc:
+            self._bad(state, exc.health, exc.message, exc.offered.fingerprint)
+        except SshError as exc:
+            self._bad(state, exc.health, exc.message)
+        return self.interval_s
+
+    async def close(self) -> None:
+        await self.pool.close()
+        if self._nvml is not None:
+            await asyncio.to_thread(self._nvml.close)
+            self._nvml = None

@@ -1,0 +1,76 @@
+"""Wiring a ledger to the pieces that read its nodes: SSH options, the poller, the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from leases.alerts.watch import AlertWatch
+from leases.core.errors import InputError
+from leases.core.models import Node
+from leases.ledger.store import Clock, Ledger, utc_now
+from leases.ssh.session import SshOptions, SshPool
+from leases.telemetry.faultlog import fault_logger
+from leases.telemetry.history import RecentHistory
+from leases.telemetry.housekeeping import fleet_nodes as fleet_nodes  # lives there: no SSH import
+from leases.telemetry.poller import Poller
+from leases.telemetry.rollups import HistoryStore
+
+
+def trust_store(ledger_path: Path) -> Path:
+    """zuka's own known_hosts for this ledger's fleet: accepted keys go here."""
+    return ledger_path.parent / "known_hosts"
+
+
+def sim_dir(ledger_path: Path) -> Path:
+    """Where `zuka sim` keeps its client key and its nodes' host keys for this ledger: a
+    folder of its own, so that nothing of the user's (an id_ed25519 beside the ledger)
+    is ever overwritten."""
+    return ledger_path.with_name(ledger_path.name + ".sim")
+
+
+def sim_trust_store(ledger_path: Path) -> Path:
+    """Host keys of simulated nodes that `zuka sim` started for this ledger."""
+    return sim_dir(ledger_path) / "known_hosts"
+
+
+def ssh_options(ledger_path: Path, **overrides: object) -> SshOptions:
+    paths = [trust_store(ledger_path)]
+    if sim_trust_store(ledger_path).exists():
+        paths.append(sim_trust_store(ledger_path))
+    paths += [Path("~/.ssh/known_hosts").expanduser(), Path("/etc/ssh/ssh_known_hosts")]
+    return SshOptions(known_hosts=tuple(paths), **overrides)  # type: ignore[arg-type]
+
+
+def polled_nodes(ledger: Ledger, names: list[str] | None = None) -> list[Node]:
+    """Active and offboarding nodes (or the named ones, which must exist), less those
+    whose stored row holds a refused value (Node.problem): nothing connects to those."""
+    if names:
+        nodes = [ledger.node(n) for n in names]
+        for node in nodes:
+            if node.problem:
+                raise InputError("node", node.name, f"not polled: {node.problem}")
+        return nodes
+    return fleet_nodes(ledger)[0]
+
+
+def make_poller(
+    ledger: Ledger,
+    ledger_path: Path,
+    *,
+    names: list[str] | None = None,
+    clock: Clock = utc_now,
+    interval_s: float = 5.0,
+    recent: RecentHistory | None = None,
+    store: bool = True,
+    alerts: AlertWatch | None = None,
+) -> Poller:
+    return Poller(
+        polled_nodes(ledger, names),
+        pool=SshPool(ssh_options(ledger_path)),
+        clock=clock,
+        store=HistoryStore(ledger) if store else None,
+        recent=recent,
+        interval_s=interval_s,
+        log=fault_logger(ledger_path),
+        alerts=alerts,
+    )

@@ -1,0 +1,146 @@
+"""`zuka poll`, `collect`, `sim` and `node trust` against simulated nodes over real SSH."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from leases.ledger.store import Ledger
+from leases.sim import Scenario, SimNode
+from leases.sim.fleet import SimFleet
+from leases.sim.ledger import FleetThread, register_sim_nodes, serve_ledger_nodes
+from leases.telemetry.wiring import sim_trust_store
+from tests.support.cli import Cli
+from tests.support.waiting import wait_until_sync
+
+ZUKA = [sys.executable, "-m", "tui.cli.main"]
+
+
+@pytest.fixture
+def sim_ledger(ledger_path: Path) -> Iterator[tuple[Path, SimFleet]]:
+    """Four simulated nodes registered in the test's ledger, served from a thread."""
+    with Ledger.open(ledger_path) as ledger:
+        nodes = register_sim_nodes(ledger, 4, datetime.now(UTC))
+        runner = serve_ledger_nodes(ledger, ledger_path, nodes)
+        fleet = runner.fleet
+    yield ledger_path, fleet
+    runner.stop()
+
+
+def test_poll_once_json(cli: Cli, sim_ledger: tuple[Path, SimFleet]) -> None:
+    r = cli("poll", "--once", "--json")
+    assert r.code == 0, r.err
+    rows = {row["node"]: row for row in json.loads(r.out)}
+    assert set(rows) == {"sim-001", "sim-002", "sim-003", "sim-004"}
+    assert all(row["health"] == "ok" for row in rows.values()), rows
+    assert len(rows["sim-001"]["gpus"]) == 8 and len(rows["sim-004"]["gpus"]) == 8
+    assert rows["sim-002"]["gpus"][0]["mem_total_mib"] == 81920
+    human = cli("poll", "--once", "sim-001")
+    assert human.code == 0 and "sim-001" in human.out and "sim-002" not in human.out
+    assert cli("poll", "--once", "ghost").code == 2
+
+
+def test_collect_holds_the_lock_and_feeds_the_ledger(
+    cli: Cli, sim_ledger: tuple[Path, SimFleet]
+) -> None:
+    path, _ = sim_ledger
+    collector = subprocess.Popen(
+        [*ZUKA, "collect", "--ledger", str(path), "--interval", "0.5", "--flush", "0.5"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert collector.stdout is not None
+        started = collector.stdout.readline()  # printed once it holds the lock
+        assert "zuka collect: 4 nodes" in started
+        answers: list[tuple[str, list[dict[str, object]]]] = []
+
+        def all_ok() -> bool:
+            r = cli("poll", "--once", "--json")
+            rows = json.loads(r.out)
+            answers.append((r.err, rows))
+            return len(rows) == 4 and all(row["health"] == "ok" for row in rows)
+
+        wait_until_sync(all_ok, interval=0.2, what="the collector's readings of 4 nodes")
+        err, rows = answers[-1]
+        assert "a collector (pid" in err  # read from the collector, did not poll
+        assert len(rows) == 4 and all(row["health"] == "ok" for row in rows), rows
+        second = subprocess.run(
+            [*ZUKA, "collect", "--ledger", str(path)], capture_output=True, text=True, timeout=30
+        )
+        assert second.returncode == 1 and "already polls" in second.stderr
+    finally:
+        collector.send_signal(signal.SIGTERM)
+        _, err = collector.communicate(timeout=30)
+    assert collector.returncode == 0, err
+
+
+def test_collect_refuses_a_flush_interval_that_is_not_positive(
+    cli: Cli, sim_ledger: tuple[Path, SimFleet]
+) -> None:
+    r = cli("collect", "--flush", "0")
+    assert r.code == 2 and "flush" in r.err and "greater than zero" in r.err, r.err
+
+
+def test_sim_command_runs_a_fleet_in_a_ledger(tmp_path: Path) -> None:
+    path = tmp_path / "sim.db"
+    sim = subprocess.Popen(
+        [*ZUKA, "sim", "--nodes", "3", "--ledger", str(path), "--history", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert sim.stdout is not None
+        first = sim.stdout.readline()
+        assert "3 simulated nodes" in first, sim.stderr.read() if sim.poll() is not None else first
+        polled = subprocess.run(
+            [*ZUKA, "poll", "--once", "--json", "--ledger", str(path)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        rows = json.loads(polled.stdout)
+        assert [r["health"] for r in rows] == ["ok", "ok", "ok"], polled.stderr
+        with Ledger.open(path, create=False) as ledger:
+            hours = ledger.conn.execute("SELECT COUNT(*) FROM gpu_hour").fetchone()[0]
+            assert hours >= 3 * 47  # two days of backfilled hours per node
+            assert [le.billing_type.value for le in ledger.leases()] == [
+                "card_hour", "monthly", "monthly",
+            ]  # fmt: skip
+    finally:
+        sim.send_signal(signal.SIGINT)
+        sim.communicate(timeout=30)
+    assert sim.returncode == 0
+
+
+def test_node_trust_flow(cli: Cli, ledger_path: Path, tmp_path: Path) -> None:
+    runner = FleetThread([SimNode("fresh", "RTX 4090", 1, Scenario.BUSY, seed=7)])
+    fleet = runner.start()
+    try:
+        key = fleet.write_client_key(tmp_path)
+        ep = fleet["fresh"]
+        r = cli("node", "add", "fresh", "--ssh", f"ssh -p {ep.port} -i {key} root@127.0.0.1")
+        assert r.code == 0, r.err
+        polled = json.loads(cli("poll", "--once", "--json").out)
+        assert polled[0]["health"] == "untrusted"
+        fingerprint = polled[0]["fingerprint"]
+        assert fingerprint == ep.host_key.get_fingerprint("sha256")
+        wrong = cli("node", "trust", "fresh", "--fingerprint", "SHA256:not-it")
+        assert wrong.code == 2 and "does not match" in wrong.err
+        ok = cli("node", "trust", "fresh", "--fingerprint", fingerprint)
+        assert ok.code == 0 and f"trusted {fingerprint}" in ok.out
+        assert (ledger_path.parent / "known_hosts").exists()
+        assert json.loads(cli("poll", "--once", "--json").out)[0]["health"] == "ok"
+        assert "already trusted" in cli("node", "trust", "fresh").out
+        runner.call(fleet.rotate_host_key("fresh"))
+        changed = cli("node", "trust", "fresh", "--fingerprint", fingerprint)
+        assert changed.code == 1 and "CHANGED" in changed.err
+        assert json.loads(cli("poll", "--once", "--json").out)[0]["health"] == "hostkey_changed"
+    finally:
+        runner.stop()
+    assert not sim_trust_store(ledger_path).exists()
+    assert os.stat(ledger_path.parent / "known_hosts").st_mode & 0o777 == 0o600

@@ -1,0 +1,217 @@
+"""Money scenarios worked out by hand (issue 17): every billing type, renewals, early ends,
+the hourly fallback, a minimum commitment, deposits, storage, February, calendar and 30-day
+months, time zones, currencies, per-charge rounding, and stops. Each row is typed as a lab
+types it (`zuka ...`), then read back from `zuka report --format json` for one month: the
+accrual (`cost`, storage apart), the cash (`charged_in_month`, storage in) and the storage
+of the node's row. The hand
+arithmetic is beside each row; no figure is computed by zuka's own functions. Stops are
+priced through leases.money.billing directly (their commands are tested in their own module)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal as D
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from leases.ledger import records
+from leases.money import billing
+from tests.support.cli import Cli
+
+SH = ZoneInfo("Asia/Shanghai")
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    typed: Sequence[tuple[str, ...]]  # zuka commands, after node n (8 GPUs, provider P)
+    month: str
+    cost: str  # accrual in the month, to the fen
+    charged: str  # cash in the month
+    storage: str = "0.00"
+    notes: Sequence[str] = field(default_factory=tuple)  # words a note must hold
+
+
+def add(*terms: str) -> tuple[str, ...]:
+    return ("lease", "add", "n", *terms)
+
+
+CASES = [
+    # 2026-03-01 08:00 -> 03-03 20:30 = 60.5 h x 12.50 = 756.25
+    Case("hourly, pro rata", [add("--billing", "hourly", "--price", "12.50", "--start",
+         "2026-03-01T08:00"), ("lease", "end", "n", "--at", "2026-03-03T20:30")],
+         "2026-03", "756.25", "756.25"),
+    # 20 min 34 s = 1,234 s x 0.0012 = 1.4808 -> 1.48
+    Case("per second", [add("--billing", "per_second", "--price", "0.0012", "--start",
+         "2026-03-10T10:00"), ("lease", "end", "n", "--at", "2026-03-10T10:20:34")],
+         "2026-03", "1.48", "1.48"),
+    # 8 cards x 36 h x 1.98 = 570.24
+    Case("card-hour", [add("--billing", "card_hour", "--price", "1.98", "--cards", "8",
+         "--start", "2026-03-01"), ("lease", "end", "n", "--at", "2026-03-02T12:00")],
+         "2026-03", "570.24", "570.24"),
+    # 10:00 -> 12:10, a started hour in full: 3 h x 3 cards x 2.98 = 26.82
+    Case("card-hour, started hour in full", [add("--billing", "card_hour", "--price", "2.98",
+         "--cards", "3", "--start", "2026-03-01T10:00", "--partial-unit", "hour"),
+         ("lease", "end", "n", "--at", "2026-03-01T12:10")], "2026-03", "26.82", "26.82"),
+    # 3 days x 240 = 720
+    Case("daily", [add("--billing", "daily", "--price", "240", "--start", "2026-03-05",
+         "--end", "2026-03-08")], "2026-03", "720.00", "720.00"),
+    # 2 weeks x 1,500 = 3,000
+    Case("weekly", [add("--billing", "weekly", "--price", "1500", "--start", "2026-03-02",
+         "--end", "2026-03-16")], "2026-03", "3000.00", "3000.00"),
+    # 2 months from 01-15, 60,000 charged on 01-15. January: 17 of the first month's 31
+    # days: 30,000 x 17/31 = 16,451.61
+    Case("monthly, January", [add("--billing", "monthly", "--price", "30000", "--start",
+         "2026-01-15", "--end", "2026-03-15")], "2026-01", "16451.61", "60000.00"),
+    # February: 14/31 of the first month + 14/28 of the second = 13,548.39 + 15,000
+    Case("monthly, February", [add("--billing", "monthly", "--price", "30000", "--start",
+         "2026-01-15", "--end", "2026-03-15")], "2026-02", "28548.39", "0.00"),
+    # 30-day months: 01-15 -> 02-14 is one; January holds 17 of its 30 days = 17,000
+    Case("30-day month", [add("--billing", "monthly", "--price", "30000", "--start",
+         "2026-01-15", "--end", "2026-02-14", "--month-count", "30_days")],
+         "2026-01", "17000.00", "30000.00"),
+    # Charged at 00:00 on 1 February: February's, all of it
+    Case("February from the 1st", [add("--billing", "monthly", "--price", "30000", "--start",
+         "2026-02-01", "--end", "2026-03-01")], "2026-02", "30000.00", "30000.00"),
+    # Renewed at 28,000 from 02-01: February holds the renewal alone
+    Case("renewal at a new price", [add("--billing", "monthly", "--price", "30000", "--start",
+         "2026-01-01", "--end", "2026-02-01"), ("lease", "renew", "n", "--until", "2026-03-01",
+         "--price", "28000")], "2026-02", "28000.00", "28000.00"),
+    # Ended after 10.5 days, whole days refunded: 11 of 31 days kept = 30,000 x 11/31
+    Case("early end, prorated days", [add("--billing", "monthly", "--price", "30000",
+         "--start", "2026-03-01", "--end", "2026-04-01", "--refund-rule", "prorated_days"),
+         ("lease", "end", "n", "--at", "2026-03-11T12:00")], "2026-03", "10645.16", "10645.16"),
+    # The same, the refund rule unknown: no refund assumed, and said
+    Case("early end, rule unknown", [add("--billing", "monthly", "--price", "30000",
+         "--start", "2026-03-01", "--end", "2026-04-01"),
+         ("lease", "end", "n", "--at", "2026-03-11T12:00")], "2026-03", "30000.00",
+         "30000.00", notes=["refund rule is unknown"]),
+    # 2 months 60,000; ended 04-11: March used at the price (30,000) + 10 days x 24 h x 60
+    # = 14,400 by the hour: 44,400, charged on 03-01 net of the refund, and spread over
+    # the time it paid for, 1 + 10/30 months: March 44,400 x 1 / (4/3) = 33,300
+    Case("early end, used then hourly", [add("--billing", "monthly", "--price", "30000",
+         "--start", "2026-03-01", "--end", "2026-05-01", "--refund-rule", "used_then_hourly",
+         "--hourly-price", "60"), ("lease", "end", "n", "--at", "2026-04-11")],
+         "2026-03", "33300.00", "44400.00"),
+    # Past its end by the hour: 04-01 -> 04-03 = 48 h x 50 = 2,400 in April
+    Case("hourly after the end", [add("--billing", "monthly", "--price", "30000", "--start",
+         "2026-03-01", "--end", "2026-04-01", "--on-expiry", "hourly", "--hourly-price", "50"),
+         ("lease", "end", "n", "--at", "2026-04-03")], "2026-04", "2400.00", "2400.00"),
+    # Auto-renewed twice, ended mid-renewal (no refund rule): October holds half a day of
+    # the second month (30,000 x 0.5/30 = 500) and the third, all of it: 30,500; cash 30,000
+    Case("auto-renew, ended", [add("--billing", "monthly", "--price", "30000", "--start",
+         "2026-08-01T12:00", "--end", "2026-09-01T12:00", "--auto-renew"),
+         ("lease", "end", "n", "--at", "2026-10-15T12:00")], "2026-10", "30500.00", "30000.00"),
+    # 40 h of a 100-hour minimum at 10: 400 run + 600 owed at the end = 1,000
+    Case("minimum commitment", [add("--billing", "hourly", "--price", "10", "--start",
+         "2026-03-01", "--min-commitment", "100"), ("lease", "end", "n", "--at",
+         "2026-03-02T16:00")], "2026-03", "1000.00", "1000.00"),
+    # A deposit is not a cost: 30,000 only
+    Case("deposit", [add("--billing", "monthly", "--price", "30000", "--start", "2026-03-01",
+         "--end", "2026-04-01", "--deposit", "60,000", "--deposit-paid-on", "2026-02-25")],
+         "2026-03", "30000.00", "30000.00"),
+    # 10 days x 24 h x 20 = 4,800; a disk at 300 a month, 03-01 -> 03-16, outlives the lease:
+    # 300 x 15/31 = 145.16, in the cash too (billed as it runs): 4,945.16
+    Case("storage", [add("--billing", "hourly", "--price", "20", "--start", "2026-03-01"),
+         ("resource", "add", "n", "--kind", "disk", "--id", "d-1", "--created", "2026-03-01",
+          "--price", "300", "--price-per", "month"),
+         ("lease", "end", "n", "--at", "2026-03-11"),
+         ("resource", "edit", "n", "--kind", "disk", "--id", "d-1", "--deleted",
+          "2026-03-16")], "2026-03", "4800.00", "4945.16", storage="145.16"),
+    # Billed in UTC, reported in Shanghai: 20:00 UTC on 31 March is 04:00 on 1 April in
+    # Shanghai, so all 8 h x 10 = 80 are April's
+    Case("time zones", [add("--billing", "hourly", "--price", "10", "--tz", "UTC", "--start",
+         "2026-03-31T20:00"), ("lease", "end", "n", "--at", "2026-04-01T04:00")],
+         "2026-04", "80.00", "80.00"),
+    # AutoDL's booking (BILLING-FACTS.md): a charge at each Beijing clock hour and at
+    # shutdown, each rounded up to the fen. 0.000551 a second from 10:20 to 12:30:
+    # 10:20-11:00 2,400 s = 1.3224 -> 1.33; 11:00-12:00 1.9836 -> 1.99; 12:00-12:30
+    # 0.9918 -> 1.00: 4.32 (on the bill: 7,800 s x 0.000551 = 4.2978 -> 4.30)
+    Case("per second, booked by the clock hour", [add("--billing", "per_second", "--price",
+         "0.000551", "--start", "2026-03-10T10:20", "--rounding", "charge"),
+         ("lease", "end", "n", "--at", "2026-03-10T12:30")], "2026-03", "4.32", "4.32"),
+    Case("per second, on the bill", [add("--billing", "per_second", "--price", "0.000551",
+         "--start", "2026-03-10T10:20"), ("lease", "end", "n", "--at", "2026-03-10T12:30")],
+         "2026-03", "4.30", "4.30"),
+    # Each clock hour charged, up to the fen: 3 x 1.9855 = 5.9565 -> 5.96 an hour; 2 h =
+    # 11.92 and the last half hour 2.97825 -> 2.98: 14.90 (on the bill: 14.89125 -> 14.89)
+    Case("rounded per charge", [add("--billing", "card_hour", "--price", "1.9855", "--cards",
+         "3", "--start", "2026-03-01", "--rounding", "charge"),
+         ("lease", "end", "n", "--at", "2026-03-01T02:30")], "2026-03", "14.90", "14.90"),
+    Case("rounded on the bill", [add("--billing", "card_hour", "--price", "1.9855", "--cards",
+         "3", "--start", "2026-03-01"), ("lease", "end", "n", "--at", "2026-03-01T02:30")],
+         "2026-03", "14.89", "14.89"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_a_hand_worked_month(cli: Cli, case: Case) -> None:
+    assert cli("provider", "add", "P", "--kind", "platform").code == 0
+    assert (
+        cli("node", "add", "n", "--ssh", "root@10.0.0.9", "--gpus", "8", "--provider", "P").code
+        == 0
+    )
+    for args in case.typed:
+        r = cli(*args)
+        assert r.code == 0, (args, r.err)
+    r = cli("report", "--month", case.month, "--format", "json")
+    assert r.code == 0, r.err
+    (row,) = json.loads(r.out)["leases"]
+    assert (row["cost"], row["charged_in_month"], row["storage"]) == (
+        case.cost,
+        case.charged,
+        case.storage,
+    )
+    for words in case.notes:
+        assert any(words in n for n in row["notes"]), row["notes"]
+
+
+def test_two_currencies_are_never_added(cli: Cli) -> None:
+    """48 h at USD 2.50 = USD 120 beside 48 h at CNY 10 = CNY 480: two totals, no sum."""
+    assert cli("provider", "add", "P", "--kind", "platform").code == 0
+    for name, price, cur in (("u", "2.50", "USD"), ("c", "10", "CNY")):
+        assert cli("node", "add", name, "--ssh", "root@10.0.0.9", "--provider", "P").code == 0
+        assert cli("lease", "add", name, "--billing", "hourly", "--price", price, "--currency",
+                   cur, "--start", "2026-03-01").code == 0  # fmt: skip
+        assert cli("lease", "end", name, "--at", "2026-03-03").code == 0
+    doc = json.loads(cli("report", "--month", "2026-03", "--format", "json").out)
+    got = {k: v["cost"] for k, v in doc["by_currency"].items()}
+    assert got == {"USD": "120.00", "CNY": "480.00"}
+
+
+def _lease(**rec: str) -> records.Lease:
+    return records.lease_from({"node": "n", "billing_tz": "Asia/Shanghai", **rec})
+
+
+def _t(s: str) -> datetime:
+    return datetime.fromisoformat(s).replace(tzinfo=SH)
+
+
+def test_a_stop_of_an_hourly_lease_bills_nothing_while_stopped() -> None:
+    """240 h at 20 from 03-01, stopped 03-03 -> 03-08 (120 h), billing nothing stopped:
+    120 h x 20 = 2,400 (in full, 4,800)."""
+    le = _lease(billing_type="hourly", unit_price="20", start="2026-03-01T00:00:00",
+                ended_at="2026-03-11T00:00:00", stopped_billing="none")  # fmt: skip
+    stops = [(_t("2026-03-03T00:00"), _t("2026-03-08T00:00"))]
+    assert billing.cost_to_date(le, _t("2026-04-01"), stops=stops) == D(2400)
+    assert billing.cost_to_date(le, _t("2026-04-01")) == D(4800)
+
+
+def test_a_card_hour_node_stopped_13_days_bills_its_storage_only() -> None:
+    """8 cards at 2 a card-hour, 03-01 -> 03-21 (480 h), stopped 13 days (312 h) with
+    storage only while stopped: 168 h x 16 = 2,688 running; its disk at 500 a month bills
+    all 20 days: 500 x 20/31 = 322.58."""
+    le = _lease(billing_type="card_hour", unit_price="2", cards_billed="8",
+                start="2026-03-01T00:00:00", ended_at="2026-03-21T00:00:00",
+                stopped_billing="storage_only")  # fmt: skip
+    stops = [(_t("2026-03-05T00:00"), _t("2026-03-18T00:00"))]
+    assert billing.cost_to_date(le, _t("2026-04-01"), stops=stops) == D(2688)
+    disk = records.resource_from(
+        {"kind": "disk", "native_id": "d-1", "price": "500", "price_per": "month",
+         "deleted_at": "2026-03-21T00:00:00"}, 1, "Asia/Shanghai")  # fmt: skip
+    got = billing.storage_cost(disk, le, _t("2026-04-01"), stops=stops)
+    assert billing.fen(got) == D("322.58")

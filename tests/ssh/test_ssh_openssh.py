@@ -1,0 +1,265 @@
+"""leases.ssh.session against a real OpenSSH sshd (the integration tier; CI runs it)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+from contextlib import aclosing
+from pathlib import Path
+
+import asyncssh
+import pytest
+
+from leases.core.models import Node, NodeHealth, SshTarget
+from leases.ssh import hostkeys
+from leases.ssh.session import (
+    BackingOff,
+    CommandResult,
+    ConnectionDropped,
+    HostKeyRejected,
+    NodeSession,
+    SshError,
+    SshOptions,
+    StreamExited,
+)
+from tests.support.sshd import DRIVER_FAILURE, Sshd, sshd_unavailable
+
+_why_not = sshd_unavailable()
+pytestmark = [
+    pytest.mark.openssh,
+    pytest.mark.skipif(_why_not is not None, reason=_why_not or ""),
+]
+
+
+@pytest.fixture(scope="module")
+def client_key() -> asyncssh.SSHKey:
+    return asyncssh.generate_private_key("ssh-ed25519")
+
+
+@pytest.fixture(scope="module")
+def sshd(client_key: asyncssh.SSHKey) -> Iterator[Sshd]:
+    with Sshd.start_new([client_key]) as server:
+        yield server
+
+
+def options_for(
+    server: Sshd, client_key: asyncssh.SSHKey, tmp_path: Path, *, trusted: bool = True, **kw: object
+) -> SshOptions:
+    known = tmp_path / "known_hosts"
+    if trusted:
+        hostkeys.trust("127.0.0.1", server.port, server.host_key, known)
+    base: dict[str, object] = {
+        "known_hosts": (known,),
+        "client_keys": [client_key],
+        "agent_path": None,
+        "config": [],
+        "connect_timeout": 5.0,
+    }
+    base.update(kw)
+    return SshOptions(**base)  # type: ignore[arg-type]
+
+
+def node_for(server: Sshd) -> Node:
+    return Node("real1", SshTarget("127.0.0.1", port=server.port, user=server.user))
+
+
+@pytest.fixture
+async def session(
+    sshd: Sshd, client_key: asyncssh.SSHKey, tmp_path: Path
+) -> AsyncIterator[NodeSession]:
+    s = NodeSession(node_for(sshd), options_for(sshd, client_key, tmp_path))
+    yield s
+    await s.close()
+
+
+async def test_run_a_command_as_the_test_user(session: NodeSession, sshd: Sshd) -> None:
+    result = await session.run('id -un; echo "$0"; exit 4')
+
+    assert result.exit_status == 4
+    assert session.cipher == "aes128-gcm@openssh.com"
+    assert result.stdout.splitlines() == [sshd.user, "sh"]  # sshd runs the login shell as "sh"
+    assert session.health is NodeHealth.OK
+
+
+async def test_fake_nvidia_smi_answers_csv(session: NodeSession) -> None:
+    query = (
+        "nvidia-smi --query-gpu=index,name,memory.total,power.draw --format=csv,noheader,nounits"
+    )
+
+    result = await session.run(query)
+
+    assert result == CommandResult(
+        0,
+        "0, NVIDIA A100-SXM4-80GB, 81920, 312.45\n1, NVIDIA A100-SXM4-80GB, 81920, 61.20\n",
+        "",
+    )
+    refused = await session.run("nvidia-smi --no-such-flag")
+    assert refused.exit_status == 2
+
+
+async def test_kept_open_shell_runs_many_commands_on_one_channel(
+    session: NodeSession, sshd: Sshd
+) -> None:
+    query = "nvidia-smi --query-gpu=index,memory.total --format=csv,noheader,nounits"
+    for _ in range(3):
+        result = await session.run_in_shell(query)
+        assert result == CommandResult(0, "0, 81920\n1, 81920\n", "")
+    assert session.shell_works and session.connects == 1
+    no_newline = await session.run_in_shell("printf 'no newline'; echo oops >&2; false")
+    assert (no_newline.exit_status, no_newline.stdout) == (1, "no newline")
+    assert no_newline.stderr == "oops\n"
+    sshd.set_nvidia_smi_mode("nodriver")
+    try:
+        failed = await session.query(query)
+    finally:
+        sshd.set_nvidia_smi_mode("ok")
+    assert failed.exit_status == 9 and "NVIDIA driver" in failed.stdout
+
+
+async def test_fake_nvidia_smi_fails_like_a_missing_driver(
+    session: NodeSession, sshd: Sshd
+) -> None:
+    sshd.set_nvidia_smi_mode("nodriver")
+    try:
+        result = await session.run("nvidia-smi --query-gpu=index --format=csv")
+    finally:
+        sshd.set_nvidia_smi_mode("ok")
+
+    assert result.exit_status == 9
+    assert result.stdout.strip() == DRIVER_FAILURE
+    assert "couldn't communicate with the NVIDIA driver" in result.stdout
+    assert session.health is NodeHealth.OK  # SSH is fine; nvsmi decides what exit 9 means
+
+
+async def test_streaming_nvidia_smi_loop(session: NodeSession) -> None:
+    cmd = "nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 50"
+    lines: list[str] = []
+
+    async with aclosing(session.stream(cmd, idle_timeout=5)) as stream:
+        async for line in stream:
+            lines.append(line)
+            if len(lines) == 6:
+                break
+
+    assert lines == ["0, 87", "1, 0"] * 3
+    assert (await session.run("echo after")).ok
+
+
+async def test_streaming_nvidia_smi_that_fails_says_why(session: NodeSession, sshd: Sshd) -> None:
+    sshd.set_nvidia_smi_mode("nodriver")
+    try:
+        with pytest.raises(StreamExited) as caught:
+            async for _ in session.stream("nvidia-smi --query-gpu=index --format=csv -lms 50"):
+                pass
+    finally:
+        sshd.set_nvidia_smi_mode("ok")
+
+    assert caught.value.result.exit_status == 9
+    assert caught.value.result.stdout.strip() == DRIVER_FAILURE
+
+
+async def test_host_key_trust_flow(sshd: Sshd, client_key: asyncssh.SSHKey, tmp_path: Path) -> None:
+    options = options_for(sshd, client_key, tmp_path, trusted=False)
+    session = NodeSession(node_for(sshd), options)
+
+    with pytest.raises(HostKeyRejected) as caught:
+        await session.run("true")
+
+    assert session.health is NodeHealth.UNTRUSTED
+    assert caught.value.offered.port == sshd.port
+    if shutil.which("ssh-keygen"):
+        # The fingerprint we show is the one OpenSSH itself prints for that key.
+        listed = subprocess.run(
+            ["ssh-keygen", "-l", "-f", str(sshd.host_key_path.with_suffix(".pub"))],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()[1]
+        assert session.fingerprint == listed
+    assert session.fingerprint == hostkeys.fingerprint(sshd.host_key)
+
+    assert session.accept_host_key(hostkeys.fingerprint(sshd.host_key))
+    assert (await session.run("echo trusted")).stdout == "trusted\n"
+    assert session.health is NodeHealth.OK
+    await session.close()
+
+
+async def test_changed_host_key_is_refused(
+    sshd: Sshd, client_key: asyncssh.SSHKey, tmp_path: Path
+) -> None:
+    known = tmp_path / "known_hosts"
+    impostor = asyncssh.generate_private_key("ssh-ed25519")
+    hostkeys.trust("127.0.0.1", sshd.port, impostor, known)
+    options = options_for(sshd, client_key, tmp_path, trusted=False)
+    session = NodeSession(node_for(sshd), options)
+
+    with pytest.raises(HostKeyRejected):
+        await session.run("true")
+
+    assert session.health is NodeHealth.HOSTKEY_CHANGED
+    assert session.fingerprint == hostkeys.fingerprint(sshd.host_key)
+    assert not session.accept_host_key(hostkeys.fingerprint(sshd.host_key))
+
+
+async def test_twenty_parallel_commands_on_one_connection(
+    sshd: Sshd, client_key: asyncssh.SSHKey, tmp_path: Path
+) -> None:
+    session = NodeSession(node_for(sshd), options_for(sshd, client_key, tmp_path))
+
+    results = await asyncio.gather(*(session.run(f"sleep 0.2; echo {i}") for i in range(20)))
+
+    assert [r.stdout for r in results] == [f"{i}\n" for i in range(20)]
+    assert session.connects == 1
+    await session.close()
+
+
+async def test_without_the_channel_bound_sshd_max_sessions_refuses_some(
+    sshd: Sshd, client_key: asyncssh.SSHKey, tmp_path: Path
+) -> None:
+    # The control for the test above: it is the bound that keeps us under MaxSessions 10.
+    options = options_for(sshd, client_key, tmp_path, max_channels_per_connection=20)
+    session = NodeSession(node_for(sshd), options)
+
+    results = await asyncio.gather(
+        *(session.run("sleep 0.5; echo ok") for _ in range(20)), return_exceptions=True
+    )
+
+    refused = [r for r in results if isinstance(r, SshError)]
+    assert refused, "expected sshd to refuse channels beyond MaxSessions"
+    assert all("channel" in r.message.lower() for r in refused)
+    assert sum(isinstance(r, CommandResult) and r.ok for r in results) >= 10
+    await session.close()
+
+
+async def test_killed_sshd_is_unreachable_and_a_restart_recovers(
+    client_key: asyncssh.SSHKey, tmp_path: Path
+) -> None:
+    now = [1000.0]
+    with Sshd.start_new([client_key]) as server:
+        options = options_for(server, client_key, tmp_path)
+        session = NodeSession(node_for(server), options, clock=lambda: now[0], random=lambda: 1.0)
+        assert (await session.run("echo up")).ok
+
+        server.kill()
+        with pytest.raises((ConnectionDropped, SshError)) as caught:
+            await session.run("echo down")
+        assert caught.value.health is NodeHealth.UNREACHABLE
+        if not isinstance(caught.value, ConnectionDropped):
+            # The drop was noticed before the command: the reconnect was refused.
+            assert session.failures == 1
+        else:
+            with pytest.raises(SshError) as refused:
+                await session.run("echo down")
+            assert refused.value.health is NodeHealth.UNREACHABLE
+        assert session.health is NodeHealth.UNREACHABLE
+
+        server.restart()
+        with pytest.raises(BackingOff):
+            await session.run("echo too soon")
+        now[0] = session.next_attempt_at
+
+        assert (await session.run("echo back")).stdout == "back\n"
+        assert session.health is NodeHealth.OK
+        await session.close()

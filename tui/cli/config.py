@@ -1,0 +1,58 @@
+"""`zuka config check` and `zuka config show`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TextIO
+
+from leases.config import Config, load_user_config, resolve_config_path
+from leases.core.errors import ConfigError
+from leases.core.textsafe import visible
+from tui.cli import output
+
+
+def _warn(config: Config) -> None:
+    for warning in config.warnings:
+        print(f"zuka: warning: {visible(warning)}", file=sys.stderr)
+
+
+def check(args: argparse.Namespace, out: TextIO) -> int:
+    """Exit 0 when the config is usable, 2 with every problem on its own line."""
+    from tui.dashboard.keymap import check_keys
+
+    try:
+        config = load_user_config(args.config)
+        check_keys(config.keys)  # the ids and keys only the dashboard knows
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"zuka: config: {visible(problem)}", file=sys.stderr)
+        return 2
+    _warn(config)
+    where = config.path or f"{resolve_config_path(args.config)[0]} (absent: defaults)"
+    print(f"{visible(where)}: ok", file=out)
+    return 0
+
+
+def show(args: argparse.Namespace, out: TextIO) -> int:
+    config = load_user_config(args.config)
+    _warn(config)
+    settings = config.settings()
+    if args.json:
+        output.dump_json(
+            {
+                "path": None if config.path is None else str(config.path),
+                "settings": {s.key: {"value": s.value, "source": s.source} for s in settings},
+                "warnings": list(config.warnings),
+            },
+            out,
+        )
+        return 0
+    path, _ = resolve_config_path(args.config)
+    state = "" if config.path is not None else " (absent: defaults)"
+    print(f"# config file: {visible(path)}{state}", file=out)
+    for s in settings:
+        value = json.dumps(s.value, ensure_ascii=False)
+        print(visible(f"{s.key} = {value}  ({s.source})"), file=out)
+    return 0

@@ -1,0 +1,403 @@
+"""Handlers of the fleet subcommands: poll, collect, sim and node trust."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TextIO
+
+from leases.core.errors import InputError, no_ledger
+from leases.core.models import Node, NodeHealth
+from leases.core.textsafe import visible
+from leases.fleet.nodestatus import from_latest, health_summary, status_figures
+from leases.ledger.store import Ledger, resolve_ledger_path
+from leases.telemetry.housekeeping import Housekeeping
+from leases.telemetry.lock import PollerLock
+from leases.telemetry.poller import NodeStatus, Poller
+from leases.telemetry.rollups import HistoryStore, sample_record
+from leases.telemetry.wiring import fleet_nodes, make_poller, polled_nodes, ssh_options
+from tui.cli import output
+
+
+def _path(args: argparse.Namespace, *, existing: bool = False) -> Path:
+    """The ledger's path; existing: refused when there is no ledger (a typo in --ledger
+    would otherwise poll an empty fleet and say nothing)."""
+    path = resolve_ledger_path(args.ledger)
+    if existing and not path.exists():
+        raise no_ledger(path)
+    return path
+
+
+def _positive(field: str, value: float) -> float:
+    if value <= 0:
+        raise InputError(field, value, "must be greater than zero")
+    return value
+
+
+# -- printing statuses -------------------------------------------------------------------
+
+
+def _fmt(value: float | None, pattern: str) -> str:
+    return "?" if value is None else pattern.format(value)
+
+
+def status_row(st: NodeStatus, cut: bool = True) -> tuple[str, ...]:
+    fig = status_figures(st)
+    return (
+        st.node,
+        st.health.value,
+        str(fig.gpus) if fig else "-",
+        _fmt(fig.util, "{:.0f}%") if fig else "-",
+        f"{_fmt(fig.mem_used_gib, '{:.0f}')}/{_fmt(fig.mem_total_gib, '{:.0f}')} GiB"
+        if fig
+        else "-",
+        _fmt(fig.power_w, "{:.0f} W") if fig else "-",
+        _fmt(fig.temp_max, "{:.0f}°C") if fig else "-",
+        # The fingerprint whole (the user compares it), the detail cut to fit a line at a
+        # terminal; whole for a pipe (a script or a log keeps all of it).
+        (f"[{st.fingerprint}] " if st.fingerprint else "")
+        + visible(st.detail, 70 if cut else None),
+    )
+
+
+def status_json(st: NodeStatus) -> dict[str, Any]:
+    return {
+        "node": st.node,
+        "health": st.health.value,
+        "detail": st.detail,
+        "checked": st.checked.isoformat() if st.checked else None,
+        "at": st.at.isoformat() if st.at else None,
+        "fingerprint": st.fingerprint,
+        "gpus": [sample_record(s) for s in st.samples],
+        "processes": [{k: v for k, v in asdict(p).items() if k != "node"} for p in st.processes],
+    }
+
+
+def print_statuses(statuses: Sequence[NodeStatus], as_json: bool, out: TextIO) -> None:
+    if as_json:
+        output.dump_json([status_json(s) for s in statuses], out)
+        return
+    headers = ("NODE", "HEALTH", "GPUS", "UTIL", "MEMORY", "POWER", "TEMP", "DETAIL")
+    output.table(headers, [status_row(s, cut=out.isatty()) for s in statuses], out)
+
+
+# -- poll --------------------------------------------------------------------------------
+
+
+def poll(args: argparse.Namespace, out: TextIO) -> int:
+    path = _path(args, existing=True)
+    interval = _positive("interval", args.interval)
+    if getattr(args, "timeout", None) is not None:
+        _positive("timeout", args.timeout)
+    with Ledger.open(path, create=False) as ledger:
+        refused: list[Node]
+        if args.nodes:
+            nodes, refused = polled_nodes(ledger, args.nodes), []
+        else:
+            nodes, refused = fleet_nodes(ledger)
+        for skipped in refused:
+            print(f"zuka: not polling {visible(skipped.name)}: {skipped.problem}", file=sys.stderr)
+        lock = PollerLock(path)
+        if not lock.acquire() and not args.force:
+            return _from_collector(ledger, lock, [n.name for n in nodes], args, out)
+        try:
+            return asyncio.run(_poll(ledger, path, args, interval, out))
+        finally:
+            lock.release()
+
+
+def _from_collector(
+    ledger: Ledger, lock: PollerLock, names: list[str], args: argparse.Namespace, out: TextIO
+) -> int:
+    """Another process polls this fleet: show what it last wrote instead of polling too."""
+    latest = HistoryStore(ledger).latest()
+    statuses = [
+        from_latest(latest[n])
+        if n in latest
+        else NodeStatus(n, NodeHealth.CONNECTING, "no reading from the collector yet")
+        for n in names
+    ]
+    print(
+        f"zuka: a collector (pid {lock.holder()}) polls this ledger: showing what it last "
+        "wrote (--force polls anyway)",
+        file=sys.stderr,
+    )
+    print_statuses(statuses, args.json, out)
+    return 0
+
+
+async def _poll(
+    ledger: Ledger, path: Path, args: argparse.Namespace, interval: float, out: TextIO
+) -> int:
+    poller = make_poller(ledger, path, names=args.nodes or None, interval_s=interval)
+    limit = getattr(args, "timeout", None)
+    try:
+        while True:
+            statuses = await _bounded_sweep(poller, limit)
+            print_statuses(list(statuses.values()), args.json, out)
+            out.flush()
+            if args.once:
+                await _cloud_states(ledger, path, args)
+                answered = any(s.health is NodeHealth.OK for s in statuses.values())
+                return 0 if answered or not statuses else 1
+            await asyncio.sleep(interval)
+            out.write("\n")
+    finally:
+        await poller.close()
+
+
+async def _cloud_states(ledger: Ledger, path: Path, args: argparse.Namespace) -> None:
+    """`poll --once` reads the nodes' cloud instances once too (leases.telemetry.cloudstate), and
+    says on stderr what it recorded; a cloud's failure is logged, never the poll's."""
+    from leases.config import load_user_config
+    from leases.ledger.store import utc_now
+    from leases.telemetry import cloudstate
+    from leases.telemetry.faultlog import fault_logger
+
+    config = load_user_config(args.config)
+    done = await cloudstate.run_once(ledger, config, clock=utc_now, log=fault_logger(path))
+    for d in done:
+        said = "stopped" if d.action == "stop" else "running again"
+        print(visible(f"zuka: {d.node.name}: its instance {d.node.instance_id} is {said}:"
+                      f" recorded from {d.at.astimezone():%Y-%m-%d %H:%M}"),
+              file=sys.stderr)  # fmt: skip
+
+
+async def _bounded_sweep(poller: Poller, limit: float | None) -> dict[str, NodeStatus]:
+    """One sweep, cut off after limit seconds: nodes not done by then are reported as
+    timed out (and what the others gave is still stored)."""
+    if limit is None:
+        return await poller.sweep()
+    started = poller.clock()
+    task = asyncio.ensure_future(poller.sweep())
+    done, _ = await asyncio.wait({task}, timeout=limit)
+    if done:
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    poller.flush()
+    out: dict[str, NodeStatus] = {}
+    for node in poller.nodes:
+        st = poller.statuses.get(node.name, NodeStatus(node.name))
+        if st.checked is None or st.checked < started:
+            st = replace(
+                st,
+                health=NodeHealth.TIMEOUT,
+                detail=f"no answer within --timeout {limit:g} s",
+                checked=poller.clock(),
+            )
+        out[node.name] = st
+    return out
+
+
+# -- collect -----------------------------------------------------------------------------
+
+
+def collect(args: argparse.Namespace, out: TextIO) -> int:
+    path = _path(args)
+    interval = _positive("interval", args.interval)
+    _positive("flush", args.flush)
+    if not path.exists():
+        raise InputError("ledger", str(path), "no ledger there yet: add nodes first")
+    lock = PollerLock(path)
+    if not lock.acquire():
+        print(f"zuka: another poller (pid {lock.holder()}) already polls {path}", file=sys.stderr)
+        return 1
+    try:  # whatever ends the collector, the lock goes with it: a dashboard takes over
+        with Ledger.open(path) as ledger:
+            return asyncio.run(_collect(ledger, path, interval, args, out))
+    finally:
+        lock.release()
+
+
+async def _collect(
+    ledger: Ledger, path: Path, interval: float, args: argparse.Namespace, out: TextIO
+) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(sig, stop.set)
+    from leases.alerts.watch import watch_ledger
+    from leases.config import load_user_config
+    from leases.ledger.store import utc_now
+    from leases.telemetry.faultlog import fault_logger
+
+    config = load_user_config(args.config)
+    every = args.alerts_every
+    if every < 0:
+        raise InputError("alerts_every", every, "must not be negative")
+    watch = watch_ledger(ledger, path, config, clock=utc_now, every_s=every,
+                         log=fault_logger(path))  # fmt: skip
+    poller = make_poller(ledger, path, interval_s=interval, alerts=watch)
+    store = poller.store
+    assert store is not None
+    cloud_every = args.cloud_every
+    if cloud_every < 0:
+        raise InputError("cloud_every", cloud_every, "must not be negative (0: never)")
+    from leases.telemetry.cloudstate import CloudWatch
+
+    clouds = CloudWatch(ledger, config, clock=utc_now, every_s=cloud_every, log=poller.log)
+    print(f"zuka collect: {len(poller.nodes)} nodes, every {interval:g} s, {args.mode} mode, "
+          f"alerts every {every:g} s", file=out, flush=True)  # fmt: skip
+
+    house = Housekeeping(args.minute_days)
+
+    def keep_house() -> None:
+        now = datetime.now(UTC)
+        poller.set_nodes(house.run(ledger, store, now)[0])
+        summary = health_summary(poller.statuses.values())
+        print(f"{now.astimezone():%H:%M:%S} {summary}", file=out, flush=True)
+
+    async def housekeeping() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 30)
+            try:
+                keep_house()
+            except Exception as exc:  # a locked ledger, say: polling goes on
+                poller.log.error("housekeeping failed", exc_info=exc)
+                print(f"zuka collect: housekeeping failed: {visible(exc)}",
+                      file=sys.stderr, flush=True)  # fmt: skip
+
+    def poller_fault(exc: BaseException, retry_in: float) -> None:
+        print(f"zuka collect: the poller stopped ({visible(exc)}); restarting in {retry_in:g} s",
+              file=sys.stderr, flush=True)  # fmt: skip
+
+    keeper = asyncio.create_task(housekeeping())
+    cloud_reader = asyncio.create_task(clouds.run(stop))
+    try:
+        await poller.run_supervised(stop, mode=args.mode, flush_s=args.flush, on_fault=poller_fault)
+    finally:
+        stop.set()
+        await keeper
+        await cloud_reader
+        await poller.close()
+        watch.close()
+    return 0
+
+
+class _suppress_timeout:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: object, *rest: object) -> bool:
+        return exc_type is TimeoutError
+
+
+# -- node trust ---------------------------------------------------------------------------
+
+
+def node_trust(args: argparse.Namespace, out: TextIO) -> int:
+    path = _path(args, existing=True)
+    with Ledger.open(path, create=False) as ledger:
+        [node] = polled_nodes(ledger, [args.name])  # refuses a node with a refused value
+    return asyncio.run(_trust(node, path, args, out))
+
+
+async def _trust(node: Any, path: Path, args: argparse.Namespace, out: TextIO) -> int:
+    from leases.ssh.hostkeys import HostKeyStatus
+    from leases.ssh.session import SshError, SshPool, offered_host_key
+
+    pool = SshPool(ssh_options(path))
+    session = pool.add(node)
+    try:
+        try:
+            offered = await offered_host_key(session)
+        except SshError as exc:
+            print(visible(f"zuka: {node.name}: {exc.message}"), file=sys.stderr)
+            return 1
+        if offered is None:
+            out.write(visible(f"{node.name}: host key already trusted") + "\n")
+            return 0
+        if offered.status is not HostKeyStatus.UNKNOWN:
+            print(
+                visible(f"zuka: {node.name}: the host key CHANGED ({offered.fingerprint}); "
+                        "refused. Ask the provider why (reinstall? another machine?) and, only "
+                        "if satisfied, remove the old line from the known_hosts file yourself."),
+                file=sys.stderr,
+            )  # fmt: skip
+            return 1
+        out.write(
+            visible(f"{node.name} ({offered.host}:{offered.port or 22}) presents "
+                    f"{offered.key.get_algorithm()} key {offered.fingerprint}") + "\n"
+        )  # fmt: skip
+        if args.fingerprint is not None:
+            if args.fingerprint != offered.fingerprint:
+                raise InputError("fingerprint", args.fingerprint, "does not match the key offered")
+        elif not sys.stdin.isatty():
+            raise InputError(
+                "fingerprint", None, "not a terminal: pass --fingerprint SHA256:... to accept"
+            )
+        else:
+            answer = input("Compare it with what the provider shows. Trust it? Type yes: ")
+            if answer.strip().lower() != "yes":
+                out.write("not trusted\n")
+                return 1
+        session.accept_host_key(offered.fingerprint)
+        out.write(visible(f"trusted {offered.fingerprint} for {node.name}") + "\n")
+        try:
+            await session.run("true")
+        except SshError as exc:
+            print(visible(f"zuka: {node.name}: key trusted, but logging in failed: "
+                          f"{exc.message}"), file=sys.stderr)  # fmt: skip
+            return 1
+        return 0
+    finally:
+        await pool.close()
+
+
+# -- sim ---------------------------------------------------------------------------------
+
+
+def sim(args: argparse.Namespace, out: TextIO) -> int:
+    if not args.ledger:
+        raise InputError("ledger", None, "give --ledger PATH: the simulated nodes go there")
+    count = int(args.nodes)
+    if not 1 <= count <= 1000:
+        raise InputError("nodes", args.nodes, "must be from 1 to 1000")
+    if args.history < 0:
+        raise InputError("history", args.history, "must not be negative")
+    return asyncio.run(_sim(_path(args), count, args.history, out))
+
+
+async def _sim(path: Path, count: int, days: float, out: TextIO) -> int:
+    from leases.sim.fleet import SimFleet
+    from leases.sim.ledger import attach, backfill, register_sim_nodes, sim_nodes_of
+
+    now = datetime.now(UTC)
+    with Ledger.open(path, actor="zuka sim") as ledger:
+        nodes = register_sim_nodes(ledger, count, now)
+        sims = sim_nodes_of(nodes)
+        fleet = SimFleet(sims)
+        await fleet.start()
+        try:
+            attach(ledger, path, fleet)
+            if days:
+                store = HistoryStore(ledger)
+                for s in sims:
+                    backfill(store, s, now - timedelta(days=days), now)
+            ports = sorted(ep.port for ep in fleet)
+            out.write(
+                f"{len(fleet)} simulated nodes on 127.0.0.1 ports {ports[0]}-{ports[-1]}, "
+                f"{days:g} days of history in {path}\n"
+                f"watch them:  zuka --ledger {path}\n"
+                f"or collect:  zuka collect --ledger {path}\n"
+                "Ctrl-C stops the fleet.\n"
+            )
+            out.flush()
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                loop.add_signal_handler(sig, stop.set)
+            await stop.wait()
+        finally:
+            await fleet.stop()
+    return 0

@@ -1,0 +1,503 @@
+"""The `zuka` command line. With no subcommand it opens the dashboard.
+
+Bad input exits with status 2 and a message naming the field; nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sqlite3
+import sys
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+from leases.core.errors import ConfigError, InputError, LedgerError, ledger_failure, os_problem
+from leases.core.textsafe import visible
+from leases.ledger.store import resolve_ledger_path
+
+Handler = Callable[[argparse.Namespace, TextIO], int]
+# Commands that run and log rather than print a result: --json would be ignored.
+NO_JSON = frozenset({"sim", "collect", "web"})
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        # argparse quotes some values with repr() but not all (unrecognized arguments).
+        self.exit(2, f"zuka: error: {visible(message)}\n")
+
+
+def _ledger_help() -> str:
+    from leases.ledger.store import default_ledger_path
+
+    return f"ledger file (default: $ZUKA_LEDGER, else {default_ledger_path()})"
+
+
+DEMO_LEDGER_HELP = (
+    "build the demo ledger in this new file and keep it (default: a temporary file, deleted "
+    "when the demo ends; $ZUKA_LEDGER is not used)"
+)
+
+
+def _common(*, screen: bool = False, ledger_help: str = "") -> _Parser:
+    """Options every subcommand takes, before or after the subcommand's name. A screen takes
+    --json only to refuse it by name (main), so its help does not offer it."""
+    p = _Parser(add_help=False)
+    p.add_argument("--ledger", default=argparse.SUPPRESS, help=ledger_help or _ledger_help())
+    p.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS if screen else "print JSON",
+    )
+    p.add_argument(
+        "--config",
+        default=argparse.SUPPRESS,
+        help="config file (default: $ZUKA_CONFIG, else config.toml in the user config directory)",
+    )
+    return p
+
+
+def _fleet(name: str) -> Handler:
+    """A fleet handler imported when it runs: asyncssh and the poller cost ~0.3 s to load,
+    which `zuka node list` and the other ledger commands should not pay."""
+
+    def run(args: argparse.Namespace, out: TextIO) -> int:
+        from tui.cli import fleet as cli_fleet
+
+        handler: Handler = getattr(cli_fleet, name)
+        return handler(args, out)
+
+    return run
+
+
+def _lazy(module: str, name: str) -> Handler:
+    """A handler imported when it runs (keeps the other commands' start-up fast)."""
+
+    def run(args: argparse.Namespace, out: TextIO) -> int:
+        import importlib
+
+        handler: Handler = getattr(importlib.import_module(f"tui.{module}"), name)
+        return handler(args, out)
+
+    return run
+
+
+# A plan never mixes currencies: it prices from the leases in one, and reads prices given
+# with its flags in it.
+_PLAN_CURRENCY = (
+    "plan in this currency: from the leases in it, prices given read in it (default: the"
+    " leases' one currency; required when they have several)"
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tui.cli import ledger as L
+
+    common = _common()
+    parser = _Parser(
+        prog="zuka",
+        description="zuka (租卡): the ledger and dashboard of a lab's rented GPU nodes",
+        parents=[common],
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def cmd(
+        parent: argparse._SubParsersAction[_Parser],
+        name: str,
+        handler: Handler,
+        help: str,
+        options: _Parser = common,
+    ) -> _Parser:
+        p = parent.add_parser(name, help=help, description=help, parents=[options])
+        p.set_defaults(handler=handler)
+        return p
+
+    demo = _common(screen=True, ledger_help=DEMO_LEDGER_HELP)
+    cmd(sub, "demo", L.demo, "open the dashboard on an example fleet in a temporary ledger", demo)
+    cmd(sub, "dashboard", L.dashboard, "open the dashboard (the default)", _common(screen=True))
+    web = "serve the dashboard to a browser tab (textual-serve)"
+    p = cmd(sub, "web", _lazy("web.serve", "web"), web, _common(screen=True))
+    p.add_argument("--host", help="address to listen on (default 127.0.0.1; any other warns)")
+    p.add_argument("--port", type=int, help="TCP port (default 8000)")
+    p.add_argument("--demo", action="store_true", help="serve the demo fleet, as `zuka demo`")
+    p.add_argument("--max-sessions", type=int, help="dashboard tabs at once (default 4)")
+
+    prov = sub.add_parser("provider", help="clouds, rental platforms and data centres")
+    provs = prov.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    p = cmd(provs, "add", L.provider_add, "add a provider")
+    p.add_argument("name")
+    L.provider_options(p, required=True)
+    cmd(provs, "list", L.provider_list, "list providers")
+    p = cmd(provs, "edit", L.provider_edit, "change a provider's account, region or credentials")
+    p.add_argument("name")
+    L.provider_edit_options(p)
+
+    node = sub.add_parser("node", help="rented nodes")
+    nodes = node.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    p = cmd(nodes, "add", L.node_add, "add a node")
+    p.add_argument("name")
+    L.node_options(p)
+    p = cmd(nodes, "list", L.node_list, "list nodes with their current lease")
+    p.add_argument("--all", action="store_true", help="include released nodes")
+    p = cmd(nodes, "show", L.node_show, "a node, its leases and resources")
+    p.add_argument("name")
+    p = cmd(nodes, "edit", L.node_edit, "change a node's fields")
+    p.add_argument("name")
+    p.add_argument("--rename", metavar="NEW_NAME")
+    L.node_options(p, editing=True)
+    p = cmd(nodes, "archive", L.node_archive, "mark a node released (its leases must have ended)")
+    p.add_argument("name")
+    p = cmd(nodes, "restore", L.node_restore, "bring back the latest archived node of a name")
+    p.add_argument("name")
+    p = cmd(nodes, "delete", L.node_delete, "delete a node recorded by mistake")
+    p.add_argument("name")
+    p.add_argument(
+        "--force", action="store_true", help="also delete its ended leases, resources, GPU history"
+    )
+    p = cmd(nodes, "trust", _fleet("node_trust"), "check and accept a node's SSH host key")
+    p.add_argument("name")
+    p.add_argument("--fingerprint", metavar="SHA256:...", help="accept only this key (scripts)")
+
+    lease = sub.add_parser("lease", help="leases: a node's billing terms over time")
+    leases = lease.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    p = cmd(leases, "add", L.lease_add, "add a lease to a node")
+    p.add_argument("node")
+    L.lease_options(p, required=True)
+    p = cmd(leases, "renew", L.lease_renew, "renew the open lease: a new lease from its end")
+    p.add_argument("node")
+    p.add_argument("--until", required=True, metavar="DATE", help="end of the renewed period")
+    L.lease_options(p, required=False, renewing=True)
+    p = cmd(leases, "end", L.lease_end, "record that the open lease ended")
+    p.add_argument("node")
+    p.add_argument("--at", metavar="TIME", help="when (default: now)")
+    p = cmd(leases, "stop", L.lease_stop, "record that the node was stopped (billing by"
+            " the lease's --stopped-billing)")  # fmt: skip
+    p.add_argument("node")
+    p.add_argument("--at", metavar="TIME", help="when (default: now)")
+    p = cmd(leases, "resume", L.lease_resume, "record that the stopped node runs again")
+    p.add_argument("node")
+    p.add_argument("--at", metavar="TIME", help="when (default: now)")
+    p = cmd(leases, "edit", L.lease_edit, "change a lease (deposit refund, notes, corrections)")
+    p.add_argument("node")
+    L.lease_options(p, required=False, editing=True)
+    p = cmd(leases, "delete", L.lease_delete, "delete a lease recorded by mistake")
+    p.add_argument("node")
+    p.add_argument("--start", required=True, metavar="WHEN", help="the lease that starts then")
+    p.add_argument("--force", action="store_true", help="also delete its resources")
+    p = cmd(leases, "list", L.lease_list, "list leases")
+    p.add_argument("node", nargs="?")
+    p.add_argument("--open", action="store_true", help="only leases that have not ended")
+
+    res = sub.add_parser("resource", help="disks, snapshots, buckets... that belong to a lease")
+    ress = res.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    p = cmd(ress, "add", L.resource_add, "record a resource of a node's lease")
+    p.add_argument("node")
+    L.resource_options(p)
+    p = cmd(ress, "edit", L.resource_edit, "mark a resource deleted or verified by hand")
+    p.add_argument("node")
+    L.resource_options(p, editing=True)
+    p = cmd(ress, "list", L.resource_list, "list resources")
+    p.add_argument("node", nargs="?")
+
+    p = cmd(sub, "poll", _fleet("poll"), "read every node's GPUs now and print them")
+    p.add_argument("nodes", nargs="*", metavar="NODE")
+    p.add_argument("--once", action="store_true", help="one sweep (default: every --interval)")
+    p.add_argument("--interval", type=float, default=5.0, help="seconds between sweeps (default 5)")
+    p.add_argument("--force", action="store_true", help="poll even if a collector runs")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="end each sweep after S seconds; nodes not done are reported as timeout",
+    )
+    p = cmd(
+        sub, "collect", _fleet("collect"), "poll the fleet headless, writing history to the ledger"
+    )
+    p.add_argument(
+        "--interval", type=float, default=5.0, help="seconds between readings (default 5)"
+    )
+    p.add_argument(
+        "--flush",
+        type=float,
+        default=5.0,
+        help="seconds between writes of the latest readings to the ledger (default 5)",
+    )
+    p.add_argument(
+        "--mode",
+        choices=("stream", "exec"),
+        default="stream",
+        help="stream: one long-lived nvidia-smi per node (default); exec: one query per poll",
+    )
+    p.add_argument("--minute-days", type=int, default=14, help="keep minute roll-ups N days")
+    p.add_argument(
+        "--alerts-every",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="evaluate alerts (and notify) every S seconds at most (default 60)",
+    )
+    p.add_argument(
+        "--cloud-every",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="read the state of nodes' cloud instances (--instance-id) every S seconds and"
+        " record their stops (default 300; 0: never)",
+    )
+    p = cmd(
+        sub, "sim", _fleet("sim"), "run simulated GPU nodes registered in a ledger (foreground)"
+    )
+    p.add_argument("--nodes", type=int, default=12, help="how many (default 12)")
+    p.add_argument("--history", type=float, default=30, metavar="DAYS", help="backfilled days")
+
+    p = cmd(sub, "log", L.log, "the audit history of every change")
+    p.add_argument("node", nargs="?", help="one node's history, across its renames")
+    p.add_argument("--archived", action="store_true", help="the latest archived node of that name")
+    p = cmd(sub, "undo", L.undo, "undo the last change in the audit log (again: redo it)")
+    p.add_argument(
+        "--any-user",
+        action="store_true",
+        help="undo the last change even when another user made it",
+    )
+    p.add_argument(
+        "--entry",
+        type=int,
+        metavar="ID",
+        help="the id of the entry you mean to undo (see `zuka log`): refused if the last"
+        " change is another one",
+    )
+
+    audit = sub.add_parser("audit", help="the audit log's integrity")
+    audits = audit.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    p = cmd(audits, "verify", L.audit_verify, "check the audit log's hash chain and triggers")
+    p.add_argument(
+        "--anchor",
+        metavar="ID:HASH",
+        help="an entry id and hash printed by an earlier verify, kept elsewhere",
+    )
+    p = cmd(
+        audits,
+        "accept",
+        L.audit_accept,
+        "take a row changed outside zuka (as `audit verify` lists it) as it is, on the chain",
+    )
+    p.add_argument("entity", choices=("provider", "node", "lease", "resource", "stop"))
+    p.add_argument("id", type=int, help="the row's id, as `zuka audit verify` names it")
+
+    config = sub.add_parser("config", help="the config file: thresholds, notify URLs, currency")
+    configs = config.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    cmd(configs, "check", _lazy("cli.config", "check"), "check the config: every bad key and value")
+    cmd(
+        configs, "show", _lazy("cli.config", "show"), "every setting's value and where it came from"
+    )
+
+    notify = sub.add_parser("notify", help="notifications to chat robots, email, webhooks")
+    notifys = notify.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    p = cmd(notifys, "test", _lazy("cli.notify", "test"), "send a test message to every URL")
+    p.add_argument("--url", help="send to this URL instead of the configured ones")
+
+    p = cmd(sub, "report", _lazy("cli.money", "money_report"), "a month's cost, idle yuan, users")
+    p.add_argument("--month", required=True, metavar="YYYY-MM", help="in the billing time zone")
+    p.add_argument("--format", choices=("md", "csv", "json"), default="md")
+    p.add_argument("--by", choices=("lease", "user", "project"), default="lease")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p = cmd(sub, "cost", _lazy("cli.cost", "cost"), "what each lease billing now costs")
+    p.add_argument("node", nargs="?", metavar="NODE", help="only this node")
+    p.add_argument("--days", type=int, default=30, help="measured window (default 30)")
+    plan = sub.add_parser("plan", help="what to rent next, from measured demand")
+    plans = plan.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    p = cmd(plans, "hybrid", _lazy("cli.money", "plan_hybrid"), "monthly base + hourly burst")
+    p.add_argument("--days", type=int, default=30, help="measured window (default 30)")
+    p.add_argument("--hourly", metavar="PRICE", help="a card's price an hour")
+    p.add_argument("--monthly", metavar="PRICE", help="a card's price a month")
+    p.add_argument("--gpu-model", metavar="M", help="only nodes of this GPU model")
+    p.add_argument("--currency", metavar="C", help=_PLAN_CURRENCY)
+    p = cmd(plans, "buy", _lazy("cli.money", "plan_buy"), "owning cards against renting them")
+    for flag, text in (
+        ("--card-price", "a card's purchase price"),
+        ("--life-years", "years the cards are written off over"),
+        ("--power-w", "a card's draw while busy, in watts (cooling included)"),
+        ("--kwh", "the price of a kWh"),
+        ("--hosting", "hosting a month, for all the cards"),
+    ):
+        p.add_argument(flag, required=True, metavar="N", help=text)
+    p.add_argument("--cards", type=int, help="cards to buy (default: the cards rented now)")
+    p.add_argument(
+        "--utilisation", metavar="U", help="busy share 0-1, or a percent: 65%% (default: measured)"
+    )
+    p.add_argument("--days", type=int, default=30, help="measured window (default 30)")
+    p.add_argument("--gpu-model", metavar="M", help="only nodes of this GPU model")
+    p.add_argument("--currency", metavar="C", help=_PLAN_CURRENCY)
+
+    p = cmd(
+        sub,
+        "alerts",
+        _lazy("cli.alerts", "list_alerts"),
+        "open alerts, evaluated now: leases ending, idle cards, starved jobs, unreachable nodes",
+    )
+    p.add_argument("--all", action="store_true", help="also cleared, acknowledged, snoozed ones")
+    alerts = p.add_subparsers(dest="action", parser_class=_Parser, metavar="ACTION")
+    cmd(alerts, "check", _lazy("cli.alerts", "check_now"), "evaluate now and print what changed")
+    p = cmd(
+        alerts, "ack", _lazy("cli.alerts", "ack"), "acknowledge an alert: hidden until it clears"
+    )
+    p.add_argument("id")
+    p = cmd(alerts, "snooze", _lazy("cli.alerts", "snooze"), "hide an alert for a while")
+    p.add_argument("id")
+    p.add_argument(
+        "--for", dest="for_", required=True, metavar="DURATION", help="30m, 2h, 1d or 1w"
+    )
+
+    p = cmd(
+        sub,
+        "offboard",
+        _lazy("cli.offboard", "offboard"),
+        "offboarding: the plan (a dry run), --execute --confirm NODE, --recheck, --report",
+    )
+    p.add_argument("node", help="the node to offboard")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--execute", action="store_true", help="carry out the stored plan (needs --confirm NODE)"
+    )
+    mode.add_argument(
+        "--recheck", action="store_true", help="read back again that everything is still gone"
+    )
+    mode.add_argument(
+        "--report", action="store_true", help="the plan, each step's state and its evidence"
+    )
+    mode.add_argument(
+        "--inspect",
+        action="store_true",
+        help="look before you leap: read every thing the plan deletes (exists, size, versions,"
+        " created) from the node and the cloud, changing nothing",
+    )
+    p.add_argument("--confirm", metavar="NODE", help="the node's name, typed again, to confirm")
+    p.add_argument(
+        "--account",
+        metavar="ALIAS",
+        help="with --confirm: the alias of the account the provider bills, when one is recorded"
+        " (provider edit --account-alias), typed again",
+    )
+    p.add_argument(
+        "--hash",
+        metavar="HASH",
+        help="with --execute: the plan's hash as you read it (8 characters or more); refused"
+        " if the stored plan is another",
+    )
+    p.add_argument(
+        "--go-on",
+        action="store_true",
+        help="go on past steps that ask you first (GPU processes still running)",
+    )
+    p.add_argument(
+        "--did",
+        action="append",
+        default=[],
+        metavar="STEP",
+        help="a manual step you have done by hand (its key, as the plan lists it)",
+    )
+    p.add_argument("--skip", metavar="STEP", help="skip this step (needs --reason and --confirm)")
+    p.add_argument(
+        "--never-existed",
+        metavar="STEP",
+        help="a step whose thing zuka found missing at first look never existed (needs"
+        " --reason and --confirm); recorded as absent, never as verified",
+    )
+    p.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="KIND:ID",
+        help="delete with this offboarding a resource the plan lists as recorded on the node's"
+        " other lease",
+    )
+    p.add_argument(
+        "--keep",
+        action="append",
+        default=[],
+        metavar="KIND:ID",
+        help="keep a resource recorded on the node's other lease (needs --reason)",
+    )
+    p.add_argument(
+        "--reason",
+        metavar="TEXT",
+        help="why, for --skip, --never-existed or --keep (kept as evidence)",
+    )
+    p.add_argument("--format", choices=("md", "json"), default="md", help="--report's format")
+    p.add_argument("-o", "--output", metavar="FILE", help="write --report to FILE (mode 0600)")
+
+    p = cmd(sub, "export", L.export, "write the whole ledger as CSV or JSON")
+    p.add_argument(
+        "--format", choices=("csv", "json"), help="default: from the -o file name, else json"
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p = cmd(sub, "import", L.import_, "add an export (CSV or JSON) to the ledger, all or nothing")
+    p.add_argument("file", help="a file written by `zuka export`, or - for stdin")
+    p.add_argument(
+        "--format",
+        choices=("csv", "json"),
+        help="default: from the file name (.csv, .json), else from its first line",
+    )
+
+    return parser
+
+
+@functools.lru_cache(maxsize=4)
+def _parser(ledger_help: str) -> argparse.ArgumentParser:
+    """build_parser, once per process and help text (the one part that depends on the
+    environment). Building it costs about 14 ms, most of a quick command's time, and
+    the tests call main() thousands of times; parse_args leaves a parser unchanged."""
+    return build_parser()
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    parser = _parser(_ledger_help())
+    args = parser.parse_args(argv)
+    args.ledger = getattr(args, "ledger", None)
+    args.json = getattr(args, "json", False)
+    args.config = getattr(args, "config", None)
+    handler: Handler | None = getattr(args, "handler", None)
+    from tui.cli import ledger as cli_ledger
+
+    if handler is None:
+        handler = cli_ledger.dashboard
+    if args.json and handler in (cli_ledger.dashboard, cli_ledger.demo):
+        parser.error("--json: the dashboard is a screen, not JSON; for JSON use a listing, "
+                     "e.g. `zuka node list --json`")  # fmt: skip
+    if args.json and args.command in NO_JSON:
+        parser.error(f"--json: `zuka {args.command}` prints no JSON; for JSON use a listing, "
+                     "e.g. `zuka poll --once --json`")  # fmt: skip
+    try:
+        code = handler(args, out)
+        out.flush()  # a full disk behind stdout is reported here, not at exit
+        return code
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"zuka: config: {visible(problem)}", file=sys.stderr)
+        return 2
+    except InputError as exc:
+        print(f"zuka: error: {visible(cli_ledger.describe_error(exc))}", file=sys.stderr)
+        return 2
+    except LedgerError as exc:
+        print(f"zuka: ledger: {visible(exc)}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+    except sqlite3.Error as exc:
+        # Outside Ledger.open and its transactions (a read that failed): the ledger's path.
+        ledger_path = resolve_ledger_path(args.ledger)
+        print(f"zuka: ledger: {visible(ledger_failure(ledger_path, exc))}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        where = str(exc.filename) if exc.filename is not None else "stdout"
+        print(f"zuka: {visible(where)}: {visible(os_problem(exc))}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,371 @@
+"""`zuka offboard NODE`: the offboarding plan (the default: a dry run, stored with its
+hash; `--include`/`--keep` for the node's other leases' resources), `--inspect`,
+`--execute --confirm NODE [--account ALIAS]`, `--skip`, `--never-existed`, `--recheck`,
+`--report`. The engine is leases.offboard; its planners and drivers come from
+leases.offboard.wiring."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import TextIO, TypeVar
+
+from leases.config import Config, load_user_config
+from leases.core.errors import InputError
+from leases.core.models import Node
+from leases.core.textsafe import visible
+from leases.ledger.store import Ledger
+from leases.ledger.transfer import write_private
+from leases.offboard import evidence, manual, report, runner, status, wiring
+from leases.offboard.evidence import PASSED, State, StoredPlan
+from tui.cli import output
+from tui.cli.ledger import _open
+
+T = TypeVar("T")
+
+
+def offboard(args: argparse.Namespace, out: TextIO) -> int:
+    config = load_user_config(args.config)
+    said = args.skip if args.skip is not None else args.never_existed
+    flag = "--skip" if args.skip is not None else "--never-existed"
+    if (args.include or args.keep) and (args.execute or args.recheck or args.report or said):
+        raise InputError(
+            "include", (args.include or args.keep)[0], "--include and --keep change the plan:"
+            " give them alone (zuka offboard NODE --include KIND:ID), read it, then --execute",
+        )  # fmt: skip
+    if args.keep and args.reason is None:
+        raise InputError("reason", None, f"--keep {args.keep[0]} needs --reason TEXT")
+    if args.skip is not None and args.never_existed is not None:
+        raise InputError("never-existed", args.never_existed, "one of --skip, --never-existed")
+    if said is not None and args.reason is None:
+        raise InputError("reason", None, f"{flag} {said} needs --reason TEXT")
+    if args.reason is not None and said is None and not args.keep:
+        raise InputError("reason", args.reason, "--reason goes with --skip or --never-existed")
+    if args.never_existed is not None and args.execute:
+        raise InputError("never-existed", args.never_existed, "say it alone, then --execute")
+    if (args.recheck or args.report or args.inspect) and (
+        said or args.did or args.go_on or args.confirm or args.hash
+    ):
+        raise InputError(
+            "--recheck/--report/--inspect", args.node, "only read: --confirm, --skip, --did,"
+            " --go-on go with --execute (or --skip alone)",
+        )  # fmt: skip
+    with _open(args, readonly=args.report) as ledger:
+        node = ledger.node(args.node)
+        assert node.id is not None
+        if args.report:
+            return _report(ledger, node, args, out)
+        if args.recheck:
+            return _recheck(ledger, node, config, args.json, out)
+        keep = dict.fromkeys(args.keep, args.reason or "")
+        fresh = runner.replan(
+            ledger, node, config, wiring.PLANNERS, include=args.include, keep=keep
+        )
+        if args.inspect:
+            stored, _ = evidence.store(ledger, fresh)
+            return _inspect(ledger, node, config, stored, args.json, out)
+        if not args.execute and said is None:
+            stored, new = evidence.store(ledger, fresh)
+            return _print_plan(stored, new, args.json, out)
+        stored = runner.confirmed(ledger, node, fresh, args.confirm, args.account)
+        if args.hash is not None and (len(args.hash) < 8 or not stored.hash.startswith(args.hash)):
+            raise InputError(
+                "hash",
+                args.hash,
+                # Not the right prefix: it would invite copying it without reading the plan.
+                "is not the stored plan's hash (8 characters or more): read the plan again:"
+                f" zuka offboard {node.name}",
+            )
+        for key in args.did:
+            if stored.plan.step(key).driver != "manual":  # an unknown key: InputError
+                raise InputError("did", key, "is not a manual step: --did names one done by hand")
+        if args.never_existed is not None:
+            stored = runner.never_existed(ledger, stored, args.never_existed, args.reason)
+            out.write(
+                f"recorded as absent (never existed, by your word; not verified):"
+                f" {visible(args.never_existed)}: {visible(args.reason)}\n"
+            )
+            return 0
+        if not args.execute:
+            stored = runner.skip_now(ledger, stored, args.skip, args.reason)
+            out.write(f"skipped {visible(args.skip)}: {visible(args.reason)}\n")
+            return 0
+        ctx = wiring.context_for(ledger, node, config, stored.plan, did=args.did)
+        choices = runner.Choices(
+            go_on=args.go_on, skip={args.skip: args.reason} if args.skip else {}
+        )
+        try:
+            result = asyncio.run(
+                _closing(ctx, runner.execute(ledger, stored, wiring.drivers(ctx), choices))
+            )
+        except KeyboardInterrupt:
+            out.write("\ninterrupted: a rerun continues at the first step not verified\n")
+            raise
+    if args.json:
+        output.dump_json(
+            {
+                "plan": result.stored.id,
+                "hash": result.stored.hash,
+                "finished": result.finished,
+                "outcome": status.outcome(result.stored),
+                "stopped_at": result.stopped_at,
+                "reason": result.reason,
+                "steps": _states(result.stored),
+            },
+            out,
+        )
+    else:
+        _state_table(result.stored, out)
+        if result.finished:
+            out.write(
+                f"\noffboarding of {visible(node.name)} finished:"
+                f" {status.outcome(result.stored)}."
+                f"\nreport: zuka offboard {visible(node.name)} --report;"
+                f" a day later: zuka offboard {visible(node.name)} --recheck\n"
+            )
+        else:
+            out.write(_stopped(result, node.name))
+    return 0 if result.finished else 1
+
+
+def _stopped(result: runner.RunResult, name: str) -> str:
+    """Where a run stopped and why; a console step waits for the user: what to type next."""
+    key = result.stopped_at or ""
+    step = result.stored.plan.step(key) if key else None
+    if step is not None and step.driver == "manual":
+        n, k = visible(name), visible(key)
+        said = "" if result.reason.startswith(manual.WAITING) else f"{visible(result.reason)}\n"
+        return (
+            f"\nwaiting for you at {k}: {visible(step.describe)}\n"
+            + said
+            + f"once done: zuka offboard {n} --execute --confirm {n} --did {k}\n"
+            f"or, with a reason: zuka offboard {n} --skip {k} --reason TEXT --confirm {n}\n"
+        )
+    return f"\nstopped at {visible(key)}: {visible(result.reason)}\na rerun continues there\n"
+
+
+def _waiting(stored: StoredPlan, key: str) -> bool:
+    """A console step whose last word is "do it by hand, then --did": it waits for the
+    user; it did not fail."""
+    st = stored.state(key)
+    return st.state is State.FAILED and st.detail.startswith(manual.WAITING)
+
+
+def _states(stored: StoredPlan) -> list[dict[str, object]]:
+    return [
+        {
+            "key": s.key,
+            "phase": s.phase.name.lower(),
+            "driver": s.driver,
+            "action": s.action,
+            "target": s.target,
+            "destructive": s.destructive,
+            "command": s.describe,
+            "params": dict(s.params),
+            "resource_id": s.resource_id,
+            "state": stored.state(s.key).state.value,
+            "detail": stored.state(s.key).detail,
+        }
+        for s in stored.plan.steps
+    ]
+
+
+def _print_plan(stored: StoredPlan, new: bool, as_json: bool, out: TextIO) -> int:
+    name = stored.plan.node
+    if as_json:
+        output.dump_json(
+            {"node": name, "plan": stored.id, "hash": stored.hash, "new": new,
+             "not_deleted": stored.plan.not_deleted(), "steps": _states(stored)},
+            out,
+        )  # fmt: skip
+        return 0
+    out.write(f"offboarding plan for {visible(name)} (a dry run: nothing was touched)\n\n")
+    _state_table(stored, out)
+    _whats(stored, out)
+    for kept in stored.plan.not_deleted():
+        lines = output.wrap(f"NOT deleted: {kept}", output.terminal_columns(out), indent="  ")
+        out.write("\n" + "\n".join(x[2:] if i == 0 else x for i, x in enumerate(lines)) + "\n")
+    started = any(stored.state(s.key).state is not State.PENDING for s in stored.plan.steps)
+    out.write(
+        f"\nplan {stored.id}, hash {stored.hash}\n"
+        + ("stored\n" if new else "unchanged since it was stored\n")
+        + (
+            "(some steps have run: a rerun continues at the first one not done)\n"
+            if started
+            else ""
+        )
+        + f"to carry it out: zuka offboard {visible(name)} --execute --confirm {visible(name)}"
+        f" --hash {stored.hash[:12]}\n"
+    )
+    return 0
+
+
+def _state_table(stored: StoredPlan, out: TextIO) -> None:
+    """The steps' table: where each stands (the commands: _whats)."""
+    rows = []
+    for i, s in enumerate(stored.plan.steps, 1):
+        st = stored.state(s.key)
+        rows.append(
+            (
+                i,
+                s.phase.name.lower(),
+                visible(s.key, 60),
+                "yes" if s.destructive else "",
+                f"waiting for you (--did {visible(s.key, 60)})"
+                if _waiting(stored, s.key)
+                else st.state.value
+                + (
+                    f": {visible(st.detail, 80)}"
+                    if st.detail and (st.state not in PASSED or st.state is State.SKIPPED)
+                    else ""
+                ),
+            )
+        )
+    output.table(("#", "phase", "step", "deletes", "state"), rows, out)
+
+
+def _whats(stored: StoredPlan, out: TextIO) -> None:
+    """Every step's full command or description, wrapped to the terminal: this is what
+    the user confirms, so nothing in it is cut."""
+    columns = output.terminal_columns(out)
+    out.write("\nwhat each step does:\n")
+    for i, s in enumerate(stored.plan.steps, 1):
+        head = output.wrap(visible(s.key), columns, indent="     ")
+        out.write(f"{i:>3}  {head[0][5:]}\n" + "".join(line + "\n" for line in head[1:]))
+        for line in output.wrap(visible(s.describe), columns, indent="       "):
+            out.write(line + "\n")
+
+
+async def _closing(ctx: wiring.RunContext, work: Awaitable[T]) -> T:
+    """The run, then its SSH sessions closed whatever happened."""
+    try:
+        return await work
+    finally:
+        await wiring.close(ctx)
+
+
+def _inspect(
+    ledger: Ledger, node: Node, config: Config, stored: StoredPlan, as_json: bool, out: TextIO
+) -> int:
+    """`--inspect`: preflight, then every thing the plan deletes read where the plan will
+    delete it, as a table; what was seen is kept as evidence. Nothing changes."""
+    ctx = wiring.context_for(ledger, node, config, stored.plan)
+    try:
+        result = asyncio.run(_closing(ctx, runner.inspect(ledger, stored, wiring.drivers(ctx))))
+    except KeyboardInterrupt:
+        out.write("\ninspection interrupted: nothing was changed\n")
+        raise
+    n = visible(node.name)
+    if as_json:
+        looks = [
+            {"step": lk.step.key, "target": lk.step.target, "exists": lk.sighting.exists,
+             "said": lk.sighting.detail or lk.sighting.output,
+             "facts": dict(lk.sighting.facts), "remarks": list(lk.remarks)}
+            for lk in result.looks
+        ]  # fmt: skip
+        preflight = [{"step": k, "ok": ok, "said": said} for k, ok, said in result.preflight]
+        output.dump_json(
+            {"plan": result.stored.id, "hash": result.stored.hash, "ok": result.ok,
+             "preflight": preflight, "looks": looks},
+            out,
+        )  # fmt: skip
+        return 0 if result.ok else 1
+    out.write(f"inspection of {n}'s offboarding plan {result.stored.id} (nothing was changed)\n\n")
+    for key, ok, said in result.preflight:
+        out.write(f"{'ok  ' if ok else 'FAIL'}  {visible(key, 80)}  {visible(said, 160)}\n")
+    if not result.looks and not all(ok for _, ok, _ in result.preflight):
+        out.write("\npreflight failed: nothing was looked at\n")
+        return 1
+    # Each thing in full (what a person weighs before confirming is in its facts), wrapped.
+    columns = output.terminal_columns(out)
+    out.write("\n")
+    for lk in result.looks:
+        seen = lk.sighting.exists
+        promised = runner.must_be_seen(lk.step)
+        mark = (
+            "yes      " if seen
+            else "?        " if seen is None
+            else "NOT FOUND" if promised
+            else "not there"
+        )  # fmt: skip
+        out.write(f"{mark}  {visible(lk.step.key, 200)}\n")
+        facts = ", ".join(f"{k} {v}" for k, v in lk.sighting.facts.items())
+        said = facts or lk.sighting.detail or lk.sighting.output
+        if seen is False and not promised:
+            said = "nothing to clear here (a usual path, not a resource the ledger records)"
+        for text in (said, *lk.remarks):
+            for line in output.wrap(visible(text, 4000), columns, indent="           "):
+                out.write(line + "\n")
+    if result.ok:
+        out.write(
+            f"\neverything the plan deletes was seen where it will be deleted.\n"
+            f"to carry it out: zuka offboard {n} --execute --confirm {n}"
+            f" --hash {result.stored.hash[:12]}\n"
+        )
+    else:
+        out.write(
+            "\nNOT everything was seen: a thing not found is a typo, another region or another"
+            " account as often as a thing already gone. Correct the record (zuka resource edit"
+            " ... --new-id | --region | --endpoint),"
+            f" make the plan again (zuka offboard {n}); the run stops at what it cannot see\n"
+        )
+    return 0 if result.ok else 1
+
+
+def _recheck(ledger: Ledger, node: Node, config: Config, as_json: bool, out: TextIO) -> int:
+    assert node.id is not None
+    stored = evidence.latest(ledger, node.id)
+    if stored is None or stored.finished_at is None:
+        raise InputError("recheck", node.name, "no finished offboarding to recheck: run it first")
+    ctx = wiring.context_for(ledger, node, config, stored.plan)
+    try:
+        result = asyncio.run(_closing(ctx, runner.recheck(ledger, stored, wiring.drivers(ctx))))
+    except KeyboardInterrupt:
+        out.write("\nrecheck interrupted: nothing was changed; run it again to read all back\n")
+        raise
+    if as_json:
+        lines = [
+            {"step": k, "ok": ok, "state": stored.state(k).state.value, "said": said}
+            for k, ok, said in result.lines
+        ]
+        output.dump_json({"plan": stored.id, "ok": result.ok, "steps": lines}, out)
+        return 0 if result.ok else 1
+    for key, ok, said in result.lines:
+        skipped = stored.state(key).state is State.SKIPPED
+        mark = "skip" if skipped else "n/a " if ok is None else "ok  " if ok else "FAIL"
+        out.write(f"{mark}  {visible(key, 80)}  {visible(said, 160)}\n")
+    unproven = sum(stored.state(k).state is not State.VERIFIED for k, _, _ in result.lines)
+    if not result.ok:
+        out.write("NOT everything is still gone: see above\n")
+    elif unproven:
+        out.write(
+            f"everything verified is still gone; {unproven} step(s) were never verified"
+            " (skipped or gone on past: see above)\n"
+        )
+    else:
+        out.write("everything is still gone\n")
+    return 0 if result.ok else 1
+
+
+def _report(ledger: Ledger, node: Node, args: argparse.Namespace, out: TextIO) -> int:
+    assert node.id is not None
+    stored = evidence.latest(ledger, node.id)
+    if stored is None:
+        raise InputError("report", node.name, f"no offboarding plan: zuka offboard {node.name}")
+    data = report.build(ledger, stored)
+    fmt = "json" if args.json else args.format
+    if fmt == "json":
+        if not args.output:
+            output.dump_json(data, out)
+            return 0
+        text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    else:
+        text = report.markdown(data)
+    if args.output:
+        write_private(Path(args.output), text)
+    else:
+        out.write(text)
+    return 0

@@ -1,0 +1,515 @@
+"""The Textual dashboard: every node's GPUs now and over the last hour, beside its lease.
+
+It polls in-process when it can take the ledger's poller lock; when a `zuka collect` holds
+it, the dashboard reads what the collector writes instead (two pollers never poll one fleet).
+
+Every refresh reads the ledger off the UI loop: a FleetReader with its own connection on
+one thread of its own (an SQLite connection belongs to its thread), builds the rows there
+too, and the UI only diffs cells. One read is the loop's: the first paint's, of the first
+60 nodes, at mount, before any frame or key (see _first_paint: ~50 ms with 500 nodes).
+A refresh never overlaps the previous one: the next is armed when one ends. Worker
+failures are handled in one place (on_worker_state_changed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
+from importlib.resources import files
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.events import Key
+from textual.notifications import SeverityLevel
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.worker import Worker, WorkerState
+
+from leases.config import Config, load_user_config
+from leases.core.errors import ConfigError
+from leases.core.fields import DEFAULT_TZ
+from leases.core.models import Node, NodeStatus
+from leases.core.textsafe import visible
+from leases.fleet.data import FleetData, FleetReader, ReadRequest
+from leases.fleet.nodestatus import StatusCache, health_summary, stale_after_s
+from leases.fleet.sparkline import Reading
+from leases.ledger.store import Clock, Ledger, utc_now
+from leases.money.renewals import BillingNow
+from leases.telemetry.history import RecentHistory
+from leases.telemetry.lock import PollerLock
+from leases.telemetry.rollups import HistoryStore
+from tui.dashboard import gcpolicy
+from tui.dashboard.commands import ZukaCommands
+from tui.dashboard.keymap import check_keys
+from tui.screens.fleet import FleetScreen
+from tui.screens.fleetview import Refreshed, RowMemo, build, live_readings
+
+if TYPE_CHECKING:
+    from leases.alerts.state import StoredAlert
+
+    # Only a dashboard that polls, or trusts a key, needs SSH: imported there, not at start
+    # (asyncssh and the notifiers cost a few hundred ms before the first paint).
+    from leases.alerts.watch import AlertWatch
+    from leases.telemetry.cloudstate import CloudWatch
+    from leases.telemetry.poller import Poller
+
+# Longest detail line (an SSH error, a node's stderr) shown in a notification.
+DETAIL_MAX = 400
+# Nodes read and rows built for the first paint (more than a screen holds). The next read
+# reads and builds them all, the one after adds the hour, the month's cost, the alerts.
+FIRST_ROWS = 60
+# Keys typed in a burst at the fleet that a form opened by that burst still receives,
+# beside text: moving between fields and deleting, never saving or closing.
+FORM_KEYS = frozenset({"tab", "shift+tab", "backspace", "delete", "left", "right"})
+
+
+class ZukaApp(App[None]):
+    TITLE = "zuka 租卡"
+    # Package data read through importlib.resources, found wherever the package is installed.
+    CSS = (files("tui.dashboard") / "zuka.tcss").read_text(encoding="utf-8")
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit", id="app-quit", tooltip="Leave zuka"),
+        Binding("question_mark", "help", "Help", id="app-help", tooltip="Every key, and its id"),
+    ]
+    COMMANDS = App.COMMANDS | {ZukaCommands}
+
+    def __init__(
+        self,
+        ledger_path: Path | None,
+        *,
+        clock: Clock = utc_now,
+        refresh_s: float = 2.0,
+        interval_s: float = 5.0,
+        poll: bool = True,
+        config: Config | None = None,
+        cloud_every_s: float = 300.0,
+    ) -> None:
+        super().__init__()
+        self.config = config
+        self.ledger_path = ledger_path
+        self.clock = clock
+        self.refresh_s = refresh_s
+        self.interval_s = interval_s
+        self.poll = poll
+        self.ledger: Ledger | None = None
+        self.store: HistoryStore | None = None
+        self.nodes: list[Node] = []
+        self.refused: dict[str, str] = {}  # node name -> why zuka will not poll it
+        self.billing: dict[str, BillingNow] = {}  # node -> lease billing now, paid-until
+        self.recent = RecentHistory()
+        self.poller: Poller | None = None
+        self.lock: PollerLock | None = None
+        self.collector_pid: int | None = None
+        self.alert_watch: AlertWatch | None = None
+        self.cloud_every_s = cloud_every_s  # as `zuka collect --cloud-every` (0: never)
+        self.clouds: CloudWatch | None = None
+        self.open_alerts: list[StoredAlert] = []
+        self.data: FleetData | None = None
+        self._stop = asyncio.Event()
+        self._statuses: dict[str, NodeStatus] = {}
+        # The reader's thread: one, so its connection is only ever used there.
+        self._db: ThreadPoolExecutor | None = None
+        self._reader: FleetReader | None = None
+        self._refreshing = False
+        self._again = False  # a refresh was asked for while one ran
+        self._reload_next = False
+        self._timer: Timer | None = None
+        self._said: set[str] = set()  # problems already told (told again once cleared)
+        self._reads = 0  # refreshes applied: the first two paint before history is read
+        self._memo: RowMemo = {}  # rows kept between refreshes (the reader's thread's)
+        self._status_cache: StatusCache = {}  # statuses kept with them (the same thread's)
+        self.fleet = FleetScreen()
+
+    def on_key(self, event: Key) -> None:
+        if self.fleet.typed_before_filter(event):
+            event.prevent_default()
+            event.stop()
+        elif self.fleet.typed_before_covered(event):
+            # Typed at the fleet in one burst with the key that opened a screen over it:
+            # never a binding of the screen it no longer is, nor of the one now on top (an
+            # `a` meant for the fleet is not the offboarding screen's "run all"). Text for
+            # a form is typed again where its cursor is now; anything else is dropped.
+            event.prevent_default()
+            event.stop()
+            from tui.widgets.form import FormScreen
+
+            if isinstance(self.screen, FormScreen) and (
+                event.is_printable or event.key in FORM_KEYS
+            ):
+                self.post_message(Key(event.key, event.character))
+
+    def get_default_screen(self) -> Screen[None]:
+        """The fleet screen is the app's base: every other screen opens over it."""
+        return self.fleet
+
+    @property
+    def billing_tz(self) -> str:
+        return self.config.billing.tz if self.config is not None else DEFAULT_TZ
+
+    def status_of(self, name: str) -> NodeStatus | None:
+        """The node's status as the last refresh saw it (None: not in the fleet)."""
+        return self._statuses.get(name)
+
+    def on_mount(self) -> None:
+        # The dashboard is where a new user starts: an empty ledger is created, not an error.
+        self.ledger = Ledger.open(self.ledger_path, clock=self.clock)
+        where = "in memory" if self.ledger_path is None else str(self.ledger_path)
+        self.title = f"{self.TITLE} · {visible(where, 120)}"
+        self.store = HistoryStore(self.ledger)
+        if self.config is None:
+            try:
+                self.config = load_user_config(None)
+            except ConfigError as exc:
+                self.config = Config()
+                self._tell("config: " + "; ".join(exc.problems), severity="error")
+        self._remap_keys()
+        if self.ledger_path is not None:
+            self._db = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zuka-ledger")
+        else:  # in memory: only this connection sees the ledger; read it on the loop
+            self._reader = FleetReader(self.ledger, self.config)
+        self._first_paint()
+        self.refresh_view(reload=True)
+
+    def _first_paint(self) -> None:
+        """The first FIRST_ROWS nodes read and drawn at once, on the loop (~50 ms with
+        500 nodes): on the reader's thread the same read fought the app's own start for
+        the interpreter and took ~0.3 s. The reads that follow are the thread's."""
+        assert self.ledger is not None and self.config is not None
+        now = self.clock()
+        req = ReadRequest(now, reload=True, history=False, first=FIRST_ROWS)
+        stale = now - timedelta(seconds=stale_after_s(self.interval_s))
+        label = "in memory" if self.ledger_path is None else str(self.ledger_path)
+        try:  # a reader of its own: a first read keeps nothing for the next
+            data = FleetReader(self.ledger, self.config).read(req)
+        except Exception:
+            # Whatever failed fails the refresh's read too, which runs next and says
+            # it in the one place failures are shown (on_worker_state_changed).
+            return
+        self._apply(build(data, None, {}, now, stale, label, FIRST_ROWS))
+        self._reads = 1
+
+    def _remap_keys(self) -> None:
+        """The config's [keys], all of them or (when one is bad) none."""
+        assert self.config is not None
+        try:
+            self.set_keymap(check_keys(self.config.keys))
+        except ConfigError as exc:
+            self._tell("config: " + "; ".join(exc.problems) + ": no key remapped",
+                       severity="error", timeout=30)  # fmt: skip
+
+    # -- the refresh cycle -----------------------------------------------------------------
+
+    def refresh_view(self, reload: bool = False) -> None:
+        """Refresh now (reload: re-read the ledger's nodes and leases too). While one
+        refresh runs, another is queued to run when it ends, never beside it."""
+        self._reload_next = self._reload_next or reload
+        if self._refreshing:
+            self._again = True
+            return
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self._refreshing = True
+        self._refresh_worker()
+
+    def _open_reader(self) -> FleetReader:
+        # Runs on the reader's thread: the connection is made where it is used.
+        assert self.ledger_path is not None and self.config is not None
+        if self._reader is None:
+            self._reader = FleetReader(
+                Ledger.open(self.ledger_path, create=False, clock=self.clock), self.config
+            )
+        return self._reader
+
+    def _read(self, req: ReadRequest, polled: dict[str, NodeStatus] | None,
+              live: dict[str, list[Reading]], stale_before: datetime,
+              limit: int | None = None) -> Refreshed:  # fmt: skip
+        reader = self._open_reader() if self._db is not None else self._reader
+        assert reader is not None
+        data = reader.read(req)
+        label = "in memory" if self.ledger_path is None else str(self.ledger_path)
+        return build(data, polled, live, req.now, stale_before, label, limit, self._memo,
+                     self._status_cache)  # fmt: skip
+
+    @work(exclusive=False, exit_on_error=False, group="refresh")
+    async def _refresh_worker(self) -> None:
+        try:
+            now = self.clock()
+            polling = self.poller is not None
+            # Nobody polls: evaluate alerts on read. Before the first read it is not known
+            # yet whether a collector polls, unless this dashboard never would.
+            known = self.data is not None or not self.poll or self.ledger_path is None
+            nobody_polls = not polling and self.collector_pid is None and known
+            # The first read paints the first FIRST_ROWS nodes' names, states and leases,
+            # the second every node's; the hour, the month's cost and the alerts follow at
+            # once, in the third (each waits on the one before: a frame comes between).
+            limit = FIRST_ROWS if self._reads == 0 else None
+            req = ReadRequest(now, reload=self._reload_next, latest=not polling,
+                              evaluate_alerts=nobody_polls, housekeeping=polling,
+                              history=self._reads >= 2, first=limit)  # fmt: skip
+            self._reload_next = False
+            polled = dict(self.poller.statuses) if self.poller is not None else None
+            live = self._live(now) if polling else {}
+            stale = now - timedelta(seconds=stale_after_s(self.interval_s))
+            if self._db is not None:
+                loop = asyncio.get_running_loop()
+                done = await loop.run_in_executor(
+                    self._db, self._read, req, polled, live, stale, limit
+                )
+            else:
+                done = self._read(req, polled, live, stale, limit)
+            self._apply(done)
+            self._reads += 1
+            if req.history and gcpolicy.tuned():
+                self._settle()
+            if not req.history:
+                self._again = True
+        finally:
+            self._refreshing = False
+            if self._again:
+                self._again = False
+                self.refresh_view()
+            elif not self._stop.is_set():
+                self._timer = self.set_timer(self.refresh_s, self.refresh_view)
+
+    def _settle(self) -> None:
+        """Once the first full table is drawn, what exists then leaves the garbage
+        collector's walks (tui.dashboard.gcpolicy)."""
+        if self.fleet.is_mounted and self.fleet.table.pending:
+            self.set_timer(0.1, self._settle)
+        else:
+            self.call_after_refresh(gcpolicy.settle)
+
+    def _live(self, now: datetime) -> dict[str, list[Reading]]:
+        """Readings held in memory (polling here) after each node's last stored minute."""
+        out: dict[str, list[Reading]] = {}
+        last = self.data.last_minute if self.data is not None else {}
+        hour_ago = now.timestamp() - 3600
+        for name, st in self.poller.statuses.items() if self.poller else ():
+            after = (last[name] + 1) * 60.0 if name in last else hour_ago
+            points = {
+                s.index: [(p.at, p.util) for p in self.recent.series(name, s.index)]
+                for s in st.samples
+            }
+            out[name] = live_readings(points, after, self.interval_s)
+        return out
+
+    def _apply(self, done: Refreshed) -> None:
+        data = done.data
+        self.data = data
+        self._statuses = done.statuses
+        self.open_alerts = list(data.alerts)
+        for problem in data.problems:
+            if problem not in self._said:
+                self._tell(problem, severity="error")
+        self._said = set(data.problems)
+        if data.reloaded:
+            first = not self.nodes and not self.refused
+            self.refused = {n.name: n.problem for n in data.facts.refused}
+            self.nodes = data.facts.nodes
+            self.billing = dict(data.facts.billing)
+        if data.reloaded and data.total is None:  # (not a first paint's first nodes)
+            if first and not self.nodes:
+                self.notify(
+                    "No nodes in this ledger yet: add one with `zuka node add NAME --ssh '...'` "
+                    "(r reloads), or try `zuka demo`.",
+                    markup=False,
+                    timeout=30,
+                )
+            if self.poller is not None:
+                self.poller.set_nodes(list(data.facts.polled))
+            else:
+                self._choose_source()
+        self.sub_title = self._status_line()
+        # Redraws wait while another screen is on top; the fleet screen redraws on return.
+        self.fleet.show(done.rows, done.header, self.sub_title)
+
+    def _status_line(self) -> str:
+        health = health_summary(self._statuses[n.name] for n in self.nodes
+                                if n.name in self._statuses)  # fmt: skip
+        if self.poller is not None and self.poller.running:
+            source = f"polling every {self.interval_s:g} s"
+        elif self.poller is not None and self.poller.last_fault:  # died: restarting
+            source = f"NOT polling ({visible(self.poller.last_fault, 60)}): restarting"
+        elif self.poller is not None:
+            source = "starting the poller"
+        elif self.collector_pid is not None:
+            source = f"reading collector pid {self.collector_pid}"
+        elif self.poll and not self.nodes:
+            source = "no nodes yet"
+        else:
+            source = "not polling"
+        alerts = len(self.open_alerts)
+        said = f" · {alerts} alert{'s' if alerts != 1 else ''} (a)" if alerts else ""
+        partial = self.data.total if self.data is not None else None
+        count = len(self.nodes) if partial is None else partial
+        return f"{count} nodes · {health}{said} · {source}"
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place a worker's failure is shown; the refresh cycle goes on."""
+        if event.state is not WorkerState.ERROR:
+            return
+        error = event.worker.error
+        what = event.worker.group or event.worker.name
+        self._tell(f"{what} failed: {type(error).__name__}: {error}", severity="error")
+
+    # -- polling -------------------------------------------------------------------------
+
+    def _choose_source(self) -> None:
+        """Poll here if nobody else polls this ledger; else read what the collector writes.
+        Called again on every reload, so the dashboard takes over when a collector stops."""
+        if self.poller is not None or self.ledger_path is None:
+            return
+        if not self.poll:
+            # Never polls here; a collector that does evaluates the alert rules (else this
+            # dashboard evaluates them on read).
+            self.collector_pid = PollerLock(self.ledger_path).holder()
+            return
+        if not self.nodes:
+            return
+        assert self.ledger is not None
+        lock = PollerLock(self.ledger_path)
+        if not lock.acquire():
+            self.collector_pid = lock.holder()
+            return
+        self.lock = lock
+        self.collector_pid = None
+        assert self.config is not None and self.data is not None
+        from leases.alerts.watch import watch_ledger
+        from leases.telemetry.wiring import make_poller
+
+        # The same alert evaluation and notifications as `zuka collect` runs.
+        self.alert_watch = watch_ledger(
+            self.ledger, self.ledger_path, self.config, clock=self.clock
+        )
+        self.poller = make_poller(
+            self.ledger,
+            self.ledger_path,
+            clock=self.clock,
+            interval_s=self.interval_s,
+            recent=self.recent,
+            alerts=self.alert_watch,
+        )
+        self.poller.set_nodes(list(self.data.facts.polled))
+        self.run_poller()
+        # And the cloud instances' states, as `zuka collect` reads them (its default
+        # pace): a dashboard that polls in place of a collector records their stops too.
+        from leases.telemetry.cloudstate import CloudWatch
+
+        self.clouds = CloudWatch(
+            self.ledger, self.config, clock=self.clock, every_s=self.cloud_every_s,
+            log=self.poller.log,
+        )  # fmt: skip
+        self.run_clouds()
+
+    @work(exclusive=True, exit_on_error=False, group="clouds")
+    async def run_clouds(self) -> None:
+        if self.clouds is not None:
+            await self.clouds.run(self._stop)
+
+    @work(exclusive=True, exit_on_error=False, group="poller")
+    async def run_poller(self) -> None:
+        assert self.poller is not None
+        # Restarted with backoff when it dies; the status line reads poller.running.
+        await self.poller.run_supervised(
+            self._stop, mode="stream", flush_s=self.refresh_s, on_fault=self._poller_fault
+        )
+
+    def _poller_fault(self, exc: BaseException, retry_in: float) -> None:
+        self._tell(
+            f"The poller stopped ({visible(exc, 200)}); restarting in {retry_in:g} s. "
+            "Details in the fault log beside the ledger.",
+            severity="error",
+            timeout=max(10.0, retry_in),
+        )
+
+    @work(exclusive=True, exit_on_error=False, group="trust")
+    async def trust_node(self, name: str) -> None:
+        """Fetch the key the node offers now, show its fingerprint, accept it on y."""
+        assert self.ledger is not None and self.ledger_path is not None
+        from leases.ssh.hostkeys import HostKeyStatus
+        from leases.ssh.session import SshError, SshPool, offered_host_key
+        from leases.telemetry.wiring import ssh_options
+        from tui.screens.trust import TrustScreen
+
+        pool = SshPool(ssh_options(self.ledger_path))
+        session = pool.add(self.ledger.node(name))
+        try:
+            try:
+                offered = await offered_host_key(session)
+            except SshError as exc:
+                self._tell(f"{name}: {exc.message}", severity="error")
+                return
+            if offered is None:
+                self._tell(f"{name}: host key already trusted")
+            elif offered.status is not HostKeyStatus.UNKNOWN:
+                self._tell(
+                    f"{name}: the host key CHANGED ({offered.fingerprint}): refused",
+                    severity="error",
+                )
+                return
+            elif await self.push_screen_wait(TrustScreen(name, offered)):
+                session.accept_host_key(offered.fingerprint)
+                self._tell(f"trusted {offered.fingerprint} for {name}")
+            else:
+                return
+            if self.poller is not None:
+                self.poller.retry_now(name)
+        finally:
+            await pool.close()
+
+    def _tell(
+        self,
+        message: str,
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+    ) -> None:
+        """A notification that may hold text from a node or the ledger: shown, not obeyed."""
+        self.notify(visible(message, DETAIL_MAX), markup=False, severity=severity, timeout=timeout)
+
+    def action_alerts(self) -> None:
+        if self.ledger is None:
+            return
+        from tui.screens.alerts import AlertsScreen
+
+        screen = AlertsScreen(self.ledger, self.clock, self.billing_tz)
+        self.push_screen(screen, lambda _: self.refresh_view())
+
+    def action_help(self) -> None:
+        from tui.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen())
+
+    async def on_unmount(self) -> None:
+        self._stop.set()
+        if self._timer is not None:
+            self._timer.stop()
+        # A worker Textual already cancelled raises from wait(): still close what it held.
+        await asyncio.gather(*(w.wait() for w in self.workers), return_exceptions=True)
+        if self.poller is not None:
+            await self.poller.close()
+        if self.alert_watch is not None:
+            self.alert_watch.close()
+        if self.lock is not None:
+            self.lock.release()
+        if self._db is not None:
+            reader = self._reader
+            if reader is not None:
+                await asyncio.get_running_loop().run_in_executor(self._db, reader.ledger.close)
+            self._db.shutdown(wait=True)
+        if self.ledger is not None:
+            self.ledger.close()
+
+
+def run_dashboard(ledger_path: Path | None, **options: object) -> int:
+    if ledger_path is not None:
+        # A file that is not a zuka ledger is refused here, in plain words, not in a
+        # traceback from inside the running app.
+        Ledger.open(ledger_path).close()
+    gcpolicy.tune()  # this process is the dashboard's own
+    ZukaApp(ledger_path, **options).run()  # type: ignore[arg-type]
+    return 0

@@ -1,0 +1,178 @@
+"""zuka's own commands, one table for the help screen and the command palette (ctrl+p).
+
+The table is read from the bindings active on a screen (so a key the user remapped shows
+as remapped, and a screen's new binding appears in help and palette without being listed
+here); the palette adds a command per node (open it, add a lease to it).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+from textual.dom import DOMNode
+from textual.fuzzy import Matcher
+from textual.markup import escape
+from textual.screen import Screen
+
+from leases.core.fields import DEFAULT_TZ
+from leases.core.models import NodeState
+from leases.core.textsafe import visible
+from leases.fleet.data import FleetData
+from leases.ledger.store import Ledger
+
+
+@dataclass(frozen=True)
+class BoundCommand:
+    """One row of the table: a binding with an id, as the user sees and reaches it."""
+
+    id: str
+    keys: tuple[str, ...]  # as displayed, after the user's remaps
+    description: str
+    tooltip: str
+    action: str
+    node: DOMNode  # where the action runs (the screen, the app, a widget)
+    everywhere: bool  # bound on the app, so on every screen
+    enabled: bool
+
+    @property
+    def title(self) -> str:
+        return self.description or self.id
+
+
+def bound_commands(screen: Screen[Any]) -> list[BoundCommand]:
+    """Every binding with an id active on `screen`, in the order declared; the screen's own
+    first, then the app's. Textual's system bindings (ctrl+c...) have no place here."""
+    by_id: dict[str, BoundCommand] = {}
+    app = screen.app
+    for _key, active in screen.active_bindings.items():
+        b = active.binding
+        if not b.id or b.system:
+            continue
+        shown = app.get_key_display(b)
+        found = by_id.get(b.id)
+        if found is not None:
+            if shown not in found.keys:
+                by_id[b.id] = _with_key(found, shown)
+            continue
+        by_id[b.id] = BoundCommand(
+            id=b.id,
+            keys=(shown,),
+            description=b.description,
+            tooltip=active.tooltip or b.tooltip,
+            action=b.action,
+            node=active.node,
+            everywhere=active.node is app,
+            enabled=active.enabled,
+        )
+    rows = list(by_id.values())
+    return [r for r in rows if not r.everywhere] + [r for r in rows if r.everywhere]
+
+
+def _with_key(found: BoundCommand, key: str) -> BoundCommand:
+    return BoundCommand(
+        found.id, (*found.keys, key), found.description, found.tooltip, found.action,
+        found.node, found.everywhere, found.enabled,
+    )  # fmt: skip
+
+
+def screen_under(top: Screen[Any]) -> Screen[Any]:
+    """The screen a help screen or palette was opened over (the one the user was on)."""
+    stack = [s for s in top.app.screen_stack if s is not top]
+    return stack[-1] if stack else top
+
+
+def _open_screen(provider: Provider, module: str, make: Callable[[Any], Screen[Any]]) -> None:
+    """Push a screen from a module imported when chosen (as the fleet screen's keys do)."""
+    provider.app.push_screen(make(importlib.import_module(module)))
+
+
+class _Ours(DiscoveryHit):
+    """A zuka command, listed before Textual's own (Keys, Maximize, Screenshot...) when the
+    palette opens: every discovery hit scores 0, so the order was whichever provider
+    answered first, and ours reads the ledger first."""
+
+    @property
+    def score(self) -> float:
+        return 1.0
+
+
+class ZukaCommands(Provider):
+    """The palette's zuka commands: the screen's bindings, then one per node."""
+
+    async def startup(self) -> None:
+        self._commands = [c for c in bound_commands(self.screen) if c.enabled]
+        self._nodes = self._node_names()
+        # Built once per opening, not at every keystroke (thousands with a large fleet).
+        self._all = self._hits()
+
+    def _node_names(self) -> list[str]:
+        """The live nodes' names: those of the app's last fleet read (no query on the UI
+        loop); the ledger is read here only when that read has none (before the first
+        read, or when it failed: then it is cheap, or the fleet is broken anyway)."""
+        data = getattr(self.app, "data", None)
+        if isinstance(data, FleetData) and data.facts.nodes:
+            return [n.name for n in data.facts.nodes]
+        ledger = getattr(self.app, "ledger", None)
+        live = (NodeState.ACTIVE, NodeState.OFFBOARDING)
+        return [n.name for n in ledger.nodes(live)] if isinstance(ledger, Ledger) else []
+
+    def _hits(self) -> list[tuple[str, str, Callable[[], object]]]:
+        """(text, help, run) for every command; text is what the user types to find it."""
+        out: list[tuple[str, str, Callable[[], object]]] = []
+        for c in self._commands:
+            keys = "/".join(c.keys)
+            run = partial(self.app.run_action, c.action, c.node)
+            out.append((f"{c.title} ({keys})", c.tooltip, run))
+        ledger = getattr(self.app, "ledger", None)
+        tz = getattr(getattr(self.app, "config", None), "billing", None)
+        for name in self._nodes:
+            shown = visible(name, 60)
+            out.append((f"Go to node {shown}", "Open the node's screen",
+                        partial(self._node, name)))  # fmt: skip
+            if isinstance(ledger, Ledger):
+                zone = tz.tz if tz is not None else DEFAULT_TZ
+                out.append((f"Add lease to {shown}", "Record a new lease on this node",
+                            partial(self._lease, ledger, name, zone)))  # fmt: skip
+        return out
+
+    def _node(self, name: str) -> None:
+        _open_screen(self, "tui.screens.node", lambda m: m.NodeScreen(name))
+
+    def _lease(self, ledger: Ledger, name: str, tz: str) -> None:
+        clock = getattr(self.app, "clock", None)
+        _open_screen(
+            self,
+            "tui.screens.lease_form",
+            lambda m: m.LeaseFormScreen(ledger, name, mode="add", clock=clock, tz=tz),
+        )
+
+    async def discover(self) -> Hits:
+        for text, help_text, run in self._all:
+            if not text.startswith(("Go to node ", "Add lease to ")):
+                yield _Ours(Content(text), run, text=text, help=escape(help_text))
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for text, help_text, run in self._all:
+            score = matcher.match(text)
+            if score > 0:
+                yield Hit(score, highlight(matcher, text), run, text=text, help=escape(help_text))
+
+
+def highlight(matcher: Matcher, text: str) -> Content:
+    """Matcher.highlight for plain text: Textual's parses its candidate as markup, so a
+    node named `[@click=app.quit]x` would be a live action there and `x[/]` an error."""
+    content = Content(text)
+    score, offsets = matcher.fuzzy_search.match(matcher.query, text)
+    if not score:
+        return content
+    for offset in offsets:
+        if not text[offset].isspace():
+            content = content.stylize(matcher.match_style, offset, offset + 1)
+    return content

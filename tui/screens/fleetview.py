@@ -1,0 +1,462 @@
+"""What the fleet screen shows of each node, computed without Textual (easy to test).
+
+A row is built from the node, its status, its lease billing now, its last hour and its
+alerts; its cells are Cells (text, never markup, drawn as Rich Text) with a style where
+the style says something (the countdown's urgency, a node in trouble). Columns carry a
+priority: at a narrow terminal the least important go first (name, state, util, lease end
+and alerts stay).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from rich.cells import cell_len
+from rich.console import JustifyMethod
+from rich.text import Text
+
+from leases.core.models import Node, NodeHealth, NodeStatus
+from leases.core.textsafe import visible
+from leases.fleet.data import FleetData
+from leases.fleet.filter import RowFacts
+from leases.fleet.header import countdown, header, header_line, short_path, yuan
+from leases.fleet.nodestatus import (
+    Figures,
+    StatusCache,
+    current,
+    health_label,
+    is_stale,
+    status_figures,
+)
+from leases.fleet.sparkline import CELLS, CellSums, Reading, bars, cell_sums
+from leases.money.renewals import BillingNow, starts_in
+from leases.offboard.evidence import Progress
+from leases.offboard.status import short as offboard_short
+
+if TYPE_CHECKING:
+    from leases.alerts.state import StoredAlert
+
+# Longest a value from a node or the ledger may make one table cell.
+CELL_MAX = 48
+SPARK_CELLS = CELLS  # 5 minutes a cell over the hour
+
+
+def plain(value: object, max_len: int | None = None, *, wrap: bool = False) -> Text:
+    """How the dashboard shows any text: controls made visible, never read as markup
+    (a `[/]` in a GPU name would otherwise stop the dashboard)."""
+    return Text(visible(value, max_len), no_wrap=not wrap, end="")
+
+
+class Cell:
+    """One table cell: its text (made visible, never markup) and one style, made Rich Text
+    only when drawn. A Text is three objects the garbage collector walks (itself, its text
+    list, its span list); 500 rows of 13 cells renewed every refresh were most of what a
+    full collection walked, and a full collection holds the UI loop."""
+
+    __slots__ = ("justify", "plain", "style")
+    spans = ()  # what Text has too: a cell has one style, no spans
+
+    def __init__(self, plain: str, style: str = "", justify: JustifyMethod | None = None) -> None:
+        self.plain = plain
+        self.style = style
+        self.justify = justify
+
+    def __rich__(self) -> Text:
+        return Text(self.plain, style=self.style, justify=self.justify, no_wrap=True, end="")
+
+    def __str__(self) -> str:
+        return self.plain
+
+    def __repr__(self) -> str:
+        return f"Cell({self.plain!r}, {self.style!r})"
+
+
+def cell(value: object, max_len: int | None = CELL_MAX, style: str = "") -> Cell:
+    """Any text from a node or the ledger as a cell: controls made visible, cut."""
+    return Cell(visible(value, max_len), style)
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    width: int
+    priority: int  # 0 is kept longest at a narrow terminal
+
+
+# In the order shown. Widths are fixed: a cell that changes never re-measures its column.
+COLUMNS: tuple[Column, ...] = (
+    Column("node", "Node", 16, 0),
+    Column("channel", "Channel/provider", 16, 9),
+    Column("gpus", "GPUs", 12, 6),
+    Column("state", "State", 13, 1),
+    Column("util", "Util", 4, 2),
+    Column("hour", "Last hour", SPARK_CELLS, 5),
+    Column("mem", "Memory", 9, 8),
+    Column("temp", "Temp", 4, 11),
+    Column("power", "Power", 6, 10),
+    Column("cost", "Month", 9, 7),
+    Column("ends", "Lease end", 14, 3),
+    Column("alerts", "Alert", 5, 4),
+    Column("offboard", "Offboard", 12, 12),
+)
+COLUMN_KEYS = tuple(c.key for c in COLUMNS)
+CELL_PADDING = 2  # DataTable's padding: one cell each side
+NODE_WIDTH = (8, 24)  # the name column fits the longest name within these bounds
+
+
+def node_width(names: Sequence[str]) -> int:
+    """The name column's width: the longest name in terminal cells (a Chinese character
+    is two), within NODE_WIDTH."""
+    widest = max((cell_len(visible(n, CELL_MAX)) for n in names), default=0)
+    return max(NODE_WIDTH[0], min(NODE_WIDTH[1], widest))
+
+
+# Where a terminal has room to spare, these columns grow (in this order) up to these widths:
+# their text is cut at the fixed width ('colo/Jiangning I', 'stopped: gpu').
+WIDER = (("channel", 32), ("offboard", 28), ("gpus", 20), ("state", 16))
+# The Offboard column's priority while some node has an offboarding plan in force (it then
+# comes right after the alerts); with none, it is the first to go.
+OFFBOARDING_PRIORITY = 4
+
+
+def visible_columns(
+    width: int, name_width: int, *, offboarding: bool = False
+) -> tuple[Column, ...]:
+    """The columns that fit `width` cells, most important first, shown in table order;
+    room left over widens the columns whose text is cut (WIDER). offboarding: some node
+    has an offboarding plan in force, so its column ranks high."""
+    cols = []
+    for c in COLUMNS:
+        if c.key == "node":
+            c = Column(c.key, c.label, name_width, c.priority)
+        elif c.key == "offboard" and offboarding:
+            c = Column(c.key, c.label, c.width, OFFBOARDING_PRIORITY)
+        cols.append(c)
+    used = 0
+    keep: set[str] = set()
+    for c in sorted(cols, key=lambda c: c.priority):
+        need = c.width + CELL_PADDING
+        if used + need > width and keep:
+            continue
+        keep.add(c.key)
+        used += need
+    widths = {c.key: c.width for c in cols}
+    room = width - used
+    for key, most in WIDER:
+        # No plan in force: the offboard column shows dashes, which need no room.
+        if key in keep and room > 0 and (key != "offboard" or offboarding):
+            grow = min(room, most - widths[key])
+            widths[key] += max(0, grow)
+            room -= max(0, grow)
+    return tuple(Column(c.key, c.label, widths[c.key], c.priority) for c in cols if c.key in keep)
+
+
+def spread(text: str, widths: Sequence[int]) -> list[str]:
+    """`text` run on across cells of these widths (in terminal cells: a Chinese character
+    is two), a part per cell; broken after a space where one falls in a cell's second
+    half. Whatever is left after the last cell is dropped."""
+    parts: list[str] = []
+    rest = text
+    for width in widths:
+        end = used = 0
+        while end < len(rest) and used + cell_len(rest[end]) <= width:
+            used += cell_len(rest[end])
+            end += 1
+        if end < len(rest):
+            space = rest.rfind(" ", 0, end)
+            if space >= end // 2:
+                end = space + 1
+        parts.append(rest[:end].rstrip())
+        rest = rest[end:]
+    return parts
+
+
+HEALTH_STYLE = {
+    NodeHealth.OK: "green",
+    NodeHealth.CONNECTING: "dim",
+    NodeHealth.HOSTKEY_CHANGED: "bold red",
+    NodeHealth.UNTRUSTED: "yellow",
+    NodeHealth.REFUSED: "red",
+}
+HEALTH_RANK = {h: i for i, h in enumerate(NodeHealth)}
+
+
+def urgency_style(seconds_left: float | None) -> str:
+    """The countdown's colour: red when past or within a day, orange within three days,
+    yellow within a week; unstyled beyond."""
+    if seconds_left is None:
+        return "dim"
+    days = seconds_left / 86400
+    if days < 1:
+        return "bold red"
+    if days < 3:
+        return "dark_orange"
+    if days < 7:
+        return "yellow"
+    return ""
+
+
+@dataclass(frozen=True)
+class FleetRow:
+    key: str
+    cells: Mapping[str, Cell]  # by column key: safe to show (made visible, never markup)
+    sort: Mapping[str, Any]  # by column key: what sorting compares; None: unknown, last
+    facts: RowFacts
+    sig: tuple[tuple[str, str], ...] = ()  # every cell's text and style: equal, nothing to draw
+
+
+# Within this many days a lease end reads as '2 Jun' (the countdown beside it says which
+# year); further away as 'Jun 2028'. Never '27-06-02', which reads as YY-MM-DD or MM-DD.
+DAY_MONTH_DAYS = 300
+
+
+def end_day(at: datetime, now: datetime) -> str:
+    """'16 Dec' or 'Jun 2028': the day a lease ends, beside its countdown."""
+    if abs((at - now).days) < DAY_MONTH_DAYS:
+        return f"{at.day} {at:%b}"
+    return f"{at:%b %Y}"
+
+
+def lease_end(billing: BillingNow | None, now: datetime) -> tuple[str, float | None]:
+    """The lease-end cell and the seconds of paid-for time left (None: no end).
+    A renewed chain shows the end of what is paid for, marked ↻."""
+    lease = billing.lease if billing else None
+    if billing is None or lease is None:
+        return "-", None
+    if not billing.started:
+        return starts_in(lease, now), None  # booked, not billing yet
+    if lease.end is None:
+        return "open", None
+    paid = billing.paid_until or lease.end
+    left = (paid - now).total_seconds()
+    mark = "↻" if paid != lease.end else ""
+    return f"{mark}{countdown(paid, now)} {end_day(paid, now)}", left
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _cell(value: float | None, fmt: str) -> Cell:
+    return Cell("-" if value is None else fmt.format(value))
+
+
+def fleet_row(
+    node: Node,
+    status: NodeStatus | None,
+    billing: BillingNow | None,
+    hour: Sequence[float | None],
+    now: datetime,
+    alerts: Sequence[StoredAlert] = (),
+    channel: str = "",
+    month_cost: Decimal | None = None,
+    currency: str = "CNY",
+    offboard: Progress | None = None,
+) -> FleetRow:
+    """One node's row. hour: its last hour, a mean a sparkline cell (leases.fleet.sparkline:
+    stored minutes and live readings on one scale; None a gap); alerts: its open alerts;
+    channel: its provider's kind; month_cost: what its leases cost this month so far
+    (leases.fleet.header.MonthMoney.by_node); offboard: its offboarding plan in force."""
+    health = status.health if status else NodeHealth.CONNECTING
+    fig: Figures | None = status_figures(status)
+    samples = status.samples if fig is not None and status else ()
+    state = "stale" if status and is_stale(status) else health_label(health)
+    gpus = f"{len(samples) or node.gpu_count}×{node.gpu_model}" if node.gpu_model else (
+        f"{len(samples) or node.gpu_count}×")  # fmt: skip
+    util = fig.util if fig else None
+    mem = (
+        f"{fig.mem_used_gib:.0f}/{fig.mem_total_gib:.0f}G"
+        if fig and fig.mem_used_gib is not None and fig.mem_total_gib is not None
+        else "-"
+    )
+    lease = billing.lease if billing else None
+    ends, left = lease_end(billing, now)
+    from tui.screens.alerts import alert_marker  # here: it imports this module's plain()
+
+    worst = max((a.severity.rank for a in alerts), default=0)
+    marker = alert_marker(list(alerts))
+    provider = node.provider or ""
+    cells = {
+        "node": cell(node.name),
+        "channel": cell(f"{channel or '-'}/{provider or '-'}"),
+        "gpus": cell(gpus),
+        "state": Cell(state, HEALTH_STYLE.get(health, "red")),
+        "util": Cell("-" if util is None else f"{util:3.0f}%"),
+        "hour": Cell(bars(hour), "cyan"),
+        "mem": Cell(mem),
+        "temp": _cell(None if fig is None else fig.temp_max, "{:.0f}°"),
+        "power": _cell(None if fig is None else fig.power_w, "{:.0f}W"),
+        "cost": Cell(
+            # "several": the node's leases this month are in two currencies (never added).
+            "several"
+            if currency == "several"
+            else "-"
+            if month_cost is None
+            else yuan(month_cost, currency),
+            justify="right",
+        ),
+        "ends": Cell(ends, urgency_style(left) if lease else "dim"),
+        "alerts": Cell(marker, "bold red" if worst >= 2 else "yellow"),
+        "offboard": Cell(
+            offboard_short(offboard), "red" if offboard is not None and offboard.stopped else ""
+        ),
+    }
+    sort = {
+        "node": node.name.casefold(),
+        "channel": (channel, provider.casefold(), node.name.casefold()),
+        "gpus": (len(samples) or node.gpu_count, node.gpu_model),
+        "state": HEALTH_RANK.get(health, 0),
+        "util": util,
+        "hour": _mean(hour),
+        "mem": fig.mem_used_gib if fig else None,
+        "temp": fig.temp_max if fig else None,
+        "power": fig.power_w if fig else None,
+        "cost": month_cost,
+        "ends": left,
+        "alerts": (worst, len(alerts)),
+        "offboard": None if offboard is None else (offboard.finished, offboard.passed),
+    }
+    facts = RowFacts(
+        name=node.name,
+        channel=channel,
+        provider=provider,
+        model=node.gpu_model,
+        tags=node.tags,
+        notes=node.notes,
+        state=state,
+        idle=fig is not None and fig.gpus > 0 and fig.idle == fig.gpus,
+        busy=fig is not None and fig.busy > 0,
+        ends_in_s=left,
+        alerts=len(alerts),
+    )
+    sig = tuple((c.plain, c.style) for c in cells.values())
+    return FleetRow(node.name, cells, sort, facts, sig)
+
+
+def live_readings(
+    points: Mapping[int, Sequence[tuple[float, float | None]]], after: float, seconds: float
+) -> list[Reading]:
+    """Live readings of a node after `after` (Unix s): the mean over its GPUs at each
+    poll, each standing for `seconds` (the poll interval). points: GPU index -> (at, util)."""
+    by_time: dict[float, list[float]] = {}
+    unknown: set[float] = set()
+    for series in points.values():
+        for at, util in series:
+            if at < after:
+                continue
+            if util is None:
+                unknown.add(at)
+            else:
+                by_time.setdefault(at, []).append(util)
+    out = [Reading(at, seconds, sum(v) / len(v)) for at, v in by_time.items()]
+    out += [Reading(at, seconds, None) for at in unknown - set(by_time)]
+    return sorted(out, key=lambda r: r.at)
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    """What one refresh read and built, handed from the reader's thread to the UI."""
+
+    data: FleetData
+    statuses: dict[str, NodeStatus]
+    rows: list[FleetRow]
+    header: str
+
+
+# node name -> (what its row was built from, the row): the reader's, between refreshes.
+RowMemo = dict[str, tuple[tuple[object, ...], FleetRow]]
+
+
+def build(
+    data: FleetData,
+    polled: dict[str, NodeStatus] | None,
+    live: dict[str, list[Reading]],
+    now: datetime,
+    stale_before: datetime,
+    ledger_label: str,
+    limit: int | None = None,
+    memo: RowMemo | None = None,
+    status_cache: StatusCache | None = None,
+) -> Refreshed:
+    """The rows and the header from what was read (pure but for `memo`: runs on the
+    reader's thread). limit: rows for the first nodes by name only (a first paint; the
+    header counts all). memo: a row whose inputs equal those of the last refresh (and
+    the same minute: countdowns count minutes) is that refresh's row, not built again;
+    status_cache: leases.fleet.nodestatus.current's, kept with the memo."""
+    facts = data.facts
+    refused = {n.name: n.problem for n in facts.refused}
+    statuses = current(refused, polled, data.latest, stale_before, status_cache)
+    by_node: dict[int | None, list[StoredAlert]] = {}
+    for a in data.alerts:
+        by_node.setdefault(a.node_id, []).append(a)
+    nodes = facts.nodes
+    empty = cell_sums((), end=data.hour_end)
+    minute = int(now.timestamp()) // 60
+    rows = []
+    for n in nodes[:limit]:
+        args = (n, statuses.get(n.name), facts.billing.get(n.name),
+                tuple(hour_means(data.hour.get(n.name, empty), live.get(n.name), data.hour_end)),
+                tuple(by_node.get(n.id, ())), facts.channels.get(n.provider or "", ""),
+                data.money.by_node.get(n.id) if data.money and n.id is not None else None,
+                (data.money.node_currency.get(n.id or -1, data.money.currency) or "several")
+                if data.money else "CNY",
+                facts.offboard.get(n.id) if n.id is not None else None)  # fmt: skip
+        key = (minute, *args)
+        hit = memo.get(n.name) if memo is not None else None
+        if hit is not None and hit[0] == key:
+            rows.append(hit[1])
+            continue
+        node, status, billing, hour, alerts, channel, cost, currency, offboard = args
+        row = fleet_row(node, status, billing, hour, now, alerts, channel, cost, currency,
+                        offboard)  # fmt: skip
+        if memo is not None:
+            memo[n.name] = (key, row)
+        rows.append(row)
+    if memo is not None and limit is None:  # nodes gone from the ledger are forgotten
+        for name in memo.keys() - {n.name for n in nodes}:
+            del memo[name]
+    if data.total is not None:  # the first nodes only: the header waits for them all
+        line = f"reading {data.total} nodes… · {short_path(visible(ledger_label))}"
+        return Refreshed(data, statuses, rows, line)
+    head = header(nodes, statuses, facts.billing, data.money, ledger_label, now)
+    return Refreshed(data, statuses, rows, header_line(head, now))
+
+
+def hour_means(stored: CellSums, live: list[Reading] | None, end: float) -> list[float | None]:
+    """The sparkline's cells: the stored minutes' sums plus the live readings' (few: only
+    those after the node's last stored minute)."""
+    return (stored + cell_sums(live, end=end)).means() if live else stored.means()
+
+
+GPU_COLUMNS = ("GPU", "Name", "Util", "Memory", "Temp", "Power", "P-state", "Procs")
+
+
+def gpu_rows(status: NodeStatus | None) -> list[tuple[str, ...]]:
+    if status is None:
+        return []
+    procs: dict[str, int] = {}
+    for p in status.processes:
+        procs[p.gpu_uuid] = procs.get(p.gpu_uuid, 0) + 1
+
+    def num(v: float | None, fmt: str) -> str:
+        return "?" if v is None else fmt.format(v)
+
+    return [
+        (
+            str(s.index),
+            visible(s.name, CELL_MAX),
+            num(s.util_gpu, "{:.0f}%"),
+            f"{num(s.mem_used_mib, '{:.0f}')}/{num(s.mem_total_mib, '{:.0f}')} MiB",
+            num(s.temp_c, "{:.0f}°C"),
+            f"{num(s.power_w, '{:.0f}')}/{num(s.power_limit_w, '{:.0f}')} W",
+            visible(s.pstate or "?", 8),
+            str(procs.get(s.uuid, 0)),
+        )
+        for s in status.samples
+    ]

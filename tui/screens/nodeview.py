@@ -1,0 +1,273 @@
+"""What the node screen shows, computed without Textual (easy to test): table rows of its
+processes, lease chain, resources, alerts and audit log, and its charts' lines.
+
+Every value from a node or the ledger is made visible (leases.core.textsafe) here, once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from leases.alerts.state import StoredAlert
+from leases.core import fields
+from leases.core.models import NodeStatus
+from leases.core.textsafe import visible
+from leases.fleet.nodefacts import NodeFacts
+from leases.money.leasecost import cost_line
+from leases.money.reportformat import money
+from leases.telemetry import series
+from tui.cli.ledger import billing_line, change_text
+from tui.screens.fleetview import CELL_MAX
+
+NO_ACCEPTANCE = "no acceptance check recorded"
+# Longest a message (an alert's, a log entry's change) may make one cell.
+MESSAGE_MAX = 300
+
+PROCESS_COLUMNS = ("GPU", "PID", "User", "Process", "Memory")
+# What matters most first: at 80 columns the deposit and contract are a scroll away.
+LEASE_COLUMNS = ("Start", "End", "Billing", "Price", "Charged", "State", "Deposit", "Contract")
+RESOURCE_COLUMNS = ("Lease start", "Kind", "ID", "Region", "Price", "Deleted", "Verified")
+# Each amount with its currency (its lease's): a node's leases may be in several.
+ALERT_COLUMNS = ("Severity", "Kind", "Since", "Amount", "Message")
+LOG_COLUMNS = ("ID", "When", "Who", "Action", "Change")
+
+
+def _num(v: float | None, fmt: str) -> str:
+    return "?" if v is None else fmt.format(v)
+
+
+def process_rows(status: NodeStatus | None) -> list[tuple[str, ...]]:
+    """The node's compute processes, by GPU then PID; a GPU the samples do not name is '?'."""
+    if status is None:
+        return []
+    index = {s.uuid: s.index for s in status.samples if s.uuid}
+    procs = sorted(status.processes, key=lambda p: (index.get(p.gpu_uuid, 1 << 16), p.pid))
+    return [
+        (
+            str(index[p.gpu_uuid]) if p.gpu_uuid in index else "?",
+            str(p.pid),
+            visible(p.owner or "?", 32),
+            visible(p.process_name or "?", CELL_MAX),
+            f"{_num(p.used_mib, '{:.0f}')} MiB",
+        )
+        for p in procs
+    ]
+
+
+def _when(at: datetime | None, tz: str) -> str:
+    return "-" if at is None else fields.shown(at, tz)
+
+
+def lease_rows(facts: NodeFacts) -> list[tuple[str, ...]]:
+    out: list[tuple[str, ...]] = []
+    for c in facts.leases:
+        le = c.lease
+        tz = le.billing_tz
+        deposit = (
+            "-"
+            if le.deposit is None
+            else f"{money(le.deposit, le.currency)} ({le.deposit_refund.value})"
+        )
+        out.append(
+            (
+                _when(le.start, tz),
+                _when(le.end, tz),
+                le.billing_type.value,
+                money(le.unit_price, le.currency),
+                "unknown" if c.charged is None else money(c.charged, le.currency),
+                c.state + (f" {_when(le.ended_at, tz)}" if c.state == "ended" else ""),
+                deposit,
+                visible(le.contract_no, 32) or "-",
+            )
+        )
+    return out
+
+
+def resource_rows(facts: NodeFacts) -> list[tuple[str, ...]]:
+    return [
+        (
+            fields.shown(start.replace(tzinfo=None)),
+            res.kind.value,
+            visible(res.native_id, CELL_MAX),
+            visible(res.region, 24) or "-",
+            "-" if res.price is None else f"{res.price}/{res.price_per.value}",
+            "-" if res.deleted_at is None else fields.shown(res.deleted_at.replace(tzinfo=None)),
+            "-" if res.verified_at is None else fields.shown(res.verified_at.replace(tzinfo=None)),
+        )
+        for _, start, res in facts.resources
+    ]
+
+
+def alert_amount(a: StoredAlert) -> str:
+    """An alert's amount with its lease's currency ("" for none; a lease no longer in the
+    ledger leaves the currency unknown: the bare amount and "?")."""
+    if a.yuan is None:
+        return ""
+    return f"{a.yuan:,} ?" if a.currency is None else money(a.yuan, a.currency)
+
+
+def alert_rows(facts: NodeFacts, tz: str) -> list[tuple[str, ...]]:
+    zone = ZoneInfo(tz)
+    return [
+        (
+            a.severity.value,
+            a.kind.replace("_", " "),
+            f"{a.first_seen.astimezone(zone):%m-%d %H:%M}",
+            alert_amount(a),
+            visible(a.message, MESSAGE_MAX),
+        )
+        for a in facts.alerts
+    ]
+
+
+def log_rows(facts: NodeFacts, tz: str) -> list[tuple[str, ...]]:
+    """Newest first: the screen is read from the top."""
+    zone = ZoneInfo(tz)
+    return [
+        (
+            str(e.id),
+            "?" if e.problem and e.at.year == 1 else f"{e.at.astimezone(zone):%Y-%m-%d %H:%M}",
+            visible(e.actor, 24),
+            visible(e.action, 24),
+            visible(f"unreadable entry: {e.problem}" if e.problem else change_text(e), MESSAGE_MAX),
+        )
+        for e in reversed(facts.log)
+    ]
+
+
+def vram_mismatch(vram_gib: int | None, totals_mib: list[float | None]) -> str | None:
+    """What to say when the cards report less memory than the node was leased with (a
+    sliced or relabelled card: the demo's matpool-a100-x, 'A100 80GB' reading 24 GiB)."""
+    read = [t for t in totals_mib if t]
+    if not vram_gib or not read:
+        return None
+    least = min(read) / 1024
+    if least >= vram_gib * 0.9:  # nvidia-smi reports a little under the marketed size
+        return None
+    return f"cards report {least:.0f} GiB of memory, leased as {vram_gib} GiB"
+
+
+def lease_summary(facts: NodeFacts) -> list[str]:
+    """The billing and cost lines, as `zuka node show` words them."""
+    lines = [billing_line(facts.billing)]
+    if facts.cost is not None:
+        lines.append(cost_line(facts.cost))
+    return [visible(line, MESSAGE_MAX) for line in lines]
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One chart's lines, each a stretch of known slices (a gap between two is not drawn)."""
+
+    title: str
+    xlabel: str
+    xlim: tuple[float, float]
+    ylim: tuple[float, float]
+    lines: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...]
+    ticks: tuple[tuple[float, str], ...]  # x positions and their labels
+
+
+# Round steps: 1-2-3-5 by powers of ten, and those that suit minutes, hours and days.
+_TICK_STEPS = sorted(
+    {m * 10**k for k in range(9) for m in (1, 2, 3, 5)} | {6, 12, 15, 90, 120, 180, 360, 720}
+)
+
+
+def ticks(left: float, right: float, count: int = 5) -> tuple[tuple[float, str], ...]:
+    """At most `count` ticks on round numbers over [left, right] (0, now, among them
+    when it is inside)."""
+    width = max(right - left, 1e-9)
+    step = next((s for s in _TICK_STEPS if width / s <= count - 1), _TICK_STEPS[-1])
+    first, last = math.ceil(left / step), math.floor(right / step)
+    return tuple((float(k * step), f"{k * step:d}") for k in range(first, last + 1))
+
+
+# Steps of a time axis in hours: whole hours, then whole days.
+_TIME_STEPS_H = (1, 2, 3, 6, 12, 24, 48, 72, 168, 336, 720, 1440, 2160)
+
+
+def time_ticks(
+    g: series.Grid, ax: series.Axis, tz: str, count: int = 5
+) -> tuple[tuple[float, str], ...]:
+    """At most `count` ticks on whole local hours or days over the grid, labelled with the
+    time in tz (`11-28`, or `11-28 06:00` / `12:00` for steps under a day): a lease's life
+    read as dates, not as a count from its start."""
+    zone = ZoneInfo(tz)
+    left = datetime.fromtimestamp(g.start, zone)
+    right = datetime.fromtimestamp(g.end, zone)
+    width_h = (g.end - g.start) / 3600
+    step_h = next((s for s in _TIME_STEPS_H if width_h / s <= count - 1), _TIME_STEPS_H[-1])
+    first = left.replace(minute=0, second=0, microsecond=0)
+    if step_h >= 24:
+        first = first.replace(hour=0)
+        while first < left:
+            first += timedelta(days=1)
+    else:
+        while first < left or first.hour % step_h:
+            first += timedelta(hours=1)
+    out: list[tuple[float, str]] = []
+    t, last_day = first, None
+    while t <= right and len(out) < count:
+        if step_h >= 24:
+            label = t.strftime("%m-%d")
+        else:
+            label = t.strftime("%H:%M" if t.date() == last_day else "%m-%d %H:%M")
+        last_day = t.date()
+        out.append((round((t.timestamp() - g.start) / ax.unit_s, 3), label))
+        t = (t + timedelta(hours=step_h)).astimezone(zone)
+    return tuple(out)
+
+
+def _chart(
+    s: series.Series,
+    values: tuple[float | None, ...],
+    title: str,
+    top: float,
+    now: datetime,
+    tz: str,
+) -> Chart:
+    ax = series.axis(s.span)
+    g = s.grid
+    xs = [ax.x(g, i, now) for i in range(g.count)]
+    lines = tuple(
+        (tuple(xs[a : b + 1]), tuple(v for v in values[a : b + 1] if v is not None))
+        for a, b in series.runs(values)
+    )
+    known = [v for v in values if v is not None]
+    high = max([top, *known]) if known else top
+    left, right = ax.x(g, 0, now), ax.x(g, g.count, now)
+    if known:
+        title += f" · mean {sum(known) / len(known):.0f} · max {max(known):.0f}"
+    gaps = g.count - len(known)
+    if gaps:
+        title += f" · {gaps} of {g.count} slices unread" if known else " · no readings"
+    marks = time_ticks(g, ax, tz) if ax.from_start else ticks(left, right)
+    return Chart(title, ax.label, (left, right), (0.0, high or 1.0), lines, marks)
+
+
+def charts(
+    s: series.Series,
+    now: datetime,
+    mem_top: float = 0.0,
+    power_top: float = 0.0,
+    gpus: int = 0,
+    tz: str = "UTC",
+) -> list[Chart]:
+    """Utilisation (0-100 %), memory in use (GiB) and power (W) over the series' span;
+    mem_top and power_top: the node's capacity when known, so a chart's top means full.
+    gpus: how many GPUs the node has, said in the titles (the charts are the node's whole,
+    not one GPU's); tz: the zone a lease's life is dated in."""
+    over = f" ({'mean of' if gpus > 1 else 'its'} {_gpus(gpus)})" if gpus else ""
+    total = f" (all {_gpus(gpus)})" if gpus > 1 else over
+    return [
+        _chart(s, s.util, f"utilisation %{over}", 100.0, now, tz),
+        _chart(s, s.mem_gib, f"memory GiB{total}", mem_top, now, tz),
+        _chart(s, s.power_w, f"power W{total}", power_top, now, tz),
+    ]
+
+
+def _gpus(n: int) -> str:
+    return "1 GPU" if n == 1 else f"{n} GPUs"

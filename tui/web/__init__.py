@@ -1,0 +1,1 @@
+"""`zuka web`: the dashboard in a browser tab, and who may open it."""

@@ -1,0 +1,152 @@
+"""`zuka web`: the same dashboard in a browser tab, served by textual-serve.
+
+textual-serve starts one dashboard process per browser tab (`python -m tui.web.serve --ledger
+PATH`), each a normal ZukaApp drawing through Textual's web driver; the poller lock beside
+the ledger still lets only one of them poll. It listens on 127.0.0.1 unless another
+address is asked for by name: whoever reaches it can edit the ledger, so anything else is
+said loudly. Every request must carry this run's secret token (tui.web.guard), printed once
+in the URL the user opens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import os
+import re
+import shlex
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+
+from leases.core.errors import InputError
+from leases.ledger.store import Ledger, resolve_ledger_path
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+# A host name to listen on: letters, digits, dots and dashes, no leading dash.
+_HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_host(host: str) -> str:
+    """The address to listen on, refused by name when it is not an address or host name."""
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        pass
+    if not _HOST_NAME.fullmatch(host):
+        raise InputError("--host", host, "not an IP address or host name to listen on")
+    return host
+
+
+def check_port(port: int) -> int:
+    if not 1 <= port <= 65535:
+        raise InputError("--port", str(port), "a TCP port is 1 to 65535")
+    return port
+
+
+def exposure_warning(host: str, port: int) -> str | None:
+    """What to tell the user before listening beyond this machine, or None."""
+    if is_loopback(host):
+        return None
+    return (
+        f"serving on {host}:{port}, beyond this machine: there is no password but the token "
+        "in the URL, sent in clear over plain HTTP, and whoever holds it can change the ledger. "
+        f"Prefer 127.0.0.1 and an SSH tunnel (ssh -L {port}:127.0.0.1:{port} THIS-HOST)."
+    )
+
+
+def child_command(ledger: Path, config: str | None) -> str:
+    """The shell command textual-serve runs for each tab (it starts it through a shell):
+    every word quoted, the ledger path and config path included. `exec`, so that the
+    process the server signals and reaps is the dashboard itself, not a shell above it."""
+    argv = [sys.executable, "-m", "tui.web.serve", "--ledger", str(ledger)]
+    if config is not None:
+        argv += ["--config", config]
+    return "exec " + shlex.join(argv)
+
+
+@contextmanager
+def _demo_ledger(given: str | None) -> Iterator[Path]:
+    """The demo fleet (simulated nodes with history) for as long as the server runs."""
+    from tui.cli.demo import ended_by_signals, prepare
+
+    # SIGHUP too: textual-serve stops on SIGTERM and SIGINT only (the folder stays otherwise).
+    with ended_by_signals(), tempfile.TemporaryDirectory(prefix="zuka-web-demo-") as tmp:
+        path = Path(given) if given else Path(tmp) / "demo.db"
+        if path.exists():
+            raise InputError("ledger", str(path), "zuka web --demo builds a new ledger")
+        print("starting 12 simulated GPU nodes with 30 days of history...", file=sys.stderr)
+        # textual-serve logs at INFO: the simulated nodes' every SSH connection would flood it.
+        logging.getLogger("asyncssh").setLevel(logging.WARNING)
+        runner = prepare(path)
+        try:
+            yield path
+        finally:
+            runner.stop()
+
+
+def web(args: argparse.Namespace, out: TextIO) -> int:
+    """`zuka web`: serve until ctrl+c."""
+    from leases.config import load_user_config
+    from tui.dashboard.keymap import check_keys
+    from tui.web.guard import DEFAULT_MAX_SESSIONS, ZukaServer, check_max_sessions, new_token
+
+    # A bad config is refused here, in the terminal, rather than in every tab.
+    check_keys(load_user_config(args.config).keys)
+    host = check_host(args.host if args.host is not None else DEFAULT_HOST)
+    port = check_port(args.port if args.port is not None else DEFAULT_PORT)
+    cap = getattr(args, "max_sessions", None)
+    cap = check_max_sessions(cap if cap is not None else DEFAULT_MAX_SESSIONS)
+    warning = exposure_warning(host, port)
+    if warning is not None:
+        print(f"zuka: warning: {warning}", file=sys.stderr)
+    with _demo_ledger(args.ledger) if args.demo else _given(args.ledger) as path:
+        command = child_command(path, args.config)
+        server = ZukaServer(
+            command, host=host, port=port, token=new_token(), max_sessions=cap, out=out
+        )
+        server.serve()
+    return 0
+
+
+@contextmanager
+def _given(ledger: str | None) -> Iterator[Path]:
+    path = resolve_ledger_path(ledger)
+    # A file that is not a zuka ledger is refused here, once, not in every tab.
+    Ledger.open(path).close()
+    yield path
+
+
+def main_child(argv: Sequence[str] | None = None) -> int:
+    """One tab's dashboard (started by textual-serve with its web driver)."""
+    from tui.dashboard import gcpolicy
+    from tui.dashboard.app import ZukaApp
+
+    parser = argparse.ArgumentParser(prog="python -m tui.web.serve")
+    parser.add_argument("--ledger", required=True)
+    parser.add_argument("--config")
+    args = parser.parse_args(argv)
+    if args.config is not None:
+        # This process is the tab's own: the app loads the config and shows its problems.
+        os.environ["ZUKA_CONFIG"] = args.config
+    gcpolicy.tune()  # this process is the tab's dashboard's own
+    ZukaApp(Path(args.ledger)).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main_child())

@@ -73,7 +73,7 @@ def gather(
     unread: dict[int, Exception] = {}
     for lease_id in set(lease_node) - {le.id for le in readable}:
         try:
-            ledger._lease_by_id(lease_id)
+            ledger.lease_by_id(lease_id)
         except Exception as exc:  # the row's own fault, said on its node
             unread.setdefault(lease_node[lease_id], exc)
     gaps: dict[int, Gap] = {}

@@ -25,8 +25,9 @@ from leases.alerts.rules import Alert, AlertKind, evaluate, unjudged
 from leases.alerts.severity import Severity
 from leases.alerts.state import Changed, StoredAlert, by_ids, reconcile
 from leases.config import AlertsConfig, Config
+from leases.core.clock import Clock
 from leases.ledger import rowaudit
-from leases.ledger.store import Clock, Ledger
+from leases.ledger.store import Ledger
 from leases.notify.send import Message, Notifier
 from leases.telemetry.pacing import Every
 

@@ -5,7 +5,7 @@ audit log, `--json`, export and import. Every `*_from` validates and raises Inpu
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -40,6 +40,7 @@ from leases.ssh import login as sshcmd
 
 Record = dict[str, Any]
 E = TypeVar("E", bound=StrEnum)
+T = TypeVar("T")
 # A lease's start while its own is refused: only so that the other fields are checked.
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -66,6 +67,22 @@ def unreadable(exc: BaseException) -> str:
     if isinstance(exc, InputError):
         return f"{exc.field}: {exc.reason} (got {visible(exc.value, 80)!r})"
     return visible(f"{type(exc).__name__}: {exc}", 200)
+
+
+def readable(
+    rows: Sequence[dict[str, Any]],
+    read: Callable[[dict[str, Any]], T],
+    which: Callable[[dict[str, Any]], str],
+) -> tuple[list[T], list[str]]:
+    """The rows that read, and in words each one that does not ('<which>: not read: why')."""
+    found: list[T] = []
+    problems: list[str] = []
+    for r in rows:
+        try:
+            found.append(read(r))
+        except UNREADABLE as exc:
+            problems.append(f"{which(r)} not read: {unreadable(exc)}")
+    return found, problems
 
 
 def _iso(value: datetime | date | None) -> str | None:

@@ -27,8 +27,10 @@ from leases.core.errors import InputError
 from leases.core.models import AuditEntry
 from leases.core.textsafe import visible
 from leases.ledger import records, stops
+from leases.ledger.lease_rows import lease_row
+from leases.ledger.node_rows import node_row
 from leases.ledger.records import UNREADABLE, unreadable
-from leases.ledger.store import Ledger, _lease_row, _node_row
+from leases.ledger.store import Ledger
 
 Record = dict[str, Any]
 ENTITIES = ("provider", "node", "lease", "resource", "stop")
@@ -230,36 +232,36 @@ def stored_record(
     """The row's record now, in the shape of `like` (a bundle when it is one); None when
     there is no such row. Raises what records raise for a row that does not read."""
     if entity == "provider":
-        rows = ledger._rows("SELECT * FROM providers WHERE id = ?", [entity_id])
+        rows = ledger.rows("SELECT * FROM providers WHERE id = ?", [entity_id])
         return records.provider_record(records.provider_from(rows[0])) if rows else None
     if entity == "node":
         node = ledger.node_by_id(entity_id)
         if node is None:
             return None
         if like is not None and "leases" in like:
-            return dict(ledger._node_bundle(node))
+            return dict(ledger.node_bundle(node))
         return records.node_record(node)
     if entity == "lease":
-        if not ledger._rows("SELECT 1 FROM leases WHERE id = ?", [entity_id]):
+        if not ledger.rows("SELECT 1 FROM leases WHERE id = ?", [entity_id]):
             return None
-        lease = ledger._lease_by_id(entity_id)
+        lease = ledger.lease_by_id(entity_id)
         if like is not None and "resources" in like:
-            return dict(ledger._lease_bundle(lease))
+            return dict(ledger.lease_bundle(lease))
         return records.lease_record(lease)
     if entity == "stop":
-        rows = ledger._rows(
+        rows = ledger.rows(
             "SELECT s.*, n.name AS node FROM stops s JOIN nodes n ON n.id = s.node_id"
             " WHERE s.id = ?",
             [entity_id],
         )
         return stops.record(stops.from_row(rows[0])) if rows else None
-    found = ledger._resource_rows(" WHERE r.id = ?", [entity_id])
+    found = ledger.resource_rows(" WHERE r.id = ?", [entity_id])
     return dict(found[0][1]) if found else None
 
 
 def _row(ledger: Ledger, entity: str, row_id: int) -> Record | None:
     """The table row as stored (None: no such row)."""
-    rows = ledger._rows(f"SELECT * FROM {TABLES[entity]} WHERE id = ?", [row_id])
+    rows = ledger.rows(f"SELECT * FROM {TABLES[entity]} WHERE id = ?", [row_id])
     return rows[0] if rows else None
 
 
@@ -327,18 +329,18 @@ def compare(
 def _as_written(
     entity: str, rec: Mapping[str, Any], owner: int | None, provider_ids: Mapping[str, int]
 ) -> Record | None:
-    """The table row zuka writes for a record (the ledger's own _node_row and _lease_row; a
+    """The table row zuka writes for a record (the ledger's own node_row and lease_row; a
     resource or stop row is its record without what names its neighbours): what a row as
     logged holds, column for column. None: a record too old to tell (no tags)."""
     if entity == "node":
         if "tags" not in rec:
             return None
         provider = rec.get("provider")
-        return _node_row(
+        return node_row(
             dict(rec), provider_ids.get(provider) if isinstance(provider, str) else None
         )
     if entity == "lease":
-        return _lease_row(dict(rec), owner)
+        return lease_row(dict(rec), owner)
     row = {k: v for k, v in rec.items() if k not in ("node", "lease_start")}
     if entity in OWNER and owner is not None:
         row[OWNER[entity][1]] = owner
@@ -375,7 +377,7 @@ def drifted(ledger: Ledger, entities: Sequence[str] = ENTITIES) -> list[Drift]:
         "SELECT id, name FROM providers")}  # fmt: skip
     out: list[Drift] = []
     for entity in entities:
-        table = {int(r["id"]): r for r in ledger._rows(f"SELECT * FROM {TABLES[entity]}")}
+        table = {int(r["id"]): r for r in ledger.rows(f"SELECT * FROM {TABLES[entity]}")}
         ids = set(table)
         ids |= {i for (kind, i), x in logged.items() if kind == entity and x.record is not None}
         for row_id in sorted(ids):
@@ -487,5 +489,5 @@ def accept(ledger: Ledger, entity: str, entity_id: int) -> Drift:
             at = f"audit entry {logged.entry}" if logged else "the audit log"
             raise InputError(entity, entity_id, f"is as {at} wrote it: there is nothing to accept")
         before = None if logged is None else logged.record
-        ledger._audit(conn, ACCEPT, entity, entity_id, found.node, before, now)
+        ledger.audit(conn, ACCEPT, entity, entity_id, found.node, before, now)
         return found

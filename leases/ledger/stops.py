@@ -7,7 +7,8 @@ its running time then.
 A stop is a fact about the node, kept by node id and the id of the lease it began under
 (names are reused). Every lease of the node is billed with all the node's stops: the
 maths clips each to the lease's own time, so a stop that runs on across a renewal pauses
-the renewal too. Pure rules here; the writes are leases.ledger.store's (stop_node, resume_node).
+the renewal too. Pure rules here; the writes are leases.ledger.stop_rows' (stop_node,
+resume_node).
 """
 
 from __future__ import annotations

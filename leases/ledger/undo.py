@@ -23,9 +23,10 @@ from leases.core.errors import InputError
 from leases.core.models import AuditEntry, NodeState
 from leases.core.textsafe import visible
 from leases.ledger import nodelog, records, stops
+from leases.ledger.node_rows import node_row
 from leases.ledger.nodelog import UNDO
 from leases.ledger.rowaudit import stored_record
-from leases.ledger.store import Ledger, _audit_entry, _node_row
+from leases.ledger.store import Ledger
 
 Record = dict[str, Any]
 _ENTITIES = ("provider", "node", "lease", "resource", "stop")
@@ -81,8 +82,7 @@ def last_change(ledger: Ledger) -> list[AuditEntry]:
     wrote (its batch); for entries written before batches, nodelog.last_change's rule."""
     tail = ledger.last_entries(1)
     if tail and tail[0].batch is not None:
-        rows = ledger._rows("SELECT * FROM audit WHERE batch = ? ORDER BY id", [tail[0].batch])
-        return [_audit_entry(r) for r in rows]
+        return ledger.batch_entries(tail[0].batch)
     return nodelog.last_change(ledger.last_entries(4))
 
 
@@ -132,7 +132,7 @@ def _reverse(ledger: Ledger, conn: sqlite3.Connection, e: AuditEntry) -> None:
     # The undo's entry holds the rows as they were read back, never the entry's raw JSON.
     then = stored_record(ledger, e.entity, e.entity_id, e.before)
     node = (then or now or {}).get("node" if e.entity != "node" else "name")
-    ledger._audit(
+    ledger.audit(
         conn, f"{UNDO}{e.id}", e.entity, e.entity_id, node if isinstance(node, str) else None,
         now, then,
     )  # fmt: skip
@@ -155,7 +155,7 @@ def _delete(
     elif entity == "node":
         node = ledger.node_by_id(entity_id)
         assert node is not None
-        bundle = ledger._node_bundle(node)
+        bundle = ledger.node_bundle(node)
         if any(bundle["gpu_history"].values()):
             raise InputError(
                 "undo",
@@ -200,10 +200,10 @@ def _insert(
         _put(conn, "providers", {"id": entity_id, **records.provider_record(provider)})
     elif entity == "node":
         node = records.node_from(rec)
-        if node.state is not NodeState.RELEASED and ledger._live_named(conn, node.name, None):
+        if node.state is not NodeState.RELEASED and ledger.live_named(conn, node.name, None):
             raise InputError("undo", node.name, "a live node of that name exists now")
-        provider_id = ledger._provider_id(conn, node.provider)
-        _put(conn, "nodes", {"id": entity_id, **_node_row(records.node_record(node), provider_id)})
+        provider_id = ledger.provider_id(conn, node.provider)
+        _put(conn, "nodes", {"id": entity_id, **node_row(records.node_record(node), provider_id)})
         # The node's own leases, by its id: an archived node's name may be taken now.
         for le in rec.get("leases") or ():
             _put_lease(conn, int(le["id"]), entity_id, le)
@@ -215,7 +215,7 @@ def _insert(
     elif entity == "stop":
         _put(conn, "stops", _stop_row(rec, entity_id))
     else:
-        lease = ledger._lease_for(str(rec.get("node")), rec.get("lease_start"))
+        lease = ledger.lease_for(str(rec.get("node")), rec.get("lease_start"))
         assert lease.id is not None
         _put(conn, "resources", {"id": entity_id, **_resource_row(rec, lease.id, lease.billing_tz)})
 
@@ -260,9 +260,9 @@ def _update(
 ) -> None:
     if entity == "node":
         node = records.node_from(rec)
-        if node.state is not NodeState.RELEASED and ledger._live_named(conn, node.name, entity_id):
+        if node.state is not NodeState.RELEASED and ledger.live_named(conn, node.name, entity_id):
             raise InputError("undo", node.name, "a live node of that name exists now")
-        row = _node_row(records.node_record(node), ledger._provider_id(conn, node.provider))
+        row = node_row(records.node_record(node), ledger.provider_id(conn, node.provider))
         _set(conn, "nodes", entity_id, row)
     elif entity == "lease":
         row = records.lease_record(records.lease_from(rec))
@@ -271,8 +271,8 @@ def _update(
         row = _stop_row(rec, entity_id)
         _set(conn, "stops", entity_id, {k: v for k, v in row.items() if k != "id"})
     elif entity == "resource":
-        found = ledger._resource_rows(" WHERE r.id = ?", [entity_id])
-        lease = ledger._lease_by_id(found[0][0].lease_id)
+        found = ledger.resource_rows(" WHERE r.id = ?", [entity_id])
+        lease = ledger.lease_by_id(found[0][0].lease_id)
         assert lease.id is not None
         _set(conn, "resources", entity_id, _resource_row(rec, lease.id, lease.billing_tz))
     else:

@@ -23,7 +23,8 @@ from leases.core.errors import InputError
 from leases.core.models import AuditEntry
 from leases.core.textsafe import visible
 from leases.ledger import auditchain, records
-from leases.ledger.store import Ledger, _audit_entry
+from leases.ledger.audit import audit_entry
+from leases.ledger.store import Ledger
 from leases.offboard.plan import Plan, plan_from_body
 from leases.offboard.steps import Outcome, Step
 
@@ -103,7 +104,7 @@ def load(ledger: Ledger, plan_id: int) -> StoredPlan:
     alone: the body is hashed again and must be the very body the chained `offboard.plan`
     entry holds, and each step's state is the one its last chained evidence entry gives
     (a state set by hand in offboard_steps is refused: Tampered)."""
-    rows = ledger._rows("SELECT * FROM offboard_plans WHERE id = ?", [plan_id])
+    rows = ledger.rows("SELECT * FROM offboard_plans WHERE id = ?", [plan_id])
     if not rows:
         raise LookupError(f"no offboarding plan {plan_id}")
     row = rows[0]
@@ -120,7 +121,7 @@ def load(ledger: Ledger, plan_id: int) -> StoredPlan:
         raise Tampered(plan_id, f"its body cannot be read ({type(exc).__name__})") from None
     table = {
         r["key"]: r["state"]
-        for r in ledger._rows("SELECT key, state FROM offboard_steps WHERE plan_id = ?", [plan_id])
+        for r in ledger.rows("SELECT key, state FROM offboard_steps WHERE plan_id = ?", [plan_id])
     }
     for step in plan.steps:
         said = states.get(step.key, StepState()).state.value
@@ -164,7 +165,7 @@ def _chain(ledger: Ledger, plan_id: int) -> list[dict[str, Any]]:
     """The plan's evidence entries, each checked to be a link of the audit chain: its hash
     is over its content, and the entries on either side link to it. Rewriting one means
     rewriting the whole chain after it, which `zuka audit verify --anchor` catches."""
-    rows = ledger._rows(
+    rows = ledger.rows(
         "SELECT * FROM audit WHERE entity = ? AND entity_id = ? ORDER BY id", [ENTITY, plan_id]
     )
     if not rows:
@@ -316,7 +317,7 @@ def store(ledger: Ledger, plan: Plan) -> tuple[StoredPlan, bool]:
             "carried": carried,
             "body": json.loads(plan.body()),
         }
-        ledger._audit(conn, "offboard.plan", ENTITY, plan_id, plan.node, None, after)
+        ledger.audit(conn, "offboard.plan", ENTITY, plan_id, plan.node, None, after)
     return load(ledger, plan_id), True
 
 
@@ -354,7 +355,7 @@ def record(
             [state.value, at, storable(note[:2000]), stored.id, step.key],
         )
         after = evidence(stored, step, state, outcome, note)
-        ledger._audit(conn, f"offboard.{event}", ENTITY, stored.id, stored.plan.node, None, after)
+        ledger.audit(conn, f"offboard.{event}", ENTITY, stored.id, stored.plan.node, None, after)
         if state is State.VERIFIED and step.resource_id is not None and step.destructive:
             entry = conn.execute("SELECT max(id) FROM audit").fetchone()[0]
             _mark_resource(ledger, conn, step.resource_id, stored, step, int(entry))
@@ -367,7 +368,7 @@ def note(ledger: Ledger, stored: StoredPlan, event: str, after: Mapping[str, Any
     """Evidence that belongs to the plan, not a step (a recheck's verdict, the end)."""
     with ledger.transaction() as conn:
         body = {"plan": stored.id, "hash": stored.hash, **after}
-        ledger._audit(conn, f"offboard.{event}", ENTITY, stored.id, stored.plan.node, None, body)
+        ledger.audit(conn, f"offboard.{event}", ENTITY, stored.id, stored.plan.node, None, body)
 
 
 def finish(ledger: Ledger, stored: StoredPlan) -> StoredPlan:
@@ -378,7 +379,7 @@ def finish(ledger: Ledger, stored: StoredPlan) -> StoredPlan:
             [at, stored.id],
         )
         body = {"plan": stored.id, "hash": stored.hash, "steps": len(stored.plan.steps)}
-        ledger._audit(conn, "offboard.finish", ENTITY, stored.id, stored.plan.node, None, body)
+        ledger.audit(conn, "offboard.finish", ENTITY, stored.id, stored.plan.node, None, body)
     return replace(stored, finished_at=datetime.fromisoformat(at))
 
 
@@ -433,7 +434,7 @@ def sighting(ledger: Ledger, stored: StoredPlan, step: Step) -> AuditEntry | Non
                 and doc.get("step_hash") == digest
                 and doc.get("plan") == plan_id
             ):
-                return _audit_entry(row)
+                return audit_entry(row)
     return None
 
 
@@ -446,11 +447,11 @@ def storable(text: str) -> str:
 def entries(ledger: Ledger, plan_ids: list[int]) -> list[AuditEntry]:
     """The evidence of these plans (a node's plans, superseded ones included), in order."""
     marks = ", ".join("?" * len(plan_ids))
-    rows = ledger._rows(
+    rows = ledger.rows(
         f"SELECT * FROM audit WHERE entity = ? AND entity_id IN ({marks}) ORDER BY id",
         [ENTITY, *plan_ids],
     )
-    return [_audit_entry(r) for r in rows]
+    return [audit_entry(r) for r in rows]
 
 
 def plan_ids(ledger: Ledger, stored: StoredPlan) -> list[int]:
@@ -536,7 +537,7 @@ def _mark_resource(
 ) -> None:
     """The ledger's resource marked deleted and verified, as `zuka resource edit` would,
     with a note that points at the evidence."""
-    found = ledger._resource_rows(" WHERE r.id = ?", [resource_id])
+    found = ledger.resource_rows(" WHERE r.id = ?", [resource_id])
     if not found:
         return  # deleted from the ledger since: the evidence stands on its own
     res, before = found[0]
@@ -564,4 +565,4 @@ def _mark_resource(
         f"UPDATE resources SET {', '.join(f'{k} = ?' for k in row)} WHERE id = ?",
         [*row.values(), resource_id],
     )
-    ledger._audit(conn, "resource.edit", "resource", resource_id, before["node"], before, after)
+    ledger.audit(conn, "resource.edit", "resource", resource_id, before["node"], before, after)

@@ -263,7 +263,7 @@ def _verified_on_chain(ledger: Ledger, verified: list[Resource]) -> set[int]:
         return set()
     want = {r.id: r.verified_at for r in verified if r.id is not None}
     marks = ", ".join("?" * len(want))
-    rows = ledger._rows(
+    rows = ledger.rows(
         f"SELECT * FROM audit WHERE entity = 'resource' AND entity_id IN ({marks}) ORDER BY id",
         list(want),
     )
@@ -325,7 +325,7 @@ def facts_for(
     if by_id:
         # By the node's leases, not by name: a released node's name may belong to a new node.
         marks = ", ".join("?" * len(by_id))
-        rows = ledger._resource_rows(f" WHERE r.lease_id IN ({marks})", list(by_id))
+        rows = ledger.resource_rows(f" WHERE r.lease_id IN ({marks})", list(by_id))
         proven = _verified_on_chain(ledger, [r for r, _ in rows if r.verified_at is not None])
         for r, _ in rows:
             if r.verified_at is not None and r.id not in own and r.id not in wanted:

@@ -30,11 +30,12 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from leases.config import Config
+from leases.core.clock import Clock
 from leases.core.errors import InputError
 from leases.core.models import Lease, Node, NodeState, Provider, ProviderKind
 from leases.core.textsafe import visible
 from leases.ledger.stops import LeaseStop, covering
-from leases.ledger.store import Clock, Ledger
+from leases.ledger.store import Ledger
 from leases.offboard.cloud import ids as cloud_ids
 from leases.telemetry.pacing import Every
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
 from leases.alerts.watch import AlertWatch
+from leases.core.clock import Clock, utc_now
 from leases.core.models import GpuProcess, GpuSample, Latest, Node, NodeHealth
 from leases.core.models import NodeStatus as NodeStatus  # lives there: readers import no SSH
-from leases.ledger.store import Clock, utc_now
 from leases.ssh.session import (
     BackingOff,
     CommandResult,

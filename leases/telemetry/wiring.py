@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from leases.alerts.watch import AlertWatch
+from leases.core.clock import Clock, utc_now
 from leases.core.errors import InputError
 from leases.core.models import Node
-from leases.ledger.store import Clock, Ledger, utc_now
+from leases.ledger.store import Ledger
 from leases.ssh.session import SshOptions, SshPool
 from leases.telemetry.faultlog import fault_logger
 from leases.telemetry.history import RecentHistory

@@ -60,7 +60,7 @@ def test_a_ledger_in_proc_is_not_a_place_for_one(cli: Cli) -> None:
 
 
 def test_help_shows_the_default_ledger_path() -> None:
-    from leases.ledger.store import default_ledger_path
+    from leases.ledger.paths import default_ledger_path
 
     assert str(default_ledger_path()) in build_parser().format_help().replace("\n", "")
 
@@ -343,7 +343,7 @@ def test_a_read_waits_out_one_busy_timeout_not_two(
 ) -> None:
     import time
 
-    from leases.ledger import store as ledger_module
+    from leases.ledger import files as ledger_module
 
     path = tmp_path / "l.db"
     assert cli("node", "add", "n1", "--ssh", "ssh root@h", ledger=path).code == 0

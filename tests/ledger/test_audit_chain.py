@@ -14,9 +14,9 @@ import pytest
 from sqlite_utils import Database
 
 from leases.ledger import records
-from leases.ledger.auditchain import GENESIS, links
+from leases.ledger.auditchain import AUDIT_TRIGGERS, GENESIS, links
 from leases.ledger.schema import MIGRATIONS
-from leases.ledger.store import AUDIT_TRIGGERS, Ledger
+from leases.ledger.store import Ledger
 from tui.cli.main import main
 
 

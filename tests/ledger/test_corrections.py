@@ -15,6 +15,7 @@ from sqlite_utils import Database
 
 from leases.core.errors import InputError
 from leases.ledger import records
+from leases.ledger.files import SCHEMA_VERSION
 from leases.ledger.schema import (
     MIGRATIONS,
     m006_lease_terms,
@@ -22,7 +23,7 @@ from leases.ledger.schema import (
     m013_lease_rounding,
     m014_stops,
 )
-from leases.ledger.store import SCHEMA_VERSION, Ledger
+from leases.ledger.store import Ledger
 from leases.ledger.undo import undo_last
 from tests.support.cli import Cli
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from leases.ledger import store as ledger_module
+from leases.ledger import files as ledger_files
 from leases.ledger.schema import MIGRATIONS
 from leases.ledger.store import Ledger
 from tests.support.cli import Cli
@@ -241,7 +241,7 @@ def test_a_ledger_locked_by_another_writer_is_one_line(
 ) -> None:
     path = tmp_path / "l.db"
     _seed(cli, path)
-    monkeypatch.setattr(ledger_module, "BUSY_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(ledger_files, "BUSY_TIMEOUT_S", 0.2)
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:

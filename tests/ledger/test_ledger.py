@@ -17,8 +17,10 @@ from leases.core.errors import InputError, LedgerError
 from leases.core.models import BillingType, ExpiryAction, Lease, RefundState
 from leases.core.textsafe import is_clean
 from leases.ledger import records
+from leases.ledger.files import SCHEMA_VERSION
+from leases.ledger.paths import resolve_ledger_path
 from leases.ledger.schema import MIGRATIONS
-from leases.ledger.store import SCHEMA_VERSION, Ledger, resolve_ledger_path
+from leases.ledger.store import Ledger
 
 
 def test_schema_version_counts_the_migrations() -> None:

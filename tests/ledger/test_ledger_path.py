@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from leases.ledger.store import resolve_ledger_path
+from leases.ledger.paths import resolve_ledger_path
 from leases.telemetry.lock import lock_path
 from leases.telemetry.wiring import sim_dir, trust_store
 from tui.cli.main import main

@@ -18,7 +18,8 @@ from leases.alerts.rules import AlertKind, evaluate
 from leases.config import AlertsConfig
 from leases.core.errors import InputError
 from leases.core.models import NodeHealth
-from leases.ledger.store import SCHEMA_VERSION, Ledger
+from leases.ledger.files import SCHEMA_VERSION
+from leases.ledger.store import Ledger
 from leases.telemetry.rollups import HistoryStore
 from tests.support.cli import Cli
 

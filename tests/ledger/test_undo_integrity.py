@@ -12,7 +12,8 @@ from contextlib import closing
 from pathlib import Path
 
 from leases.ledger import auditchain, records
-from leases.ledger.store import AUDIT_TRIGGERS, Ledger
+from leases.ledger.auditchain import AUDIT_TRIGGERS
+from leases.ledger.store import Ledger
 from tests.support.cli import Cli
 
 

@@ -157,15 +157,15 @@ def test_lease_for_keeps_its_signature_and_refuses_in_the_ledger(tmp_path: Path)
     with Ledger.open(tmp_path / "l.db") as ledger:
         ledger.add_node(records.node_from({"name": "n", "ssh_host": "10.0.0.1"}))
         with pytest.raises(InputError) as exc:
-            ledger._lease_for("n", None)
+            ledger.lease_for("n", None)
         assert exc.value.field == "node" and "zuka lease add n" in exc.value.reason
         lease = ledger.add_lease(records.lease_from(
             {"node": "n", "billing_type": "hourly", "unit_price": "1", "start": "2026-01-01"}
         ))  # fmt: skip
-        assert ledger._lease_for("n", "2026-01-01 00:00") == lease
-        assert ledger._lease_for("n", lease.start) == lease
+        assert ledger.lease_for("n", "2026-01-01 00:00") == lease
+        assert ledger.lease_for("n", lease.start) == lease
         with pytest.raises(InputError) as exc:
-            ledger._lease_for("n", "x")
+            ledger.lease_for("n", "x")
         assert exc.value.field == "lease_start"
 
 

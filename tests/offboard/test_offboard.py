@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 
 from leases.config import Config, OffboardConfig
 from leases.core.models import NodeState, RefundState
-from leases.ledger.store import SCHEMA_VERSION, Ledger
+from leases.ledger.files import SCHEMA_VERSION
+from leases.ledger.store import Ledger
 from leases.offboard import evidence, report, runner
 from leases.offboard.evidence import State
 from leases.offboard.plan import Plan, plan_from_body

@@ -21,8 +21,9 @@ import pytest
 from leases.core.models import GpuProcess, GpuSample, NodeHealth
 from leases.core.textsafe import is_clean
 from leases.ledger import records
+from leases.ledger.files import SCHEMA_VERSION
 from leases.ledger.schema import MIGRATIONS
-from leases.ledger.store import SCHEMA_VERSION, Ledger
+from leases.ledger.store import Ledger
 from leases.sim import SIM_USERS, Scenario, SimNode, answer, gpu_user, readings
 from leases.sim.ledger import backfill
 from leases.ssh.session import SshPool

@@ -17,9 +17,10 @@ import pytest
 from leases.alerts import state as alertstate
 from leases.alerts.watch import AlertWatch
 from leases.config import AlertsConfig
+from leases.core.clock import utc_now
 from leases.core.models import Node, NodeHealth
 from leases.ledger import records
-from leases.ledger.store import Ledger, utc_now
+from leases.ledger.store import Ledger
 from leases.sim import SimNode
 from leases.sim import answer as sim_answer
 from leases.ssh.session import SshPool

@@ -17,7 +17,8 @@ from leases.core.errors import InputError, no_ledger
 from leases.core.models import Node, NodeHealth
 from leases.core.textsafe import visible
 from leases.fleet.nodestatus import from_latest, health_summary, status_figures
-from leases.ledger.store import Ledger, resolve_ledger_path
+from leases.ledger.paths import resolve_ledger_path
+from leases.ledger.store import Ledger
 from leases.telemetry.housekeeping import Housekeeping
 from leases.telemetry.lock import PollerLock
 from leases.telemetry.poller import NodeStatus, Poller
@@ -157,7 +158,7 @@ async def _cloud_states(ledger: Ledger, path: Path, args: argparse.Namespace) ->
     """`poll --once` reads the nodes' cloud instances once too (leases.telemetry.cloudstate), and
     says on stderr what it recorded; a cloud's failure is logged, never the poll's."""
     from leases.config import load_user_config
-    from leases.ledger.store import utc_now
+    from leases.core.clock import utc_now
     from leases.telemetry import cloudstate
     from leases.telemetry.faultlog import fault_logger
 
@@ -227,7 +228,7 @@ async def _collect(
         loop.add_signal_handler(sig, stop.set)
     from leases.alerts.watch import watch_ledger
     from leases.config import load_user_config
-    from leases.ledger.store import utc_now
+    from leases.core.clock import utc_now
     from leases.telemetry.faultlog import fault_logger
 
     config = load_user_config(args.config)

@@ -26,9 +26,11 @@ from leases.core.errors import (
 from leases.core.models import AuditEntry, Lease, Node, NodeState, Provider, ProviderKind, Resource
 from leases.core.textsafe import visible
 from leases.ledger import auditchain, recordfields, records, release, rowaudit, stops, transfer
+from leases.ledger.lease_rows import billing_of as billing_of_leases
+from leases.ledger.paths import resolve_ledger_path
 from leases.ledger.stops import LeaseStop
-from leases.ledger.store import Ledger, describe_counts, describe_resources, resolve_ledger_path
-from leases.ledger.store import billing_of as billing_of_leases
+from leases.ledger.store import Ledger
+from leases.ledger.wording import describe_counts, describe_resources
 from leases.money import billing, leasecost, renewals
 from leases.money.renewals import BillingNow
 from leases.ssh.login import parse_ssh_command, ssh_config_aliases

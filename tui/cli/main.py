@@ -14,7 +14,7 @@ from typing import TextIO
 
 from leases.core.errors import ConfigError, InputError, LedgerError, ledger_failure, os_problem
 from leases.core.textsafe import visible
-from leases.ledger.store import resolve_ledger_path
+from leases.ledger.paths import resolve_ledger_path
 
 Handler = Callable[[argparse.Namespace, TextIO], int]
 # Commands that run and log rather than print a result: --json would be ignored.
@@ -29,7 +29,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _ledger_help() -> str:
-    from leases.ledger.store import default_ledger_path
+    from leases.ledger.paths import default_ledger_path
 
     return f"ledger file (default: $ZUKA_LEDGER, else {default_ledger_path()})"
 

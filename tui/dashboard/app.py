@@ -30,6 +30,7 @@ from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from leases.config import Config, load_user_config
+from leases.core.clock import Clock, utc_now
 from leases.core.errors import ConfigError
 from leases.core.fields import DEFAULT_TZ
 from leases.core.models import Node, NodeStatus
@@ -37,7 +38,7 @@ from leases.core.textsafe import visible
 from leases.fleet.data import FleetData, FleetReader, ReadRequest
 from leases.fleet.nodestatus import StatusCache, health_summary, stale_after_s
 from leases.fleet.sparkline import Reading
-from leases.ledger.store import Clock, Ledger, utc_now
+from leases.ledger.store import Ledger
 from leases.money.renewals import BillingNow
 from leases.telemetry.history import RecentHistory
 from leases.telemetry.lock import PollerLock

@@ -11,10 +11,11 @@ from typing import Any, ClassVar, Literal
 from textual.binding import BindingType
 
 from leases.core import fields
+from leases.core.clock import Clock
 from leases.core.models import Lease
 from leases.core.textsafe import visible
 from leases.ledger import records
-from leases.ledger.store import Clock, Ledger
+from leases.ledger.store import Ledger
 from leases.money import renewals
 from tui.cli.ledger import (
     LEASE_FLAGS,

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import TextIO
 
 from leases.core.errors import InputError
-from leases.ledger.store import Ledger, resolve_ledger_path
+from leases.ledger.paths import resolve_ledger_path
+from leases.ledger.store import Ledger
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000

@@ -1,0 +1,292 @@
+"""Opening a ledger file safely: created private (0600, in a 0700 directory), refused in
+words when it is not a zuka ledger or cannot be written, read-only where it cannot be,
+the process's own locks kept (see _OPENING), WAL and the pragmas set, migrations run.
+
+WAL mode so that a dashboard and a collector can share the file, mode 0600 because the
+file says where the lab's machines are.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+from leases.core.errors import READ_ONLY, LedgerError
+from leases.ledger.paths import companion
+
+# How many migrations leases/ledger/schema.py holds; tests check the two agree. Kept here so that
+# opening an up-to-date ledger needs neither sqlite-utils nor the schema (faster CLI).
+SCHEMA_VERSION = 16
+# How long a write waits for another writer's transaction before it gives up.
+BUSY_TIMEOUT_S = 15.0
+
+
+def open_file(
+    path: Path, *, readonly: bool, create: bool
+) -> tuple[sqlite3.Connection, tuple[int, int] | None]:
+    """The ledger at path opened (for a command that only reads, or for writing, created
+    if allowed), and the key under which this process now holds it: give both back to
+    close_file. Raises OSError, sqlite3.Error or LedgerError."""
+    with _OPENING:
+        conn = _connect_reading(path) if readonly else _connect(path, create=create)
+        return conn, _hold(path)
+
+
+def close_file(conn: sqlite3.Connection, held: tuple[int, int] | None) -> None:
+    """Close a connection open_file made (or in_memory's: held None)."""
+    with _OPENING:
+        conn.close()
+        if held is not None:
+            _release(held)
+
+
+def in_memory() -> sqlite3.Connection:
+    """An empty ledger in memory, migrated."""
+    conn = sqlite3.connect(":memory:")
+    _prepare(conn)
+    return conn
+
+
+def _create_private(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except (FileNotFoundError, PermissionError, NotADirectoryError):
+        # os_problem would say "no such file" of a directory that mkdir could not make.
+        raise LedgerError(
+            f"{path}: cannot create its directory {path.parent}: that place is not writable"
+            " or not a place for a ledger (like /proc or /sys): give another path"
+        ) from None
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+# Ledger files this process has open, by (device, inode), with how many connections.
+# POSIX record locks belong to the process, and closing ANY descriptor of a file drops all
+# of them: SQLite's own descriptors are managed for that, but a header check that opened
+# and closed the file beside an open connection let another process's last close delete
+# the -wal under it. So the header is read only while no connection of ours has the file
+# open, and opens and closes are serialised (_OPENING).
+_OPENING = threading.RLock()
+_HELD: dict[tuple[int, int], int] = {}
+
+
+def _inode(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _hold(path: Path) -> tuple[int, int] | None:
+    key = _inode(path)
+    if key is not None:
+        _HELD[key] = _HELD.get(key, 0) + 1
+    return key
+
+
+def _release(key: tuple[int, int]) -> None:
+    left = _HELD.get(key, 0) - 1
+    if left > 0:
+        _HELD[key] = left
+    else:
+        _HELD.pop(key, None)
+
+
+# Tables every zuka ledger has had since its first migration.
+_LEDGER_TABLES = frozenset({"_sqlite_migrations", "providers", "nodes", "leases", "audit"})
+
+
+def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
+    """The ledger opened for writing: refused early, in words, when it cannot be written."""
+    if create:
+        _create_private(path)
+    _check_file(path, create=create)
+    _check_writable(path)
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S)
+    try:
+        _check_tables(conn, path, create=create)
+        _prepare(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _connect_reading(path: Path) -> sqlite3.Connection:
+    """The ledger for a command that only reads. Where it can be written it is opened as
+    for writing: upgraded if need be, and its last connection tidies the -wal and -shm
+    files away (a read-only connection leaves them). Elsewhere, or when that open fails
+    (a full disk), read-only."""
+    if _writable(path):
+        try:
+            return _connect(path, create=False)
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc):
+                raise  # it waited out the busy timeout once already: a second wait is no use
+    return _connect_readonly(path)
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    """The ledger opened read-only (SQLite's mode=ro); it cannot be upgraded here."""
+    _check_file(path, create=False)
+    uri = f"file:{quote(str(path))}?mode=ro"
+    wal = companion(path, "-wal")
+    # An empty -wal (one a failed read-only open left) holds nothing the main file lacks.
+    had_wal = wal.exists() and wal.stat().st_size > 0
+    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError:
+        conn.close()
+        # A WAL reader needs the -shm file beside the ledger, which a read-only directory
+        # or a full disk will not let SQLite create. With no -wal file, or an empty one,
+        # all of the ledger is in the main file: then it is read as immutable (no locks,
+        # no -shm). With WAL content, a writer may be at work: not safe, the error stands.
+        if had_wal:
+            raise
+        conn = sqlite3.connect(uri + "&immutable=1", uri=True)
+    try:
+        _check_tables(conn, path, create=False)
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise LedgerError(_newer(version))
+        if version < SCHEMA_VERSION:
+            raise LedgerError(
+                f"{path}: needs an upgrade to this zuka's schema (version {version} to "
+                f"{SCHEMA_VERSION}) but is {READ_ONLY.split(';')[0]}; run zuka once where "
+                "it can write the file"
+            )
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _writable(path: Path) -> bool:
+    """Whether this user can write the ledger: the file, and its directory unless the WAL
+    companions exist already (SQLite creates them there). Catches chmod, chattr +i and
+    read-only mounts, for root too, before any write is tried."""
+    eff = os.access in os.supports_effective_ids
+    if not os.access(path, os.W_OK, effective_ids=eff):
+        return False
+    if companion(path, "-wal").exists() and companion(path, "-shm").exists():
+        return True
+    return os.access(path.parent, os.W_OK | os.X_OK, effective_ids=eff)
+
+
+def _check_writable(path: Path) -> None:
+    if not _writable(path):
+        raise LedgerError(f"{path}: {READ_ONLY}")
+
+
+def _check_file(path: Path, *, create: bool) -> None:
+    """Refuse, before anything is written to it, a file that is not a zuka ledger: a
+    directory, a device, or an empty file a read-only command was pointed at."""
+    if not path.is_file():
+        what = "a directory" if path.is_dir() else "not a regular file"
+        raise LedgerError(f"{path}: is {what}, so not a zuka ledger: give the ledger's file")
+    if _inode(path) in _HELD:
+        return  # open here already, so checked; reading it now would drop our locks
+    with path.open("rb") as fh:
+        head = fh.read(len(_SQLITE_MAGIC))
+    if not head:
+        if create:
+            path.chmod(0o600)  # a new ledger: ours to set up, private like every ledger
+            return
+        raise LedgerError(f"{path}: is an empty file, not a zuka ledger")
+    if head != _SQLITE_MAGIC:
+        raise LedgerError(f"{path}: is not an SQLite database, so not a zuka ledger")
+
+
+def _check_tables(conn: sqlite3.Connection, path: Path, *, create: bool) -> None:
+    """Refuse another application's database before anything is written to it."""
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not tables and create:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0:
+            return
+        raise LedgerError(
+            f"{path}: is an empty database marked by another application (user_version"
+            f" {version}), not a zuka ledger; refusing to touch it"
+        )
+    if not tables:
+        raise LedgerError(f"{path}: is an empty database, not a zuka ledger")
+    missing = _LEDGER_TABLES - tables
+    if missing:
+        shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+        raise LedgerError(
+            f"{path}: is not a zuka ledger (another application's database? its tables: "
+            f"{shown}); refusing to touch it"
+        )
+
+
+def _prepare(conn: sqlite3.Connection, attempts: int = 50) -> None:
+    """WAL, pragmas and migrations. Switching a new file to WAL while another process does
+    the same can answer "database is locked" without waiting for the busy timeout, so
+    that one case is retried for a few seconds."""
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    for attempt in range(attempts):
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            _migrate(conn)
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.05 + 0.05 * random.random())
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version == SCHEMA_VERSION:
+        return
+    if version > SCHEMA_VERSION:
+        raise LedgerError(_newer(version))
+    from sqlite_utils import Database
+
+    from leases.ledger.schema import MIGRATIONS
+
+    db = Database(conn, execute_plugins=False)
+    # A migration that rebuilds a table (m005) needs foreign keys off, and the pragma is
+    # ignored inside a transaction: off here, checked by the migration, on again below.
+    conn.execute("PRAGMA foreign_keys = OFF")
+    # Two processes opening a new ledger at once (a dashboard and a collector): the write
+    # lock makes the second wait, then find nothing pending (apply re-reads what is applied).
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        known = {m.name for m in MIGRATIONS._migrations}
+        applied = {m.name for m in MIGRATIONS.applied(db)}
+        if applied - known:
+            raise LedgerError(
+                f"this ledger was written by a newer zuka (migrations {sorted(applied - known)})"
+            )
+        MIGRATIONS.apply(db)
+        conn.execute(f"PRAGMA user_version = {len(known)}")
+    except BaseException:
+        conn.rollback()
+        conn.execute("PRAGMA foreign_keys = ON")
+        raise
+    conn.commit()
+    conn.execute("PRAGMA foreign_keys = ON")
+
+
+def _newer(version: int) -> str:
+    return (
+        f"this ledger was written by a newer zuka (schema {version}, this one knows "
+        f"{SCHEMA_VERSION}): upgrade zuka"
+    )

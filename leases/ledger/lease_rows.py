@@ -392,6 +392,7 @@ class LeaseRows(NodeRows):
         raise InputError("lease_start", value, reason)
 
     def lease_by_id(self, lease_id: int) -> Lease:
+        """The lease of that id, which must exist (an id read from the ledger)."""
         rows = self.rows(f"{self._LEASE_SELECT} WHERE l.id = ?", [lease_id])
         return _lease(rows[0])
 

@@ -30,3 +30,38 @@ def resolve_ledger_path(cli_value: str | None, env: Mapping[str, str] = os.envir
 def companion(path: Path, suffix: str) -> Path:
     """A file beside the ledger named after it: SQLite's -wal and -shm."""
     return path.with_name(path.name + suffix)
+
+
+# zuka's own files beside a ledger, each named after it (one ledger, one set of them).
+
+
+def trust_store(ledger_path: Path) -> Path:
+    """zuka's own known_hosts for this ledger's fleet: accepted keys go here."""
+    return ledger_path.parent / "known_hosts"
+
+
+def sim_dir(ledger_path: Path) -> Path:
+    """Where `zuka sim` keeps its client key and its nodes' host keys for this ledger: a
+    folder of its own, so that nothing of the user's (an id_ed25519 beside the ledger)
+    is ever overwritten."""
+    return ledger_path.with_name(ledger_path.name + ".sim")
+
+
+def sim_trust_store(ledger_path: Path) -> Path:
+    """Host keys of simulated nodes that `zuka sim` started for this ledger."""
+    return sim_dir(ledger_path) / "known_hosts"
+
+
+def fault_log_path(ledger_path: Path) -> Path:
+    """The fault log (leases.telemetry.faultlog)."""
+    return ledger_path.with_name(ledger_path.name + ".faults.log")
+
+
+def poller_lock_path(ledger_path: Path) -> Path:
+    """One poller per ledger (leases.telemetry.lock)."""
+    return ledger_path.with_name(ledger_path.name + ".poller.lock")
+
+
+def offboard_lock_path(ledger_path: Path) -> Path:
+    """One offboarding run per ledger (leases.offboard.runner.RunLock)."""
+    return ledger_path.with_name(ledger_path.name + ".offboard.lock")

@@ -27,6 +27,7 @@ from leases.config import Config
 from leases.core.errors import InputError
 from leases.core.models import Node, NodeState, Resource
 from leases.core.textsafe import visible
+from leases.ledger.paths import offboard_lock_path
 from leases.ledger.store import Ledger
 from leases.offboard import evidence
 from leases.offboard.evidence import PASSED, State, StoredPlan
@@ -202,7 +203,7 @@ class RunLock(PollerLock):
 
     def __init__(self, ledger_path: Path) -> None:
         super().__init__(ledger_path)
-        self.path = ledger_path.with_name(ledger_path.name + ".offboard.lock")
+        self.path = offboard_lock_path(ledger_path)
 
 
 @contextmanager

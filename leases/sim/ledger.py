@@ -20,13 +20,13 @@ from typing import Any, TypeVar
 
 from leases.core.models import Lease, Node
 from leases.ledger import records
+from leases.ledger.paths import sim_dir, sim_trust_store
 from leases.ledger.store import Ledger
 from leases.sim import Scenario, SimNode, gpu_user, history
 from leases.sim.fleet import SimFleet
 from leases.telemetry.attribution import minute_shares
 from leases.telemetry.history import GpuHour, GpuMinute, NodeHour, NodeMinute, busy_verdict
 from leases.telemetry.rollups import HistoryStore, OwnerHour
-from leases.telemetry.wiring import sim_dir, sim_trust_store
 
 T = TypeVar("T")
 SIM_TAG = "sim:"

@@ -15,14 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from leases.core.textsafe import visible
+from leases.ledger.paths import fault_log_path
 
 # 1 MiB a file, 3 old ones kept: a few thousand tracebacks, 4 MiB on disk at most.
 MAX_BYTES = 1024 * 1024
 BACKUPS = 3
-
-
-def fault_log_path(ledger_path: Path) -> Path:
-    return ledger_path.with_name(ledger_path.name + ".faults.log")
 
 
 class _PrivateRotatingHandler(logging.handlers.RotatingFileHandler):

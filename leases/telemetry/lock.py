@@ -11,14 +11,12 @@ import fcntl
 import os
 from pathlib import Path
 
-
-def lock_path(ledger_path: Path) -> Path:
-    return ledger_path.with_name(ledger_path.name + ".poller.lock")
+from leases.ledger.paths import poller_lock_path
 
 
 class PollerLock:
     def __init__(self, ledger_path: Path) -> None:
-        self.path = lock_path(ledger_path)
+        self.path = poller_lock_path(ledger_path)
         self._fd: int | None = None
 
     def acquire(self) -> bool:

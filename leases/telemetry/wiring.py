@@ -8,6 +8,7 @@ from leases.alerts.watch import AlertWatch
 from leases.core.clock import Clock, utc_now
 from leases.core.errors import InputError
 from leases.core.models import Node
+from leases.ledger.paths import sim_trust_store, trust_store
 from leases.ledger.store import Ledger
 from leases.ssh.session import SshOptions, SshPool
 from leases.telemetry.faultlog import fault_logger
@@ -15,23 +16,6 @@ from leases.telemetry.history import RecentHistory
 from leases.telemetry.housekeeping import fleet_nodes as fleet_nodes  # lives there: no SSH import
 from leases.telemetry.poller import Poller
 from leases.telemetry.rollups import HistoryStore
-
-
-def trust_store(ledger_path: Path) -> Path:
-    """zuka's own known_hosts for this ledger's fleet: accepted keys go here."""
-    return ledger_path.parent / "known_hosts"
-
-
-def sim_dir(ledger_path: Path) -> Path:
-    """Where `zuka sim` keeps its client key and its nodes' host keys for this ledger: a
-    folder of its own, so that nothing of the user's (an id_ed25519 beside the ledger)
-    is ever overwritten."""
-    return ledger_path.with_name(ledger_path.name + ".sim")
-
-
-def sim_trust_store(ledger_path: Path) -> Path:
-    """Host keys of simulated nodes that `zuka sim` started for this ledger."""
-    return sim_dir(ledger_path) / "known_hosts"
 
 
 def ssh_options(ledger_path: Path, **overrides: object) -> SshOptions:

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from leases.ledger.paths import sim_trust_store
 from leases.ledger.store import Ledger
 from leases.sim import Scenario, SimNode
 from leases.sim.fleet import SimFleet
 from leases.sim.ledger import FleetThread, register_sim_nodes, serve_ledger_nodes
-from leases.telemetry.wiring import sim_trust_store
 from tests.support.cli import Cli
 from tests.support.waiting import wait_until_sync
 

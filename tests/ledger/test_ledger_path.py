@@ -10,9 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from leases.ledger.paths import resolve_ledger_path
-from leases.telemetry.lock import lock_path
-from leases.telemetry.wiring import sim_dir, trust_store
+from leases.ledger.paths import (
+    fault_log_path,
+    offboard_lock_path,
+    poller_lock_path,
+    resolve_ledger_path,
+    sim_dir,
+    trust_store,
+)
 from tui.cli.main import main
 
 
@@ -34,9 +39,8 @@ def test_a_symlinked_ledger_keeps_its_companions_beside_the_real_file(tmp_path: 
     (link_dir / "zuka.db").symlink_to(real_dir / "ledger.db")
     resolved = resolve_ledger_path(str(link_dir / "zuka.db"))
     assert resolved == (real_dir / "ledger.db").resolve()
-    assert lock_path(resolved).parent == real_dir.resolve()
-    assert trust_store(resolved).parent == real_dir.resolve()
-    assert sim_dir(resolved).parent == real_dir.resolve()
+    for beside in (poller_lock_path, offboard_lock_path, fault_log_path, trust_store, sim_dir):
+        assert beside(resolved).parent == real_dir.resolve()
     # The environment variable goes through the same resolution.
     assert resolve_ledger_path(None, {"ZUKA_LEDGER": str(link_dir / "zuka.db")}) == resolved
 

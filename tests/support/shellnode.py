@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import asyncssh
 
-from leases.telemetry.wiring import trust_store
+from leases.ledger.paths import trust_store
 from tests.support.sshfixtures import FakeNode, TestKeys, known_hosts_line
 
 T = TypeVar("T")

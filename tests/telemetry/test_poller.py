@@ -312,7 +312,8 @@ async def test_a_failure_on_one_nodes_data_is_that_nodes_state_and_logged(
 ) -> None:  # type: ignore[no-untyped-def]
     import stat
 
-    from leases.telemetry.faultlog import fault_log_path, fault_logger
+    from leases.ledger.paths import fault_log_path
+    from leases.telemetry.faultlog import fault_logger
 
     _, _, poller, ledger = fleet
     poller.store = FailingStore(ledger, {"n1"})

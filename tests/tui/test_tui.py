@@ -168,7 +168,7 @@ async def test_dashboard_on_a_new_ledger_picks_up_nodes_added_later(tmp_path: Pa
 
 
 async def test_trusting_a_new_host_key_from_the_dashboard(tmp_path: Path) -> None:
-    from leases.telemetry.wiring import sim_trust_store
+    from leases.ledger.paths import sim_trust_store
 
     path = tmp_path / "trust.db"
     with Ledger.open(path) as ledger:

@@ -22,7 +22,7 @@ FROZEN = {"leases/ledger/schema.py"}
 LONG = {
     "leases/alerts/rules.py", "leases/money/billing.py", "leases/config.py", "leases/ledger/store.py",
     "leases/notify/send.py", "leases/telemetry/nvsmi.py", "leases/offboard/remote.py",
-    "leases/offboard/runner.py", "leases/money/reportformat.py", "leases/ssh/session.py",
+    "leases/offboard/runner.py", "leases/money/reportformat.py",
     "tui/cli/ledger.py", "tui/screens/offboard.py",
 }  # fmt: skip
 

@@ -31,7 +31,7 @@ class NvsmiProbeError(RuntimeError):
 
 
 class CommandOutput(Protocol):
-    """What probe needs from a finished command: leases.ssh.session.CommandResult, or a test's own.
+    """What probe needs from a finished command: leases.ssh.stream.CommandResult, or a test's own.
 
     A protocol, so that parsing never imports asyncssh.
     """

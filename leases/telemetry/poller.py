@@ -30,15 +30,9 @@ from leases.alerts.watch import AlertWatch
 from leases.core.models import GpuProcess, GpuSample, Latest, Node, NodeHealth
 from leases.core.models import NodeStatus as NodeStatus  # lives there: readers import no SSH
 from leases.ledger.store import Clock, utc_now
-from leases.ssh.session import (
-    BackingOff,
-    CommandResult,
-    HostKeyRejected,
-    OutputTooLarge,
-    SshError,
-    SshPool,
-    StreamExited,
-)
+from leases.ssh.errors import BackingOff, HostKeyRejected, OutputTooLarge, SshError, StreamExited
+from leases.ssh.pool import SshPool
+from leases.ssh.stream import CommandResult
 from leases.telemetry import nvsmi, owners
 from leases.telemetry.attribution import OwnerTracker, gpu_owners
 from leases.telemetry.faultlog import quiet_logger

@@ -8,7 +8,8 @@ from leases.alerts.watch import AlertWatch
 from leases.core.errors import InputError
 from leases.core.models import Node
 from leases.ledger.store import Clock, Ledger, utc_now
-from leases.ssh.session import SshOptions, SshPool
+from leases.ssh.options import SshOptions
+from leases.ssh.pool import SshPool
 from leases.telemetry.faultlog import fault_logger
 from leases.telemetry.history import RecentHistory
 from leases.telemetry.housekeeping import fleet_nodes as fleet_nodes  # lives there: no SSH import

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from leases.core.models import GpuProcess, GpuSample, NodeHealth
-from leases.ssh.session import CommandResult
+from leases.ssh.stream import CommandResult
 from leases.telemetry.nvsmi import (
     APPS_COMMAND,
     BOUNDS,

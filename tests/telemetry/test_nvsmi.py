@@ -25,17 +25,15 @@ from leases.telemetry.nvsmi import (
     QUERY_FIELDS,
     REQUIRED_FIELDS,
     NvsmiParseError,
-    NvsmiProbeError,
-    StreamParser,
     classify_failure,
     format_query,
     human_reason,
     parse_compute_apps,
     parse_query,
-    probe,
     query_command,
-    rejected_field,
 )
+from leases.telemetry.nvsmiprobe import NvsmiProbeError, probe, rejected_field
+from leases.telemetry.nvsmistream import StreamParser
 
 AT = datetime(2025, 3, 1, 8, 0, tzinfo=UTC)
 

@@ -38,7 +38,7 @@ from leases.ledger import rowaudit
 from leases.ledger.store import Ledger
 from leases.money.report import month_window
 from leases.sim.ledger import backfill, register_sim_nodes, sim_node_for
-from leases.ssh.session import SshPool
+from leases.ssh.pool import SshPool
 from leases.telemetry.poller import Poller
 from leases.telemetry.rollups import HistoryStore
 from tui.cli.money import _build as build_month

@@ -38,7 +38,8 @@ from typing import Any
 import asyncssh
 
 from leases.core.models import Node, NodeHealth, SshTarget
-from leases.ssh.session import SshOptions, SshPool
+from leases.ssh.options import SshOptions
+from leases.ssh.pool import SshPool
 from leases.telemetry import nvsmi
 from leases.telemetry.poller import NodeStatus, Poller
 

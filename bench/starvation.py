@@ -25,7 +25,8 @@ import asyncssh
 from leases.core.models import Node, NodeHealth, SshTarget
 from leases.sim import Scenario, SimNode
 from leases.sim.fleet import SimFleet
-from leases.ssh.session import SshOptions, SshPool
+from leases.ssh.options import SshOptions
+from leases.ssh.pool import SshPool
 from leases.telemetry.poller import NodeStatus, Poller
 from tui.cli.fleet import _bounded_sweep
 

@@ -18,7 +18,7 @@ import asyncssh
 
 from leases.core.errors import InputError
 from leases.core.textsafe import visible
-from leases.ssh.session import KeyFileRefused, load_client_key, read_key_file
+from leases.ssh.keys import KeyFileRefused, load_client_key, read_key_file
 
 _FINGERPRINT_RE = re.compile(r"SHA256:[A-Za-z0-9+/]{43}")
 _BLOB_RE = re.compile(r"[A-Za-z0-9+/]{16,16384}={0,2}")

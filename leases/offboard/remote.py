@@ -36,7 +36,10 @@ from leases.core.textsafe import visible
 from leases.offboard import authkeys, erasure, paths, presets
 from leases.offboard.nodewalk import KEPT as _KEPT
 from leases.offboard.steps import Outcome, Phase, PlanInput, Sighting, Step, params
-from leases.ssh.session import CommandResult, NodeSession, SshError, SshOptions
+from leases.ssh.errors import SshError
+from leases.ssh.options import SshOptions
+from leases.ssh.session import NodeSession
+from leases.ssh.stream import CommandResult
 from leases.telemetry import nvsmi
 
 # Shredding a data disk file by file takes as long as writing it twice (one random pass,

@@ -1,6 +1,7 @@
 """Parsing nvidia-smi: the query we send, the CSV it prints, and the ways it fails.
 
-Everything here is pure except `probe`, which only awaits the runner it is given.
+Everything here is pure. Probing which fields a node knows is leases.telemetry.nvsmiprobe's,
+reading the long-lived `-lms` stream leases.telemetry.nvsmistream's.
 A value nvidia-smi cannot read (`[N/A]`, `[Not Supported]`, `[GPU requires reset]`...)
 becomes None, never 0: a missing reading is unknown.
 """
@@ -10,38 +11,16 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal
 
 from leases.core.models import GpuProcess, GpuSample, NodeHealth
 
 
 class NvsmiParseError(ValueError):
     """nvidia-smi printed something we could not read; the message names line and field."""
-
-
-class NvsmiProbeError(RuntimeError):
-    """Probing the query fields failed; `health` says why, in the poller's terms."""
-
-    def __init__(self, health: NodeHealth, message: str) -> None:
-        super().__init__(message)
-        self.health = health
-
-
-class CommandOutput(Protocol):
-    """What probe needs from a finished command: leases.ssh.session.CommandResult, or a test's own.
-
-    A protocol, so that parsing never imports asyncssh.
-    """
-
-    @property
-    def exit_status(self) -> int | None: ...
-    @property
-    def stdout(self) -> str: ...
-    @property
-    def stderr(self) -> str: ...
 
 
 # Keys under GpuSample.extra, shared with leases.telemetry.nvml so both sources read the same.
@@ -124,8 +103,6 @@ _NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?
 _INTEGER = re.compile(r"[0-9]+")
 # Longest number we try to read; anything longer is garbage, not a reading.
 _MAX_NUMBER_CHARS = 64
-# A real row is a few hundred characters; a stream line past this is garbage.
-_MAX_LINE_CHARS = 64 * 1024
 
 # Sane bounds of what a real nvidia-smi prints. A value outside them makes the reading
 # garbage (the node's state, with the field named), so nothing downstream (the packed
@@ -164,7 +141,7 @@ def _field_spec(field: str) -> _Field:
     return spec if spec is not None else _Field(field, "extra")
 
 
-def _check_fields(fields: Sequence[str]) -> None:
+def check_fields(fields: Sequence[str]) -> None:
     if not fields:
         raise ValueError("no nvidia-smi query fields given")
     for f in fields:
@@ -176,67 +153,13 @@ def _check_fields(fields: Sequence[str]) -> None:
 
 def query_command(fields: Sequence[str], loop_ms: int | None = None) -> str:
     """The nvidia-smi command line for `fields`; with loop_ms, a stream every loop_ms ms."""
-    _check_fields(fields)
+    check_fields(fields)
     command = f"nvidia-smi --query-gpu={','.join(fields)} --format=csv,noheader,nounits"
     if loop_ms is not None:
         if isinstance(loop_ms, bool) or not isinstance(loop_ms, int) or loop_ms <= 0:
             raise ValueError(f"loop_ms must be a positive whole number of ms, not {loop_ms!r}")
         command += f" -lms {loop_ms}"
     return command
-
-
-# --- probing: which of our fields does this node's nvidia-smi know? ---
-
-# Seen in the field (issues corpus): composable-resource-operator#37 gets
-#   'Field "device_minor" is not a valid field to query.\n\n' on stdout, exit 2;
-# telegraf#6573 quotes it with typographic quotes on Windows; candle#733 "compute_cap".
-_REJECTED = re.compile(
-    r"Field\s+[\"“”'‘’]?([^\"“”'‘’\s]+)[\"“”'‘’]?\s+is\s+not\s+a\s+valid\s+field\s+to\s+query",
-    re.IGNORECASE,
-)
-
-
-def rejected_field(output: str) -> str | None:
-    """The field nvidia-smi refused as "not a valid field to query", if any."""
-    match = _REJECTED.search(output)
-    return match.group(1) if match else None
-
-
-async def probe(
-    run: Callable[[str], Awaitable[CommandOutput]],
-    fields: Sequence[str] = QUERY_FIELDS,
-) -> tuple[str, ...]:
-    """The subset of `fields` this node's nvidia-smi accepts, in order.
-
-    Drops one rejected optional field per try (an old driver refuses one at a time), so it
-    runs at most len(fields) + 1 commands. Raises NvsmiProbeError when a required field is
-    refused or the command fails for another reason (health from classify_failure).
-    """
-    kept = list(fields)
-    _check_fields(kept)
-    for _ in range(len(kept) + 1):
-        result = await run(query_command(kept))
-        if result.exit_status == 0:
-            return tuple(kept)
-        field = rejected_field(f"{result.stdout}\n{result.stderr}")
-        if field is None or field not in kept:
-            health = classify_failure(result.exit_status, result.stdout, result.stderr)
-            raise NvsmiProbeError(health, _failure_message(health, result))
-        if field in REQUIRED_FIELDS:
-            raise NvsmiProbeError(
-                NodeHealth.GARBAGE,
-                f"nvidia-smi on this node does not know the required field {field!r}",
-            )
-        kept.remove(field)
-        if not kept:
-            break
-    raise NvsmiProbeError(NodeHealth.GARBAGE, "nvidia-smi rejected every query field")
-
-
-def _failure_message(health: NodeHealth, result: CommandOutput) -> str:
-    said = (result.stderr.strip() or result.stdout.strip()).splitlines()
-    detail = f" ({said[0][:200]})" if said else ""
-    return f"{human_reason(health)}; exit status {result.exit_status}{detail}"
 
 
 # --- parsing one reading ---
@@ -341,7 +264,7 @@ def _specs(fields: tuple[str, ...]) -> tuple[tuple[str, str, _Kind], ...]:
     return tuple((f, spec.target, spec.kind) for f in fields for spec in (_field_spec(f),))
 
 
-def _parse_row(line: str, line_no: int, fields: Sequence[str]) -> dict[str, object]:
+def parse_row(line: str, line_no: int, fields: Sequence[str]) -> dict[str, object]:
     """One CSV row as GpuSample keyword arguments (without node and at)."""
     tokens = [t.strip() for t in line.split(",")]
     if len(tokens) != len(fields):
@@ -376,7 +299,7 @@ def _parse_row(line: str, line_no: int, fields: Sequence[str]) -> dict[str, obje
     return values
 
 
-def _require_index(fields: Sequence[str]) -> None:
+def require_index(fields: Sequence[str]) -> None:
     _checked_with_index(tuple(fields))
 
 
@@ -384,12 +307,12 @@ def _require_index(fields: Sequence[str]) -> None:
 def _checked_with_index(fields: tuple[str, ...]) -> None:
     # Cached: the poller parses the same field list every round. A failing list raises,
     # and lru_cache does not remember raises.
-    _check_fields(fields)
+    check_fields(fields)
     if "index" not in fields:
         raise ValueError("nvidia-smi query fields must include 'index'")
 
 
-def _sample(values: dict[str, object], node: str, at: datetime) -> GpuSample:
+def as_sample(values: dict[str, object], node: str, at: datetime) -> GpuSample:
     return GpuSample(node=node, at=at, **values)  # type: ignore[arg-type]
 
 
@@ -400,12 +323,12 @@ def parse_query(text: str, fields: Sequence[str], node: str, at: datetime) -> li
     belongs, a repeated index or uuid) raises NvsmiParseError naming the line and field;
     no other exception escapes for any text.
     """
-    _require_index(fields)
+    require_index(fields)
     samples: list[GpuSample] = []
     seen_index: set[int] = set()
     seen_uuid: set[str] = set()
     for line_no, line in _lines(text):
-        values = _parse_row(line, line_no, fields)
+        values = parse_row(line, line_no, fields)
         index = values["index"]
         assert isinstance(index, int)
         if index in seen_index:
@@ -418,7 +341,7 @@ def parse_query(text: str, fields: Sequence[str], node: str, at: datetime) -> li
             if uuid in seen_uuid:
                 raise _fail(line_no, "uuid", f"GPU uuid {uuid} appears twice")
             seen_uuid.add(uuid)
-        samples.append(_sample(values, node, at))
+        samples.append(as_sample(values, node, at))
     return samples
 
 
@@ -431,7 +354,7 @@ def _format_number(value: float) -> str:
 
 def format_query(samples: Iterable[GpuSample], fields: Sequence[str]) -> str:
     """The CSV nvidia-smi would print for `samples` (unknown values as [N/A])."""
-    _check_fields(fields)
+    check_fields(fields)
     lines = []
     for sample in samples:
         tokens = []
@@ -451,98 +374,6 @@ def format_query(samples: Iterable[GpuSample], fields: Sequence[str]) -> str:
                 tokens.append(str(value))
         lines.append(", ".join(tokens) + "\n")
     return "".join(lines)
-
-
-# --- the long-lived `nvidia-smi --query-gpu=... -lms N` stream ---
-
-
-class StreamParser:
-    """Turns the text of one `-lms` stream, fed in arbitrary chunks, into rounds.
-
-    A round is one list of samples, one per GPU. It ends when the GPU index sequence
-    restarts (an index not above the previous one), or as soon as it holds gpu_count rows
-    when the count is known (so a round is not held back until the next one begins).
-    Every sample of a round carries the time clock() gave when its first row arrived.
-
-    A bad line makes feed raise NvsmiParseError and drops the round it was part of; the
-    rounds completed before it and the text after it are kept, so call feed again (with
-    the next chunk, or "") to go on. Nothing already parsed is lost.
-    """
-
-    def __init__(
-        self,
-        fields: Sequence[str],
-        node: str,
-        clock: Callable[[], datetime],
-        gpu_count: int | None = None,
-    ) -> None:
-        _require_index(fields)
-        if gpu_count is not None and gpu_count <= 0:
-            raise ValueError(f"gpu_count must be positive, not {gpu_count}")
-        self.fields = tuple(fields)
-        self.node = node
-        self.gpu_count = gpu_count
-        self._clock = clock
-        self._buffer = ""
-        self._line_no = 0
-        self._round: list[GpuSample] = []
-        self._round_at: datetime | None = None
-        self._ready: list[list[GpuSample]] = []
-
-    def feed(self, chunk: str) -> list[list[GpuSample]]:
-        """Rounds completed by this chunk (and any held back by an earlier error)."""
-        self._buffer += chunk
-        while "\n" in self._buffer:
-            line, self._buffer = self._buffer.split("\n", 1)
-            self._line_no += 1
-            self._take_line(line.strip())
-        if len(self._buffer) > _MAX_LINE_CHARS:
-            # A node streaming without newlines sends garbage; do not hold it all.
-            self._buffer = ""
-            self._discard_round()
-            raise NvsmiParseError(
-                f"nvidia-smi line {self._line_no + 1}: longer than {_MAX_LINE_CHARS} characters"
-            )
-        ready, self._ready = self._ready, []
-        return ready
-
-    def flush(self) -> list[list[GpuSample]]:
-        """When the stream ends: what feed would return, plus the round in progress."""
-        rest, self._buffer = self._buffer, ""
-        self._line_no += 1
-        self._take_line(rest.strip())
-        self._close_round()
-        ready, self._ready = self._ready, []
-        return ready
-
-    def _take_line(self, line: str) -> None:
-        if not line:
-            return
-        try:
-            values = _parse_row(line, self._line_no, self.fields)
-        except NvsmiParseError:
-            self._discard_round()
-            raise
-        index = values["index"]
-        assert isinstance(index, int)
-        if self._round and index <= self._round[-1].index:
-            self._close_round()
-        if not self._round:
-            self._round_at = self._clock()
-        assert self._round_at is not None
-        self._round.append(_sample(values, self.node, self._round_at))
-        if self.gpu_count is not None and len(self._round) >= self.gpu_count:
-            self._close_round()
-
-    def _close_round(self) -> None:
-        if self._round:
-            self._ready.append(self._round)
-        self._round = []
-        self._round_at = None
-
-    def _discard_round(self) -> None:
-        self._round = []
-        self._round_at = None
 
 
 # --- compute processes ---
@@ -667,17 +498,16 @@ __all__ = [
     "MAX_GPU_INDEX",
     "QUERY_FIELDS",
     "REQUIRED_FIELDS",
-    "CommandOutput",
     "NvsmiParseError",
-    "NvsmiProbeError",
-    "StreamParser",
+    "as_sample",
+    "check_fields",
     "classify_failure",
     "format_query",
     "human_reason",
     "parse_compute_apps",
     "parse_query",
-    "probe",
+    "parse_row",
     "query_command",
-    "rejected_field",
+    "require_index",
     "sample_problem",
 ]

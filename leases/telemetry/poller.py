@@ -30,16 +30,10 @@ from leases.alerts.watch import AlertWatch
 from leases.core.clock import Clock, utc_now
 from leases.core.models import GpuProcess, GpuSample, Latest, Node, NodeHealth
 from leases.core.models import NodeStatus as NodeStatus  # lives there: readers import no SSH
-from leases.ssh.session import (
-    BackingOff,
-    CommandResult,
-    HostKeyRejected,
-    OutputTooLarge,
-    SshError,
-    SshPool,
-    StreamExited,
-)
-from leases.telemetry import nvsmi, owners
+from leases.ssh.errors import BackingOff, HostKeyRejected, OutputTooLarge, SshError, StreamExited
+from leases.ssh.pool import SshPool
+from leases.ssh.stream import CommandResult
+from leases.telemetry import nvsmi, nvsmiprobe, nvsmistream, owners
 from leases.telemetry.attribution import OwnerTracker, gpu_owners
 from leases.telemetry.faultlog import quiet_logger
 from leases.telemetry.history import MinuteAccumulator, NodeMinute, RecentHistory
@@ -161,7 +155,7 @@ class Poller:
         session = self.pool.add(node)
         try:
             if state.fields is None:
-                state.fields = await nvsmi.probe(session.query)
+                state.fields = await nvsmiprobe.probe(session.query)
             result = await session.query(nvsmi.query_command(state.fields))
             now = self.clock()
             if result.exit_status != 0:
@@ -174,7 +168,7 @@ class Poller:
             self._bad(state, exc.health, exc.message, exc.offered.fingerprint)
         except SshError as exc:
             self._bad(state, exc.health, exc.message)
-        except nvsmi.NvsmiProbeError as exc:
+        except nvsmiprobe.NvsmiProbeError as exc:
             self._bad(state, exc.health, str(exc))
         except nvsmi.NvsmiParseError as exc:
             state.fields = None  # probe again: the node may have changed under us
@@ -508,7 +502,7 @@ class Poller:
             status = self.statuses[node.name]
             if status.health is not NodeHealth.OK or state.fields is None:
                 return self.interval_s
-            parser = nvsmi.StreamParser(
+            parser = nvsmistream.StreamParser(
                 state.fields, node.name, self.clock, gpu_count=len(status.samples)
             )
             command = nvsmi.query_command(state.fields, loop_ms=int(self.interval_s * 1000))

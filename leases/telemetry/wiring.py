@@ -10,7 +10,8 @@ from leases.core.errors import InputError
 from leases.core.models import Node
 from leases.ledger.paths import sim_trust_store, trust_store
 from leases.ledger.store import Ledger
-from leases.ssh.session import SshOptions, SshPool
+from leases.ssh.options import SshOptions
+from leases.ssh.pool import SshPool
 from leases.telemetry.faultlog import fault_logger
 from leases.telemetry.history import RecentHistory
 from leases.telemetry.housekeeping import fleet_nodes as fleet_nodes  # lives there: no SSH import

@@ -34,7 +34,7 @@ from leases.notify.send import Notifier
 from leases.sim import Scenario, SimNode, history, row_samples
 from leases.sim.demoledger import build_demo_ledger, demo_today
 from leases.sim.ledger import backfill, sim_node_for
-from leases.ssh.session import SshPool
+from leases.ssh.pool import SshPool
 from leases.telemetry.history import BUSY_UTIL_PCT, GpuMinute, NodeMinute
 from leases.telemetry.poller import Poller
 from leases.telemetry.rollups import HistoryStore

@@ -33,7 +33,7 @@ from leases.ledger.store import Ledger
 from leases.notify.send import Message, Notifier, SendResult, send
 from leases.notify.url import Target, TargetKind, mask_url, parse_target
 from leases.sim import SimNode
-from leases.ssh.session import SshPool
+from leases.ssh.pool import SshPool
 from leases.telemetry.poller import NodeStatus, Poller
 from tests.support.sshfixtures import FakeNode, TestKeys, node_options
 from tests.support.waiting import wait_until_sync

@@ -25,7 +25,8 @@ from leases.core.models import Node, Resource, ResourceKind, SshTarget
 from leases.offboard.remote import RemoteDriver, fresh_login, plan_remote, scratch_roots
 from leases.offboard.steps import PlanInput
 from leases.ssh import hostkeys
-from leases.ssh.session import NodeSession, SshOptions
+from leases.ssh.options import SshOptions
+from leases.ssh.session import NodeSession
 from tests.support.sshd import Sshd, sshd_unavailable
 
 _why_not = sshd_unavailable()

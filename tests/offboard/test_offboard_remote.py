@@ -51,7 +51,8 @@ from leases.offboard.remote import (
 )
 from leases.offboard.steps import Phase, PlanInput, Step
 from leases.sim import Scenario, SimNode
-from leases.ssh.session import NodeSession, SshError
+from leases.ssh.errors import SshError
+from leases.ssh.session import NodeSession
 from tests.support.shellnode import ShellNode, shell_handler
 from tests.support.sshfixtures import FakeNode, TestKeys, node_options
 

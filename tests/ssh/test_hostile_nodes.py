@@ -28,7 +28,8 @@ from leases.ledger.store import Ledger
 from leases.sim import Scenario, SimNode
 from leases.sim.fleet import SimFleet
 from leases.sim.ledger import FleetThread, register_sim_nodes, serve_ledger_nodes
-from leases.ssh.session import SshOptions, SshPool
+from leases.ssh.options import SshOptions
+from leases.ssh.pool import SshPool
 from leases.telemetry.faultlog import fault_logger
 from leases.telemetry.history import RecentHistory
 from leases.telemetry.lock import PollerLock

@@ -18,20 +18,20 @@ import pytest
 
 from leases.core.models import Node, NodeHealth, SshTarget
 from leases.ssh import hostkeys
-from leases.ssh.hostkeys import HostKeyChangedError, HostKeyStatus
-from leases.ssh.session import (
+from leases.ssh.errors import (
     BackingOff,
-    CommandResult,
     CommandTimeout,
     ConnectionDropped,
     HostKeyRejected,
-    NodeSession,
     OutputTooLarge,
     SshError,
-    SshOptions,
-    SshPool,
     StreamExited,
 )
+from leases.ssh.hostkeys import HostKeyChangedError, HostKeyStatus
+from leases.ssh.options import SshOptions
+from leases.ssh.pool import SshPool
+from leases.ssh.session import NodeSession
+from leases.ssh.stream import CommandResult
 from tests.support.sshfixtures import (
     Counter,
     FakeNode,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from leases.ssh.session import kept_cancel
+from leases.ssh.connect import kept_cancel
 
 
 async def _connected_then_cancelled(connecting: Any) -> asyncio.Task[Any]:

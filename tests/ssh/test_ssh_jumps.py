@@ -14,14 +14,10 @@ import pytest
 
 from leases.core.models import Node, NodeHealth, SshTarget
 from leases.ssh import hostkeys
-from leases.ssh.session import (
-    HostKeyRejected,
-    NodeSession,
-    SshError,
-    SshPool,
-    TargetRefused,
-    read_key_file,
-)
+from leases.ssh.errors import HostKeyRejected, SshError, TargetRefused
+from leases.ssh.keys import read_key_file
+from leases.ssh.pool import SshPool
+from leases.ssh.session import NodeSession
 from leases.telemetry.poller import Poller
 from tests.support.cli import Cli
 from tests.support.sshfixtures import FakeNode, TestKeys, free_port, known_hosts_line, node_options
@@ -361,13 +357,13 @@ def test_poll_once_timeout_exits_non_zero_when_no_node_answered(cli: Cli, blackh
 
 
 def test_asyncssh_is_never_given_a_config(tmp_path: Path) -> None:
-    """Guard: every connect in leases.ssh.session passes config=[] (asyncssh would run a
+    """Guard: every connect in leases.ssh.connect passes config=[] (asyncssh would run a
     ProxyCommand from the one it reads)."""
     import inspect
 
-    from leases.ssh import session as ssh
+    from leases.ssh import connect
 
-    source = inspect.getsource(ssh.NodeSession._connect_one)
+    source = inspect.getsource(connect.Connector._connect_one)
     assert '"config": []' in source
     assert asyncssh.connect  # the call it guards
 

@@ -14,16 +14,10 @@ import pytest
 
 from leases.core.models import Node, NodeHealth, SshTarget
 from leases.ssh import hostkeys
-from leases.ssh.session import (
-    BackingOff,
-    CommandResult,
-    ConnectionDropped,
-    HostKeyRejected,
-    NodeSession,
-    SshError,
-    SshOptions,
-    StreamExited,
-)
+from leases.ssh.errors import BackingOff, ConnectionDropped, HostKeyRejected, SshError, StreamExited
+from leases.ssh.options import SshOptions
+from leases.ssh.session import NodeSession
+from leases.ssh.stream import CommandResult
 from tests.support.sshd import DRIVER_FAILURE, Sshd, sshd_unavailable
 
 _why_not = sshd_unavailable()

@@ -27,7 +27,7 @@ from leases.core.models import Node, SshTarget
 from leases.sim import SimNode
 from leases.sim import answer as sim_answer
 from leases.ssh.hostkeys import host_pattern
-from leases.ssh.session import SshOptions
+from leases.ssh.options import SshOptions
 from leases.telemetry.nvsmi import APPS_COMMAND
 from leases.telemetry.owners import APPS_OWNERS_COMMAND, OWNERS_MARK
 

@@ -173,7 +173,7 @@ def test_a_rename_and_a_reused_name_while_the_poller_runs(tmp_path: Path) -> Non
     once it re-reads the fleet (Poller.set_nodes), the new A's minutes, gaps and latest
     row go to the new A, and B keeps only its own."""
     from leases.core.models import Latest
-    from leases.ssh.session import SshPool
+    from leases.ssh.pool import SshPool
     from leases.telemetry.poller import Poller
 
     ledger = Ledger.open(tmp_path / "l.db")

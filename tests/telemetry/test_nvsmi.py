@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from leases.core.models import GpuProcess, GpuSample, NodeHealth
-from leases.ssh.session import CommandResult
+from leases.ssh.stream import CommandResult
 from leases.telemetry.nvsmi import (
     APPS_COMMAND,
     BOUNDS,
@@ -25,17 +25,15 @@ from leases.telemetry.nvsmi import (
     QUERY_FIELDS,
     REQUIRED_FIELDS,
     NvsmiParseError,
-    NvsmiProbeError,
-    StreamParser,
     classify_failure,
     format_query,
     human_reason,
     parse_compute_apps,
     parse_query,
-    probe,
     query_command,
-    rejected_field,
 )
+from leases.telemetry.nvsmiprobe import NvsmiProbeError, probe, rejected_field
+from leases.telemetry.nvsmistream import StreamParser
 
 AT = datetime(2025, 3, 1, 8, 0, tzinfo=UTC)
 

@@ -26,7 +26,7 @@ from leases.ledger.schema import MIGRATIONS
 from leases.ledger.store import Ledger
 from leases.sim import SIM_USERS, Scenario, SimNode, answer, gpu_user, readings
 from leases.sim.ledger import backfill
-from leases.ssh.session import SshPool
+from leases.ssh.pool import SshPool
 from leases.telemetry.attribution import OwnerTracker, gpu_owners, minute_shares
 from leases.telemetry.history import GpuMinute, NodeMinute
 from leases.telemetry.nvml import NvmlReader

@@ -23,7 +23,7 @@ from leases.ledger import records
 from leases.ledger.store import Ledger
 from leases.sim import SimNode
 from leases.sim import answer as sim_answer
-from leases.ssh.session import SshPool
+from leases.ssh.pool import SshPool
 from leases.telemetry.history import RecentHistory
 from leases.telemetry.nvml import NvmlUnavailable
 from leases.telemetry.poller import Poller

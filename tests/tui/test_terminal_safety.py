@@ -35,8 +35,8 @@ from leases.ledger import records
 from leases.ledger.store import Ledger
 from leases.sim import SimNode
 from leases.sim import answer as sim_answer
+from leases.ssh.errors import OfferedHostKey
 from leases.ssh.hostkeys import HostKeyStatus
-from leases.ssh.session import OfferedHostKey
 from tests.support.sshfixtures import FakeNode, TestKeys, known_hosts_line
 from tests.support.waiting import wait_until
 from tui.cli.main import main

@@ -304,8 +304,10 @@ def node_trust(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def _trust(node: Any, path: Path, args: argparse.Namespace, out: TextIO) -> int:
+    from leases.ssh.errors import SshError
     from leases.ssh.hostkeys import HostKeyStatus
-    from leases.ssh.session import SshError, SshPool, offered_host_key
+    from leases.ssh.pool import SshPool
+    from leases.ssh.session import offered_host_key
 
     pool = SshPool(ssh_options(path))
     session = pool.add(node)

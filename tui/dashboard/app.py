@@ -432,8 +432,10 @@ class ZukaApp(App[None]):
     async def trust_node(self, name: str) -> None:
         """Fetch the key the node offers now, show its fingerprint, accept it on y."""
         assert self.ledger is not None and self.ledger_path is not None
+        from leases.ssh.errors import SshError
         from leases.ssh.hostkeys import HostKeyStatus
-        from leases.ssh.session import SshError, SshPool, offered_host_key
+        from leases.ssh.pool import SshPool
+        from leases.ssh.session import offered_host_key
         from leases.telemetry.wiring import ssh_options
         from tui.screens.trust import TrustScreen
 

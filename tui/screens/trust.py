@@ -11,7 +11,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from leases.ssh.session import OfferedHostKey
+from leases.ssh.errors import OfferedHostKey
 from tui.screens.fleetview import plain
 
 

@@ -1,0 +1,103 @@
+"""What a failed connect means for a node: its health and a fault detail in words (never an
+exception's repr), naming the hop that failed."""
+
+from __future__ import annotations
+
+import errno
+import re
+import socket
+
+import asyncssh
+
+from leases.core.models import NodeHealth
+from leases.core.textsafe import visible
+from leases.ssh import config as sshconfig
+from leases.ssh import hostkeys
+from leases.ssh.errors import HostKeyRejected, OfferedHostKey
+from leases.ssh.keys import KeyFileRefused
+from leases.ssh.route import Endpoint
+
+
+class HopFailed(Exception):
+    """A hop could not be reached, its message saying which (a jump host's is raised into
+    every node behind it)."""
+
+    def __init__(
+        self, health: NodeHealth, message: str, offered: OfferedHostKey | None = None
+    ) -> None:
+        super().__init__(message)
+        self.health = health
+        self.message = message
+        self.offered = offered
+
+
+def classify(
+    exc: Exception, connect_timeout: float
+) -> tuple[NodeHealth, str, OfferedHostKey | None]:
+    """What a failed connect means for the node: its health, words, and any refused key."""
+    if isinstance(exc, HostKeyRejected):
+        return exc.health, exc.message, exc.offered
+    if isinstance(exc, HopFailed):
+        return exc.health, exc.message, exc.offered
+    if isinstance(exc, sshconfig.ConfigRefused):
+        return NodeHealth.REFUSED, f"refused by zuka, not connecting: {exc}", None
+    if isinstance(exc, KeyFileRefused):
+        return NodeHealth.AUTH_FAILED, str(exc), None
+    if isinstance(exc, TimeoutError):
+        return NodeHealth.TIMEOUT, f"no answer: connect timed out after {connect_timeout:g} s", None
+    if isinstance(exc, asyncssh.PermissionDenied):
+        # asyncssh's own words when every key was refused, else the server's (shown).
+        reason = str(exc.reason)
+        if not reason or reason.startswith("Permission denied"):
+            reason = "the server accepted none of our keys"
+        return NodeHealth.AUTH_FAILED, f"authentication failed: {visible(reason, 200)}", None
+    if isinstance(exc, asyncssh.KeyImportError):
+        return NodeHealth.AUTH_FAILED, f"cannot use the key: {visible(str(exc), 200)}", None
+    # DNS, refused, reset, protocol: the server is not reachable
+    return NodeHealth.UNREACHABLE, _connect_words(exc), None
+
+
+_ERRNO_WORDS = {
+    errno.ECONNREFUSED: "connection refused",
+    errno.ECONNRESET: "connection reset by the server",
+    errno.EHOSTUNREACH: "no route to host",
+    errno.ENETUNREACH: "network unreachable",
+    errno.ETIMEDOUT: "no answer: connect timed out",
+}
+
+
+def _connect_words(exc: BaseException) -> str:
+    """Why a connect failed, in words, for a fault detail (not an exception's repr)."""
+    if isinstance(exc, socket.gaierror):
+        if exc.errno in (socket.EAI_AGAIN, getattr(socket, "EAI_SYSTEM", None)):
+            return "host name could not be looked up: DNS is not answering"
+        return "host name not found (DNS)"
+    if isinstance(exc, asyncssh.ChannelOpenError):
+        # The jump host could not reach the node. OpenSSH says "Connection refused";
+        # asyncssh passes on Python's "[Errno 111] Connect call failed (...)".
+        reason = visible(exc.reason, 200)
+        code = re.match(r"\[Errno (\d+)\]", reason)
+        if code and int(code[1]) in _ERRNO_WORDS:
+            reason = _ERRNO_WORDS[int(code[1])]
+        return f"the jump host could not reach it: {reason[:1].lower() + reason[1:]}"
+    if isinstance(exc, asyncssh.ConnectionLost):
+        return "connection closed by the server during the SSH handshake"
+    if isinstance(exc, asyncssh.DisconnectError):
+        return f"the server ended the SSH handshake: {visible(exc.reason, 200)}"
+    if isinstance(exc, OSError) and exc.errno in _ERRNO_WORDS:
+        return _ERRNO_WORDS[exc.errno]
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror[:1].lower() + exc.strerror[1:]
+    return describe(exc)
+
+
+def hop_words(end: Endpoint) -> str:
+    """A hop as a fault detail names it: user@host:port, the port always shown."""
+    host = f"[{end.host}]" if ":" in end.host else end.host
+    where = f"{host}:{end.port or hostkeys.DEFAULT_PORT}"
+    return f"{end.user}@{where}" if end.user else where
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -1,0 +1,106 @@
+"""Reading a channel's output within bounds: output and line caps, the tail of stderr, and
+the result a command comes to."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+
+import asyncssh
+
+# The most text one read of a chunked stream takes.
+CHUNK = 65536
+# How much of stderr to keep for the error a command ends with.
+_STDERR_KEEP = 8192
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    exit_status: int | None  # None: the channel closed without reporting one
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0
+
+
+class OverCap(Exception):
+    """Output passed a cap; the message says which."""
+
+
+class Capped:
+    """Splits output text into lines as it arrives, refusing more than the caps allow.
+
+    Memory is bounded by max_output (whole output kept) or by max_line (lines handed out
+    as they complete): a node printing without newlines, or without end, costs no more.
+    """
+
+    def __init__(self, max_output: int | None, max_line: int) -> None:
+        self.max_output = max_output
+        self.max_line = max_line
+        self.total = 0
+        self._partial: list[str] = []
+        self._partial_len = 0
+
+    def feed(self, chunk: str) -> list[str]:
+        """The lines (with their newline) that chunk completes; raises OverCap once a
+        cap is passed."""
+        self.total += len(chunk)
+        if self.max_output is not None and self.total > self.max_output:
+            raise OverCap(f"output over {_size(self.max_output)}")
+        lines: list[str] = []
+        start = 0
+        while (end := chunk.find("\n", start)) >= 0:
+            piece = chunk[start : end + 1]
+            if self._partial:
+                piece = "".join(self._partial) + piece
+                self._partial, self._partial_len = [], 0
+            if len(piece) > self.max_line + 1:
+                raise OverCap(f"a line over {_size(self.max_line)}")
+            lines.append(piece)
+            start = end + 1
+        rest = chunk[start:]
+        if rest:
+            self._partial_len += len(rest)
+            if self._partial_len > self.max_line:
+                raise OverCap(f"a line over {_size(self.max_line)}")
+            self._partial.append(rest)
+        return lines
+
+    def rest(self) -> str:
+        """What came after the last newline."""
+        rest = "".join(self._partial)
+        self._partial, self._partial_len = [], 0
+        return rest
+
+
+def _size(chars: int) -> str:
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if chars >= scale and chars % scale == 0:
+            return f"{chars // scale} {unit}"
+    return f"{chars} characters"
+
+
+class Tail:
+    """Reads a stream to its end in the background, keeping only its last few KB (a node
+    may print stderr without end; the end of it says why a command failed)."""
+
+    def __init__(self, reader: asyncssh.SSHReader[str]) -> None:
+        self.text = ""
+        self._task = asyncio.create_task(self._read(reader))
+
+    async def _read(self, reader: asyncssh.SSHReader[str]) -> None:
+        with contextlib.suppress(asyncssh.Error, OSError):
+            while chunk := await reader.read(CHUNK):
+                self.text = (self.text + chunk[-_STDERR_KEEP:])[-_STDERR_KEEP:]
+
+    def clear(self) -> None:
+        self.text = ""
+
+    async def done(self) -> None:
+        await self._task
+
+    def cancel(self) -> None:
+        self._task.cancel()

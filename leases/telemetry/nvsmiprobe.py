@@ -1,0 +1,92 @@
+"""Probing a node's nvidia-smi: which of our query fields it knows, and why it fails when
+it cannot answer at all. It only awaits the runner it is given."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
+
+from leases.core.models import NodeHealth
+from leases.telemetry.nvsmi import (
+    QUERY_FIELDS,
+    REQUIRED_FIELDS,
+    check_fields,
+    classify_failure,
+    human_reason,
+    query_command,
+)
+
+
+class NvsmiProbeError(RuntimeError):
+    """Probing the query fields failed; `health` says why, in the poller's terms."""
+
+    def __init__(self, health: NodeHealth, message: str) -> None:
+        super().__init__(message)
+        self.health = health
+
+
+class CommandOutput(Protocol):
+    """What probe needs from a finished command: leases.ssh.stream.CommandResult, or a test's own.
+
+    A protocol, so that parsing never imports asyncssh.
+    """
+
+    @property
+    def exit_status(self) -> int | None: ...
+    @property
+    def stdout(self) -> str: ...
+    @property
+    def stderr(self) -> str: ...
+
+
+# Seen in the field (issues corpus): composable-resource-operator#37 gets
+#   'Field "device_minor" is not a valid field to query.\n\n' on stdout, exit 2;
+# telegraf#6573 quotes it with typographic quotes on Windows; candle#733 "compute_cap".
+_REJECTED = re.compile(
+    r"Field\s+[\"“”'‘’]?([^\"“”'‘’\s]+)[\"“”'‘’]?\s+is\s+not\s+a\s+valid\s+field\s+to\s+query",
+    re.IGNORECASE,
+)
+
+
+def rejected_field(output: str) -> str | None:
+    """The field nvidia-smi refused as "not a valid field to query", if any."""
+    match = _REJECTED.search(output)
+    return match.group(1) if match else None
+
+
+async def probe(
+    run: Callable[[str], Awaitable[CommandOutput]],
+    fields: Sequence[str] = QUERY_FIELDS,
+) -> tuple[str, ...]:
+    """The subset of `fields` this node's nvidia-smi accepts, in order.
+
+    Drops one rejected optional field per try (an old driver refuses one at a time), so it
+    runs at most len(fields) + 1 commands. Raises NvsmiProbeError when a required field is
+    refused or the command fails for another reason (health from classify_failure).
+    """
+    kept = list(fields)
+    check_fields(kept)
+    for _ in range(len(kept) + 1):
+        result = await run(query_command(kept))
+        if result.exit_status == 0:
+            return tuple(kept)
+        field = rejected_field(f"{result.stdout}\n{result.stderr}")
+        if field is None or field not in kept:
+            health = classify_failure(result.exit_status, result.stdout, result.stderr)
+            raise NvsmiProbeError(health, _failure_message(health, result))
+        if field in REQUIRED_FIELDS:
+            raise NvsmiProbeError(
+                NodeHealth.GARBAGE,
+                f"nvidia-smi on this node does not know the required field {field!r}",
+            )
+        kept.remove(field)
+        if not kept:
+            break
+    raise NvsmiProbeError(NodeHealth.GARBAGE, "nvidia-smi rejected every query field")
+
+
+def _failure_message(health: NodeHealth, result: CommandOutput) -> str:
+    said = (result.stderr.strip() or result.stdout.strip()).splitlines()
+    detail = f" ({said[0][:200]})" if said else ""
+    return f"{human_reason(health)}; exit status {result.exit_status}{detail}"

@@ -95,6 +95,9 @@ from leases.money.verdict import Verdict, hourly_vs_monthly
 Stop = tuple[datetime, datetime | None]  # when the node was stopped; None: still stopped
 
 
+# -- the cards paid for, and stopped time cut out ---------------------------------------
+
+
 def cards_of(lease: Lease, cards: int | None = None) -> int:
     """The cards a lease pays for: cards_billed, else `cards` (the node's GPU count)."""
     n = lease.cards_billed or cards

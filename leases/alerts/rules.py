@@ -37,6 +37,7 @@ from leases.core.models import (
 )
 from leases.core.textsafe import visible
 from leases.money import billing, periods
+from leases.money.amounts import fen
 from leases.money.renewals import BillingNow
 from leases.offboard import status as offboard_status
 from leases.telemetry.history import NodeMinute
@@ -151,16 +152,16 @@ class NodeFacts:
 
 def yuan(amount: Decimal, currency: str) -> str:
     """¥1,234.56, USD 1,234.56: an amount in its lease's currency, as reports print it."""
-    from leases.money.reportformat import money  # here: the report is not needed to evaluate
+    from leases.money.amounts import money
 
-    return money(billing.fen(amount), currency)
+    return money(fen(amount), currency)
 
 
 def unit_price(amount: Decimal, currency: str) -> str:
     """A price per hour as recorded (¥3.3333, not ¥3.33: hourly prices go to 4 places)."""
-    from leases.money.reportformat import symbol
+    from leases.money.amounts import symbol
 
-    if amount == billing.fen(amount):
+    if amount == fen(amount):
         return yuan(amount, currency)
     return f"{symbol(currency)}{amount.normalize():,f}"
 
@@ -198,7 +199,7 @@ def _alert(
         key,
         message,
         action,
-        None if amount is None else billing.fen(amount),
+        None if amount is None else fen(amount),
         level,
         lease.currency if lease else "CNY",
     )
@@ -498,7 +499,7 @@ def _renewal_advice(
         said.append(f"renew with {peak} cards instead of {cards} (at most {peak} were busy)")
     verdict = billing.lease_verdict(lease, u, cards=cards)
     if verdict is not None:
-        from leases.money.reportformat import verdict_text
+        from leases.money.verdict import verdict_text
 
         said.append(verdict_text(verdict, lease.currency))
         if verdict.monthly_saves < 0:

@@ -124,7 +124,7 @@ def header(
 
 def yuan(amount: Decimal, currency: str) -> str:
     """A whole amount with its currency's sign, as reports write it (¥ for CNY only)."""
-    from leases.money.reportformat import symbol  # here: not needed before the first paint
+    from leases.money.amounts import symbol  # here: not needed before the first paint
 
     return f"{symbol(currency)}{amount.quantize(Decimal(1)):,}"
 

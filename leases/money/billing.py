@@ -43,24 +43,21 @@ and the caller hand in leases, storage lines, stops and card-minutes. The rules,
   busy and known card-minutes come from history (leases.telemetry.history says when a minute is busy
   and when it is unknown). Idle is known and not busy; unknown is never idle.
 
-Amounts are exact Decimals; `fen` rounds one for display.
+Amounts are exact Decimals; leases.money.amounts.fen rounds one for display.
+
+Here: what a lease is charged by a time and over a window, its storage lines, a chain's
+charges and the card-hours it pays for. How time becomes units and charges is in
+leases.money.units, the provider's own renewals in leases.money.autorenew, the estimate
+to the period's and the lease's end in leases.money.estimate, hourly against monthly in
+leases.money.verdict.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import (
-    MAX_EMAX,
-    MIN_EMIN,
-    ROUND_CEILING,
-    ROUND_HALF_UP,
-    Context,
-    Decimal,
-)
-from enum import StrEnum
-from zoneinfo import ZoneInfo
+from decimal import Decimal
 
 from leases.core import fields
 from leases.core.errors import InputError
@@ -70,66 +67,35 @@ from leases.core.models import (
     ExpiryAction,
     Lease,
     MonthCount,
-    PartialUnit,
     Resource,
     StoppedBilling,
     StoragePeriod,
 )
+from leases.money.autorenew import renewal_lumps, renewals, renewals_accrued
 from leases.money.periods import FIXED as _FIXED
 from leases.money.periods import boundary, period_index, step_of, zone
 from leases.money.periods import seconds_between as _seconds
 from leases.money.periods import utc as _u
-from leases.money.renewals import chains
+from leases.money.units import (
+    HOUR,
+    ZERO,
+    Span,
+    charge,
+    hour_charges,
+    kept_on_release,
+    overlap,
+    prepaid_units,
+    pro_rata_units,
+    refund_rule,
+    renews,
+    run_units,
+)
+from leases.money.verdict import Verdict, hourly_vs_monthly
 
 Stop = tuple[datetime, datetime | None]  # when the node was stopped; None: still stopped
-Span = tuple[datetime, datetime]
-
-ZERO = Decimal(0)
-_HOUR = Decimal(3600)
-_GRAIN = {PartialUnit.SECOND: 1, PartialUnit.MINUTE: 60, PartialUnit.HOUR: 3600}
-_GRAIN[PartialUnit.DAY] = 86400
 
 
-class RefundRule(StrEnum):
-    """What a provider refunds when a prepaid lease is released before its end."""
-
-    NONE = "none"
-    PRORATED_DAYS = "prorated_days"  # the unused whole days back
-    PRORATED_HOURS = "prorated_hours"
-    USED_THEN_HOURLY = "used_then_hourly"  # Tencent: used units at the price, the rest hourly
-
-
-# -- small helpers ----------------------------------------------------------------------
-
-
-def fen(amount: Decimal) -> Decimal:
-    """An amount rounded to the fen (0.01), half up, for display. Never raises: the
-    precision is widened to the amount's digits (the default 28 would make quantize fail
-    on 10^27 and above); NaN and infinities come back as they are."""
-    if not amount.is_finite():
-        return amount
-    ctx = Context(prec=max(28, amount.adjusted() + 3), Emax=MAX_EMAX, Emin=MIN_EMIN)
-    return amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP, context=ctx)
-
-
-def _ceil(x: Decimal) -> Decimal:
-    return x.to_integral_value(rounding=ROUND_CEILING)
-
-
-def partial(lease: Lease) -> PartialUnit:
-    """The lease's partial unit, or the default for its billing type: pro rata (second)
-    for pay-as-you-go, a started unit in full for prepaid."""
-    if lease.partial_unit is not None:
-        return lease.partial_unit
-    return PartialUnit.WHOLE if lease.billing_type.prepaid else PartialUnit.SECOND
-
-
-def refund_rule(lease: Lease) -> RefundRule | None:
-    """The lease's early-release refund rule; None when unknown (empty, or in words)."""
-    try:
-        return RefundRule(lease.refund_rule.strip().lower())
-    except ValueError:
-        return None
+# -- the cards paid for, and stopped time cut out ---------------------------------------
 
 
 def cards_of(lease: Lease, cards: int | None = None) -> int:
@@ -145,104 +111,6 @@ def cards_of(lease: Lease, cards: int | None = None) -> int:
             " it pays for: give --cards",
         )
     return n
-
-
-_FEN = Decimal("0.01")
-
-
-def _fen_up(amount: Decimal) -> Decimal:
-    """A charge booked to the fen, rounded up, at least one fen when anything is owed (as
-    AutoDL's hourly charges are: BILLING-FACTS.md). Never raises on a huge amount."""
-    if amount <= 0:
-        return ZERO
-    ctx = Context(prec=max(28, amount.adjusted() + 3), Emax=MAX_EMAX, Emin=MIN_EMIN)
-    return max(_FEN, amount.quantize(_FEN, rounding=ROUND_CEILING, context=ctx))
-
-
-def _charge(lease: Lease, amount: Decimal) -> Decimal:
-    """One charge as the provider books it: to the fen, up, when it rounds each charge."""
-    return _fen_up(amount) if lease.rounding is ChargeRounding.CHARGE else amount
-
-
-def _clock_hours(a: datetime, b: datetime, tz: ZoneInfo) -> list[Span]:
-    """[a, b) cut at each clock hour of the zone's wall clock."""
-    out: list[Span] = []
-    a, b = _u(a), _u(b)
-    while a < b:
-        local = a.astimezone(tz).replace(minute=0, second=0, microsecond=0)
-        nxt = max(_u(local + timedelta(hours=1)), a + timedelta(seconds=1))
-        out.append((a, min(nxt, b)))
-        a = min(nxt, b)
-    return out
-
-
-def _hour_charges(lease: Lease, spans: Sequence[Span], per_hour: Decimal) -> Decimal:
-    """Time billed at per_hour: exact, or, where each charge is rounded, one charge at each
-    clock hour of the billing zone and one at the end of each run (the shutdown), each
-    rounded up to the fen (AutoDL's booking: BILLING-FACTS.md)."""
-    if lease.rounding is not ChargeRounding.CHARGE:
-        return sum((_seconds(a, b) for a, b in spans), ZERO) / _HOUR * per_hour
-    tz = zone(lease)
-    return sum(
-        (
-            _fen_up(_seconds(x, y) / _HOUR * per_hour)
-            for a, b in spans
-            for x, y in _clock_hours(a, b, tz)
-        ),
-        ZERO,
-    )
-
-
-def _renews(lease: Lease) -> bool:
-    return lease.on_expiry is ExpiryAction.RENEWS or lease.auto_renew
-
-
-# -- the period grid --------------------------------------------------------------------
-
-
-def _units(anchor: datetime, step: str, tz: ZoneInfo, a: datetime, b: datetime) -> Decimal:
-    """Billing units in [a, b) pro rata on the grid of `step` from `anchor`."""
-    a, b = _u(a), _u(b)
-    if b <= a:
-        return ZERO
-    if step in _FIXED:
-        return _seconds(a, b) / _FIXED[step]
-    total = ZERO
-    k = period_index(anchor, step, a, tz)
-    while True:
-        lo, hi = boundary(anchor, step, k, tz), boundary(anchor, step, k + 1, tz)
-        if lo >= b:
-            return total
-        total += _seconds(max(lo, a), min(hi, b)) / _seconds(lo, hi)
-        k += 1
-
-
-def _prepaid_units(lease: Lease, a: datetime, b: datetime) -> Decimal:
-    """Units of [a, b) on the lease's grid from a: whole periods, and the remainder rounded
-    up to the lease's partial unit (a started unit in full by default)."""
-    tz, step = zone(lease), step_of(lease)
-    a, b = _u(a), _u(b)
-    if b <= a:
-        return ZERO
-    k = period_index(a, step, b, tz)
-    lo = boundary(a, step, k, tz)
-    rest = _seconds(lo, b)
-    if rest == 0:
-        return Decimal(k)
-    length = _seconds(lo, boundary(a, step, k + 1, tz))
-    grain = partial(lease)
-    if grain is PartialUnit.WHOLE:
-        return Decimal(k + 1)
-    g = _GRAIN[grain]
-    return Decimal(k) + min(Decimal(1), _ceil(rest / g) * g / length)
-
-
-def _run_units(lease: Lease, a: datetime, b: datetime) -> Decimal:
-    """Units of one pay-as-you-go run [a, b), rounded up to the partial unit."""
-    unit = _FIXED[step_of(lease)]
-    grain = partial(lease)
-    g = unit if grain is PartialUnit.WHOLE else _GRAIN[grain]
-    return _ceil(_seconds(a, b) / g) * g / unit
 
 
 def _minus(spans: Iterable[Span], stops: Sequence[Stop], until: datetime) -> list[Span]:
@@ -265,12 +133,6 @@ def _minus(spans: Iterable[Span], stops: Sequence[Stop], until: datetime) -> lis
     return out
 
 
-def _overlap(spans: Iterable[Span], lo: datetime, hi: datetime) -> list[Span]:
-    lo, hi = _u(lo), _u(hi)
-    spans = [(_u(a), _u(b)) for a, b in spans]
-    return [(max(a, lo), min(b, hi)) for a, b in spans if max(a, lo) < min(b, hi)]
-
-
 # -- what a lease is charged ------------------------------------------------------------
 
 
@@ -278,7 +140,7 @@ def _released_at(lease: Lease) -> datetime | None:
     """When a lease stops billing its running time, as recorded (None: runs on), in UTC."""
     if lease.ended_at is not None:
         return _u(lease.ended_at)
-    if lease.end is not None and lease.on_expiry is ExpiryAction.RELEASED and not _renews(lease):
+    if lease.end is not None and lease.on_expiry is ExpiryAction.RELEASED and not renews(lease):
         return _u(lease.end)
     return None
 
@@ -332,83 +194,16 @@ def off_grid(lease: Lease) -> str | None:
 def prepaid_total(lease: Lease) -> Decimal:
     """A prepaid lease's price for its whole span, start to end, before any refund."""
     assert lease.end is not None
-    return _prepaid_units(lease, lease.start, lease.end) * lease.unit_price
+    return prepaid_units(lease, lease.start, lease.end) * lease.unit_price
 
 
 def _net_upfront(lease: Lease) -> Decimal:
     """The upfront charge net of the refund a recorded early end earns."""
     assert lease.end is not None
-    full = _charge(lease, prepaid_total(lease))
+    full = charge(lease, prepaid_total(lease))
     if lease.ended_at is None or _u(lease.ended_at) >= _u(lease.end):
         return full
-    return _charge(lease, _kept(lease, full, lease.start, lease.end, lease.ended_at))
-
-
-def _kept(lease: Lease, full: Decimal, lo: datetime, hi: datetime, released: datetime) -> Decimal:
-    """What the provider keeps of `full`, paid for [lo, hi), when the lease is released at
-    `released` (before hi; at or before lo: nothing of it used) by the lease's refund rule;
-    an unknown rule refunds nothing."""
-    rule = refund_rule(lease)
-    used = max(ZERO, _seconds(lo, released))
-    span = _seconds(lo, hi)
-    if span <= 0:  # records refuse it; nothing to prorate
-        return full
-    if rule is RefundRule.PRORATED_DAYS:
-        return min(full, full * _ceil(used / 86400) * 86400 / span)
-    if rule is RefundRule.PRORATED_HOURS:
-        return min(full, full * _ceil(used / _HOUR) * _HOUR / span)
-    if rule is RefundRule.USED_THEN_HOURLY and lease.hourly_price is not None:
-        if used <= 0:
-            return ZERO
-        tz, step = zone(lease), step_of(lease)
-        k = period_index(lo, step, released, tz)
-        rest = _seconds(boundary(lo, step, k, tz), released)
-        return min(full, k * lease.unit_price + lease.hourly_price * rest / _HOUR)
-    return full
-
-
-@dataclass(frozen=True)
-class Renewal:
-    """One period an auto-renewing prepaid lease was renewed for after its end: charged at
-    `charged_at` (renew_charge_days before the period, on the zone's wall clock), `amount`
-    net of the refund an end within (or before) the period earns, paying for [lo, hi)."""
-
-    charged_at: datetime
-    amount: Decimal
-    lo: datetime
-    hi: datetime  # the period's end, cut at the lease's end when it ended within it
-
-
-def renewals(lease: Lease, at: datetime, since: datetime | None = None) -> list[Renewal]:
-    """The renewals of a prepaid lease the provider renews by itself, charged by `at`
-    (charges at `at` included); given `since`, only those whose period ends after it (a
-    month's report need not walk every renewal of a lease renewed for years). Ending the
-    lease after its end (`lease end --at`) stops the renewals charged from then on; those
-    charged before stay charged: the period the lease ended in, and any charged early for
-    a period that had not begun, are refunded by the lease's refund rule (an unknown rule
-    refunds nothing). A lease ended at or before its end was never renewed."""
-    if not (lease.billing_type.prepaid and _renews(lease)) or lease.end is None:
-        return []
-    end, at = _u(lease.end), _u(at)
-    released = _u(lease.ended_at) if lease.ended_at is not None else None
-    if released is not None and released <= end:
-        return []
-    tz, step = zone(lease), step_of(lease)
-    early = timedelta(days=lease.renew_charge_days or 0)
-    out: list[Renewal] = []
-    k = 0 if since is None else max(0, period_index(end, step, since, tz))
-    while True:
-        lo, hi = boundary(end, step, k, tz), boundary(end, step, k + 1, tz)
-        charged = _u(lo - early)  # the charge day on the zone's wall clock (Aliyun: 08:00)
-        if charged > at or (released is not None and charged >= released):
-            return out
-        price = _charge(lease, lease.unit_price)
-        if released is None or released >= _u(hi):
-            out.append(Renewal(charged, price, _u(lo), _u(hi)))
-        else:
-            kept = _charge(lease, _kept(lease, price, lo, hi, released))
-            out.append(Renewal(charged, kept, _u(lo), max(_u(lo), released)))
-        k += 1
+    return charge(lease, kept_on_release(lease, full, lease.start, lease.end, lease.ended_at))
 
 
 def _after_end(lease: Lease, at: datetime, stops: Sequence[Stop]) -> Decimal:
@@ -425,8 +220,8 @@ def _after_end(lease: Lease, at: datetime, stops: Sequence[Stop]) -> Decimal:
         spans: list[Span] = [(end, stop)] if stop > end else []
         if lease.stopped_billing is not StoppedBilling.FULL:
             spans = _minus(spans, stops, at)
-        return _hour_charges(lease, spans, lease.hourly_price)
-    if _renews(lease):
+        return hour_charges(lease, spans, lease.hourly_price)
+    if renews(lease):
         return sum((r.amount for r in renewals(lease, at)), ZERO)
     return ZERO
 
@@ -448,7 +243,7 @@ def _charged(
     if lease.billing_type is BillingType.CARD_HOUR:
         per_unit *= cards_of(lease, cards)
     spans = runs(lease, at, stops)
-    units = [_run_units(lease, a, b) for a, b in spans]
+    units = [run_units(lease, a, b) for a, b in spans]
     if lease.rounding is ChargeRounding.CHARGE:
         # Booked by the clock hour (a per-second price is settled hourly too): each run's
         # billed time (its units, rounded up to the partial unit) from its start.
@@ -457,7 +252,7 @@ def _charged(
             (a, a + timedelta(seconds=float(u * unit)))
             for (a, _), u in zip(spans, units, strict=True)
         ]
-        return ZERO, _hour_charges(lease, billed, per_unit * _HOUR / unit)
+        return ZERO, hour_charges(lease, billed, per_unit * HOUR / unit)
     return ZERO, sum(units, ZERO) * per_unit
 
 
@@ -479,35 +274,6 @@ def cost_to_date(
     return cost
 
 
-def _renewal_lumps(lease: Lease) -> bool:
-    """Whether a prepaid lease is charged one unit per period after its end, ahead of each
-    period (as _after_end charges it)."""
-    return lease.billing_type.prepaid and _renews(lease) and lease.end is not None
-
-
-def _renewals_accrued(lease: Lease, since: datetime, until: datetime) -> Decimal:
-    """The renewals' share of [since, until): each spread over the time it pays for, on
-    its period's grid (a calendar month's price over that month's days); one that pays for
-    no time (charged early, the lease ended before its period began, not refunded) falls
-    where it is charged, in (since, until] as cost_to_date counts it."""
-    assert lease.end is not None
-    tz, step, end = zone(lease), step_of(lease), lease.end
-    share = ZERO
-    # A period that begins before `until` is charged by then; one that ended by `since`,
-    # or was charged by then for a period never begun, has no share here.
-    for r in renewals(lease, until, since):
-        if r.hi <= r.lo:
-            if since < r.charged_at <= until:
-                share += r.amount
-            continue
-        if r.hi <= since or r.lo >= until:
-            continue
-        whole = _units(end, step, tz, r.lo, r.hi)
-        part = _units(end, step, tz, max(since, r.lo), min(until, r.hi))
-        share += r.amount * part / whole if whole else ZERO
-    return share
-
-
 def accrued(
     lease: Lease,
     since: datetime,
@@ -524,11 +290,11 @@ def accrued(
     up_hi, go_hi = _charged(lease, until, stops, cards)
     _, go_lo = _charged(lease, since, stops, cards)
     # Each renewal pays for its own period: spread it there, not on its charge day.
-    share = _renewals_accrued(lease, since, until) if _renewal_lumps(lease) else go_hi - go_lo
+    share = renewals_accrued(lease, since, until) if renewal_lumps(lease) else go_hi - go_lo
     if up_hi:
         stop = paid_until(lease)
-        whole = _units(lease.start, step_of(lease), zone(lease), lease.start, stop)
-        part = _units(
+        whole = pro_rata_units(lease.start, step_of(lease), zone(lease), lease.start, stop)
+        part = pro_rata_units(
             lease.start, step_of(lease), zone(lease), max(since, _u(lease.start)), min(until, stop)
         )
         share += up_hi * part / whole if whole else ZERO
@@ -553,7 +319,7 @@ def billed_spans(lease: Lease, until: datetime, stops: Sequence[Stop] = ()) -> l
     if not lease.billing_type.prepaid:
         return runs(lease, until, stops)
     end, until, start = paid_until(lease), _u(until), _u(lease.start)
-    spans: list[Span] = _overlap([(start, end)], start, until)
+    spans: list[Span] = overlap([(start, end)], start, until)
     if lease.end is None or end < _u(lease.end) or until <= _u(lease.end):
         return spans
     lease_end = _u(lease.end)
@@ -563,7 +329,7 @@ def billed_spans(lease: Lease, until: datetime, stops: Sequence[Stop] = ()) -> l
         if lease.stopped_billing is not StoppedBilling.FULL:
             tail = _minus(tail, stops, until)
         return spans + tail
-    return spans + tail if _renews(lease) else spans
+    return spans + tail if renews(lease) else spans
 
 
 def paid_card_hours(
@@ -575,8 +341,8 @@ def paid_card_hours(
     cards: int | None = None,
 ) -> Decimal:
     """Cards times the hours in [since, until) the lease pays for them."""
-    spans = _overlap(billed_spans(lease, until, stops), since, until)
-    return sum((_seconds(a, b) for a, b in spans), ZERO) / _HOUR * cards_of(lease, cards)
+    spans = overlap(billed_spans(lease, until, stops), since, until)
+    return sum((_seconds(a, b) for a, b in spans), ZERO) / HOUR * cards_of(lease, cards)
 
 
 # -- storage lines ----------------------------------------------------------------------
@@ -599,97 +365,11 @@ def storage_cost(
     step = {StoragePeriod.HOUR: "hour", StoragePeriod.DAY: "day"}.get(
         resource.price_per, "month30" if lease.month_count is MonthCount.DAYS_30 else "month"
     )
-    units = sum((_units(start, step, zone(lease), a, b) for a, b in spans), ZERO)
+    units = sum((pro_rata_units(start, step, zone(lease), a, b) for a, b in spans), ZERO)
     return units * resource.price
 
 
-# -- periods and estimates --------------------------------------------------------------
-
-
-def month_of(at: datetime, tz: ZoneInfo) -> Span:
-    """The calendar month in `tz` that holds `at`."""
-    local = at.astimezone(tz)
-    first = local.replace(day=1, hour=0, minute=0, second=0, microsecond=0, tzinfo=None)
-    return first.replace(tzinfo=tz), boundary(first.replace(tzinfo=tz), "month", 1, tz)
-
-
-def current_period(lease: Lease, at: datetime) -> Span:
-    """The billing period that holds `at`: a prepaid lease's own unit (its day, week or
-    month counted from its start, continued past its end); for pay-as-you-go the calendar
-    month in the billing zone (the provider's monthly bill)."""
-    tz = zone(lease)
-    if not lease.billing_type.prepaid:
-        return month_of(at, tz)
-    step = step_of(lease)
-    k = max(0, period_index(lease.start, step, at, tz))
-    return boundary(lease.start, step, k, tz), boundary(lease.start, step, k + 1, tz)
-
-
-def unknowns(lease: Lease, at: datetime) -> tuple[str, ...]:
-    """What the figures of a lease leave out for want of a recorded term."""
-    out: list[str] = []
-    grid = off_grid(lease)
-    if grid is not None:
-        out.append(grid)
-    if lease.billing_type.prepaid and lease.end is not None:
-        if (
-            lease.on_expiry is ExpiryAction.HOURLY
-            and not lease.auto_renew
-            and lease.hourly_price is None
-        ):
-            out.append(
-                "it bills hourly after its end at a price not recorded (give --hourly-price)"
-            )
-        if lease.ended_at is not None and _u(lease.ended_at) < _u(lease.end):
-            rule = refund_rule(lease)
-            if rule is None:
-                out.append(
-                    "it ended early and the provider's refund rule is unknown: no refund assumed"
-                    + (f" ({lease.refund_rule})" if lease.refund_rule else "")
-                )
-            elif rule is RefundRule.USED_THEN_HOURLY and lease.hourly_price is None:
-                out.append("its refund needs the hourly price (give --hourly-price)")
-    return tuple(out)
-
-
-def stops_note(lease: Lease, at: datetime, stops: Sequence[Stop]) -> str | None:
-    """What a figure assumes of the stops nobody recorded, where they would change it.
-
-    The rule: stops are known only as recorded (`zuka lease stop`, or the collector where
-    a cloud driver reads the instance's state); zuka never infers one from missing
-    readings (an unreachable node may be running and billing). So every figure of a lease
-    that bills less while stopped (stopped_billing `storage_only` or `none`), and whose
-    bill a stop changes (running time billed by use: pay-as-you-go, or a prepaid lease's
-    hourly time after its end; or storage lines, which pause only under `none`), once it
-    has started by `at`, counts every moment outside a recorded stop as running, and says
-    so, with how many stops are recorded. A lease billing in full while stopped, or a
-    prepaid span (paid whether it runs or not), needs no note."""
-    if lease.stopped_billing is StoppedBilling.FULL or _u(lease.start) > _u(at):
-        return None
-    tail = lease.on_expiry is ExpiryAction.HOURLY and not lease.auto_renew
-    if lease.billing_type.prepaid and not tail and lease.stopped_billing is not StoppedBilling.NONE:
-        return None
-    n = len(stops)
-    said = f"{n} stop{'' if n == 1 else 's'} recorded" if n else "no stop recorded"
-    return (
-        f"assumes {lease.node} ran whenever no stop is recorded ({said}); record one with"
-        f" zuka lease stop {lease.node} --at TIME"
-    )
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A lease's (or a renewal chain's) cost: to date, by the end of the current period and
-    by the end of the lease, storage lines included."""
-
-    at: datetime
-    to_date: Decimal
-    storage_to_date: Decimal  # included in to_date
-    period: Span
-    by_period_end: Decimal
-    lease_end: datetime | None
-    by_lease_end: Decimal | None  # None: the lease has no end (pay-as-you-go, renews)
-    unknown: tuple[str, ...] = ()
+# -- a renewal chain's charges -----------------------------------------------------------
 
 
 def chain_cost(
@@ -710,7 +390,7 @@ def chain_cost(
     return total
 
 
-_INSTANT = timedelta(microseconds=1)
+INSTANT = timedelta(microseconds=1)
 
 
 def charged_between(
@@ -728,53 +408,8 @@ def charged_between(
     before, and the month it starts showed nothing."""
     if _u(until) <= _u(since):
         return ZERO
-    hi = chain_cost(chain, _u(until) - _INSTANT, stops=stops, cards=cards)
-    return hi - chain_cost(chain, _u(since) - _INSTANT, stops=stops, cards=cards)
-
-
-def estimate(
-    chain: Lease | Sequence[Lease],
-    at: datetime,
-    *,
-    stops: Sequence[Stop] = (),
-    storage: Sequence[tuple[Resource, Lease]] = (),
-    cards: int | None = None,
-) -> Estimate:
-    """Cost to date, by the end of the current period and by the lease's end, of a lease
-    or of a renewal chain (oldest first), with the storage lines given (each with its
-    lease). The period is that of the lease billing at `at`."""
-    leases = (chain,) if isinstance(chain, Lease) else tuple(chain)
-    if not leases:
-        raise ValueError("estimate of no lease")
-    at = _u(at)
-    now = next((le for le in reversed(leases) if _u(le.start) <= at), leases[0])
-    period = current_period(now, at)
-    last = leases[-1]
-    end = last.ended_at or last.end
-
-    def total(when: datetime) -> tuple[Decimal, Decimal]:
-        store = sum((storage_cost(r, le, when, stops=stops) for r, le in storage), ZERO)
-        return chain_cost(leases, when, stops=stops, cards=cards) + store, store
-
-    to_date, store = total(at)
-    # Just before the boundary, unless the chain ends there (what its end owes, such as a
-    # minimum commitment, is owed by then): the next period's prepayment (a renewal starts
-    # and is charged at that instant) is not owed for this one.
-    boundary = _u(period[1])
-    # An auto-renewing lease does not end at its end: the renewal charged there is the
-    # next period's too.
-    if end is None or boundary < _u(end) or (last.ended_at is None and _renews(last)):
-        boundary -= _INSTANT
-    by_period = total(max(at, boundary))[0]
-    by_end = total(max(at, _u(end)))[0] if end is not None else None
-    notes = tuple(n for le in leases for n in unknowns(le, at))
-    notes += tuple(dict.fromkeys(n for le in leases if (n := stops_note(le, at, stops))))
-    return Estimate(at, to_date, store, period, by_period, end, by_end, notes)
-
-
-def chain_of(leases: Sequence[Lease], lease: Lease) -> tuple[Lease, ...]:
-    """The renewal chain (leases.money.renewals.chains) that holds `lease`."""
-    return next(c for c in chains(leases) if any(le is lease or le == lease for le in c))
+    hi = chain_cost(chain, _u(until) - INSTANT, stops=stops, cards=cards)
+    return hi - chain_cost(chain, _u(since) - INSTANT, stops=stops, cards=cards)
 
 
 # -- busy, idle and unknown card-hours ----------------------------------------------------
@@ -843,66 +478,6 @@ def lease_card_hours(
         known_card_minutes,
         accrued(lease, since, until, stops=stops, cards=cards),
     )
-
-
-# -- hourly against monthly ---------------------------------------------------------------
-
-
-def break_even_hours(monthly_price: Decimal, hourly_price: Decimal, cards: int = 1) -> Decimal:
-    """Hours a month at which renting `cards` by the hour (hourly_price a card-hour) costs
-    as much as the month (monthly_price for all of them): more hours, monthly is cheaper."""
-    if hourly_price <= 0 or cards <= 0:
-        raise InputError("hourly_price", str(hourly_price), "must be greater than zero")
-    return monthly_price / (hourly_price * cards)
-
-
-def lease_break_even(lease: Lease) -> Decimal | None:
-    """A monthly (or contract) lease's break-even hours a month against its recorded hourly
-    price (both for the whole lease); None without one."""
-    if lease.billing_type not in (BillingType.MONTHLY, BillingType.CONTRACT):
-        return None
-    if not lease.hourly_price:
-        return None
-    return break_even_hours(lease.unit_price, lease.hourly_price)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """Monthly against hourly for the hours actually used."""
-
-    monthly_cost: Decimal  # what the prepaid lease cost over the window
-    hourly_cost: Decimal  # the busy (and unknown) card-hours at the hourly price
-    refund_known: bool = True  # whether leaving early is priced by a known rule
-
-    @property
-    def monthly_saves(self) -> Decimal:
-        """Positive: monthly was cheaper by this much; negative: hourly would have been."""
-        return self.hourly_cost - self.monthly_cost
-
-    def said(self, amount: Callable[[Decimal], str]) -> str:
-        """The verdict in words, its amount written by `amount` (in the lease's currency:
-        leases.money.reportformat.verdict_text)."""
-        if self.monthly_saves >= 0:
-            said = f"monthly saves {amount(self.monthly_saves)}"
-        else:
-            said = f"hourly would have cost {amount(-self.monthly_saves)} less"
-        if not self.refund_known:
-            said += " (the provider's early-release refund rule is unknown)"
-        return said
-
-
-def hourly_vs_monthly(
-    monthly_cost: Decimal,
-    busy_card_hours: Decimal,
-    hourly_card_price: Decimal,
-    unknown_card_hours: Decimal = ZERO,
-    *,
-    refund_known: bool = True,
-) -> Verdict:
-    """The verdict for a window: hourly rents only the card-hours used; unknown hours are
-    counted as used (never idle), so the verdict never flatters hourly."""
-    used = busy_card_hours + unknown_card_hours
-    return Verdict(monthly_cost, used * hourly_card_price, refund_known)
 
 
 def lease_verdict(lease: Lease, usage: CardHours, *, cards: int | None = None) -> Verdict | None:

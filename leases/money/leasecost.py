@@ -16,9 +16,11 @@ from leases.core.errors import InputError
 from leases.core.models import Lease, Node, Resource
 from leases.core.textsafe import visible
 from leases.money import billing, report
-from leases.money.billing import CardHours, Estimate, Verdict
+from leases.money.amounts import money
+from leases.money.billing import CardHours
+from leases.money.estimate import Estimate, estimate
 from leases.money.renewals import billing_now
-from leases.money.reportformat import money, verdict_text
+from leases.money.verdict import Verdict, lease_break_even, verdict_text
 
 NO_HOURLY_PRICE = "record its hourly price to compare: zuka lease edit {node} --hourly-price P"
 
@@ -87,7 +89,7 @@ def node_cost(
     notes: list[str] = []
     est: Estimate | None = None
     try:
-        est = billing.estimate(chain, at, stops=held, storage=store, cards=cards)
+        est = estimate(chain, at, stops=held, storage=store, cards=cards)
         notes += est.unknown
     except InputError as exc:
         notes.append(f"cost unknown: {exc.reason}")
@@ -108,7 +110,7 @@ def node_cost(
         since=since,
         until=at,
         usage=used,
-        break_even=billing.lease_break_even(lease),
+        break_even=lease_break_even(lease),
         verdict=verdict,
         unknown=tuple(dict.fromkeys(notes)),
     )

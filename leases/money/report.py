@@ -21,8 +21,10 @@ from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.models import Lease, Node, Provider, RefundState, Resource
 from leases.money import billing
-from leases.money.billing import ZERO, CardHours, Span
+from leases.money.billing import CardHours
+from leases.money.estimate import month_of, stops_note, unknowns
 from leases.money.renewals import chains
+from leases.money.units import ZERO, Span
 from leases.telemetry.rollups import OwnerHour
 
 # lease, since, until, cards -> the lease's card-hours over the window (with its cost)
@@ -49,7 +51,7 @@ def month_window(month: str, tz_name: str, now: datetime) -> tuple[Span, bool]:
     if not YEARS[0] <= int(m.group(1)) <= YEARS[1]:
         raise InputError("month", month, f"the year must be from {YEARS[0]} to {YEARS[1]}")
     tz = fields.timezone(tz_name, "billing.tz")
-    since, until = billing.month_of(datetime(int(m.group(1)), int(m.group(2)), 2, tzinfo=tz), tz)
+    since, until = month_of(datetime(int(m.group(1)), int(m.group(2)), 2, tzinfo=tz), tz)
     if since >= now:
         raise InputError("month", month, "has not started yet")
     return (since, min(until, now)), until <= now
@@ -253,8 +255,8 @@ def lease_row(
     if not _overlaps(chain, since, until) and not (cost or charged or store or spans):
         return None
     for le in chain:
-        notes += billing.unknowns(le, until)
-        note = billing.stops_note(le, until, stops)
+        notes += unknowns(le, until)
+        note = stops_note(le, until, stops)
         notes += [note] if note else []
     last = chain[-1]
     deposit, state = _deposit(chain)

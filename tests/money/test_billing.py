@@ -25,8 +25,11 @@ from leases.ledger import records
 from leases.ledger.schema import MIGRATIONS
 from leases.ledger.store import Ledger
 from leases.money import billing, periods
+from leases.money.amounts import fen
+from leases.money.estimate import current_period, estimate, unknowns
 from leases.money.renewals import chains, renewal_record
-from leases.money.reportformat import verdict_text
+from leases.money.units import partial, refund_rule
+from leases.money.verdict import break_even_hours, hourly_vs_monthly, lease_break_even, verdict_text
 from leases.telemetry.history import (
     GpuMinute,
     NodeMinute,
@@ -139,9 +142,7 @@ TABLE = [
 def test_cost_to_date_matches_the_hand_computed_table(
     terms: dict[str, Any], at: str, expected: str
 ) -> None:
-    assert billing.fen(billing.cost_to_date(lease(**terms), t(at))) == D(expected).quantize(
-        D("0.01")
-    )
+    assert fen(billing.cost_to_date(lease(**terms), t(at))) == D(expected).quantize(D("0.01"))
 
 
 EARLY = dict(billing_type="monthly", unit_price="30000", start="2026-01-01", end="2026-04-01",
@@ -164,14 +165,14 @@ def test_a_prepaid_lease_ended_early_follows_its_refund_rule(rule: str, expected
     assert billing.cost_to_date(le, t("2026-05-01")) == D(expected)
     # Projected and to date agree once the lease is over, and it never falls as time passes.
     assert billing.cost_to_date(le, t("2026-01-01")) == D(expected)
-    notes = billing.unknowns(le, t("2026-05-01"))
-    assert bool(notes) == (billing.refund_rule(le) is None)
+    notes = unknowns(le, t("2026-05-01"))
+    assert bool(notes) == (refund_rule(le) is None)
 
 
 def test_hourly_fallback_without_a_price_is_said_to_be_unknown() -> None:
     le = lease(billing_type="monthly", unit_price="30000", start="2026-01-01",
                end="2026-02-01", on_expiry="hourly")  # fmt: skip
-    est = billing.estimate(le, t("2026-02-02"))
+    est = estimate(le, t("2026-02-02"))
     assert est.to_date == D(30000)
     assert est.unknown and "--hourly-price" in est.unknown[0]
 
@@ -186,7 +187,7 @@ def test_a_renewal_chain_costs_the_sum_of_its_leases() -> None:
     assert billing.chain_cost(chain, t("2026-02-01")) == D(58000)
     # The minimum (2 months of the first lease, 60000) holds for the chain, once, at its end.
     assert billing.chain_cost(chain, t("2026-03-01")) == D(60000)
-    est = billing.estimate(chain, t("2026-02-15"))
+    est = estimate(chain, t("2026-02-15"))
     # Its period ends with the chain, so the minimum is owed by then too.
     assert (est.to_date, est.by_period_end, est.by_lease_end) == (D(58000), D(60000), D(60000))
     assert est.period == (t("2026-02-01"), t("2026-03-01"))
@@ -220,7 +221,7 @@ def test_storage_lines_bill_from_created_until_deleted_after_the_lease_ends() ->
     per_day = Resource(0, ResourceKind.DISK, "d-2", price=D("3.3"), price_per="day")  # type: ignore[arg-type]
     stops = [(t("2026-01-01T02:00"), None)]
     assert billing.storage_cost(per_day, le, t("2026-01-11"), stops=stops) == D("33.0")
-    est = billing.estimate(le, t("2026-01-11"), stops=stops, storage=[(per_day, le)])
+    est = estimate(le, t("2026-01-11"), stops=stops, storage=[(per_day, le)])
     # The lease ran 00:00-02:00 before the stop (20); the disk billed on through it.
     assert est.to_date == D(20) + D("33.0") and est.storage_to_date == D("33.0")
 
@@ -230,13 +231,13 @@ def test_the_current_period_of_pay_as_you_go_is_the_month_in_the_billing_zone() 
     at = t("2026-03-31T17:00:00+00:00")
     sh = lease(billing_type="hourly", unit_price="1", start="2026-03-01")
     utc = lease(billing_type="hourly", unit_price="1", start="2026-03-01", billing_tz="UTC")
-    assert billing.current_period(sh, at) == (t("2026-04-01"), t("2026-05-01"))
-    assert billing.current_period(utc, at) == (
+    assert current_period(sh, at) == (t("2026-04-01"), t("2026-05-01"))
+    assert current_period(utc, at) == (
         t("2026-03-01T00:00:00+00:00"), t("2026-04-01T00:00:00+00:00"),
     )  # fmt: skip
     # By the end of the period: Shanghai's April runs to Apr 30 16:00 UTC, UTC's March to
     # Apr 1 00:00 UTC: 720 + 23 h more against 7 h.
-    e_sh, e_utc = billing.estimate(sh, at), billing.estimate(utc, at)
+    e_sh, e_utc = estimate(sh, at), estimate(utc, at)
     assert e_sh.by_period_end - e_sh.to_date == D(720 - 1)
     assert e_utc.by_period_end - e_utc.to_date == D(7)
 
@@ -256,7 +257,7 @@ def test_idle_yuan_and_effective_price_from_card_minutes() -> None:
     ch = billing.card_hours(D(80), 30 * 60, 50 * 60, D(800))
     assert (ch.busy, ch.idle, ch.unknown) == (D(30), D(20), D(30))
     assert ch.idle_yuan == D(200)  # 800 x 20/80
-    assert billing.fen(ch.price_per_busy_hour or D(0)) == D("26.67")
+    assert fen(ch.price_per_busy_hour or D(0)) == D("26.67")
 
 
 def test_unknown_minutes_are_never_idle() -> None:
@@ -288,10 +289,10 @@ def test_minute_rows_keep_the_power_limit_and_old_rows_still_read() -> None:
 
 
 def test_break_even_and_the_verdict() -> None:
-    assert billing.break_even_hours(D(30000), D(60)) == D(500)
+    assert break_even_hours(D(30000), D(60)) == D(500)
     le = lease(billing_type="monthly", unit_price="30000", start="2026-01-01",
                end="2026-02-01", hourly_price="60", cards_billed=8)  # fmt: skip
-    assert billing.lease_break_even(le) == D(500)
+    assert lease_break_even(le) == D(500)
     # 60 an hour for 8 cards = 7.5 a card-hour; 300 busy card-hours = 2250 against 30000.
     ch = billing.card_hours(D(8 * 744), 300 * 60, 8 * 744 * 60, D(30000))
     verdict = billing.lease_verdict(le, ch)
@@ -300,11 +301,11 @@ def test_break_even_and_the_verdict() -> None:
         verdict_text(verdict, le.currency)
         == "hourly would have cost ¥27,750.00 less (the provider's early-release refund rule is unknown)"
     )
-    busy = billing.hourly_vs_monthly(D(30000), D(5000), D("7.5"))
+    busy = hourly_vs_monthly(D(30000), D(5000), D("7.5"))
     assert verdict_text(busy, "CNY") == "monthly saves ¥7,500.00"
     assert verdict_text(busy, "USD") == "monthly saves USD 7,500.00"
     # Unknown hours count as used: they cannot make hourly look cheaper.
-    assert billing.hourly_vs_monthly(D(30000), D(0), D("7.5"), D(4000)).monthly_saves == 0
+    assert hourly_vs_monthly(D(30000), D(0), D("7.5"), D(4000)).monthly_saves == 0
 
 
 def test_a_lease_usage_read_from_real_history(tmp_path: Path) -> None:
@@ -340,7 +341,7 @@ def test_m006_gives_existing_leases_the_old_terms(tmp_path: Path) -> None:
         assert (le.stopped_billing, le.month_count, le.partial_unit, le.refund_rule) == (
             "full", "calendar", None, "",
         )  # fmt: skip
-        assert billing.partial(le) == "second"
+        assert partial(le) == "second"
 
 
 # -- properties ---------------------------------------------------------------------------
@@ -391,7 +392,7 @@ def test_cost_never_falls_as_time_passes_and_projection_is_never_below(
     times = sorted(_START + timedelta(hours=h) for h in hours)
     costs = [billing.cost_to_date(le, at, stops=_STOPS) for at in times]
     assert costs == sorted(costs)
-    est = billing.estimate(le, times[0], stops=_STOPS)
+    est = estimate(le, times[0], stops=_STOPS)
     assert est.by_period_end >= est.to_date
     assert est.by_lease_end is None or est.by_lease_end >= est.to_date
     assert all(c >= 0 for c in costs)
@@ -403,12 +404,12 @@ def test_cost_never_falls_as_time_passes_and_projection_is_never_below(
     st.integers(1, 16),
 )
 def test_break_even_agrees_with_both_prices(monthly: Decimal, hourly: Decimal, cards: int) -> None:
-    hours = billing.break_even_hours(monthly, hourly, cards)
+    hours = break_even_hours(monthly, hourly, cards)
     assert abs(hours * hourly * cards - monthly) <= monthly * D("1e-20")
     # One hour more and monthly wins; one less and hourly does.
-    assert billing.hourly_vs_monthly(monthly, (hours + 1) * cards, hourly).monthly_saves > 0
+    assert hourly_vs_monthly(monthly, (hours + 1) * cards, hourly).monthly_saves > 0
     if hours > 1:
-        assert billing.hourly_vs_monthly(monthly, (hours - 1) * cards, hourly).monthly_saves < 0
+        assert hourly_vs_monthly(monthly, (hours - 1) * cards, hourly).monthly_saves < 0
 
 
 def test_an_upfront_charge_accrues_month_by_month() -> None:
@@ -421,10 +422,10 @@ def test_an_upfront_charge_accrues_month_by_month() -> None:
 
 
 def test_fen_never_raises() -> None:
-    assert billing.fen(Decimal("1.005")) == Decimal("1.01")
+    assert fen(Decimal("1.005")) == Decimal("1.01")
     for odd in ("1e30", "1e-30", "-1e40", "1e100", "123456789012345678901234567.891"):
-        assert billing.fen(Decimal(odd)).as_tuple().exponent == -2 or abs(Decimal(odd)) >= 10**26
-    assert billing.fen(Decimal("1e-30")) == 0
+        assert fen(Decimal(odd)).as_tuple().exponent == -2 or abs(Decimal(odd)) >= 10**26
+    assert fen(Decimal("1e-30")) == 0
 
 
 def test_lease_terms_out_of_range_are_refused() -> None:

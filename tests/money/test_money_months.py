@@ -9,6 +9,8 @@ from decimal import Decimal as D
 
 from leases.ledger import records
 from leases.money import billing
+from leases.money.amounts import fen
+from leases.money.estimate import estimate
 from tests.support.cli import Cli
 
 Row = tuple[str, str]  # (cost, charged_in_month) of the node's row; ("-", "-"): no row
@@ -90,8 +92,8 @@ def test_a_refund_rule_refunds_the_renewal_the_lease_ended_in() -> None:
     at = le.ended_at
     assert at is not None
     got = billing.cost_to_date(le, at)
-    assert billing.fen(got) == D("73548.39")
-    assert billing.fen(D(60000) + D(30000) * 14 / 31) == D("73548.39")
+    assert fen(got) == D("73548.39")
+    assert fen(D(60000) + D(30000) * 14 / 31) == D("73548.39")
 
 
 def test_a_renewal_charged_early_for_a_period_never_begun() -> None:
@@ -142,5 +144,5 @@ def test_by_period_end_of_an_auto_renewing_lease_is_this_periods_cost() -> None:
     le = _lease(billing_type="monthly", unit_price="60000", start="2026-11-03",
                 end="2026-12-03", auto_renew="true")  # fmt: skip
     at = records.lease_from({**records.lease_record(le)}).start.replace(month=12, day=2)
-    e = billing.estimate(le, at)
+    e = estimate(le, at)
     assert e.to_date == D("60000") and e.by_period_end == D("60000")

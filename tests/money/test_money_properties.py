@@ -25,8 +25,9 @@ from hypothesis import strategies as st
 
 from leases.core.models import Lease
 from leases.ledger import records
-from leases.money import billing, periods, reportformat
+from leases.money import billing, periods, reportjson
 from leases.money.billing import CardHours
+from leases.money.estimate import month_of
 from leases.money.renewals import renewal_record
 from leases.money.report import attribute, build_report, chain_accrued, month_window
 from leases.telemetry.rollups import OwnerHour
@@ -105,7 +106,7 @@ def chains_(draw: st.DrawFn) -> tuple[tuple[Lease, ...], list[billing.Stop]]:
 def _months(report_tz: str) -> list[tuple[datetime, datetime]]:
     z = ZoneInfo(report_tz)
     out = []
-    since, until = billing.month_of(datetime(2025, 12, 1, tzinfo=z), z)
+    since, until = month_of(datetime(2025, 12, 1, tzinfo=z), z)
     while since < _FAR:
         out.append((since, until))
         since, until = until, periods.boundary(until, "month", 1, z)
@@ -199,11 +200,11 @@ def test_by_lease_by_user_and_by_project_agree_per_currency(
                 who = rng.choice(["alice", "bob", "carol", "dave", "?"])
                 hours.append(OwnerHour(row.node, who, h, rng.uniform(0, 480), row.node_id))
                 h += rng.randint(1, 40)
-    lease_json = reportformat.report_json(rep)
+    lease_json = reportjson.report_json(rep)
     currency_of = {row.node: row.currency for row in rep.rows}
     for by in ("user", "project"):
         att = attribute(rep, hours, by, USERS, PROJECTS)
-        doc = reportformat.attribution_json(rep, att)
+        doc = reportjson.attribution_json(rep, att)
         assert set(doc["by_currency"]) == set(lease_json["by_currency"])
         for code, sums in doc["by_currency"].items():
             lease_total = lease_json["by_currency"][code]["total"]

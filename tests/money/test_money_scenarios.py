@@ -20,6 +20,7 @@ import pytest
 
 from leases.ledger import records
 from leases.money import billing
+from leases.money.amounts import fen
 from tests.support.cli import Cli
 
 SH = ZoneInfo("Asia/Shanghai")
@@ -214,4 +215,4 @@ def test_a_card_hour_node_stopped_13_days_bills_its_storage_only() -> None:
         {"kind": "disk", "native_id": "d-1", "price": "500", "price_per": "month",
          "deleted_at": "2026-03-21T00:00:00"}, 1, "Asia/Shanghai")  # fmt: skip
     got = billing.storage_cost(disk, le, _t("2026-04-01"), stops=stops)
-    assert billing.fen(got) == D("322.58")
+    assert fen(got) == D("322.58")

@@ -18,7 +18,7 @@ from leases.config import load_config
 from leases.core.errors import InputError
 from leases.ledger import records, rowaudit
 from leases.ledger.store import Ledger
-from leases.money import reportformat
+from leases.money import reportjson
 from leases.money.report import month_window
 from leases.sim.ledger import backfill, register_sim_nodes, sim_nodes_of
 from leases.telemetry.rollups import HistoryStore
@@ -486,7 +486,7 @@ def test_an_auto_renew_lease_is_reported_month_by_month_as_it_accrues() -> None:
             month, window, complete, tz="Asia/Shanghai", currency="CNY", leases=[le],
             nodes=[], providers=[], resources=[], usage=usage,
         )  # fmt: skip
-        doc = json.loads(reportformat.dumps(reportformat.report_json(rep)))
+        doc = json.loads(reportjson.dumps(reportjson.report_json(rep)))
         row = doc["leases"][0]
         assert row["cost"] == cost, month
         # All of it idle: the idle yuan is the month's cost, not a lump's.

@@ -19,8 +19,8 @@ from leases.core.textsafe import visible
 from leases.ledger import rowaudit
 from leases.ledger.store import Ledger
 from leases.ledger.transfer import write_private
-from leases.money import billing, plan, renewals, report, reportformat
-from leases.money.billing import fen
+from leases.money import billing, plan, renewals, report, reportcsv, reportjson, reportmarkdown
+from leases.money.amounts import fen, money
 from leases.telemetry.rollups import HistoryStore
 from tui.cli import output
 from tui.cli.ledger import _open as open_ledger
@@ -82,21 +82,21 @@ def money_report(args: argparse.Namespace, out: TextIO) -> int:
             HistoryStore(ledger).busy_by_owner(*window) if args.by in ("user", "project") else []
         )
     if args.by == "lease":
-        data = reportformat.report_json(rep)
+        data = reportjson.report_json(rep)
         if fmt == "md":
-            text = reportformat.to_markdown(rep)
+            text = reportmarkdown.to_markdown(rep)
         else:
-            text = reportformat.to_csv(rep) if fmt == "csv" else ""
+            text = reportcsv.to_csv(rep) if fmt == "csv" else ""
     else:
         att = report.attribute(rep, owner_hours, args.by, config.users, config.projects)
-        data = reportformat.attribution_json(rep, att)
+        data = reportjson.attribution_json(rep, att)
         if fmt == "md":
-            text = reportformat.attribution_markdown(rep, att)
+            text = reportmarkdown.attribution_markdown(rep, att)
         else:
-            text = reportformat.attribution_csv(rep, att) if fmt == "csv" else ""
+            text = reportcsv.attribution_csv(rep, att) if fmt == "csv" else ""
     if fmt == "json":
         if args.output:
-            text = reportformat.dumps(data)
+            text = reportjson.dumps(data)
         else:
             output.dump_json(data, out)
             return 0
@@ -325,7 +325,6 @@ def _hybrid(
     if not any(cards):
         raise InputError("days", str(days), "no busy card-hour in the window: nothing to plan")
     h = plan.hybrid(cards, monthly, hourly)
-    cur = reportformat.symbol(currency)
     doc = {
         "currency": currency,
         "days": days,
@@ -359,19 +358,19 @@ def _hybrid(
         f"{len(nodes)} nodes{', ' + visible(model) if model else ''}); "
         f"peak {h.peak} cards.",
         *_unknown_lines(d),
-        f"Prices a card: {cur}{fen(monthly):,} a month{m_src}, {cur}{fen(hourly):,} an hour"
-        f"{h_src}.",
+        f"Prices a card: {money(monthly, currency)} a month{m_src},"
+        f" {money(hourly, currency)} an hour{h_src}.",
         "",
         *plan.load_duration_chart(cards, h.best.k),
         "",
-        f"Rent {h.best.k} card(s) monthly and the rest by the hour: {cur}{fen(h.best.total):,}"
-        f" a month ({cur}{fen(h.best.base):,} base + {cur}{fen(h.best.burst):,} burst,"
+        f"Rent {h.best.k} card(s) monthly and the rest by the hour: {money(h.best.total, currency)}"
+        f" a month ({money(h.best.base, currency)} base + {money(h.best.burst, currency)} burst,"
         f" demand above the base in {share_above:.0f} % of hours; threshold"
         f" {h.threshold * 100:.1f} %).",
-        f"  saves {cur}{fen(h.saves_against_hourly):,} a month against all hourly"
-        f" ({cur}{fen(h.all_hourly.total):,})",
-        f"  saves {cur}{fen(h.saves_against_monthly):,} a month against all monthly"
-        f" ({h.peak} cards, {cur}{fen(h.all_monthly.total):,})",
+        f"  saves {money(h.saves_against_hourly, currency)} a month against all hourly"
+        f" ({money(h.all_hourly.total, currency)})",
+        f"  saves {money(h.saves_against_monthly, currency)} a month against all monthly"
+        f" ({h.peak} cards, {money(h.all_monthly.total, currency)})",
         "(a month is 730 hours; an hour with 2.3 busy cards on average counts as 3 cards)",
     ]
     return doc, lines
@@ -429,7 +428,6 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
         utilisation=utilisation,
         renting_per_busy_hour=rent_paid_hour / utilisation,
     )
-    cur = reportformat.symbol(currency)
     if args.json:
         output.dump_json(
             {
@@ -459,12 +457,12 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
         f"{r.cards} card(s) at {fen(r.utilisation * 100)} % utilisation ({src};"
         f" measured {fen(measured_u * 100)} % busy of {fen(t.known):,} known card-hours).",
         *([unknown_line] if t.unknown else []),
-        f"Owning:  {cur}{fen(r.owning_per_busy_hour)} per busy card-hour"
-        f" ({cur}{fen(r.owning_month):,} a month: cards {cur}{fen(r.capex_month):,},"
-        f" power {cur}{fen(r.power_month):,}, hosting {cur}{fen(r.hosting_month):,})",
-        f"Renting: {cur}{fen(r.renting_per_busy_hour)} per busy card-hour"
-        f" ({cur}{fen(rent_paid_hour)} per paid card-hour at the current leases;"
-        f" {cur}{fen(r.renting_month):,} a month)",
+        f"Owning:  {money(r.owning_per_busy_hour, currency)} per busy card-hour"
+        f" ({money(r.owning_month, currency)} a month: cards {money(r.capex_month, currency)},"
+        f" power {money(r.power_month, currency)}, hosting {money(r.hosting_month, currency)})",
+        f"Renting: {money(r.renting_per_busy_hour, currency)} per busy card-hour"
+        f" ({money(rent_paid_hour, currency)} per paid card-hour at the current leases;"
+        f" {money(r.renting_month, currency)} a month)",
         f"Renting comes to {fen(r.ratio * 100)} % of owning for this lab"
         " (labs typically see 60-70 %).",
     ]

@@ -16,8 +16,8 @@ from leases.core import fields
 from leases.core.models import NodeStatus
 from leases.core.textsafe import visible
 from leases.fleet.nodefacts import NodeFacts
+from leases.money.amounts import money
 from leases.money.leasecost import cost_line
-from leases.money.reportformat import money
 from leases.telemetry import series
 from tui.cli.ledger import billing_line, change_text
 from tui.screens.fleetview import CELL_MAX

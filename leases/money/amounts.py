@@ -1,0 +1,45 @@
+"""How an amount of money is written: the one home of money formatting.
+
+An amount is rounded to the fen (0.01) half up for display (`fen`; the money maths keeps
+exact Decimals), a zero shown without its sign (never "-0.00"), thousands grouped by commas,
+and written with its currency's symbol: ¥ for CNY only, the ISO code for the others, since
+JPY's sign is ¥ too and a table of both could not tell them apart (¥1,234.50, USD 1,234.50).
+The reports, `zuka cost`, `zuka plan`, the alerts and the dashboard all write amounts here.
+"""
+
+from __future__ import annotations
+
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_UP, Context, Decimal
+
+
+def fen(amount: Decimal) -> Decimal:
+    """An amount rounded to the fen (0.01), half up, for display. Never raises: the
+    precision is widened to the amount's digits (the default 28 would make quantize fail
+    on 10^27 and above); NaN and infinities come back as they are."""
+    if not amount.is_finite():
+        return amount
+    ctx = Context(prec=max(28, amount.adjusted() + 3), Emax=MAX_EMAX, Emin=MIN_EMIN)
+    return amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP, context=ctx)
+
+
+def fen_shown(x: Decimal) -> Decimal:
+    """x to the fen; a zero without its sign (never -0.00)."""
+    q = fen(x)
+    return q if q else abs(q)
+
+
+def symbol(currency: str) -> str:
+    """What an amount in `currency` is written with: ¥ for CNY only (JPY's sign is ¥ too,
+    so a table of both could not tell them apart), the code for the others."""
+    return "¥" if currency.upper() in ("CNY", "RMB") else f"{currency} "
+
+
+def bare(x: Decimal | None) -> str:
+    """An amount without its currency, to the fen, thousands grouped: 1,234.50 ("-" for
+    none), as a column whose header names the currency shows it."""
+    return "-" if x is None else f"{fen_shown(x):,}"
+
+
+def money(x: Decimal | None, currency: str) -> str:
+    """An amount with its currency's symbol as the report prints it ("-" for none)."""
+    return "-" if x is None else f"{symbol(currency)}{bare(x)}"

@@ -20,8 +20,9 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from leases.alerts.alert import Alert, AlertKind
 from leases.alerts.facts import UsageCache, gather
-from leases.alerts.rules import Alert, AlertKind, evaluate, unjudged
+from leases.alerts.rules import evaluate, unjudged
 from leases.alerts.severity import Severity
 from leases.alerts.state import Changed, StoredAlert, by_ids, reconcile
 from leases.config import AlertsConfig, Config

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from leases.alerts import state as alertstate
-from leases.alerts.rules import AlertKind
+from leases.alerts.alert import AlertKind
 from leases.alerts.severity import Severity
 from leases.alerts.watch import AlertWatch, check
 from leases.config import AlertsConfig

@@ -20,8 +20,9 @@ from sqlite_utils import Database
 from textual.widgets import DataTable
 
 from leases.alerts import state as alertstate
+from leases.alerts.alert import AlertKind, NodeFacts
 from leases.alerts.facts import _idle_from, gather
-from leases.alerts.rules import AlertKind, NodeFacts, evaluate
+from leases.alerts.rules import evaluate
 from leases.alerts.watch import AlertWatch, check
 from leases.config import AlertsConfig, NotifyConfig
 from leases.core.errors import InputError

@@ -142,7 +142,7 @@ RULES = (
     RuleSpec(MINUTE_RULES[0], forgotten, (AlertKind.FORGOTTEN,)),
     RuleSpec(MINUTE_RULES[1], starved, (AlertKind.STARVED,)),
     RuleSpec("no readings", gap_rules, (AlertKind.UNREACHABLE, AlertKind.LOGIN_FAILED,
-                                         AlertKind.STOPPED_QUESTION, AlertKind.RELEASE_SOON)),
+                                        AlertKind.STOPPED_QUESTION, AlertKind.RELEASE_SOON)),
     RuleSpec("readings", readings, (AlertKind.HOSTKEY, AlertKind.TEMPERATURE, AlertKind.ECC)),
 )  # fmt: skip
 _KINDS_OF = {r.key: r.kinds for r in RULES} | {EVERY_RULE: tuple(k for r in RULES for k in r.kinds)}

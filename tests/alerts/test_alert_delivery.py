@@ -21,7 +21,7 @@ from leases.config import AlertsConfig
 from leases.core.models import GpuSample, Latest, Node, NodeHealth
 from leases.ledger import records
 from leases.ledger.store import Ledger
-from leases.notify.send import Notifier
+from leases.notify.outbox import Notifier
 from leases.telemetry.rollups import HistoryStore
 from tests.notify.test_notify import Clock, Hook, hook, msg, notifier  # noqa: F401  (hook is a fixture)
 

@@ -27,7 +27,7 @@ from leases.core import fields
 from leases.core.models import GpuProcess, GpuSample, Latest, NodeHealth
 from leases.ledger import records
 from leases.ledger.store import Ledger
-from leases.notify.send import render
+from leases.notify.message import render
 from leases.telemetry.history import GpuMinute, NodeMinute
 from leases.telemetry.rollups import HistoryStore
 from tests.support.cli import Cli

@@ -31,7 +31,7 @@ from leases.ledger import records
 from leases.ledger.schema import MIGRATIONS
 from leases.ledger.store import Ledger
 from leases.money import billing, periods
-from leases.notify.send import Notifier
+from leases.notify.outbox import Notifier
 from leases.sim import Scenario, SimNode, history, row_samples
 from leases.sim.demoledger import build_demo_ledger, demo_today
 from leases.sim.ledger import backfill, sim_node_for

@@ -30,7 +30,9 @@ from leases.core.errors import InputError
 from leases.core.models import Node
 from leases.ledger import records
 from leases.ledger.store import Ledger
-from leases.notify.send import Message, Notifier, SendResult, send
+from leases.notify.message import Message
+from leases.notify.outbox import Notifier
+from leases.notify.send import SendResult, send
 from leases.notify.url import Target, TargetKind, mask_url, parse_target
 from leases.sim import SimNode
 from leases.ssh.session import SshPool

@@ -21,7 +21,7 @@ from leases.alerts.usage import (
     UNDERUSE_TYPES,
     all_idle,
 )
-from leases.config import AlertsConfig
+from leases.config.sections import AlertsConfig
 from leases.core.errors import InputError
 from leases.core.models import Latest, Lease, NodeHealth, NodeState
 from leases.core.textsafe import visible

@@ -14,7 +14,7 @@ from decimal import Decimal
 from leases.alerts.alert import FRESH, Alert, AlertKind, Level, NodeFacts, make_alert
 from leases.alerts.severity import Severity
 from leases.alerts.wording import duration, yuan
-from leases.config import AlertsConfig
+from leases.config.sections import AlertsConfig
 from leases.core import fields
 from leases.core.models import BillingType, Lease, NodeHealth
 from leases.core.textsafe import visible

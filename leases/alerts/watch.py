@@ -25,7 +25,7 @@ from leases.alerts.facts import UsageCache, gather
 from leases.alerts.rules import evaluate, unjudged
 from leases.alerts.severity import Severity
 from leases.alerts.state import Changed, StoredAlert, by_ids, reconcile
-from leases.config import AlertsConfig, Config
+from leases.config.sections import AlertsConfig, Config
 from leases.ledger import rowaudit
 from leases.ledger.store import Clock, Ledger
 from leases.notify.message import Message

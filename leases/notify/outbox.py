@@ -39,7 +39,7 @@ from leases.notify.send import Sender, SendResult, send
 from leases.notify.url import Target, parse_target, scrub
 
 if TYPE_CHECKING:
-    from leases.config import NotifyConfig
+    from leases.config.sections import NotifyConfig
     from leases.ledger.store import Ledger
 
 BACKOFF_FIRST_S = 30.0

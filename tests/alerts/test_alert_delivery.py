@@ -17,7 +17,7 @@ from leases.alerts import state as alertstate
 from leases.alerts.alert import AlertKind
 from leases.alerts.severity import Severity
 from leases.alerts.watch import AlertWatch, check
-from leases.config import AlertsConfig
+from leases.config.sections import AlertsConfig
 from leases.core.models import GpuSample, Latest, Node, NodeHealth
 from leases.ledger import records
 from leases.ledger.store import Ledger

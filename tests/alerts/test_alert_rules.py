@@ -22,7 +22,7 @@ from leases.alerts.alert import Alert, AlertKind, Level, NodeFacts
 from leases.alerts.facts import gather
 from leases.alerts.rules import evaluate
 from leases.alerts.watch import AlertWatch, check, message_of
-from leases.config import AlertsConfig
+from leases.config.sections import AlertsConfig
 from leases.core import fields
 from leases.core.models import GpuProcess, GpuSample, Latest, NodeHealth
 from leases.ledger import records

@@ -24,7 +24,7 @@ from leases.alerts.alert import AlertKind, NodeFacts
 from leases.alerts.facts import _idle_from, gather
 from leases.alerts.rules import evaluate
 from leases.alerts.watch import AlertWatch, check
-from leases.config import AlertsConfig, NotifyConfig
+from leases.config.sections import AlertsConfig, NotifyConfig
 from leases.core.errors import InputError
 from leases.core.models import GpuProcess, GpuSample, Latest, Node, NodeHealth
 from leases.ledger import records

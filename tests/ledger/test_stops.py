@@ -16,7 +16,7 @@ from leases.alerts import state as alertstate
 from leases.alerts.alert import AlertKind
 from leases.alerts.facts import gather
 from leases.alerts.rules import evaluate
-from leases.config import AlertsConfig
+from leases.config.sections import AlertsConfig
 from leases.core.errors import InputError
 from leases.core.models import NodeHealth
 from leases.ledger.store import SCHEMA_VERSION, Ledger

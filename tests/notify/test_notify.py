@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from leases.alerts.severity import Severity
-from leases.config import NotifyConfig
+from leases.config.sections import NotifyConfig
 from leases.core.errors import InputError
 from leases.core.models import Node
 from leases.ledger import records

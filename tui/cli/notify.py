@@ -7,7 +7,7 @@ import sys
 from typing import TextIO
 
 from leases.alerts.severity import Severity
-from leases.config import load_user_config
+from leases.config.load import load_user_config
 from leases.core.errors import InputError
 from leases.core.textsafe import visible
 from leases.notify.message import Message

@@ -290,7 +290,7 @@ def floor_app(tape_json: Path) -> Any:
 
 async def child_main(kind: str, source: Path, seconds: float, report: Path, probe: bool) -> None:
     if kind == "zuka":
-        from leases.config import Config
+        from leases.config.sections import Config
         from tui.dashboard import gcpolicy
         from tui.dashboard.app import ZukaApp
 

@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from leases.alerts.watch import AlertWatch, check
-from leases.config import AlertsConfig, Config
+from leases.config.sections import AlertsConfig, Config
 from leases.ledger import rowaudit
 from leases.ledger.store import Ledger
 from leases.money.report import month_window

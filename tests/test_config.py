@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from leases.alerts.severity import Severity
-from leases.config import Config, default_config_path, load_config, resolve_config_path
+from leases.config.load import default_config_path, load_config, resolve_config_path
+from leases.config.sections import Config
 from leases.core.errors import ConfigError
 from tui.cli.main import main
 

@@ -11,21 +11,17 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from leases.alerts.rules import (
+from leases.alerts.alert import AlertKind, Gap, NodeFacts
+from leases.alerts.rules import EVERY_RULE, MINUTE_RULES, UNDERUSE_RULE
+from leases.alerts.usage import (
     COVERAGE,
-    EVERY_RULE,
     HOURLY_TYPES,
-    MINUTE_RULES,
     STARVED_CLEAR_PCT,
     UNDERUSE_CLEAR_MARGIN,
-    UNDERUSE_RULE,
     UNDERUSE_TYPES,
-    AlertKind,
-    Gap,
-    NodeFacts,
     all_idle,
 )
-from leases.config import AlertsConfig
+from leases.config.sections import AlertsConfig
 from leases.core.errors import InputError
 from leases.core.models import Latest, Lease, NodeHealth, NodeState
 from leases.core.textsafe import visible

@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
 
-from leases.alerts.rules import Alert, Level
+from leases.alerts.alert import Alert, Level
 from leases.alerts.severity import Severity
 from leases.core.errors import InputError
 from leases.ledger.store import Ledger

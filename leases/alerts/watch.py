@@ -20,15 +20,17 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from leases.alerts.alert import Alert, AlertKind
 from leases.alerts.facts import UsageCache, gather
-from leases.alerts.rules import Alert, AlertKind, evaluate, unjudged
+from leases.alerts.rules import evaluate, unjudged
 from leases.alerts.severity import Severity
 from leases.alerts.state import Changed, StoredAlert, by_ids, reconcile
-from leases.config import AlertsConfig, Config
+from leases.config.sections import AlertsConfig, Config
 from leases.core.clock import Clock
 from leases.ledger import rowaudit
 from leases.ledger.store import Ledger
-from leases.notify.send import Message, Notifier
+from leases.notify.message import Message
+from leases.notify.outbox import Notifier
 from leases.telemetry.pacing import Every
 
 DEFAULT_EVERY_S = 60.0
@@ -81,7 +83,7 @@ def message_of(alert: StoredAlert) -> Message:
 
 @dataclass(frozen=True)
 class AlertFeed:
-    """The alerts' outbox (alert_outbox) as a notify.Feed: each row taken once."""
+    """The alerts' outbox (alert_outbox) as a notify.outbox.Feed: each row taken once."""
 
     within: timedelta = TOLD_WITHIN
 
@@ -115,7 +117,7 @@ class AlertFeed:
         return out
 
     def current(self, conn: sqlite3.Connection, key: str) -> Message | bool | None:
-        """An alert's message that waited, as it stands now (notify.Feed.current): False
+        """An alert's message that waited, as it stands now (notify.outbox.Feed.current): False
         once the alert cleared, or stands at another severity than it was told at (a
         worse one was queued on its own)."""
         kind, _, rest = key.partition(":")

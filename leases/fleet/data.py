@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from leases.config import Config
+from leases.config.sections import Config
 from leases.core.errors import InputError, LedgerError
 from leases.core.models import Latest, Lease, Node
 from leases.core.textsafe import visible

@@ -2,7 +2,8 @@
 URL), checked and refused where unusable (leases.notify.host: never a link-local or cloud
 metadata address), and masked wherever one is shown or stored (every query value, user and
 password, apprise's +header and -param values). Read by the config's check as by the
-notifier (leases.notify.send), which it does not import.
+sender and the notifier (leases.notify.send, leases.notify.outbox), which it does not
+import.
 """
 
 from __future__ import annotations

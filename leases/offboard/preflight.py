@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 
-from leases.config import Config
+from leases.config.sections import Config
 from leases.core.models import Lease
 from leases.core.textsafe import visible
 from leases.ledger.release import open_at

@@ -23,7 +23,7 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
-from leases.config import Config
+from leases.config.sections import Config
 from leases.core.errors import InputError
 from leases.core.models import Node, NodeState, Resource
 from leases.core.textsafe import visible

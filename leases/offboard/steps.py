@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Protocol
 
-from leases.config import Config
+from leases.config.sections import Config
 from leases.core.models import Lease, Node, Provider, ProviderKind, Resource
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from leases.config import Config
+from leases.config.sections import Config
 from leases.core.models import Node
 from leases.ledger.store import Ledger
 from leases.offboard.cloud.plan import cloud_drivers, plan_cloud

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from leases.config import Config
+from leases.config.sections import Config
 from leases.core.clock import Clock
 from leases.core.errors import InputError
 from leases.core.models import Lease, Node, NodeState, Provider, ProviderKind

@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from leases.alerts import state as alertstate
-from leases.alerts.rules import AlertKind
+from leases.alerts.alert import AlertKind
 from leases.alerts.severity import Severity
 from leases.alerts.watch import AlertWatch, check
-from leases.config import AlertsConfig
+from leases.config.sections import AlertsConfig
 from leases.core.models import GpuSample, Latest, Node, NodeHealth
 from leases.ledger import records
 from leases.ledger.store import Ledger
-from leases.notify.send import Notifier
+from leases.notify.outbox import Notifier
 from leases.telemetry.rollups import HistoryStore
 from tests.notify.test_notify import Clock, Hook, hook, msg, notifier  # noqa: F401  (hook is a fixture)
 

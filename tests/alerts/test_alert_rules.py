@@ -18,15 +18,16 @@ from pathlib import Path
 import pytest
 
 from leases.alerts import state as alertstate
+from leases.alerts.alert import Alert, AlertKind, Level, NodeFacts
 from leases.alerts.facts import gather
-from leases.alerts.rules import Alert, AlertKind, Level, NodeFacts, evaluate
+from leases.alerts.rules import evaluate
 from leases.alerts.watch import AlertWatch, check, message_of
-from leases.config import AlertsConfig
+from leases.config.sections import AlertsConfig
 from leases.core import fields
 from leases.core.models import GpuProcess, GpuSample, Latest, NodeHealth
 from leases.ledger import records
 from leases.ledger.store import Ledger
-from leases.notify.send import render
+from leases.notify.message import render
 from leases.telemetry.history import GpuMinute, NodeMinute
 from leases.telemetry.rollups import HistoryStore
 from tests.support.cli import Cli
@@ -556,9 +557,9 @@ def test_a_node_whose_rows_cannot_be_read_keeps_its_open_alerts(tmp_path: Path) 
 def test_an_hourly_price_is_shown_as_recorded_and_days_passed_are_whole() -> None:
     """`--hourly-price 3.3333` read "¥3.33 an hour" (the day's ¥80.00 was right); 62.6
     days after a lease ended read "63 days"."""
-    from leases.alerts.rules import _days, unit_price
+    from leases.alerts.wording import duration, unit_price
 
     assert unit_price(Decimal("3.3333"), "CNY") == "¥3.3333"
     assert unit_price(Decimal("3.5"), "CNY") == "¥3.50"
-    assert _days(timedelta(days=62, hours=14)) == "62 days"
-    assert _days(timedelta(hours=45.8)) == "45.8 hours"
+    assert duration(timedelta(days=62, hours=14)) == "62 days"
+    assert duration(timedelta(hours=45.8)) == "45.8 hours"

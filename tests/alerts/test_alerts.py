@@ -20,17 +20,18 @@ from sqlite_utils import Database
 from textual.widgets import DataTable
 
 from leases.alerts import state as alertstate
+from leases.alerts.alert import AlertKind, NodeFacts
 from leases.alerts.facts import _idle_from, gather
-from leases.alerts.rules import AlertKind, NodeFacts, evaluate
+from leases.alerts.rules import evaluate
 from leases.alerts.watch import AlertWatch, check
-from leases.config import AlertsConfig, NotifyConfig
+from leases.config.sections import AlertsConfig, NotifyConfig
 from leases.core.errors import InputError
 from leases.core.models import GpuProcess, GpuSample, Latest, Node, NodeHealth
 from leases.ledger import records
 from leases.ledger.schema import MIGRATIONS
 from leases.ledger.store import Ledger
 from leases.money import billing, periods
-from leases.notify.send import Notifier
+from leases.notify.outbox import Notifier
 from leases.sim import Scenario, SimNode, history, row_samples
 from leases.sim.demoledger import build_demo_ledger, demo_today
 from leases.sim.ledger import backfill, sim_node_for

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from leases.config import Config
+from leases.config.sections import Config
 from leases.core.models import NodeHealth
 from leases.core.textsafe import visible
 from leases.fleet.data import FleetData, FleetReader, ReadRequest

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from leases.config import Config
+from leases.config.sections import Config
 from leases.core.models import GpuSample, Latest, NodeHealth
 from leases.fleet.data import FleetReader, MinuteCache, ReadRequest
 from leases.fleet.header import countdown, header, header_line, next_end

@@ -185,7 +185,7 @@ def test_a_bucket_renamed_with_sqlite_refuses_the_offboarding(z: Cli, ledger_pat
 def test_the_dashboard_says_it_and_shows_no_month_cost(z: Cli, ledger_path: Path) -> None:
     from datetime import UTC, datetime
 
-    from leases.config import Config
+    from leases.config.sections import Config
     from leases.fleet.data import FleetReader, ReadRequest
 
     _monthly(z)

@@ -13,9 +13,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from leases.alerts import state as alertstate
+from leases.alerts.alert import AlertKind
 from leases.alerts.facts import gather
-from leases.alerts.rules import AlertKind, evaluate
-from leases.config import AlertsConfig
+from leases.alerts.rules import evaluate
+from leases.config.sections import AlertsConfig
 from leases.core.errors import InputError
 from leases.core.models import NodeHealth
 from leases.ledger.files import SCHEMA_VERSION

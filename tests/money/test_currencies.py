@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 from textual.widgets import DataTable
 
 from leases.alerts import state as alertstate
-from leases.config import Config
+from leases.config.sections import Config
 from leases.fleet.header import Header, header_line, month_money
 from leases.ledger.store import Ledger
 from leases.money.renewals import chains

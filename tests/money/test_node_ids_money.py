@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
-from leases.config import Config
+from leases.config.sections import Config
 from leases.core import fields
 from leases.fleet.data import FleetReader, ReadRequest
 from leases.ledger.store import Ledger

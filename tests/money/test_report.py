@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from leases.config import load_config
+from leases.config.load import load_config
 from leases.core.errors import InputError
 from leases.ledger import records, rowaudit
 from leases.ledger.store import Ledger

@@ -25,12 +25,14 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from leases.alerts.severity import Severity
-from leases.config import NotifyConfig
+from leases.config.sections import NotifyConfig
 from leases.core.errors import InputError
 from leases.core.models import Node
 from leases.ledger import records
 from leases.ledger.store import Ledger
-from leases.notify.send import Message, Notifier, SendResult, send
+from leases.notify.message import Message
+from leases.notify.outbox import Notifier
+from leases.notify.send import SendResult, send
 from leases.notify.url import Target, TargetKind, mask_url, parse_target
 from leases.sim import SimNode
 from leases.ssh.pool import SshPool

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from leases.config import Config, OffboardConfig
+from leases.config.sections import Config, OffboardConfig
 from leases.core.models import NodeState, RefundState
 from leases.ledger.files import SCHEMA_VERSION
 from leases.ledger.store import Ledger

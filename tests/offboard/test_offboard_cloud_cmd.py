@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from leases.config import Config
+from leases.config.sections import Config
 from leases.core.errors import InputError
 from leases.core.models import Provider, ProviderKind, Resource, ResourceKind
 from leases.offboard.cloud import ids as cloud_ids

@@ -14,7 +14,7 @@ from typing import Any
 import boto3
 import pytest
 
-from leases.config import Config, OffboardConfig
+from leases.config.sections import Config, OffboardConfig
 from leases.core.errors import InputError
 from leases.core.models import Resource, ResourceKind
 from leases.offboard.cloud.plan import cloud_drivers, plan_cloud

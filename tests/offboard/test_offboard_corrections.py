@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from leases.config import Config
+from leases.config.sections import Config
 from leases.ledger.store import Ledger
 from leases.offboard import evidence, runner
 from leases.offboard.steps import Driver, Identity, Outcome, Sighting, Step

@@ -20,7 +20,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from leases.config import Config, OffboardConfig
+from leases.config.sections import Config, OffboardConfig
 from leases.core.models import Node, Resource, ResourceKind, SshTarget
 from leases.offboard.remote import RemoteDriver, fresh_login, plan_remote, scratch_roots
 from leases.offboard.steps import PlanInput

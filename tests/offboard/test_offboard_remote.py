@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from leases.config import Config, OffboardConfig
+from leases.config.sections import Config, OffboardConfig
 from leases.core.errors import InputError
 from leases.core.models import (
     Node,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from leases.config import Config
+from leases.config.sections import Config
 from leases.core.errors import InputError
 from leases.ledger.store import Ledger
 from leases.offboard import evidence, report, runner, status

@@ -84,7 +84,7 @@ def test_a_resource_marked_verified_in_sqlite_is_listed_not_left_out(
     marked by hand with `zuka resource edit --verified` is taken as gone."""
     import sqlite3
 
-    from leases.config import Config
+    from leases.config.sections import Config
     from leases.offboard import runner
     from tests.support.offboard_files import PLANNERS
 

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 import boto3
 from botocore.config import Config as BotoConfig
 
-from leases.config import Config, OffboardConfig
+from leases.config.sections import Config, OffboardConfig
 from leases.core.models import Node, Provider, ProviderKind, Resource, ResourceKind, SshTarget
 from leases.offboard.cloud.access import Timing
 from leases.offboard.steps import PlanInput

@@ -13,7 +13,7 @@ import signal
 from datetime import UTC, datetime
 from pathlib import Path
 
-from leases.config import Config
+from leases.config.sections import Config
 from leases.core.models import Node, ResourceKind
 from leases.ledger.store import Ledger
 from leases.offboard.manual import ManualDriver, plan_manual

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from offboard_files import PLANNERS, drivers
 
-from leases.config import Config
+from leases.config.sections import Config
 from leases.ledger.store import Ledger
 from leases.offboard import runner
 

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from leases.config import Config
+from leases.config.sections import Config
 from leases.ledger.store import Ledger
 from leases.offboard.plan import facts_for, make_plan
 from leases.offboard.wiring import PLANNERS

@@ -16,7 +16,7 @@ import pytest
 
 from leases.alerts import state as alertstate
 from leases.alerts.watch import AlertWatch
-from leases.config import AlertsConfig
+from leases.config.sections import AlertsConfig
 from leases.core.clock import utc_now
 from leases.core.models import Node, NodeHealth
 from leases.ledger import records

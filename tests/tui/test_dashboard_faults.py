@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from leases.alerts import state as alertstate
-from leases.config import Config
+from leases.config.sections import Config
 from leases.core.errors import InputError, LedgerError
 from leases.fleet import filter as fleetfilter
 from leases.fleet.filter import RowFacts

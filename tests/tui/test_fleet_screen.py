@@ -635,7 +635,7 @@ async def test_a_live_sort_holds_its_order_while_the_user_moves(ledger_file: Pat
 
 
 async def test_the_offboard_column_shows_while_a_plan_is_in_force(ledger_file: Path) -> None:
-    from leases.config import Config
+    from leases.config.sections import Config
     from leases.offboard import evidence, runner
     from tests.support.offboard_files import PLANNERS
 

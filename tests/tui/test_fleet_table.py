@@ -178,7 +178,7 @@ def test_the_dashboard_freezes_once_its_first_full_table_is_drawn(tmp_path: obje
         "import asyncio, gc, tempfile\n"
         "from datetime import UTC, datetime\n"
         "from pathlib import Path\n"
-        "from leases.config import Config\n"
+        "from leases.config.sections import Config\n"
         "from leases.ledger.store import Ledger\n"
         "from leases.sim.ledger import register_sim_nodes\n"
         "from tui.dashboard import gcpolicy\n"

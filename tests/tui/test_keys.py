@@ -20,7 +20,7 @@ from textual.keys import _character_to_key
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from leases.config import Config
+from leases.config.sections import Config
 from leases.core.errors import ConfigError
 from leases.core.textsafe import visible
 from leases.sim.demoledger import build_demo_ledger

@@ -12,7 +12,7 @@ import pytest
 from rich.text import Text
 from textual.widgets import DataTable, Static, TabbedContent
 
-from leases.config import Config
+from leases.config.sections import Config
 from leases.core.models import GpuProcess, GpuSample, Latest, NodeHealth
 from leases.ledger.store import Ledger
 from leases.sim.demoledger import demo_records

@@ -17,10 +17,11 @@ import pytest
 from rich.text import Text
 from textual.widgets import DataTable, ProgressBar, Static
 
+from leases.alerts.alert import AlertKind
 from leases.alerts.facts import gather
-from leases.alerts.rules import AlertKind, evaluate, node_alerts
+from leases.alerts.rules import evaluate, node_alerts
 from leases.alerts.severity import Severity
-from leases.config import AlertsConfig, Config
+from leases.config.sections import AlertsConfig, Config
 from leases.ledger.store import Ledger
 from leases.offboard import evidence, runner, status
 from leases.offboard.evidence import Progress, State

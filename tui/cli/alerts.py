@@ -17,7 +17,8 @@ from zoneinfo import ZoneInfo
 from leases.alerts import state as alertstate
 from leases.alerts.state import Changed, State, StoredAlert
 from leases.alerts.watch import check
-from leases.config import Config, load_user_config
+from leases.config.load import load_user_config
+from leases.config.sections import Config
 from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.textsafe import visible

@@ -7,7 +7,8 @@ import json
 import sys
 from typing import TextIO
 
-from leases.config import Config, load_user_config, resolve_config_path
+from leases.config.load import load_user_config, resolve_config_path
+from leases.config.sections import Config
 from leases.core.errors import ConfigError
 from leases.core.textsafe import visible
 from tui.cli import output

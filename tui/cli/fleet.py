@@ -157,7 +157,7 @@ async def _poll(
 async def _cloud_states(ledger: Ledger, path: Path, args: argparse.Namespace) -> None:
     """`poll --once` reads the nodes' cloud instances once too (leases.telemetry.cloudstate), and
     says on stderr what it recorded; a cloud's failure is logged, never the poll's."""
-    from leases.config import load_user_config
+    from leases.config.load import load_user_config
     from leases.core.clock import utc_now
     from leases.telemetry import cloudstate
     from leases.telemetry.faultlog import fault_logger
@@ -227,7 +227,7 @@ async def _collect(
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)
     from leases.alerts.watch import watch_ledger
-    from leases.config import load_user_config
+    from leases.config.load import load_user_config
     from leases.core.clock import utc_now
     from leases.telemetry.faultlog import fault_logger
 

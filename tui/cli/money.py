@@ -11,7 +11,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, TextIO
 
-from leases.config import Config, load_user_config
+from leases.config.load import load_user_config
+from leases.config.sections import Config
 from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.models import Lease, Node

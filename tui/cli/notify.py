@@ -7,10 +7,11 @@ import sys
 from typing import TextIO
 
 from leases.alerts.severity import Severity
-from leases.config import load_user_config
+from leases.config.load import load_user_config
 from leases.core.errors import InputError
 from leases.core.textsafe import visible
-from leases.notify.send import Message, send_all
+from leases.notify.message import Message
+from leases.notify.send import send_all
 from leases.notify.url import parse_target
 from tui.cli import output
 

@@ -13,7 +13,8 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import TextIO, TypeVar
 
-from leases.config import Config, load_user_config
+from leases.config.load import load_user_config
+from leases.config.sections import Config
 from leases.core.errors import InputError
 from leases.core.models import Node
 from leases.core.textsafe import visible

@@ -29,7 +29,8 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
-from leases.config import Config, load_user_config
+from leases.config.load import load_user_config
+from leases.config.sections import Config
 from leases.core.clock import Clock, utc_now
 from leases.core.errors import ConfigError
 from leases.core.fields import DEFAULT_TZ

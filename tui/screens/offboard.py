@@ -32,7 +32,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
-from leases.config import Config
+from leases.config.sections import Config
 from leases.core.errors import InputError, no_ledger
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger

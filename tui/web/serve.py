@@ -102,7 +102,7 @@ def _demo_ledger(given: str | None) -> Iterator[Path]:
 
 def web(args: argparse.Namespace, out: TextIO) -> int:
     """`zuka web`: serve until ctrl+c."""
-    from leases.config import load_user_config
+    from leases.config.load import load_user_config
     from tui.dashboard.keymap import check_keys
     from tui.web.guard import DEFAULT_MAX_SESSIONS, ZukaServer, check_max_sessions, new_token
 

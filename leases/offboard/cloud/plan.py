@@ -30,7 +30,7 @@ import os
 import shlex
 from collections.abc import Mapping, Sequence
 
-from leases.config import Config
+from leases.config.sections import Config
 from leases.core.errors import InputError
 from leases.core.models import Provider, ProviderKind, Resource, ResourceKind
 from leases.core.textsafe import visible

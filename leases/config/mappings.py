@@ -1,0 +1,112 @@
+"""The config's sections of the user's own names rather than fixed keys: [users] (a Unix
+user on a node -> person), [projects] (person or user -> project), [keys] (the dashboard's
+key remaps) and [money] rates (month -> currency -> rate)."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+
+from leases.config.keys import BadValue, got, suggest
+from leases.core.errors import InputError
+from leases.core.textsafe import is_clean, visible
+
+_RATE_MONTH = re.compile(r"([0-9]{4})-(0[1-9]|1[0-2])")
+MAX_RATE = Decimal(1_000_000)  # KRW to a currency a million times smaller: a typo above it
+RATE_PLACES = 8
+RATE_YEARS = (2000, 2100)  # the months a report can be asked for (leases.money.report.YEARS)
+_UNIX_USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?")
+_BINDING_ID = re.compile(r"[a-z][a-z0-9-]{0,63}")
+
+
+def read_mapping(
+    section: str, body: dict[str, Any], where: str, into: dict[str, str], sources: dict[str, str]
+) -> list[str]:
+    problems: list[str] = []
+    for name, value in body.items():
+        key = f"{section}.{visible(name, 80)}"
+        if section == "users" and not _UNIX_USER.fullmatch(name):
+            problems.append(f"{where}: {section}: {name!r} is not a Unix user name")
+        elif section == "projects" and (not name or not is_clean(name) or len(name) > 64):
+            problems.append(f"{where}: {section}: {visible(repr(name))} is not a usable name")
+        elif section == "keys" and not _BINDING_ID.fullmatch(name):
+            problems.append(f"{where}: {section}: {visible(repr(name))} is not a binding id")
+        elif not isinstance(value, str):
+            problems.append(f"{where}: {key}: must be a string{got(value)}")
+        elif not value.strip():
+            problems.append(f"{where}: {key}: must not be empty{got(value)}")
+        elif not is_clean(value) or len(value) > 64:
+            problems.append(f"{where}: {key}: must be one line of at most 64 characters"
+                            f"{got(value)}")  # fmt: skip
+        else:
+            into[name] = value
+            sources[f"{section}.{name}"] = where
+    return problems
+
+
+def read_money(
+    body: dict[str, Any],
+    where: str,
+    into: dict[str, dict[str, Decimal]],
+    sources: dict[str, str],
+) -> list[str]:
+    """[money]: only `rates`, a table of months, each a table of currency = rate."""
+    from leases.core.fields import CURRENCIES
+
+    problems: list[str] = []
+    shape = ' (as [money.rates."2026-11"] USD = 7.12)'
+    for name, value in body.items():
+        if name != "rates":
+            problems.append(f"{where}: money.{visible(name, 80)}: unknown key"
+                            f"{suggest(name, ['rates'], 'money.')}{got(value)}")  # fmt: skip
+            continue
+        if not isinstance(value, dict):
+            problems.append(f"{where}: money.rates: must be a table of months{shape}{got(value)}")
+            continue
+        for month, table in value.items():
+            key = f'money.rates."{visible(month, 40)}"'
+            m = _RATE_MONTH.fullmatch(month)
+            if m is None or not RATE_YEARS[0] <= int(m.group(1)) <= RATE_YEARS[1]:
+                problems.append(f"{where}: {key}: must be a month YYYY-MM from {RATE_YEARS[0]}"
+                                f" to {RATE_YEARS[1]}{shape}")  # fmt: skip
+                continue
+            if not isinstance(table, dict):
+                problems.append(f"{where}: {key}: must be a table of currency = rate{shape}"
+                                f"{got(table)}")  # fmt: skip
+                continue
+            for code, rate in table.items():
+                here = f"{key}.{visible(code, 40)}"
+                if code not in CURRENCIES:
+                    problems.append(f"{where}: {here}: unknown currency; known:"
+                                    f" {', '.join(sorted(CURRENCIES))}")  # fmt: skip
+                    continue
+                try:
+                    into.setdefault(month, {})[code] = _rate(here, rate)
+                    sources[f"money.rates.{month}.{code}"] = where
+                except BadValue as exc:
+                    problems.append(f"{where}: {here}: {exc}{got(rate)}")
+    return problems
+
+
+def _rate(key: str, v: Any) -> Decimal:
+    """A rate: how many of the lab's currency one unit is worth; more than 0, at most
+    MAX_RATE, at most RATE_PLACES decimals. A TOML number, or a string read as every typed
+    amount is (fields.number)."""
+    from leases.core.fields import number
+
+    said = (
+        f"must be a number above 0 and at most {MAX_RATE:,}: how many of the lab's currency"
+        " one unit was worth"
+    )
+    if isinstance(v, bool) or not isinstance(v, int | float | str):
+        raise BadValue(said)
+    try:
+        rate = number(key, str(v) if isinstance(v, float) else v)
+    except InputError as exc:
+        raise BadValue(exc.reason) from None
+    if not rate.is_finite() or not 0 < rate <= MAX_RATE:
+        raise BadValue(said)
+    if rate.as_tuple().exponent < -RATE_PLACES:  # type: ignore[operator]
+        raise BadValue(f"has more than {RATE_PLACES} decimal places")
+    return rate

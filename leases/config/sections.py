@@ -1,0 +1,123 @@
+"""The config as zuka uses it: one frozen dataclass a section ([billing], [alerts],
+[notify], [offboard], [money]), each field's default there, and Config, which holds them
+with the user's own tables and where every value came from."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import time
+from decimal import Decimal
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from leases.alerts.severity import Severity
+from leases.config.keys import MAPPINGS, SPECS, shown
+from leases.core.fields import DEFAULT_TZ
+
+
+@dataclass(frozen=True)
+class BillingConfig:
+    currency: str = "CNY"
+    tz: str = DEFAULT_TZ
+
+
+@dataclass(frozen=True)
+class AlertsConfig:
+    # Days before a lease's end at which it is announced, the earliest first.
+    lease_end_notice_days: tuple[int, ...] = (7, 3, 1)
+    underuse_window_days: int = 7
+    # Busy / paid card-hours below this share over the window is underuse.
+    underuse_threshold: float = 0.5
+    forgotten_idle_hours: float = 2.0
+    starved_minutes: int = 30
+    # Percent utilisation under which a GPU with processes is starved.
+    starved_util: float = 40.0
+    unreachable_minutes: int = 15
+    # Hours a node with a lease that bills less while stopped goes unread before an alert
+    # asks whether it was stopped (and gives the `zuka lease stop` command).
+    stopped_question_hours: float = 3.0
+    deposit_refund_days: int = 30
+    autorenew_notice_days: int = 3
+    release_notice_days: int = 2
+    temperature_c: float = 85.0
+
+
+@dataclass(frozen=True)
+class NotifyConfig:
+    urls: tuple[str, ...] = ()
+    min_severity: Severity = Severity.WARNING
+    rate_limit_per_hour: int = 20
+    # Config key `digest`: "off", or "daily at HH:MM" (billing time zone): messages below
+    # critical are then collected and sent once a day; critical ones still go at once.
+    digest_at: time | None = None
+    dedupe_hours: float = 12.0
+    # A failed send is retried with backoff for this long, then given up (0: never retried).
+    retry_hours: float = 24.0
+    timeout_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class OffboardConfig:
+    # Cloud accounts zuka must never delete in, whatever the ledger says (preflight refuses).
+    blocked_accounts: tuple[str, ...] = ()
+    # Roots under which declared scratch paths may be shredded, beyond the presets for the
+    # provider's kind (leases.offboard); absolute paths.
+    scratch_roots: tuple[str, ...] = ()
+    # How long to keep reading back a deletion a cloud finishes later (Huawei, EC2 images).
+    verify_timeout_s: float = 300.0
+
+
+@dataclass(frozen=True)
+class MoneyConfig:
+    # Month (YYYY-MM) -> currency code -> how many of the lab's currency (billing.currency)
+    # one unit of it was worth that month: [money.rates."2026-11"] USD = 7.12. Only a
+    # report's optional total in the lab's currency uses them; no figure is converted.
+    rates: Mapping[str, Mapping[str, Decimal]] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One effective value as `zuka config show` prints it."""
+
+    key: str
+    value: Any
+    source: str
+
+
+@dataclass(frozen=True)
+class Config:
+    billing: BillingConfig = field(default_factory=BillingConfig)
+    alerts: AlertsConfig = field(default_factory=AlertsConfig)
+    notify: NotifyConfig = field(default_factory=NotifyConfig)
+    offboard: OffboardConfig = field(default_factory=OffboardConfig)
+    money: MoneyConfig = field(default_factory=MoneyConfig)
+    # Unix user on a node -> person; person or user -> project or tag.
+    users: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    projects: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # The dashboard's key remaps: binding id -> keys ("fleet-filter" = "slash,f"); the
+    # dashboard checks the ids and keys it knows (leases knows no bindings).
+    keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    path: Path | None = None
+    # "section.key" -> "default", the file's path, or "env ZUKA_..."; absent means default.
+    sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    warnings: tuple[str, ...] = ()
+
+    def settings(self, *, mask: bool = True) -> list[Setting]:
+        """Every key's effective value and where it came from; notification URLs masked."""
+        out: list[Setting] = []
+        for spec in SPECS:
+            section = getattr(self, spec.section)
+            value = shown(getattr(section, spec.attr), mask)
+            out.append(Setting(spec.key, value, self.sources.get(spec.key, "default")))
+        for name in MAPPINGS:
+            mapping: Mapping[str, str] = getattr(self, name)
+            for k, v in mapping.items():
+                key = f"{name}.{k}"
+                out.append(Setting(key, v, self.sources.get(key, "default")))
+        for month, rates in self.money.rates.items():
+            for code, rate in rates.items():
+                key = f"money.rates.{month}.{code}"
+                out.append(Setting(key, str(rate), self.sources.get(key, "default")))
+        return out

@@ -23,7 +23,7 @@ from leases.money import billing, plan, renewals, report, reportformat
 from leases.money.billing import fen
 from leases.telemetry.rollups import HistoryStore
 from tui.cli import output
-from tui.cli.ledger import _open as open_ledger
+from tui.cli.opening import open_ledger
 
 
 def _config(args: argparse.Namespace) -> Config:

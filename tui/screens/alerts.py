@@ -22,21 +22,13 @@ from leases.core.fields import DEFAULT_TZ
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from tui.screens.fleetview import plain
-from tui.screens.nodeview import alert_amount
+from tui.words import alert_amount
 
 # The yuan in a column of its own: a long message is cut at the table's edge.
 COLUMNS = ("ID", "Severity", "State", "Node", "Kind", "Since", "¥", "Message")
 # Below this width Since and ¥ leave the table (they are said under it) for the message.
 NARROW = 100
 SNOOZE = timedelta(days=1)
-
-
-def alert_marker(alerts: list[StoredAlert]) -> str:
-    """A fleet table cell: how many open alerts, ! for warnings, !! if any is critical."""
-    if not alerts:
-        return ""
-    worst = max(a.severity.rank for a in alerts)
-    return f"{'!!' if worst >= 2 else '!'}{len(alerts)}"
 
 
 def _width(cell: str | Text) -> int:

@@ -36,6 +36,7 @@ from leases.fleet.sparkline import CELLS, CellSums, Reading, bars, cell_sums
 from leases.money.renewals import BillingNow, starts_in
 from leases.offboard.evidence import Progress
 from leases.offboard.status import short as offboard_short
+from tui.words import alert_marker
 
 if TYPE_CHECKING:
     from leases.alerts.state import StoredAlert
@@ -277,8 +278,6 @@ def fleet_row(
     )
     lease = billing.lease if billing else None
     ends, left = lease_end(billing, now)
-    from tui.screens.alerts import alert_marker  # here: it imports this module's plain()
-
     worst = max((a.severity.rank for a in alerts), default=0)
     marker = alert_marker(list(alerts))
     provider = node.provider or ""

@@ -1,6 +1,6 @@
 """Words for a screen, shared by the command line and the dashboard: a cell's text, a lease
-time, what bills now, an audit entry's change, an alert's marker and amount. Pure
-functions of what they are given; no Textual, no command line."""
+time, what bills now, an audit entry's change. Pure functions of what they are given; no
+Textual, no command line."""
 
 from __future__ import annotations
 
@@ -9,12 +9,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from leases.alerts.state import StoredAlert
 from leases.core.models import AuditEntry
 from leases.core.textsafe import visible
 from leases.money import renewals
 from leases.money.renewals import BillingNow
-from leases.money.reportformat import money
 
 
 def cell(value: Any) -> str:
@@ -92,19 +90,3 @@ def change_text(e: AuditEntry) -> str:
     if isinstance(start, str):
         return f"lease from {start[:16].replace('T', ' ')}: {text}"
     return text
-
-
-def alert_marker(alerts: list[StoredAlert]) -> str:
-    """A fleet table cell: how many open alerts, ! for warnings, !! if any is critical."""
-    if not alerts:
-        return ""
-    worst = max(a.severity.rank for a in alerts)
-    return f"{'!!' if worst >= 2 else '!'}{len(alerts)}"
-
-
-def alert_amount(a: StoredAlert) -> str:
-    """An alert's amount with its lease's currency ("" for none; a lease no longer in the
-    ledger leaves the currency unknown: the bare amount and "?")."""
-    if a.yuan is None:
-        return ""
-    return f"{a.yuan:,} ?" if a.currency is None else money(a.yuan, a.currency)

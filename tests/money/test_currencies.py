@@ -30,7 +30,7 @@ from tests.support.waiting import wait_until
 from tui.cli.main import main
 from tui.dashboard.app import ZukaApp
 from tui.screens.alerts import AlertsScreen
-from tui.words import alert_amount
+from tui.screens.nodeview import alert_amount
 
 
 def _audit_count(path: Path) -> int:

@@ -22,7 +22,7 @@ from leases.core.fields import DEFAULT_TZ
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from tui.screens.fleetview import plain
-from tui.words import alert_amount
+from tui.screens.nodeview import alert_amount
 
 # The yuan in a column of its own: a long message is cut at the table's edge.
 COLUMNS = ("ID", "Severity", "State", "Node", "Kind", "Since", "¥", "Message")

@@ -36,7 +36,6 @@ from leases.fleet.sparkline import CELLS, CellSums, Reading, bars, cell_sums
 from leases.money.renewals import BillingNow, starts_in
 from leases.offboard.evidence import Progress
 from leases.offboard.status import short as offboard_short
-from tui.words import alert_marker
 
 if TYPE_CHECKING:
     from leases.alerts.state import StoredAlert
@@ -242,6 +241,14 @@ def lease_end(billing: BillingNow | None, now: datetime) -> tuple[str, float | N
 def _mean(values: Sequence[float | None]) -> float | None:
     known = [v for v in values if v is not None]
     return sum(known) / len(known) if known else None
+
+
+def alert_marker(alerts: list[StoredAlert]) -> str:
+    """A fleet table cell: how many open alerts, ! for warnings, !! if any is critical."""
+    if not alerts:
+        return ""
+    worst = max(a.severity.rank for a in alerts)
+    return f"{'!!' if worst >= 2 else '!'}{len(alerts)}"
 
 
 def _cell(value: float | None, fmt: str) -> Cell:

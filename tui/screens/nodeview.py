@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from leases.alerts.state import StoredAlert
 from leases.core import fields
 from leases.core.models import NodeStatus
 from leases.core.textsafe import visible
@@ -19,7 +20,7 @@ from leases.money.leasecost import cost_line
 from leases.money.reportformat import money
 from leases.telemetry import series
 from tui.screens.fleetview import CELL_MAX
-from tui.words import alert_amount, billing_line, change_text
+from tui.words import billing_line, change_text
 
 NO_ACCEPTANCE = "no acceptance check recorded"
 # Longest a message (an alert's, a log entry's change) may make one cell.
@@ -98,6 +99,14 @@ def resource_rows(facts: NodeFacts) -> list[tuple[str, ...]]:
         )
         for _, start, res in facts.resources
     ]
+
+
+def alert_amount(a: StoredAlert) -> str:
+    """An alert's amount with its lease's currency ("" for none; a lease no longer in the
+    ledger leaves the currency unknown: the bare amount and "?")."""
+    if a.yuan is None:
+        return ""
+    return f"{a.yuan:,} ?" if a.currency is None else money(a.yuan, a.currency)
 
 
 def alert_rows(facts: NodeFacts, tz: str) -> list[tuple[str, ...]]:

@@ -46,7 +46,7 @@ from pathlib import Path
 import leases, tui
 from textual.widgets import DataTable
 from tui.dashboard.app import ZukaApp
-from tui.cli.demo import prepare
+from leases.sim.demofleet import prepare
 
 WAITING = ("connecting",)
 

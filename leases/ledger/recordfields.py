@@ -5,7 +5,7 @@ record keys it stands for when that is not simply its own name (`INTERNAL`, `sta
 `flattened`). From that follow, with nothing else to edit when a field is added:
 the record keys and their order (database rows, audit log, `--json`, the export formats:
 `record_keys`, `record_values`) and the command-line options with their help
-(`options`; tui.cli.ledger builds its flag tables from them). The allowed values of an
+(`options`; leases.app.flags builds its flag tables from them). The allowed values of an
 enum field come from the enum itself.
 
 The schema cannot follow: migrations are frozen history. tests/ledger/test_recordfields.py checks

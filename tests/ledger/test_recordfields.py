@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from leases.app import flags
 from leases.core.models import BillingType, Lease, Node, Provider, Resource
 from leases.ledger import recordfields, records, transfer
 from leases.ledger.recordfields import cli
 from leases.ledger.store import Ledger
 from tests.support.cli import Cli
-from tui.cli import ledger as cli_ledger
+from tui.cli.options import add_flags, pick
 
 RECORDS: dict[str, type] = {
     "providers": Provider,
@@ -116,7 +117,7 @@ def _enum_fields(cls: type) -> list[tuple[str, type[Enum]]]:
 
 @pytest.mark.parametrize("cls", NOT_BY_OPTION, ids=lambda c: c.__name__)
 def test_the_help_of_an_enum_field_lists_its_values(cls: type) -> None:
-    helps = cli_ledger.help_table(cls)
+    helps = flags.help_table(cls)
     enums = _enum_fields(cls)
     assert enums, f"{cls.__name__} has an enum field"
     for name, enum in enums:
@@ -162,7 +163,7 @@ def test_help_lists_every_option_with_its_help(
         assert opt.flag in lines, f"{opt.flag} missing from `zuka {' '.join(command)} --help`"
         assert opt.help in lines[opt.flag], opt.flag
     for key in left_out:
-        assert dict(cli_ledger.flag_table(cls))[key][0] not in lines
+        assert dict(flags.flag_table(cls))[key][0] not in lines
 
 
 def test_node_add_help_names_the_channels_from_the_enum(
@@ -174,16 +175,16 @@ def test_node_add_help_names_the_channels_from_the_enum(
 
 
 def test_errors_name_the_flags_as_before() -> None:
-    assert cli_ledger._FLAG_OF["unit_price"] == "--price"
-    assert cli_ledger._FLAG_OF["native_id"] == "--id"
-    assert cli_ledger._FLAG_OF["node"] == "NODE"
-    assert cli_ledger._FLAG_OF["ssh_port"] == "--ssh"
+    assert flags._FLAG_OF["unit_price"] == "--price"
+    assert flags._FLAG_OF["native_id"] == "--id"
+    assert flags._FLAG_OF["node"] == "NODE"
+    assert flags._FLAG_OF["ssh_port"] == "--ssh"
     from leases.core.errors import InputError
 
-    assert cli_ledger.describe_error(InputError("billing_type", "x", "no")) == (
+    assert flags.describe_error(InputError("billing_type", "x", "no")) == (
         "billing_type (--billing): no (got 'x')"
     )
-    assert cli_ledger.describe_error(InputError("auto_renew", "x", "no")) == (
+    assert flags.describe_error(InputError("auto_renew", "x", "no")) == (
         "--auto-renew: no (got 'x')"
     )
 
@@ -206,15 +207,15 @@ class PaintedLease(Lease):
 
 def test_a_field_added_to_a_dataclass_appears_as_key_flag_and_help() -> None:
     assert recordfields.record_keys(PaintedLease) == (*records.LEASE_KEYS, "colour", "surface")
-    table = cli_ledger.flag_table(PaintedLease)
-    assert table == {**cli_ledger.LEASE_FLAGS, "colour": ("--colour", "colour")}
-    helps = cli_ledger.help_table(PaintedLease)
+    table = flags.flag_table(PaintedLease)
+    assert table == {**flags.LEASE_FLAGS, "colour": ("--colour", "colour")}
+    helps = flags.help_table(PaintedLease)
     assert helps["colour"] == "what it is painted: red | blue"
 
     parser = argparse.ArgumentParser()
-    cli_ledger._add_flags(parser, table, {"billing_type"}, helps)
+    add_flags(parser, table, {"billing_type"}, helps)
     args = parser.parse_args(["--billing", "hourly", "--colour", "blue"])
-    assert cli_ledger._pick(args, table) == {"billing_type": "hourly", "colour": "blue"}
+    assert pick(args, table) == {"billing_type": "hourly", "colour": "blue"}
     assert "what it is painted: red | blue" in parser.format_help()
 
     lease = records.lease_from(

@@ -14,6 +14,7 @@ from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Input, Select, TextArea
 
+from leases.app.flags import LEASE_FLAGS, NODE_FLAGS, RESOURCE_FLAGS
 from leases.core import fields
 from leases.core.models import BillingType, ResourceKind
 from leases.ledger.records import node_from
@@ -21,7 +22,6 @@ from leases.ledger.store import Ledger
 from leases.sim.demoledger import build_demo_ledger
 from tests.support.cli import Cli
 from tests.support.waiting import wait_until
-from tui.cli.ledger import LEASE_FLAGS, NODE_FLAGS, RESOURCE_FLAGS
 from tui.dashboard.app import ZukaApp
 from tui.screens.fleet import FleetScreen
 from tui.screens.lease_form import LeaseFormScreen, Mode
@@ -581,7 +581,7 @@ async def test_every_form_binding_has_an_id_and_a_tooltip() -> None:
 
 def test_fields_follow_the_records_options() -> None:
     """A field per option, labelled with the CLI's flag: a new option is a new field."""
-    from tui.cli.ledger import LEASE_FLAGS, RESOURCE_FLAGS
+    from leases.app.flags import LEASE_FLAGS, RESOURCE_FLAGS
 
     lease = LeaseFormScreen.__new__(LeaseFormScreen)
     lease.mode = "add"

@@ -39,8 +39,8 @@ from tests.support.offboard_files import (
 from tests.support.waiting import wait_until
 from tui.dashboard.app import ZukaApp
 from tui.screens.ask import AskScreen
-from tui.screens.consent import ConsentScreen
 from tui.screens.offboard import OffboardScreen, wiring
+from tui.screens.yesno import ConsentScreen
 
 NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
 

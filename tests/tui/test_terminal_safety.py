@@ -42,7 +42,7 @@ from tests.support.waiting import wait_until
 from tui.cli.main import main
 from tui.dashboard.app import ZukaApp
 from tui.screens.fleetview import Cell
-from tui.screens.trust import TrustScreen
+from tui.screens.yesno import TrustScreen
 
 KEYS = TestKeys.generate()
 PIECES = (

@@ -15,7 +15,7 @@ from leases.telemetry.rollups import HistoryStore
 from tests.support.fleetledger import NOW, frozen_ledger
 from tests.support.waiting import wait_until
 from tui.dashboard.app import ZukaApp
-from tui.screens.trust import TrustScreen
+from tui.screens.yesno import TrustScreen
 from tui.widgets.fleet_table import FleetTable
 
 

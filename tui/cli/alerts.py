@@ -24,7 +24,7 @@ from leases.core.errors import InputError
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from tui.cli import output
-from tui.cli.ledger import _open as open_ledger
+from tui.cli.opening import open_ledger
 
 
 def alert_json(a: StoredAlert, now: Any) -> dict[str, Any]:

@@ -12,9 +12,12 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
+from leases.app.flags import describe_error
 from leases.core.errors import ConfigError, InputError, LedgerError, ledger_failure, os_problem
 from leases.core.textsafe import visible
 from leases.ledger.paths import resolve_ledger_path
+from tui.cli import lazy
+from tui.cli.dashboard import dashboard
 
 Handler = Callable[[argparse.Namespace, TextIO], int]
 # Commands that run and log rather than print a result: --json would be ignored.
@@ -59,31 +62,6 @@ def _common(*, screen: bool = False, ledger_help: str = "") -> _Parser:
     return p
 
 
-def _fleet(name: str) -> Handler:
-    """A fleet handler imported when it runs: asyncssh and the poller cost ~0.3 s to load,
-    which `zuka node list` and the other ledger commands should not pay."""
-
-    def run(args: argparse.Namespace, out: TextIO) -> int:
-        from tui.cli import fleet as cli_fleet
-
-        handler: Handler = getattr(cli_fleet, name)
-        return handler(args, out)
-
-    return run
-
-
-def _lazy(module: str, name: str) -> Handler:
-    """A handler imported when it runs (keeps the other commands' start-up fast)."""
-
-    def run(args: argparse.Namespace, out: TextIO) -> int:
-        import importlib
-
-        handler: Handler = getattr(importlib.import_module(f"tui.{module}"), name)
-        return handler(args, out)
-
-    return run
-
-
 # A plan never mixes currencies: it prices from the leases in one, and reads prices given
 # with its flags in it.
 _PLAN_CURRENCY = (
@@ -93,7 +71,12 @@ _PLAN_CURRENCY = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tui.cli import ledger as L
+    from tui.cli import audit as audit_cmd
+    from tui.cli import leases as lease_cmd
+    from tui.cli import nodes as node_cmd
+    from tui.cli import providers as provider_cmd
+    from tui.cli import resources as resource_cmd
+    from tui.cli import transfer as transfer_cmd
 
     common = _common()
     parser = _Parser(
@@ -115,10 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     demo = _common(screen=True, ledger_help=DEMO_LEDGER_HELP)
-    cmd(sub, "demo", L.demo, "open the dashboard on an example fleet in a temporary ledger", demo)
-    cmd(sub, "dashboard", L.dashboard, "open the dashboard (the default)", _common(screen=True))
+    cmd(
+        sub, "demo", lazy.demo, "open the dashboard on an example fleet in a temporary ledger", demo
+    )
+    cmd(sub, "dashboard", dashboard, "open the dashboard (the default)", _common(screen=True))
     web = "serve the dashboard to a browser tab (textual-serve)"
-    p = cmd(sub, "web", _lazy("web.serve", "web"), web, _common(screen=True))
+    p = cmd(sub, "web", lazy.web, web, _common(screen=True))
     p.add_argument("--host", help="address to listen on (default 127.0.0.1; any other warns)")
     p.add_argument("--port", type=int, help="TCP port (default 8000)")
     p.add_argument("--demo", action="store_true", help="serve the demo fleet, as `zuka demo`")
@@ -126,82 +111,95 @@ def build_parser() -> argparse.ArgumentParser:
 
     prov = sub.add_parser("provider", help="clouds, rental platforms and data centres")
     provs = prov.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    p = cmd(provs, "add", L.provider_add, "add a provider")
+    p = cmd(provs, "add", provider_cmd.provider_add, "add a provider")
     p.add_argument("name")
-    L.provider_options(p, required=True)
-    cmd(provs, "list", L.provider_list, "list providers")
-    p = cmd(provs, "edit", L.provider_edit, "change a provider's account, region or credentials")
+    provider_cmd.provider_options(p, required=True)
+    cmd(provs, "list", provider_cmd.provider_list, "list providers")
+    p = cmd(
+        provs,
+        "edit",
+        provider_cmd.provider_edit,
+        "change a provider's account, region or credentials",
+    )
     p.add_argument("name")
-    L.provider_edit_options(p)
+    provider_cmd.provider_edit_options(p)
 
     node = sub.add_parser("node", help="rented nodes")
     nodes = node.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    p = cmd(nodes, "add", L.node_add, "add a node")
+    p = cmd(nodes, "add", node_cmd.node_add, "add a node")
     p.add_argument("name")
-    L.node_options(p)
-    p = cmd(nodes, "list", L.node_list, "list nodes with their current lease")
+    node_cmd.node_options(p)
+    p = cmd(nodes, "list", node_cmd.node_list, "list nodes with their current lease")
     p.add_argument("--all", action="store_true", help="include released nodes")
-    p = cmd(nodes, "show", L.node_show, "a node, its leases and resources")
+    p = cmd(nodes, "show", node_cmd.node_show, "a node, its leases and resources")
     p.add_argument("name")
-    p = cmd(nodes, "edit", L.node_edit, "change a node's fields")
+    p = cmd(nodes, "edit", node_cmd.node_edit, "change a node's fields")
     p.add_argument("name")
     p.add_argument("--rename", metavar="NEW_NAME")
-    L.node_options(p, editing=True)
-    p = cmd(nodes, "archive", L.node_archive, "mark a node released (its leases must have ended)")
+    node_cmd.node_options(p, editing=True)
+    p = cmd(
+        nodes, "archive", node_cmd.node_archive, "mark a node released (its leases must have ended)"
+    )
     p.add_argument("name")
-    p = cmd(nodes, "restore", L.node_restore, "bring back the latest archived node of a name")
+    p = cmd(
+        nodes, "restore", node_cmd.node_restore, "bring back the latest archived node of a name"
+    )
     p.add_argument("name")
-    p = cmd(nodes, "delete", L.node_delete, "delete a node recorded by mistake")
+    p = cmd(nodes, "delete", node_cmd.node_delete, "delete a node recorded by mistake")
     p.add_argument("name")
     p.add_argument(
         "--force", action="store_true", help="also delete its ended leases, resources, GPU history"
     )
-    p = cmd(nodes, "trust", _fleet("node_trust"), "check and accept a node's SSH host key")
+    p = cmd(nodes, "trust", lazy.node_trust, "check and accept a node's SSH host key")
     p.add_argument("name")
     p.add_argument("--fingerprint", metavar="SHA256:...", help="accept only this key (scripts)")
 
     lease = sub.add_parser("lease", help="leases: a node's billing terms over time")
     leases = lease.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    p = cmd(leases, "add", L.lease_add, "add a lease to a node")
+    p = cmd(leases, "add", lease_cmd.lease_add, "add a lease to a node")
     p.add_argument("node")
-    L.lease_options(p, required=True)
-    p = cmd(leases, "renew", L.lease_renew, "renew the open lease: a new lease from its end")
+    lease_cmd.lease_options(p, required=True)
+    p = cmd(
+        leases, "renew", lease_cmd.lease_renew, "renew the open lease: a new lease from its end"
+    )
     p.add_argument("node")
     p.add_argument("--until", required=True, metavar="DATE", help="end of the renewed period")
-    L.lease_options(p, required=False, renewing=True)
-    p = cmd(leases, "end", L.lease_end, "record that the open lease ended")
+    lease_cmd.lease_options(p, required=False, renewing=True)
+    p = cmd(leases, "end", lease_cmd.lease_end, "record that the open lease ended")
     p.add_argument("node")
     p.add_argument("--at", metavar="TIME", help="when (default: now)")
-    p = cmd(leases, "stop", L.lease_stop, "record that the node was stopped (billing by"
+    p = cmd(leases, "stop", lease_cmd.lease_stop, "record that the node was stopped (billing by"
             " the lease's --stopped-billing)")  # fmt: skip
     p.add_argument("node")
     p.add_argument("--at", metavar="TIME", help="when (default: now)")
-    p = cmd(leases, "resume", L.lease_resume, "record that the stopped node runs again")
+    p = cmd(leases, "resume", lease_cmd.lease_resume, "record that the stopped node runs again")
     p.add_argument("node")
     p.add_argument("--at", metavar="TIME", help="when (default: now)")
-    p = cmd(leases, "edit", L.lease_edit, "change a lease (deposit refund, notes, corrections)")
+    p = cmd(
+        leases, "edit", lease_cmd.lease_edit, "change a lease (deposit refund, notes, corrections)"
+    )
     p.add_argument("node")
-    L.lease_options(p, required=False, editing=True)
-    p = cmd(leases, "delete", L.lease_delete, "delete a lease recorded by mistake")
+    lease_cmd.lease_options(p, required=False, editing=True)
+    p = cmd(leases, "delete", lease_cmd.lease_delete, "delete a lease recorded by mistake")
     p.add_argument("node")
     p.add_argument("--start", required=True, metavar="WHEN", help="the lease that starts then")
     p.add_argument("--force", action="store_true", help="also delete its resources")
-    p = cmd(leases, "list", L.lease_list, "list leases")
+    p = cmd(leases, "list", lease_cmd.lease_list, "list leases")
     p.add_argument("node", nargs="?")
     p.add_argument("--open", action="store_true", help="only leases that have not ended")
 
     res = sub.add_parser("resource", help="disks, snapshots, buckets... that belong to a lease")
     ress = res.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    p = cmd(ress, "add", L.resource_add, "record a resource of a node's lease")
+    p = cmd(ress, "add", resource_cmd.resource_add, "record a resource of a node's lease")
     p.add_argument("node")
-    L.resource_options(p)
-    p = cmd(ress, "edit", L.resource_edit, "mark a resource deleted or verified by hand")
+    resource_cmd.resource_options(p)
+    p = cmd(ress, "edit", resource_cmd.resource_edit, "mark a resource deleted or verified by hand")
     p.add_argument("node")
-    L.resource_options(p, editing=True)
-    p = cmd(ress, "list", L.resource_list, "list resources")
+    resource_cmd.resource_options(p, editing=True)
+    p = cmd(ress, "list", resource_cmd.resource_list, "list resources")
     p.add_argument("node", nargs="?")
 
-    p = cmd(sub, "poll", _fleet("poll"), "read every node's GPUs now and print them")
+    p = cmd(sub, "poll", lazy.poll, "read every node's GPUs now and print them")
     p.add_argument("nodes", nargs="*", metavar="NODE")
     p.add_argument("--once", action="store_true", help="one sweep (default: every --interval)")
     p.add_argument("--interval", type=float, default=5.0, help="seconds between sweeps (default 5)")
@@ -212,9 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="end each sweep after S seconds; nodes not done are reported as timeout",
     )
-    p = cmd(
-        sub, "collect", _fleet("collect"), "poll the fleet headless, writing history to the ledger"
-    )
+    p = cmd(sub, "collect", lazy.collect, "poll the fleet headless, writing history to the ledger")
     p.add_argument(
         "--interval", type=float, default=5.0, help="seconds between readings (default 5)"
     )
@@ -246,16 +242,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="read the state of nodes' cloud instances (--instance-id) every S seconds and"
         " record their stops (default 300; 0: never)",
     )
-    p = cmd(
-        sub, "sim", _fleet("sim"), "run simulated GPU nodes registered in a ledger (foreground)"
-    )
+    p = cmd(sub, "sim", lazy.sim, "run simulated GPU nodes registered in a ledger (foreground)")
     p.add_argument("--nodes", type=int, default=12, help="how many (default 12)")
     p.add_argument("--history", type=float, default=30, metavar="DAYS", help="backfilled days")
 
-    p = cmd(sub, "log", L.log, "the audit history of every change")
+    p = cmd(sub, "log", audit_cmd.log, "the audit history of every change")
     p.add_argument("node", nargs="?", help="one node's history, across its renames")
     p.add_argument("--archived", action="store_true", help="the latest archived node of that name")
-    p = cmd(sub, "undo", L.undo, "undo the last change in the audit log (again: redo it)")
+    p = cmd(sub, "undo", audit_cmd.undo, "undo the last change in the audit log (again: redo it)")
     p.add_argument(
         "--any-user",
         action="store_true",
@@ -271,7 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     audit = sub.add_parser("audit", help="the audit log's integrity")
     audits = audit.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    p = cmd(audits, "verify", L.audit_verify, "check the audit log's hash chain and triggers")
+    p = cmd(
+        audits, "verify", audit_cmd.audit_verify, "check the audit log's hash chain and triggers"
+    )
     p.add_argument(
         "--anchor",
         metavar="ID:HASH",
@@ -280,7 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd(
         audits,
         "accept",
-        L.audit_accept,
+        audit_cmd.audit_accept,
         "take a row changed outside zuka (as `audit verify` lists it) as it is, on the chain",
     )
     p.add_argument("entity", choices=("provider", "node", "lease", "resource", "stop"))
@@ -288,33 +284,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     config = sub.add_parser("config", help="the config file: thresholds, notify URLs, currency")
     configs = config.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    cmd(configs, "check", _lazy("cli.config", "check"), "check the config: every bad key and value")
-    cmd(
-        configs, "show", _lazy("cli.config", "show"), "every setting's value and where it came from"
-    )
+    cmd(configs, "check", lazy.config_check, "check the config: every bad key and value")
+    cmd(configs, "show", lazy.config_show, "every setting's value and where it came from")
 
     notify = sub.add_parser("notify", help="notifications to chat robots, email, webhooks")
     notifys = notify.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    p = cmd(notifys, "test", _lazy("cli.notify", "test"), "send a test message to every URL")
+    p = cmd(notifys, "test", lazy.notify_test, "send a test message to every URL")
     p.add_argument("--url", help="send to this URL instead of the configured ones")
 
-    p = cmd(sub, "report", _lazy("cli.money", "money_report"), "a month's cost, idle yuan, users")
+    p = cmd(sub, "report", lazy.money_report, "a month's cost, idle yuan, users")
     p.add_argument("--month", required=True, metavar="YYYY-MM", help="in the billing time zone")
     p.add_argument("--format", choices=("md", "csv", "json"), default="md")
     p.add_argument("--by", choices=("lease", "user", "project"), default="lease")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
-    p = cmd(sub, "cost", _lazy("cli.cost", "cost"), "what each lease billing now costs")
+    p = cmd(sub, "cost", lazy.cost, "what each lease billing now costs")
     p.add_argument("node", nargs="?", metavar="NODE", help="only this node")
     p.add_argument("--days", type=int, default=30, help="measured window (default 30)")
     plan = sub.add_parser("plan", help="what to rent next, from measured demand")
     plans = plan.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    p = cmd(plans, "hybrid", _lazy("cli.money", "plan_hybrid"), "monthly base + hourly burst")
+    p = cmd(plans, "hybrid", lazy.plan_hybrid, "monthly base + hourly burst")
     p.add_argument("--days", type=int, default=30, help="measured window (default 30)")
     p.add_argument("--hourly", metavar="PRICE", help="a card's price an hour")
     p.add_argument("--monthly", metavar="PRICE", help="a card's price a month")
     p.add_argument("--gpu-model", metavar="M", help="only nodes of this GPU model")
     p.add_argument("--currency", metavar="C", help=_PLAN_CURRENCY)
-    p = cmd(plans, "buy", _lazy("cli.money", "plan_buy"), "owning cards against renting them")
+    p = cmd(plans, "buy", lazy.plan_buy, "owning cards against renting them")
     for flag, text in (
         ("--card-price", "a card's purchase price"),
         ("--life-years", "years the cards are written off over"),
@@ -334,17 +328,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd(
         sub,
         "alerts",
-        _lazy("cli.alerts", "list_alerts"),
+        lazy.alerts_list,
         "open alerts, evaluated now: leases ending, idle cards, starved jobs, unreachable nodes",
     )
     p.add_argument("--all", action="store_true", help="also cleared, acknowledged, snoozed ones")
     alerts = p.add_subparsers(dest="action", parser_class=_Parser, metavar="ACTION")
-    cmd(alerts, "check", _lazy("cli.alerts", "check_now"), "evaluate now and print what changed")
-    p = cmd(
-        alerts, "ack", _lazy("cli.alerts", "ack"), "acknowledge an alert: hidden until it clears"
-    )
+    cmd(alerts, "check", lazy.alerts_check, "evaluate now and print what changed")
+    p = cmd(alerts, "ack", lazy.alerts_ack, "acknowledge an alert: hidden until it clears")
     p.add_argument("id")
-    p = cmd(alerts, "snooze", _lazy("cli.alerts", "snooze"), "hide an alert for a while")
+    p = cmd(alerts, "snooze", lazy.alerts_snooze, "hide an alert for a while")
     p.add_argument("id")
     p.add_argument(
         "--for", dest="for_", required=True, metavar="DURATION", help="30m, 2h, 1d or 1w"
@@ -353,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd(
         sub,
         "offboard",
-        _lazy("cli.offboard", "offboard"),
+        lazy.offboard,
         "offboarding: the plan (a dry run), --execute --confirm NODE, --recheck, --report",
     )
     p.add_argument("node", help="the node to offboard")
@@ -428,12 +420,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("md", "json"), default="md", help="--report's format")
     p.add_argument("-o", "--output", metavar="FILE", help="write --report to FILE (mode 0600)")
 
-    p = cmd(sub, "export", L.export, "write the whole ledger as CSV or JSON")
+    p = cmd(sub, "export", transfer_cmd.export, "write the whole ledger as CSV or JSON")
     p.add_argument(
         "--format", choices=("csv", "json"), help="default: from the -o file name, else json"
     )
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
-    p = cmd(sub, "import", L.import_, "add an export (CSV or JSON) to the ledger, all or nothing")
+    p = cmd(
+        sub,
+        "import",
+        transfer_cmd.import_,
+        "add an export (CSV or JSON) to the ledger, all or nothing",
+    )
     p.add_argument("file", help="a file written by `zuka export`, or - for stdin")
     p.add_argument(
         "--format",
@@ -460,11 +457,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args.json = getattr(args, "json", False)
     args.config = getattr(args, "config", None)
     handler: Handler | None = getattr(args, "handler", None)
-    from tui.cli import ledger as cli_ledger
-
     if handler is None:
-        handler = cli_ledger.dashboard
-    if args.json and handler in (cli_ledger.dashboard, cli_ledger.demo):
+        handler = dashboard
+    if args.json and handler in (dashboard, lazy.demo):
         parser.error("--json: the dashboard is a screen, not JSON; for JSON use a listing, "
                      "e.g. `zuka node list --json`")  # fmt: skip
     if args.json and args.command in NO_JSON:
@@ -479,7 +474,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             print(f"zuka: config: {visible(problem)}", file=sys.stderr)
         return 2
     except InputError as exc:
-        print(f"zuka: error: {visible(cli_ledger.describe_error(exc))}", file=sys.stderr)
+        print(f"zuka: error: {visible(describe_error(exc))}", file=sys.stderr)
         return 2
     except LedgerError as exc:
         print(f"zuka: ledger: {visible(exc)}", file=sys.stderr)

@@ -24,7 +24,7 @@ from leases.money import billing, plan, renewals, report, reportcsv, reportjson,
 from leases.money.amounts import fen, money
 from leases.telemetry.rollups import HistoryStore
 from tui.cli import output
-from tui.cli.ledger import _open as open_ledger
+from tui.cli.opening import open_ledger
 
 
 def _config(args: argparse.Namespace) -> Config:

@@ -23,7 +23,7 @@ from leases.ledger.transfer import write_private
 from leases.offboard import evidence, manual, report, runner, status, wiring
 from leases.offboard.evidence import PASSED, State, StoredPlan
 from tui.cli import output
-from tui.cli.ledger import _open
+from tui.cli.opening import open_ledger as _open
 
 T = TypeVar("T")
 

@@ -1,19 +1,22 @@
 """Human tables and JSON for the command line.
 
-Every value in a table or a field list goes through cell(), which shows control characters
-instead of letting the terminal obey them (text from nodes and ledgers is not ours).
+Every value in a table or a field list goes through cell() (tui.words), which shows control
+characters instead of letting the terminal obey them (text from nodes and ledgers is not ours).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
 import unicodedata
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, TextIO
 
 from leases.core.textsafe import REORDERING, visible
+from tui.words import cell
 
 # Characters json.dumps(ensure_ascii=False) leaves raw that a terminal obeys or that reorder
 # text: DEL, C1 controls, bidi controls and line separators. Escaped, the JSON means the same.
@@ -23,16 +26,6 @@ _JSON_UNSAFE_RE = re.compile(f"[\x7f-\x9f{REORDERING}]")
 def width(text: str) -> int:
     """Terminal cells taken by text: CJK characters take two."""
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
-
-
-def cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, list | tuple):
-        return visible(",".join(str(v) for v in value)) or "-"
-    return visible(value)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], out: TextIO) -> None:
@@ -99,3 +92,17 @@ def dump_json(data: Any, out: TextIO) -> None:
     text = json.dumps(data, ensure_ascii=False, indent=indent)
     out.write(_JSON_UNSAFE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
     out.write("\n")
+
+
+def iso(at: datetime | None) -> str | None:
+    """A time as JSON output writes it."""
+    return at.isoformat() if at else None
+
+
+def done(args: argparse.Namespace, out: TextIO, doc: Any, message: str) -> int:
+    """What a command that changed the ledger prints: its record (--json) or its message."""
+    if args.json:
+        dump_json(doc, out)
+    else:
+        out.write(visible(message) + "\n")
+    return 0

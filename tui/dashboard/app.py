@@ -46,6 +46,7 @@ from leases.telemetry.lock import PollerLock
 from leases.telemetry.rollups import HistoryStore
 from tui.dashboard import gcpolicy
 from tui.dashboard.commands import ZukaCommands
+from tui.dashboard.host import ZukaHost
 from tui.dashboard.keymap import check_keys
 from tui.screens.fleet import FleetScreen
 from tui.screens.fleetview import Refreshed, RowMemo, build, live_readings
@@ -438,7 +439,7 @@ class ZukaApp(App[None]):
         from leases.ssh.pool import SshPool
         from leases.ssh.session import offered_host_key
         from leases.telemetry.wiring import ssh_options
-        from tui.screens.trust import TrustScreen
+        from tui.screens.yesno import TrustScreen
 
         pool = SshPool(ssh_options(self.ledger_path))
         session = pool.add(self.ledger.node(name))
@@ -517,3 +518,8 @@ def run_dashboard(ledger_path: Path | None, **options: object) -> int:
     gcpolicy.tune()  # this process is the dashboard's own
     ZukaApp(ledger_path, **options).run()  # type: ignore[arg-type]
     return 0
+
+
+def _host(app: ZukaApp) -> ZukaHost:
+    """Where mypy checks that the app is what its screens take it for (tui.dashboard.host)."""
+    return app

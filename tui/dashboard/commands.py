@@ -7,7 +7,6 @@ here); the palette adds a command per node (open it, add a lease to it).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -20,11 +19,13 @@ from textual.fuzzy import Matcher
 from textual.markup import escape
 from textual.screen import Screen
 
+from leases.core.clock import Clock, utc_now
 from leases.core.fields import DEFAULT_TZ
 from leases.core.models import NodeState
 from leases.core.textsafe import visible
 from leases.fleet.data import FleetData
 from leases.ledger.store import Ledger
+from tui.dashboard import lazy
 
 
 @dataclass(frozen=True)
@@ -87,11 +88,6 @@ def screen_under(top: Screen[Any]) -> Screen[Any]:
     return stack[-1] if stack else top
 
 
-def _open_screen(provider: Provider, module: str, make: Callable[[Any], Screen[Any]]) -> None:
-    """Push a screen from a module imported when chosen (as the fleet screen's keys do)."""
-    provider.app.push_screen(make(importlib.import_module(module)))
-
-
 class _Ours(DiscoveryHit):
     """A zuka command, listed before Textual's own (Keys, Maximize, Screenshot...) when the
     palette opens: every discovery hit scores 0, so the order was whichever provider
@@ -142,15 +138,12 @@ class ZukaCommands(Provider):
         return out
 
     def _node(self, name: str) -> None:
-        _open_screen(self, "tui.screens.node", lambda m: m.NodeScreen(name))
+        # The screen's module is imported when chosen (as the fleet screen's keys do).
+        self.app.push_screen(lazy.node_screen(name))
 
     def _lease(self, ledger: Ledger, name: str, tz: str) -> None:
-        clock = getattr(self.app, "clock", None)
-        _open_screen(
-            self,
-            "tui.screens.lease_form",
-            lambda m: m.LeaseFormScreen(ledger, name, mode="add", clock=clock, tz=tz),
-        )
+        clock: Clock = getattr(self.app, "clock", utc_now)
+        self.app.push_screen(lazy.lease_form(ledger, name, mode="add", clock=clock, tz=tz))
 
     async def discover(self) -> Hits:
         for text, help_text, run in self._all:

@@ -30,7 +30,7 @@ from leases.core.textsafe import visible
 # Packages whose screens and widgets hold zuka's bindings: a new screen file is found
 # without being listed anywhere. Plus the modules outside them that bind keys.
 BINDING_PACKAGES = ("tui.screens", "tui.widgets")
-BINDING_MODULES = ("tui.dashboard.app", "tui.screens.trust")
+BINDING_MODULES = ("tui.dashboard.app",)
 
 MODIFIERS = ("ctrl", "shift", "alt", "meta", "super", "hyper")
 # Named keys Textual sends (escape, f1, pageup...) and the names of printable characters

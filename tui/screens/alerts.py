@@ -31,14 +31,6 @@ NARROW = 100
 SNOOZE = timedelta(days=1)
 
 
-def alert_marker(alerts: list[StoredAlert]) -> str:
-    """A fleet table cell: how many open alerts, ! for warnings, !! if any is critical."""
-    if not alerts:
-        return ""
-    worst = max(a.severity.rank for a in alerts)
-    return f"{'!!' if worst >= 2 else '!'}{len(alerts)}"
-
-
 def _width(cell: str | Text) -> int:
     return cell.cell_len if isinstance(cell, Text) else cell_len(cell)
 

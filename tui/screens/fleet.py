@@ -7,11 +7,10 @@ Screens it opens are imported inside the action, each from its own module.
 
 from __future__ import annotations
 
-import importlib
 from collections import Counter, deque
 from collections.abc import Sequence
 from time import monotonic
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from rich.text import Text
 from textual import on
@@ -27,6 +26,8 @@ from leases.core.textsafe import visible
 from leases.fleet import filter as fleetfilter
 from leases.fleet.filter import Filter
 from leases.fleet.nodestatus import health_label
+from tui.dashboard import lazy
+from tui.dashboard.host import ZukaHost
 from tui.screens.fleetview import (
     CELL_MAX,
     COLUMNS,
@@ -39,9 +40,6 @@ from tui.screens.fleetview import (
 )
 from tui.widgets.fleet_footer import PriorityFooter
 from tui.widgets.fleet_table import GROUP_PREFIX, FleetTable, TableRow
-
-if TYPE_CHECKING:
-    from tui.dashboard.app import ZukaApp
 
 GROUPS = ("none", "channel", "provider")
 # Longest detail line (an SSH error, a node's stderr) shown under the table.
@@ -122,11 +120,9 @@ class FleetScreen(Screen[None]):
         self._lines: dict[str, str] = {}  # selector -> the text its Static shows
 
     @property
-    def zuka(self) -> ZukaApp:
-        from tui.dashboard.app import ZukaApp
-
+    def zuka(self) -> ZukaHost:
         app = self.app
-        assert isinstance(app, ZukaApp)
+        assert isinstance(app, ZukaHost)
         return app
 
     def compose(self) -> ComposeResult:
@@ -403,11 +399,6 @@ class FleetScreen(Screen[None]):
 
     # -- actions that open other screens ---------------------------------------------------
 
-    def _screen(self, module: str, name: str) -> Any:
-        """The screen class `name` of tui.screens.<module>, imported when first used (not
-        before the first paint)."""
-        return getattr(importlib.import_module(f"tui.screens.{module}"), name)
-
     def _node(self) -> str | None:
         name = self.table.selected_key
         if name is None:
@@ -427,39 +418,34 @@ class FleetScreen(Screen[None]):
             self.redraw()
             return
         name = self._node()
-        screen = self._screen("node", "NodeScreen") if name else None
-        if screen is not None:
-            self.app.push_screen(screen(name))
+        if name is not None:
+            self.app.push_screen(lazy.node_screen(name))
 
     def action_add_node(self, paste: bool = False) -> None:
-        form = self._screen("node_form", "NodeFormScreen")
-        if form is not None and self.zuka.ledger is not None:
-            self.app.push_screen(form(self.zuka.ledger, paste=paste), self._after_write)
+        if self.zuka.ledger is not None:
+            form = lazy.node_form(self.zuka.ledger, paste=paste)
+            self.app.push_screen(form, self._after_write)
 
     def action_paste_node(self) -> None:
         self.action_add_node(paste=True)
 
     def action_edit_node(self) -> None:
         name = self._node()
-        form = self._screen("node_form", "NodeFormScreen") if name else None
-        if form is not None and self.zuka.ledger is not None:
-            self.app.push_screen(form(self.zuka.ledger, name=name), self._after_write)
+        if name is not None and self.zuka.ledger is not None:
+            form = lazy.node_form(self.zuka.ledger, name=name)
+            self.app.push_screen(form, self._after_write)
 
     def action_lease(self, mode: LeaseMode) -> None:
         name = self._node()
-        form = self._screen("lease_form", "LeaseFormScreen") if name else None
-        if form is not None and self.zuka.ledger is not None and name is not None:
-            screen = form(self.zuka.ledger, name, mode=mode, clock=self.zuka.clock,
-                          tz=self.zuka.billing_tz)  # fmt: skip
+        if name is not None and self.zuka.ledger is not None:
+            screen = lazy.lease_form(self.zuka.ledger, name, mode=mode, clock=self.zuka.clock,
+                                     tz=self.zuka.billing_tz)  # fmt: skip
             self.app.push_screen(screen, self._after_write)
 
     def action_add_resource(self) -> None:
         name = self._node()
-        form = None
-        if name is not None:
-            form = self._screen("resource_form", "ResourceFormScreen")
-        if form is not None and self.zuka.ledger is not None:
-            self.app.push_screen(form(self.zuka.ledger, name), self._after_write)
+        if name is not None and self.zuka.ledger is not None:
+            self.app.push_screen(lazy.resource_form(self.zuka.ledger, name), self._after_write)
 
     def action_alerts(self) -> None:
         self.zuka.action_alerts()

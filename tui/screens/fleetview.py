@@ -243,6 +243,14 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
+def alert_marker(alerts: list[StoredAlert]) -> str:
+    """A fleet table cell: how many open alerts, ! for warnings, !! if any is critical."""
+    if not alerts:
+        return ""
+    worst = max(a.severity.rank for a in alerts)
+    return f"{'!!' if worst >= 2 else '!'}{len(alerts)}"
+
+
 def _cell(value: float | None, fmt: str) -> Cell:
     return Cell("-" if value is None else fmt.format(value))
 
@@ -277,8 +285,6 @@ def fleet_row(
     )
     lease = billing.lease if billing else None
     ends, left = lease_end(billing, now)
-    from tui.screens.alerts import alert_marker  # here: it imports this module's plain()
-
     worst = max((a.severity.rank for a in alerts), default=0)
     marker = alert_marker(list(alerts))
     provider = node.provider or ""

@@ -10,15 +10,8 @@ from typing import Any, ClassVar, Literal
 
 from textual.binding import BindingType
 
-from leases.core import fields
-from leases.core.clock import Clock
-from leases.core.models import Lease
-from leases.core.textsafe import visible
-from leases.ledger import records
-from leases.ledger.store import Ledger
-from leases.money import renewals
-from tui.cli.ledger import (
-    LEASE_FLAGS,
+from leases.app.flags import LEASE_FLAGS
+from leases.app.leases import (
     add_lease,
     edit_lease,
     end_lease,
@@ -26,6 +19,13 @@ from tui.cli.ledger import (
     resume_node,
     stop_node,
 )
+from leases.core import fields
+from leases.core.clock import Clock
+from leases.core.models import Lease
+from leases.core.textsafe import visible
+from leases.ledger import records
+from leases.ledger.store import Ledger
+from leases.money import renewals
 from tui.widgets.form import FieldSpec, FormScreen, Value, form_bindings, given, option_specs
 
 Mode = Literal["add", "edit", "renew", "end", "stop", "resume"]
@@ -37,13 +37,13 @@ MAIN = (
 )  # fmt: skip
 EDITABLE = (*LEASE_FLAGS, "auto_renew")
 # What `lease renew` does not take: the renewal starts at the lease's end and has no
-# deposit refund of its own (tui.cli.ledger.lease_options).
+# deposit refund of its own (tui.cli.leases.lease_options).
 NOT_RENEWED = ("start", "end", "deposit_refund", "deposit_refunded_on")
 UNTIL = FieldSpec("until", "until  --until", "end of the renewed period")
 AT = FieldSpec("at", "at  --at", "when it ended (default: now)")
 STOPPED_AT = FieldSpec("at", "at  --at", "when it was stopped (default: now)")
 RESUMED_AT = FieldSpec("at", "at  --at", "when it ran again (default: now)")
-# The forms of one `at` field: what each writes (tui.cli.ledger's, as the CLI does).
+# The forms of one `at` field: what each writes (leases.app.leases's, as the CLI does).
 _AT_ONLY = {"end": AT, "stop": STOPPED_AT, "resume": RESUMED_AT}
 
 _TITLES = {"add": "Add a lease to", "edit": "Edit the lease of", "renew": "Renew the lease of",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sized
 from datetime import datetime
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar, cast
 
 from rich.text import Text
 from textual import work
@@ -33,12 +33,10 @@ from leases.ledger.store import Ledger
 from leases.telemetry import series
 from leases.telemetry.history import NodeMinute
 from leases.telemetry.series import Span
+from tui.dashboard.host import ZukaHost
 from tui.screens import nodeview
 from tui.screens.fleetview import GPU_COLUMNS, gpu_rows, plain
 from tui.widgets.charts import HistoryChart
-
-if TYPE_CHECKING:
-    from tui.dashboard.app import ZukaApp
 
 # Seconds between two reads of the ledger, counted from the end of the last one.
 RELOAD_S = 10.0
@@ -94,8 +92,8 @@ class NodeScreen(Screen[None]):
         self._next_read: Timer | None = None
 
     @property
-    def zuka(self) -> ZukaApp:
-        return cast("ZukaApp", self.app)
+    def zuka(self) -> ZukaHost:
+        return cast(ZukaHost, self.app)
 
     def compose(self) -> ComposeResult:
         yield Static(id="node-title")

@@ -10,6 +10,8 @@ from rich.text import Text
 from textual.binding import BindingType
 from textual.widgets import Static, TextArea
 
+from leases.app.flags import NODE_FLAGS, NODE_HELP, describe_error
+from leases.app.nodes import add_node, edit_node, new_node, new_provider, node_changes
 from leases.core.errors import InputError, Problems
 from leases.core.models import Node, ProviderKind
 from leases.core.textsafe import visible
@@ -17,16 +19,6 @@ from leases.ledger import recordfields, records
 from leases.ledger.records import SSH_KEYS, node_record
 from leases.ledger.store import Ledger
 from leases.ssh.login import parse_ssh_command, ssh_config_aliases
-from tui.cli.ledger import (
-    NODE_FLAGS,
-    NODE_HELP,
-    add_node,
-    describe_error,
-    edit_node,
-    new_node,
-    new_provider,
-    node_changes,
-)
 from tui.widgets.form import FieldSpec, FormScreen, Value, form_bindings, given, option_specs
 
 SSH_SPEC = FieldSpec(
@@ -46,7 +38,7 @@ CHANNEL_SPEC = FieldSpec(
 
 
 def _aliases() -> frozenset[str]:
-    """The ~/.ssh/config Host names, as `--ssh` reads them (tui.cli.ledger.ssh_fields)."""
+    """The ~/.ssh/config Host names, as `--ssh` reads them (leases.app.nodes.ssh_fields)."""
     try:
         return ssh_config_aliases(Path("~/.ssh/config").expanduser().read_text(errors="replace"))
     except OSError:

@@ -19,8 +19,8 @@ from leases.fleet.nodefacts import NodeFacts
 from leases.money.amounts import money
 from leases.money.leasecost import cost_line
 from leases.telemetry import series
-from tui.cli.ledger import billing_line, change_text
 from tui.screens.fleetview import CELL_MAX
+from tui.words import billing_line, change_text
 
 NO_ACCEPTANCE = "no acceptance check recorded"
 # Longest a message (an alert's, a log entry's change) may make one cell.

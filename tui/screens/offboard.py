@@ -40,11 +40,11 @@ from leases.offboard import evidence, manual, runner, status, wiring
 from leases.offboard.evidence import PASSED, State, StoredPlan
 from leases.offboard.steps import Driver, Outcome, Phase, Planner, Sighting, Step
 from tui.screens.ask import AskScreen
-from tui.screens.consent import ConsentScreen
 from tui.screens.fleetview import plain
+from tui.screens.yesno import ConsentScreen
 
 if TYPE_CHECKING:
-    from tui.dashboard.app import ZukaApp
+    from tui.dashboard.host import ZukaHost as ZukaApp
 
 DriversFactory = Callable[[wiring.RunContext], Mapping[str, Driver]]
 COLUMNS = ("#", "phase", "step", "del", "state", "what")

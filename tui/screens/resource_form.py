@@ -8,11 +8,12 @@ from typing import ClassVar
 
 from textual.binding import BindingType
 
+from leases.app.flags import RESOURCE_FLAGS
+from leases.app.resources import add_resource
 from leases.core.models import Resource
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from leases.money import renewals
-from tui.cli.ledger import RESOURCE_FLAGS, add_resource
 from tui.widgets.form import FieldSpec, FormScreen, Value, form_bindings, given, option_specs
 
 MAIN = ("kind", "native_id", "region", "lease_start")

@@ -83,7 +83,8 @@ def child_command(ledger: Path, config: str | None) -> str:
 @contextmanager
 def _demo_ledger(given: str | None) -> Iterator[Path]:
     """The demo fleet (simulated nodes with history) for as long as the server runs."""
-    from tui.cli.demo import ended_by_signals, prepare
+    from leases.sim.demofleet import prepare
+    from tui.dashboard.signals import ended_by_signals
 
     # SIGHUP too: textual-serve stops on SIGTERM and SIGINT only (the folder stays otherwise).
     with ended_by_signals(), tempfile.TemporaryDirectory(prefix="zuka-web-demo-") as tmp:

@@ -2,7 +2,7 @@
 
 A field is named by the record key it sets (`unit_price`), the key an InputError names, so
 a refusal lands under the field it is about. The words are the command line's own
-(tui.cli.ledger.describe_error); the fields follow the record's options
+(leases.app.flags.describe_error); the fields follow the record's options
 (leases.ledger.recordfields), so a form has what the CLI has, labelled with the CLI's flag.
 """
 
@@ -22,11 +22,11 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Button, Collapsible, Input, Label, Select, Static, Switch, TextArea
 
+from leases.app.flags import describe_error
 from leases.core.errors import InputError, LedgerError, each_error
 from leases.core.textsafe import visible
 from leases.ledger import recordfields
 from leases.ledger.store import Ledger
-from tui.cli.ledger import describe_error
 from tui.dashboard.ledgerthread import in_thread
 from tui.screens.ask import AskScreen
 

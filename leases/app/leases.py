@@ -1,0 +1,148 @@
+"""Lease use cases: `zuka lease add/edit/renew/end/stop/resume/delete` and the dashboard's
+lease forms, each with its result and what it says of it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from leases.app.changes import audit_head, which_lease
+from leases.core import fields
+from leases.core.errors import InputError, Problems, each_error
+from leases.core.models import Lease
+from leases.ledger.stops import LeaseStop
+from leases.ledger.store import Ledger
+from leases.ledger.wording import describe_resources
+from leases.money import billing
+
+
+def add_lease(ledger: Ledger, lease: Lease) -> tuple[Lease, str]:
+    """`zuka lease add`: the lease as recorded and what the command says of it (also the
+    dashboard's lease form)."""
+    added = ledger.add_lease(lease)
+    return added, f"added a lease to {added.node}" + _terms_note(added)
+
+
+def _terms_note(lease: Lease) -> str:
+    """What the lease's figures will assume for want of a term (billing.off_grid): said
+    when it is typed, not first found in a month's report."""
+    why = billing.off_grid(lease)
+    return f" (note: {why})" if why else ""
+
+
+def renew_lease(
+    ledger: Ledger, node: str, until: str, changes: Mapping[str, Any]
+) -> tuple[Lease, str]:
+    """`zuka lease renew NODE --until UNTIL`: the renewal and what the command says of it
+    (also the dashboard's renew form)."""
+    if not until.strip():  # an empty end would be read as no end: an open-ended renewal
+        raise InputError("until", until, "is empty: give the end of the renewed period")
+    try:
+        lease = ledger.renew_lease(node, until, changes)
+    except InputError as exc:
+        if all(e.field != "end" for e in each_error(exc)):
+            raise
+        p = Problems()  # the renewal's end is --until: said as such
+        for e in each_error(exc):
+            if e.field == "end":
+                e = InputError(
+                    "until", until, e.reason.replace("the start", "the current lease's end")
+                )
+            p.refuse(e)
+        p.raise_found()
+        raise  # not reached: raise_found raised
+    said = f"renewed {lease.node} until {until}: {which_lease(ledger, lease)}"
+    return lease, said + _terms_note(lease)
+
+
+def end_lease(ledger: Ledger, node_name: str, at_text: str | None) -> tuple[Lease, str]:
+    """`zuka lease end NODE [--at AT]`: the ended lease and what the command says of it
+    (also the dashboard's end form)."""
+    node = ledger.node(node_name)
+    lease = ledger.current_lease(node.name)
+    tz = lease.billing_tz if lease else fields.DEFAULT_TZ
+    at = fields.moment("at", at_text, tz) if at_text else None
+    still_open = len(ledger.leases(node.name, open_only=True))
+    which = which_lease(ledger, lease) if lease else "the lease"
+    ended = ledger.end_lease(node_name, at)
+    cancelled = still_open - 1 - len(ledger.leases(node.name, open_only=True))
+    message = f"ended {which} of {ended.node}"
+    if cancelled > 0:
+        message += f", and its {cancelled} renewal(s) not started yet (they never billed)"
+    return ended, message
+
+
+def _stop_zone(ledger: Ledger, node: str) -> str:
+    """The zone a stop's --at is read in: the billing zone of the node's lease now."""
+    lease = ledger.current_lease(node)
+    return lease.billing_tz if lease else fields.DEFAULT_TZ
+
+
+def stop_node(ledger: Ledger, node_name: str, at_text: str | None) -> tuple[LeaseStop, str]:
+    """`zuka lease stop NODE [--at AT]`: the stop recorded and what the command says of
+    it (also the dashboard's stop key). --at is read as `lease end --at` reads it."""
+    node = ledger.node(node_name)
+    tz = _stop_zone(ledger, node.name)
+    at = fields.moment("at", at_text, tz) if at_text else None
+    stop = ledger.stop_node(node.name, at)
+    lease = next(le for le in ledger.leases(node) if le.id == stop.lease_id)
+    how = {
+        "full": "its lease bills in full while stopped",
+        "storage_only": "its lease stops billing, its storage does not",
+        "none": "nothing bills while it is stopped",
+    }[lease.stopped_billing.value]
+    message = (
+        f"recorded {stop.node} stopped from {fields.shown(stop.start, lease.billing_tz)}"
+        f" ({how}); when it runs again: zuka lease resume {stop.node}"
+    )
+    return stop, message
+
+
+def resume_node(ledger: Ledger, node_name: str, at_text: str | None) -> tuple[LeaseStop, str]:
+    """`zuka lease resume NODE [--at AT]`: the stop ended and what the command says of it."""
+    node = ledger.node(node_name)
+    tz = _stop_zone(ledger, node.name)
+    at = fields.moment("at", at_text, tz) if at_text else None
+    stop = ledger.resume_node(node.name, at)
+    assert stop.end is not None
+    message = (
+        f"recorded {stop.node} running again from {fields.shown(stop.end, tz)}"
+        f" (stopped since {fields.shown(stop.start, tz)})"
+    )
+    return stop, message
+
+
+def edit_lease(
+    ledger: Ledger,
+    node: str,
+    changes: Mapping[str, Any],
+    pick_start: Any,
+    *,
+    whole_chain: bool = False,
+) -> tuple[Lease, str]:
+    """`zuka lease edit NODE [--start PICK]`: the lease as edited and what the command says
+    of it (also the dashboard's lease form)."""
+    head = audit_head(ledger)
+    lease = ledger.update_lease(node, changes, start=pick_start, whole_chain=whole_chain)
+    which = which_lease(ledger, lease)
+    same = audit_head(ledger) == head
+    message = (
+        f"nothing changed: {which} of {lease.node} is already so"
+        if same
+        else f"updated {which} of {lease.node}" + _terms_note(lease)
+    )
+    return lease, message
+
+
+def delete_lease(
+    ledger: Ledger, node: str, start: Any, *, force: bool
+) -> tuple[dict[str, Any], str]:
+    """`zuka lease delete NODE --start WHEN`: what was deleted (the lease, its resources)
+    and what the command says of it."""
+    bundle = ledger.delete_lease(node, start, force=force)
+    went = bundle["resources"]
+    tail = f" and its resources: {describe_resources(went)}" if went else ""
+    message = f"deleted the lease of {node} from {bundle['start']}{tail}"
+    if (reopened := bundle.get("reopened")) is not None:
+        message += f"; the lease from {reopened['start']} it renewed runs on again"
+    return bundle, message + " (`zuka undo` puts it back)"

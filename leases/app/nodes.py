@@ -1,0 +1,136 @@
+"""Node use cases: `zuka node add/edit/archive/restore/delete` and the dashboard's node
+form, each with its result and what it says of it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from leases.app.changes import audit_head
+from leases.core.errors import InputError, Problems
+from leases.core.models import Node, Provider
+from leases.ledger import records
+from leases.ledger.store import Ledger
+from leases.ledger.wording import describe_counts
+from leases.ssh.login import parse_ssh_command, ssh_config_aliases
+
+
+def ssh_fields(command: str) -> dict[str, Any]:
+    """The node's ssh_* record keys from a login command as --ssh takes it (also the
+    dashboard's node form)."""
+    config = Path("~/.ssh/config").expanduser()
+    try:
+        aliases = ssh_config_aliases(config.read_text(errors="replace"))
+    except OSError:
+        aliases = frozenset()
+    t = parse_ssh_command(command, aliases)
+    return {
+        "ssh_host": t.host,
+        "ssh_port": t.port,
+        "ssh_user": t.user,
+        "ssh_key_path": t.key_path,
+        "ssh_jump": t.jump,
+        "ssh_alias": t.alias,
+    }
+
+
+def node_changes(values: Mapping[str, Any], ssh: str | None, local: bool) -> dict[str, Any]:
+    """A node's record keys from the options (values: NODE_FLAGS keys), --ssh and --local;
+    also the dashboard's node form."""
+    changes = dict(values)
+    if ssh is not None:
+        changes.update(ssh_fields(ssh))
+    if local:
+        changes["local"] = True
+    return changes
+
+
+def new_provider(ledger: Ledger, provider: str | None, channel: str | None) -> Provider | None:
+    """The provider to create with the node, when --channel names one that is not there."""
+    if provider is None:
+        if channel is not None:
+            raise InputError("channel", channel, "give --provider with --channel")
+        return None
+    try:
+        existing = ledger.provider(provider)
+    except InputError:
+        if channel is None:
+            raise InputError(
+                "provider", provider, "unknown provider: add --channel to create it"
+            ) from None
+        try:
+            return records.provider_from({"name": provider, "kind": channel})
+        except InputError as exc:
+            raise InputError("channel", channel, exc.reason) from None
+    if channel is not None and channel != existing.kind.value:
+        raise InputError("channel", channel, f"{existing.name} is a {existing.kind.value}")
+    return None
+
+
+def new_node(name: str, changes: Mapping[str, Any]) -> Node:
+    """The node `zuka node add NAME` records: a login command or --local is required."""
+    p = Problems()  # every field's refusal, the missing login first (the form shows all)
+    if not any(key in changes for key in records.SSH_KEYS) and not changes.get("local"):
+        p.refuse(InputError("ssh", None, "give --ssh 'ssh -p PORT user@host' (or --local)"))
+        changes = {**changes, "local": True}  # so that the other fields are still checked
+    node = p(None, records.node_from, {"name": name, **changes})
+    p.raise_found()
+    assert node is not None
+    return node
+
+
+def add_node(
+    ledger: Ledger, node: Node, provider: str | None, channel: str | None
+) -> tuple[Node, str]:
+    """`zuka node add`: the node as recorded (with a new provider if --channel names one)
+    and what the command says of it (also the dashboard's node form)."""
+    added = ledger.add_node(node, new_provider=new_provider(ledger, provider, channel))
+    return added, f"added node {added.name}"
+
+
+def edit_node(
+    ledger: Ledger,
+    name: str,
+    changes: Mapping[str, Any],
+    provider: str | None,
+    channel: str | None,
+) -> tuple[Node, str]:
+    """`zuka node edit NAME`: the node as edited and what the command says of it (also the
+    dashboard's node form)."""
+    ledger.node(name)
+    head = audit_head(ledger)
+    edited = ledger.update_node(name, changes, new_provider=new_provider(ledger, provider, channel))
+    same = audit_head(ledger) == head
+    message = (
+        f"nothing changed: node {edited.name} is already so"
+        if same
+        else f"updated node {edited.name}"
+    )
+    return edited, message
+
+
+def archive_node(ledger: Ledger, name: str) -> tuple[Node, str]:
+    """`zuka node archive NAME`: the node marked released and what the command says of it."""
+    try:
+        node = ledger.archive_node(name)
+    except InputError as exc:
+        if exc.field != "state":
+            raise
+        # The user typed no state: name the command, not the field it sets.
+        raise InputError(f"node archive {name}", None, exc.reason) from None
+    return node, f"archived node {node.name}"
+
+
+def restore_node(ledger: Ledger, name: str) -> tuple[Node, str]:
+    """`zuka node restore NAME`: the latest archived node of the name, brought back."""
+    node = ledger.restore_node(name)
+    return node, f"restored node {node.name}"
+
+
+def delete_node(ledger: Ledger, name: str, *, force: bool) -> tuple[dict[str, int], str]:
+    """`zuka node delete NAME`: what went with the node (counts) and what the command says."""
+    counts = ledger.delete_node(name, force=force)
+    went = describe_counts(counts)
+    tail = "" if went == "nothing" else f" with {went}"
+    return counts, f"deleted node {name}{tail} (`zuka undo` puts it back)"

@@ -1,0 +1,30 @@
+"""Provider use cases: `zuka provider add/edit`, each with its result and what it says of
+it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from leases.app.changes import audit_head
+from leases.core.models import Provider
+from leases.ledger.store import Ledger
+
+
+def add_provider(ledger: Ledger, provider: Provider) -> tuple[Provider, str]:
+    """`zuka provider add NAME`: the provider as recorded and what the command says of it."""
+    added = ledger.add_provider(provider)
+    return added, f"added provider {added.name}"
+
+
+def edit_provider(ledger: Ledger, name: str, changes: Mapping[str, Any]) -> tuple[Provider, str]:
+    """`zuka provider edit NAME`: the provider as edited and what the command says of it."""
+    head = audit_head(ledger)
+    edited = ledger.update_provider(name, changes)
+    same = audit_head(ledger) == head
+    message = (
+        f"nothing changed: provider {edited.name} is already so"
+        if same
+        else f"updated provider {edited.name}"
+    )
+    return edited, message

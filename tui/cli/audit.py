@@ -1,0 +1,155 @@
+"""Handlers of the audit log's commands: `zuka log`, `zuka undo`, `zuka audit
+verify/accept`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TextIO
+
+from leases.core.errors import InputError
+from leases.core.models import NodeState
+from leases.core.textsafe import visible
+from leases.ledger import auditchain, rowaudit
+from leases.ledger.wording import describe_counts
+from tui.cli import output
+from tui.cli.opening import open_ledger
+from tui.words import change_text, day
+
+
+def log(args: argparse.Namespace, out: TextIO) -> int:
+    if args.archived and args.node is None:
+        raise InputError("archived", None, "give the NODE whose archived history to show")
+    with open_ledger(args, readonly=True) as ledger:
+        entries = ledger.history(args.node, archived=args.archived)
+        report = ledger.verify_audit()
+        older = [] if args.node is None or args.archived else ledger.archived_nodes(args.node)
+        live = bool(older) and ledger.node(args.node).state is not NodeState.RELEASED
+        moved = None if args.node is None or args.archived else ledger.renamed(args.node)
+    if moved is not None:
+        print(
+            f"zuka: {visible(args.node)} is now called {visible(moved[0])} (renamed on"
+            f" {day(moved[1])}): below is that node's whole history, as"
+            f" `zuka log {visible(moved[0])}` shows it",
+            file=sys.stderr,
+        )
+    if live:
+        print(
+            f"zuka: {visible(args.node)} is the node that has this name now; an archived node"
+            f" had it too: `zuka log {visible(args.node)} --archived` shows that one",
+            file=sys.stderr,
+        )
+    if not report.ok:
+        print(f"zuka: {_chain_problem(report)}; run `zuka audit verify`", file=sys.stderr)
+    if args.json:
+        output.dump_json(
+            [
+                {"id": e.id, "at": e.at.isoformat(), "actor": e.actor, "action": e.action,
+                 "node": e.node, "before": e.before, "after": e.after,
+                 **({"problem": e.problem} if e.problem else {})}
+                for e in entries
+            ],
+            out,
+        )  # fmt: skip
+        return 0
+    rows = [
+        (e.id, "?" if e.problem and e.at.year == 1 else
+         e.at.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z"), e.actor, e.action, e.node,
+         f"unreadable entry {e.id}: {e.problem}" if e.problem else change_text(e))
+        for e in entries
+    ]  # fmt: skip
+    output.table(("ID", "WHEN", "WHO", "ACTION", "NODE", "CHANGE"), rows, out)
+    return 0
+
+
+def undo(args: argparse.Namespace, out: TextIO) -> int:
+    with open_ledger(args, create=False) as ledger:
+        from leases.ledger.undo import undo_last
+
+        undone = undo_last(ledger, any_user=args.any_user, entry=args.entry)
+    if args.json:
+        output.dump_json(
+            [{"id": e.id, "action": e.action, "node": e.node, "actor": e.actor,
+              "at": e.at.isoformat()} for e in undone],
+            out,
+        )  # fmt: skip
+        return 0
+    for e in undone:
+        when = e.at.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+        line = f"undid entry {e.id}: {e.action} of {e.node or e.entity} by {e.actor} at {when}"
+        out.write(visible(line) + "\n")
+    gone = next((e.before.get("gpu_history") for e in undone if e.before), None)
+    if isinstance(gone, dict) and any(gone.values()):
+        out.write(f"(its GPU history, {describe_counts(gone)}, was not kept and stays gone)\n")
+    out.write("(`zuka undo` again redoes it)\n")
+    return 0
+
+
+def _chain_problem(report: auditchain.ChainReport) -> str:
+    where = f"entry {report.broken_at}" if report.broken_at is not None else "the audit log"
+    return f"THE AUDIT LOG DOES NOT VERIFY: {where}: {report.reason}"
+
+
+def audit_verify(args: argparse.Namespace, out: TextIO) -> int:
+    anchor: tuple[int, str] | None = None
+    if args.anchor:
+        entry, _, digest = args.anchor.partition(":")
+        if (
+            not entry.isdigit()
+            or len(digest) != 64
+            or not all(c in "0123456789abcdef" for c in digest)
+        ):
+            raise InputError("anchor", args.anchor, "must be ID:HASH as `zuka audit verify` prints")
+        anchor = (int(entry), digest)
+    from leases.offboard import evidence
+
+    with open_ledger(args, readonly=True) as ledger:
+        report = ledger.verify_audit(anchor)
+        # The offboarding's plans and step states, each against its evidence on the chain.
+        plans = evidence.problems(ledger) if report.ok else []
+        # Each row against the record the chain last wrote of it: an edit with sqlite3
+        # leaves the chain whole.
+        rows = rowaudit.drifted(ledger) if report.ok else []
+    ok = report.ok and not plans and not rows
+    if args.json:
+        output.dump_json(
+            {"ok": ok, "entries": report.entries,
+             "head_id": report.head_id, "head_hash": report.head_hash,
+             "broken_at": report.broken_at, "reason": report.reason,
+             "offboarding": plans,
+             "rows": [{"entity": d.entity, "id": d.entity_id, "node": d.node, "what": d.what,
+                       "entry": d.entry, "problem": d.problem or None,
+                       "fields": [{"field": f, "logged": a, "now": b} for f, a, b in d.fields],
+                       "said": d.said(), "accept": d.accept} for d in rows]},
+            out,
+        )  # fmt: skip
+    elif plans or rows:
+        if plans:
+            out.write("THE OFFBOARDING EVIDENCE DOES NOT VERIFY:\n")
+            out.writelines(f"- {visible(p, 500)}\n" for p in plans)
+        if rows:
+            out.write(
+                f"ROWS CHANGED OUTSIDE ZUKA ({len(rows)}; the audit log itself is intact, with"
+                f" {report.entries} entries):\n"
+            )
+            out.writelines(f"- {d.said()}\n  if it is right: {d.accept}\n" for d in rows)
+    elif report.ok:
+        out.write(f"audit log ok: {report.entries} entries, hash chain and triggers intact\n")
+        if report.head_id is not None:
+            out.write(
+                f"head {report.head_id}:{report.head_hash}\n"
+                "(keep this line elsewhere; `--anchor` checks it later)\n"
+            )
+    else:
+        out.write(_chain_problem(report) + "\n")
+    return 0 if ok else 1
+
+
+def audit_accept(args: argparse.Namespace, out: TextIO) -> int:
+    """`zuka audit accept ENTITY ID`: put a row changed outside zuka on the chain as it is."""
+    with open_ledger(args, create=False) as ledger:
+        found = rowaudit.accept(ledger, args.entity, int(args.id))
+    what = {"edited": "as edited", "added": "as added", "removed": "as removed"}[found.what]
+    message = f"accepted {found.entity} {found.entity_id} {what} outside zuka: {found.said()}"
+    doc = {"entity": found.entity, "id": found.entity_id, "what": found.what}
+    return output.done(args, out, doc, message + " (`zuka undo` takes the acceptance back)")

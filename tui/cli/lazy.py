@@ -1,0 +1,117 @@
+"""The handlers whose modules load only when their command runs, one typed loader each:
+asyncssh, the poller, Textual and the money reports cost hundreds of ms to import, which
+`zuka --help`, `zuka node list` and the other ledger commands should not pay. Each body
+imports its module by name, so mypy checks the handler is there and takes (args, out)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+
+def demo(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli.demo import run_demo
+
+    return run_demo(args)
+
+
+def web(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.web import serve
+
+    return serve.web(args, out)
+
+
+def node_trust(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import fleet
+
+    return fleet.node_trust(args, out)
+
+
+def poll(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import fleet
+
+    return fleet.poll(args, out)
+
+
+def collect(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import fleet
+
+    return fleet.collect(args, out)
+
+
+def sim(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import fleet
+
+    return fleet.sim(args, out)
+
+
+def config_check(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import config
+
+    return config.check(args, out)
+
+
+def config_show(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import config
+
+    return config.show(args, out)
+
+
+def notify_test(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import notify
+
+    return notify.test(args, out)
+
+
+def money_report(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import money
+
+    return money.money_report(args, out)
+
+
+def cost(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import cost
+
+    return cost.cost(args, out)
+
+
+def plan_hybrid(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import money
+
+    return money.plan_hybrid(args, out)
+
+
+def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import money
+
+    return money.plan_buy(args, out)
+
+
+def alerts_list(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import alerts
+
+    return alerts.list_alerts(args, out)
+
+
+def alerts_check(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import alerts
+
+    return alerts.check_now(args, out)
+
+
+def alerts_ack(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import alerts
+
+    return alerts.ack(args, out)
+
+
+def alerts_snooze(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import alerts
+
+    return alerts.snooze(args, out)
+
+
+def offboard(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import offboard
+
+    return offboard.offboard(args, out)

@@ -1,0 +1,51 @@
+"""Opening the ledger from a command, once for every command: the ledger of --ledger,
+refused when missing for a command that only reads, created (and said) for one that adds."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from leases.core.errors import LedgerError, ledger_failure, no_ledger
+from leases.core.textsafe import visible
+from leases.ledger.paths import resolve_ledger_path
+from leases.ledger.store import Ledger
+
+
+def open_ledger(
+    args: argparse.Namespace, *, create: bool = False, readonly: bool = False
+) -> Ledger:
+    """The ledger of --ledger; readonly for commands that only read (see Ledger.open).
+    A typo in --ledger must not pass unseen: a command that only reads refuses a missing
+    ledger, and one that creates it says so on stderr."""
+    path = resolve_ledger_path(args.ledger)
+    try:
+        existed = path.exists()
+    except OSError as exc:  # a name too long, a part of the path not a directory
+        raise ledger_failure(path, exc) from None
+    if not existed and not create:
+        raise no_ledger(path)
+    if not existed:
+        _refuse_missing_folder(args, path)
+    ledger = Ledger.open(path, create=create, readonly=readonly)
+    if not existed:
+        print(f"zuka: created a new ledger at {visible(str(path))}", file=sys.stderr)
+    return ledger
+
+
+def named(args: argparse.Namespace) -> bool:
+    """Whether the ledger's path was named (--ledger or ZUKA_LEDGER), not the default."""
+    return bool(getattr(args, "ledger", None) or os.environ.get("ZUKA_LEDGER"))
+
+
+def _refuse_missing_folder(args: argparse.Namespace, path: Path) -> None:
+    """A ledger named in a folder that does not exist is a typo far more often than a
+    wish: creating /srv/zuak/lab.db's folders would start a second, empty ledger. The
+    default place's folders are made (its first run)."""
+    if named(args) and not path.parent.is_dir():
+        raise LedgerError(
+            f"no folder {visible(str(path.parent))} for a ledger at {visible(str(path))}:"
+            " a typo? Create the folder first if it is meant (mkdir -p)"
+        )

@@ -1,0 +1,92 @@
+"""Words for a screen, shared by the command line and the dashboard: a cell's text, a lease
+time, what bills now, an audit entry's change. Pure functions of what they are given; no
+Textual, no command line."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from leases.core.models import AuditEntry
+from leases.core.textsafe import visible
+from leases.money import renewals
+from leases.money.renewals import BillingNow
+
+
+def cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple):
+        return visible(",".join(str(v) for v in value)) or "-"
+    return visible(value)
+
+
+def when(at: datetime | None) -> str | None:
+    """A lease time as the tables print it, in the lease's billing zone (--lease-start
+    takes it back)."""
+    return at.strftime("%Y-%m-%d %H:%M") if at else None
+
+
+def day(at: datetime) -> str:
+    """A time of the audit log as the log prints it, in this machine's zone."""
+    return at.astimezone().strftime("%Y-%m-%d %H:%M %Z")
+
+
+def billing_line(now: BillingNow | None) -> str:
+    if now is None:
+        return "bills now: no lease"
+    le = now.lease
+    if not now.started and now.at is not None:
+        return (
+            f"bills now: no lease; the lease from {when(le.start)} ({le.billing_type.value}"
+            f" {le.unit_price} {le.currency}) {renewals.starts_in(le, now.at)}"
+        )
+    span = f"{when(le.start)} to {when(le.end) or 'open end'}"
+    if now.lapsed:
+        return (
+            f"bills now: no lease; the {le.billing_type.value} lease from {span} ended at its"
+            f" end, not recorded as ended: run zuka lease end {le.node}"
+            f" --at {shlex.quote(when(le.end) or '')}"
+        )
+    if now.hourly_after_end:
+        price = f"{le.hourly_price} {le.currency}" if le.hourly_price is not None else "?"
+        return (
+            f"bills now: hourly {price} an hour, past its end: the"
+            f" {le.billing_type.value} lease from {span} falls back to hourly"
+        )
+    line = f"bills now: {le.billing_type.value} {le.unit_price} {le.currency}, {span}"
+    if now.paid_until is None:
+        return line
+    renewed = len(now.chain) - 1 - now.chain.index(le)
+    after = f" (renewed {renewed} time{'s' if renewed > 1 else ''} after it)" if renewed else ""
+    return f"{line}; paid until {when(now.paid_until)}{after}"
+
+
+def _summary(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> str:
+    if before is None:
+        name = (after or {}).get("name") or (after or {}).get("native_id")
+        return f"added {name}" if name else "added"
+    if after is None:
+        return "removed"
+    changed = [k for k in after if before.get(k) != after.get(k)]
+    return "; ".join(f"{k}: {cell(before.get(k))} -> {cell(after[k])}" for k in changed)
+
+
+def change_text(e: AuditEntry) -> str:
+    """An entry's change; for a lease, which lease (its start as `lease list` prints it);
+    for offboarding evidence, the plan, the step and its state (`zuka offboard --report`
+    shows the rest)."""
+    if e.entity == "offboard":
+        said = e.after or {}
+        step = f" {said['step']}" if said.get("step") else ""
+        state = f": {said['state']}" if said.get("state") else ""
+        return f"plan {said.get('plan')}{step}{state}"
+    text = _summary(e.before, e.after)
+    start = (e.after or e.before or {}).get("start") if e.entity == "lease" else None
+    if isinstance(start, str):
+        return f"lease from {start[:16].replace('T', ' ')}: {text}"
+    return text

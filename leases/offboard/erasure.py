@@ -43,7 +43,7 @@ _CLOUD_MODEL_RE = re.compile(
 )
 _FIELD_MAX = 512  # a mount's fields are short; longer means garbage, cut for the evidence
 
-# The lines the facts script prints, one fact each (see remote.facts_script).
+# The lines the facts script prints, one fact each (see nodescripts.facts_script).
 MOUNT = "mount"
 DISK = "disk"
 INSIDE = "inside"

@@ -1,5 +1,5 @@
 """The program zuka runs ON A NODE (with the node's own python3) to shred, check or look at
-a declared path without being redirected: sent as text (remote._walk), never imported
+a declared path without being redirected: sent as text (nodescripts._walk), never imported
 there. Kept to Python 3.6 (no walrus, no new syntax) and the standard library: a node
 has what it has.
 
@@ -34,7 +34,7 @@ import stat
 import subprocess
 import sys
 
-# Exit statuses (remote.py reads the same numbers).
+# Exit statuses (nodescripts.py reads the same numbers).
 DONE = 0
 LEFT = 1  # gone: regular files are still there
 FAILED = 5

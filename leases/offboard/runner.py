@@ -1,5 +1,5 @@
-"""Carry out a confirmed plan, resumably; skip a step; recheck a finished one; inspect
-(look before you leap); say a thing never existed.
+"""Carry out a confirmed plan, resumably; skip a step; say a thing never existed. (Inspect
+and recheck, which only read back: leases.offboard.readback.)
 
 The rules a rerun after a kill relies on:
 - a step's state and its evidence are written together (leases.offboard.evidence);
@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
 from functools import partial
 from pathlib import Path
 
@@ -273,16 +272,16 @@ async def _execute(
         if must_be_seen(step) and evidence.sighting(ledger, stored, step) is None:
             # Never seen yet: look first. "Not found" now is a typo, a wrong region or
             # another account as often as a thing already gone, and proves nothing.
-            look = await _look(driver, step)
+            look = await look_at(driver, step)
             if look.exists is not True:
                 reason = _unseen(stored.plan.node, step, look)
                 unseen = Outcome(False, look.output, reason, facts=look.facts)
                 stored = evidence.record(ledger, stored, step, "look", State.FAILED, outcome=unseen)
                 return RunResult(stored, False, step.key, reason, tuple(acted))
-            stored = evidence.record(ledger, stored, step, "seen", now, outcome=_seen(look))
+            stored = evidence.record(ledger, stored, step, "seen", now, outcome=seen_outcome(look))
         if step.destructive and now in (State.STARTED, State.DONE, State.FAILED):
             # It may have run already (a killed run): read it back before acting again.
-            check = await _call(partial(driver.verify, patient=False), step)
+            check = await call_driver(partial(driver.verify, patient=False), step)
             if check.done:
                 stored = evidence.record(
                     ledger, stored, step, "verify", State.VERIFIED, outcome=check
@@ -299,7 +298,7 @@ async def _execute(
             expect=frozenset({now}),
         )
         acted.append(step.key)
-        outcome = await _call(driver.run, step)
+        outcome = await call_driver(driver.run, step)
         if outcome.needs_consent:
             if choices.go_on:
                 stored = evidence.record(
@@ -321,7 +320,7 @@ async def _execute(
             stored = evidence.record(ledger, stored, step, "run", State.FAILED, outcome=outcome)
             return RunResult(stored, False, step.key, _why(outcome), tuple(acted))
         stored = evidence.record(ledger, stored, step, "run", State.DONE, outcome=outcome)
-        check = await _call(driver.verify, step)
+        check = await call_driver(driver.verify, step)
         if not check.done:
             stored = evidence.record(ledger, stored, step, "verify", State.FAILED, outcome=check)
             return RunResult(stored, False, step.key, _why(check, "not verified"), tuple(acted))
@@ -338,7 +337,7 @@ def must_be_seen(step: Step) -> bool:
     return step.destructive and (step.resource_id is not None or step.driver == "manual")
 
 
-def _seen(look: Sighting) -> Outcome:
+def seen_outcome(look: Sighting) -> Outcome:
     return Outcome(True, look.output, look.detail or "seen to exist", facts=look.facts)
 
 
@@ -383,93 +382,12 @@ _KINDS = {
 }
 
 
-async def _look(driver: Driver, step: Step) -> Sighting:
+async def look_at(driver: Driver, step: Step) -> Sighting:
     try:
         return await driver.inspect(step)
     except Exception as exc:
         text = visible(f"{type(exc).__name__}: {exc}", 2000)
         return Sighting(None, text, f"the {step.driver} driver failed: {text}")
-
-
-@dataclass(frozen=True)
-class Look:
-    step: Step
-    sighting: Sighting
-    remarks: tuple[str, ...] = ()  # what a person should weigh: created before the lease...
-
-
-@dataclass(frozen=True)
-class Inspection:
-    stored: StoredPlan
-    ok: bool  # preflight passed and every target not yet passed was seen to exist
-    preflight: tuple[tuple[str, bool, str], ...]
-    looks: tuple[Look, ...]
-
-
-async def inspect(ledger: Ledger, stored: StoredPlan, drivers: Mapping[str, Driver]) -> Inspection:
-    """Look before you leap: preflight (who the credentials act as, at every place), then
-    every destructive step not yet passed, read without changing anything: exists, size,
-    versions, created time. What was seen is chained evidence (a later run need not look
-    again); nothing is deleted."""
-    with run_lock(ledger, stored.plan.node):
-        stored = evidence.load(ledger, stored.id)
-        checks: list[tuple[str, bool, str]] = []
-        for step in stored.plan.steps:
-            if step.phase is not Phase.PREFLIGHT:
-                continue
-            driver = drivers.get(step.driver)
-            out = (
-                Outcome(False, "", f"no {step.driver!r} driver")
-                if driver is None
-                else await _call(driver.run, step)
-            )
-            checks.append((step.key, out.done, out.detail or _first(out.output)))
-            if not out.done:
-                evidence.note(ledger, stored, "inspect", _said(step, out))
-                return Inspection(stored, False, tuple(checks), ())
-        lease = stored.plan.lease_id
-        start = next(
-            (le.start for le in ledger.leases() if lease is not None and le.id == lease), None
-        )
-        looks: list[Look] = []
-        for step in stored.plan.steps:
-            if not step.destructive or stored.state(step.key).state in PASSED:
-                continue
-            driver = drivers.get(step.driver)
-            look = (
-                Sighting(None, "", f"no {step.driver!r} driver")
-                if driver is None
-                else await _look(driver, step)
-            )
-            looks.append(Look(step, look, _remarks(look, start)))
-            if look.exists is True and must_be_seen(step):
-                state = stored.state(step.key).state
-                stored = evidence.record(ledger, stored, step, "seen", state, outcome=_seen(look))
-            else:
-                said = Outcome(look.exists is True, look.output, look.detail, facts=look.facts)
-                evidence.note(ledger, stored, "inspect", _said(step, said))
-        ok = all(lk.sighting.exists is True for lk in looks if must_be_seen(lk.step))
-        return Inspection(stored, ok, tuple(checks), tuple(looks))
-
-
-def _remarks(look: Sighting, lease_start: datetime | None) -> tuple[str, ...]:
-    out = []
-    created = look.facts.get("created", "")
-    if created and lease_start is not None:
-        try:
-            when = datetime.fromisoformat(created.replace("Z", "+00:00"))
-        except ValueError:
-            when = None
-        if when is not None and when.tzinfo is not None and when < lease_start:
-            out.append(
-                f"created {when.isoformat()}, before this lease began"
-                f" ({lease_start.isoformat()}): is it really this lease's?"
-            )
-    return tuple(out)
-
-
-def _first(text: str) -> str:
-    return text.splitlines()[0] if text else "checked"
 
 
 def never_existed(ledger: Ledger, stored: StoredPlan, key: str, reason: str) -> StoredPlan:
@@ -533,95 +451,7 @@ def skip(ledger: Ledger, stored: StoredPlan, key: str, reason: str) -> StoredPla
     )
 
 
-@dataclass(frozen=True)
-class Recheck:
-    ok: bool  # nothing came back (a step that cannot be read again does not count)
-    # (step key, still gone / checked (None: cannot be read again), what it said)
-    lines: tuple[tuple[str, bool | None, str], ...]
-
-
-# After the lab's key was revoked nothing on the node can be read with it: the node's
-# steps are not read again, except the refused login itself (the key put back shows there).
-_REVOKE, _PROVE = "revoke-key", "prove-refused"
-_NOT_REREAD = (
-    "not read again: the lab's key was revoked by this offboarding, nothing on the node"
-    " can be read with it (see the login check)"
-)
-
-
-def _revoked(stored: StoredPlan) -> bool:
-    return any(
-        s.action == _REVOKE and stored.state(s.key).state is State.VERIFIED
-        for s in stored.plan.steps
-    )
-
-
-async def recheck(ledger: Ledger, stored: StoredPlan, drivers: Mapping[str, Driver]) -> Recheck:
-    """Read back, again, every step that was verified: a day later, is it all still gone?
-    Preflight runs first: a "not found" read in another account proves nothing. Once the
-    key is revoked, the node's steps are not read again, and a refused login is proven or
-    the node no longer answers at all (released)."""
-    lines: list[tuple[str, bool | None, str]] = []
-    revoked = _revoked(stored)
-    for step in stored.plan.steps:
-        if step.phase is Phase.PREFLIGHT:
-            driver = drivers.get(step.driver)
-            out = (
-                Outcome(False, "", f"no {step.driver!r} driver")
-                if driver is None
-                else await _call(driver.run, step)
-            )
-            first = out.output.splitlines()[0] if out.output else "checked"
-            lines.append((step.key, out.done, out.detail or first))
-            if not out.done:
-                evidence.note(ledger, stored, "recheck", _said(step, out))
-                return Recheck(False, tuple(lines))
-            continue
-        st = stored.state(step.key)
-        if st.state is not State.VERIFIED:
-            # Listed, not left out: a skipped step was never proven gone.
-            if st.state is not State.PENDING:
-                lines.append((step.key, None, f"{st.state.value}, not read again: {st.detail}"))
-            continue
-        if revoked and step.driver == "ssh" and step.action != _PROVE:
-            lines.append((step.key, None, _NOT_REREAD))
-            continue
-        driver = drivers.get(step.driver)
-        out = (
-            Outcome(False, "", f"no {step.driver!r} driver")
-            if driver is None
-            else await _call(partial(driver.verify, patient=False), step)
-        )
-        ok: bool | None = out.done
-        said = out.detail or out.output
-        if not out.done and step.action == _PROVE and not await _answers(drivers, stored):
-            ok, said = None, f"the node no longer answers (released): no login to try; {said}"
-        lines.append((step.key, ok, said))
-        evidence.note(ledger, stored, "recheck", _said(step, out))
-    return Recheck(all(ok is not False for _, ok, _ in lines), tuple(lines))
-
-
-async def _answers(drivers: Mapping[str, Driver], stored: StoredPlan) -> bool:
-    """Whether the node still answers at its address, as the manual release step reads it
-    (True when there is no such step: then a failed login proves nothing)."""
-    for step in stored.plan.steps:
-        driver = drivers.get(step.driver)
-        if step.driver == "manual" and step.action == "release-instance" and driver is not None:
-            return not (await _call(partial(driver.verify, patient=False), step)).done
-    return True
-
-
-def _said(step: Step, out: Outcome) -> dict[str, object]:
-    return {
-        "step": step.key,
-        "command": step.describe,
-        "done": out.done,
-        "output": evidence.storable(out.output[: evidence.OUTPUT_MAX]),
-        "detail": evidence.storable(out.detail),
-    }
-
-
-async def _call(method: Callable[[Step], Awaitable[Outcome]], step: Step) -> Outcome:
+async def call_driver(method: Callable[[Step], Awaitable[Outcome]], step: Step) -> Outcome:
     """A driver's run or verify; whatever it raises is that step's failure, in words."""
     try:
         return await method(step)

@@ -2,7 +2,7 @@
 (tests give their own); this is the one place that names the real ones.
 
 The engine's own (preflight, manual steps, the ledger's release), the node's over SSH
-(leases.offboard.remote) and the cloud's (leases.offboard.cloud.plan: S3, EC2 and CLI
+(leases.offboard.remoteplan, remote) and the cloud's (leases.offboard.cloud.plan: S3, EC2 and CLI
 templates): planners in PLANNERS (the order within a phase follows it), drivers under the
 name their steps give in Step.driver. A cloud driver (one with identity()) is checked by
 preflight before any of its steps runs, with the credentials the provider record names.
@@ -21,7 +21,8 @@ from leases.offboard.manual import ManualDriver, Probe, plan_manual, tcp_answers
 from leases.offboard.plan import Plan, facts_for
 from leases.offboard.preflight import PreflightDriver, plan_preflight
 from leases.offboard.release import LedgerDriver, plan_release
-from leases.offboard.remote import RemoteDriver, fresh_login, plan_remote, scratch_roots
+from leases.offboard.remote import RemoteDriver, fresh_login
+from leases.offboard.remoteplan import plan_remote, scratch_roots
 from leases.offboard.steps import Driver, PlanInput, Planner, Step
 from leases.ssh.session import NodeSession
 from leases.telemetry.wiring import ssh_options

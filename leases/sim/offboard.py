@@ -1,4 +1,4 @@
-"""What a simulated node prints for the offboarding scripts (leases.offboard.remote), so
+"""What a simulated node prints for the offboarding scripts (leases.offboard.nodescripts), so
 that `zuka offboard` can be tried on `zuka sim` and `zuka demo` fleets.
 
 The sim has no shell: each script is known by its first line and a line of its body, and

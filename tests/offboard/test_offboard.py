@@ -27,7 +27,7 @@ from leases.config.sections import Config, OffboardConfig
 from leases.core.models import NodeState, RefundState
 from leases.ledger.files import SCHEMA_VERSION
 from leases.ledger.store import Ledger
-from leases.offboard import evidence, report, runner
+from leases.offboard import evidence, readback, report, runner
 from leases.offboard.evidence import State
 from leases.offboard.plan import Plan, plan_from_body
 from leases.offboard.steps import Identity, Outcome, Phase, PlanInput, Sighting, Step
@@ -364,14 +364,14 @@ async def test_recheck_finds_a_thing_that_came_back(fleet: Path, ledger_path: Pa
         node = ledger.node("n1")
         stored = evidence.latest(ledger, node.id or 0)
         assert stored is not None
-        ok = await runner.recheck(ledger, stored, drivers(ledger, node, fleet))
+        ok = await readback.recheck(ledger, stored, drivers(ledger, node, fleet))
         assert ok.ok
         (fleet / "cloud" / "111" / "bkt-1").mkdir()
-        back = await runner.recheck(ledger, stored, drivers(ledger, node, fleet))
+        back = await readback.recheck(ledger, stored, drivers(ledger, node, fleet))
         assert not back.ok
         assert [k for k, good, _ in back.lines if not good] == ["s3:bkt-1"]
         # Under another account a "not found" proves nothing: preflight stops it first.
-        wrong = await runner.recheck(ledger, stored, drivers(ledger, node, fleet, account="999"))
+        wrong = await readback.recheck(ledger, stored, drivers(ledger, node, fleet, account="999"))
         assert not wrong.ok and wrong.lines[-1][0] == "preflight:identity:s3"
         assert [e.action for e in ledger.last_entries(1)] == ["offboard.recheck"]
 
@@ -809,7 +809,7 @@ async def test_recheck_and_the_read_before_acting_again_are_single_reads(
         assert result.finished
         assert Impatient.asked == [(step.key, False), (step.key, True)]
         Impatient.asked = []
-        again = await runner.recheck(ledger, result.stored, table)
+        again = await readback.recheck(ledger, result.stored, table)
         assert again.ok and Impatient.asked == [(step.key, False)]
 
 
@@ -859,6 +859,6 @@ def test_ctrl_c_during_a_run_or_a_recheck_says_what_it_left(
     assert cli("offboard", "n1", "--skip", "manual:release-instance", "--reason", "gone",
                "--confirm", "n1").code == 0  # fmt: skip
     assert cli("offboard", "n1", "--execute", "--confirm", "n1").code == 0
-    monkeypatch.setattr(runner, "recheck", interrupted)
+    monkeypatch.setattr(readback, "recheck", interrupted)
     again = cli("offboard", "n1", "--recheck")
     assert again.code == 130 and "recheck interrupted" in again.out

@@ -26,7 +26,7 @@ from botocore.exceptions import ClientError
 
 from leases.ledger.store import Ledger
 from leases.offboard import report
-from leases.offboard.remote import shred_script
+from leases.offboard.nodescripts import shred_script
 from tests.support.cli import Cli
 from tests.support.cloudfixtures import (
     ENVIRON,

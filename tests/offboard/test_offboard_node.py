@@ -25,8 +25,9 @@ import pytest
 
 from leases.core import secrets
 from leases.core.models import Resource, ResourceKind
-from leases.offboard import presets, remote
-from leases.offboard.remote import RemoteDriver, fresh_login, plan_remote
+from leases.offboard import nodescripts, presets
+from leases.offboard.remote import RemoteDriver, fresh_login
+from leases.offboard.remoteplan import plan_remote
 from leases.offboard.report import markdown
 from leases.offboard.steps import Phase, Step
 from leases.ssh.session import NodeSession
@@ -219,7 +220,7 @@ def test_without_python3_the_shred_refuses_what_another_user_may_rename(base: Pa
     (root / "lab" / "run").mkdir(parents=True)
     (root / "lab" / "run" / "a.bin").write_text("ours")
     _nobody_owns(root / "lab" / "run")
-    script = remote.fallback(remote.shred_script(str(root / "lab"), (str(root),)))
+    script = nodescripts.fallback(nodescripts.shred_script(str(root / "lab"), (str(root),)))
     done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 11 and "writable by others: ./run" in done.stdout, done.stdout
     assert (root / "lab" / "run" / "a.bin").read_text() == "ours"

@@ -22,7 +22,8 @@ import pytest
 
 from leases.config.sections import Config, OffboardConfig
 from leases.core.models import Node, Resource, ResourceKind, SshTarget
-from leases.offboard.remote import RemoteDriver, fresh_login, plan_remote, scratch_roots
+from leases.offboard.remote import RemoteDriver, fresh_login
+from leases.offboard.remoteplan import plan_remote, scratch_roots
 from leases.offboard.steps import PlanInput
 from leases.ssh import hostkeys
 from leases.ssh.options import SshOptions

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from leases.core.errors import InputError
 from leases.core.models import Provider, ProviderKind
-from leases.offboard import authkeys, erasure, paths, presets, remote
+from leases.offboard import authkeys, erasure, nodescripts, paths, presets
 
 ROOTS = ("/root/autodl-tmp", "/data/scratch")
 
@@ -255,7 +255,7 @@ def test_fingerprints_and_blobs_are_checked() -> None:
 def test_the_revoke_script_quotes_each_blob() -> None:
     key = asyncssh.generate_private_key("ssh-ed25519")
     blob = base64.b64encode(key.public_data).decode()
-    script = remote.revoke_script(presets.KEYS_FILE, [blob])
+    script = nodescripts.revoke_script(presets.KEYS_FILE, [blob])
     assert f"-e {blob} --" in script or f"-e '{blob}' --" in script
     assert "set -- .ssh/authorized_keys\n" in script and '"$HOME/$1"' in script
 

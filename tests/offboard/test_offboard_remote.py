@@ -1,5 +1,5 @@
-"""leases.offboard.remote: plan_remote from ledger facts, and RemoteDriver against
-in-process asyncssh nodes.
+"""leases.offboard.remoteplan's plan_remote from ledger facts, and leases.offboard.remote's
+RemoteDriver against in-process asyncssh nodes.
 
 The "shell" node (tests/support/shellnode.py) answers each command by running it in a real `sh`
 on this machine with HOME set to a folder of the test's own, and accepts exactly the
@@ -37,18 +37,10 @@ from leases.core.models import (
 )
 from leases.core.textsafe import is_clean
 from leases.offboard import presets
+from leases.offboard.nodescripts import fallback, gone_script, shred_script
 from leases.offboard.plan import Plan
-from leases.offboard.remote import (
-    LoginAttempt,
-    RemoteDriver,
-    fallback,
-    fresh_login,
-    gone_script,
-    login_refused,
-    plan_remote,
-    scratch_roots,
-    shred_script,
-)
+from leases.offboard.remote import LoginAttempt, RemoteDriver, fresh_login, login_refused
+from leases.offboard.remoteplan import plan_remote, scratch_roots
 from leases.offboard.steps import Phase, PlanInput, Step
 from leases.sim import Scenario, SimNode
 from leases.ssh.errors import SshError
@@ -872,10 +864,10 @@ async def test_inspect_gives_the_newest_file_as_iso_utc(keys: TestKeys, tmp_path
 
 def test_the_simulated_node_answers_the_run_directory_removal() -> None:
     """zuka demo's nodes: the revoke step's first script gets a plain answer."""
-    from leases.offboard.remote import _RUN_DIR_GONE
+    from leases.offboard.nodescripts import RUN_DIR_GONE
     from leases.sim.offboard import answer_script
 
-    said = answer_script(SimNode("gpu1", "A100"), _RUN_DIR_GONE)
+    said = answer_script(SimNode("gpu1", "A100"), RUN_DIR_GONE)
     assert said is not None and said.stdout == "no run directory of zuka's left\n"
 
 

@@ -15,7 +15,7 @@ import pytest
 from leases.config.sections import Config
 from leases.core.errors import InputError
 from leases.ledger.store import Ledger
-from leases.offboard import evidence, report, runner, status
+from leases.offboard import evidence, readback, report, runner, status
 from leases.offboard.evidence import State
 from tests.offboard.test_offboard import _plan, _run, fleet, served  # noqa: F401  (fleet, served: fixtures)
 from tests.support.cli import Cli
@@ -93,7 +93,7 @@ async def test_a_thing_seen_then_deleted_by_someone_else_is_verified_gone(
     with Ledger.open(ledger_path) as ledger:
         stored = _plan(ledger)
         node = ledger.node("n1")
-        looked = await runner.inspect(ledger, stored, drivers(ledger, node, fleet))
+        looked = await readback.inspect(ledger, stored, drivers(ledger, node, fleet))
         assert looked.ok
         assert {lk.step.key: lk.sighting.exists for lk in looked.looks} == {
             "shred:/data/a": True, "shred:/data/b": True, "s3:bkt-1": True,
@@ -120,7 +120,7 @@ async def test_inspect_changes_nothing_and_says_what_it_saw(
     with Ledger.open(ledger_path) as ledger:
         stored = _plan(ledger)
         node = ledger.node("n1")
-        looked = await runner.inspect(ledger, stored, drivers(ledger, node, fleet))
+        looked = await readback.inspect(ledger, stored, drivers(ledger, node, fleet))
         assert not looked.ok  # bkt-l is not there
         assert [(k, ok) for k, ok, _ in looked.preflight] == [
             ("preflight:lease", True), ("preflight:identity:s3", True)
@@ -137,7 +137,7 @@ async def test_inspect_changes_nothing_and_says_what_it_saw(
         now = evidence.load(ledger, stored.id)
         assert {now.state(s.key).state for s in now.plan.steps} == {State.PENDING}
         # In another account nothing is looked at: preflight stops it first.
-        wrong = await runner.inspect(ledger, now, drivers(ledger, node, fleet, account="999"))
+        wrong = await readback.inspect(ledger, now, drivers(ledger, node, fleet, account="999"))
         assert not wrong.ok and wrong.looks == ()
         assert evidence.problems(ledger) == []
 

@@ -23,7 +23,7 @@ from leases.alerts.rules import evaluate, node_alerts
 from leases.alerts.severity import Severity
 from leases.config.sections import AlertsConfig, Config
 from leases.ledger.store import Ledger
-from leases.offboard import evidence, runner, status
+from leases.offboard import evidence, runner, status, wiring
 from leases.offboard.evidence import Progress, State
 from leases.offboard.steps import Driver, Outcome, Step
 from tests.offboard.test_offboard import Asks, fleet, plan_processes  # noqa: F401  (fleet is a fixture)
@@ -39,7 +39,7 @@ from tests.support.offboard_files import (
 from tests.support.waiting import wait_until
 from tui.dashboard.app import ZukaApp
 from tui.screens.ask import AskScreen
-from tui.screens.offboard import OffboardScreen, wiring
+from tui.screens.offboard import OffboardScreen
 from tui.screens.yesno import ConsentScreen
 
 NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)

@@ -1,18 +1,19 @@
 """`zuka offboard NODE`: the offboarding plan (the default: a dry run, stored with its
 hash; `--include`/`--keep` for the node's other leases' resources), `--inspect`,
 `--execute --confirm NODE [--account ALIAS]`, `--skip`, `--never-existed`, `--recheck`,
-`--report`. The engine is leases.offboard; its planners and drivers come from
-leases.offboard.wiring."""
+`--report`. The use cases are leases.app.offboarding's (the dashboard's offboard screen
+calls the same); its planners and drivers come from leases.offboard.wiring."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
-from collections.abc import Awaitable
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TextIO, TypeVar
+from typing import TextIO
 
+from leases.app import offboarding
 from leases.config.load import load_user_config
 from leases.config.sections import Config
 from leases.core.errors import InputError
@@ -20,12 +21,10 @@ from leases.core.models import Node
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from leases.ledger.transfer import write_private
-from leases.offboard import evidence, manual, report, runner, status, wiring
+from leases.offboard import manual, report, runner, status, wiring
 from leases.offboard.evidence import PASSED, State, StoredPlan
 from tui.cli import output
 from tui.cli.opening import open_ledger as _open
-
-T = TypeVar("T")
 
 
 def offboard(args: argparse.Namespace, out: TextIO) -> int:
@@ -62,49 +61,37 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
         if args.recheck:
             return _recheck(ledger, node, config, args.json, out)
         keep = dict.fromkeys(args.keep, args.reason or "")
-        fresh = runner.replan(
-            ledger, node, config, wiring.PLANNERS, include=args.include, keep=keep
-        )
         if args.inspect:
-            stored, _ = evidence.store(ledger, fresh)
-            return _inspect(ledger, node, config, stored, args.json, out)
+            return _inspect(ledger, node, config, args.include, keep, args.json, out)
         if not args.execute and said is None:
-            stored, new = evidence.store(ledger, fresh)
-            return _print_plan(stored, new, args.json, out)
-        stored = runner.confirmed(ledger, node, fresh, args.confirm, args.account)
-        if args.hash is not None and (len(args.hash) < 8 or not stored.hash.startswith(args.hash)):
-            raise InputError(
-                "hash",
-                args.hash,
-                # Not the right prefix: it would invite copying it without reading the plan.
-                "is not the stored plan's hash (8 characters or more): read the plan again:"
-                f" zuka offboard {node.name}",
+            planned = offboarding.plan(
+                ledger, node.name, config, wiring.PLANNERS, include=args.include, keep=keep
             )
-        for key in args.did:
-            if stored.plan.step(key).driver != "manual":  # an unknown key: InputError
-                raise InputError("did", key, "is not a manual step: --did names one done by hand")
+            assert planned.stored is not None
+            return _print_plan(planned.stored, planned.new, args.json, out)
+        stored = offboarding.confirm(
+            ledger, node.name, config, wiring.PLANNERS, args.confirm, args.account,
+            hash_prefix=args.hash, did=args.did,
+        )  # fmt: skip
         if args.never_existed is not None:
-            stored = runner.never_existed(ledger, stored, args.never_existed, args.reason)
-            out.write(
-                f"recorded as absent (never existed, by your word; not verified):"
-                f" {visible(args.never_existed)}: {visible(args.reason)}\n"
-            )
+            done = offboarding.never_existed(ledger, stored, args.never_existed, args.reason)
+            out.write(done.said + "\n")
             return 0
         if not args.execute:
-            stored = runner.skip_now(ledger, stored, args.skip, args.reason)
+            offboarding.skip(ledger, stored, args.skip, args.reason)
             out.write(f"skipped {visible(args.skip)}: {visible(args.reason)}\n")
             return 0
-        ctx = wiring.context_for(ledger, node, config, stored.plan, did=args.did)
         choices = runner.Choices(
             go_on=args.go_on, skip={args.skip: args.reason} if args.skip else {}
         )
         try:
-            result = asyncio.run(
-                _closing(ctx, runner.execute(ledger, stored, wiring.drivers(ctx), choices))
+            ran = asyncio.run(
+                offboarding.run(ledger, stored, config, wiring.drivers, choices, did=args.did)
             )
         except KeyboardInterrupt:
             out.write("\ninterrupted: a rerun continues at the first step not verified\n")
             raise
+        result = ran.result
     if args.json:
         output.dump_json(
             {
@@ -146,13 +133,6 @@ def _stopped(result: runner.RunResult, name: str) -> str:
             f"or, with a reason: zuka offboard {n} --skip {k} --reason TEXT --confirm {n}\n"
         )
     return f"\nstopped at {visible(key)}: {visible(result.reason)}\na rerun continues there\n"
-
-
-def _waiting(stored: StoredPlan, key: str) -> bool:
-    """A console step whose last word is "do it by hand, then --did": it waits for the
-    user; it did not fail."""
-    st = stored.state(key)
-    return st.state is State.FAILED and st.detail.startswith(manual.WAITING)
 
 
 def _states(stored: StoredPlan) -> list[dict[str, object]]:
@@ -216,7 +196,7 @@ def _state_table(stored: StoredPlan, out: TextIO) -> None:
                 visible(s.key, 60),
                 "yes" if s.destructive else "",
                 f"waiting for you (--did {visible(s.key, 60)})"
-                if _waiting(stored, s.key)
+                if offboarding.waiting(stored, s.key)
                 else st.state.value
                 + (
                     f": {visible(st.detail, 80)}"
@@ -240,22 +220,24 @@ def _whats(stored: StoredPlan, out: TextIO) -> None:
             out.write(line + "\n")
 
 
-async def _closing(ctx: wiring.RunContext, work: Awaitable[T]) -> T:
-    """The run, then its SSH sessions closed whatever happened."""
-    try:
-        return await work
-    finally:
-        await wiring.close(ctx)
-
-
 def _inspect(
-    ledger: Ledger, node: Node, config: Config, stored: StoredPlan, as_json: bool, out: TextIO
+    ledger: Ledger,
+    node: Node,
+    config: Config,
+    include: Sequence[str],
+    keep: Mapping[str, str],
+    as_json: bool,
+    out: TextIO,
 ) -> int:
     """`--inspect`: preflight, then every thing the plan deletes read where the plan will
     delete it, as a table; what was seen is kept as evidence. Nothing changes."""
-    ctx = wiring.context_for(ledger, node, config, stored.plan)
     try:
-        result = asyncio.run(_closing(ctx, runner.inspect(ledger, stored, wiring.drivers(ctx))))
+        result = asyncio.run(
+            offboarding.inspect(
+                ledger, node.name, config, wiring.PLANNERS, wiring.drivers,
+                include=include, keep=keep,
+            )
+        ).result  # fmt: skip
     except KeyboardInterrupt:
         out.write("\ninspection interrupted: nothing was changed\n")
         raise
@@ -317,16 +299,13 @@ def _inspect(
 
 
 def _recheck(ledger: Ledger, node: Node, config: Config, as_json: bool, out: TextIO) -> int:
-    assert node.id is not None
-    stored = evidence.latest(ledger, node.id)
-    if stored is None or stored.finished_at is None:
-        raise InputError("recheck", node.name, "no finished offboarding to recheck: run it first")
-    ctx = wiring.context_for(ledger, node, config, stored.plan)
     try:
-        result = asyncio.run(_closing(ctx, runner.recheck(ledger, stored, wiring.drivers(ctx))))
+        done = asyncio.run(offboarding.recheck(ledger, node.name, config, wiring.drivers))
     except KeyboardInterrupt:
         out.write("\nrecheck interrupted: nothing was changed; run it again to read all back\n")
         raise
+    stored, result = done.stored, done.result
+    assert stored is not None
     if as_json:
         lines = [
             {"step": k, "ok": ok, "state": stored.state(k).state.value, "said": said}
@@ -338,7 +317,7 @@ def _recheck(ledger: Ledger, node: Node, config: Config, as_json: bool, out: Tex
         skipped = stored.state(key).state is State.SKIPPED
         mark = "skip" if skipped else "n/a " if ok is None else "ok  " if ok else "FAIL"
         out.write(f"{mark}  {visible(key, 80)}  {visible(said, 160)}\n")
-    unproven = sum(stored.state(k).state is not State.VERIFIED for k, _, _ in result.lines)
+    unproven = done.unproven
     if not result.ok:
         out.write("NOT everything is still gone: see above\n")
     elif unproven:
@@ -352,11 +331,7 @@ def _recheck(ledger: Ledger, node: Node, config: Config, as_json: bool, out: Tex
 
 
 def _report(ledger: Ledger, node: Node, args: argparse.Namespace, out: TextIO) -> int:
-    assert node.id is not None
-    stored = evidence.latest(ledger, node.id)
-    if stored is None:
-        raise InputError("report", node.name, f"no offboarding plan: zuka offboard {node.name}")
-    data = report.build(ledger, stored)
+    data = offboarding.report_of(ledger, node.name)
     fmt = "json" if args.json else args.format
     if fmt == "json":
         if not args.output:

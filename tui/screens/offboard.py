@@ -6,7 +6,8 @@ inspect (every thing the plan deletes, looked at, nothing changed).
 The plan is made and stored as `zuka offboard NODE` makes it. Carrying it out (and
 skipping, as `--skip` does) needs the typed confirmation: the node's name (and, when the
 provider records one, its account's alias after a space), checked by the
-engine's own runner.confirmed, once per plan hash while the screen is open. All engine
+use cases of leases.app.offboarding (`zuka offboard` calls the same), once per plan hash
+while the screen is open; what it shows is computed in tui.screens.offboardview. All engine
 work runs in a thread on a ledger connection of its own and its own event loop (the
 drivers are async; the ledger is SQLite), one job at a time; the screen is told of each
 step as it begins, and of the result or the failure, in words.
@@ -15,12 +16,9 @@ step as it begins, and of the result or the failure, in words.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import Callable, Coroutine, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, cast
-from zoneinfo import ZoneInfo
 
 from rich.text import Text
 from textual import work
@@ -32,112 +30,28 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
+from leases.app import offboarding
+from leases.app.offboarding import Done, DriversFactory
 from leases.config.sections import Config
 from leases.core.errors import InputError, no_ledger
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
-from leases.offboard import evidence, manual, runner, status, wiring
+from leases.offboard import evidence, runner, wiring
 from leases.offboard.evidence import PASSED, State, StoredPlan
-from leases.offboard.steps import Driver, Outcome, Phase, Planner, Sighting, Step
+from leases.offboard.steps import Phase, Planner, Step
 from tui.screens.ask import AskScreen
 from tui.screens.fleetview import plain
+from tui.screens.offboardview import COLUMNS, RECHECKED, checklist_rows, hint, step_detail
 from tui.screens.yesno import ConsentScreen
 
 if TYPE_CHECKING:
-    from tui.dashboard.host import ZukaHost as ZukaApp
+    from tui.dashboard.host import ZukaHost
 
-DriversFactory = Callable[[wiring.RunContext], Mapping[str, Driver]]
-COLUMNS = ("#", "phase", "step", "del", "state", "what")
 GROUP = "offboard-job"
 
 
-# -- what the screen shows: pure --------------------------------------------------------------
-
-
-def state_text(stored: StoredPlan, step: Step, running: str | None) -> str:
-    if step.key == running:
-        return "running…"
-    st = stored.state(step.key)
-    if st.state is State.STARTED:
-        # Left so by a run that was killed or failed mid-step: the next run reads it back.
-        return "started (interrupted)"
-    if st.state is State.CONSENT:
-        return "asks you (g)"
-    if st.state is State.FAILED and st.detail.startswith(manual.WAITING):
-        return "waiting for you (d)"  # a console step not yet done by hand: not a failure
-    return st.state.value
-
-
-def checklist_rows(stored: StoredPlan, running: str | None = None) -> list[tuple[str, ...]]:
-    return [
-        (
-            str(i),
-            s.phase.name.lower(),
-            visible(s.key, 40),
-            "yes" if s.destructive else "",
-            state_text(stored, s, running),
-            visible(s.describe, 160),
-        )
-        for i, s in enumerate(stored.plan.steps, 1)
-    ]
-
-
-def passed(stored: StoredPlan) -> int:
-    return sum(stored.state(s.key).state in PASSED for s in stored.plan.steps)
-
-
-def next_step(stored: StoredPlan) -> Step | None:
-    """The step a run is for: the first not passed. Preflight checks run at the start of
-    every run, so one not run yet is no step of its own; one that failed is."""
-    for s in stored.plan.steps:
-        st = stored.state(s.key).state
-        if st not in PASSED and not (s.phase is Phase.PREFLIGHT and st is State.PENDING):
-            return s
-    return None
-
-
-def step_detail(stored: StoredPlan, step: Step, tz: str) -> list[str]:
-    st = stored.state(step.key)
-    when = "" if st.at is None else f" at {_local(st.at, tz)}"
-    lines = [
-        f"{visible(step.key, 120)} · {step.phase.name.lower()} · {step.driver}"
-        + (" · deletes" if step.destructive else ""),
-        visible(step.describe, 400),
-        f"state: {st.state.value}{when}",
-    ]
-    if st.detail and st.state is not State.VERIFIED:
-        lines.append(visible(st.detail, 400))
-    if st.state is State.STARTED:
-        lines.append("a run stopped inside this step: the next run reads it back before acting")
-    return lines
-
-
-def _local(at: datetime, tz: str) -> str:
-    return f"{at.astimezone(ZoneInfo(tz)):%Y-%m-%d %H:%M:%S}"
-
-
-# -- engine jobs: run in a worker thread, on the ledger connection they are given -------------
-
-
-# A recheck line's verdict (None: the step cannot be read again, such as after the key went).
-RECHECKED = {True: "ok  ", False: "FAIL", None: "n/a "}
-
-
-@dataclass(frozen=True)
-class Done:
-    stored: StoredPlan | None
-    said: str
-    ok: bool = True
-    confirmed: bool = False  # the typed name was accepted for this plan
-    lines: tuple[tuple[str, bool | None, str], ...] = ()  # a recheck's, or an inspection's
-    heading: str = "recheck"  # what the lines are
-    alias: str | None = None  # the provider's account alias, typed at confirmation (a plan's)
-
-
-def _typed(typed: str) -> tuple[str, str | None]:
-    """The node's name and, after a space, the account's alias (node names hold no space)."""
-    name, _, alias = typed.strip().partition(" ")
-    return name, alias.strip() or None
+# -- engine jobs (leases.app.offboarding's use cases), run in a worker thread on the ledger
+# connection they are given; what the worker tells the screen -----------------------------
 
 
 class StepBegins(Message):
@@ -155,146 +69,6 @@ class PlanRead(Message):
     def __init__(self, stored: StoredPlan) -> None:
         super().__init__()
         self.stored = stored
-
-
-class Watched:
-    """A driver that says which step is about to run (the screen's live update)."""
-
-    def __init__(self, inner: Driver, tell: Callable[[Step], None]) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.tell = tell
-
-    async def run(self, step: Step) -> Outcome:
-        self.tell(step)
-        return await self.inner.run(step)
-
-    async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
-        self.tell(step)
-        return await self.inner.verify(step, patient=patient)
-
-    async def inspect(self, step: Step) -> Sighting:
-        self.tell(step)
-        return await self.inner.inspect(step)
-
-
-async def plan_job(ledger: Ledger, name: str, config: Config, planners: Sequence[Planner]) -> Done:
-    node = ledger.node(name)
-    stored, new = evidence.store(ledger, runner.replan(ledger, node, config, planners))
-    said = "plan made and stored" if new else "plan unchanged since it was stored"
-    alias = runner.account_alias(ledger, node)
-    return Done(stored, f"{said} (a dry run: nothing was touched)", alias=alias)
-
-
-async def run_job(
-    ledger: Ledger,
-    name: str,
-    config: Config,
-    planners: Sequence[Planner],
-    factory: DriversFactory,
-    typed: str,
-    choices: runner.Choices,
-    did: Collection[str],
-    tell: Callable[[StoredPlan, str], None],
-) -> Done:
-    node = ledger.node(name)
-    fresh = runner.replan(ledger, node, config, planners)
-    stored = runner.confirmed(ledger, node, fresh, *_typed(typed))
-    ctx = wiring.context_for(ledger, node, config, stored.plan, did=did)
-
-    def begins(step: Step) -> None:
-        # This thread's own connection: the step before has been recorded by now.
-        tell(evidence.load(ledger, stored.id), step.key)
-
-    try:
-        table = {k: Watched(d, begins) for k, d in factory(ctx).items()}
-        result = await runner.execute(ledger, stored, table, choices)
-    finally:
-        await wiring.close(ctx)
-    one = choices.stop_after
-    if result.finished:
-        said, ok = f"offboarding finished: {status.outcome(result.stored)}", True
-    elif one is not None and result.stored.state(one).state in PASSED:
-        said, ok = f"{visible(one, 80)} passed; next: {visible(result.stopped_at, 80)}", True
-    else:
-        said = f"stopped at {visible(result.stopped_at, 80)}: {visible(result.reason, 300)}"
-        ok = False
-    return Done(result.stored, said, ok, confirmed=True)
-
-
-async def skip_job(
-    ledger: Ledger,
-    name: str,
-    config: Config,
-    planners: Sequence[Planner],
-    typed: str,
-    key: str,
-    reason: str,
-) -> Done:
-    node = ledger.node(name)
-    fresh = runner.replan(ledger, node, config, planners)
-    stored = runner.confirmed(ledger, node, fresh, *_typed(typed))
-    stored = runner.skip_now(ledger, stored, key, reason)
-    return Done(stored, f"skipped {visible(key, 80)}: {visible(reason.strip(), 200)}",
-                confirmed=True)  # fmt: skip
-
-
-async def recheck_job(ledger: Ledger, name: str, config: Config, factory: DriversFactory) -> Done:
-    node = ledger.node(name)
-    assert node.id is not None
-    stored = evidence.latest(ledger, node.id)
-    if stored is None or stored.finished_at is None:
-        raise InputError("recheck", name, "no finished offboarding to recheck: run it first")
-    ctx = wiring.context_for(ledger, node, config, stored.plan)
-    try:
-        result = await runner.recheck(ledger, stored, factory(ctx))
-    finally:
-        await wiring.close(ctx)
-    unproven = sum(stored.state(k).state is not State.VERIFIED for k, _, _ in result.lines)
-    said = (
-        "recheck: NOT everything is gone"
-        if not result.ok
-        else f"recheck: everything verified is still gone; {unproven} step(s) never verified"
-        if unproven
-        else "recheck: everything is still gone"
-    )
-    return Done(evidence.load(ledger, stored.id), said, result.ok, lines=result.lines)
-
-
-async def inspect_job(
-    ledger: Ledger,
-    name: str,
-    config: Config,
-    planners: Sequence[Planner],
-    factory: DriversFactory,
-) -> Done:
-    """`zuka offboard --inspect`: the plan as the ledger gives it now (stored), preflight,
-    then every thing it deletes looked at where it will be deleted; nothing changes."""
-    node = ledger.node(name)
-    stored, _ = evidence.store(ledger, runner.replan(ledger, node, config, planners))
-    ctx = wiring.context_for(ledger, node, config, stored.plan)
-    try:
-        result = await runner.inspect(ledger, stored, factory(ctx))
-    finally:
-        await wiring.close(ctx)
-    lines: list[tuple[str, bool | None, str]] = [
-        (k, ok, said) for k, ok, said in result.preflight if not ok
-    ]
-    for lk in result.looks:
-        seen = lk.sighting
-        what = ", ".join(f"{k} {v}" for k, v in seen.facts.items()) or seen.detail or seen.output
-        verdict = seen.exists
-        if verdict is False and not runner.must_be_seen(lk.step):
-            # A usual cache or history that is simply not there: nothing to clear, no fault.
-            verdict, what = None, "not there: nothing to clear"
-        lines.append((lk.step.key, verdict, " · ".join([what, *lk.remarks])))
-    said = (
-        "inspection: everything the plan deletes was seen (nothing was changed)"
-        if result.ok
-        else "inspection: NOT everything was seen: a typo, another region or account? (nothing"
-        " was changed)"
-    )
-    return Done(result.stored, said, result.ok, lines=tuple(lines), heading="inspection")
 
 
 Job = Callable[[Ledger], Coroutine[Any, Any, Done]]
@@ -354,8 +128,8 @@ class OffboardScreen(Screen[None]):
         self._shown: list[tuple[str, ...]] = []
 
     @property
-    def zuka(self) -> ZukaApp:
-        return cast("ZukaApp", self.app)
+    def zuka(self) -> ZukaHost:
+        return cast("ZukaHost", self.app)
 
     def compose(self) -> ComposeResult:
         yield Static(id="offboard-title")
@@ -383,7 +157,7 @@ class OffboardScreen(Screen[None]):
         if stored is None:
             title.update(plain(f"offboarding {name} · no plan read yet"))
         else:
-            done = passed(stored)
+            done = offboarding.passed(stored)
             total = len(stored.plan.steps)
             deletes = sum(s.destructive for s in stored.plan.steps)
             where = (
@@ -404,24 +178,10 @@ class OffboardScreen(Screen[None]):
             now = f"{self.busy}…" + (f" ({visible(self.running, 60)})" if self.running else "")
             said = f"{now} · {said}" if said else now
         said_widget = self.query_one("#offboard-said", Static)
-        said_widget.update(plain(said or self._hint(), wrap=True))
+        said_widget.update(plain(said or hint(self.stored), wrap=True))
         said_widget.set_class(self.bad and not self.busy, "-bad")
         self._fill()
         self._show_detail()
-
-    def _hint(self) -> str:
-        stored = self.stored
-        if stored is None:
-            return ""
-        nxt = next_step(stored)
-        if nxt is None:
-            return "every step passed: c rechecks that all is still gone"
-        st = stored.state(nxt.key).state
-        if st is State.CONSENT:
-            return f"{visible(nxt.key, 60)} asks you: g to go on anyway"
-        if nxt.driver == "manual":
-            return f"next: {visible(nxt.key, 60)}, by hand: when done, select it and press d"
-        return f"next: {visible(nxt.key, 60)} · n runs it, a runs all (typed confirmation)"
 
     def _fill(self) -> None:
         table = self.query_one("#offboard-steps", DataTable)
@@ -586,10 +346,12 @@ class OffboardScreen(Screen[None]):
         self.dismiss(None)
 
     def action_replan(self) -> None:
-        self._start(
-            "making the plan",
-            partial(plan_job, name=self.node_name, config=self._config(), planners=self.planners),
-        )
+        name, config, planners = self.node_name, self._config(), self.planners
+
+        async def job(ledger: Ledger) -> Done:
+            return offboarding.plan(ledger, name, config, planners)
+
+        self._start("making the plan", job)
 
     def _confirmed(self, then: Callable[[str], None]) -> None:
         """then(the name typed), asking for it unless typed for this very plan already."""
@@ -631,17 +393,20 @@ class OffboardScreen(Screen[None]):
 
     def _run(self, choices: runner.Choices, what: str) -> None:
         def go(typed: str) -> None:
-            job = partial(
-                run_job,
-                name=self.node_name,
-                config=self._config(),
-                planners=self.planners,
-                factory=self.drivers,
-                typed=typed,
-                choices=choices,
-                did=frozenset(self.did),
-                tell=self._tell,
+            name, config, planners, did = (
+                self.node_name,
+                self._config(),
+                self.planners,
+                frozenset(self.did),
             )
+
+            async def job(ledger: Ledger) -> Done:
+                as_typed = offboarding.typed_confirmation(typed)
+                stored = offboarding.confirm(ledger, name, config, planners, *as_typed)
+                return await offboarding.run(
+                    ledger, stored, config, self.drivers, choices, did, self._tell
+                )
+
             self._start(what, job)
 
         self._confirmed(go)
@@ -650,7 +415,7 @@ class OffboardScreen(Screen[None]):
         self._run(runner.Choices(), "running every step left")
 
     def action_run_next(self) -> None:
-        nxt = None if self.stored is None else next_step(self.stored)
+        nxt = None if self.stored is None else offboarding.next_step(self.stored)
         if self.stored is not None and nxt is None:
             self._say("every step passed already: nothing to run")
             return
@@ -670,7 +435,7 @@ class OffboardScreen(Screen[None]):
         if step is None or self.stored is None:
             self._say("no plan read yet", bad=True)
             return None
-        nxt = next_step(self.stored)
+        nxt = offboarding.next_step(self.stored)
         if nxt is None or nxt.key != step.key:
             first = "" if nxt is None else f" ({visible(nxt.key, 60)} comes first)"
             self._say(f"cannot {verb} {visible(step.key, 60)} now: the steps before it must pass"
@@ -704,7 +469,7 @@ class OffboardScreen(Screen[None]):
         self._run(runner.Choices(stop_after=step.key), f"verifying {visible(step.key, 60)}")
 
     def action_go_on(self) -> None:
-        nxt = None if self.stored is None else next_step(self.stored)
+        nxt = None if self.stored is None else offboarding.next_step(self.stored)
         if nxt is None or self.stored is None or not self._asks(nxt):
             self._say("no step asks to go on now (g answers a step that stopped to ask)",
                       bad=True)  # fmt: skip
@@ -743,15 +508,13 @@ class OffboardScreen(Screen[None]):
                 return
 
             def go(typed: str) -> None:
-                job = partial(
-                    skip_job,
-                    name=self.node_name,
-                    config=self._config(),
-                    planners=self.planners,
-                    typed=typed,
-                    key=step.key,
-                    reason=text,
-                )
+                name, config, planners = self.node_name, self._config(), self.planners
+
+                async def job(ledger: Ledger) -> Done:
+                    as_typed = offboarding.typed_confirmation(typed)
+                    stored = offboarding.confirm(ledger, name, config, planners, *as_typed)
+                    return offboarding.skip(ledger, stored, step.key, text)
+
                 self._start(f"skipping {visible(step.key, 60)}", job)
 
             self._confirmed(go)
@@ -760,7 +523,7 @@ class OffboardScreen(Screen[None]):
 
     def action_inspect(self) -> None:
         job = partial(
-            inspect_job,
+            offboarding.inspect,
             name=self.node_name,
             config=self._config(),
             planners=self.planners,
@@ -772,5 +535,7 @@ class OffboardScreen(Screen[None]):
         if self.stored is None or self.stored.finished_at is None:
             self._say("recheck reads back a finished offboarding: run it first", bad=True)
             return
-        job = partial(recheck_job, name=self.node_name, config=self._config(), factory=self.drivers)
+        job = partial(
+            offboarding.recheck, name=self.node_name, config=self._config(), factory=self.drivers
+        )
         self._start("rechecking", job)

@@ -27,11 +27,11 @@ from leases.core.errors import InputError
 from leases.core.models import (
     BillingType,
     ExpiryAction,
-    Latest,
     Lease,
     Node,
     NodeHealth,
     NodeState,
+    NodeStatus,
     RefundState,
     StoppedBilling,
 )
@@ -132,7 +132,7 @@ class NodeFacts:
     usage: billing.CardHours | None = None  # the prepaid lease's use over the window
     usage_since: datetime | None = None
     peak_busy_cards: int | None = None  # most cards busy in any hour of the window
-    latest: Latest | None = None
+    latest: NodeStatus | None = None
     gap: Gap | None = None
     # The trailing minute roll-ups the forgotten and starved rules look at, oldest first.
     minutes: tuple[NodeMinute, ...] = field(default=())
@@ -610,10 +610,12 @@ def _forgotten(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
 
 def _starved(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
     r = f.latest
-    if r is None or r.health is not NodeHealth.OK or now - r.at > FRESH or not r.processes:
+    if r is None or r.checked is None or r.health is not NodeHealth.OK:
+        return
+    if now - r.checked > FRESH or not r.processes:
         return
     held = {p.gpu_uuid for p in r.processes}
-    gpus = {s.index for s in r.gpus if s.uuid in held} or {s.index for s in r.gpus}
+    gpus = {s.index for s in r.samples if s.uuid in held} or {s.index for s in r.samples}
     hi = int(now.timestamp()) // 60
     lo = hi - config.starved_minutes
     utils: list[float] = []
@@ -789,9 +791,10 @@ def _readings(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
         )
     # A reading that is not fresh (or a node not read now) says nothing new: it neither
     # raises an alert nor clears one (HOLD keeps an open one open, with its last figure).
-    fresh = r.health is NodeHealth.OK and now - r.at <= FRESH
-    when = "" if fresh else f" when last read, {_days(now - r.at)} ago"
-    for s in r.gpus:
+    at = r.checked or now  # (a stored status was always checked)
+    fresh = r.health is NodeHealth.OK and now - at <= FRESH
+    when = "" if fresh else f" when last read, {_days(now - at)} ago"
+    for s in r.samples:
         if s.temp_c is not None and s.temp_c >= config.temperature_c - TEMPERATURE_CLEAR_C:
             yield _alert(
                 f,

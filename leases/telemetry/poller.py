@@ -27,8 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
 from leases.alerts.watch import AlertWatch
-from leases.core.models import GpuProcess, GpuSample, Latest, Node, NodeHealth
-from leases.core.models import NodeStatus as NodeStatus  # lives there: readers import no SSH
+from leases.core.models import GpuProcess, GpuSample, Node, NodeHealth, NodeStatus
 from leases.ledger.store import Clock, utc_now
 from leases.ssh.session import (
     BackingOff,
@@ -352,15 +351,7 @@ class Poller:
         if self.store is None:
             return
         rows = [
-            Latest(
-                s.node,
-                s.checked or self.clock(),
-                s.health,
-                s.detail,
-                s.fingerprint,
-                s.samples,
-                s.processes,
-            )
+            replace(s, checked=s.checked or self.clock())
             for s in latest.values()
             if s.node in self._nodes
         ]

@@ -162,7 +162,7 @@ def floor_tape(path: Path, start: float, seconds: float) -> list[dict[str, Any]]
 def writer(path: Path, every: float, since: float) -> None:
     """Every `every` s the latest reading of every node; each minute, the minutes closed
     since `since` (the ledger's backfill ends there)."""
-    from leases.core.models import GpuProcess, Latest, NodeHealth
+    from leases.core.models import GpuProcess, NodeHealth, NodeStatus
     from leases.ledger.store import Ledger
     from leases.sim.gpu import history, readings, row_samples
     from leases.sim.ledger import sim_node_for
@@ -192,8 +192,16 @@ def writer(path: Path, every: float, since: float) -> None:
                     for r in readings(sim, now)
                     for pid, name, mib in r.processes
                 )
-                rows.append(Latest(sim.name, now, NodeHealth.OK, "", None,
-                                   tuple(row_samples(sim, row)), procs))  # fmt: skip
+                rows.append(
+                    NodeStatus(
+                        sim.name,
+                        NodeHealth.OK,
+                        "",
+                        checked=now,
+                        samples=tuple(row_samples(sim, row)),
+                        processes=procs,
+                    )
+                )
             store.write_latest(rows)
             minute = int(now.timestamp()) // 60
             closed = []

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from leases.core.models import Latest, NodeHealth
+from leases.core.models import NodeHealth, NodeStatus
 from leases.sim import history, row_samples
 from leases.sim.demoledger import build_demo_ledger
 from leases.sim.ledger import backfill, sim_nodes_of
@@ -51,7 +51,7 @@ def frozen_fleet(path: Path, now: datetime = NOW, days: float = 1.0) -> None:
             rows = list(history(sim, now - timedelta(minutes=1), now, timedelta(minutes=1)))
             gpus = tuple(row_samples(sim, rows[-1])) if rows else ()
             health = NodeHealth.OK if gpus else NodeHealth.CONNECTING
-            latest.append(Latest(sim.name, now, health, "", None, gpus, ()))
+            latest.append(NodeStatus(sim.name, health, "", checked=now, samples=gpus))
         store.write_latest(latest)
 
 

@@ -19,7 +19,6 @@ MAX_LINES = 600
 FROZEN = {"leases/ledger/schema.py"}
 
 
-
 def _modules() -> dict[str, Path]:
     out: dict[str, Path] = {}
     for package in PACKAGES:

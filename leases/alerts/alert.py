@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from leases.alerts.severity import Severity
-from leases.core.models import Latest, Lease, Node, NodeHealth
+from leases.core.models import Lease, Node, NodeHealth, NodeStatus
 from leases.money import billing
 from leases.money.amounts import fen
 from leases.money.renewals import BillingNow
@@ -94,7 +94,7 @@ class NodeFacts:
     usage: billing.CardHours | None = None  # the prepaid lease's use over the window
     usage_since: datetime | None = None
     peak_busy_cards: int | None = None  # most cards busy in any hour of the window
-    latest: Latest | None = None
+    latest: NodeStatus | None = None
     gap: Gap | None = None
     # The trailing minute roll-ups the forgotten and starved rules look at, oldest first.
     minutes: tuple[NodeMinute, ...] = field(default=())

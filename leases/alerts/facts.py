@@ -23,7 +23,7 @@ from leases.alerts.usage import (
 )
 from leases.config.sections import AlertsConfig
 from leases.core.errors import InputError
-from leases.core.models import Latest, Lease, NodeHealth, NodeState
+from leases.core.models import Lease, NodeHealth, NodeState, NodeStatus
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from leases.money.billing import CardHours, Stop
@@ -217,17 +217,17 @@ def _with(facts: NodeFacts, **changes: object) -> NodeFacts:
     return replace(facts, **changes)  # type: ignore[arg-type]
 
 
-def _idle_now(r: Latest) -> bool:
-    return bool(r.gpus) and all(
+def _idle_now(r: NodeStatus) -> bool:
+    return bool(r.samples) and all(
         busy_verdict(s.util_gpu, s.mem_used_mib, s.power_w, s.power_limit_w) is False
-        for s in r.gpus
+        for s in r.samples
     )
 
 
-def _low_now(r: Latest, config: AlertsConfig) -> bool:
+def _low_now(r: NodeStatus, config: AlertsConfig) -> bool:
     return any(
         s.util_gpu is not None and s.util_gpu < config.starved_util + STARVED_CLEAR_PCT
-        for s in r.gpus
+        for s in r.samples
     )
 
 

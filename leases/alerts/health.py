@@ -138,9 +138,10 @@ def readings(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Aler
         )
     # A reading that is not fresh (or a node not read now) says nothing new: it neither
     # raises an alert nor clears one (HOLD keeps an open one open, with its last figure).
-    fresh = r.health is NodeHealth.OK and now - r.at <= FRESH
-    when = "" if fresh else f" when last read, {duration(now - r.at)} ago"
-    for s in r.gpus:
+    at = r.checked or now  # (a stored status was always checked)
+    fresh = r.health is NodeHealth.OK and now - at <= FRESH
+    when = "" if fresh else f" when last read, {duration(now - at)} ago"
+    for s in r.samples:
         if s.temp_c is not None and s.temp_c >= config.temperature_c - TEMPERATURE_CLEAR_C:
             yield make_alert(
                 f,

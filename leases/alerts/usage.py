@@ -214,10 +214,12 @@ def forgotten(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
 
 def starved(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
     r = f.latest
-    if r is None or r.health is not NodeHealth.OK or now - r.at > FRESH or not r.processes:
+    if r is None or r.checked is None or r.health is not NodeHealth.OK:
+        return
+    if now - r.checked > FRESH or not r.processes:
         return
     held = {p.gpu_uuid for p in r.processes}
-    gpus = {s.index for s in r.gpus if s.uuid in held} or {s.index for s in r.gpus}
+    gpus = {s.index for s in r.samples if s.uuid in held} or {s.index for s in r.samples}
     hi = int(now.timestamp()) // 60
     lo = hi - config.starved_minutes
     utils: list[float] = []

@@ -93,6 +93,14 @@ READ_ONLY = (
 NO_SPACE = "no space left on device: free some space, then try again"
 
 
+def said(exc: InputError | LedgerError) -> str:
+    """An error in the words a status line shows: 'field: reason (got 'value')'."""
+    if isinstance(exc, InputError):
+        got = "" if exc.value is None else f" (got '{exc.value}')"
+        return f"{exc.field}: {exc.reason}{got}"
+    return str(exc)
+
+
 def os_problem(exc: OSError, path: object = None, *, what: str = "file") -> str:
     """An OSError on a file in words, with what to do about it. With the path it was
     about, a missing file says whether its directory is missing or cannot hold a new

@@ -497,23 +497,11 @@ class GpuProcess:
 
 
 @dataclass(frozen=True)
-class Latest:
-    """A node's latest reading: what the poller last wrote (HistoryStore.write_latest), what
-    the dashboard shows of a running collector, and what the alert rules judge."""
-
-    node: str
-    at: datetime
-    health: NodeHealth
-    detail: str
-    fingerprint: str | None
-    gpus: tuple[GpuSample, ...]
-    processes: tuple[GpuProcess, ...]
-
-
-@dataclass(frozen=True)
 class NodeStatus:
-    """What a poller holds of a node now (here, not in leases.telemetry.poller, so that readers of
-    the ledger do not import SSH)."""
+    """What is known of a node now, the one live-status type: what a poller holds of it, what
+    the poller last wrote (node_latest, read back by HistoryStore.latest_by_id), what the
+    dashboard and `zuka poll` show and what the alert rules judge. Here, not in
+    leases.telemetry.poller, so that readers of the ledger do not import SSH."""
 
     node: str
     health: NodeHealth = NodeHealth.CONNECTING

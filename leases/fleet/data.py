@@ -2,6 +2,11 @@
 run off the UI loop (its own connection, its own thread), and the last hour of every node's
 utilisation read with one query for all nodes, closed minutes cached per node.
 
+The read model: the ledger's rows joined by node id (a released node's name may be reused)
+with what the poller in this process holds (statuses, live readings) or else what a
+collector last wrote. It only reads: the writes that go with polling (purges, alert
+evaluation where nobody polls) are the poller's owner's (leases.telemetry.housekeeping).
+
 No Textual here: the dashboard calls FleetReader.read from a worker thread and only draws
 what comes back.
 """
@@ -16,10 +21,12 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from leases.config.sections import Config
-from leases.core.errors import InputError, LedgerError
-from leases.core.models import Latest, Lease, Node
+from leases.core.errors import InputError, LedgerError, said
+from leases.core.models import Lease, Node, NodeStatus
 from leases.core.textsafe import visible
 from leases.fleet.header import MonthMoney, month_money
+from leases.fleet.live import hour_means
+from leases.fleet.nodestatus import StatusCache, current
 from leases.fleet.sparkline import CellSums, Reading, cell_sums, window_end
 from leases.ledger import rowaudit
 from leases.ledger.records import UNREADABLE, unreadable
@@ -27,12 +34,11 @@ from leases.ledger.store import Ledger
 from leases.money.renewals import BillingNow, billing_now
 from leases.offboard.evidence import Progress, progress
 from leases.telemetry.history import minute_util_mean
-from leases.telemetry.housekeeping import FLEET_STATES, Housekeeping, fleet_nodes
+from leases.telemetry.housekeeping import FLEET_STATES, fleet_nodes
 from leases.telemetry.rollups import HistoryStore
 
 if TYPE_CHECKING:
     # Read with the alerts, after the first paint (the alert rules take ~0.1 s to import).
-    from leases.alerts.facts import UsageCache
     from leases.alerts.state import StoredAlert
 
 WINDOW_MIN = 60  # the sparkline's hour
@@ -43,8 +49,6 @@ RELOAD_S = 15.0  # nodes, leases and providers re-read this often when the ledge
 # ...and this often whatever happened (a lease starts or ends by the clock, not by an edit).
 FACTS_S = 60.0
 MONEY_S = 300.0  # the month's cost recomputed this often (it reads every lease's history)
-# Alerts evaluated this often when nobody polls (as often as a collector's AlertWatch).
-ALERTS_S = 60.0
 
 
 def minute_util(blob: bytes) -> float | None:
@@ -145,7 +149,7 @@ class LedgerFacts:
 
     polled: tuple[Node, ...] = ()
     refused: tuple[Node, ...] = ()  # stored rows holding a refused value: never polled
-    billing: Mapping[str, BillingNow] = field(default_factory=dict)
+    billing: Mapping[int, BillingNow] = field(default_factory=dict)  # node id -> billing now
     channels: Mapping[str, str] = field(default_factory=dict)  # provider name -> kind
     # node id -> its offboarding plan in force (leases.offboard.evidence.progress)
     offboard: Mapping[int, Progress] = field(default_factory=dict)
@@ -161,12 +165,15 @@ class LedgerFacts:
 @dataclass(frozen=True)
 class FleetData:
     facts: LedgerFacts
-    latest: Mapping[str, Latest]  # empty when the dashboard polls itself
+    # node id -> its status now: the poller's here, else what a collector last wrote
+    # (leases.fleet.nodestatus.current); a node with neither is not in it
+    statuses: Mapping[int, NodeStatus]
     alerts: tuple[StoredAlert, ...]
-    # node name -> its stored minutes of the last hour, spread over the sparkline's cells
-    hour: Mapping[str, CellSums]
+    # node id -> its last hour, a mean a sparkline cell: the stored minutes and the live
+    # readings after them (leases.fleet.live.hour_means); None a gap
+    hour: Mapping[int, tuple[float | None, ...]]
     hour_end: float  # Unix s: the end of the sparkline's window (leases.fleet.sparkline.window_end)
-    last_minute: Mapping[str, int]  # node name -> its latest stored minute
+    last_minute: Mapping[int, int]  # node id -> its latest stored minute
     money: MonthMoney | None
     problems: tuple[str, ...] = ()  # what could not be read this time, in words
     reloaded: bool = False  # facts were read again this time
@@ -178,9 +185,13 @@ class FleetData:
 class ReadRequest:
     now: datetime
     reload: bool = False  # re-read the ledger's facts now (the user asked)
-    latest: bool = True  # read node_latest (nobody polls in this process)
-    evaluate_alerts: bool = False  # nobody polls at all: evaluate alerts when due
-    housekeeping: bool = False  # this process polls: purge old minutes when due
+    # What the poller in this process holds, by node name (None: nobody polls here, read
+    # what a collector wrote to node_latest), and its readings after each node's last
+    # stored minute, by node id (leases.fleet.live.recent_readings).
+    polled: Mapping[str, NodeStatus] | None = None
+    live: Mapping[int, list[Reading]] = field(default_factory=dict)
+    # A stored status last checked before this is shown as stale (None: never).
+    stale_before: datetime | None = None
     # False: the ledger's facts and latest readings only, for a first paint that does not
     # wait on an hour of minutes, the month's cost or the alert rules (read next time).
     history: bool = True
@@ -189,19 +200,11 @@ class ReadRequest:
     first: int | None = None
 
 
-def _by_name(
+def _of_nodes(
     nodes: Iterable[Node], billing: Mapping[int | str, BillingNow]
-) -> dict[str, BillingNow]:
-    """Ledger.billing (by node id) by the names the dashboard shows: of the fleet's nodes,
-    whose names are their own (a released node's is not among them)."""
-    return {n.name: billing[n.id] for n in nodes if n.id is not None and n.id in billing}
-
-
-def _said(exc: InputError | LedgerError) -> str:
-    if isinstance(exc, InputError):
-        got = "" if exc.value is None else f" (got '{exc.value}')"
-        return f"{exc.field}: {exc.reason}{got}"
-    return str(exc)
+) -> dict[int, BillingNow]:
+    """Ledger.billing (by node id) of the fleet's nodes."""
+    return {n.id: billing[n.id] for n in nodes if n.id is not None and n.id in billing}
 
 
 class FleetReader:
@@ -213,18 +216,16 @@ class FleetReader:
         self.config = config
         self.store = HistoryStore(ledger)
         self.cache = MinuteCache()
-        self.housekeeping = Housekeeping()
         self.facts = LedgerFacts()
         self.money: MonthMoney | None = None
         self._money_problem: str | None = None  # why `money` is None, while it is
         self._facts_at: datetime | None = None
         self._version: int | None = None  # PRAGMA data_version at the last read
         self._minute: int | None = None
-        self._latest: Mapping[str, Latest] | None = None  # None: not read (or not kept)
+        self._latest: Mapping[int, NodeStatus] | None = None  # None: not read (or not kept)
         self._money_at: datetime | None = None
         self._alerts: tuple[StoredAlert, ...] = ()
-        self._alerts_at: datetime | None = None
-        self._alert_cache: UsageCache = {}
+        self._status_cache: StatusCache = {}  # statuses made of stored ones, kept
         self._edits: tuple[object, ...] | None = None  # _edit_mark() at the last facts read
         self._first_done = False  # a first paint's read of the first nodes was made
 
@@ -244,22 +245,14 @@ class FleetReader:
         edits = self._edits
         if req.reload or self._facts_due(now):
             try:
-                self.facts = self._facts(now, req.housekeeping)
+                self.facts = self._facts(now)
                 reloaded = True
             except (InputError, LedgerError) as exc:
                 # A row the ledger refuses to read: keep what was read before.
-                problems.append(f"cannot read the ledger: {_said(exc)}")
+                problems.append(f"cannot read the ledger: {said(exc)}")
             self._facts_at = now
         problems.extend(self.facts.problems)
-        if req.evaluate_alerts and req.history and self._due(self._alerts_at, now, ALERTS_S):
-            from leases.alerts.watch import check  # here: it brings the notifiers
-
-            try:
-                check(self.ledger, self.config.alerts, lambda: now, self._alert_cache)
-            except (InputError, LedgerError) as exc:
-                problems.append(f"alerts not evaluated: {_said(exc)}")
-            self._alerts_at = now
-        ids = {n.id: n.name for n in self.facts.nodes if n.id is not None}
+        ids = [n.id for n in self.facts.nodes if n.id is not None]
         # SQLite's data_version moves when another connection commits: while it stands
         # (no poller has written since), the readings and minutes read last time hold.
         version = self.ledger.conn.execute("PRAGMA data_version").fetchone()[0]
@@ -271,10 +264,10 @@ class FleetReader:
         elif not (unchanged and minute == self._minute):
             self.cache.refresh(self.ledger.conn, ids, now)
             self._minute = minute
-        if not req.latest:
+        if req.polled is not None:
             self._latest = None  # this process polls: its poller holds the readings
         elif self._latest is None or not unchanged:
-            self._latest = self.store.latest()
+            self._latest = self.store.latest_by_id()
         # Money moves with time slowly; an edit (a new lease, a price) changes it at once.
         edited = reloaded and self._edits != edits
         if req.history and (req.reload or edited or self._due(self._money_at, now, MONEY_S)):
@@ -286,13 +279,20 @@ class FleetReader:
                 self._money_problem = None
             except (InputError, LedgerError) as exc:
                 self.money = None
-                self._money_problem = f"month's cost not computed: {_said(exc)}"
+                self._money_problem = f"month's cost not computed: {said(exc)}"
             self._money_at = now
         if self._money_problem is not None:
             problems.append(self._money_problem)  # said on every read while it stands
         end = window_end(now.timestamp())
-        hour = {name: self.cache.sums(i, end) for i, name in ids.items()} if req.history else {}
-        last = {name: m for i, name in ids.items() if (m := self.cache.last_minute(i)) is not None}
+        empty = cell_sums((), end=end)
+        hour = {
+            i: tuple(hour_means(self.cache.sums(i, end) if req.history else empty,
+                                req.live.get(i), end))
+            for i in ids
+        }  # fmt: skip
+        last = {i: m for i in ids if (m := self.cache.last_minute(i)) is not None}
+        statuses = current(self.facts.nodes, req.polled, self._latest or {}, req.stale_before,
+                           self._status_cache)  # fmt: skip
         try:
             from leases.alerts import state as alertstate
 
@@ -300,11 +300,11 @@ class FleetReader:
         except (InputError, LedgerError, ValueError) as exc:
             # One unreadable alert row (an imported or hand-edited ledger) is said; the
             # fleet goes on with the alerts read before.
-            said = _said(exc) if isinstance(exc, InputError | LedgerError) else str(exc)
-            problems.append(f"alerts not read: {visible(said, 200)}")
+            why = said(exc) if isinstance(exc, InputError | LedgerError) else str(exc)
+            problems.append(f"alerts not read: {visible(why, 200)}")
         return FleetData(
             self.facts,
-            self._latest or {},
+            statuses,
             self._alerts,
             hour,
             end,
@@ -324,14 +324,17 @@ class FleetReader:
         facts = LedgerFacts(
             tuple(n for n in nodes if not n.problem),
             tuple(n for n in nodes if n.problem),
-            _by_name(nodes, self.ledger.billing(req.now, ids)),
+            _of_nodes(nodes, self.ledger.billing(req.now, ids)),
             {p.name: p.kind.value for p in self.ledger.providers()},
             {i: p for i, p in progress(self.ledger).items() if i in shown},
         )
-        latest = self.store.latest(ids) if req.latest else {}
+        stored = self.store.latest_by_id(ids) if req.polled is None else {}
+        statuses = current(facts.nodes, req.polled, stored, req.stale_before)
         total = self.ledger.count_nodes(FLEET_STATES)
         end = window_end(req.now.timestamp())
-        return FleetData(facts, latest, (), {}, end, {}, None, reloaded=True, total=total)
+        empty = cell_sums((), end=end)
+        hour = {i: tuple(hour_means(empty, req.live.get(i), end)) for i in ids}
+        return FleetData(facts, statuses, (), hour, end, {}, None, reloaded=True, total=total)
 
     def _edit_mark(self) -> tuple[object, ...]:
         # Every edit of a node, lease, provider or resource adds an audit entry (the hash
@@ -351,12 +354,9 @@ class FleetReader:
             return False
         return self._edit_mark() != self._edits
 
-    def _facts(self, now: datetime, housekeeping: bool) -> LedgerFacts:
+    def _facts(self, now: datetime) -> LedgerFacts:
         self._edits = self._edit_mark()
-        if housekeeping:
-            polled, refused = self.housekeeping.run(self.ledger, self.store, now)
-        else:
-            polled, refused = fleet_nodes(self.ledger)
+        polled, refused = fleet_nodes(self.ledger)
         # A row the ledger refuses costs itself: the rest shows, and it is said.
         leases, problems = self.ledger.readable_leases()
         providers, unread = self.ledger.readable_providers()
@@ -366,7 +366,7 @@ class FleetReader:
         by_node: dict[int | str, list[Lease]] = {}
         for le in leases:
             by_node.setdefault(le.node_key, []).append(le)
-        billing: dict[str, BillingNow] = {}
+        billing: dict[int, BillingNow] = {}
         for n in [*polled, *refused]:
             if n.id not in by_node:
                 continue
@@ -377,8 +377,8 @@ class FleetReader:
                     f"node {visible(n.name, 80)!r}: its lease not shown: {unreadable(exc)}"
                 )
                 continue
-            if b is not None:
-                billing[n.name] = b
+            if b is not None and n.id is not None:
+                billing[n.id] = b
         try:
             plans = progress(self.ledger)
         except UNREADABLE as exc:

@@ -104,22 +104,26 @@ def next_end(billing: Mapping[str, BillingNow], now: datetime) -> tuple[str, dat
 
 def header(
     nodes: Sequence[Node],
-    statuses: Mapping[str, NodeStatus],
-    billing: Mapping[str, BillingNow],
+    statuses: Mapping[int, NodeStatus],
+    billing: Mapping[int, BillingNow],
     money: MonthMoney | None,
     ledger: str,
     now: datetime,
 ) -> Header:
+    """statuses, billing: by node id (leases.fleet.data.FleetData)."""
     busy = read = total = 0
+    named: dict[str, BillingNow] = {}
     for n in nodes:
-        fig = status_figures(statuses.get(n.name))
+        if n.id is not None and n.id in billing:
+            named[n.name] = billing[n.id]
+        fig = status_figures(statuses.get(n.id) if n.id is not None else None)
         if fig is None:
             total += n.gpu_count
             continue
         busy += fig.busy
         read += fig.gpus
         total += max(fig.gpus, n.gpu_count)
-    return Header(busy, read, total, money, next_end(billing, now), ledger)
+    return Header(busy, read, total, money, next_end(named, now), ledger)
 
 
 def yuan(amount: Decimal, currency: str) -> str:

@@ -1,5 +1,6 @@
-"""One conversion of a stored reading into a NodeStatus, and one health summary: the CLI
-(`zuka poll` beside a collector, `zuka collect`'s log line) and the dashboard share both."""
+"""A stored status as it stands now (stale or not), every fleet node's status joined from the
+poller's and the ledger's, and one health summary: the CLI (`zuka poll` beside a collector,
+`zuka collect`'s log line) and the dashboard share them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from leases.core.models import GpuSample, Latest, NodeHealth, NodeStatus
+from leases.core.models import GpuSample, Node, NodeHealth, NodeStatus
 from leases.telemetry.history import busy_verdict
 
 # A stored reading older than this many poll intervals (and at least STALE_MIN_S) means
@@ -20,20 +21,17 @@ def stale_after_s(interval_s: float) -> float:
     return max(STALE_MIN_S, STALE_INTERVALS * interval_s)
 
 
-def from_latest(row: Latest, *, stale_before: datetime | None = None) -> NodeStatus:
-    """What a poller last wrote (node_latest), as the status a poller here would hold.
-    stale_before: a reading older than that is shown as stale, not as the node's state."""
-    if stale_before is not None and row.at < stale_before:
+def unless_stale(status: NodeStatus, stale_before: datetime | None = None) -> NodeStatus:
+    """What a poller last wrote (node_latest, HistoryStore.latest_by_id) as the node's status
+    now: a status last checked before `stale_before` is shown as stale, not as the node's
+    state."""
+    if stale_before is not None and status.checked is not None and status.checked < stale_before:
         return NodeStatus(
-            row.node,
+            status.node,
             NodeHealth.CONNECTING,
-            f"stale: last reading {row.at.astimezone():%H:%M:%S}",
+            f"stale: last reading {status.checked.astimezone():%H:%M:%S}",
         )
-    ok = row.health is NodeHealth.OK
-    return NodeStatus(
-        row.node, row.health, row.detail, row.at, row.at if ok else None, row.gpus,
-        row.processes, row.fingerprint,
-    )  # fmt: skip
+    return status
 
 
 def refused(name: str, problem: str) -> NodeStatus:
@@ -144,36 +142,47 @@ def status_figures(status: NodeStatus | None) -> Figures | None:
 _KEPT = "_figures"
 
 
-# node name -> (the reading, whether it was stale, the status made of it)
-StatusCache = dict[str, tuple[Latest, bool, NodeStatus]]
+# node id -> (the stored status, whether it was stale, the status shown of it)
+StatusCache = dict[int, tuple[NodeStatus, bool, NodeStatus]]
 
 
 def current(
-    refused_nodes: Mapping[str, str],
+    nodes: Sequence[Node],
     polled: Mapping[str, NodeStatus] | None,
-    latest: Mapping[str, Latest],
-    stale_before: datetime,
+    stored: Mapping[int, NodeStatus],
+    stale_before: datetime | None,
     cache: StatusCache | None = None,
-) -> dict[str, NodeStatus]:
-    """Every node's status now: a refused node as refused; else what the poller in this
-    process holds (polled), or else what a collector last wrote (latest), stale if old.
-    cache: the status made of the very same reading last time is that status (with its
-    figures worked out), not a new one."""
-    out = {name: refused(name, problem) for name, problem in refused_nodes.items()}
-    if polled is not None:
-        return {**polled, **out}
-    for name, row in latest.items():
-        if name in out:
+) -> dict[int, NodeStatus]:
+    """Every fleet node's status now, by node id: a refused node (its `problem` set) as
+    refused; else what the poller in this process holds (polled: by name, as it polls the
+    fleet's live nodes, whose names are their own), or else what a collector last wrote
+    (stored, by node id: a released node's name may be reused), stale if old. A node with
+    neither is left out. cache: the status made of the very same stored one last time is
+    that status (with its figures worked out), not a new one."""
+    out: dict[int, NodeStatus] = {}
+    for n in nodes:
+        if n.id is None:
             continue
-        stale = row.at < stale_before
-        hit = cache.get(name) if cache is not None else None
-        if hit is not None and hit[0] is row and hit[1] == stale:
-            out[name] = hit[2]
-            continue
-        out[name] = from_latest(row, stale_before=stale_before)
-        if cache is not None:
-            cache[name] = (row, stale, out[name])
+        if n.problem:
+            out[n.id] = refused(n.name, n.problem)
+        elif polled is not None:
+            if n.name in polled:
+                out[n.id] = polled[n.name]
+        elif n.id in stored:
+            row = stored[n.id]
+            stale = (
+                stale_before is not None
+                and row.checked is not None
+                and (row.checked < stale_before)
+            )
+            hit = cache.get(n.id) if cache is not None else None
+            if hit is not None and hit[0] is row and hit[1] == stale:
+                out[n.id] = hit[2]
+                continue
+            out[n.id] = unless_stale(row, stale_before)
+            if cache is not None:
+                cache[n.id] = (row, stale, out[n.id])
     if cache is not None:
-        for gone in cache.keys() - latest.keys():
+        for gone in cache.keys() - stored.keys():
             del cache[gone]
     return out

@@ -28,8 +28,7 @@ from typing import Literal, TypeVar
 
 from leases.alerts.watch import AlertWatch
 from leases.core.clock import Clock, utc_now
-from leases.core.models import GpuProcess, GpuSample, Latest, Node, NodeHealth
-from leases.core.models import NodeStatus as NodeStatus  # lives there: readers import no SSH
+from leases.core.models import GpuProcess, GpuSample, Node, NodeHealth, NodeStatus
 from leases.ssh.errors import BackingOff, HostKeyRejected, OutputTooLarge, SshError, StreamExited
 from leases.ssh.pool import SshPool
 from leases.ssh.stream import CommandResult
@@ -346,15 +345,7 @@ class Poller:
         if self.store is None:
             return
         rows = [
-            Latest(
-                s.node,
-                s.checked or self.clock(),
-                s.health,
-                s.detail,
-                s.fingerprint,
-                s.samples,
-                s.processes,
-            )
+            replace(s, checked=s.checked or self.clock())
             for s in latest.values()
             if s.node in self._nodes
         ]

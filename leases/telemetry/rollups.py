@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from leases.core.models import GpuProcess, GpuSample, Latest, Lease, Node, NodeHealth
+from leases.core.models import GpuProcess, GpuSample, Lease, Node, NodeHealth, NodeStatus
 from leases.ledger.store import Ledger
 from leases.money import billing
 from leases.telemetry.attribution import add_shares, minute_shares
@@ -186,7 +186,8 @@ class HistoryStore:
         with self.ledger.transaction() as conn:
             conn.executemany(_HOUR_UPSERT, [self._hour_row(h) for h in hours])
 
-    def write_latest(self, rows: Sequence[Latest]) -> None:
+    def write_latest(self, rows: Sequence[NodeStatus]) -> None:
+        """Each node's status as of its last attempt (`checked`, which must be set)."""
         if not rows:
             return
         with self.ledger.transaction() as conn:
@@ -197,11 +198,11 @@ class HistoryStore:
                 [
                     (
                         self.node_id(r.node),
-                        r.at.isoformat(),
+                        _checked(r).isoformat(),
                         r.health.value,
                         r.detail,
                         r.fingerprint,
-                        json.dumps([sample_record(s) for s in r.gpus]),
+                        json.dumps([sample_record(s) for s in r.samples]),
                         json.dumps([asdict(p) for p in r.processes]),
                     )
                     for r in rows
@@ -300,13 +301,9 @@ class HistoryStore:
             for s, e, h, d in rows
         ]
 
-    def latest(self, node_ids: Sequence[int] | None = None) -> dict[str, Latest]:
-        """The latest reading of every node (or of these nodes), by name."""
-        return {r.node: r for r in self.latest_by_id(node_ids).values()}
-
-    def latest_by_id(self, node_ids: Sequence[int] | None = None) -> dict[int, Latest]:
-        """The latest reading of every node (or of these nodes), by node id (a name may
-        be reused)."""
+    def latest_by_id(self, node_ids: Sequence[int] | None = None) -> dict[int, NodeStatus]:
+        """The latest status written of every node (or of these nodes), as the poller held
+        it: by node id, never by name (a released node's name may be reused)."""
         sql = (
             "SELECT l.node_id, n.name, l.at, l.health, l.detail, l.fingerprint, l.gpus,"
             " l.processes FROM node_latest l JOIN nodes n ON n.id = l.node_id"
@@ -316,16 +313,19 @@ class HistoryStore:
             sql += " WHERE l.node_id IN (SELECT value FROM json_each(?))"
             params.append(json.dumps(list(node_ids)))
         rows = self.ledger.conn.execute(sql, params).fetchall()
-        out: dict[int, Latest] = {}
+        out: dict[int, NodeStatus] = {}
         for node_id, name, at, health, detail, fp, gpus, procs in rows:
-            out[node_id] = Latest(
+            checked = datetime.fromisoformat(at)
+            ok = NodeHealth(health) is NodeHealth.OK
+            out[node_id] = NodeStatus(
                 name,
-                datetime.fromisoformat(at),
                 NodeHealth(health),
                 detail,
-                fp,
+                checked,
+                checked if ok else None,
                 tuple(sample_from(name, d) for d in json.loads(gpus)),
                 tuple(GpuProcess(**{**p, "node": name}) for p in json.loads(procs)),
+                fp,
             )
         return out
 
@@ -417,3 +417,9 @@ class HistoryStore:
                 span_busy, span_known = self.card_minutes(lease.node_key, lo, hi)
                 busy, known = busy + span_busy, known + span_known
         return billing.lease_card_hours(lease, since, until, busy, known, stops=stops, cards=cards)
+
+
+def _checked(status: NodeStatus) -> datetime:
+    if status.checked is None:
+        raise ValueError(f"node {status.node!r}: a status never checked is not stored")
+    return status.checked

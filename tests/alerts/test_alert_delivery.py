@@ -18,7 +18,7 @@ from leases.alerts.alert import AlertKind
 from leases.alerts.severity import Severity
 from leases.alerts.watch import AlertWatch, check
 from leases.config.sections import AlertsConfig
-from leases.core.models import GpuSample, Latest, Node, NodeHealth
+from leases.core.models import GpuSample, Node, NodeHealth, NodeStatus
 from leases.ledger import records
 from leases.ledger.store import Ledger
 from leases.notify.outbox import Notifier
@@ -192,9 +192,9 @@ def test_a_critical_is_never_held_by_the_digest(
         n.close()
 
 
-def _reading(node: Node, at: datetime, temp: float) -> Latest:
+def _reading(node: Node, at: datetime, temp: float) -> NodeStatus:
     gpu = GpuSample(node.name, at, 0, "GPU-0", "A100", util_gpu=90.0, temp_c=temp)
-    return Latest(node.name, at, NodeHealth.OK, "", None, (gpu,), ())
+    return NodeStatus(node.name, NodeHealth.OK, "", checked=at, samples=(gpu,))
 
 
 def test_an_escalation_within_the_hour_is_sent(

@@ -24,7 +24,7 @@ from leases.alerts.rules import evaluate
 from leases.alerts.watch import AlertWatch, check, message_of
 from leases.config.sections import AlertsConfig
 from leases.core import fields
-from leases.core.models import GpuProcess, GpuSample, Latest, NodeHealth
+from leases.core.models import GpuProcess, GpuSample, NodeHealth, NodeStatus
 from leases.ledger import records
 from leases.ledger.store import Ledger
 from leases.notify.message import render
@@ -57,7 +57,7 @@ def _idle_now(ledger: Ledger, node: str, minutes: Iterator[int] | range) -> None
     store = HistoryStore(ledger)
     sample = GpuSample(node, NOW, 0, util_gpu=0.0, mem_used_mib=400.0, power_w=20.0,
                        power_limit_w=150.0)  # fmt: skip
-    store.write_latest([Latest(node, NOW, NodeHealth.OK, "", None, (sample,), ())])
+    store.write_latest([NodeStatus(node, NodeHealth.OK, "", checked=NOW, samples=(sample,))])
     store.write_minutes([NodeMinute(node, m, (IDLE,)) for m in minutes])
 
 
@@ -172,9 +172,8 @@ def test_alerts_cli_exits_0_beside_the_broken_row(tmp_path: Path, cli: Cli) -> N
         store = HistoryStore(ledger)
         sample = GpuSample("c1", now, 0, util_gpu=0.0, mem_used_mib=400.0, power_w=20.0,
                            power_limit_w=150.0)  # fmt: skip
-        # Latest and minutes an hour past now too: the command runs a moment later.
-        store.write_latest([Latest("c1", now + timedelta(minutes=5), NodeHealth.OK, "", None,
-                                   (sample,), ())])  # fmt: skip
+        # NodeStatus and minutes an hour past now too: the command runs a moment later.
+        store.write_latest([NodeStatus("c1", NodeHealth.OK, "", checked=now + timedelta(minutes=5), samples=(sample,))])  # fmt: skip
         store.write_minutes([NodeMinute("c1", m, (IDLE,)) for m in range(hi - 180, hi + 60)])
     r = cli("alerts", "--json", ledger=path)
     assert r.code == 0, r.err
@@ -319,8 +318,7 @@ def test_forgotten_counts_only_the_known_idle_minutes(tmp_path: Path) -> None:
 def _starved_facts(util: float) -> list[Alert]:
     node = records.node_from({"name": "s1", "ssh_host": "10.0.0.9", "gpu_count": 1})
     sample = GpuSample("s1", NOW, 0, uuid="GPU-a", util_gpu=util, mem_used_mib=20000.0)
-    latest = Latest("s1", NOW, NodeHealth.OK, "", None, (sample,),
-                    (GpuProcess("s1", "GPU-a", 4242, "python"),))  # fmt: skip
+    latest = NodeStatus("s1", NodeHealth.OK, "", checked=NOW, samples=(sample,), processes=(GpuProcess("s1", "GPU-a", 4242, "python"),))  # fmt: skip
     minute = GpuMinute(0, 6, util, util, 20000.0, 60.0, 300.0)
     minutes = tuple(NodeMinute("s1", m, (minute,)) for m in range(HI - 40, HI))
     return _of(
@@ -366,7 +364,9 @@ def test_a_stale_reading_never_clears_a_temperature_alert(tmp_path: Path) -> Non
     hot = GpuSample("t1", NOW, 0, util_gpu=90.0, temp_c=95.0)
     with _open(path) as ledger:
         _node(ledger, "t1", gpus=1)
-        HistoryStore(ledger).write_latest([Latest("t1", NOW, NodeHealth.OK, "", None, (hot,), ())])
+        HistoryStore(ledger).write_latest(
+            [NodeStatus("t1", NodeHealth.OK, "", checked=NOW, samples=(hot,))]
+        )
         check(ledger, CONFIG, ledger.clock)
         (alert,) = alertstate.alerts(ledger, NOW)
     assert alert.kind == "temperature" and alert.severity.value == "critical"
@@ -380,7 +380,9 @@ def test_a_stale_reading_never_clears_a_temperature_alert(tmp_path: Path) -> Non
     path2 = tmp_path / "l2.db"
     with _open(path2, later) as ledger:
         _node(ledger, "t1", gpus=1)
-        HistoryStore(ledger).write_latest([Latest("t1", NOW, NodeHealth.OK, "", None, (hot,), ())])
+        HistoryStore(ledger).write_latest(
+            [NodeStatus("t1", NodeHealth.OK, "", checked=NOW, samples=(hot,))]
+        )
         check(ledger, CONFIG, ledger.clock)
         assert alertstate.alerts(ledger, later) == []
 
@@ -422,7 +424,9 @@ def test_uncorrected_ecc_errors_are_critical_and_a_stale_reading_keeps_them(
         with _open(path) as ledger:
             gpus = tuple(GpuSample("e1", at, i, util_gpu=50.0, ecc_uncorrected=ecc if i else 0)
                          for i in range(2))  # fmt: skip
-            HistoryStore(ledger).write_latest([Latest("e1", at, health, "", None, gpus, ())])
+            HistoryStore(ledger).write_latest(
+                [NodeStatus("e1", health, "", checked=at, samples=gpus)]
+            )
 
     with _open(path) as ledger:
         _node(ledger, "e1", gpus=2)

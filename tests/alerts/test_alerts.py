@@ -26,7 +26,7 @@ from leases.alerts.rules import evaluate
 from leases.alerts.watch import AlertWatch, check
 from leases.config.sections import AlertsConfig, NotifyConfig
 from leases.core.errors import InputError
-from leases.core.models import GpuProcess, GpuSample, Latest, Node, NodeHealth
+from leases.core.models import GpuProcess, GpuSample, Node, NodeHealth, NodeStatus
 from leases.ledger import records
 from leases.ledger.schema import MIGRATIONS
 from leases.ledger.store import Ledger
@@ -177,7 +177,9 @@ def test_missing_samples_give_no_idle_verdict(tmp_path: Path) -> None:
         store = HistoryStore(ledger)
         idle = GpuSample("aliyun-a10-burst", now, 0, util_gpu=0.0, mem_used_mib=400.0,
                          power_w=20.0, power_limit_w=150.0)  # fmt: skip
-        store.write_latest([Latest("aliyun-a10-burst", now, NodeHealth.OK, "", None, (idle,), ())])
+        store.write_latest(
+            [NodeStatus("aliyun-a10-burst", NodeHealth.OK, "", checked=now, samples=(idle,))]
+        )
         store.write_minutes([
             NodeMinute("aliyun-a10-burst", m, (GpuMinute(0, 6, 0.0, 0.0, 400.0, 20.0, 150.0),))
             for m in range(int(now.timestamp()) // 60 - 180, int(now.timestamp()) // 60)
@@ -198,13 +200,13 @@ def sim_idle_hour(sim: SimNode, start: datetime) -> bool:
                for u in row.util_gpu)  # fmt: skip
 
 
-def _latest_of(sim: SimNode, now: datetime) -> Latest:
+def _latest_of(sim: SimNode, now: datetime) -> NodeStatus:
     """The sim's reading now, as the poller writes it, with one process per GPU."""
     row = next(history(sim, now - timedelta(seconds=1), now))
     gpus = tuple(row_samples(sim, row))
     procs = tuple(GpuProcess(sim.name, g.uuid, 4000 + g.index, "python", 30000.0, "alice")
                   for g in gpus)  # fmt: skip
-    return Latest(sim.name, now, NodeHealth.OK, "", None, gpus, procs)
+    return NodeStatus(sim.name, NodeHealth.OK, "", checked=now, samples=gpus, processes=procs)
 
 
 def test_starved_node_gets_the_starved_alert(tmp_path: Path) -> None:
@@ -278,8 +280,8 @@ def test_temperature_raises_at_the_threshold_and_clears_five_below(tmp_path: Pat
         for i, temp in enumerate((84.0, 85.0, 82.0, 86.0, 81.0, 79.0, 84.0)):
             now = t0 + timedelta(minutes=i)
             sample = row_samples(sim, next(history(sim, now, now + timedelta(seconds=1))))[0]
-            reading = Latest(
-                "hot", now, NodeHealth.OK, "", None, (replace(sample, temp_c=temp),), ()
+            reading = NodeStatus(
+                "hot", NodeHealth.OK, "", checked=now, samples=(replace(sample, temp_c=temp),)
             )
             found = evaluate([NodeFacts(node, latest=reading)], CONFIG, now)
             levels.append(found[0].level.value if found else None)
@@ -508,7 +510,7 @@ def test_forgotten_finds_the_real_start_of_the_idle_stretch(
         sample = GpuSample("aliyun-a10-burst", now, 0, util_gpu=0.0, mem_used_mib=400.0,
                            power_w=20.0, power_limit_w=150.0)  # fmt: skip
         store.write_latest(
-            [Latest("aliyun-a10-burst", now, NodeHealth.OK, "", None, (sample,), ())]
+            [NodeStatus("aliyun-a10-burst", NodeHealth.OK, "", checked=now, samples=(sample,))]
         )
         store.write_minutes([
             NodeMinute("aliyun-a10-burst", m, (busy if m < start else idle,))

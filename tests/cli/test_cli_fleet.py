@@ -144,3 +144,34 @@ def test_node_trust_flow(cli: Cli, ledger_path: Path, tmp_path: Path) -> None:
         runner.stop()
     assert not sim_trust_store(ledger_path).exists()
     assert os.stat(ledger_path.parent / "known_hosts").st_mode & 0o777 == 0o600
+
+
+def test_poll_beside_a_collector_shows_no_released_nodes_reading_for_its_name(
+    cli: Cli, ledger_path: Path
+) -> None:
+    """Issue 19: what a collector wrote is read by node id. The released `sim-001` last read
+    'driver_mismatch'; the new `sim-001` has no reading from the collector yet."""
+    from dataclasses import replace
+
+    from leases.core.models import NodeHealth, NodeStatus
+    from leases.telemetry.lock import PollerLock
+    from leases.telemetry.rollups import HistoryStore
+
+    now = datetime.now(UTC)
+    with Ledger.open(ledger_path) as ledger:
+        (old,) = register_sim_nodes(ledger, 1, now)
+        HistoryStore(ledger).write_latest(
+            [NodeStatus(old.name, NodeHealth.DRIVER_MISMATCH, "reboot", checked=now)]
+        )
+        ledger.conn.execute("UPDATE nodes SET state = 'released' WHERE id = ?", [old.id])
+        ledger.conn.commit()
+        ledger.add_node(replace(old, id=None))
+    collector = PollerLock(ledger_path)  # stands in for a running `zuka collect`
+    assert collector.acquire()
+    try:
+        r = cli("poll", "--once", "--json")
+    finally:
+        collector.release()
+    assert r.code == 0 and "a collector (pid" in r.err, r.err
+    (row,) = json.loads(r.out)
+    assert (row["node"], row["health"]) == ("sim-001", "connecting"), row

@@ -327,8 +327,7 @@ def test_the_dashboard_refuses_a_pipe(cli: Cli, tmp_path: Path) -> None:
 def test_poll_does_not_cut_details_in_a_pipe() -> None:
     from datetime import UTC, datetime
 
-    from leases.core.models import NodeHealth
-    from leases.telemetry.poller import NodeStatus
+    from leases.core.models import NodeHealth, NodeStatus
     from tui.cli.fleet import status_row
 
     detail = "connection refused by the jump host " + "x" * 100

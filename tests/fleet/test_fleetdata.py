@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import closing
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -14,10 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from leases.config.sections import Config
-from leases.core.models import GpuSample, Latest, NodeHealth
+from leases.core.models import GpuSample, NodeHealth, NodeStatus
 from leases.fleet.data import FleetReader, MinuteCache, ReadRequest
 from leases.fleet.header import countdown, header, header_line, next_end
-from leases.fleet.nodestatus import from_latest
 from leases.ledger.store import Ledger
 from leases.sim.demoledger import build_demo_ledger
 from leases.sim.ledger import register_sim_nodes
@@ -177,7 +177,8 @@ def test_a_ledger_row_it_cannot_read_is_said_and_the_rest_read(tmp_path: Path) -
             other.execute("UPDATE leases SET unit_price = 'lots' WHERE id = 1")
         data = reader.read(ReadRequest(NOW, reload=True))
         assert data.reloaded and data.facts.polled == before.polled
-        (bad,) = set(before.billing) - set(data.facts.billing)
+        (bad_id,) = set(before.billing) - set(data.facts.billing)
+        bad = next(n.name for n in before.nodes if n.id == bad_id)
         lease, month = data.problems  # the row, and the month's cost it keeps off
         assert (
             lease == f"lease 1 of node '{bad}' not read: unit_price: is not a number (got 'lots')"
@@ -194,12 +195,11 @@ def test_header_figures(tmp_path: Path) -> None:
         busy_node, idle_node = nodes[0], nodes[1]
         sample = GpuSample(busy_node.name, NOW, 0, util_gpu=90.0, mem_used_mib=9000.0)
         idle = GpuSample(idle_node.name, NOW, 0, util_gpu=0.0, mem_used_mib=300.0, power_w=50.0)
+        assert busy_node.id is not None and idle_node.id is not None
         statuses = {
-            busy_node.name: from_latest(Latest(busy_node.name, NOW, NodeHealth.OK, "", None,
-                                               (sample,), ())),
-            idle_node.name: from_latest(Latest(idle_node.name, NOW, NodeHealth.OK, "", None,
-                                               (idle,), ())),
-        }  # fmt: skip
+            busy_node.id: NodeStatus(busy_node.name, NodeHealth.OK, "", NOW, NOW, (sample,)),
+            idle_node.id: NodeStatus(idle_node.name, NodeHealth.OK, "", NOW, NOW, (idle,)),
+        }
         h = header(nodes, statuses, data.facts.billing, data.money, "demo.db", NOW)
     assert h.busy == 1 and h.read == 2
     assert h.total == sum(n.gpu_count for n in nodes)  # the ledger's count where unread
@@ -251,11 +251,11 @@ def test_readings_are_read_again_only_when_another_connection_wrote(fleet: Ledge
     seen.clear()
     reader.read(ReadRequest(NOW + timedelta(seconds=2)))
     assert not any("node_latest" in s or "gpu_minute" in s for s in seen), seen
-    HistoryStore(fleet).write_latest([Latest(fleet.nodes()[0].name, NOW, NodeHealth.OK, "",
-                                             None, (), ())])  # fmt: skip
+    first = fleet.nodes()[0]
+    HistoryStore(fleet).write_latest([NodeStatus(first.name, NodeHealth.OK, checked=NOW)])
     data = reader.read(ReadRequest(NOW + timedelta(seconds=4)))
     assert any("node_latest" in s for s in seen)
-    assert data.latest[fleet.nodes()[0].name].at == NOW
+    assert data.statuses[first.id or 0].checked == NOW
     reader.ledger.close()
 
 
@@ -308,7 +308,8 @@ def test_a_first_paint_reads_the_first_nodes_only_and_the_next_read_all(tmp_path
         register_sim_nodes(ledger, 12, NOW)
         store = HistoryStore(ledger)
         names = [n.name for n in ledger.nodes()]
-        store.write_latest([Latest(name, NOW, NodeHealth.OK, "", None, (), ()) for name in names])
+        store.write_latest([NodeStatus(name, NodeHealth.OK, checked=NOW) for name in names])
+        ids = {n.name: n.id for n in ledger.nodes()}
         # A node released is not in the fleet, so not among the first nodes either.
         ledger.conn.execute("UPDATE nodes SET state = 'released' WHERE name = ?", [names[0]])
         ledger.conn.commit()
@@ -318,15 +319,16 @@ def test_a_first_paint_reads_the_first_nodes_only_and_the_next_read_all(tmp_path
         first = reader.read(ReadRequest(NOW, history=False, first=4))
         assert [n.name for n in first.facts.nodes] == names[1:5]
         assert first.total == 11 and first.reloaded
-        assert set(first.latest) == set(names[1:5])
-        assert set(first.facts.billing) <= set(names[1:5]) and first.facts.billing
+        assert set(first.statuses) == {ids[n] for n in names[1:5]}
+        assert set(first.facts.billing) <= {ids[n] for n in names[1:5]} and first.facts.billing
         # Four nodes' rows read, not twelve: the nodes, leases and readings are asked by id.
         assert not any("FROM nodes n" in q and "LIMIT" not in q and "WHERE n.name" not in q
                        for q in seen)  # fmt: skip
         whole = reader.read(ReadRequest(NOW, history=False, first=4))  # first: once only
         assert whole.total is None and whole.reloaded
         assert [n.name for n in whole.facts.nodes] == names[1:]
-        assert set(whole.latest) == set(names[1:]) | {names[0]}
+        # The released node's reading is not the fleet's: no status stands for it.
+        assert set(whole.statuses) == {ids[n] for n in names[1:]}
 
 
 def test_the_first_paints_header_says_the_rest_is_being_read(tmp_path: Path) -> None:
@@ -335,7 +337,7 @@ def test_the_first_paints_header_says_the_rest_is_being_read(tmp_path: Path) -> 
     with Ledger.open(tmp_path / "big.db", clock=lambda: NOW) as ledger:
         register_sim_nodes(ledger, 6, NOW)
         first = FleetReader(ledger, Config()).read(ReadRequest(NOW, history=False, first=2))
-    done = build(first, None, {}, NOW, NOW, "/tmp/x.db", limit=2)
+    done = build(first, NOW, "/tmp/x.db", limit=2)
     assert len(done.rows) == 2
     assert done.header.startswith("reading 6 nodes…")
 
@@ -349,3 +351,24 @@ def test_ledger_nodes_with_a_limit_are_the_first_by_name_in_those_states(tmp_pat
         assert [n.name for n in ledger.nodes(FLEET_STATES, limit=3)] == everyone[:3]
         assert [n.name for n in ledger.nodes(limit=2)] == everyone[:2]
         assert ledger.count_nodes(FLEET_STATES) == 5
+
+
+def test_a_new_node_of_a_released_nodes_name_shows_none_of_its_reading(tmp_path: Path) -> None:
+    """Issue 19: the fleet read model joins readings by node id. The released node `sim-001`
+    last read 'needs reboot'; the new `sim-001` has no reading yet and must not show it."""
+    from tui.screens.fleetview import build
+
+    with Ledger.open(tmp_path / "l.db", clock=lambda: NOW) as ledger:
+        (old,) = register_sim_nodes(ledger, 1, NOW)
+        HistoryStore(ledger).write_latest(
+            [NodeStatus(old.name, NodeHealth.DRIVER_MISMATCH, "reboot", checked=NOW)]
+        )
+        ledger.conn.execute("UPDATE nodes SET state = 'released' WHERE id = ?", [old.id])
+        ledger.conn.commit()
+        new = ledger.add_node(replace(old, id=None))
+        assert new.id != old.id and new.name == old.name
+        data = FleetReader(ledger, Config()).read(ReadRequest(NOW))
+        assert [n.id for n in data.facts.nodes] == [new.id]
+        assert data.statuses == {}  # not the released node's 'needs reboot'
+        (row,) = build(data, NOW, "l.db").rows
+        assert row.cells["state"].plain == "connecting"

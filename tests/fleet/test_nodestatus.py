@@ -1,48 +1,61 @@
-"""One NodeStatus conversion and one health summary, shared by the CLI and the dashboard."""
+"""One NodeStatus as the fleet shows it, the join of polled and stored statuses, and one
+health summary, shared by the CLI and the dashboard."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from leases.core.models import GpuSample, Latest, NodeHealth
+from leases.core.models import GpuSample, Node, NodeHealth, NodeStatus, SshTarget
 from leases.fleet.nodestatus import (
     current,
     figures,
-    from_latest,
     health_label,
     health_summary,
     is_stale,
     refused,
     stale_after_s,
+    unless_stale,
 )
-from leases.telemetry.poller import NodeStatus
 
 NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
 
 
-def latest(name: str, at: datetime, health: NodeHealth = NodeHealth.OK) -> Latest:
+def latest(name: str, at: datetime, health: NodeHealth = NodeHealth.OK) -> NodeStatus:
+    """A status as HistoryStore.latest_by_id reads it back."""
     gpu = GpuSample(name, at, 0, util_gpu=50.0, mem_used_mib=2048.0, mem_total_mib=4096.0)
-    return Latest(name, at, health, "", None, (gpu,), ())
+    ok = health is NodeHealth.OK
+    return NodeStatus(name, health, "", at, at if ok else None, (gpu,))
 
 
-def test_from_latest_keeps_the_reading_and_marks_an_old_one_stale() -> None:
-    st = from_latest(latest("a", NOW))
+def node(node_id: int, name: str, problem: str = "") -> Node:
+    return Node(name, SshTarget("127.0.0.1"), id=node_id, problem=problem)
+
+
+def test_a_stored_status_stands_until_it_is_old_then_reads_stale() -> None:
+    st = unless_stale(latest("a", NOW))
     assert st.health is NodeHealth.OK and st.at == st.checked == NOW and len(st.samples) == 1
-    old = from_latest(
+    old = unless_stale(
         latest("a", NOW - timedelta(minutes=5)), stale_before=NOW - timedelta(seconds=30)
     )
     assert is_stale(old) and old.samples == ()
-    bad = from_latest(latest("b", NOW, NodeHealth.TIMEOUT))
+    bad = unless_stale(latest("b", NOW, NodeHealth.TIMEOUT))
     assert bad.at is None and bad.checked == NOW
 
 
 def test_current_prefers_refused_then_the_poller_then_the_store() -> None:
-    rows = {"a": latest("a", NOW), "b": latest("b", NOW)}
-    got = current({"b": "bad host"}, None, rows, NOW - timedelta(seconds=30))
-    assert got["a"].health is NodeHealth.OK
-    assert got["b"] == refused("b", "bad host")
+    nodes = [node(1, "a"), node(2, "b", "bad host")]
+    rows = {1: latest("a", NOW), 2: latest("b", NOW)}
+    got = current(nodes, None, rows, NOW - timedelta(seconds=30))
+    assert got[1].health is NodeHealth.OK
+    assert got[2] == refused("b", "bad host")
     polled = {"a": NodeStatus("a", NodeHealth.TIMEOUT)}
-    assert current({}, polled, rows, NOW)["a"].health is NodeHealth.TIMEOUT
+    assert current(nodes, polled, rows, NOW)[1].health is NodeHealth.TIMEOUT
+
+
+def test_a_new_node_never_shows_the_stored_status_of_a_released_one_of_its_name() -> None:
+    """By node id: the released node 1 'a' had a reading; the new node 2 'a' has none yet."""
+    rows = {1: latest("a", NOW)}
+    assert current([node(2, "a")], None, rows, NOW - timedelta(seconds=30)) == {}
 
 
 def test_health_summary() -> None:

@@ -116,7 +116,7 @@ def test_the_dashboards_month_column_and_header_key_by_node_id(cli: Cli, ledger_
     so_far = D(2) * 3 * 263
     assert data.money.by_node == {old_id: OLD, new_id: so_far}
     assert data.money.cost == OLD + so_far  # 5,418.00: each node once, at its own cards
-    refreshed = build(data, None, {}, now, now - timedelta(minutes=5), "l.db")
+    refreshed = build(data, now, "l.db")
     (row,) = [r for r in refreshed.rows if r.facts.name == "n"]
     assert row.cells["cost"].plain == "¥1,578"
     assert "¥5,418 this month" in refreshed.header

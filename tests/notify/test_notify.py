@@ -27,7 +27,7 @@ import pytest
 from leases.alerts.severity import Severity
 from leases.config.sections import NotifyConfig
 from leases.core.errors import InputError
-from leases.core.models import Node
+from leases.core.models import Node, NodeStatus
 from leases.ledger import records
 from leases.ledger.store import Ledger
 from leases.notify.message import Message
@@ -36,7 +36,7 @@ from leases.notify.send import SendResult, send
 from leases.notify.url import Target, TargetKind, mask_url, parse_target
 from leases.sim import SimNode
 from leases.ssh.pool import SshPool
-from leases.telemetry.poller import NodeStatus, Poller
+from leases.telemetry.poller import Poller
 from tests.support.sshfixtures import FakeNode, TestKeys, node_options
 from tests.support.waiting import wait_until_sync
 from tui.cli.main import main

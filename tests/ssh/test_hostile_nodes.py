@@ -133,7 +133,7 @@ def test_zuka_collect_keeps_collecting_beside_hostile_nodes(
             store = HistoryStore(ledger)
             while True:
                 assert collector.poll() is None, collector.communicate()
-                latest = store.latest()
+                latest = {r.node: r for r in store.latest_by_id().values()}
                 health = {n: (r.health.value, r.detail) for n, r in latest.items()}
                 if _bad_as_expected(health):
                     for n in HEALTHY:

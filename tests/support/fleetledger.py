@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-from leases.core.models import GpuSample, Latest, NodeHealth
+from leases.core.models import GpuSample, NodeHealth, NodeStatus
 from leases.sim.demoledger import build_demo_ledger
 from leases.telemetry.history import GpuMinute, NodeMinute
 from leases.telemetry.rollups import HistoryStore
@@ -22,9 +22,7 @@ def frozen_ledger(path: Path) -> None:
         rows = []
         for i, node in enumerate(ledger.nodes()):
             if node.name.startswith("colo-njidc-4090"):
-                rows.append(Latest(node.name, NOW, NodeHealth.DRIVER_MISMATCH,
-                                   "driver/library version mismatch: the node needs a reboot",
-                                   None, (), ()))  # fmt: skip
+                rows.append(NodeStatus(node.name, NodeHealth.DRIVER_MISMATCH, "driver/library version mismatch: the node needs a reboot", checked=NOW))  # fmt: skip
                 continue
             util = float((i * 37) % 101)
             gpus = tuple(
@@ -33,7 +31,7 @@ def frozen_ledger(path: Path) -> None:
                           power_w=100.0 + g, power_limit_w=400.0, temp_c=40.0, pstate="P0")
                 for g in range(node.gpu_count)
             )  # fmt: skip
-            rows.append(Latest(node.name, NOW, NodeHealth.OK, "", None, gpus, ()))
+            rows.append(NodeStatus(node.name, NodeHealth.OK, "", checked=NOW, samples=gpus))
             base = int(NOW.timestamp()) // 60
             first = 30 if node.name == GAP_NODE else 0
             store.write_minutes([

@@ -172,7 +172,7 @@ def test_a_rename_and_a_reused_name_while_the_poller_runs(tmp_path: Path) -> Non
     """The collector keeps running across `node edit A --rename B` and a new `node add A`:
     once it re-reads the fleet (Poller.set_nodes), the new A's minutes, gaps and latest
     row go to the new A, and B keeps only its own."""
-    from leases.core.models import Latest
+    from leases.core.models import NodeStatus
     from leases.ssh.pool import SshPool
     from leases.telemetry.poller import Poller
 
@@ -192,7 +192,7 @@ def test_a_rename_and_a_reused_name_while_the_poller_runs(tmp_path: Path) -> Non
     poller.set_nodes(ledger.nodes())
     store.write_minutes([minute(base + 1)])
     store.open_gap("A", T0, NodeHealth.UNREACHABLE, "down")
-    store.write_latest([Latest("A", T0, NodeHealth.OK, "", None, (), ())])
+    store.write_latest([NodeStatus("A", NodeHealth.OK, "", checked=T0)])
     assert [m.minute for m in store.minutes("B", T0, T0 + timedelta(hours=1))] == [base]
     assert [m.minute for m in store.minutes("A", T0, T0 + timedelta(hours=1))] == [base + 1]
     assert [g[3] for g in store.gaps("A")] == ["down"] and store.gaps("B") == []

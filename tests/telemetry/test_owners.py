@@ -325,7 +325,7 @@ async def test_owners_travel_from_the_node_into_history(rig: Rig) -> None:
     (hour,) = rig.store.hours("n0", T0 - timedelta(hours=1), T0 + timedelta(hours=1))
     assert sum(r.busy_card_minutes for r in rows) == hour.busy_card_minutes == 6
     # A stored latest reading keeps the owners for the dashboard.
-    latest = rig.store.latest()["n0"]
+    (latest,) = [r for r in rig.store.latest_by_id().values() if r.node == "n0"]
     assert [p.owner for p in latest.processes] == [None, None]
 
 

@@ -145,8 +145,8 @@ async def test_a_sweep_reads_every_gpu(fleet) -> None:  # type: ignore[no-untype
     assert [s.index for s in st.samples] == [0, 1]
     assert st.samples[0].mem_total_mib == 81920
     assert st.samples[0].util_gpu is not None
-    latest = HistoryStore(ledger).latest()
-    assert latest["n0"].health is NodeHealth.OK and len(latest["n0"].gpus) == 2
+    latest = {r.node: r for r in HistoryStore(ledger).latest_by_id().values()}
+    assert latest["n0"].health is NodeHealth.OK and len(latest["n0"].samples) == 2
 
 
 @pytest.mark.parametrize(
@@ -243,7 +243,7 @@ async def test_stream_mode_delivers_rounds(fleet) -> None:  # type: ignore[no-un
     for name in ("n0", "n1", "n2", "n3"):
         assert poller.statuses[name].health is NodeHealth.OK
     assert min(rounds().values()) >= 4, rounds()
-    assert HistoryStore(ledger).latest()["n3"].health is NodeHealth.OK
+    assert HistoryStore(ledger).latest_by_id()[ledger.node("n3").id or 0].health is NodeHealth.OK
 
 
 async def test_local_node_without_nvml_reports_it(tmp_path: Path) -> None:
@@ -322,7 +322,7 @@ async def test_a_failure_on_one_nodes_data_is_that_nodes_state_and_logged(
     assert result["n1"].health is NodeHealth.GARBAGE
     assert "RuntimeError" in result["n1"].detail and "fault log" in result["n1"].detail
     assert all(result[n].health is NodeHealth.OK for n in ("n0", "n2", "n3"))
-    latest = HistoryStore(ledger).latest()
+    latest = {r.node: r for r in HistoryStore(ledger).latest_by_id().values()}
     assert {n: latest[n].health for n in ("n0", "n2", "n3")} == dict.fromkeys(
         ("n0", "n2", "n3"), NodeHealth.OK
     )

@@ -13,7 +13,7 @@ from rich.text import Text
 from textual.widgets import DataTable, Static, TabbedContent
 
 from leases.config.sections import Config
-from leases.core.models import GpuProcess, GpuSample, Latest, NodeHealth
+from leases.core.models import GpuProcess, GpuSample, NodeHealth, NodeStatus
 from leases.ledger.store import Ledger
 from leases.sim.demoledger import demo_records
 from leases.telemetry.history import GpuHour, GpuMinute, NodeHour, NodeMinute
@@ -61,7 +61,9 @@ def _history(ledger: Ledger) -> None:
         GpuProcess(NODE, "GPU-0", 4242, "python train.py", 38_000.0, "alice"),
         GpuProcess(NODE, "GPU-1", 4243, HOSTILE, 1_000.0, "uid:1002"),
     )
-    store.write_latest([Latest(NODE, NOW, NodeHealth.OK, "", None, samples, procs)])
+    store.write_latest(
+        [NodeStatus(NODE, NodeHealth.OK, "", checked=NOW, samples=samples, processes=procs)]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +177,7 @@ async def test_cards_with_less_memory_than_leased_are_said(ledger_file: Path) ->
         sample = GpuSample(name, NOW, 0, uuid="GPU-0", name="NVIDIA A100-SXM4-80GB",
                            util_gpu=10.0, mem_used_mib=22_000.0, mem_total_mib=24_564.0)  # fmt: skip
         HistoryStore(ledger).write_latest(
-            [Latest(name, NOW, NodeHealth.OK, "", None, (sample,), ())]
+            [NodeStatus(name, NodeHealth.OK, "", checked=NOW, samples=(sample,))]
         )
     app = app_on(ledger_file)
     async with app.run_test(size=(120, 36)) as pilot:

@@ -82,7 +82,10 @@ async def test_dashboard_polls_a_live_fleet(tmp_path: Path) -> None:
     finally:
         runner.stop()
     with Ledger.open(path, create=False) as ledger:
-        assert HistoryStore(ledger).latest()["sim-001"].health is NodeHealth.OK
+        assert (
+            HistoryStore(ledger).latest_by_id()[ledger.node("sim-001").id or 0].health
+            is NodeHealth.OK
+        )
 
 
 def test_minutes_span(tmp_path: Path) -> None:

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from leases.core.errors import InputError, no_ledger
-from leases.core.models import Node, NodeHealth
+from leases.core.models import Node, NodeHealth, NodeStatus
 from leases.core.textsafe import visible
-from leases.fleet.nodestatus import from_latest, health_summary, status_figures
+from leases.fleet.nodestatus import health_summary, status_figures
 from leases.ledger.paths import resolve_ledger_path
 from leases.ledger.store import Ledger
 from leases.telemetry.housekeeping import Housekeeping
 from leases.telemetry.lock import PollerLock
-from leases.telemetry.poller import NodeStatus, Poller
+from leases.telemetry.poller import Poller
 from leases.telemetry.rollups import HistoryStore, sample_record
 from leases.telemetry.wiring import fleet_nodes, make_poller, polled_nodes, ssh_options
 from tui.cli import output
@@ -107,7 +107,7 @@ def poll(args: argparse.Namespace, out: TextIO) -> int:
             print(f"zuka: not polling {visible(skipped.name)}: {skipped.problem}", file=sys.stderr)
         lock = PollerLock(path)
         if not lock.acquire() and not args.force:
-            return _from_collector(ledger, lock, [n.name for n in nodes], args, out)
+            return _from_collector(ledger, lock, nodes, args, out)
         try:
             return asyncio.run(_poll(ledger, path, args, interval, out))
         finally:
@@ -115,15 +115,16 @@ def poll(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _from_collector(
-    ledger: Ledger, lock: PollerLock, names: list[str], args: argparse.Namespace, out: TextIO
+    ledger: Ledger, lock: PollerLock, nodes: list[Node], args: argparse.Namespace, out: TextIO
 ) -> int:
-    """Another process polls this fleet: show what it last wrote instead of polling too."""
-    latest = HistoryStore(ledger).latest()
+    """Another process polls this fleet: show what it last wrote instead of polling too
+    (by node id: a released node's name may be reused)."""
+    latest = HistoryStore(ledger).latest_by_id()
     statuses = [
-        from_latest(latest[n])
-        if n in latest
-        else NodeStatus(n, NodeHealth.CONNECTING, "no reading from the collector yet")
-        for n in names
+        latest[n.id]
+        if n.id is not None and n.id in latest
+        else NodeStatus(n.name, NodeHealth.CONNECTING, "no reading from the collector yet")
+        for n in nodes
     ]
     print(
         f"zuka: a collector (pid {lock.holder()}) polls this ledger: showing what it last "

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import datetime, timedelta
 from importlib.resources import files
 from pathlib import Path
@@ -37,11 +38,13 @@ from leases.core.fields import DEFAULT_TZ
 from leases.core.models import Node, NodeStatus
 from leases.core.textsafe import visible
 from leases.fleet.data import FleetData, FleetReader, ReadRequest
-from leases.fleet.nodestatus import StatusCache, health_summary, stale_after_s
+from leases.fleet.live import recent_readings
+from leases.fleet.nodestatus import health_summary, stale_after_s
 from leases.fleet.sparkline import Reading
 from leases.ledger.store import Ledger
 from leases.money.renewals import BillingNow
 from leases.telemetry.history import RecentHistory
+from leases.telemetry.housekeeping import Housekeeping
 from leases.telemetry.lock import PollerLock
 from leases.telemetry.rollups import HistoryStore
 from tui.dashboard import gcpolicy
@@ -49,7 +52,7 @@ from tui.dashboard.commands import ZukaCommands
 from tui.dashboard.host import ZukaHost
 from tui.dashboard.keymap import check_keys
 from tui.screens.fleet import FleetScreen
-from tui.screens.fleetview import Refreshed, RowMemo, build, live_readings
+from tui.screens.fleetview import Refreshed, RowMemo, build
 
 if TYPE_CHECKING:
     from leases.alerts.state import StoredAlert
@@ -102,7 +105,7 @@ class ZukaApp(App[None]):
         self.store: HistoryStore | None = None
         self.nodes: list[Node] = []
         self.refused: dict[str, str] = {}  # node name -> why zuka will not poll it
-        self.billing: dict[str, BillingNow] = {}  # node -> lease billing now, paid-until
+        self.billing: dict[int, BillingNow] = {}  # node id -> lease billing now, paid-until
         self.recent = RecentHistory()
         self.poller: Poller | None = None
         self.lock: PollerLock | None = None
@@ -110,10 +113,13 @@ class ZukaApp(App[None]):
         self.alert_watch: AlertWatch | None = None
         self.cloud_every_s = cloud_every_s  # as `zuka collect --cloud-every` (0: never)
         self.clouds: CloudWatch | None = None
+        # The writes beside the polling (purges; alerts where nobody polls): on the loop,
+        # with the poller's connection, as `zuka collect` runs them. The reader only reads.
+        self.housekeeping = Housekeeping()
         self.open_alerts: list[StoredAlert] = []
         self.data: FleetData | None = None
         self._stop = asyncio.Event()
-        self._statuses: dict[str, NodeStatus] = {}
+        self._statuses: dict[str, NodeStatus] = {}  # by the names the fleet shows
         # The reader's thread: one, so its connection is only ever used there.
         self._db: ThreadPoolExecutor | None = None
         self._reader: FleetReader | None = None
@@ -124,7 +130,6 @@ class ZukaApp(App[None]):
         self._said: set[str] = set()  # problems already told (told again once cleared)
         self._reads = 0  # refreshes applied: the first two paint before history is read
         self._memo: RowMemo = {}  # rows kept between refreshes (the reader's thread's)
-        self._status_cache: StatusCache = {}  # statuses kept with them (the same thread's)
         self.fleet = FleetScreen()
 
     def on_key(self, event: Key) -> None:
@@ -183,8 +188,8 @@ class ZukaApp(App[None]):
         the interpreter and took ~0.3 s. The reads that follow are the thread's."""
         assert self.ledger is not None and self.config is not None
         now = self.clock()
-        req = ReadRequest(now, reload=True, history=False, first=FIRST_ROWS)
         stale = now - timedelta(seconds=stale_after_s(self.interval_s))
+        req = ReadRequest(now, reload=True, stale_before=stale, history=False, first=FIRST_ROWS)
         label = "in memory" if self.ledger_path is None else str(self.ledger_path)
         try:  # a reader of its own: a first read keeps nothing for the next
             data = FleetReader(self.ledger, self.config).read(req)
@@ -192,7 +197,7 @@ class ZukaApp(App[None]):
             # Whatever failed fails the refresh's read too, which runs next and says
             # it in the one place failures are shown (on_worker_state_changed).
             return
-        self._apply(build(data, None, {}, now, stale, label, FIRST_ROWS))
+        self._apply(build(data, now, label, FIRST_ROWS))
         self._reads = 1
 
     def _remap_keys(self) -> None:
@@ -228,15 +233,12 @@ class ZukaApp(App[None]):
             )
         return self._reader
 
-    def _read(self, req: ReadRequest, polled: dict[str, NodeStatus] | None,
-              live: dict[str, list[Reading]], stale_before: datetime,
-              limit: int | None = None) -> Refreshed:  # fmt: skip
+    def _read(self, req: ReadRequest, limit: int | None = None) -> Refreshed:
         reader = self._open_reader() if self._db is not None else self._reader
         assert reader is not None
         data = reader.read(req)
         label = "in memory" if self.ledger_path is None else str(self.ledger_path)
-        return build(data, polled, live, req.now, stale_before, label, limit, self._memo,
-                     self._status_cache)  # fmt: skip
+        return build(data, req.now, label, limit, self._memo)
 
     @work(exclusive=False, exit_on_error=False, group="refresh")
     async def _refresh_worker(self) -> None:
@@ -251,20 +253,22 @@ class ZukaApp(App[None]):
             # the second every node's; the hour, the month's cost and the alerts follow at
             # once, in the third (each waits on the one before: a frame comes between).
             limit = FIRST_ROWS if self._reads == 0 else None
-            req = ReadRequest(now, reload=self._reload_next, latest=not polling,
-                              evaluate_alerts=nobody_polls, housekeeping=polling,
-                              history=self._reads >= 2, first=limit)  # fmt: skip
-            self._reload_next = False
+            history = self._reads >= 2
+            problems = self._keep_house(now, polling, nobody_polls and history)
             polled = dict(self.poller.statuses) if self.poller is not None else None
-            live = self._live(now) if polling else {}
             stale = now - timedelta(seconds=stale_after_s(self.interval_s))
+            req = ReadRequest(now, reload=self._reload_next, polled=polled,
+                              live=self._live(now, polled) if polled is not None else {},
+                              stale_before=stale, history=history, first=limit)  # fmt: skip
+            self._reload_next = False
             if self._db is not None:
                 loop = asyncio.get_running_loop()
-                done = await loop.run_in_executor(
-                    self._db, self._read, req, polled, live, stale, limit
-                )
+                done = await loop.run_in_executor(self._db, self._read, req, limit)
             else:
-                done = self._read(req, polled, live, stale, limit)
+                done = self._read(req, limit)
+            if problems:
+                said = (*problems, *done.data.problems)
+                done = replace(done, data=replace(done.data, problems=said))
             self._apply(done)
             self._reads += 1
             if req.history and gcpolicy.tuned():
@@ -287,24 +291,31 @@ class ZukaApp(App[None]):
         else:
             self.call_after_refresh(gcpolicy.settle)
 
-    def _live(self, now: datetime) -> dict[str, list[Reading]]:
+    def _keep_house(self, now: datetime, polling: bool, nobody_polls: bool) -> list[str]:
+        """The writes that go with polling, before the read that shows them: old minutes
+        purged while this process polls; the alert rules evaluated when nobody polls (a
+        collector's AlertWatch, or this poller's, evaluates them otherwise)."""
+        assert self.store is not None and self.ledger is not None and self.config is not None
+        if polling:
+            self.housekeeping.purge_if_due(self.store, now)
+        if not nobody_polls:
+            return []
+        problem = self.housekeeping.evaluate_alerts_if_due(self.ledger, self.config.alerts, now)
+        return [] if problem is None else [problem]
+
+    def _live(self, now: datetime, polled: dict[str, NodeStatus]) -> dict[int, list[Reading]]:
         """Readings held in memory (polling here) after each node's last stored minute."""
-        out: dict[str, list[Reading]] = {}
-        last = self.data.last_minute if self.data is not None else {}
-        hour_ago = now.timestamp() - 3600
-        for name, st in self.poller.statuses.items() if self.poller else ():
-            after = (last[name] + 1) * 60.0 if name in last else hour_ago
-            points = {
-                s.index: [(p.at, p.util) for p in self.recent.series(name, s.index)]
-                for s in st.samples
-            }
-            out[name] = live_readings(points, after, self.interval_s)
-        return out
+        data = self.data
+        if data is None:
+            return {}
+        return recent_readings(data.facts.nodes, polled, self.recent, data.last_minute, now,
+                               self.interval_s)  # fmt: skip
 
     def _apply(self, done: Refreshed) -> None:
         data = done.data
         self.data = data
-        self._statuses = done.statuses
+        self._statuses = {n.name: data.statuses[n.id] for n in data.facts.nodes
+                          if n.id is not None and n.id in data.statuses}  # fmt: skip
         self.open_alerts = list(data.alerts)
         for problem in data.problems:
             if problem not in self._said:

@@ -24,15 +24,8 @@ from leases.core.textsafe import visible
 from leases.fleet.data import FleetData
 from leases.fleet.filter import RowFacts
 from leases.fleet.header import countdown, header, header_line, short_path, yuan
-from leases.fleet.nodestatus import (
-    Figures,
-    StatusCache,
-    current,
-    health_label,
-    is_stale,
-    status_figures,
-)
-from leases.fleet.sparkline import CELLS, CellSums, Reading, bars, cell_sums
+from leases.fleet.nodestatus import Figures, health_label, is_stale, status_figures
+from leases.fleet.sparkline import CELLS, bars
 from leases.money.renewals import BillingNow, starts_in
 from leases.offboard.evidence import Progress
 from leases.offboard.status import short as offboard_short
@@ -43,6 +36,7 @@ if TYPE_CHECKING:
 # Longest a value from a node or the ledger may make one table cell.
 CELL_MAX = 48
 SPARK_CELLS = CELLS  # 5 minutes a cell over the hour
+NO_HOUR: tuple[float | None, ...] = (None,) * CELLS  # a node read no hour of: all gaps
 
 
 def plain(value: object, max_len: int | None = None, *, wrap: bool = False) -> Text:
@@ -345,32 +339,11 @@ def fleet_row(
     return FleetRow(node.name, cells, sort, facts, sig)
 
 
-def live_readings(
-    points: Mapping[int, Sequence[tuple[float, float | None]]], after: float, seconds: float
-) -> list[Reading]:
-    """Live readings of a node after `after` (Unix s): the mean over its GPUs at each
-    poll, each standing for `seconds` (the poll interval). points: GPU index -> (at, util)."""
-    by_time: dict[float, list[float]] = {}
-    unknown: set[float] = set()
-    for series in points.values():
-        for at, util in series:
-            if at < after:
-                continue
-            if util is None:
-                unknown.add(at)
-            else:
-                by_time.setdefault(at, []).append(util)
-    out = [Reading(at, seconds, sum(v) / len(v)) for at, v in by_time.items()]
-    out += [Reading(at, seconds, None) for at in unknown - set(by_time)]
-    return sorted(out, key=lambda r: r.at)
-
-
 @dataclass(frozen=True)
 class Refreshed:
     """What one refresh read and built, handed from the reader's thread to the UI."""
 
     data: FleetData
-    statuses: dict[str, NodeStatus]
     rows: list[FleetRow]
     header: str
 
@@ -381,33 +354,27 @@ RowMemo = dict[str, tuple[tuple[object, ...], FleetRow]]
 
 def build(
     data: FleetData,
-    polled: dict[str, NodeStatus] | None,
-    live: dict[str, list[Reading]],
     now: datetime,
-    stale_before: datetime,
     ledger_label: str,
     limit: int | None = None,
     memo: RowMemo | None = None,
-    status_cache: StatusCache | None = None,
 ) -> Refreshed:
-    """The rows and the header from what was read (pure but for `memo`: runs on the
-    reader's thread). limit: rows for the first nodes by name only (a first paint; the
-    header counts all). memo: a row whose inputs equal those of the last refresh (and
-    the same minute: countdowns count minutes) is that refresh's row, not built again;
-    status_cache: leases.fleet.nodestatus.current's, kept with the memo."""
+    """The rows and the header from what was read, joined by the fleet read model
+    (leases.fleet.data: pure but for `memo`: runs on the reader's thread). limit: rows for
+    the first nodes by name only (a first paint; the header counts all). memo: a row whose
+    inputs equal those of the last refresh (and the same minute: countdowns count
+    minutes) is that refresh's row, not built again."""
     facts = data.facts
-    refused = {n.name: n.problem for n in facts.refused}
-    statuses = current(refused, polled, data.latest, stale_before, status_cache)
+    statuses = data.statuses
     by_node: dict[int | None, list[StoredAlert]] = {}
     for a in data.alerts:
         by_node.setdefault(a.node_id, []).append(a)
     nodes = facts.nodes
-    empty = cell_sums((), end=data.hour_end)
     minute = int(now.timestamp()) // 60
     rows = []
     for n in nodes[:limit]:
-        args = (n, statuses.get(n.name), facts.billing.get(n.name),
-                tuple(hour_means(data.hour.get(n.name, empty), live.get(n.name), data.hour_end)),
+        i = n.id if n.id is not None else -1
+        args = (n, statuses.get(i), facts.billing.get(i), data.hour.get(i, NO_HOUR),
                 tuple(by_node.get(n.id, ())), facts.channels.get(n.provider or "", ""),
                 data.money.by_node.get(n.id) if data.money and n.id is not None else None,
                 (data.money.node_currency.get(n.id or -1, data.money.currency) or "several")
@@ -429,15 +396,9 @@ def build(
             del memo[name]
     if data.total is not None:  # the first nodes only: the header waits for them all
         line = f"reading {data.total} nodes… · {short_path(visible(ledger_label))}"
-        return Refreshed(data, statuses, rows, line)
+        return Refreshed(data, rows, line)
     head = header(nodes, statuses, facts.billing, data.money, ledger_label, now)
-    return Refreshed(data, statuses, rows, header_line(head, now))
-
-
-def hour_means(stored: CellSums, live: list[Reading] | None, end: float) -> list[float | None]:
-    """The sparkline's cells: the stored minutes' sums plus the live readings' (few: only
-    those after the node's last stored minute)."""
-    return (stored + cell_sums(live, end=end)).means() if live else stored.means()
+    return Refreshed(data, rows, header_line(head, now))
 
 
 GPU_COLUMNS = ("GPU", "Name", "Util", "Memory", "Temp", "Power", "P-state", "Procs")

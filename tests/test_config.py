@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from leases.alerts.severity import Severity
 from leases.config.load import default_config_path, load_config, resolve_config_path
 from leases.config.sections import Config
 from leases.core.errors import ConfigError
+from leases.core.severity import Severity
 from tui.cli.main import main
 
 DING = "https://oapi.dingtalk.com/robot/send?access_token=abcdef0123456789secret"

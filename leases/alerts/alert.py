@@ -13,8 +13,8 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from leases.alerts.severity import Severity
 from leases.core.models import Lease, Node, NodeHealth, NodeStatus
+from leases.core.severity import Severity
 from leases.money import billing
 from leases.money.amounts import fen
 from leases.money.renewals import BillingNow

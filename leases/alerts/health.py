@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 from leases.alerts.alert import FRESH, Alert, AlertKind, Gap, Level, NodeFacts, make_alert
-from leases.alerts.severity import Severity
 from leases.alerts.wording import duration
 from leases.config.sections import AlertsConfig
 from leases.core import fields
 from leases.core.models import NodeHealth, StoppedBilling
+from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.money import periods
 

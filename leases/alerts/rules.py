@@ -23,12 +23,12 @@ from datetime import datetime
 from leases.alerts.alert import Alert, AlertKind, NodeFacts, make_alert
 from leases.alerts.health import gap_rules, readings
 from leases.alerts.lease import autorenew, deposits, hourly_after_end, lease_end
-from leases.alerts.severity import Severity
 from leases.alerts.usage import forgotten, starved, underuse
 from leases.config.sections import AlertsConfig
 from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.models import NodeState
+from leases.core.severity import Severity
 from leases.core.textsafe import visible
 
 

@@ -27,8 +27,8 @@ from decimal import Decimal
 from enum import StrEnum
 
 from leases.alerts.alert import Alert, Level
-from leases.alerts.severity import Severity
 from leases.core.errors import InputError
+from leases.core.severity import Severity
 from leases.ledger.store import Ledger
 
 REOPEN_HOLD = timedelta(hours=1)

@@ -12,11 +12,11 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from leases.alerts.alert import FRESH, Alert, AlertKind, Level, NodeFacts, make_alert
-from leases.alerts.severity import Severity
 from leases.alerts.wording import duration, yuan
 from leases.config.sections import AlertsConfig
 from leases.core import fields
 from leases.core.models import BillingType, Lease, NodeHealth
+from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.money import billing, periods
 from leases.money.renewals import BillingNow

@@ -23,10 +23,10 @@ from pathlib import Path
 from leases.alerts.alert import Alert, AlertKind
 from leases.alerts.facts import UsageCache, gather
 from leases.alerts.rules import evaluate, unjudged
-from leases.alerts.severity import Severity
 from leases.alerts.state import Changed, StoredAlert, by_ids, reconcile
 from leases.config.sections import AlertsConfig, Config
 from leases.core.clock import Clock
+from leases.core.severity import Severity
 from leases.ledger import rowaudit
 from leases.ledger.store import Ledger
 from leases.notify.message import Message

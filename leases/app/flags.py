@@ -4,10 +4,10 @@ forms both show."""
 
 from __future__ import annotations
 
+from leases.core import recordfields
 from leases.core.errors import InputError
 from leases.core.models import Lease, Node, Provider, Resource
 from leases.core.textsafe import visible
-from leases.ledger import recordfields
 
 
 def flag_table(cls: type) -> dict[str, tuple[str, str]]:

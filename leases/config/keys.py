@@ -12,8 +12,8 @@ from datetime import time
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from leases.alerts.severity import Severity
 from leases.core.errors import InputError
+from leases.core.severity import Severity
 from leases.core.textsafe import is_clean, visible
 
 ENV_PREFIX = "ZUKA_"

@@ -12,9 +12,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from leases.alerts.severity import Severity
 from leases.config.keys import MAPPINGS, SPECS, shown
 from leases.core.fields import DEFAULT_TZ
+from leases.core.severity import Severity
 
 
 @dataclass(frozen=True)

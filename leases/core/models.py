@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
 from enum import StrEnum
+from typing import NamedTuple
 
 from leases.core.fields import DEFAULT_TZ
-from leases.ledger.recordfields import INTERNAL, cli, flattened, stands_for
+from leases.core.recordfields import INTERNAL, cli, flattened, stands_for
 
 
 class ProviderKind(StrEnum):
@@ -511,3 +512,15 @@ class NodeStatus:
     samples: tuple[GpuSample, ...] = ()
     processes: tuple[GpuProcess, ...] = ()
     fingerprint: str | None = None  # of a host key we refused
+
+
+class OwnerHour(NamedTuple):
+    """Busy card-minutes of one owner on one node in one clock hour
+    (leases.telemetry.attribution,
+    stored by leases.telemetry.rollups, summed by leases.money.report)."""
+
+    node: str
+    owner: str  # a user name, "uid:N", or "?" (unknown or refused)
+    hour: int  # Unix time // 3600
+    busy_card_minutes: float
+    node_id: int | None = None  # as read from the ledger (a released node's name is reused)

@@ -68,3 +68,13 @@ def visible(value: object, max_len: int | None = None, *, keep_newlines: bool = 
 def is_clean(value: str) -> bool:
     """No character that visible() would replace (newlines included)."""
     return _UNSAFE_RE.search(value) is None
+
+
+# What a spreadsheet reads as a formula at the start of a cell (CSV injection): such a cell
+# is written with a leading apostrophe, which spreadsheets show as text.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "'")
+
+
+def formula_safe(text: str) -> str:
+    """A CSV cell a spreadsheet opens as text, never as a formula."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text

@@ -27,7 +27,6 @@ from leases.money.renewals import (
     in_effect,
     lapsed,
     overlaps,
-    renewal_record,
     resource_default,
 )
 
@@ -214,7 +213,7 @@ class LeaseRows(NodeRows):
             release.check_lease_on(self.node(node), lease, self.clock())
             if lease.end is None:
                 raise InputError("node", node, "its open lease has no end date to renew from")
-            new = records.lease_from(renewal_record(lease, end, changes or {}))
+            new = records.lease_from(records.renewal_record(lease, end, changes or {}))
             if new.currency != lease.currency:
                 raise InputError("currency", new.currency, _renewal_currency(lease, new.currency))
             self._update_lease(conn, lease, replace(lease, ended_at=lease.end), "lease.renew")

@@ -12,7 +12,8 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from leases.core import fields, secrets
+from leases.core import cloudids as cloud_ids
+from leases.core import fields, recordfields, secrets
 from leases.core.errors import InputError, Problems
 from leases.core.models import (
     BillingType,
@@ -34,8 +35,6 @@ from leases.core.models import (
     StoragePeriod,
 )
 from leases.core.textsafe import visible
-from leases.ledger import recordfields
-from leases.offboard.cloud import ids as cloud_ids
 from leases.ssh import login as sshcmd
 
 Record = dict[str, Any]
@@ -44,7 +43,7 @@ T = TypeVar("T")
 # A lease's start while its own is refused: only so that the other fields are checked.
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-# The record keys, in export order, follow the dataclasses' fields (see leases.ledger.recordfields).
+# The record keys, in export order, follow the dataclasses' fields (see leases.core.recordfields).
 PROVIDER_KEYS = recordfields.record_keys(Provider)
 NODE_KEYS = recordfields.record_keys(Node)
 LEASE_KEYS = recordfields.record_keys(Lease)
@@ -517,3 +516,20 @@ def resource_from(rec: Mapping[str, Any], lease_id: int, tz: str) -> Resource:
     )
     p.raise_found()
     return res
+
+
+def renewal_record(lease: Lease, end: Any, changes: Mapping[str, Any]) -> Record:
+    """The record of the lease that follows `lease` until `end`: same terms unless changed,
+    no deposit of its own unless one is given."""
+    assert lease.end is not None
+    return {
+        **lease_record(lease),
+        **changes,
+        "start": lease.end.isoformat(),
+        "end": end,
+        "ended_at": None,
+        "deposit": changes.get("deposit"),
+        "deposit_paid_on": changes.get("deposit_paid_on"),
+        "deposit_refund": changes.get("deposit_refund", "none"),
+        "deposit_refunded_on": None,
+    }

@@ -1,6 +1,6 @@
 """The resources' rows: what a lease leaves behind in a cloud (a disk, a snapshot, a bucket
 or a prefix in one), marked deleted and verified by hand or by an offboarding. One the
-ledger still holds for another lease is refused (leases.offboard.claims)."""
+ledger still holds for another lease is refused (leases.ledger.claims)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,9 @@ from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.models import Lease, Node, Resource
 from leases.core.textsafe import visible
-from leases.ledger import records
+from leases.ledger import claims, records
 from leases.ledger.records import Record, readable
 from leases.ledger.stop_rows import StopRows
-from leases.offboard import claims
 
 # What `resource edit` may correct in how a resource was recorded (new_id: its id).
 _CORRECTIONS = ("new_id", "region", "endpoint")

@@ -32,6 +32,7 @@ from typing import Any
 
 from leases.core.errors import InputError, os_problem
 from leases.core.models import Node, NodeState
+from leases.core.textsafe import formula_safe
 from leases.ledger.records import LEASE_KEYS, NODE_KEYS, PROVIDER_KEYS, RESOURCE_KEYS, Record
 
 FORMAT = "zuka-ledger"
@@ -113,16 +114,13 @@ def from_json(text: str) -> Export:
     return out
 
 
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "'")
-
-
 def _csv_cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     text = ",".join(str(v) for v in value) if isinstance(value, list | tuple) else str(value)
-    return "'" + text if text.startswith(_FORMULA_STARTS) else text
+    return formula_safe(text)
 
 
 def _csv_value(cell: str | None) -> str | None:

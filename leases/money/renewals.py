@@ -10,13 +10,11 @@ sums a chain's cost from the same chains.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from leases.core.models import ExpiryAction, Lease
-from leases.ledger import records
 from leases.money import periods
 
 
@@ -237,20 +235,3 @@ def overlaps(a: Lease, b: Lease) -> bool:
 def chain_of(leases: Sequence[Lease], lease: Lease) -> tuple[Lease, ...]:
     """The renewal chain of one node's leases that holds `lease` (by id)."""
     return next((c for c in chains(leases) if any(le.id == lease.id for le in c)), (lease,))
-
-
-def renewal_record(lease: Lease, end: Any, changes: Mapping[str, Any]) -> records.Record:
-    """The record of the lease that follows `lease` until `end`: same terms unless changed,
-    no deposit of its own unless one is given."""
-    assert lease.end is not None
-    return {
-        **records.lease_record(lease),
-        **changes,
-        "start": lease.end.isoformat(),
-        "end": end,
-        "ended_at": None,
-        "deposit": changes.get("deposit"),
-        "deposit_paid_on": changes.get("deposit_paid_on"),
-        "deposit_refund": changes.get("deposit_refund", "none"),
-        "deposit_refunded_on": None,
-    }

@@ -19,13 +19,12 @@ from decimal import Decimal
 
 from leases.core import fields
 from leases.core.errors import InputError
-from leases.core.models import Lease, Node, Provider, RefundState, Resource
+from leases.core.models import Lease, Node, OwnerHour, Provider, RefundState, Resource
 from leases.money import billing
 from leases.money.billing import CardHours
 from leases.money.estimate import month_of, stops_note, unknowns
 from leases.money.renewals import chains
 from leases.money.units import ZERO, Span
-from leases.telemetry.rollups import OwnerHour
 
 # lease, since, until, cards -> the lease's card-hours over the window (with its cost)
 Usage = Callable[[Lease, datetime, datetime, int | None], CardHours]

@@ -9,7 +9,7 @@ import io
 from decimal import Decimal
 from typing import Any
 
-from leases.ledger.transfer import _FORMULA_STARTS
+from leases.core.textsafe import formula_safe
 from leases.money.amounts import fen_shown
 from leases.money.report import Attribution, Report, Totals
 from leases.money.reporttotals import (
@@ -30,7 +30,7 @@ def _csv(value: Any) -> str:
     if value is None:
         return ""
     text = str(value)
-    return "'" + text if text.startswith(_FORMULA_STARTS) else text
+    return formula_safe(text)
 
 
 def _c_money(x: Decimal | None) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from leases.alerts.severity import Severity
+from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.notify.url import Target, TargetKind
 

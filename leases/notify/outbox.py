@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from zoneinfo import ZoneInfo
 
-from leases.alerts.severity import Severity
 from leases.core.fields import DEFAULT_TZ
+from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.notify.message import BODY_CHARS, TITLE_CHARS, Message
 from leases.notify.send import Sender, SendResult, send

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from leases.alerts.severity import Severity
+from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.notify.host import Resolver, guarded, system_resolver
 from leases.notify.message import Message, apprise_text, robot_request

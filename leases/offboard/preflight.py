@@ -16,11 +16,11 @@ from datetime import datetime
 from decimal import Decimal
 
 from leases.config.sections import Config
+from leases.core.cloudids import same_endpoint
 from leases.core.models import Lease
 from leases.core.textsafe import visible
 from leases.ledger.release import open_at
 from leases.ledger.store import Ledger
-from leases.offboard.cloud.ids import same_endpoint
 from leases.offboard.steps import (
     Driver,
     Identity,

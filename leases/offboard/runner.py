@@ -114,7 +114,7 @@ def _refuse_overlaps(ledger: Ledger, resources: Iterable[Resource], node: str) -
     """A thing the plan would delete that another lease also claims (the same bucket, a
     bucket and a prefix in it, the same snapshot id...) blocks the plan: deleting it would
     delete the other lease's data, and the other's "gone" would prove nothing."""
-    from leases.offboard import claims
+    from leases.ledger import claims
 
     ours = {r.id for r in resources if r.id is not None}
     clashes = [

@@ -18,7 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
 
-from leases.core.models import Lease, Node
+from leases.core.models import Lease, Node, OwnerHour
 from leases.ledger import records
 from leases.ledger.paths import sim_dir, sim_trust_store
 from leases.ledger.store import Ledger
@@ -26,7 +26,7 @@ from leases.sim import Scenario, SimNode, gpu_user, history
 from leases.sim.fleet import SimFleet
 from leases.telemetry.attribution import minute_shares
 from leases.telemetry.history import GpuHour, GpuMinute, NodeHour, NodeMinute, busy_verdict
-from leases.telemetry.rollups import HistoryStore, OwnerHour
+from leases.telemetry.rollups import HistoryStore
 
 T = TypeVar("T")
 SIM_TAG = "sim:"

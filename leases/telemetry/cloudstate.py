@@ -30,13 +30,13 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from leases.config.sections import Config
+from leases.core import cloudids as cloud_ids
 from leases.core.clock import Clock
 from leases.core.errors import InputError
 from leases.core.models import Lease, Node, NodeState, Provider, ProviderKind
 from leases.core.textsafe import visible
 from leases.ledger.stops import LeaseStop, covering
 from leases.ledger.store import Ledger
-from leases.offboard.cloud import ids as cloud_ids
 from leases.telemetry.pacing import Every
 
 SOURCE = "ec2"  # the source of a stop the collector recorded from EC2's answer

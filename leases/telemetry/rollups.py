@@ -8,9 +8,17 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any
 
-from leases.core.models import GpuProcess, GpuSample, Lease, Node, NodeHealth, NodeStatus
+from leases.core.models import (
+    GpuProcess,
+    GpuSample,
+    Lease,
+    Node,
+    NodeHealth,
+    NodeStatus,
+    OwnerHour,
+)
 from leases.ledger.store import Ledger
 from leases.money import billing
 from leases.telemetry.attribution import add_shares, minute_shares
@@ -29,17 +37,6 @@ _HOUR_UPSERT = (
     "INSERT OR REPLACE INTO gpu_hour"
     " (node_id, hour, gpus, busy_card_minutes, known_card_minutes) VALUES (?, ?, ?, ?, ?)"
 )  # per-minute roll-ups; per-hour ones are kept for the lease's life
-
-
-class OwnerHour(NamedTuple):
-    """Busy card-minutes of one owner on one node in one clock hour
-    (leases.telemetry.attribution)."""
-
-    node: str
-    owner: str  # a user name, "uid:N", or "?" (unknown or refused)
-    hour: int  # Unix time // 3600
-    busy_card_minutes: float
-    node_id: int | None = None  # as read from the ledger (a released node's name is reused)
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,10 @@ import pytest
 
 from leases.alerts import state as alertstate
 from leases.alerts.alert import AlertKind
-from leases.alerts.severity import Severity
 from leases.alerts.watch import AlertWatch, check
 from leases.config.sections import AlertsConfig
 from leases.core.models import GpuSample, Node, NodeHealth, NodeStatus
+from leases.core.severity import Severity
 from leases.ledger import records
 from leases.ledger.store import Ledger
 from leases.notify.outbox import Notifier

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from leases.app import flags
+from leases.core import recordfields
 from leases.core.models import BillingType, Lease, Node, Provider, Resource
-from leases.ledger import recordfields, records, transfer
-from leases.ledger.recordfields import cli
+from leases.core.recordfields import cli
+from leases.ledger import records, transfer
 from leases.ledger.store import Ledger
 from tests.support.cli import Cli
 from tui.cli.options import add_flags, pick

@@ -23,14 +23,13 @@ from zoneinfo import ZoneInfo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from leases.core.models import Lease
+from leases.core.models import Lease, OwnerHour
 from leases.ledger import records
 from leases.money import billing, periods, reportjson
 from leases.money.billing import CardHours
 from leases.money.estimate import month_of
 from leases.money.renewals import renewal_record
 from leases.money.report import attribute, build_report, chain_accrued, month_window
-from leases.telemetry.rollups import OwnerHour
 
 _ZONES = ["Asia/Shanghai", "UTC", "America/New_York", "Europe/Berlin"]
 _BASE = datetime(2026, 1, 1, tzinfo=UTC)

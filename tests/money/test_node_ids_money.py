@@ -14,11 +14,12 @@ from pathlib import Path
 
 from leases.config.sections import Config
 from leases.core import fields
+from leases.core.models import OwnerHour
 from leases.fleet.data import FleetReader, ReadRequest
 from leases.ledger.store import Ledger
 from leases.money import renewals
 from leases.telemetry.history import GpuHour, NodeHour
-from leases.telemetry.rollups import HistoryStore, OwnerHour
+from leases.telemetry.rollups import HistoryStore
 from tests.support.cli import Cli
 from tui.screens.fleetview import build
 

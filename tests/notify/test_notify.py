@@ -24,10 +24,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from leases.alerts.severity import Severity
 from leases.config.sections import NotifyConfig
 from leases.core.errors import InputError
 from leases.core.models import Node, NodeStatus
+from leases.core.severity import Severity
 from leases.ledger import records
 from leases.ledger.store import Ledger
 from leases.notify.message import Message

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from leases.core.models import ResourceKind
+from leases.ledger.claims import Claim, ledger_claims, overlap, overlaps
 from leases.ledger.store import Ledger
-from leases.offboard.claims import Claim, ledger_claims, overlap, overlaps
 from tests.support.cli import Cli
 
 

@@ -1,6 +1,6 @@
 """Cloud offboarding through a cloud's own CLI (the aliyun, tccli and hcloud templates),
 with stand-in executables of those names that record their arguments (tests/support/standin_cli.py),
-and the one entry every id and name passes (leases.offboard.cloud.ids), hypothesis-tested."""
+and the one entry every id and name passes (leases.core.cloudids), hypothesis-tested."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from leases.config.sections import Config
+from leases.core import cloudids as cloud_ids
 from leases.core.errors import InputError
 from leases.core.models import Provider, ProviderKind, Resource, ResourceKind
-from leases.offboard.cloud import ids as cloud_ids
 from leases.offboard.cloud.access import Credentials
 from leases.offboard.cloud.cmd import load_templates
 from leases.offboard.cloud.plan import cloud_drivers, plan_cloud, templates_for

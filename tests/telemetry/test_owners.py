@@ -18,7 +18,7 @@ from typing import Any
 import pynvml
 import pytest
 
-from leases.core.models import GpuProcess, GpuSample, NodeHealth
+from leases.core.models import GpuProcess, GpuSample, NodeHealth, OwnerHour
 from leases.core.textsafe import is_clean
 from leases.ledger import records
 from leases.ledger.files import SCHEMA_VERSION
@@ -42,7 +42,7 @@ from leases.telemetry.owners import (
     parse_ps,
 )
 from leases.telemetry.poller import Poller
-from leases.telemetry.rollups import HistoryStore, OwnerHour
+from leases.telemetry.rollups import HistoryStore
 from tests.support.sshfixtures import FakeNode, TestKeys, node_options
 
 KEYS = TestKeys.generate()

@@ -20,8 +20,8 @@ from textual.widgets import DataTable, ProgressBar, Static
 from leases.alerts.alert import AlertKind
 from leases.alerts.facts import gather
 from leases.alerts.rules import evaluate, node_alerts
-from leases.alerts.severity import Severity
 from leases.config.sections import AlertsConfig, Config
+from leases.core.severity import Severity
 from leases.ledger.store import Ledger
 from leases.offboard import evidence, runner, status, wiring
 from leases.offboard.evidence import Progress, State

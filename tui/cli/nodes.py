@@ -17,9 +17,10 @@ from leases.app.nodes import (
     node_changes,
     restore_node,
 )
+from leases.core import recordfields
 from leases.core.errors import InputError, UnknownNode
 from leases.core.models import Lease, Node, NodeState, ProviderKind
-from leases.ledger import recordfields, records
+from leases.ledger import records
 from leases.ledger.lease_rows import billing_of as billing_of_leases
 from leases.money import leasecost, renewals
 from leases.money.renewals import BillingNow

@@ -6,9 +6,9 @@ import argparse
 import sys
 from typing import TextIO
 
-from leases.alerts.severity import Severity
 from leases.config.load import load_user_config
 from leases.core.errors import InputError
+from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.notify.message import Message
 from leases.notify.send import send_all

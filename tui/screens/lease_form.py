@@ -11,14 +11,7 @@ from typing import Any, ClassVar, Literal
 from textual.binding import BindingType
 
 from leases.app.flags import LEASE_FLAGS
-from leases.app.leases import (
-    add_lease,
-    edit_lease,
-    end_lease,
-    renew_lease,
-    resume_node,
-    stop_node,
-)
+from leases.app.leases import add_lease, edit_lease, end_lease, renew_lease, resume_node, stop_node
 from leases.core import fields
 from leases.core.clock import Clock
 from leases.core.models import Lease

@@ -12,10 +12,11 @@ from textual.widgets import Static, TextArea
 
 from leases.app.flags import NODE_FLAGS, NODE_HELP, describe_error
 from leases.app.nodes import add_node, edit_node, new_node, new_provider, node_changes
+from leases.core import recordfields
 from leases.core.errors import InputError, Problems
 from leases.core.models import Node, ProviderKind
 from leases.core.textsafe import visible
-from leases.ledger import recordfields, records
+from leases.ledger import records
 from leases.ledger.records import SSH_KEYS, node_record
 from leases.ledger.store import Ledger
 from leases.ssh.login import parse_ssh_command, ssh_config_aliases

@@ -3,7 +3,7 @@
 A field is named by the record key it sets (`unit_price`), the key an InputError names, so
 a refusal lands under the field it is about. The words are the command line's own
 (leases.app.flags.describe_error); the fields follow the record's options
-(leases.ledger.recordfields), so a form has what the CLI has, labelled with the CLI's flag.
+(leases.core.recordfields), so a form has what the CLI has, labelled with the CLI's flag.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from textual.widget import Widget
 from textual.widgets import Button, Collapsible, Input, Label, Select, Static, Switch, TextArea
 
 from leases.app.flags import describe_error
+from leases.core import recordfields
 from leases.core.errors import InputError, LedgerError, each_error
 from leases.core.textsafe import visible
-from leases.ledger import recordfields
 from leases.ledger.store import Ledger
 from tui.dashboard.ledgerthread import in_thread
 from tui.screens.ask import AskScreen

@@ -19,9 +19,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from leases.core import cloudids as cloud_ids
 from leases.core.errors import InputError
 from leases.core.textsafe import visible
-from leases.offboard.cloud import ids as cloud_ids
 from leases.offboard.steps import Identity, Outcome
 
 if TYPE_CHECKING:

@@ -43,10 +43,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from leases.core import cloudids as cloud_ids
 from leases.core.errors import InputError
 from leases.core.models import ResourceKind
 from leases.core.textsafe import visible
-from leases.offboard.cloud import ids as cloud_ids
 from leases.offboard.cloud.access import (
     CloudError,
     Credentials,

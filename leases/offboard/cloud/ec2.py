@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from leases.core import cloudids as cloud_ids
 from leases.core.models import ResourceKind
 from leases.core.textsafe import visible
-from leases.offboard.cloud import ids as cloud_ids
 from leases.offboard.cloud.access import (
     BotoDriver,
     CloudError,

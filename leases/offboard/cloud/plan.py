@@ -31,10 +31,10 @@ import shlex
 from collections.abc import Mapping, Sequence
 
 from leases.config.sections import Config
+from leases.core import cloudids as cloud_ids
 from leases.core.errors import InputError
 from leases.core.models import Provider, ProviderKind, Resource, ResourceKind
 from leases.core.textsafe import visible
-from leases.offboard.cloud import ids as cloud_ids
 from leases.offboard.cloud.access import BotoAccount, Credentials, Timing, credentials
 from leases.offboard.cloud.cmd import (
     CmdDriver,

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from leases.core.cloudids import same_endpoint
 from leases.core.models import ResourceKind
 from leases.core.textsafe import visible
-from leases.offboard.cloud.ids import same_endpoint
 
 _BUCKETS = (ResourceKind.BUCKET, ResourceKind.BUCKET_PREFIX)
 _BY_ID = (ResourceKind.IMAGE, ResourceKind.SNAPSHOT, ResourceKind.DISK)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -129,8 +130,15 @@ async def test_a_dashboard_that_never_polls_leaves_the_alert_rules_to_the_collec
     import leases.alerts.watch
     from leases.telemetry.lock import PollerLock
 
-    checked: list[int] = []
-    monkeypatch.setattr(leases.alerts.watch, "check", lambda *a, **k: checked.append(1))
+    checked: list[tuple[str, object]] = []
+
+    def check(ledger: Ledger, *args: object) -> list[object]:
+        # Where it runs: never the UI loop (an alert round reads every node), and on a
+        # connection of its own (the reader only reads).
+        checked.append((threading.current_thread().name, ledger))
+        return []
+
+    monkeypatch.setattr(leases.alerts.watch, "check", check)
     path = tmp_path / "readonly.db"
     with Ledger.open(path) as ledger:
         register_sim_nodes(ledger, 2, datetime.now(UTC))
@@ -146,6 +154,9 @@ async def test_a_dashboard_that_never_polls_leaves_the_alert_rules_to_the_collec
             await pilot.press("r")  # a reload sees nobody polls: evaluated here now
             await wait_until(lambda: checked, what="the alert rules evaluated on read")
             assert "not polling" in app.sub_title
+            thread, ledger = checked[0]
+            assert thread.startswith("zuka-ledger") and thread != threading.main_thread().name
+            assert ledger is not app.ledger and ledger is not app._reader.ledger
     finally:
         collector.release()
 

@@ -122,6 +122,7 @@ class ZukaApp(App[None]):
         self._statuses: dict[str, NodeStatus] = {}  # by the names the fleet shows
         # The reader's thread: one, so its connection is only ever used there.
         self._db: ThreadPoolExecutor | None = None
+        self._writer: tuple[Ledger, HistoryStore] | None = None  # on the _db thread
         self._reader: FleetReader | None = None
         self._refreshing = False
         self._again = False  # a refresh was asked for while one ran
@@ -254,7 +255,13 @@ class ZukaApp(App[None]):
             # once, in the third (each waits on the one before: a frame comes between).
             limit = FIRST_ROWS if self._reads == 0 else None
             history = self._reads >= 2
-            problems = self._keep_house(now, polling, nobody_polls and history)
+            loop = asyncio.get_running_loop()
+            if self._db is not None:  # off the UI loop: an alert round reads every node
+                problems = await loop.run_in_executor(
+                    self._db, self._keep_house, now, polling, nobody_polls and history
+                )
+            else:
+                problems = self._keep_house(now, polling, nobody_polls and history)
             polled = dict(self.poller.statuses) if self.poller is not None else None
             stale = now - timedelta(seconds=stale_after_s(self.interval_s))
             req = ReadRequest(now, reload=self._reload_next, polled=polled,
@@ -262,7 +269,6 @@ class ZukaApp(App[None]):
                               stale_before=stale, history=history, first=limit)  # fmt: skip
             self._reload_next = False
             if self._db is not None:
-                loop = asyncio.get_running_loop()
                 done = await loop.run_in_executor(self._db, self._read, req, limit)
             else:
                 done = self._read(req, limit)
@@ -291,16 +297,27 @@ class ZukaApp(App[None]):
         else:
             self.call_after_refresh(gcpolicy.settle)
 
+    def _open_writer(self) -> tuple[Ledger, HistoryStore]:
+        # Runs on the ledger thread, beside the reader but on a connection of its own: the
+        # reader only reads, and these writes stay off the UI loop.
+        assert self.ledger_path is not None
+        if self._writer is None:
+            ledger = Ledger.open(self.ledger_path, create=False, clock=self.clock)
+            self._writer = (ledger, HistoryStore(ledger))
+        return self._writer
+
     def _keep_house(self, now: datetime, polling: bool, nobody_polls: bool) -> list[str]:
         """The writes that go with polling, before the read that shows them: old minutes
         purged while this process polls; the alert rules evaluated when nobody polls (a
-        collector's AlertWatch, or this poller's, evaluates them otherwise)."""
+        collector's AlertWatch, or this poller's, evaluates them otherwise). On the ledger
+        thread with a connection of its own when the ledger is a file."""
         assert self.store is not None and self.ledger is not None and self.config is not None
+        ledger, store = self._open_writer() if self._db is not None else (self.ledger, self.store)
         if polling:
-            self.housekeeping.purge_if_due(self.store, now)
+            self.housekeeping.purge_if_due(store, now)
         if not nobody_polls:
             return []
-        problem = self.housekeeping.evaluate_alerts_if_due(self.ledger, self.config.alerts, now)
+        problem = self.housekeeping.evaluate_alerts_if_due(ledger, self.config.alerts, now)
         return [] if problem is None else [problem]
 
     def _live(self, now: datetime, polled: dict[str, NodeStatus]) -> dict[int, list[Reading]]:
@@ -513,9 +530,11 @@ class ZukaApp(App[None]):
         if self.lock is not None:
             self.lock.release()
         if self._db is not None:
-            reader = self._reader
-            if reader is not None:
-                await asyncio.get_running_loop().run_in_executor(self._db, reader.ledger.close)
+            loop = asyncio.get_running_loop()
+            if self._reader is not None:
+                await loop.run_in_executor(self._db, self._reader.ledger.close)
+            if self._writer is not None:
+                await loop.run_in_executor(self._db, self._writer[0].close)
             self._db.shutdown(wait=True)
         if self.ledger is not None:
             self.ledger.close()

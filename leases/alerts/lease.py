@@ -8,13 +8,15 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 from leases.alerts.alert import Alert, AlertKind, NodeFacts, make_alert
-from leases.alerts.wording import duration, unit_price, yuan
+from leases.alerts.wording import duration
 from leases.config.sections import AlertsConfig
 from leases.core import fields
 from leases.core.models import BillingType, ExpiryAction, Lease, NodeState, RefundState
 from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.money import periods
+from leases.money.amounts import money as yuan
+from leases.money.amounts import price as unit_price
 from leases.offboard import status as offboard_status
 
 

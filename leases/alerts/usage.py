@@ -12,13 +12,14 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from leases.alerts.alert import FRESH, Alert, AlertKind, Level, NodeFacts, make_alert
-from leases.alerts.wording import duration, yuan
+from leases.alerts.wording import duration
 from leases.config.sections import AlertsConfig
 from leases.core import fields
 from leases.core.models import BillingType, Lease, NodeHealth
 from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.money import billing, periods
+from leases.money.amounts import money as yuan
 from leases.money.renewals import BillingNow
 from leases.telemetry.history import NodeMinute
 

@@ -1,23 +1,8 @@
-"""How the alert rules say amounts and spans of time in their messages."""
+"""How the alert rules say spans of time in their messages (amounts: leases.money.amounts)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
-from decimal import Decimal
-
-from leases.money.amounts import fen, money, symbol
-
-
-def yuan(amount: Decimal, currency: str) -> str:
-    """¥1,234.56, USD 1,234.56: an amount in its lease's currency, as reports print it."""
-    return money(fen(amount), currency)
-
-
-def unit_price(amount: Decimal, currency: str) -> str:
-    """A price per hour as recorded (¥3.3333, not ¥3.33: hourly prices go to 4 places)."""
-    if amount == fen(amount):
-        return yuan(amount, currency)
-    return f"{symbol(currency)}{amount.normalize():,f}"
 
 
 def duration(delta: timedelta) -> str:

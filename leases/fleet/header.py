@@ -14,6 +14,7 @@ from leases.core.models import Node, NodeStatus
 from leases.core.textsafe import visible
 from leases.fleet.nodestatus import status_figures
 from leases.ledger.store import Ledger
+from leases.money.amounts import whole
 from leases.money.renewals import BillingNow
 from leases.telemetry.rollups import HistoryStore
 
@@ -126,13 +127,6 @@ def header(
     return Header(busy, read, total, money, next_end(named, now), ledger)
 
 
-def yuan(amount: Decimal, currency: str) -> str:
-    """A whole amount with its currency's sign, as reports write it (¥ for CNY only)."""
-    from leases.money.amounts import symbol  # here: not needed before the first paint
-
-    return f"{symbol(currency)}{amount.quantize(Decimal(1)):,}"
-
-
 def countdown(at: datetime, now: datetime) -> str:
     """'3d', '5h', '40m', 'past': how long until `at`, in its largest whole unit."""
     s = (at - now).total_seconds()
@@ -160,8 +154,10 @@ def header_line(h: Header, now: datetime) -> str:
         # One figure per currency, the lab's first: never two currencies added.
         each = [(m.currency, m.cost, m.idle)] if m.cost or not m.others else []
         each += [(code, cost, idle) for code, (cost, idle) in m.others.items()]
-        parts.append(" + ".join(yuan(cost, code) for code, cost, _ in each) + " this month")
-        parts.append(" + ".join(yuan(idle or Decimal(0), code) for code, _, idle in each) + " idle")
+        parts.append(" + ".join(whole(cost, code) for code, cost, _ in each) + " this month")
+        parts.append(
+            " + ".join(whole(idle or Decimal(0), code) for code, _, idle in each) + " idle"
+        )
     if h.next_end is not None:
         name, at = h.next_end
         # The countdown before the name: at 80 columns a long name is what gets cut.

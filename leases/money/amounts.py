@@ -43,3 +43,17 @@ def bare(x: Decimal | None) -> str:
 def money(x: Decimal | None, currency: str) -> str:
     """An amount with its currency's symbol as the report prints it ("-" for none)."""
     return "-" if x is None else f"{symbol(currency)}{bare(x)}"
+
+
+def whole(x: Decimal, currency: str) -> str:
+    """An amount to the whole unit with its symbol, as the dashboard's header line shows a
+    month's cost: ¥1,235 (rounded half to even, as Decimal does by default)."""
+    return f"{symbol(currency)}{x.quantize(Decimal(1)):,}"
+
+
+def price(x: Decimal, currency: str) -> str:
+    """A price as recorded: ¥3.3333, not ¥3.33 (hourly prices go to 4 places); to the fen
+    when it has no more places than that (¥3.50)."""
+    if x == fen(x):
+        return money(x, currency)
+    return f"{symbol(currency)}{x.normalize():,f}"

@@ -561,7 +561,8 @@ def test_a_node_whose_rows_cannot_be_read_keeps_its_open_alerts(tmp_path: Path) 
 def test_an_hourly_price_is_shown_as_recorded_and_days_passed_are_whole() -> None:
     """`--hourly-price 3.3333` read "¥3.33 an hour" (the day's ¥80.00 was right); 62.6
     days after a lease ended read "63 days"."""
-    from leases.alerts.wording import duration, unit_price
+    from leases.alerts.wording import duration
+    from leases.money.amounts import price as unit_price
 
     assert unit_price(Decimal("3.3333"), "CNY") == "¥3.3333"
     assert unit_price(Decimal("3.5"), "CNY") == "¥3.50"

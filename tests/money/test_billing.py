@@ -22,12 +22,13 @@ from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.models import BillingType, Lease, Resource, ResourceKind
 from leases.ledger import records
+from leases.ledger.records import renewal_record
 from leases.ledger.schema import MIGRATIONS
 from leases.ledger.store import Ledger
 from leases.money import billing, periods
 from leases.money.amounts import fen
 from leases.money.estimate import current_period, estimate, unknowns
-from leases.money.renewals import chains, renewal_record
+from leases.money.renewals import chains
 from leases.money.units import partial, refund_rule
 from leases.money.verdict import break_even_hours, hourly_vs_monthly, lease_break_even, verdict_text
 from leases.telemetry.history import (

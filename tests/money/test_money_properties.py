@@ -25,10 +25,10 @@ from hypothesis import strategies as st
 
 from leases.core.models import Lease, OwnerHour
 from leases.ledger import records
+from leases.ledger.records import renewal_record
 from leases.money import billing, periods, reportjson
 from leases.money.billing import CardHours
 from leases.money.estimate import month_of
-from leases.money.renewals import renewal_record
 from leases.money.report import attribute, build_report, chain_accrued, month_window
 
 _ZONES = ["Asia/Shanghai", "UTC", "America/New_York", "Europe/Berlin"]

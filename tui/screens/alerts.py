@@ -21,6 +21,7 @@ from leases.core.errors import InputError, LedgerError
 from leases.core.fields import DEFAULT_TZ
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
+from leases.money.amounts import bare
 from tui.screens.fleetview import plain
 from tui.screens.nodeview import alert_amount
 
@@ -90,7 +91,7 @@ class AlertsScreen(Screen[None]):
                 plain(a.node, 30),
                 a.kind.replace("_", " "),
                 f"{a.first_seen.astimezone(self.zone):%m-%d %H:%M}",
-                ("" if a.yuan is None else f"{a.yuan:,}") if in_cny else alert_amount(a),
+                ("" if a.yuan is None else bare(a.yuan)) if in_cny else alert_amount(a),
             )
             for a in rows
         ]

@@ -23,9 +23,10 @@ from leases.core.models import Node, NodeHealth, NodeStatus
 from leases.core.textsafe import visible
 from leases.fleet.data import FleetData
 from leases.fleet.filter import RowFacts
-from leases.fleet.header import countdown, header, header_line, short_path, yuan
+from leases.fleet.header import countdown, header, header_line, short_path
 from leases.fleet.nodestatus import Figures, health_label, is_stale, status_figures
 from leases.fleet.sparkline import CELLS, bars
+from leases.money.amounts import whole
 from leases.money.renewals import BillingNow, starts_in
 from leases.offboard.evidence import Progress
 from leases.offboard.status import short as offboard_short
@@ -298,7 +299,7 @@ def fleet_row(
             if currency == "several"
             else "-"
             if month_cost is None
-            else yuan(month_cost, currency),
+            else whole(month_cost, currency),
             justify="right",
         ),
         "ends": Cell(ends, urgency_style(left) if lease else "dim"),

@@ -16,7 +16,7 @@ from leases.core import fields
 from leases.core.models import NodeStatus
 from leases.core.textsafe import visible
 from leases.fleet.nodefacts import NodeFacts
-from leases.money.amounts import money
+from leases.money.amounts import bare, money
 from leases.money.leasecost import cost_line
 from leases.telemetry import series
 from tui.screens.fleetview import CELL_MAX
@@ -106,7 +106,7 @@ def alert_amount(a: StoredAlert) -> str:
     ledger leaves the currency unknown: the bare amount and "?")."""
     if a.yuan is None:
         return ""
-    return f"{a.yuan:,} ?" if a.currency is None else money(a.yuan, a.currency)
+    return f"{bare(a.yuan)} ?" if a.currency is None else money(a.yuan, a.currency)
 
 
 def alert_rows(facts: NodeFacts, tz: str) -> list[tuple[str, ...]]:

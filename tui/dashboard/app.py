@@ -33,7 +33,7 @@ from textual.worker import Worker, WorkerState
 from leases.config.load import load_user_config
 from leases.config.sections import Config
 from leases.core.clock import Clock, utc_now
-from leases.core.errors import ConfigError
+from leases.core.errors import ConfigError, InputError, LedgerError, said
 from leases.core.fields import DEFAULT_TZ
 from leases.core.models import Node, NodeStatus
 from leases.core.textsafe import visible
@@ -312,9 +312,21 @@ class ZukaApp(App[None]):
         collector's AlertWatch, or this poller's, evaluates them otherwise). On the ledger
         thread with a connection of its own when the ledger is a file."""
         assert self.store is not None and self.ledger is not None and self.config is not None
-        ledger, store = self._open_writer() if self._db is not None else (self.ledger, self.store)
+        if not (polling or nobody_polls):
+            return []
+        # A write refused (locked past the busy timeout, a full disk) is said and the
+        # refresh goes on, as when the reader wrote; tried again when next due.
+        try:
+            ledger, store = (
+                self._open_writer() if self._db is not None else (self.ledger, self.store)
+            )
+        except (InputError, LedgerError) as exc:
+            return [f"cannot write the ledger: {said(exc)}"]
         if polling:
-            self.housekeeping.purge_if_due(store, now)
+            try:
+                self.housekeeping.purge_if_due(store, now)
+            except (InputError, LedgerError) as exc:
+                return [f"old minutes not purged: {said(exc)}"]
         if not nobody_polls:
             return []
         problem = self.housekeeping.evaluate_alerts_if_due(ledger, self.config.alerts, now)

@@ -109,14 +109,19 @@ class Poller:
         self.set_nodes(nodes)
 
     def set_nodes(self, nodes: Sequence[Node]) -> None:
-        """Follow the ledger: new nodes are added, removed ones forgotten."""
+        """Follow the ledger: new nodes are added, removed ones forgotten, and a name that now
+        names another node (by id) starts afresh."""
         wanted = {n.name: n for n in nodes}
         if self.store is not None:
             self.store.set_nodes(nodes)
         for name in list(self._nodes):
-            if name not in wanted:
+            # Gone, or its name now another node's (the old one released, a new one added
+            # under its name): what was read of the old node is not the new one's.
+            was, now = self._nodes[name].node.id, wanted[name].id if name in wanted else None
+            if name not in wanted or (was is not None and now is not None and was != now):
                 del self._nodes[name]
                 self.statuses.pop(name, None)
+                self._pending_latest.pop(name, None)
                 if self.recent is not None:
                     self.recent.forget(name)
         for name, node in wanted.items():

@@ -175,3 +175,40 @@ def test_poll_beside_a_collector_shows_no_released_nodes_reading_for_its_name(
     assert r.code == 0 and "a collector (pid" in r.err, r.err
     (row,) = json.loads(r.out)
     assert (row["node"], row["health"]) == ("sim-001", "connecting"), row
+
+
+def test_the_trust_use_case_never_accepts_a_changed_key(
+    cli: Cli, ledger_path: Path, tmp_path: Path
+) -> None:
+    """leases.app.trust, which `zuka node trust` and the dashboard's t both call: a key that
+    CHANGED is refused even when asked with its own fingerprint; known_hosts is untouched."""
+    import asyncio
+
+    from leases.app.trust import HostKeyTrust, refused
+
+    runner = FleetThread([SimNode("fresh", "RTX 4090", 1, Scenario.BUSY, seed=7)])
+    fleet = runner.start()
+    try:
+        key = fleet.write_client_key(tmp_path)
+        ep = fleet["fresh"]
+        assert (
+            cli("node", "add", "fresh", "--ssh", f"ssh -p {ep.port} -i {key} root@127.0.0.1").code
+            == 0
+        )
+        fingerprint = ep.host_key.get_fingerprint("sha256")
+        assert cli("node", "trust", "fresh", "--fingerprint", fingerprint).code == 0
+        runner.call(fleet.rotate_host_key("fresh"))
+        known = (ledger_path.parent / "known_hosts").read_bytes()
+        with Ledger.open(ledger_path, create=False) as ledger:
+            node = ledger.node("fresh")
+
+        async def offer() -> tuple[bool, bool]:
+            async with HostKeyTrust(ledger_path, node) as trust:
+                offered = await trust.offered()
+                assert offered is not None
+                return refused(offered), trust.accept(offered, offered.fingerprint)
+
+        assert asyncio.run(offer()) == (True, False)
+        assert (ledger_path.parent / "known_hosts").read_bytes() == known
+    finally:
+        runner.stop()

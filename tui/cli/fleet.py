@@ -23,7 +23,7 @@ from leases.telemetry.housekeeping import Housekeeping
 from leases.telemetry.lock import PollerLock
 from leases.telemetry.poller import Poller
 from leases.telemetry.rollups import HistoryStore, sample_record
-from leases.telemetry.wiring import fleet_nodes, make_poller, polled_nodes, ssh_options
+from leases.telemetry.wiring import fleet_nodes, make_poller, polled_nodes
 from tui.cli import output
 
 
@@ -305,23 +305,19 @@ def node_trust(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def _trust(node: Any, path: Path, args: argparse.Namespace, out: TextIO) -> int:
+    from leases.app.trust import HostKeyTrust, refused
     from leases.ssh.errors import SshError
-    from leases.ssh.hostkeys import HostKeyStatus
-    from leases.ssh.pool import SshPool
-    from leases.ssh.session import offered_host_key
 
-    pool = SshPool(ssh_options(path))
-    session = pool.add(node)
-    try:
+    async with HostKeyTrust(path, node) as trust:
         try:
-            offered = await offered_host_key(session)
+            offered = await trust.offered()
         except SshError as exc:
             print(visible(f"zuka: {node.name}: {exc.message}"), file=sys.stderr)
             return 1
         if offered is None:
             out.write(visible(f"{node.name}: host key already trusted") + "\n")
             return 0
-        if offered.status is not HostKeyStatus.UNKNOWN:
+        if refused(offered):
             print(
                 visible(f"zuka: {node.name}: the host key CHANGED ({offered.fingerprint}); "
                         "refused. Ask the provider why (reinstall? another machine?) and, only "
@@ -345,17 +341,15 @@ async def _trust(node: Any, path: Path, args: argparse.Namespace, out: TextIO) -
             if answer.strip().lower() != "yes":
                 out.write("not trusted\n")
                 return 1
-        session.accept_host_key(offered.fingerprint)
+        trust.accept(offered, offered.fingerprint)
         out.write(visible(f"trusted {offered.fingerprint} for {node.name}") + "\n")
         try:
-            await session.run("true")
+            await trust.log_in()
         except SshError as exc:
             print(visible(f"zuka: {node.name}: key trusted, but logging in failed: "
                           f"{exc.message}"), file=sys.stderr)  # fmt: skip
             return 1
         return 0
-    finally:
-        await pool.close()
 
 
 # -- sim ---------------------------------------------------------------------------------

@@ -474,38 +474,31 @@ class ZukaApp(App[None]):
     async def trust_node(self, name: str) -> None:
         """Fetch the key the node offers now, show its fingerprint, accept it on y."""
         assert self.ledger is not None and self.ledger_path is not None
+        from leases.app.trust import HostKeyTrust, refused
         from leases.ssh.errors import SshError
-        from leases.ssh.hostkeys import HostKeyStatus
-        from leases.ssh.pool import SshPool
-        from leases.ssh.session import offered_host_key
-        from leases.telemetry.wiring import ssh_options
         from tui.screens.yesno import TrustScreen
 
-        pool = SshPool(ssh_options(self.ledger_path))
-        session = pool.add(self.ledger.node(name))
-        try:
+        async with HostKeyTrust(self.ledger_path, self.ledger.node(name)) as trust:
             try:
-                offered = await offered_host_key(session)
+                offered = await trust.offered()
             except SshError as exc:
                 self._tell(f"{name}: {exc.message}", severity="error")
                 return
             if offered is None:
                 self._tell(f"{name}: host key already trusted")
-            elif offered.status is not HostKeyStatus.UNKNOWN:
+            elif refused(offered):
                 self._tell(
                     f"{name}: the host key CHANGED ({offered.fingerprint}): refused",
                     severity="error",
                 )
                 return
             elif await self.push_screen_wait(TrustScreen(name, offered)):
-                session.accept_host_key(offered.fingerprint)
+                trust.accept(offered, offered.fingerprint)
                 self._tell(f"trusted {offered.fingerprint} for {name}")
             else:
                 return
             if self.poller is not None:
                 self.poller.retry_now(name)
-        finally:
-            await pool.close()
 
     def _tell(
         self,

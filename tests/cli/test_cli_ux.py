@@ -418,3 +418,12 @@ def test_fleet_commands_on_a_missing_ledger_say_there_is_none(
     r = cli(*args, ledger=path)
     assert r.code == 1 and f"no ledger at {path}" in one_line(r.err)
     assert not path.exists()
+
+
+def test_importing_a_file_that_is_not_there_says_so(cli: Cli, tmp_path: Path) -> None:
+    """Before: "cannot create a file in /tmp: the directory is not writable...", for a file
+    that was only missing (found by a new user's review of issue 19)."""
+    missing = tmp_path / "nope.json"
+    r = cli("import", str(missing))
+    assert r.code == 2 and "no such file: check the path" in r.err, r.err
+    assert "cannot create" not in r.err

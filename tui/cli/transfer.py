@@ -43,6 +43,9 @@ def read_export(path: str, fmt: str | None) -> transfer.Export:
     where = "stdin" if path == "-" else path
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError as exc:  # a file to read, not one that could not be created
+        said = "no such file: check the path" if Path(path).parent.is_dir() else None
+        raise InputError(where, None, said or os_problem(exc, path)) from None
     except OSError as exc:
         raise InputError(where, None, os_problem(exc, path)) from None
     except UnicodeDecodeError:

@@ -14,7 +14,6 @@ from leases.config.sections import Config
 from leases.core.errors import InputError
 from leases.ledger.store import Ledger
 from leases.offboard import evidence, runner
-from tests.offboard.test_offboard import fleet  # noqa: F401  (fleet: a fixture)
 from tests.support.cli import Cli
 from tests.support.offboard_files import PLANNERS, calls
 from tests.support.waiting import wait_until
@@ -24,7 +23,7 @@ from tui.screens.offboard import OffboardScreen
 
 
 @pytest.fixture
-def aliased(fleet: Path, cli: Cli) -> Path:  # noqa: F811
+def aliased(fleet: Path, cli: Cli) -> Path:
     r = cli("provider", "edit", "Cloudy", "--account-alias", "lab-prod")
     assert r.code == 0, r.err
     return fleet

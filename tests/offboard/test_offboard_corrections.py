@@ -10,7 +10,6 @@ from leases.config.sections import Config
 from leases.ledger.store import Ledger
 from leases.offboard import evidence, runner
 from leases.offboard.steps import Driver, Identity, Outcome, Sighting, Step
-from tests.offboard.test_offboard import fleet  # noqa: F401  (a fixture)
 from tests.support.offboard_files import PLANNERS, drivers
 
 
@@ -42,7 +41,7 @@ class EditsMidRun:
 
 
 async def test_a_resource_corrected_while_its_step_runs_is_not_marked_verified_gone(
-    fleet: Path,  # noqa: F811
+    fleet: Path,
     ledger_path: Path,
 ) -> None:
     """The step deleted and read back bkt-1; the row it names now says not-ours, which
@@ -63,7 +62,7 @@ async def test_a_resource_corrected_while_its_step_runs_is_not_marked_verified_g
 
 
 def test_a_resource_imported_marked_verified_is_listed_unproven(
-    fleet: Path,  # noqa: F811
+    fleet: Path,
     ledger_path: Path,
 ) -> None:
     """An imported file's verified_at is the file's word, not zuka's: the plan lists the

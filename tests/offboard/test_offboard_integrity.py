@@ -17,7 +17,7 @@ import pytest
 from leases.ledger.store import Ledger
 from leases.offboard import evidence, runner
 from leases.offboard.evidence import State, Tampered
-from tests.offboard.test_offboard import _plan, _run, fleet  # noqa: F401  (fleet: a fixture)
+from tests.offboard.test_offboard import _plan, _run
 from tests.support.cli import Cli
 from tests.support.offboard_files import calls
 
@@ -37,7 +37,7 @@ def _body(ledger_path: Path, plan_id: int) -> str:
 
 @pytest.mark.parametrize("rehash", [False, True], ids=["hash-left", "hash-made-again"])
 async def test_a_swapped_bucket_in_the_stored_body_is_refused_and_nothing_is_deleted(
-    fleet: Path,  # noqa: F811
+    fleet: Path,
     ledger_path: Path,
     cli: Cli,
     rehash: bool,
@@ -66,7 +66,7 @@ async def test_a_swapped_bucket_in_the_stored_body_is_refused_and_nothing_is_del
 
 
 def test_a_step_key_changed_in_the_body_is_refused_in_words(
-    fleet: Path,  # noqa: F811
+    fleet: Path,
     ledger_path: Path,
     cli: Cli,
 ) -> None:
@@ -89,7 +89,7 @@ def test_a_step_key_changed_in_the_body_is_refused_in_words(
 
 
 async def test_a_step_set_to_verified_in_sqlite_is_refused_not_skipped(
-    fleet: Path,  # noqa: F811
+    fleet: Path,
     ledger_path: Path,
     cli: Cli,
 ) -> None:
@@ -115,7 +115,7 @@ async def test_a_step_set_to_verified_in_sqlite_is_refused_not_skipped(
 
 
 async def test_a_finished_plan_set_unfinished_in_sqlite_is_refused(
-    fleet: Path,  # noqa: F811
+    fleet: Path,
     ledger_path: Path,
 ) -> None:
     with Ledger.open(ledger_path) as ledger:
@@ -128,7 +128,7 @@ async def test_a_finished_plan_set_unfinished_in_sqlite_is_refused(
 
 
 async def test_states_read_from_the_chain_survive_a_new_plan_that_carries_them(
-    fleet: Path,  # noqa: F811
+    fleet: Path,
     ledger_path: Path,
     cli: Cli,
 ) -> None:

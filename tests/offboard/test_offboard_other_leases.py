@@ -15,13 +15,13 @@ from leases.core.errors import InputError
 from leases.ledger.store import Ledger
 from leases.offboard import evidence, runner
 from leases.offboard.evidence import State
-from tests.offboard.test_offboard import _run, fleet  # noqa: F401  (fleet: a fixture)
+from tests.offboard.test_offboard import _run
 from tests.support.cli import Cli
 from tests.support.offboard_files import PLANNERS
 
 
 @pytest.fixture
-def earlier(fleet: Path, cli: Cli, ledger_path: Path) -> Path:  # noqa: F811
+def earlier(fleet: Path, cli: Cli, ledger_path: Path) -> Path:
     """n1 had a lease before this one, and a bucket recorded on it still billing."""
     for args in (
         ("lease", "add", "n1", "--billing", "monthly", "--price", "50",

@@ -17,7 +17,7 @@ from leases.core.errors import InputError
 from leases.ledger.store import Ledger
 from leases.offboard import evidence, readback, report, runner, status
 from leases.offboard.evidence import State
-from tests.offboard.test_offboard import _plan, _run, fleet, served  # noqa: F401  (fleet, served: fixtures)
+from tests.offboard.test_offboard import _plan, _run, served  # noqa: F401  (served: a fixture)
 from tests.support.cli import Cli
 from tests.support.offboard_files import PLANNERS, calls, drivers
 from tests.support.shellnode import ServedNode
@@ -30,7 +30,7 @@ def _typo(cli: Cli) -> None:
 
 
 async def test_a_mistyped_bucket_is_not_found_not_verified(
-    fleet: Path,  # noqa: F811
+    fleet: Path,
     ledger_path: Path,
     cli: Cli,
 ) -> None:
@@ -54,7 +54,7 @@ async def test_a_mistyped_bucket_is_not_found_not_verified(
 
 
 async def test_never_existed_needs_a_failed_look_and_a_reason_and_is_not_verified(
-    fleet: Path,  # noqa: F811
+    fleet: Path,
     ledger_path: Path,
     cli: Cli,
 ) -> None:
@@ -85,7 +85,7 @@ async def test_never_existed_needs_a_failed_look_and_a_reason_and_is_not_verifie
 
 
 async def test_a_thing_seen_then_deleted_by_someone_else_is_verified_gone(
-    fleet: Path,  # noqa: F811
+    fleet: Path,
     ledger_path: Path,
 ) -> None:
     """Seen to exist (by --inspect), gone when the run gets to it: that is proof enough;
@@ -109,7 +109,7 @@ async def test_a_thing_seen_then_deleted_by_someone_else_is_verified_gone(
 
 
 async def test_inspect_changes_nothing_and_says_what_it_saw(
-    fleet: Path,  # noqa: F811
+    fleet: Path,
     ledger_path: Path,
     cli: Cli,
 ) -> None:
@@ -143,7 +143,7 @@ async def test_inspect_changes_nothing_and_says_what_it_saw(
 
 
 async def test_a_node_never_seen_answering_is_not_called_released(
-    fleet: Path,  # noqa: F811
+    fleet: Path,
     ledger_path: Path,
     cli: Cli,
 ) -> None:
@@ -160,7 +160,7 @@ async def test_a_node_never_seen_answering_is_not_called_released(
 
 
 async def test_the_dashboard_inspects_with_i_and_changes_nothing(
-    fleet: Path,  # noqa: F811
+    fleet: Path,
     ledger_path: Path,
     cli: Cli,
 ) -> None:
@@ -219,7 +219,7 @@ def test_a_mistyped_scratch_path_is_found_by_inspect_and_corrected_by_resource_e
 
 
 async def test_a_release_never_seen_is_skipped_with_a_reason_never_said_never_existed(
-    fleet: Path,  # noqa: F811
+    fleet: Path,
     ledger_path: Path,
 ) -> None:
     """An instance exists by the lease itself: a node that did not answer the first look

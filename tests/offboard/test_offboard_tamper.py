@@ -13,7 +13,7 @@ from leases.ledger.store import Ledger
 from leases.offboard import evidence
 from leases.offboard.evidence import Tampered
 from tests.offboard.test_offboard import _run
-from tests.offboard.test_offboard_other_leases import _replan, earlier, fleet  # noqa: F401  (fixtures)
+from tests.offboard.test_offboard_other_leases import _replan, earlier  # noqa: F401  (earlier: a fixture)
 from tests.support.cli import Cli
 
 
@@ -75,7 +75,7 @@ def _refused_then_accepted(cli: Cli, ledger_path: Path) -> None:
 
 
 def test_a_resource_marked_verified_in_sqlite_is_listed_not_left_out(
-    fleet: Path,  # noqa: F811
+    fleet: Path,
     ledger_path: Path,
     cli: Cli,
 ) -> None:
@@ -112,7 +112,7 @@ def test_a_resource_marked_verified_in_sqlite_is_listed_not_left_out(
 
 
 async def test_an_included_unproven_resource_of_this_lease_runs_without_a_changed_plan(
-    fleet: Path,  # noqa: F811
+    fleet: Path,
     ledger_path: Path,
     cli: Cli,
 ) -> None:
@@ -131,7 +131,7 @@ async def test_an_included_unproven_resource_of_this_lease_runs_without_a_change
 
 
 async def test_an_earlier_offboardings_finish_cleared_in_sqlite_is_refused(
-    fleet: Path,  # noqa: F811
+    fleet: Path,
     ledger_path: Path,
     cli: Cli,
 ) -> None:

@@ -26,7 +26,8 @@ from leases.ledger.store import Ledger
 from leases.offboard import evidence, runner, status, wiring
 from leases.offboard.evidence import Progress, State
 from leases.offboard.steps import Driver, Outcome, Step
-from tests.offboard.test_offboard import Asks, fleet, plan_processes  # noqa: F401  (fleet is a fixture)
+from tests.offboard.conftest import fleet  # noqa: F401  (the offboarding tests' fixture)
+from tests.offboard.test_offboard import Asks, plan_processes
 from tests.support.cli import Cli
 from tests.support.offboard_files import (
     PLANNERS,

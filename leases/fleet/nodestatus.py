@@ -21,11 +21,18 @@ def stale_after_s(interval_s: float) -> float:
     return max(STALE_MIN_S, STALE_INTERVALS * interval_s)
 
 
+def _stale(status: NodeStatus, stale_before: datetime | None) -> bool:
+    return (
+        stale_before is not None and status.checked is not None and (status.checked < stale_before)
+    )
+
+
 def unless_stale(status: NodeStatus, stale_before: datetime | None = None) -> NodeStatus:
     """What a poller last wrote (node_latest, HistoryStore.latest_by_id) as the node's status
     now: a status last checked before `stale_before` is shown as stale, not as the node's
     state."""
-    if stale_before is not None and status.checked is not None and status.checked < stale_before:
+    if _stale(status, stale_before):
+        assert status.checked is not None
         return NodeStatus(
             status.node,
             NodeHealth.CONNECTING,
@@ -170,11 +177,7 @@ def current(
                 out[n.id] = polled[n.name]
         elif n.id in stored:
             row = stored[n.id]
-            stale = (
-                stale_before is not None
-                and row.checked is not None
-                and (row.checked < stale_before)
-            )
+            stale = _stale(row, stale_before)
             hit = cache.get(n.id) if cache is not None else None
             if hit is not None and hit[0] is row and hit[1] == stale:
                 out[n.id] = hit[2]

@@ -14,7 +14,7 @@ from leases.ssh.options import SshOptions
 from leases.ssh.pool import SshPool
 from leases.telemetry.faultlog import fault_logger
 from leases.telemetry.history import RecentHistory
-from leases.telemetry.housekeeping import fleet_nodes as fleet_nodes  # lives there: no SSH import
+from leases.telemetry.housekeeping import fleet_nodes
 from leases.telemetry.poller import Poller
 from leases.telemetry.rollups import HistoryStore
 

@@ -19,11 +19,11 @@ from leases.core.textsafe import visible
 from leases.fleet.nodestatus import health_summary, status_figures
 from leases.ledger.paths import resolve_ledger_path
 from leases.ledger.store import Ledger
-from leases.telemetry.housekeeping import Housekeeping
+from leases.telemetry.housekeeping import Housekeeping, fleet_nodes
 from leases.telemetry.lock import PollerLock
 from leases.telemetry.poller import Poller
 from leases.telemetry.rollups import HistoryStore, sample_record
-from leases.telemetry.wiring import fleet_nodes, make_poller, polled_nodes
+from leases.telemetry.wiring import make_poller, polled_nodes
 from tui.cli import output
 
 

@@ -123,6 +123,16 @@ class StoragePeriod(StrEnum):
     MONTH = "month"
 
 
+class PaymentSchedule(StrEnum):
+    """When a monthly or contract term is paid: all of it at its start (`upfront`), or
+    month by month, or a quarter at a time, each at the start of its period (colo
+    contracts are invoiced monthly or quarterly)."""
+
+    UPFRONT = "upfront"
+    MONTHLY = "monthly"
+    QUARTERLY = "quarterly"
+
+
 class RefundState(StrEnum):
     NONE = "none"
     PENDING = "pending"
@@ -351,6 +361,13 @@ class Lease:
             "--rounding",
             "where the provider rounds to the fen: {values} (bill: the bill's total; charge:"
             " each charge up, pay-as-you-go at each clock hour and at shutdown, as AutoDL)",
+        ),
+    )
+    payment_schedule: PaymentSchedule = field(
+        default=PaymentSchedule.UPFRONT,
+        metadata=cli(
+            "--payment-schedule",
+            "when a monthly or contract term is paid: {values} (default upfront: all at its start)",
         ),
     )
     id: int | None = field(default=None, metadata=INTERNAL)

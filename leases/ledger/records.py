@@ -25,6 +25,7 @@ from leases.core.models import (
     Node,
     NodeState,
     PartialUnit,
+    PaymentSchedule,
     Provider,
     ProviderKind,
     RefundState,
@@ -363,6 +364,14 @@ def lease_from(rec: Mapping[str, Any]) -> Lease:
         hourly_price=p(None, _opt_money, rec, "hourly_price"),
         refund_rule=p("", _str, rec, "refund_rule", 500).strip(),
         rounding=p(ChargeRounding("bill"), _choice, rec, "rounding", ChargeRounding, "bill"),
+        payment_schedule=p(
+            PaymentSchedule("upfront"),
+            _choice,
+            rec,
+            "payment_schedule",
+            PaymentSchedule,
+            "upfront",
+        ),
     )
     p.raise_found()
     check_lease(lease)

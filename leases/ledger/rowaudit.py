@@ -26,31 +26,34 @@ from typing import Any
 from leases.core.errors import InputError
 from leases.core.models import AuditEntry
 from leases.core.textsafe import visible
-from leases.ledger import records, stops
+from leases.ledger import books, records, stops
+from leases.ledger.books import BOOKS
 from leases.ledger.lease_rows import lease_row
 from leases.ledger.node_rows import node_row
 from leases.ledger.records import UNREADABLE, unreadable
 from leases.ledger.store import Ledger
 
 Record = dict[str, Any]
-ENTITIES = ("provider", "node", "lease", "resource", "stop")
+ENTITIES = ("provider", "node", "lease", "resource", "stop", *BOOKS)
 TABLES = {"provider": "providers", "node": "nodes", "lease": "leases",
-          "resource": "resources", "stop": "stops"}  # fmt: skip
+          "resource": "resources", "stop": "stops"} | {
+          e: b.table for e, b in BOOKS.items()}  # fmt: skip
 # What a record shows of its neighbours, not a column of its own row: a lease's node name
 # follows a rename of the node, a resource's lease start an edit of the lease.
 _DERIVED = frozenset({"node", "lease_start"})
 # What a bundle (a delete entry's record, and its undo's) holds beside the row's own record.
-_BUNDLED = frozenset({"id", "leases", "resources", "stops", "gpu_history"})
+_BUNDLED = frozenset({"id", "leases", "resources", "stops", "gpu_history", "lines"})
 ACCEPT = "row.accept"
 
 
 # Columns added by a migration after a row's last entry was written: the entry's record
-# lacks them, and the migration gave the row these values (leases.ledger.schema m006, m013, m015).
+# lacks them, and the migration gave the row these values (leases.ledger.schema m006, m013,
+# m015, m017).
 # Any other value there was written behind zuka's back.
 _ADDED: dict[str, dict[str, object]] = {
     "lease": {"stopped_billing": "full", "month_count": "calendar", "partial_unit": None,
               "renew_charge_days": None, "hourly_price": None, "refund_rule": "",
-              "rounding": "bill"},
+              "rounding": "bill", "payment_schedule": "upfront"},
     "resource": {"price": None, "price_per": "month"},
     "node": {"instance_id": "", "instance_endpoint": ""},
 }  # fmt: skip
@@ -231,6 +234,8 @@ def stored_record(
 ) -> Record | None:
     """The row's record now, in the shape of `like` (a bundle when it is one); None when
     there is no such row. Raises what records raise for a row that does not read."""
+    if entity in BOOKS:
+        return _book_record(ledger, entity, entity_id, like)
     if entity == "provider":
         rows = ledger.rows("SELECT * FROM providers WHERE id = ?", [entity_id])
         return records.provider_record(records.provider_from(rows[0])) if rows else None
@@ -257,6 +262,28 @@ def stored_record(
         return stops.record(stops.from_row(rows[0])) if rows else None
     found = ledger.resource_rows(" WHERE r.id = ?", [entity_id])
     return dict(found[0][1]) if found else None
+
+
+def _book_record(
+    ledger: Ledger, entity: str, entity_id: int, like: Mapping[str, Any] | None
+) -> Record | None:
+    """A book's row as its record (leases.ledger.books), checked as a write is; a bill's
+    lines_hash and line_count are those of its lines as they are now, so that a line
+    changed behind zuka's back shows as its bill's change."""
+    spec = BOOKS[entity]
+    row = _row(ledger, entity, entity_id)
+    if row is None:
+        return None
+    rec = {k: v for k, v in row.items() if k != "id"}
+    if spec.lines is not None:
+        lines = ledger.book_lines(entity, entity_id)
+        for line in lines:
+            books.check_bill_line(line)
+        rec["lines_hash"] = books.lines_hash(lines)
+        rec["line_count"] = len(lines)
+        if like is not None and "lines" in like:
+            return {**spec.check(rec), "lines": lines}
+    return spec.check(rec)
 
 
 def _row(ledger: Ledger, entity: str, row_id: int) -> Record | None:
@@ -352,6 +379,8 @@ def _as_logged(entity: str, raw: Mapping[str, Any], was: Logged, ids: Mapping[st
     (columns a migration added since hold its default): the quick answer for the rows
     nobody touched. Anything else is read and compared field by field (compare)."""
     assert was.record is not None
+    if entity in BOOKS and BOOKS[entity].lines is not None:
+        return False  # its lines are compared by their hash, read only the slow way
     row = _as_written(entity, was.record, was.owner, ids)
     if row is None:
         return False

@@ -535,3 +535,101 @@ def m016_alert_outbox(db: Database) -> None:
         UPDATE alerts SET acked_severity = severity WHERE acked_at IS NOT NULL;
         """,
     )
+
+
+@MIGRATIONS()
+def m017_accounts(db: Database) -> None:
+    """What the accountant and the provider say (leases.ledger.books holds each table's rules):
+    a lease's payment schedule; deposit refunds, partial or whole, each with its date;
+    invoices (fapiao) on a provider's charges; a provider account's prepaid balance, as
+    top-ups and as the provider's own figure read off its console; the provider's bills
+    as imported, line by line; and the price book, the offers a lab collects. Amounts are
+    decimal text, as in leases; days are YYYY-MM-DD, moments ISO 8601 with their offset."""
+    _run(
+        db,
+        """
+        ALTER TABLE leases ADD COLUMN payment_schedule TEXT NOT NULL DEFAULT 'upfront'
+            CHECK (payment_schedule IN ('upfront', 'monthly', 'quarterly'));
+        CREATE TABLE deposit_refunds (
+            id INTEGER PRIMARY KEY,
+            lease_id INTEGER NOT NULL REFERENCES leases(id),
+            amount TEXT NOT NULL,
+            refunded_on TEXT NOT NULL,
+            notes TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX deposit_refunds_lease ON deposit_refunds(lease_id);
+        CREATE TABLE invoices (
+            id INTEGER PRIMARY KEY,
+            provider_id INTEGER NOT NULL REFERENCES providers(id),
+            lease_id INTEGER REFERENCES leases(id),
+            number TEXT NOT NULL CHECK (length(number) BETWEEN 1 AND 60),
+            issued_on TEXT NOT NULL,
+            period_start TEXT NOT NULL,
+            period_end TEXT NOT NULL,
+            amount TEXT NOT NULL,
+            currency TEXT NOT NULL DEFAULT 'CNY',
+            vat_rate TEXT NOT NULL,
+            tax_included INTEGER NOT NULL DEFAULT 1 CHECK (tax_included IN (0, 1)),
+            kind TEXT NOT NULL DEFAULT 'special' CHECK (kind IN ('special', 'ordinary', 'other')),
+            notes TEXT NOT NULL DEFAULT '',
+            CHECK (period_end > period_start),
+            UNIQUE (provider_id, number)
+        );
+        CREATE INDEX invoices_lease ON invoices(lease_id);
+        CREATE TABLE balance_entries (
+            id INTEGER PRIMARY KEY,
+            provider_id INTEGER NOT NULL REFERENCES providers(id),
+            kind TEXT NOT NULL CHECK (kind IN ('topup', 'reading')),
+            amount TEXT NOT NULL,
+            currency TEXT NOT NULL DEFAULT 'CNY',
+            at TEXT NOT NULL,
+            notes TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX balance_entries_provider ON balance_entries(provider_id, at);
+        CREATE TABLE bills (
+            id INTEGER PRIMARY KEY,
+            provider_id INTEGER NOT NULL REFERENCES providers(id),
+            format TEXT NOT NULL CHECK (length(format) BETWEEN 1 AND 40),
+            source TEXT NOT NULL DEFAULT '',
+            sha256 TEXT NOT NULL CHECK (length(sha256) = 64),
+            imported_at TEXT NOT NULL,
+            line_count INTEGER NOT NULL CHECK (line_count >= 0),
+            lines_hash TEXT NOT NULL CHECK (length(lines_hash) = 64),
+            UNIQUE (provider_id, sha256)
+        );
+        CREATE TABLE bill_lines (
+            bill_id INTEGER NOT NULL REFERENCES bills(id) ON DELETE CASCADE,
+            line_no INTEGER NOT NULL,
+            period_start TEXT NOT NULL,
+            period_end TEXT NOT NULL,
+            resource_id TEXT NOT NULL DEFAULT '',
+            product TEXT NOT NULL DEFAULT '',
+            description TEXT NOT NULL DEFAULT '',
+            region TEXT NOT NULL DEFAULT '',
+            kind TEXT NOT NULL DEFAULT 'usage' CHECK (kind IN ('usage', 'subscription',
+                'credit', 'discount', 'tax', 'refund', 'other')),
+            amount TEXT NOT NULL,
+            list_amount TEXT,
+            currency TEXT NOT NULL DEFAULT 'CNY',
+            PRIMARY KEY (bill_id, line_no)
+        ) WITHOUT ROWID;
+        CREATE INDEX bill_lines_resource ON bill_lines(resource_id, period_start);
+        CREATE TABLE offers (
+            id INTEGER PRIMARY KEY,
+            provider TEXT NOT NULL CHECK (length(provider) BETWEEN 1 AND 100),
+            channel TEXT NOT NULL CHECK (channel IN ('cloud', 'platform', 'colo')),
+            gpu_model TEXT NOT NULL CHECK (length(gpu_model) BETWEEN 1 AND 100),
+            gpus INTEGER CHECK (gpus > 0),
+            billing_type TEXT NOT NULL CHECK (billing_type IN
+                ('per_second', 'hourly', 'card_hour', 'daily', 'weekly', 'monthly', 'contract')),
+            unit_price TEXT NOT NULL,
+            currency TEXT NOT NULL DEFAULT 'CNY',
+            min_term INTEGER CHECK (min_term > 0),
+            deposit TEXT,
+            region TEXT NOT NULL DEFAULT '',
+            quoted_on TEXT NOT NULL,
+            valid_until TEXT,
+            notes TEXT NOT NULL DEFAULT ''
+        );
+        """,
+    )

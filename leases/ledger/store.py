@@ -7,7 +7,8 @@ collector can share the file, mode 0600 because the file says where the lab's ma
 A Ledger is one class built in layers, one module an entity, each layer a base of the
 next: the connection and its transactions (leases.ledger.connection), the audit log
 (audit), providers (provider_rows), nodes (node_rows), leases (lease_rows), stops
-(stop_rows), resources (resource_rows); here, opening one and what spans them all,
+(stop_rows), resources (resource_rows), the books (book_rows: deposit refunds, invoices,
+balances, bills, offers); here, opening one and what spans them all,
 export and import. Layers rather than objects the Ledger holds, because the entities'
 checks call each other both ways (a node's edit reads its leases, a lease's add reads its
 node and its stops) and every caller keeps one object, `ledger.add_lease(...)`; where a
@@ -18,7 +19,7 @@ two agree. Opening the file is leases.ledger.files'; where it is, leases.ledger.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +27,12 @@ from leases.core.clock import Clock, utc_now
 from leases.core.errors import InputError, ledger_failure
 from leases.core.models import Node
 from leases.ledger import files, records, transfer
+from leases.ledger.book_rows import BookRows
+from leases.ledger.books import BOOKS
 from leases.ledger.records import Record
-from leases.ledger.resource_rows import ResourceRows
 
 
-class Ledger(ResourceRows):
+class Ledger(BookRows):
     """Reads and writes of the ledger. Construct with Ledger.open()."""
 
     @classmethod
@@ -85,6 +87,7 @@ class Ledger(ResourceRows):
                 {**self._stop_record(s, lease_of.get(s.lease_id)), key: keys[s.node_id]}
                 for s in self.stops()
             ],
+            **self.book_exports(),
         }
 
     def import_records(self, data: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, int]:
@@ -94,6 +97,8 @@ class Ledger(ResourceRows):
         of that name in the ledger. An error names the record: "lease 2: end" is the
         second lease of the file, counting from 1."""
         counts = {k: 0 for k in ("providers", "nodes", "leases", "resources", "stops")}
+        counts |= {spec.table: 0 for spec in BOOKS.values()}
+        singular = {spec.table: spec.entity.replace("_", " ") for spec in BOOKS.values()}
         links = transfer.node_links(data)
         added: list[Node] = []
 
@@ -101,8 +106,11 @@ class Ledger(ResourceRows):
             at = links[kind][i]
             return None if at is None else added[at]
 
+        def importer(entity: str) -> Callable[[int, Mapping[str, Any]], None]:
+            return lambda i, r: self._import_book(conn, entity, r)
+
         with self.transaction() as conn:
-            for kind, insert in (
+            steps: list[tuple[str, Callable[[int, Mapping[str, Any]], object]]] = [
                 ("providers", lambda i, r: self._insert_provider(conn, records.provider_from(r))),
                 ("nodes", lambda i, r: added.append(self._insert_node(conn, records.node_from(r)))),
                 (
@@ -118,13 +126,17 @@ class Ledger(ResourceRows):
                     ),
                 ),
                 ("stops", lambda i, r: self._insert_stop(conn, r, node_of("stops", i))),
-            ):
+                *((spec.table, importer(entity)) for entity, spec in BOOKS.items()),
+            ]
+            for kind, insert in steps:
                 for i, rec in enumerate(data.get(kind, ())):
                     try:
                         insert(i, rec)
                     except InputError as exc:
                         raise InputError(
-                            f"{kind[:-1]} {i + 1}: {exc.field}", exc.value, exc.reason
+                            f"{singular.get(kind, kind[:-1])} {i + 1}: {exc.field}",
+                            exc.value,
+                            exc.reason,
                         ) from None
                     counts[kind] += 1
             # One entry that says an import happened: `zuka undo` refuses to take it apart.

@@ -33,12 +33,14 @@ from typing import Any
 from leases.core.errors import InputError, os_problem
 from leases.core.models import Node, NodeState
 from leases.core.textsafe import formula_safe
+from leases.ledger.books import BOOKS, export_keys
 from leases.ledger.records import LEASE_KEYS, NODE_KEYS, PROVIDER_KEYS, RESOURCE_KEYS, Record
 
 FORMAT = "zuka-ledger"
-# Version 3 adds stops: a zuka that reads only 2 would drop them without a word.
-VERSION = 3
-READS = (1, 2, 3)  # version 1: no node_key; before 3: no stops
+# Version 3 adds stops: a zuka that reads only 2 would drop them without a word; version 4
+# the books (leases.ledger.books: deposit refunds, invoices, balances, bills, offers).
+VERSION = 4
+READS = (1, 2, 3, 4)  # version 1: no node_key; before 3: no stops; before 4: no books
 NODE_KEY = "node_key"
 # A stop (leases.ledger.stops) names its node, and its lease by the node and the lease's start,
 # as a resource does; its times are UTC.
@@ -49,12 +51,23 @@ KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "lease": ("leases", (*LEASE_KEYS, NODE_KEY)),
     "resource": ("resources", (*RESOURCE_KEYS, NODE_KEY)),
     "stop": ("stops", (*STOP_KEYS, NODE_KEY)),
-}
-# node_key last: the columns of version 1 keep their places.
+} | {entity: (spec.table, export_keys(spec)) for entity, spec in BOOKS.items()}
+# A bill's lines nest: bills go in a JSON export only (to_csv refuses a ledger holding one).
+_NESTED = frozenset(e for e, spec in BOOKS.items() if spec.lines is not None)
+_FLAT = {k: v for k, v in KINDS.items() if k not in _NESTED}
+# node_key last: the columns of version 1 keep their places; the books' columns after it.
+_V3 = ("provider", "node", "lease", "resource", "stop")
 CSV_COLUMNS: tuple[str, ...] = (
     "record",
-    *dict.fromkeys(k for _, ks in KINDS.values() for k in ks if k != NODE_KEY),
+    *dict.fromkeys(k for kind in _V3 for k in KINDS[kind][1] if k != NODE_KEY),
     NODE_KEY,
+    *dict.fromkeys(
+        k
+        for kind, (_, ks) in _FLAT.items()
+        if kind not in _V3
+        for k in ks
+        if k not in {c for v3 in _V3 for c in KINDS[v3][1]}
+    ),
 )
 
 Export = dict[str, list[Record]]
@@ -131,10 +144,19 @@ def _csv_value(cell: str | None) -> str | None:
 
 
 def to_csv(data: Mapping[str, Sequence[Record]]) -> str:
+    for kind in _NESTED:
+        plural = KINDS[kind][0]
+        if data.get(plural):
+            raise InputError(
+                "format",
+                "csv",
+                f"the ledger holds {len(data[plural])} imported {plural}, whose lines a CSV"
+                " cannot hold: export it with --format json",
+            )
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    for kind, (plural, _keys) in KINDS.items():
+    for kind, (plural, _keys) in _FLAT.items():
         for rec in data.get(plural, ()):
             writer.writerow([kind, *(_csv_cell(rec.get(col)) for col in CSV_COLUMNS[1:])])
     return buf.getvalue()
@@ -148,14 +170,14 @@ def from_csv(text: str) -> Export:
     unknown = [h for h in header if h not in CSV_COLUMNS]
     if unknown:
         raise InputError("header", unknown[0], "unknown column")
-    out: Export = {plural: [] for plural, _ in KINDS.values()}
+    out: Export = {plural: [] for plural, _ in _FLAT.values()}
     for line_no, row in enumerate(reader, start=2):
         kind = (row.get("record") or "").strip()
         if kind.startswith("#") or not any((v or "").strip() for v in row.values()):
             continue  # comments and blank lines, as in the template
-        if kind not in KINDS:
-            raise InputError(f"line {line_no}: record", kind, f"must be one of {', '.join(KINDS)}")
-        plural, keys = KINDS[kind]
+        if kind not in _FLAT:
+            raise InputError(f"line {line_no}: record", kind, f"must be one of {', '.join(_FLAT)}")
+        plural, keys = _FLAT[kind]
         stray = [k for k, v in row.items() if k not in keys and k != "record" and v]
         if stray:
             raise InputError(

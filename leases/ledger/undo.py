@@ -23,13 +23,15 @@ from leases.core.errors import InputError
 from leases.core.models import AuditEntry, NodeState
 from leases.core.textsafe import visible
 from leases.ledger import nodelog, records, stops
+from leases.ledger.book_rows import put_lines
+from leases.ledger.books import BOOKS
 from leases.ledger.node_rows import node_row
 from leases.ledger.nodelog import UNDO
 from leases.ledger.rowaudit import stored_record
 from leases.ledger.store import Ledger
 
 Record = dict[str, Any]
-_ENTITIES = ("provider", "node", "lease", "resource", "stop")
+_ENTITIES = ("provider", "node", "lease", "resource", "stop", *BOOKS)
 
 
 def undo_last(
@@ -148,7 +150,12 @@ def _comparable(rec: Mapping[str, Any] | None) -> Record | None:
 def _delete(
     ledger: Ledger, conn: sqlite3.Connection, entity: str, entity_id: int, rec: Record
 ) -> None:
-    if entity == "provider":
+    if entity in BOOKS:
+        spec = BOOKS[entity]
+        if spec.lines is not None:
+            conn.execute(f"DELETE FROM {spec.lines[0]} WHERE {spec.lines[1]} = ?", [entity_id])
+        conn.execute(f"DELETE FROM {spec.table} WHERE id = ?", [entity_id])
+    elif entity == "provider":
         if conn.execute("SELECT 1 FROM nodes WHERE provider_id = ?", [entity_id]).fetchone():
             raise InputError("undo", rec.get("name"), "nodes refer to this provider now")
         conn.execute("DELETE FROM providers WHERE id = ?", [entity_id])
@@ -193,7 +200,13 @@ def _delete(
 def _insert(
     ledger: Ledger, conn: sqlite3.Connection, entity: str, entity_id: int, rec: Record
 ) -> None:
-    if entity == "provider":
+    if entity in BOOKS:
+        spec = BOOKS[entity]
+        lines = rec.pop("lines", None) or []
+        _put(conn, spec.table, {"id": entity_id, **spec.check(rec)})
+        if spec.lines is not None:
+            put_lines(conn, spec, entity_id, lines)
+    elif entity == "provider":
         provider = records.provider_from(rec)
         if conn.execute("SELECT 1 FROM providers WHERE name = ?", [provider.name]).fetchone():
             raise InputError("undo", provider.name, "a provider of that name exists now")
@@ -258,7 +271,9 @@ def _resource_row(rec: Mapping[str, Any], lease_id: int, tz: str) -> Record:
 def _update(
     ledger: Ledger, conn: sqlite3.Connection, entity: str, entity_id: int, rec: Record
 ) -> None:
-    if entity == "node":
+    if entity in BOOKS:
+        _set(conn, BOOKS[entity].table, entity_id, BOOKS[entity].check(rec))
+    elif entity == "node":
         node = records.node_from(rec)
         if node.state is not NodeState.RELEASED and ledger.live_named(conn, node.name, entity_id):
             raise InputError("undo", node.name, "a live node of that name exists now")

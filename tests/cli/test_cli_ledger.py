@@ -31,7 +31,7 @@ LEASE_ARGS = [
     "--release-after-stopped-days", "7", "--notes", "paid quarterly",
     "--stopped-billing", "storage_only", "--month-count", "30_days", "--partial-unit", "day",
     "--renew-charge-days", "9", "--hourly-price", "60.5", "--refund-rule", "prorated_days",
-    "--rounding", "charge",
+    "--rounding", "charge", "--payment-schedule", "quarterly",
 ]  # fmt: skip
 
 
@@ -106,6 +106,7 @@ def test_every_lease_field_round_trips_through_json(cli: Cli) -> None:
         "hourly_price": "60.5",
         "refund_rule": "prorated_days",
         "rounding": "charge",
+        "payment_schedule": "quarterly",
     }
     # lease list adds what it knows of the renewal chain beside the record.
     chain = {"renews": None, "paid_until": lease["end"], "bills_now": True}

@@ -372,7 +372,8 @@ def _ledger_before_m005(path: Path) -> None:
     m013_lease_rounding(db)  # and the rounding term (m013 only adds a lease column)
     MIGRATIONS._record_applied(db, "m013_lease_rounding")
     conn.executescript(
-        "ALTER TABLE nodes ADD COLUMN instance_id TEXT NOT NULL DEFAULT '';"
+        "ALTER TABLE leases ADD COLUMN payment_schedule TEXT NOT NULL DEFAULT 'upfront';"
+        " ALTER TABLE nodes ADD COLUMN instance_id TEXT NOT NULL DEFAULT '';"
         " ALTER TABLE nodes ADD COLUMN instance_endpoint TEXT NOT NULL DEFAULT '';"
     )
     m014_stops(db)  # read by lease add; dropped again below, made again by m014
@@ -390,9 +391,11 @@ def _ledger_before_m005(path: Path) -> None:
     ledger.add_resource("a", {"kind": "disk", "native_id": "d-1"})
     ledger.update_node("b", {"notes": "spare"})
     # m015's node columns, which today's node writes fill, go again: m005 rebuilds nodes
-    # as main wrote them before m015, and m015 adds them back when the ledger is opened.
+    # as main wrote them before m015, and m015 adds them back when the ledger is opened
+    # (and m017 the lease's payment schedule).
     conn.executescript(
-        "DROP TABLE stops; ALTER TABLE nodes DROP COLUMN instance_id;"
+        "DROP TABLE stops; ALTER TABLE leases DROP COLUMN payment_schedule;"
+        " ALTER TABLE nodes DROP COLUMN instance_id;"
         " ALTER TABLE nodes DROP COLUMN instance_endpoint;"
     )
     conn.close()

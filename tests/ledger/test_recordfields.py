@@ -85,8 +85,12 @@ def test_the_export_column_order_is_the_format() -> None:
         "deposit_paid_on", "deposit_refund", "deposit_refunded_on", "contract_no",
         "notice_days", "on_expiry", "release_after_stopped_days", "ended_at",
         "stopped_billing", "month_count", "partial_unit", "renew_charge_days", "hourly_price",
-        "refund_rule", "rounding", "lease_start", "native_id", "endpoint", "created",
+        "refund_rule", "rounding", "payment_schedule", "lease_start", "native_id", "endpoint", "created",
         "deleted_at", "verified_at", "price", "price_per", "source", "who", "node_key",
+        # The books (export version 4), after node_key; a bill's lines nest: JSON only.
+        "amount", "refunded_on", "number", "issued_on", "period_start", "period_end",
+        "vat_rate", "tax_included", "at", "channel", "gpus", "min_term", "quoted_on",
+        "valid_until",
     )  # fmt: skip
     assert records.LEASE_KEYS[:6] == (
         "node", "billing_type", "unit_price", "currency", "cards_billed", "start",

@@ -24,7 +24,7 @@ from types import MappingProxyType
 from typing import Any
 
 from leases.config.keys import BY_ENV, BY_KEY, ENV_PREFIX, MAPPINGS, SPECS, BadValue, got, suggest
-from leases.config.mappings import read_mapping, read_money
+from leases.config.mappings import read_mapping, read_money, read_project_tables
 from leases.config.sections import (
     AlertsConfig,
     BillingConfig,
@@ -98,6 +98,7 @@ def load_config(path: Path | None, *, env: Mapping[str, str] = os.environ) -> Co
     sources: dict[str, str] = {}
     mappings: dict[str, dict[str, str]] = {name: {} for name in MAPPINGS}
     rates: dict[str, dict[str, Decimal]] = {}
+    regions: dict[str, tuple[str, ...]] = {}
 
     for section, body in raw.items():
         if section not in SECTIONS:
@@ -109,6 +110,9 @@ def load_config(path: Path | None, *, env: Mapping[str, str] = os.environ) -> Co
         if not isinstance(body, dict):
             problems.append(f"{where}: {section}: must be a table ([{section}]){got(body)}")
             continue
+        if section == "projects":  # [projects.NAME] tables beside person = project
+            problems.extend(read_project_tables(body, where, regions, sources))
+            body = {k: v for k, v in body.items() if not isinstance(v, dict)}
         if section in MAPPINGS:
             problems.extend(read_mapping(section, body, where, mappings[section], sources))
             continue
@@ -176,6 +180,7 @@ def load_config(path: Path | None, *, env: Mapping[str, str] = os.environ) -> Co
         ),
         users=MappingProxyType(mappings["users"]),
         projects=MappingProxyType(mappings["projects"]),
+        project_regions=MappingProxyType(regions),
         keys=MappingProxyType(mappings["keys"]),
         path=path,
         sources=MappingProxyType(sources),

@@ -110,3 +110,39 @@ def _rate(key: str, v: Any) -> Decimal:
     if rate.as_tuple().exponent < -RATE_PLACES:  # type: ignore[operator]
         raise BadValue(f"has more than {RATE_PLACES} decimal places")
     return rate
+
+
+def read_project_tables(
+    body: dict[str, Any], where: str, into: dict[str, tuple[str, ...]], sources: dict[str, str]
+) -> list[str]:
+    """[projects.NAME] tables (beside [projects]' person = project lines): a project's
+    `regions`, the data regions its work may use (`zuka plan job --project NAME`)."""
+    problems: list[str] = []
+    shape = ' (as [projects.llm] regions = ["cn-beijing", "cn-shanghai"])'
+    for name, table in body.items():
+        if not isinstance(table, dict):
+            continue
+        here = f"projects.{visible(name, 80)}"
+        if not name or not is_clean(name) or len(name) > 64:
+            problems.append(f"{where}: projects: {visible(repr(name))} is not a usable name")
+            continue
+        for key, value in table.items():
+            if key != "regions":
+                problems.append(f"{where}: {here}.{visible(key, 80)}: unknown key"
+                                f"{suggest(key, ['regions'], here + '.')}{got(value)}")  # fmt: skip
+                continue
+            ok = (
+                isinstance(value, list)
+                and 0 < len(value) <= 100
+                and all(
+                    isinstance(r, str) and r.strip() and is_clean(r) and len(r) <= 100
+                    for r in value
+                )
+            )
+            if not ok:
+                problems.append(f"{where}: {here}.regions: must be a list of 1 to 100 region"
+                                f" names{shape}{got(value)}")  # fmt: skip
+                continue
+            into[name] = tuple(r.strip() for r in value)
+            sources[f"projects.{name}.regions"] = where
+    return problems

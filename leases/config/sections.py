@@ -96,6 +96,10 @@ class Config:
     # Unix user on a node -> person; person or user -> project or tag.
     users: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     projects: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # A project's own table, [projects.NAME] regions = [...]: where its data may sit.
+    project_regions: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
     # The dashboard's key remaps: binding id -> keys ("fleet-filter" = "slash,f"); the
     # dashboard checks the ids and keys it knows (leases knows no bindings).
     keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
@@ -116,6 +120,9 @@ class Config:
             for k, v in mapping.items():
                 key = f"{name}.{k}"
                 out.append(Setting(key, v, self.sources.get(key, "default")))
+        for name, regions in self.project_regions.items():
+            key = f"projects.{name}.regions"
+            out.append(Setting(key, list(regions), self.sources.get(key, "default")))
         for month, rates in self.money.rates.items():
             for code, rate in rates.items():
                 key = f"money.rates.{month}.{code}"

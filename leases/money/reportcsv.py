@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from leases.core.textsafe import formula_safe
+from leases.money import shares
 from leases.money.amounts import fen_shown
 from leases.money.report import Attribution, Report, Totals
 from leases.money.reporttotals import (
@@ -87,6 +88,14 @@ def to_csv(report: Report) -> str:
         w.writerow(_c_totals("provider", "", _csv(_plain(report, k, code)), code, t))
     for code, t in by_currency(report, HUNDREDTH):
         w.writerow(_c_totals("total", "", "", code, t))
+    for share in shares.provider_shares(report.rows):
+        # Each provider's share of the cards billed: its card-hours and its percent.
+        cells = dict.fromkeys(CSV_HEADER, "")
+        risk = "; single-channel risk" if share.concentrated else ""
+        cells |= {"row": "provider_share", "provider": _csv(share.provider),
+                  "paid_card_hours": _c_hours(share.card_hours),
+                  "notes": f"share {share.shown} %{risk}"}  # fmt: skip
+        w.writerow(list(cells.values()))
     lt = lab_total(report)
     if lt is not None:
         # The total in the lab's currency; its notes say the rates, or the rate missing.

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from leases.money import shares
 from leases.money.amounts import fen_shown
 from leases.money.report import Attribution, LeaseRow, Report, Totals
 from leases.money.reporttotals import (
@@ -113,6 +114,24 @@ def report_json(report: Report) -> dict[str, Any]:
         "total": next(iter(per.values())) if len(per) == 1 else None,
         # None when every lease is in the lab's currency (the config's).
         "in_lab_currency": _lab_json(report),
+        **shares_json(report),
+    }
+
+
+def shares_json(report: Report) -> dict[str, Any]:
+    """Each provider's share of the cards billed, and the single-channel risk (or None)."""
+    found = shares.provider_shares(report.rows)
+    return {
+        "provider_shares": [
+            {
+                "provider": s.provider,
+                "card_hours": _h(s.card_hours),
+                "percent": str(s.shown),
+                "single_channel_risk": s.concentrated,
+            }
+            for s in found
+        ],
+        "single_channel_risk": shares.risk_line(found),
     }
 
 

@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from leases.core.textsafe import visible
+from leases.money import shares
 from leases.money.amounts import bare, symbol
 from leases.money.report import Attribution, LeaseRow, Report, Totals
 from leases.money.reporttotals import (
@@ -229,11 +230,25 @@ def to_markdown(report: Report) -> str:
             ],
             grouped,
         )
+    lines += share_markdown(report)
     notes = [(r.node, n) for r in report.rows for n in r.notes]
     if notes:
         lines += ["", "## Notes", ""]
         lines += [f"- {_md(node)}: {_md(n)}" for node, n in notes]
     return "\n".join(lines) + "\n"
+
+
+def share_markdown(report: Report) -> list[str]:
+    """Each provider's share of the cards billed (leases.money.shares), and the
+    single-channel risk."""
+    found = shares.provider_shares(report.rows)
+    if not found:
+        return []
+    lines = ["", "## Provider share of the cards", ""]
+    rows = [[_md(s.provider), _hours(s.card_hours), f"{s.shown} %"] for s in found]
+    lines += _table(["Provider", "Card-hours billed", "Share"], rows)
+    risk = shares.risk_line(found)
+    return lines + (["", f"**{_md(risk)}**"] if risk else [])
 
 
 def _deposits(t: Totals) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal as D
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -216,3 +217,91 @@ def test_a_card_hour_node_stopped_13_days_bills_its_storage_only() -> None:
          "deleted_at": "2026-03-21T00:00:00"}, 1, "Asia/Shanghai")  # fmt: skip
     got = billing.storage_cost(disk, le, _t("2026-04-01"), stops=stops)
     assert fen(got) == D("322.58")
+
+
+# -- quotes for planned work (`zuka plan job`) and the providers' share of the cards ------
+
+_OFFERS = [
+    # offer 1: 15.8 a card-hour, at a platform in Beijing
+    ("--provider", "AutoDL", "--channel", "platform", "--gpu-model", "h800", "--gpus", "8",
+     "--billing", "card_hour", "--price", "15.8", "--region", "cn-beijing"),
+    # offer 2: 80,000 a month an 8-card machine, 3 months at least, 160,000 deposit
+    ("--provider", "IDC", "--channel", "colo", "--gpu-model", "H800 80GB", "--gpus", "8",
+     "--billing", "monthly", "--price", "80,000", "--min-term", "3", "--deposit", "160000",
+     "--region", "cn-beijing"),
+    # offer 3: 130 an hour an 8-card machine, in Shanghai
+    ("--provider", "Aliyun", "--channel", "cloud", "--gpu-model", "H800-SXM5", "--gpus", "8",
+     "--billing", "hourly", "--price", "130", "--region", "cn-shanghai"),
+    # offer 4: 100 an hour, but it expired on 2026-10-01
+    ("--provider", "Old", "--channel", "cloud", "--gpu-model", "H800", "--gpus", "8",
+     "--billing", "hourly", "--price", "100", "--region", "cn-beijing", "--quoted",
+     "2026-09-01", "--valid-until", "2026-10-01"),
+    # offer 5: 90 an hour, the cheapest, but its data would sit in us-west
+    ("--provider", "Far", "--channel", "cloud", "--gpu-model", "H800", "--gpus", "8",
+     "--billing", "hourly", "--price", "90", "--region", "us-west"),
+]  # fmt: skip
+
+
+def test_a_hand_worked_quote(cli: Cli, tmp_path: Path) -> None:
+    """8 x H800 for 720 h (5,760 card-hours) on 2026-11-15, for project llm (Beijing and
+    Shanghai only)."""
+    config = tmp_path / "lab.toml"
+    config.write_text('[projects]\nalice = "llm"\n[projects.llm]\nregions = ["cn-beijing",'
+                      ' "cn-shanghai"]\n')  # fmt: skip
+    config.chmod(0o600)
+    for typed in _OFFERS:
+        quoted = () if "--quoted" in typed else ("--quoted", "2026-11-01")
+        assert cli("offer", "add", *typed, *quoted).code == 0
+    r = cli("plan", "job", "--model", "H800", "--cards", "8", "--hours", "720", "--project",
+            "llm", "--on", "2026-11-15", "--config", str(config), "--json")  # fmt: skip
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    got = [(o["option"], o["cost"], o["up_front"], o["allowed"]) for o in doc["options"]]
+    assert got == [
+        # 5,760 card-hours x 15.8 = 91,008.00
+        ("offer 1", "91008.00", "0.00", True),
+        # 1 machine x 720 h x 130 = 93,600.00
+        ("offer 3", "93600.00", "0.00", True),
+        # 720 h is one 30-day month, the minimum term 3 binds: 3 x 80,000 = 240,000.00;
+        # up front the first month and the deposit: 80,000 + 160,000 = 240,000.00
+        ("offer 2", "240000.00", "240000.00", True),
+        # 720 h x 90 = 64,800.00: cheaper, but not allowed, so never the cheapest
+        ("offer 5", "64800.00", "0.00", False),
+    ]  # offer 4 expired: not listed
+    assert doc["options"][2]["min_term_binds"] is True
+    assert doc["options"][3]["note"] == "not allowed for project llm (region us-west)"
+    # cheapest offer 1, by 93,600 - 91,008 = 2,592.00
+    assert (doc["cheapest"], doc["saves"]) == ("offer 1", "2592.00")
+    # 80,000 a month against 130 an hour for the same 8 cards: 80,000 / 130 = 615.38 h;
+    # against 15.8 x 8 = 126.4 an hour: 632.91 h
+    evens = {(b["monthly"], b["hourly"]): b["hours_a_month"] for b in doc["break_even"]}
+    assert evens[("offer 2", "offer 3")] == "615.38"
+    assert evens[("offer 2", "offer 1")] == "632.91"
+    text = cli("plan", "job", "--model", "h800", "--cards", "8", "--hours", "720", "--project",
+               "llm", "--on", "2026-11-15", "--config", str(config)).out  # fmt: skip
+    assert "cheapest: offer 1 (AutoDL card_hour) ¥91,008.00, ¥2,592.00 (2.8 %) less than" in text
+    assert "615.38 h" in text
+
+
+def test_each_provider_s_share_of_the_cards(cli: Cli) -> None:
+    """September 2026 (30 days): P's 8 cards all month = 8 x 720 = 5,760 card-hours; Q's 8
+    cards 09-01 -> 09-16, half of it = 8 x 360 = 2,880: 5,760 / 8,640 = 66.7 % and 33.3 %;
+    P over 50 %: the single-channel risk."""
+    for name, kind, node, ip in (("P", "platform", "n", "9"), ("Q", "cloud", "m", "8")):
+        assert cli("provider", "add", name, "--kind", kind).code == 0
+        assert cli("node", "add", node, "--ssh", f"root@10.0.0.{ip}", "--gpus", "8",
+                   "--provider", name).code == 0  # fmt: skip
+    assert cli("lease", "add", "n", "--billing", "monthly", "--price", "30000", "--start",
+               "2026-09-01", "--end", "2026-10-01").code == 0  # fmt: skip
+    assert cli("lease", "add", "m", "--billing", "hourly", "--price", "100", "--start",
+               "2026-09-01").code == 0  # fmt: skip
+    assert cli("lease", "end", "m", "--at", "2026-09-16").code == 0
+    doc = json.loads(cli("report", "--month", "2026-09", "--json").out)
+    assert [(s["provider"], s["card_hours"], s["percent"]) for s in doc["provider_shares"]] == [
+        ("P", "5760.00", "66.7"), ("Q", "2880.00", "33.3")]  # fmt: skip
+    assert doc["single_channel_risk"].startswith("single-channel risk: P holds 66.7 %")
+    md = cli("report", "--month", "2026-09").out
+    assert "| P | 5,760.0 | 66.7 % |" in md and "| Q | 2,880.0 | 33.3 % |" in md
+    assert "single-channel risk: P holds 66.7 %" in md
+    csv_text = cli("report", "--month", "2026-09", "--format", "csv").out
+    assert "provider_share,,,P,," in csv_text and "share 66.7 %; single-channel risk" in csv_text

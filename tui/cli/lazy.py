@@ -115,3 +115,33 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
     from tui.cli import offboard
 
     return offboard.offboard(args, out)
+
+
+def offer_add(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import offers
+
+    return offers.offer_add(args, out)
+
+
+def offer_list(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import offers
+
+    return offers.offer_list(args, out)
+
+
+def offer_edit(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import offers
+
+    return offers.offer_edit(args, out)
+
+
+def offer_delete(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import offers
+
+    return offers.offer_delete(args, out)
+
+
+def plan_job(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import offers
+
+    return offers.plan_job(args, out)

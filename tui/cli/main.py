@@ -74,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     from tui.cli import audit as audit_cmd
     from tui.cli import leases as lease_cmd
     from tui.cli import nodes as node_cmd
+    from tui.cli import offerargs as offer_args
     from tui.cli import providers as provider_cmd
     from tui.cli import resources as resource_cmd
     from tui.cli import transfer as transfer_cmd
@@ -324,6 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--days", type=int, default=30, help="measured window (default 30)")
     p.add_argument("--gpu-model", metavar="M", help="only nodes of this GPU model")
     p.add_argument("--currency", metavar="C", help=_PLAN_CURRENCY)
+    offer_args.add(sub, plans, cmd)  # zuka offer ..., zuka plan job
 
     p = cmd(
         sub,

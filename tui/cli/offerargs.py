@@ -1,0 +1,96 @@
+"""The command line of the price book and of quotes for planned work: `zuka offer
+add/list/edit/delete` and `zuka plan job` (handlers in tui.cli.offers, loaded when run)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from leases.core.models import BillingType, ProviderKind
+from tui.cli import lazy
+
+Handler = Callable[[argparse.Namespace, TextIO], int]
+# main.build_parser's `cmd`: (parent, name, handler, help) -> the subcommand's parser.
+Cmd = Callable[[Any, str, Handler, str], argparse.ArgumentParser]
+
+_ON = "price as on this day, YYYY-MM-DD (default: today in the billing time zone)"
+
+
+def _offer_fields(p: argparse.ArgumentParser, *, adding: bool) -> None:
+    p.add_argument(
+        "--provider",
+        required=adding,
+        metavar="NAME",
+        help="who quoted it (need not be in the ledger yet)",
+    )
+    p.add_argument("--channel", required=adding, choices=[k.value for k in ProviderKind])
+    p.add_argument(
+        "--gpu-model",
+        dest="gpu_model",
+        required=adding,
+        metavar="M",
+        help="as quoted: H800, A800-SXM4-80G (matched without vendor, memory, form)",
+    )
+    p.add_argument("--gpus", metavar="N", help="cards a machine (default: priced a card)")
+    p.add_argument(
+        "--billing", dest="billing_type", required=adding, choices=[b.value for b in BillingType]
+    )
+    p.add_argument(
+        "--price",
+        dest="unit_price",
+        required=adding,
+        metavar="PRICE",
+        help="a billing unit's price: a machine's (a card's without --gpus);"
+        " a card-hour's for card_hour; a contract's a month",
+    )
+    p.add_argument("--currency", metavar="C", help="default CNY")
+    p.add_argument(
+        "--min-term",
+        dest="min_term",
+        metavar="N",
+        help="minimum term, in billing units (3 for three months)",
+    )
+    p.add_argument("--deposit", metavar="AMOUNT", help="deposit asked")
+    p.add_argument("--region", metavar="R", help="where the data would sit")
+    p.add_argument(
+        "--quoted", dest="quoted_on", metavar="DATE", help="YYYY-MM-DD quoted (default: today)"
+    )
+    p.add_argument("--valid-until", dest="valid_until", metavar="DATE", help="YYYY-MM-DD")
+    p.add_argument("--notes", help="free notes")  # fmt: skip
+
+
+def add(sub: Any, plans: Any, cmd: Cmd) -> None:
+    """The offer group under `sub` and `plan job` under `plans`."""
+    offer = sub.add_parser("offer", help="the price book: offers collected from providers")
+    offer_sub = offer.add_subparsers(dest="action", required=True, parser_class=type(offer))
+    p = cmd(offer_sub, "add", lazy.offer_add, "record a provider's offer")
+    _offer_fields(p, adding=True)
+    p = cmd(offer_sub, "list", lazy.offer_list, "the offers still valid (--all: expired too)")
+    p.add_argument("--all", action="store_true", help="also expired offers, marked")
+    p.add_argument("--on", metavar="DATE", help=_ON)
+    p = cmd(offer_sub, "edit", lazy.offer_edit, "change an offer")
+    p.add_argument("id", help="the offer's id (zuka offer list --all)")
+    _offer_fields(p, adding=False)
+    p = cmd(offer_sub, "delete", lazy.offer_delete, "delete an offer (zuka undo puts it back)")
+    p.add_argument("id", help="the offer's id")
+
+    p = cmd(
+        plans,
+        "job",
+        lazy.plan_job,
+        "price planned work under every valid offer and current lease of its GPU model",
+    )
+    p.add_argument("--model", required=True, metavar="M", help="GPU model: H800, A100...")
+    p.add_argument("--cards", required=True, metavar="N", help="cards the job needs")
+    p.add_argument("--hours", required=True, metavar="H", help="hours on each card")
+    p.add_argument(
+        "--within",
+        metavar="DAYS",
+        help="the hours are spread over this many days (default: back-to-back)",
+    )
+    p.add_argument("--region", metavar="R", help="only this data region allowed")
+    p.add_argument(
+        "--project", metavar="P", help="check the project's allowed regions ([projects.P] regions)"
+    )
+    p.add_argument("--on", metavar="DATE", help=_ON)  # fmt: skip

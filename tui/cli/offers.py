@@ -1,0 +1,238 @@
+"""Handlers of `zuka offer add/list/edit/delete` (the price book) and `zuka plan job` (a
+job priced under every offer and current lease of its GPU model): leases.app.offers
+does the work; this module reads the flags and prints."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from datetime import date, datetime, time
+from decimal import Decimal
+from typing import Any, TextIO
+
+from leases.app import offers
+from leases.config.load import load_user_config
+from leases.config.sections import Config
+from leases.core import fields
+from leases.core.errors import InputError
+from leases.core.models import BillingType
+from leases.core.textsafe import visible
+from leases.money import quote
+from leases.money.amounts import bare, fen_shown, money
+from leases.money.amounts import price as price_text
+from leases.money.reporttotals import HUNDREDTH, to_step
+from tui.cli import output
+from tui.cli.money import trusted
+from tui.cli.opening import open_ledger
+
+
+def _config(args: argparse.Namespace) -> Config:
+    config = load_user_config(args.config)
+    for warning in config.warnings:
+        print(f"zuka: warning: {visible(warning)}", file=sys.stderr)
+    return config
+
+
+def _given(args: argparse.Namespace) -> dict[str, Any]:
+    """The offer's fields given as flags (record key -> value as typed)."""
+    return offers.offer_changes({k: getattr(args, k, None) for k in offers.OFFER_FLAGS})
+
+
+def _day(args: argparse.Namespace, ledger: Any, config: Config) -> date:
+    if getattr(args, "on", None) is None:
+        return offers.today_in(ledger, config)
+    return fields.day("--on", str(args.on))
+
+
+def offer_add(args: argparse.Namespace, out: TextIO) -> int:
+    config = _config(args)
+    rec = _given(args)
+    with open_ledger(args, create=True) as ledger:
+        added, message = offers.add_offer(ledger, rec, offers.today_in(ledger, config))
+    return output.done(args, out, added, message)
+
+
+def offer_edit(args: argparse.Namespace, out: TextIO) -> int:
+    offer_id = offers.offer_ids(args.id)
+    with open_ledger(args) as ledger:
+        edited, message = offers.edit_offer(ledger, offer_id, _given(args))
+    return output.done(args, out, edited, message)
+
+
+def offer_delete(args: argparse.Namespace, out: TextIO) -> int:
+    offer_id = offers.offer_ids(args.id)
+    with open_ledger(args) as ledger:
+        gone, message = offers.delete_offer(ledger, offer_id)
+    return output.done(args, out, gone, message)
+
+
+def offer_list(args: argparse.Namespace, out: TextIO) -> int:
+    config = _config(args)
+    with open_ledger(args, readonly=True) as ledger:
+        day = _day(args, ledger, config)
+        rows = offers.list_offers(ledger, day, everything=args.all)
+    if args.json:
+        output.dump_json([{**r.offer, "valid": r.valid} for r in rows], out)
+        return 0
+    table = []
+    for r in rows:
+        o = r.offer
+        until = o["valid_until"] or "-"
+        table.append((
+            o["id"], o["provider"], o["channel"], o["gpu_model"], o["gpus"] or "-",
+            o["billing_type"], price_text(Decimal(o["unit_price"]), o["currency"]),
+            o["min_term"] or "-",
+            "-" if o["deposit"] is None else money(Decimal(o["deposit"]), o["currency"]),
+            o["region"] or "-", o["quoted_on"], until if r.valid else f"{until} (expired)",
+        ))  # fmt: skip
+    headers = ("ID", "PROVIDER", "CHANNEL", "GPU MODEL", "GPUS", "BILLING", "PRICE", "MIN TERM",
+               "DEPOSIT", "REGION", "QUOTED", "VALID UNTIL")  # fmt: skip
+    output.table(headers, table, out)
+    return 0
+
+
+# -- zuka plan job ------------------------------------------------------------------------
+
+
+def plan_job(args: argparse.Namespace, out: TextIO) -> int:
+    config = _config(args)
+    try:
+        work = offers.job_from(args.cards, args.hours, args.within)
+    except InputError as exc:
+        raise offers.flagged(exc) from None
+    with trusted(open_ledger(args, readonly=True), "the quote") as ledger:
+        day = _day(args, ledger, config)
+        at = ledger.clock()
+        if args.on is not None:
+            tz = fields.timezone(config.billing.tz, "billing.tz")
+            at = datetime.combine(day, time(12), tz)
+        try:
+            q = offers.quote_job(ledger, config, model=args.model, work=work, day=day, at=at,
+                                 project=args.project, region=args.region)  # fmt: skip
+        except InputError as exc:
+            raise offers.flagged(exc) from None
+    if args.json:
+        output.dump_json(quote_json(q), out)
+    else:
+        out.write("\n".join(quote_lines(q)) + "\n")
+    return 0
+
+
+def _amount(x: Decimal | None) -> str | None:
+    return None if x is None else str(fen_shown(x))
+
+
+def _units(p: quote.Priced) -> str:
+    n = p.units
+    word = p.unit if n == 1 else f"{p.unit}s"
+    return f"{n:,} {word}"
+
+
+def quote_json(q: quote.Quote) -> dict[str, Any]:
+    def option(p: quote.Priced) -> dict[str, Any]:
+        o = p.option
+        return {
+            "option": o.label, "provider": o.provider, "channel": o.channel,
+            "gpu_model": o.gpu_model, "billing_type": o.billing_type.value,
+            "unit_price": str(o.unit_price), "currency": o.currency, "gpus": o.gpus,
+            "machines": p.machines, "billed_units": str(p.units), "unit": p.unit,
+            "cost": _amount(p.cost), "min_term": o.min_term, "min_term_binds": p.min_term_binds,
+            "deposit": _amount(o.deposit), "first_payment": _amount(p.first_payment),
+            "up_front": _amount(p.up_front), "region": o.region, "allowed": p.allowed,
+            "compared": p.compared, "note": p.why or None,
+        }  # fmt: skip
+
+    best = q.cheapest
+    return {
+        "model": q.model,
+        "cards": q.job.cards,
+        "hours": str(q.job.hours),
+        "card_hours": str(q.job.card_hours),
+        "within_days": q.job.within_days,
+        "currency": q.currency,
+        "regions": None if q.regions is None else list(q.regions),
+        "regions_rule": q.rule or None,
+        "options": [option(p) for p in q.options],
+        "cheapest": None if best is None else best.option.label,
+        "saves": _amount(q.saves),
+        "break_even": [
+            {
+                "monthly": b.monthly.label,
+                "hourly": b.hourly.label,
+                "hours_a_month": str(to_step(b.hours, HUNDREDTH)),
+            }
+            for b in q.break_evens
+        ],
+    }
+
+
+def _name(p: quote.Priced) -> str:
+    o = p.option
+    return f"{o.label} ({visible(o.provider, 60)} {o.billing_type.value})"
+
+
+def quote_lines(q: quote.Quote) -> list[str]:
+    j = q.job
+    span = "back-to-back" if j.within_days is None else f"within {j.within_days} days"
+    lines = [
+        f"{j.cards} cards x {j.hours:,} h = {j.card_hours:,} card-hours of"
+        f" {visible(q.model, 60)}, {span}; compared in {q.currency}",
+    ]
+    if q.regions is not None:
+        lines.append(f"data regions allowed ({visible(q.rule)}): {visible(', '.join(q.regions))}")
+    rows = []
+    for p in q.options:
+        o = p.option
+        per = (
+            f" per {o.gpus}-card machine"
+            if o.gpus and o.billing_type is not BillingType.CARD_HOUR
+            else ""
+        )
+        term = "-" if o.min_term is None else f"{o.min_term:,}" + (" (binds)" if p.min_term_binds
+                                                                  else "")  # fmt: skip
+        rows.append((
+            o.label, o.provider, o.channel, o.billing_type.value,
+            f"{price_text(o.unit_price, o.currency)}{per}", p.machines, _units(p),
+            money(p.cost, o.currency), term, money(o.deposit, o.currency),
+            money(p.up_front, o.currency), o.region or "-", p.why,
+        ))  # fmt: skip
+    lines.append("")
+    buf = io.StringIO()
+    headers = ("OPTION", "PROVIDER", "CHANNEL", "BILLING", "PRICE", "MACHINES", "BILLED", "COST",
+               "MIN TERM", "DEPOSIT", "UP FRONT", "REGION", "NOTE")  # fmt: skip
+    output.table(headers, rows, buf)
+    lines += buf.getvalue().rstrip("\n").split("\n")
+    lines.append("")
+    best, next_ = q.cheapest, q.runner_up
+    if best is None:
+        lines.append("cheapest: none of the options is allowed and in " + q.currency)
+    elif next_ is None:
+        lines.append(f"cheapest: {_name(best)} {money(best.cost, q.currency)}, the only option"
+                     " allowed")  # fmt: skip
+    else:
+        saves = q.saves or Decimal(0)
+        share = f"{saves * 100 / next_.cost:.1f} %" if next_.cost else "-"
+        lines.append(
+            f"cheapest: {_name(best)} {money(best.cost, q.currency)}, {money(saves, q.currency)}"
+            f" ({share}) less than {_name(next_)} {money(next_.cost, q.currency)}"
+        )
+    lines.append("up front: the first payment (one period of a prepaid option) and the deposit;"
+                 " pay-as-you-go bills as it runs")  # fmt: skip
+    if q.break_evens:
+        lines.append("break-even, hours of use a month above which the monthly price costs less:")
+        for b in q.break_evens:
+            cards = b.monthly.gpus or 1
+            lines.append(
+                f"  {b.monthly.label} ({price_text(b.monthly.unit_price, b.monthly.currency)} a"
+                f" month, {cards} cards) against {b.hourly.label} ({_per_machine(b)} an hour for"
+                f" {cards} cards):"
+                f" {bare(to_step(b.hours, HUNDREDTH))} h"
+            )
+    return lines
+
+
+def _per_machine(b: quote.BreakEven) -> str:
+    """The pay-as-you-go option's price an hour for the monthly option's cards."""
+    hourly = quote.card_hour_price(b.hourly) * (b.monthly.gpus or 1)
+    return price_text(hourly.quantize(Decimal("0.0001")), b.hourly.currency)

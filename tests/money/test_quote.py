@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 from decimal import Decimal as D
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from leases.core.errors import InputError
 from leases.core.gpumodels import gpu_key, same_model
@@ -146,3 +148,35 @@ def test_provider_share_of_the_cards() -> None:
     # Two halves: 50 % is not over 50 %
     even = shares.provider_shares([_row("P", "100"), _row("Q", "100")])
     assert shares.risk_line(even) is None
+
+
+_BILLINGS = [b.value for b in BillingType]
+_option = st.builds(
+    lambda i, b, p, g, m, r, c: offer(f"o{i}", b, str(p), gpus=g, min_term=m, region=r, currency=c),
+    st.integers(0, 99),
+    st.sampled_from(_BILLINGS),
+    st.decimals("0.01", "100000", places=2),
+    st.one_of(st.none(), st.integers(1, 16)),
+    st.one_of(st.none(), st.integers(1, 12)),
+    st.sampled_from(["cn-beijing", "us-west", ""]),
+    st.sampled_from(["CNY", "CNY", "USD"]),
+)
+
+
+@given(st.lists(_option, max_size=8), st.integers(1, 64), st.integers(1, 2000))
+def test_the_cheapest_is_allowed_compared_and_cheapest(
+    options: list[quote.Option], cards: int, hours: int
+) -> None:
+    q = quote.quote(quote.job(cards, D(hours)), "H800", options, currency="CNY",
+                    regions=("cn-beijing",), rule="project llm")  # fmt: skip
+    ranked = [p for p in q.options if p.allowed and p.option.currency == "CNY"]
+    if not ranked:
+        assert q.cheapest is None
+        return
+    assert q.cheapest is not None
+    assert q.cheapest.allowed and q.cheapest.option.region == "cn-beijing"
+    assert all(q.cheapest.cost <= p.cost for p in ranked)
+    # One more hour never costs less, under any option
+    longer = quote.job(cards, D(hours + 1))
+    for p in q.options:
+        assert quote.price(p.option, longer)[2] >= p.cost

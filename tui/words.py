@@ -11,6 +11,8 @@ from typing import Any
 
 from leases.core.models import AuditEntry
 from leases.core.textsafe import visible
+from leases.ledger import books
+from leases.ledger.books import BOOKS
 from leases.money import renewals
 from leases.money.renewals import BillingNow
 
@@ -76,6 +78,12 @@ def _summary(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) 
     return "; ".join(f"{k}: {cell(before.get(k))} -> {cell(after[k])}" for k in changed)
 
 
+def _counted(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """A deleted bill's bundle holds its lines: their count as its record has it."""
+    lines = rec.get("lines")
+    return {"line_count": len(lines)} if isinstance(lines, list) else {}
+
+
 def change_text(e: AuditEntry) -> str:
     """An entry's change; for a lease, which lease (its start as `lease list` prints it);
     for offboarding evidence, the plan, the step and its state (`zuka offboard --report`
@@ -85,6 +93,10 @@ def change_text(e: AuditEntry) -> str:
         step = f" {said['step']}" if said.get("step") else ""
         state = f": {said['state']}" if said.get("state") else ""
         return f"plan {said.get('plan')}{step}{state}"
+    if e.entity in BOOKS and (e.before is None or e.after is None):
+        rec = e.after if e.after is not None else e.before or {}
+        what = books.describe(e.entity, {**rec, **_counted(rec)})
+        return visible(f"{'added' if e.before is None else 'removed'} {what}", 200)
     text = _summary(e.before, e.after)
     start = (e.after or e.before or {}).get("start") if e.entity == "lease" else None
     if isinstance(start, str):

@@ -343,6 +343,27 @@ OFFER_COLUMNS = (
 )  # fmt: skip
 
 
+def describe(entity: str, rec: Mapping[str, Any]) -> str:
+    """A book's record in a few words, for the audit log's reader (`zuka log`)."""
+    cur = rec.get("currency") or "CNY"
+    if entity == "deposit_refund":
+        return f"deposit refund {rec.get('amount')} on {rec.get('refunded_on')}"
+    if entity == "invoice":
+        return f"invoice {rec.get('number')} {rec.get('amount')} {cur}"
+    if entity == "balance":
+        what = "top-up" if rec.get("kind") == "topup" else "balance read"
+        return f"{what} {rec.get('amount')} {cur}"
+    if entity == "bill":
+        n = rec.get("line_count")
+        return f"bill ({rec.get('format')}) {rec.get('source')}, {n} line{'s' if n != 1 else ''}"
+    if entity == "offer":
+        return (
+            f"offer {rec.get('provider')} {rec.get('gpu_model')} {rec.get('billing_type')}"
+            f" {rec.get('unit_price')} {cur}"
+        )
+    return entity
+
+
 def export_keys(spec: Book) -> tuple[str, ...]:
     """A book's record as an export holds it: its lease by node and start, its provider by
     name, a bill's lines in full (their count and hash are worked out again on import)."""

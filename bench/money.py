@@ -111,20 +111,21 @@ def part_one(args: argparse.Namespace, folder: Path) -> list[tuple[str, float, f
 
         drift = timed(lambda: rowaudit.drifted(ledger), args.repeat)
         report = timed(month_report, args.repeat)
-    bills = bill_check_timed(path, folder, month, now, args)
+    bills, with_bills = bill_check_timed(path, folder, month, now, args)
     return [
         ("busy_card_hours 30 d (baseline)", base, 1.0),
         ("alerts evaluated + stored", alerts, alerts / base),
         (what, report, report / base),
         ("  of which rows against the audit log", drift, drift / base),
         (f"bill check ({args.bill_months} months of bills)", bills, bills / base),
-        ("  bill check / monthly report", bills / report, bills / report),
+        ("monthly report, bills in the ledger", with_bills, with_bills / base),
+        ("  bill check / monthly report", bills / with_bills, bills / with_bills),
     ]
 
 
 def bill_check_timed(
     path: Path, folder: Path, month: str, now: datetime, args: argparse.Namespace
-) -> float:
+) -> tuple[float, float]:
     """Import `--bill-months` monthly bills (one line per node per day), then time
     `zuka bill check --month` as the CLI runs it."""
     from types import MappingProxyType
@@ -167,10 +168,16 @@ def bill_check_timed(
             rowaudit.refuse(rowaudit.drifted(ledger), "the figures")
             return bills.check_month(ledger, month, config=cfg)
 
+        def month_report() -> object:  # as in part one, now on the ledger with the bills
+            rowaudit.refuse(rowaudit.drifted(ledger), "the figures")
+            window, complete = window_of(month, cfg.billing.tz, now)
+            return build_month(ledger, month, window, complete, cfg)
+
+        report = timed(month_report, args.repeat)
         rec = bills.check_month(ledger, month, config=cfg)
         print(f"bill check {month}: {len(rec.rows)} leases, {len(rec.differing)} differ,"
               f" {len(rec.unmatched)} unmatched", flush=True)  # fmt: skip
-        return timed(bill_check, args.repeat)
+        return timed(bill_check, args.repeat), report
 
 
 async def sweeps(poller: Poller, rounds: int, tick: Callable[[], None]) -> float:
@@ -247,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
             said = "ok" if ratio <= TARGET_BILL_RATIO else "MISSED"
             print(f"{what:40} {ratio:7.2f} x  {'':11}  {said} (target {TARGET_BILL_RATIO:g}x)")
             continue
-        target = "" if "baseline" in what else ("ok" if seconds < TARGET_S else "MISSED")
+        plain = "baseline" in what or what.startswith("bill check")  # its target: the ratio
+        target = "" if plain else ("ok" if seconds < TARGET_S else "MISSED")
         print(f"{what:40} {seconds * 1000:7.0f} ms {ratio:10.1f}x  {target}")
     rise = (on - off) * 100
     print(

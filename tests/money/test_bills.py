@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -60,24 +61,18 @@ def test_aliyun_bill_detail_one_differs_one_unmatched(cli: Cli) -> None:
     assert rows["train"]["difference"] == "-27.94" and rows["train"]["state"] == "differs"
     # infer: zuka charges the month's 4930 upfront on 05-03; the bill's 应付金额 is 4930.00
     # (5800 - 870); its 1000.00 voucher is shown apart, not in the difference.
-    assert Decimal_(rows["infer"]["bill"]) == 4930 and rows["infer"]["state"] == "agrees"
-    assert Decimal_(rows["infer"]["credits_discounts"]) == -1000
+    assert Decimal(rows["infer"]["bill"]) == 4930 and rows["infer"]["state"] == "agrees"
+    assert Decimal(rows["infer"]["credits_discounts"]) == -1000
     unmatched = {u["resource_id"]: u for u in doc["unmatched"]}
     # The snapshot nobody recorded (1.59, paid by a 1.59 voucher), and train's 调账 of
     # -10.48 on 05-20, after its lease ended.
     assert set(unmatched) == {"cn-hangzhou;snapshot", "i-bp1gn7ia10train01"}
-    assert Decimal_(unmatched["cn-hangzhou;snapshot"]["amount"]) == Decimal_("1.59")
+    assert Decimal(unmatched["cn-hangzhou;snapshot"]["amount"]) == Decimal("1.59")
     assert "no lease then" in unmatched["i-bp1gn7ia10train01"]["why"]
     text = cli("bill", "check", "--month", "2024-05")
     assert text.code == 1
     assert "train" in text.out and "differs" in text.out and "cn-hangzhou;snapshot" in text.out
     assert "1 lease(s) differ, 2 resource id(s) unmatched" in text.out
-
-
-def Decimal_(x: object) -> object:  # noqa: N802 - reads as the number it compares
-    from decimal import Decimal
-
-    return Decimal(str(x))
 
 
 def test_aws_cur_one_differs_one_unmatched(cli: Cli) -> None:
@@ -99,7 +94,7 @@ def test_aws_cur_one_differs_one_unmatched(cli: Cli) -> None:
     doc = json.loads(r.out)
     rows = {x["node"]: x for x in doc["leases"]}
     # p4d: 24 h x 32.7726 = 786.5424 on both sides: agrees.
-    assert rows["p4d"]["state"] == "agrees" and Decimal_(rows["p4d"]["difference"]) == 0
+    assert rows["p4d"]["state"] == "agrees" and Decimal(rows["p4d"]["difference"]) == 0
     # p4dsp: zuka 24 h x 30 = 720; the bill's covered usage 786.5424 -> +66.5424 differs;
     # its SavingsPlanNegation -786.5424 is shown apart.
     assert rows["p4dsp"]["difference"] == "66.5424" and rows["p4dsp"]["state"] == "differs"
@@ -163,7 +158,9 @@ def test_mistakes_are_refused_and_change_nothing(
     _same_file(ledger_path, ali)
 
 
-def test_the_same_file_twice_names_the_earlier_import(cli: Cli, ledger_path: Path, ali: bytes) -> None:
+def test_the_same_file_twice_names_the_earlier_import(
+    cli: Cli, ledger_path: Path, ali: bytes
+) -> None:
     assert cli("bill", "import", str(ALIYUN), "--provider", "Ali").code == 0
     before = ledger_path.read_bytes()
     r = cli("bill", "import", str(ALIYUN), "--provider", "Ali")
@@ -178,7 +175,9 @@ def test_gbk_with_bom_reads_and_a_month_without_bill_is_refused(
     gbk.write_bytes(ALIYUN.read_text(encoding="utf-8").encode("gb18030"))
     assert cli("bill", "import", str(gbk), "--provider", "Ali").code == 0
     bom = tmp_path / "bom.csv"  # another file (its bytes differ): a BOM before the header
-    bom.write_bytes(b"\xef\xbb\xbf" + ALIYUN.read_bytes().replace(b"2024-05-20 15", b"2024-05-21 15"))
+    bom.write_bytes(
+        b"\xef\xbb\xbf" + ALIYUN.read_bytes().replace(b"2024-05-20 15", b"2024-05-21 15")
+    )
     assert cli("bill", "import", str(bom), "--provider", "Ali").code == 0
     before = ledger_path.read_bytes()
     r = cli("bill", "check", "--month", "2024-06")
@@ -199,15 +198,28 @@ def test_list_delete_and_undo(cli: Cli, ali: bytes) -> None:
 
 def test_a_column_mapping_in_the_config(cli: Cli, tmp_path: Path, ali: bytes) -> None:
     config = tmp_path / "config.toml"
-    config.write_text('[bills.acme]\nresource_id = "Res"\namount = "Cost"\nperiod_start = "Day"\n'
-                      'kind = "Type"\n[bills]\ntolerance = "30"\n')
+    config.write_text(
+        '[bills.acme]\nresource_id = "Res"\namount = "Cost"\nperiod_start = "Day"\n'
+        'kind = "Type"\n[bills]\ntolerance = "30"\n'
+    )
     bill = tmp_path / "acme.csv"
     # train: 260 + 24 (its disk) = 284 against zuka's 303.36: -19.36, within the 30 given.
-    bill.write_text("Day,Res,Cost,Type\n2024-05-01,i-bp1gn7ia10train01,260,usage\n"
-                    "2024-05-01,d-bp1essddata01,24,\n2024-05-04,i-bp1gn7iinfer02,4930,"
-                    "subscription\n")
-    r = cli("bill", "import", str(bill), "--provider", "Ali", "--format", "acme",
-            "--config", str(config))
+    bill.write_text(
+        "Day,Res,Cost,Type\n2024-05-01,i-bp1gn7ia10train01,260,usage\n"
+        "2024-05-01,d-bp1essddata01,24,\n2024-05-04,i-bp1gn7iinfer02,4930,"
+        "subscription\n"
+    )
+    r = cli(
+        "bill",
+        "import",
+        str(bill),
+        "--provider",
+        "Ali",
+        "--format",
+        "acme",
+        "--config",
+        str(config),
+    )
     assert r.code == 0, r.err
     r = cli("bill", "check", "--month", "2024-05", "--config", str(config))
     assert r.code == 0, r.out  # 0: it all agrees
@@ -223,10 +235,39 @@ def test_bill_alerts_for_the_last_complete_month(cli: Cli, ledger_path: Path, al
     at = datetime(2024, 6, 5, tzinfo=UTC)  # the last complete month: 2024-05
     with Ledger.open(ledger_path) as ledger:
         check(ledger, AlertsConfig(), lambda: at)
-        kinds = sorted((k, key) for k, key in ledger.conn.execute(
-            "SELECT kind, key FROM alerts WHERE cleared_at IS NULL AND kind LIKE 'bill_%'"))
+        kinds = sorted(
+            (k, key)
+            for k, key in ledger.conn.execute(
+                "SELECT kind, key FROM alerts WHERE cleared_at IS NULL AND kind LIKE 'bill_%'"
+            )
+        )
     assert kinds == [
         ("bill_mismatch", "2024-05:2024-05-01T00:00:00+08:00"),
         ("bill_unmatched", "2024-05:Ali:cn-hangzhou;snapshot"),
         ("bill_unmatched", "2024-05:Ali:i-bp1gn7ia10train01"),
     ]
+
+
+def test_hostile_cells_and_sizes(
+    cli: Cli, ledger_path: Path, ali: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from leases.money.bills import table
+
+    bill = tmp_path / "acme.csv"
+    # A terminal escape in the resource id is stored shown, never obeyed.
+    text = ALIYUN.read_text(encoding="utf-8").replace("d-bp1essddata01", "d-\x1b[31mred")
+    bill.write_text(text, encoding="utf-8")
+    assert cli("bill", "import", str(bill), "--provider", "Ali").code == 0
+    r = cli("bill", "check", "--month", "2024-05", "--json")
+    ids = [u["resource_id"] for u in json.loads(r.out)["unmatched"]]
+    assert "d-␛[31mred" in ids and not any("\x1b" in i for i in ids)
+    before = ledger_path.read_bytes()
+    monkeypatch.setattr(table, "MAX_LINES", 4)  # 5 data lines: one too many
+    other = tmp_path / "other.csv"
+    other.write_text(text.replace("2405010000000001", "2405010000000011"), encoding="utf-8")
+    r = cli("bill", "import", str(other), "--provider", "Ali")
+    assert r.code == 2 and "more than 4 lines" in r.err
+    monkeypatch.setattr(table, "MAX_BYTES", 100)
+    r = cli("bill", "import", str(other), "--provider", "Ali")
+    assert r.code == 2 and "larger than" in r.err
+    _same_file(ledger_path, before)

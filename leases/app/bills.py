@@ -10,8 +10,10 @@ import os
 import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from leases.alerts.billfacts import month_check
 from leases.config.sections import Config
@@ -45,15 +47,17 @@ def read_file(path: Path) -> bytes:
                 str(path),
                 f"is larger than {table.MAX_BYTES >> 20} MB: split the bill by month",
             )
-        data = os.read(fd, table.MAX_BYTES + 1)
-        chunks = [data]
-        while data and sum(map(len, chunks)) <= table.MAX_BYTES:
-            data = os.read(fd, table.MAX_BYTES + 1)
-            chunks.append(data)
-        out = b"".join(chunks)
-        if len(out) > table.MAX_BYTES:
+        chunks: list[bytes] = []
+        size = 0
+        while size <= table.MAX_BYTES:  # the file may grow after fstat
+            chunk = os.read(fd, table.MAX_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > table.MAX_BYTES:
             raise InputError("file", str(path), f"is larger than {table.MAX_BYTES >> 20} MB")
-        return out
+        return b"".join(chunks)
     finally:
         os.close(fd)
 
@@ -143,6 +147,7 @@ def import_bill(
                     rec["period_start"],
                     f"is not in {month} (--month): is it the right file?",
                 )
+    _refuse_other_providers(ledger, provider, [str(r["resource_id"]).strip() for r in checked])
     digest = hashlib.sha256(data).hexdigest()
     for earlier in ledger.book_rows("bill", "provider_id = ? AND sha256 = ?", [prov.id, digest]):
         at = datetime.fromisoformat(earlier["imported_at"])
@@ -166,22 +171,38 @@ def import_bill(
     )
     months = sorted(
         {
-            f"{datetime.fromisoformat(r['period_start']).astimezone(_zone(tz)):%Y-%m}"
+            f"{datetime.fromisoformat(r['period_start']).astimezone(ZoneInfo(tz)):%Y-%m}"
             for r in checked
         }
     )
-    total: dict[str, Any] = {}
-    from decimal import Decimal
-
+    total: dict[str, Decimal] = {}
     for r in checked:
         total[r["currency"]] = total.get(r["currency"], Decimal(0)) + Decimal(r["amount"])
     return Imported(rec, len(checked), tuple(months), {k: str(v) for k, v in total.items()})
 
 
-def _zone(tz: str) -> Any:
-    from zoneinfo import ZoneInfo
-
-    return ZoneInfo(tz)
+def _refuse_other_providers(ledger: Ledger, provider: str, ids: list[str]) -> None:
+    """A bill none of whose resource ids is the provider's, though some are another
+    provider's, was imported under the wrong --provider: refused, naming the other."""
+    owner: dict[str, set[str]] = {}
+    for n in ledger.nodes():
+        if n.instance_id.strip() and n.provider:
+            owner.setdefault(n.instance_id.strip(), set()).add(n.provider)
+    nodes = {n.id: n.provider for n in ledger.nodes()}
+    leases = {le.id: le.node_id for le in ledger.leases()}
+    for _name, _start, res in ledger.resources():
+        prov = nodes.get(leases.get(res.lease_id))
+        if prov and res.native_id.strip():
+            owner.setdefault(res.native_id.strip(), set()).add(prov)
+    named = [owner[i] for i in ids if i in owner]
+    if named and not any(provider in o for o in named):
+        others = sorted(set().union(*named))
+        raise InputError(
+            "provider",
+            provider,
+            f"none of the bill's resource ids is {provider}'s;"
+            f" they are {', '.join(others)}'s: is --provider right?",
+        )
 
 
 def list_bills(ledger: Ledger) -> list[dict[str, Any]]:

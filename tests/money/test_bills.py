@@ -23,6 +23,7 @@ AWS = DATA / "aws_cur_sample.csv"
 
 
 def _aliyun_fleet(cli: Cli) -> None:
+    assert cli("provider", "add", "AWS", "--kind", "cloud").code == 0
     """Provider Ali; node train (i-bp1gn7ia10train01) on an hourly lease of ¥11.64 for the
     day 2024-05-01 with its data disk d-bp1essddata01 at ¥24 a month (kept all May); node infer
     (i-bp1gn7iinfer02) on a monthly lease of ¥4,930 from 2024-05-03 10:12:45."""
@@ -122,6 +123,7 @@ def ali(cli: Cli, ledger_path: Path) -> bytes:
     ("make", "args", "said"),
     [
         (None, ("--provider", "Aliyun"), "provider"),  # a typo: no such provider
+        (None, ("--provider", "AWS"), "they are Ali's: is --provider right?"),  # another's
         ("aws", ("--provider", "Ali", "--format", "aliyun"), "实例ID"),  # another format
         ("cut", ("--provider", "Ali"), "line 6"),  # truncated mid-row
         ("comma", ("--provider", "Ali"), "line 2, column 应付金额"),  # a decimal comma
@@ -271,3 +273,22 @@ def test_hostile_cells_and_sizes(
     r = cli("bill", "import", str(other), "--provider", "Ali")
     assert r.code == 2 and "larger than" in r.err
     _same_file(ledger_path, before)
+
+
+def test_the_dashboard_header_says_the_last_months_bill(ledger_path: Path, cli: Cli) -> None:
+    from leases.fleet.header import Header, MonthMoney, bill_state, header_line
+
+    with Ledger.open(ledger_path, create=True) as ledger:
+        assert bill_state(ledger, datetime(2024, 6, 5, tzinfo=UTC), "Asia/Shanghai", "CNY") == ""
+    _aliyun_fleet(cli)
+    assert cli("bill", "import", str(ALIYUN), "--provider", "Ali").code == 0
+    with Ledger.open(ledger_path) as ledger:
+        june = datetime(2024, 6, 5, tzinfo=UTC)  # the last complete month: 2024-05
+        said = bill_state(ledger, june, "Asia/Shanghai", "CNY")
+        assert said == "bill 2024-05: 1 differ, 2 unmatched"
+        # July: June's bill is due and none was imported.
+        july = datetime(2024, 7, 5, tzinfo=UTC)
+        assert bill_state(ledger, july, "Asia/Shanghai", "CNY") == "no bill imported for 2024-06"
+    money = MonthMoney("2024-06", "CNY", Decimal(0), Decimal(0), bill=said)
+    line = header_line(Header(0, 0, 0, money, None, "ledger.db"), june)
+    assert "bill 2024-05: 1 differ, 2 unmatched" in line

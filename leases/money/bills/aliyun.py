@@ -30,6 +30,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from leases.core.errors import InputError
+from leases.core.textsafe import visible
 from leases.money.bills import table
 from leases.money.bills.table import Row, Table
 
@@ -73,6 +74,7 @@ def parse(t: Table, *, currency: str = "CNY") -> list[dict[str, object]]:
         code = row.get(CURRENCY) if t.has(CURRENCY) and row.get(CURRENCY) else currency
         item = row.get(ITEM)
         kind = KINDS.get(item, "other" if item else "usage")
+        # 产品明细 · 计费项 · 账单类型: "云服务器ECS-按量付费 · 实例规格 · 后付费账单"
         detail = " · ".join(x for x in (row.get(DETAIL), row.get(BILLING_ITEM), item) if x)
         common = {
             "resource_id": table.text(row, RESOURCE, "resource_id"),
@@ -87,9 +89,7 @@ def parse(t: Table, *, currency: str = "CNY") -> list[dict[str, object]]:
                 end=end,
                 amount_text=payable,
                 kind=kind,
-                description=table.text(row, DETAIL, "description")
-                if not detail
-                else _bounded(detail),
+                description=visible(detail, table.TEXT_BOUNDS["description"]),
                 list_amount=table.amount(row, listed, required=False) if listed else None,
                 **common,
             )
@@ -109,12 +109,6 @@ def parse(t: Table, *, currency: str = "CNY") -> list[dict[str, object]]:
     return out
 
 
-def _bounded(text: str) -> str:
-    from leases.core.textsafe import visible
-
-    return visible(text, table.TEXT_BOUNDS["description"])
-
-
 def _period(row: Row) -> tuple[datetime, datetime]:
     if row.get(START):
         start = table.moment(row, START, TZ)
@@ -122,4 +116,4 @@ def _period(row: Row) -> tuple[datetime, datetime]:
         return start, end
     if not row.get(CYCLE):
         raise InputError(table.where(row, START), None, f"and {CYCLE} are both empty")
-    return table.month_start(row.get(CYCLE), TZ, row, CYCLE)
+    return table.month_span(row.get(CYCLE), TZ, row, CYCLE)

@@ -77,7 +77,7 @@ def parse(
                 else start
             )
         else:
-            start, end = table.month_start(row.get(mapping["period"]), tz, row, mapping["period"])
+            start, end = table.month_span(row.get(mapping["period"]), tz, row, mapping["period"])
         kind = row.get(mapping["kind"]).lower() if "kind" in mapping else ""
         if kind and kind not in KINDS:
             raise InputError(

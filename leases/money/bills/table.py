@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
+from zoneinfo import ZoneInfo
 
 from leases.core import fields
 from leases.core.errors import InputError
@@ -190,11 +192,8 @@ def text(row: Row, column: str | None, key: str) -> str:
     return visible(row.get(column), TEXT_BOUNDS[key])
 
 
-def month_start(period: str, tz: str, row: Row, column: str) -> tuple[datetime, datetime]:
+def month_span(period: str, tz: str, row: Row, column: str) -> tuple[datetime, datetime]:
     """A billing period YYYY-MM (Aliyun's 账期) as (its first moment, the next month's)."""
-    import re
-    from zoneinfo import ZoneInfo
-
     m = re.fullmatch(r"([0-9]{4})-?([0-9]{2})", period.strip())
     if m is None or not 1 <= int(m.group(2)) <= 12:
         raise InputError(where(row, column), visible(period, 40), "is not a month YYYY-MM")

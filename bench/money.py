@@ -174,6 +174,9 @@ def bill_check_timed(
             return build_month(ledger, month, window, complete, cfg)
 
         report = timed(month_report, args.repeat)
+        alerts = timed(lambda: check(ledger, AlertsConfig(), lambda: now), args.repeat)
+        print(f"alerts evaluated + stored with the bills (their month's alerts included):"
+              f" {alerts * 1000:.0f} ms", flush=True)  # fmt: skip
         rec = bills.check_month(ledger, month, config=cfg)
         print(f"bill check {month}: {len(rec.rows)} leases, {len(rec.differing)} differ,"
               f" {len(rec.unmatched)} unmatched", flush=True)  # fmt: skip

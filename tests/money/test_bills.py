@@ -126,6 +126,7 @@ def ali(cli: Cli, ledger_path: Path) -> bytes:
         (None, ("--provider", "AWS"), "they are Ali's: is --provider right?"),  # another's
         ("aws", ("--provider", "Ali", "--format", "aliyun"), "实例ID"),  # another format
         ("cut", ("--provider", "Ali"), "line 6"),  # truncated mid-row
+        ("cut_bytes", ("--provider", "Ali"), "cut short"),  # inside a UTF-8 character
         ("comma", ("--provider", "Ali"), "line 2, column 应付金额"),  # a decimal comma
         ("order", ("--provider", "Ali"), "line 2"),  # ends before it starts
         (None, ("--provider", "Ali", "--month", "2024-06"), "not in 2024-06"),
@@ -149,7 +150,11 @@ def test_mistakes_are_refused_and_change_nothing(
         "empty": rows[0] + "\n",
     }  # fmt: skip
     path = ALIYUN
-    if make is not None:
+    if make == "cut_bytes":  # 1,500 bytes end inside 云 (3 bytes in UTF-8) of row 2
+        path = tmp_path / "bill.csv"
+        path.write_bytes(ALIYUN.read_bytes()[:1500])
+        assert path.read_bytes().decode("utf-8", "replace").endswith("\ufffd")
+    elif make is not None:
         path = tmp_path / "bill.csv"
         path.write_text(made[make], encoding="utf-8")
         if make == "comma":  # one cell more: write the amount quoted, as a spreadsheet would

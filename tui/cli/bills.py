@@ -120,6 +120,7 @@ def check_json(rec: Reconciliation) -> dict[str, Any]:
                 "product": u.product,
                 "currency": u.currency,
                 "amount": _d(u.amount),
+                "credits_discounts": _d(u.apart),
                 "lines": u.lines,
                 "why": u.why,
             }
@@ -158,13 +159,14 @@ def write_check(rec: Reconciliation, out: TextIO) -> None:
     if rec.unmatched:
         out.write("\nOn the bill, matching nothing in the ledger:\n")
         output.table(
-            ("PROVIDER", "RESOURCE ID", "PRODUCT", "AMOUNT", "LINES", "WHY"),
+            ("PROVIDER", "RESOURCE ID", "PRODUCT", "AMOUNT", "CREDITS", "LINES", "WHY"),
             [
                 (
                     visible(u.provider, 20),
                     visible(u.resource_id, 60),
                     visible(u.product, 30),
                     money(u.amount, u.currency),
+                    money(u.apart, u.currency) if u.apart else "",
                     u.lines,
                     u.why,
                 )

@@ -63,7 +63,7 @@ def looks_like(t: Table) -> bool:
 
 
 def parse(t: Table, *, currency: str = "CNY") -> list[dict[str, object]]:
-    table.missing(t, REQUIRED, "Aliyun bill detail (aliyun)")
+    table.missing(t, REQUIRED, "an Aliyun bill detail CSV (--format aliyun)")
     listed = next((c for c in LIST_PRICES if t.has(c)), None)
     out: list[dict[str, object]] = []
     for row in t.rows:

@@ -55,7 +55,7 @@ def looks_like(t: Table) -> bool:
 
 
 def parse(t: Table) -> list[dict[str, object]]:
-    table.missing(t, REQUIRED, "AWS Cost and Usage Report (aws_cur)")
+    table.missing(t, REQUIRED, "an AWS Cost and Usage Report CSV (--format aws_cur)")
     out: list[dict[str, object]] = []
     for row in t.rows:
         cost = table.amount(row, COST)

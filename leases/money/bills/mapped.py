@@ -64,7 +64,9 @@ def parse(
     """The lines of a file by its mapping (checked by `problems`); times without an
     offset read in tz."""
     columns = [mapping[k] for k in COLUMN_KEYS if k in mapping]
-    table.missing(t, columns, f"{visible(name, 40)} (its [bills.{visible(name, 40)}] mapping)")
+    table.missing(
+        t, columns, f"a {visible(name, 40)} bill (as its [bills.{visible(name, 40)}] mapping says)"
+    )
     fmt = mapping.get("date_format", "")
     fixed = mapping.get("currency_code") or currency
     out: list[dict[str, object]] = []

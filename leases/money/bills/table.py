@@ -43,8 +43,13 @@ def decode(data: bytes, encoding: str | None = None) -> str:
         return text.removeprefix("\ufeff")
     try:
         return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        pass
+    except UnicodeDecodeError as exc:
+        if exc.end == len(data) and exc.reason == "unexpected end of data":
+            raise InputError(
+                "file",
+                None,
+                "ends inside a character: it is cut short (a download or copy that did not finish)",
+            ) from None
     try:
         return data.decode("gb18030")
     except UnicodeDecodeError:

@@ -143,7 +143,7 @@ def missing(table: Table, columns: Sequence[str], fmt: str) -> None:
             raise InputError(
                 "file",
                 None,
-                f"has no column {visible(column, 80)}: it is not a {fmt} bill"
+                f"has no column {visible(column, 80)}: it is not {fmt}"
                 f" (its header begins {visible(', '.join(table.header[:3]), 120)})",
             )
 

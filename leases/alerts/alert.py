@@ -48,6 +48,10 @@ class AlertKind(StrEnum):
     # A ledger row changed behind zuka's back (leases.ledger.rowaudit): figures and deletions
     # that rest on it are refused until somebody checks it.
     EDITED = "edited_outside_zuka"
+    # The provider's bill for the last complete month (leases.alerts.billfacts): a lease's
+    # charge that differs beyond the tolerance, a resource id that matches no lease.
+    BILL_MISMATCH = "bill_mismatch"
+    BILL_UNMATCHED = "bill_unmatched"
 
 
 class Level(StrEnum):

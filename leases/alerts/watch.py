@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from leases.alerts.alert import Alert, AlertKind
+from leases.alerts.billfacts import bill_alerts
 from leases.alerts.facts import UsageCache, gather
 from leases.alerts.rules import evaluate, unjudged
 from leases.alerts.state import Changed, StoredAlert, by_ids, reconcile
@@ -46,7 +47,8 @@ def check(
     the hour-grained history figures between calls (leases.alerts.facts.gather)."""
     now = clock()
     found = evaluate(gather(ledger, config, now, cache), config, now)
-    return reconcile(ledger, [*found, *edited_rows(ledger)], now, unjudged(found))
+    bills = list(bill_alerts(ledger, config.billing_tz, "CNY", config.bill_tolerance, now))
+    return reconcile(ledger, [*found, *edited_rows(ledger), *bills], now, unjudged(found))
 
 
 def edited_rows(ledger: Ledger) -> list[Alert]:

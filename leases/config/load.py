@@ -18,16 +18,19 @@ import re
 import stat
 import tomllib
 from collections.abc import Mapping
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from leases.config.bills import read_bills
 from leases.config.keys import BY_ENV, BY_KEY, ENV_PREFIX, MAPPINGS, SPECS, BadValue, got, suggest
 from leases.config.mappings import read_mapping, read_money, read_project_tables
 from leases.config.sections import (
     AlertsConfig,
     BillingConfig,
+    BillsConfig,
     Config,
     MoneyConfig,
     NotifyConfig,
@@ -50,7 +53,7 @@ _SECTION_TYPES: dict[str, type] = {
     "notify": NotifyConfig,
     "offboard": OffboardConfig,
 }
-SECTIONS = (*_SECTION_TYPES, *MAPPINGS, "money")
+SECTIONS = (*_SECTION_TYPES, *MAPPINGS, "money", "bills")
 
 
 def default_config_path() -> Path:
@@ -99,6 +102,8 @@ def load_config(path: Path | None, *, env: Mapping[str, str] = os.environ) -> Co
     mappings: dict[str, dict[str, str]] = {name: {} for name in MAPPINGS}
     rates: dict[str, dict[str, Decimal]] = {}
     regions: dict[str, tuple[str, ...]] = {}
+    bill_formats: dict[str, dict[str, str]] = {}
+    bill_tolerance = ""
 
     for section, body in raw.items():
         if section not in SECTIONS:
@@ -118,6 +123,10 @@ def load_config(path: Path | None, *, env: Mapping[str, str] = os.environ) -> Co
             continue
         if section == "money":
             problems.extend(read_money(body, where, rates, sources))
+            continue
+        if section == "bills":
+            bill_tolerance, found = read_bills(body, where, bill_formats, sources)
+            problems.extend(found)
             continue
         names = [s.name for s in SPECS if s.section == section]
         for name, value in body.items():
@@ -173,10 +182,17 @@ def load_config(path: Path | None, *, env: Mapping[str, str] = os.environ) -> Co
     for section, cls in _SECTION_TYPES.items():
         given = {s.attr: values[s.key] for s in SPECS if s.section == section and s.key in values}
         sections[section] = cls(**given)
+    sections["alerts"] = replace(
+        sections["alerts"], bill_tolerance=bill_tolerance, billing_tz=sections["billing"].tz
+    )
     return Config(
         **sections,
         money=MoneyConfig(
             MappingProxyType({m: MappingProxyType(t) for m, t in sorted(rates.items())})
+        ),
+        bills=BillsConfig(
+            bill_tolerance,
+            MappingProxyType({k: MappingProxyType(v) for k, v in sorted(bill_formats.items())}),
         ),
         users=MappingProxyType(mappings["users"]),
         projects=MappingProxyType(mappings["projects"]),

@@ -42,6 +42,10 @@ class AlertsConfig:
     autorenew_notice_days: int = 3
     release_notice_days: int = 2
     temperature_c: float = 85.0
+    # Not keys of [alerts]: filled by leases.config.load from [bills] tolerance and
+    # [billing] tz, which the bill alerts (leases.alerts.billfacts) need.
+    bill_tolerance: str = ""
+    billing_tz: str = DEFAULT_TZ
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,14 @@ class MoneyConfig:
 
 
 @dataclass(frozen=True)
+class BillsConfig:
+    # [bills] tolerance: "" (1.00 or 1 %, whichever larger), an amount "5", a share "2%".
+    tolerance: str = ""
+    # [bills.NAME]: a CSV bill's column mapping (leases.money.bills.mapped), by format name.
+    formats: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
 class Setting:
     """One effective value as `zuka config show` prints it."""
 
@@ -93,6 +105,7 @@ class Config:
     notify: NotifyConfig = field(default_factory=NotifyConfig)
     offboard: OffboardConfig = field(default_factory=OffboardConfig)
     money: MoneyConfig = field(default_factory=MoneyConfig)
+    bills: BillsConfig = field(default_factory=BillsConfig)
     # Unix user on a node -> person; person or user -> project or tag.
     users: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     projects: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))

@@ -13,6 +13,7 @@ what comes back.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,7 +25,7 @@ from leases.config.sections import Config
 from leases.core.errors import InputError, LedgerError, said
 from leases.core.models import Lease, Node, NodeStatus
 from leases.core.textsafe import visible
-from leases.fleet.header import MonthMoney, month_money
+from leases.fleet.header import MonthMoney, bill_state, month_money
 from leases.fleet.live import hour_means
 from leases.fleet.nodestatus import StatusCache, current
 from leases.fleet.sparkline import CellSums, Reading, cell_sums, window_end
@@ -276,6 +277,8 @@ class FleetReader:
                 rowaudit.refuse(rowaudit.drifted_since(self.ledger), "the month's cost")
                 b = self.config.billing
                 self.money = month_money(self.ledger, now, b.tz, b.currency)
+                bill = bill_state(self.ledger, now, b.tz, b.currency, self.config.bills.tolerance)
+                self.money = dataclasses.replace(self.money, bill=bill)
                 self._money_problem = None
             except (InputError, LedgerError) as exc:
                 self.money = None

@@ -38,6 +38,9 @@ class MonthMoney:
     # A node (by id) whose leases this month are in another currency than `currency`: that
     # one (its by_node amount is in it), or "" where they are in several (no amount).
     node_currency: Mapping[int, str] = field(default_factory=dict)
+    # The last complete month's bill reconciliation ("bill 2026-11: 2 differ, 1 unmatched",
+    # "no bill imported for 2026-11"); "" in a ledger that never had a bill imported.
+    bill: str = ""
 
 
 def month_money(ledger: Ledger, now: datetime, tz: str, currency: str) -> MonthMoney:
@@ -80,6 +83,19 @@ def month_money(ledger: Ledger, now: datetime, tz: str, currency: str) -> MonthM
     return MonthMoney(
         month, currency, totals.total, totals.idle_yuan, by_node, others, node_currency
     )
+
+
+def bill_state(ledger: Ledger, now: datetime, tz: str, currency: str, tol: str = "") -> str:
+    """MonthMoney.bill: the last complete month against its bill (leases.alerts.billfacts)."""
+    from leases.alerts import billfacts
+    from leases.money.bills.reconcile import tolerance
+
+    if ledger.conn.execute("SELECT 1 FROM bills LIMIT 1").fetchone() is None:
+        return ""
+    month = billfacts.last_month(now, tz)
+    rec = billfacts.month_check(ledger, month, tz=tz, currency=currency, tol=tolerance(tol),
+                                now=now)  # fmt: skip
+    return billfacts.summary(rec, month)
 
 
 @dataclass(frozen=True)
@@ -158,6 +174,8 @@ def header_line(h: Header, now: datetime) -> str:
         parts.append(
             " + ".join(whole(idle or Decimal(0), code) for code, _, idle in each) + " idle"
         )
+    if h.money is not None and h.money.bill:
+        parts.append(h.money.bill)
     if h.next_end is not None:
         name, at = h.next_end
         # The countdown before the name: at 80 columns a long name is what gets cut.

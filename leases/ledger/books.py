@@ -263,11 +263,14 @@ def lines_hash(lines: Sequence[Mapping[str, Any]]) -> str:
     """The SHA-256 of a bill's lines as stored, in line order: a line edited, added or
     removed behind zuka's back changes it."""
     h = hashlib.sha256()
+    encode = _LINE_JSON.encode  # json.dumps(row, ensure_ascii=False, sort_keys=True), once
     for line in sorted(lines, key=lambda r: int(r["line_no"])):
-        row = {k: line.get(k) for k in BILL_LINE_COLUMNS}
-        h.update(json.dumps(row, ensure_ascii=False, sort_keys=True).encode())
+        h.update(encode({k: line.get(k) for k in BILL_LINE_COLUMNS}).encode())
         h.update(b"\n")
     return h.hexdigest()
+
+
+_LINE_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
 
 
 def check_offer(rec: Mapping[str, Any]) -> Record:

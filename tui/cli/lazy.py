@@ -145,3 +145,27 @@ def plan_job(args: argparse.Namespace, out: TextIO) -> int:
     from tui.cli import offers
 
     return offers.plan_job(args, out)
+
+
+def bill_import(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import bills
+
+    return bills.bill_import(args, out)
+
+
+def bill_list(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import bills
+
+    return bills.bill_list(args, out)
+
+
+def bill_delete(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import bills
+
+    return bills.bill_delete(args, out)
+
+
+def bill_check(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import bills
+
+    return bills.bill_check(args, out)

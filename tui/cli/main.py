@@ -16,7 +16,7 @@ from leases.app.flags import describe_error
 from leases.core.errors import ConfigError, InputError, LedgerError, ledger_failure, os_problem
 from leases.core.textsafe import visible
 from leases.ledger.paths import resolve_ledger_path
-from tui.cli import lazy
+from tui.cli import billargs, lazy
 from tui.cli.dashboard import dashboard
 
 Handler = Callable[[argparse.Namespace, TextIO], int]
@@ -298,6 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("md", "csv", "json"), default="md")
     p.add_argument("--by", choices=("lease", "user", "project"), default="lease")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    billargs.add_bill_commands(sub, cmd, _Parser)  # zuka bill import/list/delete/check
     p = cmd(sub, "cost", lazy.cost, "what each lease billing now costs")
     p.add_argument("node", nargs="?", metavar="NODE", help="only this node")
     p.add_argument("--days", type=int, default=30, help="measured window (default 30)")

@@ -1,0 +1,171 @@
+"""A month's reconciliation of the providers' bills with the ledger, read from the ledger:
+what `zuka bill check` prints (through leases.app.bills), what the dashboard's header
+says of it, and what the bill alerts (bill_mismatch per lease, bill_unmatched per resource
+id) are raised from. The figures are the month's report rows
+(leases.money.report.build_report, as `zuka report` builds them) and the stored bill
+lines; the matching is leases.money.bills.reconcile's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from decimal import Decimal
+from zoneinfo import ZoneInfo
+
+from leases.alerts.alert import Alert, AlertKind
+from leases.core.errors import InputError
+from leases.core.models import Lease
+from leases.core.severity import Severity
+from leases.core.textsafe import visible
+from leases.ledger.store import Ledger
+from leases.money import report
+from leases.money.amounts import money
+from leases.money.billing import CardHours
+from leases.money.bills.reconcile import BillLine, Reconciliation, Tolerance, reconcile
+from leases.money.units import ZERO
+
+
+def _no_usage(le: Lease, since: datetime, until: datetime, cards: int | None) -> CardHours:
+    """The report's card-hours are not read: its cash (LeaseRow.charged) does not use them."""
+    return CardHours(ZERO, ZERO, ZERO, ZERO)
+
+
+def month_lines(
+    ledger: Ledger, since: datetime, until: datetime, provider: str | None = None
+) -> list[BillLine]:
+    """The stored lines whose period starts in [since, until), of one provider or all."""
+    # The text compare narrows by day (the stored moments carry their own offsets); the
+    # exact test is on the parsed moments.
+    lo = (since - timedelta(days=1)).date().isoformat()
+    hi = (until + timedelta(days=1)).date().isoformat()
+    sql = (
+        "SELECT l.bill_id, l.line_no, p.name, l.period_start, l.resource_id, l.product,"
+        " l.kind, l.amount, l.currency FROM bill_lines l JOIN bills b ON b.id = l.bill_id"
+        " JOIN providers p ON p.id = b.provider_id WHERE l.period_start >= ?"
+        " AND l.period_start < ?"
+    )
+    params: list[object] = [lo, hi]
+    if provider is not None:
+        sql += " AND p.name = ?"
+        params.append(provider)
+    out: list[BillLine] = []
+    for bill_id, no, prov, start, rid, product, kind, amount, currency in ledger.conn.execute(
+        sql + " ORDER BY l.bill_id, l.line_no", params
+    ):
+        at = datetime.fromisoformat(start)
+        if since <= at < until:
+            out.append(
+                BillLine(bill_id, no, prov, at, rid, product, kind, Decimal(amount), currency)
+            )
+    return out
+
+
+def month_check(
+    ledger: Ledger,
+    month: str,
+    *,
+    tz: str,
+    currency: str,
+    tol: Tolerance,
+    provider: str | None = None,
+    now: datetime | None = None,
+) -> Reconciliation | None:
+    """The month's reconciliation; None when no bill line falls in it."""
+    window, complete = report.month_window(month, tz, now or ledger.clock())
+    lines = month_lines(ledger, *window, provider)
+    if not lines:
+        return None
+    stops = ledger.stop_spans()
+    leases = ledger.leases()
+    nodes = ledger.nodes()
+    resources = ledger.resources()
+    rep = report.build_report(
+        month,
+        window,
+        complete,
+        tz=tz,
+        currency=currency,
+        leases=leases,
+        nodes=nodes,
+        providers=ledger.providers(),
+        resources=resources,
+        usage=_no_usage,
+        stops=stops,
+    )
+    return reconcile(
+        month, lines, rep.rows, leases=leases, nodes=nodes, resources=resources, tol=tol
+    )
+
+
+def last_month(now: datetime, tz: str) -> str:
+    """The last complete calendar month in the zone: the one whose bill is due."""
+    local = now.astimezone(ZoneInfo(tz)).replace(day=1) - timedelta(days=1)
+    return f"{local:%Y-%m}"
+
+
+def summary(rec: Reconciliation | None, month: str) -> str:
+    """The header's words: 'bill 2026-11: 2 differ, 1 unmatched'."""
+    if rec is None:
+        return f"no bill imported for {month}"
+    parts = []
+    if rec.differing:
+        parts.append(f"{len(rec.differing)} differ")
+    if rec.unmatched:
+        parts.append(f"{len(rec.unmatched)} unmatched")
+    return f"bill {month}: " + (", ".join(parts) if parts else "agrees")
+
+
+def bill_alerts(
+    ledger: Ledger, tz: str, currency: str, tol_text: str, now: datetime
+) -> Iterator[Alert]:
+    """The last complete month's bill alerts: a warning per lease whose bill differs beyond
+    the tolerance (or which is not on the bill), and per resource id the bill charges that
+    matches nothing in the ledger. None when no bill covers that month."""
+    from leases.money.bills.reconcile import tolerance
+
+    month = last_month(now, tz)
+    try:
+        rec = month_check(ledger, month, tz=tz, currency=currency, tol=tolerance(tol_text), now=now)
+    except InputError:
+        return
+    if rec is None:
+        return
+    for r in rec.differing:
+        name = visible(r.node)
+        said = (
+            f"{name}: not on {r.provider}'s {month} bill, though zuka has"
+            f" {money(r.zuka, r.currency)} charged"
+            if r.lines == 0
+            else f"{name}: {r.provider}'s {month} bill says {money(r.billed, r.currency)}, zuka"
+            f" {money(r.zuka, r.currency)} (difference {money(r.difference, r.currency)})"
+        )
+        yield Alert(
+            AlertKind.BILL_MISMATCH,
+            Severity.WARNING,
+            r.node,
+            r.node_id,
+            None,
+            None,
+            f"{month}:{r.start.isoformat()}",
+            said,
+            f"compare the lease with the bill: zuka bill check --month {month}",
+            r.difference,
+            currency=r.currency,
+        )
+    for u in rec.unmatched:
+        rid = visible(u.resource_id, 80)
+        yield Alert(
+            AlertKind.BILL_UNMATCHED,
+            Severity.WARNING,
+            "the ledger",
+            None,
+            None,
+            None,
+            f"{month}:{u.provider}:{u.resource_id}",
+            f"{u.provider}'s {month} bill charges {money(u.amount, u.currency)} for {rid}"
+            f" ({visible(u.product, 40) or 'no product'}), which matches no lease: {u.why}",
+            f"record it (zuka node edit NODE --instance-id {rid}, or zuka resource add) or"
+            " ask the provider why it bills it",
+            u.amount,
+            currency=u.currency,
+        )

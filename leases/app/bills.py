@@ -1,0 +1,256 @@
+"""The provider's bill use cases: `zuka bill import` (a provider's export read into the
+`bill` book, audited and undoable), `bill list`, `bill delete`, and `bill check` (the
+month's reconciliation, leases.alerts.billfacts). Reading the file and the config is
+here; parsing the text is leases.money.bills'."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from leases.alerts.billfacts import month_check
+from leases.config.sections import Config
+from leases.core.errors import InputError
+from leases.core.textsafe import visible
+from leases.ledger import books
+from leases.ledger.store import Ledger
+from leases.money import report
+from leases.money.bills import aliyun, awscur, mapped, table
+from leases.money.bills.reconcile import Reconciliation, tolerance
+
+PRESETS = {aliyun.NAME: aliyun, awscur.NAME: awscur}
+MONTH_SLACK = timedelta(days=1)  # a bill kept in UTC, read in Asia/Shanghai
+
+
+def read_file(path: Path) -> bytes:
+    """The file's bytes: a regular file of at most table.MAX_BYTES (a FIFO, a device or a
+    directory is refused, and so is a larger file)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise InputError("file", str(path), "no such file: check the path") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError("file", str(path), "is not a regular file")
+        if info.st_size > table.MAX_BYTES:
+            raise InputError(
+                "file",
+                str(path),
+                f"is larger than {table.MAX_BYTES >> 20} MB: split the bill by month",
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while size <= table.MAX_BYTES:  # the file may grow after fstat
+            chunk = os.read(fd, table.MAX_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > table.MAX_BYTES:
+            raise InputError("file", str(path), f"is larger than {table.MAX_BYTES >> 20} MB")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def parse_bill(data: bytes, fmt: str | None, config: Config) -> tuple[str, list[dict[str, object]]]:
+    """(the format's name, the lines as check_bill_line takes them, with source_line)."""
+    mapping = config.bills.formats.get(fmt) if fmt else None
+    if fmt and fmt not in PRESETS and mapping is None:
+        known = ", ".join([*PRESETS, *config.bills.formats])
+        raise InputError(
+            "format",
+            fmt,
+            f"is not a bill format zuka knows: {known} (or a"
+            " [bills.NAME] column mapping in the config)",
+        )
+    text = table.decode(data, mapping.get("encoding") if mapping else None)
+    t = table.read_table(text)
+    if fmt is None:
+        fmt = next((name for name, m in PRESETS.items() if m.looks_like(t)), None)
+        if fmt is None:
+            raise InputError(
+                "format",
+                None,
+                "cannot tell the file's format from its header:"
+                " give --format aliyun, aws_cur or a [bills.NAME] of the config",
+            )
+    if fmt == aliyun.NAME:
+        lines = aliyun.parse(t, currency=config.billing.currency)
+    elif fmt == awscur.NAME:
+        lines = awscur.parse(t)
+    else:
+        assert mapping is not None
+        lines = mapped.parse(
+            t, mapping, fmt, tz=config.billing.tz, currency=config.billing.currency
+        )
+    if not lines:
+        raise InputError("file", None, "holds no bill lines (only a header)")
+    return fmt, lines
+
+
+@dataclass(frozen=True)
+class Imported:
+    record: dict[str, Any]
+    lines: int
+    months: tuple[str, ...]
+    total: dict[str, str]  # currency -> sum of the lines
+
+    def said(self, provider: str) -> str:
+        sums = ", ".join(f"{v} {k}" for k, v in sorted(self.total.items()))
+        return (
+            f"imported bill {self.record['id']} for {provider}: {self.lines} lines"
+            f" ({self.record['format']}; {', '.join(self.months)}; {sums})"
+        )
+
+
+def import_bill(
+    ledger: Ledger,
+    path: Path,
+    *,
+    provider: str,
+    fmt: str | None,
+    month: str | None,
+    config: Config,
+) -> Imported:
+    """`zuka bill import`: all or nothing; a file already imported for the provider is
+    refused, naming that import."""
+    prov = ledger.provider(provider)
+    data = read_file(path)
+    fmt, lines = parse_bill(data, fmt, config)
+    checked = []
+    for i, line in enumerate(lines):
+        rec = {k: v for k, v in line.items() if k != "source_line"}
+        try:
+            checked.append(books.check_bill_line({**rec, "line_no": i + 1}))
+        except InputError as exc:
+            raise InputError(
+                f"line {line['source_line']}, {exc.field}", exc.value, exc.reason
+            ) from None
+    tz = config.billing.tz
+    if month is not None:
+        since, until = report.month_window(month, tz, datetime.max.replace(tzinfo=UTC))[0]
+        for line, rec in zip(lines, checked, strict=True):
+            at = datetime.fromisoformat(str(rec["period_start"]))
+            if not since - MONTH_SLACK <= at < until + MONTH_SLACK:
+                raise InputError(
+                    f"line {line['source_line']}",
+                    rec["period_start"],
+                    f"is not in {month} (--month): is it the right file?",
+                )
+    _refuse_other_providers(ledger, provider, [str(r["resource_id"]).strip() for r in checked])
+    digest = hashlib.sha256(data).hexdigest()
+    for earlier in ledger.book_rows("bill", "provider_id = ? AND sha256 = ?", [prov.id, digest]):
+        at = datetime.fromisoformat(earlier["imported_at"])
+        raise InputError(
+            "file",
+            None,
+            f"was imported already for {provider}: bill"
+            f" {earlier['id']}, on {at:%Y-%m-%d} (zuka bill delete"
+            f" {earlier['id']} to import it again)",
+        )
+    rec = ledger.add_book(
+        "bill",
+        {
+            "provider_id": prov.id,
+            "format": fmt,
+            "source": visible(path.name, 200),
+            "sha256": digest,
+            "imported_at": ledger.clock().isoformat(),
+        },
+        lines=checked,
+    )
+    months = sorted(
+        {
+            f"{datetime.fromisoformat(r['period_start']).astimezone(ZoneInfo(tz)):%Y-%m}"
+            for r in checked
+        }
+    )
+    total: dict[str, Decimal] = {}
+    for r in checked:
+        total[r["currency"]] = total.get(r["currency"], Decimal(0)) + Decimal(r["amount"])
+    return Imported(rec, len(checked), tuple(months), {k: str(v) for k, v in total.items()})
+
+
+def _refuse_other_providers(ledger: Ledger, provider: str, ids: list[str]) -> None:
+    """A bill none of whose resource ids is the provider's, though some are another
+    provider's, was imported under the wrong --provider: refused, naming the other."""
+    owner: dict[str, set[str]] = {}
+    for n in ledger.nodes():
+        if n.instance_id.strip() and n.provider:
+            owner.setdefault(n.instance_id.strip(), set()).add(n.provider)
+    nodes = {n.id: n.provider for n in ledger.nodes()}
+    leases = {le.id: le.node_id for le in ledger.leases()}
+    for _name, _start, res in ledger.resources():
+        prov = nodes.get(leases.get(res.lease_id))
+        if prov and res.native_id.strip():
+            owner.setdefault(res.native_id.strip(), set()).add(prov)
+    named = [owner[i] for i in ids if i in owner]
+    if named and not any(provider in o for o in named):
+        others = sorted(set().union(*named))
+        raise InputError(
+            "provider",
+            provider,
+            f"none of the bill's resource ids is {provider}'s;"
+            f" they are {', '.join(others)}'s: is --provider right?",
+        )
+
+
+def list_bills(ledger: Ledger) -> list[dict[str, Any]]:
+    """Every imported bill: its id, provider, format, file, when, lines."""
+    names = {p.id: p.name for p in ledger.providers()}
+    return [
+        {
+            "id": r["id"],
+            "provider": names.get(r["provider_id"], "?"),
+            "format": r["format"],
+            "source": r["source"],
+            "imported_at": r["imported_at"],
+            "lines": r["line_count"],
+            "sha256": r["sha256"],
+        }
+        for r in ledger.book_rows("bill")
+    ]
+
+
+def delete_bill(ledger: Ledger, bill_id: int) -> dict[str, Any]:
+    """`zuka bill delete ID`: the bill and its lines (`zuka undo` puts them back)."""
+    return ledger.delete_book("bill", bill_id)
+
+
+def check_month(
+    ledger: Ledger,
+    month: str,
+    *,
+    config: Config,
+    provider: str | None = None,
+    tol: str | None = None,
+) -> Reconciliation:
+    """`zuka bill check`: the month's reconciliation; refused when no bill covers it."""
+    if provider is not None:
+        ledger.provider(provider)
+    found = month_check(
+        ledger,
+        month,
+        tz=config.billing.tz,
+        currency=config.billing.currency,
+        tol=tolerance(tol if tol is not None else config.bills.tolerance),
+        provider=provider,
+    )
+    if found is None:
+        of = f" from {provider}" if provider else ""
+        raise InputError(
+            "month",
+            month,
+            f"no bill{of} imported for {month}: zuka bill import FILE --provider NAME",
+        )
+    return found

@@ -1,0 +1,246 @@
+"""A bill export as a table: its bytes decoded (UTF-8 with or without a BOM, else GB18030,
+the superset of the GBK an Aliyun console export is often written in), its rows read as
+CSV under bounds, and each cell read as the one kind of value a bill line holds. Every
+refusal names the file's line number (the header is line 1) and the column."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import ROUND_HALF_EVEN, Decimal
+from zoneinfo import ZoneInfo
+
+from leases.core import fields
+from leases.core.errors import InputError
+from leases.core.textsafe import visible
+
+MAX_BYTES = 50 * 1024 * 1024  # a bill export over 50 MB is refused
+MAX_LINES = 500_000  # and one of more data lines
+MAX_CELL = 10_000  # characters of one cell (csv's own limit is 131,072)
+# A bill line's amounts are stored to 8 decimal places (leases.ledger.books); AWS writes
+# 10 (5.1612903226): rounded half-even, a change below a millionth of a cent.
+PLACES = Decimal("1e-8")
+# Bounds of a line's text as stored (leases.ledger.books.check_bill_line).
+TEXT_BOUNDS = {"resource_id": 300, "product": 200, "description": 500, "region": 100}
+
+
+def decode(data: bytes, encoding: str | None = None) -> str:
+    """The file's text: in `encoding` when given; else UTF-8 (a BOM stripped), else
+    GB18030. Refused when it reads in neither."""
+    if encoding:
+        try:
+            text = data.decode(encoding)
+        except LookupError:
+            raise InputError("encoding", encoding, "is not an encoding Python knows") from None
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                "file", None, f"does not read as {encoding} ({exc.reason} at byte {exc.start})"
+            ) from None
+        return text.removeprefix("\ufeff")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        if exc.end == len(data) and exc.reason == "unexpected end of data":
+            raise InputError(
+                "file",
+                None,
+                "ends inside a character: it is cut short (a download or copy that did not finish)",
+            ) from None
+    try:
+        return data.decode("gb18030")
+    except UnicodeDecodeError:
+        raise InputError(
+            "file", None, "is neither UTF-8 nor GBK/GB18030 text: is it a CSV bill export?"
+        ) from None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One data line of the file: its line number and its cells by column name."""
+
+    line: int
+    cells: Mapping[str, str]
+
+    def get(self, column: str) -> str:
+        return self.cells.get(column, "").strip()
+
+
+@dataclass(frozen=True)
+class Table:
+    header: tuple[str, ...]
+    rows: tuple[Row, ...]
+
+    def has(self, column: str) -> bool:
+        return column in self.header
+
+
+def read_table(text: str) -> Table:
+    """The CSV's header and rows, every row as wide as the header (a truncated file's
+    last row is not); blank lines skipped."""
+    if "\x00" in text:
+        raise InputError("file", None, "holds NUL bytes: not a CSV text file")
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header_cells = next(reader, None)
+    except csv.Error as exc:
+        raise InputError("line 1", None, f"is not CSV ({exc})") from None
+    if not header_cells or not any(c.strip() for c in header_cells):
+        raise InputError("file", None, "is empty: no header row")
+    header = tuple(c.strip().removeprefix("\ufeff") for c in header_cells)
+    dupes = sorted({h for h in header if h and header.count(h) > 1})
+    if dupes:
+        raise InputError("line 1", visible(dupes[0], 80), "names a column twice")
+    rows: list[Row] = []
+    for cells in _rows(reader):
+        line = reader.line_num
+        if not any(c.strip() for c in cells):
+            continue
+        if len(rows) >= MAX_LINES:
+            raise InputError("file", None, f"has more than {MAX_LINES:,} lines: split it by month")
+        if len(cells) != len(header):
+            raise InputError(
+                f"line {line}",
+                None,
+                f"has {len(cells)} cells where the header has"
+                f" {len(header)}: the file is cut short or not this format",
+            )
+        long = next((i for i, c in enumerate(cells) if len(c) > MAX_CELL), None)
+        if long is not None:
+            raise InputError(
+                f"line {line}, column {visible(header[long], 60)}",
+                None,
+                f"is longer than {MAX_CELL:,} characters",
+            )
+        rows.append(Row(line, dict(zip(header, cells, strict=True))))
+    return Table(header, tuple(rows))
+
+
+def _rows(reader: Iterator[list[str]]) -> Iterator[list[str]]:
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            line = getattr(reader, "line_num", 0)
+            raise InputError(f"line {line}", None, f"is not CSV ({exc})") from None
+        yield cells
+
+
+def where(row: Row, column: str) -> str:
+    """How a refusal names a cell: 'line 7, column 应付金额'."""
+    return f"line {row.line}, column {visible(column, 60)}"
+
+
+def missing(table: Table, columns: Sequence[str], fmt: str) -> None:
+    """Refuse a file that lacks a column the format needs, naming it."""
+    for column in columns:
+        if not table.has(column):
+            raise InputError(
+                "file",
+                None,
+                f"has no column {visible(column, 80)}: it is not {fmt}"
+                f" (its header begins {visible(', '.join(table.header[:3]), 120)})",
+            )
+
+
+def amount(row: Row, column: str, *, required: bool = True) -> str | None:
+    """A signed amount read as every typed number is (fields.number; never a float),
+    rounded to PLACES; None for an empty cell that may be empty."""
+    raw = row.get(column)
+    if not raw:
+        if required:
+            raise InputError(where(row, column), None, "is empty: an amount is required")
+        return None
+    text = raw.replace("−", "-")
+    negative = text.startswith(("-", "－"))
+    try:
+        value = fields.number(where(row, column), text[1:] if negative else text)
+    except InputError as exc:
+        raise InputError(where(row, column), visible(raw, 40), exc.reason) from None
+    if abs(value) >= Decimal("1e12"):
+        raise InputError(where(row, column), visible(raw, 40), "is implausibly large")
+    value = -value if negative else value
+    if value.as_tuple().exponent < -8:  # type: ignore[operator]
+        value = value.quantize(PLACES, rounding=ROUND_HALF_EVEN)
+    return str(value)
+
+
+def moment(row: Row, column: str, tz: str, date_format: str = "") -> datetime:
+    """A time cell: ISO 8601 (2024-05-01T00:00:00Z, 2024-05-01 00:00:00, 2024-05-01), or
+    by `date_format` (strptime); a time without an offset is read in tz."""
+    raw = row.get(column)
+    if not raw:
+        raise InputError(where(row, column), None, "is empty: a date is required")
+    value: str | datetime = raw
+    if date_format:
+        try:
+            value = datetime.strptime(raw, date_format)
+        except ValueError:
+            raise InputError(
+                where(row, column), visible(raw, 40), f"does not read as {visible(date_format, 40)}"
+            ) from None
+    try:
+        return fields.moment(where(row, column), value, tz)
+    except InputError as exc:
+        raise InputError(where(row, column), visible(raw, 40), exc.reason) from None
+
+
+def text(row: Row, column: str | None, key: str) -> str:
+    """A text cell made safe (control characters shown, not obeyed) and bounded."""
+    if not column:
+        return ""
+    return visible(row.get(column), TEXT_BOUNDS[key])
+
+
+def month_span(period: str, tz: str, row: Row, column: str) -> tuple[datetime, datetime]:
+    """A billing period YYYY-MM (Aliyun's 账期) as (its first moment, the next month's)."""
+    m = re.fullmatch(r"([0-9]{4})-?([0-9]{2})", period.strip())
+    if m is None or not 1 <= int(m.group(2)) <= 12:
+        raise InputError(where(row, column), visible(period, 40), "is not a month YYYY-MM")
+    year, month = int(m.group(1)), int(m.group(2))
+    zone = ZoneInfo(tz)
+    start = datetime(year, month, 1, tzinfo=zone)
+    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=zone)
+    return start, end
+
+
+def line(
+    row: Row,
+    *,
+    start: datetime,
+    end: datetime,
+    amount_text: str,
+    kind: str,
+    currency: str,
+    resource_id: str = "",
+    product: str = "",
+    description: str = "",
+    region: str = "",
+    list_amount: str | None = None,
+) -> dict[str, object]:
+    """A bill line as leases.ledger.books.check_bill_line takes it, with `source_line`
+    (the file's line number, for refusals; dropped before it is stored)."""
+    if end < start:
+        raise InputError(
+            f"line {row.line}",
+            None,
+            f"ends ({end.isoformat()}) before it starts ({start.isoformat()})",
+        )
+    return {
+        "source_line": row.line,
+        "period_start": start.isoformat(),
+        "period_end": end.isoformat(),
+        "resource_id": resource_id,
+        "product": product,
+        "description": description,
+        "region": region,
+        "kind": kind,
+        "amount": amount_text,
+        "list_amount": list_amount,
+        "currency": currency,
+    }

@@ -1,0 +1,192 @@
+"""`zuka bill import / list / delete / check`: the provider's own bill, imported and
+reconciled with the ledger (leases.app.bills)."""
+
+from __future__ import annotations
+
+import argparse
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, TextIO
+
+from leases.app import bills
+from leases.config.load import load_user_config
+from leases.core.textsafe import visible
+from leases.money.amounts import money
+from leases.money.bills.reconcile import Reconciliation
+from tui.cli import output
+from tui.cli.money import trusted
+from tui.cli.opening import open_ledger
+
+
+def bill_import(args: argparse.Namespace, out: TextIO) -> int:
+    config = load_user_config(args.config)
+    with open_ledger(args) as ledger:
+        done = bills.import_bill(
+            ledger,
+            Path(args.file),
+            provider=args.provider,
+            fmt=args.format,
+            month=args.month,
+            config=config,
+        )
+    return output.done(
+        args, out, {**done.record, "months": list(done.months)}, done.said(args.provider)
+    )
+
+
+def bill_list(args: argparse.Namespace, out: TextIO) -> int:
+    with open_ledger(args, readonly=True) as ledger:
+        found = bills.list_bills(ledger)
+    if args.json:
+        output.dump_json(found, out)
+        return 0
+    if not found:
+        out.write("no bills imported: zuka bill import FILE --provider NAME\n")
+        return 0
+    output.table(
+        ("ID", "PROVIDER", "FORMAT", "FILE", "IMPORTED", "LINES"),
+        [
+            (
+                b["id"],
+                visible(b["provider"]),
+                b["format"],
+                visible(b["source"], 40),
+                b["imported_at"][:16].replace("T", " "),
+                b["lines"],
+            )
+            for b in found
+        ],
+        out,
+    )
+    return 0
+
+
+def bill_delete(args: argparse.Namespace, out: TextIO) -> int:
+    with open_ledger(args) as ledger:
+        gone = bills.delete_bill(ledger, args.id)
+    return output.done(
+        args,
+        out,
+        gone,
+        f"deleted bill {args.id} and its"
+        f" {len(gone.get('lines', []))} lines (zuka undo puts them back)",
+    )
+
+
+def bill_check(args: argparse.Namespace, out: TextIO) -> int:
+    config = load_user_config(args.config)
+    with trusted(open_ledger(args, readonly=True), "the figures") as ledger:
+        rec = bills.check_month(
+            ledger, args.month, config=config, provider=args.provider, tol=args.tolerance
+        )
+    if args.json:
+        output.dump_json(check_json(rec), out)
+    else:
+        write_check(rec, out)
+    return 0 if rec.agrees else 1
+
+
+def _d(x: Decimal) -> str:
+    return str(x)
+
+
+def check_json(rec: Reconciliation) -> dict[str, Any]:
+    return {
+        "month": rec.month,
+        "providers": list(rec.providers),
+        "tolerance": rec.tolerance.said(),
+        "agrees": rec.agrees,
+        "leases": [
+            {
+                "node": r.node,
+                "start": r.start.isoformat(),
+                "provider": r.provider,
+                "currency": r.currency,
+                "zuka": _d(r.zuka),
+                "bill": _d(r.billed),
+                "difference": _d(r.difference),
+                "credits_discounts": _d(r.apart),
+                "tax": _d(r.tax),
+                "lines": r.lines,
+                "state": r.state,
+                "other_currencies": list(r.others),
+            }
+            for r in rec.rows
+        ],
+        "unmatched": [
+            {
+                "provider": u.provider,
+                "resource_id": u.resource_id,
+                "product": u.product,
+                "currency": u.currency,
+                "amount": _d(u.amount),
+                "credits_discounts": _d(u.apart),
+                "lines": u.lines,
+                "why": u.why,
+            }
+            for u in rec.unmatched
+        ],
+        "account": [
+            {"provider": p, "kind": k, "currency": c, "amount": _d(a)}
+            for (p, k, c), a in sorted(rec.account.items())
+        ],
+    }
+
+
+def write_check(rec: Reconciliation, out: TextIO) -> None:
+    out.write(
+        f"bill check {rec.month} ({', '.join(map(visible, rec.providers))});"
+        f" tolerance {rec.tolerance.said()}\n\n"
+    )
+    if rec.rows:
+        output.table(
+            ("NODE", "LEASE FROM", "PROVIDER", "ZUKA", "BILL", "DIFFERENCE", "CREDITS", "STATE"),
+            [
+                (
+                    visible(r.node, 30),
+                    r.start.strftime("%Y-%m-%d"),
+                    visible(r.provider, 20),
+                    money(r.zuka, r.currency),
+                    money(r.billed, r.currency),
+                    money(r.difference, r.currency),
+                    money(r.apart, r.currency) if r.apart else "",
+                    r.state + (f" (+{', '.join(r.others)})" if r.others else ""),
+                )
+                for r in rec.rows
+            ],
+            out,
+        )
+    if rec.unmatched:
+        out.write("\nOn the bill, matching nothing in the ledger:\n")
+        output.table(
+            ("PROVIDER", "RESOURCE ID", "PRODUCT", "AMOUNT", "CREDITS", "LINES", "WHY"),
+            [
+                (
+                    visible(u.provider, 20),
+                    visible(u.resource_id, 60),
+                    visible(u.product, 30),
+                    money(u.amount, u.currency),
+                    money(u.apart, u.currency) if u.apart else "",
+                    u.lines,
+                    u.why,
+                )
+                for u in rec.unmatched
+            ],
+            out,
+        )
+    if rec.account:
+        out.write("\nThe account's lines (no resource id):\n")
+        output.table(
+            ("PROVIDER", "KIND", "AMOUNT"),
+            [(visible(p, 20), k, money(a, c)) for (p, k, c), a in sorted(rec.account.items())],
+            out,
+        )
+    n, u = len(rec.differing), len(rec.unmatched)
+    out.write(
+        "\n"
+        + (
+            "it all agrees\n"
+            if rec.agrees
+            else f"{n} lease(s) differ, {u} resource id(s) unmatched\n"
+        )
+    )

@@ -233,7 +233,29 @@ def to_markdown(report: Report) -> str:
     if notes:
         lines += ["", "## Notes", ""]
         lines += [f"- {_md(node)}: {_md(n)}" for node, n in notes]
+    lines += invoicing_markdown(report)
     return "\n".join(lines) + "\n"
+
+
+def invoicing_markdown(report: Report) -> list[str]:
+    """The month's charges against their invoices (leases.money.invoices), per provider
+    and per lease an invoice names; nothing when no provider charged or invoiced."""
+    if not report.invoicing:
+        return []
+    rows = [
+        [
+            _md(c.provider),
+            _md(c.node or "all leases"),
+            f"{symbol(c.currency)}{bare(c.charged)}",
+            f"{symbol(c.currency)}{bare(c.invoiced)}",
+            f"{symbol(c.currency)}{bare(c.uninvoiced)}",
+            _md(", ".join(c.numbers) or "-"),
+            _md(c.remark or "-"),
+        ]
+        for c in report.invoicing
+    ]
+    head = ["Provider", "Lease", "Charged in month", "Invoiced", "Uninvoiced", "Invoices", "Notes"]
+    return ["", "## Invoices", "", *_table(head, rows)]
 
 
 def _deposits(t: Totals) -> str:

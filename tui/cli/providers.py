@@ -10,6 +10,7 @@ from leases.app.providers import add_provider, edit_provider
 from leases.core.errors import InputError
 from leases.ledger import records
 from leases.ledger.store import Ledger
+from leases.money.amounts import fen_shown, money
 from tui.cli import output
 from tui.cli.opening import open_ledger
 from tui.cli.options import add_flags, pick
@@ -40,11 +41,23 @@ def provider_edit(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def provider_list(args: argparse.Namespace, out: TextIO) -> int:
+    from leases.app.balances import balances_of  # the money maths, only when listing
+
     with open_ledger(args, readonly=True) as ledger:
         provs = ledger.providers()
+        held = balances_of(ledger, {p.id: p.name for p in provs if p.id is not None})
     if args.json:
-        output.dump_json([records.provider_record(p) for p in provs], out)
+        docs = [records.provider_record(p) for p in provs]
+        for doc in docs:  # the worked-out balance where the provider has entries
+            acc = held.get(doc["name"])
+            doc["balance"] = None if acc is None else str(fen_shown(acc.balance.amount))
+        output.dump_json(docs, out)
     else:
-        rows = [(p.name, p.kind.value, p.region, p.account_alias, p.credential_ref) for p in provs]
-        output.table(("NAME", "CHANNEL", "REGION", "ACCOUNT", "CREDENTIAL"), rows, out)
+        rows = [
+            (p.name, p.kind.value, p.region, p.account_alias, p.credential_ref,
+             money(held[p.name].balance.amount, held[p.name].currency) if p.name in held else "")
+            for p in provs
+        ]  # fmt: skip
+        head = ("NAME", "CHANNEL", "REGION", "ACCOUNT", "CREDENTIAL", "BALANCE")
+        output.table(head, rows, out)
     return 0

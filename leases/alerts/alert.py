@@ -48,6 +48,9 @@ class AlertKind(StrEnum):
     # A ledger row changed behind zuka's back (leases.ledger.rowaudit): figures and deletions
     # that rest on it are refused until somebody checks it.
     EDITED = "edited_outside_zuka"
+    # A provider account's prepaid balance runs out within [alerts] balance_days (issue 20):
+    # of a provider, not a node (leases.alerts.balance).
+    BALANCE_LOW = "balance_low"
 
 
 class Level(StrEnum):

@@ -1,11 +1,9 @@
-"""Prepaid balance use cases: `zuka provider topup`, `zuka provider balance [--set]`, the
-balance column of `zuka provider list` and the `balance_low` alert's figures. The maths is
-leases.money.balances'; here the ledger is read for it."""
+"""Prepaid balance use cases: `zuka provider topup`, `zuka provider balance [--set]` and
+what they say (the account read by leases.ledger.accounts, its maths in
+leases.money.balances)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -13,13 +11,14 @@ from typing import Any
 from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.models import Provider
+from leases.ledger.accounts import Account, account, accounts
 from leases.ledger.books import Record
 from leases.ledger.store import Ledger
-from leases.money import balances, billing
 from leases.money.amounts import fen_shown, money
-from leases.money.balances import Balance, Billed, Burner, Entry, Runway
 from leases.money.periods import utc
-from leases.money.report import lease_key, node_chains, storage_lines
+
+__all__ = ["Account", "account", "account_json", "account_lines", "accounts", "set_reading",
+           "topup"]  # fmt: skip
 
 
 def _when(ledger: Ledger, at: str | None, tz: str) -> datetime:
@@ -55,63 +54,6 @@ def set_reading(ledger: Ledger, name: str, amount: str, *, at: str | None = None
     said = money(Decimal(added["amount"]), added["currency"])
     return added, (f"recorded {prov.name}'s balance {said} as read at {added['at']}: the balance"
                    " is worked out from it from now on")  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Account:
-    """A provider account's balance at a moment and its runway."""
-
-    provider: str
-    currency: str
-    balance: Balance
-    runway: Runway
-    burning: tuple[Burner, ...]
-    coming: tuple[tuple[str, Decimal], ...]  # prepaid charges due before it runs out
-
-
-def entries_of(ledger: Ledger, provider_id: int) -> tuple[list[Entry], str]:
-    rows = ledger.book_rows("balance", "provider_id = ?", [provider_id])
-    entries = [Entry(r["kind"], Decimal(r["amount"]), datetime.fromisoformat(r["at"]))
-               for r in rows]  # fmt: skip
-    return entries, (rows[-1]["currency"] if rows else "CNY")
-
-
-def account(ledger: Ledger, name: str, at: datetime | None = None) -> Account | None:
-    """The balance of provider `name` at `at` (default now) and its runway; None when it
-    has no balance entry by then."""
-    prov = ledger.provider(name)
-    assert prov.id is not None
-    when = at or ledger.clock()
-    entries, currency = entries_of(ledger, prov.id)
-    nodes = {n.id: n for n in ledger.nodes() if n.provider == prov.name and n.id is not None}
-    leases = [le for le in ledger.leases(node_ids=list(nodes)) if le.node_id in nodes]
-    spans = ledger.stop_spans()
-    storage = storage_lines(leases, ledger.resources())
-    items: list[Billed] = []
-    burning: list[Burner] = []
-    coming: list[tuple[str, Decimal]] = []
-    for chain in node_chains(leases):
-        node = nodes.get(chain[-1].node_id) if chain[-1].node_id is not None else None
-        cards = node.gpu_count if node is not None and node.gpu_count else None
-        stops = tuple(spans.get(chain[-1].id or 0, ()))
-        store = tuple(s for le in chain for s in storage.get(lease_key(le), []))
-        items.append(Billed(tuple(chain), stops, cards, store))
-        stopped = any(utc(a) <= utc(when) and (b is None or utc(b) > utc(when)) for a, b in stops)
-        for le in chain:
-            mine = [r for r, owner in store if owner is le]
-            burning += balances.burners(le, cards=cards, stopped=stopped, storage=mine, at=when)
-    found = balances.balance(entries, items, when)
-    if found is None:
-        return None
-    run = balances.runway(found.amount, burning, when)
-    if run.runs_out is not None and run.runs_out > when:
-        for b in items:
-            if any(le.billing_type.prepaid for le in b.chain):
-                due = billing.charged_between(b.chain, when, run.runs_out, stops=b.stops,
-                                              cards=b.cards)  # fmt: skip
-                if due:
-                    coming.append((b.chain[-1].node, due))
-    return Account(prov.name, currency, found, run, tuple(burning), tuple(coming))
 
 
 def account_json(acc: Account, tz: str) -> dict[str, Any]:
@@ -163,14 +105,3 @@ def account_lines(acc: Account, tz: str) -> list[str]:
     lines.append("  set it from the provider's console: zuka provider balance"
                  f" {acc.provider} --set AMOUNT")  # fmt: skip
     return lines
-
-
-def balances_of(ledger: Ledger, names: Mapping[int, str]) -> dict[str, Account]:
-    """The accounts of the providers that have balance entries, by name."""
-    ids = {r["provider_id"] for r in ledger.book_rows("balance")}
-    out = {}
-    for pid in ids:
-        acc = account(ledger, names[pid])
-        if acc is not None:
-            out[acc.provider] = acc
-    return out

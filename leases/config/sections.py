@@ -42,6 +42,8 @@ class AlertsConfig:
     autorenew_notice_days: int = 3
     release_notice_days: int = 2
     temperature_c: float = 85.0
+    # Days of prepaid balance left (at the burn rate now) under which balance_low is raised.
+    balance_days: float = 3.0
 
 
 @dataclass(frozen=True)

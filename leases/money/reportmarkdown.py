@@ -249,8 +249,8 @@ def invoicing_markdown(report: Report) -> list[str]:
             f"{symbol(c.currency)}{bare(c.charged)}",
             f"{symbol(c.currency)}{bare(c.invoiced)}",
             f"{symbol(c.currency)}{bare(c.uninvoiced)}",
-            _md(", ".join(c.numbers) or "-"),
-            _md(c.remark or "-"),
+            _md(", ".join(c.numbers)) if c.numbers else "-",
+            _md(c.remark) if c.remark else "-",
         ]
         for c in report.invoicing
     ]

@@ -41,11 +41,11 @@ def provider_edit(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def provider_list(args: argparse.Namespace, out: TextIO) -> int:
-    from leases.app.balances import balances_of  # the money maths, only when listing
+    from leases.app.balances import accounts  # the money maths, only when listing
 
     with open_ledger(args, readonly=True) as ledger:
         provs = ledger.providers()
-        held = balances_of(ledger, {p.id: p.name for p in provs if p.id is not None})
+        held = accounts(ledger)
     if args.json:
         docs = [records.provider_record(p) for p in provs]
         for doc in docs:  # the worked-out balance where the provider has entries

@@ -11,14 +11,14 @@ from typing import Any
 from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.models import Provider
-from leases.ledger.accounts import Account, account, accounts
+from leases.ledger.accounts import Account, account, account_names, accounts
 from leases.ledger.books import Record
 from leases.ledger.store import Ledger
 from leases.money.amounts import fen_shown, money
 from leases.money.periods import utc
 
-__all__ = ["Account", "account", "account_json", "account_lines", "accounts", "set_reading",
-           "topup"]  # fmt: skip
+__all__ = ["Account", "account", "account_json", "account_lines", "account_names", "accounts",
+           "set_reading", "topup"]  # fmt: skip
 
 
 def _when(ledger: Ledger, at: str | None, tz: str) -> datetime:
@@ -58,6 +58,7 @@ def set_reading(ledger: Ledger, name: str, amount: str, *, at: str | None = None
 
 def account_json(acc: Account, tz: str) -> dict[str, Any]:
     b, r = acc.balance, acc.runway
+    zone = fields.timezone(tz, "billing.tz")
     return {
         "provider": acc.provider, "currency": acc.currency, "at": b.at.isoformat(),
         "balance": str(_fen(b.amount)), "worked_out": True, "since": b.since.isoformat(),
@@ -69,7 +70,9 @@ def account_json(acc: Account, tz: str) -> dict[str, Any]:
         "stops_then": list(r.stops),
         "burning": [{"node": x.node, "what": x.what, "per_day": str(_fen(x.per_day))}
                     for x in acc.burning],
-        "coming_charges": [{"node": n, "amount": str(_fen(a))} for n, a in acc.coming],
+        "coming_charges": [{"node": n, "at": t.astimezone(zone).isoformat(),
+                            "amount": str(_fen(a))}
+                           for n, t, a in acc.coming],
     }  # fmt: skip
 
 
@@ -100,8 +103,10 @@ def account_lines(acc: Account, tz: str) -> list[str]:
         stops = ", ".join(r.stops) or "nothing of zuka's (no running pay-as-you-go lease)"
         lines.append(f"  {r.days_left.quantize(Decimal('0.01'))} days left: runs out"
                      f" {fields.shown(r.runs_out, tz)}; then stops: {stops}")  # fmt: skip
-    for node, amount in acc.coming:
-        lines.append(f"  coming before then: {node}'s prepaid charge of {money(amount, cur)}")
+    for node, at, amount in acc.coming:
+        lines.append(f"  coming before then: {node}'s prepaid charge of {money(amount, cur)}"
+                     f" on {fields.shown(at, tz)} (not in the burn rate: the balance falls by"
+                     " it that day)")  # fmt: skip
     lines.append("  set it from the provider's console: zuka provider balance"
                  f" {acc.provider} --set AMOUNT")  # fmt: skip
     return lines

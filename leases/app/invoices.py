@@ -151,6 +151,7 @@ def invoice_of(row: Mapping[str, Any], provider: str, node: str | None) -> Invoi
         currency=str(row["currency"]),
         lease_id=row["lease_id"],
         node=node,
+        notes=str(row["notes"]),
     )
 
 
@@ -182,7 +183,7 @@ def invoice_json(inv: Invoice) -> dict[str, Any]:
         "period_end": inv.period_end.isoformat(), "amount": str(inv.amount),
         "currency": inv.currency, "vat_rate": str(inv.vat_rate),
         "tax_included": inv.tax_included, "kind": inv.kind, "net": str(fen_shown(v.net)),
-        "tax": str(fen_shown(v.tax)), "total": str(fen_shown(v.total)),
+        "tax": str(fen_shown(v.tax)), "total": str(fen_shown(v.total)), "notes": inv.notes,
     }  # fmt: skip
 
 

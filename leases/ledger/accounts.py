@@ -11,7 +11,7 @@ from decimal import Decimal
 
 from leases.core.fields import DEFAULT_TZ
 from leases.ledger.store import Ledger
-from leases.money import balances, billing
+from leases.money import balances
 from leases.money.balances import Balance, Billed, Burner, Entry, Runway
 from leases.money.periods import utc
 from leases.money.report import lease_key, node_chains, storage_lines
@@ -26,7 +26,9 @@ class Account:
     balance: Balance
     runway: Runway
     burning: tuple[Burner, ...]
-    coming: tuple[tuple[str, Decimal], ...]  # prepaid charges due before it runs out
+    # Prepaid charges due before it runs out (node, when, amount): not in the burn rate,
+    # the balance falls by each on its day.
+    coming: tuple[tuple[str, datetime, Decimal], ...]
     tz: str = DEFAULT_TZ  # the billing zone of its leases (the latest's), for its times
 
 
@@ -50,7 +52,7 @@ def account(ledger: Ledger, name: str, at: datetime | None = None) -> Account | 
     storage = storage_lines(leases, ledger.resources())
     items: list[Billed] = []
     burning: list[Burner] = []
-    coming: list[tuple[str, Decimal]] = []
+    coming: list[tuple[str, datetime, Decimal]] = []
     for chain in node_chains(leases):
         node = nodes.get(chain[-1].node_id) if chain[-1].node_id is not None else None
         cards = node.gpu_count if node is not None and node.gpu_count else None
@@ -67,11 +69,9 @@ def account(ledger: Ledger, name: str, at: datetime | None = None) -> Account | 
     run = balances.runway(found.amount, burning, when)
     if run.runs_out is not None and run.runs_out > when:
         for b in items:
-            if any(le.billing_type.prepaid for le in b.chain):
-                due = billing.charged_between(b.chain, when, run.runs_out, stops=b.stops,
-                                              cards=b.cards)  # fmt: skip
-                if due:
-                    coming.append((b.chain[-1].node, due))
+            coming += [(b.chain[-1].node, at_, amount) for at_, amount in balances.coming(
+                b.chain, when, run.runs_out, cards=b.cards, stops=b.stops)]  # fmt: skip
+    coming.sort(key=lambda c: utc(c[1]))
     tz = leases[-1].billing_tz if leases else DEFAULT_TZ
     return Account(prov.name, currency, found, run, tuple(burning), tuple(coming), tz)
 

@@ -25,6 +25,7 @@ from decimal import Decimal
 
 from leases.core.models import BillingType, Lease, Resource, StoppedBilling, StoragePeriod
 from leases.money import billing
+from leases.money.autorenew import renewals
 from leases.money.periods import utc
 from leases.money.renewals import hourly_after_end
 
@@ -136,6 +137,21 @@ def burners(lease: Lease, *, cards: int | None, stopped: bool, storage: Sequence
         if store:
             out.append(Burner(lease.node, store, "storage", False))
     return out
+
+
+def coming(chain: Sequence[Lease], at: datetime, until: datetime, *, cards: int | None = None,
+           stops: Sequence[billing.Stop] = ()) -> list[tuple[datetime, Decimal]]:  # fmt: skip
+    """The prepaid charges of a chain in (at, until], with their moments: a prepaid lease
+    that starts then (charged whole at its start) and each auto-renewal on its charge day."""
+    out: list[tuple[datetime, Decimal]] = []
+    for le in chain:
+        if not le.billing_type.prepaid:
+            continue
+        if utc(at) < utc(le.start) <= utc(until):
+            out.append((le.start, billing.cost_to_date(le, le.start, stops=stops, cards=cards)))
+        out += [(r.charged_at, r.amount) for r in renewals(le, until)
+                if utc(r.charged_at) > utc(at) and r.amount]  # fmt: skip
+    return sorted(out, key=lambda c: utc(c[0]))
 
 
 @dataclass(frozen=True)

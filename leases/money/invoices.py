@@ -70,6 +70,7 @@ class Invoice:
     currency: str = "CNY"
     lease_id: int | None = None
     node: str | None = None  # its lease's node, when it names a lease
+    notes: str = ""
 
     @property
     def vat(self) -> Vat:

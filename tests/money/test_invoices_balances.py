@@ -56,6 +56,14 @@ def test_a_special_invoice_at_13_percent_tax_excluded(z: Cli) -> None:
     assert inv["period_end"] == "2026-09-01"  # --to is the last day covered, included
 
 
+def test_the_tax_is_rounded_half_up_not_half_even(z: Cli) -> None:
+    _ok(z, *_invoice("--number", "1", "--period", "2026-08", "--amount", "0.5", "--vat", "13%",
+                     "--tax-excluded"))  # fmt: skip
+    # 0.50 x 0.13 = 0.065: half up 0.07 (half to even would say 0.06); total 0.57
+    [inv] = _json(z, "invoice", "list")
+    assert (inv["tax"], inv["total"]) == ("0.07", "0.57")
+
+
 def test_a_vat_rate_reads_as_percent_fraction_or_whole_number(z: Cli) -> None:
     for no, rate in (("1", "6%"), ("2", "0.06"), ("3", "6")):
         _ok(z, *_invoice("--number", no, "--period", "2026-08", "--amount", "106", "--vat", rate))
@@ -257,3 +265,45 @@ def test_a_mistake_is_refused_and_changes_nothing(
     assert r.code == 2, (what, r.out, r.err)
     assert said in r.err, r.err
     assert ledger_path.read_bytes() == before
+
+
+def test_a_prepaid_renewal_before_the_run_out_is_a_coming_charge(z: Cli) -> None:
+    _ok(z, "node", "add", "m", "--ssh", "root@10.0.0.8", "--gpus", "8", "--provider", "P")
+    _ok(z, "lease", "add", "m", "--billing", "monthly", "--price", "3000", "--start",
+        "2026-07-15", "--end", "2026-08-15", "--auto-renew")  # fmt: skip
+    _ok(z, "provider", "topup", "P", "--amount", "9000", "--at", "2026-08-01T09:00")
+    _ok(z, "lease", "add", "n", "--billing", "card_hour", "--price", "1.98", "--cards", "8",
+        "--start", "2026-08-01T10:00")  # fmt: skip
+    doc = _json(z, "provider", "balance", "P", "--at", "2026-08-02T10:00")
+    # m's month was charged on 07-15, before the top-up: only n's 380.16 since;
+    # 9,000 - 380.16 = 8,619.84; m burns nothing until its renewal
+    assert (doc["balance"], doc["burn_per_day"]) == ("8619.84", "380.16")
+    # 8,619.84 / 380.16 = 22.67 days (to 08-25): m renews on 08-15 00:00 for 3,000 before
+    assert doc["days_left"] == "22.67" and doc["stops_then"] == ["n"]
+    assert doc["coming_charges"] == [
+        {"node": "m", "at": "2026-08-15T00:00:00+08:00", "amount": "3000.00"}]  # fmt: skip
+    text = _ok(z, "provider", "balance", "P", "--at", "2026-08-02T10:00")
+    assert "coming before then: m's prepaid charge of ¥3,000.00 on 2026-08-15 00:00" in text
+
+
+def test_hostile_text_in_an_invoice_is_shown_never_obeyed(z: Cli) -> None:
+    _ok(z, *_invoice("--number", '=HYPERLINK("http://x")', "--period", "2026-08",
+                     "--amount", "100", "--vat", "6%", "--notes", "<b>|x|</b>"))  # fmt: skip
+    _ok(z, "lease", "add", "n", "--billing", "hourly", "--price", "10", "--start", "2026-08-01",
+        "--end", "2026-08-02")  # fmt: skip
+    rows = list(csv.DictReader(io.StringIO(_ok(z, "report", "--month", "2026-08",
+                                               "--format", "csv"))))  # fmt: skip
+    [inv] = [r for r in rows if r["row"] == "invoicing"]
+    assert inv["notes"] == '\'=HYPERLINK("http://x")'  # a spreadsheet shows it as text
+    # 24 h x 10 = 240 charged; 100 invoiced; 140 uninvoiced
+    assert (inv["charged_in_month"], inv["uninvoiced"]) == ("240.00", "140.00")
+    md = _ok(z, "report", "--month", "2026-08")
+    # Markdown's and HTML's specials escaped: a cell stays a cell, never a link or a tag
+    assert "| =HYPERLINK\\(&quot;http://x&quot;\\) | - |" in md
+    [listed] = _json(z, "invoice", "list")
+    assert listed["notes"] == "<b>|x|</b>"  # JSON carries it as it is, as text
+    r = z(*_invoice("--number", "x\x1b[31m", "--period", "2026-08", "--amount", "1",
+                    "--vat", "6%"))  # fmt: skip
+    assert r.code == 2 and "--number" in r.err and "\x1b" not in r.err
+    r = z(*_invoice("--number", "9" * 61, "--period", "2026-08", "--amount", "1", "--vat", "6%"))
+    assert r.code == 2 and "--number" in r.err

@@ -9,6 +9,8 @@ from typing import TextIO
 from leases.app import balances as app
 from leases.config.load import load_user_config
 from leases.core import fields
+from leases.core.errors import InputError
+from leases.core.textsafe import visible
 from tui.cli import output
 from tui.cli.opening import open_ledger
 
@@ -28,6 +30,8 @@ def provider_balance(args: argparse.Namespace, out: TextIO) -> int:
             added, message = app.set_reading(ledger, args.name, args.reading, at=args.at,
                                              notes=args.notes, tz=tz)  # fmt: skip
         return output.done(args, out, added, message)
+    if args.notes is not None:
+        raise InputError("--notes", args.notes, "goes with --set (a note on the reading)")
     with open_ledger(args, readonly=True) as ledger:
         at = fields.moment("at", args.at, tz) if args.at is not None else None
         acc = app.account(ledger, args.name, at)
@@ -35,11 +39,12 @@ def provider_balance(args: argparse.Namespace, out: TextIO) -> int:
         if args.json:
             output.dump_json(None, out)
         else:
-            out.write(f"{args.name}: no balance recorded: zuka provider topup {args.name}"
-                      " --amount X, or zuka provider balance NAME --set AMOUNT\n")  # fmt: skip
+            name = visible(args.name)
+            out.write(f"{name}: no balance recorded: zuka provider topup {name} --amount X,"
+                      f" or zuka provider balance {name} --set AMOUNT\n")  # fmt: skip
         return 0
     if args.json:
         output.dump_json(app.account_json(acc, tz), out)
     else:
-        out.write("\n".join(app.account_lines(acc, tz)) + "\n")
+        out.write("".join(visible(line) + "\n" for line in app.account_lines(acc, tz)))
     return 0

@@ -41,23 +41,39 @@ def provider_edit(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def provider_list(args: argparse.Namespace, out: TextIO) -> int:
-    from leases.app.balances import accounts  # the money maths, only when listing
-
     with open_ledger(args, readonly=True) as ledger:
         provs = ledger.providers()
-        held = accounts(ledger)
+        held = _balances(ledger)
     if args.json:
         docs = [records.provider_record(p) for p in provs]
         for doc in docs:  # the worked-out balance where the provider has entries
-            acc = held.get(doc["name"])
-            doc["balance"] = None if acc is None else str(fen_shown(acc.balance.amount))
+            doc["balance"] = held.get(doc["name"], (None, ""))[0]
         output.dump_json(docs, out)
     else:
         rows = [
             (p.name, p.kind.value, p.region, p.account_alias, p.credential_ref,
-             money(held[p.name].balance.amount, held[p.name].currency) if p.name in held else "")
+             held.get(p.name, (None, ""))[1])
             for p in provs
         ]  # fmt: skip
         head = ("NAME", "CHANNEL", "REGION", "ACCOUNT", "CREDENTIAL", "BALANCE")
         output.table(head, rows, out)
     return 0
+
+
+def _balances(ledger: Ledger) -> dict[str, tuple[str | None, str]]:
+    """(the balance for JSON, as the table shows it) of each provider with balance entries:
+    one whose leases cannot be costed (a card-hour lease without its cards) says so, and
+    the others still show theirs."""
+    from leases.app.balances import account, account_names  # the money maths, when listing
+
+    out: dict[str, tuple[str | None, str]] = {}
+    for name in account_names(ledger):
+        try:
+            acc = account(ledger, name)
+        except InputError as exc:
+            out[name] = (None, f"unknown: {exc.field}: {exc.reason}")
+            continue
+        if acc is not None:
+            amount = acc.balance.amount
+            out[name] = (str(fen_shown(amount)), money(amount, acc.currency))
+    return out

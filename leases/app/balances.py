@@ -11,13 +11,13 @@ from typing import Any
 from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.models import Provider
-from leases.ledger.accounts import Account, account, account_names, accounts
+from leases.ledger.accounts import Account, account, account_names
 from leases.ledger.books import Record
 from leases.ledger.store import Ledger
 from leases.money.amounts import fen_shown, money
 from leases.money.periods import utc
 
-__all__ = ["Account", "account", "account_json", "account_lines", "account_names", "accounts",
+__all__ = ["Account", "account", "account_json", "account_lines", "account_names",
            "set_reading", "topup"]  # fmt: skip
 
 

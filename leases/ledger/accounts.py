@@ -80,13 +80,3 @@ def account_names(ledger: Ledger) -> list[str]:
     """The providers that have balance entries, by name."""
     names = {p.id: p.name for p in ledger.providers()}
     return sorted({names[r["provider_id"]] for r in ledger.book_rows("balance")})
-
-
-def accounts(ledger: Ledger, at: datetime | None = None) -> dict[str, Account]:
-    """The accounts of the providers that have balance entries, by name."""
-    out = {}
-    for name in account_names(ledger):
-        acc = account(ledger, name, at)
-        if acc is not None:
-            out[acc.provider] = acc
-    return out

@@ -242,6 +242,10 @@ MISTAKES = [
         "invoice", "add", "--provider", "Q", "--node", "n", "--issued", "2026-09-03",
         "--number", "9", "--period", "2026-08", "--amount", "5", "--vat", "6%"),
      "--node: is at provider P, not Q"),
+    ("a lease start that names no lease", (
+        "invoice", "add", "--provider", "P", "--node", "n", "--lease-start", "2026-07-01",
+        "--issued", "2026-09-03", "--number", "9", "--period", "2026-08", "--amount", "5",
+        "--vat", "6%"), "--lease-start: no lease of n starts then"),
     ("a top-up for a provider that does not exist",
      ("provider", "topup", "PP", "--amount", "5000"),
      "--provider: no provider of that name in the ledger (got 'PP')"),
@@ -259,6 +263,7 @@ def test_a_mistake_is_refused_and_changes_nothing(
     z: Cli, ledger_path: Path, what: str, typed: tuple[str, ...], said: str
 ) -> None:
     _ok(z, "provider", "add", "Q", "--kind", "cloud")
+    _ok(z, "lease", "add", "n", "--billing", "hourly", "--price", "10", "--start", "2026-08-01")
     _ok(z, *_invoice("--number", "0012", "--period", "2026-08", "--amount", "5", "--vat", "6%"))
     before = ledger_path.read_bytes()
     r = z(*typed)

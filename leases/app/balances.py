@@ -96,8 +96,8 @@ def account_lines(acc: Account, tz: str) -> list[str]:
     if r.days_left is None:
         lines.append("  nothing burns it now (no running pay-as-you-go lease, no storage)")
     elif b.amount <= 0:
-        lines.append("  it has run out: " + (f"{', '.join(r.stops)} stop(s)" if r.stops
-                                             else "nothing of zuka's stops"))  # fmt: skip
+        stopped = ", ".join(r.stops) or "no running pay-as-you-go node of zuka's"
+        lines.append(f"  it has run out: the provider stops {stopped}")
     else:
         assert r.runs_out is not None
         stops = ", ".join(r.stops) or "nothing of zuka's (no running pay-as-you-go lease)"

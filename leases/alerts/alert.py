@@ -52,6 +52,9 @@ class AlertKind(StrEnum):
     # charge that differs beyond the tolerance, a resource id that matches no lease.
     BILL_MISMATCH = "bill_mismatch"
     BILL_UNMATCHED = "bill_unmatched"
+    # A provider account's prepaid balance runs out within [alerts] balance_days (issue 20):
+    # of a provider, not a node (leases.alerts.balance).
+    BALANCE_LOW = "balance_low"
 
 
 class Level(StrEnum):

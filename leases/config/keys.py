@@ -194,6 +194,7 @@ SPECS = (
     _Spec("alerts", "autorenew_notice_days", _int(0, 60)),
     _Spec("alerts", "release_notice_days", _int(0, 60)),
     _Spec("alerts", "temperature_c", _num(40, 120)),
+    _Spec("alerts", "balance_days", _num(0, 365, lo_open=True)),
     _Spec("notify", "urls", _urls, is_list=True),
     _Spec("notify", "min_severity", _severity),
     _Spec("notify", "rate_limit_per_hour", _int(1, 3600)),

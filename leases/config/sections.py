@@ -46,6 +46,8 @@ class AlertsConfig:
     # [billing] tz, which the bill alerts (leases.alerts.billfacts) need.
     bill_tolerance: str = ""
     billing_tz: str = DEFAULT_TZ
+    # Days of prepaid balance left (at the burn rate now) under which balance_low is raised.
+    balance_days: float = 3.0
 
 
 @dataclass(frozen=True)

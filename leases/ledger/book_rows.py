@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from leases.core.errors import InputError
-from leases.ledger import books
+from leases.ledger import books, invoicerules  # noqa: F401  (registers the invoices' rules)
 from leases.ledger.books import BOOKS, Book, Record
 from leases.ledger.resource_rows import ResourceRows
 

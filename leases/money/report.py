@@ -23,6 +23,7 @@ from leases.core.models import Lease, Node, OwnerHour, Provider, RefundState, Re
 from leases.money import billing
 from leases.money.billing import CardHours
 from leases.money.estimate import month_of, stops_note, unknowns
+from leases.money.invoices import Coverage
 from leases.money.renewals import chains
 from leases.money.units import ZERO, Span
 
@@ -154,6 +155,9 @@ class Report:
     # The config's rates for the month ([money.rates]): currency -> the lab's currency
     # (`currency`) one unit was worth; only a total in the lab's currency uses them.
     rates: Mapping[str, Decimal] = field(default_factory=dict)
+    # The month's charges against the invoices on them, per provider and per lease an
+    # invoice names (leases.money.invoices; filled by leases.app.invoices.with_invoicing).
+    invoicing: tuple[Coverage, ...] = ()
 
 
 def chain_accrued(

@@ -46,8 +46,19 @@ CSV_HEADER = (
     "row", "node", "channel", "provider", "billing", "currency", "start", "end", "leases", "cost",
     "storage", "total", "charged_in_month", "paid_card_hours", "busy_card_hours", "idle_card_hours",
     "unknown_card_hours", "idle_yuan", "yuan_per_busy_card_hour", "deposit", "deposit_state",
-    "notes",
+    "notes", "invoiced", "uninvoiced",
 )  # fmt: skip
+
+
+class _Rows:
+    """A csv writer whose rows are padded to the header (the invoicing columns come last
+    and only invoicing rows fill them)."""
+
+    def __init__(self, buf: io.StringIO) -> None:
+        self._w = csv.writer(buf, lineterminator="\n")
+
+    def writerow(self, cells: list[str] | tuple[str, ...]) -> None:
+        self._w.writerow([*cells, *[""] * (len(CSV_HEADER) - len(cells))])
 
 
 def _c_totals(kind: str, channel: str, provider: str, code: str, t: Totals) -> list[str]:
@@ -63,7 +74,7 @@ def _c_totals(kind: str, channel: str, provider: str, code: str, t: Totals) -> l
 
 def to_csv(report: Report) -> str:
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = _Rows(buf)
     w.writerow(CSV_HEADER)
     for r in report.rows:
         u = r.usage
@@ -96,6 +107,19 @@ def to_csv(report: Report) -> str:
                   "paid_card_hours": _c_hours(share.card_hours),
                   "notes": f"share {share.shown} %{risk}"}  # fmt: skip
         w.writerow(list(cells.values()))
+    for c in report.invoicing:  # the month's charges against their invoices
+        cells = dict.fromkeys(CSV_HEADER, "")
+        cells |= {
+            "row": "invoicing",
+            "node": _csv(c.node or ""),
+            "provider": _csv(c.provider),
+            "currency": c.currency,
+            "charged_in_month": _c_money(c.charged),
+            "invoiced": _c_money(c.invoiced),
+            "uninvoiced": _c_money(c.uninvoiced),
+            "notes": _csv("; ".join([*c.numbers, c.remark] if c.remark else c.numbers)),
+        }
+        w.writerow(list(cells.values()))  # fmt: skip
     lt = lab_total(report)
     if lt is not None:
         # The total in the lab's currency; its notes say the rates, or the rate missing.

@@ -115,7 +115,15 @@ def report_json(report: Report) -> dict[str, Any]:
         # None when every lease is in the lab's currency (the config's).
         "in_lab_currency": _lab_json(report),
         **shares_json(report),
-    }
+        # The month's charges against their invoices (leases.money.invoices).
+        "invoicing": [
+            {"provider": c.provider, "node": c.node, "currency": c.currency,
+             "charged_in_month": _d(c.charged), "invoiced": _d(c.invoiced),
+             "uninvoiced": _d(c.uninvoiced), "invoiced_over_charged": _d(c.over),
+             "invoices": list(c.numbers), "notes": c.remark or None}
+            for c in report.invoicing
+        ],
+    }  # fmt: skip
 
 
 def shares_json(report: Report) -> dict[str, Any]:

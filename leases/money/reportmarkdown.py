@@ -235,6 +235,7 @@ def to_markdown(report: Report) -> str:
     if notes:
         lines += ["", "## Notes", ""]
         lines += [f"- {_md(node)}: {_md(n)}" for node, n in notes]
+    lines += invoicing_markdown(report)
     return "\n".join(lines) + "\n"
 
 
@@ -249,6 +250,27 @@ def share_markdown(report: Report) -> list[str]:
     lines += _table(["Provider", "Card-hours billed", "Share"], rows)
     risk = shares.risk_line(found)
     return lines + (["", f"**{_md(risk)}**"] if risk else [])
+
+
+def invoicing_markdown(report: Report) -> list[str]:
+    """The month's charges against their invoices (leases.money.invoices), per provider
+    and per lease an invoice names; nothing when no provider charged or invoiced."""
+    if not report.invoicing:
+        return []
+    rows = [
+        [
+            _md(c.provider),
+            _md(c.node or "all leases"),
+            f"{symbol(c.currency)}{bare(c.charged)}",
+            f"{symbol(c.currency)}{bare(c.invoiced)}",
+            f"{symbol(c.currency)}{bare(c.uninvoiced)}",
+            _md(", ".join(c.numbers)) if c.numbers else "-",
+            _md(c.remark) if c.remark else "-",
+        ]
+        for c in report.invoicing
+    ]
+    head = ["Provider", "Lease", "Charged in month", "Invoiced", "Uninvoiced", "Invoices", "Notes"]
+    return ["", "## Invoices", "", *_table(head, rows)]
 
 
 def _deposits(t: Totals) -> str:

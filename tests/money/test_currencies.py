@@ -22,6 +22,7 @@ from leases.config.sections import Config
 from leases.fleet.header import Header, header_line, month_money
 from leases.ledger.store import Ledger
 from leases.money.renewals import chains
+from leases.money.reportcsv import CSV_HEADER
 from leases.sim.ledger import register_sim_nodes
 from leases.telemetry.rollups import HistoryStore
 from tests.money.test_plan import _node_hours
@@ -222,7 +223,7 @@ def test_a_report_totals_in_the_labs_currency_at_the_months_rate(cli: Cli, tmp_p
     rows = cli("--config", config, "report", "--month", "2026-11", "--format", "csv").out
     last = rows.strip().splitlines()[-1].split(",")
     assert last[0] == "total_in_lab_currency" and last[5] == "CNY"
-    assert "38790.07" in last and last[-1] == "rates USD 7.12"
+    assert "38790.07" in last and last[CSV_HEADER.index("notes")] == "rates USD 7.12"
     # A month without a USD rate: no converted total, and the rate it lacks said.
     october = _config(tmp_path, '[money.rates."2026-10"]\nUSD = 7.1\n')
     md = cli("--config", october, "report", "--month", "2026-11").out

@@ -169,3 +169,42 @@ def bill_check(args: argparse.Namespace, out: TextIO) -> int:
     from tui.cli import bills
 
     return bills.bill_check(args, out)
+
+
+# Issue 20: prepaid balances and invoices.
+
+
+def provider_topup(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import balances
+
+    return balances.provider_topup(args, out)
+
+
+def provider_balance(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import balances
+
+    return balances.provider_balance(args, out)
+
+
+def invoice_add(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import invoices
+
+    return invoices.invoice_add(args, out)
+
+
+def invoice_list(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import invoices
+
+    return invoices.invoice_list(args, out)
+
+
+def invoice_edit(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import invoices
+
+    return invoices.invoice_edit(args, out)
+
+
+def invoice_delete(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import invoices
+
+    return invoices.invoice_delete(args, out)

@@ -71,6 +71,7 @@ _PLAN_CURRENCY = (
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from tui.cli import accountflags
     from tui.cli import audit as audit_cmd
     from tui.cli import leases as lease_cmd
     from tui.cli import nodes as node_cmd
@@ -124,6 +125,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("name")
     provider_cmd.provider_edit_options(p)
+    # Issue 20: prepaid balances (provider topup/balance) and invoices (tui/cli/balances.py,
+    # tui/cli/invoices.py).
+    p = cmd(provs, "topup", lazy.provider_topup, "record money put on the provider account")
+    accountflags.topup_options(p)
+    balance_help = "a provider account's prepaid balance, burn and run-out (--set: read it)"
+    p = cmd(provs, "balance", lazy.provider_balance, balance_help)
+    accountflags.balance_options(p)
+    inv = sub.add_parser("invoice", help="invoices (fapiao) on a provider's charges")
+    invs = inv.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    p = cmd(invs, "add", lazy.invoice_add, "record an invoice a provider issued")
+    accountflags.invoice_options(p, editing=False)
+    p = cmd(invs, "list", lazy.invoice_list, "list invoices with their VAT")
+    p.add_argument("--month", metavar="YYYY-MM", help="those whose period meets the month")
+    p.add_argument("--provider", help="of this provider")
+    p = cmd(invs, "edit", lazy.invoice_edit, "change an invoice")
+    p.add_argument("id", type=int, help="its ID (zuka invoice list)")
+    accountflags.invoice_options(p, editing=True)
+    p = cmd(invs, "delete", lazy.invoice_delete, "delete an invoice recorded by mistake")
+    p.add_argument("id", type=int, help="its ID (zuka invoice list)")
 
     node = sub.add_parser("node", help="rented nodes")
     nodes = node.add_subparsers(dest="action", required=True, parser_class=_Parser)

@@ -11,6 +11,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, TextIO
 
+from leases.app import invoices
 from leases.config.load import load_user_config
 from leases.config.sections import Config
 from leases.core import fields
@@ -79,6 +80,7 @@ def money_report(args: argparse.Namespace, out: TextIO) -> int:
         window, complete = report.month_window(args.month, config.billing.tz, ledger.clock())
         rep = _build(ledger, args.month, window, complete, config)
         rep = dataclasses.replace(rep, rates=config.money.rates.get(args.month.strip(), {}))
+        rep = invoices.with_invoicing(ledger, rep)  # issue 20: invoiced and uninvoiced
         owner_hours = (
             HistoryStore(ledger).busy_by_owner(*window) if args.by in ("user", "project") else []
         )

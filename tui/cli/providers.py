@@ -10,6 +10,7 @@ from leases.app.providers import add_provider, edit_provider
 from leases.core.errors import InputError
 from leases.ledger import records
 from leases.ledger.store import Ledger
+from leases.money.amounts import fen_shown, money
 from tui.cli import output
 from tui.cli.opening import open_ledger
 from tui.cli.options import add_flags, pick
@@ -42,9 +43,37 @@ def provider_edit(args: argparse.Namespace, out: TextIO) -> int:
 def provider_list(args: argparse.Namespace, out: TextIO) -> int:
     with open_ledger(args, readonly=True) as ledger:
         provs = ledger.providers()
+        held = _balances(ledger)
     if args.json:
-        output.dump_json([records.provider_record(p) for p in provs], out)
+        docs = [records.provider_record(p) for p in provs]
+        for doc in docs:  # the worked-out balance where the provider has entries
+            doc["balance"] = held.get(doc["name"], (None, ""))[0]
+        output.dump_json(docs, out)
     else:
-        rows = [(p.name, p.kind.value, p.region, p.account_alias, p.credential_ref) for p in provs]
-        output.table(("NAME", "CHANNEL", "REGION", "ACCOUNT", "CREDENTIAL"), rows, out)
+        rows = [
+            (p.name, p.kind.value, p.region, p.account_alias, p.credential_ref,
+             held.get(p.name, (None, ""))[1])
+            for p in provs
+        ]  # fmt: skip
+        head = ("NAME", "CHANNEL", "REGION", "ACCOUNT", "CREDENTIAL", "BALANCE")
+        output.table(head, rows, out)
     return 0
+
+
+def _balances(ledger: Ledger) -> dict[str, tuple[str | None, str]]:
+    """(the balance for JSON, as the table shows it) of each provider with balance entries:
+    one whose leases cannot be costed (a card-hour lease without its cards) says so, and
+    the others still show theirs."""
+    from leases.app.balances import account, account_names  # the money maths, when listing
+
+    out: dict[str, tuple[str | None, str]] = {}
+    for name in account_names(ledger):
+        try:
+            acc = account(ledger, name)
+        except InputError as exc:
+            out[name] = (None, f"unknown: {exc.field}: {exc.reason}")
+            continue
+        if acc is not None:
+            amount = acc.balance.amount
+            out[name] = (str(fen_shown(amount)), money(amount, acc.currency))
+    return out

@@ -1,0 +1,89 @@
+"""The `balance_low` alert: a provider account's prepaid balance runs out within
+`[alerts] balance_days` at the burn rate now (leases.money.balances). The one alert of a
+provider rather than a node: it carries no node id (as edited_outside_zuka does), its key
+names the provider, and the collector's check (leases.alerts.watch) adds it beside the
+nodes' alerts. Warning; critical under a day left or once the balance is at or below 0.
+It holds (no new alert, an open one stays) up to a day above the threshold, so a balance
+hovering at it does not flap, and clears once a top-up or a reading lifts it past that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from decimal import Decimal
+
+from leases.alerts.alert import Alert, AlertKind, Level
+from leases.config.sections import AlertsConfig
+from leases.core import fields
+from leases.core.errors import InputError
+from leases.core.severity import Severity
+from leases.core.textsafe import visible
+from leases.ledger.accounts import Account, account, account_names
+from leases.ledger.store import Ledger
+from leases.money.amounts import fen, money
+
+HOLD_DAYS = Decimal(1)  # above the threshold by less than this, an open alert stays open
+
+
+def balance_low(acc: Account, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
+    """The alert of one account, if its balance runs out soon (pure)."""
+    b, run = acc.balance, acc.runway
+    if run.days_left is None:
+        return
+    threshold = Decimal(str(config.balance_days))
+    if run.days_left >= threshold + HOLD_DAYS:
+        return
+    level = Level.RAISE if run.days_left < threshold else Level.HOLD
+    critical = b.amount <= 0 or run.days_left < 1
+    name = visible(acc.provider)
+    cur = acc.currency
+    stops = ", ".join(visible(n) for n in run.stops) or "no running pay-as-you-go node of zuka's"
+    if b.amount <= 0:
+        said = f"has run out ({money(b.amount, cur)})"
+    else:
+        assert run.runs_out is not None
+        days = run.days_left.quantize(Decimal("0.01"))
+        said = (
+            f"has {money(b.amount, cur)} left, burning {money(run.per_day, cur)}/day: it runs"
+            f" out in {days} days, at {fields.shown(run.runs_out, acc.tz)} ({acc.tz})"
+        )
+    yield Alert(
+        AlertKind.BALANCE_LOW,
+        Severity.CRITICAL if critical else Severity.WARNING,
+        acc.provider,
+        None,  # a provider's, not a node's
+        None,
+        None,
+        f"provider:{acc.provider}",
+        f"prepaid balance of {name} {said}; then stops: {stops} (worked out by zuka from"
+        f" {'the reading' if b.reading is not None else 'the first top-up'} at"
+        f" {fields.shown(b.since, acc.tz)})",
+        f"top up (zuka provider topup {name} --amount X) or read the console's figure"
+        f" (zuka provider balance {name} --set AMOUNT)",
+        fen(b.amount),
+        level,
+        cur,
+    )
+
+
+def provider_alerts(ledger: Ledger, config: AlertsConfig, now: datetime) -> list[Alert]:
+    """The balance_low alerts of every provider account with balance entries, at `now`.
+    An account that cannot be worked out (a lease without its cards) is said as a
+    "cannot evaluate" alert of that provider; the others still speak."""
+    out: list[Alert] = []
+    for name in account_names(ledger):
+        try:
+            acc = account(ledger, name, now)
+        except Exception as exc:  # one provider's rows cost its own alert, not the check
+            why = f"{exc.field}: {exc.reason}" if isinstance(exc, InputError) else repr(exc)
+            out.append(Alert(
+                AlertKind.UNEVALUATED, Severity.WARNING, name, None, None, None,
+                f"the balance rule: {name}",
+                f"cannot evaluate the prepaid balance of {visible(name)}: {visible(why, 300)}",
+                f"correct the leases at {visible(name)} (zuka lease list; zuka node show)",
+            ))  # fmt: skip
+            continue
+        if acc is not None:
+            out += balance_low(acc, config, now)
+    return out

@@ -1,0 +1,112 @@
+"""Prepaid balance use cases: `zuka provider topup`, `zuka provider balance [--set]` and
+what they say (the account read by leases.ledger.accounts, its maths in
+leases.money.balances)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from leases.core import fields
+from leases.core.errors import InputError
+from leases.core.models import Provider
+from leases.ledger.accounts import Account, account, account_names
+from leases.ledger.books import Record
+from leases.ledger.store import Ledger
+from leases.money.amounts import fen_shown, money
+from leases.money.periods import utc
+
+__all__ = ["Account", "account", "account_json", "account_lines", "account_names",
+           "set_reading", "topup"]  # fmt: skip
+
+
+def _when(ledger: Ledger, at: str | None, tz: str) -> datetime:
+    now = ledger.clock()
+    if at is None:
+        return now.astimezone(fields.timezone(tz, "billing.tz"))
+    when = fields.moment("at", at, tz)
+    if utc(when) > utc(now):
+        raise InputError("at", at, "is in the future: record what happened, when it happened")
+    return when
+
+
+def _entry(ledger: Ledger, name: str, kind: str, amount: str, at: str | None, notes: str | None,
+           tz: str) -> tuple[Provider, Record]:  # fmt: skip
+    prov = ledger.provider(name)
+    rec = {"provider_id": prov.id, "kind": kind, "amount": amount,
+           "at": _when(ledger, at, tz), "notes": notes or ""}  # fmt: skip
+    return prov, ledger.add_book("balance", rec)
+
+
+def topup(ledger: Ledger, name: str, amount: str, *, at: str | None = None,
+          notes: str | None = None, tz: str) -> tuple[Record, str]:  # fmt: skip
+    """`zuka provider topup NAME --amount X`: money put on the provider account."""
+    prov, added = _entry(ledger, name, "topup", amount, at, notes, tz)
+    said = money(Decimal(added["amount"]), added["currency"])
+    return added, f"recorded a top-up of {said} on {prov.name} at {added['at']}"
+
+
+def set_reading(ledger: Ledger, name: str, amount: str, *, at: str | None = None,
+                notes: str | None = None, tz: str) -> tuple[Record, str]:  # fmt: skip
+    """`zuka provider balance NAME --set X`: the balance read off the provider's console."""
+    prov, added = _entry(ledger, name, "reading", amount, at, notes, tz)
+    said = money(Decimal(added["amount"]), added["currency"])
+    return added, (f"recorded {prov.name}'s balance {said} as read at {added['at']}: the balance"
+                   " is worked out from it from now on")  # fmt: skip
+
+
+def account_json(acc: Account, tz: str) -> dict[str, Any]:
+    b, r = acc.balance, acc.runway
+    zone = fields.timezone(tz, "billing.tz")
+    return {
+        "provider": acc.provider, "currency": acc.currency, "at": b.at.isoformat(),
+        "balance": str(_fen(b.amount)), "worked_out": True, "since": b.since.isoformat(),
+        "since_reading": None if b.reading is None else str(b.reading),
+        "topups_since": str(b.topups), "charged_since": str(_fen(b.charged)),
+        "burn_per_day": str(_fen(r.per_day)),
+        "days_left": None if r.days_left is None else str(r.days_left.quantize(Decimal("0.01"))),
+        "runs_out": None if r.runs_out is None else fields.shown(r.runs_out, tz),
+        "stops_then": list(r.stops),
+        "burning": [{"node": x.node, "what": x.what, "per_day": str(_fen(x.per_day))}
+                    for x in acc.burning],
+        "coming_charges": [{"node": n, "at": t.astimezone(zone).isoformat(),
+                            "amount": str(_fen(a))}
+                           for n, t, a in acc.coming],
+    }  # fmt: skip
+
+
+def _fen(x: Decimal) -> Decimal:
+    return fen_shown(x)
+
+
+def account_lines(acc: Account, tz: str) -> list[str]:
+    """What `zuka provider balance NAME` prints."""
+    b, r, cur = acc.balance, acc.runway, acc.currency
+    source = (f"the reading of {money(b.reading, cur)} at {fields.shown(b.since, tz)}"
+              if b.reading is not None
+              else f"0 at the first top-up, {fields.shown(b.since, tz)}")  # fmt: skip
+    lines = [
+        f"{acc.provider}: balance {money(b.amount, cur)} at {fields.shown(b.at, tz)}",
+        f"  worked out by zuka since {source}: + top-ups {money(b.topups, cur)}"
+        f" - charged {money(b.charged, cur)} (zuka's leases at {acc.provider})",
+        f"  burn {money(r.per_day, cur)}/day now"
+        + "".join(f"; {x.node} {x.what} {money(x.per_day, cur)}" for x in acc.burning),
+    ]
+    if r.days_left is None:
+        lines.append("  nothing burns it now (no running pay-as-you-go lease, no storage)")
+    elif b.amount <= 0:
+        stopped = ", ".join(r.stops) or "no running pay-as-you-go node of zuka's"
+        lines.append(f"  it has run out: the provider stops {stopped}")
+    else:
+        assert r.runs_out is not None
+        stops = ", ".join(r.stops) or "nothing of zuka's (no running pay-as-you-go lease)"
+        lines.append(f"  {r.days_left.quantize(Decimal('0.01'))} days left: runs out"
+                     f" {fields.shown(r.runs_out, tz)}; then stops: {stops}")  # fmt: skip
+    for node, at, amount in acc.coming:
+        lines.append(f"  coming before then: {node}'s prepaid charge of {money(amount, cur)}"
+                     f" on {fields.shown(at, tz)} (not in the burn rate: the balance falls by"
+                     " it that day)")  # fmt: skip
+    lines.append("  set it from the provider's console: zuka provider balance"
+                 f" {acc.provider} --set AMOUNT")  # fmt: skip
+    return lines

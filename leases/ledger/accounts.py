@@ -1,0 +1,82 @@
+"""A provider account's prepaid balance read from the ledger: its balance book's entries
+and the renewal chains billed at the provider (their stops, cards and storage lines),
+handed to the pure maths of leases.money.balances. What `zuka provider balance`, the
+balance column of `zuka provider list` and the `balance_low` alert read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from leases.core.fields import DEFAULT_TZ
+from leases.ledger.store import Ledger
+from leases.money import balances
+from leases.money.balances import Balance, Billed, Burner, Entry, Runway
+from leases.money.periods import utc
+from leases.money.report import lease_key, node_chains, storage_lines
+
+
+@dataclass(frozen=True)
+class Account:
+    """A provider account's balance at a moment and its runway."""
+
+    provider: str
+    currency: str
+    balance: Balance
+    runway: Runway
+    burning: tuple[Burner, ...]
+    # Prepaid charges due before it runs out (node, when, amount): not in the burn rate,
+    # the balance falls by each on its day.
+    coming: tuple[tuple[str, datetime, Decimal], ...]
+    tz: str = DEFAULT_TZ  # the billing zone of its leases (the latest's), for its times
+
+
+def entries_of(ledger: Ledger, provider_id: int) -> tuple[list[Entry], str]:
+    rows = ledger.book_rows("balance", "provider_id = ?", [provider_id])
+    entries = [Entry(r["kind"], Decimal(r["amount"]), datetime.fromisoformat(r["at"]))
+               for r in rows]  # fmt: skip
+    return entries, (rows[-1]["currency"] if rows else "CNY")
+
+
+def account(ledger: Ledger, name: str, at: datetime | None = None) -> Account | None:
+    """The balance of provider `name` at `at` (default now) and its runway; None when it
+    has no balance entry by then."""
+    prov = ledger.provider(name)
+    assert prov.id is not None
+    when = at or ledger.clock()
+    entries, currency = entries_of(ledger, prov.id)
+    nodes = {n.id: n for n in ledger.nodes() if n.provider == prov.name and n.id is not None}
+    leases = [le for le in ledger.leases(node_ids=list(nodes)) if le.node_id in nodes]
+    spans = ledger.stop_spans()
+    storage = storage_lines(leases, ledger.resources())
+    items: list[Billed] = []
+    burning: list[Burner] = []
+    coming: list[tuple[str, datetime, Decimal]] = []
+    for chain in node_chains(leases):
+        node = nodes.get(chain[-1].node_id) if chain[-1].node_id is not None else None
+        cards = node.gpu_count if node is not None and node.gpu_count else None
+        stops = tuple(spans.get(chain[-1].id or 0, ()))
+        store = tuple(s for le in chain for s in storage.get(lease_key(le), []))
+        items.append(Billed(tuple(chain), stops, cards, store))
+        stopped = any(utc(a) <= utc(when) and (b is None or utc(b) > utc(when)) for a, b in stops)
+        for le in chain:
+            mine = [r for r, owner in store if owner is le]
+            burning += balances.burners(le, cards=cards, stopped=stopped, storage=mine, at=when)
+    found = balances.balance(entries, items, when)
+    if found is None:
+        return None
+    run = balances.runway(found.amount, burning, when)
+    if run.runs_out is not None and run.runs_out > when:
+        for b in items:
+            coming += [(b.chain[-1].node, at_, amount) for at_, amount in balances.coming(
+                b.chain, when, run.runs_out, cards=b.cards, stops=b.stops)]  # fmt: skip
+    coming.sort(key=lambda c: utc(c[1]))
+    tz = leases[-1].billing_tz if leases else DEFAULT_TZ
+    return Account(prov.name, currency, found, run, tuple(burning), tuple(coming), tz)
+
+
+def account_names(ledger: Ledger) -> list[str]:
+    """The providers that have balance entries, by name."""
+    names = {p.id: p.name for p in ledger.providers()}
+    return sorted({names[r["provider_id"]] for r in ledger.book_rows("balance")})

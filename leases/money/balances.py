@@ -1,0 +1,173 @@
+"""A provider account's prepaid balance, pure: worked out from the top-ups, the provider's
+own figure read off its console (a reading), and what zuka's leases there were charged
+(leases.money.billing's charged_between); the burn rate now, the days left, when it runs
+out and what stops then (`zuka provider balance`, the `balance_low` alert).
+
+- **The balance at `now`** = the last reading at or before `now` (or 0 at the account's
+  first top-up when none was read) + the top-ups after it up to `now` - what the leases
+  at the provider were charged in [that moment, now): pay-as-you-go as it runs, prepaid
+  charges and renewals on their charge days, storage lines as they run.
+- **The burn rate** is what the leases charge per day now: a running pay-as-you-go lease
+  its price per hour x 24 (x its cards for card_hour; per second x 86,400); a storage
+  line its price per day (per hour x 24, a month's price / 30); a stopped node only what
+  its lease bills while stopped (its storage, or nothing); a prepaid lease 0 until its
+  next charge (a coming charge, listed apart).
+- **Days left** = balance / burn; it runs out then; the nodes of the running pay-as-you-go
+  leases stop (the platform stops the instances).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from leases.core.models import BillingType, Lease, Resource, StoppedBilling, StoragePeriod
+from leases.money import billing
+from leases.money.autorenew import renewals
+from leases.money.periods import utc
+from leases.money.renewals import hourly_after_end
+
+ZERO = Decimal(0)
+DAY_SECONDS = Decimal(86400)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A balance book's row: a top-up, or a reading of the provider's own figure."""
+
+    kind: str  # "topup" | "reading"
+    amount: Decimal
+    at: datetime
+
+
+@dataclass(frozen=True)
+class Billed:
+    """A renewal chain at the provider with what its charges need: its node's stops
+    (by its lease's stopped_billing), its cards, its priced storage lines."""
+
+    chain: tuple[Lease, ...]
+    stops: tuple[billing.Stop, ...] = ()
+    cards: int | None = None
+    storage: tuple[tuple[Resource, Lease], ...] = ()
+
+
+def charged(items: Sequence[Billed], since: datetime, until: datetime) -> Decimal:
+    """What the chains were charged in [since, until), storage lines in."""
+    total = ZERO
+    for b in items:
+        total += billing.charged_between(b.chain, since, until, stops=b.stops, cards=b.cards)
+        for res, le in b.storage:
+            total += billing.storage_cost(res, le, until, stops=b.stops)
+            total -= billing.storage_cost(res, le, since, stops=b.stops)
+    return total
+
+
+@dataclass(frozen=True)
+class Balance:
+    amount: Decimal  # worked out at `at`
+    at: datetime
+    since: datetime  # the reading it starts from, or the first top-up
+    reading: Decimal | None  # the reading's figure; None: from 0 at the first top-up
+    topups: Decimal  # top-ups after `since` (the first one in when from 0)
+    charged: Decimal  # what the leases were charged in [since, at)
+
+
+def balance(entries: Sequence[Entry], items: Sequence[Billed], at: datetime) -> Balance | None:
+    """The balance at `at` (see the module); None when nothing was recorded by then."""
+    known = sorted((e for e in entries if utc(e.at) <= utc(at)), key=lambda e: utc(e.at))
+    readings = [e for e in known if e.kind == "reading"]
+    if readings:
+        last = readings[-1]
+        since, start, reading = last.at, last.amount, last.amount
+        ups = [e for e in known if e.kind == "topup" and utc(e.at) > utc(since)]
+    else:
+        ups = [e for e in known if e.kind == "topup"]
+        if not ups:
+            return None
+        since, start, reading = ups[0].at, ZERO, None
+    topups = sum((e.amount for e in ups), ZERO)
+    spent = charged(items, since, at)
+    return Balance(start + topups - spent, at, since, reading, topups, spent)
+
+
+@dataclass(frozen=True)
+class Burner:
+    """What one node burns per day now."""
+
+    node: str
+    per_day: Decimal
+    what: str  # "pay-as-you-go", "storage"
+    stops: bool  # the node stops when the balance runs out (a running pay-as-you-go lease)
+
+
+def storage_per_day(res: Resource) -> Decimal:
+    if res.price is None:
+        return ZERO
+    if res.price_per is StoragePeriod.HOUR:
+        return res.price * 24
+    if res.price_per is StoragePeriod.DAY:
+        return res.price
+    return res.price / 30
+
+
+_PER_DAY = {BillingType.PER_SECOND: DAY_SECONDS, BillingType.HOURLY: Decimal(24)}
+
+
+def burners(lease: Lease, *, cards: int | None, stopped: bool, storage: Sequence[Resource],
+            at: datetime) -> list[Burner]:  # fmt: skip
+    """What the lease billing at `at` burns per day (see the module): nothing once over."""
+    if billing.over(lease, at) or utc(lease.start) > utc(at):
+        return []
+    out: list[Burner] = []
+    bills_running = not stopped or lease.stopped_billing is StoppedBilling.FULL
+    if not lease.billing_type.prepaid and bills_running:
+        if lease.billing_type is BillingType.CARD_HOUR:
+            per_day = lease.unit_price * 24 * billing.cards_of(lease, cards)
+        else:
+            per_day = lease.unit_price * _PER_DAY[lease.billing_type]
+        out.append(Burner(lease.node, per_day, "pay-as-you-go", True))
+    elif bills_running and lease.hourly_price is not None and hourly_after_end(lease, at):
+        # A prepaid lease past its end that bills by the hour (on_expiry hourly).
+        out.append(Burner(lease.node, lease.hourly_price * 24, "hourly after its end", True))
+    if not (stopped and lease.stopped_billing is StoppedBilling.NONE):
+        gone = [r for r in storage if r.deleted_at is None or utc(r.deleted_at) > utc(at)]
+        store = sum((storage_per_day(r) for r in gone), ZERO)
+        if store:
+            out.append(Burner(lease.node, store, "storage", False))
+    return out
+
+
+def coming(chain: Sequence[Lease], at: datetime, until: datetime, *, cards: int | None = None,
+           stops: Sequence[billing.Stop] = ()) -> list[tuple[datetime, Decimal]]:  # fmt: skip
+    """The prepaid charges of a chain in (at, until], with their moments: a prepaid lease
+    that starts then (charged whole at its start) and each auto-renewal on its charge day."""
+    out: list[tuple[datetime, Decimal]] = []
+    for le in chain:
+        if not le.billing_type.prepaid:
+            continue
+        if utc(at) < utc(le.start) <= utc(until):
+            out.append((le.start, billing.cost_to_date(le, le.start, stops=stops, cards=cards)))
+        out += [(r.charged_at, r.amount) for r in renewals(le, until)
+                if utc(r.charged_at) > utc(at) and r.amount]  # fmt: skip
+    return sorted(out, key=lambda c: utc(c[0]))
+
+
+@dataclass(frozen=True)
+class Runway:
+    per_day: Decimal
+    days_left: Decimal | None  # None: nothing burns
+    runs_out: datetime | None
+    stops: tuple[str, ...]  # the nodes that stop then
+
+
+def runway(amount: Decimal, burning: Sequence[Burner], at: datetime) -> Runway:
+    per_day = sum((b.per_day for b in burning), ZERO)
+    stops = tuple(sorted({b.node for b in burning if b.stops}))
+    if amount <= 0:
+        return Runway(per_day, ZERO, at, stops)
+    if not per_day:
+        return Runway(per_day, None, None, stops)
+    days = amount / per_day
+    return Runway(per_day, days, at + timedelta(seconds=int(days * DAY_SECONDS)), stops)

@@ -1,0 +1,79 @@
+"""The options of `zuka provider topup/balance` and `zuka invoice add/edit` (issue 20),
+apart from their handlers (tui/cli/balances.py, invoices.py) so that building the parser
+does not import the money maths."""
+
+from __future__ import annotations
+
+import argparse
+
+_VAT_HELP = "VAT rate: 6%%, 0.06 or 6 (China's rates: 0, 1, 3, 5, 6, 9, 13 %%)"
+
+
+def topup_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="the provider")
+    p.add_argument("--amount", required=True, help="the money put on the account")
+    p.add_argument("--at", metavar="TIME", help="when (default: now)")
+    p.add_argument("--notes")
+
+
+def balance_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="the provider")
+    p.add_argument(
+        "--set",
+        metavar="AMOUNT",
+        dest="reading",
+        help="record the balance read off the provider's console (may be below 0)",
+    )
+    p.add_argument(
+        "--at",
+        metavar="TIME",
+        help="with --set: when it was read (default: now);"
+        " without: work the balance out at TIME (default: now)",
+    )
+    p.add_argument("--notes", help="with --set: a note on the reading")  # fmt: skip
+
+
+def invoice_options(p: argparse.ArgumentParser, *, editing: bool) -> None:
+    """The options of `invoice add` (required ones marked) and `invoice edit` (all
+    optional)."""
+    need = not editing
+    if not editing:
+        p.add_argument("--provider", required=True, help="the provider that issued it")
+        p.add_argument("--node", help="an invoice of one lease: its node (default: of the"
+                       " provider's charges of all its leases in its period)")  # fmt: skip
+        p.add_argument(
+            "--lease-start",
+            metavar="WHEN",
+            help="with --node: the lease that starts then (default: its lease now)",
+        )
+    p.add_argument("--number", required=need, help="the invoice number (发票号码)")
+    p.add_argument("--issued", required=need, metavar="YYYY-MM-DD", help="the day it was issued")
+    p.add_argument("--period", metavar="YYYY-MM", help="the month of charges it covers")
+    p.add_argument(
+        "--from",
+        dest="first",
+        metavar="YYYY-MM-DD",
+        help="the first day of charges it covers (with --to)",
+    )
+    p.add_argument("--to", dest="last", metavar="YYYY-MM-DD",
+                   help="the last day of charges it covers (included)")  # fmt: skip
+    p.add_argument("--amount", required=need, help="the amount as written (tax included unless"
+                   " --tax-excluded)")  # fmt: skip
+    p.add_argument("--currency", help="default CNY")
+    p.add_argument("--vat", required=need, help=_VAT_HELP)
+    tax = p.add_mutually_exclusive_group()
+    tax.add_argument(
+        "--tax-excluded",
+        dest="tax_included",
+        action="store_const",
+        const=0,
+        help="the amount is net of tax (金额), the tax added to it",
+    )
+    tax.add_argument("--tax-included", dest="tax_included", action="store_const", const=1,
+                     help="the amount includes the tax (价税合计; the default)")  # fmt: skip
+    p.add_argument(
+        "--kind",
+        choices=("special", "ordinary", "other"),
+        help="special VAT invoice (专票, the default), ordinary (普票), other",
+    )
+    p.add_argument("--notes")

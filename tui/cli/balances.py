@@ -1,0 +1,50 @@
+"""`zuka provider topup` and `zuka provider balance`: a provider account's prepaid balance
+(the use cases in leases.app.balances)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from leases.app import balances as app
+from leases.config.load import load_user_config
+from leases.core import fields
+from leases.core.errors import InputError
+from leases.core.textsafe import visible
+from tui.cli import output
+from tui.cli.opening import open_ledger
+
+
+def provider_topup(args: argparse.Namespace, out: TextIO) -> int:
+    tz = load_user_config(args.config).billing.tz
+    with open_ledger(args, create=False) as ledger:
+        added, message = app.topup(ledger, args.name, args.amount, at=args.at,
+                                   notes=args.notes, tz=tz)  # fmt: skip
+    return output.done(args, out, added, message)
+
+
+def provider_balance(args: argparse.Namespace, out: TextIO) -> int:
+    tz = load_user_config(args.config).billing.tz
+    if args.reading is not None:
+        with open_ledger(args, create=False) as ledger:
+            added, message = app.set_reading(ledger, args.name, args.reading, at=args.at,
+                                             notes=args.notes, tz=tz)  # fmt: skip
+        return output.done(args, out, added, message)
+    if args.notes is not None:
+        raise InputError("--notes", args.notes, "goes with --set (a note on the reading)")
+    with open_ledger(args, readonly=True) as ledger:
+        at = fields.moment("at", args.at, tz) if args.at is not None else None
+        acc = app.account(ledger, args.name, at)
+    if acc is None:
+        if args.json:
+            output.dump_json(None, out)
+        else:
+            name = visible(args.name)
+            out.write(f"{name}: no balance recorded: zuka provider topup {name} --amount X,"
+                      f" or zuka provider balance {name} --set AMOUNT\n")  # fmt: skip
+        return 0
+    if args.json:
+        output.dump_json(app.account_json(acc, tz), out)
+    else:
+        out.write("".join(visible(line) + "\n" for line in app.account_lines(acc, tz)))
+    return 0

@@ -1,0 +1,106 @@
+"""`zuka invoice add/list/edit/delete`: the invoices (fapiao) on a provider's charges (the
+use cases in leases.app.invoices)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+from leases.app import invoices as app
+from leases.config.load import load_user_config
+from leases.core.errors import InputError
+from leases.money.amounts import bare, symbol
+from tui.cli import output
+from tui.cli.opening import open_ledger
+
+
+def _given(args: argparse.Namespace) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "number": args.number, "issued_on": args.issued, "amount": args.amount,
+        "currency": args.currency, "vat_rate": args.vat, "tax_included": args.tax_included,
+        "kind": args.kind, "notes": args.notes,
+    }  # fmt: skip
+    span = app.period(args.period, args.first, args.last)
+    if span is not None:
+        rec["period_start"], rec["period_end"] = span
+    return {k: v for k, v in rec.items() if v is not None}
+
+
+# The invoice's columns as its options name them, so that an error names what was typed.
+FLAGS = {
+    "number": "--number", "issued_on": "--issued", "period_start": "--from",
+    "period_end": "--to", "period": "--period", "from": "--from", "to": "--to",
+    "amount": "--amount", "currency": "--currency", "vat_rate": "--vat", "kind": "--kind",
+    "notes": "--notes", "lease_start": "--lease-start", "node": "--node",
+}  # fmt: skip
+
+
+@contextmanager
+def flags_named() -> Iterator[None]:
+    """An input error names the option (--vat), not the column (vat_rate)."""
+    try:
+        yield
+    except InputError as exc:
+        flag = FLAGS.get(exc.field)
+        if flag is None:
+            raise
+        raise InputError(flag, exc.value, exc.reason) from None
+
+
+def _tz(args: argparse.Namespace) -> str:
+    return load_user_config(args.config).billing.tz
+
+
+def invoice_add(args: argparse.Namespace, out: TextIO) -> int:
+    with flags_named():
+        return _add(args, out)
+
+
+def _add(args: argparse.Namespace, out: TextIO) -> int:
+    given = _given(args)
+    if "period_start" not in given:
+        raise InputError("period", None, "is required: --period YYYY-MM, or --from and --to")
+    given |= {"provider": args.provider, "node": args.node, "lease_start": args.lease_start}
+    tz = _tz(args)
+    with open_ledger(args, create=False) as ledger:
+        added, message = app.add_invoice(ledger, given, tz=tz)
+    return output.done(args, out, added, message)
+
+
+def invoice_edit(args: argparse.Namespace, out: TextIO) -> int:
+    tz = _tz(args)
+    with flags_named(), open_ledger(args, create=False) as ledger:
+        edited, message = app.edit_invoice(ledger, args.id, _given(args), tz=tz)
+    return output.done(args, out, edited, message)
+
+
+def invoice_delete(args: argparse.Namespace, out: TextIO) -> int:
+    with open_ledger(args, create=False) as ledger:
+        gone, message = app.delete_invoice(ledger, args.id)
+    return output.done(args, out, gone, message)
+
+
+def invoice_list(args: argparse.Namespace, out: TextIO) -> int:
+    with open_ledger(args, readonly=True) as ledger:
+        found = app.invoices(ledger, provider=args.provider, month=args.month)
+    if args.json:
+        output.dump_json([app.invoice_json(i) for i in found], out)
+        return 0
+    rows = []
+    for i in found:
+        v, cur = i.vat, symbol(i.currency)
+        last = i.period_end.toordinal() - 1
+        rows.append((
+            i.id, i.provider, i.node or "all leases", i.number, i.issued_on.isoformat(),
+            f"{i.period_start} – {type(i.period_start).fromordinal(last)}",
+            app.rate_shown(i.vat_rate) + ("" if i.tax_included else " excl."),
+            f"{cur}{bare(v.net)}", f"{cur}{bare(v.tax)}", f"{cur}{bare(v.total)}", i.kind,
+        ))  # fmt: skip
+    head = ("ID", "PROVIDER", "LEASE", "NUMBER", "ISSUED", "PERIOD", "VAT", "NET", "TAX",
+            "TOTAL", "KIND")  # fmt: skip
+    output.table(head, rows, out)
+    if found:
+        out.write("tax to the fen, half up, as a fapiao rounds it; TOTAL includes the tax\n")
+    return 0

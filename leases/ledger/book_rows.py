@@ -6,6 +6,7 @@ after), so that `zuka undo` and `zuka audit verify` treat them as every other ro
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -107,8 +108,7 @@ class BookRows(ResourceRows):
                     checked_lines.append(books.check_bill_line(line))
                 except InputError as exc:
                     raise InputError(f"line {i + 1}: {exc.field}", exc.value, exc.reason) from None
-            rec = {**rec, "line_count": len(checked_lines),
-                   "lines_hash": books.lines_hash(checked_lines)}  # fmt: skip
+            rec = {**rec, "line_count": len(checked_lines), "lines_hash": books.UNHASHED}
         elif lines:
             raise InputError(entity, None, "has no lines")
         out = spec.check(rec)
@@ -122,6 +122,10 @@ class BookRows(ResourceRows):
         row_id = int(cur.lastrowid or 0)
         if spec.lines is not None:
             put_lines(conn, spec, row_id, checked_lines)
+            out["lines_hash"] = lines_digest(conn, spec, row_id)[0]
+            conn.execute(
+                f"UPDATE {spec.table} SET lines_hash = ? WHERE id = ?", [out["lines_hash"], row_id]
+            )
         self.audit(conn, f"{entity}.add", entity, row_id, node, None, out)
         return {"id": row_id, **out}
 
@@ -163,6 +167,18 @@ class BookRows(ResourceRows):
         self._insert_book(
             conn, entity, row, lines=lines, node=node if isinstance(node, str) else None
         )
+
+
+def lines_digest(conn: sqlite3.Connection, spec: Book, row_id: int) -> tuple[str, int]:
+    """The SHA-256 of a row's lines as stored (books.lines_sql), and how many there are."""
+    assert spec.lines is not None
+    h = hashlib.sha256()
+    n = 0
+    for (text,) in conn.execute(books.lines_sql(*spec.lines), [row_id]):
+        h.update(str(text).encode())
+        h.update(b"\n")
+        n += 1
+    return h.hexdigest(), n
 
 
 def put_lines(

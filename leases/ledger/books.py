@@ -14,8 +14,6 @@ in the write's transaction (Book.rules, filled by the module that owns the domai
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -259,18 +257,19 @@ def check_bill_line(rec: Mapping[str, Any]) -> Record:
     return out
 
 
-def lines_hash(lines: Sequence[Mapping[str, Any]]) -> str:
-    """The SHA-256 of a bill's lines as stored, in line order: a line edited, added or
-    removed behind zuka's back changes it."""
-    h = hashlib.sha256()
-    encode = _LINE_JSON.encode  # json.dumps(row, ensure_ascii=False, sort_keys=True), once
-    for line in sorted(lines, key=lambda r: int(r["line_no"])):
-        h.update(encode({k: line.get(k) for k in BILL_LINE_COLUMNS}).encode())
-        h.update(b"\n")
-    return h.hexdigest()
+# A placeholder a new bill row is written with, until its lines are in and hashed
+# (leases.ledger.book_rows.lines_digest).
+UNHASHED = "0" * 64
 
 
-_LINE_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+def lines_sql(table: str, key: str) -> str:
+    """One canonical text per line of a row, in line order: what the lines' hash is of
+    (SQLite's json_array of every column: a line edited, added or removed behind zuka's back
+    changes it). Made by SQLite, so that 73,000 lines hash in a few dozen milliseconds."""
+    return (
+        f"SELECT json_array({', '.join(BILL_LINE_COLUMNS)}) FROM {table}"
+        f" WHERE {key} = ? ORDER BY line_no"
+    )
 
 
 def check_offer(rec: Mapping[str, Any]) -> Record:

@@ -12,7 +12,7 @@ from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.textsafe import visible
 from tui.cli import output
-from tui.cli.opening import open_ledger
+from tui.cli.opening import open_ledger, trusted
 
 
 def provider_topup(args: argparse.Namespace, out: TextIO) -> int:
@@ -32,7 +32,7 @@ def provider_balance(args: argparse.Namespace, out: TextIO) -> int:
         return output.done(args, out, added, message)
     if args.notes is not None:
         raise InputError("--notes", args.notes, "goes with --set (a note on the reading)")
-    with open_ledger(args, readonly=True) as ledger:
+    with trusted(open_ledger(args, readonly=True), "the balance") as ledger:
         at = fields.moment("at", args.at, tz) if args.at is not None else None
         acc = app.account(ledger, args.name, at)
     if acc is None:

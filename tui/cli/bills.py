@@ -11,11 +11,11 @@ from typing import Any, TextIO
 from leases.app import bills
 from leases.config.load import load_user_config
 from leases.core.textsafe import visible
+from leases.ledger.rowaudit import ENTITIES
 from leases.money.amounts import money
 from leases.money.bills.reconcile import Reconciliation
 from tui.cli import output
-from tui.cli.money import trusted
-from tui.cli.opening import open_ledger
+from tui.cli.opening import open_ledger, trusted
 
 
 def bill_import(args: argparse.Namespace, out: TextIO) -> int:
@@ -75,7 +75,7 @@ def bill_delete(args: argparse.Namespace, out: TextIO) -> int:
 
 def bill_check(args: argparse.Namespace, out: TextIO) -> int:
     config = load_user_config(args.config)
-    with trusted(open_ledger(args, readonly=True), "the figures") as ledger:
+    with trusted(open_ledger(args, readonly=True), "the figures", ENTITIES) as ledger:
         rec = bills.check_month(
             ledger, args.month, config=config, provider=args.provider, tol=args.tolerance
         )

@@ -12,8 +12,7 @@ from leases.core.textsafe import visible
 from leases.money import leasecost, report
 from leases.telemetry.rollups import HistoryStore
 from tui.cli import output
-from tui.cli.money import trusted
-from tui.cli.opening import open_ledger
+from tui.cli.opening import open_ledger, trusted
 
 
 def _days(value: int) -> int:

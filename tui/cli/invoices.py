@@ -13,7 +13,7 @@ from leases.config.load import load_user_config
 from leases.core.errors import InputError
 from leases.money.amounts import bare, symbol
 from tui.cli import output
-from tui.cli.opening import open_ledger
+from tui.cli.opening import open_ledger, trusted
 
 
 def _given(args: argparse.Namespace) -> dict[str, Any]:
@@ -83,7 +83,7 @@ def invoice_delete(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def invoice_list(args: argparse.Namespace, out: TextIO) -> int:
-    with open_ledger(args, readonly=True) as ledger:
+    with trusted(open_ledger(args, readonly=True), "the invoices' figures") as ledger:
         found = app.invoices(ledger, provider=args.provider, month=args.month)
     if args.json:
         output.dump_json([app.invoice_json(i) for i in found], out)

@@ -18,14 +18,13 @@ from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.models import Lease, Node
 from leases.core.textsafe import visible
-from leases.ledger import rowaudit
 from leases.ledger.store import Ledger
 from leases.ledger.transfer import write_private
 from leases.money import billing, plan, renewals, report, reportcsv, reportjson, reportmarkdown
 from leases.money.amounts import fen, money
 from leases.telemetry.rollups import HistoryStore
 from tui.cli import output
-from tui.cli.opening import open_ledger
+from tui.cli.opening import open_ledger, trusted
 
 
 def _config(args: argparse.Namespace) -> Config:
@@ -40,17 +39,6 @@ def _open(args: argparse.Namespace) -> Ledger:
     so is a ledger holding rows changed outside zuka (a price edited with sqlite3 would be
     in every figure)."""
     return trusted(open_ledger(args, readonly=True), "the figures")
-
-
-def trusted(ledger: Ledger, what: str) -> Ledger:
-    """The ledger, once every row is what the audit log last wrote of it (else closed and
-    refused, naming the rows: see leases.ledger.rowaudit)."""
-    try:
-        rowaudit.refuse(rowaudit.drifted(ledger), what)
-    except BaseException:
-        ledger.close()
-        raise
-    return ledger
 
 
 def _build(ledger: Ledger, month: str, window: tuple[datetime, datetime], complete: bool,

@@ -23,8 +23,7 @@ from leases.money.amounts import bare, fen_shown, money
 from leases.money.amounts import price as price_text
 from leases.money.reporttotals import HUNDREDTH, to_step
 from tui.cli import output
-from tui.cli.money import trusted
-from tui.cli.opening import open_ledger
+from tui.cli.opening import open_ledger, trusted
 
 
 def _config(args: argparse.Namespace) -> Config:

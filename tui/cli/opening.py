@@ -10,6 +10,7 @@ from pathlib import Path
 
 from leases.core.errors import LedgerError, ledger_failure, no_ledger
 from leases.core.textsafe import visible
+from leases.ledger import rowaudit
 from leases.ledger.paths import resolve_ledger_path
 from leases.ledger.store import Ledger
 
@@ -49,3 +50,15 @@ def _refuse_missing_folder(args: argparse.Namespace, path: Path) -> None:
             f"no folder {visible(str(path.parent))} for a ledger at {visible(str(path))}:"
             " a typo? Create the folder first if it is meant (mkdir -p)"
         )
+
+
+def trusted(ledger: Ledger, what: str, entities: tuple[str, ...] = rowaudit.FIGURES) -> Ledger:
+    """The ledger, once every row of these kinds is what the audit log last wrote of it
+    (else closed and refused, naming the rows: see leases.ledger.rowaudit). The figures
+    rest on every kind but the provider's bills (`zuka bill check` asks for them too)."""
+    try:
+        rowaudit.refuse(rowaudit.drifted(ledger, entities), what)
+    except BaseException:
+        ledger.close()
+        raise
+    return ledger

@@ -11,9 +11,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from leases.core.errors import InputError
-from leases.ledger import books
+from leases.ledger import books, refund_rules  # refund_rules: the refund book's rules
 from leases.ledger.books import BOOKS, Book, Record
 from leases.ledger.resource_rows import ResourceRows
+
+assert refund_rules.refund_rule in BOOKS["deposit_refund"].rules
 
 
 def book(entity: str) -> Book:

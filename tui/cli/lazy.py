@@ -115,3 +115,15 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
     from tui.cli import offboard
 
     return offboard.offboard(args, out)
+
+
+def lease_refund(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import deposits
+
+    return deposits.lease_refund(args, out)
+
+
+def lease_refunds(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import deposits
+
+    return deposits.lease_refunds(args, out)

@@ -15,6 +15,7 @@ from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.models import Lease
 from leases.ledger.books import Record
+from leases.ledger.refund_rules import refunds_by_lease
 from leases.ledger.store import Ledger
 from leases.money import deposits
 from leases.money.amounts import money
@@ -47,7 +48,7 @@ def refund_deposit(
         added = ledger.add_book("deposit_refund", rec, node=lease.node)
     except InputError as exc:
         raise InputError(_FLAG.get(exc.field, exc.field), exc.value, exc.reason) from None
-    left = deposits.outstanding(lease, refunds_of(ledger, lease), date.max)
+    left = deposits.outstanding(lease, refunds_by_lease(ledger).get(lease.id or 0, []), date.max)
     said = (
         f"recorded {money(Decimal(added['amount']), lease.currency)} of the deposit of"
         f" {lease.node} back on {day.isoformat()}; outstanding: {money(left, lease.currency)}"
@@ -55,20 +56,9 @@ def refund_deposit(
     return added, said
 
 
-def refunds_of(ledger: Ledger, lease: Lease) -> list[deposits.Refund]:
-    """A lease's refund rows as (day, amount), by day."""
-    rows = ledger.book_rows("deposit_refund", "lease_id = ?", [lease.id])
-    return sorted((date.fromisoformat(r["refunded_on"]), Decimal(r["amount"])) for r in rows)
-
-
 def all_refunds(ledger: Ledger) -> dict[int, list[deposits.Refund]]:
-    """Every lease's refund rows by lease id, by day."""
-    out: dict[int, list[deposits.Refund]] = {}
-    for r in ledger.book_rows("deposit_refund"):
-        out.setdefault(int(r["lease_id"]), []).append(
-            (date.fromisoformat(r["refunded_on"]), Decimal(r["amount"]))
-        )
-    return {k: sorted(v) for k, v in out.items()}
+    """Every lease's refund rows by lease id, by day (what `zuka report` shows)."""
+    return refunds_by_lease(ledger)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ leases.app.deposits)."""
 
 from __future__ import annotations
 
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
@@ -14,7 +15,7 @@ from leases.core.errors import InputError
 from leases.core.models import Lease, RefundState
 from leases.ledger.books import BOOKS, Record
 from leases.money.amounts import money
-from leases.money.deposits import paid_on
+from leases.money.deposits import Refund, paid_on
 
 
 def _lease(ledger: Any, lease_id: int) -> Lease:
@@ -62,6 +63,15 @@ def refund_rule(ledger: Any, rec: Record, row_id: int | None) -> None:
             f" {money(lease.deposit, lease.currency)}"
             + (f" ({money(earlier, lease.currency)} refunded before)" if earlier else ""),
         )
+
+
+def refunds_by_lease(ledger: Any) -> dict[int, list[Refund]]:
+    """Every lease's refunds as (day, amount), by lease id, by day."""
+    out: dict[int, list[Refund]] = {}
+    for r in ledger.book_rows("deposit_refund"):
+        day = date.fromisoformat(r["refunded_on"])
+        out.setdefault(int(r["lease_id"]), []).append((day, Decimal(r["amount"])))
+    return {k: sorted(v) for k, v in out.items()}
 
 
 if refund_rule not in BOOKS["deposit_refund"].rules:

@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from leases.core.textsafe import formula_safe
+from leases.money import reportdeposits
 from leases.money.amounts import fen_shown
 from leases.money.report import Attribution, Report, Totals
 from leases.money.reporttotals import (
@@ -45,8 +46,9 @@ CSV_HEADER = (
     "row", "node", "channel", "provider", "billing", "currency", "start", "end", "leases", "cost",
     "storage", "total", "charged_in_month", "paid_card_hours", "busy_card_hours", "idle_card_hours",
     "unknown_card_hours", "idle_yuan", "yuan_per_busy_card_hour", "deposit", "deposit_state",
-    "notes",
+    "notes", *reportdeposits.CSV_COLUMNS,
 )  # fmt: skip
+_NO_DEPOSIT_CASH = ("",) * len(reportdeposits.CSV_COLUMNS)
 
 
 def _c_totals(kind: str, channel: str, provider: str, code: str, t: Totals) -> list[str]:
@@ -57,6 +59,7 @@ def _c_totals(kind: str, channel: str, provider: str, code: str, t: Totals) -> l
         _c_hours(t.busy), _c_hours(t.idle), _c_hours(t.unknown), _c_money(t.idle_yuan),
         _c_money(t.price_per_busy_hour), _c_money(deposit),
         "; ".join(f"{k} {fen_shown(v)}" for k, v in sorted(t.deposits.items())), "",
+        *_NO_DEPOSIT_CASH,
     ]  # fmt: skip
 
 
@@ -78,6 +81,7 @@ def to_csv(report: Report) -> str:
                     if u is not None else ("",) * 6
                 ),
                 _c_money(r.deposit), r.deposit_state, _csv("; ".join(r.notes)),
+                *_NO_DEPOSIT_CASH,
             ]
         )  # fmt: skip
     # Groups and totals per currency (the currency column says which).
@@ -100,6 +104,7 @@ def to_csv(report: Report) -> str:
                   "total": _c_money(lt.total), "charged_in_month": _c_money(lt.charged),
                   "notes": _csv(said)}  # fmt: skip
         w.writerow(list(cells.values()))
+    w.writerows(reportdeposits.csv_rows(report, CSV_HEADER, _csv))
     return buf.getvalue()
 
 

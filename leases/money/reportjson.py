@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from leases.money import reportdeposits
 from leases.money.amounts import fen_shown
 from leases.money.report import Attribution, LeaseRow, Report, Totals
 from leases.money.reporttotals import (
@@ -113,6 +114,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "total": next(iter(per.values())) if len(per) == 1 else None,
         # None when every lease is in the lab's currency (the config's).
         "in_lab_currency": _lab_json(report),
+        "deposits": reportdeposits.as_json(report),
     }
 
 

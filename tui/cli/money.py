@@ -11,6 +11,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, TextIO
 
+from leases.app.deposits import all_refunds
 from leases.config.load import load_user_config
 from leases.config.sections import Config
 from leases.core import fields
@@ -69,6 +70,7 @@ def _build(ledger: Ledger, month: str, window: tuple[datetime, datetime], comple
         resources=ledger.resources(),
         usage=HistoryStore(ledger).usage_by(stops),
         stops=stops,
+        refunds=all_refunds(ledger),
     )
 
 

@@ -46,7 +46,7 @@ CSV_HEADER = (
     "row", "node", "channel", "provider", "billing", "currency", "start", "end", "leases", "cost",
     "storage", "total", "charged_in_month", "paid_card_hours", "busy_card_hours", "idle_card_hours",
     "unknown_card_hours", "idle_yuan", "yuan_per_busy_card_hour", "deposit", "deposit_state",
-    "notes", *reportdeposits.CSV_COLUMNS,
+    *reportdeposits.CSV_COLUMNS, "notes",
 )  # fmt: skip
 _NO_DEPOSIT_CASH = ("",) * len(reportdeposits.CSV_COLUMNS)
 
@@ -58,8 +58,8 @@ def _c_totals(kind: str, channel: str, provider: str, code: str, t: Totals) -> l
         _c_money(t.storage), _c_money(t.total), _c_money(t.charged), _c_hours(t.paid),
         _c_hours(t.busy), _c_hours(t.idle), _c_hours(t.unknown), _c_money(t.idle_yuan),
         _c_money(t.price_per_busy_hour), _c_money(deposit),
-        "; ".join(f"{k} {fen_shown(v)}" for k, v in sorted(t.deposits.items())), "",
-        *_NO_DEPOSIT_CASH,
+        "; ".join(f"{k} {fen_shown(v)}" for k, v in sorted(t.deposits.items())),
+        *_NO_DEPOSIT_CASH, "",
     ]  # fmt: skip
 
 
@@ -80,8 +80,8 @@ def to_csv(report: Report) -> str:
                      _c_money(u.idle_yuan), _c_money(u.price_per_busy_hour))
                     if u is not None else ("",) * 6
                 ),
-                _c_money(r.deposit), r.deposit_state, _csv("; ".join(r.notes)),
-                *_NO_DEPOSIT_CASH,
+                _c_money(r.deposit), r.deposit_state, *_NO_DEPOSIT_CASH,
+                _csv("; ".join(r.notes)),
             ]
         )  # fmt: skip
     # Groups and totals per currency (the currency column says which).

@@ -65,6 +65,32 @@ def refund_rule(ledger: Any, rec: Record, row_id: int | None) -> None:
         )
 
 
+def check_lease_refunds(ledger: Any, lease: Lease) -> None:
+    """A lease edited keeps its recorded refunds true: a deposit still there, not below
+    what came back, paid no later than the first refund (InputError naming the field)."""
+    rows = ledger.rows(
+        "SELECT amount, refunded_on FROM deposit_refunds WHERE lease_id = ?", [lease.id]
+    )
+    if not rows:
+        return
+    back = sum((Decimal(r["amount"]) for r in rows), Decimal(0))
+    said = f"{len(rows)} refund(s) of it are recorded ({money(back, lease.currency)}"
+    if lease.deposit is None or lease.deposit < back:
+        raise InputError(
+            "deposit",
+            None if lease.deposit is None else str(lease.deposit),
+            f"{said} back): the deposit cannot be less; see zuka lease refunds {lease.node}",
+        )
+    first = min(r["refunded_on"] for r in rows)
+    day, _ = paid_on(lease)
+    if day.isoformat() > first:
+        raise InputError(
+            "deposit_paid_on",
+            day.isoformat(),
+            f"is after a refund of it ({first}): it was paid before it came back",
+        )
+
+
 def refunds_by_lease(ledger: Any) -> dict[int, list[Refund]]:
     """Every lease's refunds as (day, amount), by lease id, by day."""
     out: dict[int, list[Refund]] = {}

@@ -247,3 +247,30 @@ def test_the_alert_counts_a_partial_refund_and_its_command_works(
         found = [a for a in evaluate(gather(ledger, config, NOW), config, NOW)
                  if a.kind is AlertKind.DEPOSIT]  # fmt: skip
     assert found == []
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        # the deposit below what came back: 10,000 < 30,000
+        (("--deposit", "10000"), "deposit"),
+        # paid after it came back (07-10)
+        (("--deposit-paid-on", "2026-08-01"), "deposit-paid-on"),
+    ],
+)
+def test_an_edit_that_would_make_the_refunds_untrue_is_refused(
+    dep: Cli, ledger_path: Path, edit: tuple[str, ...], field: str
+) -> None:
+    assert dep("lease", "refund", "n", "--amount", "30000", "--on", "2026-07-10").code == 0
+    before = ledger_path.read_bytes()
+    r = dep("lease", "edit", "n", "--start", "2026-05-01", *edit)
+    assert r.code == 2 and f"--{field}:" in r.err, r.err
+    assert ledger_path.read_bytes() == before
+
+
+def test_a_lease_with_refunds_is_not_deleted(dep: Cli, ledger_path: Path) -> None:
+    assert dep("lease", "refund", "n", "--amount", "30000", "--on", "2026-07-10").code == 0
+    before = ledger_path.read_bytes()
+    r = dep("lease", "delete", "n", "--start", "2026-05-01", "--force")
+    assert r.code == 2 and "1 deposit refund(s)" in r.err, r.err
+    assert ledger_path.read_bytes() == before

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from itertools import pairwise
 from decimal import Decimal as D
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -212,3 +213,17 @@ def test_an_hourly_lease_cannot_be_edited_onto_a_schedule(z: Cli, ledger_path: P
     assert r.code == 2
     assert "payment-schedule" in r.err and "an hourly lease is billed as it runs" in r.err
     assert ledger_path.read_bytes() == before
+
+
+def test_month_by_month_the_cash_and_the_accrual_both_add_up_to_the_term() -> None:
+    """5 months from 04-01 at 36,000, quarterly: 5 x 36,000 = 180,000 in all, charged
+    108,000 (April) + 72,000 (July); accrued 36,000 in each of the five months."""
+    le = _lease(billing_type="monthly", unit_price="36000", start="2026-04-01T00:00:00",
+                end="2026-09-01T00:00:00", payment_schedule="quarterly")  # fmt: skip
+    months = [_t(f"2026-{m:02d}-01") for m in range(3, 11)]
+    cash = [billing.charged_between([le], a, b) for a, b in pairwise(months)]
+    accrual = [billing.accrued(le, a, b) for a, b in pairwise(months)]
+    # March .. September
+    assert cash == [0, 108000, 0, 0, 72000, 0, 0]
+    assert accrual == [0, 36000, 36000, 36000, 36000, 36000, 0]
+    assert sum(cash) == sum(accrual) == D(180000)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from itertools import pairwise
 from decimal import Decimal as D
+from itertools import pairwise
 from pathlib import Path
 from zoneinfo import ZoneInfo
 

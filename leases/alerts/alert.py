@@ -7,6 +7,7 @@ open, a new one is not raised).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -17,6 +18,7 @@ from leases.core.models import Lease, Node, NodeHealth, NodeStatus
 from leases.core.severity import Severity
 from leases.money import billing
 from leases.money.amounts import fen
+from leases.money.deposits import Refund
 from leases.money.renewals import BillingNow
 from leases.telemetry.history import NodeMinute
 
@@ -112,6 +114,8 @@ class NodeFacts:
     offboard: Progress | None = None
     # The node's recorded stops (leases.ledger.stops), applied by the lease's stopped_billing.
     stops: tuple[billing.Stop, ...] = ()
+    # Deposit refunds (the deposit_refund book) of its leases, by lease id.
+    refunds: Mapping[int, Sequence[Refund]] = field(default_factory=dict)
     # Facts that could not be read for it (leases.alerts.facts.gather): (rule, why, fix), rule
     # a name of node_alerts' rules or EVERY_RULE; such a rule is not run but said as a
     # "cannot evaluate" alert (a missing fact is never taken for "nothing to say").

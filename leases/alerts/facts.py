@@ -25,6 +25,7 @@ from leases.config.sections import AlertsConfig
 from leases.core.errors import InputError
 from leases.core.models import Lease, NodeHealth, NodeState, NodeStatus
 from leases.core.textsafe import visible
+from leases.ledger.refund_rules import refunds_by_lease
 from leases.ledger.store import Ledger
 from leases.money.billing import CardHours, Stop
 from leases.money.renewals import billing_now
@@ -109,13 +110,15 @@ def gather(
         for key in [k for k in cache if k[2] != until]:
             del cache[key]
     offboarding = progress(ledger)  # one read: the lease-end alert names where it stands
+    refunds = refunds_by_lease(ledger)
     out: list[NodeFacts] = []
     for node in ledger.nodes():
         if node.problem or node.id is None:
             continue
         leases = tuple(sorted(by_node.get(node.id, []), key=lambda le: le.start))
+        held = {le.id: tuple(refunds[le.id]) for le in leases if le.id in refunds}
         if node.state is NodeState.RELEASED:
-            out.append(NodeFacts(node, leases))
+            out.append(NodeFacts(node, leases, refunds=held))
             continue
         # One node's rows that cannot be read cost that node's rules, never the fleet's.
         try:
@@ -133,6 +136,7 @@ def gather(
             gap=gaps.get(node.id),
             offboard=offboarding.get(node.id),
             stops=tuple(stops_of.get(node.id, ())),
+            refunds=held,
         )
         # History that cannot be read costs only the rules that judge it.
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from leases.alerts.alert import Alert, AlertKind, NodeFacts, make_alert
 from leases.alerts.wording import duration
@@ -17,6 +17,7 @@ from leases.core.textsafe import visible
 from leases.money import periods
 from leases.money.amounts import money as yuan
 from leases.money.amounts import price as unit_price
+from leases.money.deposits import outstanding
 from leases.offboard import status as offboard_status
 
 
@@ -154,20 +155,29 @@ def deposits(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Aler
             continue  # still running, or renewed: the deposit carries over
         if now - ended < timedelta(days=config.deposit_refund_days):
             continue
+        back = f.refunds.get(lease.id or 0, ())
+        left = outstanding(lease, back, date.max)
+        if left <= 0:
+            continue  # back in full, part by part (zuka lease refund)
+        start = shlex.quote(fields.shown(lease.start, lease.billing_tz))
+        name = shlex.quote(f.node.name)
+        said = yuan(lease.deposit, lease.currency)
+        if back:
+            said = f"{yuan(left, lease.currency)} of {said} (the rest came back)"
         yield make_alert(
             f,
             AlertKind.DEPOSIT,
             Severity.WARNING,
-            f"{visible(f.node.name)}: deposit {yuan(lease.deposit, lease.currency)} not refunded "
+            f"{visible(f.node.name)}: deposit {said} not refunded "
             f"{duration(now - ended)} after the lease ended {ended:%Y-%m-%d}",
             # The lease by its start: without --start `lease edit` picks the lease billing
             # now, and an ended lease bills no more.
             "ask the provider for the refund, then record it: "
             + visible(
-                f"zuka lease edit {shlex.quote(f.node.name)} --start"
-                f" {shlex.quote(fields.shown(lease.start, lease.billing_tz))}"
-                " --deposit-refund refunded"
+                f"zuka lease refund {name} --lease-start {start} --amount {left} --on YYYY-MM-DD"
+                if back
+                else f"zuka lease edit {name} --start {start} --deposit-refund refunded"
             ),
             lease=lease,
-            amount=lease.deposit,
+            amount=left,
         )

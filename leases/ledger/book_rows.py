@@ -12,9 +12,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from leases.core.errors import InputError
-from leases.ledger import books, invoicerules  # noqa: F401  (registers the invoices' rules)
+from leases.ledger import books, invoicerules, refund_rules  # noqa: F401  (they register the books' rules)
 from leases.ledger.books import BOOKS, Book, Record
 from leases.ledger.resource_rows import ResourceRows
+
+assert refund_rules.refund_rule in BOOKS["deposit_refund"].rules
 
 
 def book(entity: str) -> Book:

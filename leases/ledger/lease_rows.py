@@ -15,7 +15,8 @@ from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.models import Lease, Node, Resource
 from leases.core.textsafe import visible
-from leases.ledger import records, release
+from leases.ledger import records, refund_rules, release
+from leases.ledger.books import BOOKS
 from leases.ledger.node_rows import NodeRows
 from leases.ledger.records import Record, readable
 from leases.ledger.wording import describe_resources
@@ -138,6 +139,7 @@ class LeaseRows(NodeRows):
 
     def _update_lease(self, conn: sqlite3.Connection, old: Lease, new: Lease, action: str) -> Lease:
         records.check_lease(new)
+        refund_rules.check_lease_refunds(self, replace(new, id=old.id))
         before, after = records.lease_record(old), records.lease_record(new)
         row = lease_row(after, None)
         conn.execute(
@@ -347,6 +349,20 @@ class LeaseRows(NodeRows):
                     f"resources refer to this lease of {node}: "
                     f"{describe_resources(bundle['resources'])}; give --force to delete them"
                     " with it",
+                )
+            sql = "SELECT count(*) AS n FROM {} WHERE lease_id = ?"
+            counted = [
+                (spec.entity, self.rows(sql.format(spec.table), [lease.id])[0]["n"])
+                for spec in BOOKS.values()
+                if "lease_id" in spec.columns
+            ]
+            booked = [f"{n} {entity.replace('_', ' ')}(s)" for entity, n in counted if n]
+            if booked:
+                raise InputError(
+                    "start",
+                    start,
+                    f"the books refer to this lease of {node}: {', '.join(booked)}; a lease"
+                    " the accountant's rows rest on is not deleted (undo or delete those first)",
                 )
             chain = chain_of(self.leases(node), lease)
             conn.execute("DELETE FROM resources WHERE lease_id = ?", [lease.id])

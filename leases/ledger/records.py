@@ -415,6 +415,19 @@ def check_lease(le: Lease) -> None:
             fields.shown(le.ended_at, le.billing_tz),
             f"is before the start {fields.shown(le.start, le.billing_tz)}",
         )
+    if le.payment_schedule is not PaymentSchedule.UPFRONT and le.billing_type not in (
+        BillingType.MONTHLY,
+        BillingType.CONTRACT,
+    ):
+        raise InputError(
+            "payment_schedule",
+            le.payment_schedule.value,
+            "is for monthly and contract terms; "
+            + ("an" if le.billing_type is BillingType.HOURLY else "a")
+            + f" {le.billing_type.value} lease"
+            + (" is billed as it runs" if not le.billing_type.prepaid else " is paid whole")
+            + ": leave it upfront",
+        )
     if le.deposit_refund is RefundState.REFUNDED and le.deposit is None:
         raise InputError("deposit_refund", "refunded", "there is no deposit to refund")
     if le.deposit_refunded_on is not None and le.deposit_refund is not RefundState.REFUNDED:

@@ -9,7 +9,9 @@ and the caller hand in leases, storage lines, stops and card-minutes. The rules,
   price (and the cards billed, for card_hour). It runs from its start to `ended_at`, or to
   its `end` when the provider releases it then. Prepaid (daily, weekly, monthly, contract):
   the whole paid span, start to end, is charged at the start (a started unit in full by
-  default), net of the refund that a recorded early end (`ended_at` before `end`) earns by
+  default; a monthly or contract term with a `payment_schedule` in instalments instead,
+  a month's or a quarter's at the start of each: leases.money.schedule), net of the refund
+  that a recorded early end (`ended_at` before `end`) earns by
   the lease's refund rule; an unknown rule refunds nothing. After the end, by `on_expiry`:
   released, nothing more; hourly, the recorded hourly price for as long as it runs on;
   renews (or `auto_renew`) one more unit each period, charged `renew_charge_days` before
@@ -76,6 +78,7 @@ from leases.money.periods import FIXED as _FIXED
 from leases.money.periods import boundary, period_index, step_of, zone
 from leases.money.periods import seconds_between as _seconds
 from leases.money.periods import utc as _u
+from leases.money.schedule import charged_by, scheduled, term_total
 from leases.money.units import (
     HOUR,
     ZERO,
@@ -206,6 +209,18 @@ def _net_upfront(lease: Lease) -> Decimal:
     return charge(lease, kept_on_release(lease, full, lease.start, lease.end, lease.ended_at))
 
 
+def _upfront_by(lease: Lease, at: datetime) -> Decimal:
+    """What the prepaid span has charged by `at`: all of it at the start, or the
+    instalments of its payment schedule charged by then."""
+    return charged_by(lease, at) if scheduled(lease) else _net_upfront(lease)
+
+
+def upfront_total(lease: Lease) -> Decimal:
+    """What a prepaid lease's span is charged in all, net of an early end's refund
+    (the whole term, owed whatever its payment schedule)."""
+    return term_total(lease) if scheduled(lease) else _net_upfront(lease)
+
+
 def _after_end(lease: Lease, at: datetime, stops: Sequence[Stop]) -> Decimal:
     """What a prepaid lease is charged after its end (or before it, for an auto-renewal)."""
     assert lease.end is not None
@@ -238,7 +253,7 @@ def _charged(
     if at <= _u(lease.start) and not (lease.billing_type.prepaid and at == _u(lease.start)):
         return ZERO, ZERO
     if lease.billing_type.prepaid:
-        return _net_upfront(lease), _after_end(lease, at, stops)
+        return _upfront_by(lease, at), _after_end(lease, at, stops)
     per_unit = lease.unit_price
     if lease.billing_type is BillingType.CARD_HOUR:
         per_unit *= cards_of(lease, cards)
@@ -291,13 +306,13 @@ def accrued(
     _, go_lo = _charged(lease, since, stops, cards)
     # Each renewal pays for its own period: spread it there, not on its charge day.
     share = renewals_accrued(lease, since, until) if renewal_lumps(lease) else go_hi - go_lo
-    if up_hi:
-        stop = paid_until(lease)
+    if up_hi:  # the whole term's price, whenever its instalments are charged
+        term, stop = upfront_total(lease), paid_until(lease)
         whole = pro_rata_units(lease.start, step_of(lease), zone(lease), lease.start, stop)
         part = pro_rata_units(
             lease.start, step_of(lease), zone(lease), max(since, _u(lease.start)), min(until, stop)
         )
-        share += up_hi * part / whole if whole else ZERO
+        share += term * part / whole if whole else ZERO
     top_hi = cost_to_date(lease, until, stops=stops, cards=cards) - up_hi - go_hi
     top_lo = cost_to_date(lease, since, stops=stops, cards=cards) - sum(
         _charged(lease, since, stops, cards), ZERO

@@ -15,7 +15,7 @@ from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.models import Lease, Node, Resource
 from leases.core.textsafe import visible
-from leases.money import billing, report
+from leases.money import billing, report, schedule
 from leases.money.amounts import money
 from leases.money.billing import CardHours
 from leases.money.estimate import Estimate, estimate
@@ -131,7 +131,21 @@ def by_lease_end(c: LeaseCost) -> str:
         return "-"
     if e.lease_end is None or e.by_lease_end is None:
         return "open-ended"
-    return f"{_amount(c, e.by_lease_end)} by {_day(c, e.lease_end)}"
+    said = f"{_amount(c, e.by_lease_end)} by {_day(c, e.lease_end)}"
+    term = term_owed(c)
+    if term is None:
+        return said
+    owed, charged = _amount(c, term[0]), _amount(c, term[1])
+    return f"{said} (owed by the term: {owed}, of which {charged} charged)"
+
+
+def term_owed(c: LeaseCost) -> tuple[Decimal, Decimal] | None:
+    """A term paid in instalments (a payment schedule): (what the whole term owes, what of
+    it is charged by now); None when the lease billing now is paid otherwise. The whole
+    term is owed whatever the schedule: only the dates it is charged on differ."""
+    if not schedule.scheduled(c.lease):
+        return None
+    return billing.upfront_total(c.lease), schedule.charged_by(c.lease, c.until)
 
 
 def cost_line(c: LeaseCost) -> str:
@@ -202,6 +216,8 @@ def to_json(c: LeaseCost) -> dict[str, Any]:
         "by_period_end": _d(e.by_period_end) if e else None,
         "lease_end": _t(e.lease_end) if e else None,
         "by_lease_end": _d(e.by_lease_end) if e else None,
+        "term_owed": _d(term[0]) if (term := term_owed(c)) else None,
+        "term_charged": _d(term[1]) if term else None,
         "window": {"since": _t(c.since), "until": _t(c.until)},
         "paid_card_hours": _d(u.paid) if u else None,
         "busy_card_hours": _d(u.busy) if u else None,

@@ -21,7 +21,8 @@ from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.models import Lease, Node, OwnerHour, Provider, RefundState, Resource
 from leases.money import billing
-from leases.money.billing import CardHours
+from leases.money.billing import INSTANT, CardHours
+from leases.money.deposits import DepositLine, Refund, deposit_lines
 from leases.money.estimate import month_of, stops_note, unknowns
 from leases.money.invoices import Coverage
 from leases.money.renewals import chains
@@ -158,6 +159,9 @@ class Report:
     # The month's charges against the invoices on them, per provider and per lease an
     # invoice names (leases.money.invoices; filled by leases.app.invoices.with_invoicing).
     invoicing: tuple[Coverage, ...] = ()
+    # Deposits as cash, apart from the charges: paid out and back in the month, and each
+    # still outstanding at its end, also of a lease long ended (leases.money.deposits).
+    deposits: tuple[DepositLine, ...] = ()
 
 
 def chain_accrued(
@@ -353,9 +357,11 @@ def build_report(
     resources: Sequence[tuple[str, datetime, Resource]],
     usage: Usage,
     stops: Mapping[int, Sequence[billing.Stop]] | None = None,
+    refunds: Mapping[int, Sequence[Refund]] | None = None,
 ) -> Report:
     """The report over `window` (month_window) of every chain that ran or billed in it.
-    `stops`: each lease's recorded stops by lease id (Ledger.stop_spans; None: none)."""
+    `stops`: each lease's recorded stops by lease id (Ledger.stop_spans; None: none);
+    `refunds`: each lease's deposit refunds by lease id (the deposit_refund book)."""
     since, until = window
     node_of = nodes_by_key(nodes)
     provider_of = {p.name: p for p in providers}
@@ -370,6 +376,10 @@ def build_report(
         if row is not None:
             rows.append(row)
     rows.sort(key=lambda r: (r.channel, r.provider, r.node, r.start))
+    zone_ = fields.timezone(tz, "billing.tz")
+    first, last = since.astimezone(zone_).date(), (until - INSTANT).astimezone(zone_).date()
+    held_by = {k: n.provider or "-" for k, n in node_of.items()}
+    cash = deposit_lines(leases, refunds or {}, held_by, first, last)
     return Report(
         month,
         tz,
@@ -381,6 +391,7 @@ def build_report(
         _grouped(rows, lambda r: r.channel),
         _grouped(rows, lambda r: r.provider),
         totals(rows),
+        deposits=cash,
     )
 
 

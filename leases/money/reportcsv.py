@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
 from leases.core.textsafe import formula_safe
-from leases.money import shares
+from leases.money import reportdeposits, shares
 from leases.money.amounts import fen_shown
 from leases.money.report import Attribution, Report, Totals
 from leases.money.reporttotals import (
@@ -46,8 +47,9 @@ CSV_HEADER = (
     "row", "node", "channel", "provider", "billing", "currency", "start", "end", "leases", "cost",
     "storage", "total", "charged_in_month", "paid_card_hours", "busy_card_hours", "idle_card_hours",
     "unknown_card_hours", "idle_yuan", "yuan_per_busy_card_hour", "deposit", "deposit_state",
-    "notes", "invoiced", "uninvoiced",
+    *reportdeposits.CSV_COLUMNS, "notes", "invoiced", "uninvoiced",
 )  # fmt: skip
+_NO_DEPOSIT_CASH = ("",) * len(reportdeposits.CSV_COLUMNS)
 
 
 class _Rows:
@@ -60,6 +62,10 @@ class _Rows:
     def writerow(self, cells: list[str] | tuple[str, ...]) -> None:
         self._w.writerow([*cells, *[""] * (len(CSV_HEADER) - len(cells))])
 
+    def writerows(self, rows: Iterable[list[str] | tuple[str, ...]]) -> None:
+        for cells in rows:
+            self.writerow(cells)
+
 
 def _c_totals(kind: str, channel: str, provider: str, code: str, t: Totals) -> list[str]:
     deposit = sum(t.deposits.values(), Decimal(0)) if t.deposits else None
@@ -68,7 +74,8 @@ def _c_totals(kind: str, channel: str, provider: str, code: str, t: Totals) -> l
         _c_money(t.storage), _c_money(t.total), _c_money(t.charged), _c_hours(t.paid),
         _c_hours(t.busy), _c_hours(t.idle), _c_hours(t.unknown), _c_money(t.idle_yuan),
         _c_money(t.price_per_busy_hour), _c_money(deposit),
-        "; ".join(f"{k} {fen_shown(v)}" for k, v in sorted(t.deposits.items())), "",
+        "; ".join(f"{k} {fen_shown(v)}" for k, v in sorted(t.deposits.items())),
+        *_NO_DEPOSIT_CASH, "",
     ]  # fmt: skip
 
 
@@ -89,7 +96,8 @@ def to_csv(report: Report) -> str:
                      _c_money(u.idle_yuan), _c_money(u.price_per_busy_hour))
                     if u is not None else ("",) * 6
                 ),
-                _c_money(r.deposit), r.deposit_state, _csv("; ".join(r.notes)),
+                _c_money(r.deposit), r.deposit_state, *_NO_DEPOSIT_CASH,
+                _csv("; ".join(r.notes)),
             ]
         )  # fmt: skip
     # Groups and totals per currency (the currency column says which).
@@ -133,6 +141,7 @@ def to_csv(report: Report) -> str:
                   "total": _c_money(lt.total), "charged_in_month": _c_money(lt.charged),
                   "notes": _csv(said)}  # fmt: skip
         w.writerow(list(cells.values()))
+    w.writerows(reportdeposits.csv_rows(report, CSV_HEADER, _csv))
     return buf.getvalue()
 
 

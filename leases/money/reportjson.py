@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from leases.money import shares
+from leases.money import reportdeposits, shares
 from leases.money.amounts import fen_shown
 from leases.money.report import Attribution, LeaseRow, Report, Totals
 from leases.money.reporttotals import (
@@ -115,6 +115,7 @@ def report_json(report: Report) -> dict[str, Any]:
         # None when every lease is in the lab's currency (the config's).
         "in_lab_currency": _lab_json(report),
         **shares_json(report),
+        "deposits": reportdeposits.as_json(report),
         # The month's charges against their invoices (leases.money.invoices).
         "invoicing": [
             {"provider": c.provider, "node": c.node, "currency": c.currency,

@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from leases.core.textsafe import visible
-from leases.money import shares
+from leases.money import reportdeposits, shares
 from leases.money.amounts import bare, symbol
 from leases.money.report import Attribution, LeaseRow, Report, Totals
 from leases.money.reporttotals import (
@@ -231,6 +231,7 @@ def to_markdown(report: Report) -> str:
             grouped,
         )
     lines += share_markdown(report)
+    lines += reportdeposits.markdown(report, _md)
     notes = [(r.node, n) for r in report.rows for n in r.notes]
     if notes:
         lines += ["", "## Notes", ""]

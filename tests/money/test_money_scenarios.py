@@ -147,6 +147,22 @@ CASES = [
     Case("rounded on the bill", [add("--billing", "card_hour", "--price", "1.9855", "--cards",
          "3", "--start", "2026-03-01"), ("lease", "end", "n", "--at", "2026-03-01T02:30")],
          "2026-03", "14.89", "14.89"),
+    # -- payment schedules (issue 20) --
+    # 12 months at 1,000 from 03-17, paid monthly; March holds two weeks of it, 03-17 ->
+    # 04-01 = 15 of the first month's 31 days: 1,000 x 15/31 = 483.87 accrued; cash: the
+    # first instalment, 1,000 (upfront it would be 12 x 1,000 = 12,000)
+    Case("a year at 1,000 paid monthly, two weeks in", [add("--billing", "monthly", "--price",
+         "1000", "--start", "2026-03-17", "--end", "2027-03-17", "--payment-schedule",
+         "monthly")], "2026-03", "483.87", "1000.00"),
+    # colo at 36,000 a month for a year from 04-01, paid quarterly: 3 x 36,000 = 108,000 on
+    # 04-01; accrued a month, 36,000
+    Case("colo paid quarterly, the quarter's first month", [add("--billing", "contract",
+         "--price", "36000", "--start", "2026-04-01", "--end", "2027-04-01",
+         "--payment-schedule", "quarterly")], "2026-04", "36000.00", "108000.00"),
+    # the next month: nothing charged, 36,000 accrued
+    Case("colo paid quarterly, the next month", [add("--billing", "contract", "--price",
+         "36000", "--start", "2026-04-01", "--end", "2027-04-01", "--payment-schedule",
+         "quarterly")], "2026-05", "36000.00", "0.00"),
 ]  # fmt: skip
 
 
@@ -305,3 +321,57 @@ def test_each_provider_s_share_of_the_cards(cli: Cli) -> None:
     assert "single-channel risk: P holds 66.7 %" in md
     csv_text = cli("report", "--month", "2026-09", "--format", "csv").out
     assert "provider_share,,,P,," in csv_text and "share 66.7 %; single-channel risk" in csv_text
+
+
+# -- deposits (issue 20): paid 72,000 in May, 30,000 back in July, 42,000 in August --------
+
+
+def test_a_deposit_back_in_two_parts(z: Cli) -> None:
+    assert z("lease", "add", "n", "--billing", "monthly", "--price", "30000", "--start",
+             "2026-05-01", "--end", "2026-07-01", "--deposit", "72000", "--deposit-paid-on",
+             "2026-05-20").code == 0  # fmt: skip
+    assert z("lease", "refund", "n", "--amount", "30000", "--on", "2026-07-15").code == 0
+    assert z("lease", "refund", "n", "--amount", "42000", "--on", "2026-08-05").code == 0
+
+    def cash(month: str) -> dict[str, str] | None:
+        doc = json.loads(z("report", "--month", month, "--format", "json").out)["deposits"]
+        return doc["by_currency"].get("CNY")
+
+    # May: 72,000 out; all of it outstanding at the month's end
+    assert cash("2026-05") == {"paid_in_month": "72000.00", "refunded_in_month": "0.00",
+                               "outstanding": "72000.00", "forfeited": "0.00"}  # fmt: skip
+    # July: 30,000 in; 72,000 - 30,000 = 42,000 outstanding
+    assert cash("2026-07") == {"paid_in_month": "0.00", "refunded_in_month": "30000.00",
+                               "outstanding": "42000.00", "forfeited": "0.00"}  # fmt: skip
+    # August: 42,000 in; 42,000 - 42,000 = 0 outstanding
+    assert cash("2026-08") == {"paid_in_month": "0.00", "refunded_in_month": "42000.00",
+                               "outstanding": "0.00", "forfeited": "0.00"}  # fmt: skip
+    assert cash("2026-09") is None  # back in full: gone from September's report
+
+
+@pytest.mark.parametrize(
+    ("typed", "field"),
+    [
+        # a refund dated before the deposit was paid (05-20)
+        (("lease", "refund", "n", "--amount", "100", "--on", "2026-05-19"), "on"),
+        # a refund over the deposit: 72,000.01 > 72,000
+        (("lease", "refund", "n", "--amount", "72000.01", "--on", "2026-07-15"), "amount"),
+        # a comma for the decimal point
+        (("lease", "refund", "n", "--amount", "1,5", "--on", "2026-07-15"), "amount"),
+        # a payment schedule on an hourly lease
+        (("lease", "add", "n", "--billing", "hourly", "--price", "12", "--start", "2026-08-01",
+          "--payment-schedule", "monthly"), "payment-schedule"),
+    ],
+)  # fmt: skip
+def test_deposit_and_schedule_mistakes_change_nothing(
+    z: Cli, ledger_path: Path, typed: tuple[str, ...], field: str
+) -> None:
+    assert z("lease", "add", "n", "--billing", "monthly", "--price", "30000", "--start",
+             "2026-05-01", "--end", "2026-07-01", "--deposit", "72000", "--deposit-paid-on",
+             "2026-05-20").code == 0  # fmt: skip
+    before = ledger_path.read_bytes()
+    r = z(*typed)
+    assert r.code == 2
+    named = r.err.split("error: ", 1)[1].split(":")[0]  # "zuka: error: FIELD: why"
+    assert named.removeprefix("--") == field, r.err
+    assert ledger_path.read_bytes() == before

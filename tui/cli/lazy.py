@@ -208,3 +208,15 @@ def invoice_delete(args: argparse.Namespace, out: TextIO) -> int:
     from tui.cli import invoices
 
     return invoices.invoice_delete(args, out)
+
+
+def lease_refund(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import deposits
+
+    return deposits.lease_refund(args, out)
+
+
+def lease_refunds(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import deposits
+
+    return deposits.lease_refunds(args, out)

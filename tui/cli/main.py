@@ -208,6 +208,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd(leases, "list", lease_cmd.lease_list, "list leases")
     p.add_argument("node", nargs="?")
     p.add_argument("--open", action="store_true", help="only leases that have not ended")
+    p = cmd(leases, "refund", lazy.lease_refund, "record a deposit (or part of it) come back")
+    p.add_argument("node")
+    p.add_argument("--amount", required=True, metavar="X", help="the amount back (52,000.50)")
+    p.add_argument("--on", required=True, metavar="YYYY-MM-DD", help="the day it came back")
+    p.add_argument("--lease-start", metavar="WHEN", help="the lease whose deposit it is "
+                   "(default: the lease billing now, else the latest)")  # fmt: skip
+    p.add_argument("--notes", help="a word on it (a transfer's reference)")
+    p = cmd(leases, "refunds", lazy.lease_refunds, "list deposits: paid, back, outstanding")
+    p.add_argument("node", nargs="?")
 
     res = sub.add_parser("resource", help="disks, snapshots, buckets... that belong to a lease")
     ress = res.add_subparsers(dest="action", required=True, parser_class=_Parser)

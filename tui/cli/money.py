@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from leases.app import invoices
+from leases.app.deposits import all_refunds
 from leases.config.load import load_user_config
 from leases.config.sections import Config
 from leases.core import fields
@@ -58,6 +59,7 @@ def _build(ledger: Ledger, month: str, window: tuple[datetime, datetime], comple
         resources=ledger.resources(),
         usage=HistoryStore(ledger).usage_by(stops),
         stops=stops,
+        refunds=all_refunds(ledger),
     )
 
 

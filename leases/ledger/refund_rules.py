@@ -1,0 +1,104 @@
+"""The deposit_refund book's rules between rows (leases.ledger.books), registered on the
+book when this module is imported (leases.ledger.book_rows does): a refund is of a lease
+that has a deposit not forfeited, never dated before the deposit was paid (its paid-on
+day, else the lease's start day), and never brings the refunds over the deposit. That a
+refund is not dated in the future is the use case's (it holds the clock:
+leases.app.deposits)."""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+from leases.core.errors import InputError
+from leases.core.models import Lease, RefundState
+from leases.ledger.books import BOOKS, Record
+from leases.money.amounts import money
+from leases.money.deposits import Refund, paid_on
+
+
+def _lease(ledger: Any, lease_id: int) -> Lease:
+    rows = ledger.rows("SELECT id FROM leases WHERE id = ?", [lease_id])
+    if not rows:
+        raise InputError("lease_id", lease_id, "no lease of that id")
+    lease: Lease = ledger.lease_by_id(lease_id)
+    return lease
+
+
+def refund_rule(ledger: Any, rec: Record, row_id: int | None) -> None:
+    """Refuse a refund the lease's deposit does not allow (InputError naming the field)."""
+    lease = _lease(ledger, int(rec["lease_id"]))
+    if lease.deposit is None:
+        raise InputError(
+            "node",
+            lease.node,
+            "its lease has no deposit to refund: record it first with"
+            f" zuka lease edit {lease.node} --deposit AMOUNT --deposit-paid-on YYYY-MM-DD",
+        )
+    if lease.deposit_refund is RefundState.FORFEITED:
+        raise InputError(
+            "node", lease.node, "its deposit is marked forfeited: nothing of it comes back"
+        )
+    day, assumed = paid_on(lease)
+    if rec["refunded_on"] < day.isoformat():
+        why = ", the lease's start day: no paid-on day recorded" if assumed else ""
+        raise InputError(
+            "refunded_on",
+            rec["refunded_on"],
+            f"is before the deposit was paid ({day.isoformat()}{why})",
+        )
+    before = ledger.rows(
+        "SELECT amount FROM deposit_refunds WHERE lease_id = ? AND id IS NOT ?",
+        [lease.id, row_id],
+    )
+    earlier = sum((Decimal(r["amount"]) for r in before), Decimal(0))
+    amount = Decimal(rec["amount"])
+    if earlier + amount > lease.deposit:
+        left = lease.deposit - earlier
+        raise InputError(
+            "amount",
+            rec["amount"],
+            f"is more than is left of the deposit: {money(left, lease.currency)} of"
+            f" {money(lease.deposit, lease.currency)}"
+            + (f" ({money(earlier, lease.currency)} refunded before)" if earlier else ""),
+        )
+
+
+def check_lease_refunds(ledger: Any, lease: Lease) -> None:
+    """A lease edited keeps its recorded refunds true: a deposit still there, not below
+    what came back, paid no later than the first refund (InputError naming the field)."""
+    rows = ledger.rows(
+        "SELECT amount, refunded_on FROM deposit_refunds WHERE lease_id = ?", [lease.id]
+    )
+    if not rows:
+        return
+    back = sum((Decimal(r["amount"]) for r in rows), Decimal(0))
+    said = f"{len(rows)} refund(s) of it are recorded ({money(back, lease.currency)}"
+    if lease.deposit is None or lease.deposit < back:
+        raise InputError(
+            "deposit",
+            None if lease.deposit is None else str(lease.deposit),
+            f"{said} back): the deposit cannot be less; see zuka lease refunds {lease.node}",
+        )
+    first = min(r["refunded_on"] for r in rows)
+    day, _ = paid_on(lease)
+    if day.isoformat() > first:
+        raise InputError(
+            "deposit_paid_on",
+            day.isoformat(),
+            f"is after a refund of it ({first}): it was paid before it came back",
+        )
+
+
+def refunds_by_lease(ledger: Any) -> dict[int, list[Refund]]:
+    """Every lease's refunds as (day, amount), by lease id, by day."""
+    out: dict[int, list[Refund]] = {}
+    for r in ledger.book_rows("deposit_refund"):
+        day = date.fromisoformat(r["refunded_on"])
+        out.setdefault(int(r["lease_id"]), []).append((day, Decimal(r["amount"])))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+if refund_rule not in BOOKS["deposit_refund"].rules:
+    BOOKS["deposit_refund"].rules.append(refund_rule)

@@ -1,0 +1,77 @@
+"""Handlers of `zuka lease refund` (a deposit back, in part or whole) and `zuka lease
+refunds` (each deposit: paid, back, outstanding)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from leases.app.deposits import deposit_states, refund_deposit
+from leases.core import fields
+from leases.money.amounts import money
+from tui.cli import output
+from tui.cli.opening import open_ledger
+
+
+def lease_refund(args: argparse.Namespace, out: TextIO) -> int:
+    with open_ledger(args, create=False) as ledger:
+        added, message = refund_deposit(
+            ledger, args.node, args.amount, args.on, lease_start=args.lease_start,
+            notes=args.notes or "",
+        )  # fmt: skip
+    return output.done(args, out, added, message)
+
+
+def lease_refunds(args: argparse.Namespace, out: TextIO) -> int:
+    with open_ledger(args, readonly=True) as ledger:
+        states = deposit_states(ledger, args.node)
+    if args.json:
+        output.dump_json(
+            [
+                {
+                    "node": s.lease.node,
+                    "lease_start": s.lease.start.isoformat(),
+                    "currency": s.lease.currency,
+                    "deposit": f"{s.lease.deposit:f}" if s.lease.deposit is not None else None,
+                    "paid_on": s.paid_on.isoformat(),
+                    "paid_on_assumed": s.paid_on_assumed,
+                    "state": s.lease.deposit_refund.value,
+                    "refunded": f"{s.refunded:f}",
+                    "outstanding": f"{s.outstanding:f}",
+                    "forfeited": f"{s.lost:f}",
+                    "refunds": [
+                        {k: r[k] for k in ("id", "amount", "refunded_on", "notes")}
+                        for r in s.refunds
+                    ],
+                }
+                for s in states
+            ],
+            out,
+        )
+        return 0
+    rows = []
+    for s in states:
+        cur = s.lease.currency
+        refunds = ", ".join(
+            f"{money(fields.money('amount', r['amount']), cur)} on {r['refunded_on']}"
+            for r in s.refunds
+        )
+        rows.append(
+            (
+                s.lease.node,
+                fields.shown(s.lease.start, s.lease.billing_tz),
+                money(s.lease.deposit, cur),
+                s.paid_on.isoformat() + (" (lease start)" if s.paid_on_assumed else ""),
+                s.lease.deposit_refund.value,
+                refunds or "-",
+                money(s.refunded, cur),
+                money(s.outstanding, cur),
+                money(s.lost, cur) if s.lost else "-",
+            )
+        )
+    headers = (
+        "NODE", "LEASE START", "DEPOSIT", "PAID ON", "STATE", "REFUNDS", "BACK", "OUTSTANDING",
+        "FORFEITED",
+    )  # fmt: skip
+    output.table(headers, rows, out)
+    return 0

@@ -180,7 +180,7 @@ def invoice_json(inv: Invoice) -> dict[str, Any]:
     return {
         "id": inv.id, "provider": inv.provider, "node": inv.node, "number": inv.number,
         "issued_on": inv.issued_on.isoformat(), "period_start": inv.period_start.isoformat(),
-        "period_end": inv.period_end.isoformat(), "amount": str(inv.amount),
+        "period_end": inv.period_end.isoformat(), "amount": str(fen_shown(inv.amount)),
         "currency": inv.currency, "vat_rate": str(inv.vat_rate),
         "tax_included": inv.tax_included, "kind": inv.kind, "net": str(fen_shown(v.net)),
         "tax": str(fen_shown(v.tax)), "total": str(fen_shown(v.total)), "notes": inv.notes,

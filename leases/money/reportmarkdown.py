@@ -232,11 +232,11 @@ def to_markdown(report: Report) -> str:
         )
     lines += share_markdown(report)
     lines += reportdeposits.markdown(report, _md)
+    lines += invoicing_markdown(report)
     notes = [(r.node, n) for r in report.rows for n in r.notes]
     if notes:
         lines += ["", "## Notes", ""]
         lines += [f"- {_md(node)}: {_md(n)}" for node, n in notes]
-    lines += invoicing_markdown(report)
     return "\n".join(lines) + "\n"
 
 

@@ -98,15 +98,17 @@ def test_aws_cur_one_differs_one_unmatched(cli: Cli) -> None:
     assert rows["p4d"]["state"] == "agrees" and Decimal(rows["p4d"]["difference"]) == 0
     # p4dsp: zuka 24 h x 30 = 720; the bill's covered usage 786.5424 -> +66.5424 differs;
     # its SavingsPlanNegation -786.5424 is shown apart.
-    assert rows["p4dsp"]["difference"] == "66.5424" and rows["p4dsp"]["state"] == "differs"
-    assert rows["p4dsp"]["credits_discounts"] == "-786.5424"
-    # The gp3 volume and the snapshot nobody recorded; 10 decimals kept to 8.
+    # shown to the fen, as every money figure of --json: 66.5424 -> 66.54
+    assert rows["p4dsp"]["difference"] == "66.54" and rows["p4dsp"]["state"] == "differs"
+    assert rows["p4dsp"]["credits_discounts"] == "-786.54"
+    # The gp3 volume and the snapshot nobody recorded; 10 decimals stored to 8
+    # (5.16129032), shown to the fen.
     got = {u["resource_id"]: u["amount"] for u in doc["unmatched"]}
-    assert got["vol-0123456789abcdef0"] == "5.16129032"
+    assert got["vol-0123456789abcdef0"] == "5.16"
     assert len(got) == 2
     # The account's credit and tax, apart.
     account = {a["kind"]: a["amount"] for a in doc["account"]}
-    assert account == {"credit": "-500.0", "tax": "18.72"}
+    assert account == {"credit": "-500.00", "tax": "18.72"}
 
 
 def _same_file(ledger_path: Path, before: bytes) -> None:

@@ -12,7 +12,7 @@ from leases.app import bills
 from leases.config.load import load_user_config
 from leases.core.textsafe import visible
 from leases.ledger.rowaudit import ENTITIES
-from leases.money.amounts import money
+from leases.money.amounts import fen_shown, money
 from leases.money.bills.reconcile import Reconciliation
 from tui.cli import output
 from tui.cli.opening import open_ledger, trusted
@@ -87,7 +87,9 @@ def bill_check(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _d(x: Decimal) -> str:
-    return str(x)
+    """Money to the fen, as `zuka report --json` writes it (the lines' exact amounts stay
+    in the ledger: `zuka export`)."""
+    return str(fen_shown(x))
 
 
 def check_json(rec: Reconciliation) -> dict[str, Any]:

@@ -128,6 +128,9 @@ def test_gpu_names_as_people_type_them() -> None:
     assert gpu_key("RTX 4090 D") == "4090D" and not same_model("4090", "RTX 4090 D")
     assert same_model("GeForce RTX 4090", "4090")
     assert not same_model("", "")
+    # two memory sizes are two cards; a name without one is either
+    assert not same_model("A100 40GB", "A100-SXM4-80GB")
+    assert same_model("A100", "A100 80G") and same_model("A800-SXM4-80G", "A800 80 GB")
 
 
 def _row(provider: str, paid: str) -> LeaseRow:

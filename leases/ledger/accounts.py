@@ -66,7 +66,7 @@ def account(ledger: Ledger, name: str, at: datetime | None = None) -> Account | 
     found = balances.balance(entries, items, when)
     if found is None:
         return None
-    run = balances.runway(found.amount, burning, when)
+    run = balances.runway(found.amount, burning, when, items)
     if run.runs_out is not None and run.runs_out > when:
         for b in items:
             coming += [(b.chain[-1].node, at_, amount) for at_, amount in balances.coming(

@@ -12,8 +12,13 @@ out and what stops then (`zuka provider balance`, the `balance_low` alert).
   line its price per day (per hour x 24, a month's price / 30); a stopped node only what
   its lease bills while stopped (its storage, or nothing); a prepaid lease 0 until its
   next charge (a coming charge, listed apart).
-- **Days left** = balance / burn; it runs out then; the nodes of the running pay-as-you-go
-  leases stop (the platform stops the instances).
+- **It runs out** at the first moment what the leases will have been charged since `now`
+  (every charge to come, as recorded: pay-as-you-go as it runs, a payment schedule's
+  instalments, renewals and auto-renewals on their charge days, leases starting, storage)
+  reaches the balance; found to the second within RUNWAY_DAYS (charges never fall as time
+  passes, so a search finds it); days left = from now to then. The nodes of the running
+  pay-as-you-go leases stop (the platform stops the instances). A balance at or below 0
+  has run out now.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from leases.core.models import BillingType, Lease, Resource, StoppedBilling, StoragePeriod
-from leases.money import billing
+from leases.money import billing, schedule
 from leases.money.autorenew import renewals
 from leases.money.periods import utc
 from leases.money.renewals import hourly_after_end
@@ -142,12 +147,16 @@ def burners(lease: Lease, *, cards: int | None, stopped: bool, storage: Sequence
 def coming(chain: Sequence[Lease], at: datetime, until: datetime, *, cards: int | None = None,
            stops: Sequence[billing.Stop] = ()) -> list[tuple[datetime, Decimal]]:  # fmt: skip
     """The prepaid charges of a chain in (at, until], with their moments: a prepaid lease
-    that starts then (charged whole at its start) and each auto-renewal on its charge day."""
+    that starts then (charged whole at its start, or its first instalment), each instalment
+    of a payment schedule, and each auto-renewal on its charge day."""
     out: list[tuple[datetime, Decimal]] = []
     for le in chain:
         if not le.billing_type.prepaid:
             continue
-        if utc(at) < utc(le.start) <= utc(until):
+        if schedule.scheduled(le):
+            out += [(t, amount) for t, amount in schedule.instalments(le)
+                    if utc(at) < utc(t) <= utc(until) and amount]  # fmt: skip
+        elif utc(at) < utc(le.start) <= utc(until):
             out.append((le.start, billing.cost_to_date(le, le.start, stops=stops, cards=cards)))
         out += [(r.charged_at, r.amount) for r in renewals(le, until)
                 if utc(r.charged_at) > utc(at) and r.amount]  # fmt: skip
@@ -162,12 +171,42 @@ class Runway:
     stops: tuple[str, ...]  # the nodes that stop then
 
 
-def runway(amount: Decimal, burning: Sequence[Burner], at: datetime) -> Runway:
+# How far ahead a run-out is looked for: beyond it the balance "lasts".
+RUNWAY_DAYS = 400
+
+
+def runway(
+    amount: Decimal, burning: Sequence[Burner], at: datetime, items: Sequence[Billed] = ()
+) -> Runway:
+    """The burn now, and when the balance runs out (see the module): with `items`, by every
+    charge to come; without, at the burn rate now."""
     per_day = sum((b.per_day for b in burning), ZERO)
     stops = tuple(sorted({b.node for b in burning if b.stops}))
     if amount <= 0:
         return Runway(per_day, ZERO, at, stops)
-    if not per_day:
+    if not items:
+        if not per_day:
+            return Runway(per_day, None, None, stops)
+        days = amount / per_day
+        return Runway(per_day, days, at + timedelta(seconds=int(days * DAY_SECONDS)), stops)
+    out = run_out(amount, items, at)
+    if out is None:
         return Runway(per_day, None, None, stops)
-    days = amount / per_day
-    return Runway(per_day, days, at + timedelta(seconds=int(days * DAY_SECONDS)), stops)
+    days = Decimal(int((utc(out) - utc(at)).total_seconds())) / DAY_SECONDS
+    return Runway(per_day, days, out, stops)
+
+
+def run_out(amount: Decimal, items: Sequence[Billed], at: datetime) -> datetime | None:
+    """The first second by which the chains will have been charged `amount` since `at`;
+    None when not within RUNWAY_DAYS. What is charged by a time never falls as the time
+    grows, so halving the interval finds it (25 halvings for 400 days to the second)."""
+    lo, hi = 0, RUNWAY_DAYS * 86400  # seconds after `at`
+    if charged(items, at, at + timedelta(seconds=hi)) < amount:
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if charged(items, at, at + timedelta(seconds=mid)) >= amount:
+            hi = mid
+        else:
+            lo = mid
+    return at + timedelta(seconds=hi)

@@ -45,10 +45,11 @@ def test_a_balance_that_runs_out_within_3_days_warns(z: Cli, ledger_path: Path) 
     [alert] = _open_alerts(ledger_path, datetime(2026, 8, 2, 10, tzinfo=SH))
     assert alert.severity is Severity.WARNING and alert.node_id is None
     assert alert.key == "provider:P" and alert.yuan is not None and str(alert.yuan) == "619.84"
-    # 1.6304714 days = 1 d + 0.6304714 x 86,400 s = 54,472.7 s (15 h 7 min 52 s) after
-    # 08-02 10:00: 08-04 01:07:52 Beijing time
+    # 1.6304714 days = 1 d + 0.6304714 x 86,400 s = 54,472.7 s (15 h 7 min 52.7 s, spent by
+    # the whole second 53) after
+    # 08-02 10:00: 08-04 01:07:53 Beijing time
     assert "prepaid balance of P has ¥619.84 left, burning ¥380.16/day" in alert.message
-    assert "runs out in 1.63 days, at 2026-08-04 01:07:52" in alert.message
+    assert "runs out in 1.63 days, at 2026-08-04 01:07:53" in alert.message
     assert "(Asia/Shanghai)" in alert.message and "then stops: n" in alert.message
     assert "zuka provider topup P" in alert.action
 

@@ -164,8 +164,8 @@ def test_the_balance_is_worked_out_from_the_top_up_and_the_charges(z: Cli) -> No
     # burn now: 1.98 x 8 x 24 = 380.16/day; 4,619.84 / 380.16 = 12.1523... days
     assert (doc["burn_per_day"], doc["days_left"]) == ("380.16", "12.15")
     # 4,619.84 / 380.16 = 12.1523569 days = 12 d + 0.1523569 x 86,400 s = 13,163.6 s
-    # (3 h 39 min 23 s, the part second dropped) after 08-02 10:00
-    assert doc["runs_out"] == "2026-08-14 13:39:23"
+    # (3 h 39 min 23.6 s) after 08-02 10:00: the first whole second it is spent, 13:39:24
+    assert doc["runs_out"] == "2026-08-14 13:39:24"
     assert doc["stops_then"] == ["n"] and doc["worked_out"] is True
     assert doc["since"] == "2026-08-01T09:00:00+08:00" and doc["since_reading"] is None
     text = _ok(z, "provider", "balance", "P", "--at", "2026-08-02T10:00")
@@ -283,8 +283,11 @@ def test_a_prepaid_renewal_before_the_run_out_is_a_coming_charge(z: Cli) -> None
     # m's month was charged on 07-15, before the top-up: only n's 380.16 since;
     # 9,000 - 380.16 = 8,619.84; m burns nothing until its renewal
     assert (doc["balance"], doc["burn_per_day"]) == ("8619.84", "380.16")
-    # 8,619.84 / 380.16 = 22.67 days (to 08-25): m renews on 08-15 00:00 for 3,000 before
-    assert doc["days_left"] == "22.67" and doc["stops_then"] == ["n"]
+    # At the burn alone it would last 8,619.84 / 380.16 = 22.67 days, but m renews on 08-15
+    # 00:00 for 3,000: by then (12 d 14 h = 12.58333 days) 380.16 x 12.58333 = 4,783.68 is
+    # burnt, 8,619.84 - 4,783.68 - 3,000 = 836.16 is left, which lasts 836.16 / 380.16 =
+    # 2.19949 days more: 12.58333 + 2.19949 = 14.78 days
+    assert doc["days_left"] == "14.78" and doc["stops_then"] == ["n"]
     assert doc["coming_charges"] == [
         {"node": "m", "at": "2026-08-15T00:00:00+08:00", "amount": "3000.00"}]  # fmt: skip
     text = _ok(z, "provider", "balance", "P", "--at", "2026-08-02T10:00")
@@ -312,3 +315,22 @@ def test_hostile_text_in_an_invoice_is_shown_never_obeyed(z: Cli) -> None:
     assert r.code == 2 and "--number" in r.err and "\x1b" not in r.err
     r = z(*_invoice("--number", "9" * 61, "--period", "2026-08", "--amount", "1", "--vat", "6%"))
     assert r.code == 2 and "--number" in r.err
+
+
+def test_a_payment_schedule_s_instalment_before_the_run_out_is_a_coming_charge(z: Cli) -> None:
+    """The renewal case above with a 12-month term paid monthly instead: its instalment of
+    08-15 brings the run-out forward the same way."""
+    _ok(z, "node", "add", "m", "--ssh", "root@10.0.0.8", "--gpus", "8", "--provider", "P")
+    _ok(z, "lease", "add", "m", "--billing", "monthly", "--price", "3000", "--start",
+        "2026-07-15", "--end", "2027-07-15", "--payment-schedule", "monthly")  # fmt: skip
+    _ok(z, "provider", "topup", "P", "--amount", "9000", "--at", "2026-08-01T09:00")
+    _ok(z, "lease", "add", "n", "--billing", "card_hour", "--price", "1.98", "--cards", "8",
+        "--start", "2026-08-01T10:00")  # fmt: skip
+    doc = _json(z, "provider", "balance", "P", "--at", "2026-08-02T10:00")
+    # m's first instalment was charged on 07-15, before the top-up: 9,000 - 380.16
+    assert doc["balance"] == "8619.84"
+    # 380.16 x 12.58333 days to 08-15 00:00 = 4,783.68; 8,619.84 - 4,783.68 - 3,000 =
+    # 836.16, lasting 836.16 / 380.16 = 2.19949 days: 14.78 days in all (to 08-17 04:47)
+    assert doc["days_left"] == "14.78"
+    assert doc["coming_charges"] == [
+        {"node": "m", "at": "2026-08-15T00:00:00+08:00", "amount": "3000.00"}]  # fmt: skip

@@ -67,6 +67,17 @@ def balance_low(acc: Account, config: AlertsConfig, now: datetime) -> Iterator[A
     )
 
 
+BALANCE_RULE = "the balance rule: "
+
+
+def unjudged_balances(alerts: list[Alert]) -> set[tuple[int | None, str]]:
+    """(None, balance_low) when some provider's balance could not be worked out this time:
+    the open balance_low alerts stay open (a provider's alert carries no node id, so all
+    of them do) rather than clear because nobody judged them."""
+    failed = any(a.kind is AlertKind.UNEVALUATED and a.key.startswith(BALANCE_RULE) for a in alerts)
+    return {(None, AlertKind.BALANCE_LOW.value)} if failed else set()
+
+
 def provider_alerts(ledger: Ledger, config: AlertsConfig, now: datetime) -> list[Alert]:
     """The balance_low alerts of every provider account with balance entries, at `now`.
     An account that cannot be worked out (a lease without its cards) is said as a
@@ -79,7 +90,7 @@ def provider_alerts(ledger: Ledger, config: AlertsConfig, now: datetime) -> list
             why = f"{exc.field}: {exc.reason}" if isinstance(exc, InputError) else repr(exc)
             out.append(Alert(
                 AlertKind.UNEVALUATED, Severity.WARNING, name, None, None, None,
-                f"the balance rule: {name}",
+                f"{BALANCE_RULE}{name}",
                 f"cannot evaluate the prepaid balance of {visible(name)}: {visible(why, 300)}",
                 f"correct the leases at {visible(name)} (zuka lease list; zuka node show)",
             ))  # fmt: skip

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from leases.alerts.alert import Alert, AlertKind
-from leases.alerts.balance import provider_alerts
+from leases.alerts.balance import provider_alerts, unjudged_balances
 from leases.alerts.billfacts import bill_alerts
 from leases.alerts.facts import UsageCache, gather
 from leases.alerts.rules import evaluate, unjudged
@@ -50,7 +50,8 @@ def check(
     found = evaluate(gather(ledger, config, now, cache), config, now)
     found += provider_alerts(ledger, config, now)  # of providers, not nodes: balance_low
     bills = list(bill_alerts(ledger, config.billing_tz, "CNY", config.bill_tolerance, now))
-    return reconcile(ledger, [*found, *edited_rows(ledger), *bills], now, unjudged(found))
+    held = unjudged(found) | unjudged_balances(found)
+    return reconcile(ledger, [*found, *edited_rows(ledger), *bills], now, held)
 
 
 def edited_rows(ledger: Ledger) -> list[Alert]:

@@ -112,3 +112,24 @@ def test_a_provider_whose_leases_cannot_be_costed_is_said_not_fatal(
     said = [a for a in found if a.kind == AlertKind.UNEVALUATED.value and a.node_id is None]
     assert [a.key for a in said] == ["the balance rule: P"]
     assert "cards_billed" in said[0].message
+
+
+def test_an_open_alert_stays_open_while_its_balance_cannot_be_worked_out(
+    cli: Cli, ledger_path: Path
+) -> None:
+    """Nobody judged the balance this time: its alert must not clear as if topped up."""
+    for typed in (
+        ("provider", "add", "P", "--kind", "platform"),
+        ("node", "add", "m", "--ssh", "root@10.0.0.9", "--gpus", "8", "--provider", "P"),
+        ("lease", "add", "m", "--billing", "card_hour", "--price", "1.98",
+         "--start", "2026-08-01T10:00"),  # no --cards: the node's 8 GPUs
+        ("provider", "topup", "P", "--amount", "1000", "--at", "2026-08-01T09:00"),
+    ):  # fmt: skip
+        r = cli(*typed)
+        assert r.code == 0, r.err
+    # 08-02 10:00: 1,000 - 380.16 = 619.84, 1.63 days: a warning
+    [alert] = _open_alerts(ledger_path, datetime(2026, 8, 2, 10, tzinfo=SH))
+    with sqlite3.connect(ledger_path) as conn:  # its GPU count lost behind zuka's back
+        conn.execute("UPDATE nodes SET gpu_count = 0")
+    [still] = _open_alerts(ledger_path, datetime(2026, 8, 2, 11, tzinfo=SH))
+    assert still.id == alert.id

@@ -7,6 +7,7 @@ lines; the matching is leases.money.bills.reconcile's."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -70,8 +71,42 @@ def month_check(
     provider: str | None = None,
     now: datetime | None = None,
 ) -> Reconciliation | None:
-    """The month's reconciliation; None when no bill line falls in it."""
+    """The month's reconciliation; None when no bill line falls in it. Worked out again only
+    when something was committed since the last time with the same question: the
+    collector's alerts and the dashboard's header ask every minute."""
     window, complete = report.month_window(month, tz, now or ledger.clock())
+    conn = ledger.conn
+    key = (
+        int(conn.execute("PRAGMA data_version").fetchone()[0]),
+        int(conn.execute("SELECT coalesce(max(id), 0) FROM audit").fetchone()[0]),
+        month, tz, currency, tol, provider, complete,
+    )  # fmt: skip
+    seen = _CHECKED.get(ledger)
+    if seen is not None and seen[0] == key:
+        return seen[1]
+    found = _month_check(ledger, month, window, complete, tz=tz, currency=currency, tol=tol,
+                         provider=provider)  # fmt: skip
+    _CHECKED[ledger] = (key, found)
+    return found
+
+
+# Of each open ledger: the last reconciliation worked out, and what it was asked with.
+_CHECKED: weakref.WeakKeyDictionary[Ledger, tuple[tuple[object, ...], Reconciliation | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _month_check(
+    ledger: Ledger,
+    month: str,
+    window: tuple[datetime, datetime],
+    complete: bool,
+    *,
+    tz: str,
+    currency: str,
+    tol: Tolerance,
+    provider: str | None,
+) -> Reconciliation | None:
     lines = month_lines(ledger, *window, provider)
     if not lines:
         return None

@@ -13,19 +13,22 @@ month's cost gives (leases.ledger.rowaudit), in words, instead."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from leases.alerts import billfacts
 from leases.app import balances, deposits, monthreport, offers
 from leases.config.sections import Config
 from leases.core import fields
 from leases.core.errors import InputError, LedgerError, said
+from leases.core.gpumodels import gpu_key
 from leases.core.textsafe import visible
 from leases.ledger import rowaudit
 from leases.ledger.store import Ledger
+from leases.money import quote
 from leases.money.amounts import money
 from leases.money.bills.reconcile import tolerance
 
@@ -132,10 +135,36 @@ def _offers(ledger: Ledger, config: Config, now: datetime) -> tuple[str, list[st
             f" {o['billing_type']} {money(Decimal(o['unit_price']), o['currency'])}, valid until"
             f" {o.get('valid_until') or 'no end'}"
         )
+    lines += _cheapest([row.offer for row in found])
     if not lines:
         return "Offers", ["no offer valid today: zuka offer add --provider P --gpu-model M"
                           " --billing card_hour --price X"]  # fmt: skip
     return f"Offers valid on {day.isoformat()}: {len(found)}", lines
+
+
+def card_hour_equivalent(offer: Mapping[str, Any]) -> Decimal:
+    """An offer's price a card-hour: pay-as-you-go as leases.money.quote prices it; a
+    prepaid period's price over its hours (a quote's month: 720 h) and cards, at full use."""
+    option = offers.offer_option(offer)
+    if option.billing_type in quote.PAY_AS_YOU_GO:
+        return quote.card_hour_price(option)
+    hours = quote.PERIOD_HOURS[option.billing_type]
+    return option.unit_price / (hours * (option.gpus or 1))
+
+
+def _cheapest(found: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The cheapest offer of each GPU model (names made comparable) and currency, a
+    card-hour at full use."""
+    best: dict[tuple[str, str], tuple[Decimal, Mapping[str, Any]]] = {}
+    for o in found:
+        key, each = (gpu_key(str(o["gpu_model"])), str(o["currency"])), card_hour_equivalent(o)
+        if key not in best or each < best[key][0]:
+            best[key] = (each, o)
+    return [
+        f"cheapest {visible(o['gpu_model'], 40)}: #{o['id']} {visible(o['provider'], 40)}"
+        f" {o['billing_type']}, {money(each, cur)} a card-hour at full use"
+        for (_, cur), (each, o) in sorted(best.items())
+    ]
 
 
 Part = Callable[[Ledger, Config, datetime], tuple[str, list[str]]]

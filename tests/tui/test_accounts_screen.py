@@ -50,6 +50,10 @@ def books(z: Cli, tmp_path: Path, ledger_path: Path) -> Path:
             "--gpu-model", "H800", "--gpus", "8",
             "--billing", "card_hour", "--price", "15.8", "--quoted", "2026-09-01",
             "--valid-until", until)  # fmt: skip
+    # A month of a machine of 8 cards for ¥80,000, the model written another way.
+    _ok(z, "offer", "add", "--provider", "R", "--channel", "colo", "--gpu-model", "H800 80GB",
+        "--gpus", "8", "--billing", "monthly", "--price", "80000", "--quoted", "2026-09-01",
+        "--valid-until", "2026-12-31")  # fmt: skip
     return ledger_path
 
 
@@ -101,10 +105,16 @@ async def test_the_accounts_of_the_month(books: Path, z: Cli) -> None:
         assert "440.00" in bill
         assert "unmatched: P disk-x" in bill and "¥50.00" in bill
         offers = screen.text()
-        # Two offers, one expired on 09-05: one valid on 09-10.
-        assert "Offers valid on 2026-09-10: 1" in offers
-        assert "Q 8x H800 card_hour ¥15.80, valid until 2026-12-31" in _text(screen, "offers")
-        assert "2026-09-05" not in _text(screen, "offers")
+        # Three offers, one expired on 09-05: two valid on 09-10.
+        assert "Offers valid on 2026-09-10: 2" in offers
+        listed = _text(screen, "offers")
+        assert "Q 8x H800 card_hour ¥15.80, valid until 2026-12-31" in listed
+        assert "R 8x H800 80GB monthly ¥80,000.00, valid until 2026-12-31" in listed
+        assert "2026-09-05" not in listed
+        # A card-hour at full use: Q ¥15.80; R 80,000 / (720 h x 8 cards) = 13.888... ->
+        # ¥13.89: R is the cheapest H800 (one model, "H800 80GB" and "H800" alike).
+        assert "cheapest H800 80GB: #3 R monthly, ¥13.89 a card-hour at full use" in listed
+        assert "cheapest H800:" not in listed
         # r reads again: another top-up of ¥1,000 shows (2,720 + 1,000 = ¥3,720.00).
         _ok(z, "provider", "topup", "P", "--amount", "1000", "--at", "2026-09-10T11:00")
         await pilot.press("r")

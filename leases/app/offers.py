@@ -126,7 +126,7 @@ def list_offers(ledger: Ledger, day: date, *, everything: bool = False) -> list[
 # -- zuka plan job ------------------------------------------------------------------------
 
 
-def _offer_option(r: Mapping[str, Any]) -> quote.Option:
+def offer_option(r: Mapping[str, Any]) -> quote.Option:
     return quote.Option(
         label=f"offer {r['id']}",
         provider=str(r["provider"]),
@@ -229,7 +229,7 @@ def quote_job(
     regions, rule = allowed_regions(config, project, region)
     offers = [r for r in ledger.book_rows("offer") if same_model(str(r["gpu_model"]), name)]
     valid = [r for r in offers if valid_on(r, day)]
-    options = [_offer_option(r) for r in valid] + lease_options(ledger, name, at)
+    options = [offer_option(r) for r in valid] + lease_options(ledger, name, at)
     if not options:
         if offers:
             last = max(str(r["valid_until"]) for r in offers)

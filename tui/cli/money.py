@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -11,8 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, TextIO
 
-from leases.app import invoices
-from leases.app.deposits import all_refunds
+from leases.app import monthreport
 from leases.config.load import load_user_config
 from leases.config.sections import Config
 from leases.core import fields
@@ -42,35 +40,12 @@ def _open(args: argparse.Namespace) -> Ledger:
     return trusted(open_ledger(args, readonly=True), "the figures")
 
 
-def _build(ledger: Ledger, month: str, window: tuple[datetime, datetime], complete: bool,
-           config: Config, model: str | None = None) -> report.Report:  # fmt: skip
-    nodes = [n for n in ledger.nodes() if plan.model_matches(n, model)]
-    ids = {n.id for n in nodes}  # not names: a released node's name may be reused
-    stops = ledger.stop_spans()
-    return report.build_report(
-        month,
-        window,
-        complete,
-        tz=config.billing.tz,
-        currency=config.billing.currency,
-        leases=[le for le in ledger.leases() if le.node_id in ids],
-        nodes=nodes,
-        providers=ledger.providers(),
-        resources=ledger.resources(),
-        usage=HistoryStore(ledger).usage_by(stops),
-        stops=stops,
-        refunds=all_refunds(ledger),
-    )
-
-
 def money_report(args: argparse.Namespace, out: TextIO) -> int:
     config = _config(args)
     fmt = "json" if args.json else args.format
     with _open(args) as ledger:
-        window, complete = report.month_window(args.month, config.billing.tz, ledger.clock())
-        rep = _build(ledger, args.month, window, complete, config)
-        rep = dataclasses.replace(rep, rates=config.money.rates.get(args.month.strip(), {}))
-        rep = invoices.with_invoicing(ledger, rep)  # issue 20: invoiced and uninvoiced
+        window = report.month_window(args.month, config.billing.tz, ledger.clock())[0]
+        rep = monthreport.month_report(ledger, args.month, config)  # invoiced too (issue 20)
         owner_hours = (
             HistoryStore(ledger).busy_by_owner(*window) if args.by in ("user", "project") else []
         )
@@ -395,7 +370,7 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args) as ledger:
         now = ledger.clock()
         window = (now - timedelta(days=days), now)
-        rep = _build(ledger, f"last {days} days", window, True, config, args.gpu_model)
+        rep = monthreport.build(ledger, f"last {days} days", window, True, config, args.gpu_model)
         rented = _rented_now(ledger, _nodes(ledger, args.gpu_model), now)
     # One currency's leases: the renting price is theirs, the prices given are read in it.
     currency = plan.plan_currency(

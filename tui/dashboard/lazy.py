@@ -10,6 +10,7 @@ from leases.core.clock import Clock
 from leases.ledger.store import Ledger
 
 if TYPE_CHECKING:
+    from tui.screens.accounts import AccountsScreen
     from tui.screens.lease_form import LeaseFormScreen, Mode
     from tui.screens.node import NodeScreen
     from tui.screens.node_form import NodeFormScreen
@@ -38,3 +39,9 @@ def resource_form(ledger: Ledger, node: str) -> ResourceFormScreen:
     from tui.screens.resource_form import ResourceFormScreen
 
     return ResourceFormScreen(ledger, node)
+
+
+def accounts_screen() -> AccountsScreen:
+    from tui.screens.accounts import AccountsScreen
+
+    return AccountsScreen()

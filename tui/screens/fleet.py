@@ -99,6 +99,8 @@ class FleetScreen(Screen[None]):
         _b("t", "trust", "Trust key", "trust",
            "Check and accept the selected node's new SSH host key", show=False),
         _b("r", "reload", "Reload", "reload", "Re-read nodes, leases and the month's cost"),
+        _b("dollar_sign", "accounts", "Accounts", "accounts",
+           "Balances, deposits, invoicing, the last bill and offers of this month", show=False),
     ]  # fmt: skip
 
     def __init__(self) -> None:
@@ -475,6 +477,9 @@ class FleetScreen(Screen[None]):
             )
             return
         self.zuka.trust_node(name)
+
+    def action_accounts(self) -> None:
+        self.app.push_screen(lazy.accounts_screen())
 
     def action_reload(self) -> None:
         self.zuka.refresh_view(reload=True)

@@ -85,11 +85,10 @@ async def test_the_accounts_of_the_month(books: Path, z: Cli) -> None:
         # x ¥10 = ¥2,280; balance 5,000 - 2,280 = ¥2,720.00.
         assert "P: balance ¥2,720.00 at 2026-09-10 12:00" in balance
         # Burn ¥10 x 24 = ¥240.00 a day; 2,720 / 240 = 11.333 -> 11.33 days; 0.333 day
-        # = 8 h after NOW: 2026-09-21 20:00, less the fraction of a second 11.333... days
-        # cut to the second (leases.money.balances rounds the run-out down): 19:59:59;
-        # the node that stops: n.
+        # = 8 h after NOW: 2026-09-21 20:00, the second the charges reach the balance
+        # (leases.money.balances.run_out); the node that stops: n.
         assert "burn ¥240.00/day" in balance
-        assert "11.33 days left: runs out 2026-09-21 19:59:59; then stops: n" in balance
+        assert "11.33 days left: runs out 2026-09-21 20:00; then stops: n" in balance
         deposit = _text(screen, "deposits")
         # ¥5,000 paid, ¥2,000 back on 09-05: ¥3,000 outstanding.
         assert "P n (lease from 2026-08-01 00:00): deposit ¥5,000.00, back so far ¥2,000.00," \

@@ -544,14 +544,16 @@ def m017_accounts(db: Database) -> None:
     invoices (fapiao) on a provider's charges; a provider account's prepaid balance, as
     top-ups and as the provider's own figure read off its console; the provider's bills
     as imported, line by line; and the price book, the offers a lab collects. Amounts are
-    decimal text, as in leases; days are YYYY-MM-DD, moments ISO 8601 with their offset."""
+    decimal text, as in leases; days are YYYY-MM-DD, moments ISO 8601 with their offset.
+    Their ids are never reused (AUTOINCREMENT): `zuka bill delete 4` then an import must not
+    make another bill 4, which the user, the audit log and an undo would take for the first."""
     _run(
         db,
         """
         ALTER TABLE leases ADD COLUMN payment_schedule TEXT NOT NULL DEFAULT 'upfront'
             CHECK (payment_schedule IN ('upfront', 'monthly', 'quarterly'));
         CREATE TABLE deposit_refunds (
-            id INTEGER PRIMARY KEY,
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
             lease_id INTEGER NOT NULL REFERENCES leases(id),
             amount TEXT NOT NULL,
             refunded_on TEXT NOT NULL,
@@ -559,7 +561,7 @@ def m017_accounts(db: Database) -> None:
         );
         CREATE INDEX deposit_refunds_lease ON deposit_refunds(lease_id);
         CREATE TABLE invoices (
-            id INTEGER PRIMARY KEY,
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
             provider_id INTEGER NOT NULL REFERENCES providers(id),
             lease_id INTEGER REFERENCES leases(id),
             number TEXT NOT NULL CHECK (length(number) BETWEEN 1 AND 60),
@@ -577,7 +579,7 @@ def m017_accounts(db: Database) -> None:
         );
         CREATE INDEX invoices_lease ON invoices(lease_id);
         CREATE TABLE balance_entries (
-            id INTEGER PRIMARY KEY,
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
             provider_id INTEGER NOT NULL REFERENCES providers(id),
             kind TEXT NOT NULL CHECK (kind IN ('topup', 'reading')),
             amount TEXT NOT NULL,
@@ -587,7 +589,7 @@ def m017_accounts(db: Database) -> None:
         );
         CREATE INDEX balance_entries_provider ON balance_entries(provider_id, at);
         CREATE TABLE bills (
-            id INTEGER PRIMARY KEY,
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
             provider_id INTEGER NOT NULL REFERENCES providers(id),
             format TEXT NOT NULL CHECK (length(format) BETWEEN 1 AND 40),
             source TEXT NOT NULL DEFAULT '',
@@ -615,7 +617,7 @@ def m017_accounts(db: Database) -> None:
         ) WITHOUT ROWID;
         CREATE INDEX bill_lines_resource ON bill_lines(resource_id, period_start);
         CREATE TABLE offers (
-            id INTEGER PRIMARY KEY,
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
             provider TEXT NOT NULL CHECK (length(provider) BETWEEN 1 AND 100),
             channel TEXT NOT NULL CHECK (channel IN ('cloud', 'platform', 'colo')),
             gpu_model TEXT NOT NULL CHECK (length(gpu_model) BETWEEN 1 AND 100),

@@ -194,3 +194,14 @@ def test_vat_rates_read_as_people_write_them() -> None:
     for bad in ("", "31%", "-1", "six"):
         with pytest.raises(InputError):
             books.vat_rate(bad)
+
+
+def test_a_books_ids_are_never_reused(z: Cli, ledger_path: Path) -> None:
+    """Bill 4 deleted and another imported must not be bill 4 again: the user, the audit
+    log and an undo would take it for the first."""
+    led = _ledger(z, ledger_path)
+    rec = {"provider_id": led.provider("P").id, "kind": "topup", "amount": "100",
+           "at": "2026-08-01T09:00:00+08:00"}  # fmt: skip
+    first = led.add_book("balance", rec)
+    led.delete_book("balance", first["id"])
+    assert led.add_book("balance", rec)["id"] == first["id"] + 1

@@ -7,11 +7,13 @@ after), so that `zuka undo` and `zuka audit verify` treat them as every other ro
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from leases.core.errors import InputError
+from leases.core.textsafe import visible
 from leases.ledger import books, invoicerules, refund_rules  # noqa: F401  (they register the books' rules)
 from leases.ledger.books import BOOKS, Book, Record
 from leases.ledger.resource_rows import ResourceRows
@@ -64,6 +66,7 @@ class BookRows(ResourceRows):
         spec = book(entity)
         with self.transaction() as conn:
             before = self._book_record(conn, spec, row_id)
+            self.check_untouched(entity, [row_id])
             after = spec.check({**before, **changes})
             if after == before:
                 return {"id": row_id, **after}
@@ -79,6 +82,7 @@ class BookRows(ResourceRows):
         spec = book(entity)
         with self.transaction() as conn:
             before = self._book_record(conn, spec, row_id)
+            self.check_untouched(entity, [row_id])
             if spec.lines is not None:
                 table, key = spec.lines
                 before["lines"] = self.book_lines(entity, row_id)
@@ -86,6 +90,47 @@ class BookRows(ResourceRows):
             conn.execute(f"DELETE FROM {spec.table} WHERE id = ?", [row_id])
             self.audit(conn, f"{entity}.delete", entity, row_id, node, before, None)
             return {"id": row_id, **before}
+
+    def check_untouched(self, entity: str, row_ids: Sequence[int]) -> None:
+        """Refuse, naming it, a row of the book that is not what its last audit entry wrote
+        (changed, or added, with sqlite3 behind zuka's back): a write resting on it, or an
+        edit or delete of it (whose entry, and so an undo, would carry the outside values
+        onto the chain as zuka's), must wait until somebody checked it (`zuka audit
+        accept`). The whole ledger's check is leases.ledger.rowaudit's."""
+        spec = book(entity)
+        for row_id in row_ids:
+            rows = self.rows(f"SELECT * FROM {spec.table} WHERE id = ?", [row_id])
+            if not rows:
+                continue
+            now = {k: v for k, v in rows[0].items() if k != "id"}
+            if spec.lines is not None:
+                now["lines_hash"], now["line_count"] = lines_digest(self.conn, spec, row_id)
+            last = self.conn.execute(
+                "SELECT id, after FROM audit WHERE entity = ? AND entity_id = ?"
+                " ORDER BY id DESC LIMIT 1",
+                [entity, row_id],
+            ).fetchone()
+            logged = json.loads(last[1]) if last is not None and last[1] is not None else None
+            fix = f"check it, then take it as it is with zuka audit accept {entity} {row_id}"
+            what = entity.replace("_", " ")
+            if not isinstance(logged, dict):
+                raise InputError(
+                    what, row_id, f"is in the ledger but no audit entry wrote it: added outside"
+                    f" zuka; {fix}"
+                )  # fmt: skip
+            logged.pop("lines", None)
+            plain = json.loads(json.dumps(now, ensure_ascii=False, default=str))
+            differ = [k for k in plain if logged.get(k) != plain[k]]
+            if differ:
+                k = differ[0]
+                raise InputError(
+                    what,
+                    row_id,
+                    f"was changed outside zuka since audit entry {last[0]} ({k}"
+                    f" {visible(json.dumps(logged.get(k), ensure_ascii=False), 40)} on the"
+                    f" audit log, {visible(json.dumps(plain[k], ensure_ascii=False), 40)} in"
+                    f" the table): nothing was written; {fix}",
+                )
 
     def _book_record(self, conn: sqlite3.Connection, spec: Book, row_id: int) -> Record:
         rows = self.rows(f"SELECT * FROM {spec.table} WHERE id = ?", [row_id])

@@ -49,9 +49,11 @@ def refund_rule(ledger: Any, rec: Record, row_id: int | None) -> None:
             f"is before the deposit was paid ({day.isoformat()}{why})",
         )
     before = ledger.rows(
-        "SELECT amount FROM deposit_refunds WHERE lease_id = ? AND id IS NOT ?",
+        "SELECT id, amount FROM deposit_refunds WHERE lease_id = ? AND id IS NOT ?",
         [lease.id, row_id],
     )
+    # What it rests on: the refunds recorded before, as zuka wrote them.
+    ledger.check_untouched("deposit_refund", [int(r["id"]) for r in before])
     earlier = sum((Decimal(r["amount"]) for r in before), Decimal(0))
     amount = Decimal(rec["amount"])
     if earlier + amount > lease.deposit:

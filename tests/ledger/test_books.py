@@ -205,3 +205,41 @@ def test_a_books_ids_are_never_reused(z: Cli, ledger_path: Path) -> None:
     first = led.add_book("balance", rec)
     led.delete_book("balance", first["id"])
     assert led.add_book("balance", rec)["id"] == first["id"] + 1
+
+
+def test_a_row_changed_outside_zuka_cannot_be_laundered_by_delete_and_undo(
+    z: Cli, ledger_path: Path
+) -> None:
+    """An invoice's amount set to 1 with sqlite3, then deleted and the delete undone, came
+    back as 1 with a clean audit log: the delete's entry carried the outside value."""
+    led = _ledger(z, ledger_path)
+    inv = led.add_book("invoice", {"provider_id": led.provider("P").id, "number": "7",
+                                   "issued_on": "2026-09-03", "period_start": "2026-08-01",
+                                   "period_end": "2026-09-01", "amount": "30000",
+                                   "vat_rate": "6%"})  # fmt: skip
+    with sqlite3.connect(ledger_path) as conn:
+        conn.execute("UPDATE invoices SET amount = '1'")
+    for write in (lambda: led.delete_book("invoice", inv["id"]),
+                  lambda: led.edit_book("invoice", inv["id"], {"notes": "x"})):  # fmt: skip
+        with pytest.raises(InputError) as exc:
+            write()
+        assert "changed outside zuka" in exc.value.reason and "amount" in exc.value.reason
+        assert "zuka audit accept invoice" in exc.value.reason
+    assert led.book_rows("invoice")[0]["amount"] == "1"
+    assert [d.entity for d in rowaudit.drifted(led)] == ["invoice"]
+
+
+def test_a_refund_resting_on_a_refund_changed_outside_zuka_is_refused(
+    z: Cli, ledger_path: Path
+) -> None:
+    """72,000 deposit, 30,000 back; that refund set to 1 in SQLite: a refund of 71,000
+    would have been accepted (total back 101,000 of 72,000)."""
+    assert z("lease", "add", "n", "--billing", "monthly", "--price", "30000", "--start",
+             "2026-05-01", "--end", "2026-07-01", "--deposit", "72000").code == 0  # fmt: skip
+    assert z("lease", "refund", "n", "--amount", "30000", "--on", "2026-07-15").code == 0
+    with sqlite3.connect(ledger_path) as conn:
+        conn.execute("UPDATE deposit_refunds SET amount = '1'")
+    before = ledger_path.read_bytes()
+    r = z("lease", "refund", "n", "--amount", "71000", "--on", "2026-07-20")
+    assert r.code == 2 and "changed outside zuka" in r.err, r.err
+    assert ledger_path.read_bytes() == before

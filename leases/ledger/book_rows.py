@@ -14,7 +14,7 @@ from typing import Any
 
 from leases.core.errors import InputError
 from leases.core.textsafe import visible
-from leases.ledger import books, invoicerules, refund_rules  # noqa: F401  (they register the books' rules)
+from leases.ledger import bookdates, books, invoicerules, refund_rules  # noqa: F401  (they register the books' rules)
 from leases.ledger.books import BOOKS, Book, Record
 from leases.ledger.resource_rows import ResourceRows
 

@@ -243,3 +243,43 @@ def test_a_refund_resting_on_a_refund_changed_outside_zuka_is_refused(
     r = z("lease", "refund", "n", "--amount", "71000", "--on", "2026-07-20")
     assert r.code == 2 and "changed outside zuka" in r.err, r.err
     assert ledger_path.read_bytes() == before
+
+
+def test_an_import_keeps_the_books_date_rules_and_counts_a_top_up_once(
+    z: Cli, ledger_path: Path, tmp_path: Path
+) -> None:
+    """`zuka import` wrote a refund dated 2027, an invoice issued in 2030 and a top-up of
+    2029, which the commands refuse; and the same export imported twice counted its top-ups
+    twice."""
+    led = _ledger(z, ledger_path)
+    led.add_book("balance", {"provider_id": led.provider("P").id, "kind": "topup",
+                             "amount": "5000", "at": "2026-08-01T09:00:00+08:00"})  # fmt: skip
+    data = led.export_records()
+    other = Ledger.open(tmp_path / "o.db")
+    other.import_records({"providers": data["providers"]})
+    for books_only in (
+        {"balance_entries": [{**data["balance_entries"][0], "at": "2029-01-01T00:00:00+08:00"}]},
+        {
+            "invoices": [
+                {
+                    "provider": "P",
+                    "number": "1",
+                    "issued_on": "2030-01-01",
+                    "period_start": "2026-08-01",
+                    "period_end": "2026-09-01",
+                    "amount": "1",
+                    "vat_rate": "6%",
+                }
+            ]
+        },  # fmt: skip
+    ):
+        with pytest.raises(InputError) as exc:
+            other.import_records(books_only)
+        assert "in the future" in exc.value.reason
+    assert (
+        other.import_records({"balance_entries": data["balance_entries"]})["balance_entries"] == 1
+    )
+    with pytest.raises(InputError) as exc:
+        other.import_records({"balance_entries": data["balance_entries"]})
+    assert "recorded already" in exc.value.reason
+    assert len(other.book_rows("balance")) == 1

@@ -1,0 +1,69 @@
+"""The books' rules that hold whoever writes (the CLI, `zuka import`, the API): nothing
+recorded as having happened is dated in the future, and a prepaid balance entry is not
+recorded twice. leases.ledger.books runs them in the write's transaction.
+
+A day in the future is one after today anywhere on Earth (UTC+14): the rule needs no time
+zone, and a command that knows the billing zone says it sooner and closer (leases.app).
+A moment is in the future past the ledger's clock, with a minute's slack for clocks that
+disagree."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from leases.core.errors import InputError
+from leases.ledger.books import BOOKS, Record
+
+_EARTH_AHEAD = timedelta(hours=14)  # the last time zone to start a day: UTC+14
+_SLACK = timedelta(minutes=1)
+
+# Of each book: the day (YYYY-MM-DD) that says when something happened, and in words.
+_DAYS = {
+    "deposit_refund": ("refunded_on", "a refund"),
+    "invoice": ("issued_on", "an invoice's issue day"),
+    "offer": ("quoted_on", "the day an offer was quoted"),
+}
+
+
+def _now(ledger: Any) -> datetime:
+    return ledger.clock().astimezone(UTC)
+
+
+def not_a_future_day(field: str, what: str) -> Any:
+    def rule(ledger: Any, rec: Record, row_id: int | None) -> None:
+        latest = (_now(ledger) + _EARTH_AHEAD).date().isoformat()
+        if rec[field] > latest:
+            raise InputError(
+                field, rec[field], f"is in the future: {what} is recorded once it happened"
+            )
+
+    return rule
+
+
+def balance_entry(ledger: Any, rec: Record, row_id: int | None) -> None:
+    """A top-up or reading not in the future, and not the same as one recorded: the same
+    provider, kind and moment (an export imported twice would count its top-ups twice)."""
+    at = datetime.fromisoformat(str(rec["at"]))
+    if at.astimezone(UTC) > _now(ledger) + _SLACK:
+        raise InputError(
+            "at", rec["at"], "is in the future: record what happened, when it happened"
+        )
+    same = ledger.rows(
+        "SELECT id, at FROM balance_entries WHERE provider_id = ? AND kind = ? AND id IS NOT ?",
+        [rec["provider_id"], rec["kind"], row_id],
+    )
+    for row in same:
+        if datetime.fromisoformat(str(row["at"])) == at:
+            what = "top-up" if rec["kind"] == "topup" else "reading"
+            raise InputError(
+                "at",
+                rec["at"],
+                f"a {what} of this provider at this moment is recorded already (entry"
+                f" {row['id']}): the same one twice? (an export imported twice)",
+            )
+
+
+for _entity, (_field, _what) in _DAYS.items():
+    BOOKS[_entity].rules.append(not_a_future_day(_field, _what))
+BOOKS["balance"].rules.append(balance_entry)

@@ -20,6 +20,7 @@ from leases.core.textsafe import visible
 from leases.ledger.books import Record
 from leases.ledger.store import Ledger
 from leases.money import quote
+from leases.money.amounts import money
 
 # An offer's fields as the command line names them: record key -> flag.
 OFFER_FLAGS = {
@@ -62,8 +63,10 @@ def today_in(ledger: Ledger, config: Config) -> date:
 
 
 def valid_on(offer: Mapping[str, Any], day: date) -> bool:
-    """Still valid that day: no end, or valid_until on or after it."""
-    until = offer.get("valid_until")
+    """Valid that day: quoted on or before it, and no end or valid_until on or after it."""
+    until, quoted = offer.get("valid_until"), offer.get("quoted_on")
+    if quoted is not None and str(quoted) > day.isoformat():
+        return False
     return until is None or str(until) >= day.isoformat()
 
 
@@ -142,9 +145,25 @@ def offer_option(r: Mapping[str, Any]) -> quote.Option:
     )
 
 
+RENTED = "already rented (its cards are in use: this prices more cards on the same terms)"
+
+
+def _lease_terms(le: Lease) -> str:
+    """A current lease's own terms in words: RENTED, then its term and deposit."""
+    words = [RENTED]
+    if le.end is not None:
+        words.append(f"{le.billing_type.value} {le.start.date()} to {le.end.date()}")
+    if le.min_commitment is not None:
+        words.append(f"minimum {le.min_commitment:,} {quote.UNIT_WORDS[le.billing_type]}s")
+    if le.deposit is not None:
+        words.append(f"deposit {money(le.deposit, le.currency)}")
+    return ", ".join(words)
+
+
 def lease_options(ledger: Ledger, model: str, at: datetime) -> list[quote.Option]:
-    """What the lab pays now for the model: its current leases' terms (no minimum term nor
-    deposit: those were the lease's own, already met and paid)."""
+    """What the lab pays now for the model: its current leases, priced on their own terms
+    (the minimum commitment and deposit of the lease: more cards on them would be a new
+    contract), marked already rented."""
     nodes = {n.id: n for n in ledger.nodes() if n.id is not None}
     providers = {p.name: p for p in ledger.providers()}
     out: list[quote.Option] = []
@@ -163,9 +182,10 @@ def lease_options(ledger: Ledger, model: str, at: datetime) -> list[quote.Option
                 unit_price=le.unit_price,
                 currency=le.currency,
                 gpus=le.cards_billed or node.gpu_count or None,
-                min_term=None,
-                deposit=None,
+                min_term=le.min_commitment,
+                deposit=le.deposit,
                 region=prov.region if prov is not None else "",
+                rented=_lease_terms(le),
             )
         )
     return out
@@ -185,14 +205,19 @@ def _known_models(ledger: Ledger, at: datetime) -> list[str]:
         for le in billing_at(ledger, at)
         if le.node_id in nodes and nodes[le.node_id].gpu_model
     ]
-    return sorted({gpu_key(t) for t in typed} - {""})
+    first: dict[str, str] = {}
+    for t in typed:
+        first.setdefault(gpu_key(t), visible(t.strip(), 40))
+    first.pop("", None)
+    return [first[k] for k in sorted(first)]  # as first typed ("RTX 4090", not "4090")
 
 
 def allowed_regions(
     config: Config, project: str | None, region: str | None
 ) -> tuple[tuple[str, ...] | None, str]:
     """The data regions a job may use, and who says so: the project's [projects.NAME]
-    regions, narrowed to --region when given."""
+    regions, narrowed to --region when given (which must then be one of them); --region
+    alone allows only that region."""
     regions: tuple[str, ...] | None = None
     rule = ""
     if project is not None:
@@ -231,8 +256,12 @@ def quote_job(
     valid = [r for r in offers if valid_on(r, day)]
     options = [offer_option(r) for r in valid] + lease_options(ledger, name, at)
     if not options:
+        if offers and all(str(r["quoted_on"]) > day.isoformat() for r in offers):
+            first = min(str(r["quoted_on"]) for r in offers)
+            raise InputError("model", model, f"no offer for it was quoted by {day} (the first on"
+                             f" {first}) and no current lease has it")  # fmt: skip
         if offers:
-            last = max(str(r["valid_until"]) for r in offers)
+            last = max(str(r["valid_until"]) for r in offers if r["valid_until"] is not None)
             raise InputError("model", model, f"every offer for it expired (the last on {last})"
                              " and no current lease has it: add a fresh quote")  # fmt: skip
         known = ", ".join(_known_models(ledger, at)) or "none yet (zuka offer add)"

@@ -17,11 +17,15 @@ Cash up front: the first payment (one period for all machines of a prepaid optio
 for pay-as-you-go, billed as it runs) and the deposit.
 
 Options are ranked by cost: first those allowed (data region allowed for the project, and
-in the quote's currency), then those in another currency (never added to or compared with
-the quote's), then those whose region is not allowed; the cheapest is the first allowed.
+in the quote's currency), then the lab's own leases on a period's terms (a monthly or
+contract lease already rented: more cards on its terms would need a new contract, so it is
+listed, never ranked first), then those in another currency (never added to or compared
+with the quote's), then those whose region is not allowed; the cheapest is the first
+allowed. A lease billed pay-as-you-go is ranked with the offers.
 The break-even of each monthly (or contract) option against each pay-as-you-go one of the
 same currency is the hours of use a month above which the month costs less
-(leases.money.verdict.break_even_hours, per machine of the monthly option).
+(leases.money.verdict.break_even_hours, per machine of the monthly option); above a quote's
+month (720 h) there is none: the pay-as-you-go option costs less at every hour of it.
 """
 
 from __future__ import annotations
@@ -115,6 +119,12 @@ class Option:
     min_term: int | None  # in billing units
     deposit: Decimal | None
     region: str
+    rented: str = ""  # a current lease's own terms in words; "" for an offer
+
+    @property
+    def new_contract(self) -> bool:
+        """A lease already rented on a period's terms: more cards need a new contract."""
+        return bool(self.rented) and self.billing_type not in PAY_AS_YOU_GO
 
 
 @dataclass(frozen=True)
@@ -129,7 +139,7 @@ class Priced:
     first_payment: Decimal
     allowed: bool  # its data region is allowed
     compared: bool  # in the quote's currency
-    why: str  # why it is not allowed, or not compared ("" when it is)
+    why: str  # a lease's terms; why it is not allowed, compared or ranked ("" for none)
 
     @property
     def unit(self) -> str:
@@ -141,7 +151,11 @@ class Priced:
 
     @property
     def rank(self) -> int:
-        return 0 if self.allowed and self.compared else 1 if self.allowed else 2
+        if not self.allowed:
+            return 3
+        if not self.compared:
+            return 2
+        return 1 if self.option.new_contract else 0
 
 
 def price(option: Option, work: Job) -> tuple[int, Decimal, Decimal, bool, Decimal]:
@@ -182,7 +196,8 @@ class BreakEven:
 
     monthly: Option
     hourly: Option
-    hours: Decimal
+    hours: Decimal | None  # None: more than a quote's month has (see `reason`)
+    reason: str = ""  # why there is no break-even ("" when there is one)
 
 
 def card_hour_price(option: Option) -> Decimal:
@@ -201,7 +216,14 @@ def break_evens(options: Sequence[Option]) -> list[BreakEven]:
         for h in options:
             if h.billing_type in PAY_AS_YOU_GO and h.currency == m.currency:
                 hours = break_even_hours(m.unit_price, card_hour_price(h), m.gpus or 1)
-                out.append(BreakEven(m, h, hours))
+                if hours > QUOTE_MONTH_HOURS:
+                    why = (
+                        f"{h.label} costs less even at every hour of a month"
+                        f" ({QUOTE_MONTH_HOURS} h: a quote's month is 30 days)"
+                    )
+                    out.append(BreakEven(m, h, None, why))
+                else:
+                    out.append(BreakEven(m, h, hours))
     return out
 
 
@@ -247,13 +269,15 @@ def quote(
         machines, units, cost, binds, first = price(o, work)
         allowed = _region_ok(o, regions)
         compared = o.currency == currency
+        notes = [o.rented] if o.rented else []
         if not allowed:
             where = f"region {o.region}" if o.region else "no region recorded"
-            why = f"not allowed for {rule} ({where})"
+            notes.append(f"not allowed for {rule} ({where})")
         elif not compared:
-            why = f"in {o.currency}: not compared with {currency}"
-        else:
-            why = ""
+            notes.append(f"in {o.currency}: not compared with {currency}")
+        elif o.new_contract:
+            notes.append("more cards need a new contract: never ranked first")
+        why = "; ".join(notes)
         priced.append(Priced(o, machines, units, cost, binds, first, allowed, compared, why))
     priced.sort(key=lambda p: (p.rank, p.cost, p.option.label))
     return Quote(

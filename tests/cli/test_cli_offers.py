@@ -120,16 +120,18 @@ def test_plan_job_prices_what_the_lab_pays_now_beside_the_offers(cli: Cli) -> No
     got = [(o["option"], o["cost"]) for o in doc["options"]]
     assert got == [("lease h1", "86400.00"), ("offer 1", "91008.00")]
     assert (doc["cheapest"], doc["saves"]) == ("lease h1", "4608.00")
-    # Before the lease began (2026-07-15) only the offer prices the job
-    early = json.loads(cli("plan", "job", "--model", "h800", "--cards", "8", "--hours", "720",
-                           "--on", "2026-07-15", "--json").out)  # fmt: skip
-    assert [o["option"] for o in early["options"]] == ["offer 1"]
+    # Before the lease began (2026-07-15) nothing prices the job: the offer was quoted
+    # on 2026-11-01, after that day
+    early = cli("plan", "job", "--model", "h800", "--cards", "8", "--hours", "720",
+                "--on", "2026-07-15", "--json")  # fmt: skip
+    assert early.code == 2
+    assert "no offer for it was quoted by 2026-07-15 (the first on 2026-11-01)" in early.err
 
 
 @pytest.mark.parametrize(
     ("args", "named"),
     [
-        (("--model", "A100", "--cards", "8", "--hours", "10"), "models: H800"),
+        (("--model", "A100", "--cards", "8", "--hours", "10"), "models: h800"),  # as typed
         (("--model", "H800", "--cards", "0", "--hours", "10"), "--cards"),
         (("--model", "H800", "--cards", "8", "--hours", "1,5"), "--hours"),
         (("--model", "H800", "--cards", "8", "--hours", "0"), "--hours"),

@@ -89,7 +89,12 @@ def add(sub: Any, plans: Any, cmd: Cmd) -> None:
         metavar="DAYS",
         help="the hours are spread over this many days (default: back-to-back)",
     )
-    p.add_argument("--region", metavar="R", help="only this data region allowed")
+    p.add_argument(
+        "--region",
+        metavar="R",
+        help="allow only this data region; with --project it narrows the project's regions"
+        " to R, which must be one of them",
+    )
     p.add_argument(
         "--project", metavar="P", help="check the project's allowed regions ([projects.P] regions)"
     )

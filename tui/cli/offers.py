@@ -78,12 +78,15 @@ def offer_list(args: argparse.Namespace, out: TextIO) -> int:
     for r in rows:
         o = r.offer
         until = o["valid_until"] or "-"
+        if not r.valid:
+            later = str(o["quoted_on"]) > day.isoformat()
+            until = f"{until} (quoted later)" if later else f"{until} (expired)"
         table.append((
             o["id"], o["provider"], o["channel"], o["gpu_model"], o["gpus"] or "-",
             o["billing_type"], price_text(Decimal(o["unit_price"]), o["currency"]),
             o["min_term"] or "-",
             "-" if o["deposit"] is None else money(Decimal(o["deposit"]), o["currency"]),
-            o["region"] or "-", o["quoted_on"], until if r.valid else f"{until} (expired)",
+            o["region"] or "-", o["quoted_on"], until,
         ))  # fmt: skip
     headers = ("ID", "PROVIDER", "CHANNEL", "GPU MODEL", "GPUS", "BILLING", "PRICE", "MIN TERM",
                "DEPOSIT", "REGION", "QUOTED", "VALID UNTIL")  # fmt: skip
@@ -159,7 +162,8 @@ def quote_json(q: quote.Quote) -> dict[str, Any]:
             {
                 "monthly": b.monthly.label,
                 "hourly": b.hourly.label,
-                "hours_a_month": str(to_step(b.hours, HUNDREDTH)),
+                "hours_a_month": None if b.hours is None else str(to_step(b.hours, HUNDREDTH)),
+                "reason": b.reason or None,
             }
             for b in q.break_evens
         ],
@@ -183,11 +187,10 @@ def quote_lines(q: quote.Quote) -> list[str]:
     rows = []
     for p in q.options:
         o = p.option
-        per = (
-            f" per {o.gpus}-card machine"
-            if o.gpus and o.billing_type is not BillingType.CARD_HOUR
-            else ""
-        )
+        if o.billing_type is BillingType.CARD_HOUR:
+            per = " a card-hour"
+        else:
+            per = f" per {o.gpus}-card machine" if o.gpus else " per card"
         term = "-" if o.min_term is None else f"{o.min_term:,}" + (" (binds)" if p.min_term_binds
                                                                   else "")  # fmt: skip
         rows.append((
@@ -225,8 +228,8 @@ def quote_lines(q: quote.Quote) -> list[str]:
             lines.append(
                 f"  {b.monthly.label} ({price_text(b.monthly.unit_price, b.monthly.currency)} a"
                 f" month, {cards} cards) against {b.hourly.label} ({_per_machine(b)} an hour for"
-                f" {cards} cards):"
-                f" {bare(to_step(b.hours, HUNDREDTH))} h"
+                f" {cards} cards): "
+                + (b.reason if b.hours is None else f"{bare(to_step(b.hours, HUNDREDTH))} h")
             )
     return lines
 

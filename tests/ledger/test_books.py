@@ -271,7 +271,7 @@ def test_an_import_keeps_the_books_date_rules_and_counts_a_top_up_once(
                     "vat_rate": "6%",
                 }
             ]
-        },  # fmt: skip
+        },
     ):
         with pytest.raises(InputError) as exc:
             other.import_records(books_only)

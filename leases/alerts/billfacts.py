@@ -41,7 +41,8 @@ def month_lines(
     hi = (until + timedelta(days=1)).date().isoformat()
     sql = (
         "SELECT l.bill_id, l.line_no, p.name, l.period_start, l.resource_id, l.product,"
-        " l.kind, l.amount, l.currency FROM bill_lines l JOIN bills b ON b.id = l.bill_id"
+        " l.kind, l.amount, l.currency, l.period_end FROM bill_lines l"
+        " JOIN bills b ON b.id = l.bill_id"
         " JOIN providers p ON p.id = b.provider_id WHERE l.period_start >= ?"
         " AND l.period_start < ?"
     )
@@ -50,13 +51,14 @@ def month_lines(
         sql += " AND p.name = ?"
         params.append(provider)
     out: list[BillLine] = []
-    for bill_id, no, prov, start, rid, product, kind, amount, currency in ledger.conn.execute(
+    for bill_id, no, prov, start, rid, product, kind, amount, currency, end in ledger.conn.execute(
         sql + " ORDER BY l.bill_id, l.line_no", params
     ):
         at = datetime.fromisoformat(start)
         if since <= at < until:
+            upto = datetime.fromisoformat(end) if end else None
             out.append(
-                BillLine(bill_id, no, prov, at, rid, product, kind, Decimal(amount), currency)
+                BillLine(bill_id, no, prov, at, rid, product, kind, Decimal(amount), currency, upto)
             )
     return out
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -22,8 +22,9 @@ from leases.core.textsafe import visible
 from leases.ledger import books
 from leases.ledger.store import Ledger
 from leases.money import report
+from leases.money.amounts import fen_shown, money
 from leases.money.bills import aliyun, awscur, mapped, table
-from leases.money.bills.reconcile import Reconciliation, tolerance
+from leases.money.bills.reconcile import APART_KINDS, Reconciliation, tolerance
 
 PRESETS = {aliyun.NAME: aliyun, awscur.NAME: awscur}
 MONTH_SLACK = timedelta(days=1)  # a bill kept in UTC, read in Asia/Shanghai
@@ -104,13 +105,37 @@ class Imported:
     lines: int
     months: tuple[str, ...]
     total: dict[str, str]  # currency -> sum of the lines
+    rows: int = 0  # the file's data rows read (an Aliyun voucher adds a line to its row)
+    # (what, currency) -> sum: what is "payable" (the lines bill check compares: usage,
+    # subscription, refund, other), "credits" (credits and discounts: vouchers) or "tax"
+    sums: dict[tuple[str, str], Decimal] = field(default_factory=dict)
 
     def said(self, provider: str) -> str:
-        sums = ", ".join(f"{v} {k}" for k, v in sorted(self.total.items()))
+        words = {"payable": "payable", "credits": "credits and vouchers", "tax": "tax"}
+        parts = [
+            f"{words[what]} {money(amount, code)}"
+            for what in ("payable", "credits", "tax")
+            for (w, code), amount in sorted(self.sums.items())
+            if w == what and (amount or what == "payable")
+        ]
+        how = " (a voucher is a line of its own)" if self.lines > self.rows else ""
         return (
-            f"imported bill {self.record['id']} for {provider}: {self.lines} lines"
-            f" ({self.record['format']}; {', '.join(self.months)}; {sums})"
+            f"imported bill {self.record['id']} for {provider}: {self.rows} rows read,"
+            f" {self.lines} lines{how} ({self.record['format']}; {', '.join(self.months)};"
+            f" {', '.join(parts)})"
         )
+
+
+def bill_sums(lines: list[tuple[str, str, Decimal]]) -> dict[tuple[str, str], Decimal]:
+    """(kind, currency, amount) of a bill's lines -> (payable/credits/tax, currency) -> sum,
+    as `zuka bill check` counts them (payable before vouchers; credits apart)."""
+    out: dict[tuple[str, str], Decimal] = {}
+    for kind, code, amount in lines:
+        what = "credits" if kind in APART_KINDS else "tax" if kind == "tax" else "payable"
+        out[(what, code)] = out.get((what, code), Decimal(0)) + amount
+    for _what, code in list(out):
+        out.setdefault(("payable", code), Decimal(0))
+    return out
 
 
 def import_bill(
@@ -178,7 +203,11 @@ def import_bill(
     total: dict[str, Decimal] = {}
     for r in checked:
         total[r["currency"]] = total.get(r["currency"], Decimal(0)) + Decimal(r["amount"])
-    return Imported(rec, len(checked), tuple(months), {k: str(v) for k, v in total.items()})
+    sums = bill_sums([(r["kind"], r["currency"], Decimal(r["amount"])) for r in checked])
+    rows = len({line["source_line"] for line in lines})
+    return Imported(
+        rec, len(checked), tuple(months), {k: str(v) for k, v in total.items()}, rows, sums
+    )
 
 
 def _refuse_other_providers(ledger: Ledger, provider: str, ids: list[str]) -> None:
@@ -205,21 +234,42 @@ def _refuse_other_providers(ledger: Ledger, provider: str, ids: list[str]) -> No
         )
 
 
-def list_bills(ledger: Ledger) -> list[dict[str, Any]]:
-    """Every imported bill: its id, provider, format, file, when, lines."""
+def list_bills(ledger: Ledger, tz: str) -> list[dict[str, Any]]:
+    """Every imported bill: its id, provider, format, file, when (also in the billing zone
+    tz), lines, the months its lines start in (tz), and its sums as bill check counts them:
+    payable (before vouchers), credits and tax, per currency."""
     names = {p.id: p.name for p in ledger.providers()}
-    return [
-        {
-            "id": r["id"],
-            "provider": names.get(r["provider_id"], "?"),
-            "format": r["format"],
-            "source": r["source"],
-            "imported_at": r["imported_at"],
-            "lines": r["line_count"],
-            "sha256": r["sha256"],
-        }
-        for r in ledger.book_rows("bill")
-    ]
+    zone = ZoneInfo(tz)
+    out = []
+    for r in ledger.book_rows("bill"):
+        got = ledger.conn.execute(
+            "SELECT kind, currency, amount, period_start FROM bill_lines WHERE bill_id = ?",
+            [r["id"]],
+        ).fetchall()
+        sums = bill_sums([(k, c, Decimal(a)) for k, c, a, _ in got])
+        months = sorted({f"{datetime.fromisoformat(at).astimezone(zone):%Y-%m}" for *_, at in got})
+        out.append(
+            {
+                "id": r["id"],
+                "provider": names.get(r["provider_id"], "?"),
+                "format": r["format"],
+                "source": r["source"],
+                "imported_at": r["imported_at"],
+                "imported_local": datetime.fromisoformat(r["imported_at"])
+                .astimezone(zone)
+                .isoformat(),
+                "lines": r["line_count"],
+                "months": months,
+                "payable": {
+                    c: str(fen_shown(a)) for (w, c), a in sorted(sums.items()) if w == "payable"
+                },
+                "credits": {
+                    c: str(fen_shown(a)) for (w, c), a in sorted(sums.items()) if w == "credits"
+                },
+                "sha256": r["sha256"],
+            }
+        )
+    return out
 
 
 def delete_bill(ledger: Ledger, bill_id: int) -> dict[str, Any]:

@@ -15,6 +15,12 @@ CHECK_HELP = (
     " input (no bill for the month, an unknown provider)"
 )
 
+IMPORT_EPILOG = (
+    "aliyun: the bill detail CSV (its Chinese header, columns read by name);"
+    " assets/bills/aliyun-2026-11.csv in zuka's checkout holds the exact published header."
+    " A file lacking columns the format needs is refused, naming every missing column."
+)
+
 
 def add_bill_commands(
     sub: Any,
@@ -29,6 +35,7 @@ def add_bill_commands(
         lazy.bill_import,
         "read a provider's bill export (aliyun, aws_cur, or a [bills.NAME] mapping)",
     )
+    p.epilog = IMPORT_EPILOG
     p.add_argument("file", help="the CSV the provider's console or report wrote")
     p.add_argument("--provider", required=True, help="the provider it is from")
     p.add_argument(

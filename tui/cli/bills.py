@@ -35,8 +35,9 @@ def bill_import(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def bill_list(args: argparse.Namespace, out: TextIO) -> int:
+    tz = load_user_config(args.config).billing.tz
     with open_ledger(args, readonly=True) as ledger:
-        found = bills.list_bills(ledger)
+        found = bills.list_bills(ledger, tz)
     if args.json:
         output.dump_json(found, out)
         return 0
@@ -44,20 +45,23 @@ def bill_list(args: argparse.Namespace, out: TextIO) -> int:
         out.write("no bills imported: zuka bill import FILE --provider NAME\n")
         return 0
     output.table(
-        ("ID", "PROVIDER", "FORMAT", "FILE", "IMPORTED", "LINES"),
+        ("ID", "PROVIDER", "FORMAT", "FILE", f"IMPORTED ({tz})", "MONTHS", "LINES", "PAYABLE"),
         [
             (
                 b["id"],
                 visible(b["provider"]),
                 b["format"],
                 visible(b["source"], 40),
-                b["imported_at"][:16].replace("T", " "),
+                b["imported_local"][:16].replace("T", " "),
+                ", ".join(b["months"]),
                 b["lines"],
+                ", ".join(money(Decimal(a), c) for c, a in b["payable"].items()),
             )
             for b in found
         ],
         out,
     )
+    out.write("PAYABLE: before vouchers and credits, as zuka bill check counts the bill\n")
     return 0
 
 
@@ -110,6 +114,7 @@ def check_json(rec: Reconciliation) -> dict[str, Any]:
                 "credits_discounts": _d(r.apart),
                 "tax": _d(r.tax),
                 "lines": r.lines,
+                "allowed": _d(r.allowed),
                 "state": r.state,
                 "other_currencies": list(r.others),
             }
@@ -140,9 +145,21 @@ def write_check(rec: Reconciliation, out: TextIO) -> None:
         f"bill check {rec.month} ({', '.join(map(visible, rec.providers))});"
         f" tolerance {rec.tolerance.said()}\n\n"
     )
-    if rec.rows:
+    if not rec.rows:
+        out.write(f"no lease of {', '.join(map(visible, rec.providers))} charged in {rec.month}\n")
+    else:
         output.table(
-            ("NODE", "LEASE FROM", "PROVIDER", "ZUKA", "BILL", "DIFFERENCE", "CREDITS", "STATE"),
+            (
+                "NODE",
+                "LEASE FROM",
+                "PROVIDER",
+                "ZUKA",
+                "BILL",
+                "DIFFERENCE",
+                "TOLERANCE",
+                "CREDITS",
+                "STATE",
+            ),
             [
                 (
                     visible(r.node, 30),
@@ -151,6 +168,7 @@ def write_check(rec: Reconciliation, out: TextIO) -> None:
                     money(r.zuka, r.currency),
                     money(r.billed, r.currency),
                     money(r.difference, r.currency),
+                    "±" + money(r.allowed, r.currency),
                     money(r.apart, r.currency) if r.apart else "",
                     r.state + (f" (+{', '.join(r.others)})" if r.others else ""),
                 )

@@ -3,7 +3,9 @@
 The header followed is the one Aliyun pushes to OSS in Chinese (41 columns, the
 billing-item detail, UID_BillingItemDetail_YYYYMM), as its own SLS Java SDK reads it:
 repository aliyun/aliyun-log-java-sdk, file
-src/test/java/com/aliyun/openservices/log/functiontest/IngestionFunctionTest.java. Each
+src/test/java/com/aliyun/openservices/log/functiontest/IngestionFunctionTest.java (the
+checkout's assets/bills/aliyun-2026-11.csv holds it exactly; a file lacking columns is
+refused naming all of them). Each
 field's meaning: https://help.aliyun.com/document_detail/89133.html ("详单文件格式 /
 实例结算周期明细"; English: https://www.alibabacloud.com/help/doc-detail/89133.html). The
 line types: https://alibabacloud.com/help/tc/user-center/user-guide/bill-flow (預付費訂單,

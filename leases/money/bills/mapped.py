@@ -2,8 +2,12 @@
 names the file's column for each of a bill line's fields (leases.config.bills reads and
 checks it), and `zuka bill import FILE --format NAME` reads the file by those names.
 
-Keys (MAPPING_KEYS): resource_id, amount, and either period_start (with period_end, else
-the line is a moment) or period (a month, YYYY-MM); currency (a column) or currency_code
+Keys (MAPPING_KEYS): resource_id, amount, and either period_start (with period_end) or
+period (a month, YYYY-MM: the whole month). period_end is inclusive when it is a date
+(From 2026-11-01 To 2026-11-30 is all November, to 12-01 00:00) and exclusive when it is a
+moment with a time of day (To 2026-12-01 00:00 ends as November does); without period_end
+(or where its cell is empty) a line is its start's whole day when the start is a date,
+else that moment. currency (a column) or currency_code
 (a fixed code, CNY by default); product, description, region, kind (a column whose values
 are usage, subscription, credit, discount, tax, refund or other; empty: usage),
 list_amount (columns); date_format (strptime's, for the date columns; default ISO 8601);
@@ -58,6 +62,17 @@ def problems(mapping: Mapping[str, object]) -> list[str]:
     return out
 
 
+# strptime's directives that give a time of day
+_TIME_DIRECTIVES = ("%H", "%I", "%M", "%S", "%X", "%c", "%T", "%R", "%p")
+
+
+def _date_only(cell: str, fmt: str) -> bool:
+    """Whether a date cell holds a day and no time of day."""
+    if fmt:
+        return not any(d in fmt for d in _TIME_DIRECTIVES)
+    return ":" not in cell
+
+
 def parse(
     t: Table, mapping: Mapping[str, str], name: str, *, tz: str, currency: str = "CNY"
 ) -> list[dict[str, object]]:
@@ -73,11 +88,14 @@ def parse(
     for row in t.rows:
         if "period_start" in mapping:
             start = table.moment(row, mapping["period_start"], tz, fmt)
-            end = (
-                table.moment(row, mapping["period_end"], tz, fmt)
-                if mapping.get("period_end") and row.get(mapping["period_end"])
-                else start
-            )
+            if mapping.get("period_end") and row.get(mapping["period_end"]):
+                end = table.moment(row, mapping["period_end"], tz, fmt)
+                if end >= start and _date_only(row.get(mapping["period_end"]), fmt):
+                    end = table.next_day(end)  # inclusive: the day's end
+            elif _date_only(row.get(mapping["period_start"]), fmt):
+                end = table.next_day(start)
+            else:
+                end = start
         else:
             start, end = table.month_span(row.get(mapping["period"]), tz, row, mapping["period"])
         kind = row.get(mapping["kind"]).lower() if "kind" in mapping else ""

@@ -3,10 +3,13 @@
 Each bill line is matched to a lease by its resource id, compared case-sensitively once
 trimmed: a node's instance_id (`zuka node edit --instance-id`), or a resource's native_id
 (a disk, snapshot or EIP of a lease). Only the nodes of the bill's own provider match. A
-node's line goes to the lease whose span covers the line's period start (in a renewal
-chain, the lease billing then); a resource's line to the lease it belongs to (a storage
+node's line goes to the lease (a renewal chain counted as one, as the rows are) whose span
+overlaps the line's period the most: a daily line from 00:00 matches a lease started at
+10:00 that day, a month's line a lease started in the month (a line that is a moment
+matches the lease billing then); a resource's line to the lease it belongs to (a storage
 line bills after its lease ends too). A line whose resource id matches nothing, or a
-node's line outside all its leases, is unmatched: the instance or disk nobody recorded.
+node's line overlapping none of its leases, is unmatched: the instance or disk nobody
+recorded.
 Lines without a resource id (an account's credit, its tax) are the account's, shown apart.
 
 Per report row (a renewal chain, leases.money.report): zuka's figure is the row's cash,
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from leases.core import fields
@@ -45,12 +48,14 @@ class Tolerance:
     amount: Decimal | None = None
     share: Decimal | None = None
 
-    def allows(self, difference: Decimal, charged: Decimal) -> bool:
+    def limit(self, charged: Decimal) -> Decimal:
+        """How far a figure may differ from zuka's `charged` and still agree."""
         if self.amount is None and self.share is None:
-            limit = max(DEFAULT_ABS, abs(charged) * DEFAULT_PCT)
-        else:
-            limit = max(self.amount or ZERO, abs(charged) * (self.share or ZERO))
-        return abs(difference) <= limit
+            return max(DEFAULT_ABS, abs(charged) * DEFAULT_PCT)
+        return max(self.amount or ZERO, abs(charged) * (self.share or ZERO))
+
+    def allows(self, difference: Decimal, charged: Decimal) -> bool:
+        return abs(difference) <= self.limit(charged)
 
     def said(self) -> str:
         if self.amount is None and self.share is None:
@@ -89,6 +94,7 @@ class BillLine:
     kind: str
     amount: Decimal
     currency: str
+    period_end: datetime | None = None  # None, or the start: the line is a moment
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,7 @@ class RowCheck:
     lines: int
     ok: bool
     others: tuple[str, ...] = ()  # lines in another currency: "USD 12.5"
+    allowed: Decimal = ZERO  # the tolerance as an amount: |difference| up to it agrees
 
     @property
     def difference(self) -> Decimal:
@@ -152,9 +159,16 @@ class Reconciliation:
         return not self.differing and not self.unmatched
 
 
-def _covers(le: Lease, at: datetime) -> bool:
+def _overlap(le: Lease, ln: BillLine) -> timedelta | None:
+    """How long the lease's span and the line's period share; None when they share
+    nothing. A line that is a moment shares a zero length with the lease billing then."""
     stop = le.ended_at or le.end
-    return le.start <= at and (stop is None or at < stop)
+    start, end = ln.period_start, ln.period_end or ln.period_start
+    if end <= start:
+        covers = le.start <= start and (stop is None or start < stop)
+        return timedelta(0) if covers else None
+    shared = (end if stop is None else min(end, stop)) - max(start, le.start)
+    return shared if shared > timedelta(0) else None
 
 
 def reconcile(
@@ -207,10 +221,7 @@ def reconcile(
         if lease is None:
             node = by_instance.get((ln.provider, rid))
             if node is not None and node.id is not None:
-                lease = next(
-                    (le for le in node_leases.get(node.id, []) if _covers(le, ln.period_start)),
-                    None,
-                )
+                lease = _most_overlap(node_leases.get(node.id, []), ln, chain_of)
                 why = f"node {node.name} has no lease then"
         if lease is None or lease.id not in chain_of:
             missing.setdefault((ln.provider, rid), []).append((ln, why))
@@ -237,6 +248,26 @@ def reconcile(
         for (prov, rid), got in sorted(missing.items())
     ]
     return Reconciliation(month, providers, tuple(checks), tuple(unmatched), account, tol)
+
+
+def _most_overlap(
+    leases: Sequence[Lease], ln: BillLine, chain_of: Mapping[int, tuple[int | None, datetime]]
+) -> Lease | None:
+    """Of the node's leases, one of the chain sharing the most of the line's period (the
+    earliest chain on a tie); None when none overlaps it."""
+    shared: dict[tuple[int | None, datetime], timedelta] = {}
+    first: dict[tuple[int | None, datetime], Lease] = {}
+    for le in sorted(leases, key=lambda le: le.start):
+        got = _overlap(le, ln)
+        if got is None or le.id is None or le.id not in chain_of:
+            continue
+        key = chain_of[le.id]
+        shared[key] = shared.get(key, timedelta(0)) + got
+        first.setdefault(key, le)
+    if not shared:
+        return None
+    best = max(sorted(shared, key=lambda k: k[1]), key=lambda k: shared[k])
+    return first[best]
 
 
 def _check(
@@ -274,4 +305,5 @@ def _check(
         lines=len(got),
         ok=ok,
         others=tuple(f"{c} {a}" for c, a in sorted(others.items())),
+        allowed=tol.limit(zuka),
     )

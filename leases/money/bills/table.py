@@ -10,7 +10,7 @@ import io
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 from zoneinfo import ZoneInfo
 
@@ -137,15 +137,20 @@ def where(row: Row, column: str) -> str:
 
 
 def missing(table: Table, columns: Sequence[str], fmt: str) -> None:
-    """Refuse a file that lacks a column the format needs, naming it."""
-    for column in columns:
-        if not table.has(column):
-            raise InputError(
-                "file",
-                None,
-                f"has no column {visible(column, 80)}: it is not {fmt}"
-                f" (its header begins {visible(', '.join(table.header[:3]), 120)})",
-            )
+    """Refuse a file that lacks columns the format needs, naming every one of them."""
+    lacking = [visible(c, 80) for c in columns if not table.has(c)]
+    if lacking:
+        said = (
+            f"has no column {lacking[0]}"
+            if len(lacking) == 1
+            else f"lacks {len(lacking)} columns: {', '.join(lacking)}"
+        )
+        raise InputError(
+            "file",
+            None,
+            f"{said}: it is not {fmt}"
+            f" (its header begins {visible(', '.join(table.header[:3]), 120)})",
+        )
 
 
 def amount(row: Row, column: str, *, required: bool = True) -> str | None:
@@ -195,6 +200,14 @@ def text(row: Row, column: str | None, key: str) -> str:
     if not column:
         return ""
     return visible(row.get(column), TEXT_BOUNDS[key])
+
+
+def next_day(at: datetime) -> datetime:
+    """The same wall-clock time a calendar day later in at's zone (its midnight after a
+    date's midnight, over a change of clock too)."""
+    zone = at.tzinfo
+    naive = at.replace(tzinfo=None) + timedelta(days=1)
+    return naive.replace(tzinfo=zone) if isinstance(zone, ZoneInfo) else at + timedelta(days=1)
 
 
 def month_span(period: str, tz: str, row: Row, column: str) -> tuple[datetime, datetime]:

@@ -27,7 +27,8 @@ _DAYS = {
 
 
 def _now(ledger: Any) -> datetime:
-    return ledger.clock().astimezone(UTC)
+    now: datetime = ledger.clock()
+    return now.astimezone(UTC)
 
 
 def not_a_future_day(field: str, what: str) -> Any:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from leases.app.changes import audit_head, which_lease
+from leases.app.untouched import refuse_outside_edits
 from leases.core import fields
 from leases.core.errors import InputError, Problems, each_error
 from leases.core.models import Lease
@@ -122,6 +123,7 @@ def edit_lease(
 ) -> tuple[Lease, str]:
     """`zuka lease edit NODE [--start PICK]`: the lease as edited and what the command says
     of it (also the dashboard's lease form)."""
+    refuse_outside_edits(ledger, node, "editing the lease", "lease", changes)
     head = audit_head(ledger)
     lease = ledger.update_lease(node, changes, start=pick_start, whole_chain=whole_chain)
     which = which_lease(ledger, lease)
@@ -139,6 +141,7 @@ def delete_lease(
 ) -> tuple[dict[str, Any], str]:
     """`zuka lease delete NODE --start WHEN`: what was deleted (the lease, its resources)
     and what the command says of it."""
+    refuse_outside_edits(ledger, node, "deleting the lease")
     bundle = ledger.delete_lease(node, start, force=force)
     went = bundle["resources"]
     tail = f" and its resources: {describe_resources(went)}" if went else ""

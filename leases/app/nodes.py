@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from leases.app.changes import audit_head
+from leases.app.untouched import refuse_outside_edits
 from leases.core.errors import InputError, Problems
 from leases.core.models import Node, Provider
 from leases.ledger import records
@@ -99,6 +100,7 @@ def edit_node(
     """`zuka node edit NAME`: the node as edited and what the command says of it (also the
     dashboard's node form)."""
     ledger.node(name)
+    refuse_outside_edits(ledger, name, "editing the node", "node", changes)
     head = audit_head(ledger)
     edited = ledger.update_node(name, changes, new_provider=new_provider(ledger, provider, channel))
     same = audit_head(ledger) == head
@@ -130,6 +132,7 @@ def restore_node(ledger: Ledger, name: str) -> tuple[Node, str]:
 
 def delete_node(ledger: Ledger, name: str, *, force: bool) -> tuple[dict[str, int], str]:
     """`zuka node delete NAME`: what went with the node (counts) and what the command says."""
+    refuse_outside_edits(ledger, name, "deleting the node")
     counts = ledger.delete_node(name, force=force)
     went = describe_counts(counts)
     tail = "" if went == "nothing" else f" with {went}"

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from leases.app.changes import audit_head, which_lease
+from leases.app.untouched import refuse_outside_edits
 from leases.ledger import records, release
 from leases.ledger.store import Ledger
 
@@ -35,6 +36,7 @@ def edit_resource(
 ) -> tuple[dict[str, Any], str]:
     """`zuka resource edit NODE --kind K --id ID`: the resource's record as edited (or
     marked deleted or verified by hand) and what the command says of it."""
+    refuse_outside_edits(ledger, node, "editing the resource", "resource", changes)
     head = audit_head(ledger)
     doc = ledger.update_resource(node, kind, native_id, changes, lease_start=lease_start)
     same = audit_head(ledger) == head

@@ -14,6 +14,7 @@ with a node is counted in the entry but not kept, so it stays gone.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -27,7 +28,7 @@ from leases.ledger.book_rows import put_lines
 from leases.ledger.books import BOOKS
 from leases.ledger.node_rows import node_row
 from leases.ledger.nodelog import UNDO
-from leases.ledger.rowaudit import stored_record
+from leases.ledger.rowaudit import own, recorded, stored_record
 from leases.ledger.store import Ledger
 
 Record = dict[str, Any]
@@ -74,6 +75,8 @@ def undo_last(
             )
         for e in unit:
             _undoable(e)
+        for e in unit:
+            _held_before(ledger, e)
         for e in reversed(unit):
             _reverse(ledger, conn, e)
         return unit
@@ -111,6 +114,38 @@ def _undoable(e: AuditEntry) -> None:
         )
     if e.entity not in _ENTITIES or e.entity_id is None or (e.before is None and e.after is None):
         raise InputError("undo", e.id, f"entry {e.id} ({e.action}) cannot be undone")
+
+
+def _held_before(ledger: Ledger, e: AuditEntry) -> None:
+    """Refuse to undo a change whose `before` is not what the chain held of the row before
+    it: the row had been changed outside zuka when the change was made (a price set to 3
+    with sqlite3, then the lease edited), and the undo would put the outside values back
+    as zuka's own, with a chain that verifies."""
+    if e.before is None or e.id is None or e.entity_id is None:
+        return
+    prior = recorded(x for x in ledger.history() if x.id is not None and x.id < e.id).get(
+        (e.entity, e.entity_id)
+    )
+    if prior is None or prior.record is None or prior.raw:
+        return  # a row the chain never held (written before the chain knew of it)
+    then = _plain(own(prior.record))
+    said = _plain(own(e.before))
+    differ = [k for k in then if k in said and then[k] != said[k]]
+    if differ:
+        k = differ[0]
+        raise InputError(
+            "undo",
+            e.id,
+            f"entry {e.id} ({e.action}) was made on a {e.entity} changed outside zuka ({k}"
+            f" {visible(json.dumps(said[k], ensure_ascii=False), 40)} then, not"
+            f" {visible(json.dumps(then[k], ensure_ascii=False), 40)} as the audit log had"
+            " it): undoing it would put values nobody recorded back as zuka's; nothing was"
+            " undone. Set the row right with zuka instead",
+        )
+
+
+def _plain(value: object) -> Any:
+    return json.loads(json.dumps(value, ensure_ascii=False, default=str))
 
 
 def _reverse(ledger: Ledger, conn: sqlite3.Connection, e: AuditEntry) -> None:

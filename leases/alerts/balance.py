@@ -22,6 +22,7 @@ from leases.core.textsafe import visible
 from leases.ledger.accounts import Account, account, account_names
 from leases.ledger.store import Ledger
 from leases.money.amounts import fen, money
+from leases.money.balances import stops_said
 
 HOLD_DAYS = Decimal(1)  # above the threshold by less than this, an open alert stays open
 
@@ -38,7 +39,7 @@ def balance_low(acc: Account, config: AlertsConfig, now: datetime) -> Iterator[A
     critical = b.amount <= 0 or run.days_left < 1
     name = visible(acc.provider)
     cur = acc.currency
-    stops = ", ".join(visible(n) for n in run.stops) or "no running pay-as-you-go node of zuka's"
+    stops = visible(stops_said(run, cur), 600) or "no running pay-as-you-go node of zuka's"
     if b.amount <= 0:
         said = f"has run out ({money(b.amount, cur)})"
     else:

@@ -15,6 +15,7 @@ from leases.ledger.accounts import Account, account, account_names
 from leases.ledger.books import Record
 from leases.ledger.store import Ledger
 from leases.money.amounts import fen_shown, money
+from leases.money.balances import stops_said
 from leases.money.periods import utc
 
 __all__ = ["Account", "account", "account_json", "account_lines", "account_names",
@@ -49,11 +50,31 @@ def topup(ledger: Ledger, name: str, amount: str, *, at: str | None = None,
 
 def set_reading(ledger: Ledger, name: str, amount: str, *, at: str | None = None,
                 notes: str | None = None, tz: str) -> tuple[Record, str]:  # fmt: skip
-    """`zuka provider balance NAME --set X`: the balance read off the provider's console."""
+    """`zuka provider balance NAME --set X`: the balance read off the provider's console,
+    and what zuka had worked out at that moment (`worked_out`, None when it had nothing
+    to work from; `gap`: the console's figure less zuka's)."""
+    when = _when(ledger, at, tz)
+    try:
+        before, why = account(ledger, name, when), "no top-up nor reading before it"
+    except InputError as exc:  # a lease whose charges cannot be worked out: still read it
+        before, why = None, f"it could not be worked out: {exc.reason}"
     prov, added = _entry(ledger, name, "reading", amount, at, notes, tz)
-    said = money(Decimal(added["amount"]), added["currency"])
-    return added, (f"recorded {prov.name}'s balance {said} as read at {added['at']}: the balance"
-                   " is worked out from it from now on")  # fmt: skip
+    cur, read = added["currency"], Decimal(added["amount"])
+    said = f"recorded {prov.name}'s balance {money(read, cur)} as read at {added['at']}"
+    if before is None:
+        added = {**added, "worked_out": None, "gap": None}
+        return added, (f"{said}: zuka had no balance to compare ({why}); the balance is"
+                       " worked out from it from now on")  # fmt: skip
+    worked = fen_shown(before.balance.amount)
+    gap = fen_shown(read - worked)
+    added = {**added, "worked_out": str(worked), "gap": str(gap)}
+    if gap:
+        way = "less" if gap < 0 else "more"
+        diff = f"the console shows {money(abs(gap), cur)} {way}"
+    else:
+        diff = "the console shows the same"
+    return added, (f"{said}; zuka had worked out {money(worked, cur)}: {diff}; the balance is"
+                   " worked out from it from now on")  # fmt: skip
 
 
 def account_json(acc: Account, tz: str) -> dict[str, Any]:
@@ -68,6 +89,7 @@ def account_json(acc: Account, tz: str) -> dict[str, Any]:
         "days_left": None if r.days_left is None else str(r.days_left.quantize(Decimal("0.01"))),
         "runs_out": None if r.runs_out is None else fields.shown(r.runs_out, tz),
         "stops_then": list(r.stops),
+        "cannot_pay": [{"node": n, "what": w, "amount": str(_fen(a))} for n, w, a in r.unpaid],
         "burning": [{"node": x.node, "what": x.what, "per_day": str(_fen(x.per_day))}
                     for x in acc.burning],
         "coming_charges": [{"node": n, "at": t.astimezone(zone).isoformat(),
@@ -100,7 +122,7 @@ def account_lines(acc: Account, tz: str) -> list[str]:
         lines.append(f"  it has run out: the provider stops {stopped}")
     else:
         assert r.runs_out is not None
-        stops = ", ".join(r.stops) or "nothing of zuka's (no running pay-as-you-go lease)"
+        stops = stops_said(r, cur) or "nothing of zuka's (no running pay-as-you-go lease)"
         lines.append(f"  {r.days_left.quantize(Decimal('0.01'))} days left: runs out"
                      f" {fields.shown(r.runs_out, tz)}; then stops: {stops}")  # fmt: skip
     for node, at, amount in acc.coming:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
-from datetime import date, timedelta
+from collections.abc import Callable, Mapping, Sequence
+from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -16,8 +16,8 @@ from leases.core.errors import InputError
 from leases.ledger.books import BOOKS, Record
 from leases.ledger.store import Ledger
 from leases.money.amounts import fen_shown, money
-from leases.money.invoices import Charged, Invoice, coverage
-from leases.money.report import Report
+from leases.money.invoices import Charged, Invoice, allot, coverage
+from leases.money.report import LeaseRow, Report
 
 _MONTH_RE = re.compile(r"([0-9]{4})-([0-9]{2})")
 
@@ -91,7 +91,8 @@ def add_invoice(ledger: Ledger, given: Mapping[str, Any], *, tz: str) -> tuple[R
     inv = invoice_of(added, prov.name, given.get("node"))
     v, cur = inv.vat, inv.currency
     return added, (
-        f"added invoice #{added['id']} {added['number']} of {prov.name}: total"
+        f"added invoice #{added['id']} {added['number']} of {prov.name}, covering"
+        f" {inv.period_start} to {inv.period_to}: total"
         f" {money(v.total, cur)} (tax {money(v.tax, cur)} at {rate_shown(inv.vat_rate)},"
         f" net {money(v.net, cur)}; tax to the fen, half up)"
     )
@@ -115,9 +116,10 @@ def delete_invoice(ledger: Ledger, row_id: int) -> tuple[Record, str]:
     return gone, f"deleted invoice #{row_id} {gone['number']} (zuka undo puts it back)"
 
 
-def invoices(ledger: Ledger, *, provider: str | None = None, month: str | None = None
-             ) -> list[Invoice]:  # fmt: skip
-    """The invoices (of a provider; whose period meets a month), by provider and period."""
+def invoices(ledger: Ledger, *, provider: str | None = None, month: str | None = None,
+             issued_too: bool = False) -> list[Invoice]:  # fmt: skip
+    """The invoices (of a provider; whose period meets a month, or, `issued_too`, that were
+    issued in it), by provider and period."""
     names = {p.id: p.name for p in ledger.providers()}
     where: list[str] = []
     params: list[Any] = []
@@ -126,8 +128,12 @@ def invoices(ledger: Ledger, *, provider: str | None = None, month: str | None =
         params.append(ledger.provider(provider).id)
     if month is not None:
         lo, hi = month_days(month, "month")
-        where.append("period_start < ? AND period_end > ?")
+        meets = "period_start < ? AND period_end > ?"
         params += [hi.isoformat(), lo.isoformat()]
+        if issued_too:
+            meets = f"(({meets}) OR (issued_on >= ? AND issued_on < ?))"
+            params += [lo.isoformat(), hi.isoformat()]
+        where.append(meets)
     nodes = {le.id: le.node for le in ledger.leases()}
     found = [
         invoice_of(r, names.get(r["provider_id"], "?"), nodes.get(r["lease_id"]))
@@ -155,16 +161,71 @@ def invoice_of(row: Mapping[str, Any], provider: str, node: str | None) -> Invoi
     )
 
 
-def with_invoicing(ledger: Ledger, report: Report) -> Report:
+# The rows of a window's report ([since, until), uncut by now): what every chain was charged
+# in it (leases.app.monthreport.build's rows).
+RowsIn = Callable[[datetime, datetime], Sequence[LeaseRow]]
+
+
+def _months(lo: date, hi: date) -> list[str]:
+    """The months YYYY-MM that the days [lo, hi) meet."""
+    out, day = [], date(lo.year, lo.month, 1)
+    while day < hi:
+        out.append(f"{day.year:04d}-{day.month:02d}")
+        day = month_days(out[-1])[1]
+    return out
+
+
+def _in_scope(inv: Invoice, r: LeaseRow) -> bool:
+    return (r.provider, r.currency) == (inv.provider, inv.currency) and (
+        inv.node is None or r.node == inv.node)  # fmt: skip
+
+
+def _share(inv: Invoice, month: str, tz: str, rows_in: RowsIn) -> tuple[Decimal, str | None]:
+    """The invoice's part in `month` and a note on it: its total allotted to the months of
+    its period by what its scope was charged in each (leases.money.invoices.allot), to the
+    month it was issued in when its period holds no charge zuka knows."""
+    zone = fields.timezone(tz, "billing.tz")
+    charged = []
+    for m in _months(inv.period_start, inv.period_end):
+        first, after = month_days(m)
+        lo, hi = max(first, inv.period_start), min(after, inv.period_end)
+        since, until = (datetime.combine(d, time(), zone) for d in (lo, hi))
+        rows = rows_in(since, until)
+        charged.append((m, sum((r.charged for r in rows if _in_scope(inv, r)), Decimal(0))))
+    parts, total = allot(inv.vat.total, charged), inv.vat.total
+    if not parts:
+        if month != f"{inv.issued_on.year:04d}-{inv.issued_on.month:02d}":
+            return Decimal(0), None
+        return total, (
+            f"invoice {inv.number} ({inv.period_start} to {inv.period_to}) covers no charge"
+            f" zuka knows: counted in {month}, the month it was issued")  # fmt: skip
+    part = parts.get(month, Decimal(0))
+    if part in (0, total):
+        return part, None
+    return part, (
+        f"invoice {inv.number} covers {inv.period_start} to {inv.period_to}:"
+        f" {money(part, inv.currency)} of it here, by the charges of each month")  # fmt: skip
+
+
+def with_invoicing(ledger: Ledger, report: Report, rows_in: RowsIn) -> Report:
     """The report with its month's invoicing: each provider's cash charged in the month
     (the rows' charged, storage in) and each lease's that an invoice names (its renewal
-    chain's row), against the invoices covering them. Unchanged while the ledger holds no
+    chain's row), against the invoices' parts in the month (`_share`; `rows_in` gives the
+    charges of the other months of their periods). Unchanged while the ledger holds no
     invoice at all."""
     if not ledger.book_rows("invoice", "id = (SELECT min(id) FROM invoices)"):
         return report  # a lab that records no invoices is not told every charge is uninvoiced
-    lo, hi = month_days(report.month, "month")
-    found = invoices(ledger, month=report.month)
-    named = {(i.provider, i.node) for i in found if i.node is not None}
+    cache: dict[tuple[datetime, datetime], Sequence[LeaseRow]] = {}
+
+    def cached(since: datetime, until: datetime) -> Sequence[LeaseRow]:
+        if (since, until) not in cache:
+            cache[since, until] = rows_in(since, until)
+        return cache[since, until]
+
+    found = invoices(ledger, month=report.month, issued_too=True)
+    shares = [(i, *_share(i, report.month, report.tz, cached)) for i in found]
+    shares = [s for s in shares if s[1] or s[2]]
+    named = {(i.provider, i.node) for i, _, _ in shares if i.node is not None}
     charged: Charged = {}
     for r in report.rows:
         keys: list[tuple[str, str | None, str]] = [(r.provider, None, r.currency)]
@@ -172,7 +233,7 @@ def with_invoicing(ledger: Ledger, report: Report) -> Report:
             keys.append((r.provider, r.node, r.currency))
         for key in keys:
             charged[key] = charged.get(key, Decimal(0)) + r.charged
-    return dataclasses.replace(report, invoicing=coverage(charged, found, lo, hi))
+    return dataclasses.replace(report, invoicing=coverage(charged, shares))
 
 
 def invoice_json(inv: Invoice) -> dict[str, Any]:
@@ -180,7 +241,7 @@ def invoice_json(inv: Invoice) -> dict[str, Any]:
     return {
         "id": inv.id, "provider": inv.provider, "node": inv.node, "number": inv.number,
         "issued_on": inv.issued_on.isoformat(), "period_start": inv.period_start.isoformat(),
-        "period_end": inv.period_end.isoformat(), "amount": str(fen_shown(inv.amount)),
+        "period_to": inv.period_to.isoformat(), "amount": str(fen_shown(inv.amount)),
         "currency": inv.currency, "vat_rate": str(inv.vat_rate),
         "tax_included": inv.tax_included, "kind": inv.kind, "net": str(fen_shown(v.net)),
         "tax": str(fen_shown(v.tax)), "total": str(fen_shown(v.total)), "notes": inv.notes,

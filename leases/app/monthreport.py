@@ -44,4 +44,6 @@ def month_report(ledger: Ledger, month: str, config: Config,
     window, complete = report.month_window(month, config.billing.tz, now or ledger.clock())
     rep = build(ledger, month, window, complete, config)
     rep = dataclasses.replace(rep, rates=config.money.rates.get(month.strip(), {}))
-    return invoices.with_invoicing(ledger, rep)
+    return invoices.with_invoicing(
+        ledger, rep, lambda since, until: build(ledger, month, (since, until), True, config).rows
+    )

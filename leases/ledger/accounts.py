@@ -6,13 +6,14 @@ balance column of `zuka provider list` and the `balance_low` alert read."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from leases.core.fields import DEFAULT_TZ
 from leases.ledger.store import Ledger
 from leases.money import balances
 from leases.money.balances import Balance, Billed, Burner, Entry, Runway
+from leases.money.billing import INSTANT
 from leases.money.periods import utc
 from leases.money.report import lease_key, node_chains, storage_lines
 
@@ -68,9 +69,11 @@ def account(ledger: Ledger, name: str, at: datetime | None = None) -> Account | 
         return None
     run = balances.runway(found.amount, burning, when, items)
     if run.runs_out is not None and run.runs_out > when:
+        # the charges it can pay: not one it runs out on (Runway.unpaid), in its last second
+        until = run.runs_out - timedelta(seconds=1) - INSTANT if run.unpaid else run.runs_out
         for b in items:
             coming += [(b.chain[-1].node, at_, amount) for at_, amount in balances.coming(
-                b.chain, when, run.runs_out, cards=b.cards, stops=b.stops)]  # fmt: skip
+                b.chain, when, until, cards=b.cards, stops=b.stops)]  # fmt: skip
     coming.sort(key=lambda c: utc(c[1]))
     tz = leases[-1].billing_tz if leases else DEFAULT_TZ
     return Account(prov.name, currency, found, run, tuple(burning), tuple(coming), tz)

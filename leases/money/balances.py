@@ -17,8 +17,9 @@ out and what stops then (`zuka provider balance`, the `balance_low` alert).
   instalments, renewals and auto-renewals on their charge days, leases starting, storage)
   reaches the balance; found to the second within RUNWAY_DAYS (charges never fall as time
   passes, so a search finds it); days left = from now to then. The nodes of the running
-  pay-as-you-go leases stop (the platform stops the instances). A balance at or below 0
-  has run out now.
+  pay-as-you-go leases stop (the platform stops the instances); so does the node of a
+  prepaid charge it runs out on (`unpaid`: a renewal or an instalment the balance cannot
+  pay is not paid, the lease not paid for on). A balance at or below 0 has run out now.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from decimal import Decimal
 
 from leases.core.models import BillingType, Lease, Resource, StoppedBilling, StoragePeriod
 from leases.money import billing, schedule
+from leases.money.amounts import money
 from leases.money.autorenew import renewals
 from leases.money.periods import utc
 from leases.money.renewals import hourly_after_end
@@ -149,18 +151,37 @@ def coming(chain: Sequence[Lease], at: datetime, until: datetime, *, cards: int 
     """The prepaid charges of a chain in (at, until], with their moments: a prepaid lease
     that starts then (charged whole at its start, or its first instalment), each instalment
     of a payment schedule, and each auto-renewal on its charge day."""
-    out: list[tuple[datetime, Decimal]] = []
+    return [(t, a) for t, a, _ in _due(chain, at, until, cards=cards, stops=stops)]
+
+
+def _due(chain: Sequence[Lease], at: datetime, until: datetime, *, cards: int | None = None,
+         stops: Sequence[billing.Stop] = ()) -> list[tuple[datetime, Decimal, str]]:  # fmt: skip
+    """`coming`, each charge with what it is: "prepaid charge", "instalment", "renewal"."""
+    out: list[tuple[datetime, Decimal, str]] = []
     for le in chain:
         if not le.billing_type.prepaid:
             continue
         if schedule.scheduled(le):
-            out += [(t, amount) for t, amount in schedule.instalments(le)
+            out += [(t, amount, "instalment") for t, amount in schedule.instalments(le)
                     if utc(at) < utc(t) <= utc(until) and amount]  # fmt: skip
         elif utc(at) < utc(le.start) <= utc(until):
-            out.append((le.start, billing.cost_to_date(le, le.start, stops=stops, cards=cards)))
-        out += [(r.charged_at, r.amount) for r in renewals(le, until)
+            out.append((le.start, billing.cost_to_date(le, le.start, stops=stops, cards=cards),
+                        "prepaid charge"))  # fmt: skip
+        out += [(r.charged_at, r.amount, "renewal") for r in renewals(le, until)
                 if utc(r.charged_at) > utc(at) and r.amount]  # fmt: skip
     return sorted(out, key=lambda c: utc(c[0]))
+
+
+def unpaid(items: Sequence[Billed], out: datetime) -> tuple[tuple[str, str, Decimal], ...]:
+    """The prepaid charges that fall in the second before `out`, the run-out: the ones the
+    balance runs out on, which it cannot pay, so their leases are not paid for on (their
+    nodes stop too): (node, what, amount) each."""
+    lo, found = out - timedelta(seconds=1) - billing.INSTANT, []
+    for b in items:
+        found += [(b.chain[-1].node, what, amount)
+                  for t, amount, what in _due(b.chain, lo, out, cards=b.cards, stops=b.stops)
+                  if utc(t) < utc(out)]  # fmt: skip
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -169,6 +190,20 @@ class Runway:
     days_left: Decimal | None  # None: nothing burns
     runs_out: datetime | None
     stops: tuple[str, ...]  # the nodes that stop then
+    # The prepaid charges it runs out on, which it cannot pay (node, what, amount): their
+    # nodes are in `stops` too (not renewed, the instalment unpaid).
+    unpaid: tuple[tuple[str, str, Decimal], ...] = ()
+
+
+def stops_said(run: Runway, currency: str) -> str:
+    """The nodes that stop when it runs out, as said after "then stops: ": the running
+    pay-as-you-go ones, then each prepaid charge it cannot pay ("m's renewal of ¥3,000.00
+    cannot be paid"); "" when none."""
+    owed = {node for node, _, _ in run.unpaid}
+    words = [", ".join(n for n in run.stops if n not in owed)] if set(run.stops) - owed else []
+    words += [f"{node}'s {what} of {money(amount, currency)} cannot be paid"
+              for node, what, amount in run.unpaid]  # fmt: skip
+    return "; ".join(words)
 
 
 # How far ahead a run-out is looked for: beyond it the balance "lasts".
@@ -193,7 +228,9 @@ def runway(
     if out is None:
         return Runway(per_day, None, None, stops)
     days = Decimal(int((utc(out) - utc(at)).total_seconds())) / DAY_SECONDS
-    return Runway(per_day, days, out, stops)
+    cannot = unpaid(items, out)
+    stops = tuple(sorted({*stops, *(node for node, _, _ in cannot)}))
+    return Runway(per_day, days, out, stops, cannot)
 
 
 def run_out(amount: Decimal, items: Sequence[Billed], at: datetime) -> datetime | None:

@@ -6,13 +6,16 @@ invoice is to the fen; 价税合计 = 金额 + 税额).
 - tax included (the amount is 价税合计): tax = A x r / (1 + r) to the fen, net = A - tax.
 - tax excluded (the amount is 金额): tax = A x r to the fen, total = A + tax.
 
-An invoice covers the charges of its period [period_start, period_end) by the day they
-were charged: of a provider's leases, or of one lease when it names one. A month's share of
-an invoice whose period runs past the month is its total x the days of its period in the
-month / the days of its period (said in the row's notes: charges are not spread evenly, so
-an invoice per month reads best). Compared with the cash charged in the month (storage
-in): uninvoiced = charged - invoiced, never below zero; an invoice over the charges says
-by how much.
+An invoice covers the charges of its period [period_start, period_end) (the last day
+covered is `period_to`): of a provider's leases, or of one lease's renewal chain when it
+names one. It follows those charges (`allot`): its tax-included total is allotted to the
+months of its period in proportion to what its scope was charged in each (a quarter's
+instalment charged on the 1st takes all of a quarterly invoice); a period that holds no
+charge zuka knows puts it in the month it was issued, said so. Compared with the cash
+charged in the month (storage in): uninvoiced = charged - invoiced, never below zero; an
+invoice over the charges says by how much. An invoice of one lease covers that lease's
+charges only: the provider's "all leases" line counts it against them, never against
+another lease's (`Coverage.named`).
 """
 
 from __future__ import annotations
@@ -53,6 +56,19 @@ def vat(amount: Decimal, rate: Decimal, tax_included: bool) -> Vat:
     return Vat(amount, tax, amount + tax)
 
 
+# The VAT rates a Chinese fapiao carries (0, 1, 3, 5, 6, 9, 13 %).
+CHINA_RATES = tuple(Decimal(r) / 100 for r in (0, 1, 3, 5, 6, 9, 13))
+
+
+def rate_warning(rate: Decimal) -> str | None:
+    """What to say of a rate that is not one of China's (accepted: another country's, a
+    foreign currency's invoice may carry it)."""
+    if rate in CHINA_RATES:
+        return None
+    shown = f"{(rate * 100).normalize():f}"
+    return f"{shown} % is not one of China's VAT rates (0, 1, 3, 5, 6, 9, 13 %): check the fapiao"
+
+
 @dataclass(frozen=True)
 class Invoice:
     """An invoice as the money maths needs it (read from the `invoices` book)."""
@@ -62,7 +78,7 @@ class Invoice:
     number: str
     issued_on: date
     period_start: date  # the first day of the charges it covers
-    period_end: date  # the day after the last (exclusive)
+    period_end: date  # the day after the last (exclusive; period_to is the last day)
     amount: Decimal
     vat_rate: Decimal
     tax_included: bool
@@ -80,16 +96,23 @@ class Invoice:
     def days(self) -> int:
         return (self.period_end - self.period_start).days
 
+    @property
+    def period_to(self) -> date:
+        """The last day its period covers (as --to and a fapiao write it)."""
+        return date.fromordinal(self.period_end.toordinal() - 1)
 
-def share(inv: Invoice, since: date, until: date) -> tuple[Decimal, bool]:
-    """(the invoice's tax-included total falling in [since, until), whether it was split):
-    the whole of it when its period lies inside the window, else by days (see the module)."""
-    lo, hi = max(inv.period_start, since), min(inv.period_end, until)
-    if hi <= lo:
-        return ZERO, False
-    if lo == inv.period_start and hi == inv.period_end:
-        return inv.vat.total, False
-    return to_fen(inv.vat.total * (hi - lo).days / inv.days), True
+
+def allot(total: Decimal, charged: Sequence[tuple[str, Decimal]]) -> dict[str, Decimal]:
+    """`total` allotted to the months of `charged` ((month, what the invoice's scope was
+    charged in it), in order) in proportion to the charges, each to the fen, the last month
+    charged taking what the rounding left; {} when nothing was charged (see the module)."""
+    weights = [(m, c) for m, c in charged if c > 0]
+    whole = sum((c for _, c in weights), ZERO)
+    if not weights or whole <= 0:
+        return {}
+    out = {m: to_fen(total * c / whole) for m, c in weights[:-1]}
+    out[weights[-1][0]] = total - sum(out.values(), ZERO)
+    return out
 
 
 @dataclass(frozen=True)
@@ -104,15 +127,30 @@ class Coverage:
     invoiced: Decimal  # the invoices' tax-included totals falling in the month
     numbers: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    # The provider's line (node None): the lines of its leases that an invoice names. Such
+    # an invoice covers its lease's charges only: what it leaves uninvoiced or exceeds there
+    # is not made up by another lease's charges; the provider's own invoices cover any.
+    named: tuple[Coverage, ...] = ()
+
+    def _split(self) -> tuple[Decimal, Decimal]:
+        """(uninvoiced, over), each lease an invoice names on its own (see `named`)."""
+        if not self.named:
+            charged = to_fen(self.charged)
+            return max(ZERO, charged - self.invoiced), max(ZERO, self.invoiced - charged)
+        wide = self.invoiced - sum((c.invoiced for c in self.named), ZERO)
+        rest = to_fen(self.charged) - sum((to_fen(c.charged) for c in self.named), ZERO)
+        left = rest + sum((c.uninvoiced for c in self.named), ZERO)
+        over = sum((c.over for c in self.named), ZERO)
+        return max(ZERO, left - wide), over + max(ZERO, wide - left)
 
     @property
     def uninvoiced(self) -> Decimal:
-        return max(ZERO, to_fen(self.charged) - self.invoiced)
+        return self._split()[0]
 
     @property
     def over(self) -> Decimal:
         """By how much the invoices exceed the charges (0 when they do not)."""
-        return max(ZERO, self.invoiced - to_fen(self.charged))
+        return self._split()[1]
 
     @property
     def remark(self) -> str:
@@ -127,33 +165,31 @@ class Coverage:
 Charged = dict[tuple[str, str | None, str], Decimal]
 
 
-def coverage(charged: Charged, invoices: Iterable[Invoice], since: date, until: date
+def coverage(charged: Charged, shares: Iterable[tuple[Invoice, Decimal, str | None]]
              ) -> tuple[Coverage, ...]:  # fmt: skip
-    """Per provider (and per lease that an invoice names) and currency: the month
-    [since, until)'s charges and the invoices covering them. `charged` holds each
-    provider's total (node None) and each named lease's node."""
+    """Per provider (and per lease that an invoice names) and currency: the month's charges
+    and the invoices allotted to it (`shares`: each invoice meeting the month, its part in
+    the month (`allot`) and a note on it or None). `charged` holds each provider's total
+    (node None) and each named lease's node."""
     got: dict[tuple[str, str | None, str], tuple[Decimal, list[str], list[str]]] = {}
-    for inv in invoices:
-        part, split = share(inv, since, until)
-        if not part and not (inv.period_start < until and inv.period_end > since):
-            continue
+    for inv, part, note in shares:
         keys: Sequence[tuple[str, str | None, str]] = [(inv.provider, None, inv.currency)]
         if inv.node is not None:
             keys = [*keys, (inv.provider, inv.node, inv.currency)]
         for key in keys:
             total, numbers, notes = got.get(key, (ZERO, [], []))
             numbers.append(inv.number)
-            if split:
-                notes.append(
-                    f"invoice {inv.number} covers {inv.period_start} to {inv.period_end} "
-                    f"(exclusive): {money(part, inv.currency)} of it by days"
-                )
+            if note:
+                notes.append(note)
             got[key] = (total + part, numbers, notes)
     keys_all = sorted(set(got) | {k for k, v in charged.items() if v},
-                      key=lambda k: (k[0], k[2], k[1] or ""))  # fmt: skip
-    out = []
+                      key=lambda k: (k[0], k[2], k[1] is None, k[1] or ""))  # fmt: skip
+    lines: dict[tuple[str, str | None, str], Coverage] = {}
     for key in keys_all:
         total, numbers, notes = got.get(key, (ZERO, [], []))
-        out.append(Coverage(key[0], key[1], key[2], charged.get(key, ZERO), total,
-                            tuple(numbers), tuple(notes)))  # fmt: skip
-    return tuple(out)
+        named: tuple[Coverage, ...] = ()
+        if key[1] is None:
+            named = tuple(c for k, c in lines.items() if (k[0], k[2]) == (key[0], key[2]))
+        lines[key] = Coverage(key[0], key[1], key[2], charged.get(key, ZERO), total,
+                              tuple(numbers), tuple(notes), named)  # fmt: skip
+    return tuple(sorted(lines.values(), key=lambda c: (c.provider, c.currency, c.node or "")))

@@ -40,7 +40,8 @@ def test_a_tax_included_invoice_at_6_percent(z: Cli) -> None:
     # tax = 30,000 x 0.06 / 1.06 = 1,698.1132... -> 1,698.11 (half up to the fen);
     # net = 30,000 - 1,698.11 = 28,301.89; the total is the amount as written
     assert (inv["tax"], inv["net"], inv["total"]) == ("1698.11", "28301.89", "30000.00")
-    assert (inv["period_start"], inv["period_end"]) == ("2026-08-01", "2026-09-01")
+    assert (inv["period_start"], inv["period_to"]) == ("2026-08-01", "2026-08-31")
+    assert "period_end" not in inv  # the exclusive bound is the ledger's, not the reader's
     assert inv["vat_rate"] == "0.06" and inv["tax_included"] is True and inv["kind"] == "special"
     table = _ok(z, "invoice", "list")
     assert "2026-08-01 – 2026-08-31" in table and "¥1,698.11" in table and "6 %" in table
@@ -53,7 +54,8 @@ def test_a_special_invoice_at_13_percent_tax_excluded(z: Cli) -> None:
     assert "total ¥11,300.00 (tax ¥1,300.00 at 13 %, net ¥10,000.00" in out
     [inv] = _json(z, "invoice", "list", "--month", "2026-08")
     assert (inv["tax"], inv["net"], inv["total"]) == ("1300.00", "10000.00", "11300.00")
-    assert inv["period_end"] == "2026-09-01"  # --to is the last day covered, included
+    assert inv["period_to"] == "2026-08-31"  # --to is the last day covered, included
+    assert "covering 2026-08-01 to 2026-08-31" in out
 
 
 def test_the_tax_is_rounded_half_up_not_half_even(z: Cli) -> None:
@@ -129,15 +131,23 @@ def test_an_invoice_over_the_charges_says_by_how_much(z: Cli) -> None:
     assert "invoiced more than charged by ¥800.00" in _ok(z, "report", "--month", "2026-08")
 
 
-def test_an_invoice_across_two_months_is_shared_by_days(z: Cli) -> None:
+def test_an_invoice_across_two_months_follows_the_charges(z: Cli) -> None:
     _august(z)
     _ok(z, *_invoice("--number", "Q3", "--from", "2026-08-01", "--to", "2026-09-30",
                      "--amount", "6100", "--vat", "6%"))  # fmt: skip
-    # 61 days (31 in August, 30 in September): 6,100 x 31 / 61 = 3,100.00 in August
+    # charged: August 30,000 + the disk's 1,200 = 31,200; September the disk's 1,200 only
+    # (the lease ended on 09-01, the disk bills on): 32,400 in the period. August's part
+    # 6,100 x 31,200 / 32,400 = 5,874.074... -> 5,874.07 (not 6,100 x 31 / 61 days = 3,100)
     [row] = _json(z, "report", "--month", "2026-08")["invoicing"]
-    assert row["invoiced"] == "3100.00" and "by days" in row["notes"]
-    # uninvoiced 31,200 - 3,100 = 28,100
-    assert row["uninvoiced"] == "28100.00"
+    assert row["invoiced"] == "5874.07"
+    assert row["notes"] == ("invoice Q3 covers 2026-08-01 to 2026-09-30: ¥5,874.07 of it"
+                            " here, by the charges of each month")  # fmt: skip
+    # uninvoiced 31,200 - 5,874.07 = 25,325.93
+    assert row["uninvoiced"] == "25325.93"
+    # September: what is left, 6,100 - 5,874.07 = 225.93; 1,200 - 225.93 = 974.07
+    [sep] = _json(z, "report", "--month", "2026-09")["invoicing"]
+    assert (sep["charged_in_month"], sep["invoiced"], sep["uninvoiced"]) == (
+        "1200.00", "225.93", "974.07")  # fmt: skip
 
 
 def test_a_ledger_without_invoices_reports_as_before(z: Cli) -> None:

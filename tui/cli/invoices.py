@@ -4,14 +4,18 @@ use cases in leases.app.invoices)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import date, timedelta
+from decimal import Decimal
 from typing import Any, TextIO
 
 from leases.app import invoices as app
 from leases.config.load import load_user_config
 from leases.core.errors import InputError
 from leases.money.amounts import bare, symbol
+from leases.money.invoices import rate_warning
 from tui.cli import output
 from tui.cli.opening import open_ledger, trusted
 
@@ -66,14 +70,32 @@ def _add(args: argparse.Namespace, out: TextIO) -> int:
     tz = _tz(args)
     with open_ledger(args, create=False) as ledger:
         added, message = app.add_invoice(ledger, given, tz=tz)
-    return output.done(args, out, added, message)
+    _warn_rate(added)
+    return output.done(args, out, _with_last_day(added), message)
+
+
+def _with_last_day(rec: dict[str, Any]) -> dict[str, Any]:
+    """The record (its period_end the ledger's exclusive bound) with `period_to`, the last
+    day covered, as --to and `invoice list` say it."""
+    last = date.fromisoformat(str(rec["period_end"])) - timedelta(days=1)
+    return {**rec, "period_to": last.isoformat()}
+
+
+def _warn_rate(rec: dict[str, Any]) -> None:
+    """An odd VAT rate is recorded (another country's may be right) and said on stderr,
+    never in the JSON on stdout."""
+    said = rate_warning(Decimal(str(rec["vat_rate"])))
+    if said is not None:
+        print(f"zuka: warning: {said}", file=sys.stderr)
 
 
 def invoice_edit(args: argparse.Namespace, out: TextIO) -> int:
     tz = _tz(args)
     with flags_named(), open_ledger(args, create=False) as ledger:
         edited, message = app.edit_invoice(ledger, args.id, _given(args), tz=tz)
-    return output.done(args, out, edited, message)
+    if args.vat is not None:
+        _warn_rate(edited)
+    return output.done(args, out, _with_last_day(edited), message)
 
 
 def invoice_delete(args: argparse.Namespace, out: TextIO) -> int:
@@ -91,10 +113,9 @@ def invoice_list(args: argparse.Namespace, out: TextIO) -> int:
     rows = []
     for i in found:
         v, cur = i.vat, symbol(i.currency)
-        last = i.period_end.toordinal() - 1
         rows.append((
             i.id, i.provider, i.node or "all leases", i.number, i.issued_on.isoformat(),
-            f"{i.period_start} – {type(i.period_start).fromordinal(last)}",
+            f"{i.period_start} – {i.period_to}",
             app.rate_shown(i.vat_rate) + ("" if i.tax_included else " excl."),
             f"{cur}{bare(v.net)}", f"{cur}{bare(v.tax)}", f"{cur}{bare(v.total)}", i.kind,
         ))  # fmt: skip

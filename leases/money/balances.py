@@ -173,14 +173,13 @@ def _due(chain: Sequence[Lease], at: datetime, until: datetime, *, cards: int | 
 
 
 def unpaid(items: Sequence[Billed], out: datetime) -> tuple[tuple[str, str, Decimal], ...]:
-    """The prepaid charges that fall in the second before `out`, the run-out: the ones the
-    balance runs out on, which it cannot pay, so their leases are not paid for on (their
-    nodes stop too): (node, what, amount) each."""
-    lo, found = out - timedelta(seconds=1) - billing.INSTANT, []
+    """The prepaid charges that fall in the second up to `out`, the run-out (a charge made
+    at that second counts: run_out): the ones the balance runs out on, which it cannot pay,
+    so their leases are not paid for on (their nodes stop too): (node, what, amount) each."""
+    lo, found = out - timedelta(seconds=1), []
     for b in items:
-        found += [(b.chain[-1].node, what, amount)
-                  for t, amount, what in _due(b.chain, lo, out, cards=b.cards, stops=b.stops)
-                  if utc(t) < utc(out)]  # fmt: skip
+        due = _due(b.chain, lo, out, cards=b.cards, stops=b.stops)
+        found += [(b.chain[-1].node, what, amount) for _t, amount, what in due]
     return tuple(found)
 
 
@@ -234,15 +233,21 @@ def runway(
 
 
 def run_out(amount: Decimal, items: Sequence[Billed], at: datetime) -> datetime | None:
-    """The first second by which the chains will have been charged `amount` since `at`;
-    None when not within RUNWAY_DAYS. What is charged by a time never falls as the time
-    grows, so halving the interval finds it (25 halvings for 400 days to the second)."""
-    lo, hi = 0, RUNWAY_DAYS * 86400  # seconds after `at`
-    if charged(items, at, at + timedelta(seconds=hi)) < amount:
+    """The first second by which the chains will have been charged `amount` since `at` (a
+    charge made at that second counts: a renewal at 00:00 it cannot pay runs it out at
+    00:00); None when not within RUNWAY_DAYS. What is charged by a time never falls as the
+    time grows, so halving the interval finds it (25 halvings for 400 days to the second)."""
+
+    def spent_by(second: int) -> bool:
+        until = at + timedelta(seconds=second, microseconds=1)
+        return charged(items, at, until) >= amount
+
+    lo, hi = -1, RUNWAY_DAYS * 86400  # seconds after `at`: not spent by lo, spent by hi
+    if not spent_by(hi):
         return None
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if charged(items, at, at + timedelta(seconds=mid)) >= amount:
+        if spent_by(mid):
             hi = mid
         else:
             lo = mid

@@ -67,10 +67,10 @@ def test_a_renewal_the_balance_cannot_pay_stops_its_node_too(z: Cli) -> None:
     # n burns 1.98 x 8 x 24 = 380.16/day. Top-up 6,163.84: at 08-02 10:00, 6,163.84 -
     # 380.16 = 5,783.68 left; by m's renewal on 08-15 00:00 (12 d 14 h = 12.58333 days)
     # 380.16 x 12.58333 = 4,783.68 more is burnt: 1,000 left, short of the 3,000 renewal.
-    # It runs out on the renewal (the first second after it: 00:00:01); m is not renewed.
+    # It runs out on the renewal, at 00:00, the second it is charged; m is not renewed.
     _renews_on_the_15th(z, "6163.84")
     doc = _json(z, "provider", "balance", "P", "--at", "2026-08-02T10:00")
-    assert doc["runs_out"] == "2026-08-15 00:00:01"
+    assert doc["runs_out"] == "2026-08-15 00:00"
     assert doc["stops_then"] == ["m", "n"]
     assert doc["cannot_pay"] == [{"node": "m", "what": "renewal", "amount": "3000.00"}]
     assert doc["coming_charges"] == []  # the renewal is not one it pays

@@ -227,3 +227,24 @@ def test_month_by_month_the_cash_and_the_accrual_both_add_up_to_the_term() -> No
     assert cash == [0, 108000, 0, 0, 72000, 0, 0]
     assert accrual == [0, 36000, 36000, 36000, 36000, 36000, 0]
     assert sum(cash) == sum(accrual) == D(180000)
+
+
+def test_an_early_end_leaves_the_months_before_it_as_they_were(z: Cli) -> None:
+    """36,000 a month from 2026-09-15 for a year, paid monthly, no refund rule; ended
+    2026-11-25. Each instalment accrues over the month it pays for:
+    September: 16 of 09-15..10-15's 30 days: 36,000 x 16/30 = 19,200.00.
+    October: 14/30 of it = 16,800 + 17 of 10-15..11-15's 31 days: 36,000 x 17/31 =
+    19,741.935..., together 36,541.94.
+    November: 14/31 of 10-15..11-15 = 16,258.064... + the instalment charged 11-15, kept
+    whole (no refund rule), over 11-15..11-25, all in November: 36,000 -> 52,258.06.
+    Recording the end leaves September and October as they were."""
+    assert z("lease", "add", "n", "--billing", "contract", "--price", "36000", "--start",
+             "2026-09-15", "--end", "2027-09-15", "--payment-schedule", "monthly").code == 0  # fmt: skip
+    assert _month(z, "2026-09")[0] == "19200.00"
+    assert _month(z, "2026-10")[0] == "36541.94"
+    assert z("lease", "end", "n", "--at", "2026-11-25").code == 0
+    assert _month(z, "2026-09") == ("19200.00", "36000.00")
+    assert _month(z, "2026-10") == ("36541.94", "36000.00")
+    assert _month(z, "2026-11") == ("52258.06", "36000.00")
+    # Nothing after the end: 3 x 36,000 = 108,000 charged and accrued in all.
+    assert json.loads(z("report", "--month", "2026-12", "--format", "json").out)["leases"] == []

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from leases.ledger import records
-from leases.money import billing, leasecost
+from leases.money import billing, leasecost, renewals
 from tests.support.cli import Cli
 
 SH = ZoneInfo("Asia/Shanghai")
@@ -248,3 +248,32 @@ def test_an_early_end_leaves_the_months_before_it_as_they_were(z: Cli) -> None:
     assert _month(z, "2026-11") == ("52258.06", "36000.00")
     # Nothing after the end: 3 x 36,000 = 108,000 charged and accrued in all.
     assert json.loads(z("report", "--month", "2026-12", "--format", "json").out)["leases"] == []
+
+
+def test_paid_until_is_the_end_of_the_last_instalment_charged() -> None:
+    """A year from 2026-10-01 at 36,000, quarterly: instalments on 10-01, 2027-01-01,
+    04-01, 07-01. On 2026-12-02 only the first is charged: paid until 2027-01-01, not the
+    term's end 2027-10-01; on 2027-01-01 the second: 2027-04-01; after 07-01, the end."""
+    le = _lease(billing_type="contract", unit_price="36000", start="2026-10-01T00:00:00",
+                end="2027-10-01T00:00:00", payment_schedule="quarterly")  # fmt: skip
+    assert renewals.paid_so_far([le], _t("2026-12-02")) == _t("2027-01-01")
+    assert renewals.paid_so_far([le], _t("2027-01-01")) == _t("2027-04-01")
+    assert renewals.paid_so_far([le], _t("2027-08-01")) == _t("2027-10-01")
+    # Not started yet: the first quarter is what its start will pay for.
+    assert renewals.paid_so_far([le], _t("2026-09-01")) == _t("2027-01-01")
+    # Upfront: the whole term at the start.
+    up = _lease(billing_type="contract", unit_price="36000", start="2026-10-01T00:00:00",
+                end="2027-10-01T00:00:00")  # fmt: skip
+    assert renewals.paid_so_far([up], _t("2026-12-02")) == _t("2027-10-01")
+
+
+def test_lease_list_shows_the_schedule_and_what_is_paid_for(z: Cli) -> None:
+    """A year from 2026-01-01, quarterly, ended 2026-05-10: the instalment of 04-01 paid for
+    04-01..07-01, so paid until 2026-07-01 (not the term's end 2027-01-01)."""
+    assert z("lease", "add", "n", "--billing", "contract", "--price", "36000", "--start",
+             "2026-01-01", "--end", "2027-01-01", "--payment-schedule", "quarterly").code == 0  # fmt: skip
+    assert z("lease", "end", "n", "--at", "2026-05-10").code == 0
+    (doc,) = json.loads(z("lease", "list", "--json").out)
+    assert doc["paid_until"] == "2026-07-01T00:00:00+08:00"
+    table = z("lease", "list").out
+    assert "contract, quarterly" in table and "2026-07-01" in table, table

@@ -64,6 +64,21 @@ def forfeited(lease: Lease, refunds: Sequence[Refund]) -> Decimal:
     return max(ZERO, lease.deposit - sum((a for _, a in refunds), ZERO))
 
 
+def state_word(lease: Lease, refunds: Sequence[Refund], on: date = date.max) -> str:
+    """The deposit's state at the end of day `on` as said to a person: its recorded state
+    (none, pending, refunded, forfeited), "partly back" while refund rows have brought part
+    of it back, "refunded" once they have brought all of it (or it is marked so by then)."""
+    state = lease.deposit_refund
+    if lease.deposit is None or state is RefundState.FORFEITED:
+        return state.value
+    back = sum((a for d, a in inflows(lease, refunds) if d is None or d <= on), ZERO)
+    if back >= lease.deposit:
+        return RefundState.REFUNDED.value
+    if back > 0:
+        return "partly back"
+    return RefundState.PENDING.value if state is RefundState.REFUNDED else state.value
+
+
 @dataclass(frozen=True)
 class DepositLine:
     """One lease's deposit in a window of days [first, last]."""

@@ -314,3 +314,28 @@ def test_a_part_refund_reads_partly_back_with_its_notes(dep: Cli) -> None:
     assert dep("lease", "refund", "n", "--amount", "42000", "--on", "2026-08-20").code == 0
     (row,) = json.loads(dep("lease", "refunds", "--json").out)
     assert row["state"] == "refunded"
+
+
+def test_the_lease_table_says_the_deposit_as_it_stood_at_the_month_end(z: Cli) -> None:
+    """50,000 paid 09-28 with the lease of October and November; 20,000 back 11-10, the
+    rest (50,000 - 20,000 = 30,000) 12-01, marked refunded that day. November's lease row
+    says what the Deposits section says: part of it back, 30,000 still out at 11-30; not
+    today's "refunded". October's: all of it out (paid)."""
+    assert z("lease", "add", "n", "--billing", "monthly", "--price", "30000", "--start",
+             "2026-10-01", "--end", "2026-12-01", "--deposit", "50000", "--deposit-paid-on",
+             "2026-09-28").code == 0  # fmt: skip
+    assert z("lease", "refund", "n", "--amount", "20000", "--on", "2026-11-10").code == 0
+    assert z("lease", "edit", "n", "--deposit-refund", "refunded", "--deposit-refunded-on",
+             "2026-12-01").code == 0  # fmt: skip
+    nov = json.loads(z("report", "--month", "2026-11", "--format", "json").out)
+    (row,) = nov["leases"]
+    assert (row["deposit"], row["deposit_state"]) == ("50000.00", "partly refunded")
+    assert nov["deposits"]["lines"][0]["outstanding"] == "30000.00"
+    assert nov["total"]["deposits"] == {"partly refunded": "50000.00"}
+    oct_ = json.loads(z("report", "--month", "2026-10", "--format", "json").out)
+    assert oct_["leases"][0]["deposit_state"] == "paid"
+    md = z("report", "--month", "2026-11").out
+    assert "50,000.00 partly refunded" in md and "50,000.00 refunded" not in md, md
+    rows = list(csv.DictReader(io.StringIO(z("report", "--month", "2026-11", "--format",
+                                              "csv").out)))  # fmt: skip
+    assert next(r["deposit_state"] for r in rows if r.get("node") == "n") == "partly refunded"

@@ -17,7 +17,7 @@ from leases.core.models import Lease
 from leases.ledger.books import Record
 from leases.ledger.refund_rules import refunds_by_lease
 from leases.ledger.store import Ledger
-from leases.money import deposits
+from leases.money import deposits, renewals
 from leases.money.amounts import money
 from leases.money.periods import zone
 
@@ -37,6 +37,8 @@ def refund_deposit(
     """`zuka lease refund NODE --amount X --on DAY`: the refund as recorded and what the
     command says of it (with what is still outstanding)."""
     lease = ledger.lease_for(node, lease_start)
+    if lease_start is None:
+        lease = _outstanding_in_chain(ledger, lease)
     day = fields.day("on", on)
     today = ledger.clock().astimezone(zone(lease)).date()
     if day > today:
@@ -56,6 +58,33 @@ def refund_deposit(
     return added, said
 
 
+def _outstanding_in_chain(ledger: Ledger, lease: Lease) -> Lease:
+    """With no --lease-start: of the renewal chain of the lease billing now (or the latest),
+    the latest lease whose deposit is still outstanding (a renewal copies no deposit: it
+    stays on the lease it was paid with). None outstanding but some lease of the node has a
+    deposit: refused, naming them; no deposit at all: the lease, for the book to refuse."""
+    every = ledger.leases(lease.node)
+    (chain,) = [c for c in renewals.chains(every) if any(le.id == lease.id for le in c)]
+    back = refunds_by_lease(ledger)
+    out = [le for le in chain if deposits.outstanding(le, back.get(le.id or 0, []), date.max)]
+    if out:
+        return out[-1]
+    paid = [le for le in every if le.deposit is not None]
+    if not paid:
+        return lease
+    named = ", ".join(
+        f"{fields.shown(le.start, le.billing_tz)}"
+        f" ({deposits.state_word(le, back.get(le.id or 0, []))})"
+        for le in paid
+    )
+    raise InputError(
+        "node",
+        lease.node,
+        f"has no deposit outstanding (its leases with a deposit start {named}):"
+        " name the lease with --lease-start",
+    )
+
+
 def all_refunds(ledger: Ledger) -> dict[int, list[deposits.Refund]]:
     """Every lease's refund rows by lease id, by day (what `zuka report` shows)."""
     return refunds_by_lease(ledger)
@@ -72,6 +101,7 @@ class DepositState:
     outstanding: Decimal
     lost: Decimal
     refunds: tuple[Record, ...]
+    state: str  # as said today: none, pending, partly back, refunded, forfeited
 
 
 def deposit_states(ledger: Ledger, node: str | None = None) -> list[DepositState]:
@@ -90,5 +120,6 @@ def deposit_states(ledger: Ledger, node: str | None = None) -> list[DepositState
         back = sum((a for d, a in deposits.inflows(le, refunds) if d is None or d <= today),
                    Decimal(0))  # fmt: skip
         owed, lost = deposits.outstanding(le, refunds, today), deposits.forfeited(le, refunds)
-        out.append(DepositState(le, day, assumed, back, owed, lost, tuple(mine)))
+        said = deposits.state_word(le, refunds, today)
+        out.append(DepositState(le, day, assumed, back, owed, lost, tuple(mine), said))
     return out

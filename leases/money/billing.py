@@ -30,7 +30,8 @@ and the caller hand in leases, storage lines, stops and card-minutes. The rules,
 - **Accrued** over a window (`accrued`): the share of the cost that falls in it; every
   charge is spread over the time it pays for, period by period (a calendar month's price
   over that month's days): the upfront charge over the paid span, each auto-renewal over
-  its own period (charged early, it still belongs to the period's months), the hourly
+  its own period (charged early, it still belongs to the period's months), each
+  instalment of a payment schedule over its period (leases.money.schedule), the hourly
   fallback and pay-as-you-go as they run; a minimum commitment falls where it is owed.
 - **Storage lines** (resources with a price): billed pro rata from `created` (else the
   lease's start) until `deleted_at`, after a stop and after the lease ends too.
@@ -78,7 +79,7 @@ from leases.money.periods import FIXED as _FIXED
 from leases.money.periods import boundary, period_index, step_of, zone
 from leases.money.periods import seconds_between as _seconds
 from leases.money.periods import utc as _u
-from leases.money.schedule import charged_by, scheduled, term_total
+from leases.money.schedule import accrued_between, charged_by, scheduled, term_total
 from leases.money.units import (
     HOUR,
     ZERO,
@@ -306,7 +307,9 @@ def accrued(
     _, go_lo = _charged(lease, since, stops, cards)
     # Each renewal pays for its own period: spread it there, not on its charge day.
     share = renewals_accrued(lease, since, until) if renewal_lumps(lease) else go_hi - go_lo
-    if up_hi:  # the whole term's price, whenever its instalments are charged
+    if up_hi and scheduled(lease):  # each instalment over the time it pays for
+        share += accrued_between(lease, since, until)
+    elif up_hi:  # the whole term's price, spread over the time it pays for
         term, stop = upfront_total(lease), paid_until(lease)
         whole = pro_rata_units(lease.start, step_of(lease), zone(lease), lease.start, stop)
         part = pro_rata_units(

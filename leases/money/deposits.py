@@ -24,6 +24,7 @@ from leases.money.periods import zone
 ZERO = Decimal(0)
 Refund = tuple[date, Decimal]  # the day it came back, the amount
 
+PARTLY_BACK = "partly back"
 PAID_ON_ASSUMED = "a deposit with no paid-on day is counted as paid on its lease's start day"
 
 
@@ -62,6 +63,23 @@ def forfeited(lease: Lease, refunds: Sequence[Refund]) -> Decimal:
     if lease.deposit is None or lease.deposit_refund is not RefundState.FORFEITED:
         return ZERO
     return max(ZERO, lease.deposit - sum((a for _, a in refunds), ZERO))
+
+
+def state_word(lease: Lease, refunds: Sequence[Refund], on: date = date.max) -> str:
+    """The deposit's state at the end of day `on` as said to a person: its recorded state
+    (none, pending, refunded, forfeited), "partly back" while refund rows have brought part
+    of it back, "refunded" once they have brought all of it (or it is marked so by then);
+    "none" for one marked refunded on a later day."""
+    state = lease.deposit_refund
+    if lease.deposit is None or state is RefundState.FORFEITED:
+        return state.value
+    back = sum((a for d, a in inflows(lease, refunds) if d is None or d <= on), ZERO)
+    if back >= lease.deposit:
+        return RefundState.REFUNDED.value
+    if back > 0:
+        return PARTLY_BACK
+    # Marked refunded on a later day: by `on` it was paid and out, nothing more known.
+    return RefundState.NONE.value if state is RefundState.REFUNDED else state.value
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from leases.core.models import ExpiryAction, Lease
-from leases.money import periods
+from leases.money import periods, schedule
 
 
 def in_effect(leases: Sequence[Lease], at: datetime) -> Lease | None:
@@ -142,6 +142,22 @@ def paid_until(chain: Sequence[Lease], at: datetime | None = None) -> datetime |
     assert at is not None
     tz, step = periods.zone(last), periods.step_of(last)
     return periods.boundary(last.end, step, periods.period_index(last.end, step, at, tz) + 1, tz)
+
+
+def paid_so_far(chain: Sequence[Lease], at: datetime) -> datetime | None:
+    """paid_until, as charged by `at`: a term paid in instalments (leases.money.schedule)
+    is paid until the end of the period of the last instalment charged by then (the one
+    it ended in, for an early end). The lease-end alert and the fleet keep paid_until, the
+    term's end: that is when the node goes."""
+    end = paid_until(chain, at)
+    billed = [le for le in chain if not never_billed(le)]
+    if not billed or not schedule.scheduled(billed[-1]):
+        return end
+    last = billed[-1]
+    assert last.end is not None
+    if end is not None and end > last.end:  # renewed by the provider past the term
+        return end
+    return schedule.paid_to(last, at).astimezone(last.end.tzinfo)
 
 
 def starts_in(lease: Lease, at: datetime) -> str:

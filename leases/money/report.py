@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 
 from leases.core import fields
@@ -22,9 +22,17 @@ from leases.core.errors import InputError
 from leases.core.models import Lease, Node, OwnerHour, Provider, RefundState, Resource
 from leases.money import billing
 from leases.money.billing import INSTANT, CardHours
-from leases.money.deposits import DepositLine, Refund, deposit_lines
+from leases.money.deposits import (
+    PARTLY_BACK,
+    DepositLine,
+    Refund,
+    deposit_lines,
+    paid_on,
+    state_word,
+)
 from leases.money.estimate import month_of, stops_note, unknowns
 from leases.money.invoices import Coverage
+from leases.money.periods import zone
 from leases.money.renewals import chains
 from leases.money.units import ZERO, Span
 
@@ -37,6 +45,13 @@ DEPOSIT_STATES = {
     RefundState.REFUNDED: "refunded",
     RefundState.FORFEITED: "forfeited",
 }
+# The deposit's state at a month's end (leases.money.deposits.state_word) as the lease
+# table says it.
+_STATE_SAID = {
+    **{k.value: v for k, v in DEPOSIT_STATES.items()},
+    PARTLY_BACK: "partly refunded",
+}
+NOT_YET_PAID = "not paid yet"
 UNKNOWN_OWNER = "unknown"
 UNASSIGNED = "unassigned"
 _MONTH_RE = re.compile(r"([0-9]{4})-([0-9]{2})")  # ASCII digits only
@@ -196,12 +211,19 @@ def chain_accrued(
     return share + chain_topup(until) - chain_topup(since)
 
 
-def _deposit(chain: Sequence[Lease]) -> tuple[Decimal | None, str]:
+def _deposit(
+    chain: Sequence[Lease], refunds: Mapping[int, Sequence[Refund]], on: date
+) -> tuple[Decimal | None, str]:
+    """The chain's deposit and its state at the end of day `on` (the month's last day): as
+    the Deposits section counts it, not as it is today."""
     held = [le for le in chain if le.deposit is not None]
     if not held:
         return None, ""
     last = held[-1]
-    return last.deposit, DEPOSIT_STATES[last.deposit_refund]
+    if paid_on(last)[0] > on:
+        return last.deposit, NOT_YET_PAID
+    word = state_word(last, refunds.get(last.id or 0, ()), on)
+    return last.deposit, _STATE_SAID.get(word, word)
 
 
 def _overlaps(chain: Sequence[Lease], since: datetime, until: datetime) -> bool:
@@ -220,10 +242,13 @@ def lease_row(
     until: datetime,
     *,
     stops: Sequence[billing.Stop] = (),
+    refunds: Mapping[int, Sequence[Refund]] | None = None,
+    deposit_on: date | None = None,
 ) -> LeaseRow | None:
     """A chain's row for the window; None when it neither ran nor billed in it. `stops`:
     the node's recorded stops (Ledger.stop_spans), applied by each lease's
-    stopped_billing."""
+    stopped_billing; `refunds` (by lease id) give the deposit's state at the end of day
+    `deposit_on` (None: the window's last day in the lease's billing zone)."""
     cards = node.gpu_count if node is not None and node.gpu_count else None
     notes: list[str] = []
     try:
@@ -266,7 +291,8 @@ def lease_row(
         note = stops_note(le, until, stops)
         notes += [note] if note else []
     last = chain[-1]
-    deposit, state = _deposit(chain)
+    on = deposit_on or (until - INSTANT).astimezone(zone(last)).date()
+    deposit, state = _deposit(chain, refunds or {}, on)
     return LeaseRow(
         node=last.node,
         channel=provider.kind.value if provider is not None else "-",
@@ -366,18 +392,21 @@ def build_report(
     node_of = nodes_by_key(nodes)
     provider_of = {p.name: p for p in providers}
     storage_of = storage_lines(leases, resources)
+    zone_ = fields.timezone(tz, "billing.tz")
+    first, last = since.astimezone(zone_).date(), (until - INSTANT).astimezone(zone_).date()
     rows: list[LeaseRow] = []
     for chain in node_chains(leases):
         node = node_of.get(chain[-1].node_key)
         provider = provider_of.get(node.provider or "") if node is not None else None
         store = [s for le in chain for s in storage_of.get(lease_key(le), [])]
         held = (stops or {}).get(chain[-1].id or 0, ())
-        row = lease_row(chain, node, provider, store, usage, since, until, stops=held)
+        row = lease_row(
+            chain, node, provider, store, usage, since, until, stops=held, refunds=refunds,
+            deposit_on=last,
+        )  # fmt: skip
         if row is not None:
             rows.append(row)
     rows.sort(key=lambda r: (r.channel, r.provider, r.node, r.start))
-    zone_ = fields.timezone(tz, "billing.tz")
-    first, last = since.astimezone(zone_).date(), (until - INSTANT).astimezone(zone_).date()
     held_by = {k: n.provider or "-" for k, n in node_of.items()}
     cash = deposit_lines(leases, refunds or {}, held_by, first, last)
     return Report(

@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -109,7 +110,17 @@ def test_every_lease_field_round_trips_through_json(cli: Cli) -> None:
         "payment_schedule": "quarterly",
     }
     # lease list adds what it knows of the renewal chain beside the record.
-    chain = {"renews": None, "paid_until": lease["end"], "bills_now": True}
+    # Paid quarterly in 30-day months from 2026-06-01 09:00: each instalment pays 90 days,
+    # to 08-30, 11-28, 2027-02-26, 05-27, then the rest to the end 2027-06-01 00:00; paid
+    # until the end of the last one charged by now (the clock is today's: which one it is
+    # depends on the day the test runs, the boundaries do not).
+    ends = ["2026-08-30T09:00:00+08:00", "2026-11-28T09:00:00+08:00",
+            "2027-02-26T09:00:00+08:00", "2027-05-27T09:00:00+08:00", lease["end"]]  # fmt: skip
+    starts = [lease["start"], *ends[:-1]]
+    now = datetime.now(UTC)
+    charged = [e for s, e in zip(starts, ends, strict=True) if datetime.fromisoformat(s) <= now]
+    paid = charged[-1] if charged else ends[0]
+    chain = {"renews": None, "paid_until": paid, "bills_now": True}
     assert json.loads(cli("lease", "list", "--json").out) == [{**lease, **chain}]
     assert json.loads(cli("node", "list", "--json").out)[0]["lease"] == lease
 

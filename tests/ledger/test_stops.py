@@ -118,7 +118,7 @@ def test_zuka_cost_and_node_show_apply_an_open_stop(cli: Cli, ledger_path: Path)
     assert result.code == 0, result.err
     (c,) = json.loads(result.out)["leases"]
     # Stopped since the 2nd and still stopped now: 24 h x ¥10 = ¥240, whenever it runs
-    assert c["to_date"] == "240"
+    assert c["to_date"] == "240.00"
     assert any("assumes n ran whenever no stop is recorded (1 stop recorded)" in n
                for n in c["unknown"])  # fmt: skip
     shown = cli("node", "show", "n")

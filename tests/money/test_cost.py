@@ -4,6 +4,7 @@ by hand from the leases' prices and the history written."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -160,7 +161,7 @@ def test_cost_command_table_and_json(cli: Cli) -> None:
     assert "zuka lease edit n1 --hourly-price P" in line
     doc = json.loads(cli("cost", "n1", "--days", "7", "--json").out)
     (row,) = doc["leases"]
-    assert (row["node"], row["to_date"], row["by_lease_end"]) == ("n1", "30000", "30000")
+    assert (row["node"], row["to_date"], row["by_lease_end"]) == ("n1", "30000.00", "30000.00")
     assert row["verdict"].endswith("zuka lease edit n1 --hourly-price P")
     since = datetime.fromisoformat(row["window"]["since"])
     until = datetime.fromisoformat(row["window"]["until"])
@@ -205,3 +206,24 @@ def test_a_renewal_not_started_leaves_the_measured_use_as_it_was(
         renewal = ledger.leases("m1")[-1]
         usage = HistoryStore(ledger).lease_usage(renewal, t("2026-03-01T00:00"), AT, cards=8)
     assert (usage.busy, usage.idle, usage.unknown) == (0, 0, 0)
+
+
+def test_cost_json_gives_money_to_the_fen(cli: Cli) -> None:
+    """A month at 30,000.01 started 10 days ago, ending in 10 days (a started month in
+    full, spread over the 20 days it pays for): the last 7 days' cost is 30,000.01 x 7/20 =
+    10,500.0035, "10500.00" in JSON (as the report's JSON), not 10500.0035; an hourly
+    lease's to date (10.07 an hour, pro rata to the second) has two decimals too."""
+    _node(cli, "n1", 8)
+    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    assert cli("lease", "add", "n1", "--billing", "monthly", "--price", "30000.01",
+               "--start", (now - timedelta(days=10)).isoformat(),
+               "--end", (now + timedelta(days=10)).isoformat()).code == 0  # fmt: skip
+    _node(cli, "h1", 8)
+    assert cli("lease", "add", "h1", "--billing", "hourly", "--price", "10.07", "--start",
+               (now - timedelta(seconds=7777)).isoformat()).code == 0  # fmt: skip
+    r = cli("cost", "--json", "--days", "7")
+    assert r.code == 0, r.err
+    rows = {row["node"]: row for row in json.loads(r.out)["leases"]}
+    assert (rows["n1"]["to_date"], rows["n1"]["by_lease_end"]) == ("30000.01", "30000.01")
+    assert rows["n1"]["window_cost"] == "10500.00"
+    assert re.fullmatch(r"\d+\.\d\d", rows["h1"]["to_date"]), rows["h1"]["to_date"]

@@ -274,3 +274,68 @@ def test_a_lease_with_refunds_is_not_deleted(dep: Cli, ledger_path: Path) -> Non
     r = dep("lease", "delete", "n", "--start", "2026-05-01", "--force")
     assert r.code == 2 and "1 deposit refund(s)" in r.err, r.err
     assert ledger_path.read_bytes() == before
+
+
+def test_a_refund_goes_to_the_deposit_of_the_lease_the_renewal_renews(
+    z: Cli, ledger_path: Path
+) -> None:
+    """50,000 paid with the lease from 09-20; renewed at 10-20 (the renewal holds no
+    deposit). With no --lease-start the refund goes to the lease whose deposit is out."""
+    assert z("lease", "add", "n", "--billing", "monthly", "--price", "30000", "--start",
+             "2026-09-20", "--end", "2026-10-20", "--deposit", "50000", "--deposit-paid-on",
+             "2026-09-18").code == 0  # fmt: skip
+    assert z("lease", "renew", "n", "--until", "2026-11-20").code == 0
+    r = z("lease", "refund", "n", "--amount", "20000", "--on", "2026-11-25")
+    assert r.code == 0, r.err
+    # 50,000 - 20,000 = 30,000 still out
+    assert r.out.strip().endswith("outstanding: ¥30,000.00")
+    (row,) = json.loads(z("lease", "refunds", "--json").out)
+    assert row["lease_start"].startswith("2026-09-20") and row["outstanding"] == "30000"
+    assert z("lease", "refund", "n", "--amount", "30000", "--on", "2026-11-26").code == 0
+    # All 50,000 back: nothing outstanding on the node; the message names the lease with a
+    # deposit and how to name it, and nothing changes.
+    before = ledger_path.read_bytes()
+    r = z("lease", "refund", "n", "--amount", "1", "--on", "2026-11-27")
+    assert r.code == 2
+    assert "node:" in r.err and "2026-09-20 00:00 (refunded)" in r.err, r.err
+    assert "--lease-start" in r.err
+    assert ledger_path.read_bytes() == before
+
+
+def test_a_part_refund_reads_partly_back_with_its_notes(dep: Cli) -> None:
+    """72,000 paid; 30,000 back on 07-10 (note "transfer 8812"): partly back, not none."""
+    assert dep("lease", "refund", "n", "--amount", "30000", "--on", "2026-07-10",
+               "--notes", "transfer 8812").code == 0  # fmt: skip
+    (row,) = json.loads(dep("lease", "refunds", "--json").out)
+    assert row["state"] == "partly back"
+    table = dep("lease", "refunds").out
+    assert "partly back" in table and "¥30,000.00 on 2026-07-10 (transfer 8812)" in table
+    # The other 42,000 back: 30,000 + 42,000 = 72,000, refunded.
+    assert dep("lease", "refund", "n", "--amount", "42000", "--on", "2026-08-20").code == 0
+    (row,) = json.loads(dep("lease", "refunds", "--json").out)
+    assert row["state"] == "refunded"
+
+
+def test_the_lease_table_says_the_deposit_as_it_stood_at_the_month_end(z: Cli) -> None:
+    """50,000 paid 09-28 with the lease of October and November; 20,000 back 11-10, the
+    rest (50,000 - 20,000 = 30,000) 12-01, marked refunded that day. November's lease row
+    says what the Deposits section says: part of it back, 30,000 still out at 11-30; not
+    today's "refunded". October's: all of it out (paid)."""
+    assert z("lease", "add", "n", "--billing", "monthly", "--price", "30000", "--start",
+             "2026-10-01", "--end", "2026-12-01", "--deposit", "50000", "--deposit-paid-on",
+             "2026-09-28").code == 0  # fmt: skip
+    assert z("lease", "refund", "n", "--amount", "20000", "--on", "2026-11-10").code == 0
+    assert z("lease", "edit", "n", "--deposit-refund", "refunded", "--deposit-refunded-on",
+             "2026-12-01").code == 0  # fmt: skip
+    nov = json.loads(z("report", "--month", "2026-11", "--format", "json").out)
+    (row,) = nov["leases"]
+    assert (row["deposit"], row["deposit_state"]) == ("50000.00", "partly refunded")
+    assert nov["deposits"]["lines"][0]["outstanding"] == "30000.00"
+    assert nov["total"]["deposits"] == {"partly refunded": "50000.00"}
+    oct_ = json.loads(z("report", "--month", "2026-10", "--format", "json").out)
+    assert oct_["leases"][0]["deposit_state"] == "paid"
+    md = z("report", "--month", "2026-11").out
+    assert "50,000.00 partly refunded" in md and "50,000.00 refunded" not in md, md
+    rows = list(csv.DictReader(io.StringIO(z("report", "--month", "2026-11", "--format",
+                                              "csv").out)))  # fmt: skip
+    assert next(r["deposit_state"] for r in rows if r.get("node") == "n") == "partly refunded"

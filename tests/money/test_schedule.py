@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from leases.ledger import records
-from leases.money import billing, leasecost
+from leases.money import billing, leasecost, renewals
 from tests.support.cli import Cli
 
 SH = ZoneInfo("Asia/Shanghai")
@@ -156,7 +156,7 @@ def test_by_the_lease_end_the_whole_term_is_owed_and_said_so() -> None:
         "¥12,000.00 by 2027-03-01 00:00 (owed by the term: ¥12,000.00, of which ¥1,000.00 charged)"
     )
     doc = leasecost.to_json(c)
-    assert (doc["term_owed"], doc["term_charged"]) == ("12000", "1000")
+    assert (doc["term_owed"], doc["term_charged"]) == ("12000.00", "1000.00")
 
 
 def test_renew_keeps_the_schedule_unless_given(z: Cli) -> None:
@@ -227,3 +227,53 @@ def test_month_by_month_the_cash_and_the_accrual_both_add_up_to_the_term() -> No
     assert cash == [0, 108000, 0, 0, 72000, 0, 0]
     assert accrual == [0, 36000, 36000, 36000, 36000, 36000, 0]
     assert sum(cash) == sum(accrual) == D(180000)
+
+
+def test_an_early_end_leaves_the_months_before_it_as_they_were(z: Cli) -> None:
+    """36,000 a month from 2026-09-15 for a year, paid monthly, no refund rule; ended
+    2026-11-25. Each instalment accrues over the month it pays for:
+    September: 16 of 09-15..10-15's 30 days: 36,000 x 16/30 = 19,200.00.
+    October: 14/30 of it = 16,800 + 17 of 10-15..11-15's 31 days: 36,000 x 17/31 =
+    19,741.935..., together 36,541.94.
+    November: 14/31 of 10-15..11-15 = 16,258.064... + the instalment charged 11-15, kept
+    whole (no refund rule), over 11-15..11-25, all in November: 36,000 -> 52,258.06.
+    Recording the end leaves September and October as they were."""
+    assert z("lease", "add", "n", "--billing", "contract", "--price", "36000", "--start",
+             "2026-09-15", "--end", "2027-09-15", "--payment-schedule", "monthly").code == 0  # fmt: skip
+    assert _month(z, "2026-09")[0] == "19200.00"
+    assert _month(z, "2026-10")[0] == "36541.94"
+    assert z("lease", "end", "n", "--at", "2026-11-25").code == 0
+    assert _month(z, "2026-09") == ("19200.00", "36000.00")
+    assert _month(z, "2026-10") == ("36541.94", "36000.00")
+    assert _month(z, "2026-11") == ("52258.06", "36000.00")
+    # Nothing after the end: 3 x 36,000 = 108,000 charged and accrued in all.
+    assert json.loads(z("report", "--month", "2026-12", "--format", "json").out)["leases"] == []
+
+
+def test_paid_until_is_the_end_of_the_last_instalment_charged() -> None:
+    """A year from 2026-10-01 at 36,000, quarterly: instalments on 10-01, 2027-01-01,
+    04-01, 07-01. On 2026-12-02 only the first is charged: paid until 2027-01-01, not the
+    term's end 2027-10-01; on 2027-01-01 the second: 2027-04-01; after 07-01, the end."""
+    le = _lease(billing_type="contract", unit_price="36000", start="2026-10-01T00:00:00",
+                end="2027-10-01T00:00:00", payment_schedule="quarterly")  # fmt: skip
+    assert renewals.paid_so_far([le], _t("2026-12-02")) == _t("2027-01-01")
+    assert renewals.paid_so_far([le], _t("2027-01-01")) == _t("2027-04-01")
+    assert renewals.paid_so_far([le], _t("2027-08-01")) == _t("2027-10-01")
+    # Not started yet: the first quarter is what its start will pay for.
+    assert renewals.paid_so_far([le], _t("2026-09-01")) == _t("2027-01-01")
+    # Upfront: the whole term at the start.
+    up = _lease(billing_type="contract", unit_price="36000", start="2026-10-01T00:00:00",
+                end="2027-10-01T00:00:00")  # fmt: skip
+    assert renewals.paid_so_far([up], _t("2026-12-02")) == _t("2027-10-01")
+
+
+def test_lease_list_shows_the_schedule_and_what_is_paid_for(z: Cli) -> None:
+    """A year from 2026-01-01, quarterly, ended 2026-05-10: the instalment of 04-01 paid for
+    04-01..07-01, so paid until 2026-07-01 (not the term's end 2027-01-01)."""
+    assert z("lease", "add", "n", "--billing", "contract", "--price", "36000", "--start",
+             "2026-01-01", "--end", "2027-01-01", "--payment-schedule", "quarterly").code == 0  # fmt: skip
+    assert z("lease", "end", "n", "--at", "2026-05-10").code == 0
+    (doc,) = json.loads(z("lease", "list", "--json").out)
+    assert doc["paid_until"] == "2026-07-01T00:00:00+08:00"
+    table = z("lease", "list").out
+    assert "contract, quarterly" in table and "2026-07-01" in table, table

@@ -35,7 +35,7 @@ def lease_refunds(args: argparse.Namespace, out: TextIO) -> int:
                     "deposit": f"{s.lease.deposit:f}" if s.lease.deposit is not None else None,
                     "paid_on": s.paid_on.isoformat(),
                     "paid_on_assumed": s.paid_on_assumed,
-                    "state": s.lease.deposit_refund.value,
+                    "state": s.state,
                     "refunded": f"{s.refunded:f}",
                     "outstanding": f"{s.outstanding:f}",
                     "forfeited": f"{s.lost:f}",
@@ -54,6 +54,7 @@ def lease_refunds(args: argparse.Namespace, out: TextIO) -> int:
         cur = s.lease.currency
         refunds = ", ".join(
             f"{money(fields.money('amount', r['amount']), cur)} on {r['refunded_on']}"
+            + (f" ({r['notes']})" if r["notes"] else "")
             for r in s.refunds
         )
         rows.append(
@@ -62,7 +63,7 @@ def lease_refunds(args: argparse.Namespace, out: TextIO) -> int:
                 fields.shown(s.lease.start, s.lease.billing_tz),
                 money(s.lease.deposit, cur),
                 s.paid_on.isoformat() + (" (lease start)" if s.paid_on_assumed else ""),
-                s.lease.deposit_refund.value,
+                s.state,
                 refunds or "-",
                 money(s.refunded, cur),
                 money(s.outstanding, cur),

@@ -20,7 +20,7 @@ from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.models import Lease
 from leases.ledger import records, release, stops
-from leases.money import renewals
+from leases.money import renewals, schedule
 from tui.cli import output
 from tui.cli.opening import open_ledger
 from tui.cli.options import add_flags, pick
@@ -162,7 +162,7 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
                 {
                     **records.lease_record(le),
                     "renews": output.iso(prev.start) if (prev := renews(le)) else None,
-                    "paid_until": output.iso(renewals.paid_until(chain_of[le.id], now)),
+                    "paid_until": output.iso(renewals.paid_so_far(chain_of[le.id], now)),
                     "bills_now": le.id in billing,
                 }
                 for le in leases
@@ -173,7 +173,8 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
     rows = [
         (
             le.node,
-            le.billing_type.value,
+            le.billing_type.value
+            + (f", {le.payment_schedule.value}" if schedule.scheduled(le) else ""),
             f"{le.unit_price} {le.currency}",
             le.cards_billed,
             when(le.start),
@@ -181,7 +182,7 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
             "renews" if renewals.auto_renews(le) else le.on_expiry.value,
             ended(le),
             when(prev.start) if (prev := renews(le)) else None,
-            when(renewals.paid_until(chain_of[le.id], now)),
+            when(renewals.paid_so_far(chain_of[le.id], now)),
             bills(le),
         )
         for le in leases

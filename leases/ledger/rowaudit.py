@@ -44,7 +44,7 @@ TABLES = {"provider": "providers", "node": "nodes", "lease": "leases",
 FIGURES = tuple(e for e in ENTITIES if e != "bill")
 # What a record shows of its neighbours, not a column of its own row: a lease's node name
 # follows a rename of the node, a resource's lease start an edit of the lease.
-_DERIVED = frozenset({"node", "lease_start"})
+DERIVED = frozenset({"node", "lease_start"})
 # What a bundle (a delete entry's record, and its undo's) holds beside the row's own record.
 _BUNDLED = frozenset({"id", "leases", "resources", "stops", "gpu_history", "lines"})
 ACCEPT = "row.accept"
@@ -352,7 +352,7 @@ def compare(
         assert isinstance(b, dict)
         added = _ADDED.get(entity, {})
         for k, value in b.items():
-            if k in _DERIVED or (k not in a and k not in added):
+            if k in DERIVED or (k not in a and k not in added):
                 continue  # shown from another row, or a key no entry nor migration knows
             was = a[k] if k in a else added[k]
             if was != value:

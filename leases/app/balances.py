@@ -15,7 +15,7 @@ from leases.ledger.accounts import Account, account, account_names
 from leases.ledger.books import Record
 from leases.ledger.store import Ledger
 from leases.money.amounts import fen_shown, money
-from leases.money.balances import stops_said
+from leases.money.balances import RUNWAY_DAYS, stops_said
 from leases.money.periods import utc
 
 __all__ = ["Account", "account", "account_json", "account_lines", "account_names",
@@ -115,8 +115,15 @@ def account_lines(acc: Account, tz: str) -> list[str]:
         f"  burn {money(r.per_day, cur)}/day now"
         + "".join(f"; {x.node} {x.what} {money(x.per_day, cur)}" for x in acc.burning),
     ]
-    if r.days_left is None:
-        lines.append("  nothing burns it now (no running pay-as-you-go lease, no storage)")
+    if r.days_left is None and r.per_day:
+        lines.append(
+            f"  it lasts beyond {RUNWAY_DAYS} days at the charges recorded (no run-out within them)"
+        )
+    elif r.days_left is None:
+        lines.append(
+            "  nothing burns it now (no running pay-as-you-go lease, no storage, no charge to"
+            f" come within {RUNWAY_DAYS} days)"
+        )
     elif b.amount <= 0:
         stopped = ", ".join(r.stops) or "no running pay-as-you-go node of zuka's"
         lines.append(f"  it has run out: the provider stops {stopped}")

@@ -98,3 +98,20 @@ def test_an_instalment_the_balance_cannot_pay_is_named(z: Cli) -> None:
         "--start", "2026-08-01T10:00")  # fmt: skip
     text = _ok(z, "provider", "balance", "P", "--at", "2026-08-02T10:00")
     assert "then stops: n; m's instalment of ¥3,000.00 cannot be paid" in text
+
+
+def test_a_balance_that_lasts_beyond_the_runway_says_so_and_never_overflows(z: Cli) -> None:
+    """A ¥5,000,000 top-up burnt at ¥0.05 an hour (¥1.20 a day) lasts 4.17 million days: the
+    run-out was once a date out of range (OverflowError); it is looked for within 400 days."""
+    for typed in (
+        ("lease", "add", "n", "--billing", "hourly", "--price", "0.05", "--start", "2026-08-01"),
+        ("provider", "topup", "P", "--amount", "5000000", "--at", "2026-08-01T00:00"),
+    ):
+        r = z(*typed)
+        assert r.code == 0, r.err
+    r = z("provider", "balance", "P", "--at", "2026-08-02T00:00")
+    assert r.code == 0, r.err
+    # 24 h x 0.05 = 1.20 burnt: 4,999,998.80 left
+    assert "balance ¥4,999,998.80" in r.out and "burn ¥1.20/day" in r.out
+    assert "lasts beyond 400 days" in r.out
+    assert z("provider", "list").code == 0

@@ -38,7 +38,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from leases.alerts import billfacts
 from leases.alerts.watch import AlertWatch, check
+from leases.app.monthreport import build as build_month
 from leases.config.sections import AlertsConfig, Config
 from leases.ledger import rowaudit
 from leases.ledger.store import Ledger
@@ -47,7 +49,6 @@ from leases.sim.ledger import backfill, register_sim_nodes, sim_node_for
 from leases.ssh.pool import SshPool
 from leases.telemetry.poller import Poller
 from leases.telemetry.rollups import HistoryStore
-from tui.cli.money import _build as build_month
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -165,11 +166,15 @@ def bill_check_timed(
     with Ledger.open(path) as ledger:
 
         def bill_check() -> object:
-            rowaudit.refuse(rowaudit.drifted(ledger), "the figures")
+            # As a new `zuka bill check` process runs it: every row checked, bills too,
+            # and nothing worked out before (the reconciliation is kept per process).
+            billfacts.forget(ledger)
+            rowaudit.refuse(rowaudit.drifted(ledger, rowaudit.ENTITIES), "the figures")
             return bills.check_month(ledger, month, config=cfg)
 
         def month_report() -> object:  # as in part one, now on the ledger with the bills
-            rowaudit.refuse(rowaudit.drifted(ledger), "the figures")
+            # As `zuka report` runs it: the rows the figures rest on (not the bills' lines).
+            rowaudit.refuse(rowaudit.drifted(ledger, rowaudit.FIGURES), "the figures")
             window, complete = window_of(month, cfg.billing.tz, now)
             return build_month(ledger, month, window, complete, cfg)
 

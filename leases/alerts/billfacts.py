@@ -98,6 +98,11 @@ _CHECKED: weakref.WeakKeyDictionary[Ledger, tuple[tuple[object, ...], Reconcilia
 )
 
 
+def forget(ledger: Ledger) -> None:
+    """Drop what was worked out for this ledger (a benchmark times the work itself)."""
+    _CHECKED.pop(ledger, None)
+
+
 def _month_check(
     ledger: Ledger,
     month: str,

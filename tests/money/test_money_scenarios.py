@@ -5,7 +5,9 @@ types it (`zuka ...`), then read back from `zuka report --format json` for one m
 accrual (`cost`, storage apart), the cash (`charged_in_month`, storage in) and the storage
 of the node's row. The hand
 arithmetic is beside each row; no figure is computed by zuka's own functions. Stops are
-priced through leases.money.billing directly (their commands are tested in their own module)."""
+priced through leases.money.billing directly (their commands are tested in their own module).
+Issue 20 adds payment schedules, deposits and their refunds, an invoice, a prepaid
+balance and a quote, each worked by hand beside its figures."""
 
 from __future__ import annotations
 
@@ -375,3 +377,47 @@ def test_deposit_and_schedule_mistakes_change_nothing(
     named = r.err.split("error: ", 1)[1].split(":")[0]  # "zuka: error: FIELD: why"
     assert named.removeprefix("--") == field, r.err
     assert ledger_path.read_bytes() == before
+
+
+# -- invoices and prepaid balances (issue 20) ----------------------------------------------
+
+
+def test_an_august_invoiced_but_for_its_storage(z: Cli) -> None:
+    """August 2026: a month of 30,000 on n and a disk at 1,200 a month (from 08-01, still
+    there); one fapiao of 30,000 at 6 %, tax included."""
+    for typed in (
+        ("lease", "add", "n", "--billing", "monthly", "--price", "30000", "--start",
+         "2026-08-01", "--end", "2026-09-01"),
+        ("resource", "add", "n", "--kind", "disk", "--id", "d-1", "--price", "1200",
+         "--created", "2026-08-01"),
+        ("invoice", "add", "--provider", "P", "--number", "0012", "--issued", "2026-09-03",
+         "--period", "2026-08", "--amount", "30000", "--vat", "6%"),
+    ):  # fmt: skip
+        r = z(*typed)
+        assert r.code == 0, (typed, r.err)
+    doc = json.loads(z("report", "--month", "2026-08", "--json").out)
+    [row] = [c for c in doc["invoicing"] if c["node"] is None]
+    # charged 30,000 + 1,200 (storage is charged as it runs: a whole month of it) = 31,200;
+    # invoiced 30,000; uninvoiced 31,200 - 30,000 = 1,200
+    assert (row["charged_in_month"], row["invoiced"], row["uninvoiced"]) == (
+        "31200.00", "30000.00", "1200.00")  # fmt: skip
+    inv = json.loads(z("invoice", "list", "--json").out)[0]
+    # tax in 30,000 at 6 %: 30,000 x 0.06 / 1.06 = 1,698.113... -> 1,698.11; net 28,301.89
+    assert (inv["tax"], inv["net"]) == ("1698.11", "28301.89")
+
+
+def test_a_prepaid_balance_burnt_by_a_card_hour_machine(z: Cli) -> None:
+    """A top-up of 5,000 on 08-01 09:00; n's 8 cards at 1.98 a card-hour from 10:00."""
+    for typed in (
+        ("provider", "topup", "P", "--amount", "5000", "--at", "2026-08-01T09:00"),
+        ("lease", "add", "n", "--billing", "card_hour", "--price", "1.98", "--cards", "8",
+         "--start", "2026-08-01T10:00"),
+    ):  # fmt: skip
+        r = z(*typed)
+        assert r.code == 0, (typed, r.err)
+    doc = json.loads(z("provider", "balance", "P", "--at", "2026-08-02T10:00", "--json").out)
+    # 24 h x 8 x 1.98 = 380.16 charged: 5,000 - 380.16 = 4,619.84; burn 380.16 a day;
+    # 4,619.84 / 380.16 = 12.152357 days = 12 d 3 h 39 min 23.6 s: spent by 08-14 13:39:24
+    assert (doc["balance"], doc["burn_per_day"], doc["days_left"]) == (
+        "4619.84", "380.16", "12.15")  # fmt: skip
+    assert doc["runs_out"] == "2026-08-14 13:39:24" and doc["stops_then"] == ["n"]

@@ -27,7 +27,9 @@ from leases.money.bills import aliyun, awscur, mapped, table
 from leases.money.bills.reconcile import APART_KINDS, Reconciliation, tolerance
 
 PRESETS = {aliyun.NAME: aliyun, awscur.NAME: awscur}
-MONTH_SLACK = timedelta(days=1)  # a bill kept in UTC, read in Asia/Shanghai
+# A bill kept in UTC read in another zone: its month is at most 14 hours (the largest
+# offset from UTC, UTC+14) off the billing zone's.
+MONTH_SLACK = timedelta(hours=14)
 
 
 def read_file(path: Path) -> bytes:
@@ -154,7 +156,7 @@ def import_bill(
     fmt, lines = parse_bill(data, fmt, config)
     checked = []
     for i, line in enumerate(lines):
-        rec = {k: v for k, v in line.items() if k != "source_line"}
+        rec = {k: v for k, v in line.items() if k not in table.LOCAL_KEYS}
         try:
             checked.append(books.check_bill_line({**rec, "line_no": i + 1}))
         except InputError as exc:
@@ -163,15 +165,7 @@ def import_bill(
             ) from None
     tz = config.billing.tz
     if month is not None:
-        since, until = report.month_window(month, tz, datetime.max.replace(tzinfo=UTC))[0]
-        for line, rec in zip(lines, checked, strict=True):
-            at = datetime.fromisoformat(str(rec["period_start"]))
-            if not since - MONTH_SLACK <= at < until + MONTH_SLACK:
-                raise InputError(
-                    f"line {line['source_line']}",
-                    rec["period_start"],
-                    f"is not in {month} (--month): is it the right file?",
-                )
+        _refuse_other_months(lines, checked, month, tz)
     _refuse_other_providers(ledger, provider, [str(r["resource_id"]).strip() for r in checked])
     digest = hashlib.sha256(data).hexdigest()
     for earlier in ledger.book_rows("bill", "provider_id = ? AND sha256 = ?", [prov.id, digest]):
@@ -183,6 +177,7 @@ def import_bill(
             f" {earlier['id']}, on {at:%Y-%m-%d} (zuka bill delete"
             f" {earlier['id']} to import it again)",
         )
+    _refuse_repeated_lines(ledger, prov.id, checked)
     rec = ledger.add_book(
         "bill",
         {
@@ -208,6 +203,93 @@ def import_bill(
     return Imported(
         rec, len(checked), tuple(months), {k: str(v) for k, v in total.items()}, rows, sums
     )
+
+
+def _line_key(
+    resource_id: str, start: str, end: str, product: str, description: str, kind: str, amount: str
+) -> tuple[object, ...]:
+    """What makes two bill lines the same charge: the same resource, period, product,
+    description, kind and amount."""
+    return (
+        resource_id,
+        datetime.fromisoformat(start),
+        datetime.fromisoformat(end),
+        product,
+        description,
+        kind,
+        Decimal(amount),
+    )
+
+
+def _refuse_repeated_lines(
+    ledger: Ledger, provider_id: int | None, checked: list[dict[str, Any]]
+) -> None:
+    """A bill whose lines are lines of an earlier bill of the provider (the same export
+    saved again, a byte changed, so not caught by its sha256) would count those charges
+    twice: refused, naming the earlier bill. Lines repeated within the file are allowed (a
+    provider may split a resource's day into items)."""
+    earlier: dict[tuple[object, ...], set[int]] = {}
+    for row in ledger.conn.execute(
+        "SELECT l.bill_id, l.resource_id, l.period_start, l.period_end, l.product,"
+        " l.description, l.kind, l.amount FROM bill_lines l JOIN bills b ON b.id = l.bill_id"
+        " WHERE b.provider_id = ?",
+        [provider_id],
+    ):
+        earlier.setdefault(_line_key(*row[1:]), set()).add(row[0])
+    if not earlier:
+        return
+    repeats: dict[int, int] = {}
+    for rec in checked:
+        key = _line_key(
+            *(str(rec[k]) for k in ("resource_id", "period_start", "period_end", "product")),
+            *(str(rec[k]) for k in ("description", "kind", "amount")),
+        )
+        for bill_id in earlier.get(key, ()):
+            repeats[bill_id] = repeats.get(bill_id, 0) + 1
+    if not repeats:
+        return
+    bill_id, count = max(repeats.items(), key=lambda kv: (kv[1], -kv[0]))
+    said = (
+        f"its {count} lines are all in bill {bill_id}: the same bill saved again?"
+        if count == len(checked)
+        else f"{count} of its {len(checked)} lines are in bill {bill_id} already:"
+        " their charges would count twice."
+    )
+    raise InputError("file", None, f"{said} zuka bill delete {bill_id} to replace it")
+
+
+def _refuse_other_months(
+    lines: list[dict[str, object]], checked: list[dict[str, Any]], month: str, tz: str
+) -> None:
+    """--month: every line's own billing month (Aliyun's 账期, AWS's
+    bill/BillingPeriodStartDate) is `month`, and its period lies in the month, MONTH_SLACK
+    either side (a prepaid order, and its voucher, may run past the month it is charged
+    in)."""
+    since, until = report.month_window(month, tz, datetime.max.replace(tzinfo=UTC))[0]
+    named = f"{since:%Y-%m}"
+    prepaid = {line["source_line"] for line in lines if line["kind"] == "subscription"}
+    for line, rec in zip(lines, checked, strict=True):
+        billing = line.get("billing")
+        if isinstance(billing, tuple) and billing[1] != named:
+            raise InputError(
+                f"line {line['source_line']}, column {visible(billing[0], 60)}",
+                billing[1],
+                f"names another month than {named} (--month): is it the right file?",
+            )
+        start = datetime.fromisoformat(str(rec["period_start"]))
+        end = datetime.fromisoformat(str(rec["period_end"]))
+        if not since - MONTH_SLACK <= start < until + MONTH_SLACK:
+            raise InputError(
+                f"line {line['source_line']}",
+                rec["period_start"],
+                f"is not in {named} (--month): is it the right file?",
+            )
+        if end > until + MONTH_SLACK and line["source_line"] not in prepaid:
+            raise InputError(
+                f"line {line['source_line']}",
+                rec["period_end"],
+                f"ends after {named} (--month): is it the right file?",
+            )
 
 
 def _refuse_other_providers(ledger: Ledger, provider: str, ids: list[str]) -> None:

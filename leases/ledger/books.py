@@ -71,12 +71,14 @@ def _signed(rec: Mapping[str, Any], key: str, *, required: bool = True) -> str |
         return None
     text = str(value).strip()
     negative = text.startswith(("-", "－"))
+    if negative and text[1:].lstrip().startswith(("-", "+", "－", "＋")):
+        raise InputError(key, text, "is not a number: two signs")
     amount = fields.number(key, text[1:] if negative else text)
     if amount.as_tuple().exponent < -8:  # type: ignore[operator]
         raise InputError(key, text, "has more than 8 decimal places")
     if abs(amount) >= Decimal("1e12"):
         raise InputError(key, text, "is implausibly large")
-    return str(-amount if negative else amount)
+    return format(-amount if negative else amount, "f")  # 0.00000001, never 1E-8
 
 
 def _day(rec: Mapping[str, Any], key: str, *, required: bool = True) -> str | None:

@@ -53,6 +53,6 @@ def add_bill_commands(
     p.add_argument(
         "--tolerance",
         metavar="T",
-        help="an amount (0.5) or a percent (1%%);"
+        help="an amount (0.5) or a percent (1%%), at most 10000 or 20%%;"
         " default [bills] tolerance, else 1.00 or 1 %%, whichever larger",
     )

@@ -76,6 +76,8 @@ def parse(t: Table, *, currency: str = "CNY") -> list[dict[str, object]]:
         code = row.get(CURRENCY) if t.has(CURRENCY) and row.get(CURRENCY) else currency
         item = row.get(ITEM)
         kind = KINDS.get(item, "other" if item else "usage")
+        cycle = row.get(CYCLE)
+        billing = (CYCLE, f"{table.month_span(cycle, TZ, row, CYCLE)[0]:%Y-%m}") if cycle else None
         # 产品明细 · 计费项 · 账单类型: "云服务器ECS-按量付费 · 实例规格 · 后付费账单"
         detail = " · ".join(x for x in (row.get(DETAIL), row.get(BILLING_ITEM), item) if x)
         common = {
@@ -93,6 +95,7 @@ def parse(t: Table, *, currency: str = "CNY") -> list[dict[str, object]]:
                 kind=kind,
                 description=visible(detail, table.TEXT_BOUNDS["description"]),
                 list_amount=table.amount(row, listed, required=False) if listed else None,
+                billing=billing,
                 **common,
             )
         )
@@ -105,6 +108,7 @@ def parse(t: Table, *, currency: str = "CNY") -> list[dict[str, object]]:
                     amount_text=str(-Decimal(voucher)),
                     kind="credit",
                     description="代金券抵扣 (voucher)",
+                    billing=billing,
                     **common,
                 )
             )

@@ -23,6 +23,8 @@ as the account's lines, beside the leases.
 
 from __future__ import annotations
 
+from datetime import UTC
+
 from leases.money.bills import table
 from leases.money.bills.table import Table
 
@@ -36,6 +38,7 @@ PRODUCT, DESCRIPTION, REGION = (
     "product/region",
 )
 LIST = "pricing/publicOnDemandCost"
+PERIOD = "bill/BillingPeriodStartDate"  # the first moment (UTC) of the bill's month
 REQUIRED = (RESOURCE, START, END, COST, CURRENCY, TYPE)
 KINDS = {
     "Usage": "usage",
@@ -65,6 +68,9 @@ def parse(t: Table) -> list[dict[str, object]]:
         code = row.get(CURRENCY)
         if not code:
             raise table_error(row, CURRENCY)
+        billing = None
+        if t.has(PERIOD) and row.get(PERIOD):
+            billing = (PERIOD, f"{table.moment(row, PERIOD, TZ).astimezone(UTC):%Y-%m}")
         out.append(
             table.line(
                 row,
@@ -80,6 +86,7 @@ def parse(t: Table) -> list[dict[str, object]]:
                 ),
                 region=table.text(row, REGION if t.has(REGION) else None, "region"),
                 list_amount=table.amount(row, LIST, required=False) if t.has(LIST) else None,
+                billing=billing,
             )
         )
     return out

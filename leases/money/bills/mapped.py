@@ -11,7 +11,7 @@ else that moment. currency (a column) or currency_code
 (a fixed code, CNY by default); product, description, region, kind (a column whose values
 are usage, subscription, credit, discount, tax, refund or other; empty: usage),
 list_amount (columns); date_format (strptime's, for the date columns; default ISO 8601);
-encoding (of the file; default UTF-8, else GB18030)."""
+encoding (of the file, one of table.ENCODINGS; default UTF-8, else GB18030)."""
 
 from __future__ import annotations
 
@@ -57,6 +57,11 @@ def problems(mapping: Mapping[str, object]) -> list[str]:
             out.append(f"{key}: is required (the file's column for it)")
     if "period_start" not in mapping and "period" not in mapping:
         out.append("period_start: is required (or period, a month column)")
+    encoding = mapping.get("encoding")
+    if isinstance(encoding, str):
+        problem = table.encoding_problem(encoding)
+        if problem:
+            out.append(f"encoding: {problem}")
     if "currency" in mapping and "currency_code" in mapping:
         out.append("currency_code: give either currency (a column) or currency_code")
     return out

@@ -65,6 +65,11 @@ class Tolerance:
         return f"{self.amount}"
 
 
+# The widest tolerance taken: beyond it every bill would agree.
+MAX_AMOUNT = Decimal(10_000)
+MAX_SHARE = Decimal("0.2")
+
+
 def tolerance(value: str | None, field_name: str = "tolerance") -> Tolerance:
     """'1%' (a share of zuka's figure), '0.5' (an amount), None or '' (the default)."""
     text = (value or "").strip()
@@ -72,12 +77,23 @@ def tolerance(value: str | None, field_name: str = "tolerance") -> Tolerance:
         return Tolerance()
     if text.endswith(("%", "％")):
         share = fields.number(field_name, text[:-1]) / 100
-        if not ZERO <= share <= 1:
-            raise InputError(field_name, text, "must be a percent from 0 to 100")
+        if not ZERO <= share <= MAX_SHARE:
+            raise InputError(
+                field_name,
+                text,
+                f"must be a percent from 0 to {MAX_SHARE * 100:.0f}: a wider one would let a"
+                " bill that is wrong agree",
+            )
         return Tolerance(share=share)
     amount = fields.number(field_name, text)
     if amount < 0:
         raise InputError(field_name, text, "must not be negative (0.50 or 1%)")
+    if amount > MAX_AMOUNT:
+        raise InputError(
+            field_name,
+            text,
+            f"must be at most {MAX_AMOUNT:,}: a wider one would let a bill that is wrong agree",
+        )
     return Tolerance(amount=amount)
 
 

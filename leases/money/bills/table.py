@@ -5,9 +5,11 @@ refusal names the file's line number (the header is line 1) and the column."""
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -21,21 +23,44 @@ from leases.core.textsafe import visible
 MAX_BYTES = 50 * 1024 * 1024  # a bill export over 50 MB is refused
 MAX_LINES = 500_000  # and one of more data lines
 MAX_CELL = 10_000  # characters of one cell (csv's own limit is 131,072)
+MAX_COLUMNS = 1_000  # a header of more columns is refused (AWS CUR writes a few hundred)
 # A bill line's amounts are stored to 8 decimal places (leases.ledger.books); AWS writes
 # 10 (5.1612903226): rounded half-even, a change below a millionth of a cent.
 PLACES = Decimal("1e-8")
 # Bounds of a line's text as stored (leases.ledger.books.check_bill_line).
 TEXT_BOUNDS = {"resource_id": 300, "product": 200, "description": 500, "region": 100}
+# The encodings a bill is read in (a [bills.NAME] mapping's `encoding`), by Python's
+# canonical codec name: never one, such as UTF-7, in which plain ASCII spells other text
+# (`+AC0-` is a '-').
+ENCODINGS = ("utf-8", "utf-8-sig", "gb18030", "gbk", "gb2312", "big5", "latin-1", "cp1252")
+_CODECS = frozenset(codecs.lookup(e).name for e in ENCODINGS)
+# A number in scientific notation, as AWS CUR writes a tiny cost (1.0E-8): read in bill
+# cells only, its exponent at most 30 either way.
+_SCIENTIFIC = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE]([+-]?[0-9]+)")
+MAX_EXPONENT = 30
+_SIGNS = ("-", "+", "－", "＋")
+
+
+def encoding_problem(name: str) -> str | None:
+    """Why a bill cannot be read in the encoding `name` (None: it can)."""
+    try:
+        known = codecs.lookup(name).name in _CODECS
+    except LookupError:
+        known = False
+    if known:
+        return None
+    return f"{visible(name, 40)} is not an encoding zuka reads bills in: {', '.join(ENCODINGS)}"
 
 
 def decode(data: bytes, encoding: str | None = None) -> str:
     """The file's text: in `encoding` when given; else UTF-8 (a BOM stripped), else
     GB18030. Refused when it reads in neither."""
     if encoding:
+        problem = encoding_problem(encoding)
+        if problem:
+            raise InputError("encoding", None, problem)
         try:
             text = data.decode(encoding)
-        except LookupError:
-            raise InputError("encoding", encoding, "is not an encoding Python knows") from None
         except UnicodeDecodeError as exc:
             raise InputError(
                 "file", None, f"does not read as {encoding} ({exc.reason} at byte {exc.start})"
@@ -90,8 +115,16 @@ def read_table(text: str) -> Table:
         raise InputError("line 1", None, f"is not CSV ({exc})") from None
     if not header_cells or not any(c.strip() for c in header_cells):
         raise InputError("file", None, "is empty: no header row")
+    if len(header_cells) > MAX_COLUMNS:
+        raise InputError(
+            "line 1",
+            None,
+            f"has {len(header_cells):,} columns: more than the {MAX_COLUMNS:,} a bill export"
+            " has (is it a CSV bill?)",
+        )
     header = tuple(c.strip().removeprefix("\ufeff") for c in header_cells)
-    dupes = sorted({h for h in header if h and header.count(h) > 1})
+    counts = Counter(header)
+    dupes = sorted(h for h, n in counts.items() if h and n > 1)
     if dupes:
         raise InputError("line 1", visible(dupes[0], 80), "names a column twice")
     rows: list[Row] = []
@@ -155,7 +188,8 @@ def missing(table: Table, columns: Sequence[str], fmt: str) -> None:
 
 def amount(row: Row, column: str, *, required: bool = True) -> str | None:
     """A signed amount read as every typed number is (fields.number; never a float),
-    rounded to PLACES; None for an empty cell that may be empty."""
+    or in scientific notation (2.16e4, 1.0E-8; a bill's own, not what people type), rounded
+    to PLACES; None for an empty cell that may be empty. One sign at most (--5 is refused)."""
     raw = row.get(column)
     if not raw:
         if required:
@@ -163,8 +197,13 @@ def amount(row: Row, column: str, *, required: bool = True) -> str | None:
         return None
     text = raw.replace("−", "-")
     negative = text.startswith(("-", "－"))
+    rest = (text[1:] if negative else text).strip()
+    signed = rest.startswith(_SIGNS)
+    if signed and (negative or rest[1:].lstrip().startswith(_SIGNS)):
+        raise InputError(where(row, column), visible(raw, 40), "is not a number: two signs")
+    scientific = _SCIENTIFIC.fullmatch(rest.removeprefix("+"))
     try:
-        value = fields.number(where(row, column), text[1:] if negative else text)
+        value = _scientific(scientific) if scientific else fields.number(where(row, column), rest)
     except InputError as exc:
         raise InputError(where(row, column), visible(raw, 40), exc.reason) from None
     if abs(value) >= Decimal("1e12"):
@@ -172,7 +211,14 @@ def amount(row: Row, column: str, *, required: bool = True) -> str | None:
     value = -value if negative else value
     if value.as_tuple().exponent < -8:  # type: ignore[operator]
         value = value.quantize(PLACES, rounding=ROUND_HALF_EVEN)
-    return str(value)
+    return format(value, "f")  # 21600, 0.00000001: never 2.16E+4 or 1E-8
+
+
+def _scientific(m: re.Match[str]) -> Decimal:
+    exponent = m.group(2).lstrip("+-").lstrip("0")
+    if len(exponent) > 2 or int(exponent or "0") > MAX_EXPONENT:
+        raise InputError("amount", None, f"has an exponent beyond ±{MAX_EXPONENT}")
+    return Decimal(m.group(0))
 
 
 def moment(row: Row, column: str, tz: str, date_format: str = "") -> datetime:
@@ -200,6 +246,9 @@ def text(row: Row, column: str | None, key: str) -> str:
     if not column:
         return ""
     return visible(row.get(column), TEXT_BOUNDS[key])
+
+
+LOCAL_KEYS = ("source_line", "billing")  # a line's keys that are not stored
 
 
 def next_day(at: datetime) -> datetime:
@@ -235,9 +284,12 @@ def line(
     description: str = "",
     region: str = "",
     list_amount: str | None = None,
+    billing: tuple[str, str] | None = None,
 ) -> dict[str, object]:
     """A bill line as leases.ledger.books.check_bill_line takes it, with `source_line`
-    (the file's line number, for refusals; dropped before it is stored)."""
+    (the file's line number, for refusals) and `billing` (the column naming the line's
+    billing month, and that month YYYY-MM, where the format has one: Aliyun's 账期), both
+    dropped before it is stored (LOCAL_KEYS)."""
     if end < start:
         raise InputError(
             f"line {row.line}",
@@ -246,6 +298,7 @@ def line(
         )
     return {
         "source_line": row.line,
+        "billing": billing,
         "period_start": start.isoformat(),
         "period_end": end.isoformat(),
         "resource_id": resource_id,

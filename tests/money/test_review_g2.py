@@ -5,9 +5,16 @@ wrong, and the ledger file unchanged byte for byte; figures worked out by hand."
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from leases.app.leases import edit_lease
+from leases.core.errors import InputError
+from leases.ledger import records
+from leases.ledger.store import Ledger
 from tests.support.cli import Cli
 
 
@@ -68,3 +75,45 @@ def test_an_invoice_in_another_currency_than_its_lease_is_refused(
     _ok(z, *_invoice("--node", "n", "--number", "5", "--amount", "100", "--currency", "USD"))
     [inv] = _json(z, "invoice", "list")
     _refused(z, ledger_path, "currency", "invoice", "edit", str(inv["id"]), "--currency", "CNY")
+
+
+# -- 5. a started lease keeps its payment schedule -------------------------------------
+
+
+def _quarter_paid_monthly(z: Cli) -> None:
+    # 36,000 a month, 2026-08-01 to 2026-11-01, paid month by month: 36,000 on each 1st
+    _ok(z, "lease", "add", "n", "--billing", "monthly", "--price", "36000", "--start",
+        "2026-08-01", "--end", "2026-11-01", "--payment-schedule", "monthly")  # fmt: skip
+
+
+def test_a_started_lease_keeps_its_payment_schedule(z: Cli, ledger_path: Path) -> None:
+    _quarter_paid_monthly(z)
+    cash = _json(z, "report", "--month", "2026-10")
+    err = _refused(z, ledger_path, "--payment-schedule: the lease", "lease", "edit", "n", "--start",
+                   "2026-08-01", "--payment-schedule", "upfront")  # fmt: skip
+    assert "the lease started on 2026-08-01 under its schedule monthly" in err
+    assert "zuka lease renew n --until ... --payment-schedule upfront" in err
+    # October's instalment is charged as before: 36,000 (not 0, as if paid at the start)
+    assert _json(z, "report", "--month", "2026-10") == cash
+    # the same schedule typed again changes nothing and is no refusal
+    assert "nothing changed" in _ok(z, "lease", "edit", "n", "--start", "2026-08-01",
+                                    "--payment-schedule", "monthly")  # fmt: skip
+
+
+def test_a_lease_not_started_may_change_its_schedule(tmp_path: Path) -> None:
+    # 2026-07-31 16:00 UTC is 2026-08-01 00:00 in Shanghai (UTC+8): the lease's start
+    before = datetime(2026, 7, 31, 15, 59, tzinfo=UTC)
+    at_start = datetime(2026, 7, 31, 16, tzinfo=UTC)
+    now = [before]
+    with Ledger.open(tmp_path / "l.db", clock=lambda: now[0], create=True) as ledger:
+        ledger.add_node(records.node_from({"name": "n", "ssh_host": "10.0.0.1"}))
+        ledger.add_lease(records.lease_from({
+            "node": "n", "billing_type": "monthly", "unit_price": "36000", "start": "2026-08-01",
+            "end": "2026-11-01", "payment_schedule": "monthly", "billing_tz": "Asia/Shanghai"}))  # fmt: skip
+        edited, _ = edit_lease(ledger, "n", {"payment_schedule": "quarterly"}, "2026-08-01")
+        assert edited.payment_schedule == "quarterly"
+        now[0] = at_start
+        with pytest.raises(InputError) as exc:
+            edit_lease(ledger, "n", {"payment_schedule": "upfront"}, "2026-08-01")
+        assert exc.value.field == "payment_schedule"
+        assert "started on 2026-08-01 under its schedule quarterly" in exc.value.reason

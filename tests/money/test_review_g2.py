@@ -5,6 +5,7 @@ wrong, and the ledger file unchanged byte for byte; figures worked out by hand."
 from __future__ import annotations
 
 import json
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -117,3 +118,45 @@ def test_a_lease_not_started_may_change_its_schedule(tmp_path: Path) -> None:
             edit_lease(ledger, "n", {"payment_schedule": "upfront"}, "2026-08-01")
         assert exc.value.field == "payment_schedule"
         assert "started on 2026-08-01 under its schedule quarterly" in exc.value.reason
+
+
+# -- 2. commands on the books refuse rows changed outside zuka -------------------------
+
+
+def _sql(ledger_path: Path, statement: str) -> None:
+    conn = sqlite3.connect(ledger_path)
+    with conn:
+        conn.execute(statement)
+    conn.close()
+
+
+def _deposit_refunded(z: Cli) -> None:
+    _ok(z, "lease", "add", "n", "--billing", "monthly", "--price", "30000", "--start",
+        "2026-06-01", "--end", "2026-07-01", "--deposit", "60000")  # fmt: skip
+    _ok(z, "lease", "refund", "n", "--amount", "20000", "--on", "2026-07-10")
+
+
+def test_a_refund_changed_outside_zuka_is_refused_by_the_refunds(z: Cli, ledger_path: Path) -> None:
+    _deposit_refunded(z)
+    _sql(ledger_path, "UPDATE deposit_refunds SET amount = '60000'")
+    said = "deposit_refund 1 was edited outside zuka"
+    err = _refused(z, ledger_path, said, "lease", "refunds")
+    assert 'amount "20000" on the audit log, "60000" in the table' in err
+    _refused(z, ledger_path, said, "lease", "refund", "n", "--amount", "100", "--on",
+             "2026-07-11")  # fmt: skip
+    # the invoices and the balance rest on the books too
+    _refused(z, ledger_path, said, *_invoice("--number", "1", "--amount", "100"))
+    _refused(z, ledger_path, said, "provider", "topup", "P", "--amount", "100", "--at",
+             "2026-08-01T09:00")  # fmt: skip
+    _refused(z, ledger_path, said, "provider", "balance", "P", "--set", "100", "--at",
+             "2026-08-01T09:00")  # fmt: skip
+    _refused(z, ledger_path, said, "offer", "list")
+
+
+def test_an_invoice_changed_outside_zuka_is_refused_by_its_edit(z: Cli, ledger_path: Path) -> None:
+    _ok(z, *_invoice("--number", "9", "--amount", "100"))
+    _sql(ledger_path, "UPDATE invoices SET amount = '1000'")
+    said = "invoice 1 was edited outside zuka"
+    _refused(z, ledger_path, said, "invoice", "edit", "1", "--notes", "checked")
+    _refused(z, ledger_path, said, "invoice", "delete", "1")
+    _refused(z, ledger_path, said, "bill", "list")

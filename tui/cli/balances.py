@@ -17,7 +17,7 @@ from tui.cli.opening import open_ledger, trusted
 
 def provider_topup(args: argparse.Namespace, out: TextIO) -> int:
     tz = load_user_config(args.config).billing.tz
-    with open_ledger(args, create=False) as ledger:
+    with trusted(open_ledger(args, create=False), "the balance") as ledger:
         added, message = app.topup(ledger, args.name, args.amount, at=args.at,
                                    notes=args.notes, tz=tz)  # fmt: skip
     return output.done(args, out, added, message)
@@ -26,7 +26,7 @@ def provider_topup(args: argparse.Namespace, out: TextIO) -> int:
 def provider_balance(args: argparse.Namespace, out: TextIO) -> int:
     tz = load_user_config(args.config).billing.tz
     if args.reading is not None:
-        with open_ledger(args, create=False) as ledger:
+        with trusted(open_ledger(args, create=False), "the balance") as ledger:
             added, message = app.set_reading(ledger, args.name, args.reading, at=args.at,
                                              notes=args.notes, tz=tz)  # fmt: skip
         return output.done(args, out, added, message)

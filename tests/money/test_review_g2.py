@@ -12,7 +12,10 @@ from typing import Any
 
 import pytest
 
+from leases.alerts.alert import AlertKind
+from leases.alerts.balance import provider_alerts
 from leases.app.leases import edit_lease
+from leases.config.sections import AlertsConfig
 from leases.core.errors import InputError
 from leases.ledger import records
 from leases.ledger.store import Ledger
@@ -160,3 +163,78 @@ def test_an_invoice_changed_outside_zuka_is_refused_by_its_edit(z: Cli, ledger_p
     _refused(z, ledger_path, said, "invoice", "edit", "1", "--notes", "checked")
     _refused(z, ledger_path, said, "invoice", "delete", "1")
     _refused(z, ledger_path, said, "bill", "list")
+
+
+# -- 1. a provider account has one currency --------------------------------------------
+
+
+def _usd_hourly(z: Cli) -> None:
+    # 10 USD an hour from 2026-08-01 00:00 (Shanghai), billed by the hour as it runs
+    _ok(z, "lease", "add", "n", "--billing", "hourly", "--price", "10", "--currency", "USD",
+        "--start", "2026-08-01")  # fmt: skip
+
+
+def test_a_topup_is_in_the_currency_of_the_providers_leases(z: Cli) -> None:
+    _usd_hourly(z)
+    out = _ok(z, "provider", "topup", "P", "--amount", "5000", "--at", "2026-08-02T00:00")
+    assert "recorded a top-up of USD 5,000.00 on P" in out, out
+    doc = _json(z, "provider", "balance", "P", "--at", "2026-08-03T00:00")
+    # from the top-up on 08-02 00:00 to 08-03 00:00: 24 h x 10 = 240 USD;
+    # 5,000 - 240 = 4,760 USD
+    assert (doc["currency"], doc["balance"], doc["charged_since"]) == ("USD", "4760.00", "240.00")
+
+
+def test_a_balance_with_a_lease_in_another_currency_cannot_be_worked_out(
+    z: Cli, ledger_path: Path
+) -> None:
+    _usd_hourly(z)
+    _ok(z, "provider", "topup", "P", "--amount", "5000", "--currency", "CNY", "--at",
+        "2026-08-02T00:00")  # fmt: skip
+    said = ("cannot be worked out: the lease from 2026-08-01 00:00 of node n is in USD, the"
+            " account in CNY")  # fmt: skip
+    _refused(z, ledger_path, said, "provider", "balance", "P", "--at", "2026-08-03T00:00")
+    with Ledger.open(ledger_path, create=False) as ledger:
+        [alert] = provider_alerts(ledger, AlertsConfig(), datetime(2026, 8, 3, tzinfo=UTC))
+    assert alert.kind is AlertKind.UNEVALUATED
+    assert "cannot evaluate the prepaid balance of P" in alert.message and said in alert.message
+
+
+def test_an_entry_in_another_currency_than_the_accounts_is_refused(
+    z: Cli, ledger_path: Path
+) -> None:
+    _ok(z, "provider", "topup", "P", "--amount", "5000", "--at", "2026-08-02T00:00")  # CNY
+    said = "currency: the account of provider P is in CNY (entry 1): a provider account has one"
+    _refused(z, ledger_path, said, "provider", "topup", "P", "--amount", "100", "--currency",
+             "USD", "--at", "2026-08-03T00:00")  # fmt: skip
+    _refused(z, ledger_path, said, "provider", "balance", "P", "--set", "100", "--currency",
+             "USD", "--at", "2026-08-03T00:00")  # fmt: skip
+    # an import writes through the same book rule
+    with Ledger.open(ledger_path, create=False) as ledger, pytest.raises(InputError) as exc:
+        ledger.add_book("balance", {"provider_id": 1, "kind": "topup", "amount": "1",
+                                    "currency": "USD", "at": "2026-08-03T00:00:00+08:00"})  # fmt: skip
+    assert exc.value.field == "currency"
+    # with no --currency, the account's: CNY
+    _ok(z, "provider", "topup", "P", "--amount", "100", "--at", "2026-08-03T00:00")
+
+
+def test_a_lease_over_before_the_account_began_is_no_part_of_it(z: Cli) -> None:
+    # n: 10 USD an hour in July, over on 07-10; m: 20 CNY an hour from 08-01
+    _ok(z, "lease", "add", "n", "--billing", "hourly", "--price", "10", "--currency", "USD",
+        "--start", "2026-07-01", "--end", "2026-07-10")  # fmt: skip
+    _ok(z, "node", "add", "m", "--ssh", "root@10.0.0.8", "--gpus", "8", "--provider", "P")
+    _ok(z, "lease", "add", "m", "--billing", "hourly", "--price", "20", "--start", "2026-08-01")
+    # the leases do not share a currency: the config's (CNY, the default)
+    _ok(z, "provider", "topup", "P", "--amount", "1000", "--at", "2026-08-01T00:00")
+    doc = _json(z, "provider", "balance", "P", "--at", "2026-08-02T00:00")
+    # 24 h x 20 = 480 CNY; 1,000 - 480 = 520
+    assert (doc["currency"], doc["balance"]) == ("CNY", "520.00")
+
+
+def test_a_topup_with_no_lease_is_in_the_configs_currency(z: Cli, tmp_path: Path) -> None:
+    config = tmp_path / "lab.toml"
+    config.write_text('[billing]\ncurrency = "USD"\n')
+    config.chmod(0o600)
+    _ok(z, "provider", "topup", "P", "--amount", "100", "--at", "2026-08-01T00:00",
+        "--config", str(config))  # fmt: skip
+    doc = _json(z, "provider", "balance", "P", "--at", "2026-08-02T00:00")
+    assert (doc["currency"], doc["balance"]) == ("USD", "100.00")

@@ -32,24 +32,39 @@ def _when(ledger: Ledger, at: str | None, tz: str) -> datetime:
     return when
 
 
+def entry_currency(ledger: Ledger, prov: Provider, lab: str) -> str:
+    """The currency of an entry given no --currency: the account's (its entries'), else
+    the one the provider's leases all share, else the lab's ([billing] currency)."""
+    rows = ledger.book_rows("balance", "provider_id = ?", [prov.id])
+    if rows:
+        return str(rows[0]["currency"])
+    ids = [n.id for n in ledger.nodes() if n.provider == prov.name and n.id is not None]
+    found = {le.currency for le in ledger.leases(node_ids=ids) if le.node_id in ids}
+    return found.pop() if len(found) == 1 else lab
+
+
 def _entry(ledger: Ledger, name: str, kind: str, amount: str, at: str | None, notes: str | None,
-           tz: str) -> tuple[Provider, Record]:  # fmt: skip
+           tz: str, currency: str | None, lab: str) -> tuple[Provider, Record]:  # fmt: skip
     prov = ledger.provider(name)
-    rec = {"provider_id": prov.id, "kind": kind, "amount": amount,
+    cur = entry_currency(ledger, prov, lab) if currency is None else currency
+    rec = {"provider_id": prov.id, "kind": kind, "amount": amount, "currency": cur,
            "at": _when(ledger, at, tz), "notes": notes or ""}  # fmt: skip
     return prov, ledger.add_book("balance", rec)
 
 
 def topup(ledger: Ledger, name: str, amount: str, *, at: str | None = None,
-          notes: str | None = None, tz: str) -> tuple[Record, str]:  # fmt: skip
-    """`zuka provider topup NAME --amount X`: money put on the provider account."""
-    prov, added = _entry(ledger, name, "topup", amount, at, notes, tz)
+          notes: str | None = None, tz: str, currency: str | None = None,
+          lab: str = "CNY") -> tuple[Record, str]:  # fmt: skip
+    """`zuka provider topup NAME --amount X [--currency C]`: money put on the provider
+    account, in `currency` (default: entry_currency, `lab` the config's)."""
+    prov, added = _entry(ledger, name, "topup", amount, at, notes, tz, currency, lab)
     said = money(Decimal(added["amount"]), added["currency"])
     return added, f"recorded a top-up of {said} on {prov.name} at {added['at']}"
 
 
 def set_reading(ledger: Ledger, name: str, amount: str, *, at: str | None = None,
-                notes: str | None = None, tz: str) -> tuple[Record, str]:  # fmt: skip
+                notes: str | None = None, tz: str, currency: str | None = None,
+                lab: str = "CNY") -> tuple[Record, str]:  # fmt: skip
     """`zuka provider balance NAME --set X`: the balance read off the provider's console,
     and what zuka had worked out at that moment (`worked_out`, None when it had nothing
     to work from; `gap`: the console's figure less zuka's)."""
@@ -58,7 +73,7 @@ def set_reading(ledger: Ledger, name: str, amount: str, *, at: str | None = None
         before, why = account(ledger, name, when), "no top-up nor reading before it"
     except InputError as exc:  # a lease whose charges cannot be worked out: still read it
         before, why = None, f"it could not be worked out: {exc.reason}"
-    prov, added = _entry(ledger, name, "reading", amount, at, notes, tz)
+    prov, added = _entry(ledger, name, "reading", amount, at, notes, tz, currency, lab)
     cur, read = added["currency"], Decimal(added["amount"])
     said = f"recorded {prov.name}'s balance {money(read, cur)} as read at {added['at']}"
     if before is None:

@@ -9,7 +9,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
+from leases.core import fields
+from leases.core.errors import InputError
 from leases.core.fields import DEFAULT_TZ
+from leases.core.models import Lease
 from leases.ledger.store import Ledger
 from leases.money import balances
 from leases.money.balances import Balance, Billed, Burner, Entry, Runway
@@ -37,7 +40,26 @@ def entries_of(ledger: Ledger, provider_id: int) -> tuple[list[Entry], str]:
     rows = ledger.book_rows("balance", "provider_id = ?", [provider_id])
     entries = [Entry(r["kind"], Decimal(r["amount"]), datetime.fromisoformat(r["at"]))
                for r in rows]  # fmt: skip
-    return entries, (rows[-1]["currency"] if rows else "CNY")
+    found = sorted({r["currency"] for r in rows})
+    if len(found) > 1:  # a ledger written before the rule of one currency (bookdates)
+        raise InputError("balance", None, "cannot be worked out: the account's entries are"
+                         f" in {' and '.join(found)}: one account, one currency")  # fmt: skip
+    return entries, (found[0] if found else "CNY")
+
+
+def _in_currency(leases: list[Lease], currency: str, since: datetime) -> list[Lease]:
+    """The leases in the account's currency; refused when one in another is charged from
+    `since` on (one over before it is no part of the balance)."""
+    for le in leases:
+        last = le.ended_at or le.end
+        if le.currency != currency and (last is None or utc(last) > utc(since)):
+            raise InputError(
+                "balance",
+                None,
+                f"cannot be worked out: the lease from {fields.shown(le.start, le.billing_tz)}"
+                f" of node {le.node} is in {le.currency}, the account in {currency}",
+            )
+    return [le for le in leases if le.currency == currency]
 
 
 def account(ledger: Ledger, name: str, at: datetime | None = None) -> Account | None:
@@ -49,6 +71,10 @@ def account(ledger: Ledger, name: str, at: datetime | None = None) -> Account | 
     entries, currency = entries_of(ledger, prov.id)
     nodes = {n.id: n for n in ledger.nodes() if n.provider == prov.name and n.id is not None}
     leases = [le for le in ledger.leases(node_ids=list(nodes)) if le.node_id in nodes]
+    first = balances.balance(entries, (), when)
+    if first is None:
+        return None
+    leases = _in_currency(leases, currency, first.since)
     spans = ledger.stop_spans()
     storage = storage_lines(leases, ledger.resources())
     items: list[Billed] = []

@@ -1,6 +1,7 @@
 """The books' rules that hold whoever writes (the CLI, `zuka import`, the API): nothing
 recorded as having happened is dated in the future, and a prepaid balance entry is not
-recorded twice. leases.ledger.books runs them in the write's transaction.
+recorded twice, nor in another currency than the account's. leases.ledger.books runs them
+in the write's transaction.
 
 A day in the future is one after today anywhere on Earth (UTC+14): the rule needs no time
 zone, and a command that knows the billing zone says it sooner and closer (leases.app).
@@ -65,6 +66,25 @@ def balance_entry(ledger: Any, rec: Record, row_id: int | None) -> None:
             )
 
 
+def one_currency(ledger: Any, rec: Record, row_id: int | None) -> None:
+    """A provider account has one currency: an entry in another than its other entries'
+    would be added to them as if it were the same money (USD 100 on a CNY balance)."""
+    other = ledger.rows(
+        "SELECT b.id, b.currency, p.name FROM balance_entries b JOIN providers p"
+        " ON p.id = b.provider_id WHERE b.provider_id = ? AND b.currency != ? AND b.id IS NOT ?"
+        " ORDER BY b.id LIMIT 1",
+        [rec["provider_id"], rec["currency"], row_id],
+    )
+    if other:
+        cur, name = other[0]["currency"], other[0]["name"]
+        raise InputError(
+            "currency",
+            rec["currency"],
+            f"the account of provider {name} is in {cur} (entry {other[0]['id']}): a provider"
+            f" account has one currency; record it in {cur} (--currency {cur}), converted",
+        )
+
+
 for _entity, (_field, _what) in _DAYS.items():
     BOOKS[_entity].rules.append(not_a_future_day(_field, _what))
-BOOKS["balance"].rules.append(balance_entry)
+BOOKS["balance"].rules.extend([balance_entry, one_currency])

@@ -14,6 +14,7 @@ in the write's transaction (Book.rules, filled by the module that owns the domai
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -176,7 +177,7 @@ def check_invoice(rec: Mapping[str, Any]) -> Record:
     out: Record = {
         "provider_id": _id(rec, "provider_id"),
         "lease_id": _id(rec, "lease_id", required=False),
-        "number": _text(rec, "number", 60, required=True).strip(),
+        "number": unicodedata.normalize("NFKC", _text(rec, "number", 60, required=True)).strip(),
         "issued_on": _day(rec, "issued_on"),
         "period_start": _day(rec, "period_start"),
         "period_end": _day(rec, "period_end"),

@@ -1,8 +1,9 @@
 """The invoices book's rules between rows and within reason (leases.ledger.books runs them
 in the write's transaction, whoever writes: the CLI, an import): an invoice number is
 unique per provider (the table's UNIQUE says so too; this says it in words), and an
-invoice's period is at most 366 days. The issue day not in the future needs the clock and
-the billing zone: leases.app.invoices checks it."""
+invoice's period is at most 366 days, and an invoice of one lease is in its currency.
+The issue day not in the future needs the clock and the billing zone: leases.app.invoices
+checks it."""
 
 from __future__ import annotations
 
@@ -42,7 +43,26 @@ def period_within_reason(ledger: Any, rec: Record, row_id: int | None) -> None:
         )
 
 
-RULES = (unique_number, period_within_reason)
+def in_its_lease_currency(ledger: Any, rec: Record, row_id: int | None) -> None:
+    """An invoice of one lease is in that lease's currency: its charges are compared with
+    it, and a CNY invoice against a USD lease's charges would read as all over-invoiced."""
+    if rec.get("lease_id") is None:
+        return
+    rows = ledger.rows(
+        "SELECT l.currency, n.name FROM leases l JOIN nodes n ON n.id = l.node_id WHERE l.id = ?",
+        [rec["lease_id"]],
+    )
+    if rows and rows[0]["currency"] != rec["currency"]:
+        raise InputError(
+            "currency",
+            rec["currency"],
+            f"the invoice is in {rec['currency']}, but the lease of node {rows[0]['name']} it"
+            f" covers is in {rows[0]['currency']}: an invoice of a lease is in its currency"
+            f" (--currency {rows[0]['currency']})",
+        )
+
+
+RULES = (unique_number, period_within_reason, in_its_lease_currency)
 for _rule in RULES:
     if _rule not in BOOKS["invoice"].rules:
         BOOKS["invoice"].rules.append(_rule)

@@ -255,6 +255,7 @@ class LeaseRows(NodeRows):
                 # too, so an end moved into the renewal is an overlap, refused below.
                 new = replace(new, ended_at=new.end)
             others = self._chain_recurrency(node, lease, new, whole_chain)
+            self._keep_started_schedule(lease, new)
             if records.lease_record(new) == records.lease_record(lease):
                 return lease
             self._check_fits(lease.node, new, lease.id, before=lease)
@@ -262,6 +263,23 @@ class LeaseRows(NodeRows):
             for le in others:
                 self._update_lease(conn, le, replace(le, currency=new.currency), "lease.edit")
             return edited
+
+    def _keep_started_schedule(self, lease: Lease, new: Lease) -> None:
+        """A lease that has started (at the ledger's clock) keeps its payment schedule:
+        its instalments already charged are cash paid, which a new schedule would rewrite
+        (upfront would move every month's charge to its start, a closed month's to 0)."""
+        if new.payment_schedule == lease.payment_schedule or lease.start > self.clock():
+            return
+        tz = fields.timezone(lease.billing_tz, "billing_tz")
+        day = lease.start.astimezone(tz).date().isoformat()
+        raise InputError(
+            "payment_schedule",
+            new.payment_schedule.value,
+            f"the lease started on {day} under its schedule {lease.payment_schedule.value};"
+            " the cash already charged stays as it was: renew it from a date with the new"
+            f" schedule (zuka lease renew {visible(lease.node)} --until ... --payment-schedule"
+            f" {new.payment_schedule.value})",
+        )
 
     def _chain_recurrency(
         self, node: str, lease: Lease, new: Lease, whole_chain: bool

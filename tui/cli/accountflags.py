@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import argparse
 
+_CURRENCY_HELP = (
+    "the account's currency (default: its entries', else the one its leases share, else"
+    " [billing] currency); an account has one"
+)
 _VAT_HELP = "VAT rate: 6%%, 0.06 or 6 (China's rates: 0, 1, 3, 5, 6, 9, 13 %%)"
 
 
@@ -13,6 +17,7 @@ def topup_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", help="the provider")
     p.add_argument("--amount", required=True, help="the money put on the account")
     p.add_argument("--at", metavar="TIME", help="when (default: now)")
+    p.add_argument("--currency", help=_CURRENCY_HELP)
     p.add_argument("--notes")
 
 
@@ -30,6 +35,7 @@ def balance_options(p: argparse.ArgumentParser) -> None:
         help="with --set: when it was read (default: now);"
         " without: work the balance out at TIME (default: now)",
     )
+    p.add_argument("--currency", help="with --set: " + _CURRENCY_HELP)
     p.add_argument("--notes", help="with --set: a note on the reading")  # fmt: skip
 
 

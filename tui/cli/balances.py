@@ -16,22 +16,27 @@ from tui.cli.opening import open_ledger, trusted
 
 
 def provider_topup(args: argparse.Namespace, out: TextIO) -> int:
-    tz = load_user_config(args.config).billing.tz
-    with open_ledger(args, create=False) as ledger:
+    lab = load_user_config(args.config).billing
+    with trusted(open_ledger(args, create=False), "the balance") as ledger:
         added, message = app.topup(ledger, args.name, args.amount, at=args.at,
-                                   notes=args.notes, tz=tz)  # fmt: skip
+                                   notes=args.notes, tz=lab.tz, currency=args.currency,
+                                   lab=lab.currency)  # fmt: skip
     return output.done(args, out, added, message)
 
 
 def provider_balance(args: argparse.Namespace, out: TextIO) -> int:
-    tz = load_user_config(args.config).billing.tz
+    lab = load_user_config(args.config).billing
+    tz = lab.tz
     if args.reading is not None:
-        with open_ledger(args, create=False) as ledger:
+        with trusted(open_ledger(args, create=False), "the balance") as ledger:
             added, message = app.set_reading(ledger, args.name, args.reading, at=args.at,
-                                             notes=args.notes, tz=tz)  # fmt: skip
+                                             notes=args.notes, tz=tz, currency=args.currency,
+                                             lab=lab.currency)  # fmt: skip
         return output.done(args, out, added, message)
     if args.notes is not None:
         raise InputError("--notes", args.notes, "goes with --set (a note on the reading)")
+    if args.currency is not None:
+        raise InputError("--currency", args.currency, "goes with --set (the reading's currency)")
     with trusted(open_ledger(args, readonly=True), "the balance") as ledger:
         at = fields.moment("at", args.at, tz) if args.at is not None else None
         acc = app.account(ledger, args.name, at)

@@ -20,7 +20,7 @@ from tui.cli.opening import open_ledger, trusted
 
 def bill_import(args: argparse.Namespace, out: TextIO) -> int:
     config = load_user_config(args.config)
-    with open_ledger(args) as ledger:
+    with trusted(open_ledger(args), "the bill", ENTITIES) as ledger:
         done = bills.import_bill(
             ledger,
             Path(args.file),
@@ -36,7 +36,7 @@ def bill_import(args: argparse.Namespace, out: TextIO) -> int:
 
 def bill_list(args: argparse.Namespace, out: TextIO) -> int:
     tz = load_user_config(args.config).billing.tz
-    with open_ledger(args, readonly=True) as ledger:
+    with trusted(open_ledger(args, readonly=True), "the bills", ENTITIES) as ledger:
         found = bills.list_bills(ledger, tz)
     if args.json:
         output.dump_json(found, out)
@@ -66,7 +66,7 @@ def bill_list(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def bill_delete(args: argparse.Namespace, out: TextIO) -> int:
-    with open_ledger(args) as ledger:
+    with trusted(open_ledger(args), "the bill", ENTITIES) as ledger:
         gone = bills.delete_bill(ledger, args.id)
     return output.done(
         args,

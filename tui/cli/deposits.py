@@ -10,11 +10,11 @@ from leases.app.deposits import deposit_states, refund_deposit
 from leases.core import fields
 from leases.money.amounts import money
 from tui.cli import output
-from tui.cli.opening import open_ledger
+from tui.cli.opening import open_ledger, trusted
 
 
 def lease_refund(args: argparse.Namespace, out: TextIO) -> int:
-    with open_ledger(args, create=False) as ledger:
+    with trusted(open_ledger(args, create=False), "the refund") as ledger:
         added, message = refund_deposit(
             ledger, args.node, args.amount, args.on, lease_start=args.lease_start,
             notes=args.notes or "",
@@ -23,7 +23,7 @@ def lease_refund(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def lease_refunds(args: argparse.Namespace, out: TextIO) -> int:
-    with open_ledger(args, readonly=True) as ledger:
+    with trusted(open_ledger(args, readonly=True), "the deposits' figures") as ledger:
         states = deposit_states(ledger, args.node)
     if args.json:
         output.dump_json(

@@ -68,7 +68,7 @@ def _add(args: argparse.Namespace, out: TextIO) -> int:
         raise InputError("period", None, "is required: --period YYYY-MM, or --from and --to")
     given |= {"provider": args.provider, "node": args.node, "lease_start": args.lease_start}
     tz = _tz(args)
-    with open_ledger(args, create=False) as ledger:
+    with trusted(open_ledger(args, create=False), "the invoice") as ledger:
         added, message = app.add_invoice(ledger, given, tz=tz)
     _warn_rate(added)
     return output.done(args, out, _with_last_day(added), message)
@@ -91,7 +91,7 @@ def _warn_rate(rec: dict[str, Any]) -> None:
 
 def invoice_edit(args: argparse.Namespace, out: TextIO) -> int:
     tz = _tz(args)
-    with flags_named(), open_ledger(args, create=False) as ledger:
+    with flags_named(), trusted(open_ledger(args, create=False), "the invoice") as ledger:
         edited, message = app.edit_invoice(ledger, args.id, _given(args), tz=tz)
     if args.vat is not None:
         _warn_rate(edited)
@@ -99,7 +99,7 @@ def invoice_edit(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def invoice_delete(args: argparse.Namespace, out: TextIO) -> int:
-    with open_ledger(args, create=False) as ledger:
+    with trusted(open_ledger(args, create=False), "the invoice") as ledger:
         gone, message = app.delete_invoice(ledger, args.id)
     return output.done(args, out, gone, message)
 

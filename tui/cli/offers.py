@@ -47,28 +47,28 @@ def _day(args: argparse.Namespace, ledger: Any, config: Config) -> date:
 def offer_add(args: argparse.Namespace, out: TextIO) -> int:
     config = _config(args)
     rec = _given(args)
-    with open_ledger(args, create=True) as ledger:
+    with trusted(open_ledger(args, create=True), "the offer") as ledger:
         added, message = offers.add_offer(ledger, rec, offers.today_in(ledger, config))
     return output.done(args, out, added, message)
 
 
 def offer_edit(args: argparse.Namespace, out: TextIO) -> int:
     offer_id = offers.offer_ids(args.id)
-    with open_ledger(args) as ledger:
+    with trusted(open_ledger(args), "the offer") as ledger:
         edited, message = offers.edit_offer(ledger, offer_id, _given(args))
     return output.done(args, out, edited, message)
 
 
 def offer_delete(args: argparse.Namespace, out: TextIO) -> int:
     offer_id = offers.offer_ids(args.id)
-    with open_ledger(args) as ledger:
+    with trusted(open_ledger(args), "the offer") as ledger:
         gone, message = offers.delete_offer(ledger, offer_id)
     return output.done(args, out, gone, message)
 
 
 def offer_list(args: argparse.Namespace, out: TextIO) -> int:
     config = _config(args)
-    with open_ledger(args, readonly=True) as ledger:
+    with trusted(open_ledger(args, readonly=True), "the offers") as ledger:
         day = _day(args, ledger, config)
         rows = offers.list_offers(ledger, day, everything=args.all)
     if args.json:

@@ -101,7 +101,7 @@ class DepositState:
     outstanding: Decimal
     lost: Decimal
     refunds: tuple[Record, ...]
-    state: str  # as said today: none, pending, partly back, refunded, forfeited
+    state: str  # as said today: held, pending, partly back, refunded, forfeited
 
 
 def deposit_states(ledger: Ledger, node: str | None = None) -> list[DepositState]:
@@ -121,5 +121,7 @@ def deposit_states(ledger: Ledger, node: str | None = None) -> list[DepositState
                    Decimal(0))  # fmt: skip
         owed, lost = deposits.outstanding(le, refunds, today), deposits.forfeited(le, refunds)
         said = deposits.state_word(le, refunds, today)
+        # The stored "none" (no refund asked for yet) reads as no deposit to a person.
+        said = "held" if said == "none" else said
         out.append(DepositState(le, day, assumed, back, owed, lost, tuple(mine), said))
     return out

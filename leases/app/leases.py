@@ -38,6 +38,8 @@ def renew_lease(
     (also the dashboard's renew form)."""
     if not until.strip():  # an empty end would be read as no end: an open-ended renewal
         raise InputError("until", until, "is empty: give the end of the renewed period")
+    # A renewal copies the lease's terms (and ends it): none may be an outside value.
+    refuse_outside_edits(ledger, node, "renewing the lease", "lease")
     try:
         lease = ledger.renew_lease(node, until, changes)
     except InputError as exc:
@@ -60,6 +62,7 @@ def end_lease(ledger: Ledger, node_name: str, at_text: str | None) -> tuple[Leas
     """`zuka lease end NODE [--at AT]`: the ended lease and what the command says of it
     (also the dashboard's end form)."""
     node = ledger.node(node_name)
+    refuse_outside_edits(ledger, node.name, "ending the lease", "lease", ("ended_at",))
     lease = ledger.current_lease(node.name)
     tz = lease.billing_tz if lease else fields.DEFAULT_TZ
     at = fields.moment("at", at_text, tz) if at_text else None

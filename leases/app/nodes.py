@@ -114,6 +114,7 @@ def edit_node(
 
 def archive_node(ledger: Ledger, name: str) -> tuple[Node, str]:
     """`zuka node archive NAME`: the node marked released and what the command says of it."""
+    refuse_outside_edits(ledger, name, "archiving the node", "node", ("state",))
     try:
         node = ledger.archive_node(name)
     except InputError as exc:
@@ -126,6 +127,7 @@ def archive_node(ledger: Ledger, name: str) -> tuple[Node, str]:
 
 def restore_node(ledger: Ledger, name: str) -> tuple[Node, str]:
     """`zuka node restore NAME`: the latest archived node of the name, brought back."""
+    refuse_outside_edits(ledger, name, "restoring the node", "node", ("state",))
     node = ledger.restore_node(name)
     return node, f"restored node {node.name}"
 

@@ -47,6 +47,24 @@ def refuse_outside_edits(
                 and {name for name, _, _ in d.fields} <= set(setting)
             )
         ]
+    _refuse(found, change)
+
+
+def refuse_provider_edits(ledger: Ledger, name: str, setting: Collection[str]) -> None:
+    """As refuse_outside_edits, for an edit of provider `name` setting these fields."""
+    provider = ledger.provider(name)
+    found = [
+        d
+        for d in rowaudit.drifted(ledger, ("provider",))
+        if d.entity_id == provider.id
+        and not (
+            d.what == "edited" and not d.problem and {f for f, _, _ in d.fields} <= set(setting)
+        )
+    ]
+    _refuse(found, "editing the provider")
+
+
+def _refuse(found: list[rowaudit.Drift], change: str) -> None:
     if not found:
         return
     said = "; ".join(d.said() for d in found[:3])

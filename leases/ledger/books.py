@@ -267,12 +267,11 @@ UNHASHED = "0" * 64
 
 def lines_sql(table: str, key: str) -> str:
     """One canonical text per line of a row, in line order: what the lines' hash is of
-    (SQLite's json_array of every column: a line edited, added or removed behind zuka's back
-    changes it). Made by SQLite, so that 73,000 lines hash in a few dozen milliseconds."""
-    return (
-        f"SELECT json_array({', '.join(BILL_LINE_COLUMNS)}) FROM {table}"
-        f" WHERE {key} = ? ORDER BY line_no"
-    )
+    (SQLite's quote() of every column, comma-separated: a line edited, added or removed
+    behind zuka's back changes it, whatever it was set to, a BLOB included). Made by
+    SQLite, so that 73,000 lines hash in a few dozen milliseconds."""
+    cells = " || ',' || ".join(f"quote({c})" for c in BILL_LINE_COLUMNS)
+    return f"SELECT {cells} FROM {table} WHERE {key} = ? ORDER BY line_no"
 
 
 def check_offer(rec: Mapping[str, Any]) -> Record:

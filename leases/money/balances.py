@@ -16,10 +16,11 @@ out and what stops then (`zuka provider balance`, the `balance_low` alert).
   (every charge to come, as recorded: pay-as-you-go as it runs, a payment schedule's
   instalments, renewals and auto-renewals on their charge days, leases starting, storage)
   reaches the balance; found to the second within RUNWAY_DAYS (charges never fall as time
-  passes, so a search finds it); days left = from now to then. The nodes of the running
-  pay-as-you-go leases stop (the platform stops the instances); so does the node of a
-  prepaid charge it runs out on (`unpaid`: a renewal or an instalment the balance cannot
-  pay is not paid, the lease not paid for on). A balance at or below 0 has run out now.
+  passes, so a search finds it); days left = from now to then. When it runs out on a
+  prepaid charge it cannot pay (`unpaid`: a renewal or an instalment), that charge's node
+  stops: the lease is not paid for on, and the money left stays for the running leases.
+  Otherwise the burn spent it: the nodes of the running pay-as-you-go leases stop (the
+  platform stops the instances). A balance at or below 0 has run out now.
 """
 
 from __future__ import annotations
@@ -165,8 +166,10 @@ def _due(chain: Sequence[Lease], at: datetime, until: datetime, *, cards: int | 
             out += [(t, amount, "instalment") for t, amount in schedule.instalments(le)
                     if utc(at) < utc(t) <= utc(until) and amount]  # fmt: skip
         elif utc(at) < utc(le.start) <= utc(until):
+            # A lease of the chain after its first renews the one before (`lease renew`).
+            what = "renewal" if le is not chain[0] else "prepaid charge"
             out.append((le.start, billing.cost_to_date(le, le.start, stops=stops, cards=cards),
-                        "prepaid charge"))  # fmt: skip
+                        what))  # fmt: skip
         out += [(r.charged_at, r.amount, "renewal") for r in renewals(le, until)
                 if utc(r.charged_at) > utc(at) and r.amount]  # fmt: skip
     return sorted(out, key=lambda c: utc(c[0]))
@@ -228,6 +231,10 @@ def runway(
         return Runway(per_day, None, None, stops)
     days = Decimal(int((utc(out) - utc(at)).total_seconds())) / DAY_SECONDS
     cannot = unpaid(items, out)
+    if cannot and amount - charged(items, at, out) > 0:
+        # A charge the balance cannot pay ends it, not the burn: the money left stays, and
+        # the running pay-as-you-go leases go on on it (only the charge's node stops then).
+        stops = ()
     stops = tuple(sorted({*stops, *(node for node, _, _ in cannot)}))
     return Runway(per_day, days, out, stops, cannot)
 

@@ -283,3 +283,26 @@ def test_an_import_keeps_the_books_date_rules_and_counts_a_top_up_once(
         other.import_records({"balance_entries": data["balance_entries"]})
     assert "recorded already" in exc.value.reason
     assert len(other.book_rows("balance")) == 1
+
+
+def test_a_blob_written_into_a_bill_line_is_its_bills_drift(z: Cli, ledger_path: Path) -> None:
+    """A BLOB cell made the lines' hash fail ("JSON cannot hold BLOB values") without naming
+    the row: audit verify, bill check, alerts and bill delete all stopped there."""
+    led = _ledger(z, ledger_path)
+    bill = led.add_book(
+        "bill",
+        {
+            "provider_id": led.provider("P").id,
+            "format": "aliyun",
+            "source": "b.csv",
+            "sha256": "c" * 64,
+            "imported_at": "2026-09-02T10:00:00+08:00",
+        },
+        lines=[_line(1, "30000"), _line(2, "12")],
+    )
+    with sqlite3.connect(ledger_path) as conn:
+        conn.execute("UPDATE bill_lines SET description = x'ff00' WHERE line_no = 2")
+    [found] = rowaudit.drifted(led)
+    assert (found.entity, found.entity_id) == ("bill", bill["id"])
+    r = z("audit", "verify")
+    assert r.code == 1 and f"bill {bill['id']}" in r.out, r.out

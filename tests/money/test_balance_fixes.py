@@ -67,15 +67,16 @@ def test_a_renewal_the_balance_cannot_pay_stops_its_node_too(z: Cli) -> None:
     # n burns 1.98 x 8 x 24 = 380.16/day. Top-up 6,163.84: at 08-02 10:00, 6,163.84 -
     # 380.16 = 5,783.68 left; by m's renewal on 08-15 00:00 (12 d 14 h = 12.58333 days)
     # 380.16 x 12.58333 = 4,783.68 more is burnt: 1,000 left, short of the 3,000 renewal.
-    # It runs out on the renewal, at 00:00, the second it is charged; m is not renewed.
+    # It runs out on the renewal, at 00:00, the second it is charged; m is not renewed,
+    # and the 1,000 left stays: n runs on on it (1,000 / 380.16 = 2.63 days more).
     _renews_on_the_15th(z, "6163.84")
     doc = _json(z, "provider", "balance", "P", "--at", "2026-08-02T10:00")
     assert doc["runs_out"] == "2026-08-15 00:00"
-    assert doc["stops_then"] == ["m", "n"]
+    assert doc["stops_then"] == ["m"]
     assert doc["cannot_pay"] == [{"node": "m", "what": "renewal", "amount": "3000.00"}]
     assert doc["coming_charges"] == []  # the renewal is not one it pays
     text = _ok(z, "provider", "balance", "P", "--at", "2026-08-02T10:00")
-    assert "then stops: n; m's renewal of ¥3,000.00 cannot be paid" in text
+    assert "then stops: m's renewal of ¥3,000.00 cannot be paid" in text
     assert "coming before then" not in text
 
 
@@ -97,7 +98,7 @@ def test_an_instalment_the_balance_cannot_pay_is_named(z: Cli) -> None:
     _ok(z, "lease", "add", "n", "--billing", "card_hour", "--price", "1.98", "--cards", "8",
         "--start", "2026-08-01T10:00")  # fmt: skip
     text = _ok(z, "provider", "balance", "P", "--at", "2026-08-02T10:00")
-    assert "then stops: n; m's instalment of ¥3,000.00 cannot be paid" in text
+    assert "then stops: m's instalment of ¥3,000.00 cannot be paid" in text
 
 
 def test_a_balance_that_lasts_beyond_the_runway_says_so_and_never_overflows(z: Cli) -> None:
@@ -115,3 +116,19 @@ def test_a_balance_that_lasts_beyond_the_runway_says_so_and_never_overflows(z: C
     assert "balance ¥4,999,998.80" in r.out and "burn ¥1.20/day" in r.out
     assert "lasts beyond 400 days" in r.out
     assert z("provider", "list").code == 0
+
+
+def test_a_recorded_renewal_the_balance_cannot_pay_is_a_renewal(z: Cli) -> None:
+    """`lease renew` (a lease of the chain from the end of the one before) is a renewal too;
+    the 1,000 left when it fails runs n on."""
+    _ok(z, "node", "add", "m", "--ssh", "root@10.0.0.8", "--gpus", "8", "--provider", "P")
+    _ok(z, "lease", "add", "m", "--billing", "monthly", "--price", "3000", "--start",
+        "2026-07-15", "--end", "2026-08-15")  # fmt: skip
+    _ok(z, "lease", "renew", "m", "--until", "2026-09-15")
+    _ok(z, "provider", "topup", "P", "--amount", "6163.84", "--at", "2026-08-01T09:00")
+    _ok(z, "lease", "add", "n", "--billing", "card_hour", "--price", "1.98", "--cards", "8",
+        "--start", "2026-08-01T10:00")  # fmt: skip
+    doc = _json(z, "provider", "balance", "P", "--at", "2026-08-02T10:00")
+    # as the auto-renewal above: 1,000 left on 08-15 00:00, short of the 3,000
+    assert doc["runs_out"] == "2026-08-15 00:00" and doc["stops_then"] == ["m"]
+    assert doc["cannot_pay"] == [{"node": "m", "what": "renewal", "amount": "3000.00"}]

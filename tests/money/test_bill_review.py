@@ -239,3 +239,17 @@ def test_the_default_tolerance_floor_is_a_yuan() -> None:
 
     # 1 % of 50.00 is 0.50, under the 1.00 floor.
     assert Tolerance().limit(Decimal("50.00")) == Decimal("1.00")
+
+
+def test_a_line_in_another_currency_on_a_matched_lease_never_agrees(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """c1's 240.00 CNY is on the bill, and so is a 5,000 USD charge on the same asset: the
+    row said "agrees (+USD 5000)" and bill check exited 0."""
+    config = _colo(cli, tmp_path, 'period = "Month"\ncurrency = "Cur"\n',
+                   "Month,Asset,Charge,Cur\n2024-05,R1,240.00,CNY\n2024-05,R1,5000,USD\n")  # fmt: skip
+    r = cli("bill", "check", "--month", "2024-05", "--json", "--config", str(config))
+    assert r.code == 1, r.err
+    [row] = json.loads(r.out)["leases"]
+    assert row["state"] == "differs" and row["difference"] == "0.00"
+    assert row["other_currencies"] == ["USD 5000"]

@@ -73,10 +73,14 @@ def test_the_listing_says_what_is_outstanding(dep: Cli) -> None:
     assert dep("lease", "refund", "n", "--amount", "30000", "--on", "2026-07-10",
                "--notes", "transfer 8812").code == 0  # fmt: skip
     (row,) = json.loads(dep("lease", "refunds", "--json").out)
-    assert (row["deposit"], row["refunded"], row["outstanding"]) == ("72000", "30000", "42000")
+    assert (row["deposit"], row["refunded"], row["outstanding"]) == (
+        "72000.00",
+        "30000.00",
+        "42000.00",
+    )
     assert row["paid_on"] == "2026-05-03" and row["paid_on_assumed"] is False
     assert [(x["amount"], x["refunded_on"], x["notes"]) for x in row["refunds"]] == [
-        ("30000", "2026-07-10", "transfer 8812")
+        ("30000.00", "2026-07-10", "transfer 8812")
     ]
     table = dep("lease", "refunds", "n").out
     assert "¥30,000.00 on 2026-07-10" in table and "¥42,000.00" in table
@@ -216,7 +220,7 @@ def test_undo_takes_a_refund_back_and_audit_verify_holds(dep: Cli) -> None:
     assert dep("audit", "verify").code == 0
     assert dep("undo").code == 0
     (row,) = json.loads(dep("lease", "refunds", "--json").out)
-    assert (row["refunded"], row["outstanding"], row["refunds"]) == ("0", "72000", [])
+    assert (row["refunded"], row["outstanding"], row["refunds"]) == ("0.00", "72000.00", [])
     assert dep("audit", "verify").code == 0
 
 
@@ -290,7 +294,7 @@ def test_a_refund_goes_to_the_deposit_of_the_lease_the_renewal_renews(
     # 50,000 - 20,000 = 30,000 still out
     assert r.out.strip().endswith("outstanding: ¥30,000.00")
     (row,) = json.loads(z("lease", "refunds", "--json").out)
-    assert row["lease_start"].startswith("2026-09-20") and row["outstanding"] == "30000"
+    assert row["lease_start"].startswith("2026-09-20") and row["outstanding"] == "30000.00"
     assert z("lease", "refund", "n", "--amount", "30000", "--on", "2026-11-26").code == 0
     # All 50,000 back: nothing outstanding on the node; the message names the lease with a
     # deposit and how to name it, and nothing changes.

@@ -64,5 +64,8 @@ def test_the_readme_month_runs_and_its_figures_are_the_hand_worked_ones(
         ("d-bp1forgotten01", "120.00")
     ]
 
+    [held] = json.loads(cli("lease", "refunds", "colo-a800", "--json").out)
+    assert (held["state"], held["outstanding"]) == ("held", "72000.00")
+
     invoice = json.loads(cli("invoice", "list", "--json").out)[0]
     assert (invoice["tax"], invoice["net"]) == ("169.81", "2830.19")  # 3,000 x 0.06 / 1.06

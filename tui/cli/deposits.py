@@ -4,11 +4,12 @@ refunds` (each deposit: paid, back, outstanding)."""
 from __future__ import annotations
 
 import argparse
+from decimal import Decimal
 from typing import TextIO
 
 from leases.app.deposits import deposit_states, refund_deposit
 from leases.core import fields
-from leases.money.amounts import money
+from leases.money.amounts import fen_shown, money
 from tui.cli import output
 from tui.cli.opening import open_ledger, trusted
 
@@ -22,6 +23,11 @@ def lease_refund(args: argparse.Namespace, out: TextIO) -> int:
     return output.done(args, out, added, message)
 
 
+def _fen(x: Decimal) -> str:
+    """Money to the fen, as every --json of zuka's gives it."""
+    return str(fen_shown(x))
+
+
 def lease_refunds(args: argparse.Namespace, out: TextIO) -> int:
     with trusted(open_ledger(args, readonly=True), "the deposits' figures") as ledger:
         states = deposit_states(ledger, args.node)
@@ -32,15 +38,18 @@ def lease_refunds(args: argparse.Namespace, out: TextIO) -> int:
                     "node": s.lease.node,
                     "lease_start": s.lease.start.isoformat(),
                     "currency": s.lease.currency,
-                    "deposit": f"{s.lease.deposit:f}" if s.lease.deposit is not None else None,
+                    "deposit": _fen(s.lease.deposit) if s.lease.deposit is not None else None,
                     "paid_on": s.paid_on.isoformat(),
                     "paid_on_assumed": s.paid_on_assumed,
                     "state": s.state,
-                    "refunded": f"{s.refunded:f}",
-                    "outstanding": f"{s.outstanding:f}",
-                    "forfeited": f"{s.lost:f}",
+                    "refunded": _fen(s.refunded),
+                    "outstanding": _fen(s.outstanding),
+                    "forfeited": _fen(s.lost),
                     "refunds": [
-                        {k: r[k] for k in ("id", "amount", "refunded_on", "notes")}
+                        {
+                            **{k: r[k] for k in ("id", "refunded_on", "notes")},
+                            "amount": _fen(Decimal(r["amount"])),
+                        }
                         for r in s.refunds
                     ],
                 }

@@ -19,6 +19,11 @@ from leases.ledger.paths import resolve_ledger_path
 from tui.cli import billargs, lazy
 from tui.cli.dashboard import dashboard
 
+# What `zuka audit accept` takes: every kind of row the chain checks (leases.ledger.rowaudit
+# ENTITIES, written out so that the parser does not import the ledger; a test holds them equal).
+ACCEPTABLE = ("provider", "node", "lease", "resource", "stop",
+              "deposit_refund", "invoice", "balance", "bill", "offer")  # fmt: skip
+
 Handler = Callable[[argparse.Namespace, TextIO], int]
 # Commands that run and log rather than print a result: --json would be ignored.
 NO_JSON = frozenset({"sim", "collect", "web"})
@@ -309,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
         audit_cmd.audit_accept,
         "take a row changed outside zuka (as `audit verify` lists it) as it is, on the chain",
     )
-    p.add_argument("entity", choices=("provider", "node", "lease", "resource", "stop"))
+    p.add_argument("entity", choices=ACCEPTABLE)
     p.add_argument("id", type=int, help="the row's id, as `zuka audit verify` names it")
 
     config = sub.add_parser("config", help="the config file: thresholds, notify URLs, currency")

@@ -12,7 +12,7 @@ from decimal import Decimal
 from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.fields import DEFAULT_TZ
-from leases.core.models import Lease
+from leases.core.models import ExpiryAction, Lease
 from leases.ledger.store import Ledger
 from leases.money import balances
 from leases.money.balances import Balance, Billed, Burner, Entry, Runway
@@ -51,7 +51,10 @@ def _in_currency(leases: list[Lease], currency: str, since: datetime) -> list[Le
     """The leases in the account's currency; refused when one in another is charged from
     `since` on (one over before it is no part of the balance)."""
     for le in leases:
-        last = le.ended_at or le.end
+        # What bills past its end (an auto-renewal, the hourly fallback) runs on until a
+        # recorded end.
+        runs_on = le.auto_renew or le.on_expiry is not ExpiryAction.RELEASED
+        last = le.ended_at or (None if runs_on else le.end)
         if le.currency != currency and (last is None or utc(last) > utc(since)):
             raise InputError(
                 "balance",

@@ -177,7 +177,10 @@ def check_invoice(rec: Mapping[str, Any]) -> Record:
     out: Record = {
         "provider_id": _id(rec, "provider_id"),
         "lease_id": _id(rec, "lease_id", required=False),
-        "number": unicodedata.normalize("NFKC", _text(rec, "number", 60, required=True)).strip(),
+        # As printed on a fapiao: full-width digits and spaces inside are the same number.
+        "number": "".join(
+            unicodedata.normalize("NFKC", _text(rec, "number", 60, required=True)).split()
+        ),
         "issued_on": _day(rec, "issued_on"),
         "period_start": _day(rec, "period_start"),
         "period_end": _day(rec, "period_end"),

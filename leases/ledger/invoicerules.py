@@ -47,6 +47,20 @@ def in_its_lease_currency(ledger: Any, rec: Record, row_id: int | None) -> None:
     """An invoice of one lease is in that lease's currency: its charges are compared with
     it, and a CNY invoice against a USD lease's charges would read as all over-invoiced."""
     if rec.get("lease_id") is None:
+        # Of all the provider's leases: in a currency one of them bills in, if it has any.
+        found = ledger.rows(
+            "SELECT DISTINCT l.currency FROM leases l JOIN nodes n ON n.id = l.node_id"
+            " WHERE n.provider_id = ?",
+            [rec["provider_id"]],
+        )
+        billed = sorted(r["currency"] for r in found)
+        if billed and rec["currency"] not in billed:
+            raise InputError(
+                "currency",
+                rec["currency"],
+                f"the invoice is in {rec['currency']}, but the provider's leases bill in"
+                f" {', '.join(billed)}: give the invoice's currency (--currency {billed[0]})",
+            )
         return
     rows = ledger.rows(
         "SELECT l.currency, n.name FROM leases l JOIN nodes n ON n.id = l.node_id WHERE l.id = ?",

@@ -14,6 +14,7 @@ from leases.core import fields
 from leases.core.errors import InputError, UnknownNode
 from leases.core.models import Lease, Node, NodeState, Provider
 from leases.ledger import records, release
+from leases.ledger.books import BOOKS
 from leases.ledger.provider_rows import ProviderRows
 from leases.ledger.records import Record
 from leases.ledger.wording import describe_counts
@@ -219,6 +220,23 @@ class NodeRows(ProviderRows):
                     name,
                     f"is still referred to by {describe_counts(counts)}: give --force to"
                     " delete them with it",
+                )
+            ids = [le["id"] for le in bundle["leases"]]
+            booked = [
+                f"{n} {spec.entity.replace('_', ' ')}(s)"
+                for spec in BOOKS.values()
+                if "lease_id" in spec.columns
+                and (n := len(self.rows(
+                    f"SELECT 1 FROM {spec.table} WHERE lease_id IN"
+                    " (SELECT value FROM json_each(?))", [json.dumps(ids)])))
+            ]  # fmt: skip
+            if booked:
+                raise InputError(
+                    "node",
+                    name,
+                    f"the books refer to its leases: {', '.join(booked)}; a node the"
+                    " accountant's rows rest on is not deleted, even with --force (undo or"
+                    " delete those first; or keep it: zuka node archive)",
                 )
             for le in bundle["leases"]:
                 conn.execute("DELETE FROM resources WHERE lease_id = ?", [le["id"]])

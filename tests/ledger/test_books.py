@@ -306,3 +306,16 @@ def test_a_blob_written_into_a_bill_line_is_its_bills_drift(z: Cli, ledger_path:
     assert (found.entity, found.entity_id) == ("bill", bill["id"])
     r = z("audit", "verify")
     assert r.code == 1 and f"bill {bill['id']}" in r.out, r.out
+
+
+def test_a_node_the_books_rest_on_is_not_deleted_even_forced(z: Cli, ledger_path: Path) -> None:
+    """node delete --force of a node with a deposit refund ended in a bare FOREIGN KEY
+    error."""
+    assert z("lease", "add", "n", "--billing", "monthly", "--price", "30000", "--start",
+             "2026-05-01", "--end", "2026-07-01", "--deposit", "72000").code == 0  # fmt: skip
+    assert z("lease", "refund", "n", "--amount", "30000", "--on", "2026-07-15").code == 0
+    assert z("lease", "end", "n", "--at", "2026-07-01").code == 0
+    before = ledger_path.read_bytes()
+    r = z("node", "delete", "n", "--force")
+    assert r.code == 2 and "the books refer to its leases: 1 deposit refund(s)" in r.err, r.err
+    assert ledger_path.read_bytes() == before

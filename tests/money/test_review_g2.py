@@ -238,3 +238,32 @@ def test_a_topup_with_no_lease_is_in_the_configs_currency(z: Cli, tmp_path: Path
         "--config", str(config))  # fmt: skip
     doc = _json(z, "provider", "balance", "P", "--at", "2026-08-02T00:00")
     assert (doc["currency"], doc["balance"]) == ("USD", "100.00")
+
+
+def test_an_auto_renewing_lease_in_another_currency_stops_the_balance(z: Cli) -> None:
+    """n's USD month ended on its end in July, but renews: its renewals charge on into the
+    CNY account's time, so the balance cannot be worked out (it left them out silently)."""
+    _ok(z, "lease", "add", "n", "--billing", "monthly", "--price", "1000", "--currency", "USD",
+        "--start", "2026-06-01", "--end", "2026-07-01", "--auto-renew")  # fmt: skip
+    _ok(z, "node", "add", "m", "--ssh", "root@10.0.0.8", "--gpus", "8", "--provider", "P")
+    _ok(z, "lease", "add", "m", "--billing", "hourly", "--price", "20", "--start", "2026-08-01")
+    _ok(z, "provider", "topup", "P", "--amount", "1000", "--currency", "CNY",
+        "--at", "2026-08-01T00:00")  # fmt: skip
+    r = z("provider", "balance", "P", "--at", "2026-08-02T00:00")
+    assert r.code == 2 and "is in USD, the account in CNY" in r.err, r.err
+
+
+def test_an_invoice_number_with_spaces_inside_is_the_same_number(z: Cli) -> None:
+    _ok(z, "lease", "add", "n", "--billing", "hourly", "--price", "10", "--start", "2026-08-01")
+    _ok(z, "invoice", "add", "--provider", "P", "--number", "12345678", "--issued",
+        "2026-09-03", "--period", "2026-08", "--amount", "1000", "--vat", "6%")  # fmt: skip
+    r = z("invoice", "add", "--provider", "P", "--number", "1234 5678", "--issued",
+          "2026-09-03", "--period", "2026-08", "--amount", "1000", "--vat", "6%")  # fmt: skip
+    assert r.code == 2 and "unique per provider" in r.err, r.err
+
+
+def test_a_provider_wide_invoice_in_a_currency_no_lease_bills_in_is_refused(z: Cli) -> None:
+    _ok(z, "lease", "add", "n", "--billing", "hourly", "--price", "10", "--start", "2026-08-01")
+    r = z("invoice", "add", "--provider", "P", "--number", "9", "--issued", "2026-09-03",
+          "--period", "2026-08", "--amount", "100", "--vat", "6%", "--currency", "USD")  # fmt: skip
+    assert r.code == 2 and "the provider's leases bill in CNY" in r.err, r.err

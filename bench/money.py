@@ -166,10 +166,11 @@ def bill_check_timed(
     with Ledger.open(path) as ledger:
 
         def bill_check() -> object:
-            # As a new `zuka bill check` process runs it: every row checked, bills too,
-            # and nothing worked out before (the reconciliation is kept per process).
+            # As a new `zuka bill check` process runs it: the rows the figures rest on and
+            # (in check_month) the month's bills checked, nothing worked out before (the
+            # reconciliation is kept per process).
             billfacts.forget(ledger)
-            rowaudit.refuse(rowaudit.drifted(ledger, rowaudit.ENTITIES), "the figures")
+            rowaudit.refuse(rowaudit.drifted(ledger, rowaudit.FIGURES), "the figures")
             return bills.check_month(ledger, month, config=cfg)
 
         def month_report() -> object:  # as in part one, now on the ledger with the bills

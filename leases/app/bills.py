@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from leases.alerts import billfacts
 from leases.alerts.billfacts import month_check
 from leases.config.sections import Config
 from leases.core.errors import InputError
@@ -247,6 +248,7 @@ def _refuse_repeated_lines(
         for bill_id in earlier.get(key, ()):
             repeats[bill_id] = repeats.get(bill_id, 0) + 1
     if not repeats:
+        _refuse_overlapping_lines(ledger, provider_id, checked)
         return
     bill_id, count = max(repeats.items(), key=lambda kv: (kv[1], -kv[0]))
     said = (
@@ -256,6 +258,41 @@ def _refuse_repeated_lines(
         " their charges would count twice."
     )
     raise InputError("file", None, f"{said} zuka bill delete {bill_id} to replace it")
+
+
+def _refuse_overlapping_lines(
+    ledger: Ledger, provider_id: int | None, checked: list[dict[str, Any]]
+) -> None:
+    """A line charging a resource for time an earlier bill of the provider already charges
+    it for (the same resource, product and kind, periods that overlap: the same month
+    exported again by day rather than by month) would count that time twice: refused,
+    naming the earlier bill."""
+    spans: dict[tuple[str, str, str], list[tuple[datetime, datetime, int]]] = {}
+    for rid, product, kind, start, end, bill_id in ledger.conn.execute(
+        "SELECT l.resource_id, l.product, l.kind, l.period_start, l.period_end, l.bill_id"
+        " FROM bill_lines l JOIN bills b ON b.id = l.bill_id"
+        " WHERE b.provider_id = ? AND l.resource_id != ''",
+        [provider_id],
+    ):
+        spans.setdefault((rid, product, kind), []).append(
+            (datetime.fromisoformat(start), datetime.fromisoformat(end), bill_id)
+        )
+    for rec in checked:
+        key = (str(rec["resource_id"]), str(rec["product"]), str(rec["kind"]))
+        if not key[0] or key not in spans:
+            continue
+        start = datetime.fromisoformat(str(rec["period_start"]))
+        end = datetime.fromisoformat(str(rec["period_end"]))
+        for a, b, bill_id in spans[key]:
+            if start < b and a < end:
+                raise InputError(
+                    "file",
+                    None,
+                    f"its line for {visible(key[0], 80)} ({visible(key[1], 40) or key[2]})"
+                    f" from {start:%Y-%m-%d %H:%M} charges time bill {bill_id} charges it"
+                    " for already (the same month exported again, by day rather than by"
+                    f" month?): zuka bill delete {bill_id} to replace it",
+                )
 
 
 def _refuse_other_months(
@@ -367,9 +404,15 @@ def check_month(
     provider: str | None = None,
     tol: str | None = None,
 ) -> Reconciliation:
-    """`zuka bill check`: the month's reconciliation; refused when no bill covers it."""
+    """`zuka bill check`: the month's reconciliation; refused when no bill covers it, or
+    when a bill it rests on (one with lines in the month) is not what zuka imported (its
+    lines changed outside zuka: the rest of the ledger is the caller's to check, as for
+    every figure)."""
     if provider is not None:
         ledger.provider(provider)
+    window, _ = report.month_window(month, config.billing.tz, ledger.clock())
+    lines = billfacts.month_lines(ledger, *window, provider)
+    ledger.check_untouched("bill", sorted({ln.bill_id for ln in lines}))
     found = month_check(
         ledger,
         month,

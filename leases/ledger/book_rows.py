@@ -221,9 +221,8 @@ def lines_digest(conn: sqlite3.Connection, spec: Book, row_id: int) -> tuple[str
     assert spec.lines is not None
     h = hashlib.sha256()
     n = 0
-    for (text,) in conn.execute(books.lines_sql(*spec.lines), [row_id]):
-        h.update(str(text).encode())
-        h.update(b"\n")
+    for (raw,) in conn.execute(books.lines_sql(*spec.lines), [row_id]):
+        h.update(raw)
         n += 1
     return h.hexdigest(), n
 

@@ -274,7 +274,8 @@ def lines_sql(table: str, key: str) -> str:
     behind zuka's back changes it, whatever it was set to, a BLOB included). Made by
     SQLite, so that 73,000 lines hash in a few dozen milliseconds."""
     cells = " || ',' || ".join(f"quote({c})" for c in BILL_LINE_COLUMNS)
-    return f"SELECT {cells} FROM {table} WHERE {key} = ? ORDER BY line_no"
+    # As bytes: no text decoding per line (the hash is of the UTF-8 text SQLite holds).
+    return f"SELECT CAST({cells} || char(10) AS BLOB) FROM {table} WHERE {key} = ? ORDER BY line_no"
 
 
 def check_offer(rec: Mapping[str, Any]) -> Record:

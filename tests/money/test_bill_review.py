@@ -7,6 +7,7 @@ refused naming every missing column. Every figure worked by hand beside it."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -253,3 +254,43 @@ def test_a_line_in_another_currency_on_a_matched_lease_never_agrees(
     [row] = json.loads(r.out)["leases"]
     assert row["state"] == "differs" and row["difference"] == "0.00"
     assert row["other_currencies"] == ["USD 5000"]
+
+
+def test_the_same_month_exported_again_by_day_is_refused(cli: Cli, tmp_path: Path) -> None:
+    """R1's May in one line (240.00), then the same time again in two daily lines of 120: the
+    check counted 480 where the provider charged 240."""
+    config = _colo(cli, tmp_path, 'period = "Month"\n', "Month,Asset,Charge\n2024-05,R1,240.00\n")
+    daily = tmp_path / "daily.csv"
+    daily.write_text("From,To,Asset,Charge\n2024-05-02,2024-05-02,R1,120\n"
+                     "2024-05-03,2024-05-03,R1,120\n")  # fmt: skip
+    config.write_text(config.read_text() + '\n[bills.daily]\nresource_id = "Asset"\n'
+                      'amount = "Charge"\nperiod_start = "From"\nperiod_end = "To"\n')  # fmt: skip
+    r = cli("bill", "import", str(daily), "--provider", "Colo", "--format", "daily",
+            "--config", str(config))  # fmt: skip
+    assert r.code == 2 and "charges time bill 1 charges it for already" in r.err, r.err
+    # June's lines of the same asset are another time: kept
+    june = tmp_path / "june.csv"
+    june.write_text("From,To,Asset,Charge\n2024-06-01,2024-06-01,R1,0\n")
+    r = cli("bill", "import", str(june), "--provider", "Colo", "--format", "daily",
+            "--config", str(config))  # fmt: skip
+    assert r.code == 0, r.err
+
+
+def test_bill_check_refuses_a_bill_of_its_month_changed_outside_zuka(
+    cli: Cli, tmp_path: Path, ledger_path: Path
+) -> None:
+    """What bill check rests on: the month's bills, checked line by line against the hash
+    their import put on the chain; another month's bill is not read, nor hashed."""
+    config = _colo(cli, tmp_path, 'period = "Month"\n', "Month,Asset,Charge\n2024-05,R1,240.00\n")
+    june = tmp_path / "june.csv"
+    june.write_text("Month,Asset,Charge\n2024-06,R1,0\n")
+    assert cli("bill", "import", str(june), "--provider", "Colo", "--format", "colo",
+               "--config", str(config)).code == 0  # fmt: skip
+    with sqlite3.connect(ledger_path) as conn:
+        conn.execute("UPDATE bill_lines SET amount = '1' WHERE bill_id = 2")
+    assert _check(cli, config)["leases"][0]["state"] == "agrees"  # May's bill: as imported
+    with sqlite3.connect(ledger_path) as conn:
+        conn.execute("UPDATE bill_lines SET amount = '1' WHERE bill_id = 1")
+    r = cli("bill", "check", "--month", "2024-05", "--config", str(config))
+    assert r.code == 2 and "bill: was changed outside zuka" in r.err, r.err
+    assert "zuka audit accept bill 1" in r.err

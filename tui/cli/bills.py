@@ -79,7 +79,8 @@ def bill_delete(args: argparse.Namespace, out: TextIO) -> int:
 
 def bill_check(args: argparse.Namespace, out: TextIO) -> int:
     config = load_user_config(args.config)
-    with trusted(open_ledger(args, readonly=True), "the figures", ENTITIES) as ledger:
+    # The figures' rows, and (check_month) the bills of the month: not every bill's lines.
+    with trusted(open_ledger(args, readonly=True), "the figures") as ledger:
         rec = bills.check_month(
             ledger, args.month, config=config, provider=args.provider, tol=args.tolerance
         )

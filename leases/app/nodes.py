@@ -99,8 +99,9 @@ def edit_node(
 ) -> tuple[Node, str]:
     """`zuka node edit NAME`: the node as edited and what the command says of it (also the
     dashboard's node form)."""
-    ledger.node(name)
+    node = ledger.node(name)
     refuse_outside_edits(ledger, name, "editing the node", "node", changes)
+    _keeps_its_books(ledger, node, changes.get("provider", node.provider))
     head = audit_head(ledger)
     edited = ledger.update_node(name, changes, new_provider=new_provider(ledger, provider, channel))
     same = audit_head(ledger) == head
@@ -110,6 +111,29 @@ def edit_node(
         else f"updated node {edited.name}"
     )
     return edited, message
+
+
+def _keeps_its_books(ledger: Ledger, node: Node, provider: Any) -> None:
+    """A node whose leases were charged to its provider's prepaid account, or invoiced by
+    it, keeps that provider: moved, its past charges would leave one account's balance and
+    land on another's."""
+    if provider == node.provider or node.provider is None:
+        return
+    leases = [le.id for le in ledger.leases(node)]
+    if not leases:
+        return
+    old = ledger.provider(node.provider).id
+    invoiced = [r for r in ledger.book_rows("invoice") if r["lease_id"] in leases]
+    prepaid = ledger.book_rows("balance", "provider_id = ?", [old])
+    if invoiced or prepaid:
+        said = "invoiced" if invoiced else "charged to its prepaid account"
+        raise InputError(
+            "provider",
+            provider,
+            f"node {node.name}'s leases were {said} by {node.provider}: moved, their past"
+            f" charges would go with it; archive it (zuka node archive {node.name}) and add"
+            " the node again at the other provider",
+        )
 
 
 def archive_node(ledger: Ledger, name: str) -> tuple[Node, str]:

@@ -267,3 +267,13 @@ def test_a_provider_wide_invoice_in_a_currency_no_lease_bills_in_is_refused(z: C
     r = z("invoice", "add", "--provider", "P", "--number", "9", "--issued", "2026-09-03",
           "--period", "2026-08", "--amount", "100", "--vat", "6%", "--currency", "USD")  # fmt: skip
     assert r.code == 2 and "the provider's leases bill in CNY" in r.err, r.err
+
+
+def test_a_node_charged_to_a_prepaid_account_keeps_its_provider(z: Cli) -> None:
+    """node edit --provider moved n's 240 of charges from P's balance (-1,000 by hand) to
+    Q's, which showed 5,000 untouched."""
+    _ok(z, "lease", "add", "n", "--billing", "hourly", "--price", "10", "--start", "2026-08-01")
+    _ok(z, "provider", "topup", "P", "--amount", "5000", "--at", "2026-08-01T00:00")
+    _ok(z, "provider", "add", "Q", "--kind", "platform")
+    r = z("node", "edit", "n", "--provider", "Q")
+    assert r.code == 2 and "charged to its prepaid account by P" in r.err, r.err

@@ -96,7 +96,8 @@ def account_json(acc: Account, tz: str) -> dict[str, Any]:
     b, r = acc.balance, acc.runway
     zone = fields.timezone(tz, "billing.tz")
     return {
-        "provider": acc.provider, "currency": acc.currency, "at": b.at.isoformat(),
+        "provider": acc.provider, "currency": acc.currency,
+        "at": b.at.astimezone(zone).isoformat(timespec="seconds"),
         "balance": str(_fen(b.amount)), "worked_out": True, "since": b.since.isoformat(),
         "since_reading": None if b.reading is None else str(b.reading),
         "topups_since": str(b.topups), "charged_since": str(_fen(b.charged)),

@@ -36,8 +36,8 @@ def refund_deposit(
 ) -> tuple[Record, str]:
     """`zuka lease refund NODE --amount X --on DAY`: the refund as recorded and what the
     command says of it (with what is still outstanding)."""
-    lease = ledger.lease_for(node, lease_start)
-    if lease_start is None:
+    lease = _lease_named(ledger, node, lease_start)
+    if lease_start is None and lease.node_id == ledger.node(node).id:
         lease = _outstanding_in_chain(ledger, lease)
     day = fields.day("on", on)
     today = ledger.clock().astimezone(zone(lease)).date()
@@ -56,6 +56,29 @@ def refund_deposit(
         f" {lease.node} back on {day.isoformat()}; outstanding: {money(left, lease.currency)}"
     )
     return added, said
+
+
+def _lease_named(ledger: Ledger, node: str, lease_start: str | None) -> Lease:
+    """The lease of `node` that --lease-start names (see Ledger.lease_for); a deposit
+    outlives its node, so when the node of that name now has no such lease, the released
+    nodes that had the name are looked at too (the latest first): with --lease-start, the
+    one that names a lease of theirs; without, the latest with a deposit outstanding."""
+    try:
+        return ledger.lease_for(node, lease_start)
+    except InputError as exc:
+        back = refunds_by_lease(ledger)
+        for old in ledger.archived_nodes(node):
+            leases = ledger.leases(old)
+            if lease_start is not None:
+                try:
+                    return ledger.lease_for(node, lease_start, old)
+                except InputError:
+                    continue
+            owed = [le for le in leases
+                    if deposits.outstanding(le, back.get(le.id or 0, []), date.max)]  # fmt: skip
+            if owed:
+                return owed[-1]
+        raise exc from None
 
 
 def _outstanding_in_chain(ledger: Ledger, lease: Lease) -> Lease:

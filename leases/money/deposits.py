@@ -47,10 +47,20 @@ def inflows(lease: Lease, refunds: Sequence[Refund]) -> list[tuple[date | None, 
     return out
 
 
+def forfeited_on(lease: Lease) -> date:
+    """The day a deposit marked forfeited was lost (the state carries no day): the day its
+    lease ended (recorded, else its end; else its start), in its billing zone. Before it,
+    the deposit was outstanding as any other."""
+    at = lease.ended_at or lease.end or lease.start
+    return at.astimezone(zone(lease)).date()
+
+
 def outstanding(lease: Lease, refunds: Sequence[Refund], on: date) -> Decimal:
     """What of the deposit is still to come back at the end of day `on` (0 before it was
-    paid, and for a forfeited deposit)."""
-    if lease.deposit is None or lease.deposit_refund is RefundState.FORFEITED:
+    paid, and for a deposit forfeited by then)."""
+    if lease.deposit is None:
+        return ZERO
+    if lease.deposit_refund is RefundState.FORFEITED and forfeited_on(lease) <= on:
         return ZERO
     if paid_on(lease)[0] > on:
         return ZERO
@@ -111,7 +121,8 @@ def deposit_line(
     back = inflows(lease, refunds)
     refunded = sum((a for d, a in back if d is not None and first <= d <= last), ZERO)
     owed = outstanding(lease, refunds, last)
-    lost = forfeited(lease, refunds) if day <= last else ZERO
+    # Lost in the window it was forfeited in, once (not again in every month after).
+    lost = forfeited(lease, refunds) if first <= forfeited_on(lease) <= last else ZERO
     if not (paid or refunded or owed or lost):
         return None
     return DepositLine(

@@ -142,15 +142,21 @@ def test_refunded_with_a_date_brings_back_the_rest_that_day(z: Cli) -> None:
 
 
 def test_a_forfeited_deposit_is_a_loss_not_outstanding(z: Cli, ledger_path: Path) -> None:
-    """10,000 paid; 2,500 back; then forfeited: 10,000 - 2,500 = 7,500 lost, 0 outstanding."""
+    """10,000 paid; 2,500 back; then forfeited: 10,000 - 2,500 = 7,500 lost, 0 outstanding,
+    from the day the lease ended (06-01, the state has no day of its own): before it, all of
+    it was outstanding; the loss is said in the month it was lost, not in every month after."""
     assert z("lease", "add", "n", "--billing", "monthly", "--price", "1000", "--start",
              "2026-05-01", "--end", "2026-06-01", "--deposit", "10000").code == 0  # fmt: skip
     assert z("lease", "refund", "n", "--amount", "2500", "--on", "2026-06-10").code == 0
     assert z("lease", "edit", "n", "--deposit-refund", "forfeited").code == 0
-    lines = _deposits(z, "2026-08")["lines"]
-    assert isinstance(lines, list)
-    (x,) = lines
+    may = _deposits(z, "2026-05")["lines"]
+    assert isinstance(may, list)
+    assert (may[0]["outstanding"], may[0]["forfeited"]) == ("10000.00", "0.00")
+    june = _deposits(z, "2026-06")["lines"]
+    assert isinstance(june, list)
+    (x,) = june
     assert (x["outstanding"], x["forfeited"]) == ("0.00", "7500.00")
+    assert _deposits(z, "2026-08")["lines"] == []
     before = ledger_path.read_bytes()
     r = z("lease", "refund", "n", "--amount", "100", "--on", "2026-08-01")
     assert r.code == 2 and "node" in r.err and "forfeited" in r.err
@@ -343,3 +349,26 @@ def test_the_lease_table_says_the_deposit_as_it_stood_at_the_month_end(z: Cli) -
     rows = list(csv.DictReader(io.StringIO(z("report", "--month", "2026-11", "--format",
                                               "csv").out)))  # fmt: skip
     assert next(r["deposit_state"] for r in rows if r.get("node") == "n") == "partly refunded"
+
+
+def test_a_deposit_outlives_its_node_and_its_name(z: Cli, ledger_path: Path) -> None:
+    """n's lease with a 50,000 deposit ended, n archived, a new n added: the refund of the
+    old n's deposit was refused ("has no lease to attach it to"), so it stayed outstanding
+    in every report for good."""
+    for typed in (
+        ("lease", "add", "n", "--billing", "monthly", "--price", "30000", "--start",
+         "2026-06-01", "--end", "2026-07-01", "--deposit", "50000", "--deposit-paid-on",
+         "2026-05-25"),
+        ("lease", "end", "n", "--at", "2026-07-01"),
+        ("node", "archive", "n"),
+        ("node", "add", "n", "--ssh", "root@10.0.0.7", "--gpus", "8", "--provider", "P"),
+    ):  # fmt: skip
+        r = z(*typed)
+        assert r.code == 0, (typed, r.err)
+    r = z("lease", "refund", "n", "--amount", "30000", "--on", "2026-09-20",
+          "--lease-start", "2026-06-01")  # fmt: skip
+    assert r.code == 0, r.err
+    assert "outstanding: ¥20,000.00" in r.out  # 50,000 - 30,000
+    r = z("lease", "refund", "n", "--amount", "20000", "--on", "2026-10-10")  # no --lease-start
+    assert r.code == 0, r.err
+    assert "outstanding: ¥0.00" in r.out

@@ -10,9 +10,11 @@ and the caller hand in leases, storage lines, stops and card-minutes. The rules,
   its `end` when the provider releases it then. Prepaid (daily, weekly, monthly, contract):
   the whole paid span, start to end, is charged at the start (a started unit in full by
   default; a monthly or contract term with a `payment_schedule` in instalments instead,
-  a month's or a quarter's at the start of each: leases.money.schedule), net of the refund
-  that a recorded early end (`ended_at` before `end`) earns by
-  the lease's refund rule; an unknown rule refunds nothing. After the end, by `on_expiry`:
+  a month's or a quarter's at the start of each: leases.money.schedule); a recorded early
+  end (`ended_at` before `end`) gives back what the lease's refund rule refunds (and
+  cancels what was charged for periods not begun) on the day it ended, as providers
+  refund on release: until then the charges stand whole. An unknown rule refunds nothing.
+  After the end, by `on_expiry`:
   released, nothing more; hourly, the recorded hourly price for as long as it runs on;
   renews (or `auto_renew`) one more unit each period, charged `renew_charge_days` before
   the period begins; a recorded end after the lease's end stops the renewals from then on
@@ -25,8 +27,9 @@ and the caller hand in leases, storage lines, stops and card-minutes. The rules,
 - **Charged in a window** [since, until) (`charged_between`, the cash basis): the charges
   made in it, one at 00:00 on the 1st in the month it opens.
 - **Projected** to a later time is the same function at that time, for the lease as
-  recorded: so a projection is never below the cost to date, and no cost falls as time
-  passes.
+  recorded: so, from a recorded end on (and for a lease not ended early), a projection is
+  never below the cost to date, and no cost falls as time passes but by a refund, on the
+  day of the early end that earns it (that month's cash can be below 0: money in).
 - **Accrued** over a window (`accrued`): the share of the cost that falls in it; every
   charge is spread over the time it pays for, period by period (a calendar month's price
   over that month's days): the upfront charge over the paid span, each auto-renewal over
@@ -58,7 +61,7 @@ leases.money.verdict.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -253,6 +256,10 @@ def _charged(
     at = _u(at)
     if at <= _u(lease.start) and not (lease.billing_type.prepaid and at == _u(lease.start)):
         return ZERO, ZERO
+    if lease.ended_at is not None and at < _u(lease.ended_at):
+        # Not ended yet by `at`: what an early end refunds (or cancels) comes back when it
+        # ends, not on the day it was charged (providers refund on release).
+        lease = replace(lease, ended_at=None)
     if lease.billing_type.prepaid:
         return _upfront_by(lease, at), _after_end(lease, at, stops)
     per_unit = lease.unit_price

@@ -124,8 +124,12 @@ def test_the_months_add_up_to_the_chain(
     cash = sum((billing.charged_between(chain, a, b, stops=stops) for a, b in months), Decimal(0))
     assert abs(accrued - whole) < _TINY, (accrued, whole)
     assert cash == whole, (cash, whole)
-    # Each month's cash is a sum of charges: never negative.
-    assert all(billing.charged_between(chain, a, b, stops=stops) >= 0 for a, b in months)
+    # Each month's cash is a sum of charges: never negative, but in a month an early end
+    # refunds in (the refund comes back on the day the lease ended).
+    ends = [le.ended_at for le in chain if le.ended_at is not None]
+    for a, b in months:
+        if not any(a <= e < b for e in ends):
+            assert billing.charged_between(chain, a, b, stops=stops) >= 0
 
 
 def _no_usage(le: Lease, since: datetime, until: datetime, cards: int | None) -> CardHours:

@@ -94,13 +94,18 @@ CASES = [
          "--start", "2026-03-01", "--end", "2026-04-01"),
          ("lease", "end", "n", "--at", "2026-03-11T12:00")], "2026-03", "30000.00",
          "30000.00", notes=["refund rule is unknown"]),
-    # 2 months 60,000; ended 04-11: March used at the price (30,000) + 10 days x 24 h x 60
-    # = 14,400 by the hour: 44,400, charged on 03-01 net of the refund, and spread over
-    # the time it paid for, 1 + 10/30 months: March 44,400 x 1 / (4/3) = 33,300
+    # 2 months 60,000, charged whole on 03-01; ended 04-11: March used at the price
+    # (30,000) + 10 days x 24 h x 60 = 14,400 by the hour: 44,400 kept, 60,000 - 44,400 =
+    # 15,600 refunded on 04-11 (cash in April); the 44,400 spread over the time it paid
+    # for, 1 + 10/30 months: March 44,400 x 1 / (4/3) = 33,300, April 11,100
     Case("early end, used then hourly", [add("--billing", "monthly", "--price", "30000",
          "--start", "2026-03-01", "--end", "2026-05-01", "--refund-rule", "used_then_hourly",
          "--hourly-price", "60"), ("lease", "end", "n", "--at", "2026-04-11")],
-         "2026-03", "33300.00", "44400.00"),
+         "2026-03", "33300.00", "60000.00"),
+    Case("early end, its refund in April", [add("--billing", "monthly", "--price", "30000",
+         "--start", "2026-03-01", "--end", "2026-05-01", "--refund-rule", "used_then_hourly",
+         "--hourly-price", "60"), ("lease", "end", "n", "--at", "2026-04-11")],
+         "2026-04", "11100.00", "-15600.00"),
     # Past its end by the hour: 04-01 -> 04-03 = 48 h x 50 = 2,400 in April
     Case("hourly after the end", [add("--billing", "monthly", "--price", "30000", "--start",
          "2026-03-01", "--end", "2026-04-01", "--on-expiry", "hourly", "--hourly-price", "50"),

@@ -91,18 +91,24 @@ def test_the_threshold_is_the_configs_and_it_holds_a_day_above(z: Cli, ledger_pa
                         AlertsConfig(balance_days=5)) == []  # fmt: skip
 
 
-def test_a_provider_whose_leases_cannot_be_costed_is_said_not_fatal(
-    cli: Cli, ledger_path: Path
-) -> None:
+def _without_cards(cli: Cli, topup: str) -> None:
+    """Provider P; node m (8 GPUs) on a card-hour lease from 08-01 10:00 recorded without
+    --cards (it bills its node's GPUs); a top-up at 09:00."""
     for typed in (
         ("provider", "add", "P", "--kind", "platform"),
         ("node", "add", "m", "--ssh", "root@10.0.0.9", "--gpus", "8", "--provider", "P"),
         ("lease", "add", "m", "--billing", "card_hour", "--price", "1.98",
-         "--start", "2026-08-01T10:00"),  # no --cards: the node's 8 GPUs
-        ("provider", "topup", "P", "--amount", "100", "--at", "2026-08-01T09:00"),
+         "--start", "2026-08-01T10:00"),
+        ("provider", "topup", "P", "--amount", topup, "--at", "2026-08-01T09:00"),
     ):  # fmt: skip
         r = cli(*typed)
         assert r.code == 0, r.err
+
+
+def test_a_provider_whose_leases_cannot_be_costed_is_said_not_fatal(
+    cli: Cli, ledger_path: Path
+) -> None:
+    _without_cards(cli, "100")
     with sqlite3.connect(ledger_path) as conn:  # its GPU count lost behind zuka's back
         conn.execute("UPDATE nodes SET gpu_count = 0")
     at = datetime(2026, 8, 2, 10, tzinfo=SH)
@@ -118,15 +124,7 @@ def test_an_open_alert_stays_open_while_its_balance_cannot_be_worked_out(
     cli: Cli, ledger_path: Path
 ) -> None:
     """Nobody judged the balance this time: its alert must not clear as if topped up."""
-    for typed in (
-        ("provider", "add", "P", "--kind", "platform"),
-        ("node", "add", "m", "--ssh", "root@10.0.0.9", "--gpus", "8", "--provider", "P"),
-        ("lease", "add", "m", "--billing", "card_hour", "--price", "1.98",
-         "--start", "2026-08-01T10:00"),  # no --cards: the node's 8 GPUs
-        ("provider", "topup", "P", "--amount", "1000", "--at", "2026-08-01T09:00"),
-    ):  # fmt: skip
-        r = cli(*typed)
-        assert r.code == 0, r.err
+    _without_cards(cli, "1000")
     # 08-02 10:00: 1,000 - 380.16 = 619.84, 1.63 days: a warning
     [alert] = _open_alerts(ledger_path, datetime(2026, 8, 2, 10, tzinfo=SH))
     with sqlite3.connect(ledger_path) as conn:  # its GPU count lost behind zuka's back

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +29,13 @@ def _line(no: int, amount: str, rid: str = "i-abc") -> dict[str, object]:
     return {"line_no": no, "period_start": "2026-08-01T00:00:00+08:00",
             "period_end": "2026-09-01T00:00:00+08:00", "resource_id": rid,
             "product": "ECS", "amount": amount, "currency": "CNY"}  # fmt: skip
+
+
+def _bill(led: Ledger, mark: str, lines: list[dict[str, object]]) -> dict[str, Any]:
+    """A bill of provider P with these lines (`mark` makes its file's hash its own)."""
+    rec = {"provider_id": led.provider("P").id, "format": "aliyun", "source": "b.csv",
+           "sha256": mark * 64, "imported_at": "2026-09-02T10:00:00+08:00"}  # fmt: skip
+    return led.add_book("bill", rec, lines=lines)
 
 
 def test_an_invoice_is_checked_audited_and_undone(z: Cli, ledger_path: Path) -> None:
@@ -128,17 +136,7 @@ def test_a_bad_book_record_is_refused_naming_the_field(
 
 def test_a_bill_line_edited_in_sqlite_is_its_bills_drift(z: Cli, ledger_path: Path) -> None:
     led = _ledger(z, ledger_path)
-    bill = led.add_book(
-        "bill",
-        {
-            "provider_id": led.provider("P").id,
-            "format": "aliyun",
-            "source": "b.csv",
-            "sha256": "a" * 64,
-            "imported_at": "2026-09-02T10:00:00+08:00",
-        },
-        lines=[_line(1, "30000"), _line(2, "-500", "")],
-    )
+    bill = _bill(led, "a", [_line(1, "30000"), _line(2, "-500", "")])
     assert bill["line_count"] == 2
     assert rowaudit.drifted(led) == []
     with sqlite3.connect(ledger_path) as conn:
@@ -169,17 +167,7 @@ def test_books_go_through_an_export_into_another_ledger(
     led.add_book("offer", {"provider": "AutoDL", "channel": "platform", "gpu_model": "H800",
                            "billing_type": "card_hour", "unit_price": "15.8",
                            "quoted_on": "2026-11-20", "valid_until": "2026-12-20"})  # fmt: skip
-    led.add_book(
-        "bill",
-        {
-            "provider_id": led.provider("P").id,
-            "format": "aliyun",
-            "source": "b.csv",
-            "sha256": "b" * 64,
-            "imported_at": "2026-09-02T10:00:00+08:00",
-        },
-        lines=[_line(1, "30000")],
-    )
+    _bill(led, "b", [_line(1, "30000")])
     data = led.export_records()
     other = Ledger.open(tmp_path / "other.db")
     counts = other.import_records(data)
@@ -289,17 +277,7 @@ def test_a_blob_written_into_a_bill_line_is_its_bills_drift(z: Cli, ledger_path:
     """A BLOB cell made the lines' hash fail ("JSON cannot hold BLOB values") without naming
     the row: audit verify, bill check, alerts and bill delete all stopped there."""
     led = _ledger(z, ledger_path)
-    bill = led.add_book(
-        "bill",
-        {
-            "provider_id": led.provider("P").id,
-            "format": "aliyun",
-            "source": "b.csv",
-            "sha256": "c" * 64,
-            "imported_at": "2026-09-02T10:00:00+08:00",
-        },
-        lines=[_line(1, "30000"), _line(2, "12")],
-    )
+    bill = _bill(led, "c", [_line(1, "30000"), _line(2, "12")])
     with sqlite3.connect(ledger_path) as conn:
         conn.execute("UPDATE bill_lines SET description = x'ff00' WHERE line_no = 2")
     [found] = rowaudit.drifted(led)

@@ -123,7 +123,7 @@ def _shown(value: object) -> str:
     return visible(json.dumps(value, ensure_ascii=False), 60)
 
 
-def _plain(value: object) -> object:
+def plain(value: object) -> object:
     """As JSON holds it: tuples are lists, and a record read back compares with a logged one."""
     return json.loads(json.dumps(value, ensure_ascii=False, default=str))
 
@@ -340,15 +340,15 @@ def compare(
     node = _name(entity, now)
     if logged is None or expected is None:
         return Drift(entity, entity_id, node, "added", entry, row=own(now))
-    a = _plain(expected)
+    a = plain(expected)
     assert isinstance(a, dict)
     differ: list[tuple[str, object, object]] = []
     if logged.raw:
-        b = _plain(raw or {})
+        b = plain(raw or {})
         assert isinstance(b, dict)
         differ += [(k, a[k], b.get(k)) for k in a if a[k] != b.get(k)]
     else:
-        b = _plain(own(now))
+        b = plain(own(now))
         assert isinstance(b, dict)
         added = _ADDED.get(entity, {})
         for k, value in b.items():

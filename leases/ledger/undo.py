@@ -28,7 +28,7 @@ from leases.ledger.book_rows import put_lines
 from leases.ledger.books import BOOKS
 from leases.ledger.node_rows import node_row
 from leases.ledger.nodelog import UNDO
-from leases.ledger.rowaudit import DERIVED, own, recorded, stored_record
+from leases.ledger.rowaudit import DERIVED, own, plain, recorded, stored_record
 from leases.ledger.store import Ledger
 
 Record = dict[str, Any]
@@ -128,8 +128,8 @@ def _held_before(ledger: Ledger, e: AuditEntry) -> None:
     )
     if prior is None or prior.record is None or prior.raw:
         return  # a row the chain never held (written before the chain knew of it)
-    then = _plain(own(prior.record))
-    said = _plain(own(e.before))
+    then, said = plain(own(prior.record)), plain(own(e.before))
+    assert isinstance(then, dict) and isinstance(said, dict)
     # What a record shows of its neighbours (a lease's node name follows a rename) is not
     # the row's own.
     differ = [k for k in then if k in said and k not in DERIVED and then[k] != said[k]]
@@ -144,10 +144,6 @@ def _held_before(ledger: Ledger, e: AuditEntry) -> None:
             " it): undoing it would put values nobody recorded back as zuka's; nothing was"
             " undone. Set the row right with zuka instead",
         )
-
-
-def _plain(value: object) -> Any:
-    return json.loads(json.dumps(value, ensure_ascii=False, default=str))
 
 
 def _reverse(ledger: Ledger, conn: sqlite3.Connection, e: AuditEntry) -> None:

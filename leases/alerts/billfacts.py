@@ -72,22 +72,24 @@ def month_check(
     tol: Tolerance,
     provider: str | None = None,
     now: datetime | None = None,
+    untouched: bool = False,
 ) -> Reconciliation | None:
     """The month's reconciliation; None when no bill line falls in it. Worked out again only
     when something was committed since the last time with the same question: the
-    collector's alerts and the dashboard's header ask every minute."""
+    collector's alerts and the dashboard's header ask every minute. `untouched`: refused
+    (InputError) when a bill it rests on is not what zuka imported (`zuka bill check`)."""
     window, complete = report.month_window(month, tz, now or ledger.clock())
     conn = ledger.conn
     key = (
         int(conn.execute("PRAGMA data_version").fetchone()[0]),
         int(conn.execute("SELECT coalesce(max(id), 0) FROM audit").fetchone()[0]),
-        month, tz, currency, tol, provider, complete,
+        month, tz, currency, tol, provider, complete, untouched,
     )  # fmt: skip
     seen = _CHECKED.get(ledger)
     if seen is not None and seen[0] == key:
         return seen[1]
     found = _month_check(ledger, month, window, complete, tz=tz, currency=currency, tol=tol,
-                         provider=provider)  # fmt: skip
+                         provider=provider, untouched=untouched)  # fmt: skip
     _CHECKED[ledger] = (key, found)
     return found
 
@@ -113,8 +115,11 @@ def _month_check(
     currency: str,
     tol: Tolerance,
     provider: str | None,
+    untouched: bool,
 ) -> Reconciliation | None:
     lines = month_lines(ledger, *window, provider)
+    if untouched:
+        ledger.check_untouched("bill", sorted({ln.bill_id for ln in lines}))
     if not lines:
         return None
     stops = ledger.stop_spans()

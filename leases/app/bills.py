@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from leases.alerts import billfacts
 from leases.alerts.billfacts import month_check
 from leases.config.sections import Config
 from leases.core.errors import InputError
@@ -23,7 +22,7 @@ from leases.core.textsafe import visible
 from leases.ledger import books
 from leases.ledger.store import Ledger
 from leases.money import report
-from leases.money.amounts import fen_shown, money
+from leases.money.amounts import fen_json, money
 from leases.money.bills import aliyun, awscur, mapped, table
 from leases.money.bills.reconcile import APART_KINDS, Reconciliation, tolerance
 
@@ -379,12 +378,8 @@ def list_bills(ledger: Ledger, tz: str) -> list[dict[str, Any]]:
                 .isoformat(),
                 "lines": r["line_count"],
                 "months": months,
-                "payable": {
-                    c: str(fen_shown(a)) for (w, c), a in sorted(sums.items()) if w == "payable"
-                },
-                "credits": {
-                    c: str(fen_shown(a)) for (w, c), a in sorted(sums.items()) if w == "credits"
-                },
+                "payable": {c: fen_json(a) for (w, c), a in sorted(sums.items()) if w == "payable"},
+                "credits": {c: fen_json(a) for (w, c), a in sorted(sums.items()) if w == "credits"},
                 "sha256": r["sha256"],
             }
         )
@@ -410,9 +405,6 @@ def check_month(
     every figure)."""
     if provider is not None:
         ledger.provider(provider)
-    window, _ = report.month_window(month, config.billing.tz, ledger.clock())
-    lines = billfacts.month_lines(ledger, *window, provider)
-    ledger.check_untouched("bill", sorted({ln.bill_id for ln in lines}))
     found = month_check(
         ledger,
         month,
@@ -420,6 +412,7 @@ def check_month(
         currency=config.billing.currency,
         tol=tolerance(tol if tol is not None else config.bills.tolerance),
         provider=provider,
+        untouched=True,
     )
     if found is None:
         of = f" from {provider}" if provider else ""

@@ -14,7 +14,7 @@ from leases.core.models import Provider
 from leases.ledger.accounts import Account, account, account_names
 from leases.ledger.books import Record
 from leases.ledger.store import Ledger
-from leases.money.amounts import fen_shown, money
+from leases.money.amounts import fen_json, fen_shown, money
 from leases.money.balances import RUNWAY_DAYS, stops_said
 from leases.money.periods import utc
 
@@ -98,24 +98,20 @@ def account_json(acc: Account, tz: str) -> dict[str, Any]:
     return {
         "provider": acc.provider, "currency": acc.currency,
         "at": b.at.astimezone(zone).isoformat(timespec="seconds"),
-        "balance": str(_fen(b.amount)), "worked_out": True, "since": b.since.isoformat(),
+        "balance": fen_json(b.amount), "worked_out": True, "since": b.since.isoformat(),
         "since_reading": None if b.reading is None else str(b.reading),
-        "topups_since": str(b.topups), "charged_since": str(_fen(b.charged)),
-        "burn_per_day": str(_fen(r.per_day)),
+        "topups_since": str(b.topups), "charged_since": fen_json(b.charged),
+        "burn_per_day": fen_json(r.per_day),
         "days_left": None if r.days_left is None else str(r.days_left.quantize(Decimal("0.01"))),
         "runs_out": None if r.runs_out is None else fields.shown(r.runs_out, tz),
         "stops_then": list(r.stops),
-        "cannot_pay": [{"node": n, "what": w, "amount": str(_fen(a))} for n, w, a in r.unpaid],
-        "burning": [{"node": x.node, "what": x.what, "per_day": str(_fen(x.per_day))}
+        "cannot_pay": [{"node": n, "what": w, "amount": fen_json(a)} for n, w, a in r.unpaid],
+        "burning": [{"node": x.node, "what": x.what, "per_day": fen_json(x.per_day)}
                     for x in acc.burning],
         "coming_charges": [{"node": n, "at": t.astimezone(zone).isoformat(),
-                            "amount": str(_fen(a))}
+                            "amount": fen_json(a)}
                            for n, t, a in acc.coming],
     }  # fmt: skip
-
-
-def _fen(x: Decimal) -> Decimal:
-    return fen_shown(x)
 
 
 def account_lines(acc: Account, tz: str) -> list[str]:

@@ -15,7 +15,7 @@ from leases.core import fields
 from leases.core.errors import InputError
 from leases.ledger.books import BOOKS, Record
 from leases.ledger.store import Ledger
-from leases.money.amounts import fen_shown, money
+from leases.money.amounts import fen_json, money
 from leases.money.invoices import Charged, Invoice, allot, coverage
 from leases.money.report import LeaseRow, Report
 
@@ -241,10 +241,10 @@ def invoice_json(inv: Invoice) -> dict[str, Any]:
     return {
         "id": inv.id, "provider": inv.provider, "node": inv.node, "number": inv.number,
         "issued_on": inv.issued_on.isoformat(), "period_start": inv.period_start.isoformat(),
-        "period_to": inv.period_to.isoformat(), "amount": str(fen_shown(inv.amount)),
+        "period_to": inv.period_to.isoformat(), "amount": fen_json(inv.amount),
         "currency": inv.currency, "vat_rate": str(inv.vat_rate),
-        "tax_included": inv.tax_included, "kind": inv.kind, "net": str(fen_shown(v.net)),
-        "tax": str(fen_shown(v.tax)), "total": str(fen_shown(v.total)), "notes": inv.notes,
+        "tax_included": inv.tax_included, "kind": inv.kind, "net": fen_json(v.net),
+        "tax": fen_json(v.tax), "total": fen_json(v.total), "notes": inv.notes,
     }  # fmt: skip
 
 

@@ -10,6 +10,7 @@ The reports, `zuka cost`, `zuka plan`, the alerts and the dashboard all write am
 from __future__ import annotations
 
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_UP, Context, Decimal
+from typing import overload
 
 
 def fen(amount: Decimal) -> Decimal:
@@ -26,6 +27,15 @@ def fen_shown(x: Decimal) -> Decimal:
     """x to the fen; a zero without its sign (never -0.00)."""
     q = fen(x)
     return q if q else abs(q)
+
+
+@overload
+def fen_json(x: Decimal) -> str: ...
+@overload
+def fen_json(x: None) -> None: ...
+def fen_json(x: Decimal | None) -> str | None:
+    """Money as every `--json` of zuka's gives it: to the fen, as a string (None: null)."""
+    return None if x is None else str(fen_shown(x))
 
 
 def symbol(currency: str) -> str:

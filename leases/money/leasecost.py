@@ -16,7 +16,7 @@ from leases.core.errors import InputError
 from leases.core.models import Lease, Node, Resource
 from leases.core.textsafe import visible
 from leases.money import billing, report, schedule
-from leases.money.amounts import fen_shown, money
+from leases.money.amounts import fen_json, money
 from leases.money.billing import CardHours
 from leases.money.estimate import Estimate, estimate
 from leases.money.renewals import billing_now
@@ -195,11 +195,6 @@ def _d(x: Decimal | None) -> str | None:
     return None if x is None else f"{x:f}"  # never exponent notation (0E+1)
 
 
-def _m(x: Decimal | None) -> str | None:
-    """Money to the fen, as a string (as the report's JSON)."""
-    return None if x is None else str(fen_shown(x))
-
-
 def _t(x: datetime | None) -> str | None:
     return None if x is None else x.isoformat()
 
@@ -215,25 +210,25 @@ def to_json(c: LeaseCost) -> dict[str, Any]:
         "lease_start": _t(c.lease.start),
         "chain_start": _t(c.chain[0].start),
         "leases": len(c.chain),
-        "to_date": _m(e.to_date) if e else None,
-        "storage_to_date": _m(e.storage_to_date) if e else None,
+        "to_date": fen_json(e.to_date) if e else None,
+        "storage_to_date": fen_json(e.storage_to_date) if e else None,
         "period_start": _t(e.period[0]) if e else None,
         "period_end": _t(e.period[1]) if e else None,
-        "by_period_end": _m(e.by_period_end) if e else None,
+        "by_period_end": fen_json(e.by_period_end) if e else None,
         "lease_end": _t(e.lease_end) if e else None,
-        "by_lease_end": _m(e.by_lease_end) if e else None,
-        "term_owed": _m(term[0]) if (term := term_owed(c)) else None,
-        "term_charged": _m(term[1]) if term else None,
+        "by_lease_end": fen_json(e.by_lease_end) if e else None,
+        "term_owed": fen_json(term[0]) if (term := term_owed(c)) else None,
+        "term_charged": fen_json(term[1]) if term else None,
         "window": {"since": _t(c.since), "until": _t(c.until)},
         "paid_card_hours": _d(u.paid) if u else None,
         "busy_card_hours": _d(u.busy) if u else None,
         "idle_card_hours": _d(u.idle) if u else None,
         "unknown_card_hours": _d(u.unknown) if u else None,
-        "window_cost": _m(u.cost) if u else None,
-        "idle_cost": _m(u.idle_yuan) if u else None,
-        "per_busy_card_hour": _m(u.price_per_busy_hour) if u else None,
+        "window_cost": fen_json(u.cost) if u else None,
+        "idle_cost": fen_json(u.idle_yuan) if u else None,
+        "per_busy_card_hour": fen_json(u.price_per_busy_hour) if u else None,
         "break_even_hours_per_month": _d(c.break_even),
-        "monthly_saves": _m(v.monthly_saves) if v else None,
+        "monthly_saves": fen_json(v.monthly_saves) if v else None,
         "verdict": c.verdict_text,
         "unknown": list(c.unknown),
     }

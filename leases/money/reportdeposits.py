@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from leases.money.amounts import fen_shown, money
+from leases.money.amounts import fen_json, money
 from leases.money.deposits import PAID_ON_ASSUMED, DepositLine, sums
 from leases.money.report import Report
 
@@ -23,10 +23,6 @@ def notes(report: Report) -> list[str]:
     return [PAID_ON_ASSUMED] if any(x.paid_on_assumed for x in report.deposits) else []
 
 
-def _fen(x: Any) -> str:
-    return str(fen_shown(x))
-
-
 def as_json(report: Report) -> dict[str, Any]:
     """The month's deposits: each lease's line, sums per currency, notes."""
     return {
@@ -36,22 +32,22 @@ def as_json(report: Report) -> dict[str, Any]:
                 "provider": x.provider,
                 "lease_start": x.lease_start,
                 "currency": x.currency,
-                "deposit": _fen(x.deposit),
+                "deposit": fen_json(x.deposit),
                 "paid_on": x.paid_on.isoformat(),
                 "paid_on_assumed": x.paid_on_assumed,
-                "paid_in_month": _fen(x.paid),
-                "refunded_in_month": _fen(x.refunded),
-                "outstanding": _fen(x.outstanding),
-                "forfeited": _fen(x.lost),
+                "paid_in_month": fen_json(x.paid),
+                "refunded_in_month": fen_json(x.refunded),
+                "outstanding": fen_json(x.outstanding),
+                "forfeited": fen_json(x.lost),
             }
             for x in report.deposits
         ],
         "by_currency": {
             code: {
-                "paid_in_month": _fen(s["paid"]),
-                "refunded_in_month": _fen(s["refunded"]),
-                "outstanding": _fen(s["outstanding"]),
-                "forfeited": _fen(s["lost"]),
+                "paid_in_month": fen_json(s["paid"]),
+                "refunded_in_month": fen_json(s["refunded"]),
+                "outstanding": fen_json(s["outstanding"]),
+                "forfeited": fen_json(s["lost"]),
             }
             for code, s in sorted(sums(report.deposits).items())
         },
@@ -97,9 +93,11 @@ def csv_rows(
         cells = dict.fromkeys(header, "")
         cells |= {
             "row": "deposit", "node": safe(x.node), "provider": safe(x.provider),
-            "currency": x.currency, "start": x.lease_start, "deposit": _fen(x.deposit),
-            "deposit_paid_in_month": _fen(x.paid), "deposit_refunded_in_month": _fen(x.refunded),
-            "deposit_outstanding": _fen(x.outstanding), "deposit_forfeited": _fen(x.lost),
+            "currency": x.currency, "start": x.lease_start, "deposit": fen_json(x.deposit),
+            "deposit_paid_in_month": fen_json(x.paid),
+            "deposit_refunded_in_month": fen_json(x.refunded),
+            "deposit_outstanding": fen_json(x.outstanding),
+            "deposit_forfeited": fen_json(x.lost),
             "notes": safe(f"paid on {x.paid_on.isoformat()}"
                           + (" (its lease's start day)" if x.paid_on_assumed else "")),
         }  # fmt: skip
@@ -107,9 +105,11 @@ def csv_rows(
     for code, s in sorted(sums(report.deposits).items()):
         cells = dict.fromkeys(header, "")
         cells |= {
-            "row": "deposits_total", "currency": code, "deposit_paid_in_month": _fen(s["paid"]),
-            "deposit_refunded_in_month": _fen(s["refunded"]),
-            "deposit_outstanding": _fen(s["outstanding"]), "deposit_forfeited": _fen(s["lost"]),
+            "row": "deposits_total", "currency": code,
+            "deposit_paid_in_month": fen_json(s["paid"]),
+            "deposit_refunded_in_month": fen_json(s["refunded"]),
+            "deposit_outstanding": fen_json(s["outstanding"]),
+            "deposit_forfeited": fen_json(s["lost"]),
         }  # fmt: skip
         out.append(list(cells.values()))
     return out

@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from leases.money import reportdeposits, shares
-from leases.money.amounts import fen_shown
+from leases.money.amounts import fen_json
 from leases.money.report import Attribution, LeaseRow, Report, Totals
 from leases.money.reporttotals import (
     HUNDREDTH,
@@ -26,11 +26,6 @@ from leases.money.reporttotals import (
 )
 
 
-def _d(x: Decimal | None) -> str | None:
-    """Money to the fen, as a string."""
-    return None if x is None else str(fen_shown(x))
-
-
 def _h(x: Decimal | None) -> str | None:
     """Card-hours to 0.01, as a string."""
     return None if x is None else str(to_step(x, HUNDREDTH))
@@ -40,17 +35,17 @@ def _totals_json(t: Totals, code: str) -> dict[str, Any]:
     return {
         "currency": code,
         "leases": t.leases,
-        "cost": _d(t.cost),
-        "storage": _d(t.storage),
-        "total": _d(t.total),
-        "charged_in_month": _d(t.charged),
+        "cost": fen_json(t.cost),
+        "storage": fen_json(t.storage),
+        "total": fen_json(t.total),
+        "charged_in_month": fen_json(t.charged),
         "paid_card_hours": _h(t.paid),
         "busy_card_hours": _h(t.busy),
         "idle_card_hours": _h(t.idle),
         "unknown_card_hours": _h(t.unknown),
-        "idle_yuan": _d(t.idle_yuan),
-        "yuan_per_busy_card_hour": _d(t.price_per_busy_hour),
-        "deposits": {k: _d(v) for k, v in sorted(t.deposits.items())},
+        "idle_yuan": fen_json(t.idle_yuan),
+        "yuan_per_busy_card_hour": fen_json(t.price_per_busy_hour),
+        "deposits": {k: fen_json(v) for k, v in sorted(t.deposits.items())},
     }
 
 
@@ -75,8 +70,8 @@ def report_json(report: Report) -> dict[str, Any]:
                 "busy_card_hours": _h(u.busy),
                 "idle_card_hours": _h(u.idle),
                 "unknown_card_hours": _h(u.unknown),
-                "idle_yuan": _d(u.idle_yuan),
-                "yuan_per_busy_card_hour": _d(u.price_per_busy_hour),
+                "idle_yuan": fen_json(u.idle_yuan),
+                "yuan_per_busy_card_hour": fen_json(u.price_per_busy_hour),
             }
             if u is not None
             else {}
@@ -90,13 +85,13 @@ def report_json(report: Report) -> dict[str, Any]:
             "start": r.start.isoformat(),
             "end": r.end.isoformat() if r.end else None,
             "leases": r.leases,
-            "cost": _d(r.cost),
-            "storage": _d(r.storage),
-            "total": _d(row_total(r)),
-            "charged_in_month": _d(r.charged),
+            "cost": fen_json(r.cost),
+            "storage": fen_json(r.storage),
+            "total": fen_json(row_total(r)),
+            "charged_in_month": fen_json(r.charged),
             "card_hours_known": u is not None,
             **use,
-            "deposit": _d(r.deposit),
+            "deposit": fen_json(r.deposit),
             "deposit_state": r.deposit_state or None,
             "notes": list(r.notes),
         }
@@ -119,8 +114,8 @@ def report_json(report: Report) -> dict[str, Any]:
         # The month's charges against their invoices (leases.money.invoices).
         "invoicing": [
             {"provider": c.provider, "node": c.node, "currency": c.currency,
-             "charged_in_month": _d(c.charged), "invoiced": _d(c.invoiced),
-             "uninvoiced": _d(c.uninvoiced), "invoiced_over_charged": _d(c.over),
+             "charged_in_month": fen_json(c.charged), "invoiced": fen_json(c.invoiced),
+             "uninvoiced": fen_json(c.uninvoiced), "invoiced_over_charged": fen_json(c.over),
              "invoices": list(c.numbers), "notes": c.remark or None}
             for c in report.invoicing
         ],
@@ -153,8 +148,8 @@ def _lab_json(report: Report) -> dict[str, Any] | None:
         "month": report.month,
         "rates": {c: str(r) for c, r in lt.rates},
         "missing_rates": list(lt.missing),
-        "total": _d(lt.total),
-        "charged_in_month": _d(lt.charged),
+        "total": fen_json(lt.total),
+        "charged_in_month": fen_json(lt.charged),
     }
 
 
@@ -170,28 +165,28 @@ def attribution_json(report: Report, att: Attribution) -> dict[str, Any]:
                 "users": list(r.users),
                 "busy_card_hours": _h(r.busy),
                 "currency": r.currency,
-                "yuan": _d(r.yuan),
+                "yuan": fen_json(r.yuan),
                 "nodes": list(r.nodes),
             }
             for r in att.rows
         ],
         "busy_card_hours": _h(sum((m.busy for m in sums), Decimal(0))),
         # yuan, unattributed_yuan, leases_cost: None among several currencies (by_currency)
-        "yuan": _d(one.yuan) if one else None,
-        "unattributed_yuan": _d(one.unattributed) if one else None,
-        "storage_yuan": _d(one.storage) if one else None,
+        "yuan": fen_json(one.yuan) if one else None,
+        "unattributed_yuan": fen_json(one.unattributed) if one else None,
+        "storage_yuan": fen_json(one.storage) if one else None,
         # yuan + storage_yuan + unattributed_yuan: the by-lease report's total
-        "leases_total": _d(one.total) if one else None,
+        "leases_total": fen_json(one.total) if one else None,
         "outside_leases_card_hours": _h(att.outside_leases),
-        "leases_cost": _d(one.cost) if one else None,
+        "leases_cost": fen_json(one.cost) if one else None,
         "by_currency": {
             m.code: {
                 "busy_card_hours": _h(m.busy),
-                "yuan": _d(m.yuan),
-                "unattributed_yuan": _d(m.unattributed),
-                "storage_yuan": _d(m.storage),
-                "leases_total": _d(m.total),
-                "leases_cost": _d(m.cost),
+                "yuan": fen_json(m.yuan),
+                "unattributed_yuan": fen_json(m.unattributed),
+                "storage_yuan": fen_json(m.storage),
+                "leases_total": fen_json(m.total),
+                "leases_cost": fen_json(m.cost),
             }
             for m in sums
         },

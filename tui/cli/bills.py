@@ -12,7 +12,7 @@ from leases.app import bills
 from leases.config.load import load_user_config
 from leases.core.textsafe import visible
 from leases.ledger.rowaudit import ENTITIES
-from leases.money.amounts import fen_shown, money
+from leases.money.amounts import fen_json, money
 from leases.money.bills.reconcile import Reconciliation
 from tui.cli import output
 from tui.cli.opening import open_ledger, trusted
@@ -91,12 +91,6 @@ def bill_check(args: argparse.Namespace, out: TextIO) -> int:
     return 0 if rec.agrees else 1
 
 
-def _d(x: Decimal) -> str:
-    """Money to the fen, as `zuka report --json` writes it (the lines' exact amounts stay
-    in the ledger: `zuka export`)."""
-    return str(fen_shown(x))
-
-
 def check_json(rec: Reconciliation) -> dict[str, Any]:
     return {
         "month": rec.month,
@@ -109,13 +103,13 @@ def check_json(rec: Reconciliation) -> dict[str, Any]:
                 "start": r.start.isoformat(),
                 "provider": r.provider,
                 "currency": r.currency,
-                "zuka": _d(r.zuka),
-                "bill": _d(r.billed),
-                "difference": _d(r.difference),
-                "credits_discounts": _d(r.apart),
-                "tax": _d(r.tax),
+                "zuka": fen_json(r.zuka),
+                "bill": fen_json(r.billed),
+                "difference": fen_json(r.difference),
+                "credits_discounts": fen_json(r.apart),
+                "tax": fen_json(r.tax),
                 "lines": r.lines,
-                "allowed": _d(r.allowed),
+                "allowed": fen_json(r.allowed),
                 "state": r.state,
                 "other_currencies": list(r.others),
             }
@@ -127,15 +121,15 @@ def check_json(rec: Reconciliation) -> dict[str, Any]:
                 "resource_id": u.resource_id,
                 "product": u.product,
                 "currency": u.currency,
-                "amount": _d(u.amount),
-                "credits_discounts": _d(u.apart),
+                "amount": fen_json(u.amount),
+                "credits_discounts": fen_json(u.apart),
                 "lines": u.lines,
                 "why": u.why,
             }
             for u in rec.unmatched
         ],
         "account": [
-            {"provider": p, "kind": k, "currency": c, "amount": _d(a)}
+            {"provider": p, "kind": k, "currency": c, "amount": fen_json(a)}
             for (p, k, c), a in sorted(rec.account.items())
         ],
     }

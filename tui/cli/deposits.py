@@ -9,7 +9,7 @@ from typing import TextIO
 
 from leases.app.deposits import deposit_states, refund_deposit
 from leases.core import fields
-from leases.money.amounts import fen_shown, money
+from leases.money.amounts import fen_json, money
 from tui.cli import output
 from tui.cli.opening import open_ledger, trusted
 
@@ -23,11 +23,6 @@ def lease_refund(args: argparse.Namespace, out: TextIO) -> int:
     return output.done(args, out, added, message)
 
 
-def _fen(x: Decimal) -> str:
-    """Money to the fen, as every --json of zuka's gives it."""
-    return str(fen_shown(x))
-
-
 def lease_refunds(args: argparse.Namespace, out: TextIO) -> int:
     with trusted(open_ledger(args, readonly=True), "the deposits' figures") as ledger:
         states = deposit_states(ledger, args.node)
@@ -38,17 +33,17 @@ def lease_refunds(args: argparse.Namespace, out: TextIO) -> int:
                     "node": s.lease.node,
                     "lease_start": s.lease.start.isoformat(),
                     "currency": s.lease.currency,
-                    "deposit": _fen(s.lease.deposit) if s.lease.deposit is not None else None,
+                    "deposit": fen_json(s.lease.deposit) if s.lease.deposit is not None else None,
                     "paid_on": s.paid_on.isoformat(),
                     "paid_on_assumed": s.paid_on_assumed,
                     "state": s.state,
-                    "refunded": _fen(s.refunded),
-                    "outstanding": _fen(s.outstanding),
-                    "forfeited": _fen(s.lost),
+                    "refunded": fen_json(s.refunded),
+                    "outstanding": fen_json(s.outstanding),
+                    "forfeited": fen_json(s.lost),
                     "refunds": [
                         {
                             **{k: r[k] for k in ("id", "refunded_on", "notes")},
-                            "amount": _fen(Decimal(r["amount"])),
+                            "amount": fen_json(Decimal(r["amount"])),
                         }
                         for r in s.refunds
                     ],

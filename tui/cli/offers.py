@@ -19,7 +19,7 @@ from leases.core.errors import InputError
 from leases.core.models import BillingType
 from leases.core.textsafe import visible
 from leases.money import quote
-from leases.money.amounts import bare, fen_shown, money
+from leases.money.amounts import bare, fen_json, money
 from leases.money.amounts import price as price_text
 from leases.money.reporttotals import HUNDREDTH, to_step
 from tui.cli import output
@@ -121,10 +121,6 @@ def plan_job(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _amount(x: Decimal | None) -> str | None:
-    return None if x is None else str(fen_shown(x))
-
-
 def _units(p: quote.Priced) -> str:
     n = p.units
     word = p.unit if n == 1 else f"{p.unit}s"
@@ -139,9 +135,9 @@ def quote_json(q: quote.Quote) -> dict[str, Any]:
             "gpu_model": o.gpu_model, "billing_type": o.billing_type.value,
             "unit_price": str(o.unit_price), "currency": o.currency, "gpus": o.gpus,
             "machines": p.machines, "billed_units": str(p.units), "unit": p.unit,
-            "cost": _amount(p.cost), "min_term": o.min_term, "min_term_binds": p.min_term_binds,
-            "deposit": _amount(o.deposit), "first_payment": _amount(p.first_payment),
-            "up_front": _amount(p.up_front), "region": o.region, "allowed": p.allowed,
+            "cost": fen_json(p.cost), "min_term": o.min_term, "min_term_binds": p.min_term_binds,
+            "deposit": fen_json(o.deposit), "first_payment": fen_json(p.first_payment),
+            "up_front": fen_json(p.up_front), "region": o.region, "allowed": p.allowed,
             "compared": p.compared, "note": p.why or None,
         }  # fmt: skip
 
@@ -157,7 +153,7 @@ def quote_json(q: quote.Quote) -> dict[str, Any]:
         "regions_rule": q.rule or None,
         "options": [option(p) for p in q.options],
         "cheapest": None if best is None else best.option.label,
-        "saves": _amount(q.saves),
+        "saves": fen_json(q.saves),
         "break_even": [
             {
                 "monthly": b.monthly.label,

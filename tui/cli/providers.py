@@ -10,7 +10,7 @@ from leases.app.providers import add_provider, edit_provider
 from leases.core.errors import InputError
 from leases.ledger import records
 from leases.ledger.store import Ledger
-from leases.money.amounts import fen_shown, money
+from leases.money.amounts import fen_json, money
 from tui.cli import output
 from tui.cli.opening import open_ledger
 from tui.cli.options import add_flags, pick
@@ -75,5 +75,5 @@ def _balances(ledger: Ledger) -> dict[str, tuple[str | None, str]]:
             continue
         if acc is not None:
             amount = acc.balance.amount
-            out[name] = (str(fen_shown(amount)), money(amount, acc.currency))
+            out[name] = (fen_json(amount), money(amount, acc.currency))
     return out

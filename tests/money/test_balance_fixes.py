@@ -4,20 +4,9 @@ lease's node too, named with the charge. Every figure by hand."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from tests.support.cli import Cli
-
-
-def _ok(z: Cli, *args: str) -> str:
-    r = z(*args)
-    assert r.code == 0, r.err
-    return r.out
-
-
-def _json(z: Cli, *args: str) -> Any:
-    return json.loads(_ok(z, *args, "--json"))
+from tests.support.cli import json_of as _json
+from tests.support.cli import ok as _ok
 
 
 def _autodl(z: Cli) -> None:

@@ -17,15 +17,11 @@ import pytest
 from leases.core.errors import InputError
 from leases.ledger import books
 from tests.support.cli import Cli
+from tests.support.cli import ok as _ok
 
 DATA = Path(__file__).parent / "data"
 ALIYUN = DATA / "aliyun_sample.csv"
 AWS = DATA / "aws_cur_sample.csv"
-
-
-def _ok(cli: Cli, *args: str) -> None:
-    r = cli(*args)
-    assert r.code == 0, (args, r.err)
 
 
 def _refused(cli: Cli, ledger_path: Path, *args: str) -> str:

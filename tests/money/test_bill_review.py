@@ -16,13 +16,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from tests.support.cli import Cli
+from tests.support.cli import ok as _ok
 
 ALIYUN = Path(__file__).parent / "data" / "aliyun_sample.csv"
-
-
-def _ok(cli: Cli, *args: str) -> None:
-    r = cli(*args)
-    assert r.code == 0, (args, r.err)
 
 
 def _train(cli: Cli, start: str, end: str) -> None:

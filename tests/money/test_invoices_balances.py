@@ -7,23 +7,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.support.cli import Cli
-
-
-def _ok(z: Cli, *args: str) -> str:
-    r = z(*args)
-    assert r.code == 0, r.err
-    return r.out
-
-
-def _json(z: Cli, *args: str) -> Any:
-    return json.loads(_ok(z, *args, "--json"))
+from tests.support.cli import json_of as _json
+from tests.support.cli import ok as _ok
 
 
 def _invoice(*terms: str) -> tuple[str, ...]:

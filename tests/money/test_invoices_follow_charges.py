@@ -9,12 +9,7 @@ import json
 from typing import Any
 
 from tests.support.cli import Cli
-
-
-def _ok(z: Cli, *args: str) -> str:
-    r = z(*args)
-    assert r.code == 0, r.err
-    return r.out
+from tests.support.cli import ok as _ok
 
 
 def _lines(z: Cli, month: str) -> dict[str | None, Any]:

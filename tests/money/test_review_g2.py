@@ -4,11 +4,9 @@ wrong, and the ledger file unchanged byte for byte; figures worked out by hand."
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -20,16 +18,8 @@ from leases.core.errors import InputError
 from leases.ledger import records
 from leases.ledger.store import Ledger
 from tests.support.cli import Cli
-
-
-def _ok(z: Cli, *args: str) -> str:
-    r = z(*args)
-    assert r.code == 0, r.err
-    return r.out
-
-
-def _json(z: Cli, *args: str) -> Any:
-    return json.loads(_ok(z, *args, "--json"))
+from tests.support.cli import json_of as _json
+from tests.support.cli import ok as _ok
 
 
 def _refused(z: Cli, ledger_path: Path, said: str, *typed: str) -> str:

@@ -3,8 +3,10 @@ one call runs `zuka ARGS...` on the test's ledger and returns its exit code and 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass
@@ -15,3 +17,15 @@ class CliResult:
 
 
 Cli = Callable[..., CliResult]
+
+
+def ok(cli: Cli, *args: str) -> str:
+    """`zuka ARGS...`, which must succeed (its words and stderr said if not): its output."""
+    r = cli(*args)
+    assert r.code == 0, (args, r.err)
+    return r.out
+
+
+def json_of(cli: Cli, *args: str) -> Any:
+    """`zuka ARGS... --json`, which must succeed: its output read."""
+    return json.loads(ok(cli, *args, "--json"))

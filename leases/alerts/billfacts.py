@@ -7,6 +7,7 @@ lines; the matching is leases.money.bills.reconcile's."""
 
 from __future__ import annotations
 
+import shlex
 import weakref
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -211,7 +212,8 @@ def bill_alerts(
             f"{month}:{u.provider}:{u.resource_id}",
             f"{u.provider}'s {month} bill charges {money(u.amount, u.currency)} for {rid}"
             f" ({visible(u.product, 40) or 'no product'}), which matches no lease: {u.why}",
-            f"record it (zuka node edit NODE --instance-id {rid}, or zuka resource add) or"
+            f"record it (zuka node edit NODE --instance-id {shlex.quote(rid)}, or zuka resource"
+            " add) or"
             " ask the provider why it bills it",
             u.amount,
             currency=u.currency,

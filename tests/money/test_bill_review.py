@@ -290,3 +290,22 @@ def test_bill_check_refuses_a_bill_of_its_month_changed_outside_zuka(
     r = cli("bill", "check", "--month", "2024-05", "--config", str(config))
     assert r.code == 2 and "bill: was changed outside zuka" in r.err, r.err
     assert "zuka audit accept bill 1" in r.err
+
+
+def test_an_unmatched_id_in_the_alert_s_suggested_command_is_one_quoted_word(
+    cli: Cli, tmp_path: Path, ledger_path: Path
+) -> None:
+    """A bill's resource id is a file's text: in the command the alert suggests it is
+    quoted, never words of its own."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    from leases.alerts.billfacts import bill_alerts
+    from leases.ledger.store import Ledger
+
+    _colo(cli, tmp_path, 'period = "Month"\n', "Month,Asset,Charge\n2024-05,x;touch y,5\n")
+    with Ledger.open(ledger_path) as ledger:
+        now = datetime(2024, 6, 10, tzinfo=ZoneInfo("Asia/Shanghai"))
+        [alert] = [a for a in bill_alerts(ledger, "Asia/Shanghai", "CNY", "", now)
+                   if a.kind.value == "bill_unmatched"]  # fmt: skip
+    assert "--instance-id 'x;touch y'," in alert.action

@@ -1,0 +1,153 @@
+"""One acceptance run: the checks of a level, cheapest first, each told as it starts and
+ends, their results and the evidence they rest on gathered into a Verdict.
+
+A check is an async function of a Context returning its findings. It runs its commands
+through `ctx.probe` (each once per run), parses what came back with `leases.accept.parse`,
+and judges with pure functions. A check that raises is a defect of zuka, never the node's
+fault and never a pass: it becomes a "not checked" finding naming the error. When the node
+cannot be reached, every check left is "not checked".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from leases.accept.probe import Probe, Runner
+from leases.accept.result import CheckResult, Level, Status, Verdict
+from leases.core.models import Interconnect
+from leases.core.textsafe import visible
+
+LEVELS = (Level.QUICK, Level.STANDARD, Level.BURN)
+
+
+@dataclass(frozen=True)
+class Sold:
+    """What the ledger says the node is: the facts every check compares against."""
+
+    node: str
+    gpu_model: str = ""  # as sold, any spelling (leases.core.gpumodels makes it comparable)
+    gpu_count: int = 0  # 0: not recorded
+    vram_gib: int | None = None
+    interconnect: Interconnect = Interconnect.UNKNOWN
+    nvlinks: int | None = None  # NVLinks between each GPU pair as sold (NV18 -> 18)
+    ib_gbps: int | None = None  # InfiniBand rate per port as sold (400)
+    # Fingerprints (SHA256:...) of the keys the lab expects in authorized_keys: the node's
+    # ssh_key resources and the key zuka logs in with.
+    expected_keys: tuple[str, ...] = ()
+    local: bool = False
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The [accept] config: tolerances and what the node should offer."""
+
+    vram_tolerance: float = 0.03  # ±3 %: GDDR cards lose ~6 % with ECC on; ECC is recorded
+    matmul_pass: float = 0.70  # of the nominal dense BF16 TFLOPS
+    ports: tuple[int, ...] = (22,)  # expected listening, besides the training range
+    training_ports: tuple[int, int] = (8000, 9000)  # inclusive
+    data_paths: tuple[str, ...] = ("/", "/root", "/data", "/root/autodl-tmp", "/mnt")
+    min_free_gib: int = 100
+    burn_seconds: int = 300  # the bound of a burn-in, per run
+
+
+# The password proof: a fresh login offering no key, recording whether the node asked for
+# a password or keyboard-interactive answer. Injected (leases.ssh); None where not possible
+# (a local node).
+PasswordProof = Callable[[], Awaitable["LoginOffer"]]
+# Bytes per second node -> jump host over the node's SSH connection; injected.
+Throughput = Callable[[int], Awaitable[float]]
+
+
+@dataclass(frozen=True)
+class LoginOffer:
+    """What a password-only login attempt met: the methods the node offered, and whether
+    the node itself refused it (not a jump host, a timeout)."""
+
+    refused: bool
+    methods: tuple[str, ...]  # "publickey", "password", "keyboard-interactive", ...
+    words: str
+
+
+@dataclass
+class Context:
+    sold: Sold
+    probe: Probe
+    level: Level
+    settings: Settings = field(default_factory=Settings)
+    password_proof: PasswordProof | None = None
+    throughput: Throughput | None = None
+
+
+CheckFn = Callable[[Context], Awaitable[Sequence[CheckResult]]]
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str  # the family: "inventory", "sharing", "health", "links", "heavy", "host", "sshd"
+    title: str  # what the dashboard shows while it runs: "Inventory against the lease"
+    level: Level  # the lowest level it runs at
+    run: CheckFn
+    cost: int = 0  # cheapest first: sorted by (cost, registry order)
+
+
+# Told as each check starts (its title) and as each finding comes.
+Started = Callable[[Check], None]
+Found = Callable[[CheckResult], None]
+
+
+def _at_level(check: Check, level: Level) -> bool:
+    return LEVELS.index(check.level) <= LEVELS.index(level)
+
+
+def not_checked(check: Check, why: str) -> CheckResult:
+    return CheckResult(f"{check.id}.run", check.title, Status.NOT_CHECKED, why)
+
+
+async def run(
+    checks: Sequence[Check],
+    ctx: Context,
+    *,
+    now: Callable[[], datetime],
+    started: Started | None = None,
+    found: Found | None = None,
+) -> Verdict:
+    """Run the checks of ctx.level, cheapest first, and gather the verdict."""
+    began = now()
+    results: list[CheckResult] = []
+    order = sorted(
+        (c for c in checks if _at_level(c, ctx.level)),
+        key=lambda c: c.cost,
+    )
+    for check in order:
+        if started is not None:
+            started(check)
+        if ctx.probe.unreachable:
+            out: Sequence[CheckResult] = [
+                not_checked(check, f"not checked: the node could not be reached "
+                                   f"({ctx.probe.unreachable})")
+            ]  # fmt: skip
+        else:
+            try:
+                out = await check.run(ctx)
+            except Exception as exc:  # a defect of zuka's: said, never a pass
+                why = f"{type(exc).__name__}: {visible(exc, 200)}"
+                out = [not_checked(check, f"not checked: zuka's check failed ({why})")]
+        for result in out:
+            results.append(result)
+            if found is not None:
+                found(result)
+    return Verdict(ctx.sold.node, ctx.level, began, now(), tuple(results), ctx.probe.evidence)
+
+
+def new_context(
+    sold: Sold,
+    runner: Runner,
+    level: Level,
+    settings: Settings | None = None,
+    *,
+    password_proof: PasswordProof | None = None,
+    throughput: Throughput | None = None,
+) -> Context:
+    return Context(sold, Probe(runner), level, settings or Settings(), password_proof, throughput)

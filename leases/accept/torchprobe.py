@@ -10,7 +10,7 @@ differ from the first (silent data corruption, as gpu-burn compares).
 
 from __future__ import annotations
 
-_BODY = r'''import json, sys, time
+_BODY = r"""import json, sys, time
 out = {"torch": None, "cuda": None, "gpus": [], "error": ""}
 try:
     import torch
@@ -68,7 +68,7 @@ for i in range(torch.cuda.device_count()):
         g["error"] = (type(e).__name__ + ": " + str(e))[:200]
     out["gpus"].append(g)
 print(json.dumps(out))
-'''
+"""
 
 TORCH_SCRIPT = "# zuka-accept-torch v1\nBURN = False\nSECONDS = 0\n" + _BODY
 

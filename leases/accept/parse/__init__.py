@@ -1,1 +1,1 @@
-"""Parsers of what the tools on a node print: pure, never raising, naming what they could not read."""
+"""Parsers of what a node's tools print: pure, never raising, naming what they missed."""

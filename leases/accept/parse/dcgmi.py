@@ -44,7 +44,7 @@ def parse_dcgmi(text: str) -> DcgmDiag:
             continue
         name, cell = (p.strip() for p in stripped.strip("|").split("|", 1))
         cell = cell.strip("| ")
-        if name == "Diagnostic" and cell == "Result" or section == "Metadata":
+        if (name == "Diagnostic" and cell == "Result") or section == "Metadata":
             continue
         result = _result(cell)
         if name and name not in ("Error", "Warning", "Info") and result:

@@ -24,11 +24,12 @@ _NIC_LEGEND = re.compile(r"^\s*(NIC\d{1,3})\s*:\s*([A-Za-z0-9_.-]{1,64})\s*$")
 
 def _header(words: list[str]) -> tuple[list[str], list[str]] | None:
     """Device columns and affinity columns of a header line, or None if it is not one."""
+    if not words or words[0] != "GPU0" or len(words) > MAX_DEVICES + 8:
+        return None
     devices: list[str] = []
     i = 0
     while i < len(words):
-        rest = tuple(words[i:])
-        if any(rest[: len(a)] == a for a in _AFFINITY):
+        if any(tuple(words[i : i + len(a)]) == a for a in _AFFINITY):
             break
         devices.append(words[i])
         i += 1
@@ -71,7 +72,7 @@ def parse_topo(text: str) -> Topology:
     seen: set[str] = set()
     in_legend = False
     for line in lines[start:]:
-        words = line.split()
+        words = line.split(maxsplit=len(devices) + 8)
         if not words:
             continue
         if words[0] in ("Legend:", "NIC"):

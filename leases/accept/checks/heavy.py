@@ -1,0 +1,263 @@
+"""The heavy checks (standard and burn): zuka's torch probe (BF16 matmul against the
+nominal figure, how much memory CUDA can really hold), `dcgmi diag`, nvbandwidth host <->
+device copies and nccl-tests' all_reduce_perf, each only where its tool is on the node.
+
+What is not installed is "skipped, because X is not installed on the node"; what ran out
+of time is "not checked"; nothing here passes on a skip. Judges are pure.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+from leases.accept.checks.links import QUERY_GPU, QUERY_GPU_KEY
+from leases.accept.engine import Check, Context, Settings, Sold
+from leases.accept.facts import DcgmDiag, DiagTest, NcclPerf, Nvbandwidth
+from leases.accept.parse.dcgmi import parse_dcgmi
+from leases.accept.parse.nccl import parse_nccl
+from leases.accept.parse.nvbandwidth import parse_nvbandwidth
+from leases.accept.parse.torchrun import TorchRun, parse_torchrun
+from leases.accept.result import CheckResult, Evidence, Level, Status
+from leases.accept.torchprobe import TORCH_SCRIPT, burn_script
+from leases.core.models import Interconnect
+from leases.core.textsafe import visible
+
+TOOLS = ("python3", "dcgmi", "nvbandwidth", "all_reduce_perf", "gpu_burn")
+TOOLS_CMD = "command -v " + " ".join(TOOLS)
+NVBW_CMD = "nvbandwidth -t host_to_device_memcpy_ce device_to_host_memcpy_ce"
+ALLOC_SHARE = 0.90  # CUDA must hold this share of memory.total, else shared or fake VRAM
+NCCL_FAIL_SHARE = 0.90  # (ours) below this share of the bar fails; between it and the bar warns
+
+# Dense BF16 TFLOPS (ACCEPTANCE-FACTS); most specific name first.
+_NOMINAL = (("H100 PCIE", 756.0), ("H100", 989.0), ("H200", 989.0), ("H800", 989.0),
+            ("H20", 148.0), ("A100", 312.0), ("A800", 312.0), ("4090", 165.2),
+            ("L40S", 362.0), ("A10", 125.0))  # fmt: skip
+# Host <-> device copy bars, GB/s per GPU (Azure's health checks).
+_NVBW_BAR = (("A100", 24.0), ("H100", 52.0), ("H200", 48.0))
+# all_reduce bus bandwidth bars for 8 NVLink GPUs, GB/s (Azure's health checks).
+_NCCL_BAR = (("A100", 228.0), ("H100", 460.0), ("H200", 431.0))
+
+
+def _lookup(table: Sequence[tuple[str, float]], name: str) -> float | None:
+    upper = name.upper().replace("-", " ")
+    for model, value in table:
+        if model in upper:
+            return value
+    return None
+
+
+def nominal_bf16_tflops(gpu_name: str) -> float | None:
+    """The dense BF16 TFLOPS of a model; the one place to point at leases.accept.nominal
+    when it lands."""
+    return _lookup(_NOMINAL, gpu_name)
+
+
+def _r(name: str, title: str, status: Status, words: str, key: str, **kw: str) -> CheckResult:
+    return CheckResult(f"heavy.{name}", title, status, words, evidence=(key,), **kw)
+
+
+def tools_present(ev: Evidence) -> set[str]:
+    """The tools `command -v` found (it prints one path or name per tool found)."""
+    found = set()
+    for line in ev.stdout.splitlines()[:64]:
+        base = line.strip().rsplit("/", 1)[-1]
+        if base in TOOLS:
+            found.add(base)
+    return found
+
+
+def gpu_rows(text: str) -> list[tuple[int, str, int | None]]:
+    """(index, name, memory.total MiB) per GPU from the query CSV."""
+    rows = []
+    for line in text.splitlines()[:256]:
+        f = [w.strip() for w in line.split(",")]
+        if len(f) >= 4 and f[0].isdigit():
+            rows.append((int(f[0]), f[1][:80], int(f[3]) if f[3].isdigit() else None))
+    return rows
+
+
+def judge_torch(
+    run: TorchRun, gpus: Sequence[tuple[int, str, int | None]], settings: Settings, key: str
+) -> list[CheckResult]:
+    title = "BF16 matmul and memory CUDA can hold (torch)"
+    if run.torch is None:
+        why = visible(run.error or "; ".join(run.problems), 200)
+        if "No module named" in run.error:
+            return [_r("torch", title, Status.SKIPPED, "skipped, because torch is not installed "
+                       f"in the node's python3 ({why})", key)]  # fmt: skip
+        return [_r("torch", title, Status.NOT_CHECKED, f"not checked: {why}", key)]
+    if not run.gpus:
+        return [_r("torch", title, Status.WARNED, f"torch {visible(run.torch, 20)} sees no "
+                   f"GPU: {visible(run.error, 200)}", key)]  # fmt: skip
+    totals = {i: mib for i, _, mib in gpus}
+    out: list[CheckResult] = []
+    for g in run.gpus:
+        gid = f"GPU {g.index}"
+        if g.error:
+            out.append(_r("torch", title, Status.FAILED, f"{gid}: the matmul or allocation "
+                          f"failed: {visible(g.error, 200)}", key))  # fmt: skip
+            continue
+        smi_mib = totals.get(g.index)
+        total = smi_mib * 2**20 if smi_mib else g.total_bytes
+        if total and g.allocated_bytes is not None and g.allocated_bytes < ALLOC_SHARE * total:
+            out.append(_r("torch.alloc", "Memory CUDA can hold", Status.FAILED,
+                          f"{gid}: CUDA could hold {g.allocated_bytes // 2**20} MiB of the "
+                          f"{total // 2**20} MiB reported: the memory is shared, in use or "
+                          "not all real", key, expected=f"at least {ALLOC_SHARE:.0%} of "
+                          "memory.total"))  # fmt: skip
+        if g.mismatches:
+            out.append(_r("torch.burn", "Burn-in results", Status.FAILED, f"{gid}: "
+                          f"{g.mismatches} matmul results differed from the first on the same "
+                          "inputs (silent data corruption)", key))  # fmt: skip
+        nominal = nominal_bf16_tflops(g.name)
+        if g.bf16_tflops is None:
+            out.append(_r("torch", title, Status.NOT_CHECKED, f"{gid}: no TFLOPS figure", key))
+        elif nominal is None:
+            out.append(_r("torch", title, Status.SKIPPED, f"skipped, because zuka has no nominal "
+                          f"figure for {visible(g.name, 60)}; {gid} measured "
+                          f"{g.bf16_tflops:g} TFLOPS BF16", key))  # fmt: skip
+        else:
+            bar = settings.matmul_pass * nominal
+            status = Status.PASSED if g.bf16_tflops >= bar else Status.FAILED
+            out.append(_r("torch", title, status, f"{gid} ({visible(g.name, 60)}): "
+                          f"{g.bf16_tflops:g} TFLOPS BF16, {g.bf16_tflops / nominal:.0%} of "
+                          f"the nominal {nominal:g}", key,
+                          expected=f">= {bar:g} TFLOPS ({settings.matmul_pass:.0%})"))  # fmt: skip
+    return out
+
+
+def judge_dcgmi(diag: DcgmDiag, key: str) -> list[CheckResult]:
+    title = "DCGM diagnostic"
+    if not diag.tests:
+        why = visible("; ".join(diag.problems), 300)
+        return [_r("dcgmi", title, Status.NOT_CHECKED, f"not checked: {why}", key)]
+    failed = [t for t in diag.tests if t.result == "Fail"]
+    warned = [t for t in diag.tests if t.result == "Warn"]
+
+    def said(ts: Sequence[DiagTest]) -> str:
+        return "; ".join(
+            f"{visible(t.name, 40)}: {visible(t.detail, 200) or t.result}" for t in ts[:6]
+        )
+
+    if failed:
+        return [_r("dcgmi", title, Status.FAILED, f"dcgmi diag failed {len(failed)} tests: "
+                   f"{said(failed)}", key)]  # fmt: skip
+    if warned:
+        return [_r("dcgmi", title, Status.WARNED, f"dcgmi diag warned: {said(warned)}", key)]
+    return [_r("dcgmi", title, Status.PASSED, f"all {len(diag.tests)} tests passed or were "
+               "skipped by DCGM", key)]  # fmt: skip
+
+
+def judge_nvbandwidth(nvbw: Nvbandwidth, model: str, key: str) -> list[CheckResult]:
+    title = "Host <-> GPU copy bandwidth (nvbandwidth)"
+    bar = _lookup(_NVBW_BAR, model)
+    cases = ("host_to_device_memcpy_ce", "device_to_host_memcpy_ce")
+    got = {c: nvbw.minimum[c] for c in cases if c in nvbw.minimum}
+    if not got:
+        why = visible("; ".join(nvbw.problems) or "no testcase ran", 300)
+        return [_r("nvbw", title, Status.NOT_CHECKED, f"not checked: {why}", key)]
+    found = ", ".join(f"{c} slowest GPU {v:g} GB/s" for c, v in got.items())
+    if bar is None:
+        return [_r("nvbw", title, Status.SKIPPED, f"skipped, because zuka has no bar for "
+                   f"{visible(model, 60) or 'this GPU'}; measured {found}", key)]  # fmt: skip
+    slow = {c: v for c, v in got.items() if v < bar}
+    status = Status.FAILED if slow else Status.PASSED
+    return [_r("nvbw", title, status, found, key, expected=f">= {bar:g} GB/s per GPU")]
+
+
+def judge_nccl(perf: NcclPerf, model: str, n: int, sold: Sold, key: str) -> list[CheckResult]:
+    title = "NCCL all-reduce bus bandwidth"
+    if perf.out_of_bounds:
+        return [_r("nccl", title, Status.FAILED, f"all_reduce_perf found {perf.out_of_bounds} "
+                   "wrong values (# Out of bounds values)", key)]  # fmt: skip
+    if not perf.rows:
+        why = visible("; ".join(perf.problems), 300)
+        return [_r("nccl", title, Status.NOT_CHECKED, f"not checked: {why}", key)]
+    size, _, busbw, _ = max(perf.rows)
+    found = f"{busbw:g} GB/s bus bandwidth at {size / 2**20:g} MiB on {n} GPUs"
+    bar = _lookup(_NCCL_BAR, model) if n == 8 else None
+    if bar is None or sold.interconnect is not Interconnect.NVLINK:
+        return [_r("nccl", title, Status.SKIPPED, f"skipped, because zuka has a bar only for 8 "
+                   f"NVLink A100/H100/H200; measured {found} (8 GPUs on PCIe only reach ~28)",
+                   key)]  # fmt: skip
+    expected = f">= {bar:g} GB/s (Azure's bar for 8x{model})"
+    status = (Status.PASSED if busbw >= bar
+              else Status.WARNED if busbw >= NCCL_FAIL_SHARE * bar else Status.FAILED)  # fmt: skip
+    return [_r("nccl", title, status, found, key, expected=expected)]
+
+
+def _skip(name: str, title: str, tool: str, key: str) -> CheckResult:
+    return _r(name, title, Status.SKIPPED, f"skipped, because {tool} is not installed on the "
+              "node", key)  # fmt: skip
+
+
+def _broken(ev: Evidence) -> str:
+    return ev.failure or ("" if ev.exit_status is not None else "no exit status came back")
+
+
+async def run(ctx: Context) -> list[CheckResult]:
+    burn = ctx.level is Level.BURN
+    tools_ev = await ctx.probe.run("tools", TOOLS_CMD, 15)
+    if tools_ev.failure:
+        return [_r("tools", "Tools on the node", Status.NOT_CHECKED,
+                   f"not checked: {tools_ev.failure}", "tools")]  # fmt: skip
+    have = tools_present(tools_ev)
+    q_ev = await ctx.probe.run(QUERY_GPU_KEY, QUERY_GPU, 30)
+    gpus = gpu_rows(q_ev.stdout) if q_ev.exit_status == 0 else []
+    model = gpus[0][1] if gpus else ctx.sold.gpu_model
+    n = len(gpus) or ctx.sold.gpu_count
+    out: list[CheckResult] = []
+
+    if "python3" not in have:
+        out.append(_skip("torch", "BF16 matmul (torch)", "python3", "tools"))
+    else:
+        key, script = ("burn", burn_script(ctx.settings.burn_seconds)) if burn else (
+            "torch", TORCH_SCRIPT)  # fmt: skip
+        limit = 300.0 + (ctx.settings.burn_seconds * max(n, 1) if burn else 0)
+        ev = await ctx.probe.run(key, "python3 -c " + shlex.quote(script), limit)
+        if why := _broken(ev):
+            out.append(_r("torch", "BF16 matmul (torch)", Status.NOT_CHECKED,
+                          f"not checked: {why}", key))  # fmt: skip
+        else:
+            out += judge_torch(parse_torchrun(ev.stdout), gpus, ctx.settings, key)
+
+    level = 3 if burn else 2
+    if "dcgmi" not in have:
+        out.append(_skip("dcgmi", "DCGM diagnostic", "dcgmi", "tools"))
+    else:
+        key = f"dcgmi-r{level}"
+        ev = await ctx.probe.run(key, f"dcgmi diag -r {level}", 1800.0 if burn else 600.0)
+        if why := _broken(ev):
+            out.append(_r("dcgmi", "DCGM diagnostic", Status.NOT_CHECKED, f"not checked: {why}",
+                          key))  # fmt: skip
+        else:
+            out += judge_dcgmi(parse_dcgmi(ev.stdout + "\n" + ev.stderr), key)
+
+    if "nvbandwidth" not in have:
+        out.append(_skip("nvbw", "Host <-> GPU copy bandwidth", "nvbandwidth", "tools"))
+    else:
+        ev = await ctx.probe.run("nvbandwidth", NVBW_CMD, 300)
+        if why := _broken(ev):
+            out.append(_r("nvbw", "Host <-> GPU copy bandwidth", Status.NOT_CHECKED,
+                          f"not checked: {why}", "nvbandwidth"))  # fmt: skip
+        else:
+            out += judge_nvbandwidth(parse_nvbandwidth(ev.stdout), model, "nvbandwidth")
+
+    if "all_reduce_perf" not in have:
+        out.append(_skip("nccl", "NCCL all-reduce", "all_reduce_perf", "tools"))
+    elif n < 2:
+        out.append(_r("nccl", "NCCL all-reduce", Status.SKIPPED, "skipped, because an "
+                      "all-reduce needs two GPUs or more", "tools"))  # fmt: skip
+    else:
+        cmd = f"all_reduce_perf -b 8 -e 1G -f 2 -g {int(n)}"
+        ev = await ctx.probe.run("nccl", cmd, 600)
+        if why := _broken(ev):
+            out.append(_r("nccl", "NCCL all-reduce", Status.NOT_CHECKED, f"not checked: {why}",
+                          "nccl"))  # fmt: skip
+        else:
+            out += judge_nccl(parse_nccl(ev.stdout), model, n, ctx.sold, "nccl")
+    return out
+
+
+CHECK = Check("heavy", "GPU work: matmul, DCGM, copies, NCCL", Level.STANDARD, run, cost=50)

@@ -1,0 +1,1 @@
+"""Parsers of what a node's tools print: pure, never raising, naming what they missed."""

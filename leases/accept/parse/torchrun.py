@@ -1,0 +1,94 @@
+"""zuka's own torch probe (`leases.accept.torchprobe`) prints one JSON line: read it into
+a typed result. The node may print anything else around it (warnings, banners): the last
+line that parses as a JSON object with a "gpus" list is the one; sizes are bounded."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from leases.accept.parse._text import Problems, lines_of
+
+MAX_GPUS = 64
+
+
+@dataclass(frozen=True)
+class TorchGpu:
+    index: int
+    name: str
+    total_bytes: int | None
+    allocated_bytes: int | None
+    bf16_tflops: float | None
+    mismatches: int | None  # burn only: results that differed from the first
+    error: str
+
+
+@dataclass(frozen=True)
+class TorchRun:
+    torch: str | None  # version, None: torch is not installed
+    cuda: str | None
+    gpus: tuple[TorchGpu, ...] = ()
+    error: str = ""
+    problems: tuple[str, ...] = ()
+
+
+def _int(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**62 else None
+
+
+def _float(v: object) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    f = float(v)
+    return f if f == f and 0 <= f < 1e9 else None
+
+
+def _str(v: object, n: int = 200) -> str:
+    return v[:n] if isinstance(v, str) else ""
+
+
+def parse_torchrun(text: str) -> TorchRun:
+    problems = Problems()
+    data: dict[str, object] | None = None
+    for line in reversed(lines_of(text)):
+        line = line.strip()
+        if not (line.startswith("{") and len(line) < 64 * 1024):
+            continue
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("gpus"), list):
+            data = obj
+            break
+    if data is None:
+        problems.add("no JSON line from zuka's torch probe was found in the output")
+        return TorchRun(None, None, problems=problems.result())
+    gpus: list[TorchGpu] = []
+    raw = data["gpus"]
+    assert isinstance(raw, list)
+    for n, g in enumerate(raw[:MAX_GPUS]):
+        if not isinstance(g, dict):
+            problems.add(f"GPU entry {n} is not an object")
+            continue
+        index = _int(g.get("index"))
+        gpus.append(
+            TorchGpu(
+                n if index is None else index,
+                _str(g.get("name"), 120),
+                _int(g.get("total_bytes")),
+                _int(g.get("allocated_bytes")),
+                _float(g.get("bf16_tflops")),
+                _int(g.get("mismatches")),
+                _str(g.get("error")),
+            )
+        )
+    version = data.get("torch")
+    cuda = data.get("cuda")
+    return TorchRun(
+        _str(version, 40) if isinstance(version, str) else None,
+        _str(cuda, 40) if isinstance(cuda, str) else None,
+        tuple(gpus),
+        _str(data.get("error")),
+        problems.result(),
+    )

@@ -1,0 +1,79 @@
+"""The script zuka runs with the node's python3 (`python3 -c SCRIPT`): zuka's own words,
+never a node's. It prints ONE JSON line (see `leases.accept.parse.torchrun`).
+
+Per GPU: time a BF16 matmul (n = 8192, 2·n³ flops each), then allocate 256 MiB blocks
+until CUDA refuses or only 512 MiB of free memory is left, and report what it held (a
+card whose CUDA cannot hold ~90 % of the memory nvidia-smi reports is shared or fake).
+The burn variant repeats the matmul on fixed inputs for SECONDS and counts results that
+differ from the first (silent data corruption, as gpu-burn compares).
+"""
+
+from __future__ import annotations
+
+_BODY = r"""import json, sys, time
+out = {"torch": None, "cuda": None, "gpus": [], "error": ""}
+try:
+    import torch
+except Exception as e:
+    out["error"] = str(e)[:200]
+    print(json.dumps(out)); sys.exit(0)
+out["torch"] = torch.__version__.split("+")[0]
+out["cuda"] = torch.version.cuda
+if not torch.cuda.is_available():
+    out["error"] = "torch.cuda.is_available() is False"
+    print(json.dumps(out)); sys.exit(0)
+N = 8192
+for i in range(torch.cuda.device_count()):
+    g = {"index": i, "name": "", "total_bytes": 0, "allocated_bytes": 0,
+         "bf16_tflops": 0.0, "error": ""}
+    if BURN:
+        g["mismatches"] = 0
+    try:
+        dev = torch.device("cuda", i)
+        p = torch.cuda.get_device_properties(i)
+        g["name"], g["total_bytes"] = p.name, int(p.total_memory)
+        gen = torch.Generator(device=dev).manual_seed(1234)
+        a = torch.randn(N, N, device=dev, dtype=torch.bfloat16, generator=gen)
+        b = torch.randn(N, N, device=dev, dtype=torch.bfloat16, generator=gen)
+        for _ in range(3):
+            c = a @ b
+        torch.cuda.synchronize(dev)
+        reps, t0 = 20, time.perf_counter()
+        for _ in range(reps):
+            c = a @ b
+        torch.cuda.synchronize(dev)
+        g["bf16_tflops"] = round(2 * N**3 * reps / (time.perf_counter() - t0) / 1e12, 1)
+        if BURN:
+            ref = (a @ b).clone()
+            end = time.monotonic() + SECONDS
+            while time.monotonic() < end:
+                if not torch.equal(a @ b, ref):
+                    g["mismatches"] += 1
+            del ref
+        del a, b, c
+        torch.cuda.empty_cache()
+        blocks, block = [], 256 * 2**20
+        while True:
+            free, _ = torch.cuda.mem_get_info(dev)
+            if free < block + 512 * 2**20:
+                break
+            try:
+                blocks.append(torch.empty(block, dtype=torch.uint8, device=dev))
+            except RuntimeError:
+                break
+        g["allocated_bytes"] = len(blocks) * block
+        del blocks
+        torch.cuda.empty_cache()
+    except Exception as e:
+        g["error"] = (type(e).__name__ + ": " + str(e))[:200]
+    out["gpus"].append(g)
+print(json.dumps(out))
+"""
+
+TORCH_SCRIPT = "# zuka-accept-torch v1\nBURN = False\nSECONDS = 0\n" + _BODY
+
+
+def burn_script(seconds: int) -> str:
+    """The burn variant, bounded by `seconds` (an int zuka chose, never a node's word)."""
+    bound = max(1, min(int(seconds), 24 * 3600))
+    return f"# zuka-accept-burn v1\nBURN = True\nSECONDS = {bound}\n" + _BODY

@@ -1,0 +1,288 @@
+"""The links and heavy check families: their judges on hand-made facts (each trap), and
+each CHECK.run on canned outputs through a tiny fake runner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from leases.accept.checks import heavy, links
+from leases.accept.engine import Settings, Sold, new_context
+from leases.accept.facts import (
+    DcgmDiag,
+    DiagTest,
+    IbPort,
+    IbStat,
+    NcclPerf,
+    Nvbandwidth,
+    NvLink,
+    NvlinkStatus,
+    Topology,
+)
+from leases.accept.parse.torchrun import TorchGpu, TorchRun
+from leases.accept.result import Level, Status
+from leases.core.models import Interconnect
+from leases.ssh.stream import CommandResult
+
+DATA = Path(__file__).parent / "data"
+NV = Sold("n1", "H100", 8, 80, Interconnect.NVLINK, nvlinks=18)
+
+
+def topo_of(cell: str, n: int = 4, odd: dict[tuple[str, str], str] | None = None) -> Topology:
+    gpus = tuple(f"GPU{i}" for i in range(n))
+    cells = {(a, b): ("X" if a == b else cell) for a in gpus for b in gpus}
+    cells.update(odd or {})
+    return Topology(devices=gpus, cells=cells)
+
+
+# --- links judges ----------------------------------------------------------------------
+
+
+def test_pcie_matrix_on_a_node_sold_nvlink_fails_naming_pairs() -> None:
+    (r,) = links.judge_topology(topo_of("SYS"), NV)
+    assert r.status is Status.FAILED
+    assert "6 of 6 GPU pairs" in r.words and "GPU0-GPU1 SYS" in r.words
+    assert r.expected == "NV18 between every GPU pair"
+
+
+def test_one_pair_without_nvlink_and_fewer_links_fail() -> None:
+    (r,) = links.judge_topology(topo_of("NV18", odd={("GPU1", "GPU3"): "PXB"}), NV)
+    assert r.status is Status.FAILED and "1 of 6" in r.words and "GPU1-GPU3 PXB" in r.words
+    (f,) = links.judge_topology(topo_of("NV12"), NV)
+    assert f.status is Status.FAILED and "fewer NVLinks than sold (NV18) between 6 pairs" in f.words
+
+
+def test_nv18_everywhere_passes_and_pcie_sold_pcie_passes() -> None:
+    assert links.judge_topology(topo_of("NV18"), NV)[0].status is Status.PASSED
+    pcie = Sold("n2", "4090", 8, 24, Interconnect.PCIE)
+    (r,) = links.judge_topology(topo_of("SYS"), pcie)
+    assert r.status is Status.PASSED and "sold as pcie" in r.words
+    assert links.judge_topology(topo_of("SYS"), Sold("n3"))[0].status is Status.SKIPPED
+    assert links.judge_topology(Topology(problems=("x",)), NV)[0].status is Status.NOT_CHECKED
+
+
+def h100_links(rate: float = 26.562, dead: int | None = None) -> NvlinkStatus:
+    ls = tuple(NvLink(g, k, None if k == dead else rate, k != dead)
+               for g in range(2) for k in range(18))  # fmt: skip
+    return NvlinkStatus(ls, {0: "NVIDIA H100 80GB HBM3", 1: "NVIDIA H100 80GB HBM3"})
+
+
+def test_nvlink_dead_or_slow_link_fails() -> None:
+    assert links.judge_nvlink(h100_links(), NV)[0].status is Status.PASSED
+    (dead,) = links.judge_nvlink(h100_links(dead=5), NV)
+    assert dead.status is Status.FAILED and "GPU 0 link 5 inactive" in dead.words
+    assert "GPU 1 has 17 active links (sold NV18)" in dead.words
+    (slow,) = links.judge_nvlink(h100_links(rate=25.0), NV)
+    assert slow.status is Status.FAILED and "at 25 GB/s (expected 26.562)" in slow.words
+    (none,) = links.judge_nvlink(NvlinkStatus(), NV)
+    assert none.status is Status.FAILED
+    assert links.judge_nvlink(NvlinkStatus(), Sold("p"))[0].status is Status.SKIPPED
+
+
+def test_link_rate_by_generation() -> None:
+    assert links.link_rate("NVIDIA A100-SXM4-80GB") == 25.0
+    assert links.link_rate("NVIDIA H200") == 26.562
+    assert links.link_rate("NVIDIA H20") == 26.562
+    assert links.link_rate("NVIDIA GeForce RTX 3090") is None
+
+
+IB_SOLD = Sold("n1", "H100", 8, interconnect=Interconnect.NVLINK, ib_gbps=400)
+
+
+def test_infiniband_traps() -> None:
+    up = IbStat((IbPort("mlx5_0", 1, "Active", "LinkUp", 400, "InfiniBand"),))
+    assert links.judge_ib(up, IB_SOLD)[0].status is Status.PASSED
+    down = IbStat((IbPort("mlx5_0", 1, "Initializing", "LinkUp", 200, "InfiniBand"),))
+    (r,) = links.judge_ib(down, IB_SOLD)
+    assert r.status is Status.FAILED and "(no subnet manager)" in r.words
+    assert "Rate 200 Gb/s (sold 400)" in r.words
+    roce = IbStat((IbPort("rdma0", 1, "Active", "LinkUp", 400, "Ethernet"),))
+    (e,) = links.judge_ib(roce, IB_SOLD)
+    assert e.status is Status.FAILED and "Ethernet (RoCE)" in e.words
+    (missing,) = links.judge_ib(None, IB_SOLD)
+    assert missing.status is Status.FAILED and "no InfiniBand tools or devices" in missing.words
+    (skip,) = links.judge_ib(None, NV)
+    assert skip.status is Status.SKIPPED and "ibstat is not installed" in skip.words
+
+
+def test_pcie_max_link() -> None:
+    good = [("0", 4, 16, "1", "16"), ("1", 5, 16, "5", "16")]
+    (r,) = links.judge_pcie(good)
+    assert r.status is Status.PASSED and "compared only under load" in r.words
+    (w,) = links.judge_pcie([("0", 4, 16, "4", "16"), ("3", 3, 8, "3", "8")])
+    assert w.status is Status.WARNED and "GPU 3 Gen3 x8" in w.words
+    assert links.judge_pcie([])[0].status is Status.NOT_CHECKED
+
+
+# --- heavy judges ----------------------------------------------------------------------
+
+GIB = 2**30
+H100 = [(i, "NVIDIA H100 80GB HBM3", 81559) for i in range(2)]
+
+
+def tgpu(i: int, tflops: float, alloc_gib: float, mism: int | None = None) -> TorchGpu:
+    return TorchGpu(i, "NVIDIA H100 80GB HBM3", 81559 * 2**20, int(alloc_gib * GIB), tflops,
+                    mism, "")  # fmt: skip
+
+
+def test_torch_slow_matmul_fake_vram_and_burn_mismatch() -> None:
+    good = TorchRun("2.3.1", "12.1", (tgpu(0, 760.0, 79.0), tgpu(1, 750.0, 79.0)))
+    assert {r.status for r in heavy.judge_torch(good, H100, Settings(), "torch")} == {Status.PASSED}
+    # 0.70 x 989 = 692.3: 650 is slow
+    slow = heavy.judge_torch(TorchRun("2.3.1", "12.1", (tgpu(0, 650.0, 79.0),)), H100,
+                             Settings(), "torch")  # fmt: skip
+    assert slow[0].status is Status.FAILED and "66% of the nominal 989" in slow[0].words
+    # 90 % of 81559 MiB is 73403 MiB (71.7 GiB): 24 GiB held means shared or fake VRAM
+    fake = heavy.judge_torch(TorchRun("2.3.1", "12.1", (tgpu(0, 760.0, 24.0),)), H100,
+                             Settings(), "torch")  # fmt: skip
+    alloc = [r for r in fake if r.check == "heavy.torch.alloc"]
+    assert alloc[0].status is Status.FAILED and "24576 MiB of the 81559 MiB" in alloc[0].words
+    burn = heavy.judge_torch(TorchRun("2.3.1", "12.1", (tgpu(0, 760.0, 79.0, 3),)), H100,
+                             Settings(), "burn")  # fmt: skip
+    assert any(r.check == "heavy.torch.burn" and r.status is Status.FAILED for r in burn)
+    none = heavy.judge_torch(TorchRun(None, None, error="No module named 'torch'"), H100,
+                             Settings(), "torch")  # fmt: skip
+    assert none[0].status is Status.SKIPPED and "torch is not installed" in none[0].words
+
+
+def test_dcgmi_fail_warn_pass() -> None:
+    fail = DcgmDiag((DiagTest("PCIe", "Fail", "Fail - All"), DiagTest("Memory", "Pass")))
+    (f,) = heavy.judge_dcgmi(fail, "dcgmi-r2")
+    assert f.status is Status.FAILED and "PCIe: Fail - All" in f.words
+    warn = heavy.judge_dcgmi(DcgmDiag((DiagTest("Diagnostic", "Warn", "Warning: x"),)), "k")
+    assert warn[0].status is Status.WARNED
+    ok = DcgmDiag((DiagTest("Memory", "Pass"), DiagTest("Inforom", "Skip")))
+    assert heavy.judge_dcgmi(ok, "k")[0].status is Status.PASSED
+    assert heavy.judge_dcgmi(DcgmDiag(problems=("no table",)), "k")[0].status is Status.NOT_CHECKED
+
+
+def test_nvbandwidth_against_azure_bars() -> None:
+    fast = Nvbandwidth({}, {"host_to_device_memcpy_ce": 55.4, "device_to_host_memcpy_ce": 55.2})
+    assert heavy.judge_nvbandwidth(fast, "NVIDIA H100 80GB HBM3", "k")[0].status is Status.PASSED
+    slow = Nvbandwidth({}, {"host_to_device_memcpy_ce": 25.2, "device_to_host_memcpy_ce": 26.0})
+    (r,) = heavy.judge_nvbandwidth(slow, "NVIDIA H100 80GB HBM3", "k")
+    assert r.status is Status.FAILED and r.expected == ">= 52 GB/s per GPU"
+    assert heavy.judge_nvbandwidth(slow, "NVIDIA A100-SXM4-80GB", "k")[0].status is Status.PASSED
+    assert heavy.judge_nvbandwidth(slow, "NVIDIA A10", "k")[0].status is Status.SKIPPED
+
+
+def test_nccl_slow_wrong_and_pcie() -> None:
+    h100 = "NVIDIA H100 80GB HBM3"
+    good = NcclPerf(((2**30, 266.6, 466.6, 0),), 300.0, 0)
+    assert heavy.judge_nccl(good, h100, 8, NV, "k")[0].status is Status.PASSED
+    near = NcclPerf(((2**30, 250.0, 430.0, 0),), 300.0, 0)  # 430 >= 0.9 x 460 = 414
+    assert heavy.judge_nccl(near, h100, 8, NV, "k")[0].status is Status.WARNED
+    slow = NcclPerf(((2**30, 100.0, 190.0, 0),), 100.0, 0)
+    assert heavy.judge_nccl(slow, h100, 8, NV, "k")[0].status is Status.FAILED
+    wrong = NcclPerf(((2**30, 266.6, 466.6, 4),), 300.0, 4)
+    (w,) = heavy.judge_nccl(wrong, h100, 8, NV, "k")
+    assert w.status is Status.FAILED and "4 wrong values" in w.words
+    pcie = Sold("p", "4090", 8, interconnect=Interconnect.PCIE)
+    assert heavy.judge_nccl(slow, "RTX 4090", 8, pcie, "k")[0].status is Status.SKIPPED
+
+
+# --- CHECK.run through a fake runner ---------------------------------------------------
+
+
+class FakeRunner:
+    def __init__(self, answers: dict[str, CommandResult]) -> None:
+        self.answers = answers
+        self.sent: list[str] = []
+
+    async def run(self, cmd: str, timeout: float | None = None) -> CommandResult:
+        self.sent.append(cmd)
+        for prefix, answer in self.answers.items():
+            if cmd.startswith(prefix):
+                return answer
+        return CommandResult(127, "", f"sh: 1: {cmd.split()[0]}: not found\n")
+
+
+def ok(text: str) -> CommandResult:
+    return CommandResult(0, text, "")
+
+
+QUERY = "".join(
+    f"{i}, NVIDIA H100 80GB HBM3, 0x233010DE, 81559, 0, 550.54.15, Enabled, Disabled, 700.00, "
+    f"700.00, 5, 16, 1, 16, 0x0000000000000001, GPU-{i}, 00000000:{i:02x}:00.0\n"
+    for i in range(8)
+)
+
+
+async def test_links_run_on_a_pcie_node_sold_as_nvlink() -> None:
+    runner = FakeRunner({
+        "nvidia-smi topo -m": ok((DATA / "topo-8x4090-pcie-spaces-nic-legend.txt").read_text()),
+        "nvidia-smi nvlink -s": ok(""),
+        "nvidia-smi --query-gpu": ok(QUERY),
+    })  # fmt: skip
+    ctx = new_context(IB_SOLD, runner, Level.QUICK)
+    out = {r.check: r for r in await links.CHECK.run(ctx)}
+    assert out["links.topo"].status is Status.FAILED and "28 of 28" in out["links.topo"].words
+    assert out["links.nvlink"].status is Status.FAILED
+    assert out["links.ib"].status is Status.FAILED  # ibstat missing, IB sold
+    assert out["links.pcie"].status is Status.PASSED
+    assert {e.key for e in ctx.probe.evidence} == {"topo", "nvlink", "ibstat", "query-gpu"}
+
+
+async def test_links_run_on_a_good_h100() -> None:
+    nvl = "".join(f"GPU {g}: NVIDIA H100 80GB HBM3 (UUID: GPU-{g})\n"
+                  + "".join(f"\t Link {k}: 26.562 GB/s\n" for k in range(18)) for g in range(8))  # fmt: skip
+    ib = (DATA / "ibstat-mlx5-hdr200-active.txt").read_text()
+    runner = FakeRunner({
+        "nvidia-smi topo -m": ok((DATA / "topo-h100-nv18-nic-gpu-numa-id.txt").read_text()),
+        "nvidia-smi nvlink -s": ok(nvl), "ibstat": ok(ib), "nvidia-smi --query-gpu": ok(QUERY),
+    })  # fmt: skip
+    sold = Sold("n1", "H100", 8, 80, Interconnect.NVLINK, nvlinks=18, ib_gbps=200)
+    out = await links.CHECK.run(new_context(sold, runner, Level.QUICK))
+    assert {r.status for r in out} == {Status.PASSED}, [r.words for r in out]
+
+
+async def test_heavy_run_skips_what_is_missing() -> None:
+    runner = FakeRunner({"command -v": CommandResult(1, "/usr/bin/python3\n", ""),
+                         "nvidia-smi --query-gpu": ok(QUERY),
+                         "python3 -c": ok(json.dumps({"torch": None, "cuda": None, "gpus": [],
+                                          "error": "No module named 'torch'"}))})  # fmt: skip
+    out = {r.check: r for r in await heavy.CHECK.run(new_context(NV, runner, Level.STANDARD))}
+    assert out["heavy.torch"].status is Status.SKIPPED
+    for name, tool in (("dcgmi", "dcgmi"), ("nvbw", "nvbandwidth"), ("nccl", "all_reduce_perf")):
+        assert out[f"heavy.{name}"].status is Status.SKIPPED
+        assert f"{tool} is not installed on the node" in out[f"heavy.{name}"].words
+    script = next(c for c in runner.sent if c.startswith("python3 -c"))
+    assert "# zuka-accept-torch v1" in script
+
+
+async def test_heavy_run_with_every_tool_slow_and_failing() -> None:
+    torch = {"torch": "2.3.1", "cuda": "12.1", "error": "", "gpus": [
+        {"index": i, "name": "NVIDIA H100 80GB HBM3", "total_bytes": 85520809984,
+         "allocated_bytes": 84 * 10**9, "bf16_tflops": 400.0, "error": ""} for i in range(8)]}  # fmt: skip
+    runner = FakeRunner({
+        "command -v": ok("/usr/bin/python3\n/usr/bin/dcgmi\n/usr/local/bin/nvbandwidth\n"
+                         "/opt/nccl-tests/build/all_reduce_perf\n"),
+        "nvidia-smi --query-gpu": ok(QUERY),
+        "python3 -c": ok(json.dumps(torch)),
+        "dcgmi diag -r 2": ok((DATA / "dcgmi-r1-h200-persistence-fail.txt").read_text()),
+        "nvbandwidth": ok((DATA / "nvbandwidth-a10-v0.5.txt").read_text()),
+        "all_reduce_perf -b 8 -e 1G -f 2 -g 8": ok((DATA / "nccl-mpi-prefixed-efa.txt").read_text()),
+    })  # fmt: skip
+    results = await heavy.CHECK.run(new_context(NV, runner, Level.STANDARD))
+    by: dict[str, list[Status]] = {}
+    for r in results:
+        by.setdefault(r.check, []).append(r.status)
+    assert set(by["heavy.torch"]) == {Status.FAILED}  # 400 < 0.7 x 989
+    assert by["heavy.dcgmi"] == [Status.FAILED]
+    assert by["heavy.nvbw"] == [Status.FAILED]  # 25.17 < 52
+    assert by["heavy.nccl"] == [Status.FAILED]  # 3.11 GB/s at 1 GiB, bar 460
+
+
+async def test_heavy_run_timeout_is_not_checked() -> None:
+    class Slow(FakeRunner):
+        async def run(self, cmd: str, timeout: float | None = None) -> CommandResult:
+            if cmd.startswith("dcgmi"):
+                self.sent.append(cmd)
+                raise TimeoutError
+            return await super().run(cmd, timeout)
+
+    runner = Slow({"command -v": ok("/usr/bin/dcgmi\n"), "nvidia-smi --query-gpu": ok(QUERY)})
+    out = {r.check: r for r in await heavy.CHECK.run(new_context(NV, runner, Level.BURN))}
+    assert out["heavy.dcgmi"].status is Status.NOT_CHECKED
+    assert "no answer within 1800 s" in out["heavy.dcgmi"].words
+    assert "dcgmi diag -r 3" in runner.sent

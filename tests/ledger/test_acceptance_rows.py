@@ -36,7 +36,7 @@ def _verdict(*evidence: Evidence, status: Status = Status.FAILED) -> Verdict:
                 evidence=("query-gpu",),
             ),
             CheckResult("sshd.password", "Password login", Status.PASSED, "off"),
-        ),  # fmt: skip
+        ),
         evidence or (Evidence("query-gpu", "nvidia-smi --query-gpu=...", 0, "a\x1b[31m", "", 0.2),),
     )
 

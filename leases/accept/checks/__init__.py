@@ -1,0 +1,1 @@
+"""The acceptance check families: each module exposes `CHECK: Check` (leases.accept.engine)."""

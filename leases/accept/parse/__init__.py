@@ -1,0 +1,1 @@
+"""Parsers of what the tools on a node print: pure, bounded, never raising on hostile text."""

@@ -17,6 +17,7 @@ from leases.accept.parse.df import DfReport, DiskSpace, parse_df
 from leases.accept.probe import missing_tool
 from leases.accept.result import CheckResult, Evidence, Level, Status
 from leases.core.textsafe import visible
+from leases.ssh.errors import SshError
 
 MIN_MBPS = 10.0  # ours: below this, copying a checkpoint off the node takes hours
 THROUGHPUT_BYTES = 64 * 1024 * 1024
@@ -169,6 +170,8 @@ async def check_throughput(ctx: Context) -> CheckResult:
     try:
         rate: float | None = await ctx.throughput(nbytes)
         why = ""
+    except SshError as exc:
+        rate, why = None, exc.message
     except (OSError, TimeoutError) as exc:
         rate, why = None, f"{type(exc).__name__}: {exc}"
     ctx.probe.record(

@@ -8,7 +8,7 @@ import pytest
 
 from leases.accept.checks import host, sshd
 from leases.accept.engine import LoginOffer, Settings, Sold, new_context
-from leases.accept.result import Level, Status
+from leases.accept.result import CheckResult, Level, Status
 from leases.core.models import NodeHealth
 from leases.ssh.errors import SshError
 from leases.ssh.stream import CommandResult
@@ -69,7 +69,7 @@ async def run_sshd(
     answers: dict[str, CommandResult],
     offer: LoginOffer | None = None,
     settings: Settings | None = None,
-) -> tuple[dict[str, Status], list, Runner]:
+) -> tuple[dict[str, Status], list[CheckResult], Runner]:
     runner = Runner(answers)
 
     async def proof() -> LoginOffer:
@@ -219,7 +219,7 @@ async def test_ports_from_proc_when_ss_is_missing() -> None:
         "   0: 00000000:1F90 00000000:0000 0A 00000000:00000000\n"  # 0.0.0.0:8080
         "   1: 00000000:18EB 00000000:0000 0A 00000000:00000000\n"  # 0.0.0.0:6379
     )
-    statuses, results, runner = await run_sshd(answers)
+    statuses, _results, runner = await run_sshd(answers)
     assert statuses["sshd.ports"] is Status.WARNED
     # Both ports were asked for (curl missing: said after the first, and no more asked).
     assert statuses["sshd.services"] is Status.SKIPPED
@@ -254,7 +254,7 @@ tmpfs          tmpfs      16777216         0  16777216       0% /dev/shm
 
 async def run_host(
     answers: dict[str, CommandResult], rate: float | Exception | None, paths: tuple[str, ...]
-) -> dict[str, object]:
+) -> dict[str, CheckResult]:
     async def throughput(nbytes: int) -> float:
         assert nbytes == host.THROUGHPUT_BYTES
         if isinstance(rate, Exception):
@@ -280,7 +280,7 @@ async def test_host_disk_and_throughput() -> None:
         )
     }
     got = await run_host(answers, 112e6, paths)
-    status = {k: r.status for k, r in got.items()}  # type: ignore[attr-defined]
+    status = {k: r.status for k, r in got.items()}
     assert status == {
         "host.disk:/root/autodl-tmp": Status.SKIPPED,
         # 52428800 KiB = 50.0 GiB free < 100, and overlay: two reasons, one warning.
@@ -289,21 +289,21 @@ async def test_host_disk_and_throughput() -> None:
         "host.disk:/dev/shm": Status.WARNED,  # 16 GiB and tmpfs
         "host.throughput": Status.PASSED,
     }
-    words = got["host.disk:/"].words  # type: ignore[attr-defined]
+    words = got["host.disk:/"].words
     assert "less than 100 GiB free" in words and "50.0 GiB free of 100.0 GiB" in words
     assert "overlay does not survive the container" in words
-    assert "does not survive a reboot" in got["host.disk:/dev/shm"].words  # type: ignore[attr-defined]
-    assert "112.0 MB/s" in got["host.throughput"].words  # type: ignore[attr-defined]
+    assert "does not survive a reboot" in got["host.disk:/dev/shm"].words
+    assert "112.0 MB/s" in got["host.throughput"].words
 
 
 async def test_slow_and_failed_throughput() -> None:
     df = {"df -PT -- /": ok(DF.split("\n", 2)[0] + "\n" + DF.split("\n")[2] + "\n")}
     slow = await run_host(df, 4e6, ("/",))
     t = slow["host.throughput"]
-    assert t.status is Status.WARNED  # type: ignore[attr-defined]
+    assert t.status is Status.WARNED
     # 100e9 B / 4e6 B/s = 25000 s = 6.9 h
-    assert "6.9 h" in t.words  # type: ignore[attr-defined]
-    dead = await run_host(df, SshError("n1", NodeHealth.TIMEOUT, "no answer"), ("/",))  # type: ignore[arg-type]
-    assert dead["host.throughput"].status is Status.NOT_CHECKED  # type: ignore[attr-defined]
+    assert "6.9 h" in t.words
+    dead = await run_host(df, SshError("n1", NodeHealth.TIMEOUT, "no answer"), ("/",))
+    assert dead["host.throughput"].status is Status.NOT_CHECKED
     local = await run_host(df, None, ("/",))
-    assert local["host.throughput"].status is Status.SKIPPED  # type: ignore[attr-defined]
+    assert local["host.throughput"].status is Status.SKIPPED

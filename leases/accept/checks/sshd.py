@@ -28,7 +28,7 @@ _SHOWN = 8  # items named in one finding; the rest counted
 
 
 def _first_line(ev: Evidence) -> str:
-    text = (ev.stderr or ev.stdout).strip().split("\n", 1)[0]
+    text = (ev.stderr or ev.stdout).strip().split("\n", 1)[0].strip()
     return visible(text, 160) or f"exit status {ev.exit_status}"
 
 

@@ -3,6 +3,9 @@ Match, ss -ltnpH, /proc/net/tcp{,6}, df -PT."""
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from leases.accept.parse.df import parse_df
 from leases.accept.parse.listen import parse_proc_net_tcp, parse_ss
 from leases.accept.parse.sshdconf import (
@@ -216,3 +219,42 @@ def test_df_count_mismatch_is_a_problem() -> None:
     got = parse_df(DF_OUT, "", ("/",))
     assert got.spaces == ()
     assert got.problems == ("df printed 2 file systems for 1 paths: which is which cannot be told",)
+
+
+# -- hostile text: the parsers return what they could read, and never raise -----------
+
+_TEXT = st.text(
+    alphabet=st.sampled_from(
+        list("abcdefghijklmnopqrstuvwxyz0123456789 \t\n:[]%*=#\"'/.-_\x1b\x00")
+    ),
+    max_size=400,
+)
+
+
+@given(_TEXT)
+def test_sshd_parsers_never_raise(text: str) -> None:
+    parse_sshd_t(text)
+    conf = parse_config({"/etc/ssh/sshd_config": text, "/etc/ssh/a.conf": text})
+    assert set(conf.values) >= {"passwordauthentication", "permitrootlogin"}
+    split_files(text)
+
+
+@given(_TEXT)
+def test_listen_and_df_parsers_never_raise(text: str) -> None:
+    for got in (parse_ss(text), parse_proc_net_tcp(text)):
+        assert all(0 < s.port < 65536 for s in got.sockets)
+    parse_df(text, text, ("/", "/data"))
+
+
+def test_include_fan_out_is_bounded() -> None:
+    # Each file includes itself twice: 2**16 reads unless the line bound stops it.
+    text = "Include /etc/ssh/sshd_config /etc/ssh/sshd_config\nPermitRootLogin no\n"
+    conf = parse_config({"/etc/ssh/sshd_config": text})
+    assert conf.value("permitrootlogin") == "no"
+    assert "more than 20000 lines: the rest not read" in conf.problems
+    assert len(conf.problems) < 40
+
+
+def test_problems_are_bounded() -> None:
+    got = parse_ss("x\n" * 1000)
+    assert len(got.problems) == 21 and got.problems[-1] == "and 980 more lines not read"

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 
 MAX_LINES = 50_000
+MAX_PROBLEMS = 20
 # Addresses that mean "every interface".
 _ANY = frozenset({"0.0.0.0", "::", "*", "::ffff:0.0.0.0"})
 
@@ -78,7 +79,13 @@ def parse_ss(text: str) -> Listening:
             continue
         seen.add(key)
         sockets.append(Listener(found[0], found[1], m.group(1) if m else ""))
-    return Listening(tuple(sockets), tuple(problems))
+    return Listening(tuple(sockets), _capped(problems))
+
+
+def _capped(problems: list[str]) -> tuple[str, ...]:
+    if len(problems) <= MAX_PROBLEMS:
+        return tuple(problems)
+    return (*problems[:MAX_PROBLEMS], f"and {len(problems) - MAX_PROBLEMS} more lines not read")
 
 
 def _hex_ipv4(word: str) -> str:
@@ -116,4 +123,4 @@ def parse_proc_net_tcp(text: str) -> Listening:
             continue
         seen.add((host, port_no))
         sockets.append(Listener(host, port_no))
-    return Listening(tuple(sockets), tuple(problems))
+    return Listening(tuple(sockets), _capped(problems))

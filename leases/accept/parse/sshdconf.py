@@ -42,6 +42,7 @@ SSH_DIR = "/etc/ssh"
 MAX_DEPTH = 16  # sshd's own READCONF_MAX_DEPTH
 MAX_LINES = 20_000  # of all files together: more than any real config
 _MAX_VALUE = 200
+MAX_PROBLEMS = 20
 
 # An Include pattern zuka will ask the node's shell to expand: under /etc/ssh, plain
 # characters and the glob characters * and ? only (no quotes, spaces, $, brackets, ..).
@@ -163,6 +164,11 @@ class _Reader:
         self.problems: list[str] = []
         self.lines = 0
 
+    def note(self, problem: str) -> None:
+        """A problem, once, and at most MAX_PROBLEMS of them."""
+        if problem not in self.problems and len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(problem)
+
     def file(self, path: str, condition: str, depth: int) -> str:
         """Read one file in the Match context `condition`; returns the context it ends in
         (a Match in an included file goes on after it, as in sshd)."""
@@ -170,7 +176,7 @@ class _Reader:
         for number, raw in enumerate(self.files[path].split("\n"), 1):
             self.lines += 1
             if self.lines > MAX_LINES:
-                self.problems.append(f"more than {MAX_LINES} lines: the rest not read")
+                self.note(f"more than {MAX_LINES} lines: the rest not read")
                 return condition
             words = _words(raw)
             if not words:
@@ -188,7 +194,7 @@ class _Reader:
                 continue
             where = f"{path} line {number}"
             if len(words) < 2:
-                self.problems.append(f"{where}: {words[0][:40]} has no value")
+                self.note(f"{where}: {words[0][:40]} has no value")
                 continue
             value = " ".join(words[1:])[:_MAX_VALUE].lower()
             if condition:
@@ -199,13 +205,13 @@ class _Reader:
 
     def _include(self, path: str, number: int, args: list[str], condition: str, depth: int) -> None:
         if depth >= MAX_DEPTH:
-            self.problems.append(f"{path} line {number}: Include nested too deep: not followed")
+            self.note(f"{path} line {number}: Include nested too deep: not followed")
             return
         for arg in args:
             pattern = include_pattern(arg)
             self.includes.append(pattern)
             if not include_allowed(pattern):
-                self.problems.append(
+                self.note(
                     f"{path} line {number}: Include {pattern[:80]!r} is outside what zuka "
                     "reads (files under /etc/ssh): not read"
                 )

@@ -107,13 +107,12 @@ def password_probe(node: Node, options: SshOptions) -> Callable[[], Awaitable[At
     """An async callable making one such attempt on node and returning its Attempt."""
 
     async def attempt() -> Attempt:
-        opts = dataclasses.replace(options, client_keys=[], agent_path=None)
-        budget = Budget(opts)
-        jumps = JumpHosts(opts, budget)
-        connector = _ProofConnector(node.name, opts, budget, jumps, lambda c, e: None)
-        # No key file of the ledger's; ~/.ssh/config IdentityFiles are ignored by the
-        # node's leg above (they are only loaded).
-        target = dataclasses.replace(node.ssh, key_path=None)
+        # The jump hosts log in as usual (their keys, the agent); only the node's own
+        # leg offers nothing (_ProofConnector), whatever the options and ssh config hold.
+        budget = Budget(options)
+        jumps = JumpHosts(options, budget)
+        connector = _ProofConnector(node.name, options, budget, jumps, lambda c, e: None)
+        target = dataclasses.replace(node.ssh, key_path=None)  # not even loaded
         try:
             link = await connector.open(target, False)
         except HopFailed as exc:

@@ -91,6 +91,47 @@ def find_key(text: str, fingerprint: str) -> Found:
     return Found(tuple(blobs), matched, keys, max(0, len(lines) - _MAX_LINES))
 
 
+@dataclass(frozen=True)
+class AuthorizedKey:
+    """One key line of an authorized_keys text: what a person needs to recognise it."""
+
+    line: int  # 1-based
+    kind: str  # "ssh-ed25519"
+    fingerprint: str  # SHA256:...
+    comment: str  # as written (hostile: show through visible())
+    options: bool  # the line starts with options (from=, command=, ...)
+
+
+def keys_in(text: str) -> tuple[list[AuthorizedKey], int]:
+    """Every key an authorized_keys text authorises, and how many non-comment lines could
+    not be read as keys (they authorise nothing, as in sshd)."""
+    found: list[AuthorizedKey] = []
+    unread = 0
+    for number, raw in enumerate(text.split("\n")[:_MAX_LINES], 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        rest = _after_options(line)
+        words = rest.split(None, 2)
+        if (
+            len(words) < 2
+            or not _KEY_TYPE_RE.fullmatch(words[0])
+            or not _BLOB_RE.fullmatch(words[1])
+        ):
+            unread += 1
+            continue
+        try:
+            key = asyncssh.import_public_key(f"{words[0]} {words[1]}")
+        except (asyncssh.KeyImportError, ValueError):
+            unread += 1
+            continue
+        comment = words[2] if len(words) > 2 else ""
+        found.append(
+            AuthorizedKey(number, words[0], key.get_fingerprint("sha256"), comment, rest != line)
+        )
+    return found, unread
+
+
 def check_blob(blob: str) -> str:
     if not _BLOB_RE.fullmatch(blob):
         raise InputError("key", visible(blob, 40), "is not a base64 key blob")

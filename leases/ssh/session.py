@@ -18,7 +18,8 @@ import contextlib
 import random as _random
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any
 
 import asyncssh
 
@@ -176,6 +177,21 @@ class NodeSession:
             raise self._dropped(link, None)
         self._set(NodeHealth.OK)
         return CommandResult(process.exit_status, "".join(lines) + out.rest(), stderr.text)
+
+    @contextlib.asynccontextmanager
+    async def binary(self, cmd: str) -> AsyncIterator[asyncssh.SSHClientProcess[bytes]]:
+        """cmd as a process on the node's connection whose output is read as bytes, by the
+        caller and within its own bounds (leases.ssh.throughput); it holds a channel slot
+        while open and is closed on leaving. Raises SshError."""
+        link = await self._connection()
+        async with link.channels:
+            process = await self._open_process(link, cmd, binary=True)
+            try:
+                yield process
+            except (asyncssh.Error, OSError) as exc:
+                raise self._dropped(link, exc) from exc
+            finally:
+                await self._close_process(process)
 
     def _too_large(self, cmd: str, reason: str) -> OutputTooLarge:
         self._set(NodeHealth.GARBAGE, f"{cmd.split(' ', 1)[0]!r} printed {reason}: stopped")
@@ -408,12 +424,15 @@ class NodeSession:
         reason = describe(exc) if exc else "it closed without an exit status"
         return SshError(self.name, self.health, f"channel failed: {reason}")
 
-    async def _open_process(self, link: Link, cmd: str) -> asyncssh.SSHClientProcess[str]:
+    async def _open_process(
+        self, link: Link, cmd: str, *, binary: bool = False
+    ) -> asyncssh.SSHClientProcess[Any]:
         delays = iter(_CHANNEL_RETRY_DELAYS)
+        encoding = None if binary else "utf-8"
         while True:
             try:
                 return await link.conn.create_process(
-                    cmd, stdin=asyncssh.DEVNULL, encoding="utf-8", errors="replace"
+                    cmd, stdin=asyncssh.DEVNULL, encoding=encoding, errors="replace"
                 )
             except asyncssh.ChannelOpenError as exc:
                 # sshd frees a closed session's MaxSessions slot only on its next loop
@@ -426,7 +445,7 @@ class NodeSession:
             except (asyncssh.Error, OSError) as exc:
                 raise self._dropped(link, exc) from exc
 
-    async def _close_process(self, process: asyncssh.SSHClientProcess[str]) -> None:
+    async def _close_process(self, process: asyncssh.SSHClientProcess[Any]) -> None:
         # Release the channel slot only once the server has let go of the channel too,
         # so the bound below MaxSessions holds on the server's side.
         process.close()

@@ -224,6 +224,12 @@ class Sshd:
         user: str = TEST_USER,
         max_sessions: int = 10,
         own_home: bool = False,
+        listen: str = "127.0.0.1",
+        port: int | None = None,
+        netns: str | None = None,
+        password_auth: bool = False,
+        config_path: Path | None = None,
+        extra_config: str = "",
     ) -> None:
         self.workdir = workdir
         self.user = user
@@ -231,10 +237,19 @@ class Sshd:
         # own_home: a HOME of this sshd's own, owned by the user, holding the authorized_keys
         # the user may rewrite (offboarding revokes its key there).
         self.home: Path | None = workdir / "home" if own_home else None
-        self.port = free_port()
+        # listen/port/netns: an sshd inside a network namespace the test made (started with
+        # `ip netns exec NETNS`), on an address of it; config_path: where its config goes
+        # (under /etc/netns/NETNS/ssh/ it is the namespace's /etc/ssh/sshd_config, which is
+        # what `sshd -T` and `cat` on the node read); password_auth and extra_config make
+        # the bad sshd acceptance must fail.
+        self.listen = listen
+        self.netns = netns
+        self.password_auth = password_auth
+        self.extra_config = extra_config
+        self.port = port if port is not None else free_port()
         self.host_key = asyncssh.generate_private_key("ssh-ed25519")
         self.host_key_path = workdir / "ssh_host_ed25519_key"
-        self.config_path = workdir / "sshd_config"
+        self.config_path = config_path or workdir / "sshd_config"
         self.log_path = workdir / "sshd.log"
         self.mode_file = workdir / "nvidia-smi-mode"
         self._proc: subprocess.Popen[bytes] | None = None
@@ -263,11 +278,11 @@ class Sshd:
         bindir = self.workdir / "bin"
         self.config_path.write_text(
             f"""Port {self.port}
-ListenAddress 127.0.0.1
+ListenAddress {self.listen}
 HostKey {self.host_key_path}
 AuthorizedKeysFile {self.keys_path}
 PidFile none
-PasswordAuthentication no
+{self.extra_config}PasswordAuthentication {"yes" if self.password_auth else "no"}
 KbdInteractiveAuthentication no
 UsePAM no
 StrictModes no
@@ -324,8 +339,9 @@ LogLevel VERBOSE
         if self.running:
             return
         log = self.log_path.open("ab")
+        prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
         self._proc = subprocess.Popen(
-            [str(SSHD), "-D", "-e", "-f", str(self.config_path)],
+            [*prefix, str(SSHD), "-D", "-e", "-f", str(self.config_path)],
             stdout=log,
             stderr=log,
             stdin=subprocess.DEVNULL,
@@ -341,7 +357,7 @@ LogLevel VERBOSE
                     raise PortTaken(f"port {self.port} is taken: {log}")
                 raise RuntimeError(f"sshd exited {code}: {log}")
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                with socket.create_connection((self.listen, self.port), timeout=0.5) as s:
                     if s.recv(4).startswith(b"SSH-"):
                         return
             except OSError:

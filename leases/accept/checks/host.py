@@ -1,0 +1,194 @@
+"""The host around the GPUs: space and file-system type on the data paths, and how fast
+data leaves the node for the jump host.
+
+Data paths that do not exist are skipped, each said. Free space below
+Settings.min_free_gib warns; a data path on overlay or tmpfs warns that what is written
+there does not survive the container or a reboot. Throughput is `ctx.throughput(nbytes)`
+(leases.ssh.throughput: bytes read over the node's own SSH connection, timed); below
+MIN_MBPS warns (*ours*).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from leases.accept.engine import Check, Context, Settings
+from leases.accept.parse.df import DfReport, DiskSpace, parse_df
+from leases.accept.probe import missing_tool
+from leases.accept.result import CheckResult, Evidence, Level, Status
+from leases.core.textsafe import visible
+from leases.ssh.errors import SshError
+
+MIN_MBPS = 10.0  # ours: below this, copying a checkpoint off the node takes hours
+THROUGHPUT_BYTES = 64 * 1024 * 1024
+# File systems whose contents do not outlive the container (overlay) or a reboot (tmpfs).
+VOLATILE = frozenset({"overlay", "tmpfs", "ramfs", "aufs"})
+KIB_PER_GIB = 1024 * 1024
+
+
+def df_command(paths: tuple[str, ...]) -> str:
+    return "df -PT -- " + " ".join(shlex.quote(p) for p in paths)
+
+
+def _space_words(s: DiskSpace) -> str:
+    free = s.available_kib / KIB_PER_GIB
+    size = s.size_kib / KIB_PER_GIB
+    return (
+        f"{visible(s.path, 80)}: {free:.1f} GiB free of {size:.1f} GiB, "
+        f"{visible(s.fstype, 20)} ({visible(s.filesystem, 60)} on {visible(s.mount, 80)})"
+    )
+
+
+def judge_disk(report: DfReport, settings: Settings, ev: Evidence) -> list[CheckResult]:
+    keys = (ev.key,)
+    out: list[CheckResult] = []
+    for path in report.missing:
+        out.append(
+            CheckResult(
+                f"host.disk:{path}",
+                f"Disk {path}",
+                Status.SKIPPED,
+                f"skipped, because {visible(path, 80)} does not exist on the node",
+                evidence=keys,
+            )
+        )
+    want = f"at least {settings.min_free_gib} GiB free, on a file system that persists"
+    for s in report.spaces:
+        check, title = f"host.disk:{s.path}", f"Disk {visible(s.path, 60)}"
+        found = _space_words(s)
+        problems = []
+        if s.available_kib < settings.min_free_gib * KIB_PER_GIB:
+            problems.append(f"less than {settings.min_free_gib} GiB free")
+        if s.fstype.lower() in VOLATILE:
+            problems.append(
+                f"{visible(s.fstype, 20)} does not survive "
+                + ("a reboot" if s.fstype.lower() in ("tmpfs", "ramfs") else "the container")
+                + ": data written there is lost"
+            )
+        if problems:
+            out.append(
+                CheckResult(
+                    check,
+                    title,
+                    Status.WARNED,
+                    f"{'; '.join(problems)}: {found}",
+                    want,
+                    found,
+                    keys,
+                )
+            )
+        else:
+            out.append(CheckResult(check, title, Status.PASSED, found, want, found, keys))
+    if report.problems:
+        shown = "; ".join(visible(p, 160) for p in report.problems[:4])
+        status = Status.NOT_CHECKED if not report.spaces and not report.missing else Status.WARNED
+        out.append(
+            CheckResult(
+                "host.disk",
+                "Disk space",
+                status,
+                f"df's output could not all be read: {shown}",
+                evidence=keys,
+            )
+        )
+    return out
+
+
+async def check_disk(ctx: Context) -> list[CheckResult]:
+    paths = tuple(dict.fromkeys(ctx.settings.data_paths))
+    if not paths:
+        return [
+            CheckResult(
+                "host.disk",
+                "Disk space",
+                Status.SKIPPED,
+                "skipped, because no data paths are configured ([accept] data_paths)",
+            )
+        ]
+    ev = await ctx.probe.run("df", df_command(paths))
+    if ev.failure:
+        return [
+            CheckResult(
+                "host.disk",
+                "Disk space",
+                Status.NOT_CHECKED,
+                f"not checked: df did not run ({visible(ev.failure, 200)})",
+                evidence=(ev.key,),
+            )
+        ]
+    if missing_tool(ev):
+        return [
+            CheckResult(
+                "host.disk",
+                "Disk space",
+                Status.SKIPPED,
+                "skipped, because df is not on the node",
+                evidence=(ev.key,),
+            )
+        ]
+    return judge_disk(parse_df(ev.stdout, ev.stderr, paths), ctx.settings, ev)
+
+
+def judge_throughput(bytes_per_s: float | None, why: str = "") -> CheckResult:
+    check, title = "host.throughput", "Throughput node → jump host"
+    want = f"at least {MIN_MBPS:g} MB/s"
+    if bytes_per_s is None:
+        return CheckResult(
+            check,
+            title,
+            Status.NOT_CHECKED,
+            f"not checked: the transfer did not complete ({visible(why, 300)})",
+            want,
+            "",
+            ("throughput",),
+        )
+    mbps = bytes_per_s / 1e6
+    found = f"{mbps:.1f} MB/s over the node's SSH connection"
+    if mbps < MIN_MBPS:
+        return CheckResult(
+            check,
+            title,
+            Status.WARNED,
+            f"data leaves the node slowly: {found}; a 100 GB checkpoint would "
+            f"take {100e9 / bytes_per_s / 3600:.1f} h",
+            want,
+            found,
+            ("throughput",),
+        )
+    return CheckResult(check, title, Status.PASSED, found, want, found, ("throughput",))
+
+
+async def check_throughput(ctx: Context) -> CheckResult:
+    if ctx.throughput is None:
+        return CheckResult(
+            "host.throughput",
+            "Throughput node → jump host",
+            Status.SKIPPED,
+            "skipped, because no SSH connection to time here (a local node)",
+        )
+    nbytes = THROUGHPUT_BYTES
+    try:
+        rate: float | None = await ctx.throughput(nbytes)
+        why = ""
+    except SshError as exc:
+        rate, why = None, exc.message
+    except (OSError, TimeoutError) as exc:
+        rate, why = None, f"{type(exc).__name__}: {exc}"
+    ctx.probe.record(
+        Evidence(
+            "throughput",
+            f"head -c {nbytes} /dev/zero (read and discarded over the node's SSH connection)",
+            0 if rate is not None else None,
+            f"{rate:.0f} bytes/s\n" if rate is not None else "",
+            "",
+            failure=visible(why, 300),
+        )
+    )
+    return judge_throughput(rate, why)
+
+
+async def run(ctx: Context) -> list[CheckResult]:
+    return [*await check_disk(ctx), await check_throughput(ctx)]
+
+
+CHECK = Check("host", "Disk space and throughput", Level.QUICK, run, cost=5)

@@ -1,0 +1,545 @@
+"""sshd, its keys and the node's open ports: can anyone but the lab get in?
+
+- sshd's settings, read with `sshd -T` where allowed, else sshd_config and the Include
+  files the node's own shell expands (a fixed script; Include patterns only under /etc/ssh
+  through a strict allow-list): password and keyboard-interactive login off, root not by
+  password. A Match block's values apply only to what it matches, and say so.
+- The remote proof: a fresh login offering no key must never be asked for a password or a
+  keyboard-interactive answer (`ctx.password_proof`, leases.ssh.passwordprobe).
+- authorized_keys of the login user against the keys the lab expects (Sold.expected_keys).
+- Listening ports against the expected ones; any service on all interfaces is asked for
+  `/api/kernels` from the node itself, and one answering 200 without a token fails.
+"""
+
+from __future__ import annotations
+
+from leases.accept.engine import Check, Context, LoginOffer, Settings
+from leases.accept.parse import sshdconf
+from leases.accept.parse.listen import Listener, Listening, parse_proc_net_tcp, parse_ss
+from leases.accept.parse.sshdconf import SshdConfig
+from leases.accept.probe import Probe, missing_tool
+from leases.accept.result import CheckResult, Evidence, Level, Status
+from leases.core.textsafe import visible
+from leases.offboard.authkeys import keys_in
+
+MAX_PROBED_PORTS = 16
+MAX_INCLUDE_ROUNDS = 3
+_SHOWN = 8  # items named in one finding; the rest counted
+
+
+def _first_line(ev: Evidence) -> str:
+    text = (ev.stderr or ev.stdout).strip().split("\n", 1)[0].strip()
+    return visible(text, 160) or f"exit status {ev.exit_status}"
+
+
+def _failed(ev: Evidence) -> str:
+    """Why a command gave nothing to read, in words ("" when it did)."""
+    if ev.failure:
+        return ev.failure
+    if missing_tool(ev):
+        return f"{ev.command.split(' ', 1)[0]}: not found"
+    if ev.exit_status != 0:
+        return _first_line(ev)
+    return ""
+
+
+# -- reading sshd's settings ----------------------------------------------------------
+
+
+def include_script(patterns: list[str]) -> str:
+    """A fixed script printing each file the node's shell finds for the patterns, after a
+    `==> PATH <==` line; only allow-listed patterns (sshdconf.include_allowed) go in, as
+    words the shell expands and nothing else. Private host keys and moduli are never read."""
+    words = " ".join(p for p in patterns if sshdconf.include_allowed(p))
+    return (
+        f'for f in {words}; do case "$f" in *_key|*/moduli) continue;; esac; '
+        '[ -f "$f" ] && [ -r "$f" ] || continue; '
+        'printf \'==> %s <==\\n\' "$f"; head -c 65536 -- "$f"; echo; done'
+    )
+
+
+async def read_settings(probe: Probe) -> tuple[SshdConfig | None, tuple[str, ...], str]:
+    """sshd's settings, the evidence keys they rest on, and the words of how they were read
+    (or, with None, why they could not be)."""
+    keys: list[str] = []
+    tried: list[str] = []
+    for key, command in (("sshd-T", "sshd -T"), ("sshd-T-sbin", "/usr/sbin/sshd -T")):
+        ev = await probe.run(key, command)
+        keys.append(key)
+        if ev.failure:
+            return None, tuple(keys), ev.failure
+        if ev.exit_status == 0:
+            conf = sshdconf.parse_sshd_t(ev.stdout)
+            if conf.values:
+                return conf, tuple(keys), f"read with `{command}`"
+        tried.append(f"`{command}`: {_failed(ev) or 'printed no settings'}")
+    ev = await probe.run("sshd-config", f"cat {sshdconf.MAIN}")
+    keys.append(ev.key)
+    if ev.failure or ev.exit_status != 0:
+        return None, tuple(keys), "; ".join([*tried, f"`{ev.command}`: {_failed(ev)}"])
+    files = {sshdconf.MAIN: ev.stdout}
+    asked: set[str] = set()
+    for round_ in range(1, MAX_INCLUDE_ROUNDS + 1):
+        wanted = [
+            p
+            for text in list(files.values())
+            for p in sshdconf.includes_of(text)
+            if sshdconf.include_allowed(p) and p not in asked
+        ]
+        wanted = list(dict.fromkeys(wanted))[:16]
+        if not wanted:
+            break
+        asked.update(wanted)
+        ev = await probe.run(f"sshd-includes-{round_}", include_script(wanted))
+        keys.append(ev.key)
+        if ev.failure:
+            return None, tuple(keys), ev.failure
+        for path, text in sshdconf.split_files(ev.stdout).items():
+            files.setdefault(path, text)
+    conf = sshdconf.parse_config(files)
+    how = f"read from {sshdconf.MAIN}"
+    if len(conf.files) > 1:
+        how += f" and {len(conf.files) - 1} Include file(s)"
+    how += " (sshd -T was not allowed: " + "; ".join(tried) + ")"
+    return conf, tuple(keys), how
+
+
+def _requires_key(methods: str) -> bool:
+    """Whether AuthenticationMethods makes every login need a key first."""
+    lists = methods.split()
+    return bool(lists) and methods != "any" and all("publickey" in x.split(",") for x in lists)
+
+
+def _where(conf: SshdConfig, key: str) -> str:
+    setting = conf.values.get(key)
+    return visible(setting.source if setting else "OpenSSH's default", 120)
+
+
+def judge_settings(conf: SshdConfig, evidence: tuple[str, ...], how: str) -> list[CheckResult]:
+    """Password, keyboard-interactive and root login from sshd's settings."""
+    out: list[CheckResult] = []
+    key_first = _requires_key(conf.value("authenticationmethods"))
+    note = (
+        f" (AuthenticationMethods {visible(conf.value('authenticationmethods'), 80)} asks "
+        "for a key first)"
+        if key_first
+        else ""
+    )
+
+    def result(check: str, title: str, status: Status, words: str, exp: str, found: str) -> None:
+        out.append(CheckResult(f"sshd.{check}", title, status, words, exp, found, evidence))
+
+    pw = conf.value("passwordauthentication")
+    found = f"PasswordAuthentication {visible(pw, 40)} ({_where(conf, 'passwordauthentication')})"
+    if pw != "no" and not key_first:
+        result(
+            "password",
+            "Password login",
+            Status.FAILED,
+            f"sshd lets anyone with a password log in: {found}; {how}",
+            "PasswordAuthentication no",
+            found,
+        )
+    else:
+        result(
+            "password",
+            "Password login",
+            Status.PASSED,
+            f"password login is off: {found}{note}; {how}",
+            "PasswordAuthentication no",
+            found,
+        )
+
+    kbd = conf.value("kbdinteractiveauthentication")
+    pam = conf.value("usepam")
+    found = (
+        f"KbdInteractiveAuthentication {visible(kbd, 40)} "
+        f"({_where(conf, 'kbdinteractiveauthentication')}), UsePAM {visible(pam, 20)}"
+    )
+    if kbd == "no" or key_first:
+        result(
+            "kbdint",
+            "Keyboard-interactive login",
+            Status.PASSED,
+            f"keyboard-interactive login is off: {found}{note}",
+            "KbdInteractiveAuthentication no",
+            found,
+        )
+    elif pam == "yes":
+        result(
+            "kbdint",
+            "Keyboard-interactive login",
+            Status.FAILED,
+            f"sshd asks PAM for a typed password over keyboard-interactive: {found}",
+            "KbdInteractiveAuthentication no",
+            found,
+        )
+    else:
+        result(
+            "kbdint",
+            "Keyboard-interactive login",
+            Status.WARNED,
+            f"keyboard-interactive login is on, without PAM to ask a password: {found}; "
+            "turn it off",
+            "KbdInteractiveAuthentication no",
+            found,
+        )
+
+    root = conf.value("permitrootlogin")
+    found = f"PermitRootLogin {visible(root, 40)} ({_where(conf, 'permitrootlogin')})"
+    if root == "yes":
+        result(
+            "rootlogin",
+            "Root login",
+            Status.FAILED,
+            f"root may log in with a password: {found}",
+            "PermitRootLogin prohibit-password or no",
+            found,
+        )
+    else:
+        result(
+            "rootlogin",
+            "Root login",
+            Status.PASSED,
+            f"root cannot log in by password: {found}",
+            "PermitRootLogin prohibit-password or no",
+            found,
+        )
+
+    risky = [
+        s
+        for s in conf.matched
+        if (s.key in ("passwordauthentication", "kbdinteractiveauthentication") and s.value != "no")
+        or (s.key == "permitrootlogin" and s.value == "yes")
+    ]
+    if risky:
+        shown = "; ".join(
+            f"{s.key} {visible(s.value, 30)} applies only to Match {visible(s.condition, 80)} "
+            f"({visible(s.source, 100)})"
+            for s in risky[:_SHOWN]
+        )
+        result(
+            "match",
+            "Match blocks",
+            Status.WARNED,
+            f"a Match block turns password or root login back on for some logins: {shown}",
+            "no Match block turns password or root login on",
+            shown,
+        )
+    if conf.problems:
+        shown = "; ".join(visible(p, 160) for p in conf.problems[:_SHOWN])
+        result(
+            "config-unread",
+            "sshd settings not read",
+            Status.WARNED,
+            f"part of sshd's settings could not be read: {shown}",
+            "every setting read",
+            shown,
+        )
+    return out
+
+
+# -- the remote proof ------------------------------------------------------------------
+
+
+def judge_proof(offer: LoginOffer | None) -> CheckResult:
+    title = "Password-only login refused"
+    check = "sshd.proof"
+    expected = "refused, offering publickey only"
+    if offer is None:
+        return CheckResult(
+            check,
+            title,
+            Status.SKIPPED,
+            "skipped, because no remote login can be tried here (a local node)",
+            expected,
+            "",
+            ("password-proof",),
+        )
+    methods = ", ".join(visible(m, 40) for m in offer.methods) or "none named"
+    found = f"methods offered: {methods}"
+    ev = ("password-proof",)
+    if "password" in offer.methods:
+        return CheckResult(
+            check,
+            title,
+            Status.FAILED,
+            f"the node asked for a password on a login offering no key ({found})",
+            expected,
+            found,
+            ev,
+        )
+    if "keyboard-interactive" in offer.methods:
+        return CheckResult(
+            check,
+            title,
+            Status.FAILED,
+            f"the node asked for a keyboard-interactive answer (a typed "
+            f"password) on a login offering no key ({found})",
+            expected,
+            found,
+            ev,
+        )
+    if not offer.refused and "none" in offer.methods:
+        return CheckResult(
+            check,
+            title,
+            Status.FAILED,
+            "the node let a login in with no key and no password",
+            expected,
+            found,
+            ev,
+        )
+    if not offer.refused:
+        why = visible(offer.words, 300)
+        return CheckResult(
+            check,
+            title,
+            Status.NOT_CHECKED,
+            f"not checked: the login attempt did not reach a refusal ({why})",
+            expected,
+            why,
+            ev,
+        )
+    return CheckResult(
+        check,
+        title,
+        Status.PASSED,
+        f"a login offering no key was refused without a password being asked ({found})",
+        expected,
+        found,
+        ev,
+    )
+
+
+async def prove(ctx: Context) -> CheckResult:
+    if ctx.password_proof is None:
+        return judge_proof(None)
+    offer = await ctx.password_proof()
+    ctx.probe.record(
+        Evidence(
+            "password-proof",
+            "ssh login offering no key and no agent (zuka's own, never a password)",
+            None,
+            f"refused: {offer.refused}\nmethods: {','.join(offer.methods)}\n",
+            offer.words,
+        )
+    )
+    return judge_proof(offer)
+
+
+# -- authorized_keys -------------------------------------------------------------------
+
+
+def judge_keys(ev: Evidence, expected: tuple[str, ...]) -> CheckResult:
+    check, title = "sshd.keys", "authorized_keys"
+    want = "only the keys the lab expects"
+    if why := _failed(ev):
+        status = Status.NOT_CHECKED if ev.failure else Status.SKIPPED
+        prefix = "not checked" if ev.failure else "skipped, because"
+        return CheckResult(
+            check,
+            title,
+            status,
+            f"{prefix} ~/.ssh/authorized_keys could not be read ({why})",
+            want,
+            why,
+            (ev.key,),
+        )
+    keys, unread = keys_in(ev.stdout)
+    if not expected:
+        found = f"{len(keys)} key(s): " + ", ".join(k.fingerprint for k in keys[:_SHOWN])
+        return CheckResult(
+            check,
+            title,
+            Status.SKIPPED,
+            f"skipped, because no key is recorded as expected for this node ({found})",
+            want,
+            found,
+            (ev.key,),
+        )
+    strangers = [k for k in keys if k.fingerprint not in expected]
+    if strangers:
+        shown = "; ".join(
+            f"line {k.line}: {k.kind} {k.fingerprint} {visible(k.comment, 60) or '(no comment)'}"
+            for k in strangers[:_SHOWN]
+        )
+        more = f" and {len(strangers) - _SHOWN} more" if len(strangers) > _SHOWN else ""
+        return CheckResult(
+            check,
+            title,
+            Status.FAILED,
+            f"{len(strangers)} key(s) the lab did not expect can log in "
+            f"(a provider's or a previous tenant's): {shown}{more}",
+            want,
+            shown + more,
+            (ev.key,),
+        )
+    found = f"{len(keys)} key(s), all expected"
+    if unread:
+        found += f"; {unread} line(s) not read as keys (they authorise nothing)"
+    return CheckResult(check, title, Status.PASSED, found, want, found, (ev.key,))
+
+
+# -- listening ports -------------------------------------------------------------------
+
+
+def expected_port(port: int, settings: Settings) -> bool:
+    low, high = settings.training_ports
+    return port in settings.ports or low <= port <= high
+
+
+def judge_ports(listening: Listening, settings: Settings, keys: tuple[str, ...]) -> CheckResult:
+    low, high = settings.training_ports
+    want = f"on all interfaces only {', '.join(map(str, settings.ports))} and {low}-{high}"
+    open_ = [s for s in listening.sockets if s.all_interfaces]
+    strays = [s for s in open_ if not expected_port(s.port, settings)]
+    if strays:
+        shown = ", ".join(_socket_words(s) for s in strays[:_SHOWN])
+        more = f" and {len(strays) - _SHOWN} more" if len(strays) > _SHOWN else ""
+        return CheckResult(
+            "sshd.ports",
+            "Listening ports",
+            Status.WARNED,
+            f"listening on all interfaces outside the expected ports: {shown}{more}",
+            want,
+            shown + more,
+            keys,
+        )
+    found = ", ".join(_socket_words(s) for s in open_[:_SHOWN]) or "nothing on all interfaces"
+    return CheckResult(
+        "sshd.ports",
+        "Listening ports",
+        Status.PASSED,
+        f"only expected ports listen on all interfaces: {found}",
+        want,
+        found,
+        keys,
+    )
+
+
+def _socket_words(s: Listener) -> str:
+    name = f" ({visible(s.process, 40)})" if s.process else ""
+    return f"{visible(s.address, 60)}:{s.port}{name}"
+
+
+def kernels_command(port: int, address: str) -> str:
+    """curl for /api/kernels on a port the node listed; the port is an int zuka formats."""
+    host = "[::1]" if ":" in address else "127.0.0.1"
+    return f"curl -s -m 3 -o /dev/null -w '%{{http_code}}' http://{host}:{int(port)}/api/kernels"
+
+
+def judge_services(answers: list[tuple[Listener, Evidence]], keys: tuple[str, ...]) -> CheckResult:
+    check, title = "sshd.services", "Services open without a token"
+    want = "no service on all interfaces answering /api/kernels without a token"
+    if not answers:
+        return CheckResult(
+            check,
+            title,
+            Status.PASSED,
+            "no service besides the expected ones listens on all interfaces",
+            want,
+            "",
+            keys,
+        )
+    if all(missing_tool(ev) for _, ev in answers):
+        return CheckResult(
+            check,
+            title,
+            Status.SKIPPED,
+            "skipped, because curl is not on the node: services listening on "
+            "all interfaces were not asked",
+            want,
+            "",
+            keys,
+        )
+    open_ = [s for s, ev in answers if ev.exit_status == 0 and ev.stdout.strip() == "200"]
+    if open_:
+        shown = ", ".join(_socket_words(s) for s in open_)
+        return CheckResult(
+            check,
+            title,
+            Status.FAILED,
+            f"anyone who reaches the node can run code: {shown} answers "
+            "GET /api/kernels with 200 without a token (a Jupyter server with "
+            "no token or password)",
+            want,
+            shown,
+            keys,
+        )
+    asked = ", ".join(str(s.port) for s, _ in answers)
+    return CheckResult(
+        check,
+        title,
+        Status.PASSED,
+        f"no port on all interfaces answered /api/kernels without a token (asked: {asked})",
+        want,
+        asked,
+        keys,
+    )
+
+
+async def read_listening(probe: Probe) -> tuple[Listening | None, tuple[str, ...], str]:
+    ev = await probe.run("listen", "ss -ltnpH")
+    if ev.failure:
+        return None, (ev.key,), ev.failure
+    if ev.exit_status == 0:
+        return parse_ss(ev.stdout), (ev.key,), ""
+    fallback = await probe.run("listen-proc", "cat /proc/net/tcp /proc/net/tcp6")
+    keys = (ev.key, fallback.key)
+    if fallback.failure or not fallback.stdout.strip():
+        return None, keys, f"ss: {_failed(ev)}; /proc/net/tcp: {_failed(fallback) or 'empty'}"
+    return parse_proc_net_tcp(fallback.stdout), keys, ""
+
+
+async def check_ports(ctx: Context) -> list[CheckResult]:
+    listening, keys, why = await read_listening(ctx.probe)
+    if listening is None:
+        words = f"not checked: the listening ports could not be read ({visible(why, 300)})"
+        return [
+            CheckResult("sshd.ports", "Listening ports", Status.NOT_CHECKED, words, evidence=keys)
+        ]
+    out = [judge_ports(listening, ctx.settings, keys)]
+    targets = [
+        s for s in listening.sockets if s.all_interfaces and s.port not in ctx.settings.ports
+    ]
+    answers: list[tuple[Listener, Evidence]] = []
+    for s in targets[:MAX_PROBED_PORTS]:
+        ev = await ctx.probe.run(f"http-{s.port}", kernels_command(s.port, s.address), 10.0)
+        answers.append((s, ev))
+        if missing_tool(ev):
+            break  # no curl: asking again would say the same
+    out.append(judge_services(answers, (*keys, *(ev.key for _, ev in answers))))
+    return out
+
+
+# -- the check --------------------------------------------------------------------------
+
+
+async def run(ctx: Context) -> list[CheckResult]:
+    out: list[CheckResult] = []
+    conf, keys, how = await read_settings(ctx.probe)
+    if conf is None:
+        out.append(
+            CheckResult(
+                "sshd.settings",
+                "sshd settings",
+                Status.NOT_CHECKED,
+                f"not checked: sshd's settings could not be read ({visible(how, 400)})",
+                evidence=keys,
+            )
+        )
+    else:
+        out += judge_settings(conf, keys, how)
+    out.append(await prove(ctx))
+    out.append(
+        judge_keys(
+            await ctx.probe.run("authorized-keys", "cat ~/.ssh/authorized_keys"),
+            ctx.sold.expected_keys,
+        )
+    )
+    out += await check_ports(ctx)
+    return out
+
+
+CHECK = Check("sshd", "sshd, keys and open ports", Level.QUICK, run, cost=4)

@@ -4,10 +4,10 @@ order breaking ties). Each family is a module of leases.accept.checks exposing
 
 from __future__ import annotations
 
-from leases.accept.checks import heavy, links
+from leases.accept.checks import heavy, host, links, sshd
 from leases.accept.engine import Check
 
 
 def checks() -> tuple[Check, ...]:
     """Every family's check, in registry order."""
-    return (links.CHECK, heavy.CHECK)
+    return (links.CHECK, sshd.CHECK, host.CHECK, heavy.CHECK)

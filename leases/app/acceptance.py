@@ -178,8 +178,15 @@ async def accept(
 
             if ledger.path is None:
                 raise ValueError("an SSH node's acceptance needs a ledger file (its trust store)")
-            session = NodeSession(node, ssh_options(ledger.path))
+            from leases.accept import sshproofs
+
+            options = ssh_options(ledger.path)
+            session = NodeSession(node, options)
             runner = session
+            if password_proof is None:
+                password_proof = sshproofs.password_proof(node, options)
+            if throughput is None:
+                throughput = sshproofs.throughput(session)
     ctx = engine.new_context(
         sold,
         runner,

@@ -48,9 +48,13 @@ class Node:
         return None if node is None else node.value
 
     def walk(self) -> Iterator[Node]:
-        for c in self.children:
-            yield c
-            yield from c.walk()
+        """Every node below, in document order (iterative: a hostile node may nest a
+        thousand levels deep)."""
+        stack = list(reversed(self.children))
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
 
 
 def _split(line: str) -> tuple[str, str | None]:

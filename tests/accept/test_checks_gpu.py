@@ -482,3 +482,26 @@ async def test_engine_runs_the_three_families_cheapest_first() -> None:
     assert verdict.status is Status.PASSED
     # Each command ran once, though three families read nvidia-smi -q.
     assert runner.asked.count(XML_COMMAND) == 1 and runner.asked.count(TEXT_COMMAND) == 1
+
+
+def test_vram_of_an_unknown_model_against_the_vram_sold() -> None:
+    sold = Sold("n", gpu_model="B200", vram_gib=180)
+    ok = inventory.judge_vram([row("NVIDIA B200", "2901", 183359)], sold, Settings(), ())
+    assert ok.status is Status.PASSED  # 180 × 1024 = 184320; 183359 is 0.5 % short
+    fake = inventory.judge_vram([row("NVIDIA B200", "2901", 24564)], sold, Settings(), ())
+    assert fake.status is Status.FAILED
+    assert fake.words == (
+        "GPU 0 reports 24564 MiB (memory.total, ECC Enabled); zuka has no nominal figures "
+        "for B200; the lease records 180 GiB per GPU, 172800 MiB (±3 %)"
+    )  # with ECC on or off: 184320 × 15/16 = 172800 is the nearer figure
+
+
+def test_model_from_the_pci_id_when_the_name_is_not_printed() -> None:
+    sold = Sold("n", gpu_model="A100 80GB")
+    assert inventory.judge_model([row("", "20b2")], sold, ()).status is Status.PASSED
+    other = inventory.judge_model([row("", "2684")], sold, ())
+    assert (
+        other.status is Status.FAILED and "its PCI device id 2684 is the RTX 4090's" in other.words
+    )
+    unknown = inventory.judge_model([row("", "")], sold, ())
+    assert unknown.status is Status.NOT_CHECKED

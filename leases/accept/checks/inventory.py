@@ -73,9 +73,20 @@ def judge_model(rows: Sequence[SmiRow], sold: Sold, keys: tuple[str, ...]) -> Ch
     want = gpu_key(sold.gpu_model)
     shown = visible(sold.gpu_model, 60)
     wrong: list[str] = []
+    unread: list[str] = []
     for i, row in enumerate(rows):
         card = by_pci(row.pci_device_id)
-        if gpu_key(row.name) != want:
+        if not row.name:  # [N/A]: the PCI id alone tells the card, where zuka knows it
+            if card is None:
+                unread.append(
+                    f"{_gpu(row, i)} prints no name and a PCI device id zuka does not know"
+                )
+            elif gpu_key(card.model) != want:
+                wrong.append(
+                    f"{_gpu(row, i)} prints no name; its PCI device id "
+                    f"{row.pci_device_id} is the {card.model}'s"
+                )
+        elif gpu_key(row.name) != want:
             wrong.append(f"{_gpu(row, i)} is named {_name(row)!r}")
         elif card is not None and gpu_key(card.model) != want:
             wrong.append(
@@ -86,6 +97,9 @@ def judge_model(rows: Sequence[SmiRow], sold: Sold, keys: tuple[str, ...]) -> Ch
     if wrong:
         words = f"the lease says {shown}; {'; '.join(wrong[:8])} ({QUERY} name,pci.device_id)"
         return CheckResult(cid, title, Status.FAILED, words, shown, found, keys)
+    if unread:
+        words = f"not checked: {'; '.join(unread[:8])} ({QUERY} name,pci.device_id)"
+        return CheckResult(cid, title, Status.NOT_CHECKED, words, shown, found, keys)
     return CheckResult(
         cid, title, Status.PASSED, f"every GPU is the {shown} the lease says", shown, found, keys
     )
@@ -117,6 +131,13 @@ def judge_vram(
     cid, title = "inventory.vram", "VRAM per GPU"
     lookup = _sold_nominal(rows, sold)
     card = lookup.nominal
+    label = f"the {card.model} has" if card else ""
+    kind_known = card is not None
+    if card is None and sold.vram_gib:
+        # No nominal figures, but the lease records the VRAM sold: compare with it, allowing
+        # the 1/16 that ECC takes on GDDR (zuka cannot tell the memory kind of an unknown card).
+        card = Nominal(f"{sold.gpu_model} as sold", sold.vram_gib * 1024, (), gddr=True)
+        label = f"{lookup.words}; the lease records {sold.vram_gib} GiB per GPU,"
     if card is None:
         return CheckResult(
             cid, title, Status.SKIPPED, f"skipped, because {lookup.words}", evidence=keys
@@ -132,11 +153,12 @@ def judge_vram(
             lines.append(f"{_gpu(row, i)}: memory.total unreadable")
             worst = max(worst, Status.NOT_CHECKED, key=_rank)
             continue
-        status, figure = vram_verdict(total, card, _ecc_on(row), settings.vram_tolerance)
+        ecc_on = _ecc_on(row) if kind_known else None  # either figure for an unknown card
+        status, figure = vram_verdict(total, card, ecc_on, settings.vram_tolerance)
         if status is not Status.PASSED:
             lines.append(
                 f"{_gpu(row, i)} reports {total} MiB (memory.total, ECC {ecc}); "
-                f"the {card.model} has {figure} MiB ({tol})"
+                f"{label} {figure} MiB ({tol})"
             )
             worst = max(worst, status, key=_rank)
         elif card.gddr and _ecc_on(row) and figure != card.memory_for(False):

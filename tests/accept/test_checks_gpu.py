@@ -397,6 +397,22 @@ def test_limiter_signs_read_only_what_matters() -> None:
     ]
 
 
+def test_mig_lines_of_a_real_listing() -> None:
+    # `nvidia-smi -L` on an A100 in 7 MIG slices, driver 535.216.01 (DataDog/datadog-agent
+    # pull request 33120, as posted).
+    listing = (
+        "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-7fdaf0a5-179b-f636-d15d-daf243e3ff16)\n"
+        "  MIG 1g.10gb     Device  0: (UUID: MIG-feb88891-0321-5fef-9c87-d4af3b54259e)\n"
+        "  MIG 1g.10gb     Device  1: (UUID: MIG-a25704ba-3a06-5299-a795-fd7cf4d13973)\n"
+        "  MIG 1g.10gb     Device  2: (UUID: MIG-50f1c4c9-1508-5e8d-bb06-d08145b22e01)\n"
+        "  MIG 1g.10gb     Device  3: (UUID: MIG-36c795f2-5cf7-55d6-af30-e535e79b7bb6)\n"
+        "  MIG 1g.10gb     Device  4: (UUID: MIG-3f45d38c-8cee-503e-b806-a1f1bdceedeb)\n"
+        "  MIG 1g.10gb     Device  5: (UUID: MIG-96655de9-9525-58f9-a62b-0e4c1cc1c265)\n"
+        "  MIG 1g.10gb     Device  6: (UUID: MIG-1aae4990-b962-574e-8375-119d6d9b9687)\n"
+    )
+    assert sharing.mig_lines(listing) == 7
+
+
 def test_mig_lines() -> None:
     assert (
         sharing.mig_lines("GPU 0: A100 (UUID: GPU-1)\n  MIG 3g.40gb     Device  0: (UUID: MIG-1)\n")

@@ -41,9 +41,13 @@ class Nominal:
 
 
 TABLE: tuple[Nominal, ...] = (
+    # PCI ids 2204 (RTX 3090), 2230 (RTX A6000), 1eb8 (T4): from real outputs in
+    # tests/accept/data; A6000's 49140 MiB (ECC off) from ACCEPTANCE-FACTS.
     Nominal("RTX 3090", 24576, ("2204",), 71.0, gddr=True),  # TFLOPS unverified
     Nominal("RTX 4090", 24564, ("2684",), 165.2, gddr=True),
     Nominal("A10", 23028, ("2236",), 125.0, gddr=True, ecc_in_figure=True),
+    # A10G: 23028 MiB from a real output (telegraf's a10g.xml); PCI id 2237 unverified
+    # (that output has its id redacted).
     Nominal("A10G", 23028, ("2237",), None, gddr=True, ecc_in_figure=True),
     Nominal("RTX A6000", 49140, ("2230",), None, gddr=True),
     Nominal("T4", 15360, ("1eb8",), None, gddr=True, ecc_in_figure=True),

@@ -1,0 +1,259 @@
+"""Memory and power health: remapped rows, retired pages, uncorrectable ECC, Xid lines in
+the kernel log (where readable), the power limit against its default, clocks event
+(throttle) reasons active at idle.
+
+Thresholds: DCGM (retired pages ≥ 63 fail, 15 soft; uncorrectable row remaps ≥ 512 fail),
+Azure azurehpc-health-checks (its Xid list fails; throttle reasons other than idle / none /
+SW power cap warn); power below 90 % of default fails *(ours)*.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from leases.accept.checks.smi import read_q, unread
+from leases.accept.engine import Check, Context
+from leases.accept.facts import GpuQuery, SmiQuery
+from leases.accept.probe import missing_tool
+from leases.accept.result import CheckResult, Evidence, Level, Status
+from leases.core.textsafe import visible
+
+TITLE = "Memory and power health"
+DMESG_COMMAND = "dmesg"
+JOURNAL_COMMAND = "journalctl -k -b --no-pager -q"
+
+REMAP_UNCORRECTABLE_FAIL = 512
+RETIRED_FAIL = 63
+RETIRED_WARN = 15
+POWER_FAIL_SHARE = 0.90
+# Azure azurehpc-health-checks: Xids in the kernel log that fail a node.
+AZURE_XIDS = frozenset({48, 56, 57, 58, 62, 63, 64, 65, 68, 69, 73, 74, 79, 80, 81, 92, 119, 120})
+# Clocks event reasons that say nothing bad at idle.
+IDLE_REASONS = frozenset({"idle", "gpu idle", "none", "sw power cap"})
+
+_XID = re.compile(r"NVRM: Xid \(PCI:([0-9A-Fa-f:.]{1,20})\): (\d{1,4})\b([^\n]{0,160})")
+
+
+def _gpu(g: GpuQuery, i: int) -> str:
+    return f"GPU {g.index if g.index is not None else i}"
+
+
+def _rank(status: Status) -> int:
+    return {Status.PASSED: 0, Status.WARNED: 1, Status.FAILED: 2}.get(status, 0)
+
+
+@dataclass
+class _Tally:
+    status: Status = Status.PASSED
+
+    def see(self, status: Status) -> None:
+        if _rank(status) > _rank(self.status):
+            self.status = status
+
+
+def judge_memory(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
+    cid, title = "health.memory", "Remapped rows, retired pages, ECC"
+    tally = _Tally()
+    lines: list[str] = []
+    for i, g in enumerate(facts.gpus):
+        name = _gpu(g, i)
+        unc = g.remapped_uncorrectable
+        if (unc is not None and unc >= REMAP_UNCORRECTABLE_FAIL) or g.remap_failure == "Yes":
+            tally.see(Status.FAILED)
+            lines.append(
+                f"{name}: {unc} uncorrectable remapped rows, remapping failure "
+                f"{g.remap_failure or 'unknown'} (DCGM fails at {REMAP_UNCORRECTABLE_FAIL})"
+            )
+        elif g.remap_pending == "Yes":
+            tally.see(Status.WARNED)
+            lines.append(f"{name}: a row remap is pending (the GPU needs a reset)")
+        retired = (g.retired_sbe or 0) + (g.retired_dbe or 0)
+        if retired >= RETIRED_FAIL:
+            tally.see(Status.FAILED)
+            lines.append(f"{name}: {retired} retired pages (DCGM fails at {RETIRED_FAIL})")
+        elif retired >= RETIRED_WARN:
+            tally.see(Status.WARNED)
+            lines.append(f"{name}: {retired} retired pages (DCGM warns at {RETIRED_WARN})")
+        if g.retired_pending == "Yes":
+            tally.see(Status.WARNED)
+            lines.append(f"{name}: a page retirement is pending (the GPU needs a reset)")
+        if g.ecc_uncorrected_volatile:
+            tally.see(Status.WARNED)
+            lines.append(
+                f"{name}: {g.ecc_uncorrected_volatile} uncorrectable ECC errors since boot"
+            )
+    expected = (
+        f"uncorrectable remapped rows < {REMAP_UNCORRECTABLE_FAIL}, no remap failure or pending, "
+        f"retired pages < {RETIRED_WARN}, no uncorrectable ECC errors"
+    )
+    if lines:
+        words = "; ".join(lines[:8]) + " (nvidia-smi -q)"
+        return CheckResult(cid, title, tally.status, words, expected, "; ".join(lines[:16]), keys)
+    return CheckResult(
+        cid,
+        title,
+        Status.PASSED,
+        "no remapped-row, retired-page or ECC trouble",
+        expected,
+        "none",
+        keys,
+    )
+
+
+def judge_power(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
+    cid, title = "health.power", "Power limit"
+    tally = _Tally()
+    lines: list[str] = []
+    known = 0
+    for i, g in enumerate(facts.gpus):
+        limit, default = g.power_limit_w, g.default_power_limit_w
+        if limit is None or not default:
+            continue
+        known += 1
+        if limit < default * POWER_FAIL_SHARE:
+            tally.see(Status.FAILED)
+        elif limit < default:
+            tally.see(Status.WARNED)
+        else:
+            continue
+        lines.append(
+            f"{_gpu(g, i)}: power limit {limit:g} W, default {default:g} W "
+            f"({limit / default * 100:.0f} %)"
+        )
+    expected = "power limit at its default (below 90 % fails)"
+    if lines:
+        words = "; ".join(lines[:8]) + ": the GPUs are power-capped (nvidia-smi -q)"
+        return CheckResult(cid, title, tally.status, words, expected, "; ".join(lines[:16]), keys)
+    if not known:
+        return CheckResult(
+            cid,
+            title,
+            Status.SKIPPED,
+            "skipped, because nvidia-smi printed no power limits (N/A)",
+            expected,
+            "",
+            keys,
+        )
+    return CheckResult(
+        cid,
+        title,
+        Status.PASSED,
+        "every GPU runs at its default power limit",
+        expected,
+        "at default",
+        keys,
+    )
+
+
+def judge_throttle(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
+    cid, title = "health.throttle", "Clocks event reasons at idle"
+    lines = [
+        f"{_gpu(g, i)}: {', '.join(visible(r, 40) for r in bad)}"
+        for i, g in enumerate(facts.gpus)
+        if (bad := [r for r in g.throttle_active if r.strip().lower() not in IDLE_REASONS])
+    ]
+    expected = "none active but idle or SW power cap"
+    if lines:
+        words = (
+            "; ".join(lines[:8]) + ": clocks held down at idle (nvidia-smi -q Clocks Event Reasons)"
+        )
+        return CheckResult(cid, title, Status.WARNED, words, expected, "; ".join(lines[:16]), keys)
+    return CheckResult(
+        cid, title, Status.PASSED, "no clocks event reason active but idle", expected, "none", keys
+    )
+
+
+@dataclass(frozen=True)
+class Xid:
+    bus: str
+    code: int
+    rest: str
+
+
+def xid_lines(log: str) -> list[Xid]:
+    """The NVRM Xid lines of a kernel log (bounded: the first 1,000)."""
+    found: list[Xid] = []
+    for m in _XID.finditer(log):
+        found.append(Xid(m.group(1), int(m.group(2)), m.group(3).strip()))
+        if len(found) >= 1000:
+            break
+    return found
+
+
+def judge_xids(xids: list[Xid], keys: tuple[str, ...], source: str) -> CheckResult:
+    cid, title = "health.xid", "Xid errors in the kernel log"
+    if not xids:
+        return CheckResult(
+            cid,
+            title,
+            Status.PASSED,
+            f"no Xid line in the kernel log ({source})",
+            "no Xid",
+            "none",
+            keys,
+        )
+    codes = sorted({x.code for x in xids})
+    fatal = [x for x in xids if x.code in AZURE_XIDS]
+    shown = [
+        f"Xid {x.code} on PCI:{visible(x.bus, 20)}"
+        + (f" ({visible(x.rest, 80)})" if x.rest else "")
+        for x in (fatal or xids)[:6]
+    ]
+    found = f"{len(xids)} Xid lines, codes {', '.join(map(str, codes[:20]))}"
+    if fatal:
+        words = f"{'; '.join(shown)}: Xids that Azure's health checks fail a node for ({source})"
+        return CheckResult(cid, title, Status.FAILED, words, "no Xid", found, keys)
+    words = f"{'; '.join(shown)} ({source}): worth a look, not on Azure's failing list"
+    return CheckResult(cid, title, Status.WARNED, words, "no Xid", found, keys)
+
+
+def _unreadable(ev: Evidence) -> str:
+    said = visible((ev.stderr or ev.stdout).strip(), 120)
+    if ev.failure:
+        return f"`{ev.command}` could not run ({ev.failure})"
+    if missing_tool(ev):
+        return f"`{ev.command}` is not on the node"
+    if "not permitted" in said.lower() or "permission" in said.lower():
+        return f"`{ev.command}` needs root here ({said})"
+    return f"`{ev.command}` exited {ev.exit_status} ({said})"
+
+
+async def kernel_log(ctx: Context) -> tuple[str | None, tuple[str, ...], str]:
+    """The kernel log (dmesg, else journalctl -k), the evidence keys, and the source's
+    name or why it could not be read."""
+    dmesg = await ctx.probe.run("dmesg", DMESG_COMMAND, 30.0)
+    if dmesg.exit_status == 0 and not dmesg.failure:
+        return dmesg.stdout, (dmesg.key,), "dmesg"
+    journal = await ctx.probe.run("journal-k", JOURNAL_COMMAND, 30.0)
+    keys = (dmesg.key, journal.key)
+    if journal.exit_status == 0 and not journal.failure:
+        return journal.stdout, keys, "journalctl -k"
+    return None, keys, f"{_unreadable(dmesg)} and {_unreadable(journal)}"
+
+
+async def run(ctx: Context) -> list[CheckResult]:
+    results: list[CheckResult] = []
+    q = await read_q(ctx)
+    if q.facts is None:
+        results.append(unread("health.query", TITLE, q))
+    else:
+        results += [
+            judge_memory(q.facts, q.keys),
+            judge_power(q.facts, q.keys),
+            judge_throttle(q.facts, q.keys),
+        ]
+    log, keys, source = await kernel_log(ctx)
+    if log is None:
+        words = f"skipped, because {source}"
+        results.append(
+            CheckResult(
+                "health.xid", "Xid errors in the kernel log", Status.SKIPPED, words, evidence=keys
+            )
+        )
+    else:
+        results.append(judge_xids(xid_lines(log), keys, source))
+    return results
+
+
+CHECK = Check("health", TITLE, Level.QUICK, run, cost=2)

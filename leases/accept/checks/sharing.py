@@ -1,0 +1,239 @@
+"""Shared or virtualised GPUs: vGPU (virtualisation mode, licence), MIG, HAMi-style limiters
+(ld.so.preload naming libvgpu, limit variables, /usr/local/vgpu, /tmp/vgpulock), other
+tenants' compute processes, and memory in use that no visible process explains.
+
+HAMi fakes memory.total alike in CUDA and NVML, so inventory's comparison with the nominal
+figure and these signs are what find it (ACCEPTANCE-FACTS.md, "Shared / virtualised VRAM").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from leases.accept.checks.smi import read_q, unread
+from leases.accept.engine import Check, Context
+from leases.accept.facts import GpuQuery, SmiQuery
+from leases.accept.result import CheckResult, Evidence, Level, Status
+from leases.core.models import GpuProcess
+from leases.core.textsafe import visible
+from leases.telemetry.nvsmi import APPS_COMMAND, NvsmiParseError, parse_compute_apps
+
+TITLE = "Shared or virtualised GPUs"
+LIST_COMMAND = "nvidia-smi -L"
+PRELOAD_COMMAND = "cat /etc/ld.so.preload"
+# Only the limiter variables travel back: the whole environment may hold secrets, and
+# evidence is stored. (`env` alone would print every token the node's shell holds.)
+ENV_COMMAND = "env | grep -E '^(CUDA_DEVICE_MEMORY_LIMIT|CUDA_DEVICE_SM_LIMIT|LD_PRELOAD)'"
+PATHS_COMMAND = "ls -d /usr/local/vgpu /tmp/vgpulock"
+VGPU_PATHS = ("/usr/local/vgpu", "/tmp/vgpulock")
+
+WARN_UNEXPLAINED_MIB = 1024  # above the 300 MB – 1 GB a driver reserves
+FAIL_UNEXPLAINED_MIB = 4096  # with no process at all on the GPU
+
+_MIG_LINE = re.compile(r"^\s*MIG\s+\S+\s+Device\s+\d+", re.MULTILINE)
+_LIMIT_VAR = re.compile(r"^(CUDA_DEVICE_MEMORY_LIMIT\w*|CUDA_DEVICE_SM_LIMIT\w*)=(.*)$")
+
+
+def _gpu(g: GpuQuery, i: int) -> str:
+    return f"GPU {g.index if g.index is not None else i}"
+
+
+def judge_virtualisation(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
+    cid, title = "sharing.vgpu", "Virtualisation mode"
+    bad: list[str] = []
+    modes: list[str] = []
+    for i, g in enumerate(facts.gpus):
+        mode = g.virtualization_mode or "unknown"
+        modes.append(f"{_gpu(g, i)} {visible(mode, 30)}")
+        if "vgpu" in mode.lower():
+            line = f"{_gpu(g, i)} is a vGPU (Virtualization Mode {visible(mode, 30)})"
+            if g.vgpu_license:
+                licence = visible(g.vgpu_license, 60)
+                line += f", licence {licence}"
+                if licence.lower().startswith("unlicensed"):
+                    line += " (an unlicensed vGPU is throttled)"
+            bad.append(line)
+    found = ", ".join(modes[:16])
+    expected = "None or Pass-Through (a whole GPU)"
+    if bad:
+        words = "; ".join(bad[:8]) + ": a slice of a shared GPU, not a whole one (nvidia-smi -q)"
+        return CheckResult(cid, title, Status.FAILED, words, expected, found, keys)
+    return CheckResult(cid, title, Status.PASSED, f"whole GPUs: {found}", expected, found, keys)
+
+
+def mig_lines(list_output: str) -> int:
+    """How many MIG devices `nvidia-smi -L` lists ("  MIG 3g.40gb     Device  0: ...")."""
+    return len(_MIG_LINE.findall(list_output[:1_000_000]))
+
+
+def judge_mig(facts: SmiQuery, listed_mig: int, keys: tuple[str, ...]) -> CheckResult:
+    cid, title = "sharing.mig", "MIG"
+    on = [
+        f"{_gpu(g, i)} MIG {visible(g.mig_current, 20)} with {g.mig_devices} MIG devices"
+        for i, g in enumerate(facts.gpus)
+        if g.mig_current.lower() == "enabled" or g.mig_devices > 0
+    ]
+    if on or listed_mig:
+        parts = on[:8] + ([f"nvidia-smi -L lists {listed_mig} MIG devices"] if listed_mig else [])
+        words = "; ".join(parts) + ": the GPUs are partitioned, and the lease sold whole GPUs"
+        return CheckResult(cid, title, Status.FAILED, words, "MIG disabled", "; ".join(parts), keys)
+    return CheckResult(
+        cid, title, Status.PASSED, "MIG is off on every GPU", "MIG disabled", "off", keys
+    )
+
+
+def limiter_signs(preload: Evidence, env: Evidence, paths: Evidence) -> list[str]:
+    """HAMi-style limiter signs in what the three commands printed."""
+    signs: list[str] = []
+    if preload.exit_status == 0:
+        for line in preload.stdout.splitlines()[:200]:
+            if "vgpu" in line.lower():
+                signs.append(f"/etc/ld.so.preload loads {visible(line.strip(), 120)}")
+    for line in env.stdout.splitlines()[:200]:
+        found = _LIMIT_VAR.match(line.strip())
+        if found:
+            signs.append(f"{found.group(1)}={visible(found.group(2), 40)} is set")
+        elif line.startswith("LD_PRELOAD=") and "vgpu" in line.lower():
+            signs.append(f"{visible(line.strip(), 120)} is set")
+    for line in paths.stdout.splitlines()[:10]:
+        if line.strip() in VGPU_PATHS:
+            signs.append(f"{line.strip()} exists")
+    return signs
+
+
+def judge_limiters(signs: Sequence[str], keys: tuple[str, ...]) -> CheckResult:
+    cid, title = "sharing.limiter", "GPU-sharing limiters (HAMi)"
+    if signs:
+        words = "; ".join(signs[:8]) + ": a GPU-sharing layer (HAMi-style) limits this node's GPUs"
+        return CheckResult(cid, title, Status.FAILED, words, "no limiter", "; ".join(signs), keys)
+    words = "no libvgpu preload, limit variables or vgpu lock files"
+    return CheckResult(cid, title, Status.PASSED, words, "no limiter", "none", keys)
+
+
+def _by_uuid(facts: SmiQuery) -> dict[str, int]:
+    return {g.uuid: (g.index if g.index is not None else i) for i, g in enumerate(facts.gpus)}
+
+
+def judge_tenants(
+    facts: SmiQuery, apps: Sequence[GpuProcess], keys: tuple[str, ...]
+) -> CheckResult:
+    cid, title = "sharing.tenants", "Other tenants' processes"
+    index = _by_uuid(facts)
+    listed = [
+        f"GPU {index.get(p.gpu_uuid, '?')} runs pid {p.pid} {visible(p.process_name, 60)!r}"
+        + (f" using {p.used_mib:g} MiB" if p.used_mib is not None else "")
+        for p in apps
+    ]
+    seen = {p.pid for p in apps}
+    for i, g in enumerate(facts.gpus):
+        for proc in g.processes:
+            if "C" in proc.type and proc.pid not in seen:
+                listed.append(
+                    f"{_gpu(g, i)} runs pid {proc.pid} {visible(proc.name, 60)!r} (nvidia-smi -q)"
+                )
+    if listed:
+        words = "; ".join(listed[:8]) + ": a node just handed over should run nothing"
+        return CheckResult(
+            cid, title, Status.FAILED, words, "no compute process", "; ".join(listed[:16]), keys
+        )
+    return CheckResult(
+        cid,
+        title,
+        Status.PASSED,
+        "no compute process on any GPU",
+        "no compute process",
+        "none",
+        keys,
+    )
+
+
+def judge_unexplained(
+    facts: SmiQuery, apps: Sequence[GpuProcess], keys: tuple[str, ...]
+) -> CheckResult:
+    """Memory in use that no visible process explains: inside a container the processes of
+    others are hidden, but their memory shows (nvidia-docker issues 179 and 1483)."""
+    cid, title = "sharing.memory", "Memory in use without a process"
+    worst = Status.PASSED
+    lines: list[str] = []
+    for i, g in enumerate(facts.gpus):
+        if g.memory_used_mib is None:
+            continue
+        own = [p.used_mib or 0 for p in apps if p.gpu_uuid and p.gpu_uuid == g.uuid]
+        own += [p.used_mib or 0 for p in g.processes if not any(a.pid == p.pid for a in apps)]
+        unexplained = g.memory_used_mib - sum(own)
+        if unexplained > FAIL_UNEXPLAINED_MIB and not own:
+            status = Status.FAILED
+        elif unexplained > WARN_UNEXPLAINED_MIB:
+            status = Status.WARNED
+        else:
+            continue
+        lines.append(
+            f"{_gpu(g, i)} has {g.memory_used_mib} MiB in use, {unexplained:g} MiB of it "
+            f"by no process nvidia-smi shows"
+        )
+        worst = max(worst, status, key=_rank)
+    expected = f"at most {WARN_UNEXPLAINED_MIB} MiB used with no process (driver reservation)"
+    if lines:
+        words = "; ".join(lines[:8]) + ": another tenant may hold these GPUs"
+        return CheckResult(cid, title, worst, words, expected, "; ".join(lines[:16]), keys)
+    return CheckResult(
+        cid,
+        title,
+        Status.PASSED,
+        "no memory in use beyond what processes explain",
+        expected,
+        "",
+        keys,
+    )
+
+
+def _rank(status: Status) -> int:
+    return {Status.PASSED: 0, Status.WARNED: 1, Status.FAILED: 2}.get(status, 0)
+
+
+async def run(ctx: Context) -> list[CheckResult]:
+    q = await read_q(ctx)
+    if q.facts is None:
+        return [unread("sharing.query", TITLE, q)]
+    facts = q.facts
+    listing = await ctx.probe.run("smi-L", LIST_COMMAND)
+    results = [
+        judge_virtualisation(facts, q.keys),
+        judge_mig(
+            facts,
+            mig_lines(listing.stdout) if listing.exit_status == 0 else 0,
+            (*q.keys, listing.key),
+        ),
+    ]
+    preload = await ctx.probe.run("ld-preload", PRELOAD_COMMAND)
+    env = await ctx.probe.run("env-limits", ENV_COMMAND)
+    paths = await ctx.probe.run("vgpu-paths", PATHS_COMMAND)
+    keys = (preload.key, env.key, paths.key)
+    if any(e.failure for e in (preload, env, paths)):
+        why = next(e.failure for e in (preload, env, paths) if e.failure)
+        results.append(
+            CheckResult("sharing.limiter", "GPU-sharing limiters (HAMi)", Status.NOT_CHECKED,
+                        f"not checked: {why}", evidence=keys)
+        )  # fmt: skip
+    else:
+        results.append(judge_limiters(limiter_signs(preload, env, paths), keys))
+    apps_ev = await ctx.probe.run("compute-apps", APPS_COMMAND)
+    apps: list[GpuProcess] = []
+    app_keys = (*q.keys, apps_ev.key)
+    if apps_ev.exit_status == 0 and not apps_ev.failure:
+        try:
+            apps = parse_compute_apps(apps_ev.stdout, ctx.sold.node)
+        except NvsmiParseError as exc:
+            results.append(
+                CheckResult("sharing.tenants", "Other tenants' processes", Status.NOT_CHECKED,
+                            f"not checked: {visible(exc, 200)}", evidence=app_keys)
+            )  # fmt: skip
+            return results
+    # Where the query could not run, -q's process list is judged alone.
+    results.append(judge_tenants(facts, apps, app_keys))
+    results.append(judge_unexplained(facts, apps, app_keys))
+    return results
+
+
+CHECK = Check("sharing", TITLE, Level.QUICK, run, cost=1)

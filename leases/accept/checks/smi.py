@@ -1,0 +1,93 @@
+"""Reading nvidia-smi for the checks: `-q -x` (XML) first, `-q` text where the XML fails or
+says nothing, the acceptance query CSV, and the words for a run that failed. Each command
+runs once per acceptance run (the probe keeps it), so the families share what one read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from leases.accept.engine import Context
+from leases.accept.facts import SmiQuery
+from leases.accept.parse.smiq import parse_q
+from leases.accept.parse.smiquery import QUERY_GPU_COMMAND, SmiRows, parse_query_gpu
+from leases.accept.parse.smixml import parse_xml
+from leases.accept.result import CheckResult, Evidence, Status
+from leases.core.textsafe import visible
+from leases.telemetry.nvsmi import classify_failure, human_reason
+
+XML_COMMAND = "nvidia-smi -q -x"
+TEXT_COMMAND = "nvidia-smi -q"
+# Drivers before 535 know the clocks event reasons only by their older name.
+QUERY_GPU_OLD_COMMAND = QUERY_GPU_COMMAND.replace(
+    "clocks_event_reasons.active", "clocks_throttle_reasons.active"
+)
+
+
+@dataclass(frozen=True)
+class Read:
+    """What one read of nvidia-smi gave: facts, or why there are none (and whether that is
+    the node being unreachable, so "not checked")."""
+
+    keys: tuple[str, ...]  # evidence keys it rests on
+    why: str = ""  # words when nothing could be read
+    status: Status = Status.NOT_CHECKED  # of a finding made from `why`
+
+
+@dataclass(frozen=True)
+class QRead(Read):
+    facts: SmiQuery | None = None
+
+
+@dataclass(frozen=True)
+class RowsRead(Read):
+    rows: SmiRows | None = None
+
+
+def failure_words(ev: Evidence) -> str:
+    """Why a command gave nothing usable, in words (never the node's words raw)."""
+    if ev.failure:
+        return f"`{ev.command}` could not run: {ev.failure}"
+    if ev.exit_status == 0:
+        return f"`{ev.command}` printed nothing zuka could read"
+    health = classify_failure(ev.exit_status, ev.stdout, ev.stderr)
+    said = visible((ev.stderr or ev.stdout).strip(), 160)
+    return f"`{ev.command}` exited {ev.exit_status}: {human_reason(health)} ({said})"
+
+
+async def read_q(ctx: Context) -> QRead:
+    """`nvidia-smi -q -x`, else `nvidia-smi -q`, as facts."""
+    xml = await ctx.probe.run("smi-q-x", XML_COMMAND, 60.0)
+    if xml.failure:
+        return QRead((xml.key,), failure_words(xml))
+    if xml.exit_status == 0:
+        facts = parse_xml(xml.stdout)
+        if facts.gpus:
+            return QRead((xml.key,), facts=facts)
+    text = await ctx.probe.run("smi-q", TEXT_COMMAND, 60.0)
+    if text.exit_status == 0 and not text.failure:
+        facts = parse_q(text.stdout)
+        if facts.gpus:
+            return QRead((xml.key, text.key), facts=facts)
+    first = xml if xml.exit_status != 0 else text
+    return QRead((xml.key, text.key), failure_words(first))
+
+
+async def read_rows(ctx: Context) -> RowsRead:
+    """The acceptance query CSV (retried with the older field name on drivers before 535)."""
+    ev = await ctx.probe.run("query-gpu", QUERY_GPU_COMMAND, 30.0)
+    keys: tuple[str, ...] = (ev.key,)
+    if not ev.failure and ev.exit_status != 0 and "not a valid field" in ev.stdout + ev.stderr:
+        ev = await ctx.probe.run("query-gpu-old", QUERY_GPU_OLD_COMMAND, 30.0)
+        keys = (*keys, ev.key)
+    if ev.failure or ev.exit_status != 0:
+        return RowsRead(keys, failure_words(ev))
+    rows = parse_query_gpu(ev.stdout)
+    if not rows.rows:
+        return RowsRead(keys, f"{failure_words(ev)}: {'; '.join(rows.problems)[:200]}")
+    return RowsRead(keys, rows=rows)
+
+
+def unread(check: str, title: str, read: Read) -> CheckResult:
+    """The finding of a check that could not read what it judges."""
+    return CheckResult(check, title, read.status, f"not checked: {read.why}", evidence=read.keys)

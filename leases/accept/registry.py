@@ -4,10 +4,18 @@ order breaking ties). Each family is a module of leases.accept.checks exposing
 
 from __future__ import annotations
 
-from leases.accept.checks import heavy, host, links, sshd
+from leases.accept.checks import health, heavy, host, inventory, links, sharing, sshd
 from leases.accept.engine import Check
 
 
 def checks() -> tuple[Check, ...]:
     """Every family's check, in registry order."""
-    return (links.CHECK, sshd.CHECK, host.CHECK, heavy.CHECK)
+    return (
+        inventory.CHECK,
+        sharing.CHECK,
+        health.CHECK,
+        links.CHECK,
+        sshd.CHECK,
+        host.CHECK,
+        heavy.CHECK,
+    )

@@ -9,14 +9,16 @@ of time is "not checked"; nothing here passes on a skip. Judges are pure.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from leases.accept.checks.links import QUERY_GPU, QUERY_GPU_KEY
+from leases.accept import nominal
+from leases.accept.checks import smi
 from leases.accept.engine import Check, Context, Settings, Sold
 from leases.accept.facts import DcgmDiag, DiagTest, NcclPerf, Nvbandwidth
 from leases.accept.parse.dcgmi import parse_dcgmi
 from leases.accept.parse.nccl import parse_nccl
 from leases.accept.parse.nvbandwidth import parse_nvbandwidth
+from leases.accept.parse.smiquery import SmiRows
 from leases.accept.parse.torchrun import TorchRun, parse_torchrun
 from leases.accept.result import CheckResult, Evidence, Level, Status
 from leases.accept.torchprobe import TORCH_SCRIPT, burn_script
@@ -29,10 +31,6 @@ NVBW_CMD = "nvbandwidth -t host_to_device_memcpy_ce device_to_host_memcpy_ce"
 ALLOC_SHARE = 0.90  # CUDA must hold this share of memory.total, else shared or fake VRAM
 NCCL_FAIL_SHARE = 0.90  # (ours) below this share of the bar fails; between it and the bar warns
 
-# Dense BF16 TFLOPS (ACCEPTANCE-FACTS); most specific name first.
-_NOMINAL = (("H100 PCIE", 756.0), ("H100", 989.0), ("H200", 989.0), ("H800", 989.0),
-            ("H20", 148.0), ("A100", 312.0), ("A800", 312.0), ("4090", 165.2),
-            ("L40S", 362.0), ("A10", 125.0))  # fmt: skip
 # Host <-> device copy bars, GB/s per GPU (Azure's health checks).
 _NVBW_BAR = (("A100", 24.0), ("H100", 52.0), ("H200", 48.0))
 # all_reduce bus bandwidth bars for 8 NVLink GPUs, GB/s (Azure's health checks).
@@ -47,10 +45,14 @@ def _lookup(table: Sequence[tuple[str, float]], name: str) -> float | None:
     return None
 
 
-def nominal_bf16_tflops(gpu_name: str) -> float | None:
-    """The dense BF16 TFLOPS of a model; the one place to point at leases.accept.nominal
-    when it lands."""
-    return _lookup(_NOMINAL, gpu_name)
+def nominal_bf16_tflops(gpu_name: str, pci_id: str = "") -> float | None:
+    """The dense BF16 TFLOPS of a card (leases.accept.nominal), by its PCI device id where
+    known (an H100 PCIe and SXM differ), else by its name."""
+    card = nominal.by_pci(pci_id) if pci_id else None
+    if card is not None:
+        return card.tflops_for(pci_id)
+    found = nominal.by_name(gpu_name).nominal
+    return None if found is None else found.bf16_tflops
 
 
 def _r(name: str, title: str, status: Status, words: str, key: str, **kw: str) -> CheckResult:
@@ -67,18 +69,17 @@ def tools_present(ev: Evidence) -> set[str]:
     return found
 
 
-def gpu_rows(text: str) -> list[tuple[int, str, int | None]]:
-    """(index, name, memory.total MiB) per GPU from the query CSV."""
-    rows = []
-    for line in text.splitlines()[:256]:
-        f = [w.strip() for w in line.split(",")]
-        if len(f) >= 4 and f[0].isdigit():
-            rows.append((int(f[0]), f[1][:80], int(f[3]) if f[3].isdigit() else None))
-    return rows
+def gpu_rows(rows: SmiRows) -> list[tuple[int, str, int | None]]:
+    """(index, name, memory.total MiB) per GPU of the query."""
+    return [(r.index, r.name, r.memory_total_mib) for r in rows.rows if r.index is not None]
 
 
 def judge_torch(
-    run: TorchRun, gpus: Sequence[tuple[int, str, int | None]], settings: Settings, key: str
+    run: TorchRun,
+    gpus: Sequence[tuple[int, str, int | None]],
+    settings: Settings,
+    key: str,
+    pci: Mapping[int, str] | None = None,
 ) -> list[CheckResult]:
     title = "BF16 matmul and memory CUDA can hold (torch)"
     if run.torch is None:
@@ -110,7 +111,7 @@ def judge_torch(
             out.append(_r("torch.burn", "Burn-in results", Status.FAILED, f"{gid}: "
                           f"{g.mismatches} matmul results differed from the first on the same "
                           "inputs (silent data corruption)", key))  # fmt: skip
-        nominal = nominal_bf16_tflops(g.name)
+        nominal = nominal_bf16_tflops(g.name, (pci or {}).get(g.index, ""))
         if g.bf16_tflops is None:
             out.append(_r("torch", title, Status.NOT_CHECKED, f"{gid}: no TFLOPS figure", key))
         elif nominal is None:
@@ -203,8 +204,13 @@ async def run(ctx: Context) -> list[CheckResult]:
         return [_r("tools", "Tools on the node", Status.NOT_CHECKED,
                    f"not checked: {tools_ev.failure}", "tools")]  # fmt: skip
     have = tools_present(tools_ev)
-    q_ev = await ctx.probe.run(QUERY_GPU_KEY, QUERY_GPU, 30)
-    gpus = gpu_rows(q_ev.stdout) if q_ev.exit_status == 0 else []
+    read = await smi.read_rows(ctx)
+    gpus = [] if read.rows is None else gpu_rows(read.rows)
+    pci = (
+        {}
+        if read.rows is None
+        else {r.index: r.pci_device_id for r in read.rows.rows if r.index is not None}
+    )
     model = gpus[0][1] if gpus else ctx.sold.gpu_model
     n = len(gpus) or ctx.sold.gpu_count
     out: list[CheckResult] = []
@@ -220,7 +226,7 @@ async def run(ctx: Context) -> list[CheckResult]:
             out.append(_r("torch", "BF16 matmul (torch)", Status.NOT_CHECKED,
                           f"not checked: {why}", key))  # fmt: skip
         else:
-            out += judge_torch(parse_torchrun(ev.stdout), gpus, ctx.settings, key)
+            out += judge_torch(parse_torchrun(ev.stdout), gpus, ctx.settings, key, pci)
 
     level = 3 if burn else 2
     if "dcgmi" not in have:

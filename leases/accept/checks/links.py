@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from leases.accept.checks import smi
 from leases.accept.engine import Check, Context, Sold
 from leases.accept.facts import IbStat, NvlinkStatus, Topology
 from leases.accept.parse.ibstat import parse_ibstat
 from leases.accept.parse.nvlink import parse_nvlink
+from leases.accept.parse.smiquery import SmiRows
 from leases.accept.parse.topo import parse_topo
 from leases.accept.probe import missing_tool
 from leases.accept.result import CheckResult, Evidence, Level, Status
@@ -20,12 +22,6 @@ from leases.core.models import Interconnect
 from leases.core.textsafe import visible
 
 QUERY_GPU_KEY = "query-gpu"
-QUERY_GPU = (
-    "nvidia-smi --query-gpu=index,name,pci.device_id,memory.total,memory.used,"
-    "driver_version,ecc.mode.current,mig.mode.current,power.limit,power.default_limit,"
-    "pcie.link.gen.max,pcie.link.width.max,pcie.link.gen.gpucurrent,pcie.link.width.current,"
-    "clocks_event_reasons.active,uuid,pci.bus_id --format=csv,noheader,nounits"
-)
 SHOWN = 8  # pairs or links named in one finding before "and N more"
 
 # GB/s per NVLink as `nvlink -s` prints it, by generation (ACCEPTANCE-FACTS).
@@ -164,18 +160,17 @@ def judge_ib(ib: IbStat | None, sold: Sold) -> list[CheckResult]:
                f"at {sold.ib_gbps} Gb/s or more", "ibstat", expected=expected)]  # fmt: skip
 
 
-def pcie_rows(text: str) -> list[tuple[str, int | None, int | None, str, str]]:
-    """(index, gen max, width max, gen current, width current) per GPU from the query CSV
-    (a small local read; the inventory part's parser reads the rest of it)."""
-    rows = []
-    for line in text.splitlines()[:256]:
-        f = [w.strip() for w in line.split(",")]
-        if len(f) < 14 or not f[0].isdigit():
-            continue
-        gen = int(f[10]) if f[10].isdigit() else None
-        width = int(f[11]) if f[11].isdigit() else None
-        rows.append((f[0][:4], gen, width, f[12][:12], f[13][:12]))
-    return rows
+def pcie_rows(rows: SmiRows) -> list[tuple[str, int | None, int | None, str, str]]:
+    """(index, gen max, width max, gen current, width current) per GPU of the query."""
+
+    def shown(value: int | None) -> str:
+        return "?" if value is None else str(value)
+
+    return [
+        (shown(r.index), r.pcie_gen_max, r.pcie_width_max, shown(r.pcie_gen_current),
+         shown(r.pcie_width_current))
+        for r in rows.rows
+    ]  # fmt: skip
 
 
 def judge_pcie(rows: Sequence[tuple[str, int | None, int | None, str, str]]) -> list[CheckResult]:
@@ -228,19 +223,11 @@ async def run(ctx: Context) -> list[CheckResult]:
     else:
         ib = None if missing_tool(ib_ev) else parse_ibstat(ib_ev.stdout + "\n" + ib_ev.stderr)
         out += judge_ib(ib, ctx.sold)
-    q_ev = await ctx.probe.run(QUERY_GPU_KEY, QUERY_GPU, 30)
-    if why := _failed(q_ev):
-        out.append(
-            _r(
-                "pcie",
-                "PCIe link (max generation and width)",
-                Status.NOT_CHECKED,
-                f"not checked: nvidia-smi --query-gpu failed ({why})",
-                QUERY_GPU_KEY,
-            )
-        )
+    read = await smi.read_rows(ctx)
+    if read.rows is None:
+        out.append(smi.unread("links.pcie", "PCIe link (max generation and width)", read))
     else:
-        out += judge_pcie(pcie_rows(q_ev.stdout))
+        out += judge_pcie(pcie_rows(read.rows))
     return out
 
 

@@ -25,6 +25,7 @@ from leases.sim.gpu import (
     row_samples,
 )
 from leases.sim.topo import topo_matrix
+from leases.sim.traps import Trap
 
 if TYPE_CHECKING:
     from leases.sim.fleet import SimEndpoint, SimFleet
@@ -42,6 +43,7 @@ __all__ = [
     "SimGpu",
     "SimNode",
     "SimUser",
+    "Trap",
     "answer",
     "default_demo_fleet",
     "gpu_user",

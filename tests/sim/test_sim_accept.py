@@ -296,3 +296,11 @@ async def test_acceptance_commands_over_ssh(fleet: SimFleet, tmp_path: Path) -> 
     assert "<inactive>" in (await run("bad", "nvidia-smi nvlink -s"))[0]
     assert "passwordauthentication yes" in (await run("bad", "sshd -T"))[0]
     assert (await run("good", TOOLS))[1] == 127
+
+
+def test_entry_point_takes_traps() -> None:
+    from leases.sim.__main__ import node_from_env
+
+    node = node_from_env({"ZUKA_SIM_MODEL": "A10", "ZUKA_SIM_TRAPS": "no_torch,xid"})
+    assert node.traps == {Trap.NO_TORCH, Trap.XID}
+    assert node_from_env({"ZUKA_SIM_MODEL": "A10"}).traps == frozenset()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from leases.sim.commands import Answer, answer, loop_interval
+from leases.sim.commands import answer, loop_interval
 from leases.sim.demo import default_demo_fleet
 from leases.sim.gpu import (
     MODELS,
@@ -24,6 +24,7 @@ from leases.sim.gpu import (
     readings,
     row_samples,
 )
+from leases.sim.output import Answer
 from leases.sim.topo import topo_matrix
 from leases.sim.traps import Trap
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from leases.sim.commands import Answer, answer, loop_interval
+from leases.sim.commands import answer, loop_interval
 from leases.sim.demo import default_demo_fleet
 from leases.sim.gpu import (
     MODELS,
@@ -24,7 +24,9 @@ from leases.sim.gpu import (
     readings,
     row_samples,
 )
+from leases.sim.output import Answer
 from leases.sim.topo import topo_matrix
+from leases.sim.traps import Trap
 
 if TYPE_CHECKING:
     from leases.sim.fleet import SimEndpoint, SimFleet
@@ -42,6 +44,7 @@ __all__ = [
     "SimGpu",
     "SimNode",
     "SimUser",
+    "Trap",
     "answer",
     "default_demo_fleet",
     "gpu_user",

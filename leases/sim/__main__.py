@@ -2,7 +2,8 @@
 
 The node is described by environment variables: ZUKA_SIM_MODEL (a key of MODELS, default
 A100), ZUKA_SIM_COUNT (8), ZUKA_SIM_SCENARIO (busy), ZUKA_SIM_SEED (0), ZUKA_SIM_NAME
-(the host name), ZUKA_SIM_VRAM_GIB (the model's), ZUKA_SIM_TIME (an ISO time to freeze the
+(the host name), ZUKA_SIM_VRAM_GIB (the model's), ZUKA_SIM_TRAPS (comma-separated
+leases.sim.traps names), ZUKA_SIM_TIME (an ISO time to freeze the
 clock at). A `-l`/`-lms` stream prints rounds until its reader goes away.
 """
 
@@ -18,6 +19,7 @@ from datetime import datetime
 
 from leases.sim.commands import answer, loop_interval
 from leases.sim.gpu import Scenario, SimNode, utcnow
+from leases.sim.traps import Trap
 
 
 def node_from_env(env: Mapping[str, str]) -> SimNode:
@@ -29,6 +31,7 @@ def node_from_env(env: Mapping[str, str]) -> SimNode:
         scenario=Scenario(env.get("ZUKA_SIM_SCENARIO", "busy")),
         seed=int(env.get("ZUKA_SIM_SEED", "0")),
         vram_gib=int(vram) if vram else None,
+        traps=frozenset(Trap(t) for t in env.get("ZUKA_SIM_TRAPS", "").split(",") if t),
     )
 
 

@@ -13,7 +13,6 @@ from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
 from leases.sim.gpu import (
-    FAKE_VRAM_MODEL,
     SIM_USERS,
     GpuReading,
     Scenario,
@@ -21,19 +20,13 @@ from leases.sim.gpu import (
     gpu_user,
     readings,
 )
+from leases.sim.hostcmds import answer_host, file_text, hami_env
 from leases.sim.offboard import answer_script
+from leases.sim.output import NA, NOT_SUPPORTED, OK, Answer
+from leases.sim.smiq import EXTRA_FIELDS, smi_extra
+from leases.sim.tools import answer_tool
 from leases.sim.topo import topo_matrix
 
-
-class Answer(NamedTuple):
-    stdout: str
-    stderr: str
-    exit_status: int
-
-
-OK = Answer("", "", 0)
-NA = "[N/A]"
-NOT_SUPPORTED = "[Not Supported]"
 INVALID_ARGS = "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n"
 MISMATCH = (
     "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 550.127\n"
@@ -42,7 +35,6 @@ NO_DRIVER = (
     "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
     "Make sure that the latest NVIDIA driver is installed and running.\n\n"
 )
-VGPU_LIB = "/usr/local/vgpu/libvgpu.so"
 _NODE_TZ = timezone(timedelta(hours=8))
 
 
@@ -99,6 +91,7 @@ for _alias, _canonical in {
     "persistence-mode": "persistence_mode",
 }.items():
     _FIELDS[_alias] = _FIELDS[_canonical]
+_FIELDS.update(EXTRA_FIELDS)
 
 _APP_FIELDS: dict[str, str] = {
     "gpu_uuid": "",
@@ -215,6 +208,8 @@ def nvidia_smi(node: SimNode, args: list[str], now: datetime) -> Answer:
         return Answer(NO_DRIVER, "", 9)
     if not args:
         return Answer(_table(node, readings(node, now), now), "", 0)
+    if (extra := smi_extra(node, args, now)) is not None:
+        return extra
     parsed = _parse_smi(args)
     if parsed is None:
         return Answer(INVALID_ARGS, "", 2)
@@ -244,7 +239,7 @@ def nvidia_smi(node: SimNode, args: list[str], now: datetime) -> Answer:
             return _bad_field(name)
     rows = []
     for r in reads:
-        for pid, pname, used in r.processes:
+        for pid, pname, used in (*r.processes, *r.foreign):
             by = {"gpu_uuid": r.gpu.uuid, "gpu_bus_id": r.gpu.bus_id, "gpu_name": r.gpu.name,
                   "pid": str(pid), "process_name": pname, "name": pname,
                   "used_memory": str(used), "used_gpu_memory": str(used)}  # fmt: skip
@@ -297,7 +292,7 @@ def _table(node: SimNode, reads: tuple[GpuReading, ...], now: datetime) -> str:
         "                                  Usage      |",
         "|" + "=" * 89 + "|",
     ]
-    procs = [(r.gpu.index, *p) for r in reads for p in r.processes]
+    procs = [(r.gpu.index, *p) for r in reads for p in (*r.processes, *r.foreign)]
     if not procs:
         lines.append("|  No running processes found" + " " * 61 + "|")
     for index, pid, pname, used in procs:
@@ -318,8 +313,8 @@ def _exists(node: SimNode, path: str) -> bool:
 def _cat(node: SimNode, args: list[str]) -> Answer:
     out, err, status = [], [], 0
     for path in args:
-        if path == "/etc/ld.so.preload":
-            out.append(VGPU_LIB + "\n" if node.scenario is Scenario.FAKE_VRAM else "")
+        if (text := file_text(node, path)) is not None:
+            out.append(text)
         elif path == "/etc/hostname":
             out.append(node.name + "\n")
         elif path in node.files:
@@ -344,12 +339,7 @@ def _env(node: SimNode) -> Answer:
         "PATH": "/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         "NVIDIA_VISIBLE_DEVICES": "all",
     }
-    if node.scenario is Scenario.FAKE_VRAM:
-        # HAMi-style slicing: the limit the interposer library enforces, per visible device.
-        for i in range(node.count):
-            env[f"CUDA_DEVICE_MEMORY_LIMIT_{i}"] = f"{FAKE_VRAM_MODEL.memory_mib}m"
-        env["CUDA_DEVICE_SM_LIMIT"] = "100"
-        env["CUDA_DEVICE_MEMORY_SHARED_CACHE"] = "/tmp/vgpu/cache"
+    env |= hami_env(node)  # HAMi-style slicing: the limits the interposer enforces
     return Answer("".join(f"{k}={v}\n" for k, v in env.items()), "", 0)
 
 
@@ -502,6 +492,8 @@ def _simple(node: SimNode, argv: list[str], now: datetime) -> Answer:
         return nvidia_smi(node, args, now)
     if cmd in ("test", "["):
         return _test(node, args)
+    if (found := answer_host(node, argv, now) or answer_tool(node, argv, now)) is not None:
+        return found
     handlers: dict[str, Callable[[], Answer]] = {
         "true": lambda: OK,
         "false": lambda: Answer("", "", 1),

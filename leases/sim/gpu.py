@@ -6,6 +6,7 @@ the same instant answers the same, in a live query or in a backfilled history.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import uuid
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from leases.core.models import GpuSample
+from leases.sim.traps import Trap
 
 
 class Scenario(StrEnum):
@@ -113,6 +115,8 @@ class SimNode:
     vram_gib: int | None = None
     # fake_vram only: report the sold model's name instead of the real card's.
     spoof_name: bool = False
+    # What the box is wrong in beside its load (leases.sim.traps), for acceptance checks.
+    traps: frozenset[Trap] = frozenset()
     files: set[str] = field(
         default_factory=lambda: set(DEFAULT_FILES), compare=False, hash=False, repr=False
     )
@@ -126,6 +130,7 @@ class SimNode:
         if not 1 <= self.count <= 8:
             raise ValueError(f"count: must be 1-8, got {self.count}")
         object.__setattr__(self, "scenario", Scenario(self.scenario))
+        object.__setattr__(self, "traps", frozenset(Trap(t) for t in self.traps))
 
     @property
     def model(self) -> GpuModel:
@@ -138,7 +143,7 @@ class SimNode:
     @property
     def gpus(self) -> tuple[SimGpu, ...]:
         key = (self.gpu_model, self.count, self.scenario, self.seed, self.nominal_gib)
-        return _gpus(*key, self.spoof_name)
+        return _gpus(*key, self.spoof_name, self.traps & _GPU_TRAPS)
 
 
 DEFAULT_FILES: frozenset[str] = frozenset(
@@ -153,9 +158,28 @@ DEFAULT_FILES: frozenset[str] = frozenset(
 )
 
 
+# Traps that change what a card is (its memory, its power limit), not what it does.
+_GPU_TRAPS = frozenset({Trap.HAMI, Trap.POWER_CAPPED})
+POWER_CAP_SHARE = 0.6
+
+
+def hami_mib(model: GpuModel) -> int:
+    """memory.total on a HAMi-sliced card: a V100 shows 3000 MiB (HAMi issue 235), a big
+    card a 24 GiB slice, a small one a quarter."""
+    if model.key == "V100":
+        return 3000
+    return 24576 if model.memory_mib > 3 * 24576 else model.memory_mib // 4
+
+
 @lru_cache(maxsize=4096)
 def _gpus(
-    key: str, count: int, scenario: Scenario, seed: int, nominal_gib: int, spoof: bool
+    key: str,
+    count: int,
+    scenario: Scenario,
+    seed: int,
+    nominal_gib: int,
+    spoof: bool,
+    traps: frozenset[Trap] = frozenset(),
 ) -> tuple[SimGpu, ...]:
     model = MODELS[key]
     rng = random.Random(f"gpus/{seed}")
@@ -170,8 +194,9 @@ def _gpus(
             uuid=f"GPU-{uuid.UUID(int=rng.getrandbits(128), version=4)}",
             bus_id=f"00000000:{bus[i]}:00.0",
             nominal_mib=nominal_gib * 1024,
-            memory_total_mib=real.memory_mib,
-            power_limit_w=real.power_limit_w,
+            memory_total_mib=hami_mib(real) if Trap.HAMI in traps else real.memory_mib,
+            power_limit_w=real.power_limit_w
+            * (POWER_CAP_SHARE if Trap.POWER_CAPPED in traps else 1.0),
             model=real,
         )
         for i in range(count)
@@ -228,6 +253,8 @@ class GpuReading:
     throttle: str
     # Compute processes as (pid, process name, used MiB); empty when idle.
     processes: tuple[tuple[int, str, int], ...]
+    # Another tenant's compute processes (Trap.TENANT): NVML lists them, ps does not.
+    foreign: tuple[tuple[int, str, int], ...] = ()
 
 
 class HistoryRow(NamedTuple):
@@ -258,6 +285,10 @@ _CST = 8 * 3600  # days and hours are judged in Asia/Shanghai
 _NONE = "0x0000000000000000"
 _IDLE = "0x0000000000000001"
 _SW_POWER_CAP = "0x0000000000000004"
+# HW slowdown (0x8) with HW power brake slowdown (0x80): Trap.THROTTLED, busy or idle.
+HW_SLOWDOWN = 0x88
+TENANT_PID = 3_145_000
+GHOST_SHARE = 0.35
 
 _Row = tuple[tuple[int, ...], tuple[int, ...], tuple[float, ...], tuple[int, ...]]
 _Busy = tuple[tuple[int, ...], tuple[float, ...], tuple[int, ...]]
@@ -273,7 +304,7 @@ class _Load:
         self.gpus = node.gpus
         self.n = len(self.gpus)
         model = self.gpus[0].model
-        self.limit = model.power_limit_w
+        self.limit = self.gpus[0].power_limit_w
         self.idle_w = model.idle_power_w
         self.total = self.gpus[0].memory_total_mib
         # idle_monthly: two busy weekdays out of seven, which two depends on the seed.
@@ -377,22 +408,39 @@ def readings(node: SimNode, now: datetime) -> tuple[GpuReading, ...]:
             pid = 2000 + (job * 7919 + g * 13) % 60000
             procs = ((pid, "python", max(mem[g] - load.reserve[g], 0)),)
         util_mem = 25 + int(35 * nz[(t // _TICK_S * 13 + g) & (_NOISE - 1)]) if busy else 0
-        out.append(
-            GpuReading(
-                gpu=gpu,
-                util_gpu=util[g],
-                util_mem=util_mem,
-                mem_used_mib=mem[g],
-                temp_c=temp[g],
-                power_w=power[g],
-                sm_clock_mhz=int(clock * 0.92) if capped else clock,
-                pstate="P0" if busy else "P8",
-                fan_pct=None if model.datacenter else (30 + util[g] // 2 if busy else 30),
-                throttle=throttle,
-                processes=procs,
-            )
+        reading = GpuReading(
+            gpu=gpu,
+            util_gpu=util[g],
+            util_mem=util_mem,
+            mem_used_mib=mem[g],
+            temp_c=temp[g],
+            power_w=power[g],
+            sm_clock_mhz=int(clock * 0.92) if capped else clock,
+            pstate="P0" if busy else "P8",
+            fan_pct=None if model.datacenter else (30 + util[g] // 2 if busy else 30),
+            throttle=throttle,
+            processes=procs,
         )
+        out.append(_trapped(node, reading) if node.traps else reading)
     return tuple(out)
+
+
+def _trapped(node: SimNode, r: GpuReading) -> GpuReading:
+    """A reading as the node's traps change it: a tenant's job, ghost memory, throttling."""
+    g, total = r.gpu.index, r.gpu.memory_total_mib
+    used, foreign, throttle, clock = r.mem_used_mib, r.foreign, r.throttle, r.sm_clock_mhz
+    if Trap.TENANT in node.traps and g <= (node.count - 1) // 2:
+        take = min(total // 4, max(total - used - 1, 0))
+        foreign = ((TENANT_PID + 17 * g, "python3", take),)
+        used += take
+    if Trap.GHOST_MEMORY in node.traps:
+        used += min(int(total * GHOST_SHARE), max(total - used - 1, 0))
+    if Trap.THROTTLED in node.traps:
+        throttle = f"0x{int(throttle, 16) | HW_SLOWDOWN:016X}"
+        clock = min(clock, r.gpu.model.max_sm_mhz // 3)
+    return dataclasses.replace(
+        r, mem_used_mib=used, foreign=foreign, throttle=throttle, sm_clock_mhz=clock
+    )
 
 
 def history(

@@ -24,12 +24,15 @@ from leases.ledger.paths import sim_dir, sim_trust_store
 from leases.ledger.store import Ledger
 from leases.sim import Scenario, SimNode, gpu_user, history
 from leases.sim.fleet import SimFleet
+from leases.sim.traps import Trap
 from leases.telemetry.attribution import minute_shares
 from leases.telemetry.history import GpuHour, GpuMinute, NodeHour, NodeMinute, busy_verdict
 from leases.telemetry.rollups import HistoryStore
 
 T = TypeVar("T")
 SIM_TAG = "sim:"
+# `sim-trap:NAME` tags give a simulated node its acceptance traps (leases.sim.traps).
+TRAP_TAG = "sim-trap:"
 _MODEL_WORDS = (
     ("H800", "H800"), ("H100", "H100"), ("A800", "A800"), ("A100", "A100"),
     ("4090", "RTX 4090"), ("V100", "V100"), ("A10", "A10"),
@@ -48,6 +51,7 @@ def sim_node_for(node: Node) -> SimNode:
     for tag in node.tags:
         if tag.startswith(SIM_TAG):
             scenario = Scenario(tag.removeprefix(SIM_TAG))
+    traps = frozenset(Trap(t.removeprefix(TRAP_TAG)) for t in node.tags if t.startswith(TRAP_TAG))
     return SimNode(
         node.name,
         sim_model(node.gpu_model),
@@ -56,6 +60,7 @@ def sim_node_for(node: Node) -> SimNode:
         seed=zlib.crc32(node.name.encode()),
         vram_gib=node.vram_gib,
         spoof_name=scenario is Scenario.FAKE_VRAM,
+        traps=traps,
     )
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from leases.sim.gpu import SimNode
+from leases.sim.specs import SPECS
+from leases.sim.traps import Trap
 
 LEGEND = """
 Legend:
@@ -50,18 +52,24 @@ def _pcie(a: int, b: int) -> str:
 def topo_matrix(node: SimNode) -> str:
     model = node.model
     n = node.count
+    # A box sold with NVLink that has PCIe only (Trap.PCIE_ONLY) has no NVLink and no NICs.
+    nvlink = "" if Trap.PCIE_ONLY in node.traps else model.nvlink
     # Only SXM boxes carry the InfiniBand cards, one per two GPUs.
-    nics = n // 2 if model.nvlink and n == 8 else 0
+    nics = n // 2 if nvlink and n == 8 else 0
+    # Trap.DEAD_LINK: GPU 0 has one link down, so its bonds count one fewer.
+    dead = Trap.DEAD_LINK in node.traps and nvlink.startswith("NV") and nvlink[2:].isdigit()
     cpus = _CPUS[model.key]
     two_sockets = n >= 4
 
     def gpu_link(a: int, b: int) -> str:
         if a == b:
             return " X "
-        if model.nvlink == "DGX1" and n == 8:
+        if nvlink == "DGX1" and n == 8:
             return _DGX1[a].split()[b]
-        if model.nvlink and model.nvlink != "DGX1":
-            return model.nvlink
+        if dead and 0 in (a, b):
+            return f"NV{SPECS[model.key].nvlinks - 1}"
+        if nvlink and nvlink != "DGX1":
+            return nvlink
         return _pcie(a, b) if two_sockets else "PHB"
 
     def nic_link(gpu: int, nic: int) -> str:

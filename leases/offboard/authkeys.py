@@ -100,6 +100,8 @@ class AuthorizedKey:
     fingerprint: str  # SHA256:...
     comment: str  # as written (hostile: show through visible())
     options: bool  # the line starts with options (from=, command=, ...)
+    # Its options force a command (command="..."): it cannot open a shell of its own.
+    forced: bool = False
 
 
 def keys_in(text: str) -> tuple[list[AuthorizedKey], int]:
@@ -126,8 +128,12 @@ def keys_in(text: str) -> tuple[list[AuthorizedKey], int]:
             unread += 1
             continue
         comment = words[2] if len(words) > 2 else ""
+        options = line[: len(line) - len(rest)].lower()
+        forced = re.search(r'(^|,)\s*command\s*=\s*"', options) is not None
         found.append(
-            AuthorizedKey(number, words[0], key.get_fingerprint("sha256"), comment, rest != line)
+            AuthorizedKey(
+                number, words[0], key.get_fingerprint("sha256"), comment, rest != line, forced
+            )
         )
     return found, unread
 

@@ -507,11 +507,23 @@ def _simple(node: SimNode, argv: list[str], now: datetime) -> Answer:
         "rm": lambda: _rm(node, args),
         "ls": lambda: _ls(node, args),
         "ps": lambda: _ps(node, args, now),
+        "head": lambda: _head(args),
     }
     handler = handlers.get(cmd)
     if handler is None:
         return Answer("", f"sh: 1: {cmd}: not found\n", 127)
     return handler()
+
+
+# The most `head -c N /dev/zero` prints (acceptance times a 64 MiB transfer).
+_HEAD_MAX = 64 * 1024 * 1024
+
+
+def _head(args: list[str]) -> Answer:
+    """`head -c N /dev/zero` only: the zeros a throughput measure reads."""
+    if len(args) == 3 and args[0] == "-c" and args[1].isdigit() and args[2] == "/dev/zero":
+        return Answer("\0" * min(int(args[1]), _HEAD_MAX), "", 0)
+    return Answer("", "head: the simulator reads only -c N /dev/zero\n", 1)
 
 
 def answer(node: SimNode, command: str, now: datetime, last_status: int = 0) -> Answer:

@@ -358,23 +358,25 @@ def judge_keys(ev: Evidence, expected: tuple[str, ...]) -> CheckResult:
             found,
             (ev.key,),
         )
-    strangers = [k for k in keys if k.fingerprint not in expected]
-    if strangers:
+    strangers = [k for k in keys if k.fingerprint not in expected and not k.forced]
+    forced = [k for k in keys if k.fingerprint not in expected and k.forced]
+    for bad, status, what in (
+        (strangers, Status.FAILED, "the lab did not expect can log in (a provider's or a "
+         "previous tenant's)"),
+        (forced, Status.WARNED, "the lab did not expect are restricted to a forced command "
+         "(no shell of their own; ask the provider what they run)"),
+    ):  # fmt: skip
+        if not bad:
+            continue
         shown = "; ".join(
             f"line {k.line}: {k.kind} {k.fingerprint} {visible(k.comment, 60) or '(no comment)'}"
-            for k in strangers[:_SHOWN]
+            for k in bad[:_SHOWN]
         )
-        more = f" and {len(strangers) - _SHOWN} more" if len(strangers) > _SHOWN else ""
+        more = f" and {len(bad) - _SHOWN} more" if len(bad) > _SHOWN else ""
         return CheckResult(
-            check,
-            title,
-            Status.FAILED,
-            f"{len(strangers)} key(s) the lab did not expect can log in "
-            f"(a provider's or a previous tenant's): {shown}{more}",
-            want,
-            shown + more,
-            (ev.key,),
-        )
+            check, title, status, f"{len(bad)} key(s) {what}: {shown}{more}", want,
+            shown + more, (ev.key,),
+        )  # fmt: skip
     found = f"{len(keys)} key(s), all expected"
     if unread:
         found += f"; {unread} line(s) not read as keys (they authorise nothing)"

@@ -181,9 +181,13 @@ class SshTarget:
     jump: str | None = None
     # True when host names an ~/.ssh/config Host entry rather than a real address.
     alias: bool = False
+    # Port forwards the login command carried, each `-L|-R [bind:]port:host:hostport` or
+    # `-D [bind:]port` as leases.ssh.login.check_tunnel writes it: kept and shown, used by
+    # nothing in zuka (no connection opens them); command(tunnels=True) gives them back.
+    tunnels: tuple[str, ...] = ()
 
-    def command(self) -> str:
-        """The equivalent OpenSSH command line."""
+    def command(self, *, tunnels: bool = False) -> str:
+        """The equivalent OpenSSH command line; with its port forwards if `tunnels`."""
         parts = ["ssh"]
         if self.port is not None:
             parts += ["-p", str(self.port)]
@@ -191,6 +195,8 @@ class SshTarget:
             parts += ["-i", self.key_path]
         if self.jump:
             parts += ["-J", self.jump]
+        if tunnels:
+            parts += self.tunnels
         parts.append(f"{self.user}@{self.host}" if self.user else self.host)
         return " ".join(parts)
 
@@ -218,6 +224,23 @@ class Node:
     )
     interconnect: Interconnect = field(
         default=Interconnect.UNKNOWN, metadata=cli("--interconnect", "{values}, as advertised")
+    )
+    # What was sold of the interconnect beside its kind: the NVLinks bonded between each pair
+    # of GPUs (`NV18` in `nvidia-smi topo -m`), only with interconnect nvlink; and the
+    # InfiniBand rate of a port (`Rate:` in `ibstat`).
+    nvlinks: int | None = field(
+        default=None,
+        metadata=cli(
+            "--nvlinks",
+            "NVLinks between each pair of GPUs as sold: 18 for HGX H100 (NV18), 12 for A100"
+            " (NV12); needs --interconnect nvlink",
+        ),
+    )
+    ib_gbps: int | None = field(
+        default=None,
+        metadata=cli(
+            "--ib-rate", "InfiniBand rate per port as sold, Gb/s: 100, 200, 400, 800"
+        ),
     )
     tags: tuple[str, ...] = field(default=(), metadata=cli("--tags", "comma-separated tags"))
     state: NodeState = field(default=NodeState.ACTIVE, metadata=cli("--state"))

@@ -212,7 +212,10 @@ class Node:
     )
     ssh: SshTarget = field(
         metadata=cli(
-            "--ssh", "the login command as the platform gives it, or an alias", by_hand=True
+            "--ssh",
+            "the login command as the platform gives it, or an alias (its -L/-R/-D forwards"
+            " are kept as the node's tunnels and shown; zuka never opens them)",
+            by_hand=True,
         )
         | flattened("ssh_")
     )
@@ -238,9 +241,7 @@ class Node:
     )
     ib_gbps: int | None = field(
         default=None,
-        metadata=cli(
-            "--ib-rate", "InfiniBand rate per port as sold, Gb/s: 100, 200, 400, 800"
-        ),
+        metadata=cli("--ib-rate", "InfiniBand rate per port as sold, Gb/s: 100, 200, 400, 800"),
     )
     tags: tuple[str, ...] = field(default=(), metadata=cli("--tags", "comma-separated tags"))
     state: NodeState = field(default=NodeState.ACTIVE, metadata=cli("--state"))

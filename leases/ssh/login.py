@@ -19,8 +19,9 @@ IdentityFile or ProxyJump. Port forwards (``-L``, ``-R``, ``-D``, as InternStudi
 commands carry them) are kept as the node's tunnels, each checked here (check_tunnel): shown
 and stored, used by nothing unless asked (SshTarget.command(tunnels=True)). An unquoted
 word starting with ``#`` ends the command: it and the rest are a comment (Featurize's
-``ssh -p 20022 featurize@workspace.featurize.cn  # 密码见控制台``). Accepted and dropped because they change nothing about which
-machine is reached or how it is trusted: the flags in _FLAGS (verbosity, compression, TTY,
+``ssh -p 20022 featurize@workspace.featurize.cn  # 密码见控制台``).
+Accepted and dropped because they change nothing about which machine is reached or how it
+is trusted: the flags in _FLAGS (verbosity, compression, TTY,
 forwarding of agent/X11 that zuka never asks for, backgrounding) and ``-o`` with
 ServerAliveInterval, ServerAliveCountMax, ConnectTimeout, TCPKeepAlive, Compression or
 LogLevel (zuka sets its own keepalives and timeouts). Every other option (ProxyCommand,
@@ -89,7 +90,11 @@ _OPTION_REASONS = {
     "dynamicforward": "give the forward as -D [bind_address:]port",
 }
 # Port forwards kept as the node's tunnels (check_tunnel), by option letter.
-_TUNNELS = {"L": "local port forwarding", "R": "remote port forwarding", "D": "dynamic port forwarding"}
+_TUNNELS = {
+    "L": "local port forwarding",
+    "R": "remote port forwarding",
+    "D": "dynamic port forwarding",
+}
 
 # Used with fullmatch: `$` would let a trailing newline through.
 _NAME_RE = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9_])?")
@@ -284,7 +289,7 @@ def _tunnel_host(value: str, spec: str, field: str, *, bind: bool) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def check_tunnel(value: str, field: str = "ssh_tunnels") -> str:
+def check_tunnel(value: object, field: str = "ssh_tunnels") -> str:
     """One port forward in its normal form, `-L [bind_address:]port:host:hostport`,
     `-R [bind_address:]port:host:hostport` or `-D [bind_address:]port`; InputError for
     anything else (a socket path, port 0, a host the host check refuses)."""
@@ -330,7 +335,7 @@ def check_tunnels(value: object, field: str = "ssh_tunnels") -> tuple[str, ...]:
         raise InputError(field, _shown(value), "must be a list of port forwards")
     if len(items) > MAX_TUNNELS:
         raise InputError(field, f"{len(items)} forwards", f"at most {MAX_TUNNELS} tunnels")
-    return tuple(dict.fromkeys(check_tunnel(v, field) for v in items))  # type: ignore[arg-type]
+    return tuple(dict.fromkeys(check_tunnel(v, field) for v in items))
 
 
 def check_target(target: SshTarget) -> SshTarget:

@@ -33,9 +33,7 @@ from leases.ssh.login import (
         # Attached value, bind address, IPv6 in brackets, -R, -D with and without a bind.
         (
             "ssh -L6006:127.0.0.1:6006 -L 127.0.0.1:8888:localhost:8888 h",
-            SshTarget(
-                "h", tunnels=("-L 6006:127.0.0.1:6006", "-L 127.0.0.1:8888:localhost:8888")
-            ),
+            SshTarget("h", tunnels=("-L 6006:127.0.0.1:6006", "-L 127.0.0.1:8888:localhost:8888")),
         ),
         (
             "ssh -L [::1]:80:[2001:db8::1]:8080 -R 9000:localhost:22 -D 1080 -D '*:1081' h",

@@ -518,6 +518,10 @@ class NodeHealth(StrEnum):
     NO_NVIDIA_SMI = "no_nvidia_smi"  # exit 127
     DRIVER_NOT_LOADED = "driver_not_loaded"
     DRIVER_MISMATCH = "driver_mismatch"  # driver/library version mismatch: needs reboot
+    # nvidia-smi runs but the driver's user-space library (libnvidia-ml.so) is not there.
+    NVML_LIBRARY_MISSING = "nvml_library_missing"
+    # NVML refuses the login user: /dev/nvidia* not open to it (group, container cgroup).
+    NVML_PERMISSION = "nvml_permission"
     GPU_LOST = "gpu_lost"
     GARBAGE = "garbage"  # output we could not parse
     NO_NVML = "no_nvml"  # local node without NVML

@@ -15,11 +15,14 @@ from leases.core.models import NodeHealth, StoppedBilling
 from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.money import periods
+from leases.telemetry.nvsmi import human_reason
 
 # A temperature alert clears this many degrees below the threshold.
 TEMPERATURE_CLEAR_C = 5.0
 # Health of a gap that means "we cannot reach it" rather than "it answers badly".
 _UNREACHABLE = {NodeHealth.UNREACHABLE, NodeHealth.TIMEOUT}
+# Health of a gap whose fix is known and on the node (its words say it): the action is that.
+_FIX_ON_NODE = {NodeHealth.NVML_LIBRARY_MISSING, NodeHealth.NVML_PERMISSION}
 
 
 def gap_rules(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
@@ -48,7 +51,9 @@ def gap_rules(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
             Severity.WARNING,
             f"{name}: no readings for {duration(down)} ({g.health.value.replace('_', ' ')}: "
             f"{visible(g.detail, 200)})",
-            "check the node at the provider's console (stopped? network? driver?)",
+            f"on the node: {human_reason(g.health)}"
+            if g.health in _FIX_ON_NODE
+            else "check the node at the provider's console (stopped? network? driver?)",
         )
     yield from _stopped_question(f, g, config, now)
     yield from _release_soon(f, g, config, now)

@@ -33,6 +33,7 @@ def ssh_fields(command: str) -> dict[str, Any]:
         "ssh_key_path": t.key_path,
         "ssh_jump": t.jump,
         "ssh_alias": t.alias,
+        "ssh_tunnels": list(t.tunnels),
     }
 
 

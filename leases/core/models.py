@@ -191,9 +191,13 @@ class SshTarget:
     jump: str | None = None
     # True when host names an ~/.ssh/config Host entry rather than a real address.
     alias: bool = False
+    # Port forwards the login command carried, each `-L|-R [bind:]port:host:hostport` or
+    # `-D [bind:]port` as leases.ssh.login.check_tunnel writes it: kept and shown, used by
+    # nothing in zuka (no connection opens them); command(tunnels=True) gives them back.
+    tunnels: tuple[str, ...] = ()
 
-    def command(self) -> str:
-        """The equivalent OpenSSH command line."""
+    def command(self, *, tunnels: bool = False) -> str:
+        """The equivalent OpenSSH command line; with its port forwards if `tunnels`."""
         parts = ["ssh"]
         if self.port is not None:
             parts += ["-p", str(self.port)]
@@ -201,6 +205,8 @@ class SshTarget:
             parts += ["-i", self.key_path]
         if self.jump:
             parts += ["-J", self.jump]
+        if tunnels:
+            parts += self.tunnels
         parts.append(f"{self.user}@{self.host}" if self.user else self.host)
         return " ".join(parts)
 
@@ -216,7 +222,10 @@ class Node:
     )
     ssh: SshTarget = field(
         metadata=cli(
-            "--ssh", "the login command as the platform gives it, or an alias", by_hand=True
+            "--ssh",
+            "the login command as the platform gives it, or an alias (its -L/-R/-D forwards"
+            " are kept as the node's tunnels and shown; zuka never opens them)",
+            by_hand=True,
         )
         | flattened("ssh_")
     )
@@ -228,6 +237,21 @@ class Node:
     )
     interconnect: Interconnect = field(
         default=Interconnect.UNKNOWN, metadata=cli("--interconnect", "{values}, as advertised")
+    )
+    # What was sold of the interconnect beside its kind: the NVLinks bonded between each pair
+    # of GPUs (`NV18` in `nvidia-smi topo -m`), only with interconnect nvlink; and the
+    # InfiniBand rate of a port (`Rate:` in `ibstat`).
+    nvlinks: int | None = field(
+        default=None,
+        metadata=cli(
+            "--nvlinks",
+            "NVLinks between each pair of GPUs as sold: 18 for HGX H100 (NV18), 12 for A100"
+            " (NV12); needs --interconnect nvlink",
+        ),
+    )
+    ib_gbps: int | None = field(
+        default=None,
+        metadata=cli("--ib-rate", "InfiniBand rate per port as sold, Gb/s: 100, 200, 400, 800"),
     )
     tags: tuple[str, ...] = field(default=(), metadata=cli("--tags", "comma-separated tags"))
     state: NodeState = field(default=NodeState.ACTIVE, metadata=cli("--state"))
@@ -504,6 +528,10 @@ class NodeHealth(StrEnum):
     NO_NVIDIA_SMI = "no_nvidia_smi"  # exit 127
     DRIVER_NOT_LOADED = "driver_not_loaded"
     DRIVER_MISMATCH = "driver_mismatch"  # driver/library version mismatch: needs reboot
+    # nvidia-smi runs but the driver's user-space library (libnvidia-ml.so) is not there.
+    NVML_LIBRARY_MISSING = "nvml_library_missing"
+    # NVML refuses the login user: /dev/nvidia* not open to it (group, container cgroup).
+    NVML_PERMISSION = "nvml_permission"
     GPU_LOST = "gpu_lost"
     GARBAGE = "garbage"  # output we could not parse
     NO_NVML = "no_nvml"  # local node without NVML

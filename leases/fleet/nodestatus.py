@@ -60,6 +60,8 @@ HEALTH_LABEL = {
     NodeHealth.NO_NVIDIA_SMI: "no nvidia-smi",
     NodeHealth.DRIVER_NOT_LOADED: "no driver",
     NodeHealth.DRIVER_MISMATCH: "needs reboot",
+    NodeHealth.NVML_LIBRARY_MISSING: "no NVML lib",
+    NodeHealth.NVML_PERMISSION: "NVML denied",
     NodeHealth.GPU_LOST: "GPU lost",
     NodeHealth.GARBAGE: "bad output",
     NodeHealth.NO_NVML: "no NVML",

@@ -266,9 +266,11 @@ class NodeRows(ProviderRows):
 
 
 def node_row(rec: Record, provider_id: int | None) -> Record:
-    """A node's row in the nodes table from its record (tags as JSON, its provider by id)."""
+    """A node's row in the nodes table from its record (tags and tunnels as JSON, its
+    provider by id)."""
     row = {k: v for k, v in rec.items() if k != "provider"}
     row["tags"] = json.dumps(rec["tags"], ensure_ascii=False)
+    row["ssh_tunnels"] = json.dumps(rec.get("ssh_tunnels") or [], ensure_ascii=False)
     row["provider_id"] = provider_id
     return row
 
@@ -278,4 +280,6 @@ def _node(row: Mapping[str, Any]) -> Node:
     # Not JSON: left as stored, refused (and said) by stored_node.
     with suppress(TypeError, ValueError):
         rec["tags"] = json.loads(row["tags"])
+    with suppress(TypeError, ValueError, KeyError):
+        rec["ssh_tunnels"] = json.loads(row["ssh_tunnels"])
     return replace(records.stored_node(rec), id=row["id"])

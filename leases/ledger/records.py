@@ -41,6 +41,10 @@ from leases.ssh import login as sshcmd
 Record = dict[str, Any]
 E = TypeVar("E", bound=StrEnum)
 T = TypeVar("T")
+# What was sold of the interconnect (Node.nvlinks, Node.ib_gbps): NV18 is the most any
+# NVIDIA GPU pair has (H100, B200); XDR InfiniBand is 1600 Gb/s a port.
+MAX_NVLINKS = 64
+MAX_IB_GBPS = 3200
 # A lease's start while its own is refused: only so that the other fields are checked.
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -220,6 +224,7 @@ def _ssh_target(rec: Mapping[str, Any], local: bool) -> SshTarget:
         key_path=None if key is None else sshcmd.check_key_path(str(key)),
         jump=None if jump is None else sshcmd.check_jump(str(jump)),
         alias=_bool(rec, "ssh_alias"),
+        tunnels=sshcmd.check_tunnels(rec.get("ssh_tunnels")),
     )
 
 
@@ -240,6 +245,8 @@ def node_from(rec: Mapping[str, Any]) -> Node:
         interconnect=p(
             Interconnect("unknown"), _choice, rec, "interconnect", Interconnect, "unknown"
         ),
+        nvlinks=p(None, _opt_int, rec, "nvlinks", minimum=1, maximum=MAX_NVLINKS),
+        ib_gbps=p(None, _opt_int, rec, "ib_gbps", minimum=1, maximum=MAX_IB_GBPS),
         tags=p((), _tags, raw_tags),
         state=p(NodeState("active"), _choice, rec, "state", NodeState, "active"),
         local=local,
@@ -247,6 +254,15 @@ def node_from(rec: Mapping[str, Any]) -> Node:
         instance_id=p("", _instance_id, rec),
         instance_endpoint=p("", _instance_endpoint, rec),
     )
+    if node.nvlinks is not None and node.interconnect is not Interconnect.NVLINK:
+        p.refuse(
+            InputError(
+                "nvlinks",
+                node.nvlinks,
+                f"NVLinks as sold need --interconnect nvlink (this node's is "
+                f"{node.interconnect.value}): give both, or clear it with --nvlinks ''",
+            )
+        )
     p.raise_found()
     return node
 

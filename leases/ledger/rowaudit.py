@@ -52,14 +52,15 @@ ACCEPT = "row.accept"
 
 # Columns added by a migration after a row's last entry was written: the entry's record
 # lacks them, and the migration gave the row these values (leases.ledger.schema m006, m013,
-# m015, m017).
+# m015, m017, m018).
 # Any other value there was written behind zuka's back.
 _ADDED: dict[str, dict[str, object]] = {
     "lease": {"stopped_billing": "full", "month_count": "calendar", "partial_unit": None,
               "renew_charge_days": None, "hourly_price": None, "refund_rule": "",
               "rounding": "bill", "payment_schedule": "upfront"},
     "resource": {"price": None, "price_per": "month"},
-    "node": {"instance_id": "", "instance_endpoint": ""},
+    "node": {"instance_id": "", "instance_endpoint": "", "nvlinks": None, "ib_gbps": None,
+             "ssh_tunnels": []},  # a record's value: node_row writes "[]" for it
     "provider": {"return_days": None},
 }  # fmt: skip
 # Which row a row belongs to, by id: a lease to its node, a resource to its lease. The

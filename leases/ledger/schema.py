@@ -638,7 +638,23 @@ def m017_accounts(db: Database) -> None:
 
 
 @MIGRATIONS()
-def m018_acceptance(db: Database) -> None:
+def m018_node_sold(db: Database) -> None:
+    """What was sold of a node's interconnect beside its kind (acceptance checks it): the
+    NVLinks between each pair of GPUs and the InfiniBand rate of a port in Gb/s (NULL: not
+    said); and the port forwards its login command carried (leases.ssh.login.check_tunnel,
+    a JSON list of `-L ...`, `-R ...`, `-D ...`: kept and shown, used by nothing)."""
+    _run(
+        db,
+        """
+        ALTER TABLE nodes ADD COLUMN nvlinks INTEGER CHECK (nvlinks BETWEEN 1 AND 64);
+        ALTER TABLE nodes ADD COLUMN ib_gbps INTEGER CHECK (ib_gbps BETWEEN 1 AND 3200);
+        ALTER TABLE nodes ADD COLUMN ssh_tunnels TEXT NOT NULL DEFAULT '[]';
+        """,
+    )
+
+
+@MIGRATIONS()
+def m019_acceptance(db: Database) -> None:
     """Hand-over acceptance (leases.ledger.acceptance_rows): one row per run of a node, with
     the lease it had then (NULL: none), the level, the verdict, its findings and the raw
     evidence (JSON), and the digest of all of it, which the run's entry on the audit chain

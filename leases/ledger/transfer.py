@@ -186,6 +186,7 @@ def from_csv(text: str) -> Export:
         rec: Record = {k: _csv_value(row.get(k)) for k in keys}
         if kind == "node":
             rec["tags"] = [t for t in (rec["tags"] or "").split(",") if t]
+            rec["ssh_tunnels"] = [t for t in (rec["ssh_tunnels"] or "").split(",") if t]
         out[plural].append(rec)
     return out
 

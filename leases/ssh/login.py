@@ -15,13 +15,18 @@ a command) or a config alias; a user a POSIX user name; a jump comma-separated
 starts with ``-``; no whitespace, quotes, ``%``, shell metacharacters or control characters.
 
 ssh options zuka honours: ``-p``, ``-i``, ``-J``, ``-l`` and ``-o`` with Port, User,
-IdentityFile or ProxyJump. Accepted and dropped because they change nothing about which
-machine is reached or how it is trusted: the flags in _FLAGS (verbosity, compression, TTY,
+IdentityFile or ProxyJump. Port forwards (``-L``, ``-R``, ``-D``, as InternStudio's and Vast's
+commands carry them) are kept as the node's tunnels, each checked here (check_tunnel): shown
+and stored, used by nothing unless asked (SshTarget.command(tunnels=True)). An unquoted
+word starting with ``#`` ends the command: it and the rest are a comment (Featurize's
+``ssh -p 20022 featurize@workspace.featurize.cn  # 密码见控制台``).
+Accepted and dropped because they change nothing about which machine is reached or how it
+is trusted: the flags in _FLAGS (verbosity, compression, TTY,
 forwarding of agent/X11 that zuka never asks for, backgrounding) and ``-o`` with
 ServerAliveInterval, ServerAliveCountMax, ConnectTimeout, TCPKeepAlive, Compression or
 LogLevel (zuka sets its own keepalives and timeouts). Every other option (ProxyCommand,
-HostName, LocalCommand, StrictHostKeyChecking, ``-F``, ``-W``, ``-L``...) is refused with a
-message that says zuka does not honour it: never silently dropped.
+HostName, LocalCommand, StrictHostKeyChecking, UserKnownHostsFile, ``-F``, ``-W``...) is
+refused with a message that says zuka does not honour it: never silently dropped.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ FIELD = "ssh"
 MAX_COMMAND = 4096
 MAX_KEY_PATH = 1024
 MAX_HOPS = 8
+MAX_TUNNELS = 16
+MAX_TUNNEL = 300  # characters of one forward
 NO_JUMP = "none"
 # What a node whose stored target was refused points at (see records.stored_node): under
 # .invalid, which never resolves (RFC 6761); check_host refuses it, so no edit keeps it.
@@ -53,15 +60,12 @@ _REFUSED_WITH_ARG = {
     "B": "binding to an interface",
     "b": "a bind address",
     "c": "a cipher choice",
-    "D": "dynamic port forwarding",
     "E": "a log file",
     "e": "an escape character",
     "F": "another ssh config file",
-    "L": "local port forwarding",
     "m": "a MAC choice",
     "O": "a control command",
     "Q": "a query",
-    "R": "remote port forwarding",
     "S": "a control socket",
     "W": "stdio forwarding",
     "w": "tunnel forwarding",
@@ -81,6 +85,15 @@ _OPTION_REASONS = {
     "stricthostkeychecking": "zuka always checks host keys against its own trust store",
     "userknownhostsfile": "zuka always checks host keys against its own trust store",
     "globalknownhostsfile": "zuka always checks host keys against its own trust store",
+    "localforward": "give the forward as -L [bind_address:]port:host:hostport",
+    "remoteforward": "give the forward as -R [bind_address:]port:host:hostport",
+    "dynamicforward": "give the forward as -D [bind_address:]port",
+}
+# Port forwards kept as the node's tunnels (check_tunnel), by option letter.
+_TUNNELS = {
+    "L": "local port forwarding",
+    "R": "remote port forwarding",
+    "D": "dynamic port forwarding",
 }
 
 # Used with fullmatch: `$` would let a trailing newline through.
@@ -90,7 +103,8 @@ _KEY_PATH_RE = re.compile(r"[\w/.~+@:,=-]+")
 _OPTION_NAME_RE = re.compile(r"[A-Za-z]{1,40}")
 _HARMLESS_VALUE_RE = re.compile(r"[A-Za-z0-9]{1,16}")
 # A console's label before the command: `登录指令：ssh ...`, `SSH: ssh ...`.
-_LABELLED_RE = re.compile(r"^(?:\S[^\n]*?[:：]\s*)?((?:/usr/bin/)?ssh(?:\s.*)?|ssh://\S*)$")
+# No `#` in a label: the label of a comment (`ssh h # see: ssh evil`) is not one.
+_LABELLED_RE = re.compile(r"^(?:[^\s#][^\n#]*?[:：]\s*)?((?:/usr/bin/)?ssh(?:\s.*)?|ssh://\S*)$")
 # A password line after the command, or a password said on the command's own line.
 _PASSWORD_LINE_RE = re.compile(
     r"^\s*(?:登录)?(?:密码|口令|password|passwd|pwd)\s*[:：=]", re.IGNORECASE
@@ -249,6 +263,81 @@ def check_jump(value: str, field: str = "ssh_jump") -> str | None:
     return ",".join(h.spec() for h in hops) or None
 
 
+_TUNNEL_PART_RE = re.compile(r"(\[[^\]]*\]|[^:\[\]]*)(:?)")
+
+
+def _tunnel_parts(spec: str, field: str) -> list[str]:
+    """A forward's parts split at `:`, an IPv6 address in brackets kept whole."""
+    parts: list[str] = []
+    rest = spec
+    while True:
+        m = _TUNNEL_PART_RE.match(rest)
+        assert m is not None  # the pattern matches the empty text
+        parts.append(m.group(1))
+        rest = rest[m.end() :]
+        if not m.group(2):
+            if rest:
+                raise InputError(field, _shown(spec), "cannot be read as a port forward")
+            return parts
+
+
+def _tunnel_host(value: str, spec: str, field: str, *, bind: bool) -> str:
+    """A host of a forward by the one host check, IPv6 bracketed again; `*` binds to all."""
+    if bind and value == "*":
+        return value
+    host = check_host(value, field)
+    return f"[{host}]" if ":" in host else host
+
+
+def check_tunnel(value: object, field: str = "ssh_tunnels") -> str:
+    """One port forward in its normal form, `-L [bind_address:]port:host:hostport`,
+    `-R [bind_address:]port:host:hostport` or `-D [bind_address:]port`; InputError for
+    anything else (a socket path, port 0, a host the host check refuses)."""
+    if not isinstance(value, str):
+        raise InputError(field, _shown(value), "a tunnel is text such as -L 8080:localhost:8080")
+    if len(value) > MAX_TUNNEL or not is_clean(value):
+        raise InputError(field, _shown(value), "is not a port forward")
+    kind, _, spec = value.strip().partition(" ")
+    letter = kind.removeprefix("-")
+    spec = spec.strip()
+    if not kind.startswith("-") or letter not in _TUNNELS or not spec or " " in spec:
+        raise InputError(
+            field,
+            _shown(value),
+            "a tunnel is -L or -R [bind_address:]port:host:hostport, or -D [bind_address:]port",
+        )
+    if "/" in spec:
+        raise InputError(field, _shown(value), "forwards to or from a socket path are refused")
+    parts = _tunnel_parts(spec, field)
+    wanted = (1, 2) if letter == "D" else (3, 4)
+    if len(parts) not in wanted:
+        form = "[bind_address:]port" if letter == "D" else "[bind_address:]port:host:hostport"
+        raise InputError(field, _shown(value), f"-{letter} takes {form}")
+    bind = _tunnel_host(parts[0], value, field, bind=True) if len(parts) in (2, 4) else None
+    rest = parts[1:] if bind is not None else parts
+    out = [str(check_port(rest[0], field))]
+    if letter != "D":
+        out += [_tunnel_host(rest[1], value, field, bind=False), str(check_port(rest[2], field))]
+    return f"-{letter} " + ":".join(([bind] if bind is not None else []) + out)
+
+
+def check_tunnels(value: object, field: str = "ssh_tunnels") -> tuple[str, ...]:
+    """A node's tunnels in their normal form: a list of forwards (or one text of them, one
+    a line or comma-separated, as a CSV cell holds them); duplicates dropped, at most
+    MAX_TUNNELS."""
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        items: list[object] = [v for v in re.split(r"[\n,]", value) if v.strip()]
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        raise InputError(field, _shown(value), "must be a list of port forwards")
+    if len(items) > MAX_TUNNELS:
+        raise InputError(field, f"{len(items)} forwards", f"at most {MAX_TUNNELS} tunnels")
+    return tuple(dict.fromkeys(check_tunnel(v, field) for v in items))
+
+
 def check_target(target: SshTarget) -> SshTarget:
     """Every field of a target checked (as stored: IPv6 hosts unbracketed)."""
     return SshTarget(
@@ -258,6 +347,7 @@ def check_target(target: SshTarget) -> SshTarget:
         key_path=None if target.key_path is None else check_key_path(target.key_path),
         jump=None if target.jump is None else check_jump(target.jump),
         alias=target.alias,
+        tunnels=check_tunnels(target.tunnels),
     )
 
 
@@ -349,9 +439,30 @@ def parse_ssh_command(command: str, known_aliases: frozenset[str] = frozenset())
         raise
 
 
+def without_comment(line: str) -> str:
+    """The line up to an unquoted word that starts with `#` (as a shell reads it)."""
+    quote = ""
+    escaped = False
+    for i, ch in enumerate(line):
+        if escaped:
+            escaped = False
+        elif quote:
+            if ch == quote:
+                quote = ""
+            elif ch == "\\" and quote == '"':
+                escaped = True
+        elif ch == "\\":
+            escaped = True
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i].rstrip()
+    return line
+
+
 def _parse_line(line: str, known_aliases: frozenset[str]) -> SshTarget:
     try:
-        words = shlex.split(line)
+        words = shlex.split(without_comment(line))
     except ValueError as exc:
         raise InputError(FIELD, _shown(line), f"cannot be split into words: {exc}") from None
     if words and words[0] == "sshpass":
@@ -364,6 +475,7 @@ def _parse_line(line: str, known_aliases: frozenset[str]) -> SshTarget:
         )
     # As in OpenSSH, the first value given for a setting wins.
     settings: dict[str, str] = {}
+    tunnels: list[str] = []
     dest: str | None = None
     options_done = False
     i = 0
@@ -390,7 +502,7 @@ def _parse_line(line: str, known_aliases: frozenset[str]) -> SshTarget:
                 raise InputError(
                     FIELD, _shown(line), f"-{opt} ({_REFUSED_FLAGS[opt]}) is not a login"
                 )
-            if opt not in _HONOURED and opt not in _REFUSED_WITH_ARG:
+            if opt not in _HONOURED and opt not in _REFUSED_WITH_ARG and opt not in _TUNNELS:
                 raise InputError(FIELD, _shown(line), f"unknown ssh option -{_shown(opt)}")
             if opt in _REFUSED_WITH_ARG:
                 raise InputError(
@@ -406,6 +518,9 @@ def _parse_line(line: str, known_aliases: frozenset[str]) -> SshTarget:
             else:
                 raise InputError(FIELD, _shown(line), f"option -{opt} needs a value")
             j = len(word)
+            if opt in _TUNNELS:
+                tunnels.append(check_tunnel(f"-{opt} {arg}", FIELD))
+                continue
             name, value = _option(arg, line) if opt == "o" else (_SETTING_OF[opt], arg)
             if name is not None:
                 # Every value is checked, even one a first value overrides.
@@ -424,6 +539,7 @@ def _parse_line(line: str, known_aliases: frozenset[str]) -> SshTarget:
         key_path=settings.get("identityfile"),
         jump=None if jump == NO_JUMP else jump,
         alias=alias,
+        tunnels=check_tunnels(tunnels, FIELD),
     )
 
 

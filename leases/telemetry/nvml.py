@@ -31,6 +31,7 @@ _T = TypeVar("_T")
 _MIB = 1024 * 1024
 
 # nvmlReturn_t values (nvml.h); stable across driver releases.
+_ERROR_NO_PERMISSION = 4
 _ERROR_DRIVER_NOT_LOADED = 9
 _ERROR_GPU_IS_LOST = 15
 _ERROR_LIB_RM_VERSION_MISMATCH = 18
@@ -45,7 +46,10 @@ _CONSTANTS = {
     "NVML_PSTATE_UNKNOWN": 32,
 }
 
+# NVML_ERROR_LIBRARY_NOT_FOUND (12) stays NO_NVML here: on the machine zuka runs on it is
+# most often a host without NVIDIA GPUs ("no NVML on this host"), not a broken install.
 _INIT_HEALTH: dict[object, NodeHealth] = {
+    _ERROR_NO_PERMISSION: NodeHealth.NVML_PERMISSION,
     _ERROR_DRIVER_NOT_LOADED: NodeHealth.DRIVER_NOT_LOADED,
     _ERROR_GPU_IS_LOST: NodeHealth.GPU_LOST,
     _ERROR_LIB_RM_VERSION_MISMATCH: NodeHealth.DRIVER_MISMATCH,

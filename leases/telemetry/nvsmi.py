@@ -435,6 +435,17 @@ def parse_compute_apps(text: str, node: str) -> list[GpuProcess]:
 # - "No devices were found" (singuconda#6) and "Failed to initialize NVML: No supported
 #   GPUs were found" exit 255 (dra-driver-nvidia-gpu#1008): the GPUs are gone from a
 #   node we rent for its GPUs, so they count as lost.
+# - "NVIDIA-SMI couldn't find libnvidia-ml.so library in your system. Please make sure that
+#   the NVIDIA Display Driver is properly installed and present in your system." then
+#   "Please also try adding directory that contains libnvidia-ml.so to your system PATH."
+#   (nvidia-docker#107 on 367.27, #1163 on 440.44, gpu-manager#101 on 450.66,
+#   FasterLivePortrait#8 in 2024, dakota#373 in 2026); nvidia-smi's exit status 12 is
+#   "NVML shared library couldn't be found or loaded".
+# - "Failed to initialize NVML: Insufficient Permissions" (nvidia-docker#676, #284;
+#   nvidia-container-toolkit#33 on 515.65, #210 on podman, #268 on 470.103); exit 4
+#   ("the current user does not have permission to access this device"). Not the same as
+#   "NVML: Unable to get ... for link 0: Insufficient Permissions" (pynvml#19), one
+#   query refused while nvidia-smi itself runs: that one is not the node's health.
 
 
 def _normalised(text: str) -> str:
@@ -448,6 +459,10 @@ def classify_failure(exit_status: int | None, stdout: str, stderr: str) -> NodeH
         return NodeHealth.NO_NVIDIA_SMI
     if "driver/library version mismatch" in text:
         return NodeHealth.DRIVER_MISMATCH
+    if exit_status == 12 or "couldn't find libnvidia-ml.so" in text:
+        return NodeHealth.NVML_LIBRARY_MISSING
+    if exit_status == 4 or "failed to initialize nvml: insufficient permissions" in text:
+        return NodeHealth.NVML_PERMISSION
     if exit_status == 9 or "couldn't communicate with the nvidia driver" in text:
         return NodeHealth.DRIVER_NOT_LOADED
     if (
@@ -473,6 +488,14 @@ _REASONS: dict[NodeHealth, str] = {
     NodeHealth.NO_NVIDIA_SMI: "nvidia-smi not found on the node",
     NodeHealth.DRIVER_NOT_LOADED: "the NVIDIA driver is not loaded on the node",
     NodeHealth.DRIVER_MISMATCH: "driver/library version mismatch: the node needs a reboot",
+    NodeHealth.NVML_LIBRARY_MISSING: (
+        "the NVIDIA driver's user-space library (libnvidia-ml.so) is missing: install the"
+        " driver's utils package, or mount it into the container (NVIDIA container toolkit)"
+    ),
+    NodeHealth.NVML_PERMISSION: (
+        "NVML refuses the login user (Insufficient Permissions): let it open /dev/nvidia*"
+        " (the video or render group), or allow the devices in the container's device cgroup"
+    ),
     NodeHealth.GPU_LOST: "a GPU is lost (fell off the bus): the node needs a reboot or repair",
     NodeHealth.GARBAGE: "nvidia-smi printed output zuka could not read",
     NodeHealth.NO_NVML: "no NVML on this host",

@@ -16,10 +16,11 @@ from tests.support.cli import Cli
 
 NODE_ARGS = [
     "node", "add", "colo-a800",
-    "--ssh", "ssh -p 2222 -i ~/.ssh/lab_ed25519 -J ops@jump.lab.cn lab@202.102.77.10",
+    "--ssh",
+    "ssh -p 2222 -i ~/.ssh/lab_ed25519 -J ops@jump.lab.cn lab@202.102.77.10 -L 8888:localhost:8888",
     "--provider", "Jiangning IDC 江宁", "--channel", "colo",
     "--gpu-model", "A800 80GB SXM", "--gpus", "8", "--vram", "80",
-    "--interconnect", "nvlink", "--tags", "base,nanjing", "--notes", "rack B3, 2 PSUs",
+    "--interconnect", "nvlink", "--nvlinks", "8", "--ib-rate", "200", "--tags", "base,nanjing", "--notes", "rack B3, 2 PSUs",
     "--instance-id", "i-0123456789abcdef0", "--instance-endpoint", "https://ec2.idc.example",
 ]  # fmt: skip
 LEASE_ARGS = [
@@ -55,10 +56,13 @@ def test_every_node_field_round_trips_through_json(cli: Cli) -> None:
         "ssh_key_path": "~/.ssh/lab_ed25519",
         "ssh_jump": "ops@jump.lab.cn",
         "ssh_alias": False,
+        "ssh_tunnels": ["-L 8888:localhost:8888"],
         "gpu_model": "A800 80GB SXM",
         "gpu_count": 8,
         "vram_gib": 80,
         "interconnect": "nvlink",
+        "nvlinks": 8,
+        "ib_gbps": 200,
         "tags": ["base", "nanjing"],
         "state": "active",
         "local": False,

@@ -375,6 +375,9 @@ def _ledger_before_m005(path: Path) -> None:
         "ALTER TABLE leases ADD COLUMN payment_schedule TEXT NOT NULL DEFAULT 'upfront';"
         " ALTER TABLE nodes ADD COLUMN instance_id TEXT NOT NULL DEFAULT '';"
         " ALTER TABLE nodes ADD COLUMN instance_endpoint TEXT NOT NULL DEFAULT '';"
+        " ALTER TABLE nodes ADD COLUMN nvlinks INTEGER;"
+        " ALTER TABLE nodes ADD COLUMN ib_gbps INTEGER;"
+        " ALTER TABLE nodes ADD COLUMN ssh_tunnels TEXT NOT NULL DEFAULT '[]';"
     )
     m014_stops(db)  # read by lease add; dropped again below, made again by m014
     conn.execute("PRAGMA user_version = 4")
@@ -390,13 +393,15 @@ def _ledger_before_m005(path: Path) -> None:
     )
     ledger.add_resource("a", {"kind": "disk", "native_id": "d-1"})
     ledger.update_node("b", {"notes": "spare"})
-    # m015's node columns, which today's node writes fill, go again: m005 rebuilds nodes
-    # as main wrote them before m015, and m015 adds them back when the ledger is opened
-    # (and m017 the lease's payment schedule).
+    # m015's and m018's node columns, which today's node writes fill, go again: m005
+    # rebuilds nodes as main wrote them before m015, and m015 and m018 add them back when
+    # the ledger is opened (and m017 the lease's payment schedule).
     conn.executescript(
         "DROP TABLE stops; ALTER TABLE leases DROP COLUMN payment_schedule;"
         " ALTER TABLE nodes DROP COLUMN instance_id;"
         " ALTER TABLE nodes DROP COLUMN instance_endpoint;"
+        " ALTER TABLE nodes DROP COLUMN nvlinks; ALTER TABLE nodes DROP COLUMN ib_gbps;"
+        " ALTER TABLE nodes DROP COLUMN ssh_tunnels;"
     )
     conn.close()
 
@@ -411,11 +416,11 @@ def test_m005_keeps_ids_references_and_the_audit_chain(tmp_path: Path) -> None:
     _history_rows(path, 1)
     with Ledger.open(path) as ledger:
         assert ledger.conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
-        # The columns m015 adds after m005 come last, empty.
+        # The columns m015 and m018 add after m005 come last, empty.
         width = len(nodes_before[0])
         nodes_after = ledger.conn.execute("SELECT * FROM nodes ORDER BY id").fetchall()
         assert [r[:width] for r in nodes_after] == nodes_before
-        assert {r[width:] for r in nodes_after} == {("", "")}
+        assert {r[width:] for r in nodes_after} == {("", "", None, None, "[]")}
         assert ledger.conn.execute("SELECT * FROM audit ORDER BY id").fetchall() == audit_before
         assert ledger.conn.execute("PRAGMA foreign_key_check").fetchall() == []
         assert ledger.conn.execute("PRAGMA foreign_keys").fetchone() == (1,)

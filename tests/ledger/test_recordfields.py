@@ -79,7 +79,8 @@ def test_the_export_column_order_is_the_format() -> None:
     assert transfer.CSV_COLUMNS == (
         "record", "kind", "name", "region", "account_id", "account_alias", "credential_ref",
         "return_days", "provider", "ssh_host", "ssh_port", "ssh_user", "ssh_key_path", "ssh_jump",
-        "ssh_alias", "gpu_model", "gpu_count", "vram_gib", "interconnect", "tags", "state",
+        "ssh_alias", "ssh_tunnels", "gpu_model", "gpu_count", "vram_gib", "interconnect",
+        "nvlinks", "ib_gbps", "tags", "state",
         "local", "notes", "instance_id", "instance_endpoint", "node", "billing_type", "unit_price", "currency", "cards_billed",
         "start", "end", "billing_tz", "auto_renew", "min_commitment", "deposit",
         "deposit_paid_on", "deposit_refund", "deposit_refunded_on", "contract_no",

@@ -87,8 +87,9 @@ def test_refuses_what_is_not_a_login(command: str, reason: str) -> None:
 @pytest.mark.parametrize(
     ("command", "reason"),
     [
-        ("ssh -L 8888:localhost:8888 root@host", "does not honour the ssh option -L"),
-        ("ssh -CNgL 6006:127.0.0.1:6006 root@host", "does not honour the ssh option -L"),
+        # Port forwards are kept (test_sshcmd_tunnels.py), but only well-formed ones.
+        ("ssh -L /tmp/sock:h:1 root@host", "socket path"),
+        ("ssh -CNgL 0:127.0.0.1:6006 root@host", "port must be"),
         ("ssh -F /tmp/x root@host", "does not honour the ssh option -F"),
         ("ssh -W h:22 root@host", "does not honour the ssh option -W"),
         ("ssh -o ProxyCommand='sh -c id' h", "does not honour the ssh option ProxyCommand"),
@@ -179,7 +180,7 @@ def test_combined_flags_parse_like_openssh(command: str, expected: SshTarget) ->
         ("ssh -ip /k root@h", "remote command"),
         ("ssh -vZp 22 root@h", "unknown ssh option -Z"),
         ("ssh -vG root@h", "-G (printing the config)"),
-        ("ssh -vL 8080:localhost:80 root@h", "-L"),
+        ("ssh -vS /tmp/ctl root@h", "-S (a control socket)"),
         ("ssh -vp", "option -p needs a value"),
     ],
 )

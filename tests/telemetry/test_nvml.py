@@ -227,6 +227,7 @@ def test_older_nvml_throttle_reasons() -> None:
         (pynvml.NVML_ERROR_LIBRARY_NOT_FOUND, NodeHealth.NO_NVML, "no NVML on this host"),
         (pynvml.NVML_ERROR_DRIVER_NOT_LOADED, NodeHealth.DRIVER_NOT_LOADED, "not loaded"),
         (pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH, NodeHealth.DRIVER_MISMATCH, "mismatch"),
+        (pynvml.NVML_ERROR_NO_PERMISSION, NodeHealth.NVML_PERMISSION, "/dev/nvidia"),
         (pynvml.NVML_ERROR_UNKNOWN, NodeHealth.NO_NVML, "no NVML on this host"),
     ],
 )

@@ -489,6 +489,46 @@ async def test_probe_is_bounded_when_node_lies() -> None:
         ),
         (15, "", "", NodeHealth.GPU_LOST),
         (6, "No devices were found\n", "", NodeHealth.GPU_LOST),
+        # The driver's library missing (nvidia-docker#107 on 367.27, #1163 on 440.44,
+        # gpu-manager#101 on 450.66, dakota#373 in 2026: the same two lines), exit 12.
+        (
+            12,
+            "NVIDIA-SMI couldn't find libnvidia-ml.so library in your system. Please make sure"
+            " that the NVIDIA Display Driver is properly installed and present in your system.\n"
+            "Please also try adding directory that contains libnvidia-ml.so to your system PATH.\n",
+            "",
+            NodeHealth.NVML_LIBRARY_MISSING,
+        ),
+        (  # through a shell that folds stdout into stderr, the exit status lost
+            None,
+            "",
+            "NVIDIA-SMI couldn’t find libnvidia-ml.so library in your system.",
+            NodeHealth.NVML_LIBRARY_MISSING,
+        ),
+        (12, "", "", NodeHealth.NVML_LIBRARY_MISSING),
+        # NVML refusing the user (nvidia-docker#676, nvidia-container-toolkit#33 on 515.65,
+        # #210 under podman, #268 on 470.103), exit 4.
+        (
+            4,
+            "Failed to initialize NVML: Insufficient Permissions\n",
+            "",
+            NodeHealth.NVML_PERMISSION,
+        ),
+        (
+            None,
+            "",
+            "Failed to initialize NVML: Insufficient Permissions",
+            NodeHealth.NVML_PERMISSION,
+        ),
+        (4, "", "", NodeHealth.NVML_PERMISSION),
+        # One query refused while nvidia-smi runs (pynvml#19) is not NVML refusing the user.
+        (
+            1,
+            "NVML: Unable to get the NvLink link utilization counter control for link 0: "
+            "Insufficient Permissions\n",
+            "",
+            NodeHealth.GARBAGE,
+        ),
         (0, "<html>hello</html>", "", NodeHealth.GARBAGE),
         (1, "", "", NodeHealth.GARBAGE),
     ],
@@ -505,6 +545,15 @@ def test_every_health_has_a_reason() -> None:
     assert human_reason(NodeHealth.DRIVER_MISMATCH) == (
         "driver/library version mismatch: the node needs a reboot"
     )
+
+
+def test_nvml_faults_say_their_fix() -> None:
+    missing = human_reason(NodeHealth.NVML_LIBRARY_MISSING)
+    assert "libnvidia-ml.so" in missing
+    assert "utils package" in missing and "mount it into the container" in missing
+    denied = human_reason(NodeHealth.NVML_PERMISSION)
+    assert "/dev/nvidia*" in denied and "video or render group" in denied
+    assert "device cgroup" in denied
 
 
 # --- properties ---

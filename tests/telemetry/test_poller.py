@@ -36,6 +36,16 @@ MISMATCH = (
     "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 550.54\n"
 )
 
+# nvidia-smi where the driver's library is not in the container, and where NVML refuses the
+# login user (as nvidia-docker#1163 and nvidia-container-toolkit#33 show them).
+NO_LIBRARY = (
+    "NVIDIA-SMI couldn't find libnvidia-ml.so library in your system. Please make sure that"
+    " the NVIDIA Display Driver is properly installed and present in your system.\nPlease also"
+    " try adding directory that contains libnvidia-ml.so to your system PATH.\n"
+)
+DENIED = "Failed to initialize NVML: Insufficient Permissions\n"
+NVML_FAULTS = {"nolib": (NO_LIBRARY, "", 12), "denied": (DENIED, "", 4)}
+
 
 class Faults:
     """What each node should do instead of answering normally."""
@@ -65,6 +75,7 @@ def handler_for(faults: Faults, sim: SimNode):  # type: ignore[no-untyped-def]
                     "missing": ("", "sh: 1: nvidia-smi: not found\n", 127),
                     "mismatch": (MISMATCH, "", 18),
                     "garbage": ("0, GPU-x, what is this, ???\n<html>502</html>\n", "", 0),
+                    **NVML_FAULTS,
                 }[mode]
             process.stdout.write(out)
             process.stderr.write(err)
@@ -85,6 +96,12 @@ def handler_for(faults: Faults, sim: SimNode):  # type: ignore[no-untyped-def]
         if mode == "mismatch":
             process.stdout.write(MISMATCH)
             process.exit(18)
+            return
+        if mode in NVML_FAULTS:
+            out, err, status = NVML_FAULTS[mode]
+            process.stdout.write(out)
+            process.stderr.write(err)
+            process.exit(status)
             return
         if mode == "garbage":
             process.stdout.write("0, GPU-x, what is this, ???\n<html>502 Bad Gateway</html>\n")
@@ -155,6 +172,8 @@ async def test_a_sweep_reads_every_gpu(fleet) -> None:  # type: ignore[no-untype
         ("hang", NodeHealth.TIMEOUT),
         ("missing", NodeHealth.NO_NVIDIA_SMI),
         ("mismatch", NodeHealth.DRIVER_MISMATCH),
+        ("nolib", NodeHealth.NVML_LIBRARY_MISSING),
+        ("denied", NodeHealth.NVML_PERMISSION),
         ("garbage", NodeHealth.GARBAGE),
         ("half", NodeHealth.UNREACHABLE),
     ],

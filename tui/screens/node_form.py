@@ -54,7 +54,7 @@ def _shown_values(node: Node) -> dict[str, Value]:
     }
     out["tags"] = ",".join(node.tags)
     out["name"] = node.name
-    out["ssh"] = "" if node.local else node.ssh.command()
+    out["ssh"] = "" if node.local else node.ssh.command(tunnels=True)
     out["local"] = node.local
     return out
 
@@ -82,9 +82,10 @@ class NodeFormScreen(FormScreen[str | None]):
         return [options[0], SSH_SPEC, options[1], CHANNEL_SPEC, *rest]
 
     def more(self) -> list[FieldSpec]:
-        keys = ["interconnect", "tags", "local", "notes", "instance_id", "instance_endpoint"]
+        keys = ["interconnect", "nvlinks", "ib_gbps", "tags", "local", "notes"]
+        keys += ["instance_id", "instance_endpoint"]
         if self.editing is not None:
-            keys.insert(2, "state")  # `node add` takes no --state
+            keys.insert(4, "state")  # `node add` takes no --state
         return option_specs(Node, keys)
 
     def first_focus(self) -> str | None:
@@ -126,9 +127,11 @@ class NodeFormScreen(FormScreen[str | None]):
             # A console paste: keep only the command, so a password line after it is not
             # left on the screen (nor in a screenshot); it is never stored either way.
             self.trimmed = True
-            event.text_area.load_text(target.command())  # read again as a Changed
+            event.text_area.load_text(target.command(tunnels=True))  # read again as a Changed
             return
         said = f"zuka will log in with: {target.command()}"
+        if target.tunnels:
+            said += f" (its forwards {', '.join(target.tunnels)} are kept, never opened)"
         if self.trimmed:
             said += " (the rest of the paste was dropped)"
         self.query_one("#form-info", Static).update(Text(visible(said, 300)))

@@ -96,16 +96,14 @@ def sold_of(ledger: Ledger, name: str, at: datetime | None = None) -> Sold:
     """What the ledger says the node is."""
     node = ledger.node(name)
     lease = current_lease(ledger, node, at or ledger.clock())
-    nvlinks: Any = getattr(node, "nvlinks", None)
-    ib_gbps: Any = getattr(node, "ib_gbps", None)
     return Sold(
         node=node.name,
         gpu_model=node.gpu_model,
         gpu_count=node.gpu_count,
         vram_gib=node.vram_gib,
         interconnect=node.interconnect,
-        nvlinks=nvlinks if isinstance(nvlinks, int) else None,
-        ib_gbps=ib_gbps if isinstance(ib_gbps, int) else None,
+        nvlinks=node.nvlinks,
+        ib_gbps=node.ib_gbps,
         expected_keys=expected_keys(ledger, node, lease),
         local=node.local,
     )

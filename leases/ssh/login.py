@@ -24,9 +24,11 @@ Accepted and dropped because they change nothing about which machine is reached 
 is trusted: the flags in _FLAGS (verbosity, compression, TTY,
 forwarding of agent/X11 that zuka never asks for, backgrounding) and ``-o`` with
 ServerAliveInterval, ServerAliveCountMax, ConnectTimeout, TCPKeepAlive, Compression or
-LogLevel (zuka sets its own keepalives and timeouts). Every other option (ProxyCommand,
-HostName, LocalCommand, StrictHostKeyChecking, UserKnownHostsFile, ``-F``, ``-W``...) is
-refused with a message that says zuka does not honour it: never silently dropped.
+LogLevel (zuka sets its own keepalives and timeouts), and StrictHostKeyChecking (any of its
+values) or UserKnownHostsFile=/dev/null, which consoles add to weaken host-key checking:
+zuka never honours them and checks every host key against its own trust store. Every other
+option (ProxyCommand, HostName, LocalCommand, another UserKnownHostsFile, ``-F``, ``-W``...)
+is refused with a message that says zuka does not honour it: never silently dropped.
 """
 
 from __future__ import annotations
@@ -567,7 +569,20 @@ def _option(arg: str, line: str) -> tuple[str | None, str]:
         return key, value
     if key in _HARMLESS_OPTIONS and _HARMLESS_VALUE_RE.fullmatch(value):
         return None, ""
+    trust = _TRUST_OPTIONS.get(key)
+    if trust is not None and trust.fullmatch(value):
+        return None, ""
     raise _refuse_option(name, line)
+
+
+# Options with which a console's command weakens OpenSSH's host-key checking (InternStudio's
+# `-o StrictHostKeyChecking=no`). zuka never honours them: it always checks the host key
+# against its own trust store and asks before trusting a new one; dropping them keeps
+# that, so the line is accepted as pasted. Any other value is refused as before.
+_TRUST_OPTIONS = {
+    "stricthostkeychecking": re.compile(r"(?i:yes|no|ask|accept-new|off)"),
+    "userknownhostsfile": re.compile(r"/dev/null"),
+}
 
 
 def ssh_config_aliases(text: str) -> frozenset[str]:

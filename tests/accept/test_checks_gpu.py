@@ -374,7 +374,22 @@ def test_graphics_processes_are_no_tenants() -> None:
     )
     job = QueryProcess(9, "C", "python", 23)
     out = sharing.judge_tenants(SmiQuery(gpus=(gpu(processes=(job,)),)), [], ())
-    assert out.status is Status.FAILED and "GPU 0 runs pid 9 'python' (nvidia-smi -q)" in out.words
+    assert out.status is Status.FAILED
+    assert "GPU 0 runs pid 9 'python' using 23 MiB (nvidia-smi -q)" in out.words
+
+
+def test_a_process_the_login_cannot_see_fails_one_it_can_see_warns() -> None:
+    job = QueryProcess(9, "C", "python", 23)
+    facts = SmiQuery(gpus=(gpu(processes=(job,)),))
+    # pid 9 is in the node's process table: perhaps the lab's own job.
+    seen = sharing.judge_tenants(facts, [], (), frozenset({1, 9}))
+    assert seen.status is Status.WARNED and "perhaps the lab's own job" in seen.words
+    # Not in it: another container or tenant holds the GPU.
+    hidden = sharing.judge_tenants(facts, [], (), frozenset({1, 2}))
+    assert hidden.status is Status.FAILED and "another container or tenant" in hidden.words
+    pids = sharing.visible_pids(Evidence("ps", "ps -e -o pid=", 0, "    1\n  412\n", ""))
+    assert pids == frozenset({1, 412})
+    assert sharing.visible_pids(Evidence("ps", "ps", 1, "", "ps: not found")) is None
 
 
 def test_limiter_signs_read_only_what_matters() -> None:

@@ -63,16 +63,25 @@ def test_forwards_are_kept_and_comments_dropped(command: str, expected: SshTarge
     assert parse_ssh_command(command) == expected
 
 
+def test_internstudios_line_is_accepted_as_pasted_and_its_trust_options_never_honoured() -> None:
+    """The console's `-o StrictHostKeyChecking=no` (and a known_hosts of /dev/null) would
+    weaken OpenSSH's host-key checks; zuka drops them and checks every key anyway."""
+    line = (
+        "ssh -p 41234 root@ssh.intern-ai.org.cn -CNg -L 7860:127.0.0.1:7860 "
+        "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+    )
+    target = parse_ssh_command(line)
+    assert target == SshTarget(
+        "ssh.intern-ai.org.cn", 41234, "root", tunnels=("-L 7860:127.0.0.1:7860",)
+    )
+    assert "StrictHostKeyChecking" not in target.command(tunnels=True)
+
+
 @pytest.mark.parametrize(
     ("command", "reason"),
     [
-        # What InternStudio's line carries besides: still never honoured, still said so.
-        (
-            "ssh -p 41234 root@ssh.intern-ai.org.cn -CNg -L 7860:127.0.0.1:7860 "
-            "-o StrictHostKeyChecking=no",
-            "does not honour the ssh option StrictHostKeyChecking: zuka always checks host keys",
-        ),
-        ("ssh -L 1:h:2 -o UserKnownHostsFile=/dev/null h", "always checks host keys"),
+        ("ssh -L 1:h:2 -o UserKnownHostsFile=/tmp/k h", "does not honour"),
+        ("ssh -L 1:h:2 -o StrictHostKeyChecking='no x' h", "does not honour"),
         ("ssh -L 8080 h", "-L takes [bind_address:]port:host:hostport"),
         ("ssh -L 1:h h", "-L takes [bind_address:]port:host:hostport"),
         ("ssh -L 1:2:h:3:4 h", "-L takes"),

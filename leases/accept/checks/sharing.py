@@ -21,6 +21,7 @@ from leases.telemetry.nvsmi import APPS_COMMAND, NvsmiParseError, parse_compute_
 
 TITLE = "Shared or virtualised GPUs"
 LIST_COMMAND = "nvidia-smi -L"
+PS_COMMAND = "ps -e -o pid="
 PRELOAD_COMMAND = "cat /etc/ld.so.preload"
 # Only the limiter variables travel back: the whole environment may hold secrets, and
 # evidence is stored. (`env` alone would print every token the node's shell holds.)
@@ -116,27 +117,50 @@ def _by_uuid(facts: SmiQuery) -> dict[str, int]:
 
 
 def judge_tenants(
-    facts: SmiQuery, apps: Sequence[GpuProcess], keys: tuple[str, ...]
+    facts: SmiQuery,
+    apps: Sequence[GpuProcess],
+    keys: tuple[str, ...],
+    visible_pids: frozenset[int] | None = None,
 ) -> CheckResult:
+    """Compute processes on the GPUs. One the login cannot see in the node's process table
+    (`ps -e`) runs in another container or for another tenant: that fails. One it can see
+    may be the lab's own job (a node re-checked while in use): that warns, since a node
+    just handed over should run nothing. Where ps could not be read, every process fails."""
     cid, title = "sharing.tenants", "Other tenants' processes"
     index = _by_uuid(facts)
-    listed = [
-        f"GPU {index.get(p.gpu_uuid, '?')} runs pid {p.pid} {visible(p.process_name, 60)!r}"
-        + (f" using {p.used_mib:g} MiB" if p.used_mib is not None else "")
-        for p in apps
+    procs: list[tuple[str, int | None, str, float | None, str]] = [
+        (str(index.get(p.gpu_uuid, "?")), p.pid, p.process_name, p.used_mib, "") for p in apps
     ]
     seen = {p.pid for p in apps}
     for i, g in enumerate(facts.gpus):
         for proc in g.processes:
             if "C" in proc.type and proc.pid not in seen:
-                listed.append(
-                    f"{_gpu(g, i)} runs pid {proc.pid} {visible(proc.name, 60)!r} (nvidia-smi -q)"
-                )
-    if listed:
-        words = "; ".join(listed[:8]) + ": a node just handed over should run nothing"
-        return CheckResult(
-            cid, title, Status.FAILED, words, "no compute process", "; ".join(listed[:16]), keys
+                where = str(g.index if g.index is not None else i)
+                procs.append((where, proc.pid, proc.name, proc.used_mib, " (nvidia-smi -q)"))
+    hidden, shown = [], []
+    for gpu, pid, name, used, source in procs:
+        line = (f"GPU {gpu} runs pid {pid} {visible(name, 60)!r}"
+                + (f" using {used:g} MiB" if used is not None else "") + source)  # fmt: skip
+        if visible_pids is not None and pid in visible_pids:
+            shown.append(line)
+        else:
+            hidden.append(line)
+    if hidden:
+        why = (
+            "not in the node's process table: another container or tenant runs it"
+            if visible_pids is not None
+            else "a node just handed over should run nothing"
         )
+        return CheckResult(
+            cid, title, Status.FAILED, "; ".join(hidden[:8]) + f": {why}", "no compute process",
+            "; ".join(hidden[:16]), keys,
+        )  # fmt: skip
+    if shown:
+        return CheckResult(
+            cid, title, Status.WARNED, "; ".join(shown[:8]) + ": visible to the login, so "
+            "perhaps the lab's own job; a node just handed over should run nothing",
+            "no compute process", "; ".join(shown[:16]), keys,
+        )  # fmt: skip
     return CheckResult(
         cid,
         title,
@@ -146,6 +170,14 @@ def judge_tenants(
         "none",
         keys,
     )
+
+
+def visible_pids(ev: Evidence) -> frozenset[int] | None:
+    """The pids `ps -e -o pid=` listed, None where it could not run."""
+    if ev.failure or ev.exit_status != 0:
+        return None
+    pids = {int(w) for w in ev.stdout.split()[:100_000] if w.isdigit() and len(w) < 10}
+    return frozenset(pids) if pids else None
 
 
 def judge_unexplained(
@@ -231,7 +263,8 @@ async def run(ctx: Context) -> list[CheckResult]:
             )  # fmt: skip
             return results
     # Where the query could not run, -q's process list is judged alone.
-    results.append(judge_tenants(facts, apps, app_keys))
+    ps = await ctx.probe.run("ps", PS_COMMAND)
+    results.append(judge_tenants(facts, apps, (*app_keys, ps.key), visible_pids(ps)))
     results.append(judge_unexplained(facts, apps, app_keys))
     return results
 

@@ -57,6 +57,9 @@ class AlertKind(StrEnum):
     # A provider account's prepaid balance runs out within [alerts] balance_days (issue 20):
     # of a provider, not a node (leases.alerts.balance).
     BALANCE_LOW = "balance_low"
+    # The last hand-over acceptance of the node's current lease failed, while the lease
+    # can still be returned (leases.alerts.acceptance).
+    ACCEPTANCE_FAILED = "acceptance_failed"
 
 
 class Level(StrEnum):
@@ -94,6 +97,18 @@ class Gap:
 
 
 @dataclass(frozen=True)
+class Accepted:
+    """The node's last stored acceptance run (leases.ledger.acceptance_rows), as its
+    chained entry bears it out, and its provider's return window."""
+
+    run_id: int
+    lease_id: int | None
+    status: str  # leases.accept.result.Status's value
+    level: str
+    return_days: int | None  # the provider's; None: not known
+
+
+@dataclass(frozen=True)
 class NodeFacts:
     """What the rules know of one node (live or archived) at `now`."""
 
@@ -120,6 +135,8 @@ class NodeFacts:
     # a name of node_alerts' rules or EVERY_RULE; such a rule is not run but said as a
     # "cannot evaluate" alert (a missing fact is never taken for "nothing to say").
     unread: tuple[tuple[str, str, str], ...] = ()
+    # The last acceptance run of its current lease while that lease is young (None: none).
+    acceptance: Accepted | None = None
 
 
 def make_alert(

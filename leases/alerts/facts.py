@@ -11,6 +11,8 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 
+from leases.alerts.acceptance import RULE as ACCEPTANCE_RULE
+from leases.alerts.acceptance import read as accepted
 from leases.alerts.alert import AlertKind, Gap, NodeFacts
 from leases.alerts.rules import EVERY_RULE, MINUTE_RULES, UNDERUSE_RULE
 from leases.alerts.usage import (
@@ -147,6 +149,10 @@ def gather(
             facts = _minute_facts(facts, ledger, config, now, open_kinds)
         except Exception as exc:
             facts = _with(facts, unread=facts.unread + tuple((r, *_why(exc)) for r in MINUTE_RULES))
+        try:
+            facts = _with(facts, acceptance=accepted(ledger, facts, config, now))
+        except Exception as exc:  # a run changed outside zuka: said, never taken for none
+            facts = _with(facts, unread=(*facts.unread, (ACCEPTANCE_RULE, *_why(exc))))
         out.append(facts)
     return out
 

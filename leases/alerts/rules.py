@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from leases.alerts.acceptance import RULE as ACCEPTANCE_RULE
+from leases.alerts.acceptance import acceptance_failed
 from leases.alerts.alert import Alert, AlertKind, NodeFacts, make_alert
 from leases.alerts.health import gap_rules, readings
 from leases.alerts.lease import autorenew, deposits, hourly_after_end, lease_end
@@ -144,6 +146,7 @@ RULES = (
     RuleSpec("no readings", gap_rules, (AlertKind.UNREACHABLE, AlertKind.LOGIN_FAILED,
                                         AlertKind.STOPPED_QUESTION, AlertKind.RELEASE_SOON)),
     RuleSpec("readings", readings, (AlertKind.HOSTKEY, AlertKind.TEMPERATURE, AlertKind.ECC)),
+    RuleSpec(ACCEPTANCE_RULE, acceptance_failed, (AlertKind.ACCEPTANCE_FAILED,)),
 )  # fmt: skip
 _KINDS_OF = {r.key: r.kinds for r in RULES} | {EVERY_RULE: tuple(k for r in RULES for k in r.kinds)}
 

@@ -157,6 +157,32 @@ def _roots(v: Any) -> tuple[str, ...]:
     return tuple(r.rstrip("/") for r in roots)
 
 
+def _ports(v: Any) -> tuple[int, ...]:
+    if not isinstance(v, list):
+        raise BadValue("must be a list of TCP ports, such as [22, 6006]")
+    bad = [x for x in v if isinstance(x, bool) or not isinstance(x, int) or not 1 <= x <= 65535]
+    if bad:
+        shown = ", ".join(visible(repr(x), 40) for x in bad[:5])
+        raise BadValue(f"every entry must be a port from 1 to 65535; not {shown}")
+    return tuple(sorted(set(v)))
+
+
+def _port_range(v: Any) -> tuple[int, int]:
+    m = re.fullmatch(r"\s*(\d{1,5})\s*-\s*(\d{1,5})\s*", v) if isinstance(v, str) else None
+    lo, hi = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    if m is None or not 1 <= lo <= hi <= 65535:
+        raise BadValue('must be a range of TCP ports "FIRST-LAST", such as "8000-9000"')
+    return lo, hi
+
+
+def _paths(v: Any) -> tuple[str, ...]:
+    paths = _words("an absolute path")(v)
+    for i, path in enumerate(paths):
+        if not path.startswith("/") or ".." in path.split("/"):
+            raise BadValue(f"[{i}]: must be an absolute path without '..'{got(path)}")
+    return tuple(p.rstrip("/") or "/" for p in paths)
+
+
 @dataclass(frozen=True)
 class _Spec:
     section: str
@@ -205,6 +231,14 @@ SPECS = (
     _Spec("offboard", "blocked_accounts", _words("an account id"), is_list=True),
     _Spec("offboard", "scratch_roots", _roots, is_list=True),
     _Spec("offboard", "verify_timeout_s", _num(0, 86400, lo_open=True)),
+    _Spec("accept", "vram_tolerance", _num(0, 0.5, hint="a share: 0.03 is 3 %")),
+    _Spec("accept", "matmul_pass", _num(0, 1, lo_open=True, hint="a share: 0.7 is 70 %")),
+    _Spec("accept", "ports", _ports, is_list=True),
+    _Spec("accept", "training_ports", _port_range),
+    _Spec("accept", "data_paths", _paths, is_list=True),
+    _Spec("accept", "min_free_gib", _int(0, 1_000_000)),
+    _Spec("accept", "burn_seconds", _int(10, 86400)),
+    _Spec("accept", "young_days", _int(1, 365)),
 )
 BY_KEY = {s.key: s for s in SPECS}
 BY_ENV = {s.env: s for s in SPECS}

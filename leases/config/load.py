@@ -28,6 +28,7 @@ from leases.config.bills import read_bills
 from leases.config.keys import BY_ENV, BY_KEY, ENV_PREFIX, MAPPINGS, SPECS, BadValue, got, suggest
 from leases.config.mappings import read_mapping, read_money, read_project_tables
 from leases.config.sections import (
+    AcceptConfig,
     AlertsConfig,
     BillingConfig,
     BillsConfig,
@@ -52,6 +53,7 @@ _SECTION_TYPES: dict[str, type] = {
     "alerts": AlertsConfig,
     "notify": NotifyConfig,
     "offboard": OffboardConfig,
+    "accept": AcceptConfig,
 }
 SECTIONS = (*_SECTION_TYPES, *MAPPINGS, "money", "bills")
 
@@ -183,7 +185,10 @@ def load_config(path: Path | None, *, env: Mapping[str, str] = os.environ) -> Co
         given = {s.attr: values[s.key] for s in SPECS if s.section == section and s.key in values}
         sections[section] = cls(**given)
     sections["alerts"] = replace(
-        sections["alerts"], bill_tolerance=bill_tolerance, billing_tz=sections["billing"].tz
+        sections["alerts"],
+        bill_tolerance=bill_tolerance,
+        billing_tz=sections["billing"].tz,
+        accept_young_days=sections["accept"].young_days,
     )
     return Config(
         **sections,

@@ -48,6 +48,8 @@ class AlertsConfig:
     billing_tz: str = DEFAULT_TZ
     # Days of prepaid balance left (at the burn rate now) under which balance_low is raised.
     balance_days: float = 3.0
+    # Not a key of [alerts]: [accept] young_days, filled by leases.config.load.
+    accept_young_days: int = 7
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,22 @@ class OffboardConfig:
     scratch_roots: tuple[str, ...] = ()
     # How long to keep reading back a deletion a cloud finishes later (Huawei, EC2 images).
     verify_timeout_s: float = 300.0
+
+
+@dataclass(frozen=True)
+class AcceptConfig:
+    """[accept]: hand-over acceptance (leases.accept.engine.Settings is built from it)."""
+
+    vram_tolerance: float = 0.03  # memory.total within ±3 % of the model's nominal size
+    matmul_pass: float = 0.70  # BF16 matmul at least 70 % of the nominal dense figure
+    ports: tuple[int, ...] = (22,)  # expected to listen, besides the training range
+    training_ports: tuple[int, int] = (8000, 9000)  # "8000-9000", inclusive
+    data_paths: tuple[str, ...] = ("/", "/root", "/data", "/root/autodl-tmp", "/mnt")
+    min_free_gib: int = 100
+    burn_seconds: int = 300
+    # How long after a lease starts a failed acceptance alerts when the provider's return
+    # window is not known.
+    young_days: int = 7
 
 
 @dataclass(frozen=True)
@@ -106,6 +124,7 @@ class Config:
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
     notify: NotifyConfig = field(default_factory=NotifyConfig)
     offboard: OffboardConfig = field(default_factory=OffboardConfig)
+    accept: AcceptConfig = field(default_factory=AcceptConfig)
     money: MoneyConfig = field(default_factory=MoneyConfig)
     bills: BillsConfig = field(default_factory=BillsConfig)
     # Unix user on a node -> person; person or user -> project or tag.

@@ -167,6 +167,16 @@ class Provider:
             "--credential-ref", "profile or environment variable name (never the secret itself)"
         ),
     )
+    # Days after a lease starts during which the provider takes a node back (acceptance
+    # alerts while it is returnable); None: not known.
+    return_days: int | None = field(
+        default=None,
+        metadata=cli(
+            "--return-days",
+            "days after a lease starts during which the provider takes a node back"
+            " (unknown by default)",
+        ),
+    )
     id: int | None = field(default=None, metadata=INTERNAL)
 
 

@@ -33,7 +33,9 @@ class ProviderRows(AuditLog):
             return self._insert_provider(conn, provider)
 
     # What `zuka provider edit` may change: the facts offboarding's preflight checks.
-    PROVIDER_EDITABLE = ("region", "account_id", "account_alias", "credential_ref")
+    PROVIDER_EDITABLE = (
+        "region", "account_id", "account_alias", "credential_ref", "return_days",
+    )  # fmt: skip
 
     def update_provider(self, name: str, changes: Mapping[str, Any]) -> Provider:
         """Change some fields of a provider (audited, undoable); the result is validated

@@ -194,6 +194,7 @@ def provider_from(rec: Mapping[str, Any]) -> Provider:
         account_id=_str(rec, "account_id", 100),
         account_alias=_str(rec, "account_alias", 100),
         credential_ref=cred,
+        return_days=_opt_int(rec, "return_days", maximum=366),
     )
 
 

@@ -60,6 +60,7 @@ _ADDED: dict[str, dict[str, object]] = {
               "rounding": "bill", "payment_schedule": "upfront"},
     "resource": {"price": None, "price_per": "month"},
     "node": {"instance_id": "", "instance_endpoint": ""},
+    "provider": {"return_days": None},
 }  # fmt: skip
 # Which row a row belongs to, by id: a lease to its node, a resource to its lease. The
 # records name them only by name and start (shown, and renamed with them), so a row moved

@@ -635,3 +635,35 @@ def m017_accounts(db: Database) -> None:
         );
         """,
     )
+
+
+@MIGRATIONS()
+def m018_acceptance(db: Database) -> None:
+    """Hand-over acceptance (leases.ledger.acceptance_rows): one row per run of a node, with
+    the lease it had then (NULL: none), the level, the verdict, its findings and the raw
+    evidence (JSON), and the digest of all of it, which the run's entry on the audit chain
+    holds too: a row changed outside zuka no longer matches it. Runs are never edited; no
+    REFERENCES, so that a deleted node's runs stay (its name is kept with each run).
+    The provider's return window (days after a lease starts during which it takes a node
+    back; NULL: not known)."""
+    _run(
+        db,
+        """
+        CREATE TABLE acceptance_runs (
+            id INTEGER PRIMARY KEY,
+            node_id INTEGER NOT NULL,
+            node TEXT NOT NULL,
+            lease_id INTEGER,
+            level TEXT NOT NULL CHECK (level IN ('quick', 'standard', 'burn')),
+            status TEXT NOT NULL CHECK (status IN ('passed', 'warned', 'failed', 'skipped',
+                'not_checked')),
+            started TEXT NOT NULL,
+            finished TEXT NOT NULL,
+            results TEXT NOT NULL,
+            evidence TEXT NOT NULL,
+            digest TEXT NOT NULL CHECK (length(digest) = 64)
+        );
+        CREATE INDEX acceptance_runs_node ON acceptance_runs(node_id, id);
+        ALTER TABLE providers ADD COLUMN return_days INTEGER CHECK (return_days >= 0);
+        """,
+    )

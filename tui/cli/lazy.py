@@ -21,6 +21,12 @@ def web(args: argparse.Namespace, out: TextIO) -> int:
     return serve.web(args, out)
 
 
+def accept(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import accept
+
+    return accept.accept(args, out)
+
+
 def node_trust(args: argparse.Namespace, out: TextIO) -> int:
     from tui.cli import fleet
 

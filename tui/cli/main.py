@@ -17,6 +17,7 @@ from leases.core.errors import ConfigError, InputError, LedgerError, ledger_fail
 from leases.core.textsafe import visible
 from leases.ledger.paths import resolve_ledger_path
 from tui.cli import billargs, lazy
+from tui.cli.acceptargs import accept_options
 from tui.cli.dashboard import dashboard
 
 # What `zuka audit accept` takes: every kind of row the chain checks (leases.ledger.rowaudit
@@ -317,6 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("entity", choices=ACCEPTABLE)
     p.add_argument("id", type=int, help="the row's id, as `zuka audit verify` names it")
 
+    p = cmd(sub, "accept", lazy.accept, "hand-over acceptance: is the node what was sold?")
+    accept_options(p)
     config = sub.add_parser("config", help="the config file: thresholds, notify URLs, currency")
     configs = config.add_subparsers(dest="action", required=True, parser_class=_Parser)
     cmd(configs, "check", lazy.config_check, "check the config: every bad key and value")

@@ -1,0 +1,225 @@
+"""Hand-over acceptance as a use case: what the ledger says the node is (sold_of), one run
+over SSH or on this machine for a `--local` node (accept), stored with its evidence on the
+audit chain, read back (last, history), and the words a provider accepts (to_json,
+report_md in leases.app.acceptreport).
+
+A node that cannot be reached is stored as "not checked", never "passed".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from leases.accept import engine
+from leases.accept.engine import Check, PasswordProof, Settings, Sold, Throughput
+from leases.accept.localrun import LocalRunner, nvml_evidence
+from leases.accept.probe import Runner
+from leases.accept.result import Level, Status, Verdict
+from leases.config.sections import AcceptConfig, Config
+from leases.core import fields
+from leases.core.models import Lease, Node, ResourceKind
+from leases.ledger import acceptance_rows
+from leases.ledger.acceptance_rows import StoredRun
+from leases.ledger.store import Ledger
+
+
+@dataclass(frozen=True)
+class Stored:
+    """One stored run with what it means for the lease: until when the node can be
+    handed back (None: not known, or no lease)."""
+
+    id: int
+    node: str
+    lease_start: datetime | None
+    lease_tz: str
+    provider: str | None
+    verdict: Verdict
+    status: Status
+    returnable_until: date | None
+    window_known: bool
+    sold: Sold | None = None
+
+
+def settings_of(accept: AcceptConfig) -> Settings:
+    """The engine's settings from the [accept] config."""
+    return Settings(
+        vram_tolerance=accept.vram_tolerance,
+        matmul_pass=accept.matmul_pass,
+        ports=accept.ports,
+        training_ports=accept.training_ports,
+        data_paths=accept.data_paths,
+        min_free_gib=accept.min_free_gib,
+        burn_seconds=accept.burn_seconds,
+    )
+
+
+def current_lease(ledger: Ledger, node: Node, at: datetime) -> Lease | None:
+    """The node's lease at that moment: the latest open one started by then, else the
+    latest open one."""
+    open_leases = [le for le in ledger.leases(node) if le.ended_at is None]
+    started = [le for le in open_leases if le.start <= at]
+    pick = started or open_leases
+    return pick[-1] if pick else None
+
+
+def _fingerprint_of(key_path: str) -> str | None:
+    from leases.offboard.authkeys import fingerprint_of  # asyncssh key reading, when asked
+
+    try:
+        return fingerprint_of(key_path)
+    except Exception:  # no such file, not a key: that key is simply not expected
+        return None
+
+
+def expected_keys(ledger: Ledger, node: Node, lease: Lease | None) -> tuple[str, ...]:
+    """Fingerprints of the keys the lab expects on the node: its ssh_key resources (of the
+    lease, else of every lease) and the key zuka logs in with."""
+    found: list[str] = []
+    for _, start, res in ledger.resources(node.name):
+        if res.kind is not ResourceKind.SSH_KEY:
+            continue
+        if lease is None or start == lease.start:
+            found.append(res.native_id)
+    if node.ssh.key_path:
+        fp = _fingerprint_of(node.ssh.key_path)
+        if fp:
+            found.append(fp)
+    return tuple(dict.fromkeys(found))
+
+
+def sold_of(ledger: Ledger, name: str, at: datetime | None = None) -> Sold:
+    """What the ledger says the node is."""
+    node = ledger.node(name)
+    lease = current_lease(ledger, node, at or ledger.clock())
+    nvlinks: Any = getattr(node, "nvlinks", None)
+    ib_gbps: Any = getattr(node, "ib_gbps", None)
+    return Sold(
+        node=node.name,
+        gpu_model=node.gpu_model,
+        gpu_count=node.gpu_count,
+        vram_gib=node.vram_gib,
+        interconnect=node.interconnect,
+        nvlinks=nvlinks if isinstance(nvlinks, int) else None,
+        ib_gbps=ib_gbps if isinstance(ib_gbps, int) else None,
+        expected_keys=expected_keys(ledger, node, lease),
+        local=node.local,
+    )
+
+
+def window(ledger: Ledger, node: Node, lease: Lease | None) -> tuple[date | None, bool]:
+    """(the last day the provider takes the node back, whether the window is known):
+    the lease's start day (in its billing zone) plus the provider's return_days."""
+    days = ledger.provider(node.provider).return_days if node.provider else None
+    if days is None or lease is None:
+        return None, days is not None
+    start = lease.start.astimezone(fields.timezone(lease.billing_tz, "billing_tz"))
+    return start.date() + timedelta(days=days), True
+
+
+def _stored(ledger: Ledger, run: StoredRun, sold: Sold | None = None) -> Stored:
+    node = ledger.node_by_id(run.node_id)
+    lease = None
+    if run.lease_id is not None:
+        with contextlib.suppress(LookupError, ValueError):  # IndexError is a LookupError
+            lease = ledger.lease_by_id(run.lease_id)  # deleted since: the run stands alone
+    until, known = (None, False) if node is None else window(ledger, node, lease)
+    return Stored(
+        id=run.id,
+        node=run.node,
+        lease_start=None if lease is None else lease.start,
+        lease_tz=fields.DEFAULT_TZ if lease is None else lease.billing_tz,
+        provider=None if node is None else node.provider,
+        verdict=run.verdict,
+        status=run.status,
+        returnable_until=until,
+        window_known=known,
+        sold=sold,
+    )
+
+
+def _default_checks() -> tuple[Check, ...]:
+    from leases.accept.registry import checks
+
+    return checks()
+
+
+async def accept(
+    ledger: Ledger,
+    name: str,
+    config: Config,
+    *,
+    level: Level,
+    clock: Callable[[], datetime],
+    started: engine.Started | None = None,
+    found: engine.Found | None = None,
+    runner: Runner | None = None,
+    checks: Sequence[Check] | None = None,
+    password_proof: PasswordProof | None = None,
+    throughput: Throughput | None = None,
+    nvml: Any = None,
+) -> Stored:
+    """Run the acceptance checks of `level` on the node and store the verdict."""
+    node = ledger.node(name)
+    assert node.id is not None
+    lease = current_lease(ledger, node, clock())
+    sold = sold_of(ledger, name, clock())
+    session: Any = None
+    if runner is None:
+        if node.local:
+            runner = LocalRunner()
+        else:
+            from leases.ssh.session import NodeSession
+            from leases.telemetry.wiring import ssh_options
+
+            if ledger.path is None:
+                raise ValueError("an SSH node's acceptance needs a ledger file (its trust store)")
+            session = NodeSession(node, ssh_options(ledger.path))
+            runner = session
+    ctx = engine.new_context(
+        sold,
+        runner,
+        level,
+        settings_of(config.accept),
+        password_proof=None if node.local else password_proof,
+        throughput=None if node.local else throughput,
+    )
+    if node.local:
+        ctx.probe.record(await asyncio.to_thread(nvml_evidence, nvml))
+    try:
+        verdict = await engine.run(
+            _default_checks() if checks is None else checks,
+            ctx,
+            now=clock,
+            started=started,
+            found=found,
+        )
+    finally:
+        if session is not None:
+            with contextlib.suppress(Exception):
+                await session.close()
+    lease_id = None if lease is None else lease.id
+    run = acceptance_rows.store(ledger, node.id, node.name, lease_id, verdict)
+    return _stored(ledger, run, sold)
+
+
+def last(ledger: Ledger, name: str) -> Stored | None:
+    """The node's latest stored run (refused when changed outside zuka)."""
+    node = ledger.node(name)
+    assert node.id is not None
+    run_id = acceptance_rows.last_id(ledger, node.id)
+    return None if run_id is None else _stored(ledger, acceptance_rows.load(ledger, run_id))
+
+
+def history(ledger: Ledger, name: str) -> list[Stored]:
+    """Every stored run of the node, oldest first."""
+    node = ledger.node(name)
+    assert node.id is not None
+    return [
+        _stored(ledger, acceptance_rows.load(ledger, i))
+        for i in acceptance_rows.run_ids(ledger, node.id)
+    ]

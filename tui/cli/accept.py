@@ -1,0 +1,74 @@
+"""`zuka accept NODE`: hand-over acceptance of a node, checks printed as they run, then
+each finding, the verdict and until when the node can be returned; `--last` the stored
+verdict without a run. Exit status: 0 passed or warned, 1 failed, 3 not checked."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from datetime import UTC, datetime
+from typing import TextIO
+
+from leases.accept.engine import Check
+from leases.accept.result import CheckResult, Level
+from leases.app import acceptance
+from leases.app.acceptreport import report_md, returnable_words, to_json
+from leases.config.load import load_user_config
+from leases.core.errors import InputError
+from leases.core.textsafe import visible
+from tui.cli import output
+from tui.cli.acceptargs import EXIT
+from tui.cli.opening import open_ledger
+
+
+def _line(r: CheckResult) -> str:
+    return f"  {r.status.value:<11} {visible(r.title, 80)}: {visible(r.words, 600)}"
+
+
+def accept(args: argparse.Namespace, out: TextIO) -> int:
+    config = load_user_config(args.config)
+    for warning in config.warnings:
+        print(f"zuka: warning: {visible(warning)}", file=sys.stderr)
+    progress = sys.stderr if args.json or args.report else out
+
+    def started(check: Check) -> None:
+        print(f"checking: {visible(check.title, 120)}", file=progress, flush=True)
+
+    def found(result: CheckResult) -> None:
+        print(_line(result), file=progress, flush=True)
+
+    with open_ledger(args, create=False) as ledger:
+        if args.last:
+            stored = acceptance.last(ledger, args.node)
+            if stored is None:
+                raise InputError("node", args.node, "no acceptance run recorded: zuka accept NODE")
+        else:
+            stored = asyncio.run(
+                acceptance.accept(
+                    ledger,
+                    args.node,
+                    config,
+                    level=Level(args.level),
+                    clock=lambda: datetime.now(UTC),
+                    started=started,
+                    found=found,
+                )
+            )
+    if args.json:
+        output.dump_json(to_json(stored), out)
+    elif args.report:
+        out.write(report_md(stored))
+    else:
+        if args.last:
+            for r in stored.verdict.results:
+                print(_line(r), file=out)
+        counts = stored.verdict.counts()
+        tally = ", ".join(f"{n} {s.value}" for s, n in counts.items() if n)
+        print(
+            f"{visible(stored.node, 100)}: {stored.status.value.replace('_', ' ')}"
+            f" ({tally or 'no findings'}; level {stored.verdict.level.value}, run {stored.id});"
+            f" {returnable_words(stored)}",
+            file=out,
+        )
+    return EXIT[stored.status]

@@ -13,16 +13,17 @@ import asyncio
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
 from rich.text import Text
 from textual.widgets import DataTable, Static
 
-from leases.accept import engine
-from leases.accept.engine import Check, Context, Found, Sold, Started
-from leases.accept.result import CheckResult, Level, Status, Verdict
+from leases.accept.engine import Check, Context, Found, Started
+from leases.accept.result import CheckResult, Level, Status
+from leases.app import acceptance, acceptreport
+from leases.app.acceptance import Stored
 from leases.config.sections import Config
 from leases.core.clock import Clock
 from leases.core.models import NodeHealth
@@ -33,7 +34,6 @@ from leases.ssh.stream import CommandResult
 from tests.support.waiting import wait_until
 from tui.dashboard.app import ZukaApp
 from tui.screens.acceptance import AcceptanceScreen
-from tui.screens.acceptview import StoredRun
 
 NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
 NODE = "colo-njidc-4090"
@@ -102,23 +102,13 @@ CHECKS = (
 )
 
 
-@dataclass(frozen=True)
-class Stored:
-    """What leases.app.acceptance.Stored has of a run, for the screen."""
-
-    verdict: Verdict
-    returnable_until: datetime | None = None
-    window_known: bool = False
-
-
 @dataclass
 class Accept:
-    """An accept(...) as the screen calls it: the real engine over CHECKS on `node`."""
+    """leases.app.acceptance.accept as the screen calls it, over CHECKS on `node` (the
+    real use case: it stores the run on the ledger it is given)."""
 
     node: Node
-    until: datetime | None = None
     levels: list[Level] = field(default_factory=list)
-    stored: list[Stored] = field(default_factory=list)
     cancelled: threading.Event = field(default_factory=threading.Event)
 
     async def __call__(
@@ -131,21 +121,15 @@ class Accept:
         clock: Clock,
         started: Started | None = None,
         found: Found | None = None,
-    ) -> StoredRun:
+    ) -> Stored:
         self.levels.append(level)
-        ctx = engine.new_context(Sold(name, gpu_model="RTX 4090", gpu_count=2), self.node, level)
         try:
-            verdict = await engine.run(CHECKS, ctx, now=clock, started=started, found=found)
+            return await acceptance.accept(ledger, name, config, level=level, clock=clock,
+                                           started=started, found=found, runner=self.node,
+                                           checks=CHECKS)  # fmt: skip
         except asyncio.CancelledError:
             self.cancelled.set()
             raise
-        stored = Stored(verdict, self.until, self.until is not None)
-        self.stored.append(stored)
-        return stored
-
-
-def report(stored: StoredRun) -> str:
-    return f"# acceptance of {stored.verdict.node}: {stored.verdict.status.value}\n"
 
 
 def answers(
@@ -166,6 +150,14 @@ def ledger_file(tmp_path: Path) -> Path:
     return path
 
 
+def with_window(path: Path, days: int) -> None:
+    """Record the node's provider as taking a node back within `days` of the lease start."""
+    with Ledger.open(path, clock=lambda: NOW, actor="tester") as ledger:
+        provider = ledger.node(NODE).provider
+        assert provider is not None
+        ledger.update_provider(provider, {"return_days": days})
+
+
 def app_on(path: Path | None) -> ZukaApp:
     return ZukaApp(path, clock=lambda: NOW, poll=False, refresh_s=3600, config=Config())
 
@@ -180,7 +172,7 @@ def text_of(screen: AcceptanceScreen, static_id: str) -> str:
 
 
 async def opened(app: ZukaApp, accept: Accept) -> AcceptanceScreen:
-    screen = AcceptanceScreen(NODE, accept=accept, report=report)
+    screen = AcceptanceScreen(NODE, accept=accept)
     await app.push_screen(screen)
     return screen
 
@@ -215,7 +207,12 @@ async def test_findings_come_as_they_run_then_the_verdict(ledger_file: Path) -> 
         said = text_of(screen, "accept-said")
         assert "verdict: FAILED · level quick · 1 FAILED, 0 warned, 0 not checked, 1 passed," \
                " 0 skipped" in said  # fmt: skip
-        assert "return window unknown" in said
+        # The demo's provider records no return window: said, with how to record one.
+        assert "return window unknown (record it: zuka provider edit" in said
+        with Ledger.open(ledger_file, readonly=True) as ledger:
+            last = acceptance.last(ledger, NODE)
+        assert last is not None and last.verdict.status is Status.FAILED
+        assert last.verdict.results == screen.stored.verdict.results  # type: ignore[union-attr]
         # The failed finding, selected: expected, found, and the command's raw output.
         screen.query_one("#accept-rows", DataTable).move_cursor(row=2)
         await pilot.pause()
@@ -228,7 +225,8 @@ async def test_findings_come_as_they_run_then_the_verdict(ledger_file: Path) -> 
 
 async def test_the_level_is_chosen_before_the_run(ledger_file: Path) -> None:
     node = Node(answers())
-    accept = Accept(node, until=datetime(2026, 12, 2, 9, 30, tzinfo=UTC))
+    accept = Accept(node)
+    with_window(ledger_file, days=7)
     app = app_on(ledger_file)
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await opened(app, accept)
@@ -250,8 +248,8 @@ async def test_the_level_is_chosen_before_the_run(ledger_file: Path) -> None:
         said = text_of(screen, "accept-said")
         assert "verdict: passed · level standard · 0 FAILED, 0 warned, 0 not checked, 2 passed," \
                " 1 skipped" in said  # fmt: skip
-        # 09:30 UTC is 17:30 in Shanghai, the billing zone.
-        assert "returnable until 2026-12-02 17:30" in said
+        # The lease began 2026-09-01 (Shanghai); the provider takes a node back in 7 days.
+        assert "returnable until 2026-09-08" in said
         await pilot.press("1")
         assert "level quick" in text_of(screen, "accept-title")
 
@@ -260,6 +258,8 @@ async def test_an_unreachable_node_is_not_checked_never_passed() -> None:
     accept = Accept(Node({}, down=True))
     app = app_on(None)  # an in-memory ledger: the run in the app's own loop
     async with app.run_test(size=(120, 36)) as pilot:
+        assert app.ledger is not None
+        app.ledger.import_records(demo_records(date(2026, 11, 30)))
         screen = await opened(app, accept)
         await pilot.press("enter")
         await finished(screen, pilot)
@@ -268,7 +268,8 @@ async def test_an_unreachable_node_is_not_checked_never_passed() -> None:
         assert "No route to host" in got[1][2]
         said = text_of(screen, "accept-said")
         assert "verdict: not checked" in said and "passed ·" not in said
-        assert accept.stored[0].verdict.status is Status.NOT_CHECKED
+        last = acceptance.last(app.ledger, NODE)
+        assert last is not None and last.verdict.status is Status.NOT_CHECKED
 
 
 async def test_hostile_text_from_the_node_is_shown_as_text(ledger_file: Path) -> None:
@@ -299,9 +300,10 @@ async def test_escape_stops_a_run_and_nothing_is_stored(ledger_file: Path) -> No
             await pilot.press("escape")
             await wait_until(lambda: app.screen is not screen, what="the screen to close")
             await wait_until(lambda: accept.cancelled.is_set(), what="the run to be cancelled")
-            assert accept.stored == []
     finally:
         node.gate.set()
+    with Ledger.open(ledger_file, readonly=True) as ledger:
+        assert acceptance.last(ledger, NODE) is None
 
 
 async def test_w_writes_the_report_where_it_says(
@@ -319,7 +321,9 @@ async def test_w_writes_the_report_where_it_says(
         await pilot.press("w")
         await pilot.pause()
         path = tmp_path / f"zuka-accept-{NODE}-20261130-093000.md"
-        assert path.read_text() == f"# acceptance of {NODE}: passed\n"
+        assert screen.stored is not None
+        assert path.read_text() == acceptreport.report_md(screen.stored)
+        assert NODE in path.read_text()
         assert f"report written to {path}" in text_of(screen, "accept-said")
         await pilot.press("w")  # the same run's report again: never overwritten
         await pilot.pause()
@@ -342,7 +346,8 @@ async def test_c_on_the_fleet_opens_the_check_of_the_selected_node(ledger_file: 
 
 
 def test_finished_screen_snapshot(snap_compare, ledger_file: Path) -> None:  # type: ignore[no-untyped-def]
-    accept = Accept(Node(answers(gpu1_mib=16376)), until=NOW + timedelta(days=3))
+    accept = Accept(Node(answers(gpu1_mib=16376)))
+    with_window(ledger_file, days=7)
     app = app_on(ledger_file)
 
     async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]

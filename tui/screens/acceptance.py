@@ -32,13 +32,15 @@ from textual.worker import Worker, WorkerState
 
 from leases.accept.engine import Check, Found, Started
 from leases.accept.result import CheckResult, Level, Status
+from leases.app import acceptance, acceptreport
+from leases.app.acceptance import Stored
 from leases.config.sections import Config
 from leases.core.clock import Clock
 from leases.core.errors import InputError, no_ledger
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from tui.screens import acceptview
-from tui.screens.acceptview import COLUMNS, LEVEL_WORDS, Family, Line, StoredRun
+from tui.screens.acceptview import COLUMNS, LEVEL_WORDS, Family, Line
 from tui.screens.fleetview import plain
 
 if TYPE_CHECKING:
@@ -60,20 +62,10 @@ class Accept(Protocol):
         clock: Clock,
         started: Started | None = None,
         found: Found | None = None,
-    ) -> Awaitable[StoredRun]: ...
+    ) -> Awaitable[Stored]: ...
 
 
-Report = Callable[[StoredRun], str]
-
-
-def default_wiring() -> tuple[Accept, Report]:
-    """The application layer's use case and report (imported when a run first needs them)."""
-    from leases.app import acceptance
-
-    def report(stored: StoredRun) -> str:
-        return acceptance.report_md(cast(acceptance.Stored, stored))
-
-    return acceptance.accept, report
+Report = Callable[[Stored], str]
 
 
 class FamilyBegins(Message):
@@ -119,19 +111,19 @@ class AcceptanceScreen(Screen[None]):
         """accept / report: leases.app.acceptance's unless a test gives its own."""
         super().__init__()
         self.node_name = name
-        self._accept = accept
-        self._report = report
+        self.accept: Accept = accept or acceptance.accept
+        self.report: Report = report or acceptreport.report_md
         self.level = Level.QUICK
         self.lines: list[Line] = []
         self.running: str | None = None  # the family at work
         self.busy = False
-        self.stored: StoredRun | None = None
+        self.stored: Stored | None = None
         self.said = ""
         self.bad = False
         self._shown: list[tuple[str, ...]] = []
         # The thread run's loop and task, to cancel it from the UI (escape).
         self._run_loop: asyncio.AbstractEventLoop | None = None
-        self._run_task: asyncio.Task[StoredRun] | None = None
+        self._run_task: asyncio.Task[Stored] | None = None
         self._lock = threading.Lock()
 
     @property
@@ -152,9 +144,6 @@ class AcceptanceScreen(Screen[None]):
 
     # -- showing ---------------------------------------------------------------------------
 
-    def _tz(self) -> str:
-        return (self.zuka.config or Config()).billing.tz
-
     def _show(self) -> None:
         name = visible(self.node_name, 60)
         self.query_one("#accept-title", Static).update(
@@ -163,7 +152,7 @@ class AcceptanceScreen(Screen[None]):
         if self.busy:
             said = f"running the {self.level.value} check… (escape stops it)"
         elif self.stored is not None:
-            said = "\n".join(acceptview.verdict_lines(self.stored, self._tz()))
+            said = "\n".join(acceptview.verdict_lines(self.stored))
             if self.said:
                 said += "\n" + self.said
         else:
@@ -216,13 +205,6 @@ class AcceptanceScreen(Screen[None]):
 
     # -- the run ---------------------------------------------------------------------------
 
-    def _wiring(self) -> tuple[Accept, Report]:
-        if self._accept is None or self._report is None:
-            accept, report = default_wiring()
-            self._accept = self._accept or accept
-            self._report = self._report or report
-        return self._accept, self._report
-
     def action_level(self, value: str) -> None:
         if self.busy:
             self._say("wait: a run is under way", bad=True)
@@ -238,10 +220,9 @@ class AcceptanceScreen(Screen[None]):
         if ledger is None:
             self._say("no ledger open", bad=True)
             return
-        accept, _ = self._wiring()
         self.busy, self.stored, self.lines, self.said, self.bad = True, None, [], "", False
         self._show()
-        args = (accept, self.node_name, self.zuka.config or Config(), self.level)
+        args = (self.accept, self.node_name, self.zuka.config or Config(), self.level)
         if ledger.path is None:
             # An in-memory ledger exists on its one connection only (tests, the demo).
             self._run_here(ledger, *args)
@@ -257,16 +238,16 @@ class AcceptanceScreen(Screen[None]):
     @work(thread=True, exit_on_error=False, group=GROUP)
     def _run_thread(
         self, ledger: Ledger, accept: Accept, name: str, config: Config, level: Level
-    ) -> StoredRun:
+    ) -> Stored:
         path = ledger.path
         assert path is not None
         if not path.exists():
             raise no_ledger(path)
 
-        async def go(own: Ledger) -> StoredRun:
+        async def go(own: Ledger) -> Stored:
             with self._lock:
                 self._run_loop = asyncio.get_running_loop()
-                self._run_task = cast("asyncio.Task[StoredRun]", asyncio.current_task())
+                self._run_task = cast("asyncio.Task[Stored]", asyncio.current_task())
             return await accept(own, name, config, level=level, clock=self.zuka.clock,
                                 started=self._started, found=self._found)  # fmt: skip
 
@@ -276,7 +257,7 @@ class AcceptanceScreen(Screen[None]):
     @work(exit_on_error=False, group=GROUP)
     async def _run_here(
         self, ledger: Ledger, accept: Accept, name: str, config: Config, level: Level
-    ) -> StoredRun:
+    ) -> Stored:
         return await accept(ledger, name, config, level=level, clock=self.zuka.clock,
                             started=self._started, found=self._found)  # fmt: skip
 
@@ -295,7 +276,7 @@ class AcceptanceScreen(Screen[None]):
         if event.worker.group != GROUP:
             return
         if event.state is WorkerState.SUCCESS:
-            stored = cast(StoredRun, event.worker.result)
+            stored = cast(Stored, event.worker.result)
             self.stored = stored
             # The stored run is the truth: its findings, in its order.
             self.lines = _lines_of(self.lines, stored)
@@ -343,12 +324,11 @@ class AcceptanceScreen(Screen[None]):
         if self.stored is None:
             self._say("no verdict yet: run the check first (enter)", bad=True)
             return
-        _, report = self._wiring()
         v = self.stored.verdict
         path = Path.cwd() / acceptview.report_name(v.node, v.finished)
         try:
             with path.open("x", encoding="utf-8") as out:
-                out.write(report(self.stored))
+                out.write(self.report(self.stored))
         except FileExistsError:
             self._say(f"not written: {visible(path, 300)} exists already", bad=True)
             return
@@ -358,7 +338,7 @@ class AcceptanceScreen(Screen[None]):
         self._say(f"report written to {visible(path, 300)}")
 
 
-def _lines_of(lines: list[Line], stored: StoredRun) -> list[Line]:
+def _lines_of(lines: list[Line], stored: Stored) -> list[Line]:
     """The families as they began, each followed by the stored findings of its id."""
     results = list(stored.verdict.results)
     out: list[Line] = []

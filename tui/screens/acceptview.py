@@ -3,8 +3,8 @@ alerts" tab show of a hand-over check, computed without Textual: the rows of a r
 check families begin and its findings come, a finding's detail with the raw evidence it
 rests on, the verdict's lines. Pure; every string a node printed goes through `visible`.
 
-A stored run is read through `StoredRun` (what leases.app.acceptance's `Stored` has), so
-this module needs nothing of the application layer but its shape.
+A stored run is leases.app.acceptance's `Stored`; the return window is said in the words
+of leases.app.acceptreport (the report and `zuka accept` say the same).
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
 
 from leases.accept.result import CheckResult, Evidence, Level, Status, Verdict
+from leases.app.acceptance import Stored
+from leases.app.acceptreport import returnable_words
 from leases.core import fields
 from leases.core.textsafe import visible
 
@@ -40,19 +41,6 @@ WORDS_MAX = 300  # a finding's words in its row
 TITLE_MAX = 60
 EVIDENCE_MAX = 20_000  # characters of one command's output shown in the detail
 LISTED_MAX = 12  # failed and warned findings listed on the node screen
-
-
-class StoredRun(Protocol):
-    """A stored acceptance run, as leases.app.acceptance.Stored has it."""
-
-    @property
-    def verdict(self) -> Verdict: ...
-
-    @property
-    def returnable_until(self) -> datetime | None: ...
-
-    @property
-    def window_known(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -93,24 +81,16 @@ def counts_text(verdict: Verdict) -> str:
     return ", ".join(f"{counts[s]} {status_word(s)}" for s in COUNT_ORDER)
 
 
-def window_text(stored: StoredRun, tz: str) -> str:
-    if stored.returnable_until is not None:
-        return f"returnable until {fields.shown(stored.returnable_until, tz)}"
-    if stored.window_known:
-        return "return window closed or not applicable"
-    return "return window unknown (record the provider's return window to know it)"
-
-
-def verdict_lines(stored: StoredRun, tz: str) -> list[str]:
+def verdict_lines(stored: Stored) -> list[str]:
     """The verdict of a finished run: its status, level, counts and the return window."""
     v = stored.verdict
     return [
         f"verdict: {status_word(v.status)} · level {v.level.value} · {counts_text(v)}",
-        window_text(stored, tz),
+        returnable_words(stored),
     ]
 
 
-def summary_lines(stored: StoredRun | None, tz: str) -> list[str]:
+def summary_lines(stored: Stored | None, tz: str) -> list[str]:
     """The node screen's last verdict: status, level, when, counts, the failed and warned
     findings, the return window."""
     if stored is None:
@@ -119,7 +99,7 @@ def summary_lines(stored: StoredRun | None, tz: str) -> list[str]:
     lines = [
         f"acceptance: {status_word(v.status)} · level {v.level.value} ·"
         f" {fields.shown(v.finished, tz)} · {counts_text(v)}",
-        window_text(stored, tz),
+        returnable_words(stored),
     ]
     worth = [r for r in v.results if r.status in (Status.FAILED, Status.WARNED)]
     worth.sort(key=lambda r: r.status is not Status.FAILED)

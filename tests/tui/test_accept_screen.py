@@ -34,6 +34,7 @@ from leases.ssh.stream import CommandResult
 from tests.support.waiting import wait_until
 from tui.dashboard.app import ZukaApp
 from tui.screens.acceptance import AcceptanceScreen
+from tui.screens.node import NodeScreen
 
 NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
 NODE = "colo-njidc-4090"
@@ -358,3 +359,27 @@ def test_finished_screen_snapshot(snap_compare, ledger_file: Path) -> None:  # t
         await pilot.pause()
 
     assert snap_compare(app, run_before=run_before, terminal_size=(120, 36))
+
+
+async def test_the_node_screen_shows_the_last_verdict(ledger_file: Path) -> None:
+    with_window(ledger_file, days=7)
+    node = Node(answers(gpu1_mib=16376))
+    with Ledger.open(ledger_file, clock=lambda: NOW, actor="tester") as ledger:
+        await Accept(node)(ledger, NODE, Config(), level=Level.STANDARD, clock=lambda: NOW)
+    app = app_on(ledger_file)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(lambda: app._reads >= 3, what="the fleet's first reads")
+        screen = NodeScreen(NODE)
+        await app.push_screen(screen)
+        await wait_until(lambda: screen.accepted is not None, what="the node's read")
+        await pilot.press("4")
+        await pilot.pause()
+        text = str(screen.query_one("#node-acceptance", Static).render())
+        # Finished at 09:30 UTC: 17:30 in Shanghai, the billing zone.
+        assert text.splitlines() == [
+            "acceptance: FAILED · level standard · 2026-11-30 17:30 · 1 FAILED, 0 warned,"
+            " 0 not checked, 1 passed, 1 skipped",
+            "returnable until 2026-09-08",
+            "  FAILED: VRAM of GPU 1: GPU 1 (NVIDIA GeForce RTX 4090) reports 16376 MiB;"
+            " an RTX 4090 has 24564 MiB (±3 %)",
+        ]

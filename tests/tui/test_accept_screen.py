@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -20,6 +20,7 @@ import pytest
 from rich.text import Text
 from textual.widgets import DataTable, Static
 
+from leases.accept import registry
 from leases.accept.engine import Check, Context, Found, Started
 from leases.accept.result import CheckResult, Level, Status
 from leases.app import acceptance, acceptreport
@@ -29,8 +30,10 @@ from leases.core.clock import Clock
 from leases.core.models import NodeHealth
 from leases.ledger.store import Ledger
 from leases.sim.demoledger import demo_records
+from leases.sim.ledger import register_sim_nodes, serve_ledger_nodes
 from leases.ssh.errors import SshError
 from leases.ssh.stream import CommandResult
+from tests.support.acceptchecks import ALWAYS, COUNT
 from tests.support.waiting import wait_until
 from tui.dashboard.app import ZukaApp
 from tui.screens.acceptance import AcceptanceScreen
@@ -383,3 +386,57 @@ async def test_the_node_screen_shows_the_last_verdict(ledger_file: Path) -> None
             "  FAILED: VRAM of GPU 1: GPU 1 (NVIDIA GeForce RTX 4090) reports 16376 MiB;"
             " an RTX 4090 has 24564 MiB (±3 %)",
         ]
+
+
+@pytest.fixture
+def sim_ledger(ledger_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Two simulated nodes over SSH, in the ledger; runs take the tests' own checks."""
+    monkeypatch.setattr(registry, "checks", lambda: (COUNT, ALWAYS))
+    with Ledger.open(ledger_path) as ledger:
+        nodes = register_sim_nodes(ledger, 2, datetime.now(UTC))
+        runner = serve_ledger_nodes(ledger, ledger_path, nodes)
+    yield ledger_path
+    runner.stop()
+
+
+async def test_c_runs_the_check_on_a_simulated_node_over_ssh(sim_ledger: Path) -> None:
+    """The screen's own wiring: leases.app.acceptance.accept over SSH to the node."""
+    with Ledger.open(sim_ledger) as ledger:
+        ledger.update_node("sim-001", {"gpu_count": 9})  # sold as 9; the node has 8
+    app = app_on(sim_ledger)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = AcceptanceScreen("sim-001")
+        await app.push_screen(screen)
+        await pilot.press("enter")
+        await finished(screen, pilot)
+        got = rows(screen)
+        assert got[:2] == [
+            ["", "▸ GPU count against the lease", ""],
+            ["FAILED", "  GPU count", "nvidia-smi -L lists 8 GPUs; the lease says 9"],
+        ]
+        assert got[2:] == [["", "▸ Always passes", ""], ["passed", "  Always", "fine"]]
+        said = text_of(screen, "accept-said")
+        assert "verdict: FAILED · level quick · 1 FAILED" in said, said
+        screen.query_one("#accept-rows", DataTable).move_cursor(row=1)
+        await pilot.pause()
+        detail = text_of(screen, "accept-detail")
+        assert "expected: 9" in detail and "found: 8" in detail
+        assert "$ nvidia-smi -L" in detail and "GPU 0:" in detail  # the node's own output
+    with Ledger.open(sim_ledger, readonly=True) as ledger:
+        last = acceptance.last(ledger, "sim-001")
+    assert last is not None and last.verdict.status is Status.FAILED
+
+
+async def test_a_simulated_node_that_cannot_be_reached_is_not_checked(sim_ledger: Path) -> None:
+    with Ledger.open(sim_ledger) as ledger:
+        ledger.update_node("sim-002", {"ssh_port": 1})  # nothing listens there
+    app = app_on(sim_ledger)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = AcceptanceScreen("sim-002")
+        await app.push_screen(screen)
+        await pilot.press("enter")
+        await finished(screen, pilot)
+        statuses = [r[0] for r in rows(screen) if not r[1].startswith("▸")]
+        assert statuses == ["not checked", "not checked"]
+        said = text_of(screen, "accept-said")
+        assert said.startswith("verdict: not checked") and "passed ·" not in said

@@ -40,7 +40,7 @@ from leases.core.errors import InputError, no_ledger
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from tui.screens import acceptview
-from tui.screens.acceptview import COLUMNS, LEVEL_WORDS, Family, Line
+from tui.screens.acceptview import COLUMNS, LEVEL_WORDS, WIDTHS, Family, Line
 from tui.screens.fleetview import plain
 
 if TYPE_CHECKING:
@@ -139,7 +139,9 @@ class AcceptanceScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#accept-rows", DataTable).add_columns(*COLUMNS)
+        table = self.query_one("#accept-rows", DataTable)
+        for label, width in zip(COLUMNS, WIDTHS, strict=True):
+            table.add_column(label, width=width)
         self._show()
 
     # -- showing ---------------------------------------------------------------------------
@@ -339,13 +341,9 @@ class AcceptanceScreen(Screen[None]):
 
 
 def _lines_of(lines: list[Line], stored: Stored) -> list[Line]:
-    """The families as they began, each followed by the stored findings of its id."""
-    results = list(stored.verdict.results)
-    out: list[Line] = []
-    families = [x for x in lines if isinstance(x, Family)]
-    for family in families:
-        out.append(family)
-        mine = [r for r in results if r.check.split(".")[0] == family.id]
-        out += mine
-        results = [r for r in results if r not in mine]
-    return out + results
+    """The lines as told (families and findings in the order they came), or, where a
+    finding was not told (a run that tells nothing), the stored findings after them."""
+    told = [x for x in lines if isinstance(x, CheckResult)]
+    if told == list(stored.verdict.results):
+        return lines
+    return [x for x in lines if isinstance(x, Family)] + list(stored.verdict.results)

@@ -19,7 +19,11 @@ from leases.app.acceptreport import returnable_words
 from leases.core import fields
 from leases.core.textsafe import visible
 
+TITLE_MAX = 60
 COLUMNS = ("status", "check", "finding")
+# Fixed widths (the finding's grows): a table cleared and refilled as a run goes keeps the
+# widest cell it ever held, so the same verdict would otherwise look different by timing.
+WIDTHS = (len("not checked"), TITLE_MAX // 2 + 4, None)
 # The keys that choose the level before a run (quick by default).
 LEVEL_KEYS = {"q": Level.QUICK, "s": Level.STANDARD, "b": Level.BURN}
 LEVEL_WORDS = {
@@ -38,7 +42,6 @@ STATUS_WORDS = {
 COUNT_ORDER = (Status.FAILED, Status.WARNED, Status.NOT_CHECKED, Status.PASSED, Status.SKIPPED)
 RUNNING = "running…"
 WORDS_MAX = 300  # a finding's words in its row
-TITLE_MAX = 60
 EVIDENCE_MAX = 20_000  # characters of one command's output shown in the detail
 LISTED_MAX = 12  # failed and warned findings listed on the node screen
 
@@ -117,7 +120,8 @@ def _evidence_lines(ev: Evidence) -> list[str]:
         lines.append(f"did not run: {visible(ev.failure, 300)}")
     else:
         status = "no exit status" if ev.exit_status is None else f"exit {ev.exit_status}"
-        lines.append(f"{status}, {ev.seconds:.1f} s")
+        # Under a second is noise (and would make the same run look different each time).
+        lines.append(f"{status}, {ev.seconds:.1f} s" if ev.seconds >= 1 else status)
     for name, text in (("stdout", ev.stdout), ("stderr", ev.stderr)):
         if text:
             lines.append(f"{name}:")

@@ -106,3 +106,11 @@ def test_the_report_name_is_a_plain_file_name() -> None:
         acceptview.report_name("../../etc/x\x1b", AT) == "zuka-accept-_.._etc_x_-20261130-160507.md"
     )
     assert acceptview.report_name("...", AT) == "zuka-accept-node-20261130-160507.md"
+
+
+def test_a_run_with_no_check_says_so() -> None:
+    assert acceptview.verdict_lines(stored(()))[:2] == [
+        "verdict: not checked · level standard · 0 FAILED, 0 warned, 0 not checked,"
+        " 0 passed, 0 skipped",
+        "no check ran at this level: nothing was read from the node",
+    ]

@@ -87,10 +87,13 @@ def counts_text(verdict: Verdict) -> str:
 def verdict_lines(stored: Stored) -> list[str]:
     """The verdict of a finished run: its status, level, counts and the return window."""
     v = stored.verdict
-    return [
+    lines = [
         f"verdict: {status_word(v.status)} · level {v.level.value} · {counts_text(v)}",
         returnable_words(stored),
     ]
+    if not v.results:
+        lines.insert(1, "no check ran at this level: nothing was read from the node")
+    return lines
 
 
 def summary_lines(stored: Stored | None, tz: str) -> list[str]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import signal
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -51,7 +53,7 @@ class LocalRunner:
             status = await asyncio.wait_for(proc.wait(), timeout)
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)  # its own session: the command's children too
             with contextlib.suppress(ProcessLookupError):
                 await proc.wait()
             raise

@@ -117,3 +117,17 @@ def test_deleting_the_node_keeps_its_runs(z: Cli, ledger_path: Path) -> None:
         run = acceptance_rows.load(ledger, run_id)
         assert run.node == "n" and run.status is Status.FAILED
         assert ledger.verify_audit().ok
+
+
+def test_audit_verify_names_a_run_changed_outside_zuka(z: Cli, ledger_path: Path) -> None:
+    with Ledger.open(ledger_path, clock=lambda: AT) as ledger:
+        node = ledger.node("n")
+        assert node.id is not None
+        acceptance_rows.store(ledger, node.id, "n", None, _verdict())
+    assert z("audit", "verify").code == 0
+    conn = sqlite3.connect(ledger_path)
+    with conn:
+        conn.execute("UPDATE acceptance_runs SET status = 'passed'")
+    conn.close()
+    r = z("audit", "verify")
+    assert r.code != 0 and "acceptance run 1 was changed outside zuka" in r.out

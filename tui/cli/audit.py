@@ -101,12 +101,15 @@ def audit_verify(args: argparse.Namespace, out: TextIO) -> int:
         ):
             raise InputError("anchor", args.anchor, "must be ID:HASH as `zuka audit verify` prints")
         anchor = (int(entry), digest)
+    from leases.ledger import acceptance_rows
     from leases.offboard import evidence
 
     with open_ledger(args, readonly=True) as ledger:
         report = ledger.verify_audit(anchor)
         # The offboarding's plans and step states, each against its evidence on the chain.
         plans = evidence.problems(ledger) if report.ok else []
+        # The acceptance runs, each against the digest its chained entry holds.
+        plans += acceptance_rows.problems(ledger) if report.ok else []
         # Each row against the record the chain last wrote of it: an edit with sqlite3
         # leaves the chain whole.
         rows = rowaudit.drifted(ledger) if report.ok else []
@@ -125,7 +128,7 @@ def audit_verify(args: argparse.Namespace, out: TextIO) -> int:
         )  # fmt: skip
     elif plans or rows:
         if plans:
-            out.write("THE OFFBOARDING EVIDENCE DOES NOT VERIFY:\n")
+            out.write("THE OFFBOARDING EVIDENCE DOES NOT VERIFY (acceptance runs included):\n")
             out.writelines(f"- {visible(p, 500)}\n" for p in plans)
         if rows:
             out.write(

@@ -440,3 +440,21 @@ async def test_a_simulated_node_that_cannot_be_reached_is_not_checked(sim_ledger
         assert statuses == ["not checked", "not checked"]
         said = text_of(screen, "accept-said")
         assert said.startswith("verdict: not checked") and "passed ·" not in said
+
+
+async def test_quitting_during_a_run_stops_it(ledger_file: Path) -> None:
+    node = Node(answers())
+    node.gate.clear()
+    accept = Accept(node)
+    app = app_on(ledger_file)
+    try:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await opened(app, accept)
+            await pilot.press("enter")
+            await wait_until(lambda: node.asked, what="the first command")
+            await pilot.press("q")
+        await wait_until(lambda: accept.cancelled.is_set(), what="the run to be cancelled")
+    finally:
+        node.gate.set()
+    with Ledger.open(ledger_file, readonly=True) as ledger:
+        assert acceptance.last(ledger, NODE) is None

@@ -15,6 +15,7 @@ screen of each family and finding by messages. What it shows is tui.screens.acce
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -293,6 +294,7 @@ class AcceptanceScreen(Screen[None]):
                 said = f"failed, nothing was stored: {type(exc).__name__}: {exc}"
             self._finish(visible(said, 600), bad=True)
         elif event.state is WorkerState.CANCELLED:
+            self._stop_thread_task()
             self._finish("stopped: nothing was stored", bad=True)
 
     def _finish(self, said: str, *, bad: bool = False) -> None:
@@ -306,14 +308,24 @@ class AcceptanceScreen(Screen[None]):
         self._show()
 
     def _cancel(self) -> None:
-        """Stop a run in flight: its task is cancelled in its own loop."""
+        """Stop a run in flight: its worker, and its task in the thread's own loop."""
         for worker in self.workers:
             if worker.group == GROUP:
                 worker.cancel()
+        self._stop_thread_task()
+
+    def _stop_thread_task(self) -> None:
+        """A thread worker cancelled (by escape, or by the app quitting) leaves its thread
+        running: cancel the run's task in that thread's loop, if it still runs."""
         with self._lock:
             loop, task = self._run_loop, self._run_task
-        if loop is not None and task is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(task.cancel)
+        if loop is not None and task is not None and not task.done():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: it ended
+                loop.call_soon_threadsafe(task.cancel)
+
+    def on_unmount(self) -> None:
+        """The app quitting (q) with a run under way stops it too."""
+        self._cancel()
 
     # -- keys ------------------------------------------------------------------------------
 

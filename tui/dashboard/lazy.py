@@ -10,6 +10,7 @@ from leases.core.clock import Clock
 from leases.ledger.store import Ledger
 
 if TYPE_CHECKING:
+    from tui.screens.acceptance import AcceptanceScreen
     from tui.screens.accounts import AccountsScreen
     from tui.screens.lease_form import LeaseFormScreen, Mode
     from tui.screens.node import NodeScreen
@@ -45,3 +46,9 @@ def accounts_screen() -> AccountsScreen:
     from tui.screens.accounts import AccountsScreen
 
     return AccountsScreen()
+
+
+def acceptance_screen(name: str) -> AcceptanceScreen:
+    from tui.screens.acceptance import AcceptanceScreen
+
+    return AcceptanceScreen(name)

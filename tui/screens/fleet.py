@@ -462,8 +462,11 @@ class FleetScreen(Screen[None]):
             )
 
     def action_check(self) -> None:
-        self.app.notify("The acceptance check is not built yet: there is no screen for it.",
-                        markup=False, severity="warning")  # fmt: skip
+        name = self._node()
+        if name is not None:
+            self.app.push_screen(
+                lazy.acceptance_screen(name), lambda _: self.zuka.refresh_view(reload=True)
+            )
 
     def action_trust(self) -> None:
         name = self.table.selected_key

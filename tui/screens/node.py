@@ -10,6 +10,7 @@ loop, and read again RELOAD_S after the last read finished (reads never overlap)
 from __future__ import annotations
 
 from collections.abc import Sized
+from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar, cast
 
@@ -23,6 +24,8 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
+from leases.app import acceptance
+from leases.app.acceptance import Stored
 from leases.core.errors import UnknownNode
 from leases.core.fields import DEFAULT_TZ
 from leases.core.models import NodeStatus
@@ -34,7 +37,7 @@ from leases.telemetry import series
 from leases.telemetry.history import NodeMinute
 from leases.telemetry.series import Span
 from tui.dashboard.host import ZukaHost
-from tui.screens import nodeview
+from tui.screens import acceptview, nodeview
 from tui.screens.fleetview import GPU_COLUMNS, gpu_rows, plain
 from tui.widgets.charts import HistoryChart
 
@@ -43,6 +46,25 @@ RELOAD_S = 10.0
 TABS = ("tab-now", "tab-history", "tab-lease", "tab-checks", "tab-log")
 SPAN_WORDS = {Span.HOUR: "1 h", Span.DAY: "24 h", Span.WEEK: "7 days", Span.LEASE: "lease"}
 RANGE_KEYS = {Span.HOUR: "h", Span.DAY: "d", Span.WEEK: "w", Span.LEASE: "f"}
+
+
+@dataclass(frozen=True)
+class NodeRead:
+    """One read of the ledger: the node's facts and its last acceptance run."""
+
+    facts: NodeFacts
+    accepted: Stored | None
+    accept_problem: str = ""  # why the last run could not be read
+
+
+def read_node(
+    ledger: Ledger, name: str, at: datetime, span: Span, live: list[NodeMinute]
+) -> NodeRead:
+    facts = nodefacts.read(ledger, name, at, span, live)
+    try:
+        return NodeRead(facts, acceptance.last(ledger, name))
+    except Exception as exc:  # a run changed outside zuka, say: said, the rest still shown
+        return NodeRead(facts, None, f"cannot read the last check: {visible(exc, 200)}")
 
 
 def _tab(key: str, n: int, title: str) -> Binding:
@@ -87,6 +109,7 @@ class NodeScreen(Screen[None]):
         self.node_name = name
         self.span = Span.HOUR
         self.facts: NodeFacts | None = None
+        self.accepted: Stored | None = None
         self.problem = ""  # why the ledger could not be read (shown in the title)
         self._shown: dict[str, list[tuple[str, ...]]] = {}
         self._next_read: Timer | None = None
@@ -213,25 +236,25 @@ class NodeScreen(Screen[None]):
         if ledger.path is None:
             # An in-memory ledger has one connection, which only its own thread may use.
             try:
-                facts = nodefacts.read(ledger, self.node_name, at, self.span, live)
+                read = read_node(ledger, self.node_name, at, self.span, live)
             except UnknownNode:
                 self._read_failed(UnknownNode(self.node_name))
                 return
-            self._read_done(facts)
+            self._read_done(read)
             return
         self._read(ledger, at, self.span, live)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="node-read")
-    def _read(self, ledger: Ledger, at: datetime, span: Span, live: list[NodeMinute]) -> NodeFacts:
+    def _read(self, ledger: Ledger, at: datetime, span: Span, live: list[NodeMinute]) -> NodeRead:
         assert ledger.path is not None
         with Ledger.open(ledger.path, readonly=True, clock=ledger.clock) as own:
-            return nodefacts.read(own, self.node_name, at, span, live)
+            return read_node(own, self.node_name, at, span, live)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
         if worker.group != "node-read":
             return
-        if event.state is WorkerState.SUCCESS and isinstance(worker.result, NodeFacts):
+        if event.state is WorkerState.SUCCESS and isinstance(worker.result, NodeRead):
             self._read_done(worker.result)
         elif event.state is WorkerState.ERROR:
             self._read_failed(worker.error)
@@ -251,10 +274,13 @@ class NodeScreen(Screen[None]):
         if self.is_attached:
             self._next_read = self.set_timer(RELOAD_S, self.read_ledger)
 
-    def _read_done(self, facts: NodeFacts) -> None:
+    def _read_done(self, read: NodeRead) -> None:
+        facts = read.facts
         if facts.series is not None and facts.series.span is not self.span:
             return  # the range changed while reading: a read of the new one is under way
         self.facts = facts
+        self.accepted = read.accepted
+        self._show_acceptance(read.accept_problem)
         self.problem = ""
         tz = self._tz()
         self._show_title(self._status())
@@ -268,6 +294,16 @@ class NodeScreen(Screen[None]):
         self._caption("node-alerts-caption", "open alerts", facts.alerts, "none")
         self._show_charts()
         self._arm()
+
+    def _show_acceptance(self, problem: str) -> None:
+        lines = acceptview.summary_lines(self.accepted, self._tz())
+        if not lines:
+            lines = [f"acceptance: {nodeview.NO_ACCEPTANCE} (c on the fleet runs one)"]
+        if problem:
+            lines.append(f"acceptance: {problem}")
+        self.query_one("#node-acceptance", Static).update(
+            Text("\n").join(plain(line, wrap=True) for line in lines)
+        )
 
     def _tz(self) -> str:
         config = self.zuka.config

@@ -30,6 +30,7 @@ BREAKS = {
     ),
     "leases.money is pure maths": ("leases/money/billing.py", "import leases.ledger.store"),
     "leases.ledger stores and never acts": ("leases/ledger/undo.py", "import leases.alerts.state"),
+    "acceptance is run once": ("tui/cli/accept.py", "import leases.accept.probe"),
     "the application layer is the top": ("leases/fleet/data.py", "import leases.app.leases"),
     "the fleet read model is read by": ("leases/alerts/watch.py", "import leases.fleet.live"),
 }

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from leases.accept.probe import Probe, Runner
-from leases.accept.result import CheckResult, Level, Status, Verdict
+from leases.core.acceptance import CheckResult, Level, Status, Verdict
 from leases.core.models import Interconnect
 from leases.core.textsafe import visible
 

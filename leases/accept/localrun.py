@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from leases.accept.probe import MAX_KEPT
-from leases.accept.result import Evidence
+from leases.core.acceptance import Evidence
 from leases.ssh.stream import CommandResult
 from leases.telemetry.nvml import NvmlUnavailable, read_local
 from leases.telemetry.nvsmi import EXTRA_DRIVER_VERSION

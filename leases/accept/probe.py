@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from leases.accept.result import Evidence
+from leases.core.acceptance import Evidence
 from leases.core.textsafe import visible
 from leases.ssh.errors import SshError
 from leases.ssh.stream import CommandResult

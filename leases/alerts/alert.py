@@ -103,7 +103,7 @@ class Accepted:
 
     run_id: int
     lease_id: int | None
-    status: str  # leases.accept.result.Status's value
+    status: str  # leases.core.acceptance.Status's value
     level: str
     return_days: int | None  # the provider's; None: not known
 

@@ -19,9 +19,9 @@ from leases.accept import engine
 from leases.accept.engine import Check, PasswordProof, Settings, Sold, Throughput
 from leases.accept.localrun import LocalRunner, nvml_evidence
 from leases.accept.probe import Runner
-from leases.accept.result import Level, Status, Verdict
 from leases.config.sections import AcceptConfig, Config
 from leases.core import fields
+from leases.core.acceptance import Level, Status, Verdict
 from leases.core.models import Lease, Node, ResourceKind
 from leases.ledger import acceptance_rows
 from leases.ledger.acceptance_rows import StoredRun

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from leases.accept.result import CheckResult, Evidence, Status
 from leases.app.acceptance import Stored
 from leases.core import fields
+from leases.core.acceptance import CheckResult, Evidence, Status
 from leases.core.textsafe import visible
 
 # What one evidence block shows at most in the report (the ledger keeps more).

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from leases.accept.result import CheckResult, Evidence, Level, Status, Verdict
+from leases.core.acceptance import CheckResult, Evidence, Level, Status, Verdict
 from leases.core.errors import InputError
 from leases.ledger import auditchain
 from leases.ledger.store import Ledger

@@ -23,7 +23,7 @@ import pytest
 from leases.accept import sshproofs
 from leases.accept.checks import host, sshd
 from leases.accept.engine import Settings, Sold, new_context
-from leases.accept.result import Level, Status
+from leases.core.acceptance import Level, Status
 from leases.core.models import Node, SshTarget
 from leases.ssh import hostkeys
 from leases.ssh.options import SshOptions

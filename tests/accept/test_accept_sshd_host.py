@@ -8,7 +8,7 @@ import pytest
 
 from leases.accept.checks import host, sshd
 from leases.accept.engine import LoginOffer, Settings, Sold, new_context
-from leases.accept.result import CheckResult, Level, Status
+from leases.core.acceptance import CheckResult, Level, Status
 from leases.core.models import NodeHealth
 from leases.ssh.errors import SshError
 from leases.ssh.stream import CommandResult

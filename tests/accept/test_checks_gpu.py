@@ -14,7 +14,7 @@ from leases.accept.checks.smi import QUERY_GPU_OLD_COMMAND, TEXT_COMMAND, XML_CO
 from leases.accept.engine import Settings, Sold, new_context
 from leases.accept.facts import GpuQuery, QueryProcess, SmiQuery
 from leases.accept.parse.smiquery import QUERY_GPU_COMMAND, SmiRow
-from leases.accept.result import CheckResult, Evidence, Level, Status
+from leases.core.acceptance import CheckResult, Evidence, Level, Status
 from leases.core.models import GpuProcess, NodeHealth
 from leases.ssh.errors import SshError
 from leases.ssh.stream import CommandResult

@@ -20,7 +20,7 @@ from leases.accept.facts import (
     Topology,
 )
 from leases.accept.parse.torchrun import TorchGpu, TorchRun
-from leases.accept.result import Level, Status
+from leases.core.acceptance import Level, Status
 from leases.core.models import Interconnect
 from leases.ssh.stream import CommandResult
 

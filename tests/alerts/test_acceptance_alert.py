@@ -7,11 +7,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from leases.accept.result import CheckResult, Level, Status, Verdict
 from leases.alerts.alert import Alert, AlertKind
 from leases.alerts.facts import gather
 from leases.alerts.rules import evaluate
 from leases.config.sections import AlertsConfig
+from leases.core.acceptance import CheckResult, Level, Status, Verdict
 from leases.core.severity import Severity
 from leases.ledger import acceptance_rows
 from leases.ledger.store import Ledger

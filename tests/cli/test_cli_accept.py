@@ -14,9 +14,9 @@ import pytest
 
 from leases.accept import registry
 from leases.accept.engine import Check, Context
-from leases.accept.result import CheckResult, Evidence, Level, Status, Verdict
 from leases.app.acceptance import Stored
 from leases.app.acceptreport import fenced, report_md
+from leases.core.acceptance import CheckResult, Evidence, Level, Status, Verdict
 from leases.ledger.store import Ledger
 from leases.sim.fleet import SimFleet
 from leases.sim.ledger import register_sim_nodes, serve_ledger_nodes

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from leases.accept.result import CheckResult, Evidence, Level, Status, Verdict
+from leases.core.acceptance import CheckResult, Evidence, Level, Status, Verdict
 from leases.ledger import acceptance_rows
 from leases.ledger.acceptance_rows import RunChanged
 from leases.ledger.store import Ledger

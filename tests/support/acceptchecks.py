@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from leases.accept.engine import Check, Context
-from leases.accept.result import CheckResult, Level, Status
+from leases.core.acceptance import CheckResult, Level, Status
 
 
 async def _count(ctx: Context) -> Sequence[CheckResult]:

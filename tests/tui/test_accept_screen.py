@@ -22,10 +22,10 @@ from textual.widgets import DataTable, Static
 
 from leases.accept import registry
 from leases.accept.engine import Check, Context, Found, Started
-from leases.accept.result import CheckResult, Level, Status
 from leases.app import acceptance, acceptreport
 from leases.app.acceptance import Stored
 from leases.config.sections import Config
+from leases.core.acceptance import CheckResult, Level, Status
 from leases.core.clock import Clock
 from leases.core.models import NodeHealth
 from leases.ledger.store import Ledger

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-from leases.accept.result import CheckResult, Evidence, Level, Status, Verdict
 from leases.app.acceptance import Stored
+from leases.core.acceptance import CheckResult, Evidence, Level, Status, Verdict
 from tui.screens import acceptview
 from tui.screens.acceptview import Family
 

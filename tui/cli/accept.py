@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 from typing import TextIO
 
 from leases.accept.engine import Check
-from leases.accept.result import CheckResult, Level
 from leases.app import acceptance
 from leases.app.acceptreport import report_md, returnable_words, to_json
 from leases.config.load import load_user_config
+from leases.core.acceptance import CheckResult, Level
 from leases.core.errors import InputError
 from leases.core.textsafe import visible
 from tui.cli import output

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from leases.accept.result import Level, Status
+from leases.core.acceptance import Level, Status
 
 EXIT = {Status.PASSED: 0, Status.WARNED: 0, Status.FAILED: 1, Status.NOT_CHECKED: 3,
         Status.SKIPPED: 3}  # fmt: skip

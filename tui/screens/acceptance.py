@@ -32,10 +32,10 @@ from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker, WorkerState
 
 from leases.accept.engine import Check, Found, Started
-from leases.accept.result import CheckResult, Level, Status
 from leases.app import acceptance, acceptreport
 from leases.app.acceptance import Stored
 from leases.config.sections import Config
+from leases.core.acceptance import CheckResult, Level, Status
 from leases.core.clock import Clock
 from leases.core.errors import InputError, no_ledger
 from leases.core.textsafe import visible

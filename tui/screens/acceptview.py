@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from leases.accept.result import CheckResult, Evidence, Level, Status, Verdict
 from leases.app.acceptance import Stored
 from leases.app.acceptreport import returnable_words
 from leases.core import fields
+from leases.core.acceptance import CheckResult, Evidence, Level, Status, Verdict
 from leases.core.textsafe import visible
 
 TITLE_MAX = 60

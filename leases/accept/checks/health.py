@@ -16,7 +16,7 @@ from leases.accept.checks.smi import read_q, unread
 from leases.accept.engine import Check, Context
 from leases.accept.facts import GpuQuery, SmiQuery
 from leases.accept.probe import missing_tool
-from leases.accept.result import CheckResult, Evidence, Level, Status
+from leases.core.acceptance import CheckResult, Evidence, Level, Status
 from leases.core.textsafe import visible
 
 TITLE = "Memory and power health"

@@ -20,8 +20,8 @@ from leases.accept.parse.nccl import parse_nccl
 from leases.accept.parse.nvbandwidth import parse_nvbandwidth
 from leases.accept.parse.smiquery import SmiRows
 from leases.accept.parse.torchrun import TorchRun, parse_torchrun
-from leases.accept.result import CheckResult, Evidence, Level, Status
 from leases.accept.torchprobe import TORCH_SCRIPT, burn_script
+from leases.core.acceptance import CheckResult, Evidence, Level, Status
 from leases.core.models import Interconnect
 from leases.core.textsafe import visible
 

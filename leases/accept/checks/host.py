@@ -15,7 +15,7 @@ import shlex
 from leases.accept.engine import Check, Context, Settings
 from leases.accept.parse.df import DfReport, DiskSpace, parse_df
 from leases.accept.probe import missing_tool
-from leases.accept.result import CheckResult, Evidence, Level, Status
+from leases.core.acceptance import CheckResult, Evidence, Level, Status
 from leases.core.textsafe import visible
 from leases.ssh.errors import SshError
 

@@ -15,7 +15,7 @@ from leases.accept.engine import Check, Context, Settings, Sold
 from leases.accept.facts import SmiQuery
 from leases.accept.nominal import Lookup, Nominal, by_name, by_pci
 from leases.accept.parse.smiquery import SmiRow
-from leases.accept.result import CheckResult, Level, Status
+from leases.core.acceptance import CheckResult, Level, Status
 from leases.core.gpumodels import gpu_key
 from leases.core.textsafe import visible
 

@@ -17,7 +17,7 @@ from leases.accept.parse.nvlink import parse_nvlink
 from leases.accept.parse.smiquery import SmiRows
 from leases.accept.parse.topo import parse_topo
 from leases.accept.probe import missing_tool
-from leases.accept.result import CheckResult, Evidence, Level, Status
+from leases.core.acceptance import CheckResult, Evidence, Level, Status
 from leases.core.models import Interconnect
 from leases.core.textsafe import visible
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from leases.accept.checks.smi import read_q, unread
 from leases.accept.engine import Check, Context
 from leases.accept.facts import GpuQuery, SmiQuery
-from leases.accept.result import CheckResult, Evidence, Level, Status
+from leases.core.acceptance import CheckResult, Evidence, Level, Status
 from leases.core.models import GpuProcess
 from leases.core.textsafe import visible
 from leases.telemetry.nvsmi import APPS_COMMAND, NvsmiParseError, parse_compute_apps

@@ -12,7 +12,7 @@ from leases.accept.facts import SmiQuery
 from leases.accept.parse.smiq import parse_q
 from leases.accept.parse.smiquery import QUERY_GPU_COMMAND, SmiRows, parse_query_gpu
 from leases.accept.parse.smixml import parse_xml
-from leases.accept.result import CheckResult, Evidence, Status
+from leases.core.acceptance import CheckResult, Evidence, Status
 from leases.core.textsafe import visible
 from leases.telemetry.nvsmi import classify_failure, human_reason
 

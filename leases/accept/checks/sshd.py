@@ -18,7 +18,7 @@ from leases.accept.parse import sshdconf
 from leases.accept.parse.listen import Listener, Listening, parse_proc_net_tcp, parse_ss
 from leases.accept.parse.sshdconf import SshdConfig
 from leases.accept.probe import Probe, missing_tool
-from leases.accept.result import CheckResult, Evidence, Level, Status
+from leases.core.acceptance import CheckResult, Evidence, Level, Status
 from leases.core.textsafe import visible
 from leases.offboard.authkeys import keys_in
 

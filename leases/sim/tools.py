@@ -51,7 +51,8 @@ def python3(node: SimNode, args: list[str], now: datetime) -> Answer:
             "index": r.gpu.index,
             "name": r.gpu.name,
             "total_bytes": total * 2**20,
-            "allocated_bytes": int(free * 0.9) * 2**20,
+            # As zuka's script does: 256 MiB blocks until 512 MiB are left free.
+            "allocated_bytes": max(free - 512, 0) // 256 * 256 * 2**20,
             "bf16_tflops": None if nominal is None
             else round(nominal * share * _jitter(node, "mm", r.gpu.index), 1),
             "error": NO_BF16 if nominal is None else "",

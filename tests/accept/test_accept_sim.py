@@ -129,7 +129,7 @@ def test_a_clean_node_passes_and_every_command_left_evidence(
     checks = {r.check.partition(":")[0] for r in verdict.results}
     # Every family ran, the heavy tools included (standard level).
     assert {"inventory.vram", "links.topo", "links.nvlink", "sshd.proof", "host.disk",
-            "heavy.torch", "heavy.dcgmi", "heavy.nvbandwidth", "heavy.nccl"} <= checks  # fmt: skip
+            "heavy.torch", "heavy.dcgmi", "heavy.nvbw", "heavy.nccl"} <= checks  # fmt: skip
     passed = {r.check for r in verdict.results if r.status is Status.PASSED}
     assert {"inventory.vram", "links.topo", "links.nvlink", "heavy.torch"} <= passed
     keys = {e.key for e in verdict.evidence}

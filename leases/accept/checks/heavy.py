@@ -18,7 +18,7 @@ from leases.accept.facts import DcgmDiag, DiagTest, NcclPerf, Nvbandwidth
 from leases.accept.parse.dcgmi import parse_dcgmi
 from leases.accept.parse.nccl import parse_nccl
 from leases.accept.parse.nvbandwidth import parse_nvbandwidth
-from leases.accept.parse.smiquery import SmiRows
+from leases.accept.parse.smiquery import SmiRow, SmiRows
 from leases.accept.parse.torchrun import TorchRun, parse_torchrun
 from leases.accept.torchprobe import TORCH_SCRIPT, burn_script
 from leases.core.acceptance import CheckResult, Evidence, Level, Status
@@ -70,8 +70,16 @@ def tools_present(ev: Evidence) -> set[str]:
 
 
 def gpu_rows(rows: SmiRows) -> list[tuple[int, str, int | None]]:
-    """(index, name, memory.total MiB) per GPU of the query."""
-    return [(r.index, r.name, r.memory_total_mib) for r in rows.rows if r.index is not None]
+    """(index, name, MiB free) per GPU of the query: memory.total less memory.used when
+    both were read (what CUDA may take when the run starts; a node already running the
+    lab's jobs holds the rest), else memory.total."""
+
+    def free(r: SmiRow) -> int | None:
+        if r.memory_total_mib is None or r.memory_used_mib is None:
+            return r.memory_total_mib
+        return max(r.memory_total_mib - r.memory_used_mib, 0)
+
+    return [(r.index, r.name, free(r)) for r in rows.rows if r.index is not None]
 
 
 def judge_torch(
@@ -104,9 +112,10 @@ def judge_torch(
         if total and g.allocated_bytes is not None and g.allocated_bytes < ALLOC_SHARE * total:
             out.append(_r("torch.alloc", "Memory CUDA can hold", Status.FAILED,
                           f"{gid}: CUDA could hold {g.allocated_bytes // 2**20} MiB of the "
-                          f"{total // 2**20} MiB reported: the memory is shared, in use or "
-                          "not all real", key, expected=f"at least {ALLOC_SHARE:.0%} of "
-                          "memory.total"))  # fmt: skip
+                          f"{total // 2**20} MiB nvidia-smi showed free: the memory is "
+                          "shared, held by another process or not all real", key,
+                          expected=f"at least {ALLOC_SHARE:.0%} of the memory free "
+                          "(memory.total less memory.used)"))  # fmt: skip
         if g.mismatches:
             out.append(_r("torch.burn", "Burn-in results", Status.FAILED, f"{gid}: "
                           f"{g.mismatches} matmul results differed from the first on the same "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from leases.app.acceptance import Stored
 from leases.core import fields
@@ -23,6 +24,14 @@ REPORT_EVIDENCE_MAX = 64 * 1024
 def returnable_words(s: Stored) -> str:
     """ "returnable until 2026-12-09", or why it is not known."""
     if s.returnable_until is not None:
+        # Judged on the day the run finished, in the lease's billing time zone: a report
+        # read later still says what was true when the evidence was taken.
+        on = s.verdict.finished.astimezone(ZoneInfo(s.lease_tz)).date()
+        if on > s.returnable_until:
+            return (
+                f"the return window closed on {s.returnable_until.isoformat()} "
+                f"(before this run, on {on.isoformat()})"
+            )
         return f"returnable until {s.returnable_until.isoformat()}"
     if s.lease_start is None:
         return "no open lease: nothing to return"

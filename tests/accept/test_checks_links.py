@@ -4,6 +4,7 @@ each CHECK.run on canned outputs through a tiny fake runner."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from leases.accept.checks import heavy, links
@@ -216,7 +217,7 @@ async def test_links_run_on_a_pcie_node_sold_as_nvlink() -> None:
     })  # fmt: skip
     ctx = new_context(IB_SOLD, runner, Level.QUICK)
     out = {r.check: r for r in await links.CHECK.run(ctx)}
-    assert out["links.topo"].status is Status.FAILED and "28 of 28" in out["links.topo"].words
+    assert out["links.topo"].status is Status.FAILED and "8 of 8 GPUs" in out["links.topo"].words
     assert out["links.nvlink"].status is Status.FAILED
     assert out["links.ib"].status is Status.FAILED  # ibstat missing, IB sold
     assert out["links.pcie"].status is Status.PASSED
@@ -286,3 +287,25 @@ async def test_heavy_run_timeout_is_not_checked() -> None:
     assert out["heavy.dcgmi"].status is Status.NOT_CHECKED
     assert "no answer within 1800 s" in out["heavy.dcgmi"].words
     assert "dcgmi diag -r 3" in runner.sent
+
+
+def test_a_dgx1_hybrid_cube_mesh_sold_as_nvlink_passes_and_a_gpu_without_peers_fails() -> None:
+    """A DGX-1 (8x V100 SXM2) joins each GPU to four peers by NVLink and the rest by SYS:
+    sold as NVLink without a count, that is what it should be. Sold NV18 (an NVSwitch
+    board's every-pair figure), it is not."""
+    rows = ["X NV1 NV1 NV2 NV2 SYS SYS SYS", "NV1 X NV2 NV1 SYS NV2 SYS SYS",
+            "NV1 NV2 X NV2 SYS SYS NV1 SYS", "NV2 NV1 NV2 X SYS SYS SYS NV1",
+            "NV2 SYS SYS SYS X NV1 NV1 NV2", "SYS NV2 SYS SYS NV1 X NV2 NV1",
+            "SYS SYS NV1 SYS NV1 NV2 X NV2", "SYS SYS SYS NV1 NV2 NV1 NV2 X"]  # fmt: skip
+    gpus = [f"GPU{i}" for i in range(8)]
+    cells = {(a, b): c for a, row in zip(gpus, rows, strict=True)
+             for b, c in zip(gpus, row.split(), strict=True)}  # fmt: skip
+    topo = Topology(devices=tuple(gpus), cells=cells)
+    sold = Sold("v100", "V100 32GB", 8, 32, Interconnect.NVLINK)
+    (r,) = links.judge_topology(topo, sold)
+    assert r.status is Status.PASSED and "16 of 28 pairs" in r.words
+    (nv18,) = links.judge_topology(topo, replace(sold, nvlinks=18))
+    assert nv18.status is Status.FAILED and "12 of 28 GPU pairs" in nv18.words
+    lonely = {k: ("SYS" if "GPU7" in k and k[0] != k[1] else v) for k, v in cells.items()}
+    (one,) = links.judge_topology(Topology(devices=tuple(gpus), cells=lonely), sold)
+    assert one.status is Status.FAILED and "1 of 8 GPUs" in one.words and "GPU7" in one.words

@@ -56,25 +56,42 @@ def judge_topology(topo: Topology, sold: Sold) -> list[CheckResult]:
         status = Status.PASSED if sold.interconnect is Interconnect.PCIE else Status.SKIPPED
         return [_r("topo", title, status, words, "topo", found=found)]
     want = sold.nvlinks
-    expected = f"NV{want} between every GPU pair" if want else "NVLink between every GPU pair"
-    no_nvlink = [f"{a}-{b} {visible(topo.cells.get((a, b), '?'), 8)}" for a, b in pairs
-                 if topo.nvlinks(a, b) is None]  # fmt: skip
-    fewer = [f"{a}-{b} {topo.cells[(a, b)]}" for a, b in pairs
-             if want and (topo.nvlinks(a, b) or want) < want]  # fmt: skip
     if not pairs:
-        return [_r("topo", title, Status.WARNED, f"only one GPU: no pair to compare; {found}",
-                   "topo", expected=expected, found=found)]  # fmt: skip
-    if no_nvlink:
-        words = (
-            f"sold with NVLink, but {len(no_nvlink)} of {len(pairs)} GPU pairs are joined "
-            f"by PCIe only (topo -m): {_listed(no_nvlink)}"
-        )
+        return [_r("topo", title, Status.SKIPPED, f"skipped, because one GPU has no pair to "
+                   f"compare; {found}", "topo", found=found)]  # fmt: skip
+    if want:
+        # A number of NVLinks sold (NV18) is an NVSwitch board's: every pair joined so.
+        expected = f"NV{want} between every GPU pair"
+        no_nvlink = [f"{a}-{b} {visible(topo.cells.get((a, b), '?'), 8)}" for a, b in pairs
+                     if topo.nvlinks(a, b) is None]  # fmt: skip
+        fewer = [f"{a}-{b} {topo.cells[(a, b)]}" for a, b in pairs
+                 if (topo.nvlinks(a, b) or want) < want]  # fmt: skip
+        if no_nvlink:
+            words = (f"sold with NV{want} between every pair, but {len(no_nvlink)} of "
+                     f"{len(pairs)} GPU pairs are joined by PCIe only (topo -m): "
+                     f"{_listed(no_nvlink)}")  # fmt: skip
+            return [_r("topo", title, Status.FAILED, words, "topo", expected=expected,
+                       found=found)]  # fmt: skip
+        if fewer:
+            words = (
+                f"fewer NVLinks than sold (NV{want}) between {len(fewer)} pairs: {_listed(fewer)}"
+            )
+            return [_r("topo", title, Status.FAILED, words, "topo", expected=expected,
+                       found=found)]  # fmt: skip
+        return [_r("topo", title, Status.PASSED, f"NV{want} or more between all {len(pairs)} "
+                   f"GPU pairs; {found}", "topo", expected=expected, found=found)]  # fmt: skip
+    # NVLink sold without a count: a DGX-1's hybrid cube mesh joins each GPU to four peers,
+    # bridged PCIe cards join them in pairs; a GPU with no NVLink peer at all fails.
+    expected = "an NVLink to at least one other GPU, for every GPU"
+    alone = [g for g in gpus if not any(topo.nvlinks(g, o) for o in gpus if o != g)]
+    if alone:
+        words = (f"sold with NVLink, but {len(alone)} of {len(gpus)} GPUs have no NVLink to "
+                 f"any other GPU (topo -m): {_listed(list(alone))}")  # fmt: skip
         return [_r("topo", title, Status.FAILED, words, "topo", expected=expected, found=found)]
-    if fewer:
-        words = f"fewer NVLinks than sold (NV{want}) between {len(fewer)} pairs: {_listed(fewer)}"
-        return [_r("topo", title, Status.FAILED, words, "topo", expected=expected, found=found)]
-    return [_r("topo", title, Status.PASSED, f"NVLink between all {len(pairs)} GPU pairs; {found}",
-               "topo", expected=expected, found=found)]  # fmt: skip
+    joined = sum(1 for a, b in pairs if topo.nvlinks(a, b))
+    return [_r("topo", title, Status.PASSED, f"every GPU has an NVLink peer ({joined} of "
+               f"{len(pairs)} pairs joined by NVLink); {found}", "topo", expected=expected,
+               found=found)]  # fmt: skip
 
 
 def link_rate(gpu_name: str) -> float | None:

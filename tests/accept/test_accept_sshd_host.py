@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncssh
 import pytest
 
-from leases.accept.checks import host, sshd
+from leases.accept.checks import host, ports, sshd
 from leases.accept.engine import LoginOffer, Settings, Sold, new_context
 from leases.core.acceptance import CheckResult, Level, Status
 from leases.core.models import NodeHealth
@@ -237,7 +237,7 @@ async def test_unexpected_keys_without_expectations_are_skipped() -> None:
 
 
 def test_kernels_command_formats_only_an_int() -> None:
-    assert sshd.kernels_command(8888, "::") == (
+    assert ports.kernels_command(8888, "::") == (
         "curl -s -m 3 -o /dev/null -w '%{http_code}' http://[::1]:8888/api/kernels"
     )
 

@@ -8,39 +8,26 @@
   keyboard-interactive answer (`ctx.password_proof`, leases.ssh.passwordprobe).
 - authorized_keys of the login user against the keys the lab expects (Sold.expected_keys).
 - Listening ports against the expected ones; any service on all interfaces is asked for
-  `/api/kernels` from the node itself, and one answering 200 without a token fails.
+  `/api/kernels` from the node itself, and one answering 200 without a token fails
+  (leases.accept.checks.ports).
 """
 
 from __future__ import annotations
 
-from leases.accept.engine import Check, Context, LoginOffer, Settings
+from dataclasses import replace
+
+from leases.accept.checks.ports import check_ports
+from leases.accept.checks.ports import failed as _failed
+from leases.accept.engine import Check, Context, LoginOffer
 from leases.accept.parse import sshdconf
-from leases.accept.parse.listen import Listener, Listening, parse_proc_net_tcp, parse_ss
 from leases.accept.parse.sshdconf import SshdConfig
-from leases.accept.probe import Probe, missing_tool
+from leases.accept.probe import Probe
 from leases.core.acceptance import CheckResult, Evidence, Level, Status
 from leases.core.textsafe import visible
 from leases.offboard.authkeys import keys_in
 
-MAX_PROBED_PORTS = 16
 MAX_INCLUDE_ROUNDS = 3
 _SHOWN = 8  # items named in one finding; the rest counted
-
-
-def _first_line(ev: Evidence) -> str:
-    text = (ev.stderr or ev.stdout).strip().split("\n", 1)[0].strip()
-    return visible(text, 160) or f"exit status {ev.exit_status}"
-
-
-def _failed(ev: Evidence) -> str:
-    """Why a command gave nothing to read, in words ("" when it did)."""
-    if ev.failure:
-        return ev.failure
-    if missing_tool(ev):
-        return f"{ev.command.split(' ', 1)[0]}: not found"
-    if ev.exit_status != 0:
-        return _first_line(ev)
-    return ""
 
 
 # -- reading sshd's settings ----------------------------------------------------------
@@ -49,13 +36,38 @@ def _failed(ev: Evidence) -> str:
 def include_script(patterns: list[str]) -> str:
     """A fixed script printing each file the node's shell finds for the patterns, after a
     `==> PATH <==` line; only allow-listed patterns (sshdconf.include_allowed) go in, as
-    words the shell expands and nothing else. Private host keys and moduli are never read."""
+    words the shell expands and nothing else. Private host keys, id_* keys and moduli are
+    never read. A file it does not print whole gets a `==! PATH <== WHY` line instead
+    (sshdconf.MARKS): a path with /../ or /./ (skipped), a symlink (not followed), no such
+    file (missing: a glob that matched nothing), unreadable, or longer than 64 KiB (cut)."""
     words = " ".join(p for p in patterns if sshdconf.include_allowed(p))
     return (
-        f'for f in {words}; do case "$f" in *_key|*/moduli) continue;; esac; '
-        '[ -f "$f" ] && [ -r "$f" ] || continue; '
-        'printf \'==> %s <==\\n\' "$f"; head -c 65536 -- "$f"; echo; done'
+        f'for f in {words}; do case "$f" in '
+        "*/../*|*/..|*/./*|*/.) printf '==! %s <== skipped\\n' \"$f\"; continue;; "
+        "*_key|*/moduli) continue;; */id_*) continue;; esac; "
+        'if [ -L "$f" ]; then printf \'==! %s <== symlink\\n\' "$f"; continue; fi; '
+        'if [ ! -e "$f" ]; then printf \'==! %s <== missing\\n\' "$f"; continue; fi; '
+        '[ -f "$f" ] || continue; '
+        'if [ ! -r "$f" ]; then printf \'==! %s <== unreadable\\n\' "$f"; continue; fi; '
+        'printf \'==> %s <==\\n\' "$f"; head -c 65536 -- "$f"; echo; '
+        'if [ "$(wc -c < "$f")" -gt 65536 ]; then printf \'==! %s <== cut\\n\' "$f"; fi; '
+        "done"
     )
+
+
+_MARK_WORDS = {
+    "unreadable": "exists but could not be read (permission denied)",
+    "cut": "longer than 64 KiB: only its start was read",
+    "symlink": "is a symlink: not followed",
+    "skipped": "a path outside /etc/ssh: not read",
+}
+
+
+def _answered(pattern: str, files: dict[str, str], marks: dict[str, str]) -> bool:
+    """Whether the include script said anything of the pattern: a file it matched, or a
+    mark on it (or on a file it matched)."""
+    seen = {**dict.fromkeys(files, ""), **marks}
+    return pattern in seen or bool(sshdconf.expand(pattern, seen))
 
 
 async def read_settings(probe: Probe) -> tuple[SshdConfig | None, tuple[str, ...], str]:
@@ -78,25 +90,50 @@ async def read_settings(probe: Probe) -> tuple[SshdConfig | None, tuple[str, ...
     if ev.failure or ev.exit_status != 0:
         return None, tuple(keys), "; ".join([*tried, f"`{ev.command}`: {_failed(ev)}"])
     files = {sshdconf.MAIN: ev.stdout}
-    asked: set[str] = set()
-    for round_ in range(1, MAX_INCLUDE_ROUNDS + 1):
-        wanted = [
+    marks: dict[str, str] = {}
+    asked: list[str] = []
+    problems: list[str] = []
+
+    def wanted() -> list[str]:
+        found = [
             p
             for text in list(files.values())
             for p in sshdconf.includes_of(text)
             if sshdconf.include_allowed(p) and p not in asked
         ]
-        wanted = list(dict.fromkeys(wanted))[:16]
-        if not wanted:
+        return list(dict.fromkeys(found))
+
+    for round_ in range(1, MAX_INCLUDE_ROUNDS + 1):
+        now = wanted()[:16]
+        if not now:
             break
-        asked.update(wanted)
-        ev = await probe.run(f"sshd-includes-{round_}", include_script(wanted))
+        asked.extend(now)
+        ev = await probe.run(f"sshd-includes-{round_}", include_script(now))
         keys.append(ev.key)
         if ev.failure:
             return None, tuple(keys), ev.failure
-        for path, text in sshdconf.split_files(ev.stdout).items():
+        got, got_marks = sshdconf.split_output(ev.stdout)
+        for path, text in got.items():
             files.setdefault(path, text)
+        for path, why in got_marks.items():
+            marks.setdefault(path, why)
+        if not got and not got_marks and ev.exit_status != 0:
+            problems.append(f"the Include files could not be listed ({_failed(ev)})")
+    if left := wanted():
+        problems.append(
+            f"Include nested deeper than {MAX_INCLUDE_ROUNDS} levels (or more than 16 a "
+            "level): not read: " + ", ".join(left[:_SHOWN])
+        )
+    problems += [
+        f"Include {p} was asked for and the node printed nothing of it"
+        for p in asked
+        if not _answered(p, files, marks)
+    ]
+    problems += [f"{path} {_MARK_WORDS[why]}" for path, why in marks.items() if why in _MARK_WORDS]
     conf = sshdconf.parse_config(files)
+    if problems:
+        joined = [*conf.problems, *problems]
+        conf = replace(conf, problems=tuple(dict.fromkeys(joined))[: sshdconf.MAX_PROBLEMS])
     how = f"read from {sshdconf.MAIN}"
     if len(conf.files) > 1:
         how += f" and {len(conf.files) - 1} Include file(s)"
@@ -126,7 +163,23 @@ def judge_settings(conf: SshdConfig, evidence: tuple[str, ...], how: str) -> lis
         else ""
     )
 
+    # What was not read may hold the first value of a keyword (the one sshd takes): a pass
+    # then rests on part of the settings, and is only a warning naming what was missed.
+    unread = "; ".join(visible(p, 160) for p in conf.problems[:_SHOWN])
+    doubt = {
+        key: bool(conf.problems) and (conf.source != "sshd -T" or key not in conf.values)
+        for key in ("passwordauthentication", "kbdinteractiveauthentication", "permitrootlogin")
+    }
+    keys_of = {"password": "passwordauthentication", "kbdint": "kbdinteractiveauthentication",
+               "rootlogin": "permitrootlogin"}  # fmt: skip
+
     def result(check: str, title: str, status: Status, words: str, exp: str, found: str) -> None:
+        if status is Status.PASSED and doubt.get(keys_of.get(check, ""), False):
+            status = Status.WARNED
+            words = (
+                f"{words}; but not every file of sshd's settings was read, and what was "
+                f"missed may set it first: {unread}"
+            )
         out.append(CheckResult(f"sshd.{check}", title, status, words, exp, found, evidence))
 
     pw = conf.value("passwordauthentication")
@@ -381,138 +434,6 @@ def judge_keys(ev: Evidence, expected: tuple[str, ...]) -> CheckResult:
     if unread:
         found += f"; {unread} line(s) not read as keys (they authorise nothing)"
     return CheckResult(check, title, Status.PASSED, found, want, found, (ev.key,))
-
-
-# -- listening ports -------------------------------------------------------------------
-
-
-def expected_port(port: int, settings: Settings) -> bool:
-    low, high = settings.training_ports
-    return port in settings.ports or low <= port <= high
-
-
-def judge_ports(listening: Listening, settings: Settings, keys: tuple[str, ...]) -> CheckResult:
-    low, high = settings.training_ports
-    want = f"on all interfaces only {', '.join(map(str, settings.ports))} and {low}-{high}"
-    open_ = [s for s in listening.sockets if s.all_interfaces]
-    strays = [s for s in open_ if not expected_port(s.port, settings)]
-    if strays:
-        shown = ", ".join(_socket_words(s) for s in strays[:_SHOWN])
-        more = f" and {len(strays) - _SHOWN} more" if len(strays) > _SHOWN else ""
-        return CheckResult(
-            "sshd.ports",
-            "Listening ports",
-            Status.WARNED,
-            f"listening on all interfaces outside the expected ports: {shown}{more}",
-            want,
-            shown + more,
-            keys,
-        )
-    found = ", ".join(_socket_words(s) for s in open_[:_SHOWN]) or "nothing on all interfaces"
-    return CheckResult(
-        "sshd.ports",
-        "Listening ports",
-        Status.PASSED,
-        f"only expected ports listen on all interfaces: {found}",
-        want,
-        found,
-        keys,
-    )
-
-
-def _socket_words(s: Listener) -> str:
-    name = f" ({visible(s.process, 40)})" if s.process else ""
-    return f"{visible(s.address, 60)}:{s.port}{name}"
-
-
-def kernels_command(port: int, address: str) -> str:
-    """curl for /api/kernels on a port the node listed; the port is an int zuka formats."""
-    host = "[::1]" if ":" in address else "127.0.0.1"
-    return f"curl -s -m 3 -o /dev/null -w '%{{http_code}}' http://{host}:{int(port)}/api/kernels"
-
-
-def judge_services(answers: list[tuple[Listener, Evidence]], keys: tuple[str, ...]) -> CheckResult:
-    check, title = "sshd.services", "Services open without a token"
-    want = "no service on all interfaces answering /api/kernels without a token"
-    if not answers:
-        return CheckResult(
-            check,
-            title,
-            Status.PASSED,
-            "no service besides the expected ones listens on all interfaces",
-            want,
-            "",
-            keys,
-        )
-    if all(missing_tool(ev) for _, ev in answers):
-        return CheckResult(
-            check,
-            title,
-            Status.SKIPPED,
-            "skipped, because curl is not on the node: services listening on "
-            "all interfaces were not asked",
-            want,
-            "",
-            keys,
-        )
-    open_ = [s for s, ev in answers if ev.exit_status == 0 and ev.stdout.strip() == "200"]
-    if open_:
-        shown = ", ".join(_socket_words(s) for s in open_)
-        return CheckResult(
-            check,
-            title,
-            Status.FAILED,
-            f"anyone who reaches the node can run code: {shown} answers "
-            "GET /api/kernels with 200 without a token (a Jupyter server with "
-            "no token or password)",
-            want,
-            shown,
-            keys,
-        )
-    asked = ", ".join(str(s.port) for s, _ in answers)
-    return CheckResult(
-        check,
-        title,
-        Status.PASSED,
-        f"no port on all interfaces answered /api/kernels without a token (asked: {asked})",
-        want,
-        asked,
-        keys,
-    )
-
-
-async def read_listening(probe: Probe) -> tuple[Listening | None, tuple[str, ...], str]:
-    ev = await probe.run("listen", "ss -ltnpH")
-    if ev.failure:
-        return None, (ev.key,), ev.failure
-    if ev.exit_status == 0:
-        return parse_ss(ev.stdout), (ev.key,), ""
-    fallback = await probe.run("listen-proc", "cat /proc/net/tcp /proc/net/tcp6")
-    keys = (ev.key, fallback.key)
-    if fallback.failure or not fallback.stdout.strip():
-        return None, keys, f"ss: {_failed(ev)}; /proc/net/tcp: {_failed(fallback) or 'empty'}"
-    return parse_proc_net_tcp(fallback.stdout), keys, ""
-
-
-async def check_ports(ctx: Context) -> list[CheckResult]:
-    listening, keys, why = await read_listening(ctx.probe)
-    if listening is None:
-        words = f"not checked: the listening ports could not be read ({visible(why, 300)})"
-        return [
-            CheckResult("sshd.ports", "Listening ports", Status.NOT_CHECKED, words, evidence=keys)
-        ]
-    out = [judge_ports(listening, ctx.settings, keys)]
-    targets = [
-        s for s in listening.sockets if s.all_interfaces and s.port not in ctx.settings.ports
-    ]
-    answers: list[tuple[Listener, Evidence]] = []
-    for s in targets[:MAX_PROBED_PORTS]:
-        ev = await ctx.probe.run(f"http-{s.port}", kernels_command(s.port, s.address), 10.0)
-        answers.append((s, ev))
-        if missing_tool(ev):
-            break  # no curl: asking again would say the same
-    out.append(judge_services(answers, (*keys, *(ev.key for _, ev in answers))))
-    return out
 
 
 # -- the check --------------------------------------------------------------------------

@@ -113,13 +113,19 @@ def include_pattern(arg: str) -> str:
     return arg if arg.startswith("/") else posixpath.join(SSH_DIR, arg)
 
 
+# A path part that could name "." or ".." once the shell expands it: only dots and glob
+# characters with a dot among them (`..`, `.?`, `?.`, `.*`), or a dot then a glob
+# character (`.?*`, `.*.conf`): dash's `.?` matches `..`, and so may bash's.
+_DOTS_RE = re.compile(r"(?=[.*?]*\.)[.*?]+|\.[*?].*")
+
+
 def include_allowed(pattern: str) -> bool:
-    """Whether zuka may hand this pattern to the node's shell to expand (see _INCLUDE_OK)."""
+    """Whether zuka may hand this pattern to the node's shell to expand (see _INCLUDE_OK):
+    under /etc/ssh, and no part that is or may expand to "." or ".."."""
     return (
         len(pattern) <= 200
         and _INCLUDE_OK.fullmatch(pattern) is not None
-        and "/../" not in pattern + "/"
-        and "/./" not in pattern + "/"
+        and not any(_DOTS_RE.fullmatch(part) for part in pattern.split("/")[3:])
     )
 
 
@@ -243,21 +249,36 @@ def parse_config(files: Mapping[str, str], main: str = MAIN) -> SshdConfig:
 
 
 _HEADER_RE = re.compile(r"==> (/etc/ssh/[^\n]{1,300}) <==")
+# The include script's word on a file it did not print whole: `==! PATH <== WHY`.
+MARKS = ("unreadable", "cut", "symlink", "missing", "skipped")
+_MARK_RE = re.compile(r"==! (/etc/ssh/[^\n]{1,300}) <== (" + "|".join(MARKS) + ")")
 
 
 def split_files(text: str) -> dict[str, str]:
     """The files a fixed `cat` script printed, each after a `==> PATH <==` line."""
+    return split_output(text)[0]
+
+
+def split_output(text: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The files the include script printed (path -> text), and its marks on the files it
+    did not print whole (path -> one of MARKS: exists but unreadable, cut at 64 KiB, a
+    symlink not followed, matched nothing, a path refused)."""
     files: dict[str, str] = {}
+    marks: dict[str, str] = {}
     current: str | None = None
     chunks: list[str] = []
     for line in text.split("\n"):
-        m = _HEADER_RE.fullmatch(line)
-        if m:
+        mark = _MARK_RE.fullmatch(line)
+        header = _HEADER_RE.fullmatch(line)
+        if mark is None and header is None:
             if current is not None:
-                files[current] = "\n".join(chunks)
-            current, chunks = m.group(1), []
-        elif current is not None:
-            chunks.append(line)
+                chunks.append(line)
+            continue
+        if current is not None:  # a mark or a header ends the file before it
+            files[current] = "\n".join(chunks)
+        current, chunks = (header.group(1) if header else None), []
+        if mark is not None:
+            marks.setdefault(mark.group(1), mark.group(2))
     if current is not None:
         files[current] = "\n".join(chunks)
-    return files
+    return files, marks

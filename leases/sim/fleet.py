@@ -23,6 +23,7 @@ import asyncssh
 from leases.core.models import SshTarget
 from leases.sim.commands import answer, loop_interval
 from leases.sim.gpu import Scenario, SimNode, utcnow
+from leases.sim.traps import Trap
 
 Clock = Callable[[], datetime]
 
@@ -81,6 +82,14 @@ class _Server(asyncssh.SSHServer):
 
     def public_key_auth_supported(self) -> bool:
         return True
+
+    def password_auth_supported(self) -> bool:
+        """A node whose sshd lets passwords in (Trap.PASSWORD_SSHD) asks for one, as its
+        `sshd -T` says; no password is ever right here."""
+        return Trap.PASSWORD_SSHD in self._ep.node.traps
+
+    def validate_password(self, username: str, password: str) -> bool:
+        return False
 
     def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
         """As sshd reads authorized_keys: the node's lines now (a revoked key is refused)."""

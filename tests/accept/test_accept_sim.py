@@ -41,6 +41,7 @@ CASES: dict[int, Case] = {
     0: _case(
         "sim:busy sim-trap:password_sshd", "sshd.password", F, said="PasswordAuthentication yes"
     ),
+    26: _case("sim:busy sim-trap:password_sshd", "sshd.proof", F, said="password"),
     8: _case("sim:busy sim-trap:open_jupyter", "sshd.services", F, said="8888"),
     16: _case("sim:busy sim-trap:stranger_key", "sshd.keys", F, said="did not expect"),
     24: _case("sim:busy sim-trap:no_tools", "heavy.torch", S, said="python3"),
@@ -70,7 +71,7 @@ CLEAN = 25  # an 8x A100 SXM box as sold, nothing wrong with it
 def verdicts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, Verdict]]:
     path: Path = tmp_path_factory.mktemp("accept") / "ledger.db"
     with Ledger.open(path) as ledger:
-        nodes = register_sim_nodes(ledger, 26, datetime.now(UTC))
+        nodes = register_sim_nodes(ledger, 27, datetime.now(UTC))
         for i, case in CASES.items():
             ledger.update_node(nodes[i].name, {"tags": list(case.tags), **dict(case.changes)})
         ledger.update_node(nodes[CLEAN].name, {"tags": ["sim:busy"], "nvlinks": 12})

@@ -230,7 +230,7 @@ async def test_findings_come_as_they_run_then_the_verdict(ledger_file: Path) -> 
 async def test_the_level_is_chosen_before_the_run(ledger_file: Path) -> None:
     node = Node(answers())
     accept = Accept(node)
-    with_window(ledger_file, days=7)
+    with_window(ledger_file, days=100)
     app = app_on(ledger_file)
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await opened(app, accept)
@@ -253,7 +253,7 @@ async def test_the_level_is_chosen_before_the_run(ledger_file: Path) -> None:
         assert "verdict: passed · level standard · 0 FAILED, 0 warned, 0 not checked, 2 passed," \
                " 1 skipped" in said  # fmt: skip
         # The lease began 2026-09-01 (Shanghai); the provider takes a node back in 7 days.
-        assert "returnable until 2026-09-08" in said
+        assert "returnable until 2026-12-10" in said
         await pilot.press("1")
         assert "level quick" in text_of(screen, "accept-title")
 
@@ -351,7 +351,7 @@ async def test_c_on_the_fleet_opens_the_check_of_the_selected_node(ledger_file: 
 
 def test_finished_screen_snapshot(snap_compare, ledger_file: Path) -> None:  # type: ignore[no-untyped-def]
     accept = Accept(Node(answers(gpu1_mib=16376)))
-    with_window(ledger_file, days=7)
+    with_window(ledger_file, days=100)
     app = app_on(ledger_file)
 
     async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
@@ -365,7 +365,7 @@ def test_finished_screen_snapshot(snap_compare, ledger_file: Path) -> None:  # t
 
 
 async def test_the_node_screen_shows_the_last_verdict(ledger_file: Path) -> None:
-    with_window(ledger_file, days=7)
+    with_window(ledger_file, days=100)
     node = Node(answers(gpu1_mib=16376))
     with Ledger.open(ledger_file, clock=lambda: NOW, actor="tester") as ledger:
         await Accept(node)(ledger, NODE, Config(), level=Level.STANDARD, clock=lambda: NOW)
@@ -382,7 +382,7 @@ async def test_the_node_screen_shows_the_last_verdict(ledger_file: Path) -> None
         assert text.splitlines() == [
             "acceptance: FAILED · level standard · 2026-11-30 17:30 · 1 FAILED, 0 warned,"
             " 0 not checked, 1 passed, 1 skipped",
-            "returnable until 2026-09-08",
+            "returnable until 2026-12-10",
             "  FAILED: VRAM of GPU 1: GPU 1 (NVIDIA GeForce RTX 4090) reports 16376 MiB;"
             " an RTX 4090 has 24564 MiB (±3 %)",
         ]

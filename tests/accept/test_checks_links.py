@@ -19,6 +19,7 @@ from leases.accept.facts import (
     NvlinkStatus,
     Topology,
 )
+from leases.accept.parse.nvlink import parse_nvlink
 from leases.accept.parse.torchrun import TorchGpu, TorchRun
 from leases.core.acceptance import Level, Status
 from leases.core.models import Interconnect
@@ -68,15 +69,51 @@ def h100_links(rate: float = 26.562, dead: int | None = None) -> NvlinkStatus:
 
 
 def test_nvlink_dead_or_slow_link_fails() -> None:
-    assert links.judge_nvlink(h100_links(), NV)[0].status is Status.PASSED
-    (dead,) = links.judge_nvlink(h100_links(dead=5), NV)
+    assert links.judge_nvlink(h100_links(), NV, [0, 1])[0].status is Status.PASSED
+    (dead,) = links.judge_nvlink(h100_links(dead=5), NV, [0, 1])
     assert dead.status is Status.FAILED and "GPU 0 link 5 inactive" in dead.words
     assert "GPU 1 has 17 active links (sold NV18)" in dead.words
-    (slow,) = links.judge_nvlink(h100_links(rate=25.0), NV)
+    (slow,) = links.judge_nvlink(h100_links(rate=25.0), NV, [0, 1])
     assert slow.status is Status.FAILED and "at 25 GB/s (expected 26.562)" in slow.words
     (none,) = links.judge_nvlink(NvlinkStatus(), NV)
     assert none.status is Status.FAILED
     assert links.judge_nvlink(NvlinkStatus(), Sold("p"))[0].status is Status.SKIPPED
+
+
+def test_nvlink_a_gpu_printed_without_links_fails_when_nvlink_was_sold() -> None:
+    # 7 GPUs of 18 links at 26.562 GB/s, then a bare "GPU 7:" header (NVLink off on it).
+    text = (
+        "".join(
+            f"GPU {g}: NVIDIA H100 80GB HBM3 (UUID: GPU-{g})\n"
+            + "".join(f"\t Link {k}: 26.562 GB/s\n" for k in range(18))
+            for g in range(7)
+        )
+        + "GPU 7: NVIDIA H100 80GB HBM3 (UUID: GPU-7)\n"
+    )
+    status = parse_nvlink(text)
+    (bare,) = links.judge_nvlink(status, NV, list(range(8)))
+    assert bare.status is Status.FAILED
+    assert bare.words == (
+        "1 NVLink faults (nvidia-smi nvlink -s): GPU 7 reports no NVLink links (sold with NVLink)"
+    )
+    # Not sold with NVLink: a GPU without links is no fault.
+    plain = Sold("n1", "H100", 8, 80)
+    assert links.judge_nvlink(status, plain, list(range(8)))[0].status is Status.PASSED
+
+
+def test_nvlink_a_gpu_the_query_lists_but_nvlink_omits_fails() -> None:
+    two = h100_links()  # GPUs 0 and 1, 18 links each
+    (short,) = links.judge_nvlink(two, NV, [0, 1, 2])
+    assert short.status is Status.FAILED
+    assert "nvidia-smi --query-gpu lists 3 GPUs, nvlink -s 2 (not in nvlink -s: GPU 2)" in (
+        short.words
+    )
+    assert links.judge_nvlink(two, NV, [0, 1])[0].status is Status.PASSED
+    # The query not read: the lease's count instead (NV says 8 GPUs).
+    (count,) = links.judge_nvlink(two, NV)
+    assert count.status is Status.FAILED and "nvlink -s lists 2 GPUs, the lease says 8" in (
+        count.words
+    )
 
 
 def test_link_rate_by_generation() -> None:

@@ -6,12 +6,24 @@ until CUDA refuses or only 512 MiB of free memory is left, and report what it he
 card whose CUDA cannot hold ~90 % of the memory nvidia-smi reports is shared or fake).
 The burn variant repeats the matmul on fixed inputs for SECONDS and counts results that
 differ from the first (silent data corruption, as gpu-burn compares).
+
+Each run carries a fresh NONCE (hex zuka drew) that the script prints back in its JSON
+line: zuka reads only the line that carries it, so a canned or planted JSON line is not
+taken for this run's figures. The command (`command`) clears CUDA_VISIBLE_DEVICES and
+sets CUDA_DEVICE_ORDER=PCI_BUS_ID, so that torch sees every GPU and its index i is
+nvidia-smi's GPU i; the script does the same before importing torch.
 """
 
 from __future__ import annotations
 
-_BODY = r"""import json, sys, time
-out = {"torch": None, "cuda": None, "gpus": [], "error": ""}
+import re
+import secrets
+import shlex
+
+_BODY = r"""import json, os, sys, time
+os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+out = {"torch": None, "cuda": None, "gpus": [], "error": "", "nonce": NONCE}
 try:
     import torch
 except Exception as e:
@@ -70,10 +82,35 @@ for i in range(torch.cuda.device_count()):
 print(json.dumps(out))
 """
 
-TORCH_SCRIPT = "# zuka-accept-torch v1\nBURN = False\nSECONDS = 0\n" + _BODY
+_NONCE = re.compile(r"[0-9a-f]{16,64}")
 
 
-def burn_script(seconds: int) -> str:
+def new_nonce() -> str:
+    """A fresh nonce for one run (32 hex digits)."""
+    return secrets.token_hex(16)
+
+
+def _nonce_line(nonce: str) -> str:
+    if not _NONCE.fullmatch(nonce):
+        raise ValueError("a nonce is 16 to 64 lower-case hex digits")
+    return f'NONCE = "{nonce}"\n'
+
+
+def torch_script(nonce: str) -> str:
+    """The matmul and allocation probe, carrying this run's nonce."""
+    return "# zuka-accept-torch v1\n" + _nonce_line(nonce) + "BURN = False\nSECONDS = 0\n" + _BODY
+
+
+def burn_script(seconds: int, nonce: str) -> str:
     """The burn variant, bounded by `seconds` (an int zuka chose, never a node's word)."""
     bound = max(1, min(int(seconds), 24 * 3600))
-    return f"# zuka-accept-burn v1\nBURN = True\nSECONDS = {bound}\n" + _BODY
+    return (
+        "# zuka-accept-burn v1\n" + _nonce_line(nonce) + f"BURN = True\nSECONDS = {bound}\n" + _BODY
+    )
+
+
+def command(script: str) -> str:
+    """The command line that runs a script with every GPU visible in PCI bus order."""
+    return "env -u CUDA_VISIBLE_DEVICES CUDA_DEVICE_ORDER=PCI_BUS_ID python3 -c " + shlex.quote(
+        script
+    )

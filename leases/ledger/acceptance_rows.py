@@ -193,11 +193,23 @@ def _entry(ledger: Ledger, run_id: int) -> dict[str, Any]:
     return r
 
 
+def _recorded(ledger: Ledger, run_id: int) -> bool:
+    return (
+        ledger.conn.execute(
+            "SELECT 1 FROM audit WHERE entity = ? AND entity_id = ? AND action = ? LIMIT 1",
+            [ENTITY, run_id, ACTION],
+        ).fetchone()
+        is not None
+    )
+
+
 def load(ledger: Ledger, run_id: int) -> StoredRun:
     """The stored run, refused (RunChanged) unless its row hashes to the digest its
-    chained entry holds."""
+    chained entry holds; a run the chain records whose row is gone is refused too."""
     rows = ledger.rows("SELECT * FROM acceptance_runs WHERE id = ?", [run_id])
     if not rows:
+        if _recorded(ledger, run_id):
+            raise RunChanged(run_id, "its row is gone, its audit entry is not")
         raise LookupError(f"no acceptance run {run_id}")
     row = rows[0]
     entry = _entry(ledger, run_id)
@@ -225,34 +237,62 @@ def load(ledger: Ledger, run_id: int) -> StoredRun:
                      row["lease_id"], verdict, status)  # fmt: skip
 
 
+# The runs the audit chain records of a node (its entries hold the node's id and lease):
+# a row deleted with sqlite3 is still named here, and load refuses it.
+_CHAINED = (
+    "SELECT entity_id FROM audit WHERE entity = 'acceptance' AND action = 'accept.run'"
+    " AND json_valid(after) AND json_extract(after, '$.node_id') = ?"
+)
+
+
 def run_ids(ledger: Ledger, node_id: int) -> list[int]:
-    """The node's runs, oldest first."""
-    return [
+    """The node's runs, oldest first: those the table holds and those the audit chain
+    records (a row deleted outside zuka is listed, and load refuses it)."""
+    ids = {
         int(i)
         for (i,) in ledger.conn.execute(
-            "SELECT id FROM acceptance_runs WHERE node_id = ? ORDER BY id", [node_id]
+            "SELECT id FROM acceptance_runs WHERE node_id = ?", [node_id]
         )
-    ]
+    }
+    ids |= {int(i) for (i,) in ledger.conn.execute(_CHAINED, [node_id]) if i is not None}
+    return sorted(ids)
 
 
 def last_id(ledger: Ledger, node_id: int, lease_id: int | None = None) -> int | None:
-    """The node's latest run (of that lease, if given)."""
-    sql = "SELECT id FROM acceptance_runs WHERE node_id = ?"
+    """The node's latest run (of that lease, if given): the newer of the table's newest
+    row and the audit chain's newest accept.run entry of the node, so that deleting the
+    newest row makes load refuse (RunChanged) instead of showing the run before it."""
+    sql = "SELECT max(id) FROM acceptance_runs WHERE node_id = ?"
+    chained = f"SELECT max(entity_id) FROM ({_CHAINED}"
     params: list[Any] = [node_id]
     if lease_id is not None:
         sql += " AND lease_id = ?"
+        chained += " AND json_extract(after, '$.lease_id') = ?"
         params.append(lease_id)
-    row = ledger.conn.execute(sql + " ORDER BY id DESC LIMIT 1", params).fetchone()
-    return None if row is None else int(row[0])
+    found = [
+        ledger.conn.execute(sql, params).fetchone()[0],
+        ledger.conn.execute(chained + ")", params).fetchone()[0],
+    ]
+    ids = [int(i) for i in found if i is not None]
+    return max(ids) if ids else None
 
 
 def problems(ledger: Ledger) -> list[str]:
-    """Every stored run read as load reads it: one line per run its chain does not bear
-    out (for `zuka audit verify`)."""
+    """Every stored run read as load reads it, and every run the audit chain records:
+    one line per run its chain does not bear out, or whose row is gone (for
+    `zuka audit verify`)."""
+    ids = {int(i) for (i,) in ledger.conn.execute("SELECT id FROM acceptance_runs")}
+    ids |= {
+        int(i)
+        for (i,) in ledger.conn.execute(
+            "SELECT entity_id FROM audit WHERE entity = ? AND action = ?", [ENTITY, ACTION]
+        )
+        if i is not None
+    }
     found = []
-    for (run_id,) in ledger.conn.execute("SELECT id FROM acceptance_runs ORDER BY id"):
+    for run_id in sorted(ids):
         try:
-            load(ledger, int(run_id))
+            load(ledger, run_id)
         except RunChanged as exc:
             found.append(exc.reason)
     return found

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from leases.core.errors import InputError, UnknownNode
 from leases.core.models import AuditEntry, Node
 from leases.ledger import auditchain, nodelog
-from leases.ledger.auditchain import AUDIT_TRIGGERS
+from leases.ledger.auditchain import ACCEPTANCE_TRIGGERS, AUDIT_TRIGGERS
 from leases.ledger.connection import LedgerConnection
 from leases.ledger.records import Record
 
@@ -121,8 +121,9 @@ class AuditLog(LedgerConnection):
         found = dict(
             self.conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'")
         )
-        missing = [name for name, sql in AUDIT_TRIGGERS.items() if found.get(name) != sql]
-        missing += [f"unexpected trigger {name}" for name in found if name not in AUDIT_TRIGGERS]
+        expected = {**AUDIT_TRIGGERS, **ACCEPTANCE_TRIGGERS}
+        missing = [name for name, sql in expected.items() if found.get(name) != sql]
+        missing += [f"unexpected trigger {name}" for name in found if name not in expected]
         cur = self.conn.execute("SELECT * FROM audit ORDER BY id")
         names = [d[0] for d in cur.description]
         rows = (dict(zip(names, values, strict=True)) for values in cur)

@@ -42,6 +42,17 @@ AUDIT_TRIGGERS = {
     " BEGIN SELECT RAISE(ABORT, 'the audit log only grows at the end of its hash chain'); END",
 }
 
+# Stored acceptance runs are never edited nor deleted (leases.ledger.acceptance_rows;
+# made by schema.m019_acceptance): `zuka audit verify` expects these too.
+ACCEPTANCE_TRIGGERS = {
+    "acceptance_runs_no_update": "CREATE TRIGGER acceptance_runs_no_update"
+    " BEFORE UPDATE ON acceptance_runs"
+    " BEGIN SELECT RAISE(ABORT, 'acceptance runs are never edited'); END",
+    "acceptance_runs_no_delete": "CREATE TRIGGER acceptance_runs_no_delete"
+    " BEFORE DELETE ON acceptance_runs"
+    " BEGIN SELECT RAISE(ABORT, 'acceptance runs are never deleted'); END",
+}
+
 
 def entry_hash(row: Mapping[str, Any], prev_hash: str) -> str:
     """sha256 over the previous hash and the entry's columns, as stored."""

@@ -658,7 +658,8 @@ def m019_acceptance(db: Database) -> None:
     """Hand-over acceptance (leases.ledger.acceptance_rows): one row per run of a node, with
     the lease it had then (NULL: none), the level, the verdict, its findings and the raw
     evidence (JSON), and the digest of all of it, which the run's entry on the audit chain
-    holds too: a row changed outside zuka no longer matches it. Runs are never edited; no
+    holds too: a row changed outside zuka no longer matches it. Runs are never edited nor
+    deleted (triggers refuse both, as for the audit log); no
     REFERENCES, so that a deleted node's runs stay (its name is kept with each run).
     The provider's return window (days after a lease starts during which it takes a node
     back; NULL: not known)."""
@@ -683,3 +684,7 @@ def m019_acceptance(db: Database) -> None:
         ALTER TABLE providers ADD COLUMN return_days INTEGER CHECK (return_days >= 0);
         """,
     )
+    from leases.ledger.auditchain import ACCEPTANCE_TRIGGERS
+
+    for sql in ACCEPTANCE_TRIGGERS.values():
+        db.execute(sql)

@@ -486,8 +486,21 @@ def _ps(node: SimNode, args: list[str], now: datetime) -> Answer:
     return Answer("".join(line + "\n" for line in lines), "", 0)
 
 
+def _env_run(node: SimNode, args: list[str], now: datetime) -> Answer:
+    """`env [-u NAME]... [NAME=VALUE]... CMD ARGS`: CMD as the simulator answers it (the
+    simulated node has no CUDA_VISIBLE_DEVICES to honour)."""
+    i = 0
+    while i < len(args) and (args[i] == "-u" or "=" in args[i]):
+        i += 2 if args[i] == "-u" else 1
+    if i >= len(args):
+        return _env(node)
+    return _simple(node, args[i:], now)
+
+
 def _simple(node: SimNode, argv: list[str], now: datetime) -> Answer:
     cmd, args = argv[0], argv[1:]
+    if cmd == "env" and args:
+        return _env_run(node, args, now)
     if cmd == "nvidia-smi":
         return nvidia_smi(node, args, now)
     if cmd in ("test", "["):

@@ -20,6 +20,7 @@ TORCH_MARK = "# zuka-accept-torch v1"
 BURN_MARK = "# zuka-accept-burn v1"
 TORCH, CUDA = "2.3.1", "12.1"
 DCGM_VERSION = "3.3.8"
+_NONCE = re.compile(r'NONCE = "([0-9a-f]{16,64})"$')
 NO_BF16 = "bf16 matmul not supported on this GPU (compute capability 7.0)"
 
 
@@ -35,9 +36,13 @@ def python3(node: SimNode, args: list[str], now: datetime) -> Answer:
     first = script.split("\n", 1)[0].strip()
     if first not in (TORCH_MARK, BURN_MARK):
         return Answer("", "python3: the simulator runs only zuka's acceptance scripts\n", 2)
+    # zuka's line 2 is NONCE = "hex": the JSON line carries it back, as the real script does.
+    said = _NONCE.match(script.split("\n", 2)[1] if script.count("\n") >= 2 else "")
+    nonce = said.group(1) if said else None
     if Trap.NO_TORCH in node.traps:
         out: dict[str, object] = {
-            "torch": None, "cuda": None, "gpus": [], "error": "No module named 'torch'"
+            "torch": None, "cuda": None, "gpus": [], "error": "No module named 'torch'",
+            "nonce": nonce,
         }  # fmt: skip
         return Answer(json.dumps(out) + "\n", "", 0)
     burn = first == BURN_MARK
@@ -60,7 +65,9 @@ def python3(node: SimNode, args: list[str], now: datetime) -> Answer:
         if burn:
             gpu["mismatches"] = 0
         gpus.append(gpu)
-    done: dict[str, object] = {"torch": TORCH, "cuda": CUDA, "gpus": gpus, "error": ""}
+    done: dict[str, object] = {
+        "torch": TORCH, "cuda": CUDA, "gpus": gpus, "error": "", "nonce": nonce
+    }  # fmt: skip
     return Answer(json.dumps(done) + "\n", "", 0)
 
 

@@ -4,6 +4,8 @@ each CHECK.run on canned outputs through a tiny fake runner."""
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,7 +22,8 @@ from leases.accept.facts import (
     NvlinkStatus,
     Topology,
 )
-from leases.accept.parse.torchrun import TorchGpu, TorchRun
+from leases.accept.parse.nvlink import parse_nvlink
+from leases.accept.parse.torchrun import TorchGpu, TorchRun, parse_torchrun
 from leases.core.acceptance import Level, Status
 from leases.core.models import Interconnect
 from leases.ssh.stream import CommandResult
@@ -69,15 +72,51 @@ def h100_links(rate: float = 26.562, dead: int | None = None) -> NvlinkStatus:
 
 
 def test_nvlink_dead_or_slow_link_fails() -> None:
-    assert links.judge_nvlink(h100_links(), NV)[0].status is Status.PASSED
-    (dead,) = links.judge_nvlink(h100_links(dead=5), NV)
+    assert links.judge_nvlink(h100_links(), NV, [0, 1])[0].status is Status.PASSED
+    (dead,) = links.judge_nvlink(h100_links(dead=5), NV, [0, 1])
     assert dead.status is Status.FAILED and "GPU 0 link 5 inactive" in dead.words
     assert "GPU 1 has 17 active links (sold NV18)" in dead.words
-    (slow,) = links.judge_nvlink(h100_links(rate=25.0), NV)
+    (slow,) = links.judge_nvlink(h100_links(rate=25.0), NV, [0, 1])
     assert slow.status is Status.FAILED and "at 25 GB/s (expected 26.562)" in slow.words
     (none,) = links.judge_nvlink(NvlinkStatus(), NV)
     assert none.status is Status.FAILED
     assert links.judge_nvlink(NvlinkStatus(), Sold("p"))[0].status is Status.SKIPPED
+
+
+def test_nvlink_a_gpu_printed_without_links_fails_when_nvlink_was_sold() -> None:
+    # 7 GPUs of 18 links at 26.562 GB/s, then a bare "GPU 7:" header (NVLink off on it).
+    text = (
+        "".join(
+            f"GPU {g}: NVIDIA H100 80GB HBM3 (UUID: GPU-{g})\n"
+            + "".join(f"\t Link {k}: 26.562 GB/s\n" for k in range(18))
+            for g in range(7)
+        )
+        + "GPU 7: NVIDIA H100 80GB HBM3 (UUID: GPU-7)\n"
+    )
+    status = parse_nvlink(text)
+    (bare,) = links.judge_nvlink(status, NV, list(range(8)))
+    assert bare.status is Status.FAILED
+    assert bare.words == (
+        "1 NVLink faults (nvidia-smi nvlink -s): GPU 7 reports no NVLink links (sold with NVLink)"
+    )
+    # Not sold with NVLink: a GPU without links is no fault.
+    plain = Sold("n1", "H100", 8, 80)
+    assert links.judge_nvlink(status, plain, list(range(8)))[0].status is Status.PASSED
+
+
+def test_nvlink_a_gpu_the_query_lists_but_nvlink_omits_fails() -> None:
+    two = h100_links()  # GPUs 0 and 1, 18 links each
+    (short,) = links.judge_nvlink(two, NV, [0, 1, 2])
+    assert short.status is Status.FAILED
+    assert "nvidia-smi --query-gpu lists 3 GPUs, nvlink -s 2 (not in nvlink -s: GPU 2)" in (
+        short.words
+    )
+    assert links.judge_nvlink(two, NV, [0, 1])[0].status is Status.PASSED
+    # The query not read: the lease's count instead (NV says 8 GPUs).
+    (count,) = links.judge_nvlink(two, NV)
+    assert count.status is Status.FAILED and "nvlink -s lists 2 GPUs, the lease says 8" in (
+        count.words
+    )
 
 
 def test_link_rate_by_generation() -> None:
@@ -130,20 +169,80 @@ def test_torch_slow_matmul_fake_vram_and_burn_mismatch() -> None:
     good = TorchRun("2.3.1", "12.1", (tgpu(0, 760.0, 79.0), tgpu(1, 750.0, 79.0)))
     assert {r.status for r in heavy.judge_torch(good, H100, Settings(), "torch")} == {Status.PASSED}
     # 0.70 x 989 = 692.3: 650 is slow
-    slow = heavy.judge_torch(TorchRun("2.3.1", "12.1", (tgpu(0, 650.0, 79.0),)), H100,
+    slow = heavy.judge_torch(TorchRun("2.3.1", "12.1", (tgpu(0, 650.0, 79.0),)), H100[:1],
                              Settings(), "torch")  # fmt: skip
     assert slow[0].status is Status.FAILED and "66% of the nominal 989" in slow[0].words
     # 90 % of 81559 MiB is 73403 MiB (71.7 GiB): 24 GiB held means shared or fake VRAM
-    fake = heavy.judge_torch(TorchRun("2.3.1", "12.1", (tgpu(0, 760.0, 24.0),)), H100,
+    fake = heavy.judge_torch(TorchRun("2.3.1", "12.1", (tgpu(0, 760.0, 24.0),)), H100[:1],
                              Settings(), "torch")  # fmt: skip
     alloc = [r for r in fake if r.check == "heavy.torch.alloc"]
     assert alloc[0].status is Status.FAILED and "24576 MiB of the 81559 MiB" in alloc[0].words
-    burn = heavy.judge_torch(TorchRun("2.3.1", "12.1", (tgpu(0, 760.0, 79.0, 3),)), H100,
+    burn = heavy.judge_torch(TorchRun("2.3.1", "12.1", (tgpu(0, 760.0, 79.0, 3),)), H100[:1],
                              Settings(), "burn")  # fmt: skip
     assert any(r.check == "heavy.torch.burn" and r.status is Status.FAILED for r in burn)
     none = heavy.judge_torch(TorchRun(None, None, error="No module named 'torch'"), H100,
                              Settings(), "torch")  # fmt: skip
     assert none[0].status is Status.SKIPPED and "torch is not installed" in none[0].words
+
+
+def test_torch_seeing_fewer_gpus_than_nvidia_smi_fails_naming_them() -> None:
+    # CUDA_VISIBLE_DEVICES=0 in the login's environment: torch reports GPU 0 of 8.
+    eight = [(i, "NVIDIA H100 80GB HBM3", 81559) for i in range(8)]
+    one = TorchRun("2.4.0", "12.4", (tgpu(0, 700.0, 79.0),))
+    out = heavy.judge_torch(one, eight, Settings(), "torch")
+    assert out[0].check == "heavy.torch.gpus" and out[0].status is Status.FAILED
+    assert out[0].words == (
+        "torch sees 1 GPUs, nvidia-smi lists 8; not measured (torch does not report them):"
+        " GPU 1, 2, 3, 4, 5, 6, 7"
+    )
+    # A GPU torch invents (index 9) is named too.
+    odd = TorchRun("2.4.0", "12.4", (tgpu(0, 760.0, 79.0), tgpu(9, 760.0, 79.0)))
+    (gpus,) = [r for r in heavy.judge_torch(odd, H100, Settings(), "torch")
+               if r.check == "heavy.torch.gpus"]  # fmt: skip
+    assert "GPU 1" in gpus.words and "nvidia-smi does not list: 9" in gpus.words
+    # The same GPUs: no finding on the count.
+    good = TorchRun("2.3.1", "12.1", (tgpu(0, 760.0, 79.0), tgpu(1, 750.0, 79.0)))
+    assert all(
+        r.check != "heavy.torch.gpus" for r in heavy.judge_torch(good, H100, Settings(), "t")
+    )
+
+
+def test_torch_without_an_allocation_figure_is_not_checked_for_it() -> None:
+    gpus = tuple(TorchGpu(i, "NVIDIA H100 80GB HBM3", 81559 * 2**20, None, 760.0, None, "")
+                 for i in range(2))  # fmt: skip
+    out = heavy.judge_torch(TorchRun("2.3.1", "12.1", gpus), H100, Settings(), "torch")
+    alloc = [r for r in out if r.check == "heavy.torch.alloc"]
+    assert [r.status for r in alloc] == [Status.NOT_CHECKED, Status.NOT_CHECKED]
+    assert alloc[1].words == "not checked: GPU 1: torch's probe gave no allocated_bytes figure"
+
+
+def test_torch_json_without_this_runs_nonce_is_not_read() -> None:
+    line = json.dumps({"torch": "2.3.1", "cuda": "12.1", "error": "", "gpus": [
+        {"index": 0, "name": "x", "allocated_bytes": 1, "bf16_tflops": 999.0}]})  # fmt: skip
+    canned = parse_torchrun(line + "\n", "ab" * 16)
+    assert canned.torch is None and "this run's nonce" in canned.problems[0]
+    (r,) = heavy.judge_torch(canned, H100, Settings(), "torch")
+    assert r.status is Status.NOT_CHECKED
+    # A planted line after the real one does not replace it either.
+    real = json.dumps({"torch": "2.3.1", "cuda": "12.1", "error": "", "gpus": [],
+                       "nonce": "ab" * 16})  # fmt: skip
+    planted = json.dumps({"torch": "9", "cuda": "9", "error": "", "gpus": [], "nonce": "cd" * 16})
+    assert parse_torchrun(f"{real}\n{planted}\n", "ab" * 16).torch == "2.3.1"
+
+
+def test_dcgmi_with_every_test_skipped_is_not_checked() -> None:
+    idle = DcgmDiag((DiagTest("Denylist", "Skip"), DiagTest("PCIe", "Not Run")))
+    (r,) = heavy.judge_dcgmi(idle, "k")
+    assert r.status is Status.NOT_CHECKED
+    assert r.words == (
+        "not checked: dcgmi diag passed no test; none of its 2 tests ran: Denylist (Skip),"
+        " PCIe (Not Run)"
+    )
+    some = DcgmDiag((DiagTest("Memory", "Pass"), DiagTest("PCIe", "Not Run")))
+    (p,) = heavy.judge_dcgmi(some, "k")
+    assert p.status is Status.PASSED and "1 did not run (skipped by DCGM): PCIe (Not Run)" in (
+        p.words
+    )
 
 
 def test_dcgmi_fail_warn_pass() -> None:
@@ -185,8 +284,12 @@ def test_nccl_slow_wrong_and_pcie() -> None:
 # --- CHECK.run through a fake runner ---------------------------------------------------
 
 
+Answer = CommandResult | Callable[[str], CommandResult]
+TORCH_CMD = "env -u CUDA_VISIBLE_DEVICES CUDA_DEVICE_ORDER=PCI_BUS_ID python3 -c "
+
+
 class FakeRunner:
-    def __init__(self, answers: dict[str, CommandResult]) -> None:
+    def __init__(self, answers: dict[str, Answer]) -> None:
         self.answers = answers
         self.sent: list[str] = []
 
@@ -194,12 +297,23 @@ class FakeRunner:
         self.sent.append(cmd)
         for prefix, answer in self.answers.items():
             if cmd.startswith(prefix):
-                return answer
+                return answer if isinstance(answer, CommandResult) else answer(cmd)
         return CommandResult(127, "", f"sh: 1: {cmd.split()[0]}: not found\n")
 
 
 def ok(text: str) -> CommandResult:
     return CommandResult(0, text, "")
+
+
+def echoing(doc: dict[str, object]) -> Callable[[str], CommandResult]:
+    """The probe's JSON line carrying the nonce zuka put in the script it sent."""
+
+    def answer(cmd: str) -> CommandResult:
+        m = re.search(r'NONCE = "([0-9a-f]+)"', cmd)
+        assert m, cmd
+        return ok(json.dumps({**doc, "nonce": m.group(1)}) + "\n")
+
+    return answer
 
 
 QUERY = "".join(
@@ -240,15 +354,33 @@ async def test_links_run_on_a_good_h100() -> None:
 async def test_heavy_run_skips_what_is_missing() -> None:
     runner = FakeRunner({"command -v": CommandResult(1, "/usr/bin/python3\n", ""),
                          "nvidia-smi --query-gpu": ok(QUERY),
-                         "python3 -c": ok(json.dumps({"torch": None, "cuda": None, "gpus": [],
-                                          "error": "No module named 'torch'"}))})  # fmt: skip
+                         TORCH_CMD: echoing({"torch": None, "cuda": None, "gpus": [],
+                                             "error": "No module named 'torch'"})})  # fmt: skip
     out = {r.check: r for r in await heavy.CHECK.run(new_context(NV, runner, Level.STANDARD))}
     assert out["heavy.torch"].status is Status.SKIPPED
     for name, tool in (("dcgmi", "dcgmi"), ("nvbw", "nvbandwidth"), ("nccl", "all_reduce_perf")):
         assert out[f"heavy.{name}"].status is Status.SKIPPED
         assert f"{tool} is not installed on the node" in out[f"heavy.{name}"].words
-    script = next(c for c in runner.sent if c.startswith("python3 -c"))
+    script = next(c for c in runner.sent if c.startswith(TORCH_CMD))
     assert "# zuka-accept-torch v1" in script
+
+
+async def test_heavy_run_refuses_a_canned_json_line_and_draws_a_fresh_nonce() -> None:
+    eight = {"torch": "2.3.1", "cuda": "12.1", "error": "", "gpus": [
+        {"index": i, "name": "NVIDIA H100 80GB HBM3", "total_bytes": 85520809984,
+         "allocated_bytes": 84 * 10**9, "bf16_tflops": 900.0, "error": ""} for i in range(8)]}  # fmt: skip
+    canned = {"command -v": ok("/usr/bin/python3\n"), "nvidia-smi --query-gpu": ok(QUERY),
+              TORCH_CMD: ok(json.dumps(eight) + "\n")}  # fmt: skip
+    runner = FakeRunner(canned)  # type: ignore[arg-type]
+    out = {r.check: r for r in await heavy.CHECK.run(new_context(NV, runner, Level.STANDARD))}
+    assert out["heavy.torch"].status is Status.NOT_CHECKED
+    assert "this run's nonce" in out["heavy.torch"].words
+    echo = FakeRunner({**canned, TORCH_CMD: echoing(eight)})
+    first = await heavy.CHECK.run(new_context(NV, echo, Level.STANDARD))
+    assert {r.status for r in first if r.check == "heavy.torch"} == {Status.PASSED}
+    await heavy.CHECK.run(new_context(NV, echo, Level.STANDARD))
+    nonces = [re.findall(r'NONCE = "([0-9a-f]+)"', c) for c in echo.sent if c.startswith(TORCH_CMD)]
+    assert len(nonces) == 2 and nonces[0] != nonces[1] and len(nonces[0][0]) == 32
 
 
 async def test_heavy_run_with_every_tool_slow_and_failing() -> None:
@@ -259,7 +391,7 @@ async def test_heavy_run_with_every_tool_slow_and_failing() -> None:
         "command -v": ok("/usr/bin/python3\n/usr/bin/dcgmi\n/usr/local/bin/nvbandwidth\n"
                          "/opt/nccl-tests/build/all_reduce_perf\n"),
         "nvidia-smi --query-gpu": ok(QUERY),
-        "python3 -c": ok(json.dumps(torch)),
+        TORCH_CMD: echoing(torch),
         "dcgmi diag -r 2": ok((DATA / "dcgmi-r1-h200-persistence-fail.txt").read_text()),
         "nvbandwidth": ok((DATA / "nvbandwidth-a10-v0.5.txt").read_text()),
         "all_reduce_perf -b 8 -e 1G -f 2 -g 8": ok((DATA / "nccl-mpi-prefixed-efa.txt").read_text()),

@@ -7,6 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from leases.alerts.alert import Alert, AlertKind
 from leases.alerts.facts import gather
 from leases.alerts.rules import evaluate
@@ -72,14 +74,31 @@ def test_a_passed_or_warned_run_raises_nothing(z: Cli, ledger_path: Path) -> Non
     assert _alerts(ledger_path, datetime(2026, 12, 3, tzinfo=UTC)) == []
 
 
-def test_a_run_changed_outside_zuka_cannot_be_evaluated(z: Cli, ledger_path: Path) -> None:
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "UPDATE acceptance_runs SET status = 'passed'",
+        # The failing run deleted: the chain still records it, not a run before it.
+        "DELETE FROM acceptance_runs",
+    ],
+)
+def test_a_run_changed_outside_zuka_cannot_be_evaluated(
+    z: Cli, ledger_path: Path, sql: str
+) -> None:
     import sqlite3
 
+    from leases.ledger.auditchain import ACCEPTANCE_TRIGGERS
+
     _setup(z, ledger_path, Status.FAILED)
-    conn = sqlite3.connect(ledger_path)
-    with conn:
-        conn.execute("UPDATE acceptance_runs SET status = 'passed'")
-    conn.close()
+    conn = sqlite3.connect(ledger_path, isolation_level=None)
+    try:  # as someone who has the file: the guards dropped, then put back
+        for name in ACCEPTANCE_TRIGGERS:
+            conn.execute(f"DROP TRIGGER {name}")
+        conn.execute(sql)
+        for trigger in ACCEPTANCE_TRIGGERS.values():
+            conn.execute(trigger)
+    finally:
+        conn.close()
     now = datetime(2026, 12, 3, tzinfo=UTC)
     with Ledger.open(ledger_path, clock=lambda: now) as ledger:
         found = evaluate(gather(ledger, CONFIG, now), CONFIG, now)

@@ -5,6 +5,7 @@ evidence."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -17,6 +18,7 @@ from leases.accept.engine import Check, Context
 from leases.app.acceptance import Stored
 from leases.app.acceptreport import fenced, report_md
 from leases.core.acceptance import CheckResult, Evidence, Level, Status, Verdict
+from leases.ledger.auditchain import ACCEPTANCE_TRIGGERS
 from leases.ledger.store import Ledger
 from leases.sim.fleet import SimFleet
 from leases.sim.ledger import register_sim_nodes, serve_ledger_nodes
@@ -137,3 +139,24 @@ async def test_the_use_case_stores_what_a_check_found(ledger_path: Path) -> None
         assert [s.id for s in acceptance.history(ledger, "sim-001")] == [stored.id]
         md = report_md(stored)
         assert "\x1b" not in md and "````text\n```\u241b[2J\n````" in md
+
+
+def test_a_failed_run_deleted_with_sqlite3_is_noticed(
+    cli: Cli, sim_ledger: tuple[Path, SimFleet], own_checks: None
+) -> None:
+    path, _ = sim_ledger
+    assert cli("accept", "sim-001").code == 0  # run 1 passed
+    assert cli("node", "edit", "sim-001", "--gpus", "9").code == 0
+    assert cli("accept", "sim-001").code == 1  # run 2 failed
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:  # the guard dropped, the row deleted, the guard put back as it was
+        conn.execute("DROP TRIGGER acceptance_runs_no_delete")
+        conn.execute("DELETE FROM acceptance_runs WHERE id = 2")
+        conn.execute(ACCEPTANCE_TRIGGERS["acceptance_runs_no_delete"])
+    finally:
+        conn.close()
+    last = cli("accept", "sim-001", "--last")
+    assert last.code != 0 and "passed" not in last.out
+    assert "acceptance run 2 was changed outside zuka (its row is gone" in last.err + last.out
+    verify = cli("audit", "verify")
+    assert verify.code != 0 and "acceptance run 2 was changed outside zuka" in verify.out

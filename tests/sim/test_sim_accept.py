@@ -217,6 +217,22 @@ def test_torch_script_answers() -> None:
     assert said(idle_node("A10", count=1), TORCH) == said(idle_node("A10", count=1), TORCH)
 
 
+def test_torch_script_through_zukas_command_echoes_the_nonce() -> None:
+    from leases.accept.torchprobe import burn_script, command, torch_script
+
+    nonce = "0123456789abcdef" * 2
+    sent = command(torch_script(nonce))
+    assert sent.startswith("env -u CUDA_VISIBLE_DEVICES CUDA_DEVICE_ORDER=PCI_BUS_ID python3 -c ")
+    out = json.loads(said(idle_node("H100", count=2), sent))
+    assert out["nonce"] == nonce and len(out["gpus"]) == 2
+    burn = json.loads(said(idle_node("A10", count=1), command(burn_script(60, nonce))))
+    assert burn["nonce"] == nonce and burn["gpus"][0]["mismatches"] == 0
+    none = json.loads(said(idle_node("A10", Trap.NO_TORCH, count=1), sent))
+    assert none["nonce"] == nonce and none["torch"] is None
+    # A script without zuka's nonce line is answered without one.
+    assert json.loads(said(idle_node("A10", count=1), TORCH))["nonce"] is None
+
+
 def _busbw_at_1g(text: str) -> float:
     row = next(line for line in text.splitlines() if line.split()[:1] == ["1073741824"])
     return float(row.split()[7])

@@ -8,7 +8,6 @@ of time is "not checked"; nothing here passes on a skip. Judges are pure.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping, Sequence
 
 from leases.accept import nominal
@@ -20,7 +19,7 @@ from leases.accept.parse.nccl import parse_nccl
 from leases.accept.parse.nvbandwidth import parse_nvbandwidth
 from leases.accept.parse.smiquery import SmiRow, SmiRows
 from leases.accept.parse.torchrun import TorchRun, parse_torchrun
-from leases.accept.torchprobe import TORCH_SCRIPT, burn_script
+from leases.accept.torchprobe import burn_script, command, new_nonce, torch_script
 from leases.core.acceptance import CheckResult, Evidence, Level, Status
 from leases.core.models import Interconnect
 from leases.core.textsafe import visible
@@ -82,6 +81,33 @@ def gpu_rows(rows: SmiRows) -> list[tuple[int, str, int | None]]:
     return [(r.index, r.name, free(r)) for r in rows.rows if r.index is not None]
 
 
+def torch_coverage(
+    run: TorchRun, gpus: Sequence[tuple[int, str, int | None]], key: str
+) -> list[CheckResult]:
+    """Fails when torch's GPUs are not nvidia-smi's (CUDA_VISIBLE_DEVICES, a container
+    that shows torch fewer cards): the GPUs torch did not report were not measured."""
+    if not gpus:
+        return []
+    smi_ids = sorted({i for i, _, _ in gpus})
+    torch_ids = sorted({g.index for g in run.gpus})
+    unseen = [i for i in smi_ids if i not in torch_ids]
+    extra = [i for i in torch_ids if i not in smi_ids]
+    if len(torch_ids) == len(smi_ids) and not unseen and not extra:
+        return []
+    said = []
+    if unseen:
+        said.append(f"not measured (torch does not report them): GPU {_ids(unseen)}")
+    if extra:
+        said.append(f"torch reports GPUs nvidia-smi does not list: {_ids(extra)}")
+    return [_r("torch.gpus", "GPUs torch sees", Status.FAILED, f"torch sees {len(run.gpus)} "
+               f"GPUs, nvidia-smi lists {len(smi_ids)}; " + "; ".join(said), key,
+               expected=f"{len(smi_ids)} GPUs", found=f"{len(run.gpus)}")]  # fmt: skip
+
+
+def _ids(ids: Sequence[int]) -> str:
+    return ", ".join(str(i) for i in ids[:64])
+
+
 def judge_torch(
     run: TorchRun,
     gpus: Sequence[tuple[int, str, int | None]],
@@ -100,7 +126,7 @@ def judge_torch(
         return [_r("torch", title, Status.WARNED, f"torch {visible(run.torch, 20)} sees no "
                    f"GPU: {visible(run.error, 200)}", key)]  # fmt: skip
     totals = {i: mib for i, _, mib in gpus}
-    out: list[CheckResult] = []
+    out: list[CheckResult] = torch_coverage(run, gpus, key)
     for g in run.gpus:
         gid = f"GPU {g.index}"
         if g.error:
@@ -109,7 +135,11 @@ def judge_torch(
             continue
         smi_mib = totals.get(g.index)
         total = smi_mib * 2**20 if smi_mib else g.total_bytes
-        if total and g.allocated_bytes is not None and g.allocated_bytes < ALLOC_SHARE * total:
+        if g.allocated_bytes is None:
+            out.append(_r("torch.alloc", "Memory CUDA can hold", Status.NOT_CHECKED,
+                          f"not checked: {gid}: torch's probe gave no allocated_bytes figure",
+                          key))  # fmt: skip
+        elif total and g.allocated_bytes < ALLOC_SHARE * total:
             out.append(_r("torch.alloc", "Memory CUDA can hold", Status.FAILED,
                           f"{gid}: CUDA could hold {g.allocated_bytes // 2**20} MiB of the "
                           f"{total // 2**20} MiB nvidia-smi showed free: the memory is "
@@ -155,8 +185,18 @@ def judge_dcgmi(diag: DcgmDiag, key: str) -> list[CheckResult]:
                    f"{said(failed)}", key)]  # fmt: skip
     if warned:
         return [_r("dcgmi", title, Status.WARNED, f"dcgmi diag warned: {said(warned)}", key)]
-    return [_r("dcgmi", title, Status.PASSED, f"all {len(diag.tests)} tests passed or were "
-               "skipped by DCGM", key)]  # fmt: skip
+    passed = [t for t in diag.tests if t.result == "Pass"]
+    idle = [t for t in diag.tests if t.result != "Pass"]
+    names = ", ".join(f"{visible(t.name, 40)} ({t.result})" for t in idle[:20]) + (
+        f" and {len(idle) - 20} more" if len(idle) > 20 else ""
+    )
+    if not passed:
+        return [_r("dcgmi", title, Status.NOT_CHECKED, f"not checked: dcgmi diag passed no "
+                   f"test; none of its {len(idle)} tests ran: {names}", key)]  # fmt: skip
+    if idle:
+        return [_r("dcgmi", title, Status.PASSED, f"{len(passed)} tests passed; {len(idle)} "
+                   f"did not run (skipped by DCGM): {names}", key)]  # fmt: skip
+    return [_r("dcgmi", title, Status.PASSED, f"all {len(passed)} tests passed", key)]
 
 
 def judge_nvbandwidth(nvbw: Nvbandwidth, model: str, key: str) -> list[CheckResult]:
@@ -227,15 +267,17 @@ async def run(ctx: Context) -> list[CheckResult]:
     if "python3" not in have:
         out.append(_skip("torch", "BF16 matmul (torch)", "python3", "tools"))
     else:
-        key, script = ("burn", burn_script(ctx.settings.burn_seconds)) if burn else (
-            "torch", TORCH_SCRIPT)  # fmt: skip
+        nonce = new_nonce()  # only the JSON line carrying it is this run's
+        key, script = ("burn", burn_script(ctx.settings.burn_seconds, nonce)) if burn else (
+            "torch", torch_script(nonce))  # fmt: skip
         limit = 300.0 + (ctx.settings.burn_seconds * max(n, 1) if burn else 0)
-        ev = await ctx.probe.run(key, "python3 -c " + shlex.quote(script), limit)
+        ev = await ctx.probe.run(key, command(script), limit)
         if why := _broken(ev):
             out.append(_r("torch", "BF16 matmul (torch)", Status.NOT_CHECKED,
                           f"not checked: {why}", key))  # fmt: skip
         else:
-            out += judge_torch(parse_torchrun(ev.stdout), gpus, ctx.settings, key, pci)
+            run_ = parse_torchrun(ev.stdout, nonce)
+            out += judge_torch(run_, gpus, ctx.settings, key, pci)
 
     level = 3 if burn else 2
     if "dcgmi" not in have:

@@ -103,7 +103,12 @@ def link_rate(gpu_name: str) -> float | None:
     return None
 
 
-def judge_nvlink(status: NvlinkStatus, sold: Sold) -> list[CheckResult]:
+def judge_nvlink(
+    status: NvlinkStatus, sold: Sold, query_gpus: Sequence[int] | None = None
+) -> list[CheckResult]:
+    """Every GPU nvlink -s prints is judged, one printed with no Link lines too (NVLink
+    off on it fails when NVLink was sold); query_gpus, the indexes of the acceptance
+    query's rows when it was read, are each expected in nvlink -s when NVLink was sold."""
     title = "NVLink links (nvlink -s)"
     nvlink_sold = sold.interconnect is Interconnect.NVLINK
     if not status.links:
@@ -116,12 +121,26 @@ def judge_nvlink(status: NvlinkStatus, sold: Sold) -> list[CheckResult]:
         return [_r("nvlink", title, Status.SKIPPED, "skipped, because the GPUs report no NVLink "
                    "(none was sold)", "nvlink")]  # fmt: skip
     bad: list[str] = []
-    for gpu in sorted({lk.gpu for lk in status.links}):
+    judged = sorted({lk.gpu for lk in status.links} | set(status.gpu_names))
+    if nvlink_sold and query_gpus is not None:
+        absent = sorted(set(query_gpus) - set(judged))
+        if absent:
+            bad.append(
+                f"nvidia-smi --query-gpu lists {len(query_gpus)} GPUs, nvlink -s {len(judged)}"
+                f" (not in nvlink -s: GPU {', '.join(str(g) for g in absent)})"
+            )
+    elif nvlink_sold and sold.gpu_count and len(judged) < sold.gpu_count:
+        bad.append(f"nvlink -s lists {len(judged)} GPUs, the lease says {sold.gpu_count}")
+    for gpu in judged:
         name = status.gpu_names.get(gpu, "")
         rate = link_rate(name)
         links = [lk for lk in status.links if lk.gpu == gpu]
         active = [lk for lk in links if lk.active]
         pcie_card = "PCIE" in name.upper()  # bridged PCIe cards leave some links unused
+        if not links:
+            if nvlink_sold:
+                bad.append(f"GPU {gpu} reports no NVLink links (sold with NVLink)")
+            continue
         for lk in links:
             if not lk.active and not pcie_card:
                 bad.append(f"GPU {gpu} link {lk.link} inactive")
@@ -232,7 +251,10 @@ async def run(ctx: Context) -> list[CheckResult]:
         out.append(_r("nvlink", "NVLink links (nvlink -s)", Status.NOT_CHECKED,
                       f"not checked: {nv_ev.failure}", "nvlink"))  # fmt: skip
     else:
-        out += judge_nvlink(parse_nvlink(nv_ev.stdout), ctx.sold)
+        read = await smi.read_rows(ctx)
+        indexes = None if read.rows is None else [r.index for r in read.rows.rows]
+        query = None if indexes is None or None in indexes else [int(i or 0) for i in indexes]
+        out += judge_nvlink(parse_nvlink(nv_ev.stdout), ctx.sold, query)
     ib_ev = await ctx.probe.run("ibstat", "ibstat", 30)
     if ib_ev.failure:
         out.append(_r("ib", "InfiniBand (ibstat)", Status.NOT_CHECKED,

@@ -1,6 +1,8 @@
 """zuka's own torch probe (`leases.accept.torchprobe`) prints one JSON line: read it into
 a typed result. The node may print anything else around it (warnings, banners): the last
-line that parses as a JSON object with a "gpus" list is the one; sizes are bounded."""
+line that parses as a JSON object with a "gpus" list is the one; sizes are bounded.
+Given the run's nonce, only a line whose "nonce" is it counts (a canned or planted line
+without it is not this run's)."""
 
 from __future__ import annotations
 
@@ -47,9 +49,10 @@ def _str(v: object, n: int = 200) -> str:
     return v[:n] if isinstance(v, str) else ""
 
 
-def parse_torchrun(text: str) -> TorchRun:
+def parse_torchrun(text: str, nonce: str | None = None) -> TorchRun:
     problems = Problems()
     data: dict[str, object] | None = None
+    stale = False
     for line in reversed(lines_of(text)):
         line = line.strip()
         if not (line.startswith("{") and len(line) < 64 * 1024):
@@ -59,10 +62,18 @@ def parse_torchrun(text: str) -> TorchRun:
         except (ValueError, RecursionError):
             continue
         if isinstance(obj, dict) and isinstance(obj.get("gpus"), list):
+            if nonce is not None and obj.get("nonce") != nonce:
+                stale = True
+                continue
             data = obj
             break
     if data is None:
-        problems.add("no JSON line from zuka's torch probe was found in the output")
+        problems.add(
+            "no JSON line carrying this run's nonce was found in the output (a line without"
+            " it is not from this run of zuka's probe)"
+            if stale
+            else "no JSON line from zuka's torch probe was found in the output"
+        )
         return TorchRun(None, None, problems=problems.result())
     gpus: list[TorchGpu] = []
     raw = data["gpus"]

@@ -106,16 +106,13 @@ class Connector:
         keys = await asyncio.to_thread(load_keys, None, hop.key_files)
         return await self._connect_one(hop, keys, tunnel, on_lost=_ignore_lost)
 
-    async def _connect_one(
-        self,
-        end: Endpoint,
-        keys: list[ClientKey],
-        tunnel: asyncssh.SSHClientConnection | None,
-        *,
-        on_lost: Callable[[Client, Exception | None], None] | None = None,
-    ) -> tuple[asyncssh.SSHClientConnection, Client]:
+    def connect_kwargs(
+        self, end: Endpoint, tunnel: asyncssh.SSHClientConnection | None
+    ) -> dict[str, Any]:
+        """asyncssh.connect's arguments for one hop, authentication aside: the pinned host
+        keys, keepalives, timeout, ciphers, port, user and the tunnel through the hop
+        before."""
         opts = self.options
-        client = Client(on_lost or self._on_lost)
         kwargs: dict[str, Any] = {
             "known_hosts": hostkeys.known_hosts_matcher(opts.known_hosts),
             "keepalive_interval": opts.keepalive_interval,
@@ -134,6 +131,19 @@ class Connector:
             kwargs["username"] = end.user
         if tunnel is not None:
             kwargs["tunnel"] = tunnel
+        return kwargs
+
+    async def _connect_one(
+        self,
+        end: Endpoint,
+        keys: list[ClientKey],
+        tunnel: asyncssh.SSHClientConnection | None,
+        *,
+        on_lost: Callable[[Client, Exception | None], None] | None = None,
+    ) -> tuple[asyncssh.SSHClientConnection, Client]:
+        opts = self.options
+        client = Client(on_lost or self._on_lost)
+        kwargs = self.connect_kwargs(end, tunnel)
         if not isinstance(opts.agent_path, Default):
             kwargs["agent_path"] = opts.agent_path
         all_keys: list[Any] = list(keys)

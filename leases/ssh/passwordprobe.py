@@ -10,13 +10,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 import asyncssh
 
 from leases.core.models import Node, NodeHealth
 from leases.core.textsafe import visible
-from leases.ssh import hostkeys
 from leases.ssh.bounds import Budget
 from leases.ssh.connect import Connector, kept_cancel
 from leases.ssh.faults import HopFailed
@@ -77,11 +75,7 @@ class _ProofConnector(Connector):
         if on_lost is not None:  # a jump host: as every connect makes it
             return await super()._connect_one(end, keys, tunnel, on_lost=on_lost)
         client = self.client = ProofClient()
-        opts = self.options
-        kwargs: dict[str, Any] = {
-            "known_hosts": hostkeys.known_hosts_matcher(opts.known_hosts),
-            "connect_timeout": opts.connect_timeout,
-            "config": [],
+        kwargs = self.connect_kwargs(end, tunnel) | {
             # None, not []: [] would make asyncssh load ~/.ssh/id_* itself.
             "client_keys": None,
             "agent_path": None,
@@ -91,12 +85,6 @@ class _ProofConnector(Connector):
             "gss_kex": False,
             "host_based_auth": False,
         }
-        if end.port is not None:
-            kwargs["port"] = end.port
-        if end.user:
-            kwargs["username"] = end.user
-        if tunnel is not None:
-            kwargs["tunnel"] = tunnel
         conn = await kept_cancel(
             asyncssh.connect(end.host, client_factory=lambda: client, **kwargs)
         )

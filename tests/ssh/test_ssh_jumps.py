@@ -357,14 +357,16 @@ def test_poll_once_timeout_exits_non_zero_when_no_node_answered(cli: Cli, blackh
 
 
 def test_asyncssh_is_never_given_a_config(tmp_path: Path) -> None:
-    """Guard: every connect in leases.ssh.connect passes config=[] (asyncssh would run a
-    ProxyCommand from the one it reads)."""
+    """Guard: every connect in leases.ssh.connect (and the password proof's, built on it)
+    passes config=[] (asyncssh would run a ProxyCommand from the one it reads)."""
     import inspect
 
-    from leases.ssh import connect
+    from leases.ssh import connect, passwordprobe
 
-    source = inspect.getsource(connect.Connector._connect_one)
+    source = inspect.getsource(connect.Connector.connect_kwargs)
     assert '"config": []' in source
+    for user in (connect.Connector._connect_one, passwordprobe._ProofConnector._connect_one):
+        assert "self.connect_kwargs(end, tunnel)" in inspect.getsource(user)
     assert asyncssh.connect  # the call it guards
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from leases.accept.probe import Probe, Runner
+from leases.config.sections import AcceptConfig
 from leases.core.acceptance import CheckResult, Level, Status, Verdict
 from leases.core.models import Interconnect
 from leases.core.textsafe import visible
@@ -39,17 +40,9 @@ class Sold:
     local: bool = False
 
 
-@dataclass(frozen=True)
-class Settings:
-    """The [accept] config: tolerances and what the node should offer."""
-
-    vram_tolerance: float = 0.03  # ±3 %: GDDR cards lose ~6 % with ECC on; ECC is recorded
-    matmul_pass: float = 0.70  # of the nominal dense BF16 TFLOPS
-    ports: tuple[int, ...] = (22,)  # expected listening, besides the training range
-    training_ports: tuple[int, int] = (8000, 9000)  # inclusive
-    data_paths: tuple[str, ...] = ("/", "/root", "/data", "/root/autodl-tmp", "/mnt")
-    min_free_gib: int = 100
-    burn_seconds: int = 300  # the bound of a burn-in, per run
+# The engine's settings are the [accept] config itself: its tolerances and what the node
+# should offer, with their defaults written once (leases.config.sections).
+Settings = AcceptConfig
 
 
 # The password proof: a fresh login offering no key, recording whether the node asked for

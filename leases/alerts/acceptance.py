@@ -17,6 +17,7 @@ from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.ledger import acceptance_rows
 from leases.ledger.store import Ledger
+from leases.money.renewals import in_effect
 
 RULE = "acceptance"
 
@@ -28,15 +29,10 @@ def _young(lease: Lease, return_days: int | None, config: AlertsConfig, now: dat
     return now < lease.start + timedelta(days=config.accept_young_days)
 
 
-def _current(facts: NodeFacts) -> Lease | None:
-    open_leases = [le for le in facts.leases if le.ended_at is None]
-    return open_leases[-1] if open_leases else None
-
-
 def read(ledger: Ledger, facts: NodeFacts, config: AlertsConfig, now: datetime) -> Accepted | None:
     """The last run of the node's current lease, read only while that lease is young
     (a run changed outside zuka raises acceptance_rows.RunChanged)."""
-    lease = _current(facts)
+    lease = in_effect(facts.leases, now)
     if lease is None or lease.id is None or facts.node.id is None:
         return None
     days = ledger.provider(facts.node.provider).return_days if facts.node.provider else None
@@ -51,7 +47,7 @@ def read(ledger: Ledger, facts: NodeFacts, config: AlertsConfig, now: datetime) 
 
 def acceptance_failed(facts: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
     a = facts.acceptance
-    lease = _current(facts)
+    lease = in_effect(facts.leases, now)
     if a is None or lease is None or a.lease_id != lease.id or a.status != "failed":
         return
     if not _young(lease, a.return_days, config, now):

@@ -12,14 +12,15 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Any
 
 from leases.accept import engine
-from leases.accept.engine import Check, PasswordProof, Settings, Sold, Throughput
+from leases.accept.engine import Check, PasswordProof, Sold, Throughput
 from leases.accept.localrun import LocalRunner, nvml_evidence
 from leases.accept.probe import Runner
-from leases.config.sections import AcceptConfig, Config
+from leases.accept.window import returnable_until
+from leases.config.sections import Config
 from leases.core import fields
 from leases.core.acceptance import Level, Status, Verdict
 from leases.core.models import Lease, Node, ResourceKind
@@ -43,28 +44,6 @@ class Stored:
     returnable_until: date | None
     window_known: bool
     sold: Sold | None = None
-
-
-def settings_of(accept: AcceptConfig) -> Settings:
-    """The engine's settings from the [accept] config."""
-    return Settings(
-        vram_tolerance=accept.vram_tolerance,
-        matmul_pass=accept.matmul_pass,
-        ports=accept.ports,
-        training_ports=accept.training_ports,
-        data_paths=accept.data_paths,
-        min_free_gib=accept.min_free_gib,
-        burn_seconds=accept.burn_seconds,
-    )
-
-
-def current_lease(ledger: Ledger, node: Node, at: datetime) -> Lease | None:
-    """The node's lease at that moment: the latest open one started by then, else the
-    latest open one."""
-    open_leases = [le for le in ledger.leases(node) if le.ended_at is None]
-    started = [le for le in open_leases if le.start <= at]
-    pick = started or open_leases
-    return pick[-1] if pick else None
 
 
 def _fingerprint_of(key_path: str) -> str | None:
@@ -95,7 +74,7 @@ def expected_keys(ledger: Ledger, node: Node, lease: Lease | None) -> tuple[str,
 def sold_of(ledger: Ledger, name: str, at: datetime | None = None) -> Sold:
     """What the ledger says the node is."""
     node = ledger.node(name)
-    lease = current_lease(ledger, node, at or ledger.clock())
+    lease = ledger.current_lease(node.name, at)
     return Sold(
         node=node.name,
         gpu_model=node.gpu_model,
@@ -115,8 +94,7 @@ def window(ledger: Ledger, node: Node, lease: Lease | None) -> tuple[date | None
     days = ledger.provider(node.provider).return_days if node.provider else None
     if days is None or lease is None:
         return None, days is not None
-    start = lease.start.astimezone(fields.timezone(lease.billing_tz, "billing_tz"))
-    return start.date() + timedelta(days=days), True
+    return returnable_until(lease.start, lease.billing_tz, days), True
 
 
 def _stored(ledger: Ledger, run: StoredRun, sold: Sold | None = None) -> Stored:
@@ -164,7 +142,7 @@ async def accept(
     """Run the acceptance checks of `level` on the node and store the verdict."""
     node = ledger.node(name)
     assert node.id is not None
-    lease = current_lease(ledger, node, clock())
+    lease = ledger.current_lease(node.name, clock())
     sold = sold_of(ledger, name, clock())
     session: Any = None
     if runner is None:
@@ -189,7 +167,7 @@ async def accept(
         sold,
         runner,
         level,
-        settings_of(config.accept),
+        config.accept,
         password_proof=None if node.local else password_proof,
         throughput=None if node.local else throughput,
     )

@@ -79,7 +79,7 @@ class OffboardConfig:
 
 @dataclass(frozen=True)
 class AcceptConfig:
-    """[accept]: hand-over acceptance (leases.accept.engine.Settings is built from it)."""
+    """[accept]: hand-over acceptance (the settings leases.accept.engine runs with)."""
 
     vram_tolerance: float = 0.03  # memory.total within ±3 % of the model's nominal size
     matmul_pass: float = 0.70  # BF16 matmul at least 70 % of the nominal dense figure

@@ -11,7 +11,6 @@ import pytest
 
 from leases.accept.engine import Settings
 from leases.accept.localrun import LocalRunner, nvml_evidence
-from leases.app.acceptance import settings_of
 from leases.config.load import load_config
 from leases.core.errors import ConfigError
 from tests.support.cli import Cli
@@ -40,11 +39,11 @@ young_days = 3
 """,
     )
     config = load_config(path, env={"ZUKA_ACCEPT_MIN_FREE_GIB": "200"})
-    s = settings_of(config.accept)
-    assert s == Settings(0.05, 0.6, (22, 6006), (7000, 7100), ("/", "/data"), 200, 60)
+    s = config.accept
+    assert s == Settings(0.05, 0.6, (22, 6006), (7000, 7100), ("/", "/data"), 200, 60, 3)
     assert config.alerts.accept_young_days == 3
     # The defaults are the engine's own.
-    assert settings_of(load_config(None, env={}).accept) == Settings()
+    assert load_config(None, env={}).accept == Settings()
 
 
 @pytest.mark.parametrize(

@@ -37,6 +37,11 @@ SEVERITY: dict[Status, int] = {
 }
 
 
+def worse(a: Status, b: Status) -> Status:
+    """The more severe of two statuses (by SEVERITY; the first on a tie)."""
+    return b if SEVERITY[b] > SEVERITY[a] else a
+
+
 @dataclass(frozen=True)
 class Evidence:
     """One command zuka ran on the node, and what came back, exactly (bounded in size)."""

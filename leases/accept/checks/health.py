@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from leases.accept.checks.smi import read_q, unread
+from leases.accept.checks.smi import gpu_label, read_q, unread
 from leases.accept.engine import Check, Context
-from leases.accept.facts import GpuQuery, SmiQuery
+from leases.accept.facts import SmiQuery
 from leases.accept.probe import missing_tool
-from leases.core.acceptance import CheckResult, Evidence, Level, Status
+from leases.core.acceptance import CheckResult, Evidence, Level, Status, worse
 from leases.core.textsafe import visible
 
 TITLE = "Memory and power health"
@@ -35,21 +35,12 @@ IDLE_REASONS = frozenset({"idle", "gpu idle", "none", "sw power cap"})
 _XID = re.compile(r"NVRM: Xid \(PCI:([0-9A-Fa-f:.]{1,20})\): (\d{1,4})\b([^\n]{0,160})")
 
 
-def _gpu(g: GpuQuery, i: int) -> str:
-    return f"GPU {g.index if g.index is not None else i}"
-
-
-def _rank(status: Status) -> int:
-    return {Status.PASSED: 0, Status.WARNED: 1, Status.FAILED: 2}.get(status, 0)
-
-
 @dataclass
 class _Tally:
     status: Status = Status.PASSED
 
     def see(self, status: Status) -> None:
-        if _rank(status) > _rank(self.status):
-            self.status = status
+        self.status = worse(self.status, status)
 
 
 def judge_memory(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
@@ -57,7 +48,7 @@ def judge_memory(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
     tally = _Tally()
     lines: list[str] = []
     for i, g in enumerate(facts.gpus):
-        name = _gpu(g, i)
+        name = gpu_label(g.index, i)
         unc = g.remapped_uncorrectable
         if (unc is not None and unc >= REMAP_UNCORRECTABLE_FAIL) or g.remap_failure == "Yes":
             tally.see(Status.FAILED)
@@ -118,7 +109,7 @@ def judge_power(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
         else:
             continue
         lines.append(
-            f"{_gpu(g, i)}: power limit {limit:g} W, default {default:g} W "
+            f"{gpu_label(g.index, i)}: power limit {limit:g} W, default {default:g} W "
             f"({limit / default * 100:.0f} %)"
         )
     expected = "power limit at its default (below 90 % fails)"
@@ -149,7 +140,7 @@ def judge_power(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
 def judge_throttle(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
     cid, title = "health.throttle", "Clocks event reasons at idle"
     lines = [
-        f"{_gpu(g, i)}: {', '.join(visible(r, 40) for r in bad)}"
+        f"{gpu_label(g.index, i)}: {', '.join(visible(r, 40) for r in bad)}"
         for i, g in enumerate(facts.gpus)
         if (bad := [r for r in g.throttle_active if r.strip().lower() not in IDLE_REASONS])
     ]

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from leases.accept.checks.smi import read_q, read_rows, unread
+from leases.accept.checks.smi import gpu_label, read_q, read_rows, unread
 from leases.accept.engine import Check, Context, Settings, Sold
 from leases.accept.facts import SmiQuery
 from leases.accept.nominal import Lookup, Nominal, by_name, by_pci
 from leases.accept.parse.smiquery import SmiRow
-from leases.core.acceptance import CheckResult, Level, Status
+from leases.core.acceptance import CheckResult, Level, Status, worse
 from leases.core.gpumodels import gpu_key
 from leases.core.textsafe import visible
 
@@ -25,10 +25,6 @@ QUERY = "nvidia-smi --query-gpu"
 
 def _name(row: SmiRow) -> str:
     return visible(row.name, 80)
-
-
-def _gpu(row: SmiRow, i: int) -> str:
-    return f"GPU {row.index if row.index is not None else i}"
 
 
 def judge_count(rows: Sequence[SmiRow], sold: Sold, keys: tuple[str, ...]) -> CheckResult:
@@ -79,18 +75,19 @@ def judge_model(rows: Sequence[SmiRow], sold: Sold, keys: tuple[str, ...]) -> Ch
         if not row.name:  # [N/A]: the PCI id alone tells the card, where zuka knows it
             if card is None:
                 unread.append(
-                    f"{_gpu(row, i)} prints no name and a PCI device id zuka does not know"
+                    f"{gpu_label(row.index, i)} prints no name and a PCI device id zuka does "
+                    "not know"
                 )
             elif gpu_key(card.model) != want:
                 wrong.append(
-                    f"{_gpu(row, i)} prints no name; its PCI device id "
+                    f"{gpu_label(row.index, i)} prints no name; its PCI device id "
                     f"{row.pci_device_id} is the {card.model}'s"
                 )
         elif gpu_key(row.name) != want:
-            wrong.append(f"{_gpu(row, i)} is named {_name(row)!r}")
+            wrong.append(f"{gpu_label(row.index, i)} is named {_name(row)!r}")
         elif card is not None and gpu_key(card.model) != want:
             wrong.append(
-                f"{_gpu(row, i)} is named {_name(row)!r} but its PCI device id "
+                f"{gpu_label(row.index, i)} is named {_name(row)!r} but its PCI device id "
                 f"{row.pci_device_id} is the {card.model}'s"
             )
     found = ", ".join(sorted({_name(r) for r in rows}))
@@ -150,21 +147,21 @@ def judge_vram(
         total = row.memory_total_mib
         ecc = row.ecc_current or "unknown"
         if total is None:
-            lines.append(f"{_gpu(row, i)}: memory.total unreadable")
-            worst = max(worst, Status.NOT_CHECKED, key=_rank)
+            lines.append(f"{gpu_label(row.index, i)}: memory.total unreadable")
+            worst = worse(worst, Status.NOT_CHECKED)
             continue
         ecc_on = _ecc_on(row) if kind_known else None  # either figure for an unknown card
         status, figure = vram_verdict(total, card, ecc_on, settings.vram_tolerance)
         if status is not Status.PASSED:
             lines.append(
-                f"{_gpu(row, i)} reports {total} MiB (memory.total, ECC {ecc}); "
+                f"{gpu_label(row.index, i)} reports {total} MiB (memory.total, ECC {ecc}); "
                 f"{label} {figure} MiB ({tol})"
             )
-            worst = max(worst, status, key=_rank)
+            worst = worse(worst, status)
         elif card.gddr and _ecc_on(row) and figure != card.memory_for(False):
             notes.append(
-                f"{_gpu(row, i)}: {total} MiB with ECC on, which takes 1/16 of GDDR memory "
-                f"({card.memory_for(False)} MiB with ECC off)"
+                f"{gpu_label(row.index, i)}: {total} MiB with ECC on, which takes 1/16 of "
+                f"GDDR memory ({card.memory_for(False)} MiB with ECC off)"
             )
     expected = f"{card.memory_mib} MiB ({tol})"
     found = ", ".join(
@@ -176,12 +173,6 @@ def judge_vram(
             words += "; " + "; ".join(notes[:4])
         return CheckResult(cid, title, Status.PASSED, words, expected, found, keys)
     return CheckResult(cid, title, worst, "; ".join(lines[:8]), expected, found, keys)
-
-
-def _rank(status: Status) -> int:
-    return {Status.PASSED: 0, Status.SKIPPED: 0, Status.WARNED: 1, Status.NOT_CHECKED: 2}.get(
-        status, 3
-    )
 
 
 def _cuda_major(version: str) -> int | None:

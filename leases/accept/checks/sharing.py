@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from leases.accept.checks.smi import read_q, unread
+from leases.accept.checks.smi import gpu_label, read_q, unread
 from leases.accept.engine import Check, Context
-from leases.accept.facts import GpuQuery, SmiQuery
-from leases.core.acceptance import CheckResult, Evidence, Level, Status
+from leases.accept.facts import SmiQuery
+from leases.core.acceptance import CheckResult, Evidence, Level, Status, worse
 from leases.core.models import GpuProcess
 from leases.core.textsafe import visible
 from leases.telemetry.nvsmi import APPS_COMMAND, NvsmiParseError, parse_compute_apps
@@ -36,19 +36,15 @@ _MIG_LINE = re.compile(r"^\s*MIG\s+\S+\s+Device\s+\d+", re.MULTILINE)
 _LIMIT_VAR = re.compile(r"^(CUDA_DEVICE_MEMORY_LIMIT\w*|CUDA_DEVICE_SM_LIMIT\w*)=(.*)$")
 
 
-def _gpu(g: GpuQuery, i: int) -> str:
-    return f"GPU {g.index if g.index is not None else i}"
-
-
 def judge_virtualisation(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
     cid, title = "sharing.vgpu", "Virtualisation mode"
     bad: list[str] = []
     modes: list[str] = []
     for i, g in enumerate(facts.gpus):
         mode = g.virtualization_mode or "unknown"
-        modes.append(f"{_gpu(g, i)} {visible(mode, 30)}")
+        modes.append(f"{gpu_label(g.index, i)} {visible(mode, 30)}")
         if "vgpu" in mode.lower():
-            line = f"{_gpu(g, i)} is a vGPU (Virtualization Mode {visible(mode, 30)})"
+            line = f"{gpu_label(g.index, i)} is a vGPU (Virtualization Mode {visible(mode, 30)})"
             if g.vgpu_license:
                 licence = visible(g.vgpu_license, 60)
                 line += f", licence {licence}"
@@ -71,7 +67,7 @@ def mig_lines(list_output: str) -> int:
 def judge_mig(facts: SmiQuery, listed_mig: int, keys: tuple[str, ...]) -> CheckResult:
     cid, title = "sharing.mig", "MIG"
     on = [
-        f"{_gpu(g, i)} MIG {visible(g.mig_current, 20)} with {g.mig_devices} MIG devices"
+        f"{gpu_label(g.index, i)} MIG {visible(g.mig_current, 20)} with {g.mig_devices} MIG devices"
         for i, g in enumerate(facts.gpus)
         if g.mig_current.lower() == "enabled" or g.mig_devices > 0
     ]
@@ -201,10 +197,10 @@ def judge_unexplained(
         else:
             continue
         lines.append(
-            f"{_gpu(g, i)} has {g.memory_used_mib} MiB in use, {unexplained:g} MiB of it "
-            f"by no process nvidia-smi shows"
+            f"{gpu_label(g.index, i)} has {g.memory_used_mib} MiB in use, {unexplained:g} "
+            "MiB of it by no process nvidia-smi shows"
         )
-        worst = max(worst, status, key=_rank)
+        worst = worse(worst, status)
     expected = f"at most {WARN_UNEXPLAINED_MIB} MiB used with no process (driver reservation)"
     if lines:
         words = "; ".join(lines[:8]) + ": another tenant may hold these GPUs"
@@ -218,10 +214,6 @@ def judge_unexplained(
         "",
         keys,
     )
-
-
-def _rank(status: Status) -> int:
-    return {Status.PASSED: 0, Status.WARNED: 1, Status.FAILED: 2}.get(status, 0)
 
 
 async def run(ctx: Context) -> list[CheckResult]:

@@ -44,6 +44,12 @@ class RowsRead(Read):
     rows: SmiRows | None = None
 
 
+def gpu_label(index: int | None, position: int) -> str:
+    """ "GPU 3": the index nvidia-smi printed, else the GPU's position in its output (the
+    XML prints none)."""
+    return f"GPU {index if index is not None else position}"
+
+
 def failure_words(ev: Evidence) -> str:
     """Why a command gave nothing usable, in words (never the node's words raw)."""
     if ev.failure:

@@ -207,6 +207,22 @@ def test_torch_seeing_fewer_gpus_than_nvidia_smi_fails_naming_them() -> None:
     )
 
 
+def test_the_allocation_bar_leaves_what_zukas_script_keeps_free() -> None:
+    """A GPU with 4096 MiB free (the lab's job holds the rest): the script stops 512 MiB
+    short and in 256 MiB blocks, so it holds 3584 MiB, 87.5 %. 3584 + 768 = 4352 is more
+    than 90 % of 4096 (3686.4): passed. 2816 MiB held: 2816 + 768 = 3584 < 3686.4: failed."""
+    busy = [(0, "NVIDIA H100 80GB HBM3", 4096)]
+
+    def held(mib: int) -> list[Status]:
+        gpu = TorchGpu(0, "NVIDIA H100 80GB HBM3", 81559 * 2**20, mib * 2**20, 760.0, None, "")
+        run = TorchRun("2.3.1", "12.1", (gpu,))
+        return [r.status for r in heavy.judge_torch(run, busy, Settings(), "torch")
+                if r.check == "heavy.torch.alloc"]  # fmt: skip
+
+    assert held(3584) == []
+    assert held(2816) == [Status.FAILED]
+
+
 def test_torch_without_an_allocation_figure_is_not_checked_for_it() -> None:
     gpus = tuple(TorchGpu(i, "NVIDIA H100 80GB HBM3", 81559 * 2**20, None, 760.0, None, "")
                  for i in range(2))  # fmt: skip

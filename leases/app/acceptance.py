@@ -71,10 +71,8 @@ def expected_keys(ledger: Ledger, node: Node, lease: Lease | None) -> tuple[str,
     return tuple(dict.fromkeys(found))
 
 
-def sold_of(ledger: Ledger, name: str, at: datetime | None = None) -> Sold:
-    """What the ledger says the node is."""
-    node = ledger.node(name)
-    lease = ledger.current_lease(node.name, at)
+def sold_of(ledger: Ledger, node: Node, lease: Lease | None) -> Sold:
+    """What the ledger says the node is, under the lease it is accepted for."""
     return Sold(
         node=node.name,
         gpu_model=node.gpu_model,
@@ -143,7 +141,7 @@ async def accept(
     node = ledger.node(name)
     assert node.id is not None
     lease = ledger.current_lease(node.name, clock())
-    sold = sold_of(ledger, name, clock())
+    sold = sold_of(ledger, node, lease)
     session: Any = None
     if runner is None:
         if node.local:

@@ -236,6 +236,23 @@ async def test_unexpected_keys_without_expectations_are_skipped() -> None:
     assert sshd.judge_keys(ev, (FP_B,)).status is Status.PASSED
 
 
+async def test_an_unexpected_key_forced_to_a_command_warns_an_open_one_fails() -> None:
+    """A platform's agent key (command="...", no shell of its own) is worth asking the
+    provider about; a key that opens a shell is a way in nobody in the lab controls."""
+    forced = 'no-pty,command="true" ' + _pub(KEY_B)
+    for text, status in (
+        (forced, Status.WARNED),
+        ('from="10.0.0.1",command="/usr/bin/agent --x" ' + _pub(KEY_B), Status.WARNED),
+        ('from="10.0.0.1" ' + _pub(KEY_B), Status.FAILED),
+        (forced + _pub(KEY_B), Status.FAILED),  # the same key again, unrestricted
+    ):
+        ctx = new_context(Sold("n1"), Runner({"cat ~/.ssh/authorized_keys": ok(text)}), Level.QUICK)
+        ev = await ctx.probe.run("authorized-keys", "cat ~/.ssh/authorized_keys")
+        result = sshd.judge_keys(ev, (FP_A,))
+        assert result.status is status, (text, result.words)
+        assert FP_B in result.words and "\x1b" not in result.words
+
+
 def test_kernels_command_formats_only_an_int() -> None:
     assert ports.kernels_command(8888, "::") == (
         "curl -s -m 3 -o /dev/null -w '%{http_code}' http://[::1]:8888/api/kernels"

@@ -20,7 +20,7 @@ from leases.sim.gpu import (
     gpu_user,
     readings,
 )
-from leases.sim.hostcmds import answer_host, file_text, hami_env
+from leases.sim.hostcmds import answer_host, file_text, grep, hami_env, head
 from leases.sim.offboard import answer_script
 from leases.sim.output import NA, NOT_SUPPORTED, OK, Answer
 from leases.sim.smiq import EXTRA_FIELDS, smi_extra
@@ -520,23 +520,12 @@ def _simple(node: SimNode, argv: list[str], now: datetime) -> Answer:
         "rm": lambda: _rm(node, args),
         "ls": lambda: _ls(node, args),
         "ps": lambda: _ps(node, args, now),
-        "head": lambda: _head(args),
+        "head": lambda: head(args),
     }
     handler = handlers.get(cmd)
     if handler is None:
         return Answer("", f"sh: 1: {cmd}: not found\n", 127)
     return handler()
-
-
-# The most `head -c N /dev/zero` prints (acceptance times a 64 MiB transfer).
-_HEAD_MAX = 64 * 1024 * 1024
-
-
-def _head(args: list[str]) -> Answer:
-    """`head -c N /dev/zero` only: the zeros a throughput measure reads."""
-    if len(args) == 3 and args[0] == "-c" and args[1].isdigit() and args[2] == "/dev/zero":
-        return Answer("\0" * min(int(args[1]), _HEAD_MAX), "", 0)
-    return Answer("", "head: the simulator reads only -c N /dev/zero\n", 1)
 
 
 def answer(node: SimNode, command: str, now: datetime, last_status: int = 0) -> Answer:
@@ -558,6 +547,7 @@ def answer(node: SimNode, command: str, now: datetime, last_status: int = 0) -> 
     result = OK if last_status == 0 else Answer("", "", last_status)
     op = ";"
     argv: list[str] = []
+    stages: list[list[str]] = []  # the commands before a `|`, in order
     quiet = {1: False, 2: False}
     for token in [*tokens, ";"]:
         if token in (";", "&&", "||"):
@@ -566,12 +556,16 @@ def answer(node: SimNode, command: str, now: datetime, last_status: int = 0) -> 
                 if run:
                     # $? is the status of the command before, as in sh.
                     status = str(result.exit_status)
-                    result = _simple(node, [a.replace("$?", status) for a in argv], now)
+                    piped = [[a.replace("$?", status) for a in cmd] for cmd in (*stages, argv)]
+                    result = _pipeline(node, piped, now)
                     out.append("" if quiet[1] else result.stdout)
                     err.append("" if quiet[2] else result.stderr)
-            elif token != ";" or op != ";":
+            elif token != ";" or op != ";" or stages:
                 return Answer("", f'sh: 1: Syntax error: "{token}" unexpected\n', 2)
-            op, argv, quiet = token, [], {1: False, 2: False}
+            op, argv, stages, quiet = token, [], [], {1: False, 2: False}
+        elif token == "|" and argv:
+            stages.append(argv)
+            argv = []
         elif re.fullmatch(r"[12]?>>?/dev/null", token):
             quiet[2 if token.startswith("2") else 1] = True
         elif token in ("&", "|", "&&&", "|||"):
@@ -579,3 +573,17 @@ def answer(node: SimNode, command: str, now: datetime, last_status: int = 0) -> 
         else:
             argv.append(token)
     return Answer("".join(out), "".join(err), result.exit_status)
+
+
+def _pipeline(node: SimNode, commands: list[list[str]], now: datetime) -> Answer:
+    """`a | grep ...`: each stage after the first reads what the one before printed; only
+    grep can stand there. The status is the last stage's, stderr every stage's."""
+    result = _simple(node, commands[0], now)
+    err = result.stderr
+    for argv in commands[1:]:
+        if argv[0] != "grep":
+            said = f"sh: 1: {argv[0]}: the simulator pipes only into grep\n"
+            return Answer("", err + said, 127)
+        result = grep(argv[1:], result.stdout)
+        err += result.stderr
+    return Answer(result.stdout, err, result.exit_status)

@@ -4,6 +4,7 @@ HAMi signs in ld.so.preload and env. Each trap changes the one tool that shows i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime
 
@@ -256,3 +257,29 @@ def answer_host(node: SimNode, argv: list[str], now: datetime) -> Answer | None:
         return ls_d(node, args)
     handler = handlers.get(cmd)
     return handler() if handler is not None else None
+
+
+# The most `head -c N /dev/zero` prints (acceptance times a 64 MiB transfer).
+_HEAD_MAX = 64 * 1024 * 1024
+
+
+def head(args: list[str]) -> Answer:
+    """`head -c N /dev/zero` only: the zeros a throughput measure reads."""
+    if len(args) == 3 and args[0] == "-c" and args[1].isdigit() and args[2] == "/dev/zero":
+        return Answer("\0" * min(int(args[1]), _HEAD_MAX), "", 0)
+    return Answer("", "head: the simulator reads only -c N /dev/zero\n", 1)
+
+
+def grep(args: list[str], text: str) -> Answer:
+    """grep [-E] [-i] [-v] PATTERN on text: 0 with lines found, 1 with none, 2 on an error."""
+    flags = {a for a in args if a.startswith("-")}
+    words = [a for a in args if not a.startswith("-")]
+    if len(words) != 1 or not flags <= {"-E", "-i", "-v"}:
+        return Answer("", "grep: the simulator reads grep [-E] [-i] [-v] PATTERN\n", 2)
+    try:
+        pattern = re.compile(words[0], re.IGNORECASE if "-i" in flags else 0)
+    except re.error:
+        return Answer("", "grep: Unmatched ( or \\(\n", 2)
+    invert = "-v" in flags
+    found = [ln for ln in text.splitlines() if (pattern.search(ln) is None) == invert]
+    return Answer("".join(ln + "\n" for ln in found), "", 0 if found else 1)

@@ -188,6 +188,19 @@ async def test_hami_limiter_signs_fail() -> None:
     )
 
 
+async def test_limit_variables_that_could_not_be_read_are_no_pass() -> None:
+    """grep exits 1 when nothing matched (a pass); 2 is an error: no answer, so no pass."""
+    answers = clean_h100()
+    answers[sharing.ENV_COMMAND] = CommandResult(2, "", "grep: Unmatched ( or \\(\n")
+    limiter = by_id(await run_checks(answers, SOLD_H100))["sharing.limiter"]
+    assert limiter.status is Status.WARNED
+    assert "the limit variables could not be read" in limiter.words
+    assert "exited 2 (grep: Unmatched" in limiter.words
+    assert by_id(await run_checks(clean_h100(), SOLD_H100))["sharing.limiter"].status is (
+        Status.PASSED
+    )
+
+
 async def test_other_tenant_process_fails() -> None:
     answers = clean_h100()
     answers[APPS_COMMAND] = CommandResult(0, f"{H100_UUID0}, 4242, python, 30000\n", "")

@@ -320,3 +320,16 @@ def test_entry_point_takes_traps() -> None:
     node = node_from_env({"ZUKA_SIM_MODEL": "A10", "ZUKA_SIM_TRAPS": "no_torch,xid"})
     assert node.traps == {Trap.NO_TORCH, Trap.XID}
     assert node_from_env({"ZUKA_SIM_MODEL": "A10"}).traps == frozenset()
+
+
+def test_the_shell_pipes_into_grep_as_the_limiter_check_asks() -> None:
+    env = "env | grep -E '^(CUDA_DEVICE_MEMORY_LIMIT|CUDA_DEVICE_SM_LIMIT|LD_PRELOAD)'"
+    hami = SimNode("h", "V100", 2, traps=frozenset({Trap.HAMI}))
+    out, err, status = answer(hami, env, NOW)
+    assert status == 0 and err == ""
+    assert out.splitlines()[0].startswith("CUDA_DEVICE_MEMORY_LIMIT_0=")
+    assert "PATH=" not in out  # only what grep let through
+    assert answer(SimNode("c", "V100", 2), env, NOW) == ("", "", 1)  # nothing matched
+    assert answer(hami, "env | grep -E '('", NOW)[2] == 2
+    assert answer(hami, "env | sort", NOW)[2] == 127
+    assert answer(hami, "| grep x", NOW)[2] == 2

@@ -99,11 +99,17 @@ def limiter_signs(preload: Evidence, env: Evidence, paths: Evidence) -> list[str
     return signs
 
 
-def judge_limiters(signs: Sequence[str], keys: tuple[str, ...]) -> CheckResult:
+def judge_limiters(signs: Sequence[str], keys: tuple[str, ...], unread: str = "") -> CheckResult:
+    """unread: why the environment's limit variables could not be read ("" when they
+    were): then no sign found is no pass."""
     cid, title = "sharing.limiter", "GPU-sharing limiters (HAMi)"
     if signs:
         words = "; ".join(signs[:8]) + ": a GPU-sharing layer (HAMi-style) limits this node's GPUs"
         return CheckResult(cid, title, Status.FAILED, words, "no limiter", "; ".join(signs), keys)
+    if unread:
+        words = (f"no libvgpu preload or vgpu lock files, but the limit variables could not "
+                 f"be read: {unread}")  # fmt: skip
+        return CheckResult(cid, title, Status.WARNED, words, "no limiter", "unread", keys)
     words = "no libvgpu preload, limit variables or vgpu lock files"
     return CheckResult(cid, title, Status.PASSED, words, "no limiter", "none", keys)
 
@@ -241,7 +247,16 @@ async def run(ctx: Context) -> list[CheckResult]:
                         f"not checked: {why}", evidence=keys)
         )  # fmt: skip
     else:
-        results.append(judge_limiters(limiter_signs(preload, env, paths), keys))
+        # grep exits 1 when no variable matched; anything else is no answer.
+        env_unread = (
+            ""
+            if env.exit_status in (0, 1)
+            else (
+                f"`{env.command}` exited {env.exit_status} "
+                f"({visible((env.stderr or env.stdout).strip(), 160)})"
+            )
+        )
+        results.append(judge_limiters(limiter_signs(preload, env, paths), keys, env_unread))
     apps_ev = await ctx.probe.run("compute-apps", APPS_COMMAND)
     apps: list[GpuProcess] = []
     app_keys = (*q.keys, apps_ev.key)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from leases.accept import nominal
 from leases.accept.checks import heavy, links
 from leases.accept.engine import Settings, Sold, new_context
 from leases.accept.facts import (
@@ -205,6 +206,21 @@ def test_torch_seeing_fewer_gpus_than_nvidia_smi_fails_naming_them() -> None:
     assert all(
         r.check != "heavy.torch.gpus" for r in heavy.judge_torch(good, H100, Settings(), "t")
     )
+
+
+def test_the_matmul_is_held_to_the_card_sold() -> None:
+    """An RTX 4090 (PCI 2684) rented as an A100 80GB: 132.9 TFLOPS is 80 % of the 4090's
+    165.2 but 43 % of the A100's 312 (0.70 x 312 = 218.4): failed, naming the card."""
+    gpu = TorchGpu(0, "NVIDIA GeForce RTX 4090", 24564 * 2**20, 23 * GIB, 132.9, None, "")
+    run = TorchRun("2.3.1", "12.1", (gpu,))
+    rows = [(0, "NVIDIA GeForce RTX 4090", 24564)]
+    sold = nominal.by_name("A100 80GB").nominal
+    assert sold is not None
+    (r,) = heavy.judge_torch(run, rows, Settings(), "torch", {0: "2684"}, sold)
+    assert r.status is Status.FAILED
+    assert "43% of the nominal 312 (A100 80GB, as sold)" in r.words
+    (unsold,) = heavy.judge_torch(run, rows, Settings(), "torch", {0: "2684"})
+    assert unsold.status is Status.PASSED and "80% of the nominal 165.2" in unsold.words
 
 
 def test_the_allocation_bar_leaves_what_zukas_script_keeps_free() -> None:

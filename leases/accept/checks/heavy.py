@@ -118,7 +118,10 @@ def judge_torch(
     settings: Settings,
     key: str,
     pci: Mapping[int, str] | None = None,
+    sold: nominal.Nominal | None = None,
 ) -> list[CheckResult]:
+    """sold: the card the lease names. Its figure is the bar (what was paid for), the
+    figure of the card found only where the lease names none zuka knows."""
     title = "BF16 matmul and memory CUDA can hold (torch)"
     if run.torch is None:
         why = visible(run.error or "; ".join(run.problems), 200)
@@ -155,19 +158,24 @@ def judge_torch(
             out.append(_r("torch.burn", "Burn-in results", Status.FAILED, f"{gid}: "
                           f"{g.mismatches} matmul results differed from the first on the same "
                           "inputs (silent data corruption)", key))  # fmt: skip
-        nominal = nominal_bf16_tflops(g.name, (pci or {}).get(g.index, ""))
+        found_pci = (pci or {}).get(g.index, "")
+        if sold is not None and sold.bf16_tflops is not None:
+            figure: float | None = sold.tflops_for(found_pci)
+            of = f"{sold.model}, as sold"
+        else:
+            figure, of = nominal_bf16_tflops(g.name, found_pci), visible(g.name, 60)
         if g.bf16_tflops is None:
             out.append(_r("torch", title, Status.NOT_CHECKED, f"{gid}: no TFLOPS figure", key))
-        elif nominal is None:
+        elif figure is None:
             out.append(_r("torch", title, Status.SKIPPED, f"skipped, because zuka has no nominal "
                           f"figure for {visible(g.name, 60)}; {gid} measured "
                           f"{g.bf16_tflops:g} TFLOPS BF16", key))  # fmt: skip
         else:
-            bar = settings.matmul_pass * nominal
+            bar = settings.matmul_pass * figure
             status = Status.PASSED if g.bf16_tflops >= bar else Status.FAILED
             out.append(_r("torch", title, status, f"{gid} ({visible(g.name, 60)}): "
-                          f"{g.bf16_tflops:g} TFLOPS BF16, {g.bf16_tflops / nominal:.0%} of "
-                          f"the nominal {nominal:g}", key,
+                          f"{g.bf16_tflops:g} TFLOPS BF16, {g.bf16_tflops / figure:.0%} of "
+                          f"the nominal {figure:g} ({of})", key,
                           expected=f">= {bar:g} TFLOPS ({settings.matmul_pass:.0%})"))  # fmt: skip
     return out
 
@@ -282,7 +290,8 @@ async def run(ctx: Context) -> list[CheckResult]:
                           f"not checked: {why}", key))  # fmt: skip
         else:
             run_ = parse_torchrun(ev.stdout, nonce)
-            out += judge_torch(run_, gpus, ctx.settings, key, pci)
+            sold = nominal.by_name(ctx.sold.gpu_model, ctx.sold.vram_gib).nominal
+            out += judge_torch(run_, gpus, ctx.settings, key, pci, sold)
 
     level = 3 if burn else 2
     if "dcgmi" not in have:

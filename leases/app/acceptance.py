@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -22,8 +24,8 @@ from leases.accept.probe import Runner
 from leases.accept.window import returnable_until
 from leases.config.sections import Config
 from leases.core import fields
-from leases.core.acceptance import Level, Status, Verdict
-from leases.core.models import Lease, Node, ResourceKind
+from leases.core.acceptance import Evidence, Level, Status, Verdict
+from leases.core.models import Interconnect, Lease, Node, ResourceKind
 from leases.ledger import acceptance_rows
 from leases.ledger.acceptance_rows import StoredRun
 from leases.ledger.store import Ledger
@@ -95,6 +97,29 @@ def window(ledger: Ledger, node: Node, lease: Lease | None) -> tuple[date | None
     return returnable_until(lease.start, lease.billing_tz, days), True
 
 
+SOLD_KEY = "sold"
+
+
+def _sold_evidence(sold: Sold) -> Evidence:
+    facts = dataclasses.asdict(sold) | {"interconnect": sold.interconnect.value}
+    return Evidence(SOLD_KEY, "what the ledger says was sold (zuka's own record)", 0,
+                    json.dumps(facts, sort_keys=True), "")  # fmt: skip
+
+
+def _sold_from(verdict: Verdict) -> Sold | None:
+    """What was sold as the run kept it (None: a run kept before it was, or unreadable)."""
+    for ev in verdict.evidence:
+        if ev.key == SOLD_KEY:
+            try:
+                facts = json.loads(ev.stdout)
+                facts["interconnect"] = Interconnect(facts["interconnect"])
+                facts["expected_keys"] = tuple(facts["expected_keys"])
+                return Sold(**facts)
+            except (ValueError, KeyError, TypeError):
+                return None
+    return None
+
+
 def _stored(ledger: Ledger, run: StoredRun, sold: Sold | None = None) -> Stored:
     node = ledger.node_by_id(run.node_id)
     lease = None
@@ -112,7 +137,7 @@ def _stored(ledger: Ledger, run: StoredRun, sold: Sold | None = None) -> Stored:
         status=run.status,
         returnable_until=until,
         window_known=known,
-        sold=sold,
+        sold=sold if sold is not None else _sold_from(run.verdict),
     )
 
 
@@ -183,6 +208,9 @@ async def accept(
         if session is not None:
             with contextlib.suppress(Exception):
                 await session.close()
+    # What the checks compared against is evidence too: kept with the run (and its digest),
+    # so a report read later says what was sold then, whatever the ledger says since.
+    verdict = dataclasses.replace(verdict, evidence=(*verdict.evidence, _sold_evidence(sold)))
     lease_id = None if lease is None else lease.id
     run = acceptance_rows.store(ledger, node.id, node.name, lease_id, verdict)
     return _stored(ledger, run, sold)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -64,6 +63,10 @@ def test_accept_passes_fails_and_keeps_the_verdict(
     assert "# Hand-over acceptance of sim-001" in report.out
     assert "expected: 9" in report.out and "found: 8" in report.out
     assert "GPU 0:" in report.out  # the raw evidence of the failed check
+    # What was sold, as the run kept it: not what the ledger says since.
+    assert cli("node", "edit", "sim-001", "--gpus", "8").code == 0
+    later = cli("accept", "sim-001", "--last", "--report", "md")
+    assert "## As sold (the ledger)" in later.out and "- GPUs: 9" in later.out
 
 
 def test_an_unreachable_node_is_not_checked(
@@ -135,7 +138,7 @@ async def test_the_use_case_stores_what_a_check_found(ledger_path: Path) -> None
         )  # fmt: skip
         assert seen == ["t.x"] and stored.status is Status.WARNED
         assert stored.lease_start is not None and stored.window_known is False
-        assert acceptance.last(ledger, "sim-001") == replace(stored, sold=None)
+        assert acceptance.last(ledger, "sim-001") == stored  # what was sold, kept with it
         assert [s.id for s in acceptance.history(ledger, "sim-001")] == [stored.id]
         md = report_md(stored)
         assert "\x1b" not in md and "````text\n```\u241b[2J\n````" in md

@@ -9,6 +9,7 @@ is longer than any run of backticks inside, so no output can close it or become 
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -35,7 +36,7 @@ def returnable_words(s: Stored) -> str:
         return f"returnable until {s.returnable_until.isoformat()}"
     if s.lease_start is None:
         return "no open lease: nothing to return"
-    provider = s.provider or "PROVIDER"
+    provider = shlex.quote(s.provider) if s.provider else "PROVIDER"
     return (
         "return window unknown (record it: zuka provider edit"
         f" {visible(provider, 100)} --return-days N)"
@@ -136,7 +137,7 @@ def report_md(s: Stored) -> str:
         "- lease: "
         + ("none open" if s.lease_start is None else f"started {fields.shown(s.lease_start, tz)}"),
         f"- checked: {fields.shown(v.started, tz)} to {fields.shown(v.finished, tz)}"
-        f" (level {v.level.value}, run {s.id})",
+        f" ({_cell(tz, 60)}; level {v.level.value}, run {s.id})",
         f"- verdict: **{s.status.value}**; {returnable_words(s)}",
     ]
     if sold is not None:

@@ -9,14 +9,14 @@ from datetime import UTC, date, datetime
 import pytest
 
 from leases.app.acceptance import Stored
-from leases.app.acceptreport import returnable_words
+from leases.app.acceptreport import report_md, returnable_words
 from leases.core.acceptance import Level, Status, Verdict
 
 
-def _stored(finished: datetime, until: date | None) -> Stored:
+def _stored(finished: datetime, until: date | None, provider: str = "AutoDL") -> Stored:
     verdict = Verdict("n1", Level.QUICK, finished, finished, (), ())
     return Stored(
-        1, "n1", datetime(2026, 12, 2, tzinfo=UTC), "Asia/Shanghai", "AutoDL", verdict,
+        1, "n1", datetime(2026, 12, 2, tzinfo=UTC), "Asia/Shanghai", provider, verdict,
         Status.FAILED, until, until is not None,
     )  # fmt: skip
 
@@ -38,3 +38,13 @@ def test_the_window_is_judged_on_the_runs_day(finished: datetime, said: str) -> 
 def test_an_unknown_window_says_how_to_record_it() -> None:
     words = returnable_words(_stored(datetime(2026, 12, 3, tzinfo=UTC), None))
     assert words == "return window unknown (record it: zuka provider edit AutoDL --return-days N)"
+
+
+def test_the_hint_quotes_a_provider_name_so_it_can_be_pasted() -> None:
+    words = returnable_words(_stored(datetime(2026, 12, 3, tzinfo=UTC), None, "Matpool 矩池云"))
+    assert "zuka provider edit 'Matpool 矩池云' --return-days N" in words
+
+
+def test_the_report_names_the_time_zone_of_its_times() -> None:
+    report = report_md(_stored(datetime(2026, 12, 3, 1, 2, tzinfo=UTC), None))
+    assert "- checked: 2026-12-03 09:02 to 2026-12-03 09:02 (Asia/Shanghai; level quick" in report

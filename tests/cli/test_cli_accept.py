@@ -76,6 +76,7 @@ def test_an_unreachable_node_is_not_checked(
     r = cli("accept", "sim-002")
     assert r.code == 3, (r.out, r.err)
     assert "sim-002: not checked" in r.out
+    assert "not_checked" not in r.out and "  not checked " in r.out  # words, not the enum
     assert cli("accept", "sim-002", "--last", "--json").code == 3
 
 

@@ -23,7 +23,9 @@ from tui.cli.opening import open_ledger
 
 
 def _line(r: CheckResult) -> str:
-    return f"  {r.status.value:<11} {visible(r.title, 80)}: {visible(r.words, 600)}"
+    return (
+        f"  {r.status.value.replace('_', ' '):<11} {visible(r.title, 80)}: {visible(r.words, 600)}"
+    )
 
 
 def accept(args: argparse.Namespace, out: TextIO) -> int:
@@ -64,7 +66,7 @@ def accept(args: argparse.Namespace, out: TextIO) -> int:
             for r in stored.verdict.results:
                 print(_line(r), file=out)
         counts = stored.verdict.counts()
-        tally = ", ".join(f"{n} {s.value}" for s, n in counts.items() if n)
+        tally = ", ".join(f"{n} {s.value.replace('_', ' ')}" for s, n in counts.items() if n)
         print(
             f"{visible(stored.node, 100)}: {stored.status.value.replace('_', ' ')}"
             f" ({tally or 'no findings'}; level {stored.verdict.level.value}, run {stored.id});"

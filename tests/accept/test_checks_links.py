@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from leases.accept import nominal
-from leases.accept.checks import heavy, links
+from leases.accept.checks import heavy, links, smi
 from leases.accept.engine import Settings, Sold, new_context
 from leases.accept.facts import (
     DcgmDiag,
@@ -25,7 +25,7 @@ from leases.accept.facts import (
 )
 from leases.accept.parse.nvlink import parse_nvlink
 from leases.accept.parse.torchrun import TorchGpu, TorchRun, parse_torchrun
-from leases.core.acceptance import Level, Status
+from leases.core.acceptance import Evidence, Level, Status
 from leases.core.models import Interconnect
 from leases.ssh.stream import CommandResult
 
@@ -353,6 +353,24 @@ QUERY = "".join(
     f"700.00, 5, 16, 1, 16, 0x0000000000000001, GPU-{i}, 00000000:{i:02x}:00.0\n"
     for i in range(8)
 )
+
+
+async def test_a_node_without_nvidia_smi_is_not_checked_for_links() -> None:
+    """A machine where nvidia-smi is not found reads nothing: never "the GPUs report no
+    NVLink", never a pass or a skip that sounds like one."""
+    for sold in (IB_SOLD, Sold("local", interconnect=Interconnect.PCIE)):
+        out = {r.check: r for r in await links.CHECK.run(new_context(sold, FakeRunner({}),
+                                                                      Level.QUICK))}  # fmt: skip
+        for check in ("links.topo", "links.nvlink", "links.pcie"):
+            assert out[check].status is Status.NOT_CHECKED, (check, out[check].words)
+        assert "nvidia-smi: not found" in out["links.nvlink"].words
+
+
+def test_no_exit_status_is_said_as_a_lost_connection() -> None:
+    ev = Evidence("q", "nvidia-smi -q", None, "0, Tesla V100", "")
+    assert smi.failure_words(ev) == (
+        "`nvidia-smi -q` gave no exit status: the connection ended before it did"
+    )
 
 
 async def test_links_run_on_a_pcie_node_sold_as_nvlink() -> None:

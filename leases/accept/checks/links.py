@@ -247,9 +247,9 @@ async def run(ctx: Context) -> list[CheckResult]:
     else:
         out += judge_topology(parse_topo(topo_ev.stdout), ctx.sold)
     nv_ev = await ctx.probe.run("nvlink", "nvidia-smi nvlink -s", 30)
-    if nv_ev.failure:
+    if why := _failed(nv_ev):  # nothing read is no "GPUs report no NVLink"
         out.append(_r("nvlink", "NVLink links (nvlink -s)", Status.NOT_CHECKED,
-                      f"not checked: {nv_ev.failure}", "nvlink"))  # fmt: skip
+                      f"not checked: nvidia-smi nvlink -s failed ({why})", "nvlink"))  # fmt: skip
     else:
         read = await smi.read_rows(ctx)
         indexes = None if read.rows is None else [r.index for r in read.rows.rows]

@@ -54,6 +54,8 @@ def failure_words(ev: Evidence) -> str:
     """Why a command gave nothing usable, in words (never the node's words raw)."""
     if ev.failure:
         return f"`{ev.command}` could not run: {ev.failure}"
+    if ev.exit_status is None:
+        return f"`{ev.command}` gave no exit status: the connection ended before it did"
     if ev.exit_status == 0:
         return f"`{ev.command}` printed nothing zuka could read"
     health = classify_failure(ev.exit_status, ev.stdout, ev.stderr)

@@ -208,6 +208,23 @@ def test_torch_seeing_fewer_gpus_than_nvidia_smi_fails_naming_them() -> None:
     )
 
 
+def test_a_clean_burn_in_is_a_finding_of_its_own() -> None:
+    clean = TorchRun("2.3.1", "12.1", (tgpu(0, 760.0, 79.0, 0), tgpu(1, 755.0, 79.0, 0)))
+    out = heavy.judge_torch(clean, H100, Settings(burn_seconds=60), "burn", burn=True)
+    (burn,) = [r for r in out if r.check == "heavy.torch.burn"]
+    assert burn.status is Status.PASSED
+    assert burn.words == (
+        "GPU 0, GPU 1: every matmul result matched the first over the burn-in (bounded by 60 s)"
+    )
+    counted = TorchRun("2.3.1", "12.1", (tgpu(0, 760.0, 79.0, None),))
+    (none,) = [r for r in heavy.judge_torch(counted, H100[:1], Settings(), "burn", burn=True)
+               if r.check == "heavy.torch.burn"]  # fmt: skip
+    assert none.status is Status.NOT_CHECKED
+    # Not a burn-in: no such finding.
+    assert all(r.check != "heavy.torch.burn" for r in heavy.judge_torch(clean, H100, Settings(),
+                                                                         "torch"))  # fmt: skip
+
+
 def test_the_matmul_is_held_to_the_card_sold() -> None:
     """An RTX 4090 (PCI 2684) rented as an A100 80GB: 132.9 TFLOPS is 80 % of the 4090's
     165.2 but 43 % of the A100's 312 (0.70 x 312 = 218.4): failed, naming the card."""

@@ -119,9 +119,11 @@ def judge_torch(
     key: str,
     pci: Mapping[int, str] | None = None,
     sold: nominal.Nominal | None = None,
+    burn: bool = False,
 ) -> list[CheckResult]:
     """sold: the card the lease names. Its figure is the bar (what was paid for), the
-    figure of the card found only where the lease names none zuka knows."""
+    figure of the card found only where the lease names none zuka knows. burn: the run
+    was the burn-in, whose verdict is a finding of its own, clean or not."""
     title = "BF16 matmul and memory CUDA can hold (torch)"
     if run.torch is None:
         why = visible(run.error or "; ".join(run.problems), 200)
@@ -134,6 +136,7 @@ def judge_torch(
                    f"GPU: {visible(run.error, 200)}", key)]  # fmt: skip
     totals = {i: mib for i, _, mib in gpus}
     out: list[CheckResult] = torch_coverage(run, gpus, key)
+    clean: list[str] = []  # burn-in: GPUs whose every result matched the first
     for g in run.gpus:
         gid = f"GPU {g.index}"
         if g.error:
@@ -158,6 +161,12 @@ def judge_torch(
             out.append(_r("torch.burn", "Burn-in results", Status.FAILED, f"{gid}: "
                           f"{g.mismatches} matmul results differed from the first on the same "
                           "inputs (silent data corruption)", key))  # fmt: skip
+        elif burn and g.mismatches is None:
+            out.append(_r("torch.burn", "Burn-in results", Status.NOT_CHECKED,
+                          f"not checked: {gid}: the burn-in gave no count of differing "
+                          "results", key))  # fmt: skip
+        elif burn:
+            clean.append(gid)
         found_pci = (pci or {}).get(g.index, "")
         if sold is not None and sold.bf16_tflops is not None:
             figure: float | None = sold.tflops_for(found_pci)
@@ -177,6 +186,10 @@ def judge_torch(
                           f"{g.bf16_tflops:g} TFLOPS BF16, {g.bf16_tflops / figure:.0%} of "
                           f"the nominal {figure:g} ({of})", key,
                           expected=f">= {bar:g} TFLOPS ({settings.matmul_pass:.0%})"))  # fmt: skip
+    if clean:
+        out.append(_r("torch.burn", "Burn-in results", Status.PASSED, f"{', '.join(clean)}: "
+                      f"every matmul result matched the first over the burn-in (bounded by "
+                      f"{settings.burn_seconds} s)", key))  # fmt: skip
     return out
 
 
@@ -291,7 +304,7 @@ async def run(ctx: Context) -> list[CheckResult]:
         else:
             run_ = parse_torchrun(ev.stdout, nonce)
             sold = nominal.by_name(ctx.sold.gpu_model, ctx.sold.vram_gib).nominal
-            out += judge_torch(run_, gpus, ctx.settings, key, pci, sold)
+            out += judge_torch(run_, gpus, ctx.settings, key, pci, sold, burn)
 
     level = 3 if burn else 2
     if "dcgmi" not in have:

@@ -230,7 +230,7 @@ async def test_xid_79_in_dmesg_fails() -> None:
     )
     xid = by_id(await run_checks(answers, SOLD_H100))["health.xid"]
     assert xid.status is Status.FAILED
-    assert xid.words.startswith("Xid 79 on PCI:0000:18:00 (, pid=0, GPU has fallen off the bus.)")
+    assert xid.words.startswith("Xid 79 on PCI:0000:18:00 (pid=0, GPU has fallen off the bus.)")
 
 
 async def test_no_nvidia_smi_is_not_checked_never_passed() -> None:

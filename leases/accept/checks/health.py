@@ -188,7 +188,7 @@ def judge_xids(xids: list[Xid], keys: tuple[str, ...], source: str) -> CheckResu
     fatal = [x for x in xids if x.code in AZURE_XIDS]
     shown = [
         f"Xid {x.code} on PCI:{visible(x.bus, 20)}"
-        + (f" ({visible(x.rest, 80)})" if x.rest else "")
+        + (f" ({visible(x.rest.lstrip(', '), 80)})" if x.rest.lstrip(", ") else "")
         for x in (fatal or xids)[:6]
     ]
     found = f"{len(xids)} Xid lines, codes {', '.join(map(str, codes[:20]))}"

@@ -130,7 +130,7 @@ async def check_disk(ctx: Context) -> list[CheckResult]:
 
 
 def judge_throughput(bytes_per_s: float | None, why: str = "") -> CheckResult:
-    check, title = "host.throughput", "Throughput node → jump host"
+    check, title = "host.throughput", "Throughput node → zuka's host"
     want = f"at least {MIN_MBPS:g} MB/s"
     if bytes_per_s is None:
         return CheckResult(
@@ -162,7 +162,7 @@ async def check_throughput(ctx: Context) -> CheckResult:
     if ctx.throughput is None:
         return CheckResult(
             "host.throughput",
-            "Throughput node → jump host",
+            "Throughput node → zuka's host",
             Status.SKIPPED,
             "skipped, because no SSH connection to time here (a local node)",
         )

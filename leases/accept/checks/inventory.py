@@ -34,7 +34,7 @@ def judge_count(rows: Sequence[SmiRow], sold: Sold, keys: tuple[str, ...]) -> Ch
     if sold.gpu_count <= 0:
         words = f"skipped, because the lease records no GPU count; {QUERY} lists {found}"
         return CheckResult(cid, title, Status.SKIPPED, words, "", found, keys)
-    expected = f"{sold.gpu_count} GPUs"
+    expected = f"{sold.gpu_count} GPU{'s' if sold.gpu_count != 1 else ''}"
     if n < sold.gpu_count:
         words = f"{QUERY} lists {found}; the lease says {sold.gpu_count}"
         return CheckResult(cid, title, Status.FAILED, words, expected, found, keys)

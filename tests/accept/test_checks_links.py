@@ -508,3 +508,13 @@ def test_a_dgx1_hybrid_cube_mesh_sold_as_nvlink_passes_and_a_gpu_without_peers_f
     lonely = {k: ("SYS" if "GPU7" in k and k[0] != k[1] else v) for k, v in cells.items()}
     (one,) = links.judge_topology(Topology(devices=tuple(gpus), cells=lonely), sold)
     assert one.status is Status.FAILED and "1 of 8 GPUs" in one.words and "GPU7" in one.words
+
+
+def test_per_gpu_words_say_a_value_every_gpu_shares_once() -> None:
+    same = [(f"GPU {i}", "81920 MiB ECC Enabled") for i in range(8)]
+    assert smi.per_gpu(same) == "all 8 GPUs: 81920 MiB ECC Enabled"
+    mixed = [("GPU 0", "None"), ("GPU 1", "VGPU")]
+    assert smi.per_gpu(mixed) == "GPU 0 None, GPU 1 VGPU"
+    assert smi.per_gpu([("GPU 0", "None")]) == "GPU 0 None"
+    many = [(f"GPU {i}", str(i)) for i in range(20)]
+    assert smi.per_gpu(many).endswith("GPU 15 15 and 4 more")

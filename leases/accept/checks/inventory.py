@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from leases.accept.checks.smi import gpu_label, read_q, read_rows, unread
+from leases.accept.checks.smi import gpu_label, per_gpu, read_q, read_rows, unread
 from leases.accept.engine import Check, Context, Settings, Sold
 from leases.accept.facts import SmiQuery
 from leases.accept.nominal import Lookup, Nominal, by_name, by_pci
@@ -164,8 +164,11 @@ def judge_vram(
                 f"GDDR memory ({card.memory_for(False)} MiB with ECC off)"
             )
     expected = f"{card.memory_mib} MiB ({tol})"
-    found = ", ".join(
-        f"{r.memory_total_mib} MiB ECC {r.ecc_current or 'unknown'}" for r in rows[:16]
+    found = per_gpu(
+        [
+            (gpu_label(r.index, i), f"{r.memory_total_mib} MiB ECC {r.ecc_current or 'unknown'}")
+            for i, r in enumerate(rows)
+        ]
     )
     if worst is Status.PASSED:
         words = f"every GPU shows the {card.model}'s memory ({expected})"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from leases.accept.checks.smi import gpu_label, read_q, unread
+from leases.accept.checks.smi import gpu_label, per_gpu, read_q, unread
 from leases.accept.engine import Check, Context
 from leases.accept.facts import SmiQuery
 from leases.core.acceptance import CheckResult, Evidence, Level, Status, worse
@@ -39,10 +39,10 @@ _LIMIT_VAR = re.compile(r"^(CUDA_DEVICE_MEMORY_LIMIT\w*|CUDA_DEVICE_SM_LIMIT\w*)
 def judge_virtualisation(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
     cid, title = "sharing.vgpu", "Virtualisation mode"
     bad: list[str] = []
-    modes: list[str] = []
+    modes: list[tuple[str, str]] = []
     for i, g in enumerate(facts.gpus):
         mode = g.virtualization_mode or "unknown"
-        modes.append(f"{gpu_label(g.index, i)} {visible(mode, 30)}")
+        modes.append((gpu_label(g.index, i), visible(mode, 30)))
         if "vgpu" in mode.lower():
             line = f"{gpu_label(g.index, i)} is a vGPU (Virtualization Mode {visible(mode, 30)})"
             if g.vgpu_license:
@@ -51,7 +51,7 @@ def judge_virtualisation(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
                 if licence.lower().startswith("unlicensed"):
                     line += " (an unlicensed vGPU is throttled)"
             bad.append(line)
-    found = ", ".join(modes[:16])
+    found = per_gpu(modes)
     expected = "None or Pass-Through (a whole GPU)"
     if bad:
         words = "; ".join(bad[:8]) + ": a slice of a shared GPU, not a whole one (nvidia-smi -q)"

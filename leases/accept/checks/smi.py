@@ -5,6 +5,7 @@ runs once per acceptance run (the probe keeps it), so the families share what on
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from leases.accept.engine import Context
@@ -48,6 +49,15 @@ def gpu_label(index: int | None, position: int) -> str:
     """ "GPU 3": the index nvidia-smi printed, else the GPU's position in its output (the
     XML prints none)."""
     return f"GPU {index if index is not None else position}"
+
+
+def per_gpu(values: Sequence[tuple[str, str]], shown: int = 16) -> str:
+    """(label, value) per GPU in words: "all 8 GPUs: 81920 MiB" when every value is the same,
+    else "GPU 0 81920 MiB, GPU 1 24564 MiB, ..." (the first `shown`)."""
+    if len(values) > 1 and len({v for _, v in values}) == 1:
+        return f"all {len(values)} GPUs: {values[0][1]}"
+    more = f" and {len(values) - shown} more" if len(values) > shown else ""
+    return ", ".join(f"{label} {value}" for label, value in values[:shown]) + more
 
 
 def failure_words(ev: Evidence) -> str:

@@ -85,6 +85,20 @@ def test_last_without_a_run_says_so(cli: Cli, sim_ledger: tuple[Path, SimFleet])
     assert r.code == 2 and "no acceptance run recorded" in r.err
 
 
+def test_options_that_contradict_each_other_are_refused_and_run_nothing(
+    cli: Cli, sim_ledger: tuple[Path, SimFleet], own_checks: None
+) -> None:
+    both = cli("accept", "sim-001", "--json", "--report", "md")
+    assert both.code == 2 and "--report" in both.err and "give one" in both.err
+    level = cli("accept", "sim-001", "--last", "--level", "burn")
+    assert level.code == 2 and "runs nothing" in level.err
+    # Neither ran a check: there is still no run to show.
+    assert "no acceptance run recorded" in cli("accept", "sim-001", "--last").err
+    assert cli("accept", "sim-001").code == 0
+    last = cli("accept", "sim-001", "--last")
+    assert last.code == 0 and ", checked 20" in last.out and "(Asia/Shanghai)" in last.out
+
+
 def test_help_says_the_exit_statuses(cli: Cli) -> None:
     r = cli("accept", "--help")
     assert "1 failed, 3 not checked" in r.out

@@ -12,14 +12,21 @@ from typing import TextIO
 
 from leases.accept.engine import Check
 from leases.app import acceptance
+from leases.app.acceptance import Stored
 from leases.app.acceptreport import report_md, returnable_words, to_json
 from leases.config.load import load_user_config
+from leases.core import fields
 from leases.core.acceptance import CheckResult, Level
 from leases.core.errors import InputError
 from leases.core.textsafe import visible
 from tui.cli import output
 from tui.cli.acceptargs import EXIT
 from tui.cli.opening import open_ledger
+
+
+def _when(stored: Stored) -> str:
+    """When a stored run finished, in its lease's billing zone."""
+    return f"checked {fields.shown(stored.verdict.finished, stored.lease_tz)} ({stored.lease_tz})"
 
 
 def _line(r: CheckResult) -> str:
@@ -40,18 +47,24 @@ def accept(args: argparse.Namespace, out: TextIO) -> int:
     def found(result: CheckResult) -> None:
         print(_line(result), file=progress, flush=True)
 
+    if args.json and args.report:
+        raise InputError("--report", args.report, "prints the report, --json the run: give one")
+    if args.last and args.level:
+        raise InputError("--level", args.level, "--last shows the stored run; it runs nothing")
     with open_ledger(args, create=False) as ledger:
         if args.last:
             stored = acceptance.last(ledger, args.node)
             if stored is None:
-                raise InputError("node", args.node, "no acceptance run recorded: zuka accept NODE")
+                raise InputError(
+                    "node", args.node, "has no acceptance run recorded yet: zuka accept NODE"
+                )
         else:
             stored = asyncio.run(
                 acceptance.accept(
                     ledger,
                     args.node,
                     config,
-                    level=Level(args.level),
+                    level=Level(args.level or Level.QUICK.value),
                     clock=lambda: datetime.now(UTC),
                     started=started,
                     found=found,
@@ -69,7 +82,8 @@ def accept(args: argparse.Namespace, out: TextIO) -> int:
         tally = ", ".join(f"{n} {s.value.replace('_', ' ')}" for s, n in counts.items() if n)
         print(
             f"{visible(stored.node, 100)}: {stored.status.value.replace('_', ' ')}"
-            f" ({tally or 'no findings'}; level {stored.verdict.level.value}, run {stored.id});"
+            f" ({tally or 'no findings'}; level {stored.verdict.level.value}, run {stored.id}"
+            f"{', ' + _when(stored) if args.last else ''});"
             f" {returnable_words(stored)}",
             file=out,
         )

@@ -17,7 +17,7 @@ HELP = (
 
 def accept_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("node", metavar="NODE")
-    p.add_argument("--level", choices=[lv.value for lv in Level], default=Level.QUICK.value,
+    p.add_argument("--level", choices=[lv.value for lv in Level], default=None,
                    help="quick (read-only, seconds), standard (+ short GPU work), burn"
                    " (+ a bounded burn-in); default quick")  # fmt: skip
     p.add_argument("--last", action="store_true", help="the stored verdict; runs nothing")

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from leases.core.acceptance import Evidence
 from leases.core.textsafe import visible
-from leases.ssh.errors import SshError
+from leases.ssh.errors import CommandTimeout, SshError
 from leases.ssh.stream import CommandResult
 
 # What is kept of one stream of one command: `nvidia-smi -q -x` of 8 GPUs is ~150 KB.
@@ -76,7 +76,9 @@ class Probe:
             result = await self._runner.run(command, timeout=timeout)
         except SshError as exc:
             words = visible(exc.message, 400)
-            if exc.health.value in _UNREACHABLE:
+            # A command that did not finish in time fails the checks resting on it; the
+            # connection is kept, so the rest still run (a hung dmesg must not spare sshd).
+            if exc.health.value in _UNREACHABLE and not isinstance(exc, CommandTimeout):
                 self.unreachable = words
             return Evidence(key, command, None, "", "", self._clock() - began, words)
         except TimeoutError:

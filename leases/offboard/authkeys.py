@@ -62,6 +62,55 @@ def _after_options(line: str) -> str:
     return "" if quoted else line[i:].strip()
 
 
+def key_options(options: str) -> list[tuple[str, str]]:
+    """(name, value) of each option in a line's options text, as sshd's auth_parse_options
+    reads them: split at commas outside quotes, a value in quotes ("" when none); \" in a
+    quoted value is a quote. `from="*,command="` is one option, from, not a command."""
+    found: list[tuple[str, str]] = []
+    i, n = 0, len(options)
+    while i < n:
+        j = i
+        while j < n and options[j] not in ',="':
+            j += 1
+        name, value = options[i:j].strip().lower(), ""
+        if j < n and options[j] == "=":
+            j += 1
+            if j < n and options[j] == '"':
+                j += 1
+                chars: list[str] = []
+                while j < n and options[j] != '"':
+                    if options[j] == "\\" and options[j + 1 : j + 2] == '"':
+                        j += 1
+                    chars.append(options[j])
+                    j += 1
+                value = "".join(chars)
+                j += 1  # the closing quote
+        while j < n and options[j] != ",":
+            j += 1  # what sshd would refuse: skipped to the next comma
+        if name:
+            found.append((name, value))
+        i = j + 1
+    return found
+
+
+# A forced command that hands the session a shell or the client's own command forces
+# nothing.
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "csh", "tcsh",
+                     "busybox", "env", "exec", "su", "sudo"})  # fmt: skip
+
+
+def forces_a_command(options: str) -> bool:
+    """Whether the options force a command that cannot itself open a shell: a command
+    option whose first word is no shell and which never runs $SSH_ORIGINAL_COMMAND."""
+    commands = [value for name, value in key_options(options) if name == "command"]
+    if not commands:
+        return False
+    command = commands[0]
+    words = command.split()
+    first = words[0].rsplit("/", 1)[-1] if words else ""
+    return bool(first) and first not in _SHELLS and "SSH_ORIGINAL_COMMAND" not in command
+
+
 def find_key(text: str, fingerprint: str) -> Found:
     """The lines of an authorized_keys text that authorise the key with this fingerprint."""
     blobs: list[str] = []
@@ -128,8 +177,7 @@ def keys_in(text: str) -> tuple[list[AuthorizedKey], int]:
             unread += 1
             continue
         comment = words[2] if len(words) > 2 else ""
-        options = line[: len(line) - len(rest)].lower()
-        forced = re.search(r'(^|,)\s*command\s*=\s*"', options) is not None
+        forced = forces_a_command(line[: len(line) - len(rest)].strip())
         found.append(
             AuthorizedKey(
                 number, words[0], key.get_fingerprint("sha256"), comment, rest != line, forced

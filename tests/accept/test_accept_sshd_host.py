@@ -245,12 +245,31 @@ async def test_an_unexpected_key_forced_to_a_command_warns_an_open_one_fails() -
         ('from="10.0.0.1",command="/usr/bin/agent --x" ' + _pub(KEY_B), Status.WARNED),
         ('from="10.0.0.1" ' + _pub(KEY_B), Status.FAILED),
         (forced + _pub(KEY_B), Status.FAILED),  # the same key again, unrestricted
+        # A forced command that is a shell, or runs what the client asks, forces nothing.
+        ('command="/bin/bash -l" ' + _pub(KEY_B), Status.FAILED),
+        ('command="/usr/bin/agent $SSH_ORIGINAL_COMMAND" ' + _pub(KEY_B), Status.FAILED),
+        # "command=" inside another option's quoted value is no command option (sshd).
+        ('from="*,command=" ' + _pub(KEY_B), Status.FAILED),
+        ('environment="X=,command=" ' + _pub(KEY_B), Status.FAILED),
+        ('permitopen="h:1,command=" ' + _pub(KEY_B), Status.FAILED),
     ):
         ctx = new_context(Sold("n1"), Runner({"cat ~/.ssh/authorized_keys": ok(text)}), Level.QUICK)
         ev = await ctx.probe.run("authorized-keys", "cat ~/.ssh/authorized_keys")
         result = sshd.judge_keys(ev, (FP_A,))
         assert result.status is status, (text, result.words)
         assert FP_B in result.words and "\x1b" not in result.words
+
+
+async def test_authorized_keys_the_node_will_not_show_are_never_a_pass() -> None:
+    for stderr, said in (
+        ("cat: /root/.ssh/authorized_keys: Permission denied\n", "could not be read"),
+        ("cat: /root/.ssh/authorized_keys: No such file or directory\n", "reads keys from else"),
+    ):
+        runner = Runner({"cat ~/.ssh/authorized_keys": CommandResult(1, "", stderr)})
+        ctx = new_context(Sold("n1"), runner, Level.QUICK)
+        ev = await ctx.probe.run("authorized-keys", "cat ~/.ssh/authorized_keys")
+        result = sshd.judge_keys(ev, (FP_A,))
+        assert result.status is Status.NOT_CHECKED and said in result.words
 
 
 def test_kernels_command_formats_only_an_int() -> None:
@@ -324,3 +343,13 @@ async def test_slow_and_failed_throughput() -> None:
     assert dead["host.throughput"].status is Status.NOT_CHECKED
     local = await run_host(df, None, ("/",))
     assert local["host.throughput"].status is Status.SKIPPED
+
+
+def test_key_options_are_read_as_sshd_reads_them() -> None:
+    from leases.offboard.authkeys import key_options
+
+    assert key_options('from="*,command=",no-pty') == [("from", "*,command="), ("no-pty", "")]
+    assert key_options('command="echo \\"hi\\"",restrict') == [
+        ("command", 'echo "hi"'),
+        ("restrict", ""),
+    ]

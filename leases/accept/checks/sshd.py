@@ -388,17 +388,16 @@ def judge_keys(ev: Evidence, expected: tuple[str, ...]) -> CheckResult:
     check, title = "sshd.keys", "authorized_keys"
     want = "only the keys the lab expects"
     if why := _failed(ev):
-        status = Status.NOT_CHECKED if ev.failure else Status.SKIPPED
-        prefix = "not checked" if ev.failure else "skipped, because"
-        return CheckResult(
-            check,
-            title,
-            status,
-            f"{prefix} ~/.ssh/authorized_keys could not be read ({why})",
-            want,
-            why,
-            (ev.key,),
+        # The node decides whether the file reads: unread is never a pass. Missing, while
+        # zuka logged in with a key, means sshd takes keys from somewhere else.
+        missing = "no such file" in ev.stderr.lower()
+        words = (
+            "not checked: ~/.ssh/authorized_keys does not exist, yet zuka logged in with a "
+            "key: sshd reads keys from elsewhere (AuthorizedKeysFile, AuthorizedKeysCommand)"
+            if missing
+            else f"not checked: ~/.ssh/authorized_keys could not be read ({why})"
         )
+        return CheckResult(check, title, Status.NOT_CHECKED, words, want, why, (ev.key,))
     keys, unread = keys_in(ev.stdout)
     if not expected:
         found = f"{len(keys)} key(s): " + ", ".join(k.fingerprint for k in keys[:_SHOWN])

@@ -184,6 +184,7 @@ async def test_good_sshd_passes_each(key: asyncssh.SSHKey, tmp_path: Path) -> No
         "sshd.rootlogin": Status.PASSED,
         "sshd.proof": Status.PASSED,
         "sshd.keys": Status.PASSED,
+        "sshd.keysources": Status.PASSED,
         "sshd.ports": Status.PASSED,
         "sshd.services": Status.PASSED,
         "host.disk:/no/such/data": Status.SKIPPED,
@@ -209,6 +210,7 @@ async def test_bad_sshd_fails_each(key: asyncssh.SSHKey, tmp_path: Path) -> None
         "sshd.rootlogin": Status.FAILED,
         "sshd.proof": Status.FAILED,
         "sshd.keys": Status.FAILED,
+        "sshd.keysources": Status.PASSED,
         "sshd.ports": Status.PASSED,  # 8888 is in the training range
         "sshd.services": Status.FAILED,
         "host.disk:/": Status.WARNED,  # less than a million GiB free

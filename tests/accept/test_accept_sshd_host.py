@@ -19,6 +19,9 @@ FP_A = KEY_A.get_fingerprint("sha256")
 FP_B = KEY_B.get_fingerprint("sha256")
 
 
+NO_KEYS2 = CommandResult(1, "", "cat: /root/.ssh/authorized_keys2: No such file or directory\n")
+
+
 def _pub(key: asyncssh.SSHKey) -> str:
     return key.export_public_key().decode()
 
@@ -57,6 +60,7 @@ def good_node() -> dict[str, CommandResult]:
         "sshd -T": CommandResult(1, "", "sshd: no hostkeys available -- exiting.\n"),
         "/usr/sbin/sshd -T": ok(GOOD_T),
         "cat ~/.ssh/authorized_keys": ok(_pub(KEY_A)),
+        "cat ~/.ssh/authorized_keys2": NO_KEYS2,
         "ss -ltnpH": ok(SS_GOOD),
     }
 
@@ -90,6 +94,7 @@ async def test_good_node_passes_each_and_says_the_source() -> None:
         "sshd.rootlogin": Status.PASSED,
         "sshd.proof": Status.PASSED,
         "sshd.keys": Status.PASSED,
+        "sshd.keysources": Status.PASSED,
         "sshd.ports": Status.PASSED,
         "sshd.services": Status.PASSED,
     }
@@ -108,6 +113,7 @@ async def test_bad_config_files_fail_each_with_sources() -> None:
             "==> /etc/ssh/sshd_config.d/50-cloud-init.conf <==\nPasswordAuthentication yes\n\n"
         ),
         "cat ~/.ssh/authorized_keys": ok(_pub(KEY_A) + "\n" + _pub(KEY_B)),
+        "cat ~/.ssh/authorized_keys2": NO_KEYS2,
         "ss -ltnpH": ok(
             SS_GOOD + "LISTEN 0 128 0.0.0.0:6379 0.0.0.0:*\nLISTEN 0 128 0.0.0.0:8888 0.0.0.0:*\n"
         ),
@@ -125,6 +131,7 @@ async def test_bad_config_files_fail_each_with_sources() -> None:
         "sshd.config-unread": Status.WARNED,
         "sshd.proof": Status.FAILED,
         "sshd.keys": Status.FAILED,
+        "sshd.keysources": Status.PASSED,
         "sshd.ports": Status.WARNED,
         "sshd.services": Status.FAILED,
     }
@@ -270,6 +277,38 @@ async def test_authorized_keys_the_node_will_not_show_are_never_a_pass() -> None
         ev = await ctx.probe.run("authorized-keys", "cat ~/.ssh/authorized_keys")
         result = sshd.judge_keys(ev, (FP_A,))
         assert result.status is Status.NOT_CHECKED and said in result.words
+
+
+async def test_a_stranger_in_authorized_keys2_fails_and_other_sources_warn() -> None:
+    """sshd reads .ssh/authorized_keys2 too by default: a key there logs in as well."""
+    answers = good_node()
+    answers["cat ~/.ssh/authorized_keys2"] = ok(_pub(KEY_B))
+    statuses, results, _runner = await run_sshd(answers)
+    assert statuses["sshd.keys"] is Status.FAILED
+    keys = next(r for r in results if r.check == "sshd.keys")
+    assert "authorized_keys2 line 1:" in keys.words and FP_B in keys.words
+
+
+def test_keys_files_follow_authorizedkeysfile_and_refuse_what_they_cannot_read() -> None:
+    from leases.accept.parse.sshdconf import parse_sshd_t
+
+    conf = parse_sshd_t(
+        "passwordauthentication no\n"
+        "authorizedkeysfile .ssh/authorized_keys %h/.ssh/Extra /etc/ssh/keys/%u ../x\n"
+        "authorizedkeyscommand /usr/bin/get-keys %u\n"
+        "trustedusercakeys none\n"
+    )
+    paths, skipped = sshd.keys_files(conf)
+    assert paths == ["~/.ssh/authorized_keys", "~/.ssh/Extra"]  # the case kept
+    assert skipped == ["/etc/ssh/keys/%u", "../x"]
+    assert sshd.cat_command("~/.ssh/Extra") == "cat ~/.ssh/Extra"
+    assert sshd.cat_command("/etc/ssh/a b") == "cat '/etc/ssh/a b'"
+    sources = sshd.judge_key_sources(conf, ("sshd-T",), skipped)
+    assert sources.status is Status.WARNED
+    assert "/etc/ssh/keys/%u ../x, which zuka did not read" in sources.words
+    assert "AuthorizedKeysCommand /usr/bin/get-keys %u (sshd -T)" in sources.words
+    # Without sshd's settings, OpenSSH's own two files.
+    assert sshd.keys_files(None) == (["~/.ssh/authorized_keys", "~/.ssh/authorized_keys2"], [])
 
 
 def test_kernels_command_formats_only_an_int() -> None:

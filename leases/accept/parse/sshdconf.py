@@ -24,6 +24,16 @@ KEYS = (
     "pubkeyauthentication",
     "authenticationmethods",
     "usepam",
+    # Where keys come from besides ~/.ssh/authorized_keys (acceptance reads only the two
+    # default files): recorded, never required of `sshd -T`.
+    "authorizedkeysfile",
+    "authorizedkeyscommand",
+    "trustedusercakeys",
+)
+# Values that are paths or commands keep their case (the rest are yes/no words).
+_KEEP_CASE = frozenset({"authorizedkeysfile", "authorizedkeyscommand", "trustedusercakeys"})
+_OPTIONAL = frozenset(
+    {"authenticationmethods", "authorizedkeysfile", "authorizedkeyscommand", "trustedusercakeys"}
 )
 # OpenSSH 8.7 made ChallengeResponseAuthentication an alias of KbdInteractiveAuthentication;
 # before it, the latter defaulted to the former: either way they are one setting here.
@@ -36,6 +46,9 @@ DEFAULTS = {
     "pubkeyauthentication": "yes",
     "authenticationmethods": "any",
     "usepam": "no",
+    "authorizedkeysfile": ".ssh/authorized_keys .ssh/authorized_keys2",
+    "authorizedkeyscommand": "none",
+    "trustedusercakeys": "none",
 }
 MAIN = "/etc/ssh/sshd_config"
 SSH_DIR = "/etc/ssh"
@@ -98,9 +111,9 @@ def parse_sshd_t(text: str) -> SshdConfig:
             continue
         key = ALIASES.get(words[0].lower(), words[0].lower())
         if key in KEYS and key not in values:
-            value = " ".join(words[1:])[:_MAX_VALUE].lower()
-            values[key] = Setting(key, value, "sshd -T")
-    missing = [k for k in KEYS if k not in values and k != "authenticationmethods"]
+            value = " ".join(words[1:])[:_MAX_VALUE]
+            values[key] = Setting(key, value if key in _KEEP_CASE else value.lower(), "sshd -T")
+    missing = [k for k in KEYS if k not in values and k not in _OPTIONAL]
     if not values:
         problems.append("sshd -T printed none of the settings looked for")
     elif missing:
@@ -202,7 +215,8 @@ class _Reader:
             if len(words) < 2:
                 self.note(f"{where}: {words[0][:40]} has no value")
                 continue
-            value = " ".join(words[1:])[:_MAX_VALUE].lower()
+            value = " ".join(words[1:])[:_MAX_VALUE]
+            value = value if key in _KEEP_CASE else value.lower()
             if condition:
                 self.matched.append(Setting(key, value, where, condition))
             elif key not in self.values:

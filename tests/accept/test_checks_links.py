@@ -518,3 +518,15 @@ def test_per_gpu_words_say_a_value_every_gpu_shares_once() -> None:
     assert smi.per_gpu([("GPU 0", "None")]) == "GPU 0 None"
     many = [(f"GPU {i}", str(i)) for i in range(20)]
     assert smi.per_gpu(many).endswith("GPU 15 15 and 4 more")
+
+
+def test_a_finding_true_of_many_gpus_is_said_once() -> None:
+    lines = [f"GPU {i} reports 24564 MiB; the A100 80GB has 81920 MiB" for i in range(8)]
+    lines.insert(3, "GPU 9: memory.total unreadable")
+    assert smi.said_once(lines) == (
+        "GPU 0, 1, 2, 3, 4, 5, 6, 7 reports 24564 MiB; the A100 80GB has 81920 MiB; "
+        "GPU 9: memory.total unreadable"
+    )
+    assert smi.said_once(["no GPU named here", "GPU 12 x"]) == "no GPU named here; GPU 12 x"
+    many = [f"GPU {i}: limit {i} W" for i in range(10)]
+    assert smi.said_once(many, shown=2) == "GPU 0: limit 0 W; GPU 1: limit 1 W; and 8 more"

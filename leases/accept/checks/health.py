@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from leases.accept.checks.smi import gpu_label, read_q, unread
+from leases.accept.checks.smi import gpu_label, read_q, said_once, unread
 from leases.accept.engine import Check, Context
 from leases.accept.facts import SmiQuery
 from leases.accept.probe import missing_tool
@@ -79,7 +79,7 @@ def judge_memory(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
         f"retired pages < {RETIRED_WARN}, no uncorrectable ECC errors"
     )
     if lines:
-        words = "; ".join(lines[:8]) + " (nvidia-smi -q)"
+        words = said_once(lines) + " (nvidia-smi -q)"
         return CheckResult(cid, title, tally.status, words, expected, "; ".join(lines[:16]), keys)
     return CheckResult(
         cid,
@@ -114,7 +114,7 @@ def judge_power(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
         )
     expected = "power limit at its default (below 90 % fails)"
     if lines:
-        words = "; ".join(lines[:8]) + ": the GPUs are power-capped (nvidia-smi -q)"
+        words = said_once(lines) + ": the GPUs are power-capped (nvidia-smi -q)"
         return CheckResult(cid, title, tally.status, words, expected, "; ".join(lines[:16]), keys)
     if not known:
         return CheckResult(
@@ -146,9 +146,7 @@ def judge_throttle(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
     ]
     expected = "none active but idle or SW power cap"
     if lines:
-        words = (
-            "; ".join(lines[:8]) + ": clocks held down at idle (nvidia-smi -q Clocks Event Reasons)"
-        )
+        words = said_once(lines) + ": clocks held down at idle (nvidia-smi -q Clocks Event Reasons)"
         return CheckResult(cid, title, Status.WARNED, words, expected, "; ".join(lines[:16]), keys)
     return CheckResult(
         cid, title, Status.PASSED, "no clocks event reason active but idle", expected, "none", keys

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from leases.accept.checks.smi import gpu_label, per_gpu, read_q, read_rows, unread
+from leases.accept.checks.smi import gpu_label, per_gpu, read_q, read_rows, said_once, unread
 from leases.accept.engine import Check, Context, Settings, Sold
 from leases.accept.facts import SmiQuery
 from leases.accept.nominal import Lookup, Nominal, by_name, by_pci
@@ -175,7 +175,7 @@ def judge_vram(
         if notes:
             words += "; " + "; ".join(notes[:4])
         return CheckResult(cid, title, Status.PASSED, words, expected, found, keys)
-    return CheckResult(cid, title, worst, "; ".join(lines[:8]), expected, found, keys)
+    return CheckResult(cid, title, worst, said_once(lines), expected, found, keys)
 
 
 def _cuda_major(version: str) -> int | None:

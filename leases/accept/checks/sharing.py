@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from leases.accept.checks.smi import gpu_label, per_gpu, read_q, unread
+from leases.accept.checks.smi import gpu_label, per_gpu, read_q, said_once, unread
 from leases.accept.engine import Check, Context
 from leases.accept.facts import SmiQuery
 from leases.core.acceptance import CheckResult, Evidence, Level, Status, worse
@@ -54,7 +54,7 @@ def judge_virtualisation(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
     found = per_gpu(modes)
     expected = "None or Pass-Through (a whole GPU)"
     if bad:
-        words = "; ".join(bad[:8]) + ": a slice of a shared GPU, not a whole one (nvidia-smi -q)"
+        words = said_once(bad) + ": a slice of a shared GPU, not a whole one (nvidia-smi -q)"
         return CheckResult(cid, title, Status.FAILED, words, expected, found, keys)
     return CheckResult(cid, title, Status.PASSED, f"whole GPUs: {found}", expected, found, keys)
 
@@ -209,7 +209,7 @@ def judge_unexplained(
         worst = worse(worst, status)
     expected = f"at most {WARN_UNEXPLAINED_MIB} MiB used with no process (driver reservation)"
     if lines:
-        words = "; ".join(lines[:8]) + ": another tenant may hold these GPUs"
+        words = said_once(lines) + ": another tenant may hold these GPUs"
         return CheckResult(cid, title, worst, words, expected, "; ".join(lines[:16]), keys)
     return CheckResult(
         cid,

@@ -5,6 +5,7 @@ runs once per acceptance run (the probe keeps it), so the families share what on
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -58,6 +59,23 @@ def per_gpu(values: Sequence[tuple[str, str]], shown: int = 16) -> str:
         return f"all {len(values)} GPUs: {values[0][1]}"
     more = f" and {len(values) - shown} more" if len(values) > shown else ""
     return ", ".join(f"{label} {value}" for label, value in values[:shown]) + more
+
+
+_GPU_LINE = re.compile(r"GPU (\d{1,4})(\b.*)", re.S)
+
+
+def said_once(lines: Sequence[str], shown: int = 8) -> str:
+    """Findings per GPU, joined by "; ", each said once for every GPU it is true of: eight
+    "GPU n reports 24564 MiB ..." become "GPU 0, 1, 2, 3, 4, 5, 6, 7 reports 24564 MiB ..."
+    (a line that names no GPU stands alone). The first `shown` groups, then how many more."""
+    groups: dict[str, list[str]] = {}
+    for line in lines:
+        found = _GPU_LINE.fullmatch(line)
+        rest, gpu = (found.group(2), found.group(1)) if found else (line, "")
+        groups.setdefault(rest, []).append(gpu)
+    said = [(f"GPU {', '.join(gpus)}{rest}" if gpus[0] else rest) for rest, gpus in groups.items()]
+    more = f"; and {len(said) - shown} more" if len(said) > shown else ""
+    return "; ".join(said[:shown]) + more
 
 
 def failure_words(ev: Evidence) -> str:

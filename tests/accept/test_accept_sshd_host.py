@@ -392,3 +392,22 @@ def test_key_options_are_read_as_sshd_reads_them() -> None:
         ("command", 'echo "hi"'),
         ("restrict", ""),
     ]
+
+
+def test_data_paths_on_one_file_system_are_one_finding() -> None:
+    from leases.accept.parse.df import DfReport, DiskSpace
+    from leases.core.acceptance import Evidence
+
+    root = DiskSpace("/", "overlay", "overlay", 50 * 2**20, 2 * 2**20, "/")
+    report = DfReport(
+        spaces=(root, DiskSpace("/root", "overlay", "overlay", 50 * 2**20, 2 * 2**20, "/"),
+                DiskSpace("/data", "/dev/md0", "xfs", 7000 * 2**20, 6000 * 2**20, "/data")),
+        missing=("/mnt",),
+    )  # fmt: skip
+    ev = Evidence("df", "df -PT -- / /root /data /mnt", 0, "", "")
+    out = {r.check: r for r in host.judge_disk(report, Settings(), ev)}
+    assert sorted(out) == ["host.disk:/", "host.disk:/data", "host.disk:/mnt"]
+    assert out["host.disk:/"].title == "Disk /, /root"
+    assert out["host.disk:/"].status is Status.WARNED
+    assert "the same file system holds /root" in out["host.disk:/"].words
+    assert out["host.disk:/data"].status is Status.PASSED

@@ -53,9 +53,19 @@ def judge_disk(report: DfReport, settings: Settings, ev: Evidence) -> list[Check
             )
         )
     want = f"at least {settings.min_free_gib} GiB free, on a file system that persists"
-    for s in report.spaces:
-        check, title = f"host.disk:{s.path}", f"Disk {visible(s.path, 60)}"
+    # One finding per file system: the data paths on it named together.
+    groups: dict[tuple[str, str], list[DiskSpace]] = {}
+    for space in report.spaces:
+        groups.setdefault((space.filesystem, space.mount), []).append(space)
+    for group in groups.values():
+        s = group[0]
+        paths = ", ".join(visible(g.path, 60) for g in group)
+        check, title = f"host.disk:{s.path}", f"Disk {paths}"
         found = _space_words(s)
+        if len(group) > 1:
+            found += (
+                f"; the same file system holds {', '.join(visible(g.path, 60) for g in group[1:])}"
+            )
         problems = []
         if s.available_kib < settings.min_free_gib * KIB_PER_GIB:
             problems.append(f"less than {settings.min_free_gib} GiB free")

@@ -313,6 +313,10 @@ def test_nvbandwidth_against_azure_bars() -> None:
     assert r.status is Status.FAILED and r.expected == ">= 52 GB/s per GPU"
     assert heavy.judge_nvbandwidth(slow, "NVIDIA A100-SXM4-80GB", "k")[0].status is Status.PASSED
     assert heavy.judge_nvbandwidth(slow, "NVIDIA A10", "k")[0].status is Status.SKIPPED
+    # The export parts have their full parts' PCIe link, so their bar.
+    assert heavy.judge_nvbandwidth(fast, "NVIDIA H800", "k")[0].status is Status.PASSED
+    assert heavy.judge_nvbandwidth(slow, "NVIDIA H800", "k")[0].status is Status.FAILED
+    assert heavy.judge_nvbandwidth(slow, "NVIDIA A800-SXM4-80GB", "k")[0].status is Status.PASSED
 
 
 def test_nccl_slow_wrong_and_pcie() -> None:

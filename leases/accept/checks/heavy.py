@@ -35,7 +35,9 @@ ALLOC_MARGIN = (512 + 256) * 2**20
 NCCL_FAIL_SHARE = 0.90  # (ours) below this share of the bar fails; between it and the bar warns
 
 # Host <-> device copy bars, GB/s per GPU (Azure's health checks).
-_NVBW_BAR = (("A100", 24.0), ("H100", 52.0), ("H200", 48.0))
+# The export parts (ours): the host link is the same PCIe as their full parts' (A800 Gen4
+# like the A100, H800 Gen5 like the H100), so are the bars; only NVLink was cut.
+_NVBW_BAR = (("A100", 24.0), ("A800", 24.0), ("H100", 52.0), ("H800", 52.0), ("H200", 48.0))
 # all_reduce bus bandwidth bars for 8 NVLink GPUs, GB/s (Azure's health checks).
 _NCCL_BAR = (("A100", 228.0), ("H100", 460.0), ("H200", 431.0))
 

@@ -112,3 +112,19 @@ def missing_tool(ev: Evidence) -> bool:
         and "not found" in ev.stderr.lower()
         and len(ev.stderr) < 400
     )
+
+
+def why_unread(ev: Evidence) -> str:
+    """Why a command gave nothing to read, in words ("" when it did): why it could not run,
+    that it is not on the node, no exit status, else the first line it printed (shown
+    through visible) or its exit status."""
+    if ev.failure:
+        return ev.failure
+    if missing_tool(ev):
+        return f"{ev.command.split(' ', 1)[0]}: not found"
+    if ev.exit_status is None:
+        return "no exit status came back: the connection ended before the command did"
+    if ev.exit_status != 0:
+        said = (ev.stderr or ev.stdout).strip().split("\n", 1)[0].strip()
+        return visible(said, 160) or f"exit status {ev.exit_status}"
+    return ""

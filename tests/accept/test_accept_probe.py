@@ -4,7 +4,8 @@ the run's commands, each then "not checked" with the reason."""
 
 from __future__ import annotations
 
-from leases.accept.probe import Probe
+from leases.accept.probe import Probe, why_unread
+from leases.core.acceptance import Evidence
 from leases.core.models import NodeHealth
 from leases.ssh.errors import CommandTimeout, SshError
 from leases.ssh.stream import CommandResult
@@ -40,3 +41,15 @@ async def test_an_unreachable_node_ends_the_commands() -> None:
     later = await probe.run("sshd-T", "sshd -T")
     assert later.failure == "connection refused" and runner.sent == ["nvidia-smi -L"]
     assert probe.unreachable == "connection refused"
+
+
+def test_why_a_command_gave_nothing_is_said_in_words() -> None:
+    def ev(status: int | None, err: str = "", failure: str = "") -> Evidence:
+        return Evidence("k", "ss -ltnpH", status, "", err, 0.0, failure)
+
+    assert why_unread(ev(0)) == ""
+    assert why_unread(ev(None, failure="connection refused")) == "connection refused"
+    assert why_unread(ev(127, "sh: 1: ss: not found\n")) == "ss: not found"
+    assert why_unread(ev(None)).startswith("no exit status came back")
+    assert why_unread(ev(1, "ss: \x1b[2Jdenied\nmore\n")) == "ss: \u241b[2Jdenied"
+    assert why_unread(ev(2)) == "exit status 2"

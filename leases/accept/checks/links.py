@@ -16,8 +16,8 @@ from leases.accept.parse.ibstat import parse_ibstat
 from leases.accept.parse.nvlink import parse_nvlink
 from leases.accept.parse.smiquery import SmiRows
 from leases.accept.parse.topo import parse_topo
-from leases.accept.probe import missing_tool
-from leases.core.acceptance import CheckResult, Evidence, Level, Status
+from leases.accept.probe import missing_tool, why_unread
+from leases.core.acceptance import CheckResult, Level, Status
 from leases.core.models import Interconnect
 from leases.core.textsafe import visible
 
@@ -230,24 +230,16 @@ def judge_pcie(rows: Sequence[tuple[str, int | None, int | None, str, str]]) -> 
                f"or better{note}", QUERY_GPU_KEY, expected="Gen3 x16 or better")]  # fmt: skip
 
 
-def _failed(ev: Evidence) -> str:
-    if ev.failure:
-        return ev.failure
-    if ev.exit_status != 0:
-        return f"exit status {ev.exit_status}: {visible(ev.stderr.strip() or ev.stdout, 200)}"
-    return ""
-
-
 async def run(ctx: Context) -> list[CheckResult]:
     out: list[CheckResult] = []
     topo_ev = await ctx.probe.run("topo", "nvidia-smi topo -m", 30)
-    if why := _failed(topo_ev):
+    if why := why_unread(topo_ev):
         out.append(_r("topo", "GPU-to-GPU paths (topo -m)", Status.NOT_CHECKED,
                       f"not checked: nvidia-smi topo -m failed ({why})", "topo"))  # fmt: skip
     else:
         out += judge_topology(parse_topo(topo_ev.stdout), ctx.sold)
     nv_ev = await ctx.probe.run("nvlink", "nvidia-smi nvlink -s", 30)
-    if why := _failed(nv_ev):  # nothing read is no "GPUs report no NVLink"
+    if why := why_unread(nv_ev):  # nothing read is no "GPUs report no NVLink"
         out.append(_r("nvlink", "NVLink links (nvlink -s)", Status.NOT_CHECKED,
                       f"not checked: nvidia-smi nvlink -s failed ({why})", "nvlink"))  # fmt: skip
     else:

@@ -8,28 +8,12 @@ from __future__ import annotations
 
 from leases.accept.engine import Context, Settings
 from leases.accept.parse.listen import Listener, Listening, parse_proc_net_tcp, parse_ss
-from leases.accept.probe import Probe, missing_tool
+from leases.accept.probe import Probe, missing_tool, why_unread
 from leases.core.acceptance import CheckResult, Evidence, Status
 from leases.core.textsafe import visible
 
 MAX_PROBED_PORTS = 16
 _SHOWN = 8  # items named in one finding; the rest counted
-
-
-def first_line(ev: Evidence) -> str:
-    text = (ev.stderr or ev.stdout).strip().split("\n", 1)[0].strip()
-    return visible(text, 160) or f"exit status {ev.exit_status}"
-
-
-def failed(ev: Evidence) -> str:
-    """Why a command gave nothing to read, in words ("" when it did)."""
-    if ev.failure:
-        return ev.failure
-    if missing_tool(ev):
-        return f"{ev.command.split(' ', 1)[0]}: not found"
-    if ev.exit_status != 0:
-        return first_line(ev)
-    return ""
 
 
 # -- listening ports -------------------------------------------------------------------
@@ -241,7 +225,7 @@ async def read_listening(probe: Probe) -> tuple[Listening | None, tuple[str, ...
     fallback = await probe.run("listen-proc", "cat /proc/net/tcp /proc/net/tcp6")
     keys = (ev.key, fallback.key)
     if fallback.failure or not fallback.stdout.strip():
-        return None, keys, f"ss: {failed(ev)}; /proc/net/tcp: {failed(fallback) or 'empty'}"
+        return None, keys, f"ss: {why_unread(ev)}; /proc/net/tcp: {why_unread(fallback) or 'empty'}"
     return parse_proc_net_tcp(fallback.stdout), keys, ""
 
 

@@ -20,11 +20,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from leases.accept.checks.ports import check_ports
-from leases.accept.checks.ports import failed as _failed
 from leases.accept.engine import Check, Context, LoginOffer
 from leases.accept.parse import sshdconf
 from leases.accept.parse.sshdconf import SshdConfig
-from leases.accept.probe import Probe
+from leases.accept.probe import Probe, why_unread
 from leases.core.acceptance import CheckResult, Evidence, Level, Status
 from leases.core.textsafe import visible
 from leases.offboard.authkeys import AuthorizedKey, keys_in
@@ -87,11 +86,11 @@ async def read_settings(probe: Probe) -> tuple[SshdConfig | None, tuple[str, ...
             conf = sshdconf.parse_sshd_t(ev.stdout)
             if conf.values:
                 return conf, tuple(keys), f"read with `{command}`"
-        tried.append(f"`{command}`: {_failed(ev) or 'printed no settings'}")
+        tried.append(f"`{command}`: {why_unread(ev) or 'printed no settings'}")
     ev = await probe.run("sshd-config", f"cat {sshdconf.MAIN}")
     keys.append(ev.key)
     if ev.failure or ev.exit_status != 0:
-        return None, tuple(keys), "; ".join([*tried, f"`{ev.command}`: {_failed(ev)}"])
+        return None, tuple(keys), "; ".join([*tried, f"`{ev.command}`: {why_unread(ev)}"])
     files = {sshdconf.MAIN: ev.stdout}
     marks: dict[str, str] = {}
     asked: list[str] = []
@@ -121,7 +120,7 @@ async def read_settings(probe: Probe) -> tuple[SshdConfig | None, tuple[str, ...
         for path, why in got_marks.items():
             marks.setdefault(path, why)
         if not got and not got_marks and ev.exit_status != 0:
-            problems.append(f"the Include files could not be listed ({_failed(ev)})")
+            problems.append(f"the Include files could not be listed ({why_unread(ev)})")
     if left := wanted():
         problems.append(
             f"Include nested deeper than {MAX_INCLUDE_ROUNDS} levels (or more than 16 a "
@@ -438,7 +437,7 @@ def judge_keys(
     unread = 0
     for number, f in enumerate(files):
         name = f.command.removeprefix("cat ").strip()
-        if why := _failed(f):
+        if why := why_unread(f):
             if "no such file" in f.stderr.lower() and not f.failure:
                 continue
             words = f"not checked: {visible(name, 80)} could not be read ({why})"

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from leases.accept.parse._text import digits
+
 
 @dataclass(frozen=True)
 class QueryProcess:
@@ -94,7 +96,7 @@ class Topology:
         """The number of bonded NVLinks between two devices (NV12 -> 12), None if the path
         is not NVLink or not printed."""
         cell = self.cells.get((a, b), "")
-        if cell.startswith("NV") and cell[2:].isdigit():
+        if cell.startswith("NV") and digits(cell[2:]):
             return int(cell[2:])
         return None
 

@@ -93,22 +93,37 @@ def key_options(options: str) -> list[tuple[str, str]]:
     return found
 
 
-# A forced command that hands the session a shell or the client's own command forces
-# nothing.
-_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "csh", "tcsh",
-                     "busybox", "env", "exec", "su", "sudo"})  # fmt: skip
+# What a forced command may not start with and still be said to force one thing: shells,
+# wrappers that run another program, interpreters, pagers and editors that open a shell.
+_NOT_FORCING = frozenset({
+    "sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "csh", "tcsh", "busybox", "env",
+    "exec", "nice", "ionice", "nohup", "timeout", "stdbuf", "setsid", "chroot", "flock",
+    "watch", "script", "tmux", "screen", "perl", "ruby", "node", "lua", "php", "awk",
+    "gawk", "mawk", "find", "xargs", "vi", "vim", "nvim", "less", "more", "man", "git",
+    "su", "sudo", "doas", "ssh", "strace", "gdb",
+})  # fmt: skip
+# Bare names sshd runs itself or that do nothing.
+_HARMLESS = frozenset({"true", "false", "internal-sftp"})
+_METACHARS = re.compile(r"[$`;|&<>()'\"\\\n*?\[\]{}~]")
 
 
 def forces_a_command(options: str) -> bool:
-    """Whether the options force a command that cannot itself open a shell: a command
-    option whose first word is no shell and which never runs $SSH_ORIGINAL_COMMAND."""
+    """Whether the options force one command that cannot itself open a shell: a command
+    option with no shell syntax ($, quotes, ;, |, ...), whose first word is an absolute
+    path (or true, false, internal-sftp) to no shell, wrapper or interpreter. Anything
+    else may run what the client asks, so it forces nothing."""
     commands = [value for name, value in key_options(options) if name == "command"]
     if not commands:
         return False
-    command = commands[0]
-    words = command.split()
-    first = words[0].rsplit("/", 1)[-1] if words else ""
-    return bool(first) and first not in _SHELLS and "SSH_ORIGINAL_COMMAND" not in command
+    command = commands[0].strip()
+    if not command or _METACHARS.search(command):
+        return False
+    first = command.split()[0]
+    if first in _HARMLESS:
+        return True
+    base = first.rsplit("/", 1)[-1]
+    interpreter = base.startswith(("python", "perl", "ruby", "php", "lua", "node", "pypy"))
+    return first.startswith("/") and base not in _NOT_FORCING and not interpreter
 
 
 def find_key(text: str, fingerprint: str) -> Found:

@@ -265,7 +265,13 @@ _HEAD_MAX = 64 * 1024 * 1024
 
 def head(args: list[str]) -> Answer:
     """`head -c N /dev/zero` only: the zeros a throughput measure reads."""
-    if len(args) == 3 and args[0] == "-c" and args[1].isdigit() and args[2] == "/dev/zero":
+    if (
+        len(args) == 3
+        and args[0] == "-c"
+        and args[1].isascii()
+        and args[1].isdigit()
+        and args[2] == "/dev/zero"
+    ):
         return Answer("\0" * min(int(args[1]), _HEAD_MAX), "", 0)
     return Answer("", "head: the simulator reads only -c N /dev/zero\n", 1)
 

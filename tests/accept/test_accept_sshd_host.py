@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncssh
 import pytest
 
-from leases.accept.checks import host, ports, sshd
+from leases.accept.checks import host, keys, ports, sshd
 from leases.accept.engine import LoginOffer, Settings, Sold, new_context
 from leases.core.acceptance import CheckResult, Level, Status
 from leases.core.models import NodeHealth
@@ -238,9 +238,9 @@ async def test_unexpected_keys_without_expectations_are_skipped() -> None:
         Sold("n1"), Runner({"cat ~/.ssh/authorized_keys": ok(_pub(KEY_B))}), Level.QUICK
     )
     ev = await ev_ctx.probe.run("authorized-keys", "cat ~/.ssh/authorized_keys")
-    assert sshd.judge_keys(ev, ()).status is Status.SKIPPED
-    assert sshd.judge_keys(ev, (FP_A,)).status is Status.FAILED
-    assert sshd.judge_keys(ev, (FP_B,)).status is Status.PASSED
+    assert keys.judge_keys(ev, ()).status is Status.SKIPPED
+    assert keys.judge_keys(ev, (FP_A,)).status is Status.FAILED
+    assert keys.judge_keys(ev, (FP_B,)).status is Status.PASSED
 
 
 async def test_an_unexpected_key_forced_to_a_command_warns_an_open_one_fails() -> None:
@@ -259,10 +259,26 @@ async def test_an_unexpected_key_forced_to_a_command_warns_an_open_one_fails() -
         ('from="*,command=" ' + _pub(KEY_B), Status.FAILED),
         ('environment="X=,command=" ' + _pub(KEY_B), Status.FAILED),
         ('permitopen="h:1,command=" ' + _pub(KEY_B), Status.FAILED),
+        # Whatever can start a shell or run another program forces nothing.
+        *(
+            (f'command="{c}" ' + _pub(KEY_B), Status.FAILED)
+            for c in (
+                "$SHELL",
+                "'/bin/bash'",
+                "VAR=1 bash",
+                "true; bash",
+                "nice bash",
+                "python3",
+                "/usr/bin/script -q /dev/null",
+                "tmux",
+                "/usr/bin/env sh",
+            )
+        ),
+        ('command="/usr/bin/rrsync /data" ' + _pub(KEY_B), Status.WARNED),
     ):
         ctx = new_context(Sold("n1"), Runner({"cat ~/.ssh/authorized_keys": ok(text)}), Level.QUICK)
         ev = await ctx.probe.run("authorized-keys", "cat ~/.ssh/authorized_keys")
-        result = sshd.judge_keys(ev, (FP_A,))
+        result = keys.judge_keys(ev, (FP_A,))
         assert result.status is status, (text, result.words)
         assert FP_B in result.words and "\x1b" not in result.words
 
@@ -275,7 +291,7 @@ async def test_authorized_keys_the_node_will_not_show_are_never_a_pass() -> None
         runner = Runner({"cat ~/.ssh/authorized_keys": CommandResult(1, "", stderr)})
         ctx = new_context(Sold("n1"), runner, Level.QUICK)
         ev = await ctx.probe.run("authorized-keys", "cat ~/.ssh/authorized_keys")
-        result = sshd.judge_keys(ev, (FP_A,))
+        result = keys.judge_keys(ev, (FP_A,))
         assert result.status is Status.NOT_CHECKED and said in result.words
 
 
@@ -298,17 +314,60 @@ def test_keys_files_follow_authorizedkeysfile_and_refuse_what_they_cannot_read()
         "authorizedkeyscommand /usr/bin/get-keys %u\n"
         "trustedusercakeys none\n"
     )
-    paths, skipped = sshd.keys_files(conf)
+    paths, skipped = keys.keys_files(conf)
     assert paths == ["~/.ssh/authorized_keys", "~/.ssh/Extra"]  # the case kept
     assert skipped == ["/etc/ssh/keys/%u", "../x"]
-    assert sshd.cat_command("~/.ssh/Extra") == "cat ~/.ssh/Extra"
-    assert sshd.cat_command("/etc/ssh/a b") == "cat '/etc/ssh/a b'"
-    sources = sshd.judge_key_sources(conf, ("sshd-T",), skipped)
+    assert keys.cat_command("~/.ssh/Extra") == "cat ~/.ssh/Extra"
+    assert keys.cat_command("/etc/ssh/a b") == "cat '/etc/ssh/a b'"
+    sources = keys.judge_key_sources(conf, ("sshd-T",), skipped)
     assert sources.status is Status.WARNED
     assert "/etc/ssh/keys/%u ../x, which zuka did not read" in sources.words
     assert "AuthorizedKeysCommand /usr/bin/get-keys %u (sshd -T)" in sources.words
     # Without sshd's settings, OpenSSH's own two files.
-    assert sshd.keys_files(None) == (["~/.ssh/authorized_keys", "~/.ssh/authorized_keys2"], [])
+    assert keys.keys_files(None) == (["~/.ssh/authorized_keys", "~/.ssh/authorized_keys2"], [])
+
+
+async def test_a_file_the_node_hides_never_hides_a_stranger_found_in_another() -> None:
+    runner = Runner({
+        "cat ~/.ssh/authorized_keys": ok(_pub(KEY_A) + _pub(KEY_B)),
+        "cat ~/.ssh/authorized_keys2": CommandResult(1, "", "cat: x: Permission denied\n"),
+    })  # fmt: skip
+    ctx = new_context(Sold("n1"), runner, Level.QUICK)
+    first = await ctx.probe.run("authorized-keys", "cat ~/.ssh/authorized_keys")
+    second = await ctx.probe.run("authorized-keys2", "cat ~/.ssh/authorized_keys2")
+    failed = keys.judge_keys(first, (FP_A,), (second,))
+    assert failed.status is Status.FAILED and "(also: ~/.ssh/authorized_keys2 could not" in (
+        failed.words
+    )
+    clean = keys.judge_keys(first, (FP_A, FP_B), (second,))
+    assert clean.status is Status.NOT_CHECKED  # what it could read is clean; the rest unread
+
+
+def test_a_key_source_in_a_match_block_or_authorizedkeysfile_none_is_said() -> None:
+    from leases.accept.parse.sshdconf import parse_config, parse_sshd_t
+
+    conf = parse_config({
+        "/etc/ssh/sshd_config": "PasswordAuthentication no\nMatch User ubuntu\n"
+        " AuthorizedKeysCommand /opt/p/keys %u\n",
+    })  # fmt: skip
+    sources = keys.judge_key_sources(conf, ("sshd-config",))
+    assert sources.status is Status.WARNED
+    assert "AuthorizedKeysCommand /opt/p/keys %u for Match User ubuntu" in sources.words
+    none = parse_sshd_t("passwordauthentication no\nauthorizedkeysfile none\n")
+    assert keys.keys_files(none) == ([], [])
+    said = keys.judge_key_sources(none, ("sshd-T",))
+    assert said.status is Status.WARNED and "AuthorizedKeysFile none" in said.words
+
+
+def test_absolute_keys_files_are_read_only_where_keys_live() -> None:
+    from leases.accept.parse.sshdconf import parse_sshd_t
+
+    conf = parse_sshd_t(
+        "authorizedkeysfile /etc/shadow /proc/self/environ /srv/u/.ssh/keys /etc/ssh/keys/root\n"
+    )
+    paths, skipped = keys.keys_files(conf)
+    assert paths == ["/srv/u/.ssh/keys", "/etc/ssh/keys/root"]
+    assert skipped == ["/etc/shadow", "/proc/self/environ"]
 
 
 def test_kernels_command_formats_only_an_int() -> None:

@@ -287,3 +287,10 @@ def test_parsers_bounded_on_a_huge_line() -> None:
         result = parse(text)
         assert time.monotonic() - began < 5.0, parse.__name__
         assert len(getattr(result, "problems", ())) <= 21
+
+
+def test_digits_int_refuses_are_never_read_as_numbers() -> None:
+    """str.isdigit() takes "²" (and int() then raises) and "٣" (read as 3): found by the
+    hypothesis test below; every parser reads ASCII digits only."""
+    assert parse_nccl("² 2 3 4 5 6 7 8").rows == ()
+    assert parse_nccl("       ٣   1   float   sum   -1   1.0   0.1   0.1   0").rows == ()

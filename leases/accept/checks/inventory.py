@@ -14,6 +14,7 @@ from leases.accept.checks.smi import gpu_label, per_gpu, read_q, read_rows, said
 from leases.accept.engine import Check, Context, Settings, Sold
 from leases.accept.facts import SmiQuery
 from leases.accept.nominal import Lookup, Nominal, by_name, by_pci
+from leases.accept.parse._text import digits
 from leases.accept.parse.smiquery import SmiRow
 from leases.core.acceptance import CheckResult, Level, Status, worse
 from leases.core.gpumodels import gpu_key
@@ -180,7 +181,7 @@ def judge_vram(
 
 def _cuda_major(version: str) -> int | None:
     head = version.split(".")[0].strip()
-    return int(head) if head.isdigit() and len(head) < 4 else None
+    return int(head) if digits(head) and len(head) < 4 else None
 
 
 def judge_versions(

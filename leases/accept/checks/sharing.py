@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from leases.accept.checks.smi import gpu_label, per_gpu, read_q, said_once, unread
 from leases.accept.engine import Check, Context
 from leases.accept.facts import SmiQuery
+from leases.accept.parse._text import digits
 from leases.core.acceptance import CheckResult, Evidence, Level, Status, worse
 from leases.core.models import GpuProcess
 from leases.core.textsafe import visible
@@ -178,7 +179,7 @@ def visible_pids(ev: Evidence) -> frozenset[int] | None:
     """The pids `ps -e -o pid=` listed, None where it could not run."""
     if ev.failure or ev.exit_status != 0:
         return None
-    pids = {int(w) for w in ev.stdout.split()[:100_000] if w.isdigit() and len(w) < 10}
+    pids = {int(w) for w in ev.stdout.split()[:100_000] if digits(w) and len(w) < 10}
     return frozenset(pids) if pids else None
 
 

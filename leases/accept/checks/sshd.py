@@ -14,11 +14,9 @@
 
 from __future__ import annotations
 
-import re
-import shlex
-from collections.abc import Sequence
 from dataclasses import replace
 
+from leases.accept.checks.keys import cat_command, judge_key_sources, judge_keys, keys_files
 from leases.accept.checks.ports import check_ports
 from leases.accept.engine import Check, Context, LoginOffer
 from leases.accept.parse import sshdconf
@@ -26,7 +24,6 @@ from leases.accept.parse.sshdconf import SshdConfig
 from leases.accept.probe import Probe, why_unread
 from leases.core.acceptance import CheckResult, Evidence, Level, Status
 from leases.core.textsafe import visible
-from leases.offboard.authkeys import AuthorizedKey, keys_in
 
 MAX_INCLUDE_ROUNDS = 3
 _SHOWN = 8  # items named in one finding; the rest counted
@@ -150,8 +147,7 @@ def _requires_key(methods: str) -> bool:
 
 
 def _where(conf: SshdConfig, key: str) -> str:
-    setting = conf.values.get(key)
-    return visible(setting.source if setting else "OpenSSH's default", 120)
+    return visible(conf.source_of(key), 120)
 
 
 def judge_settings(conf: SshdConfig, evidence: tuple[str, ...], how: str) -> list[CheckResult]:
@@ -383,142 +379,6 @@ async def prove(ctx: Context) -> CheckResult:
     return judge_proof(offer)
 
 
-# -- authorized_keys -------------------------------------------------------------------
-
-
-DEFAULT_KEYS_FILES = ("~/.ssh/authorized_keys", "~/.ssh/authorized_keys2")  # sshd's own
-MAX_KEYS_FILES = 8
-_SAFE_PATH = re.compile(r"[A-Za-z0-9._/%@+-]{1,200}")
-
-
-def keys_files(conf: SshdConfig | None) -> tuple[list[str], list[str]]:
-    """(the files sshd reads keys from, as paths for the login's shell: "~/..." or
-    absolute; the AuthorizedKeysFile words zuka will not read, shown as they are). %h is
-    the home (~), %% a %; another %-token (%u, %U) or a word outside a strict allow-list
-    is not read, and said. Without sshd's settings, OpenSSH's default two files."""
-    if conf is None:
-        return list(DEFAULT_KEYS_FILES), []
-    paths: list[str] = []
-    skipped: list[str] = []
-    words = conf.value("authorizedkeysfile").split()
-    for word in words[:MAX_KEYS_FILES]:
-        if word.lower() == "none":
-            continue
-        path = word.replace("%%", "\0")
-        if path.startswith("%h/"):
-            path = "~/" + path[3:]
-        if not _SAFE_PATH.fullmatch(word) or "%" in path or ".." in path.split("/"):
-            skipped.append(word)
-            continue
-        path = path.replace("\0", "%")
-        paths.append(path if path.startswith(("/", "~/")) else "~/" + path)
-    skipped += words[MAX_KEYS_FILES:]
-    return list(dict.fromkeys(paths)), skipped
-
-
-def cat_command(path: str) -> str:
-    """`cat` of a keys file: ~/ left for the shell to expand, the rest quoted."""
-    if path.startswith("~/"):
-        return "cat ~/" + shlex.quote(path[2:])
-    return "cat " + shlex.quote(path)
-
-
-def judge_keys(
-    ev: Evidence, expected: tuple[str, ...], also: Sequence[Evidence] = ()
-) -> CheckResult:
-    """The keys of ~/.ssh/authorized_keys (ev) and of the other files sshd reads by default
-    (also: authorized_keys2) against the fingerprints the lab expects. A file that is absent
-    authorises nothing; one the node will not show is never a pass."""
-    check, title = "sshd.keys", "authorized_keys"
-    want = "only the keys the lab expects"
-    files = (ev, *also)
-    evidence = tuple(f.key for f in files)
-    keys: list[tuple[str, AuthorizedKey]] = []
-    unread = 0
-    for number, f in enumerate(files):
-        name = f.command.removeprefix("cat ").strip()
-        if why := why_unread(f):
-            if "no such file" in f.stderr.lower() and not f.failure:
-                continue
-            words = f"not checked: {visible(name, 80)} could not be read ({why})"
-            return CheckResult(check, title, Status.NOT_CHECKED, words, want, why, evidence)
-        found_keys, bad_lines = keys_in(f.stdout)
-        unread += bad_lines
-        # Lines of the first file are "line N" as before; of the others, with their name.
-        where = "" if number == 0 else f"{visible(name.rsplit('/', 1)[-1], 40)} "
-        keys += [(where, k) for k in found_keys]
-    if all("no such file" in f.stderr.lower() for f in files):
-        # zuka logged in with a key, so sshd took it from somewhere else.
-        names = ", ".join(visible(f.command.removeprefix("cat "), 80) for f in files)
-        words = (
-            f"not checked: none of {names} exists, yet zuka logged in with a key: sshd "
-            "reads keys from elsewhere (AuthorizedKeysCommand, a certificate)"
-        )
-        return CheckResult(check, title, Status.NOT_CHECKED, words, want, "absent", evidence)
-    if not expected:
-        found = f"{len(keys)} key(s): " + ", ".join(k.fingerprint for _, k in keys[:_SHOWN])
-        return CheckResult(
-            check,
-            title,
-            Status.SKIPPED,
-            f"skipped, because no key is recorded as expected for this node ({found})",
-            want,
-            found,
-            evidence,
-        )
-    strangers = [(w, k) for w, k in keys if k.fingerprint not in expected and not k.forced]
-    forced = [(w, k) for w, k in keys if k.fingerprint not in expected and k.forced]
-    for bad, status, what in (
-        (strangers, Status.FAILED, "the lab did not expect can log in (a provider's or a "
-         "previous tenant's)"),
-        (forced, Status.WARNED, "the lab did not expect are restricted to a forced command "
-         "(no shell of their own; ask the provider what they run)"),
-    ):  # fmt: skip
-        if not bad:
-            continue
-        shown = "; ".join(
-            f"{w}line {k.line}: {k.kind} {k.fingerprint} {visible(k.comment, 60) or '(no comment)'}"
-            for w, k in bad[:_SHOWN]
-        )
-        more = f" and {len(bad) - _SHOWN} more" if len(bad) > _SHOWN else ""
-        return CheckResult(
-            check, title, status, f"{len(bad)} key(s) {what}: {shown}{more}", want,
-            shown + more, evidence,
-        )  # fmt: skip
-    found = f"{len(keys)} key(s), all expected"
-    if unread:
-        found += f"; {unread} line(s) not read as keys (they authorise nothing)"
-    return CheckResult(check, title, Status.PASSED, found, want, found, evidence)
-
-
-def judge_key_sources(
-    conf: SshdConfig | None, evidence: tuple[str, ...], skipped: Sequence[str] = ()
-) -> CheckResult:
-    """Where else sshd takes keys from: AuthorizedKeysFile words zuka did not read, a
-    command, a CA. Any of them is a way in that zuka did not see."""
-    check, title = "sshd.keysources", "Where sshd takes keys from"
-    want = "only the AuthorizedKeysFile files zuka read"
-    if conf is None:
-        return CheckResult(check, title, Status.NOT_CHECKED, "not checked: sshd's settings "
-                           "could not be read", want, evidence=evidence)  # fmt: skip
-    others: list[str] = []
-    if skipped:
-        shown = visible(" ".join(skipped), 160)
-        others.append(f"AuthorizedKeysFile names {shown}, which zuka did not read")
-    for key, label in (("authorizedkeyscommand", "AuthorizedKeysCommand"),
-                       ("trustedusercakeys", "TrustedUserCAKeys")):  # fmt: skip
-        value = conf.value(key)
-        if value and value.lower() != "none":
-            others.append(f"{label} {visible(value, 120)} ({_where(conf, key)})")
-    if others:
-        words = "; ".join(others) + ": keys zuka did not see can log in; ask the provider"
-        return CheckResult(check, title, Status.WARNED, words, want, "; ".join(others), evidence)
-    files = visible(conf.value("authorizedkeysfile"), 160)
-    return CheckResult(check, title, Status.PASSED, f"keys come only from {files} "
-                       f"({_where(conf, 'authorizedkeysfile')}), all read", want, files,
-                       evidence)  # fmt: skip
-
-
 # -- the check --------------------------------------------------------------------------
 
 
@@ -541,9 +401,16 @@ async def run(ctx: Context) -> list[CheckResult]:
     paths, skipped = keys_files(conf)
     read = [
         await ctx.probe.run("authorized-keys" + (str(i + 1) if i else ""), cat_command(path))
-        for i, path in enumerate(paths or DEFAULT_KEYS_FILES[:1])
+        for i, path in enumerate(paths)
     ]
-    out.append(judge_keys(read[0], ctx.sold.expected_keys, read[1:]))
+    if read:
+        out.append(judge_keys(read[0], ctx.sold.expected_keys, read[1:]))
+    else:  # AuthorizedKeysFile none, or only words zuka will not read
+        named = visible(conf.value("authorizedkeysfile") if conf else "", 160)
+        out.append(CheckResult("sshd.keys", "authorized_keys", Status.NOT_CHECKED,
+                               f"not checked: sshd reads no keys file zuka could read "
+                               f"(AuthorizedKeysFile {named})", "only the keys the lab expects",
+                               evidence=keys))  # fmt: skip
     out.append(judge_key_sources(conf, keys, skipped))
     out += await check_ports(ctx)
     return out

@@ -45,5 +45,11 @@ def to_float(word: str) -> float | None:
     return value if value == value and abs(value) < 1e15 else None  # no NaN, no inf
 
 
+def digits(word: str) -> bool:
+    """Only ASCII digits: str.isdigit() also takes "²" and "٣", which int() refuses or reads
+    as a number no tool printed."""
+    return word.isascii() and word.isdigit()
+
+
 def to_int(word: str) -> int | None:
-    return int(word) if word.isdigit() and len(word) <= 18 else None
+    return int(word) if digits(word) and len(word) <= 18 else None

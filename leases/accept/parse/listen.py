@@ -7,6 +7,8 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
+from leases.accept.parse._text import digits
+
 MAX_LINES = 50_000
 MAX_PROBLEMS = 20
 # Addresses that mean "every interface".
@@ -45,7 +47,7 @@ _PROC_RE = re.compile(r'users:\(\("([^"]{0,64})"')
 
 def _split_address(local: str) -> tuple[str, int] | None:
     host, sep, port = local.rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not digits(port) or not 0 < int(port) < 65536:
         return None
     host = host.removeprefix("[").removesuffix("]")
     host = host.split("%", 1)[0]  # 127.0.0.53%lo
@@ -64,9 +66,9 @@ def parse_ss(text: str) -> Listening:
             continue
         if words[0] == "State" or words[0] == "Netid":
             continue  # a header, if -H was not honoured
-        if not words[0].isdigit():
+        if not digits(words[0]):
             words = words[1:]  # the state (LISTEN, UNCONN)
-        if len(words) < 4 or not words[0].isdigit() or not words[1].isdigit():
+        if len(words) < 4 or not digits(words[0]) or not digits(words[1]):
             problems.append(f"ss line {number} not read")
             continue
         found = _split_address(words[2])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from leases.accept.facts import Nvbandwidth
-from leases.accept.parse._text import Problems, lines_of, to_float
+from leases.accept.parse._text import Problems, digits, lines_of, to_float
 
 _RUNNING = re.compile(r"^Running ([a-z0-9_]{1,80})\.$")
 _SUM = re.compile(r"^SUM ([a-z0-9_]{1,80}) (\S+)$")
@@ -56,7 +56,7 @@ def parse_nvbandwidth(text: str) -> Nvbandwidth:
         if in_matrix and current:
             words = line.split()
             cells = [to_float(w) for w in words[1:] if w != "N/A"]
-            if not words[0].isdigit() or any(c is None for c in cells):
+            if not digits(words[0]) or any(c is None for c in cells):
                 problems.add(f"a row of {current} not read", line)
                 continue
             values = [c for c in cells if c is not None]

@@ -79,6 +79,11 @@ class SshdConfig:
     includes: tuple[str, ...] = ()  # Include patterns met (as written, resolved to /etc/ssh)
     problems: tuple[str, ...] = ()
 
+    def source_of(self, key: str) -> str:
+        """Where the effective value of key came from ("sshd -T", "FILE line N")."""
+        setting = self.values.get(key)
+        return setting.source if setting else "OpenSSH's default"
+
     def value(self, key: str) -> str:
         setting = self.values.get(key)
         return setting.value if setting else DEFAULTS.get(key, "")

@@ -370,6 +370,22 @@ def test_absolute_keys_files_are_read_only_where_keys_live() -> None:
     assert skipped == ["/etc/shadow", "/proc/self/environ"]
 
 
+async def test_match_blocks_for_this_login_are_applied_with_sshd_t_c() -> None:
+    """Plain sshd -T applies no Match block: a "Match User root / PasswordAuthentication
+    yes" shows only with -C and this login's user and address."""
+    answers = good_node()
+    plain = "/usr/sbin/sshd -T"  # the one that answers on this node
+    with_c = answers[plain].stdout.replace(
+        "passwordauthentication no", "passwordauthentication yes"
+    )
+    answers[plain + sshd.MATCH_THIS_LOGIN] = ok(with_c)
+    statuses, results, runner = await run_sshd(answers)
+    assert statuses["sshd.password"] is Status.FAILED
+    password = next(r for r in results if r.check == "sshd.password")
+    assert "Match blocks applied for this login (-C)" in password.words
+    assert plain + sshd.MATCH_THIS_LOGIN in runner.sent
+
+
 def test_kernels_command_formats_only_an_int() -> None:
     assert ports.kernels_command(8888, "::") == (
         "curl -s -m 3 -o /dev/null -w '%{http_code}' http://[::1]:8888/api/kernels"

@@ -69,6 +69,12 @@ def _answered(pattern: str, files: dict[str, str], marks: dict[str, str]) -> boo
     return pattern in seen or bool(sshdconf.expand(pattern, seen))
 
 
+# sshd -T -C: the connection spec of this login, from the node's own shell (its user, and
+# the address it sees zuka come from; with SSH_CLIENT unset only Match User blocks can
+# match). Where sshd refuses it, the plain -T stands.
+MATCH_THIS_LOGIN = ' -C "user=$(id -un),host=${SSH_CLIENT%% *},addr=${SSH_CLIENT%% *}"'
+
+
 async def read_settings(probe: Probe) -> tuple[SshdConfig | None, tuple[str, ...], str]:
     """sshd's settings, the evidence keys they rest on, and the words of how they were read
     (or, with None, why they could not be)."""
@@ -82,6 +88,15 @@ async def read_settings(probe: Probe) -> tuple[SshdConfig | None, tuple[str, ...
         if ev.exit_status == 0:
             conf = sshdconf.parse_sshd_t(ev.stdout)
             if conf.values:
+                # Plain -T applies no Match block; -C with this login's user and address
+                # applies the ones that match it (a key source for "Match User ubuntu").
+                matched = await probe.run(key + "-C", command + MATCH_THIS_LOGIN)
+                keys.append(matched.key)
+                if matched.exit_status == 0 and not matched.failure:
+                    conf_c = sshdconf.parse_sshd_t(matched.stdout)
+                    if conf_c.values:
+                        how = f"read with `{command}`, Match blocks applied for this login (-C)"
+                        return conf_c, tuple(keys), how
                 return conf, tuple(keys), f"read with `{command}`"
         tried.append(f"`{command}`: {why_unread(ev) or 'printed no settings'}")
     ev = await probe.run("sshd-config", f"cat {sshdconf.MAIN}")

@@ -4,6 +4,8 @@ never a node's. It prints ONE JSON line (see `leases.accept.parse.torchrun`).
 Per GPU: time a BF16 matmul (n = 8192, 2·n³ flops each), then allocate 256 MiB blocks
 until CUDA refuses or only 512 MiB of free memory is left, and report what it held (a
 card whose CUDA cannot hold ~90 % of the memory nvidia-smi reports is shared or fake).
+Then it copies host -> GPU while reading the PCIe link's current generation and width with
+nvidia-smi: the link is compared at its rate only under load.
 The burn variant repeats the matmul on fixed inputs for SECONDS and counts results that
 differ from the first (silent data corruption, as gpu-burn compares).
 
@@ -20,7 +22,7 @@ import re
 import secrets
 import shlex
 
-_BODY = r"""import json, os, sys, time
+_BODY = r"""import json, os, subprocess, sys, threading, time
 os.environ.pop("CUDA_VISIBLE_DEVICES", None)
 os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
 out = {"torch": None, "cuda": None, "gpus": [], "error": "", "nonce": NONCE}
@@ -76,6 +78,23 @@ for i in range(torch.cuda.device_count()):
         g["allocated_bytes"] = len(blocks) * block
         del blocks
         torch.cuda.empty_cache()
+        # The PCIe link under load: nvidia-smi read while host -> GPU copies run (an idle
+        # GPU drops its link generation to save power; only a loaded one shows its rate).
+        host, seen = torch.empty(256 * 2**20, dtype=torch.uint8).pin_memory(), {}
+        def sample():
+            time.sleep(0.3)
+            q = ["nvidia-smi", "-i", str(i), "--format=csv,noheader,nounits",
+                 "--query-gpu=pcie.link.gen.gpucurrent,pcie.link.width.current"]
+            r = subprocess.run(q, capture_output=True, text=True, timeout=10)
+            seen["line"] = r.stdout.strip()[:40]
+        t = threading.Thread(target=sample, daemon=True)
+        t.start()
+        stop = time.monotonic() + 15
+        while t.is_alive() and time.monotonic() < stop:
+            host.to(dev)
+            torch.cuda.synchronize(dev)
+        g["pcie_load"] = seen.get("line", "")
+        del host
     except Exception as e:
         g["error"] = (type(e).__name__ + ": " + str(e))[:200]
     out["gpus"].append(g)

@@ -61,6 +61,8 @@ def python3(node: SimNode, args: list[str], now: datetime) -> Answer:
             "bf16_tflops": None if nominal is None
             else round(nominal * share * _jitter(node, "mm", r.gpu.index), 1),
             "error": NO_BF16 if nominal is None else "",
+            # The link under the copies the script makes: at its most, as on a healthy box.
+            "pcie_load": f"{SPECS[r.gpu.model.key].pcie_gen}, 16",
         }  # fmt: skip
         if burn:
             gpu["mismatches"] = 0

@@ -132,7 +132,7 @@ def test_a_clean_node_passes_and_every_command_left_evidence(
     assert {"inventory.vram", "links.topo", "links.nvlink", "sshd.proof", "host.disk",
             "heavy.torch", "heavy.dcgmi", "heavy.nvbw", "heavy.nccl"} <= checks  # fmt: skip
     passed = {r.check for r in verdict.results if r.status is Status.PASSED}
-    assert {"inventory.vram", "links.topo", "links.nvlink", "heavy.torch"} <= passed
+    assert {"inventory.vram", "links.topo", "links.nvlink", "heavy.torch", "heavy.pcie"} <= passed
     keys = {e.key for e in verdict.evidence}
     for r in verdict.results:
         assert set(r.evidence) <= keys, r

@@ -149,7 +149,7 @@ def test_infiniband_traps() -> None:
 def test_pcie_max_link() -> None:
     good = [("0", 4, 16, "1", "16"), ("1", 5, 16, "5", "16")]
     (r,) = links.judge_pcie(good)
-    assert r.status is Status.PASSED and "compared only under load" in r.words
+    assert r.status is Status.PASSED and "compared under load, at --level standard" in r.words
     (w,) = links.judge_pcie([("0", 4, 16, "4", "16"), ("3", 3, 8, "3", "8")])
     assert w.status is Status.WARNED and "GPU 3 Gen3 x8" in w.words
     assert links.judge_pcie([])[0].status is Status.NOT_CHECKED
@@ -534,3 +534,47 @@ def test_a_finding_true_of_many_gpus_is_said_once() -> None:
     assert smi.said_once(["no GPU named here", "GPU 12 x"]) == "no GPU named here; GPU 12 x"
     many = [f"GPU {i}: limit {i} W" for i in range(10)]
     assert smi.said_once(many, shown=2) == "GPU 0: limit 0 W; GPU 1: limit 1 W; and 8 more"
+
+
+def test_the_pcie_link_is_judged_under_load_against_its_most() -> None:
+    from leases.accept.parse.smiquery import parse_query_gpu
+
+    rows = parse_query_gpu(QUERY)  # 8 GPUs, Gen5 x16 at most
+    gpus = tuple(
+        TorchGpu(i, "NVIDIA H100 80GB HBM3", None, None, 760.0, None, "", (5, 16)) for i in range(8)
+    )
+    ok_run = TorchRun("2.3.1", "12.1", gpus)
+    passed = heavy.judge_pcie_load(ok_run, rows, "torch")
+    assert passed.status is Status.PASSED and passed.words == "under load: all 8 GPUs: Gen5 x16"
+    down = TorchRun("2.3.1", "12.1", (*gpus[:7], replace(gpus[7], pcie_load=(3, 8))))
+    warned = heavy.judge_pcie_load(down, rows, "torch")
+    assert warned.status is Status.WARNED
+    assert warned.words.startswith("GPU 7 ran at Gen3 x8 under load, its most is Gen5 x16")
+    none = TorchRun("2.3.1", "12.1", tuple(replace(g, pcie_load=None) for g in gpus))
+    assert heavy.judge_pcie_load(none, rows, "torch").status is Status.NOT_CHECKED
+    assert parse_torchrun('{"gpus": [{"index": 0, "pcie_load": "4, 16"}]}').gpus[0].pcie_load == (
+        4,
+        16,
+    )
+    assert parse_torchrun('{"gpus": [{"index": 0, "pcie_load": "4, ²"}]}').gpus[0].pcie_load is None
+
+
+def test_the_probe_scripts_are_python_and_run_where_torch_is_missing(tmp_path: Path) -> None:
+    """No GPU or torch here: the script still runs for real and says so in its JSON line,
+    carrying this run's nonce (the GPU paths are checked by compiling them)."""
+    import subprocess
+    import sys
+
+    from leases.accept.torchprobe import burn_script, new_nonce, torch_script
+
+    nonce = new_nonce()
+    for script in (torch_script(nonce), burn_script(60, nonce)):
+        compile(script, "probe", "exec")
+    (tmp_path / "torch.py").write_text("raise ImportError('No module named torch (test)')\n")
+    done = subprocess.run(
+        [sys.executable, "-c", torch_script(nonce)], capture_output=True, text=True,
+        timeout=60, cwd=tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    run = parse_torchrun(done.stdout, nonce)
+    assert run.torch is None and "No module named torch (test)" in run.error

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from leases.accept import nominal
 from leases.accept.checks import smi
+from leases.accept.checks.smi import per_gpu, said_once
 from leases.accept.engine import Check, Context, Settings, Sold
 from leases.accept.facts import DcgmDiag, DiagTest, NcclPerf, Nvbandwidth
 from leases.accept.parse.dcgmi import parse_dcgmi
@@ -195,6 +196,35 @@ def judge_torch(
     return out
 
 
+def judge_pcie_load(run: TorchRun, rows: SmiRows | None, key: str) -> CheckResult:
+    """Each GPU's PCIe link read under load (host -> GPU copies) against the most it can
+    do (pcie.link.gen.max, width.max at idle): a link trained down (Gen3 where Gen4 is the
+    most, x8 where x16) halves what every copy to the GPU can move."""
+    title = "PCIe link under load"
+    most = {r.index: (r.pcie_gen_max, r.pcie_width_max) for r in (rows.rows if rows else ())}
+    low: list[str] = []
+    read: list[tuple[str, str]] = []
+    for g in run.gpus:
+        if g.pcie_load is None:
+            continue
+        gen, width = g.pcie_load
+        read.append((f"GPU {g.index}", f"Gen{gen} x{width}"))
+        max_gen, max_width = most.get(g.index, (None, None))
+        if (max_gen is not None and gen < max_gen) or (max_width is not None and width < max_width):
+            low.append(f"GPU {g.index} ran at Gen{gen} x{width} under load, its most is "
+                       f"Gen{max_gen} x{max_width}")  # fmt: skip
+    want = "the link at its most (pcie.link.gen.max, width.max) while copies run"
+    if not read:
+        return _r("pcie", title, Status.NOT_CHECKED, "not checked: the probe read no PCIe "
+                  "link under load (nvidia-smi not callable from its python3?)", key,
+                  expected=want)  # fmt: skip
+    if low:
+        return _r("pcie", title, Status.WARNED, said_once(low) + ": the link trained down",
+                  key, expected=want, found=per_gpu(read))  # fmt: skip
+    return _r("pcie", title, Status.PASSED, f"under load: {per_gpu(read)}", key,
+              expected=want, found=per_gpu(read))  # fmt: skip
+
+
 def judge_dcgmi(diag: DcgmDiag, key: str) -> list[CheckResult]:
     title = "DCGM diagnostic"
     if not diag.tests:
@@ -307,6 +337,8 @@ async def run(ctx: Context) -> list[CheckResult]:
             run_ = parse_torchrun(ev.stdout, nonce)
             sold = nominal.by_name(ctx.sold.gpu_model, ctx.sold.vram_gib).nominal
             out += judge_torch(run_, gpus, ctx.settings, key, pci, sold, burn)
+            if run_.torch is not None and run_.gpus:
+                out.append(judge_pcie_load(run_, read.rows, key))
 
     level = 3 if burn else 2
     if "dcgmi" not in have:

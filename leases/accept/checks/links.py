@@ -220,7 +220,7 @@ def judge_pcie(rows: Sequence[tuple[str, int | None, int | None, str, str]]) -> 
         f"GPU {i} Gen{visible(gc, 8)} x{visible(wc, 8)}" for i, _, _, gc, wc in rows[:4]
     )
     note = (f"; current links ({now}{'...' if len(rows) > 4 else ''}) drop at idle and are "
-            "compared only under load")  # fmt: skip
+            "compared under load, at --level standard")  # fmt: skip
     if low:
         return [_r("pcie", title, Status.WARNED, f"PCIe below Gen3 x16 (DCGM's minimum) or not "
                    f"read: {_listed(low)}{note}", QUERY_GPU_KEY,

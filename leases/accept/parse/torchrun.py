@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from leases.accept.parse._text import Problems, lines_of
+from leases.accept.parse._text import Problems, digits, lines_of
 
 MAX_GPUS = 64
 
@@ -23,6 +23,8 @@ class TorchGpu:
     bf16_tflops: float | None
     mismatches: int | None  # burn only: results that differed from the first
     error: str
+    # PCIe link (generation, lanes) read while host -> GPU copies ran; None when not read.
+    pcie_load: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,14 @@ def _float(v: object) -> float | None:
         return None
     f = float(v)
     return f if f == f and 0 <= f < 1e9 else None
+
+
+def _link(v: object) -> tuple[int, int] | None:
+    """ "4, 16" (nvidia-smi's gen and width, noheader, nounits) as (4, 16)."""
+    words = [w.strip() for w in v.split(",")] if isinstance(v, str) and len(v) < 64 else []
+    if len(words) != 2 or not all(digits(w) and len(w) <= 3 for w in words):
+        return None
+    return int(words[0]), int(words[1])
 
 
 def _str(v: object, n: int = 200) -> str:
@@ -92,6 +102,7 @@ def parse_torchrun(text: str, nonce: str | None = None) -> TorchRun:
                 _float(g.get("bf16_tflops")),
                 _int(g.get("mismatches")),
                 _str(g.get("error")),
+                _link(g.get("pcie_load")),
             )
         )
     version = data.get("torch")

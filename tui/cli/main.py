@@ -19,6 +19,7 @@ from leases.ledger.paths import resolve_ledger_path
 from tui.cli import billargs, lazy
 from tui.cli.acceptargs import accept_options
 from tui.cli.dashboard import dashboard
+from tui.cli.parsing import Parser
 
 # What `zuka audit accept` takes: every kind of row the chain checks (leases.ledger.rowaudit
 # ENTITIES, written out so that the parser does not import the ledger; a test holds them equal).
@@ -30,11 +31,7 @@ Handler = Callable[[argparse.Namespace, TextIO], int]
 NO_JSON = frozenset({"sim", "collect", "web"})
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        # argparse quotes some values with repr() but not all (unrecognized arguments).
-        self.exit(2, f"zuka: error: {visible(message)}\n")
+_Parser = Parser
 
 
 def _ledger_help() -> str:

@@ -1,0 +1,100 @@
+"""The parser class of every `zuka` command: no prefixes of flags taken for the flag, a
+mistyped flag or command named with what was probably meant, and a short usage (the
+command's required words and `[options]`, not every flag it has) before the error."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from leases.core.textsafe import visible
+
+_NUMBER_RE = re.compile(r"^-\d+$|^-\d*\.\d+$")
+_CHOICE_RE = re.compile(
+    r"^argument (?P<arg>[^:]+): invalid choice: (?P<got>'.*?') \(choose from (?P<choices>.*)\)$",
+    re.S,
+)
+_COMMANDS = ("command", "action", "COMMAND", "ACTION")
+_QUOTED_RE = re.compile(r"'((?:[^'\\]|\\.)*)'")
+
+
+def closest(word: str, candidates: Sequence[str]) -> str | None:
+    """The candidate a typo of `word` most likely meant, if one is close enough."""
+    found = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+class Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)  # --pric is not --price
+        super().__init__(*args, **kwargs)
+
+    def short_usage(self) -> str:
+        """`usage: zuka lease add [options] --billing BILLING --price PRICE node`: the words
+        the command needs; `--help` lists the rest."""
+        needed = [a for a in self._actions if a.required or not a.option_strings]
+        formatter = self._get_formatter()
+        formatter.add_usage(None, needed, [], prefix="")
+        words = " ".join(formatter.format_help().split())
+        rest = words[len(self.prog) :].strip()
+        return f"usage: {self.prog} [options]{' ' + rest if rest else ''}\n"
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        sys.stderr.write(self.short_usage())
+        # argparse quotes some values with repr() but not all (unrecognized arguments).
+        self.exit(2, f"zuka: error: {visible(_with_guess(message))}\n")
+
+    def unknown_option(self, token: str) -> None:
+        name = token.split("=", 1)[0]
+        flags = [s for s in self._option_string_actions if s.startswith("--")]
+        guess = closest(name, flags) if name.startswith("--") else None
+        hint = f"; did you mean {guess}?" if guess else f" (`{self.prog} --help` lists them)"
+        self.error(f"unknown option {name}{hint}")
+
+    def _unknown(self, args: Sequence[str]) -> str | None:
+        """The first word of args that looks like an option this parser has not got."""
+        for token in args:
+            if token == "--":
+                return None
+            if not token.startswith("-") or token == "-" or " " in token:
+                continue
+            if _NUMBER_RE.match(token):
+                continue
+            name = token.split("=", 1)[0] if token.startswith("--") else token[:2]
+            if name not in self._option_string_actions:
+                return token
+        return None
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        words = list(sys.argv[1:] if args is None else args)
+        if self._subparsers is None:
+            # A command's own parser: a mistyped flag is said before a missing one.
+            bad = self._unknown(words)
+            if bad is not None:
+                self.unknown_option(bad)
+        parsed, extras = super().parse_known_args(words, namespace)
+        bad = self._unknown(extras)
+        if bad is not None:
+            self.unknown_option(bad)
+        return parsed, extras
+
+
+def _with_guess(message: str) -> str:
+    """argparse's "invalid choice" with the choice probably meant (`lease ad` -> add)."""
+    m = _CHOICE_RE.match(message)
+    if m is None:
+        return message
+    got = m.group("got").strip("'")
+    choices = _QUOTED_RE.findall(m.group("choices"))
+    guess = closest(got, choices)
+    what = "command" if m.group("arg") in _COMMANDS else m.group("arg")
+    said = f"unknown {what} '{got}'" if what == "command" else f"{what}: invalid choice '{got}'"
+    if guess:
+        return f"{said}; did you mean '{guess}'?"
+    return f"{said} (choose from {', '.join(choices)})"

@@ -20,8 +20,18 @@ from leases.money import billing
 def add_lease(ledger: Ledger, lease: Lease) -> tuple[Lease, str]:
     """`zuka lease add`: the lease as recorded and what the command says of it (also the
     dashboard's lease form)."""
+    _near_enough(ledger, lease, ("start", "end"))
     added = ledger.add_lease(lease)
     return added, f"added a lease to {added.node}" + _terms_note(added)
+
+
+def _near_enough(ledger: Ledger, lease: Lease, keys: tuple[str, ...], said: str = "") -> None:
+    """Refuse a lease date typed years too far ahead (2036 for 2026), naming the field."""
+    now = ledger.clock()
+    for key in keys:
+        at = lease.start if key == "start" else lease.end
+        if at is not None:
+            fields.within_horizon(said or key, fields.shown(at, lease.billing_tz), at, now)
 
 
 def _terms_note(lease: Lease) -> str:
@@ -41,6 +51,9 @@ def renew_lease(
     # A renewal copies the lease's terms (and ends it): none may be an outside value.
     refuse_outside_edits(ledger, node, "renewing the lease", "lease")
     try:
+        # (read in the default zone: a zone's hours do not matter to years ahead)
+        at = fields.moment("until", until)
+        fields.within_horizon("until", until, at, ledger.clock())
         lease = ledger.renew_lease(node, until, changes)
     except InputError as exc:
         if all(e.field != "end" for e in each_error(exc)):
@@ -127,6 +140,11 @@ def edit_lease(
     """`zuka lease edit NODE [--start PICK]`: the lease as edited and what the command says
     of it (also the dashboard's lease form)."""
     refuse_outside_edits(ledger, node, "editing the lease", "lease", changes)
+    for key in ("start", "end"):
+        value = changes.get(key)
+        if isinstance(value, str) and value.strip():
+            at = fields.moment(key, value, str(changes.get("billing_tz") or fields.DEFAULT_TZ))
+            fields.within_horizon(key, value, at, ledger.clock())
     head = audit_head(ledger)
     lease = ledger.update_lease(node, changes, start=pick_start, whole_chain=whole_chain)
     which = which_lease(ledger, lease)

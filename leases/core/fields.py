@@ -5,6 +5,7 @@ Every parser raises InputError naming the field and the value; none has side eff
 
 from __future__ import annotations
 
+import calendar
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -166,11 +167,50 @@ def timezone(value: str, field: str = "tz") -> ZoneInfo:
         ) from None
 
 
+# YYYY-M-D as people type it (2026-12-1), alone or before a time; ASCII digits only.
+_DAY_RE = re.compile(r"^([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})(?=$|[T ])", re.ASCII)
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December")  # fmt: skip
+# How far ahead a lease's dates may be: a 3-year colo contract signed a year ahead ends
+# inside it; 2036 for 2026 is a typo.
+HORIZON_YEARS = 5
+
+
+def _padded(field: str, value: object, raw: str) -> str:
+    """raw with its date written YYYY-MM-DD (2026-12-1 -> 2026-12-01); a month or a day
+    that no calendar has refused by name (2026-13-01, 2026-02-30)."""
+    m = _DAY_RE.match(raw)
+    if m is None:
+        return raw
+    year, month, mday = (int(g) for g in m.groups())
+    if not 1 <= month <= 12:
+        raise InputError(field, value, f"has month {month}: a month is 1 to 12")
+    last = calendar.monthrange(year, month)[1]
+    if not 1 <= mday <= last:
+        raise InputError(
+            field, value, f"has day {mday}: {_MONTHS[month - 1]} {year} has {last} days"
+        )
+    return f"{year:04d}-{month:02d}-{mday:02d}" + raw[m.end() :]
+
+
 def day(field: str, value: str) -> date:
+    raw = _padded(field, value, value.strip())
     try:
-        return date.fromisoformat(value.strip())
+        return date.fromisoformat(raw)
     except ValueError:
         raise InputError(field, value, "is not a valid date (use YYYY-MM-DD)") from None
+
+
+def within_horizon(field: str, value: object, at: datetime, now: datetime) -> None:
+    """Refuse `at` more than HORIZON_YEARS ahead of now (a typed 2036 for 2026)."""
+    limit = now.replace(year=now.year + HORIZON_YEARS, day=min(now.day, 28))
+    if at > limit:
+        raise InputError(
+            field,
+            value,
+            f"is more than {HORIZON_YEARS} years ahead (after {limit:%Y-%m-%d}): a typo?"
+            f" zuka takes a lease's dates up to {HORIZON_YEARS} years from now",
+        )
 
 
 def moment(field: str, value: str | datetime, tz: str = DEFAULT_TZ) -> datetime:
@@ -179,7 +219,7 @@ def moment(field: str, value: str | datetime, tz: str = DEFAULT_TZ) -> datetime:
     if isinstance(value, datetime):
         parsed = value
     else:
-        raw = str(value).strip()
+        raw = _padded(field, value, str(value).strip())
         if _FRACTION_RE.search(raw):
             raise InputError(
                 field,

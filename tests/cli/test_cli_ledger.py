@@ -259,7 +259,7 @@ def _bad_inputs() -> list[tuple[list[str], str]]:
         return out
 
     return [
-        (with_("--start", "2026-02-30"), "start: is not a valid date"),
+        (with_("--start", "2026-02-30"), "start: has day 30: February 2026 has 28 days"),
         (with_("--start", "yesterday"), "start: is not a valid date"),
         (with_("--end", "2026-11-01"), "end: must be after the start"),
         (with_("--end", "2026-12-01"), "end: must be after the start"),

@@ -144,6 +144,20 @@ def paid_until(chain: Sequence[Lease], at: datetime | None = None) -> datetime |
     return periods.boundary(last.end, step, periods.period_index(last.end, step, at, tz) + 1, tz)
 
 
+def next_renewal(chain: Sequence[Lease], lease: Lease, at: datetime) -> datetime | None:
+    """When `lease` of its renewal chain is next renewed: its end, where a recorded renewal
+    follows it or the provider renews it by itself; past that end, for a lease the provider
+    renews, the end of the renewal period holding `at`. None when it is not renewed. Never
+    before the lease's start: a renewal is at an end, and an end is after its start."""
+    if lease.end is None or never_billed(lease):
+        return None
+    if chain and chain[-1] is not lease:
+        return lease.end  # the next lease of the chain starts there
+    if not auto_renews(lease) or lease.ended_at is not None:
+        return None
+    return paid_until([lease], at)
+
+
 def paid_so_far(chain: Sequence[Lease], at: datetime) -> datetime | None:
     """paid_until, as charged by `at`: a term paid in instalments (leases.money.schedule)
     is paid until the end of the period of the last instalment charged by then (the one

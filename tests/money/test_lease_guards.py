@@ -314,7 +314,11 @@ def test_lease_list_open_shows_the_chain(cli: Cli) -> None:
     rows = [line for line in table[1:] if line.startswith("m1")]
     assert len(rows) == 3
     assert all(f"{paid} 00:00" in row for row in rows)
-    assert f"{start} 00:00" in rows[1] and f"{end} 00:00" in rows[2]  # what each renews
+    # RENEWS: when each is next renewed (its end, where the next lease starts), never
+    # before its START (it showed the start of the lease each renews: before its own).
+    head = table[0]
+    renews_at = [row[head.index("RENEWS") :].split("  ")[0].strip() for row in rows]
+    assert renews_at == [f"{end} 00:00", f"{_day(50)} 00:00", "-"]
     leases = json.loads(cli("lease", "list", "--open", "--json").out)
     assert [le["renews"] for le in leases] == [
         None, f"{start}T00:00:00+08:00", f"{end}T00:00:00+08:00"

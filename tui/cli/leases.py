@@ -156,12 +156,16 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
         i = chain.index(le)
         return chain[i - 1] if i else None
 
+    def next_renewal(le: Lease) -> datetime | None:
+        return renewals.next_renewal(chain_of[le.id], le, now)
+
     if args.json:
         output.dump_json(
             [
                 {
                     **records.lease_record(le),
                     "renews": output.iso(prev.start) if (prev := renews(le)) else None,
+                    "next_renewal": output.iso(next_renewal(le)),
                     "paid_until": output.iso(renewals.paid_so_far(chain_of[le.id], now)),
                     "bills_now": le.id in billing,
                 }
@@ -181,7 +185,7 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
             when(le.end),
             "renews" if renewals.auto_renews(le) else le.on_expiry.value,
             ended(le),
-            when(prev.start) if (prev := renews(le)) else None,
+            when(next_renewal(le)),
             when(renewals.paid_so_far(chain_of[le.id], now)),
             bills(le),
         )

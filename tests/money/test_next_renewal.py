@@ -31,7 +31,7 @@ def test_a_lease_starting_in_the_future_renews_at_its_end() -> None:
 
 
 def test_a_renewed_lease_renews_where_the_next_starts() -> None:
-    first = _lease("2026-11-22", "2026-12-22", 1)
+    first = _lease("2026-11-22", "2026-12-22", 1, ended_at="2026-12-22")
     second = _lease("2026-12-22", "2027-01-21", 2)
     chain = [first, second]
     assert renewals.chains(chain) == [tuple(chain)]

@@ -4,6 +4,7 @@ exit 2, nothing written; a prefix of a flag is never taken for the flag."""
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -108,3 +109,14 @@ def test_no_parser_takes_prefixes() -> None:
     every = list(_parsers(build_parser()))
     assert len(every) > 60
     assert [p.prog for p in every if p.allow_abbrev] == []
+
+
+def test_provider_list_shows_the_account_alias_and_id(cli: Cli) -> None:
+    added = cli("provider", "add", "ali", "--kind", "cloud", "--account-id", "1234567890123456",
+                "--account-alias", "lab-main")  # fmt: skip
+    assert added.code == 0, added.err
+    head, row = cli("provider", "list").out.splitlines()
+    assert "ACCOUNT ID" in head
+    assert "lab-main" in row and "1234567890123456" in row
+    doc = json.loads(cli("provider", "list", "--json").out)[0]
+    assert (doc["account_alias"], doc["account_id"]) == ("lab-main", "1234567890123456")

@@ -51,11 +51,11 @@ def provider_list(args: argparse.Namespace, out: TextIO) -> int:
         output.dump_json(docs, out)
     else:
         rows = [
-            (p.name, p.kind.value, p.region, p.account_alias, p.credential_ref,
+            (p.name, p.kind.value, p.region, p.account_alias, p.account_id, p.credential_ref,
              held.get(p.name, (None, ""))[1])
             for p in provs
         ]  # fmt: skip
-        head = ("NAME", "CHANNEL", "REGION", "ACCOUNT", "CREDENTIAL", "BALANCE")
+        head = ("NAME", "CHANNEL", "REGION", "ACCOUNT", "ACCOUNT ID", "CREDENTIAL", "BALANCE")
         output.table(head, rows, out)
     return 0
 

@@ -17,7 +17,7 @@ import os
 import re
 import stat
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
@@ -76,15 +76,27 @@ def resolve_config_path(
     return default_config_path(), False
 
 
-def load_user_config(cli_value: str | None, env: Mapping[str, str] = os.environ) -> Config:
+# What a front end checks of the [keys] remaps (the binding ids only the dashboard knows):
+# its problems, one line each. Given to load_config so that every problem comes in one run.
+KeysCheck = Callable[[Mapping[str, str]], list[str]]
+
+
+def load_user_config(
+    cli_value: str | None,
+    env: Mapping[str, str] = os.environ,
+    *,
+    keys_check: KeysCheck | None = None,
+) -> Config:
     """The config a command runs with: the resolved file (if any) and the environment."""
     path, explicit = resolve_config_path(cli_value, env)
-    return load_config(path if explicit or path.exists() else None, env=env)
+    return load_config(path if explicit or path.exists() else None, env=env, keys_check=keys_check)
 
 
-def load_config(path: Path | None, *, env: Mapping[str, str] = os.environ) -> Config:
+def load_config(
+    path: Path | None, *, env: Mapping[str, str] = os.environ, keys_check: KeysCheck | None = None
+) -> Config:
     """Read, validate and type a config file (None: defaults) plus environment overrides.
-    Raises ConfigError naming every problem."""
+    Raises ConfigError naming every problem, the [keys] ones by keys_check among them."""
     problems: list[str] = []
     raw: dict[str, Any] = {}
     warnings: list[str] = []
@@ -175,6 +187,8 @@ def load_config(path: Path | None, *, env: Mapping[str, str] = os.environ) -> Co
                 f'{sources[f"money.rates.{month}.{lab}"]}: money.rates."{month}".{lab}: is the'
                 " lab's own currency (billing.currency): it needs no rate"
             )
+    if keys_check is not None:
+        problems.extend(keys_check(mappings["keys"]))
     if len(problems) > MAX_PROBLEMS:
         more = len(problems) - MAX_PROBLEMS
         problems = [*problems[:MAX_PROBLEMS], f"... and {more} more problems"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from typing import TextIO
 
 from leases.config.load import load_user_config, resolve_config_path
@@ -23,9 +24,16 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
     """Exit 0 when the config is usable, 2 with every problem on its own line."""
     from tui.dashboard.keymap import check_keys
 
+    def keys_problems(keys: Mapping[str, str]) -> list[str]:
+        try:
+            check_keys(keys)  # the ids and keys only the dashboard knows
+        except ConfigError as exc:
+            return list(exc.problems)
+        return []
+
     try:
-        config = load_user_config(args.config)
-        check_keys(config.keys)  # the ids and keys only the dashboard knows
+        # The [keys] problems with the others, in one run (they came on a second run).
+        config = load_user_config(args.config, keys_check=keys_problems)
     except ConfigError as exc:
         for problem in exc.problems:
             print(f"zuka: config: {visible(problem)}", file=sys.stderr)

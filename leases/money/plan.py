@@ -396,6 +396,14 @@ class BuyVsRent:
         return self.renting_per_busy_hour / self.owning_per_busy_hour
 
 
+def payback_months(r: BuyVsRent, bought: Decimal) -> Decimal | None:
+    """Months after which buying the cards (for `bought`) has cost less than renting: the
+    price over what renting costs a month beyond owning's running costs (power, hosting).
+    None when renting costs no more than running owned cards: buying never pays back."""
+    gain = r.renting_month - r.power_month - r.hosting_month
+    return bought / gain if gain > 0 else None
+
+
 _UTIL_WHAT = "must be a share from 0.001 to 1 (0.65), or a percent written with % (65%, 1.5%)"
 
 

@@ -19,3 +19,23 @@ def test_config_check_names_the_keys_errors_with_the_others_in_one_run(
     assert len(lines) == 2, r.err
     assert "alerts.idle_minutez: unknown key" in lines[0]
     assert "keys.alerts-bak: no binding has this id (did you mean alerts-back?)" in lines[1]
+
+
+def test_buying_pays_back_by_hand() -> None:
+    from decimal import Decimal as D
+
+    from leases.money import plan
+
+    # 8 cards at 80,000 over 4 years, busy 50 %: 2,920 busy card-hours a month, power
+    # 2,920 x 0.7 kW x 0.8 = 1,635.20, hosting 6,000; renting at 20 a busy card-hour 58,400.
+    r = plan.buy_vs_rent(card_price=D(80000), life_years=D(4), power_w=D(700), kwh=D("0.8"),
+                         hosting_month=D(6000), cards=8, utilisation=D("0.5"),
+                         renting_per_busy_hour=D(20))  # fmt: skip
+    assert r.power_month == D("1635.2") and r.renting_month == D(58400)
+    # 640,000 / (58,400 - 1,635.20 - 6,000) = 12.6 months
+    months = plan.payback_months(r, D(640000))
+    assert months is not None and round(months, 1) == D("12.6")
+    cheap = plan.buy_vs_rent(card_price=D(80000), life_years=D(4), power_w=D(700), kwh=D("0.8"),
+                             hosting_month=D(6000), cards=8, utilisation=D("0.5"),
+                             renting_per_busy_hour=D(2))  # fmt: skip
+    assert plan.payback_months(cheap, D(640000)) is None  # 5,840 < running costs 7,635.20

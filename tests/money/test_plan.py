@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -167,6 +168,10 @@ def test_plan_hybrid_on_the_simulated_fleet(fleet: Path) -> None:
     text = run(fleet, "plan", "hybrid", "--monthly", "3000", "--hourly", "10")
     assert f"k={doc['base_cards']} ▶" in text and "100 % of hours" in text
     assert f"Rent {doc['base_cards']} card(s) monthly" in text
+    # The threshold said as when a monthly card pays (it was "threshold 41.1 %"):
+    share = round(Decimal(doc["threshold_share"]) * 100)
+    assert f"A card rented monthly pays for itself when it is busy in more than {share} %" in text
+    assert "threshold" not in text
 
 
 def test_plan_hybrid_prices_from_the_ledger(
@@ -198,7 +203,16 @@ def test_plan_buy_on_the_simulated_fleet(fleet: Path) -> None:
     ratio = Decimal(doc["renting_per_busy_card_hour"]) / owning
     assert Decimal(doc["renting_share_of_owning"]) == pytest.approx(ratio)
     text = run(fleet, *args, "--utilisation", "50")
-    assert "at 50.00 % utilisation (given" in text and "% of owning for this lab" in text
+    assert "at 50.00 % utilisation (given" in text
+    # Said so a reader can act on it (it was "Renting comes to 312.35 % of owning"):
+    last = text.strip().splitlines()[-1]
+    assert re.fullmatch(
+        r"Renting costs \d+\.\dx what owning would over the cards' 48 months: buying pays"
+        r" for itself after \d+ months\.|Renting costs 0\.\d\dx what owning would \([\d.]+ %"
+        r" less\) over the cards' 48 months: .*\.",
+        last,
+    ), last
+    assert "%" not in last or "less" in last
 
 
 # -- unknown hours are never idle (issue 8: a short history must not read as no demand) --

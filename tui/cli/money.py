@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -332,9 +333,9 @@ def _hybrid(
         *plan.load_duration_chart(cards, h.best.k),
         "",
         f"Rent {h.best.k} card(s) monthly and the rest by the hour: {money(h.best.total, currency)}"
-        f" a month ({money(h.best.base, currency)} base + {money(h.best.burst, currency)} burst,"
-        f" demand above the base in {share_above:.0f} % of hours; threshold"
-        f" {h.threshold * 100:.1f} %).",
+        f" a month ({money(h.best.base, currency)} base + {money(h.best.burst, currency)} burst;"
+        f" demand went above the base in {share_above:.0f} % of hours).",
+        _threshold_line(h.threshold),
         f"  saves {money(h.saves_against_hourly, currency)} a month against all hourly"
         f" ({money(h.all_hourly.total, currency)})",
         f"  saves {money(h.saves_against_monthly, currency)} a month against all monthly"
@@ -342,6 +343,20 @@ def _hybrid(
         "(a month is 730 hours; an hour with 2.3 busy cards on average counts as 3 cards)",
     ]
     return doc, lines
+
+
+def _threshold_line(threshold: Decimal) -> str:
+    """What the hybrid's threshold (a monthly card's price over a card by the hour around
+    the clock) means to a reader: when one more monthly card pays."""
+    if threshold >= 1:
+        return (
+            f"A card a month costs {threshold:.1f}x a card by the hour around the clock:"
+            " renting it monthly never pays here; rent by the hour."
+        )
+    return (
+        f"A card rented monthly pays for itself when it is busy in more than"
+        f" {threshold * 100:.0f} % of the hours; below that, rent it by the hour."
+    )
 
 
 def _unknown_lines(d: plan.Demand) -> list[str]:
@@ -431,11 +446,28 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
         f"Renting: {money(r.renting_per_busy_hour, currency)} per busy card-hour"
         f" ({money(rent_paid_hour, currency)} per paid card-hour at the current leases;"
         f" {money(r.renting_month, currency)} a month)",
-        f"Renting comes to {fen(r.ratio * 100)} % of owning for this lab"
-        " (labs typically see 60-70 %).",
+        _verdict(r, _need(args, "card_price") * r.cards, _need(args, "life_years")),
     ]
     out.write("\n".join(lines) + "\n")
     return 0
+
+
+def _verdict(r: plan.BuyVsRent, bought: Decimal, life_years: Decimal) -> str:
+    """Renting against owning as a reader acts on it: how many times owning renting costs,
+    and when buying pays for itself."""
+    months = life_years * 12
+    life = f"over the cards' {months:.0f} months"
+    payback = plan.payback_months(r, bought)
+    if payback is None:
+        back = "buying never pays for itself: renting costs less than running owned cards"
+    elif payback > months:
+        back = f"buying would pay for itself after {payback:.0f} months, past the cards' life"
+    else:
+        back = f"buying pays for itself after {math.ceil(payback)} months"
+    if r.ratio >= 1:
+        return f"Renting costs {r.ratio:.1f}x what owning would {life}: {back}."
+    less = fen((1 - r.ratio) * 100)
+    return f"Renting costs {r.ratio:.2f}x what owning would ({less} % less) {life}: {back}."
 
 
 def _rented_now(ledger: Ledger, nodes: Mapping[int, Node], now: datetime) -> int:

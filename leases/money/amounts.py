@@ -38,6 +38,26 @@ def fen_json(x: Decimal | None) -> str | None:
     return None if x is None else str(fen_shown(x))
 
 
+@overload
+def figure_json(x: Decimal, places: int = 6) -> str: ...
+@overload
+def figure_json(x: None, places: int = 6) -> None: ...
+def figure_json(x: Decimal | None, places: int = 6) -> str | None:
+    """A figure that is not money (card-hours, a share) as `--json` gives it: at most
+    `places` decimals (half up), no trailing zeros, never exponent notation ("5760", not
+    28 digits of a division's noise)."""
+    if x is None:
+        return None
+    if not x.is_finite():
+        return str(x)
+    ctx = Context(prec=max(28, x.adjusted() + places + 2), Emax=MAX_EMAX, Emin=MIN_EMIN)
+    q = x.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP, context=ctx)
+    text = f"{q:f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
 def symbol(currency: str) -> str:
     """What an amount in `currency` is written with: ¥ for CNY only (JPY's sign is ¥ too,
     so a table of both could not tell them apart), the code for the others."""

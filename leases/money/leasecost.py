@@ -16,7 +16,7 @@ from leases.core.errors import InputError
 from leases.core.models import Lease, Node, Resource
 from leases.core.textsafe import visible
 from leases.money import billing, report, schedule
-from leases.money.amounts import fen_json, money
+from leases.money.amounts import fen_json, figure_json, money
 from leases.money.billing import CardHours
 from leases.money.estimate import Estimate, estimate
 from leases.money.renewals import billing_now
@@ -192,7 +192,7 @@ def row(c: LeaseCost) -> list[str | None]:
 
 
 def _d(x: Decimal | None) -> str | None:
-    return None if x is None else f"{x:f}"  # never exponent notation (0E+1)
+    return figure_json(x)  # never exponent notation (0E+1), nor 28 digits of noise
 
 
 def _t(x: datetime | None) -> str | None:

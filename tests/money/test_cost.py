@@ -154,7 +154,7 @@ def _now_lease(cli: Cli) -> None:
 
 def test_cost_command_table_and_json(cli: Cli) -> None:
     _now_lease(cli)
-    r = cli("cost")
+    r = cli("cost", "--wide")  # a line a row (default: 80 columns, tests/cli/test_cli_width.py)
     assert r.code == 0, r.err
     line = next(x for x in r.out.splitlines() if x.startswith("n1"))
     assert "monthly" in line and "¥30,000.00" in line

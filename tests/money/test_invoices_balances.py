@@ -160,7 +160,7 @@ def test_the_balance_is_worked_out_from_the_top_up_and_the_charges(z: Cli) -> No
     doc = _json(z, "provider", "balance", "P", "--at", "2026-08-02T10:00")
     # 24 h x 8 cards x 1.98 = 380.16 charged since the top-up; 5,000 - 380.16 = 4,619.84
     assert (doc["balance"], doc["charged_since"], doc["topups_since"]) == (
-        "4619.84", "380.16", "5000")  # fmt: skip
+        "4619.84", "380.16", "5000.00")  # fmt: skip
     # burn now: 1.98 x 8 x 24 = 380.16/day; 4,619.84 / 380.16 = 12.1523... days
     assert (doc["burn_per_day"], doc["days_left"]) == ("380.16", "12.15")
     # 4,619.84 / 380.16 = 12.1523569 days = 12 d + 0.1523569 x 86,400 s = 13,163.6 s
@@ -177,7 +177,7 @@ def test_a_reading_sets_the_balance_even_below_zero(z: Cli) -> None:
     _autodl(z)
     _ok(z, "provider", "balance", "P", "--set=-20", "--at", "2026-08-02T12:00")
     doc = _json(z, "provider", "balance", "P", "--at", "2026-08-02T12:00")
-    assert doc["balance"] == "-20.00" and doc["since_reading"] == "-20"
+    assert doc["balance"] == "-20.00" and doc["since_reading"] == "-20.00"
     assert doc["days_left"] == "0.00"  # already run out
     # an hour later: -20 - 1 h x 8 x 1.98 (15.84) = -35.84
     later = _json(z, "provider", "balance", "P", "--at", "2026-08-02T13:00")

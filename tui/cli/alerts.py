@@ -65,7 +65,7 @@ def _hidden(ledger: Ledger, now: datetime) -> str:
 
 def _print(
     rows: list[StoredAlert], as_json: bool, now: datetime, out: TextIO, tz: ZoneInfo,
-    empty: str = "no alerts",
+    empty: str = "no alerts", columns: int | None = None,
 ) -> None:  # fmt: skip
     if as_json:
         output.dump_json([alert_json(a, now) for a in rows], out)
@@ -82,14 +82,14 @@ def _print(
             a.kind,
             f"{a.first_seen.astimezone(tz):%m-%d %H:%M}",
             visible(a.message, 200),
-            visible(a.action, 120),
+            visible(a.action, 400),
         )
         for a in rows
     ]
     # Times in the billing zone, named once in the header.
     since = f"SINCE ({tz.key})"
     headers = ("ID", "SEVERITY", "STATE", "NODE", "KIND", since, "MESSAGE", "ACTION")
-    output.table(headers, table, out)
+    output.fit_table(headers, table, out, columns=columns, below=("MESSAGE", "ACTION"))
 
 
 def _zone(config: Config) -> ZoneInfo:
@@ -120,7 +120,8 @@ def list_alerts(args: argparse.Namespace, out: TextIO) -> int:
         check(ledger, config.alerts, ledger.clock)
         now = ledger.clock()
         rows = alertstate.alerts(ledger, now, everything=args.all)
-        _print(rows, args.json, now, out, _zone(config), _hidden(ledger, now))
+        columns = output.fitted_columns(args, out)
+        _print(rows, args.json, now, out, _zone(config), _hidden(ledger, now), columns)
     return 0
 
 

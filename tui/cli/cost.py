@@ -57,9 +57,13 @@ def cost(args: argparse.Namespace, out: TextIO) -> int:
             " cost: `zuka report --month YYYY-MM`)\n"
         )
         return 0
-    output.table(leasecost.HEADERS, [leasecost.row(c) for c in costs], out)
+    rows = [leasecost.row(c) for c in costs]
+    columns = output.fitted_columns(args, out)
+    output.fit_table(leasecost.HEADERS, rows, out, columns=columns, below=("VERDICT",), key=2)
     out.write(f"\nusage over the last {days} days (from a lease's start at the earliest)\n")
     for c in costs:
         for note in c.unknown:
-            out.write(f"{visible(c.node)}: {visible(note)}\n")
+            said = f"{visible(c.node)}: {visible(note)}"
+            lines = [said] if columns is None else output.wrap(said, columns)
+            out.write("\n".join(lines) + "\n")
     return 0

@@ -65,6 +65,7 @@ def _common(*, screen: bool = False, ledger_help: str = "") -> _Parser:
     return p
 
 
+WIDE = "a line a row, however wide (default: fit the terminal; 80 columns when not one)"
 # A plan never mixes currencies: it prices from the leases in one, and reads prices given
 # with its flags in it.
 _PLAN_CURRENCY = (
@@ -336,6 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd(sub, "cost", lazy.cost, "what each lease billing now costs")
     p.add_argument("node", nargs="?", metavar="NODE", help="only this node")
     p.add_argument("--days", type=int, default=30, help="measured window (default 30)")
+    p.add_argument("--wide", action="store_true", help=WIDE)
     plan = sub.add_parser("plan", help="what to rent next, from measured demand")
     plans = plan.add_subparsers(dest="action", required=True, parser_class=_Parser)
     p = cmd(plans, "hybrid", lazy.plan_hybrid, "monthly base + hourly burst")
@@ -369,6 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
         "open alerts, evaluated now: leases ending, idle cards, starved jobs, unreachable nodes",
     )
     p.add_argument("--all", action="store_true", help="also cleared, acknowledged, snoozed ones")
+    p.add_argument("--wide", action="store_true", help=WIDE)
     alerts = p.add_subparsers(dest="action", parser_class=_Parser, metavar="ACTION")
     cmd(alerts, "check", lazy.alerts_check, "evaluate now and print what changed")
     p = cmd(alerts, "ack", lazy.alerts_ack, "acknowledge an alert: hidden until it clears")

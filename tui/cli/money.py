@@ -21,7 +21,7 @@ from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from leases.ledger.transfer import write_private
 from leases.money import billing, plan, renewals, report, reportcsv, reportjson, reportmarkdown
-from leases.money.amounts import fen, money
+from leases.money.amounts import fen, fen_json, figure_json, money
 from leases.telemetry.rollups import HistoryStore
 from tui.cli import output
 from tui.cli.opening import open_ledger, trusted
@@ -307,16 +307,21 @@ def _hybrid(
         "nodes": sorted(n.name for n in nodes.values()),
         "monthly_per_card": str(monthly),
         "hourly_per_card": str(hourly),
-        "threshold_share": str(h.threshold),
+        "threshold_share": figure_json(h.threshold),
         "peak_cards": h.peak,
         "base_cards": h.best.k,
-        "cost_per_month": str(h.best.total),
-        "all_hourly_per_month": str(h.all_hourly.total),
-        "all_monthly_per_month": str(h.all_monthly.total),
-        "saves_against_hourly": str(h.saves_against_hourly),
-        "saves_against_monthly": str(h.saves_against_monthly),
+        "cost_per_month": fen_json(h.best.total),
+        "all_hourly_per_month": fen_json(h.all_hourly.total),
+        "all_monthly_per_month": fen_json(h.all_monthly.total),
+        "saves_against_hourly": fen_json(h.saves_against_hourly),
+        "saves_against_monthly": fen_json(h.saves_against_monthly),
         "curve": [
-            {"k": c.k, "base": str(c.base), "burst": str(c.burst), "total": str(c.total)}
+            {
+                "k": c.k,
+                "base": fen_json(c.base),
+                "burst": fen_json(c.burst),
+                "total": fen_json(c.total),
+            }
             for c in h.curve
         ],
         "demand_cards_per_hour": cards,
@@ -417,16 +422,16 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
                 "currency": currency,
                 "days": days,
                 "cards": r.cards,
-                "utilisation": str(r.utilisation),
-                "measured_utilisation": str(measured_u),
-                "known_card_hours": str(t.known),
-                "unknown_card_hours": str(t.unknown),
-                "renting_per_paid_card_hour": str(rent_paid_hour),
-                "owning_per_busy_card_hour": str(r.owning_per_busy_hour),
-                "renting_per_busy_card_hour": str(r.renting_per_busy_hour),
-                "owning_per_month": str(r.owning_month),
-                "renting_per_month": str(r.renting_month),
-                "renting_share_of_owning": str(r.ratio),
+                "utilisation": figure_json(r.utilisation),
+                "measured_utilisation": figure_json(measured_u),
+                "known_card_hours": figure_json(t.known),
+                "unknown_card_hours": figure_json(t.unknown),
+                "renting_per_paid_card_hour": fen_json(rent_paid_hour),
+                "owning_per_busy_card_hour": fen_json(r.owning_per_busy_hour),
+                "renting_per_busy_card_hour": fen_json(r.renting_per_busy_hour),
+                "owning_per_month": fen_json(r.owning_month),
+                "renting_per_month": fen_json(r.renting_month),
+                "renting_share_of_owning": figure_json(r.ratio),
             },
             out,
         )

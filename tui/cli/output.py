@@ -29,7 +29,10 @@ def width(text: str) -> int:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], out: TextIO) -> None:
-    cells = [[cell(v) for v in row] for row in rows]
+    fit_table(headers, rows, out, columns=None)
+
+
+def _table_lines(headers: Sequence[str], cells: Sequence[Sequence[str]]) -> list[str]:
     widths = [width(h) for h in headers]
     for row in cells:
         for i, v in enumerate(row):
@@ -39,11 +42,74 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], out: TextIO) ->
         padded = [v + " " * (widths[i] - width(v)) for i, v in enumerate(values)]
         return "  ".join(padded).rstrip()
 
-    out.write(line(headers) + "\n")
-    for row in cells:
-        out.write(line(row) + "\n")
-    if not rows:
-        out.write("(none)\n")
+    return [line(headers), *(line(row) for row in cells)]
+
+
+def fit_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    out: TextIO,
+    *,
+    columns: int | None,
+    below: Sequence[str] = (),
+    key: int = 1,
+) -> None:
+    """A table no line of which is wider than `columns` terminal cells (None: as wide as
+    its rows, `--wide`). As it is when it fits; else its `below` columns (long words: a
+    message, advice) move under their row, on indented lines, wrapped; else each row is a
+    block: its first `key` cells, then each other cell as `header: value`, packed into
+    indented lines. Nothing is cut."""
+    cells = [[cell(v) for v in row] for row in rows]
+    whole = _table_lines(headers, cells)
+    if columns is None or not rows or max(width(x) for x in whole) <= columns:
+        out.write("\n".join(whole) + "\n")
+        if not rows:
+            out.write("(none)\n")
+        return
+    keep = [i for i, h in enumerate(headers) if h not in below]
+    moved = [i for i, h in enumerate(headers) if h in below]
+    narrow = _table_lines([headers[i] for i in keep], [[r[i] for i in keep] for r in cells])
+    blocks = max(width(x) for x in narrow) > columns
+    if not blocks:
+        out.write(narrow[0] + "\n")
+    for n, r in enumerate(cells):
+        lines = [narrow[n + 1]] if not blocks else ["  ".join(r[i] for i in keep[:key])]
+        if blocks:
+            lines += _packed([f"{headers[i].lower()}: {r[i]}" for i in keep[key:] if r[i] != "-"],
+                             columns, "    ")  # fmt: skip
+        for i in moved:
+            if r[i] != "-":
+                lines += hanging(f"{headers[i].lower()}: {r[i]}", columns, "    ", "      ")
+        out.write("\n".join(lines) + "\n")
+
+
+def _packed(pairs: Sequence[str], columns: int, indent: str) -> list[str]:
+    """pairs in as few lines of at most `columns` cells as they fill, two spaces apart; a
+    pair longer than a line wrapped on its own."""
+    lines: list[str] = []
+    line = ""
+    for pair in pairs:
+        candidate = f"{line}   {pair}" if line else pair
+        if width(indent + candidate) <= columns:
+            line = candidate
+            continue
+        if line:
+            lines.append(indent + line)
+        if width(indent + pair) <= columns:
+            line = pair
+        else:
+            lines += wrap(pair, columns, indent)
+            line = ""
+    if line:
+        lines.append(indent + line)
+    return lines
+
+
+def hanging(text: str, columns: int, first: str, rest: str) -> list[str]:
+    """wrap() with its first line after `first` and the others after `rest`."""
+    lines = wrap(text, columns, indent=rest)
+    head = wrap(lines[0][len(rest) :], columns, indent=first)
+    return [*head, *lines[1:]]
 
 
 def wrap(text: str, columns: int, indent: str = "") -> list[str]:
@@ -69,6 +135,12 @@ def wrap(text: str, columns: int, indent: str = "") -> list[str]:
     if line or not lines:
         lines.append(line)
     return [indent + x for x in lines]
+
+
+def fitted_columns(args: argparse.Namespace, out: TextIO) -> int | None:
+    """The width a fitted table keeps to: the terminal's, 80 when out is no terminal;
+    None with --wide (a line a row, however wide)."""
+    return None if getattr(args, "wide", False) else terminal_columns(out, 80)
 
 
 def terminal_columns(out: TextIO, default: int = 100) -> int:

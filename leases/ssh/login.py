@@ -388,6 +388,25 @@ def _login_line(command: str) -> tuple[str, bool]:
     return line, had_password
 
 
+def dropped_from(command: str) -> str | None:
+    """What of a pasted login zuka drops, said without the dropped text (a password is
+    never repeated), and why; None when nothing was. The dashboard's form says it by
+    replacing the paste; the command line says it in these words."""
+    lines = [line.strip() for line in command.splitlines() if line.strip()]
+    kept = [line for line in lines if not _PASSWORD_LINE_RE.match(line)]
+    parts = []
+    if len(kept) != len(lines):
+        parts.append("the password line")
+    if len(kept) == 1 and _PASSWORD_INLINE_RE.search(kept[0]):
+        parts.append("the password after the command")
+    if not parts:
+        return None
+    return (
+        f"dropped {' and '.join(parts)} of the pasted login: zuka never stores a password;"
+        " it logs in with a key (ssh -i KEY, or your ssh agent)"
+    )
+
+
 def _destination(dest: str, line: str) -> tuple[str | None, str, int | None]:
     port: int | None = None
     if dest.startswith("ssh://"):
@@ -468,7 +487,12 @@ def _parse_line(line: str, known_aliases: frozenset[str]) -> SshTarget:
     except ValueError as exc:
         raise InputError(FIELD, _shown(line), f"cannot be split into words: {exc}") from None
     if words and words[0] == "sshpass":
-        raise InputError(FIELD, HIDDEN, "sshpass carries a password: zuka never stores one")
+        raise InputError(
+            FIELD,
+            HIDDEN,
+            "sshpass carries a password: zuka never stores one; give the ssh command alone"
+            " (without sshpass and its password) and log in with a key (ssh -i KEY)",
+        )
     if words and words[0] in {"ssh", "/usr/bin/ssh"}:
         words = words[1:]
     elif len(words) != 1 or words[0].startswith("-"):

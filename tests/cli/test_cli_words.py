@@ -3,6 +3,7 @@ in one run, plan figures a reader can act on."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.support.cli import Cli
@@ -39,3 +40,24 @@ def test_buying_pays_back_by_hand() -> None:
                              hosting_month=D(6000), cards=8, utilisation=D("0.5"),
                              renting_per_busy_hour=D(2))  # fmt: skip
     assert plan.payback_months(cheap, D(640000)) is None  # 5,840 < running costs 7,635.20
+
+
+def test_a_pasted_password_line_is_said_dropped_never_shown(cli: Cli) -> None:
+    r = cli("node", "add", "p1", "--ssh", "登录指令：ssh -p 6666 root@gw\n密码：Pa55word9")
+    assert r.code == 0, r.err
+    assert "dropped the password line of the pasted login: zuka never stores a password" in r.err
+    assert "Pa55word9" not in r.err + r.out
+    r = cli("node", "edit", "p1", "--ssh", "ssh -p 7 root@gw password: Pa55word9", "--json")
+    assert r.code == 0, r.err
+    assert "dropped the password after the command" in r.err and "Pa55word9" not in r.err
+    assert json.loads(r.out)["ssh_port"] == 7  # --json stays JSON: the note is on stderr
+    quiet = cli("node", "add", "p2", "--ssh", "ssh -p 6666 root@gw")
+    assert quiet.code == 0 and "dropped" not in quiet.err
+
+
+def test_sshpass_says_what_to_give_instead_never_the_password(cli: Cli) -> None:
+    r = cli("node", "add", "p1", "--ssh", "sshpass -p Pa55word9 ssh root@h -p 2222")
+    assert r.code == 2
+    assert "give the ssh command alone (without sshpass and its password)" in r.err
+    assert "Pa55word9" not in r.err
+    assert cli("node", "list", "--json").out.strip() in ("", "[]")

@@ -24,6 +24,7 @@ from leases.ledger import records
 from leases.ledger.lease_rows import billing_of as billing_of_leases
 from leases.money import leasecost, renewals
 from leases.money.renewals import BillingNow
+from leases.ssh.login import dropped_from
 from tui.cli import output
 from tui.cli.opening import open_ledger
 from tui.cli.options import add_flags, pick
@@ -45,10 +46,18 @@ def _node_changes(args: argparse.Namespace) -> dict[str, Any]:
     return node_changes(pick(args, NODE_FLAGS), args.ssh, bool(args.local))
 
 
+def _say_dropped(args: argparse.Namespace) -> None:
+    """What of a pasted --ssh was dropped (a password line), on stderr: --json stays JSON."""
+    said = dropped_from(args.ssh) if args.ssh else None
+    if said:
+        print(f"zuka: note: {said}", file=sys.stderr)
+
+
 def node_add(args: argparse.Namespace, out: TextIO) -> int:
     node = new_node(args.name, _node_changes(args))
     with open_ledger(args, create=True) as ledger:
         added, message = add_node(ledger, node, args.provider, args.channel)
+    _say_dropped(args)
     return output.done(args, out, records.node_record(added), message)
 
 
@@ -187,6 +196,7 @@ def node_edit(args: argparse.Namespace, out: TextIO) -> int:
         raise InputError("node edit", args.name, "nothing to change: give at least one option")
     with open_ledger(args, create=False) as ledger:
         edited, message = edit_node(ledger, args.name, changes, args.provider, args.channel)
+    _say_dropped(args)
     return output.done(args, out, records.node_record(edited), message)
 
 

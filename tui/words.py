@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from leases.core.models import AuditEntry
 from leases.core.textsafe import visible
@@ -33,9 +34,32 @@ def when(at: datetime | None) -> str | None:
     return at.strftime("%Y-%m-%d %H:%M") if at else None
 
 
-def day(at: datetime) -> str:
-    """A time of the audit log as the log prints it, in this machine's zone."""
-    return at.astimezone().strftime("%Y-%m-%d %H:%M %Z")
+def day(at: datetime, tz: str | None = None) -> str:
+    """A time of the audit log as a sentence says it, in the lab's zone tz (the config's
+    billing.tz; None: this machine's), its name after it."""
+    return at.astimezone(ZoneInfo(tz) if tz else None).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def clock(at: datetime, tz: str, *, seconds: bool = False) -> str:
+    """A time as a table a person reads prints it: in the lab's one zone tz (the config's
+    billing.tz, as the dashboard's audit tab and alerts show it), the zone named once in
+    a header (zone_header), not on every row. JSON keeps ISO 8601 with the offset."""
+    return at.astimezone(ZoneInfo(tz)).strftime(
+        "%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M"
+    )
+
+
+def zone_header(tz: str, at: datetime) -> str:
+    """The header naming the zone times are printed in: `times in CST (UTC+8)`."""
+    here = at.astimezone(ZoneInfo(tz))
+    minutes = int((here.utcoffset() or timedelta()).total_seconds() // 60)
+    sign = "+" if minutes >= 0 else "-"
+    hours, rest = divmod(abs(minutes), 60)
+    offset = f"UTC{sign}{hours}" + (f":{rest:02d}" if rest else "")
+    name = here.strftime("%Z")
+    return (
+        f"times in {name} ({offset})" if name and name[0].isalpha() else f"times in {offset} ({tz})"
+    )
 
 
 def billing_line(now: BillingNow | None) -> str:

@@ -42,7 +42,8 @@ def test_alerts_fit_80_columns_with_message_and_action_under_the_row(cli: Cli) -
     _three_alerts(cli)
     fitted = cli("alerts").out
     assert _cells(fitted) <= 80, fitted
-    head = fitted.splitlines()[0]
+    zone, head = fitted.splitlines()[:2]
+    assert zone == "times in CST (UTC+8)"
     assert head.startswith("ID  SEVERITY") and "MESSAGE" not in head
     flat = " ".join(fitted.split())
     assert "action: copy data off and start offboarding" in flat

@@ -61,3 +61,36 @@ def test_sshpass_says_what_to_give_instead_never_the_password(cli: Cli) -> None:
     assert "give the ssh command alone (without sshpass and its password)" in r.err
     assert "Pa55word9" not in r.err
     assert cli("node", "list", "--json").out.strip() in ("", "[]")
+
+
+def test_zone_words_by_hand() -> None:
+    from datetime import UTC, datetime
+
+    from tui.words import clock, day, zone_header
+
+    at = datetime(2026, 12, 2, 19, 30, 5, tzinfo=UTC)
+    assert zone_header("Asia/Shanghai", at) == "times in CST (UTC+8)"
+    assert zone_header("Asia/Kolkata", at) == "times in IST (UTC+5:30)"
+    assert zone_header("America/New_York", at) == "times in EST (UTC-5)"
+    assert clock(at, "Asia/Shanghai") == "2026-12-03 03:30"
+    assert clock(at, "Asia/Shanghai", seconds=True) == "2026-12-03 03:30:05"
+    assert day(at, "Asia/Shanghai") == "2026-12-03 03:30 CST"
+
+
+def test_log_prints_the_labs_zone_once_and_json_keeps_the_offset(cli: Cli, tmp_path: Path) -> None:
+    from datetime import datetime
+
+    assert cli("node", "add", "n1", "--ssh", "ssh root@h").code == 0
+    doc = json.loads(cli("log", "--json").out)[0]
+    at = datetime.fromisoformat(doc["at"])
+    assert at.utcoffset() is not None
+    zone, head, row = cli("log").out.splitlines()[:3]
+    assert zone == "times in CST (UTC+8)" and head.split()[:2] == ["ID", "WHEN"]
+    from tui.words import clock
+
+    assert clock(at, "Asia/Shanghai", seconds=True) in row  # not this machine's zone
+    config = tmp_path / "config.toml"
+    config.write_text('[billing]\ntz = "Europe/Berlin"\n', encoding="utf-8")
+    berlin = cli("log", "--config", str(config)).out.splitlines()
+    assert berlin[0] in ("times in CET (UTC+1)", "times in CEST (UTC+2)")
+    assert clock(at, "Europe/Berlin", seconds=True) in berlin[2]

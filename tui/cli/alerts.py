@@ -25,6 +25,7 @@ from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from tui.cli import output
 from tui.cli.opening import open_ledger
+from tui.words import zone_header
 
 
 def alert_json(a: StoredAlert, now: Any) -> dict[str, Any]:
@@ -86,9 +87,9 @@ def _print(
         )
         for a in rows
     ]
-    # Times in the billing zone, named once in the header.
-    since = f"SINCE ({tz.key})"
-    headers = ("ID", "SEVERITY", "STATE", "NODE", "KIND", since, "MESSAGE", "ACTION")
+    # Times in the billing zone (as `zuka log` and the dashboard), named once above.
+    out.write(zone_header(tz.key, now) + "\n")
+    headers = ("ID", "SEVERITY", "STATE", "NODE", "KIND", "SINCE", "MESSAGE", "ACTION")
     output.fit_table(headers, table, out, columns=columns, below=("MESSAGE", "ACTION"))
 
 

@@ -13,14 +13,16 @@ from leases.core.textsafe import visible
 from leases.ledger import auditchain, rowaudit
 from leases.ledger.wording import describe_counts
 from tui.cli import output
-from tui.cli.opening import open_ledger
-from tui.words import change_text, day
+from tui.cli.opening import lab_zone, open_ledger
+from tui.words import change_text, clock, day, zone_header
 
 
 def log(args: argparse.Namespace, out: TextIO) -> int:
     if args.archived and args.node is None:
         raise InputError("archived", None, "give the NODE whose archived history to show")
+    tz = lab_zone(args)
     with open_ledger(args, readonly=True) as ledger:
+        now = ledger.clock()
         entries = ledger.history(args.node, archived=args.archived)
         report = ledger.verify_audit()
         older = [] if args.node is None or args.archived else ledger.archived_nodes(args.node)
@@ -29,7 +31,7 @@ def log(args: argparse.Namespace, out: TextIO) -> int:
     if moved is not None:
         print(
             f"zuka: {visible(args.node)} is now called {visible(moved[0])} (renamed on"
-            f" {day(moved[1])}): below is that node's whole history, as"
+            f" {day(moved[1], tz)}): below is that node's whole history, as"
             f" `zuka log {visible(moved[0])}` shows it",
             file=sys.stderr,
         )
@@ -53,11 +55,12 @@ def log(args: argparse.Namespace, out: TextIO) -> int:
         )  # fmt: skip
         return 0
     rows = [
-        (e.id, "?" if e.problem and e.at.year == 1 else
-         e.at.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z"), e.actor, e.action, e.node,
+        (e.id, "?" if e.problem and e.at.year == 1 else clock(e.at, tz, seconds=True),
+         e.actor, e.action, e.node,
          f"unreadable entry {e.id}: {e.problem}" if e.problem else change_text(e))
         for e in entries
     ]  # fmt: skip
+    out.write(zone_header(tz, now) + "\n")
     output.table(("ID", "WHEN", "WHO", "ACTION", "NODE", "CHANGE"), rows, out)
     return 0
 
@@ -74,8 +77,9 @@ def undo(args: argparse.Namespace, out: TextIO) -> int:
             out,
         )  # fmt: skip
         return 0
+    tz = lab_zone(args)
     for e in undone:
-        when = e.at.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+        when = day(e.at, tz)
         line = f"undid entry {e.id}: {e.action} of {e.node or e.entity} by {e.actor} at {when}"
         out.write(visible(line) + "\n")
     gone = next((e.before.get("gpu_history") for e in undone if e.before), None)

@@ -26,7 +26,7 @@ from leases.money import leasecost, renewals
 from leases.money.renewals import BillingNow
 from leases.ssh.login import dropped_from
 from tui.cli import output
-from tui.cli.opening import open_ledger
+from tui.cli.opening import lab_zone, open_ledger
 from tui.cli.options import add_flags, pick
 from tui.cli.resources import resource_table
 from tui.words import billing_line, day, when
@@ -140,7 +140,8 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
             raise InputError(
                 "name",
                 args.name,
-                f"no node of that name; it was renamed to {moved[0]} on {day(moved[1])}:"
+                f"no node of that name; it was renamed to {moved[0]} on"
+                f" {day(moved[1], lab_zone(args))}:"
                 f" `zuka node show {moved[0]}`",
             ) from None
         leases = ledger.leases(node.name)

@@ -62,3 +62,21 @@ def trusted(ledger: Ledger, what: str, entities: tuple[str, ...] = rowaudit.FIGU
         ledger.close()
         raise
     return ledger
+
+
+def lab_zone(args: argparse.Namespace) -> str:
+    """The one zone a person reads times in (the config's billing.tz, as the dashboard
+    shows them). A config that cannot be read does not stop a read of the log: the default
+    zone then, said on stderr."""
+    from leases.config.load import load_user_config
+    from leases.core.errors import ConfigError
+    from leases.core.fields import DEFAULT_TZ
+
+    try:
+        return load_user_config(getattr(args, "config", None)).billing.tz
+    except ConfigError:
+        print(
+            f"zuka: warning: the config has problems (zuka config check): times in {DEFAULT_TZ}",
+            file=sys.stderr,
+        )
+        return DEFAULT_TZ

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import zlib
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -92,8 +92,13 @@ def backfill(
     end: datetime,
     minute_span: timedelta = timedelta(hours=6),
     coarse_step: timedelta = timedelta(minutes=5),
+    stopped: Callable[[], bool] = lambda: False,
 ) -> int:
     """Write plausible history from start to end; returns the hours written.
+
+    `stopped` is asked at every reading, before anything is written: once it says yes
+    the backfill ends with KeyboardInterrupt, having written none of this node's history
+    (Ctrl-C in `zuka sim` within a moment, never half a node).
 
     The last minute_span gets minute roll-ups from one-minute readings; before that only
     hour roll-ups are written, from a reading every coarse_step standing for that many
@@ -111,6 +116,8 @@ def backfill(
         n = sim.count
         limits = [g.power_limit_w for g in sim.gpus]
         for row in history(sim, a, b, step):
+            if stopped():
+                raise KeyboardInterrupt
             t = int(row.at.timestamp()) // 60
             acc = hours.get(t // 60)
             if acc is None:

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
@@ -19,6 +20,7 @@ from leases.core.textsafe import visible
 from leases.fleet.nodestatus import health_summary, status_figures
 from leases.ledger.paths import resolve_ledger_path
 from leases.ledger.store import Ledger
+from leases.sim import SimNode
 from leases.telemetry.housekeeping import Housekeeping, fleet_nodes
 from leases.telemetry.lock import PollerLock
 from leases.telemetry.poller import Poller
@@ -366,9 +368,40 @@ def sim(args: argparse.Namespace, out: TextIO) -> int:
     return asyncio.run(_sim(_path(args), count, args.history, out))
 
 
+def _backfilled(
+    store: HistoryStore, sims: Sequence[SimNode], start: datetime, end: datetime, out: TextIO
+) -> bool:
+    """Each node's history from start to end, or False at Ctrl-C (or SIGTERM): stopped
+    within a reading, each node's history written whole or not at all. The backfill runs
+    in the event loop without awaiting, where asyncio's own Ctrl-C waits for the next
+    await (it took ~20 s): a flag set by the signal is asked at every reading instead."""
+    from leases.sim.ledger import backfill
+
+    asked = threading.Event()
+    before = {sig: signal.signal(sig, lambda *_: asked.set()) for sig in _STOPS}
+    done = 0
+    try:
+        for sim in sims:
+            backfill(store, sim, start, end, stopped=asked.is_set)
+            done += 1
+    except KeyboardInterrupt:
+        out.write(
+            f"stopped: history written for {done} of {len(sims)} simulated nodes (each whole);"
+            " the others have none\n"
+        )
+        return False
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+    return True
+
+
+_STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
 async def _sim(path: Path, count: int, days: float, out: TextIO) -> int:
     from leases.sim.fleet import SimFleet
-    from leases.sim.ledger import attach, backfill, register_sim_nodes, sim_nodes_of
+    from leases.sim.ledger import attach, register_sim_nodes, sim_nodes_of
 
     now = datetime.now(UTC)
     with Ledger.open(path, actor="zuka sim") as ledger:
@@ -378,10 +411,10 @@ async def _sim(path: Path, count: int, days: float, out: TextIO) -> int:
         await fleet.start()
         try:
             attach(ledger, path, fleet)
-            if days:
-                store = HistoryStore(ledger)
-                for s in sims:
-                    backfill(store, s, now - timedelta(days=days), now)
+            if days and not _backfilled(
+                HistoryStore(ledger), sims, now - timedelta(days=days), now, out
+            ):
+                return 130
             ports = sorted(ep.port for ep in fleet)
             out.write(
                 f"{len(fleet)} simulated nodes on 127.0.0.1 ports {ports[0]}-{ports[-1]}, "

@@ -43,6 +43,7 @@ from leases.core.errors import InputError
 from leases.core.models import SshTarget
 from leases.core.secrets import HIDDEN, looks_like_key_text, token_kind
 from leases.core.textsafe import is_clean, visible
+from leases.ssh.pasted import PASSWORD_INLINE_RE, PASSWORD_LINE_RE
 
 FIELD = "ssh"
 MAX_COMMAND = 4096
@@ -107,13 +108,6 @@ _HARMLESS_VALUE_RE = re.compile(r"[A-Za-z0-9]{1,16}")
 # A console's label before the command: `登录指令：ssh ...`, `SSH: ssh ...`.
 # No `#` in a label: the label of a comment (`ssh h # see: ssh evil`) is not one.
 _LABELLED_RE = re.compile(r"^(?:[^\s#][^\n#]*?[:：]\s*)?((?:/usr/bin/)?ssh(?:\s.*)?|ssh://\S*)$")
-# A password line after the command, or a password said on the command's own line.
-_PASSWORD_LINE_RE = re.compile(
-    r"^\s*(?:登录)?(?:密码|口令|password|passwd|pwd)\s*[:：=]", re.IGNORECASE
-)
-_PASSWORD_INLINE_RE = re.compile(
-    r"(?<![A-Za-z])(?:密码|口令|password|passwd|pass|pwd|pw)\s*[:：=]", re.IGNORECASE
-)
 # Anything that may carry a password: then no refusal shows the line it came from.
 _PASSWORDY_RE = re.compile(r"sshpass|[^\s@/:]+:[^\s@]*@")
 
@@ -362,7 +356,7 @@ def _login_line(command: str) -> tuple[str, bool]:
     if len(command) > MAX_COMMAND:
         raise InputError(FIELD, _shown(command), f"is longer than {MAX_COMMAND} characters")
     lines = [line.strip() for line in command.splitlines() if line.strip()]
-    kept = [line for line in lines if not _PASSWORD_LINE_RE.match(line)]
+    kept = [line for line in lines if not PASSWORD_LINE_RE.match(line)]
     had_password = len(kept) != len(lines)
     if not kept:
         raise InputError(FIELD, HIDDEN if had_password else command, "is empty")
@@ -374,7 +368,7 @@ def _login_line(command: str) -> tuple[str, bool]:
             "has more than one line: paste one login command (a password line after it is ignored)",
         )
     line = kept[0]
-    inline = _PASSWORD_INLINE_RE.search(line)
+    inline = PASSWORD_INLINE_RE.search(line)
     if inline:
         line, had_password = line[: inline.start()].strip(), True
     labelled = _LABELLED_RE.match(line)
@@ -386,25 +380,6 @@ def _login_line(command: str) -> tuple[str, bool]:
     if kind is not None:
         raise InputError(FIELD, HIDDEN, f"holds what looks like {kind}: zuka never stores one")
     return line, had_password
-
-
-def dropped_from(command: str) -> str | None:
-    """What of a pasted login zuka drops, said without the dropped text (a password is
-    never repeated), and why; None when nothing was. The dashboard's form says it by
-    replacing the paste; the command line says it in these words."""
-    lines = [line.strip() for line in command.splitlines() if line.strip()]
-    kept = [line for line in lines if not _PASSWORD_LINE_RE.match(line)]
-    parts = []
-    if len(kept) != len(lines):
-        parts.append("the password line")
-    if len(kept) == 1 and _PASSWORD_INLINE_RE.search(kept[0]):
-        parts.append("the password after the command")
-    if not parts:
-        return None
-    return (
-        f"dropped {' and '.join(parts)} of the pasted login: zuka never stores a password;"
-        " it logs in with a key (ssh -i KEY, or your ssh agent)"
-    )
 
 
 def _destination(dest: str, line: str) -> tuple[str | None, str, int | None]:

@@ -24,7 +24,7 @@ from leases.ledger import records
 from leases.ledger.lease_rows import billing_of as billing_of_leases
 from leases.money import leasecost, renewals
 from leases.money.renewals import BillingNow
-from leases.ssh.login import dropped_from
+from leases.ssh.pasted import dropped_from
 from tui.cli import output
 from tui.cli.opening import lab_zone, open_ledger
 from tui.cli.options import add_flags, pick

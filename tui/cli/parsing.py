@@ -9,7 +9,7 @@ import difflib
 import re
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from leases.core.textsafe import visible
 
@@ -43,7 +43,7 @@ class Parser(argparse.ArgumentParser):
         rest = words[len(self.prog) :].strip()
         return f"usage: {self.prog} [options]{' ' + rest if rest else ''}\n"
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         sys.stderr.write(self.short_usage())
         # argparse quotes some values with repr() but not all (unrecognized arguments).
         self.exit(2, f"zuka: error: {visible(_with_guess(message))}\n")

@@ -102,9 +102,9 @@ def test_undo_writes_the_normalised_record_never_the_raw_entry(cli: Cli, ledger_
 def test_undo_of_lease_end_on_a_renewed_lease_restores_the_whole_chain(cli: Cli) -> None:
     assert cli("node", "add", "a1", "--local").code == 0
     r = cli("lease", "add", "a1", "--billing", "monthly", "--price", "100",
-            "--start", "2026-01-01", "--end", "2099-01-01")  # fmt: skip
+            "--start", "2026-01-01", "--end", "2030-01-01")  # fmt: skip
     assert r.code == 0, r.err
-    assert cli("lease", "renew", "a1", "--until", "2099-02-01").code == 0
+    assert cli("lease", "renew", "a1", "--until", "2030-02-01").code == 0
     chain = _leases(cli, "a1")
     assert cli("lease", "end", "a1").code == 0
     r = cli("undo")
@@ -121,9 +121,9 @@ def test_entries_of_one_command_share_a_batch_that_the_chain_covers(
     assert cli("node", "add", "a1", "--local").code == 0
     assert cli("node", "add", "a2", "--local").code == 0
     r = cli("lease", "add", "a1", "--billing", "monthly", "--price", "100",
-            "--start", "2026-01-01", "--end", "2099-01-01")  # fmt: skip
+            "--start", "2026-01-01", "--end", "2030-01-01")  # fmt: skip
     assert r.code == 0
-    assert cli("lease", "renew", "a1", "--until", "2099-02-01").code == 0
+    assert cli("lease", "renew", "a1", "--until", "2030-02-01").code == 0
     rows = _entries(ledger_path)
     assert [e["batch"] for e in rows] == [1, 2, 3, 4, 4]
     # A batch id widened by hand (to take node a2's add along with the renewal) breaks

@@ -108,7 +108,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ["provider", "add", "p1", "--kind", "platform"],
         ["node", "add", "n1", "--ssh", "ssh -p 6666 root@10.0.0.1", "--provider", "p1",
          "--gpu-model", "A100", "--gpus", "8", "--notes", "clean", "--tags", "a,b"],
-        ["lease", "add", "n1", "--billing", "monthly", "--price", "100", "--end", "2099-01-01"],
+        ["lease", "add", "n1", "--billing", "monthly", "--price", "100", "--end", "2030-01-01"],
         ["resource", "add", "n1", "--kind", "disk", "--id", "d-1"],
     ):  # fmt: skip
         code, text = run_cli(*argv, "--ledger", str(path))

@@ -143,7 +143,8 @@ def check_now(args: argparse.Namespace, out: TextIO) -> int:
             )  # fmt: skip
             return 0
         _print_changes(changes, out)
-        _print(alertstate.alerts(ledger, now), False, now, out, _zone(config), _hidden(ledger, now))
+        rows, columns = alertstate.alerts(ledger, now), output.fitted_columns(args, out)
+        _print(rows, False, now, out, _zone(config), _hidden(ledger, now), columns)
     return 0
 
 

@@ -120,3 +120,13 @@ def test_provider_list_shows_the_account_alias_and_id(cli: Cli) -> None:
     assert "lab-main" in row and "1234567890123456" in row
     doc = json.loads(cli("provider", "list", "--json").out)[0]
     assert (doc["account_alias"], doc["account_id"]) == ("lab-main", "1234567890123456")
+
+
+def test_a_command_passing_its_words_on_is_not_checked_for_options() -> None:
+    from tui.cli.parsing import Parser
+
+    p = Parser(prog="zuka x")
+    p.add_argument("node")
+    p.add_argument("command", nargs=argparse.REMAINDER)
+    args = p.parse_args(["n1", "ls", "-la", "--color=never"])
+    assert args.command == ["ls", "-la", "--color=never"]

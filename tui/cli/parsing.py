@@ -56,7 +56,10 @@ class Parser(argparse.ArgumentParser):
         self.error(f"unknown option {name}{hint}")
 
     def _unknown(self, args: Sequence[str]) -> str | None:
-        """The first word of args that looks like an option this parser has not got."""
+        """The first word of args that looks like an option this parser has not got (none
+        for a parser that passes the rest of its words on, nargs=REMAINDER: `ls -la`)."""
+        if any(a.nargs == argparse.REMAINDER for a in self._actions):
+            return None
         for token in args:
             if token == "--":
                 return None

@@ -303,6 +303,7 @@ def names_start(field: str, value: str | datetime, start: datetime, tz: str) -> 
     raw = value.strip()
     if not raw:
         raise InputError(field, value, "is empty (give a lease start as `zuka lease list` shows)")
+    raw = _padded(field, value, raw)  # 2026-12-1 names a day as 2026-12-01 does
     wanted = moment(field, raw, tz)
     here = start.astimezone(wanted.tzinfo)
     if len(raw) == 10:

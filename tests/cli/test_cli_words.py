@@ -94,3 +94,18 @@ def test_log_prints_the_labs_zone_once_and_json_keeps_the_offset(cli: Cli, tmp_p
     berlin = cli("log", "--config", str(config)).out.splitlines()
     assert berlin[0] in ("times in CET (UTC+1)", "times in CEST (UTC+2)")
     assert clock(at, "Europe/Berlin", seconds=True) in berlin[2]
+
+
+def test_the_hybrid_threshold_in_words() -> None:
+    from decimal import Decimal
+
+    from tui.cli.money import _threshold_line
+
+    assert _threshold_line(Decimal("0.411")) == (
+        "A card rented monthly pays for itself when it is busy in more than 41 % of the"
+        " hours; below that, rent it by the hour."
+    )
+    assert _threshold_line(Decimal("1.855")).startswith(
+        "A card a month costs 1.9x a card by the hour around the clock: renting it monthly"
+        " never pays here"
+    )

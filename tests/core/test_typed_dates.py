@@ -104,3 +104,10 @@ def test_an_edit_and_a_renewal_years_ahead_are_refused() -> None:
     assert len(ledger.leases("n1")) == 1
     renewed, _ = renew_lease(ledger, "n1", "2027-2-1", {})
     assert renewed.end is not None and renewed.end.month == 2
+
+
+def test_a_lease_is_named_by_a_single_digit_day() -> None:
+    start = fields.moment("start", "2026-12-01T09:30")
+    assert fields.names_start("start", "2026-12-1", start, fields.DEFAULT_TZ)
+    assert not fields.names_start("start", "2026-12-2", start, fields.DEFAULT_TZ)
+    assert fields.names_start("start", "2026-12-1 09:30", start, fields.DEFAULT_TZ)

@@ -299,7 +299,7 @@ async def test_a_refused_lease_shows_the_message_under_its_field(demo: Path) -> 
         assert screen.field("billing_type").value == "hourly"
         fill(screen, deposit_paid_on="2026-13-01")  # a folded field: the fold opens
         said = await save_refused(pilot, "deposit_paid_on")
-        assert said == "--deposit-paid-on: is not a valid date (use YYYY-MM-DD) (got '2026-13-01')"
+        assert said == "--deposit-paid-on: has month 13: a month is 1 to 12 (got '2026-13-01')"
         assert app.focused is screen.field("deposit_paid_on").input
         fill(screen, deposit_paid_on="", unit_price="3.5")
         assert await save_ok(pilot) is True

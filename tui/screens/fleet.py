@@ -289,6 +289,20 @@ class FleetScreen(Screen[None]):
         cells = {self.table.shown_columns[0].key: Text(text, style="bold", no_wrap=True, end="")}
         return TableRow(GROUP_PREFIX + label, cells, (text,))
 
+    def go_to(self, name: str) -> None:
+        """Put the cursor on this node, in view: a filter that hides it is cleared (and
+        said so), a folded group that holds it unfolded."""
+        row = next((r for r in self.rows if r.key == name), None)
+        if row is None:
+            return
+        if self.filter and not fleetfilter.matches(self.filter, row.facts):
+            self.action_clear_filter()
+            self.app.notify(f"Filter cleared to show {visible(name, 60)}.", markup=False)
+        if self.group != "none":
+            self.folded.discard(getattr(row.facts, self.group) or "-")
+        self.redraw()
+        self._select(name)
+
     def _show_status(self, shown: int) -> None:
         # What the user chose first: at 80 columns the end of the line is cut. A filter
         # that does not parse is said for as long as the box holds it.

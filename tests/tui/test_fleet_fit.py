@@ -55,7 +55,7 @@ async def test_headers_whole_and_the_cards_shown(ledger_file: Path, size: tuple[
         row = next(line for line in lines if "a800-long" in line)
         assert "8×A800 80GB" in row and "8×A800 80GB S " not in row + " "
         header = str(app.screen.query_one("#fleet-header").render())
-        assert header.endswith(f"{ledger_file.parent.name[-12:]}/fleet.db")
+        assert header.endswith("/fleet.db") and "…" in header
         assert len(header) <= size[0]
 
 

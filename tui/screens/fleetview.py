@@ -202,7 +202,7 @@ def fit_header(line: str, width: int) -> str:
     figures, sep, path = line.rpartition(" · ")
     if not sep:
         figures, path = line, ""
-    most = max(16, width // 3)  # a long path keeps its end: the file and its folder
+    most = max(16, width // 4)  # a long path keeps its end: the file and its folder
     if cell_len(path) > most:
         path = "…" + path[-(most - 1) :]
     room = width - cell_len(path) - len(sep) - 1

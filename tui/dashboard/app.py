@@ -50,6 +50,7 @@ from leases.telemetry.rollups import HistoryStore
 from tui.dashboard import gcpolicy
 from tui.dashboard.commands import ZukaCommands
 from tui.dashboard.host import ZukaHost
+from tui.dashboard.interrupt import interrupt
 from tui.dashboard.keymap import check_keys
 from tui.screens.fleet import FleetScreen
 from tui.screens.fleetview import Refreshed, RowMemo, build
@@ -78,7 +79,13 @@ class ZukaApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="app-quit", tooltip="Leave zuka"),
         Binding("question_mark", "help", "Help", id="app-help", tooltip="Every key, and its id"),
-    ]
+        # Not Textual's "press ctrl+q": a user's ctrl+c means leave. Text selected in a
+        # field or on screen is copied instead (Textual's copy bindings come first and
+        # pass the key on when nothing is selected).
+        Binding("ctrl+c", "interrupt", "Quit", id="app-interrupt", show=False,
+                tooltip="Leave zuka (asks first while an offboarding or check runs); "
+                        "with text selected, copies it"),
+    ]  # fmt: skip
     COMMANDS = App.COMMANDS | {ZukaCommands}
 
     def __init__(
@@ -158,6 +165,9 @@ class ZukaApp(App[None]):
                 if screen.type_ahead(event.key, event.character):
                     return
         await super().on_event(event)
+
+    def action_interrupt(self) -> None:
+        interrupt(self)
 
     def get_default_screen(self) -> Screen[None]:
         """The fleet screen is the app's base: every other screen opens over it."""

@@ -56,3 +56,17 @@ def test_a_minute_not_read_in_the_current_hour_stays_unknown(tmp_path: Path) -> 
     _write(store, 60, 10)  # 9:00-9:09 read, then nothing (the node went down)
     now = HOUR + timedelta(minutes=40)
     assert store.card_minutes("n1", HOUR, now) == (10, 20)
+
+
+def test_the_chart_marks_the_slice_being_read_as_so_far() -> None:
+    from leases.telemetry import series
+    from tui.screens.nodeview import charts
+
+    now = HOUR + timedelta(minutes=30)
+    g = series.grid(series.Span.DAY, now)
+    util = (None,) * (g.count - 2) + (50.0, 40.0)
+    s = series.Series(series.Span.DAY, g, util, util, util)
+    title = charts(s, now)[0].title
+    assert "last slice so far" in title
+    done = series.Series(series.Span.DAY, g, util[:-1] + (None,), util, util)
+    assert "so far" not in charts(done, now)[0].title  # the slice with now not read

@@ -192,4 +192,3 @@ def short_path(path: str, width: int = LEDGER_WIDTH, home: str | None = None) ->
     if home not in ("", "/") and (path == home or path.startswith(home.rstrip("/") + "/")):
         path = "~" + path[len(home.rstrip("/")) :]
     return path if len(path) <= width else "…" + path[-(width - 1) :]
-

@@ -68,5 +68,5 @@ def test_the_chart_marks_the_slice_being_read_as_so_far() -> None:
     s = series.Series(series.Span.DAY, g, util, util, util)
     title = charts(s, now)[0].title
     assert "last slice so far" in title
-    done = series.Series(series.Span.DAY, g, util[:-1] + (None,), util, util)
+    done = series.Series(series.Span.DAY, g, (*util[:-1], None), util, util)
     assert "so far" not in charts(done, now)[0].title  # the slice with now not read

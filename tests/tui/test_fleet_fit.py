@@ -98,3 +98,25 @@ def test_the_header_keeps_the_ledger_path_whole() -> None:
     assert fit_header(line, 200) == line
     assert short_path("/home/ann/labs/zuka.db", home="/home/ann") == "~/labs/zuka.db"
     assert short_path("/home/annex/z.db", home="/home/ann") == "/home/annex/z.db"
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x36"])
+async def test_the_help_screens_why_column_wraps(ledger_file: Path, size: tuple[int, int]) -> None:
+    from textual.widgets import DataTable
+
+    app = ZukaApp(ledger_file, clock=lambda: NOW, poll=False, refresh_s=3600)
+    async with app.run_test(size=size) as pilot:
+        await screen_lines(app, pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        table = app.screen.query_one("#help-keys", DataTable)
+        assert sum(c.get_render_width(table) for c in table.ordered_columns) <= size[0]
+        why = table.ordered_columns[-1]
+        row = table.rows[next(k for k in table.rows if k.value == "fleet-filter")]
+        tooltip = (
+            "Filter: text, channel:X provider:X state:X model:X tag:X ending:7d idle busy alert"
+        )
+        assert row.height == -(-len(tooltip) // why.width) or row.height > 1  # wrapped, whole
+        lines = ["".join(s.text for s in table.render_line(y)) for y in range(table.size.height)]
+        shown = " ".join(line.strip() for line in lines)
+        assert "idle busy alert" in shown

@@ -54,7 +54,6 @@ from tui.dashboard.interrupt import interrupt
 from tui.dashboard.keymap import check_keys
 from tui.screens.fleet import FleetScreen
 from tui.screens.fleetview import Refreshed, RowMemo, build
-from tui.widgets.typeahead import applies
 
 if TYPE_CHECKING:
     from leases.alerts.state import StoredAlert
@@ -161,9 +160,8 @@ class ZukaApp(App[None]):
             from tui.widgets.form import FormScreen
 
             screen = self.screen
-            if isinstance(screen, FormScreen) and applies(event.key, event.character):
-                if screen.type_ahead(event.key, event.character):
-                    return
+            if isinstance(screen, FormScreen) and screen.type_ahead(event.key, event.character):
+                return
         await super().on_event(event)
 
     def action_interrupt(self) -> None:

@@ -33,8 +33,8 @@ from tui.screens.fleetview import (
     COLUMNS,
     Column,
     FleetRow,
-    node_width,
     fit_header,
+    node_width,
     plain,
     visible_columns,
 )

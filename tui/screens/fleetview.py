@@ -135,6 +135,8 @@ def shorten(text: str, width: int, short: Sequence[tuple[str, str]] = ()) -> str
         out += ch
         used += cell_len(ch)
     return out + "…"
+
+
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
 CELL_PADDING = 2  # DataTable's padding: one cell each side
 NODE_WIDTH = (8, 24)  # the name column fits the longest name within these bounds
@@ -491,7 +493,9 @@ def gpu_rows(status: NodeStatus | None) -> list[tuple[str, ...]]:
     return [
         (
             str(s.index),
-            visible(s.name, CELL_MAX),
+            # The vendor is the same on every card: without it the table fits 80 columns
+            # with its last column ("Procs") whole, at full memory and power.
+            visible(s.name, CELL_MAX).removeprefix("NVIDIA "),
             num(s.util_gpu, "{:.0f}%"),
             f"{num(s.mem_used_mib, '{:.0f}')}/{num(s.mem_total_mib, '{:.0f}')} MiB",
             num(s.temp_c, "{:.0f}°C"),

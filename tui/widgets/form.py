@@ -463,12 +463,13 @@ class FormScreen(ModalScreen[R]):
         # A key sent to the form itself, not to a field: typed while the form was opening,
         # before a field had the cursor. A text field takes every printable key itself, so
         # one that reaches here with a text field focused was never that field's.
-        if (not self._opened or isinstance(self.focused, Input | TextArea)) and (
-            event.is_printable or not self._opened
+        if (
+            (not self._opened or isinstance(self.focused, Input | TextArea))
+            and (event.is_printable or not self._opened)
+            and self.type_ahead(event.key, event.character)
         ):
-            if self.type_ahead(event.key, event.character):
-                event.stop()
-                event.prevent_default()
+            event.stop()
+            event.prevent_default()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         # Enter moves on, as in a paper form; ctrl+s saves from anywhere.

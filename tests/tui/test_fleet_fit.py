@@ -120,3 +120,20 @@ async def test_the_help_screens_why_column_wraps(ledger_file: Path, size: tuple[
         lines = ["".join(s.text for s in table.render_line(y)) for y in range(table.size.height)]
         shown = " ".join(line.strip() for line in lines)
         assert "idle busy alert" in shown
+
+
+def test_the_node_screens_gpu_table_fits_80_columns_with_procs_whole() -> None:
+    """'Procs' was cut to 'Pro' at 80 columns: the vendor prefix every card carries is
+    left out of the name, so the widest readings leave every header whole."""
+    from rich.cells import cell_len
+
+    from leases.core.models import GpuSample, NodeHealth, NodeStatus
+    from tui.screens.fleetview import GPU_COLUMNS, gpu_rows
+
+    worst = GpuSample("n", NOW, 7, uuid="GPU-7", name="NVIDIA A100-SXM4-80GB", util_gpu=100.0,
+                      mem_used_mib=81920.0, mem_total_mib=81920.0, temp_c=100.0,
+                      power_w=400.0, power_limit_w=400.0, pstate="P0")  # fmt: skip
+    rows = gpu_rows(NodeStatus("n", NodeHealth.OK, "", checked=NOW, samples=(worst,)))
+    widths = [max(cell_len(h), *(cell_len(r[i]) for r in rows)) for i, h in enumerate(GPU_COLUMNS)]
+    assert rows[0][1] == "A100-SXM4-80GB"
+    assert sum(w + 2 for w in widths) <= 80 - 2  # the screen's edge and the scroll bar

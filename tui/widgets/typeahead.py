@@ -54,8 +54,8 @@ def apply_key(screen: Screen[Any], key: str, character: str | None) -> bool:
         return True
     if isinstance(focused, TextArea) and not focused.read_only:
         if text is not None:
-            start, end = focused.selection
-            focused.replace(text, min(start, end), max(start, end))
+            first, last = focused.selection
+            focused.replace(text, min(first, last), max(first, last))
         elif key == "backspace":
             focused.action_delete_left()
         elif key == "delete":

@@ -226,26 +226,6 @@ def shorten_cells(text: str, width: int) -> str:
     return "".join(out).rstrip(" ·") + "…"
 
 
-def spread(text: str, widths: Sequence[int]) -> list[str]:
-    """`text` run on across cells of these widths (in terminal cells: a Chinese character
-    is two), a part per cell; broken after a space where one falls in a cell's second
-    half. Whatever is left after the last cell is dropped."""
-    parts: list[str] = []
-    rest = text
-    for width in widths:
-        end = used = 0
-        while end < len(rest) and used + cell_len(rest[end]) <= width:
-            used += cell_len(rest[end])
-            end += 1
-        if end < len(rest):
-            space = rest.rfind(" ", 0, end)
-            if space >= end // 2:
-                end = space + 1
-        parts.append(rest[:end].rstrip())
-        rest = rest[end:]
-    return parts
-
-
 HEALTH_STYLE = {
     NodeHealth.OK: "green",
     NodeHealth.CONNECTING: "dim",

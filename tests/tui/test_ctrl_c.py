@@ -69,3 +69,22 @@ async def test_ctrl_c_copies_text_selected_in_a_field(tmp_path: Path) -> None:
         await pilot.pause()
         assert app.clipboard == "gpu-7" and app.return_code is None
         assert isinstance(app.screen, FormScreen)
+
+
+async def test_ctrl_c_in_a_form_asks_when_something_was_typed(tmp_path: Path) -> None:
+    app = dashboard(tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(lambda: app._reads >= 1, what="the first read")
+        await pilot.press("n")
+        await wait_until(lambda: isinstance(app.screen, FormScreen), what="the form")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press(*"gpu-7", "ctrl+c")  # nothing selected: leave, but typing is lost
+        await wait_until(lambda: isinstance(app.screen, AskScreen), what="the question")
+        await pilot.press("escape")
+        await wait_until(lambda: isinstance(app.screen, FormScreen), what="back in the form")
+        form = app.screen
+        assert isinstance(form, FormScreen) and form.field("name").value == "gpu-7"
+        form.field("name").value = ""  # nothing typed any more: no question
+        await pilot.press("ctrl+c")
+        await wait_until(lambda: app.return_code is not None, what="the app to exit")

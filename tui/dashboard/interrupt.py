@@ -1,7 +1,7 @@
 """ctrl+c in the dashboard: leave, as a user expects (not Textual's "press ctrl+q").
 
-While an offboarding step or an acceptance check runs, quitting would stop it half way:
-the user is asked first. Text selected in a field or on the screen is copied instead
+While an offboarding step or an acceptance check runs, quitting would stop it half way,
+and a form with typing not saved would lose it: the user is asked first. Text selected in a field or on the screen is copied instead
 (Textual's copy bindings run first and pass ctrl+c on when nothing is selected).
 """
 
@@ -37,6 +37,6 @@ def interrupt(app: App[Any]) -> None:
         if answer is not None and answer.strip().lower() in ("y", "yes"):
             app.exit()
 
-    prompt = Text(f"{visible(busy, 80)} is under way: quitting stops it half way. "
-                  "Type y and Enter to quit, Escape to stay.")  # fmt: skip
+    prompt = Text(f"Quit zuka? Still under way: {visible(busy, 80)}, which quitting stops or "
+                  "loses. Type y and Enter to quit, Escape to stay.")  # fmt: skip
     app.push_screen(AskScreen(prompt, placeholder="y"), answered)

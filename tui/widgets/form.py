@@ -437,6 +437,11 @@ class FormScreen(ModalScreen[R]):
         prompt = Text("Close the form and lose what was typed? Type y and Enter to close.")
         self.app.push_screen(AskScreen(prompt, placeholder="y"), answered)
 
+    @property
+    def busy(self) -> str:
+        """What quitting would lose (tui.dashboard.interrupt asks first): typing."""
+        return "a form with typing not saved" if self._opened and self.changed() else ""
+
     def cancelled(self) -> R:
         """The result of a form left without writing."""
         raise NotImplementedError
@@ -491,4 +496,7 @@ def form_bindings(screen: str, save: str = "Save") -> list[BindingType]:
         Binding(
             "escape", "cancel", "Cancel", id=f"{screen}-cancel", tooltip="Close, writing nothing"
         ),
-    ]
+        # A field with text selected copies it first (Textual's binding, nearer the cursor).
+        Binding("ctrl+c", "app.interrupt", "Quit", id=f"{screen}-quit", show=False,
+                tooltip="Leave zuka (asks first when a field was changed)"),
+    ]  # fmt: skip

@@ -1,8 +1,9 @@
 """ctrl+c in the dashboard: leave, as a user expects (not Textual's "press ctrl+q").
 
 While an offboarding step or an acceptance check runs, quitting would stop it half way,
-and a form with typing not saved would lose it: the user is asked first. Text selected in a field or on the screen is copied instead
-(Textual's copy bindings run first and pass ctrl+c on when nothing is selected).
+and a form with typing not saved would lose it: the user is asked first. Text selected in
+a field or on the screen is copied instead (Textual's copy bindings run first and pass
+ctrl+c on when nothing is selected).
 """
 
 from __future__ import annotations

@@ -49,13 +49,26 @@ async def test_tab_in_a_burst_moves_on_between_the_texts(tmp_path: Path) -> None
         def typed() -> tuple[object, object]:
             return screen.field("name").value, screen.field("ssh").value
 
-        seen: list[object] = []
+        # Before: ('n1ssh root@h', ''), the tab applied after the text that followed it.
+        await wait_until(lambda: typed() == ("n1", "ssh root@h"), what=f"n1 / ssh: {typed()}")
 
-        def done() -> bool:
-            seen.append(typed())
-            return typed() == ("n1", "ssh root@h")
 
-        try:
-            await wait_until(done, what="name n1, ssh typed", timeout=3)
-        finally:
-            print("typed:", seen[-1])
+async def test_a_burst_typed_into_an_open_form_keeps_its_order(tmp_path: Path) -> None:
+    """The form already open: text, tab, text, shift+tab, backspace in one burst."""
+    path = tmp_path / "fleet.db"
+    frozen_ledger(path)
+    app = ZukaApp(path, clock=lambda: NOW, poll=False, refresh_s=3600)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(lambda: app._reads >= 1, what="the first read")
+        await pilot.press("n")
+        await wait_until(lambda: isinstance(app.screen, FormScreen), what="the form")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, FormScreen)
+        burst(app, *"gpu-88", "tab", *"ssh root@h", "shift+tab", "backspace")
+
+        def typed() -> tuple[object, object]:
+            return screen.field("name").value, screen.field("ssh").value
+
+        await wait_until(lambda: typed() == ("gpu-8", "ssh root@h"), what=f"typed: {typed()}")

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
@@ -184,6 +185,10 @@ def header_line(h: Header, now: datetime) -> str:
     return " · ".join(parts)
 
 
-def short_path(path: str, width: int = LEDGER_WIDTH) -> str:
-    """The end of a long path (the file's name and the folders nearest it) behind '…'."""
+def short_path(path: str, width: int = LEDGER_WIDTH, home: str | None = None) -> str:
+    """The home folder as '~' (home: where it is; None: this user's), then the end of a
+    long path (the file's name and the folders nearest it) behind '…'."""
+    home = str(Path.home()) if home is None else home
+    if home not in ("", "/") and (path == home or path.startswith(home.rstrip("/") + "/")):
+        path = "~" + path[len(home.rstrip("/")) :]
     return path if len(path) <= width else "…" + path[-(width - 1) :]

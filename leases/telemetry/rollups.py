@@ -368,12 +368,31 @@ class HistoryStore:
         """Busy and known card-minutes of the node's clock hours starting in [since, until)
         (node: the live node of a name, or a node id)."""
         node_id = node if isinstance(node, int) else self.node_id(node)
+        end = int(until.timestamp())
         row = self.ledger.conn.execute(
             "SELECT SUM(busy_card_minutes), SUM(known_card_minutes) FROM gpu_hour"
             " WHERE node_id = ? AND hour >= ? AND hour < ?",
-            (node_id, int(since.timestamp()) // 3600, int(until.timestamp()) // 3600),
+            (node_id, int(since.timestamp()) // 3600, end // 3600),
         ).fetchone()
-        return int(row[0] or 0), int(row[1] or 0)
+        busy, known = int(row[0] or 0), int(row[1] or 0)
+        part_busy, part_known = self.partial_hour(node_id, since, until)
+        return busy + part_busy, known + part_known
+
+    def partial_hour(self, node_id: int, since: datetime, until: datetime) -> tuple[int, int]:
+        """Busy and known card-minutes of the unfinished clock hour `until` falls in (a
+        collector writing now: the current hour), from the minutes read before `until`:
+        what has been read so far, not unknown. (0, 0) when `until` is on the hour."""
+        end = int(until.timestamp())
+        hour = end // 3600
+        if end % 3600 == 0 or hour * 3600 < int(since.timestamp()) // 3600 * 3600:
+            return 0, 0
+        rows = self.ledger.conn.execute(
+            "SELECT minute, gpus FROM gpu_minute WHERE node_id = ? AND minute >= ? AND minute < ?",
+            (node_id, max(hour * 60, int(since.timestamp()) // 60), end // 60),
+        ).fetchall()
+        name = str(node_id)
+        part = hour_of(name, hour, (NodeMinute(name, m, unpack_minute(b)) for m, b in rows))
+        return part.busy_card_minutes, part.known_card_minutes
 
     def usage_by(
         self, stops: Mapping[int, Sequence[billing.Stop]]

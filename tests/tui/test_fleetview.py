@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from rich.cells import cell_len
-
 from tui.screens.fleetview import (
     CELL_PADDING,
     COLUMNS,
     end_day,
-    spread,
     urgency_style,
     visible_columns,
 )
@@ -64,15 +61,3 @@ def test_a_lease_end_day_reads_one_way() -> None:
     assert end_day(datetime(2026, 12, 16, tzinfo=UTC), now) == "16 Dec"
     assert end_day(datetime(2027, 6, 2, tzinfo=UTC), now) == "2 Jun"  # not '27-06-02'
     assert end_day(datetime(2028, 1, 3, tzinfo=UTC), now) == "Jan 2028"
-
-
-def test_a_group_label_runs_on_across_cells_whole() -> None:
-    # A heading was cut to the node column ('▾ Jiangning IDC 江', count lost).
-    label = "▾ Jiangning IDC 江苏南京 (3)"
-    parts = spread(label, [16, 30, 12])
-    assert parts[0] == "▾ Jiangning IDC" and "".join(parts).replace(" ", "") == label.replace(
-        " ", ""
-    )
-    assert all(cell_len(p) <= w for p, w in zip(parts, [16, 30, 12], strict=True))
-    assert spread("训练节点一号", [5, 20]) == ["训练", "节点一号"]  # no half a character
-    assert spread("abc", [2]) == ["ab"]

@@ -576,6 +576,7 @@ async def test_every_form_binding_has_an_id_and_a_tooltip() -> None:
     assert {b.id for b in LeaseFormScreen.BINDINGS if not isinstance(b, tuple)} == {
         "lease-form-save",
         "lease-form-cancel",
+        "lease-form-quit",  # ctrl+c (tests/tui/test_ctrl_c.py)
     }
 
 

@@ -459,3 +459,42 @@ def test_screenshots_script_writes_each_shot(tmp_path: Path) -> None:
     assert "Alerts:" in (tmp_path / "alerts.svg").read_text()
     with pytest.raises(SystemExit):
         shots.main(["--out", str(tmp_path), "--only", "nope"])
+
+
+@pytest.mark.parametrize("hide", ["", "filter", "fold"])
+async def test_palette_go_to_node_moves_the_fleet_cursor_so_o_offboards_it(
+    tmp_path: Path, hide: str
+) -> None:
+    """Go to node X, back, `o`: the offboarding plan is X's (it was the node the cursor
+    had been on), also when a filter hid X (cleared, said) or its group was folded."""
+    from tui.screens.node import NodeScreen
+    from tui.screens.offboard import OffboardScreen
+
+    app = _app(_ledger(tmp_path))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(lambda: app.data is not None, what="the first refresh")
+        await pilot.pause()
+        table = app.fleet.table
+        await wait_until(lambda: table.row_count > 3, what="the rows")
+        names = [r.key for r in app.fleet.rows]
+        target = names[-1]
+        assert app.fleet.table.selected_key != target
+        if hide == "filter":
+            await pilot.press("slash", *names[0], "enter")
+            await wait_until(lambda: target not in table.rows, what="the filter")
+        elif hide == "fold":
+            await pilot.press("g")  # by channel, every group folded
+            app.fleet.folded |= {r.facts.channel or "-" for r in app.fleet.rows}
+            app.fleet.redraw()
+            await wait_until(lambda: target not in table.rows, what="the fold")
+        await _choose(app, pilot, f"Go to node {target}")
+        await wait_until(lambda: isinstance(app.screen, NodeScreen), what="the node screen")
+        await pilot.press("escape")
+        await wait_until(lambda: app.screen is app.fleet, what="back on the fleet")
+        assert table.selected_key == target
+        if hide == "filter":
+            assert any("Filter cleared" in n.message for n in app._notifications)
+        await pilot.press("o")
+        await wait_until(lambda: isinstance(app.screen, OffboardScreen), what="the plan")
+        screen = app.screen
+        assert isinstance(screen, OffboardScreen) and screen.node_name == target

@@ -631,3 +631,23 @@ def test_a_big_fleet_tab_dropped_abruptly_frees_its_dashboard(tmp_path: Path) ->
         first = _read_until(again, ALT_SCREEN, b"open already")
         assert ALT_SCREEN in first and b"open already" not in first
         again.close()
+
+
+async def test_the_page_fetches_nothing_from_another_host(guarded: Guarded) -> None:
+    """textual-serve's page asked fonts.googleapis.com for its font (blocked in mainland
+    China, out of an offline jump host's reach): every stylesheet, script, image and font
+    the page names is this server's, and the font is served."""
+    import re
+
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"{guarded.base}/?token={TOKEN}") as r:
+            assert r.status == 200
+            page = await r.text()
+        assert "googleapis" not in page and "gstatic" not in page
+        named = re.findall(r"""(?:href|src)\s*=\s*["']([^"']+)|url\(\s*["']?([^"')]+)""", page)
+        urls = [a or b for a, b in named]
+        assert urls and all(u.startswith("/static/") for u in urls), urls
+        font = next(u for u in urls if u.endswith(".ttf"))
+        async with session.get(f"{guarded.base}{font}") as r:
+            assert r.status == 200 and len(await r.read()) > 10_000
+        assert "Roboto Mono" in page and "DejaVu Sans Mono" in page

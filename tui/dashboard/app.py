@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.events import Key
+from textual.events import Event, Key
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.timer import Timer
@@ -50,6 +50,7 @@ from leases.telemetry.rollups import HistoryStore
 from tui.dashboard import gcpolicy
 from tui.dashboard.commands import ZukaCommands
 from tui.dashboard.host import ZukaHost
+from tui.dashboard.interrupt import interrupt
 from tui.dashboard.keymap import check_keys
 from tui.screens.fleet import FleetScreen
 from tui.screens.fleetview import Refreshed, RowMemo, build
@@ -68,9 +69,6 @@ DETAIL_MAX = 400
 # Nodes read and rows built for the first paint (more than a screen holds). The next read
 # reads and builds them all, the one after adds the hour, the month's cost, the alerts.
 FIRST_ROWS = 60
-# Keys typed in a burst at the fleet that a form opened by that burst still receives,
-# beside text: moving between fields and deleting, never saving or closing.
-FORM_KEYS = frozenset({"tab", "shift+tab", "backspace", "delete", "left", "right"})
 
 
 class ZukaApp(App[None]):
@@ -80,7 +78,13 @@ class ZukaApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="app-quit", tooltip="Leave zuka"),
         Binding("question_mark", "help", "Help", id="app-help", tooltip="Every key, and its id"),
-    ]
+        # Not Textual's "press ctrl+q": a user's ctrl+c means leave. Text selected in a
+        # field or on screen is copied instead (Textual's copy bindings come first and
+        # pass the key on when nothing is selected).
+        Binding("ctrl+c", "interrupt", "Quit", id="app-interrupt", show=False,
+                tooltip="Leave zuka (asks first while an offboarding or check runs); "
+                        "with text selected, copies it"),
+    ]  # fmt: skip
     COMMANDS = App.COMMANDS | {ZukaCommands}
 
     def __init__(
@@ -146,10 +150,22 @@ class ZukaApp(App[None]):
             event.stop()
             from tui.widgets.form import FormScreen
 
-            if isinstance(self.screen, FormScreen) and (
-                event.is_printable or event.key in FORM_KEYS
-            ):
-                self.post_message(Key(event.key, event.character))
+            if isinstance(self.screen, FormScreen):
+                self.screen.type_ahead(event.key, event.character)
+
+    async def on_event(self, event: Event) -> None:
+        """A key for a form's field is applied when the app takes it, in the order typed
+        (tui.widgets.typeahead): a tab in a burst moves on between the texts around it."""
+        if isinstance(event, Key) and not event.is_forwarded:
+            from tui.widgets.form import FormScreen
+
+            screen = self.screen
+            if isinstance(screen, FormScreen) and screen.type_ahead(event.key, event.character):
+                return
+        await super().on_event(event)
+
+    def action_interrupt(self) -> None:
+        interrupt(self)
 
     def get_default_screen(self) -> Screen[None]:
         """The fleet screen is the app's base: every other screen opens over it."""

@@ -138,6 +138,11 @@ class ZukaCommands(Provider):
         return out
 
     def _node(self, name: str) -> None:
+        # The fleet's cursor goes to the node first: every node key after it (`o`
+        # offboards) acts on the node the user went to, not on the one the cursor was on.
+        fleet = getattr(self.app, "fleet", None)
+        if fleet is not None:
+            fleet.go_to(name)
         # The screen's module is imported when chosen (as the fleet screen's keys do).
         self.app.push_screen(lazy.node_screen(name))
 

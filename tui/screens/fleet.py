@@ -33,9 +33,9 @@ from tui.screens.fleetview import (
     COLUMNS,
     Column,
     FleetRow,
+    fit_header,
     node_width,
     plain,
-    spread,
     visible_columns,
 )
 from tui.widgets.fleet_footer import PriorityFooter
@@ -138,7 +138,7 @@ class FleetScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#fleet-filter", Input).display = False
-        self._line("#fleet-header", self._header, bold=True)
+        self._show_header()
         if not self._fit_columns():
             self.redraw()
 
@@ -156,7 +156,7 @@ class FleetScreen(Screen[None]):
         self._status = status
         if not self.is_mounted:
             return
-        self._line("#fleet-header", header, bold=True)
+        self._show_header()
         # Only while on top (not under a form or another screen): redrawn on return.
         if self.app.screen is self and not self._fit_columns():
             self.redraw(refresh=True)
@@ -191,6 +191,12 @@ class FleetScreen(Screen[None]):
 
     def on_resize(self, event: Resize) -> None:
         self._fit_columns(event.size.width)
+        self._show_header(event.size.width)
+
+    def _show_header(self, width: int | None = None) -> None:
+        """The header, its ledger path whole at its end (the figures cut before it)."""
+        width = (width or self.size.width or self.app.size.width) - 2
+        self._line("#fleet-header", fit_header(self._header, width), bold=True)
 
     def _cursor_key(self) -> str | None:
         """The row key under the cursor: a node's name or a group heading's."""
@@ -276,17 +282,26 @@ class FleetScreen(Screen[None]):
         self._show_detail()
 
     def _group_row(self, label: str, count: int) -> TableRow:
-        """A group heading: its whole label and count, run on across the columns (a cell
-        cannot span), marked folded or not."""
+        """A group heading: its whole label and count in the first cell, which the table
+        draws across the row (FleetTable._heading_cell), marked folded or not."""
         mark = FOLDED if label in self.folded else UNFOLDED
         text = f"{mark} {visible(label, 60)} ({count})"
-        widths = [c.width for c in self.table.shown_columns]
-        cells = {
-            c.key: Text(part, style="bold", no_wrap=True, end="")
-            for c, part in zip(self.table.shown_columns, spread(text, widths), strict=False)
-            if part
-        }
-        return TableRow(GROUP_PREFIX + label, cells, (text, tuple(widths)))
+        cells = {self.table.shown_columns[0].key: Text(text, style="bold", no_wrap=True, end="")}
+        return TableRow(GROUP_PREFIX + label, cells, (text,))
+
+    def go_to(self, name: str) -> None:
+        """Put the cursor on this node, in view: a filter that hides it is cleared (and
+        said so), a folded group that holds it unfolded."""
+        row = next((r for r in self.rows if r.key == name), None)
+        if row is None:
+            return
+        if self.filter and not fleetfilter.matches(self.filter, row.facts):
+            self.action_clear_filter()
+            self.app.notify(f"Filter cleared to show {visible(name, 60)}.", markup=False)
+        if self.group != "none":
+            self.folded.discard(getattr(row.facts, self.group) or "-")
+        self.redraw()
+        self._select(name)
 
     def _show_status(self, shown: int) -> None:
         # What the user chose first: at 80 columns the end of the line is cut. A filter

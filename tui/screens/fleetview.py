@@ -3,14 +3,14 @@
 A row is built from the node, its status, its lease billing now, its last hour and its
 alerts; its cells are Cells (text, never markup, drawn as Rich Text) with a style where
 the style says something (the countdown's urgency, a node in trouble). Columns carry a
-priority: at a narrow terminal the least important go first (name, state, util, lease end
-and alerts stay).
+priority: at a narrow terminal the least important go first (name, state, GPUs, util,
+lease end and alerts stay); a value wider than its column is shortened by word.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -77,28 +77,66 @@ def cell(value: object, max_len: int | None = CELL_MAX, style: str = "") -> Cell
 
 @dataclass(frozen=True)
 class Column:
+    """A fleet column. priority: 0 is kept longest at a narrow terminal (a new column says
+    where it ranks, nothing else to change); width: never less than its label's (a header
+    is never cut); short: words replaced, in order, while a value is wider than the
+    column (see `shorten`)."""
+
     key: str
     label: str
     width: int
-    priority: int  # 0 is kept longest at a narrow terminal
+    priority: float
+    short: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "width", max(self.width, cell_len(self.label)))
 
 
 # In the order shown. Widths are fixed: a cell that changes never re-measures its column.
+# What a user looks for first stays longest: the node, its state, its cards and whether
+# they work, when its lease ends and what it costs; alerts beside; the rest as room allows.
 COLUMNS: tuple[Column, ...] = (
     Column("node", "Node", 16, 0),
-    Column("channel", "Channel/provider", 16, 9),
-    Column("gpus", "GPUs", 12, 6),
+    Column("channel", "Channel/provider", 16, 10),
+    Column("gpus", "GPUs", 12, 2),
     Column("state", "State", 13, 1),
-    Column("util", "Util", 4, 2),
-    Column("hour", "Last hour", SPARK_CELLS, 5),
-    Column("mem", "Memory", 9, 8),
-    Column("temp", "Temp", 4, 11),
-    Column("power", "Power", 6, 10),
+    Column("util", "Util", 4, 3),
+    Column("hour", "Last hour", SPARK_CELLS, 9),
+    Column("mem", "Memory", 9, 6),
+    Column("temp", "Temp", 4, 12),
+    Column("power", "Power", 6, 11),
     Column("cost", "Month", 9, 7),
-    Column("ends", "Lease end", 14, 3),
-    Column("alerts", "Alert", 5, 4),
-    Column("offboard", "Offboard", 12, 12),
-)
+    Column("ends", "Lease end", 14, 4,
+           (("starts in ", "in "), (" days", " d"), (" day", " d"))),
+    Column("alerts", "Alert", 5, 5),
+    Column("offboard", "Offboard", 12, 13),
+)  # fmt: skip
+
+
+def shorten(text: str, width: int, short: Sequence[tuple[str, str]] = ()) -> str:
+    """`text` in `width` terminal cells, shortened meaningfully, never cut mid-word: the
+    column's own short words first ('starts in 1 day' -> 'in 1 d'), then whole words off
+    the end ('8×A800 80GB SXM' -> '8×A800 80GB'), and only a single word too long for the
+    column is cut, marked '…'."""
+    for long, brief in short:
+        if cell_len(text) <= width:
+            break
+        text = text.replace(long, brief)
+    words = text.split(" ")
+    while cell_len(text) > width and len(words) > 1:
+        words.pop()
+        text = " ".join(words).rstrip()
+    if cell_len(text) <= width:
+        return text
+    out, used = "", 0
+    for ch in text:
+        if used + cell_len(ch) > width - 1:
+            break
+        out += ch
+        used += cell_len(ch)
+    return out + "…"
+
+
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
 CELL_PADDING = 2  # DataTable's padding: one cell each side
 NODE_WIDTH = (8, 24)  # the name column fits the longest name within these bounds
@@ -115,8 +153,8 @@ def node_width(names: Sequence[str]) -> int:
 # their text is cut at the fixed width ('colo/Jiangning I', 'stopped: gpu').
 WIDER = (("channel", 32), ("offboard", 28), ("gpus", 20), ("state", 16))
 # The Offboard column's priority while some node has an offboarding plan in force (it then
-# comes right after the alerts); with none, it is the first to go.
-OFFBOARDING_PRIORITY = 4
+# comes right after the lease end); with none, it is the first to go.
+OFFBOARDING_PRIORITY = 4.5
 
 
 def visible_columns(
@@ -128,9 +166,9 @@ def visible_columns(
     cols = []
     for c in COLUMNS:
         if c.key == "node":
-            c = Column(c.key, c.label, name_width, c.priority)
+            c = replace(c, width=name_width)
         elif c.key == "offboard" and offboarding:
-            c = Column(c.key, c.label, c.width, OFFBOARDING_PRIORITY)
+            c = replace(c, priority=OFFBOARDING_PRIORITY)
         cols.append(c)
     used = 0
     keep: set[str] = set()
@@ -148,27 +186,44 @@ def visible_columns(
             grow = min(room, most - widths[key])
             widths[key] += max(0, grow)
             room -= max(0, grow)
-    return tuple(Column(c.key, c.label, widths[c.key], c.priority) for c in cols if c.key in keep)
+    return tuple(replace(c, width=widths[c.key]) for c in cols if c.key in keep)
 
 
-def spread(text: str, widths: Sequence[int]) -> list[str]:
-    """`text` run on across cells of these widths (in terminal cells: a Chinese character
-    is two), a part per cell; broken after a space where one falls in a cell's second
-    half. Whatever is left after the last cell is dropped."""
-    parts: list[str] = []
-    rest = text
-    for width in widths:
-        end = used = 0
-        while end < len(rest) and used + cell_len(rest[end]) <= width:
-            used += cell_len(rest[end])
-            end += 1
-        if end < len(rest):
-            space = rest.rfind(" ", 0, end)
-            if space >= end // 2:
-                end = space + 1
-        parts.append(rest[:end].rstrip())
-        rest = rest[end:]
-    return parts
+def fit(value: Cell | Text, column: Column) -> Cell | Text:
+    """A cell as its column shows it: shortened (see `shorten`) when wider than it."""
+    if isinstance(value, Cell) and cell_len(value.plain) > column.width:
+        return Cell(shorten(value.plain, column.width, column.short), value.style, value.justify)
+    return value
+
+
+def fit_header(line: str, width: int) -> str:
+    """The header in `width` cells: the ledger path (its last part) always whole at its
+    end; the figures before it cut, marked '…', when they do not all fit."""
+    if cell_len(line) <= width:
+        return line
+    figures, sep, path = line.rpartition(" · ")
+    if not sep:
+        figures, path = line, ""
+    most = max(16, width // 4)  # a long path keeps its end: the file and its folder
+    if cell_len(path) > most:
+        path = "…" + path[-(most - 1) :]
+    room = width - cell_len(path) - len(sep) - 1
+    if room < 8:  # too narrow for both: the figures first
+        return shorten_cells(line, width)
+    return shorten_cells(figures, room + 1) + sep + path
+
+
+def shorten_cells(text: str, width: int) -> str:
+    """`text` in `width` terminal cells: cut, marked '…', when longer."""
+    if cell_len(text) <= width:
+        return text
+    out, used = [], 0
+    for ch in text:
+        if used + cell_len(ch) > width - 1:
+            break
+        out.append(ch)
+        used += cell_len(ch)
+    return "".join(out).rstrip(" ·") + "…"
 
 
 HEALTH_STYLE = {
@@ -418,7 +473,9 @@ def gpu_rows(status: NodeStatus | None) -> list[tuple[str, ...]]:
     return [
         (
             str(s.index),
-            visible(s.name, CELL_MAX),
+            # The vendor is the same on every card: without it the table fits 80 columns
+            # with its last column ("Procs") whole, at full memory and power.
+            visible(s.name, CELL_MAX).removeprefix("NVIDIA "),
             num(s.util_gpu, "{:.0f}%"),
             f"{num(s.mem_used_mib, '{:.0f}')}/{num(s.mem_total_mib, '{:.0f}')} MiB",
             num(s.temp_c, "{:.0f}°C"),

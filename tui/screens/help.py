@@ -6,17 +6,21 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.events import Resize
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Static
 
+from leases.core.textsafe import visible
 from tui.dashboard.commands import bound_commands, screen_under
 from tui.screens.fleetview import plain
 
 # The id before the longest column, so that at 80 columns the tooltip is what is cut.
 COLUMNS = ("Key", "Does", "Id (remap in config [keys])", "Why")
+WHY_MIN = 24  # the Why column's least width: below it the table scrolls sideways
 REMAP_HINT = (
     'Remap a key in config.toml: [keys] <id> = "<keys>", e.g. app-help = "f1,question_mark". '
     "ctrl+p opens the command palette."
@@ -49,6 +53,10 @@ class HelpScreen(ModalScreen[None]):
     #help-keys { height: 1fr; }
     """
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._shape: tuple[int, tuple[int, ...], int] | None = None  # what the table is filled for
+
     def compose(self) -> ComposeResult:
         yield Static(id="help-title")
         yield DataTable(id="help-keys", cursor_type="row", zebra_stripes=True)
@@ -57,20 +65,36 @@ class HelpScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         under = screen_under(self)
-        table = self.query_one("#help-keys", DataTable)
-        table.add_columns(*(Text(c) for c in COLUMNS))  # a label is markup: [keys]
-        rows = bound_commands(under)
-        for row in rows:
-            where = "" if not row.everywhere else " (everywhere)"
-            table.add_row(
-                plain(" ".join(row.keys)),
-                plain(row.title + where),
-                plain(row.id),
-                plain(row.tooltip, 120),
-                key=row.id,
-            )
+        self._fill(self.app.size.width)
         title = f"Keys on the {screen_name(under)} screen · escape closes"
         self.query_one("#help-title", Static).update(plain(title))
+
+    def on_resize(self, event: Resize) -> None:
+        self._fill(event.size.width)
+
+    def _fill(self, width: int) -> None:
+        """The table at this width: Key, Does and Id as wide as their widest cell, Why
+        the room left (at least WHY_MIN), its text wrapped over as many lines as it needs
+        (it was cut at 80 and 120 columns)."""
+        table = self.query_one("#help-keys", DataTable)
+        rows = [
+            (" ".join(r.keys), r.title + (" (everywhere)" if r.everywhere else ""), r.id,
+             r.tooltip, r.id)
+            for r in bound_commands(screen_under(self))
+        ]  # fmt: skip
+        fixed = [max([cell_len(c), *(cell_len(visible(r[i])) for r in rows)])
+                 for i, c in enumerate(COLUMNS[:3])]  # fmt: skip
+        # Each cell's padding, the scroll bar, the screen's border.
+        why = max(WHY_MIN, width - sum(fixed) - 2 * len(COLUMNS) - 3)
+        if (why, tuple(fixed), len(rows)) == self._shape:
+            return
+        self._shape = (why, tuple(fixed), len(rows))
+        table.clear(columns=True)
+        for label, w in zip(COLUMNS, [*fixed, why], strict=True):
+            table.add_column(Text(label), width=w)  # a label is markup: [keys]
+        for keys, does, ident, tooltip, key in rows:
+            table.add_row(plain(keys), plain(does), plain(ident), plain(tooltip, 400, wrap=True),
+                          key=key, height=None)  # fmt: skip
 
     def action_close(self) -> None:
         self.dismiss(None)

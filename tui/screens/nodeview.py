@@ -244,6 +244,9 @@ def _chart(
     gaps = g.count - len(known)
     if gaps:
         title += f" · {gaps} of {g.count} slices unread" if known else " · no readings"
+    if values and values[-1] is not None and g.at(g.count) > now:
+        # The slice holding now is still being read: what it shows is so far.
+        title += " · last slice so far"
     marks = time_ticks(g, ax, tz) if ax.from_start else ticks(left, right)
     return Chart(title, ax.label, (left, right), (0.0, high or 1.0), lines, marks)
 

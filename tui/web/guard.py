@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import aiohttp_jinja2
+import jinja2
 from aiohttp import web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
@@ -134,6 +135,36 @@ class Guard:
         if path == "/ws":
             return "no valid token"
         return "not served"
+
+
+# The font textual-serve ships (static/fonts) and the terminal asks for by name, served from
+# here; then monospace fonts a jump host's browser may have, each with the block elements
+# the sparklines are drawn with.
+LOCAL_FONTS = """<style>
+      @font-face {
+        font-family: "Roboto Mono";
+        src: url("{{ config.static.url }}fonts/RobotoMono-VariableFont_wght.ttf")
+          format("truetype");
+        font-weight: 100 700;
+        font-display: block;
+      }
+      body { font-family: "Roboto Mono", "DejaVu Sans Mono", "Noto Sans Mono",
+        "Liberation Mono", Menlo, Consolas, monospace; }
+    </style>"""
+# A stylesheet, script or font on another host: fonts.googleapis.com is blocked in mainland
+# China and out of an offline jump host's reach (sparklines then drew as solid bars).
+_REMOTE = re.compile(r"<(link|script)\b[^>]*\b(href|src)\s*=\s*[\"']?(https?:)?//[^>]*>"
+                     r"(\s*</script>)?", re.IGNORECASE)  # fmt: skip
+
+
+def local_page() -> str:
+    """textual-serve's page template with every reference to another host taken out and
+    its font served from this server instead."""
+    from importlib.resources import files
+
+    page = (files("textual_serve") / "templates" / "app_index.html").read_text("utf-8")
+    page = _REMOTE.sub("", page)
+    return page.replace("</head>", LOCAL_FONTS + "\n  </head>", 1)
 
 
 def shown_path(path: str) -> str:
@@ -313,6 +344,8 @@ class ZukaServer(Server):
 
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
+        # textual-serve's page with nothing fetched from another host (see local_page).
+        aiohttp_jinja2.setup(app, loader=jinja2.DictLoader({"app_index.html": local_page()}))
         app.middlewares.append(self._guard)
         # The page's WebSocket carries the token in its path: textual-serve's script adds
         # its own `?width=...` to the URL it is given.

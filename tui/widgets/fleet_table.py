@@ -34,7 +34,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
-from tui.screens.fleetview import Cell, Column
+from tui.screens.fleetview import Cell, Column, fit
 
 # Row keys of group headings. A stored node name may be anything (a ledger edited by hand):
 # a number drawn per process keeps one from posing as a heading (or a heading's key).
@@ -43,6 +43,7 @@ ADD_PER_PASS = 60  # rows added to the table per pass (more than a screen holds)
 PASS_GAP_S = 0.02  # between passes: the loop gets a turn, a frame may be drawn
 # Rendered cells kept: a few screens of 13 columns, with and without the cursor.
 CELL_CACHE = 2048
+HEADING = Style(bold=True)  # a group heading's label
 
 
 @dataclass(frozen=True)
@@ -199,7 +200,9 @@ class FleetTable(DataTable[Cell | Text]):
                 if row.key not in present and added >= ADD_PER_PASS:
                     continue  # the next pass adds it
                 self._sigs[row.key] = row.sig
-                cells = [row.cells.get(k, blank) for k in keys]
+                given = [row.cells.get(k, blank) for k in keys]
+                # As shown: a value wider than its column shortened by word (not cut).
+                cells = [fit(v, c) for v, c in zip(given, self.shown_columns, strict=True)]
                 old = self._cells.get(row.key)
                 self._cells[row.key] = row.cells
                 if row.key not in present:
@@ -210,10 +213,13 @@ class FleetTable(DataTable[Cell | Text]):
                     added += 1
                     continue
                 data = self._data[RowKey(row.key)]
-                for k, cell in zip(keys, cells, strict=True):
+                for k, value, cell in zip(keys, given, cells, strict=True):
                     # What this table was last given for the cell (cheaper than get_cell).
-                    was = old.get(k, blank) if old is not None else self.get_cell(row.key, k)
-                    if not _same(was, cell):
+                    if old is not None:
+                        same = _same(old.get(k, blank), value)
+                    else:
+                        same = _same(self.get_cell(row.key, k), cell)
+                    if not same:
                         # What update_cell(update_width=False) does, but for the refresh
                         # it asks each time (2,000 cells: two thirds of a 500-row update):
                         # asked once below.
@@ -254,6 +260,9 @@ class FleetTable(DataTable[Cell | Text]):
         column_key = self._column_locations.get_key(column_index)
         if row_index < 0 or column_index < 0 or row_key is None or column_key is None:
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        if str(row_key.value).startswith(GROUP_PREFIX):
+            return self._heading_cell(row_key, row_index, column_index, base_style, width,
+                                      cursor, hover)  # fmt: skip
         version = self._version.get((str(row_key.value), str(column_key.value)))
         key = (row_key, column_key, version, row_index, column_index, width, base_style,
                cursor, hover, self._show_hover_cursor, self.show_cursor,
@@ -264,6 +273,30 @@ class FleetTable(DataTable[Cell | Text]):
             if version is not None:
                 self._rendered[key] = lines
         return lines
+
+    def _heading_cell(
+        self,
+        row_key: RowKey,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool,
+        hover: bool,
+    ) -> list[list[Segment]]:
+        """A group heading is one cell across the row (a DataTable cell cannot span): its
+        label, in the first column's cell, drawn by that cell as one line as wide as all
+        the columns (a Chinese character is never split between cells); the other cells
+        draw nothing."""
+        if column_index > 0:
+            return [[]]
+        blank = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        style = blank[0][0].style if blank and blank[0] else None
+        first = self._cells.get(str(row_key.value), {}).get(self.shown_columns[0].key)
+        label = first.plain if first is not None else ""
+        total = sum(c.get_render_width(self) for c in self.ordered_columns)
+        line = [Segment(" " * self.cell_padding + label, (style or Style()) + HEADING)]
+        return [Segment.adjust_line_length(line, total, style)]
 
     def notify_style_update(self) -> None:
         # A new theme or CSS: every cell looks different.

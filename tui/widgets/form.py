@@ -29,6 +29,7 @@ from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from tui.dashboard.ledgerthread import in_thread
 from tui.screens.ask import AskScreen
+from tui.widgets.typeahead import applies, apply_key
 
 Kind = Literal["text", "multiline", "choice", "switch"]
 Value = str | bool
@@ -267,6 +268,8 @@ class FormScreen(ModalScreen[R]):
         self.save_label = save_label
         self._initial: dict[str, Value] = {}
         self._saving = False
+        self._opened = False  # a field has had the cursor: keys typed ahead apply at once
+        self._ahead: list[tuple[str, str | None]] = []  # typed before that, in order
 
     # -- what a subclass says ------------------------------------------------------------
 
@@ -332,6 +335,10 @@ class FormScreen(ModalScreen[R]):
         first = self.first_focus()
         self.set_focus(self.field(first).input if first is not None else self.fields()[0].input)
         self._initial = self.values()
+        self._opened = True
+        ahead, self._ahead = self._ahead, []
+        for key, character in ahead:  # in the order typed, each where the cursor is then
+            apply_key(self, key, character)
         self.run_worker(self._load(), name="form-load", exclusive=True, exit_on_error=False)
 
     async def _load(self) -> None:
@@ -430,6 +437,11 @@ class FormScreen(ModalScreen[R]):
         prompt = Text("Close the form and lose what was typed? Type y and Enter to close.")
         self.app.push_screen(AskScreen(prompt, placeholder="y"), answered)
 
+    @property
+    def busy(self) -> str:
+        """What quitting would lose (tui.dashboard.interrupt asks first): typing."""
+        return "a form with typing not saved" if self._opened and self.changed() else ""
+
     def cancelled(self) -> R:
         """The result of a form left without writing."""
         raise NotImplementedError
@@ -441,14 +453,28 @@ class FormScreen(ModalScreen[R]):
         else:
             self.action_cancel()
 
+    def type_ahead(self, key: str, character: str | None) -> bool:
+        """A key typed ahead (text, tab, deleting; see tui.widgets.typeahead): applied
+        now to the widget with the cursor, or kept, in order, until a field has it.
+        False: not such a key, or not one for the widget with the cursor."""
+        if not applies(key, character):
+            return False
+        if not self._opened:
+            self._ahead.append((key, character))
+            return True
+        return apply_key(self, key, character)
+
     def on_key(self, event: Key) -> None:
         # A key sent to the form itself, not to a field: typed while the form was opening,
         # before a field had the cursor. A text field takes every printable key itself, so
         # one that reaches here with a text field focused was never that field's.
-        focused = self.focused
-        if event.is_printable and isinstance(focused, Input | TextArea):
+        if (
+            (not self._opened or isinstance(self.focused, Input | TextArea))
+            and (event.is_printable or not self._opened)
+            and self.type_ahead(event.key, event.character)
+        ):
             event.stop()
-            focused.post_message(Key(event.key, event.character))
+            event.prevent_default()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         # Enter moves on, as in a paper form; ctrl+s saves from anywhere.
@@ -470,4 +496,7 @@ def form_bindings(screen: str, save: str = "Save") -> list[BindingType]:
         Binding(
             "escape", "cancel", "Cancel", id=f"{screen}-cancel", tooltip="Close, writing nothing"
         ),
-    ]
+        # A field with text selected copies it first (Textual's binding, nearer the cursor).
+        Binding("ctrl+c", "app.interrupt", "Quit", id=f"{screen}-quit", show=False,
+                tooltip="Leave zuka (asks first when a field was changed)"),
+    ]  # fmt: skip

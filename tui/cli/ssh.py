@@ -1,0 +1,31 @@
+"""`zuka ssh NODE [--tmux [SESSION]] [-- COMMAND...]`: an interactive session on a node through
+the route, jump hosts, identity and pinned host keys polling uses (leases.app.shell)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import TextIO
+
+from leases.app.shell import ShellEnd, open_session
+from leases.core.errors import no_ledger
+from leases.core.textsafe import visible
+from leases.ledger.paths import resolve_ledger_path
+from leases.ledger.store import Ledger
+from leases.ssh.interactive import tmux_name
+from leases.ssh.interactive_tty import TtyTerminal
+
+
+def ssh(args: argparse.Namespace, out: TextIO) -> int:
+    tmux = None if args.tmux is None else tmux_name(args.tmux)  # refused before anything
+    path = resolve_ledger_path(args.ledger)
+    if not path.exists():
+        raise no_ledger(path)
+    words = [w for w in args.remote if w != "--"] or None
+    with Ledger.open(path, create=False) as ledger:
+        node = ledger.node(args.node)
+    end: ShellEnd = asyncio.run(open_session(path, node, TtyTerminal(), tmux=tmux, command=words))
+    if not end.opened or end.status != 0:
+        print(visible(f"zuka: {end.said}"), file=sys.stderr)
+    return end.exit_code

@@ -16,6 +16,7 @@ from leases.core.models import Node, NodeHealth
 from leases.core.textsafe import visible
 from leases.ssh.errors import SshError
 from leases.ssh.interactive import Terminal, ended_words, pump, remote_command
+from leases.ssh.options import SshOptions
 from leases.ssh.pool import SshPool
 from leases.telemetry.wiring import ssh_options
 
@@ -74,19 +75,21 @@ async def open_session(
     *,
     tmux: str | None = None,
     command: list[str] | None = None,
+    options: SshOptions | None = None,
 ) -> ShellEnd:
     """Open the node's login shell, its tmux session `tmux`, or the user's command, on a
     PTY when the terminal is one; pump keys and output until it ends. Raises InputError
-    for a node that cannot have a session or a bad tmux name (nothing connects then)."""
+    for a node that cannot have a session or a bad tmux name (nothing connects then).
+    options: polling's for this ledger unless given (tests)."""
     check_node(node)
     remote = remote_command(tmux, command)
-    pool = SshPool(ssh_options(ledger_path))
+    pool = SshPool(options or ssh_options(ledger_path))
     session = pool.add(node)
     try:
         kind = terminal.term_type
         async with session.terminal(remote, kind, terminal.size()) as process:
             with terminal.raw():
-                ended = await pump(process, terminal)
+                ended = await pump(process, terminal, lambda: not session.connected)
     except SshError as exc:
         return ShellEnd(node.name, False, refused_words(node, exc), health=exc.health)
     finally:

@@ -193,9 +193,11 @@ async def _follow_size(
             loop.remove_signal_handler(signal.SIGWINCH)
 
 
-async def pump(process: asyncssh.SSHClientProcess[bytes], terminal: Terminal) -> Ended:
+async def pump(
+    process: asyncssh.SSHClientProcess[bytes], terminal: Terminal, lost: Callable[[], bool]
+) -> Ended:
     """Keys to the channel, its output to the terminal, sizes as they change, until the
-    remote side ends; returns how it ended."""
+    remote side ends; returns how it ended (lost: whether the connection went)."""
     tasks: list[asyncio.Task[Any]] = [
         asyncio.create_task(_copy_out(process.stdout, terminal.stdout)),
         asyncio.create_task(_copy_out(process.stderr, terminal.stdout)),
@@ -217,5 +219,4 @@ async def pump(process: asyncssh.SSHClientProcess[bytes], terminal: Terminal) ->
     status = process.exit_status
     if status is not None and status < 0:  # asyncssh's -1: it ended by a signal
         status = None
-    lost = status is None and exit_signal is None and process.channel.get_connection().is_closed()
-    return Ended(status, exit_signal, lost)
+    return Ended(status, exit_signal, status is None and exit_signal is None and lost())

@@ -102,7 +102,7 @@ class NodeScreen(Screen[None]):
             "Shell",
             id="node-shell",
             show=False,
-            tooltip="Open a shell on this node (its route, keys and pinned host key)",
+            tooltip="Open a shell on this node, the way zuka polls it",
         ),
         Binding(
             "I",
@@ -110,7 +110,7 @@ class NodeScreen(Screen[None]):
             "tmux",
             id="node-tmux",
             show=False,
-            tooltip="Attach or create a tmux session on this node (default: zuka)",
+            tooltip="Attach or create tmux session zuka (or one named) on the node",
         ),
         Binding("r", "reload", "Reload", id="node-reload", tooltip="Read the ledger again now"),
         _tab("1", 0, "GPUs"),

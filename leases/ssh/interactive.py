@@ -39,10 +39,12 @@ NOT_FOUND = 127
 
 # Written after a session, before the dashboard or the shell prompt comes back: leave the
 # alternate screen, show the cursor, normal cursor keys and keypad, no mouse reporting, no
-# bracketed paste, no scroll region, default colours. Whatever the remote program left on.
+# bracketed paste, no scroll region (the cursor saved around that: resetting the region
+# moves it home, where the next line would overwrite what the session printed last),
+# default colours. Whatever the remote program left on.
 RESET = (
     b"\x1b[?1049l\x1b[?25h\x1b[?1l\x1b>"
-    b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l\x1b[r\x1b[0m"
+    b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l\x1b7\x1b[r\x1b8\x1b[0m"
 )
 
 

@@ -42,7 +42,9 @@ class Tmux:
     """A private tmux server (its own socket) holding one 120x36 window."""
 
     def __init__(self, tmp: Path) -> None:
-        self.socket = f"zuka-cockpit-{os.getpid()}-{tmp.name}"[:60]
+        self.base = f"zuka-cockpit-{os.getpid()}-{tmp.name}"[:60]
+        self.started = 0
+        self.socket = self.base
 
     def tmux(self, *args: str) -> str:
         done = subprocess.run(
@@ -51,6 +53,9 @@ class Tmux:
         return done.stdout
 
     def start(self, command: str, env: dict[str, str]) -> None:
+        # A server of its own for each start: one just killed may still be going away.
+        self.started += 1
+        self.socket = f"{self.base}-{self.started}"
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         self.tmux(
             "new-session", "-d", "-x", "120", "-y", "36", "-s", SESSION,
@@ -164,7 +169,14 @@ def test_zuka_ssh_opens_a_shell_runs_a_command_and_refuses_a_changed_key(
     tmux.type("echo zuka-$((6*7)); tty\r")
     screen = tmux.wait(lambda s: "zuka-42" in s and "/dev/pts/" in s, "the command's output")
     tmux.type("exit 4\r")
-    tmux.wait(lambda s: "zuka-exit=4" in s, "zuka ssh to exit with the shell's status")
+    screen = tmux.wait(lambda s: "zuka-exit=4" in s, "zuka ssh to exit with the shell's status")
+    # The terminal reset after the session leaves what it printed where it was.
+    assert "zuka-42" in screen and screen.index("zuka-42") < screen.index("zuka-exit=4")
+    tmux.close()
+    # One command, on a PTY (stdin is a terminal): its output, its status.
+    tmux.start(_zuka("ssh", "box", "--", "echo one-$((2+3)); tty; exit 7"), env)
+    screen = tmux.wait(lambda s: "zuka-exit=7" in s, "the one command to end")
+    assert "one-5" in screen and "/dev/pts/" in screen and "$ " not in screen
     tmux.close()
 
     _new_host_key(sshd)

@@ -185,7 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("node")
     tmux_help = "attach the tmux session SESSION (default zuka), creating it if none"
     p.add_argument("--tmux", nargs="?", const="zuka", metavar="SESSION", help=tmux_help)
-    p.add_argument("remote", nargs="*", metavar="-- COMMAND", help="run COMMAND instead")
+    remote_help = "run COMMAND instead (quote it as one word when it holds its own --)"
+    p.add_argument("remote", nargs="*", metavar="-- COMMAND", help=remote_help)
 
     lease = sub.add_parser("lease", help="leases: a node's billing terms over time")
     leases = lease.add_subparsers(dest="action", required=True, parser_class=_Parser)

@@ -6,6 +6,7 @@ how the session ended. A browser tab (`zuka web`) cannot be suspended: refused t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from leases.core.errors import InputError
 from leases.core.models import Node
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
-from leases.ssh.interactive import TMUX_DEFAULT, tmux_name
+from leases.ssh.interactive import TMUX_DEFAULT, tmux_name, write_all
 from leases.ssh.interactive_tty import TtyTerminal
 
 WEB_REFUSED = (
@@ -26,14 +27,19 @@ WEB_REFUSED = (
     "hand it over. Run `zuka ssh {node}` on the jump host instead."
 )
 MESSAGE_MAX = 400
+CLEAR = b"\x1b[H\x1b[2J"
 
 
 def _run(ledger_path: Path, node: Node, tmux: str | None) -> ShellEnd | BaseException:
     found: list[ShellEnd | BaseException] = []
 
     def work() -> None:
+        terminal = TtyTerminal()
+        if terminal.term_type is not None:  # the session starts on a clear screen
+            with contextlib.suppress(OSError):
+                write_all(terminal.stdout, CLEAR)
         try:
-            found.append(asyncio.run(open_session(ledger_path, node, TtyTerminal(), tmux=tmux)))
+            found.append(asyncio.run(open_session(ledger_path, node, terminal, tmux=tmux)))
         except BaseException as exc:  # said to the user once the app is back
             found.append(exc)
 

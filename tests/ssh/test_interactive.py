@@ -152,6 +152,9 @@ async def _echo_pty(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> 
         if word == "exit" or not line:
             process.exit(3)
             return
+        if word == "kill":  # the user's shell killed on the node
+            process.exit_with_signal("KILL")
+            return
         if word == "die":
             for conn in list(node.connections):
                 conn.abort()
@@ -283,3 +286,19 @@ async def test_a_simulated_node_gives_a_prompt_runs_commands_and_exits(
 
 def test_reset_leaves_the_alternate_screen_and_shows_the_cursor() -> None:
     assert b"\x1b[?1049l" in RESET and b"\x1b[?25h" in RESET and b"\x1b[?2004l" in RESET
+
+
+async def test_a_session_killed_on_the_node_says_the_signal_and_gives_the_terminal_back(
+    keys: TestKeys, tmp_path: Path, term: FileTerminal
+) -> None:
+    async with FakeNode(keys, handler=_echo_pty) as fake:
+        opts = node_options(keys, tmp_path, [fake])
+        task = asyncio.create_task(
+            open_session(tmp_path / "l.db", fake.as_node("n1"), term, options=opts)
+        )
+        await wait_until(lambda: "term=" in term.shown())
+        term.type("kill\n")
+        end = await asyncio.wait_for(task, 20)
+    assert end == ShellEnd("n1", True, "session ended by signal KILL", None)
+    assert end.exit_code == NO_SESSION
+    assert term.raw_entered == term.raw_left == 1

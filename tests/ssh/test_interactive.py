@@ -302,3 +302,20 @@ async def test_a_session_killed_on_the_node_says_the_signal_and_gives_the_termin
     assert end == ShellEnd("n1", True, "session ended by signal KILL", None)
     assert end.exit_code == NO_SESSION
     assert term.raw_entered == term.raw_left == 1
+
+
+async def test_the_session_goes_through_the_jump_host_polling_uses(
+    keys: TestKeys, tmp_path: Path, term: FileTerminal
+) -> None:
+    async with FakeNode(keys, handler=_echo_pty) as fake, FakeNode(keys, forwarding=True) as jump:
+        config = tmp_path / "ssh_config"
+        config.write_text(f"Host *\n  ProxyJump ops@127.0.0.1:{jump.port}\n")
+        opts = node_options(keys, tmp_path, [fake, jump], config=[config])
+        task = asyncio.create_task(
+            open_session(tmp_path / "l.db", fake.as_node("n1"), term, options=opts)
+        )
+        await wait_until(lambda: "term=xterm-256color" in term.shown())
+        term.type("exit\n")
+        end = await asyncio.wait_for(task, 20)
+    assert end.opened and end.status == 3
+    assert jump.tunnels == [("127.0.0.1", fake.port)]  # the node reached through the jump host

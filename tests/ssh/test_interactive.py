@@ -319,3 +319,19 @@ async def test_the_session_goes_through_the_jump_host_polling_uses(
         end = await asyncio.wait_for(task, 20)
     assert end.opened and end.status == 3
     assert jump.tunnels == [("127.0.0.1", fake.port)]  # the node reached through the jump host
+
+
+async def test_in_a_thread_of_its_own_as_the_dashboard_runs_it_sizes_are_followed(
+    keys: TestKeys, tmp_path: Path, term: FileTerminal
+) -> None:
+    """No SIGWINCH handler can be set off the main thread: the size is looked at instead."""
+    async with FakeNode(keys, handler=_echo_pty) as fake:
+        opts = node_options(keys, tmp_path, [fake])
+        session = open_session(tmp_path / "l.db", fake.as_node("n1"), term, options=opts)
+        task = asyncio.create_task(asyncio.to_thread(asyncio.run, session))
+        await wait_until(lambda: "term=xterm-256color 120x36" in term.shown())
+        term.cols_rows = (80, 24)
+        await wait_until(lambda: "resized 80x24" in term.shown(), what="the new size sent")
+        term.type("exit\n")
+        end = await asyncio.wait_for(task, 20)
+    assert end.opened and end.status == 3

@@ -23,6 +23,7 @@ import asyncssh
 from leases.core.models import SshTarget
 from leases.sim.commands import answer, loop_interval
 from leases.sim.gpu import Scenario, SimNode, utcnow
+from leases.sim.pty import pty_shell, tmux_stand_in
 from leases.sim.traps import Trap
 
 Clock = Callable[[], datetime]
@@ -253,7 +254,10 @@ class SimFleet:
     async def _serve(self, ep: SimEndpoint, process: asyncssh.SSHServerProcess[str]) -> None:
         status: int | None = 0
         try:
-            if process.command in _SHELLS:
+            tmux = tmux_stand_in(process.command or "")
+            if process.get_terminal_type() is not None and (process.command is None or tmux):
+                status = await pty_shell(ep.node, process, self.clock, tmux=tmux)
+            elif process.command in _SHELLS:
                 status = await self._shell(ep, process)
             else:
                 status = await self._run(ep, process, process.command)

@@ -193,6 +193,29 @@ class NodeSession:
             finally:
                 await self._close_process(process)
 
+    @contextlib.asynccontextmanager
+    async def terminal(
+        self, cmd: str | None, term_type: str | None, term_size: tuple[int, int] | None
+    ) -> AsyncIterator[asyncssh.SSHClientProcess[bytes]]:
+        """An interactive channel on the node's connection (leases.ssh.interactive): its
+        login shell (cmd None) or cmd, with a PTY of term_type and (columns, rows) unless
+        term_type is None; bytes both ways. Closed on leaving. Raises SshError."""
+        link = await self._connection()
+        async with link.channels:
+            try:
+                process = await link.conn.create_process(
+                    cmd,
+                    term_type=term_type,
+                    term_size=term_size if term_type is not None else None,
+                    encoding=None,
+                )
+            except (asyncssh.Error, OSError) as exc:
+                raise self._dropped(link, exc) from exc
+            try:
+                yield process
+            finally:
+                await self._close_process(process)
+
     def _too_large(self, cmd: str, reason: str) -> OutputTooLarge:
         self._set(NodeHealth.GARBAGE, f"{cmd.split(' ', 1)[0]!r} printed {reason}: stopped")
         return OutputTooLarge(self.name, NodeHealth.GARBAGE, self.last_error)

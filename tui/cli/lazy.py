@@ -226,3 +226,9 @@ def lease_refunds(args: argparse.Namespace, out: TextIO) -> int:
     from tui.cli import deposits
 
     return deposits.lease_refunds(args, out)
+
+
+def ssh(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import ssh
+
+    return ssh.ssh(args, out)

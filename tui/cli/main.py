@@ -28,7 +28,7 @@ ACCEPTABLE = ("provider", "node", "lease", "resource", "stop",
 
 Handler = Callable[[argparse.Namespace, TextIO], int]
 # Commands that run and log rather than print a result: --json would be ignored.
-NO_JSON = frozenset({"sim", "collect", "web"})
+NO_JSON = frozenset({"sim", "collect", "web", "ssh"})
 
 
 _Parser = Parser
@@ -178,6 +178,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd(nodes, "trust", lazy.node_trust, "check and accept a node's SSH host key")
     p.add_argument("name")
     p.add_argument("--fingerprint", metavar="SHA256:...", help="accept only this key (scripts)")
+
+    p = cmd(sub, "ssh", lazy.ssh, "open a shell (or tmux) on a node, the way zuka polls it")
+    p.add_argument("node")
+    tmux_help = "attach the tmux session SESSION (default zuka), creating it if none"
+    p.add_argument("--tmux", nargs="?", const="zuka", metavar="SESSION", help=tmux_help)
+    remote_help = "run COMMAND instead (quote it as one word when it holds its own --)"
+    p.add_argument("remote", nargs="*", metavar="-- COMMAND", help=remote_help)
 
     lease = sub.add_parser("lease", help="leases: a node's billing terms over time")
     leases = lease.add_subparsers(dest="action", required=True, parser_class=_Parser)

@@ -98,6 +98,11 @@ class FleetScreen(Screen[None]):
            show=False),
         _b("t", "trust", "Trust key", "trust",
            "Check and accept the selected node's new SSH host key", show=False),
+        _b("i", "shell", "Shell", "shell",
+           "Open a shell on the selected node, the way zuka polls it",
+           show=False),
+        _b("I", "tmux", "tmux", "tmux",
+           "Attach or create tmux session zuka (or one named) on the node", show=False),
         _b("r", "reload", "Reload", "reload", "Re-read nodes, leases and the month's cost"),
         _b("dollar_sign", "accounts", "Accounts", "accounts",
            "Balances, deposits, invoicing, the last bill and offers of this month", show=False),
@@ -495,6 +500,20 @@ class FleetScreen(Screen[None]):
             )
             return
         self.zuka.trust_node(name)
+
+    def action_shell(self) -> None:
+        name = self._node()
+        if name is not None:
+            from tui.dashboard.cockpit import shell_on
+
+            shell_on(self.app, self.zuka.ledger, name, ask_tmux=False)
+
+    def action_tmux(self) -> None:
+        name = self._node()
+        if name is not None:
+            from tui.dashboard.cockpit import shell_on
+
+            shell_on(self.app, self.zuka.ledger, name, ask_tmux=True)
 
     def action_accounts(self) -> None:
         self.app.push_screen(lazy.accounts_screen())

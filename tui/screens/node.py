@@ -96,6 +96,22 @@ class NodeScreen(Screen[None]):
         _range(Span.DAY, "24 h"),
         _range(Span.WEEK, "7 d"),
         _range(Span.LEASE, "Lease"),
+        Binding(
+            "i",
+            "shell",
+            "Shell",
+            id="node-shell",
+            show=False,
+            tooltip="Open a shell on this node, the way zuka polls it",
+        ),
+        Binding(
+            "I",
+            "tmux",
+            "tmux",
+            id="node-tmux",
+            show=False,
+            tooltip="Attach or create tmux session zuka (or one named) on the node",
+        ),
         Binding("r", "reload", "Reload", id="node-reload", tooltip="Read the ledger again now"),
         _tab("1", 0, "GPUs"),
         _tab("2", 1, "History"),
@@ -348,6 +364,16 @@ class NodeScreen(Screen[None]):
         self.action_tab(TABS[1])
         self._show_charts()  # the range marker at once; the new series when read
         self.read_ledger()
+
+    def action_shell(self) -> None:
+        from tui.dashboard.cockpit import shell_on
+
+        shell_on(self.app, self.zuka.ledger, self.node_name, ask_tmux=False)
+
+    def action_tmux(self) -> None:
+        from tui.dashboard.cockpit import shell_on
+
+        shell_on(self.app, self.zuka.ledger, self.node_name, ask_tmux=True)
 
     def action_reload(self) -> None:
         self.read_ledger()

@@ -1,0 +1,138 @@
+"""The start time and command line of each GPU process, read from /proc in the same round
+trip as nvidia-smi's process list and ps (leases.telemetry.owners).
+
+Why /proc and not ps: `ps -o lstart` is locale- and time-zone-dependent and has a
+resolution of a second, `etimes` moves with every reading. Field 22 of /proc/PID/stat
+(starttime, in clock ticks since boot) with the boot id never changes while the process
+lives, and a reused pid gets a later one: that pair is the stable token the stop checks
+again before each signal (leases.telemetry.procstop reads it the same way, with the same
+shell words, so that the two agree byte for byte). The command line is /proc/PID/cmdline
+with NULs and line breaks turned into spaces and "?", cut at MAX_CMDLINE bytes, exactly
+as the stop reads it again.
+
+Only the pids nvidia-smi named are read: the shell loop takes them from nvidia-smi's own
+output (kept in a variable, so nvidia-smi runs once), each checked to be ASCII digits
+before it reaches a path. Everything printed is hostile: lines and lengths are bounded,
+numbers are ASCII digits, the boot id a UUID. Pure.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import re
+from dataclasses import dataclass
+
+# The command line as read: bytes at most (head -c), and what a row keeps of it.
+MAX_CMDLINE = 2048
+# Lines of the /proc section read at most (nvidia-smi lists a few hundred processes).
+MAX_PROC_LINES = 4096
+PROCS_MARK = "@zuka-procs"
+
+# The shell words that read one pid's start ticks into $1 and its command line into $c;
+# shared with the stop (leases.telemetry.procstop) so both read the same way. $p must be
+# ASCII digits (checked before).
+READ_STAT = (
+    "t=$(cat /proc/$p/stat 2>/dev/null) && t=${t##*\\)} && set -- $t && [ $# -ge 20 ] && shift 19"
+)
+READ_CMDLINE = (
+    "c=$(tr '\\000\\n\\r' '  ?' < /proc/$p/cmdline 2>/dev/null | head -c " + str(MAX_CMDLINE) + ")"
+)
+BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
+
+# After the ps part: the boot id, the uptime and the clock tick, then one line per GPU pid
+# the login can read: "@p PID TICKS CMDLINE". `a` holds nvidia-smi's output.
+PROCS_COMMAND = (
+    f"echo {PROCS_MARK}; echo boot $(cat {BOOT_ID_FILE} 2>/dev/null);"
+    " echo up $(cut -d' ' -f1 /proc/uptime 2>/dev/null); echo hz $(getconf CLK_TCK 2>/dev/null);"
+    f" printf '%s\\n' \"$a\" | head -n {MAX_PROC_LINES} | while IFS=', ' read -r u p r; do"
+    " case $p in ''|*[!0-9]*) continue ;; esac;"
+    f' if {READ_STAT}; then {READ_CMDLINE}; printf \'@p %s %s %s\\n\' "$p" "$1" "$c"; fi;'
+    " done"
+)
+
+_BOOT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_UPTIME = re.compile(r"([0-9]{1,12})(?:\.[0-9]{1,3})?")
+_HZ = re.compile(r"[0-9]{1,6}")
+_TICKS = re.compile(r"[0-9]{1,20}")
+_PID = re.compile(r"[0-9]{1,10}")
+# Most Linux kernels count USER_HZ = 100 ticks a second; used when getconf is missing.
+DEFAULT_HZ = 100
+
+
+@dataclass(frozen=True)
+class ProcInfo:
+    """One GPU process as /proc showed it."""
+
+    start: str  # "BOOT_ID:TICKS"
+    elapsed_s: int | None
+    cmdline: str
+
+
+@dataclass(frozen=True)
+class ProcSection:
+    """The /proc section: by pid; `read` False when the node printed no section at all."""
+
+    by_pid: dict[int, ProcInfo]
+    read: bool = True
+
+
+def split_procs(text: str) -> tuple[str, str | None]:
+    """(the ps part, the /proc part or None) around the last PROCS_MARK line."""
+    at = text.rfind(f"\n{PROCS_MARK}\n")
+    if at >= 0:
+        return text[: at + 1], text[at + len(PROCS_MARK) + 2 :]
+    if text.startswith(f"{PROCS_MARK}\n"):
+        return "", text[len(PROCS_MARK) + 1 :]
+    return text, None
+
+
+def start_token(boot_id: str, ticks: int) -> str:
+    return f"{boot_id}:{ticks}"
+
+
+def parse_procs(text: str | None) -> ProcSection:
+    """The /proc section of the owner query (see PROCS_COMMAND); never raises.
+
+    A line that does not parse is skipped; without a boot id no start is known (a pid
+    is only comparable within one boot), so nothing is kept.
+    """
+    if text is None:
+        return ProcSection({}, read=False)
+    boot: str | None = None
+    up: int | None = None
+    hz = DEFAULT_HZ
+    by_pid: dict[int, ProcInfo] = {}
+    for raw in itertools.islice(io.StringIO(text), MAX_PROC_LINES + 3):
+        line = raw.rstrip("\n").removesuffix("\r")
+        key, _, rest = line.partition(" ")
+        if key == "boot" and _BOOT.fullmatch(rest.strip()):
+            boot = rest.strip()
+        elif key == "up" and (m := _UPTIME.fullmatch(rest.strip())):
+            up = int(m.group(1))
+        elif key == "hz" and _HZ.fullmatch(rest.strip()) and int(rest.strip()) > 0:
+            hz = int(rest.strip())
+        elif key == "@p" and boot is not None:
+            pid_s, _, rest = rest.partition(" ")
+            ticks_s, _, cmdline = rest.partition(" ")
+            if not (_PID.fullmatch(pid_s) and _TICKS.fullmatch(ticks_s)):
+                continue
+            ticks = int(ticks_s)
+            elapsed = max(up - ticks // hz, 0) if up is not None else None
+            by_pid[int(pid_s)] = ProcInfo(start_token(boot, ticks), elapsed, cmdline[:MAX_CMDLINE])
+    return ProcSection(by_pid)
+
+
+__all__ = [
+    "BOOT_ID_FILE",
+    "MAX_CMDLINE",
+    "PROCS_COMMAND",
+    "PROCS_MARK",
+    "READ_CMDLINE",
+    "READ_STAT",
+    "ProcInfo",
+    "ProcSection",
+    "parse_procs",
+    "split_procs",
+    "start_token",
+]

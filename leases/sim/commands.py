@@ -23,6 +23,7 @@ from leases.sim.gpu import (
 from leases.sim.hostcmds import answer_host, file_text, grep, hami_env, head
 from leases.sim.offboard import answer_script
 from leases.sim.output import NA, NOT_SUPPORTED, OK, Answer
+from leases.sim.procs import SYSTEM_PROCESSES, answer_procs
 from leases.sim.smiq import EXTRA_FIELDS, smi_extra
 from leases.sim.tools import answer_tool
 from leases.sim.topo import topo_matrix
@@ -441,8 +442,6 @@ def _uptime(node: SimNode, now: datetime) -> Answer:
     return Answer(line, "", 0)
 
 
-# What runs on every simulated node besides the GPU jobs: (pid, uid).
-_SYSTEM_PROCESSES = ((1, 0), (412, 0), (873, 0), (1290, SIM_USERS[0].uid))
 _PS_COLUMNS = frozenset({"pid", "uid", "user", "euid", "euser"})
 
 
@@ -473,7 +472,7 @@ def _ps(node: SimNode, args: list[str], now: datetime) -> Answer:
     if not every or not columns:
         return Answer("", "error: the simulator's ps needs -e and -o\n", 1)
     users = {u.uid: u for u in SIM_USERS}
-    table = list(_SYSTEM_PROCESSES)
+    table = list(SYSTEM_PROCESSES)
     for r in readings(node, now):
         table += [(pid, gpu_user(node, r.gpu.index).uid) for pid, _, _ in r.processes]
     lines = []
@@ -533,6 +532,8 @@ def answer(node: SimNode, command: str, now: datetime, last_status: int = 0) -> 
 
     last_status is $? before the first of them (a shell carries it from line to line).
     The offboarding's scripts are answered by leases.sim.offboard."""
+    if (procs := answer_procs(node, command, now)) is not None:
+        return procs
     if "\n" in command:
         script = answer_script(node, command)
         if script is not None:

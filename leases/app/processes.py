@@ -57,6 +57,37 @@ class ProcessRow:
     process: GpuProcess  # as read: what a stop is checked against
 
 
+def elapsed_words(seconds: int | None) -> str:
+    """ "3d04h", "2h05m", "4m07s", "?" when unknown: short enough for a narrow column."""
+    if seconds is None:
+        return "?"
+    days, rest = divmod(max(seconds, 0), 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours:02d}h"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s"
+
+
+def row_json(row: ProcessRow) -> dict[str, object]:
+    """A row for `zuka ps --json`: exact values (JSON escapes controls itself)."""
+    p = row.process
+    return {
+        "node": row.node,
+        "gpu": row.gpu,
+        "pid": row.pid,
+        "user": row.user,
+        "memory_mib": row.used_mib,
+        "gpu_share_pct": None if row.share_pct is None else round(row.share_pct, 1),
+        "elapsed_s": row.elapsed_s,
+        "command": p.cmdline if p.cmdline is not None else p.process_name,
+        "start": p.start,
+        "visible": row.visible,
+    }
+
+
 def gpu_share(util: float | None, used: float | None, on_gpu: Sequence[GpuProcess]) -> float | None:
     """The GPU's utilisation attributed to one of its processes, in percent.
 
@@ -351,10 +382,12 @@ __all__ = [
     "Runner",
     "Stopped",
     "check_confirmation",
+    "elapsed_words",
     "filter_rows",
     "find_row",
     "gpu_share",
     "read_rows",
+    "row_json",
     "rows_of",
     "runner_for",
     "sort_rows",

@@ -226,3 +226,15 @@ def lease_refunds(args: argparse.Namespace, out: TextIO) -> int:
     from tui.cli import deposits
 
     return deposits.lease_refunds(args, out)
+
+
+def ps(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import processes
+
+    return processes.ps(args, out)
+
+
+def kill(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import processes
+
+    return processes.kill(args, out)

@@ -1,0 +1,205 @@
+"""The GPU processes' start, command line and visibility read in the owner round trip
+(hostile output included), and stopping one (leases.app.processes) with the simulated node
+as the runner: confirmation, reuse, a process that traps SIGTERM, permission denied."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from leases.app import processes
+from leases.app.processes import Outcome, stop_process
+from leases.core.errors import InputError
+from leases.core.models import GpuProcess, NodeStatus
+from leases.ledger import records
+from leases.ledger.store import Ledger
+from leases.sim.commands import answer
+from leases.sim.gpu import SimNode
+from leases.ssh.stream import CommandResult
+from leases.telemetry.owners import APPS_OWNERS_COMMAND, OWNERS_MARK, parse_apps_owners
+from leases.telemetry.procinfo import PROCS_MARK, parse_procs
+from leases.telemetry.procstop import check_pid, stop_command
+
+NOW = datetime(2026, 12, 2, 13, 30, tzinfo=UTC)
+BOOT = "096f545b-8e67-4809-af91-f2a8e5a8b94f"
+
+
+def _out(procs: str) -> str:
+    return (
+        "GPU-a, 4242, python, 500\nGPU-a, 77, python, 100\nGPU-b, 3145000, , 900\n"
+        f"{OWNERS_MARK} 0\n   4242  1001 alice\n     77     0 root\n{PROCS_MARK}\n{procs}"
+    )
+
+
+def test_start_cmdline_and_visibility_read() -> None:
+    text = _out(f"boot {BOOT}\nup 5000.12\nhz 100\n@p 4242 300000 python train.py --lr 3e-4 \n")
+    procs = {p.pid: p for p in parse_apps_owners(text, "n1").processes or ()}
+    assert procs[4242].start == f"{BOOT}:300000"
+    assert procs[4242].elapsed_s == 2000
+    assert procs[4242].cmdline == "python train.py --lr 3e-4 "
+    assert procs[4242].owner == "alice" and procs[4242].visible
+    # Listed by ps but not readable in /proc: not visible, nothing to check a stop against.
+    assert not procs[77].visible and procs[77].start is None
+    # nvidia-smi could not name it (another pid namespace): not visible.
+    assert not procs[3145000].visible
+
+
+def test_hostile_proc_section() -> None:
+    hostile = (
+        "boot not-a-uuid\n@p 4242 1 before the boot line is known\n"
+        f"boot {BOOT}\nup 12x\nhz 0\n"
+        "@p 4242 ١٢٣ arabic digits\n@p -5 10 negative\n@p 99999999999 1 long\n"
+        "@p 4242 123 \x1b]0;owned\x07" + "A" * 5000 + "\n"
+    )
+    section = parse_procs(hostile)
+    assert set(section.by_pid) == {4242}
+    info = section.by_pid[4242]
+    assert info.start == f"{BOOT}:123" and info.elapsed_s is None
+    assert len(info.cmdline) == 2048  # bounded
+    # Shown safely: the escape is a visible stand-in, never obeyed.
+    row = processes.rows_of([NodeStatus("n1", processes=(GpuProcess("n1", "GPU-a", 4242,
+                            "python", 1.0, "alice", info.start, None, info.cmdline),))])[0]  # fmt: skip
+    assert "\x1b" not in row.command and "\x07" not in row.command
+
+
+def test_old_output_without_proc_section_still_reads() -> None:
+    text = f"GPU-a, 4242, python, 500\n{OWNERS_MARK} 0\n   4242  1001 alice\n"
+    (p,) = parse_apps_owners(text, "n1").processes or ()
+    assert p.owner == "alice" and p.visible and p.start is None
+
+
+def test_stop_snippet_refuses_bad_values() -> None:
+    for pid in (1, 0, -1, -4242, 1 << 23):
+        with pytest.raises(InputError):
+            check_pid(pid)
+    with pytest.raises(InputError):
+        stop_command(4242, "x:1", "python", "TERM")
+    with pytest.raises(InputError):
+        stop_command(4242, f"{BOOT}:1", "python\nrm -rf /", "TERM")
+    with pytest.raises(InputError):
+        stop_command(4242, f"{BOOT}:1", "python", "HUP")
+    cmd = stop_command(4242, f"{BOOT}:1", "python '$(reboot)'; x", "TERM")
+    assert "wc='python '\"'\"'$(reboot)'\"'\"'; x'" in cmd  # single-quoted, never expanded
+
+
+class SimRunner:
+    def __init__(self, node: SimNode) -> None:
+        self.node = node
+        self.commands: list[str] = []
+
+    async def run(self, cmd: str, timeout: float | None = None) -> CommandResult:
+        self.commands.append(cmd)
+        out, err, status = answer(self.node, cmd, NOW)
+        return CommandResult(status, out, err)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+    async def sleep(self, s: float) -> None:
+        self.t += max(s, 0.01)
+
+
+def _setup(tmp_path: Path, seed: int) -> tuple[Ledger, SimNode, list[GpuProcess]]:
+    ledger = Ledger.open(tmp_path / "l.db")
+    node = SimNode(f"sim-{seed}", "A800", count=2, seed=seed)
+    ledger.add_node(records.node_from({"name": node.name, "ssh_host": "10.0.0.1"}))
+    out = answer(node, APPS_OWNERS_COMMAND, NOW).stdout
+    return ledger, node, list(parse_apps_owners(out, node.name).processes or ())
+
+
+async def _stop(
+    ledger: Ledger, node: SimNode, p: GpuProcess, typed: str | None = None
+) -> tuple[processes.Stopped, SimRunner]:
+    runner, clock = SimRunner(node), Clock()
+    stopped = await stop_process(
+        node.name, p.pid, p.start, p.cmdline, str(p.pid) if typed is None else typed,
+        3.0, runner, clock, ledger, user=p.owner, sleep=clock.sleep,
+    )  # fmt: skip
+    return stopped, runner
+
+
+def _audit(ledger: Ledger) -> list[str]:
+    return [f"{e.action} {e.after['outcome']}" for e in ledger.history() if e.entity == "process"]
+
+
+async def test_stop_term_audited_and_gone(tmp_path: Path) -> None:
+    ledger, node, procs = _setup(tmp_path, 0)  # alice's
+    stopped, _ = await _stop(ledger, node, procs[0])
+    assert stopped.outcome is Outcome.STOPPED
+    assert _audit(ledger) == ["process.term SIGTERM sent", "process.gone ended after SIGTERM"]
+    after = parse_apps_owners(answer(node, APPS_OWNERS_COMMAND, NOW).stdout, node.name)
+    assert procs[0].pid not in {p.pid for p in after.processes or ()}
+    entry = ledger.history()[-1]
+    assert entry.after is not None and entry.after["cmdline"] == procs[0].cmdline
+    assert entry.after["user"] == "alice" and entry.actor
+
+
+async def test_wrong_confirmation_refused_nothing_sent(tmp_path: Path) -> None:
+    ledger, node, procs = _setup(tmp_path, 0)
+    for typed in ("", "sim-0", str(procs[0].pid + 1), " "):
+        with pytest.raises(InputError, match="type the process's pid"):
+            await _stop(ledger, node, procs[0], typed)
+    assert not node.killed and _audit(ledger) == []
+
+
+async def test_term_trapped_then_killed(tmp_path: Path) -> None:
+    ledger, node, procs = _setup(tmp_path, 1)  # bob traps SIGTERM
+    bob = next(p for p in procs if p.owner == "bob")
+    stopped, runner = await _stop(ledger, node, bob)
+    assert stopped.outcome is Outcome.KILLED
+    assert _audit(ledger)[0] == "process.term SIGTERM sent"
+    assert "process.kill SIGKILL sent" in _audit(ledger)
+    assert any("kill -s KILL" in c for c in runner.commands)
+
+
+async def test_permission_denied(tmp_path: Path) -> None:
+    ledger, node, procs = _setup(tmp_path, 2)  # carol's: EPERM
+    stopped, _ = await _stop(ledger, node, procs[0])
+    assert stopped.outcome is Outcome.DENIED and not stopped.ok
+    assert _audit(ledger)[0].startswith("process.refused permission denied")
+
+
+async def test_reused_pid_refused(tmp_path: Path) -> None:
+    ledger, node, procs = _setup(tmp_path, 0)
+    other = GpuProcess(**{**procs[0].__dict__, "cmdline": "python other.py "})
+    stopped, runner = await _stop(ledger, node, other)
+    assert stopped.outcome is Outcome.REUSED and not node.killed
+    assert len(runner.commands) == 1
+    assert _audit(ledger)[0].startswith("process.refused the pid is another process")
+
+
+async def test_not_visible_refused_without_a_command(tmp_path: Path) -> None:
+    ledger, node, procs = _setup(tmp_path, 0)
+    runner, clock = SimRunner(node), Clock()
+    p = procs[0]
+    stopped = await stop_process(node.name, p.pid, p.start, p.cmdline, str(p.pid), 1.0, runner,
+                                 clock, ledger, visible_to_login=False)  # fmt: skip
+    assert stopped.outcome is Outcome.NOT_VISIBLE and runner.commands == []
+    assert "inside the container" in stopped.words
+
+
+def test_share_filter_sort() -> None:
+    from leases.core.models import GpuSample
+
+    s = NodeStatus(
+        "n1",
+        samples=(GpuSample("n1", NOW, 0, uuid="GPU-a", util_gpu=90.0),),
+        processes=(
+            GpuProcess("n1", "GPU-a", 10, "python", 300.0, "alice", cmdline="python a.py "),
+            GpuProcess("n1", "GPU-a", 11, "python", 600.0, "bob", cmdline="torchrun b.py "),
+        ),
+    )
+    rows = processes.rows_of([s])
+    assert [round(r.share_pct or 0) for r in rows] == [30, 60]
+    assert [r.pid for r in processes.filter_rows(rows, "user:bo")] == [11]
+    assert [r.pid for r in processes.filter_rows(rows, "cmd:A.PY")] == [10]
+    assert [r.pid for r in processes.sort_rows(rows, "memory")] == [11, 10]
+    with pytest.raises(InputError):
+        processes.sort_rows(rows, "nope")

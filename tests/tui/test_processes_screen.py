@@ -49,7 +49,7 @@ def _status(node: SimNode) -> NodeStatus:
             uuid=r.gpu.uuid,
             util_gpu=float(r.util_gpu),
             mem_used_mib=float(r.mem_used_mib),
-        )  # fmt: skip
+        )
         for r in readings(node, NOW)
     )
     procs = parse_apps_owners(answer(node, APPS_OWNERS_COMMAND, NOW).stdout, node.name)

@@ -57,6 +57,7 @@ class ProcessesScreen(Screen[None]):
     #processes-filter { display: none; }
     #processes-filter.shown { display: block; }
     #processes-said { padding: 0 1; height: auto; }
+    #processes-detail { padding: 0 1; height: auto; max-height: 4; background: $boost; }
     """
 
     def __init__(
@@ -84,6 +85,7 @@ class ProcessesScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static("", id="processes-title", markup=False)
         yield DataTable(id="processes", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="processes-detail", markup=False)
         yield Input(placeholder="user:NAME node:NAME cmd:TEXT or text", id="processes-filter")
         yield Static("", id="processes-said", markup=False)
         yield Footer()
@@ -123,6 +125,11 @@ class ProcessesScreen(Screen[None]):
         title = view.summary(len(self.shown), len(self.all_rows), self.sort, self.filter_text)
         self.query_one("#processes-title", Static).update(title)
         self.query_one("#processes-said", Static).update(self.said)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        row = self.selected()
+        detail = "" if row is None else view.describe(row)
+        self.query_one("#processes-detail", Static).update(plain(detail, wrap=True))
 
     def selected(self) -> ProcessRow | None:
         if not self.shown:

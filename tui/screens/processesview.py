@@ -57,9 +57,11 @@ def row_key(row: ProcessRow) -> str:
 
 
 def describe(row: ProcessRow) -> str:
-    """The row as the stop's confirmation names it (safe to show)."""
+    """The row as the stop's confirmation and the line under the table name it, with the
+    whole command line (safe to show; the row keeps SHOWN_CMDLINE characters of it)."""
     gpu = "?" if row.gpu is None else str(row.gpu)
-    return visible(f"{row.node} GPU {gpu} pid {row.pid} of {row.user}: {row.command}", 300)
+    hidden = "" if row.visible else " (not visible to the login)"
+    return visible(f"{row.node} GPU {gpu} pid {row.pid}{hidden} of {row.user}: {row.command}", 500)
 
 
 def outcome_words(row: ProcessRow, stopped: Stopped) -> str:

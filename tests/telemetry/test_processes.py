@@ -203,3 +203,21 @@ def test_share_filter_sort() -> None:
     assert [r.pid for r in processes.sort_rows(rows, "memory")] == [11, 10]
     with pytest.raises(InputError):
         processes.sort_rows(rows, "nope")
+
+
+def test_persisted_with_the_new_fields_and_old_rows_still_load(tmp_path: Path) -> None:
+    from leases.telemetry.rollups import HistoryStore
+
+    ledger, node, procs = _setup(tmp_path, 0)
+    store = HistoryStore(ledger)
+    store.write_latest([NodeStatus(node.name, checked=NOW, at=NOW, processes=tuple(procs))])
+    (status,) = store.latest_by_id().values()
+    assert list(status.processes) == procs and procs[0].cmdline and procs[0].start
+    # A row written before these fields existed.
+    old = '[{"gpu_uuid": "GPU-a", "pid": 7, "process_name": "python", "used_mib": 1.0,' \
+          ' "owner": "alice"}]'  # fmt: skip
+    with ledger.transaction() as conn:
+        conn.execute("UPDATE node_latest SET processes = ?", [old])
+    (status,) = store.latest_by_id().values()
+    (p,) = status.processes
+    assert p.owner == "alice" and p.start is None and p.cmdline is None and p.visible

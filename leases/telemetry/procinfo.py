@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import io
 import itertools
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 # The command line as read: bytes at most (head -c), and what a row keeps of it.
 MAX_CMDLINE = 2048
@@ -123,6 +125,29 @@ def parse_procs(text: str | None) -> ProcSection:
     return ProcSection(by_pid)
 
 
+def local_info(pid: int, proc: Path = Path("/proc")) -> ProcInfo | None:
+    """A process of this machine read as PROCS_COMMAND reads it on a node (same start
+    token, same command line bytes); None when gone or unreadable."""
+    try:
+        boot = (proc / "sys/kernel/random/boot_id").read_text().strip()
+        stat = (proc / str(pid) / "stat").read_text(errors="replace")
+        raw = (proc / str(pid) / "cmdline").read_bytes()
+        up = (proc / "uptime").read_text().split()[0]
+    except (OSError, IndexError):
+        return None
+    fields = stat.rpartition(")")[2].split()
+    if not _BOOT.fullmatch(boot) or len(fields) < 20 or not _TICKS.fullmatch(fields[19]):
+        return None
+    ticks = int(fields[19])
+    hz = os.sysconf("SC_CLK_TCK") or DEFAULT_HZ
+    uptime = _UPTIME.fullmatch(up)
+    elapsed = max(int(uptime.group(1)) - ticks // hz, 0) if uptime else None
+    cmdline = raw.translate(_TR)[:MAX_CMDLINE].decode("utf-8", "replace")
+    return ProcInfo(start_token(boot, ticks), elapsed, cmdline)
+
+
+_TR = bytes.maketrans(b"\0\n\r", b"  ?")
+
 __all__ = [
     "BOOT_ID_FILE",
     "MAX_CMDLINE",
@@ -132,6 +157,7 @@ __all__ = [
     "READ_STAT",
     "ProcInfo",
     "ProcSection",
+    "local_info",
     "parse_procs",
     "split_procs",
     "start_token",

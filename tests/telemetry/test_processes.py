@@ -221,3 +221,29 @@ def test_persisted_with_the_new_fields_and_old_rows_still_load(tmp_path: Path) -
     (status,) = store.latest_by_id().values()
     (p,) = status.processes
     assert p.owner == "alice" and p.start is None and p.cmdline is None and p.visible
+
+
+async def test_local_process_read_and_stopped_as_a_node_would(tmp_path: Path) -> None:
+    """A local node: /proc read in Python gives the very token and command line the
+    shell snippet checks, so the stop goes through a local shell (and a real SIGTERM)."""
+    import asyncio
+    import time
+
+    from leases.accept.localrun import LocalRunner
+    from leases.telemetry.procinfo import local_info
+
+    child = await asyncio.create_subprocess_exec("sleep", "299")
+    try:
+        info = local_info(child.pid)
+        assert info is not None and info.cmdline == "sleep 299 "
+        ledger = Ledger.open(tmp_path / "l.db")
+        ledger.add_node(records.node_from({"name": "local", "ssh_host": "10.0.0.1"}))
+        stopped = await stop_process("local", child.pid, info.start, info.cmdline,
+                                     str(child.pid), 5.0, LocalRunner(), time.monotonic,
+                                     ledger)  # fmt: skip
+        assert stopped.outcome is Outcome.STOPPED
+        assert await asyncio.wait_for(child.wait(), 5) == -15
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()

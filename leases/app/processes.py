@@ -161,9 +161,9 @@ def sort_rows(rows: Iterable[ProcessRow], by: str) -> list[ProcessRow]:
 
 
 def filter_rows(rows: Iterable[ProcessRow], query: str) -> list[ProcessRow]:
-    """Rows matching every word of query: `user:U`, `node:N`, `cmd:TEXT` (substring,
-    case-insensitive; user and node exact when typed whole, else a prefix), or free
-    text found in the node, user or command."""
+    """Rows matching every word of query, case-insensitive: `user:U` and `node:N` (a
+    prefix), `cmd:TEXT` (anywhere in the command line), or free text found in the node,
+    user, command or pid."""
     words = query.split()
     out = []
     for row in rows:

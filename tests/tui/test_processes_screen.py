@@ -90,8 +90,11 @@ async def test_list_sort_filter(fleet: Path, size: tuple[int, int]) -> None:
         assert any("train.py" in r[-1] for r in rows)
         table = screen.query_one(DataTable)
         assert sum(c.width + 2 for c in table.ordered_columns) <= size[0]
+        table.move_cursor(row=3)
+        chosen = screen.selected()
         await pilot.press("s")  # by user
         assert screen.sort == "user"
+        assert screen.selected() == chosen  # the cursor stays on its process
         assert [r.user for r in screen.shown] == sorted(r.user for r in screen.shown)
         await pilot.press("slash")
         await pilot.press(*"user:bob")

@@ -97,6 +97,7 @@ class ProcessesScreen(Screen[None]):
     def on_mount(self) -> None:
         self.reload()
         self.table.focus()
+        self.set_interval(max(float(getattr(self.app, "refresh_s", 5.0)), 1.0), self.reload)
 
     def on_resize(self) -> None:
         self.redraw()
@@ -107,6 +108,9 @@ class ProcessesScreen(Screen[None]):
         self.redraw()
 
     def redraw(self) -> None:
+        # The cursor stays on its process through a refresh or a re-sort, never on
+        # whichever process comes to stand at its old place.
+        before = self.selected()
         try:
             shown = processes.filter_rows(self.all_rows, self.filter_text)
         except InputError:
@@ -114,7 +118,8 @@ class ProcessesScreen(Screen[None]):
         self.shown = processes.sort_rows(shown, self.sort)
         cols = view.columns(self.size.width or 80)
         table = self.table
-        keep = table.cursor_row
+        keys = [view.row_key(r) for r in self.shown]
+        keep = keys.index(view.row_key(before)) if before and view.row_key(before) in keys else 0
         table.clear(columns=True)
         for col in cols:
             table.add_column(col.heading, width=col.width, key=col.key)

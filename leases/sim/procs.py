@@ -146,12 +146,50 @@ def stop_answer(node: SimNode, command: str, now: datetime) -> Answer | None:
     return Answer(f"{STOP_MARK} sent\n", "", 0)
 
 
+def proc_file(node: SimNode, path: str, now: datetime) -> str | None:
+    """/proc/PID/stat, /proc/PID/cmdline (NUL-separated) of a GPU process, the boot id;
+    None for any other path (or a process that is gone)."""
+    if path == "/proc/sys/kernel/random/boot_id":
+        return boot_id(node) + "\n"
+    match = re.fullmatch(r"/proc/([0-9]{1,10})/(stat|cmdline)", path)
+    found = match and next((p for p in gpu_processes(node, now) if p.pid == int(match[1])), None)
+    if not match or found is None:
+        return None
+    if match[2] == "cmdline":
+        return "\0".join(found.cmdline.split()) + "\0"
+    ticks = (found.started - boot_epoch(node, int(now.timestamp()))) * HZ
+    rest = ["1", str(found.pid), str(found.pid), "0", "-1", "4194560", *["0"] * 8, "20", "0",
+            "1", "0", str(ticks), *["0"] * 30]  # fmt: skip
+    return f"{found.pid} (python) S {' '.join(rest)}\n"
+
+
+_CAT = re.compile(r"cat (/proc/\S+)")
+_KILL = re.compile(r"kill (?:-s )?-?(TERM|KILL|15|9) ([0-9]{1,10})")
+
+
+def signal_answer(node: SimNode, signal: str, pid: int, now: datetime) -> Answer:
+    """`kill -TERM PID` typed by hand: as the stop's signal, without its checks."""
+    found = next((p for p in gpu_processes(node, now) if p.pid == pid), None)
+    if found is None:
+        return Answer("", "sh: 1: kill: No such process\n", 1)
+    if found.user == NOT_PERMITTED:
+        return Answer("", "sh: 1: kill: Operation not permitted\n", 1)
+    if signal in ("KILL", "9") or found.user != TRAPS_TERM:
+        node.killed.add(pid)
+    return Answer("", "", 0)
+
+
 def answer_procs(node: SimNode, command: str, now: datetime) -> Answer | None:
-    """The owner query or a stop snippet; None for any other command."""
+    """The owner query, a stop snippet, `cat /proc/...` of a GPU process or `kill` of
+    one; None for any other command."""
     if command == APPS_OWNERS_COMMAND:
         return owners_answer(node, now)
     if command.startswith("(p="):
         return stop_answer(node, command, now)
+    if (cat := _CAT.fullmatch(command.strip())) and (text := proc_file(node, cat[1], now)):
+        return Answer(text, "", 0)
+    if kill := _KILL.fullmatch(command.strip()):
+        return signal_answer(node, kill[1], int(kill[2]), now)
     return None
 
 
@@ -164,5 +202,7 @@ __all__ = [
     "boot_id",
     "gpu_processes",
     "owners_answer",
+    "proc_file",
+    "signal_answer",
     "stop_answer",
 ]

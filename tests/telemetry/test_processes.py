@@ -16,7 +16,7 @@ from leases.core.models import GpuProcess, NodeStatus
 from leases.ledger import records
 from leases.ledger.store import Ledger
 from leases.sim.commands import answer
-from leases.sim.gpu import SimNode
+from leases.sim.gpu import SimNode, readings
 from leases.ssh.stream import CommandResult
 from leases.telemetry.owners import APPS_OWNERS_COMMAND, OWNERS_MARK, parse_apps_owners
 from leases.telemetry.procinfo import PROCS_MARK, parse_procs
@@ -247,3 +247,33 @@ async def test_local_process_read_and_stopped_as_a_node_would(tmp_path: Path) ->
         if child.returncode is None:
             child.kill()
             await child.wait()
+
+
+def test_sim_proc_files_and_kill_by_hand() -> None:
+    """The simulated node's /proc agrees with what the owner query said, and a `kill`
+    typed by hand ends the process (the GPU's memory and utilisation drop)."""
+    node = SimNode("sim-h", "A800", count=2, seed=0)
+    (p, _) = parse_apps_owners(answer(node, APPS_OWNERS_COMMAND, NOW).stdout, node.name).processes
+    assert p.start is not None and p.cmdline is not None
+    stat = answer(node, f"cat /proc/{p.pid}/stat", NOW).stdout
+    assert stat.rpartition(")")[2].split()[19] == p.start.partition(":")[2]
+    cmdline = answer(node, f"cat /proc/{p.pid}/cmdline", NOW).stdout
+    assert cmdline.replace("\0", " ") == p.cmdline
+    assert answer(node, "cat /proc/sys/kernel/random/boot_id", NOW).stdout.strip() == p.start[:36]
+    gpu = next(r for r in readings(node, NOW) if any(q[0] == p.pid for q in r.processes))
+    assert answer(node, f"kill -TERM {p.pid}", NOW).exit_status == 0
+    after = next(r for r in readings(node, NOW) if r.gpu.index == gpu.gpu.index)
+    assert after.processes == () and after.util_gpu == 0 and after.mem_used_mib < gpu.mem_used_mib
+    assert "No such process" in answer(node, f"kill -9 {p.pid}", NOW).stderr
+
+
+def test_stat_fallback_with_the_proc_section() -> None:
+    """Where ps is missing, stat names the owners; the /proc part reads on as before."""
+    text = (
+        "GPU-a, 4242, python, 500\n"
+        f"{OWNERS_MARK} 0\n/proc/1 0 root\n/proc/4242 2000 UNKNOWN\n{PROCS_MARK}\n"
+        f"boot {BOOT}\nup 100\nhz 100\n@p 4242 5000 python3 /workspace/main.py \n"
+    )
+    (p,) = parse_apps_owners(text, "n1").processes or ()
+    assert p.owner == "uid:2000" and p.elapsed_s == 50 and p.visible
+    assert p.cmdline == "python3 /workspace/main.py "

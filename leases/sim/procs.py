@@ -83,9 +83,7 @@ def owners_answer(node: SimNode, now: datetime) -> Answer:
         for pid, name, used in (*r.processes, *r.foreign)
     ]
     procs = gpu_processes(node, now)
-    table = sorted({*SYSTEM_PROCESSES, *((p.pid, p.uid) for p in procs)})
-    names = {u.uid: u.name or str(u.uid) for u in SIM_USERS}
-    ps = [f"{pid:>7} {uid:>7} {names[uid]}" for pid, uid in table]
+    ps = ps_answer(node, ["-eo", "pid=,uid=,user:32="], now).stdout.splitlines()
     t = int(now.timestamp())
     boot = boot_epoch(node, t)
     lines = [
@@ -179,6 +177,57 @@ def signal_answer(node: SimNode, signal: str, pid: int, now: datetime) -> Answer
     return Answer("", "", 0)
 
 
+_PS_COLUMNS = frozenset({"pid", "uid", "user", "euid", "euser", "etimes", "args"})
+# What the system processes run, for ps's args column.
+_SYSTEM_ARGS = {1: "/sbin/init", 412: "/lib/systemd/systemd-journald", 873: "sshd: /usr/sbin/sshd",
+                1290: "-bash"}  # fmt: skip
+
+
+def ps_answer(node: SimNode, args: list[str], now: datetime) -> Answer:
+    """procps `ps -e -o COLUMNS` (pid, uid, user, etimes, args; `=` headers and
+    `:WIDTH`), the GPU processes with their users, elapsed seconds and command lines."""
+    columns: list[tuple[str, str]] = []
+    every = False
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-e", "-A"):
+            every = True
+        elif arg in ("-o", "-eo"):
+            every = every or arg == "-eo"
+            if i + 1 >= len(args):
+                return Answer("", "error: option requires an argument\n", 1)
+            i += 1
+            for spec in args[i].split(","):
+                name, _, header = spec.partition("=")
+                key = name.partition(":")[0]
+                if key not in _PS_COLUMNS:
+                    said = f'error: unknown user-defined format specifier "{name}"\n'
+                    return Answer("", said, 1)
+                columns.append((key, header if "=" in spec else key.upper()))
+        else:
+            return Answer("", f"error: unsupported option {arg}\n", 1)
+        i += 1
+    if not every or not columns:
+        return Answer("", "error: the simulator's ps needs -e and -o\n", 1)
+    t = int(now.timestamp())
+    boot = boot_epoch(node, t)
+    users = {u.uid: u for u in SIM_USERS}
+    table = {pid: (uid, boot, _SYSTEM_ARGS[pid]) for pid, uid in SYSTEM_PROCESSES}
+    for p in gpu_processes(node, now):
+        table[p.pid] = (p.uid, p.started, p.cmdline.strip())
+    lines = []
+    if any(header for _, header in columns):
+        lines.append(" ".join(f"{header:>7}" for _, header in columns))
+    for pid, (uid, started, text) in sorted(table.items()):
+        name = users[uid].name or str(uid)
+        values = {"pid": str(pid), "uid": str(uid), "euid": str(uid), "user": name,
+                  "euser": name, "etimes": str(t - started),
+                  "args": text}  # fmt: skip
+        lines.append(" ".join(f"{values[key]:>7}" for key, _ in columns).rstrip())
+    return Answer("".join(line + "\n" for line in lines), "", 0)
+
+
 def answer_procs(node: SimNode, command: str, now: datetime) -> Answer | None:
     """The owner query, a stop snippet, `cat /proc/...` of a GPU process or `kill` of
     one; None for any other command."""
@@ -203,6 +252,7 @@ __all__ = [
     "gpu_processes",
     "owners_answer",
     "proc_file",
+    "ps_answer",
     "signal_answer",
     "stop_answer",
 ]

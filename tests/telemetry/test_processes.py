@@ -277,3 +277,10 @@ def test_stat_fallback_with_the_proc_section() -> None:
     (p,) = parse_apps_owners(text, "n1").processes or ()
     assert p.owner == "uid:2000" and p.elapsed_s == 50 and p.visible
     assert p.cmdline == "python3 /workspace/main.py "
+
+
+def test_sim_ps_new_columns() -> None:
+    node = SimNode("sim-p", "A800", count=2, seed=1)
+    out = answer(node, "ps -eo pid=,user:32=,etimes=,args=", NOW).stdout
+    assert "bob" in out and "torchrun --nproc_per_node=8" in out and "/sbin/init" in out
+    assert answer(node, "ps -eo pid=,lstart=", NOW).exit_status == 1  # not simulated: said

@@ -140,3 +140,9 @@ async def test_stop_confirmed_and_wrong_confirmation(fleet: Path) -> None:
         assert app.ledger is not None
         done = [e for e in app.ledger.history() if e.entity == "process"]
         assert [e.action for e in done] == ["process.term", "process.gone"]
+        # Reopened before the poller reads the processes again: still gone.
+        await pilot.press("escape")
+        await wait_until(lambda: not isinstance(app.screen, ProcessesScreen), what="the fleet")
+        again = await _open(app, pilot)
+        assert row.pid not in {r.pid for r in again.shown if r.node == row.node}
+        assert any(r.node == row.node for r in again.shown)  # its other GPU's process

@@ -31,6 +31,12 @@ GRACE_S = 10.0
 
 
 class ProcessesScreen(Screen[None]):
+    # Processes stopped from this screen (node, pid, start): hidden until the poller's next
+    # process reading (every few polls) no longer lists them, even if the screen is
+    # reopened before. The start makes each key one process: a reused pid is not hidden.
+    gone: ClassVar[dict[tuple[str, int, str | None], None]] = {}
+    MAX_GONE = 256
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,P", "back", "Back", id="processes-back", tooltip="Back to the fleet"),
         Binding("s", "sort", "Sort", id="processes-sort", tooltip="Sort by the next column"),
@@ -79,7 +85,6 @@ class ProcessesScreen(Screen[None]):
         self.filter_text = ""
         self.all_rows: list[ProcessRow] = []
         self.shown: list[ProcessRow] = []
-        self.gone: set[tuple[str, int, str | None]] = set()  # stopped here: hidden
         self.said = ""
 
     def compose(self) -> ComposeResult:
@@ -218,7 +223,10 @@ class ProcessesScreen(Screen[None]):
 
     def _done(self, row: ProcessRow, stopped: Stopped) -> None:
         if stopped.ok:
-            self.gone.add((row.node, row.pid, row.process.start))
+            gone = ProcessesScreen.gone
+            gone[(row.node, row.pid, row.process.start)] = None
+            while len(gone) > self.MAX_GONE:
+                del gone[next(iter(gone))]
         self._say(view.outcome_words(row, stopped), error=not stopped.ok)
         self.reload()
 

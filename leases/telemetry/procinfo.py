@@ -34,8 +34,12 @@ PROCS_MARK = "@zuka-procs"
 # The shell words that read one pid's start ticks into $1 and its command line into $c;
 # shared with the stop (leases.telemetry.procstop) so both read the same way. $p must be
 # ASCII digits (checked before).
+# stat is read with the shell's own `read` (no process forked per pid): a command name
+# holding a line break then leaves fewer than 20 fields, and the pid reads as unreadable,
+# never as another process's.
 READ_STAT = (
-    "t=$(cat /proc/$p/stat 2>/dev/null) && t=${t##*\\)} && set -- $t && [ $# -ge 20 ] && shift 19"
+    "{ read -r t < /proc/$p/stat; } 2>/dev/null && t=${t##*\\)} && set -- $t"
+    " && [ $# -ge 20 ] && shift 19"
 )
 READ_CMDLINE = (
     "c=$(tr '\\000\\n\\r' '  ?' < /proc/$p/cmdline 2>/dev/null | head -c " + str(MAX_CMDLINE) + ")"

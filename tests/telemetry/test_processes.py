@@ -284,3 +284,36 @@ def test_sim_ps_new_columns() -> None:
     out = answer(node, "ps -eo pid=,user:32=,etimes=,args=", NOW).stdout
     assert "bob" in out and "torchrun --nproc_per_node=8" in out and "/sbin/init" in out
     assert answer(node, "ps -eo pid=,lstart=", NOW).exit_status == 1  # not simulated: said
+
+
+async def test_a_command_name_with_a_line_break_reads_as_unreadable(tmp_path: Path) -> None:
+    """comm can hold a line break (a process renames itself): the shell's one-line read
+    of stat then fails, and the pid is not visible rather than misread."""
+    import asyncio
+    import sys
+
+    from leases.accept.localrun import LocalRunner
+    from leases.telemetry.procinfo import BOOT_ID_FILE
+    from tests.support.waiting import wait_until
+
+    rename = (
+        "import ctypes,time; ctypes.CDLL(None).prctl(15, b'x\\n1 2 3', 0, 0, 0); time.sleep(298)"
+    )
+    child = await asyncio.create_subprocess_exec(sys.executable, "-c", rename)
+    try:
+        comm = Path(f"/proc/{child.pid}/comm")
+        await wait_until(lambda: comm.read_text().startswith("x\n"), what="the rename")
+        smi = tmp_path / "bin" / "nvidia-smi"
+        smi.parent.mkdir()
+        smi.write_text(f"#!/bin/sh\necho 'GPU-a, {child.pid}, sleep, 10'\n")
+        smi.chmod(0o755)
+        result = await LocalRunner().run(f"PATH={smi.parent}:$PATH; {APPS_OWNERS_COMMAND}")
+        (p,) = parse_apps_owners(result.stdout, "local").processes or ()
+        assert not p.visible and p.start is None
+        boot = Path(BOOT_ID_FILE).read_text().strip()
+        snippet = stop_command(child.pid, f"{boot}:1", "python ", "TERM")
+        said = await LocalRunner().run(snippet)
+        assert said.stdout.strip() == "@zuka-stop gone" and child.returncode is None
+    finally:
+        child.kill()
+        await child.wait()

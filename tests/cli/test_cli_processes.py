@@ -84,3 +84,18 @@ def test_kill_goes_through_and_is_logged(fleet: Cli, monkeypatch: pytest.MonkeyP
     assert "process.term" in log and "process.gone" in log
     assert f"pid {pid} of alice: SIGTERM sent: python train.py" in log
     SIM.killed.clear()
+
+
+def test_kill_json_and_a_missing_ledger(fleet: Cli, monkeypatch: pytest.MonkeyPatch,
+                                        tmp_path: Path) -> None:  # fmt: skip
+    monkeypatch.setattr(processes, "runner_for", lambda ledger, node: SimRunner())
+    pid = _pids(fleet)[-1]
+    r = fleet("kill", "n", str(pid), "--yes-i-typed", str(pid), "--grace", "0", "--json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert doc["ok"] and doc["outcome"] == "stopped" and doc["user"] == "alice"
+    SIM.killed.clear()
+    for args in (("ps",), ("kill", "n", "5", "--yes-i-typed", "5")):
+        r = fleet(*args, ledger=tmp_path / "nothing.db")
+        assert r.code == 1 and "no ledger at" in r.err
+        assert not (tmp_path / "nothing.db").exists()

@@ -77,6 +77,11 @@ def kill(args: argparse.Namespace, out: TextIO) -> int:
         processes.check_confirmation(row.pid, typed)
         runner = processes.runner_for(ledger, row.node)
         stopped = asyncio.run(_stop(ledger, row, typed, grace, runner))
+    if args.json:
+        doc = {"node": row.node, "pid": row.pid, "user": row.user, "ok": stopped.ok,
+               "outcome": stopped.outcome.name.lower(), "steps": list(stopped.steps)}  # fmt: skip
+        output.dump_json(doc, out)
+        return 0 if stopped.ok else 1
     for step in stopped.steps:
         out.write(visible(step, 300) + "\n")
     out.write(f"{visible(row.node)} pid {row.pid}: {stopped.outcome.value}\n")

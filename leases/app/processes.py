@@ -26,6 +26,7 @@ from leases.core.errors import InputError
 from leases.core.models import GpuProcess, NodeStatus
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
+from leases.ssh.errors import SshError
 from leases.ssh.stream import CommandResult
 from leases.telemetry import procstop
 from leases.telemetry.procstop import Seen
@@ -260,7 +261,7 @@ class _Stop:
         cmd = procstop.stop_command(self.pid, self.start, self.cmdline, signal)
         try:
             result = await self.runner.run(cmd)
-        except Exception as exc:  # an SSH failure is an outcome to audit, not a crash
+        except (SshError, OSError) as exc:  # the node unreachable: audited, not a crash
             return procstop.Answer(Seen.FAILED, visible(str(exc), 200))
         return procstop.parse_answer(result.stdout)
 

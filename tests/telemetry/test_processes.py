@@ -317,3 +317,19 @@ async def test_a_command_name_with_a_line_break_reads_as_unreadable(tmp_path: Pa
     finally:
         child.kill()
         await child.wait()
+
+
+async def test_an_unreachable_node_is_a_failed_stop_audited(tmp_path: Path) -> None:
+    from leases.core.models import NodeHealth
+    from leases.ssh.errors import SshError
+
+    class Down:
+        async def run(self, cmd: str, timeout: float | None = None) -> CommandResult:
+            raise SshError("sim-0", NodeHealth.UNREACHABLE, "connection refused")
+
+    ledger, _, procs = _setup(tmp_path, 0)
+    p = procs[0]
+    stopped = await stop_process("sim-0", p.pid, p.start, p.cmdline, str(p.pid), 1.0, Down(),
+                                 Clock(), ledger)  # fmt: skip
+    assert stopped.outcome is Outcome.FAILED and not stopped.ok
+    assert _audit(ledger) == ["process.failed SIGTERM not sent: sim-0: connection refused"]

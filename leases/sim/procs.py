@@ -161,6 +161,8 @@ def proc_file(node: SimNode, path: str, now: datetime) -> str | None:
     return f"{found.pid} (python) S {' '.join(rest)}\n"
 
 
+# The owner query with its $? already expanded (as a stand-in shell may hand it on).
+_OWNERS_EXPANDED = re.compile(re.escape(APPS_OWNERS_COMMAND).replace(re.escape("$?"), "[0-9]{1,3}"))
 _CAT = re.compile(r"cat (/proc/\S+)")
 _KILL = re.compile(r"kill (?:-s )?-?(TERM|KILL|15|9) ([0-9]{1,10})")
 
@@ -231,7 +233,7 @@ def ps_answer(node: SimNode, args: list[str], now: datetime) -> Answer:
 def answer_procs(node: SimNode, command: str, now: datetime) -> Answer | None:
     """The owner query, a stop snippet, `cat /proc/...` of a GPU process or `kill` of
     one; None for any other command."""
-    if command == APPS_OWNERS_COMMAND:
+    if command == APPS_OWNERS_COMMAND or _OWNERS_EXPANDED.fullmatch(command):
         return owners_answer(node, now)
     if command.startswith("(p="):
         return stop_answer(node, command, now)

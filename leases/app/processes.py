@@ -292,6 +292,11 @@ async def stop_process(
     procstop.check_pid(pid)
     check_confirmation(pid, confirmation)
     grace_s = check_grace(grace_s)
+    if not visible_to_login:
+        hidden = _Stop(ledger, node, pid, user, expected_start or "", expected_cmdline or "",
+                       runner, [])  # fmt: skip
+        hidden.audit("refused", NOT_VISIBLE)
+        return hidden.done(Outcome.NOT_VISIBLE)
     if expected_start is None or expected_cmdline is None:
         raise InputError(
             "pid", pid, "its start time and command line are unknown: wait for the next reading"
@@ -299,9 +304,6 @@ async def stop_process(
     procstop.split_start(expected_start)
     procstop.check_cmdline(expected_cmdline)
     stop = _Stop(ledger, node, pid, user, expected_start, expected_cmdline, runner, [])
-    if not visible_to_login:
-        stop.audit("refused", NOT_VISIBLE)
-        return stop.done(Outcome.NOT_VISIBLE)
     first = await stop.send("TERM")
     early = _settled(stop, first, "term")
     if early is not None:

@@ -179,7 +179,8 @@ async def test_not_visible_refused_without_a_command(tmp_path: Path) -> None:
     ledger, node, procs = _setup(tmp_path, 0)
     runner, clock = SimRunner(node), Clock()
     p = procs[0]
-    stopped = await stop_process(node.name, p.pid, p.start, p.cmdline, str(p.pid), 1.0, runner,
+    # Refused as not visible even where nothing else is known of it (no start read).
+    stopped = await stop_process(node.name, p.pid, None, None, str(p.pid), 1.0, runner,
                                  clock, ledger, visible_to_login=False)  # fmt: skip
     assert stopped.outcome is Outcome.NOT_VISIBLE and runner.commands == []
     assert "inside the container" in stopped.words

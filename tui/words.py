@@ -117,6 +117,11 @@ def change_text(e: AuditEntry) -> str:
         step = f" {said['step']}" if said.get("step") else ""
         state = f": {said['state']}" if said.get("state") else ""
         return f"plan {said.get('plan')}{step}{state}"
+    if e.entity == "process":  # a GPU process stopped (leases.app.processes)
+        said = e.after or {}
+        cmdline = str(said.get("cmdline") or "").strip()
+        text = f"pid {said.get('pid')} of {said.get('user')}: {said.get('outcome')}"
+        return visible(f"{text}: {cmdline}" if cmdline else text, 200)
     if e.entity in BOOKS and (e.before is None or e.after is None):
         rec = e.after if e.after is not None else e.before or {}
         what = books.describe(e.entity, {**rec, **_counted(rec)})

@@ -550,6 +550,15 @@ class GpuProcess:
     # The Unix user on the node (leases.telemetry.owners): a name, "uid:N" for a user without one,
     # "?" for one the node named in a way zuka refused; None when unknown.
     owner: str | None = None
+    # Read from /proc in the same round trip (leases.telemetry.procinfo), None when unknown:
+    # the start as "BOOT_ID:TICKS" (field 22 of /proc/PID/stat with the boot id: stable and
+    # locale-free), the seconds it had run when read, and its command line as the node gave
+    # it (NULs as spaces, bounded; hostile: show it through leases.core.textsafe).
+    start: str | None = None
+    elapsed_s: int | None = None
+    cmdline: str | None = None
+    # False: the login cannot see this pid (a container's host PID nvidia-smi named).
+    visible: bool = True
 
 
 @dataclass(frozen=True)

@@ -13,16 +13,15 @@ from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
 from leases.sim.gpu import (
-    SIM_USERS,
     GpuReading,
     Scenario,
     SimNode,
-    gpu_user,
     readings,
 )
 from leases.sim.hostcmds import answer_host, file_text, grep, hami_env, head
 from leases.sim.offboard import answer_script
 from leases.sim.output import NA, NOT_SUPPORTED, OK, Answer
+from leases.sim.procs import answer_procs, ps_answer
 from leases.sim.smiq import EXTRA_FIELDS, smi_extra
 from leases.sim.tools import answer_tool
 from leases.sim.topo import topo_matrix
@@ -441,51 +440,6 @@ def _uptime(node: SimNode, now: datetime) -> Answer:
     return Answer(line, "", 0)
 
 
-# What runs on every simulated node besides the GPU jobs: (pid, uid).
-_SYSTEM_PROCESSES = ((1, 0), (412, 0), (873, 0), (1290, SIM_USERS[0].uid))
-_PS_COLUMNS = frozenset({"pid", "uid", "user", "euid", "euser"})
-
-
-def _ps(node: SimNode, args: list[str], now: datetime) -> Answer:
-    """procps `ps -e -o COLUMNS` (pid, uid, user, with `=` headers and `:WIDTH`)."""
-    columns: list[tuple[str, str]] = []
-    every = False
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg in ("-e", "-A"):
-            every = True
-        elif arg in ("-o", "-eo"):
-            every = every or arg == "-eo"
-            if i + 1 >= len(args):
-                return Answer("", "error: option requires an argument\n", 1)
-            i += 1
-            for spec in args[i].split(","):
-                name, _, header = spec.partition("=")
-                key = name.partition(":")[0]
-                if key not in _PS_COLUMNS:
-                    said = f'error: unknown user-defined format specifier "{name}"\n'
-                    return Answer("", said, 1)
-                columns.append((key, header if "=" in spec else key.upper()))
-        else:
-            return Answer("", f"error: unsupported option {arg}\n", 1)
-        i += 1
-    if not every or not columns:
-        return Answer("", "error: the simulator's ps needs -e and -o\n", 1)
-    users = {u.uid: u for u in SIM_USERS}
-    table = list(_SYSTEM_PROCESSES)
-    for r in readings(node, now):
-        table += [(pid, gpu_user(node, r.gpu.index).uid) for pid, _, _ in r.processes]
-    lines = []
-    if any(header for _, header in columns):
-        lines.append(" ".join(f"{header:>7}" for _, header in columns))
-    for pid, uid in sorted(set(table)):
-        name = users[uid].name or str(uid)
-        values = {"pid": str(pid), "uid": str(uid), "euid": str(uid), "user": name, "euser": name}
-        lines.append(" ".join(f"{values[key]:>7}" for key, _ in columns).rstrip())
-    return Answer("".join(line + "\n" for line in lines), "", 0)
-
-
 def _env_run(node: SimNode, args: list[str], now: datetime) -> Answer:
     """`env [-u NAME]... [NAME=VALUE]... CMD ARGS`: CMD as the simulator answers it (the
     simulated node has no CUDA_VISIBLE_DEVICES to honour)."""
@@ -519,7 +473,7 @@ def _simple(node: SimNode, argv: list[str], now: datetime) -> Answer:
         "shred": lambda: _shred(node, args),
         "rm": lambda: _rm(node, args),
         "ls": lambda: _ls(node, args),
-        "ps": lambda: _ps(node, args, now),
+        "ps": lambda: ps_answer(node, args, now),
         "head": lambda: head(args),
     }
     handler = handlers.get(cmd)
@@ -533,6 +487,8 @@ def answer(node: SimNode, command: str, now: datetime, last_status: int = 0) -> 
 
     last_status is $? before the first of them (a shell carries it from line to line).
     The offboarding's scripts are answered by leases.sim.offboard."""
+    if (procs := answer_procs(node, command, now)) is not None:
+        return procs
     if "\n" in command:
         script = answer_script(node, command)
         if script is not None:

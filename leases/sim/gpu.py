@@ -103,8 +103,8 @@ class SimGpu:
 
 @dataclass(frozen=True)
 class SimNode:
-    """One simulated machine. `files` and `keys` are the only mutable parts (shred and the
-    offboarding's revoke remove from them)."""
+    """One simulated machine. `files`, `keys` and `killed` are the only mutable parts (shred
+    and the offboarding's revoke remove from them, a kill adds to `killed`)."""
 
     name: str
     gpu_model: str
@@ -123,6 +123,8 @@ class SimNode:
     # The lines of /root/.ssh/authorized_keys (a simulated fleet fills in its client key and
     # accepts a login only with a key listed here); offboarding's revoke removes from it.
     keys: list[str] = field(default_factory=list, compare=False, hash=False, repr=False)
+    # GPU processes killed (leases.sim.procs): their GPU reads idle until the next job.
+    killed: set[int] = field(default_factory=set, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.gpu_model not in MODELS:
@@ -404,15 +406,18 @@ def readings(node: SimNode, now: datetime) -> tuple[GpuReading, ...]:
         clock = model.max_sm_mhz if busy else model.idle_sm_mhz
         throttle = _IDLE if not busy else _SW_POWER_CAP if capped else _NONE
         procs: tuple[tuple[int, str, int], ...] = ()
+        used, util_g = mem[g], util[g]
         if job is not None:
-            pid = 2000 + (job * 7919 + g * 13) % 60000
+            pid = job_pid(job, g)
             procs = ((pid, "python", max(mem[g] - load.reserve[g], 0)),)
-        util_mem = 25 + int(35 * nz[(t // _TICK_S * 13 + g) & (_NOISE - 1)]) if busy else 0
+            if pid in node.killed:
+                procs, used, util_g = (), load.reserve[g], 0
+        util_mem = 25 + int(35 * nz[(t // _TICK_S * 13 + g) & (_NOISE - 1)]) if procs else 0
         reading = GpuReading(
             gpu=gpu,
-            util_gpu=util[g],
+            util_gpu=util_g,
             util_mem=util_mem,
-            mem_used_mib=mem[g],
+            mem_used_mib=used,
             temp_c=temp[g],
             power_w=power[g],
             sm_clock_mhz=int(clock * 0.92) if capped else clock,
@@ -423,6 +428,28 @@ def readings(node: SimNode, now: datetime) -> tuple[GpuReading, ...]:
         )
         out.append(_trapped(node, reading) if node.traps else reading)
     return tuple(out)
+
+
+def job_pid(job: int, index: int) -> int:
+    """The pid of a job's process on one GPU."""
+    return 2000 + (job * 7919 + index * 13) % 60000
+
+
+def job_start(node: SimNode, t: int) -> int | None:
+    """The epoch second the job running at t started (None: idle)."""
+    load = _load(node)
+    job = load.job(t)
+    if job is None:
+        return None
+    if load.kind is Scenario.BURSTY:
+        return t - t % _SWEEP_S
+    if load.kind is Scenario.IDLE_MONTHLY:
+        return (t + _CST) // 86400 * 86400 + 9 * 3600 - _CST
+    return t - t % _JOB_S
+
+
+def current_job(node: SimNode, t: int) -> int | None:
+    return _load(node).job(t)
 
 
 def _trapped(node: SimNode, r: GpuReading) -> GpuReading:

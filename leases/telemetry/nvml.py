@@ -25,6 +25,7 @@ from leases.telemetry.nvsmi import (
     human_reason,
 )
 from leases.telemetry.owners import local_owner
+from leases.telemetry.procinfo import local_info
 
 _T = TypeVar("_T")
 
@@ -239,6 +240,7 @@ class NvmlReader:
                 pid = int(p.pid)
                 used = getattr(p, "usedGpuMemory", None)
                 name: Any = self._field(partial(nvml.nvmlSystemGetProcessName, pid))
+                info = local_info(pid, self._proc)
                 out.append(
                     GpuProcess(
                         node=node,
@@ -247,6 +249,10 @@ class NvmlReader:
                         process_name="" if name is None else _text(name),
                         used_mib=None if used is None else used / _MIB,
                         owner=local_owner(pid, self._proc),
+                        start=info.start if info else None,
+                        elapsed_s=info.elapsed_s if info else None,
+                        cmdline=info.cmdline if info else None,
+                        visible=info is not None,
                     )
                 )
         return out

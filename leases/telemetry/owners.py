@@ -24,6 +24,7 @@ from pathlib import Path
 from leases.core.models import GpuProcess
 from leases.core.textsafe import visible
 from leases.telemetry.nvsmi import APPS_COMMAND, parse_compute_apps
+from leases.telemetry.procinfo import PROCS_COMMAND, ProcSection, parse_procs, split_procs
 
 # The owner of a process whose user the node named in a way we refuse (see owner_of).
 REFUSED = "?"
@@ -42,7 +43,13 @@ OWNERS_MARK = "@zuka-owners"
 # pid, uid and the user name (width 32 so that no name is cut); busybox ps knows no uid
 # column and fails, as does a missing ps: then stat names /proc/PID's owner instead.
 PS_COMMAND = "ps -eo pid=,uid=,user:32= 2>/dev/null || stat -c '%n %u %U' /proc/[0-9]*"
-APPS_OWNERS_COMMAND = f"{APPS_COMMAND}; echo {OWNERS_MARK} $?; {PS_COMMAND}"
+# nvidia-smi's output is kept in `a` so that the /proc part (leases.telemetry.procinfo) reads
+# the start and command line of exactly the pids it named without running it twice; all in
+# a subshell, so that a kept-open shell (leases.ssh.shell) keeps none of its variables.
+APPS_OWNERS_COMMAND = (
+    f"(a=$({APPS_COMMAND}); s=$?; printf '%s\\n' \"$a\"; echo {OWNERS_MARK} $s; {PS_COMMAND};"
+    f" {PROCS_COMMAND})"
+)
 
 # POSIX-ish user names, with capitals (LDAP and AD accounts have them).
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")
@@ -166,19 +173,34 @@ def _split(stdout: str) -> tuple[str, int | None, str | None]:
     return stdout[: last.start()], int(last.group(1)), stdout[last.end() :]
 
 
-def with_owners(processes: Sequence[GpuProcess], owners: PsOwners | None) -> list[GpuProcess]:
-    """Processes with their owner from `owners` (None where unknown).
+def with_owners(
+    processes: Sequence[GpuProcess], owners: PsOwners | None, procs: ProcSection | None = None
+) -> list[GpuProcess]:
+    """Processes with their owner from `owners` (None where unknown), and their start,
+    elapsed time and command line from `procs`.
 
     A process nvidia-smi could not name runs in another pid namespace (nvidia-smi in a
     container sees the host's pids): a process of that pid here is another process, so
-    its owner stays unknown.
+    its owner stays unknown and it is not visible to the login; so is a pid that the /proc
+    section (when the node printed one) does not list.
     """
     out = []
     for p in processes:
         owner = None
         if owners is not None and p.process_name:
             owner = owners.by_pid.get(p.pid)
-        out.append(replace(p, owner=owner))
+        info = procs.by_pid.get(p.pid) if procs is not None and p.process_name else None
+        seen = bool(p.process_name) and (procs is None or not procs.read or info is not None)
+        out.append(
+            replace(
+                p,
+                owner=owner,
+                start=info.start if info else None,
+                elapsed_s=info.elapsed_s if info else None,
+                cmdline=info.cmdline if info else None,
+                visible=seen,
+            )
+        )
     return out
 
 
@@ -196,11 +218,13 @@ def parse_apps_owners(stdout: str, node: str) -> ProcessReading:
     processes = parse_compute_apps(apps, node)
     if not processes:
         return ProcessReading(())
-    owners = parse_ps(ps or "", {p.pid for p in processes})
+    ps, proc_text = split_procs(ps or "")
+    owners = parse_ps(ps, {p.pid for p in processes})
     problems = owners.problems
-    if not (ps or "").strip():
+    if not ps.strip():
         problems = ("no process list (ps and stat missing?): owners unknown",)
-    return ProcessReading(tuple(with_owners(processes, owners)), problems)
+    procs = parse_procs(proc_text)
+    return ProcessReading(tuple(with_owners(processes, owners, procs)), problems)
 
 
 # --- the local node ---

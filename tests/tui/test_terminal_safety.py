@@ -234,7 +234,8 @@ SIM_GPU = "NVIDIA A100-SXM4-80GB"
 
 def hostile_answer(h: Hostile, cmd: str) -> tuple[str, str, int]:
     out, err, status = sim_answer(SIM, cmd, datetime.now(UTC))
-    if not cmd.startswith("nvidia-smi"):
+    # The owner query keeps nvidia-smi's output in a variable (leases.telemetry.owners).
+    if not cmd.startswith(("nvidia-smi", "(a=$(nvidia-smi")):
         return out, err, status
     if h.fail:
         return "", h.stderr, 9

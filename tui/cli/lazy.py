@@ -232,3 +232,15 @@ def ssh(args: argparse.Namespace, out: TextIO) -> int:
     from tui.cli import ssh
 
     return ssh.ssh(args, out)
+
+
+def ps(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import processes
+
+    return processes.ps(args, out)
+
+
+def kill(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import processes
+
+    return processes.kill(args, out)

@@ -251,6 +251,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="end each sweep after S seconds; nodes not done are reported as timeout",
     )
+    p = cmd(sub, "ps", lazy.ps, "every GPU process across the fleet: user, memory, command")
+    p.add_argument("--user", help="only this user's processes (a prefix)")
+    p.add_argument("--node", help="only this node's processes (a prefix)")
+    p.add_argument("--sort", default="node", choices=("node", "user", "memory", "share",
+                   "elapsed", "command"), help="order (default node)")  # fmt: skip
+    p = cmd(sub, "kill", lazy.kill, "stop a GPU process: SIGTERM, then SIGKILL after --grace")
+    p.add_argument("node")
+    p.add_argument("pid", type=int)
+    p.add_argument("--grace", type=float, default=10.0, help="seconds before SIGKILL (default 10)")
+    p.add_argument(
+        "--yes-i-typed", metavar="PID", help="the pid again, to confirm without a prompt"
+    )
     p = cmd(sub, "collect", lazy.collect, "poll the fleet headless, writing history to the ledger")
     p.add_argument(
         "--interval", type=float, default=5.0, help="seconds between readings (default 5)"

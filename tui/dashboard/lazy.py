@@ -4,9 +4,11 @@ the screen and its arguments. The fleet screen's keys and the command palette op
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from leases.core.clock import Clock
+from leases.core.models import NodeStatus
 from leases.ledger.store import Ledger
 
 if TYPE_CHECKING:
@@ -15,6 +17,7 @@ if TYPE_CHECKING:
     from tui.screens.lease_form import LeaseFormScreen, Mode
     from tui.screens.node import NodeScreen
     from tui.screens.node_form import NodeFormScreen
+    from tui.screens.processes import ProcessesScreen
     from tui.screens.resource_form import ResourceFormScreen
 
 
@@ -52,3 +55,11 @@ def acceptance_screen(name: str) -> AcceptanceScreen:
     from tui.screens.acceptance import AcceptanceScreen
 
     return AcceptanceScreen(name)
+
+
+def processes_screen(
+    statuses: Callable[[], Iterable[NodeStatus]], ledger: Ledger | None
+) -> ProcessesScreen:
+    from tui.screens.processes import ProcessesScreen
+
+    return ProcessesScreen(statuses, ledger)

@@ -21,7 +21,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
 from leases.core.errors import InputError
-from leases.core.models import NodeHealth
+from leases.core.models import NodeHealth, NodeStatus
 from leases.core.textsafe import visible
 from leases.fleet import filter as fleetfilter
 from leases.fleet.filter import Filter
@@ -104,6 +104,8 @@ class FleetScreen(Screen[None]):
         _b("I", "tmux", "tmux", "tmux",
            "Attach or create tmux session zuka (or one named) on the node", show=False),
         _b("r", "reload", "Reload", "reload", "Re-read nodes, leases and the month's cost"),
+        _b("P", "processes", "Processes", "processes",
+           "Every GPU process across the fleet: user, memory, command; stop one", show=False),
         _b("dollar_sign", "accounts", "Accounts", "accounts",
            "Balances, deposits, invoicing, the last bill and offers of this month", show=False),
     ]  # fmt: skip
@@ -517,6 +519,13 @@ class FleetScreen(Screen[None]):
 
     def action_accounts(self) -> None:
         self.app.push_screen(lazy.accounts_screen())
+
+    def action_processes(self) -> None:
+        def statuses() -> list[NodeStatus]:
+            found = (self.zuka.status_of(r.key) for r in self.rows)
+            return [s for s in found if s is not None]
+
+        self.app.push_screen(lazy.processes_screen(statuses, self.zuka.ledger))
 
     def action_reload(self) -> None:
         self.zuka.refresh_view(reload=True)

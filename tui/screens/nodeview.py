@@ -50,7 +50,7 @@ def process_rows(status: NodeStatus | None) -> list[tuple[str, ...]]:
             str(index[p.gpu_uuid]) if p.gpu_uuid in index else "?",
             str(p.pid),
             visible(p.owner or "?", 32),
-            visible(p.process_name or "?", CELL_MAX),
+            visible((p.cmdline or "").strip() or p.process_name or "?", CELL_MAX),
             f"{_num(p.used_mib, '{:.0f}')} MiB",
         )
         for p in procs

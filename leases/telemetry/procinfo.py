@@ -1,0 +1,168 @@
+"""The start time and command line of each GPU process, read from /proc in the same round
+trip as nvidia-smi's process list and ps (leases.telemetry.owners).
+
+Why /proc and not ps: `ps -o lstart` is locale- and time-zone-dependent and has a
+resolution of a second, `etimes` moves with every reading. Field 22 of /proc/PID/stat
+(starttime, in clock ticks since boot) with the boot id never changes while the process
+lives, and a reused pid gets a later one: that pair is the stable token the stop checks
+again before each signal (leases.telemetry.procstop reads it the same way, with the same
+shell words, so that the two agree byte for byte). The command line is /proc/PID/cmdline
+with NULs and line breaks turned into spaces and "?", cut at MAX_CMDLINE bytes, exactly
+as the stop reads it again.
+
+Only the pids nvidia-smi named are read: the shell loop takes them from nvidia-smi's own
+output (kept in a variable, so nvidia-smi runs once), each checked to be ASCII digits
+before it reaches a path. Everything printed is hostile: lines and lengths are bounded,
+numbers are ASCII digits, the boot id a UUID. Pure.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+# The command line as read: bytes at most (head -c), and what a row keeps of it.
+MAX_CMDLINE = 2048
+# Lines of the /proc section read at most (nvidia-smi lists a few hundred processes).
+MAX_PROC_LINES = 4096
+PROCS_MARK = "@zuka-procs"
+
+# The shell words that read one pid's start ticks into $1 and its command line into $c;
+# shared with the stop (leases.telemetry.procstop) so both read the same way. $p must be
+# ASCII digits (checked before).
+# stat is read with the shell's own `read` (no process forked per pid): a command name
+# holding a line break then leaves fewer than 20 fields, and the pid reads as unreadable,
+# never as another process's.
+READ_STAT = (
+    "{ read -r t < /proc/$p/stat; } 2>/dev/null && t=${t##*\\)} && set -- $t"
+    " && [ $# -ge 20 ] && shift 19"
+)
+READ_CMDLINE = (
+    "c=$(tr '\\000\\n\\r' '  ?' < /proc/$p/cmdline 2>/dev/null | head -c " + str(MAX_CMDLINE) + ")"
+)
+BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
+
+# After the ps part: the boot id, the uptime and the clock tick, then one line per GPU pid
+# the login can read: "@p PID TICKS CMDLINE". `a` holds nvidia-smi's output.
+PROCS_COMMAND = (
+    f"echo {PROCS_MARK}; echo boot $(cat {BOOT_ID_FILE} 2>/dev/null);"
+    " echo up $(cut -d' ' -f1 /proc/uptime 2>/dev/null); echo hz $(getconf CLK_TCK 2>/dev/null);"
+    f" printf '%s\\n' \"$a\" | head -n {MAX_PROC_LINES} | while IFS=', ' read -r u p r; do"
+    " case $p in ''|*[!0-9]*) continue ;; esac;"
+    f' if {READ_STAT}; then {READ_CMDLINE}; printf \'@p %s %s %s\\n\' "$p" "$1" "$c"; fi;'
+    " done"
+)
+
+_BOOT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_UPTIME = re.compile(r"([0-9]{1,12})(?:\.[0-9]{1,3})?")
+_HZ = re.compile(r"[0-9]{1,6}")
+_TICKS = re.compile(r"[0-9]{1,20}")
+_PID = re.compile(r"[0-9]{1,10}")
+# Most Linux kernels count USER_HZ = 100 ticks a second; used when getconf is missing.
+DEFAULT_HZ = 100
+
+
+@dataclass(frozen=True)
+class ProcInfo:
+    """One GPU process as /proc showed it."""
+
+    start: str  # "BOOT_ID:TICKS"
+    elapsed_s: int | None
+    cmdline: str
+
+
+@dataclass(frozen=True)
+class ProcSection:
+    """The /proc section: by pid; `read` False when the node printed no section at all."""
+
+    by_pid: dict[int, ProcInfo]
+    read: bool = True
+
+
+def split_procs(text: str) -> tuple[str, str | None]:
+    """(the ps part, the /proc part or None) around the last PROCS_MARK line."""
+    at = text.rfind(f"\n{PROCS_MARK}\n")
+    if at >= 0:
+        return text[: at + 1], text[at + len(PROCS_MARK) + 2 :]
+    if text.startswith(f"{PROCS_MARK}\n"):
+        return "", text[len(PROCS_MARK) + 1 :]
+    return text, None
+
+
+def start_token(boot_id: str, ticks: int) -> str:
+    return f"{boot_id}:{ticks}"
+
+
+def parse_procs(text: str | None) -> ProcSection:
+    """The /proc section of the owner query (see PROCS_COMMAND); never raises.
+
+    A line that does not parse is skipped; without a boot id no start is known (a pid
+    is only comparable within one boot), so nothing is kept.
+    """
+    if text is None:
+        return ProcSection({}, read=False)
+    boot: str | None = None
+    up: int | None = None
+    hz = DEFAULT_HZ
+    by_pid: dict[int, ProcInfo] = {}
+    for raw in itertools.islice(io.StringIO(text), MAX_PROC_LINES + 3):
+        line = raw.rstrip("\n").removesuffix("\r")
+        key, _, rest = line.partition(" ")
+        if key == "boot" and _BOOT.fullmatch(rest.strip()):
+            boot = rest.strip()
+        elif key == "up" and (m := _UPTIME.fullmatch(rest.strip())):
+            up = int(m.group(1))
+        elif key == "hz" and _HZ.fullmatch(rest.strip()) and int(rest.strip()) > 0:
+            hz = int(rest.strip())
+        elif key == "@p" and boot is not None:
+            pid_s, _, rest = rest.partition(" ")
+            ticks_s, _, cmdline = rest.partition(" ")
+            if not (_PID.fullmatch(pid_s) and _TICKS.fullmatch(ticks_s)):
+                continue
+            ticks = int(ticks_s)
+            elapsed = max(up - ticks // hz, 0) if up is not None else None
+            by_pid[int(pid_s)] = ProcInfo(start_token(boot, ticks), elapsed, cmdline[:MAX_CMDLINE])
+    return ProcSection(by_pid)
+
+
+def local_info(pid: int, proc: Path = Path("/proc")) -> ProcInfo | None:
+    """A process of this machine read as PROCS_COMMAND reads it on a node (same start
+    token, same command line bytes); None when gone or unreadable."""
+    try:
+        boot = (proc / "sys/kernel/random/boot_id").read_text().strip()
+        stat = (proc / str(pid) / "stat").read_text(errors="replace")
+        raw = (proc / str(pid) / "cmdline").read_bytes()
+        up = (proc / "uptime").read_text().split()[0]
+    except (OSError, IndexError):
+        return None
+    fields = stat.rpartition(")")[2].split()
+    if not _BOOT.fullmatch(boot) or len(fields) < 20 or not _TICKS.fullmatch(fields[19]):
+        return None
+    ticks = int(fields[19])
+    hz = os.sysconf("SC_CLK_TCK") or DEFAULT_HZ
+    uptime = _UPTIME.fullmatch(up)
+    elapsed = max(int(uptime.group(1)) - ticks // hz, 0) if uptime else None
+    cmdline = raw.translate(_TR)[:MAX_CMDLINE].decode("utf-8", "replace")
+    return ProcInfo(start_token(boot, ticks), elapsed, cmdline)
+
+
+_TR = bytes.maketrans(b"\0\n\r", b"  ?")
+
+__all__ = [
+    "BOOT_ID_FILE",
+    "MAX_CMDLINE",
+    "PROCS_COMMAND",
+    "PROCS_MARK",
+    "READ_CMDLINE",
+    "READ_STAT",
+    "ProcInfo",
+    "ProcSection",
+    "local_info",
+    "parse_procs",
+    "split_procs",
+    "start_token",
+]

@@ -1,0 +1,132 @@
+"""One signal to one process on a node, sent only if it is still the process confirmed.
+
+PIDs are reused: between the reading a person confirmed and the signal, the process may
+have ended and another taken its pid. So each signal is one remote shell snippet that
+reads the pid's boot id, start ticks and command line again (the same shell words as the
+reading, leases.telemetry.procinfo) and sends the signal only when all three match, in the
+same command: nothing happens between the check and the `kill` but the shell itself.
+Every value in it is zuka's own: the pid and ticks checked integers, the boot id checked a
+UUID, the command line single-quoted (shlex.quote). Never pid <= 1, never a process group
+(no negative pid, no -1), one signal name of a fixed set. Pure.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import shlex
+from dataclasses import dataclass
+
+from leases.core.errors import InputError
+from leases.core.textsafe import visible
+from leases.telemetry.procinfo import BOOT_ID_FILE, MAX_CMDLINE, READ_CMDLINE, READ_STAT
+
+STOP_MARK = "@zuka-stop"
+SIGNALS = ("TERM", "KILL")
+# Linux's pid_max is at most 2**22; anything above is not a pid.
+MAX_PID = 1 << 22
+_BOOT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_TICKS = re.compile(r"[0-9]{1,20}")
+_ANSWER = re.compile(rf"^{re.escape(STOP_MARK)} (sent|alive|gone|changed|failed)(?: (.*))?$")
+
+
+class Seen(enum.Enum):
+    """What one snippet found and did."""
+
+    SENT = "sent"  # the process matched and the signal was delivered
+    ALIVE = "alive"  # the process matched (a check without a signal)
+    GONE = "gone"  # no such pid (or its /proc is hidden from the login)
+    CHANGED = "changed"  # the pid is another process now (reused, or another boot)
+    DENIED = "denied"  # kill said: operation not permitted (another user's process)
+    FAILED = "failed"  # kill failed otherwise, or the answer could not be read
+
+
+@dataclass(frozen=True)
+class Answer:
+    seen: Seen
+    said: str = ""  # kill's words on failure, made safe to show
+
+
+def check_pid(pid: int) -> int:
+    """pid as a signal may take it: a single process, never init, a group or everyone."""
+    if isinstance(pid, bool) or not isinstance(pid, int) or not 1 < pid <= MAX_PID:
+        raise InputError("pid", pid, f"a process id from 2 to {MAX_PID}: never 1, 0 or negative")
+    return pid
+
+
+def split_start(start: str) -> tuple[str, int]:
+    """(boot id, start ticks) of a start token "BOOT_ID:TICKS"; InputError otherwise."""
+    boot, _, ticks = start.partition(":")
+    if not (_BOOT.fullmatch(boot) and _TICKS.fullmatch(ticks)):
+        raise InputError("start", visible(start, 80), "not a process start read by zuka")
+    return boot, int(ticks)
+
+
+def check_cmdline(cmdline: str) -> str:
+    if len(cmdline.encode("utf-8", "surrogateescape")) > MAX_CMDLINE or any(
+        ch in cmdline for ch in "\0\n\r"
+    ):
+        raise InputError("cmdline", visible(cmdline, 80), "not a command line read by zuka")
+    return cmdline
+
+
+def stop_command(pid: int, start: str, cmdline: str, signal: str | None) -> str:
+    """The snippet: check the pid is still that process, then send `signal` (None: only
+    check). It prints one line, STOP_MARK and what it found (see parse_answer)."""
+    pid = check_pid(pid)
+    boot, ticks = split_start(start)
+    cmdline = check_cmdline(cmdline)
+    if signal is None:
+        act = f"echo {STOP_MARK} alive"
+    elif signal in SIGNALS:
+        act = (
+            f'if e=$(kill -s {signal} "$p" 2>&1); then echo {STOP_MARK} sent;'
+            f" else echo {STOP_MARK} failed $e; fi"
+        )
+    else:
+        raise InputError("signal", signal, f"one of {', '.join(SIGNALS)}")
+    return (
+        f"(p={pid}; wb={boot}; ws={ticks}; wc={shlex.quote(cmdline)};"
+        f" b=$(cat {BOOT_ID_FILE} 2>/dev/null);"
+        f" if {READ_STAT}; then {READ_CMDLINE};"
+        ' if [ "$b" = "$wb" ] && [ "$1" = "$ws" ] && [ "$c" = "$wc" ];'
+        f" then {act}; else echo {STOP_MARK} changed; fi;"
+        f" else echo {STOP_MARK} gone; fi)"
+    )
+
+
+def parse_answer(stdout: str) -> Answer:
+    """What a snippet printed: its last STOP_MARK line; FAILED when there is none."""
+    found: Answer | None = None
+    for line in stdout[-8192:].splitlines():
+        match = _ANSWER.match(line.rstrip("\r"))
+        if match is None:
+            continue
+        word, said = match.group(1), visible(match.group(2) or "", 200)
+        if word == "failed":
+            low = said.lower()
+            if "not permitted" in low:
+                found = Answer(Seen.DENIED, said)
+            elif "no such process" in low:
+                found = Answer(Seen.GONE, said)
+            else:
+                found = Answer(Seen.FAILED, said)
+        else:
+            found = Answer(Seen(word), said)
+    if found is None:
+        return Answer(Seen.FAILED, f"no answer: {visible(stdout.strip(), 200)!r}")
+    return found
+
+
+__all__ = [
+    "MAX_PID",
+    "SIGNALS",
+    "STOP_MARK",
+    "Answer",
+    "Seen",
+    "check_cmdline",
+    "check_pid",
+    "parse_answer",
+    "split_start",
+    "stop_command",
+]

@@ -1,0 +1,148 @@
+"""The processes screen (`P` on the fleet): the simulated fleet's GPU processes with named
+users and command lines, sorted and filtered, and the stop: a wrong pid typed is refused
+and nothing is signalled; the right one stops it (the simulated node answers the signal),
+the outcome is said and audited, and the process leaves the list. At 80x24 and 120x36."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Input
+
+from leases.config.sections import Config
+from leases.core.models import GpuSample, NodeHealth, NodeStatus
+from leases.ledger import records
+from leases.ledger.store import Ledger
+from leases.sim.commands import answer
+from leases.sim.gpu import SimNode, readings
+from leases.ssh.stream import CommandResult
+from leases.telemetry.owners import APPS_OWNERS_COMMAND, parse_apps_owners
+from leases.telemetry.rollups import HistoryStore
+from tests.support.waiting import wait_until
+from tui.dashboard.app import ZukaApp
+from tui.screens.ask import AskScreen
+from tui.screens.processes import ProcessesScreen
+
+NOW = datetime(2026, 12, 2, 13, 30, tzinfo=UTC)
+NODES = [SimNode(f"sim-{i}", "A800", count=2, seed=i) for i in (0, 1, 3)]
+
+
+class SimRunner:
+    def __init__(self, node: SimNode) -> None:
+        self.node = node
+        self.commands: list[str] = []
+
+    async def run(self, cmd: str, timeout: float | None = None) -> CommandResult:
+        self.commands.append(cmd)
+        out, err, status = answer(self.node, cmd, NOW)
+        return CommandResult(status, out, err)
+
+
+def _status(node: SimNode) -> NodeStatus:
+    samples = tuple(
+        GpuSample(
+            node.name,
+            NOW,
+            r.gpu.index,
+            uuid=r.gpu.uuid,
+            util_gpu=float(r.util_gpu),
+            mem_used_mib=float(r.mem_used_mib),
+        )
+        for r in readings(node, NOW)
+    )
+    procs = parse_apps_owners(answer(node, APPS_OWNERS_COMMAND, NOW).stdout, node.name)
+    return NodeStatus(node.name, NodeHealth.OK, "", NOW, NOW, samples, procs.processes or ())
+
+
+@pytest.fixture
+def fleet(ledger_path: Path) -> Path:
+    with Ledger.open(ledger_path, clock=lambda: NOW) as ledger:
+        for node in NODES:
+            ledger.add_node(records.node_from({"name": node.name, "ssh_host": "10.0.0.1"}))
+        HistoryStore(ledger).write_latest([_status(n) for n in NODES])
+    return ledger_path
+
+
+async def _open(app: ZukaApp, pilot: object) -> ProcessesScreen:
+    await wait_until(lambda: app.status_of("sim-0") is not None, what="the statuses")
+    await pilot.press("P")  # type: ignore[attr-defined]
+    await wait_until(lambda: isinstance(app.screen, ProcessesScreen), what="the screen")
+    screen = app.screen
+    assert isinstance(screen, ProcessesScreen)
+    await wait_until(lambda: bool(screen.shown), what="the rows")
+    return screen
+
+
+def _cells(screen: ProcessesScreen) -> list[list[str]]:
+    table = screen.query_one(DataTable)
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_list_sort_filter(fleet: Path, size: tuple[int, int]) -> None:
+    app = ZukaApp(fleet, clock=lambda: NOW, poll=False, refresh_s=3600, config=Config())
+    async with app.run_test(size=size) as pilot:
+        screen = await _open(app, pilot)
+        rows = _cells(screen)
+        assert {r[2] for r in rows} >= {"alice", "bob"}
+        assert any("train.py" in r[-1] for r in rows)
+        table = screen.query_one(DataTable)
+        assert sum(c.width + 2 for c in table.ordered_columns) <= size[0]
+        table.move_cursor(row=3)
+        chosen = screen.selected()
+        await pilot.press("s")  # by user
+        assert screen.sort == "user"
+        assert screen.selected() == chosen  # the cursor stays on its process
+        assert [r.user for r in screen.shown] == sorted(r.user for r in screen.shown)
+        await pilot.press("slash")
+        await pilot.press(*"user:bob")
+        await pilot.press("enter")
+        await wait_until(lambda: screen.filter_text == "user:bob", what="the filter")
+        assert screen.shown and {r.user for r in screen.shown} == {"bob"}
+        await pilot.press("slash")
+        screen.query_one(Input).value = "cmd:torchrun node:sim-1"
+        await pilot.press("enter")
+        assert screen.shown and all("torchrun" in r.command for r in screen.shown)
+
+
+async def test_stop_confirmed_and_wrong_confirmation(fleet: Path) -> None:
+    app = ZukaApp(fleet, clock=lambda: NOW, poll=False, refresh_s=3600, config=Config())
+    runners: list[SimRunner] = []
+
+    def runner_for(ledger: Ledger, name: str) -> SimRunner:
+        runners.append(SimRunner(next(n for n in NODES if n.name == name)))
+        return runners[-1]
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _open(app, pilot)
+        screen.runner_for = runner_for
+        screen.grace_s = 0.0
+        screen.filter_text = "user:alice"
+        screen.redraw()
+        row = screen.shown[0]
+        # A wrong pid typed: refused, nothing sent.
+        await pilot.press("k")
+        await wait_until(lambda: isinstance(app.screen, AskScreen), what="the confirmation")
+        app.screen.query_one(Input).value = str(row.pid + 1)
+        await pilot.press("enter")
+        await wait_until(lambda: "not stopped" in screen.said, what="the refusal")
+        assert "type the process's pid" in screen.said and runners == []
+        # The right pid: stopped, audited, gone from the list.
+        await pilot.press("k")
+        await wait_until(lambda: isinstance(app.screen, AskScreen), what="the confirmation")
+        app.screen.query_one(Input).value = str(row.pid)
+        await pilot.press("enter")
+        await wait_until(lambda: "stopped after" in screen.said, what="the outcome")
+        assert row.pid not in {r.pid for r in screen.shown if r.node == row.node}
+        assert row.pid in NODES[0].killed
+        assert app.ledger is not None
+        done = [e for e in app.ledger.history() if e.entity == "process"]
+        assert [e.action for e in done] == ["process.term", "process.gone"]
+        # Reopened before the poller reads the processes again: still gone.
+        await pilot.press("escape")
+        await wait_until(lambda: not isinstance(app.screen, ProcessesScreen), what="the fleet")
+        again = await _open(app, pilot)
+        assert row.pid not in {r.pid for r in again.shown if r.node == row.node}
+        assert any(r.node == row.node for r in again.shown)  # its other GPU's process

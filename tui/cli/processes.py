@@ -1,0 +1,115 @@
+"""`zuka ps` (the fleet's GPU processes) and `zuka kill NODE PID` (stop one, confirmed by
+its pid typed): parse, call leases.app.processes, show."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from typing import TextIO
+
+from leases.app import processes
+from leases.core.errors import InputError, no_ledger
+from leases.core.textsafe import visible
+from leases.ledger.paths import resolve_ledger_path
+from leases.ledger.store import Ledger
+from tui.cli import output
+
+DEFAULT_GRACE_S = 10.0
+
+
+def _ledger(args: argparse.Namespace) -> Ledger:
+    path = resolve_ledger_path(args.ledger)
+    if not path.exists():
+        raise no_ledger(path)
+    return Ledger.open(path, create=False)
+
+
+def ps(args: argparse.Namespace, out: TextIO) -> int:
+    with _ledger(args) as ledger:
+        rows = processes.read_rows(ledger)
+    words = [f"user:{args.user}"] if args.user else []
+    words += [f"node:{args.node}"] if args.node else []
+    rows = processes.sort_rows(processes.filter_rows(rows, " ".join(words)), args.sort)
+    if args.json:
+        output.dump_json([processes.row_json(r) for r in rows], out)
+        return 0
+    if not rows:
+        out.write("no GPU processes in the last readings\n")
+        return 0
+    cut = output.terminal_columns(out, 200) if out.isatty() else None
+    table = [
+        (
+            visible(r.node, 30),
+            "?" if r.gpu is None else str(r.gpu),
+            str(r.pid) + ("" if r.visible else "*"),
+            visible(r.user, 20),
+            "?" if r.used_mib is None else f"{r.used_mib:.0f}",
+            "?" if r.share_pct is None else f"{r.share_pct:.0f}%",
+            processes.elapsed_words(r.elapsed_s),
+            r.command if cut is None else visible(r.command, max(cut - 70, 20)),
+        )
+        for r in rows
+    ]
+    headers = ("NODE", "GPU", "PID", "USER", "MIB", "SHARE", "ELAPSED", "COMMAND")
+    output.table(headers, table, out)
+    if any(not r.visible for r in rows):
+        out.write("* not visible to the login (a container's host PID)\n")
+    return 0
+
+
+def kill(args: argparse.Namespace, out: TextIO) -> int:
+    grace = processes.check_grace(args.grace)
+    with _ledger(args) as ledger:
+        row = processes.find_row(processes.read_rows(ledger), args.node, args.pid)
+        typed = args.yes_i_typed
+        if typed is None:
+            if not sys.stdin.isatty():
+                raise InputError(
+                    "confirm", None, f"not a terminal: pass --yes-i-typed {row.pid} to confirm"
+                )
+            out.write(
+                f"{visible(row.node)} GPU {row.gpu} pid {row.pid} of {visible(row.user)}:"
+                f" {row.command}\n"
+            )
+            typed = input(f"Type the pid, {row.pid}, to stop it (SIGTERM, then SIGKILL): ")
+        processes.check_confirmation(row.pid, typed)
+        runner = processes.runner_for(ledger, row.node)
+        stopped = asyncio.run(_stop(ledger, row, typed, grace, runner))
+    if args.json:
+        doc = {"node": row.node, "pid": row.pid, "user": row.user, "ok": stopped.ok,
+               "outcome": stopped.outcome.name.lower(), "steps": list(stopped.steps)}  # fmt: skip
+        output.dump_json(doc, out)
+        return 0 if stopped.ok else 1
+    for step in stopped.steps:
+        out.write("  " + visible(step, 300) + "\n")
+    out.write(f"{visible(row.node)} pid {row.pid}: {stopped.outcome.value}\n")
+    return 0 if stopped.ok else 1
+
+
+async def _stop(
+    ledger: Ledger,
+    row: processes.ProcessRow,
+    typed: str,
+    grace: float,
+    runner: processes.Runner,
+) -> processes.Stopped:
+    try:
+        return await processes.stop_process(
+            row.node,
+            row.pid,
+            row.process.start,
+            row.process.cmdline,
+            typed,
+            grace,
+            runner,
+            time.monotonic,
+            ledger,
+            user=row.user,
+            visible_to_login=row.visible,
+        )
+    finally:
+        close = getattr(runner, "close", None)
+        if close is not None:
+            await close()

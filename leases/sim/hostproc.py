@@ -78,7 +78,8 @@ def proc_file(node: SimNode, path: str, now: datetime) -> str | None:
     if path == "/proc/loadavg":
         busy = _busy_share(node, now)
         load = n * (0.03 + 0.6 * busy)
-        return f"{load:.2f} {load * 0.95:.2f} {load * 0.9:.2f} 3/{900 + n * 4} {40_000 + node.seed % 9000}\n"
+        procs = f"3/{900 + n * 4} {40_000 + node.seed % 9000}"
+        return f"{load:.2f} {load * 0.95:.2f} {load * 0.9:.2f} {procs}\n"
     if path == "/proc/meminfo":
         total, avail = _mem_kib(node, now)
         return (

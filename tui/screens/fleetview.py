@@ -30,6 +30,7 @@ from leases.money.amounts import whole
 from leases.money.renewals import BillingNow, starts_in
 from leases.offboard.evidence import Progress
 from leases.offboard.status import short as offboard_short
+from tui.words import disk_cell, ram_cell
 
 if TYPE_CHECKING:
     from leases.alerts.state import StoredAlert
@@ -98,6 +99,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("ends", "Lease end", 14, 3),
     Column("alerts", "Alert", 5, 4),
     Column("offboard", "Offboard", 12, 12),
+    # The node beyond its GPUs (tui.screens.hostview): the fullest data disk, memory used.
+    Column("disk", "Disk", 4, 13),
+    Column("ram", "RAM", 4, 14),
 )
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
 CELL_PADDING = 2  # DataTable's padding: one cell each side
@@ -283,6 +287,9 @@ def fleet_row(
     worst = max((a.severity.rank for a in alerts), default=0)
     marker = alert_marker(list(alerts))
     provider = node.provider or ""
+    host = status.host if status else None
+    fullest = host.fullest_data if host else None
+    disk_pct = fullest.used_pct if fullest else None
     cells = {
         "node": cell(node.name),
         "channel": cell(f"{channel or '-'}/{provider or '-'}"),
@@ -307,6 +314,8 @@ def fleet_row(
         "offboard": Cell(
             offboard_short(offboard), "red" if offboard is not None and offboard.stopped else ""
         ),
+        "disk": Cell(disk_cell(host) or "-", "red" if disk_pct and disk_pct >= 90 else ""),
+        "ram": Cell(ram_cell(host) or "-"),
     }
     sort = {
         "node": node.name.casefold(),
@@ -322,6 +331,8 @@ def fleet_row(
         "ends": left,
         "alerts": (worst, len(alerts)),
         "offboard": None if offboard is None else (offboard.finished, offboard.passed),
+        "disk": disk_pct,
+        "ram": host.mem_used_pct if host else None,
     }
     facts = RowFacts(
         name=node.name,

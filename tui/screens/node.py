@@ -37,7 +37,7 @@ from leases.telemetry import series
 from leases.telemetry.history import NodeMinute
 from leases.telemetry.series import Span
 from tui.dashboard.host import ZukaHost
-from tui.screens import acceptview, nodeview
+from tui.screens import acceptview, hostview, nodeview
 from tui.screens.fleetview import GPU_COLUMNS, gpu_rows, plain
 from tui.widgets.charts import HistoryChart
 
@@ -123,6 +123,7 @@ class NodeScreen(Screen[None]):
         with TabbedContent(initial=TABS[0], id="node-tabs"):
             with TabPane("1 GPUs", id=TABS[0]):
                 yield DataTable(id="node-gpus", cursor_type="none", zebra_stripes=True)
+                yield Static(id="node-host", classes="node-caption")
                 yield Static(id="node-procs-caption", classes="node-caption")
                 yield DataTable(id="node-procs", cursor_type="none", zebra_stripes=True)
             with TabPane("2 History", id=TABS[1]):
@@ -173,6 +174,8 @@ class NodeScreen(Screen[None]):
         self._fill("node-procs", procs)
         none = "none reported" if status and status.samples else "not read yet"
         self._caption("node-procs-caption", "processes", procs, none)
+        host = hostview.host_lines(status.host if status else None)
+        self.query_one("#node-host", Static).update(Text("\n").join(plain(x) for x in host))
         self._show_title(status)
 
     def _show_title(self, status: NodeStatus | None) -> None:

@@ -259,7 +259,9 @@ def _df(lines: list[str], problems: list[str]) -> tuple[Mount, ...]:
     mounts: list[Mount] = []
     seen: set[str] = set()
     bad = 0
-    for line in lines[1:]:  # the header first
+    for line in lines:
+        if line.startswith("Filesystem"):
+            continue  # the header
         # Filesystem Type 1024-blocks Used Available Capacity Mounted-on (which may hold
         # spaces: everything after the sixth column).
         words = line.split(None, 6)

@@ -190,9 +190,21 @@ def test_the_parser_never_raises(text: str) -> None:
 @given(
     st.lists(
         st.sampled_from(
-            ["@zh load", "@zh mem", "@zh stat", "@zh net", "@zh df", "@zh end", "cpu  1 2 3 4",
-             "MemTotal: 5 kB", "eth0: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16",
-             "/dev/x xfs 10 5 5 50% /data", "1.0 2.0 3.0 1/2 3", "\x00\udcff", "cpu9 1 1 1 1"]
+            [
+                "@zh load",
+                "@zh mem",
+                "@zh stat",
+                "@zh net",
+                "@zh df",
+                "@zh end",
+                "cpu  1 2 3 4",
+                "MemTotal: 5 kB",
+                "eth0: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16",
+                "/dev/x xfs 10 5 5 50% /data",
+                "1.0 2.0 3.0 1/2 3",
+                "\x00\udcff",
+                "cpu9 1 1 1 1",
+            ]
         ),
         max_size=60,
     )

@@ -73,7 +73,7 @@ def _mismatch(sim: SimNode, seen: Seen) -> Callable[..., object]:
     async def handle(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
         cmd = process.command or ""
         seen.commands.append(cmd)
-        gpu, marker, snippet = cmd.partition("; echo @zuka-host $?; ")
+        _gpu, marker, snippet = cmd.partition("; echo @zuka-host $?; ")
         if not marker:
             out, err, status = sim_answer(sim, cmd, node.sim_clock())
         else:

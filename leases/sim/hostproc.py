@@ -164,18 +164,20 @@ def grep_files(node: SimNode, args: list[str], now: datetime) -> Answer:
     """`grep [-E] PATTERN FILE...` over the /proc files above."""
     flags = [a for a in args if a.startswith("-")]
     words = [a for a in args if not a.startswith("-")]
-    if len(words) < 2 or not set(flags) <= {"-E"}:
-        return Answer("", "grep: the simulator reads grep [-E] PATTERN FILE...\n", 2)
+    if len(words) < 2 or not set(flags) <= {"-E", "-c"}:
+        return Answer("", "grep: the simulator reads grep [-E] [-c] PATTERN FILE...\n", 2)
     try:
         pattern = re.compile(words[0])
     except re.error:
         return Answer("", "grep: Unmatched ( or \\(\n", 2)
-    out, err = [], []
+    out, err, matched = [], [], False
     for path in words[1:]:
         text = proc_file(node, path, now)
         if text is None:
             err.append(f"grep: {path}: No such file or directory\n")
             continue
-        out += [ln + "\n" for ln in text.splitlines() if pattern.search(ln)]
-    status = 2 if err else 0 if out else 1
+        found = [ln + "\n" for ln in text.splitlines() if pattern.search(ln)]
+        matched = matched or bool(found)
+        out += [f"{len(found)}\n"] if "-c" in flags else found
+    status = 2 if err else 0 if matched else 1
     return Answer("".join(out), "".join(err), status)

@@ -43,14 +43,19 @@ from leases.core.textsafe import visible
 HOST_MARK = "@zuka-host"
 _SECTION = "@zh"
 # Each command alone (the node's shell may be any sh); 2>/dev/null on each.
+# The aggregate cpu line and the count of cpuN lines (not every line: 128 of them on a
+# big node would be most of what the snippet sends).
 _PARTS = (
-    ("load", "cat /proc/uptime /proc/loadavg"),
-    ("mem", "grep -E '^(MemTotal|MemAvailable|SwapTotal|SwapFree):' /proc/meminfo"),
-    ("stat", "grep -E '^cpu' /proc/stat"),
-    ("net", "cat /proc/net/dev"),
-    ("df", "timeout 5 df -P -k -T"),
+    ("load", ("cat /proc/uptime /proc/loadavg",)),
+    ("mem", ("grep -E '^(MemTotal|MemAvailable|SwapTotal|SwapFree):' /proc/meminfo",)),
+    ("stat", ("grep -E '^cpu ' /proc/stat", "grep -c -E '^cpu[0-9]' /proc/stat")),
+    ("net", ("cat /proc/net/dev",)),
+    ("df", ("timeout 5 df -P -k -T",)),
 )
-SNIPPET = "; ".join(f"echo {_SECTION} {name}; {cmd} 2>/dev/null" for name, cmd in _PARTS)
+SNIPPET = "; ".join(
+    f"echo {_SECTION} {name}; " + "; ".join(f"{c} 2>/dev/null" for c in cmds)
+    for name, cmds in _PARTS
+)
 SNIPPET += f"; echo {_SECTION} end"
 
 
@@ -213,11 +218,14 @@ def _mem(lines: list[str], problems: list[str]) -> dict[str, int]:
 def _stat(lines: list[str], problems: list[str]) -> tuple[CpuTimes | None, int | None]:
     cpu: CpuTimes | None = None
     count = 0
-    for line in lines:
+    counted: int | None = None
+    for line in lines[:1100]:
         words = line.split()
         if not words:
             continue
-        if words[0] == "cpu" and cpu is None:
+        if len(words) == 1 and counted is None:
+            counted = _int(words[0])  # grep -c's count of cpuN lines
+        elif words[0] == "cpu" and cpu is None:
             ticks = [_int(w) for w in words[1:11]]
             if len(ticks) >= 4 and all(t is not None for t in ticks):
                 t = [x for x in ticks if x is not None]
@@ -229,6 +237,8 @@ def _stat(lines: list[str], problems: list[str]) -> tuple[CpuTimes | None, int |
             count += 1
     if cpu is None:
         problems.append("CPU use not read (/proc/stat)")
+    if counted is not None and 0 < counted <= 65536:
+        return cpu, counted
     return cpu, count or None
 
 

@@ -9,13 +9,18 @@ df's -P -k -T columns; its figures are made up.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leases.core.host import HostStats, Mount, MountKind, host_from, host_record
+from leases.core.models import NodeHealth, NodeStatus
+from leases.ledger import records
+from leases.ledger.store import Ledger
 from leases.telemetry import hoststats as hs
+from leases.telemetry.rollups import HistoryStore
 
 DATA = Path(__file__).parent / "data"
 AUTODL = (DATA / "host_autodl.txt").read_text()
@@ -229,3 +234,22 @@ def test_host_figures_round_trip_and_old_rows_read_as_none() -> None:
     assert host_from({"mounts": [{"path": "/x"}]}) is None  # a record cut short
     assert host_from({"cpus": "64", "cpu_pct": True}) == HostStats()  # wrong types: unknown
     assert h.fullest_data is not None and h.fullest_data.path == "/root/autodl-tmp"
+
+
+def test_old_and_broken_rows_load_without_host_figures(tmp_path: Path) -> None:
+    """A row written before the host column ('{}'), or one changed behind zuka's back,
+    loads with its GPUs and host None; a new row keeps its figures."""
+    with Ledger.open(tmp_path / "l.db", create=True) as ledger:
+        ledger.add_node(records.node_from({"name": "n1", "ssh_host": "10.0.0.9",
+                                           "ssh_user": "root"}))  # fmt: skip
+        store = HistoryStore(ledger)
+        at = datetime(2026, 11, 20, tzinfo=UTC)
+        host = HostStats(cpus=8, mounts=(Mount("/", "ext4", 10, 5, 5, "root fs", MountKind.ROOT),))
+        store.write_latest([NodeStatus("n1", NodeHealth.OK, checked=at, at=at, host=host)])
+        (read,) = store.latest_by_id().values()
+        assert read.host == host
+        for raw in ("{}", "not json", "[1, 2]"):
+            with ledger.transaction() as conn:
+                conn.execute("UPDATE node_latest SET host = ?", [raw])
+            (read,) = store.latest_by_id().values()
+            assert read.host is None and read.health is NodeHealth.OK

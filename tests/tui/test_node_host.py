@@ -52,10 +52,10 @@ async def test_the_node_screen_shows_the_host(ledger_file: Path) -> None:  # noq
         screen = await opened(app, pilot)
         text = text_of(screen, "node-host")
         assert "CPU 37 % of 64 cores · load 12.50 11.00 9.75" in text
-        assert "memory" in text and "384.0 of 512.0 GiB" in text
+        assert "memory" in text and "384.0/512.0 GiB" in text
         line = next(x for x in text.splitlines() if "autodl-tmp" in x)
         assert line.startswith("AutoDL data disk /root/autodl-tmp")
-        assert "███████████████████░  95 %  47.5 of 50.0 GiB  (xfs)" in line
+        assert "███████████░  95 %  47.5/50.0 GiB  xfs" in line
         assert "shared memory /dev/shm" in text
         assert "network in 21.5 MB/s · out 2.7 kB/s" in text
         assert "\x1b" not in text and "[red]x[/]" in text  # shown, not obeyed
@@ -74,7 +74,7 @@ def test_host_lines_name_what_was_not_read() -> None:
     assert lines[0] == "CPU ? of ? cores · load ?"
     assert "memory: ?" in lines and "disks: ?" in lines
     assert lines[-1] == "not read: memory not read (/proc/meminfo)"
-    assert hostview.bar(0) == "░" * 20 and hostview.bar(150) == "█" * 20
+    assert hostview.bar(0) == "░" * 12 and hostview.bar(150) == "█" * 12
     assert hostview.rate(None) == "?" and hostview.rate(999) == "999 B/s"
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from leases.core.host import GIB, KIB, HostStats, Mount, MountKind
 from leases.core.textsafe import visible
 
-BAR_WIDTH = 20
-_NAME_WIDTH = 36
+BAR_WIDTH = 12
+_NAME_WIDTH = 34
 
 
 def bar(pct: float, width: int = BAR_WIDTH) -> str:
@@ -37,7 +37,7 @@ def _disk_line(m: Mount) -> str:
     whole = m.used_kib + m.avail_kib
     return (
         f"{name:<{_NAME_WIDTH}} {bar(m.used_pct)} {m.used_pct:3.0f} %"
-        f"  {_gib(m.used_kib)} of {_gib(whole)} GiB  ({visible(m.fs_type, 16)})"
+        f"  {_gib(m.used_kib)}/{_gib(whole)} GiB  {visible(m.fs_type, 16)}"
     )
 
 
@@ -57,7 +57,7 @@ def host_lines(h: HostStats | None) -> list[str]:
             swap = f" · swap {_gib(h.swap_total_kib - (h.swap_free_kib or 0))} GiB used"
         lines.append(
             f"{'memory':<{_NAME_WIDTH}} {bar(pct)} {pct:3.0f} %"
-            f"  {_gib(used)} of {_gib(h.mem_total_kib)} GiB{swap}"
+            f"  {_gib(used)}/{_gib(h.mem_total_kib)} GiB{swap}"
         )
     else:
         lines.append("memory: ?")

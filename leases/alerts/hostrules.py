@@ -77,7 +77,8 @@ def host_rules(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
         f,
         AlertKind.RAM_FULL,
         Severity.CRITICAL if avail <= RAM_CRITICAL_PCT else Severity.WARNING,
-        f"{name}: memory {_gib(h.mem_available_kib)} of {_gib(h.mem_total_kib)} GiB"
+        f"{name}: {'container memory' if h.mem_cgroup else 'memory'}"
+        f" {_gib(h.mem_available_kib)} of {_gib(h.mem_total_kib)} GiB"
         f" available, {avail:.0f} %{when} (alert under {floor:.0f} %)",
         "the OOM killer ends the largest process next: fewer DataLoader workers, a smaller"
         " prefetch or in-memory cache, or a node with more memory",

@@ -66,6 +66,8 @@ class HostStats:
     net_rx_bps: float | None = None  # bytes per second, all interfaces but lo and bridges
     net_tx_bps: float | None = None
     problems: tuple[str, ...] = ()
+    # Memory is the container's cgroup limit and working set (tighter than /proc/meminfo).
+    mem_cgroup: bool = False
 
     @property
     def mem_used_pct(self) -> float | None:
@@ -131,4 +133,5 @@ def host_from(d: object) -> HostStats | None:
         return None
     ints = {k: _num(d.get(k), int) for k in _INTS}
     floats = {k: _num(d.get(k), float) for k in _FLOATS}
-    return HostStats(**ints, **floats, mounts=mounts, problems=problems)
+    cgroup = d.get("mem_cgroup") is True
+    return HostStats(**ints, **floats, mounts=mounts, problems=problems, mem_cgroup=cgroup)

@@ -51,7 +51,14 @@ _PARTS = (
     ("stat", ("grep -E '^cpu ' /proc/stat", "grep -c -E '^cpu[0-9]' /proc/stat")),
     ("net", ("cat /proc/net/dev",)),
     ("df", ("timeout 5 df -P -k -T",)),
-)
+    # A container's memory limit (cgroup v2, then v1): what the OOM killer goes by, where
+    # /proc/meminfo (without lxcfs) shows the whole machine's.
+    ("cg2", ("cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/memory.current",
+             "grep -E '^inactive_file ' /sys/fs/cgroup/memory.stat")),
+    ("cg1", ("cat /sys/fs/cgroup/memory/memory.limit_in_bytes"
+             " /sys/fs/cgroup/memory/memory.usage_in_bytes",
+             "grep -E '^total_inactive_file ' /sys/fs/cgroup/memory/memory.stat")),
+)  # fmt: skip
 SNIPPET = "; ".join(
     f"echo {_SECTION} {name}; " + "; ".join(f"{c} 2>/dev/null" for c in cmds)
     for name, cmds in _PARTS
@@ -73,7 +80,7 @@ _PATH_SHOWN = 120
 _BIG = 10**20  # no counter of a sane node comes near
 
 _MARK_LINE = re.compile(rf"^{re.escape(HOST_MARK)} ([0-9]{{1,3}})[ \t\r]*$", re.MULTILINE)
-_SECTION_LINE = re.compile(rf"^{re.escape(_SECTION)} ([a-z]{{1,8}})\r?$")
+_SECTION_LINE = re.compile(rf"^{re.escape(_SECTION)} ([a-z0-9]{{1,8}})\r?$")
 _DIGITS = re.compile(r"[0-9]{1,20}")
 _DECIMAL = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,6})?")
 _IFACE = re.compile(r"[A-Za-z0-9_.:@-]{1,32}")
@@ -140,6 +147,7 @@ class HostReading:
     mounts: tuple[Mount, ...] = ()
     df_read: bool = False
     problems: tuple[str, ...] = ()
+    mem_cgroup: bool = False  # memory is the container's limit, not /proc/meminfo's
 
 
 def split_output(stdout: str, *, last: bool = False) -> tuple[str, int | None, str | None]:
@@ -305,6 +313,36 @@ def _df(lines: list[str], problems: list[str]) -> tuple[Mount, ...]:
     return tuple(mounts)
 
 
+def _cgroup(lines: list[str]) -> tuple[int, int] | None:
+    """(limit, working set) in KiB from a cgroup's limit, usage and inactive file pages
+    (the page cache the kernel reclaims before it OOM-kills, as `docker stats` counts);
+    None without a limit ('max', v1's huge number) or when not read."""
+    words = [line.split() for line in lines[:4]]
+    if len(words) < 2 or len(words[0]) != 1 or len(words[1]) != 1:
+        return None
+    limit, usage = _int(words[0][0]), _int(words[1][0])
+    if limit is None or usage is None or limit >= 1 << 60 or limit == 0:
+        return None
+    inactive = 0
+    for w in words[2:]:
+        if len(w) == 2 and w[0] in ("inactive_file", "total_inactive_file"):
+            inactive = _int(w[1]) or 0
+    return limit // 1024, max(0, usage - inactive) // 1024
+
+
+def _container_mem(sections: dict[str, list[str]], mem: dict[str, int]) -> bool:
+    """Memory as the container's limit where it is below what /proc/meminfo says."""
+    found = _cgroup(sections.get("cg2", [])) or _cgroup(sections.get("cg1", []))
+    if found is None:
+        return False
+    limit, used = found
+    total = mem.get("MemTotal")
+    if total is not None and limit >= total:
+        return False  # no tighter than the machine
+    mem["MemTotal"], mem["MemAvailable"] = limit, max(0, limit - used)
+    return True
+
+
 def parse_host(text: str | None) -> HostReading:
     """The host part of the output (after the marker). Never raises on what it holds."""
     if text is None:
@@ -315,6 +353,9 @@ def parse_host(text: str | None) -> HostReading:
         return HostReading(problems=("no host figures (no /proc on the node?)",))
     uptime, load = _load(sections.get("load", []), problems)
     mem = _mem(sections.get("mem", []), problems)
+    limited = _container_mem(sections, mem)
+    if limited:
+        problems[:] = [p for p in problems if not p.startswith("memory not read")]
     cpu, cpus = _stat(sections.get("stat", []), problems)
     net = _net(sections.get("net", []), problems)
     df_lines = sections.get("df")
@@ -325,7 +366,16 @@ def parse_host(text: str | None) -> HostReading:
         problems.append("disks not read (df failed or timed out)")
     three = (load[0], load[1], load[2]) if load is not None and len(load) == 3 else None
     return HostReading(
-        uptime, three, cpus, cpu, mem, net, mounts, bool(df_lines), tuple(problems[:MAX_PROBLEMS])
+        uptime,
+        three,
+        cpus,
+        cpu,
+        mem,
+        net,
+        mounts,
+        bool(df_lines),
+        tuple(problems[:MAX_PROBLEMS]),
+        limited,
     )
 
 
@@ -360,6 +410,7 @@ def stats(now: HostReading, before: HostReading | None, seconds: float | None = 
         mem_available_kib=now.mem.get("MemAvailable"),
         swap_total_kib=now.mem.get("SwapTotal"),
         swap_free_kib=now.mem.get("SwapFree"),
+        mem_cgroup=now.mem_cgroup,
         mounts=now.mounts,
         net_rx_bps=rx,
         net_tx_bps=tx,

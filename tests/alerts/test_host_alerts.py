@@ -134,3 +134,10 @@ def test_end_to_end_from_the_stored_status(tmp_path: Path) -> None:
         check(ledger, CONFIG, lambda: NOW)
         kinds = sorted(a.kind for a in alertstate.alerts(ledger, NOW))
         assert kinds == ["disk_full", "ram_full"]
+
+
+def test_a_containers_limit_is_said_as_such() -> None:
+    host = HostStats(mem_total_kib=16 * G, mem_available_kib=G // 2, mem_cgroup=True)
+    (a,) = _run(host)
+    assert a.kind is AlertKind.RAM_FULL
+    assert a.message.startswith("n1: container memory 0.5 of 16.0 GiB available, 3 %")

@@ -253,3 +253,23 @@ def test_old_and_broken_rows_load_without_host_figures(tmp_path: Path) -> None:
                 conn.execute("UPDATE node_latest SET host = ?", [raw])
             (read,) = store.latest_by_id().values()
             assert read.host is None and read.health is NodeHealth.OK
+
+
+def test_a_containers_memory_limit_is_what_counts() -> None:
+    """Without lxcfs /proc/meminfo is the machine's (126 GiB here); the OOM killer goes by
+    the container's cgroup: a 16 GiB limit, 15 GiB used of which 0.5 GiB inactive page
+    cache, leaves 1.5 GiB."""
+    gib = 1024**3
+    v2 = f"{16 * gib}\n{15 * gib}\ninactive_file {gib // 2}\n"
+    r = hs.parse_host(_with("cg2", v2))
+    assert r.mem_cgroup
+    assert (r.mem["MemTotal"], r.mem["MemAvailable"]) == (16 * 1024**2, 1536 * 1024)
+    s = hs.stats(r, None)
+    assert s.mem_cgroup and round(s.mem_available_pct or 0) == 9
+    v1 = f"{8 * gib}\n{2 * gib}\ntotal_inactive_file 0\n"
+    assert hs.parse_host(_with("cg1", v1)).mem["MemTotal"] == 8 * 1024**2
+    for unlimited in ("max\n5\n", "9223372036854771712\n2437038080\n", f"{200 * gib}\n1\n",
+                      "0\n0\n", "16\n", "１６\n1\n"):  # fmt: skip
+        plain = hs.parse_host(_with("cg2", unlimited))
+        assert not plain.mem_cgroup and plain.mem["MemTotal"] == 131624748, unlimited
+    assert host_from(host_record(s)) == s

@@ -56,7 +56,8 @@ def host_lines(h: HostStats | None) -> list[str]:
         if h.swap_total_kib:
             swap = f" · swap {_gib(h.swap_total_kib - (h.swap_free_kib or 0))} GiB used"
         lines.append(
-            f"{'memory':<{_NAME_WIDTH}} {bar(pct)} {pct:3.0f} %"
+            f"{'memory (container limit)' if h.mem_cgroup else 'memory':<{_NAME_WIDTH}}"
+            f" {bar(pct)} {pct:3.0f} %"
             f"  {_gib(used)}/{_gib(h.mem_total_kib)} GiB{swap}"
         )
     else:

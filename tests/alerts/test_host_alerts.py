@@ -24,7 +24,8 @@ from leases.telemetry.rollups import HistoryStore
 NOW = datetime(2026, 11, 20, 9, 30, tzinfo=UTC)
 CONFIG = AlertsConfig()
 NODE = records.node_from({"name": "n1", "ssh_host": "10.0.0.9", "ssh_user": "root"})
-Q = 50 * GIB // KIB  # a 50 GiB quota in KiB
+G = GIB // KIB  # a GiB in KiB
+Q = 50 * G  # a 50 GiB quota
 
 
 def _disk(path: str, used_pct: float, kind: MountKind = MountKind.DATA, label: str = "") -> Mount:

@@ -12,6 +12,7 @@ scenario, so they only grow. Pure.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from datetime import datetime
@@ -45,7 +46,9 @@ def _uptime(node: SimNode, now: datetime) -> float:
     return max(1.0, now.timestamp() - boot)
 
 
+@functools.lru_cache(maxsize=1024)
 def _busy_share(node: SimNode, now: datetime) -> float:
+    """The GPUs' mean busy share at `now` (cached: /proc/loadavg and meminfo both ask)."""
     reads = readings(node, now)
     return sum(r.util_gpu for r in reads) / (100 * len(reads)) if reads else 0.0
 

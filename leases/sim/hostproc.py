@@ -167,8 +167,8 @@ def grep_files(node: SimNode, args: list[str], now: datetime) -> Answer:
     """`grep [-E] PATTERN FILE...` over the /proc files above."""
     flags = [a for a in args if a.startswith("-")]
     words = [a for a in args if not a.startswith("-")]
-    if len(words) < 2 or not set(flags) <= {"-E", "-c"}:
-        return Answer("", "grep: the simulator reads grep [-E] [-c] PATTERN FILE...\n", 2)
+    if len(words) < 2 or not set(flags) <= {"-E", "-c", "-v"}:
+        return Answer("", "grep: the simulator reads grep [-E] [-c] [-v] PATTERN FILE...\n", 2)
     try:
         pattern = re.compile(words[0])
     except re.error:
@@ -179,7 +179,8 @@ def grep_files(node: SimNode, args: list[str], now: datetime) -> Answer:
         if text is None:
             err.append(f"grep: {path}: No such file or directory\n")
             continue
-        found = [ln + "\n" for ln in text.splitlines() if pattern.search(ln)]
+        keep = "-v" not in flags
+        found = [ln + "\n" for ln in text.splitlines() if bool(pattern.search(ln)) == keep]
         matched = matched or bool(found)
         out += [f"{len(found)}\n"] if "-c" in flags else found
     status = 2 if err else 0 if matched else 1

@@ -49,7 +49,8 @@ _PARTS = (
     ("load", ("cat /proc/uptime /proc/loadavg",)),
     ("mem", ("grep -E '^(MemTotal|MemAvailable|SwapTotal|SwapFree):' /proc/meminfo",)),
     ("stat", ("grep -E '^cpu ' /proc/stat", "grep -c -E '^cpu[0-9]' /proc/stat")),
-    ("net", ("cat /proc/net/dev",)),
+    # Without the virtual interfaces (a Kubernetes host has thousands of veths).
+    ("net", ("grep -v -E '^ *(veth|cali|lxc|tap)' /proc/net/dev",)),
     ("df", ("timeout 5 df -P -k -T",)),
     # A container's memory limit (cgroup v2, then v1): what the OOM killer goes by, where
     # /proc/meminfo (without lxcfs) shows the whole machine's.

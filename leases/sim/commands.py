@@ -12,6 +12,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
+from leases.sim import shellwords
 from leases.sim.gpu import (
     SIM_USERS,
     GpuReading,
@@ -537,11 +538,8 @@ def answer(node: SimNode, command: str, now: datetime, last_status: int = 0) -> 
         script = answer_script(node, command)
         if script is not None:
             return Answer(*script)
-    try:
-        lex = shlex.shlex(command, posix=True, punctuation_chars=";&|")
-        lex.whitespace_split = True
-        tokens = list(lex)
-    except ValueError:
+    tokens = shellwords.tokens(command)
+    if tokens is None:
         return Answer("", "sh: 1: Syntax error: Unterminated quoted string\n", 2)
     out, err = [], []
     result = OK if last_status == 0 else Answer("", "", last_status)

@@ -72,6 +72,7 @@ def _mem_kib(node: SimNode, now: datetime) -> tuple[int, int]:
     return total, int(total * (1 - min(used, 0.99)))
 
 
+@functools.lru_cache(maxsize=4096)
 def proc_file(node: SimNode, path: str, now: datetime) -> str | None:
     """The text of the /proc files the poller reads; None for any other path."""
     up = _uptime(node, now)

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
-from leases.sim import shellwords
 from leases.sim.gpu import (
     SIM_USERS,
     GpuReading,
@@ -24,6 +23,7 @@ from leases.sim.gpu import (
 from leases.sim.hostcmds import answer_host, file_text, grep, hami_env, head
 from leases.sim.offboard import answer_script
 from leases.sim.output import NA, NOT_SUPPORTED, OK, Answer
+from leases.sim.shellwords import tokens as shell_tokens
 from leases.sim.smiq import EXTRA_FIELDS, smi_extra
 from leases.sim.tools import answer_tool
 from leases.sim.topo import topo_matrix
@@ -538,7 +538,7 @@ def answer(node: SimNode, command: str, now: datetime, last_status: int = 0) -> 
         script = answer_script(node, command)
         if script is not None:
             return Answer(*script)
-    tokens = shellwords.tokens(command)
+    tokens = shell_tokens(command)
     if tokens is None:
         return Answer("", "sh: 1: Syntax error: Unterminated quoted string\n", 2)
     out, err = [], []

@@ -171,14 +171,15 @@ class Poller:
             if state.fields is None:
                 state.fields = await nvsmiprobe.probe(session.query)
             command = nvsmi.query_command(state.fields)
-            if self.host_stats:  # the node's CPU, RAM, disks, network in the same trip
-                command = hoststats.with_host(command)
-            result = await session.query(command)
+            # The node's CPU, RAM, disks, network in the same round trip, as often as the
+            # processes (every apps_every readings: a CPU share over 30 s reads steadier).
+            with_host = self.host_stats and state.polls % self.apps_every == 0
+            result = await session.query(hoststats.with_host(command) if with_host else command)
             now = self.clock()
-            stdout, status, host = hoststats.split_output(result.stdout)
-            if status is None:
-                status = result.exit_status
-            elif self.host_stats:
+            stdout, status = result.stdout, result.exit_status
+            if with_host:
+                stdout, said, host = hoststats.split_output(stdout)
+                status = status if said is None else said  # the GPU query's own status
                 self._host(state, host)
             if status != 0:
                 self._failed_reading(state, status, stdout, result.stderr)

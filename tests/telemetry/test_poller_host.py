@@ -222,3 +222,17 @@ async def test_stream_mode_rides_on_the_owner_query(fleet: Fleet) -> None:
     assert st.processes  # the owner query's own part still parsed
     stored = {s.node: s for s in HistoryStore(fleet.ledger).latest_by_id().values()}
     assert stored["autodl-a"].host is not None
+
+
+async def test_exec_reads_the_host_as_often_as_the_processes(fleet: Fleet) -> None:
+    """Every apps_every sweeps (with the owners); between them the GPU query goes alone and
+    the figures read last stay on the status."""
+    fleet.poller.apps_every = 3
+    hosts = []
+    for i in range(4):
+        fleet.clock.now = T0 + timedelta(seconds=10 * i)
+        hosts.append((await fleet.poller.sweep())["autodl-a"].host)
+    queries = [c for c in fleet.seen.commands if c.startswith("nvidia-smi --query-gpu=index")]
+    assert ["@zuka-host" in c for c in queries[-4:]] == [True, False, False, True]
+    assert hosts[0] is not None and hosts[1] == hosts[0] == hosts[2]
+    assert hosts[3] is not None and hosts[3].cpu_pct is not None  # over the 30 s between

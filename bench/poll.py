@@ -5,6 +5,11 @@ runs in its own process (bench/_fleet_server.py). This process measures:
 
   z-exec    zuka's Poller.sweep() on persistent connections: the first round (connects,
             field probe, compute-apps query) as "cold", then the median of warm rounds
+  z-host    exec sweeps that read the processes and the host figures (CPU, RAM, disks,
+  z-gpus    network: leases.telemetry.hoststats) every sweep (apps_every 1), and the same
+            without the host figures, same fleet, same run: what one host reading costs
+            (zuka reads them every 6th sweep, with the processes; z-exec's warm rounds
+            are sweeps without them)
   z-stream  zuka's stream mode (one `nvidia-smi ... -lms` per node): how old the readings
             are when asked for, how long until every node has a reading newer than the
             ask, and this process's CPU time per round (time.process_time) against exec
@@ -83,6 +88,14 @@ class Row:
     pssh_unbounded: float = float("nan")
     pssh_unbounded_failed: int = 0
     failed_nodes: int = 0
+    # Exec sweeps reading processes every sweep, with the host snippet (z-host) and
+    # without (z-gpus).
+    host_warm: float = float("nan")
+    host_cpu: float = float("nan")
+    host_fleet_cpu: float = float("nan")
+    bare_warm: float = float("nan")
+    bare_cpu: float = float("nan")
+    bare_fleet_cpu: float = float("nan")
 
 
 # -- the fleet process --------------------------------------------------------------------
@@ -138,12 +151,21 @@ def zuka_options(fleet: Fleet) -> SshOptions:
 # -- z-exec and z-stream --------------------------------------------------------------------
 
 
-async def zuka_exec(fleet: Fleet, count: int, rounds: int, row: Row) -> None:
-    poller = Poller(nodes_of(fleet, count), pool=SshPool(zuka_options(fleet)))
+async def zuka_exec(
+    fleet: Fleet, count: int, rounds: int, row: Row, *, host: bool | None = None
+) -> None:
+    """Exec sweeps as zuka runs them (host None), or reading processes every sweep with
+    (True) or without (False) the host figures, into row.host_* / row.bare_*."""
+    poller = Poller(
+        nodes_of(fleet, count),
+        pool=SshPool(zuka_options(fleet)),
+        host_stats=host is not False,
+        apps_every=6 if host is None else 1,
+    )
     try:
         t = time.perf_counter()
         statuses = await poller.sweep()
-        row.cold = time.perf_counter() - t
+        cold = time.perf_counter() - t
         warm: list[float] = []
         cpu: list[float] = []
         fleet_cpu = fleet.cpu()
@@ -152,10 +174,16 @@ async def zuka_exec(fleet: Fleet, count: int, rounds: int, row: Row) -> None:
             statuses = await poller.sweep()
             warm.append(time.perf_counter() - t)
             cpu.append(time.process_time() - c)
-        row.warm = statistics.median(warm)
-        row.exec_cpu = statistics.median(cpu)
-        row.fleet_cpu = (fleet.cpu() - fleet_cpu) / rounds
-        row.failed_nodes = sum(s.health is not NodeHealth.OK for s in statuses.values())
+        figures = statistics.median(warm), statistics.median(cpu)
+        per_round = (fleet.cpu() - fleet_cpu) / rounds
+        if host is None:
+            row.cold, (row.warm, row.exec_cpu), row.fleet_cpu = cold, figures, per_round
+            row.failed_nodes = sum(s.health is not NodeHealth.OK for s in statuses.values())
+        elif host:
+            (row.host_warm, row.host_cpu), row.host_fleet_cpu = figures, per_round
+            row.failed_nodes += sum(s.host is None for s in statuses.values())
+        else:
+            (row.bare_warm, row.bare_cpu), row.bare_fleet_cpu = figures, per_round
     finally:
         await poller.close()
 
@@ -346,9 +374,28 @@ def report(rows: list[Row], args: argparse.Namespace, rtt_ms: float) -> None:
     )  # fmt: skip
     print(f"  ages are counted from when a reading reached this process (it left the node "
           f"{rtt_ms / 2:g} ms earlier)")  # fmt: skip
+    print()
+    print("The host figures (CPU, load, RAM, disks, network) in the GPU query's round trip:"
+          " exec sweeps reading the processes every sweep, with and without them, same"
+          " fleet, same run")  # fmt: skip
+    table(
+        ("nodes", "warm, GPUs+procs+host", "warm, GPUs+procs", "ratio", "CPU/round +host",
+         "CPU/round", "fleet CPU +host", "fleet CPU"),
+        [
+            (str(r.nodes), _s(r.host_warm), _s(r.bare_warm),
+             f"{r.host_warm / r.bare_warm:.2f}x"
+             if r.host_warm == r.host_warm and r.bare_warm == r.bare_warm else "-",
+             _ms(r.host_cpu), _ms(r.bare_cpu), _ms(r.host_fleet_cpu), _ms(r.bare_fleet_cpu))
+            for r in rows
+        ],
+    )  # fmt: skip
+    print("  zuka reads them with the processes, every 6th sweep: a sixth of the difference"
+          " per sweep on average; the fleet CPU is the simulator's (one process for every"
+          " node), a real node spends its own")  # fmt: skip
     failed = [r for r in rows if r.failed_nodes]
     for r in failed:
-        print(f"  WARNING: {r.failed_nodes} of {r.nodes} nodes gave no good reading to zuka")
+        print(f"  WARNING: {r.failed_nodes} of {r.nodes} nodes gave no good reading (or no"
+              " host figures) to zuka")  # fmt: skip
     big = max(rows, key=lambda r: r.nodes)
     print()
     fast = big.warm < ROUND_TARGET_S
@@ -367,6 +414,8 @@ async def measure(fleet: Fleet, count: int, args: argparse.Namespace) -> Row:
     row = Row(count)
     steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
         ("z-exec", lambda: zuka_exec(fleet, count, args.rounds, row)),
+        ("z-host", lambda: zuka_exec(fleet, count, args.rounds, row, host=True)),
+        ("z-gpus", lambda: zuka_exec(fleet, count, args.rounds, row, host=False)),
         ("z-stream",
          lambda: zuka_stream(fleet, count, args.stream_interval, args.stream_rounds, row)),
         ("(a)", lambda: asyncio.to_thread(openssh_sequential, fleet, count, args.ssh_sample, row)),
@@ -390,7 +439,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stream-rounds", type=int, default=3, help="asks in stream mode")
     ap.add_argument("--ssh-sample", type=int, default=20, help="nodes timed for (a)")
     ap.add_argument("--rtt-ms", type=float, default=50.0, help="added round-trip time")
-    ap.add_argument("--skip", default="", help="comma-separated: z-exec,z-stream,(a),(b)")
+    ap.add_argument(
+        "--skip", default="", help="comma-separated: z-exec,z-host,z-gpus,z-stream,(a),(b)"
+    )
     args = ap.parse_args(argv)
     counts = sorted({int(n) for n in args.nodes.split(",") if n.strip()})
     args.skip = {s.strip() for s in args.skip.split(",") if s.strip()}

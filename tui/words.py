@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from leases.core.host import HostStats
 from leases.core.models import AuditEntry
 from leases.core.textsafe import visible
 from leases.ledger import books
@@ -131,3 +132,14 @@ def change_text(e: AuditEntry) -> str:
     if isinstance(start, str):
         return f"lease from {start[:16].replace('T', ' ')}: {text}"
     return text
+
+
+def disk_cell(h: HostStats | None) -> str:
+    """The fleet's Disk cell: the fullest data disk (else the root fs), in percent."""
+    m = h.fullest_data if h is not None else None
+    return "" if m is None else f"{m.used_pct:.0f}%"
+
+
+def ram_cell(h: HostStats | None) -> str:
+    pct = h.mem_used_pct if h is not None else None
+    return "" if pct is None else f"{pct:.0f}%"

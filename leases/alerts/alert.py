@@ -60,6 +60,10 @@ class AlertKind(StrEnum):
     # The last hand-over acceptance of the node's current lease failed, while the lease
     # can still be returned (leases.alerts.acceptance).
     ACCEPTANCE_FAILED = "acceptance_failed"
+    # The node's host beyond its GPUs (leases.alerts.hostrules): a data disk, quota, root fs
+    # or /dev/shm nearly full; memory nearly gone.
+    DISK_FULL = "disk_full"
+    RAM_FULL = "ram_full"
 
 
 class Level(StrEnum):

@@ -24,6 +24,7 @@ from leases.alerts.acceptance import RULE as ACCEPTANCE_RULE
 from leases.alerts.acceptance import acceptance_failed
 from leases.alerts.alert import Alert, AlertKind, NodeFacts, make_alert
 from leases.alerts.health import gap_rules, readings
+from leases.alerts.hostrules import host_rules
 from leases.alerts.lease import autorenew, deposits, hourly_after_end, lease_end
 from leases.alerts.usage import forgotten, starved, underuse
 from leases.config.sections import AlertsConfig
@@ -147,6 +148,7 @@ RULES = (
                                         AlertKind.STOPPED_QUESTION, AlertKind.RELEASE_SOON)),
     RuleSpec("readings", readings, (AlertKind.HOSTKEY, AlertKind.TEMPERATURE, AlertKind.ECC)),
     RuleSpec(ACCEPTANCE_RULE, acceptance_failed, (AlertKind.ACCEPTANCE_FAILED,)),
+    RuleSpec("host", host_rules, (AlertKind.DISK_FULL, AlertKind.RAM_FULL)),
 )  # fmt: skip
 _KINDS_OF = {r.key: r.kinds for r in RULES} | {EVERY_RULE: tuple(k for r in RULES for k in r.kinds)}
 

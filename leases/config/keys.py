@@ -220,6 +220,8 @@ SPECS = (
     _Spec("alerts", "autorenew_notice_days", _int(0, 60)),
     _Spec("alerts", "release_notice_days", _int(0, 60)),
     _Spec("alerts", "temperature_c", _num(40, 120)),
+    _Spec("alerts", "disk_full_pct", _num(50, 100, hint="percent used")),
+    _Spec("alerts", "ram_free_pct", _num(0, 50, lo_open=True, hint="percent available")),
     _Spec("alerts", "balance_days", _num(0, 365, lo_open=True)),
     _Spec("notify", "urls", _urls, is_list=True),
     _Spec("notify", "min_severity", _severity),

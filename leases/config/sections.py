@@ -42,6 +42,10 @@ class AlertsConfig:
     autorenew_notice_days: int = 3
     release_notice_days: int = 2
     temperature_c: float = 85.0
+    # A data disk (or quota), the root fs or /dev/shm used at or above this percent:
+    # disk_full; memory available at or below this percent: ram_full.
+    disk_full_pct: float = 90.0
+    ram_free_pct: float = 5.0
     # Not keys of [alerts]: filled by leases.config.load from [bills] tolerance and
     # [billing] tz, which the bill alerts (leases.alerts.billfacts) need.
     bill_tolerance: str = ""

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from leases.core.fields import DEFAULT_TZ
+from leases.core.host import HostStats
 from leases.core.recordfields import INTERNAL, cli, flattened, stands_for
 
 
@@ -576,6 +577,7 @@ class NodeStatus:
     samples: tuple[GpuSample, ...] = ()
     processes: tuple[GpuProcess, ...] = ()
     fingerprint: str | None = None  # of a host key we refused
+    host: HostStats | None = None  # CPU, RAM, disks, network (None: not read)
 
 
 class OwnerHour(NamedTuple):

@@ -688,3 +688,10 @@ def m019_acceptance(db: Database) -> None:
 
     for sql in ACCEPTANCE_TRIGGERS.values():
         db.execute(sql)
+
+
+@MIGRATIONS()
+def m020_node_host(db: Database) -> None:
+    """A node's host figures (CPU, load, memory, disks with their labels, network: JSON of
+    leases.core.host.HostStats) beside its latest GPU readings; '{}': not read."""
+    _run(db, "ALTER TABLE node_latest ADD COLUMN host TEXT NOT NULL DEFAULT '{}';")

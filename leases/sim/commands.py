@@ -22,6 +22,7 @@ from leases.sim.hostcmds import answer_host, file_text, grep, hami_env, head
 from leases.sim.offboard import answer_script
 from leases.sim.output import NA, NOT_SUPPORTED, OK, Answer
 from leases.sim.procs import answer_procs, ps_answer
+from leases.sim.shellwords import tokens as shell_tokens
 from leases.sim.smiq import EXTRA_FIELDS, smi_extra
 from leases.sim.tools import answer_tool
 from leases.sim.topo import topo_matrix
@@ -493,11 +494,8 @@ def answer(node: SimNode, command: str, now: datetime, last_status: int = 0) -> 
         script = answer_script(node, command)
         if script is not None:
             return Answer(*script)
-    try:
-        lex = shlex.shlex(command, posix=True, punctuation_chars=";&|")
-        lex.whitespace_split = True
-        tokens = list(lex)
-    except ValueError:
+    tokens = shell_tokens(command)
+    if tokens is None:
         return Answer("", "sh: 1: Syntax error: Unterminated quoted string\n", 2)
     out, err = [], []
     result = OK if last_status == 0 else Answer("", "", last_status)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from leases.sim.gpu import FAKE_VRAM_MODEL, Scenario, SimNode
+from leases.sim.hostproc import df_all, grep_files, proc_file
 from leases.sim.output import Answer, not_found
 from leases.sim.specs import SPECS
 from leases.sim.traps import Trap
@@ -139,7 +140,9 @@ _SMALL = (("/", "overlay", "overlay", 52_403_200, 48_911_104),)
 
 
 def df(node: SimNode, args: list[str]) -> Answer:
-    paths = [a for a in args if not a.startswith("-")] or ["/"]
+    paths = [a for a in args if not a.startswith("-") and a != "--"]
+    if not paths:  # every file system: the poller's host figures (leases.sim.hostproc)
+        return df_all(node)
     mounts = _SMALL if Trap.SMALL_DISK in node.traps else _MOUNTS
     lines = ["Filesystem     Type     1024-blocks       Used  Available Capacity Mounted on"]
     for path in paths:
@@ -246,7 +249,12 @@ def answer_host(node: SimNode, argv: list[str], now: datetime) -> Answer | None:
         "dmesg": lambda: dmesg(node),
         "journalctl": lambda: journalctl(node, now, args),
         "command": lambda: command_v(node, args),
+        "timeout": lambda: _timeout(node, args, now),
     }
+    if cmd == "grep" and len([a for a in args if not a.startswith("-")]) >= 2:
+        return grep_files(node, args, now)
+    if cmd == "cat" and args and all(proc_file(node, a, now) is not None for a in args):
+        return Answer("".join(proc_file(node, a, now) or "" for a in args), "", 0)
     if cmd in _SSHD:
         if args != ["-T"]:
             return Answer("", "sshd: the simulator answers only sshd -T\n", 1)
@@ -257,6 +265,14 @@ def answer_host(node: SimNode, argv: list[str], now: datetime) -> Answer | None:
         return ls_d(node, args)
     handler = handlers.get(cmd)
     return handler() if handler is not None else None
+
+
+def _timeout(node: SimNode, args: list[str], now: datetime) -> Answer:
+    """`timeout SECONDS COMMAND...`: the command (nothing the simulator runs hangs)."""
+    if len(args) < 2 or not (args[0].isascii() and args[0].isdigit()):
+        return Answer("", "timeout: the simulator reads timeout SECONDS COMMAND\n", 125)
+    found = answer_host(node, args[1:], now)
+    return found if found is not None else not_found(args[1])
 
 
 # The most `head -c N /dev/zero` prints (acceptance times a 64 MiB transfer).

@@ -28,11 +28,12 @@ from typing import Literal, TypeVar
 
 from leases.alerts.watch import AlertWatch
 from leases.core.clock import Clock, utc_now
+from leases.core.host import HostStats
 from leases.core.models import GpuProcess, GpuSample, Node, NodeHealth, NodeStatus
 from leases.ssh.errors import BackingOff, HostKeyRejected, OutputTooLarge, SshError, StreamExited
 from leases.ssh.pool import SshPool
 from leases.ssh.stream import CommandResult
-from leases.telemetry import nvsmi, nvsmiprobe, nvsmistream, owners
+from leases.telemetry import hoststats, nvsmi, nvsmiprobe, nvsmistream, owners
 from leases.telemetry.attribution import OwnerTracker, gpu_owners
 from leases.telemetry.faultlog import quiet_logger
 from leases.telemetry.history import MinuteAccumulator, NodeMinute, RecentHistory
@@ -64,6 +65,11 @@ class _NodeState:
     in_gap: bool | None = None
     # Set to cut a wait short (the user just trusted the node's key, say).
     wake: asyncio.Event = field(default_factory=asyncio.Event)
+    # The host figures (leases.telemetry.hoststats): the last reading, for CPU and
+    # network deltas, when it was read (this process's clock), and the figures.
+    host_reading: hoststats.HostReading | None = None
+    host_read_at: float | None = None
+    host: HostStats | None = None
 
     def __post_init__(self) -> None:
         self.acc = MinuteAccumulator(self.node.name)
@@ -84,6 +90,7 @@ class Poller:
         on_update: Callable[[NodeStatus], None] | None = None,
         log: logging.Logger | None = None,
         alerts: AlertWatch | None = None,
+        host_stats: bool = True,
     ) -> None:
         self.pool = pool
         self.log = log or quiet_logger()
@@ -97,6 +104,9 @@ class Poller:
         self.recent = recent
         self.interval_s = interval_s
         self.apps_every = apps_every
+        # Read CPU, RAM, disks and network with the GPUs (leases.telemetry.hoststats);
+        # bench/poll.py turns it off to measure what it costs.
+        self.host_stats = host_stats
         self.on_update = on_update
         # Evaluated after a flush, every alerts.every_s at most (leases.alerts.watch).
         self.alerts = alerts
@@ -160,12 +170,21 @@ class Poller:
         try:
             if state.fields is None:
                 state.fields = await nvsmiprobe.probe(session.query)
-            result = await session.query(nvsmi.query_command(state.fields))
+            command = nvsmi.query_command(state.fields)
+            # The node's CPU, RAM, disks, network in the same round trip, as often as the
+            # processes (every apps_every readings: a CPU share over 30 s reads steadier).
+            with_host = self.host_stats and state.polls % self.apps_every == 0
+            result = await session.query(hoststats.with_host(command) if with_host else command)
             now = self.clock()
-            if result.exit_status != 0:
-                self._failed_reading(state, result.exit_status, result.stdout, result.stderr)
+            stdout, status = result.stdout, result.exit_status
+            if with_host:
+                stdout, said, host = hoststats.split_output(stdout)
+                status = status if said is None else said  # the GPU query's own status
+                self._host(state, host)
+            if status != 0:
+                self._failed_reading(state, status, stdout, result.stderr)
                 return
-            samples = nvsmi.parse_query(result.stdout, state.fields, node.name, now)
+            samples = nvsmi.parse_query(stdout, state.fields, node.name, now)
             processes = await self._processes(state, session.query)
             self._good(state, samples, processes)
         except HostKeyRejected as exc:
@@ -179,22 +198,34 @@ class Poller:
             self._bad(state, NodeHealth.GARBAGE, str(exc))
 
     async def _processes(
-        self, state: _NodeState, run: Callable[[str], Awaitable[CommandResult]]
+        self,
+        state: _NodeState,
+        run: Callable[[str], Awaitable[CommandResult]],
+        *,
+        streaming: bool = False,
     ) -> tuple[GpuProcess, ...] | None:
         """Per-process use, every apps_every polls; None when not read this time."""
         state.polls += 1
         if (state.polls - 1) % self.apps_every:
             return None
+        # In stream mode the host figures ride on this round trip (in exec mode on the GPU
+        # query's, see _read_once_unguarded).
+        with_host = self.host_stats and streaming
         try:
             # One round trip: the compute apps, then every process's owner
             # (leases.telemetry.owners).
-            result = await run(owners.APPS_OWNERS_COMMAND)
+            command = owners.APPS_OWNERS_COMMAND
+            result = await run(hoststats.with_host(command) if with_host else command)
         except OutputTooLarge:
             raise  # the node floods us: that is its state, not a missing figure
         except SshError:
             return None
+        stdout = result.stdout
+        if with_host:
+            stdout, _, host = hoststats.split_output(stdout, last=True)
+            self._host(state, host)
         try:
-            reading = owners.parse_apps_owners(result.stdout, state.node.name)
+            reading = owners.parse_apps_owners(stdout, state.node.name)
         except nvsmi.NvsmiParseError:
             return None
         if reading.processes is not None:
@@ -220,6 +251,16 @@ class Poller:
             self._bad(state, exc.health, str(exc))
             return
         self._good(state, samples, processes)
+
+    def _host(self, state: _NodeState, text: str | None) -> None:
+        """Turn the host part of an output into the node's host figures (never raises on
+        what the node printed: a part not read is named in the figures' problems)."""
+        reading = hoststats.parse_host(text)
+        at = time.monotonic()
+        before = state.host_reading
+        seconds = None if state.host_read_at is None else at - state.host_read_at
+        state.host = hoststats.stats(reading, before, seconds)
+        state.host_reading, state.host_read_at = reading, at
 
     @staticmethod
     def _attributed(state: _NodeState, minutes: Sequence[NodeMinute]) -> list[NodeMinute]:
@@ -272,6 +313,7 @@ class Poller:
             at=now,
             samples=tuple(samples),
             processes=previous.processes if processes is None else processes,
+            host=state.host if state.host is not None else previous.host,
         )
         if self.recent is not None:
             self.recent.add(samples)
@@ -292,8 +334,16 @@ class Poller:
             # seen before (else the host-key alert lost its fingerprint to "?").
             fingerprint = previous.fingerprint
         # Keep the last good readings for display, marked by `at`; history gets nothing.
+        # The host figures read with a failed GPU query (no nvidia-smi, a lost GPU) are
+        # still the node's.
+        host = state.host if state.host is not None else previous.host
         status = replace(
-            previous, health=health, detail=detail, checked=now, fingerprint=fingerprint
+            previous,
+            health=health,
+            detail=detail,
+            checked=now,
+            fingerprint=fingerprint,
+            host=host,
         )
         closed = state.acc.flush(int(now.timestamp()) // 60)
         if closed is not None:
@@ -511,7 +561,7 @@ class Poller:
                         self._bad(state, NodeHealth.GARBAGE, str(exc))
                         continue
                     for samples in rounds:
-                        apps = await self._processes(state, session.query)
+                        apps = await self._processes(state, session.query, streaming=True)
                         self._good(state, samples, apps)
             return self.interval_s
         except StreamExited as exc:

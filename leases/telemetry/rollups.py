@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any
 
+from leases.core.host import HostStats, host_from, host_record
 from leases.core.models import (
     GpuProcess,
     GpuSample,
@@ -48,6 +49,14 @@ class BusyHours:
 
 
 _SAMPLE_FIELDS = tuple(f.name for f in fields(GpuSample) if f.name not in ("node", "at", "extra"))
+
+
+def _host_of(text: str) -> HostStats | None:
+    """A node_latest row's host figures; None for an old row ('{}') or one not readable."""
+    try:
+        return host_from(json.loads(text))
+    except ValueError:
+        return None
 
 
 def sample_record(s: GpuSample) -> dict[str, Any]:
@@ -190,8 +199,8 @@ class HistoryStore:
         with self.ledger.transaction() as conn:
             conn.executemany(
                 "INSERT OR REPLACE INTO node_latest"
-                " (node_id, at, health, detail, fingerprint, gpus, processes)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " (node_id, at, health, detail, fingerprint, gpus, processes, host)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         self.node_id(r.node),
@@ -201,6 +210,7 @@ class HistoryStore:
                         r.fingerprint,
                         json.dumps([sample_record(s) for s in r.samples]),
                         json.dumps([asdict(p) for p in r.processes]),
+                        json.dumps(host_record(r.host) if r.host is not None else {}),
                     )
                     for r in rows
                 ],
@@ -303,7 +313,7 @@ class HistoryStore:
         it: by node id, never by name (a released node's name may be reused)."""
         sql = (
             "SELECT l.node_id, n.name, l.at, l.health, l.detail, l.fingerprint, l.gpus,"
-            " l.processes FROM node_latest l JOIN nodes n ON n.id = l.node_id"
+            " l.processes, l.host FROM node_latest l JOIN nodes n ON n.id = l.node_id"
         )
         params: list[str] = []
         if node_ids is not None:
@@ -311,7 +321,7 @@ class HistoryStore:
             params.append(json.dumps(list(node_ids)))
         rows = self.ledger.conn.execute(sql, params).fetchall()
         out: dict[int, NodeStatus] = {}
-        for node_id, name, at, health, detail, fp, gpus, procs in rows:
+        for node_id, name, at, health, detail, fp, gpus, procs, host in rows:
             checked = datetime.fromisoformat(at)
             ok = NodeHealth(health) is NodeHealth.OK
             out[node_id] = NodeStatus(
@@ -323,6 +333,7 @@ class HistoryStore:
                 tuple(sample_from(name, d) for d in json.loads(gpus)),
                 tuple(GpuProcess(**{**p, "node": name}) for p in json.loads(procs)),
                 fp,
+                _host_of(host),
             )
         return out
 

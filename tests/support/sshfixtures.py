@@ -225,10 +225,13 @@ class FakeNode:
         """What the simulated node prints for cmd: (stdout, stderr, exit status)."""
         assert self.sim is not None
         now = self.sim_clock()
-        if cmd == APPS_OWNERS_COMMAND and self.ps_output is not None:
+        if cmd.startswith(APPS_OWNERS_COMMAND) and self.ps_output is not None:
             apps = sim_answer(self.sim, APPS_COMMAND, now)
             marker = f"{OWNERS_MARK} {apps.exit_status}\n"
-            return apps.stdout + marker + self.ps_output, apps.stderr, 0
+            # What follows the owner query (the host figures in stream mode) as the sim says.
+            rest = cmd[len(APPS_OWNERS_COMMAND) :].lstrip("; ")
+            after = sim_answer(self.sim, rest, now).stdout if rest else ""
+            return apps.stdout + marker + self.ps_output + after, apps.stderr, 0
         return tuple(sim_answer(self.sim, cmd, now))  # type: ignore[return-value]
 
     def __post_init__(self) -> None:

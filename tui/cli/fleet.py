@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from leases.core.errors import InputError, no_ledger
+from leases.core.host import host_record
 from leases.core.models import Node, NodeHealth, NodeStatus
 from leases.core.textsafe import visible
 from leases.fleet.nodestatus import health_summary, status_figures
@@ -27,6 +28,7 @@ from leases.telemetry.poller import Poller
 from leases.telemetry.rollups import HistoryStore, sample_record
 from leases.telemetry.wiring import make_poller, polled_nodes
 from tui.cli import output
+from tui.words import disk_cell, ram_cell
 
 
 def _path(args: argparse.Namespace, *, existing: bool = False) -> Path:
@@ -63,6 +65,8 @@ def status_row(st: NodeStatus, cut: bool = True) -> tuple[str, ...]:
         else "-",
         _fmt(fig.power_w, "{:.0f} W") if fig else "-",
         _fmt(fig.temp_max, "{:.0f}°C") if fig else "-",
+        disk_cell(st.host) or "-",
+        ram_cell(st.host) or "-",
         # The fingerprint whole (the user compares it), the detail cut to fit a line at a
         # terminal; whole for a pipe (a script or a log keeps all of it).
         (f"[{st.fingerprint}] " if st.fingerprint else "")
@@ -80,6 +84,8 @@ def status_json(st: NodeStatus) -> dict[str, Any]:
         "fingerprint": st.fingerprint,
         "gpus": [sample_record(s) for s in st.samples],
         "processes": [{k: v for k, v in asdict(p).items() if k != "node"} for p in st.processes],
+        # CPU, load, memory, disks (with their labels) and network; null: not read.
+        "host": host_record(st.host) if st.host is not None else None,
     }
 
 
@@ -87,7 +93,7 @@ def print_statuses(statuses: Sequence[NodeStatus], as_json: bool, out: TextIO) -
     if as_json:
         output.dump_json([status_json(s) for s in statuses], out)
         return
-    headers = ("NODE", "HEALTH", "GPUS", "UTIL", "MEMORY", "POWER", "TEMP", "DETAIL")
+    headers = ("NODE", "HEALTH", "GPUS", "UTIL", "MEMORY", "POWER", "TEMP", "DISK", "RAM", "DETAIL")
     output.table(headers, [status_row(s, cut=out.isatty()) for s in statuses], out)
 
 

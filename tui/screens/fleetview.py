@@ -30,6 +30,7 @@ from leases.money.amounts import whole
 from leases.money.renewals import BillingNow, starts_in
 from leases.offboard.evidence import Progress
 from leases.offboard.status import short as offboard_short
+from tui.words import disk_cell, ram_cell
 
 if TYPE_CHECKING:
     from leases.alerts.state import StoredAlert
@@ -110,6 +111,9 @@ COLUMNS: tuple[Column, ...] = (
            (("starts in ", "in "), (" days", " d"), (" day", " d"))),
     Column("alerts", "Alert", 5, 5),
     Column("offboard", "Offboard", 12, 13),
+    # The node beyond its GPUs (tui.screens.hostview): the fullest data disk, memory used.
+    Column("disk", "Disk", 4, 8.5),
+    Column("ram", "RAM", 4, 11.5),
 )  # fmt: skip
 
 
@@ -338,6 +342,9 @@ def fleet_row(
     worst = max((a.severity.rank for a in alerts), default=0)
     marker = alert_marker(list(alerts))
     provider = node.provider or ""
+    host = status.host if status else None
+    fullest = host.fullest_data if host else None
+    disk_pct = fullest.used_pct if fullest else None
     cells = {
         "node": cell(node.name),
         "channel": cell(f"{channel or '-'}/{provider or '-'}"),
@@ -362,6 +369,8 @@ def fleet_row(
         "offboard": Cell(
             offboard_short(offboard), "red" if offboard is not None and offboard.stopped else ""
         ),
+        "disk": Cell(disk_cell(host) or "-", "red" if disk_pct and disk_pct >= 90 else ""),
+        "ram": Cell(ram_cell(host) or "-"),
     }
     sort = {
         "node": node.name.casefold(),
@@ -377,6 +386,8 @@ def fleet_row(
         "ends": left,
         "alerts": (worst, len(alerts)),
         "offboard": None if offboard is None else (offboard.finished, offboard.passed),
+        "disk": disk_pct,
+        "ram": host.mem_used_pct if host else None,
     }
     facts = RowFacts(
         name=node.name,

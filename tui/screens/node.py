@@ -37,7 +37,7 @@ from leases.telemetry import series
 from leases.telemetry.history import NodeMinute
 from leases.telemetry.series import Span
 from tui.dashboard.host import ZukaHost
-from tui.screens import acceptview, nodeview
+from tui.screens import acceptview, hostview, nodeview
 from tui.screens.fleetview import GPU_COLUMNS, gpu_rows, plain
 from tui.widgets.charts import HistoryChart
 
@@ -89,6 +89,7 @@ class NodeScreen(Screen[None]):
     NodeScreen TabPane { padding: 0; height: 1fr; }
     NodeScreen DataTable { height: auto; max-height: 100%; }
     NodeScreen .node-caption { margin-top: 1; text-style: bold; }
+    NodeScreen .node-host { margin-top: 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back", id="node-back", tooltip="Back to the fleet"),
@@ -137,10 +138,12 @@ class NodeScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="node-title")
         with TabbedContent(initial=TABS[0], id="node-tabs"):
-            with TabPane("1 GPUs", id=TABS[0]):
+            with TabPane("1 GPUs", id=TABS[0]), VerticalScroll():
                 yield DataTable(id="node-gpus", cursor_type="none", zebra_stripes=True)
                 yield Static(id="node-procs-caption", classes="node-caption")
                 yield DataTable(id="node-procs", cursor_type="none", zebra_stripes=True)
+                # The node beyond its GPUs (tui.screens.hostview), below: scroll for it.
+                yield Static(id="node-host", classes="node-host")
             with TabPane("2 History", id=TABS[1]):
                 yield Static(id="node-span")
                 yield HistoryChart(id="chart-util", color="green", xticks=False)
@@ -189,6 +192,9 @@ class NodeScreen(Screen[None]):
         self._fill("node-procs", procs)
         none = "none reported" if status and status.samples else "not read yet"
         self._caption("node-procs-caption", "processes", procs, none)
+        host = hostview.host_lines(status.host if status else None)
+        joined = Text("\n", no_wrap=True, overflow="ellipsis").join(plain(x) for x in host)
+        self.query_one("#node-host", Static).update(joined)
         self._show_title(status)
 
     def _show_title(self, status: NodeStatus | None) -> None:

@@ -1,0 +1,73 @@
+"""The node's host beyond its GPUs as the node screen and the fleet table show it, computed
+without Textual: CPU, load per core, memory, each disk with its label and a bar, /dev/shm,
+network in and out (leases.core.host). Mount paths were made safe when read
+(leases.telemetry.hoststats); they are cut again here to fit."""
+
+from __future__ import annotations
+
+from leases.core.host import GIB, KIB, HostStats, Mount, MountKind
+from leases.core.textsafe import visible
+
+BAR_WIDTH = 12
+_NAME_WIDTH = 34
+
+
+def bar(pct: float, width: int = BAR_WIDTH) -> str:
+    """A bar of `width` cells, filled to pct (0-100)."""
+    filled = round(max(0.0, min(100.0, pct)) / 100 * width)
+    return "█" * filled + "░" * (width - filled)
+
+
+def _gib(kib: int) -> str:
+    return f"{kib * KIB / GIB:,.1f}"
+
+
+def rate(bps: float | None) -> str:
+    """Bytes per second, in the unit that reads best."""
+    if bps is None:
+        return "?"
+    for unit, size in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if bps >= size:
+            return f"{bps / size:.1f} {unit}"
+    return f"{bps:.0f} B/s"
+
+
+def _disk_line(m: Mount) -> str:
+    name = visible(m.name, _NAME_WIDTH)
+    whole = m.used_kib + m.avail_kib
+    return (
+        f"{name:<{_NAME_WIDTH}} {bar(m.used_pct)} {m.used_pct:3.0f} %"
+        f"  {_gib(m.used_kib)}/{_gib(whole)} GiB  {visible(m.fs_type, 16)}"
+    )
+
+
+def host_lines(h: HostStats | None) -> list[str]:
+    """The host section of the node screen; one line when nothing was read."""
+    if h is None:
+        return ["host: not read yet (CPU, memory, disks and network come with the GPUs)"]
+    cpu = "?" if h.cpu_pct is None else f"{h.cpu_pct:.0f} %"
+    cores = "?" if h.cpus is None else str(h.cpus)
+    load = "?" if h.load1 is None else f"{h.load1:.2f} {h.load5:.2f} {h.load15:.2f}"
+    lines = [f"CPU {cpu} of {cores} cores · load {load}"]
+    if h.mem_total_kib and h.mem_available_kib is not None:
+        used = h.mem_total_kib - h.mem_available_kib
+        pct = h.mem_used_pct or 0.0
+        swap = ""
+        if h.swap_total_kib:
+            swap = f" · swap {_gib(h.swap_total_kib - (h.swap_free_kib or 0))} GiB used"
+        lines.append(
+            f"{'memory (container limit)' if h.mem_cgroup else 'memory':<{_NAME_WIDTH}}"
+            f" {bar(pct)} {pct:3.0f} %"
+            f"  {_gib(used)}/{_gib(h.mem_total_kib)} GiB{swap}"
+        )
+    else:
+        lines.append("memory: ?")
+    order = {MountKind.DATA: 0, MountKind.ROOT: 1, MountKind.SHM: 2, MountKind.OTHER: 3}
+    for m in sorted(h.mounts, key=lambda m: (order[m.kind], m.path)):
+        lines.append(_disk_line(m))
+    if not h.mounts:
+        lines.append("disks: ?")
+    lines.append(f"network in {rate(h.net_rx_bps)} · out {rate(h.net_tx_bps)}")
+    if h.problems:
+        lines.append("not read: " + visible("; ".join(h.problems), 300))
+    return lines

@@ -112,8 +112,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("alerts", "Alert", 5, 5),
     Column("offboard", "Offboard", 12, 13),
     # The node beyond its GPUs (tui.screens.hostview): the fullest data disk, memory used.
-    Column("disk", "Disk", 4, 8.5),
-    Column("ram", "RAM", 4, 11.5),
+    Column("disk", "Disk", 4, 10.5),
+    Column("ram", "RAM", 4, 14),
 )  # fmt: skip
 
 

@@ -104,7 +104,7 @@ def test_an_invoice_is_checked_audited_and_undone(z: Cli, ledger_path: Path) -> 
             "invoice",
             {
                 "number": "1",
-                "issued_on": "2026-9-3",
+                "issued_on": "2026-09-31",
                 "period_start": "2026-08-01",
                 "period_end": "2026-09-01",
                 "amount": "1",

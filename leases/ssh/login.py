@@ -488,8 +488,13 @@ def _parse_line(line: str, known_aliases: frozenset[str]) -> SshTarget:
             continue
         if options_done or not word.startswith("-") or word == "-":
             if dest is not None:
+                # The words after the destination are not repeated: a console's paste may
+                # have put a password there ("root@h 密码 SECRET").
                 raise InputError(
-                    FIELD, _shown(line), "has a remote command: give only the login part"
+                    FIELD,
+                    _shown(" ".join(["ssh", *words[: i - 1], "…"])),
+                    "has words after the login (a remote command, or a password: not shown):"
+                    " give only the login part",
                 )
             dest = word
             continue

@@ -284,7 +284,7 @@ def _bad_inputs() -> list[tuple[list[str], str]]:
         (["node", "add", "colo-a800", "--ssh", "ssh root@h"], "name: a node of that name already exists"),
         (["node", "add", "n2", "--ssh", "ssh -p 70000 root@h"], "ssh: port must be a number from 1 to 65535"),
         (["node", "add", "n2", "--ssh", "ssh -Z root@h"], "ssh: unknown ssh option -Z"),
-        (["node", "add", "n2", "--ssh", "ssh root@h 'rm -rf /'"], "ssh: has a remote command"),
+        (["node", "add", "n2", "--ssh", "ssh root@h 'rm -rf /'"], "ssh: has words after the login"),
         (["node", "add", "n2"], "ssh: give --ssh"),
         (["node", "add", "bad name", "--ssh", "ssh h"], "name: must be 1-63 letters"),
         (["node", "add", "n2", "--ssh", "ssh h", "--gpus", "eight"], "gpu_count (--gpus): is not a whole number"),

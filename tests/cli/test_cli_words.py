@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.support.cli import Cli
 
 
@@ -109,3 +111,17 @@ def test_the_hybrid_threshold_in_words() -> None:
         "A card a month costs 1.9x a card by the hour around the clock: renting it monthly"
         " never pays here"
     )
+
+
+@pytest.mark.parametrize(
+    "pasted",
+    ["ssh -p 22 root@h.example.com 密码 SECRET7", "ssh root@h.example.com password SECRET10"],
+)
+def test_words_after_the_login_are_refused_never_shown(cli: Cli, pasted: str) -> None:
+    """A password pasted on the login's line without a colon reads as a remote command: the
+    refusal shows the login part only (a review found it echoed whole)."""
+    r = cli("node", "add", "m3", "--ssh", pasted)
+    assert r.code == 2
+    assert "has words after the login" in r.err and "root@h.example.com" in r.err
+    assert "SECRET" not in r.err + r.out
+    assert cli("node", "list", "--json").out.strip() in ("", "[]")

@@ -188,7 +188,8 @@ def load_config(
                 " lab's own currency (billing.currency): it needs no rate"
             )
     if keys_check is not None:
-        problems.extend(keys_check(mappings["keys"]))
+        said = keys_check(mappings["keys"])
+        problems.extend(said if path is None else [f"{where}: {p}" for p in said])
     if len(problems) > MAX_PROBLEMS:
         more = len(problems) - MAX_PROBLEMS
         problems = [*problems[:MAX_PROBLEMS], f"... and {more} more problems"]

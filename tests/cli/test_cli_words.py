@@ -22,6 +22,7 @@ def test_config_check_names_the_keys_errors_with_the_others_in_one_run(
     assert len(lines) == 2, r.err
     assert "alerts.idle_minutez: unknown key" in lines[0]
     assert "keys.alerts-bak: no binding has this id (did you mean alerts-back?)" in lines[1]
+    assert f"{path}: keys.alerts-bak" in lines[1]  # named by its file, as [alerts]' are
 
 
 def test_buying_pays_back_by_hand() -> None:

@@ -20,6 +20,7 @@ import asyncio
 import enum
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 from leases.core.errors import InputError
@@ -138,9 +139,56 @@ def rows_of(statuses: Iterable[NodeStatus]) -> list[ProcessRow]:
 
 def read_rows(ledger: Ledger) -> list[ProcessRow]:
     """The fleet's GPU processes as the poller last wrote them."""
+    return rows_of(read_statuses(ledger))
+
+
+def read_statuses(ledger: Ledger) -> list[NodeStatus]:
+    """Each node's latest status as the poller last wrote it (node_latest)."""
     from leases.telemetry.rollups import HistoryStore
 
-    return rows_of(HistoryStore(ledger).latest_by_id().values())
+    return list(HistoryStore(ledger).latest_by_id().values())
+
+
+def age_words(seconds: float) -> str:
+    """How old a reading is: "40 s", "12 min", "3 h", "2 days"."""
+    s = max(int(seconds), 0)
+    if s < 120:
+        return f"{s} s"
+    if s < 2 * 3600:
+        return f"{s // 60} min"
+    if s < 2 * 86400:
+        return f"{s // 3600} h"
+    return f"{s // 86400} days"
+
+
+STALE_S = 60  # a node read this much before the newest is named on its own
+_NAMED = 3
+
+
+def readings_age(statuses: Iterable[NodeStatus], now: datetime) -> str:
+    """How old the readings the list comes from are, from each node's last good reading
+    (NodeStatus.at): "read 40 s ago", and the nodes read well before the others named
+    ("read 5 s ago; older: sim-003 12 min ago"), since a list read long ago may show a
+    process that has ended. "" when no node was ever read."""
+    ages: list[tuple[float, str]] = []
+    never: list[str] = []
+    for st in statuses:
+        if st.at is None:
+            never.append(visible(st.node, 30))
+        else:
+            ages.append(((now - st.at).total_seconds(), visible(st.node, 30)))
+    ages.sort()
+    unread = f"never read: {', '.join(never[:_NAMED])}" if never else ""
+    if not ages:
+        return unread
+    newest = ages[0][0]
+    words = f"read {age_words(newest)} ago"
+    older = [(age, node) for age, node in reversed(ages) if age - newest >= STALE_S]
+    if older:
+        named = ", ".join(f"{node} {age_words(age)} ago" for age, node in older[:_NAMED])
+        more = f" and {len(older) - _NAMED} more" if len(older) > _NAMED else ""
+        words += f"; older: {named}{more}"
+    return f"{words}; {unread}" if unread else words
 
 
 SORT_KEYS: dict[str, Callable[[ProcessRow], tuple[object, ...]]] = {

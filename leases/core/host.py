@@ -8,9 +8,12 @@ keeps it in node_latest; a record that does not read back is "not read", never a
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
+
+from leases.core.textsafe import visible
 
 KIB = 1024
 GIB = 1024**3
@@ -99,38 +102,83 @@ def host_record(h: HostStats) -> dict[str, Any]:
 
 _INTS = ("cpus", "mem_total_kib", "mem_available_kib", "swap_total_kib", "swap_free_kib")
 _FLOATS = ("cpu_pct", "load1", "load5", "load15", "net_rx_bps", "net_tx_bps")
+# Bounds on a record read back (the ledger is a file anyone may edit): no sane node comes
+# near them, and a figure past them would overflow when turned into a float.
+_MAX_INT = 2**63
+_MAX_MOUNTS = 64
+_MAX_PROBLEMS = 5
+_PATH_SHOWN = 120
+_TEXT_SHOWN = 200
 
 
 def _num(v: object, kind: type) -> Any:
+    """A figure as stored, or None when it is not one: a bool, text, a non-finite or
+    negative number, an integer past _MAX_INT (never raises)."""
     if v is None or isinstance(v, bool):
         return None
     if kind is int and isinstance(v, int):
-        return v
+        return v if 0 <= v < _MAX_INT else None
     if kind is float and isinstance(v, int | float):
-        return float(v)
+        try:
+            f = float(v)
+        except OverflowError:  # an int too large for a float
+            return None
+        return f if math.isfinite(f) and 0 <= f < _MAX_INT else None
     return None
 
 
-def host_from(d: object) -> HostStats | None:
-    """A record written by host_record, or None when it is not one (an old row: '{}')."""
-    if not isinstance(d, dict) or not d:
+def _text(v: object, max_len: int) -> str | None:
+    return visible(v, max_len) if isinstance(v, str) else None
+
+
+def _mount(m: object) -> Mount | None:
+    """One stored mount, or None when any part of it does not read back."""
+    if not isinstance(m, dict):
+        return None
+    path, fs_type = _text(m.get("path"), _PATH_SHOWN), _text(m.get("fs_type"), _TEXT_SHOWN)
+    label = _text(m.get("label", ""), _TEXT_SHOWN)
+    sizes = [_num(m.get(k), int) for k in ("total_kib", "used_kib", "avail_kib")]
+    kind = m.get("kind", "other")
+    total, used, avail = sizes
+    if (
+        not path
+        or fs_type is None
+        or label is None
+        or total is None
+        or used is None
+        or avail is None
+        or not isinstance(kind, str)
+    ):
         return None
     try:
-        mounts = tuple(
-            Mount(
-                str(m["path"]),
-                str(m["fs_type"]),
-                int(m["total_kib"]),
-                int(m["used_kib"]),
-                int(m["avail_kib"]),
-                str(m.get("label", "")),
-                MountKind(m.get("kind", "other")),
-            )
-            for m in d.get("mounts", ())
-        )
-        problems = tuple(str(p) for p in d.get("problems", ()))
-    except (KeyError, TypeError, ValueError):
+        mount_kind = MountKind(kind)
+    except ValueError:
         return None
+    return Mount(path, fs_type, total, used, avail, label, mount_kind)
+
+
+def host_from(d: object) -> HostStats | None:
+    """A record written by host_record, or None when it is not one (an old row: '{}').
+
+    Never raises on what the ledger holds: a figure that does not read back (text, a
+    non-finite or out-of-range number) is unknown, a mount that does not is left out, and
+    texts are made safe to show again (leases.core.textsafe)."""
+    if not isinstance(d, dict) or not d:
+        return None
+    stored = d.get("mounts", ())
+    mounts = tuple(
+        m
+        for m in (
+            _mount(x) for x in (stored if isinstance(stored, list | tuple) else ())[:_MAX_MOUNTS]
+        )
+        if m is not None
+    )
+    said = d.get("problems", ())
+    problems = tuple(
+        visible(p, _TEXT_SHOWN)
+        for p in (said if isinstance(said, list | tuple) else ())[:_MAX_PROBLEMS]
+        if isinstance(p, str)
+    )
     ints = {k: _num(d.get(k), int) for k in _INTS}
     floats = {k: _num(d.get(k), float) for k in _FLOATS}
     cgroup = d.get("mem_cgroup") is True

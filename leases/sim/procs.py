@@ -161,8 +161,10 @@ def proc_file(node: SimNode, path: str, now: datetime) -> str | None:
     return f"{found.pid} (python) S {' '.join(rest)}\n"
 
 
-# The owner query with its $? already expanded (as a stand-in shell may hand it on).
-_OWNERS_EXPANDED = re.compile(re.escape(APPS_OWNERS_COMMAND).replace(re.escape("$?"), "[0-9]{1,3}"))
+# The owner query, its $? as sent or already expanded (as a stand-in shell may hand it on).
+_OWNERS_QUERY = re.compile(
+    re.escape(APPS_OWNERS_COMMAND).replace(re.escape("$?"), r"(?:\$\?|[0-9]{1,3})")
+)
 _CAT = re.compile(r"cat (/proc/\S+)")
 _KILL = re.compile(r"kill (?:-s )?-?(TERM|KILL|15|9) ([0-9]{1,10})")
 
@@ -230,10 +232,23 @@ def ps_answer(node: SimNode, args: list[str], now: datetime) -> Answer:
     return Answer("".join(line + "\n" for line in lines), "", 0)
 
 
+def after_owners(command: str) -> str | None:
+    """What follows the owner query when a command starts with it and goes on after a `;`
+    (the poller's stream mode sends it with the host snippet after it,
+    leases.telemetry.hoststats.with_host); None for any other command."""
+    found = _OWNERS_QUERY.match(command)
+    if found is None:
+        return None
+    rest = command[found.end() :].lstrip(" ")
+    if not rest.startswith(";"):
+        return None
+    return rest[1:].lstrip(" ") or None
+
+
 def answer_procs(node: SimNode, command: str, now: datetime) -> Answer | None:
     """The owner query, a stop snippet, `cat /proc/...` of a GPU process or `kill` of
     one; None for any other command."""
-    if command == APPS_OWNERS_COMMAND or _OWNERS_EXPANDED.fullmatch(command):
+    if _OWNERS_QUERY.fullmatch(command):
         return owners_answer(node, now)
     if command.startswith("(p="):
         return stop_answer(node, command, now)
@@ -249,6 +264,7 @@ __all__ = [
     "SYSTEM_PROCESSES",
     "TRAPS_TERM",
     "SimProc",
+    "after_owners",
     "answer_procs",
     "boot_id",
     "gpu_processes",

@@ -55,7 +55,7 @@ def _host_of(text: str) -> HostStats | None:
     """A node_latest row's host figures; None for an old row ('{}') or one not readable."""
     try:
         return host_from(json.loads(text))
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return None
 
 

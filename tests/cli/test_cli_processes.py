@@ -5,7 +5,8 @@ pid typed, an unknown pid), a stop that goes through, and its entries in `zuka l
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+import re
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,33 @@ def test_kill_json_and_a_missing_ledger(fleet: Cli, monkeypatch: pytest.MonkeyPa
         r = fleet(*args, ledger=tmp_path / "nothing.db")
         assert r.code == 1 and "no ledger at" in r.err
         assert not (tmp_path / "nothing.db").exists()
+
+
+def _at(node: str, seconds_before: float | None) -> NodeStatus:
+    at = None if seconds_before is None else NOW - timedelta(seconds=seconds_before)
+    return NodeStatus(node, NodeHealth.OK, "", NOW, at)
+
+
+def test_readings_age_says_how_old_the_list_is() -> None:
+    age = processes.readings_age
+    assert age([], NOW) == ""
+    assert age([_at("a", 40)], NOW) == "read 40 s ago"
+    assert age([_at("a", 40), _at("b", 75)], NOW) == "read 40 s ago"  # within a minute
+    stale = [_at("a", 3), _at("b", 720), _at("c", 5)]
+    assert age(stale, NOW) == "read 3 s ago; older: b 12 min ago"
+    many = [_at("new", 1)] + [_at(f"n{i}", 3600 * (i + 1)) for i in range(5)]
+    assert age(many, NOW) == ("read 1 s ago; older: n4 5 h ago, n3 4 h ago, n2 3 h ago and 2 more")
+    assert age([_at("a", 10), _at("x", None)], NOW) == "read 10 s ago; never read: x"
+    assert age([_at("x", None)], NOW) == "never read: x"
+    assert age([_at("a", -30)], NOW) == "read 0 s ago"  # a clock behind the node's
+    assert age([_at("\x1b[2Jevil", 3 * 86400), _at("a", 0)], NOW).endswith("␛[2Jevil 3 days ago")
+    assert processes.age_words(119) == "119 s" and processes.age_words(7199) == "119 min"
+
+
+def test_ps_says_how_old_the_readings_are(fleet: Cli) -> None:
+    r = fleet("ps")
+    assert r.code == 0, r.err
+    # (The readings were written at NOW; how long ago that is depends on today's date.)
+    assert re.fullmatch(r"read [0-9]+ (s|min|h|days) ago", r.out.splitlines()[0]), r.out
+    assert r.out.splitlines()[1].split()[:2] == ["NODE", "GPU"]
+    assert "read " not in fleet("ps", "--json").out  # JSON stays the rows alone

@@ -4,6 +4,7 @@ poller to a real OpenSSH sshd (the integration tier: its fake nvidia-smi, this m
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -21,6 +22,7 @@ from leases.telemetry import hoststats
 from leases.telemetry.poller import Poller
 from tests.ssh.test_ssh_openssh import node_for, options_for
 from tests.support.sshd import Sshd, sshd_unavailable
+from tests.support.waiting import wait_until
 
 linux_only = pytest.mark.skipif(
     not sys.platform.startswith("linux") or shutil.which("df") is None, reason="needs /proc, df"
@@ -84,5 +86,44 @@ async def test_over_real_openssh_with_the_gpus(
         assert "@zh" not in failed.detail
         assert failed.host is not None and failed.host.mem_total_kib
     finally:
+        sshd.set_nvidia_smi_mode("ok")
+        await poller.close()
+
+
+@pytest.mark.openssh
+@pytest.mark.skipif(_why_not is not None, reason=_why_not or "")
+async def test_stream_mode_over_real_openssh_reads_the_host_and_fresh_processes(
+    sshd: Sshd, client_key: asyncssh.SSHKey, tmp_path: Path
+) -> None:
+    """A real /bin/sh runs the owner query with the host snippet after it: host figures
+    (a CPU share from two readings) and a process list that follows the node."""
+    sshd.set_nvidia_smi_mode(f"apps:{os.getpid()}")
+    poller = Poller(
+        [node_for(sshd)], pool=SshPool(options_for(sshd, client_key, tmp_path)),
+        interval_s=0.3, apps_every=1,
+    )  # fmt: skip
+    stop = asyncio.Event()
+    task = asyncio.create_task(poller.run(stop, mode="stream", flush_s=0.3))
+
+    def pids() -> set[int]:
+        assert not task.done(), task
+        st = poller.statuses.get("real1")
+        return {p.pid for p in (st.processes or ())} if st else set()
+
+    try:
+        await wait_until(lambda: os.getpid() in pids(), what="our pid listed")
+        sshd.set_nvidia_smi_mode(f"apps:{os.getppid()}")
+        await wait_until(lambda: pids() == {os.getppid()}, what="the list refreshed")
+
+        def cpu() -> bool:
+            host = poller.statuses["real1"].host
+            return host is not None and host.cpu_pct is not None
+
+        await wait_until(cpu, what="a CPU share over the stream")
+        st = poller.statuses["real1"]
+        assert st.health is NodeHealth.OK and st.host is not None and st.host.problems == ()
+    finally:
+        stop.set()
+        await task
         sshd.set_nvidia_smi_mode("ok")
         await poller.close()

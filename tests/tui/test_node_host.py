@@ -4,7 +4,7 @@ mount path shown, never obeyed."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 from leases.core.host import GIB, KIB, HostStats, Mount, MountKind
@@ -93,3 +93,21 @@ def test_fleet_columns_disk_and_ram() -> None:
     assert "disk" not in keys and "ram" not in keys
     assert {"disk", "ram"} <= {c.key for c in visible_columns(400, 16)}
     assert max(c.priority for c in COLUMNS) == next(c for c in COLUMNS if c.key == "ram").priority
+
+
+def test_every_optional_figure_missing_on_its_own_shows_as_a_question_mark() -> None:
+    """A record read back may hold load1 without load5 (leases.core.host.host_from keeps
+    each figure that reads): each one missing is `?`, the others still shown."""
+    lines = hostview.host_lines(replace(HOST, load5=None, load15=None))
+    assert lines[0] == "CPU 37 % of 64 cores · load 12.50 ? ?"
+    assert hostview.host_lines(replace(HOST, load1=None))[0].endswith("load ? 11.00 9.75")
+    swap = hostview.host_lines(replace(HOST, swap_total_kib=8 * G, swap_free_kib=None))
+    assert "swap ? GiB used" in swap[1]
+    optional = [f for f in fields(HostStats) if f.name not in ("mounts", "problems", "mem_cgroup")]
+    swapping = replace(HOST, swap_total_kib=8 * G, swap_free_kib=6 * G)
+    for f in optional:
+        lines = hostview.host_lines(replace(swapping, **{f.name: None}))
+        if f.name != "swap_total_kib":  # (no swap total: no swap part)
+            assert len(lines) >= 4 and "?" in "\n".join(lines), f.name
+    lines = hostview.host_lines(HostStats(load15=0.5, swap_total_kib=G, mem_available_kib=5))
+    assert lines[0] == "CPU ? of ? cores · load ? ? 0.50" and "memory: ?" in lines

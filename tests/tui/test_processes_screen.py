@@ -5,11 +5,11 @@ the outcome is said and audited, and the process leaves the list. At 80x24 and 1
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, Input
+from textual.widgets import DataTable, Input, Static
 
 from leases.config.sections import Config
 from leases.core.models import GpuSample, NodeHealth, NodeStatus
@@ -146,3 +146,20 @@ async def test_stop_confirmed_and_wrong_confirmation(fleet: Path) -> None:
         again = await _open(app, pilot)
         assert row.pid not in {r.pid for r in again.shown if r.node == row.node}
         assert any(r.node == row.node for r in again.shown)  # its other GPU's process
+
+
+async def test_the_title_says_how_old_the_readings_are(fleet: Path) -> None:
+    """A list read long ago may show a process that has ended: the title says so, from
+    each node's last good reading and the app's clock."""
+    clock = {"now": NOW + timedelta(seconds=20)}  # (past 30 s the stored reading is stale)
+    app = ZukaApp(fleet, clock=lambda: clock["now"], poll=False, refresh_s=3600, config=Config())
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await _open(app, pilot)
+        title = str(screen.query_one("#processes-title", Static).render())
+        assert "· read 20 s ago ·" in title, title
+        clock["now"] = NOW + timedelta(seconds=27)
+        await pilot.press("r")
+        await wait_until(
+            lambda: "read 27 s ago" in str(screen.query_one("#processes-title", Static).render()),
+            what="the age after a reload",
+        )

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import sys
 import time
+from datetime import UTC, datetime
 from typing import TextIO
 
 from leases.app import processes
@@ -28,16 +29,20 @@ def _ledger(args: argparse.Namespace) -> Ledger:
 
 def ps(args: argparse.Namespace, out: TextIO) -> int:
     with _ledger(args) as ledger:
-        rows = processes.read_rows(ledger)
+        statuses = processes.read_statuses(ledger)
+    rows = processes.rows_of(statuses)
     words = [f"user:{args.user}"] if args.user else []
     words += [f"node:{args.node}"] if args.node else []
     rows = processes.sort_rows(processes.filter_rows(rows, " ".join(words)), args.sort)
     if args.json:
         output.dump_json([processes.row_json(r) for r in rows], out)
         return 0
+    age = processes.readings_age(statuses, datetime.now(UTC))
     if not rows:
-        out.write("no GPU processes in the last readings\n")
+        out.write("no GPU processes in the last readings" + (f" ({age})" if age else "") + "\n")
         return 0
+    if age:
+        out.write(age + "\n")
     cut = output.terminal_columns(out, 200) if out.isatty() else None
     table = [
         (

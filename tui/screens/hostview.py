@@ -47,14 +47,19 @@ def host_lines(h: HostStats | None) -> list[str]:
         return ["host: not read yet (CPU, memory, disks and network come with the GPUs)"]
     cpu = "?" if h.cpu_pct is None else f"{h.cpu_pct:.0f} %"
     cores = "?" if h.cpus is None else str(h.cpus)
-    load = "?" if h.load1 is None else f"{h.load1:.2f} {h.load5:.2f} {h.load15:.2f}"
+    # Each figure on its own: a record may hold load1 without load5 (leases.core.host).
+    loads = (h.load1, h.load5, h.load15)
+    load = " ".join("?" if v is None else f"{v:.2f}" for v in loads)
+    load = "?" if all(v is None for v in loads) else load
     lines = [f"CPU {cpu} of {cores} cores · load {load}"]
     if h.mem_total_kib and h.mem_available_kib is not None:
         used = h.mem_total_kib - h.mem_available_kib
         pct = h.mem_used_pct or 0.0
         swap = ""
         if h.swap_total_kib:
-            swap = f" · swap {_gib(h.swap_total_kib - (h.swap_free_kib or 0))} GiB used"
+            free = h.swap_free_kib
+            swapped = "?" if free is None else _gib(h.swap_total_kib - free)
+            swap = f" · swap {swapped} GiB used"
         lines.append(
             f"{'memory (container limit)' if h.mem_cgroup else 'memory':<{_NAME_WIDTH}}"
             f" {bar(pct)} {pct:3.0f} %"

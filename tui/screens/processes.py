@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from leases.app import processes
 from leases.app.processes import ProcessRow, Stopped
+from leases.core.clock import Clock, utc_now
 from leases.core.errors import InputError
 from leases.core.models import NodeStatus
 from leases.core.textsafe import visible
@@ -86,6 +87,7 @@ class ProcessesScreen(Screen[None]):
         self.all_rows: list[ProcessRow] = []
         self.shown: list[ProcessRow] = []
         self.said = ""
+        self.age = ""  # how old the readings are, as of the last reload
 
     def compose(self) -> ComposeResult:
         yield Static("", id="processes-title", markup=False)
@@ -108,7 +110,10 @@ class ProcessesScreen(Screen[None]):
         self.redraw()
 
     def reload(self) -> None:
-        rows = processes.rows_of(self.statuses())
+        statuses = list(self.statuses())
+        rows = processes.rows_of(statuses)
+        now: Clock = getattr(self.app, "clock", utc_now)
+        self.age = processes.readings_age(statuses, now())
         self.all_rows = [r for r in rows if (r.node, r.pid, r.process.start) not in self.gone]
         self.redraw()
 
@@ -132,7 +137,9 @@ class ProcessesScreen(Screen[None]):
             table.add_row(*(plain(c) for c in view.cells(row, cols)), key=view.row_key(row))
         if self.shown:
             table.move_cursor(row=min(keep, len(self.shown) - 1))
-        title = view.summary(len(self.shown), len(self.all_rows), self.sort, self.filter_text)
+        title = view.summary(
+            len(self.shown), len(self.all_rows), self.sort, self.filter_text, self.age
+        )
         self.query_one("#processes-title", Static).update(title)
         self.query_one("#processes-said", Static).update(self.said)
 

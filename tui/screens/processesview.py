@@ -68,9 +68,13 @@ def outcome_words(row: ProcessRow, stopped: Stopped) -> str:
     return visible(f"{row.node} pid {row.pid}: {stopped.outcome.value}", 300)
 
 
-def summary(shown: int, total: int, sort: str, query: str) -> str:
+def summary(shown: int, total: int, sort: str, query: str, age: str = "") -> str:
+    """The title line; age: how old the readings are (leases.app.processes.readings_age)."""
     filtered = f" · filter {visible(query, 60)}" if query else ""
-    return f"{shown} of {total} GPU processes · by {sort}{filtered} · * not visible to the login"
+    aged = f" · {age}" if age else ""
+    return (
+        f"{shown} of {total} GPU processes · by {sort}{filtered}{aged} · * not visible to the login"
+    )
 
 
 __all__ = ["SORTS", "Column", "cells", "columns", "describe", "outcome_words", "row_key", "summary"]

@@ -37,14 +37,27 @@ READ_CHUNK = 65536
 # Exit status of a command the shell could not find.
 NOT_FOUND = 127
 
-# Written after a session, before the dashboard or the shell prompt comes back: leave the
-# alternate screen, show the cursor, normal cursor keys and keypad, no mouse reporting, no
-# bracketed paste, no scroll region (the cursor saved around that: resetting the region
-# moves it home, where the next line would overwrite what the session printed last),
-# default colours. Whatever the remote program left on.
+# Written after a session, before the dashboard or the shell prompt comes back: whatever
+# the remote program left on is turned off. Kitty keyboard modes popped (several: a program
+# may push more than one), modifyOtherKeys off, focus events and every mouse mode off,
+# bracketed paste and synchronized output off, every alternate screen left, normal cursor
+# keys and keypad, G0 back to ASCII and shifted in, autowrap on, insert and origin modes
+# off, no reverse video, the default cursor style, shown; no scroll region (the cursor
+# saved around that: resetting the region moves it home, where the next line would
+# overwrite what the session printed last); default colours.
 RESET = (
-    b"\x1b[?1049l\x1b[?25h\x1b[?1l\x1b>"
-    b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l\x1b7\x1b[r\x1b8\x1b[0m"
+    b"\x1b[<u" * 8
+    + b"\x1b[>4;0m"
+    + b"\x1b[?1004l"
+    + b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1005l\x1b[?1006l\x1b[?1015l"
+    + b"\x1b[?2004l\x1b[?2026l"
+    + b"\x1b[?1049l\x1b[?1047l\x1b[?47l"
+    + b"\x1b[?1l\x1b>"
+    + b"\x1b(B\x0f"
+    + b"\x1b[?7h\x1b[4l\x1b[?6l\x1b[?5l"
+    + b"\x1b[0 q\x1b[?25h"
+    + b"\x1b7\x1b[r\x1b8"
+    + b"\x1b[0m"
 )
 
 

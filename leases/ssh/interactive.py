@@ -126,6 +126,7 @@ class Terminal(Protocol):
     stdin: int
     stdout: int
     term_type: str | None  # None: no PTY is asked for (stdin is not a terminal)
+    # An optional `stderr: int` too: where the remote stderr goes (else stdout).
 
     def size(self) -> tuple[int, int] | None:
         """(columns, rows) now, or None when it cannot be known."""
@@ -151,31 +152,62 @@ async def _copy_out(stream: asyncssh.SSHReader[bytes], fd: int) -> None:
         write_all(fd, chunk)
 
 
+def _read_keys(fd: int) -> bytes:
+    try:
+        return os.read(fd, READ_CHUNK)
+    except BlockingIOError:
+        raise
+    except OSError:
+        return b""
+
+
 @contextlib.contextmanager
 def _keys_to(process: asyncssh.SSHClientProcess[bytes], fd: int) -> Iterator[None]:
-    """Feed what is typed on fd to the channel, from the event loop's reader."""
+    """Feed what is typed on fd to the channel: from the event loop's reader, or, for an
+    fd the loop cannot watch (/dev/null, a regular file: cron and scripts), from a thread
+    that reads it (end of input sent at once for /dev/null)."""
     loop = asyncio.get_running_loop()
+    done = threading.Event()
+
+    def deliver(data: bytes) -> None:
+        with contextlib.suppress(OSError, asyncssh.Error):
+            if data:
+                process.stdin.write(data)
+            else:
+                process.stdin.write_eof()
 
     def readable() -> None:
         try:
-            data = os.read(fd, READ_CHUNK)
+            data = _read_keys(fd)
         except BlockingIOError:
             return
-        except OSError:
-            data = b""
         if not data:
             loop.remove_reader(fd)
-            with contextlib.suppress(OSError, asyncssh.Error):
-                process.stdin.write_eof()
-            return
-        with contextlib.suppress(OSError, asyncssh.Error):
-            process.stdin.write(data)
+        deliver(data)
 
-    loop.add_reader(fd, readable)
+    def reader_thread() -> None:
+        while not done.is_set():
+            try:
+                data = _read_keys(fd)
+            except BlockingIOError:
+                data = b""
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(deliver, data)
+            if not data:
+                return
+
+    watched = True
+    try:
+        loop.add_reader(fd, readable)
+    except (OSError, ValueError):
+        watched = False
+        threading.Thread(target=reader_thread, name="zuka-ssh-stdin", daemon=True).start()
     try:
         yield
     finally:
-        loop.remove_reader(fd)
+        done.set()
+        if watched:
+            loop.remove_reader(fd)
 
 
 async def _follow_size(
@@ -215,7 +247,9 @@ async def pump(
     remote side ends; returns how it ended (lost: whether the connection went)."""
     tasks: list[asyncio.Task[Any]] = [
         asyncio.create_task(_copy_out(process.stdout, terminal.stdout)),
-        asyncio.create_task(_copy_out(process.stderr, terminal.stdout)),
+        asyncio.create_task(
+            _copy_out(process.stderr, getattr(terminal, "stderr", terminal.stdout))
+        ),
     ]
     if terminal.term_type is not None:
         tasks.append(asyncio.create_task(_follow_size(process, terminal.size)))

@@ -395,3 +395,59 @@ def test_the_simulated_shell_knows_clear_pwd_whoami_and_help() -> None:
     for word in ("exit [N]", "logout", "nvidia-smi", "ps", "Ctrl-D"):
         assert word in said
     assert builtin("ls") is None
+
+
+class NoTtyTerminal:
+    """Like `zuka ssh NODE -- CMD < /dev/null` from cron: stdin a file the event loop cannot
+    watch, stdout and stderr files, no PTY."""
+
+    def __init__(self, tmp_path: Path, stdin: str = "/dev/null") -> None:
+        self.stdin = os.open(stdin, os.O_RDONLY)
+        self.out_path, self.err_path = tmp_path / "out", tmp_path / "err"
+        self.stdout = os.open(self.out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self.stderr = os.open(self.err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self.term_type: str | None = None
+
+    def size(self) -> tuple[int, int] | None:
+        return None
+
+    @contextlib.contextmanager
+    def raw(self) -> Iterator[None]:
+        yield
+
+    def close(self) -> None:
+        for fd in (self.stdin, self.stdout, self.stderr):
+            os.close(fd)
+
+
+@pytest.mark.parametrize("stdin", ["/dev/null", "regular"])
+async def test_a_command_with_stdin_from_dev_null_or_a_file_runs_and_streams_bytes(
+    tmp_path: Path, stdin: str
+) -> None:
+    if stdin == "regular":
+        stdin = str(tmp_path / "input")
+        Path(stdin).write_bytes(b"typed ahead\n")
+    term = NoTtyTerminal(tmp_path, stdin)
+    try:
+        async with SimFleet([SimNode("s1", "A10", 1, Scenario.BUSY)]) as fleet:
+            known = fleet.write_known_hosts(tmp_path / "known_hosts")
+            key = fleet.write_client_key(tmp_path)
+            opts = SshOptions(known_hosts=(known,), agent_path=None, config=[])
+            node = Node("s1", fleet["s1"].ssh_target(str(key)))
+            end = await asyncio.wait_for(
+                open_session(
+                    tmp_path / "l.db", node, term, command=["echo", "hello"], options=opts
+                ),
+                20,
+            )
+            assert end.opened and end.status == 0
+            assert term.out_path.read_bytes() == b"hello\n"  # bytes as sent: no CR added
+            end = await asyncio.wait_for(
+                open_session(tmp_path / "l.db", node, term, command=["no-such-tool"], options=opts),
+                20,
+            )
+    finally:
+        term.close()
+    assert end.opened and end.status == 127
+    assert b"not found" in term.err_path.read_bytes()  # stderr to stderr, not stdout
+    assert b"not found" not in term.out_path.read_bytes()

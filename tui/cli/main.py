@@ -183,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("node")
     tmux_help = "attach the tmux session SESSION (default zuka), creating it if none"
     p.add_argument("--tmux", nargs="?", const="zuka", metavar="SESSION", help=tmux_help)
+    tty_help = "ask for a terminal (PTY) for COMMAND too, as ssh -t (a shell always has one)"
+    p.add_argument("-t", "--tty", action="store_true", help=tty_help)
     remote_help = "run COMMAND instead (quote it as one word when it holds its own --)"
     p.add_argument("remote", nargs="*", metavar="-- COMMAND", help=remote_help)
 
@@ -547,8 +549,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         print(f"zuka: ledger: {visible(ledger_failure(ledger_path, exc))}", file=sys.stderr)
         return 1
     except OSError as exc:
-        where = str(exc.filename) if exc.filename is not None else "stdout"
-        print(f"zuka: {visible(where)}: {visible(os_problem(exc))}", file=sys.stderr)
+        if exc.filename is None:  # not a file's: no path to blame (nor stdout)
+            print(f"zuka: {visible(exc.strerror or str(exc))}", file=sys.stderr)
+        else:
+            print(
+                f"zuka: {visible(str(exc.filename))}: {visible(os_problem(exc))}", file=sys.stderr
+            )
         return 1
     except KeyboardInterrupt:
         return 130

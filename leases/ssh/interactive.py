@@ -42,9 +42,9 @@ NOT_FOUND = 127
 # may push more than one), modifyOtherKeys off, focus events and every mouse mode off,
 # bracketed paste and synchronized output off, every alternate screen left, normal cursor
 # keys and keypad, G0 back to ASCII and shifted in, autowrap on, insert and origin modes
-# off, no reverse video, the default cursor style, shown; no scroll region (the cursor
-# saved around that: resetting the region moves it home, where the next line would
-# overwrite what the session printed last); default colours.
+# off, no reverse video, the default cursor style, shown; no origin mode and no scroll
+# region (the cursor saved around both: resetting either moves it home, where the next
+# line would overwrite what the session printed last); default colours.
 RESET = (
     b"\x1b[<u" * 8
     + b"\x1b[>4;0m"
@@ -54,9 +54,9 @@ RESET = (
     + b"\x1b[?1049l\x1b[?1047l\x1b[?47l"
     + b"\x1b[?1l\x1b>"
     + b"\x1b(B\x0f"
-    + b"\x1b[?7h\x1b[4l\x1b[?6l\x1b[?5l"
+    + b"\x1b[?7h\x1b[4l\x1b[?5l"
     + b"\x1b[0 q\x1b[?25h"
-    + b"\x1b7\x1b[r\x1b8"
+    + b"\x1b7\x1b[?6l\x1b[r\x1b8"
     + b"\x1b[0m"
 )
 

@@ -363,7 +363,6 @@ def test_reset_turns_off_every_mode_a_remote_program_may_leave_on() -> None:
         b"\x0f",
         b"\x1b[?7h",
         b"\x1b[4l",
-        b"\x1b[?6l",
         b"\x1b[?5l",
         b"\x1b[0 q",
         *(b"\x1b[?%dl" % mode for mode in (1049, 1047, 47)),
@@ -374,8 +373,9 @@ def test_reset_turns_off_every_mode_a_remote_program_may_leave_on() -> None:
     ):
         assert seq in RESET, seq
     assert RESET.count(b"\x1b[<u") >= 4  # kitty keyboard modes popped, several deep
-    # The scroll region reset keeps the cursor where it was; colours last.
-    assert b"\x1b7\x1b[r\x1b8" in RESET and RESET.endswith(b"\x1b[0m")
+    # Origin mode and the scroll region reset keep the cursor where it was (both home it).
+    assert b"\x1b7\x1b[?6l\x1b[r\x1b8" in RESET and RESET.endswith(b"\x1b[0m")
+    assert RESET.count(b"\x1b[?6l") == 1 and RESET.count(b"\x1b[r") == 1
 
 
 @pytest.mark.parametrize(

@@ -200,6 +200,17 @@ def test_zuka_ssh_opens_a_shell_runs_a_command_and_refuses_a_changed_key(
     screen = tmux.wait(lambda s: "zuka-exit=6" in s, "the -t command to end")
     assert "two-5" in screen and "/dev/pts/" in screen and "$ " not in screen
     tmux.close()
+    # From cron or a script: stdin /dev/null, or a pipe the command reads.
+    zuka = f"{sys.executable} -m tui.cli.main ssh box --"
+    script = (
+        f"{zuka} echo three </dev/null; echo null-exit=$?; "
+        f"echo hello | {zuka} cat; echo pipe-exit=$?; exec cat"
+    )
+    tmux.start(f"sh -c {shlex.quote(script)}", env)
+    screen = tmux.wait(lambda s: "pipe-exit=" in s, "the scripted commands to end")
+    assert "three\nnull-exit=0\n" in screen and "hello\npipe-exit=0" in screen, screen
+    assert "permission denied" not in screen
+    tmux.close()
 
     _new_host_key(sshd)
     tmux.start(_zuka("ssh", "box"), env)

@@ -101,3 +101,13 @@ def test_a_command_without_tty_gets_no_pty_and_leaves_the_terminal_cooked(
     with term.raw():
         assert termios.tcgetattr(follower) == before
     assert TtyTerminal(follower, follower).term_type is not None  # a shell, or -t
+
+
+def test_t_after_the_node_is_taken_as_ssh_takes_it(
+    cli: Cli, ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ZUKA_LEDGER", str(ledger_path))
+    assert cli("node", "add", "n1", "--ssh", "ssh -p 9 root@127.0.0.1").code == 0
+    for args in (("n1", "-t", "--", "true"), ("-t", "n1", "--", "true"), ("n1", "--", "-t")):
+        r = cli("ssh", *args)
+        assert r.code == 255 and "unrecognized" not in r.err, (args, r.err)

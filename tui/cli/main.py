@@ -511,10 +511,21 @@ def _parser(ledger_help: str) -> argparse.ArgumentParser:
     return build_parser()
 
 
+def _tty_flag_first(argv: list[str]) -> list[str]:
+    """`zuka ssh NODE -t -- CMD` as ssh takes it: argparse cannot match an option between
+    NODE and the command's words, so -t/--tty there is moved before NODE."""
+    if "ssh" not in argv or "--" not in argv:
+        return argv
+    start, end = argv.index("ssh") + 1, argv.index("--")
+    flags = [a for a in argv[start:end] if a in ("-t", "--tty")]
+    rest = [a for a in argv[start:end] if a not in ("-t", "--tty")]
+    return [*argv[:start], *flags, *rest, *argv[end:]]
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     parser = _parser(_ledger_help())
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_tty_flag_first(list(sys.argv[1:] if argv is None else argv)))
     args.ledger = getattr(args, "ledger", None)
     args.json = getattr(args, "json", False)
     args.config = getattr(args, "config", None)

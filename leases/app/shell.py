@@ -8,6 +8,7 @@ ShellEnd; they hold no part of the rule."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,11 +77,13 @@ async def open_session(
     tmux: str | None = None,
     command: list[str] | None = None,
     options: SshOptions | None = None,
+    opened: Callable[[], None] | None = None,
 ) -> ShellEnd:
     """Open the node's login shell, its tmux session `tmux`, or the user's command, on a
     PTY when the terminal is one; pump keys and output until it ends. Raises InputError
     for a node that cannot have a session or a bad tmux name (nothing connects then).
-    options: polling's for this ledger unless given (tests)."""
+    options: polling's for this ledger unless given (tests). opened: called once the
+    channel is open, before keys are pumped (the dashboard stops watching for a cancel)."""
     check_node(node)
     remote = remote_command(tmux, command)
     pool = SshPool(options or ssh_options(ledger_path))
@@ -88,6 +91,8 @@ async def open_session(
     try:
         kind = terminal.term_type
         async with session.terminal(remote, kind, terminal.size()) as process:
+            if opened is not None:
+                opened()
             with terminal.raw():
                 ended = await pump(process, terminal, lambda: not session.connected)
     except SshError as exc:

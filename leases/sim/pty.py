@@ -1,7 +1,8 @@
 """A simulated node's interactive shell, for a client that asked for a PTY (the dashboard's
 i and I, `zuka ssh`): a prompt, a line typed with echo and backspace, the line answered by
-the node's commands (leases.sim.commands.answer), `exit` or Ctrl-D to leave. The client's
-terminal is raw, so this side echoes and ends lines with CR LF, as a tty would."""
+the node's commands (leases.sim.commands.answer); `exit [N]`, `logout` or Ctrl-D to leave;
+clear, pwd, whoami and help built in. The client's terminal is raw, so this side echoes
+and ends lines with CR LF, as a tty would."""
 
 from __future__ import annotations
 
@@ -34,6 +35,43 @@ def tmux_stand_in(command: str) -> str | None:
     return name
 
 
+_CLEAR = "\x1b[H\x1b[2J"
+HELP = (
+    "simulated node: a stand-in shell, not bash.\n"
+    "  built in: exit [N], logout, clear, pwd, whoami, help\n"
+    "  answered: nvidia-smi, ps, ls, cat, head, echo, env, printenv, hostname, uptime,\n"
+    "            true, false, test, rm, shred, and ;, &&, ||, | between them\n"
+    "  Ctrl-C drops the line, Ctrl-D on an empty line leaves.\n"
+)
+
+
+def exit_status(command: str, last: int) -> int | None:
+    """The status `exit [N]` or `logout` leaves with (N modulo 256, as sh), else None.
+    A bad N is refused as sh refuses it: status 2."""
+    words = command.split()
+    if not words or words[0] not in ("exit", "logout"):
+        return None
+    if len(words) == 1:
+        return last
+    arg = words[1]
+    if len(words) > 2 or not arg.isascii() or not arg.lstrip("-").isdigit() or len(arg) > 12:
+        return 2
+    return int(arg) % 256
+
+
+def builtin(command: str) -> str | None:
+    """What a shell built-in the simulator knows prints, else None (then answered)."""
+    if command == "clear":
+        return _CLEAR
+    if command == "pwd":
+        return "/root\n"
+    if command == "whoami":
+        return "root\n"
+    if command == "help":
+        return HELP
+    return None
+
+
 def _crlf(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\n", "\r\n")
 
@@ -64,9 +102,12 @@ async def pty_shell(
                 process.stdout.write("\r\n")
                 command = "".join(line).strip()
                 line.clear()
-                if command in ("exit", "logout"):
-                    return status
-                if command:
+                if (leave := exit_status(command, status)) is not None:
+                    return leave
+                if (said := builtin(command)) is not None:
+                    process.stdout.write(_crlf(said))
+                    status = 0
+                elif command:
                     out, err, status = answer(node, command, now(), status)
                     process.stdout.write(_crlf(out + err))
                 process.stdout.write(prompt)

@@ -37,14 +37,27 @@ READ_CHUNK = 65536
 # Exit status of a command the shell could not find.
 NOT_FOUND = 127
 
-# Written after a session, before the dashboard or the shell prompt comes back: leave the
-# alternate screen, show the cursor, normal cursor keys and keypad, no mouse reporting, no
-# bracketed paste, no scroll region (the cursor saved around that: resetting the region
-# moves it home, where the next line would overwrite what the session printed last),
-# default colours. Whatever the remote program left on.
+# Written after a session, before the dashboard or the shell prompt comes back: whatever
+# the remote program left on is turned off. Kitty keyboard modes popped (several: a program
+# may push more than one), modifyOtherKeys off, focus events and every mouse mode off,
+# bracketed paste and synchronized output off, every alternate screen left, normal cursor
+# keys and keypad, G0 back to ASCII and shifted in, autowrap on, insert and origin modes
+# off, no reverse video, the default cursor style, shown; no origin mode and no scroll
+# region (the cursor saved around both: resetting either moves it home, where the next
+# line would overwrite what the session printed last); default colours.
 RESET = (
-    b"\x1b[?1049l\x1b[?25h\x1b[?1l\x1b>"
-    b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l\x1b7\x1b[r\x1b8\x1b[0m"
+    b"\x1b[<u" * 8
+    + b"\x1b[>4;0m"
+    + b"\x1b[?1004l"
+    + b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1005l\x1b[?1006l\x1b[?1015l"
+    + b"\x1b[?2004l\x1b[?2026l"
+    + b"\x1b[?1049l\x1b[?1047l\x1b[?47l"
+    + b"\x1b[?1l\x1b>"
+    + b"\x1b(B\x0f"
+    + b"\x1b[?7h\x1b[4l\x1b[?5l"
+    + b"\x1b[0 q\x1b[?25h"
+    + b"\x1b7\x1b[?6l\x1b[r\x1b8"
+    + b"\x1b[0m"
 )
 
 
@@ -113,6 +126,7 @@ class Terminal(Protocol):
     stdin: int
     stdout: int
     term_type: str | None  # None: no PTY is asked for (stdin is not a terminal)
+    # An optional `stderr: int` too: where the remote stderr goes (else stdout).
 
     def size(self) -> tuple[int, int] | None:
         """(columns, rows) now, or None when it cannot be known."""
@@ -138,31 +152,62 @@ async def _copy_out(stream: asyncssh.SSHReader[bytes], fd: int) -> None:
         write_all(fd, chunk)
 
 
+def _read_keys(fd: int) -> bytes:
+    try:
+        return os.read(fd, READ_CHUNK)
+    except BlockingIOError:
+        raise
+    except OSError:
+        return b""
+
+
 @contextlib.contextmanager
 def _keys_to(process: asyncssh.SSHClientProcess[bytes], fd: int) -> Iterator[None]:
-    """Feed what is typed on fd to the channel, from the event loop's reader."""
+    """Feed what is typed on fd to the channel: from the event loop's reader, or, for an
+    fd the loop cannot watch (/dev/null, a regular file: cron and scripts), from a thread
+    that reads it (end of input sent at once for /dev/null)."""
     loop = asyncio.get_running_loop()
+    done = threading.Event()
+
+    def deliver(data: bytes) -> None:
+        with contextlib.suppress(OSError, asyncssh.Error):
+            if data:
+                process.stdin.write(data)
+            else:
+                process.stdin.write_eof()
 
     def readable() -> None:
         try:
-            data = os.read(fd, READ_CHUNK)
+            data = _read_keys(fd)
         except BlockingIOError:
             return
-        except OSError:
-            data = b""
         if not data:
             loop.remove_reader(fd)
-            with contextlib.suppress(OSError, asyncssh.Error):
-                process.stdin.write_eof()
-            return
-        with contextlib.suppress(OSError, asyncssh.Error):
-            process.stdin.write(data)
+        deliver(data)
 
-    loop.add_reader(fd, readable)
+    def reader_thread() -> None:
+        while not done.is_set():
+            try:
+                data = _read_keys(fd)
+            except BlockingIOError:
+                data = b""
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(deliver, data)
+            if not data:
+                return
+
+    watched = True
+    try:
+        loop.add_reader(fd, readable)
+    except (OSError, ValueError):
+        watched = False
+        threading.Thread(target=reader_thread, name="zuka-ssh-stdin", daemon=True).start()
     try:
         yield
     finally:
-        loop.remove_reader(fd)
+        done.set()
+        if watched:
+            loop.remove_reader(fd)
 
 
 async def _follow_size(
@@ -202,7 +247,9 @@ async def pump(
     remote side ends; returns how it ended (lost: whether the connection went)."""
     tasks: list[asyncio.Task[Any]] = [
         asyncio.create_task(_copy_out(process.stdout, terminal.stdout)),
-        asyncio.create_task(_copy_out(process.stderr, terminal.stdout)),
+        asyncio.create_task(
+            _copy_out(process.stderr, getattr(terminal, "stderr", terminal.stdout))
+        ),
     ]
     if terminal.term_type is not None:
         tasks.append(asyncio.create_task(_follow_size(process, terminal.size)))

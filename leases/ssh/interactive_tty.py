@@ -14,16 +14,27 @@ from collections.abc import Iterator
 from leases.ssh.interactive import RESET, term_type, write_all
 
 
-class TtyTerminal:
-    """stdin and stdout of this process; a PTY is asked for only when stdin is a tty."""
+def flush_input(fd: int) -> None:
+    """Drop what was typed on the terminal fd and not yet read (nothing for a non-tty)."""
+    with contextlib.suppress(OSError, termios.error):
+        if os.isatty(fd):
+            termios.tcflush(fd, termios.TCIFLUSH)
 
-    def __init__(self, stdin: int | None = None, stdout: int | None = None) -> None:
+
+class TtyTerminal:
+    """stdin, stdout and stderr of this process; a PTY is asked for only when stdin is a
+    tty and pty is true (`zuka ssh NODE -- CMD` asks for none unless -t, as ssh)."""
+
+    def __init__(
+        self, stdin: int | None = None, stdout: int | None = None, *, pty: bool = True
+    ) -> None:
         self.stdin = sys.__stdin__.fileno() if stdin is None and sys.__stdin__ else (stdin or 0)
         self.stdout = (
             sys.__stdout__.fileno() if stdout is None and sys.__stdout__ else (stdout or 1)
         )
+        self.stderr = sys.__stderr__.fileno() if sys.__stderr__ else 2
         self.is_tty = os.isatty(self.stdin)
-        self.term_type = term_type(os.environ.get("TERM")) if self.is_tty else None
+        self.term_type = term_type(os.environ.get("TERM")) if self.is_tty and pty else None
 
     def size(self) -> tuple[int, int] | None:
         for fd in (self.stdout, self.stdin):
@@ -34,7 +45,7 @@ class TtyTerminal:
 
     @contextlib.contextmanager
     def raw(self) -> Iterator[None]:
-        if not self.is_tty:
+        if self.term_type is None:
             yield
             return
         saved = termios.tcgetattr(self.stdin)
@@ -47,6 +58,9 @@ class TtyTerminal:
                 os.set_blocking(self.stdin, blocking)
             with contextlib.suppress(OSError, termios.error):
                 termios.tcsetattr(self.stdin, termios.TCSADRAIN, saved)
+            # Keys typed as the session ended (a second `exit`) are dropped, not read by
+            # the dashboard or the shell that comes back.
+            flush_input(self.stdin)
             if os.isatty(self.stdout):
                 with contextlib.suppress(OSError):
                     write_all(self.stdout, RESET)

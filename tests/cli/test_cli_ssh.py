@@ -76,3 +76,38 @@ def test_no_pty_is_asked_for_when_stdin_is_not_a_terminal(tmp_path: Path) -> Non
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_keys_typed_as_the_session_ends_are_dropped_not_read_after(
+    tty_pair: tuple[int, int],
+) -> None:
+    leader, follower = tty_pair
+    term = TtyTerminal(follower, follower)
+    with term.raw():
+        os.write(leader, b"exit\r")  # the second `exit`, typed as the first one ended
+        assert termios.tcgetattr(follower)[3] & termios.ICANON == 0
+    os.set_blocking(follower, False)
+    with pytest.raises(BlockingIOError):
+        os.read(follower, 64)
+
+
+def test_a_command_without_tty_gets_no_pty_and_leaves_the_terminal_cooked(
+    tty_pair: tuple[int, int],
+) -> None:
+    _leader, follower = tty_pair
+    before = termios.tcgetattr(follower)
+    term = TtyTerminal(follower, follower, pty=False)
+    assert term.term_type is None  # `zuka ssh n1 -- cmd`: output not staircased
+    with term.raw():
+        assert termios.tcgetattr(follower) == before
+    assert TtyTerminal(follower, follower).term_type is not None  # a shell, or -t
+
+
+def test_t_after_the_node_is_taken_as_ssh_takes_it(
+    cli: Cli, ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ZUKA_LEDGER", str(ledger_path))
+    assert cli("node", "add", "n1", "--ssh", "ssh -p 9 root@127.0.0.1").code == 0
+    for args in (("n1", "-t", "--", "true"), ("-t", "n1", "--", "true"), ("n1", "--", "-t")):
+        r = cli("ssh", *args)
+        assert r.code == 255 and "unrecognized" not in r.err, (args, r.err)

@@ -20,7 +20,7 @@ from leases.core.errors import InputError
 from leases.core.models import Node, NodeHealth, SshTarget
 from leases.sim import Scenario, SimNode
 from leases.sim.fleet import SimFleet
-from leases.sim.pty import tmux_stand_in
+from leases.sim.pty import builtin, exit_status, tmux_stand_in
 from leases.ssh.errors import HostKeyRejected
 from leases.ssh.interactive import (
     RESET,
@@ -278,9 +278,26 @@ async def test_a_simulated_node_gives_a_prompt_runs_commands_and_exits(
             assert "stands in for session 'w1'" in term.shown()
         term.type("nvidia-smi -Lx\x7f\r")  # a typo rubbed out
         await wait_until(lambda: "GPU 0: NVIDIA A10" in term.shown(), what="the answer")
+        term.type("whoami\r")
+        await wait_until(lambda: "\r\nroot\r\n" in term.shown(), what="whoami")
         term.type("no-such-tool\rexit\r")
         end = await asyncio.wait_for(task, 20)
     assert end.opened and end.status == 127  # $? of the last command
+
+
+async def test_exit_with_a_status_on_a_simulated_node_is_the_sessions_status(
+    tmp_path: Path, term: FileTerminal
+) -> None:
+    async with SimFleet([SimNode("s1", "A10", 1, Scenario.BUSY)]) as fleet:
+        known = fleet.write_known_hosts(tmp_path / "known_hosts")
+        key = fleet.write_client_key(tmp_path)
+        opts = SshOptions(known_hosts=(known,), agent_path=None, config=[])
+        node = Node("s1", fleet["s1"].ssh_target(str(key)))
+        task = asyncio.create_task(open_session(tmp_path / "l.db", node, term, options=opts))
+        await wait_until(lambda: "root@s1:~# " in term.shown(), what="the prompt")
+        term.type("exit 3\r")
+        end = await asyncio.wait_for(task, 20)
+    assert end.opened and end.status == 3
     assert "\r\n" in term.shown()
 
 
@@ -335,3 +352,102 @@ async def test_in_a_thread_of_its_own_as_the_dashboard_runs_it_sizes_are_followe
         term.type("exit\n")
         end = await asyncio.wait_for(task, 20)
     assert end.opened and end.status == 3
+
+
+def test_reset_turns_off_every_mode_a_remote_program_may_leave_on() -> None:
+    for seq in (
+        b"\x1b[?1004l",
+        *(b"\x1b[?%dl" % mode for mode in (1000, 1002, 1003, 1005, 1006, 1015)),
+        b"\x1b[>4;0m",
+        b"\x1b(B",
+        b"\x0f",
+        b"\x1b[?7h",
+        b"\x1b[4l",
+        b"\x1b[?5l",
+        b"\x1b[0 q",
+        *(b"\x1b[?%dl" % mode for mode in (1049, 1047, 47)),
+        b"\x1b[?2026l",
+        b"\x1b[?2004l",
+        b"\x1b[?25h",
+        b"\x1b[?1l\x1b>",
+    ):
+        assert seq in RESET, seq
+    assert RESET.count(b"\x1b[<u") >= 4  # kitty keyboard modes popped, several deep
+    # Origin mode and the scroll region reset keep the cursor where it was (both home it).
+    assert b"\x1b7\x1b[?6l\x1b[r\x1b8" in RESET and RESET.endswith(b"\x1b[0m")
+    assert RESET.count(b"\x1b[?6l") == 1 and RESET.count(b"\x1b[r") == 1
+
+
+@pytest.mark.parametrize(
+    ("typed", "status"),
+    [("exit", 0), ("exit 3", 3), ("exit 259", 3), ("logout", 0), ("exit x", 2), ("exit ３", 2)],
+)
+def test_the_simulated_shell_exits_with_the_status_asked(typed: str, status: int) -> None:
+    assert exit_status(typed, 0) == status
+    assert exit_status("exit", 5) == 5
+    assert exit_status("exitx", 0) is None and exit_status("echo exit", 0) is None
+
+
+def test_the_simulated_shell_knows_clear_pwd_whoami_and_help() -> None:
+    assert builtin("pwd") == "/root\n" and builtin("whoami") == "root\n"
+    assert builtin("clear") == "\x1b[H\x1b[2J"
+    said = builtin("help") or ""
+    for word in ("exit [N]", "logout", "nvidia-smi", "ps", "Ctrl-D"):
+        assert word in said
+    assert builtin("ls") is None
+
+
+class NoTtyTerminal:
+    """Like `zuka ssh NODE -- CMD < /dev/null` from cron: stdin a file the event loop cannot
+    watch, stdout and stderr files, no PTY."""
+
+    def __init__(self, tmp_path: Path, stdin: str = "/dev/null") -> None:
+        self.stdin = os.open(stdin, os.O_RDONLY)
+        self.out_path, self.err_path = tmp_path / "out", tmp_path / "err"
+        self.stdout = os.open(self.out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self.stderr = os.open(self.err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self.term_type: str | None = None
+
+    def size(self) -> tuple[int, int] | None:
+        return None
+
+    @contextlib.contextmanager
+    def raw(self) -> Iterator[None]:
+        yield
+
+    def close(self) -> None:
+        for fd in (self.stdin, self.stdout, self.stderr):
+            os.close(fd)
+
+
+@pytest.mark.parametrize("stdin", ["/dev/null", "regular"])
+async def test_a_command_with_stdin_from_dev_null_or_a_file_runs_and_streams_bytes(
+    tmp_path: Path, stdin: str
+) -> None:
+    if stdin == "regular":
+        stdin = str(tmp_path / "input")
+        Path(stdin).write_bytes(b"typed ahead\n")
+    term = NoTtyTerminal(tmp_path, stdin)
+    try:
+        async with SimFleet([SimNode("s1", "A10", 1, Scenario.BUSY)]) as fleet:
+            known = fleet.write_known_hosts(tmp_path / "known_hosts")
+            key = fleet.write_client_key(tmp_path)
+            opts = SshOptions(known_hosts=(known,), agent_path=None, config=[])
+            node = Node("s1", fleet["s1"].ssh_target(str(key)))
+            end = await asyncio.wait_for(
+                open_session(
+                    tmp_path / "l.db", node, term, command=["echo", "hello"], options=opts
+                ),
+                20,
+            )
+            assert end.opened and end.status == 0
+            assert term.out_path.read_bytes() == b"hello\n"  # bytes as sent: no CR added
+            end = await asyncio.wait_for(
+                open_session(tmp_path / "l.db", node, term, command=["no-such-tool"], options=opts),
+                20,
+            )
+    finally:
+        term.close()
+    assert end.opened and end.status == 127
+    assert b"not found" in term.err_path.read_bytes()  # stderr to stderr, not stdout
+    assert b"not found" not in term.out_path.read_bytes()

@@ -5,14 +5,20 @@ real sshd in tmux (test_cockpit_openssh.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
+import pty
+import termios
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from leases.app.shell import ShellEnd
-from leases.core.models import Node
+from leases.core.models import Node, SshTarget
+from leases.ssh.interactive_tty import TtyTerminal
+from leases.ssh.options import SshOptions
 from tests.support.fleetledger import NOW, frozen_ledger
 from tests.support.waiting import wait_until
 from tui.dashboard import cockpit
@@ -164,3 +170,69 @@ async def test_the_node_screen_has_the_keys_too(
         await wait_until(lambda: sessions.asked == [(chosen, None)])
         assert app.screen is node_screen
         await pilot.press("q")
+
+
+@pytest.fixture
+def tty_pair() -> Iterator[tuple[int, int]]:
+    leader, follower = pty.openpty()
+    yield leader, follower
+    for fd in (leader, follower):
+        os.close(fd)
+
+
+async def test_keys_and_ctrl_c_while_connecting_go_nowhere_and_escape_gives_up(
+    tmp_path: Path, tty_pair: tuple[int, int]
+) -> None:
+    leader, follower = tty_pair
+    cooked = termios.tcgetattr(follower)
+    hung: list[asyncio.StreamWriter] = []
+
+    async def silent(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        hung.append(writer)  # accepts, never says a word: the connection hangs
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    node = Node("n1", SshTarget(host="127.0.0.1", port=port, user="root"))
+    opts = SshOptions(known_hosts=(tmp_path / "kh",), agent_path=None, config=[])
+    terminal = TtyTerminal(follower, follower)
+    task = asyncio.create_task(
+        cockpit.connect_then_pump(tmp_path / "l.db", node, None, terminal, opts)
+    )
+    shown = bytearray()
+
+    def said(text: bytes) -> bool:
+        with contextlib.suppress(BlockingIOError):
+            shown.extend(os.read(leader, 4096))
+        return text in shown
+
+    os.set_blocking(leader, False)
+    await wait_until(lambda: said(b"connecting to n1"), what="the connecting line")
+    await wait_until(lambda: bool(hung), what="the hung connection")
+    os.write(leader, b"exit\r\x03")  # Ctrl-C is a byte here: no SIGINT, zuka goes on
+    await asyncio.sleep(0)
+    assert not task.done() or (await task).words.startswith("connecting given up")
+    os.write(leader, b"\x1b")
+    end = await asyncio.wait_for(task, 10)
+    server.close()
+    for writer in hung:
+        writer.close()
+    assert not end.opened and "given up" in end.words
+    assert termios.tcgetattr(follower) == cooked
+    os.set_blocking(follower, False)
+    with pytest.raises(BlockingIOError):
+        os.read(follower, 64)  # nothing typed is left for the dashboard
+
+
+def test_an_exception_while_suspended_still_resumes_the_app() -> None:
+    calls: list[str] = []
+
+    class Fake:
+        @contextlib.contextmanager
+        def suspend(self) -> Iterator[None]:
+            calls.append("suspend")
+            yield  # no try/finally: as Textual's
+            calls.append("resume")
+
+    with pytest.raises(RuntimeError), cockpit.suspended(Fake()):  # type: ignore[arg-type]
+        raise RuntimeError("the session thread failed")
+    assert calls == ["suspend", "resume"]

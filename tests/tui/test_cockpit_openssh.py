@@ -190,10 +190,26 @@ def test_zuka_ssh_opens_a_shell_runs_a_command_and_refuses_a_changed_key(
     # The terminal reset after the session leaves what it printed where it was.
     assert "zuka-42" in screen and screen.index("zuka-42") < screen.index("zuka-exit=4")
     tmux.close()
-    # One command, on a PTY (stdin is a terminal): its output, its status.
+    # One command, as ssh runs it: no PTY (no staircase), its output, its status.
     tmux.start(_zuka("ssh", "box", "--", "echo one-$((2+3)); tty; exit 7"), env)
     screen = tmux.wait(lambda s: "zuka-exit=7" in s, "the one command to end")
-    assert "one-5" in screen and "/dev/pts/" in screen and "$ " not in screen
+    assert "one-5\nnot a tty\n" in screen and "/dev/pts/" not in screen and "$ " not in screen
+    tmux.close()
+    # -t asks for one.
+    tmux.start(_zuka("ssh", "-t", "box", "--", "echo two-$((2+3)); tty; exit 6"), env)
+    screen = tmux.wait(lambda s: "zuka-exit=6" in s, "the -t command to end")
+    assert "two-5" in screen and "/dev/pts/" in screen and "$ " not in screen
+    tmux.close()
+    # From cron or a script: stdin /dev/null, or a pipe the command reads.
+    zuka = f"{sys.executable} -m tui.cli.main ssh box --"
+    script = (
+        f"{zuka} echo three </dev/null; echo null-exit=$?; "
+        f"echo hello | {zuka} cat; echo pipe-exit=$?; exec cat"
+    )
+    tmux.start(f"sh -c {shlex.quote(script)}", env)
+    screen = tmux.wait(lambda s: "pipe-exit=" in s, "the scripted commands to end")
+    assert "three\nnull-exit=0\n" in screen and "hello\npipe-exit=0" in screen, screen
+    assert "permission denied" not in screen
     tmux.close()
 
     _new_host_key(sshd)

@@ -183,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("node")
     tmux_help = "attach the tmux session SESSION (default zuka), creating it if none"
     p.add_argument("--tmux", nargs="?", const="zuka", metavar="SESSION", help=tmux_help)
+    tty_help = "ask for a terminal (PTY) for COMMAND too, as ssh -t (a shell always has one)"
+    p.add_argument("-t", "--tty", action="store_true", help=tty_help)
     remote_help = "run COMMAND instead (quote it as one word when it holds its own --)"
     p.add_argument("remote", nargs="*", metavar="-- COMMAND", help=remote_help)
 
@@ -509,10 +511,21 @@ def _parser(ledger_help: str) -> argparse.ArgumentParser:
     return build_parser()
 
 
+def _tty_flag_first(argv: list[str]) -> list[str]:
+    """`zuka ssh NODE -t -- CMD` as ssh takes it: argparse cannot match an option between
+    NODE and the command's words, so -t/--tty there is moved before NODE."""
+    if "ssh" not in argv or "--" not in argv:
+        return argv
+    start, end = argv.index("ssh") + 1, argv.index("--")
+    flags = [a for a in argv[start:end] if a in ("-t", "--tty")]
+    rest = [a for a in argv[start:end] if a not in ("-t", "--tty")]
+    return [*argv[:start], *flags, *rest, *argv[end:]]
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     parser = _parser(_ledger_help())
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_tty_flag_first(list(sys.argv[1:] if argv is None else argv)))
     args.ledger = getattr(args, "ledger", None)
     args.json = getattr(args, "json", False)
     args.config = getattr(args, "config", None)
@@ -547,8 +560,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         print(f"zuka: ledger: {visible(ledger_failure(ledger_path, exc))}", file=sys.stderr)
         return 1
     except OSError as exc:
-        where = str(exc.filename) if exc.filename is not None else "stdout"
-        print(f"zuka: {visible(where)}: {visible(os_problem(exc))}", file=sys.stderr)
+        if exc.filename is None:  # not a file's: no path to blame (nor stdout)
+            print(f"zuka: {visible(exc.strerror or str(exc))}", file=sys.stderr)
+        else:
+            print(
+                f"zuka: {visible(str(exc.filename))}: {visible(os_problem(exc))}", file=sys.stderr
+            )
         return 1
     except KeyboardInterrupt:
         return 130

@@ -1,4 +1,4 @@
-"""`zuka ssh NODE [--tmux [SESSION]] [-- COMMAND...]`: an interactive session on a node through
+"""`zuka ssh NODE [--tmux [SESSION]] [-t] [-- COMMAND...]`: an interactive session on a node through
 the route, jump hosts, identity and pinned host keys polling uses (leases.app.shell)."""
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ def ssh(args: argparse.Namespace, out: TextIO) -> int:
         raise no_ledger(path)
     with Ledger.open(path, create=False) as ledger:
         node = ledger.node(args.node)
-    end: ShellEnd = asyncio.run(open_session(path, node, TtyTerminal(), tmux=tmux, command=words))
+    # Like ssh: a command gets no PTY (bytes streamed, no raw mode) unless -t asks for one.
+    terminal = TtyTerminal(pty=words is None or bool(args.tty))
+    end: ShellEnd = asyncio.run(open_session(path, node, terminal, tmux=tmux, command=words))
     if not end.opened or end.status != 0:
         print(visible(f"zuka: {end.said}"), file=sys.stderr)
     return end.exit_code

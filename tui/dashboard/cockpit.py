@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from rich.text import Text
@@ -20,7 +22,8 @@ from leases.core.models import Node
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from leases.ssh.interactive import TMUX_DEFAULT, tmux_name, write_all
-from leases.ssh.interactive_tty import TtyTerminal
+from leases.ssh.interactive_tty import TtyTerminal, flush_input
+from leases.ssh.options import SshOptions
 
 WEB_REFUSED = (
     "A shell needs the terminal zuka runs in: the browser dashboard (zuka web) cannot "
@@ -28,6 +31,70 @@ WEB_REFUSED = (
 )
 MESSAGE_MAX = 400
 CLEAR = b"\x1b[H\x1b[2J"
+
+
+# Keys that give up a connection still being made (escape, Ctrl-C).
+CANCEL_KEYS = (b"\x1b", b"\x03")
+CONNECTING = "connecting to {node}... (escape: give up)\r\n"
+
+
+async def connect_then_pump(
+    ledger_path: Path,
+    node: Node,
+    tmux: str | None,
+    terminal: TtyTerminal,
+    options: SshOptions | None = None,
+) -> ShellEnd:
+    """The session, with the terminal raw from the start: keys typed while the connection
+    is made are neither dashboard commands nor signals (Ctrl-C does not quit zuka); escape
+    or Ctrl-C then gives up; what else was typed is dropped, not sent to the shell."""
+    loop = asyncio.get_running_loop()
+    watching = [False]
+    cancelled = [False]
+    tasks: list[asyncio.Task[ShellEnd]] = []
+
+    def stop_watching() -> None:
+        if watching[0]:
+            watching[0] = False
+            loop.remove_reader(terminal.stdin)
+            flush_input(terminal.stdin)
+
+    def typed() -> None:
+        try:
+            data = os.read(terminal.stdin, 1024)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data or any(key in data for key in CANCEL_KEYS):
+            stop_watching()
+            cancelled[0] = True
+            for task in tasks:
+                task.cancel()
+
+    with terminal.raw():
+        if terminal.term_type is not None:
+            with contextlib.suppress(OSError):
+                said = CONNECTING.format(node=visible(node.name, 60))
+                write_all(terminal.stdout, said.encode())
+        tasks.append(
+            asyncio.create_task(
+                open_session(
+                    ledger_path, node, terminal, tmux=tmux, options=options, opened=stop_watching
+                )
+            )
+        )
+        with contextlib.suppress(OSError, ValueError):
+            loop.add_reader(terminal.stdin, typed)
+            watching[0] = True
+        try:
+            return await tasks[0]
+        except asyncio.CancelledError:
+            if not cancelled[0]:
+                raise
+            return ShellEnd(node.name, False, "connecting given up (escape)")
+        finally:
+            stop_watching()
 
 
 def _run(ledger_path: Path, node: Node, tmux: str | None) -> ShellEnd | BaseException:
@@ -39,7 +106,7 @@ def _run(ledger_path: Path, node: Node, tmux: str | None) -> ShellEnd | BaseExce
             with contextlib.suppress(OSError):
                 write_all(terminal.stdout, CLEAR)
         try:
-            found.append(asyncio.run(open_session(ledger_path, node, terminal, tmux=tmux)))
+            found.append(asyncio.run(connect_then_pump(ledger_path, node, tmux, terminal)))
         except BaseException as exc:  # said to the user once the app is back
             found.append(exc)
 
@@ -47,6 +114,18 @@ def _run(ledger_path: Path, node: Node, tmux: str | None) -> ShellEnd | BaseExce
     thread.start()
     thread.join()
     return found[0] if found else RuntimeError("the session thread ended without a result")
+
+
+@contextlib.contextmanager
+def suspended(app: App[object]) -> Iterator[None]:
+    """app.suspend() that resumes the app even when the body raises (Textual's own has no
+    try/finally around its yield)."""
+    manager = app.suspend()
+    manager.__enter__()
+    try:
+        yield
+    finally:
+        manager.__exit__(None, None, None)
 
 
 def _say(app: App[object], message: str, severity: SeverityLevel) -> None:
@@ -65,7 +144,7 @@ def shell(app: App[object], ledger_path: Path, node: Node, tmux: str | None = No
         _say(app, f"{exc.value}: {exc.reason}", "warning")
         return
     try:
-        with app.suspend():
+        with suspended(app):
             result = _run(ledger_path, node, tmux)
     except SuspendNotSupported:
         _say(app, f"{node.name}: this terminal cannot be handed over to a shell", "error")

@@ -334,3 +334,48 @@ async def test_an_unreachable_node_is_a_failed_stop_audited(tmp_path: Path) -> N
                                  Clock(), ledger)  # fmt: skip
     assert stopped.outcome is Outcome.FAILED and not stopped.ok
     assert _audit(ledger) == ["process.failed SIGTERM not sent: sim-0: connection refused"]
+
+
+async def test_a_cancelled_stop_audits_what_it_did(tmp_path: Path) -> None:
+    """Cancelled during the grace period (after SIGTERM): the audit says so, naming the
+    steps done, and the entries carry the node's row id (found by `zuka log NODE`)."""
+    import asyncio
+
+    ledger, node, procs = _setup(tmp_path, 1)  # bob traps SIGTERM
+    bob = next(p for p in procs if p.owner == "bob")
+    runner, clock = SimRunner(node), Clock()
+    waiting = asyncio.Event()
+
+    async def sleep(s: float) -> None:
+        waiting.set()
+        await asyncio.Event().wait()  # never: cancelled here
+
+    task = asyncio.create_task(
+        stop_process(
+            node.name,
+            bob.pid,
+            bob.start,
+            bob.cmdline,
+            str(bob.pid),
+            3.0,
+            runner,
+            clock,
+            ledger,
+            user=bob.owner,
+            sleep=sleep,
+        )  # fmt: skip
+    )
+    await waiting.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    audit = _audit(ledger)
+    assert audit[0] == "process.term SIGTERM sent"
+    assert audit[1].startswith("process.failed interrupted (cancelled) after: term: SIGTERM sent")
+    node_id = ledger.node(node.name).id
+    assert all(e.after and e.after["node_id"] == node_id for e in ledger.history(node.name)
+               if e.entity == "process")  # fmt: skip
+    assert [e.action for e in ledger.history(node.name) if e.entity == "process"] == [
+        "process.term",
+        "process.failed",
+    ]

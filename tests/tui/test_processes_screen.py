@@ -146,3 +146,43 @@ async def test_stop_confirmed_and_wrong_confirmation(fleet: Path) -> None:
         again = await _open(app, pilot)
         assert row.pid not in {r.pid for r in again.shown if r.node == row.node}
         assert any(r.node == row.node for r in again.shown)  # its other GPU's process
+
+
+async def test_stop_runs_to_its_end_after_leaving_the_screen(fleet: Path) -> None:
+    """A confirmed stop of a process that ignores SIGTERM (the sim's bob) goes on after
+    escape: SIGKILL is still sent, the audit has term, kill and gone, and the outcome is
+    notified on the app; the entries show in the node's log (`zuka log NODE`)."""
+    app = ZukaApp(fleet, clock=lambda: NOW, poll=False, refresh_s=3600, config=Config())
+    runners: list[SimRunner] = []
+
+    def runner_for(ledger: Ledger, name: str) -> SimRunner:
+        runners.append(SimRunner(next(n for n in NODES if n.name == name)))
+        return runners[-1]
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _open(app, pilot)
+        screen.runner_for = runner_for
+        screen.grace_s = 0.3
+        screen.filter_text = "user:bob"
+        screen.redraw()
+        row = screen.shown[0]
+        node = next(n for n in NODES if n.name == row.node)
+        await pilot.press("k")
+        await wait_until(lambda: isinstance(app.screen, AskScreen), what="the confirmation")
+        app.screen.query_one(Input).value = str(row.pid)
+        await pilot.press("enter", "escape")
+        await wait_until(lambda: not isinstance(app.screen, ProcessesScreen), what="the fleet")
+        assert app.ledger is not None
+        ledger = app.ledger
+
+        def actions() -> list[str]:
+            return [e.action for e in ledger.history() if e.entity == "process"]
+
+        await wait_until(lambda: "process.gone" in actions(), what="the stop's end", timeout=10)
+        assert actions() == ["process.term", "process.kill", "process.gone"]
+        assert row.pid in node.killed
+        assert any(c.count("kill -s KILL") for c in runners[0].commands)
+        assert "killed after" in screen.said
+        assert any("killed after" in n.message for n in app._notifications)
+        logged = [e.action for e in ledger.history(row.node) if e.entity == "process"]
+        assert logged == ["process.term", "process.kill", "process.gone"]

@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable
 from typing import ClassVar
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -199,9 +198,16 @@ class ProcessesScreen(Screen[None]):
             self._say("not stopped: no ledger", error=True)
             return
         self._say(f"stopping {row.node} pid {row.pid}...")
-        self.stop(row, typed)
+        # An app-level worker, one per node and pid and never exclusive: a stop once
+        # confirmed runs to its end whatever the user does next (another stop, leaving
+        # the screen); its outcome is notified on the app.
+        self.app.run_worker(
+            self.stop(row, typed),
+            name=f"stop {row.node} {row.pid}",
+            group=f"processes-stop {row.node} {row.pid}",
+            exclusive=False,
+        )
 
-    @work(exclusive=True, group="processes-stop")
     async def stop(self, row: ProcessRow, typed: str) -> None:
         assert self.ledger is not None
         runner: processes.Runner | None = None
@@ -228,9 +234,11 @@ class ProcessesScreen(Screen[None]):
             while len(gone) > self.MAX_GONE:
                 del gone[next(iter(gone))]
         self._say(view.outcome_words(row, stopped), error=not stopped.ok)
-        self.reload()
+        if self.is_attached:
+            self.reload()
 
     def _say(self, words: str, *, error: bool = False) -> None:
         self.said = visible(words, 300)
-        self.query_one("#processes-said", Static).update(self.said)
+        if self.is_attached:  # the screen may be left while its stop runs on
+            self.query_one("#processes-said", Static).update(self.said)
         self.app.notify(self.said, markup=False, severity="error" if error else "information")

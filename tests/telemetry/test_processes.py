@@ -363,7 +363,7 @@ async def test_a_cancelled_stop_audits_what_it_did(tmp_path: Path) -> None:
             ledger,
             user=bob.owner,
             sleep=sleep,
-        )  # fmt: skip
+        )
     )
     await waiting.wait()
     task.cancel()

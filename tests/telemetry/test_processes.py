@@ -18,6 +18,7 @@ from leases.ledger.store import Ledger
 from leases.sim.commands import answer
 from leases.sim.gpu import SimNode, readings
 from leases.ssh.stream import CommandResult
+from leases.telemetry.cksum import cksum_word
 from leases.telemetry.owners import APPS_OWNERS_COMMAND, OWNERS_MARK, parse_apps_owners
 from leases.telemetry.procinfo import PROCS_MARK, parse_procs
 from leases.telemetry.procstop import check_pid, stop_command
@@ -168,10 +169,23 @@ async def test_permission_denied(tmp_path: Path) -> None:
 
 async def test_reused_pid_refused(tmp_path: Path) -> None:
     ledger, node, procs = _setup(tmp_path, 0)
-    other = GpuProcess(**{**procs[0].__dict__, "cmdline": "python other.py "})
+    # Another command line: its raw bytes' cksum differs (the start token carries it).
+    boot, ticks, _ = procs[0].start.split(":")  # type: ignore[union-attr]
+    other_ck = cksum_word(b"python\0other.py\0")
+    other = GpuProcess(
+        **{
+            **procs[0].__dict__,
+            "cmdline": "python other.py ",
+            "start": f"{boot}:{ticks}:{other_ck}",
+        }
+    )
     stopped, runner = await _stop(ledger, node, other)
     assert stopped.outcome is Outcome.REUSED and not node.killed
     assert len(runner.commands) == 1
+    # A start token without a cksum (an older reading): the text is compared.
+    older = GpuProcess(**{**other.__dict__, "start": f"{boot}:{ticks}"})
+    stopped, runner = await _stop(ledger, node, older)
+    assert stopped.outcome is Outcome.REUSED and not node.killed
     assert _audit(ledger)[0].startswith("process.refused the pid is another process")
 
 
@@ -257,7 +271,7 @@ def test_sim_proc_files_and_kill_by_hand() -> None:
     (p, _) = parse_apps_owners(answer(node, APPS_OWNERS_COMMAND, NOW).stdout, node.name).processes
     assert p.start is not None and p.cmdline is not None
     stat = answer(node, f"cat /proc/{p.pid}/stat", NOW).stdout
-    assert stat.rpartition(")")[2].split()[19] == p.start.partition(":")[2]
+    assert stat.rpartition(")")[2].split()[19] == p.start.split(":")[1]
     cmdline = answer(node, f"cat /proc/{p.pid}/cmdline", NOW).stdout
     assert cmdline.replace("\0", " ") == p.cmdline
     assert answer(node, "cat /proc/sys/kernel/random/boot_id", NOW).stdout.strip() == p.start[:36]

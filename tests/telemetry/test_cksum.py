@@ -80,3 +80,43 @@ async def test_a_local_process_with_such_a_command_line_is_stopped(
         if child.returncode is None:
             child.kill()
             await child.wait()
+
+
+async def test_through_the_sim_a_long_chinese_command_line_is_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The simulated node reads and answers the cksum as a real shell would: a command
+    line past MAX_CMDLINE bytes of Chinese (cut mid-character) is stopped, and a cksum
+    that does not match is refused as another process."""
+    from datetime import UTC, datetime
+
+    from leases.core.models import GpuProcess
+    from leases.sim import procs as simprocs
+    from leases.sim.commands import answer
+    from leases.sim.gpu import SimNode
+    from leases.ssh.stream import CommandResult
+    from leases.telemetry.owners import APPS_OWNERS_COMMAND, parse_apps_owners
+
+    now = datetime(2026, 12, 2, 13, 30, tzinfo=UTC)
+    long = "python 训练.py " + "--数据 /autodl-tmp/中文语料 " * 100
+    monkeypatch.setitem(simprocs._COMMANDS, "alice", long)
+    node = SimNode("sim-0", "A800", count=2, seed=0)
+
+    class Runner:
+        async def run(self, cmd: str, timeout: float | None = None) -> CommandResult:
+            out, err, status = answer(node, cmd, now)
+            return CommandResult(status, out, err)
+
+    found = parse_apps_owners(answer(node, APPS_OWNERS_COMMAND, now).stdout, node.name)
+    p = (found.processes or ())[0]
+    assert p.start is not None and p.cmdline is not None and p.cmdline.startswith("python 训练")
+    assert p.start.count(":") == 2  # the cksum carried
+    ledger = Ledger.open(tmp_path / "l.db")
+    ledger.add_node(records.node_from({"name": node.name, "ssh_host": "10.0.0.1"}))
+    wrong = GpuProcess(**{**p.__dict__, "start": p.start.rpartition(":")[0] + ":1-1"})
+    for proc, outcome in ((wrong, Outcome.REUSED), (p, Outcome.STOPPED)):
+        stopped = await stop_process(node.name, proc.pid, proc.start, proc.cmdline,
+                                     str(proc.pid), 0.0, Runner(), time.monotonic,
+                                     ledger)  # fmt: skip
+        assert stopped.outcome is outcome, stopped.steps
+    assert p.pid in node.killed

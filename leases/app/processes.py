@@ -290,10 +290,14 @@ class _Stop:
     cmdline: str
     runner: Runner
     steps: list[str]
+    node_id: int | None = None
 
     def audit(self, step: str, outcome: str) -> None:
         after = {
             "node": self.node,
+            # The node's row id: `zuka log NODE` and the node screen's Audit tab find
+            # process stops by it (leases.ledger.nodelog), across renames.
+            "node_id": self.node_id,
             "pid": self.pid,
             "user": self.user,
             "cmdline": self.cmdline,
@@ -336,22 +340,36 @@ async def stop_process(
     process (started at expected_start, running expected_cmdline). clock: monotonic
     seconds; sleep: how to wait (both injected for tests). Raises InputError for a wrong
     confirmation or values zuka did not read; every step after that is audited."""
-    ledger.node(node)  # UnknownNode (an InputError) when it is not in the ledger
+    node_id = ledger.node(node).id  # UnknownNode (an InputError) when it is not in the ledger
     procstop.check_pid(pid)
     check_confirmation(pid, confirmation)
     grace_s = check_grace(grace_s)
     if not visible_to_login:
         hidden = _Stop(ledger, node, pid, user, expected_start or "", expected_cmdline or "",
-                       runner, [])  # fmt: skip
+                       runner, [], node_id)  # fmt: skip
         hidden.audit("refused", NOT_VISIBLE)
         return hidden.done(Outcome.NOT_VISIBLE)
     if expected_start is None or expected_cmdline is None:
         raise InputError(
             "pid", pid, "its start time and command line are unknown: wait for the next reading"
         )
-    procstop.split_start(expected_start)
-    procstop.check_cmdline(expected_cmdline)
-    stop = _Stop(ledger, node, pid, user, expected_start, expected_cmdline, runner, [])
+    if procstop.split_start(expected_start)[2] is None:  # no cksum: the text is compared
+        procstop.check_cmdline(expected_cmdline)
+    stop = _Stop(ledger, node, pid, user, expected_start, expected_cmdline, runner, [], node_id)
+    try:
+        return await _signals(stop, grace_s, clock, sleep)
+    except BaseException as exc:  # cancelled or crashed half way: what happened is audited
+        why = "cancelled" if isinstance(exc, asyncio.CancelledError) else type(exc).__name__
+        stop.audit("failed", f"interrupted ({why}) after: {'; '.join(stop.steps) or 'nothing'}")
+        raise
+
+
+async def _signals(
+    stop: _Stop,
+    grace_s: float,
+    clock: Callable[[], float],
+    sleep: Callable[[float], Awaitable[None]],
+) -> Stopped:
     first = await stop.send("TERM")
     early = _settled(stop, first, "term")
     if early is not None:

@@ -107,6 +107,10 @@ def _walk(
             rec = e.after or e.before or {}
             node_id = rec.get("node_id")
             owner = lineage.get(node_id) if isinstance(node_id, int) else None
+        elif e.entity == "process":
+            # A process stop names its node by row id (leases.app.processes).
+            node_id = (e.after or {}).get("node_id")
+            owner = lineage.get(node_id) if isinstance(node_id, int) else None
         elif e.entity == "offboard" and eid is not None:
             # The plan's entry names its node by row id (leases.offboard.evidence.store).
             body = (e.after or {}).get("body")

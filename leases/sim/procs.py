@@ -19,8 +19,9 @@ from datetime import datetime
 
 from leases.sim.gpu import SIM_USERS, SimNode, current_job, gpu_user, job_start, readings
 from leases.sim.output import Answer
+from leases.telemetry.cksum import cksum_word
 from leases.telemetry.owners import APPS_OWNERS_COMMAND, OWNERS_MARK
-from leases.telemetry.procinfo import PROCS_MARK, start_token
+from leases.telemetry.procinfo import MAX_CMDLINE, PROCS_MARK, start_token
 from leases.telemetry.procstop import STOP_MARK, stop_command
 
 HZ = 100
@@ -94,12 +95,21 @@ def owners_answer(node: SimNode, now: datetime) -> Answer:
         f"boot {boot_id(node)}",
         f"up {t - boot}.42",
         f"hz {HZ}",
-        *(f"@p {p.pid} {(p.started - boot) * HZ} {p.cmdline}" for p in procs),
+        *(f"@p {p.pid} {(p.started - boot) * HZ}:{_cksum(p)} {p.cmdline}" for p in procs),
     ]
     return Answer("".join(line + "\n" for line in lines), "", 0)
 
 
-_STOP = re.compile(r"\(p=([0-9]+); wb=([0-9a-f-]+); ws=([0-9]+); wc=")
+def _raw_cmdline(p: SimProc) -> bytes:
+    """/proc/PID/cmdline's bytes: the arguments NUL-separated."""
+    return ("\0".join(p.cmdline.split()) + "\0").encode()
+
+
+def _cksum(p: SimProc) -> str:
+    return cksum_word(_raw_cmdline(p)[:MAX_CMDLINE])
+
+
+_STOP = re.compile(r"\(p=([0-9]+); wb=([0-9a-f-]+); ws=([0-9]+); (?:wk=([0-9]+-[0-9]+);|wc=)")
 _SIGNAL = re.compile(r"kill -s (TERM|KILL) ")
 
 
@@ -108,14 +118,16 @@ def _parsed_stop(command: str) -> tuple[int, str, str, str | None] | None:
     match = _STOP.match(command)
     if match is None:
         return None
-    pid, boot, ticks = int(match.group(1)), match.group(2), match.group(3)
-    try:
-        cmdline = shlex.split(command[match.end() :].partition("; b=$(")[0])[0]
-    except (ValueError, IndexError):
-        return None
+    pid, boot, ticks, ck = int(match.group(1)), match.group(2), match.group(3), match.group(4)
+    cmdline = ""
+    if ck is None:
+        try:
+            cmdline = shlex.split(command[match.end() :].partition("; b=$(")[0])[0]
+        except (ValueError, IndexError):
+            return None
     sig = _SIGNAL.search(command)
     signal = sig.group(1) if sig else None
-    start = start_token(boot, int(ticks))
+    start = start_token(boot, int(ticks), ck)
     if stop_command(pid, start, cmdline, signal) != command:
         return None
     return pid, start, cmdline, signal
@@ -132,8 +144,12 @@ def stop_answer(node: SimNode, command: str, now: datetime) -> Answer | None:
     found = next((p for p in gpu_processes(node, now) if p.pid == pid), None)
     if found is None:
         return Answer(f"{STOP_MARK} gone\n", "", 0)
-    token = start_token(boot_id(node), (found.started - boot) * HZ)
-    if token != start or found.cmdline[:2048] != cmdline:
+    ticks = (found.started - boot) * HZ
+    if start.count(":") == 2:  # the cksum of the raw bytes compared, as the shell does
+        changed = start_token(boot_id(node), ticks, _cksum(found)) != start
+    else:
+        changed = start_token(boot_id(node), ticks) != start or found.cmdline[:2048] != cmdline
+    if changed:
         return Answer(f"{STOP_MARK} changed\n", "", 0)
     if signal is None:
         return Answer(f"{STOP_MARK} alive\n", "", 0)
@@ -154,7 +170,7 @@ def proc_file(node: SimNode, path: str, now: datetime) -> str | None:
     if not match or found is None:
         return None
     if match[2] == "cmdline":
-        return "\0".join(found.cmdline.split()) + "\0"
+        return _raw_cmdline(found).decode()
     ticks = (found.started - boot_epoch(node, int(now.timestamp()))) * HZ
     rest = ["1", str(found.pid), str(found.pid), "0", "-1", "4194560", *["0"] * 8, "20", "0",
             "1", "0", str(ticks), *["0"] * 30]  # fmt: skip

@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from leases.telemetry.cksum import cksum_word
+
 # The command line as read: bytes at most (head -c), and what a row keeps of it.
 MAX_CMDLINE = 2048
 # Lines of the /proc section read at most (nvidia-smi lists a few hundred processes).
@@ -44,16 +46,24 @@ READ_STAT = (
 READ_CMDLINE = (
     "c=$(tr '\\000\\n\\r' '  ?' < /proc/$p/cmdline 2>/dev/null | head -c " + str(MAX_CMDLINE) + ")"
 )
+# The POSIX cksum of the command line's first MAX_CMDLINE raw bytes into $k as "CRC-LEN"
+# (leases.telemetry.cksum): what a stop compares, bytes with bytes (empty: no cksum).
+READ_CKSUM = (
+    "k=$(head -c " + str(MAX_CMDLINE) + " /proc/$p/cmdline 2>/dev/null | cksum 2>/dev/null"
+    " | tr ' ' -)"
+)
 BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
 
 # After the ps part: the boot id, the uptime and the clock tick, then one line per GPU pid
-# the login can read: "@p PID TICKS CMDLINE". `a` holds nvidia-smi's output.
+# the login can read: "@p PID TICKS:CKSUM CMDLINE" (CKSUM empty where cksum is missing).
+# `a` holds nvidia-smi's output.
 PROCS_COMMAND = (
     f"echo {PROCS_MARK}; echo boot $(cat {BOOT_ID_FILE} 2>/dev/null);"
     " echo up $(cut -d' ' -f1 /proc/uptime 2>/dev/null); echo hz $(getconf CLK_TCK 2>/dev/null);"
     f" printf '%s\\n' \"$a\" | head -n {MAX_PROC_LINES} | while IFS=', ' read -r u p r; do"
     " case $p in ''|*[!0-9]*) continue ;; esac;"
-    f' if {READ_STAT}; then {READ_CMDLINE}; printf \'@p %s %s %s\\n\' "$p" "$1" "$c"; fi;'
+    f" if {READ_STAT}; then {READ_CMDLINE}; {READ_CKSUM};"
+    ' printf \'@p %s %s:%s %s\\n\' "$p" "$1" "$k" "$c"; fi;'
     " done"
 )
 
@@ -61,6 +71,7 @@ _BOOT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 _UPTIME = re.compile(r"([0-9]{1,12})(?:\.[0-9]{1,3})?")
 _HZ = re.compile(r"[0-9]{1,6}")
 _TICKS = re.compile(r"[0-9]{1,20}")
+CKSUM = re.compile(r"[0-9]{1,10}-[0-9]{1,5}")
 _PID = re.compile(r"[0-9]{1,10}")
 # Most Linux kernels count USER_HZ = 100 ticks a second; used when getconf is missing.
 DEFAULT_HZ = 100
@@ -93,8 +104,9 @@ def split_procs(text: str) -> tuple[str, str | None]:
     return text, None
 
 
-def start_token(boot_id: str, ticks: int) -> str:
-    return f"{boot_id}:{ticks}"
+def start_token(boot_id: str, ticks: int, cksum: str | None = None) -> str:
+    """ "BOOT_ID:TICKS:CKSUM" ("BOOT_ID:TICKS" where the node had no cksum)."""
+    return f"{boot_id}:{ticks}:{cksum}" if cksum else f"{boot_id}:{ticks}"
 
 
 def parse_procs(text: str | None) -> ProcSection:
@@ -121,11 +133,13 @@ def parse_procs(text: str | None) -> ProcSection:
         elif key == "@p" and boot is not None:
             pid_s, _, rest = rest.partition(" ")
             ticks_s, _, cmdline = rest.partition(" ")
+            ticks_s, _, ck = ticks_s.partition(":")
             if not (_PID.fullmatch(pid_s) and _TICKS.fullmatch(ticks_s)):
                 continue
             ticks = int(ticks_s)
             elapsed = max(up - ticks // hz, 0) if up is not None else None
-            by_pid[int(pid_s)] = ProcInfo(start_token(boot, ticks), elapsed, cmdline[:MAX_CMDLINE])
+            token = start_token(boot, ticks, ck if CKSUM.fullmatch(ck) else None)
+            by_pid[int(pid_s)] = ProcInfo(token, elapsed, cmdline[:MAX_CMDLINE])
     return ProcSection(by_pid)
 
 
@@ -147,16 +161,19 @@ def local_info(pid: int, proc: Path = Path("/proc")) -> ProcInfo | None:
     uptime = _UPTIME.fullmatch(up)
     elapsed = max(int(uptime.group(1)) - ticks // hz, 0) if uptime else None
     cmdline = raw.translate(_TR)[:MAX_CMDLINE].decode("utf-8", "replace")
-    return ProcInfo(start_token(boot, ticks), elapsed, cmdline)
+    token = start_token(boot, ticks, cksum_word(raw[:MAX_CMDLINE]))
+    return ProcInfo(token, elapsed, cmdline)
 
 
 _TR = bytes.maketrans(b"\0\n\r", b"  ?")
 
 __all__ = [
     "BOOT_ID_FILE",
+    "CKSUM",
     "MAX_CMDLINE",
     "PROCS_COMMAND",
     "PROCS_MARK",
+    "READ_CKSUM",
     "READ_CMDLINE",
     "READ_STAT",
     "ProcInfo",

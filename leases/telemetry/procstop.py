@@ -3,11 +3,13 @@
 PIDs are reused: between the reading a person confirmed and the signal, the process may
 have ended and another taken its pid. So each signal is one remote shell snippet that
 reads the pid's boot id, start ticks and command line again (the same shell words as the
-reading, leases.telemetry.procinfo) and sends the signal only when all three match, in the
+reading, leases.telemetry.procinfo; the command line as the POSIX cksum of its raw bytes
+where the reading had one, else its text) and sends the signal only when all three match, in the
 same command: nothing happens between the check and the `kill` but the shell itself.
 Every value in it is zuka's own: the pid and ticks checked integers, the boot id checked a
-UUID, the command line single-quoted (shlex.quote). Never pid <= 1, never a process group
-(no negative pid, no -1), one signal name of a fixed set. Pure.
+UUID, the cksum checked digits, the command line single-quoted (shlex.quote). Never
+pid <= 1, never a process group (no negative pid, no -1), one signal name of a fixed set.
+Pure.
 """
 
 from __future__ import annotations
@@ -19,7 +21,14 @@ from dataclasses import dataclass
 
 from leases.core.errors import InputError
 from leases.core.textsafe import visible
-from leases.telemetry.procinfo import BOOT_ID_FILE, MAX_CMDLINE, READ_CMDLINE, READ_STAT
+from leases.telemetry.procinfo import (
+    BOOT_ID_FILE,
+    CKSUM,
+    MAX_CMDLINE,
+    READ_CKSUM,
+    READ_CMDLINE,
+    READ_STAT,
+)
 
 STOP_MARK = "@zuka-stop"
 SIGNALS = ("TERM", "KILL")
@@ -54,12 +63,16 @@ def check_pid(pid: int) -> int:
     return pid
 
 
-def split_start(start: str) -> tuple[str, int]:
-    """(boot id, start ticks) of a start token "BOOT_ID:TICKS"; InputError otherwise."""
-    boot, _, ticks = start.partition(":")
-    if not (_BOOT.fullmatch(boot) and _TICKS.fullmatch(ticks)):
+def split_start(start: str) -> tuple[str, int, str | None]:
+    """(boot id, start ticks, cksum of the command line's raw bytes or None) of a start
+    token "BOOT_ID:TICKS:CKSUM" or "BOOT_ID:TICKS"; InputError otherwise."""
+    boot, _, rest = start.partition(":")
+    ticks, colon, ck = rest.partition(":")
+    if not (
+        _BOOT.fullmatch(boot) and _TICKS.fullmatch(ticks) and (not colon or CKSUM.fullmatch(ck))
+    ):
         raise InputError("start", visible(start, 80), "not a process start read by zuka")
-    return boot, int(ticks)
+    return boot, int(ticks), ck or None
 
 
 def check_cmdline(cmdline: str) -> str:
@@ -74,8 +87,7 @@ def stop_command(pid: int, start: str, cmdline: str, signal: str | None) -> str:
     """The snippet: check the pid is still that process, then send `signal` (None: only
     check). It prints one line, STOP_MARK and what it found (see parse_answer)."""
     pid = check_pid(pid)
-    boot, ticks = split_start(start)
-    cmdline = check_cmdline(cmdline)
+    boot, ticks, ck = split_start(start)
     if signal is None:
         act = f"echo {STOP_MARK} alive"
     elif signal in SIGNALS:
@@ -85,6 +97,18 @@ def stop_command(pid: int, start: str, cmdline: str, signal: str | None) -> str:
         )
     else:
         raise InputError("signal", signal, f"one of {', '.join(SIGNALS)}")
+    if ck is not None:
+        # The command line's raw bytes compared by their cksum: a command line that is not
+        # UTF-8, or cut mid-character, is still itself (the text shown is decoded).
+        return (
+            f"(p={pid}; wb={boot}; ws={ticks}; wk={ck};"
+            f" b=$(cat {BOOT_ID_FILE} 2>/dev/null);"
+            f" if {READ_STAT}; then {READ_CKSUM};"
+            ' if [ "$b" = "$wb" ] && [ "$1" = "$ws" ] && [ "$k" = "$wk" ];'
+            f" then {act}; else echo {STOP_MARK} changed; fi;"
+            f" else echo {STOP_MARK} gone; fi)"
+        )
+    cmdline = check_cmdline(cmdline)
     return (
         f"(p={pid}; wb={boot}; ws={ticks}; wc={shlex.quote(cmdline)};"
         f" b=$(cat {BOOT_ID_FILE} 2>/dev/null);"

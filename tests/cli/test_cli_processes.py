@@ -130,3 +130,31 @@ def test_ps_says_how_old_the_readings_are(fleet: Cli) -> None:
     assert re.fullmatch(r"read [0-9]+ (s|min|h|days) ago", r.out.splitlines()[0]), r.out
     assert r.out.splitlines()[1].split()[:2] == ["NODE", "GPU"]
     assert "read " not in fleet("ps", "--json").out  # JSON stays the rows alone
+
+
+def test_kill_of_another_users_process_says_one_sentence(
+    fleet: Cli, ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """carol's process (the login may not signal it): the sentence only, not the node's
+    raw shell error; the raw words stay in --json and the audit."""
+    carol = SimNode("n", "A800", count=2, seed=2)
+
+    class CarolRunner:
+        async def run(self, cmd: str, timeout: float | None = None) -> CommandResult:
+            out, err, status = answer(carol, cmd, NOW)
+            return CommandResult(status, out, err)
+
+    procs = parse_apps_owners(answer(carol, APPS_OWNERS_COMMAND, NOW).stdout, "n").processes
+    assert procs and procs[0].owner == "carol"
+    with Ledger.open(ledger_path) as ledger:
+        status = NodeStatus("n", NodeHealth.OK, "", NOW, NOW, (), procs)
+        HistoryStore(ledger).write_latest([status])
+    monkeypatch.setattr(processes, "runner_for", lambda ledger, node: CarolRunner())
+    pid = procs[0].pid
+    r = fleet("kill", "n", str(pid), "--yes-i-typed", str(pid))
+    assert r.code == 1
+    assert "not permitted" not in r.out.lower() and "kill:" not in r.out
+    assert r.out.strip() == f"n pid {pid}: {processes.Outcome.DENIED.value}"
+    r = fleet("kill", "n", str(pid), "--yes-i-typed", str(pid), "--json")
+    assert "Operation not permitted" in json.loads(r.out)["steps"][0]
+    assert "Operation not permitted" in fleet("log", "n").out

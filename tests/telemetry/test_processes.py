@@ -18,6 +18,7 @@ from leases.ledger.store import Ledger
 from leases.sim.commands import answer
 from leases.sim.gpu import SimNode, readings
 from leases.ssh.stream import CommandResult
+from leases.telemetry.cksum import cksum_word
 from leases.telemetry.owners import APPS_OWNERS_COMMAND, OWNERS_MARK, parse_apps_owners
 from leases.telemetry.procinfo import PROCS_MARK, parse_procs
 from leases.telemetry.procstop import check_pid, stop_command
@@ -168,10 +169,23 @@ async def test_permission_denied(tmp_path: Path) -> None:
 
 async def test_reused_pid_refused(tmp_path: Path) -> None:
     ledger, node, procs = _setup(tmp_path, 0)
-    other = GpuProcess(**{**procs[0].__dict__, "cmdline": "python other.py "})
+    # Another command line: its raw bytes' cksum differs (the start token carries it).
+    boot, ticks, _ = procs[0].start.split(":")  # type: ignore[union-attr]
+    other_ck = cksum_word(b"python\0other.py\0")
+    other = GpuProcess(
+        **{
+            **procs[0].__dict__,
+            "cmdline": "python other.py ",
+            "start": f"{boot}:{ticks}:{other_ck}",
+        }
+    )
     stopped, runner = await _stop(ledger, node, other)
     assert stopped.outcome is Outcome.REUSED and not node.killed
     assert len(runner.commands) == 1
+    # A start token without a cksum (an older reading): the text is compared.
+    older = GpuProcess(**{**other.__dict__, "start": f"{boot}:{ticks}"})
+    stopped, runner = await _stop(ledger, node, older)
+    assert stopped.outcome is Outcome.REUSED and not node.killed
     assert _audit(ledger)[0].startswith("process.refused the pid is another process")
 
 
@@ -257,7 +271,7 @@ def test_sim_proc_files_and_kill_by_hand() -> None:
     (p, _) = parse_apps_owners(answer(node, APPS_OWNERS_COMMAND, NOW).stdout, node.name).processes
     assert p.start is not None and p.cmdline is not None
     stat = answer(node, f"cat /proc/{p.pid}/stat", NOW).stdout
-    assert stat.rpartition(")")[2].split()[19] == p.start.partition(":")[2]
+    assert stat.rpartition(")")[2].split()[19] == p.start.split(":")[1]
     cmdline = answer(node, f"cat /proc/{p.pid}/cmdline", NOW).stdout
     assert cmdline.replace("\0", " ") == p.cmdline
     assert answer(node, "cat /proc/sys/kernel/random/boot_id", NOW).stdout.strip() == p.start[:36]
@@ -334,3 +348,48 @@ async def test_an_unreachable_node_is_a_failed_stop_audited(tmp_path: Path) -> N
                                  Clock(), ledger)  # fmt: skip
     assert stopped.outcome is Outcome.FAILED and not stopped.ok
     assert _audit(ledger) == ["process.failed SIGTERM not sent: sim-0: connection refused"]
+
+
+async def test_a_cancelled_stop_audits_what_it_did(tmp_path: Path) -> None:
+    """Cancelled during the grace period (after SIGTERM): the audit says so, naming the
+    steps done, and the entries carry the node's row id (found by `zuka log NODE`)."""
+    import asyncio
+
+    ledger, node, procs = _setup(tmp_path, 1)  # bob traps SIGTERM
+    bob = next(p for p in procs if p.owner == "bob")
+    runner, clock = SimRunner(node), Clock()
+    waiting = asyncio.Event()
+
+    async def sleep(s: float) -> None:
+        waiting.set()
+        await asyncio.Event().wait()  # never: cancelled here
+
+    task = asyncio.create_task(
+        stop_process(
+            node.name,
+            bob.pid,
+            bob.start,
+            bob.cmdline,
+            str(bob.pid),
+            3.0,
+            runner,
+            clock,
+            ledger,
+            user=bob.owner,
+            sleep=sleep,
+        )
+    )
+    await waiting.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    audit = _audit(ledger)
+    assert audit[0] == "process.term SIGTERM sent"
+    assert audit[1].startswith("process.failed interrupted (cancelled) after: term: SIGTERM sent")
+    node_id = ledger.node(node.name).id
+    assert all(e.after and e.after["node_id"] == node_id for e in ledger.history(node.name)
+               if e.entity == "process")  # fmt: skip
+    assert [e.action for e in ledger.history(node.name) if e.entity == "process"] == [
+        "process.term",
+        "process.failed",
+    ]

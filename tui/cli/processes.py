@@ -88,7 +88,10 @@ def kill(args: argparse.Namespace, out: TextIO) -> int:
         output.dump_json(doc, out)
         return 0 if stopped.ok else 1
     for step in stopped.steps:
-        out.write("  " + visible(step, 300) + "\n")
+        # A refusal is said by the outcome's sentence below; its raw words (the node's
+        # shell error) stay in the audit and --json.
+        if not step.startswith("refused:"):
+            out.write("  " + visible(step, 300) + "\n")
     out.write(f"{visible(row.node)} pid {row.pid}: {stopped.outcome.value}\n")
     return 0 if stopped.ok else 1
 

@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable
 from typing import ClassVar
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -39,7 +38,14 @@ class ProcessesScreen(Screen[None]):
     MAX_GONE = 256
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,P", "back", "Back", id="processes-back", tooltip="Back to the fleet"),
+        Binding(
+            "escape",
+            "escape",
+            "Back",
+            id="processes-back",
+            tooltip="Clear the filter; without one, back to the fleet",
+        ),
+        Binding("P", "back", "Back", show=False, tooltip="Back to the fleet"),
         Binding("s", "sort", "Sort", id="processes-sort", tooltip="Sort by the next column"),
         Binding(
             "slash",
@@ -126,7 +132,8 @@ class ProcessesScreen(Screen[None]):
         except InputError:
             shown = self.all_rows
         self.shown = processes.sort_rows(shown, self.sort)
-        cols = view.columns(self.size.width or 80)
+        longest = max((len(r.node) for r in self.shown), default=0)
+        cols = view.columns(self.size.width or 80, longest)
         table = self.table
         keys = [view.row_key(r) for r in self.shown]
         keep = keys.index(view.row_key(before)) if before and view.row_key(before) in keys else 0
@@ -135,10 +142,16 @@ class ProcessesScreen(Screen[None]):
             table.add_column(col.heading, width=col.width, key=col.key)
         for row in self.shown:
             table.add_row(*(plain(c) for c in view.cells(row, cols)), key=view.row_key(row))
-        if self.shown:
-            table.move_cursor(row=min(keep, len(self.shown) - 1))
+        if self.shown:  # scrolled so the selected row is in view
+            table.move_cursor(row=min(keep, len(self.shown) - 1), scroll=True)
+        marked = any(not r.visible for r in self.shown)
         title = view.summary(
-            len(self.shown), len(self.all_rows), self.sort, self.filter_text, self.age
+            len(self.shown),
+            len(self.all_rows),
+            self.sort,
+            self.filter_text,
+            self.age,
+            marked=marked,
         )
         self.query_one("#processes-title", Static).update(title)
         self.query_one("#processes-said", Static).update(self.said)
@@ -152,6 +165,16 @@ class ProcessesScreen(Screen[None]):
         if not self.shown:
             return None
         return self.shown[min(max(self.table.cursor_row, 0), len(self.shown) - 1)]
+
+    def action_escape(self) -> None:
+        # With a filter on, escape clears it first (as on the fleet); then it leaves.
+        if self.filter_text:
+            self.filter_text = ""
+            self.query_one("#processes-filter", Input).remove_class("shown")
+            self.redraw()
+            self.table.focus()
+            return
+        self.action_back()
 
     def action_back(self) -> None:
         self.app.pop_screen()
@@ -183,6 +206,9 @@ class ProcessesScreen(Screen[None]):
         if row is None:
             self.app.notify("No process selected.", markup=False, severity="warning")
             return
+        if not row.visible:  # refused at once, nothing asked (audited as the app does)
+            self._say(f"not stopped: {processes.NOT_VISIBLE}", error=True)
+            return
         prompt = Text.assemble(
             plain(view.describe(row), wrap=True),
             "\n\n",
@@ -206,9 +232,16 @@ class ProcessesScreen(Screen[None]):
             self._say("not stopped: no ledger", error=True)
             return
         self._say(f"stopping {row.node} pid {row.pid}...")
-        self.stop(row, typed)
+        # An app-level worker, one per node and pid and never exclusive: a stop once
+        # confirmed runs to its end whatever the user does next (another stop, leaving
+        # the screen); its outcome is notified on the app.
+        self.app.run_worker(
+            self.stop(row, typed),
+            name=f"stop {row.node} {row.pid}",
+            group=f"processes-stop {row.node} {row.pid}",
+            exclusive=False,
+        )
 
-    @work(exclusive=True, group="processes-stop")
     async def stop(self, row: ProcessRow, typed: str) -> None:
         assert self.ledger is not None
         runner: processes.Runner | None = None
@@ -235,9 +268,11 @@ class ProcessesScreen(Screen[None]):
             while len(gone) > self.MAX_GONE:
                 del gone[next(iter(gone))]
         self._say(view.outcome_words(row, stopped), error=not stopped.ok)
-        self.reload()
+        if self.is_attached:
+            self.reload()
 
     def _say(self, words: str, *, error: bool = False) -> None:
         self.said = visible(words, 300)
-        self.query_one("#processes-said", Static).update(self.said)
+        if self.is_attached:  # the screen may be left while its stop runs on
+            self.query_one("#processes-said", Static).update(self.said)
         self.app.notify(self.said, markup=False, severity="error" if error else "information")

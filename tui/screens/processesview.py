@@ -14,6 +14,7 @@ SORTS = ("node", "user", "memory", "share", "elapsed", "command")
 FIXED = (
     ("node", "Node", 14),
     ("gpu", "GPU", 3),
+    ("pid", "PID", 7),
     ("user", "User", 10),
     ("memory", "MiB", 6),
     ("share", "Share", 5),
@@ -21,6 +22,13 @@ FIXED = (
 )
 PAD = 2  # a DataTable cell's padding, left and right
 MIN_COMMAND = 16
+# Where the width is short, these go first (in this order) so the command keeps WANT_COMMAND.
+DROP_FIRST = ("elapsed", "share")
+WANT_COMMAND = 24
+# The node column grows to the longest node name (up to MAX_NODE) while the command
+# keeps ROOMY_COMMAND.
+MAX_NODE = 32
+ROOMY_COMMAND = 30
 
 
 @dataclass(frozen=True)
@@ -30,11 +38,22 @@ class Column:
     width: int
 
 
-def columns(width: int) -> list[Column]:
-    """The columns at a terminal width: the fixed ones, then the command in the rest."""
+def columns(width: int, longest_node: int = 0) -> list[Column]:
+    """The columns at a terminal width: the fixed ones (Elapsed, then Share, dropped where
+    the command would be left under WANT_COMMAND; the node column as wide as the longest
+    node name where the command keeps ROOMY_COMMAND), then the command in the rest."""
     cols = [Column(k, h, w) for k, h, w in FIXED]
-    used = sum(c.width + PAD for c in cols) + PAD + 2  # the scrollbar
-    cols.append(Column("command", "Command", max(width - used, MIN_COMMAND)))
+
+    def left() -> int:
+        return width - sum(c.width + PAD for c in cols) - PAD - 2  # the scrollbar
+
+    for key in DROP_FIRST:
+        if left() < WANT_COMMAND:
+            cols = [c for c in cols if c.key != key]
+    grow = min(max(longest_node, FIXED[0][2]), MAX_NODE) - FIXED[0][2]
+    grow = max(min(grow, left() - ROOMY_COMMAND), 0)
+    cols[0] = Column("node", "Node", FIXED[0][2] + grow)
+    cols.append(Column("command", "Command", max(left(), MIN_COMMAND)))
     return cols
 
 
@@ -43,6 +62,7 @@ def cells(row: ProcessRow, cols: Sequence[Column]) -> list[str]:
     values = {
         "node": row.node,
         "gpu": "?" if row.gpu is None else str(row.gpu),
+        "pid": str(row.pid),
         "user": row.user + ("" if row.visible else "*"),
         "memory": "?" if row.used_mib is None else f"{row.used_mib:.0f}",
         "share": "?" if row.share_pct is None else f"{row.share_pct:.0f}%",
@@ -68,13 +88,15 @@ def outcome_words(row: ProcessRow, stopped: Stopped) -> str:
     return visible(f"{row.node} pid {row.pid}: {stopped.outcome.value}", 300)
 
 
-def summary(shown: int, total: int, sort: str, query: str, age: str = "") -> str:
-    """The title line; age: how old the readings are (leases.app.processes.readings_age)."""
+def summary(
+    shown: int, total: int, sort: str, query: str, age: str = "", *, marked: bool = False
+) -> str:
+    """The title line; age: how old the readings are (leases.app.processes.readings_age);
+    the legend of `*` only where a row shown is marked so."""
     filtered = f" · filter {visible(query, 60)}" if query else ""
     aged = f" · {age}" if age else ""
-    return (
-        f"{shown} of {total} GPU processes · by {sort}{filtered}{aged} · * not visible to the login"
-    )
+    legend = " · * not visible to the login" if marked else ""
+    return f"{shown} of {total} GPU processes · by {sort}{filtered}{aged}{legend}"
 
 
 __all__ = ["SORTS", "Column", "cells", "columns", "describe", "outcome_words", "row_key", "summary"]

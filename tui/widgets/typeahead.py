@@ -37,34 +37,24 @@ def apply_key(screen: Screen[Any], key: str, character: str | None) -> bool:
         return True
     focused = screen.focused
     text = character if character is not None and character.isprintable() else None
-    if isinstance(focused, Input):
-        if text is not None:
-            start, end = focused.selection
-            focused.replace(text, min(start, end), max(start, end))
-        elif key == "backspace":
-            focused.action_delete_left()
-        elif key == "delete":
-            focused.action_delete_right()
-        elif key == "left":
-            focused.action_cursor_left()
-        elif key == "right":
-            focused.action_cursor_right()
-        else:
-            return False
-        return True
-    if isinstance(focused, TextArea) and not focused.read_only:
-        if text is not None:
-            first, last = focused.selection
-            focused.replace(text, min(first, last), max(first, last))
-        elif key == "backspace":
-            focused.action_delete_left()
-        elif key == "delete":
-            focused.action_delete_right()
-        elif key == "left":
-            focused.action_cursor_left()
-        elif key == "right":
-            focused.action_cursor_right()
-        else:
-            return False
-        return True
-    return False
+    # Input and TextArea take the same edits (their selections are ints or locations).
+    editable = isinstance(focused, Input) or (
+        isinstance(focused, TextArea) and not focused.read_only
+    )
+    if not editable:
+        return False
+    assert isinstance(focused, (Input, TextArea))
+    if text is not None:
+        first, last = focused.selection
+        focused.replace(text, min(first, last), max(first, last))  # type: ignore[arg-type]
+    elif key == "backspace":
+        focused.action_delete_left()
+    elif key == "delete":
+        focused.action_delete_right()
+    elif key == "left":
+        focused.action_cursor_left()
+    elif key == "right":
+        focused.action_cursor_right()
+    else:
+        return False
+    return True

@@ -286,3 +286,15 @@ def test_node_screen_snapshot(snap_compare, ledger_file: Path, monkeypatch, size
     monkeypatch.chdir(ledger_file.parent)
     app, run_before = _snap(ledger_file, keys)
     assert snap_compare(app, run_before=run_before, terminal_size=size)
+
+
+def test_the_audit_tab_names_its_zone() -> None:
+    """The node's audit log reads in the billing zone, as `zuka log` does, and says so."""
+    from datetime import UTC, datetime
+
+    from tui.screens.nodeview import log_columns
+
+    at = datetime(2026, 12, 2, 19, 30, tzinfo=UTC)
+    assert log_columns("Asia/Shanghai", at)[1] == "When (CST)"
+    assert log_columns("UTC", at)[1] == "When (UTC)"
+    assert log_columns("America/New_York", datetime(2026, 7, 1, tzinfo=UTC))[1] == "When (EDT)"

@@ -169,7 +169,7 @@ class NodeScreen(Screen[None]):
             "node-leases": nodeview.LEASE_COLUMNS,
             "node-resources": nodeview.RESOURCE_COLUMNS,
             "node-alerts": nodeview.ALERT_COLUMNS,
-            "node-log": nodeview.LOG_COLUMNS,
+            "node-log": nodeview.log_columns(self._tz(), self.zuka.clock()),
         }
         for table_id, names in columns.items():
             self.query_one(f"#{table_id}", DataTable).add_columns(*names)

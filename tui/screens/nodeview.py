@@ -35,6 +35,12 @@ ALERT_COLUMNS = ("Severity", "Kind", "Since", "Amount", "Message")
 LOG_COLUMNS = ("ID", "When", "Who", "Action", "Change")
 
 
+def log_columns(tz: str, at: datetime) -> tuple[str, ...]:
+    """The audit tab's columns, its times' zone named as `zuka log` names it ("When (CST)")."""
+    zone = at.astimezone(ZoneInfo(tz)).strftime("%Z") or tz
+    return tuple(f"When ({zone})" if c == "When" else c for c in LOG_COLUMNS)
+
+
 def _num(v: float | None, fmt: str) -> str:
     return "?" if v is None else fmt.format(v)
 

@@ -561,7 +561,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return 1
     except OSError as exc:
         if exc.filename is None:  # not a file's: no path to blame (nor stdout)
-            print(f"zuka: {visible(exc.strerror or str(exc))}", file=sys.stderr)
+            print(f"zuka: {visible(os_problem(exc))}", file=sys.stderr)
         else:
             print(
                 f"zuka: {visible(str(exc.filename))}: {visible(os_problem(exc))}", file=sys.stderr

@@ -6,6 +6,7 @@ then SIGKILL after the grace period, each only while the pid is still that proce
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable
 from typing import ClassVar
@@ -13,6 +14,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
@@ -45,7 +47,7 @@ class ProcessesScreen(Screen[None]):
             id="processes-back",
             tooltip="Clear the filter; without one, back to the fleet",
         ),
-        Binding("P", "back", "Back", show=False, tooltip="Back to the fleet"),
+        Binding("P", "back", "Back", show=False, id="processes-leave", tooltip="Back to the fleet"),
         Binding("s", "sort", "Sort", id="processes-sort", tooltip="Sort by the next column"),
         Binding(
             "slash",
@@ -268,11 +270,12 @@ class ProcessesScreen(Screen[None]):
             while len(gone) > self.MAX_GONE:
                 del gone[next(iter(gone))]
         self._say(view.outcome_words(row, stopped), error=not stopped.ok)
-        if self.is_attached:
+        if self in self.app.screen_stack:
             self.reload()
 
     def _say(self, words: str, *, error: bool = False) -> None:
         self.said = visible(words, 300)
-        if self.is_attached:  # the screen may be left while its stop runs on
-            self.query_one("#processes-said", Static).update(self.said)
+        if self in self.app.screen_stack:  # the screen may be left while its stop runs on
+            with contextlib.suppress(NoMatches):  # (being taken down as we speak)
+                self.query_one("#processes-said", Static).update(self.said)
         self.app.notify(self.said, markup=False, severity="error" if error else "information")

@@ -67,10 +67,10 @@ PROCS_COMMAND = (
     " done"
 )
 
-_BOOT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+BOOT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _UPTIME = re.compile(r"([0-9]{1,12})(?:\.[0-9]{1,3})?")
 _HZ = re.compile(r"[0-9]{1,6}")
-_TICKS = re.compile(r"[0-9]{1,20}")
+TICKS = re.compile(r"[0-9]{1,20}")
 CKSUM = re.compile(r"[0-9]{1,10}-[0-9]{1,5}")
 _PID = re.compile(r"[0-9]{1,10}")
 # Most Linux kernels count USER_HZ = 100 ticks a second; used when getconf is missing.
@@ -124,7 +124,7 @@ def parse_procs(text: str | None) -> ProcSection:
     for raw in itertools.islice(io.StringIO(text), MAX_PROC_LINES + 3):
         line = raw.rstrip("\n").removesuffix("\r")
         key, _, rest = line.partition(" ")
-        if key == "boot" and _BOOT.fullmatch(rest.strip()):
+        if key == "boot" and BOOT_ID.fullmatch(rest.strip()):
             boot = rest.strip()
         elif key == "up" and (m := _UPTIME.fullmatch(rest.strip())):
             up = int(m.group(1))
@@ -134,7 +134,7 @@ def parse_procs(text: str | None) -> ProcSection:
             pid_s, _, rest = rest.partition(" ")
             ticks_s, _, cmdline = rest.partition(" ")
             ticks_s, _, ck = ticks_s.partition(":")
-            if not (_PID.fullmatch(pid_s) and _TICKS.fullmatch(ticks_s)):
+            if not (_PID.fullmatch(pid_s) and TICKS.fullmatch(ticks_s)):
                 continue
             ticks = int(ticks_s)
             elapsed = max(up - ticks // hz, 0) if up is not None else None
@@ -154,7 +154,7 @@ def local_info(pid: int, proc: Path = Path("/proc")) -> ProcInfo | None:
     except (OSError, IndexError):
         return None
     fields = stat.rpartition(")")[2].split()
-    if not _BOOT.fullmatch(boot) or len(fields) < 20 or not _TICKS.fullmatch(fields[19]):
+    if not BOOT_ID.fullmatch(boot) or len(fields) < 20 or not TICKS.fullmatch(fields[19]):
         return None
     ticks = int(fields[19])
     hz = os.sysconf("SC_CLK_TCK") or DEFAULT_HZ
@@ -168,6 +168,7 @@ def local_info(pid: int, proc: Path = Path("/proc")) -> ProcInfo | None:
 _TR = bytes.maketrans(b"\0\n\r", b"  ?")
 
 __all__ = [
+    "BOOT_ID",
     "BOOT_ID_FILE",
     "CKSUM",
     "MAX_CMDLINE",
@@ -176,6 +177,7 @@ __all__ = [
     "READ_CKSUM",
     "READ_CMDLINE",
     "READ_STAT",
+    "TICKS",
     "ProcInfo",
     "ProcSection",
     "local_info",

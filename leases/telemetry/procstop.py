@@ -22,20 +22,20 @@ from dataclasses import dataclass
 from leases.core.errors import InputError
 from leases.core.textsafe import visible
 from leases.telemetry.procinfo import (
+    BOOT_ID,
     BOOT_ID_FILE,
     CKSUM,
     MAX_CMDLINE,
     READ_CKSUM,
     READ_CMDLINE,
     READ_STAT,
+    TICKS,
 )
 
 STOP_MARK = "@zuka-stop"
 SIGNALS = ("TERM", "KILL")
 # Linux's pid_max is at most 2**22; anything above is not a pid.
 MAX_PID = 1 << 22
-_BOOT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_TICKS = re.compile(r"[0-9]{1,20}")
 _ANSWER = re.compile(rf"^{re.escape(STOP_MARK)} (sent|alive|gone|changed|failed)(?: (.*))?$")
 
 
@@ -69,7 +69,7 @@ def split_start(start: str) -> tuple[str, int, str | None]:
     boot, _, rest = start.partition(":")
     ticks, colon, ck = rest.partition(":")
     if not (
-        _BOOT.fullmatch(boot) and _TICKS.fullmatch(ticks) and (not colon or CKSUM.fullmatch(ck))
+        BOOT_ID.fullmatch(boot) and TICKS.fullmatch(ticks) and (not colon or CKSUM.fullmatch(ck))
     ):
         raise InputError("start", visible(start, 80), "not a process start read by zuka")
     return boot, int(ticks), ck or None

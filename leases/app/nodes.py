@@ -16,6 +16,7 @@ from leases.ledger import records
 from leases.ledger.store import Ledger
 from leases.ledger.wording import describe_counts
 from leases.ssh.login import parse_ssh_command, ssh_config_aliases
+from leases.telemetry.promtarget import inherit, source_line
 
 
 def ssh_fields(command: str) -> dict[str, Any]:
@@ -81,6 +82,12 @@ def new_node(name: str, changes: Mapping[str, Any]) -> Node:
     p.raise_found()
     assert node is not None
     return node
+
+
+def readings_line(ledger: Ledger, node: Node) -> str:
+    """Where the node's GPU readings come from, its provider's setting applied:
+    `readings: Prometheus http://prom:9090 {Hostname="gpu-07"}`."""
+    return source_line(inherit([node], ledger.readable_providers()[0])[0])
 
 
 def add_node(

@@ -179,7 +179,7 @@ class Provider:
             " (unknown by default)",
         ),
     )
-    source: ReadingSource | None = field(default=None, metadata=SOURCE)
+    reading_source: ReadingSource | None = field(default=None, metadata=SOURCE)
     prom_url: str = field(default="", metadata=URL)
     prom_match: str = field(default="", metadata=MATCH)
     prom_token_file: str = field(default="", metadata=TOKEN_FILE)
@@ -277,7 +277,7 @@ class Node:
             "the EC2-compatible endpoint its instance is read at, if not the provider's default",
         ),
     )
-    source: ReadingSource | None = field(default=None, metadata=SOURCE)
+    reading_source: ReadingSource | None = field(default=None, metadata=SOURCE)
     prom_url: str = field(default="", metadata=URL)
     prom_match: str = field(default="", metadata=MATCH)
     prom_token_file: str = field(default="", metadata=TOKEN_FILE)

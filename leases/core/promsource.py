@@ -219,14 +219,14 @@ def _source(value: Any) -> ReadingSource | None:
     try:
         return ReadingSource(str(value).strip().lower())
     except ValueError:
-        raise InputError("source", str(value), "must be ssh or prometheus") from None
+        raise InputError("reading_source", str(value), "must be ssh or prometheus") from None
 
 
 def record_fields(p: Problems, rec: Mapping[str, Any]) -> dict[str, Any]:
     """The four fields of a node or provider record, checked (records.node_from and
     provider_from), each refusal kept in p."""
     return {
-        "source": p(None, _source, rec.get("source")),
+        "reading_source": p(None, _source, rec.get("reading_source")),
         "prom_url": p("", _opt, check_url, rec.get("prom_url")),
         "prom_match": p("", _opt, check_match, rec.get("prom_match")),
         "prom_token_file": p("", _opt, check_token_file, rec.get("prom_token_file")),

@@ -54,7 +54,7 @@ ACCEPT = "row.accept"
 # lacks them, and the migration gave the row these values (leases.ledger.schema m006, m013,
 # m015, m017, m018).
 # Any other value there was written behind zuka's back.
-_SOURCE = {"source": None, "prom_url": "", "prom_match": "", "prom_token_file": ""}  # m021
+_SOURCE = {"reading_source": None, "prom_url": "", "prom_match": "", "prom_token_file": ""}  # m021
 _ADDED: dict[str, dict[str, object]] = {
     "lease": {"stopped_billing": "full", "month_count": "calendar", "partial_unit": None,
               "renew_charge_days": None, "hourly_price": None, "refund_rule": "",

@@ -700,17 +700,17 @@ def m020_node_host(db: Database) -> None:
 @MIGRATIONS()
 def m021_node_source(db: Database) -> None:
     """Where a node's GPU readings come from (leases.core.promsource), on nodes and on
-    providers (a node's own wins): NULL source is the provider's, else SSH; prometheus reads
+    providers (a node's own wins): NULL reading_source is the provider's, else SSH; prometheus reads
     PROM_URL's /api/v1/query for the dcgm-exporter series the matchers pick; a token is read
     from PROM_TOKEN_FILE, never kept here."""
     _run(
         db,
         """
-        ALTER TABLE nodes ADD COLUMN source TEXT CHECK (source IN ('ssh', 'prometheus'));
+        ALTER TABLE nodes ADD COLUMN reading_source TEXT CHECK (reading_source IN ('ssh', 'prometheus'));
         ALTER TABLE nodes ADD COLUMN prom_url TEXT NOT NULL DEFAULT '';
         ALTER TABLE nodes ADD COLUMN prom_match TEXT NOT NULL DEFAULT '';
         ALTER TABLE nodes ADD COLUMN prom_token_file TEXT NOT NULL DEFAULT '';
-        ALTER TABLE providers ADD COLUMN source TEXT CHECK (source IN ('ssh', 'prometheus'));
+        ALTER TABLE providers ADD COLUMN reading_source TEXT CHECK (reading_source IN ('ssh', 'prometheus'));
         ALTER TABLE providers ADD COLUMN prom_url TEXT NOT NULL DEFAULT '';
         ALTER TABLE providers ADD COLUMN prom_match TEXT NOT NULL DEFAULT '';
         ALTER TABLE providers ADD COLUMN prom_token_file TEXT NOT NULL DEFAULT '';

@@ -25,13 +25,13 @@ def inherit(nodes: Sequence[Node], providers: Sequence[Provider]) -> list[Node]:
     out = []
     for node in nodes:
         prov = by_name.get(node.provider or "")
-        if prov is None or node.local or node.source is ReadingSource.SSH:
+        if prov is None or node.local or node.reading_source is ReadingSource.SSH:
             out.append(node)
             continue
         out.append(
             replace(
                 node,
-                source=node.source or prov.source,
+                reading_source=node.reading_source or prov.reading_source,
                 prom_url=node.prom_url or prov.prom_url,
                 prom_match=node.prom_match or provider_match(prov.prom_match, node.name),
                 prom_token_file=node.prom_token_file or prov.prom_token_file,
@@ -52,7 +52,7 @@ def provider_match(text: str, node: str) -> str:
 
 
 def is_prometheus(node: Node) -> bool:
-    return node.source is ReadingSource.PROMETHEUS and not node.local
+    return node.reading_source is ReadingSource.PROMETHEUS and not node.local
 
 
 def target_of(node: Node) -> PromTarget:

@@ -706,11 +706,13 @@ def m021_node_source(db: Database) -> None:
     _run(
         db,
         """
-        ALTER TABLE nodes ADD COLUMN reading_source TEXT CHECK (reading_source IN ('ssh', 'prometheus'));
+        ALTER TABLE nodes ADD COLUMN reading_source TEXT
+            CHECK (reading_source IN ('ssh', 'prometheus'));
         ALTER TABLE nodes ADD COLUMN prom_url TEXT NOT NULL DEFAULT '';
         ALTER TABLE nodes ADD COLUMN prom_match TEXT NOT NULL DEFAULT '';
         ALTER TABLE nodes ADD COLUMN prom_token_file TEXT NOT NULL DEFAULT '';
-        ALTER TABLE providers ADD COLUMN reading_source TEXT CHECK (reading_source IN ('ssh', 'prometheus'));
+        ALTER TABLE providers ADD COLUMN reading_source TEXT
+            CHECK (reading_source IN ('ssh', 'prometheus'));
         ALTER TABLE providers ADD COLUMN prom_url TEXT NOT NULL DEFAULT '';
         ALTER TABLE providers ADD COLUMN prom_match TEXT NOT NULL DEFAULT '';
         ALTER TABLE providers ADD COLUMN prom_token_file TEXT NOT NULL DEFAULT '';

@@ -21,6 +21,7 @@ import asyncio
 import json
 import math
 import re
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -229,9 +230,9 @@ class PromReader:
     def _open(self) -> Any:
         import aiohttp  # only where a node is read from Prometheus (a cold CLI skips it)
 
-        if self._session is None or self._session.closed:
-            from leases.telemetry.promresolve import GuardedResolver
+        from leases.telemetry.promresolve import GuardedResolver
 
+        if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(
                 limit=self._concurrency, resolver=GuardedResolver(self._resolver)
             )
@@ -279,8 +280,9 @@ class PromReader:
     async def _query(self, node: str, target: PromTarget, where: str) -> list[GpuSample]:
         import aiohttp
 
-        host = target.url.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0]
-        said = refusal(host.strip("[]"))
+        from leases.telemetry.promresolve import RefusedHost
+
+        said = refusal(urllib.parse.urlsplit(target.url).hostname or "")
         if said is not None:
             raise _Refused(NodeHealth.REFUSED, f"not read: {said}")
         headers = {"Accept": "application/json"}
@@ -301,6 +303,9 @@ class PromReader:
                 NodeHealth.TIMEOUT, f"Prometheus did not answer within {self.timeout_s:g} s"
             ) from None
         except aiohttp.ClientError as exc:
+            refused = getattr(exc, "os_error", None)
+            if isinstance(refused, RefusedHost):
+                raise _Refused(NodeHealth.REFUSED, str(refused)) from None
             raise _Refused(
                 NodeHealth.UNREACHABLE, f"Prometheus cannot be reached: {visible(exc, 200)}"
             ) from None

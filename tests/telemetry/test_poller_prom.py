@@ -127,7 +127,7 @@ async def test_readings_health_and_history_like_an_ssh_node(
 async def test_a_node_of_its_own_wins_over_its_provider(
     setup: tuple[PromApi, Ledger, Clock],
 ) -> None:
-    _, ledger, clock = setup
+    _, ledger, _clock = setup
     ledger.update_node("gpu-07", {"reading_source": "ssh"})
     [node] = fleet_nodes(ledger)[0]
     assert node.reading_source is not None and node.reading_source.value == "ssh"

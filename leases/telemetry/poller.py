@@ -257,7 +257,7 @@ class Poller:
 
     async def _read_prom(self, state: _NodeState) -> None:
         """A node read from Prometheus (leases.telemetry.promread): no processes."""
-        got = await self.prom.read(state.node, self.clock(), max(60.0, 4 * self.interval_s))
+        got = await self.prom.read(state.node, self.clock(), self.interval_s)
         if got.problem is not None:
             self._bad(state, got.problem.health, got.problem.detail)
         elif got.samples:

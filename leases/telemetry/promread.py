@@ -54,6 +54,10 @@ METRICS: Mapping[str, str] = {
 }
 EXTRA_XID = "xid"  # the last XID error dcgm-exporter saw (0: none), in GpuSample.extra
 MAX_BYTES = 4 * 1024 * 1024
+# Prometheus drops a series at the first failed scrape (a staleness marker); an old sample
+# still answered (federation, remote write, a frozen exporter) is stale past this.
+STALE_INTERVALS = 4
+STALE_MIN_S = 150.0
 MAX_SERIES = MAX_GPUS * len(METRICS)
 _NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 _UNKNOWN = frozenset({"nan", "+inf", "-inf", "inf"})
@@ -139,6 +143,7 @@ def parse_answer(body: object, node: str) -> list[GpuSample]:
     """The /api/v1/query answer (JSON already loaded) as one sample per GPU, ordered by
     index. Raises _Refused for anything that is not a reading of one node's GPUs."""
     gpus: dict[int, _Gpu] = {}
+    hosts: set[str] = set()
     for item in _series(body):
         if not isinstance(item, dict):
             raise _Refused(NodeHealth.GARBAGE, "a series that is not an object")
@@ -158,6 +163,13 @@ def parse_answer(body: object, node: str) -> list[GpuSample]:
         if isinstance(ts, bool) or not isinstance(ts, int | float) or not 0 < ts < 1e11:
             raise _Refused(NodeHealth.GARBAGE, "a sample timestamp that is not a time")
         uuid = _label(metric, "UUID")
+        hosts.add(_label(metric, "Hostname"))
+        if len(hosts) > 1:
+            shown = ", ".join(repr(visible(h, 40)) for h in sorted(hosts))
+            raise _Refused(
+                NodeHealth.GARBAGE,
+                f"series of hosts {shown}: the matchers pick more than one node's GPUs",
+            )
         gpu = gpus.setdefault(index, _Gpu(index, uuid, _label(metric, "modelName")))
         if name in gpu.values or gpu.uuid != uuid:
             host = visible(_label(metric, "Hostname"), 60)
@@ -241,9 +253,11 @@ class PromReader:
             )
         return self._session
 
-    async def read(self, node: Node, now: datetime, stale_s: float) -> PromReading:
-        """One node's readings; never raises for what the server does. Nothing newer
-        than stale_s seconds before now is a stale node, not a reading."""
+    async def read(self, node: Node, now: datetime, interval_s: float) -> PromReading:
+        """One node's readings; never raises for what the server does. A newest sample
+        older than STALE_INTERVALS poll intervals (STALE_MIN_S at least) before now is a
+        stale node, not a reading."""
+        stale_s = max(STALE_MIN_S, STALE_INTERVALS * interval_s)
         try:
             target = target_of(node)
         except InputError as exc:

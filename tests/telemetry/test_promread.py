@@ -60,7 +60,7 @@ async def reader() -> AsyncIterator[PromReader]:
 
 
 async def _read(reader: PromReader, api: PromApi, **kw: Any) -> PromReading:
-    return await reader.read(_node(api.url, **kw), NOW, 60.0)
+    return await reader.read(_node(api.url, **kw), NOW, 5.0)
 
 
 async def test_a_normal_answer_is_one_sample_per_gpu(api: PromApi, reader: PromReader) -> None:
@@ -106,8 +106,20 @@ async def test_two_nodes_gpus_are_refused(api: PromApi, reader: PromReader) -> N
     api.json(vector(dcgm_series("gpu-07", 0, TS, FULL) + dcgm_series("gpu-08", 0, TS, FULL)))
     got = await _read(reader, api, match='Hostname=~"gpu-0.*"')
     assert got.problem is not None and got.problem.health is NodeHealth.GARBAGE
-    assert "GPU 0 appears twice" in got.problem.detail
+    assert "series of hosts 'gpu-07', 'gpu-08'" in got.problem.detail
     assert "more than one node" in got.problem.detail
+    # Even where their GPU indexes do not meet.
+    api.json(vector(dcgm_series("gpu-07", 0, TS, FULL) + dcgm_series("gpu-08", 1, TS, FULL)))
+    got = await _read(reader, api, match='Hostname=~"gpu-0.*"')
+    assert got.problem is not None and "more than one node" in got.problem.detail
+    # One host naming GPU 0 twice (two exporters on it, another card behind the same index).
+    api.json(
+        vector(
+            dcgm_series("gpu-07", 0, TS, FULL) + dcgm_series("gpu-07", 0, TS, FULL, uuid="GPU-x")
+        )
+    )
+    got = await _read(reader, api)
+    assert got.problem is not None and "GPU 0 appears twice" in got.problem.detail
 
 
 async def test_a_stale_sample_is_not_a_reading(api: PromApi, reader: PromReader) -> None:
@@ -210,7 +222,7 @@ async def test_a_dead_prometheus_is_unreachable(reader: PromReader) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed when the block ends: nobody listens there
-    got = await reader.read(_node(f"http://127.0.0.1:{port}"), NOW, 60.0)
+    got = await reader.read(_node(f"http://127.0.0.1:{port}"), NOW, 5.0)
     assert got.problem is not None and got.problem.health is NodeHealth.UNREACHABLE
     assert f"127.0.0.1:{port}" in got.problem.detail
 
@@ -219,7 +231,7 @@ async def test_a_dead_prometheus_is_unreachable(reader: PromReader) -> None:
     "url", ["http://169.254.169.254", "http://2852039166:9090", "http://[::ffff:169.254.169.254]"]
 )
 async def test_a_metadata_address_is_never_asked(reader: PromReader, url: str) -> None:
-    got = await reader.read(_node(url), NOW, 60.0)
+    got = await reader.read(_node(url), NOW, 5.0)
     assert got.problem is not None and got.problem.health is NodeHealth.REFUSED
     assert "link-local or cloud metadata" in got.problem.detail
 
@@ -235,7 +247,7 @@ async def test_a_name_resolving_to_metadata_is_refused_at_connect(api: PromApi) 
 
     reader = PromReader(resolver=Rebinding())
     try:
-        got = await reader.read(_node("http://prom.lab.example:9090"), NOW, 60.0)
+        got = await reader.read(_node("http://prom.lab.example:9090"), NOW, 5.0)
     finally:
         await reader.close()
     assert got.problem is not None and "169.254.169.254" in got.problem.detail
@@ -248,18 +260,18 @@ async def test_the_token_is_sent_from_its_file(
     token = tmp_path / "prom.token"
     token.write_text("s3cr3t-token\n")
     api.json(vector(dcgm_series("gpu-07", 0, TS, FULL)))
-    got = await reader.read(_node(api.url, prom_token_file=str(token)), NOW, 60.0)
+    got = await reader.read(_node(api.url, prom_token_file=str(token)), NOW, 5.0)
     assert got.problem is None and api.auth == ["Bearer s3cr3t-token"]
     token.write_text("two\nlines\n")
-    got = await reader.read(_node(api.url, prom_token_file=str(token)), NOW, 60.0)
+    got = await reader.read(_node(api.url, prom_token_file=str(token)), NOW, 5.0)
     assert got.problem is not None and got.problem.health is NodeHealth.REFUSED
     assert "s3cr3t" not in got.problem.detail
-    missing = await reader.read(_node(api.url, prom_token_file=str(tmp_path / "no")), NOW, 60.0)
+    missing = await reader.read(_node(api.url, prom_token_file=str(tmp_path / "no")), NOW, 5.0)
     assert missing.problem is not None and "cannot be read" in missing.problem.detail
 
 
 async def test_a_node_without_url_is_refused(reader: PromReader) -> None:
-    got = await reader.read(_node(""), NOW, 60.0)
+    got = await reader.read(_node(""), NOW, 5.0)
     assert got.problem is not None and got.problem.health is NodeHealth.REFUSED
     assert "need a URL" in got.problem.detail
 

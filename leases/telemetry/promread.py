@@ -194,6 +194,8 @@ def _sample(gpu: _Gpu, node: str) -> GpuSample:
     if all(p is not None for p in parts):
         total = sum(p for p in parts if p is not None) + (v.get("DCGM_FI_DEV_FB_RESERVED") or 0)
     xid = v.get("DCGM_FI_DEV_XID_ERRORS")
+    if xid is not None and not 0 <= xid < 2**32:
+        raise _Refused(NodeHealth.GARBAGE, f"GPU {gpu.index}: XID {xid:g} is not an XID")
     return GpuSample(
         node=node,
         at=datetime.fromtimestamp(gpu.at, UTC),

@@ -179,3 +179,22 @@ def test_a_node_read_over_ssh_is_untouched() -> None:
     from leases.telemetry.promtarget import is_prometheus
 
     assert not is_prometheus(Node("a", ssh=records.node_from({"name": "a", "ssh_host": "h"}).ssh))
+
+
+async def test_a_figure_out_of_bounds_is_the_nodes_garbage(
+    setup: tuple[PromApi, Ledger, Clock],
+) -> None:
+    api, ledger, clock = setup
+
+    def answer(_r: web.Request) -> web.Response:
+        values = {"DCGM_FI_DEV_GPU_UTIL": "1e9", "DCGM_FI_DEV_FB_USED": "1"}
+        return web.json_response(vector(dcgm_series("gpu-07", 0, clock.now.timestamp(), values)))
+
+    api.answer = answer
+    poller = _poller(ledger, clock)
+    try:
+        status = (await poller.sweep())["gpu-07"]
+    finally:
+        await poller.close()
+    assert status.health is NodeHealth.GARBAGE and "util_gpu" in status.detail
+    assert HistoryStore(ledger).minutes("gpu-07", T0, T0 + timedelta(hours=1)) == []

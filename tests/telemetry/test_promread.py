@@ -167,6 +167,15 @@ async def test_wrong_types_are_garbage(
     assert said in got.problem.detail
 
 
+async def test_figures_out_of_bounds_are_garbage(api: PromApi, reader: PromReader) -> None:
+    api.json(vector(dcgm_series("gpu-07", 0, TS, {**FULL, "DCGM_FI_DEV_XID_ERRORS": "1e300"})))
+    got = await _read(reader, api)
+    assert got.problem is not None and "is not an XID" in got.problem.detail
+    api.json(vector(dcgm_series("gpu-07", 0, TS, {**FULL, "DCGM_FI_DEV_GPU_UTIL": "1e9"})))
+    [s] = (await _read(reader, api)).samples  # read as given: the poller's bounds refuse it
+    assert s.util_gpu == 1e9
+
+
 async def test_not_json_and_deep_json_are_garbage(api: PromApi, reader: PromReader) -> None:
     api.answer = lambda _r: web.Response(text="<html>hello</html>")
     got = await _read(reader, api)

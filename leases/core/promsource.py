@@ -31,12 +31,11 @@ class ReadingSource(StrEnum):
     PROMETHEUS = "prometheus"
 
 
-_WHOSE = "the node's own, else its provider's"
 # The dataclass metadata of the fields (leases.core.models Node and Provider).
 SOURCE = cli(
     "--source",
-    "where GPU readings come from: {values} (prometheus: a Prometheus fed by dcgm-exporter;"
-    f" a node's: {_WHOSE}; default ssh)",
+    "where GPU readings come from: {values} (a Prometheus fed by dcgm-exporter); a node"
+    " without one takes its provider's; default ssh",
 )
 URL = cli("--url", "the Prometheus URL for --source prometheus (http or https, no password)")
 MATCH = cli(

@@ -291,3 +291,27 @@ async def test_nodes_share_one_session(api: PromApi, reader: PromReader) -> None
     first = reader._session
     await _read(reader, api)
     assert reader._session is first and len(api.queries) == 6
+
+
+async def test_reads_at_once_are_bounded(api: PromApi) -> None:
+    inflight = [0, 0]  # now, most
+
+    async def counted(_r: web.Request) -> web.Response:
+        inflight[0] += 1
+        inflight[1] = max(inflight[1], inflight[0])
+        try:
+            await asyncio.sleep(0)  # let the others in, if they may come
+            await asyncio.sleep(0)
+            return web.json_response(vector(dcgm_series("gpu-07", 0, TS, FULL)))
+        finally:
+            inflight[0] -= 1
+
+    api.answer = counted
+    reader = PromReader(concurrency=2)
+    try:
+        nodes = [_node(api.url) for _ in range(10)]
+        got = await asyncio.gather(*(reader.read(n, NOW, 5.0) for n in nodes))
+    finally:
+        await reader.close()
+    assert len(api.queries) == 10 and all(g.problem is None for g in got)
+    assert 1 <= inflight[1] <= 2

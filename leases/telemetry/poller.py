@@ -160,14 +160,17 @@ class Poller:
 
     async def _read_once(self, state: _NodeState) -> None:
         try:
-            await self._read_once_unguarded(state)
+            if promtarget.is_prometheus(state.node):  # no SSH: leases.telemetry.promread
+                await self._read_prom(state)
+            else:
+                await self._read_once_unguarded(state)
         except Exception as exc:  # zuka's own failure on this node's data
             self._crashed(state, exc)
 
     async def _read_once_unguarded(self, state: _NodeState) -> None:
         node = state.node
-        if node.local or promtarget.is_prometheus(node):
-            await (self._read_prom(state) if not node.local else self._read_local(state))
+        if node.local:
+            await self._read_local(state)
             return
         session = self.pool.add(node)
         try:

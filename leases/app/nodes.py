@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from leases.app.changes import audit_head
+from leases.app.promcheck import refuse_prom_host
 from leases.app.untouched import refuse_outside_edits
 from leases.core.errors import InputError, Problems
 from leases.core.models import Node, Provider
@@ -15,6 +16,7 @@ from leases.ledger import records
 from leases.ledger.store import Ledger
 from leases.ledger.wording import describe_counts
 from leases.ssh.login import parse_ssh_command, ssh_config_aliases
+from leases.telemetry.promtarget import inherit, source_line
 
 
 def ssh_fields(command: str) -> dict[str, Any]:
@@ -82,11 +84,18 @@ def new_node(name: str, changes: Mapping[str, Any]) -> Node:
     return node
 
 
+def readings_line(ledger: Ledger, node: Node) -> str:
+    """Where the node's GPU readings come from, its provider's setting applied:
+    `readings: Prometheus http://prom:9090 {Hostname="gpu-07"}`."""
+    return source_line(inherit([node], ledger.readable_providers()[0])[0])
+
+
 def add_node(
     ledger: Ledger, node: Node, provider: str | None, channel: str | None
 ) -> tuple[Node, str]:
     """`zuka node add`: the node as recorded (with a new provider if --channel names one)
     and what the command says of it (also the dashboard's node form)."""
+    refuse_prom_host({"prom_url": node.prom_url})
     added = ledger.add_node(node, new_provider=new_provider(ledger, provider, channel))
     return added, f"added node {added.name}"
 
@@ -102,6 +111,7 @@ def edit_node(
     dashboard's node form)."""
     node = ledger.node(name)
     refuse_outside_edits(ledger, name, "editing the node", "node", changes)
+    refuse_prom_host(changes)
     _keeps_its_books(ledger, node, changes.get("provider", node.provider))
     head = audit_head(ledger)
     edited = ledger.update_node(name, changes, new_provider=new_provider(ledger, provider, channel))

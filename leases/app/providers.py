@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from leases.app.changes import audit_head
+from leases.app.promcheck import refuse_prom_host
 from leases.app.untouched import refuse_provider_edits
 from leases.core.models import Provider
 from leases.ledger.store import Ledger
@@ -14,6 +15,7 @@ from leases.ledger.store import Ledger
 
 def add_provider(ledger: Ledger, provider: Provider) -> tuple[Provider, str]:
     """`zuka provider add NAME`: the provider as recorded and what the command says of it."""
+    refuse_prom_host({"prom_url": provider.prom_url})
     added = ledger.add_provider(provider)
     return added, f"added provider {added.name}"
 
@@ -21,6 +23,7 @@ def add_provider(ledger: Ledger, provider: Provider) -> tuple[Provider, str]:
 def edit_provider(ledger: Ledger, name: str, changes: Mapping[str, Any]) -> tuple[Provider, str]:
     """`zuka provider edit NAME`: the provider as edited and what the command says of it."""
     refuse_provider_edits(ledger, name, changes)
+    refuse_prom_host(changes)
     head = audit_head(ledger)
     edited = ledger.update_provider(name, changes)
     same = audit_head(ledger) == head

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from leases.core.fields import DEFAULT_TZ
 from leases.core.host import HostStats
+from leases.core.promsource import MATCH, SOURCE, TOKEN_FILE, URL, ReadingSource
 from leases.core.recordfields import INTERNAL, cli, flattened, stands_for
 
 
@@ -178,6 +179,10 @@ class Provider:
             " (unknown by default)",
         ),
     )
+    reading_source: ReadingSource | None = field(default=None, metadata=SOURCE)
+    prom_url: str = field(default="", metadata=URL)
+    prom_match: str = field(default="", metadata=MATCH)
+    prom_token_file: str = field(default="", metadata=TOKEN_FILE)
     id: int | None = field(default=None, metadata=INTERNAL)
 
 
@@ -256,7 +261,6 @@ class Node:
     )
     tags: tuple[str, ...] = field(default=(), metadata=cli("--tags", "comma-separated tags"))
     state: NodeState = field(default=NodeState.ACTIVE, metadata=cli("--state"))
-    # Read through NVML on this machine instead of over SSH.
     local: bool = field(default=False, metadata=cli("--local", "read via NVML here", by_hand=True))
     notes: str = field(default="", metadata=cli("--notes", "free notes"))
     # The cloud instance the node is (EC2: i-0123456789abcdef0), read by the collector for
@@ -273,6 +277,10 @@ class Node:
             "the EC2-compatible endpoint its instance is read at, if not the provider's default",
         ),
     )
+    reading_source: ReadingSource | None = field(default=None, metadata=SOURCE)
+    prom_url: str = field(default="", metadata=URL)
+    prom_match: str = field(default="", metadata=MATCH)
+    prom_token_file: str = field(default="", metadata=TOKEN_FILE)
     id: int | None = field(default=None, metadata=INTERNAL)
     # Set when a stored row holds a value now refused (records.stored_node): what is wrong
     # and how to fix it. Such a node is listed but never polled.

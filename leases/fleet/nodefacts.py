@@ -23,6 +23,7 @@ from leases.money.leasecost import LeaseCost
 from leases.money.renewals import BillingNow
 from leases.telemetry import series
 from leases.telemetry.history import NodeMinute
+from leases.telemetry.promtarget import inherit, source_line
 from leases.telemetry.rollups import HistoryStore
 
 # Audit entries kept for the screen: the newest; `zuka log NODE` prints them all.
@@ -51,6 +52,8 @@ class NodeFacts:
     log_total: int
     life: tuple[datetime, datetime] | None  # the lease chain's start and end (or now)
     series: series.Series | None  # None: the lease's life asked of a node without a lease
+    # Where its GPU readings come from, its provider's setting applied (promtarget).
+    readings: str = ""
 
 
 def lease_life(leases: Sequence[Lease], at: datetime) -> tuple[datetime, datetime] | None:
@@ -126,6 +129,7 @@ def read(
         log_total=len(log),
         life=life,
         series=read_series(HistoryStore(ledger), name, at, span, life, live),
+        readings=source_line(inherit([node], ledger.readable_providers()[0])[0]),
     )
 
 

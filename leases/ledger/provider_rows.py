@@ -35,6 +35,7 @@ class ProviderRows(AuditLog):
     # What `zuka provider edit` may change: the facts offboarding's preflight checks.
     PROVIDER_EDITABLE = (
         "region", "account_id", "account_alias", "credential_ref", "return_days",
+        "reading_source", "prom_url", "prom_match", "prom_token_file",
     )  # fmt: skip
 
     def update_provider(self, name: str, changes: Mapping[str, Any]) -> Provider:

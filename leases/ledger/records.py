@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from leases.core import cloudids as cloud_ids
-from leases.core import fields, recordfields, secrets
+from leases.core import fields, promsource, recordfields, secrets
 from leases.core.errors import InputError, Problems
 from leases.core.models import (
     BillingType,
@@ -199,7 +199,15 @@ def provider_from(rec: Mapping[str, Any]) -> Provider:
         account_alias=_str(rec, "account_alias", 100),
         credential_ref=cred,
         return_days=_opt_int(rec, "return_days", maximum=366),
+        **_prom_fields(rec),
     )
+
+
+def _prom_fields(rec: Mapping[str, Any]) -> dict[str, Any]:
+    p = Problems()
+    found = promsource.record_fields(p, rec)
+    p.raise_found()
+    return found
 
 
 def node_record(n: Node) -> Record:
@@ -253,6 +261,7 @@ def node_from(rec: Mapping[str, Any]) -> Node:
         notes=p("", _notes, rec),
         instance_id=p("", _instance_id, rec),
         instance_endpoint=p("", _instance_endpoint, rec),
+        **promsource.record_fields(p, rec),
     )
     if node.nvlinks is not None and node.interconnect is not Interconnect.NVLINK:
         p.refuse(

@@ -54,14 +54,15 @@ ACCEPT = "row.accept"
 # lacks them, and the migration gave the row these values (leases.ledger.schema m006, m013,
 # m015, m017, m018).
 # Any other value there was written behind zuka's back.
+_SOURCE = {"reading_source": None, "prom_url": "", "prom_match": "", "prom_token_file": ""}  # m021
 _ADDED: dict[str, dict[str, object]] = {
     "lease": {"stopped_billing": "full", "month_count": "calendar", "partial_unit": None,
               "renew_charge_days": None, "hourly_price": None, "refund_rule": "",
               "rounding": "bill", "payment_schedule": "upfront"},
     "resource": {"price": None, "price_per": "month"},
     "node": {"instance_id": "", "instance_endpoint": "", "nvlinks": None, "ib_gbps": None,
-             "ssh_tunnels": []},  # a record's value: node_row writes "[]" for it
-    "provider": {"return_days": None},
+             "ssh_tunnels": [], **_SOURCE},  # a record's value: node_row writes "[]" for it
+    "provider": {"return_days": None, **_SOURCE},
 }  # fmt: skip
 # Which row a row belongs to, by id: a lease to its node, a resource to its lease. The
 # records name them only by name and start (shown, and renamed with them), so a row moved

@@ -695,3 +695,26 @@ def m020_node_host(db: Database) -> None:
     """A node's host figures (CPU, load, memory, disks with their labels, network: JSON of
     leases.core.host.HostStats) beside its latest GPU readings; '{}': not read."""
     _run(db, "ALTER TABLE node_latest ADD COLUMN host TEXT NOT NULL DEFAULT '{}';")
+
+
+@MIGRATIONS()
+def m021_node_source(db: Database) -> None:
+    """Where a node's GPU readings come from (leases.core.promsource), on nodes and on
+    providers (a node's own wins): NULL reading_source is the provider's, else SSH; prometheus reads
+    PROM_URL's /api/v1/query for the dcgm-exporter series the matchers pick; a token is read
+    from PROM_TOKEN_FILE, never kept here."""
+    _run(
+        db,
+        """
+        ALTER TABLE nodes ADD COLUMN reading_source TEXT
+            CHECK (reading_source IN ('ssh', 'prometheus'));
+        ALTER TABLE nodes ADD COLUMN prom_url TEXT NOT NULL DEFAULT '';
+        ALTER TABLE nodes ADD COLUMN prom_match TEXT NOT NULL DEFAULT '';
+        ALTER TABLE nodes ADD COLUMN prom_token_file TEXT NOT NULL DEFAULT '';
+        ALTER TABLE providers ADD COLUMN reading_source TEXT
+            CHECK (reading_source IN ('ssh', 'prometheus'));
+        ALTER TABLE providers ADD COLUMN prom_url TEXT NOT NULL DEFAULT '';
+        ALTER TABLE providers ADD COLUMN prom_match TEXT NOT NULL DEFAULT '';
+        ALTER TABLE providers ADD COLUMN prom_token_file TEXT NOT NULL DEFAULT '';
+        """,
+    )

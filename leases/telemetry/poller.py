@@ -33,11 +33,12 @@ from leases.core.models import GpuProcess, GpuSample, Node, NodeHealth, NodeStat
 from leases.ssh.errors import BackingOff, HostKeyRejected, OutputTooLarge, SshError, StreamExited
 from leases.ssh.pool import SshPool
 from leases.ssh.stream import CommandResult
-from leases.telemetry import hoststats, nvsmi, nvsmiprobe, nvsmistream, owners
+from leases.telemetry import hoststats, nvsmi, nvsmiprobe, nvsmistream, owners, promtarget
 from leases.telemetry.attribution import OwnerTracker, gpu_owners
 from leases.telemetry.faultlog import quiet_logger
 from leases.telemetry.history import MinuteAccumulator, NodeMinute, RecentHistory
 from leases.telemetry.nvml import NvmlReader, NvmlUnavailable
+from leases.telemetry.promread import PromReader
 from leases.telemetry.rollups import HistoryStore
 
 Mode = Literal["stream", "exec"]
@@ -91,7 +92,9 @@ class Poller:
         log: logging.Logger | None = None,
         alerts: AlertWatch | None = None,
         host_stats: bool = True,
+        prom: PromReader | None = None,
     ) -> None:
+        self.prom = prom or PromReader()  # nodes read from Prometheus share its session
         self.pool = pool
         self.log = log or quiet_logger()
         # True while run() polls; last_fault says why it last stopped (run_supervised).
@@ -157,7 +160,10 @@ class Poller:
 
     async def _read_once(self, state: _NodeState) -> None:
         try:
-            await self._read_once_unguarded(state)
+            if promtarget.is_prometheus(state.node):  # no SSH: leases.telemetry.promread
+                await self._read_prom(state)
+            else:
+                await self._read_once_unguarded(state)
         except Exception as exc:  # zuka's own failure on this node's data
             self._crashed(state, exc)
 
@@ -251,6 +257,14 @@ class Poller:
             self._bad(state, exc.health, str(exc))
             return
         self._good(state, samples, processes)
+
+    async def _read_prom(self, state: _NodeState) -> None:
+        """A node read from Prometheus (leases.telemetry.promread): no processes."""
+        got = await self.prom.read(state.node, self.clock(), self.interval_s)
+        if got.problem is not None:
+            self._bad(state, got.problem.health, got.problem.detail)
+        elif got.samples:
+            self._good(state, got.samples, None)
 
     def _host(self, state: _NodeState, text: str | None) -> None:
         """Turn the host part of an output into the node's host figures (never raises on
@@ -513,7 +527,7 @@ class Poller:
         """Keep one node's stream going; after a fault wait, then start again."""
         while not stop.is_set() and self._nodes.get(state.node.name) is state:
             wait = self.interval_s
-            if state.node.local:
+            if state.node.local or promtarget.is_prometheus(state.node):
                 await self._read_once(state)
             else:
                 wait = await self._stream_once(state)
@@ -578,6 +592,7 @@ class Poller:
 
     async def close(self) -> None:
         await self.pool.close()
+        await self.prom.close()
         if self._nvml is not None:
             await asyncio.to_thread(self._nvml.close)
             self._nvml = None

@@ -16,6 +16,7 @@ from leases.telemetry.faultlog import fault_logger
 from leases.telemetry.history import RecentHistory
 from leases.telemetry.housekeeping import fleet_nodes
 from leases.telemetry.poller import Poller
+from leases.telemetry.promtarget import inherit
 from leases.telemetry.rollups import HistoryStore
 
 
@@ -31,7 +32,7 @@ def polled_nodes(ledger: Ledger, names: list[str] | None = None) -> list[Node]:
     """Active and offboarding nodes (or the named ones, which must exist), less those
     whose stored row holds a refused value (Node.problem): nothing connects to those."""
     if names:
-        nodes = [ledger.node(n) for n in names]
+        nodes = inherit([ledger.node(n) for n in names], ledger.readable_providers()[0])
         for node in nodes:
             if node.problem:
                 raise InputError("node", node.name, f"not polled: {node.problem}")

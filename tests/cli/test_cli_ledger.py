@@ -22,6 +22,8 @@ NODE_ARGS = [
     "--gpu-model", "A800 80GB SXM", "--gpus", "8", "--vram", "80",
     "--interconnect", "nvlink", "--nvlinks", "8", "--ib-rate", "200", "--tags", "base,nanjing", "--notes", "rack B3, 2 PSUs",
     "--instance-id", "i-0123456789abcdef0", "--instance-endpoint", "https://ec2.idc.example",
+    "--source", "prometheus", "--url", "http://prom.lab:9090/",
+    "--match", '{Hostname="gpu-7",gpu=~"0|1"}', "--token-file", "~/.config/zuka/prom.token",
 ]  # fmt: skip
 LEASE_ARGS = [
     "lease", "add", "colo-a800",
@@ -69,6 +71,10 @@ def test_every_node_field_round_trips_through_json(cli: Cli) -> None:
         "notes": "rack B3, 2 PSUs",
         "instance_id": "i-0123456789abcdef0",
         "instance_endpoint": "https://ec2.idc.example",
+        "reading_source": "prometheus",
+        "prom_url": "http://prom.lab:9090",
+        "prom_match": 'Hostname="gpu-7", gpu=~"0|1"',
+        "prom_token_file": "~/.config/zuka/prom.token",
     }
     assert (
         shown["ssh_command"]

@@ -378,6 +378,10 @@ def _ledger_before_m005(path: Path) -> None:
         " ALTER TABLE nodes ADD COLUMN nvlinks INTEGER;"
         " ALTER TABLE nodes ADD COLUMN ib_gbps INTEGER;"
         " ALTER TABLE nodes ADD COLUMN ssh_tunnels TEXT NOT NULL DEFAULT '[]';"
+        " ALTER TABLE nodes ADD COLUMN reading_source TEXT;"
+        " ALTER TABLE nodes ADD COLUMN prom_url TEXT NOT NULL DEFAULT '';"
+        " ALTER TABLE nodes ADD COLUMN prom_match TEXT NOT NULL DEFAULT '';"
+        " ALTER TABLE nodes ADD COLUMN prom_token_file TEXT NOT NULL DEFAULT '';"
     )
     m014_stops(db)  # read by lease add; dropped again below, made again by m014
     conn.execute("PRAGMA user_version = 4")
@@ -393,7 +397,7 @@ def _ledger_before_m005(path: Path) -> None:
     )
     ledger.add_resource("a", {"kind": "disk", "native_id": "d-1"})
     ledger.update_node("b", {"notes": "spare"})
-    # m015's and m018's node columns, which today's node writes fill, go again: m005
+    # m015's, m018's and m021's node columns, which today's node writes fill, go again: m005
     # rebuilds nodes as main wrote them before m015, and m015 and m018 add them back when
     # the ledger is opened (and m017 the lease's payment schedule).
     conn.executescript(
@@ -402,6 +406,9 @@ def _ledger_before_m005(path: Path) -> None:
         " ALTER TABLE nodes DROP COLUMN instance_endpoint;"
         " ALTER TABLE nodes DROP COLUMN nvlinks; ALTER TABLE nodes DROP COLUMN ib_gbps;"
         " ALTER TABLE nodes DROP COLUMN ssh_tunnels;"
+        " ALTER TABLE nodes DROP COLUMN reading_source; ALTER TABLE nodes DROP COLUMN prom_url;"
+        " ALTER TABLE nodes DROP COLUMN prom_match;"
+        " ALTER TABLE nodes DROP COLUMN prom_token_file;"
     )
     conn.close()
 
@@ -420,7 +427,7 @@ def test_m005_keeps_ids_references_and_the_audit_chain(tmp_path: Path) -> None:
         width = len(nodes_before[0])
         nodes_after = ledger.conn.execute("SELECT * FROM nodes ORDER BY id").fetchall()
         assert [r[:width] for r in nodes_after] == nodes_before
-        assert {r[width:] for r in nodes_after} == {("", "", None, None, "[]")}
+        assert {r[width:] for r in nodes_after} == {("", "", None, None, "[]", None, "", "", "")}
         assert ledger.conn.execute("SELECT * FROM audit ORDER BY id").fetchall() == audit_before
         assert ledger.conn.execute("PRAGMA foreign_key_check").fetchall() == []
         assert ledger.conn.execute("PRAGMA foreign_keys").fetchone() == (1,)

@@ -78,7 +78,8 @@ def test_the_export_column_order_is_the_format() -> None:
     # to a dataclass goes at the end of its record, or this changes on purpose.
     assert transfer.CSV_COLUMNS == (
         "record", "kind", "name", "region", "account_id", "account_alias", "credential_ref",
-        "return_days", "provider", "ssh_host", "ssh_port", "ssh_user", "ssh_key_path", "ssh_jump",
+        "return_days", "reading_source", "prom_url", "prom_match", "prom_token_file",
+        "provider", "ssh_host", "ssh_port", "ssh_user", "ssh_key_path", "ssh_jump",
         "ssh_alias", "ssh_tunnels", "gpu_model", "gpu_count", "vram_gib", "interconnect",
         "nvlinks", "ib_gbps", "tags", "state",
         "local", "notes", "instance_id", "instance_endpoint", "node", "billing_type", "unit_price", "currency", "cards_billed",

@@ -426,6 +426,26 @@ async def test_switches_say_on_or_off(demo: Path) -> None:
         await wait_until(lambda: str(state.render()) == "on", what="on")
 
 
+async def test_the_node_form_sets_prometheus_readings_and_refuses_a_bad_url(demo: Path) -> None:
+    before = state(demo)
+    app = FormHost(demo, lambda ledger: NodeFormScreen(ledger, name="autodl-4090-a"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        fill(screen, reading_source="prometheus", prom_url="http://169.254.169.254")
+        said = await save_refused(pilot, "prom_url")
+        assert "link-local or cloud metadata address" in said
+        assert state(demo) == before
+        fill(screen, prom_url="http://prom:9090", prom_match="Hostname='a'")
+        said = await save_refused(pilot, "prom_match")
+        assert "double quotes" in said
+        fill(screen, prom_match='Hostname="a"')
+        assert await save_ok(pilot) == "autodl-4090-a"
+    with Ledger.open(demo, create=False) as ledger:
+        node = ledger.node("autodl-4090-a")
+    assert (node.prom_url, node.prom_match) == ("http://prom:9090", 'Hostname="a"')
+    assert node.reading_source is not None and node.reading_source.value == "prometheus"
+
+
 async def test_editing_a_platform_node_shows_its_channel(demo: Path) -> None:
     app = FormHost(demo, lambda ledger: NodeFormScreen(ledger, name="autodl-4090-a"))
     async with app.run_test(size=(120, 36)) as pilot:

@@ -298,3 +298,17 @@ def test_the_audit_tab_names_its_zone() -> None:
     assert log_columns("Asia/Shanghai", at)[1] == "When (CST)"
     assert log_columns("UTC", at)[1] == "When (UTC)"
     assert log_columns("America/New_York", datetime(2026, 7, 1, tzinfo=UTC))[1] == "When (EDT)"
+
+
+async def test_a_node_read_from_prometheus_says_so_and_why_no_processes(
+    ledger_file: Path,
+) -> None:
+    with Ledger.open(ledger_file, clock=lambda: NOW, actor="tester") as ledger:
+        ledger.update_node(NODE, {"reading_source": "prometheus", "prom_url": "http://prom:9090"})
+    app = app_on(ledger_file)
+    async with app.run_test(size=(160, 50)) as pilot:
+        screen = await opened(app, pilot)
+        await wait_until(lambda: "Prometheus" in text_of(screen, "node-host"), what="the source")
+        said = text_of(screen, "node-host")
+        assert f'readings: Prometheus http://prom:9090 {{Hostname="{NODE}"}}' in said
+        assert "read over SSH" in said

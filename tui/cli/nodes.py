@@ -15,6 +15,7 @@ from leases.app.nodes import (
     edit_node,
     new_node,
     node_changes,
+    readings_line,
     restore_node,
 )
 from leases.core import recordfields
@@ -149,9 +150,11 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
         at = ledger.clock()
         now = renewals.billing_now(leases, at)
         cost = leasecost.node_cost(node, leases, resources, None, at, stops=ledger.stop_spans())
+        readings = readings_line(ledger, node)
     doc: dict[str, Any] = {
         "node": records.node_record(node),
         "ssh_command": node.ssh.command(),
+        "readings": readings.removeprefix("readings: "),
         "problem": node.problem or None,
         "lease_now": records.lease_record(now.lease) if now else None,
         "bills_now": now.bills if now else False,
@@ -163,7 +166,8 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
         output.dump_json(doc, out)
         return 0
     extra = [("problem", node.problem)] if node.problem else []
-    output.fields([*doc["node"].items(), ("ssh command", doc["ssh_command"]), *extra], out)
+    shown = [*doc["node"].items(), ("ssh command", doc["ssh_command"])]
+    output.fields([*shown, ("readings", doc["readings"]), *extra], out)
     out.write(f"\n{billing_line(now)}\n")
     if cost is not None:
         out.write(f"{leasecost.cost_line(cost)}\n")

@@ -191,8 +191,15 @@ class NodeScreen(Screen[None]):
         procs = nodeview.process_rows(status)
         self._fill("node-procs", procs)
         none = "none reported" if status and status.samples else "not read yet"
+        readings = self.facts.readings if self.facts else ""
+        prom = readings.startswith("readings: Prometheus")  # SSH reads processes and host
+        if prom:
+            none = "not read: they are read over SSH, this node's GPUs from Prometheus"
         self._caption("node-procs-caption", "processes", procs, none)
         host = hostview.host_lines(status.host if status else None)
+        if prom and (status is None or status.host is None):
+            host = ["host: not read: CPU, memory, disks and network are read over SSH"]
+        host = [*host, readings] if prom else host  # SSH, the default, unsaid
         joined = Text("\n", no_wrap=True, overflow="ellipsis").join(plain(x) for x in host)
         self.query_one("#node-host", Static).update(joined)
         self._show_title(status)
@@ -315,6 +322,8 @@ class NodeScreen(Screen[None]):
         self._caption("node-resources-caption", "resources", facts.resources, "none recorded")
         self._caption("node-alerts-caption", "open alerts", facts.alerts, "none")
         self._show_charts()
+        if facts.readings.startswith("readings: Prometheus"):
+            self.show_live()  # where its readings come from, at once
         self._arm()
 
     def _show_acceptance(self, problem: str) -> None:

@@ -84,6 +84,7 @@ class NodeFormScreen(FormScreen[str | None]):
     def more(self) -> list[FieldSpec]:
         keys = ["interconnect", "nvlinks", "ib_gbps", "tags", "local", "notes"]
         keys += ["instance_id", "instance_endpoint"]
+        keys += ["reading_source", "prom_url", "prom_match", "prom_token_file"]
         if self.editing is not None:
             keys.insert(4, "state")  # `node add` takes no --state
         return option_specs(Node, keys)

@@ -1,0 +1,257 @@
+"""Where a node's GPU readings come from: over SSH (nvidia-smi), or from a Prometheus that
+scrapes NVIDIA's dcgm-exporter (leases.telemetry.promread). The fields a node and a
+provider carry for it, their checks, and the selector built from a label-matcher list.
+
+The URL and the matchers are pasted text that ends up in an HTTP request: the URL is http
+or https with no user:password (a token goes in a file, never the ledger), no query or
+fragment; the matchers are read with a strict grammar (`name="v"`, `name!="v"`,
+`name=~"re"`, `name!~"re"`, comma-separated, values in double quotes with only `\\"` and
+`\\\\` escapes) and the selector is always rebuilt from what was read, quoted again: no
+text of the user's reaches Prometheus raw. Whether the host is a link-local or cloud
+metadata address is judged where the network is (leases.app.nodes, and the reader's
+resolver): the ledger never acts.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any, NamedTuple
+
+from leases.core.errors import InputError, Problems
+from leases.core.recordfields import cli
+from leases.core.secrets import refuse_secret
+from leases.core.textsafe import is_clean, visible
+
+
+class ReadingSource(StrEnum):
+    SSH = "ssh"
+    PROMETHEUS = "prometheus"
+
+
+# The dataclass metadata of the fields (leases.core.models Node and Provider).
+SOURCE = cli(
+    "--source",
+    "where GPU readings come from: {values} (a Prometheus fed by dcgm-exporter); a node"
+    " without one takes its provider's; default ssh",
+)
+URL = cli("--url", "the Prometheus URL for --source prometheus (http or https, no password)")
+MATCH = cli(
+    "--match",
+    "PromQL label matchers picking this node's GPUs: 'Hostname=\"gpu-07\"' (default for a"
+    ' node: its provider\'s matchers and Hostname="NODE")',
+)
+TOKEN_FILE = cli("--token-file", "a file holding the bearer token for --url (never the token)")
+
+MAX_URL = 300
+MAX_MATCH = 1000
+MAX_MATCHERS = 16
+MAX_VALUE = 256
+MAX_PATH = 500
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
+_OPS = ("!=", "=~", "!~", "=")  # two-character ones first
+_PATH_RE = re.compile(r"[A-Za-z0-9._~/-]*")
+_HOST_RE = re.compile(r"[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\]")
+# The label dcgm-exporter names the machine by; a node's default matcher.
+HOSTNAME_LABEL = "Hostname"
+
+
+class Matcher(NamedTuple):
+    name: str
+    op: str
+    value: str
+
+    def promql(self) -> str:
+        """The matcher as PromQL, its value quoted again (never the text as typed)."""
+        return f"{self.name}{self.op}{quote(self.value)}"
+
+
+def quote(value: str) -> str:
+    """A PromQL double-quoted string holding value exactly."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _refuse(text: str, why: str) -> InputError:
+    return InputError("prom_match", visible(text, 120), why)
+
+
+def _string(text: str, at: int) -> tuple[str, int]:
+    """The double-quoted string starting at text[at]: its value and the index after it."""
+    if at >= len(text) or text[at] != '"':
+        got = "nothing" if at >= len(text) else repr(text[at])
+        raise _refuse(
+            text, f'a value goes in double quotes: name="value" (found {got} at {at + 1})'
+        )
+    out: list[str] = []
+    i = at + 1
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            if len(out) > MAX_VALUE:
+                raise _refuse(text, f"a value longer than {MAX_VALUE} characters")
+            return "".join(out), i + 1
+        if c == "\\":
+            nxt = text[i + 1 : i + 2]
+            if nxt not in ('"', "\\"):
+                raise _refuse(text, f'only \\" and \\\\ may follow a backslash (at {i + 1})')
+            out.append(nxt)
+            i += 2
+            continue
+        if not c.isprintable():
+            raise _refuse(text, f"a control character in a value (at {i + 1})")
+        out.append(c)
+        i += 1
+    raise _refuse(text, "a value's closing double quote is missing")
+
+
+def parse_matchers(text: str) -> tuple[Matcher, ...]:
+    """A PromQL label-matcher list as pasted (`Hostname="gpu-07", gpu=~"0|1"`, braces
+    allowed around it), strictly: anything else is refused naming what was wrong."""
+    if len(text) > MAX_MATCH:
+        raise InputError("prom_match", None, f"longer than {MAX_MATCH} characters")
+    if "'" in text and '"' not in text:
+        raise _refuse(text, "values go in double quotes: 'Hostname=\"gpu-07\"' (found ')")
+    body = text.strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1]
+    matchers: list[Matcher] = []
+    i = 0
+    while True:
+        while i < len(body) and body[i] in " \t":
+            i += 1
+        if i >= len(body):
+            break
+        name = _NAME_RE.match(body, i)
+        if name is None:
+            raise _refuse(text, f"expected a label name at {i + 1}: letters, digits and _")
+        i = name.end()
+        while i < len(body) and body[i] in " \t":
+            i += 1
+        op = next((o for o in _OPS if body.startswith(o, i)), None)
+        if op is None:
+            raise _refuse(text, f"expected =, !=, =~ or !~ after {name.group()}")
+        i += len(op)
+        while i < len(body) and body[i] in " \t":
+            i += 1
+        value, i = _string(body, i)
+        if name.group() == "__name__":
+            raise _refuse(text, "__name__ is zuka's to choose (the dcgm-exporter metrics)")
+        if op in ("=~", "!~"):
+            _regex(text, value)
+        matchers.append(Matcher(name.group(), op, value))
+        if len(matchers) > MAX_MATCHERS:
+            raise _refuse(text, f"more than {MAX_MATCHERS} matchers")
+        while i < len(body) and body[i] in " \t":
+            i += 1
+        if i < len(body):
+            if body[i] != ",":
+                raise _refuse(text, f"expected a comma between matchers at {i + 1}")
+            i += 1
+    if not matchers:
+        raise _refuse(text, "no matcher: give one like 'Hostname=\"gpu-07\"'")
+    return tuple(matchers)
+
+
+def _regex(text: str, value: str) -> None:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise _refuse(text, f"not a regular expression: {exc}") from None
+
+
+def check_match(text: str) -> str:
+    """The matchers as stored: re-written from what was read (one canonical spelling)."""
+    return ", ".join(m.promql() for m in parse_matchers(text))
+
+
+def check_url(text: str) -> str:
+    """A Prometheus base URL: http or https, a host, an optional port and path; no
+    user:password, query or fragment. Returned without a trailing slash."""
+    field = "prom_url"
+    if len(text) > MAX_URL or not is_clean(text) or " " in text:
+        raise InputError(
+            field, visible(text, 120), f"a URL of at most {MAX_URL} characters, no spaces"
+        )
+    if "@" in text:
+        raise InputError(
+            field, "(hidden)", "no user or password in the URL: put a token in --token-file"
+        )
+    refuse_secret(field, text)
+    scheme = text.split(":", 1)[0].lower() if ":" in text else ""
+    if "://" not in text or scheme not in ("http", "https"):
+        raise InputError(field, text, "give the scheme: http://HOST:9090 or https://HOST")
+    try:
+        parts = urllib.parse.urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise InputError(field, text, f"not a URL: {exc}") from None
+    if "@" in parts.netloc:
+        raise InputError(
+            field, "(hidden)", "no user or password in the URL: put a token in --token-file"
+        )
+    if parts.query or parts.fragment or "?" in text or "#" in text:
+        raise InputError(field, text, "no ?query or #fragment: the base URL only")
+    host = parts.netloc.rsplit(":", 1)[0] if port is not None else parts.netloc
+    if not parts.hostname or not _HOST_RE.fullmatch(host):
+        raise InputError(field, text, "the URL needs a host name or address")
+    if not _PATH_RE.fullmatch(parts.path) or "/../" in parts.path + "/":
+        raise InputError(field, text, "a path of letters, digits and . _ ~ / - only")
+    return f"{scheme}://{parts.netloc}{parts.path.rstrip('/')}"
+
+
+def check_token_file(text: str) -> str:
+    if len(text) > MAX_PATH or not is_clean(text) or not text.strip():
+        raise InputError("prom_token_file", visible(text, 120), "a file path on one line")
+    refuse_secret("prom_token_file", text)
+    return text.strip()
+
+
+def _opt(check: Any, value: Any) -> Any:
+    return "" if value is None or str(value).strip() == "" else check(str(value))
+
+
+def _source(value: Any) -> ReadingSource | None:
+    if value is None or str(value).strip() == "":
+        return None
+    try:
+        return ReadingSource(str(value).strip().lower())
+    except ValueError:
+        raise InputError("reading_source", str(value), "must be ssh or prometheus") from None
+
+
+def record_fields(p: Problems, rec: Mapping[str, Any]) -> dict[str, Any]:
+    """The four fields of a node or provider record, checked (records.node_from and
+    provider_from), each refusal kept in p."""
+    return {
+        "reading_source": p(None, _source, rec.get("reading_source")),
+        "prom_url": p("", _opt, check_url, rec.get("prom_url")),
+        "prom_match": p("", _opt, check_match, rec.get("prom_match")),
+        "prom_token_file": p("", _opt, check_token_file, rec.get("prom_token_file")),
+    }
+
+
+class PromTarget(NamedTuple):
+    """Where one node's readings are read: the base URL, the matchers, the token file."""
+
+    url: str
+    matchers: tuple[Matcher, ...]
+    token_file: str = ""
+
+    def selector_matchers(self) -> str:
+        return ", ".join(m.promql() for m in self.matchers)
+
+    def shown(self) -> str:
+        """`Prometheus http://prom:9090 {Hostname="gpu-07"}` for the node's detail."""
+        return f"Prometheus {masked(self.url)} {{{self.selector_matchers()}}}"
+
+
+def masked(url: str) -> str:
+    """The URL as shown: scheme, host, port and path (nothing else is ever stored)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.netloc.rsplit("@", 1)[-1]
+    except ValueError:
+        return "(unreadable URL)"
+    return visible(f"{parts.scheme}://{host}{parts.path}", 200)

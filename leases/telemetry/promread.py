@@ -1,0 +1,356 @@
+"""GPU readings from a Prometheus fed by NVIDIA's dcgm-exporter, as the same GpuSample
+objects nvidia-smi gives (leases.telemetry.nvsmi).
+
+One instant query per node (`/api/v1/query`) asks for every dcgm-exporter metric zuka reads
+in one selector, `{__name__=~"DCGM_FI_DEV_...", <the node's matchers>}`, rebuilt from the
+parsed matchers (leases.core.promsource), never from text as typed. The server is hostile
+like a node: the answer is bounded in bytes and series, read with a timeout, its JSON taken
+apart defensively, numbers read from ASCII only (NaN and Inf are unknown). Its host is
+judged as a notification URL's (leases.notify.host: no link-local or cloud metadata
+address, by every spelling and by what a name resolves to at connect time).
+
+Every way the read fails ends as a PromProblem (health, words naming the URL): a dead
+Prometheus, a slow one, an error answer, series matching nothing, series of two nodes (a
+GPU index twice), a sample older than the stale limit. Readers of one poller share one
+HTTP session (a connection pool) with bounded concurrency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from leases.core.errors import InputError
+from leases.core.models import GpuSample, Node, NodeHealth
+from leases.core.promsource import PromTarget, masked, quote
+from leases.core.textsafe import visible
+from leases.notify.host import refusal
+from leases.telemetry.nvsmi import MAX_GPU_INDEX, MAX_GPUS
+from leases.telemetry.promtarget import target_of
+
+# dcgm-exporter's metric (default-counters.csv; FB in MiB, power in W, clocks in MHz) ->
+# the GpuSample field it fills. FB_FREE and FB_RESERVED only add up to the total.
+METRICS: Mapping[str, str] = {
+    "DCGM_FI_DEV_GPU_UTIL": "util_gpu",
+    "DCGM_FI_DEV_MEM_COPY_UTIL": "util_mem",
+    "DCGM_FI_DEV_FB_USED": "mem_used_mib",
+    "DCGM_FI_DEV_FB_FREE": "",
+    "DCGM_FI_DEV_FB_RESERVED": "",
+    "DCGM_FI_DEV_GPU_TEMP": "temp_c",
+    "DCGM_FI_DEV_POWER_USAGE": "power_w",
+    "DCGM_FI_DEV_POWER_MGMT_LIMIT": "power_limit_w",
+    "DCGM_FI_DEV_SM_CLOCK": "sm_clock_mhz",
+    "DCGM_FI_DEV_FAN_SPEED": "fan_pct",
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": "ecc_uncorrected",
+    "DCGM_FI_DEV_XID_ERRORS": "",
+}
+EXTRA_XID = "xid"  # the last XID error dcgm-exporter saw (0: none), in GpuSample.extra
+MAX_BYTES = 4 * 1024 * 1024
+# Prometheus drops a series at the first failed scrape (a staleness marker); an old sample
+# still answered (federation, remote write, a frozen exporter) is stale past this.
+STALE_INTERVALS = 4
+STALE_MIN_S = 150.0
+MAX_SERIES = MAX_GPUS * len(METRICS)
+_NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+_UNKNOWN = frozenset({"nan", "+inf", "-inf", "inf"})
+_MAX_LABEL = 256
+_MAX_TOKEN = 4096
+
+
+def selector(target: PromTarget) -> str:
+    """The PromQL the node is read with: every metric, AND the node's matchers."""
+    names = "|".join(METRICS)
+    return f"{{__name__=~{quote(names)}, {target.selector_matchers()}}}"
+
+
+@dataclass(frozen=True)
+class PromProblem:
+    health: NodeHealth
+    detail: str
+
+
+@dataclass(frozen=True)
+class PromReading:
+    """What one read gave: samples (empty when Prometheus holds nothing newer than the last
+    read), or the problem that makes the node's state."""
+
+    samples: tuple[GpuSample, ...] = ()
+    problem: PromProblem | None = None
+
+
+class _Refused(Exception):
+    def __init__(self, health: NodeHealth, words: str) -> None:
+        super().__init__(words)
+        self.health = health
+        self.words = words
+
+
+def _number(raw: object) -> float | None:
+    """A sample value as Prometheus writes it (a JSON string): None for NaN/Inf."""
+    if not isinstance(raw, str) or len(raw) > 64:
+        raise _Refused(NodeHealth.GARBAGE, "a sample value that is not a number string")
+    if raw.lower() in _UNKNOWN:
+        return None
+    if not _NUMBER.fullmatch(raw):
+        raise _Refused(NodeHealth.GARBAGE, f"a sample value {visible(raw, 40)!r} is not a number")
+    value = float(raw)
+    return value if math.isfinite(value) else None
+
+
+def _label(metric: Mapping[str, Any], name: str) -> str:
+    value = metric.get(name, "")
+    if not isinstance(value, str) or len(value) > _MAX_LABEL:
+        raise _Refused(NodeHealth.GARBAGE, f"label {name} is not a short string")
+    return value
+
+
+@dataclass
+class _Gpu:
+    index: int
+    uuid: str
+    name: str
+    at: float = 0.0
+    values: dict[str, float | None] = field(default_factory=dict)
+
+
+def _series(body: object) -> list[Any]:
+    if not isinstance(body, dict):
+        raise _Refused(NodeHealth.GARBAGE, "the answer is not a JSON object")
+    if body.get("status") != "success":
+        said = body.get("error")
+        said = visible(said, 200) if isinstance(said, str) else "no reason given"
+        raise _Refused(NodeHealth.UNREACHABLE, f"Prometheus answered an error: {said}")
+    data = body.get("data")
+    if not isinstance(data, dict) or data.get("resultType") != "vector":
+        raise _Refused(NodeHealth.GARBAGE, "the answer is not an instant vector")
+    result = data.get("result")
+    if not isinstance(result, list):
+        raise _Refused(NodeHealth.GARBAGE, "the answer's result is not a list")
+    if len(result) > MAX_SERIES:
+        raise _Refused(NodeHealth.GARBAGE, f"more than {MAX_SERIES} series in the answer")
+    return result
+
+
+def parse_answer(body: object, node: str) -> list[GpuSample]:
+    """The /api/v1/query answer (JSON already loaded) as one sample per GPU, ordered by
+    index. Raises _Refused for anything that is not a reading of one node's GPUs."""
+    gpus: dict[int, _Gpu] = {}
+    hosts: set[str] = set()
+    for item in _series(body):
+        if not isinstance(item, dict):
+            raise _Refused(NodeHealth.GARBAGE, "a series that is not an object")
+        metric, value = item.get("metric"), item.get("value")
+        if not isinstance(metric, dict) or not isinstance(value, list) or len(value) != 2:
+            raise _Refused(NodeHealth.GARBAGE, "a series without its labels and value")
+        name = _label(metric, "__name__")
+        if name not in METRICS:
+            continue
+        index_text = _label(metric, "gpu")
+        if not index_text.isascii() or not index_text.isdigit() or len(index_text) > 3:
+            raise _Refused(NodeHealth.GARBAGE, f"a series without a GPU index ({name})")
+        index = int(index_text)
+        if index > MAX_GPU_INDEX:
+            raise _Refused(NodeHealth.GARBAGE, f"GPU index {index} out of range")
+        ts = value[0]
+        if isinstance(ts, bool) or not isinstance(ts, int | float) or not 0 < ts < 1e11:
+            raise _Refused(NodeHealth.GARBAGE, "a sample timestamp that is not a time")
+        uuid = _label(metric, "UUID")
+        hosts.add(_label(metric, "Hostname"))
+        if len(hosts) > 1:
+            shown = ", ".join(repr(visible(h, 40)) for h in sorted(hosts))
+            raise _Refused(
+                NodeHealth.GARBAGE,
+                f"series of hosts {shown}: the matchers pick more than one node's GPUs",
+            )
+        gpu = gpus.setdefault(index, _Gpu(index, uuid, _label(metric, "modelName")))
+        if name in gpu.values or gpu.uuid != uuid:
+            host = visible(_label(metric, "Hostname"), 60)
+            raise _Refused(
+                NodeHealth.GARBAGE,
+                f"GPU {index} appears twice ({name}; Hostname {host!r}): the matchers pick"
+                " more than one node's GPUs",
+            )
+        gpu.values[name] = _number(value[1])
+        gpu.at = max(gpu.at, float(ts))
+    if len(gpus) > MAX_GPUS:
+        raise _Refused(NodeHealth.GARBAGE, f"more than {MAX_GPUS} GPUs")
+    return [_sample(g, node) for _, g in sorted(gpus.items())]
+
+
+def _sample(gpu: _Gpu, node: str) -> GpuSample:
+    v = gpu.values
+    kw: dict[str, Any] = {f: v.get(m) for m, f in METRICS.items() if f}
+    ecc = kw.pop("ecc_uncorrected")
+    parts = [v.get(m) for m in ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE")]
+    total = None
+    if all(p is not None for p in parts):
+        total = sum(p for p in parts if p is not None) + (v.get("DCGM_FI_DEV_FB_RESERVED") or 0)
+    xid = v.get("DCGM_FI_DEV_XID_ERRORS")
+    if xid is not None and not 0 <= xid < 2**32:
+        raise _Refused(NodeHealth.GARBAGE, f"GPU {gpu.index}: XID {xid:g} is not an XID")
+    return GpuSample(
+        node=node,
+        at=datetime.fromtimestamp(gpu.at, UTC),
+        index=gpu.index,
+        uuid=visible(gpu.uuid, 100),
+        name=visible(gpu.name, 100),
+        mem_total_mib=total,
+        ecc_uncorrected=None if ecc is None else int(ecc),
+        extra={} if xid is None else {EXTRA_XID: str(int(xid))},
+        **kw,
+    )
+
+
+def _token(path: str) -> str:
+    try:
+        with Path(path).expanduser().open("rb") as f:
+            raw = f.read(_MAX_TOKEN + 1)
+    except OSError as exc:
+        said = f"the token file cannot be read ({exc.strerror})"
+        raise _Refused(NodeHealth.REFUSED, said) from None
+    text = raw.decode("ascii", "replace").strip()
+    if len(raw) > _MAX_TOKEN or not text or not all(33 <= ord(c) < 127 for c in text):
+        raise _Refused(NodeHealth.REFUSED, "the token file does not hold one token on one line")
+    return text
+
+
+class PromReader:
+    """Reads nodes from Prometheus; one HTTP session for all of a poller's nodes."""
+
+    def __init__(
+        self,
+        *,
+        timeout_s: float = 5.0,
+        max_bytes: int = MAX_BYTES,
+        concurrency: int = 16,
+        resolver: Any = None,
+    ) -> None:
+        self.timeout_s = timeout_s
+        self.max_bytes = max_bytes
+        self._limit = asyncio.Semaphore(concurrency)
+        self._concurrency = concurrency
+        self._resolver = resolver
+        self._session: Any = None
+        self._last: dict[str, datetime] = {}
+
+    def _open(self) -> Any:
+        import aiohttp  # only where a node is read from Prometheus (a cold CLI skips it)
+
+        from leases.telemetry.promresolve import GuardedResolver
+
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(
+                limit=self._concurrency, resolver=GuardedResolver(self._resolver)
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector, timeout=aiohttp.ClientTimeout(total=self.timeout_s)
+            )
+        return self._session
+
+    async def read(self, node: Node, now: datetime, interval_s: float) -> PromReading:
+        """One node's readings; never raises for what the server does. A newest sample
+        older than STALE_INTERVALS poll intervals (STALE_MIN_S at least) before now is a
+        stale node, not a reading."""
+        stale_s = max(STALE_MIN_S, STALE_INTERVALS * interval_s)
+        try:
+            target = target_of(node)
+        except InputError as exc:
+            return PromReading(problem=PromProblem(NodeHealth.REFUSED, exc.reason))
+        where = masked(target.url)
+        try:
+            samples = await self._query(node.name, target, where)
+        except _Refused as exc:
+            return PromReading(problem=PromProblem(exc.health, f"{exc.words} ({where})"))
+        if not samples:
+            return PromReading(
+                problem=PromProblem(
+                    NodeHealth.UNREACHABLE,
+                    f"no series match {{{target.selector_matchers()}}} at Prometheus {where}"
+                    " (is dcgm-exporter scraped, and the matchers right?)",
+                )
+            )
+        newest = max(s.at for s in samples)
+        oldest = min(s.at for s in samples)
+        age = (now - oldest).total_seconds()
+        if age > stale_s:
+            return PromReading(
+                problem=PromProblem(
+                    NodeHealth.TIMEOUT,
+                    f"stale: Prometheus {where} holds no sample newer than {age:.0f} s"
+                    f" (more than {stale_s:.0f} s): dcgm-exporter or its scrape has stopped",
+                )
+            )
+        if self._last.get(node.name) == newest:
+            return PromReading()  # nothing newer since the last read
+        self._last[node.name] = newest
+        return PromReading(samples=tuple(samples))
+
+    async def _query(self, node: str, target: PromTarget, where: str) -> list[GpuSample]:
+        import aiohttp
+
+        from leases.telemetry.promresolve import RefusedHost
+
+        said = refusal(urllib.parse.urlsplit(target.url).hostname or "")
+        if said is not None:
+            raise _Refused(NodeHealth.REFUSED, f"not read: {said}")
+        headers = {"Accept": "application/json"}
+        if target.token_file:
+            headers["Authorization"] = f"Bearer {_token(target.token_file)}"
+        params = {"query": selector(target)}
+        try:
+            async with self._limit:
+                session = self._open()
+                async with session.get(
+                    f"{target.url}/api/v1/query", params=params, headers=headers,
+                    allow_redirects=False,
+                ) as resp:  # fmt: skip
+                    body = await self._body(resp)
+                    status = resp.status
+        except TimeoutError:
+            raise _Refused(
+                NodeHealth.TIMEOUT, f"Prometheus did not answer within {self.timeout_s:g} s"
+            ) from None
+        except aiohttp.ClientError as exc:
+            refused = getattr(exc, "os_error", None)
+            if isinstance(refused, RefusedHost):
+                raise _Refused(NodeHealth.REFUSED, str(refused)) from None
+            raise _Refused(
+                NodeHealth.UNREACHABLE, f"Prometheus cannot be reached: {visible(exc, 200)}"
+            ) from None
+        try:
+            loaded = json.loads(body)
+        except (ValueError, RecursionError):
+            if status != 200:
+                raise _Refused(
+                    NodeHealth.UNREACHABLE, f"Prometheus answered HTTP {status}"
+                ) from None
+            raise _Refused(NodeHealth.GARBAGE, "the answer is not JSON") from None
+        if status != 200 and not (isinstance(loaded, dict) and "error" in loaded):
+            raise _Refused(NodeHealth.UNREACHABLE, f"Prometheus answered HTTP {status}")
+        return parse_answer(loaded, node)
+
+    async def _body(self, resp: Any) -> bytes:
+        length = resp.content_length
+        if length is not None and length > self.max_bytes:
+            raise _Refused(NodeHealth.GARBAGE, f"an answer larger than {self.max_bytes} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in resp.content.iter_chunked(65536):
+            size += len(chunk)
+            if size > self.max_bytes:
+                raise _Refused(NodeHealth.GARBAGE, f"an answer larger than {self.max_bytes} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

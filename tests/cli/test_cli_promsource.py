@@ -1,0 +1,91 @@
+"""`zuka node/provider add/edit --source prometheus --url ... --match ...` end to end: the
+mistakes people make when pasting a URL or a matcher are refused with what was wrong and
+change nothing; `node show` says where readings come from."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.cli import Cli, ok
+
+
+def _node(cli: Cli, name: str = "gpu-07") -> dict[str, object]:
+    node: dict[str, object] = json.loads(ok(cli, "node", "show", name, "--json"))["node"]
+    return node
+
+
+def test_a_node_read_from_prometheus_and_back_to_ssh(cli: Cli) -> None:
+    ok(cli, "node", "add", "gpu-07", "--ssh", "ssh root@10.0.0.7", "--source", "prometheus",
+       "--url", "http://prom:9090", "--match", 'Hostname="gpu-07"')  # fmt: skip
+    shown = ok(cli, "node", "show", "gpu-07")
+    assert 'readings           Prometheus http://prom:9090 {Hostname="gpu-07"}' in shown
+    ok(cli, "node", "edit", "gpu-07", "--source", "ssh")
+    assert "readings           SSH (nvidia-smi)" in ok(cli, "node", "show", "gpu-07")
+    assert _node(cli)["prom_url"] == "http://prom:9090"  # kept for the next switch
+    doc = json.loads(ok(cli, "node", "show", "gpu-07", "--json"))
+    assert doc["readings"] == "SSH (nvidia-smi)"
+
+
+def test_a_provider_sets_it_for_its_nodes_a_nodes_own_wins(cli: Cli) -> None:
+    ok(cli, "provider", "add", "k8s", "--kind", "colo", "--source", "prometheus",
+       "--url", "https://prom.lab.example/prometheus/", "--match", 'cluster="a"')  # fmt: skip
+    ok(cli, "node", "add", "n1", "--ssh", "ssh root@h1", "--provider", "k8s")
+    ok(cli, "node", "add", "n2", "--ssh", "ssh root@h2", "--provider", "k8s", "--match",
+       'Hostname="h2"')  # fmt: skip
+    ok(cli, "node", "add", "n3", "--ssh", "ssh root@h3", "--provider", "k8s", "--source", "ssh")
+    url = "https://prom.lab.example/prometheus"
+    said = {
+        n: json.loads(ok(cli, "node", "show", n, "--json"))["readings"] for n in ("n1", "n2", "n3")
+    }
+    assert said == {
+        "n1": f'Prometheus {url} {{cluster="a", Hostname="n1"}}',
+        "n2": f'Prometheus {url} {{Hostname="h2"}}',
+        "n3": "SSH (nvidia-smi)",
+    }
+    ok(cli, "provider", "edit", "k8s", "--source", "ssh")
+    assert json.loads(ok(cli, "node", "show", "n1", "--json"))["readings"] == "SSH (nvidia-smi)"
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ["--url", "prom:9090"],
+            "prom_url (--url): give the scheme: http://HOST:9090 or https://HOST",
+        ),
+        (["--url", "prom.lab:9090/api"], "give the scheme"),
+        (["--url", "http://admin:hunter2@prom:9090"], "no user or password in the URL"),
+        (["--url", "http://prom:9090/api/v1/query?query=up"], "no ?query"),
+        (["--url", "http://169.254.169.254"], "link-local or cloud metadata address"),
+        (["--url", "http://metadata.google.internal:80"], "cloud metadata service"),
+        (["--match", "Hostname='gpu-07'"], "values go in double quotes"),
+        (["--match", "Hostname=gpu-07"], "a value goes in double quotes"),
+        (["--match", 'Hostname="gpu-07"} or vector(1'], "expected a comma"),
+        (["--match", 'Hostname="gpu-07'], "closing double quote"),
+        (["--source", "prom"], "must be ssh or prometheus"),
+    ],
+)
+def test_typos_are_refused_saying_what_and_change_nothing(
+    cli: Cli, args: list[str], said: str
+) -> None:
+    ok(cli, "node", "add", "gpu-07", "--ssh", "ssh root@10.0.0.7")
+    before = _node(cli)
+    r = cli("node", "edit", "gpu-07", *args)
+    assert r.code != 0 and said in r.err, r.err
+    assert "Traceback" not in r.err and "hunter2" not in r.err + r.out
+    assert _node(cli) == before
+    r = cli("node", "add", "gpu-08", "--ssh", "ssh root@10.0.0.8", *args)
+    assert r.code != 0 and said in r.err
+    r = cli("provider", "add", "p", "--kind", "colo", *args)
+    assert r.code != 0 and said in r.err
+    assert json.loads(ok(cli, "provider", "list", "--json")) == []
+
+
+def test_the_token_is_never_the_ledgers(cli: Cli) -> None:
+    ok(cli, "node", "add", "gpu-07", "--ssh", "ssh root@10.0.0.7")
+    r = cli("node", "edit", "gpu-07", "--token-file", "glpat-AbCdEf1234567890XyZw")
+    assert r.code != 0 and "glpat-AbCdEf1234567890XyZw" not in r.err
+    ok(cli, "node", "edit", "gpu-07", "--token-file", "~/.config/zuka/prom.token")
+    assert _node(cli)["prom_token_file"] == "~/.config/zuka/prom.token"

@@ -1,0 +1,200 @@
+"""A node read from Prometheus through the poller: its readings stored as an SSH node's
+(latest, minutes), a broken Prometheus or a matcher matching nothing its health and
+detail (naming the URL), a gap opened and closed; in stream mode it is read every
+interval; its provider's setting applies where the node has none."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from leases.core.models import Node, NodeHealth
+from leases.ledger import records
+from leases.ledger.store import Ledger
+from leases.ssh.options import SshOptions
+from leases.ssh.pool import SshPool
+from leases.telemetry.housekeeping import fleet_nodes
+from leases.telemetry.poller import Poller
+from leases.telemetry.rollups import HistoryStore
+from tests.support.promapi import PromApi, dcgm_series, prom_api, vector
+from tests.support.waiting import wait_until
+
+T0 = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
+
+
+@dataclass
+class Clock:
+    now: datetime = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def _serve(api: PromApi, clock: Clock, util: list[int]) -> None:
+    """Each query answers the clock's time and the next utilisation of `util` (the last
+    one again when they run out), for GPUs 0 and 1 of gpu-07."""
+    served = iter(util)
+    last = [util[0]]
+
+    def answer(_r: web.Request) -> web.Response:
+        last[0] = next(served, last[0])
+        ts = clock.now.timestamp()
+        values = {
+            "DCGM_FI_DEV_GPU_UTIL": str(last[0]),
+            "DCGM_FI_DEV_FB_USED": "1000",
+            "DCGM_FI_DEV_FB_FREE": "80000",
+            "DCGM_FI_DEV_POWER_USAGE": "300",
+        }
+        series = dcgm_series("gpu-07", 0, ts, values) + dcgm_series("gpu-07", 1, ts, values)
+        return web.json_response(vector(series))
+
+    api.answer = answer
+
+
+@pytest.fixture
+async def setup(tmp_path: Path) -> AsyncIterator[tuple[PromApi, Ledger, Clock]]:
+    async with prom_api() as api:
+        ledger = Ledger.open(tmp_path / "l.db")
+        ledger.add_provider(records.provider_from(
+            {"name": "k8s", "kind": "colo", "reading_source": "prometheus", "prom_url": api.url}
+        ))  # fmt: skip
+        ledger.add_node(records.node_from(
+            {"name": "gpu-07", "provider": "k8s", "ssh_host": "10.0.0.7", "gpu_count": 2}
+        ))  # fmt: skip
+        yield api, ledger, Clock()
+        ledger.close()
+
+
+def _poller(ledger: Ledger, clock: Clock, interval_s: float = 5.0) -> Poller:
+    nodes, refused = fleet_nodes(ledger)
+    assert refused == []
+    return Poller(
+        nodes, pool=SshPool(SshOptions()), clock=clock, store=HistoryStore(ledger),
+        interval_s=interval_s,
+    )  # fmt: skip
+
+
+async def test_readings_health_and_history_like_an_ssh_node(
+    setup: tuple[PromApi, Ledger, Clock],
+) -> None:
+    api, ledger, clock = setup
+    _serve(api, clock, [10, 90, 50])
+    poller = _poller(ledger, clock)
+    try:
+        # The provider's source and URL apply, and Hostname="NODE" is its matcher.
+        [node] = poller.nodes
+        assert node.prom_url == api.url
+        for _ in range(3):
+            status = (await poller.sweep())["gpu-07"]
+            assert status.health is NodeHealth.OK, status.detail
+            clock.now += timedelta(seconds=15)
+        assert api.queries[0].endswith(', Hostname="gpu-07"}')
+        assert [s.util_gpu for s in status.samples] == [50, 50]
+        assert status.processes == () and status.host is None  # SSH-only figures
+        clock.now = T0 + timedelta(minutes=2)
+        poller.flush()
+        store = HistoryStore(ledger)
+        [minute] = store.minutes("gpu-07", T0, T0 + timedelta(minutes=5))
+        assert [g.readings for g in minute.gpus] == [3, 3]
+        assert minute.gpus[0].util_mean == pytest.approx(50)
+        assert minute.gpus[0].util_max == 90
+        latest = {r.node: r for r in store.latest_by_id().values()}["gpu-07"]
+        assert latest.health is NodeHealth.OK and len(latest.samples) == 2
+
+        # A broken Prometheus is the node's state, naming the URL; a gap opens and closes.
+        api.answer = lambda _r: web.Response(text="down", status=503)
+        status = (await poller.sweep())["gpu-07"]
+        assert status.health is NodeHealth.UNREACHABLE
+        assert "HTTP 503" in status.detail and api.url in status.detail
+        assert store.gaps("gpu-07")[-1][1] is None
+        api.json(vector([]))
+        status = (await poller.sweep())["gpu-07"]
+        assert 'no series match {Hostname="gpu-07"}' in status.detail
+        _serve(api, clock, [20])
+        clock.now += timedelta(seconds=30)
+        assert (await poller.sweep())["gpu-07"].health is NodeHealth.OK
+        assert store.gaps("gpu-07")[-1][1] is not None
+    finally:
+        await poller.close()
+
+
+async def test_a_node_of_its_own_wins_over_its_provider(
+    setup: tuple[PromApi, Ledger, Clock],
+) -> None:
+    _, ledger, _clock = setup
+    ledger.update_node("gpu-07", {"reading_source": "ssh"})
+    [node] = fleet_nodes(ledger)[0]
+    assert node.reading_source is not None and node.reading_source.value == "ssh"
+    ledger.update_node("gpu-07", {"reading_source": None, "prom_match": 'Hostname="h7"'})
+    [node] = fleet_nodes(ledger)[0]
+    assert node.prom_match == 'Hostname="h7"' and node.reading_source is not None
+
+
+async def test_stream_mode_reads_it_every_interval(setup: tuple[PromApi, Ledger, Clock]) -> None:
+    api, ledger, clock = setup
+    _serve(api, clock, [30])
+    poller = _poller(ledger, clock, interval_s=0.05)
+    seen: list[datetime] = []
+    poller.on_update = lambda s: seen.append(s.at) if s.at is not None else None
+
+    def advance() -> None:  # a new Prometheus sample between reads
+        clock.now += timedelta(seconds=1)
+
+    stop = asyncio.Event()
+    task = asyncio.create_task(poller.run(stop, "stream", flush_s=0.05))
+    try:
+        for _ in range(3):
+            count = len(seen)
+            await wait_until(lambda c=count: len(seen) > c, what="another reading")  # type: ignore[misc]
+            advance()
+        assert poller.statuses["gpu-07"].health is NodeHealth.OK
+        assert len(set(seen)) >= 3
+    finally:
+        stop.set()
+        await task
+        await poller.close()
+
+
+async def test_a_prometheus_node_without_url_is_refused_not_crashed(tmp_path: Path) -> None:
+    ledger = Ledger.open(tmp_path / "l.db")
+    try:
+        node = ledger.add_node(records.node_from(
+            {"name": "n1", "ssh_host": "h", "reading_source": "prometheus"}
+        ))  # fmt: skip
+        poller = Poller([node], pool=SshPool(SshOptions()), store=HistoryStore(ledger))
+        status = (await poller.sweep())["n1"]
+        await poller.close()
+        assert status.health is NodeHealth.REFUSED and "need a URL" in status.detail
+    finally:
+        ledger.close()
+
+
+def test_a_node_read_over_ssh_is_untouched() -> None:
+    from leases.telemetry.promtarget import is_prometheus
+
+    assert not is_prometheus(Node("a", ssh=records.node_from({"name": "a", "ssh_host": "h"}).ssh))
+
+
+async def test_a_figure_out_of_bounds_is_the_nodes_garbage(
+    setup: tuple[PromApi, Ledger, Clock],
+) -> None:
+    api, ledger, clock = setup
+
+    def answer(_r: web.Request) -> web.Response:
+        values = {"DCGM_FI_DEV_GPU_UTIL": "1e9", "DCGM_FI_DEV_FB_USED": "1"}
+        return web.json_response(vector(dcgm_series("gpu-07", 0, clock.now.timestamp(), values)))
+
+    api.answer = answer
+    poller = _poller(ledger, clock)
+    try:
+        status = (await poller.sweep())["gpu-07"]
+    finally:
+        await poller.close()
+    assert status.health is NodeHealth.GARBAGE and "util_gpu" in status.detail
+    assert HistoryStore(ledger).minutes("gpu-07", T0, T0 + timedelta(hours=1)) == []

@@ -695,3 +695,24 @@ def m020_node_host(db: Database) -> None:
     """A node's host figures (CPU, load, memory, disks with their labels, network: JSON of
     leases.core.host.HostStats) beside its latest GPU readings; '{}': not read."""
     _run(db, "ALTER TABLE node_latest ADD COLUMN host TEXT NOT NULL DEFAULT '{}';")
+
+
+@MIGRATIONS()
+def m022_node_probe(db: Database) -> None:
+    """What a node's nvidia-smi was found to know (leases.telemetry.probecache): the query
+    fields it accepted (a JSON list), the driver version that answered them and a digest of
+    the login they were probed through. A cache: a poll starts from it instead of probing,
+    and probes again when the driver or the login changes, or a reading does not parse.
+    Read back as untrusted (a field zuka does not know makes the row ignored)."""
+    _run(
+        db,
+        """
+        CREATE TABLE node_probe (
+            node_id INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,
+            fields TEXT NOT NULL,
+            driver TEXT NOT NULL DEFAULT '',
+            target TEXT NOT NULL DEFAULT '',
+            at TEXT NOT NULL
+        );
+        """,
+    )

@@ -16,6 +16,7 @@ from leases.telemetry.faultlog import fault_logger
 from leases.telemetry.history import RecentHistory
 from leases.telemetry.housekeeping import fleet_nodes
 from leases.telemetry.poller import Poller
+from leases.telemetry.probecache import ProbeCache
 from leases.telemetry.rollups import HistoryStore
 
 
@@ -49,9 +50,14 @@ def make_poller(
     recent: RecentHistory | None = None,
     store: bool = True,
     alerts: AlertWatch | None = None,
+    nodes: list[Node] | None = None,
+    processes: bool = True,
+    kept_shell: bool = True,
 ) -> Poller:
+    """The poller of the ledger's fleet (or the named nodes; or `nodes`, already read),
+    starting from the nvidia-smi probes the ledger keeps (leases.telemetry.probecache)."""
     return Poller(
-        polled_nodes(ledger, names),
+        polled_nodes(ledger, names) if nodes is None else nodes,
         pool=SshPool(ssh_options(ledger_path)),
         clock=clock,
         store=HistoryStore(ledger) if store else None,
@@ -59,4 +65,7 @@ def make_poller(
         interval_s=interval_s,
         log=fault_logger(ledger_path),
         alerts=alerts,
+        probes=ProbeCache(ledger),
+        processes=processes,
+        kept_shell=kept_shell,
     )

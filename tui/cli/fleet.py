@@ -89,12 +89,20 @@ def status_json(st: NodeStatus) -> dict[str, Any]:
     }
 
 
-def print_statuses(statuses: Sequence[NodeStatus], as_json: bool, out: TextIO) -> None:
+def print_statuses(
+    statuses: Sequence[NodeStatus], as_json: bool, out: TextIO, *, processes: bool = False
+) -> None:
+    """The table (with processes: a PROCS column, how many GPU processes), or JSON."""
     if as_json:
         output.dump_json([status_json(s) for s in statuses], out)
         return
     headers = ("NODE", "HEALTH", "GPUS", "UTIL", "MEMORY", "POWER", "TEMP", "DISK", "RAM", "DETAIL")
-    output.table(headers, [status_row(s, cut=out.isatty()) for s in statuses], out)
+    rows = [status_row(s, cut=out.isatty()) for s in statuses]
+    if processes:
+        headers = (*headers[:-1], "PROCS", headers[-1])
+        counts = [str(len(s.processes)) for s in statuses]
+        rows = [(*r[:-1], n, r[-1]) for r, n in zip(rows, counts, strict=True)]
+    output.table(headers, rows, out)
 
 
 # -- poll --------------------------------------------------------------------------------
@@ -117,7 +125,7 @@ def poll(args: argparse.Namespace, out: TextIO) -> int:
         if not lock.acquire() and not args.force:
             return _from_collector(ledger, lock, nodes, args, out)
         try:
-            return asyncio.run(_poll(ledger, path, args, interval, out))
+            return asyncio.run(_poll(ledger, path, args, interval, out, nodes))
         finally:
             lock.release()
 
@@ -144,14 +152,29 @@ def _from_collector(
 
 
 async def _poll(
-    ledger: Ledger, path: Path, args: argparse.Namespace, interval: float, out: TextIO
+    ledger: Ledger,
+    path: Path,
+    args: argparse.Namespace,
+    interval: float,
+    out: TextIO,
+    nodes: list[Node],
 ) -> int:
-    poller = make_poller(ledger, path, names=args.nodes or None, interval_s=interval)
+    # The GPU processes only where they are shown (JSON prints them; --processes counts
+    # them); one sweep: each node's command an exec of its own, no shell kept open.
+    processes = bool(args.json or getattr(args, "processes", False))
+    poller = make_poller(
+        ledger,
+        path,
+        interval_s=interval,
+        nodes=nodes,
+        processes=processes,
+        kept_shell=not args.once,
+    )
     limit = getattr(args, "timeout", None)
     try:
         while True:
             statuses = await _bounded_sweep(poller, limit)
-            print_statuses(list(statuses.values()), args.json, out)
+            print_statuses(list(statuses.values()), args.json, out, processes=processes)
             out.flush()
             if args.once:
                 await _cloud_states(ledger, path, args)

@@ -248,6 +248,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--interval", type=float, default=5.0, help="seconds between sweeps (default 5)")
     p.add_argument("--force", action="store_true", help="poll even if a collector runs")
     p.add_argument(
+        "--processes",
+        action="store_true",
+        help="read the GPU processes too, counted in a PROCS column (--json always reads them)",
+    )
+    p.add_argument(
         "--timeout",
         type=float,
         default=None,

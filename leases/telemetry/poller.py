@@ -8,8 +8,7 @@ Two ways to read a remote node, both on its one persistent connection:
   per poll, and no new nvidia-smi process waking the GPUs every few seconds (with
   persistence mode off a fresh process drives the card to P0, which distorts the power and
   clocks we read). bench/poll.py measures both modes.
-- "exec": one query per poll; `zuka poll --once` uses it, each command an exec of its own
-  (kept_shell=False), fields probed once and kept (leases.telemetry.gpuread, probecache).
+- "exec": one query per poll (`zuka poll`; probed once, kept: leases.telemetry.gpuread).
 A node's fault never stops the others: each node is read in its own task and every fault
 ends as that node's NodeStatus. That includes zuka's own failures on a node's data (an
 exception while parsing or storing it): the node becomes `garbage` with the reason and
@@ -25,9 +24,8 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
-from leases.alerts.watch import AlertWatch
 from leases.core.clock import Clock, utc_now
 from leases.core.host import HostStats
 from leases.core.models import GpuProcess, GpuSample, Node, NodeHealth, NodeStatus
@@ -41,6 +39,9 @@ from leases.telemetry.history import MinuteAccumulator, NodeMinute, RecentHistor
 from leases.telemetry.nvml import NvmlReader, NvmlUnavailable
 from leases.telemetry.probecache import Probe, ProbeBook, ProbeCache
 from leases.telemetry.rollups import HistoryStore
+
+if TYPE_CHECKING:  # imported by the collector and the dashboard, which make one
+    from leases.alerts.watch import AlertWatch
 
 Mode = Literal["stream", "exec"]
 _T = TypeVar("_T")

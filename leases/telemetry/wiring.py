@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from leases.alerts.watch import AlertWatch
 from leases.core.clock import Clock, utc_now
 from leases.core.errors import InputError
 from leases.core.models import Node
@@ -18,6 +18,9 @@ from leases.telemetry.housekeeping import fleet_nodes
 from leases.telemetry.poller import Poller
 from leases.telemetry.probecache import ProbeCache
 from leases.telemetry.rollups import HistoryStore
+
+if TYPE_CHECKING:  # imported by the collector and the dashboard, which make one
+    from leases.alerts.watch import AlertWatch
 
 
 def ssh_options(ledger_path: Path, **overrides: object) -> SshOptions:

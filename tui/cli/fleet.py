@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from leases.core.errors import InputError, no_ledger
 from leases.core.host import host_record
@@ -21,7 +21,6 @@ from leases.core.textsafe import visible
 from leases.fleet.nodestatus import health_summary, status_figures
 from leases.ledger.paths import resolve_ledger_path
 from leases.ledger.store import Ledger
-from leases.sim import SimNode
 from leases.telemetry.housekeeping import Housekeeping, fleet_nodes
 from leases.telemetry.lock import PollerLock
 from leases.telemetry.poller import Poller
@@ -29,6 +28,9 @@ from leases.telemetry.rollups import HistoryStore, sample_record
 from leases.telemetry.wiring import make_poller, polled_nodes
 from tui.cli import output
 from tui.words import disk_cell, ram_cell
+
+if TYPE_CHECKING:
+    from leases.sim import SimNode
 
 
 def _path(args: argparse.Namespace, *, existing: bool = False) -> Path:
@@ -96,8 +98,10 @@ def print_statuses(
     if as_json:
         output.dump_json([status_json(s) for s in statuses], out)
         return
-    headers = ("NODE", "HEALTH", "GPUS", "UTIL", "MEMORY", "POWER", "TEMP", "DISK", "RAM", "DETAIL")
-    rows = [status_row(s, cut=out.isatty()) for s in statuses]
+    headers: tuple[str, ...] = (
+        "NODE", "HEALTH", "GPUS", "UTIL", "MEMORY", "POWER", "TEMP", "DISK", "RAM", "DETAIL"
+    )  # fmt: skip
+    rows: list[tuple[str, ...]] = [status_row(s, cut=out.isatty()) for s in statuses]
     if processes:
         headers = (*headers[:-1], "PROCS", headers[-1])
         counts = [str(len(s.processes)) for s in statuses]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from leases.core.errors import InputError, no_ledger
 from leases.core.host import host_record
-from leases.core.models import Node, NodeHealth, NodeStatus
+from leases.core.models import Node, NodeHealth, NodeState, NodeStatus
 from leases.core.textsafe import visible
 from leases.fleet.nodestatus import health_summary, status_figures
 from leases.ledger.paths import resolve_ledger_path
@@ -128,8 +128,11 @@ def poll(args: argparse.Namespace, out: TextIO) -> int:
         lock = PollerLock(path)
         if not lock.acquire() and not args.force:
             return _from_collector(ledger, lock, nodes, args, out)
+        # Whether an active node has a cloud instance to read (None: not known here).
+        clouds = None if args.nodes else any(n.instance_id for n in [*nodes, *refused]
+                                             if n.state is NodeState.ACTIVE)  # fmt: skip
         try:
-            return asyncio.run(_poll(ledger, path, args, interval, out, nodes))
+            return asyncio.run(_poll(ledger, path, args, interval, out, nodes, clouds))
         finally:
             lock.release()
 
@@ -162,6 +165,7 @@ async def _poll(
     interval: float,
     out: TextIO,
     nodes: list[Node],
+    clouds: bool | None = None,
 ) -> int:
     # The GPU processes only where they are shown (JSON prints them; --processes counts
     # them); one sweep: each node's command an exec of its own, no shell kept open.
@@ -181,24 +185,32 @@ async def _poll(
             print_statuses(list(statuses.values()), args.json, out, processes=processes)
             out.flush()
             if args.once:
-                await _cloud_states(ledger, path, args)
+                await _cloud_states(ledger, path, args, clouds)
                 answered = any(s.health is NodeHealth.OK for s in statuses.values())
                 return 0 if answered or not statuses else 1
             await asyncio.sleep(interval)
             out.write("\n")
     finally:
+        if args.once:
+            poller.pool.abandon()  # the process ends: no waiting for each node's goodbye
         await poller.close()
 
 
-async def _cloud_states(ledger: Ledger, path: Path, args: argparse.Namespace) -> None:
+async def _cloud_states(
+    ledger: Ledger, path: Path, args: argparse.Namespace, clouds: bool | None = None
+) -> None:
     """`poll --once` reads the nodes' cloud instances once too (leases.telemetry.cloudstate), and
-    says on stderr what it recorded; a cloud's failure is logged, never the poll's."""
+    says on stderr what it recorded; a cloud's failure is logged, never the poll's. clouds
+    False: no active node has an instance (the config is still read: a broken one is said)."""
     from leases.config.load import load_user_config
+
+    config = load_user_config(args.config)
+    if clouds is False:
+        return
     from leases.core.clock import utc_now
     from leases.telemetry import cloudstate
     from leases.telemetry.faultlog import fault_logger
 
-    config = load_user_config(args.config)
     done = await cloudstate.run_once(ledger, config, clock=utc_now, log=fault_logger(path))
     for d in done:
         said = "stopped" if d.action == "stop" else "running again"

@@ -4,7 +4,12 @@
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import io
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +23,8 @@ from leases.sim import SimFleet
 from leases.telemetry.owners import APPS_OWNERS_COMMAND
 from tests.cli.test_cli_fleet import sim_ledger  # noqa: F401
 from tests.support.cli import Cli
+from tui.cli.main import build_parser
+from tui.cli.pollargs import narrow
 
 
 @pytest.fixture
@@ -78,3 +85,61 @@ def test_json_and_processes_read_them(
     assert names[-2:] == ["PROCS", "DETAIL"]
     # An ok node's DETAIL is empty: its count ends the line.
     assert line.split()[-1] == str(len(rows[busy]["processes"]))
+
+
+# -- what a cold poll imports ------------------------------------------------------------
+
+# Modules `zuka poll` has no use for: other commands' handlers, the dashboard, the
+# simulator, the alert watch (the collector's), the record fields' flags (errors only).
+NOT_FOR_POLL = (
+    "tui.cli.nodes", "tui.cli.leases", "tui.cli.providers", "tui.cli.resources",
+    "tui.cli.audit", "tui.cli.transfer", "tui.dashboard", "textual", "leases.sim",
+    "leases.alerts.watch", "leases.notify", "leases.app.flags", "leases.money.leasecost",
+)  # fmt: skip
+
+
+def test_a_poll_imports_only_what_it_needs(sim_ledger: tuple[Path, SimFleet]) -> None:  # noqa: F811
+    path, _ = sim_ledger
+    code = (
+        "import sys\n"
+        "from tui.cli.main import main\n"
+        f"code = main(['poll', '--once', '--ledger', {str(path)!r}])\n"
+        f"print(code, sorted(m for m in sys.modules if m.startswith({NOT_FOR_POLL!r})))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "0 []"
+
+
+@pytest.mark.parametrize(
+    ("argv", "alone"),
+    [
+        (["poll", "--once"], "poll"),
+        (["--json", "poll"], "poll"),
+        (["--ledger", "x.db", "poll", "n1"], "poll"),
+        (["--ledger", "poll", "node", "list"], None),  # a ledger named poll
+        (["-h", "poll"], None),  # the whole help: every command listed
+        (["node", "list"], None),
+        ([], None),
+    ],
+)
+def test_which_command_gets_a_parser_alone(argv: list[str], alone: str | None) -> None:
+    assert narrow(argv) == alone
+
+
+def test_polls_own_parser_is_the_same_as_in_the_whole_one() -> None:
+    def helped(parser: argparse.ArgumentParser) -> str:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+            parser.parse_args(["poll", "--help"])
+        return out.getvalue()
+
+    assert helped(build_parser("poll")) == helped(build_parser())
+    whole = build_parser().parse_args(["poll", "--once", "--processes", "n1"])
+    alone = build_parser("poll").parse_args(["poll", "--once", "--processes", "n1"])
+    assert vars(whole) == vars(alone)
+
+
+def test_a_mistyped_poll_option_still_gets_its_suggestion(cli: Cli) -> None:
+    r = cli("poll", "--onc")
+    assert r.code == 2 and "did you mean --once?" in r.err

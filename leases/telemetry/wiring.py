@@ -68,7 +68,7 @@ def make_poller(
         interval_s=interval_s,
         log=fault_logger(ledger_path),
         alerts=alerts,
-        probes=ProbeCache(ledger),
+        probes=ProbeCache(ledger) if store else None,
         processes=processes,
         kept_shell=kept_shell,
     )

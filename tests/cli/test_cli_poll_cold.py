@@ -143,3 +143,35 @@ def test_polls_own_parser_is_the_same_as_in_the_whole_one() -> None:
 def test_a_mistyped_poll_option_still_gets_its_suggestion(cli: Cli) -> None:
     r = cli("poll", "--onc")
     assert r.code == 2 and "did you mean --once?" in r.err
+
+
+# -- the cloud instances' states ---------------------------------------------------------
+
+
+def test_cloud_states_are_read_only_when_an_active_node_has_an_instance(
+    cli: Cli,
+    sim_ledger: tuple[Path, SimFleet],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    import leases.telemetry.cloudstate as cloudstate
+
+    calls: list[object] = []
+
+    async def run_once(*args: object, **kwargs: object) -> list[object]:
+        calls.append(args)
+        return []
+
+    monkeypatch.setattr(cloudstate, "run_once", run_once)
+    assert cli("poll", "--once").code == 0
+    assert calls == []  # no node has an instance: nothing to read
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[alerts\n")
+    r = cli("poll", "--once", "--config", str(broken))
+    assert r.code == 2 and "not valid TOML" in r.err  # the config is still checked
+    edited = cli("node", "edit", "sim-002", "--instance-id", "i-0123456789abcdef0")
+    assert edited.code == 0, edited.err
+    assert cli("poll", "--once").code == 0
+    assert len(calls) == 1
+    assert cli("poll", "--once", "sim-001").code == 0  # named nodes: read as before
+    assert len(calls) == 2

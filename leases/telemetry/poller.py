@@ -56,8 +56,7 @@ def _describe(exc: BaseException) -> str:
 class _NodeState:
     node: Node
     fields: tuple[str, ...] | None = None
-    # The driver the fields were probed with (the ledger's kept probe, or this process's);
-    # None: not known. A reading from another driver drops the kept probe.
+    # The driver the fields were probed with (None: not known); another one drops them.
     driver: str | None = None
     polls: int = 0
     acc: MinuteAccumulator = field(init=False)
@@ -213,8 +212,7 @@ class Poller:
             self._bad(state, NodeHealth.GARBAGE, str(exc))
 
     def _probed(self, state: _NodeState, probed: bool, samples: Sequence[GpuSample]) -> None:
-        """Keep what a probe found for the next process; drop a kept probe when another
-        driver answered (it may know more fields now: the next reading probes)."""
+        """Keep a probe found; drop a kept one another driver answered (it may know more)."""
         driver = gpuread.driver_of(samples)
         if probed:
             state.driver = driver

@@ -74,7 +74,7 @@ _PLAN_CURRENCY = (
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The whole parser; only="poll": the parser of `zuka poll` alone (see _narrow), which
+    """The whole parser; only="poll": the parser of `zuka poll` alone (pollargs.narrow), which
     imports none of the other commands' modules."""
     common = _common()
     parser = _Parser(

@@ -718,3 +718,24 @@ def m021_node_source(db: Database) -> None:
         ALTER TABLE providers ADD COLUMN prom_token_file TEXT NOT NULL DEFAULT '';
         """,
     )
+
+
+@MIGRATIONS()
+def m022_node_probe(db: Database) -> None:
+    """What a node's nvidia-smi was found to know (leases.telemetry.probecache): the query
+    fields it accepted (a JSON list), the driver version that answered them and a digest of
+    the login they were probed through. A cache: a poll starts from it instead of probing,
+    and probes again when the driver or the login changes, or a reading does not parse.
+    Read back as untrusted (a field zuka does not know makes the row ignored)."""
+    _run(
+        db,
+        """
+        CREATE TABLE node_probe (
+            node_id INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,
+            fields TEXT NOT NULL,
+            driver TEXT NOT NULL DEFAULT '',
+            target TEXT NOT NULL DEFAULT '',
+            at TEXT NOT NULL
+        );
+        """,
+    )

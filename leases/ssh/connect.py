@@ -4,7 +4,7 @@ the connect bounds, every host key verified against known_hosts."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,18 @@ async def kept_cancel(
     return conn
 
 
+def _route_and_keys(
+    target: SshTarget, paths: Sequence[Path]
+) -> tuple[Route, list[ClientKey] | Exception]:
+    """The route to target and its keys (or why they cannot be loaded: the route is kept
+    even so). Blocking: reads the ssh config and the key files."""
+    route = resolve_route(target, paths)
+    try:
+        return route, load_keys(target.key_path, route.node.key_files)
+    except Exception as exc:
+        return route, exc
+
+
 def _ignore_lost(client: Client, exc: Exception | None) -> None:
     """A jump host's link: JumpHosts notices a closed one when it is next needed."""
 
@@ -66,10 +78,13 @@ class Connector:
     async def open(self, target: SshTarget, retrying: bool) -> Link:
         """A new link to target; raises as a connect fails (see faults.classify)."""
         paths = self.options.config_paths
-        # Files are read off the event loop, each size-capped (leases.ssh.config, read_key_file).
-        route = self.route = await asyncio.to_thread(resolve_route, target, paths)
+        # Files are read off the event loop, each size-capped (leases.ssh.config, read_key_file),
+        # in one hop to a thread.
+        route, node_keys = await asyncio.to_thread(_route_and_keys, target, paths)
+        self.route = route
+        if isinstance(node_keys, Exception):
+            raise node_keys
         node = route.node
-        node_keys = await asyncio.to_thread(load_keys, target.key_path, node.key_files)
         tunnel: asyncssh.SSHClientConnection | None = None
         if route.hops:
             tunnel = await self._jumps.acquire(route.hops, self._connect_hop)

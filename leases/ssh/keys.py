@@ -44,18 +44,41 @@ def read_key_file(path: Path, limit: int = MAX_KEY_FILE_BYTES) -> bytes:
         os.close(fd)
 
 
+# Keys read so far, by path, with the files' signatures when read: a fleet of 300 nodes on
+# one key file parses it once per process, not once per connect.
+_Signature = tuple[int, int, int] | None
+_cache: dict[Path, tuple[_Signature, _Signature, ClientKey]] = {}
+
+
+def _signature(path: Path) -> _Signature:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
 def load_client_key(path: str) -> ClientKey:
-    """A private key (and its -cert.pub beside it, if any), read size-capped. Blocking.
-    Raises KeyFileRefused, or asyncssh.KeyImportError for a file that is not a key."""
+    """A private key (and its -cert.pub beside it, if any), read size-capped; again only
+    when either file changed. Blocking. Raises KeyFileRefused, or asyncssh.KeyImportError
+    for a file that is not a key."""
     file = Path(path).expanduser()
-    key = asyncssh.import_private_key(read_key_file(file))
     cert_file = file.with_name(file.name + "-cert.pub")
+    signature, cert_signature = _signature(file), _signature(cert_file)
+    cached = _cache.get(file)
+    if signature is not None and cached is not None and cached[:2] == (signature, cert_signature):
+        return cached[2]
+    key = asyncssh.import_private_key(read_key_file(file))
+    loaded: ClientKey = key
     if cert_file.exists():
-        try:
-            return key, asyncssh.import_certificate(read_key_file(cert_file))
-        except (KeyFileRefused, asyncssh.KeyImportError):
-            pass  # ssh too goes on with the bare key
-    return key
+        # A certificate that does not load: ssh too goes on with the bare key.
+        with contextlib.suppress(KeyFileRefused, asyncssh.KeyImportError):
+            loaded = key, asyncssh.import_certificate(read_key_file(cert_file))
+    if signature is not None:
+        _cache[file] = (signature, cert_signature, loaded)
+    return loaded
 
 
 def load_keys(required: str | None, optional: Sequence[str]) -> list[ClientKey]:

@@ -87,3 +87,10 @@ class SshPool:
     async def close(self) -> None:
         await asyncio.gather(*(s.close() for s in self.sessions.values()))
         self.jumps.close_all()
+
+    def abandon(self) -> None:
+        """Close every connection without waiting for the servers to acknowledge it (a
+        process about to end: `zuka poll --once`)."""
+        for session in self.sessions.values():
+            session.abandon()
+        self.jumps.close_all()

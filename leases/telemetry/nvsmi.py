@@ -96,6 +96,9 @@ _FIELDS: dict[str, _Field] = {
     # Newer drivers' name for the same bit mask.
     "clocks_event_reasons.active": _Field(EXTRA_THROTTLE_REASONS, "extra"),
 }
+# Every field name zuka ever asks for: a probe kept in the ledger (leases.telemetry.probecache)
+# holding any other name is not trusted into a command.
+KNOWN_FIELDS: frozenset[str] = frozenset(_FIELDS)
 
 # Only these characters ever reach the remote shell inside a query command.
 _FIELD_NAME = re.compile(r"[a-z0-9_.]+")

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from leases.core.models import NodeHealth
 from leases.telemetry.nvsmi import (
+    KNOWN_FIELDS,
     QUERY_FIELDS,
     REQUIRED_FIELDS,
     check_fields,
@@ -19,11 +20,13 @@ from leases.telemetry.nvsmi import (
 
 
 class NvsmiProbeError(RuntimeError):
-    """Probing the query fields failed; `health` says why, in the poller's terms."""
+    """Probing the query fields failed; `health` says why, in the poller's terms. `host`:
+    the host figures' part of the last output, when the caller read them with it."""
 
     def __init__(self, health: NodeHealth, message: str) -> None:
         super().__init__(message)
         self.health = health
+        self.host: str | None = None
 
 
 class CommandOutput(Protocol):
@@ -55,11 +58,28 @@ def rejected_field(output: str) -> str | None:
     return match.group(1) if match else None
 
 
+_R = TypeVar("_R", bound=CommandOutput)
+
+
 async def probe(
     run: Callable[[str], Awaitable[CommandOutput]],
     fields: Sequence[str] = QUERY_FIELDS,
 ) -> tuple[str, ...]:
-    """The subset of `fields` this node's nvidia-smi accepts, in order.
+    """The subset of `fields` this node's nvidia-smi accepts, in order (see probe_read)."""
+
+    async def query(kept: tuple[str, ...]) -> CommandOutput:
+        return await run(query_command(kept))
+
+    return (await probe_read(query, fields))[0]
+
+
+async def probe_read(
+    run: Callable[[tuple[str, ...]], Awaitable[_R]],
+    fields: Sequence[str] = QUERY_FIELDS,
+) -> tuple[tuple[str, ...], _R]:
+    """The subset of `fields` this node's nvidia-smi accepts, in order, and the output of
+    the query that accepted them (run(fields) runs the query for those fields): a node
+    that knows every field is probed and read in one command.
 
     Drops one rejected optional field per try (an old driver refuses one at a time), so it
     runs at most len(fields) + 1 commands. Raises NvsmiProbeError when a required field is
@@ -68,9 +88,9 @@ async def probe(
     kept = list(fields)
     check_fields(kept)
     for _ in range(len(kept) + 1):
-        result = await run(query_command(kept))
+        result = await run(tuple(kept))
         if result.exit_status == 0:
-            return tuple(kept)
+            return tuple(kept), result
         field = rejected_field(f"{result.stdout}\n{result.stderr}")
         if field is None or field not in kept:
             health = classify_failure(result.exit_status, result.stdout, result.stderr)
@@ -84,6 +104,30 @@ async def probe(
         if not kept:
             break
     raise NvsmiProbeError(NodeHealth.GARBAGE, "nvidia-smi rejected every query field")
+
+
+# A driver version as nvidia-smi prints it (535.104.05, 550.54.15): digits and dots.
+_DRIVER = re.compile(r"[0-9][0-9.]{0,31}")
+
+
+def driver_word(value: object) -> str:
+    """The driver version a reading carried, or "" when it carried none that reads as one."""
+    return value if isinstance(value, str) and _DRIVER.fullmatch(value) else ""
+
+
+def checked_probe(fields: object, driver: object) -> tuple[str, ...] | None:
+    """Fields kept from an earlier probe (read back from the ledger, so possibly edited
+    behind zuka's back), or None when they are not a probe's: not a list of distinct field
+    names zuka asks for, holding every required one, or a driver that is not a version."""
+    if not isinstance(fields, list) or not 0 < len(fields) <= len(KNOWN_FIELDS):
+        return None
+    if not all(isinstance(f, str) and f in KNOWN_FIELDS for f in fields):
+        return None
+    if len(set(fields)) != len(fields) or not set(fields) >= REQUIRED_FIELDS:
+        return None
+    if driver != "" and driver_word(driver) != driver:
+        return None
+    return tuple(fields)
 
 
 def _failure_message(health: NodeHealth, result: CommandOutput) -> str:

@@ -8,7 +8,7 @@ Two ways to read a remote node, both on its one persistent connection:
   per poll, and no new nvidia-smi process waking the GPUs every few seconds (with
   persistence mode off a fresh process drives the card to P0, which distorts the power and
   clocks we read). bench/poll.py measures both modes.
-- "exec": one query per poll (two round trips); `zuka poll --once` uses it.
+- "exec": one query per poll (`zuka poll`; probed once, kept: leases.telemetry.gpuread).
 A node's fault never stops the others: each node is read in its own task and every fault
 ends as that node's NodeStatus. That includes zuka's own failures on a node's data (an
 exception while parsing or storing it): the node becomes `garbage` with the reason and
@@ -24,22 +24,25 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
-from leases.alerts.watch import AlertWatch
 from leases.core.clock import Clock, utc_now
 from leases.core.host import HostStats
 from leases.core.models import GpuProcess, GpuSample, Node, NodeHealth, NodeStatus
-from leases.ssh.errors import BackingOff, HostKeyRejected, OutputTooLarge, SshError, StreamExited
+from leases.ssh.errors import BackingOff, HostKeyRejected, SshError, StreamExited
 from leases.ssh.pool import SshPool
 from leases.ssh.stream import CommandResult
-from leases.telemetry import hoststats, nvsmi, nvsmiprobe, nvsmistream, owners, promtarget
+from leases.telemetry import gpuread, hoststats, nvsmi, nvsmiprobe, nvsmistream, promtarget
 from leases.telemetry.attribution import OwnerTracker, gpu_owners
 from leases.telemetry.faultlog import quiet_logger
 from leases.telemetry.history import MinuteAccumulator, NodeMinute, RecentHistory
 from leases.telemetry.nvml import NvmlReader, NvmlUnavailable
-from leases.telemetry.promread import PromReader
+from leases.telemetry.probecache import Probe, ProbeBook, ProbeCache
 from leases.telemetry.rollups import HistoryStore
+
+if TYPE_CHECKING:  # imported by the collector and the dashboard, which make one
+    from leases.alerts.watch import AlertWatch
+    from leases.telemetry.promread import PromReader  # made when a node reads from it
 
 Mode = Literal["stream", "exec"]
 _T = TypeVar("_T")
@@ -54,6 +57,8 @@ def _describe(exc: BaseException) -> str:
 class _NodeState:
     node: Node
     fields: tuple[str, ...] | None = None
+    # The driver the fields were probed with (None: not known); another one drops them.
+    driver: str | None = None
     polls: int = 0
     acc: MinuteAccumulator = field(init=False)
     # Owners of the GPU processes as last read, for attributing the minutes it closes.
@@ -93,8 +98,11 @@ class Poller:
         alerts: AlertWatch | None = None,
         host_stats: bool = True,
         prom: PromReader | None = None,
+        probes: ProbeCache | None = None,
+        processes: bool = True,
+        kept_shell: bool = True,
     ) -> None:
-        self.prom = prom or PromReader()  # nodes read from Prometheus share its session
+        self.prom = prom  # nodes read from Prometheus share its session, made at first use
         self.pool = pool
         self.log = log or quiet_logger()
         # True while run() polls; last_fault says why it last stopped (run_supervised).
@@ -110,6 +118,10 @@ class Poller:
         # Read CPU, RAM, disks and network with the GPUs (leases.telemetry.hoststats);
         # bench/poll.py turns it off to measure what it costs.
         self.host_stats = host_stats
+        # The fields each node's nvidia-smi knows, kept in the ledger between processes;
+        # whether to read the GPU processes at all (`zuka poll` only when it shows them);
+        # kept_shell False: each command an exec of its own (a process reading nodes once).
+        self.probes, self.processes, self.kept_shell = ProbeBook(probes), processes, kept_shell
         self.on_update = on_update
         # Evaluated after a flush, every alerts.every_s at most (leases.alerts.watch).
         self.alerts = alerts
@@ -137,10 +149,14 @@ class Poller:
                 self._pending_latest.pop(name, None)
                 if self.recent is not None:
                     self.recent.forget(name)
+        new = [node for name, node in wanted.items() if name not in self._nodes]
+        kept = self.probes.load(new)
         for name, node in wanted.items():
             state = self._nodes.get(name)
             if state is None:
-                self._nodes[name] = _NodeState(node)
+                state = self._nodes[name] = _NodeState(node)
+                if (probe := kept.get(node.id or -1)) is not None:
+                    state.fields, state.driver = probe.fields, probe.driver
                 self.statuses[name] = NodeStatus(name)
             else:
                 state.node = node
@@ -173,35 +189,47 @@ class Poller:
             await self._read_local(state)
             return
         session = self.pool.add(node)
+        run = session.query if self.kept_shell else session.run
+        # The node's CPU, RAM, disks, network in the same round trip, as often as the
+        # processes (every apps_every readings: a CPU share over 30 s reads steadier).
+        with_host = self.host_stats and state.polls % self.apps_every == 0
         try:
-            if state.fields is None:
-                state.fields = await nvsmiprobe.probe(session.query)
-            command = nvsmi.query_command(state.fields)
-            # The node's CPU, RAM, disks, network in the same round trip, as often as the
-            # processes (every apps_every readings: a CPU share over 30 s reads steadier).
-            with_host = self.host_stats and state.polls % self.apps_every == 0
-            result = await session.query(hoststats.with_host(command) if with_host else command)
-            now = self.clock()
-            stdout, status = result.stdout, result.exit_status
+            read = await gpuread.read_gpus(run, state.fields, with_host=with_host)
+            now, state.fields, result = self.clock(), read.fields, read.result
             if with_host:
-                stdout, said, host = hoststats.split_output(stdout)
-                status = status if said is None else said  # the GPU query's own status
-                self._host(state, host)
-            if status != 0:
-                self._failed_reading(state, status, stdout, result.stderr)
+                self._host(state, read.host)
+            if result.exit_status != 0:
+                self._failed_reading(state, result.exit_status, result.stdout, result.stderr)
                 return
-            samples = nvsmi.parse_query(stdout, state.fields, node.name, now)
-            processes = await self._processes(state, session.query)
+            samples = nvsmi.parse_query(result.stdout, read.fields, node.name, now)
+            self._probed(state, read.probed, samples)
+            processes = await self._processes(state, run)
             self._good(state, samples, processes)
         except HostKeyRejected as exc:
             self._bad(state, exc.health, exc.message, exc.offered.fingerprint)
         except SshError as exc:
             self._bad(state, exc.health, exc.message)
         except nvsmiprobe.NvsmiProbeError as exc:
+            if with_host:
+                self._host(state, exc.host)
             self._bad(state, exc.health, str(exc))
         except nvsmi.NvsmiParseError as exc:
-            state.fields = None  # probe again: the node may have changed under us
+            self._unprobe(state)  # probe again: the node may have changed under us
             self._bad(state, NodeHealth.GARBAGE, str(exc))
+
+    def _probed(self, state: _NodeState, probed: bool, samples: Sequence[GpuSample]) -> None:
+        """Keep a probe found; drop a kept one another driver answered (it may know more)."""
+        driver = gpuread.driver_of(samples)
+        if probed:
+            state.driver = driver
+            self.probes.found(state.node, Probe(state.fields or (), driver))
+        elif state.driver is not None and driver != state.driver:
+            self._unprobe(state)
+
+    def _unprobe(self, state: _NodeState) -> None:
+        """Forget the node's fields here and in the ledger: its next reading probes."""
+        state.fields = state.driver = None
+        self.probes.drop(state.node)
 
     async def _processes(
         self,
@@ -212,31 +240,17 @@ class Poller:
     ) -> tuple[GpuProcess, ...] | None:
         """Per-process use, every apps_every polls; None when not read this time."""
         state.polls += 1
-        if (state.polls - 1) % self.apps_every:
+        if not self.processes or (state.polls - 1) % self.apps_every:
             return None
         # In stream mode the host figures ride on this round trip (in exec mode on the GPU
         # query's, see _read_once_unguarded).
-        with_host = self.host_stats and streaming
-        try:
-            # One round trip: the compute apps, then every process's owner
-            # (leases.telemetry.owners).
-            command = owners.APPS_OWNERS_COMMAND
-            result = await run(hoststats.with_host(command) if with_host else command)
-        except OutputTooLarge:
-            raise  # the node floods us: that is its state, not a missing figure
-        except SshError:
+        apps = await gpuread.read_apps(run, state.node.name, host=self.host_stats and streaming)
+        if apps.host_read:
+            self._host(state, apps.host)
+        if (reading := apps.reading) is None or reading.processes is None:
             return None
-        stdout = result.stdout
-        if with_host:
-            stdout, _, host = hoststats.split_output(stdout, last=True)
-            self._host(state, host)
-        try:
-            reading = owners.parse_apps_owners(stdout, state.node.name)
-        except nvsmi.NvsmiParseError:
-            return None
-        if reading.processes is not None:
-            said = "; ".join(reading.problems)
-            state.owner_problems = f"process owners: {said}" if said else ""
+        said = "; ".join(reading.problems)
+        state.owner_problems = f"process owners: {said}" if said else ""
         return reading.processes
 
     async def _read_local(self, state: _NodeState) -> None:
@@ -260,6 +274,10 @@ class Poller:
 
     async def _read_prom(self, state: _NodeState) -> None:
         """A node read from Prometheus (leases.telemetry.promread): no processes."""
+        if self.prom is None:
+            from leases.telemetry.promread import PromReader  # aiohttp: only where used
+
+            self.prom = PromReader()
         got = await self.prom.read(state.node, self.clock(), self.interval_s)
         if got.problem is not None:
             self._bad(state, got.problem.health, got.problem.detail)
@@ -292,7 +310,7 @@ class Poller:
         said = (stderr.strip() or stdout.strip()).splitlines()
         detail = nvsmi.human_reason(health) + (f": {said[0][:200]}" if said else "")
         if health is NodeHealth.GARBAGE:
-            state.fields = None
+            self._unprobe(state)
         self._bad(state, health, detail)
 
     # -- recording -----------------------------------------------------------------------
@@ -371,7 +389,7 @@ class Poller:
         """zuka failed on this node's data: the node's state, a traceback in the log."""
         name = state.node.name
         self.log.error("node %s: failure while handling its data", name, exc_info=exc)
-        state.fields = None  # start again from a probe
+        self._unprobe(state)  # start again from a probe
         detail = f"zuka could not handle this node's data ({_describe(exc)}); see the fault log"
         try:
             self._bad(state, NodeHealth.GARBAGE, detail)
@@ -411,6 +429,7 @@ class Poller:
                 self._pending_minutes.extend(self._attributed(state, [closed]))
         minutes, self._pending_minutes = self._pending_minutes, []
         latest, self._pending_latest = self._pending_latest, {}
+        self.probes.write(self.clock(), self.log)
         if self.store is None:
             return
         rows = [
@@ -592,7 +611,8 @@ class Poller:
 
     async def close(self) -> None:
         await self.pool.close()
-        await self.prom.close()
+        if self.prom is not None:
+            await self.prom.close()
         if self._nvml is not None:
             await asyncio.to_thread(self._nvml.close)
             self._nvml = None

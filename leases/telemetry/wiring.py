@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from leases.alerts.watch import AlertWatch
 from leases.core.clock import Clock, utc_now
 from leases.core.errors import InputError
 from leases.core.models import Node
@@ -16,8 +16,12 @@ from leases.telemetry.faultlog import fault_logger
 from leases.telemetry.history import RecentHistory
 from leases.telemetry.housekeeping import fleet_nodes
 from leases.telemetry.poller import Poller
+from leases.telemetry.probecache import ProbeCache
 from leases.telemetry.promtarget import inherit
 from leases.telemetry.rollups import HistoryStore
+
+if TYPE_CHECKING:  # imported by the collector and the dashboard, which make one
+    from leases.alerts.watch import AlertWatch
 
 
 def ssh_options(ledger_path: Path, **overrides: object) -> SshOptions:
@@ -50,9 +54,14 @@ def make_poller(
     recent: RecentHistory | None = None,
     store: bool = True,
     alerts: AlertWatch | None = None,
+    nodes: list[Node] | None = None,
+    processes: bool = True,
+    kept_shell: bool = True,
 ) -> Poller:
+    """The poller of the ledger's fleet (or the named nodes; or `nodes`, already read),
+    starting from the nvidia-smi probes the ledger keeps (leases.telemetry.probecache)."""
     return Poller(
-        polled_nodes(ledger, names),
+        polled_nodes(ledger, names) if nodes is None else nodes,
         pool=SshPool(ssh_options(ledger_path)),
         clock=clock,
         store=HistoryStore(ledger) if store else None,
@@ -60,4 +69,7 @@ def make_poller(
         interval_s=interval_s,
         log=fault_logger(ledger_path),
         alerts=alerts,
+        probes=ProbeCache(ledger) if store else None,
+        processes=processes,
+        kept_shell=kept_shell,
     )

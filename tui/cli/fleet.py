@@ -12,16 +12,15 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from leases.core.errors import InputError, no_ledger
 from leases.core.host import host_record
-from leases.core.models import Node, NodeHealth, NodeStatus
+from leases.core.models import Node, NodeHealth, NodeState, NodeStatus
 from leases.core.textsafe import visible
 from leases.fleet.nodestatus import health_summary, status_figures
 from leases.ledger.paths import resolve_ledger_path
 from leases.ledger.store import Ledger
-from leases.sim import SimNode
 from leases.telemetry.housekeeping import Housekeeping, fleet_nodes
 from leases.telemetry.lock import PollerLock
 from leases.telemetry.poller import Poller
@@ -29,6 +28,9 @@ from leases.telemetry.rollups import HistoryStore, sample_record
 from leases.telemetry.wiring import make_poller, polled_nodes
 from tui.cli import output
 from tui.words import disk_cell, ram_cell
+
+if TYPE_CHECKING:
+    from leases.sim import SimNode
 
 
 def _path(args: argparse.Namespace, *, existing: bool = False) -> Path:
@@ -89,12 +91,22 @@ def status_json(st: NodeStatus) -> dict[str, Any]:
     }
 
 
-def print_statuses(statuses: Sequence[NodeStatus], as_json: bool, out: TextIO) -> None:
+def print_statuses(
+    statuses: Sequence[NodeStatus], as_json: bool, out: TextIO, *, processes: bool = False
+) -> None:
+    """The table (with processes: a PROCS column, how many GPU processes), or JSON."""
     if as_json:
         output.dump_json([status_json(s) for s in statuses], out)
         return
-    headers = ("NODE", "HEALTH", "GPUS", "UTIL", "MEMORY", "POWER", "TEMP", "DISK", "RAM", "DETAIL")
-    output.table(headers, [status_row(s, cut=out.isatty()) for s in statuses], out)
+    headers: tuple[str, ...] = (
+        "NODE", "HEALTH", "GPUS", "UTIL", "MEMORY", "POWER", "TEMP", "DISK", "RAM", "DETAIL"
+    )  # fmt: skip
+    rows: list[tuple[str, ...]] = [status_row(s, cut=out.isatty()) for s in statuses]
+    if processes:
+        headers = (*headers[:-1], "PROCS", headers[-1])
+        counts = [str(len(s.processes)) for s in statuses]
+        rows = [(*r[:-1], n, r[-1]) for r, n in zip(rows, counts, strict=True)]
+    output.table(headers, rows, out)
 
 
 # -- poll --------------------------------------------------------------------------------
@@ -116,8 +128,11 @@ def poll(args: argparse.Namespace, out: TextIO) -> int:
         lock = PollerLock(path)
         if not lock.acquire() and not args.force:
             return _from_collector(ledger, lock, nodes, args, out)
+        # Whether an active node has a cloud instance to read (None: not known here).
+        clouds = None if args.nodes else any(n.instance_id for n in [*nodes, *refused]
+                                             if n.state is NodeState.ACTIVE)  # fmt: skip
         try:
-            return asyncio.run(_poll(ledger, path, args, interval, out))
+            return asyncio.run(_poll(ledger, path, args, interval, out, nodes, clouds))
         finally:
             lock.release()
 
@@ -144,34 +159,58 @@ def _from_collector(
 
 
 async def _poll(
-    ledger: Ledger, path: Path, args: argparse.Namespace, interval: float, out: TextIO
+    ledger: Ledger,
+    path: Path,
+    args: argparse.Namespace,
+    interval: float,
+    out: TextIO,
+    nodes: list[Node],
+    clouds: bool | None = None,
 ) -> int:
-    poller = make_poller(ledger, path, names=args.nodes or None, interval_s=interval)
+    # The GPU processes only where they are shown (JSON prints them; --processes counts
+    # them); one sweep: each node's command an exec of its own, no shell kept open.
+    processes = bool(args.json or getattr(args, "processes", False))
+    poller = make_poller(
+        ledger,
+        path,
+        interval_s=interval,
+        nodes=nodes,
+        processes=processes,
+        kept_shell=not args.once,
+    )
     limit = getattr(args, "timeout", None)
     try:
         while True:
             statuses = await _bounded_sweep(poller, limit)
-            print_statuses(list(statuses.values()), args.json, out)
+            print_statuses(list(statuses.values()), args.json, out, processes=processes)
             out.flush()
             if args.once:
-                await _cloud_states(ledger, path, args)
+                await _cloud_states(ledger, path, args, clouds)
                 answered = any(s.health is NodeHealth.OK for s in statuses.values())
                 return 0 if answered or not statuses else 1
             await asyncio.sleep(interval)
             out.write("\n")
     finally:
+        if args.once:
+            poller.pool.abandon()  # the process ends: no waiting for each node's goodbye
         await poller.close()
 
 
-async def _cloud_states(ledger: Ledger, path: Path, args: argparse.Namespace) -> None:
+async def _cloud_states(
+    ledger: Ledger, path: Path, args: argparse.Namespace, clouds: bool | None = None
+) -> None:
     """`poll --once` reads the nodes' cloud instances once too (leases.telemetry.cloudstate), and
-    says on stderr what it recorded; a cloud's failure is logged, never the poll's."""
+    says on stderr what it recorded; a cloud's failure is logged, never the poll's. clouds
+    False: no active node has an instance (the config is still read: a broken one is said)."""
     from leases.config.load import load_user_config
+
+    config = load_user_config(args.config)
+    if clouds is False:
+        return
     from leases.core.clock import utc_now
     from leases.telemetry import cloudstate
     from leases.telemetry.faultlog import fault_logger
 
-    config = load_user_config(args.config)
     done = await cloudstate.run_once(ledger, config, clock=utc_now, log=fault_logger(path))
     for d in done:
         said = "stopped" if d.action == "stop" else "running again"

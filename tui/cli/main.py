@@ -12,11 +12,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from leases.app.flags import describe_error
 from leases.core.errors import ConfigError, InputError, LedgerError, ledger_failure, os_problem
 from leases.core.textsafe import visible
 from leases.ledger.paths import resolve_ledger_path
-from tui.cli import billargs, lazy
+from tui.cli import billargs, lazy, pollargs
 from tui.cli.acceptargs import accept_options
 from tui.cli.dashboard import dashboard
 from tui.cli.parsing import Parser
@@ -74,16 +73,9 @@ _PLAN_CURRENCY = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from tui.cli import accountflags
-    from tui.cli import audit as audit_cmd
-    from tui.cli import leases as lease_cmd
-    from tui.cli import nodes as node_cmd
-    from tui.cli import offerargs as offer_args
-    from tui.cli import providers as provider_cmd
-    from tui.cli import resources as resource_cmd
-    from tui.cli import transfer as transfer_cmd
-
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; only="poll": the parser of `zuka poll` alone (pollargs.narrow), which
+    imports none of the other commands' modules."""
     common = _common()
     parser = _Parser(
         prog="zuka",
@@ -102,6 +94,18 @@ def build_parser() -> argparse.ArgumentParser:
         p = parent.add_parser(name, help=help, description=help, parents=[options])
         p.set_defaults(handler=handler)
         return p
+
+    if only == "poll":
+        pollargs.poll_options(cmd(sub, "poll", lazy.poll, pollargs.POLL_HELP))
+        return parser
+    from tui.cli import accountflags
+    from tui.cli import audit as audit_cmd
+    from tui.cli import leases as lease_cmd
+    from tui.cli import nodes as node_cmd
+    from tui.cli import offerargs as offer_args
+    from tui.cli import providers as provider_cmd
+    from tui.cli import resources as resource_cmd
+    from tui.cli import transfer as transfer_cmd
 
     demo = _common(screen=True, ledger_help=DEMO_LEDGER_HELP)
     cmd(
@@ -242,17 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd(ress, "list", resource_cmd.resource_list, "list resources")
     p.add_argument("node", nargs="?")
 
-    p = cmd(sub, "poll", lazy.poll, "read every node's GPUs now and print them")
-    p.add_argument("nodes", nargs="*", metavar="NODE")
-    p.add_argument("--once", action="store_true", help="one sweep (default: every --interval)")
-    p.add_argument("--interval", type=float, default=5.0, help="seconds between sweeps (default 5)")
-    p.add_argument("--force", action="store_true", help="poll even if a collector runs")
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=None,
-        help="end each sweep after S seconds; nodes not done are reported as timeout",
-    )
+    pollargs.poll_options(cmd(sub, "poll", lazy.poll, pollargs.POLL_HELP))
     p = cmd(sub, "ps", lazy.ps, "every GPU process across the fleet: user, memory, command")
     p.add_argument("--user", help="only this user's processes (a prefix)")
     p.add_argument("--node", help="only this node's processes (a prefix)")
@@ -503,12 +497,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-@functools.lru_cache(maxsize=4)
-def _parser(ledger_help: str) -> argparse.ArgumentParser:
+@functools.lru_cache(maxsize=8)
+def _parser(ledger_help: str, only: str | None = None) -> argparse.ArgumentParser:
     """build_parser, once per process and help text (the one part that depends on the
     environment). Building it costs about 14 ms, most of a quick command's time, and
     the tests call main() thousands of times; parse_args leaves a parser unchanged."""
-    return build_parser()
+    return build_parser(only)
 
 
 def _tty_flag_first(argv: list[str]) -> list[str]:
@@ -524,8 +518,9 @@ def _tty_flag_first(argv: list[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    parser = _parser(_ledger_help())
-    args = parser.parse_args(_tty_flag_first(list(sys.argv[1:] if argv is None else argv)))
+    words = _tty_flag_first(list(sys.argv[1:] if argv is None else argv))
+    parser = _parser(_ledger_help(), pollargs.narrow(words))
+    args = parser.parse_args(words)
     args.ledger = getattr(args, "ledger", None)
     args.json = getattr(args, "json", False)
     args.config = getattr(args, "config", None)
@@ -547,6 +542,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             print(f"zuka: config: {visible(problem)}", file=sys.stderr)
         return 2
     except InputError as exc:
+        from leases.app.flags import describe_error  # (the record fields' flags: ~20 ms)
+
         print(f"zuka: error: {visible(describe_error(exc))}", file=sys.stderr)
         return 2
     except LedgerError as exc:

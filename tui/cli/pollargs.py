@@ -1,0 +1,45 @@
+"""`zuka poll`'s options, and which commands get a parser of their own alone: what scripts
+and cron jobs run cold should not build (and import) every other command's parser."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+POLL_HELP = "read every node's GPUs now and print them"
+
+# The commands that get a parser of their own alone.
+NARROW = frozenset({"poll"})
+_VALUED = frozenset({"--ledger", "--config"})  # the common options that take a value
+
+
+def poll_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("nodes", nargs="*", metavar="NODE")
+    p.add_argument("--once", action="store_true", help="one sweep (default: every --interval)")
+    p.add_argument("--interval", type=float, default=5.0, help="seconds between sweeps (default 5)")
+    p.add_argument("--force", action="store_true", help="poll even if a collector runs")
+    p.add_argument(
+        "--processes",
+        action="store_true",
+        help="read the GPU processes too, counted in a PROCS column (--json always reads them)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="end each sweep after S seconds; nodes not done are reported as timeout",
+    )
+
+
+def narrow(argv: Sequence[str]) -> str | None:
+    """The command of argv when it is one of NARROW and nothing asks for the whole parser
+    (no -h before it: `zuka -h poll` still lists every command)."""
+    words = iter(argv)
+    for word in words:
+        if word in _VALUED:
+            next(words, None)
+        elif word in ("-h", "--help"):
+            return None
+        elif not word.startswith("-"):
+            return word if word in NARROW else None
+    return None

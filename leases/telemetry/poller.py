@@ -24,7 +24,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, TypeVar
+from typing import Literal
 
 from leases.alerts.watch import AlertWatch
 from leases.core.clock import Clock, utc_now
@@ -36,12 +36,12 @@ from leases.ssh.stream import CommandResult
 from leases.telemetry import hoststats, nvsmi, nvsmiprobe, nvsmistream, owners
 from leases.telemetry.attribution import OwnerTracker, gpu_owners
 from leases.telemetry.faultlog import quiet_logger
+from leases.telemetry.flushes import GapEvent
 from leases.telemetry.history import MinuteAccumulator, NodeMinute, RecentHistory
 from leases.telemetry.nvml import NvmlReader, NvmlUnavailable
 from leases.telemetry.rollups import HistoryStore
 
 Mode = Literal["stream", "exec"]
-_T = TypeVar("_T")
 
 
 def _describe(exc: BaseException) -> str:
@@ -70,6 +70,8 @@ class _NodeState:
     host_reading: hoststats.HostReading | None = None
     host_read_at: float | None = None
     host: HostStats | None = None
+    # The GPU rows last read and what they parsed to (exec and stream alike).
+    rows: nvsmi.RowMemo = field(default_factory=nvsmi.RowMemo)
 
     def __post_init__(self) -> None:
         self.acc = MinuteAccumulator(self.node.name)
@@ -116,6 +118,8 @@ class Poller:
         self.statuses: dict[str, NodeStatus] = {}
         self._pending_minutes: list[NodeMinute] = []
         self._pending_latest: dict[str, NodeStatus] = {}
+        # Gaps opened and closed since the last flush, in order: written with it.
+        self._pending_gaps: list[GapEvent] = []
         self.set_nodes(nodes)
 
     def set_nodes(self, nodes: Sequence[Node]) -> None:
@@ -132,6 +136,7 @@ class Poller:
                 del self._nodes[name]
                 self.statuses.pop(name, None)
                 self._pending_latest.pop(name, None)
+                self._pending_gaps = [g for g in self._pending_gaps if g.node != name]
                 if self.recent is not None:
                     self.recent.forget(name)
         for name, node in wanted.items():
@@ -184,7 +189,7 @@ class Poller:
             if status != 0:
                 self._failed_reading(state, status, stdout, result.stderr)
                 return
-            samples = nvsmi.parse_query(stdout, state.fields, node.name, now)
+            samples = nvsmi.parse_query(stdout, state.fields, node.name, now, state.rows)
             processes = await self._processes(state, session.query)
             self._good(state, samples, processes)
         except HostKeyRejected as exc:
@@ -319,7 +324,7 @@ class Poller:
             self.recent.add(samples)
         self._pending_minutes.extend(self._attributed(state, state.acc.add(samples)))
         if state.in_gap is not False and self.store is not None:
-            self.store.close_gap(name, now)
+            self._pending_gaps.append(GapEvent(name, now, opened=False))
         state.in_gap = False
         self._set(status)
 
@@ -349,7 +354,9 @@ class Poller:
         if closed is not None:
             self._pending_minutes.extend(self._attributed(state, [closed]))
         if self.store is not None and state.in_gap is not True:
-            self.store.open_gap(name, now, health, detail)  # idempotent
+            # Idempotent: a gap another process left open stays the one open.
+            self._pending_gaps.append(GapEvent(name, now, opened=True, health=health,
+                                               detail=detail))  # fmt: skip
         state.in_gap = True
         self._set(status)
 
@@ -397,40 +404,48 @@ class Poller:
                 self._pending_minutes.extend(self._attributed(state, [closed]))
         minutes, self._pending_minutes = self._pending_minutes, []
         latest, self._pending_latest = self._pending_latest, {}
+        gaps, self._pending_gaps = self._pending_gaps, []
         if self.store is None:
             return
+        clock = self.clock
         rows = [
-            replace(s, checked=s.checked or self.clock())
+            s if s.checked is not None else replace(s, checked=clock())
             for s in latest.values()
             if s.node in self._nodes
         ]
-        # One transaction for all nodes; when it fails, node by node, so that one node's
-        # bad data costs only that node's rows (and becomes its state).
-        self._store_each(self.store.write_minutes, minutes, lambda m: m.node)
-        self._store_each(self.store.write_latest, rows, lambda r: r.node)
+        gaps = [g for g in gaps if g.node in self._nodes]
+        self._store(minutes, rows, gaps)
         if self.alerts is not None:
             self.alerts.tick()  # never raises; cheap when not due
 
-    def _store_each(
-        self,
-        write: Callable[[Sequence[_T]], None],
-        items: Sequence[_T],
-        node_of: Callable[[_T], str],
+    def _store(
+        self, minutes: list[NodeMinute], rows: list[NodeStatus], gaps: list[GapEvent]
     ) -> None:
-        if not items:
+        """One transaction for all nodes; when it fails, node by node, so that one node's
+        bad data costs only that node's rows (and becomes its state)."""
+        assert self.store is not None
+        if not (minutes or rows or gaps):
             return
         try:
-            write(items)
+            self.store.write(minutes, rows, gaps)
             return
         except Exception:
-            self.log.exception("storing %d rows failed; retrying node by node", len(items))
-        for item in items:
+            count = len(minutes) + len(rows) + len(gaps)
+            self.log.exception("storing %d rows failed; retrying node by node", count)
+        names = dict.fromkeys([*(g.node for g in gaps), *(m.node for m in minutes),
+                               *(r.node for r in rows)])  # fmt: skip
+        for name in names:
             try:
-                write([item])
+                self.store.write(
+                    [m for m in minutes if m.node == name],
+                    [r for r in rows if r.node == name],
+                    [g for g in gaps if g.node == name],
+                )
             except Exception as exc:
-                name = node_of(item)
                 self.log.error("node %s: storing its reading failed", name, exc_info=exc)
-                if name in self._nodes:
+                state = self._nodes.get(name)
+                if state is not None:
+                    state.in_gap = None  # its gap's state in the ledger is not known now
                     self._mark(name, f"zuka could not store this node's reading "
                                      f"({_describe(exc)}); see the fault log")  # fmt: skip
 
@@ -549,8 +564,9 @@ class Poller:
             if status.health is not NodeHealth.OK or state.fields is None:
                 return self.interval_s
             parser = nvsmistream.StreamParser(
-                state.fields, node.name, self.clock, gpu_count=len(status.samples)
-            )
+                state.fields, node.name, self.clock, gpu_count=len(status.samples),
+                memo=state.rows,
+            )  # fmt: skip
             command = nvsmi.query_command(state.fields, loop_ms=int(self.interval_s * 1000))
             chunks = session.stream(command, idle_timeout=self.interval_s * 3 + 10, chunks=True)
             async with contextlib.aclosing(chunks):

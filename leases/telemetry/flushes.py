@@ -1,0 +1,50 @@
+"""What a poller's flush carries to the ledger beyond readings: the gaps opened and closed
+since the last flush, and the JSON of values that did not change since the last write."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+
+from leases.core.models import NodeHealth
+
+_V = TypeVar("_V")
+
+
+@dataclass(frozen=True)
+class GapEvent:
+    """A node's readings stopped (opened) or came back (closed) at `at`."""
+
+    node: str
+    at: datetime
+    opened: bool
+    health: NodeHealth = NodeHealth.OK
+    detail: str = ""
+
+
+class JsonMemo:
+    """The JSON text last made of a value, per (node id, column): made again only when the
+    value is neither the same object nor equal to the one it was made of."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[int, str], tuple[Any, str]] = {}
+
+    def text(self, node_id: int, column: str, value: _V, make: Callable[[_V], str]) -> str:
+        key = (node_id, column)
+        held = self._last.get(key)
+        if held is not None and (held[0] is value or held[0] == value):
+            return held[1]
+        text = make(value)
+        self._last[key] = (value, text)
+        return text
+
+    def keep(self, node_ids: Iterable[int]) -> None:
+        """Forget the nodes no longer polled (their texts would be held forever)."""
+        ids = set(node_ids)
+        for key in [k for k in self._last if k[0] not in ids]:
+            del self._last[key]
+
+    def __len__(self) -> int:
+        return len(self._last)

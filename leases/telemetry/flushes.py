@@ -3,12 +3,14 @@ since the last flush, and the JSON of values that did not change since the last 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import logging
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from leases.core.models import NodeHealth
+from leases.core.models import NodeHealth, NodeStatus
+from leases.telemetry.history import NodeMinute
 
 _V = TypeVar("_V")
 
@@ -48,3 +50,46 @@ class JsonMemo:
 
     def __len__(self) -> int:
         return len(self._last)
+
+
+class FlushStore(Protocol):
+    def write(
+        self,
+        minutes: Sequence[NodeMinute] = (),
+        latest: Sequence[NodeStatus] = (),
+        gaps: Sequence[GapEvent] = (),
+    ) -> None: ...
+
+
+def write_flush(
+    store: FlushStore,
+    minutes: Sequence[NodeMinute],
+    rows: Sequence[NodeStatus],
+    gaps: Sequence[GapEvent],
+    log: logging.Logger,
+) -> list[tuple[str, Exception]]:
+    """One transaction for all nodes; when it fails, node by node, so that one node's bad
+    data costs only that node's rows. Returns the nodes whose own write failed, with why
+    (logged here, with the traceback)."""
+    if not (minutes or rows or gaps):
+        return []
+    try:
+        store.write(minutes, rows, gaps)
+        return []
+    except Exception:
+        count = len(minutes) + len(rows) + len(gaps)
+        log.exception("storing %d rows failed; retrying node by node", count)
+    failed: list[tuple[str, Exception]] = []
+    names = dict.fromkeys([*(g.node for g in gaps), *(m.node for m in minutes),
+                           *(r.node for r in rows)])  # fmt: skip
+    for name in names:
+        try:
+            store.write(
+                [m for m in minutes if m.node == name],
+                [r for r in rows if r.node == name],
+                [g for g in gaps if g.node == name],
+            )
+        except Exception as exc:
+            log.error("node %s: storing its reading failed", name, exc_info=exc)
+            failed.append((name, exc))
+    return failed

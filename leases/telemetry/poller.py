@@ -33,10 +33,10 @@ from leases.core.models import GpuProcess, GpuSample, Node, NodeHealth, NodeStat
 from leases.ssh.errors import BackingOff, HostKeyRejected, OutputTooLarge, SshError, StreamExited
 from leases.ssh.pool import SshPool
 from leases.ssh.stream import CommandResult
-from leases.telemetry import hoststats, nvsmi, nvsmiprobe, nvsmistream, owners
+from leases.telemetry import gcsettle, hoststats, nvsmi, nvsmiprobe, nvsmistream, owners
 from leases.telemetry.attribution import OwnerTracker, gpu_owners
 from leases.telemetry.faultlog import quiet_logger
-from leases.telemetry.flushes import GapEvent
+from leases.telemetry.flushes import GapEvent, write_flush
 from leases.telemetry.history import MinuteAccumulator, NodeMinute, RecentHistory
 from leases.telemetry.nvml import NvmlReader, NvmlUnavailable
 from leases.telemetry.rollups import HistoryStore
@@ -93,6 +93,7 @@ class Poller:
         log: logging.Logger | None = None,
         alerts: AlertWatch | None = None,
         host_stats: bool = True,
+        settle_gc: bool = False,
     ) -> None:
         self.pool = pool
         self.log = log or quiet_logger()
@@ -110,6 +111,9 @@ class Poller:
         # bench/poll.py turns it off to measure what it costs.
         self.host_stats = host_stats
         self.on_update = on_update
+        # A long-lived process (zuka collect, the dashboard): after the first flush, move
+        # what lives as long as the process out of full collections (leases.telemetry.gcsettle).
+        self.settle_gc = settle_gc
         # Evaluated after a flush, every alerts.every_s at most (leases.alerts.watch).
         self.alerts = alerts
         self._nvml_factory = nvml
@@ -191,7 +195,7 @@ class Poller:
                 return
             samples = nvsmi.parse_query(stdout, state.fields, node.name, now, state.rows)
             processes = await self._processes(state, session.query)
-            self._good(state, samples, processes)
+            self._good(state, samples, processes, parsed=True)
         except HostKeyRejected as exc:
             self._bad(state, exc.health, exc.message, exc.offered.fingerprint)
         except SshError as exc:
@@ -293,7 +297,12 @@ class Poller:
         state: _NodeState,
         samples: Sequence[GpuSample],
         processes: tuple[GpuProcess, ...] | None,
+        *,
+        parsed: bool = False,
     ) -> None:
+        """A good reading. parsed: the samples come from nvidia-smi's parser, which refused
+        every value outside nvsmi.BOUNDS row by row (sample_problem's bounds): not checked
+        twice. Samples from anywhere else (NVML) are."""
         name = state.node.name
         if not samples:
             self._bad(state, NodeHealth.GPU_LOST, "nvidia-smi listed no GPUs")
@@ -301,7 +310,7 @@ class Poller:
         if len(samples) > nvsmi.MAX_GPUS:
             self._bad(state, NodeHealth.GARBAGE, f"more than {nvsmi.MAX_GPUS} GPUs listed")
             return
-        for sample in samples:
+        for sample in () if parsed else samples:
             problem = nvsmi.sample_problem(sample)
             if problem is not None:
                 self._bad(state, NodeHealth.GARBAGE, problem)
@@ -421,33 +430,13 @@ class Poller:
     def _store(
         self, minutes: list[NodeMinute], rows: list[NodeStatus], gaps: list[GapEvent]
     ) -> None:
-        """One transaction for all nodes; when it fails, node by node, so that one node's
-        bad data costs only that node's rows (and becomes its state)."""
         assert self.store is not None
-        if not (minutes or rows or gaps):
-            return
-        try:
-            self.store.write(minutes, rows, gaps)
-            return
-        except Exception:
-            count = len(minutes) + len(rows) + len(gaps)
-            self.log.exception("storing %d rows failed; retrying node by node", count)
-        names = dict.fromkeys([*(g.node for g in gaps), *(m.node for m in minutes),
-                               *(r.node for r in rows)])  # fmt: skip
-        for name in names:
-            try:
-                self.store.write(
-                    [m for m in minutes if m.node == name],
-                    [r for r in rows if r.node == name],
-                    [g for g in gaps if g.node == name],
-                )
-            except Exception as exc:
-                self.log.error("node %s: storing its reading failed", name, exc_info=exc)
-                state = self._nodes.get(name)
-                if state is not None:
-                    state.in_gap = None  # its gap's state in the ledger is not known now
-                    self._mark(name, f"zuka could not store this node's reading "
-                                     f"({_describe(exc)}); see the fault log")  # fmt: skip
+        for name, exc in write_flush(self.store, minutes, rows, gaps, self.log):
+            state = self._nodes.get(name)
+            if state is not None:
+                state.in_gap = None  # its gap's state in the ledger is not known now
+                self._mark(name, f"zuka could not store this node's reading "
+                                 f"({_describe(exc)}); see the fault log")  # fmt: skip
 
     # -- running -------------------------------------------------------------------------
 
@@ -459,6 +448,7 @@ class Poller:
                 while not stop.is_set():
                     started = time.monotonic()
                     await self.sweep()
+                    self._settle()
                     left = self.interval_s - (time.monotonic() - started)
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), max(0.0, left))
@@ -484,11 +474,17 @@ class Poller:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), flush_s)
                 self.flush()
+                self._settle()
         finally:
             for task in tasks.values():
                 task.cancel()
             await asyncio.gather(*tasks.values(), return_exceptions=True)
             self.flush()
+
+    def _settle(self) -> None:
+        if self.settle_gc:
+            self.settle_gc = False
+            gcsettle.settle()
 
     async def run_supervised(
         self,
@@ -578,7 +574,7 @@ class Poller:
                         continue
                     for samples in rounds:
                         apps = await self._processes(state, session.query, streaming=True)
-                        self._good(state, samples, apps)
+                        self._good(state, samples, apps, parsed=True)
             return self.interval_s
         except StreamExited as exc:
             r = exc.result

@@ -49,6 +49,7 @@ def make_poller(
     recent: RecentHistory | None = None,
     store: bool = True,
     alerts: AlertWatch | None = None,
+    settle_gc: bool = False,
 ) -> Poller:
     return Poller(
         polled_nodes(ledger, names),
@@ -59,4 +60,5 @@ def make_poller(
         interval_s=interval_s,
         log=fault_logger(ledger_path),
         alerts=alerts,
+        settle_gc=settle_gc,
     )

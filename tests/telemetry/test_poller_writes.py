@@ -228,3 +228,51 @@ def test_open_and_close_in_one_write_keep_their_order(tmp_path: Path) -> None:
         assert store.latest_by_id()[1].checked == c
     finally:
         ledger.close()
+
+
+async def test_a_long_lived_poller_settles_the_collector_once(
+    fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+    import gc
+
+    from leases.telemetry import gcsettle
+
+    frozen: list[int] = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(1))
+    monkeypatch.setattr(gcsettle, "_settled", False)
+    stop = asyncio.Event()
+    fleet.poller.settle_gc = True
+    runner = asyncio.create_task(fleet.poller.run(stop, mode="exec"))
+    try:
+        while not frozen:
+            await asyncio.sleep(0.01)
+        assert all(s.checked is not None for s in fleet.poller.statuses.values())
+        polls = fleet.poller._nodes["w0"].polls
+        while fleet.poller._nodes["w0"].polls < polls + 2:  # more sweeps, no more freezes
+            await asyncio.sleep(0.01)
+    finally:
+        stop.set()
+        await runner
+    assert frozen == [1] and gcsettle.settled()
+    # Another poller in the same process does not freeze again.
+    assert gcsettle.settle() is False and frozen == [1]
+
+
+def test_every_parsed_sample_passes_the_bounds_a_stored_one_must() -> None:
+    # The poller does not check parsed samples twice: the parser must refuse all that
+    # sample_problem would.
+    for model, scenario in [("A100", Scenario.BUSY), ("V100", Scenario.IDLE_MONTHLY),
+                            ("RTX 4090", Scenario.BURSTY), ("H800", Scenario.BUSY)]:  # fmt: skip
+        sim = SimNode("b", model, 8, scenario, seed=7)
+        text = sim_answer(sim, nvsmi.query_command(nvsmi.QUERY_FIELDS), T0).stdout
+        for s in nvsmi.parse_query(text, nvsmi.QUERY_FIELDS, "b", T0):
+            assert nvsmi.sample_problem(s) is None
+    for target, (_lo, hi) in nvsmi.BOUNDS.items():
+        field = next((f for f, spec in nvsmi._FIELDS.items() if spec.target == target), None)
+        if field is None:
+            continue
+        fields = tuple(dict.fromkeys(("index", field)))
+        row = f"{'0, ' if field != 'index' else ''}{hi * 2 + 1:g}"
+        with pytest.raises(nvsmi.NvsmiParseError):
+            nvsmi.parse_query(row + "\n", fields, "b", T0)

@@ -317,25 +317,33 @@ def as_sample(values: dict[str, object], node: str, at: datetime) -> GpuSample:
 
 
 class RowMemo:
-    """One node's rows as last read and what they parsed to: a row that comes back the
+    """One node's GPU rows as last read and what they parsed to: a row that comes back the
     same, byte for byte, is not parsed again (its sample still takes the new time). Holds
-    at most 2 x MAX_GPUS rows; a new field list forgets them all."""
+    one row per GPU index, the last one read (a 1,000-node poller holds 1,000 of these);
+    a new field list forgets them all."""
 
     def __init__(self) -> None:
         self._fields: tuple[str, ...] = ()
         self._rows: dict[str, dict[str, object]] = {}
+        self._line_of: dict[object, str] = {}  # GPU index -> its row in _rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
 
     def parse(self, line: str, line_no: int, fields: Sequence[str]) -> dict[str, object]:
         """parse_row(line, line_no, fields), or what it gave for the same line before."""
         if tuple(fields) != self._fields:
-            self._fields, self._rows = tuple(fields), {}
+            self._fields, self._rows, self._line_of = tuple(fields), {}, {}
         held = self._rows.get(line)
         if held is not None:
             return {**held, "extra": dict(held["extra"])}  # type: ignore[call-overload]
         values = parse_row(line, line_no, fields)
-        if len(self._rows) >= 2 * MAX_GPUS:
-            self._rows = {}
+        index = values["index"]
+        old = self._line_of.get(index)
+        if old is not None:
+            del self._rows[old]
         self._rows[line] = {**values, "extra": dict(values["extra"])}  # type: ignore[call-overload]
+        self._line_of[index] = line
         return values
 
 

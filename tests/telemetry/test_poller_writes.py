@@ -280,3 +280,34 @@ def test_every_parsed_sample_passes_the_bounds_a_stored_one_must() -> None:
         row = f"{'0, ' if field != 'index' else ''}{hi * 2 + 1:g}"
         with pytest.raises(nvsmi.NvsmiParseError):
             nvsmi.parse_query(row + "\n", fields, "b", T0)
+
+
+async def test_streams_of_nodes_that_keep_answering_open_no_gap(fleet: Fleet) -> None:
+    # Stream mode, rounds every 0.2 s and a flush every 0.1 s: nodes that answer every
+    # round have no gap in the ledger, and their latest rows follow the readings.
+    import asyncio
+
+    fleet.clock.now = T0
+    ticks = 0
+
+    def tick() -> None:
+        nonlocal ticks
+        ticks += 1
+        fleet.clock.now = T0 + timedelta(seconds=ticks)
+        fleet.node_clock.now = T0 + timedelta(seconds=ticks)
+
+    fleet.poller.on_update = lambda status: tick()
+    stop = asyncio.Event()
+    runner = asyncio.create_task(fleet.poller.run(stop, mode="stream", flush_s=0.1))
+    try:
+        while ticks < 40:
+            await asyncio.sleep(0.02)
+    finally:
+        stop.set()
+        await runner
+    store = HistoryStore(fleet.ledger)
+    assert store.gaps("w0") == [] and store.gaps("w1") == []
+    latest = {s.node: s for s in store.latest_by_id().values()}
+    for name in ("w0", "w1"):
+        assert latest[name].health is NodeHealth.OK
+        assert latest[name].samples == fleet.poller.statuses[name].samples

@@ -5,7 +5,9 @@ collector's sight (gc.freeze), so a full collection walks only what came after.
 Measured on 300 simulated nodes, warm exec sweeps (scratch profile, same run): a full
 collection paused the loop for 0.21-0.57 s without it and 0.03 s with it, and a sweep's CPU
 fell by about a quarter. Once per process: a second poller in the same process (tests, a
-dashboard that restarts its poller) does not freeze again.
+dashboard that restarts its poller) does not freeze again. `zuka collect` asks for it; the
+dashboard's process has its own policy (tui.dashboard.gcpolicy, frozen once the first full
+table is drawn), so its poller does not.
 """
 
 from __future__ import annotations

@@ -111,7 +111,7 @@ class Poller:
         # bench/poll.py turns it off to measure what it costs.
         self.host_stats = host_stats
         self.on_update = on_update
-        # A long-lived process (zuka collect, the dashboard): after the first flush, move
+        # A long-lived process (zuka collect): after the first flush, move
         # what lives as long as the process out of full collections (leases.telemetry.gcsettle).
         self.settle_gc = settle_gc
         # Evaluated after a flush, every alerts.every_s at most (leases.alerts.watch).

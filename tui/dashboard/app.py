@@ -452,7 +452,6 @@ class ZukaApp(App[None]):
             interval_s=self.interval_s,
             recent=self.recent,
             alerts=self.alert_watch,
-            settle_gc=True,  # a full collection would stall the UI loop
         )
         self.poller.set_nodes(list(self.data.facts.polled))
         self.run_poller()

@@ -319,19 +319,54 @@ def as_sample(values: dict[str, object], node: str, at: datetime) -> GpuSample:
     return GpuSample(node=node, at=at, **values)  # type: ignore[arg-type]
 
 
-def parse_query(text: str, fields: Sequence[str], node: str, at: datetime) -> list[GpuSample]:
+class RowMemo:
+    """One node's GPU rows as last read and what they parsed to: a row that comes back the
+    same, byte for byte, is not parsed again (its sample still takes the new time). Holds
+    one row per GPU index, the last one read (a 1,000-node poller holds 1,000 of these);
+    a new field list forgets them all."""
+
+    def __init__(self) -> None:
+        self._fields: tuple[str, ...] = ()
+        self._rows: dict[str, dict[str, object]] = {}
+        self._line_of: dict[object, str] = {}  # GPU index -> its row in _rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def parse(self, line: str, line_no: int, fields: Sequence[str]) -> dict[str, object]:
+        """parse_row(line, line_no, fields), or what it gave for the same line before."""
+        if tuple(fields) != self._fields:
+            self._fields, self._rows, self._line_of = tuple(fields), {}, {}
+        held = self._rows.get(line)
+        if held is not None:
+            return {**held, "extra": dict(held["extra"])}  # type: ignore[call-overload]
+        values = parse_row(line, line_no, fields)
+        index = values["index"]
+        old = self._line_of.get(index)
+        if old is not None:
+            del self._rows[old]
+        self._rows[line] = {**values, "extra": dict(values["extra"])}  # type: ignore[call-overload]
+        self._line_of[index] = line
+        return values
+
+
+def parse_query(
+    text: str, fields: Sequence[str], node: str, at: datetime, memo: RowMemo | None = None
+) -> list[GpuSample]:
     """One `--query-gpu=... --format=csv,noheader,nounits` output as samples, in order.
 
     Blank output gives []. Anything unreadable (wrong column count, text where a number
     belongs, a repeated index or uuid) raises NvsmiParseError naming the line and field;
-    no other exception escapes for any text.
+    no other exception escapes for any text. With a memo, rows it holds are not parsed
+    again (the checks between rows still run).
     """
     require_index(fields)
     samples: list[GpuSample] = []
     seen_index: set[int] = set()
     seen_uuid: set[str] = set()
+    parse = parse_row if memo is None else memo.parse
     for line_no, line in _lines(text):
-        values = parse_row(line, line_no, fields)
+        values = parse(line, line_no, fields)
         index = values["index"]
         assert isinstance(index, int)
         if index in seen_index:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from leases.core.models import GpuSample
-from leases.telemetry.nvsmi import NvsmiParseError, as_sample, parse_row, require_index
+from leases.telemetry.nvsmi import NvsmiParseError, RowMemo, as_sample, require_index
 
 # A real row is a few hundred characters; a stream line past this is garbage.
 _MAX_LINE_CHARS = 64 * 1024
@@ -31,6 +31,7 @@ class StreamParser:
         node: str,
         clock: Callable[[], datetime],
         gpu_count: int | None = None,
+        memo: RowMemo | None = None,
     ) -> None:
         require_index(fields)
         if gpu_count is not None and gpu_count <= 0:
@@ -39,6 +40,8 @@ class StreamParser:
         self.node = node
         self.gpu_count = gpu_count
         self._clock = clock
+        # A row sent again unchanged (an idle GPU's, often) is not parsed again.
+        self._memo = memo if memo is not None else RowMemo()
         self._buffer = ""
         self._line_no = 0
         self._round: list[GpuSample] = []
@@ -75,7 +78,7 @@ class StreamParser:
         if not line:
             return
         try:
-            values = parse_row(line, self._line_no, self.fields)
+            values = self._memo.parse(line, self._line_no, self.fields)
         except NvsmiParseError:
             self._discard_round()
             raise

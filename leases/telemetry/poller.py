@@ -23,21 +23,23 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal, TypeVar
+from dataclasses import replace
+from typing import TYPE_CHECKING, Literal
 
 from leases.core.clock import Clock, utc_now
-from leases.core.host import HostStats
 from leases.core.models import GpuProcess, GpuSample, Node, NodeHealth, NodeStatus
 from leases.ssh.errors import BackingOff, HostKeyRejected, SshError, StreamExited
 from leases.ssh.pool import SshPool
 from leases.ssh.stream import CommandResult
-from leases.telemetry import gpuread, hoststats, nvsmi, nvsmiprobe, nvsmistream, promtarget
-from leases.telemetry.attribution import OwnerTracker, gpu_owners
+from leases.telemetry import gcsettle, gpuread, hoststats, nvsmi, nvsmiprobe, nvsmistream
+from leases.telemetry.attribution import gpu_owners
 from leases.telemetry.faultlog import quiet_logger
-from leases.telemetry.history import MinuteAccumulator, NodeMinute, RecentHistory
+from leases.telemetry.flushes import GapEvent, write_flush
+from leases.telemetry.history import NodeMinute, RecentHistory
+from leases.telemetry.nodestate import NodeState, describe
 from leases.telemetry.nvml import NvmlReader, NvmlUnavailable
 from leases.telemetry.probecache import Probe, ProbeBook, ProbeCache
+from leases.telemetry.promtarget import is_prometheus
 from leases.telemetry.rollups import HistoryStore
 
 if TYPE_CHECKING:  # imported by the collector and the dashboard, which make one
@@ -45,40 +47,6 @@ if TYPE_CHECKING:  # imported by the collector and the dashboard, which make one
     from leases.telemetry.promread import PromReader  # made when a node reads from it
 
 Mode = Literal["stream", "exec"]
-_T = TypeVar("_T")
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
-
-
-@dataclass
-class _NodeState:
-    node: Node
-    fields: tuple[str, ...] | None = None
-    # The driver the fields were probed with (None: not known); another one drops them.
-    driver: str | None = None
-    polls: int = 0
-    acc: MinuteAccumulator = field(init=False)
-    # Owners of the GPU processes as last read, for attributing the minutes it closes.
-    tracker: OwnerTracker = field(default_factory=OwnerTracker)
-    # Why some process owners were refused or unknown at the last reading (the detail).
-    owner_problems: str = ""
-    # Whether the ledger holds an open gap for this node; None until this process knows.
-    # None makes the first good reading close a gap another process opened (a collector
-    # that stopped, a dashboard that handed over), and the first bad one open it once.
-    in_gap: bool | None = None
-    # Set to cut a wait short (the user just trusted the node's key, say).
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
-    # The host figures (leases.telemetry.hoststats): the last reading, for CPU and
-    # network deltas, when it was read (this process's clock), and the figures.
-    host_reading: hoststats.HostReading | None = None
-    host_read_at: float | None = None
-    host: HostStats | None = None
-
-    def __post_init__(self) -> None:
-        self.acc = MinuteAccumulator(self.node.name)
 
 
 class Poller:
@@ -101,6 +69,7 @@ class Poller:
         probes: ProbeCache | None = None,
         processes: bool = True,
         kept_shell: bool = True,
+        settle_gc: bool = False,
     ) -> None:
         self.prom = prom  # nodes read from Prometheus share its session, made at first use
         self.pool = pool
@@ -123,14 +92,19 @@ class Poller:
         # kept_shell False: each command an exec of its own (a process reading nodes once).
         self.probes, self.processes, self.kept_shell = ProbeBook(probes), processes, kept_shell
         self.on_update = on_update
+        # A long-lived process (zuka collect): after the first flush, move
+        # what lives as long as the process out of full collections (leases.telemetry.gcsettle).
+        self.settle_gc = settle_gc
         # Evaluated after a flush, every alerts.every_s at most (leases.alerts.watch).
         self.alerts = alerts
         self._nvml_factory = nvml
         self._nvml: NvmlReader | None = None
-        self._nodes: dict[str, _NodeState] = {}
+        self._nodes: dict[str, NodeState] = {}
         self.statuses: dict[str, NodeStatus] = {}
         self._pending_minutes: list[NodeMinute] = []
         self._pending_latest: dict[str, NodeStatus] = {}
+        # Gaps opened and closed since the last flush, in order: written with it.
+        self._pending_gaps: list[GapEvent] = []
         self.set_nodes(nodes)
 
     def set_nodes(self, nodes: Sequence[Node]) -> None:
@@ -147,6 +121,7 @@ class Poller:
                 del self._nodes[name]
                 self.statuses.pop(name, None)
                 self._pending_latest.pop(name, None)
+                self._pending_gaps = [g for g in self._pending_gaps if g.node != name]
                 if self.recent is not None:
                     self.recent.forget(name)
         new = [node for name, node in wanted.items() if name not in self._nodes]
@@ -154,7 +129,7 @@ class Poller:
         for name, node in wanted.items():
             state = self._nodes.get(name)
             if state is None:
-                state = self._nodes[name] = _NodeState(node)
+                state = self._nodes[name] = NodeState(node)
                 if (probe := kept.get(node.id or -1)) is not None:
                     state.fields, state.driver = probe.fields, probe.driver
                 self.statuses[name] = NodeStatus(name)
@@ -174,16 +149,16 @@ class Poller:
         self.flush()
         return {s.node.name: self.statuses[s.node.name] for s in targets}
 
-    async def _read_once(self, state: _NodeState) -> None:
+    async def _read_once(self, state: NodeState) -> None:
         try:
-            if promtarget.is_prometheus(state.node):  # no SSH: leases.telemetry.promread
+            if is_prometheus(state.node):  # no SSH: leases.telemetry.promread
                 await self._read_prom(state)
             else:
                 await self._read_once_unguarded(state)
         except Exception as exc:  # zuka's own failure on this node's data
             self._crashed(state, exc)
 
-    async def _read_once_unguarded(self, state: _NodeState) -> None:
+    async def _read_once_unguarded(self, state: NodeState) -> None:
         node = state.node
         if node.local:
             await self._read_local(state)
@@ -201,10 +176,10 @@ class Poller:
             if result.exit_status != 0:
                 self._failed_reading(state, result.exit_status, result.stdout, result.stderr)
                 return
-            samples = nvsmi.parse_query(result.stdout, read.fields, node.name, now)
+            samples = nvsmi.parse_query(result.stdout, read.fields, node.name, now, state.rows)
             self._probed(state, read.probed, samples)
             processes = await self._processes(state, run)
-            self._good(state, samples, processes)
+            self._good(state, samples, processes, parsed=True)
         except HostKeyRejected as exc:
             self._bad(state, exc.health, exc.message, exc.offered.fingerprint)
         except SshError as exc:
@@ -217,7 +192,7 @@ class Poller:
             self._unprobe(state)  # probe again: the node may have changed under us
             self._bad(state, NodeHealth.GARBAGE, str(exc))
 
-    def _probed(self, state: _NodeState, probed: bool, samples: Sequence[GpuSample]) -> None:
+    def _probed(self, state: NodeState, probed: bool, samples: Sequence[GpuSample]) -> None:
         """Keep a probe found; drop a kept one another driver answered (it may know more)."""
         driver = gpuread.driver_of(samples)
         if probed:
@@ -226,14 +201,14 @@ class Poller:
         elif state.driver is not None and driver != state.driver:
             self._unprobe(state)
 
-    def _unprobe(self, state: _NodeState) -> None:
+    def _unprobe(self, state: NodeState) -> None:
         """Forget the node's fields here and in the ledger: its next reading probes."""
         state.fields = state.driver = None
         self.probes.drop(state.node)
 
     async def _processes(
         self,
-        state: _NodeState,
+        state: NodeState,
         run: Callable[[str], Awaitable[CommandResult]],
         *,
         streaming: bool = False,
@@ -253,7 +228,7 @@ class Poller:
         state.owner_problems = f"process owners: {said}" if said else ""
         return reading.processes
 
-    async def _read_local(self, state: _NodeState) -> None:
+    async def _read_local(self, state: NodeState) -> None:
         try:
             if self._nvml is None:
                 reader = self._nvml_factory()
@@ -272,7 +247,7 @@ class Poller:
             return
         self._good(state, samples, processes)
 
-    async def _read_prom(self, state: _NodeState) -> None:
+    async def _read_prom(self, state: NodeState) -> None:
         """A node read from Prometheus (leases.telemetry.promread): no processes."""
         if self.prom is None:
             from leases.telemetry.promread import PromReader  # aiohttp: only where used
@@ -284,7 +259,7 @@ class Poller:
         elif got.samples:
             self._good(state, got.samples, None)
 
-    def _host(self, state: _NodeState, text: str | None) -> None:
+    def _host(self, state: NodeState, text: str | None) -> None:
         """Turn the host part of an output into the node's host figures (never raises on
         what the node printed: a part not read is named in the figures' problems)."""
         reading = hoststats.parse_host(text)
@@ -295,7 +270,7 @@ class Poller:
         state.host_reading, state.host_read_at = reading, at
 
     @staticmethod
-    def _attributed(state: _NodeState, minutes: Sequence[NodeMinute]) -> list[NodeMinute]:
+    def _attributed(state: NodeState, minutes: Sequence[NodeMinute]) -> list[NodeMinute]:
         """Closed minutes with the owners of their GPUs' processes attached."""
         out = []
         for m in minutes:
@@ -304,7 +279,7 @@ class Poller:
         return out
 
     def _failed_reading(
-        self, state: _NodeState, status: int | None, stdout: str, stderr: str
+        self, state: NodeState, status: int | None, stdout: str, stderr: str
     ) -> None:
         health = nvsmi.classify_failure(status, stdout, stderr)
         said = (stderr.strip() or stdout.strip()).splitlines()
@@ -317,10 +292,15 @@ class Poller:
 
     def _good(
         self,
-        state: _NodeState,
+        state: NodeState,
         samples: Sequence[GpuSample],
         processes: tuple[GpuProcess, ...] | None,
+        *,
+        parsed: bool = False,
     ) -> None:
+        """A good reading. parsed: the samples come from nvidia-smi's parser, which refused
+        every value outside nvsmi.BOUNDS row by row (sample_problem's bounds): not checked
+        twice. Samples from anywhere else (NVML) are."""
         name = state.node.name
         if not samples:
             self._bad(state, NodeHealth.GPU_LOST, "nvidia-smi listed no GPUs")
@@ -328,7 +308,7 @@ class Poller:
         if len(samples) > nvsmi.MAX_GPUS:
             self._bad(state, NodeHealth.GARBAGE, f"more than {nvsmi.MAX_GPUS} GPUs listed")
             return
-        for sample in samples:
+        for sample in () if parsed else samples:
             problem = nvsmi.sample_problem(sample)
             if problem is not None:
                 self._bad(state, NodeHealth.GARBAGE, problem)
@@ -351,12 +331,12 @@ class Poller:
             self.recent.add(samples)
         self._pending_minutes.extend(self._attributed(state, state.acc.add(samples)))
         if state.in_gap is not False and self.store is not None:
-            self.store.close_gap(name, now)
+            self._pending_gaps.append(GapEvent(name, now, opened=False))
         state.in_gap = False
         self._set(status)
 
     def _bad(
-        self, state: _NodeState, health: NodeHealth, detail: str, fingerprint: str | None = None
+        self, state: NodeState, health: NodeHealth, detail: str, fingerprint: str | None = None
     ) -> None:
         name = state.node.name
         now = self.clock()
@@ -381,16 +361,18 @@ class Poller:
         if closed is not None:
             self._pending_minutes.extend(self._attributed(state, [closed]))
         if self.store is not None and state.in_gap is not True:
-            self.store.open_gap(name, now, health, detail)  # idempotent
+            # Idempotent: a gap another process left open stays the one open.
+            self._pending_gaps.append(GapEvent(name, now, opened=True, health=health,
+                                               detail=detail))  # fmt: skip
         state.in_gap = True
         self._set(status)
 
-    def _crashed(self, state: _NodeState, exc: BaseException) -> None:
+    def _crashed(self, state: NodeState, exc: BaseException) -> None:
         """zuka failed on this node's data: the node's state, a traceback in the log."""
         name = state.node.name
         self.log.error("node %s: failure while handling its data", name, exc_info=exc)
         self._unprobe(state)  # start again from a probe
-        detail = f"zuka could not handle this node's data ({_describe(exc)}); see the fault log"
+        detail = f"zuka could not handle this node's data ({describe(exc)}); see the fault log"
         try:
             self._bad(state, NodeHealth.GARBAGE, detail)
         except Exception as again:  # the store failed too: keep the state in memory
@@ -430,42 +412,30 @@ class Poller:
         minutes, self._pending_minutes = self._pending_minutes, []
         latest, self._pending_latest = self._pending_latest, {}
         self.probes.write(self.clock(), self.log)
+        gaps, self._pending_gaps = self._pending_gaps, []
         if self.store is None:
             return
+        clock = self.clock
         rows = [
-            replace(s, checked=s.checked or self.clock())
+            s if s.checked is not None else replace(s, checked=clock())
             for s in latest.values()
             if s.node in self._nodes
         ]
-        # One transaction for all nodes; when it fails, node by node, so that one node's
-        # bad data costs only that node's rows (and becomes its state).
-        self._store_each(self.store.write_minutes, minutes, lambda m: m.node)
-        self._store_each(self.store.write_latest, rows, lambda r: r.node)
+        gaps = [g for g in gaps if g.node in self._nodes]
+        self._store(minutes, rows, gaps)
         if self.alerts is not None:
             self.alerts.tick()  # never raises; cheap when not due
 
-    def _store_each(
-        self,
-        write: Callable[[Sequence[_T]], None],
-        items: Sequence[_T],
-        node_of: Callable[[_T], str],
+    def _store(
+        self, minutes: list[NodeMinute], rows: list[NodeStatus], gaps: list[GapEvent]
     ) -> None:
-        if not items:
-            return
-        try:
-            write(items)
-            return
-        except Exception:
-            self.log.exception("storing %d rows failed; retrying node by node", len(items))
-        for item in items:
-            try:
-                write([item])
-            except Exception as exc:
-                name = node_of(item)
-                self.log.error("node %s: storing its reading failed", name, exc_info=exc)
-                if name in self._nodes:
-                    self._mark(name, f"zuka could not store this node's reading "
-                                     f"({_describe(exc)}); see the fault log")  # fmt: skip
+        assert self.store is not None
+        for name, exc in write_flush(self.store, minutes, rows, gaps, self.log):
+            state = self._nodes.get(name)
+            if state is not None:
+                state.in_gap = None  # its gap's state in the ledger is not known now
+                self._mark(name, f"zuka could not store this node's reading "
+                                 f"({describe(exc)}); see the fault log")  # fmt: skip
 
     # -- running -------------------------------------------------------------------------
 
@@ -477,6 +447,7 @@ class Poller:
                 while not stop.is_set():
                     started = time.monotonic()
                     await self.sweep()
+                    self._settle()
                     left = self.interval_s - (time.monotonic() - started)
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), max(0.0, left))
@@ -502,11 +473,17 @@ class Poller:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), flush_s)
                 self.flush()
+                self._settle()
         finally:
             for task in tasks.values():
                 task.cancel()
             await asyncio.gather(*tasks.values(), return_exceptions=True)
             self.flush()
+
+    def _settle(self) -> None:
+        if self.settle_gc:
+            self.settle_gc = False
+            gcsettle.settle()
 
     async def run_supervised(
         self,
@@ -534,7 +511,7 @@ class Poller:
                 if time.monotonic() - started > backoff_cap_s:
                     delay = backoff_s
                 self.restarts += 1
-                self.last_fault = _describe(exc)
+                self.last_fault = describe(exc)
                 self.log.error("the poller stopped; restarting in %g s", delay, exc_info=exc)
                 if on_fault is not None:
                     on_fault(exc, delay)
@@ -542,11 +519,11 @@ class Poller:
                 await asyncio.wait_for(stop.wait(), delay)
             delay = min(backoff_cap_s, delay * 2)
 
-    async def _follow(self, state: _NodeState, stop: asyncio.Event) -> None:
+    async def _follow(self, state: NodeState, stop: asyncio.Event) -> None:
         """Keep one node's stream going; after a fault wait, then start again."""
         while not stop.is_set() and self._nodes.get(state.node.name) is state:
             wait = self.interval_s
-            if state.node.local or promtarget.is_prometheus(state.node):
+            if state.node.local or is_prometheus(state.node):
                 await self._read_once(state)
             else:
                 wait = await self._stream_once(state)
@@ -564,7 +541,7 @@ class Poller:
         if state is not None:
             state.wake.set()
 
-    async def _stream_once(self, state: _NodeState) -> float:
+    async def _stream_once(self, state: NodeState) -> float:
         """Read one node's stream until it ends; return how long to wait before the next."""
         try:
             return await self._stream_once_unguarded(state)
@@ -572,7 +549,7 @@ class Poller:
             self._crashed(state, exc)
             return self.interval_s
 
-    async def _stream_once_unguarded(self, state: _NodeState) -> float:
+    async def _stream_once_unguarded(self, state: NodeState) -> float:
         node = state.node
         session = self.pool.add(node)
         try:
@@ -582,8 +559,9 @@ class Poller:
             if status.health is not NodeHealth.OK or state.fields is None:
                 return self.interval_s
             parser = nvsmistream.StreamParser(
-                state.fields, node.name, self.clock, gpu_count=len(status.samples)
-            )
+                state.fields, node.name, self.clock, gpu_count=len(status.samples),
+                memo=state.rows,
+            )  # fmt: skip
             command = nvsmi.query_command(state.fields, loop_ms=int(self.interval_s * 1000))
             chunks = session.stream(command, idle_timeout=self.interval_s * 3 + 10, chunks=True)
             async with contextlib.aclosing(chunks):
@@ -595,7 +573,7 @@ class Poller:
                         continue
                     for samples in rounds:
                         apps = await self._processes(state, session.query, streaming=True)
-                        self._good(state, samples, apps)
+                        self._good(state, samples, apps, parsed=True)
             return self.interval_s
         except StreamExited as exc:
             r = exc.result

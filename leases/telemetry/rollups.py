@@ -23,6 +23,7 @@ from leases.core.models import (
 from leases.ledger.store import Ledger
 from leases.money import billing
 from leases.telemetry.attribution import add_shares, minute_shares
+from leases.telemetry.flushes import GapEvent, JsonMemo
 from leases.telemetry.history import (
     NodeHour,
     NodeMinute,
@@ -68,6 +69,14 @@ def sample_record(s: GpuSample) -> dict[str, Any]:
     return d
 
 
+def _processes_json(processes: tuple[GpuProcess, ...]) -> str:
+    return json.dumps([asdict(p) for p in processes])
+
+
+def _host_json(host: HostStats | None) -> str:
+    return json.dumps(host_record(host) if host is not None else {})
+
+
 def sample_from(node: str, d: dict[str, Any]) -> GpuSample:
     return GpuSample(**{**d, "node": node, "at": datetime.fromisoformat(d["at"])})
 
@@ -78,12 +87,16 @@ class HistoryStore:
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
         self._ids: dict[str, int] = {}
+        # The JSON last written of each node's processes and host figures: a poller
+        # hands the same objects on between the readings that refresh them.
+        self._json = JsonMemo()
 
     def set_nodes(self, nodes: Iterable[Node]) -> None:
         """The fleet as the poller sees it now: each name writes to that node's row. Called
         whenever the fleet is re-read, so that after a rename (A to B) and a new node A,
         A's rows go to the new node, not to B."""
         self._ids = {n.name: n.id for n in nodes if n.id is not None}
+        self._json.keep(self._ids.values())
 
     def node_id(self, node: str) -> int:
         if node not in self._ids:
@@ -109,16 +122,19 @@ class HistoryStore:
         if not minutes:
             return
         with self.ledger.transaction() as conn:
-            conn.executemany(
-                "INSERT OR REPLACE INTO gpu_minute (node_id, minute, gpus) VALUES (?, ?, ?)",
-                [(self.node_id(m.node), m.minute, pack_minute(m.gpus)) for m in minutes],
-            )
-            self._write_owner_minutes(conn, minutes)
-            if not refresh_hours:
-                return
-            for node, hour in sorted({(m.node, m.minute // 60) for m in minutes}):
-                self._refresh_hour(conn, node, hour)
-                self._refresh_owner_hour(conn, node, hour)
+            self._write_minutes(conn, minutes, refresh_hours)
+
+    def _write_minutes(self, conn: Any, minutes: Sequence[NodeMinute], refresh_hours: bool) -> None:
+        conn.executemany(
+            "INSERT OR REPLACE INTO gpu_minute (node_id, minute, gpus) VALUES (?, ?, ?)",
+            [(self.node_id(m.node), m.minute, pack_minute(m.gpus)) for m in minutes],
+        )
+        self._write_owner_minutes(conn, minutes)
+        if not refresh_hours:
+            return
+        for node, hour in sorted({(m.node, m.minute // 60) for m in minutes}):
+            self._refresh_hour(conn, node, hour)
+            self._refresh_owner_hour(conn, node, hour)
 
     def _write_owner_minutes(self, conn: Any, minutes: Sequence[NodeMinute]) -> None:
         """Each minute's busy card-minutes by owner; a minute without a busy card has no row
@@ -194,47 +210,79 @@ class HistoryStore:
 
     def write_latest(self, rows: Sequence[NodeStatus]) -> None:
         """Each node's status as of its last attempt (`checked`, which must be set)."""
-        if not rows:
+        if rows:
+            with self.ledger.transaction() as conn:
+                self._write_latest(conn, rows)
+
+    def write(
+        self,
+        minutes: Sequence[NodeMinute] = (),
+        latest: Sequence[NodeStatus] = (),
+        gaps: Sequence[GapEvent] = (),
+    ) -> None:
+        """A poller's flush in one transaction: gaps opened and closed (in order), closed
+        minutes with their hours, the latest status of the nodes read since the last one."""
+        if not (minutes or latest or gaps):
             return
         with self.ledger.transaction() as conn:
-            conn.executemany(
-                "INSERT OR REPLACE INTO node_latest"
-                " (node_id, at, health, detail, fingerprint, gpus, processes, host)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        self.node_id(r.node),
-                        _checked(r).isoformat(),
-                        r.health.value,
-                        r.detail,
-                        r.fingerprint,
-                        json.dumps([sample_record(s) for s in r.samples]),
-                        json.dumps([asdict(p) for p in r.processes]),
-                        json.dumps(host_record(r.host) if r.host is not None else {}),
-                    )
-                    for r in rows
-                ],
-            )
+            for gap in gaps:
+                if gap.opened:
+                    self._open_gap(conn, gap.node, gap.at, gap.health, gap.detail)
+                else:
+                    self._close_gap(conn, gap.node, gap.at)
+            if minutes:
+                self._write_minutes(conn, minutes, True)
+            if latest:
+                self._write_latest(conn, latest)
+
+    def _write_latest(self, conn: Any, rows: Sequence[NodeStatus]) -> None:
+        memo = self._json
+        conn.executemany(
+            "INSERT OR REPLACE INTO node_latest"
+            " (node_id, at, health, detail, fingerprint, gpus, processes, host)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    node_id := self.node_id(r.node),
+                    _checked(r).isoformat(),
+                    r.health.value,
+                    r.detail,
+                    r.fingerprint,
+                    json.dumps([sample_record(s) for s in r.samples]),
+                    memo.text(node_id, "processes", r.processes, _processes_json),
+                    memo.text(node_id, "host", r.host, _host_json),
+                )
+                for r in rows
+            ],
+        )
 
     def open_gap(self, node: str, start: datetime, health: NodeHealth, detail: str) -> None:
         """Record that readings stopped (an unknown stretch, never zero). Idempotent."""
         with self.ledger.transaction() as conn:
-            node_id = self.node_id(node)
-            if conn.execute(
-                'SELECT 1 FROM poll_gap WHERE node_id = ? AND "end" IS NULL', [node_id]
-            ).fetchone():
-                return
-            conn.execute(
-                "INSERT INTO poll_gap (node_id, start, health, detail) VALUES (?, ?, ?, ?)",
-                (node_id, start.isoformat(), health.value, detail[:500]),
-            )
+            self._open_gap(conn, node, start, health, detail)
+
+    def _open_gap(
+        self, conn: Any, node: str, start: datetime, health: NodeHealth, detail: str
+    ) -> None:
+        node_id = self.node_id(node)
+        if conn.execute(
+            'SELECT 1 FROM poll_gap WHERE node_id = ? AND "end" IS NULL', [node_id]
+        ).fetchone():
+            return
+        conn.execute(
+            "INSERT INTO poll_gap (node_id, start, health, detail) VALUES (?, ?, ?, ?)",
+            (node_id, start.isoformat(), health.value, detail[:500]),
+        )
 
     def close_gap(self, node: str, end: datetime) -> None:
         with self.ledger.transaction() as conn:
-            conn.execute(
-                'UPDATE poll_gap SET "end" = ? WHERE node_id = ? AND "end" IS NULL',
-                (end.isoformat(), self.node_id(node)),
-            )
+            self._close_gap(conn, node, end)
+
+    def _close_gap(self, conn: Any, node: str, end: datetime) -> None:
+        conn.execute(
+            'UPDATE poll_gap SET "end" = ? WHERE node_id = ? AND "end" IS NULL',
+            (end.isoformat(), self.node_id(node)),
+        )
 
     def purge(self, now: datetime, minute_days: int = DEFAULT_MINUTE_DAYS) -> int:
         """Drop minute roll-ups older than minute_days; hours stay. Returns rows removed."""

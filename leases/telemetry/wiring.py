@@ -57,6 +57,7 @@ def make_poller(
     nodes: list[Node] | None = None,
     processes: bool = True,
     kept_shell: bool = True,
+    settle_gc: bool = False,
 ) -> Poller:
     """The poller of the ledger's fleet (or the named nodes; or `nodes`, already read),
     starting from the nvidia-smi probes the ledger keeps (leases.telemetry.probecache)."""
@@ -72,4 +73,5 @@ def make_poller(
         probes=ProbeCache(ledger) if store else None,
         processes=processes,
         kept_shell=kept_shell,
+        settle_gc=settle_gc,
     )

@@ -315,15 +315,12 @@ class FailingStore(HistoryStore):
         super().__init__(ledger)
         self.bad = bad
 
-    def close_gap(self, node: str, end: datetime) -> None:
-        if node in self.bad:
-            raise RuntimeError(f"cannot close the gap of {node}")
-        super().close_gap(node, end)
-
-    def write_latest(self, rows):  # type: ignore[no-untyped-def]
-        if any(r.node in self.bad for r in rows):
+    def write(self, minutes=(), latest=(), gaps=()):  # type: ignore[no-untyped-def]
+        if any(g.node in self.bad for g in gaps):
+            raise RuntimeError(f"cannot close the gap of {sorted(self.bad)[0]}")
+        if any(r.node in self.bad for r in latest):
             raise RuntimeError("cannot store the latest rows")
-        super().write_latest(rows)
+        super().write(minutes, latest, gaps)
 
 
 async def test_a_failure_on_one_nodes_data_is_that_nodes_state_and_logged(

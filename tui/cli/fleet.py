@@ -285,7 +285,8 @@ async def _collect(
         raise InputError("alerts_every", every, "must not be negative")
     watch = watch_ledger(ledger, path, config, clock=utc_now, every_s=every,
                          log=fault_logger(path))  # fmt: skip
-    poller = make_poller(ledger, path, interval_s=interval, alerts=watch)
+    # A long-lived process: full collections spared what lives as long as it does.
+    poller = make_poller(ledger, path, interval_s=interval, alerts=watch, settle_gc=True)
     store = poller.store
     assert store is not None
     cloud_every = args.cloud_every

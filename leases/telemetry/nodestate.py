@@ -1,0 +1,50 @@
+"""What the poller keeps for each node between readings: its probed fields, its minute in
+progress, its process owners, its gap state, its host figures and its parsed GPU rows."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from leases.core.host import HostStats
+from leases.core.models import Node
+from leases.telemetry import hoststats, nvsmi
+from leases.telemetry.attribution import OwnerTracker
+from leases.telemetry.history import MinuteAccumulator
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
+
+
+@dataclass
+class NodeState:
+    """What the poller holds for one node between readings (leases.telemetry.poller)."""
+
+    node: Node
+    fields: tuple[str, ...] | None = None
+    # The driver the fields were probed with (None: not known); another one drops them.
+    driver: str | None = None
+    polls: int = 0
+    acc: MinuteAccumulator = field(init=False)
+    # Owners of the GPU processes as last read, for attributing the minutes it closes.
+    tracker: OwnerTracker = field(default_factory=OwnerTracker)
+    # Why some process owners were refused or unknown at the last reading (the detail).
+    owner_problems: str = ""
+    # Whether the ledger holds an open gap for this node; None until this process knows.
+    # None makes the first good reading close a gap another process opened (a collector
+    # that stopped, a dashboard that handed over), and the first bad one open it once.
+    in_gap: bool | None = None
+    # Set to cut a wait short (the user just trusted the node's key, say).
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    # The host figures (leases.telemetry.hoststats): the last reading, for CPU and
+    # network deltas, when it was read (this process's clock), and the figures.
+    host_reading: hoststats.HostReading | None = None
+    host_read_at: float | None = None
+    host: HostStats | None = None
+    # The GPU rows last read and what they parsed to (exec and stream alike).
+    rows: nvsmi.RowMemo = field(default_factory=nvsmi.RowMemo)
+
+    def __post_init__(self) -> None:
+        self.acc = MinuteAccumulator(self.node.name)

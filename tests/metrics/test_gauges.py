@@ -1,0 +1,149 @@
+"""The gauges of a known fleet state, rendered as Prometheus text and parsed back with
+prometheus_client's own parser: values worked out here by hand."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+from prometheus_client.exposition import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import CollectorRegistry
+
+from leases.core.models import GpuSample, NodeHealth, NodeStatus
+from leases.metrics.gauges import (
+    LABEL_MAX,
+    METRICS,
+    FleetCollector,
+    LeaseMoney,
+    Money,
+    Place,
+)
+
+NOW = datetime(2026, 3, 11, 4, 0, 30, tzinfo=UTC)
+READ = NOW - timedelta(seconds=12)
+
+
+def scrape(
+    statuses: dict[str, NodeStatus], places: dict[str, Place], money: Money | None = None
+) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(
+        FleetCollector(lambda: statuses, lambda: places, lambda: NOW,
+                       None if money is None else (lambda: money))
+    )  # fmt: skip
+    text = generate_latest(registry).decode()
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def _gpu(node: str, i: int, **kw: object) -> GpuSample:
+    return GpuSample(node, READ, i, uuid=f"GPU-{node}-{i}", name="NVIDIA A100-SXM4-80GB", **kw)  # type: ignore[arg-type]
+
+
+FLEET = {
+    "a1": NodeStatus("a1", NodeHealth.OK, checked=READ, at=READ, samples=(
+        _gpu("a1", 0, util_gpu=87.0, mem_used_mib=1024.0, mem_total_mib=81920.0,
+             power_w=312.5, temp_c=64.0),
+        _gpu("a1", 1, util_gpu=None, mem_used_mib=None, mem_total_mib=81920.0,
+             power_w=None, temp_c=None),  # unknown: no sample, never a zero
+    )),
+    # Down since: its kept readings are not exported, its age and state are.
+    "b2": NodeStatus("b2", NodeHealth.UNREACHABLE, "timed out", checked=NOW,
+                     at=NOW - timedelta(minutes=5), samples=(_gpu("b2", 0, util_gpu=50.0),)),
+    "c3": NodeStatus("c3"),  # never read
+}  # fmt: skip
+PLACES = {"a1": Place("platform", "AutoDL"), "b2": Place("cloud", "Aliyun")}
+
+
+def _l(**kw: str) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(kw.items()))
+
+
+def test_known_fleet_by_hand() -> None:
+    got = scrape(FLEET, PLACES)
+    g0 = _l(node="a1", gpu="0", uuid="GPU-a1-0", model="NVIDIA A100-SXM4-80GB",
+            channel="platform", provider="AutoDL")  # fmt: skip
+    assert got[("zuka_gpu_utilization_ratio", g0)] == 0.87
+    assert got[("zuka_gpu_memory_used_bytes", g0)] == 1024 * 1024 * 1024
+    assert got[("zuka_gpu_memory_total_bytes", g0)] == 80 * 1024**3
+    assert got[("zuka_gpu_power_watts", g0)] == 312.5
+    assert got[("zuka_gpu_temperature_celsius", g0)] == 64.0
+    g1 = dict(g0)
+    g1.update(gpu="1", uuid="GPU-a1-1")
+    g1l = tuple(sorted(g1.items()))
+    assert got[("zuka_gpu_memory_total_bytes", g1l)] == 80 * 1024**3
+    for unknown in ("utilization_ratio", "memory_used_bytes", "power_watts", "temperature_celsius"):
+        assert (f"zuka_gpu_{unknown}", g1l) not in got
+    a1 = _l(node="a1", channel="platform", provider="AutoDL")
+    b2 = _l(node="b2", channel="cloud", provider="Aliyun")
+    c3 = _l(node="c3", channel="", provider="")
+    assert got[("zuka_node_up", a1)] == 1 and got[("zuka_node_up", b2)] == 0
+    assert got[("zuka_node_up", c3)] == 0
+    assert got[("zuka_node_health", (*a1, ("state", "ok")))] == 1
+    assert got[("zuka_node_health", tuple(sorted((*b2, ("state", "unreachable")))))] == 1
+    assert got[("zuka_node_health", tuple(sorted((*c3, ("state", "connecting")))))] == 1
+    assert got[("zuka_node_reading_age_seconds", a1)] == 12.0
+    assert got[("zuka_node_reading_age_seconds", b2)] == 300.0
+    assert ("zuka_node_reading_age_seconds", c3) not in got  # no reading: no age
+    assert got[("zuka_node_gpus", a1)] == 2
+    assert not [k for k in got if k[0].startswith("zuka_gpu_") and ("node", "b2") in k[1]]
+    # 4 figures of GPU 0, 1 of GPU 1; per node: up and health x3, age x2, gpus x2.
+    assert len(got) == 5 + 1 + 3 + 3 + 2 + 2
+    assert {k[0] for k in got} <= set(METRICS)
+
+
+def test_hostile_label_values_are_escaped_and_cut() -> None:
+    evil = 'x"}\nzuka_node_up{node="forged"} 1\n\\' + "A" * 500
+    st = NodeStatus(evil, NodeHealth.OK, checked=READ, at=READ,
+                    samples=(GpuSample(evil, READ, 0, uuid="GPU-\x1b[31m", name=evil, util_gpu=1.0),))  # fmt: skip
+    got = scrape({evil: st}, {evil: Place("platform", "\u202eevil" + "p" * 300)})
+    nodes = {dict(k[1])["node"] for k in got}
+    assert len(nodes) == 1 and "forged" not in {
+        dict(k[1]).get("node") for k in got if k[0] == "zuka_node_up"
+    }
+    (node,) = nodes
+    assert len(node) == LABEL_MAX and node.endswith("…") and "\n" not in node
+    assert node.startswith('x"}␊zuka_node_up{node="forged"} 1␊\\')  # shown, not obeyed
+    labels = dict(next(k[1] for k in got if k[0] == "zuka_gpu_utilization_ratio"))
+    assert labels["uuid"] == "GPU-␛[31m"
+    assert labels["provider"].startswith("\\u202eevil") and len(labels["provider"]) == LABEL_MAX
+    assert len([k for k in got if k[0] == "zuka_node_up"]) == 1
+
+
+def test_money_gauges_and_refusals() -> None:
+    end = datetime(2026, 4, 30, 16, tzinfo=UTC)
+    money = Money(
+        leases=(LeaseMoney("a1", "7", PLACES["a1"], "monthly", "CNY", Decimal("60000"),
+                           Decimal("12500") / 31, end),
+                LeaseMoney("b2", "8", PLACES["b2"], "hourly", "CNY", Decimal("12.34"), None, None)),
+        refused=(("c3", "9", Place()),),
+    )  # fmt: skip
+    got = scrape({}, {}, money)
+    a1 = _l(
+        node="a1",
+        lease="7",
+        channel="platform",
+        provider="AutoDL",
+        billing="monthly",
+        currency="CNY",
+    )
+    b2 = _l(
+        node="b2", lease="8", channel="cloud", provider="Aliyun", billing="hourly", currency="CNY"
+    )
+    assert got[("zuka_lease_cost_to_date_yuan", a1)] == 60000
+    assert abs(got[("zuka_lease_idle_month_yuan", a1)] - 403.2258064516129) < 1e-9
+    assert got[("zuka_lease_end_timestamp_seconds", a1)] == end.timestamp() == 1777564800
+    assert got[("zuka_lease_cost_to_date_yuan", b2)] == 12.34
+    assert ("zuka_lease_idle_month_yuan", b2) not in got  # unknown: no sample
+    assert ("zuka_lease_end_timestamp_seconds", b2) not in got  # open-ended
+    assert got[("zuka_money_refused", _l(node="c3", lease="9", channel="", provider=""))] == 1
+    assert not [k for k in got if ("node", "c3") in k[1] and k[0] != "zuka_money_refused"]
+
+
+def test_no_money_unless_asked() -> None:
+    got = scrape(FLEET, PLACES)
+    assert not [k for k in got if k[0].startswith(("zuka_lease_", "zuka_money_"))]

@@ -21,7 +21,6 @@ import socket
 import stat
 from collections.abc import Callable
 
-from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
@@ -33,6 +32,9 @@ HEAD_TIMEOUT_S = 5.0
 WRITE_TIMEOUT_S = 10.0
 MAX_CLIENTS = 16
 MAX_HEADERS = 64
+# The classic text format generate_latest writes (every name here is a legacy one); named
+# here, as prometheus-client's own "latest" moved on to 1.0.0.
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 REALM = 'Bearer realm="zuka metrics"'
 
 _REASONS = {
@@ -176,7 +178,7 @@ class MetricsServer:
             self._log.error("metrics: a scrape failed", exc_info=exc)
             return 500, text, b"zuka could not render its metrics; see its log\n"
         self.served += 1
-        return 200, [("Content-Type", CONTENT_TYPE_LATEST)], b"" if method == b"HEAD" else body
+        return 200, [("Content-Type", CONTENT_TYPE)], b"" if method == b"HEAD" else body
 
     def _authorised(self, headers: list[bytes]) -> bool:
         assert self._token is not None

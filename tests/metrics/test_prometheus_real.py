@@ -4,6 +4,7 @@ PromQL. A second job without the token proves the endpoint refuses it."""
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 
 from leases.ledger.store import Ledger
 from leases.sim.ledger import register_sim_nodes, serve_ledger_nodes
+from tests.metrics.test_grafana import dashboard, exprs, runnable
 from tests.support.prometheus import free_port, prometheus_binary, start_prometheus
 from tests.support.waiting import wait_until_sync
 
@@ -79,6 +81,13 @@ def test_prometheus_scrapes_zuka_collect(sim_ledger: Path, tmp_path: Path) -> No
         refused = next(t for t in targets if t["labels"]["job"] == "no-token")
         assert "401" in refused["lastError"], refused
         assert not prom.query('zuka_gpu_utilization_ratio{job="no-token"}')
+        # The Grafana dashboard's every expression runs on this Prometheus (a label_values
+        # variable as the selector it reads); those on GPUs and nodes find series.
+        for expr in exprs(dashboard()):
+            promql = runnable(re.sub(r"^label_values\((.*), \w+\)$", r"\1", expr))
+            found = prom.query(promql)  # a parse error fails in Prom.api
+            if "zuka_gpu_" in promql or "zuka_node_" in promql:
+                assert found, promql
     finally:
         if prom is not None:
             prom.stop()

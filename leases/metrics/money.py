@@ -15,6 +15,7 @@ A ledger with rows changed outside zuka exports no figure: each lease is refused
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -115,7 +116,9 @@ def money(ledger: Ledger, at: datetime) -> Money:
 
 class MoneyCache:
     """money(), worked out again only when `every_s` seconds have passed since the last
-    time (a scrape every second reads the ledger once a minute)."""
+    time (a scrape every second reads the ledger once a minute). A ledger that cannot be
+    read exports no money, one refusal with empty labels instead, and the fault is logged:
+    the GPU gauges of the same scrape still go out."""
 
     def __init__(
         self,
@@ -123,8 +126,10 @@ class MoneyCache:
         clock: Callable[[], datetime],
         every_s: float = EVERY_S,
         monotonic: Callable[[], float] = time.monotonic,
+        log: logging.Logger | None = None,
     ) -> None:
         self._ledger = ledger
+        self._log = log or logging.getLogger(__name__)
         self._clock = clock
         self._every = every_s
         self._mono = monotonic
@@ -135,8 +140,12 @@ class MoneyCache:
     def __call__(self) -> Money:
         now = self._mono()
         if self._at is None or now - self._at >= self._every:
-            self._money = money(self._ledger, self._clock())
-            self._at = now
+            try:
+                self._money = money(self._ledger, self._clock())
+            except Exception as exc:  # a locked or damaged ledger: no figure, said, GPUs go on
+                self._log.error("metrics: the money figures could not be read", exc_info=exc)
+                self._money = Money(refused=(("", "", Place()),))
+            self._at = now  # tried again in a minute, not at every scrape
             self.computed += 1
         return self._money
 

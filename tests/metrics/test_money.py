@@ -124,3 +124,19 @@ def test_money_is_worked_out_at_most_once_a_minute(z: Cli, ledger_path: Path) ->
         mono[0] = 1060.0
         cache()
         assert cache.computed == 2
+
+
+def test_a_ledger_that_cannot_be_read_refuses_money_and_keeps_the_scrape(
+    z: Cli, ledger_path: Path
+) -> None:
+    _monthly(z, ledger_path)
+    mono = [0.0]
+    with Ledger.open(ledger_path, readonly=True) as ledger:
+        cache = MoneyCache(ledger, lambda: AT, every_s=60, monotonic=lambda: mono[0])
+        assert by_name(cache())["n"].cost_to_date == 60000
+        ledger.conn.close()  # what a vanished or locked file looks like to the reader
+        mono[0] = 60.0
+        got = cache()
+        assert got.leases == () and got.refused == (("", "", Place()),)
+        mono[0] = 61.0
+        assert cache() is got and cache.computed == 2  # not tried again at every scrape

@@ -9,12 +9,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from prometheus_client.registry import CollectorRegistry
-
 from leases.core.errors import InputError
 from leases.core.models import NodeStatus
 from leases.ledger.store import Ledger
-from leases.metrics.gauges import FleetCollector, Place
+from leases.metrics.gauges import Gauges, Place
 from leases.metrics.listen import Listen, access, parse_listen
 from leases.metrics.money import MoneyCache, places
 from leases.metrics.server import MetricsServer
@@ -54,9 +52,8 @@ class Exporter:
     ) -> None:
         self._places: Mapping[str, Place] = places(ledger)
         self.money = MoneyCache(ledger, clock) if wanted.money else None
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(FleetCollector(statuses, lambda: self._places, clock, self.money))
-        self.server = MetricsServer(wanted.listen, self.registry, wanted.token)
+        self.gauges = Gauges(statuses, lambda: self._places, clock, self.money)
+        self.server = MetricsServer(wanted.listen, self.gauges.render, wanted.token)
 
     def refresh(self, ledger: Ledger) -> None:
         self._places = places(ledger)

@@ -1,6 +1,6 @@
 """The /metrics endpoint, served in the collector's own asyncio loop: a minimal HTTP/1.1
-server (one request a connection, then closed) that answers GET /metrics with the
-registry's text.
+server (one request a connection, then closed) that answers GET /metrics with what its
+render function returns (leases.metrics.gauges.Gauges.render).
 
 Every client is hostile: the request head is read within HEAD_TIMEOUT_S and at most
 MAX_HEAD bytes (431 beyond, 408 when it never ends), no body is read, at most MAX_CLIENTS
@@ -20,9 +20,6 @@ import os
 import socket
 import stat
 from collections.abc import Callable
-
-from prometheus_client.exposition import generate_latest
-from prometheus_client.registry import CollectorRegistry
 
 from leases.core.errors import InputError
 from leases.metrics.listen import FIELD, Listen
@@ -89,13 +86,11 @@ class MetricsServer:
     def __init__(
         self,
         listen: Listen,
-        registry: CollectorRegistry,
+        render: Callable[[], bytes],
         token: bytes | None,
         log: logging.Logger | None = None,
-        render: Callable[[CollectorRegistry], bytes] = generate_latest,
     ) -> None:
         self.listen = listen
-        self._registry = registry
         self._token = token
         self._log = log or logging.getLogger(__name__)
         self._render = render
@@ -173,7 +168,7 @@ class MetricsServer:
         if self._token is not None and not self._authorised(lines[1:]):
             return 401, [*text, ("WWW-Authenticate", REALM)], b"a bearer token is needed\n"
         try:
-            body = self._render(self._registry)
+            body = self._render()
         except Exception as exc:  # a fault in zuka: logged, the scrape fails, polling goes on
             self._log.error("metrics: a scrape failed", exc_info=exc)
             return 500, text, b"zuka could not render its metrics; see its log\n"

@@ -7,7 +7,6 @@ from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 
-from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from leases.core import fields
@@ -87,7 +86,7 @@ def test_the_endpoint_text_for_the_known_lease(z: Cli, ledger_path: Path) -> Non
     _monthly(z, ledger_path)
     with Ledger.open(ledger_path, readonly=True) as ledger:
         exporter = Exporter(Settings(Listen("127.0.0.1", 0), b"t", True), ledger, dict, lambda: AT)
-        text = generate_latest(exporter.registry).decode()
+        text = exporter.gauges.render().decode()
     got = {s.name: s for f in text_string_to_metric_families(text) for s in f.samples}
     labels = {"node": "n", "lease": "1", "channel": "platform", "provider": "P",
               "billing": "monthly", "currency": "CNY"}  # fmt: skip

@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from prometheus_client.registry import CollectorRegistry
 
 from leases.core.errors import InputError
 from leases.core.models import NodeStatus
 from leases.ledger import records
 from leases.ledger.store import Ledger
 from leases.metrics import server as srv
-from leases.metrics.gauges import FleetCollector, Place
+from leases.metrics.gauges import Gauges, Place
 from leases.metrics.listen import Listen
 from leases.metrics.server import MAX_CLIENTS, MAX_HEAD, MetricsServer
 from leases.sim import SimNode
@@ -30,15 +29,12 @@ from tests.support.sshfixtures import FakeNode, TestKeys, node_options
 from tests.support.waiting import wait_until
 
 TOKEN = b"Zk-3f9a1c"
-Opener = Callable[[], "asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]]"]
 
 
-def _registry(statuses: dict[str, NodeStatus] | None = None) -> CollectorRegistry:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(FleetCollector(lambda: statuses or {"n": NodeStatus("n")},
-                                     lambda: {"n": Place("platform", "P")},
-                                     lambda: datetime.now(UTC)))  # fmt: skip
-    return registry
+def _registry(statuses: dict[str, NodeStatus] | None = None) -> Callable[[], bytes]:
+    """What a server renders: the gauges of these statuses (one node never read)."""
+    return Gauges(lambda: statuses or {"n": NodeStatus("n")}, lambda: {"n": Place("platform", "P")},
+                  lambda: datetime.now(UTC)).render  # fmt: skip
 
 
 @pytest.fixture

@@ -263,8 +263,8 @@ async def _collect(
     if args.metrics is not None:
         from leases.metrics.exporter import Exporter
 
-        exporter = Exporter(args.metrics, ledger, lambda: poller.statuses, utc_now)
         try:
+            exporter = Exporter(args.metrics, ledger, lambda: poller.statuses, utc_now)
             await exporter.start()
         except BaseException:  # the address is taken, say: nothing was started
             await poller.close()

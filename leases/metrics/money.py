@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from decimal import Decimal
 
@@ -148,8 +148,3 @@ class MoneyCache:
             self._at = now  # tried again in a minute, not at every scrape
             self.computed += 1
         return self._money
-
-
-def by_name(m: Money) -> Mapping[str, LeaseMoney]:
-    """The exported leases by node name (tests, reports)."""
-    return {lm.node: lm for lm in m.leases}

@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+from hypothesis import given
+from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 from leases.core.models import GpuSample, NodeHealth, NodeStatus
@@ -17,6 +19,7 @@ from leases.metrics.gauges import (
     LeaseMoney,
     Money,
     Place,
+    label,
 )
 
 NOW = datetime(2026, 3, 11, 4, 0, 30, tzinfo=UTC)
@@ -176,3 +179,16 @@ def test_a_thousand_nodes_render_fast_enough() -> None:
     spent = time.process_time() - started
     assert body.count("\nzuka_gpu_") == 5 * 8000 and body.count("\nzuka_node_up{") == 1000
     assert spent < 1.0, spent
+
+
+@given(node=st.text(min_size=1, max_size=300), model=st.text(max_size=300),
+       provider=st.text(max_size=300))  # fmt: skip
+def test_any_label_value_reads_back_as_shown(node: str, model: str, provider: str) -> None:
+    """Whatever a ledger or a node names: one series, its labels what label() shows."""
+    status = NodeStatus(node, NodeHealth.OK, checked=READ, at=READ,
+                        samples=(GpuSample(node, READ, 0, uuid="GPU-1", name=model, util_gpu=5.0),))  # fmt: skip
+    got = scrape({node: status}, {node: Place("colo", provider)})
+    (labels,) = [dict(k[1]) for k in got if k[0] == "zuka_gpu_utilization_ratio"]
+    assert labels["node"] == label(node) and labels["model"] == label(model)
+    assert labels["provider"] == label(provider) and len(labels["node"]) <= LABEL_MAX
+    assert len([k for k in got if k[0] == "zuka_node_up"]) == 1

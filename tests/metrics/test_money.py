@@ -12,12 +12,16 @@ from prometheus_client.parser import text_string_to_metric_families
 from leases.core import fields
 from leases.ledger.store import Ledger
 from leases.metrics.exporter import Exporter, Settings
-from leases.metrics.gauges import Place
+from leases.metrics.gauges import LeaseMoney, Money, Place
 from leases.metrics.listen import Listen
-from leases.metrics.money import MoneyCache, by_name, money, places
+from leases.metrics.money import MoneyCache, money, places
 from leases.telemetry.history import GpuHour, NodeHour
 from leases.telemetry.rollups import HistoryStore
 from tests.support.cli import Cli
+
+
+def by_name(m: Money) -> dict[str, LeaseMoney]:
+    return {lm.node: lm for lm in m.leases}
 
 
 def t(text: str) -> datetime:

@@ -4,9 +4,11 @@ render function returns (leases.metrics.gauges.Gauges.render).
 
 Every client is hostile: the request head is read within HEAD_TIMEOUT_S and at most
 MAX_HEAD bytes (431 beyond, 408 when it never ends), no body is read, at most MAX_CLIENTS
-connections are served at once (more are closed at once), and a reply that the client
-does not take within WRITE_TIMEOUT_S is dropped. With a token, a request without
-`Authorization: Bearer TOKEN` (compared in constant time) gets 401 and WWW-Authenticate.
+connections are served at once (more are closed at once), a reply that the client does
+not take within WRITE_TIMEOUT_S is dropped, and scrapes within FRESH_S of a rendering get
+that rendering (a client scraping in a loop costs one rendering a second). With a token,
+a request without `Authorization: Bearer TOKEN` (compared in constant time) gets 401 and
+WWW-Authenticate, and no rendering.
 A Unix socket is created mode 0600 (its owner only) before it listens.
 """
 
@@ -19,6 +21,7 @@ import logging
 import os
 import socket
 import stat
+import time
 from collections.abc import Callable
 
 from leases.core.errors import InputError
@@ -29,6 +32,8 @@ HEAD_TIMEOUT_S = 5.0
 WRITE_TIMEOUT_S = 10.0
 MAX_CLIENTS = 16
 MAX_HEADERS = 64
+# A rendering is served again to scrapes within this many seconds of it.
+FRESH_S = 1.0
 # The classic text format generate_latest writes (every name here is a legacy one); named
 # here, as prometheus-client's own "latest" moved on to 1.0.0.
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -89,9 +94,12 @@ class MetricsServer:
         render: Callable[[], bytes],
         token: bytes | None,
         log: logging.Logger | None = None,
+        fresh_s: float = FRESH_S,
     ) -> None:
         self.listen = listen
         self._token = token
+        self._fresh_s = fresh_s
+        self._body: tuple[float, bytes] | None = None  # (monotonic time, rendered)
         self._log = log or logging.getLogger(__name__)
         self._render = render
         self._server: asyncio.Server | None = None
@@ -168,12 +176,20 @@ class MetricsServer:
         if self._token is not None and not self._authorised(lines[1:]):
             return 401, [*text, ("WWW-Authenticate", REALM)], b"a bearer token is needed\n"
         try:
-            body = self._render()
+            body = self._rendered()
         except Exception as exc:  # a fault in zuka: logged, the scrape fails, polling goes on
             self._log.error("metrics: a scrape failed", exc_info=exc)
             return 500, text, b"zuka could not render its metrics; see its log\n"
         self.served += 1
         return 200, [("Content-Type", CONTENT_TYPE)], b"" if method == b"HEAD" else body
+
+    def _rendered(self) -> bytes:
+        """The metrics, rendered again only when the last rendering is older than
+        fresh_s: clients scraping in a loop cost one rendering a second at most."""
+        now = time.monotonic()
+        if self._body is None or now - self._body[0] >= self._fresh_s:
+            self._body = (now, self._render())
+        return self._body[1]
 
     def _authorised(self, headers: list[bytes]) -> bool:
         assert self._token is not None

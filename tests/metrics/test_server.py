@@ -208,7 +208,7 @@ async def test_scrapes_during_sweeps_see_whole_nodes(tmp_path: Path) -> None:
                                                 "gpu_count": len(sim.gpus)}))
              for srv_, sim in zip(servers, sims, strict=True)]  # fmt: skip
     poller = Poller(nodes, pool=SshPool(node_options(KEYS, tmp_path, servers)), interval_s=0.05)
-    server = MetricsServer(Listen("127.0.0.1", 0), _registry(poller.statuses), None)
+    server = MetricsServer(Listen("127.0.0.1", 0), _registry(poller.statuses), None, fresh_s=0)
     await server.start()
     stop = asyncio.Event()
 
@@ -244,3 +244,27 @@ async def test_scrapes_during_sweeps_see_whole_nodes(tmp_path: Path) -> None:
         for s in servers:
             await s.stop()
         ledger.close()
+
+
+async def test_a_client_scraping_in_a_loop_costs_one_rendering() -> None:
+    rendered = []
+
+    def render() -> bytes:
+        rendered.append(1)
+        return f'zuka_node_gpus{{node="n"}} {len(rendered)}.0\n'.encode()
+
+    server = MetricsServer(Listen("127.0.0.1", 0), render, None, fresh_s=3600)
+    await server.start()
+    try:
+        bodies = {(await request(server.port, get()))[2] for _ in range(5)}
+        assert bodies == {b'zuka_node_gpus{node="n"} 1.0\n'} and len(rendered) == 1
+        quick = MetricsServer(Listen("127.0.0.1", 0), render, None, fresh_s=0)
+        await quick.start()
+        try:
+            await request(quick.port, get())
+            await request(quick.port, get())
+            assert len(rendered) == 3
+        finally:
+            await quick.close()
+    finally:
+        await server.close()

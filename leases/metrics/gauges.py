@@ -63,8 +63,12 @@ METRICS = (*GPU_METRICS, *NODE_METRICS, *MONEY_METRICS)
 
 
 def label(value: object) -> str:
-    """A label value made safe: controls shown, cut to LABEL_MAX characters."""
-    return visible("" if value is None else value, LABEL_MAX)
+    """A label value made safe: controls shown, a lone surrogate (bytes a decoder let
+    through) written as its escape rather than failing the scrape, cut to LABEL_MAX."""
+    text = "" if value is None else str(value)
+    if not text.isascii():
+        text = text.encode("utf-8", "backslashreplace").decode()
+    return visible(text, LABEL_MAX)
 
 
 @dataclass(frozen=True)
@@ -259,5 +263,5 @@ class Gauges:
             self.registry.register(MoneyCollector(money))
 
     def render(self) -> bytes:
-        text = self._fleet.render(self._statuses(), self._places(), self._clock()).encode()
-        return text if self.registry is None else text + generate_latest(self.registry)
+        body = self._fleet.render(self._statuses(), self._places(), self._clock()).encode()
+        return body if self.registry is None else body + generate_latest(self.registry)

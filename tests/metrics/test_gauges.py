@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -183,6 +183,7 @@ def test_a_thousand_nodes_render_fast_enough() -> None:
 
 @given(node=st.text(min_size=1, max_size=300), model=st.text(max_size=300),
        provider=st.text(max_size=300))  # fmt: skip
+@example(node="gpu-\udc80", model="A100 \ud800", provider="P")  # lone surrogates
 def test_any_label_value_reads_back_as_shown(node: str, model: str, provider: str) -> None:
     """Whatever a ledger or a node names: one series, its labels what label() shows."""
     status = NodeStatus(node, NodeHealth.OK, checked=READ, at=READ,

@@ -19,6 +19,7 @@ from leases.ledger.paths import resolve_ledger_path
 from tui.cli import billargs, lazy
 from tui.cli.acceptargs import accept_options
 from tui.cli.dashboard import dashboard
+from tui.cli.metricsargs import metrics_options
 from tui.cli.parsing import Parser
 
 # What `zuka audit accept` takes: every kind of row the chain checks (leases.ledger.rowaudit
@@ -297,23 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="read the state of nodes' cloud instances (--instance-id) every S seconds and"
         " record their stops (default 300; 0: never)",
     )
-    p.add_argument(
-        "--metrics-listen",
-        metavar="ADDRESS",
-        help="serve /metrics for Prometheus at 127.0.0.1:PORT, [::1]:PORT or unix:PATH"
-        " (a socket only you can open)",
-    )
-    p.add_argument(
-        "--metrics-token-file",
-        metavar="PATH",
-        help="the bearer token scrapes must carry (a file only you can read); needed for"
-        " an address other than loopback, and for --metrics-money over TCP",
-    )
-    p.add_argument(
-        "--metrics-money",
-        action="store_true",
-        help="export money too: each lease's cost to date, idle cost this month, its end",
-    )
+    metrics_options(p)  # --metrics-listen, --metrics-token-file, --metrics-money
     p = cmd(sub, "sim", lazy.sim, "run simulated GPU nodes registered in a ledger (foreground)")
     p.add_argument("--nodes", type=int, default=12, help="how many (default 12)")
     p.add_argument("--history", type=float, default=30, metavar="DAYS", help="backfilled days")

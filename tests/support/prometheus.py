@@ -1,14 +1,15 @@
-"""A real Prometheus (Debian's /usr/bin/prometheus, TESTING.md "Prometheus") for tests:
-run in the foreground with its own config, storage in tmp_path and a port of its own;
-`.query(expr)` runs an instant PromQL query and gives the result's series.
+"""A real Prometheus server for tests (Debian's package; TESTING.md "Prometheus"): its
+own config, its TSDB in the test's tmp_path, 127.0.0.1 on a free port.
 
-    prom = start_prometheus(tmp_path, [{"job_name": "dcgm", "static_configs":
-                                        [{"targets": ["127.0.0.1:9400"]}]}])
-    wait_until_sync(lambda: prom.query("DCGM_FI_DEV_GPU_UTIL"))
-    prom.stop()
+    prom = start_prometheus(tmp_path, [{"job_name": "zuka", "scrape_interval": "1s",
+                                        "static_configs": [{"targets": ["127.0.0.1:9400"]}]}])
+    try:
+        wait_until_sync(lambda: prom.query("up == 1"), timeout=60)
+    finally:
+        prom.stop()
 
-Where the binary is missing the test is skipped, except under CI=true (.ci/run installs
-it): there it fails.
+Without the binary a test is skipped, except under CI (CI=true), where .ci/run installs it:
+there it fails.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 import shutil
 import socket
 import subprocess
+import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
@@ -28,14 +30,26 @@ import pytest
 
 from tests.support.waiting import wait_until_sync
 
-BINARY = "/usr/bin/prometheus"
+BINARY = "prometheus"
 
 
-def _free_port() -> int:
+def prometheus_binary() -> str:
+    """The prometheus program; skipped without it, failed without it under CI."""
+    found = shutil.which(BINARY) or (
+        "/usr/bin/prometheus" if Path("/usr/bin/prometheus").exists() else None
+    )
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("prometheus is not installed, and CI installs it (.ci/run)")
+        pytest.skip("prometheus is not installed (apt-get install prometheus)")
+    return found
+
+
+def free_port() -> int:
+    """A port nothing listens on now (bound once, then released)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -44,69 +58,66 @@ class Prom:
     process: subprocess.Popen[bytes]
     log: Path
 
-    def query(self, expr: str) -> list[dict[str, Any]]:
-        """An instant query's series ([] when none; raises on an error answer)."""
-        q = urllib.parse.urlencode({"query": expr})
-        with urllib.request.urlopen(f"{self.url}/api/v1/query?{q}", timeout=10) as resp:
-            body = json.loads(resp.read())
+    def api(self, path: str, **params: str) -> Any:
+        query = urllib.parse.urlencode(params)
+        with urllib.request.urlopen(f"{self.url}{path}?{query}", timeout=10) as r:
+            body = json.loads(r.read())
         assert body["status"] == "success", body
-        result: list[dict[str, Any]] = body["data"]["result"]
+        return body["data"]
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        """An instant query's result: [{"metric": {labels}, "value": [t, "v"]}, ...]."""
+        data = self.api("/api/v1/query", query=expr)
+        result: list[dict[str, Any]] = data["result"]
         return result
 
     def ready(self) -> bool:
-        if self.process.poll() is not None:
-            raise AssertionError(f"prometheus exited: {self.log.read_text()[-2000:]}")
         try:
-            with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as resp:
-                return bool(resp.status == 200)
-        except OSError:
+            with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as r:
+                return bool(r.status == 200)
+        except (urllib.error.URLError, OSError):
+            if self.process.poll() is not None:
+                raise AssertionError(
+                    f"prometheus exited {self.process.returncode}: {self.log.read_text()[-2000:]}"
+                ) from None
             return False
 
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
             try:
-                self.process.wait(timeout=20)
+                self.process.wait(15)
             except subprocess.TimeoutExpired:
                 self.process.kill()
-                self.process.wait()
+                self.process.wait(5)
 
 
-def start_prometheus(
-    tmp_path: Path, scrape_configs: list[dict[str, Any]], *, interval: str = "1s"
-) -> Prom:
-    """A running Prometheus scraping `scrape_configs` (Prometheus's own YAML keys, as
-    dicts) every `interval`, ready to answer."""
-    binary = shutil.which("prometheus") or (BINARY if Path(BINARY).exists() else None)
-    if binary is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{BINARY} is missing: .ci/run installs Debian's prometheus")
-        pytest.skip("Debian's prometheus is not installed (apt-get install prometheus)")
+def start_prometheus(tmp_path: Path, scrape_configs: list[dict[str, Any]]) -> Prom:
+    """Prometheus scraping these jobs (JSON is YAML), ready to answer queries."""
+    binary = prometheus_binary()
     home = tmp_path / "prometheus"
     home.mkdir(exist_ok=True)
     config = home / "prometheus.yml"
-    settings = {"scrape_interval": interval, "evaluation_interval": interval}
-    # JSON is YAML: no YAML writer needed.
-    config.write_text(json.dumps({"global": settings, "scrape_configs": scrape_configs}))
-    port = _free_port()
-    log = home / "prometheus.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [
-                binary,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={home / 'data'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-                "--web.enable-lifecycle",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    prom = Prom(f"http://127.0.0.1:{port}", process, log)
-    try:
-        wait_until_sync(prom.ready, what="prometheus to be ready")
-    except BaseException:
-        prom.stop()
-        raise
-    return prom
+    config.write_text(json.dumps({
+        "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
+        "scrape_configs": scrape_configs,
+    }))  # fmt: skip
+    last: AssertionError | None = None
+    for _ in range(3):  # another process may take the free port first
+        port = free_port()
+        log = home / f"log-{port}.txt"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [binary, f"--config.file={config}", f"--storage.tsdb.path={home / 'tsdb'}",
+                 f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+                stdout=out, stderr=subprocess.STDOUT, cwd=home,
+            )  # fmt: skip
+        prom = Prom(f"http://127.0.0.1:{port}", process, log)
+        try:
+            wait_until_sync(prom.ready, timeout=60, interval=0.1, what="prometheus to be ready")
+            return prom
+        except AssertionError as exc:
+            prom.stop()
+            last = exc
+    assert last is not None
+    raise last

@@ -256,6 +256,10 @@ def collect(args: argparse.Namespace, out: TextIO) -> int:
     _positive("flush", args.flush)
     if not path.exists():
         raise InputError("ledger", str(path), "no ledger there yet: add nodes first")
+    from leases.metrics.exporter import settings
+
+    # Refused before anything starts: a bad address, a token file others can read.
+    args.metrics = settings(args.metrics_listen, args.metrics_token_file, args.metrics_money)
     lock = PollerLock(path)
     if not lock.acquire():
         print(f"zuka: another poller (pid {lock.holder()}) already polls {path}", file=sys.stderr)
@@ -295,14 +299,29 @@ async def _collect(
     from leases.telemetry.cloudstate import CloudWatch
 
     clouds = CloudWatch(ledger, config, clock=utc_now, every_s=cloud_every, log=poller.log)
+    exporter = None
+    if args.metrics is not None:
+        from leases.metrics.exporter import Exporter
+
+        try:
+            exporter = Exporter(args.metrics, ledger, lambda: poller.statuses, utc_now)
+            await exporter.start()
+        except BaseException:  # the address is taken, say: nothing was started
+            await poller.close()
+            watch.close()
+            raise
     print(f"zuka collect: {len(poller.nodes)} nodes, every {interval:g} s, {args.mode} mode, "
           f"alerts every {every:g} s", file=out, flush=True)  # fmt: skip
+    if exporter is not None:
+        print(f"zuka collect: metrics at {exporter.where()}", file=out, flush=True)
 
     house = Housekeeping(args.minute_days)
 
     def keep_house() -> None:
         now = datetime.now(UTC)
         poller.set_nodes(house.run(ledger, store, now)[0])
+        if exporter is not None:
+            exporter.refresh(ledger)
         summary = health_summary(poller.statuses.values())
         print(f"{now.astimezone():%H:%M:%S} {summary}", file=out, flush=True)
 
@@ -331,6 +350,8 @@ async def _collect(
         await cloud_reader
         await poller.close()
         watch.close()
+        if exporter is not None:
+            await exporter.close()
     return 0
 
 

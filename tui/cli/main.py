@@ -18,6 +18,7 @@ from leases.ledger.paths import resolve_ledger_path
 from tui.cli import billargs, lazy, pollargs
 from tui.cli.acceptargs import accept_options
 from tui.cli.dashboard import dashboard
+from tui.cli.metricsargs import metrics_options
 from tui.cli.parsing import Parser
 
 # What `zuka audit accept` takes: every kind of row the chain checks (leases.ledger.rowaudit
@@ -291,6 +292,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="read the state of nodes' cloud instances (--instance-id) every S seconds and"
         " record their stops (default 300; 0: never)",
     )
+    metrics_options(p)  # --metrics-listen, --metrics-token-file, --metrics-money
     p = cmd(sub, "sim", lazy.sim, "run simulated GPU nodes registered in a ledger (foreground)")
     p.add_argument("--nodes", type=int, default=12, help="how many (default 12)")
     p.add_argument("--history", type=float, default=30, metavar="DAYS", help="backfilled days")

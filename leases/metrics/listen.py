@@ -1,0 +1,143 @@
+"""Where `zuka collect --metrics-listen` listens and who may read it.
+
+`127.0.0.1:PORT`, `[::1]:PORT` (an IP literal, never a name to resolve) or `unix:PATH`.
+The access rule: money figures are not for every local user. A TCP address takes a bearer
+token (`--metrics-token-file`, a file only its owner may read) unless money is off and the
+address is loopback; a Unix socket is created 0600 (its owner only) and takes no token.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from leases.core.errors import InputError
+
+FIELD = "metrics_listen"
+# A token longer than this is not a token (a file named by mistake).
+MAX_TOKEN_BYTES = 4096
+# Longer than a Unix socket path may be on Linux (sun_path is 108 bytes).
+MAX_SOCKET_PATH = 107
+FORMS = "give 127.0.0.1:PORT, [::1]:PORT or unix:/path/to/socket"
+
+
+@dataclass(frozen=True)
+class Listen:
+    """A parsed --metrics-listen: a TCP host and port, or a Unix socket path."""
+
+    host: str = ""
+    port: int = 0
+    path: Path | None = None
+
+    @property
+    def unix(self) -> bool:
+        return self.path is not None
+
+    @property
+    def loopback(self) -> bool:
+        return self.path is None and ipaddress.ip_address(self.host).is_loopback
+
+    def __str__(self) -> str:
+        if self.path is not None:
+            return f"unix:{self.path}"
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+def parse_listen(value: str) -> Listen:
+    """`127.0.0.1:9400`, `[::1]:9400`, `0.0.0.0:9400` or `unix:/run/zuka.sock`; InputError
+    naming what is wrong otherwise."""
+    if not value or len(value) > 300 or not value.isprintable():
+        raise InputError(FIELD, value, FORMS)
+    if value.startswith("unix:"):
+        raw = value.removeprefix("unix:")
+        if not raw or "\x00" in raw:
+            raise InputError(FIELD, value, "unix: needs a path: " + FORMS)
+        if len(os.fsencode(raw)) > MAX_SOCKET_PATH:
+            raise InputError(FIELD, value, f"a socket path is at most {MAX_SOCKET_PATH} bytes")
+        return Listen(path=Path(raw))
+    if value.startswith("["):
+        host, sep, port = value[1:].partition("]:")
+        if not sep:
+            raise InputError(FIELD, value, "an IPv6 address needs its port: [::1]:PORT")
+    else:
+        host, sep, port = value.rpartition(":")
+        if not sep or not host:
+            raise InputError(FIELD, value, "no port: " + FORMS)
+        if ":" in host:
+            raise InputError(FIELD, value, "an IPv6 address goes in brackets: [::1]:PORT")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        raise InputError(
+            FIELD, value, f"{host!r} is not an IP address (a host name is not resolved): {FORMS}"
+        ) from None
+    if not (port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
+        raise InputError(FIELD, value, "the port must be a number from 1 to 65535")
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        raise InputError(FIELD, value, "give the IPv4 address itself, not its IPv6 mapping")
+    return Listen(host=str(address), port=int(port))
+
+
+def read_token(path: Path) -> bytes:
+    """The bearer token in `path` (surrounding whitespace dropped). Refused: a file others
+    could read (group or world bits), not a regular file, empty, or too long."""
+    field = "metrics_token_file"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise InputError(field, str(path), f"cannot be read: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(field, str(path), "is not a regular file")
+        if st.st_mode & 0o077:
+            raise InputError(
+                field,
+                str(path),
+                f"is readable by others (mode {stat.S_IMODE(st.st_mode):04o}): the token guards"
+                f" money figures; make it the owner's only: chmod 600 {path}",
+            )
+        raw = os.read(fd, MAX_TOKEN_BYTES + 1)
+    finally:
+        os.close(fd)
+    token = raw.strip()
+    if len(raw) > MAX_TOKEN_BYTES:
+        raise InputError(field, str(path), f"is longer than {MAX_TOKEN_BYTES} bytes: not a token")
+    if not token:
+        raise InputError(field, str(path), "is empty")
+    if any(b < 0x21 or b > 0x7E for b in token):
+        raise InputError(field, str(path), "holds a character a bearer token cannot carry")
+    return token
+
+
+def access(listen: Listen, token_file: Path | None, money: bool) -> bytes | None:
+    """The token a scrape must carry (None: none needed), by the rule of the module's
+    docstring; InputError when the combination is refused."""
+    if listen.unix:
+        if token_file is not None:
+            raise InputError(
+                "metrics_token_file",
+                str(token_file),
+                "a Unix socket is its owner's only (mode 0600) and takes no token",
+            )
+        return None
+    if token_file is not None:
+        return read_token(token_file)
+    if not listen.loopback:
+        raise InputError(
+            FIELD,
+            str(listen),
+            "an address other machines can reach needs --metrics-token-file (or listen on"
+            " 127.0.0.1, or unix:PATH)",
+        )
+    if money:
+        raise InputError(
+            "metrics_money",
+            None,
+            "money figures over TCP need --metrics-token-file: every local user can reach"
+            f" {listen} (or listen on unix:PATH, a socket only you can open)",
+        )
+    return None

@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -110,13 +111,14 @@ def ledger_figures(ledger: Path) -> dict[str, object]:
         # Gaps by the node's simulated scenario (its sim:... tag), and why, most first.
         by_kind: dict[str, int] = {}
         details: dict[str, int] = {}
-        for tags, health, detail in q(
+        for tags, gap_health, detail in q(
             "SELECT n.tags, g.health, g.detail FROM poll_gap g JOIN nodes n ON n.id = g.node_id"
         ):
             kind = next((t for t in json.loads(tags) if t.startswith("sim:")), "?")
             by_kind[kind] = by_kind.get(kind, 0) + 1
             if kind != FLAKY:
-                why = f"{health}: {detail[:80]}"
+                # Ports and counts differ from node to node: the same reason once.
+                why = f"{gap_health}: {re.sub(r'[0-9]+', 'N', detail)[:80]}"
                 details[why] = details.get(why, 0) + 1
         nodes = q("SELECT COUNT(*) FROM nodes").fetchone()[0]
     finally:

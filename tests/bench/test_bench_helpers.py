@@ -81,22 +81,23 @@ def test_the_floor_reads_each_answer_to_its_sentinel_on_one_shell(tmp_path: Path
     asyncio.run(go())
 
 
+def key_files(folder: Path, known_hosts: str, key: str) -> tuple[Path, Path]:
+    """A known_hosts file and a client key file holding these texts."""
+    (folder / "known_hosts").write_text(known_hosts)
+    (folder / "key").write_text(key)
+    return folder / "known_hosts", folder / "key"
+
+
 def test_the_floor_counts_a_node_it_cannot_reach_as_failed(tmp_path: Path) -> None:
     peers = load("_pollpeers")
-    known = tmp_path / "known_hosts"
-    known.write_text("")
-    key = tmp_path / "key"
-    key.write_text("not a key")
+    known, key = key_files(tmp_path, "", "not a key")
     figures = asyncio.run(peers.floor([1], key, known, rounds=1))  # port 1: nothing listens
     assert figures.failed == 1
 
 
 def test_the_cold_polls_ledger_holds_the_nodes_and_their_host_keys(tmp_path: Path) -> None:
     peers = load("_pollpeers")
-    known = tmp_path / "fleet_known_hosts"
-    known.write_text("[127.0.0.1]:2201 ssh-ed25519 AAAA\n")
-    key = tmp_path / "key"
-    key.write_text("")
+    known, key = key_files(tmp_path, "[127.0.0.1]:2201 ssh-ed25519 AAAA\n", "")
     path = peers.build_ledger(tmp_path / "l", ["a-1", "a-2"], [2201, 2202], key, known)
     with Ledger.open(path) as ledger:
         nodes = {n.name: n for n in ledger.nodes()}

@@ -184,11 +184,9 @@ class GcWatch:
         self.on = False
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
-        if not self.on:
-            return
         if phase == "start":
             self._began = time.perf_counter()
-        else:
+        elif self.on:
             self.pauses.append(time.perf_counter() - self._began)
             self.counts[info["generation"]] += 1
 

@@ -1,20 +1,27 @@
-"""Soak `zuka collect`: 300 simulated nodes, a reading every 5 s, for 10 minutes.
+"""Soak `zuka collect`: 1,000 simulated nodes, a reading every 5 s, for 4 minutes.
 
 Two processes, as a user would run them: `zuka sim --nodes N --ledger PATH --history 0`
-(the fleet) and `zuka collect --ledger PATH --interval S` (the collector). Every
---sample-s seconds the collector's CPU time (utime+stime from /proc/PID/stat) and RSS
-(VmRSS from /proc/PID/status) are read; at the end the ledger is checked for the data the
-collector wrote (gpu_minute rows, node_latest health, poll gaps).
+(the fleet) and `zuka collect --ledger PATH --interval S` (the collector), both this
+checkout's code (`python -m tui.cli.main`). Every --sample-s seconds the collector's CPU
+time (utime+stime from /proc/PID/stat) and RSS (VmRSS from /proc/PID/status) are read; at
+the end the ledger is checked for the data the collector wrote (gpu_minute rows,
+node_latest health, poll gaps by the nodes' simulated scenario).
 
-Run: python bench/collect_soak.py [--nodes 300] [--minutes 10] [--interval 5]
-Targets: under 10 % of one core, peak RSS under 150 MB, no RSS growth after minute 2.
+Run: python bench/collect_soak.py [--nodes 1000] [--minutes 4] [--interval 5]
+Targets (issue 23, at 1,000 nodes), printed MET / NOT MET with their figures:
+  CPU under 25 % of one core after the first minute (connects and probes are warm-up);
+  peak RSS under 300 MB; RSS flat after warm-up: growth from minute 2 to the end under
+  5 % of the minute-2 figure; no poll gap on a node that is not simulated flaky (the
+  simulated mix has 1 flaky node in 8: its gaps are expected and counted apart).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -26,9 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _TICK = os.sysconf("SC_CLK_TCK")
-CPU_TARGET_PCT = 10.0
-RSS_TARGET_MB = 150.0
-GROWTH_TOLERANCE_MB = 5.0
+ROOT = Path(__file__).resolve().parent.parent
+CPU_TARGET_PCT = 25.0
+RSS_TARGET_MB = 300.0
+GROWTH_TOLERANCE_PCT = 5.0
+FLAKY = "sim:flaky"  # the tag leases.sim.ledger gives a node simulated flaky
 
 
 @dataclass(frozen=True)
@@ -57,10 +66,8 @@ def sample(pid: int, t0: float) -> Sample:
 
 
 def zuka_command() -> list[str]:
-    exe = shutil.which("zuka")
-    if exe is None:
-        sys.exit("collect_soak: `zuka` is not on PATH (activate the venv)")
-    return [exe]
+    """`zuka` from this checkout (run from the repository root), whatever is on PATH."""
+    return [sys.executable, "-m", "tui.cli.main"]
 
 
 def start_fleet(ledger: Path, nodes: int, log: Path) -> subprocess.Popen[bytes]:
@@ -70,6 +77,7 @@ def start_fleet(ledger: Path, nodes: int, log: Path) -> subprocess.Popen[bytes]:
         [*zuka_command(), "sim", "--nodes", str(nodes), "--ledger", str(ledger), "--history", "0"],
         stdout=out,
         stderr=subprocess.STDOUT,
+        cwd=ROOT,
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -100,6 +108,18 @@ def ledger_figures(ledger: Path) -> dict[str, object]:
                     "FROM gpu_minute").fetchone()  # fmt: skip
         health = dict(q("SELECT health, COUNT(*) FROM node_latest GROUP BY health").fetchall())
         gaps = q("SELECT COUNT(*) FROM poll_gap").fetchone()[0]
+        # Gaps by the node's simulated scenario (its sim:... tag), and why, most first.
+        by_kind: dict[str, int] = {}
+        details: dict[str, int] = {}
+        for tags, gap_health, detail in q(
+            "SELECT n.tags, g.health, g.detail FROM poll_gap g JOIN nodes n ON n.id = g.node_id"
+        ):
+            kind = next((t for t in json.loads(tags) if t.startswith("sim:")), "?")
+            by_kind[kind] = by_kind.get(kind, 0) + 1
+            if kind != FLAKY:
+                # Ports and counts differ from node to node: the same reason once.
+                why = f"{gap_health}: {re.sub(r'[0-9]+', 'N', detail)[:80]}"
+                details[why] = details.get(why, 0) + 1
         nodes = q("SELECT COUNT(*) FROM nodes").fetchone()[0]
     finally:
         conn.close()
@@ -109,14 +129,16 @@ def ledger_figures(ledger: Path) -> dict[str, object]:
         "minute_span": (minutes[3] - minutes[2] + 1) if minutes[0] else 0,
         "latest_health": health,
         "poll_gaps": gaps,
+        "gaps_by_kind": by_kind,
+        "gap_details": sorted(details.items(), key=lambda kv: -kv[1])[:3],
         "nodes": nodes,
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--nodes", type=int, default=300)
-    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--minutes", type=float, default=4.0)
     ap.add_argument("--interval", type=float, default=5.0, help="collector's seconds a reading")
     ap.add_argument("--sample-s", type=float, default=10.0, help="seconds between samples")
     ap.add_argument("--mode", choices=("stream", "exec"), default="stream")
@@ -136,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         collector = subprocess.Popen(
             [*zuka_command(), "collect", "--ledger", str(ledger),
              "--interval", str(args.interval), "--mode", args.mode],
-            stdout=collector_log, stderr=subprocess.STDOUT, env=env,
+            stdout=collector_log, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
         )  # fmt: skip
         t0 = time.monotonic()
         fleet_cpu0 = cpu_seconds(fleet.pid)
@@ -192,15 +214,33 @@ def main(argv: list[str] | None = None) -> int:
               f"{figures['minute_span']} minutes (about {expected}+ expected); "
               f"node_latest {figures['latest_health']}; "
               f"{figures['poll_gaps']} poll gaps")  # fmt: skip
-        ok_cpu = mean_pct < CPU_TARGET_PCT
+        by_kind: dict[str, int] = figures["gaps_by_kind"]  # type: ignore[assignment]
+        unexpected = sum(n for kind, n in by_kind.items() if kind != FLAKY)
+        print(f"  poll gaps by simulated scenario: "
+              f"{', '.join(f'{k} {n}' for k, n in sorted(by_kind.items())) or 'none'}")  # fmt: skip
+        for why, n in figures["gap_details"]:  # type: ignore[attr-defined]
+            print(f"    {n} x {why}")
+        pct = None if growth is None or at2 is None else 100 * growth / max(1e-9, at2.rss_mb)
+        ok_cpu = steady_pct < CPU_TARGET_PCT
         ok_rss = peak < RSS_TARGET_MB
-        ok_growth = growth is not None and growth < GROWTH_TOLERANCE_MB
+        ok_flat = None if pct is None else pct < GROWTH_TOLERANCE_PCT
         ok_data = int(figures["gpu_minute_rows"]) > 0  # type: ignore[call-overload]
-        print(f"  targets: CPU < {CPU_TARGET_PCT:g} %: {'MET' if ok_cpu else 'NOT MET'}; "
-              f"RSS < {RSS_TARGET_MB:g} MB: {'MET' if ok_rss else 'NOT MET'}; "
-              f"no growth (< {GROWTH_TOLERANCE_MB:g} MB): "
-              f"{'MET' if ok_growth else 'NOT MET' if growth is not None else 'n/a'}; "
-              f"data written: {'yes' if ok_data else 'NO'}")  # fmt: skip
+
+        def met(ok: bool | None) -> str:
+            return "n/a (run under 2 minutes)" if ok is None else "MET" if ok else "NOT MET"
+
+        print(f"targets ({args.nodes} nodes; issue 23's are for 1,000):")
+        print(f"  CPU < {CPU_TARGET_PCT:g} % of one core after the first minute: {met(ok_cpu)} "
+              f"({steady_pct:.1f} %; whole run {mean_pct:.1f} %)")  # fmt: skip
+        print(f"  peak RSS < {RSS_TARGET_MB:g} MB: {met(ok_rss)} ({peak:.1f} MB)")
+        print(f"  RSS flat after warm-up (growth minute 2 -> end < {GROWTH_TOLERANCE_PCT:g} %): "
+              f"{met(ok_flat)} ("
+              + ("-" if pct is None or at2 is None else
+                 f"{at2.rss_mb:.1f} -> {last.rss_mb:.1f} MB, {pct:+.1f} %") + ")")  # fmt: skip
+        print(f"  no poll gap on a node not simulated flaky: {met(unexpected == 0)} "
+              f"({unexpected} such gaps; {by_kind.get(FLAKY, 0)} on flaky nodes; "
+              f"{figures['poll_gaps']} in all)")  # fmt: skip
+        print(f"  data written: {'yes' if ok_data else 'NO'}")
         print("  collector log (tail):")
         for line in (tmp / "collect.log").read_text().splitlines()[-4:]:
             print(f"    {line}")

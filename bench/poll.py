@@ -1,31 +1,39 @@
-"""One refresh round over 10, 100 and 300 simulated GPU nodes, 50 ms RTT added.
+"""Issue 23's "Must show": zuka against parallel-ssh and the 1-RTT floor, cold and warm.
 
-The fleet (SimFleet, busy 8 x A100 nodes, each behind a proxy adding 25 ms per direction)
-runs in its own process (bench/_fleet_server.py). This process measures:
+One fleet (SimFleet, busy 8 x A100 nodes, each behind a proxy adding --rtt-ms / 2 per
+direction) runs in its own process (bench/_fleet_server.py); every row below is measured in
+this one run, on that fleet, at each of --nodes (default 10,100,300; 1000 on request):
 
-  z-exec    zuka's Poller.sweep() on persistent connections: the first round (connects,
-            field probe, compute-apps query) as "cold", then the median of warm rounds
-  z-host    exec sweeps that read the processes and the host figures (CPU, RAM, disks,
-  z-gpus    network: leases.telemetry.hoststats) every sweep (apps_every 1), and the same
-            without the host figures, same fleet, same run: what one host reading costs
-            (zuka reads them every 6th sweep, with the processes; z-exec's warm rounds
-            are sweeps without them)
-  z-stream  zuka's stream mode (one `nvidia-smi ... -lms` per node): how old the readings
-            are when asked for, how long until every node has a reading newer than the
-            ask, and this process's CPU time per round (time.process_time) against exec
-  (a)       a sequential loop of fresh OpenSSH `ssh ... nvidia-smi` commands (a sample of
-            at most --ssh-sample nodes, extrapolated linearly)
-  (b)       fresh parallel asyncssh connections every round (connect + run + close), as
-            pssh does: at most 32 at once (pssh's default), and unbounded
+  floor     a bare asyncssh client holding ONE shell channel per node: its cold round
+            (connect, shell, first command with the apps and host figures) and its warm
+            rounds of the query zuka's warm sweep sends, and of the query + apps + host
+            (what zuka reads every 6th sweep): wall and client CPU (time.process_time)
+  z-exec    zuka's Poller.sweep() on kept connections: the first sweep in this process, then
+            warm sweeps, plain (the query) and every 6th (query + host, then apps), wall and
+            client CPU each, and the garbage collector's pauses (gc.callbacks) while warm
+  pssh      Debian's parallel-ssh, fresh OpenSSH connections every round, -p 32 (its default)
+            and -p N (every node at once), sending the query + apps + host in one command
+  cold      `python -m tui.cli.main poll --once --ledger L` as a whole process (median of
+            --cold-rounds) on a ledger of the fleet's nodes, HOME a temporary folder; and
+            `python -c 'import asyncssh'` as a whole process, alternating with it
+  z-host    (with --skip '') exec sweeps reading processes every sweep with and without the
+  z-gpus    host figures (leases.telemetry.hoststats): what one host reading costs
+  z-stream  (with --skip '') zuka's stream mode: age of readings when asked, CPU per round
+  (a)       (with --skip '') fresh OpenSSH `ssh ... nvidia-smi` one node after another
 
-Run: python bench/poll.py [--nodes 10,100,300] [--rounds 5] [--stream-interval 5]
-Targets: a 300-node round under 1 s, and at least 10x faster than (b).
+Run: python bench/poll.py [--nodes 10,100,300] [--rounds 5] [--cold-rounds 5] [--skip ...]
+Targets (issue 23), printed MET / NOT MET with their figures:
+  300 nodes: cold `zuka poll --once` at least 2x faster than parallel-ssh -p 32; a warm
+  sweep within 1.1x of the floor's warm round, its client CPU within 1.3x of the floor's.
+  10 nodes: cold no slower than parallel-ssh, or within 100 ms of `import asyncssh` plus
+  the floor's cold round.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import shutil
@@ -36,22 +44,20 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import asyncssh
+from _pollpeers import QUERY, Cold, Floor, Timed, build_ledger, cold_processes, floor, pssh
 
 from leases.core.models import Node, NodeHealth, SshTarget
 from leases.ssh.options import SshOptions
 from leases.ssh.pool import SshPool
-from leases.telemetry import nvsmi
 from leases.telemetry.poller import NodeStatus, Poller
 
 HERE = Path(__file__).resolve().parent
-QUERY = nvsmi.query_command(nvsmi.QUERY_FIELDS)
-ROUND_TARGET_S = 1.0
-SPEEDUP_TARGET = 10.0
+APPS_EVERY = 6  # the poller's default: processes (and host figures) every 6th sweep
+DEFAULT_SKIP = "z-host,z-gpus,z-stream,(a)"
 
 
 @dataclass(frozen=True)
@@ -71,23 +77,36 @@ class Fleet:
 
 
 @dataclass
+class Zuka:
+    """zuka's exec sweeps in this process, on kept connections."""
+
+    first: float = float("nan")  # the first sweep: connects, probe, query + host, apps
+    warm: float = float("nan")  # median plain sweep (the query)
+    warm_cpu: float = float("nan")
+    apps: float = float("nan")  # median 6th sweep (query + host, then apps)
+    apps_cpu: float = float("nan")
+    fleet_cpu: float = float("nan")  # the simulated fleet's CPU per warm sweep, for scale
+    gc_counts: tuple[int, int, int] = (0, 0, 0)  # collections per generation while warm
+    gc_total: float = 0.0  # seconds paused by them
+    gc_max: float = 0.0
+    sweeps: int = 0
+
+
+@dataclass
 class Row:
     nodes: int
-    warm: float = float("nan")
-    cold: float = float("nan")
-    exec_cpu: float = float("nan")
-    fleet_cpu: float = float("nan")
+    zuka: Zuka = field(default_factory=Zuka)
+    floor: Floor = field(default_factory=Floor)
+    pssh32: Timed = field(default_factory=Timed)
+    pssh_n: Timed = field(default_factory=Timed)
+    cold: Cold = field(default_factory=Cold)
+    failed_nodes: int = 0
     stream_cpu: float = float("nan")
     stream_age: float = float("nan")
     stream_age_max: float = float("nan")
     stream_fresh: float = float("nan")
     ssh_seq: float = float("nan")
     ssh_extrapolated: bool = False
-    pssh32: float = float("nan")
-    pssh32_failed: int = 0
-    pssh_unbounded: float = float("nan")
-    pssh_unbounded_failed: int = 0
-    failed_nodes: int = 0
     # Exec sweeps reading processes every sweep, with the host snippet (z-host) and
     # without (z-gpus).
     host_warm: float = float("nan")
@@ -96,6 +115,10 @@ class Row:
     bare_warm: float = float("nan")
     bare_cpu: float = float("nan")
     bare_fleet_cpu: float = float("nan")
+
+    @property
+    def warm(self) -> float:  # what the stream-mode table compares with
+        return self.zuka.warm
 
 
 # -- the fleet process --------------------------------------------------------------------
@@ -148,24 +171,71 @@ def zuka_options(fleet: Fleet) -> SshOptions:
     return SshOptions(known_hosts=(fleet.known_hosts,), agent_path=None, config=[])
 
 
-# -- z-exec and z-stream --------------------------------------------------------------------
+# -- z-exec: zuka's sweeps, and the z-host / z-gpus pair -------------------------------------
 
 
-async def zuka_exec(
-    fleet: Fleet, count: int, rounds: int, row: Row, *, host: bool | None = None
-) -> None:
-    """Exec sweeps as zuka runs them (host None), or reading processes every sweep with
-    (True) or without (False) the host figures, into row.host_* / row.bare_*."""
-    poller = Poller(
-        nodes_of(fleet, count),
-        pool=SshPool(zuka_options(fleet)),
-        host_stats=host is not False,
-        apps_every=6 if host is None else 1,
-    )
+class GcWatch:
+    """The garbage collector's passes while on: counts per generation and pause times."""
+
+    def __init__(self) -> None:
+        self.counts = [0, 0, 0]
+        self.pauses: list[float] = []
+        self._began = 0.0
+        self.on = False
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+        elif self.on:
+            self.pauses.append(time.perf_counter() - self._began)
+            self.counts[info["generation"]] += 1
+
+
+async def zuka_exec(fleet: Fleet, count: int, rounds: int, row: Row) -> None:
+    """Sweeps as `zuka collect --mode exec` runs them (no store): the first, then warm ones
+    until `rounds` plain sweeps and at least max(1, rounds // 5) 6th sweeps were timed."""
+    poller = Poller(nodes_of(fleet, count), pool=SshPool(zuka_options(fleet)))
+    z = row.zuka
+    watch = GcWatch()
+    gc.callbacks.append(watch)
     try:
         t = time.perf_counter()
         statuses = await poller.sweep()
-        cold = time.perf_counter() - t
+        z.first = time.perf_counter() - t
+        plain: list[tuple[float, float]] = []
+        apps: list[tuple[float, float]] = []
+        fleet_cpu = fleet.cpu()
+        sweep = 1  # the poller's count of readings per node before this sweep
+        watch.on = True
+        while len(plain) < rounds or len(apps) < max(1, rounds // 5):
+            c, t = time.process_time(), time.perf_counter()
+            statuses = await poller.sweep()
+            took, cpu = time.perf_counter() - t, time.process_time() - c
+            (apps if sweep % poller.apps_every == 0 else plain).append((took, cpu))
+            sweep += 1
+        watch.on = False
+        z.sweeps = sweep - 1
+        z.fleet_cpu = (fleet.cpu() - fleet_cpu) / z.sweeps
+        z.warm = statistics.median(w for w, _ in plain)
+        z.warm_cpu = statistics.median(c for _, c in plain)
+        z.apps = statistics.median(w for w, _ in apps)
+        z.apps_cpu = statistics.median(c for _, c in apps)
+        z.gc_counts = (watch.counts[0], watch.counts[1], watch.counts[2])
+        z.gc_total = sum(watch.pauses)
+        z.gc_max = max(watch.pauses, default=0.0)
+        row.failed_nodes = sum(s.health is not NodeHealth.OK for s in statuses.values())
+    finally:
+        gc.callbacks.remove(watch)
+        await poller.close()
+
+
+async def zuka_host(fleet: Fleet, count: int, rounds: int, row: Row, host: bool) -> None:
+    """Sweeps reading processes every sweep, with (host) or without the host figures."""
+    poller = Poller(
+        nodes_of(fleet, count), pool=SshPool(zuka_options(fleet)), host_stats=host, apps_every=1
+    )
+    try:
+        await poller.sweep()
         warm: list[float] = []
         cpu: list[float] = []
         fleet_cpu = fleet.cpu()
@@ -176,16 +246,16 @@ async def zuka_exec(
             cpu.append(time.process_time() - c)
         figures = statistics.median(warm), statistics.median(cpu)
         per_round = (fleet.cpu() - fleet_cpu) / rounds
-        if host is None:
-            row.cold, (row.warm, row.exec_cpu), row.fleet_cpu = cold, figures, per_round
-            row.failed_nodes = sum(s.health is not NodeHealth.OK for s in statuses.values())
-        elif host:
+        if host:
             (row.host_warm, row.host_cpu), row.host_fleet_cpu = figures, per_round
             row.failed_nodes += sum(s.host is None for s in statuses.values())
         else:
             (row.bare_warm, row.bare_cpu), row.bare_fleet_cpu = figures, per_round
     finally:
         await poller.close()
+
+
+# -- z-stream --------------------------------------------------------------------------------
 
 
 async def zuka_stream(fleet: Fleet, count: int, interval: float, rounds: int, row: Row) -> None:
@@ -281,52 +351,25 @@ def openssh_sequential(fleet: Fleet, count: int, sample: int, row: Row) -> None:
         print(f"  (a) {failed} of {taken} ssh commands failed")
 
 
-# -- (b) fresh asyncssh connections every round, as pssh does ------------------------------
-
-
-async def fresh_parallel(fleet: Fleet, count: int, limit: int | None) -> tuple[float, int]:
-    gate = asyncio.Semaphore(limit or count)
-
-    async def one(port: int) -> bool:
-        async with gate:
-            try:
-                async with asyncssh.connect(
-                    "127.0.0.1", port, username="root", client_keys=[str(fleet.key)],
-                    known_hosts=str(fleet.known_hosts), agent_path=None, config=[],
-                    connect_timeout=30,
-                ) as conn:  # fmt: skip
-                    result = await conn.run(QUERY, check=False, timeout=30)
-                    return result.exit_status == 0
-            except (OSError, asyncssh.Error, TimeoutError):
-                return False
-
-    t = time.perf_counter()
-    results = await asyncio.gather(*(one(p) for p in fleet.ports[:count]))
-    return time.perf_counter() - t, results.count(False)
-
-
-async def pssh_like(fleet: Fleet, count: int, rounds: int, row: Row) -> None:
-    times32, failed32, times_all, failed_all = [], 0, [], 0
-    for _ in range(rounds):
-        took, failed = await fresh_parallel(fleet, count, 32)
-        times32.append(took)
-        failed32 = max(failed32, failed)
-        took, failed = await fresh_parallel(fleet, count, None)
-        times_all.append(took)
-        failed_all = max(failed_all, failed)
-    row.pssh32, row.pssh32_failed = statistics.median(times32), failed32
-    row.pssh_unbounded, row.pssh_unbounded_failed = statistics.median(times_all), failed_all
-
-
 # -- report ---------------------------------------------------------------------------------
+
+NAN = float("nan")
 
 
 def _s(value: float) -> str:
-    return "-" if value != value else f"{value:.3f} s"
+    return "-" if value != value else f"{value:.3f}"
 
 
 def _ms(value: float) -> str:
     return "-" if value != value else f"{value * 1000:.0f} ms"
+
+
+def _x(a: float, b: float) -> str:
+    return "-" if a != a or b != b or b <= 0 else f"{a / b:.2f}x"
+
+
+def _failed(t: Timed) -> str:
+    return f" ({t.failed} failed)" if t.failed else ""
 
 
 def table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
@@ -336,90 +379,173 @@ def table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
         print("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)))
 
 
-def report(rows: list[Row], args: argparse.Namespace, rtt_ms: float) -> None:
+def cycle(plain: float, apps: float) -> float:
+    """A sweep on average over the poller's cycle: 5 plain sweeps and one 6th sweep."""
+    return ((APPS_EVERY - 1) * plain + apps) / APPS_EVERY
+
+
+def verdict(ok: bool | None) -> str:
+    return "n/a (not measured)" if ok is None else "MET" if ok else "NOT MET"
+
+
+def _le(a: float, b: float) -> bool | None:
+    return None if a != a or b != b else a <= b
+
+
+def main_table(rows: list[Row], rtt_ms: float, args: argparse.Namespace) -> None:
     print()
-    print(f"One refresh round, {rtt_ms:g} ms RTT added (2 x {rtt_ms / 2:g} ms proxy), "
-          f"{os.cpu_count()} CPUs, fleet in another process; zuka: persistent connections, "
-          "32 connects at once (8 per host), aes128-gcm first")  # fmt: skip
+    print(f"Seconds a round, {rtt_ms:g} ms RTT added (2 x {rtt_ms / 2:g} ms proxy), "
+          f"{os.cpu_count()} CPUs, the fleet in another process; cold: whole processes, "
+          f"median of {args.cold_rounds}; warm: median of {args.rounds}")  # fmt: skip
     table(
-        ("nodes", "zuka warm exec", "zuka cold", "exec CPU/round", "stream CPU/round",
-         "fleet CPU/exec round",
-         "(a) ssh sequential", "(b) fresh x32", "(b) fresh unbounded", "zuka vs (b)x32"),
+        ("nodes", "pssh -p 32", "pssh -p N", "zuka cold poll --once", "vs pssh32",
+         "import asyncssh", "floor cold", "zuka 1st sweep", "floor warm", "zuka warm",
+         "vs floor", "floor 6th", "zuka 6th", "vs floor"),
         [
-            (
-                str(r.nodes), _s(r.warm), _s(r.cold), _ms(r.exec_cpu), _ms(r.stream_cpu),
-                _ms(r.fleet_cpu),
-                _s(r.ssh_seq) + (" *" if r.ssh_extrapolated else ""),
-                _s(r.pssh32) + (f" ({r.pssh32_failed} failed)" if r.pssh32_failed else ""),
-                _s(r.pssh_unbounded) + f" ({r.pssh_unbounded_failed} failed)",
-                f"{r.pssh32 / r.warm:.1f}x" if r.warm == r.warm and r.pssh32 == r.pssh32
-                else "-",
-            )
+            (str(r.nodes), _s(r.pssh32.wall) + _failed(r.pssh32),
+             _s(r.pssh_n.wall) + _failed(r.pssh_n), _s(r.cold.poll.wall) + _failed(r.cold.poll),
+             _x(r.cold.poll.wall, r.pssh32.wall), _s(r.cold.imports.wall), _s(r.floor.cold),
+             _s(r.zuka.first), _s(r.floor.warm), _s(r.zuka.warm), _x(r.zuka.warm, r.floor.warm),
+             _s(r.floor.apps), _s(r.zuka.apps), _x(r.zuka.apps, r.floor.apps))
             for r in rows
         ],
     )  # fmt: skip
-    print("  CPU/round: this (client) process; fleet CPU: the simulated nodes and their proxies")
-    if any(r.ssh_extrapolated for r in rows):
-        print(f"  * (a) timed over the first {args.ssh_sample} nodes and extrapolated linearly")
+    print("  6th: the sweep that also reads the processes and host figures (zuka: every 6th;"
+          " the floor sends the same commands in one write)")  # fmt: skip
     print()
-    print(f"Stream mode (-lms {int(args.stream_interval * 1000)}): what the dashboard holds "
-          "when it asks; exec mode must run a round to answer")  # fmt: skip
+    print(
+        "Client CPU seconds (this process's time.process_time for the floor and zuka's "
+        "sweeps; the whole process with its children for pssh and the cold poll)"
+    )
     table(
-        ("nodes", "mean age of readings", "oldest", "until all fresh", "exec: until all fresh"),
+        ("nodes", "pssh -p 32", "zuka cold poll", "import asyncssh", "floor cold",
+         "floor warm", "zuka warm", "vs floor", "floor 6th", "zuka 6th", "vs floor",
+         "fleet/sweep", "GC gen0/1/2", "GC paused (max)"),
         [
-            (str(r.nodes), _ms(r.stream_age), _ms(r.stream_age_max), _ms(r.stream_fresh),
-             _ms(r.warm))
+            (str(r.nodes), _s(r.pssh32.cpu), _s(r.cold.poll.cpu), _s(r.cold.imports.cpu),
+             _s(r.floor.cold_cpu), _s(r.floor.warm_cpu), _s(r.zuka.warm_cpu),
+             _x(r.zuka.warm_cpu, r.floor.warm_cpu), _s(r.floor.apps_cpu), _s(r.zuka.apps_cpu),
+             _x(r.zuka.apps_cpu, r.floor.apps_cpu), _s(r.zuka.fleet_cpu),
+             "/".join(map(str, r.zuka.gc_counts)),
+             f"{r.zuka.gc_total * 1000:.0f} ms ({r.zuka.gc_max * 1000:.0f})")
             for r in rows
         ],
     )  # fmt: skip
-    print(f"  ages are counted from when a reading reached this process (it left the node "
-          f"{rtt_ms / 2:g} ms earlier)")  # fmt: skip
+    print(f"  GC: collections and pauses over zuka's {rows[0].zuka.sweeps} warm sweeps"
+          " (gc.callbacks); fleet/sweep: the simulated fleet's CPU, for scale")  # fmt: skip
+    for r in rows:
+        peers = (("pssh -p 32", r.pssh32), ("pssh -p N", r.pssh_n), ("cold poll", r.cold.poll),
+                 ("import asyncssh", r.cold.imports))  # fmt: skip
+        for what, t in peers:
+            if t.note:
+                print(f"  {r.nodes} nodes, {what}: {t.note}")
+        if r.floor.failed:
+            print(f"  WARNING: {r.nodes} nodes, the floor: {r.floor.failed} nodes failed")
+        if r.failed_nodes:
+            print(f"  WARNING: {r.nodes} nodes: {r.failed_nodes} gave zuka no good reading")
+
+
+def targets(rows: list[Row]) -> None:
+    by = {r.nodes: r for r in rows}
     print()
-    print("The host figures (CPU, load, RAM, disks, network) in the GPU query's round trip:"
-          " exec sweeps reading the processes every sweep, with and without them, same"
-          " fleet, same run")  # fmt: skip
-    table(
-        ("nodes", "warm, GPUs+procs+host", "warm, GPUs+procs", "ratio", "CPU/round +host",
-         "CPU/round", "fleet CPU +host", "fleet CPU"),
-        [
-            (str(r.nodes), _s(r.host_warm), _s(r.bare_warm),
-             f"{r.host_warm / r.bare_warm:.2f}x"
-             if r.host_warm == r.host_warm and r.bare_warm == r.bare_warm else "-",
-             _ms(r.host_cpu), _ms(r.bare_cpu), _ms(r.host_fleet_cpu), _ms(r.bare_fleet_cpu))
-            for r in rows
-        ],
-    )  # fmt: skip
-    print("  zuka reads them with the processes, every 6th sweep: a sixth of the difference"
-          " per sweep on average; the fleet CPU is the simulator's (one process for every"
-          " node), a real node spends its own")  # fmt: skip
-    failed = [r for r in rows if r.failed_nodes]
-    for r in failed:
-        print(f"  WARNING: {r.failed_nodes} of {r.nodes} nodes gave no good reading (or no"
-              " host figures) to zuka")  # fmt: skip
-    big = max(rows, key=lambda r: r.nodes)
-    print()
-    fast = big.warm < ROUND_TARGET_S
-    ratio = big.pssh32 / big.warm if big.warm == big.warm else float("nan")
-    print(f"Target: {big.nodes}-node warm round under {ROUND_TARGET_S:g} s: "
-          f"{'MET' if fast else 'NOT MET'} ({big.warm:.3f} s; cold {big.cold:.3f} s)")  # fmt: skip
-    print(f"Target: >= {SPEEDUP_TARGET:g}x faster than (b) fresh connections x32: "
-          f"{'MET' if ratio >= SPEEDUP_TARGET else 'NOT MET'} ({ratio:.1f}x; "
-          f"{big.pssh_unbounded / big.warm:.1f}x against unbounded)")  # fmt: skip
+    print("Targets (issue 23):")
+    r = by.get(300)
+    if r is None:
+        print("  300 nodes: n/a (not measured; --nodes without 300)")
+    else:
+        z, f = r.zuka, r.floor
+        print(f"  300 nodes, cold >= 2x faster than parallel-ssh -p 32: "
+              f"{verdict(_le(2 * r.cold.poll.wall, r.pssh32.wall))} (zuka poll --once "
+              f"{_s(r.cold.poll.wall)} s, pssh -p 32 {_s(r.pssh32.wall)} s: "
+              f"{_x(r.pssh32.wall, r.cold.poll.wall)} faster; pssh -p 300 "
+              f"{_s(r.pssh_n.wall)} s: {_x(r.pssh_n.wall, r.cold.poll.wall)})")  # fmt: skip
+        zw, fw = cycle(z.warm, z.apps), cycle(f.warm, f.apps)
+        print(f"  300 nodes, warm sweep within 1.1x of the floor's round: "
+              f"{verdict(_le(zw, 1.1 * fw))} ({_x(zw, fw)}: {_s(zw)} s against {_s(fw)} s, "
+              f"averaged over a 6-sweep cycle; plain sweep {_x(z.warm, f.warm)}, 6th sweep "
+              f"{_x(z.apps, f.apps)})")  # fmt: skip
+        zc, fc = cycle(z.warm_cpu, z.apps_cpu), cycle(f.warm_cpu, f.apps_cpu)
+        print(f"  300 nodes, client CPU a warm sweep within 1.3x of the floor's: "
+              f"{verdict(_le(zc, 1.3 * fc))} ({_x(zc, fc)}: {_s(zc)} s against {_s(fc)} s, "
+              f"6-sweep cycle; plain {_x(z.warm_cpu, f.warm_cpu)}, 6th "
+              f"{_x(z.apps_cpu, f.apps_cpu)})")  # fmt: skip
+    r = by.get(10)
+    if r is None:
+        print("  10 nodes: n/a (not measured; --nodes without 10)")
+    else:
+        cold, bound = r.cold.poll.wall, r.cold.imports.wall + r.floor.cold + 0.1
+        print(f"  10 nodes, cold <= parallel-ssh, or <= import asyncssh + the floor's cold "
+              f"round + 100 ms: {verdict(_le(cold, max(r.pssh32.wall, bound)))} (zuka "
+              f"{_s(cold)} s; pssh -p 32 {_s(r.pssh32.wall)} s; {_s(r.cold.imports.wall)} + "
+              f"{_s(r.floor.cold)} + 0.100 = {_s(bound)} s)")  # fmt: skip
+
+
+def stream_tables(rows: list[Row], args: argparse.Namespace, rtt_ms: float) -> None:
+    if "z-stream" not in args.skip:
+        print()
+        print(f"Stream mode (-lms {int(args.stream_interval * 1000)}): what the dashboard holds "
+              "when it asks; exec mode must run a round to answer")  # fmt: skip
+        table(
+            ("nodes", "mean age of readings", "oldest", "until all fresh", "exec: until all fresh",
+             "stream CPU/round"),
+            [
+                (str(r.nodes), _ms(r.stream_age), _ms(r.stream_age_max), _ms(r.stream_fresh),
+                 _ms(r.warm), _ms(r.stream_cpu))
+                for r in rows
+            ],
+        )  # fmt: skip
+        print(f"  ages are counted from when a reading reached this process (it left the node "
+              f"{rtt_ms / 2:g} ms earlier)")  # fmt: skip
+    if "z-host" not in args.skip or "z-gpus" not in args.skip:
+        print()
+        print("The host figures (CPU, load, RAM, disks, network) in the GPU query's round trip:"
+              " exec sweeps reading the processes every sweep, with and without them")  # fmt: skip
+        table(
+            ("nodes", "warm, GPUs+procs+host", "warm, GPUs+procs", "ratio", "CPU/round +host",
+             "CPU/round", "fleet CPU +host", "fleet CPU"),
+            [
+                (str(r.nodes), _s(r.host_warm), _s(r.bare_warm), _x(r.host_warm, r.bare_warm),
+                 _ms(r.host_cpu), _ms(r.bare_cpu), _ms(r.host_fleet_cpu), _ms(r.bare_fleet_cpu))
+                for r in rows
+            ],
+        )  # fmt: skip
+    if "(a)" not in args.skip:
+        print()
+        print("(a) OpenSSH, one fresh connection a node, one after another: "
+              + ", ".join(f"{r.nodes} nodes {_s(r.ssh_seq)} s" + (" *" if r.ssh_extrapolated
+                          else "") for r in rows))  # fmt: skip
+        print(f"  * timed over the first {args.ssh_sample} nodes and extrapolated linearly")
 
 
 # -- main -------------------------------------------------------------------------------------
 
 
-async def measure(fleet: Fleet, count: int, args: argparse.Namespace) -> Row:
+async def measure(fleet: Fleet, count: int, args: argparse.Namespace, folder: Path) -> Row:
     row = Row(count)
+    ports = fleet.ports[:count]
+
+    async def peers() -> None:
+        row.floor = await floor(ports, fleet.key, fleet.known_hosts, args.rounds)
+
+    def run_pssh() -> None:
+        row.pssh32 = pssh(ports, fleet.key, fleet.known_hosts, 32, args.pssh_rounds, folder)
+        row.pssh_n = pssh(ports, fleet.key, fleet.known_hosts, count, args.pssh_rounds, folder)
+
+    def run_cold() -> None:
+        ledger = build_ledger(folder / f"ledger-{count}", fleet.names[:count], ports, fleet.key,
+                              fleet.known_hosts)  # fmt: skip
+        row.cold = cold_processes(ledger, count, args.cold_rounds)
+
     steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
+        ("floor", peers),
         ("z-exec", lambda: zuka_exec(fleet, count, args.rounds, row)),
-        ("z-host", lambda: zuka_exec(fleet, count, args.rounds, row, host=True)),
-        ("z-gpus", lambda: zuka_exec(fleet, count, args.rounds, row, host=False)),
+        ("pssh", lambda: asyncio.to_thread(run_pssh)),
+        ("cold", lambda: asyncio.to_thread(run_cold)),
+        ("z-host", lambda: zuka_host(fleet, count, args.rounds, row, True)),
+        ("z-gpus", lambda: zuka_host(fleet, count, args.rounds, row, False)),
         ("z-stream",
          lambda: zuka_stream(fleet, count, args.stream_interval, args.stream_rounds, row)),
         ("(a)", lambda: asyncio.to_thread(openssh_sequential, fleet, count, args.ssh_sample, row)),
-        ("(b)", lambda: pssh_like(fleet, count, args.pssh_rounds, row)),
     ]  # fmt: skip
     for name, step in steps:
         if name in args.skip:
@@ -433,14 +559,18 @@ async def measure(fleet: Fleet, count: int, args: argparse.Namespace) -> Row:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", default="10,100,300", help="comma-separated node counts")
-    ap.add_argument("--rounds", type=int, default=5, help="warm exec rounds (median)")
-    ap.add_argument("--pssh-rounds", type=int, default=2, help="rounds of (b), each way")
+    ap.add_argument("--rounds", type=int, default=5, help="warm rounds (median)")
+    ap.add_argument("--cold-rounds", type=int, default=5, help="cold whole processes (median)")
+    ap.add_argument("--pssh-rounds", type=int, default=2, help="parallel-ssh rounds, each -p")
     ap.add_argument("--stream-interval", type=float, default=5.0, help="-lms interval, s")
     ap.add_argument("--stream-rounds", type=int, default=3, help="asks in stream mode")
     ap.add_argument("--ssh-sample", type=int, default=20, help="nodes timed for (a)")
     ap.add_argument("--rtt-ms", type=float, default=50.0, help="added round-trip time")
     ap.add_argument(
-        "--skip", default="", help="comma-separated: z-exec,z-host,z-gpus,z-stream,(a),(b)"
+        "--skip",
+        default=DEFAULT_SKIP,
+        help="comma-separated steps left out, of floor,z-exec,pssh,cold,z-host,z-gpus,"
+        f"z-stream,(a) (default {DEFAULT_SKIP}; '' runs every step)",
     )
     args = ap.parse_args(argv)
     counts = sorted({int(n) for n in args.nodes.split(",") if n.strip()})
@@ -451,13 +581,16 @@ def main(argv: list[str] | None = None) -> int:
     proc, fleet = start_fleet(max(counts), args.rtt_ms / 2, directory)
     try:
         print(f"fleet: {len(fleet.ports)} nodes in pid {proc.pid}, "
-              f"+{fleet.delay_ms:g} ms each way", flush=True)  # fmt: skip
-        rows = [asyncio.run(measure(fleet, n, args)) for n in counts]
-        report(rows, args, args.rtt_ms)
+              f"+{fleet.delay_ms:g} ms each way; load {os.getloadavg()[0]:.2f}",
+              flush=True)  # fmt: skip
+        rows = [asyncio.run(measure(fleet, n, args, directory)) for n in counts]
+        main_table(rows, args.rtt_ms, args)
+        stream_tables(rows, args, args.rtt_ms)
+        targets(rows)
     finally:
         stop_fleet(proc)
         shutil.rmtree(directory, ignore_errors=True)
-    print(f"(bench took {time.perf_counter() - began:.0f} s)")
+    print(f"(bench took {time.perf_counter() - began:.0f} s; load {os.getloadavg()[0]:.2f})")
     return 0
 
 

@@ -48,8 +48,8 @@ async def read_gpus(
 
     if known is not None:
         result = await query(known)
-        refused = nvsmiprobe.rejected_field(f"{result.stdout}\n{result.stderr}")
-        if result.exit_status == 0 or refused is None:
+        said = f"{result.stdout}\n{result.stderr}" if result.exit_status != 0 else ""
+        if not said or nvsmiprobe.rejected_field(said) is None:  # only a failure is read
             return GpuRead(known, False, result, hosts[0])
     try:
         fields, result = await nvsmiprobe.probe_read(query)

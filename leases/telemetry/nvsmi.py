@@ -156,13 +156,20 @@ def check_fields(fields: Sequence[str]) -> None:
 
 def query_command(fields: Sequence[str], loop_ms: int | None = None) -> str:
     """The nvidia-smi command line for `fields`; with loop_ms, a stream every loop_ms ms."""
-    check_fields(fields)
-    command = f"nvidia-smi --query-gpu={','.join(fields)} --format=csv,noheader,nounits"
+    command = _query(tuple(fields))
     if loop_ms is not None:
         if isinstance(loop_ms, bool) or not isinstance(loop_ms, int) or loop_ms <= 0:
             raise ValueError(f"loop_ms must be a positive whole number of ms, not {loop_ms!r}")
         command += f" -lms {loop_ms}"
     return command
+
+
+@functools.lru_cache(maxsize=64)
+def _query(fields: tuple[str, ...]) -> str:
+    # Cached: a poller asks with the same fields every round (a failing list raises, and
+    # lru_cache does not remember raises).
+    check_fields(fields)
+    return f"nvidia-smi --query-gpu={','.join(fields)} --format=csv,noheader,nounits"
 
 
 # --- parsing one reading ---

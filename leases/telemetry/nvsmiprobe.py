@@ -9,6 +9,7 @@ from typing import Protocol, TypeVar
 
 from leases.core.models import NodeHealth
 from leases.telemetry.nvsmi import (
+    EXTRA_DRIVER_VERSION,
     KNOWN_FIELDS,
     QUERY_FIELDS,
     REQUIRED_FIELDS,
@@ -118,14 +119,18 @@ def driver_word(value: object) -> str:
 def checked_probe(fields: object, driver: object) -> tuple[str, ...] | None:
     """Fields kept from an earlier probe (read back from the ledger, so possibly edited
     behind zuka's back), or None when they are not a probe's: not a list of distinct field
-    names zuka asks for, holding every required one, or a driver that is not a version."""
+    names zuka asks for, holding every required one and driver_version, or a driver that
+    is not a version. Without the driver no driver change would ever drop the probe: a node
+    whose nvidia-smi gives none is probed each time."""
     if not isinstance(fields, list) or not 0 < len(fields) <= len(KNOWN_FIELDS):
         return None
     if not all(isinstance(f, str) and f in KNOWN_FIELDS for f in fields):
         return None
     if len(set(fields)) != len(fields) or not set(fields) >= REQUIRED_FIELDS:
         return None
-    if driver != "" and driver_word(driver) != driver:
+    if EXTRA_DRIVER_VERSION not in fields:
+        return None
+    if not isinstance(driver, str) or not driver or driver_word(driver) != driver:
         return None
     return tuple(fields)
 

@@ -67,6 +67,7 @@ class Poller:
         host_stats: bool = True,
         prom: PromReader | None = None,
         probes: ProbeCache | None = None,
+        reuse_probes: bool = False,
         processes: bool = True,
         kept_shell: bool = True,
         settle_gc: bool = False,
@@ -90,7 +91,8 @@ class Poller:
         # The fields each node's nvidia-smi knows, kept in the ledger between processes;
         # whether to read the GPU processes at all (`zuka poll` only when it shows them);
         # kept_shell False: each command an exec of its own (a process reading nodes once).
-        self.probes, self.processes, self.kept_shell = ProbeBook(probes), processes, kept_shell
+        self.probes = ProbeBook(probes, reuse=reuse_probes)  # reused: `zuka poll` only
+        self.processes, self.kept_shell = processes, kept_shell
         self.on_update = on_update
         # A long-lived process (zuka collect): after the first flush, move
         # what lives as long as the process out of full collections (leases.telemetry.gcsettle).

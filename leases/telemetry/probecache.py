@@ -115,14 +115,22 @@ def _row_probe(fields_text: object, driver: object) -> Probe | None:
 
 
 class ProbeBook:
-    """A poller's probes found and dropped since its last flush, written at the flush."""
+    """A poller's probes found and dropped since its last flush, written at the flush.
 
-    def __init__(self, cache: ProbeCache | None) -> None:
+    reuse: start from the kept probes (a short-lived `zuka poll`). A long-lived poller (the
+    collector, the dashboard) probes each node afresh and only writes what it found: a row
+    edited behind zuka's back to drop fields (temperature, ECC...) could otherwise hide
+    them for as long as it runs, and the probe is one round trip in hours."""
+
+    def __init__(self, cache: ProbeCache | None, *, reuse: bool = True) -> None:
         self.cache = cache
+        self.reuse = reuse
         self._pending: dict[int, tuple[Node, Probe] | None] = {}
 
     def load(self, nodes: Sequence[Node]) -> dict[int, Probe]:
-        return self.cache.load(nodes) if self.cache is not None and nodes else {}
+        if self.cache is None or not nodes or not self.reuse:
+            return {}
+        return self.cache.load(nodes)
 
     def found(self, node: Node, probe: Probe) -> None:
         if node.id is not None:

@@ -58,6 +58,7 @@ def make_poller(
     processes: bool = True,
     kept_shell: bool = True,
     settle_gc: bool = False,
+    reuse_probes: bool = False,
 ) -> Poller:
     """The poller of the ledger's fleet (or the named nodes; or `nodes`, already read),
     starting from the nvidia-smi probes the ledger keeps (leases.telemetry.probecache)."""
@@ -71,6 +72,7 @@ def make_poller(
         log=fault_logger(ledger_path),
         alerts=alerts,
         probes=ProbeCache(ledger) if store else None,
+        reuse_probes=reuse_probes,
         processes=processes,
         kept_shell=kept_shell,
         settle_gc=settle_gc,

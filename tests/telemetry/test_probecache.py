@@ -59,7 +59,7 @@ class Rig:
             store=HistoryStore(self.ledger),
             probes=ProbeCache(self.ledger),
             kept_shell=False,
-            **kwargs,  # type: ignore[arg-type]
+            **{"reuse_probes": True, **kwargs},  # type: ignore[arg-type]
         )
 
     def query_fields(self, command: str) -> tuple[str, ...]:
@@ -132,6 +132,17 @@ async def test_a_kept_probe_is_used_the_next_process_one_exec(rig: Rig) -> None:
     assert rig.node.channels.total == 1  # one exec: no probe before the query
     assert rig.queries() == [SMALL_WITH_DRIVER]
     assert rig.kept() == [(json.dumps(list(SMALL_WITH_DRIVER)), SIM_DRIVER)]
+
+
+async def test_a_long_lived_poller_probes_afresh_and_keeps_what_it_found(rig: Rig) -> None:
+    # A row edited behind zuka's back to the required fields only, no driver_version (so no
+    # driver change would ever drop it): the collector and the dashboard do not start from
+    # it, and what their probe found replaces it for the next `zuka poll`.
+    bare = ("index", "uuid", "name", "memory.total", "utilization.gpu", "memory.used")
+    keep(rig, bare, "")
+    assert await sweep(rig, processes=False, reuse_probes=False) is NodeHealth.OK
+    assert rig.queries() == [nvsmi.QUERY_FIELDS]
+    assert rig.kept() == [(json.dumps(list(nvsmi.QUERY_FIELDS)), SIM_DRIVER)]
 
 
 async def test_processes_are_read_only_when_asked(rig: Rig) -> None:
@@ -233,18 +244,22 @@ async def test_a_junk_driver_is_ignored(rig: Rig) -> None:
 
 
 def test_checked_probe_takes_only_a_probe_of_known_fields() -> None:
-    assert checked_probe(list(SMALL), "") == SMALL
-    assert checked_probe(list(SMALL_WITH_DRIVER), SIM_DRIVER) == SMALL_WITH_DRIVER
-    assert checked_probe([*SMALL, "clocks_event_reasons.active"], "570.1") is not None
-    assert checked_probe([*SMALL, "made.up"], "") is None
-    assert checked_probe([*SMALL, "INDEX"], "") is None  # nvsmi's names are lower case
-    assert checked_probe(list(SMALL[1:]), "") is None
-    assert checked_probe(tuple(SMALL), "") is None  # JSON gives lists
-    assert checked_probe([], "") is None
-    assert checked_probe(list(SMALL), "550.54.15\n") is None
-    assert checked_probe(list(SMALL), "v550") is None
-    assert checked_probe(list(SMALL), None) is None
-    assert checked_probe(list(SMALL), "5" * 40) is None
+    ok = list(SMALL_WITH_DRIVER)
+    assert checked_probe(ok, SIM_DRIVER) == SMALL_WITH_DRIVER
+    assert checked_probe([*ok, "clocks_event_reasons.active"], "570.1") is not None
+    # Without driver_version, or with no driver read, no driver change would ever drop it.
+    assert checked_probe(list(SMALL), "") is None
+    assert checked_probe(list(SMALL), SIM_DRIVER) is None
+    assert checked_probe(ok, "") is None
+    assert checked_probe([*ok, "made.up"], SIM_DRIVER) is None
+    assert checked_probe([*ok, "INDEX"], SIM_DRIVER) is None  # nvsmi's names are lower case
+    assert checked_probe(ok[1:], SIM_DRIVER) is None
+    assert checked_probe(tuple(ok), SIM_DRIVER) is None  # JSON gives lists
+    assert checked_probe([], SIM_DRIVER) is None
+    assert checked_probe(ok, "550.54.15\n") is None
+    assert checked_probe(ok, "v550") is None
+    assert checked_probe(ok, None) is None
+    assert checked_probe(ok, "5" * 40) is None
 
 
 async def test_a_deleted_node_takes_its_kept_probe_with_it(rig: Rig) -> None:

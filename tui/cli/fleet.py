@@ -177,6 +177,7 @@ async def _poll(
         nodes=nodes,
         processes=processes,
         kept_shell=not args.once,
+        reuse_probes=True,  # short-lived: start from the probes the ledger keeps
     )
     limit = getattr(args, "timeout", None)
     try:

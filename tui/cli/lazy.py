@@ -9,6 +9,12 @@ import argparse
 from typing import TextIO
 
 
+def dashboard(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import dashboard
+
+    return dashboard.dashboard(args, out)
+
+
 def demo(args: argparse.Namespace, out: TextIO) -> int:
     from tui.cli.demo import run_demo
 

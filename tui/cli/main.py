@@ -17,7 +17,6 @@ from leases.core.textsafe import visible
 from leases.ledger.paths import resolve_ledger_path
 from tui.cli import billargs, lazy, pollargs
 from tui.cli.acceptargs import accept_options
-from tui.cli.dashboard import dashboard
 from tui.cli.metricsargs import metrics_options
 from tui.cli.parsing import Parser
 
@@ -112,7 +111,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     cmd(
         sub, "demo", lazy.demo, "open the dashboard on an example fleet in a temporary ledger", demo
     )
-    cmd(sub, "dashboard", dashboard, "open the dashboard (the default)", _common(screen=True))
+    cmd(sub, "dashboard", lazy.dashboard, "open the dashboard (the default)", _common(screen=True))
     web = "serve the dashboard to a browser tab (textual-serve)"
     p = cmd(sub, "web", lazy.web, web, _common(screen=True))
     p.add_argument("--host", help="address to listen on (default 127.0.0.1; any other warns)")
@@ -528,8 +527,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args.config = getattr(args, "config", None)
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
-        handler = dashboard
-    if args.json and handler in (dashboard, lazy.demo):
+        handler = lazy.dashboard
+    if args.json and handler in (lazy.dashboard, lazy.demo):
         parser.error("--json: the dashboard is a screen, not JSON; for JSON use a listing, "
                      "e.g. `zuka node list --json`")  # fmt: skip
     if args.json and args.command in NO_JSON:

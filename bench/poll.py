@@ -101,6 +101,10 @@ class Row:
     pssh_n: Timed = field(default_factory=Timed)
     cold: Cold = field(default_factory=Cold)
     failed_nodes: int = 0
+    # The fleet process's CPU for one cold poll and one pssh -p 32 round: on this machine
+    # it shares the client's cores (a remote fleet's would not).
+    fleet_cold: float = float("nan")
+    fleet_pssh: float = float("nan")
     stream_cpu: float = float("nan")
     stream_age: float = float("nan")
     stream_age_max: float = float("nan")
@@ -398,13 +402,13 @@ def main_table(rows: list[Row], rtt_ms: float, args: argparse.Namespace) -> None
           f"{os.cpu_count()} CPUs, the fleet in another process; cold: whole processes, "
           f"median of {args.cold_rounds}; warm: median of {args.rounds}")  # fmt: skip
     table(
-        ("nodes", "pssh -p 32", "pssh -p N", "zuka cold poll --once", "vs pssh32",
+        ("nodes", "pssh -p 32", "pssh -p N", "zuka cold poll --once", "pssh32/zuka",
          "import asyncssh", "floor cold", "zuka 1st sweep", "floor warm", "zuka warm",
-         "vs floor", "floor 6th", "zuka 6th", "vs floor"),
+         "zuka/floor", "floor 6th", "zuka 6th", "zuka/floor"),
         [
             (str(r.nodes), _s(r.pssh32.wall) + _failed(r.pssh32),
              _s(r.pssh_n.wall) + _failed(r.pssh_n), _s(r.cold.poll.wall) + _failed(r.cold.poll),
-             _x(r.cold.poll.wall, r.pssh32.wall), _s(r.cold.imports.wall), _s(r.floor.cold),
+             _x(r.pssh32.wall, r.cold.poll.wall), _s(r.cold.imports.wall), _s(r.floor.cold),
              _s(r.zuka.first), _s(r.floor.warm), _s(r.zuka.warm), _x(r.zuka.warm, r.floor.warm),
              _s(r.floor.apps), _s(r.zuka.apps), _x(r.zuka.apps, r.floor.apps))
             for r in rows
@@ -412,17 +416,20 @@ def main_table(rows: list[Row], rtt_ms: float, args: argparse.Namespace) -> None
     )  # fmt: skip
     print("  6th: the sweep that also reads the processes and host figures (zuka: every 6th;"
           " the floor sends the same commands in one write)")  # fmt: skip
+    print("  pssh32/zuka above 1: zuka is faster (the target is 2x at 300 nodes);"
+          " zuka/floor above 1: zuka is slower (the target is 1.1x)")  # fmt: skip
     print()
     print(
         "Client CPU seconds (this process's time.process_time for the floor and zuka's "
         "sweeps; the whole process with its children for pssh and the cold poll)"
     )
     table(
-        ("nodes", "pssh -p 32", "zuka cold poll", "import asyncssh", "floor cold",
-         "floor warm", "zuka warm", "vs floor", "floor 6th", "zuka 6th", "vs floor",
-         "fleet/sweep", "GC gen0/1/2", "GC paused (max)"),
+        ("nodes", "pssh -p 32", "(its fleet)", "zuka cold poll", "(its fleet)", "import asyncssh",
+         "floor cold", "floor warm", "zuka warm", "zuka/floor", "floor 6th", "zuka 6th",
+         "zuka/floor", "fleet/sweep", "GC gen0/1/2", "GC paused (max)"),
         [
-            (str(r.nodes), _s(r.pssh32.cpu), _s(r.cold.poll.cpu), _s(r.cold.imports.cpu),
+            (str(r.nodes), _s(r.pssh32.cpu), _s(r.fleet_pssh), _s(r.cold.poll.cpu),
+             _s(r.fleet_cold), _s(r.cold.imports.cpu),
              _s(r.floor.cold_cpu), _s(r.floor.warm_cpu), _s(r.zuka.warm_cpu),
              _x(r.zuka.warm_cpu, r.floor.warm_cpu), _s(r.floor.apps_cpu), _s(r.zuka.apps_cpu),
              _x(r.zuka.apps_cpu, r.floor.apps_cpu), _s(r.zuka.fleet_cpu),
@@ -432,7 +439,8 @@ def main_table(rows: list[Row], rtt_ms: float, args: argparse.Namespace) -> None
         ],
     )  # fmt: skip
     print(f"  GC: collections and pauses over zuka's {rows[0].zuka.sweeps} warm sweeps"
-          " (gc.callbacks); fleet/sweep: the simulated fleet's CPU, for scale")  # fmt: skip
+          " (gc.callbacks); fleet/sweep: the simulated fleet's CPU, for scale; (its fleet):"
+          " the fleet's CPU for one round of the column before, on the same cores")  # fmt: skip
     for r in rows:
         peers = (("pssh -p 32", r.pssh32), ("pssh -p N", r.pssh_n), ("cold poll", r.cold.poll),
                  ("import asyncssh", r.cold.imports))  # fmt: skip
@@ -528,13 +536,17 @@ async def measure(fleet: Fleet, count: int, args: argparse.Namespace, folder: Pa
         row.floor = await floor(ports, fleet.key, fleet.known_hosts, args.rounds)
 
     def run_pssh() -> None:
+        began = fleet.cpu()
         row.pssh32 = pssh(ports, fleet.key, fleet.known_hosts, 32, args.pssh_rounds, folder)
+        row.fleet_pssh = (fleet.cpu() - began) / args.pssh_rounds
         row.pssh_n = pssh(ports, fleet.key, fleet.known_hosts, count, args.pssh_rounds, folder)
 
     def run_cold() -> None:
         ledger = build_ledger(folder / f"ledger-{count}", fleet.names[:count], ports, fleet.key,
                               fleet.known_hosts)  # fmt: skip
+        began = fleet.cpu()
         row.cold = cold_processes(ledger, count, args.cold_rounds)
+        row.fleet_cold = (fleet.cpu() - began) / args.cold_rounds
 
     steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
         ("floor", peers),

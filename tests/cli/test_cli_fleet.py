@@ -117,6 +117,27 @@ def test_sim_command_runs_a_fleet_in_a_ledger(tmp_path: Path) -> None:
     assert sim.returncode == 0
 
 
+def test_sim_on_a_ledger_with_more_nodes_says_which_it_does_not_serve(tmp_path: Path) -> None:
+    # A new user's slip: `zuka sim --nodes 2` on the ledger an earlier `--nodes 4` left.
+    path = tmp_path / "sim.db"
+    with Ledger.open(path) as ledger:
+        register_sim_nodes(ledger, 4, datetime(2026, 11, 2, tzinfo=UTC))
+    sim = subprocess.Popen(
+        [*ZUKA, "sim", "--nodes", "2", "--ledger", str(path), "--history", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert sim.stdout is not None and sim.stderr is not None
+        warning = sim.stderr.readline()
+        assert "2 simulated nodes" in sim.stdout.readline()
+        assert "the ledger also holds 2 nodes this fleet does not serve" in warning
+        assert "sim-003, sim-004" in warning and "unreachable" in warning
+    finally:
+        sim.send_signal(signal.SIGINT)
+        sim.communicate(timeout=30)
+    assert sim.returncode == 0
+
+
 def test_node_trust_flow(cli: Cli, ledger_path: Path, tmp_path: Path) -> None:
     runner = FleetThread([SimNode("fresh", "RTX 4090", 1, Scenario.BUSY, seed=7)])
     fleet = runner.start()

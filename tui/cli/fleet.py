@@ -467,6 +467,20 @@ def _backfilled(
 _STOPS = (signal.SIGINT, signal.SIGTERM)
 
 
+def _warn_unserved(ledger: Ledger, served: Sequence[Node]) -> None:
+    """Say so when the ledger holds nodes this fleet does not serve (an earlier, larger
+    `zuka sim` on the same ledger, or real nodes): they would show as unreachable."""
+    names = {n.name for n in served}
+    others = [n.name for n in ledger.nodes() if n.name not in names]
+    if others:
+        shown = ", ".join(visible(n, 40) for n in others[:3]) + (", ..." if len(others) > 3 else "")
+        print(
+            f"zuka sim: the ledger also holds {len(others)} nodes this fleet does not serve "
+            f"({shown}): they will show as unreachable; a new --ledger starts a fresh fleet",
+            file=sys.stderr,
+        )
+
+
 async def _sim(path: Path, count: int, days: float, out: TextIO) -> int:
     from leases.sim.fleet import SimFleet
     from leases.sim.ledger import attach, register_sim_nodes, sim_nodes_of
@@ -483,6 +497,13 @@ async def _sim(path: Path, count: int, days: float, out: TextIO) -> int:
                 HistoryStore(ledger), sims, now - timedelta(days=days), now, out
             ):
                 return 130
+            # Ctrl-C and SIGTERM stop the fleet from before it says it is up (a script
+            # that stops it at once must not get a KeyboardInterrupt).
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                loop.add_signal_handler(sig, stop.set)
+            _warn_unserved(ledger, nodes)
             ports = sorted(ep.port for ep in fleet)
             out.write(
                 f"{len(fleet)} simulated nodes on 127.0.0.1 ports {ports[0]}-{ports[-1]}, "
@@ -492,10 +513,6 @@ async def _sim(path: Path, count: int, days: float, out: TextIO) -> int:
                 "Ctrl-C stops the fleet.\n"
             )
             out.flush()
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                loop.add_signal_handler(sig, stop.set)
             await stop.wait()
         finally:
             await fleet.stop()

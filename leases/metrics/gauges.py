@@ -9,7 +9,10 @@ cut to LABEL_MAX characters, then escaped as the text format wants.
 Names follow Prometheus's conventions: `zuka_` prefix, base units in the name (bytes,
 watts, celsius, seconds, ratio 0-1). A node's health is `zuka_node_up` (1: read now) and
 `zuka_node_health{state="..."} 1` for its one current state (NodeHealth's values). Money
-is in the lease's own currency, named by the `currency` label (`yuan`: CNY, the default).
+is never converted (zuka keeps no rate for a running lease's figures): a lease priced in
+CNY has its figures in the `_yuan` gauges; one priced in another currency has them in the
+gauges of the same name without the unit (`zuka_lease_cost_to_date{currency="USD"}`), so
+that no sum or `currencyCNY` panel over the `_yuan` gauges takes dollars for yuan.
 """
 
 from __future__ import annotations
@@ -51,9 +54,13 @@ NODE_METRICS = {
 }
 MONEY_METRICS = {
     "zuka_lease_cost_to_date_yuan": "what the lease billing now has cost to date, its renewal"
-    " chain's (as zuka cost), in the currency label's unit",
-    "zuka_lease_idle_month_yuan": "money paid this month (whole hours, billing zone) for"
-    " cards that sat idle (the underuse rule's figure)",
+    " chain's (as zuka cost), yuan: leases priced in CNY only",
+    "zuka_lease_idle_month_yuan": "yuan paid this month (whole hours, billing zone) for"
+    " cards that sat idle (the underuse rule's figure): leases priced in CNY only",
+    "zuka_lease_cost_to_date": "zuka_lease_cost_to_date_yuan of a lease priced in another"
+    " currency than CNY, in that currency (the currency label), never converted",
+    "zuka_lease_idle_month": "zuka_lease_idle_month_yuan of a lease priced in another"
+    " currency than CNY, in that currency (the currency label), never converted",
     "zuka_lease_end_timestamp_seconds": "when the lease billing now ends, Unix time (days"
     " left: (this - time()) / 86400); none for an open-ended lease",
     "zuka_money_refused": "1 for a lease whose figures are not exported: rows changed"
@@ -207,10 +214,19 @@ class FleetText:
         )
 
 
+def in_yuan(currency: str) -> bool:
+    """Whether a lease's figures are yuan (CNY; RMB, as a ledger written before the
+    currency check might hold it, is the same)."""
+    return currency.strip().upper() in ("CNY", "RMB")
+
+
 def money_families(money: Money) -> list[GaugeMetricFamily]:
-    """The per-lease money gauges, and a refusal series for each lease held back."""
+    """The per-lease money gauges (a CNY lease's in the _yuan ones, another currency's in
+    the unitless ones), and a refusal series for each lease held back."""
     cost = _gauge("zuka_lease_cost_to_date_yuan", MONEY_METRICS, LEASE_LABELS)
     idle = _gauge("zuka_lease_idle_month_yuan", MONEY_METRICS, LEASE_LABELS)
+    cost_other = _gauge("zuka_lease_cost_to_date", MONEY_METRICS, LEASE_LABELS)
+    idle_other = _gauge("zuka_lease_idle_month", MONEY_METRICS, LEASE_LABELS)
     end = _gauge("zuka_lease_end_timestamp_seconds", MONEY_METRICS, LEASE_LABELS)
     refused = _gauge("zuka_money_refused", MONEY_METRICS, ("node", "lease", "channel", "provider"))
     for m in money.leases:
@@ -218,16 +234,17 @@ def money_families(money: Money) -> list[GaugeMetricFamily]:
             label(m.node), label(m.lease), label(m.place.channel), label(m.place.provider),
             label(m.billing), label(m.currency),
         ]  # fmt: skip
+        yuan = in_yuan(m.currency)
         if m.cost_to_date is not None:
-            cost.add_metric(labels, float(m.cost_to_date))
+            (cost if yuan else cost_other).add_metric(labels, float(m.cost_to_date))
         if m.idle_month is not None:
-            idle.add_metric(labels, float(m.idle_month))
+            (idle if yuan else idle_other).add_metric(labels, float(m.idle_month))
         if m.end is not None:
             end.add_metric(labels, m.end.timestamp())
     for node, lease, where in money.refused:
         refused.add_metric([label(node), label(lease), label(where.channel),
                             label(where.provider)], 1.0)  # fmt: skip
-    return [cost, idle, end, refused]
+    return [cost, idle, cost_other, idle_other, end, refused]
 
 
 class MoneyCollector(Collector):

@@ -4,7 +4,8 @@ At scrape time, from what the collector already holds in memory (the poller's la
 status of each node: FleetText) and from the money figures (leases.metrics.money, cached:
 MoneyCollector, a prometheus-client Collector): nothing is updated per reading, and a
 scrape never touches SSH. Every label value from the ledger or a node is made visible and
-cut to LABEL_MAX characters, then escaped as the text format wants.
+cut to LABEL_MAX characters (a hash of the whole kept at the end), then escaped as the
+text format wants.
 
 Names follow Prometheus's conventions: `zuka_` prefix, base units in the name (bytes,
 watts, celsius, seconds, ratio 0-1). A node's health is `zuka_node_up` (1: read now) and
@@ -17,6 +18,7 @@ that no sum or `currencyCNY` panel over the `_yuan` gauges takes dollars for yua
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -69,13 +71,23 @@ MONEY_METRICS = {
 METRICS = (*GPU_METRICS, *NODE_METRICS, *MONEY_METRICS)
 
 
+# A cut label value ends with this many hex digits of its whole text's hash.
+CUT_TAG = 8
+
+
 def label(value: object) -> str:
     """A label value made safe: controls shown, a lone surrogate (bytes a decoder let
-    through) written as its escape rather than failing the scrape, cut to LABEL_MAX."""
+    through) written as its escape rather than failing the scrape, cut to LABEL_MAX. A
+    cut value ends `…` and 8 hex digits of the whole value's hash, so two long names that
+    share their start stay two series."""
     text = "" if value is None else str(value)
     if not text.isascii():
         text = text.encode("utf-8", "backslashreplace").decode()
-    return visible(text, LABEL_MAX)
+    shown = visible(text[: LABEL_MAX + 1])  # a character is shown as one at least
+    if len(shown) <= LABEL_MAX:
+        return shown
+    tag = hashlib.sha256(text.encode()).hexdigest()[:CUT_TAG]
+    return f"{shown[: LABEL_MAX - CUT_TAG - 1]}…{tag}"
 
 
 @dataclass(frozen=True)

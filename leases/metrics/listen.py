@@ -134,13 +134,14 @@ def access(listen: Listen, token_file: Path | None, money: bool) -> bytes | None
             FIELD,
             str(listen),
             "an address other machines can reach needs --metrics-token-file (or listen on"
-            " 127.0.0.1, or unix:PATH)",
+            " 127.0.0.1)",
         )
     if money:
         raise InputError(
             MONEY_FIELD,
             None,
             "money figures over TCP need --metrics-token-file: every local user can reach"
-            f" {listen} (or listen on unix:PATH, a socket only you can open)",
+            f" {listen} (unix:PATH is a socket only you can open: for your own tools, not"
+            " for Prometheus)",
         )
     return None

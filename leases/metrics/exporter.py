@@ -13,7 +13,14 @@ from leases.core.errors import InputError
 from leases.core.models import NodeStatus
 from leases.ledger.store import Ledger
 from leases.metrics.gauges import Gauges, Place
-from leases.metrics.listen import Listen, access, parse_listen
+from leases.metrics.listen import (
+    FIELD,
+    MONEY_FIELD,
+    TOKEN_FIELD,
+    Listen,
+    access,
+    parse_listen,
+)
 from leases.metrics.money import MoneyCache, places
 from leases.metrics.server import MetricsServer
 
@@ -32,8 +39,8 @@ def settings(listen: str | None, token_file: str | None, money: bool) -> Setting
     that do not go together or an address, token file or access that is refused."""
     if listen is None:
         if token_file is not None or money:
-            which = "--metrics-token-file" if token_file is not None else "--metrics-money"
-            raise InputError("metrics_listen", None, f"{which} needs --metrics-listen ADDRESS")
+            which = TOKEN_FIELD if token_file is not None else MONEY_FIELD
+            raise InputError(which, None, f"needs {FIELD} ADDRESS")
         return None
     where = parse_listen(listen)
     return Settings(where, access(where, Path(token_file) if token_file else None, money), money)

@@ -4,16 +4,21 @@ At scrape time, from what the collector already holds in memory (the poller's la
 status of each node: FleetText) and from the money figures (leases.metrics.money, cached:
 MoneyCollector, a prometheus-client Collector): nothing is updated per reading, and a
 scrape never touches SSH. Every label value from the ledger or a node is made visible and
-cut to LABEL_MAX characters, then escaped as the text format wants.
+cut to LABEL_MAX characters (a hash of the whole kept at the end), then escaped as the
+text format wants.
 
 Names follow Prometheus's conventions: `zuka_` prefix, base units in the name (bytes,
 watts, celsius, seconds, ratio 0-1). A node's health is `zuka_node_up` (1: read now) and
 `zuka_node_health{state="..."} 1` for its one current state (NodeHealth's values). Money
-is in the lease's own currency, named by the `currency` label (`yuan`: CNY, the default).
+is never converted (zuka keeps no rate for a running lease's figures): a lease priced in
+CNY has its figures in the `_yuan` gauges; one priced in another currency has them in the
+gauges of the same name without the unit (`zuka_lease_cost_to_date{currency="USD"}`), so
+that no sum or `currencyCNY` panel over the `_yuan` gauges takes dollars for yuan.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -51,9 +56,13 @@ NODE_METRICS = {
 }
 MONEY_METRICS = {
     "zuka_lease_cost_to_date_yuan": "what the lease billing now has cost to date, its renewal"
-    " chain's (as zuka cost), in the currency label's unit",
-    "zuka_lease_idle_month_yuan": "money paid this month (whole hours, billing zone) for"
-    " cards that sat idle (the underuse rule's figure)",
+    " chain's (as zuka cost), yuan: leases priced in CNY only",
+    "zuka_lease_idle_month_yuan": "yuan paid this month (whole hours, billing zone) for"
+    " cards that sat idle (the underuse rule's figure): leases priced in CNY only",
+    "zuka_lease_cost_to_date": "zuka_lease_cost_to_date_yuan of a lease priced in another"
+    " currency than CNY, in that currency (the currency label), never converted",
+    "zuka_lease_idle_month": "zuka_lease_idle_month_yuan of a lease priced in another"
+    " currency than CNY, in that currency (the currency label), never converted",
     "zuka_lease_end_timestamp_seconds": "when the lease billing now ends, Unix time (days"
     " left: (this - time()) / 86400); none for an open-ended lease",
     "zuka_money_refused": "1 for a lease whose figures are not exported: rows changed"
@@ -62,13 +71,23 @@ MONEY_METRICS = {
 METRICS = (*GPU_METRICS, *NODE_METRICS, *MONEY_METRICS)
 
 
+# A cut label value ends with this many hex digits of its whole text's hash.
+CUT_TAG = 8
+
+
 def label(value: object) -> str:
     """A label value made safe: controls shown, a lone surrogate (bytes a decoder let
-    through) written as its escape rather than failing the scrape, cut to LABEL_MAX."""
+    through) written as its escape rather than failing the scrape, cut to LABEL_MAX. A
+    cut value ends `…` and 8 hex digits of the whole value's hash, so two long names that
+    share their start stay two series."""
     text = "" if value is None else str(value)
     if not text.isascii():
         text = text.encode("utf-8", "backslashreplace").decode()
-    return visible(text, LABEL_MAX)
+    shown = visible(text[: LABEL_MAX + 1])  # a character is shown as one at least
+    if len(shown) <= LABEL_MAX:
+        return shown
+    tag = hashlib.sha256(text.encode()).hexdigest()[:CUT_TAG]
+    return f"{shown[: LABEL_MAX - CUT_TAG - 1]}…{tag}"
 
 
 @dataclass(frozen=True)
@@ -207,10 +226,19 @@ class FleetText:
         )
 
 
+def in_yuan(currency: str) -> bool:
+    """Whether a lease's figures are yuan (CNY; RMB, as a ledger written before the
+    currency check might hold it, is the same)."""
+    return currency.strip().upper() in ("CNY", "RMB")
+
+
 def money_families(money: Money) -> list[GaugeMetricFamily]:
-    """The per-lease money gauges, and a refusal series for each lease held back."""
+    """The per-lease money gauges (a CNY lease's in the _yuan ones, another currency's in
+    the unitless ones), and a refusal series for each lease held back."""
     cost = _gauge("zuka_lease_cost_to_date_yuan", MONEY_METRICS, LEASE_LABELS)
     idle = _gauge("zuka_lease_idle_month_yuan", MONEY_METRICS, LEASE_LABELS)
+    cost_other = _gauge("zuka_lease_cost_to_date", MONEY_METRICS, LEASE_LABELS)
+    idle_other = _gauge("zuka_lease_idle_month", MONEY_METRICS, LEASE_LABELS)
     end = _gauge("zuka_lease_end_timestamp_seconds", MONEY_METRICS, LEASE_LABELS)
     refused = _gauge("zuka_money_refused", MONEY_METRICS, ("node", "lease", "channel", "provider"))
     for m in money.leases:
@@ -218,16 +246,17 @@ def money_families(money: Money) -> list[GaugeMetricFamily]:
             label(m.node), label(m.lease), label(m.place.channel), label(m.place.provider),
             label(m.billing), label(m.currency),
         ]  # fmt: skip
+        yuan = in_yuan(m.currency)
         if m.cost_to_date is not None:
-            cost.add_metric(labels, float(m.cost_to_date))
+            (cost if yuan else cost_other).add_metric(labels, float(m.cost_to_date))
         if m.idle_month is not None:
-            idle.add_metric(labels, float(m.idle_month))
+            (idle if yuan else idle_other).add_metric(labels, float(m.idle_month))
         if m.end is not None:
             end.add_metric(labels, m.end.timestamp())
     for node, lease, where in money.refused:
         refused.add_metric([label(node), label(lease), label(where.channel),
                             label(where.provider)], 1.0)  # fmt: skip
-    return [cost, idle, end, refused]
+    return [cost, idle, cost_other, idle_other, end, refused]
 
 
 class MoneyCollector(Collector):

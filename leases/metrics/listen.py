@@ -16,7 +16,10 @@ from pathlib import Path
 
 from leases.core.errors import InputError
 
-FIELD = "metrics_listen"
+# The fields refusals name: the options as typed, as only `zuka collect` takes them.
+FIELD = "--metrics-listen"
+TOKEN_FIELD = "--metrics-token-file"
+MONEY_FIELD = "--metrics-money"
 # A token longer than this is not a token (a file named by mistake).
 MAX_TOKEN_BYTES = 4096
 # Longer than a Unix socket path may be on Linux (sun_path is 108 bytes).
@@ -84,7 +87,7 @@ def parse_listen(value: str) -> Listen:
 def read_token(path: Path) -> bytes:
     """The bearer token in `path` (surrounding whitespace dropped). Refused: a file others
     could read (group or world bits), not a regular file, empty, or too long."""
-    field = "metrics_token_file"
+    field = TOKEN_FIELD
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
@@ -119,7 +122,7 @@ def access(listen: Listen, token_file: Path | None, money: bool) -> bytes | None
     if listen.unix:
         if token_file is not None:
             raise InputError(
-                "metrics_token_file",
+                TOKEN_FIELD,
                 str(token_file),
                 "a Unix socket is its owner's only (mode 0600) and takes no token",
             )
@@ -131,13 +134,14 @@ def access(listen: Listen, token_file: Path | None, money: bool) -> bytes | None
             FIELD,
             str(listen),
             "an address other machines can reach needs --metrics-token-file (or listen on"
-            " 127.0.0.1, or unix:PATH)",
+            " 127.0.0.1)",
         )
     if money:
         raise InputError(
-            "metrics_money",
+            MONEY_FIELD,
             None,
             "money figures over TCP need --metrics-token-file: every local user can reach"
-            f" {listen} (or listen on unix:PATH, a socket only you can open)",
+            f" {listen} (unix:PATH is a socket only you can open: for your own tools, not"
+            " for Prometheus)",
         )
     return None

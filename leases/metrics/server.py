@@ -4,11 +4,18 @@ render function returns (leases.metrics.gauges.Gauges.render).
 
 Every client is hostile: the request head is read within HEAD_TIMEOUT_S and at most
 MAX_HEAD bytes (431 beyond, 408 when it never ends), no body is read, at most MAX_CLIENTS
-connections are served at once (more are closed at once), a reply that the client does
-not take within WRITE_TIMEOUT_S is dropped, and scrapes within FRESH_S of a rendering get
-that rendering (a client scraping in a loop costs one rendering a second). With a token,
-a request without `Authorization: Bearer TOKEN` (compared in constant time) gets 401 and
+connections are held at once, a reply that the client does not take within
+WRITE_TIMEOUT_S is dropped, and scrapes within FRESH_S of a rendering get that rendering
+(a client scraping in a loop costs one rendering a second). With a token, a request
+without `Authorization: Bearer TOKEN` (compared in constant time) gets 401 and
 WWW-Authenticate, and no rendering.
+
+When MAX_CLIENTS are held, a new connection drops the one that has waited longest without
+a whole request head; only when every held connection is being answered is the newcomer
+closed unanswered. A connection whose whole head has arrived (Prometheus sends it at
+once) is never dropped for a later one, so connections held open idle, or opened again in
+a loop as they are dropped, by someone without the token cannot keep Prometheus's scrapes
+out; the connections held stay at MAX_CLIENTS, a dropped one's task ends at once.
 A Unix socket is created mode 0600 (its owner only) before it listens.
 """
 
@@ -85,6 +92,20 @@ def unix_socket(path: os.PathLike[str] | str) -> socket.socket:
     return sock
 
 
+def _head_arrived(writer: asyncio.StreamWriter) -> bool:
+    """Whether a whole request head already waits unread on the connection (looked at,
+    not taken: the reader still reads it)."""
+    held = writer.get_extra_info("socket")
+    if held is None:
+        return False
+    try:
+        with held.dup() as sock:
+            waiting = sock.recv(MAX_HEAD, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except OSError:
+        return False
+    return b"\r\n\r\n" in waiting
+
+
 class MetricsServer:
     """GET /metrics over TCP or a Unix socket, in the running loop."""
 
@@ -103,7 +124,11 @@ class MetricsServer:
         self._log = log or logging.getLogger(__name__)
         self._render = render
         self._server: asyncio.Server | None = None
-        self._clients = 0
+        # Connections still waiting for their request head, oldest first (dicts keep
+        # insertion order), and those being answered: together at most MAX_CLIENTS.
+        self._waiting: dict[asyncio.StreamWriter, None] = {}
+        self._answering: set[asyncio.StreamWriter] = set()
+        self.dropped = 0  # waiting connections dropped for a newcomer (tests)
         self.served = 0  # replies with the metrics (tests)
 
     @property
@@ -135,13 +160,41 @@ class MetricsServer:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.listen.path)
 
+    @property
+    def clients(self) -> int:
+        """Connections held now: waiting for their head or being answered."""
+        return len(self._waiting) + len(self._answering)
+
+    def _admit(self, writer: asyncio.StreamWriter) -> bool:
+        """Room for a new connection (False: turned away, every held connection being
+        answered). When full, the one that has waited longest without a whole head is
+        dropped for it; one whose head has arrived meanwhile is kept, as being answered."""
+        while self.clients >= MAX_CLIENTS and self._waiting:
+            oldest = next(iter(self._waiting))
+            del self._waiting[oldest]
+            if _head_arrived(oldest):
+                self._answering.add(oldest)
+                continue
+            oldest.transport.abort()  # its read ends at once; its task then ends
+            self.dropped += 1
+        if self.clients >= MAX_CLIENTS:
+            return False
+        if _head_arrived(writer):
+            self._answering.add(writer)
+        else:
+            self._waiting[writer] = None
+        return True
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._clients >= MAX_CLIENTS:
-            writer.close()
+        if not self._admit(writer):
+            writer.transport.abort()
             return
-        self._clients += 1
         try:
             status, headers, body = await self._answer(reader)
+            if self._waiting.pop(writer, False) is None:
+                self._answering.add(writer)  # its head came: no longer to be dropped
+            elif writer not in self._answering:
+                return  # dropped for a newcomer while its head was read
             head = [f"HTTP/1.1 {status} {_REASONS[status]}", f"Content-Length: {len(body)}",
                     "Connection: close", *(f"{k}: {v}" for k, v in headers)]  # fmt: skip
             writer.write(("\r\n".join(head) + "\r\n\r\n").encode("ascii") + body)
@@ -149,7 +202,8 @@ class MetricsServer:
         except (OSError, TimeoutError, asyncio.IncompleteReadError):
             pass  # the client went away or would not read: nothing to tell it
         finally:
-            self._clients -= 1
+            self._waiting.pop(writer, None)
+            self._answering.discard(writer)
             writer.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(writer.wait_closed(), 1)

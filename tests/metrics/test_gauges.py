@@ -3,6 +3,7 @@ prometheus_client's own parser: values worked out here by hand."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -107,12 +108,30 @@ def test_hostile_label_values_are_escaped_and_cut() -> None:
         dict(k[1]).get("node") for k in got if k[0] == "zuka_node_up"
     }
     (node,) = nodes
-    assert len(node) == LABEL_MAX and node.endswith("…") and "\n" not in node
+    assert len(node) == LABEL_MAX and re.search("…[0-9a-f]{8}$", node) and "\n" not in node
     assert node.startswith('x"}␊zuka_node_up{node="forged"} 1␊\\')  # shown, not obeyed
     labels = dict(next(k[1] for k in got if k[0] == "zuka_gpu_utilization_ratio"))
     assert labels["uuid"] == "GPU-␛[31m"
     assert labels["provider"].startswith("\\u202eevil") and len(labels["provider"]) == LABEL_MAX
     assert len([k for k in got if k[0] == "zuka_node_up"]) == 1
+
+
+def test_long_names_that_share_their_start_stay_apart() -> None:
+    """Two node names (an edited ledger) alike in their first 200 characters: each cut to
+    LABEL_MAX, yet two series, each the same at every scrape; a name of LABEL_MAX
+    characters is not cut."""
+    one, two, exact = "n" * 200 + "-1", "n" * 200 + "-2", "m" * LABEL_MAX
+    fleet = {n: NodeStatus(n, NodeHealth.OK, checked=READ, at=READ, samples=(_gpu(n, 0, util_gpu=5.0),))
+             for n in (one, two, exact)}  # fmt: skip
+    first = scrape(fleet, {})
+    ups = sorted(dict(k[1])["node"] for k in first if k[0] == "zuka_node_up")
+    assert len(set(ups)) == 3 and all(len(u) == LABEL_MAX for u in ups)
+    assert exact in ups
+    assert {u[: LABEL_MAX - 9] for u in ups if u != exact} == {"n" * (LABEL_MAX - 9)}
+    assert scrape(fleet, {}) == first
+    assert label(one) != label(two) and label(one) == label("n" * 200 + "-1")
+    # A name made long by its shown controls is cut and tagged too.
+    assert len(label("\x1b" * 60 + "\u202e" * 30)) == LABEL_MAX
 
 
 def test_money_gauges_and_refusals() -> None:

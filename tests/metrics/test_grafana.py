@@ -83,3 +83,24 @@ def test_no_panel_overlaps_another() -> None:
         }
         assert g["x"] + g["w"] <= 24 and not cells & taken, p["title"]
         taken |= cells
+
+
+def test_only_yuan_gauges_are_shown_as_yuan() -> None:
+    """A panel in currencyCNY reads only the _yuan gauges (CNY leases); the gauges of
+    leases in other currencies are shown in no currency unit, with the currency named."""
+    yuan_panels = other_panels = 0
+    for p in panels(dashboard()):
+        unit = p.get("fieldConfig", {}).get("defaults", {}).get("unit", "")
+        for t in p.get("targets", []):
+            names = set(ZUKA_NAME.findall(t["expr"]))
+            money = {n for n in names if n.startswith("zuka_lease_") and "timestamp" not in n}
+            if unit.startswith("currency"):
+                assert (
+                    unit == "currencyCNY" and money and all(n.endswith("_yuan") for n in names)
+                ), (p["title"], t["expr"])
+                yuan_panels += 1
+            elif money:
+                assert not any(n.endswith("_yuan") for n in money), p["title"]
+                assert "{{currency}}" in t["legendFormat"], p["title"]
+                other_panels += 1
+    assert yuan_panels == other_panels == 2

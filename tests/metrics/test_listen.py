@@ -52,7 +52,7 @@ def test_unix_address_and_loopback() -> None:
 def test_bad_addresses_are_refused_by_name(text: str, said: str) -> None:
     with pytest.raises(InputError) as err:
         parse_listen(text)
-    assert err.value.field == "metrics_listen"
+    assert err.value.field == "--metrics-listen"
     assert said in str(err.value), str(err.value)
 
 
@@ -115,7 +115,7 @@ def test_who_needs_a_token(tmp_path: Path) -> None:
 
 def test_options_that_need_an_address() -> None:
     assert settings(None, None, False) is None
-    with pytest.raises(InputError, match="--metrics-money needs --metrics-listen"):
+    with pytest.raises(InputError, match="--metrics-money: needs --metrics-listen"):
         settings(None, None, True)
-    with pytest.raises(InputError, match="--metrics-token-file needs --metrics-listen"):
+    with pytest.raises(InputError, match="--metrics-token-file: needs --metrics-listen"):
         settings(None, "/tmp/t", False)

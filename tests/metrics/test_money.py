@@ -102,6 +102,36 @@ def test_the_endpoint_text_for_the_known_lease(z: Cli, ledger_path: Path) -> Non
     assert "zuka_money_refused" not in got
 
 
+def test_a_lease_in_dollars_is_never_exported_as_yuan(z: Cli, ledger_path: Path) -> None:
+    """Node n in yuan as above; node u (8 cards at P) on a 3,100 USD month from 1 March to
+    1 April, paid up front, its 8 cards idle for 10 hours on 3 March."""
+    _monthly(z, ledger_path)
+    assert (
+        z("node", "add", "u", "--ssh", "root@10.0.0.10", "--gpus", "8", "--provider", "P").code == 0
+    )
+    r = z("lease", "add", "u", "--billing", "monthly", "--price", "3100", "--currency", "USD",
+          "--start", "2026-03-01T00:00", "--end", "2026-04-01")  # fmt: skip
+    assert r.code == 0, r.err
+    _hours(ledger_path, "u", t("2026-03-03T00:00"), 10, busy=False)
+    with Ledger.open(ledger_path, readonly=True) as ledger:
+        exporter = Exporter(Settings(Listen("127.0.0.1", 0), b"t", True), ledger, dict, lambda: AT)
+        text = exporter.gauges.render().decode()
+    got = {(s.name, s.labels["node"]): s for f in text_string_to_metric_families(text)
+           for s in f.samples if "node" in s.labels}  # fmt: skip
+    # The yuan gauges hold node n only, in yuan.
+    assert {n for name, n in got if name.endswith("_yuan")} == {"n"}
+    assert got[("zuka_lease_cost_to_date_yuan", "n")].value == 60000
+    # Node u's figures in the unitless gauges, in dollars, named by the currency label:
+    # the month charged at its start, 3,100; idle: 10 days of 31 billed to 00:00 on the
+    # 11th, 1,920 card-hours, 80 of them idle: 3100 x 10/31 x 80/1920 = 125/3.
+    cost, idle = got[("zuka_lease_cost_to_date", "u")], got[("zuka_lease_idle_month", "u")]
+    assert cost.labels["currency"] == idle.labels["currency"] == "USD"
+    assert cost.value == 3100 and abs(idle.value - 125 / 3) < 1e-9
+    assert ("zuka_lease_cost_to_date", "n") not in got
+    # 2026-04-01 00:00 in Shanghai is 2026-03-31 16:00 UTC: the end is not money.
+    assert got[("zuka_lease_end_timestamp_seconds", "u")].value == 1774972800
+
+
 def test_a_row_changed_outside_zuka_exports_no_money(z: Cli, ledger_path: Path) -> None:
     _monthly(z, ledger_path)
     with Ledger.open(ledger_path) as ledger:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import select
 import socket
 import stat
+import threading
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -138,20 +140,82 @@ async def test_a_client_that_never_finishes_is_dropped(
     writer.close()
 
 
-async def test_too_many_clients_at_once_are_turned_away(
+async def test_a_full_server_drops_the_longest_idle_client_for_a_newcomer(
     tcp: MetricsServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(srv, "HEAD_TIMEOUT_S", 1.0)
     idle = [await asyncio.open_connection("127.0.0.1", tcp.port) for _ in range(MAX_CLIENTS)]
-    await wait_until(lambda: tcp._clients == MAX_CLIENTS, what="every idle client held")
-    reader, writer = await asyncio.open_connection("127.0.0.1", tcp.port)
-    assert await asyncio.wait_for(reader.read(), 5) == b""  # closed at once, unanswered
-    writer.close()
-    for r, _ in idle:  # each idle one is answered 408 when its time is up
+    await wait_until(lambda: tcp.clients == MAX_CLIENTS, what="every idle client held")
+    # A scrape that sends its head at once is served: the oldest idle one makes room.
+    assert (await request(tcp.port, get("Bearer " + TOKEN.decode())))[0] == 200
+    assert await asyncio.wait_for(idle[0][0].read(), 5) == b""  # dropped, unanswered
+    assert tcp.dropped == 1 and tcp.clients <= MAX_CLIENTS
+    for r, _ in idle[1:]:  # each other idle one is answered 408 when its time is up
         assert (await asyncio.wait_for(r.read(), 10)).startswith(b"HTTP/1.1 408 ")
     for _, w in idle:
         w.close()
-    assert (await request(tcp.port, get("Bearer " + TOKEN.decode())))[0] == 200
+    await wait_until(lambda: tcp.clients == 0, what="every client gone")
+
+
+class IdleFlood:
+    """A thread holding `n` connections open that never send a byte, opening another at
+    once for each one the server drops, as someone without the token would to blind
+    Prometheus."""
+
+    def __init__(self, port: int, n: int) -> None:
+        self.port, self.n = port, n
+        self.stop = threading.Event()
+        self.opened = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _open(self) -> socket.socket:
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        s.setblocking(False)
+        self.opened += 1
+        return s
+
+    def _run(self) -> None:
+        held = [self._open() for _ in range(self.n)]
+        try:
+            while not self.stop.is_set():
+                readable, _, _ = select.select(held, [], [], 0.05)
+                for s in readable:  # dropped (or answered 408): open another at once
+                    held.remove(s)
+                    s.close()
+                    held.append(self._open())
+        finally:
+            for s in held:
+                s.close()
+
+
+def scrape_at_once(port: int, head: bytes) -> bytes:
+    """A scrape as Prometheus makes one: its head sent the moment the connection is up."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(head)
+        chunks = []
+        while chunk := s.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def test_idle_connections_cannot_keep_scrapes_out(tcp: MetricsServer) -> None:
+    flood = IdleFlood(tcp.port, 4 * MAX_CLIENTS)
+    flood.thread.start()
+    try:
+        await wait_until(lambda: flood.opened >= 2 * MAX_CLIENTS, what="the flood under way")
+        most = 0
+        for _ in range(20):  # each scrape answered, and quickly, while the flood goes on
+            raw = await asyncio.wait_for(
+                asyncio.to_thread(scrape_at_once, tcp.port, get("Bearer " + TOKEN.decode())), 5
+            )
+            assert raw.startswith(b"HTTP/1.1 200 ") and b"zuka_node_up" in raw
+            most = max(most, tcp.clients)
+        assert tcp.served == 20 and tcp.dropped >= 2 * MAX_CLIENTS
+        assert most <= MAX_CLIENTS  # held connections stay bounded under the flood
+    finally:
+        flood.stop.set()
+        await asyncio.to_thread(flood.thread.join, 10)
+    await wait_until(lambda: tcp.clients == 0, what="every flood connection gone")
 
 
 async def test_unix_socket_is_the_owners_only(tmp_path: Path) -> None:

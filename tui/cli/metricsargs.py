@@ -10,8 +10,9 @@ def metrics_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--metrics-listen",
         metavar="ADDRESS",
-        help="serve /metrics for Prometheus at 127.0.0.1:PORT, [::1]:PORT or unix:PATH"
-        " (a socket only you can open)",
+        help="serve /metrics for Prometheus at 127.0.0.1:PORT, [::1]:PORT, 0.0.0.0:PORT"
+        " (with --metrics-token-file), or unix:PATH (a socket only you can open: for your own"
+        " tools; Prometheus scrapes TCP)",
     )
     p.add_argument(
         "--metrics-token-file",

@@ -479,6 +479,16 @@ async def test_palette_go_to_node_moves_the_fleet_cursor_so_o_offboards_it(
         names = [r.key for r in app.fleet.rows]
         target = names[-1]
         assert app.fleet.table.selected_key != target
+        # Every notice said, kept: a toast expires on its own timer, which a loaded machine
+        # can pass before the assertion below.
+        said: list[str] = []
+        notify = app.notify
+
+        def kept(message: str, *args: Any, **kwargs: Any) -> None:
+            said.append(str(message))
+            notify(message, *args, **kwargs)
+
+        app.notify = kept  # type: ignore[method-assign]
         if hide == "filter":
             await pilot.press("slash", *names[0], "enter")
             await wait_until(lambda: target not in table.rows, what="the filter")
@@ -493,7 +503,7 @@ async def test_palette_go_to_node_moves_the_fleet_cursor_so_o_offboards_it(
         await wait_until(lambda: app.screen is app.fleet, what="back on the fleet")
         assert table.selected_key == target
         if hide == "filter":
-            assert any("Filter cleared" in n.message for n in app._notifications)
+            assert any("Filter cleared" in m for m in said)
         await pilot.press("o")
         await wait_until(lambda: isinstance(app.screen, OffboardScreen), what="the plan")
         screen = app.screen

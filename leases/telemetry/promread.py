@@ -25,13 +25,13 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from leases.core.errors import InputError
 from leases.core.models import GpuSample, Node, NodeHealth
 from leases.core.promsource import PromTarget, masked, quote
 from leases.core.textsafe import visible
+from leases.core.tokenfile import read_token
 from leases.notify.host import refusal
 from leases.telemetry.nvsmi import MAX_GPU_INDEX, MAX_GPUS
 from leases.telemetry.promtarget import target_of
@@ -62,7 +62,6 @@ MAX_SERIES = MAX_GPUS * len(METRICS)
 _NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 _UNKNOWN = frozenset({"nan", "+inf", "-inf", "inf"})
 _MAX_LABEL = 256
-_MAX_TOKEN = 4096
 
 
 def selector(target: PromTarget) -> str:
@@ -210,16 +209,12 @@ def _sample(gpu: _Gpu, node: str) -> GpuSample:
 
 
 def _token(path: str) -> str:
+    """The bearer token, checked as every token file is (leases.core.tokenfile): never a
+    FIFO, a symbolic link, a file others may read or another user's."""
     try:
-        with Path(path).expanduser().open("rb") as f:
-            raw = f.read(_MAX_TOKEN + 1)
-    except OSError as exc:
-        said = f"the token file cannot be read ({exc.strerror})"
-        raise _Refused(NodeHealth.REFUSED, said) from None
-    text = raw.decode("ascii", "replace").strip()
-    if len(raw) > _MAX_TOKEN or not text or not all(33 <= ord(c) < 127 for c in text):
-        raise _Refused(NodeHealth.REFUSED, "the token file does not hold one token on one line")
-    return text
+        return read_token(path, "prom_token_file", "the Prometheus queries").decode("ascii")
+    except InputError as exc:
+        raise _Refused(NodeHealth.REFUSED, f"no token sent: the token file {exc.reason}") from None
 
 
 class PromReader:

@@ -5,6 +5,8 @@ change nothing; `node show` says where readings come from."""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -83,9 +85,48 @@ def test_typos_are_refused_saying_what_and_change_nothing(
     assert json.loads(ok(cli, "provider", "list", "--json")) == []
 
 
-def test_the_token_is_never_the_ledgers(cli: Cli) -> None:
+def test_the_token_is_never_the_ledgers(cli: Cli, tmp_path: Path) -> None:
     ok(cli, "node", "add", "gpu-07", "--ssh", "ssh root@10.0.0.7")
     r = cli("node", "edit", "gpu-07", "--token-file", "glpat-AbCdEf1234567890XyZw")
     assert r.code != 0 and "glpat-AbCdEf1234567890XyZw" not in r.err
-    ok(cli, "node", "edit", "gpu-07", "--token-file", "~/.config/zuka/prom.token")
-    assert _node(cli)["prom_token_file"] == "~/.config/zuka/prom.token"
+    token = tmp_path / "prom.token"
+    token.write_text("s3cr3t\n")
+    token.chmod(0o600)
+    ok(cli, "node", "edit", "gpu-07", "--token-file", str(token))
+    assert _node(cli)["prom_token_file"] == str(token)
+
+
+def _token_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo, 0o600)
+    shared = tmp_path / ".git-credentials"
+    shared.write_text("https://alice:ghp_AbCdEf@github.com\n")
+    shared.chmod(0o644)
+    link = tmp_path / "link"
+    link.symlink_to(shared)
+    return {
+        "fifo": (fifo, "is not a regular file"),
+        "shared": (shared, "is readable by others (mode 0644)"),
+        "link": (link, "is a symbolic link"),
+        "missing": (tmp_path / "missing", "cannot be read"),
+    }
+
+
+def test_a_token_file_that_is_no_private_file_is_refused_when_given(
+    cli: Cli, tmp_path: Path
+) -> None:
+    ok(cli, "provider", "add", "k8s", "--kind", "colo")
+    ok(cli, "node", "add", "gpu-07", "--ssh", "ssh root@10.0.0.7")
+    before = _node(cli)
+    for path, said in _token_files(tmp_path).values():
+        for args in (
+            ["node", "edit", "gpu-07"],
+            ["node", "add", "gpu-08", "--ssh", "ssh root@10.0.0.8"],
+            ["provider", "edit", "k8s"],
+            ["provider", "add", "k9", "--kind", "colo"],
+        ):
+            r = cli(*args, "--token-file", str(path))
+            assert r.code != 0 and f"prom_token_file (--token-file): {said}" in r.err, r.err
+            assert "ghp_" not in r.err + r.out and "Traceback" not in r.err
+    assert _node(cli) == before
+    assert [p["name"] for p in json.loads(ok(cli, "provider", "list", "--json"))] == ["k8s"]

@@ -5,6 +5,7 @@ becomes the node's health and detail, naming the URL."""
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -268,6 +269,7 @@ async def test_the_token_is_sent_from_its_file(
 ) -> None:
     token = tmp_path / "prom.token"
     token.write_text("s3cr3t-token\n")
+    token.chmod(0o600)
     api.json(vector(dcgm_series("gpu-07", 0, TS, FULL)))
     got = await reader.read(_node(api.url, prom_token_file=str(token)), NOW, 5.0)
     assert got.problem is None and api.auth == ["Bearer s3cr3t-token"]
@@ -277,6 +279,32 @@ async def test_the_token_is_sent_from_its_file(
     assert "s3cr3t" not in got.problem.detail
     missing = await reader.read(_node(api.url, prom_token_file=str(tmp_path / "no")), NOW, 5.0)
     assert missing.problem is not None and "cannot be read" in missing.problem.detail
+
+
+async def test_a_file_others_may_read_is_never_sent(
+    api: PromApi, reader: PromReader, tmp_path: Path
+) -> None:
+    # The ledger row edited to name ~/.git-credentials (git writes it 0644).
+    creds = tmp_path / ".git-credentials"
+    creds.write_text("https://alice:ghp_AbCdEf@github.com\n")
+    creds.chmod(0o644)
+    api.json(vector(dcgm_series("gpu-07", 0, TS, FULL)))
+    got = await reader.read(_node(api.url, prom_token_file=str(creds)), NOW, 5.0)
+    assert got.problem is not None and got.problem.health is NodeHealth.REFUSED
+    assert "no token sent" in got.problem.detail and "readable by others" in got.problem.detail
+    assert api.auth == [] and "ghp_" not in got.problem.detail
+
+
+async def test_a_fifo_token_file_ends_the_read_at_once(
+    api: PromApi, reader: PromReader, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo, 0o600)  # nobody writes to it: a blocking open() froze the event loop
+    got = await asyncio.wait_for(
+        reader.read(_node(api.url, prom_token_file=str(fifo)), NOW, 5.0), reader.timeout_s
+    )
+    assert got.problem is not None and got.problem.health is NodeHealth.REFUSED
+    assert "not a regular file" in got.problem.detail and api.auth == []
 
 
 async def test_a_node_without_url_is_refused(reader: PromReader) -> None:

@@ -14,6 +14,7 @@ resolver): the ledger never acts.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import urllib.parse
 from collections.abc import Mapping
@@ -245,6 +246,28 @@ class PromTarget(NamedTuple):
     def shown(self) -> str:
         """`Prometheus http://prom:9090 {Hostname="gpu-07"}` for the node's detail."""
         return f"Prometheus {masked(self.url)} {{{self.selector_matchers()}}}"
+
+
+def plain_token_refusal(url: str) -> str | None:
+    """Why a bearer token must not be sent to url: plain http to a host other than this
+    machine would carry it in the clear. None: https, or a loopback host."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "the URL does not read"
+    if parts.scheme.lower() == "https":
+        return None
+    host = (parts.hostname or "").lower()
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if loopback:
+        return None
+    return (
+        f"a bearer token is sent over https only (or to this machine: 127.0.0.1, [::1],"
+        f" localhost): {masked(url)} would carry it in the clear"
+    )
 
 
 def masked(url: str) -> str:

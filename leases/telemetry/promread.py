@@ -29,7 +29,7 @@ from typing import Any
 
 from leases.core.errors import InputError
 from leases.core.models import GpuSample, Node, NodeHealth
-from leases.core.promsource import PromTarget, masked, quote
+from leases.core.promsource import PromTarget, masked, plain_token_refusal, quote
 from leases.core.textsafe import visible
 from leases.core.tokenfile import read_token
 from leases.notify.host import refusal
@@ -298,6 +298,9 @@ class PromReader:
             raise _Refused(NodeHealth.REFUSED, f"not read: {said}")
         headers = {"Accept": "application/json"}
         if target.token_file:
+            plain = plain_token_refusal(target.url)
+            if plain is not None:
+                raise _Refused(NodeHealth.REFUSED, f"no token sent: {plain}")
             headers["Authorization"] = f"Bearer {_token(target.token_file)}"
         params = {"query": selector(target)}
         try:

@@ -6,6 +6,7 @@ interval; its provider's setting applies where the node has none."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -14,14 +15,16 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from leases.core.errors import InputError
 from leases.core.models import Node, NodeHealth
-from leases.ledger import records
+from leases.ledger import records, rowaudit
 from leases.ledger.store import Ledger
 from leases.ssh.options import SshOptions
 from leases.ssh.pool import SshPool
 from leases.telemetry.housekeeping import fleet_nodes
 from leases.telemetry.poller import Poller
 from leases.telemetry.rollups import HistoryStore
+from leases.telemetry.wiring import polled_nodes
 from tests.support.promapi import PromApi, dcgm_series, prom_api, vector
 from tests.support.waiting import wait_until
 
@@ -198,3 +201,45 @@ async def test_a_figure_out_of_bounds_is_the_nodes_garbage(
         await poller.close()
     assert status.health is NodeHealth.GARBAGE and "util_gpu" in status.detail
     assert HistoryStore(ledger).minutes("gpu-07", T0, T0 + timedelta(hours=1)) == []
+
+
+def _outside(tmp_path: Path, sql: str, value: str) -> None:
+    """An edit by another program (sqlite3 on the ledger file)."""
+    conn = sqlite3.connect(tmp_path / "l.db")
+    with conn:
+        conn.execute(sql, [value])
+    conn.close()
+
+
+async def test_settings_changed_outside_zuka_are_never_read_with_a_token(
+    setup: tuple[PromApi, Ledger, Clock], tmp_path: Path
+) -> None:
+    api, ledger, clock = setup
+    token = tmp_path / "prom.token"
+    token.write_text("s3cr3t\n")
+    token.chmod(0o600)
+    ledger.update_provider("k8s", {"prom_token_file": str(token)})
+    _serve(api, clock, [10])
+    assert [n.name for n in fleet_nodes(ledger)[0]] == ["gpu-07"]
+    # Somebody with the ledger file points the provider's token file elsewhere (a private
+    # file of the user's, so that only the drift stops it).
+    other = tmp_path / "other"
+    other.write_text("ghp_AbCdEf\n")
+    other.chmod(0o600)
+    _outside(tmp_path, "UPDATE providers SET prom_token_file = ?", str(other))
+    polled, refused = fleet_nodes(ledger)
+    assert polled == [] and [n.name for n in refused] == ["gpu-07"]
+    pid = ledger.provider("k8s").id
+    assert f"the Prometheus settings of provider {pid} were changed outside zuka" in (
+        refused[0].problem
+    )
+    assert f"zuka audit accept provider {pid}" in refused[0].problem
+    with pytest.raises(InputError, match="not read from Prometheus with its token"):
+        polled_nodes(ledger, ["gpu-07"])
+    assert api.auth == []
+    # The same edit of the node's own row.
+    rowaudit.accept(ledger, "provider", pid or 0)
+    assert [n.name for n in fleet_nodes(ledger)[0]] == ["gpu-07"]
+    _outside(tmp_path, "UPDATE nodes SET prom_url = ?", "http://127.0.0.1:1")
+    [node] = fleet_nodes(ledger)[1]
+    assert "settings of node" in node.problem

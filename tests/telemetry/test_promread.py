@@ -352,8 +352,6 @@ async def test_a_token_is_never_sent_over_plain_http_to_another_host(
     token.write_text("s3cr3t-token\n")
     token.chmod(0o600)
     # The ledger row edited to an http URL on another host: refused before any connect.
-    got = await reader.read(
-        _node("http://prom.invalid:9090", prom_token_file=str(token)), NOW, 5.0
-    )
+    got = await reader.read(_node("http://prom.invalid:9090", prom_token_file=str(token)), NOW, 5.0)
     assert got.problem is not None and got.problem.health is NodeHealth.REFUSED
     assert "no token sent: a bearer token is sent over https only" in got.problem.detail

@@ -23,7 +23,7 @@ import math
 import re
 import urllib.parse
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -58,6 +58,10 @@ MAX_BYTES = 4 * 1024 * 1024
 # still answered (federation, remote write, a frozen exporter) is stale past this.
 STALE_INTERVALS = 4
 STALE_MIN_S = 150.0
+# A sample dated further ahead of zuka's clock than this is refused (a wrong clock on
+# either side, or a forged answer): it would hide staleness and, once stored, make every
+# later reading look late. Within it a sample's time is taken as at most zuka's now.
+FUTURE_SKEW_S = 300.0
 MAX_SERIES = MAX_GPUS * len(METRICS)
 _NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 _UNKNOWN = frozenset({"nan", "+inf", "-inf", "inf"})
@@ -273,6 +277,17 @@ class PromReader:
                 )
             )
         newest = max(s.at for s in samples)
+        ahead = (newest - now).total_seconds()
+        if ahead > FUTURE_SKEW_S:
+            return PromReading(
+                problem=PromProblem(
+                    NodeHealth.GARBAGE,
+                    f"a sample dated {newest:%Y-%m-%d %H:%M:%S} UTC, {ahead:.0f} s ahead of"
+                    f" this machine's clock (more than {FUTURE_SKEW_S:.0f} s): is a clock"
+                    f" wrong? (Prometheus {where})",
+                )
+            )
+        samples = [s if s.at <= now else replace(s, at=now) for s in samples]
         oldest = min(s.at for s in samples)
         age = (now - oldest).total_seconds()
         if age > stale_s:

@@ -243,3 +243,50 @@ async def test_settings_changed_outside_zuka_are_never_read_with_a_token(
     _outside(tmp_path, "UPDATE nodes SET prom_url = ?", "http://127.0.0.1:1")
     [node] = fleet_nodes(ledger)[1]
     assert "settings of node" in node.problem
+
+
+async def test_a_future_sample_is_refused_and_history_resumes(
+    setup: tuple[PromApi, Ledger, Clock],
+) -> None:
+    api, ledger, clock = setup
+    future = datetime(2099, 1, 1, tzinfo=UTC).timestamp()
+
+    def answer(_r: web.Request) -> web.Response:
+        ts = future if api.queries and len(api.queries) == 1 else clock.now.timestamp()
+        values = {"DCGM_FI_DEV_GPU_UTIL": "40", "DCGM_FI_DEV_FB_USED": "1"}
+        return web.json_response(vector(dcgm_series("gpu-07", 0, ts, values)))
+
+    api.answer = answer
+    poller = _poller(ledger, clock)
+    try:
+        status = (await poller.sweep())["gpu-07"]  # the first answer: dated 2099
+        assert status.health is NodeHealth.GARBAGE
+        assert "a sample dated 2099-01-01 00:00:00 UTC" in status.detail
+        assert "ahead of this machine's clock (more than 300 s)" in status.detail
+        for _ in range(4):  # good answers after it: read, and kept in history
+            clock.now += timedelta(seconds=15)
+            status = (await poller.sweep())["gpu-07"]
+            assert status.health is NodeHealth.OK, status.detail
+            assert status.at == clock.now
+        clock.now = T0 + timedelta(minutes=3)
+        poller.flush()
+    finally:
+        await poller.close()
+    minutes = HistoryStore(ledger).minutes("gpu-07", T0, T0 + timedelta(minutes=5))
+    # 08:00:15, :30, :45, then 08:01:00: every good reading after the future one is kept.
+    assert [sum(g.readings for g in m.gpus) for m in minutes] == [3, 1]
+
+
+async def test_a_sample_a_little_ahead_is_taken_as_now(
+    setup: tuple[PromApi, Ledger, Clock],
+) -> None:
+    api, ledger, clock = setup
+    ahead = clock.now.timestamp() + 60  # within the skew: Prometheus's clock is a bit fast
+    api.json(vector(dcgm_series("gpu-07", 0, ahead, {"DCGM_FI_DEV_GPU_UTIL": "40"})))
+    poller = _poller(ledger, clock)
+    try:
+        status = (await poller.sweep())["gpu-07"]
+    finally:
+        await poller.close()
+    assert status.health is NodeHealth.OK and status.at == clock.now
+    assert [s.at for s in status.samples] == [clock.now]

@@ -124,13 +124,42 @@ class _Gpu:
     values: dict[str, float | None] = field(default_factory=dict)
 
 
+def _http_refused(status: int, otherwise: str) -> _Refused:
+    """An answer that is no Prometheus API answer: a server error is Prometheus's trouble
+    (unreachable); a 404 or another 4xx means the URL is not a Prometheus's (garbage)."""
+    if status >= 500 or status == 429:
+        return _Refused(NodeHealth.UNREACHABLE, f"Prometheus answered HTTP {status}")
+    if status != 200:
+        return _Refused(
+            NodeHealth.GARBAGE,
+            f"HTTP {status}: no Prometheus API at this URL (is --url Prometheus's base URL,"
+            " not dcgm-exporter's?)",
+        )
+    return _Refused(NodeHealth.GARBAGE, otherwise)
+
+
+# Prometheus's errorType -> the node's state: a query it refused is the ledger's matchers'
+# fault; a timeout is a timeout; the rest is Prometheus's trouble.
+_ERROR_STATES = {
+    "bad_data": NodeHealth.REFUSED,
+    "timeout": NodeHealth.TIMEOUT,
+    "canceled": NodeHealth.TIMEOUT,
+}
+
+
 def _series(body: object) -> list[Any]:
     if not isinstance(body, dict):
         raise _Refused(NodeHealth.GARBAGE, "the answer is not a JSON object")
     if body.get("status") != "success":
         said = body.get("error")
         said = visible(said, 200) if isinstance(said, str) else "no reason given"
-        raise _Refused(NodeHealth.UNREACHABLE, f"Prometheus answered an error: {said}")
+        kind = body.get("errorType")
+        health = (
+            _ERROR_STATES.get(kind, NodeHealth.UNREACHABLE)
+            if isinstance(kind, str)
+            else (NodeHealth.UNREACHABLE)
+        )
+        raise _Refused(health, f"Prometheus answered an error: {said}")
     data = body.get("data")
     if not isinstance(data, dict) or data.get("resultType") != "vector":
         raise _Refused(NodeHealth.GARBAGE, "the answer is not an instant vector")
@@ -269,9 +298,9 @@ class PromReader:
         except _Refused as exc:
             return PromReading(problem=PromProblem(exc.health, f"{exc.words} ({where})"))
         if not samples:
-            return PromReading(
+            return PromReading(  # as an nvidia-smi listing no GPU
                 problem=PromProblem(
-                    NodeHealth.UNREACHABLE,
+                    NodeHealth.GPU_LOST,
                     f"no series match {{{target.selector_matchers()}}} at Prometheus {where}"
                     " (is dcgm-exporter scraped, and the matchers right?)",
                 )
@@ -338,16 +367,17 @@ class PromReader:
             raise _Refused(
                 NodeHealth.UNREACHABLE, f"Prometheus cannot be reached: {visible(exc, 200)}"
             ) from None
+        if status in (401, 403):
+            raise _Refused(
+                NodeHealth.AUTH_FAILED,
+                f"Prometheus refused the credentials (HTTP {status}): check --token-file",
+            )
         try:
             loaded = json.loads(body)
         except (ValueError, RecursionError):
-            if status != 200:
-                raise _Refused(
-                    NodeHealth.UNREACHABLE, f"Prometheus answered HTTP {status}"
-                ) from None
-            raise _Refused(NodeHealth.GARBAGE, "the answer is not JSON") from None
+            raise _http_refused(status, "the answer is not JSON") from None
         if status != 200 and not (isinstance(loaded, dict) and "error" in loaded):
-            raise _Refused(NodeHealth.UNREACHABLE, f"Prometheus answered HTTP {status}")
+            raise _http_refused(status, "")
         return parse_answer(loaded, node)
 
     async def _body(self, resp: Any) -> bytes:

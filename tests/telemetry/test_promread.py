@@ -98,7 +98,7 @@ async def test_the_same_sample_again_is_no_new_reading(api: PromApi, reader: Pro
 async def test_a_matcher_matching_nothing_says_so(api: PromApi, reader: PromReader) -> None:
     api.json(vector([]))
     got = await _read(reader, api, match='Hostname="gpu-7"')
-    assert got.problem is not None and got.problem.health is NodeHealth.UNREACHABLE
+    assert got.problem is not None and got.problem.health is NodeHealth.GPU_LOST
     assert 'no series match {Hostname="gpu-7"}' in got.problem.detail
     assert api.url in got.problem.detail
 
@@ -189,11 +189,35 @@ async def test_not_json_and_deep_json_are_garbage(api: PromApi, reader: PromRead
 async def test_an_error_answer_and_a_500_name_the_reason(api: PromApi, reader: PromReader) -> None:
     api.json({"status": "error", "errorType": "bad_data", "error": "parse error\x1b[2J"}, 400)
     got = await _read(reader, api)
-    assert got.problem is not None and got.problem.health is NodeHealth.UNREACHABLE
+    assert got.problem is not None and got.problem.health is NodeHealth.REFUSED
     assert "Prometheus answered an error: parse error␛[2J" in got.problem.detail
+    api.json({"status": "error", "errorType": "timeout", "error": "query timed out"}, 503)
+    got = await _read(reader, api)
+    assert got.problem is not None and got.problem.health is NodeHealth.TIMEOUT
     api.answer = lambda _r: web.Response(text="oops", status=500)
     got = await _read(reader, api)
     assert got.problem is not None and "HTTP 500" in got.problem.detail
+    assert got.problem.health is NodeHealth.UNREACHABLE
+
+
+@pytest.mark.parametrize(
+    ("status", "health", "said"),
+    [
+        (401, NodeHealth.AUTH_FAILED, "refused the credentials (HTTP 401): check --token-file"),
+        (403, NodeHealth.AUTH_FAILED, "refused the credentials (HTTP 403)"),
+        # --url pointing at dcgm-exporter itself (:9400), which has no /api/v1/query.
+        (404, NodeHealth.GARBAGE, "HTTP 404: no Prometheus API at this URL"),
+        (400, NodeHealth.GARBAGE, "HTTP 400: no Prometheus API"),
+        (502, NodeHealth.UNREACHABLE, "Prometheus answered HTTP 502"),
+    ],
+)
+async def test_each_http_failure_is_its_own_state(
+    api: PromApi, reader: PromReader, status: int, health: NodeHealth, said: str
+) -> None:
+    api.answer = lambda _r: web.Response(text="404 page not found\n", status=status)
+    got = await _read(reader, api)
+    assert got.problem is not None and got.problem.health is health, got.problem
+    assert said in got.problem.detail and api.url in got.problem.detail
 
 
 async def test_a_huge_answer_is_refused(api: PromApi, reader: PromReader) -> None:

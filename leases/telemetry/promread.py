@@ -21,6 +21,8 @@ import asyncio
 import json
 import math
 import re
+import socket
+import ssl
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -122,6 +124,29 @@ class _Gpu:
     name: str
     at: float = 0.0
     values: dict[str, float | None] = field(default_factory=dict)
+
+
+def _network_words(exc: Exception) -> str:
+    """aiohttp's failure in plain words (its own text names internals: `ssl:default`,
+    `_ssl.c:1006`); the URL is added by the caller."""
+    import aiohttp
+
+    inner = getattr(exc, "os_error", None)
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return "Prometheus's TLS certificate is not trusted here (a private CA, a wrong name?)"
+    if isinstance(exc, aiohttp.ClientSSLError) or isinstance(inner, ssl.SSLError):
+        return "the TLS handshake failed: is the URL https where Prometheus speaks http?"
+    if isinstance(inner, socket.gaierror):
+        return "Prometheus's host name is not found"
+    if isinstance(inner, ConnectionRefusedError):
+        return "connection refused: nothing listens at that port"
+    if isinstance(inner, OSError) and inner.strerror:
+        return f"Prometheus cannot be reached: {visible(inner.strerror, 100).lower()}"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "Prometheus closed the connection without answering (http where it speaks https?)"
+    if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ClientResponseError):
+        return "the answer broke off or was not HTTP"
+    return "Prometheus cannot be reached"
 
 
 def _http_refused(status: int, otherwise: str) -> _Refused:
@@ -364,9 +389,7 @@ class PromReader:
             refused = getattr(exc, "os_error", None)
             if isinstance(refused, RefusedHost):
                 raise _Refused(NodeHealth.REFUSED, str(refused)) from None
-            raise _Refused(
-                NodeHealth.UNREACHABLE, f"Prometheus cannot be reached: {visible(exc, 200)}"
-            ) from None
+            raise _Refused(NodeHealth.UNREACHABLE, _network_words(exc)) from None
         if status in (401, 403):
             raise _Refused(
                 NodeHealth.AUTH_FAILED,

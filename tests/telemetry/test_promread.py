@@ -258,7 +258,37 @@ async def test_a_dead_prometheus_is_unreachable(reader: PromReader) -> None:
         port = s.getsockname()[1]  # closed when the block ends: nobody listens there
     got = await reader.read(_node(f"http://127.0.0.1:{port}"), NOW, 5.0)
     assert got.problem is not None and got.problem.health is NodeHealth.UNREACHABLE
-    assert f"127.0.0.1:{port}" in got.problem.detail
+    assert got.problem.detail == (
+        f"connection refused: nothing listens at that port (http://127.0.0.1:{port})"
+    )
+
+
+async def test_https_to_a_plain_http_prometheus_says_so(api: PromApi, reader: PromReader) -> None:
+    url = api.url.replace("http://", "https://")
+    got = await reader.read(_node(url), NOW, 5.0)
+    assert got.problem is not None and got.problem.health is NodeHealth.UNREACHABLE
+    assert got.problem.detail == (
+        f"the TLS handshake failed: is the URL https where Prometheus speaks http? ({url})"
+    )
+
+
+async def test_a_name_not_found_says_so() -> None:
+    class Unknown:
+        async def resolve(self, host: str, port: int = 0, family: int = 0) -> list[Any]:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+        async def close(self) -> None:
+            return None
+
+    reader = PromReader(resolver=Unknown())
+    try:
+        got = await reader.read(_node("http://prom.lab.example:9090"), NOW, 5.0)
+    finally:
+        await reader.close()
+    assert got.problem is not None and got.problem.health is NodeHealth.UNREACHABLE
+    assert got.problem.detail == (
+        "Prometheus's host name is not found (http://prom.lab.example:9090)"
+    )
 
 
 @pytest.mark.parametrize(

@@ -75,45 +75,62 @@ def quote(value: str) -> str:
 
 
 def _refuse(text: str, why: str) -> InputError:
-    return InputError("prom_match", visible(text, 120), why)
+    """A refusal naming the text as typed in plain words (no quoted repr of it: a matcher
+    is full of quotes, and a repr of one nests them)."""
+    return InputError("prom_match", None, f"{why}; in: {visible(text, 120)}")
 
 
-def _string(text: str, at: int) -> tuple[str, int]:
-    """The double-quoted string starting at text[at]: its value and the index after it."""
-    if at >= len(text) or text[at] != '"':
-        got = "nothing" if at >= len(text) else repr(text[at])
+def example(node: str = "") -> str:
+    """A matcher to show in a refusal: with the node's own name when known."""
+    return f"{HOSTNAME_LABEL}={quote(node or 'gpu-07')}"
+
+
+# PromQL's quotes: "..." and '...' take backslash escapes of themselves and of a
+# backslash (zuka takes no other escape); `...` is raw (no escapes, no backquote inside).
+_QUOTES = ('"', "'", "`")
+
+
+def _string(text: str, at: int, ex: str) -> tuple[str, int]:
+    """The quoted string starting at text[at]: its value and the index after it."""
+    if at >= len(text) or text[at] not in _QUOTES:
         raise _refuse(
-            text, f'a value goes in double quotes: name="value" (found {got} at {at + 1})'
+            text, f"a value goes in quotes after the operator, as in {ex} (at character {at + 1})"
         )
+    mark = text[at]
     out: list[str] = []
     i = at + 1
     while i < len(text):
         c = text[i]
-        if c == '"':
+        if c == mark:
             if len(out) > MAX_VALUE:
                 raise _refuse(text, f"a value longer than {MAX_VALUE} characters")
             return "".join(out), i + 1
-        if c == "\\":
+        if c == "\\" and mark != "`":
             nxt = text[i + 1 : i + 2]
-            if nxt not in ('"', "\\"):
-                raise _refuse(text, f'only \\" and \\\\ may follow a backslash (at {i + 1})')
+            if nxt not in (mark, "\\"):
+                raise _refuse(
+                    text,
+                    "a backslash in a value may only come before its quote or another"
+                    f" backslash (at character {i + 1})",
+                )
             out.append(nxt)
             i += 2
             continue
         if not c.isprintable():
-            raise _refuse(text, f"a control character in a value (at {i + 1})")
+            raise _refuse(text, f"a control character in a value (at character {i + 1})")
         out.append(c)
         i += 1
-    raise _refuse(text, "a value's closing double quote is missing")
+    raise _refuse(text, f"a value's closing quote is missing, as in {ex}")
 
 
-def parse_matchers(text: str) -> tuple[Matcher, ...]:
+def parse_matchers(text: str, node: str = "") -> tuple[Matcher, ...]:
     """A PromQL label-matcher list as pasted (`Hostname="gpu-07", gpu=~"0|1"`, braces
-    allowed around it), strictly: anything else is refused naming what was wrong."""
+    allowed around it; values in double, single or back quotes as PromQL takes them),
+    strictly: anything else is refused naming what was wrong, with an example (using the
+    node's name when known)."""
+    ex = example(node)
     if len(text) > MAX_MATCH:
         raise InputError("prom_match", None, f"longer than {MAX_MATCH} characters")
-    if "'" in text and '"' not in text:
-        raise _refuse(text, "values go in double quotes: 'Hostname=\"gpu-07\"' (found ')")
     body = text.strip()
     if body.startswith("{") and body.endswith("}"):
         body = body[1:-1]
@@ -126,17 +143,20 @@ def parse_matchers(text: str) -> tuple[Matcher, ...]:
             break
         name = _NAME_RE.match(body, i)
         if name is None:
-            raise _refuse(text, f"expected a label name at {i + 1}: letters, digits and _")
+            raise _refuse(
+                text,
+                f"expected a label name (letters, digits and _) at character {i + 1}, as in {ex}",
+            )
         i = name.end()
         while i < len(body) and body[i] in " \t":
             i += 1
         op = next((o for o in _OPS if body.startswith(o, i)), None)
         if op is None:
-            raise _refuse(text, f"expected =, !=, =~ or !~ after {name.group()}")
+            raise _refuse(text, f"expected =, !=, =~ or !~ after {name.group()}, as in {ex}")
         i += len(op)
         while i < len(body) and body[i] in " \t":
             i += 1
-        value, i = _string(body, i)
+        value, i = _string(body, i, ex)
         if name.group() == "__name__":
             raise _refuse(text, "__name__ is zuka's to choose (the dcgm-exporter metrics)")
         if op in ("=~", "!~"):
@@ -148,10 +168,14 @@ def parse_matchers(text: str) -> tuple[Matcher, ...]:
             i += 1
         if i < len(body):
             if body[i] != ",":
-                raise _refuse(text, f"expected a comma between matchers at {i + 1}")
+                raise _refuse(
+                    text,
+                    f"expected a comma between matchers at character {i + 1}, as in"
+                    f" {ex}, gpu=~{quote('0|1')}",
+                )
             i += 1
     if not matchers:
-        raise _refuse(text, "no matcher: give one like 'Hostname=\"gpu-07\"'")
+        raise _refuse(text, f"no matcher: give one, as in {ex}")
     return tuple(matchers)
 
 
@@ -162,9 +186,10 @@ def _regex(text: str, value: str) -> None:
         raise _refuse(text, f"not a regular expression: {exc}") from None
 
 
-def check_match(text: str) -> str:
-    """The matchers as stored: re-written from what was read (one canonical spelling)."""
-    return ", ".join(m.promql() for m in parse_matchers(text))
+def check_match(text: str, node: str = "") -> str:
+    """The matchers as stored: re-written from what was read (one canonical spelling,
+    values in double quotes)."""
+    return ", ".join(m.promql() for m in parse_matchers(text, node))
 
 
 def check_url(text: str) -> str:
@@ -222,13 +247,13 @@ def _source(value: Any) -> ReadingSource | None:
         raise InputError("reading_source", str(value), "must be ssh or prometheus") from None
 
 
-def record_fields(p: Problems, rec: Mapping[str, Any]) -> dict[str, Any]:
+def record_fields(p: Problems, rec: Mapping[str, Any], node: str = "") -> dict[str, Any]:
     """The four fields of a node or provider record, checked (records.node_from and
-    provider_from), each refusal kept in p."""
+    provider_from), each refusal kept in p. node: the node's name, for the examples."""
     return {
         "reading_source": p(None, _source, rec.get("reading_source")),
         "prom_url": p("", _opt, check_url, rec.get("prom_url")),
-        "prom_match": p("", _opt, check_match, rec.get("prom_match")),
+        "prom_match": p("", _opt, lambda v: check_match(v, node), rec.get("prom_match")),
         "prom_token_file": p("", _opt, check_token_file, rec.get("prom_token_file")),
     }
 

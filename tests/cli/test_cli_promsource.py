@@ -62,10 +62,9 @@ def test_a_provider_sets_it_for_its_nodes_a_nodes_own_wins(cli: Cli) -> None:
         (["--url", "http://prom:9090/api/v1/query?query=up"], "no ?query"),
         (["--url", "http://169.254.169.254"], "link-local or cloud metadata address"),
         (["--url", "http://metadata.google.internal:80"], "cloud metadata service"),
-        (["--match", "Hostname='gpu-07'"], "values go in double quotes"),
-        (["--match", "Hostname=gpu-07"], "a value goes in double quotes"),
+        (["--match", "Hostname=gpu-07"], "a value goes in quotes after the operator"),
         (["--match", 'Hostname="gpu-07"} or vector(1'], "expected a comma"),
-        (["--match", 'Hostname="gpu-07'], "closing double quote"),
+        (["--match", 'Hostname="gpu-07'], "closing quote is missing"),
         (["--source", "prom"], "must be ssh or prometheus"),
     ],
 )
@@ -188,3 +187,15 @@ def test_prometheus_options_on_a_node_read_over_ssh_are_refused(cli: Cli, tmp_pa
             "--url", "http://prom:9090")  # fmt: skip
     assert r.code != 0 and "node n3 reads its GPUs over SSH" in r.err
     assert "on the node or its provider k9" in r.err
+
+
+def test_single_quoted_matchers_are_taken_and_refusals_read_plainly(cli: Cli) -> None:
+    ok(cli, "node", "add", "gpu-09", "--ssh", "ssh root@h", "--source", "prometheus",
+       "--url", "http://prom:9090", "--match", "Hostname='gpu-09'")  # fmt: skip
+    assert _node(cli, "gpu-09")["prom_match"] == 'Hostname="gpu-09"'
+    r = cli("node", "edit", "gpu-09", "--match", "Hostname=gpu-09")
+    assert r.code != 0, r.err
+    assert r.err.strip().endswith(
+        "prom_match (--match): a value goes in quotes after the operator, as in"
+        ' Hostname="gpu-09" (at character 10); in: Hostname=gpu-09'
+    ), r.err

@@ -184,6 +184,61 @@ def _regex(text: str, value: str) -> None:
         re.compile(value)
     except re.error as exc:
         raise _refuse(text, f"not a regular expression: {exc}") from None
+    said = re2_refusal(value)
+    if said is not None:
+        raise _refuse(text, f"Prometheus's regular expressions (RE2) have no {said}")
+
+
+# What follows "(?" in Python's syntax that RE2 (Prometheus's) refuses.
+_RE2_GROUPS = (
+    ("<=", "lookbehind (?<=...)"),
+    ("<!", "lookbehind (?<!...)"),
+    ("=", "lookahead (?=...)"),
+    ("!", "lookahead (?!...)"),
+    (">", "atomic group (?>...)"),
+    ("(", "conditional (?(...)...)"),
+    ("P=", "backreference (?P=name)"),
+    ("#", "comment (?#...)"),
+)
+_RE2_FLAGS = frozenset("imsU-")
+
+
+def re2_refusal(pattern: str) -> str | None:
+    """What Python's re takes in pattern that RE2 refuses (lookaround, backreferences,
+    atomic groups, possessive quantifiers, conditionals, comments, flags RE2 lacks), in
+    words; None when there is none. Run after re.compile (the syntax is sound)."""
+    i, in_class = 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            nxt = pattern[i + 1 : i + 2]
+            if not in_class and nxt and (nxt in "123456789" or nxt == "g"):
+                return f"backreference \\{nxt}"
+            if nxt == "Z":
+                return "\\Z (use $ or \\z)"
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern[i + 1 : i + 2] == "^":
+                i += 1
+            if pattern[i + 1 : i + 2] == "]":
+                i += 1  # a ] first in a class is a character
+        elif c == "(" and pattern[i + 1 : i + 2] == "?":
+            rest = pattern[i + 2 :]
+            for start, what in _RE2_GROUPS:
+                if rest.startswith(start):
+                    return what
+            flags = re.match(r"[A-Za-z-]*", rest)
+            named = rest.startswith(("P<", "<"))  # (?P<name>...), (?<name>...): RE2 has them
+            if flags and not named and not set(flags.group()) <= _RE2_FLAGS:
+                return f"flag (?{flags.group()}) (RE2 knows i, m, s and U)"
+        elif c in "*+?}" and pattern[i + 1 : i + 2] == "+":
+            return f"possessive quantifier {c}+"
+        i += 1
+    return None
 
 
 def check_match(text: str, node: str = "") -> str:

@@ -176,3 +176,35 @@ def test_a_token_file_is_a_path_never_the_token() -> None:
         check_token_file("/tmp/a\nb")
     with pytest.raises(InputError):  # the token itself pasted in
         check_token_file("glpat-AbCdEf1234567890XyZw")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "said"),
+    [
+        ("(?=a)", "lookahead (?=...)"),
+        ("a(?!b)", "lookahead (?!...)"),
+        ("(?<=a)b", "lookbehind (?<=...)"),
+        ("(?<!a)b", "lookbehind (?<!...)"),
+        (r"(a)\1", "backreference \\1"),
+        ("(?P<x>a)(?P=x)", "backreference (?P=name)"),
+        ("(?>ab)", "atomic group"),
+        ("a++", "possessive quantifier ++"),
+        ("a{2}+", "possessive quantifier }+"),
+        ("(a)?(?(1)b|c)", "conditional"),
+        ("a(?#note)", "comment"),
+        ("(?x)a b", "flag (?x)"),
+        (r"a\Z", "\\Z"),
+    ],
+)
+def test_what_re2_refuses_is_refused(pattern: str, said: str) -> None:
+    with pytest.raises(InputError) as got:
+        parse_matchers(f"Hostname=~{quote(pattern)}")
+    assert f"Prometheus's regular expressions (RE2) have no {said}" in got.value.reason
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["gpu-0[1-9]", "(?i)GPU.*", "(?P<n>a)|b", "(?:a|b)+", "[(?=]x", r"a\.b", "[\\]]+", "x{1,3}"],
+)
+def test_what_re2_takes_is_taken(pattern: str) -> None:
+    assert parse_matchers(f"a=~{quote(pattern)}")[0].value == pattern

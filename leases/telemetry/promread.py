@@ -319,9 +319,15 @@ class PromReader:
             return PromReading(problem=PromProblem(NodeHealth.REFUSED, exc.reason))
         where = masked(target.url)
         try:
-            samples = await self._query(node.name, target, where)
+            # One deadline for the whole read: the wait for a free connection, the first
+            # read's import of aiohttp (seconds on a loaded machine) and the request.
+            async with asyncio.timeout(self.timeout_s):
+                samples = await self._query(node.name, target, where)
         except _Refused as exc:
             return PromReading(problem=PromProblem(exc.health, f"{exc.words} ({where})"))
+        except TimeoutError:
+            said = f"Prometheus did not answer within {self.timeout_s:g} s ({where})"
+            return PromReading(problem=PromProblem(NodeHealth.TIMEOUT, said))
         if not samples:
             return PromReading(  # as an nvidia-smi listing no GPU
                 problem=PromProblem(

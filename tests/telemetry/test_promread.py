@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -250,6 +251,26 @@ async def test_a_slow_prometheus_is_a_timeout(api: PromApi) -> None:
         await reader.close()
     assert got.problem is not None and got.problem.health is NodeHealth.TIMEOUT
     assert "within 0.3 s" in got.problem.detail and api.url in got.problem.detail
+
+
+async def test_the_whole_read_is_bounded_by_the_limit(api: PromApi) -> None:
+    """A Prometheus that takes connections and never answers: reads waiting for a free
+    connection count against the same limit (they waited one limit each, in turn)."""
+
+    async def never(_r: web.Request) -> web.Response:
+        await api.release.wait()
+        return web.json_response(vector([]))
+
+    api.answer = never
+    reader = PromReader(timeout_s=0.5, concurrency=1)
+    try:
+        started = time.monotonic()
+        got = await asyncio.gather(*(_read(reader, api) for _ in range(4)))
+        took = time.monotonic() - started
+    finally:
+        await reader.close()
+    assert all(g.problem is not None and g.problem.health is NodeHealth.TIMEOUT for g in got)
+    assert took < 1.5, took  # one limit (0.5 s), not four in turn (2 s)
 
 
 async def test_a_dead_prometheus_is_unreachable(reader: PromReader) -> None:

@@ -70,10 +70,22 @@ _UNKNOWN = frozenset({"nan", "+inf", "-inf", "inf"})
 _MAX_LABEL = 256
 
 
+# An instant query answers every sample at the query's evaluation time, not the time it
+# was scraped: the query also asks the time of each GPU's utilisation sample (timestamp()
+# of one metric: of several it would hold series told apart by their dropped names only,
+# which Prometheus refuses), under this name, for the readings' `at` and staleness.
+SAMPLE_TIME = "zuka_sample_time"
+_DATED_BY = "DCGM_FI_DEV_GPU_UTIL"
+
+
 def selector(target: PromTarget) -> str:
-    """The PromQL the node is read with: every metric, AND the node's matchers."""
+    """The PromQL the node is read with: every metric AND the node's matchers, or each
+    GPU's sample time as SAMPLE_TIME."""
     names = "|".join(METRICS)
-    return f"{{__name__=~{quote(names)}, {target.selector_matchers()}}}"
+    matchers = target.selector_matchers()
+    picked = f"{{__name__=~{quote(names)}, {matchers}}}"
+    times = f"max by (gpu, UUID, Hostname) (timestamp({_DATED_BY}{{{matchers}}}))"
+    return f'{picked} or label_replace({times}, "__name__", "{SAMPLE_TIME}", "", "")'
 
 
 @dataclass(frozen=True)
@@ -200,6 +212,7 @@ def parse_answer(body: object, node: str) -> list[GpuSample]:
     """The /api/v1/query answer (JSON already loaded) as one sample per GPU, ordered by
     index. Raises _Refused for anything that is not a reading of one node's GPUs."""
     gpus: dict[int, _Gpu] = {}
+    scraped: dict[int, float] = {}
     hosts: set[str] = set()
     for item in _series(body):
         if not isinstance(item, dict):
@@ -208,7 +221,7 @@ def parse_answer(body: object, node: str) -> list[GpuSample]:
         if not isinstance(metric, dict) or not isinstance(value, list) or len(value) != 2:
             raise _Refused(NodeHealth.GARBAGE, "a series without its labels and value")
         name = _label(metric, "__name__")
-        if name not in METRICS:
+        if name not in METRICS and name != SAMPLE_TIME:
             continue
         index_text = _label(metric, "gpu")
         if not index_text.isascii() or not index_text.isdigit() or len(index_text) > 3:
@@ -219,6 +232,9 @@ def parse_answer(body: object, node: str) -> list[GpuSample]:
         ts = value[0]
         if isinstance(ts, bool) or not isinstance(ts, int | float) or not 0 < ts < 1e11:
             raise _Refused(NodeHealth.GARBAGE, "a sample timestamp that is not a time")
+        if name == SAMPLE_TIME:
+            scraped[index] = _time(value[1])
+            continue
         uuid = _label(metric, "UUID")
         hosts.add(_label(metric, "Hostname"))
         if len(hosts) > 1:
@@ -239,7 +255,17 @@ def parse_answer(body: object, node: str) -> list[GpuSample]:
         gpu.at = max(gpu.at, float(ts))
     if len(gpus) > MAX_GPUS:
         raise _Refused(NodeHealth.GARBAGE, f"more than {MAX_GPUS} GPUs")
+    for index, gpu in gpus.items():
+        gpu.at = scraped.get(index) or gpu.at  # the scrape's time, else the query's
     return [_sample(g, node) for _, g in sorted(gpus.items())]
+
+
+def _time(raw: object) -> float:
+    """A SAMPLE_TIME value: seconds since 1970 as a number string."""
+    value = _number(raw)
+    if value is None or not 0 < value < 1e11:
+        raise _Refused(NodeHealth.GARBAGE, "a sample time that is not a time")
+    return value
 
 
 def _sample(gpu: _Gpu, node: str) -> GpuSample:

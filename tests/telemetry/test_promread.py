@@ -84,7 +84,37 @@ async def test_a_normal_answer_is_one_sample_per_gpu(api: PromApi, reader: PromR
     # One request, every metric by name AND the node's matchers, rebuilt quoted.
     [query] = api.queries
     assert query.startswith('{__name__=~"DCGM_FI_DEV_GPU_UTIL|')
-    assert query.endswith(', Hostname="gpu-07"}')
+    picked = query.split(" or ", 1)[0]
+    assert picked.endswith(', Hostname="gpu-07"}')
+    assert query.endswith(
+        '(timestamp(DCGM_FI_DEV_GPU_UTIL{Hostname="gpu-07"})), "__name__", "zuka_sample_time",'
+        ' "", "")'
+    )
+
+
+def _scraped(gpu: int, ts: float) -> dict[str, Any]:
+    """The series the query adds per GPU: its newest sample's own time."""
+    labels = {"__name__": "zuka_sample_time", "gpu": str(gpu), "UUID": f"GPU-gpu-07-{gpu}",
+              "Hostname": "gpu-07"}  # fmt: skip
+    return {"metric": labels, "value": [TS + 5, repr(ts)]}
+
+
+async def test_a_reading_is_dated_by_its_scrape_not_by_the_query(
+    api: PromApi, reader: PromReader
+) -> None:
+    # Prometheus answers every value at the query's time (TS + 5); the scrape was at TS - 40.
+    series = [*dcgm_series("gpu-07", 0, TS + 5, FULL), _scraped(0, TS - 40)]
+    api.json(vector(series))
+    got = await _read(reader, api)
+    assert got.problem is None and [s.at for s in got.samples] == [AT - timedelta(seconds=40)]
+    # A scrape long stopped is stale although the query's time is now.
+    api.json(vector([*dcgm_series("gpu-07", 0, TS + 5, FULL), _scraped(0, TS - 600)]))
+    got = await _read(reader, api)
+    assert got.problem is not None and got.problem.health is NodeHealth.TIMEOUT
+    assert "stale" in got.problem.detail
+    api.json(vector([*dcgm_series("gpu-07", 0, TS + 5, FULL), _scraped(0, float("nan"))]))
+    got = await _read(reader, api)
+    assert got.problem is not None and got.problem.health is NodeHealth.GARBAGE
 
 
 async def test_the_same_sample_again_is_no_new_reading(api: PromApi, reader: PromReader) -> None:

@@ -34,7 +34,7 @@ def read_token(path: str | Path, field: str, guards: str) -> bytes:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise InputError(
-                field, shown, "is a symbolic link: name the token file itself"
+                field, shown, "cannot be read: it is a symbolic link (name the file itself)"
             ) from None
         raise InputError(field, shown, f"cannot be read: {exc.strerror}") from None
     try:
@@ -65,5 +65,9 @@ def read_token(path: str | Path, field: str, guards: str) -> bytes:
     if not token:
         raise InputError(field, shown, "is empty")
     if any(b < 0x21 or b > 0x7E for b in token):
-        raise InputError(field, shown, "does not hold one token on one line")
+        raise InputError(
+            field,
+            shown,
+            "holds a character a bearer token cannot carry: one token on one line",
+        )
     return token

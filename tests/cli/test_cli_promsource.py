@@ -107,7 +107,7 @@ def _token_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     return {
         "fifo": (fifo, "is not a regular file"),
         "shared": (shared, "is readable by others (mode 0644)"),
-        "link": (link, "is a symbolic link"),
+        "link": (link, "cannot be read: it is a symbolic link"),
         "missing": (tmp_path / "missing", "cannot be read"),
     }
 

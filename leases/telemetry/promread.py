@@ -373,8 +373,16 @@ class PromReader:
                     f" wrong? (Prometheus {where})",
                 )
             )
-        samples = [s if s.at <= now else replace(s, at=now) for s in samples]
         oldest = min(s.at for s in samples)
+        # A sample is dated by its scrape, at most now, and not before the minute now is in:
+        # the poller closes a minute once the clock has left it (MinuteAccumulator), and a
+        # sample of that minute read after (a scrape's lag) would write that minute again
+        # with itself alone. It is counted in the minute it was read in instead.
+        floor = now.replace(second=0, microsecond=0)
+        samples = [
+            s if floor <= s.at <= now else replace(s, at=min(max(s.at, floor), now))
+            for s in samples
+        ]
         age = (now - oldest).total_seconds()
         if age > stale_s:
             return PromReading(

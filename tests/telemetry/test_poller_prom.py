@@ -291,3 +291,40 @@ async def test_a_sample_a_little_ahead_is_taken_as_now(
         await poller.close()
     assert status.health is NodeHealth.OK and status.at == clock.now
     assert [s.at for s in status.samples] == [clock.now]
+
+
+async def test_a_scrape_read_after_its_minute_closed_keeps_that_minute_whole(
+    setup: tuple[PromApi, Ledger, Clock],
+) -> None:
+    api, ledger, clock = setup
+    lag = [timedelta(seconds=2)]  # how long before the query Prometheus scraped
+
+    def answer(_r: web.Request) -> web.Response:
+        ts = (clock.now - lag[0]).timestamp()
+        values = {"DCGM_FI_DEV_GPU_UTIL": "40", "DCGM_FI_DEV_FB_USED": "1"}
+        series = dcgm_series("gpu-07", 0, clock.now.timestamp(), values)
+        scraped = {"__name__": "zuka_sample_time", "gpu": "0", "UUID": "GPU-gpu-07-0",
+                   "Hostname": "gpu-07"}  # fmt: skip
+        at = clock.now.timestamp()
+        return web.json_response(vector([*series, {"metric": scraped, "value": [at, repr(ts)]}]))
+
+    api.answer = answer
+    poller = _poller(ledger, clock)
+    try:
+        for second in (10, 25, 40, 55):
+            clock.now = T0 + timedelta(seconds=second)
+            status = (await poller.sweep())["gpu-07"]
+            assert status.health is NodeHealth.OK, status.detail
+            assert status.at == clock.now - lag[0]  # the scrape's own time
+        clock.now = T0 + timedelta(seconds=61)
+        poller.flush()  # the flusher (stream mode) closes 08:00 ...
+        clock.now = T0 + timedelta(seconds=62)
+        lag[0] = timedelta(seconds=4)  # ... and this scrape (08:00:58) is read after it
+        assert (await poller.sweep())["gpu-07"].health is NodeHealth.OK
+        clock.now = T0 + timedelta(minutes=3)
+        poller.flush()
+    finally:
+        await poller.close()
+    minutes = HistoryStore(ledger).minutes("gpu-07", T0, T0 + timedelta(minutes=5))
+    # 08:00 keeps its four readings (not overwritten by one late one); 08:01 has the fifth.
+    assert [sum(g.readings for g in m.gpus) for m in minutes] == [4, 1]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from leases.app.changes import audit_head
-from leases.app.promcheck import refuse_prom_host
+from leases.app.promcheck import refuse_node_setting, refuse_prom_host, refuse_prom_token
 from leases.app.untouched import refuse_outside_edits
 from leases.core.errors import InputError, Problems
 from leases.core.models import Node, Provider
@@ -96,6 +96,11 @@ def add_node(
     """`zuka node add`: the node as recorded (with a new provider if --channel names one)
     and what the command says of it (also the dashboard's node form)."""
     refuse_prom_host({"prom_url": node.prom_url})
+    refuse_prom_token({"prom_token_file": node.prom_token_file})
+    own = ("reading_source", "prom_url", "prom_match", "prom_token_file", "local")
+    refuse_node_setting(
+        ledger, node, {k: getattr(node, k) for k in own} | {"provider": provider or node.provider}
+    )
     added = ledger.add_node(node, new_provider=new_provider(ledger, provider, channel))
     return added, f"added node {added.name}"
 
@@ -112,6 +117,8 @@ def edit_node(
     node = ledger.node(name)
     refuse_outside_edits(ledger, name, "editing the node", "node", changes)
     refuse_prom_host(changes)
+    refuse_prom_token(changes)
+    refuse_node_setting(ledger, node, changes)
     _keeps_its_books(ledger, node, changes.get("provider", node.provider))
     head = audit_head(ledger)
     edited = ledger.update_node(name, changes, new_provider=new_provider(ledger, provider, channel))

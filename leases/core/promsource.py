@@ -14,6 +14,7 @@ resolver): the ledger never acts.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import urllib.parse
 from collections.abc import Mapping
@@ -74,45 +75,62 @@ def quote(value: str) -> str:
 
 
 def _refuse(text: str, why: str) -> InputError:
-    return InputError("prom_match", visible(text, 120), why)
+    """A refusal naming the text as typed in plain words (no quoted repr of it: a matcher
+    is full of quotes, and a repr of one nests them)."""
+    return InputError("prom_match", None, f"{why}; in: {visible(text, 120)}")
 
 
-def _string(text: str, at: int) -> tuple[str, int]:
-    """The double-quoted string starting at text[at]: its value and the index after it."""
-    if at >= len(text) or text[at] != '"':
-        got = "nothing" if at >= len(text) else repr(text[at])
+def example(node: str = "") -> str:
+    """A matcher to show in a refusal: with the node's own name when known."""
+    return f"{HOSTNAME_LABEL}={quote(node or 'gpu-07')}"
+
+
+# PromQL's quotes: "..." and '...' take backslash escapes of themselves and of a
+# backslash (zuka takes no other escape); `...` is raw (no escapes, no backquote inside).
+_QUOTES = ('"', "'", "`")
+
+
+def _string(text: str, at: int, ex: str) -> tuple[str, int]:
+    """The quoted string starting at text[at]: its value and the index after it."""
+    if at >= len(text) or text[at] not in _QUOTES:
         raise _refuse(
-            text, f'a value goes in double quotes: name="value" (found {got} at {at + 1})'
+            text, f"a value goes in quotes after the operator, as in {ex} (at character {at + 1})"
         )
+    mark = text[at]
     out: list[str] = []
     i = at + 1
     while i < len(text):
         c = text[i]
-        if c == '"':
+        if c == mark:
             if len(out) > MAX_VALUE:
                 raise _refuse(text, f"a value longer than {MAX_VALUE} characters")
             return "".join(out), i + 1
-        if c == "\\":
+        if c == "\\" and mark != "`":
             nxt = text[i + 1 : i + 2]
-            if nxt not in ('"', "\\"):
-                raise _refuse(text, f'only \\" and \\\\ may follow a backslash (at {i + 1})')
+            if nxt not in (mark, "\\"):
+                raise _refuse(
+                    text,
+                    "a backslash in a value may only come before its quote or another"
+                    f" backslash (at character {i + 1})",
+                )
             out.append(nxt)
             i += 2
             continue
         if not c.isprintable():
-            raise _refuse(text, f"a control character in a value (at {i + 1})")
+            raise _refuse(text, f"a control character in a value (at character {i + 1})")
         out.append(c)
         i += 1
-    raise _refuse(text, "a value's closing double quote is missing")
+    raise _refuse(text, f"a value's closing quote is missing, as in {ex}")
 
 
-def parse_matchers(text: str) -> tuple[Matcher, ...]:
+def parse_matchers(text: str, node: str = "") -> tuple[Matcher, ...]:
     """A PromQL label-matcher list as pasted (`Hostname="gpu-07", gpu=~"0|1"`, braces
-    allowed around it), strictly: anything else is refused naming what was wrong."""
+    allowed around it; values in double, single or back quotes as PromQL takes them),
+    strictly: anything else is refused naming what was wrong, with an example (using the
+    node's name when known)."""
+    ex = example(node)
     if len(text) > MAX_MATCH:
         raise InputError("prom_match", None, f"longer than {MAX_MATCH} characters")
-    if "'" in text and '"' not in text:
-        raise _refuse(text, "values go in double quotes: 'Hostname=\"gpu-07\"' (found ')")
     body = text.strip()
     if body.startswith("{") and body.endswith("}"):
         body = body[1:-1]
@@ -125,17 +143,20 @@ def parse_matchers(text: str) -> tuple[Matcher, ...]:
             break
         name = _NAME_RE.match(body, i)
         if name is None:
-            raise _refuse(text, f"expected a label name at {i + 1}: letters, digits and _")
+            raise _refuse(
+                text,
+                f"expected a label name (letters, digits and _) at character {i + 1}, as in {ex}",
+            )
         i = name.end()
         while i < len(body) and body[i] in " \t":
             i += 1
         op = next((o for o in _OPS if body.startswith(o, i)), None)
         if op is None:
-            raise _refuse(text, f"expected =, !=, =~ or !~ after {name.group()}")
+            raise _refuse(text, f"expected =, !=, =~ or !~ after {name.group()}, as in {ex}")
         i += len(op)
         while i < len(body) and body[i] in " \t":
             i += 1
-        value, i = _string(body, i)
+        value, i = _string(body, i, ex)
         if name.group() == "__name__":
             raise _refuse(text, "__name__ is zuka's to choose (the dcgm-exporter metrics)")
         if op in ("=~", "!~"):
@@ -147,10 +168,14 @@ def parse_matchers(text: str) -> tuple[Matcher, ...]:
             i += 1
         if i < len(body):
             if body[i] != ",":
-                raise _refuse(text, f"expected a comma between matchers at {i + 1}")
+                raise _refuse(
+                    text,
+                    f"expected a comma between matchers at character {i + 1}, as in"
+                    f" {ex}, gpu=~{quote('0|1')}",
+                )
             i += 1
     if not matchers:
-        raise _refuse(text, "no matcher: give one like 'Hostname=\"gpu-07\"'")
+        raise _refuse(text, f"no matcher: give one, as in {ex}")
     return tuple(matchers)
 
 
@@ -159,11 +184,67 @@ def _regex(text: str, value: str) -> None:
         re.compile(value)
     except re.error as exc:
         raise _refuse(text, f"not a regular expression: {exc}") from None
+    said = re2_refusal(value)
+    if said is not None:
+        raise _refuse(text, f"Prometheus's regular expressions (RE2) have no {said}")
 
 
-def check_match(text: str) -> str:
-    """The matchers as stored: re-written from what was read (one canonical spelling)."""
-    return ", ".join(m.promql() for m in parse_matchers(text))
+# What follows "(?" in Python's syntax that RE2 (Prometheus's) refuses.
+_RE2_GROUPS = (
+    ("<=", "lookbehind (?<=...)"),
+    ("<!", "lookbehind (?<!...)"),
+    ("=", "lookahead (?=...)"),
+    ("!", "lookahead (?!...)"),
+    (">", "atomic group (?>...)"),
+    ("(", "conditional (?(...)...)"),
+    ("P=", "backreference (?P=name)"),
+    ("#", "comment (?#...)"),
+)
+_RE2_FLAGS = frozenset("imsU-")
+
+
+def re2_refusal(pattern: str) -> str | None:
+    """What Python's re takes in pattern that RE2 refuses (lookaround, backreferences,
+    atomic groups, possessive quantifiers, conditionals, comments, flags RE2 lacks), in
+    words; None when there is none. Run after re.compile (the syntax is sound)."""
+    i, in_class = 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            nxt = pattern[i + 1 : i + 2]
+            if not in_class and nxt and (nxt in "123456789" or nxt == "g"):
+                return f"backreference \\{nxt}"
+            if nxt == "Z":
+                return "\\Z (use $ or \\z)"
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern[i + 1 : i + 2] == "^":
+                i += 1
+            if pattern[i + 1 : i + 2] == "]":
+                i += 1  # a ] first in a class is a character
+        elif c == "(" and pattern[i + 1 : i + 2] == "?":
+            rest = pattern[i + 2 :]
+            for start, what in _RE2_GROUPS:
+                if rest.startswith(start):
+                    return what
+            flags = re.match(r"[A-Za-z-]*", rest)
+            named = rest.startswith(("P<", "<"))  # (?P<name>...), (?<name>...): RE2 has them
+            if flags and not named and not set(flags.group()) <= _RE2_FLAGS:
+                return f"flag (?{flags.group()}) (RE2 knows i, m, s and U)"
+        elif c in "*+?}" and pattern[i + 1 : i + 2] == "+":
+            return f"possessive quantifier {c}+"
+        i += 1
+    return None
+
+
+def check_match(text: str, node: str = "") -> str:
+    """The matchers as stored: re-written from what was read (one canonical spelling,
+    values in double quotes)."""
+    return ", ".join(m.promql() for m in parse_matchers(text, node))
 
 
 def check_url(text: str) -> str:
@@ -221,13 +302,13 @@ def _source(value: Any) -> ReadingSource | None:
         raise InputError("reading_source", str(value), "must be ssh or prometheus") from None
 
 
-def record_fields(p: Problems, rec: Mapping[str, Any]) -> dict[str, Any]:
+def record_fields(p: Problems, rec: Mapping[str, Any], node: str = "") -> dict[str, Any]:
     """The four fields of a node or provider record, checked (records.node_from and
-    provider_from), each refusal kept in p."""
+    provider_from), each refusal kept in p. node: the node's name, for the examples."""
     return {
         "reading_source": p(None, _source, rec.get("reading_source")),
         "prom_url": p("", _opt, check_url, rec.get("prom_url")),
-        "prom_match": p("", _opt, check_match, rec.get("prom_match")),
+        "prom_match": p("", _opt, lambda v: check_match(v, node), rec.get("prom_match")),
         "prom_token_file": p("", _opt, check_token_file, rec.get("prom_token_file")),
     }
 
@@ -245,6 +326,28 @@ class PromTarget(NamedTuple):
     def shown(self) -> str:
         """`Prometheus http://prom:9090 {Hostname="gpu-07"}` for the node's detail."""
         return f"Prometheus {masked(self.url)} {{{self.selector_matchers()}}}"
+
+
+def plain_token_refusal(url: str) -> str | None:
+    """Why a bearer token must not be sent to url: plain http to a host other than this
+    machine would carry it in the clear. None: https, or a loopback host."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "the URL does not read"
+    if parts.scheme.lower() == "https":
+        return None
+    host = (parts.hostname or "").lower()
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if loopback:
+        return None
+    return (
+        f"a bearer token is sent over https only (or to this machine: 127.0.0.1, [::1],"
+        f" localhost): {masked(url)} would carry it in the clear"
+    )
 
 
 def masked(url: str) -> str:

@@ -261,7 +261,7 @@ def node_from(rec: Mapping[str, Any]) -> Node:
         notes=p("", _notes, rec),
         instance_id=p("", _instance_id, rec),
         instance_endpoint=p("", _instance_endpoint, rec),
-        **promsource.record_fields(p, rec),
+        **promsource.record_fields(p, rec, str(rec.get("name") or "")),
     )
     if node.nvlinks is not None and node.interconnect is not Interconnect.NVLINK:
         p.refuse(

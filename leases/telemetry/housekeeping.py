@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from leases.core.errors import InputError, LedgerError, said
 from leases.core.models import Node, NodeState
 from leases.ledger.store import Ledger
-from leases.telemetry.promtarget import inherit
+from leases.telemetry.promtarget import ledger_nodes
 from leases.telemetry.rollups import DEFAULT_MINUTE_DAYS, HistoryStore
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ FLEET_STATES = (NodeState.ACTIVE, NodeState.OFFBOARDING)  # the nodes a fleet sh
 def fleet_nodes(ledger: Ledger) -> tuple[list[Node], list[Node]]:
     """Active and offboarding nodes in one read: those polled, and those polled_nodes
     leaves out (a stored value refused), each with its problem."""
-    nodes = inherit(ledger.nodes(FLEET_STATES), ledger.readable_providers()[0])
+    nodes = ledger_nodes(ledger, ledger.nodes(FLEET_STATES))
     return [n for n in nodes if not n.problem], [n for n in nodes if n.problem]
 
 

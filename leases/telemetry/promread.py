@@ -21,17 +21,19 @@ import asyncio
 import json
 import math
 import re
+import socket
+import ssl
 import urllib.parse
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from leases.core.errors import InputError
 from leases.core.models import GpuSample, Node, NodeHealth
-from leases.core.promsource import PromTarget, masked, quote
+from leases.core.promsource import PromTarget, masked, plain_token_refusal, quote
 from leases.core.textsafe import visible
+from leases.core.tokenfile import read_token
 from leases.notify.host import refusal
 from leases.telemetry.nvsmi import MAX_GPU_INDEX, MAX_GPUS
 from leases.telemetry.promtarget import target_of
@@ -58,17 +60,32 @@ MAX_BYTES = 4 * 1024 * 1024
 # still answered (federation, remote write, a frozen exporter) is stale past this.
 STALE_INTERVALS = 4
 STALE_MIN_S = 150.0
+# A sample dated further ahead of zuka's clock than this is refused (a wrong clock on
+# either side, or a forged answer): it would hide staleness and, once stored, make every
+# later reading look late. Within it a sample's time is taken as at most zuka's now.
+FUTURE_SKEW_S = 300.0
 MAX_SERIES = MAX_GPUS * len(METRICS)
 _NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 _UNKNOWN = frozenset({"nan", "+inf", "-inf", "inf"})
 _MAX_LABEL = 256
-_MAX_TOKEN = 4096
+
+
+# An instant query answers every sample at the query's evaluation time, not the time it
+# was scraped: the query also asks the time of each GPU's utilisation sample (timestamp()
+# of one metric: of several it would hold series told apart by their dropped names only,
+# which Prometheus refuses), under this name, for the readings' `at` and staleness.
+SAMPLE_TIME = "zuka_sample_time"
+_DATED_BY = "DCGM_FI_DEV_GPU_UTIL"
 
 
 def selector(target: PromTarget) -> str:
-    """The PromQL the node is read with: every metric, AND the node's matchers."""
+    """The PromQL the node is read with: every metric AND the node's matchers, or each
+    GPU's sample time as SAMPLE_TIME."""
     names = "|".join(METRICS)
-    return f"{{__name__=~{quote(names)}, {target.selector_matchers()}}}"
+    matchers = target.selector_matchers()
+    picked = f"{{__name__=~{quote(names)}, {matchers}}}"
+    times = f"max by (gpu, UUID, Hostname) (timestamp({_DATED_BY}{{{matchers}}}))"
+    return f'{picked} or label_replace({times}, "__name__", "{SAMPLE_TIME}", "", "")'
 
 
 @dataclass(frozen=True)
@@ -121,13 +138,65 @@ class _Gpu:
     values: dict[str, float | None] = field(default_factory=dict)
 
 
+def _network_words(exc: Exception) -> str:
+    """aiohttp's failure in plain words (its own text names internals: `ssl:default`,
+    `_ssl.c:1006`); the URL is added by the caller."""
+    import aiohttp
+
+    inner = getattr(exc, "os_error", None)
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return "Prometheus's TLS certificate is not trusted here (a private CA, a wrong name?)"
+    if isinstance(exc, aiohttp.ClientSSLError) or isinstance(inner, ssl.SSLError):
+        return "the TLS handshake failed: is the URL https where Prometheus speaks http?"
+    if isinstance(inner, socket.gaierror):
+        return "Prometheus's host name is not found"
+    if isinstance(inner, ConnectionRefusedError):
+        return "connection refused: nothing listens at that port"
+    if isinstance(inner, OSError) and inner.strerror:
+        return f"Prometheus cannot be reached: {visible(inner.strerror, 100).lower()}"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "Prometheus closed the connection without answering (http where it speaks https?)"
+    if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ClientResponseError):
+        return "the answer broke off or was not HTTP"
+    return "Prometheus cannot be reached"
+
+
+def _http_refused(status: int, otherwise: str) -> _Refused:
+    """An answer that is no Prometheus API answer: a server error is Prometheus's trouble
+    (unreachable); a 404 or another 4xx means the URL is not a Prometheus's (garbage)."""
+    if status >= 500 or status == 429:
+        return _Refused(NodeHealth.UNREACHABLE, f"Prometheus answered HTTP {status}")
+    if status != 200:
+        return _Refused(
+            NodeHealth.GARBAGE,
+            f"HTTP {status}: no Prometheus API at this URL (is --url Prometheus's base URL,"
+            " not dcgm-exporter's?)",
+        )
+    return _Refused(NodeHealth.GARBAGE, otherwise)
+
+
+# Prometheus's errorType -> the node's state: a query it refused is the ledger's matchers'
+# fault; a timeout is a timeout; the rest is Prometheus's trouble.
+_ERROR_STATES = {
+    "bad_data": NodeHealth.REFUSED,
+    "timeout": NodeHealth.TIMEOUT,
+    "canceled": NodeHealth.TIMEOUT,
+}
+
+
 def _series(body: object) -> list[Any]:
     if not isinstance(body, dict):
         raise _Refused(NodeHealth.GARBAGE, "the answer is not a JSON object")
     if body.get("status") != "success":
         said = body.get("error")
         said = visible(said, 200) if isinstance(said, str) else "no reason given"
-        raise _Refused(NodeHealth.UNREACHABLE, f"Prometheus answered an error: {said}")
+        kind = body.get("errorType")
+        health = (
+            _ERROR_STATES.get(kind, NodeHealth.UNREACHABLE)
+            if isinstance(kind, str)
+            else (NodeHealth.UNREACHABLE)
+        )
+        raise _Refused(health, f"Prometheus answered an error: {said}")
     data = body.get("data")
     if not isinstance(data, dict) or data.get("resultType") != "vector":
         raise _Refused(NodeHealth.GARBAGE, "the answer is not an instant vector")
@@ -143,6 +212,7 @@ def parse_answer(body: object, node: str) -> list[GpuSample]:
     """The /api/v1/query answer (JSON already loaded) as one sample per GPU, ordered by
     index. Raises _Refused for anything that is not a reading of one node's GPUs."""
     gpus: dict[int, _Gpu] = {}
+    scraped: dict[int, float] = {}
     hosts: set[str] = set()
     for item in _series(body):
         if not isinstance(item, dict):
@@ -151,7 +221,7 @@ def parse_answer(body: object, node: str) -> list[GpuSample]:
         if not isinstance(metric, dict) or not isinstance(value, list) or len(value) != 2:
             raise _Refused(NodeHealth.GARBAGE, "a series without its labels and value")
         name = _label(metric, "__name__")
-        if name not in METRICS:
+        if name not in METRICS and name != SAMPLE_TIME:
             continue
         index_text = _label(metric, "gpu")
         if not index_text.isascii() or not index_text.isdigit() or len(index_text) > 3:
@@ -162,6 +232,9 @@ def parse_answer(body: object, node: str) -> list[GpuSample]:
         ts = value[0]
         if isinstance(ts, bool) or not isinstance(ts, int | float) or not 0 < ts < 1e11:
             raise _Refused(NodeHealth.GARBAGE, "a sample timestamp that is not a time")
+        if name == SAMPLE_TIME:
+            scraped[index] = _time(value[1])
+            continue
         uuid = _label(metric, "UUID")
         hosts.add(_label(metric, "Hostname"))
         if len(hosts) > 1:
@@ -182,7 +255,17 @@ def parse_answer(body: object, node: str) -> list[GpuSample]:
         gpu.at = max(gpu.at, float(ts))
     if len(gpus) > MAX_GPUS:
         raise _Refused(NodeHealth.GARBAGE, f"more than {MAX_GPUS} GPUs")
+    for index, gpu in gpus.items():
+        gpu.at = scraped.get(index) or gpu.at  # the scrape's time, else the query's
     return [_sample(g, node) for _, g in sorted(gpus.items())]
+
+
+def _time(raw: object) -> float:
+    """A SAMPLE_TIME value: seconds since 1970 as a number string."""
+    value = _number(raw)
+    if value is None or not 0 < value < 1e11:
+        raise _Refused(NodeHealth.GARBAGE, "a sample time that is not a time")
+    return value
 
 
 def _sample(gpu: _Gpu, node: str) -> GpuSample:
@@ -210,16 +293,12 @@ def _sample(gpu: _Gpu, node: str) -> GpuSample:
 
 
 def _token(path: str) -> str:
+    """The bearer token, checked as every token file is (leases.core.tokenfile): never a
+    FIFO, a symbolic link, a file others may read or another user's."""
     try:
-        with Path(path).expanduser().open("rb") as f:
-            raw = f.read(_MAX_TOKEN + 1)
-    except OSError as exc:
-        said = f"the token file cannot be read ({exc.strerror})"
-        raise _Refused(NodeHealth.REFUSED, said) from None
-    text = raw.decode("ascii", "replace").strip()
-    if len(raw) > _MAX_TOKEN or not text or not all(33 <= ord(c) < 127 for c in text):
-        raise _Refused(NodeHealth.REFUSED, "the token file does not hold one token on one line")
-    return text
+        return read_token(path, "prom_token_file", "the Prometheus queries").decode("ascii")
+    except InputError as exc:
+        raise _Refused(NodeHealth.REFUSED, f"no token sent: the token file {exc.reason}") from None
 
 
 class PromReader:
@@ -266,19 +345,44 @@ class PromReader:
             return PromReading(problem=PromProblem(NodeHealth.REFUSED, exc.reason))
         where = masked(target.url)
         try:
-            samples = await self._query(node.name, target, where)
+            # One deadline for the whole read: the wait for a free connection, the first
+            # read's import of aiohttp (seconds on a loaded machine) and the request.
+            async with asyncio.timeout(self.timeout_s):
+                samples = await self._query(node.name, target, where)
         except _Refused as exc:
             return PromReading(problem=PromProblem(exc.health, f"{exc.words} ({where})"))
+        except TimeoutError:
+            said = f"Prometheus did not answer within {self.timeout_s:g} s ({where})"
+            return PromReading(problem=PromProblem(NodeHealth.TIMEOUT, said))
         if not samples:
-            return PromReading(
+            return PromReading(  # as an nvidia-smi listing no GPU
                 problem=PromProblem(
-                    NodeHealth.UNREACHABLE,
+                    NodeHealth.GPU_LOST,
                     f"no series match {{{target.selector_matchers()}}} at Prometheus {where}"
                     " (is dcgm-exporter scraped, and the matchers right?)",
                 )
             )
         newest = max(s.at for s in samples)
+        ahead = (newest - now).total_seconds()
+        if ahead > FUTURE_SKEW_S:
+            return PromReading(
+                problem=PromProblem(
+                    NodeHealth.GARBAGE,
+                    f"a sample dated {newest:%Y-%m-%d %H:%M:%S} UTC, {ahead:.0f} s ahead of"
+                    f" this machine's clock (more than {FUTURE_SKEW_S:.0f} s): is a clock"
+                    f" wrong? (Prometheus {where})",
+                )
+            )
         oldest = min(s.at for s in samples)
+        # A sample is dated by its scrape, at most now, and not before the minute now is in:
+        # the poller closes a minute once the clock has left it (MinuteAccumulator), and a
+        # sample of that minute read after (a scrape's lag) would write that minute again
+        # with itself alone. It is counted in the minute it was read in instead.
+        floor = now.replace(second=0, microsecond=0)
+        samples = [
+            s if floor <= s.at <= now else replace(s, at=min(max(s.at, floor), now))
+            for s in samples
+        ]
         age = (now - oldest).total_seconds()
         if age > stale_s:
             return PromReading(
@@ -303,6 +407,9 @@ class PromReader:
             raise _Refused(NodeHealth.REFUSED, f"not read: {said}")
         headers = {"Accept": "application/json"}
         if target.token_file:
+            plain = plain_token_refusal(target.url)
+            if plain is not None:
+                raise _Refused(NodeHealth.REFUSED, f"no token sent: {plain}")
             headers["Authorization"] = f"Bearer {_token(target.token_file)}"
         params = {"query": selector(target)}
         try:
@@ -322,19 +429,18 @@ class PromReader:
             refused = getattr(exc, "os_error", None)
             if isinstance(refused, RefusedHost):
                 raise _Refused(NodeHealth.REFUSED, str(refused)) from None
+            raise _Refused(NodeHealth.UNREACHABLE, _network_words(exc)) from None
+        if status in (401, 403):
             raise _Refused(
-                NodeHealth.UNREACHABLE, f"Prometheus cannot be reached: {visible(exc, 200)}"
-            ) from None
+                NodeHealth.AUTH_FAILED,
+                f"Prometheus refused the credentials (HTTP {status}): check --token-file",
+            )
         try:
             loaded = json.loads(body)
         except (ValueError, RecursionError):
-            if status != 200:
-                raise _Refused(
-                    NodeHealth.UNREACHABLE, f"Prometheus answered HTTP {status}"
-                ) from None
-            raise _Refused(NodeHealth.GARBAGE, "the answer is not JSON") from None
+            raise _http_refused(status, "the answer is not JSON") from None
         if status != 200 and not (isinstance(loaded, dict) and "error" in loaded):
-            raise _Refused(NodeHealth.UNREACHABLE, f"Prometheus answered HTTP {status}")
+            raise _http_refused(status, "")
         return parse_answer(loaded, node)
 
     async def _body(self, resp: Any) -> bytes:

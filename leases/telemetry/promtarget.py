@@ -1,6 +1,8 @@
 """Which nodes are read from Prometheus, and where: a provider's reading source filled in
 on its nodes (a node's own setting wins), and the target one node is read at
-(leases.telemetry.promread reads it)."""
+(leases.telemetry.promread reads it). A node whose Prometheus settings (or its provider's)
+were changed outside zuka is not read with a token: somebody able to write the ledger file
+could point the URL and the token file anywhere (leases.ledger.rowaudit finds the edit)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from leases.core.promsource import (
     ReadingSource,
     parse_matchers,
 )
+from leases.ledger import rowaudit
+from leases.ledger.store import Ledger
 
 
 def inherit(nodes: Sequence[Node], providers: Sequence[Provider]) -> list[Node]:
@@ -36,6 +40,44 @@ def inherit(nodes: Sequence[Node], providers: Sequence[Provider]) -> list[Node]:
                 prom_match=node.prom_match or provider_match(prov.prom_match, node.name),
                 prom_token_file=node.prom_token_file or prov.prom_token_file,
             )
+        )
+    return out
+
+
+_PROM_FIELDS = frozenset({"reading_source", "prom_url", "prom_match", "prom_token_file"})
+
+
+def ledger_nodes(ledger: Ledger, nodes: Sequence[Node]) -> list[Node]:
+    """inherit() with the ledger's providers, and a node read from Prometheus with a token
+    whose own or provider's Prometheus fields were changed outside zuka refused (its
+    `problem` says why and how to take the change): it is listed, never read."""
+    providers = ledger.readable_providers()[0]
+    out = inherit(nodes, providers)
+    if not any(is_prometheus(n) and n.prom_token_file for n in out):
+        return out  # no token to send: the drift check is not needed (an SSH fleet)
+    drifted: set[tuple[str, int]] = set()
+    for d in rowaudit.drifted_since(ledger):
+        fields = {f for f, _, _ in d.fields}
+        if d.entity not in ("node", "provider") or d.what == "removed":
+            continue
+        if d.what == "added" or d.problem or fields & _PROM_FIELDS:
+            drifted.add((d.entity, d.entity_id))
+    ids = {p.name: p.id for p in providers}
+    for i, n in enumerate(out):
+        if not is_prometheus(n) or not n.prom_token_file or n.id is None:
+            continue
+        prov = ids.get(n.provider or "")
+        if ("node", n.id) in drifted:
+            which = f"node {n.id}"
+        elif prov is not None and ("provider", prov) in drifted:
+            which = f"provider {prov}"
+        else:
+            continue
+        out[i] = replace(
+            n,
+            problem=f"not read from Prometheus with its token: the Prometheus settings of"
+            f" {which} were changed outside zuka (`zuka audit verify` shows how); once"
+            f" checked, `zuka audit accept {which}`",
         )
     return out
 

@@ -17,7 +17,7 @@ from leases.telemetry.history import RecentHistory
 from leases.telemetry.housekeeping import fleet_nodes
 from leases.telemetry.poller import Poller
 from leases.telemetry.probecache import ProbeCache
-from leases.telemetry.promtarget import inherit
+from leases.telemetry.promtarget import ledger_nodes
 from leases.telemetry.rollups import HistoryStore
 
 if TYPE_CHECKING:  # imported by the collector and the dashboard, which make one
@@ -36,7 +36,7 @@ def polled_nodes(ledger: Ledger, names: list[str] | None = None) -> list[Node]:
     """Active and offboarding nodes (or the named ones, which must exist), less those
     whose stored row holds a refused value (Node.problem): nothing connects to those."""
     if names:
-        nodes = inherit([ledger.node(n) for n in names], ledger.readable_providers()[0])
+        nodes = ledger_nodes(ledger, [ledger.node(n) for n in names])
         for node in nodes:
             if node.problem:
                 raise InputError("node", node.name, f"not polled: {node.problem}")

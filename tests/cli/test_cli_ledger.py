@@ -22,7 +22,7 @@ NODE_ARGS = [
     "--gpu-model", "A800 80GB SXM", "--gpus", "8", "--vram", "80",
     "--interconnect", "nvlink", "--nvlinks", "8", "--ib-rate", "200", "--tags", "base,nanjing", "--notes", "rack B3, 2 PSUs",
     "--instance-id", "i-0123456789abcdef0", "--instance-endpoint", "https://ec2.idc.example",
-    "--source", "prometheus", "--url", "http://prom.lab:9090/",
+    "--source", "prometheus", "--url", "https://prom.lab:9090/",
     "--match", '{Hostname="gpu-7",gpu=~"0|1"}', "--token-file", "~/.config/zuka/prom.token",
 ]  # fmt: skip
 LEASE_ARGS = [
@@ -37,6 +37,17 @@ LEASE_ARGS = [
     "--renew-charge-days", "9", "--hourly-price", "60.5", "--refund-rule", "prorated_days",
     "--rounding", "charge", "--payment-schedule", "quarterly",
 ]  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A home holding the private token file NODE_ARGS names (checked when given)."""
+    home = tmp_path / "home"
+    (home / ".config" / "zuka").mkdir(parents=True)
+    token = home / ".config" / "zuka" / "prom.token"
+    token.write_text("s3cr3t\n")
+    token.chmod(0o600)
+    monkeypatch.setenv("HOME", str(home))
 
 
 def _seed(cli: Cli) -> None:
@@ -72,7 +83,7 @@ def test_every_node_field_round_trips_through_json(cli: Cli) -> None:
         "instance_id": "i-0123456789abcdef0",
         "instance_endpoint": "https://ec2.idc.example",
         "reading_source": "prometheus",
-        "prom_url": "http://prom.lab:9090",
+        "prom_url": "https://prom.lab:9090",
         "prom_match": 'Hostname="gpu-7", gpu=~"0|1"',
         "prom_token_file": "~/.config/zuka/prom.token",
     }

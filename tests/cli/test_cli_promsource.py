@@ -5,6 +5,8 @@ change nothing; `node show` says where readings come from."""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -60,18 +62,18 @@ def test_a_provider_sets_it_for_its_nodes_a_nodes_own_wins(cli: Cli) -> None:
         (["--url", "http://prom:9090/api/v1/query?query=up"], "no ?query"),
         (["--url", "http://169.254.169.254"], "link-local or cloud metadata address"),
         (["--url", "http://metadata.google.internal:80"], "cloud metadata service"),
-        (["--match", "Hostname='gpu-07'"], "values go in double quotes"),
-        (["--match", "Hostname=gpu-07"], "a value goes in double quotes"),
+        (["--match", "Hostname=gpu-07"], "a value goes in quotes after the operator"),
         (["--match", 'Hostname="gpu-07"} or vector(1'], "expected a comma"),
-        (["--match", 'Hostname="gpu-07'], "closing double quote"),
+        (["--match", 'Hostname="gpu-07'], "closing quote is missing"),
         (["--source", "prom"], "must be ssh or prometheus"),
     ],
 )
 def test_typos_are_refused_saying_what_and_change_nothing(
     cli: Cli, args: list[str], said: str
 ) -> None:
-    ok(cli, "node", "add", "gpu-07", "--ssh", "ssh root@10.0.0.7")
+    ok(cli, "node", "add", "gpu-07", "--ssh", "ssh root@10.0.0.7", "--source", "prometheus")
     before = _node(cli)
+    args = ["--source", "prometheus", *args]  # the last --source given wins
     r = cli("node", "edit", "gpu-07", *args)
     assert r.code != 0 and said in r.err, r.err
     assert "Traceback" not in r.err and "hunter2" not in r.err + r.out
@@ -83,9 +85,117 @@ def test_typos_are_refused_saying_what_and_change_nothing(
     assert json.loads(ok(cli, "provider", "list", "--json")) == []
 
 
-def test_the_token_is_never_the_ledgers(cli: Cli) -> None:
-    ok(cli, "node", "add", "gpu-07", "--ssh", "ssh root@10.0.0.7")
+def test_the_token_is_never_the_ledgers(cli: Cli, tmp_path: Path) -> None:
+    ok(cli, "node", "add", "gpu-07", "--ssh", "ssh root@10.0.0.7", "--source", "prometheus")
     r = cli("node", "edit", "gpu-07", "--token-file", "glpat-AbCdEf1234567890XyZw")
     assert r.code != 0 and "glpat-AbCdEf1234567890XyZw" not in r.err
-    ok(cli, "node", "edit", "gpu-07", "--token-file", "~/.config/zuka/prom.token")
-    assert _node(cli)["prom_token_file"] == "~/.config/zuka/prom.token"
+    token = tmp_path / "prom.token"
+    token.write_text("s3cr3t\n")
+    token.chmod(0o600)
+    ok(cli, "node", "edit", "gpu-07", "--token-file", str(token))
+    assert _node(cli)["prom_token_file"] == str(token)
+
+
+def _token_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo, 0o600)
+    shared = tmp_path / ".git-credentials"
+    shared.write_text("https://alice:ghp_AbCdEf@github.com\n")
+    shared.chmod(0o644)
+    link = tmp_path / "link"
+    link.symlink_to(shared)
+    return {
+        "fifo": (fifo, "is not a regular file"),
+        "shared": (shared, "is readable by others (mode 0644)"),
+        "link": (link, "cannot be read: it is a symbolic link"),
+        "missing": (tmp_path / "missing", "cannot be read"),
+    }
+
+
+def test_a_token_file_that_is_no_private_file_is_refused_when_given(
+    cli: Cli, tmp_path: Path
+) -> None:
+    ok(cli, "provider", "add", "k8s", "--kind", "colo", "--source", "prometheus")
+    ok(cli, "node", "add", "gpu-07", "--ssh", "ssh root@10.0.0.7", "--source", "prometheus")
+    before = _node(cli)
+    for path, said in _token_files(tmp_path).values():
+        for args in (
+            ["node", "edit", "gpu-07"],
+            ["node", "add", "gpu-08", "--ssh", "ssh root@10.0.0.8", "--source", "prometheus"],
+            ["provider", "edit", "k8s"],
+            ["provider", "add", "k9", "--kind", "colo", "--source", "prometheus"],
+        ):
+            r = cli(*args, "--token-file", str(path))
+            assert r.code != 0 and f"prom_token_file (--token-file): {said}" in r.err, r.err
+            assert "ghp_" not in r.err + r.out and "Traceback" not in r.err
+    assert _node(cli) == before
+    assert [p["name"] for p in json.loads(ok(cli, "provider", "list", "--json"))] == ["k8s"]
+
+
+def _private(tmp_path: Path) -> str:
+    token = tmp_path / "prom.token"
+    token.write_text("s3cr3t\n")
+    token.chmod(0o600)
+    return str(token)
+
+
+def test_a_token_goes_over_https_or_to_this_machine_only(cli: Cli, tmp_path: Path) -> None:
+    token = _private(tmp_path)
+    prom = ["--source", "prometheus", "--token-file", token]
+    said = "prom_url (--url): a bearer token is sent over https only"
+    r = cli("node", "add", "gpu-07", "--ssh", "ssh root@h", *prom, "--url", "http://prom:9090")
+    assert r.code != 0 and said in r.err and "http://prom:9090 would carry it" in r.err, r.err
+    r = cli("provider", "add", "k8s", "--kind", "colo", *prom, "--url", "http://10.0.0.9:9090")
+    assert r.code != 0 and said in r.err, r.err
+    assert json.loads(ok(cli, "provider", "list", "--json")) == []
+    for i, url in enumerate(("https://prom:9090", "http://127.0.0.1:9090",
+                             "http://localhost:9090", "http://[::1]:9090")):  # fmt: skip
+        ok(cli, "provider", "add", f"p{i}", "--kind", "colo", *prom, "--url", url)
+    # The node's plain URL with its provider's token is refused too.
+    ok(cli, "provider", "add", "k8s", "--kind", "colo", *prom, "--url", "https://prom")
+    ok(cli, "node", "add", "gpu-07", "--ssh", "ssh root@h", "--provider", "k8s")
+    r = cli("node", "edit", "gpu-07", "--url", "http://prom:9090")
+    assert r.code != 0 and said in r.err, r.err
+    r = cli("provider", "edit", "k8s", "--url", "http://prom:9090")
+    assert r.code != 0 and said in r.err, r.err
+
+
+def test_prometheus_options_on_a_node_read_over_ssh_are_refused(cli: Cli, tmp_path: Path) -> None:
+    token = _private(tmp_path)
+    ok(cli, "node", "add", "gpu-07", "--ssh", "ssh root@10.0.0.7")
+    before = _node(cli)
+    for args in (["--url", "http://prom:9090"], ["--match", 'Hostname="x"'],
+                 ["--token-file", token]):  # fmt: skip
+        r = cli("node", "edit", "gpu-07", *args)
+        assert r.code != 0 and "node gpu-07 reads its GPUs over SSH" in r.err, r.err
+        assert f"{args[0]} are for --source prometheus" in r.err
+        r = cli("node", "add", "gpu-08", "--ssh", "ssh root@h", *args)
+        assert r.code != 0 and "reads its GPUs over SSH" in r.err, r.err
+        r = cli("provider", "add", "p", "--kind", "colo", *args)
+        assert r.code != 0 and "provider p's nodes read their GPUs over SSH" in r.err, r.err
+    assert _node(cli) == before
+    # With the source on the node, its provider, or a node of the provider, they are taken.
+    ok(cli, "node", "edit", "gpu-07", "--source", "prometheus", "--url", "http://prom:9090")
+    ok(cli, "provider", "add", "k8s", "--kind", "colo")
+    ok(cli, "node", "add", "n1", "--ssh", "ssh root@h1", "--provider", "k8s",
+       "--source", "prometheus")  # fmt: skip
+    ok(cli, "provider", "edit", "k8s", "--url", "http://prom:9090")
+    ok(cli, "provider", "add", "k9", "--kind", "colo", "--source", "prometheus")
+    ok(cli, "node", "add", "n2", "--ssh", "ssh root@h2", "--provider", "k9", "--match",
+       'Hostname="h2"')  # fmt: skip
+    r = cli("node", "add", "n3", "--ssh", "ssh root@h3", "--provider", "k9", "--source", "ssh",
+            "--url", "http://prom:9090")  # fmt: skip
+    assert r.code != 0 and "node n3 reads its GPUs over SSH" in r.err
+    assert "on the node or its provider k9" in r.err
+
+
+def test_single_quoted_matchers_are_taken_and_refusals_read_plainly(cli: Cli) -> None:
+    ok(cli, "node", "add", "gpu-09", "--ssh", "ssh root@h", "--source", "prometheus",
+       "--url", "http://prom:9090", "--match", "Hostname='gpu-09'")  # fmt: skip
+    assert _node(cli, "gpu-09")["prom_match"] == 'Hostname="gpu-09"'
+    r = cli("node", "edit", "gpu-09", "--match", "Hostname=gpu-09")
+    assert r.code != 0, r.err
+    assert r.err.strip().endswith(
+        "prom_match (--match): a value goes in quotes after the operator, as in"
+        ' Hostname="gpu-09" (at character 10); in: Hostname=gpu-09'
+    ), r.err

@@ -42,12 +42,13 @@ def test_good_matchers_are_read(text: str, want: tuple[Matcher, ...]) -> None:
 @pytest.mark.parametrize(
     ("text", "said"),
     [
-        ("Hostname='gpu-07'", "double quotes"),
-        ("Hostname=gpu-07", "double quotes"),
-        ('Hostname=="gpu-07"', "double quotes"),
+        ("Hostname=gpu-07", "a value goes in quotes after the operator"),
+        ('Hostname=="gpu-07"', "a value goes in quotes"),
+        ("Hostname='gpu-07", "closing quote"),
+        (r"a='\d'", "backslash"),
         ('Hostname:"gpu-07"', "=, !=, =~ or !~"),
         ('Hostname="gpu-07" job="x"', "comma"),
-        ('Hostname="gpu-07', "closing double quote"),
+        ('Hostname="gpu-07', "closing quote"),
         ('1abc="x"', "label name"),
         ('a.b="x"', "=, !=, =~ or !~"),
         ('__name__="up"', "__name__"),
@@ -65,6 +66,35 @@ def test_bad_matchers_are_refused_saying_what(text: str, said: str) -> None:
         parse_matchers(text)
     assert got.value.field == "prom_match"
     assert said in got.value.reason
+    # Readable: the text as typed once, never a repr nesting its quotes.
+    assert got.value.value is None and "\\'" not in str(got.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("Hostname='gpu-09'", 'Hostname="gpu-09"'),
+        ("Hostname=`gpu-09`", 'Hostname="gpu-09"'),
+        (r"a='it\'s', b=`C:\raw\`", 'a="it\'s", b="C:\\\\raw\\\\"'),
+        ("a='say \"hi\"'", r'a="say \"hi\""'),
+        ("gpu=~'0|1'", 'gpu=~"0|1"'),
+    ],
+)
+def test_single_and_back_quotes_are_taken_as_promql_does(text: str, want: str) -> None:
+    assert check_match(text) == want
+    assert parse_matchers(want) == parse_matchers(text)
+
+
+def test_a_refusal_shows_an_example_with_the_nodes_name() -> None:
+    with pytest.raises(InputError) as got:
+        check_match("Hostname=gpu-09", "gpu-09")
+    assert got.value.reason == (
+        'a value goes in quotes after the operator, as in Hostname="gpu-09" (at character 10);'
+        " in: Hostname=gpu-09"
+    )
+    with pytest.raises(InputError) as got:
+        parse_matchers("")
+    assert 'as in Hostname="gpu-07"' in got.value.reason
 
 
 @pytest.mark.parametrize(
@@ -80,7 +110,8 @@ def test_bad_matchers_are_refused_saying_what(text: str, said: str) -> None:
         'a="' + "x" * 300 + '"',  # a value too long
         'a="' + "x" * 10_000 + '"',  # 10 KB
         "x" * 10_240,
-        "a=`x`",
+        "a=`x`y`",
+        "a=`x\ny`",
         "a='x' or b=\"y\"",
     ],
 )
@@ -145,3 +176,35 @@ def test_a_token_file_is_a_path_never_the_token() -> None:
         check_token_file("/tmp/a\nb")
     with pytest.raises(InputError):  # the token itself pasted in
         check_token_file("glpat-AbCdEf1234567890XyZw")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "said"),
+    [
+        ("(?=a)", "lookahead (?=...)"),
+        ("a(?!b)", "lookahead (?!...)"),
+        ("(?<=a)b", "lookbehind (?<=...)"),
+        ("(?<!a)b", "lookbehind (?<!...)"),
+        (r"(a)\1", "backreference \\1"),
+        ("(?P<x>a)(?P=x)", "backreference (?P=name)"),
+        ("(?>ab)", "atomic group"),
+        ("a++", "possessive quantifier ++"),
+        ("a{2}+", "possessive quantifier }+"),
+        ("(a)?(?(1)b|c)", "conditional"),
+        ("a(?#note)", "comment"),
+        ("(?x)a b", "flag (?x)"),
+        (r"a\Z", "\\Z"),
+    ],
+)
+def test_what_re2_refuses_is_refused(pattern: str, said: str) -> None:
+    with pytest.raises(InputError) as got:
+        parse_matchers(f"Hostname=~{quote(pattern)}")
+    assert f"Prometheus's regular expressions (RE2) have no {said}" in got.value.reason
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["gpu-0[1-9]", "(?i)GPU.*", "(?P<n>a)|b", "(?:a|b)+", "[(?=]x", r"a\.b", "[\\]]+", "x{1,3}"],
+)
+def test_what_re2_takes_is_taken(pattern: str) -> None:
+    assert parse_matchers(f"a=~{quote(pattern)}")[0].value == pattern

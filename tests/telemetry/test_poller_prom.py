@@ -6,6 +6,7 @@ interval; its provider's setting applies where the node has none."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -14,14 +15,16 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from leases.core.errors import InputError
 from leases.core.models import Node, NodeHealth
-from leases.ledger import records
+from leases.ledger import records, rowaudit
 from leases.ledger.store import Ledger
 from leases.ssh.options import SshOptions
 from leases.ssh.pool import SshPool
 from leases.telemetry.housekeeping import fleet_nodes
 from leases.telemetry.poller import Poller
 from leases.telemetry.rollups import HistoryStore
+from leases.telemetry.wiring import polled_nodes
 from tests.support.promapi import PromApi, dcgm_series, prom_api, vector
 from tests.support.waiting import wait_until
 
@@ -94,7 +97,7 @@ async def test_readings_health_and_history_like_an_ssh_node(
             status = (await poller.sweep())["gpu-07"]
             assert status.health is NodeHealth.OK, status.detail
             clock.now += timedelta(seconds=15)
-        assert api.queries[0].endswith(', Hostname="gpu-07"}')
+        assert api.queries[0].split(" or ")[0].endswith(', Hostname="gpu-07"}')
         assert [s.util_gpu for s in status.samples] == [50, 50]
         assert status.processes == () and status.host is None  # SSH-only figures
         clock.now = T0 + timedelta(minutes=2)
@@ -116,6 +119,7 @@ async def test_readings_health_and_history_like_an_ssh_node(
         api.json(vector([]))
         status = (await poller.sweep())["gpu-07"]
         assert 'no series match {Hostname="gpu-07"}' in status.detail
+        assert status.health is NodeHealth.GPU_LOST  # as an nvidia-smi listing no GPU
         _serve(api, clock, [20])
         clock.now += timedelta(seconds=30)
         assert (await poller.sweep())["gpu-07"].health is NodeHealth.OK
@@ -198,3 +202,129 @@ async def test_a_figure_out_of_bounds_is_the_nodes_garbage(
         await poller.close()
     assert status.health is NodeHealth.GARBAGE and "util_gpu" in status.detail
     assert HistoryStore(ledger).minutes("gpu-07", T0, T0 + timedelta(hours=1)) == []
+
+
+def _outside(tmp_path: Path, sql: str, value: str) -> None:
+    """An edit by another program (sqlite3 on the ledger file)."""
+    conn = sqlite3.connect(tmp_path / "l.db")
+    with conn:
+        conn.execute(sql, [value])
+    conn.close()
+
+
+async def test_settings_changed_outside_zuka_are_never_read_with_a_token(
+    setup: tuple[PromApi, Ledger, Clock], tmp_path: Path
+) -> None:
+    api, ledger, clock = setup
+    token = tmp_path / "prom.token"
+    token.write_text("s3cr3t\n")
+    token.chmod(0o600)
+    ledger.update_provider("k8s", {"prom_token_file": str(token)})
+    _serve(api, clock, [10])
+    assert [n.name for n in fleet_nodes(ledger)[0]] == ["gpu-07"]
+    # Somebody with the ledger file points the provider's token file elsewhere (a private
+    # file of the user's, so that only the drift stops it).
+    other = tmp_path / "other"
+    other.write_text("ghp_AbCdEf\n")
+    other.chmod(0o600)
+    _outside(tmp_path, "UPDATE providers SET prom_token_file = ?", str(other))
+    polled, refused = fleet_nodes(ledger)
+    assert polled == [] and [n.name for n in refused] == ["gpu-07"]
+    pid = ledger.provider("k8s").id
+    assert f"the Prometheus settings of provider {pid} were changed outside zuka" in (
+        refused[0].problem
+    )
+    assert f"zuka audit accept provider {pid}" in refused[0].problem
+    with pytest.raises(InputError, match="not read from Prometheus with its token"):
+        polled_nodes(ledger, ["gpu-07"])
+    assert api.auth == []
+    # The same edit of the node's own row.
+    rowaudit.accept(ledger, "provider", pid or 0)
+    assert [n.name for n in fleet_nodes(ledger)[0]] == ["gpu-07"]
+    _outside(tmp_path, "UPDATE nodes SET prom_url = ?", "http://127.0.0.1:1")
+    [node] = fleet_nodes(ledger)[1]
+    assert "settings of node" in node.problem
+
+
+async def test_a_future_sample_is_refused_and_history_resumes(
+    setup: tuple[PromApi, Ledger, Clock],
+) -> None:
+    api, ledger, clock = setup
+    future = datetime(2099, 1, 1, tzinfo=UTC).timestamp()
+
+    def answer(_r: web.Request) -> web.Response:
+        ts = future if api.queries and len(api.queries) == 1 else clock.now.timestamp()
+        values = {"DCGM_FI_DEV_GPU_UTIL": "40", "DCGM_FI_DEV_FB_USED": "1"}
+        return web.json_response(vector(dcgm_series("gpu-07", 0, ts, values)))
+
+    api.answer = answer
+    poller = _poller(ledger, clock)
+    try:
+        status = (await poller.sweep())["gpu-07"]  # the first answer: dated 2099
+        assert status.health is NodeHealth.GARBAGE
+        assert "a sample dated 2099-01-01 00:00:00 UTC" in status.detail
+        assert "ahead of this machine's clock (more than 300 s)" in status.detail
+        for _ in range(4):  # good answers after it: read, and kept in history
+            clock.now += timedelta(seconds=15)
+            status = (await poller.sweep())["gpu-07"]
+            assert status.health is NodeHealth.OK, status.detail
+            assert status.at == clock.now
+        clock.now = T0 + timedelta(minutes=3)
+        poller.flush()
+    finally:
+        await poller.close()
+    minutes = HistoryStore(ledger).minutes("gpu-07", T0, T0 + timedelta(minutes=5))
+    # 08:00:15, :30, :45, then 08:01:00: every good reading after the future one is kept.
+    assert [sum(g.readings for g in m.gpus) for m in minutes] == [3, 1]
+
+
+async def test_a_sample_a_little_ahead_is_taken_as_now(
+    setup: tuple[PromApi, Ledger, Clock],
+) -> None:
+    api, ledger, clock = setup
+    ahead = clock.now.timestamp() + 60  # within the skew: Prometheus's clock is a bit fast
+    api.json(vector(dcgm_series("gpu-07", 0, ahead, {"DCGM_FI_DEV_GPU_UTIL": "40"})))
+    poller = _poller(ledger, clock)
+    try:
+        status = (await poller.sweep())["gpu-07"]
+    finally:
+        await poller.close()
+    assert status.health is NodeHealth.OK and status.at == clock.now
+    assert [s.at for s in status.samples] == [clock.now]
+
+
+async def test_a_scrape_read_after_its_minute_closed_keeps_that_minute_whole(
+    setup: tuple[PromApi, Ledger, Clock],
+) -> None:
+    api, ledger, clock = setup
+    lag = [timedelta(seconds=2)]  # how long before the query Prometheus scraped
+
+    def answer(_r: web.Request) -> web.Response:
+        ts = (clock.now - lag[0]).timestamp()
+        values = {"DCGM_FI_DEV_GPU_UTIL": "40", "DCGM_FI_DEV_FB_USED": "1"}
+        series = dcgm_series("gpu-07", 0, clock.now.timestamp(), values)
+        scraped = {"__name__": "zuka_sample_time", "gpu": "0", "UUID": "GPU-gpu-07-0",
+                   "Hostname": "gpu-07"}  # fmt: skip
+        at = clock.now.timestamp()
+        return web.json_response(vector([*series, {"metric": scraped, "value": [at, repr(ts)]}]))
+
+    api.answer = answer
+    poller = _poller(ledger, clock)
+    try:
+        for second in (10, 25, 40, 55):
+            clock.now = T0 + timedelta(seconds=second)
+            status = (await poller.sweep())["gpu-07"]
+            assert status.health is NodeHealth.OK, status.detail
+            assert status.at == clock.now - lag[0]  # the scrape's own time
+        clock.now = T0 + timedelta(seconds=61)
+        poller.flush()  # the flusher (stream mode) closes 08:00 ...
+        clock.now = T0 + timedelta(seconds=62)
+        lag[0] = timedelta(seconds=4)  # ... and this scrape (08:00:58) is read after it
+        assert (await poller.sweep())["gpu-07"].health is NodeHealth.OK
+        clock.now = T0 + timedelta(minutes=3)
+        poller.flush()
+    finally:
+        await poller.close()
+    minutes = HistoryStore(ledger).minutes("gpu-07", T0, T0 + timedelta(minutes=5))
+    # 08:00 keeps its four readings (not overwritten by one late one); 08:01 has the fifth.
+    assert [sum(g.readings for g in m.gpus) for m in minutes] == [4, 1]

@@ -5,7 +5,9 @@ becomes the node's health and detail, naming the URL."""
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -82,7 +84,37 @@ async def test_a_normal_answer_is_one_sample_per_gpu(api: PromApi, reader: PromR
     # One request, every metric by name AND the node's matchers, rebuilt quoted.
     [query] = api.queries
     assert query.startswith('{__name__=~"DCGM_FI_DEV_GPU_UTIL|')
-    assert query.endswith(', Hostname="gpu-07"}')
+    picked = query.split(" or ", 1)[0]
+    assert picked.endswith(', Hostname="gpu-07"}')
+    assert query.endswith(
+        '(timestamp(DCGM_FI_DEV_GPU_UTIL{Hostname="gpu-07"})), "__name__", "zuka_sample_time",'
+        ' "", "")'
+    )
+
+
+def _scraped(gpu: int, ts: float) -> dict[str, Any]:
+    """The series the query adds per GPU: its newest sample's own time."""
+    labels = {"__name__": "zuka_sample_time", "gpu": str(gpu), "UUID": f"GPU-gpu-07-{gpu}",
+              "Hostname": "gpu-07"}  # fmt: skip
+    return {"metric": labels, "value": [TS + 5, repr(ts)]}
+
+
+async def test_a_reading_is_dated_by_its_scrape_not_by_the_query(
+    api: PromApi, reader: PromReader
+) -> None:
+    # Prometheus answers every value at the query's time (TS + 5); the scrape was at TS - 40.
+    series = [*dcgm_series("gpu-07", 0, TS + 5, FULL), _scraped(0, TS - 40)]
+    api.json(vector(series))
+    got = await _read(reader, api)
+    assert got.problem is None and [s.at for s in got.samples] == [AT - timedelta(seconds=40)]
+    # A scrape long stopped is stale although the query's time is now.
+    api.json(vector([*dcgm_series("gpu-07", 0, TS + 5, FULL), _scraped(0, TS - 600)]))
+    got = await _read(reader, api)
+    assert got.problem is not None and got.problem.health is NodeHealth.TIMEOUT
+    assert "stale" in got.problem.detail
+    api.json(vector([*dcgm_series("gpu-07", 0, TS + 5, FULL), _scraped(0, float("nan"))]))
+    got = await _read(reader, api)
+    assert got.problem is not None and got.problem.health is NodeHealth.GARBAGE
 
 
 async def test_the_same_sample_again_is_no_new_reading(api: PromApi, reader: PromReader) -> None:
@@ -97,7 +129,7 @@ async def test_the_same_sample_again_is_no_new_reading(api: PromApi, reader: Pro
 async def test_a_matcher_matching_nothing_says_so(api: PromApi, reader: PromReader) -> None:
     api.json(vector([]))
     got = await _read(reader, api, match='Hostname="gpu-7"')
-    assert got.problem is not None and got.problem.health is NodeHealth.UNREACHABLE
+    assert got.problem is not None and got.problem.health is NodeHealth.GPU_LOST
     assert 'no series match {Hostname="gpu-7"}' in got.problem.detail
     assert api.url in got.problem.detail
 
@@ -188,11 +220,35 @@ async def test_not_json_and_deep_json_are_garbage(api: PromApi, reader: PromRead
 async def test_an_error_answer_and_a_500_name_the_reason(api: PromApi, reader: PromReader) -> None:
     api.json({"status": "error", "errorType": "bad_data", "error": "parse error\x1b[2J"}, 400)
     got = await _read(reader, api)
-    assert got.problem is not None and got.problem.health is NodeHealth.UNREACHABLE
+    assert got.problem is not None and got.problem.health is NodeHealth.REFUSED
     assert "Prometheus answered an error: parse error␛[2J" in got.problem.detail
+    api.json({"status": "error", "errorType": "timeout", "error": "query timed out"}, 503)
+    got = await _read(reader, api)
+    assert got.problem is not None and got.problem.health is NodeHealth.TIMEOUT
     api.answer = lambda _r: web.Response(text="oops", status=500)
     got = await _read(reader, api)
     assert got.problem is not None and "HTTP 500" in got.problem.detail
+    assert got.problem.health is NodeHealth.UNREACHABLE
+
+
+@pytest.mark.parametrize(
+    ("status", "health", "said"),
+    [
+        (401, NodeHealth.AUTH_FAILED, "refused the credentials (HTTP 401): check --token-file"),
+        (403, NodeHealth.AUTH_FAILED, "refused the credentials (HTTP 403)"),
+        # --url pointing at dcgm-exporter itself (:9400), which has no /api/v1/query.
+        (404, NodeHealth.GARBAGE, "HTTP 404: no Prometheus API at this URL"),
+        (400, NodeHealth.GARBAGE, "HTTP 400: no Prometheus API"),
+        (502, NodeHealth.UNREACHABLE, "Prometheus answered HTTP 502"),
+    ],
+)
+async def test_each_http_failure_is_its_own_state(
+    api: PromApi, reader: PromReader, status: int, health: NodeHealth, said: str
+) -> None:
+    api.answer = lambda _r: web.Response(text="404 page not found\n", status=status)
+    got = await _read(reader, api)
+    assert got.problem is not None and got.problem.health is health, got.problem
+    assert said in got.problem.detail and api.url in got.problem.detail
 
 
 async def test_a_huge_answer_is_refused(api: PromApi, reader: PromReader) -> None:
@@ -227,13 +283,63 @@ async def test_a_slow_prometheus_is_a_timeout(api: PromApi) -> None:
     assert "within 0.3 s" in got.problem.detail and api.url in got.problem.detail
 
 
+async def test_the_whole_read_is_bounded_by_the_limit(api: PromApi) -> None:
+    """A Prometheus that takes connections and never answers: reads waiting for a free
+    connection count against the same limit (they waited one limit each, in turn)."""
+
+    async def never(_r: web.Request) -> web.Response:
+        await api.release.wait()
+        return web.json_response(vector([]))
+
+    api.answer = never
+    reader = PromReader(timeout_s=0.5, concurrency=1)
+    try:
+        started = time.monotonic()
+        got = await asyncio.gather(*(_read(reader, api) for _ in range(4)))
+        took = time.monotonic() - started
+    finally:
+        await reader.close()
+    assert all(g.problem is not None and g.problem.health is NodeHealth.TIMEOUT for g in got)
+    assert took < 1.5, took  # one limit (0.5 s), not four in turn (2 s)
+
+
 async def test_a_dead_prometheus_is_unreachable(reader: PromReader) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed when the block ends: nobody listens there
     got = await reader.read(_node(f"http://127.0.0.1:{port}"), NOW, 5.0)
     assert got.problem is not None and got.problem.health is NodeHealth.UNREACHABLE
-    assert f"127.0.0.1:{port}" in got.problem.detail
+    assert got.problem.detail == (
+        f"connection refused: nothing listens at that port (http://127.0.0.1:{port})"
+    )
+
+
+async def test_https_to_a_plain_http_prometheus_says_so(api: PromApi, reader: PromReader) -> None:
+    url = api.url.replace("http://", "https://")
+    got = await reader.read(_node(url), NOW, 5.0)
+    assert got.problem is not None and got.problem.health is NodeHealth.UNREACHABLE
+    assert got.problem.detail == (
+        f"the TLS handshake failed: is the URL https where Prometheus speaks http? ({url})"
+    )
+
+
+async def test_a_name_not_found_says_so() -> None:
+    class Unknown:
+        async def resolve(self, host: str, port: int = 0, family: int = 0) -> list[Any]:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+        async def close(self) -> None:
+            return None
+
+    reader = PromReader(resolver=Unknown())
+    try:
+        got = await reader.read(_node("http://prom.lab.example:9090"), NOW, 5.0)
+    finally:
+        await reader.close()
+    assert got.problem is not None and got.problem.health is NodeHealth.UNREACHABLE
+    assert got.problem.detail == (
+        "Prometheus's host name is not found (http://prom.lab.example:9090)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -268,6 +374,7 @@ async def test_the_token_is_sent_from_its_file(
 ) -> None:
     token = tmp_path / "prom.token"
     token.write_text("s3cr3t-token\n")
+    token.chmod(0o600)
     api.json(vector(dcgm_series("gpu-07", 0, TS, FULL)))
     got = await reader.read(_node(api.url, prom_token_file=str(token)), NOW, 5.0)
     assert got.problem is None and api.auth == ["Bearer s3cr3t-token"]
@@ -277,6 +384,32 @@ async def test_the_token_is_sent_from_its_file(
     assert "s3cr3t" not in got.problem.detail
     missing = await reader.read(_node(api.url, prom_token_file=str(tmp_path / "no")), NOW, 5.0)
     assert missing.problem is not None and "cannot be read" in missing.problem.detail
+
+
+async def test_a_file_others_may_read_is_never_sent(
+    api: PromApi, reader: PromReader, tmp_path: Path
+) -> None:
+    # The ledger row edited to name ~/.git-credentials (git writes it 0644).
+    creds = tmp_path / ".git-credentials"
+    creds.write_text("https://alice:ghp_AbCdEf@github.com\n")
+    creds.chmod(0o644)
+    api.json(vector(dcgm_series("gpu-07", 0, TS, FULL)))
+    got = await reader.read(_node(api.url, prom_token_file=str(creds)), NOW, 5.0)
+    assert got.problem is not None and got.problem.health is NodeHealth.REFUSED
+    assert "no token sent" in got.problem.detail and "readable by others" in got.problem.detail
+    assert api.auth == [] and "ghp_" not in got.problem.detail
+
+
+async def test_a_fifo_token_file_ends_the_read_at_once(
+    api: PromApi, reader: PromReader, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo, 0o600)  # nobody writes to it: a blocking open() froze the event loop
+    got = await asyncio.wait_for(
+        reader.read(_node(api.url, prom_token_file=str(fifo)), NOW, 5.0), reader.timeout_s
+    )
+    assert got.problem is not None and got.problem.health is NodeHealth.REFUSED
+    assert "not a regular file" in got.problem.detail and api.auth == []
 
 
 async def test_a_node_without_url_is_refused(reader: PromReader) -> None:
@@ -315,3 +448,15 @@ async def test_reads_at_once_are_bounded(api: PromApi) -> None:
         await reader.close()
     assert len(api.queries) == 10 and all(g.problem is None for g in got)
     assert 1 <= inflight[1] <= 2
+
+
+async def test_a_token_is_never_sent_over_plain_http_to_another_host(
+    reader: PromReader, tmp_path: Path
+) -> None:
+    token = tmp_path / "prom.token"
+    token.write_text("s3cr3t-token\n")
+    token.chmod(0o600)
+    # The ledger row edited to an http URL on another host: refused before any connect.
+    got = await reader.read(_node("http://prom.invalid:9090", prom_token_file=str(token)), NOW, 5.0)
+    assert got.problem is not None and got.problem.health is NodeHealth.REFUSED
+    assert "no token sent: a bearer token is sent over https only" in got.problem.detail

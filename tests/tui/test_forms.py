@@ -435,9 +435,9 @@ async def test_the_node_form_sets_prometheus_readings_and_refuses_a_bad_url(demo
         said = await save_refused(pilot, "prom_url")
         assert "link-local or cloud metadata address" in said
         assert state(demo) == before
-        fill(screen, prom_url="http://prom:9090", prom_match="Hostname='a'")
+        fill(screen, prom_url="http://prom:9090", prom_match="Hostname=a")
         said = await save_refused(pilot, "prom_match")
-        assert "double quotes" in said
+        assert 'a value goes in quotes after the operator, as in Hostname="autodl-4090-a"' in said
         fill(screen, prom_match='Hostname="a"')
         assert await save_ok(pilot) == "autodl-4090-a"
     with Ledger.open(demo, create=False) as ledger:

@@ -1,0 +1,73 @@
+"""A bearer token read from a file: the one check every token file of zuka's goes through
+(a Prometheus's `--token-file`; `--metrics-token-file` should delegate here too).
+
+The path comes from the user or from the ledger, which anyone able to write it may have
+edited: the file is opened without following a symbolic link and without blocking (a FIFO
+or a terminal named by mistake or on purpose never freezes the process), and is a token
+only when it is a regular file owned by the user zuka runs as, readable by that user only
+(mode 0600 or 0400), of at most MAX_TOKEN_BYTES, holding one printable word. So a stray
+path (`~/.git-credentials`, `/etc/hostname`) is never sent to a server as a token unless
+it has been made a private file of its own.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from leases.core.errors import InputError
+
+# A token longer than this is not a token (a file named by mistake).
+MAX_TOKEN_BYTES = 4096
+
+
+def read_token(path: str | Path, field: str, guards: str) -> bytes:
+    """The token in `path` (surrounding whitespace dropped; `~` expanded), or InputError
+    naming the field and what is wrong. guards: what the token protects, for the chmod hint
+    ("money figures", "the Prometheus queries")."""
+    shown = str(path)
+    where = Path(path).expanduser()
+    try:
+        fd = os.open(where, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError(
+                field, shown, "cannot be read: it is a symbolic link (name the file itself)"
+            ) from None
+        raise InputError(field, shown, f"cannot be read: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(
+                field, shown, "is not a regular file (a FIFO, device or directory is no token)"
+            )
+        if st.st_uid != os.geteuid():
+            raise InputError(
+                field, shown, f"is owned by uid {st.st_uid}, not by the user zuka runs as"
+            )
+        if st.st_mode & 0o077:
+            raise InputError(
+                field,
+                shown,
+                f"is readable by others (mode {stat.S_IMODE(st.st_mode):04o}): the token guards"
+                f" {guards}; make it the owner's only: chmod 600 {shown}",
+            )
+        if st.st_size > MAX_TOKEN_BYTES:
+            raise InputError(field, shown, f"is longer than {MAX_TOKEN_BYTES} bytes: not a token")
+        raw = os.read(fd, MAX_TOKEN_BYTES + 1)
+    finally:
+        os.close(fd)
+    token = raw.strip()
+    if len(raw) > MAX_TOKEN_BYTES:
+        raise InputError(field, shown, f"is longer than {MAX_TOKEN_BYTES} bytes: not a token")
+    if not token:
+        raise InputError(field, shown, "is empty")
+    if any(b < 0x21 or b > 0x7E for b in token):
+        raise InputError(
+            field,
+            shown,
+            "holds a character a bearer token cannot carry: one token on one line",
+        )
+    return token

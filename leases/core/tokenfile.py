@@ -1,5 +1,5 @@
 """A bearer token read from a file: the one check every token file of zuka's goes through
-(a Prometheus's `--token-file`; `--metrics-token-file` should delegate here too).
+(a Prometheus's `--token-file`, `--metrics-token-file`).
 
 The path comes from the user or from the ledger, which anyone able to write it may have
 edited: the file is opened without following a symbolic link and without blocking (a FIFO

@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from leases.core import tokenfile
 from leases.core.errors import InputError
 
 # The fields refusals name: the options as typed, as only `zuka collect` takes them.
 FIELD = "--metrics-listen"
 TOKEN_FIELD = "--metrics-token-file"
 MONEY_FIELD = "--metrics-money"
-# A token longer than this is not a token (a file named by mistake).
-MAX_TOKEN_BYTES = 4096
 # Longer than a Unix socket path may be on Linux (sun_path is 108 bytes).
 MAX_SOCKET_PATH = 107
 FORMS = "give 127.0.0.1:PORT, [::1]:PORT or unix:/path/to/socket"
@@ -85,35 +83,9 @@ def parse_listen(value: str) -> Listen:
 
 
 def read_token(path: Path) -> bytes:
-    """The bearer token in `path` (surrounding whitespace dropped). Refused: a file others
-    could read (group or world bits), not a regular file, empty, or too long."""
-    field = TOKEN_FIELD
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as exc:
-        raise InputError(field, str(path), f"cannot be read: {exc.strerror}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise InputError(field, str(path), "is not a regular file")
-        if st.st_mode & 0o077:
-            raise InputError(
-                field,
-                str(path),
-                f"is readable by others (mode {stat.S_IMODE(st.st_mode):04o}): the token guards"
-                f" money figures; make it the owner's only: chmod 600 {path}",
-            )
-        raw = os.read(fd, MAX_TOKEN_BYTES + 1)
-    finally:
-        os.close(fd)
-    token = raw.strip()
-    if len(raw) > MAX_TOKEN_BYTES:
-        raise InputError(field, str(path), f"is longer than {MAX_TOKEN_BYTES} bytes: not a token")
-    if not token:
-        raise InputError(field, str(path), "is empty")
-    if any(b < 0x21 or b > 0x7E for b in token):
-        raise InputError(field, str(path), "holds a character a bearer token cannot carry")
-    return token
+    """The bearer token in `path` (leases.core.tokenfile: a private regular file of the
+    user's, read without following a link or blocking)."""
+    return tokenfile.read_token(path, TOKEN_FIELD, "money figures")
 
 
 def access(listen: Listen, token_file: Path | None, money: bool) -> bytes | None:

@@ -102,6 +102,10 @@ class PromReading:
     samples: tuple[GpuSample, ...] = ()
     problem: PromProblem | None = None
 
+    @classmethod
+    def failed(cls, health: NodeHealth, words: str) -> PromReading:
+        return cls(problem=PromProblem(health, words))
+
 
 class _Refused(Exception):
     def __init__(self, health: NodeHealth, words: str) -> None:
@@ -342,7 +346,7 @@ class PromReader:
         try:
             target = target_of(node)
         except InputError as exc:
-            return PromReading(problem=PromProblem(NodeHealth.REFUSED, exc.reason))
+            return PromReading.failed(NodeHealth.REFUSED, exc.reason)
         where = masked(target.url)
         try:
             # One deadline for the whole read: the wait for a free connection, the first
@@ -350,28 +354,24 @@ class PromReader:
             async with asyncio.timeout(self.timeout_s):
                 samples = await self._query(node.name, target, where)
         except _Refused as exc:
-            return PromReading(problem=PromProblem(exc.health, f"{exc.words} ({where})"))
+            return PromReading.failed(exc.health, f"{exc.words} ({where})")
         except TimeoutError:
             said = f"Prometheus did not answer within {self.timeout_s:g} s ({where})"
-            return PromReading(problem=PromProblem(NodeHealth.TIMEOUT, said))
+            return PromReading.failed(NodeHealth.TIMEOUT, said)
         if not samples:
-            return PromReading(  # as an nvidia-smi listing no GPU
-                problem=PromProblem(
-                    NodeHealth.GPU_LOST,
-                    f"no series match {{{target.selector_matchers()}}} at Prometheus {where}"
-                    " (is dcgm-exporter scraped, and the matchers right?)",
-                )
+            return PromReading.failed(  # as an nvidia-smi listing no GPU
+                NodeHealth.GPU_LOST,
+                f"no series match {{{target.selector_matchers()}}} at Prometheus {where}"
+                " (is dcgm-exporter scraped, and the matchers right?)",
             )
         newest = max(s.at for s in samples)
         ahead = (newest - now).total_seconds()
         if ahead > FUTURE_SKEW_S:
-            return PromReading(
-                problem=PromProblem(
-                    NodeHealth.GARBAGE,
-                    f"a sample dated {newest:%Y-%m-%d %H:%M:%S} UTC, {ahead:.0f} s ahead of"
-                    f" this machine's clock (more than {FUTURE_SKEW_S:.0f} s): is a clock"
-                    f" wrong? (Prometheus {where})",
-                )
+            return PromReading.failed(
+                NodeHealth.GARBAGE,
+                f"a sample dated {newest:%Y-%m-%d %H:%M:%S} UTC, {ahead:.0f} s ahead of"
+                f" this machine's clock (more than {FUTURE_SKEW_S:.0f} s): is a clock"
+                f" wrong? (Prometheus {where})",
             )
         oldest = min(s.at for s in samples)
         # A sample is dated by its scrape, at most now, and not before the minute now is in:
@@ -385,12 +385,10 @@ class PromReader:
         ]
         age = (now - oldest).total_seconds()
         if age > stale_s:
-            return PromReading(
-                problem=PromProblem(
-                    NodeHealth.TIMEOUT,
-                    f"stale: Prometheus {where} holds no sample newer than {age:.0f} s"
-                    f" (more than {stale_s:.0f} s): dcgm-exporter or its scrape has stopped",
-                )
+            return PromReading.failed(
+                NodeHealth.TIMEOUT,
+                f"stale: Prometheus {where} holds no sample newer than {age:.0f} s"
+                f" (more than {stale_s:.0f} s): dcgm-exporter or its scrape has stopped",
             )
         if self._last.get(node.name) == newest:
             return PromReading()  # nothing newer since the last read

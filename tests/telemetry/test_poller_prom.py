@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -25,21 +24,14 @@ from leases.telemetry.housekeeping import fleet_nodes
 from leases.telemetry.poller import Poller
 from leases.telemetry.rollups import HistoryStore
 from leases.telemetry.wiring import polled_nodes
+from tests.support.clock import SetClock
 from tests.support.promapi import PromApi, dcgm_series, prom_api, vector
 from tests.support.waiting import wait_until
 
 T0 = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
 
 
-@dataclass
-class Clock:
-    now: datetime = T0
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-def _serve(api: PromApi, clock: Clock, util: list[int]) -> None:
+def _serve(api: PromApi, clock: SetClock, util: list[int]) -> None:
     """Each query answers the clock's time and the next utilisation of `util` (the last
     one again when they run out), for GPUs 0 and 1 of gpu-07."""
     served = iter(util)
@@ -61,7 +53,7 @@ def _serve(api: PromApi, clock: Clock, util: list[int]) -> None:
 
 
 @pytest.fixture
-async def setup(tmp_path: Path) -> AsyncIterator[tuple[PromApi, Ledger, Clock]]:
+async def setup(tmp_path: Path) -> AsyncIterator[tuple[PromApi, Ledger, SetClock]]:
     async with prom_api() as api:
         ledger = Ledger.open(tmp_path / "l.db")
         ledger.add_provider(records.provider_from(
@@ -70,11 +62,11 @@ async def setup(tmp_path: Path) -> AsyncIterator[tuple[PromApi, Ledger, Clock]]:
         ledger.add_node(records.node_from(
             {"name": "gpu-07", "provider": "k8s", "ssh_host": "10.0.0.7", "gpu_count": 2}
         ))  # fmt: skip
-        yield api, ledger, Clock()
+        yield api, ledger, SetClock(T0)
         ledger.close()
 
 
-def _poller(ledger: Ledger, clock: Clock, interval_s: float = 5.0) -> Poller:
+def _poller(ledger: Ledger, clock: SetClock, interval_s: float = 5.0) -> Poller:
     nodes, refused = fleet_nodes(ledger)
     assert refused == []
     return Poller(
@@ -84,7 +76,7 @@ def _poller(ledger: Ledger, clock: Clock, interval_s: float = 5.0) -> Poller:
 
 
 async def test_readings_health_and_history_like_an_ssh_node(
-    setup: tuple[PromApi, Ledger, Clock],
+    setup: tuple[PromApi, Ledger, SetClock],
 ) -> None:
     api, ledger, clock = setup
     _serve(api, clock, [10, 90, 50])
@@ -129,7 +121,7 @@ async def test_readings_health_and_history_like_an_ssh_node(
 
 
 async def test_a_node_of_its_own_wins_over_its_provider(
-    setup: tuple[PromApi, Ledger, Clock],
+    setup: tuple[PromApi, Ledger, SetClock],
 ) -> None:
     _, ledger, _clock = setup
     ledger.update_node("gpu-07", {"reading_source": "ssh"})
@@ -140,7 +132,7 @@ async def test_a_node_of_its_own_wins_over_its_provider(
     assert node.prom_match == 'Hostname="h7"' and node.reading_source is not None
 
 
-async def test_stream_mode_reads_it_every_interval(setup: tuple[PromApi, Ledger, Clock]) -> None:
+async def test_stream_mode_reads_it_every_interval(setup: tuple[PromApi, Ledger, SetClock]) -> None:
     api, ledger, clock = setup
     _serve(api, clock, [30])
     poller = _poller(ledger, clock, interval_s=0.05)
@@ -186,7 +178,7 @@ def test_a_node_read_over_ssh_is_untouched() -> None:
 
 
 async def test_a_figure_out_of_bounds_is_the_nodes_garbage(
-    setup: tuple[PromApi, Ledger, Clock],
+    setup: tuple[PromApi, Ledger, SetClock],
 ) -> None:
     api, ledger, clock = setup
 
@@ -213,7 +205,7 @@ def _outside(tmp_path: Path, sql: str, value: str) -> None:
 
 
 async def test_settings_changed_outside_zuka_are_never_read_with_a_token(
-    setup: tuple[PromApi, Ledger, Clock], tmp_path: Path
+    setup: tuple[PromApi, Ledger, SetClock], tmp_path: Path
 ) -> None:
     api, ledger, clock = setup
     token = tmp_path / "prom.token"
@@ -247,7 +239,7 @@ async def test_settings_changed_outside_zuka_are_never_read_with_a_token(
 
 
 async def test_a_future_sample_is_refused_and_history_resumes(
-    setup: tuple[PromApi, Ledger, Clock],
+    setup: tuple[PromApi, Ledger, SetClock],
 ) -> None:
     api, ledger, clock = setup
     future = datetime(2099, 1, 1, tzinfo=UTC).timestamp()
@@ -279,7 +271,7 @@ async def test_a_future_sample_is_refused_and_history_resumes(
 
 
 async def test_a_sample_a_little_ahead_is_taken_as_now(
-    setup: tuple[PromApi, Ledger, Clock],
+    setup: tuple[PromApi, Ledger, SetClock],
 ) -> None:
     api, ledger, clock = setup
     ahead = clock.now.timestamp() + 60  # within the skew: Prometheus's clock is a bit fast
@@ -294,7 +286,7 @@ async def test_a_sample_a_little_ahead_is_taken_as_now(
 
 
 async def test_a_scrape_read_after_its_minute_closed_keeps_that_minute_whole(
-    setup: tuple[PromApi, Ledger, Clock],
+    setup: tuple[PromApi, Ledger, SetClock],
 ) -> None:
     api, ledger, clock = setup
     lag = [timedelta(seconds=2)]  # how long before the query Prometheus scraped

@@ -24,6 +24,7 @@ from leases.telemetry.flushes import GapEvent
 from leases.telemetry.nvsmistream import StreamParser
 from leases.telemetry.poller import Poller
 from leases.telemetry.rollups import HistoryStore
+from tests.support.clock import SetClock
 from tests.support.sshfixtures import FakeNode, TestKeys, node_options
 
 KEYS = TestKeys.generate()
@@ -31,25 +32,17 @@ T0 = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
 
 
 @dataclass
-class Clock:
-    now: datetime = T0
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-@dataclass
 class Fleet:
     servers: list[FakeNode]
     poller: Poller
     ledger: Ledger
-    node_clock: Clock  # what the simulated nodes read their GPUs at
-    clock: Clock  # the poller's
+    node_clock: SetClock  # what the simulated nodes read their GPUs at
+    clock: SetClock  # the poller's
 
 
 @pytest.fixture
 async def fleet(tmp_path: Path) -> AsyncIterator[Fleet]:
-    node_clock, clock = Clock(), Clock()
+    node_clock, clock = SetClock(T0), SetClock(T0)
     sims = [SimNode(f"w{i}", "A100", 2, Scenario.BUSY, seed=i) for i in range(2)]
     servers = [await FakeNode(KEYS, sim=s, sim_clock=node_clock).start() for s in sims]
     ledger = Ledger.open(tmp_path / "l.db")

@@ -216,6 +216,8 @@ def re2_refusal(pattern: str) -> str | None:
                 return f"backreference \\{nxt}"
             if nxt == "Z":
                 return "\\Z (use $ or \\z)"
+            if nxt in ("u", "U", "N"):  # Python's \uXXXX, \UXXXXXXXX, \N{NAME}
+                return f"escape \\{nxt} (write the character itself, or \\x{{...}})"
             i += 2
             continue
         if in_class:
@@ -237,6 +239,8 @@ def re2_refusal(pattern: str) -> str | None:
                 return f"flag (?{flags.group()}) (RE2 knows i, m, s and U)"
         elif c in "*+?}" and pattern[i + 1 : i + 2] == "+":
             return f"possessive quantifier {c}+"
+        elif c == "{" and re.match(r"\{,\d+\}", pattern[i:]):
+            return "quantifier {,n} (RE2 reads it as text: write {0,n})"
         i += 1
     return None
 

@@ -56,7 +56,12 @@ def read_token(path: str | Path, field: str, guards: str) -> bytes:
             )
         if st.st_size > MAX_TOKEN_BYTES:
             raise InputError(field, shown, f"is longer than {MAX_TOKEN_BYTES} bytes: not a token")
-        raw = os.read(fd, MAX_TOKEN_BYTES + 1)
+        if st.st_size == 0:  # also what /proc and /sys files say of themselves
+            raise InputError(field, shown, "is empty (or not a file on a disk)")
+        try:
+            raw = os.read(fd, MAX_TOKEN_BYTES + 1)
+        except OSError as exc:
+            raise InputError(field, shown, f"cannot be read: {exc.strerror}") from None
     finally:
         os.close(fd)
     token = raw.strip()

@@ -24,7 +24,8 @@ from leases.ledger.store import Ledger
 
 def inherit(nodes: Sequence[Node], providers: Sequence[Provider]) -> list[Node]:
     """Nodes with their provider's reading source, URL, matchers and token file where
-    they have none of their own."""
+    they have none of their own. The provider's token goes only with the provider's URL: a
+    node with a URL of its own is read with its own token file or none."""
     by_name = {p.name: p for p in providers}
     out = []
     for node in nodes:
@@ -38,13 +39,18 @@ def inherit(nodes: Sequence[Node], providers: Sequence[Provider]) -> list[Node]:
                 reading_source=node.reading_source or prov.reading_source,
                 prom_url=node.prom_url or prov.prom_url,
                 prom_match=node.prom_match or provider_match(prov.prom_match, node.name),
-                prom_token_file=node.prom_token_file or prov.prom_token_file,
+                prom_token_file=node.prom_token_file
+                or ("" if node.prom_url else prov.prom_token_file),
             )
         )
     return out
 
 
-_PROM_FIELDS = frozenset({"reading_source", "prom_url", "prom_match", "prom_token_file"})
+# An edit of these makes a token-bearing node refused; a node moved to another provider
+# (its provider column) takes that provider's URL and token.
+_PROM_FIELDS = frozenset(
+    {"reading_source", "prom_url", "prom_match", "prom_token_file", "provider"}
+)
 
 
 def ledger_nodes(ledger: Ledger, nodes: Sequence[Node]) -> list[Node]:

@@ -194,6 +194,10 @@ def test_a_token_file_is_a_path_never_the_token() -> None:
         ("a(?#note)", "comment"),
         ("(?x)a b", "flag (?x)"),
         (r"a\Z", "\\Z"),
+        (r"\u0041", "escape \\u"),
+        (r"\U00000041", "escape \\U"),
+        (r"\N{DIGIT ONE}", "escape \\N"),
+        ("x{,3}", "quantifier {,n}"),
     ],
 )
 def test_what_re2_refuses_is_refused(pattern: str, said: str) -> None:

@@ -60,6 +60,13 @@ def test_a_device_a_directory_and_a_link_are_refused(tmp_path: Path) -> None:
     assert "cannot be read" in _refused(tmp_path / "missing")
 
 
+def test_a_file_of_proc_is_refused_before_it_is_read() -> None:
+    # Regular, the user's own, 0600 and size 0: /proc/self/mem fails its read (EIO),
+    # /proc/self/personality would read as the "token" 00000000.
+    assert "is empty" in _refused("/proc/self/mem")
+    assert "is empty" in _refused("/proc/self/personality")
+
+
 def test_another_users_file_is_refused(tmp_path: Path) -> None:
     path = _file(tmp_path, "tok\n")
     os.chown(path, 65534, 65534)  # nobody's (the tests run as root)

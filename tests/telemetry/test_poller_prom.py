@@ -230,12 +230,48 @@ async def test_settings_changed_outside_zuka_are_never_read_with_a_token(
     with pytest.raises(InputError, match="not read from Prometheus with its token"):
         polled_nodes(ledger, ["gpu-07"])
     assert api.auth == []
-    # The same edit of the node's own row.
+    # The same edit of the node's own row, the node holding a token of its own (a URL of
+    # its own never takes the provider's token).
     rowaudit.accept(ledger, "provider", pid or 0)
+    ledger.update_node("gpu-07", {"prom_token_file": str(token)})
     assert [n.name for n in fleet_nodes(ledger)[0]] == ["gpu-07"]
     _outside(tmp_path, "UPDATE nodes SET prom_url = ?", "http://127.0.0.1:1")
     [node] = fleet_nodes(ledger)[1]
     assert "settings of node" in node.problem
+
+
+async def test_a_nodes_own_url_never_takes_its_providers_token(
+    setup: tuple[PromApi, Ledger, SetClock], tmp_path: Path
+) -> None:
+    api, ledger, _clock = setup
+    token = tmp_path / "prom.token"
+    token.write_text("s3cr3t\n")
+    token.chmod(0o600)
+    ledger.update_provider("k8s", {"prom_token_file": str(token)})
+    [node] = fleet_nodes(ledger)[0]
+    assert node.prom_url == api.url and node.prom_token_file == str(token)
+    # The node's own Prometheus (another server): read without the provider's token.
+    ledger.update_node("gpu-07", {"prom_url": "https://prom.other.example:9090"})
+    [node] = fleet_nodes(ledger)[0]
+    assert node.prom_url == "https://prom.other.example:9090" and node.prom_token_file == ""
+
+
+async def test_a_node_moved_to_a_token_bearing_provider_outside_zuka_is_refused(
+    setup: tuple[PromApi, Ledger, SetClock], tmp_path: Path
+) -> None:
+    _api, ledger, _clock = setup
+    token = tmp_path / "prom.token"
+    token.write_text("s3cr3t\n")
+    token.chmod(0o600)
+    ledger.add_provider(records.provider_from(
+        {"name": "vault", "kind": "colo", "reading_source": "prometheus",
+         "prom_url": "https://prom.vault.example", "prom_token_file": str(token)}
+    ))  # fmt: skip
+    vault = ledger.provider("vault").id
+    _outside(tmp_path, "UPDATE nodes SET provider_id = ?", str(vault))
+    polled, refused = fleet_nodes(ledger)
+    assert polled == [] and [n.name for n in refused] == ["gpu-07"]
+    assert "settings of node" in refused[0].problem
 
 
 async def test_a_future_sample_is_refused_and_history_resumes(

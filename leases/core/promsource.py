@@ -49,6 +49,8 @@ TOKEN_FILE = cli("--token-file", "a file holding the bearer token for --url (nev
 MAX_URL = 300
 MAX_MATCH = 1000
 MAX_MATCHERS = 16
+# `, Hostname="NAME"` for the longest node name (63 characters that need no escape).
+_HOSTNAME_ROOM = 80
 MAX_VALUE = 256
 MAX_PATH = 500
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
@@ -123,13 +125,19 @@ def _string(text: str, at: int, ex: str) -> tuple[str, int]:
     raise _refuse(text, f"a value's closing quote is missing, as in {ex}")
 
 
-def parse_matchers(text: str, node: str = "") -> tuple[Matcher, ...]:
+def parse_matchers(
+    text: str, node: str = "", *, hostname_added: bool = False
+) -> tuple[Matcher, ...]:
     """A PromQL label-matcher list as pasted (`Hostname="gpu-07", gpu=~"0|1"`, braces
     allowed around it; values in double, single or back quotes as PromQL takes them),
     strictly: anything else is refused naming what was wrong, with an example (using the
-    node's name when known)."""
+    node's name when known). hostname_added: the list may hold, beyond the bounds, the
+    Hostname matcher zuka added to a provider's (leases.telemetry.promtarget)."""
     ex = example(node)
-    if len(text) > MAX_MATCH:
+    most, longest = MAX_MATCHERS, MAX_MATCH
+    if hostname_added:
+        most, longest = most + 1, longest + _HOSTNAME_ROOM
+    if len(text) > longest:
         raise InputError("prom_match", None, f"longer than {MAX_MATCH} characters")
     body = text.strip()
     if body.startswith("{") and body.endswith("}"):
@@ -162,7 +170,7 @@ def parse_matchers(text: str, node: str = "") -> tuple[Matcher, ...]:
         if op in ("=~", "!~"):
             _regex(text, value)
         matchers.append(Matcher(name.group(), op, value))
-        if len(matchers) > MAX_MATCHERS:
+        if len(matchers) > most:
             raise _refuse(text, f"more than {MAX_MATCHERS} matchers")
         while i < len(body) and body[i] in " \t":
             i += 1

@@ -112,7 +112,7 @@ def target_of(node: Node) -> PromTarget:
             "readings from Prometheus need a URL: give --url on the node or its provider",
         )
     matchers = (
-        parse_matchers(node.prom_match)
+        parse_matchers(node.prom_match, hostname_added=True)
         if node.prom_match
         else (Matcher(HOSTNAME_LABEL, "=", node.name),)
     )

@@ -16,12 +16,14 @@ from aiohttp import web
 
 from leases.core.errors import InputError
 from leases.core.models import Node, NodeHealth
+from leases.core.promsource import MAX_MATCH, parse_matchers
 from leases.ledger import records, rowaudit
 from leases.ledger.store import Ledger
 from leases.ssh.options import SshOptions
 from leases.ssh.pool import SshPool
 from leases.telemetry.housekeeping import fleet_nodes
 from leases.telemetry.poller import Poller
+from leases.telemetry.promtarget import inherit, target_of
 from leases.telemetry.rollups import HistoryStore
 from leases.telemetry.wiring import polled_nodes
 from tests.support.clock import SetClock
@@ -356,3 +358,19 @@ async def test_a_scrape_read_after_its_minute_closed_keeps_that_minute_whole(
     minutes = HistoryStore(ledger).minutes("gpu-07", T0, T0 + timedelta(minutes=5))
     # 08:00 keeps its four readings (not overwritten by one late one); 08:01 has the fifth.
     assert [sum(g.readings for g in m.gpus) for m in minutes] == [4, 1]
+
+
+def test_a_providers_full_matcher_list_still_reads_each_node() -> None:
+    # 16 matchers and about 1,000 characters are what a provider may hold; zuka then adds
+    # Hostname="NODE" (a 63-character name at most): the node is still read.
+    many = ", ".join(f'l{i}="{"v" * 50}"' for i in range(16))
+    assert len(parse_matchers(many)) == 16 and len(many) <= MAX_MATCH
+    provider = records.provider_from(
+        {"name": "k8s", "kind": "colo", "reading_source": "prometheus",
+         "prom_url": "https://prom.lab", "prom_match": many}
+    )  # fmt: skip
+    name = "g" * 63
+    node = records.node_from({"name": name, "provider": "k8s", "ssh_host": "10.0.0.7"})
+    [inherited] = inherit([node], [provider])
+    target = target_of(inherited)
+    assert len(target.matchers) == 17 and target.matchers[-1].value == name

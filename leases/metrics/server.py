@@ -15,7 +15,10 @@ a whole request head; only when every held connection is being answered is the n
 closed unanswered. A connection whose whole head has arrived (Prometheus sends it at
 once) is never dropped for a later one, so connections held open idle, or opened again in
 a loop as they are dropped, by someone without the token cannot keep Prometheus's scrapes
-out; the connections held stay at MAX_CLIENTS, a dropped one's task ends at once.
+out; the connections held stay at MAX_CLIENTS, a dropped one's task ends at once. A flood
+of thousands of connections a second still drops some scrapes before their head arrives,
+and without a token slow readers can hold every answering slot for WRITE_TIMEOUT_S (README
+says so).
 A Unix socket is created mode 0600 (its owner only) before it listens.
 """
 

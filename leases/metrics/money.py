@@ -91,11 +91,15 @@ def money(ledger: Ledger, at: datetime) -> Money:
         place = where.get(lease.node, Place())
         try:
             c = leasecost.node_cost(node, by_node[key], resources, None, at, stops=stops)
-            cards = node.gpu_count if node is not None and node.gpu_count else None
-            idle = _idle_month(store, lease, at, stops.get(lease.id or 0, ()), cards)
         except InputError:  # a figure that cannot be worked out: said, never a zero
             refused.append((lease.node, str(lease.id), place))
             continue
+        cards = node.gpu_count if node is not None and node.gpu_count else None
+        try:
+            idle = _idle_month(store, lease, at, stops.get(lease.id or 0, ()), cards)
+        except InputError:  # not known (no card count to weigh a card-hour by): no sample,
+            idle = None  # and the lease's other figures still go out
+
         if c is None:
             continue
         e = c.estimate

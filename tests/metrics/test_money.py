@@ -86,6 +86,21 @@ def test_a_known_lease_by_hand(z: Cli, ledger_path: Path) -> None:
         assert by_name(money(ledger, t("2026-04-01T00:30")))["n"].idle_month is None
 
 
+def test_a_node_without_a_card_count_keeps_its_cost_and_end(z: Cli, ledger_path: Path) -> None:
+    # A node added without --gpus: idle yuan cannot be weighed by card (not known, no
+    # sample), but the lease's cost to date and end still go out, as `zuka cost` shows them.
+    assert z("node", "add", "m", "--ssh", "root@10.0.0.8", "--provider", "P").code == 0
+    r = z("lease", "add", "m", "--billing", "monthly", "--price", "30000",
+          "--start", "2026-03-01T00:00", "--end", "2026-05-01")  # fmt: skip
+    assert r.code == 0, r.err
+    with Ledger.open(ledger_path, readonly=True) as ledger:
+        got = money(ledger, AT)
+    assert got.refused == ()
+    m = by_name(got)["m"]
+    assert m.cost_to_date == 60000 and m.end == t("2026-05-01T00:00")
+    assert m.idle_month is None
+
+
 def test_the_endpoint_text_for_the_known_lease(z: Cli, ledger_path: Path) -> None:
     _monthly(z, ledger_path)
     with Ledger.open(ledger_path, readonly=True) as ledger:

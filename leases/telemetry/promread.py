@@ -359,10 +359,13 @@ class PromReader:
             said = f"Prometheus did not answer within {self.timeout_s:g} s ({where})"
             return PromReading.failed(NodeHealth.TIMEOUT, said)
         if not samples:
-            return PromReading.failed(  # as an nvidia-smi listing no GPU
-                NodeHealth.GPU_LOST,
-                f"no series match {{{target.selector_matchers()}}} at Prometheus {where}"
-                " (is dcgm-exporter scraped, and the matchers right?)",
+            # Prometheus drops a series a scrape no longer finds (a staleness marker): a
+            # dcgm-exporter that died looks like this, and so do matchers that pick nothing.
+            # Neither is a lost GPU (that alarm is for nvidia-smi's own word).
+            return PromReading.failed(
+                NodeHealth.TIMEOUT,
+                f"no series match {{{target.selector_matchers()}}} at Prometheus {where}:"
+                " dcgm-exporter or its scrape stopped, or the matchers pick nothing",
             )
         newest = max(s.at for s in samples)
         ahead = (newest - now).total_seconds()

@@ -129,7 +129,7 @@ async def test_the_same_sample_again_is_no_new_reading(api: PromApi, reader: Pro
 async def test_a_matcher_matching_nothing_says_so(api: PromApi, reader: PromReader) -> None:
     api.json(vector([]))
     got = await _read(reader, api, match='Hostname="gpu-7"')
-    assert got.problem is not None and got.problem.health is NodeHealth.GPU_LOST
+    assert got.problem is not None and got.problem.health is NodeHealth.TIMEOUT
     assert 'no series match {Hostname="gpu-7"}' in got.problem.detail
     assert api.url in got.problem.detail
 

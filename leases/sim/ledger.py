@@ -27,6 +27,7 @@ from leases.sim.fleet import SimFleet
 from leases.sim.traps import Trap
 from leases.telemetry.attribution import minute_shares
 from leases.telemetry.history import GpuHour, GpuMinute, NodeHour, NodeMinute, busy_verdict
+from leases.telemetry.lock import PollerLock
 from leases.telemetry.rollups import HistoryStore
 
 T = TypeVar("T")
@@ -194,6 +195,16 @@ _KINDS = (
     _Kind("platform", "SimPlatform", "A100 80GB", 1, 80, "pcie", "card_hour", "4.80",
           Scenario.FAKE_VRAM),
 )  # fmt: skip
+
+
+class SimLock(PollerLock):
+    """One `zuka sim` per ledger: a second would move the nodes the first serves to ports
+    of its own, and leave them unreachable (and the first's host keys unknown) when it
+    stops. The kernel drops the lock when its holder dies, even by SIGKILL."""
+
+    def __init__(self, ledger_path: Path) -> None:
+        super().__init__(ledger_path)
+        self.path = sim_dir(ledger_path) / "lock"
 
 
 def register_sim_nodes(

@@ -138,6 +138,32 @@ def test_sim_on_a_ledger_with_more_nodes_says_which_it_does_not_serve(tmp_path: 
     assert sim.returncode == 0
 
 
+def test_a_second_sim_on_a_ledger_in_use_is_refused(tmp_path: Path) -> None:
+    # It would move the first one's nodes to ports of its own, and leave them unreachable.
+    path = tmp_path / "sim.db"
+    sim = subprocess.Popen(
+        [*ZUKA, "sim", "--nodes", "2", "--ledger", str(path), "--history", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert sim.stdout is not None
+        assert "2 simulated nodes" in sim.stdout.readline()
+        with Ledger.open(path, create=False) as ledger:
+            ports = sorted(n.ssh.port or 0 for n in ledger.nodes())
+        second = subprocess.run(
+            [*ZUKA, "sim", "--nodes", "3", "--ledger", str(path), "--history", "0"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert second.returncode == 2
+        assert f"another zuka sim (pid {sim.pid}) serves this ledger" in second.stderr
+        with Ledger.open(path, create=False) as ledger:
+            assert sorted(n.ssh.port or 0 for n in ledger.nodes()) == ports  # untouched
+    finally:
+        sim.send_signal(signal.SIGINT)
+        sim.communicate(timeout=30)
+    assert sim.returncode == 0
+
+
 def test_node_trust_flow(cli: Cli, ledger_path: Path, tmp_path: Path) -> None:
     runner = FleetThread([SimNode("fresh", "RTX 4090", 1, Scenario.BUSY, seed=7)])
     fleet = runner.start()

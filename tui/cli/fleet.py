@@ -483,10 +483,17 @@ def _warn_unserved(ledger: Ledger, served: Sequence[Node]) -> None:
 
 async def _sim(path: Path, count: int, days: float, out: TextIO) -> int:
     from leases.sim.fleet import SimFleet
-    from leases.sim.ledger import attach, register_sim_nodes, sim_nodes_of
+    from leases.sim.ledger import SimLock, attach, register_sim_nodes, sim_nodes_of
 
     now = datetime.now(UTC)
-    with Ledger.open(path, actor="zuka sim") as ledger:
+    with SimLock(path) as lock, Ledger.open(path, actor="zuka sim") as ledger:
+        if not lock.acquire():
+            raise InputError(
+                "ledger",
+                str(path),
+                f"another zuka sim (pid {lock.holder()}) serves this ledger: stop it first,"
+                " or give another --ledger",
+            )
         nodes = register_sim_nodes(ledger, count, now)
         sims = sim_nodes_of(nodes)
         fleet = SimFleet(sims)

@@ -137,3 +137,15 @@ def test_the_node_screens_gpu_table_fits_80_columns_with_procs_whole() -> None:
     widths = [max(cell_len(h), *(cell_len(r[i]) for r in rows)) for i, h in enumerate(GPU_COLUMNS)]
     assert rows[0][1] == "A100-SXM4-80GB"
     assert sum(w + 2 for w in widths) <= 80 - 2  # the screen's edge and the scroll bar
+
+
+def test_procs_not_read_is_a_dash_never_0() -> None:
+    """A node read from Prometheus has no processes read: its GPU rows say "-" (unknown),
+    an SSH node's say how many it has (0 when none)."""
+    from leases.core.models import GpuSample, NodeHealth, NodeStatus
+    from tui.screens.fleetview import gpu_rows
+
+    sample = GpuSample("n", NOW, 0, uuid="GPU-0", name="NVIDIA H100 80GB HBM3")
+    status = NodeStatus("n", NodeHealth.OK, "", checked=NOW, samples=(sample,))
+    assert gpu_rows(status)[0][-1] == "0"
+    assert gpu_rows(status, processes_read=False)[0][-1] == "-"

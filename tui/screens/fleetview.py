@@ -471,7 +471,9 @@ def build(
 GPU_COLUMNS = ("GPU", "Name", "Util", "Memory", "Temp", "Power", "P-state", "Procs")
 
 
-def gpu_rows(status: NodeStatus | None) -> list[tuple[str, ...]]:
+def gpu_rows(status: NodeStatus | None, processes_read: bool = True) -> list[tuple[str, ...]]:
+    """One row a GPU; Procs is "-" where processes are not read (a node read from
+    Prometheus): unknown, never 0."""
     if status is None:
         return []
     procs: dict[str, int] = {}
@@ -492,7 +494,7 @@ def gpu_rows(status: NodeStatus | None) -> list[tuple[str, ...]]:
             num(s.temp_c, "{:.0f}°C"),
             f"{num(s.power_w, '{:.0f}')}/{num(s.power_limit_w, '{:.0f}')} W",
             visible(s.pstate or "?", 8),
-            str(procs.get(s.uuid, 0)),
+            str(procs.get(s.uuid, 0)) if processes_read else "-",
         )
         for s in status.samples
     ]

@@ -187,12 +187,12 @@ class NodeScreen(Screen[None]):
 
     def show_live(self) -> None:
         status = self._status()
-        self._fill("node-gpus", gpu_rows(status))
+        readings = self.facts.readings if self.facts else ""
+        prom = readings.startswith("readings: Prometheus")  # SSH reads processes and host
+        self._fill("node-gpus", gpu_rows(status, processes_read=not prom))
         procs = nodeview.process_rows(status)
         self._fill("node-procs", procs)
         none = "none reported" if status and status.samples else "not read yet"
-        readings = self.facts.readings if self.facts else ""
-        prom = readings.startswith("readings: Prometheus")  # SSH reads processes and host
         if prom:
             none = "not read: they are read over SSH, this node's GPUs from Prometheus"
         self._caption("node-procs-caption", "processes", procs, none)
@@ -208,11 +208,14 @@ class NodeScreen(Screen[None]):
         parts = [visible(self.node_name, 60)]
         parts.append(status.health.value.replace("_", " ") if status else "no reading yet")
         node = self.facts.node if self.facts else None
+        samples = status.samples if status else ()
         if node is not None:
-            parts.append(visible(f"{node.gpu_count}× {node.gpu_model}".strip(), 40))
+            if node.gpu_count:  # as declared; else as read (a count never said is not 0)
+                parts.append(visible(f"{node.gpu_count}× {node.gpu_model}".strip(), 40))
+            elif samples:
+                parts.append(visible(f"{len(samples)}× {samples[0].name} (read)", 40))
             if node.provider:
                 parts.append(visible(node.provider, 30))
-            samples = status.samples if status else ()
             short = nodeview.vram_mismatch(node.vram_gib, [x.mem_total_mib for x in samples])
             if short:
                 parts.append(short)

@@ -23,6 +23,11 @@ from leases.core.errors import InputError
 MAX_TOKEN_BYTES = 4096
 
 
+def _who(mode: int) -> str:
+    group, others = mode & 0o070, mode & 0o007
+    return "its group and others" if group and others else "its group" if group else "others"
+
+
 def read_token(path: str | Path, field: str, guards: str) -> bytes:
     """The token in `path` (surrounding whitespace dropped; `~` expanded), or InputError
     naming the field and what is wrong. guards: what the token protects, for the chmod hint
@@ -51,8 +56,8 @@ def read_token(path: str | Path, field: str, guards: str) -> bytes:
             raise InputError(
                 field,
                 shown,
-                f"is readable by others (mode {stat.S_IMODE(st.st_mode):04o}): the token guards"
-                f" {guards}; make it the owner's only: chmod 600 {shown}",
+                f"is open to {_who(st.st_mode)} (mode {stat.S_IMODE(st.st_mode):04o}): the"
+                f" token guards {guards}; make it the owner's only: chmod 600 {shown}",
             )
         if st.st_size > MAX_TOKEN_BYTES:
             raise InputError(field, shown, f"is longer than {MAX_TOKEN_BYTES} bytes: not a token")

@@ -106,7 +106,7 @@ def _token_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     link.symlink_to(shared)
     return {
         "fifo": (fifo, "is not a regular file"),
-        "shared": (shared, "is readable by others (mode 0644)"),
+        "shared": (shared, "is open to its group and others (mode 0644)"),
         "link": (link, "cannot be read: it is a symbolic link"),
         "missing": (tmp_path / "missing", "cannot be read"),
     }

@@ -41,7 +41,7 @@ def test_a_file_others_may_read_is_refused(tmp_path: Path) -> None:
     # ~/.git-credentials as git writes it (0644) is not sent as a bearer token.
     creds = _file(tmp_path, "https://alice:ghp_x@github.com\n", 0o644, ".git-credentials")
     said = _refused(creds)
-    assert "readable by others (mode 0644)" in said and "chmod 600" in said
+    assert "open to its group and others (mode 0644)" in said and "chmod 600" in said
     assert "ghp_x" not in said
 
 
@@ -84,3 +84,12 @@ def test_another_users_file_is_refused(tmp_path: Path) -> None:
 )
 def test_what_is_not_one_token_is_refused(tmp_path: Path, text: str, said: str) -> None:
     assert said in _refused(_file(tmp_path, text))
+
+
+@pytest.mark.parametrize(
+    ("mode", "who"),
+    [(0o640, "its group (mode 0640)"), (0o604, "others (mode 0604)"),
+     (0o660, "its group (mode 0660)"), (0o606, "others (mode 0606)")],
+)  # fmt: skip
+def test_the_refusal_names_who_else_may_open_it(tmp_path: Path, mode: int, who: str) -> None:
+    assert f"is open to {who}" in _refused(_file(tmp_path, "tok\n", mode))

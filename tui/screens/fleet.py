@@ -241,8 +241,11 @@ class FleetScreen(Screen[None]):
         queued for the table before the filter box had the cursor, it is the box's text,
         typed again there (the box takes every printable key it gets itself), never a
         fleet key: `/idle` must not add a lease, `/qwen` must not quit."""
-        box = self.query_one("#fleet-filter", Input)
-        if not (self.is_active and self.focused is box and event.is_printable):
+        if not (self.is_active and event.is_printable):
+            return False
+        # A key can reach the app before this screen has composed its children.
+        box = next(iter(self.query("#fleet-filter").results(Input)), None)
+        if box is None or self.focused is not box:
             return False
         if not self._typed_here(event):
             return False

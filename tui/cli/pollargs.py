@@ -7,6 +7,7 @@ import argparse
 from collections.abc import Sequence
 
 POLL_HELP = "read every node's GPUs now and print them"
+POLL_EPILOG = "exit status: 0 when a node answered (or none is polled), 1 when none did"
 
 # The commands that get a parser of their own alone.
 NARROW = frozenset({"poll"})
@@ -14,7 +15,10 @@ _VALUED = frozenset({"--ledger", "--config"})  # the common options that take a 
 
 
 def poll_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("nodes", nargs="*", metavar="NODE")
+    p.epilog = POLL_EPILOG
+    p.add_argument(
+        "nodes", nargs="*", metavar="NODE", help="only these nodes (default: the whole fleet)"
+    )
     p.add_argument("--once", action="store_true", help="one sweep (default: every --interval)")
     p.add_argument("--interval", type=float, default=5.0, help="seconds between sweeps (default 5)")
     p.add_argument("--force", action="store_true", help="poll even if a collector runs")
@@ -27,6 +31,7 @@ def poll_options(p: argparse.ArgumentParser) -> None:
         "--timeout",
         type=float,
         default=None,
+        metavar="S",
         help="end each sweep after S seconds; nodes not done are reported as timeout",
     )
 

@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Sequence
 
 POLL_HELP = "read every node's GPUs now and print them"
-POLL_EPILOG = "exit status: 0 when a node answered (or none is polled), 1 when none did"
+POLL_EPILOG = "exit status with --once: 0 when a node answered (or none is polled), 1 when none did"
 
 # The commands that get a parser of their own alone.
 NARROW = frozenset({"poll"})

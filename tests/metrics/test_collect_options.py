@@ -55,7 +55,9 @@ def test_a_token_file_others_can_read_is_refused(z: Cli, tmp_path: Path) -> None
     token.write_text("secret\n")
     token.chmod(0o644)
     r = z("collect", "--metrics-listen", "127.0.0.1:9400", "--metrics-token-file", str(token))
-    assert r.code == 2 and "open to its group and others (mode 0644)" in r.err and "chmod 600" in r.err, r.err
+    assert (
+        r.code == 2 and "open to its group and others (mode 0644)" in r.err and "chmod 600" in r.err
+    ), r.err
     assert "secret" not in r.err + r.out
 
 

@@ -396,7 +396,10 @@ async def test_a_file_others_may_read_is_never_sent(
     api.json(vector(dcgm_series("gpu-07", 0, TS, FULL)))
     got = await reader.read(_node(api.url, prom_token_file=str(creds)), NOW, 5.0)
     assert got.problem is not None and got.problem.health is NodeHealth.REFUSED
-    assert "no token sent" in got.problem.detail and "open to its group and others" in got.problem.detail
+    assert (
+        "no token sent" in got.problem.detail
+        and "open to its group and others" in got.problem.detail
+    )
     assert api.auth == [] and "ghp_" not in got.problem.detail
 
 

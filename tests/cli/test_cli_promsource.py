@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import Cli, ok
+from tests.support.tokens import token_file
 
 
 def _node(cli: Cli, name: str = "gpu-07") -> dict[str, object]:
@@ -89,9 +90,7 @@ def test_the_token_is_never_the_ledgers(cli: Cli, tmp_path: Path) -> None:
     ok(cli, "node", "add", "gpu-07", "--ssh", "ssh root@10.0.0.7", "--source", "prometheus")
     r = cli("node", "edit", "gpu-07", "--token-file", "glpat-AbCdEf1234567890XyZw")
     assert r.code != 0 and "glpat-AbCdEf1234567890XyZw" not in r.err
-    token = tmp_path / "prom.token"
-    token.write_text("s3cr3t\n")
-    token.chmod(0o600)
+    token = token_file(tmp_path, "s3cr3t\n")
     ok(cli, "node", "edit", "gpu-07", "--token-file", str(token))
     assert _node(cli)["prom_token_file"] == str(token)
 
@@ -99,9 +98,9 @@ def test_the_token_is_never_the_ledgers(cli: Cli, tmp_path: Path) -> None:
 def _token_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo, 0o600)
-    shared = tmp_path / ".git-credentials"
-    shared.write_text("https://alice:ghp_AbCdEf@github.com\n")
-    shared.chmod(0o644)
+    shared = token_file(
+        tmp_path, "https://alice:ghp_AbCdEf@github.com\n", 0o644, name=".git-credentials"
+    )
     link = tmp_path / "link"
     link.symlink_to(shared)
     return {
@@ -133,9 +132,7 @@ def test_a_token_file_that_is_no_private_file_is_refused_when_given(
 
 
 def _private(tmp_path: Path) -> str:
-    token = tmp_path / "prom.token"
-    token.write_text("s3cr3t\n")
-    token.chmod(0o600)
+    token = token_file(tmp_path, "s3cr3t\n")
     return str(token)
 
 

@@ -10,13 +10,7 @@ import pytest
 
 from leases.core.errors import InputError
 from leases.core.tokenfile import MAX_TOKEN_BYTES, read_token
-
-
-def _file(tmp_path: Path, text: str, mode: int = 0o600, name: str = "t") -> Path:
-    path = tmp_path / name
-    path.write_text(text)
-    path.chmod(mode)
-    return path
+from tests.support.tokens import token_file
 
 
 def _refused(path: Path | str) -> str:
@@ -27,19 +21,19 @@ def _refused(path: Path | str) -> str:
 
 
 def test_a_private_file_holding_one_token(tmp_path: Path) -> None:
-    assert read_token(_file(tmp_path, " s3cret-Token_1\n"), "f", "x") == b"s3cret-Token_1"
-    assert read_token(_file(tmp_path, "ro\n", 0o400, "ro"), "f", "x") == b"ro"
+    assert read_token(token_file(tmp_path, " s3cret-Token_1\n"), "f", "x") == b"s3cret-Token_1"
+    assert read_token(token_file(tmp_path, "ro\n", 0o400, "ro"), "f", "x") == b"ro"
 
 
 def test_home_is_expanded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
-    _file(tmp_path, "tok\n")
-    assert read_token("~/t", "f", "x") == b"tok"
+    token_file(tmp_path, "tok\n")
+    assert read_token("~/prom.token", "f", "x") == b"tok"
 
 
 def test_a_file_others_may_read_is_refused(tmp_path: Path) -> None:
     # ~/.git-credentials as git writes it (0644) is not sent as a bearer token.
-    creds = _file(tmp_path, "https://alice:ghp_x@github.com\n", 0o644, ".git-credentials")
+    creds = token_file(tmp_path, "https://alice:ghp_x@github.com\n", 0o644, ".git-credentials")
     said = _refused(creds)
     assert "open to its group and others (mode 0644)" in said and "chmod 600" in said
     assert "ghp_x" not in said
@@ -55,7 +49,7 @@ def test_a_device_a_directory_and_a_link_are_refused(tmp_path: Path) -> None:
     assert "not a regular file" in _refused("/dev/null")
     assert "not a regular file" in _refused(tmp_path)
     link = tmp_path / "link"
-    link.symlink_to(_file(tmp_path, "tok\n"))
+    link.symlink_to(token_file(tmp_path, "tok\n"))
     assert "symbolic link" in _refused(link)
     assert "cannot be read" in _refused(tmp_path / "missing")
 
@@ -68,7 +62,7 @@ def test_a_file_of_proc_is_refused_before_it_is_read() -> None:
 
 
 def test_another_users_file_is_refused(tmp_path: Path) -> None:
-    path = _file(tmp_path, "tok\n")
+    path = token_file(tmp_path, "tok\n")
     os.chown(path, 65534, 65534)  # nobody's (the tests run as root)
     assert "owned by uid 65534" in _refused(path)
 
@@ -83,7 +77,7 @@ def test_another_users_file_is_refused(tmp_path: Path) -> None:
     ],
 )
 def test_what_is_not_one_token_is_refused(tmp_path: Path, text: str, said: str) -> None:
-    assert said in _refused(_file(tmp_path, text))
+    assert said in _refused(token_file(tmp_path, text))
 
 
 @pytest.mark.parametrize(
@@ -92,4 +86,4 @@ def test_what_is_not_one_token_is_refused(tmp_path: Path, text: str, said: str) 
      (0o660, "its group (mode 0660)"), (0o606, "others (mode 0606)")],
 )  # fmt: skip
 def test_the_refusal_names_who_else_may_open_it(tmp_path: Path, mode: int, who: str) -> None:
-    assert f"is open to {who}" in _refused(_file(tmp_path, "tok\n", mode))
+    assert f"is open to {who}" in _refused(token_file(tmp_path, "tok\n", mode))

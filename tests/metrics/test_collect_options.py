@@ -20,6 +20,7 @@ from leases.ledger.store import Ledger
 from leases.sim.ledger import register_sim_nodes, serve_ledger_nodes
 from leases.telemetry.lock import PollerLock
 from tests.support.cli import Cli
+from tests.support.tokens import token_file
 from tests.support.waiting import wait_until_sync
 
 ZUKA = [sys.executable, "-m", "tui.cli.main"]
@@ -51,9 +52,7 @@ def test_refused_before_it_starts(z: Cli, ledger_path: Path, args: list[str], sa
 
 
 def test_a_token_file_others_can_read_is_refused(z: Cli, tmp_path: Path) -> None:
-    token = tmp_path / "token"
-    token.write_text("secret\n")
-    token.chmod(0o644)
+    token = token_file(tmp_path, "secret\n", 0o644, name="token")
     r = z("collect", "--metrics-listen", "127.0.0.1:9400", "--metrics-token-file", str(token))
     assert (
         r.code == 2 and "open to its group and others (mode 0644)" in r.err and "chmod 600" in r.err

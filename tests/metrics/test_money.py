@@ -15,9 +15,8 @@ from leases.metrics.exporter import Exporter, Settings
 from leases.metrics.gauges import LeaseMoney, Money, Place
 from leases.metrics.listen import Listen
 from leases.metrics.money import MoneyCache, money, places
-from leases.telemetry.history import GpuHour, NodeHour
-from leases.telemetry.rollups import HistoryStore
 from tests.support.cli import Cli
+from tests.support.hours import whole_hours
 
 
 def by_name(m: Money) -> dict[str, LeaseMoney]:
@@ -31,19 +30,6 @@ def t(text: str) -> datetime:
 AT = t("2026-03-11T00:20")
 
 
-def _hours(path: Path, node: str, start: datetime, n: int, busy: bool) -> None:
-    """n whole hours from start of 8 cards all known, all busy or all idle."""
-    with Ledger.open(path) as ledger:
-        h0 = int(start.timestamp()) // 3600
-        HistoryStore(ledger).write_hours(
-            NodeHour(node, h0 + k, tuple(
-                GpuHour(i, 60, 60 if busy else 0, 90.0 if busy else 0.0, 99.0, 1000.0, 300.0)
-                for i in range(8)
-            ))
-            for k in range(n)
-        )  # fmt: skip
-
-
 def _monthly(z: Cli, path: Path) -> None:
     """Node n (8 cards at provider P, a platform): 30,000 a month, two months paid up
     front from 1 March; 10 busy hours on 2 March, 10 idle ones on 3 March, one idle hour
@@ -51,9 +37,9 @@ def _monthly(z: Cli, path: Path) -> None:
     r = z("lease", "add", "n", "--billing", "monthly", "--price", "30000",
           "--start", "2026-03-01T00:00", "--end", "2026-05-01")  # fmt: skip
     assert r.code == 0, r.err
-    _hours(path, "n", t("2026-03-02T00:00"), 10, busy=True)
-    _hours(path, "n", t("2026-03-03T00:00"), 10, busy=False)
-    _hours(path, "n", t("2026-04-01T05:00"), 1, busy=False)
+    whole_hours(path, "n", t("2026-03-02T00:00"), 10, busy=True)
+    whole_hours(path, "n", t("2026-03-03T00:00"), 10, busy=False)
+    whole_hours(path, "n", t("2026-04-01T05:00"), 1, busy=False)
 
 
 def test_a_known_lease_by_hand(z: Cli, ledger_path: Path) -> None:
@@ -127,7 +113,7 @@ def test_a_lease_in_dollars_is_never_exported_as_yuan(z: Cli, ledger_path: Path)
     r = z("lease", "add", "u", "--billing", "monthly", "--price", "3100", "--currency", "USD",
           "--start", "2026-03-01T00:00", "--end", "2026-04-01")  # fmt: skip
     assert r.code == 0, r.err
-    _hours(ledger_path, "u", t("2026-03-03T00:00"), 10, busy=False)
+    whole_hours(ledger_path, "u", t("2026-03-03T00:00"), 10, busy=False)
     with Ledger.open(ledger_path, readonly=True) as ledger:
         exporter = Exporter(Settings(Listen("127.0.0.1", 0), b"t", True), ledger, dict, lambda: AT)
         text = exporter.gauges.render().decode()

@@ -18,6 +18,7 @@ from leases.ledger.store import Ledger
 from leases.sim.ledger import register_sim_nodes, serve_ledger_nodes
 from tests.metrics.test_grafana import dashboard, exprs, runnable
 from tests.support.prometheus import free_port, prometheus_binary, start_prometheus
+from tests.support.tokens import token_file
 from tests.support.waiting import wait_until_sync
 
 ZUKA = [sys.executable, "-m", "tui.cli.main"]
@@ -37,9 +38,7 @@ def sim_ledger(ledger_path: Path) -> Iterator[Path]:
 
 def test_prometheus_scrapes_zuka_collect(sim_ledger: Path, tmp_path: Path) -> None:
     prometheus_binary()  # skipped (failed under CI) before anything starts without it
-    token = tmp_path / "token"
-    token.write_text("zk-prom-test-token\n")
-    token.chmod(0o600)
+    token = token_file(tmp_path, "zk-prom-test-token\n", name="token")
     port = free_port()
     collector = subprocess.Popen(
         [*ZUKA, "collect", "--ledger", str(sim_ledger), "--interval", "0.5", "--flush", "0.5",

@@ -12,9 +12,9 @@ from pathlib import Path
 from leases.core import fields
 from leases.ledger.store import Ledger
 from leases.money import leasecost
-from leases.telemetry.history import GpuHour, NodeHour
 from leases.telemetry.rollups import HistoryStore
 from tests.support.cli import Cli
+from tests.support.hours import whole_hours
 
 AT = fields.moment("at", "2026-03-11T00:00")  # Shanghai time
 
@@ -26,19 +26,6 @@ def t(text: str) -> datetime:
 def _node(cli: Cli, name: str, gpus: int) -> None:
     r = cli("node", "add", name, "--ssh", f"ssh lab@{name}.lab.cn", "--gpus", str(gpus))
     assert r.code == 0, r.err
-
-
-def _hours(path: Path, node: str, start: datetime, n: int, busy: bool) -> None:
-    """n whole hours from start of 8 cards all known, all busy or all idle."""
-    with Ledger.open(path) as ledger:
-        h0 = int(start.timestamp()) // 3600
-        HistoryStore(ledger).write_hours(
-            NodeHour(node, h0 + k, tuple(
-                GpuHour(i, 60, 60 if busy else 0, 90.0 if busy else 0.0, 99.0, 1000.0, 300.0)
-                for i in range(8)
-            ))
-            for k in range(n)
-        )  # fmt: skip
 
 
 def _cost(path: Path, node: str, at: datetime = AT, days: int = 30) -> leasecost.LeaseCost:
@@ -61,8 +48,8 @@ def _monthly(cli: Cli, ledger_path: Path, hourly: str) -> None:
     r = cli("lease", "add", "m1", "--billing", "monthly", "--price", "30000",
             "--hourly-price", hourly, "--start", "2026-03-01T00:00", "--end", "2026-05-01")  # fmt: skip
     assert r.code == 0, r.err
-    _hours(ledger_path, "m1", t("2026-03-02T00:00"), 10, busy=True)
-    _hours(ledger_path, "m1", t("2026-03-03T00:00"), 10, busy=False)
+    whole_hours(ledger_path, "m1", t("2026-03-02T00:00"), 10, busy=True)
+    whole_hours(ledger_path, "m1", t("2026-03-03T00:00"), 10, busy=False)
 
 
 # March's share of the two months paid up front: 10 of its 31 days.

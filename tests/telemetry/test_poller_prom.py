@@ -28,6 +28,7 @@ from leases.telemetry.rollups import HistoryStore
 from leases.telemetry.wiring import polled_nodes
 from tests.support.clock import SetClock
 from tests.support.promapi import PromApi, dcgm_series, prom_api, vector
+from tests.support.tokens import token_file
 from tests.support.waiting import wait_until
 
 T0 = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
@@ -210,17 +211,13 @@ async def test_settings_changed_outside_zuka_are_never_read_with_a_token(
     setup: tuple[PromApi, Ledger, SetClock], tmp_path: Path
 ) -> None:
     api, ledger, clock = setup
-    token = tmp_path / "prom.token"
-    token.write_text("s3cr3t\n")
-    token.chmod(0o600)
+    token = token_file(tmp_path, "s3cr3t\n")
     ledger.update_provider("k8s", {"prom_token_file": str(token)})
     _serve(api, clock, [10])
     assert [n.name for n in fleet_nodes(ledger)[0]] == ["gpu-07"]
     # Somebody with the ledger file points the provider's token file elsewhere (a private
     # file of the user's, so that only the drift stops it).
-    other = tmp_path / "other"
-    other.write_text("ghp_AbCdEf\n")
-    other.chmod(0o600)
+    other = token_file(tmp_path, "ghp_AbCdEf\n", name="other")
     _outside(tmp_path, "UPDATE providers SET prom_token_file = ?", str(other))
     polled, refused = fleet_nodes(ledger)
     assert polled == [] and [n.name for n in refused] == ["gpu-07"]
@@ -246,9 +243,7 @@ async def test_a_nodes_own_url_never_takes_its_providers_token(
     setup: tuple[PromApi, Ledger, SetClock], tmp_path: Path
 ) -> None:
     api, ledger, _clock = setup
-    token = tmp_path / "prom.token"
-    token.write_text("s3cr3t\n")
-    token.chmod(0o600)
+    token = token_file(tmp_path, "s3cr3t\n")
     ledger.update_provider("k8s", {"prom_token_file": str(token)})
     [node] = fleet_nodes(ledger)[0]
     assert node.prom_url == api.url and node.prom_token_file == str(token)
@@ -262,9 +257,7 @@ async def test_a_node_moved_to_a_token_bearing_provider_outside_zuka_is_refused(
     setup: tuple[PromApi, Ledger, SetClock], tmp_path: Path
 ) -> None:
     _api, ledger, _clock = setup
-    token = tmp_path / "prom.token"
-    token.write_text("s3cr3t\n")
-    token.chmod(0o600)
+    token = token_file(tmp_path, "s3cr3t\n")
     ledger.add_provider(records.provider_from(
         {"name": "vault", "kind": "colo", "reading_source": "prometheus",
          "prom_url": "https://prom.vault.example", "prom_token_file": str(token)}

@@ -20,6 +20,7 @@ from leases.core.models import Node, NodeHealth, SshTarget
 from leases.core.promsource import ReadingSource
 from leases.telemetry.promread import EXTRA_XID, PromReader, PromReading
 from tests.support.promapi import PromApi, dcgm_series, prom_api, vector
+from tests.support.tokens import token_file
 
 TS = 1_795_000_000.0  # 2026-11-18, a Prometheus sample time
 AT = datetime.fromtimestamp(TS, UTC)
@@ -372,9 +373,7 @@ async def test_a_name_resolving_to_metadata_is_refused_at_connect(api: PromApi) 
 async def test_the_token_is_sent_from_its_file(
     api: PromApi, reader: PromReader, tmp_path: Path
 ) -> None:
-    token = tmp_path / "prom.token"
-    token.write_text("s3cr3t-token\n")
-    token.chmod(0o600)
+    token = token_file(tmp_path, "s3cr3t-token\n")
     api.json(vector(dcgm_series("gpu-07", 0, TS, FULL)))
     got = await reader.read(_node(api.url, prom_token_file=str(token)), NOW, 5.0)
     assert got.problem is None and api.auth == ["Bearer s3cr3t-token"]
@@ -390,9 +389,9 @@ async def test_a_file_others_may_read_is_never_sent(
     api: PromApi, reader: PromReader, tmp_path: Path
 ) -> None:
     # The ledger row edited to name ~/.git-credentials (git writes it 0644).
-    creds = tmp_path / ".git-credentials"
-    creds.write_text("https://alice:ghp_AbCdEf@github.com\n")
-    creds.chmod(0o644)
+    creds = token_file(
+        tmp_path, "https://alice:ghp_AbCdEf@github.com\n", 0o644, name=".git-credentials"
+    )
     api.json(vector(dcgm_series("gpu-07", 0, TS, FULL)))
     got = await reader.read(_node(api.url, prom_token_file=str(creds)), NOW, 5.0)
     assert got.problem is not None and got.problem.health is NodeHealth.REFUSED
@@ -456,9 +455,7 @@ async def test_reads_at_once_are_bounded(api: PromApi) -> None:
 async def test_a_token_is_never_sent_over_plain_http_to_another_host(
     reader: PromReader, tmp_path: Path
 ) -> None:
-    token = tmp_path / "prom.token"
-    token.write_text("s3cr3t-token\n")
-    token.chmod(0o600)
+    token = token_file(tmp_path, "s3cr3t-token\n")
     # The ledger row edited to an http URL on another host: refused before any connect.
     got = await reader.read(_node("http://prom.invalid:9090", prom_token_file=str(token)), NOW, 5.0)
     assert got.problem is not None and got.problem.health is NodeHealth.REFUSED

@@ -150,8 +150,14 @@ class ZukaApp(App[None]):
             event.stop()
             from tui.widgets.form import FormScreen
 
-            if isinstance(self.screen, FormScreen):
-                self.screen.type_ahead(event.key, event.character)
+            screen = self._top_screen()
+            if isinstance(screen, FormScreen):
+                screen.type_ahead(event.key, event.character)
+
+    def _top_screen(self) -> Screen[object] | None:
+        """The screen on top, or None while the app has none (a key queued in a burst
+        can arrive while the app shuts down: self.screen would raise)."""
+        return self.screen_stack[-1] if self.screen_stack else None
 
     async def on_event(self, event: Event) -> None:
         """A key for a form's field is applied when the app takes it, in the order typed
@@ -159,7 +165,7 @@ class ZukaApp(App[None]):
         if isinstance(event, Key) and not event.is_forwarded:
             from tui.widgets.form import FormScreen
 
-            screen = self.screen
+            screen = self._top_screen()
             if isinstance(screen, FormScreen) and screen.type_ahead(event.key, event.character):
                 return
         await super().on_event(event)

@@ -69,6 +69,12 @@ def config_show(args: argparse.Namespace, out: TextIO) -> int:
     return config.show(args, out)
 
 
+def doctor(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import doctor
+
+    return doctor.run(args, out)
+
+
 def notify_test(args: argparse.Namespace, out: TextIO) -> int:
     from tui.cli import notify
 

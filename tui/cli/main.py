@@ -339,6 +339,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     cmd(configs, "check", lazy.config_check, "check the config: every bad key and value")
     cmd(configs, "show", lazy.config_show, "every setting's value and where it came from")
 
+    cmd(
+        sub,
+        "doctor",
+        lazy.doctor,
+        "what is wrong with this zuka: paths, permissions, the collector, SSH keys, nodes;"
+        " each with its fix (exit 1 when something must be fixed)",
+    )
+
     notify = sub.add_parser("notify", help="notifications to chat robots, email, webhooks")
     notifys = notify.add_subparsers(dest="action", required=True, parser_class=_Parser)
     p = cmd(notifys, "test", lazy.notify_test, "send a test message to every URL")

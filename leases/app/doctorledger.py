@@ -1,0 +1,65 @@
+"""What `zuka doctor` reads of the ledger: the keys its nodes log in with, each node's last
+state, and who polls it. Opened read-only; a ledger that cannot be opened is a finding."""
+
+from __future__ import annotations
+
+import os
+import pwd
+from dataclasses import dataclass
+from pathlib import Path
+
+from leases.app.doctor import NodeSeen
+from leases.core.errors import LedgerError
+from leases.ledger.store import Ledger
+from leases.telemetry.lock import PollerLock
+from leases.telemetry.rollups import HistoryStore
+
+
+@dataclass(frozen=True)
+class LedgerLook:
+    total: int  # nodes in the ledger
+    keys: tuple[tuple[str, str], ...]  # (node, key path) of nodes that name one
+    seen: tuple[NodeSeen, ...]
+    polled_by: str | None  # "pid 812 (user zuka)", None when nobody holds the poller lock
+    problem: str = ""  # why the ledger could not be read
+
+
+def look(path: Path) -> LedgerLook:
+    """The ledger at path read once, read-only."""
+    polled_by = poller(path)
+    if not path.is_file():
+        return LedgerLook(0, (), (), polled_by)
+    try:
+        ledger = Ledger.open(path, create=False, readonly=True)
+    except LedgerError as exc:
+        return LedgerLook(0, (), (), polled_by, str(exc))
+    try:
+        nodes = ledger.nodes()
+        keys = tuple((n.name, n.ssh.key_path) for n in nodes if n.ssh.key_path)
+        latest = HistoryStore(ledger).latest_by_id()
+        seen = tuple(
+            NodeSeen(s.node, s.health, s.checked, s.detail)
+            for s in latest.values()
+            if s.checked is not None
+        )
+    finally:
+        ledger.close()
+    return LedgerLook(len(nodes), keys, seen, polled_by)
+
+
+def poller(path: Path) -> str | None:
+    """Who holds the ledger's poller lock, in words, or None."""
+    try:
+        pid = PollerLock(path).holder()
+    except OSError:
+        return None
+    if pid is None:
+        return None
+    if pid <= 0:
+        return "a process (its pid unreadable)"
+    try:
+        uid = os.stat(f"/proc/{pid}").st_uid
+        user = pwd.getpwuid(uid).pw_name
+    except (OSError, KeyError):
+        return f"pid {pid}"
+    return f"pid {pid} (user {user})"

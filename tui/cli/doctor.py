@@ -1,0 +1,106 @@
+"""`zuka doctor`: what is wrong with this user's zuka (paths, permissions, the collector,
+SSH keys, nodes), each finding with its fix; exit 1 when something must be fixed."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TextIO
+
+from leases.app import doctor, doctorfiles, doctorkeys, doctorledger
+from leases.app.doctor import Finding, Level, Setting
+from leases.config.load import load_user_config, resolve_config_path
+from leases.core.clock import utc_now
+from leases.core.errors import ConfigError
+from leases.core.textsafe import visible
+from leases.ledger.paths import resolve_ledger_path
+
+_MARK = {Level.OK: "ok  ", Level.WARN: "warn", Level.FAIL: "FAIL"}
+
+
+def ledger_source(args: argparse.Namespace) -> str:
+    if getattr(args, "ledger", None):
+        return "--ledger"
+    if os.environ.get("ZUKA_LEDGER"):
+        return "ZUKA_LEDGER"
+    return "the default place"
+
+
+def setting_of(args: argparse.Namespace) -> Setting:
+    problems: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    config_path: Path | None = None
+    try:
+        config = load_user_config(args.config)
+        config_path = config.path
+        warnings = tuple(config.warnings)
+    except ConfigError as exc:
+        problems = tuple(exc.problems)
+        config_path, _ = resolve_config_path(args.config)
+    home = os.environ.get("HOME")
+    return Setting(
+        ledger=resolve_ledger_path(args.ledger),
+        ledger_source=ledger_source(args),
+        now=utc_now(),
+        env=dict(os.environ),
+        home=Path(home) if home else None,
+        config_path=config_path,
+        config_problems=problems,
+        config_warnings=warnings,
+    )
+
+
+def findings(setting: Setting) -> list[Finding]:
+    look = doctorledger.look(setting.ledger)
+    give_key = (
+        "give this user's public key to the node: ssh-copy-id, or append ~/.ssh/id_ed25519.pub"
+        " to ~/.ssh/authorized_keys on it"
+    )
+
+    def ledger_read(s: Setting) -> Iterable[Finding]:
+        if look.problem:
+            said = visible(look.problem)
+            yield Finding("paths", Level.FAIL, f"the ledger cannot be read: {said}")
+
+    def nodes(s: Setting) -> Iterable[Finding]:
+        return doctor.node_findings(
+            look.seen, now=s.now, polled_by=look.polled_by, give_key=give_key, total=look.total
+        )
+
+    def keys(s: Setting) -> Iterable[Finding]:
+        return doctorkeys.key_files(s, look.keys)
+
+    sections = [
+        doctorfiles.paths,
+        ledger_read,
+        doctorfiles.private_files,
+        nodes,
+        doctorkeys.agent,
+        keys,
+    ]
+    return doctor.diagnose(setting, sections)
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    found = findings(setting_of(args))
+    if args.json:
+        print(doctor.as_json(found), file=out)
+    else:
+        area = ""
+        for f in found:
+            if f.area != area:
+                area = f.area
+                print(f"{area}:", file=out)
+            print(f"  {_MARK[f.level]}  {visible(f.what)}", file=out)
+            if f.fix and f.level is not Level.OK:
+                print(f"        fix: {visible(f.fix)}", file=out)
+        level = doctor.worst(found)
+        fails = sum(f.level is Level.FAIL for f in found)
+        warns = sum(f.level is Level.WARN for f in found)
+        print(
+            "all good" if level is Level.OK else f"{fails} to fix, {warns} to look at",
+            file=out,
+        )
+    return 1 if doctor.worst(found) is Level.FAIL else 0

@@ -9,12 +9,12 @@ from typing import TextIO
 from leases.core.errors import LedgerError
 from leases.core.textsafe import visible
 from leases.ledger.paths import resolve_ledger_path
-from leases.ledger.store import Ledger
 from tui.cli.opening import named
 
 
 def dashboard(args: argparse.Namespace, out: TextIO) -> int:
     from tui.dashboard.app import run_dashboard
+    from tui.dashboard.source import check_ledger
 
     path = resolve_ledger_path(args.ledger)
     if named(args) and not path.exists():
@@ -26,7 +26,7 @@ def dashboard(args: argparse.Namespace, out: TextIO) -> int:
         )
     if not out.isatty():
         if path.exists():
-            Ledger.open(path).close()  # the ledger's own problem first, as the dashboard does
+            check_ledger(path)  # the ledger's own problem first, as the dashboard does
         print(
             "zuka: the dashboard needs a terminal and stdout is not one: run it in a terminal,"
             " or for text use a listing (`zuka node list`, `zuka poll --once`)",

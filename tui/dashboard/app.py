@@ -41,6 +41,7 @@ from leases.fleet.data import FleetData, FleetReader, ReadRequest
 from leases.fleet.live import recent_readings
 from leases.fleet.nodestatus import health_summary, stale_after_s
 from leases.fleet.sparkline import Reading
+from leases.lab.layout import Lab, find_lab
 from leases.ledger.store import Ledger
 from leases.money.renewals import BillingNow
 from leases.telemetry.history import RecentHistory
@@ -52,6 +53,7 @@ from tui.dashboard.commands import ZukaCommands
 from tui.dashboard.host import ZukaHost
 from tui.dashboard.interrupt import interrupt
 from tui.dashboard.keymap import check_keys
+from tui.dashboard.source import Source, check_ledger, source_words
 from tui.screens.fleet import FleetScreen
 from tui.screens.fleetview import Refreshed, RowMemo, build
 
@@ -97,8 +99,14 @@ class ZukaApp(App[None]):
         poll: bool = True,
         config: Config | None = None,
         cloud_every_s: float = 300.0,
+        readonly: bool = False,
     ) -> None:
         super().__init__()
+        # A ledger this user may only read (a lab's viewer, a read-only file): opened
+        # read-only, never polled or written from here.
+        self.readonly = readonly
+        # In a lab the service polls: every member's dashboard reads what it collects.
+        self.lab: Lab | None = None if ledger_path is None else find_lab(ledger_path)
         self.config = config
         self.ledger_path = ledger_path
         self.clock = clock
@@ -187,9 +195,14 @@ class ZukaApp(App[None]):
 
     def on_mount(self) -> None:
         # The dashboard is where a new user starts: an empty ledger is created, not an error.
-        self.ledger = Ledger.open(self.ledger_path, clock=self.clock)
+        self.ledger = Ledger.open(self.ledger_path, clock=self.clock, readonly=self.readonly)
         where = "in memory" if self.ledger_path is None else str(self.ledger_path)
-        self.title = f"{self.TITLE} · {visible(where, 120)}"
+        kind = ""
+        if self.lab is not None:
+            kind = " · the lab's ledger" + (" (read-only for you)" if self.readonly else "")
+        elif self.readonly:
+            kind = " (read-only)"
+        self.title = f"{self.TITLE} · {visible(where, 120)}{kind}"
         self.store = HistoryStore(self.ledger)
         if self.config is None:
             try:
@@ -252,7 +265,10 @@ class ZukaApp(App[None]):
         assert self.ledger_path is not None and self.config is not None
         if self._reader is None:
             self._reader = FleetReader(
-                Ledger.open(self.ledger_path, create=False, clock=self.clock), self.config
+                Ledger.open(
+                    self.ledger_path, create=False, clock=self.clock, readonly=self.readonly
+                ),
+                self.config,
             )
         return self._reader
 
@@ -334,8 +350,8 @@ class ZukaApp(App[None]):
         collector's AlertWatch, or this poller's, evaluates them otherwise). On the ledger
         thread with a connection of its own when the ledger is a file."""
         assert self.store is not None and self.ledger is not None and self.config is not None
-        if not (polling or nobody_polls):
-            return []
+        if self.readonly or not (polling or nobody_polls):
+            return []  # a reader writes nothing: the collector evaluates the alerts
         # A write refused (locked past the busy timeout, a full disk) is said and the
         # refresh goes on, as when the reader wrote; tried again when next due.
         try:
@@ -396,18 +412,17 @@ class ZukaApp(App[None]):
     def _status_line(self) -> str:
         health = health_summary(self._statuses[n.name] for n in self.nodes
                                 if n.name in self._statuses)  # fmt: skip
-        if self.poller is not None and self.poller.running:
-            source = f"polling every {self.interval_s:g} s"
-        elif self.poller is not None and self.poller.last_fault:  # died: restarting
-            source = f"NOT polling ({visible(self.poller.last_fault, 60)}): restarting"
-        elif self.poller is not None:
-            source = "starting the poller"
-        elif self.collector_pid is not None:
-            source = f"reading collector pid {self.collector_pid}"
-        elif self.poll and not self.nodes:
-            source = "no nodes yet"
-        else:
-            source = "not polling"
+        poller = self.poller
+        source = source_words(
+            Source(
+                polling_every=self.interval_s if poller is not None and poller.running else None,
+                fault=poller.last_fault if poller is not None else None,
+                starting=poller is not None,
+                collector_pid=self.collector_pid,
+                lab=self.lab is not None,
+                waiting_for_nodes=self.poll and not self.nodes,
+            )
+        )
         alerts = len(self.open_alerts)
         said = f" · {alerts} alert{'s' if alerts != 1 else ''} (a)" if alerts else ""
         partial = self.data.total if self.data is not None else None
@@ -429,9 +444,10 @@ class ZukaApp(App[None]):
         Called again on every reload, so the dashboard takes over when a collector stops."""
         if self.poller is not None or self.ledger_path is None:
             return
-        if not self.poll:
-            # Never polls here; a collector that does evaluates the alert rules (else this
-            # dashboard evaluates them on read).
+        if not self.poll or self.lab is not None or self.readonly:
+            # Never polls here (in a lab the service does, for every member's dashboard); a
+            # collector that does evaluates the alert rules (else this dashboard evaluates
+            # them on read, where it may write).
             self.collector_pid = PollerLock(self.ledger_path).holder()
             return
         if not self.nodes:
@@ -568,10 +584,8 @@ class ZukaApp(App[None]):
 
 
 def run_dashboard(ledger_path: Path | None, **options: object) -> int:
-    if ledger_path is not None:
-        # A file that is not a zuka ledger is refused here, in plain words, not in a
-        # traceback from inside the running app.
-        Ledger.open(ledger_path).close()
+    if ledger_path is not None and "readonly" not in options:
+        options["readonly"] = check_ledger(ledger_path)
     gcpolicy.tune()  # this process is the dashboard's own
     ZukaApp(ledger_path, **options).run()  # type: ignore[arg-type]
     return 0

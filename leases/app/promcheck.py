@@ -94,8 +94,10 @@ def refuse_node_setting(ledger: Ledger, node: Node, changes: Mapping[str, Any]) 
             f" prometheus (give --source prometheus on {where})",
         )
     url = merged["prom_url"] or (provider.prom_url if provider else "")
-    token = merged["prom_token_file"] or (provider.prom_token_file if provider else "")
-    _refuse_plain_token(url, token)
+    # As leases.telemetry.promtarget.inherit reads it: the provider's token goes only with
+    # the provider's own URL, so a node's own URL carries the node's token or none.
+    inherited = "" if merged["prom_url"] or provider is None else provider.prom_token_file
+    _refuse_plain_token(url, merged["prom_token_file"] or inherited)
 
 
 def refuse_provider_setting(ledger: Ledger, provider: Provider, changes: Mapping[str, Any]) -> None:

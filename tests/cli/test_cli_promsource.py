@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from leases.ledger.store import Ledger
+from leases.telemetry.promtarget import inherit
 from tests.support.cli import Cli, ok
 from tests.support.tokens import token_file
 
@@ -136,7 +138,9 @@ def _private(tmp_path: Path) -> str:
     return str(token)
 
 
-def test_a_token_goes_over_https_or_to_this_machine_only(cli: Cli, tmp_path: Path) -> None:
+def test_a_token_goes_over_https_or_to_this_machine_only(
+    cli: Cli, tmp_path: Path, ledger_path: Path
+) -> None:
     token = _private(tmp_path)
     prom = ["--source", "prometheus", "--token-file", token]
     said = "prom_url (--url): a bearer token is sent over https only"
@@ -148,10 +152,15 @@ def test_a_token_goes_over_https_or_to_this_machine_only(cli: Cli, tmp_path: Pat
     for i, url in enumerate(("https://prom:9090", "http://127.0.0.1:9090",
                              "http://localhost:9090", "http://[::1]:9090")):  # fmt: skip
         ok(cli, "provider", "add", f"p{i}", "--kind", "colo", *prom, "--url", url)
-    # The node's plain URL with its provider's token is refused too.
+    # The provider's token goes only with the provider's URL: a node's own plain URL is
+    # read with no token (as the poller reads it), so it is taken; its own token is not.
     ok(cli, "provider", "add", "k8s", "--kind", "colo", *prom, "--url", "https://prom")
     ok(cli, "node", "add", "gpu-07", "--ssh", "ssh root@h", "--provider", "k8s")
-    r = cli("node", "edit", "gpu-07", "--url", "http://prom:9090")
+    ok(cli, "node", "edit", "gpu-07", "--url", "http://prom:9090")
+    with Ledger.open(ledger_path) as led:
+        (node,) = inherit(led.nodes(), led.readable_providers()[0])
+    assert node.prom_url == "http://prom:9090" and node.prom_token_file == ""
+    r = cli("node", "edit", "gpu-07", "--token-file", token)
     assert r.code != 0 and said in r.err, r.err
     r = cli("provider", "edit", "k8s", "--url", "http://prom:9090")
     assert r.code != 0 and said in r.err, r.err

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from leases.app.doctor import Finding, Level, Setting
+from leases.app.doctorlab import lab_of
 from leases.core.textsafe import visible
 from leases.ledger.paths import companion, fault_log_path, trust_store
 
@@ -54,8 +55,8 @@ def paths(setting: Setting) -> Iterator[Finding]:
 def private_files(setting: Setting) -> Iterator[Finding]:
     """The one-user rule: the ledger and everything beside it readable by its owner only."""
     ledger = setting.ledger
-    if not ledger.exists():
-        return
+    if not ledger.exists() or lab_of(setting) is not None:
+        return  # a lab's files follow the lab's rules (leases.app.doctorlab)
     folder = ledger.parent
     me = os.geteuid()
     info = _stat(folder)

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
-from leases.app import doctor, doctorfiles, doctorkeys, doctorledger
+from leases.app import doctor, doctorfiles, doctorkeys, doctorlab, doctorledger
 from leases.app.doctor import Finding, Level, Setting
 from leases.config.load import load_user_config, resolve_config_path
 from leases.core.clock import utc_now
@@ -74,6 +74,7 @@ def findings(setting: Setting) -> list[Finding]:
 
     sections = [
         doctorfiles.paths,
+        doctorlab.membership,
         ledger_read,
         doctorfiles.private_files,
         nodes,

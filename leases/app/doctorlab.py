@@ -1,0 +1,55 @@
+"""`zuka doctor` in a lab install: whose ledger this is, what this user may do in it (by
+their groups, as the files' ACLs will judge), and the lab's files as the lab's rules want
+them (leases.lab.perms), in place of the one-user ledger's 0600 rule."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from leases.app.doctor import Finding, Level, Setting
+from leases.core.textsafe import visible
+from leases.lab import roles
+from leases.lab.layout import Lab, LabError, find_lab
+from leases.lab.roles import Role
+
+AREA = "lab"
+
+
+def lab_of(setting: Setting) -> Lab | None:
+    try:
+        return find_lab(setting.ledger)
+    except LabError:
+        return None
+
+
+def membership(setting: Setting) -> Iterator[Finding]:
+    """Whether the ledger is a lab's, and what this user's groups let them do in it."""
+    try:
+        lab = find_lab(setting.ledger)
+    except LabError as exc:
+        yield Finding(AREA, Level.FAIL, visible(str(exc)))
+        return
+    if lab is None:
+        return
+    user = roles.me()
+    have = roles.roles_of(lab, roles.my_groups())
+    yield Finding(AREA, Level.OK, f"the ledger is the lab's in {visible(str(lab.folder))}")
+    if Role.VIEW not in have and user not in ("root", lab.service_user):
+        yield Finding(
+            AREA,
+            Level.FAIL,
+            f"{user} is not in the lab's group {lab.viewers}: the ledger cannot be opened",
+            f"ask the lab's admin: sudo zuka lab add-user {user} --role view (then log in again)",
+        )
+        return
+    may = [r.value for r in Role if r in have] or ["nothing"]
+    yield Finding(AREA, Level.OK, f"{user} may: {', '.join(may)}")
+    for role, what in ((Role.EDIT, "change leases, nodes and resources or trust host keys"),
+                       (Role.OFFBOARD, "run offboarding")):  # fmt: skip
+        if role not in have and Role.VIEW in have:
+            yield Finding(
+                AREA,
+                Level.OK,
+                f"to {what}, {user} needs group {roles.group_of(lab, role)}",
+                f"sudo zuka lab add-user {user} --role {role.value}",
+            )

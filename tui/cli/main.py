@@ -292,6 +292,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         " record their stops (default 300; 0: never)",
     )
     metrics_options(p)  # --metrics-listen, --metrics-token-file, --metrics-money
+    p.add_argument(
+        "--identity",
+        metavar="FILE",
+        help="log in to every node with this private key alone, never an SSH agent (a"
+        " service's own key: it must be yours and not readable by group or others)",
+    )
     p = cmd(sub, "sim", lazy.sim, "run simulated GPU nodes registered in a ledger (foreground)")
     p.add_argument("--nodes", type=int, default=12, help="how many (default 12)")
     p.add_argument("--history", type=float, default=30, metavar="DAYS", help="backfilled days")

@@ -117,6 +117,7 @@ def lab_for(ledger: Path | None) -> Lab:
 
 def _specs(req: Request, runtime: Runtime, euid: int) -> tuple[list[UnitSpec], list[str]]:
     notes: list[str] = []
+    identity: Path | None
     if req.mode is Mode.SYSTEM:
         if euid != 0:
             raise InputError(
@@ -128,13 +129,9 @@ def _specs(req: Request, runtime: Runtime, euid: int) -> tuple[list[UnitSpec], l
             notes.append(
                 f"the collector's key {identity} does not exist yet: `sudo zuka lab init` makes it"
             )
-        base = {
-            "user": lab.service_user,
-            "group": lab.viewers,
-            "home": lab.collector_key_dir,
-            "writable": (lab.folder,),
-        }
-        ledger = lab.ledger
+        ledger, home, writable = lab.ledger, lab.collector_key_dir, (lab.folder,)
+        user: str | None = lab.service_user
+        group: str | None = lab.viewers
     else:
         if req.ledger is None:
             raise InputError("ledger", None, "a user service needs the ledger's path")
@@ -142,32 +139,20 @@ def _specs(req: Request, runtime: Runtime, euid: int) -> tuple[list[UnitSpec], l
         if not ledger.exists():
             raise InputError("ledger", str(ledger), "no ledger there yet: add nodes first")
         identity = req.identity.absolute() if req.identity else None
-        base = {"user": None, "group": None, "home": req.home, "writable": (ledger.parent,)}
+        home, writable, user, group = req.home, (ledger.parent,), None, None
         notes.append(
             "a user's services stop when they log out, unless `loginctl enable-linger"
             f" {_user_name(euid)}` was run (as root, once)"
         )
-    specs = [
-        UnitSpec(
-            req.mode,
-            COLLECT,
-            "zuka collector: polls the fleet into the ledger",
-            collect_args(ledger, identity),
-            runtime,
-            **base,
-        )  # type: ignore[arg-type]
-    ]
+
+    def spec(name: str, what: str, args: tuple[str, ...]) -> UnitSpec:
+        return UnitSpec(req.mode, name, what, args, runtime, home, writable, user, group)
+
+    specs = [spec(COLLECT, "zuka collector: polls the fleet into the ledger",
+                  collect_args(ledger, identity))]  # fmt: skip
     if req.web:
-        specs.append(
-            UnitSpec(
-                req.mode,
-                WEB,
-                "zuka web: the dashboard in a browser tab",
-                make_web_args(ledger, req.web_host, req.web_port),
-                runtime,
-                **base,
-            )  # type: ignore[arg-type]
-        )
+        args = make_web_args(ledger, req.web_host, req.web_port)
+        specs.append(spec(WEB, "zuka web: the dashboard in a browser tab", args))
         notes.append(
             "zuka web prints each run's address with its secret token to the journal:"
             f" journalctl {'--user ' if req.mode is Mode.USER else ''}-u {WEB}.service"

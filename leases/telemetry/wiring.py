@@ -64,8 +64,10 @@ def make_poller(
     """The poller of the ledger's fleet (or the named nodes; or `nodes`, already read),
     starting from the nvidia-smi probes the ledger keeps (leases.telemetry.probecache).
     identity: the one key every connect uses (a service's own; no agent)."""
-    options = ssh_options(ledger_path) if identity is None else ssh_options(
-        ledger_path, identity=identity
+    options = (
+        ssh_options(ledger_path)
+        if identity is None
+        else ssh_options(ledger_path, identity=identity)
     )
     return Poller(
         polled_nodes(ledger, names) if nodes is None else nodes,

@@ -109,9 +109,7 @@ async def test_an_identity_the_node_accepts_logs_in_with_that_key_alone(
         assert set(node.offered) == {keys.stranger_key.public_data}
 
 
-def test_a_key_others_may_read_is_refused_naming_the_chmod(
-    keys: TestKeys, tmp_path: Path
-) -> None:
+def test_a_key_others_may_read_is_refused_naming_the_chmod(keys: TestKeys, tmp_path: Path) -> None:
     for mode in (0o640, 0o604, 0o644):
         path = write_key(tmp_path / f"key{mode:o}", keys.client_key, mode)
         with pytest.raises(KeyFileRefused) as refused:
@@ -120,9 +118,7 @@ def test_a_key_others_may_read_is_refused_naming_the_chmod(
         assert f"{mode:04o}" in str(refused.value)
 
 
-def test_a_key_that_was_read_once_is_refused_after_a_chmod(
-    keys: TestKeys, tmp_path: Path
-) -> None:
+def test_a_key_that_was_read_once_is_refused_after_a_chmod(keys: TestKeys, tmp_path: Path) -> None:
     path = write_key(tmp_path / "key", keys.client_key)
     assert load_own_key(path)
     path.chmod(0o644)

@@ -68,8 +68,8 @@ def test_an_answer_other_than_yes_writes_nothing(
 def test_install_then_uninstall_in_a_temporary_root(
     cli: Cli,
     lab: ServiceFolder,
-    lab_users: LabUsers,
-    tmp_path: Path,  # noqa: F811
+    lab_users: LabUsers,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     root = tmp_path / "root"
     r = cli("service", "install", "--system", "--web", "--yes", "--root", str(root),

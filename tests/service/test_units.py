@@ -167,8 +167,8 @@ def verify(paths: list[Path], *extra: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_system_units_pass_systemd_analyze_verify(
     lab: ServiceFolder,
-    lab_users: LabUsers,
-    tmp_path: Path,  # noqa: F811
+    lab_users: LabUsers,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     plan = svc.plan_install(
         svc.Request(Mode.SYSTEM, lab.lab.ledger, web=True, root=tmp_path / "root"), euid=0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -26,6 +27,7 @@ from leases.lab.layout import DEFAULT_FOLDER, LEDGER, Lab, find_lab
 from leases.service import files
 from leases.service.units import COLLECT, WEB, Mode, Runtime, UnitSpec, collect_args, render
 from leases.service.units import web_args as make_web_args
+from leases.ssh.keys import KeyFileRefused, load_own_key
 
 # (exit status, what it printed) of one command.
 Runner = Callable[[Sequence[str]], tuple[int, str]]
@@ -125,10 +127,7 @@ def _specs(req: Request, runtime: Runtime, euid: int) -> tuple[list[UnitSpec], l
             )
         lab = lab_for(req.ledger)
         identity = req.identity or lab.collector_key
-        if not identity.exists():
-            notes.append(
-                f"the collector's key {identity} does not exist yet: `sudo zuka lab init` makes it"
-            )
+        notes += _service_key_problems(identity, lab.service_user)
         ledger, home, writable = lab.ledger, lab.collector_key_dir, (lab.folder,)
         user: str | None = lab.service_user
         group: str | None = lab.viewers
@@ -139,6 +138,8 @@ def _specs(req: Request, runtime: Runtime, euid: int) -> tuple[list[UnitSpec], l
         if not ledger.exists():
             raise InputError("ledger", str(ledger), "no ledger there yet: add nodes first")
         identity = req.identity.absolute() if req.identity else None
+        if identity is not None:
+            _check_own_key(identity)
         home, writable, user, group = req.home, (ledger.parent,), None, None
         notes.append(
             "a user's services stop when they log out, unless `loginctl enable-linger"
@@ -158,6 +159,44 @@ def _specs(req: Request, runtime: Runtime, euid: int) -> tuple[list[UnitSpec], l
             f" journalctl {'--user ' if req.mode is Mode.USER else ''}-u {WEB}.service"
         )
     return specs, notes
+
+
+def _check_own_key(path: Path) -> None:
+    """A user service's key: this user's own, closed to others, a key (as `zuka collect
+    --identity` will check it at every start: refused now rather than in a restart loop)."""
+    import asyncssh
+
+    try:
+        load_own_key(path)
+    except KeyFileRefused as exc:
+        raise InputError("identity", str(path), f"refused: {exc}") from None
+    except (asyncssh.KeyImportError, ValueError) as exc:
+        raise InputError(
+            "identity", str(path), f"is not a private key usable without a passphrase ({exc})"
+        ) from None
+
+
+def _service_key_problems(path: Path, service_user: str) -> list[str]:
+    """What would keep the service from using its key, said before the unit is written
+    (root cannot load it as the service user: its owner and mode are looked at)."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return [f"the collector's key {path} does not exist yet: `sudo zuka lab init` makes it"]
+    try:
+        uid = pwd.getpwnam(service_user).pw_uid
+    except KeyError:
+        return [f"the service user {service_user} does not exist: `sudo zuka lab init` makes it"]
+    problems = []
+    if not stat.S_ISREG(info.st_mode):
+        problems.append(f"the collector's key {path} is not a regular file")
+    if info.st_uid != uid:
+        problems.append(
+            f"the collector's key {path} is not {service_user}'s: chown {service_user} {path}"
+        )
+    if info.st_mode & 0o077:
+        problems.append(f"the collector's key {path} is open to others: chmod 600 {path}")
+    return problems
 
 
 def _user_name(uid: int) -> str:

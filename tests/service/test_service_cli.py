@@ -4,10 +4,12 @@ unit zuka did not write kept, --system refused without root or a lab."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import asyncssh
 import pytest
 
 from leases.ledger.store import Ledger
@@ -162,3 +164,37 @@ def test_a_user_install_into_a_temporary_root(cli: Cli, ledger_path: Path, tmp_p
     assert parse_words(conf["ExecStart"][0])[-2:] == ["--ledger", str(ledger_path)]
     assert "loginctl enable-linger" in r.out
     assert "systemctl --user daemon-reload" in r.out
+
+
+def test_a_user_install_refuses_a_key_others_may_read(
+    cli: Cli, ledger_path: Path, tmp_path: Path
+) -> None:
+    Ledger.open(ledger_path).close()
+    key = tmp_path / "id_ed25519"
+    key.write_bytes(asyncssh.generate_private_key("ssh-ed25519").export_private_key())
+    key.chmod(0o644)
+    root = tmp_path / "root"
+    r = cli("service", "install", "--user", "--yes", "--identity", str(key), "--root", str(root))
+    assert r.code == 2 and f"chmod 600 {key}" in r.err, r.err
+    assert files_under(root) == []
+    key.chmod(0o600)
+    r = cli("service", "install", "--user", "--yes", "--identity", str(key), "--root", str(root))
+    assert r.code == 0, r.err
+    (unit,) = files_under(root)
+    assert parse_words(settings(unit.read_text())["ExecStart"][0])[-2:] == ["--identity", str(key)]
+
+
+def test_a_system_install_says_what_is_wrong_with_the_collectors_key(
+    cli: Cli, lab: ServiceFolder, tmp_path: Path
+) -> None:
+    key = lab.lab.collector_key
+    os.chown(key, 0, 0)
+    key.chmod(0o644)
+    r = cli("service", "install", "--system", "--dry-run", "--root", str(tmp_path / "r"),
+            ledger=lab.lab.ledger)  # fmt: skip
+    assert r.code == 0, r.err
+    assert f"chown {lab.lab.service_user} {key}" in r.out and f"chmod 600 {key}" in r.out
+    key.unlink()
+    r = cli("service", "install", "--system", "--dry-run", "--root", str(tmp_path / "r"),
+            ledger=lab.lab.ledger)  # fmt: skip
+    assert "does not exist yet" in r.out and "zuka lab init" in r.out

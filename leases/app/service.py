@@ -278,6 +278,8 @@ def uninstall(plan: ServicePlan, *, force: bool = False, runner: Runner = run_co
         files.refuse_foreign(unit.path, force)
     stop, reload = plan.commands[:-1], plan.commands[-1:]
     ran, not_run = _run_all(plan, stop, runner)
+    if any(code != 0 for _, code, _ in ran):  # still running: its files are kept
+        return Outcome((), tuple(ran), ())
     removed = []
     for unit in plan.units:
         unit.path.unlink(missing_ok=True)

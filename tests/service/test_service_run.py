@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 import pwd
 import signal
+import socket
 import subprocess
+import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,10 +37,16 @@ def folder(lab_users: LabUsers) -> Iterator[ServiceFolder]:  # noqa: F811
     yield from make_service_folder(lab_users)
 
 
-def unit_of(sf: ServiceFolder, tmp_path: Path) -> str:
-    plan = svc.plan_install(svc.Request(Mode.SYSTEM, sf.lab.ledger, root=tmp_path / "root"), euid=0)
-    (collect,) = plan.units
-    return collect.text
+def unit_of(sf: ServiceFolder, tmp_path: Path, web_port: int | None = None) -> str:
+    """The collector's system unit (or, given a port, zuka web's)."""
+    req = svc.Request(
+        Mode.SYSTEM,
+        sf.lab.ledger,
+        root=tmp_path / "root",
+        web=web_port is not None,
+        web_port=web_port or svc.DEFAULT_WEB_PORT,
+    )
+    return svc.plan_install(req, euid=0).units[-1].text
 
 
 def service_env(unit: str, inherited: dict[str, str]) -> dict[str, str]:
@@ -73,6 +81,7 @@ def start_as_service(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its own group, as systemd's cgroup: zuka web's tabs too
     )
     return proc, env
 
@@ -84,7 +93,7 @@ def readings(ledger: Path) -> list[str]:
 
 def stop(proc: subprocess.Popen[str]) -> tuple[str, str]:
     if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
+        os.killpg(proc.pid, signal.SIGTERM)
     return proc.communicate(timeout=60)
 
 
@@ -161,3 +170,35 @@ def test_another_user_cannot_read_the_collectors_key(
     for user in (lab_users.editor, lab_users.viewer):
         r = lab_users.run(user, ["cat", str(folder.lab.collector_key)])
         assert r.returncode != 0 and "Permission denied" in r.stderr
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_zuka_web_runs_as_its_unit_says_and_serves_the_page(
+    lab_users: LabUsers,  # noqa: F811
+    folder: ServiceFolder,
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    unit = unit_of(folder, tmp_path, web_port=port)
+    assert settings(unit)["SyslogIdentifier"] == ["zuka-web"]
+    proc, env = start_as_service(lab_users, unit)
+    assert env["ZUKA_SERVICE"] == "zuka-web"
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # what the journal shows: the address and its token
+        assert first.startswith(f"zuka web: open http://127.0.0.1:{port}/?token="), (
+            first,
+            proc.poll() is not None and proc.stderr and proc.stderr.read(),
+        )
+        url = first.split("open ", 1)[1].strip()
+        wait_until_sync(lambda: listening(port) or proc.poll() is not None, what="zuka web")
+        with urllib.request.urlopen(url, timeout=30) as page:
+            assert page.status == 200
+    finally:
+        stop(proc)

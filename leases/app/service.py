@@ -154,6 +154,12 @@ def _specs(req: Request, runtime: Runtime, euid: int) -> tuple[list[UnitSpec], l
     if req.web:
         args = make_web_args(ledger, req.web_host, req.web_port)
         specs.append(spec(WEB, "zuka web: the dashboard in a browser tab", args))
+        if req.mode is Mode.SYSTEM:
+            notes.append(
+                "zuka web's dashboards run as the service user, who writes the ledger: whoever"
+                " holds its token (anyone who may read the journal) may change it, named as the"
+                " service in the audit log; keep it on 127.0.0.1 and reach it with ssh -L"
+            )
         notes.append(
             "zuka web prints each run's address with its secret token to the journal:"
             f" journalctl {'--user ' if req.mode is Mode.USER else ''}-u {WEB}.service"

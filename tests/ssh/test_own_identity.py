@@ -145,3 +145,24 @@ def test_a_link_to_a_key_is_refused(keys: TestKeys, tmp_path: Path) -> None:
 def test_a_missing_key_is_refused_naming_it(tmp_path: Path) -> None:
     with pytest.raises(KeyFileRefused, match="not found"):
         load_own_key(tmp_path / "nope")
+
+
+async def test_the_jump_host_too_is_reached_with_the_identity_alone(
+    keys: TestKeys, tmp_path: Path, agent: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SSH_AUTH_SOCK", agent)
+    own = write_key(tmp_path / "service_key", keys.stranger_key)
+    only_own = {keys.stranger_key.convert_to_public()}
+    async with (
+        RecordingNode(keys, authorized=only_own) as node,
+        RecordingNode(keys, forwarding=True, authorized=only_own) as bastion,
+    ):
+        opts = node_options(
+            keys, tmp_path, [node, bastion], client_keys=None, agent_path=DEFAULT, identity=own
+        )
+        target = node.as_node("gpu1", jump=f"ops@127.0.0.1:{bastion.port}")
+        session = NodeSession(target, opts)
+        assert (await session.run("echo through")).stdout == "through\n"
+        await session.close()
+        for server in (node, bastion):
+            assert set(server.offered) == {keys.stranger_key.public_data}

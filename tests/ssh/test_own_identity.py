@@ -13,11 +13,14 @@ import asyncssh
 import pytest
 
 from leases.core.models import NodeHealth
+from leases.ledger.paths import poller_lock_path
+from leases.ledger.store import Ledger
 from leases.ssh.errors import SshError
 from leases.ssh.keys import KeyFileRefused, load_own_key
 from leases.ssh.options import DEFAULT
 from leases.ssh.session import NodeSession
 from leases.ssh.stream import CommandResult
+from tests.support.cli import Cli
 from tests.support.sshfixtures import FakeNode, TestKeys, node_options
 from tests.support.waiting import wait_until_sync
 
@@ -166,3 +169,20 @@ async def test_the_jump_host_too_is_reached_with_the_identity_alone(
         await session.close()
         for server in (node, bastion):
             assert set(server.offered) == {keys.stranger_key.public_data}
+
+
+def test_zuka_collect_refuses_an_identity_before_it_starts(
+    cli: Cli, ledger_path: Path, tmp_path: Path, keys: TestKeys
+) -> None:
+    Ledger.open(ledger_path).close()
+    missing = cli("collect", "--identity", str(tmp_path / "nope"))
+    assert missing.code == 2 and "identity" in missing.err and "not found" in missing.err
+    garbage = tmp_path / "garbage"
+    garbage.write_text("not a key\n")
+    garbage.chmod(0o600)
+    r = cli("collect", "--identity", str(garbage))
+    assert r.code == 2 and "is not a private key" in r.err, r.err
+    shared = write_key(tmp_path / "shared", keys.client_key, 0o644)
+    r = cli("collect", "--identity", str(shared))
+    assert r.code == 2 and f"chmod 600 {shared}" in r.err, r.err
+    assert not poller_lock_path(ledger_path).exists()  # refused before the lock was taken

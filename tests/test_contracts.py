@@ -28,6 +28,11 @@ BREAKS = {
         "leases/ssh/route.py",
         "import leases.config.sections",
     ),
+    "leases.lab knows the vocabulary": ("leases/lab/roles.py", "import leases.ledger.store"),
+    "leases.service renders and writes unit files": (
+        "leases/service/files.py",
+        "import leases.ledger.paths",
+    ),
     "leases.money is pure maths": ("leases/money/billing.py", "import leases.ledger.store"),
     "leases.ledger stores and never acts": ("leases/ledger/undo.py", "import leases.alerts.state"),
     "acceptance is run once": ("tui/cli/accept.py", "import leases.accept.probe"),

@@ -16,7 +16,7 @@ from leases.ssh.bounds import Budget
 from leases.ssh.errors import HostKeyRejected, OfferedHostKey
 from leases.ssh.faults import HopFailed, classify, hop_words
 from leases.ssh.jumps import JumpHosts
-from leases.ssh.keys import ClientKey, load_keys
+from leases.ssh.keys import ClientKey, load_keys, load_own_key
 from leases.ssh.link import Client, Link
 from leases.ssh.options import Default, SshOptions
 from leases.ssh.route import Endpoint, Route, resolve_route
@@ -40,12 +40,15 @@ async def kept_cancel(
 
 
 def _route_and_keys(
-    target: SshTarget, paths: Sequence[Path]
+    target: SshTarget, paths: Sequence[Path], identity: Path | None = None
 ) -> tuple[Route, list[ClientKey] | Exception]:
     """The route to target and its keys (or why they cannot be loaded: the route is kept
-    even so). Blocking: reads the ssh config and the key files."""
+    even so); with an identity, that key alone. Blocking: reads the ssh config and the key
+    files."""
     route = resolve_route(target, paths)
     try:
+        if identity is not None:
+            return route, load_own_key(identity)
         return route, load_keys(target.key_path, route.node.key_files)
     except Exception as exc:
         return route, exc
@@ -80,7 +83,9 @@ class Connector:
         paths = self.options.config_paths
         # Files are read off the event loop, each size-capped (leases.ssh.config, read_key_file),
         # in one hop to a thread.
-        route, node_keys = await asyncio.to_thread(_route_and_keys, target, paths)
+        route, node_keys = await asyncio.to_thread(
+            _route_and_keys, target, paths, self.options.identity
+        )
         self.route = route
         if isinstance(node_keys, Exception):
             raise node_keys
@@ -118,7 +123,10 @@ class Connector:
     async def _connect_hop(
         self, hop: Endpoint, tunnel: asyncssh.SSHClientConnection | None
     ) -> tuple[asyncssh.SSHClientConnection, Client]:
-        keys = await asyncio.to_thread(load_keys, None, hop.key_files)
+        if self.options.identity is not None:
+            keys = await asyncio.to_thread(load_own_key, self.options.identity)
+        else:
+            keys = await asyncio.to_thread(load_keys, None, hop.key_files)
         return await self._connect_one(hop, keys, tunnel, on_lost=_ignore_lost)
 
     def connect_kwargs(
@@ -162,7 +170,11 @@ class Connector:
         if not isinstance(opts.agent_path, Default):
             kwargs["agent_path"] = opts.agent_path
         all_keys: list[Any] = list(keys)
-        if opts.client_keys is not None:
+        if opts.identity is not None:
+            # The service's own key and nothing else: no agent, whatever SSH_AUTH_SOCK says.
+            kwargs["agent_path"] = None
+            kwargs["client_keys"] = all_keys
+        elif opts.client_keys is not None:
             all_keys += [str(k) if isinstance(k, Path) else k for k in opts.client_keys]
         if all_keys:
             kwargs["client_keys"] = all_keys

@@ -64,6 +64,10 @@ class SshOptions:
     # None: the node's key_path plus whatever ~/.ssh/config and the agent offer.
     client_keys: Sequence[str | Path | asyncssh.SSHKey] | None = None
     agent_path: str | Default | None = DEFAULT  # None disables the agent
+    # A service's own key (`zuka collect --identity`): every hop logs in with it alone, as
+    # IdentitiesOnly would, never the agent, the node's key or the ssh config's IdentityFile.
+    # It must be the running user's and closed to group and others (leases.ssh.keys).
+    identity: Path | None = None
     # The ssh config files zuka resolves a node through (see leases.ssh.config); DEFAULT:
     # ~/.ssh/config and /etc/ssh/ssh_config; [] reads none. asyncssh itself never reads one.
     config: Sequence[str | Path] | Default = DEFAULT

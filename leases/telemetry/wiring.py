@@ -59,12 +59,19 @@ def make_poller(
     kept_shell: bool = True,
     settle_gc: bool = False,
     reuse_probes: bool = False,
+    identity: Path | None = None,
 ) -> Poller:
     """The poller of the ledger's fleet (or the named nodes; or `nodes`, already read),
-    starting from the nvidia-smi probes the ledger keeps (leases.telemetry.probecache)."""
+    starting from the nvidia-smi probes the ledger keeps (leases.telemetry.probecache).
+    identity: the one key every connect uses (a service's own; no agent)."""
+    options = (
+        ssh_options(ledger_path)
+        if identity is None
+        else ssh_options(ledger_path, identity=identity)
+    )
     return Poller(
         polled_nodes(ledger, names) if nodes is None else nodes,
-        pool=SshPool(ssh_options(ledger_path)),
+        pool=SshPool(options),
         clock=clock,
         store=HistoryStore(ledger) if store else None,
         recent=recent,

@@ -42,6 +42,27 @@ def _path(args: argparse.Namespace, *, existing: bool = False) -> Path:
     return path
 
 
+def own_identity(value: str | None) -> Path | None:
+    """`--identity FILE`: the collector's own key, loaded once here so that a key that is
+    not this user's, or that others may read, is refused before anything starts."""
+    if value is None:
+        return None
+    import asyncssh
+
+    from leases.ssh.keys import KeyFileRefused, load_own_key
+
+    path = Path(value).expanduser().absolute()
+    try:
+        load_own_key(path)
+    except KeyFileRefused as exc:
+        raise InputError("identity", value, f"refused: {exc}") from None
+    except (asyncssh.KeyImportError, ValueError) as exc:
+        raise InputError(
+            "identity", value, f"is not a private key zuka can use without a passphrase ({exc})"
+        ) from None
+    return path
+
+
 def _positive(field: str, value: float) -> float:
     if value <= 0:
         raise InputError(field, value, "must be greater than zero")
@@ -259,8 +280,10 @@ def collect(args: argparse.Namespace, out: TextIO) -> int:
         raise InputError("ledger", str(path), "no ledger there yet: add nodes first")
     from leases.metrics.exporter import settings
 
-    # Refused before anything starts: a bad address, a token file others can read.
+    # Refused before anything starts: a bad address, a token file others can read, a key
+    # that is not this user's own.
     args.metrics = settings(args.metrics_listen, args.metrics_token_file, args.metrics_money)
+    args.identity = own_identity(getattr(args, "identity", None))
     lock = PollerLock(path)
     if not lock.acquire():
         print(f"zuka: another poller (pid {lock.holder()}) already polls {path}", file=sys.stderr)
@@ -291,7 +314,8 @@ async def _collect(
     watch = watch_ledger(ledger, path, config, clock=utc_now, every_s=every,
                          log=fault_logger(path))  # fmt: skip
     # A long-lived process: full collections spared what lives as long as it does.
-    poller = make_poller(ledger, path, interval_s=interval, alerts=watch, settle_gc=True)
+    poller = make_poller(ledger, path, interval_s=interval, alerts=watch, settle_gc=True,
+                         identity=getattr(args, "identity", None))  # fmt: skip
     store = poller.store
     assert store is not None
     cloud_every = args.cloud_every

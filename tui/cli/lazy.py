@@ -256,3 +256,21 @@ def kill(args: argparse.Namespace, out: TextIO) -> int:
     from tui.cli import processes
 
     return processes.kill(args, out)
+
+
+def service_install(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import service
+
+    return service.service_install(args, out)
+
+
+def service_status(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import service
+
+    return service.service_status(args, out)
+
+
+def service_uninstall(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import service
+
+    return service.service_uninstall(args, out)

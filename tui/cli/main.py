@@ -15,7 +15,7 @@ from typing import TextIO
 from leases.core.errors import ConfigError, InputError, LedgerError, ledger_failure, os_problem
 from leases.core.textsafe import visible
 from leases.ledger.paths import resolve_ledger_path
-from tui.cli import billargs, lazy, pollargs
+from tui.cli import billargs, lazy, pollargs, serviceargs
 from tui.cli.acceptargs import accept_options
 from tui.cli.metricsargs import metrics_options
 from tui.cli.parsing import Parser
@@ -27,7 +27,7 @@ ACCEPTABLE = ("provider", "node", "lease", "resource", "stop",
 
 Handler = Callable[[argparse.Namespace, TextIO], int]
 # Commands that run and log rather than print a result: --json would be ignored.
-NO_JSON = frozenset({"sim", "collect", "web", "ssh"})
+NO_JSON = frozenset({"sim", "collect", "web", "ssh", "service"})
 
 
 _Parser = Parser
@@ -292,6 +292,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         " record their stops (default 300; 0: never)",
     )
     metrics_options(p)  # --metrics-listen, --metrics-token-file, --metrics-money
+    p.add_argument(
+        "--identity",
+        metavar="FILE",
+        help="log in to every node with this private key alone, never an SSH agent (a"
+        " service's own key: it must be yours and not readable by group or others)",
+    )
+    serviceargs.service_options(sub, cmd, lazy)
     p = cmd(sub, "sim", lazy.sim, "run simulated GPU nodes registered in a ledger (foreground)")
     p.add_argument("--nodes", type=int, default=12, help="how many (default 12)")
     p.add_argument("--history", type=float, default=30, metavar="DAYS", help="backfilled days")

@@ -139,8 +139,10 @@ def node_findings(
     if polled_by is not None:
         found.append(Finding("collector", Level.OK, f"the fleet is polled by {polled_by}"))
     elif total and (newest is None or now - newest > STALE_AFTER):
-        age = "no node has been read yet" if newest is None else (
-            f"the newest reading is from {_age(now - newest)} ago"
+        age = (
+            "no node has been read yet"
+            if newest is None
+            else (f"the newest reading is from {_age(now - newest)} ago")
         )
         found.append(
             Finding(

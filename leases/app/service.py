@@ -62,7 +62,8 @@ def this_runtime() -> Runtime:
     python = Path(sys.executable)
     if not python.is_absolute():
         python = python.absolute()
-    return Runtime(python, None if package_root in installed else package_root)
+    needs = (python.resolve(), Path(sys.base_prefix).resolve(), package_root)
+    return Runtime(python, None if package_root in installed else package_root, needs)
 
 
 @dataclass(frozen=True)
@@ -156,9 +157,9 @@ def _specs(req: Request, runtime: Runtime, euid: int) -> tuple[list[UnitSpec], l
         specs.append(spec(WEB, "zuka web: the dashboard in a browser tab", args))
         if req.mode is Mode.SYSTEM:
             notes.append(
-                "zuka web's dashboards run as the service user, who writes the ledger: whoever"
-                " holds its token (anyone who may read the journal) may change it, named as the"
-                " service in the audit log; keep it on 127.0.0.1 and reach it with ssh -L"
+                "zuka web's dashboards only read the lab's ledger (whoever holds the token is not"
+                " known by name): they show the fleet to anyone who may read the journal, where"
+                " the token is printed; keep it on 127.0.0.1 and reach it with ssh -L"
             )
         notes.append(
             "zuka web prints each run's address with its secret token to the journal:"

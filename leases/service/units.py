@@ -45,6 +45,10 @@ class Runtime:
 
     python: Path
     pythonpath: Path | None = None
+    # What the interpreter reads when it starts beside its own path: the file a venv's
+    # python links to and the base installation's standard library (a pyenv build lives
+    # under /root or /home), and the packages' folder. ProtectHome= must not hide them.
+    needs: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,7 @@ def _hardening(spec: UnitSpec) -> list[str]:
     common = [
         "NoNewPrivileges=yes",
         # SSH to the nodes, the ledger's and the metrics' Unix sockets; nothing else.
-        "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6",
+        "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK",
         "LockPersonality=yes",
         "RestrictRealtime=yes",
         "SystemCallArchitectures=native",
@@ -149,7 +153,7 @@ def _hardening(spec: UnitSpec) -> list[str]:
             "# A user's service manager applies the namespace options (ProtectSystem=,",
             "# PrivateTmp=, ProtectHome=) only with unprivileged user namespaces: left out.",
         ]
-    paths = [spec.runtime.python, *spec.writable, spec.home]
+    paths = [spec.runtime.python, *spec.runtime.needs, *spec.writable, spec.home]
     if spec.runtime.pythonpath is not None:
         paths.append(spec.runtime.pythonpath)
     homes = under_home(paths)

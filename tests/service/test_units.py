@@ -104,7 +104,7 @@ def test_a_system_unit_runs_as_the_service_user_hardened() -> None:
         "ReadWritePaths": "/var/lib/zuka",
         "PrivateTmp": "yes",
         "ProtectHome": "yes",
-        "RestrictAddressFamilies": "AF_UNIX AF_INET AF_INET6",
+        "RestrictAddressFamilies": "AF_UNIX AF_INET AF_INET6 AF_NETLINK",
         "UnsetEnvironment": "SSH_AUTH_SOCK SSH_AGENT_PID",
         "WantedBy": "multi-user.target",
     }.items():
@@ -122,6 +122,30 @@ def test_protect_home_is_read_only_where_a_path_lies_under_home_and_says_why() -
     assert "PYTHONPATH=/home/ana/zuka" in conf["Environment"]
     ledger_under_root = render(spec(writable=(Path("/root/zuka"),)))
     assert settings(ledger_under_root)["ProtectHome"] == ["read-only"]
+
+
+def test_a_venv_whose_interpreter_lives_under_root_keeps_home_readable() -> None:
+    """A venv in /opt whose python links to a pyenv build in /root (as on this machine):
+    ProtectHome=yes would hide the interpreter and the unit would never start."""
+    runtime = Runtime(
+        Path("/opt/zuka/venv/bin/python"),
+        None,
+        (Path("/root/.pyenv/versions/3.11.7/bin/python3.11"), Path("/root/.pyenv/versions/3.11.7")),
+    )
+    unit = render(spec(runtime=runtime))
+    assert settings(unit)["ProtectHome"] == ["read-only"]
+    (why,) = [line for line in unit.splitlines() if line.startswith("# ProtectHome=")]
+    assert "/root/.pyenv/versions/3.11.7/bin/python3.11" in why
+
+
+def test_this_runtime_names_what_the_interpreter_reads() -> None:
+    import sys
+
+    from leases.app.service import this_runtime
+
+    runtime = this_runtime()
+    assert Path(sys.executable).resolve() in runtime.needs
+    assert Path(sys.base_prefix).resolve() in runtime.needs
 
 
 def test_a_user_unit_has_no_user_and_says_what_keeps_it_after_logout() -> None:

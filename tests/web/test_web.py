@@ -651,3 +651,55 @@ async def test_the_page_fetches_nothing_from_another_host(guarded: Guarded) -> N
         async with session.get(f"{guarded.base}{font}") as r:
             assert r.status == 200 and len(await r.read()) > 10_000
         assert "Roboto Mono" in page and "DejaVu Sans Mono" in page
+
+
+def test_a_lab_ledger_is_served_read_only_and_so_is_read_only_asked(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    """Whoever holds a web token is not known by name: on a lab's ledger the tabs read only."""
+    import tui.web.guard
+    from leases.lab.layout import Lab
+
+    commands: list[str] = []
+
+    class Server:
+        def __init__(self, command: str, **kwargs: object) -> None:
+            commands.append(command)
+
+        def serve(self) -> None:
+            return None
+
+    monkeypatch.setattr(tui.web.guard, "ZukaServer", Server)
+    assert cli("node", "add", "n1", "--ssh", "root@10.0.0.1").code == 0
+    r = cli("web")
+    assert r.code == 0, r.err
+    assert "--read-only" not in shlex.split(commands[-1])
+    r = cli("web", "--read-only")
+    assert r.code == 0 and shlex.split(commands[-1])[-1] == "--read-only", r.err
+    if os.geteuid() != 0:
+        pytest.skip("a lab's marker counts only when root owns it")
+    lab = Lab(tmp_path)
+    lab.marker.write_text(lab.marker_text())
+    r = cli("web")
+    assert r.code == 0, r.err
+    assert "--read-only" in shlex.split(commands[-1])
+    assert "the web dashboards are read-only (a lab's ledger" in r.err
+
+
+def test_a_read_only_tab_opens_its_dashboard_read_only(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    from tui.dashboard.app import ZukaApp
+    from tui.web.serve import main_child
+
+    seen: list[bool] = []
+    monkeypatch.setattr(ZukaApp, "run", lambda self, *a, **k: seen.append(self.readonly))
+    assert cli("node", "add", "n1", "--ssh", "root@10.0.0.1").code == 0
+    ledger = str(tmp_path / "ledger.db")
+    assert main_child(["--ledger", ledger]) == 0
+    assert main_child(["--ledger", ledger, "--read-only"]) == 0
+    assert seen == [False, True]

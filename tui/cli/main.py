@@ -118,6 +118,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, help="TCP port (default 8000)")
     p.add_argument("--demo", action="store_true", help="serve the demo fleet, as `zuka demo`")
     p.add_argument("--max-sessions", type=int, help="dashboard tabs at once (default 4)")
+    p.add_argument(
+        "--read-only",
+        action="store_true",
+        help="the dashboards only read the ledger (always so on a lab's ledger)",
+    )
 
     prov = sub.add_parser("provider", help="clouds, rental platforms and data centres")
     provs = prov.add_subparsers(dest="action", required=True, parser_class=_Parser)

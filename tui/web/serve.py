@@ -25,7 +25,6 @@ from typing import TextIO
 
 from leases.core.errors import InputError
 from leases.ledger.paths import resolve_ledger_path
-from leases.ledger.store import Ledger
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -70,11 +69,13 @@ def exposure_warning(host: str, port: int) -> str | None:
     )
 
 
-def child_command(ledger: Path, config: str | None) -> str:
+def child_command(ledger: Path, config: str | None, *, readonly: bool = False) -> str:
     """The shell command textual-serve runs for each tab (it starts it through a shell):
     every word quoted, the ledger path and config path included. `exec`, so that the
     process the server signals and reaps is the dashboard itself, not a shell above it."""
     argv = [sys.executable, "-m", "tui.web.serve", "--ledger", str(ledger)]
+    if readonly:
+        argv.append("--read-only")
     if config is not None:
         argv += ["--config", config]
     return "exec " + shlex.join(argv)
@@ -117,7 +118,19 @@ def web(args: argparse.Namespace, out: TextIO) -> int:
     if warning is not None:
         print(f"zuka: warning: {warning}", file=sys.stderr)
     with _demo_ledger(args.ledger) if args.demo else _given(args.ledger) as path:
-        command = child_command(path, args.config)
+        readonly = bool(getattr(args, "read_only", False)) or _in_lab(path)
+        if readonly:
+            print(
+                "zuka: the web dashboards are read-only"
+                + (
+                    " (a lab's ledger: whoever holds the token is not known by name, so they"
+                    " read only; editors change things from their own terminal)"
+                    if _in_lab(path)
+                    else ""
+                ),
+                file=sys.stderr,
+            )
+        command = child_command(path, args.config, readonly=readonly)
         server = ZukaServer(
             command, host=host, port=port, token=new_token(), max_sessions=cap, out=out
         )
@@ -125,11 +138,19 @@ def web(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _in_lab(path: Path) -> bool:
+    from leases.lab.layout import find_lab
+
+    return find_lab(path) is not None
+
+
 @contextmanager
 def _given(ledger: str | None) -> Iterator[Path]:
+    from tui.dashboard.source import check_ledger
+
     path = resolve_ledger_path(ledger)
     # A file that is not a zuka ledger is refused here, once, not in every tab.
-    Ledger.open(path).close()
+    check_ledger(path)
     yield path
 
 
@@ -141,12 +162,18 @@ def main_child(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tui.web.serve")
     parser.add_argument("--ledger", required=True)
     parser.add_argument("--config")
+    parser.add_argument("--read-only", action="store_true")
     args = parser.parse_args(argv)
     if args.config is not None:
         # This process is the tab's own: the app loads the config and shows its problems.
         os.environ["ZUKA_CONFIG"] = args.config
     gcpolicy.tune()  # this process is the tab's dashboard's own
-    ZukaApp(Path(args.ledger)).run()
+    path = Path(args.ledger)
+    from tui.dashboard.source import check_ledger
+
+    # A reader's ledger (this user may not write it) is opened read-only too.
+    readonly = check_ledger(path) or args.read_only
+    ZukaApp(path, readonly=readonly).run()
     return 0
 
 

@@ -8,16 +8,18 @@ from typing import TextIO
 
 from leases.core.errors import LedgerError
 from leases.core.textsafe import visible
-from leases.ledger.paths import resolve_ledger_path
+from leases.ledger.paths import ledger_choice
 from leases.ledger.store import Ledger
-from tui.cli.opening import named
+from tui.cli.opening import missing
 
 
 def dashboard(args: argparse.Namespace, out: TextIO) -> int:
     from tui.dashboard.app import run_dashboard
 
-    path = resolve_ledger_path(args.ledger)
-    if named(args) and not path.exists():
+    path, why = ledger_choice(args.ledger)
+    if why.startswith("[lab]") and not path.exists():
+        raise missing(path, why)
+    if why and not path.exists():
         # A typo (lab.dbb) opened an empty ledger, said only in the dashboard's header.
         raise LedgerError(
             f"no ledger at {visible(str(path))}: a typo? The dashboard opens a ledger that"

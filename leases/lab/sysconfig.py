@@ -18,20 +18,23 @@ and leases.ledger may not import the config; this module reads only `[lab]`, che
 
 from __future__ import annotations
 
-import grp
 import os
-import pwd
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from leases.core.configfile import is_devnull, parse_toml, read_text
 from leases.core.errors import ConfigError, LedgerError
 from leases.core.textsafe import is_clean, visible
-from leases.lab.layout import Lab, find_lab
-from leases.lab.roles import me
+
+if TYPE_CHECKING:
+    from leases.lab.layout import Lab
+
+# The lab's marker, the user and group database (leases.lab.layout, .roles) are imported
+# only where the secrets file is checked: the ledger's path reads [lab] ledger alone, and a
+# cold `zuka poll` should not pay for the rest (nor for dataclasses or NamedTuples, whose
+# making costs milliseconds: plain classes here).
 
 SYSTEM_CONFIG_ENV = "ZUKA_SYSTEM_CONFIG"
 DEFAULT_SYSTEM_CONFIG = Path("/etc/zuka/config.toml")
@@ -42,22 +45,28 @@ MAX_PATH_CHARS = 4096
 _NOT_FILES = ("/proc", "/sys", "/dev")
 
 
-@dataclass(frozen=True)
 class LabSettings:
     """The system config's `[lab]`: the host's default ledger, where the secrets are."""
 
-    ledger: Path | None = None
-    secrets: Path | None = None
+    __slots__ = ("ledger", "secrets")
+
+    def __init__(self, ledger: Path | None = None, secrets: Path | None = None) -> None:
+        self.ledger = ledger
+        self.secrets = secrets
 
 
-@dataclass(frozen=True)
 class SystemFile:
     """The system config as read: its TOML (empty when absent), its [lab] apart."""
 
-    path: Path
-    present: bool
-    raw: dict[str, Any] = field(default_factory=dict)
-    lab: LabSettings = LabSettings()
+    __slots__ = ("lab", "path", "present", "raw")
+
+    def __init__(
+        self, path: Path, present: bool, raw: dict[str, Any], lab: LabSettings | None = None
+    ) -> None:
+        self.path = path
+        self.present = present
+        self.raw = raw
+        self.lab = lab or LabSettings()
 
     @property
     def secrets_path(self) -> Path:
@@ -83,8 +92,10 @@ def read_system_config(path: Path) -> SystemFile:
     try:
         text, info = read_text(path)
     except FileNotFoundError:
-        return SystemFile(path, present=False)
+        return SystemFile(path, present=False, raw={})
     except PermissionError:
+        from leases.lab.roles import me
+
         raise ConfigError(
             [f"{path}: cannot be read by {me()}: the system config is for every user of the"
              f" host (as root: chmod 644 {path}; secrets go in the secrets file)"]
@@ -157,13 +168,15 @@ def lab_ledger(env: Mapping[str, str] = os.environ) -> tuple[Path, Path] | None:
     return None if system.lab.ledger is None else (system.lab.ledger, path)
 
 
-@dataclass(frozen=True)
 class Secrets:
     """The secrets file as this user found it: its TOML, or why there is none."""
 
-    path: Path
-    raw: dict[str, Any] | None
-    state: str  # "read", "absent", or why it was skipped
+    __slots__ = ("path", "raw", "state")
+
+    def __init__(self, path: Path, raw: dict[str, Any] | None, state: str) -> None:
+        self.path = path
+        self.raw = raw
+        self.state = state  # "read", "absent", or why it was skipped
 
 
 def read_secrets(system: SystemFile) -> Secrets:
@@ -179,6 +192,8 @@ def read_secrets(system: SystemFile) -> Secrets:
             ) from None
         return Secrets(path, None, "absent")
     except PermissionError:
+        from leases.lab.roles import me
+
         return Secrets(path, None, f"not readable by {me()}: skipped")
     problems = secrets_problems(path, info, _lab_of(system))
     if problems:
@@ -187,6 +202,8 @@ def read_secrets(system: SystemFile) -> Secrets:
 
 
 def _lab_of(system: SystemFile) -> Lab | None:
+    from leases.lab.layout import find_lab
+
     if system.lab.ledger is None:
         return None
     try:
@@ -231,6 +248,8 @@ def secrets_problems(path: Path, info: os.stat_result, lab: Lab | None) -> list[
 
 
 def _gid(name: str) -> int | None:
+    import grp
+
     try:
         return grp.getgrnam(name).gr_gid
     except KeyError:
@@ -238,6 +257,8 @@ def _gid(name: str) -> int | None:
 
 
 def _primary_gid(user: str) -> int | None:
+    import pwd
+
     try:
         return pwd.getpwnam(user).pw_gid
     except KeyError:
@@ -245,6 +266,8 @@ def _primary_gid(user: str) -> int | None:
 
 
 def _group_name(gid: int) -> str:
+    import grp
+
     try:
         return grp.getgrgid(gid).gr_name
     except KeyError:

@@ -267,3 +267,24 @@ def test_a_bad_system_config_stops_every_command_naming_it(
     for argv in (["config", "check"], ["node", "list"]):
         code, _, err = _run(argv, capsys)
         assert code == 2 and f"zuka: config: {system}: not valid TOML" in err, argv
+
+
+def test_a_system_config_or_secrets_file_in_a_folder_others_may_write_is_refused(
+    etc: Path,
+) -> None:
+    system = put(etc / "config.toml", '[billing]\ntz = "UTC"\n')
+    etc.chmod(0o777)  # anyone could put another config.toml in its place
+    said = problems_of(None, system)
+    assert f"{system}: its folder {etc} may be written by its group or others (mode 0777)" in said
+    etc.chmod(0o1777)  # sticky, as /tmp: nobody removes root's file
+    assert load_config(None, env={}, system=system).billing.tz == "UTC"
+    etc.chmod(0o755)
+    elsewhere = etc / "private"
+    elsewhere.mkdir(mode=0o770)
+    elsewhere.chmod(0o770)
+    secrets = put(elsewhere / "secrets.toml", "[alerts]\ntemperature_c = 70\n", 0o600)
+    system = put(etc / "config.toml", f'[lab]\nsecrets = "{secrets}"\n')
+    said = problems_of(None, system)
+    assert f"{secrets}: its folder {elsewhere} may be written by its group" in said
+    elsewhere.chmod(0o750)
+    assert load_config(None, env={}, system=system).alerts.temperature_c == 70

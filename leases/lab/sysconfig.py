@@ -112,12 +112,39 @@ def read_system_config(path: Path) -> SystemFile:
              f" them could point everyone's zuka at a ledger of theirs; as root:"
              f" chmod 644 {path}"]
         )  # fmt: skip
+    problem = folder_problem(path)
+    if problem:
+        raise ConfigError([problem])
     raw = parse_toml(text, path)
     body = raw.pop("lab", None)
     lab, problems = lab_settings(body, str(path))
     if problems:
         raise ConfigError(problems)
     return SystemFile(path, present=True, raw=raw, lab=lab)
+
+
+def folder_problem(path: Path) -> str:
+    """Why the folder of a system config or secrets file would let someone else swap the
+    file for one of theirs (empty when it would not): a folder others may write, without
+    the sticky bit that keeps them from removing root's files (as /tmp has)."""
+    folder = path.parent
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return ""  # the file itself was just read: nothing more to learn here
+    mode = stat.S_IMODE(info.st_mode)
+    if info.st_uid not in (0, os.geteuid()):
+        return (
+            f"{path}: its folder {folder} is owned by uid {info.st_uid}, not root: its owner"
+            f" could put another file in its place; as root: chown root:root {folder}"
+        )
+    if mode & 0o022 and not mode & stat.S_ISVTX:
+        return (
+            f"{path}: its folder {folder} may be written by its group or others (mode"
+            f" {mode:04o}): anyone of them could put another file in its place; as root:"
+            f" chmod 755 {folder}"
+        )
+    return ""
 
 
 def lab_settings(body: object, where: str) -> tuple[LabSettings, list[str]]:
@@ -196,6 +223,9 @@ def read_secrets(system: SystemFile) -> Secrets:
 
         return Secrets(path, None, f"not readable by {me()}: skipped")
     problems = secrets_problems(path, info, _lab_of(system))
+    problem = folder_problem(path)
+    if problem and not problems:
+        problems = [problem]
     if problems:
         raise ConfigError(problems)
     return Secrets(path, parse_toml(text, path), "read")

@@ -85,7 +85,8 @@ def show(args: argparse.Namespace, out: TextIO) -> int:
             continue  # said below, absent or not
         print(f"# {layer.kind}: {visible(str(layer.path))}{_layer_words(layer)}", file=out)
     path, _ = resolve_config_path(args.config)
-    state = "" if config.path is not None else " (absent: defaults)"
+    below = "the layers above" if any(x.state == "read" for x in config.layers) else "defaults"
+    state = "" if config.path is not None else f" (absent: {below})"
     print(f"# config file: {visible(path)}{state}", file=out)
     for s in settings:
         value = json.dumps(s.value, ensure_ascii=False)

@@ -288,3 +288,14 @@ def test_a_system_config_or_secrets_file_in_a_folder_others_may_write_is_refused
     assert f"{secrets}: its folder {elsewhere} may be written by its group" in said
     elsewhere.chmod(0o750)
     assert load_config(None, env={}, system=system).alerts.temperature_c == 70
+
+
+def test_a_system_config_that_is_a_fifo_or_a_folder_is_refused_without_waiting(
+    etc: Path,
+) -> None:
+    fifo = etc / "config.toml"
+    os.mkfifo(fifo)  # nobody writes it: a blocking open would hang here
+    assert f"{fifo}: not a regular file" in problems_of(None, fifo)
+    with pytest.raises(ConfigError, match="not a regular file"):
+        lab_ledger({"ZUKA_SYSTEM_CONFIG": str(fifo)})
+    assert f"{etc}: not a regular file" in problems_of(None, etc)

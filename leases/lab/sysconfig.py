@@ -98,7 +98,8 @@ def read_system_config(path: Path) -> SystemFile:
 
         raise ConfigError(
             [f"{path}: cannot be read by {me()}: the system config is for every user of the"
-             f" host (as root: chmod 644 {path}; secrets go in the secrets file)"]
+             f" host (as root: chmod 644 {path}; secrets go in the secrets file); to go"
+             f" without it: {SYSTEM_CONFIG_ENV}= zuka ..."]
         ) from None  # fmt: skip
     mode = stat.S_IMODE(info.st_mode)
     if info.st_uid not in (0, os.geteuid()):

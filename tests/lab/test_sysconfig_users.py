@@ -164,3 +164,18 @@ def _acl_read_for(path: Path, uid: int) -> None:
     ]
     blob = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries)
     os.setxattr(path, "system.posix_acl_access", blob)
+
+
+def test_a_system_config_a_user_may_not_read_is_said_with_its_fix(
+    lab_users: LabUsers,  # noqa: F811
+    host: Host,
+) -> None:
+    u = lab_users
+    host.system.chmod(0o600)
+    done = u.zuka(u.viewer, "config", "check", env=host.env)
+    assert done.returncode == 2
+    assert f"{host.system}: cannot be read by {u.viewer}" in done.stderr
+    assert f"chmod 644 {host.system}" in done.stderr and "ZUKA_SYSTEM_CONFIG=" in done.stderr
+    # The way out it names works: no system config, the user's own defaults.
+    done = u.zuka(u.viewer, "config", "check", env={"ZUKA_SYSTEM_CONFIG": ""})
+    assert done.returncode == 0, done.stderr

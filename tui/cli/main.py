@@ -558,7 +558,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return 0
     except sqlite3.Error as exc:
         # Outside Ledger.open and its transactions (a read that failed): the ledger's path.
-        ledger_path = resolve_ledger_path(args.ledger)
+        try:
+            ledger_path: object = resolve_ledger_path(args.ledger)
+        except ConfigError:  # the system config changed under the command: no path to name
+            ledger_path = "the ledger"
         print(f"zuka: ledger: {visible(ledger_failure(ledger_path, exc))}", file=sys.stderr)
         return 1
     except OSError as exc:

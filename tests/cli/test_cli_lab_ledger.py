@@ -86,8 +86,9 @@ def test_a_missing_lab_ledger_is_said_with_the_file_that_names_it(
         f"no ledger at {lab}, the lab's ledger ([lab] ledger of {tmp_path / 'config.toml'})" in err
     )
     assert "zuka lab init" in err
-    code, _, err = _run("dashboard")
-    assert code == 1 and "the lab's ledger" in err
+    for argv in (("dashboard",), ("poll", "--once"), ("ps",), ("ssh", "n")):
+        code, _, err = _run(*argv)
+        assert code == 1 and f"no ledger at {lab}, the lab's ledger" in err, (argv, err)
     assert not lab.exists()
 
 

@@ -6,11 +6,10 @@ import argparse
 import sys
 from typing import TextIO
 
-from leases.core.errors import LedgerError
+from leases.core.errors import LedgerError, no_ledger
 from leases.core.textsafe import visible
 from leases.ledger.paths import ledger_choice
 from leases.ledger.store import Ledger
-from tui.cli.opening import missing
 
 
 def dashboard(args: argparse.Namespace, out: TextIO) -> int:
@@ -18,7 +17,7 @@ def dashboard(args: argparse.Namespace, out: TextIO) -> int:
 
     path, why = ledger_choice(args.ledger)
     if why.startswith("[lab]") and not path.exists():
-        raise missing(path, why)
+        raise no_ledger(path, why)
     if why and not path.exists():
         # A typo (lab.dbb) opened an empty ledger, said only in the dashboard's header.
         raise LedgerError(

@@ -26,7 +26,7 @@ def open_ledger(
     except OSError as exc:  # a name too long, a part of the path not a directory
         raise ledger_failure(path, exc) from None
     if not existed and not create:
-        raise missing(path, why)
+        raise no_ledger(path, why)
     if not existed:
         _refuse_missing_folder(why, path)
     ledger = Ledger.open(path, create=create, readonly=readonly)
@@ -39,16 +39,6 @@ def named(args: argparse.Namespace) -> bool:
     """Whether the ledger's path was named (--ledger, ZUKA_LEDGER or the system config's
     [lab] ledger), not the user's default."""
     return ledger_choice(getattr(args, "ledger", None))[1] != ""
-
-
-def missing(path: Path, why: str) -> LedgerError:
-    """No ledger where one was looked for; the host's lab ledger says who named it."""
-    if why.startswith("[lab]"):
-        return LedgerError(
-            f"no ledger at {visible(str(path))}, the lab's ledger ({visible(why)}): has the"
-            " lab been set up (sudo zuka lab init)? For a ledger of your own: --ledger PATH"
-        )
-    return no_ledger(path)
 
 
 def _refuse_missing_folder(why: str, path: Path) -> None:

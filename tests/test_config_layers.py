@@ -188,6 +188,9 @@ def test_lab_is_read_from_the_system_config_only(etc: Path) -> None:
     user = put(etc / "mine.toml", '[lab]\nledger = "/srv/lab.db"\n', 0o600)
     said = problems_of(user, None)
     assert f"{user}: lab: is read from the system config only" in said and "--ledger" in said
+    system = put(etc / "config.toml", "")
+    secrets = put(etc / "secrets.toml", '[lab]\nledger = "/srv/lab.db"\n', 0o600)
+    assert f"{secrets}: lab: is read from the system config only" in problems_of(None, system)
     said = problems_of(None, None, {"ZUKA_LAB_LEDGER": "/srv/lab.db"})
     assert "env ZUKA_LAB_LEDGER: [lab] is set in the system config only" in said
 

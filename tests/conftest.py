@@ -17,6 +17,13 @@ from tests.support.sshfixtures import FakeNode, TestKeys
 from tui.cli.main import main
 
 
+@pytest.fixture(autouse=True)
+def _no_system_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads the host's own /etc/zuka (a developer's lab would leak into the
+    suite): the system config is off unless a test names one ($ZUKA_SYSTEM_CONFIG)."""
+    monkeypatch.setenv("ZUKA_SYSTEM_CONFIG", "")
+
+
 @pytest.fixture(scope="module")
 def keys() -> TestKeys:
     """Client and host keys for the in-process SSH nodes, one set per test module."""

@@ -191,6 +191,9 @@ class _Spec:
     is_list: bool = False
     # The dataclass field, where it differs from the key's name.
     dest: str = ""
+    # May hold a token (a notification URL's): refused in the system config, which every
+    # user of the host reads; its place is the secrets file or the user's own.
+    secret: bool = False
 
     @property
     def attr(self) -> str:
@@ -223,7 +226,7 @@ SPECS = (
     _Spec("alerts", "disk_full_pct", _num(50, 100, hint="percent used")),
     _Spec("alerts", "ram_free_pct", _num(0, 50, lo_open=True, hint="percent available")),
     _Spec("alerts", "balance_days", _num(0, 365, lo_open=True)),
-    _Spec("notify", "urls", _urls, is_list=True),
+    _Spec("notify", "urls", _urls, is_list=True, secret=True),
     _Spec("notify", "min_severity", _severity),
     _Spec("notify", "rate_limit_per_hour", _int(1, 3600)),
     _Spec("notify", "digest", _digest, dest="digest_at"),

@@ -114,6 +114,25 @@ class BillsConfig:
 
 
 @dataclass(frozen=True)
+class Layer:
+    """One file the config was read from, in order (later wins key by key): the system
+    config, the secrets file, the user's own; and whether it was read."""
+
+    kind: str  # "system config", "secrets file", "config file"
+    path: Path
+    state: str  # "read", "absent", or why it was skipped
+
+
+@dataclass(frozen=True)
+class LabConfig:
+    """The system config's [lab] (leases.lab.sysconfig): the host's default ledger, and
+    where the secrets file is."""
+
+    ledger: Path | None = None
+    secrets: Path | None = None
+
+
+@dataclass(frozen=True)
 class Setting:
     """One effective value as `zuka config show` prints it."""
 
@@ -141,10 +160,14 @@ class Config:
     # The dashboard's key remaps: binding id -> keys ("fleet-filter" = "slash,f"); the
     # dashboard checks the ids and keys it knows (leases knows no bindings).
     keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    lab: LabConfig = field(default_factory=LabConfig)
+    # The user's own file (None: none, the defaults).
     path: Path | None = None
     # "section.key" -> "default", the file's path, or "env ZUKA_..."; absent means default.
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     warnings: tuple[str, ...] = ()
+    # Every file looked for, in the order they are laid over each other.
+    layers: tuple[Layer, ...] = ()
 
     def settings(self, *, mask: bool = True) -> list[Setting]:
         """Every key's effective value and where it came from; notification URLs masked."""
@@ -161,6 +184,11 @@ class Config:
         for name, regions in self.project_regions.items():
             key = f"projects.{name}.regions"
             out.append(Setting(key, list(regions), self.sources.get(key, "default")))
+        for name in ("ledger", "secrets"):
+            value = getattr(self.lab, name)
+            if value is not None:
+                key = f"lab.{name}"
+                out.append(Setting(key, str(value), self.sources.get(key, "default")))
         for month, rates in self.money.rates.items():
             for code, rate in rates.items():
                 key = f"money.rates.{month}.{code}"

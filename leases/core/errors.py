@@ -156,8 +156,15 @@ def sqlite_problem(exc: sqlite3.Error) -> str:
     return text
 
 
-def no_ledger(path: object) -> LedgerError:
-    """A command that only reads was pointed at a ledger that is not there."""
+def no_ledger(path: object, why: str = "") -> LedgerError:
+    """A command that only reads was pointed at a ledger that is not there; why: what
+    chose the path (leases.ledger.paths.ledger_choice), said when it was the host's lab
+    ledger of the system config."""
+    if why.startswith("[lab]"):
+        return LedgerError(
+            f"no ledger at {path}, the lab's ledger ({why}): has the lab been set up"
+            " (sudo zuka lab init)? For a ledger of your own: --ledger PATH"
+        )
     return LedgerError(f"no ledger at {path} (nothing recorded yet, or a wrong --ledger?)")
 
 

@@ -1,11 +1,14 @@
-"""Where a ledger is: the default file, --ledger and $ZUKA_LEDGER resolved, and the files
-SQLite keeps beside it."""
+"""Where a ledger is: --ledger, $ZUKA_LEDGER, the host's lab ledger (the system config's
+`[lab] ledger`, leases.lab.sysconfig) and the user's data directory resolved in that
+order, and the files SQLite and zuka keep beside it."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
 from pathlib import Path
+
+from leases.lab.sysconfig import lab_ledger
 
 
 def default_ledger_path() -> Path:
@@ -15,16 +18,26 @@ def default_ledger_path() -> Path:
 
 
 def resolve_ledger_path(cli_value: str | None, env: Mapping[str, str] = os.environ) -> Path:
-    """--ledger wins over ZUKA_LEDGER, which wins over the platform's data directory."""
+    """--ledger wins over ZUKA_LEDGER, which wins over the system config's [lab] ledger,
+    which wins over the platform's data directory. A system config that cannot be used
+    is a ConfigError naming it."""
+    return ledger_choice(cli_value, env)[0]
+
+
+def ledger_choice(cli_value: str | None, env: Mapping[str, str] = os.environ) -> tuple[Path, str]:
+    """The ledger's path and what chose it: "--ledger", "$ZUKA_LEDGER", "[lab] ledger of
+    PATH" or "" (the user's data directory, the default)."""
     if cli_value:
-        path = Path(cli_value)
+        path, why = Path(cli_value), "--ledger"
     elif env.get("ZUKA_LEDGER"):
-        path = Path(env["ZUKA_LEDGER"])
+        path, why = Path(env["ZUKA_LEDGER"]), "$ZUKA_LEDGER"
+    elif (lab := lab_ledger(env)) is not None:
+        path, why = lab[0], f"[lab] ledger of {lab[1]}"
     else:
-        path = default_ledger_path()
+        path, why = default_ledger_path(), ""
     # Symlinks are resolved once, here: the lock, the trust store and the sim folder sit
     # beside the real file, whichever link a command was given.
-    return path.expanduser().resolve()
+    return path.expanduser().resolve(), why
 
 
 def companion(path: Path, suffix: str) -> Path:

@@ -61,7 +61,8 @@ class LabUsers:
         return self.homes / user
 
     def env(self, user: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The environment a command of this user runs with: a login's, not the tests'."""
+        """The environment a command of this user runs with: a login's, not the tests' (no
+        system config unless extra names one, ZUKA_SYSTEM_CONFIG)."""
         env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "HOME": str(self.home(user)),
@@ -72,6 +73,8 @@ class LabUsers:
             "PYTHONDONTWRITEBYTECODE": "1",
             "TERM": "dumb",
             "COLUMNS": "200",
+            # The host's own /etc/zuka is not the test's: a test names its system config.
+            "ZUKA_SYSTEM_CONFIG": "",
         }
         env.update(extra or {})
         return env

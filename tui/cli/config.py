@@ -8,10 +8,12 @@ import sys
 from collections.abc import Mapping
 from typing import TextIO
 
+from leases.config.layers import SECRETS, SYSTEM, USER
 from leases.config.load import load_user_config, resolve_config_path
-from leases.config.sections import Config
+from leases.config.sections import Config, Layer
 from leases.core.errors import ConfigError
 from leases.core.textsafe import visible
+from leases.lab.sysconfig import SYSTEM_CONFIG_ENV
 from tui.cli import output
 
 
@@ -39,9 +41,23 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
             print(f"zuka: config: {visible(problem)}", file=sys.stderr)
         return 2
     _warn(config)
+    for layer in config.layers:
+        if layer.kind != USER and layer.state != "absent":
+            state = "ok" if layer.state == "read" else layer.state
+            print(f"{layer.kind} {visible(str(layer.path))}: {visible(state)}", file=out)
     where = config.path or f"{resolve_config_path(args.config)[0]} (absent: defaults)"
     print(f"{visible(where)}: ok", file=out)
     return 0
+
+
+def _layer_words(layer: Layer) -> str:
+    if layer.state == "read":
+        return ""
+    if layer.state == "absent":
+        return " (absent)"
+    if layer.kind == SECRETS:  # a viewer's: the tokens are the service's and the editors'
+        return f" ({layer.state}: its notification URLs are for the service and the editors)"
+    return f" ({layer.state})"
 
 
 def show(args: argparse.Namespace, out: TextIO) -> int:
@@ -52,14 +68,25 @@ def show(args: argparse.Namespace, out: TextIO) -> int:
         output.dump_json(
             {
                 "path": None if config.path is None else str(config.path),
+                "layers": [
+                    {"kind": layer.kind, "path": str(layer.path), "state": layer.state}
+                    for layer in config.layers
+                ],
                 "settings": {s.key: {"value": s.value, "source": s.source} for s in settings},
                 "warnings": list(config.warnings),
             },
             out,
         )
         return 0
+    if not any(layer.kind == SYSTEM for layer in config.layers):
+        print(f"# {SYSTEM}: off (${SYSTEM_CONFIG_ENV} is empty or the null device)", file=out)
+    for layer in config.layers:
+        if layer.kind == USER:
+            continue  # said below, absent or not
+        print(f"# {layer.kind}: {visible(str(layer.path))}{_layer_words(layer)}", file=out)
     path, _ = resolve_config_path(args.config)
-    state = "" if config.path is not None else " (absent: defaults)"
+    below = "the layers above" if any(x.state == "read" for x in config.layers) else "defaults"
+    state = "" if config.path is not None else f" (absent: {below})"
     print(f"# config file: {visible(path)}{state}", file=out)
     for s in settings:
         value = json.dumps(s.value, ensure_ascii=False)

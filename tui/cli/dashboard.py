@@ -6,18 +6,19 @@ import argparse
 import sys
 from typing import TextIO
 
-from leases.core.errors import LedgerError
+from leases.core.errors import LedgerError, no_ledger
 from leases.core.textsafe import visible
-from leases.ledger.paths import resolve_ledger_path
-from tui.cli.opening import named
+from leases.ledger.paths import ledger_choice
 
 
 def dashboard(args: argparse.Namespace, out: TextIO) -> int:
     from tui.dashboard.app import run_dashboard
     from tui.dashboard.source import check_ledger
 
-    path = resolve_ledger_path(args.ledger)
-    if named(args) and not path.exists():
+    path, why = ledger_choice(args.ledger)
+    if why.startswith("[lab]") and not path.exists():
+        raise no_ledger(path, why)
+    if why and not path.exists():
         # A typo (lab.dbb) opened an empty ledger, said only in the dashboard's header.
         raise LedgerError(
             f"no ledger at {visible(str(path))}: a typo? The dashboard opens a ledger that"

@@ -19,7 +19,7 @@ from leases.core.host import host_record
 from leases.core.models import Node, NodeHealth, NodeState, NodeStatus
 from leases.core.textsafe import visible
 from leases.fleet.nodestatus import health_summary, status_figures
-from leases.ledger.paths import resolve_ledger_path
+from leases.ledger.paths import ledger_choice
 from leases.ledger.store import Ledger
 from leases.telemetry.housekeeping import Housekeeping, fleet_nodes
 from leases.telemetry.lock import PollerLock
@@ -36,9 +36,9 @@ if TYPE_CHECKING:
 def _path(args: argparse.Namespace, *, existing: bool = False) -> Path:
     """The ledger's path; existing: refused when there is no ledger (a typo in --ledger
     would otherwise poll an empty fleet and say nothing)."""
-    path = resolve_ledger_path(args.ledger)
+    path, why = ledger_choice(args.ledger)
     if existing and not path.exists():
-        raise no_ledger(path)
+        raise no_ledger(path, why)
     return path
 
 

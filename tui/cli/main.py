@@ -36,7 +36,10 @@ _Parser = Parser
 def _ledger_help() -> str:
     from leases.ledger.paths import default_ledger_path
 
-    return f"ledger file (default: $ZUKA_LEDGER, else {default_ledger_path()})"
+    return (
+        "ledger file (default: $ZUKA_LEDGER, else the system config's [lab] ledger, else"
+        f" {default_ledger_path()})"
+    )
 
 
 DEMO_LEDGER_HELP = (
@@ -59,7 +62,8 @@ def _common(*, screen: bool = False, ledger_help: str = "") -> _Parser:
     p.add_argument(
         "--config",
         default=argparse.SUPPRESS,
-        help="config file (default: $ZUKA_CONFIG, else config.toml in the user config directory)",
+        help="config file, laid over the system config /etc/zuka/config.toml and its secrets"
+        " file (default: $ZUKA_CONFIG, else config.toml in the user config directory)",
     )
     return p
 
@@ -574,7 +578,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return 0
     except sqlite3.Error as exc:
         # Outside Ledger.open and its transactions (a read that failed): the ledger's path.
-        ledger_path = resolve_ledger_path(args.ledger)
+        try:
+            ledger_path: object = resolve_ledger_path(args.ledger)
+        except ConfigError:  # the system config changed under the command: no path to name
+            ledger_path = "the ledger"
         print(f"zuka: ledger: {visible(ledger_failure(ledger_path, exc))}", file=sys.stderr)
         return 1
     except OSError as exc:

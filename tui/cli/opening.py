@@ -4,14 +4,13 @@ refused when missing for a command that only reads, created (and said) for one t
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 from leases.core.errors import LedgerError, ledger_failure, no_ledger
 from leases.core.textsafe import visible
 from leases.ledger import rowaudit
-from leases.ledger.paths import resolve_ledger_path
+from leases.ledger.paths import ledger_choice
 from leases.ledger.store import Ledger
 
 
@@ -21,15 +20,15 @@ def open_ledger(
     """The ledger of --ledger; readonly for commands that only read (see Ledger.open).
     A typo in --ledger must not pass unseen: a command that only reads refuses a missing
     ledger, and one that creates it says so on stderr."""
-    path = resolve_ledger_path(args.ledger)
+    path, why = ledger_choice(args.ledger)
     try:
         existed = path.exists()
     except OSError as exc:  # a name too long, a part of the path not a directory
         raise ledger_failure(path, exc) from None
     if not existed and not create:
-        raise no_ledger(path)
+        raise no_ledger(path, why)
     if not existed:
-        _refuse_missing_folder(args, path)
+        _refuse_missing_folder(why, path)
     ledger = Ledger.open(path, create=create, readonly=readonly)
     if not existed:
         print(f"zuka: created a new ledger at {visible(str(path))}", file=sys.stderr)
@@ -37,15 +36,16 @@ def open_ledger(
 
 
 def named(args: argparse.Namespace) -> bool:
-    """Whether the ledger's path was named (--ledger or ZUKA_LEDGER), not the default."""
-    return bool(getattr(args, "ledger", None) or os.environ.get("ZUKA_LEDGER"))
+    """Whether the ledger's path was named (--ledger, ZUKA_LEDGER or the system config's
+    [lab] ledger), not the user's default."""
+    return ledger_choice(getattr(args, "ledger", None))[1] != ""
 
 
-def _refuse_missing_folder(args: argparse.Namespace, path: Path) -> None:
+def _refuse_missing_folder(why: str, path: Path) -> None:
     """A ledger named in a folder that does not exist is a typo far more often than a
     wish: creating /srv/zuak/lab.db's folders would start a second, empty ledger. The
     default place's folders are made (its first run)."""
-    if named(args) and not path.parent.is_dir():
+    if why and not path.parent.is_dir():
         raise LedgerError(
             f"no folder {visible(str(path.parent))} for a ledger at {visible(str(path))}:"
             " a typo? Create the folder first if it is meant (mkdir -p)"

@@ -13,7 +13,7 @@ from typing import TextIO
 from leases.app import processes
 from leases.core.errors import InputError, no_ledger
 from leases.core.textsafe import visible
-from leases.ledger.paths import resolve_ledger_path
+from leases.ledger.paths import ledger_choice
 from leases.ledger.store import Ledger
 from tui.cli import output
 
@@ -21,9 +21,9 @@ DEFAULT_GRACE_S = 10.0
 
 
 def _ledger(args: argparse.Namespace) -> Ledger:
-    path = resolve_ledger_path(args.ledger)
+    path, why = ledger_choice(args.ledger)
     if not path.exists():
-        raise no_ledger(path)
+        raise no_ledger(path, why)
     return Ledger.open(path, create=False)
 
 

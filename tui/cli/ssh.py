@@ -11,7 +11,7 @@ from typing import TextIO
 from leases.app.shell import ShellEnd, open_session
 from leases.core.errors import no_ledger
 from leases.core.textsafe import visible
-from leases.ledger.paths import resolve_ledger_path
+from leases.ledger.paths import ledger_choice
 from leases.ledger.store import Ledger
 from leases.ssh.interactive import remote_command, tmux_name
 from leases.ssh.interactive_tty import TtyTerminal
@@ -22,9 +22,9 @@ def ssh(args: argparse.Namespace, out: TextIO) -> int:
     tmux = None if args.tmux is None else tmux_name(args.tmux)
     words = list(args.remote) or None  # argparse has taken out the -- (every one: 3.11)
     remote_command(tmux, words)
-    path = resolve_ledger_path(args.ledger)
+    path, why = ledger_choice(args.ledger)
     if not path.exists():
-        raise no_ledger(path)
+        raise no_ledger(path, why)
     with Ledger.open(path, create=False) as ledger:
         node = ledger.node(args.node)
     # Like ssh: a command gets no PTY (bytes streamed, no raw mode) unless -t asks for one.

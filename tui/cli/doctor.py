@@ -15,17 +15,9 @@ from leases.config.load import load_user_config, resolve_config_path
 from leases.core.clock import utc_now
 from leases.core.errors import ConfigError
 from leases.core.textsafe import visible
-from leases.ledger.paths import resolve_ledger_path
+from leases.ledger.paths import ledger_choice
 
 _MARK = {Level.OK: "ok  ", Level.WARN: "warn", Level.FAIL: "FAIL"}
-
-
-def ledger_source(args: argparse.Namespace) -> str:
-    if getattr(args, "ledger", None):
-        return "--ledger"
-    if os.environ.get("ZUKA_LEDGER"):
-        return "ZUKA_LEDGER"
-    return "the default place"
 
 
 def setting_of(args: argparse.Namespace) -> Setting:
@@ -40,9 +32,10 @@ def setting_of(args: argparse.Namespace) -> Setting:
         problems = tuple(exc.problems)
         config_path, _ = resolve_config_path(args.config)
     home = os.environ.get("HOME")
+    ledger, why = ledger_choice(args.ledger)
     return Setting(
-        ledger=resolve_ledger_path(args.ledger),
-        ledger_source=ledger_source(args),
+        ledger=ledger,
+        ledger_source=why or "the default place",
         now=utc_now(),
         env=dict(os.environ),
         home=Path(home) if home else None,

@@ -9,7 +9,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
-from leases.app import doctor, doctorfiles, doctorkeys, doctorlab, doctorledger
+from leases.app import (
+    doctor,
+    doctorfiles,
+    doctorkeys,
+    doctorlab,
+    doctorledger,
+    doctorservice,
+)
 from leases.app.doctor import Finding, Level, Setting
 from leases.config.load import load_user_config, resolve_config_path
 from leases.core.clock import utc_now
@@ -71,6 +78,7 @@ def findings(setting: Setting) -> list[Finding]:
         ledger_read,
         doctorfiles.private_files,
         nodes,
+        doctorservice.units,
         doctorkeys.agent,
         keys,
     ]

@@ -498,6 +498,7 @@ class AuditEntry:
     id: int | None = None
     problem: str = ""  # why the stored row could not be read as it should
     batch: int | None = None  # the entries one transaction wrote share one (m010)
+    origin: str = ""  # where the actor came from (leases.core.origin; m023), as stored
 
 
 @dataclass(frozen=True)

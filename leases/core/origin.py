@@ -271,3 +271,13 @@ def detect(
 def this_process() -> str:
     """detect(), once per process: what every audit entry it writes records."""
     return detect()
+
+
+def who(actor: str, origin: str) -> str:
+    """Who wrote an entry, as the node screen and the offboarding report say it: 'alice
+    from 203.0.113.7', 'alice from 203.0.113.7 (env)', 'zuka from service zuka-collect',
+    'alice from tty pts/3', or the user alone. Both made visible and bounded (they are
+    read back from a ledger)."""
+    where = visible(origin, MAX_ORIGIN).removeprefix("ssh ")
+    name = visible(actor, 64)
+    return f"{name} from {where}" if where else name

@@ -162,9 +162,11 @@ def test_undo_asks_by_user_name_not_by_origin(tmp_path: Path) -> None:
     with Ledger.open(path, actor="alice", origin=FROM_B) as ledger:
         assert [e.node for e in undo_last(ledger)] == ["n1"]
     # Another user from the same address is refused without --any-user.
-    with Ledger.open(path, actor="bob", origin=FROM_B) as ledger:
-        with pytest.raises(InputError, match=r"not by you \(bob\)"):
-            undo_last(ledger)
+    with (
+        Ledger.open(path, actor="bob", origin=FROM_B) as ledger,
+        pytest.raises(InputError, match=r"not by you \(bob\)"),
+    ):
+        undo_last(ledger)
     with Ledger.open(path, readonly=True) as ledger:
         assert ledger.verify_audit().ok
         assert [e.origin for e in ledger.history()] == [FROM_A, FROM_B]

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from leases.core.auditentry import AuditEntry
 from leases.core.errors import InputError, UnknownNode
-from leases.core.models import AuditEntry, Node
+from leases.core.models import Node
 from leases.ledger import auditchain, nodelog
 from leases.ledger.auditchain import ACCEPTANCE_TRIGGERS, AUDIT_TRIGGERS
 from leases.ledger.connection import LedgerConnection

@@ -20,8 +20,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from leases.core.auditentry import AuditEntry
 from leases.core.errors import InputError
-from leases.core.models import AuditEntry, NodeState
+from leases.core.models import NodeState
 from leases.core.textsafe import visible
 from leases.ledger import nodelog, records, stops
 from leases.ledger.book_rows import put_lines

@@ -139,7 +139,11 @@ def markdown(report: Mapping[str, Any]) -> str:
         head = f"### entry {e['entry']}: {v(e['event'])}"
         if e["step"]:
             head += f" of {v(e['step'])}"
-        lines += [head + result, "", f"- at {v(e['at'])} by {v(who(e['actor'], e['origin']))}"]
+        lines += [
+            head + result,
+            "",
+            f"- at {v(e['at'])} by {v(who(e['actor'], e.get('origin') or ''))}",
+        ]
         if e["event"] == "plan":
             lines.append(f"- plan {v(e['plan'])}, hash `{v(e['hash'])}`")
         if e["command"]:

@@ -128,3 +128,11 @@ def test_an_origin_forged_into_the_file_is_shown_inert(cli: Cli, two_people: Pat
     assert "\x1b" not in raw and json.loads(raw)[-1]["origin"].startswith("\x1b]0;")
     # Forged properly, the chain holds: only an anchor kept elsewhere would tell.
     assert cli("audit", "verify").code == 0
+
+
+def test_undo_says_who_and_from_where(cli: Cli, two_people: Path) -> None:
+    assert json_of(cli, "undo", "--any-user")[0]["origin"] == "service zuka-collect"
+    with _as(two_people, "carol", ALICE) as ledger:
+        ledger.update_node("n1", {"notes": "carol"})
+    out = ok(cli, "undo", "--any-user")
+    assert "node.edit of n1 by carol from 203.0.113.7 at " in out

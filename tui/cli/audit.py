@@ -10,7 +10,7 @@ from typing import TextIO
 from leases.core.errors import InputError
 from leases.core.fields import user_name
 from leases.core.models import NodeState
-from leases.core.origin import MAX_ORIGIN
+from leases.core.origin import MAX_ORIGIN, who
 from leases.core.textsafe import visible
 from leases.ledger import auditchain, rowaudit
 from leases.ledger.wording import describe_counts
@@ -83,14 +83,15 @@ def undo(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         output.dump_json(
             [{"id": e.id, "action": e.action, "node": e.node, "actor": e.actor,
-              "at": e.at.isoformat()} for e in undone],
+              "origin": e.origin, "at": e.at.isoformat()} for e in undone],
             out,
         )  # fmt: skip
         return 0
     tz = lab_zone(args)
     for e in undone:
         when = day(e.at, tz)
-        line = f"undid entry {e.id}: {e.action} of {e.node or e.entity} by {e.actor} at {when}"
+        by = who(e.actor, e.origin)
+        line = f"undid entry {e.id}: {e.action} of {e.node or e.entity} by {by} at {when}"
         out.write(visible(line) + "\n")
     gone = next((e.before.get("gpu_history") for e in undone if e.before), None)
     if isinstance(gone, dict) and any(gone.values()):

@@ -247,17 +247,17 @@ def test_a_utmp_that_anyone_may_write_or_not_roots_is_not_believed(tmp_path: Pat
         "ppid": 4000,
     }
     path.chmod(0o664)
-    assert origin.detect(**args) == "ssh 192.0.2.3"  # type: ignore[arg-type]
+    assert origin.detect(**args) == "ssh 192.0.2.3"
     path.chmod(0o666)
-    assert origin.detect(**args) == "tty pts/3"  # type: ignore[arg-type]
+    assert origin.detect(**args) == "tty pts/3"
     path.chmod(0o644)
     os.chown(path, 65534, 0)
-    assert origin.detect(**args) == "tty pts/3"  # type: ignore[arg-type]
+    assert origin.detect(**args) == "tty pts/3"
     # A link is not followed.
     os.chown(path, 0, 0)
     (tmp_path / "link").symlink_to(path)
     args["utmp_paths"] = [tmp_path / "link"]
-    assert origin.detect(**args) == "tty pts/3"  # type: ignore[arg-type]
+    assert origin.detect(**args) == "tty pts/3"
 
 
 def test_detect_without_a_terminal_reads_no_utmp(tmp_path: Path) -> None:

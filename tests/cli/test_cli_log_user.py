@@ -136,3 +136,17 @@ def test_undo_says_who_and_from_where(cli: Cli, two_people: Path) -> None:
         ledger.update_node("n1", {"notes": "carol"})
     out = ok(cli, "undo", "--any-user")
     assert "node.edit of n1 by carol from 203.0.113.7 at " in out
+
+
+def test_user_with_an_archived_node(cli: Cli, two_people: Path) -> None:
+    """--user with --archived: that user's entries of the archived node of a name a new node
+    now has."""
+    with _as(two_people, "alice", ALICE) as ledger:
+        ledger.archive_node("n1")
+    with _as(two_people, "bob", BOB) as ledger:
+        ledger.add_node(records.node_from({"name": "n1", "ssh_host": "h9"}))
+    archived = json_of(cli, "log", "n1", "--archived", "--user", "bob")
+    assert [(e["id"], e["origin"]) for e in archived] == [(3, BOB)]
+    live = json_of(cli, "log", "n1", "--user", "bob")
+    assert [e["action"] for e in live] == ["node.add"] and live[0]["id"] > 4
+    assert json_of(cli, "log", "n1", "--user", "alice") == []

@@ -12,11 +12,13 @@ after. Needs root (sshd, its user, utmp).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,17 +77,48 @@ class Login:
         return self.ssh(command, tty=tty, source=source)
 
 
+# Tests in several xdist workers may hold utmp at once: the first makes it (where it was
+# missing), the last removes it; the count and whether it was made, under a lock.
+_UTMP_STATE = Path(tempfile.gettempdir()) / "zuka-utmp.state"
+
+
+@contextlib.contextmanager
+def _utmp_lock() -> Iterator[None]:
+    with open(_UTMP_STATE.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _utmp_state() -> tuple[int, bool]:
+    try:
+        count, made = _UTMP_STATE.read_text().split()
+        return int(count), made == "made"
+    except (OSError, ValueError):
+        return 0, False
+
+
 @contextlib.contextmanager
 def utmp_file() -> Iterator[Path]:
-    made = not UTMP.exists()
-    if made:
-        UTMP.touch(mode=0o664)
-        UTMP.chmod(0o664)
+    """/run/utmp for sshd to write, made for the test where the machine has none."""
+    with _utmp_lock():
+        count, made = _utmp_state()
+        if count == 0:
+            made = not UTMP.exists()
+            if made:
+                UTMP.touch(mode=0o664)
+                UTMP.chmod(0o664)
+        _UTMP_STATE.write_text(f"{count + 1} {'made' if made else 'found'}")
     try:
         yield UTMP
     finally:
-        if made:
-            UTMP.unlink(missing_ok=True)
+        with _utmp_lock():
+            count, made = _utmp_state()
+            if count <= 1:
+                if made:
+                    UTMP.unlink(missing_ok=True)
+                _UTMP_STATE.unlink(missing_ok=True)
+            else:
+                _UTMP_STATE.write_text(f"{count - 1} {'made' if made else 'found'}")
 
 
 @contextlib.contextmanager

@@ -10,8 +10,8 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from leases.core.auditentry import AuditEntry
 from leases.core.host import HostStats
-from leases.core.models import AuditEntry
 from leases.core.textsafe import visible
 from leases.ledger import books
 from leases.ledger.books import BOOKS

@@ -60,6 +60,25 @@ def node_name(value: str, field: str = "name") -> str:
     return value
 
 
+# A user name as the audit log may hold one: what Unix systems accept (POSIX names, a dot,
+# sssd's user@domain, winbind's DOMAIN\user, a machine account's trailing $), or a uid
+# without a name, and zuka's own actors ("zuka demo"): words of those letters, one space apart.
+_USER_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@$\\-]*(?: [A-Za-z0-9_.@$\\-]+)*")
+USER_MAX = 64
+
+
+def user_name(value: str, field: str = "user") -> str:
+    """A user name to look for in the audit log; one no user can have is refused."""
+    if len(value) > USER_MAX or not _USER_RE.fullmatch(value):
+        raise InputError(
+            field,
+            visible(value, 80),
+            f"is not a user name (at most {USER_MAX} letters, digits, '_', '.', '@', '$', '\\'"
+            " or '-', starting with a letter, digit or '_')",
+        )
+    return value
+
+
 def text(field: str, value: str, max_len: int = 2000, *, multiline: bool = False) -> str:
     """Free text of a record. Private key text is refused here, in every field."""
     refuse_key_text(field, value)

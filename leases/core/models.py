@@ -486,21 +486,6 @@ class Resource:
 
 
 @dataclass(frozen=True)
-class AuditEntry:
-    at: datetime
-    action: str
-    entity: str
-    entity_id: int | None
-    node: str | None
-    before: dict[str, object] | None
-    after: dict[str, object] | None
-    actor: str = ""
-    id: int | None = None
-    problem: str = ""  # why the stored row could not be read as it should
-    batch: int | None = None  # the entries one transaction wrote share one (m010)
-
-
-@dataclass(frozen=True)
 class GpuSample:
     """One reading of one GPU. None always means unknown, never zero."""
 

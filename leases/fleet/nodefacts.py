@@ -15,8 +15,9 @@ from decimal import Decimal
 
 from leases.alerts import state as alertstate
 from leases.alerts.state import StoredAlert
+from leases.core.auditentry import AuditEntry
 from leases.core.errors import InputError
-from leases.core.models import AuditEntry, Lease, Node, Resource
+from leases.core.models import Lease, Node, Resource
 from leases.ledger.store import Ledger
 from leases.money import billing, leasecost, renewals
 from leases.money.leasecost import LeaseCost

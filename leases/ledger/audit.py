@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from leases.core.auditentry import AuditEntry
 from leases.core.errors import InputError, UnknownNode
-from leases.core.models import AuditEntry, Node
+from leases.core.models import Node
 from leases.ledger import auditchain, nodelog
 from leases.ledger.auditchain import ACCEPTANCE_TRIGGERS, AUDIT_TRIGGERS
 from leases.ledger.connection import LedgerConnection
@@ -58,6 +59,8 @@ class AuditLog(LedgerConnection):
         if self._batch is None:
             self._batch = row["id"]
         row["batch"] = self._batch
+        if self.origin:
+            row["origin"] = self.origin
         row["prev_hash"] = prev_hash
         row["hash"] = auditchain.entry_hash(row, prev_hash)
         conn.execute(
@@ -67,10 +70,19 @@ class AuditLog(LedgerConnection):
 
     # -- reading the log -----------------------------------------------------------------
 
-    def history(self, node: str | None = None, *, archived: bool = False) -> list[AuditEntry]:
+    def history(
+        self, node: str | None = None, *, archived: bool = False, user: str | None = None
+    ) -> list[AuditEntry]:
         """The audit log; of one node: its entries whatever it was called then (see
         leases.ledger.nodelog), for the node that has the name now, or with archived, the latest
-        archived node of that name. A deleted node's entries are found by its name."""
+        archived node of that name. A deleted node's entries are found by its name. With
+        user, only the entries that user wrote (a user who wrote none: none)."""
+        found = self._history(node, archived=archived)
+        if user is None:
+            return found
+        return [e for e in found if e.actor == user]
+
+    def _history(self, node: str | None, *, archived: bool) -> list[AuditEntry]:
         everything = [audit_entry(r) for r in self.rows("SELECT * FROM audit ORDER BY id")]
         if node is None:
             return everything
@@ -170,4 +182,5 @@ def audit_entry(r: Mapping[str, Any]) -> AuditEntry:
         id=r.get("id") if isinstance(r.get("id"), int) else None,
         problem="; ".join(problems),
         batch=r.get("batch") if isinstance(r.get("batch"), int) else None,
+        origin=str(r.get("origin") or ""),
     )

@@ -25,6 +25,10 @@ COLUMNS = ("id", "at", "actor", "action", "entity", "entity_id", "node", "before
 # Hashed after COLUMNS when set (m010): entries written before it keep their hashes, and
 # a batch set, cleared or widened by hand (to make `zuka undo` take more) breaks the chain.
 BATCH = "batch"
+# Hashed last when not empty (m023): where the entry's user came from (leases.core.origin).
+# Entries written before keep their hashes; an origin blanked, changed or added by hand
+# breaks the chain at its entry.
+ORIGIN = "origin"
 
 
 # The audit log's protections (installed by migration m004, checked by `zuka audit verify`):
@@ -57,9 +61,12 @@ ACCEPTANCE_TRIGGERS = {
 def entry_hash(row: Mapping[str, Any], prev_hash: str) -> str:
     """sha256 over the previous hash and the entry's columns, as stored."""
     batch = row.get(BATCH)
+    origin = row.get(ORIGIN)
     payload = json.dumps(
         [prev_hash, *(_plain(row.get(c)) for c in COLUMNS)]
-        + ([] if batch is None else [_plain(batch)]),
+        + ([] if batch is None else [_plain(batch)])
+        # Tagged: an origin is never read as a batch, nor a batch as an origin.
+        + ([] if origin is None or origin == "" else [{ORIGIN: _plain(origin)}]),
         ensure_ascii=False,
         separators=(",", ":"),
     )

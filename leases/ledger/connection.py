@@ -1,6 +1,6 @@
-"""The connection a Ledger is built on: the clock and the actor its writes record, and its
-write transactions (BEGIN IMMEDIATE: one writer at a time, everything inside commits or
-nothing does). Opening the file is leases.ledger.files'.
+"""The connection a Ledger is built on: the clock, the actor and the origin its writes
+record, and its write transactions (BEGIN IMMEDIATE: one writer at a time, everything
+inside commits or nothing does). Opening the file is leases.ledger.files'.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from typing import Any, Self
 
 from leases.core.clock import Clock, utc_now
 from leases.core.errors import ledger_failure
+from leases.core.origin import MAX_ORIGIN, this_process
+from leases.core.textsafe import visible
 from leases.ledger import files
 
 
@@ -28,6 +30,7 @@ class LedgerConnection:
         clock: Clock = utc_now,
         actor: str | None = None,
         path: Path | None = None,
+        origin: str | None = None,
     ) -> None:
         self.conn = conn
         # Stored text that is not UTF-8 (a ledger edited by hand or tampered with) is read
@@ -37,6 +40,8 @@ class LedgerConnection:
         self.path = path  # None: in memory
         self.clock = clock
         self.actor = actor if actor is not None else _whoami()
+        # Where the actor came from (leases.core.origin): detected once per process.
+        self.origin = visible(origin, MAX_ORIGIN) if origin is not None else this_process()
         # The batch of the audit entries the open transaction writes (see audit).
         self._batch: int | None = None
         self._held: tuple[int, int] | None = None  # see leases.ledger.files.open_file

@@ -21,7 +21,7 @@ from leases.ledger.paths import companion
 
 # How many migrations leases/ledger/schema.py holds; tests check the two agree. Kept here so that
 # opening an up-to-date ledger needs neither sqlite-utils nor the schema (faster CLI).
-SCHEMA_VERSION = 22
+SCHEMA_VERSION = 23
 # How long a write waits for another writer's transaction before it gives up.
 BUSY_TIMEOUT_S = 15.0
 

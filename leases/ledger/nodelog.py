@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import count
 
-from leases.core.models import AuditEntry
+from leases.core.auditentry import AuditEntry
 
 UNDO = "undo #"
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from leases.core.auditentry import AuditEntry
 from leases.core.errors import InputError
-from leases.core.models import AuditEntry
 from leases.core.textsafe import visible
 from leases.ledger import books, records, stops
 from leases.ledger.book_rows import lines_digest

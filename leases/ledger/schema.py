@@ -739,3 +739,12 @@ def m022_node_probe(db: Database) -> None:
         );
         """,
     )
+
+
+@MIGRATIONS()
+def m023_audit_origin(db: Database) -> None:
+    """Where each audit entry's user came from (leases.core.origin): the SSH client address
+    of their login, a service, a terminal; '' for entries written before (their hashes cover
+    none) and where nothing is known. A new entry's hash covers it when not empty
+    (leases.ledger.auditchain). ADD COLUMN keeps the append-only triggers as they are."""
+    _run(db, "ALTER TABLE audit ADD COLUMN origin TEXT NOT NULL DEFAULT '';")

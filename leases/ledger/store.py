@@ -44,6 +44,7 @@ class Ledger(BookRows):
         readonly: bool = False,
         clock: Clock = utc_now,
         actor: str | None = None,
+        origin: str | None = None,
     ) -> Ledger:
         """Open (and if allowed, create) a ledger. path None means an in-memory ledger.
 
@@ -54,13 +55,13 @@ class Ledger(BookRows):
         Any OS or SQLite failure is a LedgerError of one line naming the file.
         """
         if path is None or ((readonly or not create) and not Path(path).exists()):
-            return cls(files.in_memory(), clock=clock, actor=actor)
+            return cls(files.in_memory(), clock=clock, actor=actor, origin=origin)
         path = Path(path)
         try:
             conn, held = files.open_file(path, readonly=readonly, create=create)
         except (OSError, sqlite3.Error) as exc:
             raise ledger_failure(path, exc) from exc
-        ledger = cls(conn, clock=clock, actor=actor, path=path)
+        ledger = cls(conn, clock=clock, actor=actor, path=path, origin=origin)
         ledger._held = held
         return ledger
 

@@ -20,8 +20,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from leases.core.auditentry import AuditEntry
 from leases.core.errors import InputError
-from leases.core.models import AuditEntry, NodeState
+from leases.core.models import NodeState
+from leases.core.origin import who
 from leases.core.textsafe import visible
 from leases.ledger import nodelog, records, stops
 from leases.ledger.book_rows import put_lines
@@ -92,10 +94,12 @@ def last_change(ledger: Ledger) -> list[AuditEntry]:
 
 
 def describe(unit: list[AuditEntry]) -> str:
-    """'entry 7 (node.edit of n1 by alice at 2026-...)', or 'entries 7-8 (...; ...)'."""
+    """'entry 7 (node.edit of n1 by alice from 203.0.113.7 at 2026-...)', or 'entries 7-8
+    (...; ...)'."""
     ids = f"entry {unit[0].id}" if len(unit) == 1 else f"entries {unit[0].id}-{unit[-1].id}"
     what = "; ".join(
-        f"{e.action} of {e.node or e.entity} by {e.actor} at {e.at.isoformat(timespec='seconds')}"
+        f"{e.action} of {e.node or e.entity} by {who(e.actor, e.origin)}"
+        f" at {e.at.isoformat(timespec='seconds')}"
         for e in unit
     )
     return visible(f"{ids} ({what})", 400)

@@ -19,8 +19,8 @@ from enum import StrEnum
 from typing import Any
 
 from leases.core import fields
+from leases.core.auditentry import AuditEntry
 from leases.core.errors import InputError
-from leases.core.models import AuditEntry
 from leases.core.textsafe import visible
 from leases.ledger import auditchain, records
 from leases.ledger.audit import audit_entry

@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from leases.core.origin import who
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from leases.offboard import evidence, status
@@ -36,6 +37,7 @@ def build(ledger: Ledger, stored: StoredPlan) -> dict[str, Any]:
                 "entry": e.id,
                 "at": e.at.isoformat(),
                 "actor": e.actor,
+                "origin": e.origin,
                 "event": e.action.removeprefix("offboard."),
                 "plan": after.get("plan"),
                 "hash": after.get("hash"),
@@ -137,7 +139,11 @@ def markdown(report: Mapping[str, Any]) -> str:
         head = f"### entry {e['entry']}: {v(e['event'])}"
         if e["step"]:
             head += f" of {v(e['step'])}"
-        lines += [head + result, "", f"- at {v(e['at'])} by {v(e['actor'])}"]
+        lines += [
+            head + result,
+            "",
+            f"- at {v(e['at'])} by {v(who(e['actor'], e.get('origin') or ''))}",
+        ]
         if e["event"] == "plan":
             lines.append(f"- plan {v(e['plan'])}, hash `{v(e['hash'])}`")
         if e["command"]:

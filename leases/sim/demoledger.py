@@ -97,6 +97,7 @@ def _shifted(rec: dict[str, Any], shift: timedelta) -> dict[str, Any]:
 
 
 def build_demo_ledger(path: Path, today: date) -> Ledger:
-    ledger = Ledger.open(path, actor="zuka demo")
+    # Made-up entries by a made-up actor: from nowhere, whoever builds the demo and wherever.
+    ledger = Ledger.open(path, actor="zuka demo", origin="")
     ledger.import_records(demo_records(today))
     return ledger

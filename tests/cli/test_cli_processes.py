@@ -157,4 +157,4 @@ def test_kill_of_another_users_process_says_one_sentence(
     assert r.out.strip() == f"n pid {pid}: {processes.Outcome.DENIED.value}"
     r = fleet("kill", "n", str(pid), "--yes-i-typed", str(pid), "--json")
     assert "Operation not permitted" in json.loads(r.out)["steps"][0]
-    assert "Operation not permitted" in fleet("log", "n").out
+    assert "Operation not permitted" in fleet("log", "n", "--wide").out

@@ -341,6 +341,18 @@ async def test_the_report_of_a_finished_offboarding(fleet: Path, ledger_path: Pa
     assert "best effort" in text
 
 
+async def test_the_report_says_who_and_from_where(fleet: Path, ledger_path: Path) -> None:
+    """Each piece of evidence names its user and where they came from (their SSH login)."""
+    with Ledger.open(ledger_path, actor="alice", origin="ssh 203.0.113.7") as ledger:
+        stored = _plan(ledger)
+        assert (await _run(ledger, fleet)).finished
+        data = report.build(ledger, evidence.load(ledger, stored.id))
+    assert {(e["actor"], e["origin"]) for e in data["evidence"]} == {("alice", "ssh 203.0.113.7")}
+    text = report.markdown(json.loads(json.dumps(data)))
+    assert "by alice from 203.0.113.7\n" in text
+    assert " by alice\n" not in text
+
+
 @pytest.fixture
 def served(keys: TestKeys, tmp_path: Path, ledger_path: Path) -> Iterator[ServedNode]:
     """Node n1's machine: an in-process SSH node that runs each command in a real sh on

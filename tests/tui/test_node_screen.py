@@ -229,12 +229,15 @@ async def test_reload_reads_what_another_process_wrote(ledger_file: Path) -> Non
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await opened(app, pilot)
         assert len(rows(screen, "node-leases")) == 2
-        with Ledger.open(ledger_file, clock=lambda: NOW) as other:
-            other.update_node(NODE, {"notes": "re-cabled"})
         before = len(rows(screen, "node-log"))
+        other = Ledger.open(ledger_file, clock=lambda: NOW, actor="alice", origin="ssh 203.0.113.7")
+        with other:
+            other.update_node(NODE, {"notes": "re-cabled"})
         await pilot.press("r")
         await wait_until(lambda: len(rows(screen, "node-log")) == before + 1)
         assert rows(screen, "node-log")[0][3] == "node.edit"
+        # Who wrote it, and from where.
+        assert rows(screen, "node-log")[0][2] == "alice from 203.0.113.7"
 
 
 async def test_a_node_gone_from_the_ledger_is_said_plainly(ledger_file: Path) -> None:

@@ -8,7 +8,9 @@ import sys
 from typing import TextIO
 
 from leases.core.errors import InputError
+from leases.core.fields import user_name
 from leases.core.models import NodeState
+from leases.core.origin import MAX_ORIGIN, who
 from leases.core.textsafe import visible
 from leases.ledger import auditchain, rowaudit
 from leases.ledger.wording import describe_counts
@@ -20,10 +22,11 @@ from tui.words import change_text, clock, day, zone_header
 def log(args: argparse.Namespace, out: TextIO) -> int:
     if args.archived and args.node is None:
         raise InputError("archived", None, "give the NODE whose archived history to show")
+    user = None if args.user is None else user_name(args.user, "--user")
     tz = lab_zone(args)
     with open_ledger(args, readonly=True) as ledger:
         now = ledger.clock()
-        entries = ledger.history(args.node, archived=args.archived)
+        entries = ledger.history(args.node, archived=args.archived, user=user)
         report = ledger.verify_audit()
         older = [] if args.node is None or args.archived else ledger.archived_nodes(args.node)
         live = bool(older) and ledger.node(args.node).state is not NodeState.RELEASED
@@ -46,8 +49,8 @@ def log(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         output.dump_json(
             [
-                {"id": e.id, "at": e.at.isoformat(), "actor": e.actor, "action": e.action,
-                 "node": e.node, "before": e.before, "after": e.after,
+                {"id": e.id, "at": e.at.isoformat(), "actor": e.actor, "origin": e.origin,
+                 "action": e.action, "node": e.node, "before": e.before, "after": e.after,
                  **({"problem": e.problem} if e.problem else {})}
                 for e in entries
             ],
@@ -56,12 +59,19 @@ def log(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     rows = [
         (e.id, "?" if e.problem and e.at.year == 1 else clock(e.at, tz, seconds=True),
-         e.actor, e.action, e.node,
+         e.actor, visible(e.origin, MAX_ORIGIN) or "-", e.action, e.node,
          f"unreadable entry {e.id}: {e.problem}" if e.problem else change_text(e))
         for e in entries
     ]  # fmt: skip
     out.write(zone_header(tz, now) + "\n")
-    output.table(("ID", "WHEN", "WHO", "ACTION", "NODE", "CHANGE"), rows, out)
+    output.fit_table(
+        ("ID", "WHEN", "WHO", "FROM", "ACTION", "NODE", "CHANGE"),
+        rows,
+        out,
+        columns=output.fitted_columns(args, out),
+        below=("CHANGE",),
+        key=2,
+    )
     return 0
 
 
@@ -73,14 +83,15 @@ def undo(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         output.dump_json(
             [{"id": e.id, "action": e.action, "node": e.node, "actor": e.actor,
-              "at": e.at.isoformat()} for e in undone],
+              "origin": e.origin, "at": e.at.isoformat()} for e in undone],
             out,
         )  # fmt: skip
         return 0
     tz = lab_zone(args)
     for e in undone:
         when = day(e.at, tz)
-        line = f"undid entry {e.id}: {e.action} of {e.node or e.entity} by {e.actor} at {when}"
+        by = who(e.actor, e.origin)
+        line = f"undid entry {e.id}: {e.action} of {e.node or e.entity} by {by} at {when}"
         out.write(visible(line) + "\n")
     gone = next((e.before.get("gpu_history") for e in undone if e.before), None)
     if isinstance(gone, dict) and any(gone.values()):

@@ -315,6 +315,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = cmd(sub, "log", audit_cmd.log, "the audit history of every change")
     p.add_argument("node", nargs="?", help="one node's history, across its renames")
     p.add_argument("--archived", action="store_true", help="the latest archived node of that name")
+    p.add_argument("--user", metavar="NAME", help="only the entries this user wrote")
+    p.add_argument("--wide", action="store_true", help=WIDE)
     p = cmd(sub, "undo", audit_cmd.undo, "undo the last change in the audit log (again: redo it)")
     p.add_argument(
         "--any-user",

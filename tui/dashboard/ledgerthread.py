@@ -26,7 +26,9 @@ async def in_thread(ledger: Ledger, fn: Callable[[Ledger], T]) -> T:
     def run() -> T:
         if not path.exists():  # open(create=False) would stand an empty one in: say so
             raise no_ledger(path)
-        with Ledger.open(path, create=False, clock=ledger.clock, actor=ledger.actor) as own:
+        with Ledger.open(
+            path, create=False, clock=ledger.clock, actor=ledger.actor, origin=ledger.origin
+        ) as own:
             return fn(own)
 
     return await asyncio.to_thread(run)

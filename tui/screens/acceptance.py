@@ -254,7 +254,9 @@ class AcceptanceScreen(Screen[None]):
             return await accept(own, name, config, level=level, clock=self.zuka.clock,
                                 started=self._started, found=self._found)  # fmt: skip
 
-        with Ledger.open(path, create=False, clock=ledger.clock, actor=ledger.actor) as own:
+        with Ledger.open(
+            path, create=False, clock=ledger.clock, actor=ledger.actor, origin=ledger.origin
+        ) as own:
             return asyncio.run(go(own))
 
     @work(exit_on_error=False, group=GROUP)

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 from leases.alerts.state import StoredAlert
 from leases.core import fields
 from leases.core.models import NodeStatus
+from leases.core.origin import who
 from leases.core.textsafe import visible
 from leases.fleet.nodefacts import NodeFacts
 from leases.money.amounts import bare, money
@@ -136,7 +137,7 @@ def log_rows(facts: NodeFacts, tz: str) -> list[tuple[str, ...]]:
         (
             str(e.id),
             "?" if e.problem and e.at.year == 1 else f"{e.at.astimezone(zone):%Y-%m-%d %H:%M}",
-            visible(e.actor, 24),
+            who(e.actor, e.origin),
             visible(e.action, 24),
             visible(f"unreadable entry: {e.problem}" if e.problem else change_text(e), MESSAGE_MAX),
         )

@@ -257,7 +257,9 @@ class OffboardScreen(Screen[None]):
         assert path is not None
         if not path.exists():
             raise no_ledger(path)
-        with Ledger.open(path, create=False, clock=ledger.clock, actor=ledger.actor) as own:
+        with Ledger.open(
+            path, create=False, clock=ledger.clock, actor=ledger.actor, origin=ledger.origin
+        ) as own:
             return asyncio.run(job(own))
 
     @work(exit_on_error=False, group=GROUP)

@@ -122,11 +122,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, help="TCP port (default 8000)")
     p.add_argument("--demo", action="store_true", help="serve the demo fleet, as `zuka demo`")
     p.add_argument("--max-sessions", type=int, help="dashboard tabs at once (default 4)")
-    p.add_argument(
-        "--read-only",
-        action="store_true",
-        help="the dashboards only read the ledger (always so on a lab's ledger)",
-    )
+    read_only = "the dashboards only read the ledger (always so on a lab's ledger)"
+    p.add_argument("--read-only", action="store_true", help=read_only)
 
     prov = sub.add_parser("provider", help="clouds, rental platforms and data centres")
     provs = prov.add_subparsers(dest="action", required=True, parser_class=_Parser)
@@ -357,13 +354,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     cmd(configs, "check", lazy.config_check, "check the config: every bad key and value")
     cmd(configs, "show", lazy.config_show, "every setting's value and where it came from")
 
-    cmd(
-        sub,
-        "doctor",
-        lazy.doctor,
-        "what is wrong with this zuka: paths, permissions, the collector, SSH keys, nodes;"
-        " each with its fix (exit 1 when something must be fixed)",
-    )
+    doctor = "what is wrong here (paths, permissions, the collector, SSH keys, nodes) and its fix"
+    cmd(sub, "doctor", lazy.doctor, doctor)
 
     notify = sub.add_parser("notify", help="notifications to chat robots, email, webhooks")
     notifys = notify.add_subparsers(dest="action", required=True, parser_class=_Parser)

@@ -250,3 +250,9 @@ def kill(args: argparse.Namespace, out: TextIO) -> int:
     from tui.cli import processes
 
     return processes.kill(args, out)
+
+
+def lab(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import lab
+
+    return lab.lab(args, out)

@@ -1,0 +1,60 @@
+"""A ledger in a lab's folder (leases.lab): the one-user rule (0600, a 0700 folder) gives
+way to the lab's groups. An ordinary open never creates nor chmods such a ledger; a write
+this user may not do is refused before anything is written, in words naming the group it
+needs; root's own use is followed by the -wal and -shm made again with the lab's perms.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+from leases.core.errors import READ_ONLY
+from leases.lab import perms
+from leases.lab.layout import Lab, LabError
+from leases.lab.roles import Role, me, refusal
+from leases.ledger.paths import companion
+
+WRITE_ACTION = "changing the ledger"
+
+
+def _can(path: Path, mode: int) -> bool:
+    return os.access(path, mode, effective_ids=os.access in os.supports_effective_ids)
+
+
+def check_writable(lab: Lab, path: Path, action: str | None) -> None:
+    """Refuse, in the lab's words, a write open this user cannot carry through."""
+    if not path.exists():
+        raise LabError(
+            f"{path}: the lab's ledger is missing: the lab's admin runs"
+            f" `sudo zuka lab init --folder {lab.folder}`"
+        )
+    if os.geteuid() == 0:
+        if not _can(path, os.W_OK):
+            raise LabError(f"{path}: {READ_ONLY}")
+        return
+    if not _can(path, os.W_OK):
+        raise LabError(refusal(lab, Role.EDIT, action or WRITE_ACTION, me()))
+    for suffix in ("-wal", "-shm"):
+        other = companion(path, suffix)
+        if not other.exists():
+            raise LabError(
+                f"{other}: is missing, and only root may make it in the lab's folder: the"
+                " lab's admin runs `sudo zuka lab repair`"
+            )
+        if not _can(other, os.R_OK | os.W_OK):
+            raise LabError(
+                f"{other}: this user may write the ledger but not its {suffix} file: the"
+                " lab's admin runs `sudo zuka lab repair`"
+            )
+
+
+def after_root_use(lab: Lab) -> None:
+    """As root, the ledger's -wal and -shm made again (SQLite removes them at the last
+    close) or set right (made by SQLite with the ledger's mode, not its ACL). Others may
+    not and need not: a failure here is for `zuka lab check` to report, not a close's."""
+    if os.geteuid() != 0:
+        return
+    with contextlib.suppress(OSError, LabError):
+        perms.companions(lab)

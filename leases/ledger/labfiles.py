@@ -14,7 +14,7 @@ from leases.core.errors import READ_ONLY
 from leases.lab import perms
 from leases.lab.layout import Lab, LabError
 from leases.lab.roles import Role, me, refusal
-from leases.ledger.paths import companion
+from leases.ledger.paths import companion, offboard_lock_path
 
 WRITE_ACTION = "changing the ledger"
 
@@ -48,6 +48,16 @@ def check_writable(lab: Lab, path: Path, action: str | None) -> None:
                 f"{other}: this user may write the ledger but not its {suffix} file: the"
                 " lab's admin runs `sudo zuka lab repair`"
             )
+
+
+def check_offboarder(lab: Lab | None, ledger_path: Path | None, action: str) -> None:
+    """Refuse offboarding, before anything is written or any node touched, to a member
+    not in the lab's offboarding group: the offboarding lock (writable by that group
+    alone) is what the OS checks."""
+    if lab is None or ledger_path is None or os.geteuid() == 0:
+        return
+    if not _can(offboard_lock_path(ledger_path), os.W_OK):
+        raise LabError(refusal(lab, Role.OFFBOARD, action, me()))
 
 
 def after_root_use(lab: Lab) -> None:

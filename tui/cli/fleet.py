@@ -369,7 +369,8 @@ class _suppress_timeout:
 
 def node_trust(args: argparse.Namespace, out: TextIO) -> int:
     path = _path(args, existing=True)
-    with Ledger.open(path, create=False) as ledger:
+    # Trusting a key is an editor's (the trust store is written as the ledger is).
+    with Ledger.open(path, create=False, action="zuka node trust") as ledger:
         [node] = polled_nodes(ledger, [args.name])  # refuses a node with a refused value
     return asyncio.run(_trust(node, path, args, out))
 

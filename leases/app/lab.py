@@ -11,10 +11,12 @@ import functools
 import grp
 import os
 import pwd
+import sqlite3
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 from leases.core.errors import InputError
 from leases.lab import perms
@@ -182,10 +184,18 @@ def plan_repair(lab: Lab) -> Plan:
 
 
 def _ledger_current(lab: Lab) -> bool:
+    """Whether the ledger is at this zuka's schema, asked read-only: root's writable
+    open would let SQLite remove and make again the -wal and -shm at its close."""
     from leases.ledger.files import SCHEMA_VERSION
 
-    with Ledger.open(lab.ledger, readonly=True) as ledger:
-        version = ledger.conn.execute("PRAGMA user_version").fetchone()[0]
+    uri = f"file:{quote(str(lab.ledger))}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True)
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
     return bool(version == SCHEMA_VERSION)
 
 

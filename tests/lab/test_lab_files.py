@@ -437,3 +437,36 @@ def test_a_marker_not_roots_is_refused(lab_users: LabUsers) -> None:  # noqa: F8
         assert "is not root's alone" in out.stderr
     finally:
         shutil.rmtree(top)
+
+
+def test_the_viewer_reads_what_a_killed_writer_left_in_the_wal(
+    lab: Lab,
+    lab_users: LabUsers,  # noqa: F811
+) -> None:
+    """Nobody has the ledger open, its -wal holds committed pages never checkpointed (the
+    writer died), the -shm is read-only to the viewer: SQLite's unreliable-shm path reads
+    the -wal itself, and the viewer sees the committed write."""
+    u = lab_users
+    code = (
+        "import os\n"
+        "from pathlib import Path\n"
+        "from leases.ledger.records import provider_from\n"
+        "from leases.ledger.store import Ledger\n"
+        f"ledger = Ledger.open(Path({str(lab.ledger)!r}), create=False)\n"
+        "ledger.conn.execute('PRAGMA wal_autocheckpoint = 0')\n"
+        "ledger.add_provider(provider_from({'name': 'walonly', 'kind': 'cloud'}))\n"
+        "os._exit(0)  # no close: no checkpoint\n"
+    )
+    done = u.python(u.editor, code)
+    assert done.returncode == 0, done.stderr
+    assert (lab.folder / "ledger.db-wal").stat().st_size > 0
+    main_file = sqlite3.connect(f"file:{lab.ledger}?immutable=1", uri=True)
+    try:  # the main file alone has not got it: only the -wal has
+        assert main_file.execute("SELECT 1 FROM providers WHERE name = 'walonly'").fetchall() == []
+    finally:
+        main_file.close()
+    seen = _z(u, lab, u.viewer, "provider", "list")
+    assert seen.returncode == 0, seen.stderr
+    assert "walonly" in seen.stdout
+    assert (lab.folder / "ledger.db-wal").stat().st_size > 0  # the viewer changed nothing
+    _shared_ok(lab)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from leases.core.errors import READ_ONLY
 from leases.lab import perms
-from leases.lab.layout import Lab, LabError
+from leases.lab.layout import Lab, LabError, find_lab
 from leases.lab.roles import Role, me, refusal
 from leases.ledger.paths import companion, offboard_lock_path
 
@@ -21,6 +21,12 @@ WRITE_ACTION = "changing the ledger"
 
 def _can(path: Path, mode: int) -> bool:
     return os.access(path, mode, effective_ids=os.access in os.supports_effective_ids)
+
+
+def in_lab(path: Path | None) -> bool:
+    """Whether a ledger's folder is a lab's: its readers open it read-only where they may
+    not write (Ledger.open(readonly=True) opens it for writing where they may)."""
+    return path is not None and find_lab(path) is not None
 
 
 def check_writable(lab: Lab, path: Path, action: str | None) -> None:

@@ -471,3 +471,32 @@ def test_the_viewer_reads_what_a_killed_writer_left_in_the_wal(
     assert "walonly" in seen.stdout
     assert (lab.folder / "ledger.db-wal").stat().st_size > 0  # the viewer changed nothing
     _shared_ok(lab)
+
+
+def test_the_viewers_dashboard_opens_and_lists_the_labs_fleet(
+    lab: Lab,
+    lab_users: LabUsers,  # noqa: F811
+) -> None:
+    u = lab_users
+    _z(u, lab, u.editor, "node", "add", "gpu-dash", "--ssh", "ssh lab@10.0.0.4")
+    code = (
+        "import asyncio\n"
+        "from pathlib import Path\n"
+        "from tui.dashboard.app import ZukaApp\n"
+        "from tui.widgets.fleet_table import FleetTable\n"
+        "from tests.support.waiting import wait_until\n"
+        "async def main():\n"
+        f"    app = ZukaApp(Path({str(lab.ledger)!r}), poll=False)\n"
+        "    async with app.run_test(size=(150, 40)) as pilot:\n"
+        "        fleet = app.screen.query_one('#fleet', FleetTable)\n"
+        "        await wait_until(lambda: fleet.row_count > 0, what='the fleet')\n"
+        "        print('rows', fleet.row_count)\n"
+        "        await pilot.press('q')\n"
+        "asyncio.run(main())\n"
+    )
+    count = _audit_count(u, lab)
+    out = u.python(u.viewer, code)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("rows ")
+    assert _audit_count(u, lab) == count
+    _shared_ok(lab)

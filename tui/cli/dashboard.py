@@ -8,6 +8,7 @@ from typing import TextIO
 
 from leases.core.errors import LedgerError
 from leases.core.textsafe import visible
+from leases.ledger import labfiles
 from leases.ledger.paths import resolve_ledger_path
 from leases.ledger.store import Ledger
 from tui.cli.opening import named
@@ -26,7 +27,8 @@ def dashboard(args: argparse.Namespace, out: TextIO) -> int:
         )
     if not out.isatty():
         if path.exists():
-            Ledger.open(path).close()  # the ledger's own problem first, as the dashboard does
+            # The ledger's own problem first, as the dashboard does.
+            Ledger.open(path, readonly=labfiles.in_lab(path)).close()
         print(
             "zuka: the dashboard needs a terminal and stdout is not one: run it in a terminal,"
             " or for text use a listing (`zuka node list`, `zuka poll --once`)",

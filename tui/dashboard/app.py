@@ -41,6 +41,7 @@ from leases.fleet.data import FleetData, FleetReader, ReadRequest
 from leases.fleet.live import recent_readings
 from leases.fleet.nodestatus import health_summary, stale_after_s
 from leases.fleet.sparkline import Reading
+from leases.ledger import labfiles
 from leases.ledger.store import Ledger
 from leases.money.renewals import BillingNow
 from leases.telemetry.history import RecentHistory
@@ -187,7 +188,9 @@ class ZukaApp(App[None]):
 
     def on_mount(self) -> None:
         # The dashboard is where a new user starts: an empty ledger is created, not an error.
-        self.ledger = Ledger.open(self.ledger_path, clock=self.clock)
+        # A lab's viewer reads (leases.ledger.labfiles); its editors still write.
+        shared = labfiles.in_lab(self.ledger_path)
+        self.ledger = Ledger.open(self.ledger_path, clock=self.clock, readonly=shared)
         where = "in memory" if self.ledger_path is None else str(self.ledger_path)
         self.title = f"{self.TITLE} · {visible(where, 120)}"
         self.store = HistoryStore(self.ledger)
@@ -252,7 +255,13 @@ class ZukaApp(App[None]):
         assert self.ledger_path is not None and self.config is not None
         if self._reader is None:
             self._reader = FleetReader(
-                Ledger.open(self.ledger_path, create=False, clock=self.clock), self.config
+                Ledger.open(
+                    self.ledger_path,
+                    create=False,
+                    clock=self.clock,
+                    readonly=labfiles.in_lab(self.ledger_path),
+                ),
+                self.config,
             )
         return self._reader
 
@@ -571,7 +580,7 @@ def run_dashboard(ledger_path: Path | None, **options: object) -> int:
     if ledger_path is not None:
         # A file that is not a zuka ledger is refused here, in plain words, not in a
         # traceback from inside the running app.
-        Ledger.open(ledger_path).close()
+        Ledger.open(ledger_path, readonly=labfiles.in_lab(ledger_path)).close()
     gcpolicy.tune()  # this process is the dashboard's own
     ZukaApp(ledger_path, **options).run()  # type: ignore[arg-type]
     return 0

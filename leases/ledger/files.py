@@ -45,6 +45,8 @@ def open_file(
     `action` (a command's words, "zuka lease add") needs. Raises OSError, sqlite3.Error
     or LedgerError."""
     lab = find_lab(path)
+    if lab is not None:
+        labfiles.check_readable(lab, path, None if readonly else action)
     with _OPENING:
         if readonly:
             conn = _connect_reading(path, lab)

@@ -17,6 +17,7 @@ from leases.lab.roles import Role, me, refusal
 from leases.ledger.paths import companion, offboard_lock_path
 
 WRITE_ACTION = "changing the ledger"
+READ_ACTION = "reading the ledger"
 
 
 def _can(path: Path, mode: int) -> bool:
@@ -27,6 +28,13 @@ def in_lab(path: Path | None) -> bool:
     """Whether a ledger's folder is a lab's: its readers open it read-only where they may
     not write (Ledger.open(readonly=True) opens it for writing where they may)."""
     return path is not None and find_lab(path) is not None
+
+
+def check_readable(lab: Lab, path: Path, action: str | None) -> None:
+    """Refuse, naming the viewers group, a member whose groups do not let them read the
+    ledger (a group taken away, a login older than the group it was given)."""
+    if path.exists() and not _can(path, os.R_OK):
+        raise LabError(refusal(lab, Role.VIEW, action or READ_ACTION, me()))
 
 
 def check_writable(lab: Lab, path: Path, action: str | None) -> None:

@@ -500,3 +500,29 @@ def test_the_viewers_dashboard_opens_and_lists_the_labs_fleet(
     assert out.stdout.startswith("rows ")
     assert _audit_count(u, lab) == count
     _shared_ok(lab)
+
+
+def test_missing_companions_and_an_unreadable_ledger_are_refused_in_words(
+    lab: Lab,
+    lab_users: LabUsers,  # noqa: F811
+) -> None:
+    u = lab_users
+    shm = lab.folder / "ledger.db-shm"
+    shm.unlink()  # only root can: what a careless admin's rm leaves
+    try:
+        out = _z(u, lab, u.editor, "provider", "add", "noshm", "--kind", "cloud")
+        assert out.returncode == 1
+        assert f"{shm}: is missing" in out.stderr and "sudo zuka lab repair" in out.stderr
+        assert "noshm" not in _z(u, lab, u.viewer, "provider", "list").stdout
+    finally:
+        perms.apply(lab)
+    assert _z(u, lab, u.editor, "provider", "add", "noshm", "--kind", "cloud").returncode == 0
+    # A viewer whose group no longer reads the file (an ACL changed by hand).
+    os.chmod(lab.ledger, 0o600)
+    try:
+        out = _z(u, lab, u.viewer, "provider", "list")
+        assert out.returncode == 1
+        assert f"reading the ledger needs group {u.viewers}" in out.stderr
+    finally:
+        perms.apply(lab)
+    _shared_ok(lab)

@@ -526,3 +526,46 @@ def test_missing_companions_and_an_unreadable_ledger_are_refused_in_words(
     finally:
         perms.apply(lab)
     _shared_ok(lab)
+
+
+def test_the_service_users_collector_writes_keep_the_files_the_labs(
+    lab: Lab,
+    lab_users: LabUsers,  # noqa: F811
+) -> None:
+    """What the collector writes (a gap in a node's readings, through the history store),
+    as the service user, then a read by a viewer."""
+    u = lab_users
+    assert (
+        _z(u, lab, u.editor, "node", "add", "gpu-flush", "--ssh", "ssh lab@10.0.0.5").returncode
+        == 0
+    )
+    code = (
+        "from datetime import UTC, datetime\n"
+        "from pathlib import Path\n"
+        "from leases.core.models import NodeHealth\n"
+        "from leases.ledger.store import Ledger\n"
+        "from leases.telemetry.lock import PollerLock\n"
+        "from leases.telemetry.rollups import HistoryStore\n"
+        f"path = Path({str(lab.ledger)!r})\n"
+        "assert PollerLock(path).acquire()\n"
+        "with Ledger.open(path, create=False, actor='zuka collect') as ledger:\n"
+        "    store = HistoryStore(ledger)\n"
+        "    store.open_gap('gpu-flush', datetime(2026, 6, 1, tzinfo=UTC),"
+        " NodeHealth.UNREACHABLE, 'no route')\n"
+        "    print(len(store.gaps('gpu-flush')))\n"
+    )
+    done = u.python(u.service, code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "1"
+    _shared_ok(lab)
+    read = (
+        "from pathlib import Path\n"
+        "from leases.ledger.store import Ledger\n"
+        "from leases.telemetry.rollups import HistoryStore\n"
+        f"with Ledger.open(Path({str(lab.ledger)!r}), readonly=True) as ledger:\n"
+        "    print(HistoryStore(ledger).gaps('gpu-flush')[0][2:])\n"
+    )
+    seen = u.python(u.viewer, read)
+    assert seen.returncode == 0, seen.stderr
+    assert "no route" in seen.stdout
+    _shared_ok(lab)

@@ -12,6 +12,7 @@ import grp
 import os
 import pwd
 import sqlite3
+import stat
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -242,11 +243,32 @@ def _make_key(lab: Lab) -> None:
 
 
 def _public_key(lab: Lab) -> bytes | None:
+    """The collector's public key as the service user's folder holds it, read as
+    untrusted (that user may have put anything there: a link to /etc/shadow is not
+    followed, and only one ssh-ed25519 public key, written again by asyncssh, is
+    copied); None when there is none such."""
+    import asyncssh
+
     pub = lab.collector_key.with_name(lab.collector_key.name + ".pub")
     try:
-        return pub.read_bytes()[:4096]
+        fd = os.open(pub, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        raw = os.read(fd, 4097)
+    finally:
+        os.close(fd)
+    if len(raw) > 4096:
+        return None
+    try:
+        key = asyncssh.import_public_key(raw)
+    except (asyncssh.KeyImportError, ValueError, UnicodeDecodeError):
+        return None
+    if key.get_algorithm() != "ssh-ed25519":
+        return None
+    return bytes(key.export_public_key())
 
 
 def _pub_differs(lab: Lab) -> bool:

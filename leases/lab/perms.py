@@ -183,6 +183,9 @@ def check_one(want: Want, ids: Ids) -> list[Finding]:
             what = "a symlink" if stat.S_ISLNK(info.st_mode) else "not a folder"
         return [Finding(p, f"is {what}", f"sudo rm {p} && {REPAIR}")]
     found: list[Finding] = []
+    if not want.directory and info.st_nlink != 1:
+        links = f"has {info.st_nlink} hard links (another name for some other file?)"
+        return [Finding(p, links, f"sudo rm {p} && {REPAIR}")]
     uid, gid = ids.uid(want.owner), ids.gid(want.group)
     if (info.st_uid, info.st_gid) != (uid, gid):
         found.append(
@@ -278,6 +281,11 @@ def _open_nofollow(want: Want, create: bool) -> int | None:
     if not ok:
         os.close(fd)
         raise LabError(f"{p}: is not a {'folder' if want.directory else 'regular file'}: refused")
+    if not want.directory and info.st_nlink != 1:
+        # A hard link made by the owner of a folder (the service user's collector/) to a
+        # file of root's: chown-ing it would give that file away.
+        os.close(fd)
+        raise LabError(f"{p}: has {info.st_nlink} hard links: refused (sudo rm {p})")
     return fd
 
 

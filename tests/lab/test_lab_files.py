@@ -569,3 +569,46 @@ def test_the_service_users_collector_writes_keep_the_files_the_labs(
     assert seen.returncode == 0, seen.stderr
     assert "no route" in seen.stdout
     _shared_ok(lab)
+
+
+def test_the_service_users_folder_cannot_lend_root_a_file(
+    lab: Lab,
+    lab_users: LabUsers,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The service user owns collector/: a link it puts there is never followed by root's
+    init (the public key copied for all to read) nor chown-ed by repair."""
+    u = lab_users
+    pub = lab.collector_key.with_name("id_ed25519.pub")
+    saved_pub, saved_key = pub.read_bytes(), lab.collector_key.read_bytes()
+    shared = lab.folder / perms.COLLECTOR_PUB
+    saved_shared = shared.read_bytes()
+    secret = tmp_path / "secret"
+    secret.write_text("root's secret\n")
+    secret.chmod(0o600)
+    link = f"import os\nos.unlink({str(pub)!r})\nos.symlink({str(secret)!r}, {str(pub)!r})\n"
+    assert u.python(u.service, link).returncode == 0
+    shared.unlink()
+    try:
+        out = _root("lab", "init", "--folder", str(lab.folder), "--yes")
+        assert out.returncode == 1, out.stdout
+        assert "secret" not in out.stdout + out.stderr
+        assert not shared.exists() or "secret" not in shared.read_text()
+        # A hard link (as root could make; the service user is kept from it by the
+        # kernel's protected_hardlinks) is refused by repair, the file left root's.
+        lab.collector_key.unlink()
+        os.link(secret, lab.collector_key)
+        assert any("hard links" in f.problem for f in perms.check(lab))
+        with pytest.raises(perms.LabError, match="hard links"):
+            perms.apply(lab)
+        info = secret.stat()
+        assert (info.st_uid, stat.S_IMODE(info.st_mode)) == (0, 0o600)
+    finally:
+        for path in (pub, lab.collector_key, shared):
+            if path.is_symlink() or path.exists():
+                path.unlink()
+        pub.write_bytes(saved_pub)
+        lab.collector_key.write_bytes(saved_key)
+        shared.write_bytes(saved_shared)
+        perms.apply(lab)
+    assert perms.check(lab) == []

@@ -20,7 +20,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from leases.core.errors import InputError
-from leases.lab import perms
+from leases.lab import acl, perms
 from leases.lab.layout import Lab, LabError, check_name, find_lab
 from leases.lab.roles import Role, group_of
 from leases.ledger.store import Ledger
@@ -206,21 +206,16 @@ def _create_ledger(lab: Lab) -> None:
 
 
 def _write_marker(lab: Lab) -> None:
-    fd = os.open(lab.marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    try:
-        os.fchown(fd, 0, 0)
-        os.fchmod(fd, 0o644)
-        os.write(fd, lab.marker_text().encode())
-    finally:
-        os.close(fd)
+    _write_new(lab.marker, lab.marker_text().encode(), 0o644, 0, 0)
 
 
 def _write_new(path: Path, data: bytes, mode: int, uid: int, gid: int) -> None:
-    """A new file (never through a link, never over one), owned and moded before a byte."""
+    """A new file (never through a link, never over one), owned and moded before a byte,
+    without the ACL a file made in the lab's folder starts with (its default ACL)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         os.fchown(fd, uid, gid)
-        os.fchmod(fd, mode)
+        acl.write(fd, acl.from_mode(mode))
         os.write(fd, data)
     finally:
         os.close(fd)

@@ -612,3 +612,38 @@ def test_the_service_users_folder_cannot_lend_root_a_file(
         shared.write_bytes(saved_shared)
         perms.apply(lab)
     assert perms.check(lab) == []
+
+
+def test_init_makes_a_missing_public_key_copy_without_the_folders_acl(
+    lab: Lab,
+    lab_users: LabUsers,  # noqa: F811
+) -> None:
+    shared = lab.folder / perms.COLLECTOR_PUB
+    saved = shared.read_bytes()
+    shared.unlink()
+    try:
+        out = _root("lab", "init", "--folder", str(lab.folder), "--yes")
+        assert out.returncode == 0, out.stderr
+        assert "copy its public key" in out.stdout
+        assert shared.read_bytes() == saved
+        assert acl.read(shared) is None  # not the folder's default ACL
+        assert perms.check(lab) == []
+    finally:
+        if not shared.exists():
+            shared.write_bytes(saved)
+            perms.apply(lab)
+
+
+def test_init_on_a_lab_whose_permissions_drifted_repairs_them(
+    lab: Lab,
+    lab_users: LabUsers,  # noqa: F811
+) -> None:
+    wal = lab.folder / "ledger.db-wal"
+    os.chown(wal, 0, 0)
+    try:
+        out = _root("lab", "init", "--folder", str(lab.folder), "--yes")
+        assert out.returncode == 0, out.stderr
+        assert f"{wal}: is root:root, should be {lab.service_user}:{lab.viewers}" in out.stdout
+        _shared_ok(lab)
+    finally:
+        perms.apply(lab)

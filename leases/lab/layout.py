@@ -14,6 +14,7 @@ untrusted all the same: it counts only when root owns it and nobody else may wri
 
 from __future__ import annotations
 
+import errno
 import grp
 import os
 import pwd
@@ -119,9 +120,11 @@ def find_lab(ledger_path: Path) -> Lab | None:
     marker = folder / MARKER
     try:
         fd = os.open(marker, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY)
-    except FileNotFoundError:
-        return None
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # no marker (or no such folder): a one-user ledger's own checks say more
     except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            return None
         if isinstance(exc, PermissionError):
             raise LabError(outsider(folder)) from None
         raise LabError(f"{marker}: cannot be read ({exc.strerror})") from None

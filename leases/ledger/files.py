@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from leases.core.errors import READ_ONLY, LedgerError, ledger_failure
-from leases.lab.layout import Lab, find_lab
+from leases.lab.layout import Lab, LabError, find_lab
 from leases.ledger import labfiles
 from leases.ledger.paths import companion
 
@@ -175,6 +175,8 @@ def _connect_reading(path: Path, lab: Lab | None = None) -> sqlite3.Connection:
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc):
                 raise  # it waited out the busy timeout once already: a second wait is no use
+        except LabError:
+            pass  # a lab's -wal or -shm missing: a read needs neither written
     return _connect_readonly(path)
 
 

@@ -514,6 +514,8 @@ def test_missing_companions_and_an_unreadable_ledger_are_refused_in_words(
         assert out.returncode == 1
         assert f"{shm}: is missing" in out.stderr and "sudo zuka lab repair" in out.stderr
         assert "noshm" not in _z(u, lab, u.viewer, "provider", "list").stdout
+        # The editor's own read does not need it.
+        assert _z(u, lab, u.editor, "provider", "list").returncode == 0
     finally:
         perms.apply(lab)
     assert _z(u, lab, u.editor, "provider", "add", "noshm", "--kind", "cloud").returncode == 0

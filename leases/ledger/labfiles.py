@@ -74,6 +74,17 @@ def check_offboarder(lab: Lab | None, ledger_path: Path | None, action: str) -> 
         raise LabError(refusal(lab, Role.OFFBOARD, action, me()))
 
 
+def poller_refusal(ledger_path: Path) -> str:
+    """Why this user may not take the poller's lock: in a lab, the service collects."""
+    lab = find_lab(ledger_path)
+    if lab is None:
+        return f"this user may not write the poller's lock beside {ledger_path}"
+    return (
+        f"in the lab at {lab.folder} only its service user, {lab.service_user}, collects"
+        " (the zuka-collect service); every dashboard reads what it writes"
+    )
+
+
 def after_root_use(lab: Lab) -> None:
     """As root, the ledger's -wal and -shm made again (SQLite removes them at the last
     close) or set right (made by SQLite with the ledger's mode, not its ACL). Others may

@@ -20,6 +20,7 @@ class PollerLock:
     def __init__(self, ledger_path: Path) -> None:
         self.path = poller_lock_path(ledger_path)
         self._fd: int | None = None
+        self.denied = False  # the last acquire was refused for want of permission
 
     def acquire(self) -> bool:
         """Take the lock without waiting; False when another process holds it, or when
@@ -29,6 +30,7 @@ class PollerLock:
         try:
             fd = self._open()
         except PermissionError:
+            self.denied = True
             # A lab's viewer (leases.lab) may read the lock, never take it: the service
             # polls, and this process reads what it writes.
             if not self.denied_is_busy:

@@ -649,3 +649,11 @@ def test_init_on_a_lab_whose_permissions_drifted_repairs_them(
         _shared_ok(lab)
     finally:
         perms.apply(lab)
+
+
+def test_only_the_service_user_collects_in_a_lab(lab: Lab, lab_users: LabUsers) -> None:  # noqa: F811
+    u = lab_users
+    out = _z(u, lab, u.editor, "collect")
+    assert out.returncode == 1
+    assert f"only its service user, {u.service}, collects" in out.stderr
+    assert "pid None" not in out.stderr

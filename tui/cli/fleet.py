@@ -19,6 +19,7 @@ from leases.core.host import host_record
 from leases.core.models import Node, NodeHealth, NodeState, NodeStatus
 from leases.core.textsafe import visible
 from leases.fleet.nodestatus import health_summary, status_figures
+from leases.ledger import labfiles
 from leases.ledger.paths import resolve_ledger_path
 from leases.ledger.store import Ledger
 from leases.telemetry.housekeeping import Housekeeping, fleet_nodes
@@ -263,6 +264,9 @@ def collect(args: argparse.Namespace, out: TextIO) -> int:
     args.metrics = settings(args.metrics_listen, args.metrics_token_file, args.metrics_money)
     lock = PollerLock(path)
     if not lock.acquire():
+        if lock.denied:
+            print(f"zuka: {visible(labfiles.poller_refusal(path))}", file=sys.stderr)
+            return 1
         print(f"zuka: another poller (pid {lock.holder()}) already polls {path}", file=sys.stderr)
         return 1
     try:  # whatever ends the collector, the lock goes with it: a dashboard takes over

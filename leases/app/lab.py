@@ -23,6 +23,7 @@ from leases.core.errors import InputError
 from leases.lab import acl, perms
 from leases.lab.layout import Lab, LabError, check_name, find_lab
 from leases.lab.roles import Role, group_of
+from leases.ledger.files import SCHEMA_VERSION
 from leases.ledger.store import Ledger
 
 # Runs one command's words (groupadd, useradd, gpasswd), raising on failure.
@@ -187,8 +188,6 @@ def plan_repair(lab: Lab) -> Plan:
 def _ledger_current(lab: Lab) -> bool:
     """Whether the ledger is at this zuka's schema, asked read-only: root's writable
     open would let SQLite remove and make again the -wal and -shm at its close."""
-    from leases.ledger.files import SCHEMA_VERSION
-
     uri = f"file:{quote(str(lab.ledger))}?mode=ro"
     conn = sqlite3.connect(uri, uri=True)
     try:

@@ -176,8 +176,13 @@ def _connect_reading(path: Path, lab: Lab | None = None) -> sqlite3.Connection:
             if "locked" in str(exc):
                 raise  # it waited out the busy timeout once already: a second wait is no use
         except LabError:
-            pass  # a lab's -wal or -shm missing: a read needs neither written
-    return _connect_readonly(path)
+            pass  # a lab's -wal or -shm missing: a read may do without them
+    try:
+        return _connect_readonly(path)
+    except sqlite3.OperationalError:
+        if lab is not None:
+            labfiles.refuse_missing_companions(path)  # with its fix, when that is why
+        raise
 
 
 def _connect_readonly(path: Path) -> sqlite3.Connection:

@@ -50,13 +50,9 @@ def check_writable(lab: Lab, path: Path, action: str | None) -> None:
         return
     if not _can(path, os.W_OK):
         raise LabError(refusal(lab, Role.EDIT, action or WRITE_ACTION, me()))
+    refuse_missing_companions(path)
     for suffix in ("-wal", "-shm"):
         other = companion(path, suffix)
-        if not other.exists():
-            raise LabError(
-                f"{other}: is missing, and only root may make it in the lab's folder: the"
-                " lab's admin runs `sudo zuka lab repair`"
-            )
         if not _can(other, os.R_OK | os.W_OK):
             raise LabError(
                 f"{other}: this user may write the ledger but not its {suffix} file: the"
@@ -83,6 +79,17 @@ def poller_refusal(ledger_path: Path) -> str:
         f"in the lab at {lab.folder} only its service user, {lab.service_user}, collects"
         " (the zuka-collect service); every dashboard reads what it writes"
     )
+
+
+def refuse_missing_companions(path: Path) -> None:
+    """A lab ledger's -wal or -shm gone (root's rm): only root may make them again."""
+    for suffix in ("-wal", "-shm"):
+        other = companion(path, suffix)
+        if not other.exists():
+            raise LabError(
+                f"{other}: is missing, and only root may make it in the lab's folder: the"
+                " lab's admin runs `sudo zuka lab repair`"
+            )
 
 
 def after_root_use(lab: Lab) -> None:

@@ -156,14 +156,14 @@ def plan_init(lab: Lab, run: Runner = run_command) -> Plan:
             " may print it)",
             lambda: _copy_pub(lab),
         )
-    _plan_perms(plan)
     only_open = len(plan.steps) == 1 and plan.steps[0].words.startswith("open the ledger")
     if only_open and _ledger_current(lab):
         plan.steps.clear()
+    _plan_perms(plan, always=bool(plan.steps))
     return plan
 
 
-def _plan_perms(plan: Plan) -> None:
+def _plan_perms(plan: Plan, *, always: bool = False) -> None:
     lab = plan.lab
     if _user_exists(lab.service_user) and all(
         _group_exists(g) for g in (lab.viewers, lab.editors, lab.offboard)
@@ -175,6 +175,10 @@ def _plan_perms(plan: Plan) -> None:
     if words:
         text = "set owners, modes and ACLs:\n     " + "\n     ".join(words)
         plan.add(text, lambda: perms.apply(lab))
+    elif always:
+        # The steps before may remake files (root's open of the ledger lets SQLite remove
+        # its -wal and -shm): every path is looked at again after them.
+        plan.add("check every path's owner, mode and ACL again", lambda: perms.apply(lab))
 
 
 def plan_repair(lab: Lab) -> Plan:

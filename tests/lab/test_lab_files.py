@@ -292,3 +292,12 @@ def test_init_on_a_lab_whose_permissions_drifted_repairs_them(
         assert perms.check(lab) == []
     finally:
         perms.apply(lab)
+
+
+def test_check_finds_the_lab_of_zuka_ledger(lab: Lab, lab_users: LabUsers) -> None:  # noqa: F811
+    u = lab_users
+    out = u.zuka(u.viewer, "lab", "check", env={"ZUKA_LEDGER": str(lab.ledger)})
+    assert out.returncode == 0, out.stderr
+    assert f"the lab at {lab.folder} is as it should be" in out.stdout
+    outsider = u.zuka(u.outsider, "lab", "check", env={"ZUKA_LEDGER": str(lab.ledger)})
+    assert outsider.returncode == 1 and f"needs group {u.viewers}" in outsider.stderr

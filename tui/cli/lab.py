@@ -13,12 +13,13 @@ from leases.core.textsafe import visible
 from leases.lab import perms
 from leases.lab.layout import DEFAULT_FOLDER, Lab, LabError, find_lab
 from leases.ledger.paths import resolve_ledger_path
+from tui.cli.opening import named
 
 
 def _folder(args: argparse.Namespace) -> Path:
     if getattr(args, "folder", None):
         return Path(args.folder).expanduser().absolute()
-    if args.ledger:
+    if named(args):  # --ledger or ZUKA_LEDGER
         return resolve_ledger_path(args.ledger).parent
     return DEFAULT_FOLDER
 

@@ -9,7 +9,10 @@ from typing import Any
 from leases.lab.layout import DEFAULT_FOLDER
 
 LAB_HELP = "a lab on one jump host: one shared ledger folder, roles by Unix groups"
-_FOLDER = f"the lab's folder (default: the folder of --ledger when given, else {DEFAULT_FOLDER})"
+_FOLDER = (
+    f"the lab's folder (default: the folder of --ledger or $ZUKA_LEDGER when given, else"
+    f" {DEFAULT_FOLDER})"
+)
 
 
 def lab_options(

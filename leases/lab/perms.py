@@ -255,6 +255,19 @@ def check(lab: Lab, ids: Ids | None = None) -> list[Finding]:
     return found
 
 
+def unseen(lab: Lab) -> list[Path]:
+    """The lab's paths this user may not look at (check does not judge them)."""
+    hidden: list[Path] = []
+    for want in wants(lab):
+        try:
+            os.lstat(want.path)
+        except PermissionError:
+            hidden.append(want.path)
+        except OSError:
+            continue
+    return hidden
+
+
 def _open_nofollow(want: Want, create: bool) -> int | None:
     """The path opened without following a link (None: missing and not to be made);
     LabError for a link or a thing of the wrong kind."""

@@ -299,5 +299,6 @@ def test_check_finds_the_lab_of_zuka_ledger(lab: Lab, lab_users: LabUsers) -> No
     out = u.zuka(u.viewer, "lab", "check", env={"ZUKA_LEDGER": str(lab.ledger)})
     assert out.returncode == 0, out.stderr
     assert f"the lab at {lab.folder} is as it should be" in out.stdout
+    assert "(not looked at, this user may not: id_ed25519, id_ed25519.pub; root may)" in out.stdout
     outsider = u.zuka(u.outsider, "lab", "check", env={"ZUKA_LEDGER": str(lab.ledger)})
     assert outsider.returncode == 1 and f"needs group {u.viewers}" in outsider.stderr

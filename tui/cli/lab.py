@@ -85,11 +85,16 @@ def _carry(plan: labapp.Plan, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
-    found = perms.check(_existing(args))
+    lab = _existing(args)
+    found = perms.check(lab)
     for finding in found:
         print(visible(finding.line()), file=out)
     if not found:
-        print(f"the lab at {visible(str(_folder(args)))} is as it should be", file=out)
+        print(f"the lab at {visible(str(lab.folder))} is as it should be", file=out)
+    hidden = perms.unseen(lab)
+    if hidden:
+        names = ", ".join(visible(p.name) for p in hidden)
+        print(f"(not looked at, this user may not: {names}; root may)", file=out)
     return 1 if found else 0
 
 

@@ -174,6 +174,29 @@ def test_the_poller_lock_and_the_trust_store_in_a_lab(
     assert viewer.stdout.split() == ["False", "None"]
     service = u.python(u.service, lock)
     assert service.returncode == 0 and service.stdout.split()[0] == "True", service.stderr
+    # While the service holds it, a viewer sees who does.
+    holding = subprocess.Popen(
+        [
+            *as_user(u.service),
+            sys.executable,
+            "-u",
+            "-c",
+            lock + "import sys; sys.stdin.readline()\n",
+        ],
+        env=u.env(u.service),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holding.stdout is not None
+        took, pid = holding.stdout.readline().split()
+        assert took == "True"
+        seen = u.python(u.viewer, lock)
+        assert seen.stdout.split() == ["False", pid], seen.stderr
+    finally:
+        holding.communicate("\n", timeout=60)
     trust = (
         "import asyncssh\n"
         "from leases.ssh import hostkeys\n"

@@ -359,3 +359,17 @@ def test_only_the_service_user_collects_in_a_lab(lab: Lab, lab_users: LabUsers) 
     assert out.returncode == 1
     assert f"only its service user, {u.service}, collects" in out.stderr
     assert "pid None" not in out.stderr
+
+
+def test_a_viewer_reads_processes_and_may_not_trust_a_host_key(
+    lab: Lab,
+    lab_users: LabUsers,  # noqa: F811
+) -> None:
+    u = lab_users
+    zuka_in(u, lab, u.editor, "node", "add", "gpu-ps", "--ssh", "ssh lab@10.0.0.6")
+    ps = zuka_in(u, lab, u.viewer, "ps")
+    assert ps.returncode == 0, ps.stderr
+    assert "no GPU processes" in ps.stdout
+    trust = zuka_in(u, lab, u.viewer, "node", "trust", "gpu-ps")
+    assert trust.returncode == 1
+    assert f"zuka node trust needs group {u.editors}" in trust.stderr

@@ -19,6 +19,7 @@ from typing import Any
 from leases.config.sections import Config
 from leases.core.errors import InputError
 from leases.core.textsafe import visible
+from leases.ledger import labfiles
 from leases.ledger.store import Ledger
 from leases.offboard import evidence, manual, readback, report, runner, status, wiring
 from leases.offboard.evidence import PASSED, State, StoredPlan
@@ -98,6 +99,12 @@ def typed_confirmation(typed: str) -> tuple[str, str | None]:
 # -- the use cases ------------------------------------------------------------------------------
 
 
+def _offboarder(ledger: Ledger) -> None:
+    """In a lab, offboarding (its plan stored, a run, a skip, a look at the node) is the
+    offboarding group's: refused to anyone else before anything is written or touched."""
+    labfiles.check_offboarder(ledger.lab, ledger.path, "zuka offboard")
+
+
 def plan(
     ledger: Ledger,
     name: str,
@@ -109,6 +116,7 @@ def plan(
 ) -> Planned:
     """The node's plan made from the ledger now and stored (a dry run); `include` and
     `keep` name resources of the node's other leases (KIND:ID)."""
+    _offboarder(ledger)
     node = ledger.node(name)
     fresh = runner.replan(ledger, node, config, planners, include=include, keep=keep)
     stored, new = evidence.store(ledger, fresh)
@@ -131,6 +139,7 @@ def confirm(
     """The stored plan a run may carry out (runner.confirmed): the node's name typed (and
     the account's alias), the ledger still giving that very plan; `hash_prefix`, when
     given, is the stored plan's; each of `did` a manual step."""
+    _offboarder(ledger)
     node = ledger.node(name)
     fresh = runner.replan(ledger, node, config, planners)
     stored = runner.confirmed(ledger, node, fresh, typed, account)
@@ -183,6 +192,7 @@ async def run(
     """Carry out a confirmed plan (see confirm) from its first step not passed, its SSH
     sessions closed whatever happens; tell, when given, hears of each step as it begins
     (its states up to date)."""
+    _offboarder(ledger)
     node = ledger.node_by_id(stored.plan.node_id)
     assert node is not None
     ctx = wiring.context_for(ledger, node, config, stored.plan, did=did)
@@ -212,6 +222,7 @@ async def run(
 
 def skip(ledger: Ledger, stored: StoredPlan, key: str, reason: str) -> Done:
     """Skip a step of a confirmed plan, with the user's reason (kept in the evidence)."""
+    _offboarder(ledger)
     stored = runner.skip_now(ledger, stored, key, reason)
     return Done(stored, f"skipped {visible(key, 80)}: {visible(reason.strip(), 200)}",
                 confirmed=True)  # fmt: skip
@@ -219,6 +230,7 @@ def skip(ledger: Ledger, stored: StoredPlan, key: str, reason: str) -> Done:
 
 def never_existed(ledger: Ledger, stored: StoredPlan, key: str, reason: str) -> Done:
     """The user's word that a step's target never existed (runner.never_existed)."""
+    _offboarder(ledger)
     stored = runner.never_existed(ledger, stored, key, reason)
     return Done(
         stored,
@@ -240,6 +252,7 @@ async def inspect(
 ) -> Inspected:
     """`zuka offboard --inspect`: the plan as the ledger gives it now (stored), preflight,
     then every thing it deletes looked at where it will be deleted; nothing changes."""
+    _offboarder(ledger)
     node = ledger.node(name)
     fresh = runner.replan(ledger, node, config, planners, include=include, keep=keep)
     stored, _ = evidence.store(ledger, fresh)
@@ -270,6 +283,7 @@ async def inspect(
 
 async def recheck(ledger: Ledger, name: str, config: Config, factory: DriversFactory) -> Rechecked:
     """Read back every verified step of the node's finished offboarding again."""
+    _offboarder(ledger)
     node = ledger.node(name)
     assert node.id is not None
     stored = evidence.latest(ledger, node.id)

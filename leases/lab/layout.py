@@ -14,7 +14,10 @@ untrusted all the same: it counts only when root owns it and nobody else may wri
 
 from __future__ import annotations
 
+import errno
+import grp
 import os
+import pwd
 import re
 import stat
 import tomllib
@@ -89,6 +92,25 @@ def check_name(what: str, name: str) -> str:
     return name
 
 
+def outsider(folder: Path) -> str:
+    """The words for a user who may not enter a lab's folder: the folder's group (the
+    lab's viewers, which the marker inside would name) is what they need."""
+    try:
+        gid = os.stat(folder).st_gid
+        group = grp.getgrgid(gid).gr_name
+    except (OSError, KeyError):
+        group = "the lab's viewers group"
+    try:
+        user = pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        user = str(os.geteuid())
+    return (
+        f"reading the ledger needs group {group} in this lab ({folder}), and {user} is not"
+        f" in it: ask the lab's admin to run `sudo zuka lab add-user {user} --role view`,"
+        " then log in again"
+    )
+
+
 def find_lab(ledger_path: Path) -> Lab | None:
     """The lab whose folder holds this ledger, or None for a one-user ledger (no marker
     beside it). A marker that root does not own, that others may write, or that does not
@@ -98,14 +120,13 @@ def find_lab(ledger_path: Path) -> Lab | None:
     marker = folder / MARKER
     try:
         fd = os.open(marker, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY)
-    except FileNotFoundError:
-        return None
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # no marker (or no such folder): a one-user ledger's own checks say more
     except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            return None
         if isinstance(exc, PermissionError):
-            raise LabError(
-                f"{folder}: is a lab's ledger folder that this user may not read: ask the"
-                " lab's admin to add you to the lab's group (zuka lab add-user)"
-            ) from None
+            raise LabError(outsider(folder)) from None
         raise LabError(f"{marker}: cannot be read ({exc.strerror})") from None
     try:
         info = os.fstat(fd)

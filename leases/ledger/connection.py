@@ -17,6 +17,7 @@ from leases.core.clock import Clock, utc_now
 from leases.core.errors import ledger_failure
 from leases.core.origin import MAX_ORIGIN, this_process
 from leases.core.textsafe import visible
+from leases.lab.layout import Lab
 from leases.ledger import files
 
 
@@ -45,9 +46,10 @@ class LedgerConnection:
         # The batch of the audit entries the open transaction writes (see audit).
         self._batch: int | None = None
         self._held: tuple[int, int] | None = None  # see leases.ledger.files.open_file
+        self.lab: Lab | None = None  # the lab whose folder holds the ledger (leases.lab)
 
     def close(self) -> None:
-        files.close_file(self.conn, self._held)
+        files.close_file(self.conn, self._held, self.lab)
         self._held = None
 
     def __enter__(self) -> Self:

@@ -1,4 +1,5 @@
-"""Opening a ledger file safely: created private (0600, in a 0700 directory), refused in
+"""Opening a ledger file safely: created private (0600, in a 0700 directory; a lab's ledger
+is shared by its groups instead, see leases.ledger.labfiles), refused in
 words when it is not a zuka ledger or cannot be written, read-only where it cannot be,
 the process's own locks kept (see _OPENING), WAL and the pragmas set, migrations run.
 
@@ -16,7 +17,9 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-from leases.core.errors import READ_ONLY, LedgerError
+from leases.core.errors import READ_ONLY, LedgerError, ledger_failure
+from leases.lab.layout import Lab, LabError, find_lab
+from leases.ledger import labfiles
 from leases.ledger.paths import companion
 
 # How many migrations leases/ledger/schema.py holds; tests check the two agree. Kept here so that
@@ -27,22 +30,55 @@ BUSY_TIMEOUT_S = 15.0
 
 
 def open_file(
-    path: Path, *, readonly: bool, create: bool
-) -> tuple[sqlite3.Connection, tuple[int, int] | None]:
+    path: Path,
+    *,
+    readonly: bool,
+    create: bool,
+    action: str | None = None,
+    lab_init: bool = False,
+) -> tuple[sqlite3.Connection, tuple[int, int] | None, Lab | None]:
     """The ledger at path opened (for a command that only reads, or for writing, created
-    if allowed), and the key under which this process now holds it: give both back to
-    close_file. Raises OSError, sqlite3.Error or LedgerError."""
+    if allowed), the key under which this process now holds it, and its lab (None: a
+    one-user ledger): give them back to close_file. In a lab (leases.lab) the ledger is
+    never created nor chmod-ed here (only `zuka lab init`, lab_init), and a write refused
+    by its permissions is refused before anything is written, naming the group that
+    `action` (a command's words, "zuka lease add") needs. Raises OSError, sqlite3.Error
+    or LedgerError."""
+    lab = find_lab(path)
+    if lab is not None:
+        labfiles.check_readable(lab, path, None if readonly else action)
     with _OPENING:
-        conn = _connect_reading(path) if readonly else _connect(path, create=create)
-        return conn, _hold(path)
+        if readonly:
+            conn = _connect_reading(path, lab)
+        else:
+            conn = _connect(path, create=create, lab=None if lab_init else lab, action=action)
+        if lab is not None:
+            labfiles.after_root_use(lab)
+        return conn, _hold(path), lab
 
 
-def close_file(conn: sqlite3.Connection, held: tuple[int, int] | None) -> None:
-    """Close a connection open_file made (or in_memory's: held None)."""
+def close_file(
+    conn: sqlite3.Connection, held: tuple[int, int] | None, lab: Lab | None = None
+) -> None:
+    """Close a connection open_file made (or in_memory's: held None). Root's last close of
+    a lab's ledger lets SQLite remove the -wal and -shm, which a read-only member needs:
+    they are made again, with the lab's permissions."""
     with _OPENING:
         conn.close()
         if held is not None:
             _release(held)
+        if lab is not None:
+            labfiles.after_root_use(lab)
+
+
+def exists(path: Path) -> bool:
+    """Whether the ledger file is there; a lab's folder this user may not enter is refused
+    naming the group it needs (LabError), another failure is a LedgerError naming it."""
+    try:
+        return path.exists()
+    except OSError as exc:
+        find_lab(path)  # a lab's folder: refused in its words
+        raise ledger_failure(path, exc) from None
 
 
 def in_memory() -> sqlite3.Connection:
@@ -107,8 +143,13 @@ def _release(key: tuple[int, int]) -> None:
 _LEDGER_TABLES = frozenset({"_sqlite_migrations", "providers", "nodes", "leases", "audit"})
 
 
-def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
+def _connect(
+    path: Path, *, create: bool, lab: Lab | None = None, action: str | None = None
+) -> sqlite3.Connection:
     """The ledger opened for writing: refused early, in words, when it cannot be written."""
+    if lab is not None:
+        labfiles.check_writable(lab, path, action)
+        create = False  # a lab's ledger is made by `zuka lab init` alone
     if create:
         _create_private(path)
     _check_file(path, create=create)
@@ -123,18 +164,25 @@ def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
     return conn
 
 
-def _connect_reading(path: Path) -> sqlite3.Connection:
+def _connect_reading(path: Path, lab: Lab | None = None) -> sqlite3.Connection:
     """The ledger for a command that only reads. Where it can be written it is opened as
     for writing: upgraded if need be, and its last connection tidies the -wal and -shm
     files away (a read-only connection leaves them). Elsewhere, or when that open fails
     (a full disk), read-only."""
     if _writable(path):
         try:
-            return _connect(path, create=False)
+            return _connect(path, create=False, lab=lab)
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc):
                 raise  # it waited out the busy timeout once already: a second wait is no use
-    return _connect_readonly(path)
+        except LabError:
+            pass  # a lab's -wal or -shm missing: a read may do without them
+    try:
+        return _connect_readonly(path)
+    except sqlite3.OperationalError:
+        if lab is not None:
+            labfiles.refuse_missing_companions(path)  # with its fix, when that is why
+        raise
 
 
 def _connect_readonly(path: Path) -> sqlite3.Connection:

@@ -45,6 +45,8 @@ class Ledger(BookRows):
         clock: Clock = utc_now,
         actor: str | None = None,
         origin: str | None = None,
+        action: str | None = None,
+        lab_init: bool = False,
     ) -> Ledger:
         """Open (and if allowed, create) a ledger. path None means an in-memory ledger.
 
@@ -52,17 +54,23 @@ class Ledger(BookRows):
         in, so read-only commands never leave a file behind. With readonly=True (commands
         that only read) the file is opened read-only, so that a ledger this user cannot
         write still answers; it is upgraded first only where it can be written.
-        Any OS or SQLite failure is a LedgerError of one line naming the file.
+        Any OS or SQLite failure is a LedgerError of one line naming the file. A ledger in
+        a lab's folder is refused in the lab's words (leases.ledger.labfiles): action, the
+        command's words, is what a refused write names; lab_init (`zuka lab init` alone)
+        may create it there.
         """
-        if path is None or ((readonly or not create) and not Path(path).exists()):
+        if path is None or ((readonly or not create) and not files.exists(Path(path))):
             return cls(files.in_memory(), clock=clock, actor=actor, origin=origin)
         path = Path(path)
         try:
-            conn, held = files.open_file(path, readonly=readonly, create=create)
+            conn, held, lab = files.open_file(
+                path, readonly=readonly, create=create, action=action, lab_init=lab_init
+            )
         except (OSError, sqlite3.Error) as exc:
             raise ledger_failure(path, exc) from exc
         ledger = cls(conn, clock=clock, actor=actor, path=path, origin=origin)
         ledger._held = held
+        ledger.lab = lab
         return ledger
 
     # -- export / import -----------------------------------------------------------------

@@ -26,6 +26,7 @@ from leases.config.sections import Config
 from leases.core.errors import InputError
 from leases.core.models import Node, NodeState, Resource
 from leases.core.textsafe import visible
+from leases.ledger import labfiles
 from leases.ledger.paths import offboard_lock_path
 from leases.ledger.store import Ledger
 from leases.offboard import evidence
@@ -198,7 +199,10 @@ def confirmed(
 class RunLock(PollerLock):
     """One offboarding run per ledger at a time: a step a live run has started looks just
     like one a killed run left, and a second run would read it back and act again. The
-    kernel drops the lock when its holder dies, even by SIGKILL."""
+    kernel drops the lock when its holder dies, even by SIGKILL. In a lab only the
+    offboarding group may write it (see labfiles.check_offboarder)."""
+
+    denied_is_busy = False
 
     def __init__(self, ledger_path: Path) -> None:
         super().__init__(ledger_path)
@@ -213,6 +217,7 @@ def run_lock(ledger: Ledger, node: str) -> Iterator[None]:
         if ledger.path is None:
             yield
             return
+        labfiles.check_offboarder(ledger.lab, ledger.path, "zuka offboard")
         with RunLock(ledger.path) as lock:
             if not lock.acquire():
                 raise InputError(

@@ -230,13 +230,27 @@ def trust(
             f"refusing to add {fingerprint(key)}"
         )
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
-        os.fchmod(fd, 0o600)
+        if _private(fd):
+            os.fchmod(fd, 0o600)
         os.write(fd, line.encode("ascii"))
     finally:
         os.close(fd)
     return True
+
+
+def _private(fd: int) -> bool:
+    """Whether a trust store is one person's, to keep 0600: theirs and without an ACL. A
+    lab's (leases.lab: the service user's, its ACL letting editors write) is never
+    chmod-ed: 0600 would set its ACL's mask to nothing and lock the lab out."""
+    if os.fstat(fd).st_uid != os.geteuid():
+        return False
+    try:
+        os.getxattr(fd, "system.posix_acl_access")
+    except OSError:
+        return True
+    return False
 
 
 async def fetch_host_key(

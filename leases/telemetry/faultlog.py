@@ -2,7 +2,8 @@
 
 Such a failure becomes that node's state (`garbage`, with the reason) and a traceback
 here, so that a bug or a hostile node is visible without ever stopping the poller.
-The file is 0600 (tracebacks may quote node output), size-bounded and rotated, and every
+The file is 0600 (tracebacks may quote node output; in a lab, 0640 in its faults/ folder,
+where the lab's viewers read it), size-bounded and rotated, and every
 record passes through textsafe.visible: a `cat` of the log obeys no escape sequence.
 """
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from leases.core.textsafe import visible
+from leases.lab.layout import find_lab
 from leases.ledger.paths import fault_log_path
 
 # 1 MiB a file, 3 old ones kept: a few thousand tracebacks, 4 MiB on disk at most.
@@ -23,10 +25,14 @@ BACKUPS = 3
 
 
 class _PrivateRotatingHandler(logging.handlers.RotatingFileHandler):
-    """A RotatingFileHandler whose files are created 0600, rotated ones included."""
+    """A RotatingFileHandler whose files are created 0600 (0640 in a lab's faults/ folder:
+    the lab's viewers read them), rotated ones included; never through a symlink."""
+
+    file_mode = 0o600
 
     def _open(self) -> Any:
-        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+        fd = os.open(self.baseFilename, flags, self.file_mode)
         return os.fdopen(fd, self.mode.replace("w", "a"), encoding=self.encoding)
 
 
@@ -40,7 +46,11 @@ _loggers: dict[Path, logging.Logger] = {}
 
 def fault_logger(ledger_path: Path) -> logging.Logger:
     """The logger writing to this ledger's fault log (one per path and process)."""
-    path = fault_log_path(ledger_path).resolve()
+    lab = find_lab(ledger_path)
+    if lab is None:
+        path = fault_log_path(ledger_path).resolve()
+    else:
+        path = lab.faults_dir / fault_log_path(ledger_path).name
     logger = _loggers.get(path)
     if logger is None:
         logger = logging.getLogger(f"zuka.faults.{len(_loggers)}")
@@ -49,6 +59,8 @@ def fault_logger(ledger_path: Path) -> logging.Logger:
         handler = _PrivateRotatingHandler(
             path, maxBytes=MAX_BYTES, backupCount=BACKUPS, delay=True, encoding="utf-8"
         )
+        if lab is not None:
+            handler.file_mode = 0o640
         handler.setFormatter(_VisibleFormatter("%(asctime)s %(process)d %(message)s"))
         logger.addHandler(handler)
         _loggers[path] = logger

@@ -15,16 +15,27 @@ from leases.ledger.paths import poller_lock_path
 
 
 class PollerLock:
+    denied_is_busy = True  # a lock this user may not write reads as held by another
+
     def __init__(self, ledger_path: Path) -> None:
         self.path = poller_lock_path(ledger_path)
         self._fd: int | None = None
+        self.denied = False  # the last acquire was refused for want of permission
 
     def acquire(self) -> bool:
-        """Take the lock without waiting; False when another process holds it."""
+        """Take the lock without waiting; False when another process holds it, or when
+        this user may not write it (a lab's viewer)."""
         if self._fd is not None:
             return True
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = self._open()
+        except PermissionError:
+            self.denied = True
+            # A lab's viewer (leases.lab) may read the lock, never take it: the service
+            # polls, and this process reads what it writes.
+            if not self.denied_is_busy:
+                raise
+            return False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -34,6 +45,10 @@ class PollerLock:
         os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd
         return True
+
+    def _open(self) -> int:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
 
     def holder(self) -> int | None:
         """The pid written by the current holder, if anyone holds the lock."""

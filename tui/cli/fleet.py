@@ -19,6 +19,7 @@ from leases.core.host import host_record
 from leases.core.models import Node, NodeHealth, NodeState, NodeStatus
 from leases.core.textsafe import visible
 from leases.fleet.nodestatus import health_summary, status_figures
+from leases.ledger import labfiles
 from leases.ledger.paths import ledger_choice
 from leases.ledger.store import Ledger
 from leases.telemetry.housekeeping import Housekeeping, fleet_nodes
@@ -286,6 +287,9 @@ def collect(args: argparse.Namespace, out: TextIO) -> int:
     args.identity = own_identity(getattr(args, "identity", None))
     lock = PollerLock(path)
     if not lock.acquire():
+        if lock.denied:
+            print(f"zuka: {visible(labfiles.poller_refusal(path))}", file=sys.stderr)
+            return 1
         print(f"zuka: another poller (pid {lock.holder()}) already polls {path}", file=sys.stderr)
         return 1
     try:  # whatever ends the collector, the lock goes with it: a dashboard takes over
@@ -393,7 +397,8 @@ class _suppress_timeout:
 
 def node_trust(args: argparse.Namespace, out: TextIO) -> int:
     path = _path(args, existing=True)
-    with Ledger.open(path, create=False) as ledger:
+    # Trusting a key is an editor's (the trust store is written as the ledger is).
+    with Ledger.open(path, create=False, action="zuka node trust") as ledger:
         [node] = polled_nodes(ledger, [args.name])  # refuses a node with a refused value
     return asyncio.run(_trust(node, path, args, out))
 

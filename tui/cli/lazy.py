@@ -274,3 +274,9 @@ def service_uninstall(args: argparse.Namespace, out: TextIO) -> int:
     from tui.cli import service
 
     return service.service_uninstall(args, out)
+
+
+def lab(args: argparse.Namespace, out: TextIO) -> int:
+    from tui.cli import lab
+
+    return lab.lab(args, out)

@@ -15,7 +15,7 @@ from typing import TextIO
 from leases.core.errors import ConfigError, InputError, LedgerError, ledger_failure, os_problem
 from leases.core.textsafe import visible
 from leases.ledger.paths import resolve_ledger_path
-from tui.cli import billargs, lazy, pollargs, serviceargs
+from tui.cli import billargs, labargs, lazy, pollargs, serviceargs
 from tui.cli.acceptargs import accept_options
 from tui.cli.metricsargs import metrics_options
 from tui.cli.parsing import Parser
@@ -27,7 +27,7 @@ ACCEPTABLE = ("provider", "node", "lease", "resource", "stop",
 
 Handler = Callable[[argparse.Namespace, TextIO], int]
 # Commands that run and log rather than print a result: --json would be ignored.
-NO_JSON = frozenset({"sim", "collect", "web", "ssh", "service"})
+NO_JSON = frozenset({"sim", "collect", "web", "ssh", "service", "lab"})
 
 
 _Parser = Parser
@@ -494,6 +494,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     p.add_argument("--format", choices=("md", "json"), default="md", help="--report's format")
     p.add_argument("-o", "--output", metavar="FILE", help="write --report to FILE (mode 0600)")
+
+    labargs.lab_options(sub, lambda parent, name, help: cmd(parent, name, lazy.lab, help))
 
     p = cmd(sub, "export", transfer_cmd.export, "write the whole ledger as CSV or JSON")
     p.add_argument(

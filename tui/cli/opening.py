@@ -7,9 +7,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from leases.core.errors import LedgerError, ledger_failure, no_ledger
+from leases.core.errors import LedgerError, no_ledger
 from leases.core.textsafe import visible
-from leases.ledger import rowaudit
+from leases.ledger import files, rowaudit
 from leases.ledger.paths import ledger_choice
 from leases.ledger.store import Ledger
 
@@ -21,18 +21,23 @@ def open_ledger(
     A typo in --ledger must not pass unseen: a command that only reads refuses a missing
     ledger, and one that creates it says so on stderr."""
     path, why = ledger_choice(args.ledger)
-    try:
-        existed = path.exists()
-    except OSError as exc:  # a name too long, a part of the path not a directory
-        raise ledger_failure(path, exc) from None
+    # A name too long, a part of the path not a directory, a lab's folder this user may
+    # not enter (refused naming the group it needs).
+    existed = files.exists(path)
     if not existed and not create:
         raise no_ledger(path, why)
     if not existed:
         _refuse_missing_folder(why, path)
-    ledger = Ledger.open(path, create=create, readonly=readonly)
+    ledger = Ledger.open(path, create=create, readonly=readonly, action=_action(args))
     if not existed:
         print(f"zuka: created a new ledger at {visible(str(path))}", file=sys.stderr)
     return ledger
+
+
+def _action(args: argparse.Namespace) -> str:
+    """The command's words, as a refusal names them: "zuka lease add"."""
+    words = [getattr(args, "command", None), getattr(args, "action", None)]
+    return " ".join(["zuka", *(w for w in words if isinstance(w, str))])
 
 
 def named(args: argparse.Namespace) -> bool:

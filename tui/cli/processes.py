@@ -20,15 +20,16 @@ from tui.cli import output
 DEFAULT_GRACE_S = 10.0
 
 
-def _ledger(args: argparse.Namespace) -> Ledger:
+def _ledger(args: argparse.Namespace, *, readonly: bool = False) -> Ledger:
     path, why = ledger_choice(args.ledger)
     if not path.exists():
         raise no_ledger(path, why)
-    return Ledger.open(path, create=False)
+    # ps only reads (a lab's viewer may run it); kill writes its audit entries.
+    return Ledger.open(path, create=False, readonly=readonly, action=f"zuka {args.command}")
 
 
 def ps(args: argparse.Namespace, out: TextIO) -> int:
-    with _ledger(args) as ledger:
+    with _ledger(args, readonly=True) as ledger:
         statuses = processes.read_statuses(ledger)
     rows = processes.rows_of(statuses)
     words = [f"user:{args.user}"] if args.user else []

@@ -25,7 +25,8 @@ def ssh(args: argparse.Namespace, out: TextIO) -> int:
     path, why = ledger_choice(args.ledger)
     if not path.exists():
         raise no_ledger(path, why)
-    with Ledger.open(path, create=False) as ledger:
+    # Read only: a lab's viewer may log in to a node with their own key.
+    with Ledger.open(path, create=False, readonly=True) as ledger:
         node = ledger.node(args.node)
     # Like ssh: a command gets no PTY (bytes streamed, no raw mode) unless -t asks for one.
     terminal = TtyTerminal(pty=words is None or bool(args.tty))

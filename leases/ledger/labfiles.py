@@ -1,0 +1,102 @@
+"""A ledger in a lab's folder (leases.lab): the one-user rule (0600, a 0700 folder) gives
+way to the lab's groups. An ordinary open never creates nor chmods such a ledger; a write
+this user may not do is refused before anything is written, in words naming the group it
+needs; root's own use is followed by the -wal and -shm made again with the lab's perms.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+from leases.core.errors import READ_ONLY
+from leases.lab import perms
+from leases.lab.layout import Lab, LabError, find_lab
+from leases.lab.roles import Role, me, refusal
+from leases.ledger.paths import companion, offboard_lock_path
+
+WRITE_ACTION = "changing the ledger"
+READ_ACTION = "reading the ledger"
+
+
+def _can(path: Path, mode: int) -> bool:
+    return os.access(path, mode, effective_ids=os.access in os.supports_effective_ids)
+
+
+def in_lab(path: Path | None) -> bool:
+    """Whether a ledger's folder is a lab's: its readers open it read-only where they may
+    not write (Ledger.open(readonly=True) opens it for writing where they may)."""
+    return path is not None and find_lab(path) is not None
+
+
+def check_readable(lab: Lab, path: Path, action: str | None) -> None:
+    """Refuse, naming the viewers group, a member whose groups do not let them read the
+    ledger (a group taken away, a login older than the group it was given)."""
+    if path.exists() and not _can(path, os.R_OK):
+        raise LabError(refusal(lab, Role.VIEW, action or READ_ACTION, me()))
+
+
+def check_writable(lab: Lab, path: Path, action: str | None) -> None:
+    """Refuse, in the lab's words, a write open this user cannot carry through."""
+    if not path.exists():
+        raise LabError(
+            f"{path}: the lab's ledger is missing: the lab's admin runs"
+            f" `sudo zuka lab init --folder {lab.folder}`"
+        )
+    if os.geteuid() == 0:
+        if not _can(path, os.W_OK):
+            raise LabError(f"{path}: {READ_ONLY}")
+        return
+    if not _can(path, os.W_OK):
+        raise LabError(refusal(lab, Role.EDIT, action or WRITE_ACTION, me()))
+    refuse_missing_companions(path)
+    for suffix in ("-wal", "-shm"):
+        other = companion(path, suffix)
+        if not _can(other, os.R_OK | os.W_OK):
+            raise LabError(
+                f"{other}: this user may write the ledger but not its {suffix} file: the"
+                " lab's admin runs `sudo zuka lab repair`"
+            )
+
+
+def check_offboarder(lab: Lab | None, ledger_path: Path | None, action: str) -> None:
+    """Refuse offboarding, before anything is written or any node touched, to a member
+    not in the lab's offboarding group: the offboarding lock (writable by that group
+    alone) is what the OS checks."""
+    if lab is None or ledger_path is None or os.geteuid() == 0:
+        return
+    if not _can(offboard_lock_path(ledger_path), os.W_OK):
+        raise LabError(refusal(lab, Role.OFFBOARD, action, me()))
+
+
+def poller_refusal(ledger_path: Path) -> str:
+    """Why this user may not take the poller's lock: in a lab, the service collects."""
+    lab = find_lab(ledger_path)
+    if lab is None:
+        return f"this user may not write the poller's lock beside {ledger_path}"
+    return (
+        f"in the lab at {lab.folder} only its service user, {lab.service_user}, collects"
+        " (the zuka-collect service); every dashboard reads what it writes"
+    )
+
+
+def refuse_missing_companions(path: Path) -> None:
+    """A lab ledger's -wal or -shm gone (root's rm): only root may make them again."""
+    for suffix in ("-wal", "-shm"):
+        other = companion(path, suffix)
+        if not other.exists():
+            raise LabError(
+                f"{other}: is missing, and only root may make it in the lab's folder: the"
+                " lab's admin runs `sudo zuka lab repair`"
+            )
+
+
+def after_root_use(lab: Lab) -> None:
+    """As root, the ledger's -wal and -shm made again (SQLite removes them at the last
+    close) or set right (made by SQLite with the ledger's mode, not its ACL). Others may
+    not and need not: a failure here is for `zuka lab check` to report, not a close's."""
+    if os.geteuid() != 0:
+        return
+    with contextlib.suppress(OSError, LabError):
+        perms.companions(lab)

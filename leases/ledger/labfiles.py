@@ -30,6 +30,11 @@ def in_lab(path: Path | None) -> bool:
     return path is not None and find_lab(path) is not None
 
 
+def may_write(path: Path) -> bool:
+    """Whether this user may write a lab's ledger (an editor) rather than only read it."""
+    return _can(path, os.W_OK)
+
+
 def check_readable(lab: Lab, path: Path, action: str | None) -> None:
     """Refuse, naming the viewers group, a member whose groups do not let them read the
     ledger (a group taken away, a login older than the group it was given)."""

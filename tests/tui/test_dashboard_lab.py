@@ -25,10 +25,10 @@ def _lab(folder: Path) -> Path:
     if os.geteuid() != 0:
         pytest.skip("a lab's marker counts only when root owns it")
     lab = Lab(folder)
+    with Ledger.open(lab.ledger) as ledger:  # before the marker: only lab init makes one after
+        register_sim_nodes(ledger, 2, datetime(2026, 12, 1, tzinfo=UTC))
     lab.marker.write_text(lab.marker_text())
     lab.marker.chmod(0o644)
-    with Ledger.open(lab.ledger) as ledger:
-        register_sim_nodes(ledger, 2, datetime(2026, 12, 1, tzinfo=UTC))
     return lab.ledger
 
 

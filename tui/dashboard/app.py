@@ -42,6 +42,7 @@ from leases.fleet.live import recent_readings
 from leases.fleet.nodestatus import health_summary, stale_after_s
 from leases.fleet.sparkline import Reading
 from leases.lab.layout import Lab, find_lab
+from leases.ledger import labfiles
 from leases.ledger.store import Ledger
 from leases.money.renewals import BillingNow
 from leases.telemetry.history import RecentHistory
@@ -102,11 +103,13 @@ class ZukaApp(App[None]):
         readonly: bool = False,
     ) -> None:
         super().__init__()
-        # A ledger this user may only read (a lab's viewer, a read-only file): opened
-        # read-only, never polled or written from here.
-        self.readonly = readonly
         # In a lab the service polls: every member's dashboard reads what it collects.
         self.lab: Lab | None = None if ledger_path is None else find_lab(ledger_path)
+        # A ledger this user may only read (a lab's viewer, a read-only file): opened
+        # read-only, never polled or written from here.
+        self.readonly = readonly or (
+            self.lab is not None and ledger_path is not None and not labfiles.may_write(ledger_path)
+        )
         self.config = config
         self.ledger_path = ledger_path
         self.clock = clock

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import functools
 import grp
+import json
 import os
 import pwd
 import sqlite3
 import stat
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from leases.core.errors import InputError
-from leases.lab import acl, perms
+from leases.core.errors import ConfigError, InputError
+from leases.lab import acl, perms, sysconfig
 from leases.lab.layout import Lab, LabError, check_name, find_lab
 from leases.lab.roles import Role, group_of
 from leases.ledger.files import SCHEMA_VERSION
@@ -59,6 +60,7 @@ class Plan:
     steps: list[Step] = field(default_factory=list)
     audit_action: str = "lab.init"
     audit_after: dict[str, object] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # said after the steps, changing nothing
 
     def add(self, words: str, act: Callable[[], object]) -> None:
         self.steps.append(Step(words, act))
@@ -115,7 +117,7 @@ def _user_exists(name: str) -> bool:
     return True
 
 
-def plan_init(lab: Lab, run: Runner = run_command) -> Plan:
+def plan_init(lab: Lab, run: Runner = run_command, env: Mapping[str, str] = os.environ) -> Plan:
     """What `zuka lab init` would do to make this lab whole: nothing when it is."""
     plan = Plan(lab)
     plan.audit_after = {
@@ -160,7 +162,50 @@ def plan_init(lab: Lab, run: Runner = run_command) -> Plan:
     if only_open and _ledger_current(lab):
         plan.steps.clear()
     _plan_perms(plan, always=bool(plan.steps))
+    _plan_system_config(plan, env)
     return plan
+
+
+def _plan_system_config(plan: Plan, env: Mapping[str, str]) -> None:
+    """Every member's zuka opens the lab's ledger by default through the system config's
+    `[lab] ledger`: written when there is no system config; an admin's own file is never
+    edited, only told what it lacks."""
+    path = sysconfig.system_config_path(env)
+    ledger = plan.lab.ledger
+    if path is None:
+        plan.notes.append(
+            f"the system config is turned off ({sysconfig.SYSTEM_CONFIG_ENV}): members give"
+            f" --ledger {ledger} or ZUKA_LEDGER"
+        )
+        return
+    if not path.exists():
+        plan.add(
+            f'write {path} (root:root 0644): [lab] ledger = "{ledger}", so that every'
+            " member's zuka opens the lab's ledger",
+            functools.partial(_write_system_config, path, ledger),
+        )
+        return
+    try:
+        named = sysconfig.lab_ledger(env)
+    except ConfigError as exc:
+        plan.notes.append(f"{path} cannot be read as zuka's system config: {exc}")
+        return
+    if named is None or named[0] != ledger:
+        plan.notes.append(
+            f"{path} is there and does not name this lab's ledger: add `[lab]` with"
+            f' `ledger = "{ledger}"` to it, so that every member\'s zuka opens it'
+        )
+
+
+def _write_system_config(path: Path, ledger: Path) -> None:
+    path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+    text = (
+        "# zuka's system config: every user's zuka reads it first (their own file wins).\n"
+        "# Written by `zuka lab init`; root's, mode 0644: no secret here (see secrets.toml).\n"
+        "[lab]\n"
+        f"ledger = {json.dumps(str(ledger))}\n"
+    )
+    _write_new(path, text.encode(), 0o644, 0, 0)
 
 
 def _plan_perms(plan: Plan, *, always: bool = False) -> None:

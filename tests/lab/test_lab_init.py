@@ -106,3 +106,33 @@ def test_only_root_may_change_a_lab(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("os.geteuid", lambda: 1000)
     with pytest.raises(LabError, match=r"run it as root \(sudo zuka lab repair\)"):
         labapp.refuse_unless_root("zuka lab repair")
+
+
+def test_init_names_the_lab_ledger_in_the_system_config_it_may_write(
+    top: Path,
+    lab_users: LabUsers,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Members' zuka opens the lab's ledger by default: init writes the system config when
+    there is none, and only says what an admin's own file lacks."""
+    from leases.lab import sysconfig
+
+    folder = top / "lab"
+    system = top / "etc" / "config.toml"
+    monkeypatch.setenv("ZUKA_SYSTEM_CONFIG", str(system))
+    code, said = _init(folder, lab_users, "--yes")
+    assert code == 0, said
+    assert f"write {system} (root:root 0644)" in said
+    assert sysconfig.lab_ledger() == (folder / "ledger.db", system)
+    assert oct(system.stat().st_mode & 0o777) == "0o644" and system.stat().st_uid == 0
+    code, said = _init(folder, lab_users, "--yes")
+    assert code == 0 and "nothing to change" in said
+    other = top / "lab2"
+    capsys.readouterr()
+    code, said = _init(other, lab_users, "--yes")
+    assert code == 0, said
+    assert f"write {system}" not in said
+    note = capsys.readouterr().err
+    assert "does not name this lab's ledger" in note and str(other / "ledger.db") in note
+    assert sysconfig.lab_ledger() == (folder / "ledger.db", system)  # the admin's file stands

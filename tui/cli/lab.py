@@ -61,6 +61,8 @@ def lab(args: argparse.Namespace, out: TextIO) -> int:
 
 def _carry(plan: labapp.Plan, args: argparse.Namespace, out: TextIO) -> int:
     where = visible(str(plan.lab.folder))
+    for note in plan.notes:
+        print(f"note: {visible(note)}", file=sys.stderr)
     if not plan.steps:
         print(f"nothing to change: the lab at {where} is as it should be", file=out)
         return 0

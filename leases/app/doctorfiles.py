@@ -22,6 +22,19 @@ def paths(setting: Setting) -> Iterator[Finding]:
     """Which ledger and config this user's zuka opens, and why."""
     ledger = setting.ledger
     shown = visible(str(ledger))
+    try:
+        ledger.stat()
+    except PermissionError:
+        yield Finding(
+            "paths",
+            Level.FAIL,
+            f"ledger: {shown} (from {setting.ledger_source}) cannot be looked at by this user",
+            "ask whoever keeps it (in a lab, its admin: sudo zuka lab add-user $(id -un)"
+            " --role view)",
+        )
+        return
+    except OSError:
+        pass
     if ledger.is_file():
         yield Finding("paths", Level.OK, f"ledger: {shown} (from {setting.ledger_source})")
     elif ledger.exists():
@@ -55,8 +68,11 @@ def paths(setting: Setting) -> Iterator[Finding]:
 def private_files(setting: Setting) -> Iterator[Finding]:
     """The one-user rule: the ledger and everything beside it readable by its owner only."""
     ledger = setting.ledger
-    if not ledger.exists() or lab_of(setting) is not None:
-        return  # a lab's files follow the lab's rules (leases.app.doctorlab)
+    try:
+        if not ledger.exists() or lab_of(setting) is not None:
+            return  # a lab's files follow the lab's rules (leases.app.doctorlab)
+    except OSError:
+        return  # not to be looked at by this user: said by paths()
     folder = ledger.parent
     me = os.geteuid()
     info = _stat(folder)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from leases.app.doctor import Finding, Level, Setting
 from leases.core.textsafe import visible
-from leases.lab import roles
+from leases.lab import perms, roles
 from leases.lab.layout import Lab, LabError, find_lab
 from leases.lab.roles import Role
 
@@ -61,3 +61,20 @@ def membership(setting: Setting) -> Iterator[Finding]:
                 f"to {what}, {user} needs group {roles.group_of(lab, role)}",
                 f"sudo zuka lab add-user {user} --role {role.value}",
             )
+
+
+def files(setting: Setting) -> Iterator[Finding]:
+    """The lab's files as the lab wants them (owner, mode, ACL), each wrong one with its fix;
+    what this user may not look at is said, not judged."""
+    lab = lab_of(setting)
+    if lab is None:
+        return
+    found = perms.check(lab)
+    for f in found:
+        yield Finding("permissions", Level.FAIL, visible(f"{f.path}: {f.problem}"), visible(f.fix))
+    hidden = perms.unseen(lab)
+    if not found:
+        seen = "the lab's files are as the lab wants them"
+        if hidden:
+            seen += f" (not looked at, this user may not: {', '.join(p.name for p in hidden)})"
+        yield Finding("permissions", Level.OK, visible(seen))

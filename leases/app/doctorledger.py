@@ -10,6 +10,7 @@ from pathlib import Path
 
 from leases.app.doctor import NodeSeen
 from leases.core.errors import LedgerError
+from leases.ledger import files
 from leases.ledger.store import Ledger
 from leases.telemetry.lock import PollerLock
 from leases.telemetry.rollups import HistoryStore
@@ -25,14 +26,15 @@ class LedgerLook:
 
 
 def look(path: Path) -> LedgerLook:
-    """The ledger at path read once, read-only."""
-    polled_by = poller(path)
-    if not path.is_file():
-        return LedgerLook(0, (), (), polled_by)
+    """The ledger at path read once, read-only; what kept it from being read (a lab's
+    folder this user may not enter, a file that is no ledger) is its problem."""
     try:
+        polled_by = poller(path)
+        if not files.exists(path):
+            return LedgerLook(0, (), (), polled_by)
         ledger = Ledger.open(path, create=False, readonly=True)
-    except LedgerError as exc:
-        return LedgerLook(0, (), (), polled_by, str(exc))
+    except (LedgerError, OSError) as exc:
+        return LedgerLook(0, (), (), None, str(exc))
     try:
         nodes = ledger.nodes()
         keys = tuple((n.name, n.ssh.key_path) for n in nodes if n.ssh.key_path)

@@ -77,6 +77,7 @@ def findings(setting: Setting) -> list[Finding]:
         doctorlab.membership,
         ledger_read,
         doctorfiles.private_files,
+        doctorlab.files,
         nodes,
         doctorservice.units,
         doctorkeys.agent,

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from leases.app import serviceruntime
 from leases.core.clock import Clock
 from leases.core.errors import InputError
 from leases.lab.layout import DEFAULT_FOLDER, LEDGER, Lab, find_lab
@@ -127,6 +128,18 @@ def _specs(req: Request, runtime: Runtime, euid: int) -> tuple[list[UnitSpec], l
                 "--system", None, "installs into /etc/systemd/system: run it as root (sudo)"
             )
         lab = lab_for(req.ledger)
+        loose = serviceruntime.problems(runtime, lab.service_user)
+        if loose:
+            raise InputError(
+                "--system",
+                None,
+                "the unit would run code that someone but root may change, or that the service"
+                f" user {lab.service_user} cannot reach (it owns the lab's ledger and reads the"
+                " collector's key): "
+                + "; ".join(loose[:8])
+                + ("; ..." if len(loose) > 8 else "")
+                + ". Install zuka where only root writes (python3 -m venv /opt/zuka, as root)",
+            )
         identity = req.identity or lab.collector_key
         notes += _service_key_problems(identity, lab.service_user)
         ledger, home, writable = lab.ledger, lab.collector_key_dir, (lab.folder,)

@@ -107,6 +107,16 @@ def under_home(paths: Sequence[Path]) -> list[Path]:
     return [p for p in paths if any(PurePosixPath(p).is_relative_to(h) for h in HOME_FOLDERS)]
 
 
+def plain_path(path: Path) -> str:
+    """A path for a setting systemd reads whole (WorkingDirectory=): `%` escaped, no quotes."""
+    text = str(check_path("path", path))
+    return text.replace("%", "%%")
+
+
+# Folders PrivateTmp= replaces with the unit's own: a path there is not the one zuka meant.
+TMP_FOLDERS = (PurePosixPath("/tmp"), PurePosixPath("/var/tmp"))
+
+
 def exec_words(spec: UnitSpec) -> list[str]:
     return [str(spec.runtime.python), "-m", "tui.cli.main", *spec.args]
 
@@ -124,7 +134,9 @@ def _service_lines(spec: UnitSpec) -> list[str]:
         "StandardOutput=journal",
         "StandardError=journal",
         f"SyslogIdentifier={spec.name}",
-        f"WorkingDirectory={quote_word(str(spec.home), command=False)}",
+        # A path setting takes the rest of the line as it is (quotes would be part of it):
+        # only its specifiers are escaped.
+        f"WorkingDirectory={plain_path(spec.home)}",
         # Never a person's agent: the service logs in with its own key only.
         "UnsetEnvironment=SSH_AUTH_SOCK SSH_AGENT_PID",
         _env("ZUKA_SERVICE", spec.name),
@@ -166,12 +178,24 @@ def _hardening(spec: UnitSpec) -> list[str]:
         ]
     else:
         protect = ["ProtectHome=yes"]
+    in_tmp = [p for p in paths if any(PurePosixPath(p).is_relative_to(t) for t in TMP_FOLDERS)]
+    if in_tmp:
+        private_tmp = [
+            "# PrivateTmp=no: "
+            + ", ".join(str(p) for p in in_tmp)
+            + " lies under /tmp or /var/tmp, which PrivateTmp= would hide.",
+            "PrivateTmp=no",
+        ]
+    else:
+        private_tmp = ["PrivateTmp=yes"]
     return [
         *common,
+        "SystemCallFilter=@system-service",
+        "SystemCallErrorNumber=EPERM",
         "ProtectSystem=strict",
         "ReadWritePaths=" + " ".join(quote_word(str(p), command=False) for p in spec.writable),
         *protect,
-        "PrivateTmp=yes",
+        *private_tmp,
         "PrivateDevices=yes",
         "ProtectKernelTunables=yes",
         "ProtectKernelModules=yes",

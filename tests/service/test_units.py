@@ -234,3 +234,29 @@ def test_the_user_unit_passes_systemd_analyze_verify(ledger_path: Path, tmp_path
     r = verify([unit.path])
     assert r.returncode == 0, r.stderr
     assert "zuka-" not in r.stderr, r.stderr
+
+
+def test_a_folder_with_a_space_and_a_percent_still_verifies(tmp_path: Path) -> None:
+    """WorkingDirectory= takes its path whole: quoted, systemd read the quotes as part of it
+    ("path is not absolute") and refused the unit."""
+    folder = tmp_path / "sp ace%h$x" / "lab"
+    (folder / "collector").mkdir(parents=True)
+    unit = tmp_path / "zuka-collect.service"
+    unit.write_text(
+        render(
+            spec(
+                args=collect_args(folder / "ledger.db", folder / "collector" / "k"),
+                runtime=Runtime(Path(sys.executable)),
+                home=folder / "collector",
+                writable=(folder,),
+                user="root",
+                group="root",
+            )
+        )
+    )
+    conf = settings(unit.read_text())
+    assert conf["WorkingDirectory"] == [str(folder / "collector").replace("%", "%%")]
+    assert conf["PrivateTmp"] == ["no"]  # the folder is under /tmp: PrivateTmp would hide it
+    r = verify([unit])
+    assert r.returncode == 0, r.stderr
+    assert "zuka-" not in r.stderr, r.stderr

@@ -7,6 +7,7 @@ what changes the lab is audited in its ledger. Root only, but `check` and `pubke
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import grp
 import json
@@ -21,7 +22,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from leases.core.errors import ConfigError, InputError
-from leases.lab import acl, perms, sysconfig
+from leases.lab import acl, perms, rootpath, sysconfig
 from leases.lab.layout import Lab, LabError, check_name, find_lab
 from leases.lab.roles import Role, group_of
 from leases.ledger.files import SCHEMA_VERSION
@@ -119,6 +120,7 @@ def _user_exists(name: str) -> bool:
 
 def plan_init(lab: Lab, run: Runner = run_command, env: Mapping[str, str] = os.environ) -> Plan:
     """What `zuka lab init` would do to make this lab whole: nothing when it is."""
+    _refuse_a_members_folder(lab)
     plan = Plan(lab)
     plan.audit_after = {
         "folder": str(lab.folder),
@@ -164,6 +166,32 @@ def plan_init(lab: Lab, run: Runner = run_command, env: Mapping[str, str] = os.e
     _plan_perms(plan, always=bool(plan.steps))
     _plan_system_config(plan, env)
     return plan
+
+
+def _refuse_a_members_folder(lab: Lab) -> None:
+    """A lab's folder, and every folder above it, is root's alone: one a member owns or may
+    write could be renamed away or hold a ledger (and audit entries) the member made, which
+    init would then adopt as the lab's."""
+    where = lab.folder if lab.folder.exists() else lab.folder.parent
+    why = rootpath.changeable_by_others(where)
+    if why is not None:
+        raise LabError(
+            f"{lab.folder}: a lab's folder, and every folder above it, must be root's and"
+            f" writable by no one else: {why}. Choose a folder only root writes"
+            " (the default /var/lib/zuka)"
+        )
+    try:
+        info = lab.ledger.lstat()
+    except FileNotFoundError:
+        return
+    allowed = {0}
+    with contextlib.suppress(KeyError):
+        allowed.add(pwd.getpwnam(lab.service_user).pw_uid)
+    if info.st_uid not in allowed:
+        raise LabError(
+            f"{lab.ledger}: belongs to uid {info.st_uid}, not root or the service user: a"
+            " lab's ledger is made by `zuka lab init`, never adopted from a member"
+        )
 
 
 def _plan_system_config(plan: Plan, env: Mapping[str, str]) -> None:

@@ -12,40 +12,14 @@ import grp
 import os
 import pwd
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
+from leases.lab.rootpath import ancestors, changeable_by_others
 from leases.service.units import Runtime
 
 # The packages whose every file the unit runs (besides the interpreter's own library).
 PACKAGES = ("leases", "tui")
-
-
-def _ancestors(path: Path) -> Iterator[Path]:
-    yield from reversed([path, *path.parents])
-
-
-def changeable_by_others(path: Path) -> str | None:
-    """Why a non-root user could change what path holds, or None. Follows the path's
-    folders from /: each must be root's and writable by no one else (a sticky folder,
-    /tmp, keeps others from renaming root's entries in it)."""
-    for part in _ancestors(path):
-        try:
-            info = part.lstat()
-        except OSError as exc:
-            return f"{part} cannot be looked at ({exc.strerror})"
-        if stat.S_ISLNK(info.st_mode):
-            target = part.resolve()
-            why = changeable_by_others(target)
-            if why is not None:
-                return why
-            continue
-        if info.st_uid != 0:
-            return f"{part} belongs to {_user(info.st_uid)}, not root"
-        sticky_dir = stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX
-        if info.st_mode & 0o022 and not (sticky_dir and part != path):
-            return f"{part} may be written by others (mode {stat.S_IMODE(info.st_mode):04o})"
-    return None
 
 
 def unreachable(path: Path, user: str) -> str | None:
@@ -55,7 +29,7 @@ def unreachable(path: Path, user: str) -> str | None:
     except KeyError:
         return None  # said elsewhere: the user does not exist yet
     groups = {entry.pw_gid} | {g.gr_gid for g in grp.getgrall() if user in g.gr_mem}
-    for part in list(_ancestors(path.resolve()))[:-1]:
+    for part in list(ancestors(path.resolve()))[:-1]:
         try:
             info = part.stat()
         except OSError:

@@ -136,3 +136,30 @@ def test_init_names_the_lab_ledger_in_the_system_config_it_may_write(
     note = capsys.readouterr().err
     assert "does not name this lab's ledger" in note and str(other / "ledger.db") in note
     assert sysconfig.lab_ledger() == (folder / "ledger.db", system)  # the admin's file stands
+
+
+def test_a_folder_a_member_owns_or_may_write_is_never_made_a_lab(
+    top: Path,
+    lab_users: LabUsers,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A member's folder (or one below a folder others may write) could be renamed away, or
+    hold a ledger and audit entries the member made: init refuses it and changes nothing."""
+    import os
+    import pwd
+
+    theirs = top / "theirs"
+    theirs.mkdir()
+    viewer = pwd.getpwnam(lab_users.viewer)
+    os.chown(theirs, viewer.pw_uid, viewer.pw_gid)
+    for folder in (theirs, theirs / "lab"):
+        code, _ = _init(folder, lab_users, "--yes")
+        assert code != 0
+        assert f"belongs to {lab_users.viewer}, not root" in capsys.readouterr().err
+    assert list(theirs.iterdir()) == []
+    loose = top / "loose"
+    loose.mkdir()
+    loose.chmod(0o777)
+    code, _ = _init(loose / "lab", lab_users, "--yes")
+    assert code != 0 and "may be written by others" in capsys.readouterr().err
+    assert list(loose.iterdir()) == []

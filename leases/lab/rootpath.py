@@ -1,0 +1,44 @@
+"""Whether only root can change what a path holds: every folder from / to it root's and
+writable by no one else (a sticky folder, as /tmp, keeps others from renaming root's
+entries). What a lab's folder and a system unit's code must be."""
+
+from __future__ import annotations
+
+import pwd
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def ancestors(path: Path) -> Iterator[Path]:
+    yield from reversed([path, *path.parents])
+
+
+def changeable_by_others(path: Path) -> str | None:
+    """Why a non-root user could change what path holds, or None. Follows the path's
+    folders from /: each must be root's and writable by no one else (a sticky folder,
+    /tmp, keeps others from renaming root's entries in it)."""
+    for part in ancestors(path):
+        try:
+            info = part.lstat()
+        except OSError as exc:
+            return f"{part} cannot be looked at ({exc.strerror})"
+        if stat.S_ISLNK(info.st_mode):
+            target = part.resolve()
+            why = changeable_by_others(target)
+            if why is not None:
+                return why
+            continue
+        if info.st_uid != 0:
+            return f"{part} belongs to {_user(info.st_uid)}, not root"
+        sticky_dir = stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX
+        if info.st_mode & 0o022 and not (sticky_dir and part != path):
+            return f"{part} may be written by others (mode {stat.S_IMODE(info.st_mode):04o})"
+    return None
+
+
+def _user(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"

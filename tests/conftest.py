@@ -17,6 +17,12 @@ from tests.support.sshfixtures import FakeNode, TestKeys
 from tui.cli.main import main
 
 
+# Off for the whole session too, before any fixture runs: a module- or session-scoped
+# fixture (a lab made by `zuka lab init` as root) runs before the function-scoped one below,
+# and `lab init` writes the system config where there is none: the host's /etc/zuka.
+os.environ["ZUKA_SYSTEM_CONFIG"] = ""
+
+
 @pytest.fixture(autouse=True)
 def _no_system_config(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test reads the host's own /etc/zuka (a developer's lab would leak into the

@@ -163,3 +163,11 @@ def test_a_folder_a_member_owns_or_may_write_is_never_made_a_lab(
     code, _ = _init(loose / "lab", lab_users, "--yes")
     assert code != 0 and "may be written by others" in capsys.readouterr().err
     assert list(loose.iterdir()) == []
+
+
+def test_the_suite_never_writes_the_hosts_system_config() -> None:
+    """The lab tests run `zuka lab init` as root, which writes /etc/zuka/config.toml where
+    there is none: tests/conftest.py turns the system config off for the whole session."""
+    import os
+
+    assert os.environ.get("ZUKA_SYSTEM_CONFIG") == ""

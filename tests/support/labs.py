@@ -41,7 +41,8 @@ def made_lab(u: LabUsers) -> Iterator[Lab]:
 
 
 def root(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # Never the host's /etc/zuka: `lab init` writes a system config where there is none.
+    env = {"ZUKA_SYSTEM_CONFIG": "", **os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
         [sys.executable, "-m", "tui.cli.main", *args],
         capture_output=True,

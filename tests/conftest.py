@@ -16,7 +16,6 @@ from tests.support.cli import Cli, CliResult
 from tests.support.sshfixtures import FakeNode, TestKeys
 from tui.cli.main import main
 
-
 # Off for the whole session too, before any fixture runs: a module- or session-scoped
 # fixture (a lab made by `zuka lab init` as root) runs before the function-scoped one below,
 # and `lab init` writes the system config where there is none: the host's /etc/zuka.

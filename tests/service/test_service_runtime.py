@@ -81,3 +81,30 @@ def test_a_folder_the_service_user_cannot_pass_is_said(
     assert why == (f"{lab_users.service} may not pass {closed} (mode 0700) on the way to {python}")
     closed.chmod(0o711)
     assert serviceruntime.unreachable(python, lab_users.service) is None
+
+
+def test_the_system_configs_lab_is_the_default(
+    lab: ServiceFolder,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    """With no --ledger, a system install and its status take the lab the system config
+    names, as every other command does (not /var/lib/zuka)."""
+    import io
+
+    from tui.cli.main import main
+
+    system = tmp_path / "config.toml"
+    system.write_text(f'[lab]\nledger = "{lab.lab.ledger}"\n')
+    monkeypatch.setenv("ZUKA_SYSTEM_CONFIG", str(system))
+    monkeypatch.delenv("ZUKA_LEDGER", raising=False)
+    out = io.StringIO()
+    root = tmp_path / "root"
+    code = main(["service", "install", "--system", "--dry-run", "--root", str(root)], out)
+    assert code == 0, out.getvalue()
+    assert f"--ledger {lab.lab.ledger}" in out.getvalue()
+    out = io.StringIO()
+    assert main(["service", "status", "--root", str(root)], out) == 0
+    assert f"ledger: {lab.lab.ledger}" in out.getvalue()
+    assert "/etc/systemd/system" in out.getvalue()  # the lab's: the system's units

@@ -12,7 +12,7 @@ from leases.core.clock import utc_now
 from leases.core.errors import InputError
 from leases.core.textsafe import visible
 from leases.lab.layout import find_lab
-from leases.ledger.paths import resolve_ledger_path
+from leases.ledger.paths import ledger_choice, resolve_ledger_path
 from leases.service.units import Mode
 
 
@@ -32,7 +32,7 @@ def _mode(args: argparse.Namespace) -> Mode:
 def _request(args: argparse.Namespace) -> svc.Request:
     mode = _mode(args)
     if mode is Mode.SYSTEM:
-        ledger = Path(args.ledger).absolute() if args.ledger else None
+        ledger = _system_ledger(args)
     else:
         ledger = resolve_ledger_path(args.ledger).absolute()
     return svc.Request(
@@ -115,9 +115,16 @@ def service_uninstall(args: argparse.Namespace, out: TextIO) -> int:
     return _show_outcome(svc.uninstall(plan, force=args.force), out, "removed")
 
 
+def _system_ledger(args: argparse.Namespace) -> Path | None:
+    """--ledger, $ZUKA_LEDGER or the system config's [lab] ledger; None: the default
+    /var/lib/zuka (a person's own data folder is never a lab's)."""
+    path, why = ledger_choice(args.ledger)
+    return path if why else None
+
+
 def _ledger_of(args: argparse.Namespace, mode: Mode) -> Path:
     if mode is Mode.SYSTEM:
-        return svc.lab_for(Path(args.ledger).absolute() if args.ledger else None).ledger
+        return svc.lab_for(_system_ledger(args)).ledger
     return resolve_ledger_path(args.ledger)
 
 
@@ -125,7 +132,7 @@ def service_status(args: argparse.Namespace, out: TextIO) -> int:
     if args.mode is not None:
         mode = Mode(args.mode)
     else:  # the lab's service where the ledger is a lab's, else the user's own
-        lab = find_lab(Path(args.ledger or svc.SYSTEM_LEDGER).absolute())
+        lab = find_lab(_system_ledger(args) or svc.SYSTEM_LEDGER)
         mode = Mode.SYSTEM if lab is not None else Mode.USER
     st = svc.status(mode, _ledger_of(args, mode), _root(args), Path.home(), utc_now)
     for unit in st.units:

@@ -10,9 +10,10 @@ import enum
 import grp
 import os
 import pwd
+import shlex
 from collections.abc import Iterable
 
-from leases.lab.layout import Lab
+from leases.lab.layout import DEFAULT_FOLDER, Lab
 
 
 class Role(enum.Enum):
@@ -55,8 +56,9 @@ def refusal(lab: Lab, role: Role, action: str, user: str) -> str:
     """The words of an action refused for want of a role: which group it needs, and how
     the lab's admin gives it."""
     group = group_of(lab, role)
+    folder = "" if lab.folder == DEFAULT_FOLDER else f" --folder {shlex.quote(str(lab.folder))}"
     return (
         f"{action} needs group {group} in this lab ({lab.folder}), and {user} is not in it:"
-        f" ask the lab's admin to run `sudo zuka lab add-user {user} --role {role.value}`,"
-        " then log in again"
+        f" ask the lab's admin to run `sudo zuka lab add-user {user} --role {role.value}"
+        f"{folder}`, then log in again"
     )

@@ -153,6 +153,11 @@ def test_offboarding_by_an_editor_outside_the_offboard_group_is_refused(
     assert f"zuka offboard needs group {u.offboard}" in out.stderr
     assert f"{u.editor} is not in it" in out.stderr
     assert audit_count(u, lab) == count
+    # A viewer is told the group offboarding needs, not the editors' (which would not do).
+    out = zuka_in(u, lab, u.viewer, "offboard", "gpu-off")
+    assert out.returncode == 1 and f"zuka offboard needs group {u.offboard}" in out.stderr
+    assert f"--role offboard --folder {lab.folder}`" in out.stderr  # not the default lab
+    assert audit_count(u, lab) == count
     # The offboarder is not refused by the lab (the plan is its own business).
     theirs = zuka_in(u, lab, u.offboarder, "offboard", "gpu-off")
     assert "needs group" not in theirs.stderr

@@ -19,6 +19,9 @@ from leases.config.sections import Config
 from leases.core.errors import InputError
 from leases.core.models import Node
 from leases.core.textsafe import visible
+from leases.lab.layout import find_lab
+from leases.ledger import labfiles
+from leases.ledger.paths import ledger_choice
 from leases.ledger.store import Ledger
 from leases.ledger.transfer import write_private
 from leases.offboard import manual, report, runner, status, wiring
@@ -53,6 +56,10 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
             "--recheck/--report/--inspect", args.node, "only read: --confirm, --skip, --did,"
             " --go-on go with --execute (or --skip alone)",
         )  # fmt: skip
+    if not args.report:
+        # In a lab offboarding is its own group's: said before the editors' rule on writes.
+        path, _ = ledger_choice(args.ledger)
+        labfiles.check_offboarder(find_lab(path), path, "zuka offboard")
     with _open(args, readonly=args.report) as ledger:
         node = ledger.node(args.node)
         assert node.id is not None

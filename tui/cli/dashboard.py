@@ -8,6 +8,7 @@ from typing import TextIO
 
 from leases.core.errors import LedgerError, no_ledger
 from leases.core.textsafe import visible
+from leases.ledger import files
 from leases.ledger.paths import ledger_choice
 
 
@@ -16,9 +17,10 @@ def dashboard(args: argparse.Namespace, out: TextIO) -> int:
     from tui.dashboard.source import check_ledger
 
     path, why = ledger_choice(args.ledger)
-    if why.startswith("[lab]") and not path.exists():
+    exists = files.exists(path)  # a lab this user may not enter: refused naming its group
+    if why.startswith("[lab]") and not exists:
         raise no_ledger(path, why)
-    if why and not path.exists():
+    if why and not exists:
         # A typo (lab.dbb) opened an empty ledger, said only in the dashboard's header.
         raise LedgerError(
             f"no ledger at {visible(str(path))}: a typo? The dashboard opens a ledger that"
@@ -26,7 +28,7 @@ def dashboard(args: argparse.Namespace, out: TextIO) -> int:
             " or try `zuka demo`"
         )
     if not out.isatty():
-        if path.exists():
+        if exists:
             check_ledger(path)  # the ledger's own problem first, as the dashboard does
         print(
             "zuka: the dashboard needs a terminal and stdout is not one: run it in a terminal,"

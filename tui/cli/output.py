@@ -144,11 +144,13 @@ def fitted_columns(args: argparse.Namespace, out: TextIO) -> int | None:
 
 
 def terminal_columns(out: TextIO, default: int = 100) -> int:
-    """The width of the terminal out writes to, or `default` when it is not one."""
+    """The width of the terminal out writes to, or `default` when it is not one or says
+    it has no size (a pty `ssh -tt` opens from a script reports 0 columns)."""
     try:
-        return os.get_terminal_size(out.fileno()).columns if out.isatty() else default
+        columns = os.get_terminal_size(out.fileno()).columns if out.isatty() else default
     except (OSError, ValueError, AttributeError):
         return default
+    return columns if columns > 0 else default
 
 
 def fields(pairs: Sequence[tuple[str, Any]], out: TextIO) -> None:

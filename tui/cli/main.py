@@ -568,7 +568,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         print(f"zuka: error: {visible(describe_error(exc))}", file=sys.stderr)
         return 2
     except LedgerError as exc:
-        print(f"zuka: ledger: {visible(exc)}", file=sys.stderr)
+        # A lab's refusal (leases.lab.layout.LabError) by name: main loads no lab module.
+        what = "lab" if type(exc).__name__ == "LabError" else "ledger"
+        print(f"zuka: {what}: {visible(exc)}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 0

@@ -4,6 +4,8 @@ them (leases.lab.perms), in place of the one-user ledger's 0600 rule."""
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterator
 
 from leases.app.doctor import Finding, Level, Setting
@@ -34,6 +36,15 @@ def membership(setting: Setting) -> Iterator[Finding]:
     user = roles.me()
     have = roles.roles_of(lab, roles.my_groups())
     yield Finding(AREA, Level.OK, f"the ledger is the lab's in {visible(str(lab.folder))}")
+    if user == lab.service_user:
+        yield Finding(
+            AREA,
+            Level.OK,
+            f"{user} is the lab's service user: it owns and writes the ledger and polls with"
+            " the collector's own key",
+        )
+        yield from _collector_key(lab)
+        return
     if user == "root":
         yield Finding(
             AREA,
@@ -78,3 +89,37 @@ def files(setting: Setting) -> Iterator[Finding]:
         if hidden:
             seen += f" (not looked at, this user may not: {', '.join(p.name for p in hidden)})"
         yield Finding("permissions", Level.OK, visible(seen))
+
+
+def is_service_user(setting: Setting) -> bool:
+    lab = lab_of(setting)
+    return lab is not None and roles.me() == lab.service_user
+
+
+def _collector_key(lab: Lab) -> Iterator[Finding]:
+    key = lab.collector_key
+    try:
+        info = key.lstat()
+    except FileNotFoundError:
+        yield Finding(
+            "ssh keys", Level.FAIL, f"the collector's key {key} is missing", "sudo zuka lab init"
+        )
+        return
+    except OSError as exc:
+        yield Finding("ssh keys", Level.FAIL, f"the collector's key {key}: {exc.strerror}")
+        return
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        yield Finding(
+            "ssh keys",
+            Level.FAIL,
+            f"the collector's key {key} is not a regular file of the service user's alone"
+            f" (mode {stat.S_IMODE(info.st_mode):04o})",
+            "sudo zuka lab repair",
+        )
+        return
+    yield Finding(
+        "ssh keys",
+        Level.OK,
+        f"the collector's key {key} is the service user's alone; give its public half to each"
+        " node: zuka lab pubkey",
+    )

@@ -54,3 +54,16 @@ def test_a_drifted_ledger_is_a_failure_with_the_repair(lab: Lab, lab_users: LabU
     assert os.stat(lab.ledger).st_mode & 0o7777 == mode
     after = _doctor(u, lab, u.editor)
     assert not [f for f in after if f["area"] == "permissions" and f["level"] == "fail"]
+
+
+def test_the_service_user_is_told_it_writes_and_polls_with_the_collectors_key(
+    lab: Lab, lab_users: LabUsers
+) -> None:
+    u = lab_users
+    found = _doctor(u, lab, u.service)
+    said = _what(found, "lab")
+    assert any("is the lab's service user: it owns and writes the ledger" in s for s in said)
+    keys = _what(found, "ssh keys")
+    assert any(f"the collector's key {lab.collector_key} is the service user's alone" in k
+               for k in keys), keys  # fmt: skip
+    assert not any("ssh-keygen" in f["fix"] for f in found)  # not a person's ~/.ssh

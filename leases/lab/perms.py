@@ -117,13 +117,15 @@ def wants(lab: Lab, ids: Ids | None = None) -> list[Want]:
     svc, viewers = lab.service_user, lab.viewers
     shared = shared_acl(lab, ids)
     svc_group = user_group(svc) if _exists_user(svc) else viewers
-    offboard_lock = Acl.of(6, 6, 0, groups={ids.gid(viewers): 4})
+    # The locks: only who may take one may open it. flock() needs no write access, so a
+    # lock a viewer could open, a viewer could hold: the collector or offboarding stopped.
+    offboard_lock = acl.from_mode(0o660)
     return [
         Want(f, True, "root", viewers, acl.from_mode(0o750), default_acl=shared),
         Want(lab.marker, False, "root", "root", acl.from_mode(0o644), make=False),
         Want(f / LEDGER, False, svc, viewers, shared, make=False),
         *(Want(f / name, False, svc, viewers, shared) for name in (WAL, SHM, TRUST_STORE)),
-        Want(f / POLLER_LOCK, False, svc, viewers, acl.from_mode(0o640)),
+        Want(f / POLLER_LOCK, False, svc, viewers, acl.from_mode(0o600)),
         Want(f / OFFBOARD_LOCK, False, "root", lab.offboard, offboard_lock),
         Want(lab.faults_dir, True, svc, viewers, acl.from_mode(0o750)),
         Want(lab.collector_key_dir, True, svc, svc_group, acl.from_mode(0o700)),

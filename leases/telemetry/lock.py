@@ -58,6 +58,8 @@ class PollerLock:
             fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
             return None
+        except PermissionError:
+            return -1  # a lab's lock, its service user's alone: held or not, not ours to see
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)

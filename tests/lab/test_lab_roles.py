@@ -176,7 +176,21 @@ def test_the_poller_lock_and_the_trust_store_in_a_lab(
     )
     viewer = u.python(u.viewer, lock)
     assert viewer.returncode == 0, viewer.stderr
-    assert viewer.stdout.split() == ["False", "None"]
+    # The lock is the service user's alone: a viewer may not open it, so may not hold it
+    # either (flock needs no write access: a lock it could open, it could keep the
+    # collector from ever starting); whether it is held is not the viewer's to see.
+    assert viewer.stdout.split() == ["False", "-1"]
+    grab = (
+        "import fcntl, os\n"
+        f"fd = os.open({str(lab.folder / 'ledger.db.poller.lock')!r}, os.O_RDONLY)\n"
+        "fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+    )
+    held = u.python(u.viewer, grab)
+    assert held.returncode != 0 and "Permission denied" in held.stderr
+    off = grab.replace("poller.lock", "offboard.lock")
+    for who in (u.viewer, u.editor):
+        held = u.python(who, off)
+        assert held.returncode != 0 and "Permission denied" in held.stderr, who
     service = u.python(u.service, lock)
     assert service.returncode == 0 and service.stdout.split()[0] == "True", service.stderr
     # While the service holds it, a viewer sees who does.
@@ -196,10 +210,10 @@ def test_the_poller_lock_and_the_trust_store_in_a_lab(
     )
     try:
         assert holding.stdout is not None
-        took, pid = holding.stdout.readline().split()
+        took, _holder = holding.stdout.readline().split()
         assert took == "True"
         seen = u.python(u.viewer, lock)
-        assert seen.stdout.split() == ["False", pid], seen.stderr
+        assert seen.stdout.split() == ["False", "-1"], seen.stderr
     finally:
         holding.communicate("\n", timeout=60)
     trust = (

@@ -85,6 +85,7 @@ async def test_a_read_only_dashboard_writes_nothing(
         (Source(None, None, True, None, False, False), "starting the poller"),
         (Source(None, None, False, 12, True, True), "reading the lab's collector (pid 12)"),
         (Source(None, None, False, None, True, True), "the lab's collector is not running"),
+        (Source(None, None, False, -1, True, True), "reading the lab's collector"),
         (Source(None, None, False, 12, False, False), "reading collector pid 12"),
         (Source(None, None, False, None, False, True), "no nodes yet"),
         (Source(None, None, False, None, False, False), "not polling"),

@@ -31,8 +31,10 @@ def source_words(s: Source) -> str:
         return f"NOT polling ({visible(s.fault, 60)}): restarting"
     if s.starting:
         return "starting the poller"
-    if s.lab and s.collector_pid is not None:
+    if s.lab and s.collector_pid is not None and s.collector_pid > 0:
         return f"reading the lab's collector (pid {s.collector_pid})"
+    if s.lab and s.collector_pid is not None:  # its lock is the service user's alone
+        return "reading the lab's collector"
     if s.lab:
         return "the lab's collector is not running: ask the lab's admin (zuka service status)"
     if s.collector_pid is not None:

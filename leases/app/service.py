@@ -113,7 +113,7 @@ def lab_for(ledger: Path | None) -> Lab:
         raise InputError(
             "ledger",
             str(path),
-            f"is not in a lab folder (no root-owned lab.toml in {path.parent}): a system"
+            f"is not in a lab folder (no root-owned zuka-lab.toml in {path.parent}): a system"
             " service runs on a lab's ledger; run `sudo zuka lab init` first",
         )
     return lab

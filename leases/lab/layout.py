@@ -8,7 +8,8 @@ member can swap a file for another. What each member may do with each file is se
 owner, group and POSIX ACL (leases.lab.perms): the lab's viewers read; editors, and the
 offboarding group, write the ledger; only the service user reads its own SSH key.
 
-The marker, `lab.toml` in that folder, names the groups and the service user. It is read as
+The marker, `zuka-lab.toml` in that folder (not `lab.toml`: a user's config beside their
+ledger may well be called that), names the groups and the service user. It is read as
 untrusted all the same: it counts only when root owns it and nobody else may write it.
 """
 
@@ -27,7 +28,7 @@ from pathlib import Path
 from leases.core.errors import LedgerError
 
 DEFAULT_FOLDER = Path("/var/lib/zuka")
-MARKER = "lab.toml"
+MARKER = "zuka-lab.toml"
 LEDGER = "ledger.db"
 # The largest marker read: it holds four names.
 MAX_MARKER_BYTES = 4096

@@ -161,7 +161,7 @@ def test_a_marker_not_roots_is_refused(lab_users: LabUsers) -> None:  # noqa: F8
         assert (
             root("--ledger", str(ledger), "provider", "add", "p", "--kind", "cloud").returncode == 0
         )
-        marker = top / "lab.toml"
+        marker = top / "zuka-lab.toml"
         marker.write_text(f'viewers = "{u.viewers}"\n')
         os.chown(marker, uid(u.editor), 0)
         out = root("--ledger", str(ledger), "provider", "list")

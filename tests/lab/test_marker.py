@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a lab's marker must b
 
 
 def _marker(folder: Path, text: str, mode: int = 0o644) -> Path:
-    marker = folder / "lab.toml"
+    marker = folder / "zuka-lab.toml"
     marker.write_text(text)
     marker.chmod(mode)
     return marker
@@ -57,6 +57,14 @@ def test_a_linked_marker_is_not_followed(tmp_path: Path) -> None:
     real = tmp_path / "real"
     real.mkdir()
     _marker(real, 'viewers = "lab"\n')
-    (tmp_path / "lab.toml").symlink_to(real / "lab.toml")
+    (tmp_path / "zuka-lab.toml").symlink_to(real / "zuka-lab.toml")
     with pytest.raises(LabError, match="cannot be read"):
         find_lab(tmp_path / "ledger.db")
+
+
+def test_a_users_config_called_lab_toml_beside_the_ledger_is_no_marker(tmp_path: Path) -> None:
+    """The README's own example names a config `lab.toml`: beside a ledger (root's, as
+    every file a root user writes), it must not make the folder a lab's."""
+    (tmp_path / "lab.toml").write_text('[billing]\ncurrency = "USD"\n')
+    (tmp_path / "lab.toml").chmod(0o600)
+    assert find_lab(tmp_path / "ledger.db") is None

@@ -29,7 +29,7 @@ def _existing(args: argparse.Namespace) -> Lab:
     found = find_lab(folder / "ledger.db")
     if found is None:
         raise LabError(
-            f"{folder}: is no lab's folder (no lab.toml): sudo zuka lab init --folder {folder}"
+            f"{folder}: is no lab's folder (no zuka-lab.toml): sudo zuka lab init --folder {folder}"
         )
     return found
 

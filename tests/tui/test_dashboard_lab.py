@@ -93,3 +93,28 @@ async def test_a_read_only_dashboard_writes_nothing(
 )
 def test_the_source_in_words(source: Source, words: str) -> None:
     assert source_words(source).startswith(words)
+
+
+async def test_a_viewers_keys_that_would_write_are_refused_naming_the_group(
+    tmp_path: Path,
+) -> None:
+    """A form is never opened only to be refused when saved: the key says at once which
+    group it needs (and nothing is written)."""
+    path = _lab(tmp_path)
+    app = ZukaApp(path, refresh_s=0.1, interval_s=0.5, readonly=True)
+    async with app.run_test(size=(150, 40)) as pilot:
+        await wait_until(lambda: app._reads >= 2, what="the fleet read")
+        fleet = app.screen
+        for key, words, group in (("n", "adding a node", "zuka-editors"),
+                                  ("l", "changing a lease", "zuka-editors"),
+                                  ("o", "offboarding", "zuka-offboard")):  # fmt: skip
+            await pilot.press(key)
+            await wait_until(
+                lambda w=words: any(w in n.message for n in app._notifications),
+                what=f"the refusal of {words}",
+            )
+            said = [n.message for n in app._notifications if words in n.message][-1]
+            assert f"{words} from the dashboard needs group {group}" in said
+            assert f"--folder {tmp_path}" in said
+            assert app.screen is fleet  # no form opened
+        await pilot.press("q")

@@ -9,6 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 from leases.config.sections import Config
 from leases.core.clock import Clock
 from leases.core.models import NodeStatus
+from leases.lab.layout import Lab
 from leases.ledger.store import Ledger
 from leases.telemetry.history import RecentHistory
 
@@ -17,6 +18,8 @@ from leases.telemetry.history import RecentHistory
 class ZukaHost(Protocol):
     ledger: Ledger | None
     config: Config | None
+    readonly: bool  # this user may only read the ledger (a lab's viewer)
+    lab: Lab | None  # the lab whose ledger it is
     clock: Clock
     refresh_s: float
     recent: RecentHistory

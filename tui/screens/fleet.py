@@ -26,6 +26,7 @@ from leases.core.textsafe import visible
 from leases.fleet import filter as fleetfilter
 from leases.fleet.filter import Filter
 from leases.fleet.nodestatus import health_label
+from leases.lab.roles import Role, me, refusal
 from tui.dashboard import lazy
 from tui.dashboard.host import ZukaHost
 from tui.screens.fleetview import (
@@ -448,7 +449,23 @@ class FleetScreen(Screen[None]):
         if name is not None:
             self.app.push_screen(lazy.node_screen(name))
 
+    def _refused(self, what: str, role: Role = Role.EDIT) -> bool:
+        """True, and said with the group it needs, when this user may only read the
+        ledger (a lab's viewer): before a form is opened, not when it is saved."""
+        if not self.zuka.readonly:
+            return False
+        lab = self.zuka.lab
+        said = (
+            refusal(lab, role, f"{what} from the dashboard", me())
+            if lab is not None
+            else f"{what}: this ledger is read-only for you"
+        )
+        self.app.notify(said, severity="error", markup=False, timeout=10)
+        return True
+
     def action_add_node(self, paste: bool = False) -> None:
+        if self._refused("adding a node"):
+            return
         if self.zuka.ledger is not None:
             form = lazy.node_form(self.zuka.ledger, paste=paste)
             self.app.push_screen(form, self._after_write)
@@ -457,12 +474,16 @@ class FleetScreen(Screen[None]):
         self.action_add_node(paste=True)
 
     def action_edit_node(self) -> None:
+        if self._refused("editing a node"):
+            return
         name = self._node()
         if name is not None and self.zuka.ledger is not None:
             form = lazy.node_form(self.zuka.ledger, name=name)
             self.app.push_screen(form, self._after_write)
 
     def action_lease(self, mode: LeaseMode) -> None:
+        if self._refused("changing a lease"):
+            return
         name = self._node()
         if name is not None and self.zuka.ledger is not None:
             screen = lazy.lease_form(self.zuka.ledger, name, mode=mode, clock=self.zuka.clock,
@@ -470,6 +491,8 @@ class FleetScreen(Screen[None]):
             self.app.push_screen(screen, self._after_write)
 
     def action_add_resource(self) -> None:
+        if self._refused("recording a resource"):
+            return
         name = self._node()
         if name is not None and self.zuka.ledger is not None:
             self.app.push_screen(lazy.resource_form(self.zuka.ledger, name), self._after_write)
@@ -478,6 +501,8 @@ class FleetScreen(Screen[None]):
         self.zuka.action_alerts()
 
     def action_offboard(self) -> None:
+        if self._refused("offboarding", Role.OFFBOARD):
+            return
         name = self._node()
         if name is not None:
             from tui.screens.offboard import OffboardScreen
@@ -487,6 +512,8 @@ class FleetScreen(Screen[None]):
             )
 
     def action_check(self) -> None:
+        if self._refused("an acceptance check"):
+            return
         name = self._node()
         if name is not None:
             self.app.push_screen(
@@ -494,6 +521,8 @@ class FleetScreen(Screen[None]):
             )
 
     def action_trust(self) -> None:
+        if self._refused("trusting a host key"):
+            return
         name = self.table.selected_key
         status = self.zuka.status_of(name) if name else None
         if name is None or status is None or status.health is not NodeHealth.UNTRUSTED:

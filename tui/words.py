@@ -123,6 +123,10 @@ def change_text(e: AuditEntry) -> str:
         cmdline = str(said.get("cmdline") or "").strip()
         text = f"pid {said.get('pid')} of {said.get('user')}: {said.get('outcome')}"
         return visible(f"{text}: {cmdline}" if cmdline else text, 200)
+    if e.entity == "hostkey":  # a node's host key trusted (leases.app.trust)
+        said = e.after or {}
+        return visible(f"trusted {said.get('fingerprint')} of {said.get('host')}:"
+                       f"{said.get('port')}", 200)  # fmt: skip
     if e.entity in BOOKS and (e.before is None or e.after is None):
         rec = e.after if e.after is not None else e.before or {}
         what = books.describe(e.entity, {**rec, **_counted(rec)})

@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from types import TracebackType
 
+from leases.core.errors import LedgerError
 from leases.core.models import Node
+from leases.ledger.store import Ledger
 from leases.ssh.errors import OfferedHostKey
 from leases.ssh.hostkeys import HostKeyStatus
 from leases.ssh.pool import SshPool
@@ -30,6 +32,7 @@ class HostKeyTrust:
 
     def __init__(self, ledger_path: Path, node: Node) -> None:
         self.node = node
+        self._ledger_path = ledger_path
         self._pool = SshPool(ssh_options(ledger_path))
         self._session = self._pool.add(node)
 
@@ -43,7 +46,32 @@ class HostKeyTrust:
         person compared; a refused key is never accepted."""
         if refused(offered):
             return False
-        return self._session.accept_host_key(seen_fingerprint)
+        if not self._session.accept_host_key(seen_fingerprint):
+            return False
+        self._audit(offered)
+        return True
+
+    def _audit(self, offered: OfferedHostKey) -> None:
+        """The trust on the audit log: who trusted which key of which node, and from where
+        (the trust store is a file: its line says neither). The key is trusted already: a
+        ledger that cannot take the entry is said as such."""
+        after = {
+            "node": self.node.name,
+            # The node's row id: `zuka log NODE` and the node's Audit tab find it by it.
+            "node_id": self.node.id,
+            "host": offered.host,
+            "port": offered.port,
+            "fingerprint": offered.fingerprint,
+        }
+        try:
+            led = Ledger.open(self._ledger_path, create=False, action="zuka node trust")
+            with led, led.transaction() as conn:
+                led.audit(conn, "node.trust", "hostkey", None, self.node.name, None, after)
+        except LedgerError as exc:
+            raise LedgerError(
+                f"the host key {offered.fingerprint} of {self.node.name} is trusted, but its"
+                f" audit entry could not be written: {exc}"
+            ) from exc
 
     async def log_in(self) -> None:
         """Log in once with the key just trusted (raises SshError when that fails)."""

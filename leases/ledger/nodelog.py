@@ -107,8 +107,9 @@ def _walk(
             rec = e.after or e.before or {}
             node_id = rec.get("node_id")
             owner = lineage.get(node_id) if isinstance(node_id, int) else None
-        elif e.entity == "process":
-            # A process stop names its node by row id (leases.app.processes).
+        elif e.entity in ("process", "hostkey"):
+            # A process stop and a host key trusted name their node by row id
+            # (leases.app.processes, leases.app.trust).
             node_id = (e.after or {}).get("node_id")
             owner = lineage.get(node_id) if isinstance(node_id, int) else None
         elif e.entity == "offboard" and eid is not None:

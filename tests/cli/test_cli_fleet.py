@@ -178,9 +178,21 @@ def test_node_trust_flow(cli: Cli, ledger_path: Path, tmp_path: Path) -> None:
         assert fingerprint == ep.host_key.get_fingerprint("sha256")
         wrong = cli("node", "trust", "fresh", "--fingerprint", "SHA256:not-it")
         assert wrong.code == 2 and "does not match" in wrong.err
+        before = json.loads(cli("log", "--json").out)
         ok = cli("node", "trust", "fresh", "--fingerprint", fingerprint)
         assert ok.code == 0 and f"trusted {fingerprint}" in ok.out
         assert (ledger_path.parent / "known_hosts").exists()
+        # Who trusted which key is on the audit log (the trust store's line says neither),
+        # in the node's own log, and zuka undo does not take it back.
+        (entry,) = json.loads(cli("log", "--json").out)[len(before):]
+        assert (entry["action"], entry["node"]) == ("node.trust", "fresh")
+        assert entry["after"]["fingerprint"] == fingerprint
+        assert entry["after"]["port"] == ep.port
+        node_log = cli("log", "fresh", "--wide").out
+        assert f"trusted {fingerprint} of 127.0.0.1:{ep.port}" in node_log
+        undo = cli("undo")
+        assert undo.code != 0 and "cannot be undone" in undo.err, undo.err
+        assert cli("audit", "verify").code == 0
         assert json.loads(cli("poll", "--once", "--json").out)[0]["health"] == "ok"
         assert "already trusted" in cli("node", "trust", "fresh").out
         runner.call(fleet.rotate_host_key("fresh"))

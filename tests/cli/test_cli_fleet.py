@@ -184,7 +184,7 @@ def test_node_trust_flow(cli: Cli, ledger_path: Path, tmp_path: Path) -> None:
         assert (ledger_path.parent / "known_hosts").exists()
         # Who trusted which key is on the audit log (the trust store's line says neither),
         # in the node's own log, and zuka undo does not take it back.
-        (entry,) = json.loads(cli("log", "--json").out)[len(before):]
+        (entry,) = json.loads(cli("log", "--json").out)[len(before) :]
         assert (entry["action"], entry["node"]) == ("node.trust", "fresh")
         assert entry["after"]["fingerprint"] == fingerprint
         assert entry["after"]["port"] == ep.port

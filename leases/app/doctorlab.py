@@ -4,10 +4,9 @@ them (leases.lab.perms), in place of the one-user ledger's 0600 rule."""
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Iterator
 
+from leases.app import service
 from leases.app.doctor import Finding, Level, Setting
 from leases.core.textsafe import visible
 from leases.lab import perms, roles
@@ -97,29 +96,15 @@ def is_service_user(setting: Setting) -> bool:
 
 
 def _collector_key(lab: Lab) -> Iterator[Finding]:
+    """The collector's key as `zuka service install` checks it (its owner and mode)."""
     key = lab.collector_key
-    try:
-        info = key.lstat()
-    except FileNotFoundError:
-        yield Finding(
-            "ssh keys", Level.FAIL, f"the collector's key {key} is missing", "sudo zuka lab init"
-        )
-        return
-    except OSError as exc:
-        yield Finding("ssh keys", Level.FAIL, f"the collector's key {key}: {exc.strerror}")
-        return
-    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+    problems = service.service_key_problems(key, lab.service_user)
+    for problem in problems:
+        yield Finding("ssh keys", Level.FAIL, visible(problem), "sudo zuka lab repair")
+    if not problems:
         yield Finding(
             "ssh keys",
-            Level.FAIL,
-            f"the collector's key {key} is not a regular file of the service user's alone"
-            f" (mode {stat.S_IMODE(info.st_mode):04o})",
-            "sudo zuka lab repair",
+            Level.OK,
+            f"the collector's key {key} is the service user's alone; give its public half to"
+            " each node: zuka lab pubkey",
         )
-        return
-    yield Finding(
-        "ssh keys",
-        Level.OK,
-        f"the collector's key {key} is the service user's alone; give its public half to each"
-        " node: zuka lab pubkey",
-    )

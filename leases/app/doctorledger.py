@@ -3,12 +3,11 @@ state, and who polls it. Opened read-only; a ledger that cannot be opened is a f
 
 from __future__ import annotations
 
-import os
-import pwd
 from dataclasses import dataclass
 from pathlib import Path
 
 from leases.app.doctor import NodeSeen
+from leases.app.service import holder_user
 from leases.core.errors import LedgerError
 from leases.ledger import files
 from leases.ledger.store import Ledger
@@ -59,9 +58,5 @@ def poller(path: Path) -> str | None:
         return None
     if pid <= 0:
         return "a process (its pid unreadable)"
-    try:
-        uid = os.stat(f"/proc/{pid}").st_uid
-        user = pwd.getpwuid(uid).pw_name
-    except (OSError, KeyError):
-        return f"pid {pid}"
-    return f"pid {pid} (user {user})"
+    user = holder_user(pid)
+    return f"pid {pid}" if user is None else f"pid {pid} (user {user})"

@@ -141,7 +141,7 @@ def _specs(req: Request, runtime: Runtime, euid: int) -> tuple[list[UnitSpec], l
                 + ". Install zuka where only root writes (python3 -m venv /opt/zuka, as root)",
             )
         identity = req.identity or lab.collector_key
-        notes += _service_key_problems(identity, lab.service_user)
+        notes += service_key_problems(identity, lab.service_user)
         ledger, home, writable = lab.ledger, lab.collector_key_dir, (lab.folder,)
         user: str | None = lab.service_user
         group: str | None = lab.viewers
@@ -196,7 +196,7 @@ def _check_own_key(path: Path) -> None:
         ) from None
 
 
-def _service_key_problems(path: Path, service_user: str) -> list[str]:
+def service_key_problems(path: Path, service_user: str) -> list[str]:
     """What would keep the service from using its key, said before the unit is written
     (root cannot load it as the service user: its owner and mode are looked at)."""
     try:
@@ -329,7 +329,7 @@ class ServiceStatus:
     age: timedelta | None
 
 
-def _holder_user(pid: int | None) -> str | None:
+def holder_user(pid: int | None) -> str | None:
     if pid is None or pid <= 0:
         return None
     try:
@@ -379,7 +379,7 @@ def status(
         tuple(units),
         running,
         pid,
-        _holder_user(pid),
+        holder_user(pid),
         last,
         None if last is None else now - last,
     )

@@ -15,7 +15,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from leases.lab.rootpath import ancestors, changeable_by_others
+from leases.lab.rootpath import ancestors, changeable_by_others, user_name
 from leases.service.units import Runtime
 
 # The packages whose every file the unit runs (besides the interpreter's own library).
@@ -85,16 +85,9 @@ def _loose_files(folder: Path, limit: int = 20) -> list[tuple[Path, str]]:
             except OSError:
                 continue
             if info.st_uid != 0:
-                loose.append((path, f"belongs to {_user(info.st_uid)}, not root"))
+                loose.append((path, f"belongs to {user_name(info.st_uid)}, not root"))
             elif info.st_mode & 0o022:
                 loose.append((path, f"may be written by others ({stat.S_IMODE(info.st_mode):04o})"))
             if len(loose) >= limit:
                 return loose
     return loose
-
-
-def _user(uid: int) -> str:
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return f"uid {uid}"

@@ -30,14 +30,15 @@ def changeable_by_others(path: Path) -> str | None:
                 return why
             continue
         if info.st_uid != 0:
-            return f"{part} belongs to {_user(info.st_uid)}, not root"
+            return f"{part} belongs to {user_name(info.st_uid)}, not root"
         sticky_dir = stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX
         if info.st_mode & 0o022 and not (sticky_dir and part != path):
             return f"{part} may be written by others (mode {stat.S_IMODE(info.st_mode):04o})"
     return None
 
 
-def _user(uid: int) -> str:
+def user_name(uid: int) -> str:
+    """A uid's user name, or `uid N` where it has none."""
     try:
         return pwd.getpwuid(uid).pw_name
     except KeyError:

@@ -27,6 +27,8 @@ COLLECT = "zuka-collect"
 WEB = "zuka-web"
 # Folders ProtectHome= hides; a path under one of them needs ProtectHome=read-only.
 HOME_FOLDERS = (PurePosixPath("/home"), PurePosixPath("/root"), PurePosixPath("/run/user"))
+# Folders PrivateTmp= replaces with the unit's own: a path there is not the one zuka meant.
+TMP_FOLDERS = (PurePosixPath("/tmp"), PurePosixPath("/var/tmp"))
 RESTART_SEC = 10
 # A word systemd takes as it is: nothing that would need quotes or escapes.
 _PLAIN = re.compile(r"[A-Za-z0-9_./:@+=,-]+")
@@ -102,19 +104,34 @@ def _env(name: str, value: str) -> str:
     return "Environment=" + quote_word(f"{name}={value}", command=False)
 
 
-def under_home(paths: Sequence[Path]) -> list[Path]:
-    """The paths that lie under a folder ProtectHome= hides."""
-    return [p for p in paths if any(PurePosixPath(p).is_relative_to(h) for h in HOME_FOLDERS)]
+def under(paths: Sequence[Path], folders: Sequence[PurePosixPath]) -> list[Path]:
+    """The paths that lie under one of these folders (those ProtectHome= or PrivateTmp=
+    hide)."""
+    return [p for p in paths if any(PurePosixPath(p).is_relative_to(f) for f in folders)]
+
+
+def _unless_under(
+    setting: str, hiding: str, folders: Sequence[PurePosixPath], paths: Sequence[Path]
+) -> list[str]:
+    """`NAME=hiding` (setting's name), or, where a path the unit needs lies under a folder
+    that would hide, setting itself (the value that keeps the path) after a comment
+    naming the path."""
+    name = setting.split("=")[0]
+    hidden = under(paths, folders)
+    if not hidden:
+        return [f"{name}={hiding}"]
+    where = " or ".join(str(f) for f in folders)
+    return [
+        f"# {setting}, not {hiding}: {', '.join(str(p) for p in hidden)} lies under {where},"
+        f" which {name}={hiding} would hide.",
+        setting,
+    ]
 
 
 def plain_path(path: Path) -> str:
     """A path for a setting systemd reads whole (WorkingDirectory=): `%` escaped, no quotes."""
     text = str(check_path("path", path))
     return text.replace("%", "%%")
-
-
-# Folders PrivateTmp= replaces with the unit's own: a path there is not the one zuka meant.
-TMP_FOLDERS = (PurePosixPath("/tmp"), PurePosixPath("/var/tmp"))
 
 
 def exec_words(spec: UnitSpec) -> list[str]:
@@ -168,26 +185,8 @@ def _hardening(spec: UnitSpec) -> list[str]:
     paths = [spec.runtime.python, *spec.runtime.needs, *spec.writable, spec.home]
     if spec.runtime.pythonpath is not None:
         paths.append(spec.runtime.pythonpath)
-    homes = under_home(paths)
-    if homes:
-        protect = [
-            "# ProtectHome=read-only, not yes: "
-            + ", ".join(str(p) for p in homes)
-            + " lies under /home, /root or /run/user.",
-            "ProtectHome=read-only",
-        ]
-    else:
-        protect = ["ProtectHome=yes"]
-    in_tmp = [p for p in paths if any(PurePosixPath(p).is_relative_to(t) for t in TMP_FOLDERS)]
-    if in_tmp:
-        private_tmp = [
-            "# PrivateTmp=no: "
-            + ", ".join(str(p) for p in in_tmp)
-            + " lies under /tmp or /var/tmp, which PrivateTmp= would hide.",
-            "PrivateTmp=no",
-        ]
-    else:
-        private_tmp = ["PrivateTmp=yes"]
+    protect = _unless_under("ProtectHome=read-only", "yes", HOME_FOLDERS, paths)
+    private_tmp = _unless_under("PrivateTmp=no", "yes", TMP_FOLDERS, paths)
     return [
         *common,
         "SystemCallFilter=@system-service",

@@ -20,6 +20,9 @@ from tui.cli.main import main
 # fixture (a lab made by `zuka lab init` as root) runs before the function-scoped one below,
 # and `lab init` writes the system config where there is none: the host's /etc/zuka.
 os.environ["ZUKA_SYSTEM_CONFIG"] = ""
+# English unless a test asks for another language: a developer's zh_CN locale (or config)
+# would otherwise change every message the suite reads. Tests of the choice clear it.
+os.environ["ZUKA_LANG"] = "en"
 
 
 @pytest.fixture(autouse=True)
@@ -27,6 +30,17 @@ def _no_system_config(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test reads the host's own /etc/zuka (a developer's lab would leak into the
     suite): the system config is off unless a test names one ($ZUKA_SYSTEM_CONFIG)."""
     monkeypatch.setenv("ZUKA_SYSTEM_CONFIG", "")
+
+
+@pytest.fixture(autouse=True)
+def _english_after() -> Iterator[None]:
+    """Each test starts, and leaves the process, speaking English (the language is the
+    process's, and main() or a test may change it)."""
+    from leases.core.i18n import EN, set_language
+
+    set_language(EN)
+    yield
+    set_language(EN)
 
 
 @pytest.fixture(scope="module")

@@ -34,6 +34,8 @@ RUNTIME_FILES = (
     "leases/data/cloud/aliyun.toml",
     "leases/data/cloud/hcloud.toml",
     "leases/data/cloud/tccli.toml",
+    "leases/locale/zh_CN/LC_MESSAGES/zuka.mo",
+    "leases/locale/en/LC_MESSAGES/zuka.mo",
     "tui/dashboard/zuka.tcss",
 )
 

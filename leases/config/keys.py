@@ -81,6 +81,15 @@ def _currency(v: Any) -> str:
     return v
 
 
+def _lang(v: Any) -> str:
+    from leases.core.i18n import LANGS, parse_lang
+
+    found = parse_lang(v) if isinstance(v, str) else None
+    if found is None:
+        raise BadValue(f"must be a language zuka speaks: {' or '.join(LANGS)}")
+    return found
+
+
 def _tz(v: Any) -> str:
     if not isinstance(v, str) or not v:
         raise BadValue("must be an IANA time zone name such as Asia/Shanghai or UTC")
@@ -211,6 +220,7 @@ class _Spec:
 SPECS = (
     _Spec("billing", "currency", _currency),
     _Spec("billing", "tz", _tz),
+    _Spec("ui", "lang", _lang),
     _Spec("alerts", "lease_end_notice_days", _days_list, is_list=True),
     _Spec("alerts", "underuse_window_days", _int(1, 90)),
     _Spec("alerts", "underuse_threshold", _num(0, 1, lo_open=True, hint="a share: 0.5 is 50 %")),

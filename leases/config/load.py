@@ -39,6 +39,7 @@ from leases.config.sections import (
     MoneyConfig,
     NotifyConfig,
     OffboardConfig,
+    UiConfig,
 )
 from leases.core.configfile import is_devnull
 from leases.core.errors import ConfigError
@@ -47,13 +48,14 @@ from leases.lab.sysconfig import SYSTEM_CONFIG_ENV, system_config_path
 
 CONFIG_ENV = "ZUKA_CONFIG"
 # The variables of zuka's that are not settings: where the files are.
-_NOT_SETTINGS = frozenset({CONFIG_ENV, "ZUKA_LEDGER", SYSTEM_CONFIG_ENV})
+_NOT_SETTINGS = frozenset({CONFIG_ENV, "ZUKA_LEDGER", SYSTEM_CONFIG_ENV, "ZUKA_LANG"})
 MAX_STRING_CHARS = 4096
 MAX_PROBLEMS = 50
 
 
 _SECTION_TYPES: dict[str, type] = {
     "billing": BillingConfig,
+    "ui": UiConfig,
     "alerts": AlertsConfig,
     "notify": NotifyConfig,
     "offboard": OffboardConfig,

@@ -24,6 +24,13 @@ class BillingConfig:
 
 
 @dataclass(frozen=True)
+class UiConfig:
+    # The language zuka speaks (leases.core.i18n): "" for the locale's, else en or zh_CN.
+    # `--lang` and $ZUKA_LANG win over it.
+    lang: str = ""
+
+
+@dataclass(frozen=True)
 class AlertsConfig:
     # Days before a lease's end at which it is announced, the earliest first.
     lease_end_notice_days: tuple[int, ...] = (7, 3, 1)
@@ -144,6 +151,7 @@ class Setting:
 @dataclass(frozen=True)
 class Config:
     billing: BillingConfig = field(default_factory=BillingConfig)
+    ui: UiConfig = field(default_factory=UiConfig)
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
     notify: NotifyConfig = field(default_factory=NotifyConfig)
     offboard: OffboardConfig = field(default_factory=OffboardConfig)

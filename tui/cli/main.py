@@ -13,12 +13,15 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from leases.core.errors import ConfigError, InputError, LedgerError, ledger_failure, os_problem
+from leases.core.i18n import LanguageError
 from leases.core.textsafe import visible
 from leases.ledger.paths import resolve_ledger_path
 from tui.cli import billargs, labargs, lazy, pollargs, serviceargs
 from tui.cli.acceptargs import accept_options
+from tui.cli.language import apply as speak
+from tui.cli.language import lang_help
 from tui.cli.metricsargs import metrics_options
-from tui.cli.parsing import Parser
+from tui.cli.parsing import Parser, tty_flag_first
 
 # What `zuka audit accept` takes: every kind of row the chain checks (leases.ledger.rowaudit
 # ENTITIES, written out so that the parser does not import the ledger; a test holds them equal).
@@ -53,6 +56,7 @@ def _common(*, screen: bool = False, ledger_help: str = "") -> _Parser:
     --json only to refuse it by name (main), so its help does not offer it."""
     p = _Parser(add_help=False)
     p.add_argument("--ledger", default=argparse.SUPPRESS, help=ledger_help or _ledger_help())
+    p.add_argument("--lang", default=argparse.SUPPRESS, help=lang_help())
     p.add_argument(
         "--json",
         action="store_true",
@@ -519,28 +523,22 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 @functools.lru_cache(maxsize=8)
-def _parser(ledger_help: str, only: str | None = None) -> argparse.ArgumentParser:
+def _parser(ledger_help: str, only: str | None = None, lang: str = "") -> argparse.ArgumentParser:
     """build_parser, once per process and help text (the one part that depends on the
     environment). Building it costs about 14 ms, most of a quick command's time, and
     the tests call main() thousands of times; parse_args leaves a parser unchanged."""
     return build_parser(only)
 
 
-def _tty_flag_first(argv: list[str]) -> list[str]:
-    """`zuka ssh NODE -t -- CMD` as ssh takes it: argparse cannot match an option between
-    NODE and the command's words, so -t/--tty there is moved before NODE."""
-    if "ssh" not in argv or "--" not in argv:
-        return argv
-    start, end = argv.index("ssh") + 1, argv.index("--")
-    flags = [a for a in argv[start:end] if a in ("-t", "--tty")]
-    rest = [a for a in argv[start:end] if a not in ("-t", "--tty")]
-    return [*argv[:start], *flags, *rest, *argv[end:]]
-
-
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    words = _tty_flag_first(list(sys.argv[1:] if argv is None else argv))
-    parser = _parser(_ledger_help(), pollargs.narrow(words))
+    words = tty_flag_first(list(sys.argv[1:] if argv is None else argv))
+    try:
+        lang = speak(words)
+    except LanguageError as exc:
+        print(f"zuka: error: {visible(str(exc))}", file=sys.stderr)
+        return 2
+    parser = _parser(_ledger_help(), pollargs.narrow(words), lang)
     args = parser.parse_args(words)
     args.ledger = getattr(args, "ledger", None)
     args.json = getattr(args, "json", False)

@@ -101,3 +101,14 @@ def _with_guess(message: str) -> str:
     if guess:
         return f"{said}; did you mean '{guess}'?"
     return f"{said} (choose from {', '.join(choices)})"
+
+
+def tty_flag_first(argv: list[str]) -> list[str]:
+    """`zuka ssh NODE -t -- CMD` as ssh takes it: argparse cannot match an option between
+    NODE and the command's words, so -t/--tty there is moved before NODE."""
+    if "ssh" not in argv or "--" not in argv:
+        return argv
+    start, end = argv.index("ssh") + 1, argv.index("--")
+    flags = [a for a in argv[start:end] if a in ("-t", "--tty")]
+    rest = [a for a in argv[start:end] if a not in ("-t", "--tty")]
+    return [*argv[:start], *flags, *rest, *argv[end:]]

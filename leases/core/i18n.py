@@ -1,0 +1,172 @@
+"""The language zuka speaks: one gettext catalogue (domain "zuka") per language, shipped in
+the package under leases/locale, and the one place that says which language is in use.
+
+Every user-facing string is written in English in the code and goes through `_` (or
+`ngettext` for a count, `pgettext` where the same English word needs two translations):
+
+    raise InputError("price", text, _("must be a number of yuan, e.g. 12.50"))
+    print(_("{count} nodes polled").format(count=n))
+
+A string that must be written before the language is known (a module's constant, a
+table's column, a rule's advice) is marked with `N_` where it is written and translated
+with `_` where it is shown, so a runtime switch (the dashboard's palette) shows it anew.
+Placeholders are always named (`{name}`), never positional, so a translation may reorder
+them; tests/i18n/test_catalogues.py checks each translation keeps the same ones.
+
+Which language: `--lang`, then $ZUKA_LANG, then the config file's `[ui] lang`, then the
+locale ($LC_ALL, $LC_MESSAGES, $LANG, the first set), the same order as `--ledger`
+(`choose`). `--json` output never changes with the language: the front ends write it
+under English (`using(EN)`).
+"""
+
+from __future__ import annotations
+
+import gettext as _gettext
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from importlib import resources
+
+DOMAIN = "zuka"
+EN = "en"
+ZH = "zh_CN"
+LANGS = (EN, ZH)
+# The words each language is named by in a choice (`--lang`, the palette).
+NAMES = {EN: "English", ZH: "简体中文"}
+ENV = "ZUKA_LANG"
+LOCALE_VARS = ("LC_ALL", "LC_MESSAGES", "LANG")
+
+_LANG_RE = re.compile(r"^(?P<lang>[A-Za-z]{2,3})(?:[_-](?P<rest>[A-Za-z0-9]{2,8}))?")
+
+
+class LanguageError(ValueError):
+    """A language zuka was asked for and does not speak; the message names it."""
+
+
+def parse_lang(text: str) -> str | None:
+    """The language a tag or locale names ("zh_CN.UTF-8", "zh-CN", "zh", "en_US", "C"),
+    as one of LANGS; None for one zuka does not speak. Every Chinese locale reads the
+    Simplified catalogue (it is the one there is)."""
+    text = text.strip()
+    if text in ("C", "POSIX") or text.startswith(("C.", "POSIX.")):
+        return EN
+    m = _LANG_RE.match(text.split(".", 1)[0].split("@", 1)[0])
+    if m is None:
+        return None
+    base = m.group("lang").lower()
+    if base == "zh":
+        return ZH
+    if base == "en":
+        return EN
+    return None
+
+
+def checked_lang(text: str, where: str) -> str:
+    """A language given on purpose (`--lang`, $ZUKA_LANG, the config): one zuka speaks, or
+    LanguageError naming where it came from, what it was, and the choices."""
+    found = parse_lang(text)
+    if found is None:
+        shown = text if len(text) <= 40 and text.isprintable() else repr(text[:40])
+        raise LanguageError(
+            _("{where}: zuka does not speak {got!r}; choose {choices}").format(
+                where=where, got=shown, choices=" or ".join(LANGS)
+            )
+        )
+    return found
+
+
+def locale_lang(env: Mapping[str, str]) -> str:
+    """The locale's language: the first of $LC_ALL, $LC_MESSAGES, $LANG that is set (as
+    POSIX orders them); English for one zuka does not speak, or none."""
+    for var in LOCALE_VARS:
+        value = env.get(var, "")
+        if value:
+            return parse_lang(value) or EN
+    return EN
+
+
+def choose(flag: str | None, env: Mapping[str, str], config: str | None) -> str:
+    """The language a command runs in: `--lang`, then $ZUKA_LANG, then the config's
+    `[ui] lang`, then the locale. A flag or variable zuka cannot speak is refused
+    (LanguageError); a locale it cannot speak is English."""
+    if flag:
+        return checked_lang(flag, "--lang")
+    if env.get(ENV):
+        return checked_lang(env[ENV], f"${ENV}")
+    if config:
+        return checked_lang(config, "[ui] lang")
+    return locale_lang(env)
+
+
+# -- the catalogue in use ---------------------------------------------------------------
+
+_catalogues: dict[str, _gettext.NullTranslations] = {}
+_current: list[str] = [EN]
+_active: list[_gettext.NullTranslations] = [_gettext.NullTranslations()]
+
+
+def catalogue(lang: str) -> _gettext.NullTranslations:
+    """A language's compiled catalogue, read once from the package (English's when the
+    file is missing, so a broken install still speaks)."""
+    found = _catalogues.get(lang)
+    if found is None:
+        path = resources.files("leases").joinpath("locale", lang, "LC_MESSAGES", f"{DOMAIN}.mo")
+        try:
+            with path.open("rb") as fh:
+                found = _gettext.GNUTranslations(fh)
+        except (OSError, ValueError):
+            found = _gettext.NullTranslations()
+        _catalogues[lang] = found
+    return found
+
+
+def set_language(lang: str) -> None:
+    """Speak lang (one of LANGS) from now on, in this process."""
+    if lang not in LANGS:
+        raise LanguageError(f"not a language zuka speaks: {lang!r}")
+    _active[0] = catalogue(lang)
+    _current[0] = lang
+
+
+def language() -> str:
+    """The language in use: one of LANGS."""
+    return _current[0]
+
+
+def is_chinese() -> bool:
+    return _current[0] == ZH
+
+
+@contextmanager
+def using(lang: str) -> Iterator[None]:
+    """Speak lang inside the block, then the language before it (JSON is written under
+    English: `with using(EN): ...`)."""
+    before = _current[0]
+    set_language(lang)
+    try:
+        yield
+    finally:
+        set_language(before)
+
+
+def _(message: str) -> str:
+    """message in the language in use (itself where the catalogue lacks it)."""
+    if not message:
+        return message
+    return _active[0].gettext(message)
+
+
+def N_(message: str) -> str:
+    """message as it is: marks a string for the catalogue, translated later with `_`."""
+    return message
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    """The form for n things in the language in use ("1 node" / "3 nodes")."""
+    return _active[0].ngettext(singular, plural, n)
+
+
+def pgettext(context: str, message: str) -> str:
+    """message in the language in use, where the same English needs two translations
+    (context tells them apart: pgettext("column", "Idle"))."""
+    return _active[0].pgettext(context, message)

@@ -1,0 +1,58 @@
+"""How a span of time, a lease's end and a count are said in the language in use
+(leases.core.i18n): "3 d 4 h" / "3天4小时", "ends in 3 d" / "3天后到期". Money is
+written in leases.money.amounts; dates stay ISO 8601 (2026-12-03) in both languages, as
+Chinese platforms' own consoles and bills write them."""
+
+from __future__ import annotations
+
+from leases.core.i18n import _, ngettext
+
+_UNITS = ((86400, "d"), (3600, "h"), (60, "min"), (1, "s"))
+
+
+def _unit(value: int, unit: str) -> str:
+    if unit == "d":
+        return _("{n} d").format(n=value)
+    if unit == "h":
+        return _("{n} h").format(n=value)
+    if unit == "min":
+        return _("{n} min").format(n=value)
+    return _("{n} s").format(n=value)
+
+
+def span(seconds: float, parts: int = 2) -> str:
+    """A span to its largest `parts` units: "3 d 4 h", "5 h 12 min", "42 s" (English);
+    "3天4小时", "5小时12分钟", "42秒" (Chinese). Negative spans are said as positive."""
+    left = int(abs(seconds))
+    said: list[str] = []
+    for size, unit in _UNITS:
+        if left >= size or (unit == "s" and not said):
+            value, left = divmod(left, size)
+            said.append(_unit(value, unit))
+            if len(said) == parts:
+                break
+        elif said:  # "3 d 0 h" says nothing: a gap ends the span
+            break
+    return (
+        _("{first} {second}").format(first=said[0], second=said[1]) if len(said) == 2 else (said[0])
+    )
+
+
+def ends_in(days: int) -> str:
+    """When a lease ends, from today in whole days: "ends in 3 d", "ends today", "ended
+    2 d ago" / "3天后到期", "今天到期", "已到期2天"."""
+    if days > 0:
+        return _("ends in {n} d").format(n=days)
+    if days == 0:
+        return _("ends today")
+    return _("ended {n} d ago").format(n=-days)
+
+
+def nodes(n: int) -> str:
+    """ "1 node" / "3 nodes" / "3个节点"."""
+    return ngettext("{n} node", "{n} nodes", n).format(n=n)
+
+
+def gpus(n: int) -> str:
+    """ "1 GPU" / "8 GPUs" / "8张卡"."""
+    return ngettext("{n} GPU", "{n} GPUs", n).format(n=n)

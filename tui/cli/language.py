@@ -1,0 +1,63 @@
+"""The language a `zuka` command speaks, chosen before its parser is built (the help is
+written in it): `--lang`, then $ZUKA_LANG, then the config's `[ui] lang`, then the locale
+(leases.core.i18n.choose). A command asked for `--json` runs in English, so what it prints
+is the same bytes in every language; and argparse's own words (usage, options, its errors)
+come from zuka's catalogue."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+
+from leases.core.i18n import EN, LANGS, N_, _, choose, ngettext, set_language
+
+LANG_HELP = N_("the language zuka speaks: {choices} (default: $ZUKA_LANG, else the config's "
+               "[ui] lang, else the locale)")  # fmt: skip
+
+
+def lang_help() -> str:
+    return _(LANG_HELP).format(choices=", ".join(LANGS))
+
+
+def given(words: Sequence[str], flag: str) -> str | None:
+    """The value of `flag VALUE` or `flag=VALUE` among the words before `--` (the last
+    one wins, as argparse has it); None when not given."""
+    found: str | None = None
+    for i, word in enumerate(words):
+        if word == "--":
+            break
+        if word == flag and i + 1 < len(words):
+            found = words[i + 1]
+        elif word.startswith(flag + "="):
+            found = word.split("=", 1)[1]
+    return found
+
+
+def wants_json(words: Sequence[str]) -> bool:
+    for word in words:
+        if word == "--":
+            return False
+        if word == "--json":
+            return True
+    return False
+
+
+def apply(words: Sequence[str], env: Mapping[str, str] = os.environ) -> str:
+    """Choose and speak the command's language; returns it. LanguageError for a `--lang`
+    or $ZUKA_LANG zuka does not speak."""
+    flag = given(words, "--lang")
+    config: str | None = None
+    if not flag and not env.get("ZUKA_LANG"):
+        from leases.config.lang import config_lang
+
+        config = config_lang(given(words, "--config"), env)
+    lang = choose(flag, env, config)
+    set_language(EN if wants_json(words) else lang)
+    return lang
+
+
+# argparse asks gettext for its words through its module's `_` and `ngettext`; these send
+# them to zuka's catalogue instead (tui/cli/argwords.py marks each of them for it).
+argparse._ = _  # type: ignore[attr-defined]
+argparse.ngettext = ngettext  # type: ignore[attr-defined]

@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 from leases.core.i18n import _
 from leases.core.textsafe import visible
+from tui.cli.helpformat import CellFormatter
 
 _NUMBER_RE = re.compile(r"^-\d+$|^-\d*\.\d+$")
 # argparse's words (tui/cli/argwords.py) that _with_guess reads back: it says them in the
@@ -33,6 +34,7 @@ def closest(word: str, candidates: Sequence[str]) -> str | None:
 class Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)  # --pric is not --price
+        kwargs.setdefault("formatter_class", CellFormatter)  # Chinese help wrapped by cells
         super().__init__(*args, **kwargs)
 
     def short_usage(self) -> str:

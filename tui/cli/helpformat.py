@@ -66,9 +66,9 @@ class CellFormatter(argparse.HelpFormatter):
     ) -> str:
         said = _("usage: ") if prefix is None else prefix
         if cell_len(said) == len(said):
-            return super()._format_usage(usage, actions, groups, said)  # type: ignore[misc]
+            return super()._format_usage(usage, actions, groups, said)
         # argparse indents the usage's next lines by len(prefix): lay it out with a
         # stand-in as wide as the prefix on screen, then put the prefix back.
         stand_in = "\0" * cell_len(said)
-        shown: str = super()._format_usage(usage, actions, groups, stand_in)  # type: ignore[misc]
+        shown: str = super()._format_usage(usage, actions, groups, stand_in)
         return shown.replace(stand_in, said, 1)

@@ -225,6 +225,68 @@ def test_the_parsers_errors_in_chinese(cli: Cli, args: tuple[str, ...], said: st
     assert stray_english(line, data=[*args, "csv", "json"]) == [], line
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("kill", "n1", "abc"), "zuka：错误：参数 pid：不是整数：'abc'"),
+        (("poll", "--interval", "x"), "zuka：错误：参数 --interval：不是数字：'x'"),
+        (("offboard", "n1", "--execute", "--recheck"), "zuka：错误：参数 --recheck：不能与参数"),
+        (("lease", "add", "n1", "--billing"), "zuka：错误：参数 --billing：需要一个值"),
+        (("audit", "accept", "foo", "1"), "zuka：错误：entity：无效的选择 'foo'（可选："),
+    ],
+)
+def test_argparses_own_errors_in_chinese(cli: Cli, args: tuple[str, ...], said: str) -> None:
+    r = cli(*args, "--lang", "zh_CN")
+    assert r.code == 2
+    _usage, line = _short(r.err)
+    assert line.startswith(said), line
+    choices = ("provider", "node", "lease", "resource", "stop", "deposit_refund", "invoice",
+               "balance", "bill", "offer", "entity")  # fmt: skip
+    assert stray_english(line, data=[*args, *choices, "pid"]) == [], line
+
+
+def test_the_english_number_errors_are_as_they_were(cli: Cli) -> None:
+    r = cli("poll", "--interval", "x", "--lang", "en")
+    assert r.err.endswith("zuka: error: argument --interval: invalid float value: 'x'\n")
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (("resource", "edit", "b1", "--kind", "disk", "--id", "d1", "--deleted", "soon"),
+         "--deleted"),
+        (("lease", "end", "b1", "--at", "soon"), "--at"),
+        (("lease", "add", "b1", "--billing", "hourly", "--price", "-3"), "--price"),
+    ],
+)  # fmt: skip
+def test_errors_name_the_option_typed_in_chinese(
+    cli: Cli, args: tuple[str, ...], flag: str
+) -> None:
+    """tests/cli/test_cli_ux.py's table: the option named, in Chinese punctuation (the
+    reasons are the field parsers')."""
+    assert cli("node", "add", "b1", "--ssh", "ssh root@10.0.0.9").code == 0
+    assert cli("lease", "add", "b1", "--billing", "hourly", "--price", "3").code == 0
+    assert cli("resource", "add", "b1", "--kind", "disk", "--id", "d1").code == 0
+    r = cli(*args, "--lang", "zh_CN")
+    assert r.code == 2
+    line = r.err.strip()
+    assert line.startswith("zuka：错误：") and "Traceback" not in line
+    label = line.removeprefix("zuka：错误：").split("：")[0]
+    assert label == flag or label.endswith(f" ({flag})"), label
+
+
+def test_json_and_its_errors_are_english_in_every_language(cli: Cli) -> None:
+    assert cli("node", "add", "b1", "--ssh", "ssh root@10.0.0.9").code == 0
+    assert cli("lease", "add", "b1", "--billing", "monthly", "--price", "3000",
+               "--start", "2026-01-01", "--end", "2026-02-01").code == 0  # fmt: skip
+    for args in (("lease", "list"), ("node", "list"), ("node", "show", "b1")):
+        zh = cli(*args, "--json", "--lang", "zh_CN")
+        en = cli(*args, "--json", "--lang", "en")
+        assert zh.code == en.code == 0 and zh.out == en.out and zh.out.strip(), args
+    r = cli("dashboard", "--json", "--lang", "zh_CN")
+    assert r.code == 2 and "zuka: error: --json: the dashboard is a screen" in r.err
+
+
 def test_the_short_usage_in_chinese(cli: Cli) -> None:
     r = cli("lease", "add", "n1", "--lang", "zh_CN")
     usage, _line = _short(r.err)

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from leases.core.i18n import _
+from leases.core.i18n import N_, _
 from leases.core.textsafe import visible
 from tui.cli.helpformat import CellFormatter
 
@@ -20,6 +20,12 @@ _NUMBER_RE = re.compile(r"^-\d+$|^-\d*\.\d+$")
 # language in use, so they are read back in it (`_said`).
 _ARGUMENT = "argument %(argument_name)s: %(message)s"
 _INVALID_CHOICE = "invalid choice: %(value)r (choose from %(choices)s)"
+_INVALID_TYPE = "invalid %(type)s value: %(value)r"
+# argparse names a number's type as Python does (`int`): said in words instead.
+_NUMBERS = {
+    "int": N_("argument {argument}: invalid int value: {value}"),
+    "float": N_("argument {argument}: invalid float value: {value}"),
+}
 _PLACEHOLDER_RE = re.compile(r"%\((\w+)\)[rs]")
 _COMMANDS = ("command", "action", "COMMAND", "ACTION")
 _QUOTED_RE = re.compile(r"'((?:[^'\\]|\\.)*)'")
@@ -112,8 +118,14 @@ def _with_guess(message: str) -> str:
     """argparse's "invalid choice" with the choice probably meant (`lease ad` -> add), in
     either language."""
     argument = _said(_ARGUMENT, message)
-    choice = _said(_INVALID_CHOICE, argument["message"]) if argument else None
-    if argument is None or choice is None or not choice["value"].startswith("'"):
+    if argument is None:
+        return message
+    number = _said(_INVALID_TYPE, argument["message"])
+    if number is not None and number["type"] in _NUMBERS:
+        said = _(_NUMBERS[number["type"]])
+        return said.format(argument=argument["argument_name"], value=number["value"])
+    choice = _said(_INVALID_CHOICE, argument["message"])
+    if choice is None or not choice["value"].startswith("'"):
         return message
     got = choice["value"][1:-1]
     choices = _QUOTED_RE.findall(choice["choices"])

@@ -134,7 +134,7 @@ def test_chinese_help_says_the_words_of_the_glossary() -> None:
     for word in ("台账", "看板", "租约", "供应商", "告警", "退租", "验收", "采集器"):
         assert word in top, word
     lease = _help("lease", "add", "--lang", "zh_CN")
-    assert "位置参数" in lease and "选项" in lease and "显示本帮助并退出" in lease
+    assert "\n位置参数：\n" in lease and "\n选项：\n" in lease and "显示本帮助并退出" in lease
     assert "押金" in lease and "单价" in lease and "自动续费" in lease
     # A choice's note is said in Chinese beside the value typed.
     assert "storage_only（租约停止计费，存储部分照常计费）" in lease.replace("\n", "").replace(

@@ -24,6 +24,7 @@ _UNIT_RE = re.compile(
     rf"[{_OPENING}]*(?:[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]|[^\s\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]+)[{_CLOSING}]*"
 )
 _SPACE_RE = re.compile(r"\s+")
+_HEADING_RE = re.compile(r"(?m)^(\S[^\n]*[^\x00-\x7f]):$")
 
 
 def wrap(text: str, width: int) -> list[str]:
@@ -50,6 +51,13 @@ def wrap(text: str, width: int) -> list[str]:
 class CellFormatter(argparse.HelpFormatter):
     """argparse's formatter, but a help in Chinese is wrapped and its usage indented by
     cells."""
+
+    def format_help(self) -> str:
+        shown = super().format_help()
+        if not is_chinese():
+            return shown
+        # A section's heading ("位置参数:"), argparse's colon made the full-width one.
+        return _HEADING_RE.sub(r"\1：", shown)
 
     def _split_lines(self, text: str, width: int) -> list[str]:
         if not is_chinese():

@@ -384,3 +384,23 @@ def test_a_language_zuka_does_not_speak_is_refused_in_the_locales() -> None:
     assert "'klingon'" in r.stderr and stray_english(r.stderr, data=["klingon"]) == []
     r = _zuka("node", "list", "--lang", "klingon", LANG="en_US.UTF-8")
     assert r.returncode == 2 and r.stderr.startswith("zuka: error: --lang: ")
+
+
+def test_the_record_fields_help_is_said_when_read() -> None:
+    """The flag tables are built at import, in English; their help is said in the
+    language in use when read (the dashboard's forms switch at run time)."""
+    from leases.app.flags import HELP, NODE_HELP
+
+    assert NODE_HELP["gpu_count"] == "number of GPUs"
+    with using(ZH):
+        assert NODE_HELP["gpu_count"] == "GPU 数量"
+        assert HELP["kind"].startswith("资源：")  # a key of two records: the resource's
+        assert "platform（算力租赁）" in recordfields.options(Provider)[0].help
+    assert dict(NODE_HELP)["gpu_count"] == "number of GPUs"
+
+
+def test_a_lang_before_the_command_keeps_polls_own_parser() -> None:
+    from tui.cli.pollargs import narrow
+
+    assert narrow(["--lang", "zh_CN", "poll", "--once"]) == "poll"
+    assert narrow(["--lang", "zh_CN", "-h", "poll"]) is None

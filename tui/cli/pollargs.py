@@ -15,7 +15,7 @@ POLL_EPILOG = N_(
 
 # The commands that get a parser of their own alone.
 NARROW = frozenset({"poll"})
-_VALUED = frozenset({"--ledger", "--config"})  # the common options that take a value
+_VALUED = frozenset({"--ledger", "--config", "--lang"})  # the common options that take a value
 
 
 def poll_options(p: argparse.ArgumentParser) -> None:

@@ -4,8 +4,11 @@ forms both show."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+
 from leases.core import recordfields
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import Lease, Node, Provider, Resource
 from leases.core.textsafe import visible
 
@@ -17,9 +20,28 @@ def flag_table(cls: type) -> dict[str, tuple[str, str]]:
     return {o.key: (o.flag, o.dest) for o in recordfields.options(cls) if not o.by_hand}
 
 
-def help_table(cls: type) -> dict[str, str]:
+class HelpTable(Mapping[str, str]):
+    """Record key -> the help of its option, hand-written ones included, said in the
+    language in use when it is read (the tables are built at import, before the language
+    is known; the dashboard switches it at run time). Of several records, a key in two
+    has the later one's help."""
+
+    def __init__(self, *classes: type) -> None:
+        self._options = {o.key: o for cls in classes for o in recordfields.options(cls)}
+
+    def __getitem__(self, key: str) -> str:
+        return self._options[key].help
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._options)
+
+    def __len__(self) -> int:
+        return len(self._options)
+
+
+def help_table(cls: type) -> HelpTable:
     """Record key -> the help of its option, hand-written ones included."""
-    return {o.key: o.help for o in recordfields.options(cls)}
+    return HelpTable(cls)
 
 
 # One table per record for options, parsing and errors.
@@ -44,7 +66,7 @@ _FLAG_OF = {o.key: o.flag for cls in _RECORDS for o in recordfields.options(cls)
 }
 # For tui.cli.options.add_flags without helps of its own; a key in two records (kind)
 # has the resource's.
-HELP = {**PROVIDER_HELP, **NODE_HELP, **LEASE_HELP, **RESOURCE_HELP}
+HELP = HelpTable(Provider, Node, Lease, Resource)
 
 
 def describe_error(exc: InputError) -> str:
@@ -58,7 +80,10 @@ def describe_error(exc: InputError) -> str:
     # The value as given, controls shown (ESC as ␛), cut to one readable line.
     value = exc.value
     shown = f"'{visible(value, 200)}'" if isinstance(value, str) else visible(repr(value), 200)
-    got = "" if value is None else f" (got {shown})"
+    if value is None:
+        return _("{field}: {reason}").format(field=label, reason=exc.reason)
     if exc.field == "undo" and isinstance(value, int):
-        got = f" (audit entry {value}; see `zuka log`)"
-    return f"{label}: {exc.reason}{got}"
+        return _("{field}: {reason} (audit entry {id}; see `zuka log`)").format(
+            field=label, reason=exc.reason, id=value
+        )
+    return _("{field}: {reason} (got {value})").format(field=label, reason=exc.reason, value=shown)

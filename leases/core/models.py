@@ -9,11 +9,15 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
 from enum import StrEnum
-from typing import NamedTuple
 
 from leases.core.fields import DEFAULT_TZ
-from leases.core.host import HostStats
+from leases.core.i18n import N_
 from leases.core.promsource import MATCH, SOURCE, TOKEN_FILE, URL, ReadingSource
+from leases.core.readings import GpuProcess as GpuProcess
+from leases.core.readings import GpuSample as GpuSample
+from leases.core.readings import NodeHealth as NodeHealth
+from leases.core.readings import NodeStatus as NodeStatus
+from leases.core.readings import OwnerHour as OwnerHour
 from leases.core.recordfields import INTERNAL, cli, flattened, stands_for
 
 
@@ -28,7 +32,10 @@ class ProviderKind(StrEnum):
         return _PROVIDER_NOTES.get(self, "")
 
 
-_PROVIDER_NOTES = {ProviderKind.PLATFORM: "GPU rental", ProviderKind.COLO: "data-centre hosting"}
+_PROVIDER_NOTES = {
+    ProviderKind.PLATFORM: N_("GPU rental"),
+    ProviderKind.COLO: N_("data-centre hosting"),
+}
 
 
 class NodeState(StrEnum):
@@ -94,8 +101,8 @@ class StoppedBilling(StrEnum):
 
 
 _STOPPED_NOTES = {
-    StoppedBilling.STORAGE_ONLY: "the lease stops, its storage lines do not",
-    StoppedBilling.NONE: "its storage lines too",
+    StoppedBilling.STORAGE_ONLY: N_("the lease stops, its storage lines do not"),
+    StoppedBilling.NONE: N_("its storage lines too"),
 }
 
 
@@ -155,18 +162,18 @@ class ResourceKind(StrEnum):
 
 @dataclass(frozen=True)
 class Provider:
-    kind: ProviderKind = field(metadata=cli("--kind", "channel: {values}"))
-    name: str = field(metadata=cli("NAME", "the provider's name", by_hand=True))
-    region: str = field(default="", metadata=cli("--region", "the provider's region"))
-    account_id: str = field(default="", metadata=cli("--account-id", "the account's id"))
+    kind: ProviderKind = field(metadata=cli("--kind", N_("channel: {values}")))
+    name: str = field(metadata=cli("NAME", N_("the provider's name"), by_hand=True))
+    region: str = field(default="", metadata=cli("--region", N_("the provider's region")))
+    account_id: str = field(default="", metadata=cli("--account-id", N_("the account's id")))
     account_alias: str = field(
-        default="", metadata=cli("--account-alias", "a name for the account people know")
+        default="", metadata=cli("--account-alias", N_("a name for the account people know"))
     )
     # A profile name or environment variable name, never the secret itself.
     credential_ref: str = field(
         default="",
         metadata=cli(
-            "--credential-ref", "profile or environment variable name (never the secret itself)"
+            "--credential-ref", N_("profile or environment variable name (never the secret itself)")
         ),
     )
     # Days after a lease starts during which the provider takes a node back (acceptance
@@ -175,8 +182,10 @@ class Provider:
         default=None,
         metadata=cli(
             "--return-days",
-            "days after a lease starts during which the provider takes a node back"
-            " (unknown by default)",
+            N_(
+                "days after a lease starts during which the provider takes a node back"
+                " (unknown by default)"
+            ),
         ),
     )
     reading_source: ReadingSource | None = field(default=None, metadata=SOURCE)
@@ -222,27 +231,29 @@ class SshTarget:
 # Node(name, ssh) and Lease(node, billing, price, start) are) is keyword-only.
 @dataclass(frozen=True)
 class Node:
-    name: str = field(metadata=cli("NAME", "the node's name", by_hand=True))
+    name: str = field(metadata=cli("NAME", N_("the node's name"), by_hand=True))
     provider: str | None = field(
-        default=None, kw_only=True, metadata=cli("--provider", "the provider it is rented from")
+        default=None, kw_only=True, metadata=cli("--provider", N_("the provider it is rented from"))
     )
     ssh: SshTarget = field(
         metadata=cli(
             "--ssh",
-            "the login command as the platform gives it, or an alias (its -L/-R/-D forwards"
-            " are kept as the node's tunnels and shown; zuka never opens them)",
+            N_(
+                "the login command as the platform gives it, or an alias (its -L/-R/-D forwards"
+                " are kept as the node's tunnels and shown; zuka never opens them)"
+            ),
             by_hand=True,
         )
         | flattened("ssh_")
     )
-    gpu_model: str = field(default="", metadata=cli("--gpu-model", "GPU model, as sold"))
-    gpu_count: int = field(default=0, metadata=cli("--gpus", "number of GPUs"))
+    gpu_model: str = field(default="", metadata=cli("--gpu-model", N_("GPU model, as sold")))
+    gpu_count: int = field(default=0, metadata=cli("--gpus", N_("number of GPUs")))
     # Nominal VRAM per GPU in GiB as sold (80 for an A100 80GB).
     vram_gib: int | None = field(
-        default=None, metadata=cli("--vram", "nominal VRAM per GPU in GiB, as sold")
+        default=None, metadata=cli("--vram", N_("nominal VRAM per GPU in GiB, as sold"))
     )
     interconnect: Interconnect = field(
-        default=Interconnect.UNKNOWN, metadata=cli("--interconnect", "{values}, as advertised")
+        default=Interconnect.UNKNOWN, metadata=cli("--interconnect", N_("{values}, as advertised"))
     )
     # What was sold of the interconnect beside its kind: the NVLinks bonded between each pair
     # of GPUs (`NV18` in `nvidia-smi topo -m`), only with interconnect nvlink; and the
@@ -251,30 +262,36 @@ class Node:
         default=None,
         metadata=cli(
             "--nvlinks",
-            "NVLinks between each pair of GPUs as sold: 18 for HGX H100 (NV18), 12 for A100"
-            " (NV12); needs --interconnect nvlink",
+            N_(
+                "NVLinks between each pair of GPUs as sold: 18 for HGX H100 (NV18), 12 for A100"
+                " (NV12); needs --interconnect nvlink"
+            ),
         ),
     )
     ib_gbps: int | None = field(
         default=None,
-        metadata=cli("--ib-rate", "InfiniBand rate per port as sold, Gb/s: 100, 200, 400, 800"),
+        metadata=cli("--ib-rate", N_("InfiniBand rate per port as sold, Gb/s: 100, 200, 400, 800")),
     )
-    tags: tuple[str, ...] = field(default=(), metadata=cli("--tags", "comma-separated tags"))
+    tags: tuple[str, ...] = field(default=(), metadata=cli("--tags", N_("comma-separated tags")))
     state: NodeState = field(default=NodeState.ACTIVE, metadata=cli("--state"))
-    local: bool = field(default=False, metadata=cli("--local", "read via NVML here", by_hand=True))
-    notes: str = field(default="", metadata=cli("--notes", "free notes"))
+    local: bool = field(
+        default=False, metadata=cli("--local", N_("read via NVML here"), by_hand=True)
+    )
+    notes: str = field(default="", metadata=cli("--notes", N_("free notes")))
     # The cloud instance the node is (EC2: i-0123456789abcdef0), read by the collector for
     # its running/stopped state (leases.telemetry.cloudstate). Not a resource: offboarding never
     # plans to delete it. Region and credentials are its provider's.
     instance_id: str = field(
         default="",
-        metadata=cli("--instance-id", "its cloud instance id (EC2: i-...), for its stop state"),
+        metadata=cli("--instance-id", N_("its cloud instance id (EC2: i-...), for its stop state")),
     )
     instance_endpoint: str = field(
         default="",
         metadata=cli(
             "--instance-endpoint",
-            "the EC2-compatible endpoint its instance is read at, if not the provider's default",
+            N_(
+                "the EC2-compatible endpoint its instance is read at, if not the provider's default"
+            ),
         ),
     )
     reading_source: ReadingSource | None = field(default=None, metadata=SOURCE)
@@ -289,128 +306,140 @@ class Node:
 
 @dataclass(frozen=True)
 class Lease:
-    node: str = field(metadata=cli("NODE", "the node's name", by_hand=True))
+    node: str = field(metadata=cli("NODE", N_("the node's name"), by_hand=True))
     billing_type: BillingType = field(metadata=cli("--billing"))
     unit_price: Decimal = field(
         metadata=cli(
-            "--price", "price of one billing unit (yuan per hour, per card-hour, per month...)"
+            "--price", N_("price of one billing unit (yuan per hour, per card-hour, per month...)")
         )
     )
     currency: str = field(
-        default="CNY", kw_only=True, metadata=cli("--currency", "currency code (default CNY)")
+        default="CNY", kw_only=True, metadata=cli("--currency", N_("currency code (default CNY)"))
     )
     cards_billed: int | None = field(
-        default=None, kw_only=True, metadata=cli("--cards", "cards billed (card_hour leases)")
+        default=None, kw_only=True, metadata=cli("--cards", N_("cards billed (card_hour leases)"))
     )
     start: datetime = field(
         metadata=cli(
-            "--start", "YYYY-MM-DD or YYYY-MM-DDTHH:MM in the billing time zone (default: now)"
+            "--start", N_("YYYY-MM-DD or YYYY-MM-DDTHH:MM in the billing time zone (default: now)")
         )
     )
     # Paid-up-to / contract end. Required for prepaid billing types.
     end: datetime | None = field(
         default=None,
         metadata=cli(
-            "--end", "end of the paid period; required for daily, weekly, monthly, contract"
+            "--end", N_("end of the paid period; required for daily, weekly, monthly, contract")
         ),
     )
     billing_tz: str = field(
-        default=DEFAULT_TZ, metadata=cli("--tz", f"billing time zone (default {DEFAULT_TZ})")
+        default=DEFAULT_TZ, metadata=cli("--tz", N_("billing time zone (default Asia/Shanghai)"))
     )
     auto_renew: bool = field(
         default=False,
-        metadata=cli("--auto-renew", "set to renew automatically at the end", by_hand=True),
+        metadata=cli("--auto-renew", N_("set to renew automatically at the end"), by_hand=True),
     )
     # Minimum commitment in billing units (3 months, 100 card-hours...).
     min_commitment: int | None = field(
-        default=None, metadata=cli("--min-commitment", "minimum commitment, in billing units")
+        default=None, metadata=cli("--min-commitment", N_("minimum commitment, in billing units"))
     )
     deposit: Decimal | None = field(
-        default=None, metadata=cli("--deposit", "deposit paid, in the lease's currency")
+        default=None, metadata=cli("--deposit", N_("deposit paid, in the lease's currency"))
     )
     deposit_paid_on: date | None = field(
-        default=None, metadata=cli("--deposit-paid-on", "YYYY-MM-DD the deposit was paid")
+        default=None, metadata=cli("--deposit-paid-on", N_("YYYY-MM-DD the deposit was paid"))
     )
     deposit_refund: RefundState = field(
-        default=RefundState.NONE, metadata=cli("--deposit-refund", "the deposit's refund: {values}")
+        default=RefundState.NONE,
+        metadata=cli("--deposit-refund", N_("the deposit's refund: {values}")),
     )
     deposit_refunded_on: date | None = field(
         default=None,
-        metadata=cli("--deposit-refunded-on", "YYYY-MM-DD the deposit came back"),
+        metadata=cli("--deposit-refunded-on", N_("YYYY-MM-DD the deposit came back")),
     )
-    contract_no: str = field(default="", metadata=cli("--contract", "contract number"))
+    contract_no: str = field(default="", metadata=cli("--contract", N_("contract number")))
     notice_days: int | None = field(
-        default=None, metadata=cli("--notice-days", "days of notice the contract asks for")
+        default=None, metadata=cli("--notice-days", N_("days of notice the contract asks for"))
     )
     on_expiry: ExpiryAction = field(
         default=ExpiryAction.RELEASED,
-        metadata=cli("--on-expiry", "what the provider does at the end: {values}"),
+        metadata=cli("--on-expiry", N_("what the provider does at the end: {values}")),
     )
     # Platform rule: the machine is released after this many days stopped.
     release_after_stopped_days: int | None = field(
         default=None,
         metadata=cli(
-            "--release-after-stopped-days", "platform rule: released after N days stopped"
+            "--release-after-stopped-days", N_("platform rule: released after N days stopped")
         ),
     )
-    notes: str = field(default="", metadata=cli("--notes", "free notes"))
+    notes: str = field(default="", metadata=cli("--notes", N_("free notes")))
     # When the lease actually ended (released or handed back); None while running.
     # Set by `zuka lease end`, not by an option.
     ended_at: datetime | None = None
     # Terms that change the maths (leases.money.billing); added at the end of the record (m006).
     stopped_billing: StoppedBilling = field(
         default=StoppedBilling.FULL,
-        metadata=cli("--stopped-billing", "what bills while the node is stopped: {values}"),
+        metadata=cli("--stopped-billing", N_("what bills while the node is stopped: {values}")),
     )
     month_count: MonthCount = field(
         default=MonthCount.CALENDAR,
-        metadata=cli("--month-count", "how the provider counts a month: {values}"),
+        metadata=cli("--month-count", N_("how the provider counts a month: {values}")),
     )
     partial_unit: PartialUnit | None = field(
         default=None,
         metadata=cli(
             "--partial-unit",
-            "a started part of a billing unit is billed up to a whole: {values} (default:"
-            " second, i.e. pro rata, for per_second, hourly and card_hour; whole otherwise)",
+            N_(
+                "a started part of a billing unit is billed up to a whole: {values} (default:"
+                " second, i.e. pro rata, for per_second, hourly and card_hour; whole otherwise)"
+            ),
         ),
     )
     renew_charge_days: int | None = field(
         default=None,
         metadata=cli(
             "--renew-charge-days",
-            "auto-renew charges this many days before the end (Aliyun 9, Huawei 7)",
+            N_("auto-renew charges this many days before the end (Aliyun 9, Huawei 7)"),
         ),
     )
     hourly_price: Decimal | None = field(
         default=None,
         metadata=cli(
             "--hourly-price",
-            "the pay-as-you-go price per hour: billed after the end with --on-expiry hourly,"
-            " and used by refund rules and hourly-vs-monthly advice",
+            N_(
+                "the pay-as-you-go price per hour: billed after the end with --on-expiry hourly,"
+                " and used by refund rules and hourly-vs-monthly advice"
+            ),
         ),
     )
     refund_rule: str = field(
         default="",
         metadata=cli(
             "--refund-rule",
-            "early-release refund: none | prorated_days | prorated_hours | used_then_hourly"
-            " (used months at the price, the rest at --hourly-price), or the provider's rule"
-            " in words (then the maths assumes no refund and says so)",
+            N_(
+                "early-release refund: none | prorated_days | prorated_hours | used_then_hourly"
+                " (used months at the price, the rest at --hourly-price), or the provider's rule"
+                " in words (then the maths assumes no refund and says so)"
+            ),
         ),
     )
     rounding: ChargeRounding = field(
         default=ChargeRounding.BILL,
         metadata=cli(
             "--rounding",
-            "where the provider rounds to the fen: {values} (bill: the bill's total; charge:"
-            " each charge up, pay-as-you-go at each clock hour and at shutdown, as AutoDL)",
+            N_(
+                "where the provider rounds to the fen: {values} (bill: the bill's total; charge:"
+                " each charge up, pay-as-you-go at each clock hour and at shutdown, as AutoDL)"
+            ),
         ),
     )
     payment_schedule: PaymentSchedule = field(
         default=PaymentSchedule.UPFRONT,
         metadata=cli(
             "--payment-schedule",
-            "when a monthly or contract term is paid: {values} (default upfront: all at its start)",
+            N_(
+                "when a monthly or contract term is paid: {values} (default upfront: all at its"
+                " start)"
+            ),
         ),
     )
     id: int | None = field(default=None, metadata=INTERNAL)
@@ -441,145 +470,49 @@ class Resource:
         metadata=stands_for("node", "lease_start")
         | cli(
             "--lease-start",
-            "the lease it belongs to, by its start as `zuka lease list` prints it (or a"
-            " date); default: the open lease, else the latest",
+            N_(
+                "the lease it belongs to, by its start as `zuka lease list` prints it (or a"
+                " date); default: the open lease, else the latest"
+            ),
             key="lease_start",
         )
     )
-    kind: ResourceKind = field(metadata=cli("--kind", "resource: {values}"))
+    kind: ResourceKind = field(metadata=cli("--kind", N_("resource: {values}")))
     native_id: str = field(
         metadata=cli(
             "--id",
-            "the provider's id (snapshot id, bucket name, absolute path...)",
+            N_("the provider's id (snapshot id, bucket name, absolute path...)"),
             dest="native_id",
         )
     )
-    region: str = field(default="", metadata=cli("--region", "region it lives in"))
+    region: str = field(default="", metadata=cli("--region", N_("region it lives in")))
     endpoint: str = field(
         default="",
         metadata=cli(
-            "--endpoint", "the service endpoint it is reached through, if not the default"
+            "--endpoint", N_("the service endpoint it is reached through, if not the default")
         ),
     )
     created: datetime | None = field(
         default=None,
-        metadata=cli("--created", "when it was created: YYYY-MM-DD or YYYY-MM-DDTHH:MM"),
+        metadata=cli("--created", N_("when it was created: YYYY-MM-DD or YYYY-MM-DDTHH:MM")),
     )
     deleted_at: datetime | None = None
     verified_at: datetime | None = None
-    notes: str = field(default="", metadata=cli("--notes", "free notes"))
+    notes: str = field(default="", metadata=cli("--notes", N_("free notes")))
     # A storage line (a data disk, a snapshot, an EIP): billed from created (else the
     # lease's start) until deleted_at, whether the node runs, is stopped or was released.
     price: Decimal | None = field(
         default=None,
         metadata=cli(
             "--price",
-            "what it costs per --price-per period, billed from created until deleted (after"
-            " a stop and after the lease ends too)",
+            N_(
+                "what it costs per --price-per period, billed from created until deleted (after"
+                " a stop and after the lease ends too)"
+            ),
         ),
     )
     price_per: StoragePeriod = field(
         default=StoragePeriod.MONTH,
-        metadata=cli("--price-per", "the period --price is per: {values} (default month)"),
+        metadata=cli("--price-per", N_("the period --price is per: {values} (default month)")),
     )
     id: int | None = field(default=None, metadata=INTERNAL)
-
-
-@dataclass(frozen=True)
-class GpuSample:
-    """One reading of one GPU. None always means unknown, never zero."""
-
-    node: str
-    at: datetime
-    index: int
-    uuid: str = ""
-    name: str = ""
-    util_gpu: float | None = None
-    util_mem: float | None = None
-    mem_used_mib: float | None = None
-    mem_total_mib: float | None = None
-    temp_c: float | None = None
-    power_w: float | None = None
-    power_limit_w: float | None = None
-    sm_clock_mhz: float | None = None
-    pstate: str | None = None
-    fan_pct: float | None = None
-    mig: bool | None = None
-    ecc_uncorrected: int | None = None
-    extra: dict[str, str] = field(default_factory=dict)
-
-
-class NodeHealth(StrEnum):
-    """What the last attempt to read a node found. Shared by ssh, nvsmi, nvml and poller."""
-
-    OK = "ok"
-    CONNECTING = "connecting"
-    UNREACHABLE = "unreachable"
-    TIMEOUT = "timeout"
-    AUTH_FAILED = "auth_failed"
-    UNTRUSTED = "untrusted"  # host key not yet accepted by the user
-    HOSTKEY_CHANGED = "hostkey_changed"  # refused: possible MITM or reinstalled node
-    NO_NVIDIA_SMI = "no_nvidia_smi"  # exit 127
-    DRIVER_NOT_LOADED = "driver_not_loaded"
-    DRIVER_MISMATCH = "driver_mismatch"  # driver/library version mismatch: needs reboot
-    # nvidia-smi runs but the driver's user-space library (libnvidia-ml.so) is not there.
-    NVML_LIBRARY_MISSING = "nvml_library_missing"
-    # NVML refuses the login user: /dev/nvidia* not open to it (group, container cgroup).
-    NVML_PERMISSION = "nvml_permission"
-    GPU_LOST = "gpu_lost"
-    GARBAGE = "garbage"  # output we could not parse
-    NO_NVML = "no_nvml"  # local node without NVML
-    REFUSED = "refused"  # zuka will not connect: a refused ledger value or ssh config
-
-
-@dataclass(frozen=True)
-class GpuProcess:
-    """One compute process on a GPU (nvidia-smi --query-compute-apps)."""
-
-    node: str
-    gpu_uuid: str
-    pid: int
-    process_name: str = ""
-    used_mib: float | None = None
-    # The Unix user on the node (leases.telemetry.owners): a name, "uid:N" for a user without one,
-    # "?" for one the node named in a way zuka refused; None when unknown.
-    owner: str | None = None
-    # Read from /proc in the same round trip (leases.telemetry.procinfo), None when unknown:
-    # the start as "BOOT_ID:TICKS" (field 22 of /proc/PID/stat with the boot id: stable and
-    # locale-free), the seconds it had run when read, and its command line as the node gave
-    # it (NULs as spaces, bounded; hostile: show it through leases.core.textsafe).
-    start: str | None = None
-    elapsed_s: int | None = None
-    cmdline: str | None = None
-    # False: the login cannot see this pid (a container's host PID nvidia-smi named).
-    visible: bool = True
-
-
-@dataclass(frozen=True)
-class NodeStatus:
-    """What is known of a node now, the one live-status type: what a poller holds of it, what
-    the poller last wrote (node_latest, read back by HistoryStore.latest_by_id), what the
-    dashboard and `zuka poll` show and what the alert rules judge. Here, not in
-    leases.telemetry.poller, so that readers of the ledger do not import SSH."""
-
-    node: str
-    health: NodeHealth = NodeHealth.CONNECTING
-    detail: str = ""
-    checked: datetime | None = None  # last attempt
-    at: datetime | None = None  # last good reading
-    samples: tuple[GpuSample, ...] = ()
-    processes: tuple[GpuProcess, ...] = ()
-    fingerprint: str | None = None  # of a host key we refused
-    host: HostStats | None = None  # CPU, RAM, disks, network (None: not read)
-
-
-class OwnerHour(NamedTuple):
-    """Busy card-minutes of one owner on one node in one clock hour
-    (leases.telemetry.attribution,
-    stored by leases.telemetry.rollups, summed by leases.money.report)."""
-
-    node: str
-    owner: str  # a user name, "uid:N", or "?" (unknown or refused)
-    hour: int  # Unix time // 3600
-    busy_card_minutes: float
-    node_id: int | None = None  # as read from the ledger (a released node's name is reused)

@@ -24,6 +24,8 @@ from decimal import Decimal
 from enum import Enum
 from typing import Any
 
+from leases.core.i18n import _
+
 _CLI = "zuka.cli"
 _KEYS = "zuka.keys"
 _PREFIX = "zuka.prefix"
@@ -36,10 +38,20 @@ class Option:
     key: str  # the record key it sets
     flag: str  # "--price", or "NODE" for a positional argument
     dest: str  # the argparse dest
-    help: str  # for an enum field, its values (see `choices`)
+    # The help as written (English, marked N_ in models.py); `help` says it in the
+    # language in use. For an enum field `{values}` in it stands for the enum's values.
+    template: str
     # Written out by hand in tui (a positional argument, a switch, a value that is parsed
     # into several keys): not in the generated flag tables, but named in errors and help.
     by_hand: bool = False
+    enum: type[Enum] | None = None
+
+    @property
+    def help(self) -> str:
+        """The help in the language in use; for an enum field, with its values."""
+        if self.enum is None:
+            return _(self.template)
+        return _(self.template or "{values}").format(values=choices(self.enum))
 
 
 def cli(
@@ -88,10 +100,13 @@ def _enum_of(hint: Any) -> type[Enum] | None:
 
 
 def choices(enum: type[Enum]) -> str:
-    """An enum's values as help shows them, each with its `note` if the enum has one:
-    `cloud | platform (GPU rental) | ...`."""
+    """An enum's values as help shows them, each with its `note` if the enum has one
+    (said in the language in use): `cloud | platform (GPU rental) | ...`."""
     return " | ".join(
-        f"{m.value} ({note})" if (note := getattr(m, "note", "")) else str(m.value) for m in enum
+        _("{value} ({note})").format(value=m.value, note=_(note))
+        if (note := getattr(m, "note", ""))
+        else str(m.value)
+        for m in enum
     )
 
 
@@ -153,16 +168,14 @@ def options(cls: type) -> tuple[Option, ...]:
         if _CLI not in f.metadata:
             continue
         flag, text, dest, key, by_hand = f.metadata[_CLI]
-        enum = _enum_of(hints[f.name])
-        if enum is not None:
-            text = (text or "{values}").format(values=choices(enum))
         out.append(
             Option(
                 key=key or f.name,
                 flag=flag,
                 dest=dest or flag.lstrip("-").replace("-", "_").lower(),
-                help=text,
+                template=text,
                 by_hand=by_hand,
+                enum=_enum_of(hints[f.name]),
             )
         )
     return tuple(out)

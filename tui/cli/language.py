@@ -10,7 +10,17 @@ import argparse
 import os
 from collections.abc import Mapping, Sequence
 
-from leases.core.i18n import EN, LANGS, N_, _, choose, ngettext, set_language
+from leases.core.i18n import (
+    EN,
+    LANGS,
+    N_,
+    LanguageError,
+    _,
+    choose,
+    locale_lang,
+    ngettext,
+    set_language,
+)
 
 LANG_HELP = N_("the language zuka speaks: {choices} (default: $ZUKA_LANG, else the config's "
                "[ui] lang, else the locale)")  # fmt: skip
@@ -52,7 +62,13 @@ def apply(words: Sequence[str], env: Mapping[str, str] = os.environ) -> str:
         from leases.config.lang import config_lang
 
         config = config_lang(given(words, "--config"), env)
-    lang = choose(flag, env, config)
+    try:
+        lang = choose(flag, env, config)
+    except LanguageError:
+        # Refused in the language the locale speaks (the one left), said anew in it.
+        set_language(locale_lang(env))
+        choose(flag, env, config)
+        raise
     set_language(EN if wants_json(words) else lang)
     return lang
 

@@ -11,13 +11,22 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from leases.core.i18n import N_, _
 from leases.core.textsafe import visible
+from tui.cli.helpformat import CellFormatter
 
 _NUMBER_RE = re.compile(r"^-\d+$|^-\d*\.\d+$")
-_CHOICE_RE = re.compile(
-    r"^argument (?P<arg>[^:]+): invalid choice: (?P<got>'.*?') \(choose from (?P<choices>.*)\)$",
-    re.S,
-)
+# argparse's words (tui/cli/argwords.py) that _with_guess reads back: it says them in the
+# language in use, so they are read back in it (`_said`).
+_ARGUMENT = "argument %(argument_name)s: %(message)s"
+_INVALID_CHOICE = "invalid choice: %(value)r (choose from %(choices)s)"
+_INVALID_TYPE = "invalid %(type)s value: %(value)r"
+# argparse names a number's type as Python does (`int`): said in words instead.
+_NUMBERS = {
+    "int": N_("argument {argument}: invalid int value: {value}"),
+    "float": N_("argument {argument}: invalid float value: {value}"),
+}
+_PLACEHOLDER_RE = re.compile(r"%\((\w+)\)[rs]")
 _COMMANDS = ("command", "action", "COMMAND", "ACTION")
 _QUOTED_RE = re.compile(r"'((?:[^'\\]|\\.)*)'")
 
@@ -31,6 +40,7 @@ def closest(word: str, candidates: Sequence[str]) -> str | None:
 class Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)  # --pric is not --price
+        kwargs.setdefault("formatter_class", CellFormatter)  # Chinese help wrapped by cells
         super().__init__(*args, **kwargs)
 
     def short_usage(self) -> str:
@@ -41,19 +51,24 @@ class Parser(argparse.ArgumentParser):
         formatter.add_usage(None, needed, [], prefix="")
         words = " ".join(formatter.format_help().split())
         rest = words[len(self.prog) :].strip()
-        return f"usage: {self.prog} [options]{' ' + rest if rest else ''}\n"
+        usage = _("usage: {command} [options]").format(command=self.prog)
+        return f"{usage}{' ' + rest if rest else ''}\n"
 
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(self.short_usage())
         # argparse quotes some values with repr() but not all (unrecognized arguments).
-        self.exit(2, f"zuka: error: {visible(_with_guess(message))}\n")
+        said = _("zuka: error: {message}").format(message=visible(_with_guess(message)))
+        self.exit(2, said + "\n")
 
     def unknown_option(self, token: str) -> None:
         name = token.split("=", 1)[0]
         flags = [s for s in self._option_string_actions if s.startswith("--")]
         guess = closest(name, flags) if name.startswith("--") else None
-        hint = f"; did you mean {guess}?" if guess else f" (`{self.prog} --help` lists them)"
-        self.error(f"unknown option {name}{hint}")
+        if guess:
+            said = _("unknown option {option}; did you mean {guess}?")
+        else:
+            said = _("unknown option {option} (`{command} --help` lists them)")
+        self.error(said.format(option=name, guess=guess, command=self.prog))
 
     def _unknown(self, args: Sequence[str]) -> str | None:
         """The first word of args that looks like an option this parser has not got (none
@@ -88,19 +103,48 @@ class Parser(argparse.ArgumentParser):
         return parsed, extras
 
 
+def _said(msgid: str, message: str) -> dict[str, str] | None:
+    """The values of argparse's message msgid in message, as the language in use says
+    it (each %(name)s or %(name)r a group); None when message is not that one."""
+    parts = _PLACEHOLDER_RE.split(_(msgid))
+    pattern = "".join(
+        re.escape(part) if i % 2 == 0 else f"(?P<{part}>.*?)" for i, part in enumerate(parts)
+    )
+    m = re.match(f"^{pattern}$", message, re.S)
+    return m.groupdict() if m else None
+
+
 def _with_guess(message: str) -> str:
-    """argparse's "invalid choice" with the choice probably meant (`lease ad` -> add)."""
-    m = _CHOICE_RE.match(message)
-    if m is None:
+    """argparse's "invalid choice" with the choice probably meant (`lease ad` -> add), in
+    either language."""
+    argument = _said(_ARGUMENT, message)
+    if argument is None:
         return message
-    got = m.group("got").strip("'")
-    choices = _QUOTED_RE.findall(m.group("choices"))
+    number = _said(_INVALID_TYPE, argument["message"])
+    if number is not None and number["type"] in _NUMBERS:
+        said = _(_NUMBERS[number["type"]])
+        return said.format(argument=argument["argument_name"], value=number["value"])
+    choice = _said(_INVALID_CHOICE, argument["message"])
+    if choice is None or not choice["value"].startswith("'"):
+        return message
+    got = choice["value"][1:-1]
+    choices = _QUOTED_RE.findall(choice["choices"])
     guess = closest(got, choices)
-    what = "command" if m.group("arg") in _COMMANDS else m.group("arg")
-    said = f"unknown {what} '{got}'" if what == "command" else f"{what}: invalid choice '{got}'"
+    arg = argument["argument_name"]
+    listed = ", ".join(choices)
+    if arg in _COMMANDS:
+        if guess:
+            return _("unknown command '{got}'; did you mean '{guess}'?").format(
+                got=got, guess=guess
+            )
+        return _("unknown command '{got}' (choose from {choices})").format(got=got, choices=listed)
     if guess:
-        return f"{said}; did you mean '{guess}'?"
-    return f"{said} (choose from {', '.join(choices)})"
+        return _("{argument}: invalid choice '{got}'; did you mean '{guess}'?").format(
+            argument=arg, got=got, guess=guess
+        )
+    return _("{argument}: invalid choice '{got}' (choose from {choices})").format(
+        argument=arg, got=got, choices=listed
+    )
 
 
 def tty_flag_first(argv: list[str]) -> list[str]:

@@ -69,7 +69,9 @@ def checked_lang(text: str, where: str) -> str:
         shown = text if len(text) <= 40 and text.isprintable() else repr(text[:40])
         raise LanguageError(
             _("{where}: zuka does not speak {got!r}; choose {choices}").format(
-                where=where, got=shown, choices=" or ".join(LANGS)
+                where=where,
+                got=shown,
+                choices=_("{first} or {second}").format(first=LANGS[0], second=LANGS[1]),
             )
         )
     return found

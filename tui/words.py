@@ -43,8 +43,6 @@ def _value_words() -> dict[str, str]:
         "pending": pgettext("value", "pending"),
         "refunded": pgettext("value", "refunded"),
         "forfeited": pgettext("value", "forfeited"),
-        "upfront": pgettext("value", "upfront"),
-        "quarterly": pgettext("value", "quarterly"),
         "disk": pgettext("value", "disk"),
         "snapshot": pgettext("value", "snapshot"),
         "image": pgettext("value", "image"),
@@ -77,6 +75,18 @@ def shown(value: Any) -> str:
     use: "monthly" -> "包月" under zh_CN; one without a display word as it is."""
     text = str(getattr(value, "value", value))
     return _value_words().get(text, text)
+
+
+def schedule_word(value: Any) -> str:
+    """A lease's payment schedule as a text table shows it ("monthly" is paid each month,
+    not the billing type 包月)."""
+    text = str(getattr(value, "value", value))
+    words = {
+        "upfront": pgettext("schedule", "upfront"),
+        "monthly": pgettext("schedule", "monthly"),
+        "quarterly": pgettext("schedule", "quarterly"),
+    }
+    return words.get(text, text)
 
 
 def cell(value: Any) -> str:

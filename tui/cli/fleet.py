@@ -485,8 +485,8 @@ def _warn_unserved(ledger: Ledger, served: Sequence[Node]) -> None:
     names = {n.name for n in served}
     others = [n.name for n in ledger.nodes() if n.name not in names]
     if others:
-        names = ", ".join(visible(n, 40) for n in others[:3]) + (", ..." if len(others) > 3 else "")
-        print(fleetwords.unserved(len(others), names), file=sys.stderr)
+        said = ", ".join(visible(n, 40) for n in others[:3]) + (", ..." if len(others) > 3 else "")
+        print(fleetwords.unserved(len(others), said), file=sys.stderr)
 
 
 async def _sim(path: Path, count: int, days: float, out: TextIO) -> int:

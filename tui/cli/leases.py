@@ -25,7 +25,7 @@ from leases.money import renewals, schedule
 from tui.cli import output
 from tui.cli.opening import open_ledger
 from tui.cli.options import add_flags, pick
-from tui.words import shown, when
+from tui.words import schedule_word, shown, when
 
 
 def lease_options(
@@ -183,7 +183,7 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
         (
             le.node,
             shown(le.billing_type)
-            + (f", {shown(le.payment_schedule)}" if schedule.scheduled(le) else ""),
+            + (f", {schedule_word(le.payment_schedule)}" if schedule.scheduled(le) else ""),
             f"{le.unit_price} {le.currency}",
             le.cards_billed,
             when(le.start),

@@ -39,10 +39,8 @@ def another_poller(pid: int | None, path: Path) -> str:
 
 
 def collecting(nodes: int, interval: float, mode: str, every: float) -> str:
-    return ngettext(
-        "zuka collect: {n} node, every {interval} s, {mode} mode, alerts every {every} s",
-        "zuka collect: {n} nodes, every {interval} s, {mode} mode, alerts every {every} s",
-        nodes,
+    return _(
+        "zuka collect: {n} nodes, every {interval} s, {mode} mode, alerts every {every} s"
     ).format(n=nodes, interval=f"{interval:g}", mode=mode, every=f"{every:g}")
 
 

@@ -78,7 +78,7 @@ def _carry(plan: labapp.Plan, args: argparse.Namespace, out: TextIO) -> int:
         file=out,
     )
     for i, step in enumerate(plan.steps, 1):
-        print(f"  {i}. {visible(step.words, keep_newlines=True)}", file=out)
+        print(f"  {i}. {visible(step.shown, keep_newlines=True)}", file=out)
     if args.dry_run:
         print(_("(--dry-run: nothing changed)"), file=out)
         return 0

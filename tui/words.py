@@ -51,6 +51,7 @@ def _value_words() -> dict[str, str]:
         "ssh_key": pgettext("value", "ssh_key"),
         "scratch_path": pgettext("value", "scratch_path"),
         "eip": pgettext("value", "eip"),
+        "unknown": pgettext("value", "unknown"),
         "ok": pgettext("value", "ok"),
         "connecting": pgettext("value", "connecting"),
         "unreachable": pgettext("value", "unreachable"),
@@ -75,6 +76,39 @@ def shown(value: Any) -> str:
     use: "monthly" -> "包月" under zh_CN; one without a display word as it is."""
     text = str(getattr(value, "value", value))
     return _value_words().get(text, text)
+
+
+def field_word(key: str) -> str:
+    """A node record's key as `node show` labels it in the language in use (English shows
+    the key itself, as --json names it)."""
+    words = {
+        "name": pgettext("field", "name"),
+        "provider": pgettext("field", "provider"),
+        "ssh_host": pgettext("field", "ssh_host"),
+        "ssh_port": pgettext("field", "ssh_port"),
+        "ssh_user": pgettext("field", "ssh_user"),
+        "ssh_key_path": pgettext("field", "ssh_key_path"),
+        "ssh_jump": pgettext("field", "ssh_jump"),
+        "ssh_alias": pgettext("field", "ssh_alias"),
+        "ssh_tunnels": pgettext("field", "ssh_tunnels"),
+        "gpu_model": pgettext("field", "gpu_model"),
+        "gpu_count": pgettext("field", "gpu_count"),
+        "vram_gib": pgettext("field", "vram_gib"),
+        "interconnect": pgettext("field", "interconnect"),
+        "nvlinks": pgettext("field", "nvlinks"),
+        "ib_gbps": pgettext("field", "ib_gbps"),
+        "tags": pgettext("field", "tags"),
+        "state": pgettext("field", "state"),
+        "local": pgettext("field", "local"),
+        "notes": pgettext("field", "notes"),
+        "instance_id": pgettext("field", "instance_id"),
+        "instance_endpoint": pgettext("field", "instance_endpoint"),
+        "reading_source": pgettext("field", "reading_source"),
+        "prom_url": pgettext("field", "prom_url"),
+        "prom_match": pgettext("field", "prom_match"),
+        "prom_token_file": pgettext("field", "prom_token_file"),
+    }
+    return words.get(key, key)
 
 
 def schedule_word(value: Any) -> str:

@@ -9,7 +9,7 @@ from typing import TextIO
 
 from leases.core.errors import InputError
 from leases.core.fields import user_name
-from leases.core.i18n import _
+from leases.core.i18n import _, pgettext
 from leases.core.models import NodeState
 from leases.core.origin import MAX_ORIGIN, who
 from leases.core.textsafe import visible
@@ -100,7 +100,7 @@ def undo(args: argparse.Namespace, out: TextIO) -> int:
         when = day(e.at, tz)
         by = who(e.actor, e.origin)
         line = _("undid entry {id}: {action} of {what} by {who} at {when}").format(
-            id=e.id, action=e.action, what=e.node or e.entity, who=by, when=when
+            id=e.id, action=e.action, what=e.node or _entity(e.entity), who=by, when=when
         )
         out.write(visible(line) + "\n")
     gone = next((e.before.get("gpu_history") for e in undone if e.before), None)
@@ -113,6 +113,21 @@ def undo(args: argparse.Namespace, out: TextIO) -> int:
         )
     out.write(_("(`zuka undo` again redoes it)") + "\n")
     return 0
+
+
+def _entity(entity: str) -> str:
+    """What an entry without a node changed, as a sentence names it."""
+    words = {
+        "provider": pgettext("entity", "provider"),
+        "deposit_refund": pgettext("entity", "deposit_refund"),
+        "invoice": pgettext("entity", "invoice"),
+        "balance": pgettext("entity", "balance"),
+        "bill": pgettext("entity", "bill"),
+        "offer": pgettext("entity", "offer"),
+        "lab": pgettext("entity", "lab"),
+        "import": pgettext("entity", "import"),
+    }
+    return words.get(entity, entity)
 
 
 def _chain_problem(report: auditchain.ChainReport) -> str:
@@ -188,7 +203,8 @@ def audit_verify(args: argparse.Namespace, out: TextIO) -> int:
         )
         if report.head_id is not None:
             out.write(
-                f"head {report.head_id}:{report.head_hash}\n"
+                _("head {id}:{hash}").format(id=report.head_id, hash=report.head_hash)
+                + "\n"
                 + _("(keep this line elsewhere; `--anchor` checks it later)")
                 + "\n"
             )

@@ -31,7 +31,7 @@ from tui.cli import output
 from tui.cli.opening import lab_zone, open_ledger
 from tui.cli.options import add_flags, pick
 from tui.cli.resources import resource_table
-from tui.words import billing_line, day, shown, when
+from tui.words import billing_line, day, field_word, shown, when
 
 
 def node_options(p: argparse.ArgumentParser, editing: bool = False) -> None:
@@ -174,7 +174,11 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
         output.dump_json(doc, out)
         return 0
     extra = [(_("problem"), node.problem)] if node.problem else []
-    said = [*doc["node"].items(), (_("ssh command"), doc["ssh_command"])]
+    said = [
+        (field_word(k), shown(v) if k in ("state", "interconnect") else v)
+        for k, v in doc["node"].items()
+    ]
+    said.append((_("ssh command"), doc["ssh_command"]))
     output.fields([*said, (_("readings"), doc["readings"]), *extra], out)
     out.write(f"\n{billing_line(now)}\n")
     if cost is not None:

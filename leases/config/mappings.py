@@ -79,7 +79,7 @@ def read_money(
     from leases.core.fields import CURRENCIES
 
     problems: list[str] = []
-    shape = ' (as [money.rates."2026-11"] USD = 7.12)'
+    shape = _(' (as [money.rates."2026-11"] USD = 7.12)')
     for name, value in body.items():
         if name != "rates":
             problems.append(
@@ -174,7 +174,7 @@ def read_project_tables(
     """[projects.NAME] tables (beside [projects]' person = project lines): a project's
     `regions`, the data regions its work may use (`zuka plan job --project NAME`)."""
     problems: list[str] = []
-    shape = ' (as [projects.llm] regions = ["cn-beijing", "cn-shanghai"])'
+    shape = _(' (as [projects.llm] regions = ["cn-beijing", "cn-shanghai"])')
     for name, table in body.items():
         if not isinstance(table, dict):
             continue

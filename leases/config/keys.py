@@ -62,7 +62,7 @@ def _num(lo: float, hi: float, *, lo_open: bool = False, hint: str = "") -> Call
                 if lo_open
                 else _("must be from {lo} to {hi}")
             )
-        return said.format(**bounds) + (f" ({_(hint)})" if hint else "")
+        return said.format(**bounds) + (_(" ({hint})").format(hint=_(hint)) if hint else "")
 
     def parse(v: Any) -> float:
         if isinstance(v, bool) or not isinstance(v, int | float):

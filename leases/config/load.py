@@ -234,9 +234,9 @@ class _Laid:
             value = _env_value(text, spec.is_list)
             try:
                 self.values[spec.key] = spec.parse(value)
-                self.sources[spec.key] = f"env {var}"
+                self.sources[spec.key] = _("env {var}").format(var=var)
             except BadValue as exc:
-                self.problems.extend(_refused(f"env {var}", spec.key, exc, text))
+                self.problems.extend(_refused(_("env {var}").format(var=var), spec.key, exc, text))
 
 
 def load_config(

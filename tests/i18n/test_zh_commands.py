@@ -276,3 +276,58 @@ def test_width_is_measured_by_rich() -> None:
 
     assert width("名称") == 4 == cell_len("名称")
     assert width("a800-1 在用") == cell_len("a800-1 在用")
+
+
+# -- tests/test_config.py's bad file, again under zh_CN ----------------------------------
+
+_BAD_CONFIG = """
+[billing]
+currency = "yuan"
+tz = "Mars/Olympus"
+[alerts]
+lease_end_notice_days = [7, -1, "3"]
+underuse_window_days = 0
+underuse_threshold = 1.5
+forgotten_idle_hours = "two"
+starved_minutes = true
+starved_util = 140
+unreachable_minutes = 2.5
+temprature_c = 80
+[notify]
+urls = ["https://example.com/hook", 42]
+min_severity = "loud"
+rate_limit_per_hour = -3
+digest = "weekly"
+retry_hours = -1
+[users]
+"bad user!" = "X"
+carol = ""
+[billing_x]
+a = 1
+"""
+
+
+def test_every_bad_key_and_value_is_named_in_chinese(tmp_path: Path) -> None:
+    from leases.config.load import load_config
+    from leases.core.errors import ConfigError
+
+    path = tmp_path / "c.toml"
+    path.write_text(_BAD_CONFIG)
+    path.chmod(0o600)
+    with using(ZH), pytest.raises(ConfigError) as caught:
+        load_config(
+            path, env={"ZUKA_ALERTS_STARVED_MINUTES": "soon", "ZUKA_ALERTS_STARVD_UTIL": "3"}
+        )
+    found = list(caught.value.problems)
+    assert len(found) >= 19
+    values = ["yuan", "Mars/Olympus", "two", "True", "loud", "weekly", "bad user!", "carol",
+              "soon", "ZUKA_ALERTS_STARVED_MINUTES", "ZUKA_ALERTS_STARVD_UTIL",
+              "ZUKA_ALERTS_STARVED_UTIL", "daily", "info", "warning", "critical"]  # fmt: skip
+    for line in found:
+        if "notify.urls[0]" in line:
+            continue  # a URL's refusal is the notifications' part (leases.notify)
+        assert re.search(r"[\u4e00-\u9fff]", line), line
+        section = (
+            ["users", "billing_x", "billing"] if "users" in line or "billing_x" in line else []
+        )
+        assert _clean(line, str(path), *values, *section, "Unix") == [], line

@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 
 from leases.core.auditentry import AuditEntry
 from leases.core.host import HostStats
+from leases.core.i18n import _, ngettext, pgettext
 from leases.core.textsafe import visible
 from leases.ledger import books
 from leases.ledger.books import BOOKS
@@ -19,11 +20,114 @@ from leases.money import renewals
 from leases.money.renewals import BillingNow
 
 
+def _value_words() -> dict[str, str]:
+    """The display words of values stored in the ledger and compared in code (a billing
+    type, a channel, a state...) in the language in use; English shows the value itself,
+    so English tables read as before. JSON keeps the value."""
+    return {
+        "per_second": pgettext("value", "per_second"),
+        "hourly": pgettext("value", "hourly"),
+        "card_hour": pgettext("value", "card_hour"),
+        "daily": pgettext("value", "daily"),
+        "weekly": pgettext("value", "weekly"),
+        "monthly": pgettext("value", "monthly"),
+        "contract": pgettext("value", "contract"),
+        "cloud": pgettext("value", "cloud"),
+        "platform": pgettext("value", "platform"),
+        "colo": pgettext("value", "colo"),
+        "active": pgettext("value", "active"),
+        "offboarding": pgettext("value", "offboarding"),
+        "released": pgettext("value", "released"),
+        "renews": pgettext("value", "renews"),
+        "none": pgettext("value", "none"),
+        "pending": pgettext("value", "pending"),
+        "refunded": pgettext("value", "refunded"),
+        "forfeited": pgettext("value", "forfeited"),
+        "disk": pgettext("value", "disk"),
+        "snapshot": pgettext("value", "snapshot"),
+        "image": pgettext("value", "image"),
+        "bucket": pgettext("value", "bucket"),
+        "bucket_prefix": pgettext("value", "bucket_prefix"),
+        "ssh_key": pgettext("value", "ssh_key"),
+        "scratch_path": pgettext("value", "scratch_path"),
+        "eip": pgettext("value", "eip"),
+        "unknown": pgettext("value", "unknown"),
+        "ok": pgettext("value", "ok"),
+        "connecting": pgettext("value", "connecting"),
+        "unreachable": pgettext("value", "unreachable"),
+        "timeout": pgettext("value", "timeout"),
+        "auth_failed": pgettext("value", "auth_failed"),
+        "untrusted": pgettext("value", "untrusted"),
+        "hostkey_changed": pgettext("value", "hostkey_changed"),
+        "no_nvidia_smi": pgettext("value", "no_nvidia_smi"),
+        "driver_not_loaded": pgettext("value", "driver_not_loaded"),
+        "driver_mismatch": pgettext("value", "driver_mismatch"),
+        "nvml_library_missing": pgettext("value", "nvml_library_missing"),
+        "nvml_permission": pgettext("value", "nvml_permission"),
+        "gpu_lost": pgettext("value", "gpu_lost"),
+        "garbage": pgettext("value", "garbage"),
+        "no_nvml": pgettext("value", "no_nvml"),
+        "refused": pgettext("value", "refused"),
+    }
+
+
+def shown(value: Any) -> str:
+    """A stored value (an enum's or its text) as a text table shows it in the language in
+    use: "monthly" -> "包月" under zh_CN; one without a display word as it is."""
+    text = str(getattr(value, "value", value))
+    return _value_words().get(text, text)
+
+
+def field_word(key: str) -> str:
+    """A node record's key as `node show` labels it in the language in use (English shows
+    the key itself, as --json names it)."""
+    words = {
+        "name": pgettext("field", "name"),
+        "provider": pgettext("field", "provider"),
+        "ssh_host": pgettext("field", "ssh_host"),
+        "ssh_port": pgettext("field", "ssh_port"),
+        "ssh_user": pgettext("field", "ssh_user"),
+        "ssh_key_path": pgettext("field", "ssh_key_path"),
+        "ssh_jump": pgettext("field", "ssh_jump"),
+        "ssh_alias": pgettext("field", "ssh_alias"),
+        "ssh_tunnels": pgettext("field", "ssh_tunnels"),
+        "gpu_model": pgettext("field", "gpu_model"),
+        "gpu_count": pgettext("field", "gpu_count"),
+        "vram_gib": pgettext("field", "vram_gib"),
+        "interconnect": pgettext("field", "interconnect"),
+        "nvlinks": pgettext("field", "nvlinks"),
+        "ib_gbps": pgettext("field", "ib_gbps"),
+        "tags": pgettext("field", "tags"),
+        "state": pgettext("field", "state"),
+        "local": pgettext("field", "local"),
+        "notes": pgettext("field", "notes"),
+        "instance_id": pgettext("field", "instance_id"),
+        "instance_endpoint": pgettext("field", "instance_endpoint"),
+        "reading_source": pgettext("field", "reading_source"),
+        "prom_url": pgettext("field", "prom_url"),
+        "prom_match": pgettext("field", "prom_match"),
+        "prom_token_file": pgettext("field", "prom_token_file"),
+    }
+    return words.get(key, key)
+
+
+def schedule_word(value: Any) -> str:
+    """A lease's payment schedule as a text table shows it ("monthly" is paid each month,
+    not the billing type 包月)."""
+    text = str(getattr(value, "value", value))
+    words = {
+        "upfront": pgettext("schedule", "upfront"),
+        "monthly": pgettext("schedule", "monthly"),
+        "quarterly": pgettext("schedule", "quarterly"),
+    }
+    return words.get(text, text)
+
+
 def cell(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, bool):
-        return "yes" if value else "no"
+        return _("yes") if value else _("no")
     if isinstance(value, list | tuple):
         return visible(",".join(str(v) for v in value)) or "-"
     return visible(value)
@@ -58,47 +162,60 @@ def zone_header(tz: str, at: datetime) -> str:
     hours, rest = divmod(abs(minutes), 60)
     offset = f"UTC{sign}{hours}" + (f":{rest:02d}" if rest else "")
     name = here.strftime("%Z")
-    return (
-        f"times in {name} ({offset})" if name and name[0].isalpha() else f"times in {offset} ({tz})"
-    )
+    if name and name[0].isalpha():
+        return _("times in {zone} ({offset})").format(zone=name, offset=offset)
+    return _("times in {offset} ({tz})").format(offset=offset, tz=tz)
 
 
 def billing_line(now: BillingNow | None) -> str:
     if now is None:
-        return "bills now: no lease"
+        return _("bills now: no lease")
     le = now.lease
+    kind = shown(le.billing_type)
     if not now.started and now.at is not None:
-        return (
-            f"bills now: no lease; the lease from {when(le.start)} ({le.billing_type.value}"
-            f" {le.unit_price} {le.currency}) {renewals.starts_in(le, now.at)}"
+        return _(
+            "bills now: no lease; the lease from {start} ({billing} {price} {currency}) {starts}"
+        ).format(
+            start=when(le.start),
+            billing=kind,
+            price=le.unit_price,
+            currency=le.currency,
+            starts=renewals.starts_in(le, now.at),
         )
-    span = f"{when(le.start)} to {when(le.end) or 'open end'}"
+    span = _("{start} to {end}").format(start=when(le.start), end=when(le.end) or _("open end"))
     if now.lapsed:
-        return (
-            f"bills now: no lease; the {le.billing_type.value} lease from {span} ended at its"
-            f" end, not recorded as ended: run zuka lease end {le.node}"
-            f" --at {shlex.quote(when(le.end) or '')}"
-        )
+        return _(
+            "bills now: no lease; the {billing} lease from {span} ended at its end, not"
+            " recorded as ended: run zuka lease end {node} --at {at}"
+        ).format(billing=kind, span=span, node=le.node, at=shlex.quote(when(le.end) or ""))
     if now.hourly_after_end:
         price = f"{le.hourly_price} {le.currency}" if le.hourly_price is not None else "?"
-        return (
-            f"bills now: hourly {price} an hour, past its end: the"
-            f" {le.billing_type.value} lease from {span} falls back to hourly"
-        )
-    line = f"bills now: {le.billing_type.value} {le.unit_price} {le.currency}, {span}"
+        return _(
+            "bills now: hourly {price} an hour, past its end: the {billing} lease from {span}"
+            " falls back to hourly"
+        ).format(price=price, billing=kind, span=span)
+    line = _("bills now: {billing} {price} {currency}, {span}").format(
+        billing=kind, price=le.unit_price, currency=le.currency, span=span
+    )
     if now.paid_until is None:
         return line
     renewed = len(now.chain) - 1 - now.chain.index(le)
-    after = f" (renewed {renewed} time{'s' if renewed > 1 else ''} after it)" if renewed else ""
-    return f"{line}; paid until {when(now.paid_until)}{after}"
+    until = when(now.paid_until)
+    if renewed:
+        return ngettext(
+            "{line}; paid until {until} (renewed {n} time after it)",
+            "{line}; paid until {until} (renewed {n} times after it)",
+            renewed,
+        ).format(line=line, until=until, n=renewed)
+    return _("{line}; paid until {until}").format(line=line, until=until)
 
 
 def _summary(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> str:
     if before is None:
         name = (after or {}).get("name") or (after or {}).get("native_id")
-        return f"added {name}" if name else "added"
+        return _("added {name}").format(name=name) if name else _("added")
     if after is None:
-        return "removed"
+        return _("removed")
     changed = [k for k in after if before.get(k) != after.get(k)]
     return "; ".join(f"{k}: {cell(before.get(k))} -> {cell(after[k])}" for k in changed)
 
@@ -117,24 +234,31 @@ def change_text(e: AuditEntry) -> str:
         said = e.after or {}
         step = f" {said['step']}" if said.get("step") else ""
         state = f": {said['state']}" if said.get("state") else ""
-        return f"plan {said.get('plan')}{step}{state}"
+        return _("plan {plan}").format(plan=said.get("plan")) + f"{step}{state}"
     if e.entity == "process":  # a GPU process stopped (leases.app.processes)
         said = e.after or {}
         cmdline = str(said.get("cmdline") or "").strip()
-        text = f"pid {said.get('pid')} of {said.get('user')}: {said.get('outcome')}"
+        text = _("pid {pid} of {user}: {outcome}").format(
+            pid=said.get("pid"), user=said.get("user"), outcome=said.get("outcome")
+        )
         return visible(f"{text}: {cmdline}" if cmdline else text, 200)
     if e.entity == "hostkey":  # a node's host key trusted (leases.app.trust)
         said = e.after or {}
-        return visible(f"trusted {said.get('fingerprint')} of {said.get('host')}:"
-                       f"{said.get('port')}", 200)  # fmt: skip
+        said_text = _("trusted {fingerprint} of {host}:{port}").format(
+            fingerprint=said.get("fingerprint"), host=said.get("host"), port=said.get("port")
+        )
+        return visible(said_text, 200)
     if e.entity in BOOKS and (e.before is None or e.after is None):
         rec = e.after if e.after is not None else e.before or {}
         what = books.describe(e.entity, {**rec, **_counted(rec)})
-        return visible(f"{'added' if e.before is None else 'removed'} {what}", 200)
+        done = _("added {what}") if e.before is None else _("removed {what}")
+        return visible(done.format(what=what), 200)
     text = _summary(e.before, e.after)
     start = (e.after or e.before or {}).get("start") if e.entity == "lease" else None
     if isinstance(start, str):
-        return f"lease from {start[:16].replace('T', ' ')}: {text}"
+        return _("lease from {start}: {change}").format(
+            start=start[:16].replace("T", " "), change=text
+        )
     return text
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from leases.core.i18n import _
 from leases.core.models import NodeHealth
 
 
@@ -68,9 +69,10 @@ def diagnose(setting: Setting, sections: Iterable[Section]) -> list[Finding]:
             found.extend(section(setting))
         except Exception as exc:  # said, and the other sections still run
             name = getattr(section, "__name__", "a check").strip("_").replace("_", " ")
-            found.append(
-                Finding(name, Level.FAIL, f"could not be checked: {type(exc).__name__}: {exc}")
+            said = _("could not be checked: {kind}: {problem}").format(
+                kind=type(exc).__name__, problem=exc
             )
+            found.append(Finding(name, Level.FAIL, said))
     return found
 
 
@@ -116,53 +118,62 @@ def node_findings(
     found: list[Finding] = []
     nodes = list(seen)
     fixes = {
-        NodeHealth.AUTH_FAILED: (Level.FAIL, "refused zuka's login", give_key),
+        NodeHealth.AUTH_FAILED: (Level.FAIL, _("{name} refused zuka's login"), give_key),
         NodeHealth.UNTRUSTED: (
             Level.WARN,
-            "has a host key nobody has accepted yet",
-            "check its fingerprint with the provider, then: zuka node trust {name}",
+            _("{name} has a host key nobody has accepted yet"),
+            _("check its fingerprint with the provider, then: zuka node trust {name}"),
         ),
         NodeHealth.HOSTKEY_CHANGED: (
             Level.FAIL,
-            "presents a different host key than the one trusted (reinstalled, or someone"
-            " in the middle)",
-            "ask the provider whether it was reinstalled before trusting the new key:"
-            " zuka node trust {name} --fingerprint SHA256:...",
+            _(
+                "{name} presents a different host key than the one trusted (reinstalled, or"
+                " someone in the middle)"
+            ),
+            _(
+                "ask the provider whether it was reinstalled before trusting the new key:"
+                " zuka node trust {name} --fingerprint SHA256:..."
+            ),
         ),
     }
     for node in sorted(nodes, key=lambda n: n.name):
         if node.health in fixes:
             level, what, fix = fixes[node.health]
-            found.append(Finding("nodes", level, f"{node.name} {what}", fix.format(name=node.name)))
+            found.append(
+                Finding("nodes", level, what.format(name=node.name), fix.format(name=node.name))
+            )
     newest = max((n.at for n in nodes), default=None)
     total = len(nodes) if total is None else max(total, len(nodes))
     if polled_by is not None:
-        found.append(Finding("collector", Level.OK, f"the fleet is polled by {polled_by}"))
+        said = _("the fleet is polled by {who}").format(who=polled_by)
+        found.append(Finding("collector", Level.OK, said))
     elif total and (newest is None or now - newest > STALE_AFTER):
-        age = (
-            "no node has been read yet"
-            if newest is None
-            else (f"the newest reading is from {_age(now - newest)} ago")
-        )
+        if newest is None:
+            said = _("nobody is polling the fleet: no node has been read yet")
+        else:
+            said = _("nobody is polling the fleet: the newest reading is from {age} ago").format(
+                age=_age(now - newest)
+            )
         found.append(
             Finding(
                 "collector",
                 Level.WARN,
-                f"nobody is polling the fleet: {age}",
-                "run `zuka collect` (or install it as a service: zuka service install)",
+                said,
+                _("run `zuka collect` (or install it as a service: zuka service install)"),
             )
         )
     elif total:
-        found.append(Finding("collector", Level.OK, "readings are recent (a dashboard polls)"))
+        found.append(Finding("collector", Level.OK, _("readings are recent (a dashboard polls)")))
     return found
 
 
 def _age(delta: timedelta) -> str:
+    """An age in one unit, in leases.core.spoken's words: "90 s", "5 min"."""
     seconds = int(delta.total_seconds())
     if seconds < 120:
-        return f"{seconds} s"
+        return _("{n} s").format(n=seconds)
     if seconds < 7200:
-        return f"{seconds // 60} min"
+        return _("{n} min").format(n=seconds // 60)
     if seconds < 172800:
-        return f"{seconds // 3600} h"
-    return f"{seconds // 86400} d"
+        return _("{n} h").format(n=seconds // 3600)
+    return _("{n} d").format(n=seconds // 86400)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from leases.app.doctor import Finding, Level, Setting
 from leases.app.doctorlab import lab_of
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.ledger.paths import companion, fault_log_path, trust_store
 
@@ -28,37 +29,48 @@ def paths(setting: Setting) -> Iterator[Finding]:
         yield Finding(
             "paths",
             Level.FAIL,
-            f"ledger: {shown} (from {setting.ledger_source}) cannot be looked at by this user",
-            "ask whoever keeps it (in a lab, its admin: sudo zuka lab add-user $(id -un)"
-            " --role view)",
+            _("ledger: {path} (from {source}) cannot be looked at by this user").format(
+                path=shown, source=setting.ledger_source
+            ),
+            _(
+                "ask whoever keeps it (in a lab, its admin: sudo zuka lab add-user $(id -un)"
+                " --role view)"
+            ),
         )
         return
     except OSError:
         pass
     if ledger.is_file():
-        yield Finding("paths", Level.OK, f"ledger: {shown} (from {setting.ledger_source})")
+        said = _("ledger: {path} (from {source})")
+        yield Finding("paths", Level.OK, said.format(path=shown, source=setting.ledger_source))
     elif ledger.exists():
         yield Finding(
             "paths",
             Level.FAIL,
-            f"ledger: {shown} (from {setting.ledger_source}) is not a regular file",
-            "give the ledger's file with --ledger or ZUKA_LEDGER",
+            _("ledger: {path} (from {source}) is not a regular file").format(
+                path=shown, source=setting.ledger_source
+            ),
+            _("give the ledger's file with --ledger or ZUKA_LEDGER"),
         )
     else:
         yield Finding(
             "paths",
             Level.WARN,
-            f"ledger: {shown} (from {setting.ledger_source}) does not exist yet",
-            "`zuka node add` creates it; a typo in --ledger or ZUKA_LEDGER? check the path",
+            _("ledger: {path} (from {source}) does not exist yet").format(
+                path=shown, source=setting.ledger_source
+            ),
+            _("`zuka node add` creates it; a typo in --ledger or ZUKA_LEDGER? check the path"),
         )
     where = (
-        "no config file (defaults)"
+        _("no config file (defaults)")
         if setting.config_path is None
-        else (f"config: {visible(str(setting.config_path))}")
+        else _("config: {path}").format(path=visible(str(setting.config_path)))
     )
     if setting.config_problems:
         for problem in setting.config_problems:
-            yield Finding("config", Level.FAIL, visible(problem), "fix the file: zuka config check")
+            yield Finding(
+                "config", Level.FAIL, visible(problem), _("fix the file: zuka config check")
+            )
     else:
         yield Finding("config", Level.OK, where)
     for warning in setting.config_warnings:
@@ -80,15 +92,16 @@ def private_files(setting: Setting) -> Iterator[Finding]:
         yield Finding(
             AREA,
             Level.WARN,
-            f"the ledger's folder {visible(str(folder))} is open to others"
-            f" (mode {stat.S_IMODE(info.st_mode):04o})",
+            _("the ledger's folder {folder} is open to others (mode {mode})").format(
+                folder=visible(str(folder)), mode=f"{stat.S_IMODE(info.st_mode):04o}"
+            ),
             f"chmod 700 {_quoted(folder)}",
         )
     secret = [
-        ("the ledger", ledger),
-        ("the ledger's WAL", companion(ledger, "-wal")),
-        ("the ledger's shared memory", companion(ledger, "-shm")),
-        ("the fault log", fault_log_path(ledger)),
+        (_("the ledger"), ledger),
+        (_("the ledger's WAL"), companion(ledger, "-wal")),
+        (_("the ledger's shared memory"), companion(ledger, "-shm")),
+        (_("the fault log"), fault_log_path(ledger)),
     ]
     clean = True
     for what, path in secret:
@@ -97,15 +110,20 @@ def private_files(setting: Setting) -> Iterator[Finding]:
             continue
         if not stat.S_ISREG(info.st_mode):
             clean = False
-            yield Finding(AREA, Level.FAIL, f"{what} {visible(str(path))} is not a regular file")
+            said = _("{what} {path} is not a regular file")
+            yield Finding(AREA, Level.FAIL, said.format(what=what, path=visible(str(path))))
             continue
         if info.st_mode & 0o077:
             clean = False
             yield Finding(
                 AREA,
                 Level.FAIL,
-                f"{what} {visible(str(path))} is readable or writable by others (mode"
-                f" {stat.S_IMODE(info.st_mode):04o}): it says where the lab's machines are",
+                _(
+                    "{what} {path} is readable or writable by others (mode {mode}): it says"
+                    " where the lab's machines are"
+                ).format(
+                    what=what, path=visible(str(path)), mode=f"{stat.S_IMODE(info.st_mode):04o}"
+                ),
                 f"chmod 600 {_quoted(path)}",
             )
         if info.st_uid != me:
@@ -113,8 +131,10 @@ def private_files(setting: Setting) -> Iterator[Finding]:
             yield Finding(
                 AREA,
                 Level.WARN,
-                f"{what} {visible(str(path))} belongs to uid {info.st_uid}, not to this user",
-                f"chown $(id -un) {_quoted(path)} (or use that user's zuka)",
+                _("{what} {path} belongs to uid {uid}, not to this user").format(
+                    what=what, path=visible(str(path)), uid=info.st_uid
+                ),
+                _("chown $(id -un) {path} (or use that user's zuka)").format(path=_quoted(path)),
             )
     trust = trust_store(ledger)
     info = _stat(trust)
@@ -123,12 +143,14 @@ def private_files(setting: Setting) -> Iterator[Finding]:
         yield Finding(
             AREA,
             Level.FAIL,
-            f"the trust store {visible(str(trust))} may be written by others (mode"
-            f" {stat.S_IMODE(info.st_mode):04o}): anyone could make zuka trust their host",
+            _(
+                "the trust store {path} may be written by others (mode {mode}): anyone could"
+                " make zuka trust their host"
+            ).format(path=visible(str(trust)), mode=f"{stat.S_IMODE(info.st_mode):04o}"),
             f"chmod 600 {_quoted(trust)}",
         )
     if clean:
-        yield Finding(AREA, Level.OK, "the ledger and the files beside it are this user's only")
+        yield Finding(AREA, Level.OK, _("the ledger and the files beside it are this user's only"))
 
 
 def _stat(path: Path) -> os.stat_result | None:

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from leases.app.doctor import Finding, Level, Setting
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 
 AREA = "ssh keys"
@@ -26,7 +27,7 @@ def agent(setting: Setting) -> Iterator[Finding]:
         yield Finding(
             AREA,
             Level.OK,
-            "no SSH agent (SSH_AUTH_SOCK unset): logins use key files only",
+            _("no SSH agent (SSH_AUTH_SOCK unset): logins use key files only"),
         )
         return
     path = Path(sock)
@@ -36,13 +37,15 @@ def agent(setting: Setting) -> Iterator[Finding]:
         yield Finding(
             AREA,
             Level.WARN,
-            f"SSH_AUTH_SOCK names {visible(sock)}, which does not exist (an agent of an"
-            " ended login?)",
-            "log in again with agent forwarding, or: eval $(ssh-agent) && ssh-add",
+            _(
+                "SSH_AUTH_SOCK names {path}, which does not exist (an agent of an ended login?)"
+            ).format(path=visible(sock)),
+            _("log in again with agent forwarding, or: eval $(ssh-agent) && ssh-add"),
         )
         return
     if not stat.S_ISSOCK(info.st_mode):
-        yield Finding(AREA, Level.WARN, f"SSH_AUTH_SOCK {visible(sock)} is not a socket")
+        said = _("SSH_AUTH_SOCK {path} is not a socket").format(path=visible(sock))
+        yield Finding(AREA, Level.WARN, said)
         return
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     probe.settimeout(2)
@@ -52,13 +55,15 @@ def agent(setting: Setting) -> Iterator[Finding]:
         yield Finding(
             AREA,
             Level.WARN,
-            f"the SSH agent at {visible(sock)} does not answer ({exc.strerror or exc})",
+            _("the SSH agent at {path} does not answer ({problem})").format(
+                path=visible(sock), problem=exc.strerror or exc
+            ),
             "eval $(ssh-agent) && ssh-add",
         )
         return
     finally:
         probe.close()
-    yield Finding(AREA, Level.OK, f"the SSH agent at {visible(sock)} answers")
+    yield Finding(AREA, Level.OK, _("the SSH agent at {path} answers").format(path=visible(sock)))
 
 
 def key_files(setting: Setting, named: Iterable[tuple[str, str]]) -> Iterator[Finding]:
@@ -74,8 +79,9 @@ def key_files(setting: Setting, named: Iterable[tuple[str, str]]) -> Iterator[Fi
             yield Finding(
                 AREA,
                 Level.FAIL,
-                f"{visible(str(folder))} may be written by others (mode"
-                f" {stat.S_IMODE(info.st_mode):04o}): sshd and ssh distrust it",
+                _("{path} may be written by others (mode {mode}): sshd and ssh distrust it").format(
+                    path=visible(str(folder)), mode=f"{stat.S_IMODE(info.st_mode):04o}"
+                ),
                 f"chmod 700 {shlex.quote(str(folder))}",
             )
         for name in DEFAULT_KEYS:
@@ -83,7 +89,7 @@ def key_files(setting: Setting, named: Iterable[tuple[str, str]]) -> Iterator[Fi
             if path.exists():
                 found_any = True
                 checked.add(path)
-                yield from _private(path, "your key")
+                yield from _private(path, _("your key"))
     for node, raw in named:
         path = (
             Path(raw).expanduser()
@@ -97,19 +103,22 @@ def key_files(setting: Setting, named: Iterable[tuple[str, str]]) -> Iterator[Fi
             yield Finding(
                 AREA,
                 Level.FAIL,
-                f"node {visible(node)} logs in with {visible(raw)}, which does not exist here",
-                f"copy the key there, or change the node: zuka node edit {shlex.quote(node)}"
-                " --ssh '...'",
+                _("node {node} logs in with {path}, which does not exist here").format(
+                    node=visible(node), path=visible(raw)
+                ),
+                _(
+                    "copy the key there, or change the node: zuka node edit {node} --ssh '...'"
+                ).format(node=shlex.quote(node)),
             )
             continue
         found_any = True
-        yield from _private(path, f"node {visible(node)}'s key")
+        yield from _private(path, _("node {node}'s key").format(node=visible(node)))
     if not found_any and not setting.env.get("SSH_AUTH_SOCK"):
         yield Finding(
             AREA,
             Level.WARN,
-            "no private key in ~/.ssh and no agent: zuka has nothing to log in with",
-            "ssh-keygen -t ed25519, then give the .pub to each node",
+            _("no private key in ~/.ssh and no agent: zuka has nothing to log in with"),
+            _("ssh-keygen -t ed25519, then give the .pub to each node"),
         )
 
 
@@ -119,21 +128,24 @@ def _private(path: Path, what: str) -> Iterator[Finding]:
         return
     shown = visible(str(path))
     if not stat.S_ISREG(info.st_mode):
-        yield Finding(AREA, Level.FAIL, f"{what} {shown} is not a regular file")
+        said = _("{what} {path} is not a regular file").format(what=what, path=shown)
+        yield Finding(AREA, Level.FAIL, said)
         return
     if info.st_mode & 0o077:
         yield Finding(
             AREA,
             Level.FAIL,
-            f"{what} {shown} is readable by others (mode {stat.S_IMODE(info.st_mode):04o}):"
-            " ssh refuses such a key",
+            _("{what} {path} is readable by others (mode {mode}): ssh refuses such a key").format(
+                what=what, path=shown, mode=f"{stat.S_IMODE(info.st_mode):04o}"
+            ),
             f"chmod 600 {shlex.quote(str(path))}",
         )
         return
     if not os.access(path, os.R_OK):
-        yield Finding(AREA, Level.FAIL, f"{what} {shown} cannot be read by this user")
+        said = _("{what} {path} cannot be read by this user").format(what=what, path=shown)
+        yield Finding(AREA, Level.FAIL, said)
         return
-    yield Finding(AREA, Level.OK, f"{what} {shown} is private")
+    yield Finding(AREA, Level.OK, _("{what} {path} is private").format(what=what, path=shown))
 
 
 def _stat(path: Path) -> os.stat_result | None:

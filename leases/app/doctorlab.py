@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from leases.app import service
 from leases.app.doctor import Finding, Level, Setting
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.lab import perms, roles
 from leases.lab.layout import Lab, LabError, find_lab
@@ -34,13 +35,16 @@ def membership(setting: Setting) -> Iterator[Finding]:
         return
     user = roles.me()
     have = roles.roles_of(lab, roles.my_groups())
-    yield Finding(AREA, Level.OK, f"the ledger is the lab's in {visible(str(lab.folder))}")
+    said = _("the ledger is the lab's in {folder}").format(folder=visible(str(lab.folder)))
+    yield Finding(AREA, Level.OK, said)
     if user == lab.service_user:
         yield Finding(
             AREA,
             Level.OK,
-            f"{user} is the lab's service user: it owns and writes the ledger and polls with"
-            " the collector's own key",
+            _(
+                "{user} is the lab's service user: it owns and writes the ledger and polls"
+                " with the collector's own key"
+            ).format(user=user),
         )
         yield from _collector_key(lab)
         return
@@ -48,27 +52,37 @@ def membership(setting: Setting) -> Iterator[Finding]:
         yield Finding(
             AREA,
             Level.OK,
-            "root: the lab's modes and ACLs do not bind root, so root's commands say nothing"
-            " of what a member may do; run doctor as each member to see theirs",
+            _(
+                "root: the lab's modes and ACLs do not bind root, so root's commands say"
+                " nothing of what a member may do; run doctor as each member to see theirs"
+            ),
         )
         return
     if Role.VIEW not in have and user not in ("root", lab.service_user):
         yield Finding(
             AREA,
             Level.FAIL,
-            f"{user} is not in the lab's group {lab.viewers}: the ledger cannot be opened",
-            f"ask the lab's admin: sudo zuka lab add-user {user} --role view (then log in again)",
+            _("{user} is not in the lab's group {group}: the ledger cannot be opened").format(
+                user=user, group=lab.viewers
+            ),
+            _(
+                "ask the lab's admin: sudo zuka lab add-user {user} --role view (then log in again)"
+            ).format(user=user),
         )
         return
-    may = [r.value for r in Role if r in have] or ["nothing"]
-    yield Finding(AREA, Level.OK, f"{user} may: {', '.join(may)}")
-    for role, what in ((Role.EDIT, "change leases, nodes and resources or trust host keys"),
-                       (Role.OFFBOARD, "run offboarding")):  # fmt: skip
+    may = [r.value for r in Role if r in have] or [_("nothing")]
+    yield Finding(AREA, Level.OK, _("{user} may: {roles}").format(user=user, roles=", ".join(may)))
+    needs = (
+        (Role.EDIT, _("to change leases, nodes and resources or trust host keys, {user} needs"
+                      " group {group}")),
+        (Role.OFFBOARD, _("to run offboarding, {user} needs group {group}")),
+    )  # fmt: skip
+    for role, what in needs:
         if role not in have and Role.VIEW in have:
             yield Finding(
                 AREA,
                 Level.OK,
-                f"to {what}, {user} needs group {roles.group_of(lab, role)}",
+                what.format(user=user, group=roles.group_of(lab, role)),
                 f"sudo zuka lab add-user {user} --role {role.value}",
             )
 
@@ -84,9 +98,11 @@ def files(setting: Setting) -> Iterator[Finding]:
         yield Finding("permissions", Level.FAIL, visible(f"{f.path}: {f.problem}"), visible(f.fix))
     hidden = perms.unseen(lab)
     if not found:
-        seen = "the lab's files are as the lab wants them"
+        seen = _("the lab's files are as the lab wants them")
         if hidden:
-            seen += f" (not looked at, this user may not: {', '.join(p.name for p in hidden)})"
+            seen += " " + _("(not looked at, this user may not: {names})").format(
+                names=", ".join(p.name for p in hidden)
+            )
         yield Finding("permissions", Level.OK, visible(seen))
 
 
@@ -105,6 +121,8 @@ def _collector_key(lab: Lab) -> Iterator[Finding]:
         yield Finding(
             "ssh keys",
             Level.OK,
-            f"the collector's key {key} is the service user's alone; give its public half to"
-            " each node: zuka lab pubkey",
+            _(
+                "the collector's key {key} is the service user's alone; give its public half"
+                " to each node: zuka lab pubkey"
+            ).format(key=key),
         )

@@ -9,6 +9,7 @@ from pathlib import Path
 from leases.app.doctor import NodeSeen
 from leases.app.service import holder_user
 from leases.core.errors import LedgerError
+from leases.core.i18n import _
 from leases.ledger import files
 from leases.ledger.store import Ledger
 from leases.telemetry.lock import PollerLock
@@ -57,6 +58,8 @@ def poller(path: Path) -> str | None:
     if pid is None:
         return None
     if pid <= 0:
-        return "a process (its pid unreadable)"
+        return _("a process (its pid unreadable)")
     user = holder_user(pid)
-    return f"pid {pid}" if user is None else f"pid {pid} (user {user})"
+    if user is None:
+        return _("pid {pid}").format(pid=pid)
+    return _("pid {pid} (user {user})").format(pid=pid, user=user)

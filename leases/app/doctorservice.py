@@ -10,6 +10,7 @@ from pathlib import Path
 from leases.app import service
 from leases.app.doctor import Finding, Level, Setting
 from leases.app.doctorlab import lab_of
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.lab.layout import Lab
 from leases.service.units import Mode
@@ -31,15 +32,17 @@ def units(setting: Setting, *, root: Path | None = None) -> Iterator[Finding]:
             yield Finding(
                 AREA,
                 Level.WARN,
-                "the lab's collector is not installed as a service: nobody's dashboard polls a"
-                " lab's fleet, so readings stop when no collector runs",
+                _(
+                    "the lab's collector is not installed as a service: nobody's dashboard"
+                    " polls a lab's fleet, so readings stop when no collector runs"
+                ),
                 install,
             )
         else:
             yield Finding(
                 AREA,
                 Level.OK,
-                "no collector service for this user (a dashboard polls while it is open)",
+                _("no collector service for this user (a dashboard polls while it is open)"),
                 install,
             )
         return
@@ -48,27 +51,32 @@ def units(setting: Setting, *, root: Path | None = None) -> Iterator[Finding]:
         yield Finding(
             AREA,
             Level.WARN,
-            f"{shown} was not written by zuka: doctor cannot say what it runs",
-            f"compare it with `{install} --dry-run`",
+            _("{path} was not written by zuka: doctor cannot say what it runs").format(path=shown),
+            _("compare it with `{command} --dry-run`").format(command=install),
         )
     if collect.active is None:
         yield Finding(
             AREA,
             Level.OK,
-            f"{collect.name} is installed ({shown}); systemd is not running here, so its state"
-            " is not known",
+            _(
+                "{unit} is installed ({path}); systemd is not running here, so its state is"
+                " not known"
+            ).format(unit=collect.name, path=shown),
         )
     elif collect.active != "active":
         ctl = "systemctl" if lab else "systemctl --user"
         yield Finding(
             AREA,
             Level.FAIL,
-            f"{collect.name} is installed but {visible(collect.active)}",
-            f"{ctl} status {collect.name}; journalctl {'' if lab else '--user '}-u"
-            f" {collect.name}; then {ctl} restart {collect.name}",
+            _("{unit} is installed but {state}").format(
+                unit=collect.name, state=visible(collect.active)
+            ),
+            _("{ctl} status {unit}; {journal} -u {unit}; then {ctl} restart {unit}").format(
+                ctl=ctl, unit=collect.name, journal="journalctl" if lab else "journalctl --user"
+            ),
         )
     else:
-        yield Finding(AREA, Level.OK, f"{collect.name} is active")
+        yield Finding(AREA, Level.OK, _("{unit} is active").format(unit=collect.name))
     if lab is not None:
         yield from _polled_by_the_service(lab, state.poller_user)
 
@@ -78,7 +86,9 @@ def _polled_by_the_service(lab: Lab, user: str | None) -> Iterator[Finding]:
         yield Finding(
             AREA,
             Level.WARN,
-            f"the lab's fleet is polled by {visible(user)}, not by the service user"
-            f" {lab.service_user}: a person's collector uses that person's keys",
-            "stop that collector; the service polls with its own key",
+            _(
+                "the lab's fleet is polled by {user}, not by the service user {service}: a"
+                " person's collector uses that person's keys"
+            ).format(user=visible(user), service=lab.service_user),
+            _("stop that collector; the service polls with its own key"),
         )

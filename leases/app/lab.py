@@ -22,6 +22,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from leases.core.errors import ConfigError, InputError
+from leases.core.i18n import EN, _, using
 from leases.lab import acl, perms, rootpath, sysconfig
 from leases.lab.layout import Lab, LabError, check_name, find_lab
 from leases.lab.roles import Role, group_of
@@ -44,15 +45,26 @@ def run_command(argv: Sequence[str]) -> None:
     done = subprocess.run(list(argv), capture_output=True, text=True, check=False, timeout=60)
     if done.returncode != 0:
         said = (done.stderr or done.stdout).strip()[-300:]
-        raise LabError(f"{' '.join(argv)} failed (exit {done.returncode}): {said}")
+        raise LabError(
+            _("{command} failed (exit {code}): {said}").format(
+                command=" ".join(argv), code=done.returncode, said=said
+            )
+        )
 
 
 @dataclass(frozen=True)
 class Step:
-    """One thing a lab change does: its words (the command it amounts to) and the act."""
+    """One thing a lab change does: its words (the command it amounts to, in English: the
+    audit log keeps them), the act, and the words shown to a person (the language in use;
+    "" when they are the command itself)."""
 
     words: str
     act: Callable[[], object]
+    said: str = ""
+
+    @property
+    def shown(self) -> str:
+        return self.said or self.words
 
 
 @dataclass
@@ -63,14 +75,16 @@ class Plan:
     audit_after: dict[str, object] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # said after the steps, changing nothing
 
-    def add(self, words: str, act: Callable[[], object]) -> None:
-        self.steps.append(Step(words, act))
+    def add(self, words: str, act: Callable[[], object], said: str = "") -> None:
+        self.steps.append(Step(words, act, said))
 
 
 def refuse_unless_root(what: str) -> None:
     if os.geteuid() != 0:
         raise LabError(
-            f"{what} changes the machine's users and files: run it as root (sudo {what})"
+            _("{what} changes the machine's users and files: run it as root (sudo {what})").format(
+                what=what
+            )
         )
 
 
@@ -95,8 +109,10 @@ def lab_from(
         for key, value in given.items():
             if value is not None and value != getattr(found, key):
                 raise LabError(
-                    f"{found.marker} names {key} {getattr(found, key)!r}, not {value!r}: a lab's"
-                    " groups are changed by editing its marker as root, not by init"
+                    _(
+                        "{marker} names {key} {have!r}, not {given!r}: a lab's groups are changed"
+                        " by editing its marker as root, not by init"
+                    ).format(marker=found.marker, key=key, have=getattr(found, key), given=value)
                 )
         return found
     return Lab(folder=folder, **{k: v for k, v in given.items() if v is not None})
@@ -143,22 +159,40 @@ def plan_init(lab: Lab, run: Runner = run_command, env: Mapping[str, str] = os.e
             lambda: lab.folder.mkdir(mode=0o700, parents=True),
         )
     if not lab.ledger.exists():
-        plan.add(f"create the ledger {lab.ledger} (migrated)", lambda: _create_ledger(lab))
+        plan.add(
+            f"create the ledger {lab.ledger} (migrated)",
+            lambda: _create_ledger(lab),
+            _("create the ledger {path} (migrated)").format(path=lab.ledger),
+        )
     else:
-        plan.add(f"open the ledger {lab.ledger} (migrated if need be)", lambda: _create_ledger(lab))
+        plan.add(
+            f"open the ledger {lab.ledger} (migrated if need be)",
+            lambda: _create_ledger(lab),
+            _("open the ledger {path} (migrated if need be)").format(path=lab.ledger),
+        )
     if not lab.marker.exists():
-        plan.add(f"write the marker {lab.marker} (root:root 0644)", lambda: _write_marker(lab))
+        plan.add(
+            f"write the marker {lab.marker} (root:root 0644)",
+            lambda: _write_marker(lab),
+            _("write the marker {path} (root:root 0644)").format(path=lab.marker),
+        )
     if not lab.collector_key.exists():
         plan.add(
             f"make the collector's SSH key {lab.collector_key} (ssh-ed25519, 0600,"
             f" {lab.service_user}'s alone)",
             lambda: _make_key(lab),
+            _("make the collector's SSH key {path} (ssh-ed25519, 0600, {user}'s alone)").format(
+                path=lab.collector_key, user=lab.service_user
+            ),
         )
     if _pub_differs(lab):
         plan.add(
             f"copy its public key to {lab.folder / perms.COLLECTOR_PUB} (0644: any member"
             " may print it)",
             lambda: _copy_pub(lab),
+            _("copy its public key to {path} (0644: any member may print it)").format(
+                path=lab.folder / perms.COLLECTOR_PUB
+            ),
         )
     only_open = len(plan.steps) == 1 and plan.steps[0].words.startswith("open the ledger")
     if only_open and _ledger_current(lab):
@@ -176,9 +210,11 @@ def _refuse_a_members_folder(lab: Lab) -> None:
     why = rootpath.changeable_by_others(where)
     if why is not None:
         raise LabError(
-            f"{lab.folder}: a lab's folder, and every folder above it, must be root's and"
-            f" writable by no one else: {why}. Choose a folder only root writes"
-            " (the default /var/lib/zuka)"
+            _(
+                "{folder}: a lab's folder, and every folder above it, must be root's and"
+                " writable by no one else: {why}. Choose a folder only root writes (the"
+                " default /var/lib/zuka)"
+            ).format(folder=lab.folder, why=why)
         )
     try:
         info = lab.ledger.lstat()
@@ -189,8 +225,10 @@ def _refuse_a_members_folder(lab: Lab) -> None:
         allowed.add(pwd.getpwnam(lab.service_user).pw_uid)
     if info.st_uid not in allowed:
         raise LabError(
-            f"{lab.ledger}: belongs to uid {info.st_uid}, not root or the service user: a"
-            " lab's ledger is made by `zuka lab init`, never adopted from a member"
+            _(
+                "{ledger}: belongs to uid {uid}, not root or the service user: a lab's ledger"
+                " is made by `zuka lab init`, never adopted from a member"
+            ).format(ledger=lab.ledger, uid=info.st_uid)
         )
 
 
@@ -202,8 +240,10 @@ def _plan_system_config(plan: Plan, env: Mapping[str, str]) -> None:
     ledger = plan.lab.ledger
     if path is None:
         plan.notes.append(
-            f"the system config is turned off ({sysconfig.SYSTEM_CONFIG_ENV}): members give"
-            f" --ledger {ledger} or ZUKA_LEDGER"
+            _(
+                "the system config is turned off ({env}): members give --ledger {ledger} or"
+                " ZUKA_LEDGER"
+            ).format(env=sysconfig.SYSTEM_CONFIG_ENV, ledger=ledger)
         )
         return
     if not path.exists():
@@ -211,17 +251,27 @@ def _plan_system_config(plan: Plan, env: Mapping[str, str]) -> None:
             f'write {path} (root:root 0644): [lab] ledger = "{ledger}", so that every'
             " member's zuka opens the lab's ledger",
             functools.partial(_write_system_config, path, ledger),
+            _(
+                'write {path} (root:root 0644): `[lab] ledger = "{ledger}"`, so that every'
+                " member's zuka opens the lab's ledger"
+            ).format(path=path, ledger=ledger),
         )
         return
     try:
         named = sysconfig.lab_ledger(env)
     except ConfigError as exc:
-        plan.notes.append(f"{path} cannot be read as zuka's system config: {exc}")
+        plan.notes.append(
+            _("{path} cannot be read as zuka's system config: {problem}").format(
+                path=path, problem=exc
+            )
+        )
         return
     if named is None or named[0] != ledger:
         plan.notes.append(
-            f"{path} is there and does not name this lab's ledger: add `[lab]` with"
-            f' `ledger = "{ledger}"` to it, so that every member\'s zuka opens it'
+            _(
+                "{path} is there and does not name this lab's ledger: add `[lab]` with"
+                ' `ledger = "{ledger}"` to it, so that every member\'s zuka opens it'
+            ).format(path=path, ledger=ledger)
         )
 
 
@@ -241,17 +291,24 @@ def _plan_perms(plan: Plan, *, always: bool = False) -> None:
     if _user_exists(lab.service_user) and all(
         _group_exists(g) for g in (lab.viewers, lab.editors, lab.offboard)
     ):
-        findings = perms.check(lab)
-        words = [f.line() for f in findings]
+        with using(EN):  # the audit log's words stay English
+            words = [f.line() for f in perms.check(lab)]
+        said = [f.line() for f in perms.check(lab)]
     else:
         words = ["every path, once the users and groups exist"]
+        said = [_("every path, once the users and groups exist")]
     if words:
         text = "set owners, modes and ACLs:\n     " + "\n     ".join(words)
-        plan.add(text, lambda: perms.apply(lab))
+        shown = _("set owners, modes and ACLs:") + "\n     " + "\n     ".join(said)
+        plan.add(text, lambda: perms.apply(lab), shown)
     elif always:
         # The steps before may remake files (root's open of the ledger lets SQLite remove
         # its -wal and -shm): every path is looked at again after them.
-        plan.add("check every path's owner, mode and ACL again", lambda: perms.apply(lab))
+        plan.add(
+            "check every path's owner, mode and ACL again",
+            lambda: perms.apply(lab),
+            _("check every path's owner, mode and ACL again"),
+        )
 
 
 def plan_repair(lab: Lab) -> Plan:
@@ -355,7 +412,11 @@ def _pub_differs(lab: Lab) -> bool:
 def _copy_pub(lab: Lab) -> None:
     data = _public_key(lab)
     if data is None:
-        raise LabError(f"{lab.collector_key}.pub: missing: sudo zuka lab init makes the key")
+        raise LabError(
+            _("{path}.pub: missing: sudo zuka lab init makes the key").format(
+                path=lab.collector_key
+            )
+        )
     shared = lab.folder / perms.COLLECTOR_PUB
     if shared.exists() or shared.is_symlink():
         shared.unlink()
@@ -392,13 +453,13 @@ def _role(word: str) -> Role:
     try:
         return Role(word)
     except ValueError:
-        raise InputError("--role", word, "is not view, edit or offboard") from None
+        raise InputError("--role", word, _("is not view, edit or offboard")) from None
 
 
 def _person(name: str) -> str:
     check_name("user", name)
     if not _user_exists(name):
-        raise InputError("user", name, "is no user of this machine (add it with adduser first)")
+        raise InputError("user", name, _("is no user of this machine (add it with adduser first)"))
     return name
 
 
@@ -428,8 +489,10 @@ def plan_remove_user(
     for group in groups:
         if group == primary:
             raise LabError(
-                f"{group} is {user}'s primary group, which gpasswd cannot take away: give"
-                f" {user} another one first (sudo usermod -g GROUP {user})"
+                _(
+                    "{group} is {user}'s primary group, which gpasswd cannot take away: give"
+                    " {user} another one first (sudo usermod -g GROUP {user})"
+                ).format(group=group, user=user)
             )
         if user in _members(group):
             argv = ["gpasswd", "-d", user, group]
@@ -444,8 +507,12 @@ def public_key_text(lab: Lab) -> str:
     try:
         raw = shared.read_bytes()[:4096]
     except FileNotFoundError:
-        raise LabError(f"{shared}: missing: the lab's admin runs `sudo zuka lab init`") from None
+        raise LabError(
+            _("{path}: missing: the lab's admin runs `sudo zuka lab init`").format(path=shared)
+        ) from None
     text = raw.decode("ascii", "replace").strip()
     if not text.startswith("ssh-ed25519 ") or any(c < " " for c in text):
-        raise LabError(f"{shared}: is not one ssh-ed25519 public key: sudo zuka lab repair")
+        raise LabError(
+            _("{path}: is not one ssh-ed25519 public key: sudo zuka lab repair").format(path=shared)
+        )
     return text

@@ -10,6 +10,7 @@ from leases.app.changes import audit_head, which_lease
 from leases.app.untouched import refuse_outside_edits
 from leases.core import fields
 from leases.core.errors import InputError, Problems, each_error
+from leases.core.i18n import _
 from leases.core.models import Lease
 from leases.ledger.stops import LeaseStop
 from leases.ledger.store import Ledger
@@ -22,7 +23,7 @@ def add_lease(ledger: Ledger, lease: Lease) -> tuple[Lease, str]:
     dashboard's lease form)."""
     _near_enough(ledger, lease, ("start", "end"))
     added = ledger.add_lease(lease)
-    return added, f"added a lease to {added.node}" + _terms_note(added)
+    return added, _("added a lease to {node}").format(node=added.node) + _terms_note(added)
 
 
 def _near_enough(ledger: Ledger, lease: Lease, keys: tuple[str, ...], said: str = "") -> None:
@@ -38,7 +39,7 @@ def _terms_note(lease: Lease) -> str:
     """What the lease's figures will assume for want of a term (billing.off_grid): said
     when it is typed, not first found in a month's report."""
     why = billing.off_grid(lease)
-    return f" (note: {why})" if why else ""
+    return " " + _("(note: {why})").format(why=why) if why else ""
 
 
 def renew_lease(
@@ -47,9 +48,9 @@ def renew_lease(
     """`zuka lease renew NODE --until UNTIL`: the renewal and what the command says of it
     (also the dashboard's renew form)."""
     if not until.strip():  # an empty end would be read as no end: an open-ended renewal
-        raise InputError("until", until, "is empty: give the end of the renewed period")
+        raise InputError("until", until, _("is empty: give the end of the renewed period"))
     # A renewal copies the lease's terms (and ends it): none may be an outside value.
-    refuse_outside_edits(ledger, node, "renewing the lease", "lease")
+    refuse_outside_edits(ledger, node, _("renewing the lease"), "lease")
     try:
         # (read in the default zone: a zone's hours do not matter to years ahead)
         at = fields.moment("until", until)
@@ -67,7 +68,9 @@ def renew_lease(
             p.refuse(e)
         p.raise_found()
         raise  # not reached: raise_found raised
-    said = f"renewed {lease.node} until {until}: {which_lease(ledger, lease)}"
+    said = _("renewed {node} until {until}: {which}").format(
+        node=lease.node, until=until, which=which_lease(ledger, lease)
+    )
     return lease, said + _terms_note(lease)
 
 
@@ -75,17 +78,19 @@ def end_lease(ledger: Ledger, node_name: str, at_text: str | None) -> tuple[Leas
     """`zuka lease end NODE [--at AT]`: the ended lease and what the command says of it
     (also the dashboard's end form)."""
     node = ledger.node(node_name)
-    refuse_outside_edits(ledger, node.name, "ending the lease", "lease", ("ended_at",))
+    refuse_outside_edits(ledger, node.name, _("ending the lease"), "lease", ("ended_at",))
     lease = ledger.current_lease(node.name)
     tz = lease.billing_tz if lease else fields.DEFAULT_TZ
     at = fields.moment("at", at_text, tz) if at_text else None
     still_open = len(ledger.leases(node.name, open_only=True))
-    which = which_lease(ledger, lease) if lease else "the lease"
+    which = which_lease(ledger, lease) if lease else _("the lease")
     ended = ledger.end_lease(node_name, at)
     cancelled = still_open - 1 - len(ledger.leases(node.name, open_only=True))
-    message = f"ended {which} of {ended.node}"
+    message = _("ended {which} of {node}").format(which=which, node=ended.node)
     if cancelled > 0:
-        message += f", and its {cancelled} renewal(s) not started yet (they never billed)"
+        message += _(", and its {n} renewal(s) not started yet (they never billed)").format(
+            n=cancelled
+        )
     return ended, message
 
 
@@ -104,14 +109,13 @@ def stop_node(ledger: Ledger, node_name: str, at_text: str | None) -> tuple[Leas
     stop = ledger.stop_node(node.name, at)
     lease = next(le for le in ledger.leases(node) if le.id == stop.lease_id)
     how = {
-        "full": "its lease bills in full while stopped",
-        "storage_only": "its lease stops billing, its storage does not",
-        "none": "nothing bills while it is stopped",
+        "full": _("its lease bills in full while stopped"),
+        "storage_only": _("its lease stops billing, its storage does not"),
+        "none": _("nothing bills while it is stopped"),
     }[lease.stopped_billing.value]
-    message = (
-        f"recorded {stop.node} stopped from {fields.shown(stop.start, lease.billing_tz)}"
-        f" ({how}); when it runs again: zuka lease resume {stop.node}"
-    )
+    message = _(
+        "recorded {node} stopped from {start} ({how}); when it runs again: zuka lease resume {node}"
+    ).format(node=stop.node, start=fields.shown(stop.start, lease.billing_tz), how=how)
     return stop, message
 
 
@@ -122,9 +126,8 @@ def resume_node(ledger: Ledger, node_name: str, at_text: str | None) -> tuple[Le
     at = fields.moment("at", at_text, tz) if at_text else None
     stop = ledger.resume_node(node.name, at)
     assert stop.end is not None
-    message = (
-        f"recorded {stop.node} running again from {fields.shown(stop.end, tz)}"
-        f" (stopped since {fields.shown(stop.start, tz)})"
+    message = _("recorded {node} running again from {end} (stopped since {start})").format(
+        node=stop.node, end=fields.shown(stop.end, tz), start=fields.shown(stop.start, tz)
     )
     return stop, message
 
@@ -139,7 +142,7 @@ def edit_lease(
 ) -> tuple[Lease, str]:
     """`zuka lease edit NODE [--start PICK]`: the lease as edited and what the command says
     of it (also the dashboard's lease form)."""
-    refuse_outside_edits(ledger, node, "editing the lease", "lease", changes)
+    refuse_outside_edits(ledger, node, _("editing the lease"), "lease", changes)
     for key in ("start", "end"):
         value = changes.get(key)
         if isinstance(value, str) and value.strip():
@@ -150,9 +153,10 @@ def edit_lease(
     which = which_lease(ledger, lease)
     same = audit_head(ledger) == head
     message = (
-        f"nothing changed: {which} of {lease.node} is already so"
+        _("nothing changed: {which} of {node} is already so").format(which=which, node=lease.node)
         if same
-        else f"updated {which} of {lease.node}" + _terms_note(lease)
+        else _("updated {which} of {node}").format(which=which, node=lease.node)
+        + _terms_note(lease)
     )
     return lease, message
 
@@ -162,11 +166,19 @@ def delete_lease(
 ) -> tuple[dict[str, Any], str]:
     """`zuka lease delete NODE --start WHEN`: what was deleted (the lease, its resources)
     and what the command says of it."""
-    refuse_outside_edits(ledger, node, "deleting the lease")
+    refuse_outside_edits(ledger, node, _("deleting the lease"))
     bundle = ledger.delete_lease(node, start, force=force)
     went = bundle["resources"]
-    tail = f" and its resources: {describe_resources(went)}" if went else ""
-    message = f"deleted the lease of {node} from {bundle['start']}{tail}"
+    if went:
+        message = _("deleted the lease of {node} from {start} and its resources: {went}").format(
+            node=node, start=bundle["start"], went=describe_resources(went)
+        )
+    else:
+        message = _("deleted the lease of {node} from {start}").format(
+            node=node, start=bundle["start"]
+        )
     if (reopened := bundle.get("reopened")) is not None:
-        message += f"; the lease from {reopened['start']} it renewed runs on again"
-    return bundle, message + " (`zuka undo` puts it back)"
+        message = _("{said}; the lease from {start} it renewed runs on again").format(
+            said=message, start=reopened["start"]
+        )
+    return bundle, _("{said} (`zuka undo` puts it back)").format(said=message)

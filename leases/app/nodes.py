@@ -11,6 +11,7 @@ from leases.app.changes import audit_head
 from leases.app.promcheck import refuse_node_setting, refuse_prom_host, refuse_prom_token
 from leases.app.untouched import refuse_outside_edits
 from leases.core.errors import InputError, Problems
+from leases.core.i18n import _
 from leases.core.models import Node, Provider
 from leases.ledger import records
 from leases.ledger.store import Ledger
@@ -54,21 +55,27 @@ def new_provider(ledger: Ledger, provider: str | None, channel: str | None) -> P
     """The provider to create with the node, when --channel names one that is not there."""
     if provider is None:
         if channel is not None:
-            raise InputError("channel", channel, "give --provider with --channel")
+            raise InputError("channel", channel, _("give --provider with --channel"))
         return None
     try:
         existing = ledger.provider(provider)
     except InputError:
         if channel is None:
             raise InputError(
-                "provider", provider, "unknown provider: add --channel to create it"
+                "provider", provider, _("unknown provider: add --channel to create it")
             ) from None
         try:
             return records.provider_from({"name": provider, "kind": channel})
         except InputError as exc:
             raise InputError("channel", channel, exc.reason) from None
     if channel is not None and channel != existing.kind.value:
-        raise InputError("channel", channel, f"{existing.name} is a {existing.kind.value}")
+        raise InputError(
+            "channel",
+            channel,
+            _("{provider} is a {channel}").format(
+                provider=existing.name, channel=existing.kind.value
+            ),
+        )
     return None
 
 
@@ -76,7 +83,7 @@ def new_node(name: str, changes: Mapping[str, Any]) -> Node:
     """The node `zuka node add NAME` records: a login command or --local is required."""
     p = Problems()  # every field's refusal, the missing login first (the form shows all)
     if not any(key in changes for key in records.SSH_KEYS) and not changes.get("local"):
-        p.refuse(InputError("ssh", None, "give --ssh 'ssh -p PORT user@host' (or --local)"))
+        p.refuse(InputError("ssh", None, _("give --ssh 'ssh -p PORT user@host' (or --local)")))
         changes = {**changes, "local": True}  # so that the other fields are still checked
     node = p(None, records.node_from, {"name": name, **changes})
     p.raise_found()
@@ -102,7 +109,7 @@ def add_node(
         ledger, node, {k: getattr(node, k) for k in own} | {"provider": provider or node.provider}
     )
     added = ledger.add_node(node, new_provider=new_provider(ledger, provider, channel))
-    return added, f"added node {added.name}"
+    return added, _("added node {node}").format(node=added.name)
 
 
 def edit_node(
@@ -115,7 +122,7 @@ def edit_node(
     """`zuka node edit NAME`: the node as edited and what the command says of it (also the
     dashboard's node form)."""
     node = ledger.node(name)
-    refuse_outside_edits(ledger, name, "editing the node", "node", changes)
+    refuse_outside_edits(ledger, name, _("editing the node"), "node", changes)
     refuse_prom_host(changes)
     refuse_prom_token(changes)
     refuse_node_setting(ledger, node, changes)
@@ -124,10 +131,8 @@ def edit_node(
     edited = ledger.update_node(name, changes, new_provider=new_provider(ledger, provider, channel))
     same = audit_head(ledger) == head
     message = (
-        f"nothing changed: node {edited.name} is already so"
-        if same
-        else f"updated node {edited.name}"
-    )
+        _("nothing changed: node {node} is already so") if same else _("updated node {node}")
+    ).format(node=edited.name)
     return edited, message
 
 
@@ -144,19 +149,24 @@ def _keeps_its_books(ledger: Ledger, node: Node, provider: Any) -> None:
     invoiced = [r for r in ledger.book_rows("invoice") if r["lease_id"] in leases]
     prepaid = ledger.book_rows("balance", "provider_id = ?", [old])
     if invoiced or prepaid:
-        said = "invoiced" if invoiced else "charged to its prepaid account"
-        raise InputError(
-            "provider",
-            provider,
-            f"node {node.name}'s leases were {said} by {node.provider}: moved, their past"
-            f" charges would go with it; archive it (zuka node archive {node.name}) and add"
-            " the node again at the other provider",
-        )
+        if invoiced:
+            said = _(
+                "node {node}'s leases were invoiced by {provider}: moved, their past charges"
+                " would go with it; archive it (zuka node archive {node}) and add the node"
+                " again at the other provider"
+            )
+        else:
+            said = _(
+                "node {node}'s leases were charged to its prepaid account by {provider}:"
+                " moved, their past charges would go with it; archive it (zuka node archive"
+                " {node}) and add the node again at the other provider"
+            )
+        raise InputError("provider", provider, said.format(node=node.name, provider=node.provider))
 
 
 def archive_node(ledger: Ledger, name: str) -> tuple[Node, str]:
     """`zuka node archive NAME`: the node marked released and what the command says of it."""
-    refuse_outside_edits(ledger, name, "archiving the node", "node", ("state",))
+    refuse_outside_edits(ledger, name, _("archiving the node"), "node", ("state",))
     try:
         node = ledger.archive_node(name)
     except InputError as exc:
@@ -164,20 +174,22 @@ def archive_node(ledger: Ledger, name: str) -> tuple[Node, str]:
             raise
         # The user typed no state: name the command, not the field it sets.
         raise InputError(f"node archive {name}", None, exc.reason) from None
-    return node, f"archived node {node.name}"
+    return node, _("archived node {node}").format(node=node.name)
 
 
 def restore_node(ledger: Ledger, name: str) -> tuple[Node, str]:
     """`zuka node restore NAME`: the latest archived node of the name, brought back."""
-    refuse_outside_edits(ledger, name, "restoring the node", "node", ("state",))
+    refuse_outside_edits(ledger, name, _("restoring the node"), "node", ("state",))
     node = ledger.restore_node(name)
-    return node, f"restored node {node.name}"
+    return node, _("restored node {node}").format(node=node.name)
 
 
 def delete_node(ledger: Ledger, name: str, *, force: bool) -> tuple[dict[str, int], str]:
     """`zuka node delete NAME`: what went with the node (counts) and what the command says."""
-    refuse_outside_edits(ledger, name, "deleting the node")
+    refuse_outside_edits(ledger, name, _("deleting the node"))
     counts = ledger.delete_node(name, force=force)
-    went = describe_counts(counts)
-    tail = "" if went == "nothing" else f" with {went}"
-    return counts, f"deleted node {name}{tail} (`zuka undo` puts it back)"
+    if not any(counts.values()):
+        return counts, _("deleted node {node} (`zuka undo` puts it back)").format(node=name)
+    return counts, _("deleted node {node} with {went} (`zuka undo` puts it back)").format(
+        node=name, went=describe_counts(counts)
+    )

@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Protocol
 
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 from leases.core.models import GpuProcess, NodeStatus
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
@@ -38,7 +39,7 @@ SHOWN_CMDLINE = 400
 POLL_S = 0.5
 AFTER_KILL_S = 5.0
 MAX_GRACE_S = 600.0
-NOT_VISIBLE = (
+NOT_VISIBLE = N_(
     "the login cannot see this pid (a container's host PID): stop it from inside the container"
 )
 
@@ -153,12 +154,12 @@ def age_words(seconds: float) -> str:
     """How old a reading is: "40 s", "12 min", "3 h", "2 days"."""
     s = max(int(seconds), 0)
     if s < 120:
-        return f"{s} s"
+        return _("{n} s").format(n=s)
     if s < 2 * 3600:
-        return f"{s // 60} min"
+        return _("{n} min").format(n=s // 60)
     if s < 2 * 86400:
-        return f"{s // 3600} h"
-    return f"{s // 86400} days"
+        return _("{n} h").format(n=s // 3600)
+    return _("{n} days").format(n=s // 86400)
 
 
 STALE_S = 60  # a node read this much before the newest is named on its own
@@ -178,16 +179,20 @@ def readings_age(statuses: Iterable[NodeStatus], now: datetime) -> str:
         else:
             ages.append(((now - st.at).total_seconds(), visible(st.node, 30)))
     ages.sort()
-    unread = f"never read: {', '.join(never[:_NAMED])}" if never else ""
+    unread = _("never read: {nodes}").format(nodes=", ".join(never[:_NAMED])) if never else ""
     if not ages:
         return unread
     newest = ages[0][0]
-    words = f"read {age_words(newest)} ago"
+    words = _("read {age} ago").format(age=age_words(newest))
     older = [(age, node) for age, node in reversed(ages) if age - newest >= STALE_S]
     if older:
-        named = ", ".join(f"{node} {age_words(age)} ago" for age, node in older[:_NAMED])
-        more = f" and {len(older) - _NAMED} more" if len(older) > _NAMED else ""
-        words += f"; older: {named}{more}"
+        named = ", ".join(
+            _("{node} {age} ago").format(node=node, age=age_words(age))
+            for age, node in older[:_NAMED]
+        )
+        if len(older) > _NAMED:
+            named = _("{nodes} and {n} more").format(nodes=named, n=len(older) - _NAMED)
+        words = _("{said}; older: {nodes}").format(said=words, nodes=named)
     return f"{words}; {unread}" if unread else words
 
 
@@ -205,7 +210,7 @@ def sort_rows(rows: Iterable[ProcessRow], by: str) -> list[ProcessRow]:
     """Rows sorted by one of SORT_KEYS (memory, share and elapsed: largest first)."""
     key = SORT_KEYS.get(by)
     if key is None:
-        raise InputError("sort", by, f"one of {', '.join(SORT_KEYS)}")
+        raise InputError("sort", by, _("one of {choices}").format(choices=", ".join(SORT_KEYS)))
     return sorted(rows, key=key)
 
 
@@ -244,14 +249,20 @@ class Runner(Protocol):
 
 
 class Outcome(enum.Enum):
-    STOPPED = "stopped after SIGTERM"
-    KILLED = "killed after SIGKILL"
-    ALREADY_GONE = "already gone: nothing signalled"
-    REUSED = "refused: the pid is another process now (reused): nothing signalled"
-    NOT_VISIBLE = "refused: " + NOT_VISIBLE
-    DENIED = "refused by the node: permission denied (another user's process)"
-    STILL_RUNNING = "still running after SIGKILL"
-    FAILED = "failed"
+    """How a stop ended; its value is English (the audit's words) and marked: a front end
+    shows _(value)."""
+
+    STOPPED = N_("stopped after SIGTERM")
+    KILLED = N_("killed after SIGKILL")
+    ALREADY_GONE = N_("already gone: nothing signalled")
+    REUSED = N_("refused: the pid is another process now (reused): nothing signalled")
+    NOT_VISIBLE = N_(
+        "refused: the login cannot see this pid (a container's host PID): stop it from inside"
+        " the container"
+    )
+    DENIED = N_("refused by the node: permission denied (another user's process)")
+    STILL_RUNNING = N_("still running after SIGKILL")
+    FAILED = N_("failed")
 
 
 @dataclass(frozen=True)
@@ -271,12 +282,16 @@ class Stopped:
 def check_confirmation(pid: int, typed: str | None) -> None:
     """The pid typed, as offboarding has the node's name typed."""
     if (typed or "").strip() != str(pid):
-        raise InputError("confirm", typed, f"type the process's pid, {pid}, to confirm")
+        raise InputError(
+            "confirm", typed, _("type the process's pid, {pid}, to confirm").format(pid=pid)
+        )
 
 
 def check_grace(grace_s: float) -> float:
     if not 0 <= grace_s <= MAX_GRACE_S:
-        raise InputError("grace", grace_s, f"seconds from 0 to {MAX_GRACE_S:g}")
+        raise InputError(
+            "grace", grace_s, _("seconds from 0 to {most}").format(most=f"{MAX_GRACE_S:g}")
+        )
     return grace_s
 
 
@@ -351,7 +366,9 @@ async def stop_process(
         return hidden.done(Outcome.NOT_VISIBLE)
     if expected_start is None or expected_cmdline is None:
         raise InputError(
-            "pid", pid, "its start time and command line are unknown: wait for the next reading"
+            "pid",
+            pid,
+            _("its start time and command line are unknown: wait for the next reading"),
         )
     if procstop.split_start(expected_start)[2] is None:  # no cksum: the text is compared
         procstop.check_cmdline(expected_cmdline)
@@ -429,7 +446,7 @@ def runner_for(ledger: Ledger, node: str) -> Runner:
 
         return LocalRunner()
     if ledger.path is None:
-        raise InputError("ledger", None, "stopping a process on a node needs a ledger file")
+        raise InputError("ledger", None, _("stopping a process on a node needs a ledger file"))
     from leases.ssh.session import NodeSession
     from leases.telemetry.wiring import ssh_options
 
@@ -440,7 +457,11 @@ def find_row(rows: Iterable[ProcessRow], node: str, pid: int) -> ProcessRow:
     for row in rows:
         if row.node == node and row.pid == pid:
             return row
-    raise InputError("pid", pid, f"no GPU process {pid} on {node} in the last reading: zuka ps")
+    raise InputError(
+        "pid",
+        pid,
+        _("no GPU process {pid} on {node} in the last reading: zuka ps").format(pid=pid, node=node),
+    )
 
 
 __all__ = [

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import Node, Provider
 from leases.core.promsource import (
     ReadingSource,
@@ -37,7 +38,9 @@ def refuse_prom_host(changes: Mapping[str, Any], *, resolve: bool = True) -> Non
     host = urllib.parse.urlsplit(url).hostname or ""
     said = resolved_refusal(host, None, system_resolver if resolve else None)
     if said is not None:
-        raise InputError("prom_url", url, f"zuka does not read from there: {said}")
+        raise InputError(
+            "prom_url", url, _("zuka does not read from there: {said}").format(said=said)
+        )
 
 
 def refuse_prom_token(changes: Mapping[str, Any]) -> None:
@@ -45,7 +48,7 @@ def refuse_prom_token(changes: Mapping[str, Any]) -> None:
     raw = changes.get("prom_token_file")
     if raw is None or not str(raw).strip():
         return
-    read_token(check_token_file(str(raw)), "prom_token_file", "the Prometheus queries")
+    read_token(check_token_file(str(raw)), "prom_token_file", _("the Prometheus queries"))
 
 
 def _given(changes: Mapping[str, Any]) -> list[str]:
@@ -64,7 +67,11 @@ def _refuse_plain_token(url: Any, token: Any) -> None:
     if url and token:
         said = plain_token_refusal(check_url(str(url)))
         if said is not None:
-            raise InputError("prom_url", None, f"{said}: give an https URL, or no --token-file")
+            raise InputError(
+                "prom_url",
+                None,
+                _("{said}: give an https URL, or no --token-file").format(said=said),
+            )
 
 
 def refuse_node_setting(ledger: Ledger, node: Node, changes: Mapping[str, Any]) -> None:
@@ -85,13 +92,22 @@ def refuse_node_setting(ledger: Ledger, node: Node, changes: Mapping[str, Any]) 
     given = _given(changes)
     local = bool(changes.get("local", node.local))
     if given and (source != ReadingSource.PROMETHEUS or local):
-        how = "through NVML (--local)" if local else "over SSH"
-        where = f"the node or its provider {provider.name}" if provider else "the node"
+        if local:
+            said = _(
+                "node {node} reads its GPUs through NVML (--local): {flags} are for --source"
+                " prometheus (give --source prometheus on {where})"
+            )
+        else:
+            said = _(
+                "node {node} reads its GPUs over SSH: {flags} are for --source prometheus"
+                " (give --source prometheus on {where})"
+            )
+        if provider:
+            where = _("the node or its provider {provider}").format(provider=provider.name)
+        else:
+            where = _("the node")
         raise InputError(
-            given[0],
-            None,
-            f"node {node.name} reads its GPUs {how}: {_flags(given)} are for --source"
-            f" prometheus (give --source prometheus on {where})",
+            given[0], None, said.format(node=node.name, flags=_flags(given), where=where)
         )
     url = merged["prom_url"] or (provider.prom_url if provider else "")
     # As leases.telemetry.promtarget.inherit reads it: the provider's token goes only with
@@ -115,8 +131,10 @@ def refuse_provider_setting(ledger: Ledger, provider: Provider, changes: Mapping
             raise InputError(
                 given[0],
                 None,
-                f"provider {provider.name}'s nodes read their GPUs over SSH: {_flags(given)}"
-                " are for --source prometheus (give --source prometheus on the provider, or"
-                " on the nodes that read from Prometheus)",
+                _(
+                    "provider {provider}'s nodes read their GPUs over SSH: {flags} are for"
+                    " --source prometheus (give --source prometheus on the provider, or on the"
+                    " nodes that read from Prometheus)"
+                ).format(provider=provider.name, flags=_flags(given)),
             )
     _refuse_plain_token(merged["prom_url"], merged["prom_token_file"])

@@ -13,6 +13,7 @@ from leases.app.promcheck import (
     refuse_provider_setting,
 )
 from leases.app.untouched import refuse_provider_edits
+from leases.core.i18n import _
 from leases.core.models import Provider
 from leases.ledger.store import Ledger
 
@@ -24,7 +25,7 @@ def add_provider(ledger: Ledger, provider: Provider) -> tuple[Provider, str]:
     own = ("reading_source", "prom_url", "prom_match", "prom_token_file")
     refuse_provider_setting(ledger, provider, {k: getattr(provider, k) for k in own})
     added = ledger.add_provider(provider)
-    return added, f"added provider {added.name}"
+    return added, _("added provider {provider}").format(provider=added.name)
 
 
 def edit_provider(ledger: Ledger, name: str, changes: Mapping[str, Any]) -> tuple[Provider, str]:
@@ -37,8 +38,8 @@ def edit_provider(ledger: Ledger, name: str, changes: Mapping[str, Any]) -> tupl
     edited = ledger.update_provider(name, changes)
     same = audit_head(ledger) == head
     message = (
-        f"nothing changed: provider {edited.name} is already so"
+        _("nothing changed: provider {provider} is already so")
         if same
-        else f"updated provider {edited.name}"
-    )
+        else _("updated provider {provider}")
+    ).format(provider=edited.name)
     return edited, message

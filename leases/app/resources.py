@@ -8,6 +8,7 @@ from typing import Any
 
 from leases.app.changes import audit_head, which_lease
 from leases.app.untouched import refuse_outside_edits
+from leases.core.i18n import _, pgettext
 from leases.ledger import records, release
 from leases.ledger.store import Ledger
 
@@ -22,8 +23,14 @@ def add_resource(ledger: Ledger, node: str, rec: Mapping[str, Any]) -> tuple[dic
     doc = records.resource_record(res, node, lease.start)
     # Say which lease took it: without --lease-start the lease billing now, else the latest.
     if not is_open and "lease_start" not in rec:
-        which = f"its latest lease, {which.removeprefix('the lease ')} (none bills now)"
-    return doc, f"recorded {res.kind.value} {res.native_id} on {node}, in {which}"
+        which = _("its latest lease, {which} (none bills now)").format(
+            which=which.removeprefix("the lease ")
+        )
+    # The kind's display word, as tui.words.shown marks it.
+    kind = pgettext("value", res.kind.value)
+    return doc, _("recorded {kind} {id} on {node}, in {which}").format(
+        kind=kind, id=res.native_id, node=node, which=which
+    )
 
 
 def edit_resource(
@@ -36,10 +43,14 @@ def edit_resource(
 ) -> tuple[dict[str, Any], str]:
     """`zuka resource edit NODE --kind K --id ID`: the resource's record as edited (or
     marked deleted or verified by hand) and what the command says of it."""
-    refuse_outside_edits(ledger, node, "editing the resource", "resource", changes)
+    refuse_outside_edits(ledger, node, _("editing the resource"), "resource", changes)
     head = audit_head(ledger)
     doc = ledger.update_resource(node, kind, native_id, changes, lease_start=lease_start)
     same = audit_head(ledger) == head
-    what = f"{doc['kind']} {doc['native_id']} on {doc['node']}"
-    message = f"nothing changed: {what} is already so" if same else f"updated {what}"
+    said = (
+        _("nothing changed: {kind} {id} on {node} is already so")
+        if same
+        else _("updated {kind} {id} on {node}")
+    )
+    message = said.format(kind=doc["kind"], id=doc["native_id"], node=doc["node"])
     return doc, message

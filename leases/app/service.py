@@ -24,6 +24,7 @@ from pathlib import Path
 from leases.app import serviceruntime
 from leases.core.clock import Clock
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.lab.layout import DEFAULT_FOLDER, LEDGER, Lab, find_lab
 from leases.service import files
 from leases.service.units import COLLECT, WEB, Mode, Runtime, UnitSpec, collect_args, render
@@ -113,8 +114,10 @@ def lab_for(ledger: Path | None) -> Lab:
         raise InputError(
             "ledger",
             str(path),
-            f"is not in a lab folder (no root-owned zuka-lab.toml in {path.parent}): a system"
-            " service runs on a lab's ledger; run `sudo zuka lab init` first",
+            _(
+                "is not in a lab folder (no root-owned zuka-lab.toml in {parent}): a "
+                "system service runs on a lab's ledger; run `sudo zuka lab init` first"
+            ).format(parent=path.parent),
         )
     return lab
 
@@ -125,7 +128,7 @@ def _specs(req: Request, runtime: Runtime, euid: int) -> tuple[list[UnitSpec], l
     if req.mode is Mode.SYSTEM:
         if euid != 0:
             raise InputError(
-                "--system", None, "installs into /etc/systemd/system: run it as root (sudo)"
+                "--system", None, _("installs into /etc/systemd/system: run it as root (sudo)")
             )
         lab = lab_for(req.ledger)
         loose = serviceruntime.problems(runtime, lab.service_user)
@@ -133,12 +136,15 @@ def _specs(req: Request, runtime: Runtime, euid: int) -> tuple[list[UnitSpec], l
             raise InputError(
                 "--system",
                 None,
-                "the unit would run code that someone but root may change, or that the service"
-                f" user {lab.service_user} cannot reach (it owns the lab's ledger and reads the"
-                " collector's key): "
-                + "; ".join(loose[:8])
-                + ("; ..." if len(loose) > 8 else "")
-                + ". Install zuka where only root writes (python3 -m venv /opt/zuka, as root)",
+                _(
+                    "the unit would run code that someone but root may change, or that the"
+                    " service user {user} cannot reach (it owns the lab's ledger and reads the"
+                    " collector's key): {problems}. Install zuka where only root writes"
+                    " (python3 -m venv /opt/zuka, as root)"
+                ).format(
+                    user=lab.service_user,
+                    problems="; ".join(loose[:8]) + ("; ..." if len(loose) > 8 else ""),
+                ),
             )
         identity = req.identity or lab.collector_key
         notes += service_key_problems(identity, lab.service_user)
@@ -147,17 +153,19 @@ def _specs(req: Request, runtime: Runtime, euid: int) -> tuple[list[UnitSpec], l
         group: str | None = lab.viewers
     else:
         if req.ledger is None:
-            raise InputError("ledger", None, "a user service needs the ledger's path")
+            raise InputError("ledger", None, _("a user service needs the ledger's path"))
         ledger = req.ledger.absolute()
         if not ledger.exists():
-            raise InputError("ledger", str(ledger), "no ledger there yet: add nodes first")
+            raise InputError("ledger", str(ledger), _("no ledger there yet: add nodes first"))
         identity = req.identity.absolute() if req.identity else None
         if identity is not None:
             _check_own_key(identity)
         home, writable, user, group = req.home, (ledger.parent,), None, None
         notes.append(
-            "a user's services stop when they log out, unless `loginctl enable-linger"
-            f" {_user_name(euid)}` was run (as root, once)"
+            _(
+                "a user's services stop when they log out, unless `loginctl "
+                "enable-linger {user_name}` was run (as root, once)"
+            ).format(user_name=_user_name(euid))
         )
 
     def spec(name: str, what: str, args: tuple[str, ...]) -> UnitSpec:
@@ -170,13 +178,18 @@ def _specs(req: Request, runtime: Runtime, euid: int) -> tuple[list[UnitSpec], l
         specs.append(spec(WEB, "zuka web: the dashboard in a browser tab", args))
         if req.mode is Mode.SYSTEM:
             notes.append(
-                "zuka web's dashboards only read the lab's ledger (whoever holds the token is not"
-                " known by name): they show the fleet to anyone who may read the journal, where"
-                " the token is printed; keep it on 127.0.0.1 and reach it with ssh -L"
+                _(
+                    "zuka web's dashboards only read the lab's ledger (whoever holds the "
+                    "token is not known by name): they show the fleet to anyone who may read "
+                    "the journal, where the token is printed; keep it on 127.0.0.1 and reach "
+                    "it with ssh -L"
+                )
             )
         notes.append(
-            "zuka web prints each run's address with its secret token to the journal:"
-            f" journalctl {'--user ' if req.mode is Mode.USER else ''}-u {WEB}.service"
+            _(
+                "zuka web prints each run's address with its secret token to the "
+                "journal: journalctl {user_flag}-u {web}.service"
+            ).format(user_flag="--user " if req.mode is Mode.USER else "", web=WEB)
         )
     return specs, notes
 
@@ -189,10 +202,14 @@ def _check_own_key(path: Path) -> None:
     try:
         load_own_key(path)
     except KeyFileRefused as exc:
-        raise InputError("identity", str(path), f"refused: {exc}") from None
+        raise InputError(
+            "identity", str(path), _("refused: {problem}").format(problem=exc)
+        ) from None
     except (asyncssh.KeyImportError, ValueError) as exc:
         raise InputError(
-            "identity", str(path), f"is not a private key usable without a passphrase ({exc})"
+            "identity",
+            str(path),
+            _("is not a private key usable without a passphrase ({problem})").format(problem=exc),
         ) from None
 
 
@@ -202,20 +219,32 @@ def service_key_problems(path: Path, service_user: str) -> list[str]:
     try:
         info = path.lstat()
     except FileNotFoundError:
-        return [f"the collector's key {path} does not exist yet: `sudo zuka lab init` makes it"]
+        return [
+            _(
+                "the collector's key {path} does not exist yet: `sudo zuka lab init` makes it"
+            ).format(path=path)
+        ]
     try:
         uid = pwd.getpwnam(service_user).pw_uid
     except KeyError:
-        return [f"the service user {service_user} does not exist: `sudo zuka lab init` makes it"]
+        return [
+            _(
+                "the service user {service_user} does not exist: `sudo zuka lab init` makes it"
+            ).format(service_user=service_user)
+        ]
     problems = []
     if not stat.S_ISREG(info.st_mode):
-        problems.append(f"the collector's key {path} is not a regular file")
+        problems.append(_("the collector's key {path} is not a regular file").format(path=path))
     if info.st_uid != uid:
         problems.append(
-            f"the collector's key {path} is not {service_user}'s: chown {service_user} {path}"
+            _(
+                "the collector's key {path} is not {service_user}'s: chown {service_user} {path}"
+            ).format(path=path, service_user=service_user)
         )
     if info.st_mode & 0o077:
-        problems.append(f"the collector's key {path} is open to others: chmod 600 {path}")
+        problems.append(
+            _("the collector's key {path} is open to others: chmod 600 {path}").format(path=path)
+        )
     return problems
 
 

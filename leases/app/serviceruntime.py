@@ -15,6 +15,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from leases.core.i18n import _
 from leases.lab.rootpath import ancestors, changeable_by_others, user_name
 from leases.service.units import Runtime
 
@@ -41,9 +42,8 @@ def unreachable(path: Path, user: str) -> str | None:
         else:
             ok = info.st_mode & stat.S_IXOTH
         if not ok:
-            return (
-                f"{user} may not pass {part} (mode {stat.S_IMODE(info.st_mode):04o}) on the way"
-                f" to {path}"
+            return _("{user} may not pass {part} (mode {mode:04o}) on the way to {path}").format(
+                user=user, part=part, mode=stat.S_IMODE(info.st_mode), path=path
             )
     return None
 
@@ -85,9 +85,23 @@ def _loose_files(folder: Path, limit: int = 20) -> list[tuple[Path, str]]:
             except OSError:
                 continue
             if info.st_uid != 0:
-                loose.append((path, f"belongs to {user_name(info.st_uid)}, not root"))
+                loose.append(
+                    (
+                        path,
+                        _("belongs to {user_name}, not root").format(
+                            user_name=user_name(info.st_uid)
+                        ),
+                    )
+                )
             elif info.st_mode & 0o022:
-                loose.append((path, f"may be written by others ({stat.S_IMODE(info.st_mode):04o})"))
+                loose.append(
+                    (
+                        path,
+                        _("may be written by others ({mode:04o})").format(
+                            mode=stat.S_IMODE(info.st_mode)
+                        ),
+                    )
+                )
             if len(loose) >= limit:
                 return loose
     return loose

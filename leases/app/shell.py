@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import Node, NodeHealth
 from leases.core.textsafe import visible
 from leases.ssh.errors import SshError
@@ -55,17 +56,19 @@ def check_node(node: Node) -> None:
         raise InputError(
             "node",
             node.name,
-            "is this machine (read with NVML, no SSH login): open a shell here instead",
+            _("is this machine (read with NVML, no SSH login): open a shell here instead"),
         )
     if node.problem:
-        raise InputError("node", node.name, f"not polled: {node.problem}")
+        raise InputError("node", node.name, _("not polled: {problem}").format(problem=node.problem))
 
 
 def refused_words(node: Node, exc: SshError) -> str:
     """Why no session was opened, in polling's words; an unknown key says what to do."""
     words = visible(exc.message, MESSAGE_MAX)
     if exc.health is NodeHealth.UNTRUSTED:
-        words += f" (press t on the fleet, or run `zuka node trust {node.name}`)"
+        words += " " + _("(press t on the fleet, or run `zuka node trust {node}`)").format(
+            node=node.name
+        )
     return words
 
 
@@ -99,5 +102,5 @@ async def open_session(
         return ShellEnd(node.name, False, refused_words(node, exc), health=exc.health)
     finally:
         await pool.close()
-    words = "session " + ended_words(ended, tmux=tmux is not None)
+    words = _("session {ended}").format(ended=ended_words(ended, tmux=tmux is not None))
     return ShellEnd(node.name, True, words, ended.status)

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import TracebackType
 
 from leases.core.errors import LedgerError
+from leases.core.i18n import _
 from leases.core.models import Node
 from leases.ledger.store import Ledger
 from leases.ssh.errors import OfferedHostKey
@@ -69,8 +70,10 @@ class HostKeyTrust:
                 led.audit(conn, "node.trust", "hostkey", None, self.node.name, None, after)
         except LedgerError as exc:
             raise LedgerError(
-                f"the host key {offered.fingerprint} of {self.node.name} is trusted, but its"
-                f" audit entry could not be written: {exc}"
+                _(
+                    "the host key {fingerprint} of {node} is trusted, but its audit entry could"
+                    " not be written: {problem}"
+                ).format(fingerprint=offered.fingerprint, node=self.node.name, problem=exc)
             ) from exc
 
     async def log_in(self) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.ledger import rowaudit
 from leases.ledger.store import Ledger
 
@@ -44,7 +45,7 @@ def refuse_outside_edits(
             and not (
                 d.what == "edited"
                 and not d.problem
-                and {name for name, _, _ in d.fields} <= set(setting)
+                and {name for name, _was, _now in d.fields} <= set(setting)
             )
         ]
     _refuse(found, change)
@@ -58,22 +59,26 @@ def refuse_provider_edits(ledger: Ledger, name: str, setting: Collection[str]) -
         for d in rowaudit.drifted(ledger, ("provider",))
         if d.entity_id == provider.id
         and not (
-            d.what == "edited" and not d.problem and {f for f, _, _ in d.fields} <= set(setting)
+            d.what == "edited"
+            and not d.problem
+            and {f for f, _was, _now in d.fields} <= set(setting)
         )
     ]
-    _refuse(found, "editing the provider")
+    _refuse(found, _("editing the provider"))
 
 
 def _refuse(found: list[rowaudit.Drift], change: str) -> None:
     if not found:
         return
     said = "; ".join(d.said() for d in found[:3])
-    more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
+    if len(found) > 3:
+        said = _("{said}; and {n} more").format(said=said, n=len(found) - 3)
     raise InputError(
         "ledger",
         None,
-        f"{said}{more}. {change[0].upper()}{change[1:]} would write those values onto the"
-        " audit log as zuka's (and an undo would put them back as such): nothing was"
-        f" written. Check each, take it as it is with {found[0].accept}, then change it"
-        " with zuka",
+        _(
+            "{said}. {change} would write those values onto the audit log as zuka's (and an"
+            " undo would put them back as such): nothing was written. Check each, take it as"
+            " it is with {accept}, then change it with zuka"
+        ).format(said=said, change=change[:1].upper() + change[1:], accept=found[0].accept),
     )

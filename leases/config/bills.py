@@ -9,6 +9,7 @@ from typing import Any
 
 from leases.config.keys import got
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.textsafe import is_clean, visible
 from leases.money.bills import mapped
 from leases.money.bills.reconcile import tolerance
@@ -31,28 +32,40 @@ def read_bills(
         if name == "tolerance":
             if isinstance(value, bool) or not isinstance(value, str | int | float):
                 problems.append(
-                    f'{where}: {key}: must be an amount (1.5) or a percent ("1%"){got(value)}'
+                    _('{where}: {key}: must be an amount (1.5) or a percent ("1%"){got}').format(
+                        where=where, key=key, got=got(value)
+                    )
                 )
                 continue
             try:
                 tolerance(str(value), key)
             except InputError as exc:
-                problems.append(f"{where}: {key}: {exc.reason}{got(value)}")
+                problems.append(
+                    _("{where}: {key}: {reason}{got}").format(
+                        where=where, key=key, reason=exc.reason, got=got(value)
+                    )
+                )
                 continue
             tol = str(value)
             sources[key] = where
         elif not isinstance(value, dict):
             problems.append(
-                f"{where}: {key}: unknown key (known: tolerance, and [bills.NAME]"
-                f" tables of column names){got(value)}"
+                _(
+                    "{where}: {key}: unknown key (known: tolerance, and [bills.NAME] tables "
+                    "of column names){got}"
+                ).format(where=where, key=key, got=got(value))
             )
         elif name in PRESETS or not name or not is_clean(name) or len(name) > 40:
             problems.append(
-                f"{where}: {key}: not a usable format name"
-                + (" (zuka reads it itself)" if name in PRESETS else "")
+                _("{where}: {key}: not a usable format name").format(where=where, key=key)
+                + (_(" (zuka reads it itself)") if name in PRESETS else "")
             )
         elif len(formats) >= MAX_FORMATS:
-            problems.append(f"{where}: {key}: more than {MAX_FORMATS} bill formats")
+            problems.append(
+                _("{where}: {key}: more than {max_formats} bill formats").format(
+                    where=where, key=key, max_formats=MAX_FORMATS
+                )
+            )
         else:
             found = mapped.problems(value)
             problems += [f"{where}: {key}.{p}" for p in found]

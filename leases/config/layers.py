@@ -12,6 +12,7 @@ from typing import Any
 from leases.config.sections import LabConfig, Layer
 from leases.core.configfile import parse_toml, read_text
 from leases.core.errors import ConfigError
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.lab.sysconfig import read_secrets, read_system_config
 
@@ -46,9 +47,15 @@ def read_layers(user: Path | None, system: Path | None) -> Read:
         try:
             text, info = read_text(user)
         except FileNotFoundError:
-            raise ConfigError([f"{user}: no such file"]) from None
+            raise ConfigError([_("{user}: no such file").format(user=user)]) from None
         except PermissionError as exc:
-            raise ConfigError([f"{user}: cannot be read ({visible(exc.strerror, 200)})"]) from None
+            raise ConfigError(
+                [
+                    _("{user}: cannot be read ({problem})").format(
+                        user=user, problem=visible(exc.strerror, 200)
+                    )
+                ]
+            ) from None
         layers.append((Layer(USER, user, "read"), parse_toml(text, user)))
         warnings.extend(_permission_warnings(user, info.st_mode))
     return Read(tuple(layers), lab, tuple(warnings))
@@ -57,7 +64,9 @@ def read_layers(user: Path | None, system: Path | None) -> Read:
 def _permission_warnings(path: Path, mode: int) -> list[str]:
     if stat.S_ISREG(mode) and mode & 0o077:
         return [
-            f"{path} is readable by other users (mode {stat.S_IMODE(mode):03o}); it may hold "
-            f"notification tokens: chmod 600 {path}"
+            _(
+                "{path} is readable by other users (mode {mode:03o}); it may hold "
+                "notification tokens: chmod 600 {path}"
+            ).format(path=path, mode=stat.S_IMODE(mode))
         ]
     return []

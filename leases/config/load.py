@@ -43,6 +43,7 @@ from leases.config.sections import (
 )
 from leases.core.configfile import is_devnull
 from leases.core.errors import ConfigError
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.lab.sysconfig import SYSTEM_CONFIG_ENV, system_config_path
 
@@ -122,17 +123,28 @@ class _Laid:
         problems = self.problems
         for section, body in raw.items():
             if section == "lab":
-                problems.append(f"{where}: lab: is read from the system config only; for a"
-                                " ledger of your own use --ledger or $ZUKA_LEDGER")  # fmt: skip
+                problems.append(
+                    _(
+                        "{where}: lab: is read from the system config only; for a ledger of your "
+                        "own use --ledger or $ZUKA_LEDGER"
+                    ).format(where=where)
+                )
                 continue
             if section not in SECTIONS:
                 problems.append(
-                    f"{where}: {visible(section, 80)}: unknown section"
-                    f"{suggest(section, list(SECTIONS))}"
+                    _("{where}: {section}: unknown section{suggest}").format(
+                        where=where,
+                        section=visible(section, 80),
+                        suggest=suggest(section, list(SECTIONS)),
+                    )
                 )
                 continue
             if not isinstance(body, dict):
-                problems.append(f"{where}: {section}: must be a table ([{section}]){got(body)}")
+                problems.append(
+                    _("{where}: {section}: must be a table ([{section}]){got}").format(
+                        where=where, section=section, got=got(body)
+                    )
+                )
                 continue
             if section == "projects":  # [projects.NAME] tables beside person = project
                 problems.extend(read_project_tables(body, where, self.regions, self.sources))
@@ -162,20 +174,29 @@ class _Laid:
             spec = BY_KEY.get(key)
             if spec is None:
                 self.problems.append(
-                    f"{where}: {visible(key, 120)}: unknown key"
-                    f"{suggest(name, names, section + '.')}{got(value)}"
+                    _("{where}: {key}: unknown key{suggest}{got}").format(
+                        where=where,
+                        key=visible(key, 120),
+                        suggest=suggest(name, names, section + "."),
+                        got=got(value),
+                    )
                 )
                 continue
             if spec.secret and kind == SYSTEM:
                 self.problems.append(
-                    f"{where}: {key}: may hold tokens, and the system config is read by every"
-                    f" user of the host: move it to the secrets file ({secrets}), root's,"
-                    " its group the lab's editors, mode 0640"
+                    _(
+                        "{where}: {key}: may hold tokens, and the system config is read by every "
+                        "user of the host: move it to the secrets file ({secrets}), root's, its "
+                        "group the lab's editors, mode 0640"
+                    ).format(where=where, key=key, secrets=secrets)
                 )
                 continue
             if isinstance(value, str) and len(value) > MAX_STRING_CHARS:
-                self.problems.append(f"{where}: {key}: must be at most {MAX_STRING_CHARS}"
-                                     f" characters{got(value)}")  # fmt: skip
+                self.problems.append(
+                    _("{where}: {key}: must be at most {max_string_chars} characters{got}").format(
+                        where=where, key=key, max_string_chars=MAX_STRING_CHARS, got=got(value)
+                    )
+                )
                 continue
             try:
                 self.values[key] = spec.parse(value)
@@ -190,20 +211,32 @@ class _Laid:
             spec = BY_ENV.get(var)
             if spec is None:
                 if var.startswith(f"{ENV_PREFIX}MONEY_"):
-                    self.problems.append(f"env {var}: money rates are set in the config file"
-                                         ' only ([money.rates."2026-11"] USD = 7.12)')  # fmt: skip
+                    self.problems.append(
+                        _(
+                            "env {var}: money rates are set in the config file only "
+                            '([money.rates."2026-11"] USD = 7.12)'
+                        ).format(var=var)
+                    )
                 elif var.startswith(f"{ENV_PREFIX}LAB_"):
-                    self.problems.append(f"env {var}: [lab] is set in the system config only;"
-                                         " for a ledger of your own: $ZUKA_LEDGER")  # fmt: skip
+                    self.problems.append(
+                        _(
+                            "env {var}: [lab] is set in the system config only; for a ledger"
+                            " of your own: $ZUKA_LEDGER"
+                        ).format(var=var)
+                    )
                 elif any(var.startswith(f"{ENV_PREFIX}{s.upper()}_") for s in _SECTION_TYPES):
-                    self.problems.append(f"env {var}: no such setting{suggest(var, list(BY_ENV))}")
+                    self.problems.append(
+                        _("env {var}: no such setting{suggest}").format(
+                            var=var, suggest=suggest(var, list(BY_ENV))
+                        )
+                    )
                 continue
             value = _env_value(text, spec.is_list)
             try:
                 self.values[spec.key] = spec.parse(value)
-                self.sources[spec.key] = f"env {var}"
+                self.sources[spec.key] = _("env {var}").format(var=var)
             except BadValue as exc:
-                self.problems.extend(_refused(f"env {var}", spec.key, exc, text))
+                self.problems.extend(_refused(_("env {var}").format(var=var), spec.key, exc, text))
 
 
 def load_config(
@@ -234,8 +267,10 @@ def load_config(
     for month, table in laid.rates.items():
         if lab in table:
             problems.append(
-                f'{sources[f"money.rates.{month}.{lab}"]}: money.rates."{month}".{lab}: is the'
-                " lab's own currency (billing.currency): it needs no rate"
+                _(
+                    '{sources}: money.rates."{month}".{lab}: is the lab\'s own currency '
+                    "(billing.currency): it needs no rate"
+                ).format(sources=sources[f"money.rates.{month}.{lab}"], month=month, lab=lab)
             )
     if keys_check is not None:
         said = keys_check(laid.mappings["keys"])
@@ -243,7 +278,7 @@ def load_config(
         problems.extend([f"{files.pop()}: {p}" for p in said] if len(files) == 1 else said)
     if len(problems) > MAX_PROBLEMS:
         more = len(problems) - MAX_PROBLEMS
-        problems = [*problems[:MAX_PROBLEMS], f"... and {more} more problems"]
+        problems = [*problems[:MAX_PROBLEMS], _("... and {more} more problems").format(more=more)]
     if problems:
         raise ConfigError(problems)
     sections: dict[str, Any] = {}
@@ -281,7 +316,11 @@ def load_config(
 def _refused(where: str, key: str, exc: BadValue, value: Any) -> list[str]:
     if exc.items:  # each shows its own value, masked: a URL's token never reaches the screen
         return [f"{where}: {key}{item}" for item in exc.items]
-    return [f"{where}: {key}: {exc}{got(value)}"]
+    return [
+        _("{where}: {key}: {problem}{got}").format(
+            where=where, key=key, problem=exc, got=got(value)
+        )
+    ]
 
 
 def _env_value(text: str, is_list: bool) -> Any:

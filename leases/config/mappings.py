@@ -10,6 +10,7 @@ from typing import Any
 
 from leases.config.keys import BadValue, got, suggest
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.textsafe import is_clean, visible
 
 _RATE_MONTH = re.compile(r"([0-9]{4})-(0[1-9]|1[0-2])")
@@ -27,18 +28,41 @@ def read_mapping(
     for name, value in body.items():
         key = f"{section}.{visible(name, 80)}"
         if section == "users" and not _UNIX_USER.fullmatch(name):
-            problems.append(f"{where}: {section}: {name!r} is not a Unix user name")
+            problems.append(
+                _("{where}: {section}: {name!r} is not a Unix user name").format(
+                    where=where, section=section, name=name
+                )
+            )
         elif section == "projects" and (not name or not is_clean(name) or len(name) > 64):
-            problems.append(f"{where}: {section}: {visible(repr(name))} is not a usable name")
+            problems.append(
+                _("{where}: {section}: {name} is not a usable name").format(
+                    where=where, section=section, name=visible(repr(name))
+                )
+            )
         elif section == "keys" and not _BINDING_ID.fullmatch(name):
-            problems.append(f"{where}: {section}: {visible(repr(name))} is not a binding id")
+            problems.append(
+                _("{where}: {section}: {name} is not a binding id").format(
+                    where=where, section=section, name=visible(repr(name))
+                )
+            )
         elif not isinstance(value, str):
-            problems.append(f"{where}: {key}: must be a string{got(value)}")
+            problems.append(
+                _("{where}: {key}: must be a string{got}").format(
+                    where=where, key=key, got=got(value)
+                )
+            )
         elif not value.strip():
-            problems.append(f"{where}: {key}: must not be empty{got(value)}")
+            problems.append(
+                _("{where}: {key}: must not be empty{got}").format(
+                    where=where, key=key, got=got(value)
+                )
+            )
         elif not is_clean(value) or len(value) > 64:
-            problems.append(f"{where}: {key}: must be one line of at most 64 characters"
-                            f"{got(value)}")  # fmt: skip
+            problems.append(
+                _("{where}: {key}: must be one line of at most 64 characters{got}").format(
+                    where=where, key=key, got=got(value)
+                )
+            )
         else:
             into[name] = value
             sources[f"{section}.{name}"] = where
@@ -55,37 +79,67 @@ def read_money(
     from leases.core.fields import CURRENCIES
 
     problems: list[str] = []
-    shape = ' (as [money.rates."2026-11"] USD = 7.12)'
+    shape = _(' (as [money.rates."2026-11"] USD = 7.12)')
     for name, value in body.items():
         if name != "rates":
-            problems.append(f"{where}: money.{visible(name, 80)}: unknown key"
-                            f"{suggest(name, ['rates'], 'money.')}{got(value)}")  # fmt: skip
+            problems.append(
+                _("{where}: money.{name}: unknown key{suggest}{got}").format(
+                    where=where,
+                    name=visible(name, 80),
+                    suggest=suggest(name, ["rates"], "money."),
+                    got=got(value),
+                )
+            )
             continue
         if not isinstance(value, dict):
-            problems.append(f"{where}: money.rates: must be a table of months{shape}{got(value)}")
+            problems.append(
+                _("{where}: money.rates: must be a table of months{shape}{got}").format(
+                    where=where, shape=shape, got=got(value)
+                )
+            )
             continue
         for month, table in value.items():
             key = f'money.rates."{visible(month, 40)}"'
             m = _RATE_MONTH.fullmatch(month)
             if m is None or not RATE_YEARS[0] <= int(m.group(1)) <= RATE_YEARS[1]:
-                problems.append(f"{where}: {key}: must be a month YYYY-MM from {RATE_YEARS[0]}"
-                                f" to {RATE_YEARS[1]}{shape}")  # fmt: skip
+                problems.append(
+                    _(
+                        "{where}: {key}: must be a month YYYY-MM from {rate_years} to "
+                        "{rate_years2}{shape}"
+                    ).format(
+                        where=where,
+                        key=key,
+                        rate_years=RATE_YEARS[0],
+                        rate_years2=RATE_YEARS[1],
+                        shape=shape,
+                    )
+                )
                 continue
             if not isinstance(table, dict):
-                problems.append(f"{where}: {key}: must be a table of currency = rate{shape}"
-                                f"{got(table)}")  # fmt: skip
+                problems.append(
+                    _("{where}: {key}: must be a table of currency = rate{shape}{got}").format(
+                        where=where, key=key, shape=shape, got=got(table)
+                    )
+                )
                 continue
             for code, rate in table.items():
                 here = f"{key}.{visible(code, 40)}"
                 if code not in CURRENCIES:
-                    problems.append(f"{where}: {here}: unknown currency; known:"
-                                    f" {', '.join(sorted(CURRENCIES))}")  # fmt: skip
+                    problems.append(
+                        _("{where}: {here}: unknown currency; known: {currencies}").format(
+                            where=where, here=here, currencies=", ".join(sorted(CURRENCIES))
+                        )
+                    )
                     continue
                 try:
                     into.setdefault(month, {})[code] = _rate(here, rate)
                     sources[f"money.rates.{month}.{code}"] = where
                 except BadValue as exc:
-                    problems.append(f"{where}: {here}: {exc}{got(rate)}")
+                    problems.append(
+                        _("{where}: {here}: {problem}{got}").format(
+                            where=where, here=here, problem=exc, got=got(rate)
+                        )
+                    )
     return problems
 
 
@@ -95,10 +149,10 @@ def _rate(key: str, v: Any) -> Decimal:
     amount is (fields.number)."""
     from leases.core.fields import number
 
-    said = (
-        f"must be a number above 0 and at most {MAX_RATE:,}: how many of the lab's currency"
-        " one unit was worth"
-    )
+    said = _(
+        "must be a number above 0 and at most {max_rate:,}: how many of the "
+        "lab's currency one unit was worth"
+    ).format(max_rate=MAX_RATE)
     if isinstance(v, bool) or not isinstance(v, int | float | str):
         raise BadValue(said)
     try:
@@ -108,7 +162,9 @@ def _rate(key: str, v: Any) -> Decimal:
     if not rate.is_finite() or not 0 < rate <= MAX_RATE:
         raise BadValue(said)
     if rate.as_tuple().exponent < -RATE_PLACES:  # type: ignore[operator]
-        raise BadValue(f"has more than {RATE_PLACES} decimal places")
+        raise BadValue(
+            _("has more than {rate_places} decimal places").format(rate_places=RATE_PLACES)
+        )
     return rate
 
 
@@ -118,18 +174,29 @@ def read_project_tables(
     """[projects.NAME] tables (beside [projects]' person = project lines): a project's
     `regions`, the data regions its work may use (`zuka plan job --project NAME`)."""
     problems: list[str] = []
-    shape = ' (as [projects.llm] regions = ["cn-beijing", "cn-shanghai"])'
+    shape = _(' (as [projects.llm] regions = ["cn-beijing", "cn-shanghai"])')
     for name, table in body.items():
         if not isinstance(table, dict):
             continue
         here = f"projects.{visible(name, 80)}"
         if not name or not is_clean(name) or len(name) > 64:
-            problems.append(f"{where}: projects: {visible(repr(name))} is not a usable name")
+            problems.append(
+                _("{where}: projects: {name} is not a usable name").format(
+                    where=where, name=visible(repr(name))
+                )
+            )
             continue
         for key, value in table.items():
             if key != "regions":
-                problems.append(f"{where}: {here}.{visible(key, 80)}: unknown key"
-                                f"{suggest(key, ['regions'], here + '.')}{got(value)}")  # fmt: skip
+                problems.append(
+                    _("{where}: {here}.{key}: unknown key{suggest}{got}").format(
+                        where=where,
+                        here=here,
+                        key=visible(key, 80),
+                        suggest=suggest(key, ["regions"], here + "."),
+                        got=got(value),
+                    )
+                )
                 continue
             ok = (
                 isinstance(value, list)
@@ -140,8 +207,12 @@ def read_project_tables(
                 )
             )
             if not ok:
-                problems.append(f"{where}: {here}.regions: must be a list of 1 to 100 region"
-                                f" names{shape}{got(value)}")  # fmt: skip
+                problems.append(
+                    _(
+                        "{where}: {here}.regions: must be a list of 1 to 100 region "
+                        "names{shape}{got}"
+                    ).format(where=where, here=here, shape=shape, got=got(value))
+                )
                 continue
             into[name] = tuple(r.strip() for r in value)
             sources[f"projects.{name}.regions"] = where

@@ -18,6 +18,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from leases.core.i18n import _
 from leases.lab.layout import LabError
 
 ACCESS = "system.posix_acl_access"
@@ -45,7 +46,9 @@ class AclError(LabError):
 
 def _perm(value: int, what: str) -> int:
     if not 0 <= value <= 7:
-        raise AclError(f"{what}: permission {value} is not 0 to 7 (rwx bits)")
+        raise AclError(
+            _("{what}: permission {value} is not 0 to 7 (rwx bits)").format(what=what, value=value)
+        )
     return value
 
 
@@ -68,15 +71,19 @@ class Acl:
         if self.mask is not None:
             _perm(self.mask, "mask")
         for kind, named in (("user", self.users), ("group", self.groups)):
-            ids = [i for i, _ in named]
+            ids = [i for i, _perm in named]
             if ids != sorted(set(ids)):
-                raise AclError(f"named {kind}s: ids must be sorted and each once, not {ids}")
+                raise AclError(
+                    _("named {kind}s: ids must be sorted and each once, not {ids}").format(
+                        kind=kind, ids=ids
+                    )
+                )
             for i, perm in named:
                 if not 0 <= i < UNDEFINED_ID:
-                    raise AclError(f"named {kind}: id {i} is out of range")
+                    raise AclError(_("named {kind}: id {i} is out of range").format(kind=kind, i=i))
                 _perm(perm, f"{kind} {i}")
         if (self.users or self.groups) and self.mask is None:
-            raise AclError("an ACL with named users or groups needs a mask")
+            raise AclError(_("an ACL with named users or groups needs a mask"))
 
     @classmethod
     def of(
@@ -95,7 +102,7 @@ class Acl:
         g = tuple(sorted((groups or {}).items()))
         if mask is None and (u or g):
             mask = group
-            for _, perm in (*u, *g):
+            for _id, perm in (*u, *g):
                 mask |= perm
         return cls(owner, group, other, mask, u, g)
 
@@ -133,12 +140,24 @@ def encode(acl: Acl) -> bytes:
 def decode(raw: bytes, what: str = "ACL") -> Acl:
     """The ACL in an xattr value; AclError naming what when it is malformed."""
     if len(raw) > MAX_BYTES:
-        raise AclError(f"{what}: {len(raw)} bytes, more than an ACL of {MAX_ENTRIES} entries")
+        raise AclError(
+            _("{what}: {count} bytes, more than an ACL of {max_entries} entries").format(
+                what=what, count=len(raw), max_entries=MAX_ENTRIES
+            )
+        )
     if len(raw) < _HEADER.size or (len(raw) - _HEADER.size) % _ENTRY.size:
-        raise AclError(f"{what}: {len(raw)} bytes is not a header and whole entries")
+        raise AclError(
+            _("{what}: {count} bytes is not a header and whole entries").format(
+                what=what, count=len(raw)
+            )
+        )
     (version,) = _HEADER.unpack_from(raw)
     if version != VERSION:
-        raise AclError(f"{what}: version {version}, not {VERSION}")
+        raise AclError(
+            _("{what}: version {version}, not {version2}").format(
+                what=what, version=version, version2=VERSION
+            )
+        )
     singles: dict[int, int] = {}
     users: list[tuple[int, int]] = []
     groups: list[tuple[int, int]] = []
@@ -146,12 +165,18 @@ def decode(raw: bytes, what: str = "ACL") -> Acl:
     for offset in range(_HEADER.size, len(raw), _ENTRY.size):
         tag, perm, ident = _ENTRY.unpack_from(raw, offset)
         if tag not in _TAGS:
-            raise AclError(f"{what}: unknown entry tag {tag:#x}")
+            raise AclError(_("{what}: unknown entry tag {tag:#x}").format(what=what, tag=tag))
         if perm > 7:
-            raise AclError(f"{what}: permission {perm} is not 0 to 7")
+            raise AclError(
+                _("{what}: permission {perm} is not 0 to 7").format(what=what, perm=perm)
+            )
         key = (tag, ident if tag in (USER, GROUP) else -1)
         if key <= last:
-            raise AclError(f"{what}: entries out of order or repeated (tag {tag:#x})")
+            raise AclError(
+                _("{what}: entries out of order or repeated (tag {tag:#x})").format(
+                    what=what, tag=tag
+                )
+            )
         last = key
         if tag == USER:
             users.append((ident, perm))
@@ -161,13 +186,13 @@ def decode(raw: bytes, what: str = "ACL") -> Acl:
             singles[tag] = perm
     for tag, name in ((USER_OBJ, "owner"), (GROUP_OBJ, "owning group"), (OTHER, "other")):
         if tag not in singles:
-            raise AclError(f"{what}: no {name} entry")
-    for uid, _ in users:
+            raise AclError(_("{what}: no {name} entry").format(what=what, name=name))
+    for uid, _perm in users:
         if uid == UNDEFINED_ID:
-            raise AclError(f"{what}: a named user without an id")
-    for gid, _ in groups:
+            raise AclError(_("{what}: a named user without an id").format(what=what))
+    for gid, _perm in groups:
         if gid == UNDEFINED_ID:
-            raise AclError(f"{what}: a named group without an id")
+            raise AclError(_("{what}: a named group without an id").format(what=what))
     try:
         return Acl(
             singles[USER_OBJ],

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from leases.core.errors import LedgerError
+from leases.core.i18n import _
 
 DEFAULT_FOLDER = Path("/var/lib/zuka")
 MARKER = "zuka-lab.toml"
@@ -87,8 +88,10 @@ def check_name(what: str, name: str) -> str:
     """A user or group name as useradd and groupadd take it by default, else LabError."""
     if not _NAME.fullmatch(name):
         raise LabError(
-            f"{what}: {name!r} is not a usable Unix name (lower-case letters, digits, _ and -,"
-            " starting with a letter or _, at most 32)"
+            _(
+                "{what}: {name!r} is not a usable Unix name (lower-case letters, digits, "
+                "_ and -, starting with a letter or _, at most 32)"
+            ).format(what=what, name=name)
         )
     return name
 
@@ -100,16 +103,16 @@ def outsider(folder: Path) -> str:
         gid = os.stat(folder).st_gid
         group = grp.getgrgid(gid).gr_name
     except (OSError, KeyError):
-        group = "the lab's viewers group"
+        group = _("the lab's viewers group")
     try:
         user = pwd.getpwuid(os.geteuid()).pw_name
     except KeyError:
         user = str(os.geteuid())
-    return (
-        f"reading the ledger needs group {group} in this lab ({folder}), and {user} is not"
-        f" in it: ask the lab's admin to run `sudo zuka lab add-user {user} --role view`,"
-        " then log in again"
-    )
+    return _(
+        "reading the ledger needs group {group} in this lab ({folder}), and "
+        "{user} is not in it: ask the lab's admin to run `sudo zuka lab add-user "
+        "{user} --role view`, then log in again"
+    ).format(group=group, folder=folder, user=user)
 
 
 def find_lab(ledger_path: Path) -> Lab | None:
@@ -128,35 +131,53 @@ def find_lab(ledger_path: Path) -> Lab | None:
             return None
         if isinstance(exc, PermissionError):
             raise LabError(outsider(folder)) from None
-        raise LabError(f"{marker}: cannot be read ({exc.strerror})") from None
+        raise LabError(
+            _("{marker}: cannot be read ({problem})").format(marker=marker, problem=exc.strerror)
+        ) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise LabError(f"{marker}: is not a regular file, so not a lab's marker")
+            raise LabError(
+                _("{marker}: is not a regular file, so not a lab's marker").format(marker=marker)
+            )
         if info.st_uid != 0 or info.st_mode & 0o022:
             raise LabError(
-                f"{marker}: is not root's alone (owner uid {info.st_uid}, mode"
-                f" {stat.S_IMODE(info.st_mode):04o}), so it is not trusted to say who may do"
-                f" what: as root, chown root:root {marker} && chmod 644 {marker}"
+                _(
+                    "{marker}: is not root's alone (owner uid {uid}, mode {mode:04o}), so "
+                    "it is not trusted to say who may do what: as root, chown root:root "
+                    "{marker} && chmod 644 {marker}"
+                ).format(marker=marker, uid=info.st_uid, mode=stat.S_IMODE(info.st_mode))
             )
         raw = os.read(fd, MAX_MARKER_BYTES + 1)
     finally:
         os.close(fd)
     if len(raw) > MAX_MARKER_BYTES:
-        raise LabError(f"{marker}: is larger than a lab's marker ({MAX_MARKER_BYTES} bytes)")
+        raise LabError(
+            _("{marker}: is larger than a lab's marker ({max_marker_bytes} bytes)").format(
+                marker=marker, max_marker_bytes=MAX_MARKER_BYTES
+            )
+        )
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise LabError(f"{marker}: is not valid TOML ({exc})") from None
+        raise LabError(
+            _("{marker}: is not valid TOML ({problem})").format(marker=marker, problem=exc)
+        ) from None
     names: dict[str, str] = {}
     for key in ("viewers", "editors", "offboard", "service_user"):
         value = data.get(key)
         if value is None:
             continue
         if not isinstance(value, str):
-            raise LabError(f"{marker}: {key} must be a name in quotes")
+            raise LabError(
+                _("{marker}: {key} must be a name in quotes").format(marker=marker, key=key)
+            )
         names[key] = check_name(f"{marker}: {key}", value)
     unknown = sorted(set(data) - {"viewers", "editors", "offboard", "service_user"})
     if unknown:
-        raise LabError(f"{marker}: unknown keys {', '.join(map(repr, unknown))}")
+        raise LabError(
+            _("{marker}: unknown keys {map}").format(
+                marker=marker, map=", ".join(map(repr, unknown))
+            )
+        )
     return Lab(folder=folder, **names)

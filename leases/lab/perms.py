@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from leases.core.i18n import _
 from leases.lab import acl
 from leases.lab.acl import Acl
 from leases.lab.layout import LEDGER, Lab, LabError
@@ -54,14 +55,18 @@ def _uid(name: str) -> int:
     try:
         return pwd.getpwnam(name).pw_uid
     except KeyError:
-        raise LabError(f"no user {name!r} on this machine: sudo zuka lab init makes it") from None
+        raise LabError(
+            _("no user {name!r} on this machine: sudo zuka lab init makes it").format(name=name)
+        ) from None
 
 
 def _gid(name: str) -> int:
     try:
         return grp.getgrnam(name).gr_gid
     except KeyError:
-        raise LabError(f"no group {name!r} on this machine: sudo zuka lab init makes it") from None
+        raise LabError(
+            _("no group {name!r} on this machine: sudo zuka lab init makes it").format(name=name)
+        ) from None
 
 
 def user_group(name: str) -> str:
@@ -99,7 +104,9 @@ class Finding:
     fix: str
 
     def line(self) -> str:
-        return f"{self.path}: {self.problem}; fix: {self.fix}"
+        return _("{path}: {problem}; fix: {fix}").format(
+            path=self.path, problem=self.problem, fix=self.fix
+        )
 
 
 def shared_acl(lab: Lab, ids: Ids) -> Acl:
@@ -174,27 +181,29 @@ def check_one(want: Want, ids: Ids) -> list[Finding]:
     try:
         info = os.lstat(p)
     except FileNotFoundError:
-        fix = REPAIR if want.make else "sudo zuka lab init (it makes it)"
-        return [Finding(p, "is missing", fix)]
+        fix = REPAIR if want.make else _("sudo zuka lab init (it makes it)")
+        return [Finding(p, _("is missing"), fix)]
     except PermissionError:
         return []
     kind_ok = stat.S_ISDIR(info.st_mode) if want.directory else stat.S_ISREG(info.st_mode)
     if not kind_ok:
-        what = "a symlink" if stat.S_ISLNK(info.st_mode) else "not a regular file"
+        what = _("is a symlink") if stat.S_ISLNK(info.st_mode) else _("is not a regular file")
         if want.directory:
-            what = "a symlink" if stat.S_ISLNK(info.st_mode) else "not a folder"
-        return [Finding(p, f"is {what}", f"sudo rm {p} && {REPAIR}")]
+            what = _("is a symlink") if stat.S_ISLNK(info.st_mode) else _("is not a folder")
+        return [Finding(p, what, f"sudo rm {p} && {REPAIR}")]
     found: list[Finding] = []
     if not want.directory and info.st_nlink != 1:
-        links = f"has {info.st_nlink} hard links (another name for some other file?)"
+        links = _("has {n} hard links (another name for some other file?)").format(n=info.st_nlink)
         return [Finding(p, links, f"sudo rm {p} && {REPAIR}")]
     uid, gid = ids.uid(want.owner), ids.gid(want.group)
     if (info.st_uid, info.st_gid) != (uid, gid):
         found.append(
             Finding(
                 p,
-                f"is {_name_of_uid(info.st_uid)}:{_name_of_gid(info.st_gid)}, should be"
-                f" {want.owner}:{want.group}",
+                _("is {have}, should be {want}").format(
+                    have=f"{_name_of_uid(info.st_uid)}:{_name_of_gid(info.st_gid)}",
+                    want=f"{want.owner}:{want.group}",
+                ),
                 f"sudo chown {want.owner}:{want.group} {p}",
             )
         )
@@ -202,20 +211,32 @@ def check_one(want: Want, ids: Ids) -> list[Finding]:
     if mode != want.mode:
         found.append(
             Finding(
-                p, f"mode {mode:04o}, should be {want.mode:04o}", f"sudo chmod {want.mode:04o} {p}"
+                p,
+                _("mode {have}, should be {want}").format(
+                    have=f"{mode:04o}", want=f"{want.mode:04o}"
+                ),
+                f"sudo chmod {want.mode:04o} {p}",
             )
         )
     try:
         have = acl.read(p, mode=mode)
         if have != want.acl:
             found.append(
-                Finding(p, f"ACL {_acl_words(have)}, should be {_acl_words(want.acl)}", REPAIR)
+                Finding(
+                    p,
+                    _("ACL {have}, should be {want}").format(
+                        have=_acl_words(have), want=_acl_words(want.acl)
+                    ),
+                    REPAIR,
+                )
             )
         if want.directory:
             default = acl.read(p, acl.DEFAULT)
             if default != want.default_acl:
                 have_words, want_words = _acl_words(default), _acl_words(want.default_acl)
-                problem = f"default ACL {have_words}, should be {want_words}"
+                problem = _("default ACL {have}, should be {want}").format(
+                    have=have_words, want=want_words
+                )
                 found.append(Finding(p, problem, REPAIR))
     except acl.AclError as exc:
         found.append(Finding(p, str(exc), REPAIR))
@@ -226,7 +247,7 @@ def check_one(want: Want, ids: Ids) -> list[Finding]:
 
 def _acl_words(a: Acl | None) -> str:
     if a is None:
-        return "none"
+        return _("none")
     parts = [f"user::{_rwx(a.owner)}", f"group::{_rwx(a.group)}"]
     parts += [f"group:{_name_of_gid(g)}:{_rwx(p)}" for g, p in a.groups]
     parts += [f"user:{_name_of_uid(u)}:{_rwx(p)}" for u, p in a.users]
@@ -289,18 +310,27 @@ def _open_nofollow(want: Want, create: bool) -> int | None:
         return None
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise LabError(f"{p}: is a symlink or not a folder: refused (sudo rm {p})") from None
+            raise LabError(
+                _("{p}: is a symlink or not a folder: refused (sudo rm {p})").format(p=p)
+            ) from None
         raise
     info = os.fstat(fd)
     ok = stat.S_ISDIR(info.st_mode) if want.directory else stat.S_ISREG(info.st_mode)
     if not ok:
         os.close(fd)
-        raise LabError(f"{p}: is not a {'folder' if want.directory else 'regular file'}: refused")
+        said = (
+            _("{path}: is not a folder: refused")
+            if want.directory
+            else _("{path}: is not a regular file: refused")
+        )
+        raise LabError(said.format(path=p))
     if not want.directory and info.st_nlink != 1:
         # A hard link made by the owner of a folder (the service user's collector/) to a
         # file of root's: chown-ing it would give that file away.
         os.close(fd)
-        raise LabError(f"{p}: has {info.st_nlink} hard links: refused (sudo rm {p})")
+        raise LabError(
+            _("{p}: has {links} hard links: refused (sudo rm {p})").format(p=p, links=info.st_nlink)
+        )
     return fd
 
 

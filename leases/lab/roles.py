@@ -13,6 +13,7 @@ import pwd
 import shlex
 from collections.abc import Iterable
 
+from leases.core.i18n import _
 from leases.lab.layout import DEFAULT_FOLDER, Lab
 
 
@@ -57,8 +58,10 @@ def refusal(lab: Lab, role: Role, action: str, user: str) -> str:
     the lab's admin gives it."""
     group = group_of(lab, role)
     folder = "" if lab.folder == DEFAULT_FOLDER else f" --folder {shlex.quote(str(lab.folder))}"
-    return (
-        f"{action} needs group {group} in this lab ({lab.folder}), and {user} is not in it:"
-        f" ask the lab's admin to run `sudo zuka lab add-user {user} --role {role.value}"
-        f"{folder}`, then log in again"
+    return _(
+        "{action} needs group {group} in this lab ({folder}), and {user} is not "
+        "in it: ask the lab's admin to run `sudo zuka lab add-user {user} --role "
+        "{value}{folder2}`, then log in again"
+    ).format(
+        action=action, group=group, folder=lab.folder, user=user, value=role.value, folder2=folder
     )

@@ -9,6 +9,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from leases.core.i18n import _
+
 
 def ancestors(path: Path) -> Iterator[Path]:
     yield from reversed([path, *path.parents])
@@ -22,7 +24,9 @@ def changeable_by_others(path: Path) -> str | None:
         try:
             info = part.lstat()
         except OSError as exc:
-            return f"{part} cannot be looked at ({exc.strerror})"
+            return _("{part} cannot be looked at ({problem})").format(
+                part=part, problem=exc.strerror
+            )
         if stat.S_ISLNK(info.st_mode):
             target = part.resolve()
             why = changeable_by_others(target)
@@ -30,10 +34,14 @@ def changeable_by_others(path: Path) -> str | None:
                 return why
             continue
         if info.st_uid != 0:
-            return f"{part} belongs to {user_name(info.st_uid)}, not root"
+            return _("{part} belongs to {user_name}, not root").format(
+                part=part, user_name=user_name(info.st_uid)
+            )
         sticky_dir = stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX
         if info.st_mode & 0o022 and not (sticky_dir and part != path):
-            return f"{part} may be written by others (mode {stat.S_IMODE(info.st_mode):04o})"
+            return _("{part} may be written by others (mode {mode:04o})").format(
+                part=part, mode=stat.S_IMODE(info.st_mode)
+            )
     return None
 
 

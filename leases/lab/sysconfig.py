@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from leases.core.configfile import is_devnull, parse_toml, read_text
 from leases.core.errors import ConfigError, LedgerError
+from leases.core.i18n import _
 from leases.core.textsafe import is_clean, visible
 
 if TYPE_CHECKING:
@@ -97,22 +98,34 @@ def read_system_config(path: Path) -> SystemFile:
         from leases.lab.roles import me
 
         raise ConfigError(
-            [f"{path}: cannot be read by {me()}: the system config is for every user of the"
-             f" host (as root: chmod 644 {path}; secrets go in the secrets file); to go"
-             f" without it: {SYSTEM_CONFIG_ENV}= zuka ..."]
-        ) from None  # fmt: skip
+            [
+                _(
+                    "{path}: cannot be read by {user}: the system config is for every user "
+                    "of the host (as root: chmod 644 {path}; secrets go in the secrets "
+                    "file); to go without it: {system_config_env}= zuka ..."
+                ).format(path=path, user=me(), system_config_env=SYSTEM_CONFIG_ENV)
+            ]
+        ) from None
     mode = stat.S_IMODE(info.st_mode)
     if info.st_uid not in (0, os.geteuid()):
         raise ConfigError(
-            [f"{path}: is owned by uid {info.st_uid}, not root: whoever owns it could point"
-             f" everyone's zuka at a ledger of theirs; as root: chown root:root {path}"]
-        )  # fmt: skip
+            [
+                _(
+                    "{path}: is owned by uid {uid}, not root: whoever owns it could point "
+                    "everyone's zuka at a ledger of theirs; as root: chown root:root {path}"
+                ).format(path=path, uid=info.st_uid)
+            ]
+        )
     if mode & 0o022:
         raise ConfigError(
-            [f"{path}: may be written by its group or others (mode {mode:04o}): anyone of"
-             f" them could point everyone's zuka at a ledger of theirs; as root:"
-             f" chmod 644 {path}"]
-        )  # fmt: skip
+            [
+                _(
+                    "{path}: may be written by its group or others (mode {mode:04o}): anyone "
+                    "of them could point everyone's zuka at a ledger of theirs; as root: "
+                    "chmod 644 {path}"
+                ).format(path=path, mode=mode)
+            ]
+        )
     problem = folder_problem(path)
     if problem:
         raise ConfigError([problem])
@@ -135,16 +148,16 @@ def folder_problem(path: Path) -> str:
         return ""  # the file itself was just read: nothing more to learn here
     mode = stat.S_IMODE(info.st_mode)
     if info.st_uid not in (0, os.geteuid()):
-        return (
-            f"{path}: its folder {folder} is owned by uid {info.st_uid}, not root: its owner"
-            f" could put another file in its place; as root: chown root:root {folder}"
-        )
+        return _(
+            "{path}: its folder {folder} is owned by uid {uid}, not root: its owner "
+            "could put another file in its place; as root: chown root:root {folder}"
+        ).format(path=path, folder=folder, uid=info.st_uid)
     if mode & 0o022 and not mode & stat.S_ISVTX:
-        return (
-            f"{path}: its folder {folder} may be written by its group or others (mode"
-            f" {mode:04o}): anyone of them could put another file in its place; as root:"
-            f" chmod 755 {folder}"
-        )
+        return _(
+            "{path}: its folder {folder} may be written by its group or others (mode "
+            "{mode:04o}): anyone of them could put another file in its place; as "
+            "root: chmod 755 {folder}"
+        ).format(path=path, folder=folder, mode=mode)
     return ""
 
 
@@ -153,18 +166,24 @@ def lab_settings(body: object, where: str) -> tuple[LabSettings, list[str]]:
     if body is None:
         return LabSettings(), []
     if not isinstance(body, dict):
-        return LabSettings(), [f"{where}: lab: must be a table ([lab])"]
+        return LabSettings(), [_("{where}: lab: must be a table ([lab])").format(where=where)]
     problems: list[str] = []
     paths: dict[str, Path] = {}
     for key, value in body.items():
         if key not in LAB_KEYS:
             problems.append(
-                f"{where}: lab.{visible(key, 60)}: unknown key (known: {', '.join(LAB_KEYS)})"
+                _("{where}: lab.{key}: unknown key (known: {lab_keys})").format(
+                    where=where, key=visible(key, 60), lab_keys=", ".join(LAB_KEYS)
+                )
             )
             continue
         reason = path_problem(value)
         if reason:
-            problems.append(f"{where}: lab.{key}: {reason} (got {visible(repr(value), 200)})")
+            problems.append(
+                _("{where}: lab.{key}: {reason} (got {value})").format(
+                    where=where, key=key, reason=reason, value=visible(repr(value), 200)
+                )
+            )
         else:
             paths[key] = Path(value)
     return LabSettings(paths.get("ledger"), paths.get("secrets")), problems
@@ -173,17 +192,23 @@ def lab_settings(body: object, where: str) -> tuple[LabSettings, list[str]]:
 def path_problem(value: object) -> str:
     """Why value is not the absolute path of a file (empty when it is)."""
     if not isinstance(value, str) or not value:
-        return "must be the absolute path of a file, in quotes"
+        return _("must be the absolute path of a file, in quotes")
     if len(value) > MAX_PATH_CHARS or not is_clean(value):
-        return f"must be one line of at most {MAX_PATH_CHARS} characters"
+        return _("must be one line of at most {max_path_chars} characters").format(
+            max_path_chars=MAX_PATH_CHARS
+        )
     if not value.startswith("/"):
-        return "must be an absolute path (it is the same file for every user, whatever the folder)"
+        return _(
+            "must be an absolute path (it is the same file for every user, whatever the folder)"
+        )
     if value.endswith("/") or ".." in value.split("/"):
-        return "must name a file (no trailing / and no '..')"
+        return _("must name a file (no trailing / and no '..')")
     if any(value == root or value.startswith(root + "/") for root in _NOT_FILES):
-        return f"must not be under {', '.join(_NOT_FILES)} (not a place for a file of zuka's)"
+        return _("must not be under {not_files} (not a place for a file of zuka's)").format(
+            not_files=", ".join(_NOT_FILES)
+        )
     if os.path.isdir(value):
-        return "is a folder, not a file"
+        return _("is a folder, not a file")
     return ""
 
 
@@ -216,13 +241,17 @@ def read_secrets(system: SystemFile) -> Secrets:
     except FileNotFoundError:
         if system.lab.secrets is not None:  # named, so meant to be there
             raise ConfigError(
-                [f"{system.path}: lab.secrets: no such file {visible(str(path))}"]
+                [
+                    _("{path}: lab.secrets: no such file {path2}").format(
+                        path=system.path, path2=visible(str(path))
+                    )
+                ]
             ) from None
         return Secrets(path, None, "absent")
     except PermissionError:
         from leases.lab.roles import me
 
-        return Secrets(path, None, f"not readable by {me()}: skipped")
+        return Secrets(path, None, _("not readable by {user}: skipped").format(user=me()))
     problems = secrets_problems(path, info, _lab_of(system))
     problem = folder_problem(path)
     if problem and not problems:
@@ -241,26 +270,40 @@ def _lab_of(system: SystemFile) -> Lab | None:
         return find_lab(system.lab.ledger)
     except LedgerError as exc:
         raise ConfigError(
-            [f"{system.path}: lab.ledger: its lab's marker cannot be trusted, so neither can"
-             f" the secrets file's group: {visible(str(exc), 300)}"]
-        ) from None  # fmt: skip
+            [
+                _(
+                    "{path}: lab.ledger: its lab's marker cannot be trusted, so neither can "
+                    "the secrets file's group: {problem}"
+                ).format(path=system.path, problem=visible(str(exc), 300))
+            ]
+        ) from None
 
 
 def secrets_problems(path: Path, info: os.stat_result, lab: Lab | None) -> list[str]:
     """What is wrong with a secrets file's owner, modes and group (pure but for the
     user and group database)."""
     mode = stat.S_IMODE(info.st_mode)
-    fix = f"as root: chown root:GROUP {path} && chmod 640 {path}"
+    fix = _("as root: chown root:GROUP {path} && chmod 640 {path}").format(path=path)
     if info.st_uid != 0:
-        return [f"{path}: is owned by uid {info.st_uid}, not root: a secrets file is root's; {fix}"]
+        return [
+            _("{path}: is owned by uid {uid}, not root: a secrets file is root's; {fix}").format(
+                path=path, uid=info.st_uid, fix=fix
+            )
+        ]
     if mode & 0o007:
         return [
-            f"{path}: is open to every user (mode {mode:04o}): it holds tokens; as root:"
-            f" chmod 640 {path}"
+            _(
+                "{path}: is open to every user (mode {mode:04o}): it holds tokens; as "
+                "root: chmod 640 {path}"
+            ).format(path=path, mode=mode)
         ]
     if mode & 0o020:
-        return [f"{path}: may be written by its group (mode {mode:04o}): only root writes it;"
-                f" as root: chmod 640 {path}"]  # fmt: skip
+        return [
+            _(
+                "{path}: may be written by its group (mode {mode:04o}): only root writes "
+                "it; as root: chmod 640 {path}"
+            ).format(path=path, mode=mode)
+        ]
     if lab is None or info.st_gid == 0:
         return []
     allowed = {_gid(lab.editors)}
@@ -270,11 +313,15 @@ def secrets_problems(path: Path, info: os.stat_result, lab: Lab | None) -> list[
     if info.st_gid in allowed - {None}:
         return []
     group = _group_name(info.st_gid)
-    whose = " (the lab's viewers: every member)" if group == lab.viewers else ""
+    whose = _(" (the lab's viewers: every member)") if group == lab.viewers else ""
     return [
-        f"{path}: its group is {group}{whose}: a secrets file is read by the lab's editors"
-        f" ({lab.editors}) and the service ({lab.service_user}) only; as root:"
-        f" chgrp {lab.editors} {path}"
+        _(
+            "{path}: its group is {group}{whose}: a secrets file is read by the "
+            "lab's editors ({editors}) and the service ({service_user}) only; as "
+            "root: chgrp {editors} {path}"
+        ).format(
+            path=path, group=group, whose=whose, editors=lab.editors, service_user=lab.service_user
+        )
     ]
 
 

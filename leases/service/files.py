@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.service.units import MARKER, Mode
 
 # The largest unit file read back (zuka's are under 3 KB).
@@ -46,8 +47,10 @@ def refuse_foreign(path: Path, force: bool) -> None:
         raise InputError(
             "unit",
             str(path),
-            "exists and was not written by zuka (no marker line): kept; move it away, or"
-            " give --force to replace it",
+            _(
+                "exists and was not written by zuka (no marker line): kept; move it "
+                "away, or give --force to replace it"
+            ),
         )
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 
 # The first line of every unit zuka writes: a file without it is not zuka's to change.
 MARKER = "# Written by `zuka service install`; `zuka service uninstall` removes it."
@@ -76,16 +77,16 @@ def check_path(what: str, path: Path) -> Path:
     """An absolute path with no control characters, else InputError: it goes into a unit."""
     text = str(path)
     if not path.is_absolute():
-        raise InputError(what, text, "must be an absolute path in a systemd unit")
+        raise InputError(what, text, _("must be an absolute path in a systemd unit"))
     if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
-        raise InputError(what, text, "holds a control character")
+        raise InputError(what, text, _("holds a control character"))
     return path
 
 
 def quote_word(word: str, *, command: bool = True) -> str:
     """One word as systemd.syntax(7) reads it back unchanged."""
     if any(ord(c) < 0x20 or ord(c) == 0x7F for c in word):
-        raise InputError("unit word", word, "holds a control character")
+        raise InputError("unit word", word, _("holds a control character"))
     escaped = word.replace("%", "%%")
     if command:
         escaped = escaped.replace("$", "$$")
@@ -100,7 +101,7 @@ def command_line(words: Sequence[str]) -> str:
 
 def _env(name: str, value: str) -> str:
     if not _ENV_NAME.fullmatch(name):
-        raise InputError("environment", name, "is not a variable name")
+        raise InputError("environment", name, _("is not a variable name"))
     return "Environment=" + quote_word(f"{name}={value}", command=False)
 
 
@@ -255,9 +256,9 @@ def collect_args(ledger: Path, identity: Path | None) -> tuple[str, ...]:
 def web_args(ledger: Path, host: str, port: int) -> tuple[str, ...]:
     check_path("ledger", ledger)
     if not 0 < port < 65536:
-        raise InputError("port", port, "must be between 1 and 65535")
+        raise InputError("port", port, _("must be between 1 and 65535"))
     if not host or not _PLAIN.fullmatch(host):
-        raise InputError("host", host, "is not an address to listen on")
+        raise InputError("host", host, _("is not an address to listen on"))
     return ("web", "--ledger", str(ledger), "--host", host, "--port", str(port))
 
 

@@ -9,6 +9,7 @@ from typing import TextIO
 
 from leases.core.errors import InputError
 from leases.core.fields import user_name
+from leases.core.i18n import _, pgettext
 from leases.core.models import NodeState
 from leases.core.origin import MAX_ORIGIN, who
 from leases.core.textsafe import visible
@@ -21,7 +22,7 @@ from tui.words import change_text, clock, day, zone_header
 
 def log(args: argparse.Namespace, out: TextIO) -> int:
     if args.archived and args.node is None:
-        raise InputError("archived", None, "give the NODE whose archived history to show")
+        raise InputError("archived", None, _("give the NODE whose archived history to show"))
     user = None if args.user is None else user_name(args.user, "--user")
     tz = lab_zone(args)
     with open_ledger(args, readonly=True) as ledger:
@@ -33,19 +34,25 @@ def log(args: argparse.Namespace, out: TextIO) -> int:
         moved = None if args.node is None or args.archived else ledger.renamed(args.node)
     if moved is not None:
         print(
-            f"zuka: {visible(args.node)} is now called {visible(moved[0])} (renamed on"
-            f" {day(moved[1], tz)}): below is that node's whole history, as"
-            f" `zuka log {visible(moved[0])}` shows it",
+            _(
+                "zuka: {old} is now called {new} (renamed on {day}): below is that node's"
+                " whole history, as `zuka log {new}` shows it"
+            ).format(old=visible(args.node), new=visible(moved[0]), day=day(moved[1], tz)),
             file=sys.stderr,
         )
     if live:
         print(
-            f"zuka: {visible(args.node)} is the node that has this name now; an archived node"
-            f" had it too: `zuka log {visible(args.node)} --archived` shows that one",
+            _(
+                "zuka: {node} is the node that has this name now; an archived node had it"
+                " too: `zuka log {node} --archived` shows that one"
+            ).format(node=visible(args.node)),
             file=sys.stderr,
         )
     if not report.ok:
-        print(f"zuka: {_chain_problem(report)}; run `zuka audit verify`", file=sys.stderr)
+        print(
+            _("zuka: {problem}; run `zuka audit verify`").format(problem=_chain_problem(report)),
+            file=sys.stderr,
+        )
     if args.json:
         output.dump_json(
             [
@@ -60,16 +67,17 @@ def log(args: argparse.Namespace, out: TextIO) -> int:
     rows = [
         (e.id, "?" if e.problem and e.at.year == 1 else clock(e.at, tz, seconds=True),
          e.actor, visible(e.origin, MAX_ORIGIN) or "-", e.action, e.node,
-         f"unreadable entry {e.id}: {e.problem}" if e.problem else change_text(e))
+         _("unreadable entry {id}: {problem}").format(id=e.id, problem=e.problem)
+         if e.problem else change_text(e))
         for e in entries
     ]  # fmt: skip
     out.write(zone_header(tz, now) + "\n")
     output.fit_table(
-        ("ID", "WHEN", "WHO", "FROM", "ACTION", "NODE", "CHANGE"),
+        (_("ID"), _("WHEN"), _("WHO"), _("FROM"), _("ACTION"), _("NODE"), _("CHANGE")),
         rows,
         out,
         columns=output.fitted_columns(args, out),
-        below=("CHANGE",),
+        below=(_("CHANGE"),),
         key=2,
     )
     return 0
@@ -91,30 +99,59 @@ def undo(args: argparse.Namespace, out: TextIO) -> int:
     for e in undone:
         when = day(e.at, tz)
         by = who(e.actor, e.origin)
-        line = f"undid entry {e.id}: {e.action} of {e.node or e.entity} by {by} at {when}"
+        line = _("undid entry {id}: {action} of {what} by {who} at {when}").format(
+            id=e.id, action=e.action, what=e.node or _entity(e.entity), who=by, when=when
+        )
         out.write(visible(line) + "\n")
     gone = next((e.before.get("gpu_history") for e in undone if e.before), None)
     if isinstance(gone, dict) and any(gone.values()):
-        out.write(f"(its GPU history, {describe_counts(gone)}, was not kept and stays gone)\n")
-    out.write("(`zuka undo` again redoes it)\n")
+        out.write(
+            _("(its GPU history, {counts}, was not kept and stays gone)").format(
+                counts=describe_counts(gone)
+            )
+            + "\n"
+        )
+    out.write(_("(`zuka undo` again redoes it)") + "\n")
     return 0
 
 
+def _entity(entity: str) -> str:
+    """What an entry without a node changed, as a sentence names it."""
+    words = {
+        "provider": pgettext("entity", "provider"),
+        "deposit_refund": pgettext("entity", "deposit_refund"),
+        "invoice": pgettext("entity", "invoice"),
+        "balance": pgettext("entity", "balance"),
+        "bill": pgettext("entity", "bill"),
+        "offer": pgettext("entity", "offer"),
+        "lab": pgettext("entity", "lab"),
+        "import": pgettext("entity", "import"),
+    }
+    return words.get(entity, entity)
+
+
 def _chain_problem(report: auditchain.ChainReport) -> str:
-    where = f"entry {report.broken_at}" if report.broken_at is not None else "the audit log"
-    return f"THE AUDIT LOG DOES NOT VERIFY: {where}: {report.reason}"
+    if report.broken_at is not None:
+        where = _("entry {id}").format(id=report.broken_at)
+    else:
+        where = _("the audit log")
+    return _("THE AUDIT LOG DOES NOT VERIFY: {where}: {reason}").format(
+        where=where, reason=report.reason
+    )
 
 
 def audit_verify(args: argparse.Namespace, out: TextIO) -> int:
     anchor: tuple[int, str] | None = None
     if args.anchor:
-        entry, _, digest = args.anchor.partition(":")
+        entry, _sep, digest = args.anchor.partition(":")
         if (
             not entry.isdigit()
             or len(digest) != 64
             or not all(c in "0123456789abcdef" for c in digest)
         ):
-            raise InputError("anchor", args.anchor, "must be ID:HASH as `zuka audit verify` prints")
+            raise InputError(
+                "anchor", args.anchor, _("must be ID:HASH as `zuka audit verify` prints")
+            )
         anchor = (int(entry), digest)
     from leases.ledger import acceptance_rows
     from leases.offboard import evidence
@@ -143,20 +180,33 @@ def audit_verify(args: argparse.Namespace, out: TextIO) -> int:
         )  # fmt: skip
     elif plans or rows:
         if plans:
-            out.write("THE OFFBOARDING EVIDENCE DOES NOT VERIFY (acceptance runs included):\n")
+            out.write(
+                _("THE OFFBOARDING EVIDENCE DOES NOT VERIFY (acceptance runs included):") + "\n"
+            )
             out.writelines(f"- {visible(p, 500)}\n" for p in plans)
         if rows:
             out.write(
-                f"ROWS CHANGED OUTSIDE ZUKA ({len(rows)}; the audit log itself is intact, with"
-                f" {report.entries} entries):\n"
+                _(
+                    "ROWS CHANGED OUTSIDE ZUKA ({count}; the audit log itself is intact, with"
+                    " {entries} entries):"
+                ).format(count=len(rows), entries=report.entries)
+                + "\n"
             )
-            out.writelines(f"- {d.said()}\n  if it is right: {d.accept}\n" for d in rows)
+            right = _("{said}\n  if it is right: {accept}")
+            out.writelines("- " + right.format(said=d.said(), accept=d.accept) + "\n" for d in rows)
     elif report.ok:
-        out.write(f"audit log ok: {report.entries} entries, hash chain and triggers intact\n")
+        out.write(
+            _("audit log ok: {entries} entries, hash chain and triggers intact").format(
+                entries=report.entries
+            )
+            + "\n"
+        )
         if report.head_id is not None:
             out.write(
-                f"head {report.head_id}:{report.head_hash}\n"
-                "(keep this line elsewhere; `--anchor` checks it later)\n"
+                _("head {id}:{hash}").format(id=report.head_id, hash=report.head_hash)
+                + "\n"
+                + _("(keep this line elsewhere; `--anchor` checks it later)")
+                + "\n"
             )
     else:
         out.write(_chain_problem(report) + "\n")
@@ -167,7 +217,20 @@ def audit_accept(args: argparse.Namespace, out: TextIO) -> int:
     """`zuka audit accept ENTITY ID`: put a row changed outside zuka on the chain as it is."""
     with open_ledger(args, create=False) as ledger:
         found = rowaudit.accept(ledger, args.entity, int(args.id))
-    what = {"edited": "as edited", "added": "as added", "removed": "as removed"}[found.what]
-    message = f"accepted {found.entity} {found.entity_id} {what} outside zuka: {found.said()}"
+    said = {
+        "edited": _(
+            "accepted {entity} {id} as edited outside zuka: {said} (`zuka undo` takes the"
+            " acceptance back)"
+        ),
+        "added": _(
+            "accepted {entity} {id} as added outside zuka: {said} (`zuka undo` takes the"
+            " acceptance back)"
+        ),
+        "removed": _(
+            "accepted {entity} {id} as removed outside zuka: {said} (`zuka undo` takes the"
+            " acceptance back)"
+        ),
+    }[found.what]
+    message = said.format(entity=found.entity, id=found.entity_id, said=found.said())
     doc = {"entity": found.entity, "id": found.entity_id, "what": found.what}
-    return output.done(args, out, doc, message + " (`zuka undo` takes the acceptance back)")
+    return output.done(args, out, doc, message)

@@ -12,6 +12,7 @@ from leases.config.layers import SECRETS, SYSTEM, USER
 from leases.config.load import load_user_config, resolve_config_path
 from leases.config.sections import Config, Layer
 from leases.core.errors import ConfigError
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.lab.sysconfig import SYSTEM_CONFIG_ENV
 from tui.cli import output
@@ -19,7 +20,7 @@ from tui.cli import output
 
 def _warn(config: Config) -> None:
     for warning in config.warnings:
-        print(f"zuka: warning: {visible(warning)}", file=sys.stderr)
+        print(_("zuka: warning: {warning}").format(warning=visible(warning)), file=sys.stderr)
 
 
 def check(args: argparse.Namespace, out: TextIO) -> int:
@@ -38,25 +39,46 @@ def check(args: argparse.Namespace, out: TextIO) -> int:
         config = load_user_config(args.config, keys_check=keys_problems)
     except ConfigError as exc:
         for problem in exc.problems:
-            print(f"zuka: config: {visible(problem)}", file=sys.stderr)
+            print(_("zuka: config: {problem}").format(problem=visible(problem)), file=sys.stderr)
         return 2
     _warn(config)
     for layer in config.layers:
         if layer.kind != USER and layer.state != "absent":
-            state = "ok" if layer.state == "read" else layer.state
-            print(f"{layer.kind} {visible(str(layer.path))}: {visible(state)}", file=out)
-    where = config.path or f"{resolve_config_path(args.config)[0]} (absent: defaults)"
-    print(f"{visible(where)}: ok", file=out)
+            state = _("ok") if layer.state == "read" else _state(layer.state)
+            print(f"{_kind(layer.kind)} {visible(str(layer.path))}: {visible(state)}", file=out)
+    where = config.path or _("{path} (absent: defaults)").format(
+        path=resolve_config_path(args.config)[0]
+    )
+    print(_("{where}: ok").format(where=visible(str(where))), file=out)
     return 0
+
+
+def _kind(kind: str) -> str:
+    """A layer's kind as a person reads it (JSON keeps the English kind)."""
+    return {SYSTEM: _("system config"), SECRETS: _("secrets file"), USER: _("config file")}.get(
+        kind, kind
+    )
+
+
+def _state(state: str) -> str:
+    """A layer's state as a person reads it: "absent", or why it was skipped (a sentence
+    from leases.config, already in the language in use)."""
+    return _("absent") if state == "absent" else state
 
 
 def _layer_words(layer: Layer) -> str:
     if layer.state == "read":
         return ""
     if layer.state == "absent":
-        return " (absent)"
+        return " (" + _("absent") + ")"
     if layer.kind == SECRETS:  # a viewer's: the tokens are the service's and the editors'
-        return f" ({layer.state}: its notification URLs are for the service and the editors)"
+        return (
+            " ("
+            + _("{state}: its notification URLs are for the service and the editors").format(
+                state=layer.state
+            )
+            + ")"
+        )
     return f" ({layer.state})"
 
 
@@ -79,16 +101,27 @@ def show(args: argparse.Namespace, out: TextIO) -> int:
         )
         return 0
     if not any(layer.kind == SYSTEM for layer in config.layers):
-        print(f"# {SYSTEM}: off (${SYSTEM_CONFIG_ENV} is empty or the null device)", file=out)
+        print(
+            "# "
+            + _("{layer}: off (${env} is empty or the null device)").format(
+                layer=_kind(SYSTEM), env=SYSTEM_CONFIG_ENV
+            ),
+            file=out,
+        )
     for layer in config.layers:
         if layer.kind == USER:
             continue  # said below, absent or not
-        print(f"# {layer.kind}: {visible(str(layer.path))}{_layer_words(layer)}", file=out)
-    path, _ = resolve_config_path(args.config)
-    below = "the layers above" if any(x.state == "read" for x in config.layers) else "defaults"
-    state = "" if config.path is not None else f" (absent: {below})"
-    print(f"# config file: {visible(path)}{state}", file=out)
+        print(f"# {_kind(layer.kind)}: {visible(str(layer.path))}{_layer_words(layer)}", file=out)
+    path, _where = resolve_config_path(args.config)
+    if config.path is not None:
+        state = ""
+    elif any(x.state == "read" for x in config.layers):
+        state = " " + _("(absent: the layers above)")
+    else:
+        state = " " + _("(absent: defaults)")
+    print(f"# {_kind(USER)}: {visible(path)}{state}", file=out)
     for s in settings:
         value = json.dumps(s.value, ensure_ascii=False)
-        print(visible(f"{s.key} = {value}  ({s.source})"), file=out)
+        source = _("default") if s.source == "default" else s.source
+        print(visible(f"{s.key} = {value}  ({source})"), file=out)
     return 0

@@ -7,6 +7,7 @@ import sys
 from typing import TextIO
 
 from leases.core.errors import LedgerError, no_ledger
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.ledger import files
 from leases.ledger.paths import ledger_choice
@@ -23,16 +24,20 @@ def dashboard(args: argparse.Namespace, out: TextIO) -> int:
     if why and not exists:
         # A typo (lab.dbb) opened an empty ledger, said only in the dashboard's header.
         raise LedgerError(
-            f"no ledger at {visible(str(path))}: a typo? The dashboard opens a ledger that"
-            " exists; start a new one there with `zuka node add NAME --ledger PATH ...`,"
-            " or try `zuka demo`"
+            _(
+                "no ledger at {path}: a typo? The dashboard opens a ledger that exists; start"
+                " a new one there with `zuka node add NAME --ledger PATH ...`, or try"
+                " `zuka demo`"
+            ).format(path=visible(str(path)))
         )
     if not out.isatty():
         if exists:
             check_ledger(path)  # the ledger's own problem first, as the dashboard does
         print(
-            "zuka: the dashboard needs a terminal and stdout is not one: run it in a terminal,"
-            " or for text use a listing (`zuka node list`, `zuka poll --once`)",
+            _(
+                "zuka: the dashboard needs a terminal and stdout is not one: run it in a"
+                " terminal, or for text use a listing (`zuka node list`, `zuka poll --once`)"
+            ),
             file=sys.stderr,
         )
         return 2

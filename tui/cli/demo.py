@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.sim.demofleet import prepare
 from tui.dashboard import gcpolicy
 from tui.dashboard.app import ZukaApp
@@ -27,8 +28,10 @@ def run_demo(args: argparse.Namespace) -> int:
     ):
         path = Path(args.ledger) if args.ledger else Path(tmp) / "demo.db"
         if path.exists():
-            raise InputError("ledger", str(path), "zuka demo builds a new ledger: give a new path")
-        print("starting 12 simulated GPU nodes with 30 days of history...", file=sys.stderr)
+            raise InputError(
+                "ledger", str(path), _("zuka demo builds a new ledger: give a new path")
+            )
+        print(_("starting 12 simulated GPU nodes with 30 days of history..."), file=sys.stderr)
         runner = prepare(path)
         try:
             dashboard.append(ZukaApp(path))

@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
+from rich.cells import cell_len
+
 from leases.app import (
     doctor,
     doctorfiles,
@@ -21,10 +23,30 @@ from leases.app.doctor import Finding, Level, Setting
 from leases.config.load import load_user_config, resolve_config_path
 from leases.core.clock import utc_now
 from leases.core.errors import ConfigError
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.ledger.paths import ledger_choice
 
-_MARK = {Level.OK: "ok  ", Level.WARN: "warn", Level.FAIL: "FAIL"}
+
+def _mark(level: Level) -> str:
+    """A finding's mark, padded to one width (cells, not characters)."""
+    word = {Level.OK: _("ok"), Level.WARN: _("warn"), Level.FAIL: _("FAIL")}[level]
+    return word + " " * max(0, 4 - cell_len(word))
+
+
+def _area(area: str) -> str:
+    """A finding's area as a heading says it (JSON keeps the English area)."""
+    words = {
+        "paths": _("paths"),
+        "config": _("config"),
+        "permissions": _("permissions"),
+        "lab": _("lab"),
+        "service": _("service"),
+        "ssh keys": _("ssh keys"),
+        "nodes": _("nodes"),
+        "collector": _("collector"),
+    }
+    return words.get(area, area)
 
 
 def setting_of(args: argparse.Namespace) -> Setting:
@@ -37,12 +59,12 @@ def setting_of(args: argparse.Namespace) -> Setting:
         warnings = tuple(config.warnings)
     except ConfigError as exc:
         problems = tuple(exc.problems)
-        config_path, _ = resolve_config_path(args.config)
+        config_path, _where = resolve_config_path(args.config)
     home = os.environ.get("HOME")
     ledger, why = ledger_choice(args.ledger)
     return Setting(
         ledger=ledger,
-        ledger_source=why or "the default place",
+        ledger_source=why or _("the default place"),
         now=utc_now(),
         env=dict(os.environ),
         home=Path(home) if home else None,
@@ -54,7 +76,7 @@ def setting_of(args: argparse.Namespace) -> Setting:
 
 def findings(setting: Setting) -> list[Finding]:
     look = doctorledger.look(setting.ledger)
-    give_key = (
+    give_key = _(
         "give this user's public key to the node: ssh-copy-id, or append ~/.ssh/id_ed25519.pub"
         " to ~/.ssh/authorized_keys on it"
     )
@@ -62,7 +84,9 @@ def findings(setting: Setting) -> list[Finding]:
     def ledger_read(s: Setting) -> Iterable[Finding]:
         if look.problem:
             said = visible(look.problem)
-            yield Finding("paths", Level.FAIL, f"the ledger cannot be read: {said}")
+            yield Finding(
+                "paths", Level.FAIL, _("the ledger cannot be read: {said}").format(said=said)
+            )
 
     def nodes(s: Setting) -> Iterable[Finding]:
         return doctor.node_findings(
@@ -97,15 +121,17 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         for f in found:
             if f.area != area:
                 area = f.area
-                print(f"{area}:", file=out)
-            print(f"  {_MARK[f.level]}  {visible(f.what)}", file=out)
+                print(f"{_area(area)}:", file=out)
+            print(f"  {_mark(f.level)}  {visible(f.what)}", file=out)
             if f.fix and f.level is not Level.OK:
-                print(f"        fix: {visible(f.fix)}", file=out)
+                print("        " + _("fix: {fix}").format(fix=visible(f.fix)), file=out)
         level = doctor.worst(found)
         fails = sum(f.level is Level.FAIL for f in found)
         warns = sum(f.level is Level.WARN for f in found)
         print(
-            "all good" if level is Level.OK else f"{fails} to fix, {warns} to look at",
+            _("all good")
+            if level is Level.OK
+            else _("{fails} to fix, {warns} to look at").format(fails=fails, warns=warns),
             file=out,
         )
     return 1 if doctor.worst(found) is Level.FAIL else 0

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from leases.core.errors import InputError, no_ledger
 from leases.core.host import host_record
+from leases.core.i18n import _
 from leases.core.models import Node, NodeHealth, NodeState, NodeStatus
 from leases.core.textsafe import visible
 from leases.fleet.nodestatus import health_summary, status_figures
@@ -27,8 +28,8 @@ from leases.telemetry.lock import PollerLock
 from leases.telemetry.poller import Poller
 from leases.telemetry.rollups import HistoryStore, sample_record
 from leases.telemetry.wiring import make_poller, polled_nodes
-from tui.cli import output
-from tui.words import disk_cell, ram_cell
+from tui.cli import fleetwords, output
+from tui.words import disk_cell, ram_cell, shown
 
 if TYPE_CHECKING:
     from leases.sim import SimNode
@@ -56,17 +57,15 @@ def own_identity(value: str | None) -> Path | None:
     try:
         load_own_key(path)
     except KeyFileRefused as exc:
-        raise InputError("identity", value, f"refused: {exc}") from None
+        raise InputError("identity", value, _("refused: {problem}").format(problem=exc)) from None
     except (asyncssh.KeyImportError, ValueError) as exc:
-        raise InputError(
-            "identity", value, f"is not a private key zuka can use without a passphrase ({exc})"
-        ) from None
+        raise InputError("identity", value, fleetwords.not_a_key(exc)) from None
     return path
 
 
 def _positive(field: str, value: float) -> float:
     if value <= 0:
-        raise InputError(field, value, "must be greater than zero")
+        raise InputError(field, value, _("must be greater than zero"))
     return value
 
 
@@ -81,7 +80,7 @@ def status_row(st: NodeStatus, cut: bool = True) -> tuple[str, ...]:
     fig = status_figures(st)
     return (
         st.node,
-        st.health.value,
+        shown(st.health),
         str(fig.gpus) if fig else "-",
         _fmt(fig.util, "{:.0f}%") if fig else "-",
         f"{_fmt(fig.mem_used_gib, '{:.0f}')}/{_fmt(fig.mem_total_gib, '{:.0f}')} GiB"
@@ -121,11 +120,12 @@ def print_statuses(
         output.dump_json([status_json(s) for s in statuses], out)
         return
     headers: tuple[str, ...] = (
-        "NODE", "HEALTH", "GPUS", "UTIL", "MEMORY", "POWER", "TEMP", "DISK", "RAM", "DETAIL"
+        _("NODE"), _("HEALTH"), _("GPUS"), _("UTIL"), _("MEMORY"), _("POWER"), _("TEMP"),
+        _("DISK"), "RAM", _("DETAIL"),
     )  # fmt: skip
     rows: list[tuple[str, ...]] = [status_row(s, cut=out.isatty()) for s in statuses]
     if processes:
-        headers = (*headers[:-1], "PROCS", headers[-1])
+        headers = (*headers[:-1], _("PROCS"), headers[-1])
         counts = [str(len(s.processes)) for s in statuses]
         rows = [(*r[:-1], n, r[-1]) for r, n in zip(rows, counts, strict=True)]
     output.table(headers, rows, out)
@@ -146,7 +146,7 @@ def poll(args: argparse.Namespace, out: TextIO) -> int:
         else:
             nodes, refused = fleet_nodes(ledger)
         for skipped in refused:
-            print(f"zuka: not polling {visible(skipped.name)}: {skipped.problem}", file=sys.stderr)
+            print(fleetwords.not_polling(visible(skipped.name), skipped.problem), file=sys.stderr)
         lock = PollerLock(path)
         if not lock.acquire() and not args.force:
             return _from_collector(ledger, lock, nodes, args, out)
@@ -168,14 +168,10 @@ def _from_collector(
     statuses = [
         latest[n.id]
         if n.id is not None and n.id in latest
-        else NodeStatus(n.name, NodeHealth.CONNECTING, "no reading from the collector yet")
+        else NodeStatus(n.name, NodeHealth.CONNECTING, _("no reading from the collector yet"))
         for n in nodes
     ]
-    print(
-        f"zuka: a collector (pid {lock.holder()}) polls this ledger: showing what it last "
-        "wrote (--force polls anyway)",
-        file=sys.stderr,
-    )
+    print(fleetwords.collector_polls(lock.holder()), file=sys.stderr)
     print_statuses(statuses, args.json, out)
     return 0
 
@@ -236,9 +232,8 @@ async def _cloud_states(
 
     done = await cloudstate.run_once(ledger, config, clock=utc_now, log=fault_logger(path))
     for d in done:
-        said = "stopped" if d.action == "stop" else "running again"
-        print(visible(f"zuka: {d.node.name}: its instance {d.node.instance_id} is {said}:"
-                      f" recorded from {d.at.astimezone():%Y-%m-%d %H:%M}"),
+        print(visible(fleetwords.instance_state(d.node.name, d.node.instance_id, d.action,
+                                                f"{d.at.astimezone():%Y-%m-%d %H:%M}")),
               file=sys.stderr)  # fmt: skip
 
 
@@ -249,7 +244,7 @@ async def _bounded_sweep(poller: Poller, limit: float | None) -> dict[str, NodeS
         return await poller.sweep()
     started = poller.clock()
     task = asyncio.ensure_future(poller.sweep())
-    done, _ = await asyncio.wait({task}, timeout=limit)
+    done, _pending = await asyncio.wait({task}, timeout=limit)
     if done:
         return task.result()
     task.cancel()
@@ -263,7 +258,7 @@ async def _bounded_sweep(poller: Poller, limit: float | None) -> dict[str, NodeS
             st = replace(
                 st,
                 health=NodeHealth.TIMEOUT,
-                detail=f"no answer within --timeout {limit:g} s",
+                detail=_("no answer within --timeout {limit} s").format(limit=f"{limit:g}"),
                 checked=poller.clock(),
             )
         out[node.name] = st
@@ -278,7 +273,7 @@ def collect(args: argparse.Namespace, out: TextIO) -> int:
     interval = _positive("interval", args.interval)
     _positive("flush", args.flush)
     if not path.exists():
-        raise InputError("ledger", str(path), "no ledger there yet: add nodes first")
+        raise InputError("ledger", str(path), _("no ledger there yet: add nodes first"))
     from leases.metrics.exporter import settings
 
     # Refused before anything starts: a bad address, a token file others can read, a key
@@ -290,7 +285,7 @@ def collect(args: argparse.Namespace, out: TextIO) -> int:
         if lock.denied:
             print(f"zuka: {visible(labfiles.poller_refusal(path))}", file=sys.stderr)
             return 1
-        print(f"zuka: another poller (pid {lock.holder()}) already polls {path}", file=sys.stderr)
+        print(fleetwords.another_poller(lock.holder(), path), file=sys.stderr)
         return 1
     try:  # whatever ends the collector, the lock goes with it: a dashboard takes over
         with Ledger.open(path) as ledger:
@@ -314,7 +309,7 @@ async def _collect(
     config = load_user_config(args.config)
     every = args.alerts_every
     if every < 0:
-        raise InputError("alerts_every", every, "must not be negative")
+        raise InputError("alerts_every", every, _("must not be negative"))
     watch = watch_ledger(ledger, path, config, clock=utc_now, every_s=every,
                          log=fault_logger(path))  # fmt: skip
     # A long-lived process: full collections spared what lives as long as it does.
@@ -324,7 +319,7 @@ async def _collect(
     assert store is not None
     cloud_every = args.cloud_every
     if cloud_every < 0:
-        raise InputError("cloud_every", cloud_every, "must not be negative (0: never)")
+        raise InputError("cloud_every", cloud_every, _("must not be negative (0: never)"))
     from leases.telemetry.cloudstate import CloudWatch
 
     clouds = CloudWatch(ledger, config, clock=utc_now, every_s=cloud_every, log=poller.log)
@@ -339,10 +334,10 @@ async def _collect(
             await poller.close()
             watch.close()
             raise
-    print(f"zuka collect: {len(poller.nodes)} nodes, every {interval:g} s, {args.mode} mode, "
-          f"alerts every {every:g} s", file=out, flush=True)  # fmt: skip
+    print(fleetwords.collecting(len(poller.nodes), interval, args.mode, every), file=out,
+          flush=True)  # fmt: skip
     if exporter is not None:
-        print(f"zuka collect: metrics at {exporter.where()}", file=out, flush=True)
+        print(fleetwords.metrics_at(exporter.where()), file=out, flush=True)
 
     house = Housekeeping(args.minute_days)
 
@@ -362,12 +357,10 @@ async def _collect(
                 keep_house()
             except Exception as exc:  # a locked ledger, say: polling goes on
                 poller.log.error("housekeeping failed", exc_info=exc)
-                print(f"zuka collect: housekeeping failed: {visible(exc)}",
-                      file=sys.stderr, flush=True)  # fmt: skip
+                print(fleetwords.housekeeping_failed(visible(exc)), file=sys.stderr, flush=True)
 
     def poller_fault(exc: BaseException, retry_in: float) -> None:
-        print(f"zuka collect: the poller stopped ({visible(exc)}); restarting in {retry_in:g} s",
-              file=sys.stderr, flush=True)  # fmt: skip
+        print(fleetwords.poller_stopped(visible(exc), retry_in), file=sys.stderr, flush=True)
 
     keeper = asyncio.create_task(housekeeping())
     cloud_reader = asyncio.create_task(clouds.run(stop))
@@ -414,39 +407,32 @@ async def _trust(node: Any, path: Path, args: argparse.Namespace, out: TextIO) -
             print(visible(f"zuka: {node.name}: {exc.message}"), file=sys.stderr)
             return 1
         if offered is None:
-            out.write(visible(f"{node.name}: host key already trusted") + "\n")
+            out.write(visible(fleetwords.already_trusted(node.name)) + "\n")
             return 0
         if refused(offered):
-            print(
-                visible(f"zuka: {node.name}: the host key CHANGED ({offered.fingerprint}); "
-                        "refused. Ask the provider why (reinstall? another machine?) and, only "
-                        "if satisfied, remove the old line from the known_hosts file yourself."),
-                file=sys.stderr,
-            )  # fmt: skip
+            print(visible(fleetwords.key_changed(node.name, offered.fingerprint)), file=sys.stderr)
             return 1
-        out.write(
-            visible(f"{node.name} ({offered.host}:{offered.port or 22}) presents "
-                    f"{offered.key.get_algorithm()} key {offered.fingerprint}") + "\n"
-        )  # fmt: skip
+        out.write(visible(fleetwords.presents(node.name, offered)) + "\n")
         if args.fingerprint is not None:
             if args.fingerprint != offered.fingerprint:
-                raise InputError("fingerprint", args.fingerprint, "does not match the key offered")
+                raise InputError(
+                    "fingerprint", args.fingerprint, _("does not match the key offered")
+                )
         elif not sys.stdin.isatty():
             raise InputError(
-                "fingerprint", None, "not a terminal: pass --fingerprint SHA256:... to accept"
+                "fingerprint", None, _("not a terminal: pass --fingerprint SHA256:... to accept")
             )
         else:
-            answer = input("Compare it with what the provider shows. Trust it? Type yes: ")
+            answer = input(_("Compare it with what the provider shows. Trust it? Type yes: "))
             if answer.strip().lower() != "yes":
-                out.write("not trusted\n")
+                out.write(_("not trusted") + "\n")
                 return 1
         trust.accept(offered, offered.fingerprint)
-        out.write(visible(f"trusted {offered.fingerprint} for {node.name}") + "\n")
+        out.write(visible(fleetwords.trusted(offered.fingerprint, node.name)) + "\n")
         try:
             await trust.log_in()
         except SshError as exc:
-            print(visible(f"zuka: {node.name}: key trusted, but logging in failed: "
-                          f"{exc.message}"), file=sys.stderr)  # fmt: skip
+            print(visible(fleetwords.login_failed(node.name, exc.message)), file=sys.stderr)
             return 1
         return 0
 
@@ -456,12 +442,12 @@ async def _trust(node: Any, path: Path, args: argparse.Namespace, out: TextIO) -
 
 def sim(args: argparse.Namespace, out: TextIO) -> int:
     if not args.ledger:
-        raise InputError("ledger", None, "give --ledger PATH: the simulated nodes go there")
+        raise InputError("ledger", None, _("give --ledger PATH: the simulated nodes go there"))
     count = int(args.nodes)
     if not 1 <= count <= 1000:
-        raise InputError("nodes", args.nodes, "must be from 1 to 1000")
+        raise InputError("nodes", args.nodes, _("must be from 1 to 1000"))
     if args.history < 0:
-        raise InputError("history", args.history, "must not be negative")
+        raise InputError("history", args.history, _("must not be negative"))
     return asyncio.run(_sim(_path(args), count, args.history, out))
 
 
@@ -482,10 +468,7 @@ def _backfilled(
             backfill(store, sim, start, end, stopped=asked.is_set)
             done += 1
     except KeyboardInterrupt:
-        out.write(
-            f"stopped: history written for {done} of {len(sims)} simulated nodes (each whole);"
-            " the others have none\n"
-        )
+        out.write(fleetwords.backfill_stopped(done, len(sims)) + "\n")
         return False
     finally:
         for sig, handler in before.items():
@@ -502,12 +485,8 @@ def _warn_unserved(ledger: Ledger, served: Sequence[Node]) -> None:
     names = {n.name for n in served}
     others = [n.name for n in ledger.nodes() if n.name not in names]
     if others:
-        shown = ", ".join(visible(n, 40) for n in others[:3]) + (", ..." if len(others) > 3 else "")
-        print(
-            f"zuka sim: the ledger also holds {len(others)} nodes this fleet does not serve "
-            f"({shown}): they will show as unreachable; a new --ledger starts a fresh fleet",
-            file=sys.stderr,
-        )
+        said = ", ".join(visible(n, 40) for n in others[:3]) + (", ..." if len(others) > 3 else "")
+        print(fleetwords.unserved(len(others), said), file=sys.stderr)
 
 
 async def _sim(path: Path, count: int, days: float, out: TextIO) -> int:
@@ -517,12 +496,7 @@ async def _sim(path: Path, count: int, days: float, out: TextIO) -> int:
     now = datetime.now(UTC)
     with SimLock(path) as lock, Ledger.open(path, actor="zuka sim") as ledger:
         if not lock.acquire():
-            raise InputError(
-                "ledger",
-                str(path),
-                f"another zuka sim (pid {lock.holder()}) serves this ledger: stop it first,"
-                " or give another --ledger",
-            )
+            raise InputError("ledger", str(path), fleetwords.another_sim(lock.holder()))
         nodes = register_sim_nodes(ledger, count, now)
         sims = sim_nodes_of(nodes)
         fleet = SimFleet(sims)
@@ -541,13 +515,7 @@ async def _sim(path: Path, count: int, days: float, out: TextIO) -> int:
                 loop.add_signal_handler(sig, stop.set)
             _warn_unserved(ledger, nodes)
             ports = sorted(ep.port for ep in fleet)
-            out.write(
-                f"{len(fleet)} simulated nodes on 127.0.0.1 ports {ports[0]}-{ports[-1]}, "
-                f"{days:g} days of history in {path}\n"
-                f"watch them:  zuka --ledger {path}\n"
-                f"or collect:  zuka collect --ledger {path}\n"
-                "Ctrl-C stops the fleet.\n"
-            )
+            out.write(fleetwords.sim_up(len(fleet), ports[0], ports[-1], days, path))
             out.flush()
             await stop.wait()
         finally:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from leases.app import lab as labapp
+from leases.core.i18n import _, ngettext
 from leases.core.textsafe import visible
 from leases.lab import perms
 from leases.lab.layout import DEFAULT_FOLDER, Lab, LabError, find_lab
@@ -29,7 +30,10 @@ def _existing(args: argparse.Namespace) -> Lab:
     found = find_lab(folder / "ledger.db")
     if found is None:
         raise LabError(
-            f"{folder}: is no lab's folder (no zuka-lab.toml): sudo zuka lab init --folder {folder}"
+            _(
+                "{folder}: is no lab's folder (no zuka-lab.toml): sudo zuka lab init --folder"
+                " {folder}"
+            ).format(folder=folder)
         )
     return found
 
@@ -62,27 +66,33 @@ def lab(args: argparse.Namespace, out: TextIO) -> int:
 def _carry(plan: labapp.Plan, args: argparse.Namespace, out: TextIO) -> int:
     where = visible(str(plan.lab.folder))
     for note in plan.notes:
-        print(f"note: {visible(note)}", file=sys.stderr)
+        print(_("note: {note}").format(note=visible(note)), file=sys.stderr)
     if not plan.steps:
-        print(f"nothing to change: the lab at {where} is as it should be", file=out)
+        print(
+            _("nothing to change: the lab at {where} is as it should be").format(where=where),
+            file=out,
+        )
         return 0
-    print(f"zuka lab {args.action} will, in {where}:", file=out)
+    print(
+        _("zuka lab {action} will, in {where}:").format(action=args.action, where=where),
+        file=out,
+    )
     for i, step in enumerate(plan.steps, 1):
-        print(f"  {i}. {visible(step.words, keep_newlines=True)}", file=out)
+        print(f"  {i}. {visible(step.shown, keep_newlines=True)}", file=out)
     if args.dry_run:
-        print("(--dry-run: nothing changed)", file=out)
+        print(_("(--dry-run: nothing changed)"), file=out)
         return 0
     if not args.yes:
         if not sys.stdin.isatty():
             raise LabError(
-                "no terminal to ask on: give --yes to take these steps (nothing changed)"
+                _("no terminal to ask on: give --yes to take these steps (nothing changed)")
             )
         out.flush()
-        if input("Type yes to take these steps: ").strip() != "yes":
-            print("nothing changed", file=out)
+        if input(_("Type yes to take these steps: ")).strip() != "yes":
+            print(_("nothing changed"), file=out)
             return 1
     done = labapp.carry_out(plan)
-    print(f"done: {len(done)} step{'s' if len(done) != 1 else ''}", file=out)
+    print(ngettext("done: {n} step", "done: {n} steps", len(done)).format(n=len(done)), file=out)
     return 0
 
 
@@ -92,11 +102,15 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     for finding in found:
         print(visible(finding.line()), file=out)
     if not found:
-        print(f"the lab at {visible(str(lab.folder))} is as it should be", file=out)
+        print(
+            _("the lab at {where} is as it should be").format(where=visible(str(lab.folder))),
+            file=out,
+        )
     hidden = perms.unseen(lab)
     if hidden:
         names = ", ".join(visible(p.name) for p in hidden)
-        print(f"(not looked at, this user may not: {names}; root may)", file=out)
+        said = _("(not looked at, this user may not: {names}; root may)")
+        print(said.format(names=names), file=out)
     return 1 if found else 0
 
 
@@ -104,9 +118,12 @@ def _pubkey(args: argparse.Namespace, out: TextIO) -> int:
     text = labapp.public_key_text(_existing(args))
     print(visible(text), file=out)
     print(
-        "\nGive it to each node, on the account zuka logs in as, one line in"
-        " ~/.ssh/authorized_keys:\n"
-        "  ssh USER@NODE 'umask 077; mkdir -p ~/.ssh; cat >> ~/.ssh/authorized_keys' <"
+        "\n"
+        + _(
+            "Give it to each node, on the account zuka logs in as, one line in"
+            " ~/.ssh/authorized_keys:"
+        )
+        + "\n  ssh USER@NODE 'umask 077; mkdir -p ~/.ssh; cat >> ~/.ssh/authorized_keys' <"
         f" {visible(str(_folder(args) / perms.COLLECTOR_PUB))}",
         file=out,
     )

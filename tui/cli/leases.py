@@ -18,13 +18,14 @@ from leases.app.leases import (
 )
 from leases.core import fields
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 from leases.core.models import Lease
 from leases.ledger import records, release, stops
 from leases.money import renewals, schedule
 from tui.cli import output
 from tui.cli.opening import open_ledger
 from tui.cli.options import add_flags, pick
-from tui.words import when
+from tui.words import schedule_word, shown, when
 
 
 def lease_options(
@@ -37,13 +38,15 @@ def lease_options(
     if editing:
         # --start picks the lease, as in lease delete; --new-start moves it.
         table.pop("start")
-        p.add_argument("--start", dest="pick_start", metavar="WHEN", help=_PICK_HELP)
-        p.add_argument("--new-start", dest="start", metavar="WHEN", help="move the start")
+        p.add_argument("--start", dest="pick_start", metavar="WHEN", help=_(_PICK_HELP))
+        p.add_argument("--new-start", dest="start", metavar="WHEN", help=_("move the start"))
         p.add_argument(
             "--whole-chain",
             action="store_true",
-            help="with --currency: record every lease of its renewal chain in that currency"
-            " (one chain has one currency)",
+            help=_(
+                "with --currency: record every lease of its renewal chain in that currency"
+                " (one chain has one currency)"
+            ),
         )
     add_flags(p, table, {"billing_type", "unit_price"} if required else set(), LEASE_HELP)
     p.add_argument(
@@ -98,7 +101,7 @@ def lease_resume(args: argparse.Namespace, out: TextIO) -> int:
     return output.done(args, out, stops.record(stop), message)
 
 
-_PICK_HELP = (
+_PICK_HELP = N_(
     "the lease that starts then, as `zuka lease list` prints it (default: the lease billing"
     " now; if none does, the next to start; never a renewal while its lease still bills)"
 )
@@ -107,7 +110,7 @@ _PICK_HELP = (
 def lease_edit(args: argparse.Namespace, out: TextIO) -> int:
     changes = _lease_changes(args)
     if not changes:
-        raise InputError("lease edit", args.node, "nothing to change: give at least one option")
+        raise InputError("lease edit", args.node, _("nothing to change: give at least one option"))
     with open_ledger(args, create=False) as ledger:
         lease, message = edit_lease(
             ledger, args.node, changes, args.pick_start, whole_chain=args.whole_chain
@@ -137,16 +140,18 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
 
     def ended(le: Lease) -> str | None:
         if renewals.never_billed(le):
-            return "cancelled"  # a renewal ended before it started: it never billed
+            return _("cancelled")  # a renewal ended before it started: it never billed
         if le.start > now:
-            return "not started"
+            return _("not started")
         if le.id in lapsed:
-            return "end, not recorded"  # released at its end: `zuka lease end` records it
-        return "renewed" if chain_of[le.id][-1] is not le else when(le.ended_at) or "open"
+            return _("end, not recorded")  # released at its end: `zuka lease end` records it
+        if chain_of[le.id][-1] is not le:
+            return _("renewed")
+        return when(le.ended_at) or _("open")
 
     def bills(le: Lease) -> str | None:
         if le.id in billing:
-            return "hourly" if renewals.hourly_after_end(le, now) else "yes"
+            return shown("hourly") if renewals.hourly_after_end(le, now) else _("yes")
         if le.start > now and not renewals.never_billed(le):
             return renewals.starts_in(le, now)
         return None
@@ -177,13 +182,13 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
     rows = [
         (
             le.node,
-            le.billing_type.value
-            + (f", {le.payment_schedule.value}" if schedule.scheduled(le) else ""),
+            shown(le.billing_type)
+            + (f", {schedule_word(le.payment_schedule)}" if schedule.scheduled(le) else ""),
             f"{le.unit_price} {le.currency}",
             le.cards_billed,
             when(le.start),
             when(le.end),
-            "renews" if renewals.auto_renews(le) else le.on_expiry.value,
+            shown("renews") if renewals.auto_renews(le) else shown(le.on_expiry),
             ended(le),
             when(next_renewal(le)),
             when(renewals.paid_so_far(chain_of[le.id], now)),
@@ -192,8 +197,8 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
         for le in leases
     ]
     headers = (
-        "NODE", "BILLING", "PRICE", "CARDS", "START", "END", "AT END", "ENDED", "RENEWS",
-        "PAID UNTIL", "BILLS NOW",
+        _("NODE"), _("BILLING"), _("PRICE"), _("CARDS"), _("START"), _("END"), _("AT END"),
+        _("ENDED"), _("RENEWS"), _("PAID UNTIL"), _("BILLS NOW"),
     )  # fmt: skip
     output.table(headers, rows, out)
     return 0

@@ -20,6 +20,7 @@ from leases.app.nodes import (
 )
 from leases.core import recordfields
 from leases.core.errors import InputError, UnknownNode
+from leases.core.i18n import _
 from leases.core.models import Lease, Node, NodeState, ProviderKind
 from leases.ledger import records
 from leases.ledger.lease_rows import billing_of as billing_of_leases
@@ -30,13 +31,18 @@ from tui.cli import output
 from tui.cli.opening import lab_zone, open_ledger
 from tui.cli.options import add_flags, pick
 from tui.cli.resources import resource_table
-from tui.words import billing_line, day, when
+from tui.words import billing_line, day, field_word, shown, when
 
 
 def node_options(p: argparse.ArgumentParser, editing: bool = False) -> None:
     p.add_argument("--ssh", help=NODE_HELP["ssh"])
     p.add_argument("--local", action="store_true", default=None, help=NODE_HELP["local"])
-    p.add_argument("--channel", help=f"for a new --provider: {recordfields.choices(ProviderKind)}")
+    p.add_argument(
+        "--channel",
+        help=_("for a new --provider: {choices}").format(
+            choices=recordfields.choices(ProviderKind)
+        ),
+    )
     table = dict(NODE_FLAGS)
     if not editing:
         table.pop("state")
@@ -51,7 +57,7 @@ def _say_dropped(args: argparse.Namespace) -> None:
     """What of a pasted --ssh was dropped (a password line), on stderr: --json stays JSON."""
     said = dropped_from(args.ssh) if args.ssh else None
     if said:
-        print(f"zuka: note: {said}", file=sys.stderr)
+        print(_("zuka: note: {said}").format(said=said), file=sys.stderr)
 
 
 def node_add(args: argparse.Namespace, out: TextIO) -> int:
@@ -67,14 +73,16 @@ def _node_row(n: Node, now: BillingNow | None, channels: Mapping[str, str]) -> t
     lease = now.lease if now else None
     return (
         n.name,
-        channels.get(n.provider or "", "-"),
+        shown(channels.get(n.provider or "", "-")),
         n.provider,
         gpus,
-        lease.billing_type.value if lease else "-",
+        shown(lease.billing_type) if lease else "-",
         f"{lease.unit_price} {lease.currency}" if lease else "-",
         _ends(now),
         when(now.paid_until if now else None) or "-",
-        f"{n.state.value} (refused value: see node show)" if n.problem else n.state.value,
+        _("{state} (refused value: see node show)").format(state=shown(n.state))
+        if n.problem
+        else shown(n.state),
     )
 
 
@@ -100,7 +108,7 @@ def node_list(args: argparse.Namespace, out: TextIO) -> int:
         billing = billing_of_leases(leases, now)
         channels = {p.name: p.kind.value for p in providers}
     for problem in [*problems, *unread]:
-        print(f"zuka: {problem}", file=sys.stderr)
+        print(_("zuka: {problem}").format(problem=problem), file=sys.stderr)
 
     def billing_of(n: Node) -> BillingNow | None:
         return billing.get(n.id) if n.id is not None else None
@@ -123,8 +131,8 @@ def node_list(args: argparse.Namespace, out: TextIO) -> int:
     else:
         rows = [_node_row(n, billing_of(n), channels) for n in nodes]
         headers = (
-            "NAME", "CHANNEL", "PROVIDER", "GPUS", "BILLING", "PRICE", "ENDS", "PAID UNTIL",
-            "STATE",
+            _("NAME"), _("CHANNEL"), _("PROVIDER"), _("GPUS"), _("BILLING"), _("PRICE"),
+            _("ENDS"), _("PAID UNTIL"), _("STATE"),
         )  # fmt: skip
         output.table(headers, rows, out)
     return 0
@@ -141,9 +149,9 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
             raise InputError(
                 "name",
                 args.name,
-                f"no node of that name; it was renamed to {moved[0]} on"
-                f" {day(moved[1], lab_zone(args))}:"
-                f" `zuka node show {moved[0]}`",
+                _(
+                    "no node of that name; it was renamed to {new} on {day}: `zuka node show {new}`"
+                ).format(new=moved[0], day=day(moved[1], lab_zone(args))),
             ) from None
         leases = ledger.leases(node.name)
         resources = ledger.resources(node.name)
@@ -165,30 +173,34 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         output.dump_json(doc, out)
         return 0
-    extra = [("problem", node.problem)] if node.problem else []
-    shown = [*doc["node"].items(), ("ssh command", doc["ssh_command"])]
-    output.fields([*shown, ("readings", doc["readings"]), *extra], out)
+    extra = [(_("problem"), node.problem)] if node.problem else []
+    said = [
+        (field_word(k), shown(v) if k in ("state", "interconnect") else v)
+        for k, v in doc["node"].items()
+    ]
+    said.append((_("ssh command"), doc["ssh_command"]))
+    output.fields([*said, (_("readings"), doc["readings"]), *extra], out)
     out.write(f"\n{billing_line(now)}\n")
     if cost is not None:
         out.write(f"{leasecost.cost_line(cost)}\n")
-    out.write("\nleases\n")
+    out.write("\n" + _("leases") + "\n")
     output.table(
-        ("START", "END", "BILLING", "PRICE", "DEPOSIT", "CONTRACT", "ENDED"),
+        (_("START"), _("END"), _("BILLING"), _("PRICE"), _("DEPOSIT"), _("CONTRACT"), _("ENDED")),
         [
             (
                 le.start.strftime("%Y-%m-%d %H:%M"),
                 le.end.strftime("%Y-%m-%d %H:%M") if le.end else None,
-                le.billing_type.value,
+                shown(le.billing_type),
                 f"{le.unit_price} {le.currency}",
                 _deposit(le),
                 le.contract_no or None,
-                "renewed" if now and le in now.chain[:-1] else when(le.ended_at),
+                _("renewed") if now and le in now.chain[:-1] else when(le.ended_at),
             )
             for le in leases
         ],
         out,
     )
-    out.write("\nresources\n")
+    out.write("\n" + _("resources") + "\n")
     resource_table(doc["resources"], out)
     return 0
 
@@ -198,7 +210,7 @@ def node_edit(args: argparse.Namespace, out: TextIO) -> int:
     if args.rename is not None:
         changes["name"] = args.rename
     if not changes and args.channel is None:
-        raise InputError("node edit", args.name, "nothing to change: give at least one option")
+        raise InputError("node edit", args.name, _("nothing to change: give at least one option"))
     with open_ledger(args, create=False) as ledger:
         edited, message = edit_node(ledger, args.name, changes, args.provider, args.channel)
     _say_dropped(args)
@@ -226,5 +238,9 @@ def node_delete(args: argparse.Namespace, out: TextIO) -> int:
 def _deposit(le: Lease) -> str | None:
     if le.deposit is None:
         return None
-    paid = f", paid {le.deposit_paid_on}" if le.deposit_paid_on else ""
-    return f"{le.deposit}{paid}, refund {le.deposit_refund.value}"
+    refund = shown(le.deposit_refund)
+    if le.deposit_paid_on:
+        return _("{deposit}, paid {paid}, refund {refund}").format(
+            deposit=le.deposit, paid=le.deposit_paid_on, refund=refund
+        )
+    return _("{deposit}, refund {refund}").format(deposit=le.deposit, refund=refund)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from leases.core.errors import LedgerError, no_ledger
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.ledger import files, rowaudit
 from leases.ledger.paths import ledger_choice
@@ -30,7 +31,10 @@ def open_ledger(
         _refuse_missing_folder(why, path)
     ledger = Ledger.open(path, create=create, readonly=readonly, action=_action(args))
     if not existed:
-        print(f"zuka: created a new ledger at {visible(str(path))}", file=sys.stderr)
+        print(
+            _("zuka: created a new ledger at {path}").format(path=visible(str(path))),
+            file=sys.stderr,
+        )
     return ledger
 
 
@@ -52,8 +56,10 @@ def _refuse_missing_folder(why: str, path: Path) -> None:
     default place's folders are made (its first run)."""
     if why and not path.parent.is_dir():
         raise LedgerError(
-            f"no folder {visible(str(path.parent))} for a ledger at {visible(str(path))}:"
-            " a typo? Create the folder first if it is meant (mkdir -p)"
+            _(
+                "no folder {folder} for a ledger at {path}: a typo? Create the folder first if"
+                " it is meant (mkdir -p)"
+            ).format(folder=visible(str(path.parent)), path=visible(str(path)))
         )
 
 
@@ -81,7 +87,9 @@ def lab_zone(args: argparse.Namespace) -> str:
         return load_user_config(getattr(args, "config", None)).billing.tz
     except ConfigError:
         print(
-            f"zuka: warning: the config has problems (zuka config check): times in {DEFAULT_TZ}",
+            _("zuka: warning: the config has problems (zuka config check): times in {tz}").format(
+                tz=DEFAULT_TZ
+            ),
             file=sys.stderr,
         )
         return DEFAULT_TZ

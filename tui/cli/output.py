@@ -10,11 +10,13 @@ import argparse
 import json
 import os
 import re
-import unicodedata
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, TextIO
 
+from rich.cells import cell_len
+
+from leases.core.i18n import _
 from leases.core.textsafe import REORDERING, visible
 from tui.words import cell
 
@@ -24,8 +26,9 @@ _JSON_UNSAFE_RE = re.compile(f"[\x7f-\x9f{REORDERING}]")
 
 
 def width(text: str) -> int:
-    """Terminal cells taken by text: CJK characters take two."""
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    """Terminal cells taken by text, as rich (and the terminal) measure them: CJK
+    characters take two, combining marks none."""
+    return cell_len(text)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], out: TextIO) -> None:
@@ -64,7 +67,7 @@ def fit_table(
     if columns is None or not rows or max(width(x) for x in whole) <= columns:
         out.write("\n".join(whole) + "\n")
         if not rows:
-            out.write("(none)\n")
+            out.write(_("(none)") + "\n")
         return
     keep = [i for i, h in enumerate(headers) if h not in below]
     moved = [i for i, h in enumerate(headers) if h in below]
@@ -154,7 +157,7 @@ def terminal_columns(out: TextIO, default: int = 100) -> int:
 
 
 def fields(pairs: Sequence[tuple[str, Any]], out: TextIO) -> None:
-    pad = max((width(k) for k, _ in pairs), default=0)
+    pad = max((width(k) for k, _value in pairs), default=0)
     for key, value in pairs:
         out.write(f"{key}{' ' * (pad - width(key))}  {cell(value)}\n")
 

@@ -12,6 +12,7 @@ from typing import TextIO
 
 from leases.app import processes
 from leases.core.errors import InputError, no_ledger
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.ledger.paths import ledger_choice
 from leases.ledger.store import Ledger
@@ -40,7 +41,7 @@ def ps(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     age = processes.readings_age(statuses, datetime.now(UTC))
     if not rows:
-        out.write("no GPU processes in the last readings" + (f" ({age})" if age else "") + "\n")
+        out.write(_("no GPU processes in the last readings") + (f" ({age})" if age else "") + "\n")
         return 0
     if age:
         out.write(age + "\n")
@@ -58,10 +59,12 @@ def ps(args: argparse.Namespace, out: TextIO) -> int:
         )
         for r in rows
     ]
-    headers = ("NODE", "GPU", "PID", "USER", "MIB", "SHARE", "ELAPSED", "COMMAND")
+    headers = (
+        _("NODE"), "GPU", "PID", _("USER"), "MIB", _("SHARE"), _("ELAPSED"), _("COMMAND"),
+    )  # fmt: skip
     output.table(headers, table, out)
     if any(not r.visible for r in rows):
-        out.write("* not visible to the login (a container's host PID)\n")
+        out.write("* " + _("not visible to the login (a container's host PID)") + "\n")
     return 0
 
 
@@ -73,13 +76,23 @@ def kill(args: argparse.Namespace, out: TextIO) -> int:
         if typed is None:
             if not sys.stdin.isatty():
                 raise InputError(
-                    "confirm", None, f"not a terminal: pass --yes-i-typed {row.pid} to confirm"
+                    "confirm",
+                    None,
+                    _("not a terminal: pass --yes-i-typed {pid} to confirm").format(pid=row.pid),
                 )
             out.write(
-                f"{visible(row.node)} GPU {row.gpu} pid {row.pid} of {visible(row.user)}:"
-                f" {row.command}\n"
+                _("{node} GPU {gpu} pid {pid} of {user}: {command}").format(
+                    node=visible(row.node),
+                    gpu=row.gpu,
+                    pid=row.pid,
+                    user=visible(row.user),
+                    command=row.command,
+                )
+                + "\n"
             )
-            typed = input(f"Type the pid, {row.pid}, to stop it (SIGTERM, then SIGKILL): ")
+            typed = input(
+                _("Type the pid, {pid}, to stop it (SIGTERM, then SIGKILL): ").format(pid=row.pid)
+            )
         processes.check_confirmation(row.pid, typed)
         runner = processes.runner_for(ledger, row.node)
         stopped = asyncio.run(_stop(ledger, row, typed, grace, runner))
@@ -93,7 +106,12 @@ def kill(args: argparse.Namespace, out: TextIO) -> int:
         # shell error) stay in the audit and --json.
         if not step.startswith("refused:"):
             out.write("  " + visible(step, 300) + "\n")
-    out.write(f"{visible(row.node)} pid {row.pid}: {stopped.outcome.value}\n")
+    out.write(
+        _("{node} pid {pid}: {outcome}").format(
+            node=visible(row.node), pid=row.pid, outcome=_(stopped.outcome.value)
+        )
+        + "\n"
+    )
     return 0 if stopped.ok else 1
 
 

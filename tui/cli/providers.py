@@ -8,12 +8,14 @@ from typing import TextIO
 from leases.app.flags import PROVIDER_FLAGS, PROVIDER_HELP
 from leases.app.providers import add_provider, edit_provider
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.ledger import records
 from leases.ledger.store import Ledger
 from leases.money.amounts import fen_json, money
 from tui.cli import output
 from tui.cli.opening import open_ledger
 from tui.cli.options import add_flags, pick
+from tui.words import shown
 
 
 def provider_options(p: argparse.ArgumentParser, required: bool) -> None:
@@ -34,7 +36,9 @@ def provider_edit_options(p: argparse.ArgumentParser) -> None:
 def provider_edit(args: argparse.Namespace, out: TextIO) -> int:
     changes = pick(args, {k: PROVIDER_FLAGS[k] for k in Ledger.PROVIDER_EDITABLE})
     if not changes:
-        raise InputError("provider edit", args.name, "nothing to change: give at least one option")
+        raise InputError(
+            "provider edit", args.name, _("nothing to change: give at least one option")
+        )
     with open_ledger(args, create=False) as ledger:
         edited, message = edit_provider(ledger, args.name, changes)
     return output.done(args, out, records.provider_record(edited), message)
@@ -51,11 +55,14 @@ def provider_list(args: argparse.Namespace, out: TextIO) -> int:
         output.dump_json(docs, out)
     else:
         rows = [
-            (p.name, p.kind.value, p.region, p.account_alias, p.account_id, p.credential_ref,
+            (p.name, shown(p.kind), p.region, p.account_alias, p.account_id, p.credential_ref,
              held.get(p.name, (None, ""))[1])
             for p in provs
         ]  # fmt: skip
-        head = ("NAME", "CHANNEL", "REGION", "ACCOUNT", "ACCOUNT ID", "CREDENTIAL", "BALANCE")
+        head = (
+            _("NAME"), _("CHANNEL"), _("REGION"), _("ACCOUNT"), _("ACCOUNT ID"), _("CREDENTIAL"),
+            _("BALANCE"),
+        )  # fmt: skip
         output.table(head, rows, out)
     return 0
 
@@ -71,7 +78,10 @@ def _balances(ledger: Ledger) -> dict[str, tuple[str | None, str]]:
         try:
             acc = account(ledger, name)
         except InputError as exc:
-            out[name] = (None, f"unknown: {exc.field}: {exc.reason}")
+            out[name] = (
+                None,
+                _("unknown: {field}: {reason}").format(field=exc.field, reason=exc.reason),
+            )
             continue
         if acc is not None:
             amount = acc.balance.amount

@@ -9,10 +9,12 @@ from typing import Any, TextIO
 from leases.app.flags import RESOURCE_FLAGS, RESOURCE_HELP
 from leases.app.resources import add_resource, edit_resource
 from leases.core import fields
+from leases.core.i18n import _
 from leases.ledger import records
 from tui.cli import output
 from tui.cli.opening import open_ledger
 from tui.cli.options import add_flags, pick
+from tui.words import shown
 
 
 def resource_options(p: argparse.ArgumentParser, editing: bool = False) -> None:
@@ -26,23 +28,26 @@ def resource_options(p: argparse.ArgumentParser, editing: bool = False) -> None:
         {"kind", "native_id"},
         {
             **RESOURCE_HELP,
-            "notes": "the notes (required with --verified: how it was checked)",
-            "region": "correct the region it was recorded in (not once marked deleted)",
-            "endpoint": "correct the endpoint it was recorded at (not once marked deleted)",
+            "notes": _("the notes (required with --verified: how it was checked)"),
+            "region": _("correct the region it was recorded in (not once marked deleted)"),
+            "endpoint": _("correct the endpoint it was recorded at (not once marked deleted)"),
         },
     )
     p.add_argument(
         "--new-id",
         metavar="ID",
-        help="correct its id (a typo), as checked when it is added (not once marked deleted)",
+        help=_("correct its id (a typo), as checked when it is added (not once marked deleted)"),
     )
-    for flag, what in (("--deleted", "deleted"), ("--verified", "verified deleted")):
+    for flag, what in (
+        ("--deleted", _("mark it deleted by hand, at WHEN (default: now)")),
+        ("--verified", _("mark it verified deleted by hand, at WHEN (default: now)")),
+    ):
         p.add_argument(
             flag,
             nargs="?",
             const="now",
             metavar="WHEN",
-            help=f"mark it {what} by hand, at WHEN (default: now)",
+            help=what,
         )
 
 
@@ -84,9 +89,10 @@ def _shown_iso(iso: str | None) -> str | None:
 
 def resource_table(rows: list[dict[str, Any]], out: TextIO) -> None:
     output.table(
-        ("NODE", "LEASE START", "KIND", "ID", "REGION", "DELETED", "VERIFIED"),
+        (_("NODE"), _("LEASE START"), _("KIND"), _("ID"), _("REGION"), _("DELETED"),
+         _("VERIFIED")),
         [
-            (r["node"], _shown_iso(r["lease_start"]), r["kind"], r["native_id"],
+            (r["node"], _shown_iso(r["lease_start"]), shown(r["kind"]), r["native_id"],
              r["region"] or None, _shown_iso(r["deleted_at"]), _shown_iso(r["verified_at"]))
             for r in rows
         ],

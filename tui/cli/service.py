@@ -10,6 +10,7 @@ from typing import TextIO
 from leases.app import service as svc
 from leases.core.clock import utc_now
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.lab.layout import find_lab
 from leases.ledger.paths import ledger_choice, resolve_ledger_path
@@ -24,7 +25,7 @@ def _mode(args: argparse.Namespace) -> Mode:
     """--system or --user, said: the two install different units in different places."""
     if args.mode is None:
         raise InputError(
-            "mode", None, "say --system (a lab's service, as root) or --user (your own)"
+            "mode", None, _("say --system (a lab's service, as root) or --user (your own)")
         )
     return Mode(args.mode)
 
@@ -48,42 +49,58 @@ def _request(args: argparse.Namespace) -> svc.Request:
 
 
 def _show_plan(plan: svc.ServicePlan, out: TextIO, verb: str) -> None:
+    said = _("write") if verb == "write" else _("remove")
     for unit in plan.units:
-        print(f"--- {visible(str(unit.path))} ({verb})", file=out)
+        print(f"--- {visible(str(unit.path))} ({said})", file=out)
         if verb == "write":
             print(unit.text, file=out)
-    print("then:" if plan.run_commands else "then, where systemd runs:", file=out)
+    print(_("then:") if plan.run_commands else _("then, where systemd runs:"), file=out)
     for argv in plan.commands:
         print("  " + " ".join(argv), file=out)
     for note in plan.notes:
-        print(f"note: {visible(note)}", file=out)
+        print(_("note: {note}").format(note=visible(note)), file=out)
 
 
 def _confirmed(args: argparse.Namespace, what: str) -> bool:
-    """--yes, or `yes` typed at a terminal. No terminal and no --yes: refused."""
+    """--yes, or `yes` typed at a terminal. No terminal and no --yes: refused. what:
+    "written" or "removed"."""
     if args.yes:
         return True
+    written = what == "written"
     if not sys.stdin.isatty():
         raise InputError(
-            "--yes", None, f"no terminal to confirm at: nothing {what}; give --yes to go ahead"
+            "--yes",
+            None,
+            _("no terminal to confirm at: nothing written; give --yes to go ahead")
+            if written
+            else _("no terminal to confirm at: nothing removed; give --yes to go ahead"),
         )
-    answer = input(f"Type yes to go ahead (nothing is {what} otherwise): ")
+    answer = input(
+        _("Type yes to go ahead (nothing is written otherwise): ")
+        if written
+        else _("Type yes to go ahead (nothing is removed otherwise): ")
+    )
     return answer.strip() == "yes"
 
 
 def _show_outcome(outcome: svc.Outcome, out: TextIO, done: str) -> int:
     for path in outcome.files:
-        print(f"{done} {visible(str(path))}", file=out)
+        line = _("wrote {path}") if done == "wrote" else _("removed {path}")
+        print(line.format(path=visible(str(path))), file=out)
     code = 0
     for argv, status, said in outcome.ran:
-        print(f"ran: {' '.join(argv)}: {'ok' if status == 0 else f'failed ({status})'}", file=out)
+        command = " ".join(argv)
+        line = _("ran: {command}: ok") if status == 0 else _("ran: {command}: failed ({status})")
+        print(line.format(command=command, status=status), file=out)
         if status != 0:
             print(f"  {visible(said, 400)}", file=out)
             code = 1
     if outcome.not_run:
         print(
-            "systemd is not running here (no /run/systemd/system), or --root was given:"
-            " systemctl was not run. Run these where systemd runs:",
+            _(
+                "systemd is not running here (no /run/systemd/system), or --root was given:"
+                " systemctl was not run. Run these where systemd runs:"
+            ),
             file=out,
         )
         for argv in outcome.not_run:
@@ -95,10 +112,10 @@ def service_install(args: argparse.Namespace, out: TextIO) -> int:
     plan = svc.plan_install(_request(args))
     _show_plan(plan, out, "write")
     if args.dry_run:
-        print("dry run: nothing written", file=out)
+        print(_("dry run: nothing written"), file=out)
         return 0
     if not _confirmed(args, "written"):
-        print("nothing written", file=out)
+        print(_("nothing written"), file=out)
         return 1
     return _show_outcome(svc.install(plan, force=args.force), out, "wrote")
 
@@ -106,11 +123,11 @@ def service_install(args: argparse.Namespace, out: TextIO) -> int:
 def service_uninstall(args: argparse.Namespace, out: TextIO) -> int:
     plan = svc.plan_uninstall(_mode(args), _root(args), Path.home())
     if not plan.units:
-        print("no zuka units installed here", file=out)
+        print(_("no zuka units installed here"), file=out)
         return 0
     _show_plan(plan, out, "remove")
     if not _confirmed(args, "removed"):
-        print("nothing removed", file=out)
+        print(_("nothing removed"), file=out)
         return 1
     return _show_outcome(svc.uninstall(plan, force=args.force), out, "removed")
 
@@ -137,22 +154,28 @@ def service_status(args: argparse.Namespace, out: TextIO) -> int:
     st = svc.status(mode, _ledger_of(args, mode), _root(args), Path.home(), utc_now)
     for unit in st.units:
         if not unit.present:
-            state = "not installed"
+            state = _("not installed")
         else:
-            state = "installed" if unit.ours else "present, not written by zuka"
+            state = _("installed") if unit.ours else _("present, not written by zuka")
             if unit.active is not None:
                 state += f", {visible(unit.active, 40)}"
             elif not st.systemd:
-                state += ", systemd not running here"
+                state += _(", systemd not running here")
         print(f"{unit.name}: {state} ({visible(str(unit.path))})", file=out)
-    print(f"ledger: {visible(str(st.ledger))}", file=out)
+    print(_("ledger: {path}").format(path=visible(str(st.ledger))), file=out)
     if st.poller_pid is None:
-        print("poller: nobody polls this ledger", file=out)
+        print(_("poller: nobody polls this ledger"), file=out)
+    elif st.poller_user:
+        print(
+            _("poller: pid {pid} as {user}").format(
+                pid=st.poller_pid, user=visible(st.poller_user)
+            ),
+            file=out,
+        )
     else:
-        who = f" as {visible(st.poller_user)}" if st.poller_user else ""
-        print(f"poller: pid {st.poller_pid}{who}", file=out)
+        print(_("poller: pid {pid}").format(pid=st.poller_pid), file=out)
     if st.age is None:
-        print("last reading: none yet", file=out)
+        print(_("last reading: none yet"), file=out)
     else:
-        print(f"last reading: {int(st.age.total_seconds())} s ago", file=out)
+        print(_("last reading: {n} s ago").format(n=int(st.age.total_seconds())), file=out)
     return 0

@@ -10,6 +10,7 @@ from typing import TextIO
 
 from leases.app.shell import ShellEnd, open_session
 from leases.core.errors import no_ledger
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.ledger.paths import ledger_choice
 from leases.ledger.store import Ledger
@@ -32,5 +33,5 @@ def ssh(args: argparse.Namespace, out: TextIO) -> int:
     terminal = TtyTerminal(pty=words is None or bool(args.tty))
     end: ShellEnd = asyncio.run(open_session(path, node, terminal, tmux=tmux, command=words))
     if not end.opened or end.status != 0:
-        print(visible(f"zuka: {end.said}"), file=sys.stderr)
+        print(visible(_("zuka: {problem}").format(problem=end.said)), file=sys.stderr)
     return end.exit_code

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from leases.core.errors import InputError, os_problem
+from leases.core.i18n import _
 from leases.ledger import rowaudit, transfer
 from tui.cli import output
 from tui.cli.opening import open_ledger
@@ -22,12 +23,12 @@ def export(args: argparse.Namespace, out: TextIO) -> int:
             raise InputError(
                 "--output",
                 args.output,
-                "cannot tell the format from its extension (.csv or .json): give --format",
+                _("cannot tell the format from its extension (.csv or .json): give --format"),
             )
     with open_ledger(args, readonly=True) as ledger:
         # An import takes every record as stated and chains it anew: a row changed outside
         # zuka would come out of it looking recorded.
-        rowaudit.refuse(rowaudit.drifted(ledger), "the export")
+        rowaudit.refuse(rowaudit.drifted(ledger), _("the export"))
         data = ledger.export_records()
     text = transfer.to_csv(data) if fmt == "csv" else transfer.to_json(data)
     if args.output:
@@ -44,23 +45,29 @@ def read_export(path: str, fmt: str | None) -> transfer.Export:
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except FileNotFoundError as exc:  # a file to read, not one that could not be created
-        said = "no such file: check the path" if Path(path).parent.is_dir() else None
+        said = _("no such file: check the path") if Path(path).parent.is_dir() else None
         raise InputError(where, None, said or os_problem(exc, path)) from None
     except OSError as exc:
         raise InputError(where, None, os_problem(exc, path)) from None
     except UnicodeDecodeError:
-        raise InputError(where, None, "is not UTF-8 text, so not a zuka export") from None
+        raise InputError(where, None, _("is not UTF-8 text, so not a zuka export")) from None
     if fmt is None:
         fmt = _format_of(path) or transfer.sniff(text)
         if fmt is None:
-            raise InputError(where, None, f"{transfer.NOT_AN_EXPORT}; or give --format")
+            raise InputError(
+                where,
+                None,
+                _("{problem}; or give --format").format(problem=_(transfer.NOT_AN_EXPORT)),
+            )
     try:
         return transfer.from_csv(text) if fmt == "csv" else transfer.from_json(text)
     except InputError as exc:
         if exc.field != "file":
             raise
-        hint = "; if it is CSV, add --format csv" if fmt == "json" and path == "-" else ""
-        raise InputError(where, exc.value, exc.reason + hint) from None
+        reason = exc.reason
+        if fmt == "json" and path == "-":
+            reason = _("{reason}; if it is CSV, add --format csv").format(reason=reason)
+        raise InputError(where, exc.value, reason) from None
 
 
 def _format_of(path: str) -> str | None:
@@ -82,8 +89,24 @@ def import_(args: argparse.Namespace, out: TextIO) -> int:
         if at is None:
             raise
         where = "stdin" if args.file == "-" else args.file
-        raise InputError(
-            f"{at.group(0)} in {where}{exc.field[at.end() :]}", exc.value, exc.reason
-        ) from None
-    summary = ", ".join(f"{n} {k}" for k, n in counts.items())
-    return output.done(args, out, counts, f"imported {summary}")
+        field = _("{record} in {file}").format(record=at.group(0), file=where)
+        raise InputError(field + exc.field[at.end() :], exc.value, exc.reason) from None
+    summary = ", ".join(f"{n} {_kind(k)}" for k, n in counts.items())
+    return output.done(args, out, counts, _("imported {summary}").format(summary=summary))
+
+
+def _kind(key: str) -> str:
+    """A count's key of an import (JSON keeps it) as the sentence says it."""
+    words = {
+        "providers": _("providers"),
+        "nodes": _("nodes"),
+        "leases": _("leases"),
+        "resources": _("resources"),
+        "stops": _("stops"),
+        "deposit_refunds": _("deposit refunds"),
+        "invoices": _("invoices"),
+        "balance_entries": _("balance entries"),
+        "bills": _("bills"),
+        "offers": _("offers"),
+    }
+    return words.get(key, key)

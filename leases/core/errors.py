@@ -136,9 +136,9 @@ def os_problem(exc: OSError, path: object = None, *, what: str = "file") -> str:
     if code == errno.ENOENT and path is not None:
         folder = os.path.dirname(os.path.abspath(str(path)))
         if not os.path.isdir(folder):
-            return _("the directory {folder} does not exist: create it, or give another path").format(
-                folder=folder
-            )
+            return _(
+                "the directory {folder} does not exist: create it, or give another path"
+            ).format(folder=folder)
         if what == "ledger":
             return _(
                 "cannot create a ledger in {folder}: the directory is not writable or not a"

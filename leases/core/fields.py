@@ -43,7 +43,9 @@ def choice(field: str, value: str, enum: type[E]) -> E:
         return enum(value.strip().lower())
     except ValueError:
         allowed = " | ".join(m.value for m in enum)
-        raise InputError(field, value, _("must be one of {allowed}").format(allowed=allowed)) from None
+        raise InputError(
+            field, value, _("must be one of {allowed}").format(allowed=allowed)
+        ) from None
 
 
 def valid_node_name(value: str) -> bool:
@@ -56,7 +58,10 @@ def node_name(value: str, field: str = "name") -> str:
         raise InputError(
             field,
             visible(value, 80),
-            _("must be 1-63 letters, digits, '.', '_', '@' or '-', starting with a letter or digit"),
+            _(
+                "must be 1-63 letters, digits, '.', '_', '@' or '-', starting with a letter or"
+                " digit"
+            ),
         )
     return value
 
@@ -349,7 +354,9 @@ def names_start(field: str, value: str | datetime, start: datetime, tz: str) -> 
         return start == moment(field, value, tz)
     raw = value.strip()
     if not raw:
-        raise InputError(field, value, _("is empty (give a lease start as `zuka lease list` shows)"))
+        raise InputError(
+            field, value, _("is empty (give a lease start as `zuka lease list` shows)")
+        )
     raw = _padded(field, value, raw)  # 2026-12-1 names a day as 2026-12-01 does
     wanted = moment(field, raw, tz)
     here = start.astimezone(wanted.tzinfo)

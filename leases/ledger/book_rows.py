@@ -171,7 +171,11 @@ class BookRows(ResourceRows):
                 try:
                     checked_lines.append(books.check_bill_line(line))
                 except InputError as exc:
-                    raise InputError(f"line {i + 1}: {exc.field}", exc.value, exc.reason) from None
+                    raise InputError(
+                        _("line {line}: {field}").format(line=i + 1, field=exc.field),
+                        exc.value,
+                        exc.reason,
+                    ) from None
             rec = {**rec, "line_count": len(checked_lines), "lines_hash": books.UNHASHED}
         elif lines:
             raise InputError(entity, None, _("has no lines"))

@@ -24,7 +24,7 @@ from typing import Any
 
 from leases.core import fields
 from leases.core.errors import InputError
-from leases.core.i18n import _
+from leases.core.i18n import _, ngettext
 from leases.core.models import BillingType, ProviderKind
 
 Record = dict[str, Any]
@@ -360,19 +360,34 @@ def describe(entity: str, rec: Mapping[str, Any]) -> str:
     """A book's record in a few words, for the audit log's reader (`zuka log`)."""
     cur = rec.get("currency") or "CNY"
     if entity == "deposit_refund":
-        return f"deposit refund {rec.get('amount')} on {rec.get('refunded_on')}"
+        return _("deposit refund {amount} on {day}").format(
+            amount=rec.get("amount"), day=rec.get("refunded_on")
+        )
     if entity == "invoice":
-        return f"invoice {rec.get('number')} {rec.get('amount')} {cur}"
+        return _("invoice {number} {amount} {currency}").format(
+            number=rec.get("number"), amount=rec.get("amount"), currency=cur
+        )
     if entity == "balance":
-        what = "top-up" if rec.get("kind") == "topup" else "balance read"
-        return f"{what} {rec.get('amount')} {cur}"
+        what = (
+            _("top-up {amount} {currency}")
+            if rec.get("kind") == "topup"
+            else _("balance read {amount} {currency}")
+        )
+        return what.format(amount=rec.get("amount"), currency=cur)
     if entity == "bill":
         n = rec.get("line_count")
-        return f"bill ({rec.get('format')}) {rec.get('source')}, {n} line{'s' if n != 1 else ''}"
+        return ngettext(
+            "bill ({format}) {source}, {count} line",
+            "bill ({format}) {source}, {count} lines",
+            n if isinstance(n, int) else 2,
+        ).format(format=rec.get("format"), source=rec.get("source"), count=n)
     if entity == "offer":
-        return (
-            f"offer {rec.get('provider')} {rec.get('gpu_model')} {rec.get('billing_type')}"
-            f" {rec.get('unit_price')} {cur}"
+        return _("offer {provider} {model} {billing} {price} {currency}").format(
+            provider=rec.get("provider"),
+            model=rec.get("gpu_model"),
+            billing=rec.get("billing_type"),
+            price=rec.get("unit_price"),
+            currency=cur,
         )
     return entity
 

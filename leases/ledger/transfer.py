@@ -188,7 +188,7 @@ def from_csv(text: str) -> Export:
             continue  # comments and blank lines, as in the template
         if kind not in _FLAT:
             raise InputError(
-                f"line {line_no}: record",
+                _("line {line}: {field}").format(line=line_no, field="record"),
                 kind,
                 _("must be one of {join}").format(join=", ".join(_FLAT)),
             )
@@ -196,7 +196,7 @@ def from_csv(text: str) -> Export:
         stray = [k for k, v in row.items() if k not in keys and k != "record" and v]
         if stray:
             raise InputError(
-                f"line {line_no}: {stray[0]}",
+                _("line {line}: {field}").format(line=line_no, field=stray[0]),
                 row[stray[0]],
                 _("does not apply to a {kind}").format(kind=kind),
             )

@@ -107,13 +107,22 @@ def last_change(ledger: Ledger) -> list[AuditEntry]:
 def describe(unit: list[AuditEntry]) -> str:
     """'entry 7 (node.edit of n1 by alice from 203.0.113.7 at 2026-...)', or 'entries 7-8
     (...; ...)'."""
-    ids = f"entry {unit[0].id}" if len(unit) == 1 else f"entries {unit[0].id}-{unit[-1].id}"
     what = "; ".join(
-        f"{e.action} of {e.node or e.entity} by {who(e.actor, e.origin)}"
-        f" at {e.at.isoformat(timespec='seconds')}"
+        _("{action} of {what} by {who} at {at}").format(
+            action=e.action,
+            what=e.node or e.entity,
+            who=who(e.actor, e.origin),
+            at=e.at.isoformat(timespec="seconds"),
+        )
         for e in unit
     )
-    return visible(f"{ids} ({what})", 400)
+    if len(unit) == 1:
+        said = _("entry {id} ({what})").format(id=unit[0].id, what=what)
+    else:
+        said = _("entries {first}-{last} ({what})").format(
+            first=unit[0].id, last=unit[-1].id, what=what
+        )
+    return visible(said, 400)
 
 
 def _undoable(e: AuditEntry) -> None:

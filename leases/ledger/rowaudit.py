@@ -25,7 +25,7 @@ from typing import Any
 
 from leases.core.auditentry import AuditEntry
 from leases.core.errors import InputError
-from leases.core.i18n import _, ngettext
+from leases.core.i18n import N_, _, ngettext
 from leases.core.textsafe import visible
 from leases.ledger import books, records, stops
 from leases.ledger.book_rows import lines_digest
@@ -486,6 +486,16 @@ def drifted_since(ledger: Ledger) -> list[Drift]:
     found = drifted(ledger)
     _FOUND[ledger] = (mark, found)
     return list(found)
+
+
+# What the front ends say would rest on drifted rows (said with _ in refuse): their words,
+# marked here so the catalogue has them (tui/cli/opening.trusted's callers and others').
+WHAT = (
+    N_("the accounts"), N_("the month's cost"), N_("the export"), N_("the balance"),
+    N_("the bill"), N_("the bills"), N_("the costs"), N_("the deposits' figures"),
+    N_("the figures"), N_("the invoice"), N_("the invoices' figures"), N_("the offer"),
+    N_("the offers"), N_("the quote"), N_("the refund"),
+)  # fmt: skip
 
 
 def refuse(found: Sequence[Drift], what: str) -> None:

@@ -13,6 +13,7 @@ import socket
 from urllib.parse import SplitResult, urlsplit
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import ResourceKind
 from leases.core.textsafe import visible
 
@@ -66,12 +67,14 @@ def native_id(kind: ResourceKind, value: str) -> str:
         name, prefix = bucket_prefix(value)
         return f"{name}/{prefix}"
     if kind not in CLOUD_KINDS:
-        raise InputError("kind", str(kind), "not a cloud resource zuka deletes")
+        raise InputError("kind", str(kind), _("not a cloud resource zuka deletes"))
     if not _ID_RE.fullmatch(value):
         raise InputError(
             "native_id",
             _shown(value),
-            f"a {kind} id is letters, digits, '.', '_' and '-', starting with a letter or digit",
+            _(
+                "a {kind} id is letters, digits, '.', '_' and '-', starting with a letter or digit"
+            ).format(kind=kind),
         )
     return value
 
@@ -81,7 +84,7 @@ def bucket(value: str) -> str:
         raise InputError(
             "native_id",
             _shown(value),
-            "a bucket name is 3 to 63 lower-case letters, digits, '.' and '-'",
+            _("a bucket name is 3 to 63 lower-case letters, digits, '.' and '-'"),
         )
     return value
 
@@ -95,17 +98,17 @@ def bucket_prefix(value: str) -> tuple[str, str]:
         raise InputError(
             "native_id",
             _shown(value),
-            "a bucket prefix is BUCKET/PREFIX/; to delete the whole bucket use kind bucket",
+            _("a bucket prefix is BUCKET/PREFIX/; to delete the whole bucket use kind bucket"),
         )
     if not prefix.endswith("/") or prefix.startswith("/") or "//" in prefix:
         raise InputError(
             "native_id",
             _shown(value),
-            "the prefix must end with '/' and have no empty parts (runs/exp1/, not runs/exp1)",
+            _("the prefix must end with '/' and have no empty parts (runs/exp1/, not runs/exp1)"),
         )
     if _PREFIX_BAD_RE.search(prefix) or len(prefix) > 512:
         raise InputError(
-            "native_id", _shown(value), "the prefix has control characters or is too long"
+            "native_id", _shown(value), _("the prefix has control characters or is too long")
         )
     return name, prefix
 
@@ -122,7 +125,10 @@ def instance_id(value: str) -> str:
         raise InputError(
             "instance_id",
             _shown(value),
-            "an instance id is letters, digits, '.', '_' and '-', starting with a letter or digit",
+            _(
+                "an instance id is letters, digits, '.', '_' and '-', starting with a letter or"
+                " digit"
+            ),
         )
     return value
 
@@ -131,7 +137,7 @@ def ec2_instance_id(value: str) -> str:
     """An instance id as the EC2 API writes one: i- and 8 or 17 hex digits."""
     if not _EC2_INSTANCE_RE.fullmatch(value):
         raise InputError(
-            "instance_id", _shown(value), "an EC2 instance id is i- and 17 hex digits (or 8)"
+            "instance_id", _shown(value), _("an EC2 instance id is i- and 17 hex digits (or 8)")
         )
     return value
 
@@ -140,7 +146,7 @@ def account(value: str) -> str:
     """An account id as a step carries it (AWS: 12 digits; others: their own ids), or ""."""
     if value and not _ACCOUNT_RE.fullmatch(value):
         raise InputError(
-            "account_id", _shown(value), "an account id is letters, digits, '.', '_' and '-'"
+            "account_id", _shown(value), _("an account id is letters, digits, '.', '_' and '-'")
         )
     return value
 
@@ -148,7 +154,9 @@ def account(value: str) -> str:
 def region(value: str) -> str:
     """A region name, or "" for the provider's or SDK's default."""
     if value and not _REGION_RE.fullmatch(value):
-        raise InputError("region", _shown(value), "a region is lower-case letters, digits and '-'")
+        raise InputError(
+            "region", _shown(value), _("a region is lower-case letters, digits and '-'")
+        )
     return value
 
 
@@ -180,20 +188,20 @@ def endpoint(value: str) -> str:
         raise InputError(
             "endpoint",
             _shown(value),
-            "an endpoint is https://HOST[:PORT] with no user, password, path or query",
+            _("an endpoint is https://HOST[:PORT] with no user, password, path or query"),
         )
     host = parts.hostname.lower()
     if not host.isascii():
-        raise InputError("endpoint", _shown(value), "the host name must be plain ASCII")
+        raise InputError("endpoint", _shown(value), _("the host name must be plain ASCII"))
     if host in _METADATA_HOSTS or _link_local(host):
         raise InputError(
-            "endpoint", _shown(value), "is an instance metadata service, not an object store"
+            "endpoint", _shown(value), _("is an instance metadata service, not an object store")
         )
     if parts.scheme == "http" and not _loopback(host):
         raise InputError(
             "endpoint",
             _shown(value),
-            "takes https: plain http only to a loopback address (127.0.0.1, ::1)",
+            _("takes https: plain http only to a loopback address (127.0.0.1, ::1)"),
         )
     return value
 

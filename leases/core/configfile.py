@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from leases.core.errors import ConfigError
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 
 # Bounds on what a config may hold, so that a wrong path (a FIFO, /dev/zero) or a hostile
@@ -35,7 +36,13 @@ def read_text(path: Path) -> tuple[str, os.stat_result]:
     except (FileNotFoundError, PermissionError):
         raise
     except OSError as exc:
-        raise ConfigError([f"{path}: cannot be read ({visible(exc.strerror, 200)})"]) from None
+        raise ConfigError(
+            [
+                _("{path}: cannot be read ({strerror})").format(
+                    path=path, strerror=visible(exc.strerror, 200)
+                )
+            ]
+        ) from None
     try:
         info = os.fstat(fd)
         if stat.S_ISCHR(info.st_mode) and _is_devnull(info):
@@ -43,11 +50,21 @@ def read_text(path: Path) -> tuple[str, os.stat_result]:
             return "", null
         if not stat.S_ISREG(info.st_mode):
             raise ConfigError(
-                [f"{path}: not a regular file (a FIFO, a device or a directory); "
-                 "a config must be a TOML file"]
-            )  # fmt: skip
+                [
+                    _(
+                        "{path}: not a regular file (a FIFO, a device or a directory);"
+                        " a config must be a TOML file"
+                    ).format(path=path)
+                ]
+            )
         if info.st_size > MAX_FILE_BYTES:
-            raise ConfigError([f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB; not a config"])
+            raise ConfigError(
+                [
+                    _("{path}: larger than {value} MiB; not a config").format(
+                        path=path, value=MAX_FILE_BYTES >> 20
+                    )
+                ]
+            )
         chunks: list[bytes] = []
         size = 0
         while size <= MAX_FILE_BYTES:  # the file may grow after fstat
@@ -57,12 +74,26 @@ def read_text(path: Path) -> tuple[str, os.stat_result]:
             chunks.append(chunk)
             size += len(chunk)
         if size > MAX_FILE_BYTES:
-            raise ConfigError([f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB; not a config"])
+            raise ConfigError(
+                [
+                    _("{path}: larger than {value} MiB; not a config").format(
+                        path=path, value=MAX_FILE_BYTES >> 20
+                    )
+                ]
+            )
         text = b"".join(chunks).decode("utf-8")
     except OSError as exc:
-        raise ConfigError([f"{path}: cannot be read ({visible(exc.strerror, 200)})"]) from None
+        raise ConfigError(
+            [
+                _("{path}: cannot be read ({strerror})").format(
+                    path=path, strerror=visible(exc.strerror, 200)
+                )
+            ]
+        ) from None
     except UnicodeDecodeError as exc:
-        raise ConfigError([f"{path}: not UTF-8 text ({visible(exc, 200)})"]) from None
+        raise ConfigError(
+            [_("{path}: not UTF-8 text ({exc})").format(path=path, exc=visible(exc, 200))]
+        ) from None
     finally:
         os.close(fd)
     return text, info
@@ -75,9 +106,13 @@ def parse_toml(text: str, path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError([f"{path}: not valid TOML: {visible(exc, 200)}"]) from None
+        raise ConfigError(
+            [_("{path}: not valid TOML: {exc}").format(path=path, exc=visible(exc, 200))]
+        ) from None
     except RecursionError:
-        raise ConfigError([f"{path}: not usable TOML: values nested too deeply"]) from None
+        raise ConfigError(
+            [_("{path}: not usable TOML: values nested too deeply").format(path=path)]
+        ) from None
 
 
 def _is_devnull(info: os.stat_result) -> bool:

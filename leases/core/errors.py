@@ -9,8 +9,19 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import ParamSpec, TypeVar
 
+from leases.core.i18n import N_, _
+
 P = ParamSpec("P")
 T = TypeVar("T")
+
+
+# The value of a refusal that must not repeat what it refused (a secret pasted); shown as
+# the words of the language in use.
+HIDDEN = N_("(hidden)")
+
+
+def _echo(value: object) -> object:
+    return _(HIDDEN) if value == HIDDEN else value
 
 
 class InputError(ValueError):
@@ -21,7 +32,14 @@ class InputError(ValueError):
         self.value = value
         self.reason = reason
         # None: the refusal is about no one value typed (a ledger, a row); nothing to echo.
-        super().__init__(f"{field}: {reason}" + ("" if value is None else f" (got {value!r})"))
+        # Said in the language in use when raised: the field stays the option or key typed.
+        if value is None:
+            message = _("{field}: {reason}").format(field=field, reason=reason)
+        else:
+            message = _("{field}: {reason} (got {value})").format(
+                field=field, reason=reason, value=repr(_echo(value))
+            )
+        super().__init__(message)
 
 
 class InputErrors(InputError):
@@ -79,25 +97,29 @@ class ConfigError(InputError):
 
 class UnknownNode(InputError):
     def __init__(self, name: str) -> None:
-        super().__init__("node", name, "no node of that name in the ledger")
+        super().__init__("node", name, _("no node of that name in the ledger"))
 
 
 class LedgerError(RuntimeError):
     """The ledger file cannot be used (newer schema, not a zuka ledger, unreadable)."""
 
 
-READ_ONLY = (
+READ_ONLY = N_(
     "read-only: this user cannot write it (its mode, an immutable attribute, its directory "
     "or a read-only mount); commands that only read it still work"
 )
-NO_SPACE = "no space left on device: free some space, then try again"
+NO_SPACE = N_("no space left on device: free some space, then try again")
+IO_ERROR = N_("disk I/O error: the disk may be full or failing (see `df` and the system log)")
 
 
 def said(exc: InputError | LedgerError) -> str:
     """An error in the words a status line shows: 'field: reason (got 'value')'."""
     if isinstance(exc, InputError):
-        got = "" if exc.value is None else f" (got '{exc.value}')"
-        return f"{exc.field}: {exc.reason}{got}"
+        if exc.value is None:
+            return _("{field}: {reason}").format(field=exc.field, reason=exc.reason)
+        return _("{field}: {reason} (got {value})").format(
+            field=exc.field, reason=exc.reason, value=f"'{_echo(exc.value)}'"
+        )
     return str(exc)
 
 
@@ -107,33 +129,40 @@ def os_problem(exc: OSError, path: object = None, *, what: str = "file") -> str:
     file (/proc, /sys), instead of a bare "no such file"."""
     code = exc.errno
     if code == errno.ENAMETOOLONG:
-        return (
+        return _(
             "file name too long: a part of the path is longer than the file system allows"
             " (usually 255 bytes): give a shorter path"
         )
     if code == errno.ENOENT and path is not None:
         folder = os.path.dirname(os.path.abspath(str(path)))
         if not os.path.isdir(folder):
-            return f"the directory {folder} does not exist: create it, or give another path"
-        return (
-            f"cannot create a {what} in {folder}: the directory is not writable or not a"
-            f" place for a {what} (like /proc or /sys): give another path"
-        )
+            return _(
+                "the directory {folder} does not exist: create it, or give another path"
+            ).format(folder=folder)
+        if what == "ledger":
+            return _(
+                "cannot create a ledger in {folder}: the directory is not writable or not a"
+                " place for a ledger (like /proc or /sys): give another path"
+            ).format(folder=folder)
+        return _(
+            "cannot create a file in {folder}: the directory is not writable or not a"
+            " place for a file (like /proc or /sys): give another path"
+        ).format(folder=folder)
     if code in (errno.ENOSPC, errno.EDQUOT):
-        return NO_SPACE
+        return _(NO_SPACE)
     if code == errno.EROFS:
-        return "read-only file system: give a path on a file system that can be written"
+        return _("read-only file system: give a path on a file system that can be written")
     if code in (errno.EACCES, errno.EPERM):
-        return (
+        return _(
             "permission denied: check the owner and mode of the file and its directory "
             "(and `lsattr` for an immutable file)"
         )
     if code == errno.EISDIR:
-        return "is a directory: give the path of a file"
+        return _("is a directory: give the path of a file")
     if code == errno.ENOTDIR:
-        return "a part of the path is not a directory"
+        return _("a part of the path is not a directory")
     if code == errno.ENOENT:
-        return "no such file or directory: check the path"
+        return _("no such file or directory: check the path")
     return exc.strerror or str(exc)
 
 
@@ -142,17 +171,17 @@ def sqlite_problem(exc: sqlite3.Error) -> str:
     name = getattr(exc, "sqlite_errorname", "") or ""
     text = str(exc)
     if name.startswith("SQLITE_BUSY") or name.startswith("SQLITE_LOCKED") or "locked" in text:
-        return "database is locked: another zuka is writing to it; try again"
+        return _("database is locked: another zuka is writing to it; try again")
     if name.startswith("SQLITE_READONLY") or "readonly" in text:
-        return READ_ONLY
+        return _(READ_ONLY)
     if name == "SQLITE_FULL" or "is full" in text:
-        return NO_SPACE
+        return _(NO_SPACE)
     if name.startswith("SQLITE_CANTOPEN"):
-        return "cannot open it: check that it and its directory exist and can be read"
+        return _("cannot open it: check that it and its directory exist and can be read")
     if name.startswith("SQLITE_IOERR"):
-        return "disk I/O error: the disk may be full or failing (see `df` and the system log)"
+        return _(IO_ERROR)
     if name in ("SQLITE_CORRUPT", "SQLITE_NOTADB"):
-        return "the file is damaged: restore it from a backup or an earlier `zuka export`"
+        return _("the file is damaged: restore it from a backup or an earlier `zuka export`")
     return text
 
 
@@ -162,10 +191,14 @@ def no_ledger(path: object, why: str = "") -> LedgerError:
     ledger of the system config."""
     if why.startswith("[lab]"):
         return LedgerError(
-            f"no ledger at {path}, the lab's ledger ({why}): has the lab been set up"
-            " (sudo zuka lab init)? For a ledger of your own: --ledger PATH"
+            _(
+                "no ledger at {path}, the lab's ledger ({why}): has the lab been set up"
+                " (sudo zuka lab init)? For a ledger of your own: --ledger PATH"
+            ).format(path=path, why=why)
         )
-    return LedgerError(f"no ledger at {path} (nothing recorded yet, or a wrong --ledger?)")
+    return LedgerError(
+        _("no ledger at {path} (nothing recorded yet, or a wrong --ledger?)").format(path=path)
+    )
 
 
 def ledger_failure(path: object, exc: OSError | sqlite3.Error) -> LedgerError:
@@ -173,10 +206,10 @@ def ledger_failure(path: object, exc: OSError | sqlite3.Error) -> LedgerError:
     problem = (
         os_problem(exc, path, what="ledger") if isinstance(exc, OSError) else sqlite_problem(exc)
     )
-    if problem.startswith("disk I/O error") and _no_space_beside(path):
+    if problem == _(IO_ERROR) and _no_space_beside(path):
         # SQLite says only "disk I/O error" when the -shm file cannot grow on a full disk.
-        problem = NO_SPACE
-    return LedgerError(f"{path}: {problem}")
+        problem = _(NO_SPACE)
+    return LedgerError(_("{path}: {problem}").format(path=path, problem=problem))
 
 
 def _no_space_beside(path: object) -> bool:

@@ -16,6 +16,7 @@ from typing import TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 from leases.core.secrets import refuse_key_text
 from leases.core.textsafe import INVISIBLE_RANGES, REORDERING, visible
 
@@ -42,7 +43,9 @@ def choice(field: str, value: str, enum: type[E]) -> E:
         return enum(value.strip().lower())
     except ValueError:
         allowed = " | ".join(m.value for m in enum)
-        raise InputError(field, value, f"must be one of {allowed}") from None
+        raise InputError(
+            field, value, _("must be one of {allowed}").format(allowed=allowed)
+        ) from None
 
 
 def valid_node_name(value: str) -> bool:
@@ -55,7 +58,10 @@ def node_name(value: str, field: str = "name") -> str:
         raise InputError(
             field,
             visible(value, 80),
-            "must be 1-63 letters, digits, '.', '_', '@' or '-', starting with a letter or digit",
+            _(
+                "must be 1-63 letters, digits, '.', '_', '@' or '-', starting with a letter or"
+                " digit"
+            ),
         )
     return value
 
@@ -73,8 +79,10 @@ def user_name(value: str, field: str = "user") -> str:
         raise InputError(
             field,
             visible(value, 80),
-            f"is not a user name (at most {USER_MAX} letters, digits, '_', '.', '@', '$', '\\'"
-            " or '-', starting with a letter, digit or '_')",
+            _(
+                "is not a user name (at most {max} letters, digits, '_', '.', '@', '$', '\\'"
+                " or '-', starting with a letter, digit or '_')"
+            ).format(max=USER_MAX),
         )
     return value
 
@@ -83,9 +91,13 @@ def text(field: str, value: str, max_len: int = 2000, *, multiline: bool = False
     """Free text of a record. Private key text is refused here, in every field."""
     refuse_key_text(field, value)
     if len(value) > max_len:
-        raise InputError(field, visible(value, 40), f"is longer than {max_len} characters")
+        raise InputError(
+            field,
+            visible(value, 40),
+            _("is longer than {max} characters").format(max=max_len),
+        )
     if (_CONTROL_MULTILINE_RE if multiline else _CONTROL_RE).search(value):
-        raise InputError(field, visible(value, 80), "contains control characters")
+        raise InputError(field, visible(value, 80), _("contains control characters"))
     return value
 
 
@@ -108,7 +120,7 @@ def number(field: str, value: str | int | float | Decimal) -> Decimal:
     types: １９８, ５２，０００．５) read as their ASCII forms; a comma only as a thousands
     separator in groups of three; anything else is refused, naming the field, never guessed."""
     if isinstance(value, bool):
-        raise InputError(field, value, "is not a number")
+        raise InputError(field, value, _("is not a number"))
     if isinstance(value, int | float | Decimal):  # from JSON or code, not typed: as it is
         amount = Decimal(str(value)) if isinstance(value, float) else Decimal(value)
     else:
@@ -117,27 +129,29 @@ def number(field: str, value: str | int | float | Decimal) -> Decimal:
             raise InputError(
                 field,
                 visible(str(value), 40),
-                "write the amount alone, without a currency sign (the currency is its own"
-                " field, CNY by default)",
+                _(
+                    "write the amount alone, without a currency sign (the currency is its own"
+                    " field, CNY by default)"
+                ),
             )
         odd = [c for c in str(value) if not c.isascii() and c not in _TYPED]
         if odd or not raw or not _NUMBER_RE.fullmatch(raw) or not any(c.isdigit() for c in raw):
-            said = "is not a number"
+            said = _("is not a number")
             if "。" in str(value):
-                said += ": a decimal is written with a point (1.98), not 。"
+                said = _("is not a number: a decimal is written with a point (1.98), not 。")
             elif odd:
-                said += ": write it with the digits 0-9 (or full-width ０-９)"
+                said = _("is not a number: write it with the digits 0-9 (or full-width ０-９)")
             elif "," in raw:
-                said += (
-                    ": a comma only groups thousands in threes (52,000); a decimal is written"
-                    " with a point (1.98)"
+                said = _(
+                    "is not a number: a comma only groups thousands in threes (52,000);"
+                    " a decimal is written with a point (1.98)"
                 )
             elif "_" in raw or " " in raw:
-                said += ": write the digits together (52000 or 52,000)"
+                said = _("is not a number: write the digits together (52000 or 52,000)")
             raise InputError(field, visible(str(value), 40), said)
         amount = Decimal(raw.replace(",", ""))
     if not amount.is_finite():
-        raise InputError(field, visible(str(value), 40), "is not a finite number")
+        raise InputError(field, visible(str(value), 40), _("is not a finite number"))
     return amount
 
 
@@ -145,13 +159,13 @@ def money(field: str, value: str | int | float | Decimal, *, allow_zero: bool = 
     """A non-negative amount with at most 6 decimal places (per-second prices are tiny)."""
     amount = number(field, value)
     if amount < 0:
-        raise InputError(field, value, "must not be negative")
+        raise InputError(field, value, _("must not be negative"))
     if amount == 0 and not allow_zero:
-        raise InputError(field, value, "must be greater than zero")
+        raise InputError(field, value, _("must be greater than zero"))
     if amount.as_tuple().exponent < -6:  # type: ignore[operator]
-        raise InputError(field, value, "has more than 6 decimal places")
+        raise InputError(field, value, _("has more than 6 decimal places"))
     if amount >= Decimal("1e12"):
-        raise InputError(field, value, "is implausibly large")
+        raise InputError(field, value, _("is implausibly large"))
     # 12000.00 is stored as 12000; 1.50 keeps its digits so it reads back the same.
     return Decimal(int(amount)) if amount == amount.to_integral_value() else amount
 
@@ -161,7 +175,11 @@ def currency(value: str, field: str = "currency") -> str:
     if code == "RMB":
         code = "CNY"
     if code not in CURRENCIES:
-        raise InputError(field, value, f"unknown currency; known: {', '.join(sorted(CURRENCIES))}")
+        raise InputError(
+            field,
+            value,
+            _("unknown currency; known: {codes}").format(codes=", ".join(sorted(CURRENCIES))),
+        )
     return code
 
 
@@ -169,11 +187,11 @@ def count(field: str, value: str | int, *, minimum: int = 0, maximum: int = 100_
     try:
         n = int(str(value).strip())
     except ValueError:
-        raise InputError(field, value, "is not a whole number") from None
+        raise InputError(field, value, _("is not a whole number")) from None
     if n < minimum:
-        raise InputError(field, value, f"must be at least {minimum}")
+        raise InputError(field, value, _("must be at least {minimum}").format(minimum=minimum))
     if n > maximum:
-        raise InputError(field, value, f"must be at most {maximum}")
+        raise InputError(field, value, _("must be at most {maximum}").format(maximum=maximum))
     return n
 
 
@@ -182,14 +200,15 @@ def timezone(value: str, field: str = "tz") -> ZoneInfo:
         return ZoneInfo(value.strip())
     except (ZoneInfoNotFoundError, ValueError):
         raise InputError(
-            field, value, "unknown time zone (use an IANA name such as Asia/Shanghai)"
+            field, value, _("unknown time zone (use an IANA name such as Asia/Shanghai)")
         ) from None
 
 
 # YYYY-M-D as people type it (2026-12-1), alone or before a time; ASCII digits only.
 _DAY_RE = re.compile(r"^([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})(?=$|[T ])", re.ASCII)
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-           "September", "October", "November", "December")  # fmt: skip
+_MONTHS = (N_("January"), N_("February"), N_("March"), N_("April"), N_("May"), N_("June"),
+           N_("July"), N_("August"), N_("September"), N_("October"), N_("November"),
+           N_("December"))  # fmt: skip
 # How far ahead a lease's dates may be: a 3-year colo contract signed a year ahead ends
 # inside it; 2036 for 2026 is a typo.
 HORIZON_YEARS = 5
@@ -203,11 +222,17 @@ def _padded(field: str, value: object, raw: str) -> str:
         return raw
     year, month, mday = (int(g) for g in m.groups())
     if not 1 <= month <= 12:
-        raise InputError(field, value, f"has month {month}: a month is 1 to 12")
+        raise InputError(
+            field, value, _("has month {month}: a month is 1 to 12").format(month=month)
+        )
     last = calendar.monthrange(year, month)[1]
     if not 1 <= mday <= last:
         raise InputError(
-            field, value, f"has day {mday}: {_MONTHS[month - 1]} {year} has {last} days"
+            field,
+            value,
+            _("has day {day}: {month} {year} has {last} days").format(
+                day=mday, month=_(_MONTHS[month - 1]), year=year, last=last
+            ),
         )
     return f"{year:04d}-{month:02d}-{mday:02d}" + raw[m.end() :]
 
@@ -217,7 +242,7 @@ def day(field: str, value: str) -> date:
     try:
         return date.fromisoformat(raw)
     except ValueError:
-        raise InputError(field, value, "is not a valid date (use YYYY-MM-DD)") from None
+        raise InputError(field, value, _("is not a valid date (use YYYY-MM-DD)")) from None
 
 
 def within_horizon(field: str, value: object, at: datetime, now: datetime) -> None:
@@ -227,8 +252,10 @@ def within_horizon(field: str, value: object, at: datetime, now: datetime) -> No
         raise InputError(
             field,
             value,
-            f"is more than {HORIZON_YEARS} years ahead (after {limit:%Y-%m-%d}): a typo?"
-            f" zuka takes a lease's dates up to {HORIZON_YEARS} years from now",
+            _(
+                "is more than {years} years ahead (after {limit}): a typo?"
+                " zuka takes a lease's dates up to {years} years from now"
+            ).format(years=HORIZON_YEARS, limit=f"{limit:%Y-%m-%d}"),
         )
 
 
@@ -243,7 +270,7 @@ def moment(field: str, value: str | datetime, tz: str = DEFAULT_TZ) -> datetime:
             raise InputError(
                 field,
                 value,
-                "is finer than a microsecond: give at most 6 digits after the seconds",
+                _("is finer than a microsecond: give at most 6 digits after the seconds"),
             )
         try:
             if len(raw) == 10:
@@ -252,12 +279,14 @@ def moment(field: str, value: str | datetime, tz: str = DEFAULT_TZ) -> datetime:
                 parsed = datetime.fromisoformat(raw.replace(" ", "T", 1))
         except ValueError:
             raise InputError(
-                field, value, "is not a valid date or time (use YYYY-MM-DD or YYYY-MM-DDTHH:MM)"
+                field,
+                value,
+                _("is not a valid date or time (use YYYY-MM-DD or YYYY-MM-DDTHH:MM)"),
             ) from None
     if parsed.tzinfo is None:
         parsed = _local(field, value, parsed, zone, tz)
     if not 2000 <= parsed.year <= 2200:
-        raise InputError(field, value, "year must be between 2000 and 2200")
+        raise InputError(field, value, _("year must be between 2000 and 2200"))
     return parsed.astimezone(zone)
 
 
@@ -276,14 +305,18 @@ def _local(field: str, value: object, naive: datetime, zone: ZoneInfo, tz: str) 
         raise InputError(
             field,
             value,
-            f"{shown} does not exist in {tz}: the clocks jump forward over it (daylight"
-            " saving time begins); give a time before or after the jump",
+            _(
+                "{time} does not exist in {tz}: the clocks jump forward over it (daylight"
+                " saving time begins); give a time before or after the jump"
+            ).format(time=shown, tz=tz),
         )
     raise InputError(
         field,
         value,
-        f"{shown} happens twice in {tz}: the clocks go back over it (daylight saving time"
-        f" ends); add the offset: {_offset(off1)} for the first, {_offset(off2)} for the second",
+        _(
+            "{time} happens twice in {tz}: the clocks go back over it (daylight saving time"
+            " ends); add the offset: {first} for the first, {second} for the second"
+        ).format(time=shown, tz=tz, first=_offset(off1), second=_offset(off2)),
     )
 
 
@@ -321,7 +354,9 @@ def names_start(field: str, value: str | datetime, start: datetime, tz: str) -> 
         return start == moment(field, value, tz)
     raw = value.strip()
     if not raw:
-        raise InputError(field, value, "is empty (give a lease start as `zuka lease list` shows)")
+        raise InputError(
+            field, value, _("is empty (give a lease start as `zuka lease list` shows)")
+        )
     raw = _padded(field, value, raw)  # 2026-12-1 names a day as 2026-12-01 does
     wanted = moment(field, raw, tz)
     here = start.astimezone(wanted.tzinfo)
@@ -337,13 +372,13 @@ def tags(value: str | Iterable[str]) -> tuple[str, ...]:
     out: list[str] = []
     for item in items:
         if not isinstance(item, str):
-            raise InputError("tags", visible(item, 40), "a tag is text")
+            raise InputError("tags", visible(item, 40), _("a tag is text"))
         tag = item.strip()
         if not tag:
             continue
         if not re.fullmatch(r"[\w.:/@+-]{1,40}", tag):
             raise InputError(
-                "tags", visible(item, 40), "a tag is 1-40 letters, digits or . : / @ + - _"
+                "tags", visible(item, 40), _("a tag is 1-40 letters, digits or . : / @ + - _")
             )
         if tag not in out:
             out.append(tag)
@@ -358,4 +393,4 @@ def boolean(field: str, value: str | bool) -> bool:
         return True
     if raw in {"0", "false", "no", "n", "off", ""}:
         return False
-    raise InputError(field, value, "must be yes or no")
+    raise InputError(field, value, _("must be yes or no"))

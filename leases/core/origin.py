@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 
 UTMP_PATHS = (Path("/run/utmp"), Path("/var/run/utmp"))
@@ -280,4 +281,4 @@ def who(actor: str, origin: str) -> str:
     read back from a ledger)."""
     where = visible(origin, MAX_ORIGIN).removeprefix("ssh ")
     name = visible(actor, 64)
-    return f"{name} from {where}" if where else name
+    return _("{name} from {where}").format(name=name, where=where) if where else name

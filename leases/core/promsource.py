@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 from leases.core.errors import InputError, Problems
+from leases.core.i18n import N_, _
 from leases.core.recordfields import cli
 from leases.core.secrets import refuse_secret
 from leases.core.textsafe import is_clean, visible
@@ -35,16 +36,20 @@ class ReadingSource(StrEnum):
 # The dataclass metadata of the fields (leases.core.models Node and Provider).
 SOURCE = cli(
     "--source",
-    "where GPU readings come from: {values} (a Prometheus fed by dcgm-exporter); a node"
-    " without one takes its provider's; default ssh",
+    N_(
+        "where GPU readings come from: {values} (a Prometheus fed by dcgm-exporter); a node"
+        " without one takes its provider's; default ssh"
+    ),
 )
-URL = cli("--url", "the Prometheus URL for --source prometheus (http or https, no password)")
+URL = cli("--url", N_("the Prometheus URL for --source prometheus (http or https, no password)"))
 MATCH = cli(
     "--match",
-    "PromQL label matchers picking this node's GPUs: 'Hostname=\"gpu-07\"' (default for a"
-    ' node: its provider\'s matchers and Hostname="NODE")',
+    N_(
+        "PromQL label matchers picking this node's GPUs: 'Hostname=\"gpu-07\"' (default for a"
+        ' node: its provider\'s matchers and Hostname="NODE")'
+    ),
 )
-TOKEN_FILE = cli("--token-file", "a file holding the bearer token for --url (never the token)")
+TOKEN_FILE = cli("--token-file", N_("a file holding the bearer token for --url (never the token)"))
 
 MAX_URL = 300
 MAX_MATCH = 1000
@@ -79,7 +84,9 @@ def quote(value: str) -> str:
 def _refuse(text: str, why: str) -> InputError:
     """A refusal naming the text as typed in plain words (no quoted repr of it: a matcher
     is full of quotes, and a repr of one nests them)."""
-    return InputError("prom_match", None, f"{why}; in: {visible(text, 120)}")
+    return InputError(
+        "prom_match", None, _("{why}; in: {text}").format(why=why, text=visible(text, 120))
+    )
 
 
 def example(node: str = "") -> str:
@@ -96,7 +103,10 @@ def _string(text: str, at: int, ex: str) -> tuple[str, int]:
     """The quoted string starting at text[at]: its value and the index after it."""
     if at >= len(text) or text[at] not in _QUOTES:
         raise _refuse(
-            text, f"a value goes in quotes after the operator, as in {ex} (at character {at + 1})"
+            text,
+            _(
+                "a value goes in quotes after the operator, as in {ex} (at character {value})"
+            ).format(ex=ex, value=at + 1),
         )
     mark = text[at]
     out: list[str] = []
@@ -105,24 +115,32 @@ def _string(text: str, at: int, ex: str) -> tuple[str, int]:
         c = text[i]
         if c == mark:
             if len(out) > MAX_VALUE:
-                raise _refuse(text, f"a value longer than {MAX_VALUE} characters")
+                raise _refuse(
+                    text,
+                    _("a value longer than {MAX_VALUE} characters").format(MAX_VALUE=MAX_VALUE),
+                )
             return "".join(out), i + 1
         if c == "\\" and mark != "`":
             nxt = text[i + 1 : i + 2]
             if nxt not in (mark, "\\"):
                 raise _refuse(
                     text,
-                    "a backslash in a value may only come before its quote or another"
-                    f" backslash (at character {i + 1})",
+                    _(
+                        "a backslash in a value may only come before its quote or another"
+                        " backslash (at "
+                        "character {value})"
+                    ).format(value=i + 1),
                 )
             out.append(nxt)
             i += 2
             continue
         if not c.isprintable():
-            raise _refuse(text, f"a control character in a value (at character {i + 1})")
+            raise _refuse(
+                text, _("a control character in a value (at character {value})").format(value=i + 1)
+            )
         out.append(c)
         i += 1
-    raise _refuse(text, f"a value's closing quote is missing, as in {ex}")
+    raise _refuse(text, _("a value's closing quote is missing, as in {ex}").format(ex=ex))
 
 
 def parse_matchers(
@@ -138,7 +156,9 @@ def parse_matchers(
     if hostname_added:
         most, longest = most + 1, longest + _HOSTNAME_ROOM
     if len(text) > longest:
-        raise InputError("prom_match", None, f"longer than {MAX_MATCH} characters")
+        raise InputError(
+            "prom_match", None, _("longer than {MAX_MATCH} characters").format(MAX_MATCH=MAX_MATCH)
+        )
     body = text.strip()
     if body.startswith("{") and body.endswith("}"):
         body = body[1:-1]
@@ -153,37 +173,48 @@ def parse_matchers(
         if name is None:
             raise _refuse(
                 text,
-                f"expected a label name (letters, digits and _) at character {i + 1}, as in {ex}",
+                _(
+                    "expected a label name (letters, digits and _) at character {value}, as in {ex}"
+                ).format(value=i + 1, ex=ex),
             )
         i = name.end()
         while i < len(body) and body[i] in " \t":
             i += 1
         op = next((o for o in _OPS if body.startswith(o, i)), None)
         if op is None:
-            raise _refuse(text, f"expected =, !=, =~ or !~ after {name.group()}, as in {ex}")
+            raise _refuse(
+                text,
+                _("expected =, !=, =~ or !~ after {group}, as in {ex}").format(
+                    group=name.group(), ex=ex
+                ),
+            )
         i += len(op)
         while i < len(body) and body[i] in " \t":
             i += 1
         value, i = _string(body, i, ex)
         if name.group() == "__name__":
-            raise _refuse(text, "__name__ is zuka's to choose (the dcgm-exporter metrics)")
+            raise _refuse(text, _("__name__ is zuka's to choose (the dcgm-exporter metrics)"))
         if op in ("=~", "!~"):
             _regex(text, value)
         matchers.append(Matcher(name.group(), op, value))
         if len(matchers) > most:
-            raise _refuse(text, f"more than {MAX_MATCHERS} matchers")
+            raise _refuse(
+                text, _("more than {MAX_MATCHERS} matchers").format(MAX_MATCHERS=MAX_MATCHERS)
+            )
         while i < len(body) and body[i] in " \t":
             i += 1
         if i < len(body):
             if body[i] != ",":
                 raise _refuse(
                     text,
-                    f"expected a comma between matchers at character {i + 1}, as in"
-                    f" {ex}, gpu=~{quote('0|1')}",
+                    _(
+                        "expected a comma between matchers at character {value}, as in {ex},"
+                        " gpu=~{value2}"
+                    ).format(value=i + 1, ex=ex, value2=quote("0|1")),
                 )
             i += 1
     if not matchers:
-        raise _refuse(text, f"no matcher: give one, as in {ex}")
+        raise _refuse(text, _("no matcher: give one, as in {ex}").format(ex=ex))
     return tuple(matchers)
 
 
@@ -191,22 +222,24 @@ def _regex(text: str, value: str) -> None:
     try:
         re.compile(value)
     except re.error as exc:
-        raise _refuse(text, f"not a regular expression: {exc}") from None
+        raise _refuse(text, _("not a regular expression: {exc}").format(exc=exc)) from None
     said = re2_refusal(value)
     if said is not None:
-        raise _refuse(text, f"Prometheus's regular expressions (RE2) have no {said}")
+        raise _refuse(
+            text, _("Prometheus's regular expressions (RE2) have no {said}").format(said=said)
+        )
 
 
 # What follows "(?" in Python's syntax that RE2 (Prometheus's) refuses.
 _RE2_GROUPS = (
-    ("<=", "lookbehind (?<=...)"),
-    ("<!", "lookbehind (?<!...)"),
-    ("=", "lookahead (?=...)"),
-    ("!", "lookahead (?!...)"),
-    (">", "atomic group (?>...)"),
-    ("(", "conditional (?(...)...)"),
-    ("P=", "backreference (?P=name)"),
-    ("#", "comment (?#...)"),
+    ("<=", N_("lookbehind (?<=...)")),
+    ("<!", N_("lookbehind (?<!...)")),
+    ("=", N_("lookahead (?=...)")),
+    ("!", N_("lookahead (?!...)")),
+    (">", N_("atomic group (?>...)")),
+    ("(", N_("conditional (?(...)...)")),
+    ("P=", N_("backreference (?P=name)")),
+    ("#", N_("comment (?#...)")),
 )
 _RE2_FLAGS = frozenset("imsU-")
 
@@ -221,11 +254,13 @@ def re2_refusal(pattern: str) -> str | None:
         if c == "\\":
             nxt = pattern[i + 1 : i + 2]
             if not in_class and nxt and (nxt in "123456789" or nxt == "g"):
-                return f"backreference \\{nxt}"
+                return _("backreference \\{nxt}").format(nxt=nxt)
             if nxt == "Z":
-                return "\\Z (use $ or \\z)"
+                return _("\\Z (use $ or \\z)")
             if nxt in ("u", "U", "N"):  # Python's \uXXXX, \UXXXXXXXX, \N{NAME}
-                return f"escape \\{nxt} (write the character itself, or \\x{{...}})"
+                return _("escape \\{nxt} (write the character itself, or \\x{{...}})").format(
+                    nxt=nxt
+                )
             i += 2
             continue
         if in_class:
@@ -240,15 +275,15 @@ def re2_refusal(pattern: str) -> str | None:
             rest = pattern[i + 2 :]
             for start, what in _RE2_GROUPS:
                 if rest.startswith(start):
-                    return what
+                    return _(what)
             flags = re.match(r"[A-Za-z-]*", rest)
             named = rest.startswith(("P<", "<"))  # (?P<name>...), (?<name>...): RE2 has them
             if flags and not named and not set(flags.group()) <= _RE2_FLAGS:
-                return f"flag (?{flags.group()}) (RE2 knows i, m, s and U)"
+                return _("flag (?{group}) (RE2 knows i, m, s and U)").format(group=flags.group())
         elif c in "*+?}" and pattern[i + 1 : i + 2] == "+":
-            return f"possessive quantifier {c}+"
+            return _("possessive quantifier {c}+").format(c=c)
         elif c == "{" and re.match(r"\{,\d+\}", pattern[i:]):
-            return "quantifier {,n} (RE2 reads it as text: write {0,n})"
+            return _("quantifier {,n} (RE2 reads it as text: write {0,n})")
         i += 1
     return None
 
@@ -265,38 +300,40 @@ def check_url(text: str) -> str:
     field = "prom_url"
     if len(text) > MAX_URL or not is_clean(text) or " " in text:
         raise InputError(
-            field, visible(text, 120), f"a URL of at most {MAX_URL} characters, no spaces"
+            field,
+            visible(text, 120),
+            _("a URL of at most {MAX_URL} characters, no spaces").format(MAX_URL=MAX_URL),
         )
     if "@" in text:
         raise InputError(
-            field, "(hidden)", "no user or password in the URL: put a token in --token-file"
+            field, "(hidden)", _("no user or password in the URL: put a token in --token-file")
         )
     refuse_secret(field, text)
     scheme = text.split(":", 1)[0].lower() if ":" in text else ""
     if "://" not in text or scheme not in ("http", "https"):
-        raise InputError(field, text, "give the scheme: http://HOST:9090 or https://HOST")
+        raise InputError(field, text, _("give the scheme: http://HOST:9090 or https://HOST"))
     try:
         parts = urllib.parse.urlsplit(text)
         port = parts.port
     except ValueError as exc:
-        raise InputError(field, text, f"not a URL: {exc}") from None
+        raise InputError(field, text, _("not a URL: {exc}").format(exc=exc)) from None
     if "@" in parts.netloc:
         raise InputError(
-            field, "(hidden)", "no user or password in the URL: put a token in --token-file"
+            field, "(hidden)", _("no user or password in the URL: put a token in --token-file")
         )
     if parts.query or parts.fragment or "?" in text or "#" in text:
-        raise InputError(field, text, "no ?query or #fragment: the base URL only")
+        raise InputError(field, text, _("no ?query or #fragment: the base URL only"))
     host = parts.netloc.rsplit(":", 1)[0] if port is not None else parts.netloc
     if not parts.hostname or not _HOST_RE.fullmatch(host):
-        raise InputError(field, text, "the URL needs a host name or address")
+        raise InputError(field, text, _("the URL needs a host name or address"))
     if not _PATH_RE.fullmatch(parts.path) or "/../" in parts.path + "/":
-        raise InputError(field, text, "a path of letters, digits and . _ ~ / - only")
+        raise InputError(field, text, _("a path of letters, digits and . _ ~ / - only"))
     return f"{scheme}://{parts.netloc}{parts.path.rstrip('/')}"
 
 
 def check_token_file(text: str) -> str:
     if len(text) > MAX_PATH or not is_clean(text) or not text.strip():
-        raise InputError("prom_token_file", visible(text, 120), "a file path on one line")
+        raise InputError("prom_token_file", visible(text, 120), _("a file path on one line"))
     refuse_secret("prom_token_file", text)
     return text.strip()
 
@@ -311,7 +348,7 @@ def _source(value: Any) -> ReadingSource | None:
     try:
         return ReadingSource(str(value).strip().lower())
     except ValueError:
-        raise InputError("reading_source", str(value), "must be ssh or prometheus") from None
+        raise InputError("reading_source", str(value), _("must be ssh or prometheus")) from None
 
 
 def record_fields(p: Problems, rec: Mapping[str, Any], node: str = "") -> dict[str, Any]:
@@ -346,7 +383,7 @@ def plain_token_refusal(url: str) -> str | None:
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError:
-        return "the URL does not read"
+        return _("the URL does not read")
     if parts.scheme.lower() == "https":
         return None
     host = (parts.hostname or "").lower()
@@ -356,10 +393,10 @@ def plain_token_refusal(url: str) -> str | None:
         loopback = False
     if loopback:
         return None
-    return (
-        f"a bearer token is sent over https only (or to this machine: 127.0.0.1, [::1],"
-        f" localhost): {masked(url)} would carry it in the clear"
-    )
+    return _(
+        "a bearer token is sent over https only (or to this machine: 127.0.0.1, [::1], "
+        "localhost): {url} would carry it in the clear"
+    ).format(url=masked(url))
 
 
 def masked(url: str) -> str:

@@ -11,9 +11,10 @@ import math
 import re
 from collections import Counter
 
-from leases.core.errors import InputError
+from leases.core.errors import HIDDEN, InputError
+from leases.core.i18n import _
 
-HIDDEN = "(hidden)"
+__all__ = ["HIDDEN"]
 
 # PEM blocks, OpenSSH's own key format (also its base64 body without the armour), PuTTY keys.
 _KEY_TEXT_RE = re.compile(
@@ -69,15 +70,15 @@ def _high_entropy(word: str) -> bool:
 def token_kind(value: str) -> str | None:
     """What kind of secret value looks like, or None."""
     if looks_like_key_text(value):
-        return "private key text"
+        return _("private key text")
     if _TOKEN_RE.search(value):
-        return "an access key or token"
+        return _("an access key or token")
     if _PASSWORD_RE.search(value):
-        return "a password"
+        return _("a password")
     if _FINGERPRINT_RE.fullmatch(value):
         return None
     if any(_high_entropy(w) for w in _WORD_RE.findall(value)):
-        return "a long random string (a key or token?)"
+        return _("a long random string (a key or token?)")
     return None
 
 
@@ -85,7 +86,7 @@ def refuse_key_text(field: str, value: str) -> None:
     """Private key text has no place in any field of the ledger."""
     if looks_like_key_text(value):
         raise InputError(
-            field, HIDDEN, "looks like private key text: give the path of the key file instead"
+            field, HIDDEN, _("looks like private key text: give the path of the key file instead")
         )
 
 
@@ -96,6 +97,8 @@ def refuse_secret(field: str, value: str) -> None:
         raise InputError(
             field,
             HIDDEN,
-            f"looks like {kind}: zuka never stores secrets; give a reference "
-            "(a profile or environment variable name, a key path)",
+            _(
+                "looks like {kind}: zuka never stores secrets; give a reference "
+                "(a profile or environment variable name, a key path)"
+            ).format(kind=kind),
         )

@@ -18,14 +18,20 @@ import stat
 from pathlib import Path
 
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 
 # A token longer than this is not a token (a file named by mistake).
 MAX_TOKEN_BYTES = 4096
+# What the callers' tokens guard (said with _ in the chmod hint): leases.metrics.listen's
+# and leases.telemetry.promread's.
+GUARDS = (N_("money figures"), N_("the Prometheus queries"))
 
 
 def _who(mode: int) -> str:
     group, others = mode & 0o070, mode & 0o007
-    return "its group and others" if group and others else "its group" if group else "others"
+    return (
+        _("its group and others") if group and others else _("its group") if group else _("others")
+    )
 
 
 def read_token(path: str | Path, field: str, guards: str) -> bytes:
@@ -39,45 +45,72 @@ def read_token(path: str | Path, field: str, guards: str) -> bytes:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise InputError(
-                field, shown, "cannot be read: it is a symbolic link (name the file itself)"
+                field, shown, _("cannot be read: it is a symbolic link (name the file itself)")
             ) from None
-        raise InputError(field, shown, f"cannot be read: {exc.strerror}") from None
+        raise InputError(
+            field, shown, _("cannot be read: {strerror}").format(strerror=exc.strerror)
+        ) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise InputError(
-                field, shown, "is not a regular file (a FIFO, device or directory is no token)"
+                field, shown, _("is not a regular file (a FIFO, device or directory is no token)")
             )
         if st.st_uid != os.geteuid():
             raise InputError(
-                field, shown, f"is owned by uid {st.st_uid}, not by the user zuka runs as"
+                field,
+                shown,
+                _("is owned by uid {st_uid}, not by the user zuka runs as").format(
+                    st_uid=st.st_uid
+                ),
             )
         if st.st_mode & 0o077:
             raise InputError(
                 field,
                 shown,
-                f"is open to {_who(st.st_mode)} (mode {stat.S_IMODE(st.st_mode):04o}): the"
-                f" token guards {guards}; make it the owner's only: chmod 600 {shown}",
+                _(
+                    "is open to {st_mode} (mode {S_IMODE:04o}): the token guards {guards}; make it "
+                    "the owner's only: chmod 600 {shown}"
+                ).format(
+                    st_mode=_who(st.st_mode),
+                    S_IMODE=stat.S_IMODE(st.st_mode),
+                    guards=_(guards),
+                    shown=shown,
+                ),
             )
         if st.st_size > MAX_TOKEN_BYTES:
-            raise InputError(field, shown, f"is longer than {MAX_TOKEN_BYTES} bytes: not a token")
+            raise InputError(
+                field,
+                shown,
+                _("is longer than {MAX_TOKEN_BYTES} bytes: not a token").format(
+                    MAX_TOKEN_BYTES=MAX_TOKEN_BYTES
+                ),
+            )
         if st.st_size == 0:  # also what /proc and /sys files say of themselves
-            raise InputError(field, shown, "is empty (or not a file on a disk)")
+            raise InputError(field, shown, _("is empty (or not a file on a disk)"))
         try:
             raw = os.read(fd, MAX_TOKEN_BYTES + 1)
         except OSError as exc:
-            raise InputError(field, shown, f"cannot be read: {exc.strerror}") from None
+            raise InputError(
+                field, shown, _("cannot be read: {strerror}").format(strerror=exc.strerror)
+            ) from None
     finally:
         os.close(fd)
     token = raw.strip()
     if len(raw) > MAX_TOKEN_BYTES:
-        raise InputError(field, shown, f"is longer than {MAX_TOKEN_BYTES} bytes: not a token")
+        raise InputError(
+            field,
+            shown,
+            _("is longer than {MAX_TOKEN_BYTES} bytes: not a token").format(
+                MAX_TOKEN_BYTES=MAX_TOKEN_BYTES
+            ),
+        )
     if not token:
-        raise InputError(field, shown, "is empty")
+        raise InputError(field, shown, _("is empty"))
     if any(b < 0x21 or b > 0x7E for b in token):
         raise InputError(
             field,
             shown,
-            "holds a character a bearer token cannot carry: one token on one line",
+            _("holds a character a bearer token cannot carry: one token on one line"),
         )
     return token

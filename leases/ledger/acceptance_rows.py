@@ -18,6 +18,7 @@ from typing import Any
 
 from leases.core.acceptance import CheckResult, Evidence, Level, Status, Verdict
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.ledger import auditchain
 from leases.ledger.store import Ledger
 
@@ -49,9 +50,11 @@ class RunChanged(InputError):
         super().__init__(
             "acceptance run",
             run_id,
-            f"acceptance run {run_id} was changed outside zuka ({reason}); it is not"
-            " shown as zuka's verdict. Check `zuka audit verify`, then run the acceptance"
-            " again: zuka accept NODE",
+            _(
+                "acceptance run {id} was changed outside zuka ({reason}); it is not"
+                " shown as zuka's verdict. Check `zuka audit verify`, then run the acceptance"
+                " again: zuka accept NODE"
+            ).format(id=run_id, reason=reason),
         )
 
 
@@ -174,10 +177,10 @@ def _entry(ledger: Ledger, run_id: int) -> dict[str, Any]:
         [ENTITY, run_id, ACTION],
     )
     if len(rows) != 1:
-        raise RunChanged(run_id, f"{len(rows)} audit entries record it, not 1")
+        raise RunChanged(run_id, _("{rows} audit entries record it, not 1").format(rows=len(rows)))
     r = rows[0]
     if r["hash"] != auditchain.entry_hash(r, str(r["prev_hash"])):
-        raise RunChanged(run_id, f"its audit entry {r['id']} was changed")
+        raise RunChanged(run_id, _("its audit entry {r} was changed").format(r=r["id"]))
     at = int(r["id"])
     near = {
         int(i): (prev, digest)
@@ -187,9 +190,13 @@ def _entry(ledger: Ledger, run_id: int) -> dict[str, Any]:
     }
     before, after = near.get(at - 1), near.get(at + 1)
     if at > 1 and (before is None or before[1] != r["prev_hash"]):
-        raise RunChanged(run_id, f"its audit entry {at} does not link to the one before")
+        raise RunChanged(
+            run_id, _("its audit entry {at} does not link to the one before").format(at=at)
+        )
     if after is not None and after[0] != r["hash"]:
-        raise RunChanged(run_id, f"its audit entry {at} does not link to the one after")
+        raise RunChanged(
+            run_id, _("its audit entry {at} does not link to the one after").format(at=at)
+        )
     return r
 
 
@@ -209,8 +216,8 @@ def load(ledger: Ledger, run_id: int) -> StoredRun:
     rows = ledger.rows("SELECT * FROM acceptance_runs WHERE id = ?", [run_id])
     if not rows:
         if _recorded(ledger, run_id):
-            raise RunChanged(run_id, "its row is gone, its audit entry is not")
-        raise LookupError(f"no acceptance run {run_id}")
+            raise RunChanged(run_id, _("its row is gone, its audit entry is not"))
+        raise LookupError(_("no acceptance run {run_id}").format(run_id=run_id))
     row = rows[0]
     entry = _entry(ledger, run_id)
     try:
@@ -218,9 +225,9 @@ def load(ledger: Ledger, run_id: int) -> StoredRun:
     except ValueError:
         said = None
     if not isinstance(said, dict) or said.get("run") != run_id:
-        raise RunChanged(run_id, "its audit entry does not name it")
+        raise RunChanged(run_id, _("its audit entry does not name it"))
     if digest(row) != said.get("digest") or row["digest"] != said.get("digest"):
-        raise RunChanged(run_id, "its row no longer hashes to the digest on the audit chain")
+        raise RunChanged(run_id, _("its row no longer hashes to the digest on the audit chain"))
     try:
         verdict = Verdict(
             node=str(row["node"]),
@@ -232,7 +239,9 @@ def load(ledger: Ledger, run_id: int) -> StoredRun:
         )
         status = Status(row["status"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise RunChanged(run_id, f"it cannot be read ({type(exc).__name__})") from None
+        raise RunChanged(
+            run_id, _("it cannot be read ({error})").format(error=type(exc).__name__)
+        ) from None
     return StoredRun(int(row["id"]), int(row["node_id"]), str(row["node"]),
                      row["lease_id"], verdict, status)  # fmt: skip
 

@@ -12,6 +12,7 @@ from decimal import Decimal
 from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.fields import DEFAULT_TZ
+from leases.core.i18n import _
 from leases.core.models import ExpiryAction, Lease
 from leases.ledger.store import Ledger
 from leases.money import balances
@@ -42,8 +43,14 @@ def entries_of(ledger: Ledger, provider_id: int) -> tuple[list[Entry], str]:
                for r in rows]  # fmt: skip
     found = sorted({r["currency"] for r in rows})
     if len(found) > 1:  # a ledger written before the rule of one currency (bookdates)
-        raise InputError("balance", None, "cannot be worked out: the account's entries are"
-                         f" in {' and '.join(found)}: one account, one currency")  # fmt: skip
+        raise InputError(
+            "balance",
+            None,
+            _(
+                "cannot be worked out: the account's entries are in {currencies}: one account,"
+                " one currency"
+            ).format(currencies=" and ".join(found)),
+        )
     return entries, (found[0] if found else "CNY")
 
 
@@ -59,8 +66,15 @@ def _in_currency(leases: list[Lease], currency: str, since: datetime) -> list[Le
             raise InputError(
                 "balance",
                 None,
-                f"cannot be worked out: the lease from {fields.shown(le.start, le.billing_tz)}"
-                f" of node {le.node} is in {le.currency}, the account in {currency}",
+                _(
+                    "cannot be worked out: the lease from {shown} of node {node} is in {currency}, "
+                    "the account in {currency2}"
+                ).format(
+                    shown=fields.shown(le.start, le.billing_tz),
+                    node=le.node,
+                    currency=le.currency,
+                    currency2=currency,
+                ),
             )
     return [le for le in leases if le.currency == currency]
 

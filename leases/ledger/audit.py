@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from leases.core.auditentry import AuditEntry
 from leases.core.errors import InputError, UnknownNode
+from leases.core.i18n import _
 from leases.core.models import Node
 from leases.ledger import auditchain, nodelog
 from leases.ledger.auditchain import ACCEPTANCE_TRIGGERS, AUDIT_TRIGGERS
@@ -89,7 +90,7 @@ class AuditLog(LedgerConnection):
         if archived:
             found = self.archived_nodes(node)
             if not found:
-                raise InputError("node", node, "no archived node of that name")
+                raise InputError("node", node, _("no archived node of that name"))
             target: Node | None = found[0]
         else:
             try:
@@ -135,7 +136,11 @@ class AuditLog(LedgerConnection):
         )
         expected = {**AUDIT_TRIGGERS, **ACCEPTANCE_TRIGGERS}
         missing = [name for name, sql in expected.items() if found.get(name) != sql]
-        missing += [f"unexpected trigger {name}" for name in found if name not in expected]
+        missing += [
+            _("unexpected trigger {name}").format(name=name)
+            for name in found
+            if name not in expected
+        ]
         cur = self.conn.execute("SELECT * FROM audit ORDER BY id")
         names = [d[0] for d in cur.description]
         rows = (dict(zip(names, values, strict=True)) for values in cur)
@@ -154,10 +159,10 @@ def audit_entry(r: Mapping[str, Any]) -> AuditEntry:
         try:
             value = json.loads(raw)
         except (TypeError, ValueError):
-            problems.append(f"{key} is not JSON")
+            problems.append(_("{key} is not JSON").format(key=key))
             return None
         if not isinstance(value, dict):
-            problems.append(f"{key} is not an object")
+            problems.append(_("{key} is not an object").format(key=key))
             return None
         return value
 
@@ -166,7 +171,7 @@ def audit_entry(r: Mapping[str, Any]) -> AuditEntry:
         if at.tzinfo is None:
             raise ValueError
     except ValueError:
-        problems.append("its time is unreadable")
+        problems.append(_("its time is unreadable"))
         at = datetime.min.replace(tzinfo=UTC)
     entity_id = r.get("entity_id")
     node = r.get("node")

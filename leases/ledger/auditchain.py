@@ -19,6 +19,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from leases.core.i18n import _
+
 GENESIS = "0" * 64
 # The columns an entry's hash covers, in this order; `prev_hash` is hashed first.
 COLUMNS = ("id", "at", "actor", "action", "entity", "entity_id", "node", "before", "after")
@@ -116,25 +118,27 @@ def verify(
         count += 1
         entry_id = row.get("id")
         if not isinstance(entry_id, int) or entry_id <= prev_id:
-            return ChainReport(count, head_id, prev, _id(entry_id), "entry ids out of order")
+            return ChainReport(count, head_id, prev, _id(entry_id), _("entry ids out of order"))
         if row.get("prev_hash") != prev:
-            reason = "does not link to the entry before it (an entry was removed or inserted)"
+            reason = _("does not link to the entry before it (an entry was removed or inserted)")
             return ChainReport(count, head_id, prev, entry_id, reason)
         if row.get("hash") != entry_hash(row, prev):
-            return ChainReport(count, head_id, prev, entry_id, "its content was changed")
+            return ChainReport(count, head_id, prev, entry_id, _("its content was changed"))
         prev, prev_id, head_id = str(row["hash"]), entry_id, entry_id
         if anchor is not None and entry_id == anchor[0]:
             if prev != anchor[1]:
-                reason = "differs from the anchor you kept (the log was rebuilt)"
+                reason = _("differs from the anchor you kept (the log was rebuilt)")
                 return ChainReport(count, head_id, prev, entry_id, reason)
             anchor_seen = True
     missing = sorted(set(triggers_missing))
     if missing:
-        reason = f"protection removed or altered: {', '.join(missing)}"
+        reason = f"protection removed or altered: {_(', ').join(missing)}"
         return ChainReport(count, head_id, prev, None, reason)
     if not anchor_seen:
         assert anchor is not None
-        reason = f"entry {anchor[0]} of the anchor is gone (the log was cut short)"
+        reason = _("entry {anchor} of the anchor is gone (the log was cut short)").format(
+            anchor=anchor[0]
+        )
         return ChainReport(count, head_id, prev, anchor[0], reason)
     return ChainReport(count, head_id, prev)
 

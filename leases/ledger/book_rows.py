@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.ledger import bookdates, books, invoicerules, refund_rules  # noqa: F401  (they register the books' rules)
 from leases.ledger.books import BOOKS, Book, Record
@@ -24,7 +25,7 @@ assert refund_rules.refund_rule in BOOKS["deposit_refund"].rules
 def book(entity: str) -> Book:
     found = BOOKS.get(entity)
     if found is None:
-        raise InputError("entity", entity, f"must be one of {', '.join(BOOKS)}")
+        raise InputError("entity", entity, _("must be one of {join}").format(join=", ".join(BOOKS)))
     return found
 
 
@@ -111,13 +112,18 @@ class BookRows(ResourceRows):
                 [entity, row_id],
             ).fetchone()
             logged = json.loads(last[1]) if last is not None and last[1] is not None else None
-            fix = f"check it, then take it as it is with zuka audit accept {entity} {row_id}"
+            fix = _("check it, then take it as it is with zuka audit accept {entity} {id}").format(
+                entity=entity, id=row_id
+            )
             what = entity.replace("_", " ")
             if not isinstance(logged, dict):
                 raise InputError(
-                    what, row_id, f"is in the ledger but no audit entry wrote it: added outside"
-                    f" zuka; {fix}"
-                )  # fmt: skip
+                    what,
+                    row_id,
+                    _(
+                        "is in the ledger but no audit entry wrote it: added outside zuka; {fix}"
+                    ).format(fix=fix),
+                )
             logged.pop("lines", None)
             plain = json.loads(json.dumps(now, ensure_ascii=False, default=str))
             differ = [k for k in plain if logged.get(k) != plain[k]]
@@ -126,16 +132,27 @@ class BookRows(ResourceRows):
                 raise InputError(
                     what,
                     row_id,
-                    f"was changed outside zuka since audit entry {last[0]} ({k}"
-                    f" {visible(json.dumps(logged.get(k), ensure_ascii=False), 40)} on the"
-                    f" audit log, {visible(json.dumps(plain[k], ensure_ascii=False), 40)} in"
-                    f" the table): nothing was written; {fix}",
+                    _(
+                        "was changed outside zuka since audit entry {last} ({k} {dumps} on the"
+                        " audit "
+                        "log, {dumps2} in the table): nothing was written; {fix}"
+                    ).format(
+                        last=last[0],
+                        k=k,
+                        dumps=visible(json.dumps(logged.get(k), ensure_ascii=False), 40),
+                        dumps2=visible(json.dumps(plain[k], ensure_ascii=False), 40),
+                        fix=fix,
+                    ),
                 )
 
     def _book_record(self, conn: sqlite3.Connection, spec: Book, row_id: int) -> Record:
         rows = self.rows(f"SELECT * FROM {spec.table} WHERE id = ?", [row_id])
         if not rows:
-            raise InputError(spec.entity, row_id, f"no {spec.entity.replace('_', ' ')} of that id")
+            raise InputError(
+                spec.entity,
+                row_id,
+                _("no {replace} of that id").format(replace=spec.entity.replace("_", " ")),
+            )
         return {k: v for k, v in rows[0].items() if k != "id"}
 
     def _insert_book(
@@ -154,10 +171,14 @@ class BookRows(ResourceRows):
                 try:
                     checked_lines.append(books.check_bill_line(line))
                 except InputError as exc:
-                    raise InputError(f"line {i + 1}: {exc.field}", exc.value, exc.reason) from None
+                    raise InputError(
+                        _("line {line}: {field}").format(line=i + 1, field=exc.field),
+                        exc.value,
+                        exc.reason,
+                    ) from None
             rec = {**rec, "line_count": len(checked_lines), "lines_hash": books.UNHASHED}
         elif lines:
-            raise InputError(entity, None, "has no lines")
+            raise InputError(entity, None, _("has no lines"))
         out = spec.check(rec)
         for rule in spec.rules:
             rule(self, out, None)

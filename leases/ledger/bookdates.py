@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 from leases.ledger.books import BOOKS, Record
 
 _EARTH_AHEAD = timedelta(hours=14)  # the last time zone to start a day: UTC+14
@@ -21,9 +22,9 @@ _SLACK = timedelta(minutes=1)
 
 # Of each book: the day (YYYY-MM-DD) that says when something happened, and in words.
 _DAYS = {
-    "deposit_refund": ("refunded_on", "a refund"),
-    "invoice": ("issued_on", "an invoice's issue day"),
-    "offer": ("quoted_on", "the day an offer was quoted"),
+    "deposit_refund": ("refunded_on", N_("a refund")),
+    "invoice": ("issued_on", N_("an invoice's issue day")),
+    "offer": ("quoted_on", N_("the day an offer was quoted")),
 }
 
 
@@ -37,7 +38,9 @@ def not_a_future_day(field: str, what: str) -> Any:
         latest = (_now(ledger) + _EARTH_AHEAD).date().isoformat()
         if rec[field] > latest:
             raise InputError(
-                field, rec[field], f"is in the future: {what} is recorded once it happened"
+                field,
+                rec[field],
+                _("is in the future: {what} is recorded once it happened").format(what=_(what)),
             )
 
     return rule
@@ -49,7 +52,7 @@ def balance_entry(ledger: Any, rec: Record, row_id: int | None) -> None:
     at = datetime.fromisoformat(str(rec["at"]))
     if at.astimezone(UTC) > _now(ledger) + _SLACK:
         raise InputError(
-            "at", rec["at"], "is in the future: record what happened, when it happened"
+            "at", rec["at"], _("is in the future: record what happened, when it happened")
         )
     same = ledger.rows(
         "SELECT id, at FROM balance_entries WHERE provider_id = ? AND kind = ? AND id IS NOT ?",
@@ -61,8 +64,11 @@ def balance_entry(ledger: Any, rec: Record, row_id: int | None) -> None:
             raise InputError(
                 "at",
                 rec["at"],
-                f"a {what} of this provider at this moment is recorded already (entry"
-                f" {row['id']}): the same one twice? (an export imported twice)",
+                _(
+                    "a {what} of this provider at this moment is recorded already (entry {row}):"
+                    " the "
+                    "same one twice? (an export imported twice)"
+                ).format(what=what, row=row["id"]),
             )
 
 
@@ -80,8 +86,10 @@ def one_currency(ledger: Any, rec: Record, row_id: int | None) -> None:
         raise InputError(
             "currency",
             rec["currency"],
-            f"the account of provider {name} is in {cur} (entry {other[0]['id']}): a provider"
-            f" account has one currency; record it in {cur} (--currency {cur}), converted",
+            _(
+                "the account of provider {name} is in {cur} (entry {other}): a provider account "
+                "has one currency; record it in {cur} (--currency {cur}), converted"
+            ).format(name=name, cur=cur, other=other[0]["id"]),
         )
 
 

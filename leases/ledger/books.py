@@ -24,6 +24,7 @@ from typing import Any
 
 from leases.core import fields
 from leases.core.errors import InputError
+from leases.core.i18n import _, ngettext
 from leases.core.models import BillingType, ProviderKind
 
 Record = dict[str, Any]
@@ -55,11 +56,11 @@ def _money(rec: Mapping[str, Any], key: str, *, required: bool = True) -> str | 
     value = rec.get(key)
     if value is None or value == "":
         if required:
-            raise InputError(key, value, "is required")
+            raise InputError(key, value, _("is required"))
         return None
     amount = fields.money(key, value)
     if amount.as_tuple().exponent < -2:  # type: ignore[operator]
-        raise InputError(key, str(value), "has more than 2 decimal places (the fen)")
+        raise InputError(key, str(value), _("has more than 2 decimal places (the fen)"))
     return str(amount)
 
 
@@ -68,17 +69,17 @@ def _signed(rec: Mapping[str, Any], key: str, *, required: bool = True) -> str |
     value = rec.get(key)
     if value is None or value == "":
         if required:
-            raise InputError(key, value, "is required")
+            raise InputError(key, value, _("is required"))
         return None
     text = str(value).strip()
     negative = text.startswith(("-", "－"))
     if negative and text[1:].lstrip().startswith(("-", "+", "－", "＋")):
-        raise InputError(key, text, "is not a number: two signs")
+        raise InputError(key, text, _("is not a number: two signs"))
     amount = fields.number(key, text[1:] if negative else text)
     if amount.as_tuple().exponent < -8:  # type: ignore[operator]
-        raise InputError(key, text, "has more than 8 decimal places")
+        raise InputError(key, text, _("has more than 8 decimal places"))
     if abs(amount) >= Decimal("1e12"):
-        raise InputError(key, text, "is implausibly large")
+        raise InputError(key, text, _("is implausibly large"))
     return format(-amount if negative else amount, "f")  # 0.00000001, never 1E-8
 
 
@@ -86,7 +87,7 @@ def _day(rec: Mapping[str, Any], key: str, *, required: bool = True) -> str | No
     value = rec.get(key)
     if value is None or value == "":
         if required:
-            raise InputError(key, value, "is required (YYYY-MM-DD)")
+            raise InputError(key, value, _("is required (YYYY-MM-DD)"))
         return None
     return fields.day(key, str(value)).isoformat()
 
@@ -94,10 +95,10 @@ def _day(rec: Mapping[str, Any], key: str, *, required: bool = True) -> str | No
 def _moment(rec: Mapping[str, Any], key: str) -> str:
     value = rec.get(key)
     if value is None or value == "":
-        raise InputError(key, value, "is required")
+        raise InputError(key, value, _("is required"))
     at = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
     if at.tzinfo is None:
-        raise InputError(key, str(value), "needs its UTC offset")
+        raise InputError(key, str(value), _("needs its UTC offset"))
     return at.isoformat()
 
 
@@ -105,7 +106,7 @@ def _text(rec: Mapping[str, Any], key: str, max_len: int, *, required: bool = Fa
     value = str(rec.get(key) or "")
     out = fields.text(key, value, max_len) if value else ""
     if required and not out.strip():
-        raise InputError(key, value, "is required")
+        raise InputError(key, value, _("is required"))
     return out
 
 
@@ -113,10 +114,10 @@ def _id(rec: Mapping[str, Any], key: str, *, required: bool = True) -> int | Non
     value = rec.get(key)
     if value is None:
         if required:
-            raise InputError(key, value, "is required")
+            raise InputError(key, value, _("is required"))
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(key, value, "is not a row id")
+        raise InputError(key, value, _("is not a row id"))
     return value
 
 
@@ -142,7 +143,7 @@ def _currency(rec: Mapping[str, Any]) -> str:
 def _only(rec: Mapping[str, Any], columns: Sequence[str]) -> None:
     extra = sorted(set(rec) - set(columns) - {"id"})
     if extra:
-        raise InputError(extra[0], rec[extra[0]], "is not a field of this record")
+        raise InputError(extra[0], rec[extra[0]], _("is not a field of this record"))
 
 
 def check_refund(rec: Mapping[str, Any]) -> Record:
@@ -154,7 +155,7 @@ def check_refund(rec: Mapping[str, Any]) -> Record:
         "notes": _text(rec, "notes", 500),
     }
     if Decimal(out["amount"]) == 0:
-        raise InputError("amount", rec.get("amount"), "must be greater than zero")
+        raise InputError("amount", rec.get("amount"), _("must be greater than zero"))
     return out
 
 
@@ -163,12 +164,12 @@ def vat_rate(value: object) -> str:
     9 and 13 per cent; any rate from 0 to 30 % reads, others are refused."""
     text = str(value if value is not None else "").strip()
     if not text:
-        raise InputError("vat_rate", value, "is required (6%, 0.06, 13%...)")
+        raise InputError("vat_rate", value, _("is required (6%, 0.06, 13%...)"))
     percent = text.endswith(("%", "％"))
     number = fields.number("vat_rate", text[:-1] if percent else text)
     rate = number / 100 if percent or number >= 1 else number
     if not Decimal(0) <= rate <= Decimal("0.3"):
-        raise InputError("vat_rate", text, "must be a VAT rate from 0 to 30 %")
+        raise InputError("vat_rate", text, _("must be a VAT rate from 0 to 30 %"))
     return str(rate.normalize() if rate else Decimal(0))
 
 
@@ -193,7 +194,9 @@ def check_invoice(rec: Mapping[str, Any]) -> Record:
     }
     if out["period_end"] <= out["period_start"]:
         raise InputError(
-            "period_end", out["period_end"], f"must be after period_start {out['period_start']}"
+            "period_end",
+            out["period_end"],
+            _("must be after period_start {out}").format(out=out["period_start"]),
         )
     return out
 
@@ -211,7 +214,7 @@ def check_balance(rec: Mapping[str, Any]) -> Record:
         "notes": _text(rec, "notes", 500),
     }
     if kind == "topup" and Decimal(out["amount"]) == 0:
-        raise InputError("amount", rec.get("amount"), "a top-up must be greater than zero")
+        raise InputError("amount", rec.get("amount"), _("a top-up must be greater than zero"))
     return out
 
 
@@ -232,7 +235,7 @@ def check_bill(rec: Mapping[str, Any]) -> Record:
 def _hex(rec: Mapping[str, Any], key: str) -> str:
     value = str(rec.get(key) or "")
     if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
-        raise InputError(key, value, "is not a SHA-256 in hex")
+        raise InputError(key, value, _("is not a SHA-256 in hex"))
     return value
 
 
@@ -259,7 +262,7 @@ def check_bill_line(rec: Mapping[str, Any]) -> Record:
         "currency": _currency(rec),
     }
     if out["period_end"] < out["period_start"]:
-        raise InputError("period_end", out["period_end"], "is before the line's period_start")
+        raise InputError("period_end", out["period_end"], _("is before the line's period_start"))
     return out
 
 
@@ -301,7 +304,9 @@ def check_offer(rec: Mapping[str, Any]) -> Record:
     out["unit_price"] = str(price)
     if out["valid_until"] is not None and out["valid_until"] < out["quoted_on"]:
         raise InputError(
-            "valid_until", out["valid_until"], f"is before the day it was quoted {out['quoted_on']}"
+            "valid_until",
+            out["valid_until"],
+            _("is before the day it was quoted {out}").format(out=out["quoted_on"]),
         )
     return out
 
@@ -355,19 +360,34 @@ def describe(entity: str, rec: Mapping[str, Any]) -> str:
     """A book's record in a few words, for the audit log's reader (`zuka log`)."""
     cur = rec.get("currency") or "CNY"
     if entity == "deposit_refund":
-        return f"deposit refund {rec.get('amount')} on {rec.get('refunded_on')}"
+        return _("deposit refund {amount} on {day}").format(
+            amount=rec.get("amount"), day=rec.get("refunded_on")
+        )
     if entity == "invoice":
-        return f"invoice {rec.get('number')} {rec.get('amount')} {cur}"
+        return _("invoice {number} {amount} {currency}").format(
+            number=rec.get("number"), amount=rec.get("amount"), currency=cur
+        )
     if entity == "balance":
-        what = "top-up" if rec.get("kind") == "topup" else "balance read"
-        return f"{what} {rec.get('amount')} {cur}"
+        what = (
+            _("top-up {amount} {currency}")
+            if rec.get("kind") == "topup"
+            else _("balance read {amount} {currency}")
+        )
+        return what.format(amount=rec.get("amount"), currency=cur)
     if entity == "bill":
         n = rec.get("line_count")
-        return f"bill ({rec.get('format')}) {rec.get('source')}, {n} line{'s' if n != 1 else ''}"
+        return ngettext(
+            "bill ({format}) {source}, {count} line",
+            "bill ({format}) {source}, {count} lines",
+            n if isinstance(n, int) else 2,
+        ).format(format=rec.get("format"), source=rec.get("source"), count=n)
     if entity == "offer":
-        return (
-            f"offer {rec.get('provider')} {rec.get('gpu_model')} {rec.get('billing_type')}"
-            f" {rec.get('unit_price')} {cur}"
+        return _("offer {provider} {model} {billing} {price} {currency}").format(
+            provider=rec.get("provider"),
+            model=rec.get("gpu_model"),
+            billing=rec.get("billing_type"),
+            price=rec.get("unit_price"),
+            currency=cur,
         )
     return entity
 

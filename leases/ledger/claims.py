@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from leases.core.cloudids import same_endpoint
+from leases.core.i18n import _
 from leases.core.models import ResourceKind
 from leases.core.textsafe import visible
 
@@ -135,20 +136,20 @@ def overlap(a: Claim, b: Claim) -> str:
         if bucket_a != bucket_b or not _endpoints_alike(a.endpoint, b.endpoint):
             return ""
         if not prefix_a and not prefix_b:
-            return "the same bucket"
+            return _("the same bucket")
         if not prefix_a or not prefix_b:
-            return "a bucket and a prefix in it"
+            return _("a bucket and a prefix in it")
         if prefix_a == prefix_b:
-            return "the same prefix"
+            return _("the same prefix")
         if prefix_a.startswith(prefix_b) or prefix_b.startswith(prefix_a):
-            return "one prefix inside the other"
+            return _("one prefix inside the other")
         return ""
     if a.kind in _BY_ID and b.kind in _BY_ID and a.native_id == b.native_id:
         if a.region and b.region and a.region != b.region:
             return ""
         if a.account and b.account and a.account != b.account:
             return ""
-        return f"the same {a.kind.value} id in the same region and account"
+        return _("the same {kind} id in the same region and account").format(kind=a.kind.value)
     return ""
 
 

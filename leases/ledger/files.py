@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from leases.core.errors import READ_ONLY, LedgerError, ledger_failure
+from leases.core.i18n import _
 from leases.lab.layout import Lab, LabError, find_lab
 from leases.ledger import labfiles
 from leases.ledger.paths import companion
@@ -94,8 +95,10 @@ def _create_private(path: Path) -> None:
     except (FileNotFoundError, PermissionError, NotADirectoryError):
         # os_problem would say "no such file" of a directory that mkdir could not make.
         raise LedgerError(
-            f"{path}: cannot create its directory {path.parent}: that place is not writable"
-            " or not a place for a ledger (like /proc or /sys): give another path"
+            _(
+                "{path}: cannot create its directory {parent}: that place is not writable or not "
+                "a place for a ledger (like /proc or /sys): give another path"
+            ).format(path=path, parent=path.parent)
         ) from None
     try:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
@@ -211,9 +214,15 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
             raise LedgerError(_newer(version))
         if version < SCHEMA_VERSION:
             raise LedgerError(
-                f"{path}: needs an upgrade to this zuka's schema (version {version} to "
-                f"{SCHEMA_VERSION}) but is {READ_ONLY.split(';')[0]}; run zuka once where "
-                "it can write the file"
+                _(
+                    "{path}: needs an upgrade to this zuka's schema (version {version} to "
+                    "{SCHEMA_VERSION}) but is {split}; run zuka once where it can write the file"
+                ).format(
+                    path=path,
+                    version=version,
+                    SCHEMA_VERSION=SCHEMA_VERSION,
+                    split=_(READ_ONLY).replace("；", ";").split(";")[0],
+                )
             )
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     except BaseException:
@@ -236,15 +245,18 @@ def _writable(path: Path) -> bool:
 
 def _check_writable(path: Path) -> None:
     if not _writable(path):
-        raise LedgerError(f"{path}: {READ_ONLY}")
+        raise LedgerError(_("{path}: {problem}").format(path=path, problem=_(READ_ONLY)))
 
 
 def _check_file(path: Path, *, create: bool) -> None:
     """Refuse, before anything is written to it, a file that is not a zuka ledger: a
     directory, a device, or an empty file a read-only command was pointed at."""
     if not path.is_file():
-        what = "a directory" if path.is_dir() else "not a regular file"
-        raise LedgerError(f"{path}: is {what}, so not a zuka ledger: give the ledger's file")
+        if path.is_dir():
+            said = _("{path}: is a directory, so not a zuka ledger: give the ledger's file")
+        else:
+            said = _("{path}: is not a regular file, so not a zuka ledger: give the ledger's file")
+        raise LedgerError(said.format(path=path))
     if _inode(path) in _HELD:
         return  # open here already, so checked; reading it now would drop our locks
     with path.open("rb") as fh:
@@ -253,9 +265,11 @@ def _check_file(path: Path, *, create: bool) -> None:
         if create:
             path.chmod(0o600)  # a new ledger: ours to set up, private like every ledger
             return
-        raise LedgerError(f"{path}: is an empty file, not a zuka ledger")
+        raise LedgerError(_("{path}: is an empty file, not a zuka ledger").format(path=path))
     if head != _SQLITE_MAGIC:
-        raise LedgerError(f"{path}: is not an SQLite database, so not a zuka ledger")
+        raise LedgerError(
+            _("{path}: is not an SQLite database, so not a zuka ledger").format(path=path)
+        )
 
 
 def _check_tables(conn: sqlite3.Connection, path: Path, *, create: bool) -> None:
@@ -266,17 +280,21 @@ def _check_tables(conn: sqlite3.Connection, path: Path, *, create: bool) -> None
         if version == 0:
             return
         raise LedgerError(
-            f"{path}: is an empty database marked by another application (user_version"
-            f" {version}), not a zuka ledger; refusing to touch it"
+            _(
+                "{path}: is an empty database marked by another application (user_version "
+                "{version}), not a zuka ledger; refusing to touch it"
+            ).format(path=path, version=version)
         )
     if not tables:
-        raise LedgerError(f"{path}: is an empty database, not a zuka ledger")
+        raise LedgerError(_("{path}: is an empty database, not a zuka ledger").format(path=path))
     missing = _LEDGER_TABLES - tables
     if missing:
         shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
         raise LedgerError(
-            f"{path}: is not a zuka ledger (another application's database? its tables: "
-            f"{shown}); refusing to touch it"
+            _(
+                "{path}: is not a zuka ledger (another application's database? its tables: "
+                "{shown}); refusing to touch it"
+            ).format(path=path, shown=shown)
         )
 
 
@@ -321,7 +339,9 @@ def _migrate(conn: sqlite3.Connection) -> None:
         applied = {m.name for m in MIGRATIONS.applied(db)}
         if applied - known:
             raise LedgerError(
-                f"this ledger was written by a newer zuka (migrations {sorted(applied - known)})"
+                _("this ledger was written by a newer zuka (migrations {value})").format(
+                    value=sorted(applied - known)
+                )
             )
         MIGRATIONS.apply(db)
         conn.execute(f"PRAGMA user_version = {len(known)}")
@@ -334,7 +354,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
 
 
 def _newer(version: int) -> str:
-    return (
-        f"this ledger was written by a newer zuka (schema {version}, this one knows "
-        f"{SCHEMA_VERSION}): upgrade zuka"
-    )
+    return _(
+        "this ledger was written by a newer zuka (schema {version}, this one knows "
+        "{known}): upgrade zuka"
+    ).format(version=version, known=SCHEMA_VERSION)

@@ -11,6 +11,7 @@ from datetime import date
 from typing import Any
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.ledger.books import BOOKS, Record
 
 MAX_PERIOD_DAYS = 366
@@ -26,8 +27,10 @@ def unique_number(ledger: Any, rec: Record, row_id: int | None) -> None:
         raise InputError(
             "number",
             rec["number"],
-            f"is already the number of invoice #{rows[0]['id']} of provider {rows[0]['name']}:"
-            " an invoice number is unique per provider (edit that one, or check the number)",
+            _(
+                "is already the number of invoice #{rows} of provider {rows2}: an invoice number "
+                "is unique per provider (edit that one, or check the number)"
+            ).format(rows=rows[0]["id"], rows2=rows[0]["name"]),
         )
 
 
@@ -37,9 +40,15 @@ def period_within_reason(ledger: Any, rec: Record, row_id: int | None) -> None:
         raise InputError(
             "period_end",
             rec["period_end"],
-            f"makes a period of {days} days from {rec['period_start']} (it ends the day before"
-            f" {rec['period_end']}): an invoice covers"
-            f" at most {MAX_PERIOD_DAYS} days",
+            _(
+                "makes a period of {days} days from {rec} (it ends the day before {rec2}): an "
+                "invoice covers at most {MAX_PERIOD_DAYS} days"
+            ).format(
+                days=days,
+                rec=rec["period_start"],
+                rec2=rec["period_end"],
+                MAX_PERIOD_DAYS=MAX_PERIOD_DAYS,
+            ),
         )
 
 
@@ -58,8 +67,10 @@ def in_its_lease_currency(ledger: Any, rec: Record, row_id: int | None) -> None:
             raise InputError(
                 "currency",
                 rec["currency"],
-                f"the invoice is in {rec['currency']}, but the provider's leases bill in"
-                f" {', '.join(billed)}: give the invoice's currency (--currency {billed[0]})",
+                _(
+                    "the invoice is in {rec}, but the provider's leases bill in {join}: give the "
+                    "invoice's currency (--currency {billed})"
+                ).format(rec=rec["currency"], join=", ".join(billed), billed=billed[0]),
             )
         return
     rows = ledger.rows(
@@ -70,9 +81,10 @@ def in_its_lease_currency(ledger: Any, rec: Record, row_id: int | None) -> None:
         raise InputError(
             "currency",
             rec["currency"],
-            f"the invoice is in {rec['currency']}, but the lease of node {rows[0]['name']} it"
-            f" covers is in {rows[0]['currency']}: an invoice of a lease is in its currency"
-            f" (--currency {rows[0]['currency']})",
+            _(
+                "the invoice is in {rec}, but the lease of node {rows} it covers is in {rows2}: "
+                "an invoice of a lease is in its currency (--currency {rows2})"
+            ).format(rec=rec["currency"], rows=rows[0]["name"], rows2=rows[0]["currency"]),
         )
 
 

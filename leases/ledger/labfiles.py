@@ -11,13 +11,14 @@ import os
 from pathlib import Path
 
 from leases.core.errors import READ_ONLY
+from leases.core.i18n import N_, _
 from leases.lab import perms
 from leases.lab.layout import Lab, LabError, find_lab
 from leases.lab.roles import Role, me, refusal
 from leases.ledger.paths import companion, offboard_lock_path
 
-WRITE_ACTION = "changing the ledger"
-READ_ACTION = "reading the ledger"
+WRITE_ACTION = N_("changing the ledger")
+READ_ACTION = N_("reading the ledger")
 
 
 def _can(path: Path, mode: int) -> bool:
@@ -39,29 +40,33 @@ def check_readable(lab: Lab, path: Path, action: str | None) -> None:
     """Refuse, naming the viewers group, a member whose groups do not let them read the
     ledger (a group taken away, a login older than the group it was given)."""
     if path.exists() and not _can(path, os.R_OK):
-        raise LabError(refusal(lab, Role.VIEW, action or READ_ACTION, me()))
+        raise LabError(refusal(lab, Role.VIEW, action or _(READ_ACTION), me()))
 
 
 def check_writable(lab: Lab, path: Path, action: str | None) -> None:
     """Refuse, in the lab's words, a write open this user cannot carry through."""
     if not path.exists():
         raise LabError(
-            f"{path}: the lab's ledger is missing: the lab's admin runs"
-            f" `sudo zuka lab init --folder {lab.folder}`"
+            _(
+                "{path}: the lab's ledger is missing: the lab's admin runs `sudo zuka lab init "
+                "--folder {folder}`"
+            ).format(path=path, folder=lab.folder)
         )
     if os.geteuid() == 0:
         if not _can(path, os.W_OK):
-            raise LabError(f"{path}: {READ_ONLY}")
+            raise LabError(_("{path}: {problem}").format(path=path, problem=_(READ_ONLY)))
         return
     if not _can(path, os.W_OK):
-        raise LabError(refusal(lab, Role.EDIT, action or WRITE_ACTION, me()))
+        raise LabError(refusal(lab, Role.EDIT, action or _(WRITE_ACTION), me()))
     refuse_missing_companions(path)
     for suffix in ("-wal", "-shm"):
         other = companion(path, suffix)
         if not _can(other, os.R_OK | os.W_OK):
             raise LabError(
-                f"{other}: this user may write the ledger but not its {suffix} file: the"
-                " lab's admin runs `sudo zuka lab repair`"
+                _(
+                    "{other}: this user may write the ledger but not its {suffix} file: the lab's "
+                    "admin runs `sudo zuka lab repair`"
+                ).format(other=other, suffix=suffix)
             )
 
 
@@ -79,11 +84,11 @@ def poller_refusal(ledger_path: Path) -> str:
     """Why this user may not take the poller's lock: in a lab, the service collects."""
     lab = find_lab(ledger_path)
     if lab is None:
-        return f"this user may not write the poller's lock beside {ledger_path}"
-    return (
-        f"in the lab at {lab.folder} only its service user, {lab.service_user}, collects"
+        return _("this user may not write the poller's lock beside {path}").format(path=ledger_path)
+    return _(
+        "in the lab at {folder} only its service user, {user}, collects"
         " (the zuka-collect service); every dashboard reads what it writes"
-    )
+    ).format(folder=lab.folder, user=lab.service_user)
 
 
 def refuse_missing_companions(path: Path) -> None:
@@ -92,8 +97,10 @@ def refuse_missing_companions(path: Path) -> None:
         other = companion(path, suffix)
         if not other.exists():
             raise LabError(
-                f"{other}: is missing, and only root may make it in the lab's folder: the"
-                " lab's admin runs `sudo zuka lab repair`"
+                _(
+                    "{other}: is missing, and only root may make it in the lab's folder: the lab's "
+                    "admin runs `sudo zuka lab repair`"
+                ).format(other=other)
             )
 
 

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from leases.core import fields
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import Lease, Node, Resource
 from leases.core.textsafe import visible
-from leases.ledger import records, refund_rules, release
+from leases.ledger import leasecheck, records, refund_rules, release
 from leases.ledger.books import BOOKS
 from leases.ledger.node_rows import NodeRows
 from leases.ledger.records import Record, readable
@@ -101,7 +102,11 @@ class LeaseRows(NodeRows):
         not the reader (the dashboard shows the rest)."""
         rows = self.rows(f"{self._LEASE_SELECT} ORDER BY n.name, l.start")
         return readable(
-            rows, _lease, lambda r: f"lease {r['id']} of node {visible(r['node'], 80)!r}"
+            rows,
+            _lease,
+            lambda r: _("lease {id} of node {node}").format(
+                id=r["id"], node=repr(visible(r["node"], 80))
+            ),
         )
 
     def add_lease(self, lease: Lease) -> Lease:
@@ -113,9 +118,11 @@ class LeaseRows(NodeRows):
                 raise InputError(
                     "node",
                     lease.node,
-                    f"is recorded stopped since {fields.shown(still[0].start, tz)}: a new"
-                    " lease would bill nothing while it is; record when it ran again first:"
-                    f" zuka lease resume {lease.node} --at TIME",
+                    _(
+                        "is recorded stopped since {shown}: a new lease would bill nothing while"
+                        " it is; "
+                        "record when it ran again first: zuka lease resume {node} --at TIME"
+                    ).format(shown=fields.shown(still[0].start, tz), node=lease.node),
                 )
             return self._insert_lease(conn, lease)
 
@@ -123,7 +130,7 @@ class LeaseRows(NodeRows):
         self, conn: sqlite3.Connection, lease: Lease, node: Node | None = None
     ) -> Lease:
         """Insert a lease on `node` (default: the node that has its name, see node())."""
-        records.check_lease(lease)
+        leasecheck.check_lease(lease)
         node = node or self.node(lease.node)
         release.check_lease_on(node, lease, self.clock())
         self._check_fits(node, lease, None)
@@ -138,7 +145,7 @@ class LeaseRows(NodeRows):
         return _lease({**row, "node": lease.node, "id": cur.lastrowid})
 
     def _update_lease(self, conn: sqlite3.Connection, old: Lease, new: Lease, action: str) -> Lease:
-        records.check_lease(new)
+        leasecheck.check_lease(new)
         refund_rules.check_lease_refunds(self, replace(new, id=old.id))
         before, after = records.lease_record(old), records.lease_record(new)
         row = lease_row(after, None)
@@ -156,7 +163,7 @@ class LeaseRows(NodeRows):
             leases = self.leases(node)
             lease = in_effect(leases, self.clock())
             if lease is None:
-                raise InputError("node", node, "has no open lease to end")
+                raise InputError("node", node, _("has no open lease to end"))
             now = self.clock()
             # Released by the provider at its end, which passed: it ended then, not now
             # (`zuka lease end` said so and stored now, a month's row of nothing after).
@@ -166,11 +173,13 @@ class LeaseRows(NodeRows):
                 raise InputError(
                     "at",
                     fields.shown(when, lease.billing_tz),
-                    f"is before the lease start {fields.shown(lease.start, lease.billing_tz)}",
+                    _("is before the lease start {shown}").format(
+                        shown=fields.shown(lease.start, lease.billing_tz)
+                    ),
                 )
             if when > now + timedelta(minutes=5):
                 raise InputError(
-                    "at", fields.shown(when), "is in the future: record an end once it happened"
+                    "at", fields.shown(when), _("is in the future: record an end once it happened")
                 )
             for later in cancelled_by_end(leases, lease, when):
                 self._update_lease(conn, later, replace(later, ended_at=later.start), "lease.end")
@@ -192,8 +201,11 @@ class LeaseRows(NodeRows):
             raise InputError(
                 "at",
                 fields.shown(when, tz),
-                f"{node} is recorded stopped from {fields.shown(later[0].start, tz)}, after"
-                " this end: correct the stop (zuka undo) or give a later end",
+                _(
+                    "{node} is recorded stopped from {shown}, after this end: correct the stop"
+                    " (zuka "
+                    "undo) or give a later end"
+                ).format(node=node, shown=fields.shown(later[0].start, tz)),
             )
         for stop in (s for s in found if s.end is None):
             before = st.record(stop)
@@ -210,11 +222,11 @@ class LeaseRows(NodeRows):
             lease = leases[-1] if leases and leases[-1].ended_at is None else None
             if lease is None:
                 raise InputError(
-                    "node", node, "has no open lease to renew (add one with lease add)"
+                    "node", node, _("has no open lease to renew (add one with lease add)")
                 )
             release.check_lease_on(self.node(node), lease, self.clock())
             if lease.end is None:
-                raise InputError("node", node, "its open lease has no end date to renew from")
+                raise InputError("node", node, _("its open lease has no end date to renew from"))
             new = records.lease_from(records.renewal_record(lease, end, changes or {}))
             if new.currency != lease.currency:
                 raise InputError("currency", new.currency, _renewal_currency(lease, new.currency))
@@ -240,7 +252,9 @@ class LeaseRows(NodeRows):
                 found = self.current_lease(node)
                 if found is None:
                     raise InputError(
-                        "node", node, "has no lease billing now or to come (pick one with --start)"
+                        "node",
+                        node,
+                        _("has no lease billing now or to come (pick one with --start)"),
                     )
                 lease = found
             else:
@@ -275,10 +289,16 @@ class LeaseRows(NodeRows):
         raise InputError(
             "payment_schedule",
             new.payment_schedule.value,
-            f"the lease started on {day} under its schedule {lease.payment_schedule.value};"
-            " the cash already charged stays as it was: renew it from a date with the new"
-            f" schedule (zuka lease renew {visible(lease.node)} --until ... --payment-schedule"
-            f" {new.payment_schedule.value})",
+            _(
+                "the lease started on {day} under its schedule {value}; the cash already charged "
+                "stays as it was: renew it from a date with the new schedule (zuka lease renew "
+                "{node} --until ... --payment-schedule {value2})"
+            ).format(
+                day=day,
+                value=lease.payment_schedule.value,
+                node=visible(lease.node),
+                value2=new.payment_schedule.value,
+            ),
         )
 
     def _chain_recurrency(
@@ -292,7 +312,7 @@ class LeaseRows(NodeRows):
                 raise InputError(
                     "whole_chain",
                     None,
-                    "changes only the currency of every lease of the chain: give --currency",
+                    _("changes only the currency of every lease of the chain: give --currency"),
                 )
             return []
         chain = chain_of(self.leases(node), lease)
@@ -307,12 +327,13 @@ class LeaseRows(NodeRows):
         raise InputError(
             "currency",
             cur,
-            f"this lease is one of the {len(chain)} leases of a renewal chain in"
-            f" {lease.currency} ({span}), and one chain has one currency: if the chain was"
-            f" recorded in the wrong currency, add --whole-chain to record all {len(chain)}"
-            f" in {cur}; to rent on in {cur} from a date, end the lease and add a new one"
-            f" (zuka lease end {name} --at WHEN, then zuka lease add {name} --currency {cur}"
-            " --start WHEN ...)",
+            _(
+                "this lease is one of the {chain} leases of a renewal chain in {currency} "
+                "({span}), and one chain has one currency: if the chain was recorded in the "
+                "wrong currency, add --whole-chain to record all {chain} in {cur}; to rent on in "
+                "{cur} from a date, end the lease and add a new one (zuka lease end {name} --at "
+                "WHEN, then zuka lease add {name} --currency {cur} --start WHEN ...)"
+            ).format(chain=len(chain), currency=lease.currency, span=span, cur=cur, name=name),
         )
 
     def _check_fits(
@@ -333,13 +354,19 @@ class LeaseRows(NodeRows):
             raise InputError(
                 "cards_billed",
                 None,
-                f"a card_hour lease is priced per card and {found.name} has no GPU count"
-                f" recorded: give --cards N (or record the node's GPUs: zuka node edit"
-                f" {found.name} --gpus N)",
+                _(
+                    "a card_hour lease is priced per card and {name} has no GPU count recorded:"
+                    " give "
+                    "--cards N (or record the node's GPUs: zuka node edit {name} --gpus N)"
+                ).format(name=found.name),
             )
         if found.gpu_count and lease.cards_billed and lease.cards_billed > found.gpu_count:
             raise InputError(
-                "cards_billed", lease.cards_billed, f"{found.name} has only {found.gpu_count} GPUs"
+                "cards_billed",
+                lease.cards_billed,
+                _("{name} has only {gpu_count} GPUs").format(
+                    name=found.name, gpu_count=found.gpu_count
+                ),
             )
         for other in self.leases(found):
             if other.id != lease_id and overlaps(other, lease):
@@ -347,9 +374,17 @@ class LeaseRows(NodeRows):
                 raise InputError(
                     "start",
                     fields.shown(lease.start, lease.billing_tz),
-                    f"overlaps the lease from {fields.shown(other.start, tz)}"
-                    + (f" to {fields.shown(other.end, tz)}" if other.end else " (still open)")
-                    + ": end or renew that one instead",
+                    (
+                        _("overlaps the lease from {start} to {end}: end or renew that one instead")
+                        if other.end
+                        else _(
+                            "overlaps the lease from {start} (still open): end or renew that one"
+                            " instead"
+                        )
+                    ).format(
+                        start=fields.shown(other.start, tz),
+                        end=fields.shown(other.end, tz) if other.end else "",
+                    ),
                 )
 
     def delete_lease(self, node: str, start: Any, *, force: bool = False) -> Record:
@@ -357,16 +392,20 @@ class LeaseRows(NodeRows):
         force, which deletes them with it. Returns what went (the lease and resources)."""
         with self.transaction() as conn:
             if start in (None, ""):
-                raise InputError("start", start, "give the lease's start (see `zuka lease list`)")
+                raise InputError(
+                    "start", start, _("give the lease's start (see `zuka lease list`)")
+                )
             lease = self.lease_for(node, start)
             bundle = self.lease_bundle(lease)
             if bundle["resources"] and not force:
                 raise InputError(
                     "start",
                     start,
-                    f"resources refer to this lease of {node}: "
-                    f"{describe_resources(bundle['resources'])}; give --force to delete them"
-                    " with it",
+                    _(
+                        "resources refer to this lease of {node}: {bundle}; give --force to"
+                        " delete them "
+                        "with it"
+                    ).format(node=node, bundle=describe_resources(bundle["resources"])),
                 )
             sql = "SELECT count(*) AS n FROM {} WHERE lease_id = ?"
             counted = [
@@ -379,8 +418,11 @@ class LeaseRows(NodeRows):
                 raise InputError(
                     "start",
                     start,
-                    f"the books refer to this lease of {node}: {', '.join(booked)}; a lease"
-                    " the accountant's rows rest on is not deleted (undo or delete those first)",
+                    _(
+                        "the books refer to this lease of {node}: {join}; a lease the"
+                        " accountant's rows "
+                        "rest on is not deleted (undo or delete those first)"
+                    ).format(node=node, join=", ".join(booked)),
                 )
             chain = chain_of(self.leases(node), lease)
             conn.execute("DELETE FROM resources WHERE lease_id = ?", [lease.id])
@@ -406,7 +448,9 @@ class LeaseRows(NodeRows):
         leases = self.leases(target or node)
         if not leases:
             raise InputError(
-                "node", node, f"has no lease to attach it to: add one: zuka lease add {node}"
+                "node",
+                node,
+                _("has no lease to attach it to: add one: zuka lease add {node}").format(node=node),
             )
         if lease_start is None:
             return resource_default(leases, self.clock()) or leases[-1]
@@ -418,10 +462,10 @@ class LeaseRows(NodeRows):
             return named[0]
         starts = ", ".join(le.start.strftime("%Y-%m-%d %H:%M") for le in named or leases)
         reason = (
-            f"names more than one lease of {node} ({starts}): give the time"
+            _("names more than one lease of {node} ({starts}): give the time")
             if named
-            else f"no lease of {node} starts then (its leases start {starts})"
-        )
+            else _("no lease of {node} starts then (its leases start {starts})")
+        ).format(node=node, starts=starts)
         raise InputError("lease_start", value, reason)
 
     def lease_by_id(self, lease_id: int) -> Lease:
@@ -453,13 +497,13 @@ def _renewal_currency(lease: Lease, currency: str) -> str:
     """Why a renewal in another currency is refused, and what to do instead."""
     assert lease.end is not None
     name, start = visible(lease.node), fields.shown(lease.end, lease.billing_tz)
-    return (
-        f"a renewal is billed in its lease's currency ({lease.currency}): one renewal chain"
-        f" has one currency. To rent on in {currency}, add a new lease from the end instead"
-        f" (zuka lease add {name} --currency {currency} --start '{start}' ...); if the lease"
-        f" was recorded in the wrong currency, correct its chain first (zuka lease edit"
-        f" {name} --currency {currency} --whole-chain)"
-    )
+    return _(
+        "a renewal is billed in its lease's currency ({was}): one renewal chain"
+        " has one currency. To rent on in {currency}, add a new lease from the end instead"
+        " (zuka lease add {name} --currency {currency} --start '{start}' ...); if the lease"
+        " was recorded in the wrong currency, correct its chain first (zuka lease edit"
+        " {name} --currency {currency} --whole-chain)"
+    ).format(was=lease.currency, currency=currency, name=name, start=start)
 
 
 def billing_of(leases: Sequence[Lease], at: datetime) -> dict[int | str, BillingNow]:

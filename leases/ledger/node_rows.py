@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from leases.core import fields
 from leases.core.errors import InputError, UnknownNode
+from leases.core.i18n import _
 from leases.core.models import Lease, Node, NodeState, Provider
 from leases.ledger import records, release
 from leases.ledger.books import BOOKS
@@ -113,7 +114,7 @@ class NodeRows(ProviderRows):
 
     def _insert_node(self, conn: sqlite3.Connection, node: Node) -> Node:
         if node.state is not NodeState.RELEASED and self.live_named(conn, node.name, None):
-            raise InputError("name", node.name, "a node of that name already exists")
+            raise InputError("name", node.name, _("a node of that name already exists"))
         rec = records.node_record(node)
         row = node_row(rec, self.provider_id(conn, node.provider))
         cur = conn.execute(
@@ -130,7 +131,7 @@ class NodeRows(ProviderRows):
         unknown = set(changes) - set(records.NODE_KEYS)
         if unknown:
             field = sorted(unknown)[0]
-            raise InputError(field, changes[field], "not a node field")
+            raise InputError(field, changes[field], _("not a node field"))
         with self.transaction() as conn:
             if new_provider is not None:
                 self._insert_provider(conn, new_provider)
@@ -150,14 +151,18 @@ class NodeRows(ProviderRows):
                     raise InputError(
                         "gpu_count",
                         changes.get("gpu_count"),
-                        f"its card_hour lease from {start} bills the node's GPUs (it has no"
-                        f" --cards): give the lease its cards first (zuka lease edit {name}"
-                        f" --start '{start}' --cards N)",
+                        _(
+                            "its card_hour lease from {start} bills the node's GPUs (it has no"
+                            " --cards): "
+                            "give the lease its cards first (zuka lease edit {name} --start"
+                            " '{start}' "
+                            "--cards N)"
+                        ).format(start=start, name=name),
                     )
             if after_node.state is not NodeState.RELEASED and self.live_named(
                 conn, after_node.name, current.id
             ):
-                raise InputError("name", after_node.name, "a node of that name already exists")
+                raise InputError("name", after_node.name, _("a node of that name already exists"))
             row = node_row(after, self.provider_id(conn, after_node.provider))
             conn.execute(
                 f"UPDATE nodes SET {', '.join(f'{k} = ?' for k in row)} WHERE id = ?",
@@ -175,14 +180,16 @@ class NodeRows(ProviderRows):
         with self.transaction() as conn:
             archived = self.archived_nodes(name)
             if not archived:
-                raise InputError("name", name, "no archived node of that name")
+                raise InputError("name", name, _("no archived node of that name"))
             node = archived[0]
             if self.live_named(conn, name, node.id):
                 raise InputError(
                     "name",
                     name,
-                    f"a live node {name} has this name: rename it first"
-                    f" (`zuka node edit {name} --rename NEW_NAME`)",
+                    _(
+                        "a live node {name} has this name: rename it first (`zuka node edit {name} "
+                        "--rename NEW_NAME`)"
+                    ).format(name=name),
                 )
             before = records.node_record(node)
             after = {**before, "state": NodeState.ACTIVE.value}
@@ -204,9 +211,12 @@ class NodeRows(ProviderRows):
                 raise InputError(
                     "node",
                     name,
-                    f"has an open lease (from {start}): end it first (`zuka lease end {name}`)"
-                    f", or if it was recorded by mistake, delete it"
-                    f" (`zuka lease delete {name} --start '{start}'`)",
+                    _(
+                        "has an open lease (from {start}): end it first (`zuka lease end"
+                        " {name}`), or if "
+                        "it was recorded by mistake, delete it (`zuka lease delete {name} --start "
+                        "'{start}'`)"
+                    ).format(start=start, name=name),
                 )
             bundle = self.node_bundle(node)
             counts = {
@@ -218,8 +228,9 @@ class NodeRows(ProviderRows):
                 raise InputError(
                     "node",
                     name,
-                    f"is still referred to by {describe_counts(counts)}: give --force to"
-                    " delete them with it",
+                    _(
+                        "is still referred to by {counts}: give --force to delete them with it"
+                    ).format(counts=describe_counts(counts)),
                 )
             ids = [le["id"] for le in bundle["leases"]]
             booked = [
@@ -234,9 +245,13 @@ class NodeRows(ProviderRows):
                 raise InputError(
                     "node",
                     name,
-                    f"the books refer to its leases: {', '.join(booked)}; a node the"
-                    " accountant's rows rest on is not deleted, even with --force (undo or"
-                    " delete those first; or keep it: zuka node archive)",
+                    _(
+                        "the books refer to its leases: {join}; a node the accountant's rows rest"
+                        " on is "
+                        "not deleted, even with --force (undo or delete those first; or keep it:"
+                        " zuka "
+                        "node archive)"
+                    ).format(join=", ".join(booked)),
                 )
             for le in bundle["leases"]:
                 conn.execute("DELETE FROM resources WHERE lease_id = ?", [le["id"]])

@@ -8,6 +8,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from leases.core.i18n import _
 from leases.lab.sysconfig import lab_ledger
 
 
@@ -32,7 +33,8 @@ def ledger_choice(cli_value: str | None, env: Mapping[str, str] = os.environ) ->
     elif env.get("ZUKA_LEDGER"):
         path, why = Path(env["ZUKA_LEDGER"]), "$ZUKA_LEDGER"
     elif (lab := lab_ledger(env)) is not None:
-        path, why = lab[0], f"[lab] ledger of {lab[1]}"
+        # "[lab] ..." in every language (leases.core.errors.no_ledger reads it so).
+        path, why = lab[0], _("[lab] ledger of {config}").format(config=lab[1])
     else:
         path, why = default_ledger_path(), ""
     # Symlinks are resolved once, here: the lock, the trust store and the sim folder sit

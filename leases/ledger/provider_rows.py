@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import Provider
 from leases.core.textsafe import visible
 from leases.ledger import records
@@ -25,7 +26,7 @@ class ProviderRows(AuditLog):
     def provider(self, name: str) -> Provider:
         rows = self.rows("SELECT * FROM providers WHERE name = ?", [name])
         if not rows:
-            raise InputError("provider", name, "no provider of that name in the ledger")
+            raise InputError("provider", name, _("no provider of that name in the ledger"))
         return _provider(rows[0])
 
     def add_provider(self, provider: Provider) -> Provider:
@@ -44,11 +45,11 @@ class ProviderRows(AuditLog):
         unknown = set(changes) - set(self.PROVIDER_EDITABLE)
         if unknown:
             field = sorted(unknown)[0]
-            raise InputError(field, changes[field], "cannot be changed by provider edit")
+            raise InputError(field, changes[field], _("cannot be changed by provider edit"))
         with self.transaction() as conn:
             rows = self.rows("SELECT * FROM providers WHERE name = ?", [name])
             if not rows:
-                raise InputError("provider", name, "no provider of that name in the ledger")
+                raise InputError("provider", name, _("no provider of that name in the ledger"))
             current = _provider(rows[0])
             before = records.provider_record(current)
             after = records.provider_record(records.provider_from({**before, **changes}))
@@ -68,7 +69,9 @@ class ProviderRows(AuditLog):
         ).fetchone()
         if same:
             raise InputError(
-                "provider", p.name, f"a provider of that name already exists ({same[0]})"
+                "provider",
+                p.name,
+                _("a provider of that name already exists ({same})").format(same=same[0]),
             )
         rec = records.provider_record(p)
         cur = conn.execute(
@@ -85,7 +88,7 @@ class ProviderRows(AuditLog):
         row = conn.execute("SELECT id FROM providers WHERE name = ?", [name]).fetchone()
         if row is None:
             raise InputError(
-                "provider", name, "no provider of that name (add it with `zuka provider add`)"
+                "provider", name, _("no provider of that name (add it with `zuka provider add`)")
             )
         return int(row[0])
 

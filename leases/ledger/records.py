@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from leases.core import cloudids as cloud_ids
 from leases.core import fields, promsource, recordfields, secrets
 from leases.core.errors import InputError, Problems
+from leases.core.i18n import _
 from leases.core.models import (
     BillingType,
     ChargeRounding,
@@ -36,6 +37,7 @@ from leases.core.models import (
     StoragePeriod,
 )
 from leases.core.textsafe import visible
+from leases.ledger.leasecheck import check_lease
 from leases.ssh import login as sshcmd
 
 Record = dict[str, Any]
@@ -69,7 +71,9 @@ UNREADABLE = (InputError, ValueError, TypeError, ArithmeticError)
 def unreadable(exc: BaseException) -> str:
     """Why a stored row was not read, in words safe for a terminal."""
     if isinstance(exc, InputError):
-        return f"{exc.field}: {exc.reason} (got {visible(exc.value, 80)!r})"
+        return _("{field}: {reason} (got {value})").format(
+            field=exc.field, reason=exc.reason, value=repr(visible(exc.value, 80))
+        )
     return visible(f"{type(exc).__name__}: {exc}", 200)
 
 
@@ -85,7 +89,9 @@ def readable(
         try:
             found.append(read(r))
         except UNREADABLE as exc:
-            problems.append(f"{which(r)} not read: {unreadable(exc)}")
+            problems.append(
+                _("{which} not read: {why}").format(which=which(r), why=unreadable(exc))
+            )
     return found, problems
 
 
@@ -107,7 +113,7 @@ def _currency(rec: Mapping[str, Any]) -> str:
     if value is None:
         return "CNY"
     if isinstance(value, str) and not value.strip():
-        raise InputError("currency", value, "is empty: give a currency code (CNY, USD...)")
+        raise InputError("currency", value, _("is empty: give a currency code (CNY, USD...)"))
     return fields.currency(str(value))
 
 
@@ -183,13 +189,13 @@ def provider_from(rec: Mapping[str, Any]) -> Provider:
     kind = fields.choice("kind", str(rec.get("kind") or ""), ProviderKind)
     name = _str(rec, "name", 100).strip()
     if not name:
-        raise InputError("provider", rec.get("name"), "a provider needs a name")
+        raise InputError("provider", rec.get("name"), _("a provider needs a name"))
     cred = _str(rec, "credential_ref", 200)  # refuses secrets too
     if len(cred) > 80 or " " in cred.strip():
         raise InputError(
             "credential_ref",
             secrets.HIDDEN,
-            "give a profile or environment variable name, never the secret itself",
+            _("give a profile or environment variable name, never the secret itself"),
         )
     return Provider(
         kind=kind,
@@ -218,13 +224,13 @@ def _ssh_target(rec: Mapping[str, Any], local: bool) -> SshTarget:
     """The node's SSH target through sshcmd's one validator (also for rows read back)."""
     host = _get(rec, "ssh_host")
     if host is None and not local:
-        raise InputError("ssh", None, "a remote node needs an ssh target")
+        raise InputError("ssh", None, _("a remote node needs an ssh target"))
     port = _get(rec, "ssh_port")
     user = _get(rec, "ssh_user")
     key = _get(rec, "ssh_key_path")
     jump = _get(rec, "ssh_jump")
     if isinstance(port, bool):
-        raise InputError("ssh_port", port, "port must be a number from 1 to 65535")
+        raise InputError("ssh_port", port, _("port must be a number from 1 to 65535"))
     return SshTarget(
         host=sshcmd.check_host(str(host)) if host is not None else "localhost",
         port=None if port is None else sshcmd.check_port(port),
@@ -268,8 +274,11 @@ def node_from(rec: Mapping[str, Any]) -> Node:
             InputError(
                 "nvlinks",
                 node.nvlinks,
-                f"NVLinks as sold need --interconnect nvlink (this node's is "
-                f"{node.interconnect.value}): give both, or clear it with --nvlinks ''",
+                _(
+                    "NVLinks as sold need --interconnect nvlink (this node's is {value}): give"
+                    " both, "
+                    "or clear it with --nvlinks ''"
+                ).format(value=node.interconnect.value),
             )
         )
     p.raise_found()
@@ -301,8 +310,12 @@ def stored_node(rec: Mapping[str, Any]) -> Node:
     name = str(rec.get("name") or "")
     if not fields.valid_node_name(name):
         current["name"] = "unnamed"
-        problems.append(f"name: is not a valid node name (got {visible(name, 80)!r})")
-    for _ in range(len(NODE_KEYS) + 1):
+        problems.append(
+            _("{field}: {reason} (got {value})").format(
+                field="name", reason=_("is not a valid node name"), value=repr(visible(name, 80))
+            )
+        )
+    for _round in range(len(NODE_KEYS) + 1):
         try:
             node = node_from(current)
         except UNREADABLE as exc:
@@ -351,8 +364,8 @@ def lease_from(rec: Mapping[str, Any]) -> Lease:
         str(rec.get("billing_type") or ""),
         BillingType,
     )
-    price = p(None, _required, rec, "unit_price", "a lease needs a unit price")
-    start = p(None, _required, rec, "start", "a lease needs a start")
+    price = p(None, _required, rec, "unit_price", _("a lease needs a unit price"))
+    start = p(None, _required, rec, "start", _("a lease needs a start"))
     deposit = _get(rec, "deposit")
     lease = Lease(
         node=node,
@@ -404,78 +417,6 @@ def lease_from(rec: Mapping[str, Any]) -> Lease:
     return lease
 
 
-# The decimals a unit price is quoted to at most: a month, week or day in fen; an hour (or
-# card-hour) to 4 places (cloud list prices); a second to 6 (fields.money's own bound).
-_PRICE_PLACES = {bt: 2 for bt in BillingType} | {
-    BillingType.HOURLY: 4,
-    BillingType.CARD_HOUR: 4,
-    BillingType.PER_SECOND: 6,
-}
-
-
-def check_lease(le: Lease) -> None:
-    """Rules that tie a lease's fields together."""
-    for name, amount, places, what in (
-        ("unit_price", le.unit_price, _PRICE_PLACES[le.billing_type],
-         f"{'an' if le.billing_type is BillingType.HOURLY else 'a'} {le.billing_type.value} price"),
-        ("hourly_price", le.hourly_price, 4, "an hourly price"),
-        ("deposit", le.deposit, 2, "an amount paid (the fen)"),
-    ):  # fmt: skip
-        if amount is not None and amount.as_tuple().exponent < -places:  # type: ignore[operator]
-            raise InputError(
-                name, str(amount), f"has more than {places} decimal places, the most {what} has"
-            )
-    if le.billing_type.prepaid and le.end is None:
-        raise InputError(
-            "end", None, f"a {le.billing_type.value} lease is prepaid and needs an end date"
-        )
-    if le.end is not None and le.end <= le.start:
-        raise InputError(
-            "end",
-            fields.shown(le.end, le.billing_tz),
-            f"must be after the start {fields.shown(le.start, le.billing_tz)}",
-        )
-    if le.ended_at is not None and le.ended_at < le.start:
-        raise InputError(
-            "ended_at",
-            fields.shown(le.ended_at, le.billing_tz),
-            f"is before the start {fields.shown(le.start, le.billing_tz)}",
-        )
-    if le.payment_schedule is not PaymentSchedule.UPFRONT and le.billing_type not in (
-        BillingType.MONTHLY,
-        BillingType.CONTRACT,
-    ):
-        raise InputError(
-            "payment_schedule",
-            le.payment_schedule.value,
-            "is for monthly and contract terms; "
-            + ("an" if le.billing_type is BillingType.HOURLY else "a")
-            + f" {le.billing_type.value} lease"
-            + (" is billed as it runs" if not le.billing_type.prepaid else " is paid whole")
-            + ": leave it upfront",
-        )
-    if le.deposit_refund is RefundState.REFUNDED and le.deposit is None:
-        raise InputError("deposit_refund", "refunded", "there is no deposit to refund")
-    if le.deposit_refunded_on is not None and le.deposit_refund is not RefundState.REFUNDED:
-        raise InputError(
-            "deposit_refunded_on", _iso(le.deposit_refunded_on), "set only for a refunded deposit"
-        )
-    if (
-        le.deposit_refunded_on is not None
-        and le.deposit_paid_on is not None
-        and le.deposit_refunded_on < le.deposit_paid_on
-    ):
-        raise InputError(
-            "deposit_refunded_on",
-            _iso(le.deposit_refunded_on),
-            f"is before the deposit was paid ({_iso(le.deposit_paid_on)})",
-        )
-    if le.deposit_paid_on is None and le.deposit is None:
-        return
-    if le.deposit is None:
-        raise InputError("deposit_paid_on", _iso(le.deposit_paid_on), "there is no deposit amount")
-
-
 def resource_record(r: Resource, node: str, lease_start: datetime) -> Record:
     return recordfields.record_values(r, node=node, lease_start=_iso(lease_start))
 
@@ -501,15 +442,17 @@ def resource_id(kind: ResourceKind, value: str) -> str:
             raise InputError(
                 field,
                 visible(value, 80),
-                "a scratch_path is an absolute, normalised path below / (parts of letters, "
-                "digits and . _ @ + = , : -; no '..', '//', trailing '/', spaces, globs or "
-                "shell characters)",
+                _(
+                    "a scratch_path is an absolute, normalised path below / (parts of letters, "
+                    "digits and . _ @ + = , : -; no '..', '//', trailing '/', spaces, globs or "
+                    "shell characters)"
+                ),
             )
         return value
     if kind is ResourceKind.BUCKET:
         if not _BUCKET_RE.fullmatch(value) or ".." in value:
             raise InputError(
-                field, visible(value, 80), "a bucket name is 3-63 of a-z, 0-9, '.' and '-'"
+                field, visible(value, 80), _("a bucket name is 3-63 of a-z, 0-9, '.' and '-'")
             )
         return value
     if kind is ResourceKind.BUCKET_PREFIX:
@@ -521,15 +464,17 @@ def resource_id(kind: ResourceKind, value: str) -> str:
             or not (prefix == "" or _PROVIDER_ID_RE.fullmatch(prefix.rstrip("/") or "x"))
         ):
             raise InputError(
-                field, visible(value, 80), "a bucket_prefix is BUCKET/PREFIX/ (no '..')"
+                field, visible(value, 80), _("a bucket_prefix is BUCKET/PREFIX/ (no '..')")
             )
         return value
     if not _PROVIDER_ID_RE.fullmatch(value) or ".." in value:
         raise InputError(
             field,
             visible(value, 80),
-            f"a {kind.value} id is letters, digits and . _ : / @ + = , - "
-            "(not starting with '-', no spaces, globs or shell characters)",
+            _(
+                "a {value} id is letters, digits and . _ : / @ + = , - (not starting with '-', "
+                "no spaces, globs or shell characters)"
+            ).format(value=kind.value),
         )
     return value
 
@@ -545,7 +490,9 @@ def resource_from(rec: Mapping[str, Any], lease_id: int, tz: str) -> Resource:
     p = Problems()
     native_id = p("", _str, rec, "native_id", 1000).strip()
     if not native_id and not p.found:
-        p.refuse(InputError("native_id", rec.get("native_id"), "a resource needs its provider id"))
+        p.refuse(
+            InputError("native_id", rec.get("native_id"), _("a resource needs its provider id"))
+        )
     kind = p(None, fields.choice, "kind", str(rec.get("kind") or ""), ResourceKind)
     if native_id and kind is not None:
         native_id = p(native_id, resource_id, kind, native_id)

@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import Lease, RefundState
 from leases.ledger.books import BOOKS, Record
 from leases.money.amounts import money
@@ -21,7 +22,7 @@ from leases.money.deposits import Refund, paid_on
 def _lease(ledger: Any, lease_id: int) -> Lease:
     rows = ledger.rows("SELECT id FROM leases WHERE id = ?", [lease_id])
     if not rows:
-        raise InputError("lease_id", lease_id, "no lease of that id")
+        raise InputError("lease_id", lease_id, _("no lease of that id"))
     lease: Lease = ledger.lease_by_id(lease_id)
     return lease
 
@@ -33,21 +34,26 @@ def refund_rule(ledger: Any, rec: Record, row_id: int | None) -> None:
         raise InputError(
             "node",
             lease.node,
-            "its lease has no deposit to refund: record it first with"
-            f" zuka lease edit {lease.node} --deposit AMOUNT --deposit-paid-on YYYY-MM-DD",
+            _(
+                "its lease has no deposit to refund: record it first with zuka lease edit {node} "
+                "--deposit AMOUNT --deposit-paid-on YYYY-MM-DD"
+            ).format(node=lease.node),
         )
     if lease.deposit_refund is RefundState.FORFEITED:
         raise InputError(
-            "node", lease.node, "its deposit is marked forfeited: nothing of it comes back"
+            "node", lease.node, _("its deposit is marked forfeited: nothing of it comes back")
         )
     day, assumed = paid_on(lease)
     if rec["refunded_on"] < day.isoformat():
-        why = ", the lease's start day: no paid-on day recorded" if assumed else ""
-        raise InputError(
-            "refunded_on",
-            rec["refunded_on"],
-            f"is before the deposit was paid ({day.isoformat()}{why})",
+        said = (
+            _(
+                "is before the deposit was paid ({day}, the lease's start day: no paid-on day"
+                " recorded)"
+            )
+            if assumed
+            else _("is before the deposit was paid ({day})")
         )
+        raise InputError("refunded_on", rec["refunded_on"], said.format(day=day.isoformat()))
     before = ledger.rows(
         "SELECT id, amount FROM deposit_refunds WHERE lease_id = ? AND id IS NOT ?",
         [lease.id, row_id],
@@ -61,9 +67,18 @@ def refund_rule(ledger: Any, rec: Record, row_id: int | None) -> None:
         raise InputError(
             "amount",
             rec["amount"],
-            f"is more than is left of the deposit: {money(left, lease.currency)} of"
-            f" {money(lease.deposit, lease.currency)}"
-            + (f" ({money(earlier, lease.currency)} refunded before)" if earlier else ""),
+            (
+                _(
+                    "is more than is left of the deposit: {left} of {deposit} ({earlier} refunded"
+                    " before)"
+                )
+                if earlier
+                else _("is more than is left of the deposit: {left} of {deposit}")
+            ).format(
+                left=money(left, lease.currency),
+                deposit=money(lease.deposit, lease.currency),
+                earlier=money(earlier, lease.currency),
+            ),
         )
 
 
@@ -76,20 +91,24 @@ def check_lease_refunds(ledger: Any, lease: Lease) -> None:
     if not rows:
         return
     back = sum((Decimal(r["amount"]) for r in rows), Decimal(0))
-    said = f"{len(rows)} refund(s) of it are recorded ({money(back, lease.currency)}"
     if lease.deposit is None or lease.deposit < back:
         raise InputError(
             "deposit",
             None if lease.deposit is None else str(lease.deposit),
-            f"{said} back): the deposit cannot be less; see zuka lease refunds {lease.node}",
+            _(
+                "{count} refund(s) of it are recorded ({back} back): the deposit cannot be less;"
+                " see zuka lease refunds {node}"
+            ).format(count=len(rows), back=money(back, lease.currency), node=lease.node),
         )
     first = min(r["refunded_on"] for r in rows)
-    day, _ = paid_on(lease)
+    day, _assumed = paid_on(lease)
     if day.isoformat() > first:
         raise InputError(
             "deposit_paid_on",
             day.isoformat(),
-            f"is after a refund of it ({first}): it was paid before it came back",
+            _("is after a refund of it ({first}): it was paid before it came back").format(
+                first=first
+            ),
         )
 
 

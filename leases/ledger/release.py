@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import Lease, Node, NodeState
 
 
@@ -26,8 +27,10 @@ def check_release(node: str, leases: Sequence[Lease], now: datetime) -> None:
         raise InputError(
             "state",
             NodeState.RELEASED.value,
-            f"{node} still has an open lease (from {since}), so it cannot be released or"
-            f" archived: end it first: zuka lease end {node}",
+            _(
+                "{node} still has an open lease (from {since}), so it cannot be released or "
+                "archived: end it first: zuka lease end {node}"
+            ).format(node=node, since=since),
         )
 
 
@@ -38,6 +41,8 @@ def check_lease_on(node: Node, lease: Lease, now: datetime) -> None:
         raise InputError(
             "node",
             node.name,
-            f"{node.name} is archived (released): no lease can be added to it or renewed on"
-            f" it; bring it back first: zuka node restore {node.name}",
+            _(
+                "{name} is archived (released): no lease can be added to it or renewed on it; "
+                "bring it back first: zuka node restore {name}"
+            ).format(name=node.name),
         )

@@ -12,6 +12,7 @@ from typing import Any
 
 from leases.core import fields
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 from leases.core.models import Lease, Node, Resource
 from leases.core.textsafe import visible
 from leases.ledger import claims, records
@@ -36,16 +37,20 @@ class ResourceRows(StopRows):
                 raise InputError(
                     "created",
                     fields.shown(res.created, lease.billing_tz),
-                    "is in the future: record when it was created",
+                    _("is in the future: record when it was created"),
                 )
             if res.price is not None and res.created is not None and res.created < lease.start:
                 tz = lease.billing_tz
                 raise InputError(
                     "created",
                     fields.shown(res.created, tz),
-                    f"is before its lease's start ({fields.shown(lease.start, tz)}): its storage"
-                    " would be billed to this lease from then; give when it began billing for"
-                    " this lease, or record it on the lease it was created in (--lease-start)",
+                    _(
+                        "is before its lease's start ({shown}): its storage would be billed to"
+                        " this "
+                        "lease from then; give when it began billing for this lease, or record it"
+                        " on the "
+                        "lease it was created in (--lease-start)"
+                    ).format(shown=fields.shown(lease.start, tz)),
                 )
             return res
 
@@ -64,7 +69,9 @@ class ResourceRows(StopRows):
             [lease.id, res.kind.value, res.native_id],
         ).fetchone():
             raise InputError(
-                "native_id", res.native_id, f"this {res.kind.value} is already recorded"
+                "native_id",
+                res.native_id,
+                _("this {value} is already recorded").format(value=res.kind.value),
             )
         self._refuse_overlap(conn, res, lease)
         out = records.resource_record(res, node, lease.start)
@@ -87,7 +94,9 @@ class ResourceRows(StopRows):
             ).fetchone()
         ):
             raise InputError(
-                "new_id", fixed.native_id, f"this {fixed.kind.value} is already recorded"
+                "new_id",
+                fixed.native_id,
+                _("this {value} is already recorded").format(value=fixed.kind.value),
             )
         self._refuse_overlap(conn, fixed, self.lease_by_id(res.lease_id), apart=res.id)
 
@@ -121,9 +130,11 @@ class ResourceRows(StopRows):
             raise InputError(
                 "native_id",
                 res.native_id,
-                f"{first.first.shown()} is still recorded ({first.why}): offboarding one lease"
-                " would delete the other's; mark the old one deleted and verified first"
-                " (zuka resource edit ... --deleted --verified --notes ...)",
+                _(
+                    "{shown} is still recorded ({why}): offboarding one lease would delete the "
+                    "other's; mark the old one deleted and verified first (zuka resource edit ... "
+                    "--deleted --verified --notes ...)"
+                ).format(shown=first.first.shown(), why=first.why),
             )
 
     def resources(self, node: str | None = None) -> list[tuple[str, datetime, Resource]]:
@@ -146,7 +157,11 @@ class ResourceRows(StopRows):
             return r["node"], _moment(r["lease_start"]), res
 
         rows = self._resource_row_dicts("", [])
-        return readable(rows, read, lambda r: f"resource {r['id']} of node {_named(r['node'])}")
+        return readable(
+            rows,
+            read,
+            lambda r: _("resource {id} of node {node}").format(id=r["id"], node=_named(r["node"])),
+        )
 
     def _resource_row_dicts(self, clause: str, params: Sequence[Any]) -> list[dict[str, Any]]:
         return self.rows(
@@ -184,9 +199,9 @@ class ResourceRows(StopRows):
         }  # fmt: skip
         if unknown:
             field = sorted(unknown)[0]
-            raise InputError(field, changes[field], "cannot be changed by resource edit")
+            raise InputError(field, changes[field], _("cannot be changed by resource edit"))
         if not changes:
-            raise InputError("resource edit", native_id, "nothing to change: give an option")
+            raise InputError("resource edit", native_id, _("nothing to change: give an option"))
         with self.transaction() as conn:
             node_id = self.node(node).id
             clause = " WHERE n.id = ? AND r.kind = ? AND r.native_id = ?"
@@ -197,14 +212,20 @@ class ResourceRows(StopRows):
             found = self.resource_rows(clause, params)
             if not found:
                 raise InputError(
-                    "native_id", native_id, f"no {kind} {native_id} recorded on {node}"
+                    "native_id",
+                    native_id,
+                    _("no {kind} {native_id} recorded on {node}").format(
+                        kind=kind, native_id=native_id, node=node
+                    ),
                 )
             if len(found) > 1:
-                starts = ", ".join(rec["lease_start"] for _, rec in found)
+                starts = ", ".join(rec["lease_start"] for _res, rec in found)
                 raise InputError(
                     "native_id",
                     native_id,
-                    f"recorded on several leases of {node} ({starts}): give --lease-start",
+                    _("recorded on several leases of {node} ({starts}): give --lease-start").format(
+                        node=node, starts=starts
+                    ),
                 )
             res, before = found[0]
             tz = self.lease_by_id(res.lease_id).billing_tz
@@ -215,7 +236,7 @@ class ResourceRows(StopRows):
                     value = changes[key]
                     when = now if value == "now" else fields.moment(key, value, tz)
                     if when > now + timedelta(minutes=5):
-                        raise InputError(key, fields.shown(when, tz), "is in the future")
+                        raise InputError(key, fields.shown(when, tz), _("is in the future"))
                     after[key] = when.astimezone(fields.timezone(tz, "billing_tz")).isoformat()
             if "notes" in changes:
                 after["notes"] = changes["notes"]
@@ -224,8 +245,10 @@ class ResourceRows(StopRows):
                 raise InputError(
                     sorted(fixed)[0],
                     next(iter(fixed.values())),
-                    f"{kind} {native_id} is marked deleted: its record is evidence now, not"
-                    " corrected; record the right one with zuka resource add",
+                    _(
+                        "{kind} {native_id} is marked deleted: its record is evidence now, not "
+                        "corrected; record the right one with zuka resource add"
+                    ).format(kind=kind, native_id=native_id),
                 )
             for key, value in fixed.items():
                 after["native_id" if key == "new_id" else key] = value
@@ -262,12 +285,15 @@ def _check_marks(before: Record, after: Record, changes: Mapping[str, Any]) -> N
     """The rules of marking a resource deleted and verified by hand."""
     if "deleted_at" in changes and after["deleted_at"] is not None:
         deleted = _moment(after["deleted_at"])
-        for key, what in (("lease_start", "its lease's start"), ("created", "its creation")):
+        for key, said in (
+            ("lease_start", N_("is before its lease's start {at}")),
+            ("created", N_("is before its creation {at}")),
+        ):
             if after.get(key) and deleted < _moment(after[key]):
                 raise InputError(
                     "deleted_at",
                     _shown(after["deleted_at"]),
-                    f"is before {what} {_shown(after[key])}",
+                    _(said).format(at=_shown(after[key])),
                 )
     if after["verified_at"] is None:
         return
@@ -275,13 +301,13 @@ def _check_marks(before: Record, after: Record, changes: Mapping[str, Any]) -> N
         raise InputError(
             "verified_at",
             _shown(after["verified_at"]),
-            "the resource is not marked deleted: give --deleted",
+            _("the resource is not marked deleted: give --deleted"),
         )
     if _moment(after["verified_at"]) < _moment(after["deleted_at"]):
         raise InputError(
             "verified_at",
             _shown(after["verified_at"]),
-            f"is before its deletion {_shown(after['deleted_at'])}",
+            _("is before its deletion {after}").format(after=_shown(after["deleted_at"])),
         )
     if (
         after["verified_at"] != before["verified_at"]
@@ -290,5 +316,5 @@ def _check_marks(before: Record, after: Record, changes: Mapping[str, Any]) -> N
         raise InputError(
             "notes",
             None,
-            "marking a resource verified by hand needs a note saying how it was checked",
+            _("marking a resource verified by hand needs a note saying how it was checked"),
         )

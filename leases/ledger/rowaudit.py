@@ -25,6 +25,7 @@ from typing import Any
 
 from leases.core.auditentry import AuditEntry
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _, ngettext
 from leases.core.textsafe import visible
 from leases.ledger import books, records, stops
 from leases.ledger.book_rows import lines_digest
@@ -96,25 +97,42 @@ class Drift:
     row: Record | None = None  # an added row's record, to be seen before it is accepted
 
     def said(self) -> str:
-        who = f"{self.entity} {self.entity_id}" + (
-            f" of node {visible(self.node, 80)!r}" if self.node else ""
+        who = (
+            _("{entity} {id} of node {node}").format(
+                entity=self.entity, id=self.entity_id, node=repr(visible(self.node, 80))
+            )
+            if self.node
+            else f"{self.entity} {self.entity_id}"
         )
         if self.what == "added":
             shown = ", ".join(
                 f"{k} {_shown(v)}" for k, v in (self.row or {}).items() if v not in (None, "")
             )
-            return f"{who} is in the ledger but no audit entry wrote it: added outside zuka" + (
-                f" ({visible(shown, 400)})" if shown else ""
-            )
+            if shown:
+                return _(
+                    "{who} is in the ledger but no audit entry wrote it: added outside zuka"
+                    " ({values})"
+                ).format(who=who, values=visible(shown, 400))
+            return _(
+                "{who} is in the ledger but no audit entry wrote it: added outside zuka"
+            ).format(who=who)
         if self.what == "removed":
-            return f"{who} was removed outside zuka: audit entry {self.entry} last wrote it"
+            return _("{who} was removed outside zuka: audit entry {entry} last wrote it").format(
+                who=who, entry=self.entry
+            )
         if self.problem:
-            return f"{who} was edited outside zuka and does not read: {self.problem}"
+            return _("{who} was edited outside zuka and does not read: {problem}").format(
+                who=who, problem=self.problem
+            )
         changes = "; ".join(
-            f"{name} {_shown(logged)} on the audit log, {_shown(now)} in the table"
+            _("{name} {logged} on the audit log, {now} in the table").format(
+                name=name, logged=_shown(logged), now=_shown(now)
+            )
             for name, logged, now in self.fields
         )
-        return f"{who} was edited outside zuka since audit entry {self.entry}: {changes}"
+        return _("{who} was edited outside zuka since audit entry {entry}: {changes}").format(
+            who=who, entry=self.entry, changes=changes
+        )
 
     @property
     def accept(self) -> str:
@@ -470,20 +488,36 @@ def drifted_since(ledger: Ledger) -> list[Drift]:
     return list(found)
 
 
+# What the front ends say would rest on drifted rows (said with _ in refuse): their words,
+# marked here so the catalogue has them (tui/cli/opening.trusted's callers and others').
+WHAT = (
+    N_("the accounts"), N_("the month's cost"), N_("the export"), N_("the balance"),
+    N_("the bill"), N_("the bills"), N_("the costs"), N_("the deposits' figures"),
+    N_("the figures"), N_("the invoice"), N_("the invoices' figures"), N_("the offer"),
+    N_("the offers"), N_("the quote"), N_("the refund"),
+)  # fmt: skip
+
+
 def refuse(found: Sequence[Drift], what: str) -> None:
     """Raise, naming every drifted row, when there are any: `what` (a report, a cost...)
     would rest on values nobody recorded through zuka."""
     if not found:
         return
     shown = [d.said() for d in found[:5]]
-    more = f"; and {len(found) - 5} more" if len(found) > 5 else ""
+    if len(found) > 5:
+        shown.append(_("and {count} more").format(count=len(found) - 5))
     raise InputError(
         "ledger",
         None,
-        f"{len(found)} row{'s' if len(found) != 1 else ''} changed outside zuka, so {what}"
-        f" would rest on values nobody recorded: {'; '.join(shown)}{more}. Check each (`zuka"
-        f" audit verify` lists them), then correct it with zuka or take it as it is:"
-        f" {found[0].accept}",
+        ngettext(
+            "{count} row changed outside zuka, so {what} would rest on values nobody"
+            " recorded: {rows}. Check each (`zuka audit verify` lists them), then"
+            " correct it with zuka or take it as it is: {accept}",
+            "{count} rows changed outside zuka, so {what} would rest on values nobody"
+            " recorded: {rows}. Check each (`zuka audit verify` lists them), then"
+            " correct it with zuka or take it as it is: {accept}",
+            len(found),
+        ).format(count=len(found), what=_(what), rows="; ".join(shown), accept=found[0].accept),
     )
 
 
@@ -503,15 +537,19 @@ def accept(ledger: Ledger, entity: str, entity_id: int) -> Drift:
     Refused while the chain itself does not verify, for a row that is as logged, and for
     a row that does not read."""
     if entity not in ENTITIES:
-        raise InputError("entity", entity, f"must be one of {', '.join(ENTITIES)}")
+        raise InputError(
+            "entity", entity, _("must be one of {join}").format(join=", ".join(ENTITIES))
+        )
     with ledger.transaction() as conn:
         report = ledger.verify_audit()
         if not report.ok:
             raise InputError(
                 "audit",
                 None,
-                f"the audit log does not verify ({report.reason}): a row cannot be put on a"
-                " broken chain; see `zuka audit verify`",
+                _(
+                    "the audit log does not verify ({reason}): a row cannot be put on a broken "
+                    "chain; see `zuka audit verify`"
+                ).format(reason=report.reason),
             )
         logged = recorded(ledger.history()).get((entity, entity_id))
         try:
@@ -520,15 +558,21 @@ def accept(ledger: Ledger, entity: str, entity_id: int) -> Drift:
             raise InputError(
                 entity,
                 entity_id,
-                f"does not read ({unreadable(exc)}), so it cannot be taken as it is: set the"
-                " value back to one zuka reads, then accept it",
+                _(
+                    "does not read ({exc}), so it cannot be taken as it is: set the value back to "
+                    "one zuka reads, then accept it"
+                ).format(exc=unreadable(exc)),
             ) from None
         row = _row(ledger, entity, entity_id)
         raw = _raw(row) if logged is not None and logged.raw else None
         found = compare(entity, entity_id, logged, now, _owner(entity, row), raw)
         if found is None:
-            at = f"audit entry {logged.entry}" if logged else "the audit log"
-            raise InputError(entity, entity_id, f"is as {at} wrote it: there is nothing to accept")
+            said = (
+                _("is as audit entry {entry} wrote it: there is nothing to accept")
+                if logged
+                else _("is as the audit log wrote it: there is nothing to accept")
+            )
+            raise InputError(entity, entity_id, said.format(entry=logged.entry if logged else ""))
         before = None if logged is None else logged.record
         ledger.audit(conn, ACCEPT, entity, entity_id, found.node, before, now)
         return found

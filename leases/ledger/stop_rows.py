@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from leases.core import fields
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import Lease, Node
 from leases.ledger.lease_rows import LeaseRows
 from leases.ledger.records import Record
@@ -145,14 +146,18 @@ class StopRows(LeaseRows):
             raise InputError(
                 "start",
                 fields.shown(stop.start, tz),
-                f"is before its lease's start {fields.shown(lease.start, tz)}",
+                _("is before its lease's start {shown}").format(
+                    shown=fields.shown(lease.start, tz)
+                ),
             )
         for s in self.stops(node_ids=[lease.node_id]):
             if (stop.end is None or s.start < stop.end) and (s.end is None or s.end > stop.start):
                 raise InputError(
                     "start",
                     fields.shown(stop.start, tz),
-                    f"overlaps the stop of {node} recorded from {fields.shown(s.start, tz)}",
+                    _("overlaps the stop of {node} recorded from {shown}").format(
+                        node=node, shown=fields.shown(s.start, tz)
+                    ),
                 )
         out = st.record(replace(stop, node=node))
         cur = conn.execute(

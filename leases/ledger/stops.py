@@ -20,6 +20,7 @@ from typing import Any
 
 from leases.core import fields
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import Lease
 from leases.money.billing import Stop, over
 
@@ -69,9 +70,9 @@ def _time(field: str, value: Any) -> datetime:
     try:
         at = datetime.fromisoformat(str(value))
     except ValueError:
-        raise InputError(field, value, "is not a time") from None
+        raise InputError(field, value, _("is not a time")) from None
     if at.tzinfo is None:
-        raise InputError(field, value, "has no time zone")
+        raise InputError(field, value, _("has no time zone"))
     return at.astimezone(UTC)
 
 
@@ -81,13 +82,13 @@ def from_row(row: Mapping[str, Any]) -> LeaseStop:
     start = _time("start", row.get("start"))
     end = None if row.get("end") is None else _time("end", row.get("end"))
     if end is not None and end <= start:
-        raise InputError("end", row.get("end"), "is not after the stop's start")
+        raise InputError("end", row.get("end"), _("is not after the stop's start"))
     source = str(row.get("source") or "")
     if not 1 <= len(source) <= 40:
-        raise InputError("source", source, "must be 1 to 40 characters")
+        raise InputError("source", source, _("must be 1 to 40 characters"))
     node_id, lease_id = row.get("node_id"), row.get("lease_id")
     if not isinstance(node_id, int) or not isinstance(lease_id, int):
-        raise InputError("lease_id", lease_id, "a stop needs its node's and lease's ids")
+        raise InputError("lease_id", lease_id, _("a stop needs its node's and lease's ids"))
     return LeaseStop(
         node_id,
         lease_id,
@@ -115,31 +116,39 @@ def lease_for_stop(node: str, leases: Sequence[Lease], at: datetime) -> Lease:
         return lease
     if not leases:
         raise InputError(
-            "node", node, f"has no lease: a stop is billed by one (zuka lease add {node})"
+            "node",
+            node,
+            _("has no lease: a stop is billed by one (zuka lease add {node})").format(node=node),
         )
     tz = leases[0].billing_tz
     if at < leases[0].start:
         raise InputError(
             "at",
             fields.shown(at, tz),
-            f"is before the lease's start {fields.shown(leases[0].start, tz)}: {node} was not"
-            " rented then",
+            _("is before the lease's start {shown}: {node} was not rented then").format(
+                shown=fields.shown(leases[0].start, tz), node=node
+            ),
         )
     before = [le for le in leases if le.start <= at]
     last = before[-1] if before else leases[-1]
     end = last.ended_at or last.end
-    said = f" {fields.shown(end, last.billing_tz)}" if end is not None else ""
     raise InputError(
         "at",
         fields.shown(at, tz),
-        f"is after the lease's end{said}: no lease of {node} ran then",
+        (
+            _("is after the lease's end {end}: no lease of {node} ran then")
+            if end is not None
+            else _("is after the lease's end: no lease of {node} ran then")
+        ).format(end=fields.shown(end, last.billing_tz) if end is not None else "", node=node),
     )
 
 
 def check_not_future(field: str, at: datetime, now: datetime) -> None:
     if at > now + SKEW:
         raise InputError(
-            field, fields.shown(at), "is in the future: record a stop or a resume once it happened"
+            field,
+            fields.shown(at),
+            _("is in the future: record a stop or a resume once it happened"),
         )
 
 
@@ -152,15 +161,20 @@ def check_stop(node: str, at: datetime, existing: Iterable[LeaseStop], tz: str) 
             raise InputError(
                 "node",
                 node,
-                f"is already stopped since {fields.shown(s.start, tz)}: resume it first"
-                f" (zuka lease resume {node} --at TIME)",
+                _(
+                    "is already stopped since {shown}: resume it first (zuka lease resume {node} "
+                    "--at TIME)"
+                ).format(shown=fields.shown(s.start, tz), node=node),
             )
         if s.end > at:
             raise InputError(
                 "at",
                 fields.shown(at, tz),
-                f"overlaps the stop recorded from {fields.shown(s.start, tz)} to"
-                f" {fields.shown(s.end, tz)}: record stops in the order they happened",
+                _(
+                    "overlaps the stop recorded from {shown} to {shown2}: record stops in the"
+                    " order "
+                    "they happened"
+                ).format(shown=fields.shown(s.start, tz), shown2=fields.shown(s.end, tz)),
             )
 
 
@@ -170,14 +184,18 @@ def check_resume(node: str, at: datetime, open_stop: LeaseStop | None, tz: str) 
         raise InputError(
             "node",
             node,
-            f"is not recorded as stopped: nothing to resume (record the stop first: zuka lease"
-            f" stop {node} --at TIME)",
+            _(
+                "is not recorded as stopped: nothing to resume (record the stop first: zuka "
+                "lease stop {node} --at TIME)"
+            ).format(node=node),
         )
     if at <= open_stop.start:
         raise InputError(
             "at",
             fields.shown(at, tz),
-            f"is not after the stop's start {fields.shown(open_stop.start, tz)}",
+            _("is not after the stop's start {shown}").format(
+                shown=fields.shown(open_stop.start, tz)
+            ),
         )
     return open_stop
 
@@ -194,8 +212,10 @@ def by_lease(
             raise InputError(
                 f"stop {s.id}: node_id",
                 s.node_id,
-                f"is not the node of its lease {s.lease_id} (node {lease_node[s.lease_id]}):"
-                " the ledger was changed outside zuka; correct or delete the row",
+                _(
+                    "is not the node of its lease {lease_id} (node {lease_node}): the ledger was "
+                    "changed outside zuka; correct or delete the row"
+                ).format(lease_id=s.lease_id, lease_node=lease_node[s.lease_id]),
             )
         of_node.setdefault(s.node_id, []).append(s.span)
     return {lid: tuple(of_node.get(nid, ())) for lid, nid in lease_node.items()}

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from leases.core.errors import InputError, os_problem
+from leases.core.i18n import N_, _
 from leases.core.models import Node, NodeState
 from leases.core.textsafe import formula_safe
 from leases.ledger.books import BOOKS, export_keys
@@ -63,7 +64,7 @@ CSV_COLUMNS: tuple[str, ...] = (
     NODE_KEY,
     *dict.fromkeys(
         k
-        for kind, (_, ks) in _FLAT.items()
+        for kind, (_plural, ks) in _FLAT.items()
         if kind not in _V3
         for k in ks
         if k not in {c for v3 in _V3 for c in KINDS[v3][1]}
@@ -73,7 +74,7 @@ CSV_COLUMNS: tuple[str, ...] = (
 Export = dict[str, list[Record]]
 
 
-NOT_AN_EXPORT = (
+NOT_AN_EXPORT = N_(
     "is not a zuka export: neither JSON nor a zuka CSV (whose header starts with 'record')"
 )
 
@@ -99,30 +100,38 @@ def to_json(data: Export) -> str:
 
 def from_json(text: str) -> Export:
     if sniff(text) != "json":
-        raise InputError("file", None, NOT_AN_EXPORT)
+        raise InputError("file", None, _(NOT_AN_EXPORT))
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(
-            "file", None, f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+            "file",
+            None,
+            _("is not valid JSON: {msg} at line {lineno}, column {colno}").format(
+                msg=exc.msg, lineno=exc.lineno, colno=exc.colno
+            ),
         ) from None
     except RecursionError:
-        raise InputError("file", "(nested too deep)", "is not a zuka export") from None
+        raise InputError("file", "(nested too deep)", _("is not a zuka export")) from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise InputError("format", _short(doc), f"is not a {FORMAT} export")
+        raise InputError("format", _short(doc), _("is not a {FORMAT} export").format(FORMAT=FORMAT))
     if doc.get("version") not in READS:
         raise InputError(
-            "version", doc.get("version"), f"this zuka reads versions {READS[0]} to {READS[-1]}"
+            "version",
+            doc.get("version"),
+            _("this zuka reads versions {READS} to {READS2}").format(
+                READS=READS[0], READS2=READS[-1]
+            ),
         )
     out: Export = {}
     for plural, keys in KINDS.values():
         rows = doc.get(plural, [])
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            raise InputError(plural, _short(rows), "must be a list of objects")
+            raise InputError(plural, _short(rows), _("must be a list of objects"))
         for i, row in enumerate(rows):
             extra = set(row) - set(keys)
             if extra:
-                raise InputError(f"{plural[:-1]} {i + 1}", sorted(extra)[0], "unknown field")
+                raise InputError(f"{plural[:-1]} {i + 1}", sorted(extra)[0], _("unknown field"))
         out[plural] = rows
     return out
 
@@ -150,8 +159,10 @@ def to_csv(data: Mapping[str, Sequence[Record]]) -> str:
             raise InputError(
                 "format",
                 "csv",
-                f"the ledger holds {len(data[plural])} imported {plural}, whose lines a CSV"
-                " cannot hold: export it with --format json",
+                _(
+                    "the ledger holds {data} imported {plural}, whose lines a CSV cannot hold: "
+                    "export it with --format json"
+                ).format(data=len(data[plural]), plural=plural),
             )
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
@@ -166,22 +177,28 @@ def from_csv(text: str) -> Export:
     reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
     header = reader.fieldnames or []
     if "record" not in header:
-        raise InputError("header", ",".join(header)[:60], "a zuka CSV needs a 'record' column")
+        raise InputError("header", ",".join(header)[:60], _("a zuka CSV needs a 'record' column"))
     unknown = [h for h in header if h not in CSV_COLUMNS]
     if unknown:
-        raise InputError("header", unknown[0], "unknown column")
+        raise InputError("header", unknown[0], _("unknown column"))
     out: Export = {plural: [] for plural, _ in _FLAT.values()}
     for line_no, row in enumerate(reader, start=2):
         kind = (row.get("record") or "").strip()
         if kind.startswith("#") or not any((v or "").strip() for v in row.values()):
             continue  # comments and blank lines, as in the template
         if kind not in _FLAT:
-            raise InputError(f"line {line_no}: record", kind, f"must be one of {', '.join(_FLAT)}")
+            raise InputError(
+                _("line {line}: {field}").format(line=line_no, field="record"),
+                kind,
+                _("must be one of {join}").format(join=", ".join(_FLAT)),
+            )
         plural, keys = _FLAT[kind]
         stray = [k for k, v in row.items() if k not in keys and k != "record" and v]
         if stray:
             raise InputError(
-                f"line {line_no}: {stray[0]}", row[stray[0]], f"does not apply to a {kind}"
+                _("line {line}: {field}").format(line=line_no, field=stray[0]),
+                row[stray[0]],
+                _("does not apply to a {kind}").format(kind=kind),
             )
         rec: Record = {k: _csv_value(row.get(k)) for k in keys}
         if kind == "node":
@@ -226,7 +243,7 @@ def node_links(data: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, lis
         if key in (None, ""):
             continue
         if str(key) in by_key:
-            raise InputError(f"node {i + 1}: {NODE_KEY}", key, "another node has this key too")
+            raise InputError(f"node {i + 1}: {NODE_KEY}", key, _("another node has this key too"))
         by_key[str(key)] = i
     out: dict[str, list[int | None]] = {}
     for plural in ("leases", "resources", "stops"):
@@ -237,13 +254,15 @@ def node_links(data: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, lis
             key = rec.get(NODE_KEY)
             if key not in (None, ""):
                 if str(key) not in by_key:
-                    raise InputError(f"{where}: {NODE_KEY}", key, "no node in this file has it")
+                    raise InputError(f"{where}: {NODE_KEY}", key, _("no node in this file has it"))
                 at = by_key[str(key)]
                 if str(nodes[at].get("name") or "") != name:
                     raise InputError(
                         f"{where}: node",
                         name,
-                        f"its node_key {key} is the node {nodes[at]['name']}",
+                        _("its node_key {key} is the node {nodes}").format(
+                            key=key, nodes=nodes[at]["name"]
+                        ),
                     )
                 links.append(at)
                 continue
@@ -252,9 +271,13 @@ def node_links(data: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, lis
                 raise InputError(
                     f"{where}: node",
                     name,
-                    f"there is more than one node named {name} in this file (an archived one"
-                    f" and a live one) and the record has no {NODE_KEY} to say which: export"
-                    " again with this zuka (it writes node_key), or add the column by hand",
+                    _(
+                        "there is more than one node named {name} in this file (an archived one"
+                        " and a "
+                        "live one) and the record has no {NODE_KEY} to say which: export again"
+                        " with this "
+                        "zuka (it writes node_key), or add the column by hand"
+                    ).format(name=name, NODE_KEY=NODE_KEY),
                 )
             links.append(found[0] if found else None)
         out[plural] = links
@@ -274,7 +297,7 @@ def write_private(path: Path, text: str) -> None:
     else:
         if not stat.S_ISREG(st.st_mode):
             raise InputError(
-                str(path), None, "is a link or not a regular file: refused; give another path"
+                str(path), None, _("is a link or not a regular file: refused; give another path")
             )
     folder = path.parent
     try:

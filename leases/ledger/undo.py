@@ -22,6 +22,7 @@ from typing import Any
 
 from leases.core.auditentry import AuditEntry
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import NodeState
 from leases.core.origin import who
 from leases.core.textsafe import visible
@@ -51,29 +52,39 @@ def undo_last(
     with ledger.transaction() as conn:
         report = ledger.verify_audit()
         if not report.ok:
-            where = f"entry {report.broken_at}" if report.broken_at is not None else "the log"
+            where = (
+                _("entry {id}").format(id=report.broken_at)
+                if report.broken_at is not None
+                else _("the log")
+            )
             raise InputError(
                 "undo",
                 None,
-                f"the audit log does not verify ({where}: {report.reason}), so no entry of it"
-                " can be trusted to undo: nothing was undone; see `zuka audit verify`",
+                _(
+                    "the audit log does not verify ({where}: {reason}), so no entry of it can be "
+                    "trusted to undo: nothing was undone; see `zuka audit verify`"
+                ).format(where=where, reason=report.reason),
             )
         unit = last_change(ledger)
         if not unit:
-            raise InputError("undo", None, "nothing to undo: the audit log is empty")
+            raise InputError("undo", None, _("nothing to undo: the audit log is empty"))
         if entry is not None and entry not in {e.id for e in unit}:
             raise InputError(
                 "entry",
                 entry,
-                f"is not the last change, which is {describe(unit)}: nothing was undone",
+                _("is not the last change, which is {unit}: nothing was undone").format(
+                    unit=describe(unit)
+                ),
             )
         others = sorted({e.actor for e in unit if e.actor != ledger.actor})
         if others and not any_user:
             raise InputError(
                 "undo",
                 None,
-                f"the last change, {describe(unit)}, was made by {', '.join(others)}, not by"
-                f" you ({ledger.actor}): give --any-user to undo it anyway",
+                _(
+                    "the last change, {unit}, was made by {join}, not by you ({actor}): give "
+                    "--any-user to undo it anyway"
+                ).format(unit=describe(unit), join=", ".join(others), actor=ledger.actor),
             )
         for e in unit:
             _undoable(e)
@@ -96,28 +107,45 @@ def last_change(ledger: Ledger) -> list[AuditEntry]:
 def describe(unit: list[AuditEntry]) -> str:
     """'entry 7 (node.edit of n1 by alice from 203.0.113.7 at 2026-...)', or 'entries 7-8
     (...; ...)'."""
-    ids = f"entry {unit[0].id}" if len(unit) == 1 else f"entries {unit[0].id}-{unit[-1].id}"
     what = "; ".join(
-        f"{e.action} of {e.node or e.entity} by {who(e.actor, e.origin)}"
-        f" at {e.at.isoformat(timespec='seconds')}"
+        _("{action} of {what} by {who} at {at}").format(
+            action=e.action,
+            what=e.node or e.entity,
+            who=who(e.actor, e.origin),
+            at=e.at.isoformat(timespec="seconds"),
+        )
         for e in unit
     )
-    return visible(f"{ids} ({what})", 400)
+    if len(unit) == 1:
+        said = _("entry {id} ({what})").format(id=unit[0].id, what=what)
+    else:
+        said = _("entries {first}-{last} ({what})").format(
+            first=unit[0].id, last=unit[-1].id, what=what
+        )
+    return visible(said, 400)
 
 
 def _undoable(e: AuditEntry) -> None:
     if e.problem:
-        raise InputError("undo", e.id, f"the last entry cannot be read ({e.problem})")
+        raise InputError(
+            "undo", e.id, _("the last entry cannot be read ({problem})").format(problem=e.problem)
+        )
     if e.action == "import":
         counts = ", ".join(f"{n} {k}" for k, n in (e.after or {}).items())
         raise InputError(
             "undo",
             e.id,
-            f"the last change imported {counts}: zuka undo does not take back an import;"
-            " delete what it added (`zuka node delete NAME --force`)",
+            _(
+                "the last change imported {counts}: zuka undo does not take back an import; "
+                "delete what it added (`zuka node delete NAME --force`)"
+            ).format(counts=counts),
         )
     if e.entity not in _ENTITIES or e.entity_id is None or (e.before is None and e.after is None):
-        raise InputError("undo", e.id, f"entry {e.id} ({e.action}) cannot be undone")
+        raise InputError(
+            "undo",
+            e.id,
+            _("entry {id} ({action}) cannot be undone").format(id=e.id, action=e.action),
+        )
 
 
 def _held_before(ledger: Ledger, e: AuditEntry) -> None:
@@ -142,11 +170,18 @@ def _held_before(ledger: Ledger, e: AuditEntry) -> None:
         raise InputError(
             "undo",
             e.id,
-            f"entry {e.id} ({e.action}) was made on a {e.entity} changed outside zuka ({k}"
-            f" {visible(json.dumps(said[k], ensure_ascii=False), 40)} then, not"
-            f" {visible(json.dumps(then[k], ensure_ascii=False), 40)} as the audit log had"
-            " it): undoing it would put values nobody recorded back as zuka's; nothing was"
-            " undone. Set the row right with zuka instead",
+            _(
+                "entry {id} ({action}) was made on a {entity} changed outside zuka ({k} {dumps} "
+                "then, not {dumps2} as the audit log had it): undoing it would put values nobody "
+                "recorded back as zuka's; nothing was undone. Set the row right with zuka instead"
+            ).format(
+                id=e.id,
+                action=e.action,
+                entity=e.entity,
+                k=k,
+                dumps=visible(json.dumps(said[k], ensure_ascii=False), 40),
+                dumps2=visible(json.dumps(then[k], ensure_ascii=False), 40),
+            ),
         )
 
 
@@ -157,7 +192,9 @@ def _reverse(ledger: Ledger, conn: sqlite3.Connection, e: AuditEntry) -> None:
         raise InputError(
             "undo",
             e.id,
-            f"the {e.entity} of entry {e.id} ({e.action}) changed since: nothing was undone",
+            _("the {entity} of entry {id} ({action}) changed since: nothing was undone").format(
+                entity=e.entity, id=e.id, action=e.action
+            ),
         )
     before = dict(e.before) if e.before is not None else None
     after = dict(e.after) if e.after is not None else None
@@ -194,7 +231,7 @@ def _delete(
         conn.execute(f"DELETE FROM {spec.table} WHERE id = ?", [entity_id])
     elif entity == "provider":
         if conn.execute("SELECT 1 FROM nodes WHERE provider_id = ?", [entity_id]).fetchone():
-            raise InputError("undo", rec.get("name"), "nodes refer to this provider now")
+            raise InputError("undo", rec.get("name"), _("nodes refer to this provider now"))
         conn.execute("DELETE FROM providers WHERE id = ?", [entity_id])
     elif entity == "node":
         node = ledger.node_by_id(entity_id)
@@ -204,11 +241,12 @@ def _delete(
             raise InputError(
                 "undo",
                 node.name,
-                f"the node has GPU history now: delete it with `zuka node delete {node.name}"
-                " --force`",
+                _(
+                    "the node has GPU history now: delete it with `zuka node delete {name} --force`"
+                ).format(name=node.name),
             )
         if bundle["leases"] and "leases" not in rec:
-            raise InputError("undo", node.name, "leases refer to the node now")
+            raise InputError("undo", node.name, _("leases refer to the node now"))
         for le in bundle["leases"]:
             conn.execute("DELETE FROM resources WHERE lease_id = ?", [le["id"]])
             conn.execute("DELETE FROM stops WHERE lease_id = ?", [le["id"]])
@@ -221,12 +259,12 @@ def _delete(
             "stops" not in rec
             and conn.execute("SELECT 1 FROM stops WHERE lease_id = ?", [entity_id]).fetchone()
         ):
-            raise InputError("undo", rec.get("start"), "stops refer to the lease now")
+            raise InputError("undo", rec.get("start"), _("stops refer to the lease now"))
         if (
             "resources" not in rec
             and conn.execute("SELECT 1 FROM resources WHERE lease_id = ?", [entity_id]).fetchone()
         ):
-            raise InputError("undo", rec.get("start"), "resources refer to the lease now")
+            raise InputError("undo", rec.get("start"), _("resources refer to the lease now"))
         conn.execute("DELETE FROM resources WHERE lease_id = ?", [entity_id])
         conn.execute("DELETE FROM stops WHERE lease_id = ?", [entity_id])
         conn.execute("DELETE FROM leases WHERE id = ?", [entity_id])
@@ -246,12 +284,12 @@ def _insert(
     elif entity == "provider":
         provider = records.provider_from(rec)
         if conn.execute("SELECT 1 FROM providers WHERE name = ?", [provider.name]).fetchone():
-            raise InputError("undo", provider.name, "a provider of that name exists now")
+            raise InputError("undo", provider.name, _("a provider of that name exists now"))
         _put(conn, "providers", {"id": entity_id, **records.provider_record(provider)})
     elif entity == "node":
         node = records.node_from(rec)
         if node.state is not NodeState.RELEASED and ledger.live_named(conn, node.name, None):
-            raise InputError("undo", node.name, "a live node of that name exists now")
+            raise InputError("undo", node.name, _("a live node of that name exists now"))
         provider_id = ledger.provider_id(conn, node.provider)
         _put(conn, "nodes", {"id": entity_id, **node_row(records.node_record(node), provider_id)})
         # The node's own leases, by its id: an archived node's name may be taken now.
@@ -313,7 +351,7 @@ def _update(
     elif entity == "node":
         node = records.node_from(rec)
         if node.state is not NodeState.RELEASED and ledger.live_named(conn, node.name, entity_id):
-            raise InputError("undo", node.name, "a live node of that name exists now")
+            raise InputError("undo", node.name, _("a live node of that name exists now"))
         row = node_row(records.node_record(node), ledger.provider_id(conn, node.provider))
         _set(conn, "nodes", entity_id, row)
     elif entity == "lease":

@@ -6,20 +6,22 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from leases.core.i18n import _, ngettext
 from leases.core.textsafe import visible
 
 
-def _plural(n: int, noun: str) -> str:
-    if n == 1:
-        return f"1 {noun}"
-    return f"{n} {noun[:-1] + 'ies' if noun.endswith('y') else noun + 's'}"
+def _counted(n: int, key: str) -> str:
+    if key == "leases":
+        return ngettext("{count} lease", "{count} leases", n).format(count=n)
+    if key == "resources":
+        return ngettext("{count} resource", "{count} resources", n).format(count=n)
+    return ngettext("{count} {table} row", "{count} {table} rows", n).format(count=n, table=key)
 
 
 def describe_counts(counts: Mapping[str, int]) -> str:
     """'2 leases, 1 resource, 3 gpu_minute rows' from delete_node's counts (zeros left out)."""
-    nouns = {"leases": "lease", "resources": "resource"}
-    parts = [_plural(n, nouns.get(k, f"{k} row")) for k, n in counts.items() if n]
-    return ", ".join(parts) or "nothing"
+    parts = [_counted(n, k) for k, n in counts.items() if n]
+    return ", ".join(parts) or _("nothing")
 
 
 def describe_resources(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -16,10 +16,10 @@ import pytest
 
 from leases.alerts import state as alertstate
 from leases.alerts.said import PREFIX, decode, encode
-from leases.alerts.state import InputError
 from leases.alerts.watch import AlertFeed, check, message_of
 from leases.alerts.wording import duration, kind_word
 from leases.config.sections import AlertsConfig
+from leases.core.errors import InputError
 from leases.core.i18n import EN, ZH, using
 from leases.core.models import NodeHealth
 from leases.ledger.store import Ledger

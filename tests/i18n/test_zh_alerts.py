@@ -235,3 +235,41 @@ def test_bad_alert_ids_in_chinese(cli: Cli, bad: str) -> None:
     said = done.err.split("id: ", 1)[1].rsplit(" (got", 1)[0]
     assert "告警" in said, done.err
     assert stray_english(said, data=[bad]) == [], done.err
+
+
+# -- notification URLs: the notify tests' tables of bad input, under zh_CN ----------------
+
+BAD_URLS = [
+    "https://example.com/hook",
+    "nosuchscheme://x",
+    "dingtalk+ftp://h/x",
+    "",
+    "wecom+http://h/x?key=k&secret=s",
+    "dingtalk+http://127.0.0.1:9/robot send?access_token=x",
+    "wecom+http://127.0.0.1:9/cgi-bin/webhook/send?key=k\u00e9",
+    "dingtalk+file:///etc/passwd",
+    "feishu+ftp://h/x",
+    "dingtalk+http://169.254.169.254/latest/meta-data?access_token=x",
+    "json://169.254.169.254/latest",
+    "json://metadata.google.internal/computeMetadata/v1",
+]
+
+
+@pytest.mark.parametrize("url", BAD_URLS)
+def test_bad_notification_urls_are_refused_in_chinese(url: str) -> None:
+    from leases.notify.url import parse_target
+
+    with using(ZH):
+        with pytest.raises(InputError) as caught:
+            parse_target(url)
+    reason = caught.value.reason
+    assert any("\u4e00" <= c <= "\u9fff" for c in reason), reason
+    assert stray_english(reason, data=["metadata.google.internal"]) == [], reason
+
+
+def test_notify_test_without_urls_in_chinese(cli: Cli, tmp_path: Path) -> None:
+    config = tmp_path / "zuka.toml"
+    config.write_text("")
+    said = cli("notify", "test", "--config", str(config), "--lang", "zh_CN")
+    assert said.code != 0
+    assert "未配置通知 URL" in said.err, said.err

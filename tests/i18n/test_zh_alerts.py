@@ -259,9 +259,8 @@ BAD_URLS = [
 def test_bad_notification_urls_are_refused_in_chinese(url: str) -> None:
     from leases.notify.url import parse_target
 
-    with using(ZH):
-        with pytest.raises(InputError) as caught:
-            parse_target(url)
+    with using(ZH), pytest.raises(InputError) as caught:
+        parse_target(url)
     reason = caught.value.reason
     assert any("\u4e00" <= c <= "\u9fff" for c in reason), reason
     assert stray_english(reason, data=["metadata.google.internal"]) == [], reason

@@ -7,7 +7,7 @@ words of a node's failed readings are Chinese."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -25,6 +25,7 @@ from leases.core.models import NodeHealth
 from leases.ledger.store import Ledger
 from leases.notify.message import Message, render
 from leases.telemetry.nvsmi import human_reason
+from leases.telemetry.procstop import check_pid, stop_command
 from leases.telemetry.rollups import HistoryStore
 from leases.telemetry.words import REASONS, health_word
 from tests.support.cli import Cli
@@ -272,3 +273,25 @@ def test_notify_test_without_urls_in_chinese(cli: Cli, tmp_path: Path) -> None:
     said = cli("notify", "test", "--config", str(config), "--lang", "zh_CN")
     assert said.code != 0
     assert "未配置通知 URL" in said.err, said.err
+
+
+# -- telemetry: the process-stop table of bad values, under zh_CN ---------------------------
+
+_BOOT = "096f545b-8e67-4809-af91-f2a8e5a8b94f"
+
+
+@pytest.mark.parametrize(
+    ("call", "words"),
+    [
+        (lambda: check_pid(1), "进程号"),
+        (lambda: check_pid(-4242), "进程号"),
+        (lambda: stop_command(4242, "x:1", "python", "TERM"), "进程启动标识"),
+        (lambda: stop_command(4242, f"{_BOOT}:1", "python\nrm -rf /", "TERM"), "命令行"),
+        (lambda: stop_command(4242, f"{_BOOT}:1", "python", "HUP"), "以下之一"),
+    ],
+)
+def test_process_stop_refusals_in_chinese(call: Callable[[], object], words: str) -> None:
+    with using(ZH), pytest.raises(InputError) as caught:
+        call()
+    assert words in caught.value.reason
+    assert stray_english(caught.value.reason, extra=["TERM", "KILL", "INT"]) == []

@@ -45,7 +45,7 @@ def gap_rules(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
                 ),
                 name=name,
                 span=call("duration", down.total_seconds()),
-                detail=visible(g.detail, 200),
+                detail=call("detail", visible(g.detail, 200)),
             ),
             say(
                 N_(
@@ -65,7 +65,7 @@ def gap_rules(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
                 name=name,
                 span=call("duration", down.total_seconds()),
                 health=call("health", g.health.value),
-                detail=visible(g.detail, 200),
+                detail=call("detail", visible(g.detail, 200)),
             ),
             say(N_("on the node: {fix}"), fix=call("reason", g.health.value))
             if g.health in _FIX_ON_NODE

@@ -71,6 +71,12 @@ def _stopped(value: str) -> str:
     return stopped_word(value)
 
 
+def _detail(value: str) -> str:
+    from leases.telemetry.words import detail_said
+
+    return detail_said(value)
+
+
 # What a Said may call to say a value (registered by name: the name is stored).
 CALLS: dict[str, Callable[..., str]] = {
     "duration": _duration,
@@ -84,6 +90,7 @@ CALLS: dict[str, Callable[..., str]] = {
     "health": _health,
     "reason": _reason,
     "stopped": _stopped,
+    "detail": _detail,
 }
 
 

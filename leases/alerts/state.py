@@ -14,6 +14,12 @@ in that same transaction, whichever process evaluates first (the collector, `zuk
 Reading alerts therefore never changes what gets sent.
 Acknowledged: hidden until it clears, or until its severity rises above the one it was
 acknowledged at. Snoozed: hidden until a time, or until its severity rises.
+
+Messages and actions (of alerts and alert_outbox) are stored language-neutral
+(leases.alerts.said.encode: a message id and its arguments) and said in the language in use
+when read (StoredAlert.message is that text): a Chinese dashboard and an English collector
+read the same row each in its own words, and `--json` (written under English) is the same
+bytes in every language. Rows stored before, in plain English, are shown as they are.
 """
 
 from __future__ import annotations

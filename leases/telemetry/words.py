@@ -73,3 +73,16 @@ def stopped_word(value: str) -> str:
         "storage_only": pgettext("stopped billing", "storage only"),
         "none": pgettext("stopped billing", "none"),
     }.get(value, value.replace("_", " "))
+
+
+def detail_said(detail: str) -> str:
+    """A stored failure detail (a poll gap's: English) in the language in use, as far as
+    zuka's own words go: a reason of REASONS that begins it is translated, the rest (the
+    node's own words, an error's text) is kept as it is."""
+    for said in REASONS.values():
+        if detail == said:
+            return _(said)
+        for sep in (": ", "; "):
+            if detail.startswith(said + sep):
+                return _(said) + _(sep) + detail[len(said) + len(sep) :]
+    return detail

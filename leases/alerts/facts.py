@@ -14,6 +14,7 @@ from decimal import Decimal
 from leases.alerts.acceptance import RULE as ACCEPTANCE_RULE
 from leases.alerts.acceptance import read as accepted
 from leases.alerts.alert import AlertKind, Gap, NodeFacts
+from leases.alerts.drift import reason
 from leases.alerts.rules import EVERY_RULE, MINUTE_RULES, UNDERUSE_RULE
 from leases.alerts.said import phrase, say
 from leases.alerts.usage import (
@@ -163,7 +164,7 @@ def _why(exc: Exception) -> tuple[str, str]:
     """(why, fix) for facts of a node that could not be read (leases.alerts.said)."""
     if isinstance(exc, InputError):
         return (
-            phrase(visible(f"{exc.field}: {exc.reason}", 300)),
+            reason(exc),
             say(
                 N_(
                     "`zuka audit verify` names the row and its value; correct it with zuka's own"

@@ -23,6 +23,7 @@ from datetime import datetime
 from leases.alerts.acceptance import RULE as ACCEPTANCE_RULE
 from leases.alerts.acceptance import acceptance_failed
 from leases.alerts.alert import Alert, AlertKind, NodeFacts, make_alert
+from leases.alerts.drift import reason
 from leases.alerts.health import gap_rules, readings
 from leases.alerts.hostrules import host_rules
 from leases.alerts.lease import autorenew, deposits, hourly_after_end, lease_end
@@ -94,7 +95,7 @@ def _failure(f: NodeFacts, exc: Exception) -> tuple[Said, Said]:
             )
     if isinstance(exc, InputError):
         return (
-            phrase(visible(f"{exc.field}: {exc.reason}", 300)),
+            reason(exc),
             say(
                 N_("correct it in the ledger (zuka lease list {name}; zuka node show {name})"),
                 name=name,

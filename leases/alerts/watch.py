@@ -23,9 +23,10 @@ from pathlib import Path
 from leases.alerts.alert import LEDGER, Alert, AlertKind
 from leases.alerts.balance import provider_alerts, unjudged_balances
 from leases.alerts.billfacts import bill_alerts
+from leases.alerts.drift import drift_said
 from leases.alerts.facts import UsageCache, gather
 from leases.alerts.rules import evaluate, unjudged
-from leases.alerts.said import decode, phrase, say
+from leases.alerts.said import decode, say
 from leases.alerts.state import Changed, StoredAlert, by_ids, reconcile
 from leases.alerts.wording import kind_word, node_shown
 from leases.config.sections import AlertsConfig, Config
@@ -79,7 +80,7 @@ def edited_rows(ledger: Ledger) -> list[Alert]:
                     "{said}; figures and offboarding that rest on it are refused until it is"
                     " checked"
                 ),
-                said=phrase(d.said()),
+                said=drift_said(d),
             ),
             say(
                 N_("check it, then correct it with zuka or take it as it is: {command}"),

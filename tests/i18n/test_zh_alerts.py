@@ -295,3 +295,42 @@ def test_process_stop_refusals_in_chinese(call: Callable[[], object], words: str
         call()
     assert words in caught.value.reason
     assert stray_english(caught.value.reason, extra=["TERM", "KILL", "INT"]) == []
+
+
+def test_the_demo_fleet_alerts_in_chinese(ledger_path: Path, cli: Cli) -> None:
+    """The demo fleet: an underused monthly lease (with its renewal advice) and leases
+    ending, said in Chinese; its node names and providers are data."""
+    from tests.alerts.test_alerts import _demo
+
+    _demo(ledger_path, datetime.now(UTC))
+    shown = cli("alerts", "--wide", "--lang", "zh_CN")
+    assert shown.code == 0, shown.err
+    listed = json.loads(cli("node", "list", "--json").out)
+    data = [n["name"] for n in listed] + [n["provider"] for n in listed if n.get("provider")]
+    body = "\n".join(shown.out.splitlines()[1:])
+    assert "利用不足" in body and "续费时：" in body and "闲置" in body, body
+    assert stray_english(body, data=[*data, "CST"], extra=TYPED) == [], body
+
+
+def test_a_row_edited_outside_zuka_is_said_in_chinese(cli: Cli, ledger_path: Path) -> None:
+    """A lease row spoilt in SQLite: an alert that it changed behind zuka's back, and the
+    rules that cannot run on it. The field and the value are data; "is not a number" is
+    the ledger's own reason (another part's message, said through the catalogue once it
+    is marked there)."""
+    import sqlite3
+
+    assert cli("node", "add", "b", "--ssh", "ssh root@10.0.0.2", "--gpus", "8").code == 0
+    made = cli("lease", "add", "b", "--billing", "monthly", "--price", "30000", "--cards", "8",
+               "--start", _day(-10), "--end", _day(20))  # fmt: skip
+    assert made.code == 0, made.err
+    with sqlite3.connect(ledger_path) as conn:
+        conn.execute("UPDATE leases SET unit_price = 'lots'")
+    shown = cli("alerts", "--wide", "--lang", "zh_CN")
+    assert shown.code == 0, shown.err
+    body = "\n".join(shown.out.splitlines()[1:])
+    assert "在 zuka 之外被修改" in body and "无法评估" in body and "所有规则" in body, body
+    theirs = ["unit_price", "is not a number", "(got 'lots')"]
+    assert stray_english(body, data=[*theirs, "CST", "b"]) == [], body
+    with using(EN):
+        english = cli("alerts", "--json").out
+    assert "was edited outside zuka and does not read: unit_price: is not a number" in english

@@ -10,8 +10,10 @@ from datetime import datetime, timedelta
 
 from leases.accept.window import returnable_until
 from leases.alerts.alert import Accepted, Alert, AlertKind, NodeFacts, make_alert
+from leases.alerts.said import say
 from leases.config.sections import AlertsConfig
 from leases.core import fields
+from leases.core.i18n import N_
 from leases.core.models import Lease
 from leases.core.severity import Severity
 from leases.core.textsafe import visible
@@ -19,7 +21,7 @@ from leases.ledger import acceptance_rows
 from leases.ledger.store import Ledger
 from leases.money.renewals import in_effect
 
-RULE = "acceptance"
+RULE = N_("acceptance")
 
 
 def _young(lease: Lease, return_days: int | None, config: AlertsConfig, now: datetime) -> bool:
@@ -53,17 +55,29 @@ def acceptance_failed(facts: NodeFacts, config: AlertsConfig, now: datetime) -> 
     if not _young(lease, a.return_days, config, now):
         return
     name = facts.node.name
-    action = f"zuka accept {shlex.quote(name)} --last --report md  (send it to the provider)"
-    said = f"hand-over acceptance failed (run {a.run_id}, level {a.level})"
+    action = say(
+        N_("{command}  (send it to the provider)"),
+        command=f"zuka accept {shlex.quote(name)} --last --report md",
+    )
     if a.return_days is not None:
         until = returnable_until(lease.start, lease.billing_tz, a.return_days)
-        message = f"{said}: returnable until {until.isoformat()}"
+        message = say(
+            N_("hand-over acceptance failed (run {run}, level {level}): returnable until {until}"),
+            run=a.run_id,
+            level=a.level,
+            until=until.isoformat(),
+        )
         severity = Severity.CRITICAL
     else:
         provider = shlex.quote(visible(facts.node.provider or "PROVIDER", 100))
-        message = (
-            f"{said}: return window unknown (record it: zuka provider edit {provider}"
-            " --return-days N)"
+        message = say(
+            N_(
+                "hand-over acceptance failed (run {run}, level {level}): return window unknown"
+                " (record it: zuka provider edit {provider} --return-days N)"
+            ),
+            run=a.run_id,
+            level=a.level,
+            provider=provider,
         )
         severity = Severity.WARNING
     yield make_alert(facts, AlertKind.ACCEPTANCE_FAILED, severity, message, action, lease=lease)

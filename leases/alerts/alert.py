@@ -14,6 +14,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from leases.core.i18n import N_
 from leases.core.models import Lease, Node, NodeHealth, NodeStatus
 from leases.core.severity import Severity
 from leases.money import billing
@@ -25,6 +26,9 @@ from leases.telemetry.history import NodeMinute
 if TYPE_CHECKING:
     from leases.offboard.evidence import Progress
 
+# The node name of an alert of the ledger itself (a row edited outside zuka, a bill's line
+# that matches no lease): stored as it is, shown through the catalogue.
+LEDGER = N_("the ledger")
 # Readings older than this say nothing about the node now (no collector runs).
 FRESH = timedelta(minutes=10)
 

@@ -14,14 +14,16 @@ from datetime import datetime
 from decimal import Decimal
 
 from leases.alerts.alert import Alert, AlertKind, Level
+from leases.alerts.said import call, phrase, say
 from leases.config.sections import AlertsConfig
 from leases.core import fields
 from leases.core.errors import InputError
+from leases.core.i18n import N_
 from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.ledger.accounts import Account, account, account_names
 from leases.ledger.store import Ledger
-from leases.money.amounts import fen, money
+from leases.money.amounts import fen
 from leases.money.balances import stops_said
 
 HOLD_DAYS = Decimal(1)  # above the threshold by less than this, an open alert stays open
@@ -39,15 +41,24 @@ def balance_low(acc: Account, config: AlertsConfig, now: datetime) -> Iterator[A
     critical = b.amount <= 0 or run.days_left < 1
     name = visible(acc.provider)
     cur = acc.currency
-    stops = visible(stops_said(run, cur), 600) or "no running pay-as-you-go node of zuka's"
+    stops = phrase(visible(stops_said(run, cur), 600)) or say(
+        N_("no running pay-as-you-go node of zuka's")
+    )
     if b.amount <= 0:
-        said = f"has run out ({money(b.amount, cur)})"
+        said = say(N_("has run out ({money})"), money=call("money", b.amount, cur))
     else:
         assert run.runs_out is not None
         days = run.days_left.quantize(Decimal("0.01"))
-        said = (
-            f"has {money(b.amount, cur)} left, burning {money(run.per_day, cur)}/day: it runs"
-            f" out in {days} days, at {fields.shown(run.runs_out, acc.tz)} ({acc.tz})"
+        said = say(
+            N_(
+                "has {money} left, burning {per_day}/day: it runs out in {days} days, at {at}"
+                " ({tz})"
+            ),
+            money=call("money", b.amount, cur),
+            per_day=call("money", run.per_day, cur),
+            days=str(days),
+            at=fields.shown(run.runs_out, acc.tz),
+            tz=acc.tz,
         )
     yield Alert(
         AlertKind.BALANCE_LOW,
@@ -57,11 +68,28 @@ def balance_low(acc: Account, config: AlertsConfig, now: datetime) -> Iterator[A
         None,
         None,
         f"provider:{acc.provider}",
-        f"prepaid balance of {name} {said}; then stops: {stops} (worked out by zuka from"
-        f" {'the reading' if b.reading is not None else 'the first top-up'} at"
-        f" {fields.shown(b.since, acc.tz)})",
-        f"top up (zuka provider topup {name} --amount X) or read the console's figure"
-        f" (zuka provider balance {name} --set AMOUNT)",
+        say(
+            N_(
+                "prepaid balance of {name} {said}; then stops: {stops} (worked out by zuka from"
+                " the reading at {since})"
+            )
+            if b.reading is not None
+            else N_(
+                "prepaid balance of {name} {said}; then stops: {stops} (worked out by zuka"
+                " from the first top-up at {since})"
+            ),
+            name=name,
+            said=said,
+            stops=stops,
+            since=fields.shown(b.since, acc.tz),
+        ),
+        say(
+            N_(
+                "top up (zuka provider topup {name} --amount X) or read the console's figure"
+                " (zuka provider balance {name} --set AMOUNT)"
+            ),
+            name=name,
+        ),
         fen(b.amount),
         level,
         cur,
@@ -92,8 +120,10 @@ def provider_alerts(ledger: Ledger, config: AlertsConfig, now: datetime) -> list
             out.append(Alert(
                 AlertKind.UNEVALUATED, Severity.WARNING, name, None, None, None,
                 f"{BALANCE_RULE}{name}",
-                f"cannot evaluate the prepaid balance of {visible(name)}: {visible(why, 300)}",
-                f"correct the leases at {visible(name)} (zuka lease list; zuka node show)",
+                say(N_("cannot evaluate the prepaid balance of {name}: {why}"),
+                    name=visible(name), why=phrase(visible(why, 300))),
+                say(N_("correct the leases at {name} (zuka lease list; zuka node show)"),
+                    name=visible(name)),
             ))  # fmt: skip
             continue
         if acc is not None:

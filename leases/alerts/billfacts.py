@@ -14,14 +14,15 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
-from leases.alerts.alert import Alert, AlertKind
+from leases.alerts.alert import LEDGER, Alert, AlertKind
+from leases.alerts.said import call, phrase, say
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 from leases.core.models import Lease
 from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from leases.money import report
-from leases.money.amounts import money
 from leases.money.billing import CardHours
 from leases.money.bills.reconcile import BillLine, Reconciliation, Tolerance, reconcile
 from leases.money.units import ZERO
@@ -154,13 +155,15 @@ def last_month(now: datetime, tz: str) -> str:
 def summary(rec: Reconciliation | None, month: str) -> str:
     """The header's words: 'bill 2026-11: 2 differ, 1 unmatched'."""
     if rec is None:
-        return f"no bill imported for {month}"
+        return _("no bill imported for {month}").format(month=month)
     parts = []
     if rec.differing:
-        parts.append(f"{len(rec.differing)} differ")
+        parts.append(_("{n} differ").format(n=len(rec.differing)))
     if rec.unmatched:
-        parts.append(f"{len(rec.unmatched)} unmatched")
-    return f"bill {month}: " + (", ".join(parts) if parts else "agrees")
+        parts.append(_("{n} unmatched").format(n=len(rec.unmatched)))
+    return _("bill {month}: {said}").format(
+        month=month, said=_(", ").join(parts) if parts else _("agrees")
+    )
 
 
 def bill_alerts(
@@ -181,11 +184,26 @@ def bill_alerts(
     for r in rec.differing:
         name = visible(r.node)
         said = (
-            f"{name}: not on {r.provider}'s {month} bill, though zuka has"
-            f" {money(r.zuka, r.currency)} charged"
+            say(
+                N_("{name}: not on {provider}'s {month} bill, though zuka has {zuka} charged"),
+                name=name,
+                provider=r.provider,
+                month=month,
+                zuka=call("money", r.zuka, r.currency),
+            )
             if r.lines == 0
-            else f"{name}: {r.provider}'s {month} bill says {money(r.billed, r.currency)}, zuka"
-            f" {money(r.zuka, r.currency)} (difference {money(r.difference, r.currency)})"
+            else say(
+                N_(
+                    "{name}: {provider}'s {month} bill says {billed}, zuka {zuka} (difference"
+                    " {difference})"
+                ),
+                name=name,
+                provider=r.provider,
+                month=month,
+                billed=call("money", r.billed, r.currency),
+                zuka=call("money", r.zuka, r.currency),
+                difference=call("money", r.difference, r.currency),
+            )
         )
         yield Alert(
             AlertKind.BILL_MISMATCH,
@@ -196,7 +214,9 @@ def bill_alerts(
             None,
             f"{month}:{r.start.isoformat()}",
             said,
-            f"compare the lease with the bill: zuka bill check --month {month}",
+            say(
+                N_("compare the lease with the bill: zuka bill check --month {month}"), month=month
+            ),
             r.difference,
             currency=r.currency,
         )
@@ -205,16 +225,30 @@ def bill_alerts(
         yield Alert(
             AlertKind.BILL_UNMATCHED,
             Severity.WARNING,
-            "the ledger",
+            LEDGER,
             None,
             None,
             None,
             f"{month}:{u.provider}:{u.resource_id}",
-            f"{u.provider}'s {month} bill charges {money(u.amount, u.currency)} for {rid}"
-            f" ({visible(u.product, 40) or 'no product'}), which matches no lease: {u.why}",
-            f"record it (zuka node edit NODE --instance-id {shlex.quote(rid)}, or zuka resource"
-            " add) or"
-            " ask the provider why it bills it",
+            say(
+                N_(
+                    "{provider}'s {month} bill charges {money} for {rid} ({product}), which"
+                    " matches no lease: {why}"
+                ),
+                provider=u.provider,
+                month=month,
+                money=call("money", u.amount, u.currency),
+                rid=rid,
+                product=visible(u.product, 40) or say(N_("no product")),
+                why=phrase(u.why),
+            ),
+            say(
+                N_(
+                    "record it (zuka node edit NODE --instance-id {rid}, or zuka resource add)"
+                    " or ask the provider why it bills it"
+                ),
+                rid=shlex.quote(rid),
+            ),
             u.amount,
             currency=u.currency,
         )

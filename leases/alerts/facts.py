@@ -14,7 +14,9 @@ from decimal import Decimal
 from leases.alerts.acceptance import RULE as ACCEPTANCE_RULE
 from leases.alerts.acceptance import read as accepted
 from leases.alerts.alert import AlertKind, Gap, NodeFacts
+from leases.alerts.drift import reason
 from leases.alerts.rules import EVERY_RULE, MINUTE_RULES, UNDERUSE_RULE
+from leases.alerts.said import phrase, say
 from leases.alerts.usage import (
     COVERAGE,
     HOURLY_TYPES,
@@ -25,6 +27,7 @@ from leases.alerts.usage import (
 )
 from leases.config.sections import AlertsConfig
 from leases.core.errors import InputError
+from leases.core.i18n import N_
 from leases.core.models import Lease, NodeHealth, NodeState, NodeStatus
 from leases.core.textsafe import visible
 from leases.ledger.refund_rules import refunds_by_lease
@@ -66,7 +69,7 @@ def gather(
     by_node: dict[int, list[Lease]] = {}
     # A lease row that does not read (edited behind zuka's back) costs its node's rules,
     # never the fleet's: every other lease is read as ever.
-    readable, _ = ledger.readable_leases()
+    readable, _rest = ledger.readable_leases()
     for le in readable:
         by_node.setdefault(lease_node[le.id], []).append(le)
     unread: dict[int, Exception] = {}
@@ -158,16 +161,20 @@ def gather(
 
 
 def _why(exc: Exception) -> tuple[str, str]:
-    """(why, fix) for facts of a node that could not be read."""
+    """(why, fix) for facts of a node that could not be read (leases.alerts.said)."""
     if isinstance(exc, InputError):
         return (
-            visible(f"{exc.field}: {exc.reason}", 300),
-            "`zuka audit verify` names the row and its value; correct it with zuka's own"
-            " commands (zuka lease list, zuka lease edit ...)",
+            reason(exc),
+            say(
+                N_(
+                    "`zuka audit verify` names the row and its value; correct it with zuka's own"
+                    " commands (zuka lease list, zuka lease edit ...)"
+                )
+            ),
         )
     return (
-        visible(f"{type(exc).__name__}: {exc}", 300),
-        "a fault in zuka or a damaged ledger row: report it with this message",
+        phrase(visible(f"{type(exc).__name__}: {exc}", 300)),
+        say(N_("a fault in zuka or a damaged ledger row: report it with this message")),
     )
 
 

@@ -8,14 +8,14 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 from leases.alerts.alert import FRESH, Alert, AlertKind, Gap, Level, NodeFacts, make_alert
-from leases.alerts.wording import duration
+from leases.alerts.said import call, say
 from leases.config.sections import AlertsConfig
 from leases.core import fields
+from leases.core.i18n import N_
 from leases.core.models import NodeHealth, StoppedBilling
 from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.money import periods
-from leases.telemetry.nvsmi import human_reason
 
 # A temperature alert clears this many degrees below the threshold.
 TEMPERATURE_CLEAR_C = 5.0
@@ -39,21 +39,37 @@ def gap_rules(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
             f,
             AlertKind.LOGIN_FAILED,
             Severity.WARNING,
-            f"{name}: it answers but refuses zuka's login, no readings for {duration(down)} "
-            f"({visible(g.detail, 200)})",
-            f"check the user and key zuka logs in with (zuka node show {name}; zuka node edit"
-            f" {name} --ssh ...), or whether the provider reset the instance's keys",
+            say(
+                N_(
+                    "{name}: it answers but refuses zuka's login, no readings for {span} ({detail})"
+                ),
+                name=name,
+                span=call("duration", down.total_seconds()),
+                detail=call("detail", visible(g.detail, 200)),
+            ),
+            say(
+                N_(
+                    "check the user and key zuka logs in with (zuka node show {name}; zuka node"
+                    " edit {name} --ssh ...), or whether the provider reset the instance's keys"
+                ),
+                name=name,
+            ),
         )
     elif g.health is not NodeHealth.HOSTKEY_CHANGED and late:
         yield make_alert(
             f,
             AlertKind.UNREACHABLE,
             Severity.WARNING,
-            f"{name}: no readings for {duration(down)} ({g.health.value.replace('_', ' ')}: "
-            f"{visible(g.detail, 200)})",
-            f"on the node: {human_reason(g.health)}"
+            say(
+                N_("{name}: no readings for {span} ({health}: {detail})"),
+                name=name,
+                span=call("duration", down.total_seconds()),
+                health=call("health", g.health.value),
+                detail=call("detail", visible(g.detail, 200)),
+            ),
+            say(N_("on the node: {fix}"), fix=call("reason", g.health.value))
             if g.health in _FIX_ON_NODE
-            else "check the node at the provider's console (stopped? network? driver?)",
+            else say(N_("check the node at the provider's console (stopped? network? driver?)")),
         )
     yield from _stopped_question(f, g, config, now)
     yield from _release_soon(f, g, config, now)
@@ -81,15 +97,23 @@ def _release_soon(
     # stored in UTC.
     tz = periods.zone(lease)
     gone, release = since.astimezone(tz), release.astimezone(tz)
-    how = "stopped (recorded)" if since in recorded else "stopped or unreachable"
+    how = say(N_("stopped (recorded)")) if since in recorded else say(N_("stopped or unreachable"))
     yield make_alert(
         f,
         AlertKind.RELEASE_SOON,
         Severity.CRITICAL,
-        f"{visible(f.node.name)}: {how} since {gone:%Y-%m-%d %H:%M %Z}; the platform "
-        f"releases it after {lease.release_after_stopped_days} days stopped, about "
-        f"{release:%Y-%m-%d %H:%M %Z}, and wipes its disks",
-        "start the instance (or copy its data off) before then",
+        say(
+            N_(
+                "{name}: {how} since {since}; the platform releases it after {days} days"
+                " stopped, about {release}, and wipes its disks"
+            ),
+            name=visible(f.node.name),
+            how=how,
+            since=f"{gone:%Y-%m-%d %H:%M %Z}",
+            days=lease.release_after_stopped_days,
+            release=f"{release:%Y-%m-%d %H:%M %Z}",
+        ),
+        say(N_("start the instance (or copy its data off) before then")),
         lease=lease,
     )
 
@@ -117,11 +141,25 @@ def _stopped_question(f: NodeFacts, g: Gap, config: AlertsConfig, now: datetime)
         f,
         AlertKind.STOPPED_QUESTION,
         Severity.WARNING,
-        f"{name}: no readings since {when} ({duration(now - g.start)}); was it stopped? Its lease"
-        f" bills {lease.stopped_billing.value.replace('_', ' ')} while stopped, and zuka bills"
-        " it as running until a stop is recorded",
-        f"if it was stopped, record it: {visible(command)} (and `zuka lease resume"
-        f" {visible(shlex.quote(f.node.name))}` once it runs again)",
+        say(
+            N_(
+                "{name}: no readings since {when} ({span}); was it stopped? Its lease bills"
+                " {billing} while stopped, and zuka bills it as running until a stop is"
+                " recorded"
+            ),
+            name=name,
+            when=when,
+            span=call("duration", (now - g.start).total_seconds()),
+            billing=call("stopped", lease.stopped_billing.value),
+        ),
+        say(
+            N_(
+                "if it was stopped, record it: {command} (and `zuka lease resume {name}` once"
+                " it runs again)"
+            ),
+            command=visible(command),
+            name=visible(shlex.quote(f.node.name)),
+        ),
         lease=lease,
         key=g.start.astimezone(UTC).isoformat(),
     )
@@ -137,15 +175,29 @@ def readings(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Aler
             f,
             AlertKind.HOSTKEY,
             Severity.CRITICAL,
-            f"{name}: host key changed, connection refused ({visible(r.fingerprint or '?')})",
-            "ask the provider why (reinstall? another machine?); only if satisfied, remove "
-            "the old key from known_hosts",
+            say(
+                N_("{name}: host key changed, connection refused ({fingerprint})"),
+                name=name,
+                fingerprint=visible(r.fingerprint or "?"),
+            ),
+            say(
+                N_(
+                    "ask the provider why (reinstall? another machine?); only if satisfied,"
+                    " remove the old key from known_hosts"
+                )
+            ),
         )
     # A reading that is not fresh (or a node not read now) says nothing new: it neither
     # raises an alert nor clears one (HOLD keeps an open one open, with its last figure).
     at = r.checked or now  # (a stored status was always checked)
     fresh = r.health is NodeHealth.OK and now - at <= FRESH
-    when = "" if fresh else f" when last read, {duration(now - at)} ago"
+    when = (
+        ""
+        if fresh
+        else say(
+            N_(" when last read, {span} ago"), span=call("duration", (now - at).total_seconds())
+        )
+    )
     for s in r.samples:
         if s.temp_c is not None and s.temp_c >= config.temperature_c - TEMPERATURE_CLEAR_C:
             yield make_alert(
@@ -154,9 +206,15 @@ def readings(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Aler
                 Severity.CRITICAL
                 if s.temp_c >= config.temperature_c + TEMPERATURE_CLEAR_C
                 else Severity.WARNING,
-                f"{name}: GPU {s.index} at {s.temp_c:.0f} °C{when} (alert at "
-                f"{config.temperature_c:.0f} °C)",
-                "ask the provider to check cooling; the card throttles and may fail",
+                say(
+                    N_("{name}: GPU {index} at {temp} °C{when} (alert at {limit} °C)"),
+                    name=name,
+                    index=s.index,
+                    temp=f"{s.temp_c:.0f}",
+                    when=when,
+                    limit=f"{config.temperature_c:.0f}",
+                ),
+                say(N_("ask the provider to check cooling; the card throttles and may fail")),
                 key=f"gpu{s.index}",
                 level=Level.RAISE if fresh and s.temp_c >= config.temperature_c else Level.HOLD,
             )
@@ -165,8 +223,14 @@ def readings(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Aler
                 f,
                 AlertKind.ECC,
                 Severity.CRITICAL,
-                f"{name}: GPU {s.index} reports {s.ecc_uncorrected} uncorrected ECC errors{when}",
-                "ask the provider to reset or replace the card; results on it are suspect",
+                say(
+                    N_("{name}: GPU {index} reports {count} uncorrected ECC errors{when}"),
+                    name=name,
+                    index=s.index,
+                    count=s.ecc_uncorrected,
+                    when=when,
+                ),
+                say(N_("ask the provider to reset or replace the card; results on it are suspect")),
                 key=f"gpu{s.index}",
                 level=Level.RAISE if fresh else Level.HOLD,
             )

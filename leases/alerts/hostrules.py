@@ -12,9 +12,10 @@ from collections.abc import Iterator
 from datetime import datetime
 
 from leases.alerts.alert import FRESH, Alert, AlertKind, Level, NodeFacts, make_alert
-from leases.alerts.wording import duration
+from leases.alerts.said import call, say
 from leases.config.sections import AlertsConfig
 from leases.core.host import GIB, KIB, MountKind
+from leases.core.i18n import N_
 from leases.core.models import NodeHealth
 from leases.core.severity import Severity
 from leases.core.textsafe import visible
@@ -25,12 +26,16 @@ CLEAR_POINTS = 3.0
 DISK_CRITICAL_PCT = 98.0
 RAM_CRITICAL_PCT = 2.0
 _DISK_ACTION = {
-    MountKind.SHM: "free /dev/shm (stale torch_* or nccl-* files of dead jobs) or restart the"
-    " container with a larger --shm-size; DataLoader workers and NCCL fail when it is full",
-    MountKind.ROOT: "free space on the root fs (pip and conda caches, ~/.cache, old"
-    " checkpoints, logs) or move them to the data disk",
+    MountKind.SHM: N_(
+        "free /dev/shm (stale torch_* or nccl-* files of dead jobs) or restart the"
+        " container with a larger --shm-size; DataLoader workers and NCCL fail when it is full"
+    ),
+    MountKind.ROOT: N_(
+        "free space on the root fs (pip and conda caches, ~/.cache, old"
+        " checkpoints, logs) or move them to the data disk"
+    ),
 }
-_DATA_ACTION = (
+_DATA_ACTION = N_(
     "delete or move old checkpoints and data sets, or enlarge the disk (quota) at the"
     " provider before the job's next checkpoint fails"
 )
@@ -48,7 +53,13 @@ def host_rules(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
     name = visible(f.node.name)
     at = r.checked or now
     fresh = r.health is NodeHealth.OK and now - at <= FRESH
-    when = "" if fresh else f" when last read, {duration(now - at)} ago"
+    when = (
+        ""
+        if fresh
+        else say(
+            N_(" when last read, {span} ago"), span=call("duration", (now - at).total_seconds())
+        )
+    )
     limit = config.disk_full_pct
     for m in h.mounts:
         if m.kind is MountKind.OTHER:
@@ -61,9 +72,17 @@ def host_rules(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
             f,
             AlertKind.DISK_FULL,
             Severity.CRITICAL if pct >= DISK_CRITICAL_PCT else Severity.WARNING,
-            f"{name}: {visible(m.name, 160)} {_gib(m.used_kib)} of {_gib(whole)} GiB,"
-            f" {pct:.0f} %{when} (alert at {limit:.0f} %)",
-            _DISK_ACTION.get(m.kind, _DATA_ACTION),
+            say(
+                N_("{name}: {mount} {used} of {whole} GiB, {pct} %{when} (alert at {limit} %)"),
+                name=name,
+                mount=visible(m.name, 160),
+                used=_gib(m.used_kib),
+                whole=_gib(whole),
+                pct=f"{pct:.0f}",
+                when=when,
+                limit=f"{limit:.0f}",
+            ),
+            say(_DISK_ACTION.get(m.kind, _DATA_ACTION)),
             key=visible(m.path, 160),
             level=Level.RAISE if fresh and pct >= limit else Level.HOLD,
         )
@@ -77,10 +96,28 @@ def host_rules(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
         f,
         AlertKind.RAM_FULL,
         Severity.CRITICAL if avail <= RAM_CRITICAL_PCT else Severity.WARNING,
-        f"{name}: {'container memory' if h.mem_cgroup else 'memory'}"
-        f" {_gib(h.mem_available_kib)} of {_gib(h.mem_total_kib)} GiB"
-        f" available, {avail:.0f} %{when} (alert under {floor:.0f} %)",
-        "the OOM killer ends the largest process next: fewer DataLoader workers, a smaller"
-        " prefetch or in-memory cache, or a node with more memory",
+        say(
+            N_(
+                "{name}: container memory {free} of {total} GiB available, {pct} %{when} (alert"
+                " under {floor} %)"
+            )
+            if h.mem_cgroup
+            else N_(
+                "{name}: memory {free} of {total} GiB available, {pct} %{when} (alert"
+                " under {floor} %)"
+            ),
+            name=name,
+            free=_gib(h.mem_available_kib),
+            total=_gib(h.mem_total_kib),
+            pct=f"{avail:.0f}",
+            when=when,
+            floor=f"{floor:.0f}",
+        ),
+        say(
+            N_(
+                "the OOM killer ends the largest process next: fewer DataLoader workers, a"
+                " smaller prefetch or in-memory cache, or a node with more memory"
+            )
+        ),
         level=Level.RAISE if fresh and avail <= floor else Level.HOLD,
     )

@@ -8,15 +8,14 @@ from collections.abc import Iterator
 from datetime import date, datetime, timedelta
 
 from leases.alerts.alert import Alert, AlertKind, NodeFacts, make_alert
-from leases.alerts.wording import duration
+from leases.alerts.said import Said, call, joined, phrase, say
 from leases.config.sections import AlertsConfig
 from leases.core import fields
+from leases.core.i18n import N_
 from leases.core.models import BillingType, ExpiryAction, Lease, NodeState, RefundState
 from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.money import periods
-from leases.money.amounts import money as yuan
-from leases.money.amounts import price as unit_price
 from leases.money.deposits import outstanding
 from leases.offboard import status as offboard_status
 
@@ -40,33 +39,47 @@ def lease_end(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
     if not notices or left <= timedelta(0) or left > timedelta(days=notices[0]):
         return
     name = visible(f.node.name)
-    said = offboard_status.phrase(f.offboard)
+    said = phrase(offboard_status.phrase(f.offboard))
     p = f.offboard
+    state: Said
+    action: Said
     if p is not None and p.finished:
-        state, action = (
-            said,
-            f"nothing left before the end; a day later: zuka offboard {name} --recheck",
+        state = said
+        action = say(
+            N_("nothing left before the end; a day later: zuka offboard {name} --recheck"),
+            name=name,
         )
     elif p is not None and p.stopped:
-        state, action = said, f"see why and go on: zuka offboard {name} (or o on the fleet)"
+        state = said
+        action = say(N_("see why and go on: zuka offboard {name} (or o on the fleet)"), name=name)
     elif p is not None:
         state = said
-        action = f"finish offboarding before the end: zuka offboard {name} (or o on the fleet)"
-    elif f.node.state is NodeState.OFFBOARDING:
-        state, action = "offboarding has started", "finish offboarding before the end"
-    else:
-        state = "offboarding has NOT started"
-        action = (
-            f"copy data off and start offboarding (zuka offboard {name}; by hand: zuka node"
-            f" edit {name} --state offboarding), or renew the lease"
+        action = say(
+            N_("finish offboarding before the end: zuka offboard {name} (or o on the fleet)"),
+            name=name,
         )
-    after = ""
+    elif f.node.state is NodeState.OFFBOARDING:
+        state = say(N_("offboarding has started"))
+        action = say(N_("finish offboarding before the end"))
+    else:
+        state = say(N_("offboarding has NOT started"))
+        action = say(
+            N_(
+                "copy data off and start offboarding (zuka offboard {name}; by hand: zuka node"
+                " edit {name} --state offboarding), or renew the lease"
+            ),
+            name=name,
+        )
+    clauses: list[Said] = [state]
     if last.on_expiry is ExpiryAction.HOURLY and last.hourly_price is not None:
-        after = (
-            f"; after it the provider bills {unit_price(last.hourly_price, last.currency)} an hour"
+        clauses.append(
+            say(
+                N_("after it the provider bills {price} an hour"),
+                price=call("price", last.hourly_price, last.currency),
+            )
         )
     elif last.on_expiry is ExpiryAction.HOURLY:
-        after = "; after it the provider bills by the hour"
+        clauses.append(say(N_("after it the provider bills by the hour")))
     severity = Severity.CRITICAL if left <= timedelta(days=notices[-1]) else Severity.WARNING
     if p is not None and p.finished:
         severity = Severity.INFO  # the lab left nothing behind: the end is only a date now
@@ -74,8 +87,17 @@ def lease_end(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
         f,
         AlertKind.LEASE_ENDING,
         severity,
-        f"{name}: the {last.billing_type.value} lease ends {end:%Y-%m-%d %H:%M %Z} "
-        f"(in {duration(left)}); {state}{after}",
+        joined(
+            N_("; "),
+            say(
+                N_("{name}: the {billing} lease ends {end} (in {span})"),
+                name=name,
+                billing=call("billing", last.billing_type.value),
+                end=f"{end:%Y-%m-%d %H:%M %Z}",
+                span=call("duration", left.total_seconds()),
+            ),
+            *clauses,
+        ),
         action,
         lease=last,
         # One alert per notice stage: each stage is announced once.
@@ -103,10 +125,19 @@ def autorenew(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
         f,
         AlertKind.AUTORENEW,
         Severity.WARNING,
-        f"{visible(f.node.name)}: the {last.billing_type.value} lease renews itself; the "
-        f"provider charges about {yuan(price, last.currency)} a period on {charge:%Y-%m-%d} (in "
-        f"{duration(charge - now)}), before the period paid for ends {b.paid_until:%Y-%m-%d}",
-        "turn auto-renew off at the provider before the charge if the node is not needed",
+        say(
+            N_(
+                "{name}: the {billing} lease renews itself; the provider charges about {money}"
+                " a period on {date} (in {span}), before the period paid for ends {end}"
+            ),
+            name=visible(f.node.name),
+            billing=call("billing", last.billing_type.value),
+            money=call("money", price, last.currency),
+            date=f"{charge:%Y-%m-%d}",
+            span=call("duration", (charge - now).total_seconds()),
+            end=f"{b.paid_until:%Y-%m-%d}",
+        ),
+        say(N_("turn auto-renew off at the provider before the charge if the node is not needed")),
         lease=last,
         amount=price,
     )
@@ -123,18 +154,35 @@ def hourly_after_end(f: NodeFacts, now: datetime) -> Iterator[Alert]:
     end = lease.end.astimezone(periods.zone(lease))
     price = lease.hourly_price
     rate = (
-        f"{unit_price(price, lease.currency)} an hour, {yuan(price * 24, lease.currency)} a day"
+        say(
+            N_("{price} an hour, {money} a day"),
+            price=call("price", price, lease.currency),
+            money=call("money", price * 24, lease.currency),
+        )
         if price is not None
-        else "a price not recorded (give --hourly-price)"
+        else say(N_("a price not recorded (give --hourly-price)"))
     )
     yield make_alert(
         f,
         AlertKind.HOURLY_AFTER_END,
         Severity.WARNING,
-        f"{name}: the {lease.billing_type.value} lease ended {end:%Y-%m-%d %H:%M %Z} and the"
-        f" provider now bills it by the hour: {rate}",
-        f"release it at the provider and record it (zuka lease end {name}), or renew it"
-        f" (zuka lease renew {name} --until DATE)",
+        say(
+            N_(
+                "{name}: the {billing} lease ended {end} and the provider now bills it by the"
+                " hour: {rate}"
+            ),
+            name=name,
+            billing=call("billing", lease.billing_type.value),
+            end=f"{end:%Y-%m-%d %H:%M %Z}",
+            rate=rate,
+        ),
+        say(
+            N_(
+                "release it at the provider and record it (zuka lease end {name}), or renew it"
+                " (zuka lease renew {name} --until DATE)"
+            ),
+            name=name,
+        ),
         lease=lease,
         amount=None if price is None else price * 24,
     )
@@ -161,22 +209,34 @@ def deposits(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Aler
             continue  # back in full, part by part (zuka lease refund)
         start = shlex.quote(fields.shown(lease.start, lease.billing_tz))
         name = shlex.quote(f.node.name)
-        said = yuan(lease.deposit, lease.currency)
+        said = call("money", lease.deposit, lease.currency)
         if back:
-            said = f"{yuan(left, lease.currency)} of {said} (the rest came back)"
+            said = say(
+                N_("{left} of {deposit} (the rest came back)"),
+                left=call("money", left, lease.currency),
+                deposit=said,
+            )
         yield make_alert(
             f,
             AlertKind.DEPOSIT,
             Severity.WARNING,
-            f"{visible(f.node.name)}: deposit {said} not refunded "
-            f"{duration(now - ended)} after the lease ended {ended:%Y-%m-%d}",
+            say(
+                N_("{name}: deposit {deposit} not refunded {span} after the lease ended {end}"),
+                name=visible(f.node.name),
+                deposit=said,
+                span=call("duration", (now - ended).total_seconds()),
+                end=f"{ended:%Y-%m-%d}",
+            ),
             # The lease by its start: without --start `lease edit` picks the lease billing
             # now, and an ended lease bills no more.
-            "ask the provider for the refund, then record it: "
-            + visible(
-                f"zuka lease refund {name} --lease-start {start} --amount {left} --on YYYY-MM-DD"
-                if back
-                else f"zuka lease edit {name} --start {start} --deposit-refund refunded"
+            say(
+                N_("ask the provider for the refund, then record it: {command}"),
+                command=visible(
+                    f"zuka lease refund {name} --lease-start {start} --amount {left}"
+                    " --on YYYY-MM-DD"
+                    if back
+                    else f"zuka lease edit {name} --start {start} --deposit-refund refunded"
+                ),
             ),
             lease=lease,
             amount=left,

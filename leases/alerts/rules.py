@@ -23,13 +23,16 @@ from datetime import datetime
 from leases.alerts.acceptance import RULE as ACCEPTANCE_RULE
 from leases.alerts.acceptance import acceptance_failed
 from leases.alerts.alert import Alert, AlertKind, NodeFacts, make_alert
+from leases.alerts.drift import reason
 from leases.alerts.health import gap_rules, readings
 from leases.alerts.hostrules import host_rules
 from leases.alerts.lease import autorenew, deposits, hourly_after_end, lease_end
+from leases.alerts.said import Said, phrase, say
 from leases.alerts.usage import forgotten, starved, underuse
 from leases.config.sections import AlertsConfig
 from leases.core import fields
 from leases.core.errors import InputError
+from leases.core.i18n import N_
 from leases.core.models import NodeState
 from leases.core.severity import Severity
 from leases.core.textsafe import visible
@@ -43,9 +46,9 @@ def evaluate(facts: Sequence[NodeFacts], config: AlertsConfig, now: datetime) ->
     return out
 
 
-EVERY_RULE = "every rule"
-UNDERUSE_RULE = "underuse"
-MINUTE_RULES = ("forgotten instance", "starved")
+EVERY_RULE = N_("every rule")
+UNDERUSE_RULE = N_("underuse")
+MINUTE_RULES = (N_("forgotten instance"), N_("starved"))
 Rule = Callable[["NodeFacts", AlertsConfig, datetime], Iterator[Alert]]
 
 
@@ -55,24 +58,24 @@ def node_alerts(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[A
     unread = {rule: (why, fix) for rule, why, fix in f.unread}
     if EVERY_RULE in unread:
         # Its facts could not be read at all: no rule may take a missing fact for "none".
-        yield _unevaluated(f, EVERY_RULE, *unread[EVERY_RULE])
+        yield _unevaluated(f, EVERY_RULE, *unread[EVERY_RULE], shown=phrase(EVERY_RULE))
         return
     released = f.node.state is NodeState.RELEASED
     for rule in RULES:
         if released and not rule.archived:
             continue
         if rule.name in unread:
-            yield _unevaluated(f, rule.key, *unread[rule.name])
+            yield _unevaluated(f, rule.key, *unread[rule.name], shown=rule.said)
             continue
         try:
             found = list(rule.run(f, config, now))
         except Exception as exc:  # any failure is the rule's on this node, not the fleet's
-            yield _unevaluated(f, rule.key, *_failure(f, exc))
+            yield _unevaluated(f, rule.key, *_failure(f, exc), shown=rule.said)
             continue
         yield from found
 
 
-def _failure(f: NodeFacts, exc: Exception) -> tuple[str, str]:
+def _failure(f: NodeFacts, exc: Exception) -> tuple[Said, Said]:
     """Why a rule failed on a node's rows, and what fixes it."""
     name = visible(f.node.name)
     if isinstance(exc, InputError) and exc.field == "cards_billed":
@@ -81,28 +84,44 @@ def _failure(f: NodeFacts, exc: Exception) -> tuple[str, str]:
             start = fields.shown(lease.start, lease.billing_tz)
             command = f"zuka lease edit {shlex.quote(f.node.name)} --start {shlex.quote(start)}"
             return (
-                f"its card_hour lease from {start} does not say how many cards it pays for"
-                " and the node has no GPU count",
-                f"{visible(command)} --cards N",
+                say(
+                    N_(
+                        "its card_hour lease from {start} does not say how many cards it pays"
+                        " for and the node has no GPU count"
+                    ),
+                    start=start,
+                ),
+                say(N_("{command} --cards N"), command=visible(command)),
             )
     if isinstance(exc, InputError):
         return (
-            visible(f"{exc.field}: {exc.reason}", 300),
-            f"correct it in the ledger (zuka lease list {name}; zuka node show {name})",
+            reason(exc),
+            say(
+                N_("correct it in the ledger (zuka lease list {name}; zuka node show {name})"),
+                name=name,
+            ),
         )
     return (
-        visible(f"{type(exc).__name__}: {exc}", 300),
-        "a fault in zuka: report it with this message; the other rules still run",
+        phrase(visible(f"{type(exc).__name__}: {exc}", 300)),
+        say(N_("a fault in zuka: report it with this message; the other rules still run")),
     )
 
 
-def _unevaluated(f: NodeFacts, what: str, why: str, fix: str) -> Alert:
+def _unevaluated(f: NodeFacts, what: str, why: str, fix: str, *, shown: str = "") -> Alert:
+    """`what`: the rule's key (stored: English); `shown`: how the message says it. `why`
+    and `fix`: Said (leases.alerts.said) or words read from elsewhere."""
     return make_alert(
         f,
         AlertKind.UNEVALUATED,
         Severity.WARNING,
-        f"cannot evaluate {visible(f.node.name)} ({what}): {why} — fix: {fix}",
-        fix,
+        say(
+            N_("cannot evaluate {name} ({what}): {why} — fix: {fix}"),
+            name=visible(f.node.name),
+            what=shown or what,
+            why=why if isinstance(why, Said) else phrase(why),
+            fix=fix if isinstance(fix, Said) else phrase(fix),
+        ),
+        fix if isinstance(fix, Said) else phrase(fix),
         key=what,  # one alert a rule: it clears when that rule runs again
     )
 
@@ -132,23 +151,28 @@ class RuleSpec:
 
     @property
     def key(self) -> str:
-        """Its "cannot evaluate" alert's key."""
+        """Its "cannot evaluate" alert's key (stored and compared: English)."""
         return f"the {self.name} rule"
+
+    @property
+    def said(self) -> Said:
+        """How a message says it: "the deposit rule" / "押金规则"."""
+        return say(N_("the {rule} rule"), rule=phrase(self.name))
 
 
 RULES = (
-    RuleSpec("deposit", deposits, (AlertKind.DEPOSIT,), archived=True),
-    RuleSpec("lease end", lease_end, (AlertKind.LEASE_ENDING,)),
-    RuleSpec("auto-renew", autorenew, (AlertKind.AUTORENEW,)),
-    RuleSpec("hourly after end", _hourly_rule, (AlertKind.HOURLY_AFTER_END,)),
+    RuleSpec(N_("deposit"), deposits, (AlertKind.DEPOSIT,), archived=True),
+    RuleSpec(N_("lease end"), lease_end, (AlertKind.LEASE_ENDING,)),
+    RuleSpec(N_("auto-renew"), autorenew, (AlertKind.AUTORENEW,)),
+    RuleSpec(N_("hourly after end"), _hourly_rule, (AlertKind.HOURLY_AFTER_END,)),
     RuleSpec(UNDERUSE_RULE, _underuse_rule, (AlertKind.UNDERUSED,)),
     RuleSpec(MINUTE_RULES[0], forgotten, (AlertKind.FORGOTTEN,)),
     RuleSpec(MINUTE_RULES[1], starved, (AlertKind.STARVED,)),
-    RuleSpec("no readings", gap_rules, (AlertKind.UNREACHABLE, AlertKind.LOGIN_FAILED,
+    RuleSpec(N_("no readings"), gap_rules, (AlertKind.UNREACHABLE, AlertKind.LOGIN_FAILED,
                                         AlertKind.STOPPED_QUESTION, AlertKind.RELEASE_SOON)),
-    RuleSpec("readings", readings, (AlertKind.HOSTKEY, AlertKind.TEMPERATURE, AlertKind.ECC)),
+    RuleSpec(N_("readings"), readings, (AlertKind.HOSTKEY, AlertKind.TEMPERATURE, AlertKind.ECC)),
     RuleSpec(ACCEPTANCE_RULE, acceptance_failed, (AlertKind.ACCEPTANCE_FAILED,)),
-    RuleSpec("host", host_rules, (AlertKind.DISK_FULL, AlertKind.RAM_FULL)),
+    RuleSpec(N_("host"), host_rules, (AlertKind.DISK_FULL, AlertKind.RAM_FULL)),
 )  # fmt: skip
 _KINDS_OF = {r.key: r.kinds for r in RULES} | {EVERY_RULE: tuple(k for r in RULES for k in r.kinds)}
 

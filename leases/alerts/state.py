@@ -14,6 +14,12 @@ in that same transaction, whichever process evaluates first (the collector, `zuk
 Reading alerts therefore never changes what gets sent.
 Acknowledged: hidden until it clears, or until its severity rises above the one it was
 acknowledged at. Snoozed: hidden until a time, or until its severity rises.
+
+Messages and actions (of alerts and alert_outbox) are stored language-neutral
+(leases.alerts.said.encode: a message id and its arguments) and said in the language in use
+when read (StoredAlert.message is that text): a Chinese dashboard and an English collector
+read the same row each in its own words, and `--json` (written under English) is the same
+bytes in every language. Rows stored before, in plain English, are shown as they are.
 """
 
 from __future__ import annotations
@@ -27,7 +33,9 @@ from decimal import Decimal
 from enum import StrEnum
 
 from leases.alerts.alert import Alert, Level
+from leases.alerts.said import decode, encode
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.severity import Severity
 from leases.ledger.store import Ledger
 
@@ -105,11 +113,11 @@ def parse_duration(value: str, field: str = "for") -> timedelta:
     """30m, 2h, 1d, 1w (s, m, h, d, w); InputError naming the field otherwise."""
     m = _DURATION.match(value or "")
     if m is None:
-        raise InputError(field, value, "a duration such as 30m, 2h, 1d or 1w")
+        raise InputError(field, value, _("a duration such as 30m, 2h, 1d or 1w"))
     # Checked as seconds before a timedelta is built: a huge one would overflow it.
     seconds = float(m.group(1)) * _UNIT_S[m.group(2)]
     if not 0 < seconds <= MAX_SNOOZE.total_seconds():
-        raise InputError(field, value, "must be more than zero and at most 90 days")
+        raise InputError(field, value, _("must be more than zero and at most 90 days"))
     return timedelta(seconds=seconds)
 
 
@@ -139,8 +147,8 @@ def _row(r: Sequence[object]) -> StoredAlert:
         _dt(r[5]),  # type: ignore[arg-type]
         str(r[6]),
         Severity(str(r[7])),
-        str(r[8]),
-        str(r[9]),
+        decode(str(r[8])),  # said in the language in use (leases.alerts.said)
+        decode(str(r[9])),
         None if r[10] is None else Decimal(str(r[10])),
         datetime.fromisoformat(str(r[11])),
         datetime.fromisoformat(str(r[12])),
@@ -172,7 +180,14 @@ def _tell(
     conn.execute(
         "INSERT OR IGNORE INTO alert_outbox (alert_id, change, severity, message, action, at)"
         " VALUES (?, ?, ?, ?, ?, ?)",
-        (alert_id, change.value, alert.severity.value, alert.message, alert.action, _utc(now)),
+        (
+            alert_id,
+            change.value,
+            alert.severity.value,
+            encode(alert.message),
+            encode(alert.action),
+            _utc(now),
+        ),
     )
 
 
@@ -206,7 +221,7 @@ def reconcile(
                 continue
             seen.add(ident)
             row = open_rows.get(ident)
-            values = (alert.severity.value, alert.message, alert.action,
+            values = (alert.severity.value, encode(alert.message), encode(alert.action),
                       None if alert.yuan is None else str(alert.yuan), _iso(now))  # fmt: skip
             if row is not None:
                 rose = alert.severity.rank > row.severity.rank
@@ -224,7 +239,7 @@ def reconcile(
             if alert.level is not Level.RAISE:
                 continue
             old = cleared.get(ident)
-            if old is not None and old.id not in {i for _, i in changes}:
+            if old is not None and old.id not in {i for _c, i in changes}:
                 # The acknowledgement lasted until the clearing: this is a new episode.
                 conn.execute(
                     "UPDATE alerts SET severity = ?, message = ?, action = ?, yuan = ?,"
@@ -254,7 +269,7 @@ def reconcile(
                 conn.execute("UPDATE alerts SET cleared_at = ? WHERE id = ?", (_iso(now), row.id))
                 changes.append((Change.CLEARED, row.id))
         conn.execute("DELETE FROM alert_outbox WHERE at < ?", [_utc(now - OUTBOX_KEPT)])
-        by_id = by_ids(conn, [i for _, i in changes])
+        by_id = by_ids(conn, [i for _c, i in changes])
     return [Changed(c, by_id[i]) for c, i in changes if i in by_id]
 
 
@@ -269,14 +284,16 @@ def alerts(ledger: Ledger, now: datetime, *, everything: bool = False) -> list[S
 def get(ledger: Ledger, alert_id: int) -> StoredAlert:
     found = _select(ledger.conn, "WHERE a.id = ?", [alert_id])
     if not found:
-        raise InputError("id", alert_id, f"no alert {alert_id} (see zuka alerts --all)")
+        raise InputError(
+            "id", alert_id, _("no alert {id} (see zuka alerts --all)").format(id=alert_id)
+        )
     return found[0]
 
 
 def _open(ledger: Ledger, alert_id: int) -> StoredAlert:
     row = get(ledger, alert_id)
     if row.cleared_at is not None:
-        raise InputError("id", alert_id, "this alert has cleared: nothing to acknowledge")
+        raise InputError("id", alert_id, _("this alert has cleared: nothing to acknowledge"))
     return row
 
 
@@ -304,7 +321,7 @@ def reopen(ledger: Ledger, alert_id: int) -> StoredAlert:
     """Undo an acknowledgement or a snooze: the alert is open (shown) again."""
     row = _open(ledger, alert_id)
     if row.acked_at is None and row.snoozed_until is None:
-        raise InputError("id", alert_id, "this alert is open: nothing to undo")
+        raise InputError("id", alert_id, _("this alert is open: nothing to undo"))
     with ledger.transaction() as conn:
         conn.execute(
             "UPDATE alerts SET acked_at = NULL, acked_by = NULL, acked_severity = NULL,"

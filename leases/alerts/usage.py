@@ -12,14 +12,14 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from leases.alerts.alert import FRESH, Alert, AlertKind, Level, NodeFacts, make_alert
-from leases.alerts.wording import duration
+from leases.alerts.said import Said, call, joined, phrase, say
 from leases.config.sections import AlertsConfig
 from leases.core import fields
+from leases.core.i18n import N_
 from leases.core.models import BillingType, Lease, NodeHealth
 from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.money import billing, periods
-from leases.money.amounts import money as yuan
 from leases.money.renewals import BillingNow
 from leases.telemetry.history import NodeMinute
 
@@ -53,25 +53,42 @@ def underuse(f: NodeFacts, config: AlertsConfig) -> Iterator[Alert]:
         return
     level = Level.RAISE if share < config.underuse_threshold else Level.HOLD
     lease = b.lease
-    advice = _renewal_advice(lease, u, cards, f.peak_busy_cards, share)
+    steps = _renewal_advice(lease, u, cards, f.peak_busy_cards, share)
+    advice = say(N_("At renewal: {advice}"), advice=joined(N_("; "), *steps))
     renewal = next((le for le in b.chain if le.start > lease.start), None)
     if renewal is not None:
         # Already renewed: the advice is for that renewal, before it starts.
         start = fields.shown(renewal.start, renewal.billing_tz)
-        advice = (
-            f"A renewal from {start} is already recorded; before it starts, "
-            + advice.removeprefix("At renewal: ")
-            + f" (change it: zuka lease edit {visible(f.node.name)} --start '{start}' ...)"
+        advice = say(
+            N_(
+                "A renewal from {start} is already recorded; before it starts, {advice} (change"
+                " it: zuka lease edit {name} --start '{start}' ...)"
+            ),
+            start=start,
+            advice=joined(N_("; "), *steps),
+            name=visible(f.node.name),
         )
     days = u.paid / cards / 24
     yield make_alert(
         f,
         AlertKind.UNDERUSED,
         Severity.WARNING,
-        f"{visible(f.node.name)}: {cards} cards busy {share:.0%} of the paid card-hours over "
-        f"the last {days:.0f} days ({u.busy:.0f} of {u.paid:.0f} busy, {u.unknown:.0f} "
-        f"unknown); {yuan(u.idle_yuan, lease.currency)} of {yuan(u.cost, lease.currency)} paid"
-        " for idle cards",
+        say(
+            N_(
+                "{name}: {cards} cards busy {share} of the paid card-hours over the last {days}"
+                " days ({busy} of {paid} busy, {unknown} unknown); {idle} of {cost} paid for"
+                " idle cards"
+            ),
+            name=visible(f.node.name),
+            cards=cards,
+            share=f"{share:.0%}",
+            days=f"{days:.0f}",
+            busy=f"{u.busy:.0f}",
+            paid=f"{u.paid:.0f}",
+            unknown=f"{u.unknown:.0f}",
+            idle=call("money", u.idle_yuan, lease.currency),
+            cost=call("money", u.cost, lease.currency),
+        ),
         advice,
         lease=lease,
         amount=u.idle_yuan,
@@ -93,22 +110,28 @@ def _term_runs(b: BillingNow) -> bool:
 
 def _renewal_advice(
     lease: Lease, u: billing.CardHours, cards: int, peak: int | None, share: float
-) -> str:
+) -> list[Said]:
     said = []
     if share < 0.1:
-        said.append("release it at the end (or early, if the refund rule allows)")
+        said.append(say(N_("release it at the end (or early, if the refund rule allows)")))
     elif peak is not None and 0 < peak < cards:
-        said.append(f"renew with {peak} cards instead of {cards} (at most {peak} were busy)")
+        said.append(
+            say(
+                N_("renew with {peak} cards instead of {cards} (at most {peak} were busy)"),
+                peak=peak,
+                cards=cards,
+            )
+        )
     verdict = billing.lease_verdict(lease, u, cards=cards)
     if verdict is not None:
         from leases.money.verdict import verdict_text
 
-        said.append(verdict_text(verdict, lease.currency))
+        said.append(phrase(verdict_text(verdict, lease.currency)))
         if verdict.monthly_saves < 0:
-            said.append("rent by the hour")
+            said.append(say(N_("rent by the hour")))
     elif not said:
-        said.append("rent by the hour unless use rises")
-    return "At renewal: " + "; ".join(said)
+        said.append(say(N_("rent by the hour unless use rises")))
+    return said
 
 
 def all_idle(m: NodeMinute) -> bool | None:
@@ -198,16 +221,29 @@ def forgotten(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
     )  # fmt: skip
     unknown = (now - since) - sum((z - a for a, z in spans), timedelta(0))
     gaps = (
-        f", {duration(unknown)} of it without readings, not counted" if unknown >= _MINUTE else ""
+        say(
+            N_(", {span} of it without readings, not counted"),
+            span=call("duration", unknown.total_seconds()),
+        )
+        if unknown >= _MINUTE
+        else ""
     )
     yield make_alert(
         f,
         AlertKind.FORGOTTEN,
         Severity.WARNING,
-        f"{visible(f.node.name)}: every GPU idle since {since:%Y-%m-%d %H:%M %Z} "
-        f"({duration(now - since)}{gaps}), billed by the hour: {yuan(spent, lease.currency)} spent"
-        " on it while idle",
-        "stop or release the instance if nobody needs it",
+        say(
+            N_(
+                "{name}: every GPU idle since {since} ({span}{gaps}), billed by the hour:"
+                " {money} spent on it while idle"
+            ),
+            name=visible(f.node.name),
+            since=f"{since:%Y-%m-%d %H:%M %Z}",
+            span=call("duration", (now - since).total_seconds()),
+            gaps=gaps,
+            money=call("money", spent, lease.currency),
+        ),
+        say(N_("stop or release the instance if nobody needs it")),
         lease=lease,
         amount=spent,
     )
@@ -246,32 +282,58 @@ def starved(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert
     # The words say what the figures show: "stayed below" only when it did (RAISE); a
     # held alert gives its mean against the line it clears at.
     if level is Level.RAISE:
-        shown = (
-            f"utilisation stayed below {config.starved_util:.0f} % for {span} minutes"
-            f" (mean {mean:.0f} %, at most {max(utils):.0f} %)"
+        shown = say(
+            N_(
+                "utilisation stayed below {line} % for {span} minutes (mean {mean} %, at most"
+                " {most} %)"
+            ),
+            line=f"{config.starved_util:.0f}",
+            span=span,
+            mean=f"{mean:.0f}",
+            most=f"{max(utils):.0f}",
         )
     else:
-        shown = (
-            f"utilisation averaged {mean:.0f} % over the last {span} minutes (it clears above"
-            f" {config.starved_util + STARVED_CLEAR_PCT:.0f} %)"
+        shown = say(
+            N_(
+                "utilisation averaged {mean} % over the last {span} minutes (it clears above"
+                " {line} %)"
+            ),
+            mean=f"{mean:.0f}",
+            span=span,
+            line=f"{config.starved_util + STARVED_CLEAR_PCT:.0f}",
         )
     if max(utils) < IDLE_HELD_PCT:
         # No kernel ran at all: nothing is waiting for data; a process holds the GPUs idle.
-        said = (
-            f"{name}: GPU processes hold {len(gpus)} GPUs but did no work: {shown}; a"
-            " forgotten notebook or a hung job, not a slow one"
+        said = say(
+            N_(
+                "{name}: GPU processes hold {count} GPUs but did no work: {shown}; a forgotten"
+                " notebook or a hung job, not a slow one"
+            ),
+            name=name,
+            count=len(gpus),
+            shown=shown,
         )
-        action = (
-            f"find whose process it is (zuka node show {name}) and end it if nobody needs it;"
-            " a hung job: check its logs (NCCL, a deadlock)"
+        action = say(
+            N_(
+                "find whose process it is (zuka node show {name}) and end it if nobody needs"
+                " it; a hung job: check its logs (NCCL, a deadlock)"
+            ),
+            name=name,
         )
     else:
-        said = (
-            f"{name}: GPU processes run on {len(gpus)} GPUs but {shown}: data loading or"
-            " communication is the bottleneck"
+        said = say(
+            N_(
+                "{name}: GPU processes run on {count} GPUs but {shown}: data loading or"
+                " communication is the bottleneck"
+            ),
+            name=name,
+            count=len(gpus),
+            shown=shown,
         )
-        action = (
-            "raise batch size or DataLoader workers (num_workers, pin_memory), or check the "
-            "network between nodes"
+        action = say(
+            N_(
+                "raise batch size or DataLoader workers (num_workers, pin_memory), or check the"
+                " network between nodes"
+            )
         )
     yield make_alert(f, AlertKind.STARVED, Severity.WARNING, said, action, level=level)

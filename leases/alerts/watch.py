@@ -20,14 +20,18 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from leases.alerts.alert import Alert, AlertKind
+from leases.alerts.alert import LEDGER, Alert, AlertKind
 from leases.alerts.balance import provider_alerts, unjudged_balances
 from leases.alerts.billfacts import bill_alerts
+from leases.alerts.drift import drift_said
 from leases.alerts.facts import UsageCache, gather
 from leases.alerts.rules import evaluate, unjudged
+from leases.alerts.said import decode, say
 from leases.alerts.state import Changed, StoredAlert, by_ids, reconcile
+from leases.alerts.wording import kind_word, node_shown
 from leases.config.sections import AlertsConfig, Config
 from leases.core.clock import Clock
+from leases.core.i18n import EN, N_, _, using
 from leases.core.severity import Severity
 from leases.ledger import rowaudit
 from leases.ledger.store import Ledger
@@ -47,11 +51,15 @@ def check(
     """Evaluate every rule now and store the outcome; returns what changed. `cache` keeps
     the hour-grained history figures between calls (leases.alerts.facts.gather)."""
     now = clock()
-    found = evaluate(gather(ledger, config, now, cache), config, now)
-    found += provider_alerts(ledger, config, now)  # of providers, not nodes: balance_low
-    bills = list(bill_alerts(ledger, config.billing_tz, "CNY", config.bill_tolerance, now))
+    # Evaluated in English: what is stored is language-neutral (leases.alerts.said) or, for
+    # words read from elsewhere (an error's reason), English, whoever evaluates first.
+    with using(EN):
+        found = evaluate(gather(ledger, config, now, cache), config, now)
+        found += provider_alerts(ledger, config, now)  # of providers, not nodes: balance_low
+        bills = list(bill_alerts(ledger, config.billing_tz, "CNY", config.bill_tolerance, now))
+        edited = edited_rows(ledger)
     held = unjudged(found) | unjudged_balances(found)
-    return reconcile(ledger, [*found, *edited_rows(ledger), *bills], now, held)
+    return reconcile(ledger, [*found, *edited, *bills], now, held)
 
 
 def edited_rows(ledger: Ledger) -> list[Alert]:
@@ -62,13 +70,22 @@ def edited_rows(ledger: Ledger) -> list[Alert]:
         Alert(
             AlertKind.EDITED,
             Severity.CRITICAL,
-            d.node or "the ledger",
+            d.node or LEDGER,
             None,  # the row may be a node that is gone: not a key into nodes
             None,
             None,
             f"{d.entity}:{d.entity_id}",
-            f"{d.said()}; figures and offboarding that rest on it are refused until it is checked",
-            f"check it, then correct it with zuka or take it as it is: {d.accept}",
+            say(
+                N_(
+                    "{said}; figures and offboarding that rest on it are refused until it is"
+                    " checked"
+                ),
+                said=drift_said(d),
+            ),
+            say(
+                N_("check it, then correct it with zuka or take it as it is: {command}"),
+                command=d.accept,
+            ),
         )
         for d in rowaudit.drifted_since(ledger)
     ]
@@ -79,7 +96,7 @@ def message_of(alert: StoredAlert) -> Message:
     body = alert.message + (f"\n→ {alert.action}" if alert.action else "")
     return Message(
         # notify.render puts "[zuka] SEVERITY: " before it: said once.
-        f"{alert.kind.replace('_', ' ')} on {alert.node}",
+        _("{kind} on {node}").format(kind=kind_word(alert.kind), node=node_shown(alert.node)),
         body,
         alert.severity,
         key=f"alert:{alert.id}:{alert.severity.value}",
@@ -108,13 +125,14 @@ class AlertFeed:
         stored = by_ids(conn, sorted({r[1] for r in rows if isinstance(r[1], int)}))
         out = []
         oldest = now - self.within
-        for _, alert_id, severity, message, action, at in rows:
+        for _row_id, alert_id, severity, message, action, at in rows:
             try:
                 if datetime.fromisoformat(str(at)) < oldest:
                     continue
                 # The alert as it was told: its severity, message and action at the change.
                 alert = replace(stored[alert_id], severity=Severity(str(severity)),
-                                message=str(message), action=str(action))  # fmt: skip
+                                message=decode(str(message)),
+                                action=decode(str(action)))  # fmt: skip
             except (ValueError, TypeError, LookupError):
                 # A row edited behind zuka's back is skipped (marked taken), never the round.
                 continue
@@ -125,8 +143,8 @@ class AlertFeed:
         """An alert's message that waited, as it stands now (notify.outbox.Feed.current): False
         once the alert cleared, or stands at another severity than it was told at (a
         worse one was queued on its own)."""
-        kind, _, rest = key.partition(":")
-        alert_id, _, severity = rest.partition(":")
+        kind, _sep, rest = key.partition(":")
+        alert_id, _sep, severity = rest.partition(":")
         if kind != "alert" or not alert_id.isdigit():
             return None
         found = by_ids(conn, [int(alert_id)])

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from leases.config.sections import Config
 from leases.core.errors import InputError, LedgerError, said
+from leases.core.i18n import _
 from leases.core.models import Lease, Node, NodeStatus
 from leases.core.textsafe import visible
 from leases.fleet.header import MonthMoney, bill_state, month_money
@@ -250,7 +251,7 @@ class FleetReader:
                 reloaded = True
             except (InputError, LedgerError) as exc:
                 # A row the ledger refuses to read: keep what was read before.
-                problems.append(f"cannot read the ledger: {said(exc)}")
+                problems.append(_("cannot read the ledger: {why}").format(why=said(exc)))
             self._facts_at = now
         problems.extend(self.facts.problems)
         ids = [n.id for n in self.facts.nodes if n.id is not None]
@@ -282,7 +283,7 @@ class FleetReader:
                 self._money_problem = None
             except (InputError, LedgerError) as exc:
                 self.money = None
-                self._money_problem = f"month's cost not computed: {said(exc)}"
+                self._money_problem = _("month's cost not computed: {why}").format(why=said(exc))
             self._money_at = now
         if self._money_problem is not None:
             problems.append(self._money_problem)  # said on every read while it stands
@@ -304,7 +305,7 @@ class FleetReader:
             # One unreadable alert row (an imported or hand-edited ledger) is said; the
             # fleet goes on with the alerts read before.
             why = said(exc) if isinstance(exc, InputError | LedgerError) else str(exc)
-            problems.append(f"alerts not read: {visible(why, 200)}")
+            problems.append(_("alerts not read: {why}").format(why=visible(why, 200)))
         return FleetData(
             self.facts,
             statuses,
@@ -377,7 +378,9 @@ class FleetReader:
                 b = billing_now(by_node[n.id], now)
             except UNREADABLE as exc:
                 problems.append(
-                    f"node {visible(n.name, 80)!r}: its lease not shown: {unreadable(exc)}"
+                    _("node {name!r}: its lease not shown: {why}").format(
+                        name=visible(n.name, 80), why=unreadable(exc)
+                    )
                 )
                 continue
             if b is not None and n.id is not None:
@@ -386,7 +389,7 @@ class FleetReader:
             plans = progress(self.ledger)
         except UNREADABLE as exc:
             plans = {}
-            problems.append(f"offboarding progress not read: {unreadable(exc)}")
+            problems.append(_("offboarding progress not read: {why}").format(why=unreadable(exc)))
         channels = {p.name: p.kind.value for p in providers}
         return LedgerFacts(tuple(polled), tuple(refused), billing, channels, plans,
                            tuple(problems))  # fmt: skip

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 
 FIELDS = ("channel", "provider", "state", "model", "tag", "ending")
 WORDS = ("idle", "busy", "alert", "alerts")
@@ -55,7 +56,9 @@ MAX_CHARS = 200
 def parse(text: str) -> Filter:
     """The filter the user typed; InputError naming the term for one zuka cannot read."""
     if len(text) > MAX_CHARS:
-        raise InputError("filter", text[:40], f"is longer than {MAX_CHARS} characters")
+        raise InputError(
+            "filter", text[:40], _("is longer than {n} characters").format(n=MAX_CHARS)
+        )
     fields: list[tuple[str, str]] = []
     words: list[str] = []
     free: list[str] = []
@@ -65,7 +68,7 @@ def parse(text: str) -> Filter:
         key, sep, value = low.partition(":")
         if sep and key in FIELDS:
             if not value:
-                raise InputError("filter", term, f"give a value after '{key}:'")
+                raise InputError("filter", term, _("give a value after '{key}:'").format(key=key))
             if key == "ending":
                 # Here: the alert rules it lives with are read after the first paint.
                 from leases.alerts.state import parse_duration
@@ -75,7 +78,11 @@ def parse(text: str) -> Filter:
                 fields.append((key, value))
         elif sep and key.isalpha() and key not in FIELDS:
             known = ", ".join(f + ":" for f in FIELDS)
-            raise InputError("filter", term, f"unknown term '{key}:'; known: {known}")
+            raise InputError(
+                "filter",
+                term,
+                _("unknown term '{key}:'; known: {known}").format(key=key, known=known),
+            )
         elif low in WORDS:
             words.append("alert" if low == "alerts" else low)
         else:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
+from leases.core.i18n import _
 from leases.core.models import Node, NodeStatus
 from leases.core.textsafe import visible
 from leases.fleet.nodestatus import status_figures
@@ -148,12 +149,12 @@ def countdown(at: datetime, now: datetime) -> str:
     """'3d', '5h', '40m', 'past': how long until `at`, in its largest whole unit."""
     s = (at - now).total_seconds()
     if s < 0:
-        return "past"
+        return _("past")
     if s >= 86400:
-        return f"{int(s // 86400)}d"
+        return _("{n}d").format(n=int(s // 86400))
     if s >= 3600:
-        return f"{int(s // 3600)}h"
-    return f"{int(s // 60)}m"
+        return _("{n}h").format(n=int(s // 3600))
+    return _("{n}m").format(n=int(s // 60))
 
 
 def gpus_busy(h: Header) -> str:
@@ -161,7 +162,11 @@ def gpus_busy(h: Header) -> str:
     node unreachable, connecting, stale) is neither busy nor idle: counting it in the total
     made a node going down look like cards freed."""
     unread = h.total - h.read
-    return f"{h.busy}/{h.read} GPUs busy" + (f" ({unread} not read)" if unread > 0 else "")
+    if unread > 0:
+        return _("{busy}/{read} GPUs busy ({unread} not read)").format(
+            busy=h.busy, read=h.read, unread=unread
+        )
+    return _("{busy}/{read} GPUs busy").format(busy=h.busy, read=h.read)
 
 
 def header_line(h: Header, now: datetime) -> str:
@@ -171,16 +176,20 @@ def header_line(h: Header, now: datetime) -> str:
         # One figure per currency, the lab's first: never two currencies added.
         each = [(m.currency, m.cost, m.idle)] if m.cost or not m.others else []
         each += [(code, cost, idle) for code, (cost, idle) in m.others.items()]
-        parts.append(" + ".join(whole(cost, code) for code, cost, _ in each) + " this month")
-        parts.append(
-            " + ".join(whole(idle or Decimal(0), code) for code, _, idle in each) + " idle"
-        )
+        costs = " + ".join(whole(cost, code) for code, cost, _idle in each)
+        idles = " + ".join(whole(idle or Decimal(0), code) for code, _cost, idle in each)
+        parts.append(_("{money} this month").format(money=costs))
+        parts.append(_("{money} idle").format(money=idles))
     if h.money is not None and h.money.bill:
         parts.append(h.money.bill)
     if h.next_end is not None:
         name, at = h.next_end
         # The countdown before the name: at 80 columns a long name is what gets cut.
-        parts.append(f"next end {countdown(at, now)} {visible(name, 24)}")
+        parts.append(
+            _("next end {countdown} {name}").format(
+                countdown=countdown(at, now), name=visible(name, 24)
+            )
+        )
     parts.append(short_path(visible(h.ledger)))
     return " · ".join(parts)
 

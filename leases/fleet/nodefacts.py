@@ -17,6 +17,7 @@ from leases.alerts import state as alertstate
 from leases.alerts.state import StoredAlert
 from leases.core.auditentry import AuditEntry
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 from leases.core.models import Lease, Node, Resource
 from leases.ledger.store import Ledger
 from leases.money import billing, leasecost, renewals
@@ -71,6 +72,25 @@ def lease_life(leases: Sequence[Lease], at: datetime) -> tuple[datetime, datetim
     last = chain[-1]
     stop = last.ended_at or (last.end if last.end is not None and last.end < at else None)
     return chain[0].start, min(stop or at, at)
+
+
+# A lease's state (ChainLease.state: compared in code, so English) in words to show.
+STATE_WORDS = {
+    "cancelled": N_("cancelled"),
+    "not started": N_("not started"),
+    "ended at its end (not recorded)": N_("ended at its end (not recorded)"),
+    "billing by the hour past its end": N_("billing by the hour past its end"),
+    "billing now": N_("billing now"),
+    "renewed": N_("renewed"),
+    "ended": N_("ended"),
+    "open": N_("open"),
+}
+
+
+def state_word(state: str) -> str:
+    """A ChainLease.state in the language in use."""
+    word = STATE_WORDS.get(state)
+    return _(word) if word else state
 
 
 def _state(le: Lease, now: BillingNow | None, at: datetime) -> str:

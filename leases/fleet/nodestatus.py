@@ -8,13 +8,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from leases.core.i18n import LANGS, N_, _, catalogue
 from leases.core.models import GpuSample, Node, NodeHealth, NodeStatus
 from leases.telemetry.history import busy_verdict
+from leases.telemetry.words import health_word
 
 # A stored reading older than this many poll intervals (and at least STALE_MIN_S) means
 # nobody reads the node any more (the collector stopped?).
 STALE_INTERVALS = 6
 STALE_MIN_S = 30.0
+# A stale status's detail, said in the language in use when it was made.
+STALE = N_("stale: last reading {at}")
 
 
 def stale_after_s(interval_s: float) -> float:
@@ -36,40 +40,46 @@ def unless_stale(status: NodeStatus, stale_before: datetime | None = None) -> No
         return NodeStatus(
             status.node,
             NodeHealth.CONNECTING,
-            f"stale: last reading {status.checked.astimezone():%H:%M:%S}",
+            _(STALE).format(at=f"{status.checked.astimezone():%H:%M:%S}"),
         )
     return status
 
 
 def refused(name: str, problem: str) -> NodeStatus:
     """A node whose stored row holds a refused value: never polled."""
-    return NodeStatus(name, NodeHealth.REFUSED, f"not polled: {problem}")
+    return NodeStatus(name, NodeHealth.REFUSED, _("not polled: {problem}").format(problem=problem))
 
 
 def is_stale(status: NodeStatus) -> bool:
-    return status.health is NodeHealth.CONNECTING and status.detail.startswith("stale")
+    if status.health is not NodeHealth.CONNECTING:
+        return False
+    return any(
+        status.detail.startswith(catalogue(lang).gettext(STALE).partition("{")[0]) for lang in LANGS
+    )
 
 
 # How a health reads to a person: the fleet table's state column, the dashboard's status
 # line and the CLI's summary all say it with these words (short enough for the column;
 # the detail line under the table says the rest). A health not here reads as its value.
 HEALTH_LABEL = {
-    NodeHealth.AUTH_FAILED: "auth failed",
-    NodeHealth.UNTRUSTED: "untrusted key",
-    NodeHealth.HOSTKEY_CHANGED: "KEY CHANGED",
-    NodeHealth.NO_NVIDIA_SMI: "no nvidia-smi",
-    NodeHealth.DRIVER_NOT_LOADED: "no driver",
-    NodeHealth.DRIVER_MISMATCH: "needs reboot",
-    NodeHealth.NVML_LIBRARY_MISSING: "no NVML lib",
-    NodeHealth.NVML_PERMISSION: "NVML denied",
-    NodeHealth.GPU_LOST: "GPU lost",
-    NodeHealth.GARBAGE: "bad output",
-    NodeHealth.NO_NVML: "no NVML",
+    NodeHealth.AUTH_FAILED: N_("auth failed"),
+    NodeHealth.UNTRUSTED: N_("untrusted key"),
+    NodeHealth.HOSTKEY_CHANGED: N_("KEY CHANGED"),
+    NodeHealth.NO_NVIDIA_SMI: N_("no nvidia-smi"),
+    NodeHealth.DRIVER_NOT_LOADED: N_("no driver"),
+    NodeHealth.DRIVER_MISMATCH: N_("needs reboot"),
+    NodeHealth.NVML_LIBRARY_MISSING: N_("no NVML lib"),
+    NodeHealth.NVML_PERMISSION: N_("NVML denied"),
+    NodeHealth.GPU_LOST: N_("GPU lost"),
+    NodeHealth.GARBAGE: N_("bad output"),
+    NodeHealth.NO_NVML: N_("no NVML"),
 }
 
 
 def health_label(health: NodeHealth) -> str:
-    return HEALTH_LABEL.get(health, health.value)
+    """The health's words in the language in use (its value's, for one not above)."""
+    label = HEALTH_LABEL.get(health)
+    return _(label) if label else health_word(health)
 
 
 def health_counts(statuses: Iterable[NodeStatus]) -> dict[str, int]:
@@ -85,7 +95,8 @@ def health_summary(statuses: Iterable[NodeStatus]) -> str:
     """'2 ok, 1 needs reboot': how many nodes are in each health, in the words the fleet
     table uses."""
     counts = health_counts(statuses)
-    return ", ".join(f"{n} {h}" for h, n in sorted(counts.items())) or "no readings yet"
+    said = [_("{n} {health}").format(n=n, health=h) for h, n in sorted(counts.items())]
+    return _(", ").join(said) or _("no readings yet")
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
+from leases.core.i18n import _
+
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 # socket.getaddrinfo's shape: (host, port, family, type, proto, flags) -> [(f, t, p, c, sa)]
 Resolver = Callable[..., list[tuple[Any, ...]]]
@@ -143,9 +145,11 @@ def refusal(host: str) -> str | None:
     without resolving it; None when it may be."""
     what = canonical(host)
     if isinstance(what, str):
-        return f"{what} is a cloud metadata service" if what in METADATA_NAMES else None
+        if what in METADATA_NAMES:
+            return _("{host} is a cloud metadata service").format(host=what)
+        return None
     if is_refused_address(what):
-        return f"{what} is a link-local or cloud metadata address"
+        return _("{host} is a link-local or cloud metadata address").format(host=what)
     return None
 
 
@@ -153,7 +157,7 @@ def _checked(host: str, infos: list[tuple[Any, ...]]) -> str | None:
     for info in infos:
         said = refusal(str(info[4][0]))
         if said is not None:
-            return f"{_ascii_name(host)} resolves to {said}"
+            return _("{host} resolves to {said}").format(host=_ascii_name(host), said=said)
     return None
 
 
@@ -186,7 +190,7 @@ def _guarded_getaddrinfo(
     said = said or _checked(name, infos)
     if said is not None:
         _local.refused.append(said)
-        raise RefusedAddress(f"not sent: {said}")
+        raise RefusedAddress(_("not sent: {why}").format(why=said))
     return infos
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from leases.core.i18n import pgettext
 from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.notify.url import Target, TargetKind
@@ -50,10 +51,21 @@ def _cut_bytes(text: str, limit: int) -> str:
     return data[: limit - 3].decode(errors="ignore") + "…"
 
 
+def severity_word(severity: str) -> str:
+    """A severity's word in the language in use ("critical": "严重")."""
+    return {
+        "info": pgettext("severity", "info"),
+        "warning": pgettext("severity", "warning"),
+        "critical": pgettext("severity", "critical"),
+    }.get(severity, severity)
+
+
 def render(message: Message) -> tuple[str, str]:
-    """Title and body as sent: controls made visible, lengths bounded. "zuka" is in the
-    title so that a DingTalk robot's keyword check can ask for it."""
-    title = f"[zuka] {message.severity.value}: {visible(message.title, TITLE_CHARS)}"
+    """Title and body as sent, in the language in use (the sending process's): controls
+    made visible, lengths bounded. "zuka" is in the title so that a DingTalk robot's
+    keyword check can ask for it."""
+    severity = severity_word(message.severity.value)
+    title = f"[zuka] {severity}: {visible(message.title, TITLE_CHARS)}"
     return title, visible(message.body, BODY_CHARS, keep_newlines=True)
 
 

@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from zoneinfo import ZoneInfo
 
 from leases.core.fields import DEFAULT_TZ
+from leases.core.i18n import ngettext
 from leases.core.severity import Severity
 from leases.core.textsafe import visible
-from leases.notify.message import BODY_CHARS, TITLE_CHARS, Message
+from leases.notify.message import BODY_CHARS, TITLE_CHARS, Message, severity_word
 from leases.notify.send import Sender, SendResult, send
 from leases.notify.url import Target, parse_target, scrub
 
@@ -281,9 +282,11 @@ class Notifier:
                 if not rows:
                     continue
                 worst = max((Severity(r[3]) for r in rows), key=lambda s: s.rank)
-                lines = [f"- [{r[3]}] {r[1]}: {str(r[2]).splitlines()[0] if r[2] else ''}"
-                         for r in rows]  # fmt: skip
-                title = f"daily digest: {len(rows)} message{'s' if len(rows) > 1 else ''}"
+                lines = [f"- [{severity_word(str(r[3]))}] {r[1]}: "
+                         f"{str(r[2]).splitlines()[0] if r[2] else ''}" for r in rows]  # fmt: skip
+                title = ngettext(
+                    "daily digest: {n} message", "daily digest: {n} messages", len(rows)
+                ).format(n=len(rows))
                 digest = Message(title, "\n".join(lines), worst, f"digest:{slot:%Y-%m-%d}")
                 self._insert(conn, t, digest, "pending", now)
                 conn.executemany(

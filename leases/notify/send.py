@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from leases.core.i18n import _
 from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.notify.host import Resolver, guarded, system_resolver
@@ -68,9 +69,9 @@ Sender = Callable[[Target, Message, float], SendResult]
 def _failure(exc: BaseException, timeout: float) -> str:
     reason: object = exc.reason if isinstance(exc, urllib.error.URLError) else exc
     if isinstance(reason, ConnectionRefusedError):
-        return "connection refused"
+        return _("connection refused")
     if isinstance(reason, TimeoutError):
-        return f"timed out after {timeout:g} s"
+        return _("timed out after {timeout:g} s").format(timeout=timeout)
     return visible(reason, 200)
 
 
@@ -165,7 +166,7 @@ def _opener(watch: _Watch) -> urllib.request.OpenerDirector:
 def _post_robot(target: Target, message: Message, timeout: float, watch: _Watch) -> SendResult:
     url, payload = robot_request(target, message, time.time())
     if urlsplit(url).scheme.lower() not in ("http", "https"):
-        return SendResult(target, False, "a robot's address must be http(s)://")
+        return SendResult(target, False, _("a robot's address must be http(s)://"))
     request = urllib.request.Request(
         url,
         data=json.dumps(payload, ensure_ascii=False).encode(),
@@ -193,12 +194,22 @@ def _post_robot(target: Target, message: Message, timeout: float, watch: _Watch)
             code = data.get(code_key)
             if code not in (None, 0):
                 said = visible(data.get(text_key, ""), 200) if text_key else ""
-                return SendResult(target, False, f"the robot answered {code_key} {code} {said}")
-    return SendResult(target, True, f"the {target.kind.value} robot accepted it")
+                return SendResult(
+                    target,
+                    False,
+                    _("the robot answered {key} {code} {said}").format(
+                        key=code_key, code=code, said=said
+                    ),
+                )
+    return SendResult(
+        target, True, _("the {kind} robot accepted it").format(kind=target.kind.value)
+    )
 
 
 def _redirected(code: int) -> str:
-    return f"the robot answered HTTP {code}, a redirect: not followed (give its final address)"
+    return _(
+        "the robot answered HTTP {code}, a redirect: not followed (give its final address)"
+    ).format(code=code)
 
 
 class _ThreadLog(logging.Handler):
@@ -222,7 +233,7 @@ def _send_apprise(target: Target, message: Message, timeout: float) -> SendResul
 
     plugin = apprise_plugin(target.url)
     if plugin is None:
-        return SendResult(target, False, "apprise does not understand this URL")
+        return SendResult(target, False, _("apprise does not understand this URL"))
     plugin.socket_connect_timeout = timeout
     plugin.socket_read_timeout = timeout
     # apprise follows HTTP redirects by default (a POST to json:// turned into a GET
@@ -242,16 +253,19 @@ def _send_apprise(target: Target, message: Message, timeout: float) -> SendResul
             )
         )
     except Exception as exc:  # a plugin's own bug must not end the worker
-        ok, log.lines = False, [f"apprise failed: {type(exc).__name__}: {exc}"]
+        ok, log.lines = (
+            False,
+            [_("apprise failed: {why}").format(why=f"{type(exc).__name__}: {exc}")],
+        )
     finally:
         logger.removeHandler(log)
     if ok:
-        return SendResult(target, True, "apprise sent it")
-    said = " ".join(log.lines[-2:]) or "apprise could not send it"
+        return SendResult(target, True, _("apprise sent it"))
+    said = " ".join(log.lines[-2:]) or _("apprise could not send it")
     # apprise words a refused connection and a timeout alike (at warning level); a failure
     # that took the whole timeout was the endpoint not answering.
     if time.monotonic() - started >= 0.9 * timeout:
-        said = f"timed out after {timeout:g} s ({said})"
+        said = _("timed out after {timeout:g} s ({said})").format(timeout=timeout, said=said)
     return SendResult(target, False, visible(said, 300))
 
 
@@ -277,7 +291,7 @@ def send(
                 detail = f"{type(exc).__name__}: {visible(exc, 200)}"
                 result = SendResult(target, False, detail)
             if refused and not result.ok:  # apprise words it as a mere connection error
-                result = SendResult(target, False, f"not sent: {refused[-1]}")
+                result = SendResult(target, False, _("not sent: {why}").format(why=refused[-1]))
             box.append(result)
 
     thread = threading.Thread(target=work, name="zuka-send", daemon=True)
@@ -285,7 +299,9 @@ def send(
     thread.join(timeout)
     if not box:
         watch.abort()
-        result = SendResult(target, False, f"timed out after {timeout:g} s")
+        result = SendResult(
+            target, False, _("timed out after {timeout:g} s").format(timeout=timeout)
+        )
     else:
         result = box[0]
     return SendResult(target, result.ok, visible(scrub(target, result.detail), 300))

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.textsafe import is_clean, visible
 from leases.notify.host import Resolver, resolved_refusal, system_resolver
 
@@ -79,13 +80,13 @@ def parse_target(url: str, *, resolve: Resolver = system_resolver) -> Target:
     """A configured URL checked and classified; InputError (field notify.urls) if unusable.
     Errors show the URL masked. resolve: how a host name is resolved (tests inject one)."""
     if not url.strip():
-        raise InputError(FIELD, url, "a notification URL must not be empty")
+        raise InputError(FIELD, url, _("a notification URL must not be empty"))
     if not is_clean(url) or any(c.isspace() for c in url):
         # urllib refuses these only when sending, quoting the whole URL (and its token).
         raise InputError(
             FIELD,
             mask_url(url),
-            "must not contain spaces or control characters (percent-encode them: %20)",
+            _("must not contain spaces or control characters (percent-encode them: %20)"),
         )
     try:
         robot = _robot_kind(url)  # urlsplit: ValueError on "http://[::1" and the like
@@ -94,29 +95,33 @@ def parse_target(url: str, *, resolve: Resolver = system_resolver) -> Target:
         # Resolved only where the host is the server: many apprise URLs hold a token there.
         port = parts.port if robot or parts.scheme.lower() in _HOST_SCHEMES else None
     except ValueError:
-        raise InputError(FIELD, mask_url(url), "not a well-formed URL") from None
+        raise InputError(FIELD, mask_url(url), _("not a well-formed URL")) from None
     said = resolved_refusal(
         host, port, resolve if robot or parts.scheme.lower() in _HOST_SCHEMES else None
     )
     if said is not None:
-        raise InputError(FIELD, mask_url(url), f"not a notification URL: {visible(said, 200)}")
+        raise InputError(
+            FIELD, mask_url(url), _("not a notification URL: {why}").format(why=visible(said, 200))
+        )
     if robot is not None:
         kind, web = robot
         parts = urlsplit(web)
         if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
             raise InputError(
-                FIELD, mask_url(url), f"after {kind.value}+ must come an http(s):// address"
+                FIELD,
+                mask_url(url),
+                _("after {kind}+ must come an http(s):// address").format(kind=kind.value),
             )
         if not url.isascii():
             raise InputError(
                 FIELD,
                 mask_url(url),
-                "a robot's address must be plain ASCII (percent-encode other characters)",
+                _("a robot's address must be plain ASCII (percent-encode other characters)"),
             )
         query = parse_qsl(parts.query, keep_blank_values=True)
         secrets = [v for k, v in query if k == "secret"]
         if secrets and kind is TargetKind.WECOM:
-            raise InputError(FIELD, mask_url(url), "WeCom robots take no secret")
+            raise InputError(FIELD, mask_url(url), _("WeCom robots take no secret"))
         rest = urlencode([(k, v) for k, v in query if k != "secret"])
         endpoint = urlunsplit((parts.scheme, parts.netloc, parts.path, rest, ""))
         return Target(url, kind, endpoint, secrets[-1] if secrets else "")
@@ -124,11 +129,13 @@ def parse_target(url: str, *, resolve: Resolver = system_resolver) -> Target:
         raise InputError(
             FIELD,
             mask_url(url),
-            "a plain web address is not a notification URL: prefix a chat robot's address "
-            "with dingtalk+, feishu+ or wecom+, or use apprise's json:// for a JSON POST",
+            _(
+                "a plain web address is not a notification URL: prefix a chat robot's address "
+                "with dingtalk+, feishu+ or wecom+, or use apprise's json:// for a JSON POST"
+            ),
         )
     if apprise_plugin(url) is None:
-        raise InputError(FIELD, mask_url(url), "not a URL that apprise knows")
+        raise InputError(FIELD, mask_url(url), _("not a URL that apprise knows"))
     return Target(url, TargetKind.APPRISE, url)
 
 
@@ -211,7 +218,7 @@ def _secrets_of(target: Target) -> list[str]:
             parts = urlsplit(url)
         except ValueError:
             continue
-        found.update(v for _, v in parse_qsl(parts.query, keep_blank_values=True))
+        found.update(v for _k, v in parse_qsl(parts.query, keep_blank_values=True))
         found.update(p.partition("=")[2] for p in parts.query.split("&"))
         found.update(s for s in parts.path.split("/") if _looks_secret(s))
         if "@" in parts.netloc:

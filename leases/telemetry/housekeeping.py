@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from leases.core.errors import InputError, LedgerError, said
+from leases.core.i18n import _
 from leases.core.models import Node, NodeState
 from leases.ledger.store import Ledger
 from leases.telemetry.promtarget import ledger_nodes
@@ -77,5 +78,5 @@ class Housekeeping:
         try:
             check(ledger, config, lambda: now, self._alert_cache)
         except (InputError, LedgerError) as exc:
-            return f"alerts not evaluated: {said(exc)}"
+            return _("alerts not evaluated: {why}").format(why=said(exc))
         return None

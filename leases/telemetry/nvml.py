@@ -22,10 +22,10 @@ from leases.telemetry.nvsmi import (
     EXTRA_MAX_SM_CLOCK,
     EXTRA_PERSISTENCE,
     EXTRA_THROTTLE_REASONS,
-    human_reason,
 )
 from leases.telemetry.owners import local_owner
 from leases.telemetry.procinfo import local_info
+from leases.telemetry.words import REASONS
 
 _T = TypeVar("_T")
 
@@ -97,7 +97,8 @@ class NvmlReader:
             if health is NodeHealth.NO_NVML:
                 message = f"no NVML on this host: {err}"
             else:
-                message = f"NVML did not start on this host: {human_reason(health)} ({err})"
+                # Kept (a poll gap's detail): in English, as REASONS holds it.
+                message = f"NVML did not start on this host: {REASONS[health]} ({err})"
             raise NvmlUnavailable(message, health) from err
         self._open = True
         self._driver_version = self._field(lambda: _text(nvml.nvmlSystemGetDriverVersion()))
@@ -132,7 +133,7 @@ class NvmlReader:
         except self._nvml.NVMLError as err:
             if getattr(err, "value", None) == _ERROR_GPU_IS_LOST:
                 raise NvmlUnavailable(
-                    f"{human_reason(NodeHealth.GPU_LOST)} ({err})", NodeHealth.GPU_LOST
+                    f"{REASONS[NodeHealth.GPU_LOST]} ({err})", NodeHealth.GPU_LOST
                 ) from err
             return None
 

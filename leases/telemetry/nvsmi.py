@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Literal
 
 from leases.core.models import GpuProcess, GpuSample, NodeHealth
+from leases.telemetry.words import reason
 
 
 class NvsmiParseError(ValueError):
@@ -522,35 +523,9 @@ def classify_failure(exit_status: int | None, stdout: str, stderr: str) -> NodeH
     return NodeHealth.GARBAGE
 
 
-_REASONS: dict[NodeHealth, str] = {
-    NodeHealth.OK: "ok",
-    NodeHealth.CONNECTING: "connecting",
-    NodeHealth.UNREACHABLE: "unreachable: the node does not answer",
-    NodeHealth.TIMEOUT: "timed out waiting for the node",
-    NodeHealth.AUTH_FAILED: "ssh login refused: check the user and key",
-    NodeHealth.UNTRUSTED: "new host key: accept its fingerprint before zuka connects",
-    NodeHealth.HOSTKEY_CHANGED: "host key changed: refused (reinstalled node or interception)",
-    NodeHealth.NO_NVIDIA_SMI: "nvidia-smi not found on the node",
-    NodeHealth.DRIVER_NOT_LOADED: "the NVIDIA driver is not loaded on the node",
-    NodeHealth.DRIVER_MISMATCH: "driver/library version mismatch: the node needs a reboot",
-    NodeHealth.NVML_LIBRARY_MISSING: (
-        "the NVIDIA driver's user-space library (libnvidia-ml.so) is missing: install the"
-        " driver's utils package, or mount it into the container (NVIDIA container toolkit)"
-    ),
-    NodeHealth.NVML_PERMISSION: (
-        "NVML refuses the login user (Insufficient Permissions): let it open /dev/nvidia*"
-        " (the video or render group), or allow the devices in the container's device cgroup"
-    ),
-    NodeHealth.GPU_LOST: "a GPU is lost (fell off the bus): the node needs a reboot or repair",
-    NodeHealth.GARBAGE: "nvidia-smi printed output zuka could not read",
-    NodeHealth.NO_NVML: "no NVML on this host",
-    NodeHealth.REFUSED: "zuka will not connect to it as the ledger or ~/.ssh/config asks",
-}
-
-
 def human_reason(health: NodeHealth) -> str:
     """A short line for the user saying what a NodeHealth means."""
-    return _REASONS[health]
+    return reason(health)
 
 
 __all__ = [

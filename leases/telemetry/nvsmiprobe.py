@@ -15,9 +15,9 @@ from leases.telemetry.nvsmi import (
     REQUIRED_FIELDS,
     check_fields,
     classify_failure,
-    human_reason,
     query_command,
 )
+from leases.telemetry.words import REASONS
 
 
 class NvsmiProbeError(RuntimeError):
@@ -138,4 +138,5 @@ def checked_probe(fields: object, driver: object) -> tuple[str, ...] | None:
 def _failure_message(health: NodeHealth, result: CommandOutput) -> str:
     said = (result.stderr.strip() or result.stdout.strip()).splitlines()
     detail = f" ({said[0][:200]})" if said else ""
-    return f"{human_reason(health)}; exit status {result.exit_status}{detail}"
+    # Kept (a poll gap's detail): in English, as REASONS holds it.
+    return f"{REASONS[health]}; exit status {result.exit_status}{detail}"

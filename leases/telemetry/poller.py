@@ -41,6 +41,7 @@ from leases.telemetry.nvml import NvmlReader, NvmlUnavailable
 from leases.telemetry.probecache import Probe, ProbeBook, ProbeCache
 from leases.telemetry.promtarget import is_prometheus
 from leases.telemetry.rollups import HistoryStore
+from leases.telemetry.words import REASONS
 
 if TYPE_CHECKING:  # imported by the collector and the dashboard, which make one
     from leases.alerts.watch import AlertWatch
@@ -285,7 +286,7 @@ class Poller:
     ) -> None:
         health = nvsmi.classify_failure(status, stdout, stderr)
         said = (stderr.strip() or stdout.strip()).splitlines()
-        detail = nvsmi.human_reason(health) + (f": {said[0][:200]}" if said else "")
+        detail = REASONS[health] + (f": {said[0][:200]}" if said else "")  # stored: English
         if health is NodeHealth.GARBAGE:
             self._unprobe(state)
         self._bad(state, health, detail)

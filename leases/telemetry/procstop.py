@@ -20,6 +20,7 @@ import shlex
 from dataclasses import dataclass
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.telemetry.procinfo import (
     BOOT_ID,
@@ -59,19 +60,23 @@ class Answer:
 def check_pid(pid: int) -> int:
     """pid as a signal may take it: a single process, never init, a group or everyone."""
     if isinstance(pid, bool) or not isinstance(pid, int) or not 1 < pid <= MAX_PID:
-        raise InputError("pid", pid, f"a process id from 2 to {MAX_PID}: never 1, 0 or negative")
+        raise InputError(
+            "pid",
+            pid,
+            _("a process id from 2 to {max}: never 1, 0 or negative").format(max=MAX_PID),
+        )
     return pid
 
 
 def split_start(start: str) -> tuple[str, int, str | None]:
     """(boot id, start ticks, cksum of the command line's raw bytes or None) of a start
     token "BOOT_ID:TICKS:CKSUM" or "BOOT_ID:TICKS"; InputError otherwise."""
-    boot, _, rest = start.partition(":")
+    boot, _sep, rest = start.partition(":")
     ticks, colon, ck = rest.partition(":")
     if not (
         BOOT_ID.fullmatch(boot) and TICKS.fullmatch(ticks) and (not colon or CKSUM.fullmatch(ck))
     ):
-        raise InputError("start", visible(start, 80), "not a process start read by zuka")
+        raise InputError("start", visible(start, 80), _("not a process start read by zuka"))
     return boot, int(ticks), ck or None
 
 
@@ -79,7 +84,7 @@ def check_cmdline(cmdline: str) -> str:
     if len(cmdline.encode("utf-8", "surrogateescape")) > MAX_CMDLINE or any(
         ch in cmdline for ch in "\0\n\r"
     ):
-        raise InputError("cmdline", visible(cmdline, 80), "not a command line read by zuka")
+        raise InputError("cmdline", visible(cmdline, 80), _("not a command line read by zuka"))
     return cmdline
 
 
@@ -96,7 +101,7 @@ def stop_command(pid: int, start: str, cmdline: str, signal: str | None) -> str:
             f" else echo {STOP_MARK} failed $e; fi"
         )
     else:
-        raise InputError("signal", signal, f"one of {', '.join(SIGNALS)}")
+        raise InputError("signal", signal, _("one of {choices}").format(choices=", ".join(SIGNALS)))
     if ck is not None:
         # The command line's raw bytes compared by their cksum: a command line that is not
         # UTF-8, or cut mid-character, is still itself (the text shown is decoded).

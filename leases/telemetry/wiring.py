@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from leases.core.clock import Clock, utc_now
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import Node
 from leases.ledger.paths import sim_trust_store, trust_store
 from leases.ledger.store import Ledger
@@ -39,7 +40,9 @@ def polled_nodes(ledger: Ledger, names: list[str] | None = None) -> list[Node]:
         nodes = ledger_nodes(ledger, [ledger.node(n) for n in names])
         for node in nodes:
             if node.problem:
-                raise InputError("node", node.name, f"not polled: {node.problem}")
+                raise InputError(
+                    "node", node.name, _("not polled: {problem}").format(problem=node.problem)
+                )
         return nodes
     return fleet_nodes(ledger)[0]
 

@@ -17,10 +17,12 @@ from zoneinfo import ZoneInfo
 from leases.alerts import state as alertstate
 from leases.alerts.state import Changed, State, StoredAlert
 from leases.alerts.watch import check
+from leases.alerts.wording import kind_word, node_shown, severity_word, state_word
 from leases.config.load import load_user_config
 from leases.config.sections import Config
 from leases.core import fields
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from tui.cli import output
@@ -56,31 +58,38 @@ def alert_json(a: StoredAlert, now: Any) -> dict[str, Any]:
 def _hidden(ledger: Ledger, now: datetime) -> str:
     """'no open alerts (1 acknowledged, 1 snoozed: zuka alerts --all)', or 'no alerts'."""
     states = Counter(a.state(now) for a in alertstate.alerts(ledger, now, everything=True))
-    said = [
-        f"{states[s]} {word}"
-        for s, word in ((State.ACKED, "acknowledged"), (State.SNOOZED, "snoozed"))
-        if states[s]
-    ]
-    return f"no open alerts ({', '.join(said)}: zuka alerts --all)" if said else "no alerts"
+    said = []
+    if states[State.ACKED]:
+        said.append(_("{n} acknowledged").format(n=states[State.ACKED]))
+    if states[State.SNOOZED]:
+        said.append(_("{n} snoozed").format(n=states[State.SNOOZED]))
+    if not said:
+        return _("no alerts")
+    return _("no open alerts ({said}: zuka alerts --all)").format(said=_(", ").join(said))
+
+
+# The text table's columns (shown with _; --json keeps its own keys).
+HEADERS = (N_("ID"), N_("SEVERITY"), N_("STATE"), N_("NODE"), N_("KIND"), N_("SINCE"),
+           N_("MESSAGE"), N_("ACTION"))  # fmt: skip
 
 
 def _print(
     rows: list[StoredAlert], as_json: bool, now: datetime, out: TextIO, tz: ZoneInfo,
-    empty: str = "no alerts", columns: int | None = None,
+    empty: str = "", columns: int | None = None,
 ) -> None:  # fmt: skip
     if as_json:
         output.dump_json([alert_json(a, now) for a in rows], out)
         return
     if not rows:
-        out.write(empty + "\n")
+        out.write((empty or _("no alerts")) + "\n")
         return
     table = [
         (
             a.id,
-            a.severity.value,
-            a.state(now).value,
-            visible(a.node, 40),
-            a.kind,
+            severity_word(a.severity.value),
+            state_word(a.state(now).value),
+            visible(node_shown(a.node), 40),
+            kind_word(a.kind),
             f"{a.first_seen.astimezone(tz):%m-%d %H:%M}",
             visible(a.message, 200),
             visible(a.action, 400),
@@ -89,8 +98,8 @@ def _print(
     ]
     # Times in the billing zone (as `zuka log` and the dashboard), named once above.
     out.write(zone_header(tz.key, now) + "\n")
-    headers = ("ID", "SEVERITY", "STATE", "NODE", "KIND", "SINCE", "MESSAGE", "ACTION")
-    output.fit_table(headers, table, out, columns=columns, below=("MESSAGE", "ACTION"))
+    headers = tuple(_(h) for h in HEADERS)
+    output.fit_table(headers, table, out, columns=columns, below=headers[-2:])
 
 
 def _zone(config: Config) -> ZoneInfo:
@@ -107,11 +116,11 @@ def _id(value: str) -> int:
     try:
         number = int(value)
     except ValueError:
-        raise InputError("id", value, "an alert id: a whole number (see zuka alerts)") from None
+        raise InputError("id", value, _("an alert id: a whole number (see zuka alerts)")) from None
     if number <= 0:
-        raise InputError("id", value, "an alert id: a whole number (see zuka alerts)")
+        raise InputError("id", value, _("an alert id: a whole number (see zuka alerts)"))
     if number >= 2**63:  # beyond SQLite's INTEGER: no row can have it
-        raise InputError("id", value, f"no alert {number} (see zuka alerts --all)")
+        raise InputError("id", value, _("no alert {id} (see zuka alerts --all)").format(id=number))
     return number
 
 
@@ -148,11 +157,28 @@ def check_now(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+_CHANGE_WORDS = {
+    "new": N_("new"),
+    "escalated": N_("escalated"),
+    "reopened": N_("reopened"),
+    "cleared": N_("cleared"),
+}
+
+
 def _print_changes(changes: list[Changed], out: TextIO) -> None:
     told = [c for c in changes if c.change.value != "updated"]
     for c in told:
+        said = _CHANGE_WORDS.get(c.change.value)
         out.write(
-            visible(f"{c.change.value}: #{c.alert.id} {c.alert.kind} on {c.alert.node}") + "\n"
+            visible(
+                _("{change}: #{id} {kind} on {node}").format(
+                    change=_(said) if said else c.change.value,
+                    id=c.alert.id,
+                    kind=kind_word(c.alert.kind),
+                    node=node_shown(c.alert.node),
+                )
+            )
+            + "\n"
         )
     if told:
         out.write("\n")
@@ -167,7 +193,14 @@ def ack(args: argparse.Namespace, out: TextIO) -> int:
         if args.json:
             output.dump_json(alert_json(done, now), out)
         else:
-            out.write(visible(f"acknowledged #{done.id} ({done.kind} on {done.node})") + "\n")
+            out.write(
+                visible(
+                    _("acknowledged #{id} ({kind} on {node})").format(
+                        id=done.id, kind=kind_word(done.kind), node=node_shown(done.node)
+                    )
+                )
+                + "\n"
+            )
     return 0
 
 
@@ -182,7 +215,14 @@ def snooze(args: argparse.Namespace, out: TextIO) -> int:
             output.dump_json(alert_json(done, now), out)
         else:
             out.write(
-                visible(f"snoozed #{done.id} ({done.kind} on {done.node}) until "
-                        f"{until.astimezone(tz):%Y-%m-%d %H:%M %Z}") + "\n"
-            )  # fmt: skip
+                visible(
+                    _("snoozed #{id} ({kind} on {node}) until {until}").format(
+                        id=done.id,
+                        kind=kind_word(done.kind),
+                        node=node_shown(done.node),
+                        until=f"{until.astimezone(tz):%Y-%m-%d %H:%M %Z}",
+                    )
+                )
+                + "\n"
+            )
     return 0

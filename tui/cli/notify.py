@@ -8,6 +8,7 @@ from typing import TextIO
 
 from leases.config.load import load_user_config
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.notify.message import Message
@@ -20,18 +21,18 @@ def test(args: argparse.Namespace, out: TextIO) -> int:
     """Exit 0 when every URL took the message, 1 when one did not, 2 when there is none."""
     config = load_user_config(args.config)
     for warning in config.warnings:
-        print(f"zuka: warning: {visible(warning)}", file=sys.stderr)
+        print(_("zuka: warning: {warning}").format(warning=visible(warning)), file=sys.stderr)
     urls = [args.url] if args.url else list(config.notify.urls)
     if not urls:
         raise InputError(
             "notify.urls",
             None,
-            "no notification URL configured: add urls to [notify] or pass --url",
+            _("no notification URL configured: add urls to [notify] or pass --url"),
         )
     targets = [parse_target(u) for u in urls]
     message = Message(
-        "test message",
-        "zuka notify test: if you read this, notifications reach you.",
+        _("test message"),
+        _("zuka notify test: if you read this, notifications reach you."),
         Severity.INFO,
         "notify-test",
     )
@@ -42,6 +43,6 @@ def test(args: argparse.Namespace, out: TextIO) -> int:
         )
     else:
         for r in results:
-            word = "sent to" if r.ok else "failed:"
-            print(f"{word} {r.target.masked}: {visible(r.detail)}", file=out)
+            said = _("sent to {url}: {detail}") if r.ok else _("failed: {url}: {detail}")
+            print(said.format(url=r.target.masked, detail=visible(r.detail)), file=out)
     return 0 if all(r.ok for r in results) else 1

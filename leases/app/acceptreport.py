@@ -16,36 +16,41 @@ from zoneinfo import ZoneInfo
 from leases.app.acceptance import Stored, told
 from leases.core import fields
 from leases.core.acceptance import CheckResult, Evidence, Level, Status
-from leases.core.i18n import N_, _
+from leases.core.i18n import _, pgettext
 from leases.core.models import Interconnect
 from leases.core.textsafe import visible
 
 # What one evidence block shows at most in the report (the ledger keeps more).
 REPORT_EVIDENCE_MAX = 64 * 1024
 
-# The words a person reads for a status and a level (JSON keeps the values).
-STATUS_WORDS = {
-    Status.PASSED: N_("passed"),
-    Status.WARNED: N_("warned"),
-    Status.FAILED: N_("failed"),
-    Status.SKIPPED: N_("skipped"),
-    Status.NOT_CHECKED: N_("not checked"),
-}
-LINK_WORDS = {
-    Interconnect.NVLINK: N_("nvlink"),
-    Interconnect.PCIE: N_("pcie"),
-    Interconnect.UNKNOWN: N_("unknown"),
-}
-LEVEL_WORDS = {Level.QUICK: N_("quick"), Level.STANDARD: N_("standard"), Level.BURN: N_("burn")}
-
-
 def status_words(status: Status) -> str:
-    """ "not checked", "通过": a status as a person reads it."""
-    return _(STATUS_WORDS[status])
+    """ "not checked", "未检查": a status as a person reads it (JSON keeps the value)."""
+    words = {
+        Status.PASSED: pgettext("acceptance", "passed"),
+        Status.WARNED: pgettext("acceptance", "warned"),
+        Status.FAILED: pgettext("acceptance", "failed"),
+        Status.SKIPPED: pgettext("acceptance", "skipped"),
+        Status.NOT_CHECKED: pgettext("acceptance", "not checked"),
+    }
+    return words[status]
 
 
 def level_words(level: Level) -> str:
-    return _(LEVEL_WORDS[level])
+    words = {
+        Level.QUICK: pgettext("acceptance level", "quick"),
+        Level.STANDARD: pgettext("acceptance level", "standard"),
+        Level.BURN: pgettext("acceptance level", "burn"),
+    }
+    return words[level]
+
+
+def link_words(link: Interconnect) -> str:
+    words = {
+        Interconnect.NVLINK: pgettext("interconnect", "nvlink"),
+        Interconnect.PCIE: pgettext("interconnect", "pcie"),
+        Interconnect.UNKNOWN: pgettext("interconnect", "unknown"),
+    }
+    return words[link]
 
 
 def returnable_words(s: Stored) -> str:
@@ -187,7 +192,7 @@ def report_md(s: Stored) -> str:
         vram = (
             unknown if sold.vram_gib is None else _("{gib} GiB per GPU").format(gib=sold.vram_gib)
         )
-        links = _(LINK_WORDS[sold.interconnect])
+        links = link_words(sold.interconnect)
         if sold.nvlinks is not None:
             links = _("{links}, {count} NVLinks per GPU pair").format(
                 links=links, count=sold.nvlinks

@@ -13,15 +13,16 @@ import shlex
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from leases.accept.words import interconnect_words
 from leases.app.acceptance import Stored, told
 from leases.core import fields
 from leases.core.acceptance import CheckResult, Evidence, Level, Status
 from leases.core.i18n import _, pgettext
-from leases.core.models import Interconnect
 from leases.core.textsafe import visible
 
 # What one evidence block shows at most in the report (the ledger keeps more).
 REPORT_EVIDENCE_MAX = 64 * 1024
+
 
 def status_words(status: Status) -> str:
     """ "not checked", "未检查": a status as a person reads it (JSON keeps the value)."""
@@ -42,15 +43,6 @@ def level_words(level: Level) -> str:
         Level.BURN: pgettext("acceptance level", "burn"),
     }
     return words[level]
-
-
-def link_words(link: Interconnect) -> str:
-    words = {
-        Interconnect.NVLINK: pgettext("interconnect", "nvlink"),
-        Interconnect.PCIE: pgettext("interconnect", "pcie"),
-        Interconnect.UNKNOWN: pgettext("interconnect", "unknown"),
-    }
-    return words[link]
 
 
 def returnable_words(s: Stored) -> str:
@@ -192,7 +184,7 @@ def report_md(s: Stored) -> str:
         vram = (
             unknown if sold.vram_gib is None else _("{gib} GiB per GPU").format(gib=sold.vram_gib)
         )
-        links = link_words(sold.interconnect)
+        links = interconnect_words(sold.interconnect)
         if sold.nvlinks is not None:
             links = _("{links}, {count} NVLinks per GPU pair").format(
                 links=links, count=sold.nvlinks

@@ -42,7 +42,8 @@ def _when(stored: Stored) -> str:
 def _line(r: CheckResult) -> str:
     status = status_words(r.status)
     pad = " " * max(0, 11 - cell_len(status))
-    return f"  {status}{pad} {visible(r.title, 80)}: {visible(r.words, 600)}"
+    said = _("{title}: {words}").format(title=visible(r.title, 80), words=visible(r.words, 600))
+    return f"  {status}{pad} {said}"
 
 
 def accept(args: argparse.Namespace, out: TextIO) -> int:

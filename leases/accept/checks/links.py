@@ -17,7 +17,7 @@ from leases.accept.parse.nvlink import parse_nvlink
 from leases.accept.parse.smiquery import SmiRows
 from leases.accept.parse.topo import parse_topo
 from leases.accept.probe import missing_tool, why_unread
-from leases.accept.words import N_, _
+from leases.accept.words import N_, _, interconnect_words
 from leases.core.acceptance import CheckResult, Level, Status
 from leases.core.models import Interconnect
 from leases.core.textsafe import visible
@@ -61,7 +61,7 @@ def judge_topology(topo: Topology, sold: Sold) -> list[CheckResult]:
     if sold.interconnect is not Interconnect.NVLINK:
         words = (
             _("sold as {interconnect}; found {found}").format(
-                interconnect=sold.interconnect.value, found=found
+                interconnect=interconnect_words(sold.interconnect), found=found
             )
             if sold.interconnect is Interconnect.PCIE
             else _("the lease records no interconnect to compare; found {found}").format(

@@ -214,3 +214,22 @@ def test_ssh_connection_failures_and_pasted_passwords_are_chinese() -> None:
         assert dropped is not None and dropped.startswith("已丢弃粘贴内容中的密码行")
     with using(EN):
         assert classify(ConnectionRefusedError(111, "refused"), 10)[1] == "connection refused"
+
+
+# tests/metrics/test_listen.py's table of addresses the exporter refuses.
+BAD_LISTENS = ["", "9400", ":9400", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536",
+               "127.0.0.1:-1", "127.0.0.1:９４００", "127.0.0.1:94 00", "localhost:9400",
+               "::1:9400", "[::1]9400", "[::ffff:127.0.0.1]:9400", "unix:",
+               "unix:/" + "a" * 200, "127.0.0.1:94\x1b[2J"]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", BAD_LISTENS)
+def test_metrics_address_refusals_are_chinese(text: str) -> None:
+    from leases.metrics.listen import parse_listen
+
+    with using(ZH), pytest.raises(InputError) as err:
+        parse_listen(text)
+    assert err.value.field == "--metrics-listen"
+    assert CJK.search(err.value.reason), err.value.reason
+    said = err.value.reason.replace("localhost", " ")
+    assert stray_english(said, extra=["IPv", "unix", "PORT"]) == [], said

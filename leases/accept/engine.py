@@ -22,6 +22,7 @@ from leases.core.acceptance import CheckResult, Level, Status, Verdict
 from leases.core.i18n import EN
 from leases.core.models import Interconnect
 from leases.core.textsafe import visible
+from leases.ssh.faults import said_again
 
 LEVELS = (Level.QUICK, Level.STANDARD, Level.BURN)
 
@@ -123,7 +124,7 @@ async def _judged(check: Check, ctx: Context) -> Sequence[CheckResult]:
     """The check's findings in the language the checks speak now."""
     if ctx.probe.unreachable:
         why = _("not checked: the node could not be reached ({why})")
-        return [not_checked(check, why.format(why=ctx.probe.unreachable))]
+        return [not_checked(check, why.format(why=said_again(ctx.probe.unreachable)))]
     try:
         return await check.run(ctx)
     except Exception as exc:  # a defect of zuka's: said, never a pass

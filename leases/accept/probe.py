@@ -17,6 +17,7 @@ from leases.accept.words import _
 from leases.core.acceptance import Evidence
 from leases.core.textsafe import visible
 from leases.ssh.errors import CommandTimeout, SshError
+from leases.ssh.faults import said_again
 from leases.ssh.stream import CommandResult
 
 # What is kept of one stream of one command: `nvidia-smi -q -x` of 8 GPUs is ~150 KB.
@@ -120,7 +121,7 @@ def why_unread(ev: Evidence) -> str:
     that it is not on the node, no exit status, else the first line it printed (shown
     through visible) or its exit status."""
     if ev.failure:
-        return ev.failure
+        return said_again(ev.failure)
     if missing_tool(ev):
         return _("{tool}: not found").format(tool=ev.command.split(" ", 1)[0])
     if ev.exit_status is None:

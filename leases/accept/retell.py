@@ -22,6 +22,7 @@ from leases.accept.probe import Probe
 from leases.accept.words import _, speaking_now
 from leases.core.acceptance import CheckResult, Evidence, Verdict
 from leases.core.i18n import EN
+from leases.ssh.faults import said_again
 from leases.ssh.stream import CommandResult
 
 _NONCE = re.compile(r'NONCE = "([0-9a-f]{16,64})"')
@@ -100,7 +101,8 @@ def _unreached(r: CheckResult, titles: dict[str, str]) -> CheckResult | None:
     family = r.check.removesuffix(".run")
     if found is None or not r.check.endswith(".run") or family not in titles:
         return None
-    words = _("not checked: the node could not be reached ({why})").format(why=found.group(1))
+    why = said_again(found.group(1))
+    words = _("not checked: the node could not be reached ({why})").format(why=why)
     return CheckResult(r.check, _(titles[family]), r.status, words, r.expected, r.found,
                        r.evidence)  # fmt: skip
 

@@ -22,6 +22,7 @@ from leases.accept.engine import Check, PasswordProof, Sold, Throughput
 from leases.accept.localrun import LocalRunner, nvml_evidence
 from leases.accept.probe import Runner
 from leases.accept.window import returnable_until
+from leases.accept.words import speaking
 from leases.config.sections import AcceptConfig, Config
 from leases.core import fields
 from leases.core.acceptance import CheckResult, Evidence, Level, Status, Verdict
@@ -201,7 +202,8 @@ async def accept(
         throughput=None if node.local else throughput,
     )
     if node.local:
-        ctx.probe.record(await asyncio.to_thread(nvml_evidence, nvml))
+        with speaking(EN):  # evidence is stored: in English
+            ctx.probe.record(await asyncio.to_thread(nvml_evidence, nvml))
     shown: list[CheckResult] = []
     lang = language()
     try:

@@ -111,10 +111,9 @@ class Connector:
             else:
                 where = _("node {node}").format(node=hop_words(node))
             if isinstance(exc, HostKeyRejected):
-                raise HostKeyRejected(
-                    self.name, health, f"{where}: {message}", exc.offered
-                ) from exc
-            raise HopFailed(health, f"{where}: {message}") from exc
+                said = _("{where}: {why}").format(where=where, why=message)
+                raise HostKeyRejected(self.name, health, said, exc.offered) from exc
+            raise HopFailed(health, _("{where}: {why}").format(where=where, why=message)) from exc
         except BaseException:
             if route.hops:
                 self._jumps.release(route.hops)

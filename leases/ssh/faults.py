@@ -107,3 +107,32 @@ def hop_words(end: Endpoint) -> str:
 def describe(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+_WHERE_RE = re.compile(
+    r"node (?P<node>\S{1,300})(?: \(via jump host (?P<jump>\S{1,300})\))?: (?P<why>.*)", re.S
+)
+_TIMED_OUT_RE = re.compile(r"no answer: connect timed out after (?P<seconds>[0-9.]{1,12}) s")
+
+
+def said_again(words: str) -> str:
+    """A fault detail kept in English (acceptance evidence) in the language spoken now:
+    "node HOST: connection refused" and its fixed reasons; any other words as they are."""
+    found = _WHERE_RE.fullmatch(words)
+    if found is None:
+        return _reason(words)
+    if found["jump"]:
+        where = _("node {node} (via jump host {jump})").format(
+            node=found["node"], jump=found["jump"]
+        )
+    else:
+        where = _("node {node}").format(node=found["node"])
+    return _("{where}: {why}").format(where=where, why=_reason(found["why"]))
+
+
+def _reason(words: str) -> str:
+    timed = _TIMED_OUT_RE.fullmatch(words)
+    if timed is not None:
+        seconds = float(timed["seconds"])
+        return _("no answer: connect timed out after {seconds:g} s").format(seconds=seconds)
+    return _(words) if words else words

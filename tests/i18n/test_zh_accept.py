@@ -233,3 +233,17 @@ def test_metrics_address_refusals_are_chinese(text: str) -> None:
     assert CJK.search(err.value.reason), err.value.reason
     said = err.value.reason.replace("localhost", " ")
     assert stray_english(said, extra=["IPv", "unix", "PORT"]) == [], said
+
+
+def test_a_node_that_cannot_be_reached_is_said_in_chinese(cli: Cli) -> None:
+    assert cli("node", "add", "far", "--ssh", "ssh -p 1 root@127.0.0.1", "--gpus", "8").code == 0
+    ran = cli("accept", "far", "--lang", "zh_CN")
+    assert ran.code == 3, ran.err
+    assert "未检查：无法连接节点（节点 root@127.0.0.1:1：连接被拒绝）" in ran.out
+    assert "far：未检查（未检查 6 项；级别 快速，第 1 次）" in ran.out
+    data = ["far", "root@127.0.0.1:1", "Asia/Shanghai"]
+    assert stray_english(ran.out, data=data) == []
+    last = cli("accept", "far", "--last", "--lang", "zh_CN")
+    assert stray_english(last.out, data=data) == []
+    stored = json.loads(cli("accept", "far", "--last", "--json").out)
+    assert "node root@127.0.0.1:1: connection refused" in stored["results"][1]["words"]

@@ -17,6 +17,7 @@ from leases.accept.parse.smixml import parse_xml
 from leases.accept.words import _
 from leases.core.acceptance import CheckResult, Evidence, Status
 from leases.core.textsafe import visible
+from leases.ssh.faults import said_again
 from leases.telemetry.nvsmi import classify_failure, human_reason
 
 XML_COMMAND = "nvidia-smi -q -x"
@@ -86,7 +87,8 @@ def said_once(lines: Sequence[str], shown: int = 8) -> str:
 def failure_words(ev: Evidence) -> str:
     """Why a command gave nothing usable, in words (never the node's words raw)."""
     if ev.failure:
-        return _("`{command}` could not run: {why}").format(command=ev.command, why=ev.failure)
+        why = said_again(ev.failure)
+        return _("`{command}` could not run: {why}").format(command=ev.command, why=why)
     if ev.exit_status is None:
         return _("`{command}` gave no exit status: the connection ended before it did").format(
             command=ev.command

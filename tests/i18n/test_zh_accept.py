@@ -153,7 +153,7 @@ def test_a_finding_zuka_cannot_judge_again_is_shown_as_stored() -> None:
         told = retold(_verdict(odd, unreached), Sold("n"), checks())
     assert told[0] == odd
     assert told[1].title == "配置与租约核对"
-    assert told[1].words == "未检查：无法连接节点（connection refused）"
+    assert told[1].words == "未检查：无法连接节点（连接被拒绝）"
     with using(EN):
         assert retold(_verdict(odd), Sold("n"), checks()) == (odd,)
 

@@ -219,7 +219,8 @@ class NodeSession:
                 await self._close_process(process)
 
     def _too_large(self, cmd: str, reason: str) -> OutputTooLarge:
-        self._set(NodeHealth.GARBAGE, f"{cmd.split(' ', 1)[0]!r} printed {reason}: stopped")
+        words = _("{command!r} printed {what}: stopped")
+        self._set(NodeHealth.GARBAGE, words.format(command=cmd.split(" ", 1)[0], what=reason))
         return OutputTooLarge(self.name, NodeHealth.GARBAGE, self.last_error)
 
     async def stream(

@@ -54,6 +54,7 @@ class Fleet:
     path: Path
     fake: str  # an A100 80GB showing 24564 MiB, HAMi on it
     open_sshd: str  # password login on, root login on
+    a100: str  # an 8x A100 SXM box as sold (NV12)
 
 
 @pytest.fixture(scope="module")
@@ -62,10 +63,11 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     with Ledger.open(path) as ledger:
         nodes = register_sim_nodes(ledger, 8, datetime.now(UTC))
         ledger.update_node(nodes[0].name, {"tags": ["sim:busy", "sim-trap:password_sshd"]})
+        ledger.update_node(nodes[1].name, {"tags": ["sim:busy"], "nvlinks": 12})
         nodes = [ledger.node(n.name) for n in nodes]
         runner = serve_ledger_nodes(ledger, path, nodes)
     try:
-        yield Fleet(path, nodes[7].name, nodes[0].name)
+        yield Fleet(path, nodes[7].name, nodes[0].name, nodes[1].name)
     finally:
         runner.stop()
 
@@ -112,6 +114,17 @@ def test_the_report_and_the_stored_run_read_back_are_chinese(cli: Cli, fleet: Fl
     head = _plain(again.out.split("## 未通过与警告检查项的证据")[0])
     assert "传输速度：节点 → zuka 主机" in head
     assert stray_english(head, data=_data(fleet, head)) == []
+
+
+def test_the_heavy_checks_are_chinese(cli: Cli, fleet: Fleet) -> None:
+    ran = cli("accept", fleet.a100, "--level", "standard", "--lang", "zh_CN", ledger=fleet.path)
+    assert ran.code in (0, 1), ran.err
+    out = ran.out
+    assert "正在检查：GPU 负载：矩阵乘、DCGM、拷贝、NCCL" in out
+    assert "BF16 矩阵乘与 CUDA 可分配显存（torch）" in out and "NCCL all-reduce 总线带宽" in out
+    testcases = ["host_to_device_memcpy_ce", "device_to_host_memcpy_ce", "all-reduce"]
+    data = [*_data(fleet, out), *re.findall(r"mlx\w+", out), *testcases]
+    assert stray_english(out, data=sorted(set(data), key=len, reverse=True)) == []
 
 
 def test_the_run_is_stored_in_english_and_its_json_is_the_same_in_both(

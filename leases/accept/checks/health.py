@@ -204,7 +204,7 @@ def judge_xids(xids: list[Xid], keys: tuple[str, ...], source: str) -> CheckResu
     codes = sorted({x.code for x in xids})
     fatal = [x for x in xids if x.code in AZURE_XIDS]
     shown = [
-        f"Xid {x.code} on PCI:{visible(x.bus, 20)}"
+        _("Xid {code} on PCI:{bus}").format(code=x.code, bus=visible(x.bus, 20))
         + (f" ({visible(x.rest.lstrip(', '), 80)})" if x.rest.lstrip(", ") else "")
         for x in (fatal or xids)[:6]
     ]

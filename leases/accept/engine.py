@@ -13,12 +13,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from leases.accept.probe import Probe, Runner
+from leases.accept.words import _, speaking, speaking_now
 from leases.config.sections import AcceptConfig
 from leases.core.acceptance import CheckResult, Level, Status, Verdict
+from leases.core.i18n import EN
 from leases.core.models import Interconnect
 from leases.core.textsafe import visible
+from leases.ssh.faults import said_again
 
 LEVELS = (Level.QUICK, Level.STANDARD, Level.BURN)
 
@@ -71,6 +75,22 @@ class Context:
     settings: Settings = field(default_factory=Settings)
     password_proof: PasswordProof | None = None
     throughput: Throughput | None = None
+    # What a check measured or drew once for this run (a nonce, a login attempt, a timed
+    # transfer): the same when the check is judged again in another language.
+    memo: dict[str, Any] = field(default_factory=dict)
+
+    async def once(self, key: str, make: Callable[[], Awaitable[Any]]) -> Any:
+        """make()'s answer, made once per run under key (an exception is kept and raised
+        again)."""
+        if key not in self.memo:
+            try:
+                self.memo[key] = (True, await make())
+            except Exception as exc:
+                self.memo[key] = (False, exc)
+        ok, value = self.memo[key]
+        if not ok:
+            raise value
+        return value
 
 
 CheckFn = Callable[[Context], Awaitable[Sequence[CheckResult]]]
@@ -79,7 +99,9 @@ CheckFn = Callable[[Context], Awaitable[Sequence[CheckResult]]]
 @dataclass(frozen=True)
 class Check:
     id: str  # the family: "inventory", "sharing", "health", "links", "heavy", "host", "sshd"
-    title: str  # what the dashboard shows while it runs: "Inventory against the lease"
+    # What the dashboard shows while it runs: "Inventory against the lease" (marked N_,
+    # shown with _).
+    title: str
     level: Level  # the lowest level it runs at
     run: CheckFn
     cost: int = 0  # cheapest first: sorted by (cost, registry order)
@@ -95,7 +117,20 @@ def _at_level(check: Check, level: Level) -> bool:
 
 
 def not_checked(check: Check, why: str) -> CheckResult:
-    return CheckResult(f"{check.id}.run", check.title, Status.NOT_CHECKED, why)
+    return CheckResult(f"{check.id}.run", _(check.title), Status.NOT_CHECKED, why)
+
+
+async def _judged(check: Check, ctx: Context) -> Sequence[CheckResult]:
+    """The check's findings in the language the checks speak now."""
+    if ctx.probe.unreachable:
+        why = _("not checked: the node could not be reached ({why})")
+        return [not_checked(check, why.format(why=said_again(ctx.probe.unreachable)))]
+    try:
+        return await check.run(ctx)
+    except Exception as exc:  # a defect of zuka's: said, never a pass
+        why = f"{type(exc).__name__}: {visible(exc, 200)}"
+        words = _("not checked: zuka's check failed ({why})").format(why=why)
+        return [not_checked(check, words)]
 
 
 async def run(
@@ -105,8 +140,12 @@ async def run(
     now: Callable[[], datetime],
     started: Started | None = None,
     found: Found | None = None,
+    shown: list[CheckResult] | None = None,
 ) -> Verdict:
-    """Run the checks of ctx.level, cheapest first, and gather the verdict."""
+    """Run the checks of ctx.level, cheapest first, and gather the verdict. The verdict is
+    in English (it is stored); `found` and `shown` get each finding in the language in use
+    (judged again over the same evidence, nothing run twice)."""
+    lang = speaking_now()
     began = now()
     results: list[CheckResult] = []
     order = sorted(
@@ -116,20 +155,19 @@ async def run(
     for check in order:
         if started is not None:
             started(check)
-        if ctx.probe.unreachable:
-            out: Sequence[CheckResult] = [
-                not_checked(check, f"not checked: the node could not be reached "
-                                   f"({ctx.probe.unreachable})")
-            ]  # fmt: skip
-        else:
-            try:
-                out = await check.run(ctx)
-            except Exception as exc:  # a defect of zuka's: said, never a pass
-                why = f"{type(exc).__name__}: {visible(exc, 200)}"
-                out = [not_checked(check, f"not checked: zuka's check failed ({why})")]
-        for result in out:
-            results.append(result)
-            if found is not None:
+        with speaking(EN):
+            out = await _judged(check, ctx)
+        told = out
+        if lang != EN:
+            with speaking(lang):
+                told = await _judged(check, ctx)
+            if len(told) != len(out):  # judged otherwise the second time: say the first
+                told = out
+        results.extend(out)
+        if shown is not None:
+            shown.extend(told)
+        if found is not None:
+            for result in told:
                 found(result)
     return Verdict(ctx.sold.node, ctx.level, began, now(), tuple(results), ctx.probe.evidence)
 
@@ -143,4 +181,28 @@ def new_context(
     password_proof: PasswordProof | None = None,
     throughput: Throughput | None = None,
 ) -> Context:
-    return Context(sold, Probe(runner), level, settings or Settings(), password_proof, throughput)
+    ctx = Context(sold, Probe(runner), level, settings or Settings(), password_proof, throughput)
+    return memoized(ctx)
+
+
+def memoized(ctx: Context) -> Context:
+    """ctx with its password proof and throughput measured once per run (the engine judges
+    a check twice where the language in use is not English)."""
+    proof, rate = ctx.password_proof, ctx.throughput
+    if proof is not None:
+        p = proof
+
+        async def once_proof() -> LoginOffer:
+            answer: LoginOffer = await ctx.once("password-proof", p)
+            return answer
+
+        ctx.password_proof = once_proof
+    if rate is not None:
+        r = rate
+
+        async def once_rate(nbytes: int) -> float:
+            answer: float = await ctx.once(f"throughput-{nbytes}", lambda: r(nbytes))
+            return answer
+
+        ctx.throughput = once_rate
+    return ctx

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from leases.accept.probe import MAX_KEPT
+from leases.accept.words import _
 from leases.core.acceptance import Evidence
 from leases.ssh.stream import CommandResult
 from leases.telemetry.nvml import NvmlUnavailable, read_local
@@ -79,7 +80,7 @@ def nvml_evidence(
     except NvmlUnavailable as exc:
         return Evidence(NVML_KEY, NVML_COMMAND, None, "", "", 0.0, str(exc)[:400])
     except ImportError:
-        return Evidence(NVML_KEY, NVML_COMMAND, None, "", "", 0.0, "no NVML on this host")
+        return Evidence(NVML_KEY, NVML_COMMAND, None, "", "", 0.0, _("no NVML on this host"))
     driver = next((s.extra[EXTRA_DRIVER_VERSION] for s in samples
                    if EXTRA_DRIVER_VERSION in s.extra), "")  # fmt: skip
     body = {

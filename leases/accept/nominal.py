@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from leases.accept.words import _
 from leases.core.gpumodels import gpu_key, memory_gb
 
 
@@ -86,18 +87,19 @@ def by_name(sold: str, vram_gib: int | None = None) -> Lookup:
     else by the VRAM recorded as sold."""
     key = gpu_key(sold)
     if not key:
-        return Lookup(None, "no GPU model is recorded as sold for this node")
+        return Lookup(None, _("no GPU model is recorded as sold for this node"))
     found = [n for n in TABLE if gpu_key(n.model) == key]
     if not found:
-        return Lookup(None, f"zuka has no nominal figures for {sold}")
+        return Lookup(None, _("zuka has no nominal figures for {model}").format(model=sold))
     if len(found) == 1:
         return Lookup(found[0], "")
     size = memory_gb(sold) or (float(vram_gib) if vram_gib else None)
     sized = [n for n in found if size is not None and n.memory_gb == size]
     if len(sized) == 1:
         return Lookup(sized[0], "")
-    sizes = " or ".join(n.model for n in found)
-    return Lookup(None, f"{sold} could be {sizes}: the lease does not say which memory size")
+    sizes = _(" or ").join(n.model for n in found)
+    words = _("{model} could be {sizes}: the lease does not say which memory size")
+    return Lookup(None, words.format(model=sold, sizes=sizes))
 
 
 def same_card(a: Nominal, b: Nominal) -> bool:

@@ -13,9 +13,11 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from leases.accept.words import _
 from leases.core.acceptance import Evidence
 from leases.core.textsafe import visible
 from leases.ssh.errors import CommandTimeout, SshError
+from leases.ssh.faults import said_again
 from leases.ssh.stream import CommandResult
 
 # What is kept of one stream of one command: `nvidia-smi -q -x` of 8 GPUs is ~150 KB.
@@ -82,7 +84,7 @@ class Probe:
                 self.unreachable = words
             return Evidence(key, command, None, "", "", self._clock() - began, words)
         except TimeoutError:
-            words = f"no answer within {timeout:g} s"
+            words = _("no answer within {seconds:g} s").format(seconds=timeout)
             return Evidence(key, command, None, "", "", self._clock() - began, words)
         return Evidence(
             key,
@@ -119,12 +121,12 @@ def why_unread(ev: Evidence) -> str:
     that it is not on the node, no exit status, else the first line it printed (shown
     through visible) or its exit status."""
     if ev.failure:
-        return ev.failure
+        return said_again(ev.failure)
     if missing_tool(ev):
-        return f"{ev.command.split(' ', 1)[0]}: not found"
+        return _("{tool}: not found").format(tool=ev.command.split(" ", 1)[0])
     if ev.exit_status is None:
-        return "no exit status came back: the connection ended before the command did"
+        return _("no exit status came back: the connection ended before the command did")
     if ev.exit_status != 0:
         said = (ev.stderr or ev.stdout).strip().split("\n", 1)[0].strip()
-        return visible(said, 160) or f"exit status {ev.exit_status}"
+        return visible(said, 160) or _("exit status {status}").format(status=ev.exit_status)
     return ""

@@ -22,9 +22,11 @@ from leases.accept.engine import Check, PasswordProof, Sold, Throughput
 from leases.accept.localrun import LocalRunner, nvml_evidence
 from leases.accept.probe import Runner
 from leases.accept.window import returnable_until
-from leases.config.sections import Config
+from leases.accept.words import speaking
+from leases.config.sections import AcceptConfig, Config
 from leases.core import fields
-from leases.core.acceptance import Evidence, Level, Status, Verdict
+from leases.core.acceptance import CheckResult, Evidence, Level, Status, Verdict
+from leases.core.i18n import EN, _, language
 from leases.core.models import Interconnect, Lease, Node, ResourceKind
 from leases.ledger import acceptance_rows
 from leases.ledger.acceptance_rows import StoredRun
@@ -46,6 +48,9 @@ class Stored:
     returnable_until: date | None
     window_known: bool
     sold: Sold | None = None
+    # The findings as the run showed them (in shown_lang); the verdict's are English.
+    shown: tuple[CheckResult, ...] = ()
+    shown_lang: str = EN
 
 
 def _fingerprint_of(key_path: str) -> str | None:
@@ -61,7 +66,7 @@ def expected_keys(ledger: Ledger, node: Node, lease: Lease | None) -> tuple[str,
     """Fingerprints of the keys the lab expects on the node: its ssh_key resources (of the
     lease, else of every lease) and the key zuka logs in with."""
     found: list[str] = []
-    for _, start, res in ledger.resources(node.name):
+    for _id, start, res in ledger.resources(node.name):
         if res.kind is not ResourceKind.SSH_KEY:
             continue
         if lease is None or start == lease.start:
@@ -176,7 +181,9 @@ async def accept(
             from leases.telemetry.wiring import ssh_options
 
             if ledger.path is None:
-                raise ValueError("an SSH node's acceptance needs a ledger file (its trust store)")
+                raise ValueError(
+                    _("an SSH node's acceptance needs a ledger file (its trust store)")
+                )
             from leases.accept import sshproofs
 
             options = ssh_options(ledger.path)
@@ -195,7 +202,10 @@ async def accept(
         throughput=None if node.local else throughput,
     )
     if node.local:
-        ctx.probe.record(await asyncio.to_thread(nvml_evidence, nvml))
+        with speaking(EN):  # evidence is stored: in English
+            ctx.probe.record(await asyncio.to_thread(nvml_evidence, nvml))
+    shown: list[CheckResult] = []
+    lang = language()
     try:
         verdict = await engine.run(
             _default_checks() if checks is None else checks,
@@ -203,6 +213,7 @@ async def accept(
             now=clock,
             started=started,
             found=found,
+            shown=shown,
         )
     finally:
         if session is not None:
@@ -213,7 +224,22 @@ async def accept(
     verdict = dataclasses.replace(verdict, evidence=(*verdict.evidence, _sold_evidence(sold)))
     lease_id = None if lease is None else lease.id
     run = acceptance_rows.store(ledger, node.id, node.name, lease_id, verdict)
-    return _stored(ledger, run, sold)
+    said = dataclasses.replace(_stored(ledger, run, sold), shown=tuple(shown), shown_lang=lang)
+    return said if len(said.shown) == len(said.verdict.results) else _stored(ledger, run, sold)
+
+
+def told(s: Stored, settings: AcceptConfig | None = None) -> tuple[CheckResult, ...]:
+    """The run's findings in the language in use: as the run showed them where it spoke
+    it, else judged again from the stored evidence (leases.accept.retell); English is the
+    verdict's own."""
+    lang = language()
+    if lang == EN:
+        return s.verdict.results
+    if s.shown and s.shown_lang == lang:
+        return s.shown
+    from leases.accept.retell import retold
+
+    return retold(s.verdict, s.sold, _default_checks(), settings)
 
 
 def last(ledger: Ledger, name: str) -> Stored | None:

@@ -13,13 +13,36 @@ import shlex
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from leases.app.acceptance import Stored
+from leases.accept.words import interconnect_words
+from leases.app.acceptance import Stored, told
 from leases.core import fields
-from leases.core.acceptance import CheckResult, Evidence, Status
+from leases.core.acceptance import CheckResult, Evidence, Level, Status
+from leases.core.i18n import _, pgettext
 from leases.core.textsafe import visible
 
 # What one evidence block shows at most in the report (the ledger keeps more).
 REPORT_EVIDENCE_MAX = 64 * 1024
+
+
+def status_words(status: Status) -> str:
+    """ "not checked", "未检查": a status as a person reads it (JSON keeps the value)."""
+    words = {
+        Status.PASSED: pgettext("acceptance", "passed"),
+        Status.WARNED: pgettext("acceptance", "warned"),
+        Status.FAILED: pgettext("acceptance", "failed"),
+        Status.SKIPPED: pgettext("acceptance", "skipped"),
+        Status.NOT_CHECKED: pgettext("acceptance", "not checked"),
+    }
+    return words[status]
+
+
+def level_words(level: Level) -> str:
+    words = {
+        Level.QUICK: pgettext("acceptance level", "quick"),
+        Level.STANDARD: pgettext("acceptance level", "standard"),
+        Level.BURN: pgettext("acceptance level", "burn"),
+    }
+    return words[level]
 
 
 def returnable_words(s: Stored) -> str:
@@ -29,18 +52,14 @@ def returnable_words(s: Stored) -> str:
         # read later still says what was true when the evidence was taken.
         on = s.verdict.finished.astimezone(ZoneInfo(s.lease_tz)).date()
         if on > s.returnable_until:
-            return (
-                f"the return window closed on {s.returnable_until.isoformat()} "
-                f"(before this run, on {on.isoformat()})"
-            )
-        return f"returnable until {s.returnable_until.isoformat()}"
+            words = _("the return window closed on {closed} (before this run, on {run})")
+            return words.format(closed=s.returnable_until.isoformat(), run=on.isoformat())
+        return _("returnable until {day}").format(day=s.returnable_until.isoformat())
     if s.lease_start is None:
-        return "no open lease: nothing to return"
+        return _("no open lease: nothing to return")
     provider = shlex.quote(s.provider) if s.provider else "PROVIDER"
-    return (
-        "return window unknown (record it: zuka provider edit"
-        f" {visible(provider, 100)} --return-days N)"
-    )
+    words = _("return window unknown (record it: zuka provider edit {provider} --return-days N)")
+    return words.format(provider=visible(provider, 100))
 
 
 def to_json(s: Stored) -> dict[str, Any]:
@@ -101,66 +120,97 @@ def _cell(text: str, n: int = 400) -> str:
 def _evidence_block(ev: Evidence) -> str:
     lines = [f"- {_cell(ev.key, 80)}: {_cell(ev.command, 300)}"]
     if ev.failure:
-        lines.append(f"  - could not run: {_cell(ev.failure)}")
+        lines.append("  - " + _("could not run: {why}").format(why=_cell(ev.failure)))
     else:
-        lines.append(f"  - exit status {ev.exit_status}, {ev.seconds:g} s")
+        words = _("exit status {status}, {seconds:g} s")
+        lines.append("  - " + words.format(status=ev.exit_status, seconds=ev.seconds))
     for name, body in (("stdout", ev.stdout), ("stderr", ev.stderr)):
         if body:
             shown = visible(body[:REPORT_EVIDENCE_MAX], keep_newlines=True)
             if len(body) > REPORT_EVIDENCE_MAX:
-                shown += f"\n[zuka: the report shows the first {REPORT_EVIDENCE_MAX} characters]"
+                cut = _("[zuka: the report shows the first {count} characters]")
+                shown += "\n" + cut.format(count=REPORT_EVIDENCE_MAX)
             lines.append(f"\n{name}:\n\n{fenced(shown)}\n")
     return "\n".join(lines)
 
 
 def _finding(r: CheckResult) -> str:
+    words = _("- **{status}** {title} ({check}): {words}")
     out = [
-        f"- **{r.status.value}** {_cell(r.title, 120)} ({_cell(r.check, 80)}):"
-        f" {_cell(r.words, 1000)}"
+        words.format(
+            status=status_words(r.status),
+            title=_cell(r.title, 120),
+            check=_cell(r.check, 80),
+            words=_cell(r.words, 1000),
+        )
     ]
     if r.expected:
-        out.append(f"  - expected: {_cell(r.expected, 500)}")
+        out.append("  - " + _("expected: {expected}").format(expected=_cell(r.expected, 500)))
     if r.found:
-        out.append(f"  - found: {_cell(r.found, 500)}")
+        out.append("  - " + _("found: {found}").format(found=_cell(r.found, 500)))
     return "\n".join(out)
 
 
 def report_md(s: Stored) -> str:
-    """The markdown report of one run."""
+    """The markdown report of one run, in the language in use."""
     v = s.verdict
     tz = s.lease_tz
     sold = s.sold
+    results = told(s)
+    lease = (
+        _("none open")
+        if s.lease_start is None
+        else _("started {when}").format(when=fields.shown(s.lease_start, tz))
+    )
+    checked = _("{start} to {end} ({tz}; level {level}, run {run})").format(
+        start=fields.shown(v.started, tz),
+        end=fields.shown(v.finished, tz),
+        tz=_cell(tz, 60),
+        level=level_words(v.level),
+        run=s.id,
+    )
     head = [
-        f"# Hand-over acceptance of {_cell(s.node, 100)}",
+        _("# Hand-over acceptance of {node}").format(node=_cell(s.node, 100)),
         "",
-        f"- provider: {_cell(s.provider or 'not recorded', 100)}",
-        "- lease: "
-        + ("none open" if s.lease_start is None else f"started {fields.shown(s.lease_start, tz)}"),
-        f"- checked: {fields.shown(v.started, tz)} to {fields.shown(v.finished, tz)}"
-        f" ({_cell(tz, 60)}; level {v.level.value}, run {s.id})",
-        f"- verdict: **{s.status.value}**; {returnable_words(s)}",
+        _("- provider: {provider}").format(provider=_cell(s.provider or _("not recorded"), 100)),
+        _("- lease: {lease}").format(lease=lease),
+        _("- checked: {checked}").format(checked=checked),
+        _("- verdict: **{status}**; {window}").format(
+            status=status_words(s.status), window=returnable_words(s)
+        ),
     ]
     if sold is not None:
-        vram = "not recorded" if sold.vram_gib is None else f"{sold.vram_gib} GiB per GPU"
+        unknown = _("not recorded")
+        vram = (
+            unknown if sold.vram_gib is None else _("{gib} GiB per GPU").format(gib=sold.vram_gib)
+        )
+        links = interconnect_words(sold.interconnect)
+        if sold.nvlinks is not None:
+            links = _("{links}, {count} NVLinks per GPU pair").format(
+                links=links, count=sold.nvlinks
+            )
+        if sold.ib_gbps is not None:
+            links = _("{links}, InfiniBand {gbps} Gb/s").format(links=links, gbps=sold.ib_gbps)
         head += [
             "",
-            "## As sold (the ledger)",
+            _("## As sold (the ledger)"),
             "",
-            f"- GPU model: {_cell(sold.gpu_model or 'not recorded', 100)}",
-            f"- GPUs: {sold.gpu_count or 'not recorded'}",
-            f"- VRAM: {vram}",
-            f"- interconnect: {sold.interconnect.value}"
-            + ("" if sold.nvlinks is None else f", {sold.nvlinks} NVLinks per GPU pair")
-            + ("" if sold.ib_gbps is None else f", InfiniBand {sold.ib_gbps} Gb/s"),
+            _("- GPU model: {model}").format(model=_cell(sold.gpu_model or unknown, 100)),
+            _("- GPUs: {count}").format(count=sold.gpu_count or unknown),
+            _("- VRAM: {vram}").format(vram=vram),
+            _("- interconnect: {links}").format(links=links),
         ]
-    head += ["", "## Findings", ""]
-    head += [_finding(r) for r in v.results] or ["(none)"]
+    head += ["", _("## Findings"), ""]
+    head += [_finding(r) for r in results] or [_("(none)")]
     bad = [r for r in v.results if r.status in (Status.FAILED, Status.WARNED)]
     keys = list(dict.fromkeys(k for r in bad for k in r.evidence))
     by_key = {e.key: e for e in v.evidence}
     if keys:
-        head += ["", "## Evidence of the failed and warned checks", ""]
+        head += ["", _("## Evidence of the failed and warned checks"), ""]
         for key in keys:
             ev = by_key.get(key)
-            head.append(_evidence_block(ev) if ev else f"- {_cell(key, 80)}: no evidence kept")
+            if ev:
+                head.append(_evidence_block(ev))
+            else:
+                head.append(_("- {key}: no evidence kept").format(key=_cell(key, 80)))
     return "\n".join(head) + "\n"

@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import NodeStatus
 from leases.ledger.store import Ledger
 from leases.metrics.gauges import Gauges, Place
@@ -40,7 +41,7 @@ def settings(listen: str | None, token_file: str | None, money: bool) -> Setting
     if listen is None:
         if token_file is not None or money:
             which = TOKEN_FIELD if token_file is not None else MONEY_FIELD
-            raise InputError(which, None, f"needs {FIELD} ADDRESS")
+            raise InputError(which, None, _("needs {option} ADDRESS").format(option=FIELD))
         return None
     where = parse_listen(listen)
     return Settings(where, access(where, Path(token_file) if token_file else None, money), money)

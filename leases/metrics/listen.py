@@ -15,6 +15,7 @@ from pathlib import Path
 
 from leases.core import tokenfile
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 
 # The fields refusals name: the options as typed, as only `zuka collect` takes them.
 FIELD = "--metrics-listen"
@@ -22,7 +23,7 @@ TOKEN_FIELD = "--metrics-token-file"
 MONEY_FIELD = "--metrics-money"
 # Longer than a Unix socket path may be on Linux (sun_path is 108 bytes).
 MAX_SOCKET_PATH = 107
-FORMS = "give 127.0.0.1:PORT, [::1]:PORT or unix:/path/to/socket"
+FORMS = N_("give 127.0.0.1:PORT, [::1]:PORT or unix:/path/to/socket")
 
 
 @dataclass(frozen=True)
@@ -51,34 +52,39 @@ def parse_listen(value: str) -> Listen:
     """`127.0.0.1:9400`, `[::1]:9400`, `0.0.0.0:9400` or `unix:/run/zuka.sock`; InputError
     naming what is wrong otherwise."""
     if not value or len(value) > 300 or not value.isprintable():
-        raise InputError(FIELD, value, FORMS)
+        raise InputError(FIELD, value, _(FORMS))
     if value.startswith("unix:"):
         raw = value.removeprefix("unix:")
         if not raw or "\x00" in raw:
-            raise InputError(FIELD, value, "unix: needs a path: " + FORMS)
+            raise InputError(FIELD, value, _("unix: needs a path: {forms}").format(forms=_(FORMS)))
         if len(os.fsencode(raw)) > MAX_SOCKET_PATH:
-            raise InputError(FIELD, value, f"a socket path is at most {MAX_SOCKET_PATH} bytes")
+            words = _("a socket path is at most {limit} bytes").format(limit=MAX_SOCKET_PATH)
+            raise InputError(FIELD, value, words)
         return Listen(path=Path(raw))
     if value.startswith("["):
         host, sep, port = value[1:].partition("]:")
         if not sep:
-            raise InputError(FIELD, value, "an IPv6 address needs its port: [::1]:PORT")
+            raise InputError(FIELD, value, _("an IPv6 address needs its port: [::1]:PORT"))
     else:
         host, sep, port = value.rpartition(":")
         if not sep or not host:
-            raise InputError(FIELD, value, "no port: " + FORMS)
+            raise InputError(FIELD, value, _("no port: {forms}").format(forms=_(FORMS)))
         if ":" in host:
-            raise InputError(FIELD, value, "an IPv6 address goes in brackets: [::1]:PORT")
+            raise InputError(FIELD, value, _("an IPv6 address goes in brackets: [::1]:PORT"))
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
         raise InputError(
-            FIELD, value, f"{host!r} is not an IP address (a host name is not resolved): {FORMS}"
+            FIELD,
+            value,
+            _("{host!r} is not an IP address (a host name is not resolved): {forms}").format(
+                host=host, forms=_(FORMS)
+            ),
         ) from None
     if not (port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
-        raise InputError(FIELD, value, "the port must be a number from 1 to 65535")
+        raise InputError(FIELD, value, _("the port must be a number from 1 to 65535"))
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        raise InputError(FIELD, value, "give the IPv4 address itself, not its IPv6 mapping")
+        raise InputError(FIELD, value, _("give the IPv4 address itself, not its IPv6 mapping"))
     return Listen(host=str(address), port=int(port))
 
 
@@ -96,7 +102,7 @@ def access(listen: Listen, token_file: Path | None, money: bool) -> bytes | None
             raise InputError(
                 TOKEN_FIELD,
                 str(token_file),
-                "a Unix socket is its owner's only (mode 0600) and takes no token",
+                _("a Unix socket is its owner's only (mode 0600) and takes no token"),
             )
         return None
     if token_file is not None:
@@ -105,15 +111,19 @@ def access(listen: Listen, token_file: Path | None, money: bool) -> bytes | None
         raise InputError(
             FIELD,
             str(listen),
-            "an address other machines can reach needs --metrics-token-file (or listen on"
-            " 127.0.0.1)",
+            _(
+                "an address other machines can reach needs --metrics-token-file (or listen on"
+                " 127.0.0.1)"
+            ),
         )
     if money:
         raise InputError(
             MONEY_FIELD,
             None,
-            "money figures over TCP need --metrics-token-file: every local user can reach"
-            f" {listen} (unix:PATH is a socket only you can open: for your own tools, not"
-            " for Prometheus)",
+            _(
+                "money figures over TCP need --metrics-token-file: every local user can reach"
+                " {listen} (unix:PATH is a socket only you can open: for your own tools, not"
+                " for Prometheus)"
+            ).format(listen=listen),
         )
     return None

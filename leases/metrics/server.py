@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.metrics.listen import FIELD, Listen
 
 MAX_HEAD = 16 * 1024
@@ -73,14 +74,14 @@ def unix_socket(path: os.PathLike[str] | str) -> socket.socket:
         pass
     else:
         if not stat.S_ISSOCK(st.st_mode):
-            raise InputError(FIELD, f"unix:{path}", "something other than a socket is there")
+            raise InputError(FIELD, f"unix:{path}", _("something other than a socket is there"))
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             probe.connect(path)
         except OSError:
             os.unlink(path)  # stale: nobody listens
         else:
-            raise InputError(FIELD, f"unix:{path}", "another process listens there")
+            raise InputError(FIELD, f"unix:{path}", _("another process listens there"))
         finally:
             probe.close()
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -91,7 +92,8 @@ def unix_socket(path: os.PathLike[str] | str) -> socket.socket:
         sock.setblocking(False)
     except OSError as exc:
         sock.close()
-        raise InputError(FIELD, f"unix:{path}", f"cannot listen: {exc.strerror}") from None
+        words = _("cannot listen: {why}").format(why=exc.strerror)
+        raise InputError(FIELD, f"unix:{path}", words) from None
     return sock
 
 
@@ -150,7 +152,8 @@ class MetricsServer:
                 self._serve, self.listen.host, self.listen.port, limit=MAX_HEAD
             )
         except OSError as exc:
-            raise InputError(FIELD, str(self.listen), f"cannot listen: {exc.strerror}") from None
+            words = _("cannot listen: {why}").format(why=exc.strerror)
+            raise InputError(FIELD, str(self.listen), words) from None
 
     async def close(self) -> None:
         if self._server is None:
@@ -250,11 +253,11 @@ class MetricsServer:
 
     def _authorised(self, headers: list[bytes]) -> bool:
         assert self._token is not None
-        given = [v for k, _, v in (h.partition(b":") for h in headers)
+        given = [v for k, _sep, v in (h.partition(b":") for h in headers)
                  if k.strip().lower() == b"authorization"]  # fmt: skip
         if len(given) != 1:
             return False
-        scheme, _, credentials = given[0].strip().partition(b" ")
+        scheme, _sep, credentials = given[0].strip().partition(b" ")
         if scheme.lower() != b"bearer":
             return False
         return hmac.compare_digest(credentials.strip(), self._token)

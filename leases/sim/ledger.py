@@ -18,6 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
 
+from leases.core.i18n import _
 from leases.core.models import Lease, Node, OwnerHour
 from leases.ledger import records
 from leases.ledger.paths import sim_dir, sim_trust_store
@@ -122,7 +123,7 @@ def backfill(
             t = int(row.at.timestamp()) // 60
             acc = hours.get(t // 60)
             if acc is None:
-                acc = hours[t // 60] = [[0, 0, 0.0, 0.0, 0.0, 0.0] for _ in range(n)]
+                acc = hours[t // 60] = [[0, 0, 0.0, 0.0, 0.0, 0.0] for _gpu in range(n)]
             owners = by_owner.setdefault(t // 60, {})
             for i in range(n):
                 u = row.util_gpu[i]
@@ -287,9 +288,11 @@ class FleetThread:
     def start(self, timeout: float = 30.0) -> SimFleet:
         self._thread.start()
         if not self._ready.wait(timeout):
-            raise RuntimeError("the simulated fleet did not start in time")
+            raise RuntimeError(_("the simulated fleet did not start in time"))
         if self._error is not None:
-            raise RuntimeError(f"the simulated fleet failed to start: {self._error}")
+            raise RuntimeError(
+                _("the simulated fleet failed to start: {why}").format(why=self._error)
+            )
         return self.fleet
 
     def _serve(self) -> None:

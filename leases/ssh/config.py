@@ -23,6 +23,7 @@ from pathlib import Path
 
 from leases.core.errors import InputError
 from leases.ssh.login import check_port
+from leases.ssh.speech import N_, _
 
 # The most of a config file (or of all Includes together) zuka reads.
 _MAX_CONFIG_BYTES = 1 << 20
@@ -33,13 +34,15 @@ HONOURED = frozenset(
 )
 # Options that change where ssh connects, which key it checks, or run a local command.
 _REFUSED = {
-    "proxycommand": "runs a local command to connect",
-    "proxyusefdpass": "hands the connection to a local command",
-    "hostkeyalias": "checks the host key under another name",
-    "canonicalizehostname": "rewrites the host name",
-    "knownhostscommand": "runs a local command for host keys",
-    "localcommand": "runs a local command after connecting",
-    "remotecommand": "replaces the command run on the node",
+    "proxycommand": N_("{keyword} runs a local command to connect, which zuka does not do"),
+    "proxyusefdpass": N_(
+        "{keyword} hands the connection to a local command, which zuka does not do"
+    ),
+    "hostkeyalias": N_("{keyword} checks the host key under another name, which zuka does not do"),
+    "canonicalizehostname": N_("{keyword} rewrites the host name, which zuka does not do"),
+    "knownhostscommand": N_("{keyword} runs a local command for host keys, which zuka does not do"),
+    "localcommand": N_("{keyword} runs a local command after connecting, which zuka does not do"),
+    "remotecommand": N_("{keyword} replaces the command run on the node, which zuka does not do"),
 }
 # Values that mean the option is off.
 _OFF = {"none", "no", "false"}
@@ -134,7 +137,9 @@ def _read(path: Path, budget: list[int]) -> list[str]:
     except OSError:
         return []
     if len(data) > budget[0]:
-        raise ConfigRefused(f"{path} is larger than {_MAX_CONFIG_BYTES} bytes")
+        raise ConfigRefused(
+            _("{path} is larger than {limit} bytes").format(path=path, limit=_MAX_CONFIG_BYTES)
+        )
     budget[0] -= len(data)
     return data.decode("utf-8", "replace").splitlines()
 
@@ -143,12 +148,20 @@ def _walk(
     path: Path, host: str, acc: _Acc, active: bool | None, depth: int, budget: list[int]
 ) -> None:
     if depth > _MAX_INCLUDE_DEPTH:
-        raise ConfigRefused(f"{path}: Include nested more than {_MAX_INCLUDE_DEPTH} deep")
+        raise ConfigRefused(
+            _("{path}: Include nested more than {depth} deep").format(
+                path=path, depth=_MAX_INCLUDE_DEPTH
+            )
+        )
     for number, line in enumerate(_read(path, budget), 1):
         try:
             words = _tokens(line)
         except ValueError as exc:
-            raise ConfigRefused(f"{path} line {number}: cannot read it ({exc})") from None
+            raise ConfigRefused(
+                _("{path} line {line}: cannot read it ({why})").format(
+                    path=path, line=number, why=exc
+                )
+            ) from None
         if not words:
             continue
         keyword, args = words[0].lower(), words[1:]
@@ -172,8 +185,10 @@ def _walk(
             acc.options.setdefault(keyword, []).extend(args[:1] if args else [""])
         elif active is None and (keyword in HONOURED or keyword in _REFUSED):
             acc.refusals.append(
-                f"{path} line {number}: a Match block zuka cannot evaluate "
-                f"(it never runs `Match exec`) may set {words[0]} for this host"
+                _(
+                    "{path} line {line}: a Match block zuka cannot evaluate (it never runs"
+                    " `Match exec`) may set {keyword} for this host"
+                ).format(path=path, line=number, keyword=words[0])
             )
 
 
@@ -192,19 +207,20 @@ def host_config(host: str, paths: Sequence[Path]) -> HostConfig:
             continue
         if keyword == "localcommand" and opts.get("permitlocalcommand", "no").lower() != "yes":
             continue  # ssh itself would not run it
-        refusals.append(f"{keyword} {why}, which zuka does not do")
+        refusals.append(_(why).format(keyword=keyword))
     port: int | None = None
     if "port" in opts:
         try:
             port = check_port(opts["port"], "Port")  # the ledger's own rule
         except InputError:
-            refusals.append(f"Port {opts['port']!r} is not a port number")
+            refusals.append(_("Port {port!r} is not a port number").format(port=opts["port"]))
     hostname = opts.get("hostname")
     if hostname is not None:
         # ssh expands %h (the name given) and %% in HostName; zuka expands nothing else.
         expanded = hostname.replace("%%", "\0").replace("%h", host)
         if "%" in expanded:
-            refusals.append(f"HostName {hostname!r} uses a % token zuka does not expand")
+            words = _("HostName {value!r} uses a % token zuka does not expand")
+            refusals.append(words.format(value=hostname))
         hostname = expanded.replace("\0", "%")
     files = []
     for raw in acc.options.get("identityfile", []):
@@ -212,7 +228,8 @@ def host_config(host: str, paths: Sequence[Path]) -> HostConfig:
             continue
         spec = raw.replace("%d", str(Path.home())).replace("%u", getpass.getuser())
         if "%" in spec.replace("%%", ""):
-            refusals.append(f"IdentityFile {raw!r} uses a % token zuka does not expand")
+            words = _("IdentityFile {value!r} uses a % token zuka does not expand")
+            refusals.append(words.format(value=raw))
             continue
         files.append(str(Path(spec.replace("%%", "%")).expanduser()))
     return HostConfig(

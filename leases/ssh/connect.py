@@ -20,6 +20,7 @@ from leases.ssh.keys import ClientKey, load_keys, load_own_key
 from leases.ssh.link import Client, Link
 from leases.ssh.options import Default, SshOptions
 from leases.ssh.route import Endpoint, Route, resolve_route
+from leases.ssh.speech import _
 
 
 async def kept_cancel(
@@ -102,15 +103,17 @@ class Connector:
         except Exception as exc:
             if route.hops:
                 self._jumps.release(route.hops)
-            health, message, _ = classify(exc, self.options.connect_timeout)
-            where = f"node {hop_words(node)}"
+            health, message, _offered = classify(exc, self.options.connect_timeout)
             if route.hops:
-                where += f" (via jump host {hop_words(route.hops[-1])})"
+                where = _("node {node} (via jump host {jump})").format(
+                    node=hop_words(node), jump=hop_words(route.hops[-1])
+                )
+            else:
+                where = _("node {node}").format(node=hop_words(node))
             if isinstance(exc, HostKeyRejected):
-                raise HostKeyRejected(
-                    self.name, health, f"{where}: {message}", exc.offered
-                ) from exc
-            raise HopFailed(health, f"{where}: {message}") from exc
+                said = _("{where}: {why}").format(where=where, why=message)
+                raise HostKeyRejected(self.name, health, said, exc.offered) from exc
+            raise HopFailed(health, _("{where}: {why}").format(where=where, why=message)) from exc
         except BaseException:
             if route.hops:
                 self._jumps.release(route.hops)
@@ -200,15 +203,19 @@ class Connector:
             return HostKeyRejected(
                 self.name,
                 NodeHealth.UNTRUSTED,
-                f"host key of {where} is not known yet ({offered.fingerprint}); "
-                "accept it once you have checked the fingerprint",
+                _(
+                    "host key of {host} is not known yet ({fingerprint}); accept it once you"
+                    " have checked the fingerprint"
+                ).format(host=where, fingerprint=offered.fingerprint),
                 offered,
             )
         return HostKeyRejected(
             self.name,
             NodeHealth.HOSTKEY_CHANGED,
-            f"HOST KEY OF {where} HAS CHANGED: it now presents {offered.fingerprint}, "
-            "which differs from the key on file. Refused (possible man-in-the-middle, "
-            "or the node was reinstalled).",
+            _(
+                "HOST KEY OF {host} HAS CHANGED: it now presents {fingerprint}, which differs"
+                " from the key on file. Refused (possible man-in-the-middle, or the node was"
+                " reinstalled)."
+            ).format(host=where, fingerprint=offered.fingerprint),
             offered,
         )

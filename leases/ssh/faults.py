@@ -16,6 +16,7 @@ from leases.ssh import hostkeys
 from leases.ssh.errors import HostKeyRejected, OfferedHostKey
 from leases.ssh.keys import KeyFileRefused
 from leases.ssh.route import Endpoint
+from leases.ssh.speech import N_, _
 
 
 class HopFailed(Exception):
@@ -40,29 +41,32 @@ def classify(
     if isinstance(exc, HopFailed):
         return exc.health, exc.message, exc.offered
     if isinstance(exc, sshconfig.ConfigRefused):
-        return NodeHealth.REFUSED, f"refused by zuka, not connecting: {exc}", None
+        return NodeHealth.REFUSED, _("refused by zuka, not connecting: {why}").format(why=exc), None
     if isinstance(exc, KeyFileRefused):
         return NodeHealth.AUTH_FAILED, str(exc), None
     if isinstance(exc, TimeoutError):
-        return NodeHealth.TIMEOUT, f"no answer: connect timed out after {connect_timeout:g} s", None
+        words = _("no answer: connect timed out after {seconds:g} s")
+        return NodeHealth.TIMEOUT, words.format(seconds=connect_timeout), None
     if isinstance(exc, asyncssh.PermissionDenied):
         # asyncssh's own words when every key was refused, else the server's (shown).
         reason = str(exc.reason)
         if not reason or reason.startswith("Permission denied"):
-            reason = "the server accepted none of our keys"
-        return NodeHealth.AUTH_FAILED, f"authentication failed: {visible(reason, 200)}", None
+            reason = _("the server accepted none of our keys")
+        words = _("authentication failed: {why}").format(why=visible(reason, 200))
+        return NodeHealth.AUTH_FAILED, words, None
     if isinstance(exc, asyncssh.KeyImportError):
-        return NodeHealth.AUTH_FAILED, f"cannot use the key: {visible(str(exc), 200)}", None
+        words = _("cannot use the key: {why}").format(why=visible(str(exc), 200))
+        return NodeHealth.AUTH_FAILED, words, None
     # DNS, refused, reset, protocol: the server is not reachable
     return NodeHealth.UNREACHABLE, _connect_words(exc), None
 
 
 _ERRNO_WORDS = {
-    errno.ECONNREFUSED: "connection refused",
-    errno.ECONNRESET: "connection reset by the server",
-    errno.EHOSTUNREACH: "no route to host",
-    errno.ENETUNREACH: "network unreachable",
-    errno.ETIMEDOUT: "no answer: connect timed out",
+    errno.ECONNREFUSED: N_("connection refused"),
+    errno.ECONNRESET: N_("connection reset by the server"),
+    errno.EHOSTUNREACH: N_("no route to host"),
+    errno.ENETUNREACH: N_("network unreachable"),
+    errno.ETIMEDOUT: N_("no answer: connect timed out"),
 }
 
 
@@ -70,22 +74,24 @@ def _connect_words(exc: BaseException) -> str:
     """Why a connect failed, in words, for a fault detail (not an exception's repr)."""
     if isinstance(exc, socket.gaierror):
         if exc.errno in (socket.EAI_AGAIN, getattr(socket, "EAI_SYSTEM", None)):
-            return "host name could not be looked up: DNS is not answering"
-        return "host name not found (DNS)"
+            return _("host name could not be looked up: DNS is not answering")
+        return _("host name not found (DNS)")
     if isinstance(exc, asyncssh.ChannelOpenError):
         # The jump host could not reach the node. OpenSSH says "Connection refused";
         # asyncssh passes on Python's "[Errno 111] Connect call failed (...)".
         reason = visible(exc.reason, 200)
         code = re.match(r"\[Errno (\d+)\]", reason)
         if code and int(code[1]) in _ERRNO_WORDS:
-            reason = _ERRNO_WORDS[int(code[1])]
-        return f"the jump host could not reach it: {reason[:1].lower() + reason[1:]}"
+            reason = _(_ERRNO_WORDS[int(code[1])])
+        words = _("the jump host could not reach it: {why}")
+        return words.format(why=reason[:1].lower() + reason[1:])
     if isinstance(exc, asyncssh.ConnectionLost):
-        return "connection closed by the server during the SSH handshake"
+        return _("connection closed by the server during the SSH handshake")
     if isinstance(exc, asyncssh.DisconnectError):
-        return f"the server ended the SSH handshake: {visible(exc.reason, 200)}"
+        words = _("the server ended the SSH handshake: {why}")
+        return words.format(why=visible(exc.reason, 200))
     if isinstance(exc, OSError) and exc.errno in _ERRNO_WORDS:
-        return _ERRNO_WORDS[exc.errno]
+        return _(_ERRNO_WORDS[exc.errno])
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror[:1].lower() + exc.strerror[1:]
     return describe(exc)
@@ -101,3 +107,32 @@ def hop_words(end: Endpoint) -> str:
 def describe(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+_WHERE_RE = re.compile(
+    r"node (?P<node>\S{1,300})(?: \(via jump host (?P<jump>\S{1,300})\))?: (?P<why>.*)", re.S
+)
+_TIMED_OUT_RE = re.compile(r"no answer: connect timed out after (?P<seconds>[0-9.]{1,12}) s")
+
+
+def said_again(words: str) -> str:
+    """A fault detail kept in English (acceptance evidence) in the language spoken now:
+    "node HOST: connection refused" and its fixed reasons; any other words as they are."""
+    found = _WHERE_RE.fullmatch(words)
+    if found is None:
+        return _reason(words)
+    if found["jump"]:
+        where = _("node {node} (via jump host {jump})").format(
+            node=found["node"], jump=found["jump"]
+        )
+    else:
+        where = _("node {node}").format(node=found["node"])
+    return _("{where}: {why}").format(where=where, why=_reason(found["why"]))
+
+
+def _reason(words: str) -> str:
+    timed = _TIMED_OUT_RE.fullmatch(words)
+    if timed is not None:
+        seconds = float(timed["seconds"])
+        return _("no answer: connect timed out after {seconds:g} s").format(seconds=seconds)
+    return _(words) if words else words

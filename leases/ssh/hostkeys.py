@@ -24,6 +24,8 @@ from pathlib import Path
 import asyncssh
 import platformdirs
 
+from leases.ssh.speech import _
+
 DEFAULT_PORT = 22
 
 
@@ -98,23 +100,29 @@ def known_hosts_line(host: str, port: int | None, key: asyncssh.SSHKey) -> str:
     port, or a key that does not export as one valid public key.
     """
     if not _HOST_OK.fullmatch(host) or host.startswith(("-", "@")) or len(host) > 255:
-        raise UnsafeKnownHostsEntry(f"host {host!r} cannot be written to known_hosts safely")
+        raise UnsafeKnownHostsEntry(
+            _("host {host!r} cannot be written to known_hosts safely").format(host=host)
+        )
     if port is not None and not 0 < port < 65536:
-        raise UnsafeKnownHostsEntry(f"port {port!r} is not a port number")
+        raise UnsafeKnownHostsEntry(_("port {port!r} is not a port number").format(port=port))
     try:
         text = _public_key_text(key)
         again = asyncssh.import_public_key(text)
     except (ValueError, UnicodeError, asyncssh.KeyImportError) as exc:
-        raise UnsafeKnownHostsEntry(f"not a single valid public key: {exc}") from None
+        raise UnsafeKnownHostsEntry(
+            _("not a single valid public key: {why}").format(why=exc)
+        ) from None
     if again.public_data != key.public_data or not text.isascii() or "\n" in text:
-        raise UnsafeKnownHostsEntry("the key does not export as itself")
+        raise UnsafeKnownHostsEntry(_("the key does not export as itself"))
     pattern = host_pattern(host, port)
     line = f"{pattern} {text}\n"
     # Read it back the way zuka reads its files: one entry, for this host only, this key.
     parsed = asyncssh.import_known_hosts(line)
     found = parsed.match(pattern, "", None)
     if [k.public_data for k in found[0]] != [key.public_data] or any(found[1:5]):
-        raise UnsafeKnownHostsEntry(f"{pattern!r} does not read back as one entry")
+        raise UnsafeKnownHostsEntry(
+            _("{pattern!r} does not read back as one entry").format(pattern=pattern)
+        )
     return line
 
 
@@ -226,8 +234,9 @@ def trust(
         return False
     if status is HostKeyStatus.CHANGED:
         raise HostKeyChangedError(
-            f"{host_pattern(host, port)} already has a different host key on file; "
-            f"refusing to add {fingerprint(key)}"
+            _(
+                "{host} already has a different host key on file; refusing to add {fingerprint}"
+            ).format(host=host_pattern(host, port), fingerprint=fingerprint(key))
         )
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
@@ -272,5 +281,9 @@ async def fetch_host_key(
         options=asyncssh.SSHClientConnectionOptions(connect_timeout=timeout),
     )
     if key is None:
-        raise ValueError(f"{host_pattern(host, port)} completed key exchange without a host key")
+        raise ValueError(
+            _("{host} completed key exchange without a host key").format(
+                host=host_pattern(host, port)
+            )
+        )
     return key

@@ -23,6 +23,7 @@ import asyncssh
 
 from leases.core.errors import InputError
 from leases.core.textsafe import visible
+from leases.ssh.speech import _
 
 TMUX_DEFAULT = "zuka"
 # A tmux session name zuka sends: tmux itself refuses ':' and '.' changes meaning in a
@@ -68,7 +69,7 @@ def tmux_name(name: str | None) -> str:
         return TMUX_DEFAULT
     if not _TMUX_NAME.fullmatch(name):
         raise InputError(
-            "tmux session", visible(name, 80), "use 1 to 64 of A-Z a-z 0-9 _ . - (no spaces)"
+            "tmux session", visible(name, 80), _("use 1 to 64 of A-Z a-z 0-9 _ . - (no spaces)")
         )
     return name
 
@@ -83,7 +84,7 @@ def remote_command(tmux: str | None, words: list[str] | None) -> str | None:
     joined with spaces as ssh joins it (the user's words, typed for the remote shell; never
     a value from the ledger). tmux and a command together are refused."""
     if tmux is not None and words:
-        raise InputError("command", " ".join(words), "give --tmux or a command, not both")
+        raise InputError("command", " ".join(words), _("give --tmux or a command, not both"))
     if tmux is not None:
         return tmux_command(tmux)
     if words:
@@ -110,14 +111,14 @@ class Ended:
 def ended_words(end: Ended, *, tmux: bool = False) -> str:
     """How the session ended, said for a toast or the shell's stderr."""
     if end.lost:
-        return "the connection was lost"
+        return _("the connection was lost")
     if end.signal:
-        return f"ended by signal {visible(end.signal, 32)}"
+        return _("ended by signal {signal}").format(signal=visible(end.signal, 32))
     if end.status is None:
-        return "ended without an exit status"
+        return _("ended without an exit status")
     if tmux and end.status == NOT_FOUND:
-        return "exit status 127: tmux is not installed on the node"
-    return f"exit status {end.status}"
+        return _("exit status 127: tmux is not installed on the node")
+    return _("exit status {status}").format(status=end.status)
 
 
 class Terminal(Protocol):

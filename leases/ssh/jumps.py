@@ -16,6 +16,7 @@ from leases.ssh.faults import HopFailed, classify, hop_words
 from leases.ssh.link import Client
 from leases.ssh.options import SshOptions
 from leases.ssh.route import Endpoint
+from leases.ssh.speech import _
 
 
 @dataclass(eq=False)
@@ -113,7 +114,11 @@ class JumpHosts:
                 fault = jump.fault
                 wait = jump.next_attempt_at - now
                 raise HopFailed(
-                    fault.health, f"{fault.message} (retrying in {wait:.1f} s)", fault.offered
+                    fault.health,
+                    _("{why} (retrying in {seconds:.1f} s)").format(
+                        why=fault.message, seconds=wait
+                    ),
+                    fault.offered,
                 )
             hop = chain[-1]
             conn: asyncssh.SSHClientConnection
@@ -129,7 +134,8 @@ class JumpHosts:
                 jump.next_attempt_at = retry_at(
                     self.options, jump.failures, self._clock, self._random
                 )
-                jump.fault = HopFailed(health, f"jump host {hop_words(hop)}: {message}", offered)
+                words = _("jump host {host}: {why}").format(host=hop_words(hop), why=message)
+                jump.fault = HopFailed(health, words, offered)
                 raise jump.fault from exc
             jump.conn, jump.client = conn, client
             jump.failures, jump.fault, jump.next_attempt_at = 0, None, 0.0

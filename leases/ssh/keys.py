@@ -11,6 +11,8 @@ from pathlib import Path
 
 import asyncssh
 
+from leases.ssh.speech import _
+
 # The largest private key or certificate file read (a 16k-bit RSA key is ~13 KB).
 MAX_KEY_FILE_BYTES = 64 * 1024
 
@@ -33,24 +35,30 @@ def read_key_file(
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
-        raise KeyFileRefused(f"key file not found: {path}") from None
+        raise KeyFileRefused(_("key file not found: {path}").format(path=path)) from None
     except OSError as exc:
         if owner_only and exc.errno == errno.ELOOP:
             raise KeyFileRefused(
-                f"key file {path} is a symbolic link: name the key file itself"
+                _("key file {path} is a symbolic link: name the key file itself").format(path=path)
             ) from None
-        raise KeyFileRefused(f"key file {path} cannot be opened: {exc.strerror}") from None
+        raise KeyFileRefused(
+            _("key file {path} cannot be opened: {why}").format(path=path, why=exc.strerror)
+        ) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise KeyFileRefused(f"key file {path} is not a regular file")
+            raise KeyFileRefused(_("key file {path} is not a regular file").format(path=path))
         if owner_only:
             _check_own(path, info)
         if info.st_size > limit:
-            raise KeyFileRefused(f"key file {path} is larger than {limit} bytes")
+            raise KeyFileRefused(
+                _("key file {path} is larger than {limit} bytes").format(path=path, limit=limit)
+            )
         data = os.read(fd, limit + 1)
         if len(data) > limit:  # grew after the stat
-            raise KeyFileRefused(f"key file {path} is larger than {limit} bytes")
+            raise KeyFileRefused(
+                _("key file {path} is larger than {limit} bytes").format(path=path, limit=limit)
+            )
         return data
     finally:
         os.close(fd)
@@ -59,13 +67,17 @@ def read_key_file(
 def _check_own(path: Path, info: os.stat_result) -> None:
     if info.st_uid != os.geteuid():
         raise KeyFileRefused(
-            f"key file {path} is owned by uid {info.st_uid}, not by the user zuka runs as"
-            f" (uid {os.geteuid()}): the key must be this user's own (chown it to them)"
+            _(
+                "key file {path} is owned by uid {owner}, not by the user zuka runs as"
+                " (uid {uid}): the key must be this user's own (chown it to them)"
+            ).format(path=path, owner=info.st_uid, uid=os.geteuid())
         )
     if info.st_mode & 0o077:
         raise KeyFileRefused(
-            f"key file {path} may be read by others than its owner (mode"
-            f" {stat.S_IMODE(info.st_mode):04o}): chmod 600 {path}"
+            _(
+                "key file {path} may be read by others than its owner (mode {mode:04o}):"
+                " chmod 600 {path}"
+            ).format(path=path, mode=stat.S_IMODE(info.st_mode))
         )
 
 
@@ -104,7 +116,9 @@ def load_client_key(path: str, *, owner_only: bool = False) -> ClientKey:
     if owner_only:
         info = _lstat(file)
         if info is not None and stat.S_ISLNK(info.st_mode):
-            raise KeyFileRefused(f"key file {file} is a symbolic link: name the key file itself")
+            raise KeyFileRefused(
+                _("key file {path} is a symbolic link: name the key file itself").format(path=file)
+            )
         if info is not None and stat.S_ISREG(info.st_mode):
             _check_own(file, info)
     if signature is not None and cached is not None and cached[:2] == (signature, cert_signature):

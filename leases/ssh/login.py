@@ -33,7 +33,6 @@ is refused with a message that says zuka does not honour it: never silently drop
 
 from __future__ import annotations
 
-import ipaddress
 import re
 import shlex
 from collections.abc import Callable
@@ -42,67 +41,34 @@ from dataclasses import dataclass
 from leases.core.errors import InputError
 from leases.core.models import SshTarget
 from leases.core.secrets import HIDDEN, looks_like_key_text, token_kind
-from leases.core.textsafe import is_clean, visible
+from leases.core.textsafe import is_clean
+from leases.ssh import loginwords
+from leases.ssh.hostcheck import MAX_KEY_PATH as MAX_KEY_PATH
+from leases.ssh.hostcheck import QUARANTINED_HOST as QUARANTINED_HOST
+from leases.ssh.hostcheck import check_host as check_host
+from leases.ssh.hostcheck import check_key_path as check_key_path
+from leases.ssh.hostcheck import check_port as check_port
+from leases.ssh.hostcheck import check_user as check_user
+from leases.ssh.hostcheck import shown_value as _shown
 from leases.ssh.pasted import PASSWORD_INLINE_RE, PASSWORD_LINE_RE
+from leases.ssh.speech import _
 
 FIELD = "ssh"
 MAX_COMMAND = 4096
-MAX_KEY_PATH = 1024
 MAX_HOPS = 8
 MAX_TUNNELS = 16
 MAX_TUNNEL = 300  # characters of one forward
 NO_JUMP = "none"
-# What a node whose stored target was refused points at (see records.stored_node): under
-# .invalid, which never resolves (RFC 6761); check_host refuses it, so no edit keeps it.
-QUARANTINED_HOST = "ssh-target-refused.invalid"
 
 # Options that take an argument and that zuka honours.
 _HONOURED = set("pilJo")
-# Options that take an argument, which zuka does not honour: refused, saying what they are.
-_REFUSED_WITH_ARG = {
-    "B": "binding to an interface",
-    "b": "a bind address",
-    "c": "a cipher choice",
-    "E": "a log file",
-    "e": "an escape character",
-    "F": "another ssh config file",
-    "m": "a MAC choice",
-    "O": "a control command",
-    "Q": "a query",
-    "S": "a control socket",
-    "W": "stdio forwarding",
-    "w": "tunnel forwarding",
-}
-_REFUSED_FLAGS = {"G": "printing the config", "V": "printing the version"}
 # Flags harmless for a login target: accepted and dropped (see the module docstring).
 _FLAGS = set("46AaCfgKkMNnqsTtvXxYy")
 _HARMLESS_OPTIONS = frozenset(
     {"serveraliveinterval", "serveralivecountmax", "connecttimeout", "tcpkeepalive",
      "compression", "loglevel"}
 )  # fmt: skip
-_OPTION_REASONS = {
-    "proxycommand": "zuka never runs a local command to connect; use ProxyJump (-J)",
-    "localcommand": "zuka never runs a local command",
-    "permitlocalcommand": "zuka never runs a local command",
-    "hostname": "give the real host in the command itself",
-    "stricthostkeychecking": "zuka always checks host keys against its own trust store",
-    "userknownhostsfile": "zuka always checks host keys against its own trust store",
-    "globalknownhostsfile": "zuka always checks host keys against its own trust store",
-    "localforward": "give the forward as -L [bind_address:]port:host:hostport",
-    "remoteforward": "give the forward as -R [bind_address:]port:host:hostport",
-    "dynamicforward": "give the forward as -D [bind_address:]port",
-}
-# Port forwards kept as the node's tunnels (check_tunnel), by option letter.
-_TUNNELS = {
-    "L": "local port forwarding",
-    "R": "remote port forwarding",
-    "D": "dynamic port forwarding",
-}
-
 # Used with fullmatch: `$` would let a trailing newline through.
-_NAME_RE = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9_])?")
-_USER_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,31}\$?")
-_KEY_PATH_RE = re.compile(r"[\w/.~+@:,=-]+")
 _OPTION_NAME_RE = re.compile(r"[A-Za-z]{1,40}")
 _HARMLESS_VALUE_RE = re.compile(r"[A-Za-z0-9]{1,16}")
 # A console's label before the command: `登录指令：ssh ...`, `SSH: ssh ...`.
@@ -110,11 +76,6 @@ _HARMLESS_VALUE_RE = re.compile(r"[A-Za-z0-9]{1,16}")
 _LABELLED_RE = re.compile(r"^(?:[^\s#][^\n#]*?[:：]\s*)?((?:/usr/bin/)?ssh(?:\s.*)?|ssh://\S*)$")
 # Anything that may carry a password: then no refusal shows the line it came from.
 _PASSWORDY_RE = re.compile(r"sshpass|[^\s@/:]+:[^\s@]*@")
-
-
-def _shown(value: object) -> str:
-    """A refused value as an error message may show it: controls visible, size bounded."""
-    return visible(value, 80)
 
 
 @dataclass(frozen=True)
@@ -135,91 +96,10 @@ class JumpHop:
 # -- single values -----------------------------------------------------------------------
 
 
-def check_port(value: object, field: str = "ssh_port") -> int:
-    text = str(value).strip()
-    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise InputError(field, _shown(value), "port must be a number from 1 to 65535")
-    return int(text)
-
-
-def check_host(value: str, field: str = "ssh_host") -> str:
-    """A DNS name, IPv4, IPv6 (bracketed or bare) or config alias; returned unbracketed."""
-    bracketed = value.startswith("[") and value.endswith("]")
-    inner = value[1:-1] if bracketed else value
-    if ":" in inner:
-        try:
-            # Python reads a zone id (fe80::1%eth0); ssh_config would expand the `%`.
-            if "%" in inner:
-                raise ValueError(inner)
-            ipaddress.IPv6Address(inner)
-        except ValueError:
-            raise InputError(field, _shown(value), "is not a valid IPv6 address") from None
-        return inner
-    if bracketed or not _NAME_RE.fullmatch(value):
-        raise InputError(
-            field,
-            _shown(value),
-            "is not a valid host: use a DNS name, an IP address or an ~/.ssh/config alias "
-            "(letters, digits, '.', '_', '-'; not starting with '-')",
-        )
-    if all(part.isdigit() for part in value.split(".")):
-        # 0, 999.1.1.1 and 1.2.3.4.5 are not names: an address must be a real IPv4.
-        try:
-            if len(value.split(".")) != 4:
-                raise ValueError(value)
-            ipaddress.IPv4Address(value)
-        except ValueError:
-            raise InputError(field, _shown(value), "is not a valid IPv4 address") from None
-    if value.lower().rstrip(".").endswith(".invalid"):
-        reason = (
-            "the stored ssh target was refused: give the login command with --ssh"
-            if value == QUARANTINED_HOST
-            else "names under .invalid never resolve"
-        )
-        raise InputError(field, _shown(value), reason)
-    return value
-
-
-def check_user(value: str, field: str = "ssh_user") -> str:
-    if not _USER_RE.fullmatch(value):
-        raise InputError(
-            field,
-            _shown(value),
-            "is not a valid user name (1-32 letters, digits, '.', '_', '-'; "
-            "not starting with '-' or '.')",
-        )
-    return value
-
-
-def check_key_path(value: str, field: str = "ssh_key_path") -> str:
-    """The path of a key file (never the key itself)."""
-    if looks_like_key_text(value):
-        raise InputError(
-            field, HIDDEN, "looks like private key text: give the path of the key file instead"
-        )
-    if not value.strip():
-        raise InputError(field, value, "is empty")
-    if len(value) > MAX_KEY_PATH:
-        raise InputError(field, _shown(value), f"is longer than {MAX_KEY_PATH} characters")
-    if not is_clean(value):
-        raise InputError(field, _shown(value), "contains control or bidi characters")
-    if value.startswith("-"):
-        raise InputError(field, _shown(value), "must not start with '-'")
-    # `zuka node show` prints the ssh command: no path may turn into more shell words.
-    if not _KEY_PATH_RE.fullmatch(value):
-        raise InputError(
-            field,
-            _shown(value),
-            "a key path is letters, digits and / . _ - ~ + @ : , = (no spaces, quotes, %, "
-            "or shell characters: link the key to a plainer path)",
-        )
-    return value
-
-
 def _userinfo(user: str, field: str) -> str:
     if ":" in user:
         raise InputError(
-            field, HIDDEN, "holds a password (user:password@): zuka never stores passwords"
+            field, HIDDEN, _("holds a password (user:password@): zuka never stores passwords")
         )
     return check_user(user, field)
 
@@ -230,7 +110,9 @@ def parse_jump_hops(value: str, field: str = "ssh_jump") -> list[JumpHop]:
         return []
     raw_hops = value.split(",")
     if len(raw_hops) > MAX_HOPS:
-        raise InputError(field, _shown(value), f"has more than {MAX_HOPS} hops")
+        raise InputError(
+            field, _shown(value), _("has more than {count} hops").format(count=MAX_HOPS)
+        )
     hops: list[JumpHop] = []
     for raw in raw_hops:
         hop = raw.removeprefix("ssh://").removesuffix("/")
@@ -238,10 +120,14 @@ def parse_jump_hops(value: str, field: str = "ssh_jump") -> list[JumpHop]:
         user = _userinfo(user_part, field) if at else None
         port: int | None = None
         if hostport.startswith("["):
-            host, _, rest = hostport[1:].partition("]")
+            host, _sep, rest = hostport[1:].partition("]")
             if rest:
                 if not rest.startswith(":"):
-                    raise InputError(field, _shown(value), f"cannot read the hop {_shown(raw)!r}")
+                    raise InputError(
+                        field,
+                        _shown(value),
+                        _("cannot read the hop {hop!r}").format(hop=_shown(raw)),
+                    )
                 port = check_port(rest[1:], field)
             host = check_host(f"[{host}]", field)
         else:
@@ -273,7 +159,7 @@ def _tunnel_parts(spec: str, field: str) -> list[str]:
         rest = rest[m.end() :]
         if not m.group(2):
             if rest:
-                raise InputError(field, _shown(spec), "cannot be read as a port forward")
+                raise InputError(field, _shown(spec), _("cannot be read as a port forward"))
             return parts
 
 
@@ -290,25 +176,27 @@ def check_tunnel(value: object, field: str = "ssh_tunnels") -> str:
     `-R [bind_address:]port:host:hostport` or `-D [bind_address:]port`; InputError for
     anything else (a socket path, port 0, a host the host check refuses)."""
     if not isinstance(value, str):
-        raise InputError(field, _shown(value), "a tunnel is text such as -L 8080:localhost:8080")
+        raise InputError(field, _shown(value), _("a tunnel is text such as -L 8080:localhost:8080"))
     if len(value) > MAX_TUNNEL or not is_clean(value):
-        raise InputError(field, _shown(value), "is not a port forward")
-    kind, _, spec = value.strip().partition(" ")
+        raise InputError(field, _shown(value), _("is not a port forward"))
+    kind, _sep, spec = value.strip().partition(" ")
     letter = kind.removeprefix("-")
     spec = spec.strip()
-    if not kind.startswith("-") or letter not in _TUNNELS or not spec or " " in spec:
+    if not kind.startswith("-") or letter not in loginwords.TUNNELS or not spec or " " in spec:
         raise InputError(
             field,
             _shown(value),
-            "a tunnel is -L or -R [bind_address:]port:host:hostport, or -D [bind_address:]port",
+            _("a tunnel is -L or -R [bind_address:]port:host:hostport, or -D [bind_address:]port"),
         )
     if "/" in spec:
-        raise InputError(field, _shown(value), "forwards to or from a socket path are refused")
+        raise InputError(field, _shown(value), _("forwards to or from a socket path are refused"))
     parts = _tunnel_parts(spec, field)
     wanted = (1, 2) if letter == "D" else (3, 4)
     if len(parts) not in wanted:
         form = "[bind_address:]port" if letter == "D" else "[bind_address:]port:host:hostport"
-        raise InputError(field, _shown(value), f"-{letter} takes {form}")
+        raise InputError(
+            field, _shown(value), _("-{letter} takes {form}").format(letter=letter, form=form)
+        )
     bind = _tunnel_host(parts[0], value, field, bind=True) if len(parts) in (2, 4) else None
     rest = parts[1:] if bind is not None else parts
     out = [str(check_port(rest[0], field))]
@@ -328,9 +216,11 @@ def check_tunnels(value: object, field: str = "ssh_tunnels") -> tuple[str, ...]:
     elif isinstance(value, list | tuple):
         items = list(value)
     else:
-        raise InputError(field, _shown(value), "must be a list of port forwards")
+        raise InputError(field, _shown(value), _("must be a list of port forwards"))
     if len(items) > MAX_TUNNELS:
-        raise InputError(field, f"{len(items)} forwards", f"at most {MAX_TUNNELS} tunnels")
+        raise InputError(
+            field, f"{len(items)} forwards", _("at most {count} tunnels").format(count=MAX_TUNNELS)
+        )
     return tuple(dict.fromkeys(check_tunnel(v, field) for v in items))
 
 
@@ -354,18 +244,23 @@ def _login_line(command: str) -> tuple[str, bool]:
     """The one line that holds the login command, its label and any password cut off;
     and whether a password was seen (then no refusal may show the paste itself)."""
     if len(command) > MAX_COMMAND:
-        raise InputError(FIELD, _shown(command), f"is longer than {MAX_COMMAND} characters")
+        raise InputError(
+            FIELD, _shown(command), _("is longer than {count} characters").format(count=MAX_COMMAND)
+        )
     lines = [line.strip() for line in command.splitlines() if line.strip()]
     kept = [line for line in lines if not PASSWORD_LINE_RE.match(line)]
     had_password = len(kept) != len(lines)
     if not kept:
-        raise InputError(FIELD, HIDDEN if had_password else command, "is empty")
+        raise InputError(FIELD, HIDDEN if had_password else command, _("is empty"))
     if len(kept) > 1:
         # Not shown: the other lines may hold a secret in any form.
         raise InputError(
             FIELD,
             HIDDEN,
-            "has more than one line: paste one login command (a password line after it is ignored)",
+            _(
+                "has more than one line: paste one login command (a password line after it is"
+                " ignored)"
+            ),
         )
     line = kept[0]
     inline = PASSWORD_INLINE_RE.search(line)
@@ -375,10 +270,14 @@ def _login_line(command: str) -> tuple[str, bool]:
     if labelled:
         line = labelled.group(1)
     if not line:
-        raise InputError(FIELD, HIDDEN, "has no ssh command")
+        raise InputError(FIELD, HIDDEN, _("has no ssh command"))
     kind = token_kind(line)
     if kind is not None:
-        raise InputError(FIELD, HIDDEN, f"holds what looks like {kind}: zuka never stores one")
+        raise InputError(
+            FIELD,
+            HIDDEN,
+            _("holds what looks like {kind}: zuka never stores one").format(kind=kind),
+        )
     return line, had_password
 
 
@@ -390,36 +289,37 @@ def _destination(dest: str, line: str) -> tuple[str | None, str, int | None]:
         user = _userinfo(user_part, FIELD) if at else None
         m = re.match(r"^(\[[^\]]*\]|[^:]*)(?::([^:]*))?$", hostport)
         if not m:
-            raise InputError(FIELD, _shown(line), f"cannot read the URL {_shown(dest)!r}")
+            raise InputError(
+                FIELD, _shown(line), _("cannot read the URL {url!r}").format(url=_shown(dest))
+            )
         if m.group(2) is not None:
             port = check_port(m.group(2), FIELD)
         return user, check_host(m.group(1), FIELD), port
     user = None
     if "@" in dest:
-        user_part, _, dest = dest.rpartition("@")
+        user_part, _sep, dest = dest.rpartition("@")
         user = _userinfo(user_part, FIELD)
     if dest.startswith("[") and dest.endswith("]"):
         return user, check_host(dest, FIELD), port
     if ":" in dest:
         raise InputError(
-            FIELD, _shown(line), "host:port is not an ssh destination; use -p PORT or ssh://"
+            FIELD, _shown(line), _("host:port is not an ssh destination; use -p PORT or ssh://")
         )
     return user, check_host(dest, FIELD), port
 
 
 def _refuse_option(name: str, line: str) -> InputError:
-    reason = _OPTION_REASONS.get(name.lower(), "remove it")
-    return InputError(
-        FIELD, _shown(line), f"zuka does not honour the ssh option {_shown(name)}: {reason}"
-    )
+    reason = _(loginwords.OPTION_REASONS.get(name.lower(), loginwords.REMOVE_IT))
+    words = _("zuka does not honour the ssh option {option}: {why}")
+    return InputError(FIELD, _shown(line), words.format(option=_shown(name), why=reason))
 
 
 def parse_ssh_command(command: str, known_aliases: frozenset[str] = frozenset()) -> SshTarget:
     """Parse a login command or alias into an SshTarget; InputError if it is not one."""
     if not command.strip():
-        raise InputError(FIELD, command, "is empty")
+        raise InputError(FIELD, command, _("is empty"))
     if looks_like_key_text(command):
-        raise InputError(FIELD, HIDDEN, "holds private key text: give the key's path with -i")
+        raise InputError(FIELD, HIDDEN, _("holds private key text: give the key's path with -i"))
     line, had_password = _login_line(command)
     try:
         return _parse_line(line, known_aliases)
@@ -429,8 +329,10 @@ def parse_ssh_command(command: str, known_aliases: frozenset[str] = frozenset())
             raise InputError(
                 FIELD,
                 HIDDEN,
-                "holds what may be a password (not shown; zuka never stores one), and is "
-                "refused: give the login command without it",
+                _(
+                    "holds what may be a password (not shown; zuka never stores one), and is"
+                    " refused: give the login command without it"
+                ),
             ) from None
         raise
 
@@ -460,19 +362,23 @@ def _parse_line(line: str, known_aliases: frozenset[str]) -> SshTarget:
     try:
         words = shlex.split(without_comment(line))
     except ValueError as exc:
-        raise InputError(FIELD, _shown(line), f"cannot be split into words: {exc}") from None
+        raise InputError(
+            FIELD, _shown(line), _("cannot be split into words: {why}").format(why=exc)
+        ) from None
     if words and words[0] == "sshpass":
         raise InputError(
             FIELD,
             HIDDEN,
-            "sshpass carries a password: zuka never stores one; give the ssh command alone"
-            " (without sshpass and its password) and log in with a key (ssh -i KEY)",
+            _(
+                "sshpass carries a password: zuka never stores one; give the ssh command alone"
+                " (without sshpass and its password) and log in with a key (ssh -i KEY)"
+            ),
         )
     if words and words[0] in {"ssh", "/usr/bin/ssh"}:
         words = words[1:]
     elif len(words) != 1 or words[0].startswith("-"):
         raise InputError(
-            FIELD, _shown(line), "must start with 'ssh' or be a single ~/.ssh/config alias"
+            FIELD, _shown(line), _("must start with 'ssh' or be a single ~/.ssh/config alias")
         )
     # As in OpenSSH, the first value given for a setting wins.
     settings: dict[str, str] = {}
@@ -493,8 +399,10 @@ def _parse_line(line: str, known_aliases: frozenset[str]) -> SshTarget:
                 raise InputError(
                     FIELD,
                     _shown(" ".join(["ssh", *words[: i - 1], "…"])),
-                    "has words after the login (a remote command, or a password: not shown):"
-                    " give only the login part",
+                    _(
+                        "has words after the login (a remote command, or a password: not"
+                        " shown): give only the login part"
+                    ),
                 )
             dest = word
             continue
@@ -504,27 +412,43 @@ def _parse_line(line: str, known_aliases: frozenset[str]) -> SshTarget:
             j += 1
             if opt in _FLAGS:
                 continue
-            if opt in _REFUSED_FLAGS:
-                raise InputError(
-                    FIELD, _shown(line), f"-{opt} ({_REFUSED_FLAGS[opt]}) is not a login"
-                )
-            if opt not in _HONOURED and opt not in _REFUSED_WITH_ARG and opt not in _TUNNELS:
-                raise InputError(FIELD, _shown(line), f"unknown ssh option -{_shown(opt)}")
-            if opt in _REFUSED_WITH_ARG:
+            if opt in loginwords.REFUSED_FLAGS:
                 raise InputError(
                     FIELD,
                     _shown(line),
-                    f"zuka does not honour the ssh option -{opt} ({_REFUSED_WITH_ARG[opt]}): "
-                    "give only the login part",
+                    _("-{option} ({what}) is not a login").format(
+                        option=opt, what=_(loginwords.REFUSED_FLAGS[opt])
+                    ),
+                )
+            if (
+                opt not in _HONOURED
+                and opt not in loginwords.REFUSED_WITH_ARG
+                and opt not in loginwords.TUNNELS
+            ):
+                raise InputError(
+                    FIELD,
+                    _shown(line),
+                    _("unknown ssh option -{option}").format(option=_shown(opt)),
+                )
+            if opt in loginwords.REFUSED_WITH_ARG:
+                raise InputError(
+                    FIELD,
+                    _shown(line),
+                    _(
+                        "zuka does not honour the ssh option -{option} ({what}): give only the"
+                        " login part"
+                    ).format(option=opt, what=_(loginwords.REFUSED_WITH_ARG[opt])),
                 )
             if j < len(word):
                 arg = word[j:]
             elif i < len(words):
                 arg, i = words[i], i + 1
             else:
-                raise InputError(FIELD, _shown(line), f"option -{opt} needs a value")
+                raise InputError(
+                    FIELD, _shown(line), _("option -{option} needs a value").format(option=opt)
+                )
             j = len(word)
-            if opt in _TUNNELS:
+            if opt in loginwords.TUNNELS:
                 tunnels.append(check_tunnel(f"-{opt} {arg}", FIELD))
                 continue
             name, value = _option(arg, line) if opt == "o" else (_SETTING_OF[opt], arg)
@@ -532,7 +456,7 @@ def _parse_line(line: str, known_aliases: frozenset[str]) -> SshTarget:
                 # Every value is checked, even one a first value overrides.
                 settings.setdefault(name, _SETTING_CHECKS[name](value))
     if dest is None:
-        raise InputError(FIELD, _shown(line), "has no host")
+        raise InputError(FIELD, _shown(line), _("has no host"))
     dest_user, host, url_port = _destination(dest, line)
     port = url_port or (int(settings["port"]) if "port" in settings else None)
     user = dest_user or settings.get("user")
@@ -565,9 +489,15 @@ def _option(arg: str, line: str) -> tuple[str | None, str]:
     name, sep, value = arg.replace("=", " ", 1).partition(" ")
     name, value = name.strip(), value.strip()
     if not sep or not value:
-        raise InputError(FIELD, _shown(line), f"-o {_shown(arg)!r} is not Option=value")
+        raise InputError(
+            FIELD, _shown(line), _("-o {value!r} is not Option=value").format(value=_shown(arg))
+        )
     if not _OPTION_NAME_RE.fullmatch(name):
-        raise InputError(FIELD, _shown(line), f"-o {_shown(name)!r} is not an ssh option name")
+        raise InputError(
+            FIELD,
+            _shown(line),
+            _("-o {value!r} is not an ssh option name").format(value=_shown(name)),
+        )
     key = name.lower()
     if key in _SETTING_CHECKS:
         return key, value

@@ -23,6 +23,7 @@ from leases.ssh.keys import ClientKey
 from leases.ssh.link import Client
 from leases.ssh.options import SshOptions
 from leases.ssh.route import Endpoint
+from leases.ssh.speech import _
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ def password_probe(node: Node, options: SshOptions) -> Callable[[], Awaitable[At
         jumps.close_all()
         asked = tuple(connector.client.asked) if connector.client else ()
         # Let in with nothing offered: sshd's "none" method succeeded (an empty password).
-        return Attempt(False, (*asked, "none"), "the node let the login in with no key")
+        return Attempt(False, (*asked, "none"), _("the node let the login in with no key"))
 
     return attempt
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from leases.ssh.speech import _
+
 # A password line after the command, or a password said on the command's own line.
 PASSWORD_LINE_RE = re.compile(
     r"^\s*(?:登录)?(?:密码|口令|password|passwd|pwd)\s*[:：=]", re.IGNORECASE
@@ -21,14 +23,21 @@ def dropped_from(command: str) -> str | None:
     replacing the paste; the command line says it in these words."""
     lines = [line.strip() for line in command.splitlines() if line.strip()]
     kept = [line for line in lines if not PASSWORD_LINE_RE.match(line)]
-    parts = []
-    if len(kept) != len(lines):
-        parts.append("the password line")
-    if len(kept) == 1 and PASSWORD_INLINE_RE.search(kept[0]):
-        parts.append("the password after the command")
-    if not parts:
-        return None
-    return (
-        f"dropped {' and '.join(parts)} of the pasted login: zuka never stores a password;"
-        " it logs in with a key (ssh -i KEY, or your ssh agent)"
-    )
+    line = len(kept) != len(lines)
+    inline = len(kept) == 1 and bool(PASSWORD_INLINE_RE.search(kept[0]))
+    if line and inline:
+        return _(
+            "dropped the password line and the password after the command of the pasted login:"
+            " zuka never stores a password; it logs in with a key (ssh -i KEY, or your ssh agent)"
+        )
+    if line:
+        return _(
+            "dropped the password line of the pasted login: zuka never stores a password; it"
+            " logs in with a key (ssh -i KEY, or your ssh agent)"
+        )
+    if inline:
+        return _(
+            "dropped the password after the command of the pasted login: zuka never stores a"
+            " password; it logs in with a key (ssh -i KEY, or your ssh agent)"
+        )
+    return None

@@ -12,6 +12,7 @@ from leases.core.models import SshTarget
 from leases.ssh import config as sshconfig
 from leases.ssh import hostkeys
 from leases.ssh import login as sshcmd
+from leases.ssh.speech import _
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,8 @@ def _endpoint(
     host: str, port: int | None, user: str | None, conf: sshconfig.HostConfig
 ) -> Endpoint:
     if conf.refusals:
-        raise sshconfig.ConfigRefused(f"ssh config for {host}: " + "; ".join(conf.refusals))
+        words = _("ssh config for {host}: {refusals}")
+        raise sshconfig.ConfigRefused(words.format(host=host, refusals=_("; ").join(conf.refusals)))
     user = user or conf.user
     return Endpoint(
         _checked("HostName", conf.hostname or host),
@@ -74,8 +76,10 @@ def resolve_route(target: SshTarget, config_paths: Sequence[Path]) -> Route:
             # `Host * / ProxyJump bastion` matches the bastion too: ssh would loop on it.
             if own and own.lower() != "none" and not _names_itself(own, hop.host):
                 raise sshconfig.ConfigRefused(
-                    f"jump host {hop.host} has a ProxyJump of its own in the ssh config; "
-                    "zuka does not chain those: give the whole chain as the node's jump"
+                    _(
+                        "jump host {host} has a ProxyJump of its own in the ssh config; zuka does"
+                        " not chain those: give the whole chain as the node's jump"
+                    ).format(host=hop.host)
                 )
             hops.append(_endpoint(hop.host, hop.port, hop.user, hop_conf))
     return Route(node, tuple(hops))

@@ -45,6 +45,7 @@ from leases.ssh.jumps import JumpHosts
 from leases.ssh.link import Client, Link
 from leases.ssh.options import SshOptions
 from leases.ssh.shell import Shell, close_shell, framed, new_marker, open_shell, read_answer
+from leases.ssh.speech import _
 from leases.ssh.stream import CHUNK, Capped, CommandResult, OverCap, Tail
 
 # How long to wait for a channel to finish closing after we closed it ourselves.
@@ -164,7 +165,8 @@ class NodeSession:
                     await process.wait_closed()
                     await stderr.done()
             except TimeoutError as exc:
-                self._set(NodeHealth.TIMEOUT, f"{cmd!r} did not finish within {limit:g} s")
+                words = _("{command!r} did not finish within {seconds:g} s")
+                self._set(NodeHealth.TIMEOUT, words.format(command=cmd, seconds=limit))
                 raise CommandTimeout(self.name, NodeHealth.TIMEOUT, self.last_error) from exc
             except OverCap as exc:
                 raise self._too_large(cmd, str(exc)) from None
@@ -217,7 +219,8 @@ class NodeSession:
                 await self._close_process(process)
 
     def _too_large(self, cmd: str, reason: str) -> OutputTooLarge:
-        self._set(NodeHealth.GARBAGE, f"{cmd.split(' ', 1)[0]!r} printed {reason}: stopped")
+        words = _("{command!r} printed {what}: stopped")
+        self._set(NodeHealth.GARBAGE, words.format(command=cmd.split(" ", 1)[0], what=reason))
         return OutputTooLarge(self.name, NodeHealth.GARBAGE, self.last_error)
 
     async def stream(
@@ -247,7 +250,9 @@ class NodeSession:
                             chunk = await process.stdout.read(CHUNK)
                         complete = lines.feed(chunk)
                     except TimeoutError as exc:
-                        message = f"{cmd!r} printed nothing in {idle_timeout:g} s"
+                        message = _("{command!r} printed nothing in {seconds:g} s").format(
+                            command=cmd, seconds=idle_timeout
+                        )
                         self._set(NodeHealth.TIMEOUT, message)
                         raise CommandTimeout(self.name, NodeHealth.TIMEOUT, message) from exc
                     except OverCap as exc:
@@ -313,14 +318,15 @@ class NodeSession:
                         if not shell.answered and not self._is_lost(link):
                             # Closed before its first answer: no usable shell here.
                             raise ShellUnavailable(
-                                self.name, NodeHealth.OK, "the node closed its shell"
+                                self.name, NodeHealth.OK, _("the node closed its shell")
                             )
                         raise ConnectionDropped(
-                            self.name, NodeHealth.UNREACHABLE, "the shell channel closed"
+                            self.name, NodeHealth.UNREACHABLE, _("the shell channel closed")
                         )
             except TimeoutError as exc:
                 await self._drop_shell()  # the command may still be running in it
-                self._set(NodeHealth.TIMEOUT, f"{cmd!r} did not finish within {limit:g} s")
+                words = _("{command!r} did not finish within {seconds:g} s")
+                self._set(NodeHealth.TIMEOUT, words.format(command=cmd, seconds=limit))
                 raise CommandTimeout(self.name, NodeHealth.TIMEOUT, self.last_error) from exc
             except OverCap as exc:
                 await self._drop_shell()  # stops the command: the channel is closed
@@ -391,8 +397,9 @@ class NodeSession:
                 raise BackingOff(
                     self.name,
                     self.health,
-                    f"waiting {self.next_attempt_at - now:.1f} s before retrying: "
-                    f"{self.last_error}",
+                    _("waiting {seconds:.1f} s before retrying: {why}").format(
+                        seconds=self.next_attempt_at - now, why=self.last_error
+                    ),
                     self.next_attempt_at,
                 )
             try:
@@ -429,7 +436,9 @@ class NodeSession:
             self._link = None
             link.close()  # lets go of its jump hosts
             if exc is not None:
-                self._set(NodeHealth.UNREACHABLE, f"connection lost: {describe(exc)}")
+                self._set(
+                    NodeHealth.UNREACHABLE, _("connection lost: {why}").format(why=describe(exc))
+                )
 
     def _is_lost(self, link: Link) -> bool:
         return link.lost or link.conn.is_closed()
@@ -440,12 +449,13 @@ class NodeSession:
             if self._link is link:
                 self._link = None
             link.close()
-            reason = describe(exc) if exc else "connection closed"
-            self._set(NodeHealth.UNREACHABLE, f"connection lost during command: {reason}")
+            reason = describe(exc) if exc else _("connection closed")
+            words = _("connection lost during command: {why}").format(why=reason)
+            self._set(NodeHealth.UNREACHABLE, words)
             return ConnectionDropped(self.name, NodeHealth.UNREACHABLE, self.last_error)
         # The connection is fine; only this channel failed (e.g. the server refused it).
-        reason = describe(exc) if exc else "it closed without an exit status"
-        return SshError(self.name, self.health, f"channel failed: {reason}")
+        reason = describe(exc) if exc else _("it closed without an exit status")
+        return SshError(self.name, self.health, _("channel failed: {why}").format(why=reason))
 
     async def _open_process(
         self, link: Link, cmd: str, *, binary: bool = False

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import asyncssh
 
+from leases.ssh.speech import _
+
 # The most text one read of a chunked stream takes.
 CHUNK = 65536
 # How much of stderr to keep for the error a command ends with.
@@ -49,7 +51,7 @@ class Capped:
         cap is passed."""
         self.total += len(chunk)
         if self.max_output is not None and self.total > self.max_output:
-            raise OverCap(f"output over {_size(self.max_output)}")
+            raise OverCap(_("output over {size}").format(size=_size(self.max_output)))
         lines: list[str] = []
         start = 0
         while (end := chunk.find("\n", start)) >= 0:
@@ -58,14 +60,14 @@ class Capped:
                 piece = "".join(self._partial) + piece
                 self._partial, self._partial_len = [], 0
             if len(piece) > self.max_line + 1:
-                raise OverCap(f"a line over {_size(self.max_line)}")
+                raise OverCap(_("a line over {size}").format(size=_size(self.max_line)))
             lines.append(piece)
             start = end + 1
         rest = chunk[start:]
         if rest:
             self._partial_len += len(rest)
             if self._partial_len > self.max_line:
-                raise OverCap(f"a line over {_size(self.max_line)}")
+                raise OverCap(_("a line over {size}").format(size=_size(self.max_line)))
             self._partial.append(rest)
         return lines
 
@@ -80,7 +82,7 @@ def _size(chars: int) -> str:
     for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
         if chars >= scale and chars % scale == 0:
             return f"{chars // scale} {unit}"
-    return f"{chars} characters"
+    return _("{count} characters").format(count=chars)
 
 
 class Tail:

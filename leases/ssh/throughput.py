@@ -14,6 +14,7 @@ from collections.abc import Callable
 from leases.core.models import NodeHealth
 from leases.ssh.errors import CommandTimeout, SshError
 from leases.ssh.session import NodeSession
+from leases.ssh.speech import _
 
 CHUNK = 1 << 20
 MAX_BYTES = 1 << 30  # a transfer zuka asks for is never more than this
@@ -42,8 +43,11 @@ async def measure(
                     got += len(chunk)
                 elapsed = clock() - began
     except TimeoutError as exc:
-        words = f"{got} of {nbytes} bytes in {timeout:g} s: transfer stopped"
+        words = _("{got} of {total} bytes in {seconds:g} s: transfer stopped").format(
+            got=got, total=nbytes, seconds=timeout
+        )
         raise CommandTimeout(session.name, NodeHealth.TIMEOUT, words) from exc
     if got < nbytes:
-        raise SshError(session.name, session.health, f"the transfer ended after {got} bytes")
+        words = _("the transfer ended after {got} bytes").format(got=got)
+        raise SshError(session.name, session.health, words)
     return got / max(elapsed, 1e-6)

@@ -10,14 +10,23 @@ import sys
 from datetime import UTC, datetime
 from typing import TextIO
 
+from rich.cells import cell_len
+
 from leases.accept.engine import Check
 from leases.app import acceptance
-from leases.app.acceptance import Stored
-from leases.app.acceptreport import report_md, returnable_words, to_json
+from leases.app.acceptance import Stored, told
+from leases.app.acceptreport import (
+    level_words,
+    report_md,
+    returnable_words,
+    status_words,
+    to_json,
+)
 from leases.config.load import load_user_config
 from leases.core import fields
 from leases.core.acceptance import CheckResult, Level
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from tui.cli import output
 from tui.cli.acceptargs import EXIT
@@ -26,37 +35,40 @@ from tui.cli.opening import open_ledger
 
 def _when(stored: Stored) -> str:
     """When a stored run finished, in its lease's billing zone."""
-    return f"checked {fields.shown(stored.verdict.finished, stored.lease_tz)} ({stored.lease_tz})"
+    when = fields.shown(stored.verdict.finished, stored.lease_tz)
+    return _("checked {when} ({tz})").format(when=when, tz=stored.lease_tz)
 
 
 def _line(r: CheckResult) -> str:
-    return (
-        f"  {r.status.value.replace('_', ' '):<11} {visible(r.title, 80)}: {visible(r.words, 600)}"
-    )
+    status = status_words(r.status)
+    pad = " " * max(0, 11 - cell_len(status))
+    said = _("{title}: {words}").format(title=visible(r.title, 80), words=visible(r.words, 600))
+    return f"  {status}{pad} {said}"
 
 
 def accept(args: argparse.Namespace, out: TextIO) -> int:
     config = load_user_config(args.config)
     for warning in config.warnings:
-        print(f"zuka: warning: {visible(warning)}", file=sys.stderr)
+        print(_("zuka: warning: {warning}").format(warning=visible(warning)), file=sys.stderr)
     progress = sys.stderr if args.json or args.report else out
 
     def started(check: Check) -> None:
-        print(f"checking: {visible(check.title, 120)}", file=progress, flush=True)
+        title = visible(_(check.title), 120)
+        print(_("checking: {check}").format(check=title), file=progress, flush=True)
 
     def found(result: CheckResult) -> None:
         print(_line(result), file=progress, flush=True)
 
     if args.json and args.report:
-        raise InputError("--report", args.report, "prints the report, --json the run: give one")
+        raise InputError("--report", args.report, _("prints the report, --json the run: give one"))
     if args.last and args.level:
-        raise InputError("--level", args.level, "--last shows the stored run; it runs nothing")
+        raise InputError("--level", args.level, _("--last shows the stored run; it runs nothing"))
     with open_ledger(args, create=False) as ledger:
         if args.last:
             stored = acceptance.last(ledger, args.node)
             if stored is None:
                 raise InputError(
-                    "node", args.node, "has no acceptance run recorded yet: zuka accept NODE"
+                    "node", args.node, _("has no acceptance run recorded yet: zuka accept NODE")
                 )
         else:
             stored = asyncio.run(
@@ -76,15 +88,28 @@ def accept(args: argparse.Namespace, out: TextIO) -> int:
         out.write(report_md(stored))
     else:
         if args.last:
-            for r in stored.verdict.results:
+            for r in told(stored, config.accept):
                 print(_line(r), file=out)
         counts = stored.verdict.counts()
-        tally = ", ".join(f"{n} {s.value.replace('_', ' ')}" for s, n in counts.items() if n)
+        tally = _(", ").join(
+            _("{count} {status}").format(count=n, status=status_words(s))
+            for s, n in counts.items()
+            if n
+        )
+        if args.last:
+            words = _("{node}: {status} ({tally}; level {level}, run {run}, {when}); {window}")
+        else:
+            words = _("{node}: {status} ({tally}; level {level}, run {run}); {window}")
         print(
-            f"{visible(stored.node, 100)}: {stored.status.value.replace('_', ' ')}"
-            f" ({tally or 'no findings'}; level {stored.verdict.level.value}, run {stored.id}"
-            f"{', ' + _when(stored) if args.last else ''});"
-            f" {returnable_words(stored)}",
+            words.format(
+                node=visible(stored.node, 100),
+                status=status_words(stored.status),
+                tally=tally or _("no findings"),
+                level=level_words(stored.verdict.level),
+                run=stored.id,
+                when=_when(stored) if args.last else "",
+                window=returnable_words(stored),
+            ),
             file=out,
         )
     return EXIT[stored.status]

@@ -16,10 +16,11 @@ from leases.accept.checks.smi import gpu_label, read_q, said_once, unread
 from leases.accept.engine import Check, Context
 from leases.accept.facts import SmiQuery
 from leases.accept.probe import missing_tool
+from leases.accept.words import N_, _
 from leases.core.acceptance import CheckResult, Evidence, Level, Status, worse
 from leases.core.textsafe import visible
 
-TITLE = "Memory and power health"
+TITLE = N_("Memory and power health")
 DMESG_COMMAND = "dmesg"
 JOURNAL_COMMAND = "journalctl -k -b --no-pager -q"
 
@@ -44,7 +45,7 @@ class _Tally:
 
 
 def judge_memory(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
-    cid, title = "health.memory", "Remapped rows, retired pages, ECC"
+    cid, title = "health.memory", _("Remapped rows, retired pages, ECC")
     tally = _Tally()
     lines: list[str] = []
     for i, g in enumerate(facts.gpus):
@@ -52,48 +53,61 @@ def judge_memory(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
         unc = g.remapped_uncorrectable
         if (unc is not None and unc >= REMAP_UNCORRECTABLE_FAIL) or g.remap_failure == "Yes":
             tally.see(Status.FAILED)
+            line = _(
+                "{gpu}: {count} uncorrectable remapped rows, remapping failure {failure}"
+                " (DCGM fails at {limit})"
+            )
             lines.append(
-                f"{name}: {unc} uncorrectable remapped rows, remapping failure "
-                f"{g.remap_failure or 'unknown'} (DCGM fails at {REMAP_UNCORRECTABLE_FAIL})"
+                line.format(
+                    gpu=name,
+                    count=unc,
+                    failure=g.remap_failure or _("unknown"),
+                    limit=REMAP_UNCORRECTABLE_FAIL,
+                )
             )
         elif g.remap_pending == "Yes":
             tally.see(Status.WARNED)
-            lines.append(f"{name}: a row remap is pending (the GPU needs a reset)")
+            lines.append(
+                _("{gpu}: a row remap is pending (the GPU needs a reset)").format(gpu=name)
+            )
         retired = (g.retired_sbe or 0) + (g.retired_dbe or 0)
         if retired >= RETIRED_FAIL:
             tally.see(Status.FAILED)
-            lines.append(f"{name}: {retired} retired pages (DCGM fails at {RETIRED_FAIL})")
+            line = _("{gpu}: {count} retired pages (DCGM fails at {limit})")
+            lines.append(line.format(gpu=name, count=retired, limit=RETIRED_FAIL))
         elif retired >= RETIRED_WARN:
             tally.see(Status.WARNED)
-            lines.append(f"{name}: {retired} retired pages (DCGM warns at {RETIRED_WARN})")
+            line = _("{gpu}: {count} retired pages (DCGM warns at {limit})")
+            lines.append(line.format(gpu=name, count=retired, limit=RETIRED_WARN))
         if g.retired_pending == "Yes":
             tally.see(Status.WARNED)
-            lines.append(f"{name}: a page retirement is pending (the GPU needs a reset)")
+            line = _("{gpu}: a page retirement is pending (the GPU needs a reset)")
+            lines.append(line.format(gpu=name))
         if g.ecc_uncorrected_volatile:
             tally.see(Status.WARNED)
-            lines.append(
-                f"{name}: {g.ecc_uncorrected_volatile} uncorrectable ECC errors since boot"
-            )
-    expected = (
-        f"uncorrectable remapped rows < {REMAP_UNCORRECTABLE_FAIL}, no remap failure or pending, "
-        f"retired pages < {RETIRED_WARN}, no uncorrectable ECC errors"
-    )
+            line = _("{gpu}: {count} uncorrectable ECC errors since boot")
+            lines.append(line.format(gpu=name, count=g.ecc_uncorrected_volatile))
+    expected = _(
+        "uncorrectable remapped rows < {remaps}, no remap failure or pending,"
+        " retired pages < {retired}, no uncorrectable ECC errors"
+    ).format(remaps=REMAP_UNCORRECTABLE_FAIL, retired=RETIRED_WARN)
     if lines:
         words = said_once(lines) + " (nvidia-smi -q)"
-        return CheckResult(cid, title, tally.status, words, expected, "; ".join(lines[:16]), keys)
+        found = _("; ").join(lines[:16])
+        return CheckResult(cid, title, tally.status, words, expected, found, keys)
     return CheckResult(
         cid,
         title,
         Status.PASSED,
-        "no remapped-row, retired-page or ECC trouble",
+        _("no remapped-row, retired-page or ECC trouble"),
         expected,
-        "none",
+        _("none"),
         keys,
     )
 
 
 def judge_power(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
-    cid, title = "health.power", "Power limit"
+    cid, title = "health.power", _("Power limit")
     tally = _Tally()
     lines: list[str] = []
     known = 0
@@ -108,20 +122,24 @@ def judge_power(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
             tally.see(Status.WARNED)
         else:
             continue
+        line = _("{gpu}: power limit {limit:g} W, default {default:g} W ({share:.0f} %)")
+        share = limit / default * 100
         lines.append(
-            f"{gpu_label(g.index, i)}: power limit {limit:g} W, default {default:g} W "
-            f"({limit / default * 100:.0f} %)"
+            line.format(gpu=gpu_label(g.index, i), limit=limit, default=default, share=share)
         )
-    expected = "power limit at its default (below 90 % fails)"
+    expected = _("power limit at its default (below 90 % fails)")
     if lines:
-        words = said_once(lines) + ": the GPUs are power-capped (nvidia-smi -q)"
-        return CheckResult(cid, title, tally.status, words, expected, "; ".join(lines[:16]), keys)
+        words = _("{lines}: the GPUs are power-capped (nvidia-smi -q)").format(
+            lines=said_once(lines)
+        )
+        found = _("; ").join(lines[:16])
+        return CheckResult(cid, title, tally.status, words, expected, found, keys)
     if not known:
         return CheckResult(
             cid,
             title,
             Status.SKIPPED,
-            "skipped, because nvidia-smi printed no power limits (N/A)",
+            _("skipped, because nvidia-smi printed no power limits (N/A)"),
             expected,
             "",
             keys,
@@ -130,27 +148,28 @@ def judge_power(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
         cid,
         title,
         Status.PASSED,
-        "every GPU runs at its default power limit",
+        _("every GPU runs at its default power limit"),
         expected,
-        "at default",
+        _("at default"),
         keys,
     )
 
 
 def judge_throttle(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
-    cid, title = "health.throttle", "Clocks event reasons at idle"
+    cid, title = "health.throttle", _("Clocks event reasons at idle")
     lines = [
         f"{gpu_label(g.index, i)}: {', '.join(visible(r, 40) for r in bad)}"
         for i, g in enumerate(facts.gpus)
         if (bad := [r for r in g.throttle_active if r.strip().lower() not in IDLE_REASONS])
     ]
-    expected = "none active but idle or SW power cap"
+    expected = _("none active but idle or SW power cap")
     if lines:
-        words = said_once(lines) + ": clocks held down at idle (nvidia-smi -q Clocks Event Reasons)"
-        return CheckResult(cid, title, Status.WARNED, words, expected, "; ".join(lines[:16]), keys)
-    return CheckResult(
-        cid, title, Status.PASSED, "no clocks event reason active but idle", expected, "none", keys
-    )
+        words = _("{lines}: clocks held down at idle (nvidia-smi -q Clocks Event Reasons)")
+        words = words.format(lines=said_once(lines))
+        found = _("; ").join(lines[:16])
+        return CheckResult(cid, title, Status.WARNED, words, expected, found, keys)
+    words = _("no clocks event reason active but idle")
+    return CheckResult(cid, title, Status.PASSED, words, expected, _("none"), keys)
 
 
 @dataclass(frozen=True)
@@ -171,41 +190,48 @@ def xid_lines(log: str) -> list[Xid]:
 
 
 def judge_xids(xids: list[Xid], keys: tuple[str, ...], source: str) -> CheckResult:
-    cid, title = "health.xid", "Xid errors in the kernel log"
+    cid, title = "health.xid", _("Xid errors in the kernel log")
     if not xids:
         return CheckResult(
             cid,
             title,
             Status.PASSED,
-            f"no Xid line in the kernel log ({source})",
-            "no Xid",
-            "none",
+            _("no Xid line in the kernel log ({source})").format(source=source),
+            _("no Xid"),
+            _("none"),
             keys,
         )
     codes = sorted({x.code for x in xids})
     fatal = [x for x in xids if x.code in AZURE_XIDS]
     shown = [
-        f"Xid {x.code} on PCI:{visible(x.bus, 20)}"
+        _("Xid {code} on PCI:{bus}").format(code=x.code, bus=visible(x.bus, 20))
         + (f" ({visible(x.rest.lstrip(', '), 80)})" if x.rest.lstrip(", ") else "")
         for x in (fatal or xids)[:6]
     ]
-    found = f"{len(xids)} Xid lines, codes {', '.join(map(str, codes[:20]))}"
+    found = _("{count} Xid lines, codes {codes}").format(
+        count=len(xids), codes=", ".join(map(str, codes[:20]))
+    )
+    listed = _("; ").join(shown)
     if fatal:
-        words = f"{'; '.join(shown)}: Xids that Azure's health checks fail a node for ({source})"
-        return CheckResult(cid, title, Status.FAILED, words, "no Xid", found, keys)
-    words = f"{'; '.join(shown)} ({source}): worth a look, not on Azure's failing list"
-    return CheckResult(cid, title, Status.WARNED, words, "no Xid", found, keys)
+        words = _("{xids}: Xids that Azure's health checks fail a node for ({source})")
+        words = words.format(xids=listed, source=source)
+        return CheckResult(cid, title, Status.FAILED, words, _("no Xid"), found, keys)
+    words = _("{xids} ({source}): worth a look, not on Azure's failing list")
+    words = words.format(xids=listed, source=source)
+    return CheckResult(cid, title, Status.WARNED, words, _("no Xid"), found, keys)
 
 
 def _unreadable(ev: Evidence) -> str:
     said = visible((ev.stderr or ev.stdout).strip(), 120)
     if ev.failure:
-        return f"`{ev.command}` could not run ({ev.failure})"
+        return _("`{command}` could not run ({why})").format(command=ev.command, why=ev.failure)
     if missing_tool(ev):
-        return f"`{ev.command}` is not on the node"
+        return _("`{command}` is not on the node").format(command=ev.command)
     if "not permitted" in said.lower() or "permission" in said.lower():
-        return f"`{ev.command}` needs root here ({said})"
-    return f"`{ev.command}` exited {ev.exit_status} ({said})"
+        return _("`{command}` needs root here ({said})").format(command=ev.command, said=said)
+    return _("`{command}` exited {status} ({said})").format(
+        command=ev.command, status=ev.exit_status, said=said
+    )
 
 
 async def kernel_log(ctx: Context) -> tuple[str | None, tuple[str, ...], str]:
@@ -218,7 +244,8 @@ async def kernel_log(ctx: Context) -> tuple[str | None, tuple[str, ...], str]:
     keys = (dmesg.key, journal.key)
     if journal.exit_status == 0 and not journal.failure:
         return journal.stdout, keys, "journalctl -k"
-    return None, keys, f"{_unreadable(dmesg)} and {_unreadable(journal)}"
+    both = _("{first} and {second}")
+    return None, keys, both.format(first=_unreadable(dmesg), second=_unreadable(journal))
 
 
 async def run(ctx: Context) -> list[CheckResult]:
@@ -234,12 +261,9 @@ async def run(ctx: Context) -> list[CheckResult]:
         ]
     log, keys, source = await kernel_log(ctx)
     if log is None:
-        words = f"skipped, because {source}"
-        results.append(
-            CheckResult(
-                "health.xid", "Xid errors in the kernel log", Status.SKIPPED, words, evidence=keys
-            )
-        )
+        words = _("skipped, because {why}").format(why=source)
+        title = _("Xid errors in the kernel log")
+        results.append(CheckResult("health.xid", title, Status.SKIPPED, words, evidence=keys))
     else:
         results.append(judge_xids(xid_lines(log), keys, source))
     return results

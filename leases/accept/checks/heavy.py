@@ -21,6 +21,7 @@ from leases.accept.parse.nvbandwidth import parse_nvbandwidth
 from leases.accept.parse.smiquery import SmiRow, SmiRows
 from leases.accept.parse.torchrun import TorchRun, parse_torchrun
 from leases.accept.torchprobe import burn_script, command, new_nonce, torch_script
+from leases.accept.words import N_, _, ngettext
 from leases.core.acceptance import CheckResult, Evidence, Level, Status
 from leases.core.models import Interconnect
 from leases.core.textsafe import visible
@@ -95,7 +96,7 @@ def torch_coverage(
     that shows torch fewer cards): the GPUs torch did not report were not measured."""
     if not gpus:
         return []
-    smi_ids = sorted({i for i, _, _ in gpus})
+    smi_ids = sorted({i for i, _name, _mib in gpus})
     torch_ids = sorted({g.index for g in run.gpus})
     unseen = [i for i in smi_ids if i not in torch_ids]
     extra = [i for i in torch_ids if i not in smi_ids]
@@ -103,12 +104,17 @@ def torch_coverage(
         return []
     said = []
     if unseen:
-        said.append(f"not measured (torch does not report them): GPU {_ids(unseen)}")
+        said.append(
+            _("not measured (torch does not report them): GPU {ids}").format(ids=_ids(unseen))
+        )
     if extra:
-        said.append(f"torch reports GPUs nvidia-smi does not list: {_ids(extra)}")
-    return [_r("torch.gpus", "GPUs torch sees", Status.FAILED, f"torch sees {len(run.gpus)} "
-               f"GPUs, nvidia-smi lists {len(smi_ids)}; " + "; ".join(said), key,
-               expected=f"{len(smi_ids)} GPUs", found=f"{len(run.gpus)}")]  # fmt: skip
+        said.append(_("torch reports GPUs nvidia-smi does not list: {ids}").format(ids=_ids(extra)))
+    words = _("torch sees {torch} GPUs, nvidia-smi lists {smi}; {why}").format(
+        torch=len(run.gpus), smi=len(smi_ids), why=_("; ").join(said)
+    )
+    expected = ngettext("{count} GPU", "{count} GPUs", len(smi_ids)).format(count=len(smi_ids))
+    return [_r("torch.gpus", _("GPUs torch sees"), Status.FAILED, words, key,
+               expected=expected, found=f"{len(run.gpus)}")]  # fmt: skip
 
 
 def _ids(ids: Sequence[int]) -> str:
@@ -127,72 +133,88 @@ def judge_torch(
     """sold: the card the lease names. Its figure is the bar (what was paid for), the
     figure of the card found only where the lease names none zuka knows. burn: the run
     was the burn-in, whose verdict is a finding of its own, clean or not."""
-    title = "BF16 matmul and memory CUDA can hold (torch)"
+    title = _("BF16 matmul and memory CUDA can hold (torch)")
+    alloc, burned = _("Memory CUDA can hold"), _("Burn-in results")
     if run.torch is None:
         why = visible(run.error or "; ".join(run.problems), 200)
         if "No module named" in run.error:
-            return [_r("torch", title, Status.SKIPPED, "skipped, because torch is not installed "
-                       f"in the node's python3 ({why})", key)]  # fmt: skip
-        return [_r("torch", title, Status.NOT_CHECKED, f"not checked: {why}", key)]
+            words = _("skipped, because torch is not installed in the node's python3 ({why})")
+            return [_r("torch", title, Status.SKIPPED, words.format(why=why), key)]
+        words = _("not checked: {why}").format(why=why)
+        return [_r("torch", title, Status.NOT_CHECKED, words, key)]
     if not run.gpus:
-        return [_r("torch", title, Status.WARNED, f"torch {visible(run.torch, 20)} sees no "
-                   f"GPU: {visible(run.error, 200)}", key)]  # fmt: skip
-    totals = {i: mib for i, _, mib in gpus}
+        words = _("torch {version} sees no GPU: {why}").format(
+            version=visible(run.torch, 20), why=visible(run.error, 200)
+        )
+        return [_r("torch", title, Status.WARNED, words, key)]
+    totals = {i: mib for i, _name, mib in gpus}
     out: list[CheckResult] = torch_coverage(run, gpus, key)
     clean: list[str] = []  # burn-in: GPUs whose every result matched the first
     for g in run.gpus:
         gid = f"GPU {g.index}"
         if g.error:
-            out.append(_r("torch", title, Status.FAILED, f"{gid}: the matmul or allocation "
-                          f"failed: {visible(g.error, 200)}", key))  # fmt: skip
+            words = _("{gpu}: the matmul or allocation failed: {why}")
+            words = words.format(gpu=gid, why=visible(g.error, 200))
+            out.append(_r("torch", title, Status.FAILED, words, key))
             continue
         smi_mib = totals.get(g.index)
         total = smi_mib * 2**20 if smi_mib else g.total_bytes
         if g.allocated_bytes is None:
-            out.append(_r("torch.alloc", "Memory CUDA can hold", Status.NOT_CHECKED,
-                          f"not checked: {gid}: torch's probe gave no allocated_bytes figure",
-                          key))  # fmt: skip
+            words = _("not checked: {gpu}: torch's probe gave no allocated_bytes figure")
+            out.append(_r("torch.alloc", alloc, Status.NOT_CHECKED, words.format(gpu=gid), key))
         elif total and g.allocated_bytes + ALLOC_MARGIN < ALLOC_SHARE * total:
-            out.append(_r("torch.alloc", "Memory CUDA can hold", Status.FAILED,
-                          f"{gid}: CUDA could hold {g.allocated_bytes // 2**20} MiB of the "
-                          f"{total // 2**20} MiB nvidia-smi showed free: the memory is "
-                          "shared, held by another process or not all real", key,
-                          expected=f"at least {ALLOC_SHARE:.0%} of the memory free "
-                          "(memory.total less memory.used), less the 768 MiB zuka's script "
-                          "leaves"))  # fmt: skip
+            words = _("{gpu}: CUDA could hold {held} MiB of the {free} MiB nvidia-smi showed free:"
+                      " the memory is shared, held by another process or not all real")  # fmt: skip
+            words = words.format(gpu=gid, held=g.allocated_bytes // 2**20, free=total // 2**20)
+            expected = _("at least {share:.0%} of the memory free (memory.total less memory.used),"
+                         " less the 768 MiB zuka's script leaves")  # fmt: skip
+            out.append(_r("torch.alloc", alloc, Status.FAILED, words, key,
+                          expected=expected.format(share=ALLOC_SHARE)))  # fmt: skip
         if g.mismatches:
-            out.append(_r("torch.burn", "Burn-in results", Status.FAILED, f"{gid}: "
-                          f"{g.mismatches} matmul results differed from the first on the same "
-                          "inputs (silent data corruption)", key))  # fmt: skip
+            words = _("{gpu}: {count} matmul results differed from the first on the same inputs"
+                      " (silent data corruption)")  # fmt: skip
+            words = words.format(gpu=gid, count=g.mismatches)
+            out.append(_r("torch.burn", burned, Status.FAILED, words, key))
         elif burn and g.mismatches is None:
-            out.append(_r("torch.burn", "Burn-in results", Status.NOT_CHECKED,
-                          f"not checked: {gid}: the burn-in gave no count of differing "
-                          "results", key))  # fmt: skip
+            words = _("not checked: {gpu}: the burn-in gave no count of differing results")
+            out.append(_r("torch.burn", burned, Status.NOT_CHECKED, words.format(gpu=gid), key))
         elif burn:
             clean.append(gid)
         found_pci = (pci or {}).get(g.index, "")
         if sold is not None and sold.bf16_tflops is not None:
             figure: float | None = sold.tflops_for(found_pci)
-            of = f"{sold.model}, as sold"
+            of = _("{model}, as sold").format(model=sold.model)
         else:
             figure, of = nominal_bf16_tflops(g.name, found_pci), visible(g.name, 60)
         if g.bf16_tflops is None:
-            out.append(_r("torch", title, Status.NOT_CHECKED, f"{gid}: no TFLOPS figure", key))
+            words = _("{gpu}: no TFLOPS figure").format(gpu=gid)
+            out.append(_r("torch", title, Status.NOT_CHECKED, words, key))
         elif figure is None:
-            out.append(_r("torch", title, Status.SKIPPED, f"skipped, because zuka has no nominal "
-                          f"figure for {visible(g.name, 60)}; {gid} measured "
-                          f"{g.bf16_tflops:g} TFLOPS BF16", key))  # fmt: skip
+            words = _("skipped, because zuka has no nominal figure for {name}; {gpu} measured"
+                      " {tflops:g} TFLOPS BF16")  # fmt: skip
+            words = words.format(name=visible(g.name, 60), gpu=gid, tflops=g.bf16_tflops)
+            out.append(_r("torch", title, Status.SKIPPED, words, key))
         else:
             bar = settings.matmul_pass * figure
             status = Status.PASSED if g.bf16_tflops >= bar else Status.FAILED
-            out.append(_r("torch", title, status, f"{gid} ({visible(g.name, 60)}): "
-                          f"{g.bf16_tflops:g} TFLOPS BF16, {g.bf16_tflops / figure:.0%} of "
-                          f"the nominal {figure:g} ({of})", key,
-                          expected=f">= {bar:g} TFLOPS ({settings.matmul_pass:.0%})"))  # fmt: skip
+            words = _("{gpu} ({name}): {tflops:g} TFLOPS BF16, {share:.0%} of the nominal"
+                      " {figure:g} ({of})")  # fmt: skip
+            words = words.format(
+                gpu=gid,
+                name=visible(g.name, 60),
+                tflops=g.bf16_tflops,
+                share=g.bf16_tflops / figure,
+                figure=figure,
+                of=of,
+            )
+            expected = _(">= {bar:g} TFLOPS ({share:.0%})")
+            expected = expected.format(bar=bar, share=settings.matmul_pass)
+            out.append(_r("torch", title, status, words, key, expected=expected))
     if clean:
-        out.append(_r("torch.burn", "Burn-in results", Status.PASSED, f"{', '.join(clean)}: "
-                      f"every matmul result matched the first over the burn-in (bounded by "
-                      f"{settings.burn_seconds} s)", key))  # fmt: skip
+        words = _("{gpus}: every matmul result matched the first over the burn-in (bounded by"
+                  " {seconds} s)")  # fmt: skip
+        words = words.format(gpus=", ".join(clean), seconds=settings.burn_seconds)
+        out.append(_r("torch.burn", burned, Status.PASSED, words, key))
     return out
 
 
@@ -200,7 +222,7 @@ def judge_pcie_load(run: TorchRun, rows: SmiRows | None, key: str) -> CheckResul
     """Each GPU's PCIe link read under load (host -> GPU copies) against the most it can
     do (pcie.link.gen.max, width.max at idle): a link trained down (Gen3 where Gen4 is the
     most, x8 where x16) halves what every copy to the GPU can move."""
-    title = "PCIe link under load"
+    title = _("PCIe link under load")
     most = {r.index: (r.pcie_gen_max, r.pcie_width_max) for r in (rows.rows if rows else ())}
     low: list[str] = []
     read: list[tuple[str, str]] = []
@@ -211,105 +233,120 @@ def judge_pcie_load(run: TorchRun, rows: SmiRows | None, key: str) -> CheckResul
         read.append((f"GPU {g.index}", f"Gen{gen} x{width}"))
         max_gen, max_width = most.get(g.index, (None, None))
         if (max_gen is not None and gen < max_gen) or (max_width is not None and width < max_width):
-            low.append(f"GPU {g.index} ran at Gen{gen} x{width} under load, its most is "
-                       f"Gen{max_gen} x{max_width}")  # fmt: skip
-    want = "the link at its most (pcie.link.gen.max, width.max) while copies run"
+            line = _("GPU {gpu} ran at Gen{gen} x{width} under load, its most is Gen{max_gen}"
+                     " x{max_width}")  # fmt: skip
+            low.append(
+                line.format(gpu=g.index, gen=gen, width=width, max_gen=max_gen, max_width=max_width)
+            )
+    want = _("the link at its most (pcie.link.gen.max, width.max) while copies run")
     if not read:
-        return _r("pcie", title, Status.NOT_CHECKED, "not checked: the probe read no PCIe "
-                  "link under load (nvidia-smi not callable from its python3?)", key,
-                  expected=want)  # fmt: skip
+        words = _("not checked: the probe read no PCIe link under load (nvidia-smi not callable"
+                  " from its python3?)")  # fmt: skip
+        return _r("pcie", title, Status.NOT_CHECKED, words, key, expected=want)
     if low:
-        return _r("pcie", title, Status.WARNED, said_once(low) + ": the link trained down",
-                  key, expected=want, found=per_gpu(read))  # fmt: skip
-    return _r("pcie", title, Status.PASSED, f"under load: {per_gpu(read)}", key,
-              expected=want, found=per_gpu(read))  # fmt: skip
+        words = _("{lines}: the link trained down").format(lines=said_once(low))
+        return _r("pcie", title, Status.WARNED, words, key, expected=want, found=per_gpu(read))
+    words = _("under load: {found}").format(found=per_gpu(read))
+    return _r("pcie", title, Status.PASSED, words, key, expected=want, found=per_gpu(read))
 
 
 def judge_dcgmi(diag: DcgmDiag, key: str) -> list[CheckResult]:
-    title = "DCGM diagnostic"
+    title = _("DCGM diagnostic")
     if not diag.tests:
         why = visible("; ".join(diag.problems), 300)
-        return [_r("dcgmi", title, Status.NOT_CHECKED, f"not checked: {why}", key)]
+        return [
+            _r("dcgmi", title, Status.NOT_CHECKED, _("not checked: {why}").format(why=why), key)
+        ]
     failed = [t for t in diag.tests if t.result == "Fail"]
     warned = [t for t in diag.tests if t.result == "Warn"]
 
     def said(ts: Sequence[DiagTest]) -> str:
-        return "; ".join(
+        return _("; ").join(
             f"{visible(t.name, 40)}: {visible(t.detail, 200) or t.result}" for t in ts[:6]
         )
 
     if failed:
-        return [_r("dcgmi", title, Status.FAILED, f"dcgmi diag failed {len(failed)} tests: "
-                   f"{said(failed)}", key)]  # fmt: skip
+        words = _("dcgmi diag failed {count} tests: {tests}")
+        words = words.format(count=len(failed), tests=said(failed))
+        return [_r("dcgmi", title, Status.FAILED, words, key)]
     if warned:
-        return [_r("dcgmi", title, Status.WARNED, f"dcgmi diag warned: {said(warned)}", key)]
+        words = _("dcgmi diag warned: {tests}").format(tests=said(warned))
+        return [_r("dcgmi", title, Status.WARNED, words, key)]
     passed = [t for t in diag.tests if t.result == "Pass"]
     idle = [t for t in diag.tests if t.result != "Pass"]
-    names = ", ".join(f"{visible(t.name, 40)} ({t.result})" for t in idle[:20]) + (
-        f" and {len(idle) - 20} more" if len(idle) > 20 else ""
-    )
+    names = ", ".join(f"{visible(t.name, 40)} ({t.result})" for t in idle[:20])
+    if len(idle) > 20:
+        names = _("{listed} and {count} more").format(listed=names, count=len(idle) - 20)
     if not passed:
-        return [_r("dcgmi", title, Status.NOT_CHECKED, f"not checked: dcgmi diag passed no "
-                   f"test; none of its {len(idle)} tests ran: {names}", key)]  # fmt: skip
+        words = _("not checked: dcgmi diag passed no test; none of its {count} tests ran: {names}")
+        words = words.format(count=len(idle), names=names)
+        return [_r("dcgmi", title, Status.NOT_CHECKED, words, key)]
     if idle:
-        return [_r("dcgmi", title, Status.PASSED, f"{len(passed)} tests passed; {len(idle)} "
-                   f"did not run (skipped by DCGM): {names}", key)]  # fmt: skip
-    return [_r("dcgmi", title, Status.PASSED, f"all {len(passed)} tests passed", key)]
+        words = _("{passed} tests passed; {idle} did not run (skipped by DCGM): {names}")
+        words = words.format(passed=len(passed), idle=len(idle), names=names)
+        return [_r("dcgmi", title, Status.PASSED, words, key)]
+    words = _("all {count} tests passed").format(count=len(passed))
+    return [_r("dcgmi", title, Status.PASSED, words, key)]
 
 
 def judge_nvbandwidth(nvbw: Nvbandwidth, model: str, key: str) -> list[CheckResult]:
-    title = "Host <-> GPU copy bandwidth (nvbandwidth)"
+    title = _("Host <-> GPU copy bandwidth (nvbandwidth)")
     bar = _lookup(_NVBW_BAR, model)
     cases = ("host_to_device_memcpy_ce", "device_to_host_memcpy_ce")
     got = {c: nvbw.minimum[c] for c in cases if c in nvbw.minimum}
     if not got:
-        why = visible("; ".join(nvbw.problems) or "no testcase ran", 300)
-        return [_r("nvbw", title, Status.NOT_CHECKED, f"not checked: {why}", key)]
-    found = ", ".join(f"{c} slowest GPU {v:g} GB/s" for c, v in got.items())
+        why = visible("; ".join(nvbw.problems) or _("no testcase ran"), 300)
+        return [_r("nvbw", title, Status.NOT_CHECKED, _("not checked: {why}").format(why=why), key)]
+    found = ", ".join(
+        _("{case} slowest GPU {gbps:g} GB/s").format(case=c, gbps=v) for c, v in got.items()
+    )
     if bar is None:
-        return [_r("nvbw", title, Status.SKIPPED, f"skipped, because zuka has no bar for "
-                   f"{visible(model, 60) or 'this GPU'}; measured {found}", key)]  # fmt: skip
+        words = _("skipped, because zuka has no bar for {model}; measured {found}")
+        words = words.format(model=visible(model, 60) or _("this GPU"), found=found)
+        return [_r("nvbw", title, Status.SKIPPED, words, key)]
     slow = {c: v for c, v in got.items() if v < bar}
     status = Status.FAILED if slow else Status.PASSED
-    return [_r("nvbw", title, status, found, key, expected=f">= {bar:g} GB/s per GPU")]
+    expected = _(">= {bar:g} GB/s per GPU").format(bar=bar)
+    return [_r("nvbw", title, status, found, key, expected=expected)]
 
 
 def judge_nccl(perf: NcclPerf, model: str, n: int, sold: Sold, key: str) -> list[CheckResult]:
-    title = "NCCL all-reduce bus bandwidth"
+    title = _("NCCL all-reduce bus bandwidth")
     if perf.out_of_bounds:
-        return [_r("nccl", title, Status.FAILED, f"all_reduce_perf found {perf.out_of_bounds} "
-                   "wrong values (# Out of bounds values)", key)]  # fmt: skip
+        words = _("all_reduce_perf found {count} wrong values (# Out of bounds values)")
+        return [_r("nccl", title, Status.FAILED, words.format(count=perf.out_of_bounds), key)]
     if not perf.rows:
         why = visible("; ".join(perf.problems), 300)
-        return [_r("nccl", title, Status.NOT_CHECKED, f"not checked: {why}", key)]
-    size, _, busbw, _ = max(perf.rows)
-    found = f"{busbw:g} GB/s bus bandwidth at {size / 2**20:g} MiB on {n} GPUs"
+        return [_r("nccl", title, Status.NOT_CHECKED, _("not checked: {why}").format(why=why), key)]
+    size, _size, busbw, _time = max(perf.rows)
+    found = _("{gbps:g} GB/s bus bandwidth at {mib:g} MiB on {count} GPUs")
+    found = found.format(gbps=busbw, mib=size / 2**20, count=n)
     bar = _lookup(_NCCL_BAR, model) if n == 8 else None
     if bar is None or sold.interconnect is not Interconnect.NVLINK:
-        return [_r("nccl", title, Status.SKIPPED, f"skipped, because zuka has a bar only for 8 "
-                   f"NVLink A100/H100/H200; measured {found} (8 GPUs on PCIe only reach ~28)",
-                   key)]  # fmt: skip
-    expected = f">= {bar:g} GB/s (Azure's bar for 8x{model})"
+        words = _("skipped, because zuka has a bar only for 8 NVLink A100/H100/H200; measured"
+                  " {found} (8 GPUs on PCIe only reach ~28)")  # fmt: skip
+        return [_r("nccl", title, Status.SKIPPED, words.format(found=found), key)]
+    expected = _(">= {bar:g} GB/s (Azure's bar for 8x{model})").format(bar=bar, model=model)
     status = (Status.PASSED if busbw >= bar
               else Status.WARNED if busbw >= NCCL_FAIL_SHARE * bar else Status.FAILED)  # fmt: skip
     return [_r("nccl", title, status, found, key, expected=expected)]
 
 
 def _skip(name: str, title: str, tool: str, key: str) -> CheckResult:
-    return _r(name, title, Status.SKIPPED, f"skipped, because {tool} is not installed on the "
-              "node", key)  # fmt: skip
+    words = _("skipped, because {tool} is not installed on the node").format(tool=tool)
+    return _r(name, title, Status.SKIPPED, words, key)
 
 
 def _broken(ev: Evidence) -> str:
-    return ev.failure or ("" if ev.exit_status is not None else "no exit status came back")
+    return ev.failure or ("" if ev.exit_status is not None else _("no exit status came back"))
 
 
 async def run(ctx: Context) -> list[CheckResult]:
     burn = ctx.level is Level.BURN
     tools_ev = await ctx.probe.run("tools", TOOLS_CMD, 15)
     if tools_ev.failure:
-        return [_r("tools", "Tools on the node", Status.NOT_CHECKED,
-                   f"not checked: {tools_ev.failure}", "tools")]  # fmt: skip
+        words = _("not checked: {why}").format(why=tools_ev.failure)
+        return [_r("tools", _("Tools on the node"), Status.NOT_CHECKED, words, "tools")]
     have = tools_present(tools_ev)
     read = await smi.read_rows(ctx)
     gpus = [] if read.rows is None else gpu_rows(read.rows)
@@ -323,16 +360,17 @@ async def run(ctx: Context) -> list[CheckResult]:
     out: list[CheckResult] = []
 
     if "python3" not in have:
-        out.append(_skip("torch", "BF16 matmul (torch)", "python3", "tools"))
+        out.append(_skip("torch", _("BF16 matmul (torch)"), "python3", "tools"))
     else:
-        nonce = new_nonce()  # only the JSON line carrying it is this run's
+        # Only the JSON line carrying it is this run's; one per run, however often judged.
+        nonce: str = ctx.memo.setdefault("nonce", new_nonce())
         key, script = ("burn", burn_script(ctx.settings.burn_seconds, nonce)) if burn else (
             "torch", torch_script(nonce))  # fmt: skip
         limit = 300.0 + (ctx.settings.burn_seconds * max(n, 1) if burn else 0)
         ev = await ctx.probe.run(key, command(script), limit)
         if why := _broken(ev):
-            out.append(_r("torch", "BF16 matmul (torch)", Status.NOT_CHECKED,
-                          f"not checked: {why}", key))  # fmt: skip
+            words = _("not checked: {why}").format(why=why)
+            out.append(_r("torch", _("BF16 matmul (torch)"), Status.NOT_CHECKED, words, key))
         else:
             run_ = parse_torchrun(ev.stdout, nonce)
             sold = nominal.by_name(ctx.sold.gpu_model, ctx.sold.vram_gib).nominal
@@ -342,40 +380,41 @@ async def run(ctx: Context) -> list[CheckResult]:
 
     level = 3 if burn else 2
     if "dcgmi" not in have:
-        out.append(_skip("dcgmi", "DCGM diagnostic", "dcgmi", "tools"))
+        out.append(_skip("dcgmi", _("DCGM diagnostic"), "dcgmi", "tools"))
     else:
         key = f"dcgmi-r{level}"
         ev = await ctx.probe.run(key, f"dcgmi diag -r {level}", 1800.0 if burn else 600.0)
         if why := _broken(ev):
-            out.append(_r("dcgmi", "DCGM diagnostic", Status.NOT_CHECKED, f"not checked: {why}",
-                          key))  # fmt: skip
+            words = _("not checked: {why}").format(why=why)
+            out.append(_r("dcgmi", _("DCGM diagnostic"), Status.NOT_CHECKED, words, key))
         else:
             out += judge_dcgmi(parse_dcgmi(ev.stdout + "\n" + ev.stderr), key)
 
     if "nvbandwidth" not in have:
-        out.append(_skip("nvbw", "Host <-> GPU copy bandwidth", "nvbandwidth", "tools"))
+        out.append(_skip("nvbw", _("Host <-> GPU copy bandwidth"), "nvbandwidth", "tools"))
     else:
         ev = await ctx.probe.run("nvbandwidth", NVBW_CMD, 300)
         if why := _broken(ev):
-            out.append(_r("nvbw", "Host <-> GPU copy bandwidth", Status.NOT_CHECKED,
-                          f"not checked: {why}", "nvbandwidth"))  # fmt: skip
+            words = _("not checked: {why}").format(why=why)
+            title = _("Host <-> GPU copy bandwidth")
+            out.append(_r("nvbw", title, Status.NOT_CHECKED, words, "nvbandwidth"))
         else:
             out += judge_nvbandwidth(parse_nvbandwidth(ev.stdout), model, "nvbandwidth")
 
     if "all_reduce_perf" not in have:
-        out.append(_skip("nccl", "NCCL all-reduce", "all_reduce_perf", "tools"))
+        out.append(_skip("nccl", _("NCCL all-reduce"), "all_reduce_perf", "tools"))
     elif n < 2:
-        out.append(_r("nccl", "NCCL all-reduce", Status.SKIPPED, "skipped, because an "
-                      "all-reduce needs two GPUs or more", "tools"))  # fmt: skip
+        words = _("skipped, because an all-reduce needs two GPUs or more")
+        out.append(_r("nccl", _("NCCL all-reduce"), Status.SKIPPED, words, "tools"))
     else:
         cmd = f"all_reduce_perf -b 8 -e 1G -f 2 -g {int(n)}"
         ev = await ctx.probe.run("nccl", cmd, 600)
         if why := _broken(ev):
-            out.append(_r("nccl", "NCCL all-reduce", Status.NOT_CHECKED, f"not checked: {why}",
-                          "nccl"))  # fmt: skip
+            words = _("not checked: {why}").format(why=why)
+            out.append(_r("nccl", _("NCCL all-reduce"), Status.NOT_CHECKED, words, "nccl"))
         else:
             out += judge_nccl(parse_nccl(ev.stdout), model, n, ctx.sold, "nccl")
     return out
 
 
-CHECK = Check("heavy", "GPU work: matmul, DCGM, copies, NCCL", Level.STANDARD, run, cost=50)
+CHECK = Check("heavy", N_("GPU work: matmul, DCGM, copies, NCCL"), Level.STANDARD, run, cost=50)

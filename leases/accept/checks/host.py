@@ -15,6 +15,7 @@ import shlex
 from leases.accept.engine import Check, Context, Settings
 from leases.accept.parse.df import DfReport, DiskSpace, parse_df
 from leases.accept.probe import missing_tool
+from leases.accept.words import N_, _
 from leases.core.acceptance import CheckResult, Evidence, Level, Status
 from leases.core.textsafe import visible
 from leases.ssh.errors import SshError
@@ -33,9 +34,14 @@ def df_command(paths: tuple[str, ...]) -> str:
 def _space_words(s: DiskSpace) -> str:
     free = s.available_kib / KIB_PER_GIB
     size = s.size_kib / KIB_PER_GIB
-    return (
-        f"{visible(s.path, 80)}: {free:.1f} GiB free of {size:.1f} GiB, "
-        f"{visible(s.fstype, 20)} ({visible(s.filesystem, 60)} on {visible(s.mount, 80)})"
+    words = _("{path}: {free:.1f} GiB free of {size:.1f} GiB, {fstype} ({device} on {mount})")
+    return words.format(
+        path=visible(s.path, 80),
+        free=free,
+        size=size,
+        fstype=visible(s.fstype, 20),
+        device=visible(s.filesystem, 60),
+        mount=visible(s.mount, 80),
     )
 
 
@@ -46,13 +52,16 @@ def judge_disk(report: DfReport, settings: Settings, ev: Evidence) -> list[Check
         out.append(
             CheckResult(
                 f"host.disk:{path}",
-                f"Disk {path}",
+                _("Disk {paths}").format(paths=path),
                 Status.SKIPPED,
-                f"skipped, because {visible(path, 80)} does not exist on the node",
+                _("skipped, because {path} does not exist on the node").format(
+                    path=visible(path, 80)
+                ),
                 evidence=keys,
             )
         )
-    want = f"at least {settings.min_free_gib} GiB free, on a file system that persists"
+    want = _("at least {gib} GiB free, on a file system that persists")
+    want = want.format(gib=settings.min_free_gib)
     # One finding per file system: the data paths on it named together.
     groups: dict[tuple[str, str], list[DiskSpace]] = {}
     for space in report.spaces:
@@ -60,28 +69,28 @@ def judge_disk(report: DfReport, settings: Settings, ev: Evidence) -> list[Check
     for group in groups.values():
         s = group[0]
         paths = ", ".join(visible(g.path, 60) for g in group)
-        check, title = f"host.disk:{s.path}", f"Disk {paths}"
+        check, title = f"host.disk:{s.path}", _("Disk {paths}").format(paths=paths)
         found = _space_words(s)
         if len(group) > 1:
-            found += (
-                f"; the same file system holds {', '.join(visible(g.path, 60) for g in group[1:])}"
+            found = _("{found}; the same file system holds {paths}").format(
+                found=found, paths=", ".join(visible(g.path, 60) for g in group[1:])
             )
         problems = []
         if s.available_kib < settings.min_free_gib * KIB_PER_GIB:
-            problems.append(f"less than {settings.min_free_gib} GiB free")
+            problems.append(_("less than {gib} GiB free").format(gib=settings.min_free_gib))
         if s.fstype.lower() in VOLATILE:
-            problems.append(
-                f"{visible(s.fstype, 20)} does not survive "
-                + ("a reboot" if s.fstype.lower() in ("tmpfs", "ramfs") else "the container")
-                + ": data written there is lost"
-            )
+            if s.fstype.lower() in ("tmpfs", "ramfs"):
+                lost = _("{fstype} does not survive a reboot: data written there is lost")
+            else:
+                lost = _("{fstype} does not survive the container: data written there is lost")
+            problems.append(lost.format(fstype=visible(s.fstype, 20)))
         if problems:
             out.append(
                 CheckResult(
                     check,
                     title,
                     Status.WARNED,
-                    f"{'; '.join(problems)}: {found}",
+                    _("{problems}: {found}").format(problems=_("; ").join(problems), found=found),
                     want,
                     found,
                     keys,
@@ -95,9 +104,9 @@ def judge_disk(report: DfReport, settings: Settings, ev: Evidence) -> list[Check
         out.append(
             CheckResult(
                 "host.disk",
-                "Disk space",
+                _("Disk space"),
                 status,
-                f"df's output could not all be read: {shown}",
+                _("df's output could not all be read: {problems}").format(problems=shown),
                 evidence=keys,
             )
         )
@@ -110,9 +119,9 @@ async def check_disk(ctx: Context) -> list[CheckResult]:
         return [
             CheckResult(
                 "host.disk",
-                "Disk space",
+                _("Disk space"),
                 Status.SKIPPED,
-                "skipped, because no data paths are configured ([accept] data_paths)",
+                _("skipped, because no data paths are configured ([accept] data_paths)"),
             )
         ]
     ev = await ctx.probe.run("df", df_command(paths))
@@ -120,9 +129,9 @@ async def check_disk(ctx: Context) -> list[CheckResult]:
         return [
             CheckResult(
                 "host.disk",
-                "Disk space",
+                _("Disk space"),
                 Status.NOT_CHECKED,
-                f"not checked: df did not run ({visible(ev.failure, 200)})",
+                _("not checked: df did not run ({why})").format(why=visible(ev.failure, 200)),
                 evidence=(ev.key,),
             )
         ]
@@ -130,9 +139,9 @@ async def check_disk(ctx: Context) -> list[CheckResult]:
         return [
             CheckResult(
                 "host.disk",
-                "Disk space",
+                _("Disk space"),
                 Status.SKIPPED,
-                "skipped, because df is not on the node",
+                _("skipped, because df is not on the node"),
                 evidence=(ev.key,),
             )
         ]
@@ -140,27 +149,28 @@ async def check_disk(ctx: Context) -> list[CheckResult]:
 
 
 def judge_throughput(bytes_per_s: float | None, why: str = "") -> CheckResult:
-    check, title = "host.throughput", "Throughput node → zuka's host"
-    want = f"at least {MIN_MBPS:g} MB/s"
+    check, title = "host.throughput", _("Throughput node → zuka's host")
+    want = _("at least {mbps:g} MB/s").format(mbps=MIN_MBPS)
     if bytes_per_s is None:
         return CheckResult(
             check,
             title,
             Status.NOT_CHECKED,
-            f"not checked: the transfer did not complete ({visible(why, 300)})",
+            _("not checked: the transfer did not complete ({why})").format(why=visible(why, 300)),
             want,
             "",
             ("throughput",),
         )
     mbps = bytes_per_s / 1e6
-    found = f"{mbps:.1f} MB/s over the node's SSH connection"
+    found = _("{mbps:.1f} MB/s over the node's SSH connection").format(mbps=mbps)
     if mbps < MIN_MBPS:
         return CheckResult(
             check,
             title,
             Status.WARNED,
-            f"data leaves the node slowly: {found}; a 100 GB checkpoint would "
-            f"take {100e9 / bytes_per_s / 3600:.1f} h",
+            _(
+                "data leaves the node slowly: {found}; a 100 GB checkpoint would take {hours:.1f} h"
+            ).format(found=found, hours=100e9 / bytes_per_s / 3600),
             want,
             found,
             ("throughput",),
@@ -172,9 +182,9 @@ async def check_throughput(ctx: Context) -> CheckResult:
     if ctx.throughput is None:
         return CheckResult(
             "host.throughput",
-            "Throughput node → zuka's host",
+            _("Throughput node → zuka's host"),
             Status.SKIPPED,
-            "skipped, because no SSH connection to time here (a local node)",
+            _("skipped, because no SSH connection to time here (a local node)"),
         )
     nbytes = THROUGHPUT_BYTES
     try:
@@ -201,4 +211,4 @@ async def run(ctx: Context) -> list[CheckResult]:
     return [*await check_disk(ctx), await check_throughput(ctx)]
 
 
-CHECK = Check("host", "Disk space and throughput", Level.QUICK, run, cost=5)
+CHECK = Check("host", N_("Disk space and throughput"), Level.QUICK, run, cost=5)

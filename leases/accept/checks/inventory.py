@@ -16,11 +16,12 @@ from leases.accept.facts import SmiQuery
 from leases.accept.nominal import Lookup, Nominal, by_name, by_pci
 from leases.accept.parse._text import digits
 from leases.accept.parse.smiquery import SmiRow
+from leases.accept.words import N_, _, ngettext
 from leases.core.acceptance import CheckResult, Level, Status, worse
 from leases.core.gpumodels import gpu_key
 from leases.core.textsafe import visible
 
-TITLE = "Inventory against the lease"
+TITLE = N_("Inventory against the lease")
 QUERY = "nvidia-smi --query-gpu"
 
 
@@ -30,21 +31,24 @@ def _name(row: SmiRow) -> str:
 
 def judge_count(rows: Sequence[SmiRow], sold: Sold, keys: tuple[str, ...]) -> CheckResult:
     n = len(rows)
-    cid, title = "inventory.count", "GPU count"
-    found = f"{n} GPU{'s' if n != 1 else ''}"
+    cid, title = "inventory.count", _("GPU count")
+    found = ngettext("{count} GPU", "{count} GPUs", n).format(count=n)
     if sold.gpu_count <= 0:
-        words = f"skipped, because the lease records no GPU count; {QUERY} lists {found}"
+        words = _("skipped, because the lease records no GPU count; {command} lists {found}")
+        words = words.format(command=QUERY, found=found)
         return CheckResult(cid, title, Status.SKIPPED, words, "", found, keys)
-    expected = f"{sold.gpu_count} GPU{'s' if sold.gpu_count != 1 else ''}"
-    if n < sold.gpu_count:
-        words = f"{QUERY} lists {found}; the lease says {sold.gpu_count}"
+    want = sold.gpu_count
+    expected = ngettext("{count} GPU", "{count} GPUs", want).format(count=want)
+    if n < want:
+        words = _("{command} lists {found}; the lease says {sold}")
+        words = words.format(command=QUERY, found=found, sold=want)
         return CheckResult(cid, title, Status.FAILED, words, expected, found, keys)
-    if n > sold.gpu_count:
-        words = f"{QUERY} lists {found}, more than the {sold.gpu_count} the lease says"
+    if n > want:
+        words = _("{command} lists {found}, more than the {sold} the lease says")
+        words = words.format(command=QUERY, found=found, sold=want)
         return CheckResult(cid, title, Status.WARNED, words, expected, found, keys)
-    return CheckResult(
-        cid, title, Status.PASSED, f"{found}, as the lease says", expected, found, keys
-    )
+    words = _("{found}, as the lease says").format(found=found)
+    return CheckResult(cid, title, Status.PASSED, words, expected, found, keys)
 
 
 def _sold_nominal(rows: Sequence[SmiRow], sold: Sold) -> Lookup:
@@ -62,10 +66,11 @@ def _sold_nominal(rows: Sequence[SmiRow], sold: Sold) -> Lookup:
 
 
 def judge_model(rows: Sequence[SmiRow], sold: Sold, keys: tuple[str, ...]) -> CheckResult:
-    cid, title = "inventory.model", "GPU model"
+    cid, title = "inventory.model", _("GPU model")
     if not sold.gpu_model:
         names = ", ".join(sorted({_name(r) for r in rows}))
-        words = f"skipped, because the lease records no GPU model; the node shows {names}"
+        words = _("skipped, because the lease records no GPU model; the node shows {names}")
+        words = words.format(names=names)
         return CheckResult(cid, title, Status.SKIPPED, words, "", names, keys)
     want = gpu_key(sold.gpu_model)
     shown = visible(sold.gpu_model, 60)
@@ -73,34 +78,34 @@ def judge_model(rows: Sequence[SmiRow], sold: Sold, keys: tuple[str, ...]) -> Ch
     unread: list[str] = []
     for i, row in enumerate(rows):
         card = by_pci(row.pci_device_id)
+        gpu, pci = gpu_label(row.index, i), row.pci_device_id
         if not row.name:  # [N/A]: the PCI id alone tells the card, where zuka knows it
             if card is None:
                 unread.append(
-                    f"{gpu_label(row.index, i)} prints no name and a PCI device id zuka does "
-                    "not know"
+                    _("{gpu} prints no name and a PCI device id zuka does not know").format(gpu=gpu)
                 )
             elif gpu_key(card.model) != want:
-                wrong.append(
-                    f"{gpu_label(row.index, i)} prints no name; its PCI device id "
-                    f"{row.pci_device_id} is the {card.model}'s"
-                )
+                line = _("{gpu} prints no name; its PCI device id {pci} is the {model}'s")
+                wrong.append(line.format(gpu=gpu, pci=pci, model=card.model))
         elif gpu_key(row.name) != want:
-            wrong.append(f"{gpu_label(row.index, i)} is named {_name(row)!r}")
+            wrong.append(_("{gpu} is named {name!r}").format(gpu=gpu, name=_name(row)))
         elif card is not None and gpu_key(card.model) != want:
-            wrong.append(
-                f"{gpu_label(row.index, i)} is named {_name(row)!r} but its PCI device id "
-                f"{row.pci_device_id} is the {card.model}'s"
-            )
+            line = _("{gpu} is named {name!r} but its PCI device id {pci} is the {model}'s")
+            wrong.append(line.format(gpu=gpu, name=_name(row), pci=pci, model=card.model))
     found = ", ".join(sorted({_name(r) for r in rows}))
+    where = f"{QUERY} name,pci.device_id"
     if wrong:
-        words = f"the lease says {shown}; {'; '.join(wrong[:8])} ({QUERY} name,pci.device_id)"
+        words = _("the lease says {sold}; {wrong} ({command})").format(
+            sold=shown, wrong=_("; ").join(wrong[:8]), command=where
+        )
         return CheckResult(cid, title, Status.FAILED, words, shown, found, keys)
     if unread:
-        words = f"not checked: {'; '.join(unread[:8])} ({QUERY} name,pci.device_id)"
+        words = _("not checked: {why} ({command})").format(
+            why=_("; ").join(unread[:8]), command=where
+        )
         return CheckResult(cid, title, Status.NOT_CHECKED, words, shown, found, keys)
-    return CheckResult(
-        cid, title, Status.PASSED, f"every GPU is the {shown} the lease says", shown, found, keys
-    )
+    words = _("every GPU is the {model} the lease says").format(model=shown)
+    return CheckResult(cid, title, Status.PASSED, words, shown, found, keys)
 
 
 def _ecc_on(row: SmiRow) -> bool | None:
@@ -126,55 +131,72 @@ def vram_verdict(
 def judge_vram(
     rows: Sequence[SmiRow], sold: Sold, settings: Settings, keys: tuple[str, ...]
 ) -> CheckResult:
-    cid, title = "inventory.vram", "VRAM per GPU"
+    cid, title = "inventory.vram", _("VRAM per GPU")
     lookup = _sold_nominal(rows, sold)
     card = lookup.nominal
-    label = f"the {card.model} has" if card else ""
     kind_known = card is not None
     if card is None and sold.vram_gib:
         # No nominal figures, but the lease records the VRAM sold: compare with it, allowing
         # the 1/16 that ECC takes on GDDR (zuka cannot tell the memory kind of an unknown card).
-        card = Nominal(f"{sold.gpu_model} as sold", sold.vram_gib * 1024, (), gddr=True)
-        label = f"{lookup.words}; the lease records {sold.vram_gib} GiB per GPU,"
+        model = _("{model} as sold").format(model=sold.gpu_model)
+        card = Nominal(model, sold.vram_gib * 1024, (), gddr=True)
     if card is None:
-        return CheckResult(
-            cid, title, Status.SKIPPED, f"skipped, because {lookup.words}", evidence=keys
-        )
+        words = _("skipped, because {why}").format(why=lookup.words)
+        return CheckResult(cid, title, Status.SKIPPED, words, evidence=keys)
     tol = f"±{settings.vram_tolerance * 100:g} %"
     worst = Status.PASSED
     lines: list[str] = []
     notes: list[str] = []
     for i, row in enumerate(rows):
         total = row.memory_total_mib
-        ecc = row.ecc_current or "unknown"
+        ecc = row.ecc_current or _("unknown")
         if total is None:
-            lines.append(f"{gpu_label(row.index, i)}: memory.total unreadable")
+            lines.append(_("{gpu}: memory.total unreadable").format(gpu=gpu_label(row.index, i)))
             worst = worse(worst, Status.NOT_CHECKED)
             continue
         ecc_on = _ecc_on(row) if kind_known else None  # either figure for an unknown card
         status, figure = vram_verdict(total, card, ecc_on, settings.vram_tolerance)
         if status is not Status.PASSED:
+            line = _("{gpu} reports {total} MiB (memory.total, ECC {ecc}); {comparison}")
+            if kind_known:
+                comparison = _("the {model} has {mib} MiB ({tolerance})")
+            else:
+                comparison = _(
+                    "{why}; the lease records {gib} GiB per GPU, {mib} MiB ({tolerance})"
+                )
+            comparison = comparison.format(
+                model=card.model, why=lookup.words, gib=sold.vram_gib, mib=figure, tolerance=tol
+            )
             lines.append(
-                f"{gpu_label(row.index, i)} reports {total} MiB (memory.total, ECC {ecc}); "
-                f"{label} {figure} MiB ({tol})"
+                line.format(
+                    gpu=gpu_label(row.index, i), total=total, ecc=ecc, comparison=comparison
+                )
             )
             worst = worse(worst, status)
         elif card.gddr and _ecc_on(row) and figure != card.memory_for(False):
-            notes.append(
-                f"{gpu_label(row.index, i)}: {total} MiB with ECC on, which takes 1/16 of "
-                f"GDDR memory ({card.memory_for(False)} MiB with ECC off)"
+            note = _(
+                "{gpu}: {total} MiB with ECC on, which takes 1/16 of GDDR memory"
+                " ({whole} MiB with ECC off)"
             )
+            whole = card.memory_for(False)
+            notes.append(note.format(gpu=gpu_label(row.index, i), total=total, whole=whole))
     expected = f"{card.memory_mib} MiB ({tol})"
     found = per_gpu(
         [
-            (gpu_label(r.index, i), f"{r.memory_total_mib} MiB ECC {r.ecc_current or 'unknown'}")
+            (
+                gpu_label(r.index, i),
+                _("{mib} MiB ECC {ecc}").format(
+                    mib=r.memory_total_mib, ecc=r.ecc_current or _("unknown")
+                ),
+            )
             for i, r in enumerate(rows)
         ]
     )
     if worst is Status.PASSED:
-        words = f"every GPU shows the {card.model}'s memory ({expected})"
+        words = _("every GPU shows the {model}'s memory ({expected})")
+        words = words.format(model=card.model, expected=expected)
         if notes:
-            words += "; " + "; ".join(notes[:4])
+            words = _("; ").join([words, *notes[:4]])
         return CheckResult(cid, title, Status.PASSED, words, expected, found, keys)
     return CheckResult(cid, title, worst, said_once(lines), expected, found, keys)
 
@@ -187,17 +209,20 @@ def _cuda_major(version: str) -> int | None:
 def judge_versions(
     rows: Sequence[SmiRow], facts: SmiQuery | None, keys: tuple[str, ...]
 ) -> CheckResult:
-    cid, title = "inventory.driver", "Driver and CUDA"
+    cid, title = "inventory.driver", _("Driver and CUDA")
     driver = next((r.driver_version for r in rows if r.driver_version), "")
     if not driver and facts is not None:
         driver = facts.driver_version
     cuda = facts.cuda_version if facts is not None else ""
-    found = f"driver {visible(driver or 'unknown', 40)}, CUDA {visible(cuda or 'unknown', 40)}"
+    found = _("driver {driver}, CUDA {cuda}").format(
+        driver=visible(driver or _("unknown"), 40), cuda=visible(cuda or _("unknown"), 40)
+    )
     major = _cuda_major(cuda)
+    want = _("CUDA 12 or later")
     if major is not None and major < 12:
-        words = f"{found}: CUDA below 12 (vast.ai's bar for verified hosts)"
-        return CheckResult(cid, title, Status.WARNED, words, "CUDA 12 or later", found, keys)
-    return CheckResult(cid, title, Status.PASSED, found, "CUDA 12 or later", found, keys)
+        words = _("{found}: CUDA below 12 (vast.ai's bar for verified hosts)").format(found=found)
+        return CheckResult(cid, title, Status.WARNED, words, want, found, keys)
+    return CheckResult(cid, title, Status.PASSED, found, want, found, keys)
 
 
 async def run(ctx: Context) -> list[CheckResult]:

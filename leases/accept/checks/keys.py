@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from leases.accept.parse.sshdconf import SshdConfig
 from leases.accept.probe import why_unread
+from leases.accept.words import _
 from leases.core.acceptance import CheckResult, Evidence, Status
 from leases.core.textsafe import visible
 from leases.offboard.authkeys import AuthorizedKey, keys_in
@@ -75,7 +76,7 @@ def judge_keys(
     (also: authorized_keys2) against the fingerprints the lab expects. A file that is absent
     authorises nothing; one the node will not show is never a pass."""
     check, title = "sshd.keys", "authorized_keys"
-    want = "only the keys the lab expects"
+    want = _("only the keys the lab expects")
     files = (ev, *also)
     evidence = tuple(f.key for f in files)
     keys: list[tuple[str, AuthorizedKey]] = []
@@ -86,60 +87,64 @@ def judge_keys(
         if why := why_unread(f):
             if "no such file" in f.stderr.lower() and not f.failure:
                 continue
-            hidden.append(f"{visible(name, 80)} could not be read ({why})")
+            line = _("{path} could not be read ({why})")
+            hidden.append(line.format(path=visible(name, 80), why=why))
             continue
         found_keys, bad_lines = keys_in(f.stdout)
         unread += bad_lines
         # Lines of the first file are "line N" as before; of the others, with their name.
         where = "" if number == 0 else f"{visible(name.rsplit('/', 1)[-1], 40)} "
         keys += [(where, k) for k in found_keys]
-    if hidden and (not expected or all(k.fingerprint in expected for _, k in keys)):
-        words = "not checked: " + "; ".join(hidden)
+    if hidden and (not expected or all(k.fingerprint in expected for _w, k in keys)):
+        words = _("not checked: {why}").format(why=_("; ").join(hidden))
         return CheckResult(check, title, Status.NOT_CHECKED, words, want, words, evidence)
     if all("no such file" in f.stderr.lower() for f in files):
         # zuka logged in with a key, so sshd took it from somewhere else.
         names = ", ".join(visible(f.command.removeprefix("cat "), 80) for f in files)
-        words = (
-            f"not checked: none of {names} exists, yet zuka logged in with a key: sshd "
-            "reads keys from elsewhere (AuthorizedKeysCommand, a certificate)"
-        )
-        return CheckResult(check, title, Status.NOT_CHECKED, words, want, "absent", evidence)
+        words = _("not checked: none of {paths} exists, yet zuka logged in with a key: sshd"
+                  " reads keys from elsewhere (AuthorizedKeysCommand, a certificate)")  # fmt: skip
+        words = words.format(paths=names)
+        return CheckResult(check, title, Status.NOT_CHECKED, words, want, _("absent"), evidence)
     if not expected:
-        found = f"{len(keys)} key(s): " + ", ".join(k.fingerprint for _, k in keys[:_SHOWN])
-        return CheckResult(
-            check,
-            title,
-            Status.SKIPPED,
-            f"skipped, because no key is recorded as expected for this node ({found})",
-            want,
-            found,
-            evidence,
+        found = _("{count} key(s): {keys}").format(
+            count=len(keys), keys=", ".join(k.fingerprint for _w, k in keys[:_SHOWN])
         )
+        words = _("skipped, because no key is recorded as expected for this node ({found})")
+        words = words.format(found=found)
+        return CheckResult(check, title, Status.SKIPPED, words, want, found, evidence)
     strangers = [(w, k) for w, k in keys if k.fingerprint not in expected and not k.forced]
     forced = [(w, k) for w, k in keys if k.fingerprint not in expected and k.forced]
     for bad, status, what in (
-        (strangers, Status.FAILED, "the lab did not expect can log in (a provider's or a "
-         "previous tenant's)"),
-        (forced, Status.WARNED, "the lab did not expect are restricted to a forced command "
-         "(no shell of their own; ask the provider what they run)"),
+        (strangers, Status.FAILED, _("{count} key(s) the lab did not expect can log in (a"
+         " provider's or a previous tenant's): {keys}")),
+        (forced, Status.WARNED, _("{count} key(s) the lab did not expect are restricted to a"
+         " forced command (no shell of their own; ask the provider what they run): {keys}")),
     ):  # fmt: skip
         if not bad:
             continue
-        shown = "; ".join(
-            f"{w}line {k.line}: {k.kind} {k.fingerprint} {visible(k.comment, 60) or '(no comment)'}"
+        shown = _("; ").join(
+            _("{file}line {line}: {kind} {fingerprint} {comment}").format(
+                file=w,
+                line=k.line,
+                kind=k.kind,
+                fingerprint=k.fingerprint,
+                comment=visible(k.comment, 60) or _("(no comment)"),
+            )
             for w, k in bad[:_SHOWN]
         )
-        more = f" and {len(bad) - _SHOWN} more" if len(bad) > _SHOWN else ""
-        also_hidden = f" (also: {'; '.join(hidden)})" if hidden else ""
+        if len(bad) > _SHOWN:
+            shown = _("{listed} and {count} more").format(listed=shown, count=len(bad) - _SHOWN)
+        words = what.format(count=len(bad), keys=shown)
+        if hidden:
+            words = _("{words} (also: {hidden})").format(words=words, hidden=_("; ").join(hidden))
         if status is Status.WARNED and hidden:
             status = Status.NOT_CHECKED  # a file it could not read may hold worse
-        return CheckResult(
-            check, title, status, f"{len(bad)} key(s) {what}: {shown}{more}{also_hidden}",
-            want, shown + more, evidence,
-        )  # fmt: skip
-    found = f"{len(keys)} key(s), all expected"
+        return CheckResult(check, title, status, words, want, shown, evidence)
+    found = _("{count} key(s), all expected").format(count=len(keys))
     if unread:
-        found += f"; {unread} line(s) not read as keys (they authorise nothing)"
+        found = _("{found}; {count} line(s) not read as keys (they authorise nothing)").format(
+            found=found, count=unread
+        )
     return CheckResult(check, title, Status.PASSED, found, want, found, evidence)
 
 
@@ -155,17 +160,19 @@ def judge_key_sources(
 ) -> CheckResult:
     """Where else sshd takes keys from: AuthorizedKeysFile words zuka did not read, a
     command, a CA. Any of them is a way in that zuka did not see."""
-    check, title = "sshd.keysources", "Where sshd takes keys from"
-    want = "only the AuthorizedKeysFile files zuka read"
+    check, title = "sshd.keysources", _("Where sshd takes keys from")
+    want = _("only the AuthorizedKeysFile files zuka read")
     if conf is None:
-        return CheckResult(check, title, Status.NOT_CHECKED, "not checked: sshd's settings "
-                           "could not be read", want, evidence=evidence)  # fmt: skip
+        words = _("not checked: sshd's settings could not be read")
+        return CheckResult(check, title, Status.NOT_CHECKED, words, want, evidence=evidence)
     others: list[str] = []
     if conf.value("authorizedkeysfile").lower() == "none":
-        others.append("AuthorizedKeysFile none: sshd reads no keys file")
+        others.append(_("AuthorizedKeysFile none: sshd reads no keys file"))
     if skipped:
         shown = visible(" ".join(skipped), 160)
-        others.append(f"AuthorizedKeysFile names {shown}, which zuka did not read")
+        others.append(
+            _("AuthorizedKeysFile names {paths}, which zuka did not read").format(paths=shown)
+        )
     for key, label in (("authorizedkeyscommand", "AuthorizedKeysCommand"),
                        ("trustedusercakeys", "TrustedUserCAKeys")):  # fmt: skip
         value = conf.value(key)
@@ -175,14 +182,22 @@ def judge_key_sources(
     # may be one of them): sshd -T without -C does not show it, the config files do.
     for setting in conf.matched:
         if setting.key in _KEY_SOURCE_LABELS:
+            line = _("{setting} {value} for Match {condition} ({source})")
             others.append(
-                f"{_KEY_SOURCE_LABELS[setting.key]} {visible(setting.value, 120)} for "
-                f"Match {visible(setting.condition, 80)} ({visible(setting.source, 100)})"
+                line.format(
+                    setting=_KEY_SOURCE_LABELS[setting.key],
+                    value=visible(setting.value, 120),
+                    condition=visible(setting.condition, 80),
+                    source=visible(setting.source, 100),
+                )
             )
     if others:
-        words = "; ".join(others) + ": keys zuka did not see can log in; ask the provider"
-        return CheckResult(check, title, Status.WARNED, words, want, "; ".join(others), evidence)
+        said = _("; ").join(others)
+        words = _("{sources}: keys zuka did not see can log in; ask the provider")
+        return CheckResult(
+            check, title, Status.WARNED, words.format(sources=said), want, said, evidence
+        )
     files = visible(conf.value("authorizedkeysfile"), 160)
-    return CheckResult(check, title, Status.PASSED, f"keys come only from {files} "
-                       f"({_where(conf, 'authorizedkeysfile')}), all read", want, files,
-                       evidence)  # fmt: skip
+    words = _("keys come only from {files} ({where}), all read")
+    words = words.format(files=files, where=_where(conf, "authorizedkeysfile"))
+    return CheckResult(check, title, Status.PASSED, words, want, files, evidence)

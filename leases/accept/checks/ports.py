@@ -9,6 +9,7 @@ from __future__ import annotations
 from leases.accept.engine import Context, Settings
 from leases.accept.parse.listen import Listener, Listening, parse_proc_net_tcp, parse_ss
 from leases.accept.probe import Probe, missing_tool, why_unread
+from leases.accept.words import _
 from leases.core.acceptance import CheckResult, Evidence, Status
 from leases.core.textsafe import visible
 
@@ -36,66 +37,43 @@ def judge_ports(
     listing not read make it at best a warning naming them (nothing read: not checked);
     `remote` (zuka is logged in over SSH) with no sshd listening makes the listing suspect."""
     low, high = settings.training_ports
-    want = f"on all interfaces only {', '.join(map(str, settings.ports))} and {low}-{high}"
+    ports = ", ".join(map(str, settings.ports))
+    want = _("on all interfaces only {ports} and {low}-{high}").format(
+        ports=ports, low=low, high=high
+    )
+    title = _("Listening ports")
     unread = "; ".join(visible(p, 120) for p in listening.problems[:_SHOWN])
     if listening.problems and not listening.sockets:
-        return CheckResult(
-            "sshd.ports",
-            "Listening ports",
-            Status.NOT_CHECKED,
-            f"not checked: no listening socket could be read from the listing ({unread})",
-            want,
-            unread,
-            keys,
-        )
-    gaps = f"; lines of the listing not read: {unread}" if unread else ""
+        words = _("not checked: no listening socket could be read from the listing ({unread})")
+        words = words.format(unread=unread)
+        return CheckResult("sshd.ports", title, Status.NOT_CHECKED, words, want, unread, keys)
     open_ = [s for s in listening.sockets if s.all_interfaces]
     strays = [s for s in open_ if not expected_port(s.port, settings)]
     if strays:
         shown = ", ".join(_socket_words(s) for s in strays[:_SHOWN])
-        more = f" and {len(strays) - _SHOWN} more" if len(strays) > _SHOWN else ""
-        return CheckResult(
-            "sshd.ports",
-            "Listening ports",
-            Status.WARNED,
-            f"listening on all interfaces outside the expected ports: {shown}{more}{gaps}",
-            want,
-            shown + more,
-            keys,
-        )
-    found = ", ".join(_socket_words(s) for s in open_[:_SHOWN]) or "nothing on all interfaces"
+        if len(strays) > _SHOWN:
+            shown = _("{listed} and {count} more").format(listed=shown, count=len(strays) - _SHOWN)
+        words = _("listening on all interfaces outside the expected ports: {ports}")
+        words = words.format(ports=shown)
+        if unread:
+            gaps = _("{words}; lines of the listing not read: {unread}")
+            words = gaps.format(words=words, unread=unread)
+        return CheckResult("sshd.ports", title, Status.WARNED, words, want, shown, keys)
+    found = ", ".join(_socket_words(s) for s in open_[:_SHOWN]) or _("nothing on all interfaces")
     if unread:
-        return CheckResult(
-            "sshd.ports",
-            "Listening ports",
-            Status.WARNED,
-            f"only expected ports listen on all interfaces among those read ({found}), but "
-            f"lines of the listing were not read: {unread}",
-            want,
-            f"{found}; not read: {unread}",
-            keys,
-        )
+        words = _("only expected ports listen on all interfaces among those read ({found}), but"
+                  " lines of the listing were not read: {unread}")  # fmt: skip
+        words = words.format(found=found, unread=unread)
+        found_words = _("{found}; not read: {unread}").format(found=found, unread=unread)
+        return CheckResult("sshd.ports", title, Status.WARNED, words, want, found_words, keys)
     if remote and not _sshd_seen(listening, settings):
-        return CheckResult(
-            "sshd.ports",
-            "Listening ports",
-            Status.WARNED,
-            "the listing shows no sshd listening (no sshd process, nothing on "
-            f"{', '.join(map(str, settings.ports))}) though zuka is logged in over SSH: the "
-            f"listing is suspect (another network namespace, or output not as it is): {found}",
-            want,
-            found,
-            keys,
-        )
-    return CheckResult(
-        "sshd.ports",
-        "Listening ports",
-        Status.PASSED,
-        f"only expected ports listen on all interfaces: {found}",
-        want,
-        found,
-        keys,
-    )
+        words = _("the listing shows no sshd listening (no sshd process, nothing on {ports})"
+                  " though zuka is logged in over SSH: the listing is suspect (another network"
+                  " namespace, or output not as it is): {found}")  # fmt: skip
+        words = words.format(ports=ports, found=found)
+        return CheckResult("sshd.ports", title, Status.WARNED, words, want, found, keys)
+    words = _("only expected ports listen on all interfaces: {found}").format(found=found)
+    return CheckResult("sshd.ports", title, Status.PASSED, words, want, found, keys)
 
 
 def _socket_words(s: Listener) -> str:
@@ -119,83 +97,50 @@ def judge_services(
     """The ports asked for /api/kernels. Ports on all interfaces not asked (over
     MAX_PROBED_PORTS) or lines of the listing not read make a clean answer a warning
     naming them; with nothing asked and lines not read, not checked."""
-    check, title = "sshd.services", "Services open without a token"
-    want = "no service on all interfaces answering /api/kernels without a token"
+    check, title = "sshd.services", _("Services open without a token")
+    want = _("no service on all interfaces answering /api/kernels without a token")
     gaps: list[str] = []
     if not_asked:
-        more = f" and {len(not_asked) - _SHOWN} more" if len(not_asked) > _SHOWN else ""
-        gaps.append(
-            f"{len(not_asked)} port(s) on all interfaces not asked (zuka asks at most "
-            f"{MAX_PROBED_PORTS}): "
-            + ", ".join(_socket_words(s) for s in not_asked[:_SHOWN])
-            + more
-        )
+        listed = ", ".join(_socket_words(s) for s in not_asked[:_SHOWN])
+        if len(not_asked) > _SHOWN:
+            listed = _("{listed} and {count} more").format(
+                listed=listed, count=len(not_asked) - _SHOWN
+            )
+        line = _("{count} port(s) on all interfaces not asked (zuka asks at most {most}): {ports}")
+        gaps.append(line.format(count=len(not_asked), most=MAX_PROBED_PORTS, ports=listed))
     if unread:
-        gaps.append("lines of the listing not read: " + "; ".join(
-            visible(p, 120) for p in unread[:_SHOWN]
-        ))  # fmt: skip
+        line = _("lines of the listing not read: {unread}")
+        gaps.append(line.format(unread="; ".join(visible(p, 120) for p in unread[:_SHOWN])))
+    said = _("; ").join(gaps)
     if not answers:
         if unread:
-            return CheckResult(
-                check, title, Status.NOT_CHECKED,
-                "not checked: no port was asked, and the listing was not read whole ("
-                + "; ".join(gaps) + ")", want, "; ".join(gaps), keys,
-            )  # fmt: skip
-        return CheckResult(
-            check,
-            title,
-            Status.PASSED,
-            "no service besides the expected ones listens on all interfaces",
-            want,
-            "",
-            keys,
-        )
-    if all(missing_tool(ev) for _, ev in answers):
-        return CheckResult(
-            check,
-            title,
-            Status.SKIPPED,
-            "skipped, because curl is not on the node: services listening on "
-            "all interfaces were not asked",
-            want,
-            "",
-            keys,
-        )
+            words = _("not checked: no port was asked, and the listing was not read whole ({why})")
+            words = words.format(why=said)
+            return CheckResult(check, title, Status.NOT_CHECKED, words, want, said, keys)
+        words = _("no service besides the expected ones listens on all interfaces")
+        return CheckResult(check, title, Status.PASSED, words, want, "", keys)
+    if all(missing_tool(ev) for _s, ev in answers):
+        words = _("skipped, because curl is not on the node: services listening on all"
+                  " interfaces were not asked")  # fmt: skip
+        return CheckResult(check, title, Status.SKIPPED, words, want, "", keys)
     open_ = [s for s, ev in answers if ev.exit_status == 0 and ev.stdout.strip() == "200"]
     if open_:
         shown = ", ".join(_socket_words(s) for s in open_)
-        return CheckResult(
-            check,
-            title,
-            Status.FAILED,
-            f"anyone who reaches the node can run code: {shown} answers "
-            "GET /api/kernels with 200 without a token (a Jupyter server with "
-            "no token or password)",
-            want,
-            shown,
-            keys,
+        words = _(
+            "anyone who reaches the node can run code: {ports} answers GET /api/kernels"
+            " with 200 without a token (a Jupyter server with no token or password)"
         )
-    asked = ", ".join(str(s.port) for s, _ in answers)
+        words = words.format(ports=shown)
+        return CheckResult(check, title, Status.FAILED, words, want, shown, keys)
+    asked = ", ".join(str(s.port) for s, _ev in answers)
     if gaps:
-        found = f"asked: {asked}; " + "; ".join(gaps)
-        return CheckResult(
-            check,
-            title,
-            Status.WARNED,
-            f"no port asked answered /api/kernels without a token ({found})",
-            want,
-            found,
-            keys,
-        )
-    return CheckResult(
-        check,
-        title,
-        Status.PASSED,
-        f"no port on all interfaces answered /api/kernels without a token (asked: {asked})",
-        want,
-        asked,
-        keys,
-    )
+        found = _("asked: {asked}; {gaps}").format(asked=asked, gaps=said)
+        words = _("no port asked answered /api/kernels without a token ({found})")
+        words = words.format(found=found)
+        return CheckResult(check, title, Status.WARNED, words, want, found, keys)
+    words = _("no port on all interfaces answered /api/kernels without a token (asked: {asked})")
+    words = words.format(asked=asked)
+    return CheckResult(check, title, Status.PASSED, words, want, asked, keys)
 
 
 # Where a token-less Jupyter (or TensorBoard, Gradio) most likely is: asked first.
@@ -225,17 +170,20 @@ async def read_listening(probe: Probe) -> tuple[Listening | None, tuple[str, ...
     fallback = await probe.run("listen-proc", "cat /proc/net/tcp /proc/net/tcp6")
     keys = (ev.key, fallback.key)
     if fallback.failure or not fallback.stdout.strip():
-        return None, keys, f"ss: {why_unread(ev)}; /proc/net/tcp: {why_unread(fallback) or 'empty'}"
+        why = _("ss: {ss}; /proc/net/tcp: {proc}").format(
+            ss=why_unread(ev), proc=why_unread(fallback) or _("empty")
+        )
+        return None, keys, why
     return parse_proc_net_tcp(fallback.stdout), keys, ""
 
 
 async def check_ports(ctx: Context) -> list[CheckResult]:
     listening, keys, why = await read_listening(ctx.probe)
     if listening is None:
-        words = f"not checked: the listening ports could not be read ({visible(why, 300)})"
-        return [
-            CheckResult("sshd.ports", "Listening ports", Status.NOT_CHECKED, words, evidence=keys)
-        ]
+        words = _("not checked: the listening ports could not be read ({why})")
+        words = words.format(why=visible(why, 300))
+        title = _("Listening ports")
+        return [CheckResult("sshd.ports", title, Status.NOT_CHECKED, words, evidence=keys)]
     out = [judge_ports(listening, ctx.settings, keys, remote=not ctx.sold.local)]
     targets = probe_order(
         [s for s in listening.sockets if s.all_interfaces and s.port not in ctx.settings.ports]
@@ -249,7 +197,7 @@ async def check_ports(ctx: Context) -> list[CheckResult]:
     out.append(
         judge_services(
             answers,
-            (*keys, *(ev.key for _, ev in answers)),
+            (*keys, *(ev.key for _s, ev in answers)),
             not_asked=tuple(targets[len(answers) :]),
             unread=listening.problems,
         )

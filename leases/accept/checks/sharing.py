@@ -15,12 +15,13 @@ from leases.accept.checks.smi import gpu_label, per_gpu, read_q, said_once, unre
 from leases.accept.engine import Check, Context
 from leases.accept.facts import SmiQuery
 from leases.accept.parse._text import digits
+from leases.accept.words import N_, _
 from leases.core.acceptance import CheckResult, Evidence, Level, Status, worse
 from leases.core.models import GpuProcess
 from leases.core.textsafe import visible
 from leases.telemetry.nvsmi import APPS_COMMAND, NvsmiParseError, parse_compute_apps
 
-TITLE = "Shared or virtualised GPUs"
+TITLE = N_("Shared or virtualised GPUs")
 LIST_COMMAND = "nvidia-smi -L"
 PS_COMMAND = "ps -e -o pid="
 PRELOAD_COMMAND = "cat /etc/ld.so.preload"
@@ -38,26 +39,32 @@ _LIMIT_VAR = re.compile(r"^(CUDA_DEVICE_MEMORY_LIMIT\w*|CUDA_DEVICE_SM_LIMIT\w*)
 
 
 def judge_virtualisation(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
-    cid, title = "sharing.vgpu", "Virtualisation mode"
+    cid, title = "sharing.vgpu", _("Virtualisation mode")
     bad: list[str] = []
     modes: list[tuple[str, str]] = []
     for i, g in enumerate(facts.gpus):
-        mode = g.virtualization_mode or "unknown"
-        modes.append((gpu_label(g.index, i), visible(mode, 30)))
+        mode = g.virtualization_mode or _("unknown")
+        gpu = gpu_label(g.index, i)
+        modes.append((gpu, visible(mode, 30)))
         if "vgpu" in mode.lower():
-            line = f"{gpu_label(g.index, i)} is a vGPU (Virtualization Mode {visible(mode, 30)})"
+            line = _("{gpu} is a vGPU (Virtualization Mode {mode})")
+            line = line.format(gpu=gpu, mode=visible(mode, 30))
             if g.vgpu_license:
                 licence = visible(g.vgpu_license, 60)
-                line += f", licence {licence}"
                 if licence.lower().startswith("unlicensed"):
-                    line += " (an unlicensed vGPU is throttled)"
+                    more = _("{line}, licence {licence} (an unlicensed vGPU is throttled)")
+                else:
+                    more = _("{line}, licence {licence}")
+                line = more.format(line=line, licence=licence)
             bad.append(line)
     found = per_gpu(modes)
-    expected = "None or Pass-Through (a whole GPU)"
+    expected = _("None or Pass-Through (a whole GPU)")
     if bad:
-        words = said_once(bad) + ": a slice of a shared GPU, not a whole one (nvidia-smi -q)"
+        words = _("{lines}: a slice of a shared GPU, not a whole one (nvidia-smi -q)")
+        words = words.format(lines=said_once(bad))
         return CheckResult(cid, title, Status.FAILED, words, expected, found, keys)
-    return CheckResult(cid, title, Status.PASSED, f"whole GPUs: {found}", expected, found, keys)
+    words = _("whole GPUs: {found}").format(found=found)
+    return CheckResult(cid, title, Status.PASSED, words, expected, found, keys)
 
 
 def mig_lines(list_output: str) -> int:
@@ -68,17 +75,22 @@ def mig_lines(list_output: str) -> int:
 def judge_mig(facts: SmiQuery, listed_mig: int, keys: tuple[str, ...]) -> CheckResult:
     cid, title = "sharing.mig", "MIG"
     on = [
-        f"{gpu_label(g.index, i)} MIG {visible(g.mig_current, 20)} with {g.mig_devices} MIG devices"
+        _("{gpu} MIG {mode} with {count} MIG devices").format(
+            gpu=gpu_label(g.index, i), mode=visible(g.mig_current, 20), count=g.mig_devices
+        )
         for i, g in enumerate(facts.gpus)
         if g.mig_current.lower() == "enabled" or g.mig_devices > 0
     ]
+    want = _("MIG disabled")
     if on or listed_mig:
-        parts = on[:8] + ([f"nvidia-smi -L lists {listed_mig} MIG devices"] if listed_mig else [])
-        words = "; ".join(parts) + ": the GPUs are partitioned, and the lease sold whole GPUs"
-        return CheckResult(cid, title, Status.FAILED, words, "MIG disabled", "; ".join(parts), keys)
-    return CheckResult(
-        cid, title, Status.PASSED, "MIG is off on every GPU", "MIG disabled", "off", keys
-    )
+        listed = _("nvidia-smi -L lists {count} MIG devices").format(count=listed_mig)
+        parts = on[:8] + ([listed] if listed_mig else [])
+        found = _("; ").join(parts)
+        words = _("{found}: the GPUs are partitioned, and the lease sold whole GPUs")
+        words = words.format(found=found)
+        return CheckResult(cid, title, Status.FAILED, words, want, found, keys)
+    words = _("MIG is off on every GPU")
+    return CheckResult(cid, title, Status.PASSED, words, want, _("off"), keys)
 
 
 def limiter_signs(preload: Evidence, env: Evidence, paths: Evidence) -> list[str]:
@@ -87,32 +99,38 @@ def limiter_signs(preload: Evidence, env: Evidence, paths: Evidence) -> list[str
     if preload.exit_status == 0:
         for line in preload.stdout.splitlines()[:200]:
             if "vgpu" in line.lower():
-                signs.append(f"/etc/ld.so.preload loads {visible(line.strip(), 120)}")
+                loads = _("/etc/ld.so.preload loads {library}")
+                signs.append(loads.format(library=visible(line.strip(), 120)))
     for line in env.stdout.splitlines()[:200]:
         found = _LIMIT_VAR.match(line.strip())
         if found:
-            signs.append(f"{found.group(1)}={visible(found.group(2), 40)} is set")
+            setting = f"{found.group(1)}={visible(found.group(2), 40)}"
+            signs.append(_("{setting} is set").format(setting=setting))
         elif line.startswith("LD_PRELOAD=") and "vgpu" in line.lower():
-            signs.append(f"{visible(line.strip(), 120)} is set")
+            signs.append(_("{setting} is set").format(setting=visible(line.strip(), 120)))
     for line in paths.stdout.splitlines()[:10]:
         if line.strip() in VGPU_PATHS:
-            signs.append(f"{line.strip()} exists")
+            signs.append(_("{path} exists").format(path=line.strip()))
     return signs
 
 
 def judge_limiters(signs: Sequence[str], keys: tuple[str, ...], unread: str = "") -> CheckResult:
     """unread: why the environment's limit variables could not be read ("" when they
     were): then no sign found is no pass."""
-    cid, title = "sharing.limiter", "GPU-sharing limiters (HAMi)"
+    cid, title = "sharing.limiter", _("GPU-sharing limiters (HAMi)")
+    want = _("no limiter")
     if signs:
-        words = "; ".join(signs[:8]) + ": a GPU-sharing layer (HAMi-style) limits this node's GPUs"
-        return CheckResult(cid, title, Status.FAILED, words, "no limiter", "; ".join(signs), keys)
+        words = _("{signs}: a GPU-sharing layer (HAMi-style) limits this node's GPUs")
+        words = words.format(signs=_("; ").join(signs[:8]))
+        return CheckResult(cid, title, Status.FAILED, words, want, _("; ").join(signs), keys)
     if unread:
-        words = (f"no libvgpu preload or vgpu lock files, but the limit variables could not "
-                 f"be read: {unread}")  # fmt: skip
-        return CheckResult(cid, title, Status.WARNED, words, "no limiter", "unread", keys)
-    words = "no libvgpu preload, limit variables or vgpu lock files"
-    return CheckResult(cid, title, Status.PASSED, words, "no limiter", "none", keys)
+        words = _(
+            "no libvgpu preload or vgpu lock files, but the limit variables could not be read:"
+            " {why}"
+        ).format(why=unread)
+        return CheckResult(cid, title, Status.WARNED, words, want, _("unread"), keys)
+    words = _("no libvgpu preload, limit variables or vgpu lock files")
+    return CheckResult(cid, title, Status.PASSED, words, want, _("none"), keys)
 
 
 def _by_uuid(facts: SmiQuery) -> dict[str, int]:
@@ -129,7 +147,7 @@ def judge_tenants(
     (`ps -e`) runs in another container or for another tenant: that fails. One it can see
     may be the lab's own job (a node re-checked while in use): that warns, since a node
     just handed over should run nothing. Where ps could not be read, every process fails."""
-    cid, title = "sharing.tenants", "Other tenants' processes"
+    cid, title = "sharing.tenants", _("Other tenants' processes")
     index = _by_uuid(facts)
     procs: list[tuple[str, int | None, str, float | None, str]] = [
         (str(index.get(p.gpu_uuid, "?")), p.pid, p.process_name, p.used_mib, "") for p in apps
@@ -141,38 +159,33 @@ def judge_tenants(
                 where = str(g.index if g.index is not None else i)
                 procs.append((where, proc.pid, proc.name, proc.used_mib, " (nvidia-smi -q)"))
     hidden, shown = [], []
+    want = _("no compute process")
     for gpu, pid, name, used, source in procs:
-        line = (f"GPU {gpu} runs pid {pid} {visible(name, 60)!r}"
-                + (f" using {used:g} MiB" if used is not None else "") + source)  # fmt: skip
+        shown_name = repr(visible(name, 60))
+        if used is not None:
+            line = _("GPU {gpu} runs pid {pid} {name} using {mib:g} MiB")
+        else:
+            line = _("GPU {gpu} runs pid {pid} {name}")
+        line = line.format(gpu=gpu, pid=pid, name=shown_name, mib=used) + source
         if visible_pids is not None and pid in visible_pids:
             shown.append(line)
         else:
             hidden.append(line)
     if hidden:
-        why = (
-            "not in the node's process table: another container or tenant runs it"
-            if visible_pids is not None
-            else "a node just handed over should run nothing"
-        )
-        return CheckResult(
-            cid, title, Status.FAILED, "; ".join(hidden[:8]) + f": {why}", "no compute process",
-            "; ".join(hidden[:16]), keys,
-        )  # fmt: skip
+        if visible_pids is not None:
+            words = _("{lines}: not in the node's process table: another container or tenant"
+                      " runs it")  # fmt: skip
+        else:
+            words = _("{lines}: a node just handed over should run nothing")
+        words = words.format(lines=_("; ").join(hidden[:8]))
+        return CheckResult(cid, title, Status.FAILED, words, want, _("; ").join(hidden[:16]), keys)
     if shown:
-        return CheckResult(
-            cid, title, Status.WARNED, "; ".join(shown[:8]) + ": visible to the login, so "
-            "perhaps the lab's own job; a node just handed over should run nothing",
-            "no compute process", "; ".join(shown[:16]), keys,
-        )  # fmt: skip
-    return CheckResult(
-        cid,
-        title,
-        Status.PASSED,
-        "no compute process on any GPU",
-        "no compute process",
-        "none",
-        keys,
-    )
+        words = _("{lines}: visible to the login, so perhaps the lab's own job; a node just"
+                  " handed over should run nothing")  # fmt: skip
+        words = words.format(lines=_("; ").join(shown[:8]))
+        return CheckResult(cid, title, Status.WARNED, words, want, _("; ").join(shown[:16]), keys)
+    words = _("no compute process on any GPU")
+    return CheckResult(cid, title, Status.PASSED, words, want, _("none"), keys)
 
 
 def visible_pids(ev: Evidence) -> frozenset[int] | None:
@@ -188,7 +201,7 @@ def judge_unexplained(
 ) -> CheckResult:
     """Memory in use that no visible process explains: inside a container the processes of
     others are hidden, but their memory shows (nvidia-docker issues 179 and 1483)."""
-    cid, title = "sharing.memory", "Memory in use without a process"
+    cid, title = "sharing.memory", _("Memory in use without a process")
     worst = Status.PASSED
     lines: list[str] = []
     for i, g in enumerate(facts.gpus):
@@ -203,20 +216,22 @@ def judge_unexplained(
             status = Status.WARNED
         else:
             continue
+        line = _("{gpu} has {used} MiB in use, {unexplained:g} MiB of it by no process"
+                 " nvidia-smi shows")  # fmt: skip
         lines.append(
-            f"{gpu_label(g.index, i)} has {g.memory_used_mib} MiB in use, {unexplained:g} "
-            "MiB of it by no process nvidia-smi shows"
+            line.format(gpu=gpu_label(g.index, i), used=g.memory_used_mib, unexplained=unexplained)
         )
         worst = worse(worst, status)
-    expected = f"at most {WARN_UNEXPLAINED_MIB} MiB used with no process (driver reservation)"
+    expected = _("at most {mib} MiB used with no process (driver reservation)")
+    expected = expected.format(mib=WARN_UNEXPLAINED_MIB)
     if lines:
-        words = said_once(lines) + ": another tenant may hold these GPUs"
-        return CheckResult(cid, title, worst, words, expected, "; ".join(lines[:16]), keys)
+        words = _("{lines}: another tenant may hold these GPUs").format(lines=said_once(lines))
+        return CheckResult(cid, title, worst, words, expected, _("; ").join(lines[:16]), keys)
     return CheckResult(
         cid,
         title,
         Status.PASSED,
-        "no memory in use beyond what processes explain",
+        _("no memory in use beyond what processes explain"),
         expected,
         "",
         keys,
@@ -244,17 +259,18 @@ async def run(ctx: Context) -> list[CheckResult]:
     if any(e.failure for e in (preload, env, paths)):
         why = next(e.failure for e in (preload, env, paths) if e.failure)
         results.append(
-            CheckResult("sharing.limiter", "GPU-sharing limiters (HAMi)", Status.NOT_CHECKED,
-                        f"not checked: {why}", evidence=keys)
+            CheckResult("sharing.limiter", _("GPU-sharing limiters (HAMi)"), Status.NOT_CHECKED,
+                        _("not checked: {why}").format(why=why), evidence=keys)
         )  # fmt: skip
     else:
         # grep exits 1 when no variable matched; anything else is no answer.
         env_unread = (
             ""
             if env.exit_status in (0, 1)
-            else (
-                f"`{env.command}` exited {env.exit_status} "
-                f"({visible((env.stderr or env.stdout).strip(), 160)})"
+            else _("`{command}` exited {status} ({said})").format(
+                command=env.command,
+                status=env.exit_status,
+                said=visible((env.stderr or env.stdout).strip(), 160),
             )
         )
         results.append(judge_limiters(limiter_signs(preload, env, paths), keys, env_unread))
@@ -266,8 +282,9 @@ async def run(ctx: Context) -> list[CheckResult]:
             apps = parse_compute_apps(apps_ev.stdout, ctx.sold.node)
         except NvsmiParseError as exc:
             results.append(
-                CheckResult("sharing.tenants", "Other tenants' processes", Status.NOT_CHECKED,
-                            f"not checked: {visible(exc, 200)}", evidence=app_keys)
+                CheckResult("sharing.tenants", _("Other tenants' processes"), Status.NOT_CHECKED,
+                            _("not checked: {why}").format(why=visible(exc, 200)),
+                            evidence=app_keys)
             )  # fmt: skip
             return results
     # Where the query could not run, -q's process list is judged alone.

@@ -14,8 +14,10 @@ from leases.accept.facts import SmiQuery
 from leases.accept.parse.smiq import parse_q
 from leases.accept.parse.smiquery import QUERY_GPU_COMMAND, SmiRows, parse_query_gpu
 from leases.accept.parse.smixml import parse_xml
+from leases.accept.words import _
 from leases.core.acceptance import CheckResult, Evidence, Status
 from leases.core.textsafe import visible
+from leases.ssh.faults import said_again
 from leases.telemetry.nvsmi import classify_failure, human_reason
 
 XML_COMMAND = "nvidia-smi -q -x"
@@ -55,10 +57,12 @@ def gpu_label(index: int | None, position: int) -> str:
 def per_gpu(values: Sequence[tuple[str, str]], shown: int = 16) -> str:
     """(label, value) per GPU in words: "all 8 GPUs: 81920 MiB" when every value is the same,
     else "GPU 0 81920 MiB, GPU 1 24564 MiB, ..." (the first `shown`)."""
-    if len(values) > 1 and len({v for _, v in values}) == 1:
-        return f"all {len(values)} GPUs: {values[0][1]}"
-    more = f" and {len(values) - shown} more" if len(values) > shown else ""
-    return ", ".join(f"{label} {value}" for label, value in values[:shown]) + more
+    if len(values) > 1 and len({v for _label, v in values}) == 1:
+        return _("all {count} GPUs: {value}").format(count=len(values), value=values[0][1])
+    listed = _(", ").join(f"{label} {value}" for label, value in values[:shown])
+    if len(values) > shown:
+        return _("{listed} and {count} more").format(listed=listed, count=len(values) - shown)
+    return listed
 
 
 _GPU_LINE = re.compile(r"GPU (\d{1,4})(\b.*)", re.S)
@@ -74,21 +78,28 @@ def said_once(lines: Sequence[str], shown: int = 8) -> str:
         rest, gpu = (found.group(2), found.group(1)) if found else (line, "")
         groups.setdefault(rest, []).append(gpu)
     said = [(f"GPU {', '.join(gpus)}{rest}" if gpus[0] else rest) for rest, gpus in groups.items()]
-    more = f"; and {len(said) - shown} more" if len(said) > shown else ""
-    return "; ".join(said[:shown]) + more
+    joined = _("; ").join(said[:shown])
+    if len(said) > shown:
+        return _("{listed}; and {count} more").format(listed=joined, count=len(said) - shown)
+    return joined
 
 
 def failure_words(ev: Evidence) -> str:
     """Why a command gave nothing usable, in words (never the node's words raw)."""
     if ev.failure:
-        return f"`{ev.command}` could not run: {ev.failure}"
+        why = said_again(ev.failure)
+        return _("`{command}` could not run: {why}").format(command=ev.command, why=why)
     if ev.exit_status is None:
-        return f"`{ev.command}` gave no exit status: the connection ended before it did"
+        return _("`{command}` gave no exit status: the connection ended before it did").format(
+            command=ev.command
+        )
     if ev.exit_status == 0:
-        return f"`{ev.command}` printed nothing zuka could read"
+        return _("`{command}` printed nothing zuka could read").format(command=ev.command)
     health = classify_failure(ev.exit_status, ev.stdout, ev.stderr)
     said = visible((ev.stderr or ev.stdout).strip(), 160)
-    return f"`{ev.command}` exited {ev.exit_status}: {human_reason(health)} ({said})"
+    return _("`{command}` exited {status}: {reason} ({said})").format(
+        command=ev.command, status=ev.exit_status, reason=_(human_reason(health)), said=said
+    )
 
 
 async def read_q(ctx: Context) -> QRead:
@@ -120,10 +131,12 @@ async def read_rows(ctx: Context) -> RowsRead:
         return RowsRead(keys, failure_words(ev))
     rows = parse_query_gpu(ev.stdout)
     if not rows.rows:
-        return RowsRead(keys, f"{failure_words(ev)}: {'; '.join(rows.problems)[:200]}")
+        problems = "; ".join(rows.problems)[:200]
+        return RowsRead(keys, f"{failure_words(ev)}: {problems}")
     return RowsRead(keys, rows=rows)
 
 
 def unread(check: str, title: str, read: Read) -> CheckResult:
     """The finding of a check that could not read what it judges."""
-    return CheckResult(check, title, read.status, f"not checked: {read.why}", evidence=read.keys)
+    words = _("not checked: {why}").format(why=read.why)
+    return CheckResult(check, _(title), read.status, words, evidence=read.keys)

@@ -22,6 +22,7 @@ from leases.accept.engine import Check, Context, LoginOffer
 from leases.accept.parse import sshdconf
 from leases.accept.parse.sshdconf import SshdConfig
 from leases.accept.probe import Probe, why_unread
+from leases.accept.words import N_, _
 from leases.core.acceptance import CheckResult, Evidence, Level, Status
 from leases.core.textsafe import visible
 
@@ -55,10 +56,10 @@ def include_script(patterns: list[str]) -> str:
 
 
 _MARK_WORDS = {
-    "unreadable": "exists but could not be read (permission denied)",
-    "cut": "longer than 64 KiB: only its start was read",
-    "symlink": "is a symlink: not followed",
-    "skipped": "a path outside /etc/ssh: not read",
+    "unreadable": N_("{path} exists but could not be read (permission denied)"),
+    "cut": N_("{path} longer than 64 KiB: only its start was read"),
+    "symlink": N_("{path} is a symlink: not followed"),
+    "skipped": N_("{path} a path outside /etc/ssh: not read"),
 }
 
 
@@ -95,10 +96,11 @@ async def read_settings(probe: Probe) -> tuple[SshdConfig | None, tuple[str, ...
                 if matched.exit_status == 0 and not matched.failure:
                     conf_c = sshdconf.parse_sshd_t(matched.stdout)
                     if conf_c.values:
-                        how = f"read with `{command}`, Match blocks applied for this login (-C)"
-                        return conf_c, tuple(keys), how
-                return conf, tuple(keys), f"read with `{command}`"
-        tried.append(f"`{command}`: {why_unread(ev) or 'printed no settings'}")
+                        how = _("read with `{command}`, Match blocks applied for this login (-C)")
+                        return conf_c, tuple(keys), how.format(command=command)
+                return conf, tuple(keys), _("read with `{command}`").format(command=command)
+        why = why_unread(ev) or _("printed no settings")
+        tried.append(f"`{command}`: {why}")
     ev = await probe.run("sshd-config", f"cat {sshdconf.MAIN}")
     keys.append(ev.key)
     if ev.failure or ev.exit_status != 0:
@@ -132,26 +134,29 @@ async def read_settings(probe: Probe) -> tuple[SshdConfig | None, tuple[str, ...
         for path, why in got_marks.items():
             marks.setdefault(path, why)
         if not got and not got_marks and ev.exit_status != 0:
-            problems.append(f"the Include files could not be listed ({why_unread(ev)})")
+            line = _("the Include files could not be listed ({why})")
+            problems.append(line.format(why=why_unread(ev)))
     if left := wanted():
-        problems.append(
-            f"Include nested deeper than {MAX_INCLUDE_ROUNDS} levels (or more than 16 a "
-            "level): not read: " + ", ".join(left[:_SHOWN])
-        )
+        line = _("Include nested deeper than {rounds} levels (or more than 16 a level): not read:"
+                 " {paths}")  # fmt: skip
+        problems.append(line.format(rounds=MAX_INCLUDE_ROUNDS, paths=", ".join(left[:_SHOWN])))
     problems += [
-        f"Include {p} was asked for and the node printed nothing of it"
+        _("Include {pattern} was asked for and the node printed nothing of it").format(pattern=p)
         for p in asked
         if not _answered(p, files, marks)
     ]
-    problems += [f"{path} {_MARK_WORDS[why]}" for path, why in marks.items() if why in _MARK_WORDS]
+    problems += [
+        _(_MARK_WORDS[why]).format(path=path) for path, why in marks.items() if why in _MARK_WORDS
+    ]
     conf = sshdconf.parse_config(files)
     if problems:
         joined = [*conf.problems, *problems]
         conf = replace(conf, problems=tuple(dict.fromkeys(joined))[: sshdconf.MAX_PROBLEMS])
-    how = f"read from {sshdconf.MAIN}"
     if len(conf.files) > 1:
-        how += f" and {len(conf.files) - 1} Include file(s)"
-    how += " (sshd -T was not allowed: " + "; ".join(tried) + ")"
+        how = _("read from {path} and {count} Include file(s) (sshd -T was not allowed: {tried})")
+    else:
+        how = _("read from {path} (sshd -T was not allowed: {tried})")
+    how = how.format(path=sshdconf.MAIN, count=len(conf.files) - 1, tried="; ".join(tried))
     return conf, tuple(keys), how
 
 
@@ -170,8 +175,9 @@ def judge_settings(conf: SshdConfig, evidence: tuple[str, ...], how: str) -> lis
     out: list[CheckResult] = []
     key_first = _requires_key(conf.value("authenticationmethods"))
     note = (
-        f" (AuthenticationMethods {visible(conf.value('authenticationmethods'), 80)} asks "
-        "for a key first)"
+        _(" (AuthenticationMethods {methods} asks for a key first)").format(
+            methods=visible(conf.value("authenticationmethods"), 80)
+        )
         if key_first
         else ""
     )
@@ -189,29 +195,33 @@ def judge_settings(conf: SshdConfig, evidence: tuple[str, ...], how: str) -> lis
     def result(check: str, title: str, status: Status, words: str, exp: str, found: str) -> None:
         if status is Status.PASSED and doubt.get(keys_of.get(check, ""), False):
             status = Status.WARNED
-            words = (
-                f"{words}; but not every file of sshd's settings was read, and what was "
-                f"missed may set it first: {unread}"
-            )
-        out.append(CheckResult(f"sshd.{check}", title, status, words, exp, found, evidence))
+            words = _(
+                "{words}; but not every file of sshd's settings was read, and what was"
+                " missed may set it first: {unread}"
+            ).format(words=words, unread=unread)
+        out.append(CheckResult(f"sshd.{check}", _(title), status, words, exp, found, evidence))
 
     pw = conf.value("passwordauthentication")
     found = f"PasswordAuthentication {visible(pw, 40)} ({_where(conf, 'passwordauthentication')})"
     if pw != "no" and not key_first:
         result(
             "password",
-            "Password login",
+            N_("Password login"),
             Status.FAILED,
-            f"sshd lets anyone with a password log in: {found}; {how}",
+            _("sshd lets anyone with a password log in: {found}; {how}").format(
+                found=found, how=how
+            ),
             "PasswordAuthentication no",
             found,
         )
     else:
         result(
             "password",
-            "Password login",
+            N_("Password login"),
             Status.PASSED,
-            f"password login is off: {found}{note}; {how}",
+            _("password login is off: {found}{note}; {how}").format(
+                found=found, note=note, how=how
+            ),
             "PasswordAuthentication no",
             found,
         )
@@ -225,28 +235,32 @@ def judge_settings(conf: SshdConfig, evidence: tuple[str, ...], how: str) -> lis
     if kbd == "no" or key_first:
         result(
             "kbdint",
-            "Keyboard-interactive login",
+            N_("Keyboard-interactive login"),
             Status.PASSED,
-            f"keyboard-interactive login is off: {found}{note}",
+            _("keyboard-interactive login is off: {found}{note}").format(found=found, note=note),
             "KbdInteractiveAuthentication no",
             found,
         )
     elif pam == "yes":
         result(
             "kbdint",
-            "Keyboard-interactive login",
+            N_("Keyboard-interactive login"),
             Status.FAILED,
-            f"sshd asks PAM for a typed password over keyboard-interactive: {found}",
+            _("sshd asks PAM for a typed password over keyboard-interactive: {found}").format(
+                found=found
+            ),
             "KbdInteractiveAuthentication no",
             found,
         )
     else:
         result(
             "kbdint",
-            "Keyboard-interactive login",
+            N_("Keyboard-interactive login"),
             Status.WARNED,
-            f"keyboard-interactive login is on, without PAM to ask a password: {found}; "
-            "turn it off",
+            _(
+                "keyboard-interactive login is on, without PAM to ask a password: {found}; turn it"
+                " off"
+            ).format(found=found),
             "KbdInteractiveAuthentication no",
             found,
         )
@@ -256,19 +270,19 @@ def judge_settings(conf: SshdConfig, evidence: tuple[str, ...], how: str) -> lis
     if root == "yes":
         result(
             "rootlogin",
-            "Root login",
+            N_("Root login"),
             Status.FAILED,
-            f"root may log in with a password: {found}",
-            "PermitRootLogin prohibit-password or no",
+            _("root may log in with a password: {found}").format(found=found),
+            _("PermitRootLogin prohibit-password or no"),
             found,
         )
     else:
         result(
             "rootlogin",
-            "Root login",
+            N_("Root login"),
             Status.PASSED,
-            f"root cannot log in by password: {found}",
-            "PermitRootLogin prohibit-password or no",
+            _("root cannot log in by password: {found}").format(found=found),
+            _("PermitRootLogin prohibit-password or no"),
             found,
         )
 
@@ -279,27 +293,32 @@ def judge_settings(conf: SshdConfig, evidence: tuple[str, ...], how: str) -> lis
         or (s.key == "permitrootlogin" and s.value == "yes")
     ]
     if risky:
-        shown = "; ".join(
-            f"{s.key} {visible(s.value, 30)} applies only to Match {visible(s.condition, 80)} "
-            f"({visible(s.source, 100)})"
+        shown = _("; ").join(
+            _("{key} {value} applies only to Match {condition} ({source})").format(
+                key=s.key,
+                value=visible(s.value, 30),
+                condition=visible(s.condition, 80),
+                source=visible(s.source, 100),
+            )
             for s in risky[:_SHOWN]
         )
+        words = _("a Match block turns password or root login back on for some logins: {found}")
         result(
             "match",
-            "Match blocks",
+            N_("Match blocks"),
             Status.WARNED,
-            f"a Match block turns password or root login back on for some logins: {shown}",
-            "no Match block turns password or root login on",
+            words.format(found=shown),
+            _("no Match block turns password or root login on"),
             shown,
         )
     if conf.problems:
         shown = "; ".join(visible(p, 160) for p in conf.problems[:_SHOWN])
         result(
             "config-unread",
-            "sshd settings not read",
+            N_("sshd settings not read"),
             Status.WARNED,
-            f"part of sshd's settings could not be read: {shown}",
-            "every setting read",
+            _("part of sshd's settings could not be read: {problems}").format(problems=shown),
+            _("every setting read"),
             shown,
         )
     return out
@@ -309,28 +328,30 @@ def judge_settings(conf: SshdConfig, evidence: tuple[str, ...], how: str) -> lis
 
 
 def judge_proof(offer: LoginOffer | None) -> CheckResult:
-    title = "Password-only login refused"
+    title = _("Password-only login refused")
     check = "sshd.proof"
-    expected = "refused, offering publickey only"
+    expected = _("refused, offering publickey only")
     if offer is None:
         return CheckResult(
             check,
             title,
             Status.SKIPPED,
-            "skipped, because no remote login can be tried here (a local node)",
+            _("skipped, because no remote login can be tried here (a local node)"),
             expected,
             "",
             ("password-proof",),
         )
-    methods = ", ".join(visible(m, 40) for m in offer.methods) or "none named"
-    found = f"methods offered: {methods}"
+    methods = ", ".join(visible(m, 40) for m in offer.methods) or _("none named")
+    found = _("methods offered: {methods}").format(methods=methods)
     ev = ("password-proof",)
     if "password" in offer.methods:
         return CheckResult(
             check,
             title,
             Status.FAILED,
-            f"the node asked for a password on a login offering no key ({found})",
+            _("the node asked for a password on a login offering no key ({found})").format(
+                found=found
+            ),
             expected,
             found,
             ev,
@@ -340,8 +361,10 @@ def judge_proof(offer: LoginOffer | None) -> CheckResult:
             check,
             title,
             Status.FAILED,
-            f"the node asked for a keyboard-interactive answer (a typed "
-            f"password) on a login offering no key ({found})",
+            _(
+                "the node asked for a keyboard-interactive answer (a typed password) on a login"
+                " offering no key ({found})"
+            ).format(found=found),
             expected,
             found,
             ev,
@@ -351,7 +374,7 @@ def judge_proof(offer: LoginOffer | None) -> CheckResult:
             check,
             title,
             Status.FAILED,
-            "the node let a login in with no key and no password",
+            _("the node let a login in with no key and no password"),
             expected,
             found,
             ev,
@@ -362,7 +385,7 @@ def judge_proof(offer: LoginOffer | None) -> CheckResult:
             check,
             title,
             Status.NOT_CHECKED,
-            f"not checked: the login attempt did not reach a refusal ({why})",
+            _("not checked: the login attempt did not reach a refusal ({why})").format(why=why),
             expected,
             why,
             ev,
@@ -371,7 +394,9 @@ def judge_proof(offer: LoginOffer | None) -> CheckResult:
         check,
         title,
         Status.PASSED,
-        f"a login offering no key was refused without a password being asked ({found})",
+        _("a login offering no key was refused without a password being asked ({found})").format(
+            found=found
+        ),
         expected,
         found,
         ev,
@@ -404,9 +429,11 @@ async def run(ctx: Context) -> list[CheckResult]:
         out.append(
             CheckResult(
                 "sshd.settings",
-                "sshd settings",
+                _("sshd settings"),
                 Status.NOT_CHECKED,
-                f"not checked: sshd's settings could not be read ({visible(how, 400)})",
+                _("not checked: sshd's settings could not be read ({why})").format(
+                    why=visible(how, 400)
+                ),
                 evidence=keys,
             )
         )
@@ -422,13 +449,13 @@ async def run(ctx: Context) -> list[CheckResult]:
         out.append(judge_keys(read[0], ctx.sold.expected_keys, read[1:]))
     else:  # AuthorizedKeysFile none, or only words zuka will not read
         named = visible(conf.value("authorizedkeysfile") if conf else "", 160)
-        out.append(CheckResult("sshd.keys", "authorized_keys", Status.NOT_CHECKED,
-                               f"not checked: sshd reads no keys file zuka could read "
-                               f"(AuthorizedKeysFile {named})", "only the keys the lab expects",
-                               evidence=keys))  # fmt: skip
+        words = _("not checked: sshd reads no keys file zuka could read (AuthorizedKeysFile"
+                  " {named})").format(named=named)  # fmt: skip
+        out.append(CheckResult("sshd.keys", "authorized_keys", Status.NOT_CHECKED, words,
+                               _("only the keys the lab expects"), evidence=keys))  # fmt: skip
     out.append(judge_key_sources(conf, keys, skipped))
     out += await check_ports(ctx)
     return out
 
 
-CHECK = Check("sshd", "sshd, keys and open ports", Level.QUICK, run, cost=4)
+CHECK = Check("sshd", N_("sshd, keys and open ports"), Level.QUICK, run, cost=4)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from leases.accept.words import _
 from leases.core.textsafe import visible
 
 MAX_TEXT = 512 * 1024  # what the probe keeps of one stream
@@ -33,7 +34,7 @@ class Problems:
         self._items.append(words if line is None else f"{words}: {visible(line, 120)}")
 
     def result(self) -> tuple[str, ...]:
-        more = (f"... and {self._more} more",) if self._more else ()
+        more = (_("... and {count} more").format(count=self._more),) if self._more else ()
         return (*self._items, *more)
 
 

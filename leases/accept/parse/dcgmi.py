@@ -12,6 +12,7 @@ import re
 
 from leases.accept.facts import DcgmDiag, DiagTest
 from leases.accept.parse._text import Problems, lines_of
+from leases.accept.words import _
 
 MAX_TESTS = 200
 MAX_DETAIL = 2000
@@ -38,7 +39,7 @@ def parse_dcgmi(text: str) -> DcgmDiag:
             section = m.group(1).strip()
             continue
         if stripped.startswith("Error") and not stripped.startswith("|"):
-            problems.add("dcgmi said", stripped)
+            problems.add(_("dcgmi said"), stripped)
             continue
         if not stripped.startswith("|") or stripped.count("|") < 3:
             continue
@@ -56,11 +57,11 @@ def parse_dcgmi(text: str) -> DcgmDiag:
             label = f"{name}: " if name in ("Error", "Warning", "Info") else ""
             details[-1].append(label + cell)
         elif cell or name:
-            problems.add("a row not read", stripped)
+            problems.add(_("a row not read"), stripped)
     out = tuple(
         DiagTest(t.name, t.result, " ".join(d)[:MAX_DETAIL])
         for t, d in zip(tests, details, strict=True)
     )
     if not out and not problems.result():
-        problems.add("no diagnostic table was found in the output")
+        problems.add(_("no diagnostic table was found in the output"))
     return DcgmDiag(out, problems.result())

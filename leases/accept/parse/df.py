@@ -11,6 +11,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from leases.accept.words import _
+
 _LINE_RE = re.compile(r"(\S+)\s+(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+%|-)\s+(/.*)")
 _MISSING_RE = re.compile(r"df: ['‘\"]?(/.*?)['’\"]?: No such file or directory")
 MAX_LINES = 1000
@@ -42,7 +44,7 @@ def parse_df(stdout: str, stderr: str, paths: Sequence[str]) -> DfReport:
         m = _LINE_RE.fullmatch(line.rstrip())
         if m is None:
             if len(problems) < 20:
-                problems.append(f"df line {number} not read")
+                problems.append(_("df line {line} not read").format(line=number))
             continue
         rows.append(m)
     said_missing = {m.group(1) for m in _MISSING_RE.finditer(stderr[:65536])}
@@ -50,8 +52,9 @@ def parse_df(stdout: str, stderr: str, paths: Sequence[str]) -> DfReport:
     present = [p for p in paths if p not in said_missing]
     if len(present) != len(rows):
         problems.append(
-            f"df printed {len(rows)} file systems for {len(present)} paths: "
-            "which is which cannot be told"
+            _(
+                "df printed {count} file systems for {paths} paths: which is which cannot be told"
+            ).format(count=len(rows), paths=len(present))
         )
         return DfReport((), missing, tuple(problems))
     spaces = tuple(

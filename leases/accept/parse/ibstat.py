@@ -10,6 +10,7 @@ import re
 
 from leases.accept.facts import IbPort, IbStat
 from leases.accept.parse._text import Problems, lines_of, to_float
+from leases.accept.words import _
 
 MAX_PORTS = 256
 _CA = re.compile(r"^\s*CA '([^']{1,64})'\s*$")
@@ -53,8 +54,8 @@ def parse_ibstat(text: str) -> IbStat:
         if m and port is not None:
             port[m.group(1)] = m.group(2)
         elif "ibpanic" in line or "ibwarn" in line:
-            problems.add("ibstat said", line)
+            problems.add(_("ibstat said"), line)
     close()
     if not ports and not problems.result():
-        problems.add("no CA with a port was found in the output")
+        problems.add(_("no CA with a port was found in the output"))
     return IbStat(tuple(ports), problems.result())

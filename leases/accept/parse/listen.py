@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 
 from leases.accept.parse._text import digits
+from leases.accept.words import _
 
 MAX_LINES = 50_000
 MAX_PROBLEMS = 20
@@ -69,11 +70,11 @@ def parse_ss(text: str) -> Listening:
         if not digits(words[0]):
             words = words[1:]  # the state (LISTEN, UNCONN)
         if len(words) < 4 or not digits(words[0]) or not digits(words[1]):
-            problems.append(f"ss line {number} not read")
+            problems.append(_("ss line {line} not read").format(line=number))
             continue
         found = _split_address(words[2])
         if found is None:
-            problems.append(f"ss line {number}: no address:port")
+            problems.append(_("ss line {line}: no address:port").format(line=number))
             continue
         m = _PROC_RE.search(line)
         key = found
@@ -87,7 +88,8 @@ def parse_ss(text: str) -> Listening:
 def _capped(problems: list[str]) -> tuple[str, ...]:
     if len(problems) <= MAX_PROBLEMS:
         return tuple(problems)
-    return (*problems[:MAX_PROBLEMS], f"and {len(problems) - MAX_PROBLEMS} more lines not read")
+    more = _("and {count} more lines not read").format(count=len(problems) - MAX_PROBLEMS)
+    return (*problems[:MAX_PROBLEMS], more)
 
 
 def _hex_ipv4(word: str) -> str:
@@ -112,14 +114,14 @@ def parse_proc_net_tcp(text: str) -> Listening:
             continue
         if words[3] != "0A":
             continue
-        addr, _, port = words[1].partition(":")
+        addr, _sep, port = words[1].partition(":")
         try:
             host = _hex_ipv4(addr) if len(addr) == 8 else _hex_ipv6(addr) if len(addr) == 32 else ""
             port_no = int(port, 16)
         except ValueError:
             host, port_no = "", 0
         if not host or not 0 < port_no < 65536:
-            problems.append(f"/proc/net/tcp line {number} not read")
+            problems.append(_("/proc/net/tcp line {line} not read").format(line=number))
             continue
         if (host, port_no) in seen:
             continue

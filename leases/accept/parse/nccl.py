@@ -12,6 +12,7 @@ import re
 
 from leases.accept.facts import NcclPerf
 from leases.accept.parse._text import Problems, lines_of, to_float, to_int
+from leases.accept.words import _
 
 MAX_ROWS = 1000
 _PREFIX = re.compile(r"^\[\d{1,6},\d{1,6}\]<std(?:out|err)>:")
@@ -32,7 +33,7 @@ def parse_nccl(text: str) -> NcclPerf:
         if m:
             avg = to_float(m.group(1))
             if avg is None:
-                problems.add("the average bus bandwidth not read", line)
+                problems.add(_("the average bus bandwidth not read"), line)
             continue
         m = _OOB.match(line)
         if m:
@@ -44,16 +45,16 @@ def parse_nccl(text: str) -> NcclPerf:
         size = to_int(words[0])
         if size is None:
             if "failure" in line.lower() or "error" in line.lower():
-                problems.add("the test said", line)
+                problems.add(_("the test said"), line)
             continue
         algbw = to_float(words[6]) if len(words) >= 9 else None
         busbw = to_float(words[7]) if len(words) >= 9 else None
         wrong = (-1 if words[8] == "N/A" else to_int(words[8])) if len(words) >= 9 else None
         if algbw is None or busbw is None or wrong is None:
-            problems.add("a row not read", line)
+            problems.add(_("a row not read"), line)
             continue
         if len(rows) < MAX_ROWS:
             rows.append((size, algbw, busbw, wrong))
     if avg is None:
-        problems.add("no '# Avg bus bandwidth' line: the test did not finish")
+        problems.add(_("no '# Avg bus bandwidth' line: the test did not finish"))
     return NcclPerf(tuple(rows), avg, oob, problems.result())

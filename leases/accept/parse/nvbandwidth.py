@@ -11,6 +11,7 @@ import re
 
 from leases.accept.facts import Nvbandwidth
 from leases.accept.parse._text import Problems, digits, lines_of, to_float
+from leases.accept.words import _
 
 _RUNNING = re.compile(r"^Running ([a-z0-9_]{1,80})\.$")
 _SUM = re.compile(r"^SUM ([a-z0-9_]{1,80}) (\S+)$")
@@ -38,7 +39,7 @@ def parse_nvbandwidth(text: str) -> Nvbandwidth:
         if m:
             value = to_float(m.group(2))
             if value is None:
-                problems.add("a SUM not read", line)
+                problems.add(_("a SUM not read"), line)
             else:
                 sums[m.group(1)] = value
             in_matrix = False
@@ -57,7 +58,7 @@ def parse_nvbandwidth(text: str) -> Nvbandwidth:
             words = line.split()
             cells = [to_float(w) for w in words[1:] if w != "N/A"]
             if not digits(words[0]) or any(c is None for c in cells):
-                problems.add(f"a row of {current} not read", line)
+                problems.add(_("a row of {case} not read").format(case=current), line)
                 continue
             values = [c for c in cells if c is not None]
             if values:
@@ -65,7 +66,7 @@ def parse_nvbandwidth(text: str) -> Nvbandwidth:
                 minimum[current] = min(low, minimum.get(current, low))
     for name in minimum:
         if name not in sums and name not in waived:
-            problems.add(f"{name} printed no SUM line")
+            problems.add(_("{case} printed no SUM line").format(case=name))
     if not sums and not waived and not problems.result():
-        problems.add("no nvbandwidth testcase was found in the output")
+        problems.add(_("no nvbandwidth testcase was found in the output"))
     return Nvbandwidth(sums, minimum, tuple(waived), problems.result())

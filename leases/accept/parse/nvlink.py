@@ -11,6 +11,7 @@ import re
 
 from leases.accept.facts import NvLink, NvlinkStatus
 from leases.accept.parse._text import Problems, lines_of, to_float
+from leases.accept.words import _
 
 MAX_LINKS = 4096
 _GPU = re.compile(r"^\s*GPU (\d{1,4}): (.{0,120}?)(?:\s*\(UUID: [^)]{0,80}\))?\s*$")
@@ -42,5 +43,5 @@ def parse_nvlink(text: str) -> NvlinkStatus:
             if gbps is not None:
                 links.append(NvLink(gpu, int(m.group(1)), gbps, gbps > 0))
                 continue
-        problems.add("a line not read", line)
+        problems.add(_("a line not read"), line)
     return NvlinkStatus(tuple(links), names, problems.result())

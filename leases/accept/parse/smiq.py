@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from leases.accept.facts import GpuQuery, QueryProcess, SmiQuery
 from leases.accept.parse import values as v
+from leases.accept.words import _
 
 # Bounds on what is read: a real 8-GPU `-q` is ~85 KB and 2,000 lines.
 MAX_CHARS = 4 * 1024 * 1024
@@ -60,7 +61,7 @@ class Node:
 def _split(line: str) -> tuple[str, str | None]:
     if ":" not in line:
         return line.strip(), None
-    key, _, value = line.partition(":")
+    key, _sep, value = line.partition(":")
     return key.strip(), value.strip()
 
 
@@ -68,13 +69,19 @@ def tree(text: str) -> tuple[Node, list[str]]:
     """The indentation tree of the text, and problems met building it."""
     problems: list[str] = []
     if len(text) > MAX_CHARS:
-        problems.append(f"output longer than {MAX_CHARS} characters: the rest was not read")
+        problems.append(
+            _("output longer than {count} characters: the rest was not read").format(
+                count=MAX_CHARS
+            )
+        )
         text = text[:MAX_CHARS]
     root = Node("", None)
     stack: list[tuple[int, Node]] = [(-1, root)]
     for number, raw in enumerate(text.splitlines()):
         if number >= MAX_LINES:
-            problems.append(f"more than {MAX_LINES} lines: the rest was not read")
+            problems.append(
+                _("more than {count} lines: the rest was not read").format(count=MAX_LINES)
+            )
             break
         line = raw[:MAX_LINE].replace("\t", "    ").rstrip()
         if not line.strip() or line.lstrip().startswith("==="):
@@ -222,15 +229,19 @@ def parse_q(text: str) -> SmiQuery:
     root, problems = tree(text)
     gpus = [c for c in root.children if c.key == "GPU"]
     if len(gpus) > v.MAX_GPUS:
-        problems.append(f"more than {v.MAX_GPUS} GPUs listed: the rest were not read")
+        problems.append(
+            _("more than {count} GPUs listed: the rest were not read").format(count=v.MAX_GPUS)
+        )
         gpus = gpus[: v.MAX_GPUS]
     facts = tuple(gpu_of(g, i) for i, g in enumerate(gpus))
     attached = v.whole(root.get("Attached GPUs"))
     if not facts:
-        problems.append("no GPU section found in the output of nvidia-smi -q")
+        problems.append(_("no GPU section found in the output of nvidia-smi -q"))
     for g in facts:
         if g.memory_total_mib is None:
-            problems.append(f"GPU {g.index}: no FB Memory Usage total could be read")
+            problems.append(
+                _("GPU {gpu}: no FB Memory Usage total could be read").format(gpu=g.index)
+            )
     return SmiQuery(
         driver_version=v.text(root.get("Driver Version"), 64),
         cuda_version=v.text(root.get("CUDA Version"), 64),

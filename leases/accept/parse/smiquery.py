@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from leases.accept.parse import values as v
+from leases.accept.words import _
 
 QUERY_GPU_FIELDS: tuple[str, ...] = (
     "index",
@@ -106,7 +107,11 @@ def parse_query_gpu(text: str) -> SmiRows:
     row with more fields than asked is read with the name taking the surplus."""
     problems: list[str] = []
     if len(text) > MAX_CHARS:
-        problems.append(f"output longer than {MAX_CHARS} characters: the rest was not read")
+        problems.append(
+            _("output longer than {count} characters: the rest was not read").format(
+                count=MAX_CHARS
+            )
+        )
         text = text[:MAX_CHARS]
     rows: list[SmiRow] = []
     want = len(QUERY_GPU_FIELDS)
@@ -120,13 +125,17 @@ def parse_query_gpu(text: str) -> SmiRows:
             tokens = [tokens[0], ",".join(tokens[1 : 2 + extra]), *tokens[2 + extra :]]
         if len(tokens) != want:
             problems.append(
-                f"line {number}: expected {want} comma-separated values, got {len(tokens)}"
+                _("line {line}: expected {want} comma-separated values, got {got}").format(
+                    line=number, want=want, got=len(tokens)
+                )
             )
             continue
         if len(rows) >= v.MAX_GPUS:
-            problems.append(f"more than {v.MAX_GPUS} GPUs listed: the rest were not read")
+            problems.append(
+                _("more than {count} GPUs listed: the rest were not read").format(count=v.MAX_GPUS)
+            )
             break
         rows.append(row_of(tokens))
     if not rows and not problems:
-        problems.append("nvidia-smi listed no GPU")
+        problems.append(_("nvidia-smi listed no GPU"))
     return SmiRows(tuple(rows), tuple(problems))

@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 
 from leases.accept.facts import GpuQuery, QueryProcess, SmiQuery
 from leases.accept.parse import values as v
+from leases.accept.words import _
 
 # A real 8-GPU `-q -x` is ~150 KB; the probe keeps at most 512 KiB of a stream.
 MAX_CHARS = 4 * 1024 * 1024
@@ -41,9 +42,9 @@ def _refusal(text: str) -> str:
     """Why the document is not parsed at all, or ""."""
     doctype = _DOCTYPE.search(text)
     if doctype is not None and doctype.group(1):
-        return "refused: the XML declares an internal DTD subset (nvidia-smi never does)"
+        return _("refused: the XML declares an internal DTD subset (nvidia-smi never does)")
     if _DECLARATION.search(text):
-        return "refused: the XML declares entities or elements (nvidia-smi never does)"
+        return _("refused: the XML declares entities or elements (nvidia-smi never does)")
     return ""
 
 
@@ -170,7 +171,8 @@ def parse_xml(text: str) -> SmiQuery:
     """`nvidia-smi -q -x` output as facts; never raises."""
     problems: list[str] = []
     if len(text) > MAX_CHARS:
-        return SmiQuery(problems=(f"refused: XML longer than {MAX_CHARS} characters",))
+        words = _("refused: XML longer than {count} characters").format(count=MAX_CHARS)
+        return SmiQuery(problems=(words,))
     refusal = _refusal(text)
     if refusal:
         return SmiQuery(problems=(refusal,))
@@ -180,19 +182,24 @@ def parse_xml(text: str) -> SmiQuery:
         root = parser.close()
     except (ET.ParseError, ValueError, RecursionError) as exc:
         words = str(exc)[:200]
-        return SmiQuery(problems=(f"the XML of nvidia-smi -q -x could not be read ({words})",))
+        said = _("the XML of nvidia-smi -q -x could not be read ({why})").format(why=words)
+        return SmiQuery(problems=(said,))
     if root.tag != "nvidia_smi_log":
-        problems.append(f"unexpected root element {v.text(root.tag, 40)!r}")
+        problems.append(_("unexpected root element {tag!r}").format(tag=v.text(root.tag, 40)))
     gpus = root.findall("gpu")
     if len(gpus) > v.MAX_GPUS:
-        problems.append(f"more than {v.MAX_GPUS} GPUs listed: the rest were not read")
+        problems.append(
+            _("more than {count} GPUs listed: the rest were not read").format(count=v.MAX_GPUS)
+        )
         gpus = gpus[: v.MAX_GPUS]
     facts = tuple(gpu_of(g, i) for i, g in enumerate(gpus))
     if not facts:
-        problems.append("no <gpu> element found in the output of nvidia-smi -q -x")
+        problems.append(_("no <gpu> element found in the output of nvidia-smi -q -x"))
     for g in facts:
         if g.memory_total_mib is None:
-            problems.append(f"GPU {g.index}: no fb_memory_usage total could be read")
+            problems.append(
+                _("GPU {gpu}: no fb_memory_usage total could be read").format(gpu=g.index)
+            )
     return SmiQuery(
         driver_version=v.text(_text(root, "driver_version"), 64),
         cuda_version=v.text(_text(root, "cuda_version"), 64),

@@ -17,6 +17,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from leases.accept.words import _
+
 KEYS = (
     "passwordauthentication",
     "kbdinteractiveauthentication",
@@ -82,7 +84,7 @@ class SshdConfig:
     def source_of(self, key: str) -> str:
         """Where the effective value of key came from ("sshd -T", "FILE line N")."""
         setting = self.values.get(key)
-        return setting.source if setting else "OpenSSH's default"
+        return setting.source if setting else _("OpenSSH's default")
 
     def value(self, key: str) -> str:
         setting = self.values.get(key)
@@ -120,9 +122,9 @@ def parse_sshd_t(text: str) -> SshdConfig:
             values[key] = Setting(key, value if key in _KEEP_CASE else value.lower(), "sshd -T")
     missing = [k for k in KEYS if k not in values and k not in _OPTIONAL]
     if not values:
-        problems.append("sshd -T printed none of the settings looked for")
+        problems.append(_("sshd -T printed none of the settings looked for"))
     elif missing:
-        problems.append("sshd -T did not print " + ", ".join(missing))
+        problems.append(_("sshd -T did not print {settings}").format(settings=", ".join(missing)))
     return SshdConfig("sshd -T", values, problems=tuple(problems))
 
 
@@ -200,7 +202,7 @@ class _Reader:
         for number, raw in enumerate(self.files[path].split("\n"), 1):
             self.lines += 1
             if self.lines > MAX_LINES:
-                self.note(f"more than {MAX_LINES} lines: the rest not read")
+                self.note(_("more than {count} lines: the rest not read").format(count=MAX_LINES))
                 return condition
             words = _words(raw)
             if not words:
@@ -216,9 +218,11 @@ class _Reader:
             key = ALIASES.get(keyword, keyword)
             if key not in KEYS:
                 continue
-            where = f"{path} line {number}"
+            where = _("{path} line {line}").format(path=path, line=number)
             if len(words) < 2:
-                self.note(f"{where}: {words[0][:40]} has no value")
+                self.note(
+                    _("{where}: {keyword} has no value").format(where=where, keyword=words[0][:40])
+                )
                 continue
             value = " ".join(words[1:])[:_MAX_VALUE]
             value = value if key in _KEEP_CASE else value.lower()
@@ -230,15 +234,21 @@ class _Reader:
 
     def _include(self, path: str, number: int, args: list[str], condition: str, depth: int) -> None:
         if depth >= MAX_DEPTH:
-            self.note(f"{path} line {number}: Include nested too deep: not followed")
+            self.note(
+                _("{path} line {line}: Include nested too deep: not followed").format(
+                    path=path, line=number
+                )
+            )
             return
         for arg in args:
             pattern = include_pattern(arg)
             self.includes.append(pattern)
             if not include_allowed(pattern):
                 self.note(
-                    f"{path} line {number}: Include {pattern[:80]!r} is outside what zuka "
-                    "reads (files under /etc/ssh): not read"
+                    _(
+                        "{path} line {line}: Include {pattern!r} is outside what zuka reads"
+                        " (files under /etc/ssh): not read"
+                    ).format(path=path, line=number, pattern=pattern[:80])
                 )
                 continue
             for found in expand(pattern, self.files):

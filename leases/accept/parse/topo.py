@@ -14,6 +14,7 @@ import re
 
 from leases.accept.facts import Topology
 from leases.accept.parse._text import Problems, lines_of
+from leases.accept.words import _
 
 MAX_DEVICES = 256
 _DEVICE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
@@ -63,7 +64,7 @@ def parse_topo(text: str) -> Topology:
             start = n + 1
             break
     if not devices:
-        problems.add("no topo -m header (a line of device columns starting GPU0) was found")
+        problems.add(_("no topo -m header (a line of device columns starting GPU0) was found"))
         return Topology(problems=problems.result())
     cells: dict[tuple[str, str], str] = {}
     cpu: dict[str, str] = {}
@@ -88,10 +89,12 @@ def parse_topo(text: str) -> Topology:
         seen.add(row)
         values = words[1:]
         if len(values) < len(devices):
-            problems.add(f"row {row} has {len(values)} cells for {len(devices)} columns", line)
+            said = _("row {row} has {cells} cells for {columns} columns")
+            problems.add(said.format(row=row, cells=len(values), columns=len(devices)), line)
         for col, cell in zip(devices, values, strict=False):
             if not _CELL.match(cell):
-                problems.add(f"row {row}, column {col}: unknown cell", cell)
+                said = _("row {row}, column {column}: unknown cell")
+                problems.add(said.format(row=row, column=col), cell)
             cells[(row, col)] = cell[:16]
         extra = values[len(devices) :]
         for label, value in zip(affinity, extra, strict=False):
@@ -101,7 +104,7 @@ def parse_topo(text: str) -> Topology:
                 numa[row] = value[:16]
     for d in devices:
         if d.startswith("GPU") and d not in seen:
-            problems.add(f"no row for {d}")
+            problems.add(_("no row for {device}").format(device=d))
     return Topology(
         devices=tuple(devices),
         cells=cells,

@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass
 
 from leases.accept.parse._text import Problems, digits, lines_of
+from leases.accept.words import _
 
 MAX_GPUS = 64
 
@@ -79,10 +80,12 @@ def parse_torchrun(text: str, nonce: str | None = None) -> TorchRun:
             break
     if data is None:
         problems.add(
-            "no JSON line carrying this run's nonce was found in the output (a line without"
-            " it is not from this run of zuka's probe)"
+            _(
+                "no JSON line carrying this run's nonce was found in the output (a line"
+                " without it is not from this run of zuka's probe)"
+            )
             if stale
-            else "no JSON line from zuka's torch probe was found in the output"
+            else _("no JSON line from zuka's torch probe was found in the output")
         )
         return TorchRun(None, None, problems=problems.result())
     gpus: list[TorchGpu] = []
@@ -90,7 +93,7 @@ def parse_torchrun(text: str, nonce: str | None = None) -> TorchRun:
     assert isinstance(raw, list)
     for n, g in enumerate(raw[:MAX_GPUS]):
         if not isinstance(g, dict):
-            problems.add(f"GPU entry {n} is not an object")
+            problems.add(_("GPU entry {n} is not an object").format(n=n))
             continue
         index = _int(g.get("index"))
         gpus.append(

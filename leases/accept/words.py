@@ -1,0 +1,25 @@
+"""The words of acceptance findings: `_`, `ngettext`, `pgettext` speaking the run's language
+(English for what is stored, the language in use for what is shown), from leases.ssh.speech,
+which the SSH messages a run keeps as evidence speak through too."""
+
+from __future__ import annotations
+
+from leases.ssh.speech import (
+    N_,
+    _,
+    interconnect_words,
+    ngettext,
+    pgettext,
+    speaking,
+    speaking_now,
+)
+
+__all__ = [
+    "N_",
+    "_",
+    "interconnect_words",
+    "ngettext",
+    "pgettext",
+    "speaking",
+    "speaking_now",
+]

@@ -21,11 +21,20 @@ from textual.screen import Screen
 
 from leases.core.clock import Clock, utc_now
 from leases.core.fields import DEFAULT_TZ
+from leases.core.i18n import EN, LANGS, N_, NAMES, ZH, _
 from leases.core.models import NodeState
 from leases.core.textsafe import visible
 from leases.fleet.data import FleetData
 from leases.ledger.store import Ledger
 from tui.dashboard import lazy
+
+# (what the user types to find it, its help, what it runs, whether it is a node's)
+Command = tuple[str, str, Callable[[], object], bool]
+# The language commands' help, each in the language in use.
+LANGUAGE_HELP = {
+    EN: N_("Show the dashboard in English (this session)"),
+    ZH: N_("Show the dashboard in Simplified Chinese (this session)"),
+}
 
 
 @dataclass(frozen=True)
@@ -64,8 +73,9 @@ def bound_commands(screen: Screen[Any]) -> list[BoundCommand]:
         by_id[b.id] = BoundCommand(
             id=b.id,
             keys=(shown,),
-            description=b.description,
-            tooltip=active.tooltip or b.tooltip,
+            # Class constants marked with N_: said in the language in use.
+            description=_(b.description),
+            tooltip=_(active.tooltip or b.tooltip),
             action=b.action,
             node=active.node,
             everywhere=active.node is app,
@@ -118,24 +128,36 @@ class ZukaCommands(Provider):
         live = (NodeState.ACTIVE, NodeState.OFFBOARDING)
         return [n.name for n in ledger.nodes(live)] if isinstance(ledger, Ledger) else []
 
-    def _hits(self) -> list[tuple[str, str, Callable[[], object]]]:
-        """(text, help, run) for every command; text is what the user types to find it."""
-        out: list[tuple[str, str, Callable[[], object]]] = []
+    def _hits(self) -> list[Command]:
+        """(text, help, run, of a node) for every command, the languages' first; text is
+        what the user types to find it."""
+        out: list[Command] = []
+        for lang in LANGS:
+            # Named by the language's own name ("Language: 简体中文"): a user who cannot
+            # read the language in use still finds theirs.
+            text = f"Language: {NAMES[lang]}"
+            out.append((text, _(LANGUAGE_HELP[lang]), partial(self._switch, lang), False))
         for c in self._commands:
             keys = "/".join(c.keys)
             run = partial(self.app.run_action, c.action, c.node)
-            out.append((f"{c.title} ({keys})", c.tooltip, run))
+            out.append((f"{c.title} ({keys})", c.tooltip, run, False))
         ledger = getattr(self.app, "ledger", None)
         tz = getattr(getattr(self.app, "config", None), "billing", None)
         for name in self._nodes:
             shown = visible(name, 60)
-            out.append((f"Go to node {shown}", "Open the node's screen",
-                        partial(self._node, name)))  # fmt: skip
+            out.append((_("Go to node {name}").format(name=shown), _("Open the node's screen"),
+                        partial(self._node, name), True))  # fmt: skip
             if isinstance(ledger, Ledger):
                 zone = tz.tz if tz is not None else DEFAULT_TZ
-                out.append((f"Add lease to {shown}", "Record a new lease on this node",
-                            partial(self._lease, ledger, name, zone)))  # fmt: skip
+                out.append((_("Add lease to {name}").format(name=shown),
+                            _("Record a new lease on this node"),
+                            partial(self._lease, ledger, name, zone), True))  # fmt: skip
         return out
+
+    def _switch(self, lang: str) -> None:
+        from tui.dashboard.language import switch_language
+
+        switch_language(self.app, lang)
 
     def _node(self, name: str) -> None:
         # The fleet's cursor goes to the node first: every node key after it (`o`
@@ -151,13 +173,13 @@ class ZukaCommands(Provider):
         self.app.push_screen(lazy.lease_form(ledger, name, mode="add", clock=clock, tz=tz))
 
     async def discover(self) -> Hits:
-        for text, help_text, run in self._all:
-            if not text.startswith(("Go to node ", "Add lease to ")):
+        for text, help_text, run, node in self._all:
+            if not node:
                 yield _Ours(Content(text), run, text=text, help=escape(help_text))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for text, help_text, run in self._all:
+        for text, help_text, run, _node in self._all:
             score = matcher.match(text)
             if score > 0:
                 yield Hit(score, highlight(matcher, text), run, text=text, help=escape(help_text))

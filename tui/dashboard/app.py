@@ -14,6 +14,7 @@ failures are handled in one place (on_worker_state_changed).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.command import Provider
 from textual.events import Event, Key
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -51,7 +53,7 @@ from leases.telemetry.housekeeping import Housekeeping
 from leases.telemetry.lock import PollerLock
 from leases.telemetry.rollups import HistoryStore
 from tui.dashboard import gcpolicy
-from tui.dashboard.commands import ZukaCommands
+from tui.dashboard.commands import ZukaCommands, ZukaSystemCommands, open_palette
 from tui.dashboard.host import ZukaHost
 from tui.dashboard.interrupt import interrupt
 from tui.dashboard.keymap import check_keys
@@ -82,25 +84,17 @@ class ZukaApp(App[None]):
     CSS = (files("tui.dashboard") / "zuka.tcss").read_text(encoding="utf-8")
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", N_("Quit"), id="app-quit", tooltip=N_("Leave zuka")),
-        Binding(
-            "question_mark", "help", N_("Help"), id="app-help", tooltip=N_("Every key, and its id")
-        ),
+        Binding("question_mark", "help", N_("Help"), id="app-help",
+                tooltip=N_("Every key, and its id")),
         # Not Textual's "press ctrl+q": a user's ctrl+c means leave. Text selected in a
         # field or on screen is copied instead (Textual's copy bindings come first and
         # pass the key on when nothing is selected).
-        Binding(
-            "ctrl+c",
-            "interrupt",
-            N_("Quit"),
-            id="app-interrupt",
-            show=False,
-            tooltip=N_(
-                "Leave zuka (asks first while an offboarding or check runs); "
-                "with text selected, copies it"
-            ),
-        ),
-    ]
-    COMMANDS = App.COMMANDS | {ZukaCommands}
+        Binding("ctrl+c", "interrupt", N_("Quit"), id="app-interrupt", show=False,
+                tooltip=N_("Leave zuka (asks first while an offboarding or check runs); "
+                           "with text selected, copies it")),
+    ]  # fmt: skip
+    COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {
+        ZukaSystemCommands, ZukaCommands}  # fmt: skip
 
     def __init__(
         self,
@@ -195,6 +189,9 @@ class ZukaApp(App[None]):
 
     def action_interrupt(self) -> None:
         interrupt(self)
+
+    def action_command_palette(self) -> None:  # Textual's, its placeholder translated
+        open_palette(self)
 
     def get_default_screen(self) -> Screen[None]:
         """The fleet screen is the app's base: every other screen opens over it."""

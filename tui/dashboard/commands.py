@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.app import App
+from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.dom import DOMNode
 from textual.fuzzy import Matcher
 from textual.markup import escape
 from textual.screen import Screen
+from textual.system_commands import SystemCommandsProvider
 
 from leases.core.clock import Clock, utc_now
 from leases.core.fields import DEFAULT_TZ
@@ -183,6 +185,64 @@ class ZukaCommands(Provider):
             score = matcher.match(text)
             if score > 0:
                 yield Hit(score, highlight(matcher, text), run, text=text, help=escape(help_text))
+
+
+# Textual's own commands in the palette (App.get_system_commands), said in the language
+# in use: their titles and help, by the English Textual writes.
+SYSTEM_WORDS = {
+    "Theme": N_("Theme"),
+    "Change the current theme": N_("Change the current theme"),
+    "Quit": N_("Quit"),
+    "Quit the application as soon as possible": N_("Quit the application as soon as possible"),
+    "Keys": N_("Keys"),
+    "Hide the keys and widget help panel": N_("Hide the keys and widget help panel"),
+    "Show help for the focused widget and a summary of available keys": N_(
+        "Show help for the focused widget and a summary of available keys"
+    ),
+    "Minimize": N_("Minimize"),
+    "Minimize the widget and restore to normal size": N_(
+        "Minimize the widget and restore to normal size"
+    ),
+    "Maximize": N_("Maximize"),
+    "Maximize the focused widget": N_("Maximize the focused widget"),
+    "Screenshot": N_("Screenshot"),
+    "Save an SVG 'screenshot' of the current screen": N_(
+        "Save an SVG 'screenshot' of the current screen"
+    ),
+}
+PALETTE_PLACEHOLDER = N_("Search for commands…")
+
+
+def system_words(text: str) -> str:
+    known = SYSTEM_WORDS.get(text)
+    return _(known) if known else text
+
+
+class ZukaSystemCommands(SystemCommandsProvider):
+    """Textual's system commands (Theme, Quit, Keys, Screenshot...), in the language in use."""
+
+    def _translated(self) -> list[tuple[str, str, Callable[[], object], bool]]:
+        found = self.app.get_system_commands(self.screen)
+        return [(system_words(name), system_words(help_text), run, discover)
+                for name, help_text, run, discover in found]  # fmt: skip
+
+    async def discover(self) -> Hits:
+        for name, help_text, run, discover in sorted(self._translated(), key=lambda c: c[0]):
+            if discover:
+                yield DiscoveryHit(name, run, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, help_text, run, _discover in self._translated():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, highlight(matcher, name), run, help=help_text)
+
+
+def open_palette(app: App[Any]) -> None:
+    """Textual's command palette, its placeholder in the language in use."""
+    if app.use_command_palette and not CommandPalette.is_open(app):
+        app.push_screen(CommandPalette(id="--command-palette", placeholder=_(PALETTE_PLACEHOLDER)))
 
 
 def highlight(matcher: Matcher, text: str) -> Content:

@@ -14,7 +14,7 @@ from leases.app.flags import NODE_FLAGS, NODE_HELP, describe_error
 from leases.app.nodes import add_node, edit_node, new_node, new_provider, node_changes
 from leases.core import recordfields
 from leases.core.errors import InputError, Problems
-from leases.core.i18n import N_, _
+from leases.core.i18n import N_, _, is_chinese
 from leases.core.models import Node, ProviderKind
 from leases.core.textsafe import visible
 from leases.ledger import records
@@ -22,6 +22,7 @@ from leases.ledger.records import SSH_KEYS, node_record
 from leases.ledger.store import Ledger
 from leases.ssh.login import parse_ssh_command, ssh_config_aliases
 from tui.widgets.form import FieldSpec, FormScreen, Value, form_bindings, given, option_specs
+from tui.widgets.valuewords import value_words
 
 
 def ssh_spec() -> FieldSpec:
@@ -37,12 +38,19 @@ def ssh_spec() -> FieldSpec:
     )
 
 
+def _channels() -> str:
+    """The channels the field offers, as its list shows them (the CLI's words in English)."""
+    if not is_chinese():
+        return recordfields.choices(ProviderKind)
+    return " | ".join(value_words(k.value) for k in ProviderKind)
+
+
 def channel_spec() -> FieldSpec:
     """The channel's field (for a new provider), in the language in use."""
     return FieldSpec(
         "channel",
         _("channel") + "  --channel",
-        _("for a new --provider: {choices}").format(choices=recordfields.choices(ProviderKind)),
+        _("for a new --provider: {choices}").format(choices=_channels()),
         "choice",
         tuple(k.value for k in ProviderKind),
     )

@@ -14,6 +14,7 @@ failures are handled in one place (on_worker_state_changed).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.command import Provider
 from textual.events import Event, Key
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -35,6 +37,7 @@ from leases.config.sections import Config
 from leases.core.clock import Clock, utc_now
 from leases.core.errors import ConfigError, InputError, LedgerError, said
 from leases.core.fields import DEFAULT_TZ
+from leases.core.i18n import N_, _
 from leases.core.models import Node, NodeStatus
 from leases.core.textsafe import visible
 from leases.fleet.data import FleetData, FleetReader, ReadRequest
@@ -50,11 +53,12 @@ from leases.telemetry.housekeeping import Housekeeping
 from leases.telemetry.lock import PollerLock
 from leases.telemetry.rollups import HistoryStore
 from tui.dashboard import gcpolicy
-from tui.dashboard.commands import ZukaCommands
+from tui.dashboard.commands import ZukaCommands, ZukaSystemCommands, open_palette
 from tui.dashboard.host import ZukaHost
 from tui.dashboard.interrupt import interrupt
 from tui.dashboard.keymap import check_keys
 from tui.dashboard.source import Source, check_ledger, source_words
+from tui.dashboard.titles import app_title, ledger_label, poller_fault, status_line
 from tui.screens.fleet import FleetScreen
 from tui.screens.fleetview import Refreshed, RowMemo, build
 
@@ -79,16 +83,18 @@ class ZukaApp(App[None]):
     # Package data read through importlib.resources, found wherever the package is installed.
     CSS = (files("tui.dashboard") / "zuka.tcss").read_text(encoding="utf-8")
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit", id="app-quit", tooltip="Leave zuka"),
-        Binding("question_mark", "help", "Help", id="app-help", tooltip="Every key, and its id"),
+        Binding("q", "quit", N_("Quit"), id="app-quit", tooltip=N_("Leave zuka")),
+        Binding("question_mark", "help", N_("Help"), id="app-help",
+                tooltip=N_("Every key, and its id")),
         # Not Textual's "press ctrl+q": a user's ctrl+c means leave. Text selected in a
         # field or on screen is copied instead (Textual's copy bindings come first and
         # pass the key on when nothing is selected).
-        Binding("ctrl+c", "interrupt", "Quit", id="app-interrupt", show=False,
-                tooltip="Leave zuka (asks first while an offboarding or check runs); "
-                        "with text selected, copies it"),
+        Binding("ctrl+c", "interrupt", N_("Quit"), id="app-interrupt", show=False,
+                tooltip=N_("Leave zuka (asks first while an offboarding or check runs); "
+                           "with text selected, copies it")),
     ]  # fmt: skip
-    COMMANDS = App.COMMANDS | {ZukaCommands}
+    COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {
+        ZukaSystemCommands, ZukaCommands}  # fmt: skip
 
     def __init__(
         self,
@@ -184,6 +190,9 @@ class ZukaApp(App[None]):
     def action_interrupt(self) -> None:
         interrupt(self)
 
+    def action_command_palette(self) -> None:  # Textual's, its placeholder translated
+        open_palette(self)
+
     def get_default_screen(self) -> Screen[None]:
         """The fleet screen is the app's base: every other screen opens over it."""
         return self.fleet
@@ -199,20 +208,15 @@ class ZukaApp(App[None]):
     def on_mount(self) -> None:
         # The dashboard is where a new user starts: an empty ledger is created, not an error.
         self.ledger = Ledger.open(self.ledger_path, clock=self.clock, readonly=self.readonly)
-        where = "in memory" if self.ledger_path is None else str(self.ledger_path)
-        kind = ""
-        if self.lab is not None:
-            kind = " · the lab's ledger" + (" (read-only for you)" if self.readonly else "")
-        elif self.readonly:
-            kind = " (read-only)"
-        self.title = f"{self.TITLE} · {visible(where, 120)}{kind}"
+        self.title = self._title()
         self.store = HistoryStore(self.ledger)
         if self.config is None:
             try:
                 self.config = load_user_config(None)
             except ConfigError as exc:
                 self.config = Config()
-                self._tell("config: " + "; ".join(exc.problems), severity="error")
+                self._tell(_("config: {problems}").format(problems="; ".join(exc.problems)),
+                           severity="error")  # fmt: skip
         self._remap_keys()
         if self.ledger_path is not None:
             self._db = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zuka-ledger")
@@ -229,7 +233,7 @@ class ZukaApp(App[None]):
         now = self.clock()
         stale = now - timedelta(seconds=stale_after_s(self.interval_s))
         req = ReadRequest(now, reload=True, stale_before=stale, history=False, first=FIRST_ROWS)
-        label = "in memory" if self.ledger_path is None else str(self.ledger_path)
+        label = ledger_label(self.ledger_path)
         try:  # a reader of its own: a first read keeps nothing for the next
             data = FleetReader(self.ledger, self.config).read(req)
         except Exception:
@@ -245,8 +249,8 @@ class ZukaApp(App[None]):
         try:
             self.set_keymap(check_keys(self.config.keys))
         except ConfigError as exc:
-            self._tell("config: " + "; ".join(exc.problems) + ": no key remapped",
-                       severity="error", timeout=30)  # fmt: skip
+            self._tell(_("config: {problems}: no key remapped").format(
+                problems="; ".join(exc.problems)), severity="error", timeout=30)  # fmt: skip
 
     # -- the refresh cycle -----------------------------------------------------------------
 
@@ -279,8 +283,7 @@ class ZukaApp(App[None]):
         reader = self._open_reader() if self._db is not None else self._reader
         assert reader is not None
         data = reader.read(req)
-        label = "in memory" if self.ledger_path is None else str(self.ledger_path)
-        return build(data, req.now, label, limit, self._memo)
+        return build(data, req.now, ledger_label(self.ledger_path), limit, self._memo)
 
     @work(exclusive=False, exit_on_error=False, group="refresh")
     async def _refresh_worker(self) -> None:
@@ -362,12 +365,12 @@ class ZukaApp(App[None]):
                 self._open_writer() if self._db is not None else (self.ledger, self.store)
             )
         except (InputError, LedgerError) as exc:
-            return [f"cannot write the ledger: {said(exc)}"]
+            return [_("cannot write the ledger: {reason}").format(reason=said(exc))]
         if polling:
             try:
                 self.housekeeping.purge_if_due(store, now)
             except (InputError, LedgerError) as exc:
-                return [f"old minutes not purged: {said(exc)}"]
+                return [_("old minutes not purged: {reason}").format(reason=said(exc))]
         if not nobody_polls:
             return []
         problem = self.housekeeping.evaluate_alerts_if_due(ledger, self.config.alerts, now)
@@ -399,8 +402,10 @@ class ZukaApp(App[None]):
         if data.reloaded and data.total is None:  # (not a first paint's first nodes)
             if first and not self.nodes:
                 self.notify(
-                    "No nodes in this ledger yet: add one with `zuka node add NAME --ssh '...'` "
-                    "(r reloads), or try `zuka demo`.",
+                    _(
+                        "No nodes in this ledger yet: add one with "
+                        "`zuka node add NAME --ssh '...'` (r reloads), or try `zuka demo`."
+                    ),
                     markup=False,
                     timeout=30,
                 )
@@ -426,11 +431,21 @@ class ZukaApp(App[None]):
                 waiting_for_nodes=self.poll and not self.nodes,
             )
         )
-        alerts = len(self.open_alerts)
-        said = f" · {alerts} alert{'s' if alerts != 1 else ''} (a)" if alerts else ""
         partial = self.data.total if self.data is not None else None
         count = len(self.nodes) if partial is None else partial
-        return f"{count} nodes · {health}{said} · {source}"
+        return status_line(count, health, len(self.open_alerts), source)
+
+    def _title(self) -> str:
+        return app_title(self.TITLE, self.ledger_path, lab=self.lab is not None,
+                         readonly=self.readonly)  # fmt: skip
+
+    def relabel(self) -> None:
+        """The app's words in the language in use (tui.dashboard.language): its title,
+        and every row and line of the fleet, built again by a refresh now."""
+        self.title = self._title()
+        self._said.clear()
+        self.fleet.relabel()
+        self.refresh_view(reload=True)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place a worker's failure is shown; the refresh cycle goes on."""
@@ -438,7 +453,8 @@ class ZukaApp(App[None]):
             return
         error = event.worker.error
         what = event.worker.group or event.worker.name
-        self._tell(f"{what} failed: {type(error).__name__}: {error}", severity="error")
+        self._tell(_("{what} failed: {kind}: {error}").format(
+            what=what, kind=type(error).__name__, error=error), severity="error")  # fmt: skip
 
     # -- polling -------------------------------------------------------------------------
 
@@ -504,42 +520,20 @@ class ZukaApp(App[None]):
         )
 
     def _poller_fault(self, exc: BaseException, retry_in: float) -> None:
-        self._tell(
-            f"The poller stopped ({visible(exc, 200)}); restarting in {retry_in:g} s. "
-            "Details in the fault log beside the ledger.",
-            severity="error",
-            timeout=max(10.0, retry_in),
-        )
+        self._tell(poller_fault(exc, retry_in), severity="error", timeout=max(10.0, retry_in))
 
     @work(exclusive=True, exit_on_error=False, group="trust")
     async def trust_node(self, name: str) -> None:
         """Fetch the key the node offers now, show its fingerprint, accept it on y."""
         assert self.ledger is not None and self.ledger_path is not None
-        from leases.app.trust import HostKeyTrust, refused
-        from leases.ssh.errors import SshError
-        from tui.screens.yesno import TrustScreen
+        from tui.dashboard.trusting import trust
 
-        async with HostKeyTrust(self.ledger_path, self.ledger.node(name)) as trust:
-            try:
-                offered = await trust.offered()
-            except SshError as exc:
-                self._tell(f"{name}: {exc.message}", severity="error")
-                return
-            if offered is None:
-                self._tell(f"{name}: host key already trusted")
-            elif refused(offered):
-                self._tell(
-                    f"{name}: the host key CHANGED ({offered.fingerprint}): refused",
-                    severity="error",
-                )
-                return
-            elif await self.push_screen_wait(TrustScreen(name, offered)):
-                trust.accept(offered, offered.fingerprint)
-                self._tell(f"trusted {offered.fingerprint} for {name}")
-            else:
-                return
-            if self.poller is not None:
-                self.poller.retry_now(name)
+        def tell(message: str, severity: SeverityLevel) -> None:
+            self._tell(message, severity=severity)
+
+        trusted = await trust(self.ledger, self.ledger_path, name, tell, self.push_screen_wait)
+        if trusted and self.poller is not None:
+            self.poller.retry_now(name)
 
     def _tell(
         self,

@@ -18,6 +18,7 @@ from textual.notifications import SeverityLevel
 
 from leases.app.shell import ShellEnd, check_node, open_session
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 from leases.core.models import Node
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
@@ -25,7 +26,7 @@ from leases.ssh.interactive import TMUX_DEFAULT, tmux_name, write_all
 from leases.ssh.interactive_tty import TtyTerminal, flush_input
 from leases.ssh.options import SshOptions
 
-WEB_REFUSED = (
+WEB_REFUSED = N_(
     "A shell needs the terminal zuka runs in: the browser dashboard (zuka web) cannot "
     "hand it over. Run `zuka ssh {node}` on the jump host instead."
 )
@@ -35,7 +36,7 @@ CLEAR = b"\x1b[H\x1b[2J"
 
 # Keys that give up a connection still being made (escape, Ctrl-C).
 CANCEL_KEYS = (b"\x1b", b"\x03")
-CONNECTING = "connecting to {node}... (escape: give up)\r\n"
+CONNECTING = N_("connecting to {node}... (escape: give up)")
 
 
 async def connect_then_pump(
@@ -75,7 +76,7 @@ async def connect_then_pump(
     with terminal.raw():
         if terminal.term_type is not None:
             with contextlib.suppress(OSError):
-                said = CONNECTING.format(node=visible(node.name, 60))
+                said = _(CONNECTING).format(node=visible(node.name, 60)) + "\r\n"
                 write_all(terminal.stdout, said.encode())
         tasks.append(
             asyncio.create_task(
@@ -92,7 +93,7 @@ async def connect_then_pump(
         except asyncio.CancelledError:
             if not cancelled[0]:
                 raise
-            return ShellEnd(node.name, False, "connecting given up (escape)")
+            return ShellEnd(node.name, False, _("connecting given up (escape)"))
         finally:
             stop_watching()
 
@@ -136,7 +137,7 @@ def shell(app: App[object], ledger_path: Path, node: Node, tmux: str | None = No
     """Open a session on node (its tmux session `tmux` when given) with the app suspended;
     the app shows how it ended once it is back."""
     if app.is_web:
-        _say(app, WEB_REFUSED.format(node=node.name), "error")
+        _say(app, _(WEB_REFUSED).format(node=node.name), "error")
         return
     try:
         check_node(node)
@@ -147,15 +148,17 @@ def shell(app: App[object], ledger_path: Path, node: Node, tmux: str | None = No
         with suspended(app):
             result = _run(ledger_path, node, tmux)
     except SuspendNotSupported:
-        _say(app, f"{node.name}: this terminal cannot be handed over to a shell", "error")
+        _say(app, _("{node}: this terminal cannot be handed over to a shell").format(
+            node=node.name), "error")  # fmt: skip
         return
     app.refresh()
     if isinstance(result, InputError):
         _say(app, f"{result.field}: {result.reason}", "error")
     elif isinstance(result, BaseException):
-        _say(app, f"{node.name}: the session failed: {result!r}", "error")
+        _say(app, _("{node}: the session failed: {error}").format(
+            node=node.name, error=repr(result)), "error")  # fmt: skip
     elif not result.opened:
-        _say(app, f"no session: {result.said}", "error")
+        _say(app, _("no session: {reason}").format(reason=result.said), "error")
     else:
         _say(app, result.said, "information" if result.status == 0 else "warning")
 
@@ -187,7 +190,7 @@ def shell_on(app: App[object], ledger: Ledger | None, name: str, *, ask_tmux: bo
         shell(app, path, node, session)
 
     prompt = Text.assemble(
-        f"Attach or create a tmux session on {visible(name, 60)}.\n",
-        f"Session name (Enter: {TMUX_DEFAULT}; letters, digits, _ . -):",
+        _("Attach or create a tmux session on {node}.").format(node=visible(name, 60)) + "\n",
+        _("Session name (Enter: {default}; letters, digits, _ . -):").format(default=TMUX_DEFAULT),
     )
     app.push_screen(AskScreen(prompt, placeholder=TMUX_DEFAULT), answered)

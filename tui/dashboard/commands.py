@@ -12,20 +12,31 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.app import App
+from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.dom import DOMNode
 from textual.fuzzy import Matcher
 from textual.markup import escape
 from textual.screen import Screen
+from textual.system_commands import SystemCommandsProvider
 
 from leases.core.clock import Clock, utc_now
 from leases.core.fields import DEFAULT_TZ
+from leases.core.i18n import EN, LANGS, N_, NAMES, ZH, _
 from leases.core.models import NodeState
 from leases.core.textsafe import visible
 from leases.fleet.data import FleetData
 from leases.ledger.store import Ledger
 from tui.dashboard import lazy
+
+# (what the user types to find it, its help, what it runs, whether it is a node's)
+Command = tuple[str, str, Callable[[], object], bool]
+# The language commands' help, each in the language in use.
+LANGUAGE_HELP = {
+    EN: N_("Show the dashboard in English (this session)"),
+    ZH: N_("Show the dashboard in Simplified Chinese (this session)"),
+}
 
 
 @dataclass(frozen=True)
@@ -64,8 +75,9 @@ def bound_commands(screen: Screen[Any]) -> list[BoundCommand]:
         by_id[b.id] = BoundCommand(
             id=b.id,
             keys=(shown,),
-            description=b.description,
-            tooltip=active.tooltip or b.tooltip,
+            # Class constants marked with N_: said in the language in use.
+            description=_(b.description),
+            tooltip=_(active.tooltip or b.tooltip),
             action=b.action,
             node=active.node,
             everywhere=active.node is app,
@@ -118,24 +130,36 @@ class ZukaCommands(Provider):
         live = (NodeState.ACTIVE, NodeState.OFFBOARDING)
         return [n.name for n in ledger.nodes(live)] if isinstance(ledger, Ledger) else []
 
-    def _hits(self) -> list[tuple[str, str, Callable[[], object]]]:
-        """(text, help, run) for every command; text is what the user types to find it."""
-        out: list[tuple[str, str, Callable[[], object]]] = []
+    def _hits(self) -> list[Command]:
+        """(text, help, run, of a node) for every command, the languages' first; text is
+        what the user types to find it."""
+        out: list[Command] = []
+        for lang in LANGS:
+            # Named by the language's own name ("Language: 简体中文"): a user who cannot
+            # read the language in use still finds theirs.
+            text = f"Language: {NAMES[lang]}"
+            out.append((text, _(LANGUAGE_HELP[lang]), partial(self._switch, lang), False))
         for c in self._commands:
             keys = "/".join(c.keys)
             run = partial(self.app.run_action, c.action, c.node)
-            out.append((f"{c.title} ({keys})", c.tooltip, run))
+            out.append((f"{c.title} ({keys})", c.tooltip, run, False))
         ledger = getattr(self.app, "ledger", None)
         tz = getattr(getattr(self.app, "config", None), "billing", None)
         for name in self._nodes:
             shown = visible(name, 60)
-            out.append((f"Go to node {shown}", "Open the node's screen",
-                        partial(self._node, name)))  # fmt: skip
+            out.append((_("Go to node {name}").format(name=shown), _("Open the node's screen"),
+                        partial(self._node, name), True))  # fmt: skip
             if isinstance(ledger, Ledger):
                 zone = tz.tz if tz is not None else DEFAULT_TZ
-                out.append((f"Add lease to {shown}", "Record a new lease on this node",
-                            partial(self._lease, ledger, name, zone)))  # fmt: skip
+                out.append((_("Add lease to {name}").format(name=shown),
+                            _("Record a new lease on this node"),
+                            partial(self._lease, ledger, name, zone), True))  # fmt: skip
         return out
+
+    def _switch(self, lang: str) -> None:
+        from tui.dashboard.language import switch_language
+
+        switch_language(self.app, lang)
 
     def _node(self, name: str) -> None:
         # The fleet's cursor goes to the node first: every node key after it (`o`
@@ -151,16 +175,74 @@ class ZukaCommands(Provider):
         self.app.push_screen(lazy.lease_form(ledger, name, mode="add", clock=clock, tz=tz))
 
     async def discover(self) -> Hits:
-        for text, help_text, run in self._all:
-            if not text.startswith(("Go to node ", "Add lease to ")):
+        for text, help_text, run, node in self._all:
+            if not node:
                 yield _Ours(Content(text), run, text=text, help=escape(help_text))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for text, help_text, run in self._all:
+        for text, help_text, run, _node in self._all:
             score = matcher.match(text)
             if score > 0:
                 yield Hit(score, highlight(matcher, text), run, text=text, help=escape(help_text))
+
+
+# Textual's own commands in the palette (App.get_system_commands), said in the language
+# in use: their titles and help, by the English Textual writes.
+SYSTEM_WORDS = {
+    "Theme": N_("Theme"),
+    "Change the current theme": N_("Change the current theme"),
+    "Quit": N_("Quit"),
+    "Quit the application as soon as possible": N_("Quit the application as soon as possible"),
+    "Keys": N_("Keys"),
+    "Hide the keys and widget help panel": N_("Hide the keys and widget help panel"),
+    "Show help for the focused widget and a summary of available keys": N_(
+        "Show help for the focused widget and a summary of available keys"
+    ),
+    "Minimize": N_("Minimize"),
+    "Minimize the widget and restore to normal size": N_(
+        "Minimize the widget and restore to normal size"
+    ),
+    "Maximize": N_("Maximize"),
+    "Maximize the focused widget": N_("Maximize the focused widget"),
+    "Screenshot": N_("Screenshot"),
+    "Save an SVG 'screenshot' of the current screen": N_(
+        "Save an SVG 'screenshot' of the current screen"
+    ),
+}
+PALETTE_PLACEHOLDER = N_("Search for commands…")
+
+
+def system_words(text: str) -> str:
+    known = SYSTEM_WORDS.get(text)
+    return _(known) if known else text
+
+
+class ZukaSystemCommands(SystemCommandsProvider):
+    """Textual's system commands (Theme, Quit, Keys, Screenshot...), in the language in use."""
+
+    def _translated(self) -> list[tuple[str, str, Callable[[], object], bool]]:
+        found = self.app.get_system_commands(self.screen)
+        return [(system_words(name), system_words(help_text), run, discover)
+                for name, help_text, run, discover in found]  # fmt: skip
+
+    async def discover(self) -> Hits:
+        for name, help_text, run, discover in sorted(self._translated(), key=lambda c: c[0]):
+            if discover:
+                yield DiscoveryHit(name, run, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, help_text, run, _discover in self._translated():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, highlight(matcher, name), run, help=help_text)
+
+
+def open_palette(app: App[Any]) -> None:
+    """Textual's command palette, its placeholder in the language in use."""
+    if app.use_command_palette and not CommandPalette.is_open(app):
+        app.push_screen(CommandPalette(id="--command-palette", placeholder=_(PALETTE_PLACEHOLDER)))
 
 
 def highlight(matcher: Matcher, text: str) -> Content:

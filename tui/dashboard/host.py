@@ -35,6 +35,10 @@ class ZukaHost(Protocol):
 
     def action_alerts(self) -> None: ...
 
+    def relabel(self) -> None:
+        """The app's own words in the language in use (after a switch from the palette)."""
+        ...
+
     def trust_node(self, name: str) -> Any:
         """Fetch the key the node offers now, show its fingerprint, accept it on y (a
         worker: its result is not awaited)."""

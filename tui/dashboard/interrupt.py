@@ -13,6 +13,7 @@ from typing import Any
 from rich.text import Text
 from textual.app import App
 
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from tui.screens.ask import AskScreen
 
@@ -23,7 +24,7 @@ def busy_with(app: App[Any]) -> str:
     for screen in app.screen_stack:
         busy = getattr(screen, "busy", "")
         if busy:
-            return busy if isinstance(busy, str) else "an acceptance check"
+            return busy if isinstance(busy, str) else _("an acceptance check")
     return ""
 
 
@@ -38,6 +39,10 @@ def interrupt(app: App[Any]) -> None:
         if answer is not None and answer.strip().lower() in ("y", "yes"):
             app.exit()
 
-    prompt = Text(f"Quit zuka? Still under way: {visible(busy, 80)}, which quitting stops or "
-                  "loses. Type y and Enter to quit, Escape to stay.")  # fmt: skip
+    prompt = Text(
+        _(
+            "Quit zuka? Still under way: {busy}, which quitting stops or loses. Type y"
+            " and Enter to quit, Escape to stay."
+        ).format(busy=visible(busy, 80))
+    )
     app.push_screen(AskScreen(prompt, placeholder="y"), answered)

@@ -25,6 +25,7 @@ from textual.keys import (
 )
 
 from leases.core.errors import ConfigError
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 
 # Packages whose screens and widgets hold zuka's bindings: a new screen file is found
@@ -67,7 +68,7 @@ def known_bindings() -> dict[str, BindingSite]:
     out: dict[str, BindingSite] = {}
     for name in _modules():
         module = importlib.import_module(name)
-        for _, cls in inspect.getmembers(module, inspect.isclass):
+        for _name, cls in inspect.getmembers(module, inspect.isclass):
             if cls.__module__ != name or not issubclass(cls, DOMNode):
                 continue
             for item in cls.__dict__.get("BINDINGS", ()):
@@ -78,24 +79,28 @@ def known_bindings() -> dict[str, BindingSite]:
 
 def _did_you_mean(word: str, choices: list[str]) -> str:
     close = difflib.get_close_matches(word, choices, n=1)
-    return f" (did you mean {close[0]}?)" if close else ""
+    return " " + _("(did you mean {word}?)").format(word=close[0]) if close else ""
 
 
 def key_problem(key: str) -> str | None:
     """Why Textual would never send `key` (e.g. "ctlr+f", "f99", "slsh"), or None."""
     if not key:
-        return "an empty key"
+        return _("an empty key")
     if len(key) == 1:
-        return None if key.isprintable() and not key.isspace() else "not a printable key"
+        return None if key.isprintable() and not key.isspace() else _("not a printable key")
     *mods, base = key.split("+")
     for mod in mods:
         if mod not in MODIFIERS:
-            return f"unknown modifier {_quoted(mod)}{_did_you_mean(mod, list(MODIFIERS))}"
+            return _("unknown modifier {key}").format(key=_quoted(mod)) + _did_you_mean(
+                mod, list(MODIFIERS)
+            )
     if len(base) == 1 and base.isprintable() and not base.isspace():
         return None
     if base in NAMED_KEYS or key_to_character(REPLACED_KEYS.get(base, base)) is not None:
         return None
-    return f"unknown key {_quoted(base)}{_did_you_mean(base, sorted(NAMED_KEYS))}"
+    return _("unknown key {key}").format(key=_quoted(base)) + _did_you_mean(
+        base, sorted(NAMED_KEYS)
+    )
 
 
 def _quoted(word: str) -> str:
@@ -116,12 +121,16 @@ def check_keys(
         where = f"keys.{visible(binding_id, 80)}"
         if binding_id not in known:
             hint = _did_you_mean(binding_id, sorted(known))
-            problems.append(f"{where}: no binding has this id{hint}")
+            problems.append(_("{where}: no binding has this id").format(where=where) + hint)
             continue
         words = [w.strip() for w in value.split(",")]
         bad = [(w, p) for w in words if (p := key_problem(w)) is not None]
         for word, problem in bad:
-            problems.append(f"{where}: {_quoted(word)} is {problem}")
+            problems.append(
+                _("{where}: {key} is {problem}").format(
+                    where=where, key=_quoted(word), problem=problem
+                )
+            )
         if not bad:
             keymap[binding_id] = _normalize_key_list(",".join(words))
     problems += _clashes(keymap, known)
@@ -148,7 +157,9 @@ def _clashes(keymap: Mapping[str, str], known: Mapping[str, BindingSite]) -> lis
             shared = mine & set(_keys_of(other_id, other, keymap))
             if shared and (other_id not in keymap or other_id > binding_id):
                 problems.append(
-                    f"keys.{binding_id}: {', '.join(sorted(shared))} is already "
-                    f"{other_id}'s key on {site.owner}"
-                )
+                    _("keys.{id}: {keys} is already {other}'s key on {owner}").format(
+                        id=binding_id, keys=", ".join(sorted(shared)), other=other_id,
+                        owner=site.owner,
+                    )
+                )  # fmt: skip
     return problems

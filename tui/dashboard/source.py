@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from leases.core.errors import LedgerError
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 
@@ -26,22 +27,22 @@ class Source:
 
 def source_words(s: Source) -> str:
     if s.polling_every is not None:
-        return f"polling every {s.polling_every:g} s"
+        return _("polling every {seconds:g} s").format(seconds=s.polling_every)
     if s.starting and s.fault:  # died: restarting
-        return f"NOT polling ({visible(s.fault, 60)}): restarting"
+        return _("NOT polling ({fault}): restarting").format(fault=visible(s.fault, 60))
     if s.starting:
-        return "starting the poller"
+        return _("starting the poller")
     if s.lab and s.collector_pid is not None and s.collector_pid > 0:
-        return f"reading the lab's collector (pid {s.collector_pid})"
+        return _("reading the lab's collector (pid {pid})").format(pid=s.collector_pid)
     if s.lab and s.collector_pid is not None:  # its lock is the service user's alone
-        return "reading the lab's collector"
+        return _("reading the lab's collector")
     if s.lab:
-        return "the lab's collector is not running: ask the lab's admin (zuka service status)"
+        return _("the lab's collector is not running: ask the lab's admin (zuka service status)")
     if s.collector_pid is not None:
-        return f"reading collector pid {s.collector_pid}"
+        return _("reading collector pid {pid}").format(pid=s.collector_pid)
     if s.waiting_for_nodes:
-        return "no nodes yet"
-    return "not polling"
+        return _("no nodes yet")
+    return _("not polling")
 
 
 def check_ledger(ledger_path: Path) -> bool:

@@ -28,7 +28,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 from textual.worker import Worker, WorkerState
 
 from leases.accept.engine import Check, Found, Started
@@ -38,11 +38,13 @@ from leases.config.sections import Config
 from leases.core.acceptance import CheckResult, Level, Status
 from leases.core.clock import Clock
 from leases.core.errors import InputError, no_ledger
+from leases.core.i18n import N_, _
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from tui.screens import acceptview
 from tui.screens.acceptview import COLUMNS, LEVEL_WORDS, WIDTHS, Family, Line
 from tui.screens.fleetview import plain
+from tui.widgets.footer import ZukaFooter
 
 if TYPE_CHECKING:
     from tui.dashboard.host import ZukaHost
@@ -95,16 +97,34 @@ class AcceptanceScreen(Screen[None]):
     AcceptanceScreen #accept-detail-box { height: 1fr; border-top: solid $primary; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        _key("escape", "back", "Back", "back", "Back to the fleet (a run under way is stopped)"),
-        _key("enter", "run", "Run", "run", "Run the check at the level shown", priority=True),
-        _key("r", "run", "Run", "rerun", "Run the check at the level shown", show=False),
-        _key("1", "level('quick')", "Quick", "quick", "Level quick: read-only, seconds"),
-        _key("2", "level('standard')", "Standard", "standard",
-             "Level standard: + short GPU work (torch, dcgmi, nvbandwidth, nccl-tests)"),
-        _key("3", "level('burn')", "Burn", "burn", "Level burn: + a bounded burn-in"),
-        _key("w", "write", "Write report", "write",
-             "Write the markdown report to a file in the current directory"),
-    ]  # fmt: skip
+        _key(
+            "escape",
+            "back",
+            N_("Back"),
+            "back",
+            N_("Back to the fleet (a run under way is stopped)"),
+        ),
+        _key(
+            "enter", "run", N_("Run"), "run", N_("Run the check at the level shown"), priority=True
+        ),
+        _key("r", "run", N_("Run"), "rerun", N_("Run the check at the level shown"), show=False),
+        _key("1", "level('quick')", N_("Quick"), "quick", N_("Level quick: read-only, seconds")),
+        _key(
+            "2",
+            "level('standard')",
+            N_("Standard"),
+            "standard",
+            N_("Level standard: + short GPU work (torch, dcgmi, nvbandwidth, nccl-tests)"),
+        ),
+        _key("3", "level('burn')", N_("Burn"), "burn", N_("Level burn: + a bounded burn-in")),
+        _key(
+            "w",
+            "write",
+            N_("Write report"),
+            "write",
+            N_("Write the markdown report to a file in the current directory"),
+        ),
+    ]
 
     def __init__(
         self, name: str, *, accept: Accept | None = None, report: Report | None = None
@@ -137,12 +157,22 @@ class AcceptanceScreen(Screen[None]):
         yield DataTable(id="accept-rows", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="accept-detail-box"):
             yield Static(id="accept-detail")
-        yield Footer()
+        yield ZukaFooter()
 
     def on_mount(self) -> None:
+        self._columns()
+        self._show()
+
+    def _columns(self) -> None:
         table = self.query_one("#accept-rows", DataTable)
+        table.clear(columns=True)
         for label, width in zip(COLUMNS, WIDTHS, strict=True):
-            table.add_column(label, width=width)
+            table.add_column(_(label), width=width)
+
+    def relabel(self) -> None:
+        """In the language in use (tui.dashboard.language)."""
+        self._columns()
+        self._shown = []
         self._show()
 
     # -- showing ---------------------------------------------------------------------------
@@ -150,16 +180,21 @@ class AcceptanceScreen(Screen[None]):
     def _show(self) -> None:
         name = visible(self.node_name, 60)
         self.query_one("#accept-title", Static).update(
-            plain(f"acceptance check of {name} · level {LEVEL_WORDS[self.level]}")
+            plain(
+                _("acceptance check of {name} · level {level}").format(
+                    name=name, level=_(LEVEL_WORDS[self.level])
+                )
+            )
         )
         if self.busy:
-            said = f"running the {self.level.value} check… (escape stops it)"
+            said = _("running the {level} check… (escape stops it)").format(
+                level=acceptview.level_word(self.level))  # fmt: skip
         elif self.stored is not None:
             said = "\n".join(acceptview.verdict_lines(self.stored))
             if self.said:
                 said += "\n" + self.said
         else:
-            said = self.said or "1 quick, 2 standard, 3 burn; enter runs the check"
+            said = self.said or _("1 quick, 2 standard, 3 burn; enter runs the check")
         widget = self.query_one("#accept-said", Static)
         widget.update(Text("\n").join(plain(line, wrap=True) for line in said.split("\n")))
         failed = self.stored is not None and self.stored.verdict.status is not Status.PASSED
@@ -210,18 +245,18 @@ class AcceptanceScreen(Screen[None]):
 
     def action_level(self, value: str) -> None:
         if self.busy:
-            self._say("wait: a run is under way", bad=True)
+            self._say(_("wait: a run is under way"), bad=True)
             return
         self.level = Level(value)
         self._show()
 
     def action_run(self) -> None:
         if self.busy:
-            self._say("wait: a run is under way", bad=True)
+            self._say(_("wait: a run is under way"), bad=True)
             return
         ledger = self.zuka.ledger
         if ledger is None:
-            self._say("no ledger open", bad=True)
+            self._say(_("no ledger open"), bad=True)
             return
         self.busy, self.stored, self.lines, self.said, self.bad = True, None, [], "", False
         self._show()
@@ -289,15 +324,16 @@ class AcceptanceScreen(Screen[None]):
         elif event.state is WorkerState.ERROR:
             exc = event.worker.error
             if isinstance(exc, InputError):
-                said = f"refused: {exc.reason}"
+                said = _("refused: {reason}").format(reason=exc.reason)
             elif isinstance(exc, asyncio.CancelledError):
-                said = "stopped: nothing was stored"
+                said = _("stopped: nothing was stored")
             else:
-                said = f"failed, nothing was stored: {type(exc).__name__}: {exc}"
+                said = _("failed, nothing was stored: {kind}: {error}").format(
+                    kind=type(exc).__name__, error=exc)  # fmt: skip
             self._finish(visible(said, 600), bad=True)
         elif event.state is WorkerState.CANCELLED:
             self._stop_thread_task()
-            self._finish("stopped: nothing was stored", bad=True)
+            self._finish(_("stopped: nothing was stored"), bad=True)
 
     def _finish(self, said: str, *, bad: bool = False) -> None:
         self.busy = False
@@ -338,7 +374,7 @@ class AcceptanceScreen(Screen[None]):
 
     def action_write(self) -> None:
         if self.stored is None:
-            self._say("no verdict yet: run the check first (enter)", bad=True)
+            self._say(_("no verdict yet: run the check first (enter)"), bad=True)
             return
         v = self.stored.verdict
         path = Path.cwd() / acceptview.report_name(v.node, v.finished)
@@ -346,12 +382,13 @@ class AcceptanceScreen(Screen[None]):
             with path.open("x", encoding="utf-8") as out:
                 out.write(self.report(self.stored))
         except FileExistsError:
-            self._say(f"not written: {visible(path, 300)} exists already", bad=True)
+            self._say(_("not written: {path} exists already").format(path=visible(path, 300)),
+                      bad=True)  # fmt: skip
             return
         except OSError as exc:
-            self._say(f"not written: {visible(exc, 300)}", bad=True)
+            self._say(_("not written: {reason}").format(reason=visible(exc, 300)), bad=True)
             return
-        self._say(f"report written to {visible(path, 300)}")
+        self._say(_("report written to {path}").format(path=visible(path, 300)))
 
 
 def _lines_of(lines: list[Line], stored: Stored) -> list[Line]:

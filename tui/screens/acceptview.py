@@ -17,30 +17,31 @@ from leases.app.acceptance import Stored
 from leases.app.acceptreport import returnable_words
 from leases.core import fields
 from leases.core.acceptance import CheckResult, Evidence, Level, Status, Verdict
+from leases.core.i18n import N_, _, pgettext
 from leases.core.textsafe import visible
 
 TITLE_MAX = 60
-COLUMNS = ("status", "check", "finding")
+COLUMNS = (N_("status"), N_("check"), N_("finding"))  # shown as _(label)
 # Fixed widths (the finding's grows): a table cleared and refilled as a run goes keeps the
 # widest cell it ever held, so the same verdict would otherwise look different by timing.
 WIDTHS = (len("not checked"), TITLE_MAX // 2 + 4, None)
 # The keys that choose the level before a run (quick by default).
 LEVEL_KEYS = {"q": Level.QUICK, "s": Level.STANDARD, "b": Level.BURN}
-LEVEL_WORDS = {
-    Level.QUICK: "quick: read-only, seconds",
-    Level.STANDARD: "standard: + short GPU work (torch matmul, dcgmi, nvbandwidth, nccl)",
-    Level.BURN: "burn: + a bounded burn-in (minutes, the GPUs at full load)",
+LEVEL_WORDS = {  # shown as _(words)
+    Level.QUICK: N_("quick: read-only, seconds"),
+    Level.STANDARD: N_("standard: + short GPU work (torch matmul, dcgmi, nvbandwidth, nccl)"),
+    Level.BURN: N_("burn: + a bounded burn-in (minutes, the GPUs at full load)"),
 }
 STATUS_WORDS = {
-    Status.PASSED: "passed",
-    Status.WARNED: "warned",
-    Status.FAILED: "FAILED",
-    Status.SKIPPED: "skipped",
-    Status.NOT_CHECKED: "not checked",
+    Status.PASSED: N_("passed"),
+    Status.WARNED: N_("warned"),
+    Status.FAILED: N_("FAILED"),
+    Status.SKIPPED: N_("skipped"),
+    Status.NOT_CHECKED: N_("not checked"),
 }
 # Counts in this order: what fails a node first.
 COUNT_ORDER = (Status.FAILED, Status.WARNED, Status.NOT_CHECKED, Status.PASSED, Status.SKIPPED)
-RUNNING = "running…"
+RUNNING = N_("running…")
 WORDS_MAX = 300  # a finding's words in its row
 EVIDENCE_MAX = 20_000  # characters of one command's output shown in the detail
 LISTED_MAX = 12  # failed and warned findings listed on the node screen
@@ -58,7 +59,17 @@ Line = Family | CheckResult
 
 
 def status_word(status: Status) -> str:
-    return STATUS_WORDS[status]
+    return _(STATUS_WORDS[status])
+
+
+def level_word(level: Level) -> str:
+    """A level's name (stored in English: quick, standard, burn) in the language in use."""
+    words = {
+        Level.QUICK: pgettext("level", "quick"),
+        Level.STANDARD: pgettext("level", "standard"),
+        Level.BURN: pgettext("level", "burn"),
+    }
+    return words.get(level, level.value)
 
 
 def rows(lines: Sequence[Line], running: str | None = None) -> list[tuple[str, ...]]:
@@ -66,7 +77,7 @@ def rows(lines: Sequence[Line], running: str | None = None) -> list[tuple[str, .
     out: list[tuple[str, ...]] = []
     for line in lines:
         if isinstance(line, Family):
-            state = RUNNING if line.id == running else ""
+            state = _(RUNNING) if line.id == running else ""
             out.append((state, f"▸ {visible(line.title, TITLE_MAX)}", ""))
         else:
             out.append(
@@ -81,18 +92,22 @@ def rows(lines: Sequence[Line], running: str | None = None) -> list[tuple[str, .
 
 def counts_text(verdict: Verdict) -> str:
     counts = verdict.counts()
-    return ", ".join(f"{counts[s]} {status_word(s)}" for s in COUNT_ORDER)
+    return ", ".join(
+        _("{count} {status}").format(count=counts[s], status=status_word(s)) for s in COUNT_ORDER
+    )
 
 
 def verdict_lines(stored: Stored) -> list[str]:
     """The verdict of a finished run: its status, level, counts and the return window."""
     v = stored.verdict
     lines = [
-        f"verdict: {status_word(v.status)} · level {v.level.value} · {counts_text(v)}",
+        _("verdict: {status} · level {level} · {counts}").format(
+            status=status_word(v.status), level=level_word(v.level), counts=counts_text(v)
+        ),
         returnable_words(stored),
     ]
     if not v.results:
-        lines.insert(1, "no check ran at this level: nothing was read from the node")
+        lines.insert(1, _("no check ran at this level: nothing was read from the node"))
     return lines
 
 
@@ -103,8 +118,12 @@ def summary_lines(stored: Stored | None, tz: str) -> list[str]:
         return []
     v = stored.verdict
     lines = [
-        f"acceptance: {status_word(v.status)} · level {v.level.value} ·"
-        f" {fields.shown(v.finished, tz)} · {counts_text(v)}",
+        _("acceptance: {status} · level {level} · {time} · {counts}").format(
+            status=status_word(v.status),
+            level=level_word(v.level),
+            time=fields.shown(v.finished, tz),
+            counts=counts_text(v),
+        ),
         returnable_words(stored),
     ]
     worth = [r for r in v.results if r.status in (Status.FAILED, Status.WARNED)]
@@ -113,16 +132,23 @@ def summary_lines(stored: Stored | None, tz: str) -> list[str]:
         title, words = visible(r.title, TITLE_MAX), visible(r.words, WORDS_MAX)
         lines.append(f"  {status_word(r.status)}: {title}: {words}")
     if len(worth) > LISTED_MAX:
-        lines.append(f"  … and {len(worth) - LISTED_MAX} more (zuka accept --report md)")
+        lines.append(
+            "  " + _("… and {count} more (zuka accept --report md)").format(
+                count=len(worth) - LISTED_MAX)
+        )  # fmt: skip
     return lines
 
 
 def _evidence_lines(ev: Evidence) -> list[str]:
     lines = [f"$ {visible(ev.command, 500)}"]
     if ev.failure:
-        lines.append(f"did not run: {visible(ev.failure, 300)}")
+        lines.append(_("did not run: {reason}").format(reason=visible(ev.failure, 300)))
     else:
-        status = "no exit status" if ev.exit_status is None else f"exit {ev.exit_status}"
+        status = (
+            _("no exit status")
+            if ev.exit_status is None
+            else _("exit {status}").format(status=ev.exit_status)
+        )
         # Under a second is noise (and would make the same run look different each time).
         lines.append(f"{status}, {ev.seconds:.1f} s" if ev.seconds >= 1 else status)
     for name, text in (("stdout", ev.stdout), ("stderr", ev.stderr)):
@@ -141,19 +167,19 @@ def detail_lines(result: CheckResult, evidence: Sequence[Evidence]) -> list[str]
         visible(result.words, 2000),
     ]
     if result.expected:
-        lines.append(f"expected: {visible(result.expected, 1000)}")
+        lines.append(_("expected: {value}").format(value=visible(result.expected, 1000)))
     if result.found:
-        lines.append(f"found: {visible(result.found, 1000)}")
+        lines.append(_("found: {value}").format(value=visible(result.found, 1000)))
     by_key = {e.key: e for e in evidence}
     for key in result.evidence:
         ev = by_key.get(key)
         lines.append("")
         if ev is None:
-            lines.append(f"evidence {visible(key, 60)}: not kept")
+            lines.append(_("evidence {key}: not kept").format(key=visible(key, 60)))
         else:
             lines += _evidence_lines(ev)
     if not result.evidence:
-        lines.append("(no command's output: this finding rests on the ledger or the login)")
+        lines.append(_("(no command's output: this finding rests on the ledger or the login)"))
     return lines
 
 

@@ -14,21 +14,24 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from leases.app.accountsview import AccountsView, accounts_view
 from leases.config.sections import Config
+from leases.core.i18n import N_, _
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from tui.dashboard.host import ZukaHost
+from tui.widgets.footer import ZukaFooter
 
 
 class AccountsScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "Back", id="accounts-back", tooltip="Back to the fleet"),
-        Binding("r", "reload", "Reload", id="accounts-reload",
-                tooltip="Work the accounts out again from the ledger"),
+        Binding("escape", "back", N_("Back"), id="accounts-back",
+                tooltip=N_("Back to the fleet")),
+        Binding("r", "reload", N_("Reload"), id="accounts-reload",
+                tooltip=N_("Work the accounts out again from the ledger")),
     ]  # fmt: skip
 
     DEFAULT_CSS = """
@@ -48,9 +51,9 @@ class AccountsScreen(Screen[None]):
         return cast(ZukaHost, self.app)
 
     def compose(self) -> ComposeResult:
-        yield Static("Accounts: reading the ledger...", id="accounts-title", markup=False)
+        yield Static(_("Accounts: reading the ledger..."), id="accounts-title", markup=False)
         yield VerticalScroll(id="accounts-body")
-        yield Footer()
+        yield ZukaFooter()
 
     async def on_mount(self) -> None:
         await self.read_ledger()
@@ -61,10 +64,14 @@ class AccountsScreen(Screen[None]):
     async def action_reload(self) -> None:
         await self.read_ledger()
 
+    async def relabel(self) -> None:
+        """In the language in use (tui.dashboard.language): worked out again."""
+        await self.read_ledger()
+
     async def read_ledger(self) -> None:
         ledger, config = self.zuka.ledger, self.zuka.config or Config()
         if ledger is None:
-            self._failed("no ledger open")
+            self._failed(_("no ledger open"))
             return
         at = self.zuka.clock()
         if ledger.path is None:
@@ -86,22 +93,26 @@ class AccountsScreen(Screen[None]):
         if event.state is WorkerState.SUCCESS and isinstance(worker.result, AccountsView):
             await self._show(worker.result)
         elif event.state is WorkerState.ERROR:
-            self._failed(f"cannot read the ledger: {visible(worker.error, 300)}")
+            self._failed(
+                _("cannot read the ledger: {reason}").format(reason=visible(worker.error, 300))
+            )
 
     def _failed(self, why: str) -> None:
         self.problem = why
-        self.query_one("#accounts-title", Static).update(Text(f"Accounts: {why}"))
+        self.query_one("#accounts-title", Static).update(Text(_("Accounts: {why}").format(why=why)))
 
     async def _show(self, view: AccountsView) -> None:
         self.view, self.problem = view, ""
-        title = f"Accounts {view.month} (billing zone), worked out {view.at}"
+        title = _("Accounts {month} (billing zone), worked out {at}").format(
+            month=view.month, at=view.at
+        )
         self.query_one("#accounts-title", Static).update(Text(title))
         body = self.query_one("#accounts-body", VerticalScroll)
         await body.remove_children()
         shown: list[Static] = []
         if view.refused is not None:
             shown += [
-                Static(Text("No figures shown"), classes="accounts-head"),
+                Static(Text(_("No figures shown")), classes="accounts-head"),
                 Static(Text(view.refused), classes="accounts-lines", id="accounts-refused"),
             ]
         for s in view.sections:

@@ -13,22 +13,27 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from leases.alerts import state as alertstate
 from leases.alerts.state import State, StoredAlert
 from leases.core.errors import InputError, LedgerError
 from leases.core.fields import DEFAULT_TZ
+from leases.core.i18n import N_, _
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from leases.money.amounts import bare
+from tui.screens.alertwords import kind_words, severity_words, state_words
 from tui.screens.fleetview import plain
 from tui.screens.nodeview import alert_amount
+from tui.widgets.footer import ZukaFooter
 
 # The yuan in a column of its own: a long message is cut at the table's edge.
-COLUMNS = ("ID", "Severity", "State", "Node", "Kind", "Since", "¥", "Message")
+COLUMNS = (N_("ID"), N_("Severity"), N_("State"), N_("Node"), N_("Kind"), N_("Since"), "¥",
+           N_("Message"))  # fmt: skip
 # Below this width Since and ¥ leave the table (they are said under it) for the message.
 NARROW = 100
+AMOUNT = N_("Amount")
 SNOOZE = timedelta(days=1)
 
 
@@ -38,11 +43,15 @@ def _width(cell: str | Text) -> int:
 
 class AlertsScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,a", "back", "Back", id="alerts-back", tooltip="Back to the fleet"),
-        Binding("k", "ack", "Acknowledge", id="alerts-ack", tooltip="Hide until it clears"),
-        Binding("z", "snooze", "Snooze 1 day", id="alerts-snooze", tooltip="Hide for a day"),
-        Binding("u", "reopen", "Reopen", id="alerts-reopen", tooltip="Undo acknowledge or snooze"),
-    ]
+        Binding("escape,a", "back", N_("Back"), id="alerts-back",
+                tooltip=N_("Back to the fleet")),
+        Binding("k", "ack", N_("Acknowledge"), id="alerts-ack",
+                tooltip=N_("Hide until it clears")),
+        Binding("z", "snooze", N_("Snooze 1 day"), id="alerts-snooze",
+                tooltip=N_("Hide for a day")),
+        Binding("u", "reopen", N_("Reopen"), id="alerts-reopen",
+                tooltip=N_("Undo acknowledge or snooze")),
+    ]  # fmt: skip
 
     DEFAULT_CSS = """
     #alerts { height: auto; max-height: 1fr; }
@@ -61,12 +70,16 @@ class AlertsScreen(Screen[None]):
         yield Static(id="alerts-title")
         yield DataTable(id="alerts", cursor_type="row", zebra_stripes=True)
         yield Static(id="alerts-action")
-        yield Footer()
+        yield ZukaFooter()
 
     def on_mount(self) -> None:
         self.refresh_list()
 
     def on_resize(self) -> None:
+        self.refresh_list()
+
+    def relabel(self) -> None:
+        """In the language in use (tui.dashboard.language)."""
         self.refresh_list()
 
     def _rows(self) -> list[StoredAlert]:
@@ -82,14 +95,14 @@ class AlertsScreen(Screen[None]):
         # As a report does: a column of one currency names it (¥) over bare amounts;
         # among several (a USD lease's alert), each amount says its own.
         in_cny = all(a.yuan is None or a.currency == "CNY" for a in rows)
-        columns = COLUMNS if in_cny else (*COLUMNS[:6], "Amount", COLUMNS[-1])
+        columns = tuple(_(c) for c in (COLUMNS if in_cny else (*COLUMNS[:6], AMOUNT, COLUMNS[-1])))
         cells = [
             (
                 str(a.id),
-                a.severity.value,
-                a.state(now).value,
+                severity_words(a.severity.value),
+                state_words(a.state(now).value),
                 plain(a.node, 30),
-                a.kind.replace("_", " "),
+                kind_words(a.kind),
                 f"{a.first_seen.astimezone(self.zone):%m-%d %H:%M}",
                 ("" if a.yuan is None else bare(a.yuan)) if in_cny else alert_amount(a),
             )
@@ -115,7 +128,9 @@ class AlertsScreen(Screen[None]):
             table.move_cursor(row=min(cursor, len(rows) - 1))
         shown = sum(1 for a in rows if a.state(now) is State.OPEN)
         # The keys are in the footer (and in help): the title says only what is listed.
-        title = f"Alerts: {shown} open, {len(rows) - shown} acknowledged or snoozed"
+        title = _("Alerts: {open} open, {other} acknowledged or snoozed").format(
+            open=shown, other=len(rows) - shown
+        )
         self.query_one("#alerts-title", Static).update(plain(title))
         self._show_action()
 
@@ -134,7 +149,9 @@ class AlertsScreen(Screen[None]):
         text = ""
         if found:
             a = found[0]
-            since = f"since {a.first_seen.astimezone(self.zone):%m-%d %H:%M}"
+            since = _("since {time}").format(
+                time=f"{a.first_seen.astimezone(self.zone):%m-%d %H:%M}"
+            )
             money = "" if a.yuan is None else f" · {alert_amount(a)}"
             text = f"{since}{money} · {visible(a.message, 400)}"
             if a.action:
@@ -156,8 +173,10 @@ class AlertsScreen(Screen[None]):
         except LedgerError as exc:  # read-only, full, locked: said, and nothing changed
             self.notify(visible(exc, 300), markup=False, severity="error")
             return
-        kind = done.kind.replace("_", " ")
-        self.notify(f"{said} #{done.id} ({kind} on {visible(done.node, 60)})", markup=False)
+        self.notify(
+            _(said).format(id=done.id, kind=kind_words(done.kind), node=visible(done.node, 60)),
+            markup=False,
+        )
         self.refresh_list()
 
     def action_back(self) -> None:
@@ -166,11 +185,13 @@ class AlertsScreen(Screen[None]):
     def action_ack(self) -> None:
         self._act(
             lambda i: alertstate.ack(self.ledger, i, self.clock(), self.ledger.actor or "?"),
-            "acknowledged",
+            N_("acknowledged #{id} ({kind} on {node})"),
         )
 
     def action_snooze(self) -> None:
-        self._act(lambda i: alertstate.snooze(self.ledger, i, self.clock() + SNOOZE), "snoozed")
+        self._act(lambda i: alertstate.snooze(self.ledger, i, self.clock() + SNOOZE),
+                  N_("snoozed #{id} ({kind} on {node})"))  # fmt: skip
 
     def action_reopen(self) -> None:
-        self._act(lambda i: alertstate.reopen(self.ledger, i), "opened again")
+        self._act(lambda i: alertstate.reopen(self.ledger, i),
+                  N_("opened again #{id} ({kind} on {node})"))  # fmt: skip

@@ -12,6 +12,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from leases.core.i18n import N_, _
+
 
 class AskScreen(ModalScreen[str | None]):
     DEFAULT_CSS = """
@@ -27,7 +29,9 @@ class AskScreen(ModalScreen[str | None]):
     AskScreen Input { margin-top: 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel", "Cancel", id="ask-cancel", tooltip="Close without answering"),
+        Binding(
+            "escape", "cancel", N_("Cancel"), id="ask-cancel", tooltip=N_("Close without answering")
+        ),
     ]
 
     def __init__(self, prompt: Text, *, placeholder: str = "", password: bool = False) -> None:
@@ -41,7 +45,7 @@ class AskScreen(ModalScreen[str | None]):
         with Vertical():
             yield Static(self.prompt, id="ask-prompt")
             yield Input(placeholder=self.placeholder, password=self.password, id="ask-input")
-            yield Static("Enter: answer · Escape: cancel", markup=False, classes="ask-keys")
+            yield Static(_("Enter: answer · Escape: cancel"), markup=False, classes="ask-keys")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

@@ -21,6 +21,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 from leases.core.models import NodeHealth, NodeStatus
 from leases.core.textsafe import visible
 from leases.fleet import filter as fleetfilter
@@ -43,6 +44,8 @@ from tui.widgets.fleet_footer import PriorityFooter
 from tui.widgets.fleet_table import GROUP_PREFIX, FleetTable, TableRow
 
 GROUPS = ("none", "channel", "provider")
+# The status line's words for a grouping (GROUPS stays English: it is compared).
+GROUP_WORDS = {"channel": N_("by channel"), "provider": N_("by provider")}
 # Longest detail line (an SSH error, a node's stderr) shown under the table.
 DETAIL_MAX = 400
 LeaseMode = Literal["add", "edit", "renew", "end", "stop", "resume"]
@@ -51,6 +54,7 @@ LeaseMode = Literal["add", "edit", "renew", "end", "stop", "resume"]
 FOOTER_ORDER = ("screen.open_node", "filter", "alerts", "offboard", "help", "quit",
                 "clear_filter", "sort", "group", "add_node", "lease('add')", "reload")  # fmt: skip
 FOLDED, UNFOLDED = "▸", "▾"
+FILTER_HINT = N_("filter: text, channel:, provider:, ending:7d, idle, alert")
 # Columns whose values change with every reading: sorted by one, a refresh would reorder
 # the rows under a user moving through them. The order is held while they move.
 LIVE_COLUMNS = frozenset({"util", "hour", "mem", "temp", "power"})
@@ -66,49 +70,54 @@ def _b(key: str, action: str, description: str, verb: str, tooltip: str, *,
 class FleetScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         # The table binds enter too (it would take it first): the same id, the same action.
-        _b("enter", "open_node", "Open", "open",
-           "Open the selected node (GPUs, charts, lease); fold or unfold a group"),
-        _b("slash", "filter", "Filter", "filter",
-           "Filter: text, channel:X provider:X state:X model:X tag:X ending:7d idle busy alert"),
+        _b("enter", "open_node", N_("Open"), "open",
+           N_("Open the selected node (GPUs, charts, lease); fold or unfold a group")),
+        _b("slash", "filter", N_("Filter"), "filter",
+           N_("Filter: text, channel:X provider:X state:X model:X tag:X ending:7d idle busy "
+              "alert")),
         # In the footer only while there is a filter to clear (check_action).
-        _b("escape", "clear_filter", "Clear filter", "clear-filter", "Show every node again"),
-        _b("s", "sort", "Sort", "sort", "Sort by the next column"),
-        _b("S", "reverse", "Reverse", "reverse", "Reverse the sort order", show=False),
-        _b("g", "group", "Group", "group", "Group by nothing, channel or provider"),
-        _b("a", "alerts", "Alerts", "alerts", "Open alerts: acknowledge, snooze"),
-        _b("n", "add_node", "Add node", "add-node", "Add a node with a form"),
-        _b("p", "paste_node", "Paste login", "paste",
-           "Add a node from a platform's login command", show=False),
-        _b("e", "edit_node", "Edit node", "edit-node", "Edit the selected node", show=False),
-        _b("l", "lease('add')", "Add lease", "add-lease", "Add a lease to the selected node"),
-        _b("L", "lease('edit')", "Edit lease", "edit-lease", "Edit the selected node's lease",
+        _b("escape", "clear_filter", N_("Clear filter"), "clear-filter",
+           N_("Show every node again")),
+        _b("s", "sort", N_("Sort"), "sort", N_("Sort by the next column")),
+        _b("S", "reverse", N_("Reverse"), "reverse", N_("Reverse the sort order"), show=False),
+        _b("g", "group", N_("Group"), "group", N_("Group by nothing, channel or provider")),
+        _b("a", "alerts", N_("Alerts"), "alerts", N_("Open alerts: acknowledge, snooze")),
+        _b("n", "add_node", N_("Add node"), "add-node", N_("Add a node with a form")),
+        _b("p", "paste_node", N_("Paste login"), "paste",
+           N_("Add a node from a platform's login command"), show=False),
+        _b("e", "edit_node", N_("Edit node"), "edit-node", N_("Edit the selected node"),
            show=False),
-        _b("w", "lease('renew')", "Renew", "renew", "Renew the selected node's lease",
+        _b("l", "lease('add')", N_("Add lease"), "add-lease",
+           N_("Add a lease to the selected node")),
+        _b("L", "lease('edit')", N_("Edit lease"), "edit-lease",
+           N_("Edit the selected node's lease"), show=False),
+        _b("w", "lease('renew')", N_("Renew"), "renew", N_("Renew the selected node's lease"),
            show=False),
-        _b("E", "lease('end')", "End lease", "end-lease", "End the selected node's lease",
+        _b("E", "lease('end')", N_("End lease"), "end-lease", N_("End the selected node's lease"),
            show=False),
-        _b("z", "lease('stop')", "Stopped", "stop", "Record the selected node stopped",
+        _b("z", "lease('stop')", N_("Stopped"), "stop", N_("Record the selected node stopped"),
            show=False),
-        _b("Z", "lease('resume')", "Running", "resume", "Record the stopped node running again",
+        _b("Z", "lease('resume')", N_("Running"), "resume",
+           N_("Record the stopped node running again"), show=False),
+        _b("x", "add_resource", N_("Add resource"), "add-resource",
+           N_("Record a disk, snapshot or bucket of the selected node's lease"), show=False),
+        _b("o", "offboard", N_("Offboard"), "offboard",
+           N_("Plan and run the secure offboarding of the selected node")),
+        _b("c", "check", N_("Check"), "check",
+           N_("Run the acceptance check on the selected node"), show=False),
+        _b("t", "trust", N_("Trust key"), "trust",
+           N_("Check and accept the selected node's new SSH host key"), show=False),
+        _b("i", "shell", N_("Shell"), "shell",
+           N_("Open a shell on the selected node, the way zuka polls it"), show=False),
+        _b("I", "tmux", N_("tmux"), "tmux",
+           N_("Attach or create tmux session zuka (or one named) on the node"), show=False),
+        _b("r", "reload", N_("Reload"), "reload",
+           N_("Re-read nodes, leases and the month's cost")),
+        _b("P", "processes", N_("Processes"), "processes",
+           N_("Every GPU process across the fleet: user, memory, command; stop one"), show=False),
+        _b("dollar_sign", "accounts", N_("Accounts"), "accounts",
+           N_("Balances, deposits, invoicing, the last bill and offers of this month"),
            show=False),
-        _b("x", "add_resource", "Add resource", "add-resource",
-           "Record a disk, snapshot or bucket of the selected node's lease", show=False),
-        _b("o", "offboard", "Offboard", "offboard",
-           "Plan and run the secure offboarding of the selected node"),
-        _b("c", "check", "Check", "check", "Run the acceptance check on the selected node",
-           show=False),
-        _b("t", "trust", "Trust key", "trust",
-           "Check and accept the selected node's new SSH host key", show=False),
-        _b("i", "shell", "Shell", "shell",
-           "Open a shell on the selected node, the way zuka polls it",
-           show=False),
-        _b("I", "tmux", "tmux", "tmux",
-           "Attach or create tmux session zuka (or one named) on the node", show=False),
-        _b("r", "reload", "Reload", "reload", "Re-read nodes, leases and the month's cost"),
-        _b("P", "processes", "Processes", "processes",
-           "Every GPU process across the fleet: user, memory, command; stop one", show=False),
-        _b("dollar_sign", "accounts", "Accounts", "accounts",
-           "Balances, deposits, invoicing, the last bill and offers of this month", show=False),
     ]  # fmt: skip
 
     def __init__(self) -> None:
@@ -139,7 +148,7 @@ class FleetScreen(Screen[None]):
         yield Static(id="fleet-header")
         yield FleetTable(id="fleet")
         yield Static(id="fleet-detail")
-        yield Input(placeholder="filter: text, channel:, provider:, ending:7d, idle, alert",
+        yield Input(placeholder=_(FILTER_HINT),
                     id="fleet-filter")  # fmt: skip
         yield Static(id="fleet-status")
         yield PriorityFooter(FOOTER_ORDER)
@@ -177,6 +186,17 @@ class FleetScreen(Screen[None]):
         self._lines[selector] = text
         line = Text(text, no_wrap=True, end="") if bold else plain(text)
         self.query_one(selector, Static).update(line, layout=False)
+
+    def relabel(self) -> None:
+        """The screen's words in the language in use (tui.dashboard.language): the
+        column labels, the filter's hint, the lines; the rows follow with the refresh."""
+        if not self.is_mounted:
+            return
+        self._lines.clear()
+        self.query_one("#fleet-filter", Input).placeholder = _(FILTER_HINT)
+        self._fit_columns()
+        self._show_header()
+        self.redraw()
 
     def on_screen_resume(self) -> None:
         self._fit_columns()
@@ -308,7 +328,9 @@ class FleetScreen(Screen[None]):
             return
         if self.filter and not fleetfilter.matches(self.filter, row.facts):
             self.action_clear_filter()
-            self.app.notify(f"Filter cleared to show {visible(name, 60)}.", markup=False)
+            self.app.notify(
+                _("Filter cleared to show {name}.").format(name=visible(name, 60)), markup=False
+            )
         if self.group != "none":
             self.folded.discard(getattr(row.facts, self.group) or "-")
         self.redraw()
@@ -317,17 +339,25 @@ class FleetScreen(Screen[None]):
     def _show_status(self, shown: int) -> None:
         # What the user chose first: at 80 columns the end of the line is cut. A filter
         # that does not parse is said for as long as the box holds it.
-        col = next(c.label for c in COLUMNS if c.key == self.sort_key)
+        col = _(next(c.label for c in COLUMNS if c.key == self.sort_key))
         parts = [self.filter_error]
         text = visible(self.filter.text, 40)
         if self.filter and not shown:
-            parts.append(f"no node matches '{text}' (escape clears)")
+            parts.append(_("no node matches '{text}' (escape clears)").format(text=text))
         elif self.filter:
-            parts.append(f"filter '{text}': {shown} of {len(self.rows)}")
+            parts.append(
+                _("filter '{text}': {shown} of {count}").format(
+                    text=text, shown=shown, count=len(self.rows)
+                )
+            )
         if self.group != "none":
-            parts.append(f"by {self.group}")
-        held = " (held while you move)" if self._held else ""
-        parts.append(f"sort {col} {'↓' if self.reverse else '↑'}{held}")
+            parts.append(_(GROUP_WORDS[self.group]))
+        arrow = "↓" if self.reverse else "↑"
+        if self._held:
+            parts.append(_("sort {column} {arrow} (held while you move)").format(
+                column=col, arrow=arrow))  # fmt: skip
+        else:
+            parts.append(_("sort {column} {arrow}").format(column=col, arrow=arrow))
         parts.append(self._status)
         self._line("#fleet-status", " · ".join(p for p in parts if p))
 
@@ -337,11 +367,12 @@ class FleetScreen(Screen[None]):
         if name is None:
             self._line("#fleet-detail", "")
             return
-        text = f"{visible(name)}: {health_label(status.health) if status else 'connecting'}"
+        state = health_label(status.health) if status else _("connecting")
+        text = f"{visible(name)}: {state}"
         if status and status.detail:
             text += f" — {visible(status.detail, DETAIL_MAX)}"
         if status and status.fingerprint:
-            text += f" (key {visible(status.fingerprint)})"
+            text += " " + _("(key {fingerprint})").format(fingerprint=visible(status.fingerprint))
         # What the node reports it holds (a card sold as one model may report another),
         # else what the ledger says.
         reported = Counter(visible(s.name, CELL_MAX) for s in status.samples) if status else {}
@@ -350,7 +381,7 @@ class FleetScreen(Screen[None]):
         else:
             row = next((r for r in self.rows if r.key == name), None)
             if row is not None:
-                text += f" · {row.cells['gpus'].plain} (ledger)"
+                text += " · " + _("{gpus} (ledger)").format(gpus=row.cells["gpus"].plain)
         self._line("#fleet-detail", text)
 
     @on(DataTable.RowHighlighted, "#fleet")
@@ -413,7 +444,9 @@ class FleetScreen(Screen[None]):
         except InputError as exc:
             # Keep the last filter that parsed; say what is wrong with this one (every
             # redraw says it again until the box holds a filter that parses).
-            self.filter_error = f"{exc.field}: {exc.reason} (got '{visible(exc.value, 40)}')"
+            self.filter_error = _("{field}: {reason} (got '{value}')").format(
+                field=exc.field, reason=exc.reason, value=visible(exc.value, 40)
+            )
         self.redraw()
 
     @on(Input.Submitted, "#fleet-filter")
@@ -430,7 +463,7 @@ class FleetScreen(Screen[None]):
     def _node(self) -> str | None:
         name = self.table.selected_key
         if name is None:
-            self.app.notify("Select a node first.", markup=False, severity="warning")
+            self.app.notify(_("Select a node first."), markup=False, severity="warning")
         return name
 
     def _after_write(self, wrote: object) -> None:
@@ -456,15 +489,15 @@ class FleetScreen(Screen[None]):
             return False
         lab = self.zuka.lab
         said = (
-            refusal(lab, role, f"{what} from the dashboard", me())
+            refusal(lab, role, _("{what} from the dashboard").format(what=_(what)), me())
             if lab is not None
-            else f"{what}: this ledger is read-only for you"
+            else _("{what}: this ledger is read-only for you").format(what=_(what))
         )
         self.app.notify(said, severity="error", markup=False, timeout=10)
         return True
 
     def action_add_node(self, paste: bool = False) -> None:
-        if self._refused("adding a node"):
+        if self._refused(N_("adding a node")):
             return
         if self.zuka.ledger is not None:
             form = lazy.node_form(self.zuka.ledger, paste=paste)
@@ -474,7 +507,7 @@ class FleetScreen(Screen[None]):
         self.action_add_node(paste=True)
 
     def action_edit_node(self) -> None:
-        if self._refused("editing a node"):
+        if self._refused(N_("editing a node")):
             return
         name = self._node()
         if name is not None and self.zuka.ledger is not None:
@@ -482,7 +515,7 @@ class FleetScreen(Screen[None]):
             self.app.push_screen(form, self._after_write)
 
     def action_lease(self, mode: LeaseMode) -> None:
-        if self._refused("changing a lease"):
+        if self._refused(N_("changing a lease")):
             return
         name = self._node()
         if name is not None and self.zuka.ledger is not None:
@@ -491,7 +524,7 @@ class FleetScreen(Screen[None]):
             self.app.push_screen(screen, self._after_write)
 
     def action_add_resource(self) -> None:
-        if self._refused("recording a resource"):
+        if self._refused(N_("recording a resource")):
             return
         name = self._node()
         if name is not None and self.zuka.ledger is not None:
@@ -501,7 +534,7 @@ class FleetScreen(Screen[None]):
         self.zuka.action_alerts()
 
     def action_offboard(self) -> None:
-        if self._refused("offboarding", Role.OFFBOARD):
+        if self._refused(N_("offboarding"), Role.OFFBOARD):
             return
         name = self._node()
         if name is not None:
@@ -512,7 +545,7 @@ class FleetScreen(Screen[None]):
             )
 
     def action_check(self) -> None:
-        if self._refused("an acceptance check"):
+        if self._refused(N_("an acceptance check")):
             return
         name = self._node()
         if name is not None:
@@ -521,14 +554,16 @@ class FleetScreen(Screen[None]):
             )
 
     def action_trust(self) -> None:
-        if self._refused("trusting a host key"):
+        if self._refused(N_("trusting a host key")):
             return
         name = self.table.selected_key
         status = self.zuka.status_of(name) if name else None
         if name is None or status is None or status.health is not NodeHealth.UNTRUSTED:
             self.app.notify(
-                "Only a node whose host key is new (untrusted) can be trusted here; "
-                "a changed key is never replaced.",
+                _(
+                    "Only a node whose host key is new (untrusted) can be trusted here; "
+                    "a changed key is never replaced."
+                ),
                 markup=False,
                 severity="warning",
             )
@@ -561,4 +596,4 @@ class FleetScreen(Screen[None]):
 
     def action_reload(self) -> None:
         self.zuka.refresh_view(reload=True)
-        self.app.notify("ledger re-read", markup=False)
+        self.app.notify(_("ledger re-read"), markup=False)

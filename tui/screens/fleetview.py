@@ -19,6 +19,7 @@ from rich.cells import cell_len
 from rich.console import JustifyMethod
 from rich.text import Text
 
+from leases.core.i18n import N_, _, is_chinese, language, pgettext
 from leases.core.models import Node, NodeHealth, NodeStatus
 from leases.core.textsafe import visible
 from leases.fleet.data import FleetData
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 CELL_MAX = 48
 SPARK_CELLS = CELLS  # 5 minutes a cell over the hour
 NO_HOUR: tuple[float | None, ...] = (None,) * CELLS  # a node read no hour of: all gaps
+STALE = N_("stale")  # a node's state when its last reading is old (shown as _(state))
 
 
 def plain(value: object, max_len: int | None = None, *, wrap: bool = False) -> Text:
@@ -84,7 +86,7 @@ class Column:
     column (see `shorten`)."""
 
     key: str
-    label: str
+    label: str  # marked with N_: shown as _(label), measured so by `visible_columns`
     width: int
     priority: float
     short: tuple[tuple[str, str], ...] = ()
@@ -97,23 +99,23 @@ class Column:
 # What a user looks for first stays longest: the node, its state, its cards and whether
 # they work, when its lease ends and what it costs; alerts beside; the rest as room allows.
 COLUMNS: tuple[Column, ...] = (
-    Column("node", "Node", 16, 0),
-    Column("channel", "Channel/provider", 16, 10),
-    Column("gpus", "GPUs", 12, 2),
-    Column("state", "State", 13, 1),
-    Column("util", "Util", 4, 3),
-    Column("hour", "Last hour", SPARK_CELLS, 9),
-    Column("mem", "Memory", 9, 6),
-    Column("temp", "Temp", 4, 12),
-    Column("power", "Power", 6, 11),
-    Column("cost", "Month", 9, 7),
-    Column("ends", "Lease end", 14, 4,
+    Column("node", N_("Node"), 16, 0),
+    Column("channel", N_("Channel/provider"), 16, 10),
+    Column("gpus", N_("GPUs"), 12, 2),
+    Column("state", N_("State"), 13, 1),
+    Column("util", N_("Util"), 4, 3),
+    Column("hour", N_("Last hour"), SPARK_CELLS, 9),
+    Column("mem", N_("Memory"), 9, 6),
+    Column("temp", N_("Temp"), 4, 12),
+    Column("power", N_("Power"), 6, 11),
+    Column("cost", N_("Month"), 9, 7),
+    Column("ends", N_("Lease end"), 14, 4,
            (("starts in ", "in "), (" days", " d"), (" day", " d"))),
-    Column("alerts", "Alert", 5, 5),
-    Column("offboard", "Offboard", 12, 13),
+    Column("alerts", N_("Alert"), 5, 5),
+    Column("offboard", N_("Offboard"), 12, 13),
     # The node beyond its GPUs (tui.screens.hostview): the fullest data disk, memory used.
-    Column("disk", "Disk", 4, 10.5),
-    Column("ram", "RAM", 4, 14),
+    Column("disk", N_("Disk"), 4, 10.5),
+    Column("ram", N_("RAM"), 4, 14),
 )  # fmt: skip
 
 
@@ -169,6 +171,9 @@ def visible_columns(
     has an offboarding plan in force, so its column ranks high."""
     cols = []
     for c in COLUMNS:
+        # The label in the language in use: its width is measured again (a Chinese
+        # label is two cells a character).
+        c = replace(c, label=_(c.label))
         if c.key == "node":
             c = replace(c, width=name_width)
         elif c.key == "offboard" and offboarding:
@@ -271,7 +276,10 @@ DAY_MONTH_DAYS = 300
 
 def end_day(at: datetime, now: datetime) -> str:
     """'16 Dec' or 'Jun 2028': the day a lease ends, beside its countdown."""
-    if abs((at - now).days) < DAY_MONTH_DAYS:
+    near = abs((at - now).days) < DAY_MONTH_DAYS
+    if is_chinese():  # month names are English words: Chinese reads ISO's 12-16, 2028-06
+        return f"{at:%m-%d}" if near else f"{at:%Y-%m}"
+    if near:
         return f"{at.day} {at:%b}"
     return f"{at:%b %Y}"
 
@@ -285,7 +293,7 @@ def lease_end(billing: BillingNow | None, now: datetime) -> tuple[str, float | N
     if not billing.started:
         return starts_in(lease, now), None  # booked, not billing yet
     if lease.end is None:
-        return "open", None
+        return pgettext("lease end", "open"), None
     paid = billing.paid_until or lease.end
     left = (paid - now).total_seconds()
     mark = "↻" if paid != lease.end else ""
@@ -328,7 +336,7 @@ def fleet_row(
     health = status.health if status else NodeHealth.CONNECTING
     fig: Figures | None = status_figures(status)
     samples = status.samples if fig is not None and status else ()
-    state = "stale" if status and is_stale(status) else health_label(health)
+    state = STALE if status and is_stale(status) else health_label(health)
     gpus = f"{len(samples) or node.gpu_count}×{node.gpu_model}" if node.gpu_model else (
         f"{len(samples) or node.gpu_count}×")  # fmt: skip
     util = fig.util if fig else None
@@ -349,7 +357,8 @@ def fleet_row(
         "node": cell(node.name),
         "channel": cell(f"{channel or '-'}/{provider or '-'}"),
         "gpus": cell(gpus),
-        "state": Cell(state, HEALTH_STYLE.get(health, "red")),
+        # The filter compares facts.state (English, as typed: state:stale); shown translated.
+        "state": Cell(_(state), HEALTH_STYLE.get(health, "red")),
         "util": Cell("-" if util is None else f"{util:3.0f}%"),
         "hour": Cell(bars(hour), "cyan"),
         "mem": Cell(mem),
@@ -357,7 +366,7 @@ def fleet_row(
         "power": _cell(None if fig is None else fig.power_w, "{:.0f}W"),
         "cost": Cell(
             # "several": the node's leases this month are in two currencies (never added).
-            "several"
+            _("several")
             if currency == "several"
             else "-"
             if month_cost is None
@@ -430,7 +439,7 @@ def build(
     (leases.fleet.data: pure but for `memo`: runs on the reader's thread). limit: rows for
     the first nodes by name only (a first paint; the header counts all). memo: a row whose
     inputs equal those of the last refresh (and the same minute: countdowns count
-    minutes) is that refresh's row, not built again."""
+    minutes; and the same language) is that refresh's row, not built again."""
     facts = data.facts
     statuses = data.statuses
     by_node: dict[int | None, list[StoredAlert]] = {}
@@ -447,7 +456,7 @@ def build(
                 (data.money.node_currency.get(n.id or -1, data.money.currency) or "several")
                 if data.money else "CNY",
                 facts.offboard.get(n.id) if n.id is not None else None)  # fmt: skip
-        key = (minute, *args)
+        key = (minute, language(), *args)  # a row is words: built again in another language
         hit = memo.get(n.name) if memo is not None else None
         if hit is not None and hit[0] == key:
             rows.append(hit[1])
@@ -462,13 +471,18 @@ def build(
         for name in memo.keys() - {n.name for n in nodes}:
             del memo[name]
     if data.total is not None:  # the first nodes only: the header waits for them all
-        line = f"reading {data.total} nodes… · {short_path(visible(ledger_label))}"
+        reading = _("reading {count} nodes…").format(count=data.total)
+        line = f"{reading} · {short_path(visible(ledger_label))}"
         return Refreshed(data, rows, line)
     head = header(nodes, statuses, facts.billing, data.money, ledger_label, now)
     return Refreshed(data, rows, header_line(head, now))
 
 
-GPU_COLUMNS = ("GPU", "Name", "Util", "Memory", "Temp", "Power", "P-state", "Procs")
+# Marked: shown as _(label) where the table is made.
+GPU_COLUMNS = (
+    N_("GPU"), N_("Name"), N_("Util"), N_("Memory"), N_("Temp"), N_("Power"), N_("P-state"),
+    N_("Procs"),
+)  # fmt: skip
 
 
 def gpu_rows(status: NodeStatus | None, processes_read: bool = True) -> list[tuple[str, ...]]:

@@ -12,19 +12,44 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
+from leases.core.i18n import N_, _
 from leases.core.textsafe import visible
 from tui.dashboard.commands import bound_commands, screen_under
 from tui.screens.fleetview import plain
+from tui.widgets.footer import ZukaFooter
 
 # The id before the longest column, so that at 80 columns the tooltip is what is cut.
-COLUMNS = ("Key", "Does", "Id (remap in config [keys])", "Why")
+COLUMNS = (N_("Key"), N_("Does"), N_("Id (remap in config [keys])"), N_("Why"))
 WHY_MIN = 24  # the Why column's least width: below it the table scrolls sideways
-REMAP_HINT = (
+REMAP_HINT = N_(
     'Remap a key in config.toml: [keys] <id> = "<keys>", e.g. app-help = "f1,question_mark". '
     "ctrl+p opens the command palette."
 )
+# Each screen as the help's title names it (a screen not here: its class name in words).
+SCREEN_NAMES = {
+    "FleetScreen": N_("Keys on the fleet screen · escape closes"),
+    "NodeScreen": N_("Keys on the node screen · escape closes"),
+    "AlertsScreen": N_("Keys on the alerts screen · escape closes"),
+    "AccountsScreen": N_("Keys on the accounts screen · escape closes"),
+    "OffboardScreen": N_("Keys on the offboard screen · escape closes"),
+    "AcceptanceScreen": N_("Keys on the acceptance screen · escape closes"),
+    "ProcessesScreen": N_("Keys on the processes screen · escape closes"),
+    "NodeFormScreen": N_("Keys on the node form screen · escape closes"),
+    "LeaseFormScreen": N_("Keys on the lease form screen · escape closes"),
+    "ResourceFormScreen": N_("Keys on the resource form screen · escape closes"),
+}
+
+
+def help_title(screen: Screen[Any]) -> str:
+    """The help's title for the screen it was opened over, in the language in use."""
+    if screen is screen.app.screen_stack[0]:
+        return _(SCREEN_NAMES["FleetScreen"])
+    known = SCREEN_NAMES.get(type(screen).__name__)
+    if known is not None:
+        return _(known)
+    return _("Keys on the {screen} screen · escape closes").format(screen=screen_name(screen))
 
 
 def screen_name(screen: Screen[Any]) -> str:
@@ -40,9 +65,9 @@ class HelpScreen(ModalScreen[None]):
         Binding(
             "escape,q,question_mark",
             "close",
-            "Close help",
+            N_("Close help"),
             id="help-close",
-            tooltip="Back to where you were",
+            tooltip=N_("Back to where you were"),
         ),
     ]
     DEFAULT_CSS = """
@@ -60,14 +85,17 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="help-title")
         yield DataTable(id="help-keys", cursor_type="row", zebra_stripes=True)
-        yield Static(plain(REMAP_HINT, wrap=True), id="help-hint")
-        yield Footer()
+        yield Static(plain(_(REMAP_HINT), wrap=True), id="help-hint")
+        yield ZukaFooter()
 
     def on_mount(self) -> None:
-        under = screen_under(self)
+        self.relabel()
+
+    def relabel(self) -> None:
+        """The title and the table in the language in use (the palette may switch it)."""
+        self._shape = None
         self._fill(self.app.size.width)
-        title = f"Keys on the {screen_name(under)} screen · escape closes"
-        self.query_one("#help-title", Static).update(plain(title))
+        self.query_one("#help-title", Static).update(plain(help_title(screen_under(self))))
 
     def on_resize(self, event: Resize) -> None:
         self._fill(event.size.width)
@@ -78,19 +106,21 @@ class HelpScreen(ModalScreen[None]):
         (it was cut at 80 and 120 columns)."""
         table = self.query_one("#help-keys", DataTable)
         rows = [
-            (" ".join(r.keys), r.title + (" (everywhere)" if r.everywhere else ""), r.id,
+            (" ".join(r.keys), _("{title} (everywhere)").format(title=r.title)
+             if r.everywhere else r.title, r.id,
              r.tooltip, r.id)
             for r in bound_commands(screen_under(self))
         ]  # fmt: skip
+        labels = [_(c) for c in COLUMNS]
         fixed = [max([cell_len(c), *(cell_len(visible(r[i])) for r in rows)])
-                 for i, c in enumerate(COLUMNS[:3])]  # fmt: skip
+                 for i, c in enumerate(labels[:3])]  # fmt: skip
         # Each cell's padding, the scroll bar, the screen's border.
         why = max(WHY_MIN, width - sum(fixed) - 2 * len(COLUMNS) - 3)
         if (why, tuple(fixed), len(rows)) == self._shape:
             return
         self._shape = (why, tuple(fixed), len(rows))
         table.clear(columns=True)
-        for label, w in zip(COLUMNS, [*fixed, why], strict=True):
+        for label, w in zip(labels, [*fixed, why], strict=True):
             table.add_column(Text(label), width=w)  # a label is markup: [keys]
         for keys, does, ident, tooltip, key in rows:
             table.add_row(plain(keys), plain(does), plain(ident), plain(tooltip, 400, wrap=True),

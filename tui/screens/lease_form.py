@@ -14,6 +14,7 @@ from leases.app.flags import LEASE_FLAGS
 from leases.app.leases import add_lease, edit_lease, end_lease, renew_lease, resume_node, stop_node
 from leases.core import fields
 from leases.core.clock import Clock
+from leases.core.i18n import N_, _
 from leases.core.models import Lease
 from leases.core.textsafe import visible
 from leases.ledger import records
@@ -31,19 +32,39 @@ MAIN = (
 EDITABLE = (*LEASE_FLAGS, "auto_renew")
 # What `lease renew` does not take: the renewal starts at the lease's end and has no
 # deposit refund of its own (tui.cli.leases.lease_options).
+# What a stopped node's lease bills (stored: full, storage_only, none), in words.
+STOPPED_BILLING = {"full": N_("full"), "storage_only": N_("storage only"), "none": N_("none")}
 NOT_RENEWED = ("start", "end", "deposit_refund", "deposit_refunded_on")
-UNTIL = FieldSpec("until", "until  --until", "end of the renewed period")
-AT = FieldSpec("at", "at  --at", "when it ended (default: now)")
-STOPPED_AT = FieldSpec("at", "at  --at", "when it was stopped (default: now)")
-RESUMED_AT = FieldSpec("at", "at  --at", "when it ran again (default: now)")
+# The fields a mode adds (key, label words, help), shown in the language in use.
+UNTIL = ("until", N_("until"), N_("end of the renewed period"))
+AT = ("at", N_("at"), N_("when it ended (default: now)"))
+STOPPED_AT = ("at", N_("at"), N_("when it was stopped (default: now)"))
+RESUMED_AT = ("at", N_("at"), N_("when it ran again (default: now)"))
 # The forms of one `at` field: what each writes (leases.app.leases's, as the CLI does).
 _AT_ONLY = {"end": AT, "stop": STOPPED_AT, "resume": RESUMED_AT}
 
-_TITLES = {"add": "Add a lease to", "edit": "Edit the lease of", "renew": "Renew the lease of",
-           "end": "End the lease of", "stop": "Record stopped:",
-           "resume": "Record running:"}  # fmt: skip
-_SAVE = {"add": "Add lease", "edit": "Save", "renew": "Renew", "end": "End lease",
-         "stop": "Record stop", "resume": "Record resume"}  # fmt: skip
+
+def _spec(field: tuple[str, str, str]) -> FieldSpec:
+    key, words, help_text = field
+    return FieldSpec(key, f"{_(words)}  --{key}", _(help_text))
+
+
+_TITLES = {
+    "add": N_("Add a lease to {node}"),
+    "edit": N_("Edit the lease of {node}"),
+    "renew": N_("Renew the lease of {node}"),
+    "end": N_("End the lease of {node}"),
+    "stop": N_("Record stopped: {node}"),
+    "resume": N_("Record running: {node}"),
+}
+_SAVE = {
+    "add": N_("Add lease"),
+    "edit": N_("Save"),
+    "renew": N_("Renew"),
+    "end": N_("End lease"),
+    "stop": N_("Record stop"),
+    "resume": N_("Record resume"),
+}
 
 
 def shown_value(value: Any, tz: str) -> Value:
@@ -71,7 +92,7 @@ class LeaseFormScreen(FormScreen[bool]):
     BINDINGS: ClassVar[list[BindingType]] = form_bindings("lease-form")
 
     def __init__(self, ledger: Ledger, node: str, *, mode: Mode, clock: Clock, tz: str) -> None:
-        super().__init__(ledger, f"{_TITLES[mode]} {visible(node, 80)}", _SAVE[mode])
+        super().__init__(ledger, _(_TITLES[mode]).format(node=visible(node, 80)), _SAVE[mode])
         self.node = node
         self.mode = mode
         self.clock = clock
@@ -80,9 +101,9 @@ class LeaseFormScreen(FormScreen[bool]):
 
     def specs(self) -> list[FieldSpec]:
         if self.mode in _AT_ONLY:
-            return [_AT_ONLY[self.mode]]
+            return [_spec(_AT_ONLY[self.mode])]
         main = option_specs(Lease, [k for k in MAIN if self._takes(k)])
-        return [UNTIL, *main] if self.mode == "renew" else main
+        return [_spec(UNTIL), *main] if self.mode == "renew" else main
 
     def more(self) -> list[FieldSpec]:
         if self.mode in _AT_ONLY:
@@ -114,9 +135,11 @@ class LeaseFormScreen(FormScreen[bool]):
             # follow it starts where what is paid for ends (now would be refused).
             ends = billing.paid_until or billing.lease.end
             if ends is None:
-                return {}, note + ". A new lease must start after it ends: end that one first."
+                return {}, note + _(". A new lease must start after it ends: end that one first.")
             when = fields.shown(ends, billing.lease.billing_tz or self.tz)
-            return {"start": when}, note + f". A new lease starts after it ends: from {when}."
+            return {"start": when}, note + _(
+                ". A new lease starts after it ends: from {when}."
+            ).format(when=when)
         if self.mode == "renew":
             # The lease `lease renew` renews: the latest, if not ended (Ledger.renew_lease).
             lease = leases[-1] if leases and leases[-1].ended_at is None else None
@@ -128,37 +151,39 @@ class LeaseFormScreen(FormScreen[bool]):
             return {}, f"{self.node}: {_said(leases, now)}"
         which = renewals.describe(lease, leases, now)
         if self.mode == "end":
-            return {}, f"Ends {which}.{_cancels(leases, lease, now)} Leave `at` empty for now."
+            return {}, _("Ends {which}.{cancels} Leave `at` empty for now.").format(
+                which=which, cancels=_cancels(leases, lease, now))  # fmt: skip
         keys = tuple(k for k in EDITABLE if self._takes(k))
         values = lease_values(lease, keys)
         if self.mode == "renew":
             values["deposit"] = values["deposit_paid_on"] = ""  # a renewal's own, if any
             end = fields.shown(lease.end, lease.billing_tz) if lease.end else "?"
-            return values, f"Renews {which}: the renewal starts at its end, {end}."
-        return values, f"Edits {which}."
+            return values, _("Renews {which}: the renewal starts at its end, {end}.").format(
+                which=which, end=end)  # fmt: skip
+        return values, _("Edits {which}.").format(which=which)
 
     def write(self, ledger: Ledger, values: Mapping[str, Value]) -> tuple[bool, str]:
         if self.mode == "end":
-            _, message = end_lease(ledger, self.node, str(values["at"]) or None)
+            _done, message = end_lease(ledger, self.node, str(values["at"]) or None)
             return True, message
         if self.mode in ("stop", "resume"):
             write = stop_node if self.mode == "stop" else resume_node
-            _, message = write(ledger, self.node, str(values["at"]) or None)
+            _stop, message = write(ledger, self.node, str(values["at"]) or None)
             return True, message
         if self.mode == "add":
             rec: dict[str, Any] = {"node": self.node, **given(values, LEASE_FLAGS)}
             rec["auto_renew"] = values["auto_renew"]
             if "start" not in rec:  # as `lease add` without --start
                 rec["start"] = self.clock().replace(second=0, microsecond=0)
-            _, message = add_lease(ledger, records.lease_from(rec))
+            _done, message = add_lease(ledger, records.lease_from(rec))
             return True, message
         # Edit and renew send what was changed, as the CLI sends the options typed.
         changes = {k: v for k, v in self.changed().items() if k in EDITABLE}
         if self.mode == "renew":
-            _, message = renew_lease(ledger, self.node, str(values["until"]), changes)
+            _done, message = renew_lease(ledger, self.node, str(values["until"]), changes)
             return True, message
         pick = self.lease.start if self.lease is not None else None
-        _, message = edit_lease(ledger, self.node, changes, pick)
+        _done, message = edit_lease(ledger, self.node, changes, pick)
         return True, message
 
     def cancelled(self) -> bool:
@@ -169,7 +194,7 @@ def _said(leases: list[Lease], now: datetime) -> str:
     """One line on a node's leases: the one billing now, or that none does."""
     billing = renewals.billing_now(leases, now)
     if billing is None:
-        return "no lease bills now"
+        return _("no lease bills now")
     return renewals.describe(billing.lease, leases, now)
 
 
@@ -180,15 +205,15 @@ def _stops_said(ledger: Ledger, node: str, leases: list[Lease], now: datetime, m
     open_stop = next((s for s in ledger.stops(node) if s.end is None), None)
     tz = lease.billing_tz if lease else fields.DEFAULT_TZ
     if open_stop is not None:
-        state = f"recorded stopped since {fields.shown(open_stop.start, tz)}"
+        state = _("recorded stopped since {time}").format(time=fields.shown(open_stop.start, tz))
     else:
-        state = "not recorded as stopped"
+        state = _("not recorded as stopped")
     if lease is None:
-        return f"{node}: {state}; no lease bills now."
-    bills = lease.stopped_billing.value.replace("_", " ")
-    return f"{node}: {state}; its lease bills {bills} while stopped." + (
-        " Leave `at` empty for now." if (mode == "stop") == (open_stop is None) else ""
-    )
+        return _("{node}: {state}; no lease bills now.").format(node=node, state=state)
+    bills = _(STOPPED_BILLING.get(lease.stopped_billing.value, lease.stopped_billing.value))
+    return _("{node}: {state}; its lease bills {bills} while stopped.").format(
+        node=node, state=state, bills=bills
+    ) + (_(" Leave `at` empty for now.") if (mode == "stop") == (open_stop is None) else "")
 
 
 def _cancels(leases: list[Lease], lease: Lease, now: datetime) -> str:
@@ -198,5 +223,9 @@ def _cancels(leases: list[Lease], lease: Lease, now: datetime) -> str:
         return ""
     starts = ", ".join(fields.shown(le.start, le.billing_tz) for le in later)
     if len(later) == 1:
-        return f" It also cancels the renewal not started yet (from {starts}): it never bills."
-    return f" It also cancels the renewals not started yet (from {starts}): they never bill."
+        return _(
+            " It also cancels the renewal not started yet (from {starts}): it never bills."
+        ).format(starts=starts)
+    return _(
+        " It also cancels the renewals not started yet (from {starts}): they never bill."
+    ).format(starts=starts)

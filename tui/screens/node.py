@@ -21,17 +21,19 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from leases.app import acceptance
 from leases.app.acceptance import Stored
 from leases.core.errors import UnknownNode
 from leases.core.fields import DEFAULT_TZ
+from leases.core.i18n import N_, _, is_chinese
 from leases.core.models import NodeStatus
 from leases.core.textsafe import visible
 from leases.fleet import nodefacts
 from leases.fleet.nodefacts import NodeFacts
+from leases.fleet.nodestatus import health_label
 from leases.ledger.store import Ledger
 from leases.telemetry import series
 from leases.telemetry.history import NodeMinute
@@ -40,11 +42,17 @@ from tui.dashboard.host import ZukaHost
 from tui.screens import acceptview, hostview, nodeview
 from tui.screens.fleetview import GPU_COLUMNS, gpu_rows, plain
 from tui.widgets.charts import HistoryChart
+from tui.widgets.footer import ZukaFooter
 
 # Seconds between two reads of the ledger, counted from the end of the last one.
 RELOAD_S = 10.0
 TABS = ("tab-now", "tab-history", "tab-lease", "tab-checks", "tab-log")
-SPAN_WORDS = {Span.HOUR: "1 h", Span.DAY: "24 h", Span.WEEK: "7 days", Span.LEASE: "lease"}
+SPAN_WORDS = {Span.HOUR: N_("1 h"), Span.DAY: N_("24 h"), Span.WEEK: N_("7 days"),
+              Span.LEASE: N_("lease")}  # fmt: skip
+# The tabs' titles, in TABS' order (shown as _(title), again after a language switch).
+TAB_TITLES = (N_("1 GPUs"), N_("2 History"), N_("3 Lease"), N_("4 Checks & alerts"),
+              N_("5 Audit log"))  # fmt: skip
+PROM = "readings: Prometheus"  # how leases.fleet.nodefacts says a node read from Prometheus
 RANGE_KEYS = {Span.HOUR: "h", Span.DAY: "d", Span.WEEK: "w", Span.LEASE: "f"}
 
 
@@ -64,20 +72,30 @@ def read_node(
     try:
         return NodeRead(facts, acceptance.last(ledger, name))
     except Exception as exc:  # a run changed outside zuka, say: said, the rest still shown
-        return NodeRead(facts, None, f"cannot read the last check: {visible(exc, 200)}")
+        return NodeRead(
+            facts, None, _("cannot read the last check: {reason}").format(reason=visible(exc, 200))
+        )
 
 
-def _tab(key: str, n: int, title: str) -> Binding:
+def _health(status: NodeStatus) -> str:
+    """The node's health in words: English says its value ('hostkey changed'); another
+    language the fleet's label for it, in that language."""
+    if is_chinese():
+        return health_label(status.health)
+    return status.health.value.replace("_", " ")
+
+
+def _tab(key: str, n: int, title: str, tooltip: str) -> Binding:
     return Binding(
         key, f"tab('{TABS[n]}')", title, id=f"node-tab-{TABS[n][4:]}", show=False,
-        tooltip=f"Show the {title} tab",
+        tooltip=tooltip,
     )  # fmt: skip
 
 
-def _range(span: Span, title: str) -> Binding:
+def _range(span: Span, title: str, tooltip: str) -> Binding:
     return Binding(
         RANGE_KEYS[span], f"span('{span.value}')", title, id=f"node-range-{span.value}",
-        tooltip=f"Charts over {span.words}",
+        tooltip=tooltip,
     )  # fmt: skip
 
 
@@ -92,34 +110,35 @@ class NodeScreen(Screen[None]):
     NodeScreen .node-host { margin-top: 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "Back", id="node-back", tooltip="Back to the fleet"),
-        _range(Span.HOUR, "1 h"),
-        _range(Span.DAY, "24 h"),
-        _range(Span.WEEK, "7 d"),
-        _range(Span.LEASE, "Lease"),
+        Binding("escape", "back", N_("Back"), id="node-back", tooltip=N_("Back to the fleet")),
+        _range(Span.HOUR, N_("1 h"), N_("Charts over the last hour")),
+        _range(Span.DAY, N_("24 h"), N_("Charts over the last 24 hours")),
+        _range(Span.WEEK, N_("7 d"), N_("Charts over the last 7 days")),
+        _range(Span.LEASE, N_("Lease"), N_("Charts over the lease's life")),
         Binding(
             "i",
             "shell",
-            "Shell",
+            N_("Shell"),
             id="node-shell",
             show=False,
-            tooltip="Open a shell on this node, the way zuka polls it",
+            tooltip=N_("Open a shell on this node, the way zuka polls it"),
         ),
         Binding(
             "I",
             "tmux",
-            "tmux",
+            N_("tmux"),
             id="node-tmux",
             show=False,
-            tooltip="Attach or create tmux session zuka (or one named) on the node",
+            tooltip=N_("Attach or create tmux session zuka (or one named) on the node"),
         ),
-        Binding("r", "reload", "Reload", id="node-reload", tooltip="Read the ledger again now"),
-        _tab("1", 0, "GPUs"),
-        _tab("2", 1, "History"),
-        _tab("3", 2, "Lease"),
-        _tab("4", 3, "Checks & alerts"),
-        _tab("5", 4, "Audit log"),
-    ]
+        Binding("r", "reload", N_("Reload"), id="node-reload",
+                tooltip=N_("Read the ledger again now")),
+        _tab("1", 0, N_("GPUs"), N_("Show the GPUs tab")),
+        _tab("2", 1, N_("History"), N_("Show the History tab")),
+        _tab("3", 2, N_("Lease"), N_("Show the Lease tab")),
+        _tab("4", 3, N_("Checks & alerts"), N_("Show the Checks & alerts tab")),
+        _tab("5", 4, N_("Audit log"), N_("Show the Audit log tab")),
+    ]  # fmt: skip
 
     def __init__(self, name: str) -> None:
         super().__init__()
@@ -138,31 +157,48 @@ class NodeScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="node-title")
         with TabbedContent(initial=TABS[0], id="node-tabs"):
-            with TabPane("1 GPUs", id=TABS[0]), VerticalScroll():
+            with TabPane(_(TAB_TITLES[0]), id=TABS[0]), VerticalScroll():
                 yield DataTable(id="node-gpus", cursor_type="none", zebra_stripes=True)
                 yield Static(id="node-procs-caption", classes="node-caption")
                 yield DataTable(id="node-procs", cursor_type="none", zebra_stripes=True)
                 # The node beyond its GPUs (tui.screens.hostview), below: scroll for it.
                 yield Static(id="node-host", classes="node-host")
-            with TabPane("2 History", id=TABS[1]):
+            with TabPane(_(TAB_TITLES[1]), id=TABS[1]):
                 yield Static(id="node-span")
                 yield HistoryChart(id="chart-util", color="green", xticks=False)
                 yield HistoryChart(id="chart-mem", color="cyan", xticks=False)
                 yield HistoryChart(id="chart-power", color="orange")
-            with TabPane("3 Lease", id=TABS[2]), VerticalScroll():
+            with TabPane(_(TAB_TITLES[2]), id=TABS[2]), VerticalScroll():
                 yield Static(id="node-billing")
                 yield DataTable(id="node-leases", cursor_type="none", zebra_stripes=True)
                 yield Static(id="node-resources-caption", classes="node-caption")
                 yield DataTable(id="node-resources", cursor_type="none", zebra_stripes=True)
-            with TabPane("4 Checks & alerts", id=TABS[3]), VerticalScroll():
+            with TabPane(_(TAB_TITLES[3]), id=TABS[3]), VerticalScroll():
                 yield Static(id="node-acceptance")
                 yield Static(id="node-alerts-caption", classes="node-caption")
                 yield DataTable(id="node-alerts", cursor_type="none", zebra_stripes=True)
-            with TabPane("5 Audit log", id=TABS[4]):
+            with TabPane(_(TAB_TITLES[4]), id=TABS[4]):
                 yield DataTable(id="node-log", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield ZukaFooter()
 
     def on_mount(self) -> None:
+        self._columns()
+        self.show_live()
+        self.read_ledger()
+        self.set_interval(self.zuka.refresh_s, self.show_live)
+
+    def relabel(self) -> None:
+        """Every word in the language in use (tui.dashboard.language): tabs, columns,
+        captions; the ledger read again for the rest."""
+        tabs = self.query_one("#node-tabs", TabbedContent)
+        for tab_id, title in zip(TABS, TAB_TITLES, strict=True):
+            tabs.get_tab(tab_id).label = _(title)
+        self._shown.clear()
+        self._columns()
+        self.show_live()
+        self.read_ledger()
+
+    def _columns(self) -> None:
         columns = {
             "node-gpus": GPU_COLUMNS,
             "node-procs": nodeview.PROCESS_COLUMNS,
@@ -172,13 +208,12 @@ class NodeScreen(Screen[None]):
             "node-log": nodeview.log_columns(self._tz(), self.zuka.clock()),
         }
         for table_id, names in columns.items():
-            self.query_one(f"#{table_id}", DataTable).add_columns(*names)
+            table = self.query_one(f"#{table_id}", DataTable)
+            table.clear(columns=True)
+            table.add_columns(*(_(n) for n in names))
         self.query_one("#node-acceptance", Static).update(
-            plain(f"acceptance: {nodeview.NO_ACCEPTANCE}")
+            plain(_("acceptance: {said}").format(said=_(nodeview.NO_ACCEPTANCE)))
         )
-        self.show_live()
-        self.read_ledger()
-        self.set_interval(self.zuka.refresh_s, self.show_live)
 
     # -- live: from memory, every refresh --------------------------------------------------
 
@@ -188,17 +223,17 @@ class NodeScreen(Screen[None]):
     def show_live(self) -> None:
         status = self._status()
         readings = self.facts.readings if self.facts else ""
-        prom = readings.startswith("readings: Prometheus")  # SSH reads processes and host
+        prom = readings.startswith(PROM)  # SSH reads processes and host
         self._fill("node-gpus", gpu_rows(status, processes_read=not prom))
         procs = nodeview.process_rows(status)
         self._fill("node-procs", procs)
-        none = "none reported" if status and status.samples else "not read yet"
+        none = _("none reported") if status and status.samples else _("not read yet")
         if prom:
-            none = "not read: they are read over SSH, this node's GPUs from Prometheus"
-        self._caption("node-procs-caption", "processes", procs, none)
+            none = _("not read: they are read over SSH, this node's GPUs from Prometheus")
+        self._caption("node-procs-caption", N_("processes"), procs, none)
         host = hostview.host_lines(status.host if status else None)
         if prom and (status is None or status.host is None):
-            host = ["host: not read: CPU, memory, disks and network are read over SSH"]
+            host = [_("host: not read: CPU, memory, disks and network are read over SSH")]
         host = [*host, readings] if prom else host  # SSH, the default, unsaid
         joined = Text("\n", no_wrap=True, overflow="ellipsis").join(plain(x) for x in host)
         self.query_one("#node-host", Static).update(joined)
@@ -206,14 +241,17 @@ class NodeScreen(Screen[None]):
 
     def _show_title(self, status: NodeStatus | None) -> None:
         parts = [visible(self.node_name, 60)]
-        parts.append(status.health.value.replace("_", " ") if status else "no reading yet")
+        parts.append(_health(status) if status else _("no reading yet"))
         node = self.facts.node if self.facts else None
         samples = status.samples if status else ()
         if node is not None:
             if node.gpu_count:  # as declared; else as read (a count never said is not 0)
                 parts.append(visible(f"{node.gpu_count}× {node.gpu_model}".strip(), 40))
             elif samples:
-                parts.append(visible(f"{len(samples)}× {samples[0].name} (read)", 40))
+                read = _("{count}× {model} (read)").format(
+                    count=len(samples), model=samples[0].name
+                )
+                parts.append(visible(read, 40))
             if node.provider:
                 parts.append(visible(node.provider, 30))
             short = nodeview.vram_mismatch(node.vram_gib, [x.mem_total_mib for x in samples])
@@ -227,7 +265,11 @@ class NodeScreen(Screen[None]):
         self.query_one("#node-title", Static).update(plain(text))
 
     def _caption(self, caption_id: str, what: str, rows: Sized, none: str) -> None:
-        text = f"{what}: {none}" if not rows else f"{what} ({len(rows)})"
+        """what: marked with N_ ('processes'), said in the language in use."""
+        if rows:
+            text = _("{what} ({count})").format(what=_(what), count=len(rows))
+        else:
+            text = _("{what}: {none}").format(what=_(what), none=none)
         self.query_one(f"#{caption_id}", Static).update(plain(text))
 
     def _fill(self, table_id: str, rows: list[tuple[str, ...]]) -> None:
@@ -294,9 +336,9 @@ class NodeScreen(Screen[None]):
     def _read_failed(self, exc: BaseException | None) -> None:
         """Any failure of a read is said in the title, and the next read is tried."""
         if isinstance(exc, UnknownNode):
-            self.problem = "no such node in the ledger any more (deleted or renamed?)"
+            self.problem = _("no such node in the ledger any more (deleted or renamed?)")
         else:
-            self.problem = f"cannot read the ledger: {visible(exc, 200)}"
+            self.problem = _("cannot read the ledger: {reason}").format(reason=visible(exc, 200))
         self._show_title(self._status())
         self._arm()
 
@@ -322,19 +364,21 @@ class NodeScreen(Screen[None]):
         self._fill("node-log", nodeview.log_rows(facts, tz))
         lines = [plain(line, wrap=True) for line in nodeview.lease_summary(facts)]
         self.query_one("#node-billing", Static).update(Text("\n").join(lines))
-        self._caption("node-resources-caption", "resources", facts.resources, "none recorded")
-        self._caption("node-alerts-caption", "open alerts", facts.alerts, "none")
+        self._caption("node-resources-caption", N_("resources"), facts.resources,
+                      _("none recorded"))  # fmt: skip
+        self._caption("node-alerts-caption", N_("open alerts"), facts.alerts, _("none"))
         self._show_charts()
-        if facts.readings.startswith("readings: Prometheus"):
+        if facts.readings.startswith(PROM):
             self.show_live()  # where its readings come from, at once
         self._arm()
 
     def _show_acceptance(self, problem: str) -> None:
         lines = acceptview.summary_lines(self.accepted, self._tz())
         if not lines:
-            lines = [f"acceptance: {nodeview.NO_ACCEPTANCE} (c on the fleet runs one)"]
+            lines = [_("acceptance: {said} (c on the fleet runs one)").format(
+                said=_(nodeview.NO_ACCEPTANCE))]  # fmt: skip
         if problem:
-            lines.append(f"acceptance: {problem}")
+            lines.append(_("acceptance: {said}").format(said=problem))
         self.query_one("#node-acceptance", Static).update(
             Text("\n").join(plain(line, wrap=True) for line in lines)
         )
@@ -345,12 +389,12 @@ class NodeScreen(Screen[None]):
 
     def _show_charts(self) -> None:
         spans = " ".join(
-            f"[{RANGE_KEYS[s]}] {SPAN_WORDS[s]}" + ("◀" if s is self.span else "") for s in Span
+            f"[{RANGE_KEYS[s]}] {_(SPAN_WORDS[s])}" + ("◀" if s is self.span else "") for s in Span
         )
         span_line = self.query_one("#node-span", Static)
         facts = self.facts
         if facts is None or facts.series is None:
-            span_line.update(plain(f"{spans}\nno lease recorded: no lease's life to chart"))
+            span_line.update(plain(spans + "\n" + _("no lease recorded: no lease's life to chart")))
             for chart in self.query(HistoryChart):
                 chart.display = False
             return

@@ -14,6 +14,7 @@ from leases.app.flags import NODE_FLAGS, NODE_HELP, describe_error
 from leases.app.nodes import add_node, edit_node, new_node, new_provider, node_changes
 from leases.core import recordfields
 from leases.core.errors import InputError, Problems
+from leases.core.i18n import N_, _, is_chinese
 from leases.core.models import Node, ProviderKind
 from leases.core.textsafe import visible
 from leases.ledger import records
@@ -21,21 +22,38 @@ from leases.ledger.records import SSH_KEYS, node_record
 from leases.ledger.store import Ledger
 from leases.ssh.login import parse_ssh_command, ssh_config_aliases
 from tui.widgets.form import FieldSpec, FormScreen, Value, form_bindings, given, option_specs
+from tui.widgets.valuewords import value_words
 
-SSH_SPEC = FieldSpec(
-    "ssh",
-    "login command  --ssh",
-    f"{NODE_HELP['ssh']}: paste it whole (a password line is dropped, never stored)",
-    "multiline",
-    also=SSH_KEYS,
-)
-CHANNEL_SPEC = FieldSpec(
-    "channel",
-    "channel  --channel",
-    f"for a new --provider: {recordfields.choices(ProviderKind)}",
-    "choice",
-    tuple(k.value for k in ProviderKind),
-)
+
+def ssh_spec() -> FieldSpec:
+    """The login command's field, in the language in use."""
+    return FieldSpec(
+        "ssh",
+        _("login command") + "  --ssh",
+        _("{help}: paste it whole (a password line is dropped, never stored)").format(
+            help=_(NODE_HELP["ssh"])
+        ),
+        "multiline",
+        also=SSH_KEYS,
+    )
+
+
+def _channels() -> str:
+    """The channels the field offers, as its list shows them (the CLI's words in English)."""
+    if not is_chinese():
+        return recordfields.choices(ProviderKind)
+    return " | ".join(value_words(k.value) for k in ProviderKind)
+
+
+def channel_spec() -> FieldSpec:
+    """The channel's field (for a new provider), in the language in use."""
+    return FieldSpec(
+        "channel",
+        _("channel") + "  --channel",
+        _("for a new --provider: {choices}").format(choices=_channels()),
+        "choice",
+        tuple(k.value for k in ProviderKind),
+    )
 
 
 def _aliases() -> frozenset[str]:
@@ -68,8 +86,8 @@ class NodeFormScreen(FormScreen[str | None]):
         editing = name is not None
         super().__init__(
             ledger,
-            f"Edit node {visible(name, 80)}" if editing else "Add a node",
-            "Save" if editing else "Add node",
+            _("Edit node {name}").format(name=visible(name, 80)) if editing else _("Add a node"),
+            N_("Save") if editing else N_("Add node"),
         )
         self.editing = name
         self.paste = paste
@@ -79,7 +97,7 @@ class NodeFormScreen(FormScreen[str | None]):
     def specs(self) -> list[FieldSpec]:
         options = option_specs(Node, ("name", "provider"))
         rest = option_specs(Node, ("gpu_model", "gpu_count", "vram_gib"))
-        return [options[0], SSH_SPEC, options[1], CHANNEL_SPEC, *rest]
+        return [options[0], ssh_spec(), options[1], channel_spec(), *rest]
 
     def more(self) -> list[FieldSpec]:
         keys = ["interconnect", "nvlinks", "ib_gbps", "tags", "local", "notes"]
@@ -95,12 +113,12 @@ class NodeFormScreen(FormScreen[str | None]):
     def load(self, ledger: Ledger) -> tuple[dict[str, Value], str]:
         self.aliases = _aliases()
         if self.editing is None:
-            return {}, (
+            return {}, _(
                 "Paste the login command the platform's console gives"
                 " (`ssh -p PORT user@host`, `登录指令：ssh ...`) into the login command field."
             )
         node = ledger.node(self.editing)
-        info = f"Problem: {node.problem}" if node.problem else ""
+        info = _("Problem: {problem}").format(problem=node.problem) if node.problem else ""
         values = _shown_values(node)
         if node.provider:  # its provider's channel, as `zuka provider list` says it
             known = {p.name: p for p in ledger.providers()}
@@ -130,11 +148,13 @@ class NodeFormScreen(FormScreen[str | None]):
             self.trimmed = True
             event.text_area.load_text(target.command(tunnels=True))  # read again as a Changed
             return
-        said = f"zuka will log in with: {target.command()}"
+        said = _("zuka will log in with: {command}").format(command=target.command())
         if target.tunnels:
-            said += f" (its forwards {', '.join(target.tunnels)} are kept, never opened)"
+            said += " " + _("(its forwards {forwards} are kept, never opened)").format(
+                forwards=", ".join(target.tunnels)
+            )
         if self.trimmed:
-            said += " (the rest of the paste was dropped)"
+            said += " " + _("(the rest of the paste was dropped)")
         self.query_one("#form-info", Static).update(Text(visible(said, 300)))
 
     def write(self, ledger: Ledger, values: Mapping[str, Value]) -> tuple[str | None, str]:

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 from leases.alerts.state import StoredAlert
 from leases.core import fields
+from leases.core.i18n import N_, _
 from leases.core.models import NodeStatus
 from leases.core.origin import who
 from leases.core.textsafe import visible
@@ -20,26 +21,31 @@ from leases.fleet.nodefacts import NodeFacts
 from leases.money.amounts import bare, money
 from leases.money.leasecost import cost_line
 from leases.telemetry import series
+from tui.screens.alertwords import kind_words, severity_words
 from tui.screens.fleetview import CELL_MAX
+from tui.widgets.valuewords import period_words, value_words
 from tui.words import billing_line, change_text
 
-NO_ACCEPTANCE = "no acceptance check recorded"
+NO_ACCEPTANCE = N_("no acceptance check recorded")
 # Longest a message (an alert's, a log entry's change) may make one cell.
 MESSAGE_MAX = 300
 
-PROCESS_COLUMNS = ("GPU", "PID", "User", "Process", "Memory")
+# Marked: shown as _(label) where the tables are made.
+PROCESS_COLUMNS = (N_("GPU"), N_("PID"), N_("User"), N_("Process"), N_("Memory"))
 # What matters most first: at 80 columns the deposit and contract are a scroll away.
-LEASE_COLUMNS = ("Start", "End", "Billing", "Price", "Charged", "State", "Deposit", "Contract")
-RESOURCE_COLUMNS = ("Lease start", "Kind", "ID", "Region", "Price", "Deleted", "Verified")
+LEASE_COLUMNS = (N_("Start"), N_("End"), N_("Billing"), N_("Price"), N_("Charged"), N_("State"),
+                 N_("Deposit"), N_("Contract"))  # fmt: skip
+RESOURCE_COLUMNS = (N_("Lease start"), N_("Kind"), N_("ID"), N_("Region"), N_("Price"),
+                    N_("Deleted"), N_("Verified"))  # fmt: skip
 # Each amount with its currency (its lease's): a node's leases may be in several.
-ALERT_COLUMNS = ("Severity", "Kind", "Since", "Amount", "Message")
-LOG_COLUMNS = ("ID", "When", "Who", "Action", "Change")
+ALERT_COLUMNS = (N_("Severity"), N_("Kind"), N_("Since"), N_("Amount"), N_("Message"))
+LOG_COLUMNS = (N_("ID"), N_("When"), N_("Who"), N_("Action"), N_("Change"))
 
 
 def log_columns(tz: str, at: datetime) -> tuple[str, ...]:
     """The audit tab's columns, its times' zone named as `zuka log` names it ("When (CST)")."""
     zone = at.astimezone(ZoneInfo(tz)).strftime("%Z") or tz
-    return tuple(f"When ({zone})" if c == "When" else c for c in LOG_COLUMNS)
+    return tuple(_("When ({zone})").format(zone=zone) if c == "When" else _(c) for c in LOG_COLUMNS)
 
 
 def _num(v: float | None, fmt: str) -> str:
@@ -76,15 +82,15 @@ def lease_rows(facts: NodeFacts) -> list[tuple[str, ...]]:
         deposit = (
             "-"
             if le.deposit is None
-            else f"{money(le.deposit, le.currency)} ({le.deposit_refund.value})"
+            else f"{money(le.deposit, le.currency)} ({value_words(le.deposit_refund.value)})"
         )
         out.append(
             (
                 _when(le.start, tz),
                 _when(le.end, tz),
-                le.billing_type.value,
+                value_words(le.billing_type.value),
                 money(le.unit_price, le.currency),
-                "unknown" if c.charged is None else money(c.charged, le.currency),
+                _("unknown") if c.charged is None else money(c.charged, le.currency),
                 c.state + (f" {_when(le.ended_at, tz)}" if c.state == "ended" else ""),
                 deposit,
                 visible(le.contract_no, 32) or "-",
@@ -97,10 +103,10 @@ def resource_rows(facts: NodeFacts) -> list[tuple[str, ...]]:
     return [
         (
             fields.shown(start.replace(tzinfo=None)),
-            res.kind.value,
+            value_words(res.kind.value),
             visible(res.native_id, CELL_MAX),
             visible(res.region, 24) or "-",
-            "-" if res.price is None else f"{res.price}/{res.price_per.value}",
+            "-" if res.price is None else f"{res.price}/{period_words(res.price_per.value)}",
             "-" if res.deleted_at is None else fields.shown(res.deleted_at.replace(tzinfo=None)),
             "-" if res.verified_at is None else fields.shown(res.verified_at.replace(tzinfo=None)),
         )
@@ -120,8 +126,8 @@ def alert_rows(facts: NodeFacts, tz: str) -> list[tuple[str, ...]]:
     zone = ZoneInfo(tz)
     return [
         (
-            a.severity.value,
-            a.kind.replace("_", " "),
+            severity_words(a.severity.value),
+            kind_words(a.kind),
             f"{a.first_seen.astimezone(zone):%m-%d %H:%M}",
             alert_amount(a),
             visible(a.message, MESSAGE_MAX),
@@ -139,7 +145,12 @@ def log_rows(facts: NodeFacts, tz: str) -> list[tuple[str, ...]]:
             "?" if e.problem and e.at.year == 1 else f"{e.at.astimezone(zone):%Y-%m-%d %H:%M}",
             who(e.actor, e.origin),
             visible(e.action, 24),
-            visible(f"unreadable entry: {e.problem}" if e.problem else change_text(e), MESSAGE_MAX),
+            visible(
+                _("unreadable entry: {problem}").format(problem=e.problem)
+                if e.problem
+                else change_text(e),
+                MESSAGE_MAX,
+            ),
         )
         for e in reversed(facts.log)
     ]
@@ -154,7 +165,9 @@ def vram_mismatch(vram_gib: int | None, totals_mib: list[float | None]) -> str |
     least = min(read) / 1024
     if least >= vram_gib * 0.9:  # nvidia-smi reports a little under the marketed size
         return None
-    return f"cards report {least:.0f} GiB of memory, leased as {vram_gib} GiB"
+    return _("cards report {read:.0f} GiB of memory, leased as {leased} GiB").format(
+        read=least, leased=vram_gib
+    )
 
 
 def lease_summary(facts: NodeFacts) -> list[str]:
@@ -247,13 +260,17 @@ def _chart(
     high = max([top, *known]) if known else top
     left, right = ax.x(g, 0, now), ax.x(g, g.count, now)
     if known:
-        title += f" · mean {sum(known) / len(known):.0f} · max {max(known):.0f}"
+        title += " · " + _("mean {mean:.0f} · max {max:.0f}").format(
+            mean=sum(known) / len(known), max=max(known)
+        )
     gaps = g.count - len(known)
-    if gaps:
-        title += f" · {gaps} of {g.count} slices unread" if known else " · no readings"
+    if gaps and known:
+        title += " · " + _("{gaps} of {count} slices unread").format(gaps=gaps, count=g.count)
+    elif gaps:
+        title += " · " + _("no readings")
     if values and values[-1] is not None and g.at(g.count) > now:
         # The slice holding now is still being read: what it shows is so far.
-        title += " · last slice so far"
+        title += " · " + _("last slice so far")
     marks = time_ticks(g, ax, tz) if ax.from_start else ticks(left, right)
     return Chart(title, ax.label, (left, right), (0.0, high or 1.0), lines, marks)
 
@@ -270,14 +287,13 @@ def charts(
     mem_top and power_top: the node's capacity when known, so a chart's top means full.
     gpus: how many GPUs the node has, said in the titles (the charts are the node's whole,
     not one GPU's); tz: the zone a lease's life is dated in."""
-    over = f" ({'mean of' if gpus > 1 else 'its'} {_gpus(gpus)})" if gpus else ""
-    total = f" (all {_gpus(gpus)})" if gpus > 1 else over
+    if gpus > 1:
+        over = _(" (mean of {count} GPUs)").format(count=gpus)
+        total = _(" (all {count} GPUs)").format(count=gpus)
+    else:
+        over = total = _(" (its 1 GPU)") if gpus else ""
     return [
-        _chart(s, s.util, f"utilisation %{over}", 100.0, now, tz),
-        _chart(s, s.mem_gib, f"memory GiB{total}", mem_top, now, tz),
-        _chart(s, s.power_w, f"power W{total}", power_top, now, tz),
+        _chart(s, s.util, _("utilisation %") + over, 100.0, now, tz),
+        _chart(s, s.mem_gib, _("memory GiB") + total, mem_top, now, tz),
+        _chart(s, s.power_w, _("power W") + total, power_top, now, tz),
     ]
-
-
-def _gpus(n: int) -> str:
-    return "1 GPU" if n == 1 else f"{n} GPUs"

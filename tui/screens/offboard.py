@@ -27,13 +27,14 @@ from textual.binding import Binding, BindingType
 from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, ProgressBar, Static
+from textual.widgets import DataTable, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
 from leases.app import offboarding
 from leases.app.offboarding import Done, DriversFactory
 from leases.config.sections import Config
 from leases.core.errors import InputError, no_ledger
+from leases.core.i18n import N_, _
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from leases.offboard import evidence, runner, wiring
@@ -41,8 +42,18 @@ from leases.offboard.evidence import PASSED, State, StoredPlan
 from leases.offboard.steps import Phase, Planner, Step
 from tui.screens.ask import AskScreen
 from tui.screens.fleetview import plain
-from tui.screens.offboardview import COLUMNS, RECHECKED, checklist_rows, hint, step_detail
+from tui.screens.offboardview import (
+    COLUMNS,
+    RECHECKED,
+    checklist_rows,
+    confirm_lines,
+    hint,
+    not_next_words,
+    state_words,
+    step_detail,
+)
 from tui.screens.yesno import ConsentScreen
+from tui.widgets.footer import ZukaFooter
 
 if TYPE_CHECKING:
     from tui.dashboard.host import ZukaHost
@@ -90,16 +101,37 @@ class OffboardScreen(Screen[None]):
     OffboardScreen #offboard-said.-bad { color: $error; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        _key("escape", "back", "Back", "back", "Back to the fleet"),
-        _key("n", "run_next", "Run next", "next", "Carry out the next step (asks the name once)"),
-        _key("a", "run_all", "Run all", "all", "Carry out every step left, in order"),
-        _key("s", "skip", "Skip", "skip", "Skip the selected step, with a reason"),
-        _key("r", "retry", "Retry", "retry", "Run the selected failed step again"),
-        _key("d", "did", "Did it", "did", "Say the selected manual step is done, then verify it"),
-        _key("g", "go_on", "Go on", "go-on", "Go on past GPU processes still running"),
-        _key("c", "recheck", "Recheck", "recheck", "Read back every verified step again"),
-        _key("i", "inspect", "Inspect", "inspect", "Look at all it deletes, changing nothing"),
-        _key("p", "replan", "Re-plan", "plan", "Make the plan again from the ledger", show=False),
+        _key("escape", "back", N_("Back"), "back", N_("Back to the fleet")),
+        _key(
+            "n",
+            "run_next",
+            N_("Run next"),
+            "next",
+            N_("Carry out the next step (asks the name once)"),
+        ),
+        _key("a", "run_all", N_("Run all"), "all", N_("Carry out every step left, in order")),
+        _key("s", "skip", N_("Skip"), "skip", N_("Skip the selected step, with a reason")),
+        _key("r", "retry", N_("Retry"), "retry", N_("Run the selected failed step again")),
+        _key(
+            "d",
+            "did",
+            N_("Did it"),
+            "did",
+            N_("Say the selected manual step is done, then verify it"),
+        ),
+        _key("g", "go_on", N_("Go on"), "go-on", N_("Go on past GPU processes still running")),
+        _key("c", "recheck", N_("Recheck"), "recheck", N_("Read back every verified step again")),
+        _key(
+            "i", "inspect", N_("Inspect"), "inspect", N_("Look at all it deletes, changing nothing")
+        ),
+        _key(
+            "p",
+            "replan",
+            N_("Re-plan"),
+            "plan",
+            N_("Make the plan again from the ledger"),
+            show=False,
+        ),
     ]
 
     def __init__(
@@ -137,12 +169,20 @@ class OffboardScreen(Screen[None]):
         yield ProgressBar(total=None, show_eta=False, id="offboard-bar")
         yield DataTable(id="offboard-steps", cursor_type="row", zebra_stripes=True)
         yield Static(id="offboard-detail")
-        yield Footer()
+        yield ZukaFooter()
 
     def on_mount(self) -> None:
-        self.query_one("#offboard-steps", DataTable).add_columns(*COLUMNS)
+        self.query_one("#offboard-steps", DataTable).add_columns(*(_(c) for c in COLUMNS))
         self._show()
         self.action_replan()
+
+    def relabel(self) -> None:
+        """In the language in use (tui.dashboard.language)."""
+        table = self.query_one("#offboard-steps", DataTable)
+        table.clear(columns=True)
+        table.add_columns(*(_(c) for c in COLUMNS))
+        self._shown = []
+        self._show()
 
     # -- showing ---------------------------------------------------------------------------------
 
@@ -155,23 +195,21 @@ class OffboardScreen(Screen[None]):
         title = self.query_one("#offboard-title", Static)
         bar = self.query_one("#offboard-bar", ProgressBar)
         if stored is None:
-            title.update(plain(f"offboarding {name} · no plan read yet"))
+            title.update(plain(_("offboarding {name} · no plan read yet").format(name=name)))
         else:
             done = offboarding.passed(stored)
             total = len(stored.plan.steps)
             deletes = sum(s.destructive for s in stored.plan.steps)
             where = (
-                "finished" if stored.finished_at is not None
-                else "not started" if all(stored.state(s.key).state is State.PENDING
-                                          for s in stored.plan.steps)
-                else f"{done}/{total} steps passed"
+                _("finished") if stored.finished_at is not None
+                else _("not started") if all(stored.state(s.key).state is State.PENDING
+                                             for s in stored.plan.steps)
+                else _("{done}/{total} steps passed").format(done=done, total=total)
             )  # fmt: skip
-            title.update(
-                plain(
-                    f"offboarding {name} · plan {stored.id} · hash {stored.hash[:12]} ·"
-                    f" {total} steps, {deletes} delete · {where}"
-                )
-            )
+            title.update(plain(_(
+                "offboarding {name} · plan {id} · hash {hash} · {total} steps, {deletes} delete"
+                " · {where}").format(name=name, id=stored.id, hash=stored.hash[:12], total=total,
+                                     deletes=deletes, where=where)))  # fmt: skip
             bar.update(total=total, progress=done)
         said = self.said
         if self.busy:
@@ -222,7 +260,8 @@ class OffboardScreen(Screen[None]):
         if step is not None and self.stored is not None:
             lines += step_detail(self.stored, step, tz)
         if self.stored is not None:
-            lines += [f"NOT deleted: {line}" for line in self.stored.plan.not_deleted()]
+            lines += [_("NOT deleted: {what}").format(what=line)
+                      for line in self.stored.plan.not_deleted()]  # fmt: skip
         # Line by line: visible() turns a newline inside any one of them into an escape.
         detail.update(Text("\n").join(plain(line, wrap=True) for line in lines))
 
@@ -234,11 +273,11 @@ class OffboardScreen(Screen[None]):
     def _start(self, what: str, job: Job) -> bool:
         """Start one engine job; refused while one is under way (one run at a time)."""
         if self.busy:
-            self._say(f"wait: {self.busy} is under way", bad=True)
+            self._say(_("wait: {busy} is under way").format(busy=self.busy), bad=True)
             return False
         ledger = self.zuka.ledger
         if ledger is None:
-            self._say("no ledger open", bad=True)
+            self._say(_("no ledger open"), bad=True)
             return False
         self.busy = what
         self.said = ""
@@ -298,17 +337,17 @@ class OffboardScreen(Screen[None]):
         elif event.state is WorkerState.ERROR:
             exc = event.worker.error
             if isinstance(exc, InputError):
-                said = f"refused: {exc.reason}"
+                said = _("refused: {reason}").format(reason=exc.reason)
                 if exc.field == "plan":
-                    said += " (p makes it again here)"
+                    said = _("refused: {reason} (p makes it again here)").format(reason=exc.reason)
                 if exc.field == "account":
-                    said = f"refused, nothing was run: {exc.reason}"
+                    said = _("refused, nothing was run: {reason}").format(reason=exc.reason)
                 if exc.field == "confirm":
-                    said = f"refused, nothing was run: you typed '{visible(exc.value, 60)}',"\
-                           f" not the node's name: type the node's name,"\
-                           f" {visible(self.node_name, 60)}"  # fmt: skip
+                    said = _("refused, nothing was run: you typed '{typed}', not the node's name:"
+                             " type the node's name, {name}").format(
+                        typed=visible(exc.value, 60), name=visible(self.node_name, 60))  # fmt: skip
             else:
-                said = f"failed: {type(exc).__name__}: {exc}"
+                said = _("failed: {kind}: {error}").format(kind=type(exc).__name__, error=exc)
             self._finish(visible(said, 600), bad=True)
             self._reread()
         elif event.state is WorkerState.CANCELLED:
@@ -342,7 +381,8 @@ class OffboardScreen(Screen[None]):
 
     def action_back(self) -> None:
         if self.busy:
-            self._say(f"wait: {self.busy} is under way (the run stops at the first failure)",
+            self._say(_("wait: {busy} is under way (the run stops at the first failure)").format(
+                busy=self.busy),
                       bad=True)  # fmt: skip
             return
         self.dismiss(None)
@@ -353,16 +393,16 @@ class OffboardScreen(Screen[None]):
         async def job(ledger: Ledger) -> Done:
             return offboarding.plan(ledger, name, config, planners)
 
-        self._start("making the plan", job)
+        self._start(_("making the plan"), job)
 
     def _confirmed(self, then: Callable[[str], None]) -> None:
         """then(the name typed), asking for it unless typed for this very plan already."""
         stored = self.stored
         if stored is None:
-            self._say("no plan read yet", bad=True)
+            self._say(_("no plan read yet"), bad=True)
             return
         if self.busy:
-            self._say(f"wait: {self.busy} is under way", bad=True)
+            self._say(_("wait: {busy} is under way").format(busy=self.busy), bad=True)
             return
         if self.confirmed_hash == stored.hash:
             then(self.confirmed_as)
@@ -371,22 +411,12 @@ class OffboardScreen(Screen[None]):
         deletes = sum(s.destructive for s in left)
         done = len(stored.plan.steps) - len(left)
         # Line by line: plain() shows a newline inside one string as an escape.
-        prompt = Text("\n").join(
-            plain(line, wrap=True)
-            for line in (
-                f"Carry out offboarding plan {stored.id} (hash {stored.hash[:12]}) on"
-                f" {visible(self.node_name, 60)}: {len(left)} steps left, {deletes} of them"
-                " delete" + (f" ({done} passed already)." if done else "."),
-                f"Type the node's name, a space and the account's alias ({visible(self.alias, 60)})"
-                " to confirm:"
-                if self.alias
-                else "Type the node's name to confirm:",
-            )
-        )
+        lines = confirm_lines(stored, self.node_name, self.alias, len(left), deletes, done)
+        prompt = Text("\n").join(plain(line, wrap=True) for line in lines)
 
         def answered(typed: str | None) -> None:
             if typed is None:
-                self._say("not confirmed: nothing was run")
+                self._say(_("not confirmed: nothing was run"))
                 return
             self.confirmed_as = typed
             then(typed)
@@ -414,34 +444,33 @@ class OffboardScreen(Screen[None]):
         self._confirmed(go)
 
     def action_run_all(self) -> None:
-        self._run(runner.Choices(), "running every step left")
+        self._run(runner.Choices(), _("running every step left"))
 
     def action_run_next(self) -> None:
         nxt = None if self.stored is None else offboarding.next_step(self.stored)
         if self.stored is not None and nxt is None:
-            self._say("every step passed already: nothing to run")
+            self._say(_("every step passed already: nothing to run"))
             return
         if nxt is not None and self._asks(nxt):
-            self._say(f"{visible(nxt.key, 60)} asks you first: g to go on anyway", bad=True)
+            self._say(_("{step} asks you first: g to go on anyway").format(
+                step=visible(nxt.key, 60)), bad=True)  # fmt: skip
             return
         self._run(
-            runner.Choices(stop_after=None if nxt is None else nxt.key), "running the next step"
+            runner.Choices(stop_after=None if nxt is None else nxt.key), _("running the next step")
         )
 
     def _asks(self, step: Step) -> bool:
         return self.stored is not None and self.stored.state(step.key).state is State.CONSENT
 
-    def _selected_next(self, verb: str) -> Step | None:
+    def _selected_next(self, retry: bool) -> Step | None:
         """The selected step, when it is the one a run starts at; else said why not."""
         step = self._selected()
         if step is None or self.stored is None:
-            self._say("no plan read yet", bad=True)
+            self._say(_("no plan read yet"), bad=True)
             return None
         nxt = offboarding.next_step(self.stored)
         if nxt is None or nxt.key != step.key:
-            first = "" if nxt is None else f" ({visible(nxt.key, 60)} comes first)"
-            self._say(f"cannot {verb} {visible(step.key, 60)} now: the steps before it must pass"
-                      f" first{first}", bad=True)  # fmt: skip
+            self._say(not_next_words(step, nxt, retry=retry), bad=True)
             return None
         return step
 
@@ -451,44 +480,45 @@ class OffboardScreen(Screen[None]):
             return
         state = self.stored.state(step.key).state
         if state not in (State.FAILED, State.STARTED, State.DONE):
-            self._say(f"only a failed step is retried: {visible(step.key, 60)} is {state.value}",
-                      bad=True)  # fmt: skip
+            self._say(_("only a failed step is retried: {step} is {state}").format(
+                step=visible(step.key, 60), state=state_words(state)), bad=True)  # fmt: skip
             return
-        if self._selected_next("retry") is not None:
-            self._run(runner.Choices(stop_after=step.key), f"retrying {visible(step.key, 60)}")
+        if self._selected_next(retry=True) is not None:
+            self._run(runner.Choices(stop_after=step.key),
+                      _("retrying {step}").format(step=visible(step.key, 60)))  # fmt: skip
 
     def action_did(self) -> None:
         step = self._selected()
         if step is None:
             return
         if step.driver != "manual":
-            self._say(f"{visible(step.key, 60)} is not a manual step: d says one done by hand",
-                      bad=True)  # fmt: skip
+            self._say(_("{step} is not a manual step: d says one done by hand").format(
+                step=visible(step.key, 60)), bad=True)  # fmt: skip
             return
-        if self._selected_next("mark done") is None:
+        if self._selected_next(retry=False) is None:
             return
         self.did.add(step.key)
-        self._run(runner.Choices(stop_after=step.key), f"verifying {visible(step.key, 60)}")
+        self._run(runner.Choices(stop_after=step.key),
+                  _("verifying {step}").format(step=visible(step.key, 60)))  # fmt: skip
 
     def action_go_on(self) -> None:
         nxt = None if self.stored is None else offboarding.next_step(self.stored)
         if nxt is None or self.stored is None or not self._asks(nxt):
-            self._say("no step asks to go on now (g answers a step that stopped to ask)",
+            self._say(_("no step asks to go on now (g answers a step that stopped to ask)"),
                       bad=True)  # fmt: skip
             return
         detail = self.stored.state(nxt.key).detail
         question = plain(
-            f"{visible(nxt.key, 60)} on {visible(self.node_name, 60)}:"
-            f" {visible(detail, 300)}\n\nGo on with the offboarding anyway?"
-            " Their data will be deleted under them.",
+            f"{visible(nxt.key, 60)} on {visible(self.node_name, 60)}: {visible(detail, 300)}\n\n"
+            + _("Go on with the offboarding anyway? Their data will be deleted under them."),
             wrap=True,
         )
 
         def answered(yes: bool | None) -> None:
             if not yes:
-                self._say("not going on: nothing was run")
+                self._say(_("not going on: nothing was run"))
                 return
-            self._run(runner.Choices(go_on=True, stop_after=nxt.key), "going on")
+            self._run(runner.Choices(go_on=True, stop_after=nxt.key), _("going on"))
 
         self.app.push_screen(ConsentScreen(question), answered)
 
@@ -497,16 +527,18 @@ class OffboardScreen(Screen[None]):
         if step is None or self.stored is None:
             return
         if step.phase is Phase.PREFLIGHT:
-            self._say("a preflight check cannot be skipped: fix what it found", bad=True)
+            self._say(_("a preflight check cannot be skipped: fix what it found"), bad=True)
             return
         if self.stored.state(step.key).state in PASSED:
-            self._say(f"{visible(step.key, 60)} has passed already: nothing to skip")
+            self._say(_("{step} has passed already: nothing to skip").format(
+                step=visible(step.key, 60)))  # fmt: skip
             return
-        prompt = plain(f"Skip {visible(step.key, 80)}: why? (kept in the evidence)", wrap=True)
+        prompt = plain(_("Skip {step}: why? (kept in the evidence)").format(
+            step=visible(step.key, 80)), wrap=True)  # fmt: skip
 
         def reason(text: str | None) -> None:
             if text is None:
-                self._say("not skipped")
+                self._say(_("not skipped"))
                 return
 
             def go(typed: str) -> None:
@@ -517,11 +549,11 @@ class OffboardScreen(Screen[None]):
                     stored = offboarding.confirm(ledger, name, config, planners, *as_typed)
                     return offboarding.skip(ledger, stored, step.key, text)
 
-                self._start(f"skipping {visible(step.key, 60)}", job)
+                self._start(_("skipping {step}").format(step=visible(step.key, 60)), job)
 
             self._confirmed(go)
 
-        self.app.push_screen(AskScreen(prompt, placeholder="the reason"), reason)
+        self.app.push_screen(AskScreen(prompt, placeholder=_("the reason")), reason)
 
     def action_inspect(self) -> None:
         job = partial(
@@ -531,13 +563,13 @@ class OffboardScreen(Screen[None]):
             planners=self.planners,
             factory=self.drivers,
         )
-        self._start("inspecting", job)
+        self._start(_("inspecting"), job)
 
     def action_recheck(self) -> None:
         if self.stored is None or self.stored.finished_at is None:
-            self._say("recheck reads back a finished offboarding: run it first", bad=True)
+            self._say(_("recheck reads back a finished offboarding: run it first"), bad=True)
             return
         job = partial(
             offboarding.recheck, name=self.node_name, config=self._config(), factory=self.drivers
         )
-        self._start("rechecking", job)
+        self._start(_("rechecking"), job)

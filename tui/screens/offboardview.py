@@ -9,37 +9,74 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from leases.app import offboarding
+from leases.core.i18n import N_, _, pgettext
 from leases.core.textsafe import visible
 from leases.offboard.evidence import State, StoredPlan
 from leases.offboard.steps import Step
 
-COLUMNS = ("#", "phase", "step", "del", "state", "what")
+COLUMNS = ("#", N_("phase"), N_("step"), N_("del"), N_("state"), N_("what"))
 
 # A recheck line's verdict (None: the step cannot be read again, such as after the key went).
 RECHECKED = {True: "ok  ", False: "FAIL", None: "n/a "}
 
 
+def state_words(state: State) -> str:
+    """A step's stored state (English in the evidence) in the language in use."""
+    words = {
+        State.PENDING: pgettext("step", "pending"),
+        State.STARTED: pgettext("step", "started"),
+        State.DONE: pgettext("step", "done"),
+        State.VERIFIED: pgettext("step", "verified"),
+        State.FAILED: pgettext("step", "failed"),
+        State.SKIPPED: pgettext("step", "skipped"),
+        State.CONSENT: pgettext("step", "consent"),
+        State.CONSENTED: pgettext("step", "consented"),
+        State.ABSENT: pgettext("step", "absent"),
+    }
+    return words.get(state, state.value)
+
+
+def phase_words(name: str) -> str:
+    """A phase (leases.offboard.steps.Phase) by its lower-case name, in words."""
+    words = {
+        "preflight": pgettext("phase", "preflight"),
+        "processes": pgettext("phase", "processes"),
+        "facts": pgettext("phase", "facts"),
+        "shred": pgettext("phase", "shred"),
+        "clear": pgettext("phase", "clear"),
+        "images": pgettext("phase", "images"),
+        "snapshots": pgettext("phase", "snapshots"),
+        "disks": pgettext("phase", "disks"),
+        "buckets": pgettext("phase", "buckets"),
+        "revoke": pgettext("phase", "revoke"),
+        "prove": pgettext("phase", "prove"),
+        "manual": pgettext("phase", "manual"),
+        "release": pgettext("phase", "release"),
+    }
+    return words.get(name, name)
+
+
 def state_text(stored: StoredPlan, step: Step, running: str | None) -> str:
     if step.key == running:
-        return "running…"
+        return _("running…")
     st = stored.state(step.key)
     if st.state is State.STARTED:
         # Left so by a run that was killed or failed mid-step: the next run reads it back.
-        return "started (interrupted)"
+        return _("started (interrupted)")
     if st.state is State.CONSENT:
-        return "asks you (g)"
+        return _("asks you (g)")
     if offboarding.waiting(stored, step.key):
-        return "waiting for you (d)"  # a console step not yet done by hand: not a failure
-    return st.state.value
+        return _("waiting for you (d)")  # a console step not yet done by hand: not a failure
+    return state_words(st.state)
 
 
 def checklist_rows(stored: StoredPlan, running: str | None = None) -> list[tuple[str, ...]]:
     return [
         (
             str(i),
-            s.phase.name.lower(),
+            phase_words(s.phase.name.lower()),
             visible(s.key, 40),
-            "yes" if s.destructive else "",
+            _("yes") if s.destructive else "",
             state_text(stored, s, running),
             visible(s.describe, 160),
         )
@@ -49,17 +86,23 @@ def checklist_rows(stored: StoredPlan, running: str | None = None) -> list[tuple
 
 def step_detail(stored: StoredPlan, step: Step, tz: str) -> list[str]:
     st = stored.state(step.key)
-    when = "" if st.at is None else f" at {_local(st.at, tz)}"
+    said = (
+        _("state: {state}").format(state=state_words(st.state))
+        if st.at is None
+        else _("state: {state} at {time}").format(
+            state=state_words(st.state), time=_local(st.at, tz)
+        )
+    )
     lines = [
-        f"{visible(step.key, 120)} · {step.phase.name.lower()} · {step.driver}"
-        + (" · deletes" if step.destructive else ""),
+        f"{visible(step.key, 120)} · {phase_words(step.phase.name.lower())} · {step.driver}"
+        + (" · " + _("deletes") if step.destructive else ""),
         visible(step.describe, 400),
-        f"state: {st.state.value}{when}",
+        said,
     ]
     if st.detail and st.state is not State.VERIFIED:
         lines.append(visible(st.detail, 400))
     if st.state is State.STARTED:
-        lines.append("a run stopped inside this step: the next run reads it back before acting")
+        lines.append(_("a run stopped inside this step: the next run reads it back before acting"))
     return lines
 
 
@@ -73,10 +116,43 @@ def hint(stored: StoredPlan | None) -> str:
         return ""
     nxt = offboarding.next_step(stored)
     if nxt is None:
-        return "every step passed: c rechecks that all is still gone"
+        return _("every step passed: c rechecks that all is still gone")
     st = stored.state(nxt.key).state
+    key = visible(nxt.key, 60)
     if st is State.CONSENT:
-        return f"{visible(nxt.key, 60)} asks you: g to go on anyway"
+        return _("{step} asks you: g to go on anyway").format(step=key)
     if nxt.driver == "manual":
-        return f"next: {visible(nxt.key, 60)}, by hand: when done, select it and press d"
-    return f"next: {visible(nxt.key, 60)} · n runs it, a runs all (typed confirmation)"
+        return _("next: {step}, by hand: when done, select it and press d").format(step=key)
+    return _("next: {step} · n runs it, a runs all (typed confirmation)").format(step=key)
+
+
+def confirm_lines(
+    stored: StoredPlan, node: str, alias: str, left: int, deletes: int, done: int
+) -> list[str]:
+    """What the typed confirmation of a run asks: the plan, what is left, what to type."""
+    said = (
+        _("Carry out offboarding plan {id} (hash {hash}) on {name}: {left} steps left,"
+          " {deletes} of them delete ({done} passed already).")
+        if done
+        else _("Carry out offboarding plan {id} (hash {hash}) on {name}: {left} steps left,"
+               " {deletes} of them delete.")
+    )  # fmt: skip
+    first = said.format(id=stored.id, hash=stored.hash[:12], name=visible(node, 60), left=left,
+                        deletes=deletes, done=done)  # fmt: skip
+    if alias:
+        return [first, _("Type the node's name, a space and the account's alias ({alias}) to"
+                         " confirm:").format(alias=visible(alias, 60))]  # fmt: skip
+    return [first, _("Type the node's name to confirm:")]
+
+
+def not_next_words(step: Step, nxt: Step | None, *, retry: bool) -> str:
+    """Why the selected step cannot be retried (or marked done) now: another comes first."""
+    if nxt is None:
+        said = (_("cannot retry {step} now: the steps before it must pass first") if retry else
+                _("cannot mark done {step} now: the steps before it must pass first"))  # fmt: skip
+    else:
+        said = (_("cannot retry {step} now: the steps before it must pass first ({next} comes"
+                  " first)") if retry else
+                _("cannot mark done {step} now: the steps before it must pass first ({next}"
+                  " comes first)"))  # fmt: skip
+    return said.format(step=visible(step.key, 60), next=visible(nxt.key, 60) if nxt else "")

@@ -16,20 +16,23 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from leases.app import processes
 from leases.app.processes import ProcessRow, Stopped
 from leases.core.clock import Clock, utc_now
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 from leases.core.models import NodeStatus
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from tui.screens import processesview as view
 from tui.screens.ask import AskScreen
 from tui.screens.fleetview import plain
+from tui.widgets.footer import ZukaFooter
 
 GRACE_S = 10.0
+FILTER_HINT = N_("user:NAME node:NAME cmd:TEXT or text")
 
 
 class ProcessesScreen(Screen[None]):
@@ -43,27 +46,38 @@ class ProcessesScreen(Screen[None]):
         Binding(
             "escape",
             "escape",
-            "Back",
+            N_("Back"),
             id="processes-back",
-            tooltip="Clear the filter; without one, back to the fleet",
+            tooltip=N_("Clear the filter; without one, back to the fleet"),
         ),
-        Binding("P", "back", "Back", show=False, id="processes-leave", tooltip="Back to the fleet"),
-        Binding("s", "sort", "Sort", id="processes-sort", tooltip="Sort by the next column"),
+        Binding(
+            "P",
+            "back",
+            N_("Back"),
+            show=False,
+            id="processes-leave",
+            tooltip=N_("Back to the fleet"),
+        ),
+        Binding(
+            "s", "sort", N_("Sort"), id="processes-sort", tooltip=N_("Sort by the next column")
+        ),
         Binding(
             "slash",
             "filter",
-            "Filter",
+            N_("Filter"),
             id="processes-filter",
-            tooltip="Filter: user:NAME node:NAME cmd:TEXT or free text",
+            tooltip=N_("Filter: user:NAME node:NAME cmd:TEXT or free text"),
         ),
         Binding(
             "k",
             "stop",
-            "Stop process",
+            N_("Stop process"),
             id="processes-stop",
-            tooltip="SIGTERM, then SIGKILL after a grace period; the pid typed to confirm",
+            tooltip=N_("SIGTERM, then SIGKILL after a grace period; the pid typed to confirm"),
         ),
-        Binding("r", "reload", "Reload", id="processes-reload", tooltip="Read the list again"),
+        Binding(
+            "r", "reload", N_("Reload"), id="processes-reload", tooltip=N_("Read the list again")
+        ),
     ]
 
     DEFAULT_CSS = """
@@ -101,9 +115,9 @@ class ProcessesScreen(Screen[None]):
         yield Static("", id="processes-title", markup=False)
         yield DataTable(id="processes", cursor_type="row", zebra_stripes=True)
         yield Static("", id="processes-detail", markup=False)
-        yield Input(placeholder="user:NAME node:NAME cmd:TEXT or text", id="processes-filter")
+        yield Input(placeholder=_(FILTER_HINT), id="processes-filter")
         yield Static("", id="processes-said", markup=False)
-        yield Footer()
+        yield ZukaFooter()
 
     @property
     def table(self) -> DataTable[Text]:
@@ -115,6 +129,11 @@ class ProcessesScreen(Screen[None]):
         self.set_interval(max(float(getattr(self.app, "refresh_s", 5.0)), 1.0), self.reload)
 
     def on_resize(self) -> None:
+        self.redraw()
+
+    def relabel(self) -> None:
+        """In the language in use (tui.dashboard.language)."""
+        self.query_one("#processes-filter", Input).placeholder = _(FILTER_HINT)
         self.redraw()
 
     def reload(self) -> None:
@@ -206,17 +225,20 @@ class ProcessesScreen(Screen[None]):
     def action_stop(self) -> None:
         row = self.selected()
         if row is None:
-            self.app.notify("No process selected.", markup=False, severity="warning")
+            self.app.notify(_("No process selected."), markup=False, severity="warning")
             return
         if not row.visible:  # refused at once, nothing asked (audited as the app does)
-            self._say(f"not stopped: {processes.NOT_VISIBLE}", error=True)
+            self._say(
+                _("not stopped: {reason}").format(reason=_(processes.NOT_VISIBLE)), error=True
+            )
             return
         prompt = Text.assemble(
             plain(view.describe(row), wrap=True),
             "\n\n",
-            f"Type its pid, {row.pid}, to stop it: SIGTERM, then SIGKILL after"
-            f" {self.grace_s:g} s. Its start time and command line are checked again"
-            " before each signal.",
+            _(
+                "Type its pid, {pid}, to stop it: SIGTERM, then SIGKILL after {grace:g} s. "
+                "Its start time and command line are checked again before each signal."
+            ).format(pid=row.pid, grace=self.grace_s),
         )
         self.app.push_screen(
             AskScreen(prompt, placeholder=str(row.pid)), lambda typed: self._confirmed(row, typed)
@@ -228,12 +250,12 @@ class ProcessesScreen(Screen[None]):
         try:
             processes.check_confirmation(row.pid, typed)
         except InputError as exc:
-            self._say(f"not stopped: {exc.reason}", error=True)
+            self._say(_("not stopped: {reason}").format(reason=exc.reason), error=True)
             return
         if self.ledger is None:
-            self._say("not stopped: no ledger", error=True)
+            self._say(_("not stopped: no ledger"), error=True)
             return
-        self._say(f"stopping {row.node} pid {row.pid}...")
+        self._say(_("stopping {node} pid {pid}...").format(node=row.node, pid=row.pid))
         # An app-level worker, one per node and pid and never exclusive: a stop once
         # confirmed runs to its end whatever the user does next (another stop, leaving
         # the screen); its outcome is notified on the app.
@@ -255,7 +277,7 @@ class ProcessesScreen(Screen[None]):
                 user=row.user, visible_to_login=row.visible,
             )  # fmt: skip
         except InputError as exc:
-            self._say(f"not stopped: {exc.reason}", error=True)
+            self._say(_("not stopped: {reason}").format(reason=exc.reason), error=True)
             return
         finally:
             close = getattr(runner, "close", None)

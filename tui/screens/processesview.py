@@ -6,20 +6,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rich.cells import cell_len
+
 from leases.app.processes import ProcessRow, Stopped, elapsed_words
+from leases.core.i18n import N_, _
 from leases.core.textsafe import visible
+from tui.screens.fleetview import shorten_cells
 
 SORTS = ("node", "user", "memory", "share", "elapsed", "command")
-# (key, heading, width); the command takes what the others leave.
+# The title's words for each sort (SORTS stays English: it is compared).
+SORT_WORDS = {
+    "node": N_("by node"), "user": N_("by user"), "memory": N_("by memory"),
+    "share": N_("by share"), "elapsed": N_("by elapsed"), "command": N_("by command"),
+}  # fmt: skip
+# (key, heading, width); the command takes what the others leave. Headings marked: shown
+# as _(heading), the column never narrower than it.
 FIXED = (
-    ("node", "Node", 14),
-    ("gpu", "GPU", 3),
-    ("pid", "PID", 7),
-    ("user", "User", 10),
+    ("node", N_("Node"), 14),
+    ("gpu", N_("GPU"), 3),
+    ("pid", N_("PID"), 7),
+    ("user", N_("User"), 10),
     ("memory", "MiB", 6),
-    ("share", "Share", 5),
-    ("elapsed", "Elapsed", 7),
+    ("share", N_("Share"), 5),
+    ("elapsed", N_("Elapsed"), 7),
 )
+COMMAND = N_("Command")
 PAD = 2  # a DataTable cell's padding, left and right
 MIN_COMMAND = 16
 # Where the width is short, these go first (in this order) so the command keeps WANT_COMMAND.
@@ -42,7 +53,7 @@ def columns(width: int, longest_node: int = 0) -> list[Column]:
     """The columns at a terminal width: the fixed ones (Elapsed, then Share, dropped where
     the command would be left under WANT_COMMAND; the node column as wide as the longest
     node name where the command keeps ROOMY_COMMAND), then the command in the rest."""
-    cols = [Column(k, h, w) for k, h, w in FIXED]
+    cols = [Column(k, _(h), max(w, cell_len(_(h)))) for k, h, w in FIXED]
 
     def left() -> int:
         return width - sum(c.width + PAD for c in cols) - PAD - 2  # the scrollbar
@@ -52,8 +63,8 @@ def columns(width: int, longest_node: int = 0) -> list[Column]:
             cols = [c for c in cols if c.key != key]
     grow = min(max(longest_node, FIXED[0][2]), MAX_NODE) - FIXED[0][2]
     grow = max(min(grow, left() - ROOMY_COMMAND), 0)
-    cols[0] = Column("node", "Node", FIXED[0][2] + grow)
-    cols.append(Column("command", "Command", max(left(), MIN_COMMAND)))
+    cols[0] = Column("node", cols[0].heading, cols[0].width + grow)
+    cols.append(Column("command", _(COMMAND), max(left(), MIN_COMMAND)))
     return cols
 
 
@@ -69,7 +80,10 @@ def cells(row: ProcessRow, cols: Sequence[Column]) -> list[str]:
         "elapsed": elapsed_words(row.elapsed_s),
         "command": row.command,
     }
-    return [visible(values[c.key], c.width) for c in cols]
+    out = [visible(values[c.key], c.width) for c in cols]
+    # A Chinese character is two cells: cut again to the column's cells.
+    return [v if cell_len(v) <= c.width else shorten_cells(v, c.width)
+            for v, c in zip(out, cols, strict=True)]  # fmt: skip
 
 
 def row_key(row: ProcessRow) -> str:
@@ -80,12 +94,23 @@ def describe(row: ProcessRow) -> str:
     """The row as the stop's confirmation and the line under the table name it, with the
     whole command line (safe to show; the row keeps SHOWN_CMDLINE characters of it)."""
     gpu = "?" if row.gpu is None else str(row.gpu)
-    hidden = "" if row.visible else " (not visible to the login)"
-    return visible(f"{row.node} GPU {gpu} pid {row.pid}{hidden} of {row.user}: {row.command}", 500)
+    said = (
+        _("{node} GPU {gpu} pid {pid} of {user}: {command}")
+        if row.visible
+        else _("{node} GPU {gpu} pid {pid} (not visible to the login) of {user}: {command}")
+    )
+    return visible(
+        said.format(node=row.node, gpu=gpu, pid=row.pid, user=row.user, command=row.command), 500
+    )
 
 
 def outcome_words(row: ProcessRow, stopped: Stopped) -> str:
-    return visible(f"{row.node} pid {row.pid}: {stopped.outcome.value}", 300)
+    return visible(
+        _("{node} pid {pid}: {outcome}").format(
+            # leases.app.processes' words (translated when that module marks them)
+            node=row.node, pid=row.pid, outcome=_(stopped.outcome.value)),
+        300,
+    )  # fmt: skip
 
 
 def summary(
@@ -93,10 +118,17 @@ def summary(
 ) -> str:
     """The title line; age: how old the readings are (leases.app.processes.readings_age);
     the legend of `*` only where a row shown is marked so."""
-    filtered = f" · filter {visible(query, 60)}" if query else ""
-    aged = f" · {age}" if age else ""
-    legend = " · * not visible to the login" if marked else ""
-    return f"{shown} of {total} GPU processes · by {sort}{filtered}{aged}{legend}"
+    parts = [
+        _("{shown} of {total} GPU processes").format(shown=shown, total=total),
+        _(SORT_WORDS[sort]) if sort in SORT_WORDS else sort,
+    ]
+    if query:
+        parts.append(_("filter {text}").format(text=visible(query, 60)))
+    if age:
+        parts.append(age)
+    if marked:
+        parts.append(_("* not visible to the login"))
+    return " · ".join(parts)
 
 
 __all__ = ["SORTS", "Column", "cells", "columns", "describe", "outcome_words", "row_key", "summary"]

@@ -10,6 +10,7 @@ from textual.binding import BindingType
 
 from leases.app.flags import RESOURCE_FLAGS
 from leases.app.resources import add_resource
+from leases.core.i18n import N_, _
 from leases.core.models import Resource
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
@@ -25,7 +26,9 @@ class ResourceFormScreen(FormScreen[bool]):
     BINDINGS: ClassVar[list[BindingType]] = form_bindings("resource-form")
 
     def __init__(self, ledger: Ledger, node: str) -> None:
-        super().__init__(ledger, f"Record a resource of {visible(node, 80)}", "Record")
+        super().__init__(
+            ledger, _("Record a resource of {node}").format(node=visible(node, 80)), N_("Record")
+        )
         self.node = node
 
     def specs(self) -> list[FieldSpec]:
@@ -40,13 +43,13 @@ class ResourceFormScreen(FormScreen[bool]):
         now = ledger.clock()
         lease = renewals.resource_default(leases, now)  # as Ledger.add_resource picks
         if lease is None:
-            return {}, f"{self.node} has no lease yet: add one first (l)."
+            return {}, _("{node} has no lease yet: add one first (l).").format(node=self.node)
         which = renewals.describe(lease, leases, now)
-        return {}, f"Without a lease start it goes to {which}."
+        return {}, _("Without a lease start it goes to {which}.").format(which=which)
 
     def write(self, ledger: Ledger, values: Mapping[str, Value]) -> tuple[bool, str]:
         ledger.node(self.node)
-        _, message = add_resource(ledger, self.node, given(values, RESOURCE_FLAGS))
+        _done, message = add_resource(ledger, self.node, given(values, RESOURCE_FLAGS))
         return True, message
 
     def cancelled(self) -> bool:

@@ -14,6 +14,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from leases.core.i18n import N_, _
 from leases.ssh.errors import OfferedHostKey
 from tui.screens.fleetview import plain
 
@@ -58,13 +59,15 @@ class TrustScreen(YesNoScreen):
     first. y accepts the key shown, n or escape leaves it untrusted."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer(True)", "Trust", id="trust-yes", tooltip="Accept this host key"),
+        Binding(
+            "y", "answer(True)", N_("Trust"), id="trust-yes", tooltip=N_("Accept this host key")
+        ),
         Binding(
             "n,escape",
             "answer(False)",
-            "Leave untrusted",
+            N_("Leave untrusted"),
             id="trust-no",
-            tooltip="Do not poll this node until its key is checked",
+            tooltip=N_("Do not poll this node until its key is checked"),
         ),
     ]
 
@@ -75,7 +78,9 @@ class TrustScreen(YesNoScreen):
             # The node's name and host come from the ledger: plain() shows them, never obeys.
             Static(
                 plain(
-                    f"{node} ({offered.host}:{port}) presents a host key zuka has not seen before:",
+                    _(
+                        "{node} ({host}:{port}) presents a host key zuka has not seen before:"
+                    ).format(node=node, host=offered.host, port=port),
                     wrap=True,
                 )
             ),
@@ -84,7 +89,7 @@ class TrustScreen(YesNoScreen):
                 id="fingerprint",
             ),
             Static(
-                "Compare it with the fingerprint your provider shows. Trust it? [y] yes  [n] no",
+                _("Compare it with the fingerprint your provider shows. Trust it? [y] yes  [n] no"),
                 markup=False,
             ),
         )
@@ -97,15 +102,17 @@ class ConsentScreen(YesNoScreen):
     running on a node)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer(True)", "Yes", id="consent-yes", tooltip="Yes, go on anyway"),
-        Binding("n,escape", "answer(False)", "No", id="consent-no", tooltip="No: stop here"),
+        Binding("y", "answer(True)", N_("Yes"), id="consent-yes", tooltip=N_("Yes, go on anyway")),
+        Binding(
+            "n,escape", "answer(False)", N_("No"), id="consent-no", tooltip=N_("No: stop here")
+        ),
     ]
 
     def __init__(self, question: Text) -> None:
         """question: already safe to show (built with tui.screens.fleetview.plain)."""
         super().__init__(
             Static(question, id="consent-question"),
-            Static("\n[y] yes, go on   [n] no", markup=False),
+            Static("\n" + _("[y] yes, go on   [n] no"), markup=False),
             danger=True,
         )
         self.question = question

@@ -35,6 +35,7 @@ from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 
 log = logging.getLogger("zuka.web")
@@ -60,7 +61,10 @@ def new_token() -> str:
 
 def check_max_sessions(n: int) -> int:
     if not 1 <= n <= MAX_SESSIONS_LIMIT:
-        raise InputError("--max-sessions", str(n), f"dashboards at once: 1 to {MAX_SESSIONS_LIMIT}")
+        raise InputError(
+            "--max-sessions", str(n),
+            _("dashboards at once: 1 to {most}").format(most=MAX_SESSIONS_LIMIT),
+        )  # fmt: skip
     return n
 
 
@@ -412,10 +416,10 @@ class ZukaServer(Server):
         return websocket
 
     async def _refuse_session(self, request: web.Request) -> web.WebSocketResponse:
-        said = (
-            f"zuka web: {self.sessions} dashboards are open already, the most at once "
-            f"(--max-sessions {self.max_sessions}); close a tab, then reload this one."
-        )
+        said = _(
+            "zuka web: {open} dashboards are open already, the most at once "
+            "(--max-sessions {most}); close a tab, then reload this one."
+        ).format(open=self.sessions, most=self.max_sessions)
         log.warning("refused a dashboard: %s", said)
         ws = web.WebSocketResponse()
         await ws.prepare(request)
@@ -423,7 +427,7 @@ class ZukaServer(Server):
         await ws.send_bytes(f"\r\n  {said}\r\n".encode())
         try:
             async with asyncio.timeout(REFUSED_TAB_S):
-                async for _ in ws:
+                async for _message in ws:
                     pass
         except TimeoutError:
             pass
@@ -432,9 +436,11 @@ class ZukaServer(Server):
 
     async def on_startup(self, app: web.Application) -> None:
         # The one line that holds the token.
-        print(f"zuka web: open {self.url()}", file=self.out, flush=True)
+        print(_("zuka web: open {url}").format(url=self.url()), file=self.out, flush=True)
         print(
-            f"zuka web: at most {self.max_sessions} dashboards at once; ctrl+c stops",
+            _("zuka web: at most {most} dashboards at once; ctrl+c stops").format(
+                most=self.max_sessions
+            ),
             file=self.out,
             flush=True,
         )

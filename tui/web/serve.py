@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TextIO
 
 from leases.core.errors import InputError
+from leases.core.i18n import EN, LANGS, _, language, set_language
 from leases.ledger.paths import resolve_ledger_path
 
 DEFAULT_HOST = "127.0.0.1"
@@ -48,13 +49,13 @@ def check_host(host: str) -> str:
     except ValueError:
         pass
     if not _HOST_NAME.fullmatch(host):
-        raise InputError("--host", host, "not an IP address or host name to listen on")
+        raise InputError("--host", host, _("not an IP address or host name to listen on"))
     return host
 
 
 def check_port(port: int) -> int:
     if not 1 <= port <= 65535:
-        raise InputError("--port", str(port), "a TCP port is 1 to 65535")
+        raise InputError("--port", str(port), _("a TCP port is 1 to 65535"))
     return port
 
 
@@ -62,11 +63,11 @@ def exposure_warning(host: str, port: int) -> str | None:
     """What to tell the user before listening beyond this machine, or None."""
     if is_loopback(host):
         return None
-    return (
-        f"serving on {host}:{port}, beyond this machine: there is no password but the token "
+    return _(
+        "serving on {host}:{port}, beyond this machine: there is no password but the token "
         "in the URL, sent in clear over plain HTTP, and whoever holds it can change the ledger. "
-        f"Prefer 127.0.0.1 and an SSH tunnel (ssh -L {port}:127.0.0.1:{port} THIS-HOST)."
-    )
+        "Prefer 127.0.0.1 and an SSH tunnel (ssh -L {port}:127.0.0.1:{port} THIS-HOST)."
+    ).format(host=host, port=port)
 
 
 def child_command(ledger: Path, config: str | None, *, readonly: bool = False) -> str:
@@ -74,6 +75,8 @@ def child_command(ledger: Path, config: str | None, *, readonly: bool = False) -
     every word quoted, the ledger path and config path included. `exec`, so that the
     process the server signals and reaps is the dashboard itself, not a shell above it."""
     argv = [sys.executable, "-m", "tui.web.serve", "--ledger", str(ledger)]
+    if language() != EN:  # each tab speaks the language `zuka web` was started in
+        argv += ["--lang", language()]
     if readonly:
         argv.append("--read-only")
     if config is not None:
@@ -91,8 +94,8 @@ def _demo_ledger(given: str | None) -> Iterator[Path]:
     with ended_by_signals(), tempfile.TemporaryDirectory(prefix="zuka-web-demo-") as tmp:
         path = Path(given) if given else Path(tmp) / "demo.db"
         if path.exists():
-            raise InputError("ledger", str(path), "zuka web --demo builds a new ledger")
-        print("starting 12 simulated GPU nodes with 30 days of history...", file=sys.stderr)
+            raise InputError("ledger", str(path), _("zuka web --demo builds a new ledger"))
+        print(_("starting 12 simulated GPU nodes with 30 days of history..."), file=sys.stderr)
         # textual-serve logs at INFO: the simulated nodes' every SSH connection would flood it.
         logging.getLogger("asyncssh").setLevel(logging.WARNING)
         runner = prepare(path)
@@ -116,18 +119,18 @@ def web(args: argparse.Namespace, out: TextIO) -> int:
     cap = check_max_sessions(cap if cap is not None else DEFAULT_MAX_SESSIONS)
     warning = exposure_warning(host, port)
     if warning is not None:
-        print(f"zuka: warning: {warning}", file=sys.stderr)
+        print(_("zuka: warning: {warning}").format(warning=warning), file=sys.stderr)
     with _demo_ledger(args.ledger) if args.demo else _given(args.ledger) as path:
         readonly = bool(getattr(args, "read_only", False)) or _in_lab(path)
         if readonly:
             print(
-                "zuka: the web dashboards are read-only"
-                + (
-                    " (a lab's ledger: whoever holds the token is not known by name, so they"
-                    " read only; editors change things from their own terminal)"
-                    if _in_lab(path)
-                    else ""
-                ),
+                _(
+                    "zuka: the web dashboards are read-only (a lab's ledger: whoever holds the"
+                    " token is not known by name, so they read only; editors change things from"
+                    " their own terminal)"
+                )
+                if _in_lab(path)
+                else _("zuka: the web dashboards are read-only"),
                 file=sys.stderr,
             )
         command = child_command(path, args.config, readonly=readonly)
@@ -163,7 +166,9 @@ def main_child(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ledger", required=True)
     parser.add_argument("--config")
     parser.add_argument("--read-only", action="store_true")
+    parser.add_argument("--lang", choices=LANGS, default=EN)
     args = parser.parse_args(argv)
+    set_language(args.lang)
     if args.config is not None:
         # This process is the tab's own: the app loads the config and shows its problems.
         os.environ["ZUKA_CONFIG"] = args.config

@@ -17,6 +17,8 @@ from textual.widget import Widget
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
+from tui.widgets.footer import ZukaFooter, translated
+
 # A compact footer key: its key, a space, its description, a margin after it.
 KEY_GAP = 2
 # The command palette key, docked right: its border and margin.
@@ -43,7 +45,7 @@ def fitting(items: Sequence[tuple[str, int]], order: Sequence[str], width: int) 
     return keep
 
 
-class PriorityFooter(Footer):
+class PriorityFooter(ZukaFooter):
     """A compact footer that drops the least needed keys rather than cut the last one."""
 
     def __init__(self, order: Iterable[str], **kwargs: object) -> None:
@@ -52,7 +54,7 @@ class PriorityFooter(Footer):
         self._width = 0
 
     def compose(self) -> ComposeResult:
-        made = list(super().compose())
+        made = list(translated(Footer.compose(self)))
         width = self.size.width or self.app.size.width
         # A key that does nothing now (disabled) is left out: help lists it.
         made = [w for w in made if not (isinstance(w, FooterKey) and w.has_class("-disabled"))]

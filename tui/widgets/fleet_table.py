@@ -34,6 +34,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
+from leases.core.i18n import N_
 from tui.screens.fleetview import Cell, Column, fit
 
 # Row keys of group headings. A stored node name may be anything (a ledger edited by hand):
@@ -68,12 +69,12 @@ class FleetTable(DataTable[Cell | Text]):
     # and palette show the binding that wins. Enter runs the screen's open (a node) or
     # fold (a group heading).
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "screen.open_node", "Open", id="fleet-open",
-                tooltip="Open the selected node (GPUs, charts, lease); fold or unfold a group"),
-        Binding("home", "first_row", "First row", id="fleet-first", show=False,
-                tooltip="Go to the first row"),
-        Binding("end", "last_row", "Last row", id="fleet-last", show=False,
-                tooltip="Go to the last row"),
+        Binding("enter", "screen.open_node", N_("Open"), id="fleet-open",
+                tooltip=N_("Open the selected node (GPUs, charts, lease); fold or unfold a group")),
+        Binding("home", "first_row", N_("First row"), id="fleet-first", show=False,
+                tooltip=N_("Go to the first row")),
+        Binding("end", "last_row", N_("Last row"), id="fleet-last", show=False,
+                tooltip=N_("Go to the last row")),
     ]  # fmt: skip
 
     def __init__(self, *, id: str | None = None) -> None:

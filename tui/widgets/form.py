@@ -25,11 +25,14 @@ from textual.widgets import Button, Collapsible, Input, Label, Select, Static, S
 from leases.app.flags import describe_error
 from leases.core import recordfields
 from leases.core.errors import InputError, LedgerError, each_error
+from leases.core.i18n import N_, _
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from tui.dashboard.ledgerthread import in_thread
 from tui.screens.ask import AskScreen
+from tui.widgets.fieldwords import field_words
 from tui.widgets.typeahead import applies, apply_key
+from tui.widgets.valuewords import value_words
 
 Kind = Literal["text", "multiline", "choice", "switch"]
 Value = str | bool
@@ -51,7 +54,7 @@ class FieldSpec:
 
 def label_of(key: str, flag: str) -> str:
     """`unit price  --price`: the words, then the option the command line takes."""
-    words = key.replace("_", " ")
+    words = field_words(key)
     return words if not flag.startswith("-") else f"{words}  {flag}"
 
 
@@ -66,13 +69,13 @@ def option_specs(cls: type, keys: Iterable[str]) -> list[FieldSpec]:
         enum = recordfields.option_enum(cls, key)
         if enum is not None:
             choices = tuple(str(m.value) for m in enum)
-            specs.append(FieldSpec(key, label_of(key, o.flag), o.help, "choice", choices))
+            specs.append(FieldSpec(key, label_of(key, o.flag), _(o.help), "choice", choices))
         elif key in ("auto_renew", "local"):
-            specs.append(FieldSpec(key, label_of(key, o.flag), o.help, "switch"))
+            specs.append(FieldSpec(key, label_of(key, o.flag), _(o.help), "switch"))
         elif key == "notes":
-            specs.append(FieldSpec(key, label_of(key, o.flag), o.help, "multiline"))
+            specs.append(FieldSpec(key, label_of(key, o.flag), _(o.help), "multiline"))
         else:
-            specs.append(FieldSpec(key, label_of(key, o.flag), o.help))
+            specs.append(FieldSpec(key, label_of(key, o.flag), _(o.help)))
     return specs
 
 
@@ -84,10 +87,10 @@ class FormSelect(Select[str]):
         Binding(
             "enter",
             "enter",
-            "Choose",
+            N_("Choose"),
             show=False,
             id="form-choose",
-            tooltip="Open the list, choose; once chosen, move on to the next field",
+            tooltip=N_("Open the list, choose; once chosen, move on to the next field"),
         )
     ]
 
@@ -161,8 +164,8 @@ class FormField(Vertical):
             return switch
         if spec.kind == "choice":
             select = FormSelect(
-                [(c, c) for c in spec.choices],
-                prompt="(not given)",
+                [(value_words(c), c) for c in spec.choices],
+                prompt=_("(not given)"),
                 compact=True,
                 id=ident,
                 classes="form-input",
@@ -233,7 +236,7 @@ class FormField(Vertical):
 
 
 def _on_off(value: bool) -> Text:
-    return Text("on" if value else "off")
+    return Text(_("on") if value else _("off"))
 
 
 class FormScreen(ModalScreen[R]):
@@ -261,7 +264,7 @@ class FormScreen(ModalScreen[R]):
     """
     BINDINGS: ClassVar[list[BindingType]] = []
 
-    def __init__(self, ledger: Ledger, title: str, save_label: str = "Save") -> None:
+    def __init__(self, ledger: Ledger, title: str, save_label: str = N_("Save")) -> None:
         super().__init__()
         self.ledger = ledger
         self.form_title = title
@@ -307,13 +310,13 @@ class FormScreen(ModalScreen[R]):
                     yield FormField(spec, start.get(spec.key, ""))
                 folded = self.more()
                 if folded:
-                    with Collapsible(title="more fields", id="form-more"):
+                    with Collapsible(title=_("more fields"), id="form-more"):
                         for spec in folded:
                             yield FormField(spec, start.get(spec.key, ""))
             with Horizontal(id="form-buttons"):
-                yield Static(Text("ctrl+s save · esc cancel · tab next"), id="form-keys")
-                yield Button(self.save_label, id="form-save", variant="primary", compact=True)
-                yield Button("Cancel", id="form-cancel", compact=True)
+                yield Static(Text(_("ctrl+s save · esc cancel · tab next")), id="form-keys")
+                yield Button(_(self.save_label), id="form-save", variant="primary", compact=True)
+                yield Button(_("Cancel"), id="form-cancel", compact=True)
             yield Static(Text(""), id="form-message")
 
     def first_focus(self) -> str | None:
@@ -434,13 +437,13 @@ class FormScreen(ModalScreen[R]):
             if answer is not None and answer.strip().lower() in ("y", "yes"):
                 self.dismiss(self.cancelled())
 
-        prompt = Text("Close the form and lose what was typed? Type y and Enter to close.")
+        prompt = Text(_("Close the form and lose what was typed? Type y and Enter to close."))
         self.app.push_screen(AskScreen(prompt, placeholder="y"), answered)
 
     @property
     def busy(self) -> str:
         """What quitting would lose (tui.dashboard.interrupt asks first): typing."""
-        return "a form with typing not saved" if self._opened and self.changed() else ""
+        return _("a form with typing not saved") if self._opened and self.changed() else ""
 
     def cancelled(self) -> R:
         """The result of a form left without writing."""
@@ -487,16 +490,14 @@ def given(values: Mapping[str, Value], keys: Iterable[str]) -> dict[str, Any]:
     return {k: values[k] for k in keys if k in values and values[k] != ""}
 
 
-def form_bindings(screen: str, save: str = "Save") -> list[BindingType]:
+def form_bindings(screen: str) -> list[BindingType]:
     """ctrl+s and escape for a form, with ids `<screen>-save` and `<screen>-cancel`."""
     return [
-        Binding(
-            "ctrl+s", "save", save, id=f"{screen}-save", tooltip=f"{save}: write it to the ledger"
-        ),
-        Binding(
-            "escape", "cancel", "Cancel", id=f"{screen}-cancel", tooltip="Close, writing nothing"
-        ),
+        Binding("ctrl+s", "save", N_("Save"), id=f"{screen}-save",
+                tooltip=N_("Save: write it to the ledger")),
+        Binding("escape", "cancel", N_("Cancel"), id=f"{screen}-cancel",
+                tooltip=N_("Close, writing nothing")),
         # A field with text selected copies it first (Textual's binding, nearer the cursor).
-        Binding("ctrl+c", "app.interrupt", "Quit", id=f"{screen}-quit", show=False,
-                tooltip="Leave zuka (asks first when a field was changed)"),
+        Binding("ctrl+c", "app.interrupt", N_("Quit"), id=f"{screen}-quit", show=False,
+                tooltip=N_("Leave zuka (asks first when a field was changed)")),
     ]  # fmt: skip

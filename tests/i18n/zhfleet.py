@@ -1,0 +1,77 @@
+"""The demo fleet with Chinese names (nodes, a provider), recorded at NOW with an hour of
+readings on one node: what the dashboard's Chinese tests and snapshots show."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime
+from html import unescape
+from pathlib import Path
+from typing import Any
+
+from leases.core.models import GpuProcess, GpuSample, NodeHealth, NodeStatus
+from leases.ledger.store import Ledger
+from leases.sim.demoledger import demo_records
+from leases.telemetry.history import GpuMinute, NodeMinute
+from leases.telemetry.rollups import HistoryStore
+
+NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
+# Chinese names where the ledger takes them (a node's name is ASCII: a host-like word,
+# leases.core.fields), as labs name their providers; and Chinese notes.
+NODES: dict[str, str] = {}
+PROVIDERS = {"AutoDL": "算力云", "Aliyun": "阿里云"}
+NOTES = "训练集群，合同见共享盘"
+NODE = "a100-monthly-1"
+
+
+def _renamed(rec: dict[str, Any]) -> dict[str, Any]:
+    out = dict(rec)
+    for key in ("name", "node"):
+        if out.get(key) in NODES:
+            out[key] = NODES[out[key]]
+    if out.get("name") in PROVIDERS:
+        out["name"] = PROVIDERS[out["name"]]
+    if out.get("provider") in PROVIDERS:
+        out["provider"] = PROVIDERS[out["provider"]]
+    if "notes" in out and out.get("name", out.get("node")) == NODE:
+        out["notes"] = NOTES
+    return out
+
+
+def build(path: Path) -> Path:
+    """The ledger at path: the demo fleet renamed, NODE's last hour and GPUs now."""
+    records = demo_records(date(2026, 11, 30))
+    renamed = {kind: [_renamed(r) for r in rows] for kind, rows in records.items()}
+    with Ledger.open(path, clock=lambda: NOW, actor="tester") as ledger:
+        ledger.import_records(renamed)  # type: ignore[arg-type]
+        _readings(ledger)
+    return path
+
+
+def _readings(ledger: Ledger) -> None:
+    store = HistoryStore(ledger)
+    gpus = 8
+    this_minute = int(NOW.timestamp()) // 60
+    store.write_minutes(
+        NodeMinute(NODE, m, tuple(
+            GpuMinute(g, 12, float((m * 7 + g * 5) % 100), 100.0, 20_000.0 + 1000 * g,
+                      150.0 + (m % 50) * 4, 400.0)
+            for g in range(gpus)))
+        for m in range(this_minute - 60, this_minute)
+    )  # fmt: skip
+    samples = tuple(
+        GpuSample(NODE, NOW, g, uuid=f"GPU-{g}", name="NVIDIA A100-SXM4-80GB", util_gpu=90.0 + g,
+                  mem_used_mib=40_000.0, mem_total_mib=81_920.0, power_w=300.0,
+                  power_limit_w=400.0, temp_c=61.0, pstate="P0")
+        for g in range(gpus)
+    )  # fmt: skip
+    procs = (GpuProcess(NODE, "GPU-0", 4242, "python train.py", 38_000.0, "alice"),)
+    store.write_latest(
+        [NodeStatus(NODE, NodeHealth.OK, "", checked=NOW, samples=samples, processes=procs)]
+    )
+
+
+def svg_text(svg: str) -> str:
+    """The words an SVG screenshot (App.export_screenshot) shows, line by line."""
+    lines = re.findall(r"<text[^>]*>(.*?)</text>", svg, flags=re.S)
+    return "\n".join(unescape(re.sub(r"<[^>]+>", "", line)) for line in lines)

@@ -18,12 +18,15 @@ from typing import Any
 
 from leases.config.sections import Config
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.ledger import labfiles
 from leases.ledger.store import Ledger
 from leases.offboard import evidence, manual, readback, report, runner, status, wiring
 from leases.offboard.evidence import PASSED, State, StoredPlan
+from leases.offboard.shown import shown
 from leases.offboard.steps import Driver, Outcome, Phase, Planner, Sighting, Step
+from leases.offboard.words import fact_word
 
 DriversFactory = Callable[[wiring.RunContext], Mapping[str, Driver]]
 # A recheck's or an inspection's line: (step key, verdict, what was said); verdict None: the
@@ -92,7 +95,7 @@ def waiting(stored: StoredPlan, key: str) -> bool:
 def typed_confirmation(typed: str) -> tuple[str, str | None]:
     """What was typed in one field: the node's name and, after a space, the account's
     alias (node names hold no space)."""
-    name, _, alias = typed.strip().partition(" ")
+    name, _sep, alias = typed.strip().partition(" ")
     return name, alias.strip() or None
 
 
@@ -120,9 +123,13 @@ def plan(
     node = ledger.node(name)
     fresh = runner.replan(ledger, node, config, planners, include=include, keep=keep)
     stored, new = evidence.store(ledger, fresh)
-    said = "plan made and stored" if new else "plan unchanged since it was stored"
+    said = (
+        _("plan made and stored (a dry run: nothing was touched)")
+        if new
+        else _("plan unchanged since it was stored (a dry run: nothing was touched)")
+    )
     alias = runner.account_alias(ledger, node)
-    return Planned(stored, f"{said} (a dry run: nothing was touched)", alias=alias, new=new)
+    return Planned(stored, said, alias=alias, new=new)
 
 
 def confirm(
@@ -150,12 +157,14 @@ def confirm(
             "hash",
             hash_prefix,
             # Not the right prefix: it would invite copying it without reading the plan.
-            "is not the stored plan's hash (8 characters or more): read the plan again:"
-            f" zuka offboard {node.name}",
+            _(
+                "is not the stored plan's hash (8 characters or more): read the plan again:"
+                " zuka offboard {node}"
+            ).format(node=node.name),
         )
     for key in did:
         if stored.plan.step(key).driver != "manual":  # an unknown key: InputError
-            raise InputError("did", key, "is not a manual step: --did names one done by hand")
+            raise InputError("did", key, _("is not a manual step: --did names one done by hand"))
     return stored
 
 
@@ -211,11 +220,17 @@ async def run(
         await wiring.close(ctx)
     one = choices.stop_after
     if result.finished:
-        said, ok = f"offboarding finished: {status.outcome(result.stored)}", True
+        said = _("offboarding finished: {outcome}").format(outcome=status.outcome(result.stored, _))
+        ok = True
     elif one is not None and result.stored.state(one).state in PASSED:
-        said, ok = f"{visible(one, 80)} passed; next: {visible(result.stopped_at, 80)}", True
+        said = _("{key} passed; next: {next}").format(
+            key=visible(one, 80), next=visible(result.stopped_at, 80)
+        )
+        ok = True
     else:
-        said = f"stopped at {visible(result.stopped_at, 80)}: {visible(result.reason, 300)}"
+        said = _("stopped at {key}: {reason}").format(
+            key=visible(result.stopped_at, 80), reason=visible(shown(result.reason), 300)
+        )
         ok = False
     return Ran(result.stored, said, ok, confirmed=True, result=result)
 
@@ -224,8 +239,10 @@ def skip(ledger: Ledger, stored: StoredPlan, key: str, reason: str) -> Done:
     """Skip a step of a confirmed plan, with the user's reason (kept in the evidence)."""
     _offboarder(ledger)
     stored = runner.skip_now(ledger, stored, key, reason)
-    return Done(stored, f"skipped {visible(key, 80)}: {visible(reason.strip(), 200)}",
-                confirmed=True)  # fmt: skip
+    said = _("skipped {key}: {reason}").format(
+        key=visible(key, 80), reason=visible(reason.strip(), 200)
+    )
+    return Done(stored, said, confirmed=True)
 
 
 def never_existed(ledger: Ledger, stored: StoredPlan, key: str, reason: str) -> Done:
@@ -234,8 +251,9 @@ def never_existed(ledger: Ledger, stored: StoredPlan, key: str, reason: str) -> 
     stored = runner.never_existed(ledger, stored, key, reason)
     return Done(
         stored,
-        f"recorded as absent (never existed, by your word; not verified):"
-        f" {visible(key)}: {visible(reason)}",
+        _("recorded as absent (never existed, by your word; not verified): {key}: {reason}").format(
+            key=visible(key), reason=visible(reason)
+        ),
         confirmed=True,
     )
 
@@ -255,7 +273,7 @@ async def inspect(
     _offboarder(ledger)
     node = ledger.node(name)
     fresh = runner.replan(ledger, node, config, planners, include=include, keep=keep)
-    stored, _ = evidence.store(ledger, fresh)
+    stored, _new = evidence.store(ledger, fresh)
     ctx = wiring.context_for(ledger, node, config, stored.plan)
     try:
         result = await readback.inspect(ledger, stored, factory(ctx))
@@ -264,20 +282,26 @@ async def inspect(
     lines: list[Line] = [(k, ok, said) for k, ok, said in result.preflight if not ok]
     for lk in result.looks:
         seen = lk.sighting
-        what = ", ".join(f"{k} {v}" for k, v in seen.facts.items()) or seen.detail or seen.output
+        what = (
+            ", ".join(f"{fact_word(k)} {shown(v)}" for k, v in seen.facts.items())
+            or shown(seen.detail)
+            or seen.output
+        )
         verdict = seen.exists
         if verdict is False and not runner.must_be_seen(lk.step):
             # A usual cache or history that is simply not there: nothing to clear, no fault.
-            verdict, what = None, "not there: nothing to clear"
-        lines.append((lk.step.key, verdict, " · ".join([what, *lk.remarks])))
+            verdict, what = None, _("not there: nothing to clear")
+        lines.append((lk.step.key, verdict, " · ".join([what, *map(shown, lk.remarks)])))
     said = (
-        "inspection: everything the plan deletes was seen (nothing was changed)"
+        _("inspection: everything the plan deletes was seen (nothing was changed)")
         if result.ok
-        else "inspection: NOT everything was seen: a typo, another region or account? (nothing"
-        " was changed)"
+        else _(
+            "inspection: NOT everything was seen: a typo, another region or account? (nothing"
+            " was changed)"
+        )
     )
     return Inspected(
-        result.stored, said, result.ok, lines=tuple(lines), heading="inspection", result=result
+        result.stored, said, result.ok, lines=tuple(lines), heading=_("inspection"), result=result
     )
 
 
@@ -288,25 +312,30 @@ async def recheck(ledger: Ledger, name: str, config: Config, factory: DriversFac
     assert node.id is not None
     stored = evidence.latest(ledger, node.id)
     if stored is None or stored.finished_at is None:
-        raise InputError("recheck", node.name, "no finished offboarding to recheck: run it first")
+        raise InputError(
+            "recheck", node.name, _("no finished offboarding to recheck: run it first")
+        )
     ctx = wiring.context_for(ledger, node, config, stored.plan)
     try:
         result = await readback.recheck(ledger, stored, factory(ctx))
     finally:
         await wiring.close(ctx)
-    unproven = sum(stored.state(k).state is not State.VERIFIED for k, _, _ in result.lines)
+    unproven = sum(stored.state(k).state is not State.VERIFIED for k, _ok, _s in result.lines)
     said = (
-        "recheck: NOT everything is gone"
+        _("recheck: NOT everything is gone")
         if not result.ok
-        else f"recheck: everything verified is still gone; {unproven} step(s) never verified"
+        else _("recheck: everything verified is still gone; {count} step(s) never verified").format(
+            count=unproven
+        )
         if unproven
-        else "recheck: everything is still gone"
+        else _("recheck: everything is still gone")
     )
     return Rechecked(
         evidence.load(ledger, stored.id),
         said,
         result.ok,
-        lines=result.lines,
+        heading=_("recheck"),
+        lines=tuple((k, ok, shown(x)) for k, ok, x in result.lines),
         result=result,
         unproven=unproven,
     )
@@ -318,5 +347,9 @@ def report_of(ledger: Ledger, name: str) -> dict[str, Any]:
     assert node.id is not None
     stored = evidence.latest(ledger, node.id)
     if stored is None:
-        raise InputError("report", node.name, f"no offboarding plan: zuka offboard {node.name}")
+        raise InputError(
+            "report",
+            node.name,
+            _("no offboarding plan: zuka offboard {node}").format(node=node.name),
+        )
     return report.build(ledger, stored)

@@ -17,6 +17,7 @@ from pathlib import Path
 import asyncssh
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.ssh.keys import KeyFileRefused, load_client_key, read_key_file
 
@@ -28,7 +29,7 @@ _MAX_LINES = 10_000  # more than any real authorized_keys; the rest is not looke
 def check_fingerprint(value: str, field: str = "fingerprint") -> str:
     if not _FINGERPRINT_RE.fullmatch(value):
         raise InputError(
-            field, visible(value, 80), "a key fingerprint is SHA256: and 43 base64 characters"
+            field, visible(value, 80), _("a key fingerprint is SHA256: and 43 base64 characters")
         )
     return value
 
@@ -203,11 +204,11 @@ def keys_in(text: str) -> tuple[list[AuthorizedKey], int]:
 
 def check_blob(blob: str) -> str:
     if not _BLOB_RE.fullmatch(blob):
-        raise InputError("key", visible(blob, 40), "is not a base64 key blob")
+        raise InputError("key", visible(blob, 40), _("is not a base64 key blob"))
     try:
         base64.b64decode(blob, validate=True)
     except binascii.Error:
-        raise InputError("key", visible(blob, 40), "is not a base64 key blob") from None
+        raise InputError("key", visible(blob, 40), _("is not a base64 key blob")) from None
     return blob
 
 
@@ -223,6 +224,8 @@ def fingerprint_of(key_path: str) -> str:
     try:
         loaded = load_client_key(str(path))
     except (KeyFileRefused, asyncssh.KeyImportError) as exc:
-        raise InputError("key_path", visible(key_path, 200), f"cannot read the key: {exc}") from exc
+        raise InputError(
+            "key_path", visible(key_path, 200), _("cannot read the key: {error}").format(error=exc)
+        ) from exc
     key = loaded[0] if isinstance(loaded, tuple) else loaded
     return str(key.get_fingerprint("sha256"))

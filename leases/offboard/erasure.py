@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from leases.core.i18n import N_
 from leases.core.textsafe import visible
 
 # Copy-on-write, log-structured or compressing: an overwrite lands in new blocks.
@@ -111,34 +112,58 @@ def caveats(facts: FsFacts) -> list[str]:
     fs = facts.fstype
     opts = facts.options.split(",")
     if not fs:
-        out.append("the node did not say which file system this is: erasure cannot be judged")
+        out.append(N_("the node did not say which file system this is: erasure cannot be judged"))
     elif fs in _COW:
-        out.append(f"{fs} is copy-on-write or log-structured: overwrites go to new blocks")
+        out.append(
+            N_("{fs} is copy-on-write or log-structured: overwrites go to new blocks").format(fs=fs)
+        )
     elif fs in _JOURNALED:
-        out.append(f"{fs} is a journaling file system the shred manual names as not safe")
+        out.append(
+            N_("{fs} is a journaling file system the shred manual names as not safe").format(fs=fs)
+        )
     elif fs in _EXT and "data=journal" in opts:
-        out.append(f"{fs} with data=journal: file data also passes through the journal")
+        out.append(
+            N_("{fs} with data=journal: file data also passes through the journal").format(fs=fs)
+        )
     elif fs == "overlay":
-        out.append("overlay: a file copied up from an image layer keeps its lower-layer copy")
+        out.append(N_("overlay: a file copied up from an image layer keeps its lower-layer copy"))
     elif fs in _NETWORK or fs.startswith("fuse"):
-        out.append(f"{fs} is network or user-space storage: its server may cache or snapshot")
+        out.append(
+            N_("{fs} is network or user-space storage: its server may cache or snapshot").format(
+                fs=fs
+            )
+        )
     elif fs in _IN_MEMORY:
-        out.append(f"{fs} lives in memory: pages swapped out may remain on the swap device")
+        out.append(
+            N_("{fs} lives in memory: pages swapped out may remain on the swap device").format(
+                fs=fs
+            )
+        )
     elif fs not in _KNOWN:
-        out.append(f"{fs} is not a file system zuka knows: erasure cannot be judged")
+        out.append(
+            N_("{fs} is not a file system zuka knows: erasure cannot be judged").format(fs=fs)
+        )
     if any(o.startswith("compress") for o in opts):
-        out.append("compressed: shred cannot overwrite the stored blocks in place")
+        out.append(N_("compressed: shred cannot overwrite the stored blocks in place"))
     if facts.rotational == "0":
-        out.append("solid-state storage: wear levelling keeps old cells; shred cannot reach them")
+        out.append(
+            N_("solid-state storage: wear levelling keeps old cells; shred cannot reach them")
+        )
     if _VIRTUAL_SOURCE_RE.fullmatch(facts.source.split("[", 1)[0]) or _CLOUD_MODEL_RE.search(
         facts.model
     ):
         out.append(
-            "a virtual or cloud disk: the provider's storage may keep copies; deleting the "
-            "disk and its snapshots is the real control"
+            N_(
+                "a virtual or cloud disk: the provider's storage may keep copies; deleting the "
+                "disk and its snapshots is the real control"
+            )
         )
     if facts.source.startswith("/dev/md"):
-        out.append("software RAID: redundant copies on other members")
+        out.append(N_("software RAID: redundant copies on other members"))
     if facts.inside:
-        out.append(f"other file systems mounted inside are not descended: {' '.join(facts.inside)}")
+        out.append(
+            N_("other file systems mounted inside are not descended: {mounts}").format(
+                mounts=" ".join(facts.inside)
+            )
+        )
     return out

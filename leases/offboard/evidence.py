@@ -21,6 +21,7 @@ from typing import Any
 from leases.core import fields
 from leases.core.auditentry import AuditEntry
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.ledger import auditchain, records
 from leases.ledger.audit import audit_entry
@@ -93,9 +94,11 @@ class Tampered(InputError):
         super().__init__(
             "plan",
             plan_id,
-            f"offboarding plan {plan_id} does not match its evidence on the audit chain:"
-            f" {reason}. The ledger was edited outside zuka; nothing is run from it. Check"
-            " `zuka audit verify`, then make the plan again: zuka offboard NODE",
+            _(
+                "offboarding plan {id} does not match its evidence on the audit chain:"
+                " {reason}. The ledger was edited outside zuka; nothing is run from it. Check"
+                " `zuka audit verify`, then make the plan again: zuka offboard NODE"
+            ).format(id=plan_id, reason=reason),
         )
 
 
@@ -110,15 +113,17 @@ def load(ledger: Ledger, plan_id: int) -> StoredPlan:
     row = rows[0]
     body = row["body"]
     if not isinstance(body, str) or _sha256(body) != row["hash"]:
-        raise Tampered(plan_id, "its body no longer hashes to its stored hash")
+        raise Tampered(plan_id, _("its body no longer hashes to its stored hash"))
     chain = _chain(ledger, plan_id)
     planned, states, finished = _derived(ledger, plan_id, chain)
     if planned.get("hash") != row["hash"] or planned.get("body") != _json(body):
-        raise Tampered(plan_id, "its body is not the body the chained plan entry holds")
+        raise Tampered(plan_id, _("its body is not the body the chained plan entry holds"))
     try:
         plan = plan_from_body(body)
     except (KeyError, TypeError, ValueError) as exc:
-        raise Tampered(plan_id, f"its body cannot be read ({type(exc).__name__})") from None
+        raise Tampered(
+            plan_id, _("its body cannot be read ({error})").format(error=type(exc).__name__)
+        ) from None
     table = {
         r["key"]: r["state"]
         for r in ledger.rows("SELECT key, state FROM offboard_steps WHERE plan_id = ?", [plan_id])
@@ -128,18 +133,23 @@ def load(ledger: Ledger, plan_id: int) -> StoredPlan:
         if table.get(step.key) != said:
             raise Tampered(
                 plan_id,
-                f"step {visible(step.key, 200)} is {visible(str(table.get(step.key)), 40)} in"
-                f" offboard_steps, but its evidence says {said}",
+                _("step {key} is {state} in offboard_steps, but its evidence says {said}").format(
+                    key=visible(step.key, 200),
+                    state=visible(str(table.get(step.key)), 40),
+                    said=said,
+                ),
             )
     if (row["finished_at"] is None) != (finished is None):
-        raise Tampered(plan_id, "its finish is not the one its evidence records")
+        raise Tampered(plan_id, _("its finish is not the one its evidence records"))
     if row["node_id"] != plan.node_id or row["lease_id"] != plan.lease_id:
-        raise Tampered(plan_id, "its node or lease is not the one its body names")
+        raise Tampered(plan_id, _("its node or lease is not the one its body names"))
     # Which plan is in force is the table's superseded_by (latest()): an older plan put
     # back in force (its successor's superseded_by set, its own cleared) would run what
     # the user later changed, and the ledger still gives that older plan again.
     if row["superseded_by"] != _superseder(ledger, plan_id):
-        raise Tampered(plan_id, "the plan that superseded it is not the one its evidence records")
+        raise Tampered(
+            plan_id, _("the plan that superseded it is not the one its evidence records")
+        )
     return StoredPlan(
         id=row["id"],
         plan=plan,
@@ -180,12 +190,18 @@ def _chain(ledger: Ledger, plan_id: int) -> list[dict[str, Any]]:
     }
     for r in rows:
         if r["hash"] != auditchain.entry_hash(r, str(r["prev_hash"])):
-            raise Tampered(plan_id, f"audit entry {r['id']} was changed")
+            raise Tampered(plan_id, _("audit entry {entry} was changed").format(entry=r["id"]))
         before, after = near.get(r["id"] - 1), near.get(r["id"] + 1)
         if r["id"] > 1 and (before is None or before[1] != r["prev_hash"]):
-            raise Tampered(plan_id, f"audit entry {r['id']} does not link to the one before")
+            raise Tampered(
+                plan_id,
+                _("audit entry {entry} does not link to the one before").format(entry=r["id"]),
+            )
         if after is not None and after[0] != r["hash"]:
-            raise Tampered(plan_id, f"audit entry {r['id']} does not link to the one after")
+            raise Tampered(
+                plan_id,
+                _("audit entry {entry} does not link to the one after").format(entry=r["id"]),
+            )
     return rows
 
 
@@ -201,7 +217,7 @@ def _superseder(ledger: Ledger, plan_id: int) -> int | None:
         )
     ]
     if len(found) > 1:
-        raise Tampered(plan_id, f"plans {found} each say they superseded it")
+        raise Tampered(plan_id, _("plans {found} each say they superseded it").format(found=found))
     if not found:
         return None
     _chain(ledger, found[0])
@@ -218,15 +234,15 @@ def _derived(
     first = next((r for r in chain if r["action"] == "offboard.plan"), None)
     after = None if first is None else _json(first["after"] or "")
     if not isinstance(after, dict) or after.get("plan") != plan_id:
-        raise Tampered(plan_id, "no chained entry records this plan")
+        raise Tampered(plan_id, _("no chained entry records this plan"))
     states: dict[str, StepState] = {}
     old = after.get("supersedes")
     carried = after.get("carried") or []
     if carried:
         if not isinstance(old, int) or not isinstance(carried, list):
-            raise Tampered(plan_id, "its chained entry carries states from no plan")
+            raise Tampered(plan_id, _("its chained entry carries states from no plan"))
         assert first is not None
-        _, before, _ = _derived(ledger, old, _chain(ledger, old), upto=int(first["id"]))
+        _planned, before, _done = _derived(ledger, old, _chain(ledger, old), upto=int(first["id"]))
         states.update({k: before[k] for k in carried if isinstance(k, str) and k in before})
     finished: datetime | None = None
     for r in chain:
@@ -242,7 +258,9 @@ def _derived(
                     State(state), datetime.fromisoformat(r["at"]), str(doc.get("detail", ""))[:2000]
                 )
             except ValueError:
-                raise Tampered(plan_id, f"audit entry {r['id']} holds no known state") from None
+                raise Tampered(
+                    plan_id, _("audit entry {entry} holds no known state").format(entry=r["id"])
+                ) from None
     return after, states, finished
 
 
@@ -346,7 +364,9 @@ def record(
             raise LookupError(f"plan {stored.id} has no step {step.key!r}")
         if expect is not None and State(row[0]) not in expect:
             raise Conflict(
-                f"step {step.key} of plan {stored.id} is {row[0]} now: another run is at it"
+                _("step {key} of plan {id} is {state} now: another run is at it").format(
+                    key=step.key, id=stored.id, state=row[0]
+                )
             )
         at = _now(ledger)
         conn.execute(
@@ -493,7 +513,7 @@ def progress(ledger: Ledger) -> dict[int, Progress]:
     ).fetchall()
     found: dict[int, Progress] = {}
     passed = {s.value for s in PASSED}
-    for node_id, plan_id, finished, key, state, _ in rows:
+    for node_id, plan_id, finished, key, state, _at in rows:
         now = found.get(node_id)
         if now is None or now.plan_id != plan_id:
             now = Progress(plan_id, 0, 0, finished is not None)

@@ -9,21 +9,23 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Collection
 
+from leases.core.i18n import N_
 from leases.core.models import ProviderKind
 from leases.offboard.steps import Outcome, Phase, PlanInput, Sighting, Step, params
 
 NAME = "manual"
 RELEASE_KEY = "manual:release-instance"
 # How a console step not yet done begins its detail: it waits for the user, not failed.
-WAITING = "waiting for you"
+WAITING = N_("waiting for you")
 # Whether the node still answers: True, False, or None when zuka cannot tell from here.
 Probe = Callable[[Step], Awaitable[bool | None]]
 
 _WHAT = {
-    ProviderKind.PLATFORM: "release the instance in {p}'s console (its data disk goes with it)",
-    ProviderKind.CLOUD: "release (terminate) the instance in {p}'s console",
-    ProviderKind.COLO: "hand the machine back to {p}; have its disks wiped or returned as the"
-    " contract says",
+    ProviderKind.PLATFORM: N_("release the instance in {p}'s console (its data disk goes with it)"),
+    ProviderKind.CLOUD: N_("release (terminate) the instance in {p}'s console"),
+    ProviderKind.COLO: N_(
+        "hand the machine back to {p}; have its disks wiped or returned as the contract says"
+    ),
 }
 
 
@@ -35,7 +37,7 @@ def plan_manual(facts: PlanInput) -> list[Step]:
     what = (
         _WHAT[p.kind].format(p=p.name)
         if p is not None
-        else "release or hand back the machine where it was rented"
+        else N_("release or hand back the machine where it was rented")
     )
     ssh = node.ssh
     return [
@@ -46,7 +48,9 @@ def plan_manual(facts: PlanInput) -> list[Step]:
             action="release-instance",
             target=node.name,
             destructive=True,
-            describe=f"by hand: {what}; zuka then checks that {ssh.host} no longer answers",
+            describe=N_("by hand: {what}; zuka then checks that {host} no longer answers").format(
+                what=what, host=ssh.host
+            ),
             params=params(
                 host=ssh.host,
                 port=str(ssh.port or 22),
@@ -68,23 +72,33 @@ class ManualDriver:
 
     async def run(self, step: Step) -> Outcome:
         if step.key in self.did:
-            return Outcome(True, f"{self.actor} said it was done by hand")
+            return Outcome(True, N_("{actor} said it was done by hand").format(actor=self.actor))
         return Outcome(
             False,
             "",
-            f"{WAITING}: {step.describe}; once done: zuka offboard {self.node} --execute"
-            f" --confirm {self.node} --did {step.key}",
+            N_(
+                "waiting for you: {what}; once done: zuka offboard {node} --execute"
+                " --confirm {node} --did {key}"
+            ).format(what=step.describe, node=self.node, key=step.key),
         )
 
     async def inspect(self, step: Step) -> Sighting:
         where = f"{step.param('host')}:{step.param('port')}"
         answers = await self.probe(step)
         if answers is None:
-            said = f"zuka cannot check {where} from here (an ssh config alias or a jump host)"
+            said = N_(
+                "zuka cannot check {where} from here (an ssh config alias or a jump host)"
+            ).format(where=where)
             return Sighting(None, "", said)
         if answers:
-            return Sighting(True, f"{where} accepts connections", "the node answers")
-        return Sighting(False, f"{where} does not accept connections", "the node does not answer")
+            return Sighting(
+                True, N_("{where} accepts connections").format(where=where), N_("the node answers")
+            )
+        return Sighting(
+            False,
+            N_("{where} does not accept connections").format(where=where),
+            N_("the node does not answer"),
+        )
 
     async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
         where = f"{step.param('host')}:{step.param('port')}"
@@ -93,19 +107,23 @@ class ManualDriver:
             return Outcome(
                 False,
                 "",
-                f"zuka cannot check {where} from here (an ssh config alias or a jump host):"
-                " check by hand, then skip this step with a reason",
+                N_(
+                    "zuka cannot check {where} from here (an ssh config alias or a jump host):"
+                    " check by hand, then skip this step with a reason"
+                ).format(where=where),
             )
         if answers:
             return Outcome(
                 False,
-                f"{where} still accepts connections",
-                f"the node still answers at {where}: release it in the console first (or, if"
-                " the address now belongs to another machine, skip this step with a reason:"
-                f" zuka offboard {self.node} --skip {step.key} --reason TEXT --confirm"
-                f" {self.node}), then run again with --did {step.key}",
+                N_("{where} still accepts connections").format(where=where),
+                N_(
+                    "the node still answers at {where}: release it in the console first (or, if"
+                    " the address now belongs to another machine, skip this step with a reason:"
+                    " zuka offboard {node} --skip {key} --reason TEXT --confirm"
+                    " {node}), then run again with --did {key}"
+                ).format(where=where, node=self.node, key=step.key),
             )
-        return Outcome(True, f"{where} no longer accepts connections")
+        return Outcome(True, N_("{where} no longer accepts connections").format(where=where))
 
 
 async def tcp_answers(step: Step, timeout: float = 5.0) -> bool | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from leases.core.i18n import N_
 from leases.core.textsafe import visible
 from leases.offboard.nodewalk import KEPT as _KEPT
 from leases.ssh.stream import CommandResult
@@ -57,22 +58,29 @@ def node_lines(text: str) -> list[str]:
 def done_words(stdout: str, verify: bool) -> str:
     if "absent" in node_lines(stdout):
         # Read back after a shred, absent is the proof, not a sign nothing was there.
-        return "not there: nothing left" if verify else "already gone"
+        return N_("not there: nothing left") if verify else N_("already gone")
     left = sum(1 for line in node_lines(stdout) if line.startswith("left: "))
     unlinked = sum(1 for line in node_lines(stdout) if line.startswith("unlinked only"))
     kept = any(line.startswith(_KEPT + ": ") for line in node_lines(stdout))
     if verify:
         # The login's own ~/.ssh was not looked at: said, never hidden in "nothing left".
-        return "no regular file left" + (
-            "; the login's own ~/.ssh kept, not looked at (the lab's key has its own step)"
-            if kept
-            else ""
-        )
-    words = "shredded file by file"
+        if kept:
+            return N_(
+                "no regular file left; the login's own ~/.ssh kept, not looked at (the lab's key"
+                " has its own step)"
+            )
+        return N_("no regular file left")
+    words = [N_("shredded file by file")]
     if unlinked:
-        words += f"; {unlinked} with other hard links unlinked, not overwritten"
+        words.append(
+            N_("{count} with other hard links unlinked, not overwritten").format(count=unlinked)
+        )
     if left:
-        words += f"; {left} symbolic link(s) or special file(s) left in place, never followed"
+        words.append(
+            N_("{count} symbolic link(s) or special file(s) left in place, never followed").format(
+                count=left
+            )
+        )
     if kept:
-        words += "; the login's own ~/.ssh kept (zuka logs in with it until the revoke step)"
-    return words
+        words.append(N_("the login's own ~/.ssh kept (zuka logs in with it until the revoke step)"))
+    return "; ".join(words)

@@ -11,6 +11,7 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from leases.core.i18n import N_
 from leases.offboard import authkeys, erasure, paths, presets
 from leases.offboard.nodewalk import KEPT as _KEPT
 
@@ -27,19 +28,25 @@ _CHANGED = 9
 SHARED_STORAGE = 10
 _REFUSED_OPEN = 11
 WHY = {
-    _REFUSED_LINK: "is a symbolic link: refused, not followed",
-    _REFUSED_ELSEWHERE: "resolves elsewhere (a symbolic link on the way): refused",
-    _FAILED: "the command failed on the node",
-    _REFUSED_KIND: "is neither a regular file nor a directory: refused",
-    _UNSEEN: "the login user may not look there (a directory on the way): not proven",
-    _REFUSED_MOUNT: "has another file system mounted inside (named in the evidence): refused, "
-    "not verified; declare each mount as a scratch_path of its own (zuka resource add NODE "
-    "--kind scratch_path --id MOUNT), or unmount it",
-    _CHANGED: "something changed while it was shredded (a name replaced, a directory moved: "
-    "named in the evidence), skipped, never followed: not done; find who writes there, "
-    "then run again",
-    _REFUSED_OPEN: "another user may rename things there and the node has no python3 to "
-    "shred without following them: refused (named in the evidence)",
+    _REFUSED_LINK: N_("is a symbolic link: refused, not followed"),
+    _REFUSED_ELSEWHERE: N_("resolves elsewhere (a symbolic link on the way): refused"),
+    _FAILED: N_("the command failed on the node"),
+    _REFUSED_KIND: N_("is neither a regular file nor a directory: refused"),
+    _UNSEEN: N_("the login user may not look there (a directory on the way): not proven"),
+    _REFUSED_MOUNT: N_(
+        "has another file system mounted inside (named in the evidence): refused, "
+        "not verified; declare each mount as a scratch_path of its own (zuka resource add NODE "
+        "--kind scratch_path --id MOUNT), or unmount it"
+    ),
+    _CHANGED: N_(
+        "something changed while it was shredded (a name replaced, a directory moved: "
+        "named in the evidence), skipped, never followed: not done; find who writes there, "
+        "then run again"
+    ),
+    _REFUSED_OPEN: N_(
+        "another user may rename things there and the node has no python3 to "
+        "shred without following them: refused (named in the evidence)"
+    ),
 }
 
 

@@ -14,6 +14,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import ResourceKind
 from leases.core.textsafe import visible
 from leases.ledger.records import resource_id
@@ -54,39 +55,41 @@ def check_root(root: str, field: str = "scratch_roots") -> str:
     except InputError as exc:
         raise InputError(field, exc.value, exc.reason) from None
     if any(under(root, tree) for tree in SYSTEM_TREES) or root == "/":
-        raise InputError(field, visible(root, 80), "a system directory is never a scratch root")
+        raise InputError(field, visible(root, 80), _("a system directory is never a scratch root"))
     return root
 
 
 def check_scratch_path(path: str, roots: Sequence[str], field: str = "scratch_path") -> str:
     """path, when offboarding may shred it; else InputError naming field, value and why."""
     if not isinstance(path, str):
-        raise InputError(field, repr(path), "must be a string")
+        raise InputError(field, repr(path), _("must be a string"))
     if path == "/":
-        raise InputError(field, path, "the whole file system is never shredded")
+        raise InputError(field, path, _("the whole file system is never shredded"))
     try:
         resource_id(ResourceKind.SCRATCH_PATH, path)
     except InputError as exc:
         raise InputError(field, exc.value, exc.reason) from None
     if path in WHOLE_DIRS or any(under(path, tree) for tree in SYSTEM_TREES):
-        raise InputError(field, path, "a system directory is never shredded")
+        raise InputError(field, path, _("a system directory is never shredded"))
     if ".ssh" in path.split("/"):
         raise InputError(
-            field, path, "an .ssh directory is not scratch: the lab's key goes in its own step"
+            field, path, _("an .ssh directory is not scratch: the lab's key goes in its own step")
         )
     checked = [check_root(r) for r in roots]
     if not checked:
         raise InputError(
             field,
             path,
-            "no scratch roots are declared for this node: add one to [offboard] scratch_roots",
+            _("no scratch roots are declared for this node: add one to [offboard] scratch_roots"),
         )
     if not any(under(path, root) for root in checked):
         raise InputError(
             field,
             path,
-            f"is outside the declared roots ({', '.join(checked)}): add its root to "
-            "[offboard] scratch_roots, or fix the resource",
+            _(
+                "is outside the declared roots ({roots}): add its root to "
+                "[offboard] scratch_roots, or fix the resource"
+            ).format(roots=", ".join(checked)),
         )
     return path
 
@@ -95,7 +98,7 @@ def check_home_entry(rel: str, field: str = "home_path", *, keys: bool = False) 
     """A path relative to the login user's home (a history file, a cache directory; with
     keys=True, the authorized_keys file, the one thing under .ssh offboarding edits)."""
     if not isinstance(rel, str):
-        raise InputError(field, repr(rel), "must be a string")
+        raise InputError(field, repr(rel), _("must be a string"))
     parts = rel.split("/")
     if (
         rel.startswith("/")
@@ -105,8 +108,10 @@ def check_home_entry(rel: str, field: str = "home_path", *, keys: bool = False) 
         raise InputError(
             field,
             visible(rel, 80),
-            "a path in the home directory is relative, normalised, of letters, digits and "
-            ". _ @ + = , : - (no '..', spaces, globs or shell characters)",
+            _(
+                "a path in the home directory is relative, normalised, of letters, digits and "
+                ". _ @ + = , : - (no '..', spaces, globs or shell characters)"
+            ),
         )
     own_key = len(parts) == 2 and _PRIVATE_KEY_RE.fullmatch(parts[1]) is not None
     if parts[0] == ".ssh" and not (
@@ -115,8 +120,10 @@ def check_home_entry(rel: str, field: str = "home_path", *, keys: bool = False) 
         raise InputError(
             field,
             rel,
-            "an .ssh directory is not a cache: keys have their own step (only a private key"
-            " file such as .ssh/id_ed25519 is cleared)",
+            _(
+                "an .ssh directory is not a cache: keys have their own step (only a private key"
+                " file such as .ssh/id_ed25519 is cleared)"
+            ),
         )
     return rel
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from leases.config.sections import Config
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 from leases.core.models import Lease, Node, Resource
 from leases.core.textsafe import visible
 from leases.ledger import auditchain, rowaudit
@@ -83,7 +84,11 @@ class Plan:
             if s.key == key:
                 return s
         known = ", ".join(s.key for s in self.steps[:8])
-        raise InputError("step", key, f"no step of that key in the plan (its steps: {known}...)")
+        raise InputError(
+            "step",
+            key,
+            _("no step of that key in the plan (its steps: {known}...)").format(known=known),
+        )
 
     def not_deleted(self) -> list[str]:
         """What the plan looks at but will NOT delete, one line each: the shared storage
@@ -95,11 +100,21 @@ class Plan:
         for s in self.steps:
             if s.action == "fs-facts" and s.param("shared") == "yes":
                 note = shared_note(s.target)
+                said = (
+                    N_(
+                        "{path}: shared storage that outlives the instance ({note}); declare what"
+                        " in it is this lease's with `zuka resource add {node} --kind"
+                        " scratch_path --id PATH` to shred it"
+                    )
+                    if note
+                    else N_(
+                        "{path}: shared storage that outlives the instance; declare what in it is"
+                        " this lease's with `zuka resource add {node} --kind scratch_path --id"
+                        " PATH` to shred it"
+                    )
+                )
                 lines.append(
-                    f"{visible(s.target)}: shared storage that outlives the instance"
-                    + (f" ({note})" if note else "")
-                    + "; declare what in it is this lease's with `zuka resource add"
-                    f" {visible(self.node)} --kind scratch_path --id PATH` to shred it"
+                    said.format(path=visible(s.target), note=note, node=visible(self.node))
                 )
         return lines
 
@@ -107,26 +122,30 @@ class Plan:
         from leases.core.textsafe import visible
 
         n, ref = visible(self.node), visible(x.ref)
-        where = f" (region {visible(x.region)})" if x.region else ""
-        if x.kept:
-            return f"{ref}{where}: kept, as {visible(x.kept, 200)}"
-        if x.why == "unproven":
-            return (
-                f"{ref}{where}: the ledger says it was verified gone, but no entry of the"
-                " audit log says so (edited outside zuka, or imported): check it; to delete"
-                f" it with this offboarding: zuka offboard {n} --include {ref}"
-            )
-        if x.why == "no-step":
-            return (
-                f"{ref}{where}: no step of zuka's can delete it (no API for it here): delete"
-                f" it by hand, then record it: zuka resource edit {n} --kind {visible(x.kind)}"
-                f" --id {visible(x.native_id)} --deleted --verified --notes HOW"
-            )
-        return (
-            f"{ref}{where}: recorded on the node's lease from {visible(x.lease_start)}, not"
-            f" this one; to delete it with this offboarding: zuka offboard {n} --include"
-            f" {ref}; to keep it: zuka offboard {n} --keep {ref} --reason TEXT"
+        what = (
+            N_("{ref} (region {region})").format(ref=ref, region=visible(x.region))
+            if x.region
+            else ref
         )
+        if x.kept:
+            return N_("{what}: kept, as {reason}").format(what=what, reason=visible(x.kept, 200))
+        if x.why == "unproven":
+            return N_(
+                "{what}: the ledger says it was verified gone, but no entry of the"
+                " audit log says so (edited outside zuka, or imported): check it; to delete"
+                " it with this offboarding: zuka offboard {node} --include {ref}"
+            ).format(what=what, node=n, ref=ref)
+        if x.why == "no-step":
+            return N_(
+                "{what}: no step of zuka's can delete it (no API for it here): delete"
+                " it by hand, then record it: zuka resource edit {node} --kind {kind}"
+                " --id {id} --deleted --verified --notes HOW"
+            ).format(what=what, node=n, kind=visible(x.kind), id=visible(x.native_id))
+        return N_(
+            "{what}: recorded on the node's lease from {start}, not"
+            " this one; to delete it with this offboarding: zuka offboard {node} --include"
+            " {ref}; to keep it: zuka offboard {node} --keep {ref} --reason TEXT"
+        ).format(what=what, start=visible(x.lease_start), node=n, ref=ref)
 
     @property
     def resource_ids(self) -> frozenset[int]:
@@ -326,8 +345,8 @@ def facts_for(
         # By the node's leases, not by name: a released node's name may belong to a new node.
         marks = ", ".join("?" * len(by_id))
         rows = ledger.resource_rows(f" WHERE r.lease_id IN ({marks})", list(by_id))
-        proven = _verified_on_chain(ledger, [r for r, _ in rows if r.verified_at is not None])
-        for r, _ in rows:
+        proven = _verified_on_chain(ledger, [r for r, _n in rows if r.verified_at is not None])
+        for r, _n in rows:
             if r.verified_at is not None and r.id not in own and r.id not in wanted:
                 if r.id not in proven:
                     # Verified by no chained entry: listed, never taken as gone.
@@ -345,9 +364,9 @@ def facts_for(
             node.name,
             [("node", node.id), ("provider", None if provider is None else provider.id),
              *(("lease", le.id) for le in leases),
-             *(("resource", r.id) for r in [*resources, *(o for o, _ in others)])],
+             *(("resource", r.id) for r in [*resources, *(o for o, _le in others)])],
         ),
-        f"the offboarding of {visible(node.name, 80)}",
+        _("the offboarding of {node}").format(node=visible(node.name, 80)),
     )  # fmt: skip
     return PlanInput(
         node=node,

@@ -17,6 +17,7 @@ from decimal import Decimal
 
 from leases.config.sections import Config
 from leases.core.cloudids import same_endpoint
+from leases.core.i18n import N_
 from leases.core.models import Lease
 from leases.core.textsafe import visible
 from leases.ledger.release import open_at
@@ -48,8 +49,10 @@ def plan_preflight(facts: PlanInput) -> list[Step]:
             action="lease-facts",
             target=facts.node.name,
             destructive=False,
-            describe="read the lease's facts from the ledger: billing, end, days left,"
-            " deposit, auto-renew",
+            describe=N_(
+                "read the lease's facts from the ledger: billing, end, days left,"
+                " deposit, auto-renew"
+            ),
             params=params(lease_id=lease_id),
         )
     ]
@@ -85,8 +88,21 @@ def identity_steps(steps: Sequence[Step], facts: PlanInput) -> list[Step]:
     blocked = ",".join(sorted(facts.config.offboard.blocked_accounts))
     out = []
     for name, endpoint, region in identity_places(steps):
-        want = f"account {account or '(none recorded)'}" + (f" in {region}" if region else "")
-        at = f" at {endpoint}" if endpoint else ""
+        shown_account = account or N_("(none recorded)")
+        if region:
+            want = N_("account {account} in {region}").format(account=shown_account, region=region)
+        else:
+            want = N_("account {account}").format(account=shown_account)
+        if endpoint:
+            describe = N_(
+                "ask the cloud at {endpoint} who the {driver} credentials act as: must be {want}"
+                " and not a blocked account"
+            ).format(endpoint=endpoint, driver=name, want=want)
+        else:
+            describe = N_(
+                "ask the cloud who the {driver} credentials act as: must be {want}"
+                " and not a blocked account"
+            ).format(driver=name, want=want)
         out.append(
             Step(
                 key=identity_key(name, endpoint, region, "" if p is None else p.region),
@@ -95,8 +111,7 @@ def identity_steps(steps: Sequence[Step], facts: PlanInput) -> list[Step]:
                 action="identity",
                 target=name,
                 destructive=False,
-                describe=f"ask the cloud{at} who the {name} credentials act as: must be {want}"
-                " and not a blocked account",
+                describe=describe,
                 params=params(
                     driver=name,
                     endpoint=endpoint,
@@ -126,15 +141,19 @@ class PreflightDriver:
             return self._lease_facts(step)
         if step.action == "identity":
             return await self._identity(step)
-        return Outcome(False, "", f"preflight does not know the action {step.action!r}")
+        return Outcome(
+            False,
+            "",
+            N_("preflight does not know the action '{action}'").format(action=step.action),
+        )
 
     async def inspect(self, step: Step) -> Sighting:
         # Never called: its steps are not destructive.
-        return Sighting(None, "", "nothing to look at: this step changes no resource")
+        return Sighting(None, "", N_("nothing to look at: this step changes no resource"))
 
     async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
         # A check has nothing to read back: it passed when it ran, now.
-        return Outcome(True, "checked when it ran")
+        return Outcome(True, N_("checked when it ran"))
 
     def _lease_facts(self, step: Step) -> Outcome:
         lease_id = step.param("lease_id")
@@ -144,15 +163,17 @@ class PreflightDriver:
         if lease is None:
             return Outcome(
                 True,
-                f"no lease recorded for {step.target}",
-                "no lease: nothing to end or refund",
+                N_("no lease recorded for {node}").format(node=step.target),
+                N_("no lease: nothing to end or refund"),
                 facts={"lease": "none"},
             )
         facts = lease_facts(lease, self.ledger.clock())
         lines = "\n".join(f"{k}: {v}" for k, v in facts.items())
-        warn = ""
+        warn = N_("the lease's facts read from the ledger")
         if lease.auto_renew:
-            warn = "auto-renew is on: turn it off at the provider, or the lease renews and bills"
+            warn = N_(
+                "auto-renew is on: turn it off at the provider, or the lease renews and bills"
+            )
         return Outcome(True, lines, warn, facts=facts)
 
     async def _identity(self, step: Step) -> Outcome:
@@ -165,40 +186,73 @@ class PreflightDriver:
             return Outcome(
                 False,
                 "",
-                f"the ledger's provider {step.param('provider') or '(none)'} has no account id:"
-                " cloud deletions are refused until it records the account they must happen in:"
-                f" zuka provider edit {_quoted(step.param('provider') or 'NAME')} --account-id ID",
+                N_(
+                    "the ledger's provider {provider} has no account id: cloud deletions are"
+                    " refused until it records the account they must happen in: zuka provider"
+                    " edit {quoted} --account-id ID"
+                ).format(
+                    provider=step.param("provider") or N_("(none)"),
+                    quoted=_quoted(step.param("provider") or "NAME"),
+                ),
             )
         if want in blocked:
             return Outcome(
-                False, "", f"the ledger's account {want} is on the blocklist ([offboard])"
+                False,
+                "",
+                N_("the ledger's account {account} is on the blocklist ([offboard])").format(
+                    account=want
+                ),
             )
         driver = self.drivers.get(name)
         ask = getattr(driver, "identity", None)
         if ask is None:
-            return Outcome(False, "", f"no {name} driver here that can say who it acts as")
+            return Outcome(
+                False,
+                "",
+                N_("no {driver} driver here that can say who it acts as").format(driver=name),
+            )
         endpoint = step.param("endpoint")
         try:
             who: Identity = await ask(endpoint=endpoint, region=region)
         except Exception as exc:  # the cloud's answer, whatever it is, is the evidence
             said = visible(f"{type(exc).__name__}: {exc}", 2000)
-            return Outcome(False, said, f"asking who the {name} credentials act as failed: {said}")
-        said = f"account {who.account_id} region {who.region} {who.arn}".strip()
-        if who.endpoint:
-            said += f" at {visible(who.endpoint, 300)}"
+            return Outcome(
+                False,
+                said,
+                N_("asking who the {driver} credentials act as failed: {error}").format(
+                    driver=name, error=said
+                ),
+            )
+        if who.arn and who.endpoint:
+            said = N_("account {account} region {region} {arn} at {endpoint}")
+        elif who.arn:
+            said = N_("account {account} region {region} {arn}")
+        elif who.endpoint:
+            said = N_("account {account} region {region} at {endpoint}")
+        else:
+            said = N_("account {account} region {region}")
+        said = said.format(
+            account=who.account_id,
+            region=who.region,
+            arn=who.arn,
+            endpoint=visible(who.endpoint, 300),
+        )
         facts = {"account_id": who.account_id, "region": who.region, "arn": who.arn}
         facts["endpoint"] = who.endpoint
         if who.account_id in blocked:
             return Outcome(
-                False, said, f"the credentials act as a blocked account, {who.account_id}",
+                False, said, N_("the credentials act as a blocked account, {account}").format(
+                    account=who.account_id),
                 facts=facts,
             )  # fmt: skip
         if who.account_id != want:
             return Outcome(
                 False,
                 said,
-                f"the {name} credentials act as account {who.account_id}, but the ledger's"
-                f" provider has {want}: refused",
+                N_(
+                    "the {driver} credentials act as account {account}, but the ledger's"
+                    " provider has {want}: refused"
+                ).format(driver=name, account=who.account_id, want=want),
                 facts=facts,
             )
         # The region the client calls, as the SDK resolved it, against the resource's.
@@ -206,16 +260,21 @@ class PreflightDriver:
             return Outcome(
                 False,
                 said,
-                f"the {name} client calls region {who.region or '(none)'}, but the ledger's"
-                f" resources there are in {region}: refused",
+                N_(
+                    "the {driver} client calls region {called}, but the ledger's"
+                    " resources there are in {region}: refused"
+                ).format(driver=name, called=who.region or N_("(none)"), region=region),
                 facts=facts,
             )
         if endpoint and who.endpoint and not same_endpoint(who.endpoint, endpoint):
             return Outcome(
                 False,
                 said,
-                f"the {name} client calls {visible(who.endpoint, 300)}, not the plan's"
-                f" {visible(endpoint, 300)}: refused",
+                N_("the {driver} client calls {called}, not the plan's {endpoint}: refused").format(
+                    driver=name,
+                    called=visible(who.endpoint, 300),
+                    endpoint=visible(endpoint, 300),
+                ),
                 facts=facts,
             )
         return Outcome(True, said, facts=facts)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from leases.core.i18n import N_
 from leases.core.models import Provider, ProviderKind
 
 
@@ -32,26 +33,26 @@ _AUTODL = Preset(
     roots=("/root/autodl-tmp", "/root/autodl-fs"),
     paths=("/root/autodl-tmp",),  # the instance's data disk
     shared=("/root/autodl-fs",),  # file storage: shared by the region's instances
-    note="autodl-fs is file storage shared by all instances in the region: it stays",
+    note=N_("autodl-fs is file storage shared by all instances in the region: it stays"),
 )
 _GPUSHARE = Preset(
     "GpuShare",
     roots=("/hy-tmp", "/hy-nas"),
     paths=("/hy-tmp",),  # the instance's data disk
     shared=("/hy-nas",),  # shared storage
-    note="hy-nas is shared storage that outlives the instance",
+    note=N_("hy-nas is shared storage that outlives the instance"),
 )
 _MATPOOL = Preset(
     "Matpool",
     roots=("/mnt",),
     shared=("/mnt",),  # the network disk, the same on every machine the account rents
-    note="/mnt is the account's network disk: it outlives the machine",
+    note=N_("/mnt is the account's network disk: it outlives the machine"),
 )
 _FEATURIZE = Preset(
     "Featurize",
     roots=("/home/featurize/work", "/home/featurize/data"),
     shared=("/home/featurize/work",),  # the work directory is kept between instances
-    note="the work directory is kept between instances",
+    note=N_("the work directory is kept between instances"),
 )
 # Matched against the provider's name, lower-cased: its common spellings.
 _PLATFORMS: tuple[tuple[tuple[str, ...], Preset], ...] = (
@@ -64,13 +65,19 @@ _CLOUD = Preset(
     "cloud",
     roots=("/mnt", "/data"),
     note=(
-        "a cloud disk keeps what its provider's storage layer keeps: deleting the disk and "
-        "its snapshots (the cloud steps) is the real control; shred is best effort"
+        N_(
+            "a cloud disk keeps what its provider's storage layer keeps: deleting the disk and "
+            "its snapshots (the cloud steps) is the real control; shred is best effort"
+        )
     ),
 )
-_PLATFORM = Preset("platform", note="declare the platform's data disk in [offboard] scratch_roots")
-_COLO = Preset("colo", note="declare the machine's scratch roots in [offboard] scratch_roots")
-_UNKNOWN = Preset("no provider", note="no provider recorded: only [offboard] scratch_roots apply")
+_PLATFORM = Preset(
+    "platform", note=N_("declare the platform's data disk in [offboard] scratch_roots")
+)
+_COLO = Preset("colo", note=N_("declare the machine's scratch roots in [offboard] scratch_roots"))
+_UNKNOWN = Preset(
+    "no provider", note=N_("no provider recorded: only [offboard] scratch_roots apply")
+)
 
 # In the login user's home: shell and tool histories, then caches, then credentials the
 # lab put there (tokens for model hubs, object stores, git, experiment trackers).

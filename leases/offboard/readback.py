@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 
+from leases.core.i18n import N_
 from leases.ledger.store import Ledger
 from leases.offboard import evidence
 from leases.offboard.evidence import PASSED, State, StoredPlan
@@ -46,7 +47,7 @@ async def inspect(ledger: Ledger, stored: StoredPlan, drivers: Mapping[str, Driv
                 continue
             driver = drivers.get(step.driver)
             out = (
-                Outcome(False, "", f"no {step.driver!r} driver")
+                Outcome(False, "", N_("no '{driver}' driver").format(driver=step.driver))
                 if driver is None
                 else await call_driver(driver.run, step)
             )
@@ -64,7 +65,7 @@ async def inspect(ledger: Ledger, stored: StoredPlan, drivers: Mapping[str, Driv
                 continue
             driver = drivers.get(step.driver)
             look = (
-                Sighting(None, "", f"no {step.driver!r} driver")
+                Sighting(None, "", N_("no '{driver}' driver").format(driver=step.driver))
                 if driver is None
                 else await look_at(driver, step)
             )
@@ -91,14 +92,16 @@ def _remarks(look: Sighting, lease_start: datetime | None) -> tuple[str, ...]:
             when = None
         if when is not None and when.tzinfo is not None and when < lease_start:
             out.append(
-                f"created {when.isoformat()}, before this lease began"
-                f" ({lease_start.isoformat()}): is it really this lease's?"
+                N_(
+                    "created {created}, before this lease began ({start}): is it really this"
+                    " lease's?"
+                ).format(created=when.isoformat(), start=lease_start.isoformat())
             )
     return tuple(out)
 
 
 def _first(text: str) -> str:
-    return text.splitlines()[0] if text else "checked"
+    return text.splitlines()[0] if text else N_("checked")
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,7 @@ class Recheck:
 # After the lab's key was revoked nothing on the node can be read with it: the node's
 # steps are not read again, except the refused login itself (the key put back shows there).
 _REVOKE, _PROVE = "revoke-key", "prove-refused"
-_NOT_REREAD = (
+_NOT_REREAD = N_(
     "not read again: the lab's key was revoked by this offboarding, nothing on the node"
     " can be read with it (see the login check)"
 )
@@ -135,11 +138,11 @@ async def recheck(ledger: Ledger, stored: StoredPlan, drivers: Mapping[str, Driv
         if step.phase is Phase.PREFLIGHT:
             driver = drivers.get(step.driver)
             out = (
-                Outcome(False, "", f"no {step.driver!r} driver")
+                Outcome(False, "", N_("no '{driver}' driver").format(driver=step.driver))
                 if driver is None
                 else await call_driver(driver.run, step)
             )
-            first = out.output.splitlines()[0] if out.output else "checked"
+            first = out.output.splitlines()[0] if out.output else N_("checked")
             lines.append((step.key, out.done, out.detail or first))
             if not out.done:
                 evidence.note(ledger, stored, "recheck", _said(step, out))
@@ -149,21 +152,27 @@ async def recheck(ledger: Ledger, stored: StoredPlan, drivers: Mapping[str, Driv
         if st.state is not State.VERIFIED:
             # Listed, not left out: a skipped step was never proven gone.
             if st.state is not State.PENDING:
-                lines.append((step.key, None, f"{st.state.value}, not read again: {st.detail}"))
+                said = N_("{state}, not read again: {detail}").format(
+                    state=st.state.value, detail=st.detail
+                )
+                lines.append((step.key, None, said))
             continue
         if revoked and step.driver == "ssh" and step.action != _PROVE:
             lines.append((step.key, None, _NOT_REREAD))
             continue
         driver = drivers.get(step.driver)
         out = (
-            Outcome(False, "", f"no {step.driver!r} driver")
+            Outcome(False, "", N_("no '{driver}' driver").format(driver=step.driver))
             if driver is None
             else await call_driver(partial(driver.verify, patient=False), step)
         )
         ok: bool | None = out.done
         said = out.detail or out.output
         if not out.done and step.action == _PROVE and not await _answers(drivers, stored):
-            ok, said = None, f"the node no longer answers (released): no login to try; {said}"
+            said = N_("the node no longer answers (released): no login to try; {said}").format(
+                said=said
+            )
+            ok = None
         lines.append((step.key, ok, said))
         evidence.note(ledger, stored, "recheck", _said(step, out))
     return Recheck(all(ok is not False for _, ok, _ in lines), tuple(lines))

@@ -23,6 +23,7 @@ from typing import Protocol
 import asyncssh
 
 from leases.core.errors import InputError
+from leases.core.i18n import N_
 from leases.core.models import Node, NodeHealth
 from leases.core.textsafe import visible
 from leases.offboard import authkeys, erasure, paths
@@ -76,7 +77,7 @@ class LoginAttempt:
     words: str
 
 
-STILL_WORKS = "the login still works"
+STILL_WORKS = N_("the login still works")
 # Tries a fresh login offering only the key named by the step (param key_path).
 LoginProbe = Callable[[Step], Awaitable[LoginAttempt]]
 
@@ -125,8 +126,12 @@ class RemoteDriver:
         except SshError as exc:
             return await self._unreachable(step, exc)
         except InputError as exc:
-            return Outcome(False, str(exc), f"refused: {visible(exc, 300)}")
-        return Outcome(False, "", f"the ssh driver has no action {visible(step.action, 60)!r}")
+            return Outcome(False, str(exc), N_("refused: {why}").format(why=visible(exc, 300)))
+        return Outcome(
+            False,
+            "",
+            N_("the ssh driver has no action '{action}'").format(action=visible(step.action, 60)),
+        )
 
     async def _unreachable(self, step: Step, exc: SshError) -> Outcome:
         if step.action == "revoke-key" and exc.health is NodeHealth.AUTH_FAILED:
@@ -134,17 +139,21 @@ class RemoteDriver:
             # can no longer log in to read the file: the node refusing the key is the proof.
             attempt = await self.login(step)
             if attempt.refused:
-                return Outcome(True, attempt.words, "the node refuses a login with the key")
-        words = f"SSH failed: {visible(exc, 300)}"
+                return Outcome(True, attempt.words, N_("the node refuses a login with the key"))
         if exc.health is NodeHealth.AUTH_FAILED:
-            words += " (after the lab's key is revoked, nothing on the node can be checked)"
+            words = N_(
+                "SSH failed: {error} (after the lab's key is revoked, nothing on the node can be"
+                " checked)"
+            ).format(error=visible(exc, 300))
+        else:
+            words = N_("SSH failed: {error}").format(error=visible(exc, 300))
         return Outcome(False, str(exc), words)
 
     async def _processes(self, *, verify: bool) -> Outcome:
         result = await self.session.run(nvsmi.APPS_COMMAND)
         if not result.ok:
             health = nvsmi.classify_failure(result.exit_status, result.stdout, result.stderr)
-            words = f"GPU processes unknown: {nvsmi.human_reason(health)}"
+            words = N_("GPU processes unknown: {why}").format(why=nvsmi.human_reason(health))
             # Unknown is not none: the user decides whether to go on.
             return Outcome(False, as_evidence(result), words, needs_consent=not verify)
         try:
@@ -153,13 +162,15 @@ class RemoteDriver:
             return Outcome(
                 False,
                 as_evidence(result),
-                f"GPU processes unknown: {exc}",
+                N_("GPU processes unknown: {why}").format(why=exc),
                 needs_consent=not verify,
             )
         if not found:
-            return Outcome(True, as_evidence(result), "no GPU process running")
+            return Outcome(True, as_evidence(result), N_("no GPU process running"))
         listed = ", ".join(f"{p.pid} {visible(p.process_name, 60)}" for p in found[:10])
-        words = f"{len(found)} GPU process(es) still running: {listed}"
+        words = N_("{count} GPU process(es) still running: {listed}").format(
+            count=len(found), listed=listed
+        )
         facts = {"gpu_processes": str(len(found))}
         if verify:
             return Outcome(False, as_evidence(result), words, facts)
@@ -170,15 +181,20 @@ class RemoteDriver:
         result = await self.session.run(facts_script(path))
         if not result.ok:
             return Outcome(
-                False, as_evidence(result), "the node did not give its file-system facts"
+                False, as_evidence(result), N_("the node did not give its file-system facts")
             )
         found = erasure.parse_facts(path, result.stdout)
         facts = found.as_facts()
         if step.param("shared") == "yes":
             facts["outlives_instance"] = "yes"
-        said = facts["caveats"] or "no known limit to shred here"
-        where = f"{found.fstype or '?'} ({found.options or '?'}) on {found.source or '?'}"
-        return Outcome(True, as_evidence(result), f"{where}: {visible(said, 400)}", facts)
+        said = facts["caveats"] or N_("no known limit to shred here")
+        words = N_("{fstype} ({options}) on {source}: {caveats}").format(
+            fstype=found.fstype or "?",
+            options=found.options or "?",
+            source=found.source or "?",
+            caveats=visible(said, 400),
+        )
+        return Outcome(True, as_evidence(result), words, facts)
 
     def _target(self, step: Step) -> str:
         """The script's head for a shred or clear step: sets p (and own) after the guard."""
@@ -208,16 +224,17 @@ class RemoteDriver:
         if status == SHARED_STORAGE:
             said = next(
                 (ln for ln in node_lines(result.stdout) if ln.startswith("shared storage: ")),
-                "shared storage: unknown",
+                "shared storage: unknown",  # the node's words (nodescripts)
             ).removeprefix("shared storage: ")
-            words = (
-                f"{step.target} is on shared or network storage ({visible(said, 200)}): every "
-                "machine that mounts it would lose it; not cleared. Clear it by hand where it "
-                "belongs, then go on (--go-on)"
-            )
+            words = N_(
+                "{target} is on shared or network storage ({said}): every machine that mounts"
+                " it would lose it; not cleared. Clear it by hand where it belongs, then go on"
+                " (--go-on)"
+            ).format(target=step.target, said=visible(said, 200))
             return Outcome(False, as_evidence(result), words, {"home_fs": said}, needs_consent=True)
-        why = WHY.get(status or 0, "files are still there" if verify else "not done")
-        return Outcome(False, as_evidence(result), f"{step.target}: {why}", facts)
+        why = WHY.get(status or 0, N_("files are still there") if verify else N_("not done"))
+        words = N_("{target}: {why}").format(target=step.target, why=why)
+        return Outcome(False, as_evidence(result), words, facts)
 
     async def inspect(self, step: Step) -> Sighting:
         """What is at a destructive step's target now: never changes anything."""
@@ -227,10 +244,16 @@ class RemoteDriver:
             if step.action == "revoke-key":
                 return await self._inspect_key(step)
         except SshError as exc:
-            return Sighting(None, str(exc), f"could not look: {visible(exc, 300)}")
+            return Sighting(
+                None, str(exc), N_("could not look: {why}").format(why=visible(exc, 300))
+            )
         except InputError as exc:
-            return Sighting(None, str(exc), f"refused: {visible(exc, 300)}")
-        return Sighting(None, "", f"the ssh driver cannot inspect {visible(step.action, 60)!r}")
+            return Sighting(None, str(exc), N_("refused: {why}").format(why=visible(exc, 300)))
+        return Sighting(
+            None,
+            "",
+            N_("the ssh driver cannot inspect '{action}'").format(action=visible(step.action, 60)),
+        )
 
     async def _inspect_path(self, step: Step) -> Sighting:
         if step.action == "shred":
@@ -264,34 +287,49 @@ class RemoteDriver:
             elif line.startswith("partial: "):
                 facts["partial"] = "yes"
         if exists is None:
-            return Sighting(None, as_evidence(result), "the node did not say whether it is there")
+            return Sighting(
+                None, as_evidence(result), N_("the node did not say whether it is there")
+            )
         if not exists:
-            return Sighting(False, as_evidence(result), f"not found: {step.target}", facts)
-        said = f"{facts.get('files', '?')} file(s), {facts.get('bytes', '?')} bytes"
+            return Sighting(
+                False, as_evidence(result), N_("not found: {path}").format(path=step.target), facts
+            )
+        said = N_("{files} file(s), {bytes} bytes").format(
+            files=facts.get("files", "?"), bytes=facts.get("bytes", "?")
+        )
         if "fstype" in facts:
-            said += f" on {facts['fstype']}"
+            said = N_("{said} on {fstype}").format(said=said, fstype=facts["fstype"])
         if "mounts_inside" in facts:
-            said += f"; mounted inside: {facts['mounts_inside']}"
+            said = N_("{said}; mounted inside: {mounts}").format(
+                said=said, mounts=facts["mounts_inside"]
+            )
         return Sighting(True, as_evidence(result), said, facts)
 
     async def _inspect_key(self, step: Step) -> Sighting:
         fp = await self._fingerprint(step)
         listed, files = await self._keys_files(step)
         if not listed.ok or not files:
-            return Sighting(None, as_evidence(listed), "cannot read the authorized keys files")
+            return Sighting(None, as_evidence(listed), N_("cannot read the authorized keys files"))
         holding: list[str] = []
         unread = False
         for name, text in files:
             found = authkeys.find_key(text, fp)
             unread = unread or bool(found.unread)
             if found.lines:
-                holding.append(f"{visible(name, 200)} ({found.lines} line(s))")
+                holding.append(
+                    N_("{file} ({count} line(s))").format(
+                        file=visible(name, 200), count=found.lines
+                    )
+                )
         facts = {"host": self._host, "fingerprint": fp, "in": ", ".join(holding)}
         if holding:
-            return Sighting(True, as_evidence(listed), f"the key is in {', '.join(holding)}", facts)
+            said = N_("the key is in {files}").format(files=", ".join(holding))
+            return Sighting(True, as_evidence(listed), said, facts)
         if unread:
-            return Sighting(None, as_evidence(listed), "a keys file is longer than zuka reads")
-        return Sighting(False, as_evidence(listed), "not found: the key is in no keys file", facts)
+            return Sighting(None, as_evidence(listed), N_("a keys file is longer than zuka reads"))
+        return Sighting(
+            False, as_evidence(listed), N_("not found: the key is in no keys file"), facts
+        )
 
     async def _fingerprint(self, step: Step) -> str:
         fp = step.param("fingerprint")
@@ -302,8 +340,10 @@ class RemoteDriver:
             raise InputError(
                 "ssh_key",
                 "",
-                "no key recorded for this node: add its key path, or an ssh_key resource "
-                "with the key's SHA256 fingerprint",
+                N_(
+                    "no key recorded for this node: add its key path, or an ssh_key resource "
+                    "with the key's SHA256 fingerprint"
+                ),
             )
         return await asyncio.to_thread(self._fingerprint_of, key_path)
 
@@ -322,47 +362,51 @@ class RemoteDriver:
             cleaned = as_evidence(gone)[-4096:] + "\n"
         listed, files = await self._keys_files(step)
         if not listed.ok or not files:
-            words = "cannot read the authorized keys files"
+            words = N_("cannot read the authorized keys files")
             return Outcome(False, cleaned + as_evidence(listed), words)
         # The step's words never hold the fingerprint: they end up in the ledger's notes,
         # where a random-looking word is refused as a secret (the facts keep it).
-        facts = {"fingerprint": fp, "keys_files": " ".join(visible(n, 200) for n, _ in files)}
+        facts = {"fingerprint": fp, "keys_files": " ".join(visible(n, 200) for n, _t in files)}
         blobs: list[str] = []
         holding: list[str] = []
         for name, text in files:
             found = authkeys.find_key(text, fp)
             if found.unread and (verify or not found.lines):
                 # The key may be in the part not read: neither clean nor revoked.
-                why = f"{visible(name, 200)} has {found.unread} more lines than zuka reads: "
-                return Outcome(False, as_evidence(listed), why + "not read, so not proven; trim it")
+                why = N_(
+                    "{file} has {count} more lines than zuka reads: not read, so not proven;"
+                    " trim it"
+                ).format(file=visible(name, 200), count=found.unread)
+                return Outcome(False, as_evidence(listed), why)
             if found.lines:
                 holding.append(visible(name, 200))
                 blobs += [b for b in found.blobs if b not in blobs]
-        names = ", ".join(visible(n, 200) for n, _ in files)
+        names = ", ".join(visible(n, 200) for n, _t in files)
         if not holding:
-            words = f"the key is in none of {names}"
+            words = N_("the key is in none of {files}").format(files=names)
             return Outcome(True, cleaned + as_evidence(listed), words, facts)
         if verify:
-            words = f"the key is still in {', '.join(holding)}"
+            words = N_("the key is still in {files}").format(files=", ".join(holding))
             return Outcome(False, as_evidence(listed), words, facts)
         result = await self.session.run(revoke_script(step.param("keys_file"), blobs))
         if not result.ok:
-            why = WHY.get(result.exit_status or 0, "not done")
-            words = f"{', '.join(holding)}: {why}"
+            why = WHY.get(result.exit_status or 0, N_("not done"))
+            words = N_("{target}: {why}").format(target=", ".join(holding), why=why)
             return Outcome(False, cleaned + as_evidence(result), words, facts)
-        words = f"the key's lines removed from {', '.join(holding)}"
+        words = N_("the key's lines removed from {files}").format(files=", ".join(holding))
         return Outcome(True, cleaned + as_evidence(result), words, facts)
 
     async def _prove(self, step: Step) -> Outcome:
         attempt = await self.login(step)
         if attempt.refused:
-            return Outcome(True, attempt.words, "a fresh login with the key was refused")
-        words = f"not proven: {visible(attempt.words, 300)}"
+            return Outcome(True, attempt.words, N_("a fresh login with the key was refused"))
         if attempt.words == STILL_WORKS:
-            words += (
-                " (the key may be authorised elsewhere: sshd's AuthorizedKeysFile, another "
-                "user, or a platform that puts it back)"
-            )
+            words = N_(
+                "not proven: {why} (the key may be authorised elsewhere: sshd's"
+                " AuthorizedKeysFile, another user, or a platform that puts it back)"
+            ).format(why=visible(attempt.words, 300))
+        else:
+            words = N_("not proven: {why}").format(why=visible(attempt.words, 300))
         return Outcome(False, attempt.words, words)
 
 
@@ -378,7 +422,7 @@ def fresh_login(node: Node, options: SshOptions) -> LoginProbe:
     async def probe(step: Step) -> LoginAttempt:
         key_path = step.param("key_path")
         if not key_path:
-            return LoginAttempt(False, "no key file recorded to try a login with")
+            return LoginAttempt(False, N_("no key file recorded to try a login with"))
         wanted = step.param("fingerprint")
         if wanted:
             # Another key being refused would prove nothing about this one.
@@ -388,7 +432,10 @@ def fresh_login(node: Node, options: SshOptions) -> LoginProbe:
                 return LoginAttempt(False, visible(exc, 400))
             if have != wanted:
                 return LoginAttempt(
-                    False, f"{visible(key_path, 200)} holds {have}, not {wanted}: no proof"
+                    False,
+                    N_("{path} holds {have}, not {wanted}: no proof").format(
+                        path=visible(key_path, 200), have=have, wanted=wanted
+                    ),
                 )
         opts = dataclasses.replace(options, client_keys=[], agent_path=None)
         ssh = dataclasses.replace(node.ssh, key_path=key_path)

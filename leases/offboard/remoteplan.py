@@ -11,6 +11,7 @@ refused (the proof).
 
 from __future__ import annotations
 
+from leases.core.i18n import N_
 from leases.core.models import ResourceKind
 from leases.core.textsafe import visible
 from leases.offboard import authkeys, paths, presets
@@ -59,8 +60,14 @@ def plan_remote(facts: PlanInput) -> list[Step]:
                 action="fs-facts",
                 target=path,
                 destructive=False,
-                describe=f"findmnt -T {paths.quoted(path)}; lsblk -s (file system, mount "
-                "options, disk)" + (f"; outlives the instance: {preset.note}" if shared else ""),
+                describe=(
+                    N_(
+                        "findmnt -T {path}; lsblk -s (file system, mount options, disk);"
+                        " outlives the instance: {note}"
+                    )
+                    if shared
+                    else N_("findmnt -T {path}; lsblk -s (file system, mount options, disk)")
+                ).format(path=paths.quoted(path), note=preset.note),
                 params=params(path=path, shared="yes" if shared else "no"),
             )
         )
@@ -68,12 +75,15 @@ def plan_remote(facts: PlanInput) -> list[Step]:
         outer = next((o for o in shred_paths if o != path and paths.under(path, o)), None)
         # A path inside another is a declared resource (preset paths do not nest): its
         # step stays, as the one that marks that resource deleted once read back.
-        inside = (
-            ""
+        describe = (
+            N_("shred -n 1 -z and unlink each regular file in {path} {rules}")
             if outer is None
-            else f" (inside {outer}, shredded by that step first: this one reads back what"
-            " is left and marks the ledger's resource deleted)"
-        )
+            else N_(
+                "shred -n 1 -z and unlink each regular file in {path} {rules} (inside {outer},"
+                " shredded by that step first: this one reads back what is left and marks the"
+                " ledger's resource deleted)"
+            )
+        ).format(path=paths.quoted(path), rules=_WALK_RULES, outer=outer)
         steps.append(
             Step(
                 key=f"shred:{path}",
@@ -82,9 +92,7 @@ def plan_remote(facts: PlanInput) -> list[Step]:
                 action="shred",
                 target=path,
                 destructive=True,
-                describe=f"shred -n 1 -z and unlink each regular file in {paths.quoted(path)} "
-                + _WALK_RULES
-                + inside,
+                describe=describe,
                 params=params(
                     path=path,
                     root=paths.root_of(path, roots),
@@ -102,8 +110,10 @@ def plan_remote(facts: PlanInput) -> list[Step]:
                 action="clear",
                 target=f"~/{rel}",
                 destructive=True,
-                describe=f"shred -n 1 -z and unlink ~/{paths.check_home_entry(rel)} (each "
-                f"regular file in it) {_WALK_RULES}; on network storage, asks first",
+                describe=N_(
+                    "shred -n 1 -z and unlink ~/{path} (each regular file in it) {rules}; on"
+                    " network storage, asks first"
+                ).format(path=paths.check_home_entry(rel), rules=_WALK_RULES),
                 params=params(home=rel),
             )
         )
@@ -113,7 +123,7 @@ def plan_remote(facts: PlanInput) -> list[Step]:
 
 # What the walker (nodewalk.py) promises, in the words of each step that runs it: the plan
 # a person confirms says what runs, not a find command that would not.
-_WALK_RULES = (
+_WALK_RULES = N_(
     "by zuka's walker (python3 on the node): no link followed, a file written only if it is "
     "the file listed, hard-linked files only unlinked, mounts inside refused, the login's own "
     "~/.ssh kept; without python3, find -P -xdev -execdir shred, only where no other user "
@@ -155,10 +165,12 @@ def _key_steps(facts: PlanInput) -> list[Step]:
                 action="revoke-key",
                 target=fp or name,
                 destructive=True,
-                describe=f"remove the lines holding {_holder(fp, path)} from every keys "
-                f"file sshd reads (~/{keys_file}, authorized_keys2, sshd's AuthorizedKeysFile)"
-                ", each rewritten by a file beside it and mv, links refused; first removes "
-                "~/.zuka-offboard (zuka's run files)",
+                describe=N_(
+                    "remove the lines holding {key} from every keys file sshd reads"
+                    " (~/{keys_file}, authorized_keys2, sshd's AuthorizedKeysFile), each"
+                    " rewritten by a file beside it and mv, links refused; first removes"
+                    " ~/.zuka-offboard (zuka's run files)"
+                ).format(key=_holder(fp, path), keys_file=keys_file),
                 params=params(fingerprint=fp, key_path=path, keys_file=keys_file),
                 resource_id=res_id,
             )
@@ -171,7 +183,7 @@ def _key_steps(facts: PlanInput) -> list[Step]:
                 action="prove-refused",
                 target=fp or name,
                 destructive=False,
-                describe=f"a fresh login offering only {name}: must be refused",
+                describe=N_("a fresh login offering only {key}: must be refused").format(key=name),
                 params=params(fingerprint=fp, key_path=path),
             )
         )
@@ -181,7 +193,9 @@ def _key_steps(facts: PlanInput) -> list[Step]:
 def _holder(fingerprint: str, key_path: str) -> str:
     """The key a revoke step removes, as a person reads it in the plan."""
     if fingerprint:
-        return f"the public key {fingerprint}"
+        return N_("the public key {fingerprint}").format(fingerprint=fingerprint)
     if key_path:
-        return f"the public key of {key_path} (its fingerprint is in the evidence)"
-    return "the lab's key: none recorded (the step says so when it runs)"
+        return N_("the public key of {path} (its fingerprint is in the evidence)").format(
+            path=key_path
+        )
+    return N_("the lab's key: none recorded (the step says so when it runs)")

@@ -9,20 +9,23 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from leases.core.i18n import N_, _
 from leases.core.origin import who
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from leases.offboard import evidence, status
 from leases.offboard.evidence import StoredPlan
+from leases.offboard.shown import shown
+from leases.offboard.words import event_word, fact_word, phase_word, state_word
 
-SHRED_CAVEAT = (
+SHRED_CAVEAT = N_(
     "Overwriting files (shred) is best effort: on SSDs and flash, journaling file systems"
     " (ext3/ext4 with data=journal), copy-on-write and log-structured file systems (btrfs,"
     " zfs, xfs reflinks), network storage and cloud disks, the old blocks may survive it"
     " (GNU shred manual). Deleting the cloud disk and its snapshots is the real control."
 )
 # Only where the plan read them: a plan without a facts step has none to point at.
-FACTS_CAVEAT = " Each file system's type and mount options are in the evidence below."
+FACTS_CAVEAT = N_(" Each file system's type and mount options are in the evidence below.")
 
 
 def build(ledger: Ledger, stored: StoredPlan) -> dict[str, Any]:
@@ -99,69 +102,103 @@ def markdown(report: Mapping[str, Any]) -> str:
     visible() and sits in a table cell (pipes escaped) or an indented block: no value can
     become markup, a heading or a terminal escape."""
     v = inert
+
+    def t(value: object) -> str:
+        """Stored English (a detail, a command's description), shown, inert."""
+        return inert(shown(str(value)))
+
     chain = report["audit_chain"]
-    state = "finished" if report["finished"] else "not finished"
+    outcome = ", ".join(shown(part) for part in str(report["outcome"]).split(", "))
+    if report["finished"] and report["finished_at"]:
+        state = _("finished at {at}: {outcome}")
+    elif report["finished"]:
+        state = _("finished: {outcome}")
+    else:
+        state = _("not finished: {outcome}")
     lines = [
-        f"# Offboarding of {v(report['node'])}",
+        "# " + _("Offboarding of {node}").format(node=v(report["node"])),
         "",
-        f"- plan {report['plan']}, hash `{report['hash']}`, made {v(report['created_at'])}",
-        f"- {state}"
-        + (f" at {v(report['finished_at'])}" if report["finished_at"] else "")
-        + f": {v(report['outcome'])}",
-        "- audit chain: "
-        + (
-            f"intact, {chain['entries']} entries, head {chain['head_id']}:{chain['head_hash']}"
-            if chain["ok"]
-            else f"BROKEN at entry {chain['broken_at']}: {v(chain['reason'])}"
+        "- "
+        + _("plan {id}, hash `{hash}`, made {at}").format(
+            id=report["plan"], hash=report["hash"], at=v(report["created_at"])
         ),
-        *(f"- NOT deleted: {v(line)}" for line in report["not_deleted"]),
+        "- " + state.format(at=v(report["finished_at"] or ""), outcome=v(outcome)),
+        "- "
+        + (
+            _("audit chain: intact, {entries} entries, head {head}").format(
+                entries=chain["entries"], head=f"{chain['head_id']}:{chain['head_hash']}"
+            )
+            if chain["ok"]
+            else _("audit chain: BROKEN at entry {entry}: {reason}").format(
+                entry=chain["broken_at"], reason=t(chain["reason"])
+            )
+        ),
+        *("- " + _("NOT deleted: {what}").format(what=t(line)) for line in report["not_deleted"]),
         *(
-            ["", "## Skipped", ""]
-            + [f"- {v(s['key'])}: {v(s['reason'])}" for s in report["skipped"]]
+            ["", "## " + _("Skipped"), ""]
+            + [f"- {v(s['key'])}: {t(s['reason'])}" for s in report["skipped"]]
             if report["skipped"]
             else []
         ),
         "",
-        "## Steps",
+        "## " + _("Steps"),
         "",
-        "| # | phase | step | command | destructive | state | when | detail |",
+        "| # | "
+        + " | ".join((_("phase"), _("step"), _("command"), _("destructive"), _("state"), _("when")))
+        + " | "
+        + _("detail")
+        + " |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for i, s in enumerate(report["steps"], 1):
+        deletes = _("yes") if s["destructive"] else _("no")
         lines.append(
-            f"| {i} | {s['phase']} | {v(s['key'])} | {v(s['command'])} | "
-            f"{'yes' if s['destructive'] else 'no'} | {s['state']} | {v(s['at'] or '')} | "
-            f"{v(s['detail'])} |"
+            f"| {i} | {phase_word(s['phase'])} | {v(s['key'])} | {t(s['command'])} | "
+            f"{deletes} | {state_word(s['state'])} | "
+            f"{v(s['at'] or '')} | {t(s['detail'])} |"
         )
-    lines += ["", "## Evidence", ""]
+    lines += ["", "## " + _("Evidence"), ""]
     for e in report["evidence"]:
-        result = "" if e["done"] is None else (" — done" if e["done"] else " — not done")
-        head = f"### entry {e['entry']}: {v(e['event'])}"
+        result = "" if e["done"] is None else " — " + (_("done") if e["done"] else _("not done"))
         if e["step"]:
-            head += f" of {v(e['step'])}"
+            head = _("entry {entry}: {event} of {step}").format(
+                entry=e["entry"], event=v(event_word(str(e["event"]))), step=v(e["step"])
+            )
+        else:
+            head = _("entry {entry}: {event}").format(
+                entry=e["entry"], event=v(event_word(str(e["event"])))
+            )
         lines += [
-            head + result,
+            "### " + head + result,
             "",
-            f"- at {v(e['at'])} by {v(who(e['actor'], e.get('origin') or ''))}",
+            "- "
+            + _("at {at} by {who}").format(
+                at=v(e["at"]), who=v(who(e["actor"], e.get("origin") or ""))
+            ),
         ]
         if e["event"] == "plan":
-            lines.append(f"- plan {v(e['plan'])}, hash `{v(e['hash'])}`")
+            lines.append(
+                "- " + _("plan {id}, hash `{hash}`").format(id=v(e["plan"]), hash=v(e["hash"]))
+            )
         if e["command"]:
-            lines.append(f"- command: {v(e['command'])}")
+            lines.append("- " + _("command: {command}").format(command=t(e["command"])))
         if e["state"]:
-            lines.append(f"- state: {v(e['state'])}")
+            lines.append("- " + _("state: {state}").format(state=v(state_word(str(e["state"])))))
         if e["detail"]:
-            lines.append(f"- detail: {v(e['detail'])}")
+            lines.append("- " + _("detail: {detail}").format(detail=t(e["detail"])))
         for k, val in sorted(e["facts"].items()):
-            lines.append(f"- {v(k)}: {v(val)}")
+            lines.append(f"- {v(fact_word(str(k)))}: {t(val)}")
         if e["problem"]:
-            lines.append(f"- UNREADABLE ENTRY: {v(e['problem'])}")
+            lines.append("- " + _("UNREADABLE ENTRY: {problem}").format(problem=t(e["problem"])))
         if e["output"]:
-            lines += ["- output:", ""]
+            lines += ["- " + _("output:"), ""]
             text = visible(str(e["output"]), 20000, keep_newlines=True)
             lines += [f"        {line}" for line in text.splitlines()]
         lines.append("")
-    lines += ["## What shred cannot promise", "", report["caveat"], ""]
+    caveat = str(report["caveat"])
+    if caveat.startswith(SHRED_CAVEAT):
+        caveat = _(SHRED_CAVEAT) + (_(FACTS_CAVEAT) if caveat != SHRED_CAVEAT else "")
+    lines += ["## " + _("What shred cannot promise"), "", caveat, ""]
     return "\n".join(lines)
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from leases.config.sections import Config
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 from leases.core.models import Node, NodeState, Resource
 from leases.core.textsafe import visible
 from leases.ledger import labfiles
@@ -86,14 +87,16 @@ def replan(
         )
         wanted = set(stored.plan.included)
         kept = {x.resource_id: x.kept for x in stored.plan.left if x.kept}
-    named = {f"{r.kind.value}:{r.native_id}": r for r, _ in facts.others}
+    named = {f"{r.kind.value}:{r.native_id}": r for r, _le in facts.others}
     for ref in include:
         rid = _other(named, ref, "include", node.name)
         wanted.add(rid)
         kept.pop(rid, None)
     for ref, reason in (keep or {}).items():
         if not reason.strip():
-            raise InputError("reason", reason, f"--keep {ref} needs --reason TEXT")
+            raise InputError(
+                "reason", reason, _("--keep {ref} needs --reason TEXT").format(ref=ref)
+            )
         rid = _other(named, ref, "keep", node.name)
         kept[rid] = f"{ledger.actor}: {reason.strip()}"
         wanted.discard(rid)
@@ -128,9 +131,11 @@ def _refuse_overlaps(ledger: Ledger, resources: Iterable[Resource], node: str) -
         raise InputError(
             "plan",
             node,
-            f"two leases claim the same thing, so no plan is made: {shown}. Put it right in"
-            " the ledger first (zuka resource edit, or zuka lease delete of a lease recorded"
-            " twice)",
+            _(
+                "two leases claim the same thing, so no plan is made: {clashes}. Put it right in"
+                " the ledger first (zuka resource edit, or zuka lease delete of a lease recorded"
+                " twice)"
+            ).format(clashes=shown),
         )
 
 
@@ -138,12 +143,14 @@ def _other(named: Mapping[str, Resource], ref: str, flag: str, node: str) -> int
     """The id of a resource of the node's other leases, named KIND:ID."""
     found = named.get(ref)
     if found is None or found.id is None:
-        listed = ", ".join(sorted(named)[:8]) or "none"
+        listed = ", ".join(sorted(named)[:8]) or _("none")
         raise InputError(
             flag,
             ref,
-            f"is not a resource of {node}'s other leases still to delete (KIND:ID, as the"
-            f" plan lists them; those: {listed})",
+            _(
+                "is not a resource of {node}'s other leases still to delete (KIND:ID, as the"
+                " plan lists them; those: {listed})"
+            ).format(node=node, listed=listed),
         )
     return found.id
 
@@ -169,29 +176,35 @@ def confirmed(
         raise InputError(
             "confirm",
             confirm,
-            f"type the node's name, {node.name}, to confirm: --confirm {node.name}",
+            _("type the node's name, {node}, to confirm: --confirm {node}").format(node=node.name),
         )
     alias = account_alias(ledger, node)
     if alias and account != alias:
         raise InputError(
             "account",
             account,
-            f"{node.name}'s provider {node.provider} bills the account {alias!r}: type its"
-            f" alias too, to confirm which account this deletes in: --account {alias}",
+            _(
+                "{node}'s provider {provider} bills the account '{alias}': type its alias too,"
+                " to confirm which account this deletes in: --account {alias}"
+            ).format(node=node.name, provider=node.provider, alias=alias),
         )
     stored = evidence.latest(ledger, node.id)
     if stored is None:
         raise InputError(
             "plan",
             node.name,
-            f"no offboarding plan stored: make one and read it first: zuka offboard {node.name}",
+            _(
+                "no offboarding plan stored: make one and read it first: zuka offboard {node}"
+            ).format(node=node.name),
         )
     if stored.hash != fresh.hash or stored.plan.body() != fresh.body():
         raise InputError(
             "plan",
             stored.hash[:12],
-            "the ledger changed since this plan was made (it no longer hashes the same, now"
-            f" {fresh.hash[:12]}): make it again and read it: zuka offboard {node.name}",
+            _(
+                "the ledger changed since this plan was made (it no longer hashes the same, now"
+                " {hash}): make it again and read it: zuka offboard {node}"
+            ).format(hash=fresh.hash[:12], node=node.name),
         )
     return stored
 
@@ -223,8 +236,10 @@ def run_lock(ledger: Ledger, node: str) -> Iterator[None]:
                 raise InputError(
                     "execute",
                     node,
-                    f"another offboarding run (pid {lock.holder()}) is at work on this ledger:"
-                    " let it finish, then run again",
+                    _(
+                        "another offboarding run (pid {pid}) is at work on this ledger:"
+                        " let it finish, then run again"
+                    ).format(pid=lock.holder()),
                 )
             yield
     except evidence.Conflict as exc:
@@ -266,12 +281,16 @@ async def _execute(
         if now in PASSED and step.phase is not Phase.PREFLIGHT:
             continue
         if reached and step.phase is not Phase.PREFLIGHT:
-            said = f"stopped before {step.key}, as asked: the next run continues here"
+            said = N_("stopped before {key}, as asked: the next run continues here").format(
+                key=step.key
+            )
             return RunResult(stored, False, step.key, said, tuple(acted))
         reached = reached or step.key == choices.stop_after
         driver = drivers.get(step.driver)
         if driver is None:
-            detail = f"no {step.driver!r} driver in this zuka: nothing was done for this step"
+            detail = N_("no '{driver}' driver in this zuka: nothing was done for this step").format(
+                driver=step.driver
+            )
             stored = evidence.record(ledger, stored, step, "fail", State.FAILED, detail=detail)
             return RunResult(stored, False, step.key, detail, tuple(acted))
         if must_be_seen(step) and evidence.sighting(ledger, stored, step) is None:
@@ -313,12 +332,14 @@ async def _execute(
                     "consent",
                     State.CONSENTED,
                     outcome=outcome,
-                    detail=f"{ledger.actor} went on past it: {outcome.detail}",
+                    detail=N_("{actor} went on past it: {detail}").format(
+                        actor=ledger.actor, detail=outcome.detail
+                    ),
                 )
                 continue
             stored = evidence.record(ledger, stored, step, "run", State.CONSENT, outcome=outcome)
-            reason = (
-                f"{outcome.detail or 'this step asks you to decide'}: to go on anyway, add --go-on"
+            reason = N_("{detail}: to go on anyway, add --go-on").format(
+                detail=outcome.detail or N_("this step asks you to decide")
             )
             return RunResult(stored, False, step.key, reason, tuple(acted))
         if not outcome.done:
@@ -328,7 +349,7 @@ async def _execute(
         check = await call_driver(driver.verify, step)
         if not check.done:
             stored = evidence.record(ledger, stored, step, "verify", State.FAILED, outcome=check)
-            return RunResult(stored, False, step.key, _why(check, "not verified"), tuple(acted))
+            return RunResult(stored, False, step.key, _why(check, N_("not verified")), tuple(acted))
         stored = evidence.record(ledger, stored, step, "verify", State.VERIFIED, outcome=check)
     if stored.finished_at is None:
         stored = evidence.finish(ledger, stored)
@@ -343,35 +364,38 @@ def must_be_seen(step: Step) -> bool:
 
 
 def seen_outcome(look: Sighting) -> Outcome:
-    return Outcome(True, look.output, look.detail or "seen to exist", facts=look.facts)
+    return Outcome(True, look.output, look.detail or N_("seen to exist"), facts=look.facts)
 
 
 def _unseen(node: str, step: Step, look: Sighting) -> str:
     where = ", ".join(f"{k} {look.facts[k]}" for k in _WHERE if look.facts.get(k))
     at = f" ({visible(where, 300)})" if where else ""
     if look.exists is None:
-        return (
-            f"zuka could not look at {visible(step.target, 200)}{at}:"
-            f" {visible(look.detail or look.output or 'no answer', 300)}; nothing was done."
-            " Fix that and run again"
-            + ("; a console step zuka cannot check: skip it with a reason"
-               if step.driver == "manual" else "")
-        )  # fmt: skip
+        said = visible(look.detail or look.output or N_("no answer"), 300)
+        target = visible(step.target, 200)
+        if step.driver == "manual":
+            return N_(
+                "zuka could not look at {target}{at}: {said}; nothing was done. Fix that and"
+                " run again; a console step zuka cannot check: skip it with a reason"
+            ).format(target=target, at=at, said=said)
+        return N_(
+            "zuka could not look at {target}{at}: {said}; nothing was done. Fix that and run again"
+        ).format(target=target, at=at, said=said)
     n, k = visible(node), visible(step.key, 200)
     if step.driver == "manual":
-        return (
-            f"NOT FOUND: the node never answered{at} when zuka looked, so its release cannot be"
+        return N_(
+            "NOT FOUND: the node never answered{at} when zuka looked, so its release cannot be"
             " told from a wrong address. Check the address; if it was released already:"
-            f" zuka offboard {n} --skip {k} --reason TEXT --confirm {n}"
-        )
+            " zuka offboard {node} --skip {key} --reason TEXT --confirm {node}"
+        ).format(at=at, node=n, key=k)
     kind = _KINDS.get(step.action, "KIND")
-    return (
-        f"NOT FOUND: {visible(step.target, 200)} was never seen to exist{at}, so it cannot be"
+    return N_(
+        "NOT FOUND: {target} was never seen to exist{at}, so it cannot be"
         " called deleted. A typo, another region or endpoint? Correct the record (zuka"
-        f" resource edit {n} --kind {kind} --id {visible(step.target, 200)} --new-id ID"
+        " resource edit {node} --kind {kind} --id {target} --new-id ID"
         " | --region REGION | --endpoint URL), then make the plan again. If it truly never"
-        f" existed: zuka offboard {n} --never-existed {k} --reason TEXT --confirm {n}"
-    )
+        " existed: zuka offboard {node} --never-existed {key} --reason TEXT --confirm {node}"
+    ).format(target=visible(step.target, 200), at=at, node=n, kind=kind, key=k)
 
 
 _WHERE = ("account", "region", "endpoint", "host", "path")
@@ -392,7 +416,11 @@ async def look_at(driver: Driver, step: Step) -> Sighting:
         return await driver.inspect(step)
     except Exception as exc:
         text = visible(f"{type(exc).__name__}: {exc}", 2000)
-        return Sighting(None, text, f"the {step.driver} driver failed: {text}")
+        return Sighting(
+            None,
+            text,
+            N_("the {driver} driver failed: {error}").format(driver=step.driver, error=text),
+        )
 
 
 def never_existed(ledger: Ledger, stored: StoredPlan, key: str, reason: str) -> StoredPlan:
@@ -404,21 +432,23 @@ def never_existed(ledger: Ledger, stored: StoredPlan, key: str, reason: str) -> 
         step = stored.plan.step(key)
         if not must_be_seen(step) or step.resource_id is None:
             raise InputError(
-                "never-existed", key, "only a step that deletes a resource the ledger records"
+                "never-existed", key, _("only a step that deletes a resource the ledger records"
                 " can be said never to have existed (a console step zuka cannot see done is"
-                " skipped, with a reason)",
+                " skipped, with a reason)"),
             )  # fmt: skip
         if not reason.strip():
-            raise InputError("reason", reason, f"--never-existed {key} needs --reason TEXT")
+            raise InputError(
+                "reason", reason, _("--never-existed {key} needs --reason TEXT").format(key=key)
+            )
         if evidence.sighting(ledger, stored, step) is not None:
             raise InputError(
-                "never-existed", key, "zuka saw it exist: it did exist; run the step instead",
+                "never-existed", key, _("zuka saw it exist: it did exist; run the step instead"),
             )  # fmt: skip
         st = stored.state(key)
         if st.state is not State.FAILED or not st.detail.startswith("NOT FOUND"):
             raise InputError(
-                "never-existed", key, "zuka has not looked for it and found it missing yet:"
-                " run the offboarding (or --inspect) first",
+                "never-existed", key, _("zuka has not looked for it and found it missing yet:"
+                " run the offboarding (or --inspect) first"),
             )  # fmt: skip
         return evidence.record(
             ledger,
@@ -426,7 +456,9 @@ def never_existed(ledger: Ledger, stored: StoredPlan, key: str, reason: str) -> 
             step,
             "absent",
             State.ABSENT,
-            detail=f"{ledger.actor} says it never existed: {reason.strip()}",
+            detail=N_("{actor} says it never existed: {reason}").format(
+                actor=ledger.actor, reason=reason.strip()
+            ),
             expect=frozenset({State.FAILED}),
         )
 
@@ -438,11 +470,15 @@ def skip(ledger: Ledger, stored: StoredPlan, key: str, reason: str) -> StoredPla
         raise InputError(
             "skip",
             key,
-            "a preflight check cannot be skipped: fix what it found (the ledger's provider"
-            " record, the credentials, the blocklist)",
+            _(
+                "a preflight check cannot be skipped: fix what it found (the ledger's provider"
+                " record, the credentials, the blocklist)"
+            ),
         )
     if not reason.strip():
-        raise InputError("reason", reason, f"skipping {key} needs a reason: --reason TEXT")
+        raise InputError(
+            "reason", reason, _("skipping {key} needs a reason: --reason TEXT").format(key=key)
+        )
     if stored.state(key).state in PASSED:
         return stored
     return evidence.record(
@@ -462,8 +498,12 @@ async def call_driver(method: Callable[[Step], Awaitable[Outcome]], step: Step) 
         return await method(step)
     except Exception as exc:
         text = visible(f"{type(exc).__name__}: {exc}", 2000)
-        return Outcome(False, text, f"the {step.driver} driver failed: {text}")
+        return Outcome(
+            False,
+            text,
+            N_("the {driver} driver failed: {error}").format(driver=step.driver, error=text),
+        )
 
 
-def _why(outcome: Outcome, default: str = "failed") -> str:
+def _why(outcome: Outcome, default: str = N_("failed")) -> str:
     return visible(outcome.detail or outcome.output or default, 500)

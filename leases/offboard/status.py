@@ -4,8 +4,10 @@ the lease-end alert uses. Pure: evidence.progress(ledger) reads the Progress the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from leases.core.i18n import N_, _
 from leases.core.textsafe import visible
 
 if TYPE_CHECKING:
@@ -22,11 +24,11 @@ def short(progress: Progress | None, key_max: int = KEY_MAX) -> str:
     if progress is None:
         return NOT_PLANNED
     if progress.finished:
-        return "done"
+        return _("done")
     if progress.stopped:
-        return f"stopped: {visible(progress.stopped, key_max)}"
+        return _("stopped: {key}").format(key=visible(progress.stopped, key_max))
     if progress.passed == 0:
-        return "planned"
+        return _("planned")
     return f"{progress.passed}/{progress.steps}"
 
 
@@ -36,13 +38,16 @@ def phrase(progress: Progress | None) -> str:
     if progress is None:
         return ""
     if progress.finished:
-        return "offboarded"
-    count = f"{progress.passed}/{progress.steps} steps"
+        return _("offboarded")
     if progress.stopped:
-        return f"offboarding stopped at {visible(progress.stopped, 80)} ({count})"
+        return _("offboarding stopped at {key} ({passed}/{steps} steps)").format(
+            key=visible(progress.stopped, 80), passed=progress.passed, steps=progress.steps
+        )
     if progress.passed == 0:
-        return f"offboarding planned, not started (0/{progress.steps} steps)"
-    return f"offboarding in progress ({count})"
+        return _("offboarding planned, not started (0/{steps} steps)").format(steps=progress.steps)
+    return _("offboarding in progress ({passed}/{steps} steps)").format(
+        passed=progress.passed, steps=progress.steps
+    )
 
 
 def counts(stored: StoredPlan) -> dict[str, int]:
@@ -55,29 +60,38 @@ def counts(stored: StoredPlan) -> dict[str, int]:
     return out
 
 
-def outcome(stored: StoredPlan) -> str:
+def _same(text: str) -> str:
+    return text
+
+
+def outcome(stored: StoredPlan, say: Callable[[str], str] = _same) -> str:
     """What a run came to, in words that do not overstate it: "every step verified" only
     when that is so, else "5 verified, 26 skipped (with reasons), 1 gone on past GPU
-    processes"."""
+    processes". In English (JSON, the evidence) unless `say` is `_`."""
     from leases.offboard.evidence import State
+    from leases.offboard.words import state_word
 
     n = counts(stored)
     if n.get(State.VERIFIED.value, 0) == len(stored.plan.steps):
-        return "every step verified"
+        return say(N_("every step verified"))
     consented = [s for s in stored.plan.steps if stored.state(s.key).state is State.CONSENTED]
-    past = (
-        "GPU processes"
-        if consented and all(s.action == "gpu-processes" for s in consented)
-        else "with consent"
-    )
+    gpu = consented and all(s.action == "gpu-processes" for s in consented)
     words = {
-        State.VERIFIED.value: "verified",
-        State.SKIPPED.value: "skipped (with reasons)",
-        State.CONSENTED.value: f"gone on past {past}",
-        State.ABSENT.value: "absent (never seen; never existed, by the user's word)",
+        State.VERIFIED.value: N_("{count} verified"),
+        State.SKIPPED.value: N_("{count} skipped (with reasons)"),
+        State.CONSENTED.value: N_("{count} gone on past GPU processes")
+        if gpu
+        else N_("{count} gone on past with consent"),
+        State.ABSENT.value: N_("{count} absent (never seen; never existed, by the user's word)"),
     }
     order = [*words, *(s for s in n if s not in words)]
-    return ", ".join(f"{n[s]} {words.get(s, s)}" for s in order if n.get(s))
+    return ", ".join(
+        say(words[s]).format(count=n[s])
+        if s in words
+        else f"{n[s]} {state_word(s) if say is not _same else s}"
+        for s in order
+        if n.get(s)
+    )
 
 
 def skipped(stored: StoredPlan) -> list[tuple[str, str]]:

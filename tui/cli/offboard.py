@@ -13,10 +13,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from rich.cells import cell_len
+
 from leases.app import offboarding
 from leases.config.load import load_user_config
 from leases.config.sections import Config
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import Node
 from leases.core.textsafe import visible
 from leases.lab.layout import find_lab
@@ -26,6 +29,8 @@ from leases.ledger.store import Ledger
 from leases.ledger.transfer import write_private
 from leases.offboard import manual, report, runner, status, wiring
 from leases.offboard.evidence import PASSED, State, StoredPlan
+from leases.offboard.shown import shown
+from leases.offboard.words import fact_word, phase_word, state_word
 from tui.cli import output
 from tui.cli.opening import open_ledger as _open
 
@@ -36,29 +41,33 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
     flag = "--skip" if args.skip is not None else "--never-existed"
     if (args.include or args.keep) and (args.execute or args.recheck or args.report or said):
         raise InputError(
-            "include", (args.include or args.keep)[0], "--include and --keep change the plan:"
-            " give them alone (zuka offboard NODE --include KIND:ID), read it, then --execute",
+            "include", (args.include or args.keep)[0], _("--include and --keep change the plan:"
+            " give them alone (zuka offboard NODE --include KIND:ID), read it, then --execute"),
         )  # fmt: skip
     if args.keep and args.reason is None:
-        raise InputError("reason", None, f"--keep {args.keep[0]} needs --reason TEXT")
+        raise InputError(
+            "reason", None, _("--keep {ref} needs --reason TEXT").format(ref=args.keep[0])
+        )
     if args.skip is not None and args.never_existed is not None:
-        raise InputError("never-existed", args.never_existed, "one of --skip, --never-existed")
+        raise InputError("never-existed", args.never_existed, _("one of --skip, --never-existed"))
     if said is not None and args.reason is None:
-        raise InputError("reason", None, f"{flag} {said} needs --reason TEXT")
+        raise InputError(
+            "reason", None, _("{flag} {key} needs --reason TEXT").format(flag=flag, key=said)
+        )
     if args.reason is not None and said is None and not args.keep:
-        raise InputError("reason", args.reason, "--reason goes with --skip or --never-existed")
+        raise InputError("reason", args.reason, _("--reason goes with --skip or --never-existed"))
     if args.never_existed is not None and args.execute:
-        raise InputError("never-existed", args.never_existed, "say it alone, then --execute")
+        raise InputError("never-existed", args.never_existed, _("say it alone, then --execute"))
     if (args.recheck or args.report or args.inspect) and (
         said or args.did or args.go_on or args.confirm or args.hash
     ):
         raise InputError(
-            "--recheck/--report/--inspect", args.node, "only read: --confirm, --skip, --did,"
-            " --go-on go with --execute (or --skip alone)",
+            "--recheck/--report/--inspect", args.node, _("only read: --confirm, --skip, --did,"
+            " --go-on go with --execute (or --skip alone)"),
         )  # fmt: skip
     if not args.report:
         # In a lab offboarding is its own group's: said before the editors' rule on writes.
-        path, _ = ledger_choice(args.ledger)
+        path, _where = ledger_choice(args.ledger)
         labfiles.check_offboarder(find_lab(path), path, "zuka offboard")
     with _open(args, readonly=args.report) as ledger:
         node = ledger.node(args.node)
@@ -82,11 +91,16 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
         )  # fmt: skip
         if args.never_existed is not None:
             done = offboarding.never_existed(ledger, stored, args.never_existed, args.reason)
-            out.write(done.said + "\n")
+            out.write(shown(done.said) + "\n")
             return 0
         if not args.execute:
             offboarding.skip(ledger, stored, args.skip, args.reason)
-            out.write(f"skipped {visible(args.skip)}: {visible(args.reason)}\n")
+            out.write(
+                _("skipped {key}: {reason}").format(
+                    key=visible(args.skip), reason=visible(args.reason)
+                )
+                + "\n"
+            )
             return 0
         choices = runner.Choices(
             go_on=args.go_on, skip={args.skip: args.reason} if args.skip else {}
@@ -96,7 +110,9 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
                 offboarding.run(ledger, stored, config, wiring.drivers, choices, did=args.did)
             )
         except KeyboardInterrupt:
-            out.write("\ninterrupted: a rerun continues at the first step not verified\n")
+            out.write(
+                "\n" + _("interrupted: a rerun continues at the first step not verified") + "\n"
+            )
             raise
         result = ran.result
     if args.json:
@@ -116,10 +132,12 @@ def offboard(args: argparse.Namespace, out: TextIO) -> int:
         _state_table(result.stored, out)
         if result.finished:
             out.write(
-                f"\noffboarding of {visible(node.name)} finished:"
-                f" {status.outcome(result.stored)}."
-                f"\nreport: zuka offboard {visible(node.name)} --report;"
-                f" a day later: zuka offboard {visible(node.name)} --recheck\n"
+                "\n"
+                + _(
+                    "offboarding of {node} finished: {outcome}.\nreport: zuka offboard {node}"
+                    " --report; a day later: zuka offboard {node} --recheck"
+                ).format(node=visible(node.name), outcome=status.outcome(result.stored, _))
+                + "\n"
             )
         else:
             out.write(_stopped(result, node.name))
@@ -132,14 +150,30 @@ def _stopped(result: runner.RunResult, name: str) -> str:
     step = result.stored.plan.step(key) if key else None
     if step is not None and step.driver == "manual":
         n, k = visible(name), visible(key)
-        said = "" if result.reason.startswith(manual.WAITING) else f"{visible(result.reason)}\n"
-        return (
-            f"\nwaiting for you at {k}: {visible(step.describe)}\n"
-            + said
-            + f"once done: zuka offboard {n} --execute --confirm {n} --did {k}\n"
-            f"or, with a reason: zuka offboard {n} --skip {k} --reason TEXT --confirm {n}\n"
+        said = (
+            "" if result.reason.startswith(manual.WAITING) else f"{visible(shown(result.reason))}\n"
         )
-    return f"\nstopped at {visible(key)}: {visible(result.reason)}\na rerun continues there\n"
+        return (
+            "\n"
+            + _("waiting for you at {key}: {what}").format(
+                key=k, what=visible(shown(step.describe))
+            )
+            + "\n"
+            + said
+            + _(
+                "once done: zuka offboard {node} --execute --confirm {node} --did {key}\n"
+                "or, with a reason: zuka offboard {node} --skip {key} --reason TEXT"
+                " --confirm {node}"
+            ).format(node=n, key=k)
+            + "\n"
+        )
+    return (
+        "\n"
+        + _("stopped at {key}: {reason}\na rerun continues there").format(
+            key=visible(key), reason=visible(shown(result.reason))
+        )
+        + "\n"
+    )
 
 
 def _states(stored: StoredPlan) -> list[dict[str, object]]:
@@ -170,23 +204,32 @@ def _print_plan(stored: StoredPlan, new: bool, as_json: bool, out: TextIO) -> in
             out,
         )  # fmt: skip
         return 0
-    out.write(f"offboarding plan for {visible(name)} (a dry run: nothing was touched)\n\n")
+    out.write(
+        _("offboarding plan for {node} (a dry run: nothing was touched)").format(node=visible(name))
+        + "\n\n"
+    )
     _state_table(stored, out)
     _whats(stored, out)
     for kept in stored.plan.not_deleted():
-        lines = output.wrap(f"NOT deleted: {kept}", output.terminal_columns(out), indent="  ")
+        said = _("NOT deleted: {what}").format(what=shown(kept))
+        lines = output.wrap(said, output.terminal_columns(out), indent="  ")
         out.write("\n" + "\n".join(x[2:] if i == 0 else x for i, x in enumerate(lines)) + "\n")
     started = any(stored.state(s.key).state is not State.PENDING for s in stored.plan.steps)
     out.write(
-        f"\nplan {stored.id}, hash {stored.hash}\n"
-        + ("stored\n" if new else "unchanged since it was stored\n")
+        "\n"
+        + _("plan {id}, hash {hash}").format(id=stored.id, hash=stored.hash)
+        + "\n"
+        + (_("stored") if new else _("unchanged since it was stored"))
+        + "\n"
         + (
-            "(some steps have run: a rerun continues at the first one not done)\n"
+            _("(some steps have run: a rerun continues at the first one not done)") + "\n"
             if started
             else ""
         )
-        + f"to carry it out: zuka offboard {visible(name)} --execute --confirm {visible(name)}"
-        f" --hash {stored.hash[:12]}\n"
+        + _(
+            "to carry it out: zuka offboard {node} --execute --confirm {node} --hash {hash}"
+        ).format(node=visible(name), hash=stored.hash[:12])
+        + "\n"
     )
     return 0
 
@@ -199,31 +242,31 @@ def _state_table(stored: StoredPlan, out: TextIO) -> None:
         rows.append(
             (
                 i,
-                s.phase.name.lower(),
+                phase_word(s.phase.name.lower()),
                 visible(s.key, 60),
-                "yes" if s.destructive else "",
-                f"waiting for you (--did {visible(s.key, 60)})"
+                _("yes") if s.destructive else "",
+                _("waiting for you (--did {key})").format(key=visible(s.key, 60))
                 if offboarding.waiting(stored, s.key)
-                else st.state.value
+                else state_word(st.state.value)
                 + (
-                    f": {visible(st.detail, 80)}"
+                    _(": {detail}").format(detail=visible(shown(st.detail), 80))
                     if st.detail and (st.state not in PASSED or st.state is State.SKIPPED)
                     else ""
                 ),
             )
         )
-    output.table(("#", "phase", "step", "deletes", "state"), rows, out)
+    output.table(("#", _("phase"), _("step"), _("deletes"), _("state")), rows, out)
 
 
 def _whats(stored: StoredPlan, out: TextIO) -> None:
     """Every step's full command or description, wrapped to the terminal: this is what
     the user confirms, so nothing in it is cut."""
     columns = output.terminal_columns(out)
-    out.write("\nwhat each step does:\n")
+    out.write("\n" + _("what each step does:") + "\n")
     for i, s in enumerate(stored.plan.steps, 1):
         head = output.wrap(visible(s.key), columns, indent="     ")
         out.write(f"{i:>3}  {head[0][5:]}\n" + "".join(line + "\n" for line in head[1:]))
-        for line in output.wrap(visible(s.describe), columns, indent="       "):
+        for line in output.wrap(visible(shown(s.describe)), columns, indent="       "):
             out.write(line + "\n")
 
 
@@ -246,7 +289,7 @@ def _inspect(
             )
         ).result  # fmt: skip
     except KeyboardInterrupt:
-        out.write("\ninspection interrupted: nothing was changed\n")
+        out.write("\n" + _("inspection interrupted: nothing was changed") + "\n")
         raise
     n = visible(node.name)
     if as_json:
@@ -263,11 +306,17 @@ def _inspect(
             out,
         )  # fmt: skip
         return 0 if result.ok else 1
-    out.write(f"inspection of {n}'s offboarding plan {result.stored.id} (nothing was changed)\n\n")
+    out.write(
+        _("inspection of {node}'s offboarding plan {id} (nothing was changed)").format(
+            node=n, id=result.stored.id
+        )
+        + "\n\n"
+    )
     for key, ok, said in result.preflight:
-        out.write(f"{'ok  ' if ok else 'FAIL'}  {visible(key, 80)}  {visible(said, 160)}\n")
-    if not result.looks and not all(ok for _, ok, _ in result.preflight):
-        out.write("\npreflight failed: nothing was looked at\n")
+        mark = _mark(_("ok") if ok else _("FAIL"), 4)
+        out.write(f"{mark}  {visible(key, 80)}  {visible(shown(said), 160)}\n")
+    if not result.looks and not all(ok for _k, ok, _s in result.preflight):
+        out.write("\n" + _("preflight failed: nothing was looked at") + "\n")
         return 1
     # Each thing in full (what a person weighs before confirming is in its facts), wrapped.
     columns = output.terminal_columns(out)
@@ -275,32 +324,40 @@ def _inspect(
     for lk in result.looks:
         seen = lk.sighting.exists
         promised = runner.must_be_seen(lk.step)
-        mark = (
-            "yes      " if seen
-            else "?        " if seen is None
-            else "NOT FOUND" if promised
-            else "not there"
+        mark = _mark(
+            _("yes") if seen
+            else "?" if seen is None
+            else _("NOT FOUND") if promised
+            else _("not there"),
+            9,
         )  # fmt: skip
         out.write(f"{mark}  {visible(lk.step.key, 200)}\n")
-        facts = ", ".join(f"{k} {v}" for k, v in lk.sighting.facts.items())
-        said = facts or lk.sighting.detail or lk.sighting.output
+        facts = ", ".join(f"{fact_word(k)} {shown(v)}" for k, v in lk.sighting.facts.items())
+        said = facts or shown(lk.sighting.detail) or lk.sighting.output
         if seen is False and not promised:
-            said = "nothing to clear here (a usual path, not a resource the ledger records)"
-        for text in (said, *lk.remarks):
+            said = _("nothing to clear here (a usual path, not a resource the ledger records)")
+        for text in (said, *(shown(x) for x in lk.remarks)):
             for line in output.wrap(visible(text, 4000), columns, indent="           "):
                 out.write(line + "\n")
     if result.ok:
         out.write(
-            f"\neverything the plan deletes was seen where it will be deleted.\n"
-            f"to carry it out: zuka offboard {n} --execute --confirm {n}"
-            f" --hash {result.stored.hash[:12]}\n"
+            "\n"
+            + _(
+                "everything the plan deletes was seen where it will be deleted.\n"
+                "to carry it out: zuka offboard {node} --execute --confirm {node} --hash {hash}"
+            ).format(node=n, hash=result.stored.hash[:12])
+            + "\n"
         )
     else:
         out.write(
-            "\nNOT everything was seen: a thing not found is a typo, another region or another"
-            " account as often as a thing already gone. Correct the record (zuka resource edit"
-            " ... --new-id | --region | --endpoint),"
-            f" make the plan again (zuka offboard {n}); the run stops at what it cannot see\n"
+            "\n"
+            + _(
+                "NOT everything was seen: a thing not found is a typo, another region or another"
+                " account as often as a thing already gone. Correct the record (zuka resource"
+                " edit ... --new-id | --region | --endpoint), make the plan again (zuka offboard"
+                " {node}); the run stops at what it cannot see"
+            ).format(node=n)
+            + "\n"
         )
     return 0 if result.ok else 1
 
@@ -309,7 +366,11 @@ def _recheck(ledger: Ledger, node: Node, config: Config, as_json: bool, out: Tex
     try:
         done = asyncio.run(offboarding.recheck(ledger, node.name, config, wiring.drivers))
     except KeyboardInterrupt:
-        out.write("\nrecheck interrupted: nothing was changed; run it again to read all back\n")
+        out.write(
+            "\n"
+            + _("recheck interrupted: nothing was changed; run it again to read all back")
+            + "\n"
+        )
         raise
     stored, result = done.stored, done.result
     assert stored is not None
@@ -322,18 +383,21 @@ def _recheck(ledger: Ledger, node: Node, config: Config, as_json: bool, out: Tex
         return 0 if result.ok else 1
     for key, ok, said in result.lines:
         skipped = stored.state(key).state is State.SKIPPED
-        mark = "skip" if skipped else "n/a " if ok is None else "ok  " if ok else "FAIL"
-        out.write(f"{mark}  {visible(key, 80)}  {visible(said, 160)}\n")
+        word = _("skip") if skipped else _("n/a") if ok is None else _("ok") if ok else _("FAIL")
+        out.write(f"{_mark(word, 4)}  {visible(key, 80)}  {visible(shown(said), 160)}\n")
     unproven = done.unproven
     if not result.ok:
-        out.write("NOT everything is still gone: see above\n")
+        out.write(_("NOT everything is still gone: see above") + "\n")
     elif unproven:
         out.write(
-            f"everything verified is still gone; {unproven} step(s) were never verified"
-            " (skipped or gone on past: see above)\n"
+            _(
+                "everything verified is still gone; {count} step(s) were never verified"
+                " (skipped or gone on past: see above)"
+            ).format(count=unproven)
+            + "\n"
         )
     else:
-        out.write("everything is still gone\n")
+        out.write(_("everything is still gone") + "\n")
     return 0 if result.ok else 1
 
 
@@ -352,3 +416,8 @@ def _report(ledger: Ledger, node: Node, args: argparse.Namespace, out: TextIO) -
     else:
         out.write(text)
     return 0
+
+
+def _mark(word: str, cells: int) -> str:
+    """A short mark padded to `cells` terminal cells (a CJK character counts two)."""
+    return word + " " * max(0, cells - cell_len(word))

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from leases.core import cloudids as cloud_ids
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 from leases.core.textsafe import visible
 from leases.offboard.steps import Identity, Outcome
 
@@ -55,7 +56,9 @@ class Credentials:
         key, secret = environ.get(key_name, ""), environ.get(secret_name, "")
         if not key or not secret:
             raise CloudError(
-                f"credential_ref env:{self.env_prefix}: set {key_name} and {secret_name}"
+                N_("credential_ref env:{prefix}: set {key} and {secret}").format(
+                    prefix=self.env_prefix, key=key_name, secret=secret_name
+                )
             )
         return key, secret, environ.get(token_name, "")
 
@@ -67,14 +70,16 @@ def credentials(ref: str) -> Credentials:
         prefix = ref[4:]
         if not _ENV_RE.fullmatch(prefix):
             raise InputError(
-                "credential_ref", visible(ref, 80), "env:PREFIX takes an upper-case variable prefix"
+                "credential_ref",
+                visible(ref, 80),
+                _("env:PREFIX takes an upper-case variable prefix"),
             )
         return Credentials(env_prefix=prefix)
     if not _PROFILE_RE.fullmatch(ref):
         raise InputError(
             "credential_ref",
             visible(ref, 80),
-            "a profile name is letters, digits, '.', '_', '@' and '-' (or env:PREFIX)",
+            _("a profile name is letters, digits, '.', '_', '@' and '-' (or env:PREFIX)"),
         )
     return Credentials(profile=ref)
 
@@ -91,7 +96,9 @@ def boto_session(creds: Credentials, environ: Mapping[str, str]) -> boto3.Sessio
     try:
         return boto3.Session(profile_name=creds.profile or None)
     except ProfileNotFound as exc:
-        raise CloudError(f"credential_ref {creds.profile}: no such AWS profile") from exc
+        raise CloudError(
+            N_("credential_ref {profile}: no such AWS profile").format(profile=creds.profile)
+        ) from exc
 
 
 @dataclass(frozen=True)
@@ -130,12 +137,16 @@ async def poll_gone(
         reading = await read()
         reads += 1
         if reading.gone:
-            return Outcome(True, reading.output, f"gone (read back {reads} time(s))")
+            return Outcome(
+                True, reading.output, N_("gone (read back {count} time(s))").format(count=reads)
+            )
         waited = timing.monotonic() - start
         if reading.final or not patient or waited + pause > timing.timeout_s:
-            detail = reading.detail or "still there"
+            detail = reading.detail or N_("still there")
             if not reading.final and patient:
-                detail += f" after {waited:.0f} s of reading back; retry later"
+                detail = N_("{said} after {seconds} s of reading back; retry later").format(
+                    said=detail, seconds=f"{waited:.0f}"
+                )
             return Outcome(False, reading.output, detail)
         await timing.sleep(pause)
         pause = min(pause * 2, timing.max_s)
@@ -164,7 +175,7 @@ _HOPELESS_CODES = frozenset(
 def hopeless(exc: Exception) -> bool:
     """An answer reading back again will not change: no or refused credentials. (403 on a
     bucket we deleted may also be someone else's bucket of that name now.)"""
-    code, _, status = client_error(exc)
+    code, _message, status = client_error(exc)
     no_keys = type(exc).__name__ in ("NoCredentialsError", "PartialCredentialsError")
     return no_keys or code in _HOPELESS_CODES or status in (401, 403)
 
@@ -187,12 +198,18 @@ def check_place(client: Any, *, region: str, endpoint: str) -> None:
     one the environment or a profile slipped in) and the resource's recorded region."""
     called = str(client.meta.endpoint_url or "")
     if endpoint and not cloud_ids.same_endpoint(called, endpoint):
-        raise CloudError(f"the client calls {visible(called, 200)}, not the step's {endpoint}")
+        raise CloudError(
+            N_("the client calls {called}, not the step's {endpoint}").format(
+                called=visible(called, 200), endpoint=endpoint
+            )
+        )
     actual = called_region(client)
     if region and actual != region:
         raise CloudError(
-            f"the client calls region {visible(actual, 64)} (as the SDK resolves it from"
-            f" {visible(called, 200)}), but the resource is recorded in {region}: refused"
+            N_(
+                "the client calls region {actual} (as the SDK resolves it from"
+                " {called}), but the resource is recorded in {region}: refused"
+            ).format(actual=visible(actual, 64), called=visible(called, 200), region=region)
         )
 
 
@@ -259,9 +276,11 @@ class BotoAccount:
             try:
                 who = sts.get_caller_identity()
             except (BotoCoreError, ClientError) as exc:
-                code, message, _ = client_error(exc)
+                code, message, _status = client_error(exc)
                 raise CloudError(
-                    f"STS GetCallerIdentity failed: {code or 'error'} {message}".strip()
+                    N_("STS GetCallerIdentity failed: {code} {message}")
+                    .format(code=code or "error", message=message)
+                    .strip()
                 ) from exc
             return Identity(
                 account_id=visible(who.get("Account", ""), 64),
@@ -279,7 +298,7 @@ async def guarded(work: Awaitable[Outcome]) -> Outcome:
     try:
         return await work
     except (CloudError, ValueError) as exc:  # InputError is a ValueError
-        return Outcome(False, "", f"not tried: {visible(exc, 300)}")
+        return Outcome(False, "", N_("not tried: {why}").format(why=visible(exc, 300)))
 
 
 class BotoDriver:

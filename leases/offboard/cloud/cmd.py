@@ -45,6 +45,7 @@ from typing import Any
 
 from leases.core import cloudids as cloud_ids
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 from leases.core.models import ResourceKind
 from leases.core.textsafe import visible
 from leases.offboard.cloud.access import (
@@ -126,15 +127,17 @@ def _fill(word: str, **values: str) -> str:
 
 def _words(source: str, key: str, value: object, allowed: set[str]) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(w, str) for w in value):
-        raise InputError(f"{source}: {key}", value, "a list of strings (the argv words)")
+        raise InputError(f"{source}: {key}", value, _("a list of strings (the argv words)"))
     for word in value:
         for name in _PLACEHOLDER_RE.findall(word):
             if name not in allowed:
                 raise InputError(
-                    f"{source}: {key}", word, f"placeholders here: {', '.join(sorted(allowed))}"
+                    f"{source}: {key}",
+                    word,
+                    _("placeholders here: {names}").format(names=", ".join(sorted(allowed))),
                 )
         if re.search(r"[\x00-\x1f\x7f]", word):
-            raise InputError(f"{source}: {key}", visible(word), "control characters")
+            raise InputError(f"{source}: {key}", visible(word), _("control characters"))
     return tuple(value)
 
 
@@ -148,12 +151,12 @@ def _delete_words(source: str, key: str, value: object) -> tuple[str, ...]:
     words = _words(source, key, value, {"id", "region"})
     if not any("{id}" in w for w in words):
         raise InputError(
-            f"{source}: {key}", visible(" ".join(words)), "a delete call must name the {id}"
+            f"{source}: {key}", visible(" ".join(words)), _("a delete call must name the {id}")
         )
     forced = [w for w in words if _FORCE_RE.match(w)]
     if forced:
         raise InputError(
-            f"{source}: {key}", visible(forced[0]), "zuka never passes a force flag to a cloud"
+            f"{source}: {key}", visible(forced[0]), _("zuka never passes a force flag to a cloud")
         )
     return words
 
@@ -161,7 +164,7 @@ def _delete_words(source: str, key: str, value: object) -> tuple[str, ...]:
 def _text(source: str, doc: Mapping[str, Any], key: str, default: str | None = None) -> str:
     value = doc.get(key, default)
     if not isinstance(value, str):
-        raise InputError(f"{source}: {key}", value, "a string is needed")
+        raise InputError(f"{source}: {key}", value, _("a string is needed"))
     return value
 
 
@@ -179,9 +182,10 @@ def _program(source: str, program: str) -> str:
     raise InputError(
         f"{source}: program",
         visible(program, 120),
-        "a program name found on PATH (aliyun, tccli, hcloud) or an absolute path under "
-        + ", ".join(TRUSTED_DIRS)
-        + "; no relative path, no shell words",
+        _(
+            "a program name found on PATH (aliyun, tccli, hcloud) or an absolute path under"
+            " {dirs}; no relative path, no shell words"
+        ).format(dirs=", ".join(TRUSTED_DIRS)),
     )
 
 
@@ -189,24 +193,24 @@ def template_from(doc: Mapping[str, Any], source: str) -> Template:
     """A template read from TOML, every field checked; InputError names the one that is not."""
     name = _text(source, doc, "name")
     if not _NAME_RE.fullmatch(name):
-        raise InputError(f"{source}: name", name, "lower-case letters, digits, '-' and '_'")
+        raise InputError(f"{source}: name", name, _("lower-case letters, digits, '-' and '_'"))
     program = _program(source, _text(source, doc, "program"))
     providers = doc.get("providers", [name])
     if not isinstance(providers, list) or not all(isinstance(p, str) and p for p in providers):
-        raise InputError(f"{source}: providers", providers, "a list of provider names")
+        raise InputError(f"{source}: providers", providers, _("a list of provider names"))
     whoami = doc.get("whoami")
     if not isinstance(whoami, dict):
-        raise InputError(f"{source}: whoami", whoami, "a [whoami] table is needed")
+        raise InputError(f"{source}: whoami", whoami, _("a [whoami] table is needed"))
     actions: dict[ResourceKind, Action] = {}
     for kind in KINDS:
         table = doc.get(str(kind))
         if table is None:
             continue
         if not isinstance(table, dict):
-            raise InputError(f"{source}: {kind}", table, "a table")
+            raise InputError(f"{source}: {kind}", table, _("a table"))
         not_found = table.get("not_found", [])
         if not isinstance(not_found, list) or not all(isinstance(c, str) and c for c in not_found):
-            raise InputError(f"{source}: {kind}.not_found", not_found, "a list of error codes")
+            raise InputError(f"{source}: {kind}.not_found", not_found, _("a list of error codes"))
         actions[kind] = Action(
             delete=_delete_words(source, f"{kind}.delete", table.get("delete")),
             verify=_words(source, f"{kind}.verify", table.get("verify"), {"id", "region"}),
@@ -215,10 +219,10 @@ def template_from(doc: Mapping[str, Any], source: str) -> Template:
         )
     env = doc.get("env", {})
     if not isinstance(env, dict):
-        raise InputError(f"{source}: env", env, "a table")
+        raise InputError(f"{source}: env", env, _("a table"))
     addressing = _text(source, doc, "s3_addressing", "")
     if addressing not in ("", "path", "virtual"):
-        raise InputError(f"{source}: s3_addressing", addressing, "path or virtual")
+        raise InputError(f"{source}: s3_addressing", addressing, _("path or virtual"))
     return Template(
         name=name,
         program=program,
@@ -250,7 +254,9 @@ def load_templates(extra_dir: Path | None = None) -> dict[str, Template]:
         paths = sorted(extra_dir.glob("*.toml"))
         if len(paths) > _TEMPLATES_MAX:
             raise InputError(
-                str(extra_dir), len(paths), f"more than {_TEMPLATES_MAX} templates: not read"
+                str(extra_dir),
+                len(paths),
+                _("more than {count} templates: not read").format(count=_TEMPLATES_MAX),
             )
         for path in paths:
             t = _parsed(_read_template(path), str(path))
@@ -265,24 +271,36 @@ def _read_template(path: Path) -> str:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
-        raise InputError(shown, "", f"cannot open the template: {exc.strerror}") from exc
+        raise InputError(
+            shown, "", _("cannot open the template: {error}").format(error=exc.strerror)
+        ) from exc
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise InputError(shown, "", "is not a regular file (a FIFO, device or folder)")
+            raise InputError(shown, "", _("is not a regular file (a FIFO, device or folder)"))
         if info.st_size > _TEMPLATE_MAX:
-            raise InputError(shown, info.st_size, f"a template is at most {_TEMPLATE_MAX} bytes")
+            raise InputError(
+                shown,
+                info.st_size,
+                _("a template is at most {count} bytes").format(count=_TEMPLATE_MAX),
+            )
         data = os.read(fd, _TEMPLATE_MAX + 1)
     except OSError as exc:
-        raise InputError(shown, "", f"cannot read the template: {exc.strerror}") from exc
+        raise InputError(
+            shown, "", _("cannot read the template: {error}").format(error=exc.strerror)
+        ) from exc
     finally:
         os.close(fd)
     if len(data) > _TEMPLATE_MAX:
-        raise InputError(shown, len(data), f"a template is at most {_TEMPLATE_MAX} bytes")
+        raise InputError(
+            shown, len(data), _("a template is at most {count} bytes").format(count=_TEMPLATE_MAX)
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(shown, "", f"not UTF-8 text (byte {exc.start})") from exc
+        raise InputError(
+            shown, "", _("not UTF-8 text (byte {offset})").format(offset=exc.start)
+        ) from exc
 
 
 def _parsed(text: str, source: str) -> Template:
@@ -295,11 +313,15 @@ def _parsed(text: str, source: str) -> Template:
     except InputError:
         raise
     except RecursionError:
-        raise InputError(shown, "", "nested too deeply to be a template") from None
+        raise InputError(shown, "", _("nested too deeply to be a template")) from None
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(shown, "", f"not valid TOML: {visible(exc, 200)}") from None
+        raise InputError(
+            shown, "", _("not valid TOML: {error}").format(error=visible(exc, 200))
+        ) from None
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
-        raise InputError(shown, "", f"not a template: {visible(exc, 200)}") from None
+        raise InputError(
+            shown, "", _("not a template: {error}").format(error=visible(exc, 200))
+        ) from None
 
 
 def json_at(doc: Any, path: str) -> Any:
@@ -333,7 +355,11 @@ async def run_command(
     """argv run directly (no shell), stdin closed, output cut to _OUTPUT_MAX each."""
     program = shutil.which(argv[0], path=_absolute_path(env.get("PATH", os.defpath)))
     if program is None:
-        raise CloudError(f"{argv[0]}: not found on PATH; install it or give its path in a template")
+        raise CloudError(
+            N_("{program}: not found on PATH; install it or give its path in a template").format(
+                program=argv[0]
+            )
+        )
     proc = await asyncio.create_subprocess_exec(
         program,
         *argv[1:],
@@ -397,7 +423,9 @@ class CmdDriver:
 
     def _template(self, name: str) -> Template:
         if name not in self.templates:
-            raise CloudError(f"no cloud CLI template named {visible(name, 40)!r}")
+            raise CloudError(
+                N_("no cloud CLI template named '{name}'").format(name=visible(name, 40))
+            )
         return self.templates[name]
 
     def _env(self, t: Template) -> dict[str, str]:
@@ -405,7 +433,10 @@ class CmdDriver:
         if self.creds.env_prefix:
             if not (t.env_access_key and t.env_secret_key):
                 raise CloudError(
-                    f"{t.name} takes its keys from a profile: give credential_ref a profile name"
+                    N_(
+                        "{template} takes its keys from a profile: give credential_ref a profile"
+                        " name"
+                    ).format(template=t.name)
                 )
             key, secret, token = self.creds.from_env(self.environ)
             env[t.env_access_key], env[t.env_secret_key] = key, secret
@@ -420,7 +451,11 @@ class CmdDriver:
         t = self._template(step.param("template"))
         kind, native, region = _cmd_target(step)
         if kind not in t.actions:
-            raise CloudError(f"the {t.name} template has no [{kind}] table")
+            raise CloudError(
+                N_("the {template} template has no [{kind}] table").format(
+                    template=t.name, kind=kind
+                )
+            )
         action = t.actions[kind]
         words = action.verify if verify else action.delete
         return t, action, t.argv(words, native=native, region=region, creds=self.creds)
@@ -437,10 +472,16 @@ class CmdDriver:
         try:
             doc = json.loads(result.stdout)
         except json.JSONDecodeError as exc:
-            raise CloudError(f"{shlex.join(argv)}: the answer is not JSON") from exc
+            raise CloudError(
+                N_("{command}: the answer is not JSON").format(command=shlex.join(argv))
+            ) from exc
         account = json_at(doc, t.whoami_account)
         if not isinstance(account, str | int) or account == "":
-            raise CloudError(f"{shlex.join(argv)}: no {t.whoami_account} in the answer")
+            raise CloudError(
+                N_("{command}: no {field} in the answer").format(
+                    command=shlex.join(argv), field=t.whoami_account
+                )
+            )
         arn = json_at(doc, t.whoami_arn) if t.whoami_arn else ""
         return Identity(visible(account, 64), region, visible(arn or "", 300))
 
@@ -452,28 +493,32 @@ class CmdDriver:
             native = _cmd_target(step)[1]
             result = await self._call(t, argv)
         except (CloudError, ValueError) as exc:
-            return Sighting(None, "", f"not looked at: {visible(exc, 300)}")
+            return Sighting(None, "", N_("not looked at: {why}").format(why=visible(exc, 300)))
         text = f"{shlex.join(argv)}\n{result.text()}"
         facts = {"region": step.param("region"), "cli": t.program, "template": t.name}
         if result.exit_status != 0:
             if _says_not_found(result, action):
-                return Sighting(False, text, "not found: check the id and region", facts)
-            return Sighting(None, text, f"could not look: exit {result.exit_status}", facts)
+                return Sighting(False, text, N_("not found: check the id and region"), facts)
+            said = N_("could not look: exit {status}").format(status=result.exit_status)
+            return Sighting(None, text, said, facts)
         if not action.listed:
-            return Sighting(True, text, "the read-back call found it", facts)
+            return Sighting(True, text, N_("the read-back call found it"), facts)
         try:
             listed = json_at(json.loads(result.stdout), action.listed)
         except json.JSONDecodeError:
-            return Sighting(None, text, "the answer is not JSON", facts)
+            return Sighting(None, text, N_("the answer is not JSON"), facts)
         if listed == []:
-            return Sighting(False, text, "not listed: check the id and region", facts)
+            return Sighting(False, text, N_("not listed: check the id and region"), facts)
         if not isinstance(listed, list):
-            return Sighting(None, text, f"no list at {action.listed} in the answer", facts)
+            said = N_("no list at {path} in the answer").format(path=action.listed)
+            return Sighting(None, text, said, facts)
         ours = [i for i in listed if isinstance(i, dict) and native in json.dumps(i)]
         if not ours:
-            return Sighting(None, text, "the answer lists others, not ours", facts)
+            return Sighting(None, text, N_("the answer lists others, not ours"), facts)
         facts.update(_item_facts(ours[0]))
-        return Sighting(True, text, f"listed ({facts.get('state', 'state not said')})", facts)
+        if "state" not in facts:
+            return Sighting(True, text, N_("listed (state not said)"), facts)
+        return Sighting(True, text, N_("listed ({state})").format(state=facts["state"]), facts)
 
     async def run(self, step: Step) -> Outcome:
         return await guarded(self._run(step))
@@ -484,10 +529,11 @@ class CmdDriver:
         text = f"{shlex.join(argv)}\n{result.text()}"
         if result.exit_status == 0:
             # Some clouds answer success to an id they do not know: verify proves it.
-            return Outcome(True, text, "accepted; the read-back proves it")
+            return Outcome(True, text, N_("accepted; the read-back proves it"))
         if _says_not_found(result, action):
-            return Outcome(True, text, "already gone")
-        return Outcome(False, text, f"{t.program} exited {result.exit_status}")
+            return Outcome(True, text, N_("already gone"))
+        said = N_("{program} exited {status}").format(program=t.program, status=result.exit_status)
+        return Outcome(False, text, said)
 
     async def verify(self, step: Step, *, patient: bool = True) -> Outcome:
         return await guarded(self._verify(step, patient))
@@ -502,20 +548,24 @@ class CmdDriver:
             if result.exit_status != 0:
                 if _says_not_found(result, action):
                     return Reading(True, text)
-                return Reading(False, text, f"read back failed: exit {result.exit_status}")
+                said = N_("read back failed: exit {status}").format(status=result.exit_status)
+                return Reading(False, text, said)
             if not action.listed:
-                return Reading(False, text, "the read-back found it")
+                return Reading(False, text, N_("the read-back found it"))
             try:
                 listed = json_at(json.loads(result.stdout), action.listed)
             except json.JSONDecodeError:
-                return Reading(False, text, "the read-back answer is not JSON")
+                return Reading(False, text, N_("the read-back answer is not JSON"))
             if listed == []:
                 return Reading(True, text)
             if not isinstance(listed, list):
-                return Reading(False, text, f"no list at {action.listed} in the answer")
+                said = N_("no list at {path} in the answer").format(path=action.listed)
+                return Reading(False, text, said)
             ours = native in json.dumps(listed)
             return Reading(
-                False, text, "still listed" if ours else "the answer lists others (filter ignored?)"
+                False,
+                text,
+                N_("still listed") if ours else N_("the answer lists others (filter ignored?)"),
             )
 
         return await poll_gone(read, self.timing, patient=patient)

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from leases.core import cloudids as cloud_ids
+from leases.core.i18n import N_
 from leases.core.models import ResourceKind
 from leases.core.textsafe import visible
 from leases.offboard.cloud.access import (
@@ -73,14 +74,20 @@ _APIS = {
 
 # What a person does about a refusal zuka will not force its way past.
 _HINTS = {
-    "InvalidSnapshot.InUse": "an image still uses this snapshot: the image must go first "
-    "(record it in the ledger so the plan deletes it)",
-    "VolumeInUse": "the disk is attached: release the instance or detach the disk first "
-    "(zuka never forces)",
-    "IncorrectState": "the disk is not available (attached or busy): detach it first",
-    "UnauthorizedOperation": "these credentials may not delete it",
-    "AuthFailure": "the credentials were refused",
+    "InvalidSnapshot.InUse": N_(
+        "an image still uses this snapshot: the image must go first "
+        "(record it in the ledger so the plan deletes it)"
+    ),
+    "VolumeInUse": N_(
+        "the disk is attached: release the instance or detach the disk first (zuka never forces)"
+    ),
+    "IncorrectState": N_("the disk is not available (attached or busy): detach it first"),
+    "UnauthorizedOperation": N_("these credentials may not delete it"),
+    "AuthFailure": N_("the credentials were refused"),
 }
+
+
+_NOT_THERE = N_("not found there: check the id, region and account")
 
 
 def _describe(step: Step) -> tuple[ResourceKind, str, str, str]:
@@ -163,26 +170,24 @@ class Ec2Driver(BotoDriver):
             kind = ResourceKind(step.param("kind"))
             want = cloud_ids.account(step.param("account_id"))
         except (CloudError, ValueError) as exc:
-            return Sighting(None, "", f"not looked at: {visible(exc, 300)}")
+            return Sighting(None, "", N_("not looked at: {why}").format(why=visible(exc, 300)))
 
         def look() -> Sighting:
-            facts = {**where(client), "account": want or "(not recorded)"}
+            facts = {**where(client), "account": want or N_("(not recorded)")}
             said = _described(client, api, native)
             if said.code:
                 text = f"{said.call}: {said.code} {said.message}"
                 if said.not_found:
-                    return Sighting(
-                        False, text, "not found there: check the id, region and account", facts
-                    )
-                return Sighting(None, text, f"could not look: {said.code}", facts)
+                    return Sighting(False, text, _NOT_THERE, facts)
+                return Sighting(
+                    None, text, N_("could not look: {why}").format(why=said.code), facts
+                )
             found = said.found
             text = f"{said.call}: {len(found)} found among {said.listed} listed"
             if not found:
                 if said.listed:
-                    return Sighting(None, text, "the answer lists others, not ours", facts)
-                return Sighting(
-                    False, text, "not found there: check the id, region and account", facts
-                )
+                    return Sighting(None, text, N_("the answer lists others, not ours"), facts)
+                return Sighting(False, text, _NOT_THERE, facts)
             item = found[0]
             facts.update(
                 {name: _fact(item[key]) for name, key in _FACTS[kind].items() if key in item}
@@ -190,12 +195,20 @@ class Ec2Driver(BotoDriver):
             owner = facts.get("owner", "")
             if want and owner and owner != want:
                 return Sighting(
-                    None, text, f"owned by account {owner}, not the provider's {want}", facts
+                    None,
+                    text,
+                    N_("owned by account {owner}, not the provider's {want}").format(
+                        owner=owner, want=want
+                    ),
+                    facts,
                 )
             state = facts.get("state", "")
             if state and state in api.gone_states:
-                return Sighting(False, text, f"listed as {state}: already going", facts)
-            return Sighting(True, text, f"there ({state or 'state not said'})", facts)
+                going = N_("listed as {state}: already going").format(state=state)
+                return Sighting(False, text, going, facts)
+            if not state:
+                return Sighting(True, text, N_("there (state not said)"), facts)
+            return Sighting(True, text, N_("there ({state})").format(state=state), facts)
 
         return await asyncio.to_thread(look)
 
@@ -212,11 +225,13 @@ class Ec2Driver(BotoDriver):
             try:
                 getattr(client, api.delete)(**{api.id_arg: native})
             except (BotoCoreError, ClientError) as exc:
-                code, message, _ = client_error(exc)
+                code, message, _status = client_error(exc)
                 if code in api.not_found:
-                    return Outcome(True, f"{call}: {code} {message}", "already gone")
+                    return Outcome(True, f"{call}: {code} {message}", N_("already gone"))
                 return Outcome(
-                    False, f"{call}: {code} {message}", _HINTS.get(code, f"refused: {code}")
+                    False,
+                    f"{call}: {code} {message}",
+                    _HINTS.get(code) or N_("refused: {why}").format(why=code),
                 )
             return Outcome(True, f"{call}: accepted")
 
@@ -235,17 +250,22 @@ class Ec2Driver(BotoDriver):
                 if said.not_found:
                     return Reading(True, text)
                 final = said.error is not None and hopeless(said.error)
-                return Reading(False, text, f"read back failed: {said.code}", final=final)
+                said_now = N_("read back failed: {why}").format(why=said.code)
+                return Reading(False, text, said_now, final=final)
             # Ours only, and ours may be on a page it did not show: no proof either way.
             found = said.found
             states = sorted({str(r.get("State", "")) for r in found})
             text = f"{said.call}: {len(found)} found" + (f" ({', '.join(states)})" if found else "")
             if said.listed and not found:
                 text += f" among {said.listed} listed"
-                return Reading(False, text, "the answer lists others, not ours: filter ignored?")
+                return Reading(
+                    False, text, N_("the answer lists others, not ours: filter ignored?")
+                )
             if all(s in api.gone_states for s in states):
                 return Reading(True, text)
-            return Reading(False, text, f"still there ({', '.join(states)})")
+            return Reading(
+                False, text, N_("still there ({states})").format(states=", ".join(states))
+            )
 
         async def read_async() -> Reading:
             return await asyncio.to_thread(read)

@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from leases.config.sections import Config
 from leases.core import cloudids as cloud_ids
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 from leases.core.models import Provider, ProviderKind, Resource, ResourceKind
 from leases.core.textsafe import visible
 from leases.offboard.cloud.access import BotoAccount, Credentials, Timing, credentials
@@ -79,10 +80,17 @@ def template_of(provider: Provider | None, templates: Mapping[str, Template]) ->
     return next((t for t in templates.values() if t.serves(provider.name)), None)
 
 
-def _where(region: str, endpoint: str) -> str:
-    parts = [f"region {region}" if region else "", f"endpoint {endpoint}" if endpoint else ""]
-    shown = ", ".join(p for p in parts if p)
-    return f" ({shown})" if shown else ""
+def _located(what: str, region: str, endpoint: str) -> str:
+    """what, then where it is called: "... (region R, endpoint E)" (stored English)."""
+    if region and endpoint:
+        where = N_("region {region}, endpoint {endpoint}").format(region=region, endpoint=endpoint)
+    elif region:
+        where = N_("region {region}").format(region=region)
+    elif endpoint:
+        where = N_("endpoint {endpoint}").format(endpoint=endpoint)
+    else:
+        return what
+    return N_("{what} ({where})").format(what=what, where=where)
 
 
 def _need_region(region: str, r: Resource, why: str) -> str:
@@ -90,7 +98,9 @@ def _need_region(region: str, r: Resource, why: str) -> str:
         raise InputError(
             "region",
             "",
-            f"{r.kind} {r.native_id}: {why} needs a region (the resource's or the provider's)",
+            _("{kind} {id}: {why} needs a region (the resource's or the provider's)").format(
+                kind=r.kind, id=r.native_id, why=why
+            ),
         )
     return region
 
@@ -118,27 +128,37 @@ def plan_cloud(facts: PlanInput, templates: Mapping[str, Template] | None = None
         if r.kind in (ResourceKind.BUCKET, ResourceKind.BUCKET_PREFIX):
             addressing = "path" if endpoint else ""
             if not endpoint and template is not None and template.s3_endpoint:
-                region = _need_region(region, r, f"{template.name}'s object storage")
+                region = _need_region(
+                    region, r, _("{template}'s object storage").format(template=template.name)
+                )
                 endpoint = cloud_ids.endpoint(template.s3_endpoint.replace("{region}", region))
                 addressing = template.s3_addressing
             if not endpoint:
-                _need_region(region, r, "S3 at the SDK's default endpoint")
-            bucket, _, prefix = native.partition("/")
+                _need_region(region, r, _("S3 at the SDK's default endpoint"))
+            bucket, _slash, prefix = native.partition("/")
             what = (
-                f"every object version, delete marker and unfinished upload under s3://{native}"
+                N_(
+                    "every object version, delete marker and unfinished upload under s3://{native}"
+                ).format(native=native)
                 if prefix
-                else f"every object version, delete marker and unfinished upload in s3://{bucket}/,"
-                f" then DeleteBucket {bucket}"
+                else N_(
+                    "every object version, delete marker and unfinished upload in s3://{bucket}/,"
+                    " then DeleteBucket {bucket}"
+                ).format(bucket=bucket)
             )
             # Every S3 call carries ExpectedBucketOwner: a bucket of that name owned by
             # another account the credentials can reach is refused by the store, not
             # emptied. OSS, COS and OBS (the CLI templates' stores) do not take it.
             owner = "" if template is not None else account
             proof = (
-                f"; bucket owner {owner} required on every call (ExpectedBucketOwner)"
+                N_("bucket owner {owner} required on every call (ExpectedBucketOwner)").format(
+                    owner=owner
+                )
                 if owner
-                else f"; {template.name if template else 'this'} store does not check a bucket"
-                " owner: ownership is proven by the identity check only"
+                else N_(
+                    "{store} store does not check a bucket owner: ownership is proven by the"
+                    " identity check only"
+                ).format(store=template.name if template else "this")
             )
             steps.append(
                 Step(
@@ -148,7 +168,9 @@ def plan_cloud(facts: PlanInput, templates: Mapping[str, Template] | None = None
                     action=_ACTIONS[r.kind],
                     target=native,
                     destructive=True,
-                    describe=f"S3: delete {what}{_where(region, endpoint)}{proof}",
+                    describe=N_("S3: delete {what}; {proof}").format(
+                        what=_located(what, region, endpoint), proof=proof
+                    ),
                     params=params(
                         **common, endpoint=endpoint, addressing=addressing, bucket_owner=owner
                     ),
@@ -158,9 +180,13 @@ def plan_cloud(facts: PlanInput, templates: Mapping[str, Template] | None = None
         elif template is not None and not endpoint:
             if r.kind not in template.actions:
                 raise InputError(
-                    "kind", str(r.kind), f"the {template.name} template cannot delete a {r.kind}"
+                    "kind",
+                    str(r.kind),
+                    _("the {template} template cannot delete a {kind}").format(
+                        template=template.name, kind=r.kind
+                    ),
                 )
-            region = _need_region(region, r, f"the {template.name} CLI")
+            region = _need_region(region, r, _("the {template} CLI").format(template=template.name))
             creds = credentials(provider.credential_ref if provider else "")
             argv = template.argv(
                 template.actions[r.kind].delete, native=native, region=region, creds=creds
@@ -179,7 +205,7 @@ def plan_cloud(facts: PlanInput, templates: Mapping[str, Template] | None = None
                 )
             )
         else:
-            _need_region(region, r, "EC2")
+            _need_region(region, r, _("EC2"))
             steps.append(
                 Step(
                     key=key,
@@ -188,7 +214,7 @@ def plan_cloud(facts: PlanInput, templates: Mapping[str, Template] | None = None
                     action=_ACTIONS[r.kind],
                     target=native,
                     destructive=True,
-                    describe=f"EC2 {_EC2_CALLS[r.kind]}={native}{_where(region, endpoint)}",
+                    describe=_located(f"EC2 {_EC2_CALLS[r.kind]}={native}", region, endpoint),
                     params=params(**common, endpoint=endpoint, account_id=account),
                     resource_id=r.id,
                 )
@@ -210,10 +236,12 @@ def _refuse_implicit_default(steps: Sequence[Step]) -> None:
         raise InputError(
             "endpoint",
             "",
-            f"{s.param('kind')} {s.target} has no endpoint while the plan's other cloud"
-            f" resources are at {', '.join(named)}: its deletion would go to the SDK's default"
-            " (AWS) endpoint. Record each cloud resource with the --endpoint it lives at"
-            " (https://s3.REGION.amazonaws.com for AWS's own)",
+            _(
+                "{kind} {target} has no endpoint while the plan's other cloud resources are at"
+                " {endpoints}: its deletion would go to the SDK's default (AWS) endpoint. Record"
+                " each cloud resource with the --endpoint it lives at"
+                " (https://s3.REGION.amazonaws.com for AWS's own)"
+            ).format(kind=s.param("kind"), target=s.target, endpoints=", ".join(named)),
         )
 
 
@@ -228,18 +256,24 @@ def _same_keys_for_buckets(
     if template is None or creds.env_prefix:
         return
     fix = (
-        "give the provider credential_ref env:PREFIX (PREFIX_ACCESS_KEY_ID,"
-        " PREFIX_SECRET_ACCESS_KEY) so that both use the same keys"
+        _(
+            "give the provider credential_ref env:PREFIX (PREFIX_ACCESS_KEY_ID,"
+            " PREFIX_SECRET_ACCESS_KEY) so that both use the same keys"
+        )
         if template.env_access_key and template.env_secret_key
-        else f"the {template.name} template takes keys from a profile only, so its buckets"
-        " cannot be deleted with proven keys: delete them in the console and record them"
-        " deleted and verified by hand"
+        else _(
+            "the {template} template takes keys from a profile only, so its buckets"
+            " cannot be deleted with proven keys: delete them in the console and record them"
+            " deleted and verified by hand"
+        ).format(template=template.name)
     )
     raise InputError(
         "credential_ref",
-        visible(provider.credential_ref if provider else "", 80) or "(the default)",
-        f"{template.name}'s buckets are called through boto3, but who the keys act as is"
-        f" asked of the {template.program} CLI, which reads its own profile: {fix}",
+        visible(provider.credential_ref if provider else "", 80) or _("(the default)"),
+        _(
+            "{template}'s buckets are called through boto3, but who the keys act as is"
+            " asked of the {program} CLI, which reads its own profile: {fix}"
+        ).format(template=template.name, program=template.program, fix=fix),
     )
 
 
@@ -285,7 +319,9 @@ def cloud_drivers(
     if "cmd" in used:
         if cmd is None:
             name = provider.name if provider else ""
-            raise InputError("provider", name, "the plan has CLI steps but no template serves it")
+            raise InputError(
+                "provider", name, _("the plan has CLI steps but no template serves it")
+            )
         drivers.append(cmd)
     if "ec2" in used:
         drivers.append(Ec2Driver(account, timing, identity_from=who))

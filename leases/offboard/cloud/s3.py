@@ -29,6 +29,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from leases.core import cloudids as cloud_ids
+from leases.core.i18n import N_
 from leases.core.models import ResourceKind
 from leases.core.textsafe import visible
 from leases.offboard.cloud.access import (
@@ -202,7 +203,7 @@ class S3Driver(BotoDriver):
             t = _target(step)
             client = self._client(t)
         except (CloudError, ValueError) as exc:
-            return Sighting(None, "", f"not looked at: {visible(exc, 300)}")
+            return Sighting(None, "", N_("not looked at: {why}").format(why=visible(exc, 300)))
         return await asyncio.to_thread(self._look, client, t)
 
     def _look(self, client: Any, t: _Target) -> Sighting:
@@ -240,9 +241,13 @@ class S3Driver(BotoDriver):
             text = f"{t.shown}: {code} {status} {message}".strip()
             if code in _GONE_CODES:
                 return Sighting(
-                    False, text, "no such bucket there: check the name, endpoint and region", facts
+                    False,
+                    text,
+                    N_("no such bucket there: check the name, endpoint and region"),
+                    facts,
                 )
-            return Sighting(None, text, f"could not look: {code or status or 'error'}", facts)
+            said = N_("could not look: {why}").format(why=code or status or "error")
+            return Sighting(None, text, said, facts)
         total = counts["versions"] + counts["delete_markers"]
         capped = "at least " if total >= _INSPECT_MAX else ""
         facts.update({k: f"{capped}{v}" for k, v in counts.items()})
@@ -254,10 +259,14 @@ class S3Driver(BotoDriver):
             f" {facts['unfinished_uploads']} unfinished upload(s)"
         )
         if t.prefix and total == 0 and facts["unfinished_uploads"] == "0":
-            return Sighting(False, text, "nothing under the prefix: check the name", facts)
-        detail = "the bucket is there" if not t.prefix else "objects are there under the prefix"
+            return Sighting(False, text, N_("nothing under the prefix: check the name"), facts)
+        detail = (
+            N_("the bucket is there") if not t.prefix else N_("objects are there under the prefix")
+        )
         if facts.get("bucket_region") and t.region and facts["bucket_region"] != t.region:
-            detail += f", in region {facts['bucket_region']} (recorded: {t.region})"
+            detail = N_("{said}, in region {region} (recorded: {recorded})").format(
+                said=detail, region=facts["bucket_region"], recorded=t.region
+            )
         return Sighting(True, text, detail, facts)
 
     @staticmethod
@@ -315,11 +324,11 @@ class S3Driver(BotoDriver):
                 return Outcome(True, f"{t.shown}: {tally.text()}")
             client.delete_bucket(**t.kw())
         except (BotoCoreError, ClientError) as exc:
-            code, message, _ = client_error(exc)
+            code, message, _status = client_error(exc)
             text = f"{t.shown}: {tally.text()}; {code} {message}"
             if code in _GONE_CODES:
-                return Outcome(True, text, "already gone")
-            return Outcome(False, text, f"refused: {code or 'error'}")
+                return Outcome(True, text, N_("already gone"))
+            return Outcome(False, text, N_("refused: {why}").format(why=code or "error"))
         return Outcome(True, f"{t.shown}: {tally.text()}; bucket deleted")
 
     def _empty(self, client: Any, t: _Target, tally: _Tally) -> str:
@@ -340,23 +349,23 @@ class S3Driver(BotoDriver):
             idents = {(e.key, e.version) for e in page}
             kept = idents - {(e.key, e.version) for e in newer}
             if kept & previous:
-                return (
-                    f"the store still lists {len(kept & previous)} object(s) it said it"
+                return N_(
+                    "the store still lists {count} object(s) it said it"
                     " deleted: it keeps them (not done, so that a rerun tries again)"
-                )
+                ).format(count=len(kept & previous))
             if newer:
                 racing += 1
                 if racing >= _PASSES:
-                    return (
-                        f"something still writes there: {racing} listings found objects newer"
-                        f" than the run's start ({len(newer)} in the last); stop the writer"
+                    return N_(
+                        "something still writes there: {listings} listings found objects newer"
+                        " than the run's start ({count} in the last); stop the writer"
                         " and run again"
-                    )
+                    ).format(listings=racing, count=len(newer))
             before = len(tally.failed)
             for at in range(0, len(page), _BATCH):
                 self._delete_chunk(client, t, page[at : at + _BATCH], tally)
             if len(tally.failed) > before:
-                return "some objects could not be deleted"
+                return N_("some objects could not be deleted")
             tally.pages += 1
             previous = idents
 
@@ -434,7 +443,9 @@ class S3Driver(BotoDriver):
                     # that is not this store (a wrong endpoint) answers 404 too. Only the
                     # store's own NoSuchBucket says the bucket is gone.
                     client.list_objects_v2(**t.kw(MaxKeys=1))
-                    return Reading(False, f"ListObjectsV2 {t.bucket}: 200", "the bucket is there")
+                    return Reading(
+                        False, f"ListObjectsV2 {t.bucket}: 200", N_("the bucket is there")
+                    )
                 count = self._left_under(client, t)
             except (BotoCoreError, ClientError) as exc:
                 # Anything but the store's NoSuchBucket (access denied, another owner, an
@@ -444,10 +455,13 @@ class S3Driver(BotoDriver):
                 if code in _GONE_CODES:
                     return Reading(True, text)
                 return Reading(
-                    False, text, f"read back failed: {code or status}", final=hopeless(exc)
+                    False,
+                    text,
+                    N_("read back failed: {why}").format(why=code or status),
+                    final=hopeless(exc),
                 )
             text = f"ListObjectVersions/ListMultipartUploads {t.shown}: {count} left"
-            return Reading(count == 0, text, "objects are still there under the prefix")
+            return Reading(count == 0, text, N_("objects are still there under the prefix"))
 
         async def read_async() -> Reading:
             return await asyncio.to_thread(read)

@@ -91,7 +91,7 @@ def parse_listen(value: str) -> Listen:
 def read_token(path: Path) -> bytes:
     """The bearer token in `path` (leases.core.tokenfile: a private regular file of the
     user's, read without following a link or blocking)."""
-    return tokenfile.read_token(path, TOKEN_FIELD, "money figures")
+    return tokenfile.read_token(path, TOKEN_FIELD, _("money figures"))
 
 
 def access(listen: Listen, token_file: Path | None, money: bool) -> bytes | None:

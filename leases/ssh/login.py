@@ -362,8 +362,9 @@ def _parse_line(line: str, known_aliases: frozenset[str]) -> SshTarget:
     try:
         words = shlex.split(without_comment(line))
     except ValueError as exc:
+        why = _(str(exc)) if str(exc) in loginwords.SHLEX_WORDS else str(exc)
         raise InputError(
-            FIELD, _shown(line), _("cannot be split into words: {why}").format(why=exc)
+            FIELD, _shown(line), _("cannot be split into words: {why}").format(why=why)
         ) from None
     if words and words[0] == "sshpass":
         raise InputError(

@@ -41,3 +41,5 @@ TUNNELS = {
 }
 # Any other option zuka does not honour.
 REMOVE_IT = N_("remove it")
+# What Python's shlex says of a line it cannot split.
+SHLEX_WORDS = frozenset({N_("No closing quotation"), N_("No escaped character")})

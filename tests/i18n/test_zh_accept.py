@@ -200,8 +200,8 @@ LOGIN_DATA = sorted(
     ["ProxyCommand", "HostName", "LocalCommand", "PermitLocalCommand", "ServerAliveInterval",
      "StrictHostKeyChecking", "Option=value", "ProxyJump", "bind_address", "hostport",
      "port", "host", "Pro%xy", "bad_host", "invalid", "user:password@", "sshpass",
-     # Python's shlex says why a line cannot be split; core.secrets names a token's kind.
-     "No closing quotation", "an access key or token"],
+     # core.secrets names a token's kind in English.
+     "an access key or token"],
     key=len, reverse=True,
 )  # fmt: skip
 # Written the same in Chinese (proposed for tests/support/english.py's WORDS).

@@ -25,6 +25,7 @@ import gettext as _gettext
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from importlib import resources
 
 DOMAIN = "zuka"
@@ -105,6 +106,9 @@ def choose(flag: str | None, env: Mapping[str, str], config: str | None) -> str:
 _catalogues: dict[str, _gettext.NullTranslations] = {}
 _current: list[str] = [EN]
 _active: list[_gettext.NullTranslations] = [_gettext.NullTranslations()]
+# A task's own language (`speaking`), over the process's: an acceptance run writes what it
+# stores in English while the dashboard, in another task, draws in Chinese.
+_task: ContextVar[str | None] = ContextVar("zuka_speaking", default=None)
 
 
 def catalogue(lang: str) -> _gettext.NullTranslations:
@@ -151,11 +155,34 @@ def using(lang: str) -> Iterator[None]:
         set_language(before)
 
 
+def _now() -> _gettext.NullTranslations:
+    lang = _task.get()
+    return _active[0] if lang is None else catalogue(lang)
+
+
+def speaking_now() -> str:
+    """The language this task speaks: its own (`speaking`), else the process's."""
+    return _task.get() or _current[0]
+
+
+@contextmanager
+def speaking(lang: str) -> Iterator[None]:
+    """This task (and what it awaits) speaks lang inside the block; other tasks keep
+    theirs. For what is stored in English while a person reads their language."""
+    if lang not in LANGS:
+        raise LanguageError(f"not a language zuka speaks: {lang!r}")
+    token = _task.set(lang)
+    try:
+        yield
+    finally:
+        _task.reset(token)
+
+
 def _(message: str) -> str:
     """message in the language in use (itself where the catalogue lacks it)."""
     if not message:
         return message
-    return _active[0].gettext(message)
+    return _now().gettext(message)
 
 
 def N_(message: str) -> str:
@@ -165,10 +192,10 @@ def N_(message: str) -> str:
 
 def ngettext(singular: str, plural: str, n: int) -> str:
     """The form for n things in the language in use ("1 node" / "3 nodes")."""
-    return _active[0].ngettext(singular, plural, n)
+    return _now().ngettext(singular, plural, n)
 
 
 def pgettext(context: str, message: str) -> str:
     """message in the language in use, where the same English needs two translations
     (context tells them apart: pgettext("column", "Idle"))."""
-    return _active[0].pgettext(context, message)
+    return _now().pgettext(context, message)

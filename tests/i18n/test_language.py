@@ -118,3 +118,29 @@ def test_the_locale_chooses_chinese_for_help() -> None:
     assert r.stdout.startswith("用法：zuka")
     r = _zuka("--help", LANG="zh_CN.UTF-8", ZUKA_LANG="en")
     assert r.stdout.startswith("usage: zuka")
+
+
+async def test_a_task_speaks_its_own_language_while_others_keep_theirs() -> None:
+    """An acceptance run writes what it stores in English (`speaking(EN)`) while the
+    dashboard's task, awaiting at the same time, draws in Chinese."""
+    import asyncio
+
+    i18n.set_language(ZH)
+    seen: dict[str, str] = {}
+    started = asyncio.Event()
+
+    async def stored() -> None:
+        with i18n.speaking(EN):
+            started.set()
+            await asyncio.sleep(0)
+            seen["stored"] = ends_in(3)
+
+    async def shown() -> None:
+        await started.wait()
+        seen["shown"] = ends_in(3)
+
+    await asyncio.gather(stored(), shown())
+    assert seen == {"stored": "ends in 3 d", "shown": "3天后到期"}
+    assert i18n.speaking_now() == ZH
+    with pytest.raises(LanguageError), i18n.speaking("fr"):
+        pass

@@ -132,7 +132,7 @@ def verify(
             anchor_seen = True
     missing = sorted(set(triggers_missing))
     if missing:
-        reason = f"protection removed or altered: {_(', ').join(missing)}"
+        reason = _("protection removed or altered: {names}").format(names=", ".join(missing))
         return ChainReport(count, head_id, prev, None, reason)
     if not anchor_seen:
         assert anchor is not None

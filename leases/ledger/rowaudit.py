@@ -34,6 +34,7 @@ from leases.ledger.lease_rows import lease_row
 from leases.ledger.node_rows import node_row
 from leases.ledger.records import UNREADABLE, unreadable
 from leases.ledger.store import Ledger
+from leases.ledger.wording import entity_word
 
 Record = dict[str, Any]
 ENTITIES = ("provider", "node", "lease", "resource", "stop", *BOOKS)
@@ -99,10 +100,12 @@ class Drift:
     def said(self) -> str:
         who = (
             _("{entity} {id} of node {node}").format(
-                entity=self.entity, id=self.entity_id, node=repr(visible(self.node, 80))
+                entity=entity_word(self.entity),
+                id=self.entity_id,
+                node=repr(visible(self.node, 80)),
             )
             if self.node
-            else f"{self.entity} {self.entity_id}"
+            else f"{entity_word(self.entity)} {self.entity_id}"
         )
         if self.what == "added":
             shown = ", ".join(

@@ -33,6 +33,7 @@ from leases.ledger.node_rows import node_row
 from leases.ledger.nodelog import UNDO
 from leases.ledger.rowaudit import DERIVED, own, plain, recorded, stored_record
 from leases.ledger.store import Ledger
+from leases.ledger.wording import entity_word
 
 Record = dict[str, Any]
 _ENTITIES = ("provider", "node", "lease", "resource", "stop", *BOOKS)
@@ -177,7 +178,7 @@ def _held_before(ledger: Ledger, e: AuditEntry) -> None:
             ).format(
                 id=e.id,
                 action=e.action,
-                entity=e.entity,
+                entity=entity_word(e.entity),
                 k=k,
                 dumps=visible(json.dumps(said[k], ensure_ascii=False), 40),
                 dumps2=visible(json.dumps(then[k], ensure_ascii=False), 40),
@@ -193,7 +194,7 @@ def _reverse(ledger: Ledger, conn: sqlite3.Connection, e: AuditEntry) -> None:
             "undo",
             e.id,
             _("the {entity} of entry {id} ({action}) changed since: nothing was undone").format(
-                entity=e.entity, id=e.id, action=e.action
+                entity=entity_word(e.entity), id=e.id, action=e.action
             ),
         )
     before = dict(e.before) if e.before is not None else None

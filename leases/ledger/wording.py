@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from leases.core.i18n import _, ngettext
+from leases.core.i18n import _, ngettext, pgettext
 from leases.core.textsafe import visible
 
 
@@ -26,3 +26,21 @@ def describe_counts(counts: Mapping[str, int]) -> str:
 
 def describe_resources(rows: Sequence[Mapping[str, Any]]) -> str:
     return ", ".join(f"{r['kind']} {visible(r['native_id'], 80)}" for r in rows)
+
+
+def entity_word(entity: str) -> str:
+    """A kind of row (as the audit log stores it: "lease", "deposit_refund") in the words
+    of the language in use; the stored name itself in English, or for one not known."""
+    words = {
+        "provider": pgettext("entity", "provider"),
+        "node": pgettext("entity", "node"),
+        "lease": pgettext("entity", "lease"),
+        "resource": pgettext("entity", "resource"),
+        "stop": pgettext("entity", "stop"),
+        "deposit_refund": pgettext("entity", "deposit_refund"),
+        "invoice": pgettext("entity", "invoice"),
+        "balance": pgettext("entity", "balance"),
+        "bill": pgettext("entity", "bill"),
+        "offer": pgettext("entity", "offer"),
+    }
+    return words.get(entity, entity)

@@ -351,3 +351,36 @@ def test_json_refusals_do_not_change_with_the_language(cli: Cli) -> None:
     assert (en.code, en.out, en.err) == (zh_.code, zh_.out, zh_.err)
     listed = [cli("node", "list", "--json", "--lang", lang).out for lang in ("en", "zh_CN")]
     assert listed[0] == listed[1]
+
+
+def test_a_row_changed_outside_zuka_is_refused_in_chinese(cli: Cli, ledger_path: Path) -> None:
+    """A price written over with sqlite3: the refusal names the row, in Chinese."""
+    _node(cli)
+    r = cli("lease", "add", "n", "--billing", "monthly", "--price", "30000", "--start",
+            "2026-08-01", "--end", "2026-09-01")  # fmt: skip
+    assert r.code == 0, r.err
+    with sqlite3.connect(ledger_path) as conn:
+        conn.execute("UPDATE leases SET unit_price = '3000'")
+    from leases.ledger import rowaudit
+
+    with Ledger.open(ledger_path, create=False) as ledger, using(ZH):
+        exc = refusal(rowaudit.refuse, rowaudit.drifted(ledger), "the export")
+        said = str(exc)
+        assert "1 行在 zuka 之外被改动，导出会依据无人记录的值" in said, said
+        assert "在审计日志中为" in said
+        assert_chinese(said, data=["unit_price", "'n'"], extra=["ledger"])
+        assert "节点 'n' 的租约 1" in said
+    with Ledger.open(ledger_path, create=False) as ledger:
+        assert "1 row changed outside zuka, so the export" in str(
+            refusal(rowaudit.refuse, rowaudit.drifted(ledger), "the export")
+        )
+
+
+def test_a_broken_audit_chain_is_said_in_chinese(cli: Cli, ledger_path: Path) -> None:
+    _node(cli)
+    with sqlite3.connect(ledger_path) as conn:
+        conn.execute("DROP TRIGGER audit_chain_only")
+    with Ledger.open(ledger_path, create=False) as ledger, using(ZH):
+        report = ledger.verify_audit()
+        assert not report.ok
+        assert_chinese(report.reason, data=["audit_chain_only"])

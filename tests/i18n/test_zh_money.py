@@ -19,6 +19,7 @@ import pytest
 from leases.core.i18n import EN, ZH, set_language, using
 from leases.money.amounts import money, money_words, price, symbol, whole
 from leases.money.words import billing_word, channel_word, deposit_word, kind_word
+from tests.money.test_invoices_balances import MISTAKES
 from tests.money.test_report import fleet  # noqa: F401  (the simulated fleet's month)
 from tests.support.cli import Cli
 from tests.support.english import stray_english
@@ -277,3 +278,78 @@ def test_an_empty_ledger_says_what_to_do_in_chinese(cli: Cli) -> None:
         assert r.code == 0, (args, r.err)
         assert words in r.out, (args, r.out)
         assert stray_english(r.out, data=["P"]) == [], (args, r.out)
+
+
+# The books' refusals of tests/money/test_invoices_balances.py's MISTAKES whose words are
+# money's (the others are the ledger's books and typed fields, checked with those parts).
+_OURS = (
+    "issued in the future",
+    "the period in the wrong order",
+    "a month that is not one",
+    "an invoice of the wrong provider's node",
+    "a top-up in the future",
+)
+
+
+def _reason(err: str) -> str:
+    """The refusal's reason: after `zuka: error: FIELD:`, before `(got ...)`."""
+    m = re.search(r"error: [^:]+: (.*?)(?: \(got .*\))?$", err.strip())
+    assert m is not None, err
+    return m.group(1)
+
+
+@pytest.mark.parametrize(
+    ("what", "typed", "said"), [m for m in MISTAKES if m[0] in _OURS], ids=list(_OURS)
+)
+def test_book_mistakes_are_refused_in_chinese(
+    z: Cli, ledger_path: Path, what: str, typed: tuple[str, ...], said: str
+) -> None:
+    assert z("provider", "add", "Q", "--kind", "cloud").code == 0
+    lease = ("lease", "add", "n", "--billing", "hourly", "--price", "10", "--start", "2026-08-01")
+    assert z(*lease).code == 0
+    before = ledger_path.read_bytes()
+    r = z(*typed, "--lang", "zh_CN")
+    assert r.code == 2, (what, r.out, r.err)
+    reason = _reason(r.err)
+    assert CJK.search(reason), r.err
+    assert stray_english(reason, data=["Asia/Shanghai"]) == [], r.err
+    assert ledger_path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--amount", "100", "--on", "2099-01-01"), "在未来"),
+        (("--amount", "100", "--on", "2026-07-10", "--lease-start", "2026-05-01"), ""),
+    ],
+)
+def test_deposit_refund_mistakes_in_chinese(z: Cli, args: tuple[str, ...], words: str) -> None:
+    added = z("lease", "add", "n", "--billing", "monthly", "--price", "30000", "--start",
+              "2026-05-01", "--end", "2026-07-01", "--deposit", "72000")  # fmt: skip
+    assert added.code == 0, added.err
+    r = z("lease", "refund", "n", *args, "--lang", "zh_CN")
+    if r.code == 0:  # the lease named is the one with the deposit: recorded, in Chinese
+        assert "已记录 n 的押金于 2026-07-10 退还 ¥100.00" in r.out.replace("100.00 元", "¥100.00")
+        assert stray_english(r.out, data=["2026-07-10"]) == []
+        return
+    assert r.code == 2 and words in r.err, r.err
+    assert stray_english(_reason(r.err)) == [], r.err
+
+
+def test_bill_import_mistakes_in_chinese(z: Cli, tmp_path: Path) -> None:
+    empty = tmp_path / "empty.csv"
+    empty.write_bytes(b"")
+    nul = tmp_path / "nul.csv"
+    nul.write_bytes(b"a,b\x00\n1,2\n")
+    cases = [
+        ((str(tmp_path / "missing.csv"), "--provider", "P"), "文件不存在"),
+        ((str(empty), "--provider", "P"), "没有表头行"),
+        ((str(nul), "--provider", "P"), "NUL 字节"),
+        ((str(nul), "--provider", "P", "--format", "acme"), "不是 zuka 认识的账单格式"),
+    ]
+    for args, words in cases:
+        r = z("bill", "import", *args, "--lang", "zh_CN")
+        assert r.code == 2 and words in r.err, (args, r.err)
+        assert (
+            stray_english(_reason(r.err), data=["aliyun", "aws_cur", "acme", "[bills.NAME]"]) == []
+        ), r.err

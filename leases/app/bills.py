@@ -141,7 +141,7 @@ class Imported:
             how=how,
             format=self.record["format"],
             months=", ".join(self.months),
-            sums=", ".join(parts),
+            sums=_(", ").join(parts),
         )
 
 

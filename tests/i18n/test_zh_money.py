@@ -353,3 +353,54 @@ def test_bill_import_mistakes_in_chinese(z: Cli, tmp_path: Path) -> None:
         assert (
             stray_english(_reason(r.err), data=["aliyun", "aws_cur", "acme", "[bills.NAME]"]) == []
         ), r.err
+
+
+def test_plan_job_and_offers_in_chinese(cli: Cli) -> None:
+    """Three offers for 8 H800 for 720 hours, worked out by hand: the hourly one at 72 a
+    machine-hour costs 720 x 72 = 51,840.00, the monthly one 80,000.00 (one month), the
+    card-hour one 5,760 x 15.80 = 91,008.00; the cheapest saves 80,000 - 51,840 = 28,160.00
+    (35.2 % of 80,000)."""
+    common = ("--gpu-model", "H800", "--gpus", "8", "--region", "cn-beijing", "--quoted",
+              "2026-11-01")  # fmt: skip
+    offers = [
+        ("--provider", "AutoDL", "--channel", "platform", "--billing", "card_hour", "--price",
+         "15.8"),
+        ("--provider", "IDC", "--channel", "colo", "--billing", "monthly", "--price", "80000"),
+        ("--provider", "Cloud", "--channel", "cloud", "--billing", "hourly", "--price", "72"),
+    ]  # fmt: skip
+    for offer in offers:
+        assert cli("offer", "add", *offer, *common).code == 0
+    job = ("plan", "job", "--model", "H800", "--cards", "8", "--hours", "720", "--on",
+           "2026-11-15")  # fmt: skip
+    en, zh = cli(*job, "--lang", "en"), cli(*job, "--lang", "zh_CN")
+    assert en.code == zh.code == 0, (en.err, zh.err)
+    assert "cheapest: offer 3 (Cloud hourly) CNY 51,840.00, CNY 28,160.00 (35.2 %) less than" \
+        " offer 2 (IDC monthly) CNY 80,000.00" in en.out  # fmt: skip
+    assert "最便宜：报价 3 (Cloud 按量) ¥51,840.00，比 报价 2 (IDC 包月) ¥80,000.00 少" \
+        " ¥28,160.00（35.2 %）" in zh.out  # fmt: skip
+    assert "¥91,008.00" in zh.out and "| 算力租赁平台" not in zh.out and "算力租赁平台" in zh.out
+    data = ["AutoDL", "IDC", "Cloud", "cn-beijing", "H800"]
+    assert stray_english(zh.out, data=data) == []
+    listed = cli("offer", "list", "--lang", "zh_CN", "--on", "2026-11-15")
+    assert "包月" in listed.out and "按卡时" in listed.out and "有效期至" in listed.out
+    assert stray_english(listed.out, data=data) == []
+    j_en = cli(*job, "--json", "--lang", "en")
+    assert j_en.out == cli(*job, "--json", "--lang", "zh_CN").out
+
+
+def test_bills_in_chinese(cli: Cli) -> None:
+    from tests.money.test_bills import ALIYUN, _aliyun_fleet
+
+    _aliyun_fleet(cli)
+    # Longest first: a resource id holds a node's name.
+    data = ["i-bp1gn7ia10train01", "cn-hangzhou", "Asia/Shanghai", "snapshot", "aliyun", "infer",
+            "train", "Ali"]  # fmt: skip
+    done = cli("bill", "import", str(ALIYUN), "--provider", "Ali", "--lang", "zh_CN")
+    assert done.code == 0 and "应付 5,196.53 元，抵扣和代金券 -1,001.59 元" in done.out
+    check = cli("bill", "check", "--month", "2024-05", "--lang", "zh_CN")
+    assert check.code == 1 and "1 个租约不一致，2 个资源 ID 未匹配" in check.out
+    assert "±¥49.30" in check.out and "节点 train 当时没有租约" in check.out
+    for r in (done, check, cli("bill", "list", "--lang", "zh_CN")):
+        assert stray_english(r.out, data=data) == [], r.out
+    args = ("bill", "check", "--month", "2024-05", "--json")
+    assert cli(*args, "--lang", "en").out == cli(*args, "--lang", "zh_CN").out

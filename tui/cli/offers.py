@@ -23,7 +23,7 @@ from leases.money import quote
 from leases.money.amounts import bare, fen_json, money
 from leases.money.amounts import price as price_text
 from leases.money.reporttotals import HUNDREDTH, to_step
-from leases.money.words import billing_word
+from leases.money.words import billing_word, channel_word
 from tui.cli import output
 from tui.cli.opening import open_ledger, trusted
 
@@ -84,7 +84,8 @@ def offer_list(args: argparse.Namespace, out: TextIO) -> int:
             later = str(o["quoted_on"]) > day.isoformat()
             until = (_("{day} (quoted later)") if later else _("{day} (expired)")).format(day=until)
         table.append((
-            o["id"], o["provider"], o["channel"], o["gpu_model"], o["gpus"] or "-",
+            o["id"], o["provider"], channel_word(str(o["channel"])), o["gpu_model"],
+            o["gpus"] or "-",
             billing_word(str(o["billing_type"])),
             price_text(Decimal(o["unit_price"]), o["currency"]),
             o["min_term"] or "-",
@@ -211,7 +212,7 @@ def quote_lines(q: quote.Quote) -> list[str]:
         term = "-" if o.min_term is None else f"{o.min_term:,}" + (_(" (binds)") if p.min_term_binds
                                                                   else "")  # fmt: skip
         rows.append((
-            o.label, o.provider, o.channel, billing_word(o.billing_type.value),
+            o.label, o.provider, channel_word(o.channel), billing_word(o.billing_type.value),
             f"{price_text(o.unit_price, o.currency)}{per}", p.machines, _units(p),
             money(p.cost, o.currency), term, money(o.deposit, o.currency),
             money(p.up_front, o.currency), o.region or "-", p.why,

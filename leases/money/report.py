@@ -53,8 +53,8 @@ _STATE_SAID = {
     PARTLY_BACK: N_("partly refunded"),
 }
 NOT_YET_PAID = N_("not paid yet")
-UNKNOWN_OWNER = "unknown"
-UNASSIGNED = "unassigned"
+UNKNOWN_OWNER = N_("unknown")
+UNASSIGNED = N_("unassigned")
 _MONTH_RE = re.compile(r"([0-9]{4})-([0-9]{2})")  # ASCII digits only
 YEARS = (2000, 2100)  # the months a report can be asked for
 

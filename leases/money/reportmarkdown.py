@@ -17,7 +17,7 @@ from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.money import reportdeposits, shares
 from leases.money.amounts import bare, money_words, symbol
-from leases.money.report import Attribution, LeaseRow, Report, Totals
+from leases.money.report import UNASSIGNED, UNKNOWN_OWNER, Attribution, LeaseRow, Report, Totals
 from leases.money.reporttotals import (
     TENTH,
     LabTotal,
@@ -352,7 +352,7 @@ def attribution_markdown(report: Report, att: Attribution) -> str:
         money = bare if single else _money_in(report, r.currency)
         rows.append(
             [
-                _md(r.name),
+                _md(_(r.name) if r.name in (UNKNOWN_OWNER, UNASSIGNED) else r.name),
                 _md(", ".join(r.users)),
                 _hours(r.busy),
                 _pct(r.busy, att.busy),

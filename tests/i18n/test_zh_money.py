@@ -101,6 +101,10 @@ def test_report_markdown_in_chinese(fleet: tuple[Path, Path]) -> None:  # noqa: 
                    "--lang", "zh_CN")  # fmt: skip
     assert by_user.startswith("# 按用户统计 GPU 使用 2025-03\n")
     assert stray_english(by_user, data=REPORT_DATA) == []
+    by_project = _run(path, config, "report", "--month", "2025-03", "--by", "project",
+                      "--format", "md", "--lang", "zh_CN")  # fmt: skip
+    assert "| 未分配 |" in by_project and "| 项目 |" in by_project
+    assert stray_english(by_project, data=[*REPORT_DATA, "llm", "vision"]) == []
 
 
 def test_report_figures_are_the_same_in_both_languages(fleet: tuple[Path, Path]) -> None:  # noqa: F811

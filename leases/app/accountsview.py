@@ -25,14 +25,16 @@ from leases.config.sections import Config
 from leases.core import fields
 from leases.core.errors import InputError, LedgerError, said
 from leases.core.gpumodels import gpu_key
+from leases.core.i18n import N_, _
 from leases.core.textsafe import visible
 from leases.ledger import rowaudit
 from leases.ledger.store import Ledger
 from leases.money import quote
-from leases.money.amounts import money
+from leases.money.amounts import money_words
 from leases.money.bills.reconcile import tolerance
+from leases.money.words import billing_word
 
-WHAT = "the accounts"  # what the refusal says would rest on drifted rows
+WHAT = N_("the accounts")  # what the refusal says would rest on drifted rows
 
 
 @dataclass(frozen=True)
@@ -59,8 +61,8 @@ def _balances(ledger: Ledger, config: Config, now: datetime) -> tuple[str, list[
         if acc is not None:
             lines += [visible(x, 400) for x in balances.account_lines(acc, config.billing.tz)]
     if not lines:
-        lines = ["no prepaid balance recorded: zuka provider topup NAME --amount X"]
-    return "Prepaid balances", lines
+        lines = [_("no prepaid balance recorded: zuka provider topup NAME --amount X")]
+    return _("Prepaid balances"), lines
 
 
 def _deposits(ledger: Ledger, config: Config, now: datetime) -> tuple[str, list[str]]:
@@ -71,14 +73,21 @@ def _deposits(ledger: Ledger, config: Config, now: datetime) -> tuple[str, list[
             continue
         le, cur = s.lease, s.lease.currency
         lines.append(
-            f"{visible(provider.get(le.node_id, '-'), 40)} {visible(le.node, 60)}"
-            f" (lease from {fields.shown(le.start, le.billing_tz)}): deposit"
-            f" {money(le.deposit, cur)}, back so far {money(s.refunded, cur)}, outstanding"
-            f" {money(s.outstanding, cur)}"
+            _(
+                "{provider} {node} (lease from {start}): deposit {deposit}, back so far"
+                " {back}, outstanding {outstanding}"
+            ).format(
+                provider=visible(provider.get(le.node_id, "-"), 40),
+                node=visible(le.node, 60),
+                start=fields.shown(le.start, le.billing_tz),
+                deposit=money_words(le.deposit, cur),
+                back=money_words(s.refunded, cur),
+                outstanding=money_words(s.outstanding, cur),
+            )
         )
     if not lines:
-        lines = ["no deposit outstanding (a lease's --deposit; back with zuka lease refund)"]
-    return "Deposits outstanding", lines
+        lines = [_("no deposit outstanding (a lease's --deposit; back with zuka lease refund)")]
+    return _("Deposits outstanding"), lines
 
 
 def _invoicing(ledger: Ledger, config: Config, now: datetime) -> tuple[str, list[str]]:
@@ -88,38 +97,54 @@ def _invoicing(ledger: Ledger, config: Config, now: datetime) -> tuple[str, list
     for c in rep.invoicing:
         who = visible(c.provider, 40) + (f" {visible(c.node, 60)}" if c.node else "")
         lines.append(
-            f"{who}: charged {money(c.charged, c.currency)}, invoiced"
-            f" {money(c.invoiced, c.currency)}, uninvoiced {money(c.uninvoiced, c.currency)}"
+            _("{who}: charged {charged}, invoiced {invoiced}, uninvoiced {uninvoiced}").format(
+                who=who,
+                charged=money_words(c.charged, c.currency),
+                invoiced=money_words(c.invoiced, c.currency),
+                uninvoiced=money_words(c.uninvoiced, c.currency),
+            )
             + (f" ({visible(c.remark, 200)})" if c.remark else "")
         )
     if not lines:
-        lines = ["no invoice recorded: zuka invoice add --provider P --number N --issued DAY"
-                 " --period YYYY-MM --amount X --vat 6%"]  # fmt: skip
-    return f"Invoicing {month}", lines
+        lines = [_("no invoice recorded: zuka invoice add --provider P --number N --issued DAY"
+                   " --period YYYY-MM --amount X --vat 6%")]  # fmt: skip
+    return _("Invoicing {month}").format(month=month), lines
 
 
 def _bill(ledger: Ledger, config: Config, now: datetime) -> tuple[str, list[str]]:
     tz, month = config.billing.tz, billfacts.last_month(now, config.billing.tz)
     rec = billfacts.month_check(ledger, month, tz=tz, currency=config.billing.currency,
                                 tol=tolerance(config.bills.tolerance), now=now)  # fmt: skip
-    title = f"Bill {month} (the last complete month)"
+    title = _("Bill {month} (the last complete month)").format(month=month)
     if rec is None:
-        return title, [f"no bill imported for {month}: zuka bill import FILE --provider NAME"]
+        return title, [
+            _("no bill imported for {month}: zuka bill import FILE --provider NAME").format(
+                month=month
+            )
+        ]
     lines = [billfacts.summary(rec, month)]
     for r in rec.differing:
         who = f"{visible(r.provider, 40)} {visible(r.node, 60)}"
         if r.lines == 0:
-            lines.append(f"{who}: not on the bill, zuka charged {money(r.zuka, r.currency)}")
+            lines.append(
+                _("{who}: not on the bill, zuka charged {amount}").format(
+                    who=who, amount=money_words(r.zuka, r.currency)
+                )
+            )
         else:
-            lines.append(f"{who}: differs: bill {money(r.billed, r.currency)}, zuka"
-                         f" {money(r.zuka, r.currency)}, difference"
-                         f" {money(r.difference, r.currency)}")  # fmt: skip
+            lines.append(_("{who}: differs: bill {bill}, zuka {zuka}, difference {difference}")
+                         .format(who=who, bill=money_words(r.billed, r.currency),
+                                 zuka=money_words(r.zuka, r.currency),
+                                 difference=money_words(r.difference, r.currency)))  # fmt: skip
     for u in rec.unmatched:
-        lines.append(f"unmatched: {visible(u.provider, 40)} {visible(u.resource_id, 80)}"
-                     f" ({visible(u.product, 40) or 'no product'}) {money(u.amount, u.currency)}:"
-                     f" {visible(u.why, 200)}")  # fmt: skip
+        lines.append(_("unmatched: {provider} {resource} ({product}) {amount}: {why}").format(
+            provider=visible(u.provider, 40), resource=visible(u.resource_id, 80),
+            product=visible(u.product, 40) or _("no product"),
+            amount=money_words(u.amount, u.currency), why=visible(u.why, 200)))  # fmt: skip
     if rec.agrees:
-        lines.append(f"every lease agrees with the bill ({len(rec.rows)} checked)")
+        lines.append(
+            _("every lease agrees with the bill ({count} checked)").format(count=len(rec.rows))
+        )
     return title, lines
 
 
@@ -131,15 +156,25 @@ def _offers(ledger: Ledger, config: Config, now: datetime) -> tuple[str, list[st
         o = row.offer
         cards = f"{o['gpus']}x " if o.get("gpus") else ""
         lines.append(
-            f"#{o['id']} {visible(o['provider'], 40)} {cards}{visible(o['gpu_model'], 40)}"
-            f" {o['billing_type']} {money(Decimal(o['unit_price']), o['currency'])}, valid until"
-            f" {o.get('valid_until') or 'no end'}"
+            _("#{id} {provider} {cards}{model} {billing} {price}, valid until {until}").format(
+                id=o["id"],
+                provider=visible(o["provider"], 40),
+                cards=cards,
+                model=visible(o["gpu_model"], 40),
+                billing=billing_word(o["billing_type"]),
+                price=money_words(Decimal(o["unit_price"]), o["currency"]),
+                until=o.get("valid_until") or _("no end"),
+            )
         )
     lines += _cheapest([row.offer for row in found])
     if not lines:
-        return "Offers", ["no offer valid today: zuka offer add --provider P --gpu-model M"
-                          " --billing card_hour --price X"]  # fmt: skip
-    return f"Offers valid on {day.isoformat()}: {len(found)}", lines
+        return _("Offers"), [
+            _(
+                "no offer valid today: zuka offer add --provider P --gpu-model M"
+                " --billing card_hour --price X"
+            )
+        ]
+    return _("Offers valid on {day}: {count}").format(day=day.isoformat(), count=len(found)), lines
 
 
 def card_hour_equivalent(offer: Mapping[str, Any]) -> Decimal:
@@ -161,9 +196,14 @@ def _cheapest(found: Sequence[Mapping[str, Any]]) -> list[str]:
         if key not in best or each < best[key][0]:
             best[key] = (each, o)
     return [
-        f"cheapest {visible(o['gpu_model'], 40)}: #{o['id']} {visible(o['provider'], 40)}"
-        f" {o['billing_type']}, {money(each, cur)} a card-hour at full use"
-        for (_, cur), (each, o) in sorted(best.items())
+        _("cheapest {model}: #{id} {provider} {billing}, {price} a card-hour at full use").format(
+            model=visible(o["gpu_model"], 40),
+            id=o["id"],
+            provider=visible(o["provider"], 40),
+            billing=billing_word(o["billing_type"]),
+            price=money_words(each, cur),
+        )
+        for (_model, cur), (each, o) in sorted(best.items())
     ]
 
 
@@ -187,7 +227,7 @@ def accounts_view(ledger: Ledger, config: Config, now: datetime) -> AccountsView
     month = this_month(now, config)
     at = fields.shown(now, config.billing.tz)
     try:
-        rowaudit.refuse(rowaudit.drifted_since(ledger), WHAT)
+        rowaudit.refuse(rowaudit.drifted_since(ledger), _(WHAT))
     except (InputError, LedgerError) as exc:
         return AccountsView(month, at, refused=visible(said(exc), 2000))
     out = []
@@ -195,6 +235,7 @@ def accounts_view(ledger: Ledger, config: Config, now: datetime) -> AccountsView
         try:
             title, lines = part(ledger, config, now)
         except (InputError, LedgerError) as exc:
-            title, lines = key, [f"cannot be worked out: {visible(said(exc), 400)}"]
+            why = visible(said(exc), 400)
+            title, lines = key, [_("cannot be worked out: {why}").format(why=why)]
         out.append(Section(key, title, tuple(lines)))
     return AccountsView(month, at, tuple(out))

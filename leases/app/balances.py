@@ -10,11 +10,12 @@ from typing import Any
 
 from leases.core import fields
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import Provider
 from leases.ledger.accounts import Account, account, account_names
 from leases.ledger.books import Record
 from leases.ledger.store import Ledger
-from leases.money.amounts import fen_json, fen_shown, money
+from leases.money.amounts import fen_json, fen_shown, money_words
 from leases.money.balances import RUNWAY_DAYS, stops_said
 from leases.money.periods import utc
 
@@ -28,7 +29,7 @@ def _when(ledger: Ledger, at: str | None, tz: str) -> datetime:
         return now.astimezone(fields.timezone(tz, "billing.tz"))
     when = fields.moment("at", at, tz)
     if utc(when) > utc(now):
-        raise InputError("at", at, "is in the future: record what happened, when it happened")
+        raise InputError("at", at, _("is in the future: record what happened, when it happened"))
     return when
 
 
@@ -58,8 +59,10 @@ def topup(ledger: Ledger, name: str, amount: str, *, at: str | None = None,
     """`zuka provider topup NAME --amount X [--currency C]`: money put on the provider
     account, in `currency` (default: entry_currency, `lab` the config's)."""
     prov, added = _entry(ledger, name, "topup", amount, at, notes, tz, currency, lab)
-    said = money(Decimal(added["amount"]), added["currency"])
-    return added, f"recorded a top-up of {said} on {prov.name} at {added['at']}"
+    said = money_words(Decimal(added["amount"]), added["currency"])
+    return added, _("recorded a top-up of {amount} on {provider} at {at}").format(
+        amount=said, provider=prov.name, at=added["at"]
+    )
 
 
 def set_reading(ledger: Ledger, name: str, amount: str, *, at: str | None = None,
@@ -70,26 +73,32 @@ def set_reading(ledger: Ledger, name: str, amount: str, *, at: str | None = None
     to work from; `gap`: the console's figure less zuka's)."""
     when = _when(ledger, at, tz)
     try:
-        before, why = account(ledger, name, when), "no top-up nor reading before it"
+        before, why = account(ledger, name, when), _("no top-up nor reading before it")
     except InputError as exc:  # a lease whose charges cannot be worked out: still read it
-        before, why = None, f"it could not be worked out: {exc.reason}"
+        before, why = None, _("it could not be worked out: {reason}").format(reason=exc.reason)
     prov, added = _entry(ledger, name, "reading", amount, at, notes, tz, currency, lab)
     cur, read = added["currency"], Decimal(added["amount"])
-    said = f"recorded {prov.name}'s balance {money(read, cur)} as read at {added['at']}"
+    said = _("recorded {provider}'s balance {amount} as read at {at}").format(
+        provider=prov.name, amount=money_words(read, cur), at=added["at"]
+    )
     if before is None:
         added = {**added, "worked_out": None, "gap": None}
-        return added, (f"{said}: zuka had no balance to compare ({why}); the balance is"
-                       " worked out from it from now on")  # fmt: skip
+        return added, _("{said}: zuka had no balance to compare ({why}); the balance is"
+                        " worked out from it from now on").format(said=said, why=why)  # fmt: skip
     worked = fen_shown(before.balance.amount)
     gap = fen_shown(read - worked)
     added = {**added, "worked_out": str(worked), "gap": str(gap)}
     if gap:
-        way = "less" if gap < 0 else "more"
-        diff = f"the console shows {money(abs(gap), cur)} {way}"
+        diff = (
+            _("the console shows {amount} less")
+            if gap < 0
+            else _("the console shows {amount} more")
+        ).format(amount=money_words(abs(gap), cur))
     else:
-        diff = "the console shows the same"
-    return added, (f"{said}; zuka had worked out {money(worked, cur)}: {diff}; the balance is"
-                   " worked out from it from now on")  # fmt: skip
+        diff = _("the console shows the same")
+    return added, _("{said}; zuka had worked out {amount}: {diff}; the balance is"
+                    " worked out from it from now on").format(
+                        said=said, amount=money_words(worked, cur), diff=diff)  # fmt: skip
 
 
 def account_json(acc: Account, tz: str) -> dict[str, Any]:
@@ -117,37 +126,63 @@ def account_json(acc: Account, tz: str) -> dict[str, Any]:
 def account_lines(acc: Account, tz: str) -> list[str]:
     """What `zuka provider balance NAME` prints."""
     b, r, cur = acc.balance, acc.runway, acc.currency
-    source = (f"the reading of {money(b.reading, cur)} at {fields.shown(b.since, tz)}"
-              if b.reading is not None
-              else f"0 at the first top-up, {fields.shown(b.since, tz)}")  # fmt: skip
+    since = fields.shown(b.since, tz)
+    source = (
+        _("the reading of {amount} at {at}").format(amount=money_words(b.reading, cur), at=since)
+        if b.reading is not None
+        else _("0 at the first top-up, {at}").format(at=since)
+    )
+    burning = "".join(
+        _("; {node} {what} {amount}").format(
+            node=x.node, what=_(x.what), amount=money_words(x.per_day, cur)
+        )
+        for x in acc.burning
+    )
     lines = [
-        f"{acc.provider}: balance {money(b.amount, cur)} at {fields.shown(b.at, tz)}",
-        f"  worked out by zuka since {source}: + top-ups {money(b.topups, cur)}"
-        f" - charged {money(b.charged, cur)} (zuka's leases at {acc.provider})",
-        f"  burn {money(r.per_day, cur)}/day now"
-        + "".join(f"; {x.node} {x.what} {money(x.per_day, cur)}" for x in acc.burning),
+        _("{provider}: balance {amount} at {at}").format(
+            provider=acc.provider, amount=money_words(b.amount, cur), at=fields.shown(b.at, tz)
+        ),
+        _(
+            "  worked out by zuka since {source}: + top-ups {topups} - charged {charged}"
+            " (zuka's leases at {provider})"
+        ).format(
+            source=source,
+            topups=money_words(b.topups, cur),
+            charged=money_words(b.charged, cur),
+            provider=acc.provider,
+        ),
+        _("  burn {amount}/day now").format(amount=money_words(r.per_day, cur)) + burning,
     ]
     if r.days_left is None and r.per_day:
         lines.append(
-            f"  it lasts beyond {RUNWAY_DAYS} days at the charges recorded (no run-out within them)"
+            _(
+                "  it lasts beyond {days} days at the charges recorded (no run-out within them)"
+            ).format(days=RUNWAY_DAYS)
         )
     elif r.days_left is None:
         lines.append(
-            "  nothing burns it now (no running pay-as-you-go lease, no storage, no charge to"
-            f" come within {RUNWAY_DAYS} days)"
+            _(
+                "  nothing burns it now (no running pay-as-you-go lease, no storage, no charge"
+                " to come within {days} days)"
+            ).format(days=RUNWAY_DAYS)
         )
     elif b.amount <= 0:
-        stopped = ", ".join(r.stops) or "no running pay-as-you-go node of zuka's"
-        lines.append(f"  it has run out: the provider stops {stopped}")
+        stopped = ", ".join(r.stops) or _("no running pay-as-you-go node of zuka's")
+        lines.append(_("  it has run out: the provider stops {nodes}").format(nodes=stopped))
     else:
         assert r.runs_out is not None
-        stops = stops_said(r, cur) or "nothing of zuka's (no running pay-as-you-go lease)"
-        lines.append(f"  {r.days_left.quantize(Decimal('0.01'))} days left: runs out"
-                     f" {fields.shown(r.runs_out, tz)}; then stops: {stops}")  # fmt: skip
+        stops = stops_said(r, cur) or _("nothing of zuka's (no running pay-as-you-go lease)")
+        lines.append(_("  {days} days left: runs out {at}; then stops: {stops}").format(
+            days=r.days_left.quantize(Decimal("0.01")), at=fields.shown(r.runs_out, tz),
+            stops=stops))  # fmt: skip
     for node, at, amount in acc.coming:
-        lines.append(f"  coming before then: {node}'s prepaid charge of {money(amount, cur)}"
-                     f" on {fields.shown(at, tz)} (not in the burn rate: the balance falls by"
-                     " it that day)")  # fmt: skip
-    lines.append("  set it from the provider's console: zuka provider balance"
-                 f" {acc.provider} --set AMOUNT")  # fmt: skip
+        said = _(
+            "  coming before then: {node}'s prepaid charge of {amount} on {at} (not in the burn"
+            " rate: the balance falls by it that day)"
+        )
+        lines.append(
+            said.format(node=node, amount=money_words(amount, cur), at=fields.shown(at, tz))
+        )
+    lines.append(_("  set it from the provider's console: zuka provider balance {provider}"
+                   " --set AMOUNT").format(provider=acc.provider))  # fmt: skip
     return lines

@@ -18,11 +18,12 @@ from zoneinfo import ZoneInfo
 from leases.alerts.billfacts import month_check
 from leases.config.sections import Config
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.ledger import books
 from leases.ledger.store import Ledger
 from leases.money import report
-from leases.money.amounts import fen_json, money
+from leases.money.amounts import fen_json, money_words
 from leases.money.bills import aliyun, awscur, mapped, table
 from leases.money.bills.reconcile import APART_KINDS, Reconciliation, tolerance
 
@@ -39,16 +40,18 @@ def read_file(path: Path) -> bytes:
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
-        raise InputError("file", str(path), "no such file: check the path") from None
+        raise InputError("file", str(path), _("no such file: check the path")) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise InputError("file", str(path), "is not a regular file")
+            raise InputError("file", str(path), _("is not a regular file"))
         if info.st_size > table.MAX_BYTES:
             raise InputError(
                 "file",
                 str(path),
-                f"is larger than {table.MAX_BYTES >> 20} MB: split the bill by month",
+                _("is larger than {size} MB: split the bill by month").format(
+                    size=table.MAX_BYTES >> 20
+                ),
             )
         chunks: list[bytes] = []
         size = 0
@@ -59,7 +62,9 @@ def read_file(path: Path) -> bytes:
             chunks.append(chunk)
             size += len(chunk)
         if size > table.MAX_BYTES:
-            raise InputError("file", str(path), f"is larger than {table.MAX_BYTES >> 20} MB")
+            raise InputError(
+                "file", str(path), _("is larger than {size} MB").format(size=table.MAX_BYTES >> 20)
+            )
         return b"".join(chunks)
     finally:
         os.close(fd)
@@ -73,8 +78,10 @@ def parse_bill(data: bytes, fmt: str | None, config: Config) -> tuple[str, list[
         raise InputError(
             "format",
             fmt,
-            f"is not a bill format zuka knows: {known} (or a"
-            " [bills.NAME] column mapping in the config)",
+            _(
+                "is not a bill format zuka knows: {known} (or a [bills.NAME] column mapping in"
+                " the config)"
+            ).format(known=known),
         )
     text = table.decode(data, mapping.get("encoding") if mapping else None)
     t = table.read_table(text)
@@ -84,8 +91,10 @@ def parse_bill(data: bytes, fmt: str | None, config: Config) -> tuple[str, list[
             raise InputError(
                 "format",
                 None,
-                "cannot tell the file's format from its header:"
-                " give --format aliyun, aws_cur or a [bills.NAME] of the config",
+                _(
+                    "cannot tell the file's format from its header: give --format aliyun,"
+                    " aws_cur or a [bills.NAME] of the config"
+                ),
             )
     if fmt == aliyun.NAME:
         lines = aliyun.parse(t, currency=config.billing.currency)
@@ -97,7 +106,7 @@ def parse_bill(data: bytes, fmt: str | None, config: Config) -> tuple[str, list[
             t, mapping, fmt, tz=config.billing.tz, currency=config.billing.currency
         )
     if not lines:
-        raise InputError("file", None, "holds no bill lines (only a header)")
+        raise InputError("file", None, _("holds no bill lines (only a header)"))
     return fmt, lines
 
 
@@ -113,18 +122,26 @@ class Imported:
     sums: dict[tuple[str, str], Decimal] = field(default_factory=dict)
 
     def said(self, provider: str) -> str:
-        words = {"payable": "payable", "credits": "credits and vouchers", "tax": "tax"}
+        words = {"payable": _("payable"), "credits": _("credits and vouchers"), "tax": _("tax")}
         parts = [
-            f"{words[what]} {money(amount, code)}"
+            _("{what} {amount}").format(what=words[what], amount=money_words(amount, code))
             for what in ("payable", "credits", "tax")
             for (w, code), amount in sorted(self.sums.items())
             if w == what and (amount or what == "payable")
         ]
-        how = " (a voucher is a line of its own)" if self.lines > self.rows else ""
-        return (
-            f"imported bill {self.record['id']} for {provider}: {self.rows} rows read,"
-            f" {self.lines} lines{how} ({self.record['format']}; {', '.join(self.months)};"
-            f" {', '.join(parts)})"
+        how = _(" (a voucher is a line of its own)") if self.lines > self.rows else ""
+        return _(
+            "imported bill {id} for {provider}: {rows} rows read, {lines} lines{how} ({format};"
+            " {months}; {sums})"
+        ).format(
+            id=self.record["id"],
+            provider=provider,
+            rows=self.rows,
+            lines=self.lines,
+            how=how,
+            format=self.record["format"],
+            months=", ".join(self.months),
+            sums=_(", ").join(parts),
         )
 
 
@@ -161,7 +178,9 @@ def import_bill(
             checked.append(books.check_bill_line({**rec, "line_no": i + 1}))
         except InputError as exc:
             raise InputError(
-                f"line {line['source_line']}, {exc.field}", exc.value, exc.reason
+                _("line {n}, {field}").format(n=line["source_line"], field=exc.field),
+                exc.value,
+                exc.reason,
             ) from None
     tz = config.billing.tz
     if month is not None:
@@ -173,9 +192,10 @@ def import_bill(
         raise InputError(
             "file",
             None,
-            f"was imported already for {provider}: bill"
-            f" {earlier['id']}, on {at:%Y-%m-%d} (zuka bill delete"
-            f" {earlier['id']} to import it again)",
+            _(
+                "was imported already for {provider}: bill {id}, on {day} (zuka bill delete"
+                " {id} to import it again)"
+            ).format(provider=provider, id=earlier["id"], day=f"{at:%Y-%m-%d}"),
         )
     _refuse_repeated_lines(ledger, prov.id, checked)
     rec = ledger.add_book(
@@ -251,12 +271,16 @@ def _refuse_repeated_lines(
         return
     bill_id, count = max(repeats.items(), key=lambda kv: (kv[1], -kv[0]))
     said = (
-        f"its {count} lines are all in bill {bill_id}: the same bill saved again?"
+        _("its {count} lines are all in bill {id}: the same bill saved again?")
         if count == len(checked)
-        else f"{count} of its {len(checked)} lines are in bill {bill_id} already:"
-        " their charges would count twice."
+        else _(
+            "{count} of its {lines} lines are in bill {id} already: their charges would count"
+            " twice."
+        )
+    ).format(count=count, lines=len(checked), id=bill_id)
+    raise InputError(
+        "file", None, _("{said} zuka bill delete {id} to replace it").format(said=said, id=bill_id)
     )
-    raise InputError("file", None, f"{said} zuka bill delete {bill_id} to replace it")
 
 
 def _refuse_overlapping_lines(
@@ -287,10 +311,16 @@ def _refuse_overlapping_lines(
                 raise InputError(
                     "file",
                     None,
-                    f"its line for {visible(key[0], 80)} ({visible(key[1], 40) or key[2]})"
-                    f" from {start:%Y-%m-%d %H:%M} charges time bill {bill_id} charges it"
-                    " for already (the same month exported again, by day rather than by"
-                    f" month?): zuka bill delete {bill_id} to replace it",
+                    _(
+                        "its line for {resource} ({product}) from {start} charges time bill"
+                        " {id} charges it for already (the same month exported again, by day"
+                        " rather than by month?): zuka bill delete {id} to replace it"
+                    ).format(
+                        resource=visible(key[0], 80),
+                        product=visible(key[1], 40) or key[2],
+                        start=f"{start:%Y-%m-%d %H:%M}",
+                        id=bill_id,
+                    ),
                 )
 
 
@@ -308,23 +338,27 @@ def _refuse_other_months(
         billing = line.get("billing")
         if isinstance(billing, tuple) and billing[1] != named:
             raise InputError(
-                f"line {line['source_line']}, column {visible(billing[0], 60)}",
+                _("line {n}, column {column}").format(
+                    n=line["source_line"], column=visible(billing[0], 60)
+                ),
                 billing[1],
-                f"names another month than {named} (--month): is it the right file?",
+                _("names another month than {month} (--month): is it the right file?").format(
+                    month=named
+                ),
             )
         start = datetime.fromisoformat(str(rec["period_start"]))
         end = datetime.fromisoformat(str(rec["period_end"]))
         if not since - MONTH_SLACK <= start < until + MONTH_SLACK:
             raise InputError(
-                f"line {line['source_line']}",
+                _("line {n}").format(n=line["source_line"]),
                 rec["period_start"],
-                f"is not in {named} (--month): is it the right file?",
+                _("is not in {month} (--month): is it the right file?").format(month=named),
             )
         if end > until + MONTH_SLACK and line["source_line"] not in prepaid:
             raise InputError(
-                f"line {line['source_line']}",
+                _("line {n}").format(n=line["source_line"]),
                 rec["period_end"],
-                f"ends after {named} (--month): is it the right file?",
+                _("ends after {month} (--month): is it the right file?").format(month=named),
             )
 
 
@@ -347,8 +381,10 @@ def _refuse_other_providers(ledger: Ledger, provider: str, ids: list[str]) -> No
         raise InputError(
             "provider",
             provider,
-            f"none of the bill's resource ids is {provider}'s;"
-            f" they are {', '.join(others)}'s: is --provider right?",
+            _(
+                "none of the bill's resource ids is {provider}'s; they are {others}'s:"
+                " is --provider right?"
+            ).format(provider=provider, others=", ".join(others)),
         )
 
 
@@ -364,8 +400,10 @@ def list_bills(ledger: Ledger, tz: str) -> list[dict[str, Any]]:
             "SELECT kind, currency, amount, period_start FROM bill_lines WHERE bill_id = ?",
             [r["id"]],
         ).fetchall()
-        sums = bill_sums([(k, c, Decimal(a)) for k, c, a, _ in got])
-        months = sorted({f"{datetime.fromisoformat(at).astimezone(zone):%Y-%m}" for *_, at in got})
+        sums = bill_sums([(k, c, Decimal(a)) for k, c, a, _at in got])
+        months = sorted(
+            {f"{datetime.fromisoformat(at).astimezone(zone):%Y-%m}" for *_rest, at in got}
+        )
         out.append(
             {
                 "id": r["id"],
@@ -415,10 +453,10 @@ def check_month(
         untouched=True,
     )
     if found is None:
-        of = f" from {provider}" if provider else ""
-        raise InputError(
-            "month",
-            month,
-            f"no bill{of} imported for {month}: zuka bill import FILE --provider NAME",
+        said = (
+            _("no bill from {provider} imported for {month}: zuka bill import FILE --provider NAME")
+            if provider
+            else _("no bill imported for {month}: zuka bill import FILE --provider NAME")
         )
+        raise InputError("month", month, said.format(provider=provider, month=month))
     return found

@@ -13,13 +13,15 @@ from typing import Any
 
 from leases.core import fields
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import Lease
 from leases.ledger.books import Record
 from leases.ledger.refund_rules import refunds_by_lease
 from leases.ledger.store import Ledger
 from leases.money import deposits, renewals
-from leases.money.amounts import money
+from leases.money.amounts import money_words
 from leases.money.periods import zone
+from leases.money.words import deposit_word
 
 # The book's fields as the command's flags name them.
 _FLAG = {"refunded_on": "on"}
@@ -42,7 +44,9 @@ def refund_deposit(
     day = fields.day("on", on)
     today = ledger.clock().astimezone(zone(lease)).date()
     if day > today:
-        raise InputError("on", on, f"is in the future (today is {today.isoformat()})")
+        raise InputError(
+            "on", on, _("is in the future (today is {today})").format(today=today.isoformat())
+        )
     rec: dict[str, Any] = {
         "lease_id": lease.id, "amount": amount, "refunded_on": day.isoformat(), "notes": notes,
     }  # fmt: skip
@@ -51,9 +55,13 @@ def refund_deposit(
     except InputError as exc:
         raise InputError(_FLAG.get(exc.field, exc.field), exc.value, exc.reason) from None
     left = deposits.outstanding(lease, refunds_by_lease(ledger).get(lease.id or 0, []), date.max)
-    said = (
-        f"recorded {money(Decimal(added['amount']), lease.currency)} of the deposit of"
-        f" {lease.node} back on {day.isoformat()}; outstanding: {money(left, lease.currency)}"
+    said = _(
+        "recorded {amount} of the deposit of {node} back on {day}; outstanding: {left}"
+    ).format(
+        amount=money_words(Decimal(added["amount"]), lease.currency),
+        node=lease.node,
+        day=day.isoformat(),
+        left=money_words(left, lease.currency),
     )
     return added, said
 
@@ -97,14 +105,16 @@ def _outstanding_in_chain(ledger: Ledger, lease: Lease) -> Lease:
         return lease
     named = ", ".join(
         f"{fields.shown(le.start, le.billing_tz)}"
-        f" ({deposits.state_word(le, back.get(le.id or 0, []))})"
+        f" ({deposit_word(deposits.state_word(le, back.get(le.id or 0, [])))})"
         for le in paid
     )
     raise InputError(
         "node",
         lease.node,
-        f"has no deposit outstanding (its leases with a deposit start {named}):"
-        " name the lease with --lease-start",
+        _(
+            "has no deposit outstanding (its leases with a deposit start {leases}):"
+            " name the lease with --lease-start"
+        ).format(leases=named),
     )
 
 

@@ -13,9 +13,10 @@ from typing import Any
 
 from leases.core import fields
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.ledger.books import BOOKS, Record
 from leases.ledger.store import Ledger
-from leases.money.amounts import fen_json, money
+from leases.money.amounts import fen_json, money_words
 from leases.money.invoices import Charged, Invoice, allot, coverage
 from leases.money.report import LeaseRow, Report
 
@@ -26,7 +27,7 @@ def month_days(month: str, field: str = "period") -> tuple[date, date]:
     """YYYY-MM as its first day and the first day of the next month."""
     m = _MONTH_RE.fullmatch(str(month).strip())
     if m is None or not 1 <= int(m.group(2)) <= 12 or not 2000 <= int(m.group(1)) <= 2100:
-        raise InputError(field, month, "must be a month YYYY-MM, e.g. 2026-08")
+        raise InputError(field, month, _("must be a month YYYY-MM, e.g. 2026-08"))
     y, mo = int(m.group(1)), int(m.group(2))
     return date(y, mo, 1), date(y + mo // 12, mo % 12 + 1, 1)
 
@@ -36,17 +37,24 @@ def period(month: str | None, first: str | None, last: str | None) -> tuple[str,
     (the last day covered, as a fapiao writes it); None when neither is given."""
     if month is not None:
         if first is not None or last is not None:
-            raise InputError("period", month, "give --period or --from/--to, not both")
+            raise InputError("period", month, _("give --period or --from/--to, not both"))
         lo, hi = month_days(month)
         return lo.isoformat(), hi.isoformat()
     if first is None and last is None:
         return None
     if first is None or last is None:
-        raise InputError("from" if first is None else "to", None,
-                         "is required with the other: --from FIRST_DAY --to LAST_DAY")  # fmt: skip
+        raise InputError(
+            "from" if first is None else "to",
+            None,
+            _("is required with the other: --from FIRST_DAY --to LAST_DAY"),
+        )
     lo, hi = fields.day("from", first), fields.day("to", last)
     if hi < lo:
-        raise InputError("to", last, f"is before --from {lo}: the period runs from --from to --to")
+        raise InputError(
+            "to", last, _("is before --from {first}: the period runs from --from to --to").format(
+                first=lo
+            )
+        )  # fmt: skip
     return lo.isoformat(), (hi + timedelta(days=1)).isoformat()
 
 
@@ -60,19 +68,23 @@ def _not_future(ledger: Ledger, issued: Any, tz: str) -> None:
     day, today = fields.day("issued_on", str(issued)), _today(ledger, tz)
     if day > today:
         raise InputError("issued_on", str(issued),
-                         f"is in the future (today is {today} in {tz}): an invoice is issued"
-                         " on or before today")  # fmt: skip
+                         _("is in the future (today is {today} in {tz}): an invoice is issued"
+                           " on or before today").format(today=today, tz=tz))  # fmt: skip
 
 
 def _lease_id(ledger: Ledger, provider: str, node: str | None, lease_start: str | None
               ) -> int | None:  # fmt: skip
     if node is None:
         if lease_start is not None:
-            raise InputError("lease_start", lease_start, "needs --node: the lease of which node")
+            raise InputError("lease_start", lease_start, _("needs --node: the lease of which node"))
         return None
     at = ledger.node(node)
     if at.provider != provider:
-        raise InputError("node", node, f"is at provider {at.provider or '(none)'}, not {provider}")
+        raise InputError(
+            "node", node, _("is at provider {at}, not {provider}").format(
+                at=at.provider or _("(none)"), provider=provider
+            )
+        )  # fmt: skip
     lease = ledger.lease_for(node, lease_start, at)
     return lease.id
 
@@ -90,11 +102,19 @@ def add_invoice(ledger: Ledger, given: Mapping[str, Any], *, tz: str) -> tuple[R
     added = ledger.add_book("invoice", rec, node=given.get("node"))
     inv = invoice_of(added, prov.name, given.get("node"))
     v, cur = inv.vat, inv.currency
-    return added, (
-        f"added invoice #{added['id']} {added['number']} of {prov.name}, covering"
-        f" {inv.period_start} to {inv.period_to}: total"
-        f" {money(v.total, cur)} (tax {money(v.tax, cur)} at {rate_shown(inv.vat_rate)},"
-        f" net {money(v.net, cur)}; tax to the fen, half up)"
+    return added, _(
+        "added invoice #{id} {number} of {provider}, covering {first} to {last}: total {total}"
+        " (tax {tax} at {rate}, net {net}; tax to the fen, half up)"
+    ).format(
+        id=added["id"],
+        number=added["number"],
+        provider=prov.name,
+        first=inv.period_start,
+        last=inv.period_to,
+        total=money_words(v.total, cur),
+        tax=money_words(v.tax, cur),
+        rate=rate_shown(inv.vat_rate),
+        net=money_words(v.net, cur),
     )
 
 
@@ -102,18 +122,20 @@ def edit_invoice(ledger: Ledger, row_id: int, changes: Mapping[str, Any], *, tz:
                  ) -> tuple[Record, str]:  # fmt: skip
     """`zuka invoice edit ID`: change some columns (checked as a whole, as on add)."""
     if not changes:
-        raise InputError("invoice edit", row_id, "nothing to change: give at least one option")
+        raise InputError("invoice edit", row_id, _("nothing to change: give at least one option"))
     rows = ledger.book_rows("invoice", "id = ?", [row_id])
     if rows:  # the fields first, then the day against today
         BOOKS["invoice"].check({**{k: v for k, v in rows[0].items() if k != "id"}, **changes})
     _not_future(ledger, changes.get("issued_on"), tz)
     edited = ledger.edit_book("invoice", row_id, changes)
-    return edited, f"updated invoice #{row_id} {edited['number']}"
+    return edited, _("updated invoice #{id} {number}").format(id=row_id, number=edited["number"])
 
 
 def delete_invoice(ledger: Ledger, row_id: int) -> tuple[Record, str]:
     gone = ledger.delete_book("invoice", row_id)
-    return gone, f"deleted invoice #{row_id} {gone['number']} (zuka undo puts it back)"
+    return gone, _("deleted invoice #{id} {number} (zuka undo puts it back)").format(
+        id=row_id, number=gone["number"]
+    )
 
 
 def invoices(ledger: Ledger, *, provider: str | None = None, month: str | None = None,
@@ -196,15 +218,17 @@ def _share(inv: Invoice, month: str, tz: str, rows_in: RowsIn) -> tuple[Decimal,
     if not parts:
         if month != f"{inv.issued_on.year:04d}-{inv.issued_on.month:02d}":
             return Decimal(0), None
-        return total, (
-            f"invoice {inv.number} ({inv.period_start} to {inv.period_to}) covers no charge"
-            f" zuka knows: counted in {month}, the month it was issued")  # fmt: skip
+        return total, _(
+            "invoice {number} ({first} to {last}) covers no charge zuka knows: counted in"
+            " {month}, the month it was issued"
+        ).format(number=inv.number, first=inv.period_start, last=inv.period_to, month=month)
     part = parts.get(month, Decimal(0))
     if part in (0, total):
         return part, None
-    return part, (
-        f"invoice {inv.number} covers {inv.period_start} to {inv.period_to}:"
-        f" {money(part, inv.currency)} of it here, by the charges of each month")  # fmt: skip
+    return part, _(
+        "invoice {number} covers {first} to {last}: {amount} of it here, by the charges of"
+        " each month").format(number=inv.number, first=inv.period_start, last=inv.period_to,
+                              amount=money_words(part, inv.currency))  # fmt: skip
 
 
 def with_invoicing(ledger: Ledger, report: Report, rows_in: RowsIn) -> Report:
@@ -225,7 +249,7 @@ def with_invoicing(ledger: Ledger, report: Report, rows_in: RowsIn) -> Report:
     found = invoices(ledger, month=report.month, issued_too=True)
     shares = [(i, *_share(i, report.month, report.tz, cached)) for i in found]
     shares = [s for s in shares if s[1] or s[2]]
-    named = {(i.provider, i.node) for i, _, _ in shares if i.node is not None}
+    named = {(i.provider, i.node) for i, _part, _note in shares if i.node is not None}
     charged: Charged = {}
     for r in report.rows:
         keys: list[tuple[str, str | None, str]] = [(r.provider, None, r.currency)]

@@ -15,12 +15,14 @@ from leases.config.sections import Config
 from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.gpumodels import gpu_key, same_model
+from leases.core.i18n import N_, _
 from leases.core.models import BillingType, Lease
 from leases.core.textsafe import visible
 from leases.ledger.books import Record
 from leases.ledger.store import Ledger
 from leases.money import quote
 from leases.money.amounts import money
+from leases.money.words import billing_word
 
 # An offer's fields as the command line names them: record key -> flag.
 OFFER_FLAGS = {
@@ -77,32 +79,38 @@ def add_offer(ledger: Ledger, rec: Mapping[str, Any], today: date) -> tuple[Reco
         added = ledger.add_book("offer", full)
     except InputError as exc:
         raise flagged(exc) from None
-    return added, f"added offer {added['id']}: {describe(added)}"
+    return added, _("added offer {id}: {offer}").format(id=added["id"], offer=describe(added))
 
 
 def edit_offer(ledger: Ledger, offer_id: int, changes: Mapping[str, Any]) -> tuple[Record, str]:
     if not changes:
-        raise InputError("offer edit", offer_id, "nothing to change: give at least one option")
+        raise InputError("offer edit", offer_id, _("nothing to change: give at least one option"))
     before = _one(ledger, offer_id)
     try:
         edited = ledger.edit_book("offer", offer_id, changes)
     except InputError as exc:
         raise flagged(exc) from None
     same = {k: v for k, v in edited.items() if k != "id"} == before
-    word = "nothing changed: offer {} is already so" if same else "updated offer {}"
-    return edited, word.format(offer_id) + f": {describe(edited)}"
+    word = (
+        _("nothing changed: offer {id} is already so: {offer}")
+        if same
+        else _("updated offer {id}: {offer}")
+    )
+    return edited, word.format(id=offer_id, offer=describe(edited))
 
 
 def delete_offer(ledger: Ledger, offer_id: int) -> tuple[Record, str]:
     _one(ledger, offer_id)
     gone = ledger.delete_book("offer", offer_id)
-    return gone, f"deleted offer {offer_id}: {describe(gone)} (zuka undo puts it back)"
+    return gone, _("deleted offer {id}: {offer} (zuka undo puts it back)").format(
+        id=offer_id, offer=describe(gone)
+    )
 
 
 def _one(ledger: Ledger, offer_id: int) -> Record:
     rows = ledger.book_rows("offer", "id = ?", [offer_id])
     if not rows:
-        raise InputError("id", offer_id, "no offer of that id (see `zuka offer list --all`)")
+        raise InputError("id", offer_id, _("no offer of that id (see `zuka offer list --all`)"))
     return {k: v for k, v in rows[0].items() if k != "id"}
 
 
@@ -110,7 +118,7 @@ def describe(offer: Mapping[str, Any]) -> str:
     cards = f"{offer['gpus']}x " if offer.get("gpus") else ""
     return (
         f"{visible(offer['provider'], 60)} {cards}{visible(offer['gpu_model'], 40)}"
-        f" {offer['billing_type']} {offer['unit_price']} {offer['currency']}"
+        f" {billing_word(str(offer['billing_type']))} {offer['unit_price']} {offer['currency']}"
     )
 
 
@@ -131,7 +139,7 @@ def list_offers(ledger: Ledger, day: date, *, everything: bool = False) -> list[
 
 def offer_option(r: Mapping[str, Any]) -> quote.Option:
     return quote.Option(
-        label=f"offer {r['id']}",
+        label=_("offer {id}").format(id=r["id"]),
         provider=str(r["provider"]),
         channel=str(r["channel"]),
         gpu_model=str(r["gpu_model"]),
@@ -145,19 +153,29 @@ def offer_option(r: Mapping[str, Any]) -> quote.Option:
     )
 
 
-RENTED = "already rented (its cards are in use: this prices more cards on the same terms)"
+RENTED = N_("already rented (its cards are in use: this prices more cards on the same terms)")
 
 
 def _lease_terms(le: Lease) -> str:
     """A current lease's own terms in words: RENTED, then its term and deposit."""
-    words = [RENTED]
+    words = [_(RENTED)]
     if le.end is not None:
-        words.append(f"{le.billing_type.value} {le.start.date()} to {le.end.date()}")
+        words.append(
+            _("{billing} {start} to {end}").format(
+                billing=billing_word(le.billing_type.value),
+                start=le.start.date(),
+                end=le.end.date(),
+            )
+        )
     if le.min_commitment is not None:
-        words.append(f"minimum {le.min_commitment:,} {quote.UNIT_WORDS[le.billing_type]}s")
+        words.append(
+            _("minimum {count:,} {units}").format(
+                count=le.min_commitment, units=quote.unit_plural(le.billing_type)
+            )
+        )
     if le.deposit is not None:
-        words.append(f"deposit {money(le.deposit, le.currency)}")
-    return ", ".join(words)
+        words.append(_("deposit {amount}").format(amount=money(le.deposit, le.currency)))
+    return _(", ").join(words)
 
 
 def lease_options(ledger: Ledger, model: str, at: datetime) -> list[quote.Option]:
@@ -174,7 +192,7 @@ def lease_options(ledger: Ledger, model: str, at: datetime) -> list[quote.Option
         prov = providers.get(node.provider or "")
         out.append(
             quote.Option(
-                label=f"lease {le.node}",
+                label=_("lease {node}").format(node=le.node),
                 provider=prov.name if prov is not None else "-",
                 channel=prov.kind.value if prov is not None else "-",
                 gpu_model=node.gpu_model,
@@ -223,14 +241,22 @@ def allowed_regions(
     if project is not None:
         known = set(config.projects.values()) | set(config.project_regions)
         if project not in known:
-            said = ", ".join(sorted(known)) or "none in the config"
-            raise InputError("project", project, f"unknown project (known: {said})")
+            said = ", ".join(sorted(known)) or _("none in the config")
+            raise InputError(
+                "project", project, _("unknown project (known: {known})").format(known=said)
+            )
         regions = config.project_regions.get(project)
-        rule = f"project {project}" if regions is not None else ""
+        rule = _("project {project}").format(project=project) if regions is not None else ""
     if region is not None:
         wanted = fields.text("region", region, 100).strip()
         if regions is not None and wanted.casefold() not in {r.casefold() for r in regions}:
-            raise InputError("region", region, f"is not one of {rule}'s: {', '.join(regions)}")
+            raise InputError(
+                "region",
+                region,
+                _("is not one of {rule}'s: {regions}").format(
+                    rule=rule, regions=", ".join(regions)
+                ),
+            )
         regions, rule = (wanted,), (f"{rule}, --region {wanted}" if rule else f"--region {wanted}")
     return regions, rule
 
@@ -250,7 +276,7 @@ def quote_job(
     current at `at` of the model (matched by leases.core.gpumodels), in the lab's currency."""
     name = fields.text("model", model, 100).strip()
     if not gpu_key(name):
-        raise InputError("model", model, "is required (H800, A100...)")
+        raise InputError("model", model, _("is required (H800, A100...)"))
     regions, rule = allowed_regions(config, project, region)
     offers = [r for r in ledger.book_rows("offer") if same_model(str(r["gpu_model"]), name)]
     valid = [r for r in offers if valid_on(r, day)]
@@ -258,14 +284,30 @@ def quote_job(
     if not options:
         if offers and all(str(r["quoted_on"]) > day.isoformat() for r in offers):
             first = min(str(r["quoted_on"]) for r in offers)
-            raise InputError("model", model, f"no offer for it was quoted by {day} (the first on"
-                             f" {first}) and no current lease has it")  # fmt: skip
+            raise InputError(
+                "model",
+                model,
+                _(
+                    "no offer for it was quoted by {day} (the first on"
+                    " {first}) and no current lease has it"
+                ).format(day=day, first=first),
+            )
         if offers:
             last = max(str(r["valid_until"]) for r in offers if r["valid_until"] is not None)
-            raise InputError("model", model, f"every offer for it expired (the last on {last})"
-                             " and no current lease has it: add a fresh quote")  # fmt: skip
-        known = ", ".join(_known_models(ledger, at)) or "none yet (zuka offer add)"
-        raise InputError("model", model, f"no offer and no current lease has it; models: {known}")
+            raise InputError(
+                "model",
+                model,
+                _(
+                    "every offer for it expired (the last on {last})"
+                    " and no current lease has it: add a fresh quote"
+                ).format(last=last),
+            )
+        known = ", ".join(_known_models(ledger, at)) or _("none yet (zuka offer add)")
+        raise InputError(
+            "model",
+            model,
+            _("no offer and no current lease has it; models: {known}").format(known=known),
+        )
     return quote.quote(
         work, name, options, currency=config.billing.currency, regions=regions, rule=rule
     )

@@ -2,8 +2,11 @@
 
 An amount is rounded to the fen (0.01) half up for display (`fen`; the money maths keeps
 exact Decimals), a zero shown without its sign (never "-0.00"), thousands grouped by commas,
-and written with its currency's symbol: ¥ for CNY only, the ISO code for the others, since
-JPY's sign is ¥ too and a table of both could not tell them apart (¥1,234.50, USD 1,234.50).
+and written per language (leases.core.i18n): Chinese writes CNY with ¥ in tables and
+cells (¥1,234.50, `money`) and with 元 in sentences (1,234.50 元, `money_words`); English
+writes its code (CNY 1,234.50) in both. Every other currency keeps its ISO code in both
+languages, since JPY's sign is ¥ too and a table of both could not tell them apart
+(USD 1,234.50). `--json` figures never change with the language (`fen_json`).
 The reports, `zuka cost`, `zuka plan`, the alerts and the dashboard all write amounts here.
 """
 
@@ -11,6 +14,8 @@ from __future__ import annotations
 
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_UP, Context, Decimal
 from typing import overload
+
+from leases.core.i18n import is_chinese
 
 
 def fen(amount: Decimal) -> Decimal:
@@ -58,10 +63,18 @@ def figure_json(x: Decimal | None, places: int = 6) -> str | None:
     return "0" if text in ("-0", "") else text
 
 
+def is_yuan(currency: str) -> bool:
+    """The lab's own currency: CNY (RMB is another name for it)."""
+    return currency.upper() in ("CNY", "RMB")
+
+
 def symbol(currency: str) -> str:
-    """What an amount in `currency` is written with: ¥ for CNY only (JPY's sign is ¥ too,
-    so a table of both could not tell them apart), the code for the others."""
-    return "¥" if currency.upper() in ("CNY", "RMB") else f"{currency} "
+    """What an amount in `currency` is written with in a table or cell: ¥ for CNY in
+    Chinese (JPY's sign is ¥ too, so a table of both could not tell them apart: other
+    currencies keep their code), "CNY " in English, the code and a space for the others."""
+    if is_yuan(currency):
+        return "¥" if is_chinese() else "CNY "
+    return f"{currency} "
 
 
 def bare(x: Decimal | None) -> str:
@@ -71,13 +84,22 @@ def bare(x: Decimal | None) -> str:
 
 
 def money(x: Decimal | None, currency: str) -> str:
-    """An amount with its currency's symbol as the report prints it ("-" for none)."""
+    """An amount with its currency's symbol as a table or cell shows it ("-" for none):
+    ¥1,234.50 (Chinese), CNY 1,234.50 (English), USD 12.00 (both)."""
     return "-" if x is None else f"{symbol(currency)}{bare(x)}"
+
+
+def money_words(x: Decimal | None, currency: str) -> str:
+    """An amount as a sentence says it ("-" for none): 1,234.50 元 in Chinese for CNY, as
+    table cells write it otherwise (CNY 1,234.50, USD 12.00)."""
+    if x is not None and is_yuan(currency) and is_chinese():
+        return f"{bare(x)} 元"
+    return money(x, currency)
 
 
 def whole(x: Decimal, currency: str) -> str:
     """An amount to the whole unit with its symbol, as the dashboard's header line shows a
-    month's cost: ¥1,235 (rounded half to even, as Decimal does by default)."""
+    month's cost: ¥1,235 / CNY 1,235 (rounded half to even, as Decimal does by default)."""
     return f"{symbol(currency)}{x.quantize(Decimal(1)):,}"
 
 

@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
+from leases.core.i18n import N_, _
 from leases.core.models import BillingType, Lease, Resource, StoppedBilling, StoragePeriod
 from leases.money import billing, schedule
-from leases.money.amounts import money
+from leases.money.amounts import money_words
 from leases.money.autorenew import renewals
 from leases.money.periods import utc
 from leases.money.renewals import hourly_after_end
@@ -135,15 +136,15 @@ def burners(lease: Lease, *, cards: int | None, stopped: bool, storage: Sequence
             per_day = lease.unit_price * 24 * billing.cards_of(lease, cards)
         else:
             per_day = lease.unit_price * _PER_DAY[lease.billing_type]
-        out.append(Burner(lease.node, per_day, "pay-as-you-go", True))
+        out.append(Burner(lease.node, per_day, N_("pay-as-you-go"), True))
     elif bills_running and lease.hourly_price is not None and hourly_after_end(lease, at):
         # A prepaid lease past its end that bills by the hour (on_expiry hourly).
-        out.append(Burner(lease.node, lease.hourly_price * 24, "hourly after its end", True))
+        out.append(Burner(lease.node, lease.hourly_price * 24, N_("hourly after its end"), True))
     if not (stopped and lease.stopped_billing is StoppedBilling.NONE):
         gone = [r for r in storage if r.deleted_at is None or utc(r.deleted_at) > utc(at)]
         store = sum((storage_per_day(r) for r in gone), ZERO)
         if store:
-            out.append(Burner(lease.node, store, "storage", False))
+            out.append(Burner(lease.node, store, N_("storage"), False))
     return out
 
 
@@ -152,7 +153,7 @@ def coming(chain: Sequence[Lease], at: datetime, until: datetime, *, cards: int 
     """The prepaid charges of a chain in (at, until], with their moments: a prepaid lease
     that starts then (charged whole at its start, or its first instalment), each instalment
     of a payment schedule, and each auto-renewal on its charge day."""
-    return [(t, a) for t, a, _ in _due(chain, at, until, cards=cards, stops=stops)]
+    return [(t, a) for t, a, _what in _due(chain, at, until, cards=cards, stops=stops)]
 
 
 def _due(chain: Sequence[Lease], at: datetime, until: datetime, *, cards: int | None = None,
@@ -163,14 +164,14 @@ def _due(chain: Sequence[Lease], at: datetime, until: datetime, *, cards: int | 
         if not le.billing_type.prepaid:
             continue
         if schedule.scheduled(le):
-            out += [(t, amount, "instalment") for t, amount in schedule.instalments(le)
+            out += [(t, amount, N_("instalment")) for t, amount in schedule.instalments(le)
                     if utc(at) < utc(t) <= utc(until) and amount]  # fmt: skip
         elif utc(at) < utc(le.start) <= utc(until):
             # A lease of the chain after its first renews the one before (`lease renew`).
-            what = "renewal" if le is not chain[0] else "prepaid charge"
+            what = N_("renewal") if le is not chain[0] else N_("prepaid charge")
             out.append((le.start, billing.cost_to_date(le, le.start, stops=stops, cards=cards),
                         what))  # fmt: skip
-        out += [(r.charged_at, r.amount, "renewal") for r in renewals(le, until)
+        out += [(r.charged_at, r.amount, N_("renewal")) for r in renewals(le, until)
                 if utc(r.charged_at) > utc(at) and r.amount]  # fmt: skip
     return sorted(out, key=lambda c: utc(c[0]))
 
@@ -201,11 +202,12 @@ def stops_said(run: Runway, currency: str) -> str:
     """The nodes that stop when it runs out, as said after "then stops: ": the running
     pay-as-you-go ones, then each prepaid charge it cannot pay ("m's renewal of ¥3,000.00
     cannot be paid"); "" when none."""
-    owed = {node for node, _, _ in run.unpaid}
+    owed = {node for node, _what, _amount in run.unpaid}
     words = [", ".join(n for n in run.stops if n not in owed)] if set(run.stops) - owed else []
-    words += [f"{node}'s {what} of {money(amount, currency)} cannot be paid"
+    words += [_("{node}'s {what} of {amount} cannot be paid").format(
+                  node=node, what=_(what), amount=money_words(amount, currency))
               for node, what, amount in run.unpaid]  # fmt: skip
-    return "; ".join(words)
+    return _("; ").join(words)
 
 
 # How far ahead a run-out is looked for: beyond it the balance "lasts".
@@ -235,7 +237,7 @@ def runway(
         # A charge the balance cannot pay ends it, not the burn: the money left stays, and
         # the running pay-as-you-go leases go on on it (only the charge's node stops then).
         stops = ()
-    stops = tuple(sorted({*stops, *(node for node, _, _ in cannot)}))
+    stops = tuple(sorted({*stops, *(node for node, _what, _amount in cannot)}))
     return Runway(per_day, days, out, stops, cannot)
 
 

@@ -67,6 +67,7 @@ from decimal import Decimal
 
 from leases.core import fields
 from leases.core.errors import InputError
+from leases.core.i18n import _, ngettext
 from leases.core.models import (
     BillingType,
     ChargeRounding,
@@ -98,6 +99,7 @@ from leases.money.units import (
     run_units,
 )
 from leases.money.verdict import Verdict, hourly_vs_monthly
+from leases.money.words import billing_word
 
 Stop = tuple[datetime, datetime | None]  # when the node was stopped; None: still stopped
 
@@ -109,13 +111,15 @@ def cards_of(lease: Lease, cards: int | None = None) -> int:
     """The cards a lease pays for: cards_billed, else `cards` (the node's GPU count)."""
     n = lease.cards_billed or cards
     if n is not None and n < 0:  # the ledger refuses it; a caller of the pure maths may not
-        raise InputError("cards_billed", n, "must be at least 1")
+        raise InputError("cards_billed", n, _("must be at least 1"))
     if not n:
         raise InputError(
             "cards_billed",
             None,
-            f"the {lease.billing_type.value} lease of {lease.node} does not say how many cards"
-            " it pays for: give --cards",
+            _(
+                "the {billing} lease of {node} does not say how many cards it pays for:"
+                " give --cards"
+            ).format(billing=billing_word(lease.billing_type.value), node=lease.node),
         )
     return n
 
@@ -170,7 +174,26 @@ def runs(lease: Lease, until: datetime, stops: Sequence[Stop] = ()) -> list[Span
     return spans
 
 
-_UNIT_WORDS = {"day": "day", "week": "week", "month": "month", "month30": "30-day month"}
+def _units(step: str, n: int) -> str:
+    """n billing units in words: "1 month", "2 weeks", "1 30-day month" / "1个月"."""
+    if step == "day":
+        return ngettext("{n} day", "{n} days", n).format(n=n)
+    if step == "week":
+        return ngettext("{n} week", "{n} weeks", n).format(n=n)
+    if step == "month":
+        return ngettext("{n} month", "{n} months", n).format(n=n)
+    return ngettext("{n} 30-day month", "{n} 30-day months", n).format(n=n)
+
+
+def _unit_words(step: str) -> tuple[str, str]:
+    """A billing unit's word, one and several: ("month", "months") / ("月", "月")."""
+    if step == "day":
+        return _("day"), _("days")
+    if step == "week":
+        return _("week"), _("weeks")
+    if step == "month":
+        return _("month"), _("months")
+    return _("30-day month"), _("30-day months")
 
 
 def off_grid(lease: Lease) -> str | None:
@@ -186,15 +209,25 @@ def off_grid(lease: Lease) -> str | None:
     if _u(lo) == _u(lease.end):
         return None
     hi = boundary(lease.start, step, k + 1, tz)
-    unit = _UNIT_WORDS[step]
+    unit, units = _unit_words(step)
     days = _seconds(lease.start, lease.end) / 86400
     shown = f"{days:.0f}" if days == days.to_integral_value() else f"{days:.2f}"
-    whole = [f"{fields.shown(b, lease.billing_tz)} ({n} {unit}{'s' if n != 1 else ''})"
-             for n, b in ((k, lo), (k + 1, hi)) if n > 0]  # fmt: skip
-    return (
-        f"it runs {shown} days, not a whole number of {unit}s, and how a part {unit} is billed"
-        f" is not recorded: a started {unit} is charged in full ({k + 1} x {lease.unit_price});"
-        f" if that is wrong, end it at " + " or ".join(whole) + " or give --partial-unit"
+    whole = [
+        _("{day} ({units})").format(day=fields.shown(b, lease.billing_tz), units=_units(step, n))
+        for n, b in ((k, lo), (k + 1, hi))
+        if n > 0
+    ]
+    return _(
+        "it runs {days} days, not a whole number of {units}, and how a part {unit} is billed"
+        " is not recorded: a started {unit} is charged in full ({count} x {price});"
+        " if that is wrong, end it at {ends} or give --partial-unit"
+    ).format(
+        days=shown,
+        units=units,
+        unit=unit,
+        count=k + 1,
+        price=lease.unit_price,
+        ends=_(" or ").join(whole),
     )
 
 
@@ -273,7 +306,7 @@ def _charged(
         unit = _FIXED[step_of(lease)]
         billed = [
             (a, a + timedelta(seconds=float(u * unit)))
-            for (a, _), u in zip(spans, units, strict=True)
+            for (a, _end), u in zip(spans, units, strict=True)
         ]
         return ZERO, hour_charges(lease, billed, per_unit * HOUR / unit)
     return ZERO, sum(units, ZERO) * per_unit
@@ -311,7 +344,7 @@ def accrued(
     if until <= since:
         return ZERO
     up_hi, go_hi = _charged(lease, until, stops, cards)
-    _, go_lo = _charged(lease, since, stops, cards)
+    _paid, go_lo = _charged(lease, since, stops, cards)
     # Each renewal pays for its own period: spread it there, not on its charge day.
     share = renewals_accrued(lease, since, until) if renewal_lumps(lease) else go_hi - go_lo
     if up_hi and scheduled(lease):  # each instalment over the time it pays for

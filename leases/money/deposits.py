@@ -18,14 +18,15 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 
+from leases.core.i18n import N_
 from leases.core.models import Lease, RefundState
 from leases.money.periods import zone
 
 ZERO = Decimal(0)
 Refund = tuple[date, Decimal]  # the day it came back, the amount
 
-PARTLY_BACK = "partly back"
-PAID_ON_ASSUMED = "a deposit with no paid-on day is counted as paid on its lease's start day"
+PARTLY_BACK = N_("partly back")
+PAID_ON_ASSUMED = N_("a deposit with no paid-on day is counted as paid on its lease's start day")
 
 
 def paid_on(lease: Lease) -> tuple[date, bool]:
@@ -41,7 +42,7 @@ def inflows(lease: Lease, refunds: Sequence[Refund]) -> list[tuple[date | None, 
     they leave of it, on its refunded-on day (None: a day not recorded)."""
     out: list[tuple[date | None, Decimal]] = [(d, a) for d, a in refunds]
     if lease.deposit is not None and lease.deposit_refund is RefundState.REFUNDED:
-        rest = lease.deposit - sum((a for _, a in refunds), ZERO)
+        rest = lease.deposit - sum((a for _day, a in refunds), ZERO)
         if rest > 0:
             out.append((lease.deposit_refunded_on, rest))
     return out
@@ -72,7 +73,7 @@ def forfeited(lease: Lease, refunds: Sequence[Refund]) -> Decimal:
     """What of a forfeited deposit is lost (what its refund rows did not bring back)."""
     if lease.deposit is None or lease.deposit_refund is not RefundState.FORFEITED:
         return ZERO
-    return max(ZERO, lease.deposit - sum((a for _, a in refunds), ZERO))
+    return max(ZERO, lease.deposit - sum((a for _day, a in refunds), ZERO))
 
 
 def state_word(lease: Lease, refunds: Sequence[Refund], on: date = date.max) -> str:

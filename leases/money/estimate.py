@@ -11,6 +11,7 @@ from datetime import datetime
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
+from leases.core.i18n import _, ngettext
 from leases.core.models import ExpiryAction, Lease, Resource, StoppedBilling
 from leases.money.billing import INSTANT, Stop, chain_cost, off_grid, storage_cost
 from leases.money.periods import boundary, period_index, step_of, zone
@@ -50,17 +51,24 @@ def unknowns(lease: Lease, at: datetime) -> tuple[str, ...]:
             and lease.hourly_price is None
         ):
             out.append(
-                "it bills hourly after its end at a price not recorded (give --hourly-price)"
+                _("it bills hourly after its end at a price not recorded (give --hourly-price)")
             )
         if lease.ended_at is not None and _u(lease.ended_at) < _u(lease.end):
             rule = refund_rule(lease)
             if rule is None:
                 out.append(
-                    "it ended early and the provider's refund rule is unknown: no refund assumed"
-                    + (f" ({lease.refund_rule})" if lease.refund_rule else "")
+                    _(
+                        "it ended early and the provider's refund rule is unknown: no refund"
+                        " assumed ({rule})"
+                    ).format(rule=lease.refund_rule)
+                    if lease.refund_rule
+                    else _(
+                        "it ended early and the provider's refund rule is unknown: no refund"
+                        " assumed"
+                    )
                 )
             elif rule is RefundRule.USED_THEN_HOURLY and lease.hourly_price is None:
-                out.append("its refund needs the hourly price (give --hourly-price)")
+                out.append(_("its refund needs the hourly price (give --hourly-price)"))
     return tuple(out)
 
 
@@ -82,11 +90,15 @@ def stops_note(lease: Lease, at: datetime, stops: Sequence[Stop]) -> str | None:
     if lease.billing_type.prepaid and not tail and lease.stopped_billing is not StoppedBilling.NONE:
         return None
     n = len(stops)
-    said = f"{n} stop{'' if n == 1 else 's'} recorded" if n else "no stop recorded"
-    return (
-        f"assumes {lease.node} ran whenever no stop is recorded ({said}); record one with"
-        f" zuka lease stop {lease.node} --at TIME"
+    said = (
+        ngettext("{n} stop recorded", "{n} stops recorded", n).format(n=n)
+        if n
+        else _("no stop recorded")
     )
+    return _(
+        "assumes {node} ran whenever no stop is recorded ({stops}); record one with"
+        " zuka lease stop {node} --at TIME"
+    ).format(node=lease.node, stops=said)
 
 
 @dataclass(frozen=True)

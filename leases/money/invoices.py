@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
 
-from leases.money.amounts import money
+from leases.core.i18n import _
+from leases.money.amounts import money_words
 
 ZERO = Decimal(0)
 FEN = Decimal("0.01")
@@ -66,7 +67,9 @@ def rate_warning(rate: Decimal) -> str | None:
     if rate in CHINA_RATES:
         return None
     shown = f"{(rate * 100).normalize():f}"
-    return f"{shown} % is not one of China's VAT rates (0, 1, 3, 5, 6, 9, 13 %): check the fapiao"
+    return _(
+        "{rate} % is not one of China's VAT rates (0, 1, 3, 5, 6, 9, 13 %): check the fapiao"
+    ).format(rate=shown)
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,7 @@ def allot(total: Decimal, charged: Sequence[tuple[str, Decimal]]) -> dict[str, D
     charged in it), in order) in proportion to the charges, each to the fen, the last month
     charged taking what the rounding left; {} when nothing was charged (see the module)."""
     weights = [(m, c) for m, c in charged if c > 0]
-    whole = sum((c for _, c in weights), ZERO)
+    whole = sum((c for _m, c in weights), ZERO)
     if not weights or whole <= 0:
         return {}
     out = {m: to_fen(total * c / whole) for m, c in weights[:-1]}
@@ -157,8 +160,13 @@ class Coverage:
         """What a reader should know: an invoice over the charges, a split period."""
         words = list(self.notes)
         if self.over:
-            words.insert(0, f"invoiced more than charged by {money(self.over, self.currency)}")
-        return "; ".join(words)
+            words.insert(
+                0,
+                _("invoiced more than charged by {amount}").format(
+                    amount=money_words(self.over, self.currency)
+                ),
+            )
+        return _("; ").join(words)
 
 
 # (provider, node or None, currency) -> cash charged in the month

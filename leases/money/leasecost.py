@@ -13,6 +13,7 @@ from typing import Any
 
 from leases.core import fields
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 from leases.core.models import Lease, Node, Resource
 from leases.core.textsafe import visible
 from leases.money import billing, report, schedule
@@ -21,8 +22,9 @@ from leases.money.billing import CardHours
 from leases.money.estimate import Estimate, estimate
 from leases.money.renewals import billing_now
 from leases.money.verdict import Verdict, lease_break_even, verdict_text
+from leases.money.words import billing_word
 
-NO_HOURLY_PRICE = "record its hourly price to compare: zuka lease edit {node} --hourly-price P"
+NO_HOURLY_PRICE = N_("record its hourly price to compare: zuka lease edit {node} --hourly-price P")
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class LeaseCost:
         if self.verdict is not None:
             return verdict_text(self.verdict, self.currency)
         if self.lease.billing_type.prepaid and self.lease.hourly_price is None:
-            return NO_HOURLY_PRICE.format(node=self.node)
+            return _(NO_HOURLY_PRICE).format(node=self.node)
         return None
 
 
@@ -92,7 +94,7 @@ def node_cost(
         est = estimate(chain, at, stops=held, storage=store, cards=cards)
         notes += est.unknown
     except InputError as exc:
-        notes.append(f"cost unknown: {exc.reason}")
+        notes.append(_("cost unknown: {reason}").format(reason=exc.reason))
     since = max(at - timedelta(days=days), chain[0].start)
     used: CardHours | None = None
     row = (
@@ -130,13 +132,17 @@ def by_lease_end(c: LeaseCost) -> str:
     if e is None:
         return "-"
     if e.lease_end is None or e.by_lease_end is None:
-        return "open-ended"
-    said = f"{_amount(c, e.by_lease_end)} by {_day(c, e.lease_end)}"
+        return _("open-ended")
+    said = _("{amount} by {day}").format(
+        amount=_amount(c, e.by_lease_end), day=_day(c, e.lease_end)
+    )
     term = term_owed(c)
     if term is None:
         return said
     owed, charged = _amount(c, term[0]), _amount(c, term[1])
-    return f"{said} (owed by the term: {owed}, of which {charged} charged)"
+    return _("{said} (owed by the term: {owed}, of which {charged} charged)").format(
+        said=said, owed=owed, charged=charged
+    )
 
 
 def term_owed(c: LeaseCost) -> tuple[Decimal, Decimal] | None:
@@ -152,19 +158,25 @@ def cost_line(c: LeaseCost) -> str:
     """`cost: ¥X to date, ¥Y by DATE (period end), ¥Z by END` (node show)."""
     e = c.estimate
     if e is None:
-        return "cost: unknown (" + "; ".join(visible(n) for n in c.unknown) + ")"
-    end = by_lease_end(c)
-    return (
-        f"cost: {_amount(c, e.to_date)} to date, {_amount(c, e.by_period_end)} by"
-        f" {_day(c, e.period[1])} (period end), " + ("open-ended" if end == "open-ended" else end)
+        return _("cost: unknown ({why})").format(why="; ".join(visible(n) for n in c.unknown))
+    return _("cost: {to_date} to date, {by_period_end} by {period_end} (period end), {end}").format(
+        to_date=_amount(c, e.to_date),
+        by_period_end=_amount(c, e.by_period_end),
+        period_end=_day(c, e.period[1]),
+        end=by_lease_end(c),
     )
 
 
 HEADERS = (
-    "NODE", "BILLING", "TO DATE", "BY PERIOD END", "BY LEASE END", "STORAGE",
-    "BUSY CARD-H", "IDLE CARD-H", "UNKNOWN CARD-H", "IDLE COST", "PER BUSY CARD-H",
-    "BREAK-EVEN H/MONTH", "VERDICT",
+    N_("NODE"), N_("BILLING"), N_("TO DATE"), N_("BY PERIOD END"), N_("BY LEASE END"),
+    N_("STORAGE"), N_("BUSY CARD-H"), N_("IDLE CARD-H"), N_("UNKNOWN CARD-H"), N_("IDLE COST"),
+    N_("PER BUSY CARD-H"), N_("BREAK-EVEN H/MONTH"), N_("VERDICT"),
 )  # fmt: skip
+
+
+def headers() -> list[str]:
+    """The table's headers in the language in use."""
+    return [_(h) for h in HEADERS]
 
 
 def _hours(x: Decimal | None) -> str:
@@ -176,9 +188,11 @@ def row(c: LeaseCost) -> list[str | None]:
     e, u = c.estimate, c.usage
     return [
         visible(c.node),
-        visible(c.lease.billing_type.value),
+        billing_word(c.lease.billing_type.value),
         _amount(c, e.to_date) if e else None,
-        f"{_amount(c, e.by_period_end)} by {_day(c, e.period[1])}" if e else None,
+        _("{amount} by {day}").format(amount=_amount(c, e.by_period_end), day=_day(c, e.period[1]))
+        if e
+        else None,
         by_lease_end(c),
         _amount(c, e.storage_to_date) if e else None,
         _hours(u.busy) if u else None,

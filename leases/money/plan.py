@@ -30,6 +30,7 @@ from decimal import Decimal
 
 from leases.core import fields
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 from leases.core.models import BillingType, Lease, Node
 
 HOURS_IN_MONTH = Decimal(730)  # 8760 / 12
@@ -157,9 +158,14 @@ def check_price(name: str, value: Decimal, *, zero_ok: bool = False) -> None:
     """A price from MIN_PRICE to MAX_PRICE (or 0, when zero_ok); InputError naming it."""
     if zero_ok and value == 0:
         return
-    _bounded(name, value, MIN_PRICE, MAX_PRICE, lo_ok=True,
-             what=f"must be a price from {MIN_PRICE} to {MAX_PRICE:,}"
-             + (" (or 0)" if zero_ok else ""))  # fmt: skip
+    what = (
+        _("must be a price from {lo} to {hi:,} (or 0)")
+        if zero_ok
+        else _("must be a price from {lo} to {hi:,}")
+    )
+    _bounded(
+        name, value, MIN_PRICE, MAX_PRICE, lo_ok=True, what=what.format(lo=MIN_PRICE, hi=MAX_PRICE)
+    )
 
 
 def _check_prices(monthly: Decimal, hourly: Decimal) -> None:
@@ -176,7 +182,7 @@ def hybrid_cost(
 ) -> HybridCost:
     """cost(k) a month (see the module's rule); `cards` is each hour's demand."""
     if not cards:
-        raise InputError("days", "0", "no hours of demand to plan from")
+        raise InputError("days", "0", _("no hours of demand to plan from"))
     over = Decimal(sum(max(0, c - k) for c in cards)) * hours_in_month / len(cards)
     return HybridCost(k, k * monthly, over * hourly, over)
 
@@ -204,7 +210,7 @@ def optimal_base(
     monthly / (hourly x hours_in_month)."""
     _check_prices(monthly, hourly)
     if not cards:
-        raise InputError("days", "0", "no hours of demand to plan from")
+        raise InputError("days", "0", _("no hours of demand to plan from"))
     n = len(cards)
     for k in range(max(cards) + 1):
         above = sum(1 for c in cards if c > k)
@@ -291,7 +297,7 @@ def load_duration_chart(
             label = ""
         lines.append(f"{label:>{label_w}} │{''.join(cells)}")
     lines.append(f"{'k=0 ▶' if k <= 0 else '0':>{label_w}} └{'─' * width}")
-    tail = "100 % of hours"
+    tail = _("100 % of hours")
     lines.append(f"{'':>{label_w}}  0 %{tail:>{max(0, width - 3)}}")
     return lines
 
@@ -320,9 +326,11 @@ def plan_currency(given: str | None, present: Iterable[str], default: str) -> st
         raise InputError(
             "currency",
             None,
-            f"the leases planned from are in {' and '.join(codes)}, and a plan never adds two"
-            " currencies: give --currency C to plan from the leases in C (prices given with"
-            " the flags are read in it)",
+            _(
+                "the leases planned from are in {currencies}, and a plan never adds two"
+                " currencies: give --currency C to plan from the leases in C (prices given with"
+                " the flags are read in it)"
+            ).format(currencies=_(" and ").join(codes)),
         )
     return codes[0] if codes else default
 
@@ -404,7 +412,7 @@ def payback_months(r: BuyVsRent, bought: Decimal) -> Decimal | None:
     return bought / gain if gain > 0 else None
 
 
-_UTIL_WHAT = "must be a share from 0.001 to 1 (0.65), or a percent written with % (65%, 1.5%)"
+_UTIL_WHAT = N_("must be a share from 0.001 to 1 (0.65), or a percent written with % (65%, 1.5%)")
 
 
 def utilisation_share(name: str, value: Decimal | str) -> Decimal:
@@ -416,16 +424,16 @@ def utilisation_share(name: str, value: Decimal | str) -> Decimal:
         if raw.endswith("%"):
             share = fields.number(name, raw[:-1]) / 100
             if not MIN_UTILISATION <= share <= 1:
-                raise InputError(name, raw, _UTIL_WHAT)  # said as typed: 150%, not 1.5
+                raise InputError(name, raw, _(_UTIL_WHAT))  # said as typed: 150%, not 1.5
             return share
         value = fields.number(name, raw)
     if value.is_finite() and value > 1:
         if value > 100:
-            raise InputError(name, str(value), _UTIL_WHAT)
+            raise InputError(name, str(value), _(_UTIL_WHAT))
         if value != value.to_integral_value() or value < 2:
-            raise InputError(name, str(value), f"is ambiguous: {_UTIL_WHAT}")
+            raise InputError(name, str(value), _("is ambiguous: {what}").format(what=_(_UTIL_WHAT)))
         value = value / 100
-    _bounded(name, value, MIN_UTILISATION, Decimal(1), lo_ok=True, what=_UTIL_WHAT)
+    _bounded(name, value, MIN_UTILISATION, Decimal(1), lo_ok=True, what=_(_UTIL_WHAT))
     return value
 
 
@@ -444,17 +452,17 @@ def buy_vs_rent(
     drawing power_w each while busy, hosted for hosting_month for all of them) against
     renting their busy card-hours at renting_per_busy_hour, at the given utilisation."""
     check_price("card-price", card_price)
-    _bounded("life-years", life_years, *LIFE_YEARS, lo_ok=True,
-             what=f"must be from {LIFE_YEARS[0]} to {LIFE_YEARS[1]} years")  # fmt: skip
+    years = _("must be from {lo} to {hi} years").format(lo=LIFE_YEARS[0], hi=LIFE_YEARS[1])
+    _bounded("life-years", life_years, *LIFE_YEARS, lo_ok=True, what=years)
     _bounded("power-w", power_w, Decimal(0), MAX_POWER_W, lo_ok=True,
-             what=f"must be from 0 to {MAX_POWER_W:,} W a card")  # fmt: skip
+             what=_("must be from 0 to {hi:,} W a card").format(hi=MAX_POWER_W))  # fmt: skip
     check_price("kwh", kwh, zero_ok=True)
     check_price("hosting", hosting_month, zero_ok=True)
     if not 0 < cards <= MAX_CARDS:
-        raise InputError("cards", str(cards), f"must be from 1 to {MAX_CARDS:,}")
+        raise InputError("cards", str(cards), _("must be from 1 to {hi:,}").format(hi=MAX_CARDS))
     utilisation_share("utilisation", utilisation)
     if utilisation > 1:
-        raise InputError("utilisation", str(utilisation), "must be a share at most 1")
+        raise InputError("utilisation", str(utilisation), _("must be a share at most 1"))
     check_price("renting price", renting_per_busy_hour)
     busy = cards * utilisation * HOURS_IN_MONTH
     return BuyVsRent(

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import BillingType
 from leases.money.verdict import break_even_hours
 
@@ -55,6 +56,29 @@ UNIT_WORDS = {
     BillingType.MONTHLY: "month",
     BillingType.CONTRACT: "month",
 }
+
+
+def unit_word(billing_type: BillingType, plural: bool = False) -> str:
+    """A billing unit as text says it, in the language in use: "month" / "months" / "月"
+    (UNIT_WORDS stays English: `--json`'s "unit")."""
+    unit = UNIT_WORDS[billing_type]
+    if unit == "second":
+        return _("seconds") if plural else _("second")
+    if unit == "hour":
+        return _("hours") if plural else _("hour")
+    if unit == "card-hour":
+        return _("card-hours") if plural else _("card-hour")
+    if unit == "day":
+        return _("days") if plural else _("day")
+    if unit == "week":
+        return _("weeks") if plural else _("week")
+    return _("months") if plural else _("month")
+
+
+def unit_plural(billing_type: BillingType) -> str:
+    return unit_word(billing_type, plural=True)
+
+
 PAY_AS_YOU_GO = (BillingType.PER_SECOND, BillingType.HOURLY, BillingType.CARD_HOUR)
 MONTHLY = (BillingType.MONTHLY, BillingType.CONTRACT)
 MAX_CARDS = 100_000
@@ -88,18 +112,24 @@ class Job:
 def job(cards: int, hours: Decimal, within_days: int | None = None) -> Job:
     """A job, checked: InputError naming --cards, --hours or --within."""
     if not 1 <= cards <= MAX_CARDS:
-        raise InputError("cards", str(cards), f"must be from 1 to {MAX_CARDS:,}")
+        raise InputError("cards", str(cards), _("must be from 1 to {hi:,}").format(hi=MAX_CARDS))
     if not hours.is_finite() or not ZERO < hours <= MAX_HOURS:
-        raise InputError("hours", str(hours), f"must be more than 0 and at most {MAX_HOURS:,}")
+        raise InputError(
+            "hours", str(hours), _("must be more than 0 and at most {hi:,}").format(hi=MAX_HOURS)
+        )
     if within_days is not None:
         if not 1 <= within_days <= MAX_DAYS:
-            raise InputError("within", str(within_days), f"must be from 1 to {MAX_DAYS:,} days")
+            raise InputError(
+                "within", str(within_days), _("must be from 1 to {hi:,} days").format(hi=MAX_DAYS)
+            )
         if within_days * 24 < hours:
             need = int(_ceil(hours / 24))
             raise InputError(
                 "within",
                 str(within_days),
-                f"is shorter than the job: {hours} hours need at least {need} days",
+                _("is shorter than the job: {hours} hours need at least {need} days").format(
+                    hours=hours, need=need
+                ),
             )
     return Job(cards, hours, within_days)
 
@@ -217,10 +247,10 @@ def break_evens(options: Sequence[Option]) -> list[BreakEven]:
             if h.billing_type in PAY_AS_YOU_GO and h.currency == m.currency:
                 hours = break_even_hours(m.unit_price, card_hour_price(h), m.gpus or 1)
                 if hours > QUOTE_MONTH_HOURS:
-                    why = (
-                        f"{h.label} costs less even at every hour of a month"
-                        f" ({QUOTE_MONTH_HOURS} h: a quote's month is 30 days)"
-                    )
+                    why = _(
+                        "{offer} costs less even at every hour of a month"
+                        " ({hours} h: a quote's month is 30 days)"
+                    ).format(offer=h.label, hours=QUOTE_MONTH_HOURS)
                     out.append(BreakEven(m, h, None, why))
                 else:
                     out.append(BreakEven(m, h, hours))
@@ -271,12 +301,20 @@ def quote(
         compared = o.currency == currency
         notes = [o.rented] if o.rented else []
         if not allowed:
-            where = f"region {o.region}" if o.region else "no region recorded"
-            notes.append(f"not allowed for {rule} ({where})")
+            where = (
+                _("region {region}").format(region=o.region)
+                if o.region
+                else _("no region recorded")
+            )
+            notes.append(_("not allowed for {rule} ({where})").format(rule=rule, where=where))
         elif not compared:
-            notes.append(f"in {o.currency}: not compared with {currency}")
+            notes.append(
+                _("in {currency}: not compared with {other}").format(
+                    currency=o.currency, other=currency
+                )
+            )
         elif o.new_contract:
-            notes.append("more cards need a new contract: never ranked first")
+            notes.append(_("more cards need a new contract: never ranked first"))
         why = "; ".join(notes)
         priced.append(Priced(o, machines, units, cost, binds, first, allowed, compared, why))
     priced.sort(key=lambda p: (p.rank, p.cost, p.option.label))

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from leases.core.i18n import _, ngettext
 from leases.core.models import ExpiryAction, Lease
 from leases.money import periods, schedule
 
@@ -177,7 +178,7 @@ def paid_so_far(chain: Sequence[Lease], at: datetime) -> datetime | None:
 def starts_in(lease: Lease, at: datetime) -> str:
     """'starts in 3 days' for a lease that starts after `at`."""
     days = max(1, math.ceil((lease.start - at).total_seconds() / 86400))
-    return f"starts in {days} day{'s' if days != 1 else ''}"
+    return ngettext("starts in {n} day", "starts in {n} days", days).format(n=days)
 
 
 @dataclass(frozen=True)
@@ -236,19 +237,28 @@ def describe(lease: Lease, leases: Sequence[Lease], at: datetime) -> str:
     `zuka lease list` prints it (and --start takes it back)."""
     start = lease.start.strftime("%Y-%m-%d %H:%M")
     if never_billed(lease):
-        return f"the cancelled lease from {start}"
+        return _("the cancelled lease from {start}").format(start=start)
     if lease.start > at:
         renewal = any(le.id == lease.id for c in chains(leases) for le in c[1:])
-        return f"the {'renewal' if renewal else 'lease'} from {start} (not started)"
+        if renewal:
+            return _("the renewal from {start} (not started)").format(start=start)
+        return _("the lease from {start} (not started)").format(start=start)
     now = billing_now(leases, at)
     if now is not None and now.lease.id == lease.id:
         if now.lapsed:
-            return f"the lease from {start} (ended at its end, not recorded as ended)"
+            return _("the lease from {start} (ended at its end, not recorded as ended)").format(
+                start=start
+            )
         if now.hourly_after_end:
-            return f"the lease billing by the hour past its end (from {start})"
-        return f"the lease billing now (from {start})"
-    ended = f", ended {lease.ended_at.strftime('%Y-%m-%d %H:%M')}" if lease.ended_at else ""
-    return f"the lease from {start}{ended}"
+            return _("the lease billing by the hour past its end (from {start})").format(
+                start=start
+            )
+        return _("the lease billing now (from {start})").format(start=start)
+    if lease.ended_at:
+        return _("the lease from {start}, ended {ended}").format(
+            start=start, ended=lease.ended_at.strftime("%Y-%m-%d %H:%M")
+        )
+    return _("the lease from {start}").format(start=start)
 
 
 def overlaps(a: Lease, b: Lease) -> bool:

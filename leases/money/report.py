@@ -19,6 +19,7 @@ from decimal import Decimal
 
 from leases.core import fields
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 from leases.core.models import Lease, Node, OwnerHour, Provider, RefundState, Resource
 from leases.money import billing
 from leases.money.billing import INSTANT, CardHours
@@ -40,20 +41,20 @@ from leases.money.units import ZERO, Span
 Usage = Callable[[Lease, datetime, datetime, int | None], CardHours]
 
 DEPOSIT_STATES = {
-    RefundState.NONE: "paid",
-    RefundState.PENDING: "pending refund",
-    RefundState.REFUNDED: "refunded",
-    RefundState.FORFEITED: "forfeited",
+    RefundState.NONE: N_("paid"),
+    RefundState.PENDING: N_("pending refund"),
+    RefundState.REFUNDED: N_("refunded"),
+    RefundState.FORFEITED: N_("forfeited"),
 }
 # The deposit's state at a month's end (leases.money.deposits.state_word) as the lease
 # table says it.
 _STATE_SAID = {
     **{k.value: v for k, v in DEPOSIT_STATES.items()},
-    PARTLY_BACK: "partly refunded",
+    PARTLY_BACK: N_("partly refunded"),
 }
-NOT_YET_PAID = "not paid yet"
-UNKNOWN_OWNER = "unknown"
-UNASSIGNED = "unassigned"
+NOT_YET_PAID = N_("not paid yet")
+UNKNOWN_OWNER = N_("unknown")
+UNASSIGNED = N_("unassigned")
 _MONTH_RE = re.compile(r"([0-9]{4})-([0-9]{2})")  # ASCII digits only
 YEARS = (2000, 2100)  # the months a report can be asked for
 
@@ -63,13 +64,15 @@ def month_window(month: str, tz_name: str, now: datetime) -> tuple[Span, bool]:
     ((since, until), complete)."""
     m = _MONTH_RE.fullmatch(month.strip())
     if m is None or not 1 <= int(m.group(2)) <= 12:
-        raise InputError("month", month, "must be YYYY-MM, e.g. 2025-03")
+        raise InputError("month", month, _("must be YYYY-MM, e.g. 2025-03"))
     if not YEARS[0] <= int(m.group(1)) <= YEARS[1]:
-        raise InputError("month", month, f"the year must be from {YEARS[0]} to {YEARS[1]}")
+        raise InputError(
+            "month", month, _("the year must be from {lo} to {hi}").format(lo=YEARS[0], hi=YEARS[1])
+        )
     tz = fields.timezone(tz_name, "billing.tz")
     since, until = month_of(datetime(int(m.group(1)), int(m.group(2)), 2, tzinfo=tz), tz)
     if since >= now:
-        raise InputError("month", month, "has not started yet")
+        raise InputError("month", month, _("has not started yet"))
     return (since, min(until, now)), until <= now
 
 
@@ -256,7 +259,7 @@ def lease_row(
         charged = billing.charged_between(chain, since, until, stops=stops, cards=cards)
     except InputError as exc:
         cost = charged = ZERO
-        notes.append(f"cost unknown: {exc.reason}")
+        notes.append(_("cost unknown: {reason}").format(reason=exc.reason))
     store = sum(
         (
             billing.storage_cost(r, le, until, stops=stops)
@@ -283,7 +286,7 @@ def lease_row(
                 if max(a, since) < min(b, until)
             ]
     except InputError:
-        notes.append("card-hours unknown: record the lease's cards billed or the node's GPUs")
+        notes.append(_("card-hours unknown: record the lease's cards billed or the node's GPUs"))
     if not _overlaps(chain, since, until) and not (cost or charged or store or spans):
         return None
     for le in chain:
@@ -472,7 +475,7 @@ def attribute(
     """Busy card-hours per person or project, and their yuan: each of a user's busy
     card-hours on a lease's node costs that lease's effective price per busy card-hour."""
     if by not in ("user", "project"):
-        raise InputError("by", by, "must be lease, user or project")
+        raise InputError("by", by, _("must be lease, user or project"))
     # By node id: two nodes of one name (one released) have hours of their own. By name
     # only rows and hours that carry no id (not read from a ledger).
     by_node: dict[int | str, list[LeaseRow]] = {}

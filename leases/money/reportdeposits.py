@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from leases.core.i18n import N_, _
 from leases.money.amounts import fen_json, money
 from leases.money.deposits import PAID_ON_ASSUMED, DepositLine, sums
 from leases.money.report import Report
 
-TITLE = "Deposits (cash apart from the charges)"
+TITLE = N_("Deposits (cash apart from the charges)")
 CSV_COLUMNS = (
     "deposit_paid_in_month", "deposit_refunded_in_month", "deposit_outstanding",
     "deposit_forfeited",
@@ -62,24 +63,26 @@ def markdown(report: Report, md: Callable[[Any], str]) -> list[str]:
 
     def cells(x: DepositLine) -> list[str]:
         c = x.currency
-        paid_on = x.paid_on.isoformat() + (" (lease start)" if x.paid_on_assumed else "")
+        paid_on = x.paid_on.isoformat() + (_(" (lease start)") if x.paid_on_assumed else "")
         return [
             md(x.provider), md(x.node), md(x.lease_start), money(x.deposit, c), md(paid_on),
             money(x.paid, c), money(x.refunded, c), money(x.outstanding, c),
             money(x.lost, c) if x.lost else "-",
         ]  # fmt: skip
 
-    head = ["Provider", "Node", "Lease start", "Deposit", "Paid on", "Paid out in month",
-            "Refunded in month", "Outstanding at month end", "Forfeited"]  # fmt: skip
+    head = [_("Provider"), _("Node"), _("Lease start"), _("Deposit"), _("Paid on"),
+            _("Paid out in month"), _("Refunded in month"), _("Outstanding at month end"),
+            _("Forfeited")]  # fmt: skip
     rows = [cells(x) for x in report.deposits]
     for code, s in sorted(sums(report.deposits).items()):
-        rows.append([f"**Total {code}**", "", "", "", "", money(s["paid"], code),
+        total = _("**Total {currency}**").format(currency=code)
+        rows.append([total, "", "", "", "", money(s["paid"], code),
                      money(s["refunded"], code), money(s["outstanding"], code),
                      money(s["lost"], code)])  # fmt: skip
-    out = ["", f"## {TITLE}", ""]
-    out += ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    out = ["", f"## {_(TITLE)}", ""]
+    out += ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _h in head) + "|"]
     out += ["| " + " | ".join(r) + " |" for r in rows]
-    out += [f"\n{md(n)}." for n in notes(report)]
+    out += ["\n" + _("{note}.").format(note=md(_(n))) for n in notes(report)]
     return out
 
 

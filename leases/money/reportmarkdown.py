@@ -13,10 +13,11 @@ from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.money import reportdeposits, shares
-from leases.money.amounts import bare, symbol
-from leases.money.report import Attribution, LeaseRow, Report, Totals
+from leases.money.amounts import bare, money_words, symbol
+from leases.money.report import UNASSIGNED, UNKNOWN_OWNER, Attribution, LeaseRow, Report, Totals
 from leases.money.reporttotals import (
     TENTH,
     LabTotal,
@@ -29,6 +30,7 @@ from leases.money.reporttotals import (
     provider_of,
     to_step,
 )
+from leases.money.words import billing_word, channel_word
 
 
 def _rates_said(lt: LabTotal) -> str:
@@ -43,16 +45,23 @@ def lab_total_line(report: Report) -> str | None:
         return None
     if lt.total is None or lt.charged is None:
         first = lt.missing[0]
-        return (
-            f"No total in {lt.currency}: the config has no rate for {', '.join(lt.missing)}"
-            f' in {report.month} (add it: [money.rates."{report.month}"] {first} = RATE,'
-            f" how many {lt.currency} one {first} was worth)."
+        return _(
+            "No total in {currency}: the config has no rate for {missing} in {month} (add it:"
+            ' [money.rates."{month}"] {first} = RATE, how many {currency} one {first} was'
+            " worth)."
+        ).format(
+            currency=lt.currency, missing=", ".join(lt.missing), month=report.month, first=first
         )
-    sign = symbol(lt.currency)
-    return (
-        f"**Total in {lt.currency} {sign}{bare(lt.total)}** at the config's rates for"
-        f" {report.month} ({_rates_said(lt)}; each currency's total converted to the fen,"
-        f" then added); charged in month {sign}{bare(lt.charged)}."
+    return _(
+        "**Total {total}** (all currencies in {currency}) at the config's rates for {month}"
+        " ({rates}; each currency's total converted to the fen, then added); charged in month"
+        " {charged}."
+    ).format(
+        total=money_words(lt.total, lt.currency),
+        currency=lt.currency,
+        month=report.month,
+        rates=_rates_said(lt),
+        charged=money_words(lt.charged, lt.currency),
     )
 
 
@@ -87,7 +96,7 @@ def _pct(part: Decimal, whole: Decimal) -> str:
 
 
 def _deposit(amount: Decimal | None, state: str) -> str:
-    return "-" if amount is None else f"{bare(amount)} {state}"
+    return "-" if amount is None else f"{bare(amount)} {_(state) if state else state}"
 
 
 def _window(report: Report) -> str:
@@ -96,15 +105,21 @@ def _window(report: Report) -> str:
     tz = fields.timezone(report.tz, "tz")
     lo = report.since.astimezone(tz).strftime("%Y-%m-%d")
     hi = report.until.astimezone(tz).strftime("%Y-%m-%d %H:%M")
-    cut = "" if report.complete else f"; the month is not over: figures to {hi}"
-    return f"month {report.month} in the {visible(report.tz)} time zone{cut} (from {lo})"
+    if report.complete:
+        return _("month {month} in the {tz} time zone (from {since})").format(
+            month=report.month, tz=visible(report.tz), since=lo
+        )
+    return _(
+        "month {month} in the {tz} time zone; the month is not over: figures to {until}"
+        " (from {since})"
+    ).format(month=report.month, tz=visible(report.tz), until=hi, since=lo)
 
 
 # -- Markdown ---------------------------------------------------------------------------
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _h in headers) + "|"]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return out
 
@@ -112,12 +127,12 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 def _use_headers(cur: str) -> list[str]:
     """The card-hour columns; `cur` the currency's code or symbol ("" among several)."""
     return [
-        "Paid card-h",
-        "Busy card-h",
-        "Idle card-h",
-        "Unknown card-h",
-        f"Idle {cur}" if cur else "Idle cost",
-        f"{cur}/busy card-h" if cur else "Per busy card-h",
+        _("Paid card-h"),
+        _("Busy card-h"),
+        _("Idle card-h"),
+        _("Unknown card-h"),
+        _("Idle {currency}").format(currency=cur) if cur else _("Idle cost"),
+        _("{currency}/busy card-h").format(currency=cur) if cur else _("Per busy card-h"),
     ]
 
 
@@ -167,36 +182,47 @@ def _header_currency(report: Report) -> str:
 def summary(report: Report) -> str:
     parts = []
     for code, t in by_currency(report, TENTH):
-        cur = symbol(code)
         parts.append(
-            f"**Total {cur}{bare(t.total)}** for {t.leases} lease(s)"
-            f" (storage {cur}{bare(t.storage)}); busy {_hours(t.busy)} of {_hours(t.paid)}"
-            f" paid card-hours ({_pct(t.busy, t.paid)}), idle {_hours(t.idle)},"
-            f" unknown {_hours(t.unknown)}; **{cur}{bare(t.idle_yuan)} paid for idle cards**"
+            _(
+                "**Total {total}** for {leases} lease(s) (storage {storage}); busy {busy} of"
+                " {paid} paid card-hours ({share}), idle {idle}, unknown {unknown};"
+                " **{idle_cost} paid for idle cards**"
+            ).format(
+                total=money_words(t.total, code),
+                leases=t.leases,
+                storage=money_words(t.storage, code),
+                busy=_hours(t.busy),
+                paid=_hours(t.paid),
+                share=_pct(t.busy, t.paid),
+                idle=_hours(t.idle),
+                unknown=_hours(t.unknown),
+                idle_cost=money_words(t.idle_yuan, code),
+            )
         )
-    return "; ".join(parts) + f"; {_window(report)}."
+    return _("{parts}; {window}.").format(parts=_("; ").join(parts), window=_window(report))
 
 
 def to_markdown(report: Report) -> str:
     cur = _header_currency(report)
     single = len(currencies(report)) == 1
-    lines = [f"# GPU rental report {report.month}", "", summary(report), ""]
+    lines = [_("# GPU rental report {month}").format(month=report.month), "", summary(report), ""]
     converted = lab_total_line(report)
     if converted is not None:
         lines += [converted, ""]
-    lines += ["## Leases", ""]
+    lines += [_("## Leases"), ""]
     # Accrued: each charge spread over the time it pays for; charged: cash, on its day.
-    head = ["Node", "Channel", "Provider", "Billing", f"Accrued {cur}".rstrip()]
-    head.append(f"Storage {cur}".rstrip())
+    head = [_("Node"), _("Channel"), _("Provider"), _("Billing")]
+    head.append(_("Accrued {currency}").format(currency=cur).rstrip())
+    head.append(_("Storage {currency}").format(currency=cur).rstrip())
     rows = []
     for r in report.rows:
         money = _money_in(report, r.currency)
         rows.append(
             [
                 _md(r.node),
-                _md(r.channel),
+                _md(channel_word(r.channel)),
                 _md(r.provider),
-                _md(r.billing_type) + (f" ×{r.leases}" if r.leases > 1 else ""),
+                _md(billing_word(r.billing_type)) + (f" ×{r.leases}" if r.leases > 1 else ""),
                 money(r.cost),
                 money(r.storage),
                 *_row_use(r, money),
@@ -206,14 +232,18 @@ def to_markdown(report: Report) -> str:
         )
     for code, t in by_currency(report, TENTH):
         money = _money_in(report, code)
-        label = "**Total**" if single else f"**Total {code}**"
+        label = _("**Total**") if single else _("**Total {currency}**").format(currency=code)
         cells = [money(t.cost), money(t.storage), *_use_cells(t, money), money(t.charged)]
         cells.append(_deposits(t))
         rows.append([label, "", "", "", *cells])
-    charged = f"Charged in month {cur}".rstrip()
-    lines += _table([*head, *_use_headers(cur), charged, "Deposit"], rows)
-    for title, key in (("channel", channel_of), ("provider", provider_of)):
-        lines += ["", f"## By {title}", ""]
+    charged = _("Charged in month {currency}").format(currency=cur).rstrip()
+    lines += _table([*head, *_use_headers(cur), charged, _("Deposit")], rows)
+    by = (
+        (_("## By channel"), _("Channel"), lambda r: channel_word(channel_of(r))),
+        (_("## By provider"), _("Provider"), provider_of),
+    )
+    for heading, title, key in by:
+        lines += ["", heading, ""]
         grouped = []
         for k, code, g in groups(report, key, TENTH):
             money = _money_in(report, code)
@@ -222,10 +252,10 @@ def to_markdown(report: Report) -> str:
             )
         lines += _table(
             [
-                title.capitalize(),
-                "Leases",
-                f"Total {cur}".rstrip(),
-                f"Storage {cur}".rstrip(),
+                title,
+                _("Leases"),
+                _("Total {currency}").format(currency=cur).rstrip(),
+                _("Storage {currency}").format(currency=cur).rstrip(),
                 *_use_headers(cur),
             ],
             grouped,
@@ -235,7 +265,7 @@ def to_markdown(report: Report) -> str:
     lines += invoicing_markdown(report)
     notes = [(r.node, n) for r in report.rows for n in r.notes]
     if notes:
-        lines += ["", "## Notes", ""]
+        lines += ["", _("## Notes"), ""]
         lines += [f"- {_md(node)}: {_md(n)}" for node, n in notes]
     return "\n".join(lines) + "\n"
 
@@ -246,9 +276,9 @@ def share_markdown(report: Report) -> list[str]:
     found = shares.provider_shares(report.rows)
     if not found:
         return []
-    lines = ["", "## Provider share of the cards", ""]
+    lines = ["", _("## Provider share of the cards"), ""]
     rows = [[_md(s.provider), _hours(s.card_hours), f"{s.shown} %"] for s in found]
-    lines += _table(["Provider", "Card-hours billed", "Share"], rows)
+    lines += _table([_("Provider"), _("Card-hours billed"), _("Share")], rows)
     risk = shares.risk_line(found)
     return lines + (["", f"**{_md(risk)}**"] if risk else [])
 
@@ -261,7 +291,7 @@ def invoicing_markdown(report: Report) -> list[str]:
     rows = [
         [
             _md(c.provider),
-            _md(c.node or "all leases"),
+            _md(c.node) if c.node else _("all leases"),
             f"{symbol(c.currency)}{bare(c.charged)}",
             f"{symbol(c.currency)}{bare(c.invoiced)}",
             f"{symbol(c.currency)}{bare(c.uninvoiced)}",
@@ -270,31 +300,51 @@ def invoicing_markdown(report: Report) -> list[str]:
         ]
         for c in report.invoicing
     ]
-    head = ["Provider", "Lease", "Charged in month", "Invoiced", "Uninvoiced", "Invoices", "Notes"]
-    return ["", "## Invoices", "", *_table(head, rows)]
+    head = [
+        _("Provider"), _("Lease"), _("Charged in month"), _("Invoiced"), _("Uninvoiced"),
+        _("Invoices"), _("Notes"),
+    ]  # fmt: skip
+    return ["", _("## Invoices"), "", *_table(head, rows)]
 
 
 def _deposits(t: Totals) -> str:
-    return ", ".join(f"{bare(v)} {k}" for k, v in sorted(t.deposits.items())) or "-"
+    return ", ".join(f"{bare(v)} {_(k) if k else k}" for k, v in sorted(t.deposits.items())) or "-"
 
 
 def attribution_markdown(report: Report, att: Attribution) -> str:
-    who = "user" if att.by == "user" else "project"
+    by_user = att.by == "user"
     sums = att_sums(report, att, TENTH)
     single = len(sums) == 1
     said = []
     for m in sums:
-        cur = symbol(m.code)
         said.append(
-            f"**{_hours(m.busy)} busy card-hours worth {cur}{bare(m.yuan)}**; not carried"
-            f" by any busy hour (idle leases): {cur}{bare(m.unattributed)} of the leases'"
-            f" {cur}{bare(m.cost)}; storage lines {cur}{bare(m.storage)}"
+            _(
+                "**{busy} busy card-hours worth {worth}**; not carried by any busy hour (idle"
+                " leases): {unattributed} of the leases' {cost}; storage lines {storage}"
+            ).format(
+                busy=_hours(m.busy),
+                worth=money_words(m.yuan, m.code),
+                unattributed=money_words(m.unattributed, m.code),
+                cost=money_words(m.cost, m.code),
+                storage=money_words(m.storage, m.code),
+            )
         )
+    title = _("# GPU use by user {month}") if by_user else _("# GPU use by project {month}")
+    across = (
+        _(
+            "{said}; across {count} user(s); each busy card-hour costs its lease's price per"
+            " busy card-hour; {window}."
+        )
+        if by_user
+        else _(
+            "{said}; across {count} project(s); each busy card-hour costs its lease's price"
+            " per busy card-hour; {window}."
+        )
+    )
     lines = [
-        f"# GPU use by {who} {report.month}",
+        title.format(month=report.month),
         "",
-        f"{'; '.join(said)}; across {len(att.rows)} {who}(s); each busy card-hour costs its"
-        f" lease's price per busy card-hour; {_window(report)}.",
+        across.format(said=_("; ").join(said), count=len(att.rows), window=_window(report)),
         "",
     ]
     rows = []
@@ -302,7 +352,7 @@ def attribution_markdown(report: Report, att: Attribution) -> str:
         money = bare if single else _money_in(report, r.currency)
         rows.append(
             [
-                _md(r.name),
+                _md(_(r.name) if r.name in (UNKNOWN_OWNER, UNASSIGNED) else r.name),
                 _md(", ".join(r.users)),
                 _hours(r.busy),
                 _pct(r.busy, att.busy),
@@ -314,19 +364,22 @@ def attribution_markdown(report: Report, att: Attribution) -> str:
         money = bare if single else _money_in(report, m.code)
         # Rows of their own, so that the total is the by-lease report's total.
         if m.storage:
-            rows.append(["*storage lines*", "", "", "", money(m.storage),
+            rows.append([_("*storage lines*"), "", "", "", money(m.storage),
                          _md(", ".join(m.storage_nodes))])  # fmt: skip
         if m.unattributed:
-            rows.append(["*not carried by a busy hour*", "", "", "", money(m.unattributed), ""])
+            rows.append([_("*not carried by a busy hour*"), "", "", "", money(m.unattributed), ""])
     for m in sums:
         money = bare if single else _money_in(report, m.code)
-        label = "**Total**" if single else f"**Total {m.code}**"
+        label = _("**Total**") if single else _("**Total {currency}**").format(currency=m.code)
         rows.append([label, "", _hours(m.busy), "", money(m.total), ""])
-    cur = symbol(sums[0].code).strip() if single else "Cost"
-    lines += _table([who.capitalize(), "Node users", "Busy card-h", "Share", cur, "Nodes"], rows)
+    cur = symbol(sums[0].code).strip() if single else _("Cost")
+    who = _("User") if by_user else _("Project")
+    lines += _table([who, _("Node users"), _("Busy card-h"), _("Share"), cur, _("Nodes")], rows)
     if att.outside_leases:
         lines += [
             "",
-            f"{_hours(att.outside_leases)} busy card-hours fell outside any lease (no yuan).",
+            _("{hours} busy card-hours fell outside any lease (no yuan).").format(
+                hours=_hours(att.outside_leases)
+            ),
         ]
     return "\n".join(lines) + "\n"

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
+from leases.core.i18n import _
 from leases.money.report import LeaseRow
 
 SINGLE_CHANNEL_PERCENT = Decimal(50)
@@ -53,7 +54,7 @@ def risk_line(shares: Iterable[Share]) -> str | None:
     if not over:
         return None
     s = over[0]
-    return (
-        f"single-channel risk: {s.provider} holds {s.shown} % of the cards billed this month"
-        f" (over {SINGLE_CHANNEL_PERCENT} %)"
-    )
+    return _(
+        "single-channel risk: {provider} holds {share} % of the cards billed this month"
+        " (over {limit} %)"
+    ).format(provider=s.provider, share=s.shown, limit=SINGLE_CHANNEL_PERCENT)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import BillingType, Lease
 from leases.money.amounts import money
 from leases.money.units import ZERO
@@ -19,7 +20,7 @@ def break_even_hours(monthly_price: Decimal, hourly_price: Decimal, cards: int =
     """Hours a month at which renting `cards` by the hour (hourly_price a card-hour) costs
     as much as the month (monthly_price for all of them): more hours, monthly is cheaper."""
     if hourly_price <= 0 or cards <= 0:
-        raise InputError("hourly_price", str(hourly_price), "must be greater than zero")
+        raise InputError("hourly_price", str(hourly_price), _("must be greater than zero"))
     return monthly_price / (hourly_price * cards)
 
 
@@ -50,11 +51,15 @@ class Verdict:
         """The verdict in words, its amount written by `amount` (in the lease's currency:
         verdict_text)."""
         if self.monthly_saves >= 0:
-            said = f"monthly saves {amount(self.monthly_saves)}"
+            said = _("monthly saves {amount}").format(amount=amount(self.monthly_saves))
         else:
-            said = f"hourly would have cost {amount(-self.monthly_saves)} less"
+            said = _("hourly would have cost {amount} less").format(
+                amount=amount(-self.monthly_saves)
+            )
         if not self.refund_known:
-            said += " (the provider's early-release refund rule is unknown)"
+            said = _("{verdict} (the provider's early-release refund rule is unknown)").format(
+                verdict=said
+            )
         return said
 
 

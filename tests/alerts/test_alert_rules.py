@@ -294,7 +294,7 @@ def test_deposit_alert_on_an_ended_lease_and_its_command_works(tmp_path: Path, c
         ledger.end_lease("c1", datetime(2026, 9, 1, tzinfo=UTC))
         ledger.archive_node("c1")
         (alert,) = _of(evaluate(gather(ledger, CONFIG, NOW), CONFIG, NOW), AlertKind.DEPOSIT)
-    assert alert.message.startswith("c1: deposit ¥72,000.00 not refunded 80 days after")
+    assert alert.message.startswith("c1: deposit CNY 72,000.00 not refunded 80 days after")
     command = alert.action.removeprefix("ask the provider for the refund, then record it: ")
     assert command == "zuka lease edit c1 --start '2025-09-01 00:00' --deposit-refund refunded"
     done = cli(*shlex.split(command)[1:], ledger=path)
@@ -317,7 +317,7 @@ def test_forgotten_counts_only_the_known_idle_minutes(tmp_path: Path) -> None:
         (alert,) = _of(evaluate(gather(ledger, CONFIG, NOW), CONFIG, NOW), AlertKind.FORGOTTEN)
     assert alert.yuan == Decimal("22.75")  # 10.50 * 130 / 60 (main said 31.50)
     assert "(3 hours, 50 minutes of it without readings, not counted)" in alert.message
-    assert "¥22.75 spent on it while idle" in alert.message
+    assert "CNY 22.75 spent on it while idle" in alert.message
 
 
 def _starved_facts(util: float) -> list[Alert]:
@@ -569,7 +569,7 @@ def test_an_hourly_price_is_shown_as_recorded_and_days_passed_are_whole() -> Non
     from leases.alerts.wording import duration
     from leases.money.amounts import price as unit_price
 
-    assert unit_price(Decimal("3.3333"), "CNY") == "¥3.3333"
-    assert unit_price(Decimal("3.5"), "CNY") == "¥3.50"
+    assert unit_price(Decimal("3.3333"), "CNY") == "CNY 3.3333"
+    assert unit_price(Decimal("3.5"), "CNY") == "CNY 3.50"
     assert duration(timedelta(days=62, hours=14)) == "62 days"
     assert duration(timedelta(hours=45.8)) == "45.8 hours"

@@ -94,7 +94,7 @@ def test_idle_monthly_lease_shows_underuse_with_its_yuan(ledger_path: Path, cli:
     idle_yuan = (cost * (paid_hours - busy_hours) / paid_hours).quantize(Decimal("0.01"))
     assert busy_hours == 224  # two busy days a week, 9:00-23:00, 8 cards
     assert alert["yuan"] == str(idle_yuan)
-    assert f"¥{idle_yuan:,}" in alert["message"]
+    assert f"CNY {idle_yuan:,}" in alert["message"]
     assert alert["severity"] == "warning" and alert["state"] == "open"
     assert alert["action"].startswith("At renewal:")
     # The busy monthly lease beside it raises nothing.
@@ -564,8 +564,8 @@ def test_alert_actions_name_the_node_and_the_command(cli: Cli) -> None:
     hourly = found["f1"]
     assert hourly["kind"] == "hourly_after_end"
     # ¥50 an hour is ¥1,200.00 a day.
-    assert hourly["yuan"] == "1200.00" and "¥1,200.00 a day" in hourly["message"]
-    assert "¥50.00 an hour" in hourly["message"]
+    assert hourly["yuan"] == "1200.00" and "CNY 1,200.00 a day" in hourly["message"]
+    assert "CNY 50.00 an hour" in hourly["message"]
 
 
 def test_the_alert_table_has_actions_and_times_in_the_billing_zone(cli: Cli) -> None:
@@ -740,4 +740,4 @@ def test_the_auto_renew_alert_says_the_machines_monthly_price_not_times_its_card
     listed = json.loads(cli("alerts", "--json").out)
     renew = next(a for a in listed if a["kind"] == "autorenew_soon")
     assert renew["yuan"] == "60000.00", renew
-    assert "¥60,000.00 a period" in renew["message"]
+    assert "CNY 60,000.00 a period" in renew["message"]

@@ -48,7 +48,7 @@ def test_a_balance_that_runs_out_within_3_days_warns(z: Cli, ledger_path: Path) 
     # 1.6304714 days = 1 d + 0.6304714 x 86,400 s = 54,472.7 s (15 h 7 min 52.7 s, spent by
     # the whole second 53) after
     # 08-02 10:00: 08-04 01:07:53 Beijing time
-    assert "prepaid balance of P has ¥619.84 left, burning ¥380.16/day" in alert.message
+    assert "prepaid balance of P has CNY 619.84 left, burning CNY 380.16/day" in alert.message
     assert "runs out in 1.63 days, at 2026-08-04 01:07:53" in alert.message
     assert "(Asia/Shanghai)" in alert.message and "then stops: n" in alert.message
     assert "zuka provider topup P" in alert.action
@@ -62,7 +62,7 @@ def test_under_a_day_or_run_out_is_critical(z: Cli, ledger_path: Path) -> None:
     # 08-04 10:00: 1,000 - 3 x 380.16 = -140.48: run out
     [alert] = _open_alerts(ledger_path, datetime(2026, 8, 4, 10, tzinfo=SH))
     assert alert.severity is Severity.CRITICAL
-    assert "has run out (¥-140.48)" in alert.message
+    assert "has run out (CNY -140.48)" in alert.message
 
 
 def test_a_full_balance_says_nothing_and_a_top_up_clears_it(z: Cli, ledger_path: Path) -> None:

@@ -33,8 +33,8 @@ def test_cost_fits_80_columns_and_keeps_every_word(cli: Cli) -> None:
     assert (
         "verdict: record its hourly price to compare: zuka lease edit n1 --hourly-price P" in flat
     )
-    assert "to date: ¥30,000.00" in flat
-    for word in ("¥30,000.00", "monthly", "n1"):
+    assert "to date: CNY 30,000.00" in flat
+    for word in ("30,000.00", "monthly", "n1"):
         assert word in _words(fitted)
 
 

@@ -56,9 +56,9 @@ def test_a_break_even_past_a_month_s_hours_is_none(cli: Cli) -> None:
     # 80,000 / 130 = 615.38 h: within the month
     assert evens[("offer 1", "offer 3")] == ("615.38", None)
     text = cli(*JOB, "--on", "2026-11-15").out
-    assert f"against offer 2 (¥72.00 an hour for 8 cards): {why}" in text, text
+    assert f"against offer 2 (CNY 72.00 an hour for 8 cards): {why}" in text, text
     assert "1,111.11" not in text
-    assert "against offer 3 (¥130.00 an hour for 8 cards): 615.38 h" in text
+    assert "against offer 3 (CNY 130.00 an hour for 8 cards): 615.38 h" in text
 
 
 def test_a_break_even_of_exactly_a_month_is_shown(cli: Cli) -> None:
@@ -126,11 +126,11 @@ def test_a_lease_already_rented_shows_its_terms_and_a_period_s_lease_is_never_ch
     assert doc["cheapest"] == "offer 1" and doc["saves"] is None
     assert doc["options"][1]["note"] == (
         "already rented (its cards are in use: this prices more cards on the same terms),"
-        " contract 2026-06-01 to 2027-06-01, deposit ¥72,000.00; more cards need a new"
+        " contract 2026-06-01 to 2027-06-01, deposit CNY 72,000.00; more cards need a new"
         " contract: never ranked first")  # fmt: skip
     text = cli(*JOB, "--on", "2026-11-15").out
-    assert "cheapest: offer 1 (AutoDL card_hour) ¥91,008.00, the only option allowed" in text
-    assert "¥72,000.00" in text
+    assert "cheapest: offer 1 (AutoDL card_hour) CNY 91,008.00, the only option allowed" in text
+    assert "CNY 72,000.00" in text
 
 
 def test_a_card_hour_price_says_its_unit_and_models_are_listed_as_typed(
@@ -138,7 +138,7 @@ def test_a_card_hour_price_says_its_unit_and_models_are_listed_as_typed(
 ) -> None:
     assert cli("offer", "add", *CARD_HOUR, "--quoted", "2026-11-01").code == 0
     text = cli(*JOB, "--on", "2026-11-15").out
-    assert "¥15.80 a card-hour" in text, text
+    assert "CNY 15.80 a card-hour" in text, text
     rtx = ("--provider", "Q", "--channel", "platform", "--billing", "card_hour", "--price", "2",
            "--quoted", "2026-11-01")  # fmt: skip
     assert cli("offer", "add", *rtx, "--gpu-model", "RTX 4090").code == 0

@@ -122,7 +122,7 @@ def test_zuka_cost_and_node_show_apply_an_open_stop(cli: Cli, ledger_path: Path)
     assert any("assumes n ran whenever no stop is recorded (1 stop recorded)" in n
                for n in c["unknown"])  # fmt: skip
     shown = cli("node", "show", "n")
-    assert "cost: ¥240.00 to date" in shown.out, shown.out
+    assert "cost: CNY 240.00 to date" in shown.out, shown.out
 
 
 def test_a_figure_whose_stops_are_unknown_says_it_assumes_the_node_ran(cli: Cli) -> None:

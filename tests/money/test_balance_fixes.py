@@ -20,14 +20,14 @@ def test_a_reading_says_what_zuka_had_worked_out_and_the_gap(z: Cli) -> None:
     # by 08-02 10:00: 24 h x 8 x 1.98 = 380.16 charged; 5,000 - 380.16 = 4,619.84 worked out
     # the console says 4,607.32: 4,619.84 - 4,607.32 = 12.52 less
     out = _ok(z, "provider", "balance", "P", "--set", "4607.32", "--at", "2026-08-02T10:00")
-    assert "zuka had worked out ¥4,619.84: the console shows ¥12.52 less" in out
+    assert "zuka had worked out CNY 4,619.84: the console shows CNY 12.52 less" in out
     # an hour later (15.84 more charged: 4,607.32 - 15.84 = 4,591.48 worked out from the
     # reading), the console says 4,600: 8.52 more
     doc = _json(z, "provider", "balance", "P", "--set", "4600", "--at", "2026-08-02T11:00")
     assert (doc["worked_out"], doc["gap"]) == ("4591.48", "8.52")
     out = _ok(z, "provider", "balance", "P", "--set", "4584.16", "--at", "2026-08-02T12:00")
     # 4,600 - 15.84 = 4,584.16: the same
-    assert "zuka had worked out ¥4,584.16: the console shows the same" in out
+    assert "zuka had worked out CNY 4,584.16: the console shows the same" in out
 
 
 def test_a_first_reading_has_nothing_to_compare(z: Cli) -> None:
@@ -40,7 +40,7 @@ def test_a_first_reading_has_nothing_to_compare(z: Cli) -> None:
     assert (doc["worked_out"], doc["gap"]) == (None, None)
     out = _ok(z, "provider", "balance", "P", "--set", "90", "--at", "2026-08-03T10:00")
     # nothing charged at P: 100 worked out; 90 is 10 less
-    assert "zuka had worked out ¥100.00: the console shows ¥10.00 less" in out
+    assert "zuka had worked out CNY 100.00: the console shows CNY 10.00 less" in out
 
 
 def _renews_on_the_15th(z: Cli, topup: str) -> None:
@@ -65,7 +65,7 @@ def test_a_renewal_the_balance_cannot_pay_stops_its_node_too(z: Cli) -> None:
     assert doc["cannot_pay"] == [{"node": "m", "what": "renewal", "amount": "3000.00"}]
     assert doc["coming_charges"] == []  # the renewal is not one it pays
     text = _ok(z, "provider", "balance", "P", "--at", "2026-08-02T10:00")
-    assert "then stops: m's renewal of ¥3,000.00 cannot be paid" in text
+    assert "then stops: m's renewal of CNY 3,000.00 cannot be paid" in text
     assert "coming before then" not in text
 
 
@@ -87,7 +87,7 @@ def test_an_instalment_the_balance_cannot_pay_is_named(z: Cli) -> None:
     _ok(z, "lease", "add", "n", "--billing", "card_hour", "--price", "1.98", "--cards", "8",
         "--start", "2026-08-01T10:00")  # fmt: skip
     text = _ok(z, "provider", "balance", "P", "--at", "2026-08-02T10:00")
-    assert "then stops: m's instalment of ¥3,000.00 cannot be paid" in text
+    assert "then stops: m's instalment of CNY 3,000.00 cannot be paid" in text
 
 
 def test_a_balance_that_lasts_beyond_the_runway_says_so_and_never_overflows(z: Cli) -> None:
@@ -102,7 +102,7 @@ def test_a_balance_that_lasts_beyond_the_runway_says_so_and_never_overflows(z: C
     r = z("provider", "balance", "P", "--at", "2026-08-02T00:00")
     assert r.code == 0, r.err
     # 24 h x 0.05 = 1.20 burnt: 4,999,998.80 left
-    assert "balance ¥4,999,998.80" in r.out and "burn ¥1.20/day" in r.out
+    assert "balance CNY 4,999,998.80" in r.out and "burn CNY 1.20/day" in r.out
     assert "lasts beyond 400 days" in r.out
     assert z("provider", "list").code == 0
 

@@ -180,7 +180,7 @@ def test_import_summary_and_bill_list_count_as_bill_check(cli: Cli) -> None:
     # before vouchers): 251.42 + 4930.00 + 24.00 + 1.59 - 10.48 = 5196.53; the vouchers
     # -1000.00 - 1.59 = -1001.59.
     assert "5 rows read, 7 lines (a voucher is a line of its own)" in r.out
-    assert "payable ¥5,196.53" in r.out and "credits and vouchers ¥-1,001.59" in r.out
+    assert "payable CNY 5,196.53" in r.out and "credits and vouchers CNY -1,001.59" in r.out
     listed = json.loads(cli("bill", "list", "--json").out)[0]
     assert listed["months"] == ["2024-05"]
     assert listed["payable"] == {"CNY": "5196.53"} and listed["credits"] == {"CNY": "-1001.59"}
@@ -188,7 +188,7 @@ def test_import_summary_and_bill_list_count_as_bill_check(cli: Cli) -> None:
     at = datetime.fromisoformat(listed["imported_at"]).astimezone(ZoneInfo("Asia/Shanghai"))
     text = cli("bill", "list").out
     assert f"{at:%Y-%m-%d %H:%M}" in text and "IMPORTED (Asia/Shanghai)" in text
-    assert "2024-05" in text and "¥5,196.53" in text
+    assert "2024-05" in text and "CNY 5,196.53" in text
 
 
 def test_bill_check_gives_the_tolerance_per_row(cli: Cli) -> None:
@@ -199,7 +199,7 @@ def test_bill_check_gives_the_tolerance_per_row(cli: Cli) -> None:
     # zuka 24 h x 11.64 = 279.36; 1 % of it is 2.7936, over the 1.00 floor: 2.79 allowed.
     assert row["zuka"] == "279.36" and row["allowed"] == "2.79"
     text = cli("bill", "check", "--month", "2024-05").out
-    assert "TOLERANCE" in text and "±¥2.79" in text
+    assert "TOLERANCE" in text and "±CNY 2.79" in text
     doc = json.loads(cli("bill", "check", "--month", "2024-05", "--json", "--tolerance", "30").out)
     assert doc["leases"][0]["allowed"] == "30.00"
 

@@ -303,10 +303,10 @@ def test_break_even_and_the_verdict() -> None:
     assert verdict is not None
     assert (
         verdict_text(verdict, le.currency)
-        == "hourly would have cost ¥27,750.00 less (the provider's early-release refund rule is unknown)"
+        == "hourly would have cost CNY 27,750.00 less (the provider's early-release refund rule is unknown)"
     )
     busy = hourly_vs_monthly(D(30000), D(5000), D("7.5"))
-    assert verdict_text(busy, "CNY") == "monthly saves ¥7,500.00"
+    assert verdict_text(busy, "CNY") == "monthly saves CNY 7,500.00"
     assert verdict_text(busy, "USD") == "monthly saves USD 7,500.00"
     # Unknown hours count as used: they cannot make hourly look cheaper.
     assert hourly_vs_monthly(D(30000), D(0), D("7.5"), D(4000)).monthly_saves == 0

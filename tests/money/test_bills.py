@@ -50,7 +50,7 @@ def test_aliyun_bill_detail_one_differs_one_unmatched(cli: Cli) -> None:
     assert r.code == 0, r.err
     # 5 rows + 2 voucher lines (row 2: 1000.00, row 4: 1.59) = 7 lines; payable (before
     # vouchers) 251.42 + 4930.00 + 24.00 + 1.59 - 10.48 = 5196.53, vouchers -1001.59
-    assert "7 lines" in r.out and "payable ¥5,196.53" in r.out
+    assert "7 lines" in r.out and "payable CNY 5,196.53" in r.out
     r = cli("bill", "check", "--month", "2024-05", "--json")
     assert r.code == 1, r.err  # something differs
     doc = json.loads(r.out)

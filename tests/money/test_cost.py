@@ -76,14 +76,14 @@ def test_monthly_lease_hand_computed(cli: Cli, ledger_path: Path) -> None:
     # Hourly would rent the busy and unknown card-hours: (80 + 1760) x 8 = 14720.
     assert c.verdict is not None
     assert abs(c.verdict.monthly_saves - (14720 - WINDOW_COST)) < Decimal("1e-9")
-    assert c.verdict_text is not None and c.verdict_text.startswith("monthly saves ¥5,042.58")
+    assert c.verdict_text is not None and c.verdict_text.startswith("monthly saves CNY 5,042.58")
 
 
 def test_verdict_the_other_way_and_missing_price(cli: Cli, ledger_path: Path) -> None:
     _monthly(cli, ledger_path, "8")  # 1 a card-hour: 1840 by the hour
     c = _cost(ledger_path, "m1")
     assert c.verdict_text is not None
-    assert c.verdict_text.startswith("hourly would have cost ¥7,837.42 less")
+    assert c.verdict_text.startswith("hourly would have cost CNY 7,837.42 less")
     with Ledger.open(ledger_path) as ledger:
         ledger.update_lease("m1", {"hourly_price": None})
     c = _cost(ledger_path, "m1")
@@ -124,8 +124,8 @@ def test_renewed_chain(cli: Cli, ledger_path: Path) -> None:
     assert (e.lease_end, e.by_lease_end) == (t("2026-05-01T00:00"), 4000)
     assert c.since == AT - timedelta(days=30)  # the chain started before the window
     assert leasecost.cost_line(c) == (
-        "cost: ¥3,000.00 to date, ¥3,000.00 by 2026-04-01 00:00 (period end),"
-        " ¥4,000.00 by 2026-05-01 00:00"
+        "cost: CNY 3,000.00 to date, CNY 3,000.00 by 2026-04-01 00:00 (period end),"
+        " CNY 4,000.00 by 2026-05-01 00:00"
     )
 
 
@@ -144,7 +144,7 @@ def test_cost_command_table_and_json(cli: Cli) -> None:
     r = cli("cost", "--wide")  # a line a row (default: 80 columns, tests/cli/test_cli_width.py)
     assert r.code == 0, r.err
     line = next(x for x in r.out.splitlines() if x.startswith("n1"))
-    assert "monthly" in line and "¥30,000.00" in line
+    assert "monthly" in line and "CNY 30,000.00" in line
     assert "zuka lease edit n1 --hourly-price P" in line
     doc = json.loads(cli("cost", "n1", "--days", "7", "--json").out)
     (row,) = doc["leases"]
@@ -157,7 +157,7 @@ def test_cost_command_table_and_json(cli: Cli) -> None:
         Decimal(row["paid_card_hours"]) == Decimal(until.timestamp() - since.timestamp()) * 8 / 3600
     )
     shown = cli("node", "show", "n1").out
-    assert "cost: ¥30,000.00 to date, ¥30,000.00 by " in shown
+    assert "cost: CNY 30,000.00 to date, CNY 30,000.00 by " in shown
 
 
 def test_unknown_node_and_no_lease(cli: Cli) -> None:

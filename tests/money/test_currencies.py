@@ -160,11 +160,11 @@ def test_alerts_say_the_amount_in_the_leases_currency(cli: Cli, ledger_path: Pat
     renew, deposit = listed["autorenew_soon"], listed["deposit_not_refunded"]
     assert "charges about USD 4,000.00 a period" in renew["message"]  # main: ¥4,000.00
     assert (renew["yuan"], renew["currency"]) == ("4000.00", "USD")
-    assert "deposit ¥5,000.00 not refunded" in deposit["message"]
+    assert "deposit CNY 5,000.00 not refunded" in deposit["message"]
     assert (deposit["yuan"], deposit["currency"]) == ("5000.00", "CNY")
     with Ledger.open(ledger_path) as ledger:
         shown = {a.kind: alert_amount(a) for a in alertstate.alerts(ledger, datetime.now(UTC))}
-    assert shown == {"autorenew_soon": "USD 4,000.00", "deposit_not_refunded": "¥5,000.00"}
+    assert shown == {"autorenew_soon": "USD 4,000.00", "deposit_not_refunded": "CNY 5,000.00"}
 
 
 async def test_the_alerts_screen_names_each_amounts_currency_among_several(
@@ -218,8 +218,8 @@ def test_a_report_totals_in_the_labs_currency_at_the_months_rate(cli: Cli, tmp_p
                    "charged_in_month": lab["charged_in_month"]}  # type: ignore[index]  # fmt: skip
     assert doc["total"] is None  # the per-currency totals stay apart
     md = cli("--config", config, "report", "--month", "2026-11").out
-    assert "**Total in CNY ¥38,790.07** at the config's rates for 2026-11 (1 USD = ¥7.12" in md
-    assert "¥68," not in md and "31,234.56" not in md  # never CNY + USD unconverted
+    assert "**Total CNY 38,790.07** (all currencies in CNY) at the config's rates for 2026-11 (1 USD = CNY 7.12" in md
+    assert "CNY 68," not in md and "31,234.56" not in md  # never CNY + USD unconverted
     rows = cli("--config", config, "report", "--month", "2026-11", "--format", "csv").out
     last = rows.strip().splitlines()[-1].split(",")
     assert last[0] == "total_in_lab_currency" and last[5] == "CNY"
@@ -290,7 +290,7 @@ def test_plans_on_a_mixed_fleet_plan_one_currency_or_refuse(tmp_path: Path) -> N
     assert code == 2 and "the leases planned from are in CNY and USD" in err and "--currency" in err
     code, out, _ = run("plan", "hybrid", "--currency", "USD", "--monthly", "3000", "--hourly", "10")
     assert code == 0 and "Prices a card: USD 3,000.00 a month (given), USD 10.00 an hour" in out
-    assert "¥" not in out  # main printed these USD as ¥
+    assert "¥" not in out and "CNY" not in out  # main printed these USD as ¥
     buy = ["plan", "buy", "--card-price", "80000", "--life-years", "4", "--power-w", "450",
            "--kwh", "0.8", "--hosting", "6000", "--days", "9"]  # fmt: skip
     code, _, err = run(*buy)
@@ -303,7 +303,7 @@ def test_plans_on_a_mixed_fleet_plan_one_currency_or_refuse(tmp_path: Path) -> N
     code, out, _ = run(*buy, "--currency", "CNY")
     # sim-001 alone (CNY): 8 of 8 busy: 100.00 %; owning and renting in ¥ only.
     assert code == 0 and "(given" not in out and "measured 100.00 % busy" in out
-    assert "Owning:  ¥" in out and "USD" not in out
+    assert "Owning:  CNY " in out and "USD" not in out
 
 
 # -- the dashboard: the header and the month column per currency ----------------------------
@@ -329,5 +329,5 @@ def test_the_dashboards_month_money_is_per_currency(cli: Cli, ledger_path: Path)
     assert m.node_currency == {ids["us"]: "USD", ids["both"]: ""}
     h = Header(0, 0, 0, m, None, "l.db")
     line = header_line(h, end)
-    assert "¥31,500 + USD 1,385 this month" in line  # never ¥32,885 nor ¥31,500 alone
-    assert "¥0 + USD 0 idle" in line
+    assert "CNY 31,500 + USD 1,385 this month" in line  # never ¥32,885 nor ¥31,500 alone
+    assert "CNY 0 + USD 0 idle" in line

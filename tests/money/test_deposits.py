@@ -56,7 +56,7 @@ def test_refunded_in_two_parts_month_by_month(dep: Cli) -> None:
     assert r.code == 0, r.err
     # 72,000 - 30,000 = 42,000 still out
     assert r.out.strip() == (
-        "recorded ¥30,000.00 of the deposit of n back on 2026-07-10; outstanding: ¥42,000.00"
+        "recorded CNY 30,000.00 of the deposit of n back on 2026-07-10; outstanding: CNY 42,000.00"
     )
     assert dep("lease", "refund", "n", "--amount", "42000", "--on", "2026-08-20").code == 0
     assert _line(dep, "2026-05") == ("72000.00", "0.00", "72000.00")
@@ -83,15 +83,15 @@ def test_the_listing_says_what_is_outstanding(dep: Cli) -> None:
         ("30000.00", "2026-07-10", "transfer 8812")
     ]
     table = dep("lease", "refunds", "n").out
-    assert "¥30,000.00 on 2026-07-10" in table and "¥42,000.00" in table
+    assert "CNY 30,000.00 on 2026-07-10" in table and "CNY 42,000.00" in table
 
 
 def test_markdown_and_csv_carry_the_deposits_too(dep: Cli) -> None:
     assert dep("lease", "refund", "n", "--amount", "30000", "--on", "2026-07-10").code == 0
     md = dep("report", "--month", "2026-07", "--format", "md").out
     assert "## Deposits (cash apart from the charges)" in md
-    assert "| P | n | 2026-05-01 00:00 | ¥72,000.00 | 2026-05-03 | ¥0.00 | ¥30,000.00 |" \
-        " ¥42,000.00 | - |" in md  # fmt: skip
+    assert "| P | n | 2026-05-01 00:00 | CNY 72,000.00 | 2026-05-03 | CNY 0.00 | CNY 30,000.00 |" \
+        " CNY 42,000.00 | - |" in md  # fmt: skip
     rows = list(csv.DictReader(io.StringIO(dep("report", "--month", "2026-07", "--format",
                                                "csv").out)))  # fmt: skip
     (line,) = [r for r in rows if r["row"] == "deposit"]
@@ -205,7 +205,7 @@ def test_refunds_over_the_deposit_in_two_steps_are_refused(dep: Cli, ledger_path
     before = ledger_path.read_bytes()
     r = dep("lease", "refund", "n", "--amount", "22000.01", "--on", "2026-07-11")
     assert r.code == 2
-    assert "amount: is more than is left of the deposit: ¥22,000.00 of ¥72,000.00" in r.err
+    assert "amount: is more than is left of the deposit: CNY 22,000.00 of CNY 72,000.00" in r.err
     assert ledger_path.read_bytes() == before
     assert dep("lease", "refund", "n", "--amount", "22000", "--on", "2026-07-11").code == 0
 
@@ -245,7 +245,7 @@ def test_the_alert_counts_a_partial_refund_and_its_command_works(
         found = [a for a in evaluate(gather(ledger, config, NOW), config, NOW)
                  if a.kind is AlertKind.DEPOSIT]  # fmt: skip
     (alert,) = found
-    assert alert.message.startswith("n: deposit ¥42,000.00 of ¥72,000.00 (the rest came back)")
+    assert alert.message.startswith("n: deposit CNY 42,000.00 of CNY 72,000.00 (the rest came back)")
     assert str(alert.yuan) == "42000.00"
     command = alert.action.removeprefix("ask the provider for the refund, then record it: ")
     assert command == (
@@ -298,7 +298,7 @@ def test_a_refund_goes_to_the_deposit_of_the_lease_the_renewal_renews(
     r = z("lease", "refund", "n", "--amount", "20000", "--on", "2026-11-25")
     assert r.code == 0, r.err
     # 50,000 - 20,000 = 30,000 still out
-    assert r.out.strip().endswith("outstanding: ¥30,000.00")
+    assert r.out.strip().endswith("outstanding: CNY 30,000.00")
     (row,) = json.loads(z("lease", "refunds", "--json").out)
     assert row["lease_start"].startswith("2026-09-20") and row["outstanding"] == "30000.00"
     assert z("lease", "refund", "n", "--amount", "30000", "--on", "2026-11-26").code == 0
@@ -319,7 +319,7 @@ def test_a_part_refund_reads_partly_back_with_its_notes(dep: Cli) -> None:
     (row,) = json.loads(dep("lease", "refunds", "--json").out)
     assert row["state"] == "partly back"
     table = dep("lease", "refunds").out
-    assert "partly back" in table and "¥30,000.00 on 2026-07-10 (transfer 8812)" in table
+    assert "partly back" in table and "CNY 30,000.00 on 2026-07-10 (transfer 8812)" in table
     # The other 42,000 back: 30,000 + 42,000 = 72,000, refunded.
     assert dep("lease", "refund", "n", "--amount", "42000", "--on", "2026-08-20").code == 0
     (row,) = json.loads(dep("lease", "refunds", "--json").out)
@@ -368,7 +368,7 @@ def test_a_deposit_outlives_its_node_and_its_name(z: Cli, ledger_path: Path) -> 
     r = z("lease", "refund", "n", "--amount", "30000", "--on", "2026-09-20",
           "--lease-start", "2026-06-01")  # fmt: skip
     assert r.code == 0, r.err
-    assert "outstanding: ¥20,000.00" in r.out  # 50,000 - 30,000
+    assert "outstanding: CNY 20,000.00" in r.out  # 50,000 - 30,000
     r = z("lease", "refund", "n", "--amount", "20000", "--on", "2026-10-10")  # no --lease-start
     assert r.code == 0, r.err
-    assert "outstanding: ¥0.00" in r.out
+    assert "outstanding: CNY 0.00" in r.out

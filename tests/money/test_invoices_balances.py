@@ -34,14 +34,14 @@ def test_a_tax_included_invoice_at_6_percent(z: Cli) -> None:
     assert "period_end" not in inv  # the exclusive bound is the ledger's, not the reader's
     assert inv["vat_rate"] == "0.06" and inv["tax_included"] is True and inv["kind"] == "special"
     table = _ok(z, "invoice", "list")
-    assert "2026-08-01 – 2026-08-31" in table and "¥1,698.11" in table and "6 %" in table
+    assert "2026-08-01 – 2026-08-31" in table and "CNY 1,698.11" in table and "6 %" in table
 
 
 def test_a_special_invoice_at_13_percent_tax_excluded(z: Cli) -> None:
     out = _ok(z, *_invoice("--number", "88", "--from", "2026-08-01", "--to", "2026-08-31",
                            "--amount", "10000", "--vat", "0.13", "--tax-excluded"))  # fmt: skip
     # tax = 10,000 x 0.13 = 1,300.00; total = 10,000 + 1,300 = 11,300.00
-    assert "total ¥11,300.00 (tax ¥1,300.00 at 13 %, net ¥10,000.00" in out
+    assert "total CNY 11,300.00 (tax CNY 1,300.00 at 13 %, net CNY 10,000.00" in out
     [inv] = _json(z, "invoice", "list", "--month", "2026-08")
     assert (inv["tax"], inv["net"], inv["total"]) == ("1300.00", "10000.00", "11300.00")
     assert inv["period_to"] == "2026-08-31"  # --to is the last day covered, included
@@ -100,7 +100,7 @@ def test_the_report_shows_the_months_uninvoiced_charges(z: Cli) -> None:
     }]  # fmt: skip
     md = _ok(z, "report", "--month", "2026-08")
     assert "## Invoices" in md
-    assert "| P | all leases | ¥31,200.00 | ¥30,000.00 | ¥1,200.00 | 0012 | - |" in md
+    assert "| P | all leases | CNY 31,200.00 | CNY 30,000.00 | CNY 1,200.00 | 0012 | - |" in md
     rows = list(csv.DictReader(io.StringIO(_ok(z, "report", "--month", "2026-08",
                                                "--format", "csv"))))  # fmt: skip
     [inv] = [r for r in rows if r["row"] == "invoicing"]
@@ -117,8 +117,8 @@ def test_an_invoice_over_the_charges_says_by_how_much(z: Cli) -> None:
     per = {r["node"]: r for r in doc["invoicing"]}
     assert set(per) == {None, "n"}  # the provider's line and the lease's the invoice names
     assert (per["n"]["uninvoiced"], per["n"]["invoiced_over_charged"]) == ("0.00", "800.00")
-    assert per["n"]["notes"] == "invoiced more than charged by ¥800.00"
-    assert "invoiced more than charged by ¥800.00" in _ok(z, "report", "--month", "2026-08")
+    assert per["n"]["notes"] == "invoiced more than charged by CNY 800.00"
+    assert "invoiced more than charged by CNY 800.00" in _ok(z, "report", "--month", "2026-08")
 
 
 def test_an_invoice_across_two_months_follows_the_charges(z: Cli) -> None:
@@ -130,7 +130,7 @@ def test_an_invoice_across_two_months_follows_the_charges(z: Cli) -> None:
     # 6,100 x 31,200 / 32,400 = 5,874.074... -> 5,874.07 (not 6,100 x 31 / 61 days = 3,100)
     [row] = _json(z, "report", "--month", "2026-08")["invoicing"]
     assert row["invoiced"] == "5874.07"
-    assert row["notes"] == ("invoice Q3 covers 2026-08-01 to 2026-09-30: ¥5,874.07 of it"
+    assert row["notes"] == ("invoice Q3 covers 2026-08-01 to 2026-09-30: CNY 5,874.07 of it"
                             " here, by the charges of each month")  # fmt: skip
     # uninvoiced 31,200 - 5,874.07 = 25,325.93
     assert row["uninvoiced"] == "25325.93"
@@ -169,7 +169,7 @@ def test_the_balance_is_worked_out_from_the_top_up_and_the_charges(z: Cli) -> No
     assert doc["stops_then"] == ["n"] and doc["worked_out"] is True
     assert doc["since"] == "2026-08-01T09:00:00+08:00" and doc["since_reading"] is None
     text = _ok(z, "provider", "balance", "P", "--at", "2026-08-02T10:00")
-    assert "balance ¥4,619.84" in text and "worked out by zuka since 0 at the first top-up" in text
+    assert "balance CNY 4,619.84" in text and "worked out by zuka since 0 at the first top-up" in text
     assert "12.15 days left" in text and "then stops: n" in text
 
 
@@ -186,7 +186,7 @@ def test_a_reading_sets_the_balance_even_below_zero(z: Cli) -> None:
     _ok(z, "provider", "topup", "P", "--amount", "1000", "--at", "2026-08-02T13:00")
     assert _json(z, "provider", "balance", "P", "--at", "2026-08-02T13:00")["balance"] == "964.16"
     text = _ok(z, "provider", "balance", "P", "--at", "2026-08-02T12:00")
-    assert "since the reading of ¥-20.00" in text and "it has run out" in text
+    assert "since the reading of CNY -20.00" in text and "it has run out" in text
 
 
 def test_a_stopped_node_burns_only_its_storage(z: Cli) -> None:
@@ -211,7 +211,7 @@ def test_provider_list_shows_the_balance_where_there_are_entries(z: Cli) -> None
     _ok(z, "provider", "topup", "P", "--amount", "5000", "--at", "2026-08-01T09:00")
     listed = {p["name"]: p["balance"] for p in _json(z, "provider", "list")}
     assert listed == {"P": "5000.00", "Q": None}  # no lease at P: nothing charged
-    assert "¥5,000.00" in _ok(z, "provider", "list")
+    assert "CNY 5,000.00" in _ok(z, "provider", "list")
 
 
 # -- the mistakes -------------------------------------------------------------------------
@@ -291,7 +291,7 @@ def test_a_prepaid_renewal_before_the_run_out_is_a_coming_charge(z: Cli) -> None
     assert doc["coming_charges"] == [
         {"node": "m", "at": "2026-08-15T00:00:00+08:00", "amount": "3000.00"}]  # fmt: skip
     text = _ok(z, "provider", "balance", "P", "--at", "2026-08-02T10:00")
-    assert "coming before then: m's prepaid charge of ¥3,000.00 on 2026-08-15 00:00" in text
+    assert "coming before then: m's prepaid charge of CNY 3,000.00 on 2026-08-15 00:00" in text
 
 
 def test_hostile_text_in_an_invoice_is_shown_never_obeyed(z: Cli) -> None:

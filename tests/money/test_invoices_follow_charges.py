@@ -66,7 +66,7 @@ def test_one_lease_s_invoice_never_covers_another_lease_s_charges(z: Cli) -> Non
     # m's 36,000: uninvoiced 36,000 (not 144,000 - 110,000 = 34,000), over 2,000
     assert (octo[None]["invoiced"], octo[None]["uninvoiced"],
             octo[None]["invoiced_over_charged"]) == ("110000.00", "36000.00", "2000.00")  # fmt: skip
-    assert octo[None]["notes"] == "invoiced more than charged by ¥2,000.00"
+    assert octo[None]["notes"] == "invoiced more than charged by CNY 2,000.00"
     # a provider-wide invoice of 30,000 covers m's: 36,000 - 30,000 = 6,000 uninvoiced
     _ok(z, *_invoice("--number", "8", "--period", "2026-10", "--amount", "30000"))
     octo = _lines(z, "2026-10")

@@ -119,8 +119,8 @@ def test_the_dashboards_month_column_and_header_key_by_node_id(cli: Cli, ledger_
     assert data.money.cost == OLD + so_far  # 5,418.00: each node once, at its own cards
     refreshed = build(data, now, "l.db")
     (row,) = [r for r in refreshed.rows if r.facts.name == "n"]
-    assert row.cells["cost"].plain == "¥1,578"
-    assert "¥5,418 this month" in refreshed.header
+    assert row.cells["cost"].plain == "CNY 1,578"
+    assert "CNY 5,418 this month" in refreshed.header
 
 
 def test_a_lease_of_a_released_node_reads_its_own_history_and_storage(

@@ -179,8 +179,8 @@ def test_plan_hybrid_prices_from_the_ledger(
 ) -> None:
     text = run(fleet, "plan", "hybrid", "--gpu-model", "A100")
     # The A100 monthly lease: 52000 for 8 cards; the A100 card-hour lease: 4.80.
-    assert "¥6,500.00 a month (from the monthly lease of sim-002)" in text
-    assert "¥4.80 an hour (from the card_hour lease of sim-008)" in text
+    assert "CNY 6,500.00 a month (from the monthly lease of sim-002)" in text
+    assert "CNY 4.80 an hour (from the card_hour lease of sim-008)" in text
     # Several models, no price given: each model planned from its own leases (issue 17);
     # none of the simulated models has both a monthly and an hourly lease of its own.
     assert main(["--ledger", str(fleet), "plan", "hybrid"]) == 1

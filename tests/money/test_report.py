@@ -204,8 +204,8 @@ def test_markdown_pastes_into_a_weekly_report(fleet: tuple[Path, Path]) -> None:
     assert lines[0] == "# GPU rental report 2025-03"
     total = Decimal(doc["total"]["total"]).quantize(Decimal("0.01"))
     idle = Decimal(doc["total"]["idle_yuan"]).quantize(Decimal("0.01"))
-    assert f"**Total ¥{total:,}**" in lines[2]
-    assert f"**¥{idle:,} paid for idle cards**" in lines[2]
+    assert f"**Total CNY {total:,}**" in lines[2]
+    assert f"**CNY {idle:,} paid for idle cards**" in lines[2]
     assert "Asia/Shanghai" in lines[2]
     assert "## By channel" in text and "## By provider" in text
     table = [ln for ln in lines if ln.startswith("| sim-")]
@@ -350,7 +350,7 @@ def test_markdown_cells_from_the_ledger_render_as_text(tmp_path: Path) -> None:
 
 
 def _num(cell: str) -> Decimal:
-    cell = cell.strip().strip("*").replace(",", "").removeprefix("¥")
+    cell = cell.strip().strip("*").replace(",", "").removeprefix("CNY ")
     return Decimal(0) if cell in ("", "-") else Decimal(cell)
 
 
@@ -380,7 +380,7 @@ def test_every_format_shows_totals_that_are_the_sums_of_the_rows_as_printed(
         mine = [r for r in leases if r[1] == g[0]]
         assert sum(_num(r[4]) + _num(r[5]) for r in mine) == _num(g[2])
     whole = sum(_num(r[4]) + _num(r[5]) for r in leases)
-    assert f"**Total ¥{whole:,}**" in md
+    assert f"**Total CNY {whole:,}**" in md
     text = run(path, "report", "--month", "2025-03", "--format", "csv")
     crows = list(csv.DictReader(io.StringIO(text)))
     clease = [r for r in crows if r["row"] == "lease"]
@@ -430,10 +430,10 @@ def test_each_lease_is_reported_in_its_own_currency(
     path = ledger_of(tmp_path / "l.db", (cny, ("us1", "USD", "1000")))
     monkeypatch.setenv("ZUKA_BILLING_CURRENCY", "USD")  # the display default only
     md = run(path, "report", "--month", "2025-03")
-    assert "USD 8,000.00" not in md and "¥8,000.00" not in md  # never CNY + USD
-    assert "¥7,000.00" in md and "USD 1,000.00" in md
+    assert "USD 8,000.00" not in md and "CNY 8,000.00" not in md  # never CNY + USD
+    assert "CNY 7,000.00" in md and "USD 1,000.00" in md
     summary = md.splitlines()[2]
-    assert "¥7,000.00" in summary and "USD 1,000.00" in summary
+    assert "CNY 7,000.00" in summary and "USD 1,000.00" in summary
     doc = json.loads(run(path, "report", "--month", "2025-03", "--json"))
     assert {r["node"]: r["currency"] for r in doc["leases"]} == {"cn1": "CNY", "us1": "USD"}
     assert doc["by_currency"]["CNY"]["total"] == "7000.00"
@@ -444,7 +444,7 @@ def test_each_lease_is_reported_in_its_own_currency(
     assert totals == {"CNY": "7000.00", "USD": "1000.00"}
     # One currency: the leases' own, whatever the config says.
     md = run(ledger_of(tmp_path / "cny.db", (cny,)), "report", "--month", "2025-03")
-    assert "**Total ¥7,000.00**" in md and "USD" not in md
+    assert "**Total CNY 7,000.00**" in md and "USD" not in md
 
 
 @pytest.mark.parametrize(("value", "words"), [("RMB", "did you mean CNY"), ("XYZ", "ISO 4217"),

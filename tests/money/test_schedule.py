@@ -156,7 +156,7 @@ def test_by_the_lease_end_the_whole_term_is_owed_and_said_so() -> None:
     # By the period's end (04-01), the April instalment not yet: 1,000.
     assert c.estimate.by_period_end == D(1000)
     assert leasecost.by_lease_end(c) == (
-        "¥12,000.00 by 2027-03-01 00:00 (owed by the term: ¥12,000.00, of which ¥1,000.00 charged)"
+        "CNY 12,000.00 by 2027-03-01 00:00 (owed by the term: CNY 12,000.00, of which CNY 1,000.00 charged)"
     )
     doc = leasecost.to_json(c)
     assert (doc["term_owed"], doc["term_charged"]) == ("12000.00", "1000.00")

@@ -83,41 +83,41 @@ async def test_the_accounts_of_the_month(books: Path, z: Cli) -> None:
         balance = _text(screen, "balances")
         # Charged since the top-up at 09-01 00:00 to NOW 09-10 12:00: 9.5 days = 228 h
         # x ¥10 = ¥2,280; balance 5,000 - 2,280 = ¥2,720.00.
-        assert "P: balance ¥2,720.00 at 2026-09-10 12:00" in balance
+        assert "P: balance CNY 2,720.00 at 2026-09-10 12:00" in balance
         # Burn ¥10 x 24 = ¥240.00 a day; 2,720 / 240 = 11.333 -> 11.33 days; 0.333 day
         # = 8 h after NOW: 2026-09-21 20:00, the second the charges reach the balance
         # (leases.money.balances.run_out); the node that stops: n.
-        assert "burn ¥240.00/day" in balance
+        assert "burn CNY 240.00/day" in balance
         assert "11.33 days left: runs out 2026-09-21 20:00; then stops: n" in balance
         deposit = _text(screen, "deposits")
         # ¥5,000 paid, ¥2,000 back on 09-05: ¥3,000 outstanding.
-        assert "P n (lease from 2026-08-01 00:00): deposit ¥5,000.00, back so far ¥2,000.00," \
-               " outstanding ¥3,000.00" in deposit  # fmt: skip
+        assert "P n (lease from 2026-08-01 00:00): deposit CNY 5,000.00, back so far CNY 2,000.00," \
+               " outstanding CNY 3,000.00" in deposit  # fmt: skip
         invoicing = _text(screen, "invoicing")
         # Charged in 2026-09 to NOW: 228 h x ¥10 = ¥2,280; invoice 0012 covers the whole
         # month for ¥1,000 (tax included): uninvoiced 2,280 - 1,000 = ¥1,280.00.
-        assert "P: charged ¥2,280.00, invoiced ¥1,000.00, uninvoiced ¥1,280.00" in invoicing
+        assert "P: charged CNY 2,280.00, invoiced CNY 1,000.00, uninvoiced CNY 1,280.00" in invoicing
         bill = _text(screen, "bill")
         # August: 31 days x 24 h x ¥10 = ¥7,440 in zuka; the bill says ¥7,000: -¥440.
         assert "bill 2026-08: 1 differ, 1 unmatched" in bill
-        assert "P n: differs: bill ¥7,000.00, zuka ¥7,440.00, difference" in bill
+        assert "P n: differs: bill CNY 7,000.00, zuka CNY 7,440.00, difference" in bill
         assert "440.00" in bill
-        assert "unmatched: P disk-x" in bill and "¥50.00" in bill
+        assert "unmatched: P disk-x" in bill and "CNY 50.00" in bill
         offers = screen.text()
         # Three offers, one expired on 09-05: two valid on 09-10.
         assert "Offers valid on 2026-09-10: 2" in offers
         listed = _text(screen, "offers")
-        assert "Q 8x H800 card_hour ¥15.80, valid until 2026-12-31" in listed
-        assert "R 8x H800 80GB monthly ¥80,000.00, valid until 2026-12-31" in listed
+        assert "Q 8x H800 card_hour CNY 15.80, valid until 2026-12-31" in listed
+        assert "R 8x H800 80GB monthly CNY 80,000.00, valid until 2026-12-31" in listed
         assert "2026-09-05" not in listed
         # A card-hour at full use: Q ¥15.80; R 80,000 / (720 h x 8 cards) = 13.888... ->
         # ¥13.89: R is the cheapest H800 (one model, "H800 80GB" and "H800" alike).
-        assert "cheapest H800 80GB: #3 R monthly, ¥13.89 a card-hour at full use" in listed
+        assert "cheapest H800 80GB: #3 R monthly, CNY 13.89 a card-hour at full use" in listed
         assert "cheapest H800:" not in listed
         # r reads again: another top-up of ¥1,000 shows (2,720 + 1,000 = ¥3,720.00).
         _ok(z, "provider", "topup", "P", "--amount", "1000", "--at", "2026-09-10T11:00")
         await pilot.press("r")
-        await wait_until(lambda: "¥3,720.00" in _text(screen, "balances"), what="the reread")
+        await wait_until(lambda: "CNY 3,720.00" in _text(screen, "balances"), what="the reread")
         await pilot.press("escape")
         await wait_until(lambda: not isinstance(app.screen, AccountsScreen), what="escape")
 
@@ -132,7 +132,7 @@ async def test_a_row_edited_outside_zuka_shows_the_refusal_not_figures(books: Pa
         refused = _text(screen, "refused")
         assert "changed outside zuka, so the accounts would rest on values nobody recorded" \
             in refused  # fmt: skip
-        assert "¥" not in screen.text()  # no figure at all: neither 50,000 nor 2,720
+        assert "CNY " not in screen.text()  # no figure at all: neither 50,000 nor 2,720
         assert not screen.query("#accounts-balances")
 
 

@@ -79,9 +79,9 @@ async def test_rows_columns_and_header(ledger_file: Path) -> None:
         # The month column adds up to the header's month (one computation, as zuka report).
         assert app.data is not None and app.data.money is not None
         month = [c for c in column(table, "cost") if c != "-"]
-        total = sum(int(c.replace("¥", "").replace(",", "")) for c in month)
+        total = sum(int(c.replace("CNY ", "").replace(",", "")) for c in month)
         assert abs(total - int(app.data.money.cost)) <= len(month)  # whole-yuan rounding
-        assert f"¥{app.data.money.cost.quantize(1):,} this month" in header
+        assert f"CNY {app.data.money.cost.quantize(1):,} this month" in header
 
 
 async def test_the_columns_that_matter_stay_at_80x24(ledger_file: Path) -> None:

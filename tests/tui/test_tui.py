@@ -49,7 +49,7 @@ async def test_dashboard_lists_the_ledger_and_shows_gpus(tmp_path: Path) -> None
         assert fleet.row_count == 12
         first = row_of(fleet, 0)
         assert first["node"] == "a100-monthly-1" and first["state"] == "ok"
-        assert first["cost"].startswith("¥")  # this month so far
+        assert first["cost"].startswith("CNY ")  # this month so far
         await pilot.press("down", "down", "down", "down")
         await pilot.pause()
         row = row_of(fleet, fleet.cursor_row)

@@ -6,37 +6,41 @@ from __future__ import annotations
 
 import argparse
 
-_CURRENCY_HELP = (
+from leases.core.i18n import N_, _
+
+_CURRENCY_HELP = N_(
     "the account's currency (default: its entries', else the one its leases share, else"
     " [billing] currency); an account has one"
 )
-_VAT_HELP = "VAT rate: 6%%, 0.06 or 6 (China's rates: 0, 1, 3, 5, 6, 9, 13 %%)"
+_VAT_HELP = N_("VAT rate: 6%%, 0.06 or 6 (China's rates: 0, 1, 3, 5, 6, 9, 13 %%)")
 
 
 def topup_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("name", help="the provider")
-    p.add_argument("--amount", required=True, help="the money put on the account")
-    p.add_argument("--at", metavar="TIME", help="when (default: now)")
-    p.add_argument("--currency", help=_CURRENCY_HELP)
+    p.add_argument("name", help=_("the provider"))
+    p.add_argument("--amount", required=True, help=_("the money put on the account"))
+    p.add_argument("--at", metavar="TIME", help=_("when (default: now)"))
+    p.add_argument("--currency", help=_(_CURRENCY_HELP))
     p.add_argument("--notes")
 
 
 def balance_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("name", help="the provider")
+    p.add_argument("name", help=_("the provider"))
     p.add_argument(
         "--set",
         metavar="AMOUNT",
         dest="reading",
-        help="record the balance read off the provider's console (may be below 0)",
+        help=_("record the balance read off the provider's console (may be below 0)"),
     )
     p.add_argument(
         "--at",
         metavar="TIME",
-        help="with --set: when it was read (default: now);"
-        " without: work the balance out at TIME (default: now)",
+        help=_(
+            "with --set: when it was read (default: now);"
+            " without: work the balance out at TIME (default: now)"
+        ),
     )
-    p.add_argument("--currency", help="with --set: " + _CURRENCY_HELP)
-    p.add_argument("--notes", help="with --set: a note on the reading")  # fmt: skip
+    p.add_argument("--currency", help=_("with --set: {what}").format(what=_(_CURRENCY_HELP)))
+    p.add_argument("--notes", help=_("with --set: a note on the reading"))  # fmt: skip
 
 
 def invoice_options(p: argparse.ArgumentParser, *, editing: bool) -> None:
@@ -44,42 +48,42 @@ def invoice_options(p: argparse.ArgumentParser, *, editing: bool) -> None:
     optional)."""
     need = not editing
     if not editing:
-        p.add_argument("--provider", required=True, help="the provider that issued it")
-        p.add_argument("--node", help="an invoice of one lease: its node (default: of the"
-                       " provider's charges of all its leases in its period)")  # fmt: skip
+        p.add_argument("--provider", required=True, help=_("the provider that issued it"))
+        p.add_argument("--node", help=_("an invoice of one lease: its node (default: of the"
+                       " provider's charges of all its leases in its period)"))  # fmt: skip
         p.add_argument(
             "--lease-start",
             metavar="WHEN",
-            help="with --node: the lease that starts then (default: its lease now)",
+            help=_("with --node: the lease that starts then (default: its lease now)"),
         )
-    p.add_argument("--number", required=need, help="the invoice number (发票号码)")
-    p.add_argument("--issued", required=need, metavar="YYYY-MM-DD", help="the day it was issued")
-    p.add_argument("--period", metavar="YYYY-MM", help="the month of charges it covers")
+    p.add_argument("--number", required=need, help=_("the invoice number (发票号码)"))
+    p.add_argument("--issued", required=need, metavar="YYYY-MM-DD", help=_("the day it was issued"))
+    p.add_argument("--period", metavar="YYYY-MM", help=_("the month of charges it covers"))
     p.add_argument(
         "--from",
         dest="first",
         metavar="YYYY-MM-DD",
-        help="the first day of charges it covers (with --to)",
+        help=_("the first day of charges it covers (with --to)"),
     )
     p.add_argument("--to", dest="last", metavar="YYYY-MM-DD",
-                   help="the last day of charges it covers (included)")  # fmt: skip
-    p.add_argument("--amount", required=need, help="the amount as written (tax included unless"
-                   " --tax-excluded)")  # fmt: skip
-    p.add_argument("--currency", help="default CNY")
-    p.add_argument("--vat", required=need, help=_VAT_HELP)
+                   help=_("the last day of charges it covers (included)"))  # fmt: skip
+    p.add_argument("--amount", required=need, help=_("the amount as written (tax included unless"
+                   " --tax-excluded)"))  # fmt: skip
+    p.add_argument("--currency", help=_("default CNY"))
+    p.add_argument("--vat", required=need, help=_(_VAT_HELP))
     tax = p.add_mutually_exclusive_group()
     tax.add_argument(
         "--tax-excluded",
         dest="tax_included",
         action="store_const",
         const=0,
-        help="the amount is net of tax (金额), the tax added to it",
+        help=_("the amount is net of tax (金额), the tax added to it"),
     )
     tax.add_argument("--tax-included", dest="tax_included", action="store_const", const=1,
-                     help="the amount includes the tax (价税合计; the default)")  # fmt: skip
+                     help=_("the amount includes the tax (价税合计; the default)"))  # fmt: skip
     p.add_argument(
         "--kind",
         choices=("special", "ordinary", "other"),
-        help="special VAT invoice (专票, the default), ordinary (普票), other",
+        help=_("special VAT invoice (专票, the default), ordinary (普票), other"),
     )
     p.add_argument("--notes")

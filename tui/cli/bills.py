@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from leases.app import bills
 from leases.config.load import load_user_config
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.ledger.rowaudit import ENTITIES
 from leases.money.amounts import fen_json, money
@@ -20,7 +21,7 @@ from tui.cli.opening import open_ledger, trusted
 
 def bill_import(args: argparse.Namespace, out: TextIO) -> int:
     config = load_user_config(args.config)
-    with trusted(open_ledger(args), "the bill", ENTITIES) as ledger:
+    with trusted(open_ledger(args), _("the bill"), ENTITIES) as ledger:
         done = bills.import_bill(
             ledger,
             Path(args.file),
@@ -36,16 +37,25 @@ def bill_import(args: argparse.Namespace, out: TextIO) -> int:
 
 def bill_list(args: argparse.Namespace, out: TextIO) -> int:
     tz = load_user_config(args.config).billing.tz
-    with trusted(open_ledger(args, readonly=True), "the bills", ENTITIES) as ledger:
+    with trusted(open_ledger(args, readonly=True), _("the bills"), ENTITIES) as ledger:
         found = bills.list_bills(ledger, tz)
     if args.json:
         output.dump_json(found, out)
         return 0
     if not found:
-        out.write("no bills imported: zuka bill import FILE --provider NAME\n")
+        out.write(_("no bills imported: zuka bill import FILE --provider NAME") + "\n")
         return 0
     output.table(
-        ("ID", "PROVIDER", "FORMAT", "FILE", f"IMPORTED ({tz})", "MONTHS", "LINES", "PAYABLE"),
+        (
+            _("ID"),
+            _("PROVIDER"),
+            _("FORMAT"),
+            _("FILE"),
+            _("IMPORTED ({tz})").format(tz=tz),
+            _("MONTHS"),
+            _("LINES"),
+            _("PAYABLE"),
+        ),
         [
             (
                 b["id"],
@@ -61,26 +71,27 @@ def bill_list(args: argparse.Namespace, out: TextIO) -> int:
         ],
         out,
     )
-    out.write("PAYABLE: before vouchers and credits, as zuka bill check counts the bill\n")
+    out.write(_("PAYABLE: before vouchers and credits, as zuka bill check counts the bill") + "\n")
     return 0
 
 
 def bill_delete(args: argparse.Namespace, out: TextIO) -> int:
-    with trusted(open_ledger(args), "the bill", ENTITIES) as ledger:
+    with trusted(open_ledger(args), _("the bill"), ENTITIES) as ledger:
         gone = bills.delete_bill(ledger, args.id)
     return output.done(
         args,
         out,
         gone,
-        f"deleted bill {args.id} and its"
-        f" {len(gone.get('lines', []))} lines (zuka undo puts them back)",
+        _("deleted bill {id} and its {lines} lines (zuka undo puts them back)").format(
+            id=args.id, lines=len(gone.get("lines", []))
+        ),
     )
 
 
 def bill_check(args: argparse.Namespace, out: TextIO) -> int:
     config = load_user_config(args.config)
     # The figures' rows, and (check_month) the bills of the month: not every bill's lines.
-    with trusted(open_ledger(args, readonly=True), "the figures") as ledger:
+    with trusted(open_ledger(args, readonly=True), _("the figures")) as ledger:
         rec = bills.check_month(
             ledger, args.month, config=config, provider=args.provider, tol=args.tolerance
         )
@@ -136,24 +147,32 @@ def check_json(rec: Reconciliation) -> dict[str, Any]:
 
 
 def write_check(rec: Reconciliation, out: TextIO) -> None:
+    providers = ", ".join(map(visible, rec.providers))
     out.write(
-        f"bill check {rec.month} ({', '.join(map(visible, rec.providers))});"
-        f" tolerance {rec.tolerance.said()}\n\n"
+        _("bill check {month} ({providers}); tolerance {tolerance}").format(
+            month=rec.month, providers=providers, tolerance=rec.tolerance.said()
+        )
+        + "\n\n"
     )
     if not rec.rows:
-        out.write(f"no lease of {', '.join(map(visible, rec.providers))} charged in {rec.month}\n")
+        out.write(
+            _("no lease of {providers} charged in {month}").format(
+                providers=providers, month=rec.month
+            )
+            + "\n"
+        )
     else:
         output.table(
             (
-                "NODE",
-                "LEASE FROM",
-                "PROVIDER",
-                "ZUKA",
-                "BILL",
-                "DIFFERENCE",
-                "TOLERANCE",
-                "CREDITS",
-                "STATE",
+                _("NODE"),
+                _("LEASE FROM"),
+                _("PROVIDER"),
+                _("ZUKA"),
+                _("BILL"),
+                _("DIFFERENCE"),
+                _("TOLERANCE"),
+                _("CREDITS"),
+                _("STATE"),
             ),
             [
                 (
@@ -165,16 +184,24 @@ def write_check(rec: Reconciliation, out: TextIO) -> None:
                     money(r.difference, r.currency),
                     "±" + money(r.allowed, r.currency),
                     money(r.apart, r.currency) if r.apart else "",
-                    r.state + (f" (+{', '.join(r.others)})" if r.others else ""),
+                    _(r.state) + (f" (+{', '.join(r.others)})" if r.others else ""),
                 )
                 for r in rec.rows
             ],
             out,
         )
     if rec.unmatched:
-        out.write("\nOn the bill, matching nothing in the ledger:\n")
+        out.write("\n" + _("On the bill, matching nothing in the ledger:") + "\n")
         output.table(
-            ("PROVIDER", "RESOURCE ID", "PRODUCT", "AMOUNT", "CREDITS", "LINES", "WHY"),
+            (
+                _("PROVIDER"),
+                _("RESOURCE ID"),
+                _("PRODUCT"),
+                _("AMOUNT"),
+                _("CREDITS"),
+                _("LINES"),
+                _("WHY"),
+            ),
             [
                 (
                     visible(u.provider, 20),
@@ -190,9 +217,9 @@ def write_check(rec: Reconciliation, out: TextIO) -> None:
             out,
         )
     if rec.account:
-        out.write("\nThe account's lines (no resource id):\n")
+        out.write("\n" + _("The account's lines (no resource id):") + "\n")
         output.table(
-            ("PROVIDER", "KIND", "AMOUNT"),
+            (_("PROVIDER"), _("KIND"), _("AMOUNT")),
             [(visible(p, 20), k, money(a, c)) for (p, k, c), a in sorted(rec.account.items())],
             out,
         )
@@ -200,8 +227,11 @@ def write_check(rec: Reconciliation, out: TextIO) -> None:
     out.write(
         "\n"
         + (
-            "it all agrees\n"
+            _("it all agrees") + "\n"
             if rec.agrees
-            else f"{n} lease(s) differ, {u} resource id(s) unmatched\n"
+            else _("{leases} lease(s) differ, {ids} resource id(s) unmatched").format(
+                leases=n, ids=u
+            )
+            + "\n"
         )
     )

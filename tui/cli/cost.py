@@ -7,6 +7,7 @@ import argparse
 from typing import TextIO
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import Lease
 from leases.core.textsafe import visible
 from leases.money import leasecost, report
@@ -17,14 +18,14 @@ from tui.cli.opening import open_ledger, trusted
 
 def _days(value: int) -> int:
     if not 1 <= value <= 366:
-        raise InputError("days", str(value), "must be from 1 to 366")
+        raise InputError("days", str(value), _("must be from 1 to 366"))
     return value
 
 
 def cost(args: argparse.Namespace, out: TextIO) -> int:
     days = _days(int(args.days))
     # A mistyped --ledger, or a row changed outside zuka: refused.
-    with trusted(open_ledger(args, readonly=True), "the costs") as ledger:
+    with trusted(open_ledger(args, readonly=True), _("the costs")) as ledger:
         at = ledger.clock()
         # UnknownNode: exit 2. Nodes and leases by node id: a released node's name may be
         # reused, and each node's leases are costed at its own cards.
@@ -49,18 +50,28 @@ def cost(args: argparse.Namespace, out: TextIO) -> int:
         )
         return 0
     if not costs:
-        where = f"on {visible(args.node)}" if args.node else "on any node"
         node = visible(args.node) if args.node else "NODE"
-        out.write(
-            f"no lease bills now {where}\n"
-            f"(leases not started yet or ended: `zuka lease list {node}`; what past months"
-            " cost: `zuka report --month YYYY-MM`)\n"
+        said = (
+            _("no lease bills now on {node}").format(node=node)
+            if args.node
+            else _("no lease bills now on any node")
         )
+        hint = _(
+            "(leases not started yet or ended: `zuka lease list {node}`; what past months"
+            " cost: `zuka report --month YYYY-MM`)"
+        ).format(node=node)
+        out.write(f"{said}\n{hint}\n")
         return 0
     rows = [leasecost.row(c) for c in costs]
     columns = output.fitted_columns(args, out)
-    output.fit_table(leasecost.HEADERS, rows, out, columns=columns, below=("VERDICT",), key=2)
-    out.write(f"\nusage over the last {days} days (from a lease's start at the earliest)\n")
+    output.fit_table(leasecost.headers(), rows, out, columns=columns, below=(_("VERDICT"),), key=2)
+    out.write(
+        "\n"
+        + _("usage over the last {days} days (from a lease's start at the earliest)").format(
+            days=days
+        )
+        + "\n"
+    )
     for c in costs:
         for note in c.unknown:
             said = f"{visible(c.node)}: {visible(note)}"

@@ -9,13 +9,15 @@ from typing import TextIO
 
 from leases.app.deposits import deposit_states, refund_deposit
 from leases.core import fields
+from leases.core.i18n import _
 from leases.money.amounts import fen_json, money
+from leases.money.words import deposit_word
 from tui.cli import output
 from tui.cli.opening import open_ledger, trusted
 
 
 def lease_refund(args: argparse.Namespace, out: TextIO) -> int:
-    with trusted(open_ledger(args, create=False), "the refund") as ledger:
+    with trusted(open_ledger(args, create=False), _("the refund")) as ledger:
         added, message = refund_deposit(
             ledger, args.node, args.amount, args.on, lease_start=args.lease_start,
             notes=args.notes or "",
@@ -24,7 +26,7 @@ def lease_refund(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def lease_refunds(args: argparse.Namespace, out: TextIO) -> int:
-    with trusted(open_ledger(args, readonly=True), "the deposits' figures") as ledger:
+    with trusted(open_ledger(args, readonly=True), _("the deposits' figures")) as ledger:
         states = deposit_states(ledger, args.node)
     if args.json:
         output.dump_json(
@@ -57,7 +59,9 @@ def lease_refunds(args: argparse.Namespace, out: TextIO) -> int:
     for s in states:
         cur = s.lease.currency
         refunds = ", ".join(
-            f"{money(fields.money('amount', r['amount']), cur)} on {r['refunded_on']}"
+            _("{amount} on {day}").format(
+                amount=money(fields.money("amount", r["amount"]), cur), day=r["refunded_on"]
+            )
             + (f" ({r['notes']})" if r["notes"] else "")
             for r in s.refunds
         )
@@ -66,8 +70,8 @@ def lease_refunds(args: argparse.Namespace, out: TextIO) -> int:
                 s.lease.node,
                 fields.shown(s.lease.start, s.lease.billing_tz),
                 money(s.lease.deposit, cur),
-                s.paid_on.isoformat() + (" (lease start)" if s.paid_on_assumed else ""),
-                s.state,
+                s.paid_on.isoformat() + (_(" (lease start)") if s.paid_on_assumed else ""),
+                deposit_word(s.state),
                 refunds or "-",
                 money(s.refunded, cur),
                 money(s.outstanding, cur),
@@ -75,8 +79,8 @@ def lease_refunds(args: argparse.Namespace, out: TextIO) -> int:
             )
         )
     headers = (
-        "NODE", "LEASE START", "DEPOSIT", "PAID ON", "STATE", "REFUNDS", "BACK", "OUTSTANDING",
-        "FORFEITED",
+        _("NODE"), _("LEASE START"), _("DEPOSIT"), _("PAID ON"), _("STATE"), _("REFUNDS"),
+        _("BACK"), _("OUTSTANDING"), _("FORFEITED"),
     )  # fmt: skip
     output.table(headers, rows, out)
     return 0

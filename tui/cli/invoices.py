@@ -14,8 +14,10 @@ from typing import Any, TextIO
 from leases.app import invoices as app
 from leases.config.load import load_user_config
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.money.amounts import bare, symbol
 from leases.money.invoices import rate_warning
+from leases.money.words import kind_word
 from tui.cli import output
 from tui.cli.opening import open_ledger, trusted
 
@@ -65,10 +67,10 @@ def invoice_add(args: argparse.Namespace, out: TextIO) -> int:
 def _add(args: argparse.Namespace, out: TextIO) -> int:
     given = _given(args)
     if "period_start" not in given:
-        raise InputError("period", None, "is required: --period YYYY-MM, or --from and --to")
+        raise InputError("period", None, _("is required: --period YYYY-MM, or --from and --to"))
     given |= {"provider": args.provider, "node": args.node, "lease_start": args.lease_start}
     tz = _tz(args)
-    with trusted(open_ledger(args, create=False), "the invoice") as ledger:
+    with trusted(open_ledger(args, create=False), _("the invoice")) as ledger:
         added, message = app.add_invoice(ledger, given, tz=tz)
     _warn_rate(added)
     return output.done(args, out, _with_last_day(added), message)
@@ -86,12 +88,12 @@ def _warn_rate(rec: dict[str, Any]) -> None:
     never in the JSON on stdout."""
     said = rate_warning(Decimal(str(rec["vat_rate"])))
     if said is not None:
-        print(f"zuka: warning: {said}", file=sys.stderr)
+        print(_("zuka: warning: {warning}").format(warning=said), file=sys.stderr)
 
 
 def invoice_edit(args: argparse.Namespace, out: TextIO) -> int:
     tz = _tz(args)
-    with flags_named(), trusted(open_ledger(args, create=False), "the invoice") as ledger:
+    with flags_named(), trusted(open_ledger(args, create=False), _("the invoice")) as ledger:
         edited, message = app.edit_invoice(ledger, args.id, _given(args), tz=tz)
     if args.vat is not None:
         _warn_rate(edited)
@@ -99,13 +101,13 @@ def invoice_edit(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def invoice_delete(args: argparse.Namespace, out: TextIO) -> int:
-    with trusted(open_ledger(args, create=False), "the invoice") as ledger:
+    with trusted(open_ledger(args, create=False), _("the invoice")) as ledger:
         gone, message = app.delete_invoice(ledger, args.id)
     return output.done(args, out, gone, message)
 
 
 def invoice_list(args: argparse.Namespace, out: TextIO) -> int:
-    with trusted(open_ledger(args, readonly=True), "the invoices' figures") as ledger:
+    with trusted(open_ledger(args, readonly=True), _("the invoices' figures")) as ledger:
         found = app.invoices(ledger, provider=args.provider, month=args.month)
     if args.json:
         output.dump_json([app.invoice_json(i) for i in found], out)
@@ -114,14 +116,17 @@ def invoice_list(args: argparse.Namespace, out: TextIO) -> int:
     for i in found:
         v, cur = i.vat, symbol(i.currency)
         rows.append((
-            i.id, i.provider, i.node or "all leases", i.number, i.issued_on.isoformat(),
+            i.id, i.provider, i.node or _("all leases"), i.number, i.issued_on.isoformat(),
             f"{i.period_start} – {i.period_to}",
-            app.rate_shown(i.vat_rate) + ("" if i.tax_included else " excl."),
-            f"{cur}{bare(v.net)}", f"{cur}{bare(v.tax)}", f"{cur}{bare(v.total)}", i.kind,
+            app.rate_shown(i.vat_rate) + ("" if i.tax_included else _(" excl.")),
+            f"{cur}{bare(v.net)}", f"{cur}{bare(v.tax)}", f"{cur}{bare(v.total)}",
+            kind_word(i.kind),
         ))  # fmt: skip
-    head = ("ID", "PROVIDER", "LEASE", "NUMBER", "ISSUED", "PERIOD", "VAT", "NET", "TAX",
-            "TOTAL", "KIND")  # fmt: skip
+    head = (_("ID"), _("PROVIDER"), _("LEASE"), _("NUMBER"), _("ISSUED"), _("PERIOD"), _("VAT"),
+            _("NET"), _("TAX"), _("TOTAL"), _("KIND"))  # fmt: skip
     output.table(head, rows, out)
     if found:
-        out.write("tax to the fen, half up, as a fapiao rounds it; TOTAL includes the tax\n")
+        out.write(
+            _("tax to the fen, half up, as a fapiao rounds it; TOTAL includes the tax") + "\n"
+        )
     return 0

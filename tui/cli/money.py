@@ -16,12 +16,14 @@ from leases.config.load import load_user_config
 from leases.config.sections import Config
 from leases.core import fields
 from leases.core.errors import InputError
+from leases.core.i18n import EN, _, using
 from leases.core.models import Lease, Node
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from leases.ledger.transfer import write_private
 from leases.money import billing, plan, renewals, report, reportcsv, reportjson, reportmarkdown
-from leases.money.amounts import fen, fen_json, figure_json, money
+from leases.money.amounts import fen, fen_json, figure_json, money_words
+from leases.money.words import billing_word
 from leases.telemetry.rollups import HistoryStore
 from tui.cli import output
 from tui.cli.opening import open_ledger, trusted
@@ -30,7 +32,7 @@ from tui.cli.opening import open_ledger, trusted
 def _config(args: argparse.Namespace) -> Config:
     config = load_user_config(args.config)
     for warning in config.warnings:
-        print(f"zuka: warning: {visible(warning)}", file=sys.stderr)
+        print(_("zuka: warning: {warning}").format(warning=visible(warning)), file=sys.stderr)
     return config
 
 
@@ -38,12 +40,19 @@ def _open(args: argparse.Namespace) -> Ledger:
     """Read only; a mistyped --ledger is refused (an empty month would look like ¥0), and
     so is a ledger holding rows changed outside zuka (a price edited with sqlite3 would be
     in every figure)."""
-    return trusted(open_ledger(args, readonly=True), "the figures")
+    return trusted(open_ledger(args, readonly=True), _("the figures"))
 
 
 def money_report(args: argparse.Namespace, out: TextIO) -> int:
-    config = _config(args)
     fmt = "json" if args.json else args.format
+    if fmt in ("json", "csv"):  # what scripts read never changes with the language
+        with using(EN):
+            return _money_report(args, out, fmt)
+    return _money_report(args, out, fmt)
+
+
+def _money_report(args: argparse.Namespace, out: TextIO, fmt: str) -> int:
+    config = _config(args)
     with _open(args) as ledger:
         window = report.month_window(args.month, config.billing.tz, ledger.clock())[0]
         rep = monthreport.month_report(ledger, args.month, config)  # invoiced too (issue 20)
@@ -87,7 +96,7 @@ def _decimal(name: str, value: str | None) -> Decimal | None:
 def _days(args: argparse.Namespace) -> int:
     days = int(args.days)
     if not 1 <= days <= 366:
-        raise InputError("days", str(args.days), "must be from 1 to 366")
+        raise InputError("days", str(args.days), _("must be from 1 to 366"))
     return days
 
 
@@ -136,7 +145,9 @@ def _price_source(p: plan.PerCard | None) -> str:
     if p is None:
         return ""
     le = p.lease
-    return f" (from the {le.billing_type.value} lease of {visible(le.node)})"
+    return _(" (from the {billing} lease of {node})").format(
+        billing=billing_word(le.billing_type.value), node=visible(le.node)
+    )
 
 
 def _given_prices(args: argparse.Namespace) -> tuple[Decimal | None, Decimal | None]:
@@ -157,26 +168,29 @@ def _prices(
 ) -> tuple[Decimal, Decimal, str, str]:
     monthly, hourly = _given_prices(args)
     if hourly is not None and monthly is not None:
-        return monthly, hourly, " (given)", " (given)"
+        return monthly, hourly, _(" (given)"), _(" (given)")
     got_m, got_h = plan.lease_prices(ledger.leases(), nodes, model, currency)
-    what = f"GPU model {visible(model)}" if model else "the fleet"
-    what += f" in {currency}"
+    what = (
+        _("GPU model {model} in {currency}").format(model=visible(model), currency=currency)
+        if model
+        else _("the fleet in {currency}").format(currency=currency)
+    )
     if monthly is None:
         if got_m is None:
             raise InputError(
-                "monthly", None, f"no monthly lease of {what} to price from: give --monthly PRICE"
-                " (a card's price for a month)",
+                "monthly", None, _("no monthly lease of {what} to price from: give --monthly PRICE"
+                " (a card's price for a month)").format(what=what),
             )  # fmt: skip
         monthly = got_m.price
     if hourly is None:
         if got_h is None:
             raise InputError(
-                "hourly", None, f"no hourly lease of {what} to price from: give --hourly PRICE"
-                " (a card's price for an hour)",
+                "hourly", None, _("no hourly lease of {what} to price from: give --hourly PRICE"
+                " (a card's price for an hour)").format(what=what),
             )  # fmt: skip
         hourly = got_h.price
-    m_src = " (given)" if args.monthly is not None else _price_source(got_m)
-    h_src = " (given)" if args.hourly is not None else _price_source(got_h)
+    m_src = _(" (given)") if args.monthly is not None else _price_source(got_m)
+    h_src = _(" (given)") if args.hourly is not None else _price_source(got_h)
     return monthly, hourly, m_src, h_src
 
 
@@ -200,7 +214,7 @@ def plan_hybrid(args: argparse.Namespace, out: TextIO) -> int:
         now = ledger.clock()
         nodes = _nodes(ledger, args.gpu_model)
         if not nodes:
-            raise InputError("gpu-model", args.gpu_model, "no node has this GPU model")
+            raise InputError("gpu-model", args.gpu_model, _("no node has this GPU model"))
         currency = plan.plan_currency(
             args.currency,
             (le.currency for le in ledger.leases() if le.node_id in nodes),
@@ -208,7 +222,7 @@ def plan_hybrid(args: argparse.Namespace, out: TextIO) -> int:
         )
         until = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
         since = until - timedelta(days=days)
-        models = [m for m, _ in _models(nodes) if m]
+        models = [m for m, _group in _models(nodes) if m]
         # Several GPU models and prices to read from the leases: each model is planned on
         # its own (a card of one model is no card of another). Both prices given: the
         # fleet's cards are priced alike, one plan, as asked.
@@ -216,14 +230,14 @@ def plan_hybrid(args: argparse.Namespace, out: TextIO) -> int:
             if monthly is not None or hourly is not None:
                 raise InputError(
                     "hourly" if hourly is not None else "monthly", None,
-                    "the fleet has several GPU models: give both --hourly and --monthly, or"
+                    _("the fleet has several GPU models: give both --hourly and --monthly, or"
                     " --gpu-model M with one of them, or neither (each model priced from its"
-                    " own leases)",
+                    " own leases)"),
                 )  # fmt: skip
             return _plan_models(args, out, config, ledger, nodes, since, until, currency)
         made = _hybrid(args, config, ledger, nodes, args.gpu_model, since, until, currency)
     if isinstance(made, str):
-        print(f"zuka: plan: {made}", file=sys.stderr)
+        print(_("zuka: plan: {why}").format(why=made), file=sys.stderr)
         return 1
     doc, lines = made
     if args.json:
@@ -248,17 +262,23 @@ def _plan_models(
     docs: list[dict[str, Any]] = []
     texts: list[str] = []
     for model, group in _models(nodes):
-        label = visible(model) if model else "GPU model not recorded"
+        label = visible(model) if model else _("GPU model not recorded")
         try:
             made = _hybrid(args, config, ledger, group, model or None, since, until, currency)
         except InputError as exc:
-            made = f"{exc.field}: {exc.reason}" + (
-                f" with --gpu-model '{model}' (plans this model alone)" if model else ""
+            made = (
+                _("{field}: {reason} with --gpu-model '{model}' (plans this model alone)").format(
+                    field=exc.field, reason=exc.reason, model=model
+                )
+                if model
+                else f"{exc.field}: {exc.reason}"
             )
         if isinstance(made, str):
             names = sorted(n.name for n in group.values())
             docs.append({"gpu_model": model, "nodes": names, "not_planned": made})
-            texts.append(f"## {label}\n\nNot planned: {visible(made)}\n")
+            texts.append(
+                f"## {label}\n\n" + _("Not planned: {why}").format(why=visible(made)) + "\n"
+            )
         else:
             docs.append({"gpu_model": model, **made[0]})
             texts.append(f"## {label}\n\n" + "\n".join(made[1]) + "\n")
@@ -285,14 +305,17 @@ def _hybrid(
     monthly, hourly, m_src, h_src = _prices(args, ledger, nodes, model, currency)
     d = demand(HistoryStore(ledger), nodes, ledger.leases(), since, until, ledger.stop_spans())
     if len(d.hours) < plan.MIN_KNOWN_HOURS:
-        return (
-            f"only {len(d.hours)} known hours of demand in the last {days} days ({d.unknown}"
-            f" of {d.window} hours have no history for the leased cards): need at least"
-            f" {plan.MIN_KNOWN_HOURS} (7 days) to plan from; keep the collector running"
-        )
+        return _(
+            "only {known} known hours of demand in the last {days} days ({unknown}"
+            " of {window} hours have no history for the leased cards): need at least"
+            " {least} (7 days) to plan from; keep the collector running"
+        ).format(
+            known=len(d.hours), days=days, unknown=d.unknown, window=d.window,
+            least=plan.MIN_KNOWN_HOURS,
+        )  # fmt: skip
     cards = list(d.cards)
     if not any(cards):
-        raise InputError("days", str(days), "no busy card-hour in the window: nothing to plan")
+        raise InputError("days", str(days), _("no busy card-hour in the window: nothing to plan"))
     h = plan.hybrid(cards, monthly, hourly)
     doc = {
         "currency": currency,
@@ -327,25 +350,53 @@ def _hybrid(
         "demand_cards_per_hour": cards,
     }
     share_above = sum(1 for c in cards if c > h.best.k) * 100 / len(cards)
+    demand_said = (
+        _(
+            "Demand: busy cards per hour over the last {days} days ({hours} known hours,"
+            " {nodes} nodes, {model}); peak {peak} cards."
+        )
+        if model
+        else _(
+            "Demand: busy cards per hour over the last {days} days ({hours} known hours,"
+            " {nodes} nodes); peak {peak} cards."
+        )
+    )
     lines = [
-        f"Demand: busy cards per hour over the last {days} days ({h.hours} known hours, "
-        f"{len(nodes)} nodes{', ' + visible(model) if model else ''}); "
-        f"peak {h.peak} cards.",
+        demand_said.format(
+            days=days, hours=h.hours, nodes=len(nodes), model=visible(model or ""), peak=h.peak
+        ),
         *_unknown_lines(d),
-        f"Prices a card: {money(monthly, currency)} a month{m_src},"
-        f" {money(hourly, currency)} an hour{h_src}.",
+        _("Prices a card: {monthly} a month{monthly_from}, {hourly} an hour{hourly_from}.").format(
+            monthly=money_words(monthly, currency),
+            monthly_from=m_src,
+            hourly=money_words(hourly, currency),
+            hourly_from=h_src,
+        ),
         "",
         *plan.load_duration_chart(cards, h.best.k),
         "",
-        f"Rent {h.best.k} card(s) monthly and the rest by the hour: {money(h.best.total, currency)}"
-        f" a month ({money(h.best.base, currency)} base + {money(h.best.burst, currency)} burst;"
-        f" demand went above the base in {share_above:.0f} % of hours).",
+        _(
+            "Rent {base_cards} card(s) monthly and the rest by the hour: {total} a month"
+            " ({base} base + {burst} burst; demand went above the base in {share:.0f} % of"
+            " hours)."
+        ).format(
+            base_cards=h.best.k,
+            total=money_words(h.best.total, currency),
+            base=money_words(h.best.base, currency),
+            burst=money_words(h.best.burst, currency),
+            share=share_above,
+        ),
         _threshold_line(h.threshold),
-        f"  saves {money(h.saves_against_hourly, currency)} a month against all hourly"
-        f" ({money(h.all_hourly.total, currency)})",
-        f"  saves {money(h.saves_against_monthly, currency)} a month against all monthly"
-        f" ({h.peak} cards, {money(h.all_monthly.total, currency)})",
-        "(a month is 730 hours; an hour with 2.3 busy cards on average counts as 3 cards)",
+        _("  saves {saves} a month against all hourly ({all_hourly})").format(
+            saves=money_words(h.saves_against_hourly, currency),
+            all_hourly=money_words(h.all_hourly.total, currency),
+        ),
+        _("  saves {saves} a month against all monthly ({peak} cards, {all_monthly})").format(
+            saves=money_words(h.saves_against_monthly, currency),
+            peak=h.peak,
+            all_monthly=money_words(h.all_monthly.total, currency),
+        ),
+        _("(a month is 730 hours; an hour with 2.3 busy cards on average counts as 3 cards)"),
     ]
     return doc, lines
 
@@ -354,14 +405,14 @@ def _threshold_line(threshold: Decimal) -> str:
     """What the hybrid's threshold (a monthly card's price over a card by the hour around
     the clock) means to a reader: when one more monthly card pays."""
     if threshold >= 1:
-        return (
-            f"A card a month costs {threshold:.1f}x a card by the hour around the clock:"
+        return _(
+            "A card a month costs {times:.1f}x a card by the hour around the clock:"
             " renting it monthly never pays here; rent by the hour."
-        )
-    return (
-        f"A card rented monthly pays for itself when it is busy in more than"
-        f" {threshold * 100:.0f} % of the hours; below that, rent it by the hour."
-    )
+        ).format(times=threshold)
+    return _(
+        "A card rented monthly pays for itself when it is busy in more than"
+        " {share:.0f} % of the hours; below that, rent it by the hour."
+    ).format(share=threshold * 100)
 
 
 def _unknown_lines(d: plan.Demand) -> list[str]:
@@ -369,13 +420,16 @@ def _unknown_lines(d: plan.Demand) -> list[str]:
     if not d.unknown:
         return []
     lines = [
-        f"{d.unknown:,} of the {d.window:,} hours are unknown (no history for the leased"
-        " cards) and left out: the plan is scaled from the known hours to a month."
+        _(
+            "{unknown:,} of the {window:,} hours are unknown (no history for the leased"
+            " cards) and left out: the plan is scaled from the known hours to a month."
+        ).format(unknown=d.unknown, window=d.window)
     ]
     if d.before_history:
         lines.append(
-            f"The window was cut: history starts {_hour_at(d.lo + d.before_history)}"
-            f" ({d.before_history:,} hours before it)."
+            _("The window was cut: history starts {start} ({hours:,} hours before it).").format(
+                start=_hour_at(d.lo + d.before_history), hours=d.before_history
+            )
         )
     return lines
 
@@ -390,7 +444,9 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args) as ledger:
         now = ledger.clock()
         window = (now - timedelta(days=days), now)
-        rep = monthreport.build(ledger, f"last {days} days", window, True, config, args.gpu_model)
+        rep = monthreport.build(
+            ledger, _("last {days} days").format(days=days), window, True, config, args.gpu_model
+        )
         rented = _rented_now(ledger, _nodes(ledger, args.gpu_model), now)
     # One currency's leases: the renting price is theirs, the prices given are read in it.
     currency = plan.plan_currency(
@@ -399,7 +455,9 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
     t = report.totals(r for r in rep.rows if r.currency == currency)
     if not t.paid or not t.busy:
         raise InputError(
-            "days", str(days), "no paid and busy card-hours measured in the window to compare with"
+            "days",
+            str(days),
+            _("no paid and busy card-hours measured in the window to compare with"),
         )
     # Over the card-hours history knows: an unknown hour is never idle (nor busy).
     measured_u = t.busy / t.known
@@ -436,21 +494,40 @@ def plan_buy(args: argparse.Namespace, out: TextIO) -> int:
             out,
         )
         return 0
-    src = "given" if given_u is not None else f"measured over {days} days"
-    unknown_line = (
-        f"{fen(t.unknown):,} of {fen(t.paid):,} paid card-hours unknown (no history),"
-        " left out of the utilisation."
-    )
+    src = _("given") if given_u is not None else _("measured over {days} days").format(days=days)
+    unknown_line = _(
+        "{unknown:,} of {paid:,} paid card-hours unknown (no history), left out of the utilisation."
+    ).format(unknown=fen(t.unknown), paid=fen(t.paid))
     lines = [
-        f"{r.cards} card(s) at {fen(r.utilisation * 100)} % utilisation ({src};"
-        f" measured {fen(measured_u * 100)} % busy of {fen(t.known):,} known card-hours).",
+        _(
+            "{cards} card(s) at {utilisation} % utilisation ({source};"
+            " measured {measured} % busy of {known:,} known card-hours)."
+        ).format(
+            cards=r.cards,
+            utilisation=fen(r.utilisation * 100),
+            source=src,
+            measured=fen(measured_u * 100),
+            known=fen(t.known),
+        ),
         *([unknown_line] if t.unknown else []),
-        f"Owning:  {money(r.owning_per_busy_hour, currency)} per busy card-hour"
-        f" ({money(r.owning_month, currency)} a month: cards {money(r.capex_month, currency)},"
-        f" power {money(r.power_month, currency)}, hosting {money(r.hosting_month, currency)})",
-        f"Renting: {money(r.renting_per_busy_hour, currency)} per busy card-hour"
-        f" ({money(rent_paid_hour, currency)} per paid card-hour at the current leases;"
-        f" {money(r.renting_month, currency)} a month)",
+        _(
+            "Owning:  {per_hour} per busy card-hour ({month} a month: cards {cards},"
+            " power {power}, hosting {hosting})"
+        ).format(
+            per_hour=money_words(r.owning_per_busy_hour, currency),
+            month=money_words(r.owning_month, currency),
+            cards=money_words(r.capex_month, currency),
+            power=money_words(r.power_month, currency),
+            hosting=money_words(r.hosting_month, currency),
+        ),
+        _(
+            "Renting: {per_hour} per busy card-hour ({per_paid} per paid card-hour at the"
+            " current leases; {month} a month)"
+        ).format(
+            per_hour=money_words(r.renting_per_busy_hour, currency),
+            per_paid=money_words(rent_paid_hour, currency),
+            month=money_words(r.renting_month, currency),
+        ),
         _verdict(r, _need(args, "card_price") * r.cards, _need(args, "life_years")),
     ]
     out.write("\n".join(lines) + "\n")
@@ -461,18 +538,25 @@ def _verdict(r: plan.BuyVsRent, bought: Decimal, life_years: Decimal) -> str:
     """Renting against owning as a reader acts on it: how many times owning renting costs,
     and when buying pays for itself."""
     months = life_years * 12
-    life = f"over the cards' {months:.0f} months"
     payback = plan.payback_months(r, bought)
     if payback is None:
-        back = "buying never pays for itself: renting costs less than running owned cards"
+        back = _("buying never pays for itself: renting costs less than running owned cards")
     elif payback > months:
-        back = f"buying would pay for itself after {payback:.0f} months, past the cards' life"
+        back = _(
+            "buying would pay for itself after {payback:.0f} months, past the cards' life"
+        ).format(payback=payback)
     else:
-        back = f"buying pays for itself after {math.ceil(payback)} months"
+        back = _("buying pays for itself after {months} months").format(months=math.ceil(payback))
     if r.ratio >= 1:
-        return f"Renting costs {r.ratio:.1f}x what owning would {life}: {back}."
+        return _(
+            "Renting costs {ratio:.1f}x what owning would over the cards' {months:.0f} months:"
+            " {payback}."
+        ).format(ratio=r.ratio, months=months, payback=back)
     less = fen((1 - r.ratio) * 100)
-    return f"Renting costs {r.ratio:.2f}x what owning would ({less} % less) {life}: {back}."
+    return _(
+        "Renting costs {ratio:.2f}x what owning would ({less} % less) over the cards'"
+        " {months:.0f} months: {payback}."
+    ).format(ratio=r.ratio, less=less, months=months, payback=back)
 
 
 def _rented_now(ledger: Ledger, nodes: Mapping[int, Node], now: datetime) -> int:
@@ -494,5 +578,5 @@ def _need(args: argparse.Namespace, attr: str) -> Decimal:
     name = attr.replace("_", "-")
     value = _decimal(name, getattr(args, attr))
     if value is None:
-        raise InputError(name, None, f"give --{name}")
+        raise InputError(name, None, _("give --{option}").format(option=name))
     return value

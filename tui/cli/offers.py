@@ -16,12 +16,14 @@ from leases.config.load import load_user_config
 from leases.config.sections import Config
 from leases.core import fields
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.models import BillingType
 from leases.core.textsafe import visible
 from leases.money import quote
 from leases.money.amounts import bare, fen_json, money
 from leases.money.amounts import price as price_text
 from leases.money.reporttotals import HUNDREDTH, to_step
+from leases.money.words import billing_word, channel_word
 from tui.cli import output
 from tui.cli.opening import open_ledger, trusted
 
@@ -29,7 +31,7 @@ from tui.cli.opening import open_ledger, trusted
 def _config(args: argparse.Namespace) -> Config:
     config = load_user_config(args.config)
     for warning in config.warnings:
-        print(f"zuka: warning: {visible(warning)}", file=sys.stderr)
+        print(_("zuka: warning: {warning}").format(warning=visible(warning)), file=sys.stderr)
     return config
 
 
@@ -47,28 +49,28 @@ def _day(args: argparse.Namespace, ledger: Any, config: Config) -> date:
 def offer_add(args: argparse.Namespace, out: TextIO) -> int:
     config = _config(args)
     rec = _given(args)
-    with trusted(open_ledger(args, create=True), "the offer") as ledger:
+    with trusted(open_ledger(args, create=True), _("the offer")) as ledger:
         added, message = offers.add_offer(ledger, rec, offers.today_in(ledger, config))
     return output.done(args, out, added, message)
 
 
 def offer_edit(args: argparse.Namespace, out: TextIO) -> int:
     offer_id = offers.offer_ids(args.id)
-    with trusted(open_ledger(args), "the offer") as ledger:
+    with trusted(open_ledger(args), _("the offer")) as ledger:
         edited, message = offers.edit_offer(ledger, offer_id, _given(args))
     return output.done(args, out, edited, message)
 
 
 def offer_delete(args: argparse.Namespace, out: TextIO) -> int:
     offer_id = offers.offer_ids(args.id)
-    with trusted(open_ledger(args), "the offer") as ledger:
+    with trusted(open_ledger(args), _("the offer")) as ledger:
         gone, message = offers.delete_offer(ledger, offer_id)
     return output.done(args, out, gone, message)
 
 
 def offer_list(args: argparse.Namespace, out: TextIO) -> int:
     config = _config(args)
-    with trusted(open_ledger(args, readonly=True), "the offers") as ledger:
+    with trusted(open_ledger(args, readonly=True), _("the offers")) as ledger:
         day = _day(args, ledger, config)
         rows = offers.list_offers(ledger, day, everything=args.all)
     if args.json:
@@ -80,16 +82,19 @@ def offer_list(args: argparse.Namespace, out: TextIO) -> int:
         until = o["valid_until"] or "-"
         if not r.valid:
             later = str(o["quoted_on"]) > day.isoformat()
-            until = f"{until} (quoted later)" if later else f"{until} (expired)"
+            until = (_("{day} (quoted later)") if later else _("{day} (expired)")).format(day=until)
         table.append((
-            o["id"], o["provider"], o["channel"], o["gpu_model"], o["gpus"] or "-",
-            o["billing_type"], price_text(Decimal(o["unit_price"]), o["currency"]),
+            o["id"], o["provider"], channel_word(str(o["channel"])), o["gpu_model"],
+            o["gpus"] or "-",
+            billing_word(str(o["billing_type"])),
+            price_text(Decimal(o["unit_price"]), o["currency"]),
             o["min_term"] or "-",
             "-" if o["deposit"] is None else money(Decimal(o["deposit"]), o["currency"]),
             o["region"] or "-", o["quoted_on"], until,
         ))  # fmt: skip
-    headers = ("ID", "PROVIDER", "CHANNEL", "GPU MODEL", "GPUS", "BILLING", "PRICE", "MIN TERM",
-               "DEPOSIT", "REGION", "QUOTED", "VALID UNTIL")  # fmt: skip
+    headers = (_("ID"), _("PROVIDER"), _("CHANNEL"), _("GPU MODEL"), _("GPUS"), _("BILLING"),
+               _("PRICE"), _("MIN TERM"), _("DEPOSIT"), _("REGION"), _("QUOTED"),
+               _("VALID UNTIL"))  # fmt: skip
     output.table(headers, table, out)
     return 0
 
@@ -103,7 +108,7 @@ def plan_job(args: argparse.Namespace, out: TextIO) -> int:
         work = offers.job_from(args.cards, args.hours, args.within)
     except InputError as exc:
         raise offers.flagged(exc) from None
-    with trusted(open_ledger(args, readonly=True), "the quote") as ledger:
+    with trusted(open_ledger(args, readonly=True), _("the quote")) as ledger:
         day = _day(args, ledger, config)
         at = ledger.clock()
         if args.on is not None:
@@ -123,7 +128,7 @@ def plan_job(args: argparse.Namespace, out: TextIO) -> int:
 
 def _units(p: quote.Priced) -> str:
     n = p.units
-    word = p.unit if n == 1 else f"{p.unit}s"
+    word = quote.unit_word(p.option.billing_type, plural=n != 1)
     return f"{n:,} {word}"
 
 
@@ -168,64 +173,103 @@ def quote_json(q: quote.Quote) -> dict[str, Any]:
 
 def _name(p: quote.Priced) -> str:
     o = p.option
-    return f"{o.label} ({visible(o.provider, 60)} {o.billing_type.value})"
+    return f"{o.label} ({visible(o.provider, 60)} {billing_word(o.billing_type.value)})"
 
 
 def quote_lines(q: quote.Quote) -> list[str]:
     j = q.job
-    span = "back-to-back" if j.within_days is None else f"within {j.within_days} days"
+    span = (
+        _("back-to-back")
+        if j.within_days is None
+        else _("within {days} days").format(days=j.within_days)
+    )
     lines = [
-        f"{j.cards} cards x {j.hours:,} h = {j.card_hours:,} card-hours of"
-        f" {visible(q.model, 60)}, {span}; compared in {q.currency}",
+        _(
+            "{cards} cards x {hours:,} h = {card_hours:,} card-hours of {model}, {span};"
+            " compared in {currency}"
+        ).format(
+            cards=j.cards,
+            hours=j.hours,
+            card_hours=j.card_hours,
+            model=visible(q.model, 60),
+            span=span,
+            currency=q.currency,
+        ),
     ]
     if q.regions is not None:
-        lines.append(f"data regions allowed ({visible(q.rule)}): {visible(', '.join(q.regions))}")
+        lines.append(
+            _("data regions allowed ({rule}): {regions}").format(
+                rule=visible(q.rule), regions=visible(", ".join(q.regions))
+            )
+        )
     rows = []
     for p in q.options:
         o = p.option
         if o.billing_type is BillingType.CARD_HOUR:
-            per = " a card-hour"
+            per = _(" a card-hour")
         else:
-            per = f" per {o.gpus}-card machine" if o.gpus else " per card"
-        term = "-" if o.min_term is None else f"{o.min_term:,}" + (" (binds)" if p.min_term_binds
+            per = _(" per {gpus}-card machine").format(gpus=o.gpus) if o.gpus else _(" per card")
+        term = "-" if o.min_term is None else f"{o.min_term:,}" + (_(" (binds)") if p.min_term_binds
                                                                   else "")  # fmt: skip
         rows.append((
-            o.label, o.provider, o.channel, o.billing_type.value,
+            o.label, o.provider, channel_word(o.channel), billing_word(o.billing_type.value),
             f"{price_text(o.unit_price, o.currency)}{per}", p.machines, _units(p),
             money(p.cost, o.currency), term, money(o.deposit, o.currency),
             money(p.up_front, o.currency), o.region or "-", p.why,
         ))  # fmt: skip
     lines.append("")
     buf = io.StringIO()
-    headers = ("OPTION", "PROVIDER", "CHANNEL", "BILLING", "PRICE", "MACHINES", "BILLED", "COST",
-               "MIN TERM", "DEPOSIT", "UP FRONT", "REGION", "NOTE")  # fmt: skip
+    headers = (_("OPTION"), _("PROVIDER"), _("CHANNEL"), _("BILLING"), _("PRICE"), _("MACHINES"),
+               _("BILLED"), _("COST"), _("MIN TERM"), _("DEPOSIT"), _("UP FRONT"), _("REGION"),
+               _("NOTE"))  # fmt: skip
     output.table(headers, rows, buf)
     lines += buf.getvalue().rstrip("\n").split("\n")
     lines.append("")
     best, next_ = q.cheapest, q.runner_up
     if best is None:
-        lines.append("cheapest: none of the options is allowed and in " + q.currency)
+        lines.append(
+            _("cheapest: none of the options is allowed and in {currency}").format(
+                currency=q.currency
+            )
+        )
     elif next_ is None:
-        lines.append(f"cheapest: {_name(best)} {money(best.cost, q.currency)}, the only option"
-                     " allowed")  # fmt: skip
+        lines.append(_("cheapest: {option} {cost}, the only option allowed").format(
+            option=_name(best), cost=money(best.cost, q.currency)))  # fmt: skip
     else:
         saves = q.saves or Decimal(0)
         share = f"{saves * 100 / next_.cost:.1f} %" if next_.cost else "-"
         lines.append(
-            f"cheapest: {_name(best)} {money(best.cost, q.currency)}, {money(saves, q.currency)}"
-            f" ({share}) less than {_name(next_)} {money(next_.cost, q.currency)}"
+            _("cheapest: {option} {cost}, {saves} ({share}) less than {next} {next_cost}").format(
+                option=_name(best),
+                cost=money(best.cost, q.currency),
+                saves=money(saves, q.currency),
+                share=share,
+                next=_name(next_),
+                next_cost=money(next_.cost, q.currency),
+            )
         )
-    lines.append("up front: the first payment (one period of a prepaid option) and the deposit;"
-                 " pay-as-you-go bills as it runs")  # fmt: skip
+    lines.append(_("up front: the first payment (one period of a prepaid option) and the deposit;"
+                   " pay-as-you-go bills as it runs"))  # fmt: skip
     if q.break_evens:
-        lines.append("break-even, hours of use a month above which the monthly price costs less:")
+        lines.append(
+            _("break-even, hours of use a month above which the monthly price costs less:")
+        )
         for b in q.break_evens:
             cards = b.monthly.gpus or 1
             lines.append(
-                f"  {b.monthly.label} ({price_text(b.monthly.unit_price, b.monthly.currency)} a"
-                f" month, {cards} cards) against {b.hourly.label} ({_per_machine(b)} an hour for"
-                f" {cards} cards): "
-                + (b.reason if b.hours is None else f"{bare(to_step(b.hours, HUNDREDTH))} h")
+                _(
+                    "  {monthly} ({price} a month, {cards} cards) against {hourly} ({per_hour} an"
+                    " hour for {cards} cards): {verdict}"
+                ).format(
+                    monthly=b.monthly.label,
+                    price=price_text(b.monthly.unit_price, b.monthly.currency),
+                    cards=cards,
+                    hourly=b.hourly.label,
+                    per_hour=_per_machine(b),
+                    verdict=b.reason
+                    if b.hours is None
+                    else _("{hours} h").format(hours=bare(to_step(b.hours, HUNDREDTH))),
+                )
             )
     return lines
 

@@ -32,6 +32,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.money.bills import table
 from leases.money.bills.table import Row, Table
@@ -65,7 +66,7 @@ def looks_like(t: Table) -> bool:
 
 
 def parse(t: Table, *, currency: str = "CNY") -> list[dict[str, object]]:
-    table.missing(t, REQUIRED, "an Aliyun bill detail CSV (--format aliyun)")
+    table.missing(t, REQUIRED, _("an Aliyun bill detail CSV (--format aliyun)"))
     listed = next((c for c in LIST_PRICES if t.has(c)), None)
     out: list[dict[str, object]] = []
     for row in t.rows:
@@ -121,5 +122,7 @@ def _period(row: Row) -> tuple[datetime, datetime]:
         end = table.moment(row, END, TZ) if row.get(END) else start
         return start, end
     if not row.get(CYCLE):
-        raise InputError(table.where(row, START), None, f"and {CYCLE} are both empty")
+        raise InputError(
+            table.where(row, START), None, _("and {column} are both empty").format(column=CYCLE)
+        )
     return table.month_span(row.get(CYCLE), TZ, row, CYCLE)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from datetime import UTC
 
+from leases.core.i18n import _
 from leases.money.bills import table
 from leases.money.bills.table import Table
 
@@ -58,7 +59,7 @@ def looks_like(t: Table) -> bool:
 
 
 def parse(t: Table) -> list[dict[str, object]]:
-    table.missing(t, REQUIRED, "an AWS Cost and Usage Report CSV (--format aws_cur)")
+    table.missing(t, REQUIRED, _("an AWS Cost and Usage Report CSV (--format aws_cur)"))
     out: list[dict[str, object]] = []
     for row in t.rows:
         cost = table.amount(row, COST)
@@ -95,4 +96,4 @@ def parse(t: Table) -> list[dict[str, object]]:
 def table_error(row: table.Row, column: str) -> Exception:
     from leases.core.errors import InputError
 
-    return InputError(table.where(row, column), None, "is empty")
+    return InputError(table.where(row, column), None, _("is empty"))

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.money.bills import table
 from leases.money.bills.table import Table
@@ -43,27 +44,29 @@ KINDS = ("usage", "subscription", "credit", "discount", "tax", "refund", "other"
 def problems(mapping: Mapping[str, object]) -> list[str]:
     """What is wrong with a mapping, each naming its key (empty: none)."""
     out = [
-        f"{visible(k, 60)}: unknown key (known: {', '.join(MAPPING_KEYS)})"
+        _("{key}: unknown key (known: {known})").format(
+            key=visible(k, 60), known=", ".join(MAPPING_KEYS)
+        )
         for k in mapping
         if k not in MAPPING_KEYS
     ]
     out += [
-        f"{k}: must be a string"
+        _("{key}: must be a string").format(key=k)
         for k, v in mapping.items()
         if k in MAPPING_KEYS and not isinstance(v, str)
     ]
     for key in ("resource_id", "amount"):
         if key not in mapping:
-            out.append(f"{key}: is required (the file's column for it)")
+            out.append(_("{key}: is required (the file's column for it)").format(key=key))
     if "period_start" not in mapping and "period" not in mapping:
-        out.append("period_start: is required (or period, a month column)")
+        out.append(_("period_start: is required (or period, a month column)"))
     encoding = mapping.get("encoding")
     if isinstance(encoding, str):
         problem = table.encoding_problem(encoding)
         if problem:
             out.append(f"encoding: {problem}")
     if "currency" in mapping and "currency_code" in mapping:
-        out.append("currency_code: give either currency (a column) or currency_code")
+        out.append(_("currency_code: give either currency (a column) or currency_code"))
     return out
 
 
@@ -85,7 +88,9 @@ def parse(
     offset read in tz."""
     columns = [mapping[k] for k in COLUMN_KEYS if k in mapping]
     table.missing(
-        t, columns, f"a {visible(name, 40)} bill (as its [bills.{visible(name, 40)}] mapping says)"
+        t,
+        columns,
+        _("a {name} bill (as its [bills.{name}] mapping says)").format(name=visible(name, 40)),
     )
     fmt = mapping.get("date_format", "")
     fixed = mapping.get("currency_code") or currency
@@ -108,7 +113,7 @@ def parse(
             raise InputError(
                 table.where(row, mapping["kind"]),
                 visible(kind, 40),
-                f"must be one of {', '.join(KINDS)}",
+                _("must be one of {kinds}").format(kinds=", ".join(KINDS)),
             )
         amount = table.amount(row, mapping["amount"])
         assert amount is not None

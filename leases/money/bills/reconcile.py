@@ -33,6 +33,7 @@ from decimal import Decimal
 
 from leases.core import fields
 from leases.core.errors import InputError
+from leases.core.i18n import N_, _
 from leases.core.models import Lease, Node, Resource
 from leases.money.report import LeaseRow, node_chains
 from leases.money.units import ZERO
@@ -59,7 +60,7 @@ class Tolerance:
 
     def said(self) -> str:
         if self.amount is None and self.share is None:
-            return "1.00 or 1 %, whichever larger"
+            return _("1.00 or 1 %, whichever larger")
         if self.share is not None:
             return f"{self.share * 100:f}".rstrip("0").rstrip(".") + " %"
         return f"{self.amount}"
@@ -81,18 +82,22 @@ def tolerance(value: str | None, field_name: str = "tolerance") -> Tolerance:
             raise InputError(
                 field_name,
                 text,
-                f"must be a percent from 0 to {MAX_SHARE * 100:.0f}: a wider one would let a"
-                " bill that is wrong agree",
+                _(
+                    "must be a percent from 0 to {most:.0f}: a wider one would let a bill that is"
+                    " wrong agree"
+                ).format(most=MAX_SHARE * 100),
             )
         return Tolerance(share=share)
     amount = fields.number(field_name, text)
     if amount < 0:
-        raise InputError(field_name, text, "must not be negative (0.50 or 1%)")
+        raise InputError(field_name, text, _("must not be negative (0.50 or 1%)"))
     if amount > MAX_AMOUNT:
         raise InputError(
             field_name,
             text,
-            f"must be at most {MAX_AMOUNT:,}: a wider one would let a bill that is wrong agree",
+            _("must be at most {most:,}: a wider one would let a bill that is wrong agree").format(
+                most=MAX_AMOUNT
+            ),
         )
     return Tolerance(amount=amount)
 
@@ -138,8 +143,8 @@ class RowCheck:
     @property
     def state(self) -> str:
         if self.ok:
-            return "agrees"
-        return "not on the bill" if self.lines == 0 else "differs"
+            return N_("agrees")
+        return N_("not on the bill") if self.lines == 0 else N_("differs")
 
 
 @dataclass(frozen=True)
@@ -233,12 +238,12 @@ def reconcile(
             account[key] = account.get(key, ZERO) + ln.amount
             continue
         lease: Lease | None = by_native.get((ln.provider, rid))
-        why = "no node or resource of this provider has this id"
+        why = _("no node or resource of this provider has this id")
         if lease is None:
             node = by_instance.get((ln.provider, rid))
             if node is not None and node.id is not None:
                 lease = _most_overlap(node_leases.get(node.id, []), ln, chain_of)
-                why = f"node {node.name} has no lease then"
+                why = _("node {node} has no lease then").format(node=node.name)
         if lease is None or lease.id not in chain_of:
             missing.setdefault((ln.provider, rid), []).append((ln, why))
             continue
@@ -256,10 +261,10 @@ def reconcile(
             rid,
             got[0][0].product,
             got[0][0].currency,
-            sum((ln.amount for ln, _ in got if ln.kind in CHARGE_KINDS), ZERO),
+            sum((ln.amount for ln, _why in got if ln.kind in CHARGE_KINDS), ZERO),
             len(got),
             got[0][1],
-            sum((ln.amount for ln, _ in got if ln.kind in APART_KINDS), ZERO),
+            sum((ln.amount for ln, _why in got if ln.kind in APART_KINDS), ZERO),
         )
         for (prov, rid), got in sorted(missing.items())
     ]

@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 
 from leases.core import fields
 from leases.core.errors import InputError
+from leases.core.i18n import _
 from leases.core.textsafe import visible
 
 MAX_BYTES = 50 * 1024 * 1024  # a bill export over 50 MB is refused
@@ -49,7 +50,9 @@ def encoding_problem(name: str) -> str | None:
         known = False
     if known:
         return None
-    return f"{visible(name, 40)} is not an encoding zuka reads bills in: {', '.join(ENCODINGS)}"
+    return _("{name} is not an encoding zuka reads bills in: {known}").format(
+        name=visible(name, 40), known=", ".join(ENCODINGS)
+    )
 
 
 def decode(data: bytes, encoding: str | None = None) -> str:
@@ -63,7 +66,11 @@ def decode(data: bytes, encoding: str | None = None) -> str:
             text = data.decode(encoding)
         except UnicodeDecodeError as exc:
             raise InputError(
-                "file", None, f"does not read as {encoding} ({exc.reason} at byte {exc.start})"
+                "file",
+                None,
+                _("does not read as {encoding} ({reason} at byte {at})").format(
+                    encoding=encoding, reason=exc.reason, at=exc.start
+                ),
             ) from None
         return text.removeprefix("\ufeff")
     try:
@@ -73,13 +80,16 @@ def decode(data: bytes, encoding: str | None = None) -> str:
             raise InputError(
                 "file",
                 None,
-                "ends inside a character: it is cut short (a download or copy that did not finish)",
+                _(
+                    "ends inside a character: it is cut short (a download or copy that did not"
+                    " finish)"
+                ),
             ) from None
     try:
         return data.decode("gb18030")
     except UnicodeDecodeError:
         raise InputError(
-            "file", None, "is neither UTF-8 nor GBK/GB18030 text: is it a CSV bill export?"
+            "file", None, _("is neither UTF-8 nor GBK/GB18030 text: is it a CSV bill export?")
         ) from None
 
 
@@ -107,20 +117,22 @@ def read_table(text: str) -> Table:
     """The CSV's header and rows, every row as wide as the header (a truncated file's
     last row is not); blank lines skipped."""
     if "\x00" in text:
-        raise InputError("file", None, "holds NUL bytes: not a CSV text file")
+        raise InputError("file", None, _("holds NUL bytes: not a CSV text file"))
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
         header_cells = next(reader, None)
     except csv.Error as exc:
-        raise InputError("line 1", None, f"is not CSV ({exc})") from None
+        raise InputError(_line(1), None, _("is not CSV ({error})").format(error=exc)) from None
     if not header_cells or not any(c.strip() for c in header_cells):
-        raise InputError("file", None, "is empty: no header row")
+        raise InputError("file", None, _("is empty: no header row"))
     if len(header_cells) > MAX_COLUMNS:
         raise InputError(
-            "line 1",
+            _line(1),
             None,
-            f"has {len(header_cells):,} columns: more than the {MAX_COLUMNS:,} a bill export"
-            " has (is it a CSV bill?)",
+            _(
+                "has {count:,} columns: more than the {most:,} a bill export has (is it a CSV"
+                " bill?)"
+            ).format(count=len(header_cells), most=MAX_COLUMNS),
         )
     header = tuple(c.strip().removeprefix("\ufeff") for c in header_cells)
     counts = Counter(header)
@@ -133,20 +145,26 @@ def read_table(text: str) -> Table:
         if not any(c.strip() for c in cells):
             continue
         if len(rows) >= MAX_LINES:
-            raise InputError("file", None, f"has more than {MAX_LINES:,} lines: split it by month")
+            raise InputError(
+                "file",
+                None,
+                _("has more than {most:,} lines: split it by month").format(most=MAX_LINES),
+            )
         if len(cells) != len(header):
             raise InputError(
-                f"line {line}",
+                _line(line),
                 None,
-                f"has {len(cells)} cells where the header has"
-                f" {len(header)}: the file is cut short or not this format",
+                _(
+                    "has {cells} cells where the header has {header}: the file is cut short or"
+                    " not this format"
+                ).format(cells=len(cells), header=len(header)),
             )
         long = next((i for i, c in enumerate(cells) if len(c) > MAX_CELL), None)
         if long is not None:
             raise InputError(
-                f"line {line}, column {visible(header[long], 60)}",
+                _("line {n}, column {column}").format(n=line, column=visible(header[long], 60)),
                 None,
-                f"is longer than {MAX_CELL:,} characters",
+                _("is longer than {most:,} characters").format(most=MAX_CELL),
             )
         rows.append(Row(line, dict(zip(header, cells, strict=True))))
     return Table(header, tuple(rows))
@@ -160,13 +178,20 @@ def _rows(reader: Iterator[list[str]]) -> Iterator[list[str]]:
             return
         except csv.Error as exc:
             line = getattr(reader, "line_num", 0)
-            raise InputError(f"line {line}", None, f"is not CSV ({exc})") from None
+            raise InputError(
+                _line(line), None, _("is not CSV ({error})").format(error=exc)
+            ) from None
         yield cells
 
 
 def where(row: Row, column: str) -> str:
     """How a refusal names a cell: 'line 7, column 应付金额'."""
-    return f"line {row.line}, column {visible(column, 60)}"
+    return _("line {n}, column {column}").format(n=row.line, column=visible(column, 60))
+
+
+def _line(n: int) -> str:
+    """How a refusal names a line: 'line 7'."""
+    return _("line {n}").format(n=n)
 
 
 def missing(table: Table, columns: Sequence[str], fmt: str) -> None:
@@ -174,15 +199,18 @@ def missing(table: Table, columns: Sequence[str], fmt: str) -> None:
     lacking = [visible(c, 80) for c in columns if not table.has(c)]
     if lacking:
         said = (
-            f"has no column {lacking[0]}"
+            _("has no column {column}").format(column=lacking[0])
             if len(lacking) == 1
-            else f"lacks {len(lacking)} columns: {', '.join(lacking)}"
+            else _("lacks {count} columns: {columns}").format(
+                count=len(lacking), columns=", ".join(lacking)
+            )
         )
         raise InputError(
             "file",
             None,
-            f"{said}: it is not {fmt}"
-            f" (its header begins {visible(', '.join(table.header[:3]), 120)})",
+            _("{said}: it is not {format} (its header begins {header})").format(
+                said=said, format=fmt, header=visible(", ".join(table.header[:3]), 120)
+            ),
         )
 
 
@@ -193,21 +221,21 @@ def amount(row: Row, column: str, *, required: bool = True) -> str | None:
     raw = row.get(column)
     if not raw:
         if required:
-            raise InputError(where(row, column), None, "is empty: an amount is required")
+            raise InputError(where(row, column), None, _("is empty: an amount is required"))
         return None
     text = raw.replace("−", "-")
     negative = text.startswith(("-", "－"))
     rest = (text[1:] if negative else text).strip()
     signed = rest.startswith(_SIGNS)
     if signed and (negative or rest[1:].lstrip().startswith(_SIGNS)):
-        raise InputError(where(row, column), visible(raw, 40), "is not a number: two signs")
+        raise InputError(where(row, column), visible(raw, 40), _("is not a number: two signs"))
     scientific = _SCIENTIFIC.fullmatch(rest.removeprefix("+"))
     try:
         value = _scientific(scientific) if scientific else fields.number(where(row, column), rest)
     except InputError as exc:
         raise InputError(where(row, column), visible(raw, 40), exc.reason) from None
     if abs(value) >= Decimal("1e12"):
-        raise InputError(where(row, column), visible(raw, 40), "is implausibly large")
+        raise InputError(where(row, column), visible(raw, 40), _("is implausibly large"))
     value = -value if negative else value
     if value.as_tuple().exponent < -8:  # type: ignore[operator]
         value = value.quantize(PLACES, rounding=ROUND_HALF_EVEN)
@@ -217,7 +245,9 @@ def amount(row: Row, column: str, *, required: bool = True) -> str | None:
 def _scientific(m: re.Match[str]) -> Decimal:
     exponent = m.group(2).lstrip("+-").lstrip("0")
     if len(exponent) > 2 or int(exponent or "0") > MAX_EXPONENT:
-        raise InputError("amount", None, f"has an exponent beyond ±{MAX_EXPONENT}")
+        raise InputError(
+            "amount", None, _("has an exponent beyond ±{most}").format(most=MAX_EXPONENT)
+        )
     return Decimal(m.group(0))
 
 
@@ -226,14 +256,16 @@ def moment(row: Row, column: str, tz: str, date_format: str = "") -> datetime:
     by `date_format` (strptime); a time without an offset is read in tz."""
     raw = row.get(column)
     if not raw:
-        raise InputError(where(row, column), None, "is empty: a date is required")
+        raise InputError(where(row, column), None, _("is empty: a date is required"))
     value: str | datetime = raw
     if date_format:
         try:
             value = datetime.strptime(raw, date_format)
         except ValueError:
             raise InputError(
-                where(row, column), visible(raw, 40), f"does not read as {visible(date_format, 40)}"
+                where(row, column),
+                visible(raw, 40),
+                _("does not read as {format}").format(format=visible(date_format, 40)),
             ) from None
     try:
         return fields.moment(where(row, column), value, tz)
@@ -263,7 +295,7 @@ def month_span(period: str, tz: str, row: Row, column: str) -> tuple[datetime, d
     """A billing period YYYY-MM (Aliyun's 账期) as (its first moment, the next month's)."""
     m = re.fullmatch(r"([0-9]{4})-?([0-9]{2})", period.strip())
     if m is None or not 1 <= int(m.group(2)) <= 12:
-        raise InputError(where(row, column), visible(period, 40), "is not a month YYYY-MM")
+        raise InputError(where(row, column), visible(period, 40), _("is not a month YYYY-MM"))
     year, month = int(m.group(1)), int(m.group(2))
     zone = ZoneInfo(tz)
     start = datetime(year, month, 1, tzinfo=zone)
@@ -292,9 +324,11 @@ def line(
     dropped before it is stored (LOCAL_KEYS)."""
     if end < start:
         raise InputError(
-            f"line {row.line}",
+            _line(row.line),
             None,
-            f"ends ({end.isoformat()}) before it starts ({start.isoformat()})",
+            _("ends ({end}) before it starts ({start})").format(
+                end=end.isoformat(), start=start.isoformat()
+            ),
         )
     return {
         "source_line": row.line,

@@ -188,7 +188,7 @@ def test_message_of_says_an_alert_in_the_language_in_use(
 def test_severity_and_kind_words() -> None:
     with using(ZH):
         title, _body = render(Message("t", "b", key="k"))
-        assert title == "[zuka] 警告: t"
+        assert title == "[zuka] 警告：t"
         assert kind_word("lease_ending") == "租约将到期"
         assert kind_word("something_new") == "something_new"
         assert duration(timedelta(days=3)) == "3天"

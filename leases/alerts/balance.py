@@ -14,7 +14,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from leases.alerts.alert import Alert, AlertKind, Level
-from leases.alerts.said import call, phrase, say
+from leases.alerts.said import Said, call, joined, phrase, plain, say
 from leases.config.sections import AlertsConfig
 from leases.core import fields
 from leases.core.errors import InputError
@@ -24,9 +24,38 @@ from leases.core.textsafe import visible
 from leases.ledger.accounts import Account, account, account_names
 from leases.ledger.store import Ledger
 from leases.money.amounts import fen
-from leases.money.balances import stops_said
+from leases.money.balances import Runway
 
 HOLD_DAYS = Decimal(1)  # above the threshold by less than this, an open alert stays open
+
+
+# What a prepaid charge the balance cannot pay is (leases.money.balances.unpaid), in words.
+_CHARGES = {
+    "renewal": N_("renewal"),
+    "instalment": N_("instalment"),
+    "prepaid charge": N_("prepaid charge"),
+}
+
+
+def _stops(run: Runway, cur: str) -> Said:
+    """The nodes that stop when it runs out (leases.money.balances.stops_said's words,
+    said again in each language): the running pay-as-you-go ones, then each prepaid
+    charge it cannot pay; "" when none."""
+    owed = {node for node, _what, _amount in run.unpaid}
+    parts: list[Said] = []
+    running = [plain(visible(n, 80)) for n in run.stops if n not in owed]
+    if running:
+        parts.append(joined(N_(", "), *running))
+    parts += [
+        say(
+            N_("{node}'s {what} of {money} cannot be paid"),
+            node=visible(node, 80),
+            what=phrase(_CHARGES.get(what, what)),
+            money=call("money", amount, cur),
+        )
+        for node, what, amount in run.unpaid
+    ]
+    return joined(N_("; "), *parts)
 
 
 def balance_low(acc: Account, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
@@ -41,9 +70,7 @@ def balance_low(acc: Account, config: AlertsConfig, now: datetime) -> Iterator[A
     critical = b.amount <= 0 or run.days_left < 1
     name = visible(acc.provider)
     cur = acc.currency
-    stops = phrase(visible(stops_said(run, cur), 600)) or say(
-        N_("no running pay-as-you-go node of zuka's")
-    )
+    stops = _stops(run, cur) or say(N_("no running pay-as-you-go node of zuka's"))
     if b.amount <= 0:
         said = say(N_("has run out ({money})"), money=call("money", b.amount, cur))
     else:

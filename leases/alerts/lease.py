@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from leases.alerts.alert import Alert, AlertKind, NodeFacts, make_alert
 from leases.alerts.said import Said, call, joined, phrase, say
@@ -17,11 +18,36 @@ from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.money import periods
 from leases.money.deposits import outstanding
-from leases.offboard import status as offboard_status
+
+if TYPE_CHECKING:
+    from leases.offboard.evidence import Progress
 
 
 def _renews_itself(lease: Lease) -> bool:
     return lease.auto_renew or lease.on_expiry is ExpiryAction.RENEWS
+
+
+def _offboarding(progress: Progress | None) -> Said:
+    """What the lease-end alert says of the offboarding (leases.offboard.status.phrase's
+    words, said again in each language)."""
+    if progress is None:
+        return phrase("")
+    if progress.finished:
+        return say(N_("offboarded"))
+    if progress.stopped:
+        return say(
+            N_("offboarding stopped at {step} ({passed}/{steps} steps)"),
+            step=visible(progress.stopped, 80),
+            passed=progress.passed,
+            steps=progress.steps,
+        )
+    if progress.passed == 0:
+        return say(N_("offboarding planned, not started (0/{steps} steps)"), steps=progress.steps)
+    return say(
+        N_("offboarding in progress ({passed}/{steps} steps)"),
+        passed=progress.passed,
+        steps=progress.steps,
+    )
 
 
 def lease_end(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Alert]:
@@ -39,7 +65,7 @@ def lease_end(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Ale
     if not notices or left <= timedelta(0) or left > timedelta(days=notices[0]):
         return
     name = visible(f.node.name)
-    said = phrase(offboard_status.phrase(f.offboard))
+    said = _offboarding(f.offboard)
     p = f.offboard
     state: Said
     action: Said

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -51,9 +53,13 @@ def check(
     """Evaluate every rule now and store the outcome; returns what changed. `cache` keeps
     the hour-grained history figures between calls (leases.alerts.facts.gather)."""
     now = clock()
-    # Evaluated in English: what is stored is language-neutral (leases.alerts.said) or, for
-    # words read from elsewhere (an error's reason), English, whoever evaluates first.
-    with using(EN):
+    # What is stored is language-neutral (leases.alerts.said); words read from elsewhere (an
+    # error's reason, another module's phrase) are stored as they were said, so they are
+    # said in English. Only on the main thread: the language is the process's, and the
+    # dashboard evaluates in a worker thread while its screens speak (there, those few
+    # words keep the dashboard's language).
+    english = threading.current_thread() is threading.main_thread()
+    with using(EN) if english else nullcontext():
         found = evaluate(gather(ledger, config, now, cache), config, now)
         found += provider_alerts(ledger, config, now)  # of providers, not nodes: balance_low
         bills = list(bill_alerts(ledger, config.billing_tz, "CNY", config.bill_tolerance, now))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from leases.core.i18n import pgettext
+from leases.core.i18n import _, pgettext
 from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.notify.url import Target, TargetKind
@@ -65,7 +65,9 @@ def render(message: Message) -> tuple[str, str]:
     made visible, lengths bounded. "zuka" is in the title so that a DingTalk robot's
     keyword check can ask for it."""
     severity = severity_word(message.severity.value)
-    title = f"[zuka] {severity}: {visible(message.title, TITLE_CHARS)}"
+    title = _("[zuka] {severity}: {title}").format(
+        severity=severity, title=visible(message.title, TITLE_CHARS)
+    )
     return title, visible(message.body, BODY_CHARS, keep_newlines=True)
 
 

@@ -188,7 +188,7 @@ def test_message_of_says_an_alert_in_the_language_in_use(
 def test_severity_and_kind_words() -> None:
     with using(ZH):
         title, _body = render(Message("t", "b", key="k"))
-        assert title == "[zuka] 警告: t"
+        assert title == "[zuka] 警告：t"
         assert kind_word("lease_ending") == "租约将到期"
         assert kind_word("something_new") == "something_new"
         assert duration(timedelta(days=3)) == "3天"
@@ -334,3 +334,20 @@ def test_a_row_edited_outside_zuka_is_said_in_chinese(cli: Cli, ledger_path: Pat
     with using(EN):
         english = cli("alerts", "--json").out
     assert "was edited outside zuka and does not read: unit_price: is not a number" in english
+
+
+def test_a_low_balance_is_said_in_chinese(z: Cli, ledger_path: Path) -> None:
+    """A provider's prepaid balance running out (tests/alerts/test_balance_low.py's case),
+    read back in Chinese and in English from the same stored row."""
+    from tests.alerts.test_balance_low import SH, _open_alerts, _platform
+
+    _platform(z, "1000")
+    at = datetime(2026, 8, 2, 10, tzinfo=SH)
+    [alert] = _open_alerts(ledger_path, at)
+    assert "prepaid balance of P has ¥619.84 left" in alert.message
+    with Ledger.open(ledger_path, clock=lambda: at) as ledger, using(ZH):
+        [said] = [a for a in alertstate.alerts(ledger, at) if a.kind == "balance_low"]
+    assert "预付余额" in said.message and "之后将停止：n" in said.message, said.message
+    assert "充值" in said.action
+    words = f"{said.message}\n{said.action}"
+    assert stray_english(words, data=["Asia/Shanghai", "P", "n"], extra=["X", "AMOUNT"]) == []

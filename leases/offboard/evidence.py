@@ -109,7 +109,7 @@ def load(ledger: Ledger, plan_id: int) -> StoredPlan:
     (a state set by hand in offboard_steps is refused: Tampered)."""
     rows = ledger.rows("SELECT * FROM offboard_plans WHERE id = ?", [plan_id])
     if not rows:
-        raise LookupError(f"no offboarding plan {plan_id}")
+        raise LookupError(_("no offboarding plan {id}").format(id=plan_id))
     row = rows[0]
     body = row["body"]
     if not isinstance(body, str) or _sha256(body) != row["hash"]:

@@ -97,6 +97,7 @@ def fact_word(fact: str) -> str:
         "size_gib": pgettext("offboarding fact", "size gib"),
         "volume": pgettext("offboarding fact", "volume"),
         "zone": pgettext("offboarding fact", "zone"),
+        "prefix": pgettext("offboarding fact", "prefix"),
         "bucket": pgettext("offboarding fact", "bucket"),
         "unfinished_uploads": pgettext("offboarding fact", "unfinished uploads"),
         "bucket_region": pgettext("offboarding fact", "bucket region"),

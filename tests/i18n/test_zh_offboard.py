@@ -271,3 +271,40 @@ def test_stored_english_is_shown_in_chinese(stored: str, expected: str) -> None:
     with using(ZH):
         assert expected in shown(stored)
     assert shown(stored) == stored  # English: as it is
+
+
+def test_a_stop_for_consent_and_a_skip_are_said_in_chinese(
+    cli: Cli, ledger_path: Path, tmp_path: Path
+) -> None:
+    """The simulated node's busy GPUs stop the run for the user's word; going on past
+    them and skipping the console step, then the report, all in Chinese."""
+    from datetime import UTC, datetime
+
+    from leases.ledger.store import Ledger
+    from leases.sim.ledger import register_sim_nodes, serve_ledger_nodes
+
+    config = tmp_path / "config.toml"
+    config.write_text('[offboard]\nscratch_roots = ["/data"]\n')
+    cfg = ("--config", str(config))
+    with Ledger.open(ledger_path) as ledger:
+        nodes = register_sim_nodes(ledger, 1, datetime.now(UTC))
+        served = serve_ledger_nodes(ledger, ledger_path, nodes)
+    try:
+        assert cli("resource", "add", "sim-001", "--kind", "scratch_path",
+                   "--id", "/data/ckpt").code == 0  # fmt: skip
+        planned = json.loads(cli("offboard", "sim-001", *cfg, "--json").out)
+        keys = [s["key"] for s in planned["steps"]]
+        words = sorted({w for k in keys for w in re.findall(r"[A-Za-z][A-Za-z0-9_-]*", k)})
+        first = cli("offboard", "sim-001", *cfg, "--execute", "--confirm", "sim-001", *ZH_ARGS)
+        assert first.code == 1 and "停在 gpu-processes" in first.out, first.out
+        assert "GPU 进程仍在运行" in first.out and "--go-on" in first.out, first.out
+        data = [*keys, "sim-001", planned["hash"][:12], "python", "train"]
+        said = re.sub(r"\d+ \S+", " ", first.out)  # the processes' pids and names: data
+        assert stray_english(said, data=data, extra=[*COMMANDS, *words]) == [], first.out
+        done = cli("offboard", "sim-001", *cfg, "--execute", "--confirm", "sim-001", "--go-on",
+                   "--skip", "manual:release-instance", "--reason", "模拟节点", *ZH_ARGS)  # fmt: skip
+        assert done.code == 0, done.out + done.err
+        assert "个经同意越过" in done.out or "个越过了 GPU 进程" in done.out, done.out
+        assert "1 个已跳过（附理由）" in done.out, done.out
+    finally:
+        served.stop()

@@ -211,7 +211,7 @@ class S3Driver(BotoDriver):
 
         facts = {
             **where(client),
-            "account": t.owner or "(proven by the identity check only)",
+            "account": t.owner or N_("(proven by the identity check only)"),
             "bucket": t.bucket,
         }
         if t.prefix:

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from leases.alerts.alert import FRESH, Alert, AlertKind, Level, NodeFacts, make_alert
-from leases.alerts.said import Said, call, joined, phrase, say
+from leases.alerts.said import Said, call, joined, say
 from leases.config.sections import AlertsConfig
 from leases.core import fields
 from leases.core.i18n import N_
@@ -21,6 +21,7 @@ from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.money import billing, periods
 from leases.money.renewals import BillingNow
+from leases.money.verdict import Verdict
 from leases.telemetry.history import NodeMinute
 
 # Underuse clears only when use rises this far above the threshold (50 % raises, 55 % clears).
@@ -124,14 +125,27 @@ def _renewal_advice(
         )
     verdict = billing.lease_verdict(lease, u, cards=cards)
     if verdict is not None:
-        from leases.money.verdict import verdict_text
-
-        said.append(phrase(verdict_text(verdict, lease.currency)))
+        said.append(_verdict(verdict, lease.currency))
         if verdict.monthly_saves < 0:
             said.append(say(N_("rent by the hour")))
     elif not said:
         said.append(say(N_("rent by the hour unless use rises")))
     return said
+
+
+def _verdict(v: Verdict, currency: str) -> Said:
+    """A monthly-against-hourly verdict in words (leases.money.verdict's, said again in
+    each language)."""
+    if v.monthly_saves >= 0:
+        said = say(N_("monthly saves {money}"), money=call("money", v.monthly_saves, currency))
+    else:
+        said = say(
+            N_("hourly would have cost {money} less"),
+            money=call("money", -v.monthly_saves, currency),
+        )
+    if v.refund_known:
+        return said
+    return say(N_("{verdict} (the provider's early-release refund rule is unknown)"), verdict=said)
 
 
 def all_idle(m: NodeMinute) -> bool | None:

@@ -59,8 +59,9 @@ def _whole(text: str, depth: int, *, exact: bool) -> str:
         said = _(text)
         if said != text:
             return said
-    for prefix, pattern, msgid in _templates(language()):
-        if prefix and not text.startswith(prefix):
+    for prefix, pieces, pattern, msgid in _templates(language()):
+        # Its words first, each a plain search: the pattern is tried only where all are.
+        if not text.startswith(prefix) or not all(p in text for p in pieces):
             continue
         m = pattern.fullmatch(text)
         if m is None:
@@ -76,8 +77,11 @@ def _whole(text: str, depth: int, *, exact: bool) -> str:
     return text
 
 
+_Template = tuple[str, tuple[str, ...], re.Pattern[str], str]
+
+
 @lru_cache(maxsize=4)
-def _templates(lang: str) -> tuple[tuple[str, re.Pattern[str], str], ...]:
+def _templates(lang: str) -> tuple[_Template, ...]:
     """Every message of lang's catalogue with named placeholders, as a pattern that
     matches the English it makes; the one with the most words first (a specific sentence
     before a general one)."""
@@ -89,12 +93,13 @@ def _templates(lang: str) -> tuple[tuple[str, re.Pattern[str], str], ...]:
         made = _pattern(msgid)
         if made is not None:
             found.append((*made, msgid))
-    found.sort(key=lambda t: -t[2])
-    return tuple((prefix, pattern, msgid) for prefix, pattern, _n, msgid in found)
+    found.sort(key=lambda t: -t[3])
+    return tuple((prefix, pieces, pattern, msgid) for prefix, pieces, pattern, _n, msgid in found)
 
 
-def _pattern(msgid: str) -> tuple[str, re.Pattern[str], int] | None:
+def _pattern(msgid: str) -> tuple[str, tuple[str, ...], re.Pattern[str], int] | None:
     parts: list[str] = []
+    pieces: list[str] = []
     names: set[str] = set()
     literal = ""
     prefix = ""
@@ -105,6 +110,8 @@ def _pattern(msgid: str) -> tuple[str, re.Pattern[str], int] | None:
     for i, (text, field, spec, conversion) in enumerate(parsed):
         parts.append(re.escape(text))
         literal += text
+        if text:
+            pieces.append(text)
         if i == 0:
             prefix = text
         if field is None:
@@ -115,4 +122,4 @@ def _pattern(msgid: str) -> tuple[str, re.Pattern[str], int] | None:
         names.add(field)
     if not names or not _LETTER_RE.search(literal):
         return None
-    return prefix, re.compile("".join(parts), re.DOTALL), len(literal)
+    return prefix, tuple(pieces), re.compile("".join(parts), re.DOTALL), len(literal)

@@ -17,3 +17,9 @@ def test_finds_english_sentences_and_passes_code_and_data() -> None:
     )
     assert stray_english("see https://example.com/docs for more") == ["see", "for", "more"]
     assert stray_english("供应商 阿里云-华东 ok", data=["阿里云-华东"]) == []
+
+
+def test_a_whole_command_and_snake_case_names_are_typed_words() -> None:
+    text = "请运行 zuka node edit m1 --state offboarding 后再试；字段 unit_price (--price) 有误"
+    assert stray_english(text) == []
+    assert stray_english("zuka node list 之后 please wait") == ["please", "wait"]

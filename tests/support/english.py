@@ -27,7 +27,8 @@ WORDS = frozenset(
 
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Za-z]")
 # Spans that are typed or read by machines, not sentences: `code`, --options, paths,
-# URLs, $VARIABLES, [config] keys, key=value settings, emails.
+# URLs, $VARIABLES, [config] keys, dotted and snake_case names, emails, and a whole zuka
+# command up to the next Chinese word (its values are typed too: --state offboarding).
 _SPANS_RE = re.compile(
     r"`[^`]*`"
     r"|(?<![\w])--?[A-Za-z][\w-]*"
@@ -37,7 +38,10 @@ _SPANS_RE = re.compile(
     r"|\[[a-z_.]+\](?:\s+[a-z_]+)?"
     r"|\b[a-z_]+\.[a-z_.]+\b"
     r"|\b\w+@[\w.-]+"
-    r"|\bzuka(?: [a-z][a-z-]*){1,3}"
+    r"|\bzuka(?:\s+[^\s\u3000-\u9fff\uff00-\uffef]+)+"
+    r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"
+    r"|\b(?:Africa|America|Antarctica|Asia|Atlantic|Australia|Europe|Indian|Pacific|Etc)"
+    r"/[A-Za-z_+-]+(?:/[A-Za-z_]+)?"
 )
 
 

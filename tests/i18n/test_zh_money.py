@@ -408,3 +408,47 @@ def test_bills_in_chinese(cli: Cli) -> None:
         assert stray_english(r.out, data=data) == [], r.out
     args = ("bill", "check", "--month", "2024-05", "--json")
     assert cli(*args, "--lang", "en").out == cli(*args, "--lang", "zh_CN").out
+
+
+@pytest.fixture(scope="module")
+def recent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The simulated fleet with the last 31 days of history (tests/money/test_plan.py's)."""
+    from leases.ledger.store import Ledger
+    from leases.sim.ledger import backfill, register_sim_nodes, sim_nodes_of
+    from leases.telemetry.rollups import HistoryStore
+
+    path = tmp_path_factory.mktemp("plan") / "ledger.db"
+    now = datetime.now(UTC)
+    with Ledger.open(path) as ledger:
+        nodes = register_sim_nodes(ledger, 8, now)
+        store = HistoryStore(ledger)
+        for s in sim_nodes_of(nodes):
+            backfill(store, s, now - timedelta(days=31), now, minute_span=timedelta(0),
+                     coarse_step=timedelta(minutes=10))  # fmt: skip
+    yield path
+
+
+def _plan(path: Path, *args: str) -> str:
+    out = io.StringIO()
+    assert main(["--ledger", str(path), *args], out=out) == 0
+    return out.getvalue()
+
+
+def test_plan_hybrid_and_buy_in_chinese(recent: Path) -> None:
+    hybrid = ("plan", "hybrid", "--monthly", "3000", "--hourly", "10")
+    en, zh = _plan(recent, *hybrid, "--lang", "en"), _plan(recent, *hybrid, "--lang", "zh_CN")
+    assert "CNY 3,000.00 a month (given), CNY 10.00 an hour (given)." in en
+    assert "单卡价格：包月每月 3,000.00 元（给定），按量每小时 10.00 元（给定）。" in zh
+    assert "100 % 的小时" in zh and "每月按 730 小时计" in zh
+    assert stray_english(zh) == [], zh
+    numbers = re.compile(r"\d[\d,]*\.\d\d")
+    assert sorted(numbers.findall(en)) == sorted(numbers.findall(zh))
+    assert _plan(recent, *hybrid, "--json", "--lang", "en") == _plan(
+        recent, *hybrid, "--json", "--lang", "zh_CN"
+    )
+    buy = ("plan", "buy", "--card-price", "80000", "--life-years", "4", "--power-w", "450",
+           "--kwh", "0.8", "--hosting", "6000", "--currency", "CNY")  # fmt: skip
+    zh = _plan(recent, *buy, "--lang", "zh_CN")
+    assert re.search(r"自购：每忙碌卡时 [\d,.]+ 元", zh) and "张卡，利用率" in zh
+    assert re.search(r"租用：每忙碌卡时 [\d,.]+ 元", zh)
+    assert stray_english(zh) == [], zh

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,7 +31,7 @@ from leases.alerts.state import Changed, StoredAlert, by_ids, reconcile
 from leases.alerts.wording import kind_word, node_shown
 from leases.config.sections import AlertsConfig, Config
 from leases.core.clock import Clock
-from leases.core.i18n import EN, N_, _, using
+from leases.core.i18n import EN, N_, _, speaking
 from leases.core.severity import Severity
 from leases.ledger import rowaudit
 from leases.ledger.store import Ledger
@@ -55,11 +53,9 @@ def check(
     now = clock()
     # What is stored is language-neutral (leases.alerts.said); words read from elsewhere (an
     # error's reason, another module's phrase) are stored as they were said, so they are
-    # said in English. Only on the main thread: the language is the process's, and the
-    # dashboard evaluates in a worker thread while its screens speak (there, those few
-    # words keep the dashboard's language).
-    english = threading.current_thread() is threading.main_thread()
-    with using(EN) if english else nullcontext():
+    # said in English: in this thread or task only (`speaking`), so the dashboard, which
+    # evaluates in a worker thread, keeps drawing in its language meanwhile.
+    with speaking(EN):
         found = evaluate(gather(ledger, config, now, cache), config, now)
         found += provider_alerts(ledger, config, now)  # of providers, not nodes: balance_low
         bills = list(bill_alerts(ledger, config.billing_tz, "CNY", config.bill_tolerance, now))

@@ -22,7 +22,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from leases.core.errors import ConfigError, InputError
-from leases.core.i18n import EN, _, using
+from leases.core.i18n import EN, _, speaking
 from leases.lab import acl, perms, rootpath, sysconfig
 from leases.lab.layout import Lab, LabError, check_name, find_lab
 from leases.lab.roles import Role, group_of
@@ -291,7 +291,7 @@ def _plan_perms(plan: Plan, *, always: bool = False) -> None:
     if _user_exists(lab.service_user) and all(
         _group_exists(g) for g in (lab.viewers, lab.editors, lab.offboard)
     ):
-        with using(EN):  # the audit log's words stay English
+        with speaking(EN):  # the audit log's words stay English
             words = [f.line() for f in perms.check(lab)]
         said = [f.line() for f in perms.check(lab)]
     else:

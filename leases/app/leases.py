@@ -42,6 +42,17 @@ def _terms_note(lease: Lease) -> str:
     return " " + _("(note: {why})").format(why=why) if why else ""
 
 
+def _until_refused(ledger: Ledger, node: str, refused: InputError) -> str:
+    """Why a renewal's --until was refused, said of the current lease's end (the renewed
+    period starts there), not of "the start" the lease check names."""
+    current = next((le for le in reversed(ledger.leases(node)) if le.ended_at is None), None)
+    if current is None or current.end is None:
+        return refused.reason
+    return _("must be after the current lease's end {shown}").format(
+        shown=fields.shown(current.end, current.billing_tz)
+    )
+
+
 def renew_lease(
     ledger: Ledger, node: str, until: str, changes: Mapping[str, Any]
 ) -> tuple[Lease, str]:
@@ -61,10 +72,8 @@ def renew_lease(
             raise
         p = Problems()  # the renewal's end is --until: said as such
         for e in each_error(exc):
-            if e.field == "end":
-                e = InputError(
-                    "until", until, e.reason.replace("the start", "the current lease's end")
-                )
+            if e.field == "end":  # the renewal starts where the current lease ends
+                e = InputError("until", until, _until_refused(ledger, node, e))
             p.refuse(e)
         p.raise_found()
         raise  # not reached: raise_found raised

@@ -7,6 +7,7 @@ words of a node's failed readings are Chinese."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -232,8 +233,9 @@ def test_bad_alert_ids_in_chinese(cli: Cli, bad: str) -> None:
     assert cli("node", "add", "n1", "--ssh", "ssh root@10.0.0.2").code == 0
     done = cli("alerts", "ack", bad, "--lang", "zh_CN")
     assert done.code != 0
-    # The frame ("zuka: error: FIELD: ... (got VALUE)") is the CLI's; the reason is ours.
-    said = done.err.split("id: ", 1)[1].rsplit(" (got", 1)[0]
+    # The frame ("zuka：错误：FIELD：...（输入为 VALUE）") is the CLI's; the reason is ours.
+    said = re.split(r"id[:：] ?", done.err, maxsplit=1)[1]
+    said = re.split(r" \(got|（输入为", said)[0]
     assert "告警" in said, done.err
     assert stray_english(said, data=[bad]) == [], done.err
 
@@ -344,7 +346,7 @@ def test_a_low_balance_is_said_in_chinese(z: Cli, ledger_path: Path) -> None:
     _platform(z, "1000")
     at = datetime(2026, 8, 2, 10, tzinfo=SH)
     [alert] = _open_alerts(ledger_path, at)
-    assert "prepaid balance of P has ¥619.84 left" in alert.message
+    assert "prepaid balance of P has CNY 619.84 left" in alert.message
     with Ledger.open(ledger_path, clock=lambda: at) as ledger, using(ZH):
         [said] = [a for a in alertstate.alerts(ledger, at) if a.kind == "balance_low"]
     assert "预付余额" in said.message and "之后将停止：n" in said.message, said.message

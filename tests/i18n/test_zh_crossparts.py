@@ -1,0 +1,47 @@
+"""Words that cross the parts of zuka, in Chinese: a renewal's refused --until said of the
+current lease's end; the alerts' check speaks English for what it stores in its own thread
+only, while another thread keeps drawing in Chinese."""
+
+from __future__ import annotations
+
+import threading
+
+from leases.core import i18n
+from leases.core.i18n import EN, ZH
+from leases.core.spoken import ends_in
+from tests.support.cli import Cli
+
+
+def test_a_renewal_before_the_current_end_is_refused_of_that_end(cli: Cli) -> None:
+    assert cli("node", "add", "n", "--ssh", "root@10.0.0.9").code == 0
+    made = cli("lease", "add", "n", "--billing", "monthly", "--price", "100",
+               "--start", "2026-11-01", "--end", "2026-12-01")  # fmt: skip
+    assert made.code == 0, made.err
+    en = cli("lease", "renew", "n", "--until", "2026-11-15")
+    assert en.code == 2
+    assert "--until: must be after the current lease's end 2026-12-01 00:00" in en.err
+    zh = cli("lease", "renew", "n", "--until", "2026-11-15", "--lang", "zh_CN")
+    assert zh.code == 2
+    assert "须晚于当前租约的到期时间 2026-12-01 00:00" in zh.err
+    assert len(cli("lease", "list", "n", "--json").out.split('"start"')) == 2  # nothing written
+
+
+def test_speaking_english_in_a_worker_thread_leaves_the_main_thread_chinese() -> None:
+    i18n.set_language(ZH)
+    inside = threading.Event()
+    leave = threading.Event()
+    said: dict[str, str] = {}
+
+    def worker() -> None:
+        with i18n.speaking(EN):
+            inside.set()
+            leave.wait(10)
+            said["worker"] = ends_in(1)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    assert inside.wait(10)
+    said["main"] = ends_in(1)
+    leave.set()
+    t.join(10)
+    assert said == {"worker": "ends in 1 d", "main": "1天后到期"}

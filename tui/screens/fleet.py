@@ -352,12 +352,9 @@ class FleetScreen(Screen[None]):
             )
         if self.group != "none":
             parts.append(_(GROUP_WORDS[self.group]))
-        arrow = "↓" if self.reverse else "↑"
-        if self._held:
-            parts.append(_("sort {column} {arrow} (held while you move)").format(
-                column=col, arrow=arrow))  # fmt: skip
-        else:
-            parts.append(_("sort {column} {arrow}").format(column=col, arrow=arrow))
+        said = _("sort {column} {arrow} (held while you move)") if self._held else _(
+            "sort {column} {arrow}")  # fmt: skip
+        parts.append(said.format(column=col, arrow="↓" if self.reverse else "↑"))
         parts.append(self._status)
         self._line("#fleet-status", " · ".join(p for p in parts if p))
 

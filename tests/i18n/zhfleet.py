@@ -74,4 +74,5 @@ def _readings(ledger: Ledger) -> None:
 def svg_text(svg: str) -> str:
     """The words an SVG screenshot (App.export_screenshot) shows, line by line."""
     lines = re.findall(r"<text[^>]*>(.*?)</text>", svg, flags=re.S)
-    return "\n".join(unescape(re.sub(r"<[^>]+>", "", line)) for line in lines)
+    text = "\n".join(unescape(re.sub(r"<[^>]+>", "", line)) for line in lines)
+    return text.replace("\xa0", " ")

@@ -53,7 +53,12 @@ from leases.telemetry.housekeeping import Housekeeping
 from leases.telemetry.lock import PollerLock
 from leases.telemetry.rollups import HistoryStore
 from tui.dashboard import gcpolicy
-from tui.dashboard.commands import ZukaCommands, ZukaSystemCommands, open_palette
+from tui.dashboard.commands import (
+    LanguageCommands,
+    ZukaCommands,
+    ZukaSystemCommands,
+    open_palette,
+)
 from tui.dashboard.host import ZukaHost
 from tui.dashboard.interrupt import interrupt
 from tui.dashboard.keymap import check_keys
@@ -94,7 +99,7 @@ class ZukaApp(App[None]):
                            "with text selected, copies it")),
     ]  # fmt: skip
     COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {
-        ZukaSystemCommands, ZukaCommands}  # fmt: skip
+        ZukaSystemCommands, ZukaCommands, LanguageCommands}  # fmt: skip
 
     def __init__(
         self,

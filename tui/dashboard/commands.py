@@ -131,14 +131,9 @@ class ZukaCommands(Provider):
         return [n.name for n in ledger.nodes(live)] if isinstance(ledger, Ledger) else []
 
     def _hits(self) -> list[Command]:
-        """(text, help, run, of a node) for every command, the languages' first; text is
+        """(text, help, run, of a node) for every command; text is
         what the user types to find it."""
         out: list[Command] = []
-        for lang in LANGS:
-            # Named by the language's own name ("Language: 简体中文"): a user who cannot
-            # read the language in use still finds theirs.
-            text = f"Language: {NAMES[lang]}"
-            out.append((text, _(LANGUAGE_HELP[lang]), partial(self._switch, lang), False))
         for c in self._commands:
             keys = "/".join(c.keys)
             run = partial(self.app.run_action, c.action, c.node)
@@ -155,11 +150,6 @@ class ZukaCommands(Provider):
                             _("Record a new lease on this node"),
                             partial(self._lease, ledger, name, zone), True))  # fmt: skip
         return out
-
-    def _switch(self, lang: str) -> None:
-        from tui.dashboard.language import switch_language
-
-        switch_language(self.app, lang)
 
     def _node(self, name: str) -> None:
         # The fleet's cursor goes to the node first: every node key after it (`o`
@@ -182,6 +172,40 @@ class ZukaCommands(Provider):
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for text, help_text, run, _node in self._all:
+            score = matcher.match(text)
+            if score > 0:
+                yield Hit(score, highlight(matcher, text), run, text=text, help=escape(help_text))
+
+
+class _Language(DiscoveryHit):
+    """A language command: listed after zuka's own commands, before Textual's."""
+
+    @property
+    def score(self) -> float:
+        return 0.5
+
+
+class LanguageCommands(Provider):
+    """One command a language, named by the language's own name ("Language: 简体中文",
+    "Language: English"): a user who cannot read the language in use still finds theirs.
+    Choosing one speaks it at once, every screen redrawn, for the rest of the session."""
+
+    def _commands(self) -> list[tuple[str, str, Callable[[], object]]]:
+        return [(f"Language: {NAMES[lang]}", _(LANGUAGE_HELP[lang]), partial(self._switch, lang))
+                for lang in LANGS]  # fmt: skip
+
+    def _switch(self, lang: str) -> None:
+        from tui.dashboard.language import switch_language
+
+        switch_language(self.app, lang)
+
+    async def discover(self) -> Hits:
+        for text, help_text, run in self._commands():
+            yield _Language(Content(text), run, text=text, help=escape(help_text))
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for text, help_text, run in self._commands():
             score = matcher.match(text)
             if score > 0:
                 yield Hit(score, highlight(matcher, text), run, text=text, help=escape(help_text))

@@ -29,7 +29,7 @@ def app_title(title: str, path: Path | None, *, lab: bool, readonly: bool) -> st
 
 def status_line(count: int, health: str, alerts: int, source: str) -> str:
     """'12 nodes · 10 ok, 2 unreachable · 3 alerts (a) · polling every 5 s'."""
-    nodes = ngettext("{count} node", "{count} nodes", count).format(count=count)
+    nodes = _("{count} nodes").format(count=count)  # "1 nodes": as the dashboard always said
     parts = [nodes, health]
     if alerts:
         parts.append(ngettext("{count} alert (a)", "{count} alerts (a)", alerts).format(

@@ -42,6 +42,7 @@ from tui.screens.fleetview import (
 )
 from tui.widgets.fleet_footer import PriorityFooter
 from tui.widgets.fleet_table import GROUP_PREFIX, FleetTable, TableRow
+from tui.widgets.valuewords import value_words
 
 GROUPS = ("none", "channel", "provider")
 # The status line's words for a grouping (GROUPS stays English: it is compared).
@@ -316,7 +317,8 @@ class FleetScreen(Screen[None]):
         """A group heading: its whole label and count in the first cell, which the table
         draws across the row (FleetTable._heading_cell), marked folded or not."""
         mark = FOLDED if label in self.folded else UNFOLDED
-        text = f"{mark} {visible(label, 60)} ({count})"
+        shown = value_words(label) if self.group == "channel" else label
+        text = f"{mark} {visible(shown, 60)} ({count})"
         cells = {self.table.shown_columns[0].key: Text(text, style="bold", no_wrap=True, end="")}
         return TableRow(GROUP_PREFIX + label, cells, (text,))
 
@@ -352,12 +354,9 @@ class FleetScreen(Screen[None]):
             )
         if self.group != "none":
             parts.append(_(GROUP_WORDS[self.group]))
-        arrow = "↓" if self.reverse else "↑"
-        if self._held:
-            parts.append(_("sort {column} {arrow} (held while you move)").format(
-                column=col, arrow=arrow))  # fmt: skip
-        else:
-            parts.append(_("sort {column} {arrow}").format(column=col, arrow=arrow))
+        said = _("sort {column} {arrow} (held while you move)") if self._held else _(
+            "sort {column} {arrow}")  # fmt: skip
+        parts.append(said.format(column=col, arrow="↓" if self.reverse else "↑"))
         parts.append(self._status)
         self._line("#fleet-status", " · ".join(p for p in parts if p))
 

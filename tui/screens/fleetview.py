@@ -31,6 +31,7 @@ from leases.money.amounts import whole
 from leases.money.renewals import BillingNow, starts_in
 from leases.offboard.evidence import Progress
 from leases.offboard.status import short as offboard_short
+from tui.widgets.valuewords import value_words
 from tui.words import disk_cell, ram_cell
 
 if TYPE_CHECKING:
@@ -163,6 +164,17 @@ WIDER = (("channel", 32), ("offboard", 28), ("gpus", 20), ("state", 16))
 OFFBOARDING_PRIORITY = 4.5
 
 
+def channel_shorts() -> tuple[tuple[str, str], ...]:
+    """The channels' words, and their short words where the column is narrow ('算力租赁平台'
+    -> '平台'); English has no shorter words."""
+    shorts = {
+        "cloud": pgettext("channel short", "cloud"),
+        "platform": pgettext("channel short", "platform"),
+        "colo": pgettext("channel short", "colo"),
+    }
+    return tuple((value_words(v), s) for v, s in shorts.items() if value_words(v) != s)
+
+
 def visible_columns(
     width: int, name_width: int, *, offboarding: bool = False
 ) -> tuple[Column, ...]:
@@ -174,6 +186,8 @@ def visible_columns(
         # The label in the language in use: its width is measured again (a Chinese
         # label is two cells a character).
         c = replace(c, label=_(c.label))
+        if c.key == "channel":
+            c = replace(c, short=channel_shorts())
         if c.key == "node":
             c = replace(c, width=name_width)
         elif c.key == "offboard" and offboarding:
@@ -355,7 +369,8 @@ def fleet_row(
     disk_pct = fullest.used_pct if fullest else None
     cells = {
         "node": cell(node.name),
-        "channel": cell(f"{channel or '-'}/{provider or '-'}"),
+        # The channel in words ('算力租赁平台'); the filter compares facts.channel (English).
+        "channel": cell(f"{value_words(channel) if channel else '-'}/{provider or '-'}"),
         "gpus": cell(gpus),
         # The filter compares facts.state (English, as typed: state:stale); shown translated.
         "state": Cell(_(state), HEALTH_STYLE.get(health, "red")),

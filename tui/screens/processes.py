@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -153,7 +154,7 @@ class ProcessesScreen(Screen[None]):
         except InputError:
             shown = self.all_rows
         self.shown = processes.sort_rows(shown, self.sort)
-        longest = max((len(r.node) for r in self.shown), default=0)
+        longest = max((cell_len(r.node) for r in self.shown), default=0)
         cols = view.columns(self.size.width or 80, longest)
         table = self.table
         keys = [view.row_key(r) for r in self.shown]

@@ -218,7 +218,10 @@ def test_a_report_totals_in_the_labs_currency_at_the_months_rate(cli: Cli, tmp_p
                    "charged_in_month": lab["charged_in_month"]}  # type: ignore[index]  # fmt: skip
     assert doc["total"] is None  # the per-currency totals stay apart
     md = cli("--config", config, "report", "--month", "2026-11").out
-    assert "**Total CNY 38,790.07** (all currencies in CNY) at the config's rates for 2026-11 (1 USD = CNY 7.12" in md
+    assert (
+        "**Total CNY 38,790.07** (all currencies in CNY) at the config's rates for 2026-11 (1 USD = CNY 7.12"
+        in md
+    )
     assert "CNY 68," not in md and "31,234.56" not in md  # never CNY + USD unconverted
     rows = cli("--config", config, "report", "--month", "2026-11", "--format", "csv").out
     last = rows.strip().splitlines()[-1].split(",")

@@ -245,7 +245,9 @@ def test_the_alert_counts_a_partial_refund_and_its_command_works(
         found = [a for a in evaluate(gather(ledger, config, NOW), config, NOW)
                  if a.kind is AlertKind.DEPOSIT]  # fmt: skip
     (alert,) = found
-    assert alert.message.startswith("n: deposit CNY 42,000.00 of CNY 72,000.00 (the rest came back)")
+    assert alert.message.startswith(
+        "n: deposit CNY 42,000.00 of CNY 72,000.00 (the rest came back)"
+    )
     assert str(alert.yuan) == "42000.00"
     command = alert.action.removeprefix("ask the provider for the refund, then record it: ")
     assert command == (

@@ -169,7 +169,9 @@ def test_the_balance_is_worked_out_from_the_top_up_and_the_charges(z: Cli) -> No
     assert doc["stops_then"] == ["n"] and doc["worked_out"] is True
     assert doc["since"] == "2026-08-01T09:00:00+08:00" and doc["since_reading"] is None
     text = _ok(z, "provider", "balance", "P", "--at", "2026-08-02T10:00")
-    assert "balance CNY 4,619.84" in text and "worked out by zuka since 0 at the first top-up" in text
+    assert (
+        "balance CNY 4,619.84" in text and "worked out by zuka since 0 at the first top-up" in text
+    )
     assert "12.15 days left" in text and "then stops: n" in text
 
 

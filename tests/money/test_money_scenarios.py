@@ -302,7 +302,9 @@ def test_a_hand_worked_quote(cli: Cli, tmp_path: Path) -> None:
     assert evens[("offer 2", "offer 1")] == "632.91"
     text = cli("plan", "job", "--model", "h800", "--cards", "8", "--hours", "720", "--project",
                "llm", "--on", "2026-11-15", "--config", str(config)).out  # fmt: skip
-    assert "cheapest: offer 1 (AutoDL card_hour) CNY 91,008.00, CNY 2,592.00 (2.8 %) less than" in text
+    assert (
+        "cheapest: offer 1 (AutoDL card_hour) CNY 91,008.00, CNY 2,592.00 (2.8 %) less than" in text
+    )
     assert "615.38 h" in text
 
 

@@ -21,6 +21,9 @@ WORDS = frozenset(
     HKD JPY RMB ISO UTC AutoDL UTF utf OK PATH HOME XDG ID IDs SHA sha sha256 ed25519
     rsa ecdsa SIGTERM SIGKILL Ctrl ctrl Esc Enter Tab Shift alt esc enter tab shift
     pgup pgdn fapiao VAT TUI CLI NCCL PyTorch torch
+    shred dmesg journalctl ibstat dcgmi nvbandwidth nccl-tests curl lsblk findmnt lsattr
+    chmod df btrfs zfs reflink boto3 stdio localhost Xid Xids HAMi GDDR RoCE Jupyter Gbps
+    IANA ARN all-reduce NVLinks Bearer bearer
     matmul iperf A100 H100 H800 H200 H20 L40S L20 A800 RTX
     """.split()  # noqa: SIM905
 )

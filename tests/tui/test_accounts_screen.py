@@ -96,7 +96,9 @@ async def test_the_accounts_of_the_month(books: Path, z: Cli) -> None:
         invoicing = _text(screen, "invoicing")
         # Charged in 2026-09 to NOW: 228 h x ¥10 = ¥2,280; invoice 0012 covers the whole
         # month for ¥1,000 (tax included): uninvoiced 2,280 - 1,000 = ¥1,280.00.
-        assert "P: charged CNY 2,280.00, invoiced CNY 1,000.00, uninvoiced CNY 1,280.00" in invoicing
+        assert (
+            "P: charged CNY 2,280.00, invoiced CNY 1,000.00, uninvoiced CNY 1,280.00" in invoicing
+        )
         bill = _text(screen, "bill")
         # August: 31 days x 24 h x ¥10 = ¥7,440 in zuka; the bill says ¥7,000: -¥440.
         assert "bill 2026-08: 1 differ, 1 unmatched" in bill

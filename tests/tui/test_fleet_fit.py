@@ -92,7 +92,9 @@ def test_a_new_column_slots_in_by_its_priority() -> None:
 
 
 def test_the_header_keeps_the_ledger_path_whole() -> None:
-    line = "38/62 GPUs busy (16 not read) · CNY 25,889 this month · CNY 10,414 idle · /tmp/z/demo.db"
+    line = (
+        "38/62 GPUs busy (16 not read) · CNY 25,889 this month · CNY 10,414 idle · /tmp/z/demo.db"
+    )
     assert fit_header(line, 60).endswith(" · /tmp/z/demo.db") and len(fit_header(line, 60)) <= 60
     assert "…" in fit_header(line, 60)
     assert fit_header(line, 200) == line

@@ -109,7 +109,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("mem", N_("Memory"), 9, 6),
     Column("temp", N_("Temp"), 4, 12),
     Column("power", N_("Power"), 6, 11),
-    Column("cost", N_("Month"), 9, 7),
+    Column("cost", N_("Month"), 11, 7),
     Column("ends", N_("Lease end"), 14, 4,
            (("starts in ", "in "), (" days", " d"), (" day", " d"))),
     Column("alerts", N_("Alert"), 5, 5),

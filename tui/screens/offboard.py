@@ -39,6 +39,7 @@ from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from leases.offboard import evidence, runner, wiring
 from leases.offboard.evidence import PASSED, State, StoredPlan
+from leases.offboard.shown import shown
 from leases.offboard.steps import Phase, Planner, Step
 from tui.screens.ask import AskScreen
 from tui.screens.fleetview import plain
@@ -509,7 +510,12 @@ class OffboardScreen(Screen[None]):
             return
         detail = self.stored.state(nxt.key).detail
         question = plain(
-            f"{visible(nxt.key, 60)} on {visible(self.node_name, 60)}: {visible(detail, 300)}\n\n"
+            _("{step} on {node}: {detail}").format(
+                step=visible(nxt.key, 60),
+                node=visible(self.node_name, 60),
+                detail=visible(shown(detail), 300),
+            )
+            + "\n\n"
             + _("Go on with the offboarding anyway? Their data will be deleted under them."),
             wrap=True,
         )

@@ -12,6 +12,7 @@ from leases.app import offboarding
 from leases.core.i18n import N_, _, pgettext
 from leases.core.textsafe import visible
 from leases.offboard.evidence import State, StoredPlan
+from leases.offboard.shown import shown
 from leases.offboard.steps import Step
 
 COLUMNS = ("#", N_("phase"), N_("step"), N_("del"), N_("state"), N_("what"))
@@ -78,7 +79,7 @@ def checklist_rows(stored: StoredPlan, running: str | None = None) -> list[tuple
             visible(s.key, 40),
             _("yes") if s.destructive else "",
             state_text(stored, s, running),
-            visible(s.describe, 160),
+            visible(shown(s.describe), 160),
         )
         for i, s in enumerate(stored.plan.steps, 1)
     ]
@@ -96,11 +97,11 @@ def step_detail(stored: StoredPlan, step: Step, tz: str) -> list[str]:
     lines = [
         f"{visible(step.key, 120)} · {phase_words(step.phase.name.lower())} · {step.driver}"
         + (" · " + _("deletes") if step.destructive else ""),
-        visible(step.describe, 400),
+        visible(shown(step.describe), 400),
         said,
     ]
     if st.detail and st.state is not State.VERIFIED:
-        lines.append(visible(st.detail, 400))
+        lines.append(visible(shown(st.detail), 400))
     if st.state is State.STARTED:
         lines.append(_("a run stopped inside this step: the next run reads it back before acting"))
     return lines

@@ -22,11 +22,11 @@ under English (`using(EN)`).
 from __future__ import annotations
 
 import gettext as _gettext
+import os
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from importlib import resources
 
 DOMAIN = "zuka"
 EN = "en"
@@ -103,6 +103,10 @@ def choose(flag: str | None, env: Mapping[str, str], config: str | None) -> str:
 
 # -- the catalogue in use ---------------------------------------------------------------
 
+_LOCALE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "locale")
+# English is the source's own words: speaking it reads no catalogue (its .mo, shipped for
+# completeness, says every message as written).
+_SOURCE = _gettext.NullTranslations()
 _catalogues: dict[str, _gettext.NullTranslations] = {}
 _current: list[str] = [EN]
 _active: list[_gettext.NullTranslations] = [_gettext.NullTranslations()]
@@ -116,9 +120,11 @@ def catalogue(lang: str) -> _gettext.NullTranslations:
     file is missing, so a broken install still speaks)."""
     found = _catalogues.get(lang)
     if found is None:
-        path = resources.files("leases").joinpath("locale", lang, "LC_MESSAGES", f"{DOMAIN}.mo")
+        # Beside the package's modules (no importlib.resources: a cold command's import
+        # time counts, leases/core/ -> leases/locale/).
+        path = os.path.join(_LOCALE, lang, "LC_MESSAGES", f"{DOMAIN}.mo")
         try:
-            with path.open("rb") as fh:
+            with open(path, "rb") as fh:
                 found = _gettext.GNUTranslations(fh)
         except (OSError, ValueError):
             found = _gettext.NullTranslations()
@@ -130,7 +136,7 @@ def set_language(lang: str) -> None:
     """Speak lang (one of LANGS) from now on, in this process."""
     if lang not in LANGS:
         raise LanguageError(f"not a language zuka speaks: {lang!r}")
-    _active[0] = catalogue(lang)
+    _active[0] = _SOURCE if lang == EN else catalogue(lang)
     _current[0] = lang
 
 
@@ -157,7 +163,9 @@ def using(lang: str) -> Iterator[None]:
 
 def _now() -> _gettext.NullTranslations:
     lang = _task.get()
-    return _active[0] if lang is None else catalogue(lang)
+    if lang is None:
+        return _active[0]
+    return _SOURCE if lang == EN else catalogue(lang)
 
 
 def speaking_now() -> str:

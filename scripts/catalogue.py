@@ -40,7 +40,10 @@ SOURCES = ("leases", "tui")
 KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2), "pgettext": ((1, "c"), 2)}
 # A fixed date: the files change only when their messages do.
 STAMP = datetime(2026, 1, 1, tzinfo=UTC)
-PLACEHOLDER_RE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|%\(([A-Za-z_]+)\)[-#0 +]*\d*(?:\.\d+)?[a-z]")
+# A %-conversion takes no space flag here: "50 % of hours" is a percent sign, not "% o".
+PLACEHOLDER_RE = re.compile(
+    r"\{\{|\}\}|\{([^{}]*)\}|%%|%(\([A-Za-z_]+\))?[-#0+]*(?:\d+|\*)?(?:\.\d+)?[sdirfgeExXoc]"
+)
 
 
 def po_path(lang: str) -> Path:
@@ -188,13 +191,20 @@ def fill(path: Path) -> tuple[int, list[str]]:
 
 
 def placeholders(text: str) -> list[str]:
-    """The named placeholders of a message ({name}, {name!r:>8}, %(name)s), sorted."""
+    """A message's placeholders, whole and sorted: `{name}`, `{name!r:>8}`, `%(name)d`,
+    `%s`. A translation must keep each as written: a changed conversion or format spec
+    fails at runtime or says otherwise, and a field that walks attributes or items
+    (`{x.__class__}`, `{x[0]}`) is refused outright (as `!bad`)."""
     out = []
     for m in PLACEHOLDER_RE.finditer(text):
+        whole = m.group(0)
+        if whole in ("{{", "}}", "%%"):
+            continue
         if m.group(1) is not None:
-            out.append(re.split(r"[!:.\[]", m.group(1), maxsplit=1)[0] or "{}")
-        elif m.group(2) is not None:
-            out.append(f"%({m.group(2)})")
+            name = re.split(r"[!:]", m.group(1), maxsplit=1)[0]
+            out.append(f"{whole}!bad" if not name or "." in name or "[" in name else whole)
+        else:
+            out.append(whole)
     return sorted(out)
 
 

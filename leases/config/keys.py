@@ -105,7 +105,9 @@ def _lang(v: Any) -> str:
     found = parse_lang(v) if isinstance(v, str) else None
     if found is None:
         raise BadValue(
-            _("must be a language zuka speaks: {langs}").format(langs=" or ".join(LANGS))
+            _("must be a language zuka speaks: {langs}").format(
+                langs=_("{first} or {second}").format(first=LANGS[0], second=LANGS[1])
+            )
         )
     return found
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import gettext as _gettext
 import os
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -37,7 +38,9 @@ NAMES = {EN: "English", ZH: "简体中文"}
 ENV = "ZUKA_LANG"
 LOCALE_VARS = ("LC_ALL", "LC_MESSAGES", "LANG")
 
-_LANG_RE = re.compile(r"^(?P<lang>[A-Za-z]{2,3})(?:[_-](?P<rest>[A-Za-z0-9]{2,8}))?")
+_LANG_RE = re.compile(
+    r"(?P<lang>[A-Za-z]{2,3})(?:[_-][A-Za-z0-9]{2,8}){0,2}(?:\.[A-Za-z0-9_-]{1,20})?(?:@[A-Za-z0-9_-]{1,20})?"
+)
 
 
 class LanguageError(ValueError):
@@ -49,9 +52,9 @@ def parse_lang(text: str) -> str | None:
     as one of LANGS; None for one zuka does not speak. Every Chinese locale reads the
     Simplified catalogue (it is the one there is)."""
     text = text.strip()
-    if text in ("C", "POSIX") or text.startswith(("C.", "POSIX.")):
+    if text in ("C", "POSIX") or re.fullmatch(r"(?:C|POSIX)\.[A-Za-z0-9_-]{1,20}", text):
         return EN
-    m = _LANG_RE.match(text.split(".", 1)[0].split("@", 1)[0])
+    m = _LANG_RE.fullmatch(text)  # the whole of it: "zh/../x" or "zh\x1b[31m" is none
     if m is None:
         return None
     base = m.group("lang").lower()
@@ -126,8 +129,13 @@ def catalogue(lang: str) -> _gettext.NullTranslations:
         try:
             with open(path, "rb") as fh:
                 found = _gettext.GNUTranslations(fh)
-        except (OSError, ValueError):
+        except Exception as exc:  # a missing, cut or tampered file: English, said once
             found = _gettext.NullTranslations()
+            print(
+                f"zuka: the {lang} catalogue {path} cannot be read ({type(exc).__name__}):"
+                " speaking English",
+                file=sys.stderr,
+            )
         _catalogues[lang] = found
     return found
 

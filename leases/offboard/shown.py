@@ -20,13 +20,16 @@ from functools import lru_cache
 from leases.core.i18n import EN, _, catalogue, language
 
 _DEPTH = 3
+# Beyond these, text is shown as it is: each part is tried against every message.
+MAX_CHARS = 2000
+MAX_PARTS = 50
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LETTER_RE = re.compile(r"[A-Za-z]{2,}")
 
 
 def shown(text: str) -> str:
     """text, made by the offboarding in English, in the language in use."""
-    if not text or language() == EN:
+    if not text or language() == EN or len(text) > MAX_CHARS:
         return text
     return _say(text, _DEPTH, exact=True)
 
@@ -35,6 +38,11 @@ _SEPARATORS = ("\n", " | ", "; ")
 
 
 def _say(text: str, depth: int, *, exact: bool) -> str:
+    # "THING: a message as written" first: a message's own words before a pattern's guess
+    # ("/data/a: is a symbolic link: refused, not followed" is no "{provider} is a {channel}").
+    head, colon, tail = text.partition(": ")
+    if colon and exact and _(tail) != tail:
+        return head + _(": {detail}").format(detail=_(tail))
     said = _whole(text, depth, exact=exact)
     if said != text or depth <= 1:
         return said
@@ -42,6 +50,8 @@ def _say(text: str, depth: int, *, exact: bool) -> str:
     for sep in _SEPARATORS:
         if sep in text:
             parts = text.split(sep)
+            if len(parts) > MAX_PARTS:
+                return text
             said_parts = [_say(p, depth - 1, exact=True) for p in parts]
             if said_parts != parts:
                 return sep.join(said_parts)
@@ -59,16 +69,17 @@ def _whole(text: str, depth: int, *, exact: bool) -> str:
         said = _(text)
         if said != text:
             return said
-    for prefix, pieces, pattern, msgid in _templates(language()):
-        # Its words first, each a plain search: the pattern is tried only where all are.
+    for template in _templates(language()):
+        prefix, pieces, literals, fields, msgid = template
+        # Its words first, each a plain search: matched only where all are.
         if not text.startswith(prefix) or not all(p in text for p in pieces):
             continue
-        m = pattern.fullmatch(text)
-        if m is None:
+        found = _match(text, literals, fields)
+        if found is None:
             continue
         values = {
             k: v if depth <= 1 else _say(v, depth - 1, exact=len(v) > 12 and " " in v)
-            for k, v in m.groupdict().items()
+            for k, v in found.items()
         }
         try:
             return _(msgid).format(**values)
@@ -77,49 +88,76 @@ def _whole(text: str, depth: int, *, exact: bool) -> str:
     return text
 
 
-_Template = tuple[str, tuple[str, ...], re.Pattern[str], str]
+_Template = tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...], str]
+
+
+def _match(text: str, literals: tuple[str, ...], fields: tuple[str, ...]) -> dict[str, str] | None:
+    """The values of fields in text, made by literals[0] field literals[1] field ... with
+    each value not empty; None where text was not made so. Each literal between two values
+    is the first found after the value before it began (a regex of lazy groups would try
+    every split: polynomial in the text's length, a hang on a hostile line), so a text
+    whose value holds the next literal is not matched and is shown as it is."""
+    pos = len(literals[0])
+    if not text.startswith(literals[0]):
+        return None
+    values: dict[str, str] = {}
+    for i, name in enumerate(fields):
+        literal = literals[i + 1]
+        if i == len(fields) - 1:
+            end = len(text) - len(literal)
+            if end <= pos or not text.endswith(literal):
+                return None
+            value = text[pos:end]
+        else:
+            at = text.find(literal, pos + 1)
+            if at < 0:
+                return None
+            value, pos = text[pos:at], at + len(literal)
+        if values.setdefault(name, value) != value:
+            return None
+    return values
 
 
 @lru_cache(maxsize=4)
 def _templates(lang: str) -> tuple[_Template, ...]:
-    """Every message of lang's catalogue with named placeholders, as a pattern that
-    matches the English it makes; the one with the most words first (a specific sentence
-    before a general one)."""
+    """Every message of lang's catalogue with named placeholders, by its words around
+    them; the one with the most words first (a specific sentence before a general one)."""
     found = []
     table = getattr(catalogue(lang), "_catalog", {})
     for msgid in table:
         if not isinstance(msgid, str) or "{" not in msgid or "\x04" in msgid:
             continue
-        made = _pattern(msgid)
+        made = _template(msgid)
         if made is not None:
-            found.append((*made, msgid))
-    found.sort(key=lambda t: -t[3])
-    return tuple((prefix, pieces, pattern, msgid) for prefix, pieces, pattern, _n, msgid in found)
+            found.append((made, msgid))
+    found.sort(key=lambda t: -sum(map(len, t[0][1])))
+    return tuple((*made, msgid) for made, msgid in found)
 
 
-def _pattern(msgid: str) -> tuple[str, tuple[str, ...], re.Pattern[str], int] | None:
-    parts: list[str] = []
-    pieces: list[str] = []
-    names: set[str] = set()
-    literal = ""
-    prefix = ""
+def _template(
+    msgid: str,
+) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]] | None:
+    """A message's first words, its words, the literals between its fields, its fields;
+    None for one that cannot be matched back (no words, a format spec, two fields with no
+    words between them)."""
     try:
         parsed = list(string.Formatter().parse(msgid))
     except ValueError:
         return None
-    for i, (text, field, spec, conversion) in enumerate(parsed):
-        parts.append(re.escape(text))
-        literal += text
-        if text:
-            pieces.append(text)
-        if i == 0:
-            prefix = text
+    literals: list[str] = [""]
+    fields: list[str] = []
+    for text, field, spec, conversion in parsed:
+        literals[-1] += text
         if field is None:
             continue
         if spec or conversion or not _NAME_RE.match(field):
             return None
-        parts.append(f"(?P={field})" if field in names else f"(?P<{field}>.+?)")
-        names.add(field)
-    if not names or not _LETTER_RE.search(literal):
+        if fields and not literals[-1]:
+            return None
+        fields.append(field)
+        literals.append("")
+    words = "".join(literals)
+    if not fields or not _LETTER_RE.search(words):
         return None
-    return prefix, tuple(pieces), re.compile("".join(parts), re.DOTALL), len(literal)
+    pieces = tuple(p for p in literals if p)
+    return literals[0], pieces, tuple(literals), tuple(fields)

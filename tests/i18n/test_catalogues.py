@@ -46,9 +46,16 @@ def test_a_missing_translation_is_found(tool: ModuleType, tmp_path: Path) -> Non
     ours.string = ""
     broken = tool.updated(template, "zh_CN", cat)
     assert not broken.get(some.id, some.context).string
-    assert tool.placeholders("{a} and {b!r:>4}") == ["a", "b"]
-    assert tool.placeholders("%(prog)s: {x}") == ["%(prog)", "x"]
-    assert tool.placeholders("{{literal}} {n}") == ["n"]
+    assert tool.placeholders("{a} and {b!r:>4}") == ["{a}", "{b!r:>4}"]
+    assert tool.placeholders("%(prog)s: {x}") == ["%(prog)s", "{x}"]
+    assert tool.placeholders("{{literal}} {n} 50% of 100 %% %s") == ["%s", "{n}"]
+    # What fails or says otherwise at runtime is a different placeholder (the attacker
+    # review's cases): a spec, a conversion, a dropped %s, an attribute walk.
+    assert tool.placeholders("{x:.1f}") != tool.placeholders("{x:d}")
+    assert tool.placeholders("{x!r}") != tool.placeholders("{x}")
+    assert tool.placeholders("%s") != tool.placeholders("")
+    assert tool.placeholders("{x.__class__}") != tool.placeholders("{x}")
+    assert tool.placeholders("{x[0]}") != tool.placeholders("{x}")
 
 
 def test_the_compiled_catalogues_ship_in_the_package() -> None:

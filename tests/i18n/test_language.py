@@ -35,6 +35,11 @@ from tests.support.cli import Cli
         ("fr_FR.UTF-8", None),
         ("", None),
         ("../../etc", None),
+        ("zh/../../etc", None),
+        ("zh\x1b[31mRED", None),
+        ("zh_CN.UTF-8@foo/../..", None),
+        ("zh_CN.UTF-8@euro", ZH),
+        ("zh_Hans_CN.UTF-8", ZH),
     ],
 )
 def test_parse_lang(text: str, lang: str | None) -> None:
@@ -144,3 +149,20 @@ async def test_a_task_speaks_its_own_language_while_others_keep_theirs() -> None
     assert i18n.speaking_now() == ZH
     with pytest.raises(LanguageError), i18n.speaking("fr"):
         pass
+
+
+def test_a_cut_or_tampered_catalogue_speaks_english_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A catalogue file cut short or with a charset Python does not know is no traceback:
+    English, and one line on stderr naming the file."""
+    folder = tmp_path / ZH / "LC_MESSAGES"
+    folder.mkdir(parents=True)
+    real = Path(i18n._LOCALE, ZH, "LC_MESSAGES", "zuka.mo").read_bytes()
+    monkeypatch.setattr(i18n, "_LOCALE", str(tmp_path))
+    for broken in (real[:20], real.replace(b"charset=utf-8", b"charset=xx-99")):
+        (folder / "zuka.mo").write_bytes(broken)
+        monkeypatch.setattr(i18n, "_catalogues", {})
+        i18n.set_language(ZH)
+        assert ends_in(3) == "ends in 3 d"
+        assert "zuka.mo cannot be read" in capsys.readouterr().err

@@ -45,3 +45,18 @@ def test_speaking_english_in_a_worker_thread_leaves_the_main_thread_chinese() ->
     leave.set()
     t.join(10)
     assert said == {"worker": "ends in 1 d", "main": "1天后到期"}
+
+
+def test_stored_offboarding_text_is_said_again_without_backtracking() -> None:
+    """A node's line that holds a message's words out of order (the attacker review's
+    case: a regex of lazy groups took 16 s at 60 words, hours at a few hundred) is matched
+    in one pass and shown as it is; a stored sentence after a path is said in Chinese."""
+    from leases.offboard.shown import MAX_CHARS, shown
+
+    i18n.set_language(ZH)
+    hostile = "#, valid until " + "a " * 300
+    assert shown(hostile) == hostile
+    assert shown(" | ".join(["x: y"] * 500)) == " | ".join(["x: y"] * 500)  # too many parts
+    assert shown("x" * (MAX_CHARS + 1)) == "x" * (MAX_CHARS + 1)
+    said = shown("/data/a: is a symbolic link: refused, not followed")
+    assert said == "/data/a：是符号链接：已拒绝，未跟随"

@@ -48,9 +48,10 @@ class Stored:
     returnable_until: date | None
     window_known: bool
     sold: Sold | None = None
-    # The findings as the run showed them (in shown_lang); the verdict's are English.
-    shown: tuple[CheckResult, ...] = ()
-    shown_lang: str = EN
+    # The findings as the run showed them (in shown_lang); the verdict's are English. Words of
+    # one showing, not of the record: a run read back from the ledger is the same run.
+    shown: tuple[CheckResult, ...] = dataclasses.field(default=(), compare=False)
+    shown_lang: str = dataclasses.field(default=EN, compare=False)
 
 
 def _fingerprint_of(key_path: str) -> str | None:

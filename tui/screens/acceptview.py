@@ -92,7 +92,7 @@ def rows(lines: Sequence[Line], running: str | None = None) -> list[tuple[str, .
 
 def counts_text(verdict: Verdict) -> str:
     counts = verdict.counts()
-    return ", ".join(
+    return _(", ").join(
         _("{count} {status}").format(count=counts[s], status=status_word(s)) for s in COUNT_ORDER
     )
 

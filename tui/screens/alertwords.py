@@ -39,7 +39,7 @@ STATES = {
 
 
 def kind_words(kind: str) -> str:
-    """'lease ending' / '租约到期'; a kind not listed as its words."""
+    """'lease ending' / '租约将到期'; a kind not listed as its words."""
     known = KINDS.get(kind)
     return _(known) if known else kind.replace("_", " ")
 

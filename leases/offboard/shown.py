@@ -59,13 +59,19 @@ def _whole(text: str, depth: int, *, exact: bool) -> str:
         said = _(text)
         if said != text:
             return said
-    for prefix, pieces, pattern, msgid in _templates(language()):
+    for prefix, pieces, pattern, msgid, size in _templates(language()):
         # Its words first, each a plain search: the pattern is tried only where all are.
         if not text.startswith(prefix) or not all(p in text for p in pieces):
             continue
         m = pattern.fullmatch(text)
         if m is None:
             continue
+        # A template whose few words happen to match ("{provider} is a {channel}" in
+        # "/data/a: is a symbolic link: refused, not followed", "{a} or {b}" in caveats
+        # joined by " | ") yields to the reading of the text as exact messages joined
+        # (_say's) when that reading covers more of it.
+        if size + sum(_cover(v) for v in m.groupdict().values()) < _cover(text, whole=False):
+            return text
         values = {
             k: v if depth <= 1 else _say(v, depth - 1, exact=len(v) > 12 and " " in v)
             for k, v in m.groupdict().items()
@@ -77,7 +83,22 @@ def _whole(text: str, depth: int, *, exact: bool) -> str:
     return text
 
 
-_Template = tuple[str, tuple[str, ...], re.Pattern[str], str]
+def _cover(text: str, *, whole: bool = True) -> int:
+    """How many characters of text exact messages say: the whole text (when whole), or
+    its parts as _say splits it (sentences joined, "THING: message")."""
+    if whole and _(text) != text:
+        return len(text)
+    best = 0
+    for sep in _SEPARATORS:
+        if sep in text:
+            best = max(best, sum(len(p) for p in text.split(sep) if p and _(p) != p))
+    _head, colon, tail = text.partition(": ")
+    if colon and _(tail) != tail:
+        best = max(best, len(tail))
+    return best
+
+
+_Template = tuple[str, tuple[str, ...], re.Pattern[str], str, int]
 
 
 @lru_cache(maxsize=4)
@@ -94,7 +115,7 @@ def _templates(lang: str) -> tuple[_Template, ...]:
         if made is not None:
             found.append((*made, msgid))
     found.sort(key=lambda t: -t[3])
-    return tuple((prefix, pieces, pattern, msgid) for prefix, pieces, pattern, _n, msgid in found)
+    return tuple((prefix, pieces, pattern, msgid, n) for prefix, pieces, pattern, n, msgid in found)
 
 
 def _pattern(msgid: str) -> tuple[str, tuple[str, ...], re.Pattern[str], int] | None:

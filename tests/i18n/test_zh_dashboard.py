@@ -127,7 +127,10 @@ async def walk(path: Path) -> dict[str, list[str]]:
 
         async def look(name: str) -> None:
             await settle(app, pilot)
-            found[name] = stray_english(shown(app), data=[*data, *plan_data(app)], extra=KEY_NAMES)
+            # Longest first: a short value ("python") taken out of a longer one first
+            # ("clear:~/.python_history", a step's key) would leave its rest ("_history").
+            seen = sorted({*data, *plan_data(app)}, key=len, reverse=True)
+            found[name] = stray_english(shown(app), data=seen, extra=KEY_NAMES)
             # And its keys, as help lists them over it (`?` would be a form's text).
             app.action_help()
             await settle(app, pilot)

@@ -55,6 +55,7 @@ from leases.offboard.nodescripts import (
 from leases.offboard.nodewalk import KEPT as _KEPT
 from leases.offboard.steps import Outcome, Sighting, Step
 from leases.ssh.errors import SshError
+from leases.ssh.faults import HopFailed
 from leases.ssh.options import SshOptions
 from leases.ssh.session import NodeSession
 from leases.ssh.stream import CommandResult
@@ -457,10 +458,9 @@ def login_refused(exc: SshError) -> bool:
     if exc.health is not NodeHealth.AUTH_FAILED:
         return False
     hop = exc.__cause__
-    # leases.ssh.session wraps a node's connect failure in words that start "node ", a jump
-    # host's in "jump host ...".
+    # leases.ssh.connect marks a node's own connect failure (a jump host's is not marked).
     return (
-        hop is not None
-        and str(hop).startswith("node ")
+        isinstance(hop, HopFailed)
+        and hop.at_node
         and isinstance(hop.__cause__, asyncssh.PermissionDenied)
     )

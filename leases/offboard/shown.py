@@ -77,6 +77,13 @@ def _whole(text: str, depth: int, *, exact: bool) -> str:
         found = _match(text, literals, fields)
         if found is None:
             continue
+        # A template whose few words happen to match ("{provider} is a {channel}" in
+        # "/data/a: is a symbolic link: refused, not followed", "{a} or {b}" in caveats
+        # joined by " | ") yields to the reading of the text as exact messages joined
+        # (_say's) when that reading covers more of it.
+        size = sum(map(len, pieces))
+        if size + sum(_cover(v) for v in found.values()) < _cover(text, whole=False):
+            return text
         values = {
             k: v if depth <= 1 else _say(v, depth - 1, exact=len(v) > 12 and " " in v)
             for k, v in found.items()
@@ -86,6 +93,22 @@ def _whole(text: str, depth: int, *, exact: bool) -> str:
         except (KeyError, IndexError, ValueError):
             return text
     return text
+
+
+def _cover(text: str, *, whole: bool = True) -> int:
+    """How many characters of text exact messages say: the whole text (when whole), or
+    its parts as _say splits it (sentences joined, "THING: message")."""
+    if whole and _(text) != text:
+        return len(text)
+    best = 0
+    for sep in _SEPARATORS:
+        if sep in text:
+            parts = text.split(sep)[: MAX_PARTS + 1]
+            best = max(best, sum(len(p) for p in parts if p and _(p) != p))
+    _head, colon, tail = text.partition(": ")
+    if colon and _(tail) != tail:
+        best = max(best, len(tail))
+    return best
 
 
 _Template = tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...], str]

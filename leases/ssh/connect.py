@@ -113,7 +113,8 @@ class Connector:
             if isinstance(exc, HostKeyRejected):
                 said = _("{where}: {why}").format(where=where, why=message)
                 raise HostKeyRejected(self.name, health, said, exc.offered) from exc
-            raise HopFailed(health, _("{where}: {why}").format(where=where, why=message)) from exc
+            said = _("{where}: {why}").format(where=where, why=message)
+            raise HopFailed(health, said, at_node=True) from exc
         except BaseException:
             if route.hops:
                 self._jumps.release(route.hops)

@@ -21,15 +21,22 @@ from leases.ssh.speech import N_, _
 
 class HopFailed(Exception):
     """A hop could not be reached, its message saying which (a jump host's is raised into
-    every node behind it)."""
+    every node behind it); at_node: the node itself failed, not a jump host on the way
+    (told here, not read from the message: its words are in the language in use)."""
 
     def __init__(
-        self, health: NodeHealth, message: str, offered: OfferedHostKey | None = None
+        self,
+        health: NodeHealth,
+        message: str,
+        offered: OfferedHostKey | None = None,
+        *,
+        at_node: bool = False,
     ) -> None:
         super().__init__(message)
         self.health = health
         self.message = message
         self.offered = offered
+        self.at_node = at_node
 
 
 def classify(

@@ -124,7 +124,7 @@ def _failed(client: ProofClient | None, exc: HopFailed) -> Attempt:
     cause = exc.__cause__
     refused = (
         exc.health is NodeHealth.AUTH_FAILED
-        and exc.message.startswith("node ")
+        and exc.at_node
         and isinstance(cause, asyncssh.PermissionDenied)
     )
     asked = tuple(client.asked) if client is not None and refused else ()

@@ -44,6 +44,7 @@ from leases.offboard.remoteplan import plan_remote, scratch_roots
 from leases.offboard.steps import Phase, PlanInput, Step
 from leases.sim import Scenario, SimNode
 from leases.ssh.errors import SshError
+from leases.ssh.faults import HopFailed
 from leases.ssh.session import NodeSession
 from tests.support.shellnode import ShellNode, shell_handler
 from tests.support.sshfixtures import FakeNode, TestKeys, node_options
@@ -368,17 +369,24 @@ async def test_a_key_file_that_is_not_the_recorded_key_proves_nothing(
 
 
 def test_login_refused_reads_only_a_node_permission_denied() -> None:
-    def chain(words: str, cause: BaseException) -> SshError:
-        hop = Exception(words)
+    def chain(words: str, cause: BaseException, *, at_node: bool) -> SshError:
+        # As leases.ssh.connect raises them: the node's own failure marked, a jump host's not.
+        hop = HopFailed(NodeHealth.AUTH_FAILED, words, at_node=at_node)
         hop.__cause__ = cause
         err = SshError("n", NodeHealth.AUTH_FAILED, words)
         err.__cause__ = hop
         return err
 
     denied = asyncssh.PermissionDenied("no")
-    assert login_refused(chain("node root@h:22: authentication failed", denied))
-    assert not login_refused(chain("jump host j:22: authentication failed", denied))
-    assert not login_refused(chain("node h: x", OSError("refused")))
+    assert login_refused(chain("node root@h:22: authentication failed", denied, at_node=True))
+    # The words are in the language in use: a node's refusal in Chinese counts the same.
+    assert login_refused(chain("节点 root@h:22：认证失败", denied, at_node=True))
+    assert not login_refused(chain("jump host j:22: authentication failed", denied, at_node=False))
+    assert not login_refused(chain("node h: x", OSError("refused"), at_node=True))
+    plain = SshError("n", NodeHealth.AUTH_FAILED, "node h: x")
+    plain.__cause__ = Exception("node h: x")
+    plain.__cause__.__cause__ = denied
+    assert not login_refused(plain)  # not a hop zuka's connect raised
     assert not login_refused(SshError("n", NodeHealth.TIMEOUT, "t"))
 
 

@@ -17,7 +17,7 @@ from leases.alerts import state as alertstate
 from leases.alerts.state import StoredAlert
 from leases.core.auditentry import AuditEntry
 from leases.core.errors import InputError
-from leases.core.i18n import N_, _
+from leases.core.i18n import N_, _, pgettext
 from leases.core.models import Lease, Node, Resource
 from leases.ledger.store import Ledger
 from leases.money import billing, leasecost, renewals
@@ -83,12 +83,13 @@ STATE_WORDS = {
     "billing now": N_("billing now"),
     "renewed": N_("renewed"),
     "ended": N_("ended"),
-    "open": N_("open"),
 }
 
 
 def state_word(state: str) -> str:
     """A ChainLease.state in the language in use."""
+    if state == "open":  # not yet ended (an alert's "open" is another word)
+        return pgettext("lease state", "open")
     word = STATE_WORDS.get(state)
     return _(word) if word else state
 

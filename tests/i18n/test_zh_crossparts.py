@@ -60,3 +60,16 @@ def test_stored_offboarding_text_is_said_again_without_backtracking() -> None:
     assert shown("x" * (MAX_CHARS + 1)) == "x" * (MAX_CHARS + 1)
     said = shown("/data/a: is a symbolic link: refused, not followed")
     assert said == "/data/a：是符号链接：已拒绝，未跟随"
+
+
+def test_a_lease_not_ended_is_not_an_open_alert(cli: Cli) -> None:
+    """ "open" is two words in Chinese: a lease not yet ended (未结束) is no alert left
+    unhandled (未处理), which the new-user review found in `lease list`."""
+    assert cli("node", "add", "n", "--ssh", "root@10.0.0.9").code == 0
+    # By the hour with no end: not ended, whatever day the test runs on.
+    made = cli("lease", "add", "n", "--billing", "hourly", "--price", "5",
+               "--start", "2026-11-01")  # fmt: skip
+    assert made.code == 0, made.err
+    listed = cli("lease", "list", "--lang", "zh_CN").out
+    assert "未结束" in listed and "未处理" not in listed
+    assert " open " in cli("lease", "list").out + " "

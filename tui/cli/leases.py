@@ -18,7 +18,7 @@ from leases.app.leases import (
 )
 from leases.core import fields
 from leases.core.errors import InputError
-from leases.core.i18n import N_, _
+from leases.core.i18n import N_, _, pgettext
 from leases.core.models import Lease
 from leases.ledger import records, release, stops
 from leases.money import renewals, schedule
@@ -147,7 +147,7 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
             return _("end, not recorded")  # released at its end: `zuka lease end` records it
         if chain_of[le.id][-1] is not le:
             return _("renewed")
-        return when(le.ended_at) or _("open")
+        return when(le.ended_at) or pgettext("lease state", "open")
 
     def bills(le: Lease) -> str | None:
         if le.id in billing:

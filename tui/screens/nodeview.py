@@ -17,7 +17,7 @@ from leases.core.i18n import N_, _
 from leases.core.models import NodeStatus
 from leases.core.origin import who
 from leases.core.textsafe import visible
-from leases.fleet.nodefacts import NodeFacts
+from leases.fleet.nodefacts import NodeFacts, state_word
 from leases.money.amounts import bare, money
 from leases.money.leasecost import cost_line
 from leases.telemetry import series
@@ -91,7 +91,7 @@ def lease_rows(facts: NodeFacts) -> list[tuple[str, ...]]:
                 value_words(le.billing_type.value),
                 money(le.unit_price, le.currency),
                 _("unknown") if c.charged is None else money(c.charged, le.currency),
-                c.state + (f" {_when(le.ended_at, tz)}" if c.state == "ended" else ""),
+                state_word(c.state) + (f" {_when(le.ended_at, tz)}" if c.state == "ended" else ""),
                 deposit,
                 visible(le.contract_no, 32) or "-",
             )

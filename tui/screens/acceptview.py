@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from leases.app.acceptance import Stored
+from leases.app.acceptance import Stored, told
 from leases.app.acceptreport import returnable_words
 from leases.core import fields
 from leases.core.acceptance import CheckResult, Evidence, Level, Status, Verdict
@@ -126,7 +126,7 @@ def summary_lines(stored: Stored | None, tz: str) -> list[str]:
         ),
         returnable_words(stored),
     ]
-    worth = [r for r in v.results if r.status in (Status.FAILED, Status.WARNED)]
+    worth = [r for r in told(stored) if r.status in (Status.FAILED, Status.WARNED)]
     worth.sort(key=lambda r: r.status is not Status.FAILED)
     for r in worth[:LISTED_MAX]:
         title, words = visible(r.title, TITLE_MAX), visible(r.words, WORDS_MAX)

@@ -25,7 +25,12 @@ CURRENCIES = frozenset(
     {"CNY", "USD", "HKD", "EUR", "JPY", "SGD", "GBP", "KRW", "TWD", "AUD", "CAD", "CHF"}
 )
 DEFAULT_TZ = "Asia/Shanghai"
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,62}$")
+# A node's name: ASCII letters and digits, or Chinese characters (the CJK Unified
+# Ideographs and Extension A, as labs name machines 训练机1), and '.', '_', '@', '-'. Not the
+# compatibility ideographs or full-width letters: each draws like a character allowed here
+# (ａ, 﨑), and two names that print the same must not be two nodes.
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff"
+_NAME_RE = re.compile(f"^[A-Za-z0-9{_HAN}][A-Za-z0-9{_HAN}._@-]{{0,62}}$")
 # C0 and C1 controls, DEL, and the Unicode controls that reorder or hide text: none has a
 # place in a ledger value (a terminal would obey them). Tab and newline only in notes. Lone
 # surrogates too: no text is made of them (they come from undecodable bytes in argv or a
@@ -59,8 +64,8 @@ def node_name(value: str, field: str = "name") -> str:
             field,
             visible(value, 80),
             _(
-                "must be 1-63 letters, digits, '.', '_', '@' or '-', starting with a letter or"
-                " digit"
+                "must be 1-63 letters, digits, Chinese characters, '.', '_', '@' or '-',"
+                " starting with a letter, digit or Chinese character"
             ),
         )
     return value

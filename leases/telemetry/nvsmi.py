@@ -275,6 +275,35 @@ def _specs(fields: tuple[str, ...]) -> tuple[tuple[str, str, _Kind], ...]:
     return tuple((f, spec.target, spec.kind) for f in fields for spec in (_field_spec(f),))
 
 
+# What a number-like token parsed to, by (kind, target, token): a fleet's readings repeat
+# the same few hundred tokens ("87", "[N/A]", "Enabled"), and a token's value and its checks
+# depend on its kind and target only, never on the line or the field's name (which only an
+# error names: refused tokens are never held). Cleared whole when full, so a node sending
+# endless new tokens costs a parse each, never memory.
+_TOKENS: dict[tuple[str, str, str], object] = {}
+_TOKENS_MAX = 65_536
+_MISSING = object()
+
+
+def _token_value(kind: str, target: str, token: str, line_no: int, field: str) -> object:
+    """A number, index, count or MIG token's value (None when unknown); raises when bad."""
+    unknown = _is_unknown(token)
+    if kind == "number":
+        return None if unknown else _number(token, line_no, field, target)
+    if kind == "index":
+        if unknown:
+            raise _fail(line_no, field, f"GPU index is required, got {_shown(token)}")
+        return _whole(token, line_no, field, "index")
+    if unknown:
+        return None
+    if kind == "count":
+        return _whole(token, line_no, field, target)
+    return _mig(token, line_no, field)
+
+
+_HELD_KINDS = frozenset({"number", "index", "count", "mig"})
+
+
 def parse_row(line: str, line_no: int, fields: Sequence[str]) -> dict[str, object]:
     """One CSV row as GpuSample keyword arguments (without node and at)."""
     tokens = [t.strip() for t in line.split(",")]
@@ -285,25 +314,26 @@ def parse_row(line: str, line_no: int, fields: Sequence[str]) -> dict[str, objec
         )
     values: dict[str, object] = {}
     extra: dict[str, str] = {}
+    held = _TOKENS
     for (field, target, kind), token in zip(_specs(tuple(fields)), tokens, strict=True):
+        if kind in _HELD_KINDS:
+            key = (kind, target, token)
+            value = held.get(key, _MISSING)
+            if value is _MISSING:
+                value = _token_value(kind, target, token, line_no, field)
+                if len(held) >= _TOKENS_MAX:
+                    held.clear()
+                held[key] = value
+            values[target] = value
+            continue
         unknown = _is_unknown(token)
-        if kind == "number":
-            values[target] = None if unknown else _number(token, line_no, field, target)
-        elif kind == "index":
-            if unknown:
-                raise _fail(line_no, field, f"GPU index is required, got {_shown(token)}")
-            values["index"] = _whole(token, line_no, field, "index")
-        elif kind == "text":
+        if kind == "text":
             values[target] = "" if unknown else _text(token, line_no, field)
         elif unknown:
             if kind != "extra":
                 values[target] = None
         elif kind == "opt_text":
             values[target] = _text(token, line_no, field)
-        elif kind == "count":
-            values[target] = _whole(token, line_no, field, target)
-        elif kind == "mig":
-            values[target] = _mig(token, line_no, field)
         else:
             extra[target] = _text(token, line_no, field)
     values["extra"] = extra

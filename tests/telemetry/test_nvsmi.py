@@ -777,3 +777,43 @@ def test_compute_apps_bounds() -> None:
         parse_compute_apps("GPU-1, 12, python, -100\n", "n")
     with pytest.raises(NvsmiParseError, match="'process_name'"):
         parse_compute_apps(f"GPU-1, 12, {'p' * 5000}, 100\n", "n")
+
+
+# --- the token memo: a token's value is held by kind and target, never its refusal ---
+
+
+def test_a_held_token_is_judged_by_its_own_field_bounds() -> None:
+    from leases.telemetry import nvsmi
+
+    fields = ("index", "uuid", "name", "temperature.gpu", "utilization.gpu")
+    nvsmi._TOKENS.clear()
+    (ok,) = parse_query("0, GPU-a, A100, 150, 50", fields, "n", AT)
+    assert ok.temp_c == 150.0  # 150 is a temperature a probe can read...
+    with pytest.raises(NvsmiParseError, match=r"line 1, field 'utilization\.gpu'.*0\.\.100"):
+        parse_query("0, GPU-a, A100, 40, 150", fields, "n", AT)  # ...not a utilisation
+
+
+def test_a_refused_token_is_refused_every_time_and_is_not_held() -> None:
+    from leases.telemetry import nvsmi
+
+    fields = ("index", "uuid", "name", "utilization.gpu")
+    nvsmi._TOKENS.clear()
+    for line_no in (1, 2):
+        text = "\n" * (line_no - 1) + "0, GPU-a, A100, 1e999"
+        with pytest.raises(NvsmiParseError, match=f"line {line_no}, field 'utilization.gpu'"):
+            parse_query(text, fields, "n", AT)
+    assert not any("1e999" in key for key in nvsmi._TOKENS)
+
+
+def test_the_token_memo_stays_bounded_under_endless_new_tokens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from leases.telemetry import nvsmi
+
+    monkeypatch.setattr(nvsmi, "_TOKENS_MAX", 100)
+    nvsmi._TOKENS.clear()
+    fields = ("index", "uuid", "name", "power.draw")
+    for i in range(1_000):
+        (s,) = parse_query(f"0, GPU-a, A100, {i}.5", fields, "n", AT)
+        assert s.power_w == i + 0.5
+    assert len(nvsmi._TOKENS) <= 100

@@ -281,7 +281,7 @@ def _specs(fields: tuple[str, ...]) -> tuple[tuple[str, str, _Kind], ...]:
 # error names: refused tokens are never held). Cleared whole when full, so a node sending
 # endless new tokens costs a parse each, never memory.
 _TOKENS: dict[tuple[str, str, str], object] = {}
-_TOKENS_MAX = 65_536
+_TOKENS_MAX = 8_192
 _MISSING = object()
 
 

@@ -316,7 +316,9 @@ def parse_row(line: str, line_no: int, fields: Sequence[str]) -> dict[str, objec
     extra: dict[str, str] = {}
     held = _TOKENS
     for (field, target, kind), token in zip(_specs(tuple(fields)), tokens, strict=True):
-        if kind in _HELD_KINDS:
+        if kind in _HELD_KINDS and len(token) <= _MAX_NUMBER_CHARS:
+            # Only short tokens are held: "[" + 60,000 characters + "]" is a valid unknown,
+            # and 8,192 of those would be gigabytes.
             key = (kind, target, token)
             value = held.get(key, _MISSING)
             if value is _MISSING:
@@ -325,6 +327,9 @@ def parse_row(line: str, line_no: int, fields: Sequence[str]) -> dict[str, objec
                     held.clear()
                 held[key] = value
             values[target] = value
+            continue
+        if kind in _HELD_KINDS:
+            values[target] = _token_value(kind, target, token, line_no, field)
             continue
         unknown = _is_unknown(token)
         if kind == "text":

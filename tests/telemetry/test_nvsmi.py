@@ -817,3 +817,15 @@ def test_the_token_memo_stays_bounded_under_endless_new_tokens(
         (s,) = parse_query(f"0, GPU-a, A100, {i}.5", fields, "n", AT)
         assert s.power_w == i + 0.5
     assert len(nvsmi._TOKENS) <= 100
+
+
+def test_a_long_unknown_token_is_read_but_never_held() -> None:
+    from leases.telemetry import nvsmi
+
+    fields = ("index", "uuid", "name", "utilization.gpu")
+    nvsmi._TOKENS.clear()
+    for i in range(50):  # each a valid unknown, ~240 KB in memory with its emoji
+        token = f"[{i}" + "\U0001f600" * 60_000 + "]"
+        (s,) = parse_query(f"0, GPU-a, A100, {token}", fields, "n", AT)
+        assert s.util_gpu is None
+    assert all(len(key[2]) <= 64 for key in nvsmi._TOKENS)

@@ -18,13 +18,13 @@ from typing import Any
 
 from leases.config.sections import Config
 from leases.core.errors import InputError
-from leases.core.i18n import _
+from leases.core.i18n import EN, _, speaking, speaking_now
+from leases.core.retold import shown
 from leases.core.textsafe import visible
 from leases.ledger import labfiles
 from leases.ledger.store import Ledger
 from leases.offboard import evidence, manual, readback, report, runner, status, wiring
 from leases.offboard.evidence import PASSED, State, StoredPlan
-from leases.offboard.shown import shown
 from leases.offboard.steps import Driver, Outcome, Phase, Planner, Sighting, Step
 from leases.offboard.words import fact_word
 
@@ -206,16 +206,21 @@ async def run(
     assert node is not None
     ctx = wiring.context_for(ledger, node, config, stored.plan, did=did)
 
+    lang = speaking_now()
+
     def begins(step: Step) -> None:
-        # This thread's own connection: the step before has been recorded by now.
+        # This thread's own connection: the step before has been recorded by now. Told in
+        # the reader's language, while the run itself speaks English.
         if tell is not None:
-            tell(evidence.load(ledger, stored.id), step.key)
+            with speaking(lang):
+                tell(evidence.load(ledger, stored.id), step.key)
 
     try:
         table: Mapping[str, Driver] = factory(ctx)
         if tell is not None:
             table = {k: Watched(d, begins) for k, d in table.items()}
-        result = await runner.execute(ledger, stored, table, choices)
+        with speaking(EN):  # what the steps store (details, evidence) stays English
+            result = await runner.execute(ledger, stored, table, choices)
     finally:
         await wiring.close(ctx)
     one = choices.stop_after
@@ -276,7 +281,8 @@ async def inspect(
     stored, _new = evidence.store(ledger, fresh)
     ctx = wiring.context_for(ledger, node, config, stored.plan)
     try:
-        result = await readback.inspect(ledger, stored, factory(ctx))
+        with speaking(EN):  # what it sees is stored: in English, shown below
+            result = await readback.inspect(ledger, stored, factory(ctx))
     finally:
         await wiring.close(ctx)
     lines: list[Line] = [(k, ok, said) for k, ok, said in result.preflight if not ok]
@@ -317,7 +323,8 @@ async def recheck(ledger: Ledger, name: str, config: Config, factory: DriversFac
         )
     ctx = wiring.context_for(ledger, node, config, stored.plan)
     try:
-        result = await readback.recheck(ledger, stored, factory(ctx))
+        with speaking(EN):  # what it sees is stored: in English, shown below
+            result = await readback.recheck(ledger, stored, factory(ctx))
     finally:
         await wiring.close(ctx)
     unproven = sum(stored.state(k).state is not State.VERIFIED for k, _ok, _s in result.lines)

@@ -11,11 +11,11 @@ from typing import Any
 
 from leases.core.i18n import N_, _
 from leases.core.origin import who
+from leases.core.retold import shown
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from leases.offboard import evidence, status
 from leases.offboard.evidence import StoredPlan
-from leases.offboard.shown import shown
 from leases.offboard.words import event_word, fact_word, phase_word, state_word
 
 SHRED_CAVEAT = N_(

@@ -27,6 +27,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from leases.core.clock import Clock, utc_now
+from leases.core.i18n import EN, speaking
 from leases.core.models import GpuProcess, GpuSample, Node, NodeHealth, NodeStatus
 from leases.ssh.errors import BackingOff, HostKeyRejected, SshError, StreamExited
 from leases.ssh.pool import SshPool
@@ -143,12 +144,11 @@ class Poller:
     def nodes(self) -> list[Node]:
         return [s.node for s in self._nodes.values()]
 
-    # -- one sweep (exec mode) -----------------------------------------------------------
-
     async def sweep(self, names: Sequence[str] | None = None) -> dict[str, NodeStatus]:
-        """Read every node (or the named ones) once, concurrently, and store the results."""
+        """One sweep (exec mode): every node (or those named) read at once, and stored."""
         targets = [self._nodes[n] for n in (names or list(self._nodes))]
-        await asyncio.gather(*(self._read_once(s) for s in targets))
+        with speaking(EN):  # failure details are stored: English (leases.core.retold)
+            await asyncio.gather(*(self._read_once(s) for s in targets))
         self.flush()
         return {s.node.name: self.statuses[s.node.name] for s in targets}
 
@@ -470,7 +470,8 @@ class Poller:
                         if exc is not None:  # escaped _follow: still only this node's
                             self._crashed(state, exc)
                     if task is None or task.done():
-                        tasks[name] = asyncio.create_task(self._follow(state, stop))
+                        with speaking(EN):  # the task's copy of the context: English
+                            tasks[name] = asyncio.create_task(self._follow(state, stop))
                 for name in [n for n in tasks if n not in self._nodes]:
                     tasks.pop(name).cancel()
                 with contextlib.suppress(TimeoutError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from leases.core.i18n import N_, _, pgettext
 from leases.core.models import NodeHealth
+from leases.core.retold import shown
 
 REASONS: dict[NodeHealth, str] = {
     NodeHealth.OK: N_("ok"),
@@ -76,13 +77,14 @@ def stopped_word(value: str) -> str:
 
 
 def detail_said(detail: str) -> str:
-    """A stored failure detail (a poll gap's: English) in the language in use, as far as
-    zuka's own words go: a reason of REASONS that begins it is translated, the rest (the
-    node's own words, an error's text) is kept as it is."""
+    """A stored failure detail (a poll gap's, a node's: the poller speaks English) in the
+    language in use, as far as zuka's own words go: a reason of REASONS that begins it is
+    translated, the rest retold (leases.core.retold: an SSH error's message said again, the
+    node's own words kept as they are)."""
     for said in REASONS.values():
         if detail == said:
             return _(said)
         for sep in (": ", "; "):
             if detail.startswith(said + sep):
-                return _(said) + _(sep) + detail[len(said) + len(sep) :]
-    return detail
+                return _(said) + _(sep) + shown(detail[len(said) + len(sep) :])
+    return shown(detail)

@@ -51,7 +51,7 @@ def test_stored_offboarding_text_is_said_again_without_backtracking() -> None:
     """A node's line that holds a message's words out of order (the attacker review's
     case: a regex of lazy groups took 16 s at 60 words, hours at a few hundred) is matched
     in one pass and shown as it is; a stored sentence after a path is said in Chinese."""
-    from leases.offboard.shown import MAX_CHARS, shown
+    from leases.core.retold import MAX_CHARS, shown
 
     i18n.set_language(ZH)
     hostile = "#, valid until " + "a " * 300

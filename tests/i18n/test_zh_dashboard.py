@@ -13,8 +13,8 @@ from textual.command import CommandPalette
 from leases.config.sections import Config
 from leases.core.i18n import EN, ZH, language, set_language
 from leases.core.models import BillingType
+from leases.core.retold import shown as shown_step
 from leases.ledger.store import Ledger
-from leases.offboard.shown import shown as shown_step
 from tests.i18n import zhfleet
 from tests.support.english import stray_english
 from tests.support.waiting import wait_until

@@ -28,6 +28,7 @@ from leases.telemetry.lock import PollerLock
 from leases.telemetry.poller import Poller
 from leases.telemetry.rollups import HistoryStore, sample_record
 from leases.telemetry.wiring import make_poller, polled_nodes
+from leases.telemetry.words import detail_said
 from tui.cli import fleetwords, output
 from tui.words import disk_cell, ram_cell, shown
 
@@ -93,7 +94,7 @@ def status_row(st: NodeStatus, cut: bool = True) -> tuple[str, ...]:
         # The fingerprint whole (the user compares it), the detail cut to fit a line at a
         # terminal; whole for a pipe (a script or a log keeps all of it).
         (f"[{st.fingerprint}] " if st.fingerprint else "")
-        + visible(st.detail, 70 if cut else None),
+        + visible(detail_said(st.detail), 70 if cut else None),
     )
 
 

@@ -21,6 +21,7 @@ from leases.config.sections import Config
 from leases.core.errors import InputError
 from leases.core.i18n import _
 from leases.core.models import Node
+from leases.core.retold import shown
 from leases.core.textsafe import visible
 from leases.lab.layout import find_lab
 from leases.ledger import labfiles
@@ -29,7 +30,6 @@ from leases.ledger.store import Ledger
 from leases.ledger.transfer import write_private
 from leases.offboard import manual, report, runner, status, wiring
 from leases.offboard.evidence import PASSED, State, StoredPlan
-from leases.offboard.shown import shown
 from leases.offboard.words import fact_word, phase_word, state_word
 from tui.cli import output
 from tui.cli.opening import open_ledger as _open

@@ -28,6 +28,7 @@ from leases.fleet import filter as fleetfilter
 from leases.fleet.filter import Filter
 from leases.fleet.nodestatus import health_label
 from leases.lab.roles import Role, me, refusal
+from leases.telemetry.words import detail_said
 from tui.dashboard import lazy
 from tui.dashboard.host import ZukaHost
 from tui.screens.fleetview import (
@@ -369,7 +370,7 @@ class FleetScreen(Screen[None]):
         state = health_label(status.health) if status else _("connecting")
         text = f"{visible(name)}: {state}"
         if status and status.detail:
-            text += f" — {visible(status.detail, DETAIL_MAX)}"
+            text += f" — {visible(detail_said(status.detail), DETAIL_MAX)}"
         if status and status.fingerprint:
             text += " " + _("(key {fingerprint})").format(fingerprint=visible(status.fingerprint))
         # What the node reports it holds (a card sold as one model may report another),

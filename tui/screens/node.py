@@ -38,6 +38,7 @@ from leases.ledger.store import Ledger
 from leases.telemetry import series
 from leases.telemetry.history import NodeMinute
 from leases.telemetry.series import Span
+from leases.telemetry.words import detail_said
 from tui.dashboard.host import ZukaHost
 from tui.screens import acceptview, hostview, nodeview
 from tui.screens.fleetview import GPU_COLUMNS, gpu_rows, plain
@@ -259,7 +260,7 @@ class NodeScreen(Screen[None]):
                 parts.append(short)
         text = " · ".join(parts)
         if status and status.detail:
-            text += f" — {visible(status.detail, 200)}"
+            text += f" — {visible(detail_said(status.detail), 200)}"
         if self.problem:
             text += f" — {self.problem}"
         self.query_one("#node-title", Static).update(plain(text))

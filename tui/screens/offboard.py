@@ -35,11 +35,11 @@ from leases.app.offboarding import Done, DriversFactory
 from leases.config.sections import Config
 from leases.core.errors import InputError, no_ledger
 from leases.core.i18n import N_, _
+from leases.core.retold import shown
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from leases.offboard import evidence, runner, wiring
 from leases.offboard.evidence import PASSED, State, StoredPlan
-from leases.offboard.shown import shown
 from leases.offboard.steps import Phase, Planner, Step
 from tui.screens.ask import AskScreen
 from tui.screens.fleetview import plain

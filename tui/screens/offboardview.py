@@ -10,9 +10,9 @@ from zoneinfo import ZoneInfo
 
 from leases.app import offboarding
 from leases.core.i18n import N_, _, pgettext
+from leases.core.retold import shown
 from leases.core.textsafe import visible
 from leases.offboard.evidence import State, StoredPlan
-from leases.offboard.shown import shown
 from leases.offboard.steps import Step
 
 COLUMNS = ("#", N_("phase"), N_("step"), N_("del"), N_("state"), N_("what"))

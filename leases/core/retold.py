@@ -1,7 +1,8 @@
 """Stored English, shown in the language in use.
 
-What the offboarding stores (a step's description, hashed with its plan; a step's detail
-and the evidence, on the audit chain) is written in English whatever the language, so
+What the offboarding and the poller store (a step's description, hashed with its plan; a
+step's detail and the evidence, on the audit chain; a poll gap's and a node's failure
+detail) is written in English whatever the language (`speaking(EN)` around the run), so
 that a plan hashes the same on every machine and the evidence reads the same to every
 reviewer. Those sentences are marked for the catalogue where they are written
 (`N_("... {where} ...").format(where=...)`) and translated only when shown: `shown(text)`
@@ -42,6 +43,9 @@ def _say(text: str, depth: int, *, exact: bool) -> str:
     # ("/data/a: is a symbolic link: refused, not followed" is no "{provider} is a {channel}").
     head, colon, tail = text.partition(": ")
     if colon and exact and _(tail) != tail:
+        # The head said too where a message with placeholders made it ("node {node}" of
+        # an SSH fault); never as an exact message: a key or a path may spell one.
+        head = _whole(head, max(1, depth - 1), exact=False)
         return head + _(": {detail}").format(detail=_(tail))
     said = _whole(text, depth, exact=exact)
     if said != text or depth <= 1:

@@ -149,6 +149,7 @@ class NodeScreen(Screen[None]):
         self.problem = ""  # why the ledger could not be read (shown in the title)
         self._shown: dict[str, list[tuple[str, ...]]] = {}
         self._next_read: Timer | None = None
+        self._last: NodeRead | None = None  # the last read shown
 
     @property
     def zuka(self) -> ZukaHost:
@@ -196,6 +197,8 @@ class NodeScreen(Screen[None]):
         self._shown.clear()
         self._columns()
         self.show_live()
+        if self._last is not None:  # at once, from the last read; then read anew
+            self._read_done(self._last)
         self.read_ledger()
 
     def _columns(self) -> None:
@@ -352,7 +355,7 @@ class NodeScreen(Screen[None]):
         facts = read.facts
         if facts.series is not None and facts.series.span is not self.span:
             return  # the range changed while reading: a read of the new one is under way
-        self.facts = facts
+        self._last, self.facts = read, facts
         self.accepted = read.accepted
         self._show_acceptance(read.accept_problem)
         self.problem = ""

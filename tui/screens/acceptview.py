@@ -78,7 +78,7 @@ def rows(lines: Sequence[Line], running: str | None = None) -> list[tuple[str, .
     for line in lines:
         if isinstance(line, Family):
             state = _(RUNNING) if line.id == running else ""
-            out.append((state, f"▸ {visible(line.title, TITLE_MAX)}", ""))
+            out.append((state, f"▸ {visible(_(line.title), TITLE_MAX)}", ""))
         else:
             out.append(
                 (

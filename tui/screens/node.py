@@ -408,7 +408,8 @@ class NodeScreen(Screen[None]):
         drawn = nodeview.charts(
             facts.series, facts.at, mem_top, power_top, facts.node.gpu_count, self._tz()
         )
-        span_line.update(plain(f"{spans} · x: {series.axis(self.span).label}", 200))
+        x = _("x: {axis}").format(axis=_(series.axis(self.span).label))
+        span_line.update(plain(f"{spans} · {x}", 200))
         for drawing, widget_id in zip(
             drawn, ("chart-util", "chart-mem", "chart-power"), strict=True
         ):

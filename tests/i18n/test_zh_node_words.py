@@ -16,9 +16,11 @@ from textual.widgets import DataTable
 
 from leases.accept.checks.sharing import judge_virtualisation
 from leases.accept.facts import GpuQuery, SmiQuery
+from leases.accept.words import DISCARDED
 from leases.app.acceptance import told
 from leases.app.processes import elapsed_words
 from leases.config.sections import Config
+from leases.core.acceptance import CheckResult, Evidence, Status
 from leases.core.i18n import EN, ZH, using
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
@@ -32,8 +34,10 @@ from tests.support.waiting import wait_until
 from tui.dashboard.app import ZukaApp
 from tui.screens import hostview
 from tui.screens.acceptance import AcceptanceScreen
-from tui.screens.acceptview import WORDS_MAX
+from tui.screens.acceptview import WORDS_MAX, detail_lines
 from tui.screens.help import COLUMNS
+from tui.widgets.charts import fit_lines
+from tui.widgets.form import LABEL_CELLS, clear_of
 from tui.widgets.valuewords import elapsed_cell
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -132,3 +136,54 @@ async def test_a_run_in_the_dashboard_stays_chinese_when_it_ends(sim_ledger: Pat
             assert words != [visible(r.words, WORDS_MAX) for r in screen.stored.verdict.results]
             titles = " ".join(row[1] for row in shown)
             assert stray_english(titles, data=NODE_WORDS) == []
+
+
+def test_a_finding_in_full_is_chinese() -> None:
+    ev = Evidence("throughput", f"head -c 64 /dev/zero ({DISCARDED})", 0, "64 bytes/s\n", "")
+    with using(ZH):
+        result = CheckResult("host.throughput", "传输速度", Status.PASSED, "很快", "", "",
+                             ("throughput",))  # fmt: skip
+        text = "\n".join(detail_lines(result, [ev]))
+    assert text.startswith("通过：传输速度（host.throughput）")
+    assert "经节点的 SSH 连接读取后丢弃" in text
+    assert stray_english(text, extra=["head", "zero", "dev", "stdout", "bytes"]) == []
+    with using(EN):
+        english = "\n".join(detail_lines(result, [ev]))
+    assert english.startswith("passed: 传输速度 (host.throughput)")
+    assert "(read and discarded over the node's SSH connection)" in english
+
+
+def test_a_chinese_chart_title_fits_its_width() -> None:
+    """plotext pads a title a character a cell: its Chinese line gives the cells back."""
+    title = "利用率 %（8 张 GPU 的平均） · 平均 91 · 最高 96"
+    pad = (80 - len(title)) // 2
+    drawn = Text(f"{' ' * pad}{title}{' ' * (80 - pad - len(title))}\n100┤" + "x" * 76)
+    fitted = fit_lines(drawn, 80)
+    lines = fitted.split("\n", allow_blank=True)
+    assert all(line.cell_len <= 80 for line in lines)
+    assert title in lines[0].plain and lines[1].plain == drawn.plain.split("\n")[1]
+
+
+async def test_the_form_keys_line_keeps_every_chinese_character(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The edit-lease form at 80x24: its keys' line, docked over a field's label and input,
+    said whole (a character split where the input begins was blanked)."""
+    monkeypatch.chdir(tmp_path)
+    zhfleet.build(Path("zh.db"))
+    with using(ZH):
+        app = ZukaApp(Path("zh.db"), clock=lambda: zhfleet.NOW, poll=False, refresh_s=3600,
+                      config=Config())  # fmt: skip
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_until(lambda: app._reads >= 3, what="the fleet's first reads")
+            app.fleet.go_to(zhfleet.NODE)
+            await pilot.pause()
+            await pilot.press("L")
+            for _i in range(3):
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+            text = zhfleet.svg_text(app.export_screenshot())
+    assert "下一项" in text.replace("\n", "")
+    assert clear_of("ctrl+s save · esc cancel · tab next", LABEL_CELLS) == (
+        "ctrl+s save · esc cancel · tab next"
+    )

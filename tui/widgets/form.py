@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -110,6 +111,23 @@ class FormSelect(Select[str]):
             self.screen.focus_next()
         else:
             self.action_show_overlay()
+
+
+LABEL_CELLS = 30  # a field's label column (FormField .form-label), where its input begins
+
+
+def clear_of(text: str, cut: int) -> str:
+    """text with a space before a character two cells wide that would straddle cell `cut`:
+    the keys' line is docked over the fields as they scroll, and Textual cuts each screen
+    line where a widget under it begins (the input, after the label), blanking a Chinese
+    character split there (the hint read "tab   一项")."""
+    cells = 0
+    for i, ch in enumerate(text):
+        width = cell_len(ch)
+        if cells < cut < cells + width:
+            return text[:i] + " " + text[i:]
+        cells += width
+    return text
 
 
 class FormField(Vertical):
@@ -314,7 +332,8 @@ class FormScreen(ModalScreen[R]):
                         for spec in folded:
                             yield FormField(spec, start.get(spec.key, ""))
             with Horizontal(id="form-buttons"):
-                yield Static(Text(_("ctrl+s save · esc cancel · tab next")), id="form-keys")
+                keys = clear_of(_("ctrl+s save · esc cancel · tab next"), LABEL_CELLS)
+                yield Static(Text(keys), id="form-keys")
                 yield Button(_(self.save_label), id="form-save", variant="primary", compact=True)
                 yield Button(_("Cancel"), id="form-cancel", compact=True)
             yield Static(Text(""), id="form-message")

@@ -48,7 +48,9 @@ async def test_the_switch_redraws_every_screen_on_the_stack(
 ) -> None:
     app = ZukaApp(zh_ledger, clock=lambda: zhfleet.NOW, poll=False, refresh_s=3600,
                   config=Config())  # fmt: skip
-    data = [*data_of(zh_ledger), "Asia/Shanghai", "python", *(b.value for b in BillingType)]
+    fs_types = [m.fs_type for m in zhfleet.HOST.mounts]  # the node's words
+    data = [*data_of(zh_ledger), "Asia/Shanghai", "python", *(b.value for b in BillingType),
+            *fs_types]  # fmt: skip
 
     def shown() -> str:
         return zhfleet.svg_text(app.export_screenshot())

@@ -37,7 +37,7 @@ from tui.screens.acceptance import AcceptanceScreen
 from tui.screens.acceptview import WORDS_MAX, detail_lines
 from tui.screens.help import COLUMNS
 from tui.widgets.charts import fit_lines
-from tui.widgets.form import LABEL_CELLS, clear_of
+from tui.widgets.form import LABEL_CELLS, clear_of, said_under
 from tui.widgets.valuewords import elapsed_cell
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -187,3 +187,19 @@ async def test_the_form_keys_line_keeps_every_chinese_character(
     assert clear_of("ctrl+s save · esc cancel · tab next", LABEL_CELLS) == (
         "ctrl+s save · esc cancel · tab next"
     )
+
+
+def test_a_form_names_a_refused_field_in_words() -> None:
+    """A positional field (NAME) the CLI names by its key: the form, under the field, in
+    words; English as the CLI says it."""
+    from leases.app.flags import describe_error
+    from leases.core.errors import InputError
+
+    error = InputError("name", "", "must be 1-63 letters")
+    with using(ZH):
+        said = said_under(error)
+    assert said.startswith("名称："), said
+    with using(EN):
+        assert said_under(error) == describe_error(error)
+        priced = InputError("unit_price", "x", "not a number")
+        assert said_under(priced) == describe_error(priced)

@@ -31,7 +31,7 @@ from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from tui.dashboard.ledgerthread import in_thread
 from tui.screens.ask import AskScreen
-from tui.widgets.fieldwords import field_words
+from tui.widgets.fieldwords import FIELD_WORDS, field_words
 from tui.widgets.typeahead import applies, apply_key
 from tui.widgets.valuewords import value_words
 
@@ -127,6 +127,16 @@ def clear_of(text: str, cut: int) -> str:
         if cells < cut < cells + width:
             return text[:i] + " " + text[i:]
         cells += width
+    return text
+
+
+def said_under(error: InputError) -> str:
+    """A refusal in the CLI's words, its field named in words where the CLI names it by
+    its key (a positional NAME: "name：…" read "名称：…"); English as the CLI says it."""
+    text = describe_error(error)
+    known = FIELD_WORDS.get(error.field)
+    if known and _(known) != known and text.startswith(error.field):
+        return _(known) + text[len(error.field) :]
     return text
 
 
@@ -407,7 +417,7 @@ class FormScreen(ModalScreen[R]):
         said: list[str] = []
         refused: list[FormField] = []
         for error in each_error(exc):
-            text = describe_error(error)
+            text = said_under(error)
             target = next((f for f in fields if error.field in (f.spec.key, *f.spec.also)), None)
             if target is None:
                 said.append(text)

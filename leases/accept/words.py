@@ -14,7 +14,12 @@ from leases.ssh.speech import (
     speaking_now,
 )
 
+# The timed transfer's evidence says what became of the bytes (stored in English, as the
+# command line; shown with _() where a finding is shown in full).
+DISCARDED = N_("read and discarded over the node's SSH connection")
+
 __all__ = [
+    "DISCARDED",
     "N_",
     "_",
     "interconnect_words",

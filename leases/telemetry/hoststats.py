@@ -38,6 +38,7 @@ import re
 from dataclasses import dataclass, field
 
 from leases.core.host import HostStats, Mount, MountKind
+from leases.core.i18n import N_
 from leases.core.textsafe import visible
 
 HOST_MARK = "@zuka-host"
@@ -102,17 +103,17 @@ _VIRTUAL_IFACES = ("lo", "veth", "docker", "br-", "virbr", "cni", "flannel", "ca
                    "vxlan", "kube-ipvs", "cilium", "lxc")  # fmt: skip
 
 # (mount path, label, kind); a path is matched exactly. Generic data mounts follow in
-# mount_label.
+# mount_label. A label is stored in English (readings, --json): marked, shown with _().
 MOUNT_LABELS: tuple[tuple[str, str, MountKind], ...] = (
-    ("/root/autodl-tmp", "AutoDL data disk", MountKind.DATA),
-    ("/root/autodl-fs", "AutoDL file storage", MountKind.DATA),
-    ("/root/autodl-nas", "AutoDL network disk", MountKind.DATA),
-    ("/home/featurize/data", "Featurize data", MountKind.DATA),
-    ("/openbayes/home", "OpenBayes home", MountKind.DATA),
-    ("/mnt/workspace", "PAI-DSW workspace", MountKind.DATA),
-    ("/mnt", "Matpool /mnt disk", MountKind.DATA),
-    ("/dev/shm", "shared memory", MountKind.SHM),
-    ("/", "root fs", MountKind.ROOT),
+    ("/root/autodl-tmp", N_("AutoDL data disk"), MountKind.DATA),
+    ("/root/autodl-fs", N_("AutoDL file storage"), MountKind.DATA),
+    ("/root/autodl-nas", N_("AutoDL network disk"), MountKind.DATA),
+    ("/home/featurize/data", N_("Featurize data"), MountKind.DATA),
+    ("/openbayes/home", N_("OpenBayes home"), MountKind.DATA),
+    ("/mnt/workspace", N_("PAI-DSW workspace"), MountKind.DATA),
+    ("/mnt", N_("Matpool /mnt disk"), MountKind.DATA),
+    ("/dev/shm", N_("shared memory"), MountKind.SHM),
+    ("/", N_("root fs"), MountKind.ROOT),
 )
 _GENERIC_DATA = re.compile(r"^(/data[A-Za-z0-9_-]{0,16}|/mnt/[^/]{1,64})(/|$)")
 
@@ -123,7 +124,7 @@ def mount_label(path: str) -> tuple[str, MountKind]:
         if path == at:
             return label, kind
     if _GENERIC_DATA.match(path):
-        return "data disk", MountKind.DATA
+        return N_("data disk"), MountKind.DATA
     return "", MountKind.OTHER
 
 

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Protocol
 
+from leases.core.i18n import N_
 from leases.telemetry.history import GpuMinute, NodeHour, NodeMinute, Point
 
 # Most slices a lease's life is cut into: about one a character of a wide chart.
@@ -251,7 +252,8 @@ def runs(values: Sequence[float | None]) -> list[tuple[int, int]]:
 
 @dataclass(frozen=True)
 class Axis:
-    """How a chart's x axis reads: slice i is at x(i) in `label`'s unit."""
+    """How a chart's x axis reads: slice i is at x(i) in `label`'s unit (marked: shown
+    with _())."""
 
     unit_s: int
     label: str
@@ -265,8 +267,8 @@ class Axis:
 
 def axis(span: Span) -> Axis:
     return {
-        Span.HOUR: Axis(60, "minutes before now", False),
-        Span.DAY: Axis(3600, "hours before now", False),
-        Span.WEEK: Axis(86400, "days before now", False),
-        Span.LEASE: Axis(86400, "date, over the lease's life", True),
+        Span.HOUR: Axis(60, N_("minutes before now"), False),
+        Span.DAY: Axis(3600, N_("hours before now"), False),
+        Span.WEEK: Axis(86400, N_("days before now"), False),
+        Span.LEASE: Axis(86400, N_("date, over the lease's life"), True),
     }[span]

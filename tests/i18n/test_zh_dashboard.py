@@ -45,6 +45,18 @@ SCREEN_KEYS = (
     ("x", "resource form"),
 )
 
+# The node screen's tabs, and the History tab's every range: (name, keys to show it).
+NODE_TABS = (
+    ("history, 1 h", ("2",)),
+    ("history, 24 h", ("d",)),
+    ("history, 7 d", ("w",)),
+    ("history, the lease's life", ("f",)),
+    ("lease", ("3",)),
+    ("checks and alerts", ("4",)),
+    ("audit log", ("5",)),
+    ("gpus, processes and host", ("1",)),
+)
+
 
 def data_of(path: Path) -> list[str]:
     """What the screens show that is data, not zuka's words: names, providers, models,
@@ -60,9 +72,10 @@ def data_of(path: Path) -> list[str]:
             out |= {p.name, p.region, p.account_alias, *p.name.split()}
         for _node, _start, r in ledger.resources():
             out |= {r.native_id, r.region, r.notes}
-    # The demo's one process (tests.i18n.zhfleet), and every binding's id: what a user
-    # remaps in the config's [keys] (a config key, never translated).
-    out |= {"alice", "python train.py", *known_bindings()}
+    # The demo's one process and the ledger's actor (tests.i18n.zhfleet), and every
+    # binding's id: what a user remaps in the config's [keys] (a config key, never
+    # translated).
+    out |= {"alice", "python train.py", "tester", *known_bindings()}
     return sorted((v for v in out if v), key=len, reverse=True)
 
 
@@ -116,7 +129,9 @@ async def walk(path: Path) -> dict[str, list[str]]:
     set_language(ZH)
     # A form's billing field takes the values typed on the command line (`--billing`).
     typed = [b.value for b in BillingType]
-    data = [*data_of(path), "Asia/Shanghai", "python", *typed]
+    # The host's file system types are the node's words (tests.i18n.zhfleet.HOST).
+    fs_types = [m.fs_type for m in zhfleet.HOST.mounts]
+    data = [*data_of(path), "Asia/Shanghai", "python", *typed, *fs_types]
     found: dict[str, list[str]] = {}
     app = app_on(path)
     async with app.run_test(size=(120, 36)) as pilot:
@@ -125,12 +140,14 @@ async def walk(path: Path) -> dict[str, list[str]]:
         app.fleet.go_to(zhfleet.NODE)
         await settle(app, pilot)
 
-        async def look(name: str) -> None:
+        async def look(name: str, *, keys: bool = True) -> None:
             await settle(app, pilot)
             # Longest first: "python" (a process) taken out first would cut the plan's path
             # "~/.python_history" into "~/._history", leaving "history" as a word.
             every = sorted({*data, *plan_data(app)}, key=len, reverse=True)
             found[name] = stray_english(shown(app), data=every, extra=KEY_NAMES)
+            if not keys:
+                return
             # And its keys, as help lists them over it (`?` would be a form's text).
             app.action_help()
             await settle(app, pilot)
@@ -149,6 +166,12 @@ async def walk(path: Path) -> dict[str, list[str]]:
             await settle(app, pilot)
             assert app.screen is not app.fleet, name
             await look(name)
+            if name == "node":  # every tab (the host, processes, charts of each range)
+                for tab, keys in NODE_TABS:
+                    await pilot.press(*keys)
+                    await look(f"node: {tab}", keys=False)
+            elif name == "processes":  # the run times
+                found[name] += [w for w in ("55m32s",) if w in shown(app)]
             while app.screen is not app.fleet:
                 app.pop_screen()
                 await settle(app, pilot)

@@ -1,5 +1,6 @@
 """The demo fleet with Chinese names (nodes, a provider), recorded at NOW with an hour of
-readings on one node: what the dashboard's Chinese tests and snapshots show."""
+readings on one node, its host (CPU, memory, every kind of disk, network) and a process
+with its run time: what the dashboard's Chinese tests and snapshots show."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from html import unescape
 from pathlib import Path
 from typing import Any
 
+from leases.core.host import GIB, KIB, HostStats, Mount, MountKind
 from leases.core.models import GpuProcess, GpuSample, NodeHealth, NodeStatus
 from leases.ledger.store import Ledger
 from leases.sim.demoledger import demo_records
@@ -22,6 +24,22 @@ NODES: dict[str, str] = {}
 PROVIDERS = {"AutoDL": "算力云", "Aliyun": "阿里云"}
 NOTES = "训练集群，合同见共享盘"
 NODE = "a100-monthly-1"
+G = GIB // KIB
+# NODE's host as an SSH poll reads it: a mount of each kind, with its label as stored.
+HOST = HostStats(
+    cpu_pct=37.4, cpus=64, load1=12.5, load5=11.0, load15=9.75,
+    mem_total_kib=512 * G, mem_available_kib=128 * G, swap_total_kib=8 * G, swap_free_kib=6 * G,
+    mounts=(
+        Mount("/", "overlay", 30 * G, 18 * G, 12 * G, "root fs", MountKind.ROOT),
+        Mount("/dev/shm", "tmpfs", 64 * G, 1 * G, 63 * G, "shared memory", MountKind.SHM),
+        # Not full: a full disk's alert still says its mount's label in English
+        # (leases.alerts.hostrules passes Mount.name as it is stored; to be said in words).
+        Mount("/root/autodl-tmp", "xfs", 50 * G, 20 * G, 30 * G, "AutoDL data disk",
+              MountKind.DATA),
+        Mount("/data", "xfs", 100 * G, 10 * G, 90 * G, "data disk", MountKind.DATA),
+    ),
+    net_rx_bps=21_500_000.0, net_tx_bps=2_700.0,
+)  # fmt: skip
 
 
 def _renamed(rec: dict[str, Any]) -> dict[str, Any]:
@@ -65,10 +83,14 @@ def _readings(ledger: Ledger) -> None:
                   power_limit_w=400.0, temp_c=61.0, pstate="P0")
         for g in range(gpus)
     )  # fmt: skip
-    procs = (GpuProcess(NODE, "GPU-0", 4242, "python train.py", 38_000.0, "alice"),)
+    procs = (
+        GpuProcess(NODE, "GPU-0", 4242, "python train.py", 38_000.0, "alice",
+                   elapsed_s=55 * 60 + 32, cmdline="python train.py"),
+    )  # fmt: skip
     store.write_latest(
-        [NodeStatus(NODE, NodeHealth.OK, "", checked=NOW, samples=samples, processes=procs)]
-    )
+        [NodeStatus(NODE, NodeHealth.OK, "", checked=NOW, samples=samples, processes=procs,
+                    host=HOST)]
+    )  # fmt: skip
 
 
 def svg_text(svg: str) -> str:

@@ -445,11 +445,13 @@ class ZukaApp(App[None]):
                          readonly=self.readonly)  # fmt: skip
 
     def relabel(self) -> None:
-        """The app's words in the language in use (tui.dashboard.language): its title,
-        and every row and line of the fleet, built again by a refresh now."""
-        self.title = self._title()
+        """Its words in the language in use: the fleet's rows at once, from the last read."""
+        self.title, self.sub_title = self._title(), self._status_line()
         self._said.clear()
         self.fleet.relabel()
+        if self.data is not None and self.data.total is None:  # (not a first paint's)
+            done = build(self.data, self.clock(), ledger_label(self.ledger_path))
+            self.fleet.show(done.rows, done.header, self.sub_title)
         self.refresh_view(reload=True)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

@@ -33,7 +33,7 @@ from textual.worker import Worker, WorkerState
 
 from leases.accept.engine import Check, Found, Started
 from leases.app import acceptance, acceptreport
-from leases.app.acceptance import Stored
+from leases.app.acceptance import Stored, told
 from leases.config.sections import Config
 from leases.core.acceptance import CheckResult, Level, Status
 from leases.core.clock import Clock
@@ -393,8 +393,9 @@ class AcceptanceScreen(Screen[None]):
 
 def _lines_of(lines: list[Line], stored: Stored) -> list[Line]:
     """The lines as told (families and findings in the order they came), or, where a
-    finding was not told (a run that tells nothing), the stored findings after them."""
-    told = [x for x in lines if isinstance(x, CheckResult)]
-    if told == list(stored.verdict.results):
+    finding was not told (a run that tells nothing), the stored findings after them, in
+    the language in use (leases.app.acceptance.told: the verdict's own are English)."""
+    said = [x for x in lines if isinstance(x, CheckResult)]
+    if said == list(stored.verdict.results) or (stored.shown and said == list(stored.shown)):
         return lines
-    return [x for x in lines if isinstance(x, Family)] + list(stored.verdict.results)
+    return [x for x in lines if isinstance(x, Family)] + list(told(stored))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from leases.accept.words import DISCARDED
 from leases.app.acceptance import Stored, told
 from leases.app.acceptreport import returnable_words
 from leases.core import fields
@@ -78,7 +79,7 @@ def rows(lines: Sequence[Line], running: str | None = None) -> list[tuple[str, .
     for line in lines:
         if isinstance(line, Family):
             state = _(RUNNING) if line.id == running else ""
-            out.append((state, f"▸ {visible(line.title, TITLE_MAX)}", ""))
+            out.append((state, f"▸ {visible(_(line.title), TITLE_MAX)}", ""))
         else:
             out.append(
                 (
@@ -140,7 +141,11 @@ def summary_lines(stored: Stored | None, tz: str) -> list[str]:
 
 
 def _evidence_lines(ev: Evidence) -> list[str]:
-    lines = [f"$ {visible(ev.command, 500)}"]
+    command = ev.command
+    said = f" ({DISCARDED})"  # the timed transfer's words: in the language in use
+    if command.endswith(said):
+        command = command.removesuffix(said) + f" ({_(DISCARDED)})"
+    lines = [f"$ {visible(command, 500)}"]
     if ev.failure:
         lines.append(_("did not run: {reason}").format(reason=visible(ev.failure, 300)))
     else:
@@ -163,7 +168,9 @@ def detail_lines(result: CheckResult, evidence: Sequence[Evidence]) -> list[str]
     what came back, as it came (controls made visible, newlines kept)."""
     title, check = visible(result.title, TITLE_MAX), visible(result.check, 60)
     lines = [
-        f"{status_word(result.status)}: {title} ({check})",
+        _("{status}: {title} ({check})").format(
+            status=status_word(result.status), title=title, check=check
+        ),
         visible(result.words, 2000),
     ]
     if result.expected:

@@ -40,8 +40,13 @@ def rate(bps: float | None) -> str:
     return f"{bps:.0f} B/s"
 
 
+def disk_name(m: Mount) -> str:
+    """The label in the language in use (stored in English: a marked msgid) and the path."""
+    return f"{_(m.label)} {m.path}" if m.label else m.path
+
+
 def _disk_line(m: Mount) -> str:
-    name = visible(m.name, _NAME_WIDTH)
+    name = visible(disk_name(m), _NAME_WIDTH)
     whole = m.used_kib + m.avail_kib
     return (
         f"{pad(name, _NAME_WIDTH)} {bar(m.used_pct)} {m.used_pct:3.0f} %"

@@ -150,6 +150,7 @@ class NodeScreen(Screen[None]):
         self.problem = ""  # why the ledger could not be read (shown in the title)
         self._shown: dict[str, list[tuple[str, ...]]] = {}
         self._next_read: Timer | None = None
+        self._last: NodeRead | None = None  # the last read shown
 
     @property
     def zuka(self) -> ZukaHost:
@@ -197,6 +198,8 @@ class NodeScreen(Screen[None]):
         self._shown.clear()
         self._columns()
         self.show_live()
+        if self._last is not None:  # at once, from the last read; then read anew
+            self._read_done(self._last)
         self.read_ledger()
 
     def _columns(self) -> None:
@@ -353,7 +356,7 @@ class NodeScreen(Screen[None]):
         facts = read.facts
         if facts.series is not None and facts.series.span is not self.span:
             return  # the range changed while reading: a read of the new one is under way
-        self.facts = facts
+        self._last, self.facts = read, facts
         self.accepted = read.accepted
         self._show_acceptance(read.accept_problem)
         self.problem = ""
@@ -406,7 +409,8 @@ class NodeScreen(Screen[None]):
         drawn = nodeview.charts(
             facts.series, facts.at, mem_top, power_top, facts.node.gpu_count, self._tz()
         )
-        span_line.update(plain(f"{spans} · x: {series.axis(self.span).label}", 200))
+        x = _("x: {axis}").format(axis=_(series.axis(self.span).label))
+        span_line.update(plain(f"{spans} · {x}", 200))
         for drawing, widget_id in zip(
             drawn, ("chart-util", "chart-mem", "chart-power"), strict=True
         ):

@@ -272,7 +272,7 @@ def _chart(
         # The slice holding now is still being read: what it shows is so far.
         title += " · " + _("last slice so far")
     marks = time_ticks(g, ax, tz) if ax.from_start else ticks(left, right)
-    return Chart(title, ax.label, (left, right), (0.0, high or 1.0), lines, marks)
+    return Chart(title, _(ax.label), (left, right), (0.0, high or 1.0), lines, marks)
 
 
 def charts(

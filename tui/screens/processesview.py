@@ -8,10 +8,11 @@ from dataclasses import dataclass
 
 from rich.cells import cell_len
 
-from leases.app.processes import ProcessRow, Stopped, elapsed_words
+from leases.app.processes import ProcessRow, Stopped
 from leases.core.i18n import N_, _
 from leases.core.textsafe import visible
 from tui.screens.fleetview import shorten_cells
+from tui.widgets.valuewords import elapsed_cell
 
 SORTS = ("node", "user", "memory", "share", "elapsed", "command")
 # The title's words for each sort (SORTS stays English: it is compared).
@@ -77,7 +78,7 @@ def cells(row: ProcessRow, cols: Sequence[Column]) -> list[str]:
         "user": row.user + ("" if row.visible else "*"),
         "memory": "?" if row.used_mib is None else f"{row.used_mib:.0f}",
         "share": "?" if row.share_pct is None else f"{row.share_pct:.0f}%",
-        "elapsed": elapsed_words(row.elapsed_s),
+        "elapsed": elapsed_cell(row.elapsed_s),
         "command": row.command,
     }
     out = [visible(values[c.key], c.width) for c in cols]

@@ -3,6 +3,9 @@ gaps left blank, the x axis in the span's unit."""
 
 from __future__ import annotations
 
+from rich.cells import cell_len
+from rich.text import Text
+from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
 from tui.screens.nodeview import Chart
@@ -47,3 +50,31 @@ class HistoryChart(PlotextPlot):
             else:
                 plt.plot(list(xs), list(ys), color=self.color, marker="braille")
         self.refresh()
+
+    def render(self) -> RenderResult:
+        drawn = super().render()
+        if not isinstance(drawn, Text) or self.chart is None:
+            return drawn
+        if cell_len(self.chart.title) == len(self.chart.title):
+            return drawn  # (English: a character a cell, as plotext lays it out)
+        return fit_lines(drawn, self.size.width)
+
+
+def fit_lines(drawn: Text, width: int) -> Text:
+    """plotext lays a title out a character a cell: a Chinese character, two cells, pushes
+    its line past the width (wrapped, the title on two lines). The line's padding gives
+    the cells back, its trailing spaces first; what is still too wide is cut."""
+    out = []
+    for line in drawn.split("\n", allow_blank=True):
+        over = line.cell_len - width
+        if over > 0:
+            plain = line.plain
+            trailing = min(over, len(plain) - len(plain.rstrip(" ")))
+            line = line[: len(plain) - trailing]
+            over -= trailing
+            leading = min(over, len(plain) - len(plain.lstrip(" ")))
+            line = line[leading:]
+            if line.cell_len > width:
+                line.truncate(width, overflow="ellipsis")
+        out.append(line)
+    return Text("\n").join(out)

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -30,7 +31,7 @@ from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from tui.dashboard.ledgerthread import in_thread
 from tui.screens.ask import AskScreen
-from tui.widgets.fieldwords import field_words
+from tui.widgets.fieldwords import FIELD_WORDS, field_words
 from tui.widgets.typeahead import applies, apply_key
 from tui.widgets.valuewords import value_words
 
@@ -110,6 +111,33 @@ class FormSelect(Select[str]):
             self.screen.focus_next()
         else:
             self.action_show_overlay()
+
+
+LABEL_CELLS = 30  # a field's label column (FormField .form-label), where its input begins
+
+
+def clear_of(text: str, cut: int) -> str:
+    """text with a space before a character two cells wide that would straddle cell `cut`:
+    the keys' line is docked over the fields as they scroll, and Textual cuts each screen
+    line where a widget under it begins (the input, after the label), blanking a Chinese
+    character split there (the hint read "tab   一项")."""
+    cells = 0
+    for i, ch in enumerate(text):
+        width = cell_len(ch)
+        if cells < cut < cells + width:
+            return text[:i] + " " + text[i:]
+        cells += width
+    return text
+
+
+def said_under(error: InputError) -> str:
+    """A refusal in the CLI's words, its field named in words where the CLI names it by
+    its key (a positional NAME: "name：…" read "名称：…"); English as the CLI says it."""
+    text = describe_error(error)
+    known = FIELD_WORDS.get(error.field)
+    if known and _(known) != known and text.startswith(error.field):
+        return _(known) + text[len(error.field) :]
+    return text
 
 
 class FormField(Vertical):
@@ -314,7 +342,8 @@ class FormScreen(ModalScreen[R]):
                         for spec in folded:
                             yield FormField(spec, start.get(spec.key, ""))
             with Horizontal(id="form-buttons"):
-                yield Static(Text(_("ctrl+s save · esc cancel · tab next")), id="form-keys")
+                keys = clear_of(_("ctrl+s save · esc cancel · tab next"), LABEL_CELLS)
+                yield Static(Text(keys), id="form-keys")
                 yield Button(_(self.save_label), id="form-save", variant="primary", compact=True)
                 yield Button(_("Cancel"), id="form-cancel", compact=True)
             yield Static(Text(""), id="form-message")
@@ -388,7 +417,7 @@ class FormScreen(ModalScreen[R]):
         said: list[str] = []
         refused: list[FormField] = []
         for error in each_error(exc):
-            text = describe_error(error)
+            text = said_under(error)
             target = next((f for f in fields if error.field in (f.spec.key, *f.spec.also)), None)
             if target is None:
                 said.append(text)

@@ -15,7 +15,7 @@ import shlex
 from leases.accept.engine import Check, Context, Settings
 from leases.accept.parse.df import DfReport, DiskSpace, parse_df
 from leases.accept.probe import missing_tool
-from leases.accept.words import N_, _
+from leases.accept.words import DISCARDED, N_, _
 from leases.core.acceptance import CheckResult, Evidence, Level, Status
 from leases.core.textsafe import visible
 from leases.ssh.errors import SshError
@@ -197,7 +197,7 @@ async def check_throughput(ctx: Context) -> CheckResult:
     ctx.probe.record(
         Evidence(
             "throughput",
-            f"head -c {nbytes} /dev/zero (read and discarded over the node's SSH connection)",
+            f"head -c {nbytes} /dev/zero ({DISCARDED})",
             0 if rate is not None else None,
             f"{rate:.0f} bytes/s\n" if rate is not None else "",
             "",

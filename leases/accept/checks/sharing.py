@@ -15,7 +15,7 @@ from leases.accept.checks.smi import gpu_label, per_gpu, read_q, said_once, unre
 from leases.accept.engine import Check, Context
 from leases.accept.facts import SmiQuery
 from leases.accept.parse._text import digits
-from leases.accept.words import N_, _
+from leases.accept.words import N_, _, pgettext
 from leases.core.acceptance import CheckResult, Evidence, Level, Status, worse
 from leases.core.models import GpuProcess
 from leases.core.textsafe import visible
@@ -38,6 +38,17 @@ _MIG_LINE = re.compile(r"^\s*MIG\s+\S+\s+Device\s+\d+", re.MULTILINE)
 _LIMIT_VAR = re.compile(r"^(CUDA_DEVICE_MEMORY_LIMIT\w*|CUDA_DEVICE_SM_LIMIT\w*)=(.*)$")
 
 
+def mode_words(mode: str) -> str:
+    """nvidia-smi's virtualization mode as a person reads it in the language in use: its
+    "None" is a whole GPU, no virtualisation (not a value missing: that is "unknown");
+    English keeps nvidia-smi's own words."""
+    words = {
+        "None": pgettext("virtualization mode", "None"),
+        "Pass-Through": pgettext("virtualization mode", "Pass-Through"),
+    }
+    return words.get(mode, mode)
+
+
 def judge_virtualisation(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
     cid, title = "sharing.vgpu", _("Virtualisation mode")
     bad: list[str] = []
@@ -45,7 +56,7 @@ def judge_virtualisation(facts: SmiQuery, keys: tuple[str, ...]) -> CheckResult:
     for i, g in enumerate(facts.gpus):
         mode = g.virtualization_mode or _("unknown")
         gpu = gpu_label(g.index, i)
-        modes.append((gpu, visible(mode, 30)))
+        modes.append((gpu, visible(mode_words(mode), 30)))
         if "vgpu" in mode.lower():
             line = _("{gpu} is a vGPU (Virtualization Mode {mode})")
             line = line.format(gpu=gpu, mode=visible(mode, 30))

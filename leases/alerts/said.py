@@ -17,16 +17,49 @@ name=name, span=...)`.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
+import string
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
 from leases.core import spoken
-from leases.core.i18n import _, ngettext
+from leases.core.i18n import EN, _, catalogue, ngettext
 from leases.money import amounts
 
 PREFIX = "zuka-said:1:"
+# A stored form is read from a ledger others may write: at most this deep (a Said in a
+# Said...), its message ids the catalogue's own, its fields plain names with a short
+# format spec ("{cost:,}", "{pct:.0f}"): never "{name:>400000000}" or "{a.__class__}".
+MAX_DEPTH = 8
+_SPEC_RE = re.compile(r"[<>^]?#?[0-9]{0,2},?(?:\.[0-9]{1,2})?[a-z%]?")
+_FIELD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,40}")
+
+
+class _Refused(ValueError):
+    """A stored form zuka would not have written."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _template(text: str) -> str:
+    """text, when every field in it is a plain name with a short format spec."""
+    for _literal, field, spec, conversion in string.Formatter().parse(text):
+        if field is None:
+            continue
+        plain = _FIELD_RE.fullmatch(field) and _SPEC_RE.fullmatch(spec or "")
+        if conversion not in (None, "r", "s") or not plain:
+            raise _Refused(f"not a message zuka writes: {text[:80]!r}")
+    return text
+
+
+def _known(msgid: str, plural: bool) -> None:
+    """Refuse a stored message id the catalogue does not hold (when it can be read)."""
+    known = getattr(catalogue(EN), "_catalog", None)
+    if known is not None and ((msgid, 0) if plural else msgid) not in known:
+        raise _Refused(f"not a message id of zuka's: {msgid[:80]!r}")
+
 
 Arg = Any  # str | int | float | Decimal | Said | None
 
@@ -169,8 +202,9 @@ def _render(form: Mapping[str, Any]) -> str:
         return CALLS[str(form["f"])](*[_value(v) for v in form["v"]])
     args = _args(form.get("a", {}))
     if "p" in form:
-        return ngettext(str(form["m"]), str(form["p"]), int(form["n"])).format(**args)
-    return _(str(form["m"])).format(**args)
+        said = ngettext(str(form["m"]), str(form["p"]), int(form["n"]))
+        return _template(said).format(**args)
+    return _template(_(str(form["m"]))).format(**args)
 
 
 # -- stored form ---------------------------------------------------------------------------
@@ -195,22 +229,26 @@ def _form_json(form: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _from_json(v: Any) -> Arg:
+def _from_json(v: Any, depth: int) -> Arg:
     if isinstance(v, dict):
         if "s" in v:
-            form = _form_back(v["s"])
+            form = _form_back(v["s"], depth + 1)
             return Said(_render(form), form)
         if "d" in v:
             return Decimal(str(v["d"]))
     return v
 
 
-def _form_back(form: Mapping[str, Any]) -> dict[str, Any]:
+def _form_back(form: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
+    if depth > MAX_DEPTH:
+        raise _Refused("a stored form nested too deep")
     out = dict(form)
+    if "m" in out:
+        _known(str(out["m"]), "p" in out)
     if "a" in out:
-        out["a"] = {str(k): _from_json(v) for k, v in dict(out["a"]).items()}
+        out["a"] = {str(k): _from_json(v, depth) for k, v in dict(out["a"]).items()}
     if "v" in out:
-        out["v"] = [_from_json(v) for v in list(out["v"])]
+        out["v"] = [_from_json(v, depth) for v in list(out["v"])]
     return out
 
 
@@ -231,4 +269,6 @@ def decode(stored: str) -> str:
         form = _form_back(json.loads(stored[len(PREFIX) :]))
         return Said(_render(form), form)
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError):
+        return stored
+    except RecursionError:  # JSON nested deeper than the parser goes
         return stored

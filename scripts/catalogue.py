@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import re
+import string as _string
 import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -208,6 +209,30 @@ def placeholders(text: str) -> list[str]:
     return sorted(out)
 
 
+class _AnyName(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return "x"
+
+
+def formats(text: str) -> set[str]:
+    """How text can be formatted without an error: "format" (str.format's parse: no lone
+    brace) and "percent" (`%` with names: no stray %). A translation must format wherever
+    its message does: a lone `}` or a stray `%` passes a placeholder comparison, then
+    fails at runtime."""
+    out = set()
+    try:
+        list(_string.Formatter().parse(text))
+        out.add("format")
+    except ValueError:
+        pass
+    try:
+        text % _AnyName()
+        out.add("percent")
+    except (ValueError, TypeError, KeyError):
+        pass
+    return out
+
+
 def _strings(msg: Message) -> list[str]:
     s = msg.string
     if isinstance(s, tuple | list):
@@ -245,9 +270,12 @@ def problems() -> list[str]:
                 out.append(f"{label}: not translated")
                 continue
             wanted = placeholders(_ids(msg)[-1])
+            can = formats(_ids(msg)[-1])
             for s in strings:
                 if placeholders(s) != wanted:
                     out.append(f"{label}: placeholders {placeholders(s)} != {wanted}")
+                elif not can <= formats(s):
+                    out.append(f"{label}: {s!r} cannot be formatted as its message can")
         extra = set(have) - {_key(m) for m in template if m.id}
         if extra:
             out.append(f"{lang}: {len(extra)} messages no longer in the source")

@@ -58,10 +58,27 @@ def test_a_missing_translation_is_found(tool: ModuleType, tmp_path: Path) -> Non
     assert tool.placeholders("{x[0]}") != tool.placeholders("{x}")
 
 
+def test_a_translation_that_cannot_be_formatted_is_found(tool: ModuleType) -> None:
+    """A lone brace or a stray % keeps every placeholder (the comparison above passes) and
+    fails only when formatted: the check formats each translation as its message can be."""
+    assert tool.placeholders("节点 {node} 已添加}") == tool.placeholders("node {node} added")
+    assert "format" not in tool.formats("节点 {node} 已添加}")
+    assert "format" in tool.formats("node {node} added")
+    assert "percent" not in tool.formats("%(prog)s：错误：%(message)s 100%")
+    assert "percent" in tool.formats("%(prog)s: error: %(message)s")
+    assert tool.formats("50 % of {n}") == {"format"}  # a % meant as text: % never applied
+
+
+# What each catalogue's header must say: gettext evaluates Plural-Forms from the .mo, and a
+# tampered one (plural=n/(n-1)) raises at the first ngettext.
+PLURAL_FORMS = {"en": "nplurals=2; plural=(n != 1);", "zh_CN": "nplurals=1; plural=0;"}
+
+
 def test_the_compiled_catalogues_ship_in_the_package() -> None:
     for lang in i18n.LANGS:
         cat = i18n.catalogue(lang)
         assert cat.info().get("language", "").replace("-", "_") in (lang, lang.lower())
+        assert cat.info().get("plural-forms") == PLURAL_FORMS[lang]
 
 
 def test_every_marked_message_reads_back_in_chinese(tool: ModuleType) -> None:

@@ -53,6 +53,24 @@ def choice(field: str, value: str, enum: type[E]) -> E:
         ) from None
 
 
+# Chinese characters a terminal draws like another allowed in a name (一 like '-', 丨 like
+# 'l', 曰 like 日...): two live nodes whose names differ only by these would be told apart
+# by no one reading an alert, so a name is compared by its skeleton (each mapped to one of
+# its kind). Strokes and pairs a reader may take for each other, not every similar glyph.
+_LOOK_ALIKE = str.maketrans(
+    {
+        "一": "-", "丨": "l", "丶": ".", "亅": "j", "囗": "口", "曰": "日", "已": "己",
+        "巳": "己", "戌": "戊", "戍": "戊", "士": "土", "末": "未", "入": "人", "干": "千",
+        "于": "千", "八": "人", "夭": "天", "毋": "母", "炙": "灸", "汩": "汨",
+    }
+)  # fmt: skip
+
+
+def name_skeleton(name: str) -> str:
+    """name with each look-alike Chinese character as the one it is taken for."""
+    return name.translate(_LOOK_ALIKE)
+
+
 def valid_node_name(value: str) -> bool:
     return _NAME_RE.fullmatch(value) is not None
 

@@ -105,6 +105,24 @@ class NodeRows(ProviderRows):
         ).fetchone()
         return row is not None
 
+    def look_alike(self, conn: sqlite3.Connection, name: str, other_than: int | None) -> None:
+        """Refuse a name a live node's already looks like (fields.name_skeleton: 'gpu一1'
+        beside 'gpu-1'): an alert naming one would be read as the other."""
+        skeleton = fields.name_skeleton(name)
+        rows = conn.execute(
+            "SELECT name FROM nodes WHERE state != 'released' AND id IS NOT ? AND name != ?"
+            " AND (name = ? OR name GLOB '*[^ -~]*')",
+            [other_than, name, skeleton],
+        ).fetchall()
+        for (other,) in rows:
+            if fields.name_skeleton(other) == skeleton:
+                raise InputError(
+                    "name",
+                    name,
+                    _("looks like the node {other} already in the ledger: choose a name that"
+                      " reads differently").format(other=other),
+                )  # fmt: skip
+
     def add_node(self, node: Node, new_provider: Provider | None = None) -> Node:
         """Add a node, and in the same transaction the provider it names if that is new."""
         with self.transaction() as conn:
@@ -115,6 +133,8 @@ class NodeRows(ProviderRows):
     def _insert_node(self, conn: sqlite3.Connection, node: Node) -> Node:
         if node.state is not NodeState.RELEASED and self.live_named(conn, node.name, None):
             raise InputError("name", node.name, _("a node of that name already exists"))
+        if node.state is not NodeState.RELEASED:
+            self.look_alike(conn, node.name, None)
         rec = records.node_record(node)
         row = node_row(rec, self.provider_id(conn, node.provider))
         cur = conn.execute(
@@ -163,6 +183,8 @@ class NodeRows(ProviderRows):
                 conn, after_node.name, current.id
             ):
                 raise InputError("name", after_node.name, _("a node of that name already exists"))
+            if after_node.state is not NodeState.RELEASED and after_node.name != current.name:
+                self.look_alike(conn, after_node.name, current.id)
             row = node_row(after, self.provider_id(conn, after_node.provider))
             conn.execute(
                 f"UPDATE nodes SET {', '.join(f'{k} = ?' for k in row)} WHERE id = ?",

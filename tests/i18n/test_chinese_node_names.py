@@ -112,3 +112,28 @@ async def test_a_chinese_name_on_the_fleet(cli: Cli, ledger_path: Path) -> None:
         await pilot.pause()
         text = app.export_screenshot()
     assert NAME in text
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [("gpu-1", "gpu一1"), ("gpu一1", "gpu-1"), ("机房口1", "机房囗1"), ("日志机", "曰志机"),
+     ("a100l1", "a100丨1"), ("己机", "已机")],
+)  # fmt: skip
+def test_a_look_alike_of_a_live_node_is_refused(
+    cli: Cli, ledger_path: Path, first: str, second: str
+) -> None:
+    assert cli("node", "add", first, "--ssh", "ssh root@10.0.0.1").code == 0
+    r = cli("node", "add", second, "--ssh", "ssh root@10.0.0.2")
+    assert r.code == 2 and f"looks like the node {first}" in r.err, r.err
+    with sqlite3.connect(ledger_path) as db:
+        assert [n for (n,) in db.execute("SELECT name FROM nodes")] == [first]
+    # Renamed into a look-alike: refused too; renamed to a name of its own: fine.
+    assert cli("node", "add", "其他", "--ssh", "ssh root@10.0.0.3").code == 0
+    moved = cli("node", "edit", "其他", "--rename", second)
+    assert moved.code == 2 and f"looks like the node {first}" in moved.err, moved.err
+    assert cli("node", "edit", "其他", "--rename", "训练机9").code == 0
+
+
+def test_different_chinese_names_are_two_nodes(cli: Cli) -> None:
+    for name in ("训练机1", "训练机2", "推理机1", "gpu-1", "gpu-2"):
+        assert cli("node", "add", name, "--ssh", "ssh root@10.0.0.1").code == 0, name

@@ -78,12 +78,18 @@ def fit_table(
     for n, r in enumerate(cells):
         lines = [narrow[n + 1]] if not blocks else ["  ".join(r[i] for i in keep[:key])]
         if blocks:
-            lines += _packed([f"{headers[i].lower()}: {r[i]}" for i in keep[key:] if r[i] != "-"],
+            lines += _packed([_pair(headers[i], r[i]) for i in keep[key:] if r[i] != "-"],
                              columns, "    ")  # fmt: skip
         for i in moved:
             if r[i] != "-":
-                lines += hanging(f"{headers[i].lower()}: {r[i]}", columns, "    ", "      ")
+                lines += hanging(_pair(headers[i], r[i]), columns, "    ", "      ")
         out.write("\n".join(lines) + "\n")
+
+
+def _pair(header: str, value: str) -> str:
+    """A cell under its header's name, as a row's block says it: `to date: ¥1.00`
+    (Chinese: `至今：¥1.00`)."""
+    return _("{header}: {value}").format(header=header.lower(), value=value)
 
 
 def _packed(pairs: Sequence[str], columns: int, indent: str) -> list[str]:

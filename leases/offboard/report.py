@@ -189,9 +189,8 @@ def markdown(report: Mapping[str, Any]) -> str:
         for k, val in sorted(e["facts"].items()):
             said = fact_value(str(k), str(val))
             value = v(said) if said != str(val) else t(val)
-            lines.append(
-                "- " + _("{header}: {value}").format(header=v(fact_word(str(k))), value=value)
-            )
+            # "- NAME: VALUE", an ASCII colon: a fact is a field of data, not a sentence.
+            lines.append(f"- {v(fact_word(str(k)))}: {value}")
         if e["problem"]:
             lines.append("- " + _("UNREADABLE ENTRY: {problem}").format(problem=t(e["problem"])))
         if e["output"]:

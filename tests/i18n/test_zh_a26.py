@@ -4,6 +4,7 @@ English), billing words shown, not stored, in Chinese sentences."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from decimal import Decimal
 from pathlib import Path
@@ -268,3 +269,138 @@ def test_doctor_headings_end_with_a_chinese_colon(cli: Cli) -> None:
     zh = cli("doctor", *ZH_ARGS).out
     assert "路径：\n" in zh and not _ASCII_AFTER_CHINESE.search(zh), zh
     assert "paths:\n" in cli("doctor").out.lower()
+
+
+# -- 6. one term for one thing ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value", ["per_second", "hourly", "card_hour", "daily", "weekly", "monthly", "contract"]
+)
+def test_a_billing_type_has_one_chinese_word(value: str) -> None:
+    from leases.core.i18n import pgettext
+    from leases.money.words import billing_word
+    from tui.words import shown
+
+    with using(ZH):
+        words = {
+            shown(value),
+            billing_word(value),
+            pgettext("billing", value),
+            pgettext("billing type", value),
+        }
+    assert len(words) == 1, words
+
+
+def test_settled_terms() -> None:
+    from leases.money.words import deposit_word
+    from leases.offboard.words import fact_word
+    from tui.words import shown
+
+    with using(ZH):
+        assert shown("per_second") == "按量(秒)"
+        assert shown("daily") == "包天" and shown("weekly") == "包周"
+        assert shown("forfeited") == deposit_word("forfeited") == "已没收"
+        assert fact_word("end") == "结束"
+        from leases.core.i18n import _
+
+        assert _("open-ended") == _("open end") == "不定期"
+
+
+# -- 7. the offboarding plan wrapped by cells ---------------------------------------------
+
+
+def _old_wrap(text: str, columns: int, indent: str = "") -> list[str]:
+    """output.wrap as it was before Chinese was filled: English must read the same."""
+    from tui.cli.output import width
+
+    room = max(10, columns - width(indent))
+    lines: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        candidate = f"{line} {word}" if line else word
+        if width(candidate) <= room:
+            line = candidate
+            continue
+        if line:
+            lines.append(line)
+        line = ""
+        for char in word:
+            if width(line + char) > room:
+                lines.append(line)
+                line = ""
+            line += char
+    if line or not lines:
+        lines.append(line)
+    return [indent + x for x in lines]
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    from datetime import date
+
+    from leases.sim.demoledger import build_demo_ledger
+
+    path = tmp_path / "demo.db"
+    build_demo_ledger(path, date(2026, 12, 3))
+    return path
+
+
+def _plan_at_80(demo: Path, monkeypatch: pytest.MonkeyPatch, *lang: str) -> str:
+    import io
+
+    from tui.cli import output
+
+    monkeypatch.setattr(output, "terminal_columns", lambda out, default=100: 80)
+    buf = io.StringIO()
+    assert main([*lang, "offboard", "colo-njidc-4090", "--ledger", str(demo)], out=buf) == 0
+    return buf.getvalue()
+
+
+def test_the_chinese_plan_fits_80_cells(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rich.cells import cell_len
+
+    text = _plan_at_80(demo, monkeypatch, *ZH_ARGS)
+    wide = [line for line in text.splitlines() if cell_len(line) > 80]
+    assert wide == []
+    # Chinese filled to the edge: no line of a step's description ends far short of it
+    # when the next one begins with a Chinese character.
+    lines = text.splitlines()
+    for a, b in itertools.pairwise(lines):
+        steps = a.startswith("       ") and b.startswith("       ") and b.strip()
+        if steps and "\u4e00" <= b.strip()[0] <= "\u9fff":
+            assert cell_len(a) >= 70, (a, b)
+    # Names and paths are never cut: each path of the plan is whole on its line.
+    assert "~/.local/share/fish/fish_history" in text
+    assert "--confirm colo-njidc-4090 --hash" in text
+
+
+def test_the_english_plan_is_unchanged(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tui.cli import output
+
+    _plan_at_80(demo, monkeypatch)  # stored: the runs below both say "unchanged"
+    new = _plan_at_80(demo, monkeypatch)
+    assert "to carry it out: zuka offboard colo-njidc-4090 --execute --confirm" in new
+    monkeypatch.setattr(output, "wrap", _old_wrap)
+    assert new == _plan_at_80(demo, monkeypatch)
+
+
+@pytest.mark.parametrize("columns", [20, 33, 40, 61, 80])
+def test_wrap_breaks_chinese_between_characters_only(columns: int) -> None:
+    from rich.cells import cell_len
+
+    from tui.cli.output import wrap
+
+    text = (
+        "对 ~/.local/share/fish/fish_history（其中每个普通文件）执行 shred -n 1 -z 并解除链接，"
+        "由 zuka 的遍历程序执行（节点上的 python3）：不跟随链接；节点 colo-njidc-4090 已释放。"
+    )
+    lines = wrap(text, columns, indent="  ")
+    assert all(cell_len(x) <= columns for x in lines), lines
+    assert "".join(x.strip() for x in lines).replace(" ", "") == text.replace(" ", "")
+    for line in lines:
+        assert line.strip()[0] not in "，。：；）", lines
+    # ASCII words stay whole when they fit a line.
+    for word in ("~/.local/share/fish/fish_history", "colo-njidc-4090", "python3", "shred"):
+        if cell_len(word) + 2 <= columns:
+            assert any(word in x for x in lines), (word, lines)

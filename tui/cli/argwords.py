@@ -55,9 +55,9 @@ def name_positionals(parser: argparse.ArgumentParser) -> None:
     """Every positional of parser and its subcommands named as a Chinese usage and error
     shows it: argparse names one without a metavar by its dest in errors ("缺少必需的参数：
     node", an English word), though usage shows a subcommand's choices. Under zh_CN, a
-    positional is named by its dest in capitals as the options' metavariables are (NODE),
-    and a subcommand's slot (or a positional with choices) by its choices ({add,list}),
-    which its usage showed already. English keeps argparse's names (called for Chinese
+    positional is named by its dest in capitals as the options' metavariables are (NODE,
+    ENTITY: its error lists the choices), and a subcommand's slot by its choices
+    ({add,list}), which its usage showed already. English keeps argparse's names (called for Chinese
     only)."""
     seen: set[int] = set()
 
@@ -68,7 +68,7 @@ def name_positionals(parser: argparse.ArgumentParser) -> None:
         for action in p._actions:
             if action.option_strings or action.metavar is not None:
                 pass
-            elif action.choices:
+            elif isinstance(action, argparse._SubParsersAction):
                 action.metavar = "{" + ",".join(action.choices) + "}"
             elif action.dest not in (None, argparse.SUPPRESS):
                 action.metavar = action.dest.upper()

@@ -17,6 +17,7 @@ from leases.core.textsafe import visible
 from leases.ledger import books
 from leases.ledger.books import BOOKS
 from leases.money import renewals
+from leases.money.amounts import price_words
 from leases.money.renewals import BillingNow
 
 
@@ -173,13 +174,10 @@ def billing_line(now: BillingNow | None) -> str:
     le = now.lease
     kind = shown(le.billing_type)
     if not now.started and now.at is not None:
-        return _(
-            "bills now: no lease; the lease from {start} ({billing} {price} {currency}) {starts}"
-        ).format(
+        return _("bills now: no lease; the lease from {start} ({billing} {price}) {starts}").format(
             start=when(le.start),
             billing=kind,
-            price=le.unit_price,
-            currency=le.currency,
+            price=price_words(le.unit_price, le.currency),
             starts=renewals.starts_in(le, now.at),
         )
     span = _("{start} to {end}").format(start=when(le.start), end=when(le.end) or _("open end"))
@@ -189,13 +187,13 @@ def billing_line(now: BillingNow | None) -> str:
             " recorded as ended: run zuka lease end {node} --at {at}"
         ).format(billing=kind, span=span, node=le.node, at=shlex.quote(when(le.end) or ""))
     if now.hourly_after_end:
-        price = f"{le.hourly_price} {le.currency}" if le.hourly_price is not None else "?"
+        price = price_words(le.hourly_price, le.currency) if le.hourly_price is not None else "?"
         return _(
             "bills now: hourly {price} an hour, past its end: the {billing} lease from {span}"
             " falls back to hourly"
         ).format(price=price, billing=kind, span=span)
-    line = _("bills now: {billing} {price} {currency}, {span}").format(
-        billing=kind, price=le.unit_price, currency=le.currency, span=span
+    line = _("bills now: {billing} {price}, {span}").format(
+        billing=kind, price=price_words(le.unit_price, le.currency), span=span
     )
     if now.paid_until is None:
         return line

@@ -16,6 +16,7 @@ from leases.core.models import Node, Provider
 from leases.ledger import records
 from leases.ledger.store import Ledger
 from leases.ledger.wording import describe_counts
+from leases.money.words import channel_word
 from leases.ssh.login import parse_ssh_command, ssh_config_aliases
 from leases.telemetry.promtarget import inherit, source_line
 
@@ -73,7 +74,7 @@ def new_provider(ledger: Ledger, provider: str | None, channel: str | None) -> P
             "channel",
             channel,
             _("{provider} is a {channel}").format(
-                provider=existing.name, channel=existing.kind.value
+                provider=existing.name, channel=channel_word(existing.kind.value)
             ),
         )
     return None

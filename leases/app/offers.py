@@ -21,7 +21,7 @@ from leases.core.textsafe import visible
 from leases.ledger.books import Record
 from leases.ledger.store import Ledger
 from leases.money import quote
-from leases.money.amounts import money
+from leases.money.amounts import money, price
 from leases.money.words import billing_word
 
 # An offer's fields as the command line names them: record key -> flag.
@@ -118,7 +118,8 @@ def describe(offer: Mapping[str, Any]) -> str:
     cards = f"{offer['gpus']}x " if offer.get("gpus") else ""
     return (
         f"{visible(offer['provider'], 60)} {cards}{visible(offer['gpu_model'], 40)}"
-        f" {billing_word(str(offer['billing_type']))} {offer['unit_price']} {offer['currency']}"
+        f" {billing_word(str(offer['billing_type']))}"
+        f" {price(Decimal(str(offer['unit_price'])), str(offer['currency']))}"
     )
 
 

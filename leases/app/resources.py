@@ -52,5 +52,7 @@ def edit_resource(
         if same
         else _("updated {kind} {id} on {node}")
     )
-    message = said.format(kind=doc["kind"], id=doc["native_id"], node=doc["node"])
+    message = said.format(
+        kind=pgettext("value", str(doc["kind"])), id=doc["native_id"], node=doc["node"]
+    )
     return doc, message

@@ -26,6 +26,7 @@ from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.i18n import _, ngettext
 from leases.core.models import BillingType, ProviderKind
+from leases.money.words import billing_word
 
 Record = dict[str, Any]
 # Checks a record against the rows around it, inside the transaction that writes it:
@@ -385,7 +386,7 @@ def describe(entity: str, rec: Mapping[str, Any]) -> str:
         return _("offer {provider} {model} {billing} {price} {currency}").format(
             provider=rec.get("provider"),
             model=rec.get("gpu_model"),
-            billing=rec.get("billing_type"),
+            billing=billing_word(str(rec.get("billing_type"))),
             price=rec.get("unit_price"),
             currency=cur,
         )

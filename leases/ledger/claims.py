@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from leases.core.cloudids import same_endpoint
-from leases.core.i18n import _
+from leases.core.i18n import _, pgettext
 from leases.core.models import ResourceKind
 from leases.core.textsafe import visible
 
@@ -149,7 +149,9 @@ def overlap(a: Claim, b: Claim) -> str:
             return ""
         if a.account and b.account and a.account != b.account:
             return ""
-        return _("the same {kind} id in the same region and account").format(kind=a.kind.value)
+        return _("the same {kind} id in the same region and account").format(
+            kind=pgettext("value", a.kind.value)
+        )
     return ""
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from leases.core import fields
 from leases.core.errors import InputError
-from leases.core.i18n import _
+from leases.core.i18n import _, pgettext
 from leases.core.models import Lease, Node, Resource
 from leases.core.textsafe import visible
 from leases.ledger import leasecheck, records, refund_rules, release
@@ -295,7 +295,7 @@ class LeaseRows(NodeRows):
                 "{node} --until ... --payment-schedule {value2})"
             ).format(
                 day=day,
-                value=lease.payment_schedule.value,
+                value=pgettext("schedule", lease.payment_schedule.value),
                 node=visible(lease.node),
                 value2=new.payment_schedule.value,
             ),

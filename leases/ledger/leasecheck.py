@@ -10,6 +10,7 @@ from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.i18n import _
 from leases.core.models import BillingType, Lease, PaymentSchedule, RefundState
+from leases.money.words import billing_word
 
 
 def _iso(value: datetime | date | None) -> str | None:
@@ -30,7 +31,7 @@ def check_lease(le: Lease) -> None:
     for name, amount, places, what in (
         ("unit_price", le.unit_price, _PRICE_PLACES[le.billing_type],
          (_("an {type} price") if le.billing_type is BillingType.HOURLY else _("a {type} price"))
-         .format(type=le.billing_type.value)),
+         .format(type=billing_word(le.billing_type.value))),
         ("hourly_price", le.hourly_price, 4, _("an hourly price")),
         ("deposit", le.deposit, 2, _("an amount paid (the fen)")),
     ):  # fmt: skip
@@ -47,7 +48,7 @@ def check_lease(le: Lease) -> None:
             "end",
             None,
             _("a {value} lease is prepaid and needs an end date").format(
-                value=le.billing_type.value
+                value=billing_word(le.billing_type.value)
             ),
         )
     if le.end is not None and le.end <= le.start:
@@ -86,7 +87,7 @@ def check_lease(le: Lease) -> None:
                     "is for monthly and contract terms; a {type} lease is billed as it runs:"
                     " leave it upfront"
                 )
-            ).format(type=le.billing_type.value),
+            ).format(type=billing_word(le.billing_type.value)),
         )
     if le.deposit_refund is RefundState.REFUNDED and le.deposit is None:
         raise InputError("deposit_refund", "refunded", _("there is no deposit to refund"))

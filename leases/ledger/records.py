@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from leases.core import cloudids as cloud_ids
 from leases.core import fields, promsource, recordfields, secrets
 from leases.core.errors import InputError, Problems
-from leases.core.i18n import _
+from leases.core.i18n import _, pgettext
 from leases.core.models import (
     BillingType,
     ChargeRounding,
@@ -474,7 +474,7 @@ def resource_id(kind: ResourceKind, value: str) -> str:
             _(
                 "a {value} id is letters, digits and . _ : / @ + = , - (not starting with '-', "
                 "no spaces, globs or shell characters)"
-            ).format(value=kind.value),
+            ).format(value=pgettext("value", kind.value)),
         )
     return value
 

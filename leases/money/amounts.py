@@ -109,3 +109,12 @@ def price(x: Decimal, currency: str) -> str:
     if x == fen(x):
         return money(x, currency)
     return f"{symbol(currency)}{x.normalize():,f}"
+
+
+def price_words(x: Decimal, currency: str) -> str:
+    """A price as a sentence says it: 50,000.00 元 / 3.3333 元 in Chinese for CNY (as
+    money_words), as a cell writes it otherwise (CNY 50,000.00, USD 3.3333)."""
+    if is_yuan(currency) and is_chinese():
+        text = bare(x) if x == fen(x) else f"{x.normalize():,f}"
+        return f"{text} 元"
+    return price(x, currency)

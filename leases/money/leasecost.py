@@ -17,7 +17,7 @@ from leases.core.i18n import N_, _
 from leases.core.models import Lease, Node, Resource
 from leases.core.textsafe import visible
 from leases.money import billing, report, schedule
-from leases.money.amounts import fen_json, figure_json, money
+from leases.money.amounts import fen_json, figure_json, money, money_words
 from leases.money.billing import CardHours
 from leases.money.estimate import Estimate, estimate
 from leases.money.renewals import billing_now
@@ -118,28 +118,30 @@ def node_cost(
     )
 
 
-def _amount(c: LeaseCost, x: Decimal | None) -> str:
-    return money(x, c.currency)
+def _amount(c: LeaseCost, x: Decimal | None, words: bool = False) -> str:
+    """An amount as a cell writes it (¥1,234.50), or as a sentence says it (1,234.50 元)."""
+    return money_words(x, c.currency) if words else money(x, c.currency)
 
 
 def _day(c: LeaseCost, at: datetime) -> str:
     return fields.shown(at, c.tz)
 
 
-def by_lease_end(c: LeaseCost) -> str:
-    """The cost by the lease's end, with the end; "open-ended" for a lease without one."""
+def by_lease_end(c: LeaseCost, words: bool = False) -> str:
+    """The cost by the lease's end, with the end; "open-ended" for a lease without one
+    (words: its amounts as a sentence says them)."""
     e = c.estimate
     if e is None:
         return "-"
     if e.lease_end is None or e.by_lease_end is None:
         return _("open-ended")
     said = _("{amount} by {day}").format(
-        amount=_amount(c, e.by_lease_end), day=_day(c, e.lease_end)
+        amount=_amount(c, e.by_lease_end, words), day=_day(c, e.lease_end)
     )
     term = term_owed(c)
     if term is None:
         return said
-    owed, charged = _amount(c, term[0]), _amount(c, term[1])
+    owed, charged = _amount(c, term[0], words), _amount(c, term[1], words)
     return _("{said} (owed by the term: {owed}, of which {charged} charged)").format(
         said=said, owed=owed, charged=charged
     )
@@ -160,10 +162,10 @@ def cost_line(c: LeaseCost) -> str:
     if e is None:
         return _("cost: unknown ({why})").format(why="; ".join(visible(n) for n in c.unknown))
     return _("cost: {to_date} to date, {by_period_end} by {period_end} (period end), {end}").format(
-        to_date=_amount(c, e.to_date),
-        by_period_end=_amount(c, e.by_period_end),
+        to_date=_amount(c, e.to_date, True),
+        by_period_end=_amount(c, e.by_period_end, True),
         period_end=_day(c, e.period[1]),
-        end=by_lease_end(c),
+        end=by_lease_end(c, True),
     )
 
 

@@ -315,7 +315,7 @@ def quote(
             )
         elif o.new_contract:
             notes.append(_("more cards need a new contract: never ranked first"))
-        why = "; ".join(notes)
+        why = _("; ").join(notes)
         priced.append(Priced(o, machines, units, cost, binds, first, allowed, compared, why))
     priced.sort(key=lambda p: (p.rank, p.cost, p.option.label))
     return Quote(

@@ -16,7 +16,7 @@ from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from leases.offboard import evidence, status
 from leases.offboard.evidence import StoredPlan
-from leases.offboard.words import event_word, fact_word, phase_word, state_word
+from leases.offboard.words import event_word, fact_value, fact_word, phase_word, state_word
 
 SHRED_CAVEAT = N_(
     "Overwriting files (shred) is best effort: on SSDs and flash, journaling file systems"
@@ -187,7 +187,10 @@ def markdown(report: Mapping[str, Any]) -> str:
         if e["detail"]:
             lines.append("- " + _("detail: {detail}").format(detail=t(e["detail"])))
         for k, val in sorted(e["facts"].items()):
-            lines.append(f"- {v(fact_word(str(k)))}: {t(val)}")
+            said = fact_value(str(k), str(val))
+            value = v(said) if said != str(val) else t(val)
+            # "- NAME: VALUE", an ASCII colon: a fact is a field of data, not a sentence.
+            lines.append(f"- {v(fact_word(str(k)))}: {value}")
         if e["problem"]:
             lines.append("- " + _("UNREADABLE ENTRY: {problem}").format(problem=t(e["problem"])))
         if e["output"]:

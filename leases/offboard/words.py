@@ -3,7 +3,11 @@ themselves, "verified", "shred", stay as they are in JSON and the ledger)."""
 
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
+
 from leases.core.i18n import pgettext
+from leases.money.amounts import money, price
+from leases.money.words import billing_word, deposit_word
 
 
 def phase_word(phase: str) -> str:
@@ -117,3 +121,26 @@ def fact_word(fact: str) -> str:
         "arn": pgettext("offboarding fact", "arn"),
     }
     return words.get(fact, fact)
+
+
+def _amount(text: str) -> Decimal | None:
+    try:
+        x = Decimal(text)
+    except (InvalidOperation, ValueError):
+        return None
+    return x if x.is_finite() else None
+
+
+def fact_value(fact: str, value: str) -> str:
+    """A stored fact's value as an inspection or the report shows it: the preflight's lease
+    facts are stored as English words and raw amounts ("monthly 50000 CNY", "36000 CNY",
+    "pending": the stored evidence keeps them so), shown with the display word and the
+    amount as money is written ("包月 ¥50,000.00"). Any other value as it is."""
+    if fact == "deposit_refund":
+        return deposit_word(value)
+    words = value.split(" ")
+    if fact == "billing" and len(words) == 3 and (x := _amount(words[1])) is not None:
+        return f"{billing_word(words[0])} {price(x, words[2])}"
+    if fact == "deposit" and len(words) == 2 and (x := _amount(words[0])) is not None:
+        return money(x, words[1])
+    return value

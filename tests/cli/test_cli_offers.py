@@ -25,7 +25,7 @@ def _files(ledger_path: Path) -> tuple[bytes, bytes]:
 def test_an_offer_is_added_listed_edited_deleted_and_undone(cli: Cli) -> None:
     r = cli("offer", "add", *H800, "--valid-until", "2026-12-31", "--deposit", "80,000")
     assert r.code == 0, r.err
-    assert r.out == "added offer 1: AutoDL 8x h800 card_hour 15.8 CNY\n"
+    assert r.out == "added offer 1: AutoDL 8x h800 card_hour CNY 15.80\n"
     expired = cli("offer", "add", *H800, "--valid-until", "2026-11-10", "--notes", "old")
     assert expired.code == 0, expired.err
     listed = cli("offer", "list", "--on", "2026-11-15")

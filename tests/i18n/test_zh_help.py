@@ -200,11 +200,11 @@ def test_the_parsers_errors_in_chinese(cli: Cli, args: tuple[str, ...], said: st
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (("kill", "n1", "abc"), "zuka：错误：参数 pid：不是整数：'abc'"),
+        (("kill", "n1", "abc"), "zuka：错误：参数 PID：不是整数：'abc'"),
         (("poll", "--interval", "x"), "zuka：错误：参数 --interval：不是数字：'x'"),
         (("offboard", "n1", "--execute", "--recheck"), "zuka：错误：参数 --recheck：不能与参数"),
         (("lease", "add", "n1", "--billing"), "zuka：错误：参数 --billing：需要一个值"),
-        (("audit", "accept", "foo", "1"), "zuka：错误：entity：无效的选择 'foo'（可选："),
+        (("audit", "accept", "foo", "1"), "zuka：错误：ENTITY：无效的选择 'foo'（可选："),
     ],
 )
 def test_argparses_own_errors_in_chinese(cli: Cli, args: tuple[str, ...], said: str) -> None:
@@ -262,7 +262,7 @@ def test_json_and_its_errors_are_english_in_every_language(cli: Cli) -> None:
 def test_the_short_usage_in_chinese(cli: Cli) -> None:
     r = cli("lease", "add", "n1", "--lang", "zh_CN")
     usage, _line = _short(r.err)
-    assert usage == "用法：zuka lease add [选项] --billing BILLING --price PRICE node"
+    assert usage == "用法：zuka lease add [选项] --billing BILLING --price PRICE NODE"
 
 
 def test_the_english_errors_are_as_they_were(cli: Cli) -> None:

@@ -379,8 +379,9 @@ def test_plan_job_and_offers_in_chinese(cli: Cli) -> None:
     assert en.code == zh.code == 0, (en.err, zh.err)
     assert "cheapest: offer 3 (Cloud hourly) CNY 51,840.00, CNY 28,160.00 (35.2 %) less than" \
         " offer 2 (IDC monthly) CNY 80,000.00" in en.out  # fmt: skip
-    assert "最便宜：报价 3 (Cloud 按量) ¥51,840.00，比 报价 2 (IDC 包月) ¥80,000.00 少" \
-        " ¥28,160.00（35.2 %）" in zh.out  # fmt: skip
+    # A sentence says its amounts in 元 (the table's cells keep ¥), its aside in （）.
+    assert "最便宜：报价 3（Cloud 按量）51,840.00 元，比 报价 2（IDC 包月）80,000.00 元 少" \
+        " 28,160.00 元（35.2 %）" in zh.out  # fmt: skip
     assert "¥91,008.00" in zh.out and "| 算力租赁平台" not in zh.out and "算力租赁平台" in zh.out
     data = ["AutoDL", "IDC", "Cloud", "cn-beijing", "H800"]
     assert stray_english(zh.out, data=data) == []

@@ -95,7 +95,7 @@ def test_resource_goes_to_the_open_lease_else_the_latest(cli: Cli) -> None:
 def test_lease_start_takes_what_lease_list_prints(cli: Cli) -> None:
     _two_ended_leases(cli)
     table = cli("lease", "list", "m1").out.splitlines()
-    first_row = next(line for line in table if "9 CNY" in line)
+    first_row = next(line for line in table if "CNY 9.00" in line)
     printed = "2026-03-01 09:30"
     assert printed in first_row  # the table shows the start in the lease's own zone
     as_json = json.loads(cli("lease", "list", "m1", "--json").out)[0]["start"]
@@ -290,7 +290,7 @@ def test_node_list_shows_the_lease_billing_now_and_the_paid_until(cli: Cli) -> N
     table = cli("node", "list").out.splitlines()
     assert "PAID UNTIL" in table[0]
     row = next(line for line in table if line.startswith("m1"))
-    assert "50000 CNY" in row  # the first lease still bills: it runs until its end
+    assert "CNY 50,000.00" in row  # the first lease still bills: it runs until its end
     assert f"{end} 00:00" in row and f"{paid} 00:00" in row
     listed = json.loads(cli("node", "list", "--json").out)[0]
     assert listed["lease"]["start"] == f"{start}T00:00:00+08:00"
@@ -301,7 +301,7 @@ def test_node_show_says_the_lease_billing_now_and_the_paid_until(cli: Cli) -> No
     start, end, paid = _renewed(cli)
     shown = cli("node", "show", "m1").out
     assert f"paid until {paid} 00:00" in shown
-    assert f"bills now: monthly 50000 CNY, {start} 00:00 to {end} 00:00" in shown
+    assert f"bills now: monthly CNY 50,000.00, {start} 00:00 to {end} 00:00" in shown
     doc = json.loads(cli("node", "show", "m1", "--json").out)
     assert doc["lease_now"]["start"] == f"{start}T00:00:00+08:00"
     assert doc["paid_until"] == f"{paid}T00:00:00+08:00"
@@ -593,5 +593,5 @@ def test_node_show_says_an_hourly_fallback_bills_by_the_hour(cli: Cli) -> None:
                _day(-40), "--end", _day(-10), "--on-expiry", "hourly",
                "--hourly-price", "50").code == 0  # fmt: skip
     shown = cli("node", "show", "f1").out
-    assert "bills now: hourly 50 CNY" in shown, shown
+    assert "bills now: hourly CNY 50.00" in shown, shown
     assert "past its end" in shown

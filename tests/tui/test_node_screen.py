@@ -201,7 +201,8 @@ async def test_lease_chain_cost_and_resources(ledger_file: Path) -> None:
         assert leases[0][3] == "CNY 52,000.00" and leases[1][4] == "CNY 50,000.00"
         billing = text_of(screen, "node-billing")
         assert (
-            "bills now: monthly 50000 CNY" in billing and "cost: CNY 102,000.00 to date" in billing
+            "bills now: monthly CNY 50,000.00" in billing
+            and "cost: CNY 102,000.00 to date" in billing
         )
         assert "resources: none recorded" in text_of(screen, "node-resources-caption")
         await pilot.press("escape")

@@ -4,6 +4,8 @@ this Python's argparse has them; a newer one's new words stay English until adde
 
 from __future__ import annotations
 
+import argparse
+
 from leases.core.i18n import N_, ngettext
 
 WORDS = (
@@ -47,3 +49,40 @@ def _plurals(n: int) -> tuple[str, ...]:
         ngettext("conflicting option string: %s", "conflicting option strings: %s", n),
         ngettext("expected %s argument", "expected %s arguments", n),
     )
+
+
+def name_positionals(parser: argparse.ArgumentParser) -> None:
+    """Every positional of parser and its subcommands named as a Chinese usage and error
+    shows it: argparse names one without a metavar by its dest in errors ("缺少必需的参数：
+    node", an English word), though usage shows a subcommand's choices. Under zh_CN, a
+    positional is named by its dest in capitals as the options' metavariables are (NODE,
+    ENTITY: its error lists the choices), and a subcommand's slot by its choices
+    ({add,list}), which its usage showed already. English keeps argparse's names (called for Chinese
+    only)."""
+    seen: set[int] = set()
+
+    def walk(p: argparse.ArgumentParser) -> None:
+        if id(p) in seen:
+            return
+        seen.add(id(p))
+        for action in p._actions:
+            if action.option_strings or action.metavar is not None:
+                pass
+            elif isinstance(action, argparse._SubParsersAction):
+                action.metavar = "{" + ",".join(action.choices) + "}"
+            elif action.dest not in (None, argparse.SUPPRESS):
+                action.metavar = action.dest.upper()
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    walk(sub)
+
+    walk(parser)
+
+
+def commands_of(parser: argparse.ArgumentParser) -> set[str]:
+    """The names argparse gives parser's subcommand slots in its errors."""
+    return {
+        str(a.metavar or a.dest)
+        for a in parser._actions
+        if isinstance(a, argparse._SubParsersAction)
+    }

@@ -121,7 +121,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         for f in found:
             if f.area != area:
                 area = f.area
-                print(f"{_area(area)}:", file=out)
+                print(_("{area}:").format(area=_area(area)), file=out)
             print(f"  {_mark(f.level)}  {visible(f.what)}", file=out)
             if f.fix and f.level is not Level.OK:
                 print("        " + _("fix: {fix}").format(fix=visible(f.fix)), file=out)

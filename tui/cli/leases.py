@@ -22,6 +22,7 @@ from leases.core.i18n import N_, _, pgettext
 from leases.core.models import Lease
 from leases.ledger import records, release, stops
 from leases.money import renewals, schedule
+from leases.money.amounts import price
 from tui.cli import output
 from tui.cli.opening import open_ledger
 from tui.cli.options import add_flags, pick
@@ -184,7 +185,7 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
             le.node,
             shown(le.billing_type)
             + (f", {schedule_word(le.payment_schedule)}" if schedule.scheduled(le) else ""),
-            f"{le.unit_price} {le.currency}",
+            price(le.unit_price, le.currency),
             le.cards_billed,
             when(le.start),
             when(le.end),

@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from leases.core.errors import ConfigError, InputError, LedgerError, ledger_failure, os_problem
-from leases.core.i18n import N_, LanguageError, _, language
+from leases.core.i18n import EN, N_, LanguageError, _, language
 from leases.core.textsafe import visible
 from leases.ledger.paths import resolve_ledger_path
-from tui.cli import billargs, labargs, lazy, offboardargs, pollargs, serviceargs
+from tui.cli import argwords, billargs, labargs, lazy, offboardargs, pollargs, serviceargs
 from tui.cli.acceptargs import accept_options
 from tui.cli.language import apply as speak
 from tui.cli.language import lang_help
@@ -495,8 +495,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def _parser(ledger_help: str, only: str | None = None, lang: str = "") -> argparse.ArgumentParser:
     """build_parser, once per process and help text (the one part that depends on the
     environment). Building it costs about 14 ms, most of a quick command's time, and
-    the tests call main() thousands of times; parse_args leaves a parser unchanged."""
-    return build_parser(only)
+    the tests call main() thousands of times; parse_args leaves a parser unchanged. In
+    Chinese its positionals are named as a Chinese usage and error show them (argwords)."""
+    parser = build_parser(only)
+    if lang and lang != EN:
+        argwords.name_positionals(parser)
+    return parser
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:

@@ -16,7 +16,7 @@ from leases.config.load import load_user_config
 from leases.config.sections import Config
 from leases.core import fields
 from leases.core.errors import InputError
-from leases.core.i18n import EN, _, using
+from leases.core.i18n import EN, _, pgettext, using
 from leases.core.models import Lease, Node
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
@@ -266,13 +266,7 @@ def _plan_models(
         try:
             made = _hybrid(args, config, ledger, group, model or None, since, until, currency)
         except InputError as exc:
-            made = (
-                _("{field}: {reason} with --gpu-model '{model}' (plans this model alone)").format(
-                    field=exc.field, reason=exc.reason, model=model
-                )
-                if model
-                else f"{exc.field}: {exc.reason}"
-            )
+            made = _not_priced(exc, model)
         if isinstance(made, str):
             names = sorted(n.name for n in group.values())
             docs.append({"gpu_model": model, "nodes": names, "not_planned": made})
@@ -287,6 +281,26 @@ def _plan_models(
     else:
         out.write("\n".join(texts))
     return 0 if any("not_planned" not in d for d in docs) else 1
+
+
+def _not_priced(exc: InputError, model: str) -> str:
+    """Why a model of the fleet was not planned. A price missing (--monthly, --hourly) is
+    said with the billing type's display word ("包月价格"), never the stored word; English
+    reads as before ("monthly: no monthly lease of ...")."""
+    if exc.field in ("monthly", "hourly"):
+        if not model:
+            return pgettext("price missing", "{billing}: {reason}").format(
+                billing=billing_word(exc.field), reason=exc.reason
+            )
+        return pgettext(
+            "price missing",
+            "{billing}: {reason} with --gpu-model '{model}' (plans this model alone)",
+        ).format(billing=billing_word(exc.field), reason=exc.reason, model=model)
+    if not model:
+        return f"{exc.field}: {exc.reason}"
+    return _("{field}: {reason} with --gpu-model '{model}' (plans this model alone)").format(
+        field=exc.field, reason=exc.reason, model=model
+    )
 
 
 def _hybrid(

@@ -25,6 +25,7 @@ from leases.core.models import Lease, Node, NodeState, ProviderKind
 from leases.ledger import records
 from leases.ledger.lease_rows import billing_of as billing_of_leases
 from leases.money import leasecost, renewals
+from leases.money.amounts import money, price
 from leases.money.renewals import BillingNow
 from leases.ssh.pasted import dropped_from
 from tui.cli import output
@@ -77,7 +78,7 @@ def _node_row(n: Node, now: BillingNow | None, channels: Mapping[str, str]) -> t
         n.provider,
         gpus,
         shown(lease.billing_type) if lease else "-",
-        f"{lease.unit_price} {lease.currency}" if lease else "-",
+        price(lease.unit_price, lease.currency) if lease else "-",
         _ends(now),
         when(now.paid_until if now else None) or "-",
         _("{state} (refused value: see node show)").format(state=shown(n.state))
@@ -191,7 +192,7 @@ def node_show(args: argparse.Namespace, out: TextIO) -> int:
                 le.start.strftime("%Y-%m-%d %H:%M"),
                 le.end.strftime("%Y-%m-%d %H:%M") if le.end else None,
                 shown(le.billing_type),
-                f"{le.unit_price} {le.currency}",
+                price(le.unit_price, le.currency),
                 _deposit(le),
                 le.contract_no or None,
                 _("renewed") if now and le in now.chain[:-1] else when(le.ended_at),
@@ -241,6 +242,8 @@ def _deposit(le: Lease) -> str | None:
     refund = shown(le.deposit_refund)
     if le.deposit_paid_on:
         return _("{deposit}, paid {paid}, refund {refund}").format(
-            deposit=le.deposit, paid=le.deposit_paid_on, refund=refund
+            deposit=money(le.deposit, le.currency), paid=le.deposit_paid_on, refund=refund
         )
-    return _("{deposit}, refund {refund}").format(deposit=le.deposit, refund=refund)
+    return _("{deposit}, refund {refund}").format(
+        deposit=money(le.deposit, le.currency), refund=refund
+    )

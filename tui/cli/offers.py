@@ -20,7 +20,7 @@ from leases.core.i18n import _
 from leases.core.models import BillingType
 from leases.core.textsafe import visible
 from leases.money import quote
-from leases.money.amounts import bare, fen_json, money
+from leases.money.amounts import bare, fen_json, money, money_words, price_words
 from leases.money.amounts import price as price_text
 from leases.money.reporttotals import HUNDREDTH, to_step
 from leases.money.words import billing_word, channel_word
@@ -173,7 +173,9 @@ def quote_json(q: quote.Quote) -> dict[str, Any]:
 
 def _name(p: quote.Priced) -> str:
     o = p.option
-    return f"{o.label} ({visible(o.provider, 60)} {billing_word(o.billing_type.value)})"
+    return _("{label} ({provider} {billing})").format(
+        label=o.label, provider=visible(o.provider, 60), billing=billing_word(o.billing_type.value)
+    )
 
 
 def quote_lines(q: quote.Quote) -> list[str]:
@@ -234,18 +236,18 @@ def quote_lines(q: quote.Quote) -> list[str]:
         )
     elif next_ is None:
         lines.append(_("cheapest: {option} {cost}, the only option allowed").format(
-            option=_name(best), cost=money(best.cost, q.currency)))  # fmt: skip
+            option=_name(best), cost=money_words(best.cost, q.currency)))  # fmt: skip
     else:
         saves = q.saves or Decimal(0)
         share = f"{saves * 100 / next_.cost:.1f} %" if next_.cost else "-"
         lines.append(
             _("cheapest: {option} {cost}, {saves} ({share}) less than {next} {next_cost}").format(
                 option=_name(best),
-                cost=money(best.cost, q.currency),
-                saves=money(saves, q.currency),
+                cost=money_words(best.cost, q.currency),
+                saves=money_words(saves, q.currency),
                 share=share,
                 next=_name(next_),
-                next_cost=money(next_.cost, q.currency),
+                next_cost=money_words(next_.cost, q.currency),
             )
         )
     lines.append(_("up front: the first payment (one period of a prepaid option) and the deposit;"
@@ -262,10 +264,10 @@ def quote_lines(q: quote.Quote) -> list[str]:
                     " hour for {cards} cards): {verdict}"
                 ).format(
                     monthly=b.monthly.label,
-                    price=price_text(b.monthly.unit_price, b.monthly.currency),
+                    price=price_words(b.monthly.unit_price, b.monthly.currency),
                     cards=cards,
                     hourly=b.hourly.label,
-                    per_hour=_per_machine(b),
+                    per_hour=_per_machine(b, words=True),
                     verdict=b.reason
                     if b.hours is None
                     else _("{hours} h").format(hours=bare(to_step(b.hours, HUNDREDTH))),
@@ -274,7 +276,9 @@ def quote_lines(q: quote.Quote) -> list[str]:
     return lines
 
 
-def _per_machine(b: quote.BreakEven) -> str:
-    """The pay-as-you-go option's price an hour for the monthly option's cards."""
+def _per_machine(b: quote.BreakEven, words: bool = False) -> str:
+    """The pay-as-you-go option's price an hour for the monthly option's cards (words: as
+    a sentence says it)."""
     hourly = quote.card_hour_price(b.hourly) * (b.monthly.gpus or 1)
-    return price_text(hourly.quantize(Decimal("0.0001")), b.hourly.currency)
+    said = price_words if words else price_text
+    return said(hourly.quantize(Decimal("0.0001")), b.hourly.currency)

@@ -78,12 +78,18 @@ def fit_table(
     for n, r in enumerate(cells):
         lines = [narrow[n + 1]] if not blocks else ["  ".join(r[i] for i in keep[:key])]
         if blocks:
-            lines += _packed([f"{headers[i].lower()}: {r[i]}" for i in keep[key:] if r[i] != "-"],
+            lines += _packed([_pair(headers[i], r[i]) for i in keep[key:] if r[i] != "-"],
                              columns, "    ")  # fmt: skip
         for i in moved:
             if r[i] != "-":
-                lines += hanging(f"{headers[i].lower()}: {r[i]}", columns, "    ", "      ")
+                lines += hanging(_pair(headers[i], r[i]), columns, "    ", "      ")
         out.write("\n".join(lines) + "\n")
+
+
+def _pair(header: str, value: str) -> str:
+    """A cell under its header's name, as a row's block says it: `to date: ¥1.00`
+    (Chinese: `至今：¥1.00`)."""
+    return _("{header}: {value}").format(header=header.lower(), value=value)
 
 
 def _packed(pairs: Sequence[str], columns: int, indent: str) -> list[str]:
@@ -115,10 +121,50 @@ def hanging(text: str, columns: int, first: str, rest: str) -> list[str]:
     return [*head, *lines[1:]]
 
 
+# Chinese breaks a line between any two of its characters, but never before closing
+# punctuation nor after opening punctuation (禁则); never inside a run of narrow
+# characters (an ASCII word, a node's name, a path).
+_NO_LINE_START = frozenset("，。、：；！？）」』》】〉”’…%,.:;!?)]}")
+_NO_LINE_END = frozenset("（「『《【〈“‘([{")
+
+
+def _breakable(word: str, i: int) -> bool:
+    """May a line break between word[i-1] and word[i]?"""
+    before, after = word[i - 1], word[i]
+    if width(before) < 2 and width(after) < 2:
+        return False
+    return after not in _NO_LINE_START and before not in _NO_LINE_END
+
+
+def _head(word: str, room: int) -> int:
+    """The longest head of word that ends where a line may break and fits in room cells
+    (0: none)."""
+    best, used = 0, 0
+    for i in range(1, len(word)):
+        used += width(word[i - 1])
+        if used > room:
+            break
+        if _breakable(word, i):
+            best = i
+    return best
+
+
+def _by_characters(word: str, room: int, lines: list[str]) -> str:
+    """word cut as characters into lines of room cells; what is left for the next line."""
+    line = ""
+    for char in word:
+        if width(line + char) > room:
+            lines.append(line)
+            line = ""
+        line += char
+    return line
+
+
 def wrap(text: str, columns: int, indent: str = "") -> list[str]:
     """text (already made visible) in lines of at most `columns` terminal cells, each
-    after `indent`; broken at spaces, a longer word at a character (never inside one: the
-    text is cut as characters, and a CJK character counts two cells). Nothing is dropped."""
+    after `indent`; broken at spaces, and in Chinese also between two of its characters
+    (not before a closing mark, not inside an ASCII word or a name); a word longer than a
+    line at a character. Nothing is dropped; a CJK character counts two cells."""
     room = max(10, columns - width(indent))
     lines: list[str] = []
     line = ""
@@ -127,14 +173,20 @@ def wrap(text: str, columns: int, indent: str = "") -> list[str]:
         if width(candidate) <= room:
             line = candidate
             continue
+        if width(word) != len(word):  # wide characters: fill the line, break inside
+            prefix = f"{line} " if line else ""
+            cut = _head(word, room - width(prefix))
+            if cut or line:
+                lines.append(prefix + word[:cut] if cut else line)
+                word = word[cut:]
+            while width(word) > room and (cut := _head(word, room)):
+                lines.append(word[:cut])
+                word = word[cut:]
+            line = word if width(word) <= room else _by_characters(word, room, lines)
+            continue
         if line:
             lines.append(line)
-        line = ""
-        for char in word:
-            if width(line + char) > room:
-                lines.append(line)
-                line = ""
-            line += char
+        line = _by_characters(word, room, lines)
     if line or not lines:
         lines.append(line)
     return [indent + x for x in lines]

@@ -8,11 +8,12 @@ import argparse
 import difflib
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, NoReturn
 
 from leases.core.i18n import N_, _
 from leases.core.textsafe import visible
+from tui.cli.argwords import commands_of
 from tui.cli.helpformat import CellFormatter
 
 _NUMBER_RE = re.compile(r"^-\d+$|^-\d*\.\d+$")
@@ -57,7 +58,9 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(self.short_usage())
         # argparse quotes some values with repr() but not all (unrecognized arguments).
-        said = _("zuka: error: {message}").format(message=visible(_with_guess(message)))
+        said = _("zuka: error: {message}").format(
+            message=visible(_with_guess(message, commands_of(self)))
+        )
         self.exit(2, said + "\n")
 
     def unknown_option(self, token: str) -> None:
@@ -114,9 +117,9 @@ def _said(msgid: str, message: str) -> dict[str, str] | None:
     return m.groupdict() if m else None
 
 
-def _with_guess(message: str) -> str:
+def _with_guess(message: str, commands: Collection[str] = ()) -> str:
     """argparse's "invalid choice" with the choice probably meant (`lease ad` -> add), in
-    either language."""
+    either language; commands: what the parser's subcommand slots are named (argwords)."""
     argument = _said(_ARGUMENT, message)
     if argument is None:
         return message
@@ -132,7 +135,7 @@ def _with_guess(message: str) -> str:
     guess = closest(got, choices)
     arg = argument["argument_name"]
     listed = ", ".join(choices)
-    if arg in _COMMANDS:
+    if arg in _COMMANDS or arg in commands:
         if guess:
             return _("unknown command '{got}'; did you mean '{guess}'?").format(
                 got=got, guess=guess

@@ -53,6 +53,7 @@ from _pollpeers import QUERY, Cold, Floor, Timed, build_ledger, cold_processes, 
 from leases.core.models import Node, NodeHealth, SshTarget
 from leases.ssh.options import SshOptions
 from leases.ssh.pool import SshPool
+from leases.telemetry import gcsettle
 from leases.telemetry.poller import NodeStatus, Poller
 
 HERE = Path(__file__).resolve().parent
@@ -206,6 +207,9 @@ async def zuka_exec(fleet: Fleet, count: int, rounds: int, row: Row) -> None:
         t = time.perf_counter()
         statuses = await poller.sweep()
         z.first = time.perf_counter() - t
+        # As `zuka collect` does after its first round (Poller.run -> leases.telemetry.
+        # gcsettle): what lives as long as the process frozen out of full collections.
+        gcsettle.settle()
         plain: list[tuple[float, float]] = []
         apps: list[tuple[float, float]] = []
         fleet_cpu = fleet.cpu()

@@ -83,7 +83,7 @@ def balance_low(acc: Account, config: AlertsConfig, now: datetime) -> Iterator[A
             ),
             money=call("money", b.amount, cur),
             per_day=call("money", run.per_day, cur),
-            days=str(days),
+            days=call("days", str(days)),
             at=fields.shown(run.runs_out, acc.tz),
             tz=acc.tz,
         )

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from datetime import datetime
 
 from leases.alerts.alert import FRESH, Alert, AlertKind, Level, NodeFacts, make_alert
-from leases.alerts.said import call, say
+from leases.alerts.said import Said, call, joined, phrase, plain, say
 from leases.config.sections import AlertsConfig
-from leases.core.host import GIB, KIB, MountKind
+from leases.core.host import GIB, KIB, Mount, MountKind
 from leases.core.i18n import N_
 from leases.core.models import NodeHealth
 from leases.core.severity import Severity
@@ -39,6 +39,15 @@ _DATA_ACTION = N_(
     "delete or move old checkpoints and data sets, or enlarge the disk (quota) at the"
     " provider before the job's next checkpoint fails"
 )
+
+
+def _mount(m: Mount) -> Said:
+    """The disk's label (stored English, marked in leases.telemetry.hoststats: said in the
+    language in use) and its path: "AutoDL data disk /root/autodl-tmp"."""
+    path = plain(visible(m.path, 160))
+    if not m.label:
+        return path
+    return joined(" ", phrase(visible(m.label, 80)), path)
 
 
 def _gib(kib: int) -> str:
@@ -75,7 +84,7 @@ def host_rules(f: NodeFacts, config: AlertsConfig, now: datetime) -> Iterator[Al
             say(
                 N_("{name}: {mount} {used} of {whole} GiB, {pct} %{when} (alert at {limit} %)"),
                 name=name,
-                mount=visible(m.name, 160),
+                mount=_mount(m),
                 used=_gib(m.used_kib),
                 whole=_gib(whole),
                 pct=f"{pct:.0f}",

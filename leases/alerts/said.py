@@ -26,7 +26,7 @@ from decimal import Decimal
 from typing import Any
 
 from leases.core import spoken
-from leases.core.i18n import EN, _, catalogue, ngettext
+from leases.core.i18n import EN, _, catalogue, is_chinese, ngettext
 from leases.money import amounts
 
 PREFIX = "zuka-said:1:"
@@ -65,11 +65,23 @@ Arg = Any  # str | int | float | Decimal | Said | None
 
 
 def _duration(seconds: float) -> str:
+    """ "1.6 hours" in English (as ever); "1小时36分钟" in Chinese (a fraction of an
+    hour or a day is not how Chinese says a span)."""
     from datetime import timedelta
 
     from leases.alerts.wording import duration
 
+    if is_chinese():
+        return spoken.about(seconds)
     return duration(timedelta(seconds=seconds))
+
+
+def _days(days: str) -> str:
+    """A number of days as a balance alert says it: "1.37" (the message says "days") in
+    English; "1天8小时" in Chinese (its message has no unit of its own)."""
+    if is_chinese():
+        return spoken.about(float(Decimal(days)) * 86400)
+    return days
 
 
 def _money(x: Decimal | None, currency: str) -> str:
@@ -113,6 +125,7 @@ def _detail(value: str) -> str:
 # What a Said may call to say a value (registered by name: the name is stored).
 CALLS: dict[str, Callable[..., str]] = {
     "duration": _duration,
+    "days": _days,
     "money": _money,
     "price": _price,
     "span": spoken.span,

@@ -70,7 +70,7 @@ def checked_lang(text: str, where: str) -> str:
     LanguageError naming where it came from, what it was, and the choices."""
     found = parse_lang(text)
     if found is None:
-        shown = text if len(text) <= 40 and text.isprintable() else repr(text[:40])
+        shown = text[:40]  # quoted once, by !r (which escapes what cannot be printed)
         raise LanguageError(
             _("{where}: zuka does not speak {got!r}; choose {choices}").format(
                 where=where,

@@ -45,8 +45,14 @@ def _say(text: str, depth: int, *, exact: bool) -> str:
     if colon and exact and _(tail) != tail:
         # The head said too where a message with placeholders made it ("node {node}" of
         # an SSH fault); never as an exact message: a key or a path may spell one.
-        head = _whole(head, max(1, depth - 1), exact=False)
-        return head + _(": {detail}").format(detail=_(tail))
+        said_head = _whole(head, max(1, depth - 1), exact=False)
+        if said_head == head and _LETTER_RE.search(head):
+            # Words no message said: the text may be one message whose last value is a
+            # message ("findmnt ...; outlives the instance: {note}").
+            said = _whole(text, depth, exact=False)
+            if said != text:
+                return said
+        return said_head + _(": {detail}").format(detail=_(tail))
     said = _whole(text, depth, exact=exact)
     if said != text or depth <= 1:
         return said

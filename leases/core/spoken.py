@@ -38,6 +38,18 @@ def span(seconds: float, parts: int = 2) -> str:
     )
 
 
+def about(seconds: float) -> str:
+    """A span as an alert says it, to the minute under two days, in whole days from two:
+    "1 h 36 min", "20 min", "62 d" / "1小时36分钟", "20分钟", "62天" (never "1.6小时")."""
+    left = abs(seconds)
+    if left >= 2 * 86400:
+        return span(int(left // 86400) * 86400, parts=1)
+    minutes = round(left / 60)
+    if minutes == 0:
+        return _unit(0, "min")
+    return span(minutes * 60)
+
+
 def ends_in(days: int) -> str:
     """When a lease ends, from today in whole days: "ends in 3 d", "ends today", "ended
     2 d ago" / "3天后到期", "今天到期", "已到期2天"."""

@@ -24,8 +24,9 @@ from typing import Any
 
 from leases.core import fields
 from leases.core.errors import InputError
-from leases.core.i18n import _, ngettext
+from leases.core.i18n import _, is_chinese, ngettext
 from leases.core.models import BillingType, ProviderKind
+from leases.money.amounts import money_words
 from leases.money.words import billing_word
 
 Record = dict[str, Any]
@@ -357,24 +358,33 @@ OFFER_COLUMNS = (
 )  # fmt: skip
 
 
+def _said(amount: Any, currency: str) -> str:
+    """An amount as the log's sentence says it: "52000 CNY" as recorded in English (as
+    ever), "52,000.00 元" in Chinese; as recorded where it is no number."""
+    try:
+        x = Decimal(str(amount))
+    except ArithmeticError:
+        x = None
+    if x is None or not x.is_finite() or not is_chinese():
+        return f"{amount} {currency}"
+    return money_words(x, str(currency))
+
+
 def describe(entity: str, rec: Mapping[str, Any]) -> str:
     """A book's record in a few words, for the audit log's reader (`zuka log`)."""
     cur = rec.get("currency") or "CNY"
     if entity == "deposit_refund":
+        amount = rec.get("amount")
         return _("deposit refund {amount} on {day}").format(
-            amount=rec.get("amount"), day=rec.get("refunded_on")
+            amount=_said(amount, cur) if is_chinese() else amount, day=rec.get("refunded_on")
         )
     if entity == "invoice":
-        return _("invoice {number} {amount} {currency}").format(
-            number=rec.get("number"), amount=rec.get("amount"), currency=cur
+        return _("invoice {number} {money}").format(
+            number=rec.get("number"), money=_said(rec.get("amount"), cur)
         )
     if entity == "balance":
-        what = (
-            _("top-up {amount} {currency}")
-            if rec.get("kind") == "topup"
-            else _("balance read {amount} {currency}")
-        )
-        return what.format(amount=rec.get("amount"), currency=cur)
+        what = _("top-up {money}") if rec.get("kind") == "topup" else _("balance read {money}")
+        return what.format(money=_said(rec.get("amount"), cur))
     if entity == "bill":
         n = rec.get("line_count")
         return ngettext(

@@ -278,7 +278,8 @@ def node_from(rec: Mapping[str, Any]) -> Node:
                     "NVLinks as sold need --interconnect nvlink (this node's is {value}): give"
                     " both, "
                     "or clear it with --nvlinks ''"
-                ).format(value=node.interconnect.value),
+                    # the display word speech.interconnect_words marks ("pcie" in English)
+                ).format(value=pgettext("interconnect", node.interconnect.value)),
             )
         )
     p.raise_found()

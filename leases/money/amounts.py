@@ -77,6 +77,12 @@ def symbol(currency: str) -> str:
     return f"{currency} "
 
 
+def unit(currency: str) -> str:
+    """A currency named on its own, as a total's label says it: 元 for CNY in Chinese,
+    its code otherwise (CNY, USD)."""
+    return "元" if is_yuan(currency) and is_chinese() else currency
+
+
 def bare(x: Decimal | None) -> str:
     """An amount without its currency, to the fen, thousands grouped: 1,234.50 ("-" for
     none), as a column whose header names the currency shows it."""
@@ -118,3 +124,12 @@ def price_words(x: Decimal, currency: str) -> str:
         text = bare(x) if x == fen(x) else f"{x.normalize():,f}"
         return f"{text} 元"
     return price(x, currency)
+
+
+def unit_price_words(x: Decimal, currency: str) -> str:
+    """A recorded unit price as a sentence says it, to the places it was recorded with:
+    "50,000 元" for 50000, "3.3333 元" (as price_words otherwise: "USD 12")."""
+    text = f"{x.normalize():,f}" if x.is_finite() else str(x)
+    if is_yuan(currency) and is_chinese():
+        return f"{text} 元"
+    return f"{symbol(currency)}{text}"

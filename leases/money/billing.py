@@ -67,7 +67,7 @@ from decimal import Decimal
 
 from leases.core import fields
 from leases.core.errors import InputError
-from leases.core.i18n import _, ngettext
+from leases.core.i18n import _, is_chinese, ngettext
 from leases.core.models import (
     BillingType,
     ChargeRounding,
@@ -78,6 +78,7 @@ from leases.core.models import (
     StoppedBilling,
     StoragePeriod,
 )
+from leases.money.amounts import unit_price_words
 from leases.money.autorenew import renewal_lumps, renewals, renewals_accrued
 from leases.money.periods import FIXED as _FIXED
 from leases.money.periods import boundary, period_index, step_of, zone
@@ -226,7 +227,11 @@ def off_grid(lease: Lease) -> str | None:
         units=units,
         unit=unit,
         count=k + 1,
-        price=lease.unit_price,
+        # English as ever ("1 x 50000", the figure as recorded); Chinese says money, the
+        # same figure: "1 × 50,000 元"
+        price=unit_price_words(lease.unit_price, lease.currency)
+        if is_chinese()
+        else lease.unit_price,
         ends=_(" or ").join(whole),
     )
 

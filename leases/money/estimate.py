@@ -135,6 +135,14 @@ def estimate(
     period = current_period(now, at)
     last = leases[-1]
     end = last.ended_at or last.end
+    # The period shown never runs past the lease's end, unless its billing goes on after
+    # it (a renewal, hourly after the end): a part month's last unit is charged in full,
+    # but it is the lease's end that the figures run to.
+    going_on = last.ended_at is None and (renews(last) or last.on_expiry is ExpiryAction.HOURLY)
+    if end is not None and not going_on and _u(end) < _u(period[1]):
+        # (a lease ended before `at`: the period that held its end, to its end)
+        first = period[0] if _u(period[0]) < _u(end) else current_period(last, _u(end) - INSTANT)[0]
+        period = (first, end)
 
     def total(when: datetime) -> tuple[Decimal, Decimal]:
         store = sum((storage_cost(r, le, when, stops=stops) for r, le in storage), ZERO)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from leases.core.i18n import N_, _
-from leases.money.amounts import fen_json, money
+from leases.money.amounts import fen_json, money, unit
 from leases.money.deposits import PAID_ON_ASSUMED, DepositLine, sums
 from leases.money.report import Report
 
@@ -75,7 +75,7 @@ def markdown(report: Report, md: Callable[[Any], str]) -> list[str]:
             _("Forfeited")]  # fmt: skip
     rows = [cells(x) for x in report.deposits]
     for code, s in sorted(sums(report.deposits).items()):
-        total = _("**Total {currency}**").format(currency=code)
+        total = _("**Total {currency}**").format(currency=unit(code))
         rows.append([total, "", "", "", "", money(s["paid"], code),
                      money(s["refunded"], code), money(s["outstanding"], code),
                      money(s["lost"], code)])  # fmt: skip

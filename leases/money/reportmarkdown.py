@@ -16,7 +16,7 @@ from typing import Any
 from leases.core.i18n import _
 from leases.core.textsafe import visible
 from leases.money import reportdeposits, shares
-from leases.money.amounts import bare, money_words, symbol
+from leases.money.amounts import bare, money_words, symbol, unit
 from leases.money.report import UNASSIGNED, UNKNOWN_OWNER, Attribution, LeaseRow, Report, Totals
 from leases.money.reporttotals import (
     TENTH,
@@ -232,7 +232,7 @@ def to_markdown(report: Report) -> str:
         )
     for code, t in by_currency(report, TENTH):
         money = _money_in(report, code)
-        label = _("**Total**") if single else _("**Total {currency}**").format(currency=code)
+        label = _("**Total**") if single else _("**Total {currency}**").format(currency=unit(code))
         cells = [money(t.cost), money(t.storage), *_use_cells(t, money), money(t.charged)]
         cells.append(_deposits(t))
         rows.append([label, "", "", "", *cells])
@@ -370,7 +370,8 @@ def attribution_markdown(report: Report, att: Attribution) -> str:
             rows.append([_("*not carried by a busy hour*"), "", "", "", money(m.unattributed), ""])
     for m in sums:
         money = bare if single else _money_in(report, m.code)
-        label = _("**Total**") if single else _("**Total {currency}**").format(currency=m.code)
+        label = _("**Total {currency}**").format(currency=unit(m.code))
+        label = _("**Total**") if single else label
         rows.append([label, "", _hours(m.busy), "", money(m.total), ""])
     cur = symbol(sums[0].code).strip() if single else _("Cost")
     who = _("User") if by_user else _("Project")

@@ -47,7 +47,7 @@ from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.notify.host import Resolver, guarded, system_resolver
 from leases.notify.message import Message, apprise_text, robot_request
-from leases.notify.url import Target, TargetKind, apprise_plugin, scrub
+from leases.notify.url import Target, TargetKind, apprise_plugin, kind_word, scrub
 
 # apprise logs through the "apprise" logger; without a handler Python's last resort would
 # print its warnings on the terminal (the dashboard's, too).
@@ -202,7 +202,7 @@ def _post_robot(target: Target, message: Message, timeout: float, watch: _Watch)
                     ),
                 )
     return SendResult(
-        target, True, _("the {kind} robot accepted it").format(kind=target.kind.value)
+        target, True, _("the {kind} robot accepted it").format(kind=kind_word(target.kind))
     )
 
 

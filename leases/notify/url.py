@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from leases.core.errors import InputError
-from leases.core.i18n import _
+from leases.core.i18n import _, pgettext
 from leases.core.textsafe import is_clean, visible
 from leases.notify.host import Resolver, resolved_refusal, system_resolver
 
@@ -27,6 +27,18 @@ class TargetKind(StrEnum):
     FEISHU = "feishu"
     WECOM = "wecom"
     APPRISE = "apprise"
+
+
+def kind_word(kind: TargetKind) -> str:
+    """A robot's kind as a message names it: "dingtalk" in English (as ever), 钉钉, 飞书,
+    企业微信 in Chinese (the config and the URL keep the value)."""
+    words = {
+        TargetKind.DINGTALK: pgettext("robot", "dingtalk"),
+        TargetKind.FEISHU: pgettext("robot", "feishu"),
+        TargetKind.WECOM: pgettext("robot", "wecom"),
+        TargetKind.APPRISE: pgettext("robot", "apprise"),
+    }
+    return words[kind]
 
 
 _PREFIXES = {

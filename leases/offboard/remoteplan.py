@@ -183,11 +183,19 @@ def _key_steps(facts: PlanInput) -> list[Step]:
                 action="prove-refused",
                 target=fp or name,
                 destructive=False,
-                describe=N_("a fresh login offering only {key}: must be refused").format(key=name),
+                describe=_refused(name),
                 params=params(fingerprint=fp, key_path=path),
             )
         )
     return steps
+
+
+def _refused(name: str) -> str:
+    """What a login check proves, as stored (English); a key none recorded ("unknown") is
+    a message of its own, so that Chinese says it in words and not as "unknown"."""
+    if name == "unknown":
+        return N_("a fresh login offering only unknown: must be refused")
+    return N_("a fresh login offering only {key}: must be refused").format(key=name)
 
 
 def _holder(fingerprint: str, key_path: str) -> str:

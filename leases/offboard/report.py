@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from leases.core.i18n import N_, _
+from leases.core.i18n import EN, N_, _, language
 from leases.core.origin import who
 from leases.core.retold import shown
 from leases.core.textsafe import visible
@@ -196,13 +196,26 @@ def markdown(report: Mapping[str, Any]) -> str:
         if e["output"]:
             lines += ["- " + _("output:"), ""]
             text = visible(str(e["output"]), 20000, keep_newlines=True)
-            lines += [f"        {line}" for line in text.splitlines()]
+            lines += [f"        {_output_line(e, line)}" for line in text.splitlines()]
         lines.append("")
     caveat = str(report["caveat"])
     if caveat.startswith(SHRED_CAVEAT):
         caveat = _(SHRED_CAVEAT) + (_(FACTS_CAVEAT) if caveat != SHRED_CAVEAT else "")
     lines += ["## " + _("What shred cannot promise"), "", caveat, ""]
     return "\n".join(lines)
+
+
+def _output_line(e: Mapping[str, Any], line: str) -> str:
+    """A line of a step's stored output as the report shows it: the preflight's lines of
+    lease facts ("billing: monthly 50000 CNY", as stored) said as its facts are
+    ("计费: 包月 ¥50,000.00") in Chinese; English and any other line as stored."""
+    facts = e.get("facts") or {}
+    if language() == EN or not str(e.get("step") or "").startswith("preflight:"):
+        return line
+    name, sep, value = line.partition(": ")
+    if not sep or name not in facts or fact_word(name) == name:
+        return line
+    return f"{fact_word(name)}: {fact_value(name, value)}"
 
 
 # Markdown's specials, backslash-escaped (CommonMark takes a backslash before any ASCII

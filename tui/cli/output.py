@@ -129,11 +129,48 @@ _NO_LINE_END = frozenset("（「『《【〈“‘([{")
 
 
 def _breakable(word: str, i: int) -> bool:
-    """May a line break between word[i-1] and word[i]?"""
+    """May a line break between word[i-1] and word[i]? Never between a number and the
+    unit or measure word after it ("30.06天", "30.06 天", "1小时")."""
     before, after = word[i - 1], word[i]
     if width(before) < 2 and width(after) < 2:
         return False
+    if width(after) == 2 and _after_number(word, i):
+        return False
+    for unit in _UNITS:  # "56分|钟": a unit of two characters after a number stays whole
+        for j in range(1, len(unit)):
+            if word.startswith(unit, i - j) and _after_number(word, i - j):
+                return False
     return after not in _NO_LINE_START and before not in _NO_LINE_END
+
+
+def _digit(char: str) -> bool:
+    return "0" <= char <= "9"
+
+
+# Units of more than one character that follow a number ("56分钟", "1.5小时").
+_UNITS = ("分钟", "小时", "卡时", "个月", "秒钟")
+
+
+def _after_number(word: str, i: int) -> bool:
+    """Does word[i] come right after a number ("30天", "30 天")?"""
+    if i < 1:
+        return False
+    before = word[i - 1]
+    return _digit(before) or (before == " " and i > 1 and _digit(word[i - 2]))
+
+
+def _number_along(line: str, word: str, room: int, lines: list[str]) -> tuple[str, str]:
+    """(line, word) with the number that ends line moved to the start of word, when word
+    begins with a wide character that cannot go on the line: a number's unit ("天",
+    "小时", "元") never starts the line after it. The line before it goes to lines."""
+    if not line or not word or width(word[0]) < 2 or not _digit(line[-1]):
+        return line, word
+    if _head(f"{line} {word}", room) > len(line) + 1:
+        return line, word  # some of word fits on the line: the number keeps its unit
+    head, _sep, number = line.rpartition(" ")
+    if head:
+        lines.append(head)
+    return "", f"{number} {word}"
 
 
 def _head(word: str, room: int) -> int:
@@ -174,6 +211,7 @@ def wrap(text: str, columns: int, indent: str = "") -> list[str]:
             line = candidate
             continue
         if width(word) != len(word):  # wide characters: fill the line, break inside
+            line, word = _number_along(line, word, room, lines)
             prefix = f"{line} " if line else ""
             cut = _head(word, room - width(prefix))
             if cut or line:

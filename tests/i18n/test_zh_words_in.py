@@ -169,3 +169,27 @@ def test_run_times_and_reading_ages_in_chinese() -> None:
         ]
         said = readings_age(statuses, now)
         assert "; " not in said and "；" in said, said
+
+
+def test_the_fleet_header_and_status_line_never_cut_a_figure() -> None:
+    from rich.cells import cell_len
+
+    from tui.screens.fleetview import fit_header
+
+    zh = "8/8 张卡忙碌（70 张未读取） · 本月 ¥274,788 · 闲置 ¥14,702 · 下个到期 6小时 a1 · zh.db"
+    en = "54/70 GPUs busy (8 not read) · CNY 274,788 this month · CNY 11,702 idle · snap.db"
+    for line in (zh, en):
+        for width in range(20, cell_len(line) + 1):
+            said = fit_header(line, width)
+            assert cell_len(said) <= width, (width, said)
+            assert said.endswith(line.rsplit(" · ", 1)[1]), said
+            for figure in ("¥274,788", "¥14,702", "274,788", "11,702"):
+                head = figure[:4]
+                if head in said:
+                    assert figure in said or figure not in line, (width, said)
+    assert fit_header(zh, 60) == "8/8 张卡忙碌（70 张未读取） · 本月 ¥274,788 · … · zh.db"
+    status = "sort 节点 ↑ · 12个节点 · 10 正常，2 无法连接 · 每 5 秒采集"
+    for width in range(12, cell_len(status)):
+        said = fit_header(status, width, path=False)
+        assert cell_len(said) <= width and said.endswith("…"), (width, said)
+        assert all(item in status.split(" · ") for item in said.split(" · ")[:-1]), said

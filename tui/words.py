@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from leases.core import valuewords
 from leases.core.auditentry import AuditEntry
 from leases.core.host import HostStats
 from leases.core.i18n import _, ngettext, pgettext
@@ -21,62 +22,11 @@ from leases.money.amounts import price_words
 from leases.money.renewals import BillingNow
 
 
-def _value_words() -> dict[str, str]:
-    """The display words of values stored in the ledger and compared in code (a billing
-    type, a channel, a state...) in the language in use; English shows the value itself,
-    so English tables read as before. JSON keeps the value."""
-    return {
-        "per_second": pgettext("value", "per_second"),
-        "hourly": pgettext("value", "hourly"),
-        "card_hour": pgettext("value", "card_hour"),
-        "daily": pgettext("value", "daily"),
-        "weekly": pgettext("value", "weekly"),
-        "monthly": pgettext("value", "monthly"),
-        "contract": pgettext("value", "contract"),
-        "cloud": pgettext("value", "cloud"),
-        "platform": pgettext("value", "platform"),
-        "colo": pgettext("value", "colo"),
-        "active": pgettext("value", "active"),
-        "offboarding": pgettext("value", "offboarding"),
-        "released": pgettext("value", "released"),
-        "renews": pgettext("value", "renews"),
-        "none": pgettext("value", "none"),
-        "pending": pgettext("value", "pending"),
-        "refunded": pgettext("value", "refunded"),
-        "forfeited": pgettext("value", "forfeited"),
-        "disk": pgettext("value", "disk"),
-        "snapshot": pgettext("value", "snapshot"),
-        "image": pgettext("value", "image"),
-        "bucket": pgettext("value", "bucket"),
-        "bucket_prefix": pgettext("value", "bucket_prefix"),
-        "ssh_key": pgettext("value", "ssh_key"),
-        "scratch_path": pgettext("value", "scratch_path"),
-        "eip": pgettext("value", "eip"),
-        "unknown": pgettext("value", "unknown"),
-        "ok": pgettext("value", "ok"),
-        "connecting": pgettext("value", "connecting"),
-        "unreachable": pgettext("value", "unreachable"),
-        "timeout": pgettext("value", "timeout"),
-        "auth_failed": pgettext("value", "auth_failed"),
-        "untrusted": pgettext("value", "untrusted"),
-        "hostkey_changed": pgettext("value", "hostkey_changed"),
-        "no_nvidia_smi": pgettext("value", "no_nvidia_smi"),
-        "driver_not_loaded": pgettext("value", "driver_not_loaded"),
-        "driver_mismatch": pgettext("value", "driver_mismatch"),
-        "nvml_library_missing": pgettext("value", "nvml_library_missing"),
-        "nvml_permission": pgettext("value", "nvml_permission"),
-        "gpu_lost": pgettext("value", "gpu_lost"),
-        "garbage": pgettext("value", "garbage"),
-        "no_nvml": pgettext("value", "no_nvml"),
-        "refused": pgettext("value", "refused"),
-    }
-
-
 def shown(value: Any) -> str:
     """A stored value (an enum's or its text) as a text table shows it in the language in
-    use: "monthly" -> "包月" under zh_CN; one without a display word as it is."""
-    text = str(getattr(value, "value", value))
-    return _value_words().get(text, text)
+    use: "monthly" -> "包月" under zh_CN; one without a display word as it is
+    (leases.core.valuewords; English shows the value itself, JSON keeps it)."""
+    return valuewords.shown(value)
 
 
 def field_word(key: str) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from leases.core.i18n import N_, _, ngettext, pgettext
+from leases.core import valuewords
+from leases.core.i18n import _, ngettext
 from leases.notify.message import severity_word
 
 __all__ = ["KIND_WORDS", "billing_word", "duration", "kind_word", "node_shown", "severity_word",
@@ -13,30 +14,7 @@ __all__ = ["KIND_WORDS", "billing_word", "duration", "kind_word", "node_shown", 
 
 # The words a kind, a severity and a state are shown by in a text table or the dashboard
 # (the values themselves stay English: they are stored, compared and written in --json).
-KIND_WORDS = {
-    "lease_ending": N_("lease ending"),
-    "underused": N_("underused"),
-    "forgotten": N_("forgotten"),
-    "starved": N_("starved"),
-    "release_soon": N_("release soon"),
-    "deposit_not_refunded": N_("deposit not refunded"),
-    "autorenew_soon": N_("auto-renew soon"),
-    "hourly_after_end": N_("hourly after end"),
-    "unreachable": N_("unreachable"),
-    "stopped_question": N_("stopped?"),
-    "login_failed": N_("login failed"),
-    "hostkey_changed": N_("host key changed"),
-    "temperature": N_("temperature"),
-    "ecc_errors": N_("ECC errors"),
-    "cannot_evaluate": N_("cannot evaluate"),
-    "edited_outside_zuka": N_("edited outside zuka"),
-    "bill_mismatch": N_("bill mismatch"),
-    "bill_unmatched": N_("bill unmatched"),
-    "balance_low": N_("balance low"),
-    "acceptance_failed": N_("acceptance failed"),
-    "disk_full": N_("disk full"),
-    "ram_full": N_("memory full"),
-}
+KIND_WORDS = valuewords.ALERT_KINDS
 
 
 def duration(delta: timedelta) -> str:
@@ -55,31 +33,17 @@ def duration(delta: timedelta) -> str:
 
 def kind_word(kind: str) -> str:
     """An alert kind's words in the language in use ("lease_ending": "lease ending")."""
-    word = KIND_WORDS.get(kind)
-    return _(word) if word else kind
+    return valuewords.word(kind, "leases.alerts.alert.AlertKind")
 
 
 def state_word(state: str) -> str:
     """An alert state's word in the language in use ("acked": "已确认")."""
-    return {
-        "open": pgettext("alert state", "open"),
-        "acked": pgettext("alert state", "acked"),
-        "snoozed": pgettext("alert state", "snoozed"),
-        "cleared": pgettext("alert state", "cleared"),
-    }.get(state, state)
+    return valuewords.word(state, "leases.alerts.state.State")
 
 
 def billing_word(value: str) -> str:
     """A billing type's word in the language in use ("monthly": "包月")."""
-    return {
-        "per_second": pgettext("billing type", "per_second"),
-        "hourly": pgettext("billing type", "hourly"),
-        "card_hour": pgettext("billing type", "card_hour"),
-        "daily": pgettext("billing type", "daily"),
-        "weekly": pgettext("billing type", "weekly"),
-        "monthly": pgettext("billing type", "monthly"),
-        "contract": pgettext("billing type", "contract"),
-    }.get(value, value)
+    return valuewords.word(value, "leases.core.models.BillingType")
 
 
 def node_shown(node: str) -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from leases.core import spoken
 from leases.core.errors import InputError
 from leases.core.i18n import N_, _
 from leases.core.models import GpuProcess, NodeStatus
@@ -61,17 +62,9 @@ class ProcessRow:
 
 
 def elapsed_words(seconds: int | None) -> str:
-    """ "3d04h", "2h05m", "4m07s", "?" when unknown: short enough for a narrow column."""
-    if seconds is None:
-        return "?"
-    days, rest = divmod(max(seconds, 0), 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d{hours:02d}h"
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    return f"{minutes}m{secs:02d}s"
+    """ "3d04h", "2h05m", "4m07s" / "3天04时", "2时05分", "4分07秒"; "?" when unknown:
+    short enough for a narrow column (leases.core.spoken.elapsed)."""
+    return spoken.elapsed(seconds)
 
 
 def row_json(row: ProcessRow) -> dict[str, object]:
@@ -193,7 +186,7 @@ def readings_age(statuses: Iterable[NodeStatus], now: datetime) -> str:
         if len(older) > _NAMED:
             named = _("{nodes} and {n} more").format(nodes=named, n=len(older) - _NAMED)
         words = _("{said}; older: {nodes}").format(said=words, nodes=named)
-    return f"{words}; {unread}" if unread else words
+    return _("{said}; {never}").format(said=words, never=unread) if unread else words
 
 
 SORT_KEYS: dict[str, Callable[[ProcessRow], tuple[object, ...]]] = {

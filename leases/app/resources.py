@@ -8,7 +8,9 @@ from typing import Any
 
 from leases.app.changes import audit_head, which_lease
 from leases.app.untouched import refuse_outside_edits
-from leases.core.i18n import _, pgettext
+from leases.core import valuewords
+from leases.core.i18n import _
+from leases.core.models import ResourceKind
 from leases.ledger import records, release
 from leases.ledger.store import Ledger
 
@@ -27,7 +29,7 @@ def add_resource(ledger: Ledger, node: str, rec: Mapping[str, Any]) -> tuple[dic
             which=which.removeprefix("the lease ")
         )
     # The kind's display word, as tui.words.shown marks it.
-    kind = pgettext("value", res.kind.value)
+    kind = valuewords.word(res.kind)
     return doc, _("recorded {kind} {id} on {node}, in {which}").format(
         kind=kind, id=res.native_id, node=node, which=which
     )
@@ -53,6 +55,6 @@ def edit_resource(
         else _("updated {kind} {id} on {node}")
     )
     message = said.format(
-        kind=pgettext("value", str(doc["kind"])), id=doc["native_id"], node=doc["node"]
+        kind=valuewords.word(doc["kind"], ResourceKind), id=doc["native_id"], node=doc["node"]
     )
     return doc, message

@@ -52,6 +52,9 @@ CONFIG_ENV = "ZUKA_CONFIG"
 _NOT_SETTINGS = frozenset({CONFIG_ENV, "ZUKA_LEDGER", SYSTEM_CONFIG_ENV, "ZUKA_LANG"})
 MAX_STRING_CHARS = 4096
 MAX_PROBLEMS = 50
+# `[ui] lang`: a value zuka does not speak is said by the command line before the command
+# runs (leases.config.lang) and passed over here, so it stops no command.
+LANG_KEY = "ui.lang"
 
 
 _SECTION_TYPES: dict[str, type] = {
@@ -202,7 +205,8 @@ class _Laid:
                 self.values[key] = spec.parse(value)
                 self.sources[key] = where
             except BadValue as exc:
-                self.problems.extend(_refused(where, key, exc, value))
+                if key != LANG_KEY:  # said by the command line, once (leases.config.lang)
+                    self.problems.extend(_refused(where, key, exc, value))
 
     def env(self, env: Mapping[str, str]) -> None:
         for var, text in sorted(env.items()):
@@ -236,7 +240,10 @@ class _Laid:
                 self.values[spec.key] = spec.parse(value)
                 self.sources[spec.key] = _("env {var}").format(var=var)
             except BadValue as exc:
-                self.problems.extend(_refused(_("env {var}").format(var=var), spec.key, exc, text))
+                if spec.key != LANG_KEY:
+                    self.problems.extend(
+                        _refused(_("env {var}").format(var=var), spec.key, exc, text)
+                    )
 
 
 def load_config(

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from leases.core import valuewords
 from leases.core.errors import InputError
 from leases.core.i18n import N_, _
 from leases.core.secrets import refuse_key_text
@@ -44,13 +45,18 @@ E = TypeVar("E", bound=StrEnum)
 
 
 def choice(field: str, value: str, enum: type[E]) -> E:
+    """A value of enum: as stored (any case), or its word in Chinese or English (包月,
+    公有云), whatever the language in use (leases.core.valuewords.parse)."""
     try:
         return enum(value.strip().lower())
     except ValueError:
-        allowed = " | ".join(m.value for m in enum)
-        raise InputError(
-            field, value, _("must be one of {allowed}").format(allowed=allowed)
-        ) from None
+        pass
+    found = valuewords.parse(enum, value)
+    if found is not None:
+        return enum(found)
+    raise InputError(
+        field, value, _("must be one of {allowed}").format(allowed=valuewords.listed(enum))
+    )
 
 
 # Chinese characters a terminal draws like another allowed in a name (一 like '-', 丨 like

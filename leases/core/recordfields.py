@@ -24,7 +24,8 @@ from decimal import Decimal
 from enum import Enum
 from typing import Any
 
-from leases.core.i18n import _
+from leases.core import valuewords
+from leases.core.i18n import _, is_chinese
 
 _CLI = "zuka.cli"
 _KEYS = "zuka.keys"
@@ -101,13 +102,29 @@ def _enum_of(hint: Any) -> type[Enum] | None:
 
 def choices(enum: type[Enum]) -> str:
     """An enum's values as help shows them, each with its `note` if the enum has one
-    (said in the language in use): `cloud | platform (GPU rental) | ...`."""
+    (said in the language in use): `cloud | platform (GPU rental) | ...`. In Chinese each
+    with its word (leases.core.valuewords), and its note where the word does not say it:
+    `cloud（公有云） | platform（算力租赁平台）`, `storage_only（仅存储计费：…）`."""
+    if is_chinese() and valuewords.words(enum):
+        return " | ".join(_chinese_choice(m) for m in enum)
     return " | ".join(
         _("{value} ({note})").format(value=m.value, note=_(note))
         if (note := getattr(m, "note", ""))
         else str(m.value)
         for m in enum
     )
+
+
+def _chinese_choice(member: Enum) -> str:
+    value = str(member.value)
+    note = getattr(member, "note", "")
+    said = valuewords.with_word(value, type(member))
+    word = valuewords.word(value, type(member))
+    if not note or _(note) in word:
+        return said
+    if word == value:
+        return _("{value} ({note})").format(value=value, note=_(note))
+    return f"{value}（{word}：{_(note)}）"
 
 
 def field_keys(cls: type, f: dataclasses.Field[Any]) -> tuple[str, ...]:

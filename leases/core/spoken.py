@@ -68,3 +68,18 @@ def nodes(n: int) -> str:
 def gpus(n: int) -> str:
     """ "1 GPU" / "8 GPUs" / "8张卡"."""
     return ngettext("{n} GPU", "{n} GPUs", n).format(n=n)
+
+
+def elapsed(seconds: int | None) -> str:
+    """A process's run time, short enough for a narrow column, in the language in use:
+    "3d04h", "2h05m", "55m32s" / "3天04时", "2时05分", "55分32秒"; "?" when unknown."""
+    if seconds is None:
+        return "?"
+    days, rest = divmod(max(seconds, 0), 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return _("{days}d{hours:02d}h").format(days=days, hours=hours)
+    if hours:
+        return _("{hours}h{minutes:02d}m").format(hours=hours, minutes=minutes)
+    return _("{minutes}m{seconds:02d}s").format(minutes=minutes, seconds=secs)

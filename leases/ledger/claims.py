@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from leases.core import valuewords
 from leases.core.cloudids import same_endpoint
-from leases.core.i18n import _, pgettext
+from leases.core.i18n import _
 from leases.core.models import ResourceKind
 from leases.core.textsafe import visible
 
@@ -150,7 +151,7 @@ def overlap(a: Claim, b: Claim) -> str:
         if a.account and b.account and a.account != b.account:
             return ""
         return _("the same {kind} id in the same region and account").format(
-            kind=pgettext("value", a.kind.value)
+            kind=valuewords.word(a.kind)
         )
     return ""
 

@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from leases.core import cloudids as cloud_ids
-from leases.core import fields, promsource, recordfields, secrets
+from leases.core import fields, promsource, recordfields, secrets, valuewords
 from leases.core.errors import InputError, Problems
 from leases.core.i18n import _, pgettext
 from leases.core.models import (
@@ -475,7 +475,7 @@ def resource_id(kind: ResourceKind, value: str) -> str:
             _(
                 "a {value} id is letters, digits and . _ : / @ + = , - (not starting with '-', "
                 "no spaces, globs or shell characters)"
-            ).format(value=pgettext("value", kind.value)),
+            ).format(value=valuewords.word(kind)),
         )
     return value
 

@@ -10,10 +10,10 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from leases.core import fields
+from leases.core import fields, valuewords
 from leases.core.errors import InputError
-from leases.core.i18n import N_, _, pgettext
-from leases.core.models import Lease, Node, Resource
+from leases.core.i18n import N_, _
+from leases.core.models import Lease, Node, Resource, ResourceKind
 from leases.core.textsafe import visible
 from leases.ledger import claims, records
 from leases.ledger.records import Record, readable
@@ -71,9 +71,7 @@ class ResourceRows(StopRows):
             raise InputError(
                 "native_id",
                 res.native_id,
-                _("this {value} is already recorded").format(
-                    value=pgettext("value", res.kind.value)
-                ),
+                _("this {value} is already recorded").format(value=valuewords.word(res.kind)),
             )
         self._refuse_overlap(conn, res, lease)
         out = records.resource_record(res, node, lease.start)
@@ -98,9 +96,7 @@ class ResourceRows(StopRows):
             raise InputError(
                 "new_id",
                 fixed.native_id,
-                _("this {value} is already recorded").format(
-                    value=pgettext("value", fixed.kind.value)
-                ),
+                _("this {value} is already recorded").format(value=valuewords.word(fixed.kind)),
             )
         self._refuse_overlap(conn, fixed, self.lease_by_id(res.lease_id), apart=res.id)
 
@@ -219,7 +215,7 @@ class ResourceRows(StopRows):
                     "native_id",
                     native_id,
                     _("no {kind} {native_id} recorded on {node}").format(
-                        kind=pgettext("value", kind), native_id=native_id, node=node
+                        kind=valuewords.word(kind, ResourceKind), native_id=native_id, node=node
                     ),
                 )
             if len(found) > 1:
@@ -252,7 +248,7 @@ class ResourceRows(StopRows):
                     _(
                         "{kind} {native_id} is marked deleted: its record is evidence now, not "
                         "corrected; record the right one with zuka resource add"
-                    ).format(kind=pgettext("value", kind), native_id=native_id),
+                    ).format(kind=valuewords.word(kind, ResourceKind), native_id=native_id),
                 )
             for key, value in fixed.items():
                 after["native_id" if key == "new_id" else key] = value

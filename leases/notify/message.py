@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from leases.core.i18n import _, pgettext
+from leases.core import valuewords
+from leases.core.i18n import _
 from leases.core.severity import Severity
 from leases.core.textsafe import visible
 from leases.notify.url import Target, TargetKind
@@ -53,11 +54,7 @@ def _cut_bytes(text: str, limit: int) -> str:
 
 def severity_word(severity: str) -> str:
     """A severity's word in the language in use ("critical": "严重")."""
-    return {
-        "info": pgettext("severity", "info"),
-        "warning": pgettext("severity", "warning"),
-        "critical": pgettext("severity", "critical"),
-    }.get(severity, severity)
+    return valuewords.word(severity, "leases.core.severity.Severity")
 
 
 def render(message: Message) -> tuple[str, str]:

@@ -7,7 +7,8 @@ English (`REASONS[health]`), said again through the catalogue when it is shown."
 
 from __future__ import annotations
 
-from leases.core.i18n import N_, _, pgettext
+from leases.core import valuewords
+from leases.core.i18n import N_, _
 from leases.core.models import NodeHealth
 from leases.core.retold import shown
 
@@ -46,34 +47,12 @@ def health_word(health: NodeHealth | str) -> str:
     """A NodeHealth's short word in the language in use ("auth_failed": "auth failed" /
     "登录被拒")."""
     value = NodeHealth(health).value
-    words = {
-        "ok": pgettext("health", "ok"),
-        "connecting": pgettext("health", "connecting"),
-        "unreachable": pgettext("health", "unreachable"),
-        "timeout": pgettext("health", "timeout"),
-        "auth_failed": pgettext("health", "auth failed"),
-        "untrusted": pgettext("health", "untrusted"),
-        "hostkey_changed": pgettext("health", "hostkey changed"),
-        "no_nvidia_smi": pgettext("health", "no nvidia smi"),
-        "driver_not_loaded": pgettext("health", "driver not loaded"),
-        "driver_mismatch": pgettext("health", "driver mismatch"),
-        "nvml_library_missing": pgettext("health", "nvml library missing"),
-        "nvml_permission": pgettext("health", "nvml permission"),
-        "gpu_lost": pgettext("health", "gpu lost"),
-        "garbage": pgettext("health", "garbage"),
-        "no_nvml": pgettext("health", "no nvml"),
-        "refused": pgettext("health", "refused"),
-    }
-    return words.get(value, value.replace("_", " "))
+    return valuewords.words(NodeHealth).get(value, value.replace("_", " "))
 
 
 def stopped_word(value: str) -> str:
     """What a lease bills while stopped, in words ("storage_only": "storage only")."""
-    return {
-        "full": pgettext("stopped billing", "full"),
-        "storage_only": pgettext("stopped billing", "storage only"),
-        "none": pgettext("stopped billing", "none"),
-    }.get(value, value.replace("_", " "))
+    return valuewords.words("leases.core.models.StoppedBilling").get(value, value.replace("_", " "))
 
 
 def detail_said(detail: str) -> str:

@@ -278,7 +278,9 @@ def test_doctor_headings_end_with_a_chinese_colon(cli: Cli) -> None:
     "value", ["per_second", "hourly", "card_hour", "daily", "weekly", "monthly", "contract"]
 )
 def test_a_billing_type_has_one_chinese_word(value: str) -> None:
-    from leases.core.i18n import pgettext
+    from leases.alerts.wording import billing_word as alert_billing_word
+    from leases.core import valuewords
+    from leases.core.models import BillingType
     from leases.money.words import billing_word
     from tui.words import shown
 
@@ -286,10 +288,10 @@ def test_a_billing_type_has_one_chinese_word(value: str) -> None:
         words = {
             shown(value),
             billing_word(value),
-            pgettext("billing", value),
-            pgettext("billing type", value),
+            alert_billing_word(value),
+            valuewords.word(value, BillingType),
         }
-    assert len(words) == 1, words
+    assert len(words) == 1 and value not in words, words
 
 
 def test_settled_terms() -> None:

@@ -16,7 +16,7 @@ from leases.core.models import BillingType
 from leases.core.retold import shown as shown_step
 from leases.ledger.store import Ledger
 from tests.i18n import zhfleet
-from tests.support.english import stray_english
+from tests.support.english import WORDS, stray_english
 from tests.support.waiting import wait_until
 from tui.dashboard.app import ZukaApp
 from tui.dashboard.keymap import known_bindings
@@ -92,6 +92,12 @@ def plan_data(app: ZukaApp) -> list[str]:
         out |= {step.key, step.target, step.driver, step.action, step.key.split(":")[0]}
         if shown_step(step.describe) == step.describe:  # the command, cut by its column
             out |= {step.describe, *re.split(r"[\s,=_]+", step.describe)}
+    # The last column runs past the screen's edge, cut wherever the columns' widths put
+    # it (the phase words' width moves it): a command word cut there ("shre" of the
+    # shred a Chinese line names, "proc" of a command's field) is data too.
+    words = {w for v in out for w in re.split(r"[\s,=_:/.~-]+", v)} | set(WORDS)
+    described = {w for st in stored.plan.steps for w in re.split(r"[\s,=_:/.~()-]+", st.describe)}
+    out |= {w[:i] for w in words & described if w.isascii() for i in range(3, len(w))}
     return sorted((v for v in out if v), key=len, reverse=True)
 
 

@@ -107,9 +107,9 @@ def test_chinese_help_says_the_words_of_the_glossary() -> None:
     assert "\n位置参数：\n" in lease and "\n选项：\n" in lease and "显示本帮助并退出" in lease
     assert "押金" in lease and "单价" in lease and "自动续费" in lease
     # A choice's note is said in Chinese beside the value typed.
-    assert "storage_only（租约停止计费，存储部分照常计费）" in lease.replace("\n", "").replace(
-        " ", ""
-    )
+    assert "storage_only（仅存储计费：租约停止计费，存储部分照常计费）" in lease.replace(
+        "\n", ""
+    ).replace(" ", "")
 
 
 def test_chinese_help_fits_the_terminal_by_cells(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -368,7 +368,7 @@ def test_the_record_fields_help_is_said_when_read() -> None:
     with using(ZH):
         assert NODE_HELP["gpu_count"] == "GPU 数量"
         assert HELP["kind"].startswith("资源：")  # a key of two records: the resource's
-        assert "platform（算力租赁）" in recordfields.options(Provider)[0].help
+        assert "platform（算力租赁平台）" in recordfields.options(Provider)[0].help
     assert dict(NODE_HELP)["gpu_count"] == "number of GPUs"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from leases.core.i18n import N_, _
+from tui.cli import choicewords
 
 _CURRENCY_HELP = N_(
     "the account's currency (default: its entries', else the one its leases share, else"
@@ -84,6 +85,7 @@ def invoice_options(p: argparse.ArgumentParser, *, editing: bool) -> None:
     p.add_argument(
         "--kind",
         choices=("special", "ordinary", "other"),
+        type=choicewords.typed("leases.ledger.books.InvoiceKind"),
         help=_("special VAT invoice (专票, the default), ordinary (普票), other"),
     )
     p.add_argument("--notes")

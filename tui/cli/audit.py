@@ -73,7 +73,15 @@ def log(args: argparse.Namespace, out: TextIO) -> int:
     ]  # fmt: skip
     out.write(zone_header(tz, now) + "\n")
     output.fit_table(
-        (_("ID"), _("WHEN"), _("WHO"), _("FROM"), _("ACTION"), _("NODE"), _("CHANGE")),
+        (
+            _("ID"),
+            _("WHEN"),
+            _("WHO"),
+            _("FROM"),
+            pgettext("audit log", "ACTION"),
+            _("NODE"),
+            _("CHANGE"),
+        ),
         rows,
         out,
         columns=output.fitted_columns(args, out),

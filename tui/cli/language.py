@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Mapping, Sequence
 
 from leases.core.i18n import (
@@ -59,9 +60,13 @@ def apply(words: Sequence[str], env: Mapping[str, str] = os.environ) -> str:
     flag = given(words, "--lang")
     config: str | None = None
     if not flag and not env.get("ZUKA_LANG"):
-        from leases.config.lang import config_lang
+        from leases.config.lang import Unspoken, read_config_lang
 
-        config = config_lang(given(words, "--config"), env)
+        found = read_config_lang(given(words, "--config"), env)
+        if isinstance(found, Unspoken):
+            _say_unspoken(found.where, found.value, env)
+        else:
+            config = found
     try:
         lang = choose(flag, env, config)
     except LanguageError:
@@ -71,6 +76,21 @@ def apply(words: Sequence[str], env: Mapping[str, str] = os.environ) -> str:
         raise
     set_language(EN if wants_json(words) else lang)
     return lang
+
+
+def _say_unspoken(where: str, value: str, env: Mapping[str, str]) -> None:
+    """A config's `[ui] lang` zuka does not speak, said once on stderr in the language
+    chosen without it (the locale's); the command goes on in that language (a config a lab
+    shares must not stop everyone's zuka)."""
+    set_language(locale_lang(env))
+    shown = value if len(value) <= 40 and value.isprintable() else repr(value[:40])
+    print(
+        _(
+            "zuka: note: {where}: [ui] lang = {value!r} is not a language zuka speaks"
+            " (choose {choices}); going on without it"
+        ).format(where=where, value=shown, choices=" | ".join(LANGS)),
+        file=sys.stderr,
+    )
 
 
 # argparse asks gettext for its words through its module's `_` and `ngettext`; these send

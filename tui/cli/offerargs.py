@@ -9,7 +9,7 @@ from typing import Any, TextIO
 
 from leases.core.i18n import N_, _
 from leases.core.models import BillingType, ProviderKind
-from tui.cli import lazy
+from tui.cli import choicewords, lazy
 
 Handler = Callable[[argparse.Namespace, TextIO], int]
 # main.build_parser's `cmd`: (parent, name, handler, help) -> the subcommand's parser.
@@ -25,7 +25,13 @@ def _offer_fields(p: argparse.ArgumentParser, *, adding: bool) -> None:
         metavar="NAME",
         help=_("who quoted it (need not be in the ledger yet)"),
     )
-    p.add_argument("--channel", required=adding, choices=[k.value for k in ProviderKind])
+    p.add_argument(
+        "--channel",
+        required=adding,
+        choices=[k.value for k in ProviderKind],
+        type=choicewords.typed(ProviderKind),
+        help=choicewords.help_of(ProviderKind),
+    )
     p.add_argument(
         "--gpu-model",
         dest="gpu_model",
@@ -35,7 +41,12 @@ def _offer_fields(p: argparse.ArgumentParser, *, adding: bool) -> None:
     )
     p.add_argument("--gpus", metavar="N", help=_("cards a machine (default: priced a card)"))
     p.add_argument(
-        "--billing", dest="billing_type", required=adding, choices=[b.value for b in BillingType]
+        "--billing",
+        dest="billing_type",
+        required=adding,
+        choices=[b.value for b in BillingType],
+        type=choicewords.typed(BillingType),
+        help=choicewords.help_of(BillingType),
     )
     p.add_argument(
         "--price",

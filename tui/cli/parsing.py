@@ -11,7 +11,8 @@ import sys
 from collections.abc import Collection, Sequence
 from typing import Any, NoReturn
 
-from leases.core.i18n import N_, _
+from leases.core import valuewords
+from leases.core.i18n import N_, _, is_chinese
 from leases.core.textsafe import visible
 from tui.cli.argwords import commands_of
 from tui.cli.helpformat import CellFormatter
@@ -135,6 +136,9 @@ def _with_guess(message: str, commands: Collection[str] = ()) -> str:
     guess = closest(got, choices)
     arg = argument["argument_name"]
     listed = ", ".join(choices)
+    enum = valuewords.enum_of(choices) if is_chinese() else None
+    if enum is not None:
+        listed = valuewords.listed(enum, choices)
     if arg in _COMMANDS or arg in commands:
         if guess:
             return _("unknown command '{got}'; did you mean '{guess}'?").format(

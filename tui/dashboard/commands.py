@@ -12,14 +12,17 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from rich.align import Align
+from rich.text import Text
 from textual.app import App
-from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
+from textual.command import CommandList, CommandPalette, DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.dom import DOMNode
 from textual.fuzzy import Matcher
 from textual.markup import escape
 from textual.screen import Screen
 from textual.system_commands import SystemCommandsProvider
+from textual.widgets.option_list import Option
 
 from leases.core.clock import Clock, utc_now
 from leases.core.fields import DEFAULT_TZ
@@ -177,6 +180,14 @@ class ZukaCommands(Provider):
                 yield Hit(score, highlight(matcher, text), run, text=text, help=escape(help_text))
 
 
+# What else finds each language's command, besides its text (in both languages, whatever
+# the language in use: they are how a reader of either asks for it).
+FOUND_BY = {
+    EN: ("语言", "英文", "英语", "English", "en"),
+    ZH: ("语言", "中文", "汉语", "简体中文", "Chinese", "zh_CN"),
+}
+
+
 class _Language(DiscoveryHit):
     """A language command: listed after zuka's own commands, before Textual's."""
 
@@ -187,12 +198,14 @@ class _Language(DiscoveryHit):
 
 class LanguageCommands(Provider):
     """One command a language, named by the language's own name ("Language: 简体中文",
-    "Language: English"): a user who cannot read the language in use still finds theirs.
-    Choosing one speaks it at once, every screen redrawn, for the rest of the session."""
+    "Language: English"): a user who cannot read the language in use still finds theirs,
+    by either language's word for "language" or for the language (语言, 中文, 英文, English,
+    Chinese). Choosing one speaks it at once, every screen redrawn, for the rest of the
+    session."""
 
-    def _commands(self) -> list[tuple[str, str, Callable[[], object]]]:
-        return [(f"Language: {NAMES[lang]}", _(LANGUAGE_HELP[lang]), partial(self._switch, lang))
-                for lang in LANGS]  # fmt: skip
+    def _commands(self) -> list[tuple[str, str, Callable[[], object], str]]:
+        return [(f"Language: {NAMES[lang]}", _(LANGUAGE_HELP[lang]), partial(self._switch, lang),
+                 lang) for lang in LANGS]  # fmt: skip
 
     def _switch(self, lang: str) -> None:
         from tui.dashboard.language import switch_language
@@ -200,15 +213,17 @@ class LanguageCommands(Provider):
         switch_language(self.app, lang)
 
     async def discover(self) -> Hits:
-        for text, help_text, run in self._commands():
+        for text, help_text, run, _lang in self._commands():
             yield _Language(Content(text), run, text=text, help=escape(help_text))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for text, help_text, run in self._commands():
+        for text, help_text, run, lang in self._commands():
             score = matcher.match(text)
+            shown = highlight(matcher, text) if score > 0 else Content(text)
+            score = max(score, *(matcher.match(word) for word in FOUND_BY[lang]))
             if score > 0:
-                yield Hit(score, highlight(matcher, text), run, text=text, help=escape(help_text))
+                yield Hit(score, shown, run, text=text, help=escape(help_text))
 
 
 # Textual's own commands in the palette (App.get_system_commands), said in the language
@@ -263,10 +278,34 @@ class ZukaSystemCommands(SystemCommandsProvider):
                 yield Hit(score, highlight(matcher, name), run, help=help_text)
 
 
+NO_MATCHES = N_("No matches found")
+
+
+class ZukaPalette(CommandPalette):
+    """Textual's command palette, its own words (the placeholder, "No matches found") in
+    the language in use. Textual writes "No matches found" inside its countdown: the
+    countdown is Textual's (textual 8.2), said here with the words translated."""
+
+    def _start_no_matches_countdown(self, search_value: str) -> None:
+        self._stop_no_matches_countdown()
+
+        def _show_no_matches() -> None:
+            if search_value:
+                self.query_one(CommandList).add_option(
+                    Option(Align.center(Text(_(NO_MATCHES), style="not bold")), disabled=True,
+                           id=self._NO_MATCHES)
+                )  # fmt: skip
+                self._list_visible = True
+            else:
+                self._list_visible = False
+
+        self._no_matches_timer = self.set_timer(self._NO_MATCHES_COUNTDOWN, _show_no_matches)
+
+
 def open_palette(app: App[Any]) -> None:
-    """Textual's command palette, its placeholder in the language in use."""
+    """Textual's command palette, its words in the language in use."""
     if app.use_command_palette and not CommandPalette.is_open(app):
-        app.push_screen(CommandPalette(id="--command-palette", placeholder=_(PALETTE_PLACEHOLDER)))
+        app.push_screen(ZukaPalette(id="--command-palette", placeholder=_(PALETTE_PLACEHOLDER)))
 
 
 def highlight(matcher: Matcher, text: str) -> Content:

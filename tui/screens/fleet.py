@@ -359,7 +359,8 @@ class FleetScreen(Screen[None]):
             "sort {column} {arrow}")  # fmt: skip
         parts.append(said.format(column=col, arrow="↓" if self.reverse else "↑"))
         parts.append(self._status)
-        self._line("#fleet-status", " · ".join(p for p in parts if p))
+        line, width = " · ".join(p for p in parts if p), self.size.width or self.app.size.width
+        self._line("#fleet-status", fit_header(line, width - 2, path=False))  # no item cut
 
     def _show_detail(self) -> None:
         name = self.table.selected_key

@@ -219,21 +219,45 @@ def fit(value: Cell | Text, column: Column) -> Cell | Text:
     return value
 
 
-def fit_header(line: str, width: int) -> str:
+def fit_header(line: str, width: int, *, path: bool = True) -> str:
     """The header in `width` cells: the ledger path (its last part) always whole at its
-    end; the figures before it cut, marked '…', when they do not all fit."""
+    end; the figures before it whole items, those that do not fit dropped, marked '…'
+    (fit_items: a figure is never cut). path=False: a line without a path (the status
+    line), its items kept from the first."""
+    if cell_len(line) <= width or not path:
+        return fit_items(line, width)
+    figures, sep, end = line.rpartition(" · ")
+    if not sep:
+        figures, end = line, ""
+    most = max(16, width // 4)  # a long path keeps its end: the file and its folder
+    if cell_len(end) > most:
+        end = "…" + end[-(most - 1) :]
+    room = width - cell_len(end) - len(sep)
+    if room < 8:  # too narrow for both: the figures first
+        return fit_items(line, width)
+    return fit_items(figures, room) + sep + end
+
+
+def fit_items(line: str, width: int) -> str:
+    """A line of items joined by ' · ' in `width` cells: whole items, as many from the
+    first as fit, then '…' for those dropped. An item is never cut: "闲置 ¥14,70…" reads
+    as another amount. A first item alone too wide keeps its first words, whole."""
     if cell_len(line) <= width:
         return line
-    figures, sep, path = line.rpartition(" · ")
-    if not sep:
-        figures, path = line, ""
-    most = max(16, width // 4)  # a long path keeps its end: the file and its folder
-    if cell_len(path) > most:
-        path = "…" + path[-(most - 1) :]
-    room = width - cell_len(path) - len(sep) - 1
-    if room < 8:  # too narrow for both: the figures first
-        return shorten_cells(line, width)
-    return shorten_cells(figures, room + 1) + sep + path
+    items = line.split(" · ")
+    kept: list[str] = []
+    for item in items:
+        if cell_len(" · ".join([*kept, item, "…"])) > width:
+            break
+        kept.append(item)
+    if kept:
+        return " · ".join([*kept, "…"])
+    words: list[str] = []
+    for word in items[0].split(" "):
+        if cell_len(" ".join([*words, word])) + 1 > width:
+            break
+        words.append(word)
+    return " ".join(words) + "…" if words else shorten_cells(items[0], width)
 
 
 def shorten_cells(text: str, width: int) -> str:

@@ -12,7 +12,7 @@ from textual.binding import BindingType
 
 from leases.app.flags import LEASE_FLAGS
 from leases.app.leases import add_lease, edit_lease, end_lease, renew_lease, resume_node, stop_node
-from leases.core import fields
+from leases.core import fields, valuewords
 from leases.core.clock import Clock
 from leases.core.i18n import N_, _
 from leases.core.models import Lease
@@ -32,8 +32,6 @@ MAIN = (
 EDITABLE = (*LEASE_FLAGS, "auto_renew")
 # What `lease renew` does not take: the renewal starts at the lease's end and has no
 # deposit refund of its own (tui.cli.leases.lease_options).
-# What a stopped node's lease bills (stored: full, storage_only, none), in words.
-STOPPED_BILLING = {"full": N_("full"), "storage_only": N_("storage only"), "none": N_("none")}
 NOT_RENEWED = ("start", "end", "deposit_refund", "deposit_refunded_on")
 # The fields a mode adds (key, label words, help), shown in the language in use.
 UNTIL = ("until", N_("until"), N_("end of the renewed period"))
@@ -210,7 +208,7 @@ def _stops_said(ledger: Ledger, node: str, leases: list[Lease], now: datetime, m
         state = _("not recorded as stopped")
     if lease is None:
         return _("{node}: {state}; no lease bills now.").format(node=node, state=state)
-    bills = _(STOPPED_BILLING.get(lease.stopped_billing.value, lease.stopped_billing.value))
+    bills = valuewords.word(lease.stopped_billing)  # full, storage only, none: in words
     return _("{node}: {state}; its lease bills {bills} while stopped.").format(
         node=node, state=state, bills=bills
     ) + (_(" Leave `at` empty for now.") if (mode == "stop") == (open_stop is None) else "")

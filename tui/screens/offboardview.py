@@ -9,9 +9,10 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from leases.app import offboarding
-from leases.core.i18n import N_, _, pgettext
+from leases.core.i18n import N_, _
 from leases.core.retold import shown
 from leases.core.textsafe import visible
+from leases.offboard import words as offboardwords
 from leases.offboard.evidence import State, StoredPlan
 from leases.offboard.steps import Step
 
@@ -22,39 +23,15 @@ RECHECKED = {True: "ok  ", False: "FAIL", None: "n/a "}
 
 
 def state_words(state: State) -> str:
-    """A step's stored state (English in the evidence) in the language in use."""
-    words = {
-        State.PENDING: pgettext("step", "pending"),
-        State.STARTED: pgettext("step", "started"),
-        State.DONE: pgettext("step", "done"),
-        State.VERIFIED: pgettext("step", "verified"),
-        State.FAILED: pgettext("step", "failed"),
-        State.SKIPPED: pgettext("step", "skipped"),
-        State.CONSENT: pgettext("step", "consent"),
-        State.CONSENTED: pgettext("step", "consented"),
-        State.ABSENT: pgettext("step", "absent"),
-    }
-    return words.get(state, state.value)
+    """A step's stored state (English in the evidence) in the language in use, as
+    `zuka offboard` says it (leases.offboard.words)."""
+    return offboardwords.state_word(state.value)
 
 
 def phase_words(name: str) -> str:
-    """A phase (leases.offboard.steps.Phase) by its lower-case name, in words."""
-    words = {
-        "preflight": pgettext("phase", "preflight"),
-        "processes": pgettext("phase", "processes"),
-        "facts": pgettext("phase", "facts"),
-        "shred": pgettext("phase", "shred"),
-        "clear": pgettext("phase", "clear"),
-        "images": pgettext("phase", "images"),
-        "snapshots": pgettext("phase", "snapshots"),
-        "disks": pgettext("phase", "disks"),
-        "buckets": pgettext("phase", "buckets"),
-        "revoke": pgettext("phase", "revoke"),
-        "prove": pgettext("phase", "prove"),
-        "manual": pgettext("phase", "manual"),
-        "release": pgettext("phase", "release"),
-    }
-    return words.get(name, name)
+    """A phase (leases.offboard.steps.Phase) by its lower-case name, in words, as
+    `zuka offboard` says it."""
+    return offboardwords.phase_word(name)
 
 
 def state_text(stored: StoredPlan, step: Step, running: str | None) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, ClassVar, Literal, TypeVar
 
 from rich.cells import cell_len
@@ -24,7 +25,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Collapsible, Input, Label, Select, Static, Switch, TextArea
 
 from leases.app.flags import describe_error
-from leases.core import recordfields
+from leases.core import recordfields, valuewords
 from leases.core.errors import InputError, LedgerError, each_error
 from leases.core.i18n import N_, _
 from leases.core.textsafe import visible
@@ -49,6 +50,8 @@ class FieldSpec:
     help: str = ""
     kind: Kind = "text"
     choices: tuple[str, ...] = ()
+    # The enum the choices are values of (their words: leases.core.valuewords), if known.
+    enum: type[Enum] | None = None
     # Other fields an InputError may name that belong here (--ssh sets ssh_host, ...).
     also: tuple[str, ...] = ()
 
@@ -70,7 +73,9 @@ def option_specs(cls: type, keys: Iterable[str]) -> list[FieldSpec]:
         enum = recordfields.option_enum(cls, key)
         if enum is not None:
             choices = tuple(str(m.value) for m in enum)
-            specs.append(FieldSpec(key, label_of(key, o.flag), _(o.help), "choice", choices))
+            specs.append(
+                FieldSpec(key, label_of(key, o.flag), _(o.help), "choice", choices, enum=enum)
+            )
         elif key in ("auto_renew", "local"):
             specs.append(FieldSpec(key, label_of(key, o.flag), _(o.help), "switch"))
         elif key == "notes":
@@ -192,7 +197,10 @@ class FormField(Vertical):
             return switch
         if spec.kind == "choice":
             select = FormSelect(
-                [(value_words(c), c) for c in spec.choices],
+                [
+                    (valuewords.word(c, spec.enum) if spec.enum else value_words(c), c)
+                    for c in spec.choices
+                ],
                 prompt=_("(not given)"),
                 compact=True,
                 id=ident,

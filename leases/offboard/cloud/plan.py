@@ -32,8 +32,9 @@ from collections.abc import Mapping, Sequence
 
 from leases.config.sections import Config
 from leases.core import cloudids as cloud_ids
+from leases.core import valuewords
 from leases.core.errors import InputError
-from leases.core.i18n import N_, _, pgettext
+from leases.core.i18n import N_, _
 from leases.core.models import Provider, ProviderKind, Resource, ResourceKind
 from leases.core.textsafe import visible
 from leases.offboard.cloud.access import BotoAccount, Credentials, Timing, credentials
@@ -99,7 +100,7 @@ def _need_region(region: str, r: Resource, why: str) -> str:
             "region",
             "",
             _("{kind} {id}: {why} needs a region (the resource's or the provider's)").format(
-                kind=pgettext("value", r.kind.value), id=r.native_id, why=why
+                kind=valuewords.word(r.kind), id=r.native_id, why=why
             ),
         )
     return region

@@ -1,0 +1,320 @@
+"""The words of values stored in English (in the ledger, `--json`, CSV, filters: a billing
+type, a provider's channel, a deposit's refund, a resource's kind, a node's health...): the
+one place they are said, per enum, in the language in use (English: the value itself, so
+English tables read as they always did; docs/GLOSSARY.md for the Chinese).
+
+Every front end shows a stored value through here (`word`, or `shown` when the enum is not
+known), and every parser of a choice (leases.core.fields.choice, the command line's
+choices) takes, besides the value, its word in Chinese or in English (`parse`), whatever the
+language in use: a user who reads 包月 may type 包月. A word two values of one enum share is
+taken for neither. The stored value never changes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from enum import Enum
+
+from leases.core.i18n import EN, N_, ZH, _, is_chinese, pgettext, using
+
+Table = Callable[[], dict[str, str]]
+
+
+def _billing() -> dict[str, str]:
+    return {
+        "per_second": pgettext("billing type", "per_second"),
+        "hourly": pgettext("billing type", "hourly"),
+        "card_hour": pgettext("billing type", "card_hour"),
+        "daily": pgettext("billing type", "daily"),
+        "weekly": pgettext("billing type", "weekly"),
+        "monthly": pgettext("billing type", "monthly"),
+        "contract": pgettext("billing type", "contract"),
+    }
+
+
+def _channel() -> dict[str, str]:
+    return {
+        "cloud": pgettext("channel", "cloud"),
+        "platform": pgettext("channel", "platform"),
+        "colo": pgettext("channel", "colo"),
+    }
+
+
+def _refund() -> dict[str, str]:
+    return {
+        "none": pgettext("refund", "none"),
+        "pending": pgettext("refund", "pending"),
+        "refunded": pgettext("refund", "refunded"),
+        "forfeited": pgettext("refund", "forfeited"),
+    }
+
+
+def _deposit() -> dict[str, str]:
+    """A deposit's state as leases.money.deposits.state_word says it (a refund's state, or
+    "partly back"); "none" there is a deposit paid and not back."""
+    return {
+        "none": pgettext("deposit state", "none"),
+        "pending": pgettext("deposit state", "pending"),
+        "refunded": pgettext("deposit state", "refunded"),
+        "forfeited": pgettext("deposit state", "forfeited"),
+        "partly back": pgettext("deposit state", "partly back"),
+    }
+
+
+def _resource() -> dict[str, str]:
+    return {
+        "disk": pgettext("resource", "disk"),
+        "snapshot": pgettext("resource", "snapshot"),
+        "image": pgettext("resource", "image"),
+        "bucket": pgettext("resource", "bucket"),
+        "bucket_prefix": pgettext("resource", "bucket_prefix"),
+        "ssh_key": pgettext("resource", "ssh_key"),
+        "scratch_path": pgettext("resource", "scratch_path"),
+        "eip": pgettext("resource", "eip"),
+    }
+
+
+def _node_state() -> dict[str, str]:
+    return {
+        "active": pgettext("value", "active"),
+        "offboarding": pgettext("value", "offboarding"),
+        "released": pgettext("value", "released"),
+    }
+
+
+def _expiry() -> dict[str, str]:
+    return {
+        "released": pgettext("value", "released"),
+        "hourly": pgettext("billing type", "hourly"),
+        "renews": pgettext("value", "renews"),
+    }
+
+
+def _schedule() -> dict[str, str]:
+    return {
+        "upfront": pgettext("schedule", "upfront"),
+        "monthly": pgettext("schedule", "monthly"),
+        "quarterly": pgettext("schedule", "quarterly"),
+    }
+
+
+def _period() -> dict[str, str]:
+    return {
+        "hour": pgettext("period", "hour"),
+        "day": pgettext("period", "day"),
+        "month": pgettext("period", "month"),
+    }
+
+
+def _invoice() -> dict[str, str]:
+    return {
+        "special": pgettext("invoice kind", "special"),
+        "ordinary": pgettext("invoice kind", "ordinary"),
+        "other": pgettext("invoice kind", "other"),
+    }
+
+
+def _stopped() -> dict[str, str]:
+    return {
+        "full": pgettext("stopped billing", "full"),
+        "storage_only": pgettext("stopped billing", "storage only"),
+        "none": pgettext("stopped billing", "none"),
+    }
+
+
+def _interconnect() -> dict[str, str]:
+    return {
+        "nvlink": pgettext("interconnect", "nvlink"),
+        "pcie": pgettext("interconnect", "pcie"),
+        "unknown": pgettext("interconnect", "unknown"),
+    }
+
+
+def _health() -> dict[str, str]:
+    return {
+        "ok": pgettext("health", "ok"),
+        "connecting": pgettext("health", "connecting"),
+        "unreachable": pgettext("health", "unreachable"),
+        "timeout": pgettext("health", "timeout"),
+        "auth_failed": pgettext("health", "auth failed"),
+        "untrusted": pgettext("health", "untrusted"),
+        "hostkey_changed": pgettext("health", "hostkey changed"),
+        "no_nvidia_smi": pgettext("health", "no nvidia smi"),
+        "driver_not_loaded": pgettext("health", "driver not loaded"),
+        "driver_mismatch": pgettext("health", "driver mismatch"),
+        "nvml_library_missing": pgettext("health", "nvml library missing"),
+        "nvml_permission": pgettext("health", "nvml permission"),
+        "gpu_lost": pgettext("health", "gpu lost"),
+        "garbage": pgettext("health", "garbage"),
+        "no_nvml": pgettext("health", "no nvml"),
+        "refused": pgettext("health", "refused"),
+    }
+
+
+def _acceptance_level() -> dict[str, str]:
+    return {
+        "quick": pgettext("acceptance level", "quick"),
+        "standard": pgettext("acceptance level", "standard"),
+        "burn": pgettext("acceptance level", "burn"),
+    }
+
+
+def _severity() -> dict[str, str]:
+    return {
+        "info": pgettext("severity", "info"),
+        "warning": pgettext("severity", "warning"),
+        "critical": pgettext("severity", "critical"),
+    }
+
+
+def _alert_state() -> dict[str, str]:
+    return {
+        "open": pgettext("alert state", "open"),
+        "acked": pgettext("alert state", "acked"),
+        "snoozed": pgettext("alert state", "snoozed"),
+        "cleared": pgettext("alert state", "cleared"),
+    }
+
+
+# An alert's kind (leases.alerts.alert.AlertKind) in words; the value stays in the ledger.
+ALERT_KINDS = {
+    "lease_ending": N_("lease ending"),
+    "underused": N_("underused"),
+    "forgotten": N_("forgotten"),
+    "starved": N_("starved"),
+    "release_soon": N_("release soon"),
+    "deposit_not_refunded": N_("deposit not refunded"),
+    "autorenew_soon": N_("auto-renew soon"),
+    "hourly_after_end": N_("hourly after end"),
+    "unreachable": N_("unreachable"),
+    "stopped_question": N_("stopped?"),
+    "login_failed": N_("login failed"),
+    "hostkey_changed": N_("host key changed"),
+    "temperature": N_("temperature"),
+    "ecc_errors": N_("ECC errors"),
+    "cannot_evaluate": N_("cannot evaluate"),
+    "edited_outside_zuka": N_("edited outside zuka"),
+    "bill_mismatch": N_("bill mismatch"),
+    "bill_unmatched": N_("bill unmatched"),
+    "balance_low": N_("balance low"),
+    "acceptance_failed": N_("acceptance failed"),
+    "disk_full": N_("disk full"),
+    "ram_full": N_("RAM full"),
+}
+
+
+def _alert_kind() -> dict[str, str]:
+    return {kind: _(said) for kind, said in ALERT_KINDS.items()}
+
+
+# Each enum's table, by the enum's module and name (this module imports no model: the
+# models' own modules use it). Names that are not enums: deposit states.
+TABLES: dict[str, Table] = {
+    "leases.core.models.BillingType": _billing,
+    "leases.core.models.ProviderKind": _channel,
+    "leases.core.models.RefundState": _refund,
+    "leases.core.models.ResourceKind": _resource,
+    "leases.core.models.NodeState": _node_state,
+    "leases.core.models.ExpiryAction": _expiry,
+    "leases.core.models.PaymentSchedule": _schedule,
+    "leases.core.models.StoragePeriod": _period,
+    "leases.core.models.StoppedBilling": _stopped,
+    "leases.core.models.Interconnect": _interconnect,
+    "leases.core.readings.NodeHealth": _health,
+    "leases.ledger.books.InvoiceKind": _invoice,
+    "leases.core.acceptance.Level": _acceptance_level,
+    "leases.core.severity.Severity": _severity,
+    "leases.alerts.state.State": _alert_state,
+    "leases.alerts.alert.AlertKind": _alert_kind,
+    "deposit state": _deposit,
+}
+# A value whose enum is not known (`shown`): looked up in these, the first that has it
+# (a billing type's "monthly" before a schedule's, a refund's "none" before a stop's).
+_ANY = (
+    _billing,
+    _channel,
+    _node_state,
+    _expiry,
+    _refund,
+    _resource,
+    _health,
+    _interconnect,
+)
+
+
+def _name(enum: type[Enum] | str) -> str:
+    return enum if isinstance(enum, str) else f"{enum.__module__}.{enum.__qualname__}"
+
+
+def words(enum: type[Enum] | str) -> dict[str, str]:
+    """value -> word in the language in use for every value of enum that has one."""
+    table = TABLES.get(_name(enum))
+    return table() if table is not None else {}
+
+
+def word(value: object, enum: type[Enum] | str | None = None) -> str:
+    """A stored value (an enum member or its text) in the language in use: "monthly" ->
+    "包月" under zh_CN, "monthly" in English; a value without a word as it is."""
+    text = str(getattr(value, "value", value))
+    if enum is None and isinstance(value, Enum):
+        enum = type(value)
+    if enum is not None:
+        return words(enum).get(text, text)
+    return shown(text)
+
+
+def shown(value: object) -> str:
+    """A stored value whose enum is not known, as a text table shows it."""
+    text = str(getattr(value, "value", value))
+    for table in _ANY:
+        found = table().get(text)
+        if found is not None:
+            return found
+    return text
+
+
+def _values(enum: type[Enum] | str) -> list[str]:
+    if isinstance(enum, str):
+        return list(words(enum))
+    return [str(m.value) for m in enum]
+
+
+def parse(enum: type[Enum] | str, typed: str) -> str | None:
+    """The value of enum a person typed: the value itself (any case), or its word in
+    Chinese or in English (English words in any case), whatever the language in use.
+    None: none, or a word two of its values share."""
+    raw = typed.strip()
+    values = _values(enum)
+    lowered = {v.lower(): v for v in values}
+    if raw.lower() in lowered:
+        return lowered[raw.lower()]
+    found: set[str] = set()
+    for lang in (ZH, EN):
+        with using(lang):
+            for value, said in words(enum).items():
+                if said == raw or (lang == EN and said.lower() == raw.lower()):
+                    found.add(value)
+    return found.pop() if len(found) == 1 else None
+
+
+def listed(enum: type[Enum] | str, values: Iterable[str] | None = None) -> str:
+    """An enum's values as a refusal or help lists them: "cloud | platform | colo" in
+    English, "cloud（公有云） | platform（算力租赁平台） | colo（机房托管）" in Chinese."""
+    return " | ".join(with_word(v, enum) for v in (values or _values(enum)))
+
+
+def with_word(value: str, enum: type[Enum] | str) -> str:
+    """A value with its Chinese word beside it in Chinese ("monthly（包月）"); the value
+    alone in English, or where its word is itself."""
+    said = words(enum).get(value, value) if is_chinese() else value
+    if said.lower() == value.lower():
+        return value
+    return f"{value}（{said}）"  # Chinese only: English never has a word beside
+
+
+def enum_of(values: Iterable[str]) -> str | None:
+    """The enum whose values are exactly these (an argparse choice list), or None."""
+    wanted = set(values)
+    for name, table in TABLES.items():
+        if set(table()) == wanted:
+            return name
+    return None

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from enum import Enum
 
-from leases.core.i18n import EN, N_, ZH, _, is_chinese, pgettext, using
+from leases.core.i18n import EN, N_, ZH, _, is_chinese, pgettext, speaking
 
 Table = Callable[[], dict[str, str]]
 
@@ -289,7 +289,7 @@ def parse(enum: type[Enum] | str, typed: str) -> str | None:
         return lowered[raw.lower()]
     found: set[str] = set()
     for lang in (ZH, EN):
-        with using(lang):
+        with speaking(lang):  # this task only: other threads keep theirs
             for value, said in words(enum).items():
                 if said == raw or (lang == EN and said.lower() == raw.lower()):
                     found.add(value)

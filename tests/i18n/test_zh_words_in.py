@@ -193,3 +193,16 @@ def test_the_fleet_header_and_status_line_never_cut_a_figure() -> None:
         said = fit_header(status, width, path=False)
         assert cell_len(said) <= width and said.endswith("…"), (width, said)
         assert all(item in status.split(" · ") for item in said.split(" · ")[:-1]), said
+
+
+def test_words_are_read_inside_a_task_that_speaks_english() -> None:
+    """An offboarding or the poller speaks English for what it stores (speaking(EN)); a
+    word typed by a person is still read there, and reading it never switches the whole
+    process's language (another thread may be drawing the dashboard in Chinese)."""
+    from leases.core import fields
+    from leases.core.i18n import EN, ZH, language, speaking, using
+    from leases.core.models import BillingType
+
+    with using(ZH), speaking(EN):
+        assert fields.choice("billing", "包月", BillingType) is BillingType.MONTHLY
+        assert language() == ZH

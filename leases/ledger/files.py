@@ -171,7 +171,16 @@ def _connect_reading(path: Path, lab: Lab | None = None) -> sqlite3.Connection:
     """The ledger for a command that only reads. Where it can be written it is opened as
     for writing: upgraded if need be, and its last connection tidies the -wal and -shm
     files away (a read-only connection leaves them). Elsewhere, or when that open fails
-    (a full disk), read-only."""
+    (a full disk), read-only. Root reads a lab's ledger read-only first: its last close
+    of a connection that may write lets SQLite remove the -wal and -shm, which only root
+    may make again there, and a member's open in between (the collector's start) would
+    be refused. (With one of them missing it is opened as before, and they are made
+    again at its close.)"""
+    if lab is not None and os.geteuid() == 0 and _companions_there(path):
+        try:
+            return _connect_readonly(path)
+        except (sqlite3.Error, LedgerError):
+            pass  # an upgrade to make: opened for writing, which says why it may not
     if _writable(path):
         try:
             return _connect(path, create=False, lab=lab)
@@ -238,9 +247,13 @@ def _writable(path: Path) -> bool:
     eff = os.access in os.supports_effective_ids
     if not os.access(path, os.W_OK, effective_ids=eff):
         return False
-    if companion(path, "-wal").exists() and companion(path, "-shm").exists():
+    if _companions_there(path):
         return True
     return os.access(path.parent, os.W_OK | os.X_OK, effective_ids=eff)
+
+
+def _companions_there(path: Path) -> bool:
+    return companion(path, "-wal").exists() and companion(path, "-shm").exists()
 
 
 def _check_writable(path: Path) -> None:

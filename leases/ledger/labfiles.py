@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from leases.core.errors import READ_ONLY
@@ -91,17 +93,33 @@ def poller_refusal(ledger_path: Path) -> str:
     ).format(folder=lab.folder, user=lab.service_user)
 
 
-def refuse_missing_companions(path: Path) -> None:
-    """A lab ledger's -wal or -shm gone (root's rm): only root may make them again."""
-    for suffix in ("-wal", "-shm"):
-        other = companion(path, suffix)
-        if not other.exists():
+# How long a member waits for a missing -wal or -shm to come back: root's own write
+# (a `sudo zuka` command) lets SQLite remove them at its close and makes them again
+# straight after (after_root_use), which takes milliseconds.
+COMPANION_WAIT_S = 2.0
+
+
+def refuse_missing_companions(
+    path: Path,
+    wait_s: float = COMPANION_WAIT_S,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """A lab ledger's -wal or -shm gone and not back within wait_s (root's rm, or a root
+    process killed at its close): only root may make them again."""
+    deadline = clock() + wait_s
+    while True:
+        missing = [companion(path, s) for s in ("-wal", "-shm") if not companion(path, s).exists()]
+        if not missing:
+            return
+        if clock() >= deadline:
             raise LabError(
                 _(
                     "{other}: is missing, and only root may make it in the lab's folder: the lab's "
                     "admin runs `sudo zuka lab repair`"
-                ).format(other=other)
+                ).format(other=missing[0])
             )
+        sleep(0.02)
 
 
 def after_root_use(lab: Lab) -> None:

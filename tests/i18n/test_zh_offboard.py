@@ -76,13 +76,15 @@ def _data(lab: Lab, keys: list[str]) -> tuple[list[str], list[str]]:
 
 def _check(text: str, lab: Lab, keys: list[str]) -> None:
     data, extra = _data(lab, keys)
-    # Paths first, whole, a path wrapped over two lines joined again: what a long
+    # A key's fingerprint first, whole: a random one may hold a value below ("n1"), and
+    # replacing that first would leave the fingerprint's tail as letters of no word.
+    text = re.sub(r"SHA256:[A-Za-z0-9+/=]+", " ", text)
+    # Paths next, whole, a path wrapped over two lines joined again: what a long
     # temporary path leaves on the next line ("eys" of authorized_keys) is no word of zuka's.
     text = re.sub(r"(/[\w.@-]+)\n +([\w.@-]+)", r"\1\2", text)
     text = re.sub(r"/[\w.@-]+(?:/[\w.@-]+)+", " ", text)
     for value in data:
         text = text.replace(value, " ")
-    text = re.sub(r"SHA256:[A-Za-z0-9+/=]+", " ", text)  # a key's fingerprint
     text = re.sub(r"\b(?:vol|snap|ami)-[0-9a-f]+", " ", text)  # the cloud's ids
     text = re.sub(r"\b[0-9a-f]{12,64}\b", " ", text)  # hashes
     # The SSH layer's own words for a node that no longer answers (leases.ssh's).

@@ -219,8 +219,13 @@ async def run(
         table: Mapping[str, Driver] = factory(ctx)
         if tell is not None:
             table = {k: Watched(d, begins) for k, d in table.items()}
-        with speaking(EN):  # what the steps store (details, evidence) stays English
-            result = await runner.execute(ledger, stored, table, choices)
+        try:
+            with speaking(EN):  # what the steps store (details, evidence) stays English
+                result = await runner.execute(ledger, stored, table, choices)
+        except InputError as exc:
+            # The user's choices refused (a preflight skipped, a key not in the plan): said
+            # in English inside the run, to them in their language.
+            raise InputError(exc.field, exc.value, shown(exc.reason)) from None
     finally:
         await wiring.close(ctx)
     one = choices.stop_after

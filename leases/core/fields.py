@@ -59,13 +59,15 @@ def choice(field: str, value: str, enum: type[E]) -> E:
     )
 
 
-# Chinese characters a terminal draws like another allowed in a name (一 like '-', 丨 like
-# 'l', 曰 like 日...): two live nodes whose names differ only by these would be told apart
-# by no one reading an alert, so a name is compared by its skeleton (each mapped to one of
-# its kind). Strokes and pairs a reader may take for each other, not every similar glyph.
+# Characters a terminal draws like another allowed in a name (一 like '-'; 丨, 'l' and 'I'
+# like '1'; 'O' like '0'; 曰 like 日...): two live nodes whose names differ only by these
+# would be told apart by no one reading an alert, so a name is compared by its skeleton
+# (each mapped to one of its kind). Strokes and pairs a reader may take for each other in
+# a terminal's font, not every similar glyph.
 _LOOK_ALIKE = str.maketrans(
     {
-        "一": "-", "丨": "l", "丶": ".", "亅": "j", "囗": "口", "曰": "日", "已": "己",
+        "一": "-", "丨": "1", "l": "1", "I": "1", "O": "0", "丶": ".", "亅": "j", "囗": "口",
+        "曰": "日", "已": "己",
         "巳": "己", "戌": "戊", "戍": "戊", "士": "土", "末": "未", "入": "人", "干": "千",
         "于": "千", "八": "人", "夭": "天", "毋": "母", "炙": "灸", "汩": "汨",
     }
@@ -73,7 +75,7 @@ _LOOK_ALIKE = str.maketrans(
 
 
 def name_skeleton(name: str) -> str:
-    """name with each look-alike Chinese character as the one it is taken for."""
+    """name with each look-alike character as the one it is taken for."""
     return name.translate(_LOOK_ALIKE)
 
 
@@ -127,7 +129,21 @@ def text(field: str, value: str, max_len: int = 2000, *, multiline: bool = False
         )
     if (_CONTROL_MULTILINE_RE if multiline else _CONTROL_RE).search(value):
         raise InputError(field, visible(value, 80), _("contains control characters"))
+    if _STACKED_RE.search(value):
+        raise InputError(
+            field,
+            visible(value, 80),
+            _("has accents on nothing or stacked over a letter: they draw over the text beside"),
+        )
     return value
+
+
+# Combining marks that start a value or a line, or more than three on one letter (no
+# language stacks more): a terminal draws them over the column before, or the rows above
+# and below.
+_MARK = "\u0300-\u036f\u0483-\u0489\u0591-\u05bd\u0610-\u061a\u064b-\u065f\u1ab0-\u1aff"
+_MARK += "\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+_STACKED_RE = re.compile(f"(?:^|[\\s])[{_MARK}]|[{_MARK}]{{4,}}")
 
 
 # A number as people type it: digits with an optional decimal point, or thousands grouped

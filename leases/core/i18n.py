@@ -149,12 +149,14 @@ def set_language(lang: str) -> None:
 
 
 def language() -> str:
-    """The language in use: one of LANGS."""
-    return _current[0]
+    """The language in use, one of LANGS: this task's own (`speaking`), else the
+    process's. Every "in the language in use" (money's ¥ or CNY, a value's word, a
+    retelling) follows it, so what a task stores in English is English throughout."""
+    return _task.get() or _current[0]
 
 
 def is_chinese() -> bool:
-    return _current[0] == ZH
+    return language() == ZH
 
 
 @contextmanager
@@ -177,8 +179,8 @@ def _now() -> _gettext.NullTranslations:
 
 
 def speaking_now() -> str:
-    """The language this task speaks: its own (`speaking`), else the process's."""
-    return _task.get() or _current[0]
+    """The language this task speaks (language())."""
+    return language()
 
 
 @contextmanager

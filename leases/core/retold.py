@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import string
+import threading
 from functools import lru_cache
 
 from leases.core.i18n import EN, _, catalogue, language
@@ -28,11 +29,34 @@ _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LETTER_RE = re.compile(r"[A-Za-z]{2,}")
 
 
+# How many pieces of one text are looked for among the messages (each against every
+# template), at most: a hostile node's text made of many short parts ("a; a; a | ...")
+# took a second a call; past this it is shown as it is.
+MAX_LOOKUPS = 200
+
+
+class _Spent(Exception):
+    """The lookups of one text used up."""
+
+
+_left = threading.local()  # this thread's lookups left for the text it says
+
+
 def shown(text: str) -> str:
     """text, made by the offboarding in English, in the language in use."""
     if not text or language() == EN or len(text) > MAX_CHARS:
         return text
-    return _say(text, _DEPTH, exact=True)
+    return _shown(text, language())
+
+
+@lru_cache(maxsize=1024)
+def _shown(text: str, lang: str) -> str:
+    # lang: a key of the cache (the language in use says it).
+    _left.n = MAX_LOOKUPS
+    try:
+        return _say(text, _DEPTH, exact=True)
+    except _Spent:
+        return text
 
 
 _SEPARATORS = ("\n", " | ", "; ")
@@ -75,6 +99,9 @@ def _say(text: str, depth: int, *, exact: bool) -> str:
 
 
 def _whole(text: str, depth: int, *, exact: bool) -> str:
+    _left.n -= 1
+    if _left.n < 0:
+        raise _Spent
     if exact:
         said = _(text)
         if said != text:

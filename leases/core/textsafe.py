@@ -25,10 +25,11 @@ REORDERING = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068
 # ('gpu-\u2063a100' reads as 'gpu-a100'), or that make a terminal's width differ from
 # what the table measured: Unicode's format characters (category Cf: zero-width spaces
 # and joiners, invisible operators, tags, musical format marks...), the combining
-# grapheme joiner, Hangul and Mongolian fillers and selectors, variation selectors.
+# grapheme joiner, Hangul and Mongolian fillers and selectors, variation selectors, the
+# blank Braille pattern.
 INVISIBLE_RANGES = (
     "\u00ad\u034f\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
-    "\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u2060-\u2065\u206a-\u206f\u3164"
+    "\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u2060-\u2065\u206a-\u206f\u2800\u3164"
     "\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U000110bd\U000110cd"
     "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
     "\U000e0001-\U000e007f\U000e0100-\U000e01ef"

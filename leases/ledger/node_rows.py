@@ -110,9 +110,8 @@ class NodeRows(ProviderRows):
         beside 'gpu-1'): an alert naming one would be read as the other."""
         skeleton = fields.name_skeleton(name)
         rows = conn.execute(
-            "SELECT name FROM nodes WHERE state != 'released' AND id IS NOT ? AND name != ?"
-            " AND (name = ? OR name GLOB '*[^ -~]*')",
-            [other_than, name, skeleton],
+            "SELECT name FROM nodes WHERE state != 'released' AND id IS NOT ? AND name != ?",
+            [other_than, name],
         ).fetchall()
         for (other,) in rows:
             if fields.name_skeleton(other) == skeleton:
@@ -213,6 +212,7 @@ class NodeRows(ProviderRows):
                         "--rename NEW_NAME`)"
                     ).format(name=name),
                 )
+            self.look_alike(conn, name, node.id)
             before = records.node_record(node)
             after = {**before, "state": NodeState.ACTIVE.value}
             conn.execute("UPDATE nodes SET state = ? WHERE id = ?", [after["state"], node.id])

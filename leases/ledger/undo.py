@@ -291,6 +291,8 @@ def _insert(
         node = records.node_from(rec)
         if node.state is not NodeState.RELEASED and ledger.live_named(conn, node.name, None):
             raise InputError("undo", node.name, _("a live node of that name exists now"))
+        if node.state is not NodeState.RELEASED:
+            ledger.look_alike(conn, node.name, None)
         provider_id = ledger.provider_id(conn, node.provider)
         _put(conn, "nodes", {"id": entity_id, **node_row(records.node_record(node), provider_id)})
         # The node's own leases, by its id: an archived node's name may be taken now.
@@ -353,6 +355,8 @@ def _update(
         node = records.node_from(rec)
         if node.state is not NodeState.RELEASED and ledger.live_named(conn, node.name, entity_id):
             raise InputError("undo", node.name, _("a live node of that name exists now"))
+        if node.state is not NodeState.RELEASED:
+            ledger.look_alike(conn, node.name, entity_id)
         row = node_row(records.node_record(node), ledger.provider_id(conn, node.provider))
         _set(conn, "nodes", entity_id, row)
     elif entity == "lease":

@@ -10,7 +10,7 @@ import sqlite3
 import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -45,6 +45,7 @@ from tests.support.sshfixtures import FakeNode, node_options
 from tui.dashboard.app import ZukaApp
 
 CONFIG = AlertsConfig()
+FEN = Decimal("0.01")
 
 
 def _hour(at: datetime) -> datetime:
@@ -91,7 +92,7 @@ def test_idle_monthly_lease_shows_underuse_with_its_yuan(ledger_path: Path, cli:
     busy_hours = Decimal(busy) / 60
     month_hours = Decimal((lease.end - lease.start).total_seconds()) / 3600
     cost = lease.unit_price * Decimal(7 * 24) / month_hours
-    idle_yuan = (cost * (paid_hours - busy_hours) / paid_hours).quantize(Decimal("0.01"))
+    idle_yuan = (cost * (paid_hours - busy_hours) / paid_hours).quantize(FEN, ROUND_HALF_UP)
     assert busy_hours == 224  # two busy days a week, 9:00-23:00, 8 cards
     assert alert["yuan"] == str(idle_yuan)
     assert f"CNY {idle_yuan:,}" in alert["message"]
@@ -191,7 +192,9 @@ def test_missing_samples_give_no_idle_verdict(tmp_path: Path) -> None:
     # (an hourly lease's default partial unit): a fraction of a second counts whole.
     since = datetime.fromtimestamp((int(now.timestamp()) // 60 - 180) * 60, UTC)
     seconds = Decimal(math.ceil((now - since).total_seconds()))
-    assert forgotten[0].yuan == (Decimal("10.50") * seconds / 3600).quantize(Decimal("0.01"))
+    # Half a fen up, as money is rounded (not Decimal's default half-even: the run whose
+    # 10,836 seconds made ¥31.605 once failed on it).
+    assert forgotten[0].yuan == (Decimal("10.50") * seconds / 3600).quantize(FEN, ROUND_HALF_UP)
     assert "idle since" in forgotten[0].message
 
 
@@ -520,7 +523,7 @@ def test_forgotten_finds_the_real_start_of_the_idle_stretch(
     forgotten = [a for a in found if a.kind is AlertKind.FORGOTTEN]
     assert len(forgotten) == 1, found
     since = datetime.fromtimestamp(start * 60, UTC)
-    assert forgotten[0].yuan == (Decimal("10.50") * Decimal("10.5")).quantize(Decimal("0.01"))
+    assert forgotten[0].yuan == (Decimal("10.50") * Decimal("10.5")).quantize(FEN, ROUND_HALF_UP)
     # Shown in the lease's billing zone.
     assert f"idle since {since.astimezone(ZoneInfo('Asia/Shanghai')):%Y-%m-%d %H:%M CST}" in (
         forgotten[0].message

@@ -479,3 +479,21 @@ def test_a_lone_surrogate_is_refused_by_name(value: str) -> None:
     with pytest.raises(InputError) as caught:
         fields.text("notes", value, multiline=True)
     assert caught.value.field == "notes" and "control characters" in caught.value.reason
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["\u0301lead", "aliyun \u0301", "x" + "\u0300" * 30, "note\n\u0308line", "aliyun\u2800"],
+)
+def test_marks_on_nothing_stacked_marks_and_blanks_are_refused(value: str) -> None:
+    """A combining mark on no letter draws over the column before; thirty on one letter
+    over the rows above and below; a blank Braille pattern draws nothing, so two
+    providers would print alike."""
+    with pytest.raises(InputError) as caught:
+        fields.text("notes", value, multiline=True)
+    assert caught.value.field == "notes"
+
+
+@pytest.mark.parametrize("value", ["café", "cafe\u0301", "Tie\u0302\u0301ng Vie\u0323\u0302t"])
+def test_accents_on_letters_are_text(value: str) -> None:
+    assert fields.text("notes", value, multiline=True) == value

@@ -29,7 +29,7 @@ def test_clean_text_is_unchanged() -> None:
 @pytest.mark.parametrize(
     "char",
     ["\u2062", "\u2063", "\u180e", "\u034f", "\ufe0f", "\u200d", "\U000e0041", "\U0001d173",
-     "\ufff9", "\u115f", "\u3164", "\u00ad", "\u200b"],
+     "\ufff9", "\u115f", "\u3164", "\u00ad", "\u200b", "\u2800"],
 )  # fmt: skip
 def test_characters_that_draw_nothing_are_shown(char: str) -> None:
     # 'gpu-\u2063a100-01' would print as 'gpu-a100-01'; a joiner (even in an emoji

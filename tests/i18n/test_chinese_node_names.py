@@ -117,7 +117,8 @@ async def test_a_chinese_name_on_the_fleet(cli: Cli, ledger_path: Path) -> None:
 @pytest.mark.parametrize(
     ("first", "second"),
     [("gpu-1", "gpu一1"), ("gpu一1", "gpu-1"), ("机房口1", "机房囗1"), ("日志机", "曰志机"),
-     ("a100l1", "a100丨1"), ("己机", "已机")],
+     ("a100l1", "a100丨1"), ("己机", "已机"), ("gpu丨", "gpuI"), ("gpuI", "gpu1"),
+     ("gpu-O", "gpu-0"), ("gpu-l", "gpu-1")],
 )  # fmt: skip
 def test_a_look_alike_of_a_live_node_is_refused(
     cli: Cli, ledger_path: Path, first: str, second: str
@@ -132,6 +133,16 @@ def test_a_look_alike_of_a_live_node_is_refused(
     moved = cli("node", "edit", "其他", "--rename", second)
     assert moved.code == 2 and f"looks like the node {first}" in moved.err, moved.err
     assert cli("node", "edit", "其他", "--rename", "训练机9").code == 0
+
+
+def test_an_archived_look_alike_is_not_restored_beside_a_live_node(cli: Cli) -> None:
+    assert cli("node", "add", "gpu一1", "--ssh", "ssh root@10.0.0.1").code == 0
+    assert cli("node", "archive", "gpu一1").code == 0
+    assert cli("node", "add", "gpu-1", "--ssh", "ssh root@10.0.0.2").code == 0
+    r = cli("node", "restore", "gpu一1")
+    assert r.code == 2 and "looks like the node gpu-1" in r.err, r.err
+    listed = json.loads(cli("node", "list", "--json").out)
+    assert [n["name"] for n in listed] == ["gpu-1"]
 
 
 def test_different_chinese_names_are_two_nodes(cli: Cli) -> None:

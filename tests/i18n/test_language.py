@@ -7,14 +7,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from leases.config.lang import config_lang
-from leases.core import i18n
+from leases.core import i18n, valuewords
 from leases.core.i18n import EN, ZH, LanguageError, choose, parse_lang
+from leases.core.models import BillingType
 from leases.core.spoken import ends_in, nodes, span
+from leases.money.amounts import money_words
 from tests.support.cli import Cli
 
 
@@ -147,6 +150,14 @@ async def test_a_task_speaks_its_own_language_while_others_keep_theirs() -> None
     await asyncio.gather(stored(), shown())
     assert seen == {"stored": "ends in 3 d", "shown": "3天后到期"}
     assert i18n.speaking_now() == ZH
+    # Not only the catalogue's words: everything said "in the language in use" (money's
+    # unit, a value's word beside it) follows the task's language.
+    with i18n.speaking(EN):
+        assert i18n.language() == EN and not i18n.is_chinese()
+        assert money_words(Decimal("50000"), "CNY") == "CNY 50,000.00"
+        assert valuewords.with_word("monthly", BillingType) == "monthly"
+    assert money_words(Decimal("50000"), "CNY") == "50,000.00 元"
+    assert valuewords.with_word("monthly", BillingType) == "monthly（包月）"
     with pytest.raises(LanguageError), i18n.speaking("fr"):
         pass
 

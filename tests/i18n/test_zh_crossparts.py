@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from leases.core import i18n
 from leases.core.i18n import EN, ZH
 from leases.core.spoken import ends_in
@@ -60,6 +62,29 @@ def test_stored_offboarding_text_is_said_again_without_backtracking() -> None:
     assert shown("x" * (MAX_CHARS + 1)) == "x" * (MAX_CHARS + 1)
     said = shown("/data/a: is a symbolic link: refused, not followed")
     assert said == "/data/a：是符号链接：已拒绝，未跟随"
+
+
+def test_a_text_of_many_short_parts_is_looked_up_a_bounded_number_of_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Fifty parts of thirteen each, under 2,000 characters: each part was tried against
+    every message, a second a call; now at most MAX_LOOKUPS lookups, then shown as it is."""
+    from leases.core import retold
+
+    i18n.set_language(ZH)
+    looked: list[str] = []
+    whole = retold._whole
+
+    def counted(text: str, depth: int, *, exact: bool) -> str:
+        looked.append(text)
+        return whole(text, depth, exact=exact)
+
+    monkeypatch.setattr(retold, "_whole", counted)
+    hostile = " | ".join(["; ".join(["a"] * 13)] * 50)[: retold.MAX_CHARS]
+    assert retold.shown(hostile) == hostile
+    assert len(looked) <= retold.MAX_LOOKUPS + 1
+    looked.clear()
+    assert retold.shown(hostile) == hostile and looked == []  # said once, then remembered
 
 
 def test_a_lease_not_ended_is_not_an_open_alert(cli: Cli) -> None:

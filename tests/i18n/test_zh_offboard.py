@@ -218,6 +218,30 @@ def test_refusals_are_said_in_chinese(cli: Cli, args: tuple[str, ...]) -> None:
     assert stray_english(said, data=data, extra=["TEXT", "KIND", "NODE", "ID"]) == [], said
 
 
+@pytest.mark.parametrize(
+    "choice",
+    [
+        ("--skip", "preflight:lease", "--reason", "测试"),
+        ("--skip", "nosuch:step", "--reason", "测试"),
+    ],
+    ids=["a preflight skipped", "a key not in the plan"],
+)
+def test_a_runs_refusal_of_its_choices_is_said_in_chinese(
+    cli: Cli, lab: Lab, choice: tuple[str, ...]
+) -> None:
+    """Refused inside the run, which speaks English for what it stores: said to the user in
+    theirs, and nothing run."""
+    cfg = ("--config", str(lab.config))
+    planned = json.loads(cli("offboard", "n1", *cfg, "--json").out)
+    r = cli("offboard", "n1", *cfg, "--execute", "--confirm", "n1", "--hash", planned["hash"],
+            *choice, *ZH_ARGS)  # fmt: skip
+    assert r.code == 2, (r.out, r.err)
+    said = re.sub(r"zuka：错误：[^：]+：", " ", r.err)
+    said = re.sub(r"（输入为 '[^']*'）", " ", said)
+    keys = [s["key"] for s in planned["steps"]]
+    assert HAN.search(said) and stray_english(said, data=keys, extra=COMMANDS) == [], r.err
+
+
 PATHS = [
     ("/", "整个文件系统"),
     ("/root/autodl-tmpx", "根目录"),

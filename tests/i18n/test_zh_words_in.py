@@ -7,6 +7,7 @@ is said once and stops nothing; `zuka ps` run times and reading ages in Chinese.
 from __future__ import annotations
 
 import json
+import threading
 from enum import StrEnum
 from pathlib import Path
 
@@ -135,6 +136,21 @@ def test_help_lists_the_values_with_their_words() -> None:
         )
 
 
+def test_acceptance_levels_and_invoice_kinds_are_listed_and_taken_in_chinese(cli: Cli) -> None:
+    import argparse
+
+    from tui.cli.acceptargs import accept_options
+
+    said = cli("accept", "--help", "--lang", "zh_CN").out
+    assert all(w in said for w in ("quick（快速", "standard（标准", "burn（烤机")), said
+    said = cli("invoice", "add", "--help", "--lang", "zh_CN").out
+    assert all(w in said for w in ("special，专票", "ordinary，普票", "其他（other）")), said
+    parser = argparse.ArgumentParser()
+    accept_options(parser)
+    for typed, level in (("烤机", "burn"), ("Standard", "standard"), ("快速", "quick")):
+        assert parser.parse_args(["n1", "--level", typed]).level == level
+
+
 def test_a_wrong_config_language_is_said_once_and_stops_nothing(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -152,6 +168,14 @@ def test_a_wrong_config_language_is_said_once_and_stops_nothing(
     monkeypatch.setenv("LANG", "C")
     r = cli("provider", "list", "--config", str(cfg))
     assert r.code == 0 and "cloud" in r.out and r.err.count("[ui] lang") == 1
+    # A folder whose name would retitle the terminal, a value with an escape: shown, not
+    # obeyed, and quoted once.
+    odd = tmp_path / "c\x1b]0;x\x07"
+    odd.mkdir()
+    (odd / "x.toml").write_text('[ui]\nlang = "zh\\u001b]0;pwned"\n', encoding="utf-8")
+    r = cli("provider", "list", "--config", str(odd / "x.toml"))
+    assert r.code == 0 and "\x1b" not in r.err and "\x07" not in r.err, r.err
+    assert "'zh␛]0;pwned'" in r.err, r.err
 
 
 def test_run_times_and_reading_ages_in_chinese() -> None:
@@ -205,4 +229,10 @@ def test_words_are_read_inside_a_task_that_speaks_english() -> None:
 
     with using(ZH), speaking(EN):
         assert fields.choice("billing", "包月", BillingType) is BillingType.MONTHLY
-        assert language() == ZH
+        assert language() == EN  # this task's
+        # Another thread (the dashboard's) still speaks the process's language.
+        seen: list[str] = []
+        other = threading.Thread(target=lambda: seen.append(language()))
+        other.start()
+        other.join()
+        assert seen == [ZH]

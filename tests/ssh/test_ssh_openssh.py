@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import aclosing
 from pathlib import Path
@@ -19,6 +20,7 @@ from leases.ssh.options import SshOptions
 from leases.ssh.session import NodeSession
 from leases.ssh.stream import CommandResult
 from tests.support.sshd import DRIVER_FAILURE, Sshd, sshd_unavailable
+from tests.support.waiting import wait_until
 
 _why_not = sshd_unavailable()
 pytestmark = [
@@ -216,15 +218,33 @@ async def test_without_the_channel_bound_sshd_max_sessions_refuses_some(
     options = options_for(sshd, client_key, tmp_path, max_channels_per_connection=20)
     session = NodeSession(node_for(sshd), options)
 
-    results = await asyncio.gather(
-        *(session.run("sleep 0.5; echo ok") for _ in range(20)), return_exceptions=True
-    )
+    # Each command holds its channel until every channel is open or refused: no fixed
+    # sleep (a loaded machine opened the last channels after the first had ended).
+    # In a folder of /tmp the node's login user (not this one) may write.
+    shared = Path(tempfile.mkdtemp(prefix="zuka-channels-"))
+    shared.chmod(0o777)
+    go, started = shared / "go", shared / "started"
+    started.mkdir(mode=0o777)
+    started.chmod(0o777)
+    held = f"touch {started}/$$; while [ ! -e {go} ]; do sleep 0.05; done; echo ok"
+    try:
+        runs = [asyncio.ensure_future(session.run(held)) for _ in range(20)]
+        await wait_until(
+            lambda: len(list(started.iterdir())) + sum(r.done() for r in runs) >= 20,
+            timeout=60,
+            what="every channel open or refused",
+        )
+        go.touch()
+        results = await asyncio.gather(*runs, return_exceptions=True)
+    finally:
+        go.touch()
+        await session.close()
+        shutil.rmtree(shared, ignore_errors=True)
 
     refused = [r for r in results if isinstance(r, SshError)]
     assert refused, "expected sshd to refuse channels beyond MaxSessions"
     assert all("channel" in r.message.lower() for r in refused)
-    assert sum(isinstance(r, CommandResult) and r.ok for r in results) >= 10
-    await session.close()
+    assert sum(isinstance(r, CommandResult) and r.ok for r in results) >= 10, results
 
 
 async def test_killed_sshd_is_unreachable_and_a_restart_recovers(

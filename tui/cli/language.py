@@ -22,6 +22,7 @@ from leases.core.i18n import (
     ngettext,
     set_language,
 )
+from leases.core.textsafe import visible
 
 LANG_HELP = N_("the language zuka speaks: {choices} (default: $ZUKA_LANG, else the config's "
                "[ui] lang, else the locale)")  # fmt: skip
@@ -83,12 +84,11 @@ def _say_unspoken(where: str, value: str, env: Mapping[str, str]) -> None:
     chosen without it (the locale's); the command goes on in that language (a config a lab
     shares must not stop everyone's zuka)."""
     set_language(locale_lang(env))
-    shown = value if len(value) <= 40 and value.isprintable() else repr(value[:40])
     print(
         _(
             "zuka: note: {where}: [ui] lang = {value!r} is not a language zuka speaks"
             " (choose {choices}); going on without it"
-        ).format(where=where, value=shown, choices=" | ".join(LANGS)),
+        ).format(where=visible(where, 300), value=visible(value, 40), choices=" | ".join(LANGS)),
         file=sys.stderr,
     )
 

@@ -1,7 +1,10 @@
 """A ledger in a lab's folder (leases.lab): the one-user rule (0600, a 0700 folder) gives
 way to the lab's groups. An ordinary open never creates nor chmods such a ledger; a write
 this user may not do is refused before anything is written, in words naming the group it
-needs; root's own use is followed by the -wal and -shm made again with the lab's perms.
+needs; root reads the ledger read-only (leases.ledger.files: a reader's close leaves the
+-wal and -shm, which only root may make in the lab's folder), and its writes are followed
+by them made again with the lab's perms; a member finding one missing waits a moment for
+that before refusing.
 """
 
 from __future__ import annotations

@@ -39,14 +39,15 @@ def span(seconds: float, parts: int = 2) -> str:
 
 
 def about(seconds: float) -> str:
-    """A span as an alert says it, to the minute under a day, to the hour under two days,
-    in whole days from two: "1 h 36 min", "20 min", "1 d 1 h", "62 d" / "1小时36分钟",
-    "20分钟", "1天1小时", "62天" (never "1.6小时")."""
+    """A span as an alert says it, to the minute under a day, in whole hours under two
+    days, in whole days from two (never more than there is: a balance or a lease runs out
+    no later than said): "1 h 36 min", "20 min", "1 d 8 h", "62 d" / "1小时36分钟",
+    "20分钟", "1天8小时", "62天" (never "1.6小时")."""
     left = abs(seconds)
     if left >= 2 * 86400:
         return span(int(left // 86400) * 86400, parts=1)
     if left >= 86400:
-        return span(round(left / 3600) * 3600)
+        return span(int(left // 3600) * 3600)
     minutes = round(left / 60)
     if minutes == 0:
         return _unit(0, "min")

@@ -245,9 +245,9 @@ def test_spoken_about_is_whole_days_from_two() -> None:
     with using(ZH):
         assert spoken.about(2 * 86400 + 5000) == "2天"
         assert spoken.about(-5760) == "1小时36分钟"
-        # From one day to two, to the hour: 59 minutes past a day were dropped ("1天").
-        assert spoken.about(86400 + 3540) == "1天1小时"
-        assert spoken.about(86400 + 600) == "1天"
+        # From one day to two, in whole hours, never more than there is.
+        assert spoken.about(86400 + 3540) == "1天"
+        assert spoken.about(86400 + 3 * 3600 + 3540) == "1天3小时"
     assert spoken.about(86400 + 5 * 3600 + 1700) == "1 d 5 h"
     assert spoken.about(23 * 3600 + 59 * 60) == "23 h 59 min"
     assert Decimal("1.37") * 86400 == Decimal("118368.00")

@@ -4,10 +4,11 @@
         adds nodes and hourly leases to the ledger for ever, one transaction each, and prints
         `node NAME` / `lease NAME START` only after that write committed.
     python tests/support/ledger_workers.py collector PATH SECONDS
-        a collector: ends and starts leases, edits nodes, records resources, for SECONDS.
+        a collector: ends and starts leases, edits nodes, records resources, for SECONDS
+        and at least MIN_WRITES writes.
     python tests/support/ledger_workers.py dashboard PATH SECONDS
         a dashboard: reads the whole ledger in one snapshot in a loop and checks that what it
-        sees is consistent, for SECONDS.
+        sees is consistent, for SECONDS and at least MIN_READS reads.
     python tests/support/ledger_workers.py open PATH AT
         waits until the time.time() AT, then opens (creating) the ledger and closes it.
 
@@ -72,6 +73,11 @@ def writer(path: str, round_no: int) -> None:
             _say(f"lease {name} {start.isoformat()}")
 
 
+# What the concurrency test asks of each, whatever the machine's load.
+MIN_WRITES = 60
+MIN_READS = 15
+
+
 def collector(path: str, seconds: float) -> dict[str, int]:
     """Roll hourly leases forward on a few nodes, with node edits and resources between."""
     ledger = Ledger.open(path, actor="collector")
@@ -84,7 +90,8 @@ def collector(path: str, seconds: float) -> dict[str, int]:
     writes = 2 * len(names)
     deadline = time.monotonic() + seconds
     step = 0
-    while time.monotonic() < deadline:
+    # For SECONDS, and at least MIN_WRITES: a loaded machine does few in two seconds.
+    while time.monotonic() < deadline or writes < MIN_WRITES:
         name = names[step % len(names)]
         hours[name] += 1
         at = BASE + timedelta(hours=hours[name])
@@ -109,7 +116,7 @@ def dashboard(path: str, seconds: float) -> dict[str, int]:
     reads = 0
     last: Counter[str] = Counter()
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline or reads < MIN_READS:
         conn.execute("BEGIN")  # one read snapshot for everything below
         try:
             nodes = ledger.nodes()

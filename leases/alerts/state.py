@@ -40,8 +40,19 @@ from leases.core.severity import Severity
 from leases.ledger.store import Ledger
 
 REOPEN_HOLD = timedelta(hours=1)
-_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([smhdw])\s*$")  # ASCII digits
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+# A duration's units, as typed and as zuka writes them in Chinese (leases.core.spoken:
+# "1天", "6小时30分钟"); "个" as in "2个小时", "1个星期". ASCII digits only.
+_UNIT_S = {
+    "s": 1, "秒": 1, "秒钟": 1,
+    "m": 60, "min": 60, "分": 60, "分钟": 60,
+    "h": 3600, "时": 3600, "小时": 3600, "个小时": 3600,
+    "d": 86400, "天": 86400, "日": 86400,
+    "w": 7 * 86400, "周": 7 * 86400, "星期": 7 * 86400, "个星期": 7 * 86400,
+}  # fmt: skip
+_UNIT = "|".join(sorted(map(re.escape, _UNIT_S), key=len, reverse=True))  # longest first
+_PART = re.compile(rf"([0-9]+(?:\.[0-9]+)?)\s*({_UNIT})")
+# One part or several, each unit once at most ("6小时30分钟", "1d12h").
+_DURATION = re.compile(rf"^\s*(?:{_PART.pattern}\s*){{1,5}}$")
 MAX_SNOOZE = timedelta(days=90)
 # Rows of alert_outbox older than this are deleted (taken or not: no notifier was running).
 OUTBOX_KEPT = timedelta(days=30)
@@ -110,12 +121,16 @@ class Changed:
 
 
 def parse_duration(value: str, field: str = "for") -> timedelta:
-    """30m, 2h, 1d, 1w (s, m, h, d, w); InputError naming the field otherwise."""
-    m = _DURATION.match(value or "")
-    if m is None:
+    """30m, 2h, 1d, 1w (s, m, h, d, w), in Chinese units as zuka writes them too (30分钟,
+    2小时, 1天, 1周: 秒, 分/分钟, 时/小时, 天/日, 周/星期), or parts of them ("6小时30分钟",
+    "1d12h"); InputError naming the field otherwise."""
+    text = value or ""
+    parts = _PART.findall(text) if _DURATION.match(text) else []
+    sizes = [_UNIT_S[unit] for _n, unit in parts]
+    if not parts or len(set(sizes)) != len(sizes):  # "1h2h" is no duration
         raise InputError(field, value, _("a duration such as 30m, 2h, 1d or 1w"))
     # Checked as seconds before a timedelta is built: a huge one would overflow it.
-    seconds = float(m.group(1)) * _UNIT_S[m.group(2)]
+    seconds = sum(float(n) * _UNIT_S[unit] for n, unit in parts)
     if not 0 < seconds <= MAX_SNOOZE.total_seconds():
         raise InputError(field, value, _("must be more than zero and at most 90 days"))
     return timedelta(seconds=seconds)

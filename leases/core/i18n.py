@@ -35,6 +35,18 @@ ZH = "zh_CN"
 LANGS = (EN, ZH)
 # The words each language is named by in a choice (`--lang`, the palette).
 NAMES = {EN: "English", ZH: "简体中文"}
+# A language named in words, as a person types it (`--lang 中文`, $ZUKA_LANG, `[ui] lang`):
+# the words the palette finds the switch by, and their everyday kin (English in any case).
+WORDS = {
+    "中文": ZH,
+    "简体中文": ZH,
+    "简体": ZH,
+    "汉语": ZH,
+    "chinese": ZH,
+    "英文": EN,
+    "英语": EN,
+    "english": EN,
+}
 ENV = "ZUKA_LANG"
 LOCALE_VARS = ("LC_ALL", "LC_MESSAGES", "LANG")
 
@@ -50,8 +62,12 @@ class LanguageError(ValueError):
 def parse_lang(text: str) -> str | None:
     """The language a tag or locale names ("zh_CN.UTF-8", "zh-CN", "zh", "en_US", "C"),
     as one of LANGS; None for one zuka does not speak. Every Chinese locale reads the
-    Simplified catalogue (it is the one there is)."""
+    Simplified catalogue (it is the one there is). A language's name in words ("中文",
+    "简体中文", "汉语", "英文", "English": WORDS) names it too."""
     text = text.strip()
+    named = WORDS.get(text.casefold())
+    if named is not None:
+        return named
     if text in ("C", "POSIX") or re.fullmatch(r"(?:C|POSIX)\.[A-Za-z0-9_-]{1,20}", text):
         return EN
     m = _LANG_RE.fullmatch(text)  # the whole of it: "zh/../x" or "zh\x1b[31m" is none

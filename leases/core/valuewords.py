@@ -105,6 +105,84 @@ def _period() -> dict[str, str]:
     }
 
 
+def _partial_unit() -> dict[str, str]:
+    return {
+        "second": pgettext("partial unit", "second"),
+        "minute": pgettext("partial unit", "minute"),
+        "hour": pgettext("partial unit", "hour"),
+        "day": pgettext("partial unit", "day"),
+        "whole": pgettext("partial unit", "whole"),
+    }
+
+
+def _rounding() -> dict[str, str]:
+    return {
+        "bill": pgettext("rounding", "bill"),
+        "charge": pgettext("rounding", "charge"),
+    }
+
+
+def _month_count() -> dict[str, str]:
+    return {
+        "calendar": pgettext("month count", "calendar"),
+        "30_days": pgettext("month count", "30 days"),
+    }
+
+
+def _report_by() -> dict[str, str]:
+    """What `zuka report --by` groups a month's cost by."""
+    return {
+        "lease": pgettext("report by", "lease"),
+        "user": pgettext("report by", "user"),
+        "project": pgettext("report by", "project"),
+    }
+
+
+def _role() -> dict[str, str]:
+    """A lab member's role (leases.lab.roles.Role)."""
+    return {
+        "view": pgettext("role", "view"),
+        "edit": pgettext("role", "edit"),
+        "offboard": pgettext("role", "offboard"),
+    }
+
+
+def _entity() -> dict[str, str]:
+    """A kind of ledger row, as `zuka audit accept` takes it (leases.ledger.rowaudit)."""
+    return {
+        "provider": pgettext("entity", "provider"),
+        "node": pgettext("entity", "node"),
+        "lease": pgettext("entity", "lease"),
+        "resource": pgettext("entity", "resource"),
+        "stop": pgettext("entity", "stop"),
+        "deposit_refund": pgettext("entity", "deposit_refund"),
+        "invoice": pgettext("entity", "invoice"),
+        "balance": pgettext("entity", "balance"),
+        "bill": pgettext("entity", "bill"),
+        "offer": pgettext("entity", "offer"),
+    }
+
+
+def _ps_sort() -> dict[str, str]:
+    """What `zuka ps --sort` orders by: its table's columns."""
+    return {
+        "node": pgettext("ps sort", "node"),
+        "user": pgettext("ps sort", "user"),
+        "memory": pgettext("ps sort", "memory"),
+        "share": pgettext("ps sort", "share"),
+        "elapsed": pgettext("ps sort", "elapsed"),
+        "command": pgettext("ps sort", "command"),
+    }
+
+
+def _collect_mode() -> dict[str, str]:
+    """How `zuka collect --mode` reads a node's GPUs."""
+    return {
+        "stream": pgettext("collect mode", "stream"),
+        "exec": pgettext("collect mode", "exec"),
+    }
+
+
 def _invoice() -> dict[str, str]:
     return {
         "special": pgettext("invoice kind", "special"),
@@ -207,7 +285,8 @@ def _alert_kind() -> dict[str, str]:
 
 
 # Each enum's table, by the enum's module and name (this module imports no model: the
-# models' own modules use it). Names that are not enums: deposit states.
+# models' own modules use it). Names that are not enums: deposit states, and choices of
+# the command line that are no stored value (report --by, audit accept, ps --sort...).
 TABLES: dict[str, Table] = {
     "leases.core.models.BillingType": _billing,
     "leases.core.models.ProviderKind": _channel,
@@ -219,6 +298,10 @@ TABLES: dict[str, Table] = {
     "leases.core.models.StoragePeriod": _period,
     "leases.core.models.StoppedBilling": _stopped,
     "leases.core.models.Interconnect": _interconnect,
+    "leases.core.models.PartialUnit": _partial_unit,
+    "leases.core.models.ChargeRounding": _rounding,
+    "leases.core.models.MonthCount": _month_count,
+    "leases.lab.roles.Role": _role,
     "leases.core.readings.NodeHealth": _health,
     "leases.ledger.books.InvoiceKind": _invoice,
     "leases.core.acceptance.Level": _acceptance_level,
@@ -226,6 +309,10 @@ TABLES: dict[str, Table] = {
     "leases.alerts.state.State": _alert_state,
     "leases.alerts.alert.AlertKind": _alert_kind,
     "deposit state": _deposit,
+    "report by": _report_by,
+    "audit entity": _entity,
+    "ps sort": _ps_sort,
+    "collect mode": _collect_mode,
 }
 # A value whose enum is not known (`shown`): looked up in these, the first that has it
 # (a billing type's "monthly" before a schedule's, a refund's "none" before a stop's).
@@ -278,11 +365,20 @@ def _values(enum: type[Enum] | str) -> list[str]:
     return [str(m.value) for m in enum]
 
 
+# Full-width brackets (and the ideographic space) as a Chinese input method types them.
+_FOLD = str.maketrans({"（": "(", "）": ")", "\u3000": " "})
+
+
+def _folded(text: str) -> str:
+    return text.translate(_FOLD)
+
+
 def parse(enum: type[Enum] | str, typed: str) -> str | None:
     """The value of enum a person typed: the value itself (any case), or its word in
     Chinese or in English (English words in any case), whatever the language in use.
-    None: none, or a word two of its values share."""
-    raw = typed.strip()
+    Brackets full-width or not are one ("按量（秒）" is "按量(秒)": a Chinese input method
+    types the first). None: none, or a word two of its values share."""
+    raw = _folded(typed.strip())
     values = _values(enum)
     lowered = {v.lower(): v for v in values}
     if raw.lower() in lowered:
@@ -291,6 +387,7 @@ def parse(enum: type[Enum] | str, typed: str) -> str | None:
     for lang in (ZH, EN):
         with speaking(lang):  # this task only: other threads keep theirs
             for value, said in words(enum).items():
+                said = _folded(said)
                 if said == raw or (lang == EN and said.lower() == raw.lower()):
                     found.add(value)
     return found.pop() if len(found) == 1 else None

@@ -19,6 +19,8 @@ STALE_INTERVALS = 6
 STALE_MIN_S = 30.0
 # A stale status's detail, said in the language in use when it was made.
 STALE = N_("stale: last reading {at}")
+# A node's state when its last reading is old: the fleet table's word, the filter's value.
+STALE_STATE = N_("stale")
 
 
 def stale_after_s(interval_s: float) -> float:

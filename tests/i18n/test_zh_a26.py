@@ -300,7 +300,7 @@ def test_settled_terms() -> None:
     from tui.words import shown
 
     with using(ZH):
-        assert shown("per_second") == "按量(秒)"
+        assert shown("per_second") == "按量（秒）"  # full-width, as Chinese text writes it
         assert shown("daily") == "包天" and shown("weekly") == "包周"
         assert shown("forfeited") == deposit_word("forfeited") == "已没收"
         assert fact_word("end") == "结束"

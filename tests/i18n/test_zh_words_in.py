@@ -155,7 +155,8 @@ def test_a_wrong_config_language_is_said_once_and_stops_nothing(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cfg = tmp_path / "config.toml"
-    cfg.write_text('[ui]\nlang = "中文"\n', encoding="utf-8")
+    # A language zuka does not speak (中文 it does: test_zh_e27).
+    cfg.write_text('[ui]\nlang = "法语"\n', encoding="utf-8")
     monkeypatch.delenv("ZUKA_LANG", raising=False)
     monkeypatch.setenv("LANG", "zh_CN.UTF-8")
     monkeypatch.setenv("ZUKA_SYSTEM_CONFIG", "")
@@ -163,7 +164,7 @@ def test_a_wrong_config_language_is_said_once_and_stops_nothing(
     r = cli("provider", "list", "--config", str(cfg))
     assert r.code == 0, r.err
     assert r.err.count("[ui] lang") == 1, r.err
-    assert str(cfg) in r.err and "'中文'" in r.err and "en | zh_CN" in r.err
+    assert str(cfg) in r.err and "'法语'" in r.err and "en | zh_CN" in r.err
     assert "公有云" in r.out  # the locale's language, the next source
     monkeypatch.setenv("LANG", "C")
     r = cli("provider", "list", "--config", str(cfg))

@@ -8,6 +8,10 @@ from typing import Any
 
 from leases.core.i18n import N_, _
 from leases.lab.layout import DEFAULT_FOLDER
+from tui.cli import choicewords
+
+# A role's words (leases.core.valuewords), by name: the parser does not import the lab.
+ROLE = "leases.lab.roles.Role"
 
 LAB_HELP = N_("a lab on one jump host: one shared ledger folder, roles by Unix groups")
 _FOLDER = N_(
@@ -51,8 +55,10 @@ def lab_options(
     one("repair", _("set every lab file's owner, mode and ACL again"))
     p = one("add-user", _("give a user a role: view, edit (also view), offboard (also edit)"))
     p.add_argument("name", help=_("the user's login name"))
-    p.add_argument("--role", required=True, choices=("view", "edit", "offboard"))
+    p.add_argument("--role", required=True, choices=("view", "edit", "offboard"),
+                   type=choicewords.typed(ROLE), help=choicewords.help_of(ROLE))  # fmt: skip
     p = one("remove-user", _("take a role away (and those that include it), or the whole lab"))
     p.add_argument("name", help=_("the user's login name"))
-    p.add_argument("--role", choices=("view", "edit", "offboard"), help=_("default: every role"))
+    p.add_argument("--role", choices=("view", "edit", "offboard"), type=choicewords.typed(ROLE),
+                   help=choicewords.help_of(ROLE, _("default: every role")))  # fmt: skip
     one("pubkey", _("the collector's SSH public key, and how to give it to a node"), changes=False)

@@ -16,7 +16,16 @@ from leases.core.errors import ConfigError, InputError, LedgerError, ledger_fail
 from leases.core.i18n import EN, N_, LanguageError, _, language
 from leases.core.textsafe import visible
 from leases.ledger.paths import resolve_ledger_path
-from tui.cli import argwords, billargs, labargs, lazy, offboardargs, pollargs, serviceargs
+from tui.cli import (
+    argwords,
+    billargs,
+    choicewords,
+    labargs,
+    lazy,
+    offboardargs,
+    pollargs,
+    serviceargs,
+)
 from tui.cli.acceptargs import accept_options
 from tui.cli.language import apply as speak
 from tui.cli.language import lang_help
@@ -282,7 +291,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--user", help=_("only this user's processes (a prefix)"))
     p.add_argument("--node", help=_("only this node's processes (a prefix)"))
     p.add_argument("--sort", default="node", choices=("node", "user", "memory", "share",
-                   "elapsed", "command"), help=_("order (default node)"))  # fmt: skip
+                   "elapsed", "command"), type=choicewords.typed("ps sort"),
+                   help=choicewords.help_of("ps sort", _("order (default node)")))  # fmt: skip
     p = cmd(sub, "kill", lazy.kill, _("stop a GPU process: SIGTERM, then SIGKILL after --grace"))
     p.add_argument("node")
     p.add_argument("pid", type=int)
@@ -308,7 +318,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--mode",
         choices=("stream", "exec"),
         default="stream",
-        help=_("stream: one long-lived nvidia-smi per node (default); exec: one query per poll"),
+        type=choicewords.typed("collect mode"),
+        help=choicewords.help_of(
+            "collect mode",
+            _("stream: one long-lived nvidia-smi per node (default); exec: one query per poll"),
+        ),
     )
     p.add_argument("--minute-days", type=int, default=14, help=_("keep minute roll-ups N days"))
     p.add_argument(
@@ -383,7 +397,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         audit_cmd.audit_accept,
         _("take a row changed outside zuka (as `audit verify` lists it) as it is, on the chain"),
     )
-    p.add_argument("entity", choices=ACCEPTABLE)
+    p.add_argument("entity", choices=ACCEPTABLE, type=choicewords.typed("audit entity"),
+                   help=choicewords.help_of("audit entity"))  # fmt: skip
     p.add_argument("id", type=int, help=_("the row's id, as `zuka audit verify` names it"))
 
     p = cmd(sub, "accept", lazy.accept, _("hand-over acceptance: is the node what was sold?"))
@@ -406,7 +421,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = cmd(sub, "report", lazy.money_report, _("a month's cost, idle yuan, users"))
     p.add_argument("--month", required=True, metavar="YYYY-MM", help=_("in the billing time zone"))
     p.add_argument("--format", choices=("md", "csv", "json"), default="md")
-    p.add_argument("--by", choices=("lease", "user", "project"), default="lease")
+    by = "report by"
+    p.add_argument("--by", choices=("lease", "user", "project"), default="lease",
+                   type=choicewords.typed(by), help=choicewords.help_of(by))  # fmt: skip
     p.add_argument("-o", "--output", metavar="FILE", help=_("write to FILE instead of stdout"))
     billargs.add_bill_commands(sub, cmd, _Parser)  # zuka bill import/list/delete/check
     p = cmd(sub, "cost", lazy.cost, _("what each lease billing now costs"))

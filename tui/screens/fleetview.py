@@ -25,7 +25,7 @@ from leases.core.textsafe import visible
 from leases.fleet.data import FleetData
 from leases.fleet.filter import RowFacts
 from leases.fleet.header import countdown, header, header_line, short_path
-from leases.fleet.nodestatus import Figures, health_label, is_stale, status_figures
+from leases.fleet.nodestatus import STALE_STATE, Figures, health_label, is_stale, status_figures
 from leases.fleet.sparkline import CELLS, bars
 from leases.money.amounts import whole
 from leases.money.renewals import BillingNow, starts_in
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 CELL_MAX = 48
 SPARK_CELLS = CELLS  # 5 minutes a cell over the hour
 NO_HOUR: tuple[float | None, ...] = (None,) * CELLS  # a node read no hour of: all gaps
-STALE = N_("stale")  # a node's state when its last reading is old (shown as _(state))
+STALE = STALE_STATE  # a node's state when its last reading is old (shown as _(state))
 
 
 def plain(value: object, max_len: int | None = None, *, wrap: bool = False) -> Text:
@@ -374,7 +374,8 @@ def fleet_row(
     health = status.health if status else NodeHealth.CONNECTING
     fig: Figures | None = status_figures(status)
     samples = status.samples if fig is not None and status else ()
-    state = STALE if status and is_stale(status) else health_label(health)
+    stale = bool(status and is_stale(status))
+    state = STALE if stale else health_label(health)
     gpus = f"{len(samples) or node.gpu_count}×{node.gpu_model}" if node.gpu_model else (
         f"{len(samples) or node.gpu_count}×")  # fmt: skip
     util = fig.util if fig else None
@@ -396,7 +397,7 @@ def fleet_row(
         # The channel in words ('算力租赁平台'); the filter compares facts.channel (English).
         "channel": cell(f"{value_words(channel) if channel else '-'}/{provider or '-'}"),
         "gpus": cell(gpus),
-        # The filter compares facts.state (English, as typed: state:stale); shown translated.
+        # The filter compares facts.state (the stored value, or stale); shown translated.
         "state": Cell(_(state), HEALTH_STYLE.get(health, "red")),
         "util": Cell("-" if util is None else f"{util:3.0f}%"),
         "hour": Cell(bars(hour), "cyan"),
@@ -444,7 +445,7 @@ def fleet_row(
         model=node.gpu_model,
         tags=node.tags,
         notes=node.notes,
-        state=state,
+        state=STALE if stale else health.value,
         idle=fig is not None and fig.gpus > 0 and fig.idle == fig.gpus,
         busy=fig is not None and fig.busy > 0,
         ends_in_s=left,

@@ -50,9 +50,11 @@ def _refund() -> dict[str, str]:
 
 def _deposit() -> dict[str, str]:
     """A deposit's state as leases.money.deposits.state_word says it (a refund's state, or
-    "partly back"); "none" there is a deposit paid and not back."""
+    "partly back"); "none" there is a deposit paid and not back, which `zuka lease
+    refunds` (leases.app.deposits) says "held"."""
     return {
         "none": pgettext("deposit state", "none"),
+        "held": pgettext("deposit state", "held"),
         "pending": pgettext("deposit state", "pending"),
         "refunded": pgettext("deposit state", "refunded"),
         "forfeited": pgettext("deposit state", "forfeited"),
@@ -82,10 +84,12 @@ def _node_state() -> dict[str, str]:
 
 
 def _expiry() -> dict[str, str]:
+    """What the provider does at a lease's end (释放: the node is released then, not
+    already; a node's state "released" is 已释放)."""
     return {
-        "released": pgettext("value", "released"),
-        "hourly": pgettext("billing type", "hourly"),
-        "renews": pgettext("value", "renews"),
+        "released": pgettext("expiry action", "released"),
+        "hourly": pgettext("expiry action", "hourly"),
+        "renews": pgettext("expiry action", "renews"),
     }
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +16,8 @@ from leases.core import valuewords
 from leases.core.i18n import EN, ZH, using
 from leases.core.models import ExpiryAction
 from tests.conftest import Cli
+from tests.i18n.test_zh_money import _run
+from tests.money.test_report import fleet  # noqa: F401  (the simulated fleet's month)
 from tui.cli.output import width, wrap
 
 ZH_ARGS = ("--lang", "zh_CN")
@@ -116,3 +120,115 @@ def test_a_cloud_step_says_its_endpoint_in_chinese() -> None:
         assert shown(both) == f"{what}（地域 cn-hangzhou，端点 https://ecs.example.com）"
         assert shown(alone) == f"{what}（端点 https://ecs.example.com）"
         assert shown(_located(what, "cn-hangzhou", "")) == f"{what}（地域 cn-hangzhou）"
+        # Inside a longer message, the place's words never swallow what follows.
+        s3 = (
+            "S3: delete every object version, delete marker and unfinished upload in s3://b/,"
+            " then DeleteBucket b (region us-east-1, endpoint http://127.0.0.1:4000); bucket"
+            " owner 123456789012 required on every call (ExpectedBucketOwner)"
+        )
+        said = shown(s3)
+        assert "（地域 us-east-1，端点 http://127.0.0.1:4000）；每次调用都要求" in said
+
+
+# -- 4. stored values named in words in help ------------------------------------------------
+
+_BARE = re.compile(
+    r"(?<![-\w（`\"'./=])(per_second|card_hour|hourly|daily|weekly|monthly|contract)(?![\w）`\"'])"
+)
+
+
+def test_no_chinese_message_names_a_billing_type_bare() -> None:
+    """A billing type is said in words (按卡时, 包天...) in Chinese; its value stays only
+    where the user types it: after its option, or beside its word (按卡时（card_hour）)."""
+    from babel.messages.pofile import read_po
+
+    with open("leases/locale/zh_CN/LC_MESSAGES/zuka.po", "rb") as f:
+        catalogue = read_po(f)
+    bare = []
+    for m in catalogue:
+        strings = m.string if isinstance(m.string, tuple) else (m.string,)
+        for said in strings:
+            text = re.sub(r"--[\w-]+ \S+|\{[^}]*\}", "", said or "")
+            if m.id and _BARE.search(text):
+                bare.append(said)
+    assert bare == []
+
+
+def test_lease_and_offer_help_say_billing_words(cli: Cli) -> None:
+    lease = cli("lease", "add", "--help", *ZH_ARGS).out
+    offer = cli("offer", "add", "--help", *ZH_ARGS).out
+    flat = re.sub(r"\s+", "", lease)
+    assert "计费卡数（按卡时租约）" in flat and "card_hour租约" not in flat
+    assert "包天、包周、包月、合同租约必填" in flat
+    assert "（默认：按量(秒)、按量和按卡时为second，即按比例；其余为whole，即整个单位）" in flat
+    assert "按卡时为每卡时的" in re.sub(r"\s+", "", offer)
+
+
+# -- 6. the month's report ---------------------------------------------------------------
+
+
+def test_the_report_says_provider_share_and_percents_in_chinese(
+    fleet: tuple[Path, Path],  # noqa: F811
+) -> None:
+    path, config = fleet
+    args = ("report", "--month", "2025-03", "--format", "md")
+    zh = _run(path, config, *args, "--lang", "zh_CN")
+    en = _run(path, config, *args, "--lang", "en")
+    assert "单一渠道风险" not in zh and "计费卡数" not in zh
+    assert "**单一供应商风险：SimPlatform 占本月计费卡时的 " in zh
+    assert re.search(r"\d %", zh) is None and re.search(r"\d%（超过 \d+%）", zh)
+    deposits = zh.split("## 押金")[1]
+    assert "| **合计** |" in deposits and "合计（元）" not in deposits
+    assert "single-channel risk: SimPlatform holds " in en and re.search(r"\d %", en)
+
+
+def test_a_percent_in_chinese_has_no_space() -> None:
+    from leases.core.spoken import percent
+
+    with using(ZH):
+        assert percent("61.6") == "61.6%"
+    with using(EN):
+        assert percent("61.6") == "61.6 %"
+
+
+# -- 8. punctuation ----------------------------------------------------------------------
+
+
+def test_config_show_says_its_layers_with_full_width_marks(cli: Cli) -> None:
+    zh = cli("config", "show", *ZH_ARGS).out
+    heads = [x for x in zh.splitlines() if x.startswith("# ")]
+    assert heads and all("：" in x and ": " not in x and " (" not in x for x in heads), heads
+    assert any(x.endswith("（不存在：使用默认值）") for x in heads), heads
+    settings = [x for x in zh.splitlines() if " = " in x]
+    assert settings and all(x.endswith("）") and "  (" not in x for x in settings), settings
+    en = cli("config", "show", "--lang", "en").out
+    assert any(x.startswith("# config file: ") and x.endswith(" (absent: defaults)") for x in
+               en.splitlines())  # fmt: skip
+    assert "  (default)" in en
+
+
+def test_the_lease_form_names_a_node_with_a_full_width_colon(z: Cli, ledger_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from leases.ledger.store import Ledger
+    from tui.screens.lease_form import LeaseFormScreen
+
+    now = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
+    with Ledger.open(ledger_path) as ledger:
+        form = LeaseFormScreen(ledger, "n", mode="edit", clock=lambda: now, tz="Asia/Shanghai")
+        with using(ZH):
+            assert form.load(ledger)[1] == "n：当前没有计费中的租约"
+        with using(EN):
+            assert form.load(ledger)[1] == "n: no lease bills now"
+
+
+def test_the_key_removal_spaces_its_key() -> None:
+    with using(ZH):
+        from leases.core.i18n import _
+
+        said = _(
+            "remove the lines holding {key} from every keys file sshd reads (~/{keys_file},"
+            " authorized_keys2, sshd's AuthorizedKeysFile), each rewritten by a file beside it"
+            " and mv, links refused; first removes ~/.zuka-offboard (zuka's run files)"
+        ).format(key="/tmp/k/id_ed25519 的公钥", keys_file="authorized_keys")
+    assert "删除含该密钥的行：/tmp/k/id_ed25519 的公钥；" in said

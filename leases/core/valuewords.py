@@ -210,6 +210,79 @@ def _alert_kind() -> dict[str, str]:
     return {kind: _(said) for kind, said in ALERT_KINDS.items()}
 
 
+def _audit_action() -> dict[str, str]:
+    """An audit entry's action id as the ledger writes it (`self.audit(conn, "node.add"...`,
+    `zuka log`, the dashboard's audit views); --json keeps the id, English shows it."""
+    return {
+        "import": pgettext("audit action", "import"),
+        "node.trust": pgettext("audit action", "node.trust"),
+        "stop.add": pgettext("audit action", "stop.add"),
+        "stop.resume": pgettext("audit action", "stop.resume"),
+        "offboard.plan": pgettext("audit action", "offboard.plan"),
+        "offboard.finish": pgettext("audit action", "offboard.finish"),
+        "offboard.recheck": pgettext("audit action", "offboard.recheck"),
+        "offboard.inspect": pgettext("audit action", "offboard.inspect"),
+        "accept.run": pgettext("audit action", "accept.run"),
+        "lab.init": pgettext("audit action", "lab.init"),
+        "lab.repair": pgettext("audit action", "lab.repair"),
+        "lab.add-user": pgettext("audit action", "lab.add-user"),
+        "lab.remove-user": pgettext("audit action", "lab.remove-user"),
+        "process.term": pgettext("audit action", "process.term"),
+        "process.kill": pgettext("audit action", "process.kill"),
+        "process.gone": pgettext("audit action", "process.gone"),
+        "process.failed": pgettext("audit action", "process.failed"),
+        "process.refused": pgettext("audit action", "process.refused"),
+    }
+
+
+def _audit_entity() -> dict[str, str]:
+    """What an action id names before its verb ("node" of "node.add")."""
+    return {
+        "provider": pgettext("audit entity", "provider"),
+        "node": pgettext("audit entity", "node"),
+        "lease": pgettext("audit entity", "lease"),
+        "resource": pgettext("audit entity", "resource"),
+        "offer": pgettext("audit entity", "offer"),
+        "invoice": pgettext("audit entity", "invoice"),
+        "bill": pgettext("audit entity", "bill"),
+        "balance": pgettext("audit entity", "balance"),
+        "deposit_refund": pgettext("audit entity", "deposit refund"),
+        "offboard": pgettext("audit entity", "offboarding"),
+    }
+
+
+def _audit_verb() -> dict[str, str]:
+    return {
+        "add": pgettext("audit verb", "add"),
+        "edit": pgettext("audit verb", "edit"),
+        "delete": pgettext("audit verb", "delete"),
+        "restore": pgettext("audit verb", "restore"),
+        "renew": pgettext("audit verb", "renew"),
+        "end": pgettext("audit verb", "end"),
+        "reopen": pgettext("audit verb", "reopen"),
+    }
+
+
+def action_word(action: str) -> str:
+    """An audit entry's action id in words in the language in use: "node.add" -> "添加节点"
+    (the table "audit action", else its entity's and verb's words), "undo #12" -> "撤销 #12";
+    English (and an id without words) as it is written."""
+    if not is_chinese():
+        return action
+    table = _audit_action()
+    if action in table:
+        return table[action]
+    if action.startswith("undo #"):
+        return _("undo #{id}").format(id=action.removeprefix("undo #"))
+    entity, dot, verb = action.partition(".")
+    said_entity, said_verb = _audit_entity().get(entity), _audit_verb().get(verb)
+    if dot and said_entity and said_verb:
+        return _("{verb} {entity}").format(verb=said_verb, entity=said_entity)
+    if dot and said_entity:
+        return _("{entity}: {event}").format(entity=said_entity, event=verb)
+    return action
+
+
 # Each enum's table, by the enum's module and name (this module imports no model: the
 # models' own modules use it). Names that are not enums: deposit states.
 TABLES: dict[str, Table] = {
@@ -230,6 +303,7 @@ TABLES: dict[str, Table] = {
     "leases.alerts.state.State": _alert_state,
     "leases.alerts.alert.AlertKind": _alert_kind,
     "deposit state": _deposit,
+    "audit action": _audit_action,
 }
 # A value whose enum is not known (`shown`): looked up in these, the first that has it
 # (a billing type's "monthly" before a schedule's, a refund's "none" before a stop's).

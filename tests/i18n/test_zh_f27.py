@@ -232,3 +232,62 @@ def test_the_key_removal_spaces_its_key() -> None:
             " and mv, links refused; first removes ~/.zuka-offboard (zuka's run files)"
         ).format(key="/tmp/k/id_ed25519 的公钥", keys_file="authorized_keys")
     assert "删除含该密钥的行：/tmp/k/id_ed25519 的公钥；" in said
+
+
+# -- 9. the audit log's actions in words -----------------------------------------------------
+
+
+def _written_actions() -> set[str]:
+    """Every action id the ledger writes, read from the source: `audit(conn, "node.add"`,
+    the lab's plans, acceptance, and the books' and processes' ids made from parts."""
+    root = Path(__file__).resolve().parents[2] / "leases"
+    text = "\n".join(p.read_text(encoding="utf-8") for p in root.rglob("*.py"))
+    found = set(re.findall(r'audit\(\s*conn,\s*"([a-z_.-]+)"', text))
+    found |= set(re.findall(r'audit_action(?:=|: str = )"([a-z_.-]+)"', text))
+    # What _update_lease and its kin are told to write ("lease.renew", "lease.end").
+    entities = "provider|node|lease|resource|stop"
+    found |= set(re.findall(rf'"((?:{entities})\.[a-z_-]+)"', text))
+    found |= set(re.findall(r'^ACTION = "([a-z_.-]+)"', text, re.M))
+    books = set(re.findall(r'(?:add|edit|delete)_book\(\s*"([a-z_]+)"', text))
+    found |= {f"{b}.{verb}" for b in books for verb in ("add", "edit", "delete")}
+    found |= {f"process.{step}" for step in ("term", "kill", "gone", "failed", "refused")}
+    return found | {"import", "undo #12"}
+
+
+def test_every_audit_action_has_chinese_words() -> None:
+    actions = _written_actions()
+    assert {"provider.add", "node.add", "lease.add", "node.edit", "lab.init"} <= actions
+    with using(ZH):
+        said = {a: valuewords.action_word(a) for a in actions}
+    untold = {a: w for a, w in said.items() if re.search(r"[a-z]{2,}", w)}
+    assert untold == {}
+    assert said["node.add"] == "添加节点" and said["undo #12"] == "撤销 #12"
+    with using(EN):
+        assert all(valuewords.action_word(a) == a for a in actions)
+
+
+def test_zuka_log_says_actions_in_words_and_json_keeps_ids(z: Cli) -> None:
+    zh = z("log", *ZH_ARGS).out
+    assert "添加供应商" in zh and "添加节点" in zh and "provider.add" not in zh
+    assert "provider.add" in z("log", "--lang", "en").out
+    rows = json.loads(z("log", "--json", *ZH_ARGS).out)
+    assert {r["action"] for r in rows} >= {"provider.add", "node.add"}
+
+
+def test_the_node_screen_audit_tab_says_actions_in_words(z: Cli, ledger_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from leases.fleet import nodefacts
+    from leases.ledger.store import Ledger
+    from leases.telemetry.series import Span
+    from tui.screens.nodeview import log_rows
+
+    assert z("node", "edit", "n", "--notes", "x").code == 0
+    with Ledger.open(ledger_path) as ledger:
+        facts = nodefacts.read(ledger, "n", datetime.now(UTC), Span.HOUR)
+    with using(ZH):
+        zh = [row[3] for row in log_rows(facts, "Asia/Shanghai")]
+    with using(EN):
+        en = [row[3] for row in log_rows(facts, "Asia/Shanghai")]
+    assert "修改节点" in zh and "添加节点" in zh and "node.edit" not in zh
+    assert "node.edit" in en

@@ -202,13 +202,16 @@ def _pieces(text: str) -> list[tuple[str, str]]:
 
 def _by_characters(word: str, room: int, lines: list[str]) -> str:
     """word cut as characters into lines of room cells; what is left for the next line.
-    Closing punctuation takes the character before it along ("(--price)" / "：" never)."""
+    In a word with Chinese in it, closing punctuation takes the character before it along
+    ("(--price)" / "：" never); an ASCII word is cut as English always was."""
+    chinese = width(word) != len(word)
     line = ""
     for char in word:
         if width(line + char) > room:
             cut = len(line)
             while (
-                char in _NO_LINE_START
+                chinese
+                and char in _NO_LINE_START
                 and cut > 1
                 and (cut == len(line) or line[cut] in _NO_LINE_START)
             ):

@@ -106,14 +106,13 @@ def _whole(text: str, depth: int, *, exact: bool) -> str:
         said = _(text)
         if said != text:
             return said
-    for template in _templates(language()):
-        prefix, pieces, literals, fields, msgid = template
-        # Its words first, each a plain search: matched only where all are.
-        if not text.startswith(prefix) or not all(p in text for p in pieces):
-            continue
-        found = _match(text, literals, fields)
-        if found is None:
-            continue
+    matched = _matches(text)
+    if matched:
+        # Of the templates that make text, the reading that says the most of it, its
+        # values' own words counted: "S3: delete {what}; {proof}" before "{what} (region
+        # {region}, endpoint {endpoint})" that has more words but leaves "; bucket owner
+        # ... required" inside its endpoint; the first (the most words) on a tie.
+        pieces, msgid, found = max(matched, key=lambda m: _said_size(m[0], m[2]))
         # A template whose few words happen to match ("{provider} is a {channel}" in
         # "/data/a: is a symbolic link: refused, not followed", "{a} or {b}" in caveats
         # joined by " | ") yields to the reading of the text as exact messages joined
@@ -130,6 +129,38 @@ def _whole(text: str, depth: int, *, exact: bool) -> str:
         except (KeyError, IndexError, ValueError):
             return text
     return text
+
+
+_RIVALS = 8  # templates that make one text weighed against each other, at most
+
+
+def _matches(text: str) -> list[tuple[tuple[str, ...], str, dict[str, str]]]:
+    """The first templates (the most words first) that make text: their words, message
+    and values."""
+    out = []
+    for prefix, pieces, literals, fields, msgid in _templates(language()):
+        # Its words first, each a plain search: matched only where all are.
+        if not text.startswith(prefix) or not all(p in text for p in pieces):
+            continue
+        found = _match(text, literals, fields)
+        if found is not None:
+            out.append((pieces, msgid, found))
+            if len(out) >= _RIVALS:
+                break
+    return out
+
+
+def _said_size(pieces: tuple[str, ...], found: dict[str, str]) -> int:
+    """How much of a text a template's reading says: its words, and of each value the
+    length of the exact message it is or the words of the first template that makes it."""
+    size = sum(map(len, pieces))
+    for value in found.values():
+        if _(value) != value:
+            size += len(value)
+            continue
+        inner = _matches(value)
+        size += sum(map(len, inner[0][0])) if inner else 0
+    return size
 
 
 def _cover(text: str, *, whole: bool = True) -> int:

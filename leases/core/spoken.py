@@ -87,3 +87,9 @@ def elapsed(seconds: int | None) -> str:
     if hours:
         return _("{hours}h{minutes:02d}m").format(hours=hours, minutes=minutes)
     return _("{minutes}m{seconds:02d}s").format(minutes=minutes, seconds=secs)
+
+
+def percent(number: str) -> str:
+    """A number written as a percent: "67 %" in English (as zuka's tables always wrote
+    it), "67%" in Chinese (no space, as Chinese consoles write it)."""
+    return _("{number} %").format(number=number)

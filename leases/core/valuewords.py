@@ -50,9 +50,11 @@ def _refund() -> dict[str, str]:
 
 def _deposit() -> dict[str, str]:
     """A deposit's state as leases.money.deposits.state_word says it (a refund's state, or
-    "partly back"); "none" there is a deposit paid and not back."""
+    "partly back"); "none" there is a deposit paid and not back, which `zuka lease
+    refunds` (leases.app.deposits) says "held"."""
     return {
         "none": pgettext("deposit state", "none"),
+        "held": pgettext("deposit state", "held"),
         "pending": pgettext("deposit state", "pending"),
         "refunded": pgettext("deposit state", "refunded"),
         "forfeited": pgettext("deposit state", "forfeited"),
@@ -82,10 +84,12 @@ def _node_state() -> dict[str, str]:
 
 
 def _expiry() -> dict[str, str]:
+    """What the provider does at a lease's end (释放: the node is released then, not
+    already; a node's state "released" is 已释放)."""
     return {
-        "released": pgettext("value", "released"),
-        "hourly": pgettext("billing type", "hourly"),
-        "renews": pgettext("value", "renews"),
+        "released": pgettext("expiry action", "released"),
+        "hourly": pgettext("expiry action", "hourly"),
+        "renews": pgettext("expiry action", "renews"),
     }
 
 
@@ -284,6 +288,64 @@ def _alert_kind() -> dict[str, str]:
     return {kind: _(said) for kind, said in ALERT_KINDS.items()}
 
 
+def _audit_action() -> dict[str, str]:
+    """An audit entry's action id as the ledger writes it (`self.audit(conn, "node.add"...`,
+    `zuka log`, the dashboard's audit views); --json keeps the id, English shows it."""
+    return {
+        "import": pgettext("audit action", "import"),
+        "node.trust": pgettext("audit action", "node.trust"),
+        "stop.add": pgettext("audit action", "stop.add"),
+        "stop.resume": pgettext("audit action", "stop.resume"),
+        "offboard.plan": pgettext("audit action", "offboard.plan"),
+        "offboard.finish": pgettext("audit action", "offboard.finish"),
+        "offboard.recheck": pgettext("audit action", "offboard.recheck"),
+        "offboard.inspect": pgettext("audit action", "offboard.inspect"),
+        "accept.run": pgettext("audit action", "accept.run"),
+        "lab.init": pgettext("audit action", "lab.init"),
+        "lab.repair": pgettext("audit action", "lab.repair"),
+        "lab.add-user": pgettext("audit action", "lab.add-user"),
+        "lab.remove-user": pgettext("audit action", "lab.remove-user"),
+        "process.term": pgettext("audit action", "process.term"),
+        "process.kill": pgettext("audit action", "process.kill"),
+        "process.gone": pgettext("audit action", "process.gone"),
+        "process.failed": pgettext("audit action", "process.failed"),
+        "process.refused": pgettext("audit action", "process.refused"),
+    }
+
+
+def _audit_verb() -> dict[str, str]:
+    return {
+        "add": pgettext("audit verb", "add"),
+        "edit": pgettext("audit verb", "edit"),
+        "delete": pgettext("audit verb", "delete"),
+        "restore": pgettext("audit verb", "restore"),
+        "renew": pgettext("audit verb", "renew"),
+        "end": pgettext("audit verb", "end"),
+        "reopen": pgettext("audit verb", "reopen"),
+    }
+
+
+def action_word(action: str) -> str:
+    """An audit entry's action id in words in the language in use: "node.add" -> "添加节点"
+    (the table "audit action", else its entity's and verb's words), "undo #12" -> "撤销 #12";
+    English (and an id without words) as it is written."""
+    if not is_chinese():
+        return action
+    table = _audit_action()
+    if action in table:
+        return table[action]
+    if action.startswith("undo #"):
+        return _("undo #{id}").format(id=action.removeprefix("undo #"))
+    entity, dot, verb = action.partition(".")
+    entities = {**_entity(), "offboard": pgettext("audit entity", "offboarding")}
+    said_entity, said_verb = entities.get(entity), _audit_verb().get(verb)
+    if dot and said_entity and said_verb:
+        return _("{verb} {entity}").format(verb=said_verb, entity=said_entity)
+    if dot and said_entity:
+        return _("{entity}: {event}").format(entity=said_entity, event=verb)
+    return action
+
+
 # Each enum's table, by the enum's module and name (this module imports no model: the
 # models' own modules use it). Names that are not enums: deposit states, and choices of
 # the command line that are no stored value (report --by, audit accept, ps --sort...).
@@ -313,6 +375,7 @@ TABLES: dict[str, Table] = {
     "audit entity": _entity,
     "ps sort": _ps_sort,
     "collect mode": _collect_mode,
+    "audit action": _audit_action,
 }
 # A value whose enum is not known (`shown`): looked up in these, the first that has it
 # (a billing type's "monthly" before a schedule's, a refund's "none" before a stop's).

@@ -74,8 +74,11 @@ def markdown(report: Report, md: Callable[[Any], str]) -> list[str]:
             _("Paid out in month"), _("Refunded in month"), _("Outstanding at month end"),
             _("Forfeited")]  # fmt: skip
     rows = [cells(x) for x in report.deposits]
-    for code, s in sorted(sums(report.deposits).items()):
-        total = _("**Total {currency}**").format(currency=unit(code))
+    summed = sorted(sums(report.deposits).items())
+    for code, s in summed:
+        # The cells say their currency (¥10,000.00): the label names it only among others.
+        total = (_("**Total**") if len(summed) == 1
+                 else _("**Total {currency}**").format(currency=unit(code)))  # fmt: skip
         rows.append([total, "", "", "", "", money(s["paid"], code),
                      money(s["refunded"], code), money(s["outstanding"], code),
                      money(s["lost"], code)])  # fmt: skip

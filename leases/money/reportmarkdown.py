@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from leases.core.i18n import _
+from leases.core.spoken import percent
 from leases.core.textsafe import visible
 from leases.money import reportdeposits, shares
 from leases.money.amounts import bare, money_words, symbol, unit
@@ -92,7 +93,7 @@ def _hours(x: Decimal | None, step: Decimal = TENTH) -> str:
 
 
 def _pct(part: Decimal, whole: Decimal) -> str:
-    return f"{part * 100 / whole:.0f} %" if whole else "-"
+    return percent(f"{part * 100 / whole:.0f}") if whole else "-"
 
 
 def _deposit(amount: Decimal | None, state: str) -> str:
@@ -277,7 +278,7 @@ def share_markdown(report: Report) -> list[str]:
     if not found:
         return []
     lines = ["", _("## Provider share of the cards"), ""]
-    rows = [[_md(s.provider), _hours(s.card_hours), f"{s.shown} %"] for s in found]
+    rows = [[_md(s.provider), _hours(s.card_hours), percent(str(s.shown))] for s in found]
     lines += _table([_("Provider"), _("Card-hours billed"), _("Share")], rows)
     risk = shares.risk_line(found)
     return lines + (["", f"**{_md(risk)}**"] if risk else [])

@@ -158,3 +158,20 @@ def test_kill_of_another_users_process_says_one_sentence(
     r = fleet("kill", "n", str(pid), "--yes-i-typed", str(pid), "--json")
     assert "Operation not permitted" in json.loads(r.out)["steps"][0]
     assert "Operation not permitted" in fleet("log", "n", "--wide").out
+
+
+def test_ps_says_mib_and_run_times_as_the_dashboard_does(fleet: Cli) -> None:
+    """`MiB` as the dashboard's process table and every other table write it (not
+    `MIB`); a run time in the dashboard's own narrow form ("4时58分"), in both languages."""
+    from leases.core.i18n import EN, ZH, using
+    from tui.widgets.valuewords import elapsed_cell
+
+    rows = json.loads(fleet("ps", "--json").out)
+    assert rows
+    for lang, name in ((EN, "en"), (ZH, "zh_CN")):
+        text = fleet("ps", "--lang", name).out
+        header = text.splitlines()[1].split()
+        assert "MiB" in header and "MIB" not in header
+        with using(lang):
+            for row in rows:
+                assert elapsed_cell(row["elapsed_s"]) in text

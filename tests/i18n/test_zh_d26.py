@@ -36,11 +36,12 @@ def test_report_totals_month_and_share_in_chinese(fleet: tuple[Path, Path]) -> N
     args = ("report", "--month", "2025-03", "--format", "md")
     zh = _run(path, config, *args, "--lang", "zh_CN")
     en = _run(path, config, *args, "--lang", "en")
-    assert "**合计 CNY**" not in zh and "**合计（元）**" in zh
+    # The cells say ¥: the total row says 合计 (review 27 F), never the code.
+    assert "**合计 CNY**" not in zh and "| **合计** |" in zh
     assert "2025-03 月" not in zh and "2025-03，Asia/Shanghai 时区" in zh
     assert "## 各供应商卡数占比" not in zh and "## 各供应商计费卡时占比" in zh
     assert stray_english(zh, data=REPORT_DATA) == []
-    assert "**Total CNY**" in en and "month 2025-03 in the Asia/Shanghai time zone" in en
+    assert "| **Total** |" in en and "month 2025-03 in the Asia/Shanghai time zone" in en
 
 
 def test_a_currency_named_alone() -> None:
@@ -173,7 +174,7 @@ def test_offboarding_sentences_read_in_chinese() -> None:
             " sshd's AuthorizedKeysFile), each rewritten by a file beside it and mv, links"
             " refused; first removes ~/.zuka-offboard (zuka's run files)"
         )
-        assert "含实验室密钥（未记录，此步骤运行时会说明）的行" in revoke
+        assert "删除含该密钥的行：实验室密钥（未记录，此步骤运行时会说明）；" in revoke
         assert fact_word("endpoint") == "访问地址"
 
 

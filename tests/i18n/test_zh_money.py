@@ -224,8 +224,8 @@ def test_plan_text_lines_in_chinese() -> None:
 
     with using(ZH):
         chart = plan.load_duration_chart([0, 1, 2, 2, 3], 2)
-        assert chart[-1].strip().endswith("100 % 的小时")
-        assert "包月的卡在超过 50 % 的小时忙碌时才划算" in _threshold_line(Decimal("0.5"))
+        assert chart[-1].strip().endswith("100% 的小时")
+        assert "包月的卡在超过 50% 的小时忙碌时才划算" in _threshold_line(Decimal("0.5"))
         assert "全天按量的 1.5 倍" in _threshold_line(Decimal("1.5"))
         r = plan.buy_vs_rent(card_price=Decimal(80000), life_years=Decimal(4),
                              power_w=Decimal(450), kwh=Decimal("0.8"),
@@ -381,7 +381,7 @@ def test_plan_job_and_offers_in_chinese(cli: Cli) -> None:
         " offer 2 (IDC monthly) CNY 80,000.00" in en.out  # fmt: skip
     # A sentence says its amounts in 元 (the table's cells keep ¥), its aside in （）.
     assert "最便宜：报价 3（Cloud 按量）51,840.00 元，比 报价 2（IDC 包月）80,000.00 元 少" \
-        " 28,160.00 元（35.2 %）" in zh.out  # fmt: skip
+        " 28,160.00 元（35.2%）" in zh.out  # fmt: skip
     assert "¥91,008.00" in zh.out and "| 算力租赁平台" not in zh.out and "算力租赁平台" in zh.out
     data = ["AutoDL", "IDC", "Cloud", "cn-beijing", "H800"]
     assert stray_english(zh.out, data=data) == []
@@ -439,7 +439,7 @@ def test_plan_hybrid_and_buy_in_chinese(recent: Path) -> None:
     en, zh = _plan(recent, *hybrid, "--lang", "en"), _plan(recent, *hybrid, "--lang", "zh_CN")
     assert "CNY 3,000.00 a month (given), CNY 10.00 an hour (given)." in en
     assert "单卡价格：包月每月 3,000.00 元（给定），按量每小时 10.00 元（给定）。" in zh
-    assert "100 % 的小时" in zh and "每月按 730 小时计" in zh
+    assert "100% 的小时" in zh and "每月按 730 小时计" in zh
     assert stray_english(zh) == [], zh
     numbers = re.compile(r"\d[\d,]*\.\d\d")
     assert sorted(numbers.findall(en)) == sorted(numbers.findall(zh))

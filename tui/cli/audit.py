@@ -13,6 +13,7 @@ from leases.core.i18n import _, pgettext
 from leases.core.models import NodeState
 from leases.core.origin import MAX_ORIGIN, who
 from leases.core.textsafe import visible
+from leases.core.valuewords import action_word
 from leases.ledger import auditchain, rowaudit
 from leases.ledger.wording import describe_counts
 from tui.cli import output
@@ -66,7 +67,7 @@ def log(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     rows = [
         (e.id, "?" if e.problem and e.at.year == 1 else clock(e.at, tz, seconds=True),
-         e.actor, visible(e.origin, MAX_ORIGIN) or "-", e.action, e.node,
+         e.actor, visible(e.origin, MAX_ORIGIN) or "-", action_word(e.action), e.node,
          _("unreadable entry {id}: {problem}").format(id=e.id, problem=e.problem)
          if e.problem else change_text(e))
         for e in entries
@@ -108,7 +109,11 @@ def undo(args: argparse.Namespace, out: TextIO) -> int:
         when = day(e.at, tz)
         by = who(e.actor, e.origin)
         line = _("undid entry {id}: {action} of {what} by {who} at {when}").format(
-            id=e.id, action=e.action, what=e.node or _entity(e.entity), who=by, when=when
+            id=e.id,
+            action=action_word(e.action),
+            what=e.node or _entity(e.entity),
+            who=by,
+            when=when,
         )
         out.write(visible(line) + "\n")
     gone = next((e.before.get("gpu_history") for e in undone if e.before), None)

@@ -70,16 +70,19 @@ def _layer_words(layer: Layer) -> str:
     if layer.state == "read":
         return ""
     if layer.state == "absent":
-        return " (" + _("absent") + ")"
+        return _("absent")
     if layer.kind == SECRETS:  # a viewer's: the tokens are the service's and the editors'
-        return (
-            " ("
-            + _("{state}: its notification URLs are for the service and the editors").format(
-                state=layer.state
-            )
-            + ")"
+        return _("{state}: its notification URLs are for the service and the editors").format(
+            state=layer.state
         )
-    return f" ({layer.state})"
+    return layer.state
+
+
+def _layer_line(kind: str, path: str, state: str) -> str:
+    """`# system config: /etc/zuka/config.toml (absent)`; in Chinese with its full-width
+    colon and brackets (`# 系统配置：/etc/zuka/config.toml（不存在）`)."""
+    where = _("{path} ({state})").format(path=path, state=state) if state else path
+    return "# " + _("{header}: {value}").format(header=kind, value=where)
 
 
 def show(args: argparse.Namespace, out: TextIO) -> int:
@@ -111,17 +114,19 @@ def show(args: argparse.Namespace, out: TextIO) -> int:
     for layer in config.layers:
         if layer.kind == USER:
             continue  # said below, absent or not
-        print(f"# {_kind(layer.kind)}: {visible(str(layer.path))}{_layer_words(layer)}", file=out)
+        print(_layer_line(_kind(layer.kind), visible(str(layer.path)), _layer_words(layer)),
+              file=out)  # fmt: skip
     path, _where = resolve_config_path(args.config)
     if config.path is not None:
         state = ""
     elif any(x.state == "read" for x in config.layers):
-        state = " " + _("(absent: the layers above)")
+        state = _("absent: the layers above")
     else:
-        state = " " + _("(absent: defaults)")
-    print(f"# {_kind(USER)}: {visible(path)}{state}", file=out)
+        state = _("absent: defaults")
+    print(_layer_line(_kind(USER), visible(path), state), file=out)
     for s in settings:
         value = json.dumps(s.value, ensure_ascii=False)
         source = _("default") if s.source == "default" else s.source
-        print(visible(f"{s.key} = {value}  ({source})"), file=out)
+        setting = f"{s.key} = {value}"
+        print(visible(_("{setting}  ({source})").format(setting=setting, source=source)), file=out)
     return 0

@@ -19,7 +19,8 @@ from leases.app.leases import (
 from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.i18n import N_, _, pgettext
-from leases.core.models import Lease
+from leases.core.models import ExpiryAction, Lease
+from leases.core.valuewords import word
 from leases.ledger import records, release, stops
 from leases.money import renewals, schedule
 from leases.money.amounts import price
@@ -189,7 +190,7 @@ def lease_list(args: argparse.Namespace, out: TextIO) -> int:
             le.cards_billed,
             when(le.start),
             when(le.end),
-            shown("renews") if renewals.auto_renews(le) else shown(le.on_expiry),
+            word("renews", ExpiryAction) if renewals.auto_renews(le) else word(le.on_expiry),
             ended(le),
             when(next_renewal(le)),
             when(renewals.paid_so_far(chain_of[le.id], now)),

@@ -18,6 +18,7 @@ from leases.core import fields
 from leases.core.errors import InputError
 from leases.core.i18n import _
 from leases.core.models import BillingType
+from leases.core.spoken import percent
 from leases.core.textsafe import visible
 from leases.money import quote
 from leases.money.amounts import bare, fen_json, money, money_words, price_words
@@ -239,7 +240,7 @@ def quote_lines(q: quote.Quote) -> list[str]:
             option=_name(best), cost=money_words(best.cost, q.currency)))  # fmt: skip
     else:
         saves = q.saves or Decimal(0)
-        share = f"{saves * 100 / next_.cost:.1f} %" if next_.cost else "-"
+        share = percent(f"{saves * 100 / next_.cost:.1f}") if next_.cost else "-"
         lines.append(
             _("cheapest: {option} {cost}, {saves} ({share}) less than {next} {next_cost}").format(
                 option=_name(best),

@@ -159,74 +159,88 @@ def _after_number(word: str, i: int) -> bool:
     return _digit(before) or (before == " " and i > 1 and _digit(word[i - 2]))
 
 
-def _number_along(line: str, word: str, room: int, lines: list[str]) -> tuple[str, str]:
-    """(line, word) with the number that ends line moved to the start of word, when word
-    begins with a wide character that cannot go on the line: a number's unit ("天",
-    "小时", "元") never starts the line after it. The line before it goes to lines."""
-    if not line or not word or width(word[0]) < 2 or not _digit(line[-1]):
-        return line, word
-    if _head(f"{line} {word}", room) > len(line) + 1:
-        return line, word  # some of word fits on the line: the number keeps its unit
-    head, _sep, number = line.rpartition(" ")
-    if head:
-        lines.append(head)
-    return "", f"{number} {word}"
+def _space_breaks(text: str, i: int, after: int) -> bool:
+    """May a line break at the spaces text[i:after] (dropped where it does)? Not before
+    closing punctuation nor after opening punctuation, and never between a number and the
+    wide word after it ("30 天", "224 忙碌"): a unit never starts a line. Between narrow
+    words always, as English always did."""
+    before = text[i - 1]
+    nxt = text[after] if after < len(text) else ""
+    if not nxt:
+        return False
+    if width(nxt) == 2 and (nxt in _NO_LINE_START or _digit(before)):
+        return False
+    return not (width(before) == 2 and before in _NO_LINE_END)
 
 
-def _head(word: str, room: int) -> int:
-    """The longest head of word that ends where a line may break and fits in room cells
-    (0: none)."""
-    best, used = 0, 0
-    for i in range(1, len(word)):
-        used += width(word[i - 1])
-        if used > room:
-            break
-        if _breakable(word, i):
-            best = i
-    return best
+def _pieces(text: str) -> list[tuple[str, str]]:
+    """text as (separator, piece) pairs: a line may break before each piece but the first,
+    and drops its separator (spaces, or "" between two Chinese characters) where it does."""
+    pieces: list[tuple[str, str]] = []
+    sep, piece = "", ""
+    i = 0
+    while i < len(text):
+        if text[i] == " " and piece:
+            after = i
+            while after < len(text) and text[after] == " ":
+                after += 1
+            if _space_breaks(text, i, after):
+                pieces.append((sep, piece))
+                sep, piece = text[i:after], ""
+            else:
+                piece += text[i:after]
+            i = after
+            continue
+        if piece and text[i - 1] != " " and _breakable(text, i):
+            pieces.append((sep, piece))
+            sep, piece = "", ""
+        piece += text[i]
+        i += 1
+    pieces.append((sep, piece))
+    return pieces
 
 
 def _by_characters(word: str, room: int, lines: list[str]) -> str:
-    """word cut as characters into lines of room cells; what is left for the next line."""
+    """word cut as characters into lines of room cells; what is left for the next line.
+    In a word with Chinese in it, closing punctuation takes the character before it along
+    ("(--price)" / "：" never); an ASCII word is cut as English always was."""
+    chinese = width(word) != len(word)
     line = ""
     for char in word:
         if width(line + char) > room:
-            lines.append(line)
-            line = ""
+            cut = len(line)
+            while (
+                chinese
+                and char in _NO_LINE_START
+                and cut > 1
+                and (cut == len(line) or line[cut] in _NO_LINE_START)
+            ):
+                cut -= 1
+            lines.append(line[:cut])
+            line = line[cut:]
         line += char
     return line
 
 
 def wrap(text: str, columns: int, indent: str = "") -> list[str]:
     """text (already made visible) in lines of at most `columns` terminal cells, each
-    after `indent`; broken at spaces, and in Chinese also between two of its characters
-    (not before a closing mark, not inside an ASCII word or a name); a word longer than a
-    line at a character. Nothing is dropped; a CJK character counts two cells."""
+    after `indent`, each filled: broken at spaces, and in Chinese also between two of its
+    characters (not before a closing mark nor after an opening one, not between a number
+    and its unit, not inside an ASCII word or a name); a piece longer than a line at a
+    character. Nothing is dropped; a CJK character counts two cells."""
     room = max(10, columns - width(indent))
     lines: list[str] = []
-    line = ""
-    for word in text.split(" "):
-        candidate = f"{line} {word}" if line else word
+    line: str | None = None
+    for sep, piece in _pieces(text):
+        candidate = piece if line is None else line + sep + piece
         if width(candidate) <= room:
             line = candidate
             continue
-        if width(word) != len(word):  # wide characters: fill the line, break inside
-            line, word = _number_along(line, word, room, lines)
-            prefix = f"{line} " if line else ""
-            cut = _head(word, room - width(prefix))
-            if cut or line:
-                lines.append(prefix + word[:cut] if cut else line)
-                word = word[cut:]
-            while width(word) > room and (cut := _head(word, room)):
-                lines.append(word[:cut])
-                word = word[cut:]
-            line = word if width(word) <= room else _by_characters(word, room, lines)
-            continue
         if line:
             lines.append(line)
-        line = _by_characters(word, room, lines)
+        line = piece if width(piece) <= room else _by_characters(piece, room, lines)
     if line or not lines:
-        lines.append(line)
+        lines.append(line or "")
     return [indent + x for x in lines]
 
 

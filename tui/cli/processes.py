@@ -60,7 +60,7 @@ def ps(args: argparse.Namespace, out: TextIO) -> int:
         for r in rows
     ]
     headers = (
-        _("NODE"), "GPU", "PID", _("USER"), "MIB", _("SHARE"), _("ELAPSED"), _("COMMAND"),
+        _("NODE"), "GPU", "PID", _("USER"), "MiB", _("SHARE"), _("ELAPSED"), _("COMMAND"),
     )  # fmt: skip
     output.table(headers, table, out)
     if any(not r.visible for r in rows):

@@ -125,7 +125,7 @@ class LeaseFormScreen(FormScreen[bool]):
         if self.mode in ("stop", "resume"):
             return {}, _stops_said(ledger, self.node, leases, now, self.mode)
         if self.mode == "add":
-            note = f"{self.node}: {_said(leases, now)}"
+            note = _("{header}: {value}").format(header=self.node, value=_said(leases, now))
             billing = renewals.billing_now(leases, now)
             if billing is None:
                 return {}, note
@@ -146,7 +146,7 @@ class LeaseFormScreen(FormScreen[bool]):
             lease = renewals.in_effect(leases, now)
         self.lease = lease
         if lease is None:
-            return {}, f"{self.node}: {_said(leases, now)}"
+            return {}, _("{header}: {value}").format(header=self.node, value=_said(leases, now))
         which = renewals.describe(lease, leases, now)
         if self.mode == "end":
             return {}, _("Ends {which}.{cancels} Leave `at` empty for now.").format(

@@ -17,6 +17,7 @@ from leases.core.i18n import N_, _
 from leases.core.models import NodeStatus
 from leases.core.origin import who
 from leases.core.textsafe import visible
+from leases.core.valuewords import action_word
 from leases.fleet.nodefacts import NodeFacts, state_word
 from leases.money.amounts import bare, money
 from leases.money.leasecost import cost_line
@@ -144,7 +145,7 @@ def log_rows(facts: NodeFacts, tz: str) -> list[tuple[str, ...]]:
             str(e.id),
             "?" if e.problem and e.at.year == 1 else f"{e.at.astimezone(zone):%Y-%m-%d %H:%M}",
             who(e.actor, e.origin),
-            visible(e.action, 24),
+            visible(action_word(e.action), 24),
             visible(
                 _("unreadable entry: {problem}").format(problem=e.problem)
                 if e.problem

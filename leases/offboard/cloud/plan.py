@@ -82,16 +82,18 @@ def template_of(provider: Provider | None, templates: Mapping[str, Template]) ->
 
 
 def _located(what: str, region: str, endpoint: str) -> str:
-    """what, then where it is called: "... (region R, endpoint E)" (stored English)."""
+    """what, then where it is called: "... (region R, endpoint E)" (stored English). One
+    message each, with its words around what (leases.core.retold says a stored text again
+    by a message's words: "{what} ({where})" has none)."""
     if region and endpoint:
-        where = N_("region {region}, endpoint {endpoint}").format(region=region, endpoint=endpoint)
-    elif region:
-        where = N_("region {region}").format(region=region)
-    elif endpoint:
-        where = N_("endpoint {endpoint}").format(endpoint=endpoint)
-    else:
-        return what
-    return N_("{what} ({where})").format(what=what, where=where)
+        return N_("{what} (region {region}, endpoint {endpoint})").format(
+            what=what, region=region, endpoint=endpoint
+        )
+    if region:
+        return N_("{what} (region {region})").format(what=what, region=region)
+    if endpoint:
+        return N_("{what} (endpoint {endpoint})").format(what=what, endpoint=endpoint)
+    return what
 
 
 def _need_region(region: str, r: Resource, why: str) -> str:

@@ -4,16 +4,23 @@ in words, the form's refusal without a line that starts with a closing bracket."
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from leases.config.sections import Config
-from leases.core.i18n import EN, ZH, set_language, using
+from leases.core.i18n import EN, ZH, _, set_language, using
+from leases.offboard.evidence import StoredPlan
+from leases.offboard.plan import Plan
+from leases.offboard.steps import Phase, Step
 from tests.i18n import zhfleet
+from tests.support.english import stray_english
 from tests.support.waiting import wait_until
 from tui.dashboard.app import ZukaApp
+from tui.dashboard.keymap import known_bindings
 from tui.screens import fleetview
+from tui.screens.offboardview import step_detail
 from tui.widgets.fleet_table import FleetTable
 
 
@@ -57,3 +64,73 @@ async def test_the_chinese_fleet_shows_english_columns(
     # Every label whole, each apart from the next (利用率 drawn over its padding).
     assert header_zh.split() == labels, header_zh
     assert "Util" in header_en.split()
+
+
+# Keys whose Chinese said a state (运行中, 已完成), or read as one or as doing what the key
+# only records (关机: z records a stop, it shuts nothing down; 倒序; 不信任).
+ACTIONS = {
+    "fleet-resume": "记录恢复运行",
+    "fleet-stop": "记录关机",
+    "offboard-did": "标记完成",
+    "fleet-reverse": "反转排序",
+    "trust-no": "暂不信任",
+}
+
+
+def test_every_key_says_an_action_in_chinese() -> None:
+    """A key's description (the footer's and the help's) is what pressing it does."""
+    with using(ZH):
+        said = {bid: _(site.binding.description) for bid, site in known_bindings().items()}
+    assert {bid: said[bid] for bid in ACTIONS} == ACTIONS
+    for bid, words in said.items():
+        assert not words.endswith("中") and not words.startswith("已"), (bid, words)
+
+
+async def test_the_chinese_help_says_what_z_and_shift_z_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = zhfleet.build(Path("zh.db"))
+    set_language(ZH)
+    app = ZukaApp(path, clock=lambda: zhfleet.NOW, poll=False, refresh_s=3600, config=Config())
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(lambda: app._reads >= 3, what="the fleet's first reads")
+        await pilot.press("question_mark")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        rows = [" ".join(line.split()) for line in zhfleet.svg_rows(app.export_screenshot())]
+    assert "z 记录关机 fleet-stop 记录所选节点已关机" in rows
+    assert "Z 记录恢复运行 fleet-resume 记录已关机的节点恢复运行" in rows
+    assert not [r for r in rows if "运行中" in r]
+
+
+STEPS = (
+    Step("preflight:lease", Phase.PREFLIGHT, "preflight", "check-lease", "lease", False,
+         "the lease is in the ledger"),
+    Step("clear:~/.bash_history", Phase.CLEAR, "ssh", "clear", "~/.bash_history", True,
+         "shred -u ~/.bash_history"),
+    Step("manual:console", Phase.MANUAL, "manual", "console", "console", False, "by hand"),
+    Step("buckets:b1", Phase.BUCKETS, "s3", "delete-bucket", "b1", True, "S3 b1"),
+    Step("disks:d-1", Phase.DISKS, "cmd", "delete-disk", "d-1", True, "aliyun ecs"),
+    Step("snapshots:s-1", Phase.SNAPSHOTS, "ec2", "delete-snapshot", "s-1", True, "EC2 s-1"),
+    Step("release:lease", Phase.RELEASE, "ledger", "release", "lease", False, "lease ends"),
+)  # fmt: skip
+
+
+def test_the_offboard_detail_says_how_a_step_is_done_in_words() -> None:
+    """The detail line said the driver's value: `preflight:lease · 预检 · preflight`,
+    `clear:~/.bash_history · 清除 · ssh · 删除`."""
+    stored = StoredPlan(1, Plan(1, "n1", None, STEPS), "0" * 64, datetime(2026, 11, 30, tzinfo=UTC),
+                        None, {})  # fmt: skip
+    with using(ZH):
+        first = {s.key: step_detail(stored, s, "UTC")[0] for s in STEPS}
+    assert first["preflight:lease"] == "preflight:lease · 预检"  # the phase says it
+    assert first["clear:~/.bash_history"] == "clear:~/.bash_history · 清除 · 经 SSH 在节点上 · 删除"
+    assert first["manual:console"] == "manual:console · 手动"
+    assert first["release:lease"] == "release:lease · 释放 · 在台账中"
+    for step in STEPS:
+        # The step's key is data (its target as the ledger names it); the rest is words.
+        rest = first[step.key].removeprefix(step.key)
+        assert stray_english(rest, extra=("S3", "EC2", "API")) == [], first[step.key]
+    english = step_detail(stored, STEPS[1], "UTC")[0]
+    assert english == "clear:~/.bash_history · clear · on the node over SSH · deletes"

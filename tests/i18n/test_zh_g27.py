@@ -134,3 +134,32 @@ def test_the_offboard_detail_says_how_a_step_is_done_in_words() -> None:
         assert stray_english(rest, extra=("S3", "EC2", "API")) == [], first[step.key]
     english = step_detail(stored, STEPS[1], "UTC")[0]
     assert english == "clear:~/.bash_history · clear · on the node over SSH · deletes"
+
+
+async def test_a_form_refusal_never_starts_a_line_with_a_closing_mark(tmp_path: Path) -> None:
+    """单价 / (--price)：不是数字：…小数用小数点（1.98 / ）（输入为 '1,20'）: Rich folded the
+    long Chinese run anywhere; the refusal now breaks as the command line's wrap does."""
+    from datetime import date
+
+    from leases.sim.demoledger import build_demo_ledger
+    from tests.tui.test_forms import FormHost, fill, lease_form, opened
+    from tui.widgets.form import Refusal
+
+    path = tmp_path / "demo.db"
+    build_demo_ledger(path, date(2026, 11, 30)).close()
+    set_language(ZH)
+    app = FormHost(path, lease_form("aliyun-a10-burst", "edit"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await opened(pilot)
+        fill(screen, unit_price="1,20")
+        await pilot.press("ctrl+s")
+        refusal = screen.field("unit_price").query_one(".form-message", Refusal)
+        await wait_until(lambda: bool(refusal.said), what="the refusal")
+        await pilot.pause()
+        lines = refusal.render().plain.split("\n")
+        assert refusal.size.height == len(lines) > 1, lines
+        width = refusal.content_size.width
+    assert "".join(lines).replace(" ", "") == refusal.said.replace(" ", "")
+    assert "（1.98）" in "".join(lines)
+    assert not [line for line in lines if line[:1] in "）」』》】〉”’，。、：；！？)]}"], lines
+    assert all(fleetview.cell_len(line) <= width for line in lines), (width, lines)

@@ -4,6 +4,7 @@ in words, the form's refusal without a line that starts with a closing bracket."
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -163,3 +164,17 @@ async def test_a_form_refusal_never_starts_a_line_with_a_closing_mark(tmp_path: 
     assert "（1.98）" in "".join(lines)
     assert not [line for line in lines if line[:1] in "）」』》】〉”’，。、：；！？)]}"], lines
     assert all(fleetview.cell_len(line) <= width for line in lines), (width, lines)
+
+
+def test_the_chinese_readme_shows_chinese_screenshots() -> None:
+    """README.zh-CN.md embedded assets/fleet.svg, an English screenshot (¥274,788 where
+    English writes CNY): its screenshots are scripts/screenshots.py --lang zh_CN's."""
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.zh-CN.md").read_text(encoding="utf-8")
+    shots = re.findall(r"!\[[^\]]*\]\((assets/[^)]+\.svg)\)", readme)
+    assert shots and all(s.startswith("assets/zh-CN/") for s in shots), shots
+    for shot in shots:
+        text = zhfleet.svg_text((root / shot).read_text(encoding="utf-8"))
+        assert "租卡" in text, shot
+    fleet = "\n".join(zhfleet.svg_rows((root / "assets/zh-CN/fleet.svg").read_text("utf-8")))
+    assert "利用率" in fleet and "¥274,788" in fleet and "CNY" not in fleet

@@ -1,6 +1,6 @@
 """Write the README's screenshots (SVG) into assets/ from real app states.
 
-    python scripts/screenshots.py [--out assets] [--size 120x36] [--only NAME ...]
+    python scripts/screenshots.py [--out assets] [--size 120x36] [--only NAME ...] [--lang zh_CN]
 
 Each shot is the dashboard on the demo fleet, frozen at one instant (fixed readings and
 history, no polling), after the keys in SHOTS were pressed: a new screen is one line.
@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from leases.core.i18n import EN, LANGS, set_language
 from leases.core.models import NodeHealth, NodeStatus
 from leases.sim import history, row_samples
 from leases.sim.demoledger import build_demo_ledger
@@ -72,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default="assets", help="folder for the SVGs (default assets)")
     parser.add_argument("--size", default="120x36", help="terminal COLSxROWS (default 120x36)")
     parser.add_argument("--only", nargs="*", help="only these shots (names in SHOTS)")
+    parser.add_argument("--lang", default=EN, choices=LANGS, help="the UI's language (default en)")
     args = parser.parse_args(argv)
     cols, _, rows = args.size.partition("x")
     size = (int(cols), int(rows))
@@ -79,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = set(args.only or ()) - {name for name, _ in SHOTS}
     if unknown:
         parser.error(f"no such shot: {', '.join(sorted(unknown))}")
+    set_language(args.lang)
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     here = Path.cwd()

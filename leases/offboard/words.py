@@ -30,6 +30,21 @@ def phase_word(phase: str) -> str:
     return words.get(phase, phase)
 
 
+def driver_word(driver: str) -> str:
+    """How a step is carried out (its driver, "ssh"), in words, as the dashboard's step
+    detail says it; a driver not here reads as its value."""
+    words = {
+        "ssh": pgettext("offboarding driver", "on the node over SSH"),
+        "s3": pgettext("offboarding driver", "through the S3 API"),
+        "ec2": pgettext("offboarding driver", "through the EC2 API"),
+        "cmd": pgettext("offboarding driver", "by the cloud's command-line tool"),
+        "ledger": pgettext("offboarding driver", "in the ledger"),
+        "manual": pgettext("offboarding driver", "by hand"),
+        "preflight": pgettext("offboarding driver", "checked before any change"),
+    }
+    return words.get(driver, driver)
+
+
 def state_word(state: str) -> str:
     """A step's state ("verified"), as a table or a report shows it."""
     words = {

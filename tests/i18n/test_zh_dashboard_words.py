@@ -117,12 +117,13 @@ def test_every_alert_kind_has_words() -> None:
 
 
 def test_columns_are_measured_in_cells() -> None:
-    """A Chinese label is two cells a character: its column is never narrower."""
+    """A Chinese label is two cells a character: its column and padding are never
+    narrower (a label wider than the values is drawn over the padding: FleetTable)."""
     with using(ZH):
         shown = fleetview.visible_columns(200, 16)
         for c in shown:
             assert c.label == _(next(x.label for x in fleetview.COLUMNS if x.key == c.key))
-            assert c.width >= cell_len(c.label)
+            assert c.width + fleetview.CELL_PADDING >= cell_len(c.label)
         for col in processesview.columns(80):
             assert col.width >= cell_len(col.heading)
     english = {c.key: c.label for c in fleetview.visible_columns(200, 16)}

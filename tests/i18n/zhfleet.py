@@ -98,3 +98,13 @@ def svg_text(svg: str) -> str:
     lines = re.findall(r"<text[^>]*>(.*?)</text>", svg, flags=re.S)
     text = "\n".join(unescape(re.sub(r"<[^>]+>", "", line)) for line in lines)
     return text.replace("\xa0", " ")
+
+
+def svg_rows(svg: str) -> list[str]:
+    """The screen lines an SVG screenshot shows, each whole (svg_text gives a line's
+    pieces, one a line): its text elements joined by their row (y) in order of x."""
+    rows: dict[float, list[tuple[float, str]]] = {}
+    for m in re.finditer(r'<text[^>]*\bx="([\d.]+)" y="([\d.]+)"[^>]*>(.*?)</text>', svg, re.S):
+        text = unescape(re.sub(r"<[^>]+>", "", m.group(3))).replace("\xa0", " ")
+        rows.setdefault(float(m.group(2)), []).append((float(m.group(1)), text))
+    return ["".join(t for _x, t in sorted(parts)) for _y, parts in sorted(rows.items())]

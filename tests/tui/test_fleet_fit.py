@@ -14,7 +14,14 @@ from leases.ledger.store import Ledger
 from tests.support.fleetledger import NOW, frozen_ledger
 from tests.support.waiting import wait_until
 from tui.dashboard.app import ZukaApp
-from tui.screens.fleetview import COLUMNS, Column, fit_header, shorten, visible_columns
+from tui.screens.fleetview import (
+    CELL_PADDING,
+    COLUMNS,
+    Column,
+    fit_header,
+    shorten,
+    visible_columns,
+)
 from tui.widgets.fleet_table import FleetTable
 
 SIZES = [(80, 24), (120, 36)]
@@ -87,7 +94,8 @@ def test_a_new_column_slots_in_by_its_priority() -> None:
     extra = Column("disk", "Disk", 6, 5.5)
     cols = visible_columns(78, 18)
     assert [c.key for c in cols][:3] == ["node", "gpus", "state"]
-    assert Column("x", "Processes", 3, 1).width == len("Processes")  # a header is never cut
+    # A header is never cut: a label wider than the values takes the column's padding too.
+    assert Column("x", "Processes", 3, 1).width + CELL_PADDING == len("Processes")
     assert extra.priority < next(c.priority for c in COLUMNS if c.key == "hour")
 
 

@@ -27,7 +27,7 @@ from tui.screens.fleet import FleetScreen
 from tui.screens.lease_form import LeaseFormScreen, Mode
 from tui.screens.node_form import NodeFormScreen
 from tui.screens.resource_form import ResourceFormScreen
-from tui.widgets.form import FormScreen
+from tui.widgets.form import FormScreen, Refusal
 
 NOW = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
 TZ = "Asia/Shanghai"
@@ -104,7 +104,7 @@ async def save_refused(pilot: Pilot[None], key: str | None) -> str:
 
     def message() -> str:
         if key is None:
-            return str(screen.query_one("#form-message").render())
+            return screen.query_one("#form-message", Refusal).said
         return screen.field(key).message
 
     said = await wait_until(message, what=f"a message under {key}")
@@ -584,7 +584,7 @@ async def test_an_unknown_node_is_said_on_the_message_line(demo: Path) -> None:
     app = FormHost(demo, lambda ledger: ResourceFormScreen(ledger, "nope"))
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await opened(pilot)
-        assert "no node of that name" in str(screen.query_one("#form-message").render())
+        assert "no node of that name" in screen.query_one("#form-message", Refusal).said
 
 
 async def test_every_form_binding_has_an_id_and_a_tooltip() -> None:

@@ -79,12 +79,17 @@ def cell(value: object, max_len: int | None = CELL_MAX, style: str = "") -> Cell
     return Cell(visible(value, max_len), style)
 
 
+CELL_PADDING = 2  # DataTable's padding: one cell each side
+
+
 @dataclass(frozen=True)
 class Column:
     """A fleet column. priority: 0 is kept longest at a narrow terminal (a new column says
-    where it ranks, nothing else to change); width: never less than its label's (a header
-    is never cut); short: words replaced, in order, while a value is wider than the
-    column (see `shorten`)."""
+    where it ranks, nothing else to change); width: its values', never less than its
+    label's less CELL_PADDING (a header is never cut: one wider than its values is drawn
+    over the column's padding by FleetTable, so 利用率 over 'Util' costs Chinese no room
+    English has, and both show the same columns at every width); short: words replaced,
+    in order, while a value is wider than the column (see `shorten`)."""
 
     key: str
     label: str  # marked with N_: shown as _(label), measured so by `visible_columns`
@@ -93,7 +98,7 @@ class Column:
     short: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "width", max(self.width, cell_len(self.label)))
+        object.__setattr__(self, "width", max(self.width, cell_len(self.label) - CELL_PADDING))
 
 
 # In the order shown. Widths are fixed: a cell that changes never re-measures its column.
@@ -145,7 +150,6 @@ def shorten(text: str, width: int, short: Sequence[tuple[str, str]] = ()) -> str
 
 
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
-CELL_PADDING = 2  # DataTable's padding: one cell each side
 NODE_WIDTH = (8, 24)  # the name column fits the longest name within these bounds
 
 
@@ -184,7 +188,7 @@ def visible_columns(
     cols = []
     for c in COLUMNS:
         # The label in the language in use: its width is measured again (a Chinese
-        # label is two cells a character).
+        # label is two cells a character; one wider than the values takes the padding).
         c = replace(c, label=_(c.label))
         if c.key == "channel":
             c = replace(c, short=channel_shorts())

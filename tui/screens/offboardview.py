@@ -71,9 +71,12 @@ def step_detail(stored: StoredPlan, step: Step, tz: str) -> list[str]:
             state=state_words(st.state), time=_local(st.at, tz)
         )
     )
+    phase = step.phase.name.lower()
+    # How the step is carried out, in words; left out where the phase says it (preflight).
+    how = [] if step.driver == phase else [offboardwords.driver_word(visible(step.driver, 40))]
+    said_first = [visible(step.key, 120), phase_words(phase), *how]
     lines = [
-        f"{visible(step.key, 120)} · {phase_words(step.phase.name.lower())} · {step.driver}"
-        + (" · " + _("deletes") if step.destructive else ""),
+        " · ".join([*said_first, *([_("deletes")] if step.destructive else [])]),
         visible(shown(step.describe), 400),
         said,
     ]

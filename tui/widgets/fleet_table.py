@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from itertools import count
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -257,6 +258,8 @@ class FleetTable(DataTable[Cell | Text]):
     ) -> list[list[Segment]]:
         """DataTable's rendering of a cell, kept while the cell's value, place (its row
         index is in the segments' meta, for the mouse), width and look stay the same."""
+        if row_index == -1 and column_index >= 0:
+            return self._header_cell(column_index, base_style, width, cursor, hover)
         row_key = self._row_locations.get_key(row_index)
         column_key = self._column_locations.get_key(column_index)
         if row_index < 0 or column_index < 0 or row_key is None or column_key is None:
@@ -274,6 +277,21 @@ class FleetTable(DataTable[Cell | Text]):
             if version is not None:
                 self._rendered[key] = lines
         return lines
+
+    def _header_cell(
+        self, column_index: int, base_style: Style, width: int, cursor: bool, hover: bool
+    ) -> list[list[Segment]]:
+        """A column's header: DataTable's, but a label wider than the column's values
+        (Column.width: 利用率 over a 4-cell percentage) is drawn whole over the column's
+        padding, centred, where DataTable would cut it."""
+        lines = super()._render_cell(-1, column_index, base_style, width, cursor, hover)
+        label = self.ordered_columns[column_index].label.plain
+        if cell_len(label) <= width - 2 * self.cell_padding or not lines or not lines[0]:
+            return lines
+        style = lines[0][0].style
+        left = max(0, (width - cell_len(label)) // 2)
+        line = [Segment(" " * left + label, style)]
+        return [Segment.adjust_line_length(line, width, style), *lines[1:]]
 
     def _heading_cell(
         self,

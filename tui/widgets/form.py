@@ -20,6 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
 from textual.events import Key
+from textual.geometry import Size
 from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Button, Collapsible, Input, Label, Select, Static, Switch, TextArea
@@ -31,6 +32,7 @@ from leases.core.i18n import N_, _
 from leases.core.textsafe import visible
 from leases.ledger.store import Ledger
 from tui.dashboard.ledgerthread import in_thread
+from tui.linebreak import wrap
 from tui.screens.ask import AskScreen
 from tui.widgets.fieldwords import FIELD_WORDS, field_words
 from tui.widgets.typeahead import applies, apply_key
@@ -173,7 +175,7 @@ class FormField(Vertical):
             yield self._input(spec, self._initial)
             if spec.kind == "switch":
                 yield Static(_on_off(bool(self._initial)), classes="form-switch-state")
-        yield Static(Text(""), classes="form-message")
+        yield Refusal(classes="form-message")
 
     def on_switch_changed(self, event: Switch.Changed) -> None:
         self.query_one(".form-switch-state", Static).update(_on_off(event.value))
@@ -262,13 +264,38 @@ class FormField(Vertical):
 
     @property
     def message(self) -> str:
-        return str(self.query_one(".form-message", Static).render())
+        return self.query_one(".form-message", Refusal).said
 
     def show_message(self, text: str) -> None:
         """Show text (a refusal) under the field; empty text hides it."""
         # Text, never markup: the message holds the value as typed.
-        self.query_one(".form-message", Static).update(Text(text))
+        self.query_one(".form-message", Refusal).say(text)
         self.set_class(bool(text), "-invalid")
+
+
+class Refusal(Static):
+    """A refusal, broken into lines as the command line breaks them (tui.linebreak.wrap:
+    never before a closing mark: Rich folded a long Chinese run anywhere, and a line
+    started with the ） of '（1.98）'), at the width it is given. Text, never markup."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(Text(""), id=id, classes=classes)
+        self.said = ""
+
+    def say(self, text: str) -> None:
+        self.said = text
+        self.update(Text(text))
+
+    def _lines(self, width: int) -> list[str]:
+        return wrap(self.said, width) if self.said and width > 0 else [self.said]
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        if not self.said:
+            return super().get_content_height(container, viewport, width)
+        return len(self._lines(width))
+
+    def render(self) -> Text:
+        return Text("\n".join(self._lines(self.content_size.width)), end="")
 
 
 def _on_off(value: bool) -> Text:
@@ -354,7 +381,7 @@ class FormScreen(ModalScreen[R]):
                 yield Static(Text(keys), id="form-keys")
                 yield Button(_(self.save_label), id="form-save", variant="primary", compact=True)
                 yield Button(_("Cancel"), id="form-cancel", compact=True)
-            yield Static(Text(""), id="form-message")
+            yield Refusal(id="form-message")
 
     def first_focus(self) -> str | None:
         """The key of the field focused when the form opens (None: the first)."""
@@ -411,7 +438,7 @@ class FormScreen(ModalScreen[R]):
         return {k: v for k, v in self.values().items() if self._initial.get(k) != v}
 
     def say(self, text: str) -> None:
-        self.query_one("#form-message", Static).update(Text(text))
+        self.query_one("#form-message", Refusal).say(text)
 
     def clear_messages(self) -> None:
         for f in self.fields():

@@ -160,7 +160,7 @@ def test_lease_and_offer_help_say_billing_words(cli: Cli) -> None:
     flat = re.sub(r"\s+", "", lease)
     assert "计费卡数（按卡时租约）" in flat and "card_hour租约" not in flat
     assert "包天、包周、包月、合同租约必填" in flat
-    assert "（默认：按量(秒)、按量和按卡时为second，即按比例；其余为whole，即整个单位）" in flat
+    assert "（默认：按量（秒）、按量和按卡时为second，即按比例；其余为whole，即整个单位）" in flat
     assert "按卡时为每卡时的" in re.sub(r"\s+", "", offer)
 
 

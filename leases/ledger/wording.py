@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from leases.core.i18n import _, ngettext, pgettext
+from leases.core import valuewords
+from leases.core.i18n import _, ngettext
 from leases.core.textsafe import visible
 
 
@@ -31,16 +32,4 @@ def describe_resources(rows: Sequence[Mapping[str, Any]]) -> str:
 def entity_word(entity: str) -> str:
     """A kind of row (as the audit log stores it: "lease", "deposit_refund") in the words
     of the language in use; the stored name itself in English, or for one not known."""
-    words = {
-        "provider": pgettext("entity", "provider"),
-        "node": pgettext("entity", "node"),
-        "lease": pgettext("entity", "lease"),
-        "resource": pgettext("entity", "resource"),
-        "stop": pgettext("entity", "stop"),
-        "deposit_refund": pgettext("entity", "deposit_refund"),
-        "invoice": pgettext("entity", "invoice"),
-        "balance": pgettext("entity", "balance"),
-        "bill": pgettext("entity", "bill"),
-        "offer": pgettext("entity", "offer"),
-    }
-    return words.get(entity, entity)
+    return valuewords.word(entity, "audit entity")

@@ -201,8 +201,17 @@ async def test_unreachable_then_back(fleet) -> None:  # type: ignore[no-untyped-
     servers, _, poller, _ = fleet
     await poller.sweep()
     await servers[2].stop()
-    result = await poller.sweep()
-    assert result["n2"].health is NodeHealth.UNREACHABLE
+    # The node's open connection was cut: on a loaded machine the first sweep can wait out
+    # its command on it before the cut is seen (timed out); the refused reconnect that
+    # follows is unreachable. Nothing else is the node's state meanwhile.
+    seen: list[NodeHealth] = []
+    for _ in range(20):
+        result = await poller.sweep()
+        seen.append(result["n2"].health)
+        if seen[-1] is NodeHealth.UNREACHABLE:
+            break
+    assert seen[-1] is NodeHealth.UNREACHABLE, seen
+    assert set(seen) <= {NodeHealth.TIMEOUT, NodeHealth.UNREACHABLE}, seen
     assert result["n2"].samples  # last good readings kept for display
     assert all(result[n].health is NodeHealth.OK for n in ("n0", "n1", "n3"))
     await servers[2].start()

@@ -689,7 +689,11 @@ async def test_keys_typed_right_after_the_opening_key_go_to_the_form(
             inputs = second.query(".form-input")
             return bool(inputs) and app.focused is inputs.first()
 
-        await wait_until(on_second, what="the tab typed last")
+        try:
+            await wait_until(on_second, what="the tab typed last")
+        except AssertionError as exc:  # say where the cursor went instead (seen once in CI)
+            chain = [w.id for w in screen.focus_chain]
+            raise AssertionError(f"{exc}; focused: {app.focused!r}; chain: {chain}") from exc
         after = (fleet.sort_key, fleet.reverse, fleet.group, len(app.screen_stack) - 1)
         assert after == before
         assert app.screen_stack[-2] is fleet  # the form on the fleet, nothing between

@@ -17,6 +17,7 @@ import struct
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from leases.core.models import GpuSample
 
@@ -267,8 +268,11 @@ class MinuteAccumulator:
     def add(self, samples: Iterable[GpuSample]) -> list[NodeMinute]:
         """Add readings; return the minutes they closed (a later minute has begun)."""
         closed: list[NodeMinute] = []
+        at: datetime | None = None
+        minute = 0
         for s in samples:
-            minute = int(s.at.timestamp()) // 60
+            if s.at is not at:  # a reading's samples share one time: worked out once
+                at, minute = s.at, int(s.at.timestamp()) // 60
             if self._minute is not None and minute < self._minute:
                 continue  # late reading of a minute already closed
             if self._minute is not None and minute > self._minute:

@@ -1,0 +1,93 @@
+"""The warm sweep's memo of a node's nvidia-smi output (nvsmi.RowMemo): whatever sequence of
+outputs a node sends, parsing with the memo gives exactly what parsing afresh gives, and an
+output that was refused is refused again."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from leases.telemetry import nvsmi
+
+T0 = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
+FIELDS = ("index", "uuid", "utilization.gpu", "memory.used", "power.draw", "driver_version")
+ROWS = [
+    "0, GPU-a, 87, 40000, 301.25, 550.54.15",
+    "0, GPU-a, 88, 40000, 300.5, 550.54.15",
+    "1, GPU-b, 0, 3, 61.0, 550.54.15",
+    "1, GPU-b, [N/A], 3, [N/A], 550.54.15",
+    "1, GPU-a, 0, 3, 61.0, 550.54.15",  # the same uuid as GPU 0: refused beside it
+    "0, GPU-c, 12, x, 61.0, 550.54.15",  # text where a number belongs: refused
+]
+OUTPUTS = st.lists(st.sampled_from(ROWS), min_size=0, max_size=3).map(
+    lambda rows: "".join(f"{r}\n" for r in rows)
+)
+
+
+def parsed(text: str, node: str, at: datetime, memo: nvsmi.RowMemo | None) -> object:
+    try:
+        return nvsmi.parse_query(text, FIELDS, node, at, memo)
+    except nvsmi.NvsmiParseError as exc:
+        return ("refused", str(exc))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(OUTPUTS, st.sampled_from(["n1", "n2"])), min_size=1, max_size=12))
+def test_with_the_memo_every_reading_is_what_a_fresh_parse_gives(
+    readings: list[tuple[str, str]],
+) -> None:
+    memo = nvsmi.RowMemo()
+    for step, (text, node) in enumerate(readings):
+        at = T0 + timedelta(seconds=5 * step)
+        assert parsed(text, node, at, memo) == parsed(text, node, at, None)
+
+
+def test_the_same_output_again_takes_the_new_time_in_samples_of_its_own() -> None:
+    memo = nvsmi.RowMemo()
+    text = f"{ROWS[0]}\n{ROWS[2]}\n"
+    first = nvsmi.parse_query(text, FIELDS, "n1", T0, memo)
+    later = T0 + timedelta(seconds=5)
+    again = nvsmi.parse_query(text, FIELDS, "n1", later, memo)
+    assert [s.at for s in again] == [later, later]
+    assert [s.at for s in first] == [T0, T0]  # the first reading is not changed
+    assert [(s.index, s.util_gpu, s.power_w) for s in again] == [(0, 87.0, 301.25), (1, 0.0, 61.0)]
+    again[0].extra["driver_version"] = "changed by a reader"
+    third = nvsmi.parse_query(text, FIELDS, "n1", later, memo)
+    assert first[0].extra["driver_version"] == third[0].extra["driver_version"] == "550.54.15"
+
+
+def test_the_same_output_under_another_field_list_is_parsed_again() -> None:
+    memo = nvsmi.RowMemo()
+    nvsmi.parse_query("0, 5\n", ("index", "utilization.gpu"), "n1", T0, memo)
+    (other,) = nvsmi.parse_query("0, 5\n", ("utilization.gpu", "index"), "n1", T0, memo)
+    assert (other.index, other.util_gpu) == (5, 0.0)
+
+
+def test_a_refused_output_is_refused_every_time() -> None:
+    memo = nvsmi.RowMemo()
+    bad = f"{ROWS[0]}\n{ROWS[4]}\n"  # one uuid twice
+    for _ in range(2):
+        with pytest.raises(nvsmi.NvsmiParseError, match="appears twice"):
+            nvsmi.parse_query(bad, FIELDS, "n1", T0, memo)
+
+
+def test_processes_keep_every_field_nvidia_smi_gave_when_their_owners_are_added() -> None:
+    """owners.with_owners makes each process whole (not with dataclasses.replace): a field
+    GpuProcess gains must be carried there too, or it is dropped without a word."""
+    from dataclasses import fields, replace
+
+    from leases.core.models import GpuProcess
+    from leases.telemetry import owners
+
+    assert [f.name for f in fields(GpuProcess)] == [
+        "node", "gpu_uuid", "pid", "process_name", "used_mib",
+        "owner", "start", "elapsed_s", "cmdline", "visible",
+    ], "a new GpuProcess field: carry it in owners.with_owners, then list it here"  # fmt: skip
+    given = GpuProcess("n1", "GPU-a", 41, "python", 512.0, "old", "b:1", 9, "x", False)
+    (made,) = owners.with_owners([given], None)
+    assert made == replace(
+        given, owner=None, start=None, elapsed_s=None, cmdline=None, visible=True
+    )

@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import random as _random
 import time
-from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
@@ -46,16 +45,15 @@ from leases.ssh.link import Client, Link
 from leases.ssh.options import SshOptions
 from leases.ssh.shell import Shell, close_shell, framed, new_marker, open_shell, read_answer
 from leases.ssh.speech import _
-from leases.ssh.stream import CHUNK, Capped, CommandResult, OverCap, Tail
+from leases.ssh.stream import CHUNK, Capped, CommandResult, KeptEnd, OverCap, Tail
 
 # How long to wait for a channel to finish closing after we closed it ourselves.
 _CLOSE_GRACE_S = 2.0
 # Retries of a refused channel open (see _open_process).
 _CHANNEL_RETRY_DELAYS = (0.01, 0.02, 0.05, 0.1, 0.2)
-# How much of a stream's output to keep for the error it ends with.
-_STREAM_KEEP_LINES = 50
-# The most of one kept stream line or chunk (for StreamExited): the error is at its end.
-_STREAM_KEEP_CHARS = 2048
+# How much of a stream's output to keep for the error it ends with (StreamExited): the
+# error is at its end.
+_STREAM_KEEP_CHARS = 4096
 
 
 class NodeSession:
@@ -240,7 +238,7 @@ class NodeSession:
         async with link.channels:
             process = await self._open_process(link, cmd)
             stderr = Tail(process.stderr)
-            recent: deque[str] = deque(maxlen=_STREAM_KEEP_LINES)
+            recent = KeptEnd(_STREAM_KEEP_CHARS)
             # No total for a stream (it runs for hours), but a line may not grow unbounded.
             lines = Capped(None, self.options.max_line)
             try:
@@ -261,16 +259,16 @@ class NodeSession:
                         raise self._dropped(link, exc) from exc
                     if not chunk:
                         if not chunks and (rest := lines.rest()):
-                            recent.append(rest[-_STREAM_KEEP_CHARS:])
+                            recent.add(rest)
                             yield rest.rstrip("\r\n")
                         break
                     self._set(NodeHealth.OK)
                     if chunks:
-                        recent.append(chunk[-_STREAM_KEEP_CHARS:])
+                        recent.add(chunk)
                         yield chunk
                         continue
                     for line in complete:
-                        recent.append(line[-_STREAM_KEEP_CHARS:])
+                        recent.add(line)
                         yield line.rstrip("\r\n")
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(_CLOSE_GRACE_S):
@@ -279,7 +277,7 @@ class NodeSession:
                 if process.exit_status is None and self._is_lost(link):
                     raise self._dropped(link, None)
                 if process.exit_status != 0:
-                    result = CommandResult(process.exit_status, "".join(recent), stderr.text)
+                    result = CommandResult(process.exit_status, recent.text, stderr.text)
                     raise StreamExited(self.name, result)
             finally:
                 stderr.cancel()

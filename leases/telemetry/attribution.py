@@ -21,8 +21,12 @@ UNKNOWN = "?"
 # A process reading stands for the minutes after it for this long: the poller reads
 # processes every few polls (30 s by default), so a minute often has no reading of its own.
 FRESH_S = 300
-# Owner readings kept per node: enough for FRESH_S at one reading a poll.
+# Owner readings kept per node at most: enough for FRESH_S at one reading a poll.
 _KEEP = 128
+# Older than this before the newest reading, a reading is asked for by no minute still to
+# close (the open minute began at most a minute before the newest reading; a minute asks
+# back FRESH_S from its start): dropped, so a steady collector does not hold _KEEP of them.
+_SPARE_S = 120
 
 # Owners per GPU index; a GPU the reading listed without processes maps to ().
 GpuOwners = Mapping[int, tuple[str, ...]]
@@ -50,9 +54,17 @@ class OwnerTracker:
 
     def see(self, at: datetime, owners: dict[int, tuple[str, ...]]) -> None:
         t = int(at.timestamp())
-        while self._seen and self._seen[-1][0] > t:
-            self._seen.pop()  # the clock went back: later readings are not to be trusted
-        self._seen.append((t, owners))
+        seen = self._seen
+        while seen and seen[-1][0] > t:
+            seen.pop()  # the clock went back: later readings are not to be trusted
+        if seen:
+            newest, last = seen[-1]
+            horizon = newest - self.fresh_s - _SPARE_S
+            while seen[0][0] < horizon:
+                seen.popleft()
+            if owners == last:
+                owners = last  # the same owners as the reading before: held once
+        seen.append((t, owners))
 
     def owners(self, minute: int) -> dict[int, tuple[str, ...]] | None:
         """Owners per GPU during `minute`: those seen in it, else the last reading before

@@ -1,6 +1,8 @@
-"""The warm sweep's memo of a node's nvidia-smi output (nvsmi.RowMemo): whatever sequence of
-outputs a node sends, parsing with the memo gives exactly what parsing afresh gives, and an
-output that was refused is refused again."""
+"""What the poller keeps of a node between readings, and that keeping it changes no answer:
+the memo of its nvidia-smi output (nvsmi.RowMemo: whatever outputs a node sends, parsing
+with it gives exactly what parsing afresh gives, and a refused output is refused again),
+its processes made whole with their owners, and its owner readings (OwnerTracker: only
+those no minute can still ask for are dropped)."""
 
 from __future__ import annotations
 
@@ -91,3 +93,58 @@ def test_processes_keep_every_field_nvidia_smi_gave_when_their_owners_are_added(
     assert made == replace(
         given, owner=None, start=None, elapsed_s=None, cmdline=None, visible=True
     )
+
+
+class _AllReadings:
+    """OwnerTracker's answer worked out from every reading ever seen (none dropped)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, dict[int, tuple[str, ...]]]] = []
+
+    def owners(self, minute: int, fresh_s: int) -> object:
+        start, end = minute * 60, minute * 60 + 60
+        inside = [o for t, o in self.seen if start <= t < end]
+        if inside:
+            merged: dict[int, set[str]] = {}
+            for o in inside:
+                for index, names in o.items():
+                    merged.setdefault(index, set()).update(names)
+            return {i: tuple(sorted(n)) for i, n in merged.items()}
+        before = [o for t, o in self.seen if t < start and start - t <= fresh_s]
+        return before[-1] if before else None
+
+
+OWNERS = st.sampled_from([{0: ("alice",), 1: ()}, {0: ("bob",), 1: ("?",)}, {0: (), 1: ("carol",)}])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 400), st.none() | OWNERS), min_size=1, max_size=80))
+def test_owner_readings_dropped_as_too_old_are_never_the_ones_a_closing_minute_needs(
+    steps: list[tuple[int, dict[int, tuple[str, ...]] | None]],
+) -> None:
+    """The poller asks the tracker for the minute its last GPU reading was in, once a
+    reading of a later minute comes (leases.telemetry.poller._attributed); processes are
+    read with some readings only (None: not this one). The answer must be the one every
+    process reading ever seen gives, at any spacing (a node quiet for minutes)."""
+    from leases.telemetry.attribution import FRESH_S, OwnerTracker
+
+    tracker, every = OwnerTracker(), _AllReadings()
+    t = int(T0.timestamp())
+    for gap, owners in steps:
+        t += gap
+        closing = (t - gap) // 60  # the minute of the GPU reading before
+        if owners is not None:
+            tracker.see(datetime.fromtimestamp(t, UTC), dict(owners))
+            every.seen.append((t, dict(owners)))
+        assert tracker.owners(closing) == every.owners(closing, FRESH_S)
+        assert tracker.owners(t // 60) == every.owners(t // 60, FRESH_S)
+
+
+def test_a_steady_node_holds_a_few_owner_readings_not_an_hour_of_them() -> None:
+    from leases.telemetry.attribution import OwnerTracker
+
+    tracker = OwnerTracker()
+    for step in range(2_000):  # processes read every 30 s for 16 hours
+        tracker.see(T0 + timedelta(seconds=30 * step), {0: ("alice",), 1: ()})
+    assert len(tracker._seen) <= 16
+    assert len({id(o) for _, o in tracker._seen}) == 1  # the same owners held once

@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 
 from leases.core.host import HostStats
 from leases.core.models import Node
-from leases.telemetry import hoststats, nvsmi
+from leases.telemetry import hoststats
 from leases.telemetry.attribution import OwnerTracker
 from leases.telemetry.history import MinuteAccumulator
+from leases.telemetry.rowmemo import RowMemo
 
 
 def describe(exc: BaseException) -> str:
@@ -44,7 +45,7 @@ class NodeState:
     host_read_at: float | None = None
     host: HostStats | None = None
     # The GPU rows last read and what they parsed to (exec and stream alike).
-    rows: nvsmi.RowMemo = field(default_factory=nvsmi.RowMemo)
+    rows: RowMemo = field(default_factory=RowMemo)
 
     def __post_init__(self) -> None:
         self.acc = MinuteAccumulator(self.node.name)

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Protocol
 
 from leases.core.models import GpuProcess, GpuSample, NodeHealth
 from leases.telemetry.words import reason
@@ -362,76 +362,33 @@ def as_sample(values: dict[str, object], node: str, at: datetime) -> GpuSample:
     return GpuSample(node=node, at=at, **values)  # type: ignore[arg-type]
 
 
-class RowMemo:
-    """One node's GPU rows as last read and what they parsed to: a row that comes back the
-    same, byte for byte, is not parsed again (its sample still takes the new time). Holds
-    one row per GPU index, the last one read (a 1,000-node poller holds 1,000 of these);
-    a new field list forgets them all."""
+class Memo(Protocol):
+    """What parse_query asks of a memo (leases.telemetry.rowmemo.RowMemo, which imports this
+    module)."""
 
-    def __init__(self) -> None:
-        self._fields: tuple[str, ...] = ()
-        self._rows: dict[str, dict[str, object]] = {}
-        self._line_of: dict[object, str] = {}  # GPU index -> its row in _rows
-        # The whole output last read, whom it came from and what it gave: read again
-        # unchanged (an idle node, a second that did not move), it is not split again.
-        self._text: str | None = None
-        self._node = ""
-        self._samples: tuple[GpuSample, ...] = ()
+    def parse(self, line: str, line_no: int, fields: Sequence[str]) -> dict[str, object]: ...
 
-    def __len__(self) -> int:
-        return len(self._rows)
+    def again(
+        self, text: str, fields: Sequence[str], node: str, at: datetime
+    ) -> list[GpuSample] | None: ...
 
-    def parse(self, line: str, line_no: int, fields: Sequence[str]) -> dict[str, object]:
-        """parse_row(line, line_no, fields), or what it gave for the same line before."""
-        if tuple(fields) != self._fields:
-            self._fields, self._rows, self._line_of = tuple(fields), {}, {}
-            self._text = None
-        held = self._rows.get(line)
-        if held is not None:
-            return {**held, "extra": dict(held["extra"])}  # type: ignore[call-overload]
-        values = parse_row(line, line_no, fields)
-        index = values["index"]
-        old = self._line_of.get(index)
-        if old is not None:
-            del self._rows[old]
-        self._rows[line] = {**values, "extra": dict(values["extra"])}  # type: ignore[call-overload]
-        self._line_of[index] = line
-        return values
-
-    def same_output(self, text: str, fields: Sequence[str], node: str) -> tuple[GpuSample, ...]:
-        """The samples the same whole output gave last time for this node and field list
-        (with their old time), or () when it is not the same."""
-        if text == self._text and node == self._node and tuple(fields) == self._fields:
-            return self._samples
-        return ()
-
-    def keep_output(self, text: str, node: str, samples: Sequence[GpuSample]) -> None:
-        """Hold a whole output that parsed (every check passed) and its samples."""
-        self._text, self._node, self._samples = text, node, tuple(samples)
-
-
-def _retimed(sample: GpuSample, at: datetime) -> GpuSample:
-    """The same reading at a new time, with its own extra: copied field by field without
-    GpuSample's keyword __init__, which costs four times as much (a 1,000-node poller
-    makes 8,000 a sweep). Frozen dataclass instances keep their fields in __dict__."""
-    new = object.__new__(GpuSample)
-    vars(new).update(vars(sample), at=at, extra=dict(sample.extra))
-    return new
+    def keep_output(self, text: str, node: str, samples: Sequence[GpuSample]) -> None: ...
 
 
 def parse_query(
-    text: str, fields: Sequence[str], node: str, at: datetime, memo: RowMemo | None = None
+    text: str, fields: Sequence[str], node: str, at: datetime, memo: Memo | None = None
 ) -> list[GpuSample]:
     """One `--query-gpu=... --format=csv,noheader,nounits` output as samples, in order.
 
     Blank output gives []. Anything unreadable (wrong column count, text where a number
     belongs, a repeated index or uuid) raises NvsmiParseError naming the line and field;
-    no other exception escapes for any text. With a memo, rows it holds are not parsed
-    again (the checks between rows still run).
+    no other exception escapes for any text. With a memo (leases.telemetry.rowmemo), rows
+    it holds are not parsed again (the checks between rows still run), and an output the
+    same as the last one is not split again.
     """
     require_index(fields)
-    if memo is not None and (held := memo.same_output(text, fields, node)):
-        return [_retimed(s, at) for s in held]
+    if memo is not None and (again := memo.again(text, fields, node, at)) is not None:
+        return again
     samples: list[GpuSample] = []
     seen_index: set[int] = set()
     seen_uuid: set[str] = set()

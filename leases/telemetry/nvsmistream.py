@@ -6,7 +6,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from leases.core.models import GpuSample
-from leases.telemetry.nvsmi import NvsmiParseError, RowMemo, as_sample, require_index
+from leases.telemetry.nvsmi import NvsmiParseError, as_sample, require_index
+from leases.telemetry.rowmemo import RowMemo
 
 # A real row is a few hundred characters; a stream line past this is garbage.
 _MAX_LINE_CHARS = 64 * 1024

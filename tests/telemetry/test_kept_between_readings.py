@@ -1,5 +1,5 @@
 """What the poller keeps of a node between readings, and that keeping it changes no answer:
-the memo of its nvidia-smi output (nvsmi.RowMemo: whatever outputs a node sends, parsing
+the memo of its nvidia-smi output (leases.telemetry.rowmemo: whatever outputs a node sends, parsing
 with it gives exactly what parsing afresh gives, and a refused output is refused again),
 its processes made whole with their owners, and its owner readings (OwnerTracker: only
 those no minute can still ask for are dropped)."""
@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leases.telemetry import nvsmi
+from leases.telemetry.rowmemo import RowMemo
 
 T0 = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
 FIELDS = ("index", "uuid", "utilization.gpu", "memory.used", "power.draw", "driver_version")
@@ -29,7 +30,7 @@ OUTPUTS = st.lists(st.sampled_from(ROWS), min_size=0, max_size=3).map(
 )
 
 
-def parsed(text: str, node: str, at: datetime, memo: nvsmi.RowMemo | None) -> object:
+def parsed(text: str, node: str, at: datetime, memo: RowMemo | None) -> object:
     try:
         return nvsmi.parse_query(text, FIELDS, node, at, memo)
     except nvsmi.NvsmiParseError as exc:
@@ -41,14 +42,14 @@ def parsed(text: str, node: str, at: datetime, memo: nvsmi.RowMemo | None) -> ob
 def test_with_the_memo_every_reading_is_what_a_fresh_parse_gives(
     readings: list[tuple[str, str]],
 ) -> None:
-    memo = nvsmi.RowMemo()
+    memo = RowMemo()
     for step, (text, node) in enumerate(readings):
         at = T0 + timedelta(seconds=5 * step)
         assert parsed(text, node, at, memo) == parsed(text, node, at, None)
 
 
 def test_the_same_output_again_takes_the_new_time_in_samples_of_its_own() -> None:
-    memo = nvsmi.RowMemo()
+    memo = RowMemo()
     text = f"{ROWS[0]}\n{ROWS[2]}\n"
     first = nvsmi.parse_query(text, FIELDS, "n1", T0, memo)
     later = T0 + timedelta(seconds=5)
@@ -62,14 +63,14 @@ def test_the_same_output_again_takes_the_new_time_in_samples_of_its_own() -> Non
 
 
 def test_the_same_output_under_another_field_list_is_parsed_again() -> None:
-    memo = nvsmi.RowMemo()
+    memo = RowMemo()
     nvsmi.parse_query("0, 5\n", ("index", "utilization.gpu"), "n1", T0, memo)
     (other,) = nvsmi.parse_query("0, 5\n", ("utilization.gpu", "index"), "n1", T0, memo)
     assert (other.index, other.util_gpu) == (5, 0.0)
 
 
 def test_a_refused_output_is_refused_every_time() -> None:
-    memo = nvsmi.RowMemo()
+    memo = RowMemo()
     bad = f"{ROWS[0]}\n{ROWS[4]}\n"  # one uuid twice
     for _ in range(2):
         with pytest.raises(nvsmi.NvsmiParseError, match="appears twice"):

@@ -24,6 +24,7 @@ from leases.telemetry.flushes import GapEvent
 from leases.telemetry.nvsmistream import StreamParser
 from leases.telemetry.poller import Poller
 from leases.telemetry.rollups import HistoryStore
+from leases.telemetry.rowmemo import RowMemo
 from tests.support.clock import SetClock
 from tests.support.sshfixtures import FakeNode, TestKeys, node_options
 
@@ -138,7 +139,7 @@ def test_a_stream_parses_only_the_rows_that_changed(monkeypatch: pytest.MonkeyPa
 def test_a_row_memo_holds_one_row_a_gpu_and_forgets_on_new_fields() -> None:
     # A busy GPU's row changes every reading: what is held must not grow with them (a
     # 1,000-node poller holds one memo a node).
-    memo = nvsmi.RowMemo()
+    memo = RowMemo()
     fields = ("index", "utilization.gpu")
     for i in range(3 * nvsmi.MAX_GPUS):
         memo.parse(f"{i % 2}, {i % 100}", 1, fields)

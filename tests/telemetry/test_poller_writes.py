@@ -238,6 +238,9 @@ async def test_a_long_lived_poller_settles_the_collector_once(
 
     frozen: list[int] = []
     monkeypatch.setattr(gc, "freeze", lambda: frozen.append(1))
+    # Recorded, not set: the test process keeps CPython's thresholds.
+    thresholds: list[tuple[int, ...]] = []
+    monkeypatch.setattr(gc, "set_threshold", lambda *t: thresholds.append(t))
     monkeypatch.setattr(gcsettle, "_settled", False)
     stop = asyncio.Event()
     fleet.poller.settle_gc = True
@@ -253,6 +256,7 @@ async def test_a_long_lived_poller_settles_the_collector_once(
         stop.set()
         await runner
     assert frozen == [1] and gcsettle.settled()
+    assert thresholds == [gcsettle.THRESHOLDS]  # young objects collected less often
     # Another poller in the same process does not freeze again.
     assert gcsettle.settle() is False and frozen == [1]
 

@@ -6,13 +6,15 @@ those no minute can still ask for are dropped)."""
 
 from __future__ import annotations
 
+from collections import deque
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from leases.telemetry import nvsmi
+from leases.telemetry.attribution import OwnerTracker
 from leases.telemetry.rowmemo import RowMemo
 
 T0 = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
@@ -96,23 +98,16 @@ def test_processes_keep_every_field_nvidia_smi_gave_when_their_owners_are_added(
     )
 
 
-class _AllReadings:
-    """OwnerTracker's answer worked out from every reading ever seen (none dropped)."""
+class _DropsNothing(OwnerTracker):
+    """An OwnerTracker that keeps every reading it sees: its answers are what the real
+    one's must stay, whatever it drops."""
 
     def __init__(self) -> None:
-        self.seen: list[tuple[int, dict[int, tuple[str, ...]]]] = []
+        super().__init__()
+        self._seen = deque()
 
-    def owners(self, minute: int, fresh_s: int) -> object:
-        start, end = minute * 60, minute * 60 + 60
-        inside = [o for t, o in self.seen if start <= t < end]
-        if inside:
-            merged: dict[int, set[str]] = {}
-            for o in inside:
-                for index, names in o.items():
-                    merged.setdefault(index, set()).update(names)
-            return {i: tuple(sorted(n)) for i, n in merged.items()}
-        before = [o for t, o in self.seen if t < start and start - t <= fresh_s]
-        return before[-1] if before else None
+    def see(self, at: datetime, owners: dict[int, tuple[str, ...]]) -> None:
+        self._seen.append((int(at.timestamp()), owners))
 
 
 OWNERS = st.sampled_from([{0: ("alice",), 1: ()}, {0: ("bob",), 1: ("?",)}, {0: (), 1: ("carol",)}])
@@ -120,6 +115,8 @@ OWNERS = st.sampled_from([{0: ("alice",), 1: ()}, {0: ("bob",), 1: ("?",)}, {0: 
 
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 400), st.none() | OWNERS), min_size=1, max_size=80))
+# Two owners 38 s apart in one minute, closed by a reading in the next: both are its owners.
+@example([(1, {0: ("alice",), 1: ()}), (39, {0: ("bob",), 1: ("?",)}), (40, None)])
 def test_owner_readings_dropped_as_too_old_are_never_the_ones_a_closing_minute_needs(
     steps: list[tuple[int, dict[int, tuple[str, ...]] | None]],
 ) -> None:
@@ -127,23 +124,19 @@ def test_owner_readings_dropped_as_too_old_are_never_the_ones_a_closing_minute_n
     reading of a later minute comes (leases.telemetry.poller._attributed); processes are
     read with some readings only (None: not this one). The answer must be the one every
     process reading ever seen gives, at any spacing (a node quiet for minutes)."""
-    from leases.telemetry.attribution import FRESH_S, OwnerTracker
-
-    tracker, every = OwnerTracker(), _AllReadings()
+    tracker, every = OwnerTracker(), _DropsNothing()
     t = int(T0.timestamp())
     for gap, owners in steps:
         t += gap
         closing = (t - gap) // 60  # the minute of the GPU reading before
         if owners is not None:
             tracker.see(datetime.fromtimestamp(t, UTC), dict(owners))
-            every.seen.append((t, dict(owners)))
-        assert tracker.owners(closing) == every.owners(closing, FRESH_S)
-        assert tracker.owners(t // 60) == every.owners(t // 60, FRESH_S)
+            every.see(datetime.fromtimestamp(t, UTC), dict(owners))
+        assert tracker.owners(closing) == every.owners(closing)
+        assert tracker.owners(t // 60) == every.owners(t // 60)
 
 
 def test_a_steady_node_holds_a_few_owner_readings_not_an_hour_of_them() -> None:
-    from leases.telemetry.attribution import OwnerTracker
-
     tracker = OwnerTracker()
     for step in range(2_000):  # processes read every 30 s for 16 hours
         tracker.see(T0 + timedelta(seconds=30 * step), {0: ("alice",), 1: ()})

@@ -26,7 +26,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from leases.config.bills import read_bills
 from leases.config.keys import BY_ENV, BY_KEY, ENV_PREFIX, MAPPINGS, SPECS, BadValue, got, suggest
 from leases.config.layers import SECRETS, SYSTEM, read_layers
 from leases.config.mappings import read_mapping, read_money, read_project_tables
@@ -161,6 +160,10 @@ class _Laid:
                 problems.extend(read_money(body, where, self.rates, self.sources))
                 continue
             if section == "bills":
+                # Only where a file has [bills]: it pulls in the bill formats (~80 ms of
+                # imports that every command reading the config would pay for).
+                from leases.config.bills import read_bills
+
                 tolerance, found = read_bills(body, where, self.bill_formats, self.sources)
                 problems.extend(found)
                 if "tolerance" in body:

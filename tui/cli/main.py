@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import argparse
 import functools
-import sqlite3
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TextIO
 
-from leases.core.errors import ConfigError, InputError, LedgerError, ledger_failure, os_problem
 from leases.core.i18n import EN, N_, LanguageError, _, language
 from leases.core.textsafe import visible
-from leases.ledger.paths import resolve_ledger_path
 from tui.cli import (
     argwords,
     billargs,
@@ -27,17 +24,18 @@ from tui.cli import (
     serviceargs,
 )
 from tui.cli.acceptargs import accept_options
+from tui.cli.handled import Handler, handled
 from tui.cli.language import apply as speak
 from tui.cli.language import lang_help
 from tui.cli.metricsargs import metrics_options
 from tui.cli.parsing import Parser, tty_flag_first
+from tui.cli.quickexit import QUICK_EXIT, quick_exit
 
 # What `zuka audit accept` takes: every kind of row the chain checks (leases.ledger.rowaudit
 # ENTITIES, written out so that the parser does not import the ledger; a test holds them equal).
 ACCEPTABLE = ("provider", "node", "lease", "resource", "stop",
               "deposit_refund", "invoice", "balance", "bill", "offer")  # fmt: skip
 
-Handler = Callable[[argparse.Namespace, TextIO], int]
 # Commands that run and log rather than print a result: --json would be ignored.
 NO_JSON = frozenset({"sim", "collect", "web", "ssh", "service", "lab"})
 
@@ -521,13 +519,30 @@ def _parser(ledger_help: str, only: str | None = None, lang: str = "") -> argpar
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    return dispatch(argv, out)[0]
+
+
+def run() -> None:
+    """The `zuka` command: main, then the process ends, at once after the commands of
+    QUICK_EXIT (tui.cli.quickexit)."""
+    code, command = dispatch()
+    if command in QUICK_EXIT:
+        quick_exit(code)
+    sys.exit(code)
+
+
+def dispatch(
+    argv: Sequence[str] | None = None, out: TextIO | None = None
+) -> tuple[int, str | None]:
+    """Parse argv and run its command: its exit status and the command's name (None when
+    none ran)."""
     out = out or sys.stdout
     words = tty_flag_first(list(sys.argv[1:] if argv is None else argv))
     try:
         speak(words)
     except LanguageError as exc:
         print(_("zuka: error: {message}").format(message=visible(str(exc))), file=sys.stderr)
-        return 2
+        return 2, None
     # A command with --json speaks English whatever lang is: its parser is English's.
     parser = _parser(_ledger_help(), pollargs.narrow(words), language())
     args = parser.parse_args(words)
@@ -543,48 +558,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     if args.json and args.command in NO_JSON:
         parser.error(_("--json: `zuka {command}` prints no JSON; for JSON use a listing, e.g. "
                        "`zuka poll --once --json`").format(command=args.command))  # fmt: skip
-    try:
-        code = handler(args, out)
-        out.flush()  # a full disk behind stdout is reported here, not at exit
-        return code
-    except ConfigError as exc:
-        for problem in exc.problems:
-            print(_("zuka: config: {problem}").format(problem=visible(problem)), file=sys.stderr)
-        return 2
-    except InputError as exc:
-        from leases.app.flags import describe_error  # (the record fields' flags: ~20 ms)
-
-        said = visible(describe_error(exc))
-        print(_("zuka: error: {message}").format(message=said), file=sys.stderr)
-        return 2
-    except LedgerError as exc:
-        # A lab's refusal (leases.lab.layout.LabError) by name: main loads no lab module.
-        lab = type(exc).__name__ == "LabError"
-        said = _("zuka: lab: {problem}") if lab else _("zuka: ledger: {problem}")
-        print(said.format(problem=visible(exc)), file=sys.stderr)
-        return 1
-    except BrokenPipeError:
-        return 0
-    except sqlite3.Error as exc:
-        # Outside Ledger.open and its transactions (a read that failed): the ledger's path.
-        try:
-            ledger_path: object = resolve_ledger_path(args.ledger)
-        except ConfigError:  # the system config changed under the command: no path to name
-            ledger_path = _("the ledger")
-        said = visible(ledger_failure(ledger_path, exc))
-        print(_("zuka: ledger: {problem}").format(problem=said), file=sys.stderr)
-        return 1
-    except OSError as exc:
-        if exc.filename is None:  # not a file's: no path to blame (nor stdout)
-            print(_("zuka: {problem}").format(problem=visible(os_problem(exc))), file=sys.stderr)
-        else:
-            said = _("zuka: {path}: {problem}")
-            path = visible(str(exc.filename))
-            print(said.format(path=path, problem=visible(os_problem(exc))), file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    return handled(handler, args, out), args.command
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

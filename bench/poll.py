@@ -171,7 +171,7 @@ def nodes_of(fleet: Fleet, count: int) -> list[Node]:
 
 
 def zuka_options(fleet: Fleet) -> SshOptions:
-    # zuka's defaults (32 connects at once, 8 per host, aes128-gcm first), without the user's own
+    # zuka's defaults (128 connects at once, 8 per host, aes128-gcm first), without the user's own
     # ~/.ssh/config and agent.
     return SshOptions(known_hosts=(fleet.known_hosts,), agent_path=None, config=[])
 

@@ -41,8 +41,10 @@ class SshOptions:
     backoff_cap: float = 60.0
     # Stock sshd: MaxStartups 10 unauthenticated connects, MaxSessions 10 channels. Those
     # are limits of one server, so connects are bounded per first hop (the node, or its
-    # jump host); the fleet-wide bound only spares the client's own CPU.
-    max_concurrent_connects: int = 32
+    # jump host); the fleet-wide bound only spares the client's own CPU. A handshake costs
+    # the client ~5 ms of CPU and ~8 round trips of waiting: at 32 a cold 300-node poll was
+    # waves of round trips (5.0 s, 50 ms RTT); at 128, 3.1 s, bound by CPU (bench/poll.py).
+    max_concurrent_connects: int = 128
     max_connects_per_host: int = 8
     # Nodes whose last connect failed get their own, smaller budget: live nodes never
     # queue behind dead ones.

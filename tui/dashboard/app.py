@@ -326,7 +326,7 @@ class ZukaApp(App[None]):
                 done = replace(done, data=replace(done.data, problems=said))
             self._apply(done)
             self._reads += 1
-            if req.history and gcpolicy.tuned():
+            if gcpolicy.managed():
                 self._settle()
             if not req.history:
                 self._again = True
@@ -339,12 +339,9 @@ class ZukaApp(App[None]):
                 self._timer = self.set_timer(self.refresh_s, self.refresh_view)
 
     def _settle(self) -> None:
-        """Once the first full table is drawn, what exists then leaves the garbage
-        collector's walks (tui.dashboard.gcpolicy)."""
-        if self.fleet.is_mounted and self.fleet.table.pending:
-            self.set_timer(0.1, self._settle)
-        else:
-            self.call_after_refresh(gcpolicy.settle)
+        """What a refresh leaves alive leaves the garbage collector's walks once it is
+        drawn (tui.dashboard.gcpolicy)."""
+        self.call_after_refresh(gcpolicy.keep)
 
     def _open_writer(self) -> tuple[Ledger, HistoryStore]:
         # Runs on the ledger thread, beside the reader but on a connection of its own: the

@@ -3,11 +3,21 @@ UI loop for long (issue 9: the longest stall under 50 ms with 500 rows).
 
 CPython's full collection walks every object it tracks. A dashboard that has imported
 Textual, Rich and zuka and drawn 500 rows tracks ~120,000, and a full collection (one every
-few seconds of refreshes) took 100-300 ms on a 2-core machine. Once the first full table is
+few seconds of refreshes) took 100-300 ms on a 2-core machine. Once the first paint is
 drawn, `settle()` freezes what exists then (the modules, the screens, the first rows) out
 of every later collection (gc.freeze): later collections walk only what was made since.
 What of the frozen dies later is still freed by reference counting; only a cycle among it
 would never be, at most what was garbage at that one moment.
+
+After that, each refresh's survivors are frozen too (`keep()` after every refresh drawn):
+what a full collection walks is only what was made since the last refresh. Frozen once,
+full collections over what 1,000 rows and their history had piled up since still took
+42-125 ms every few seconds (bench/tui.py's stalls); frozen each refresh they walk a
+refresh's worth. The young generations are collected first (cheap: they hold only what
+was made since), so what is frozen is what one refresh left alive. A cycle among it that
+dies later is not freed by the collector while frozen: every SWEEP_S everything is
+unfrozen, collected once and frozen again, one longer pause (~0.2 s at 1,000 nodes)
+instead of one every few seconds, and garbage held at most that long.
 
 Only a process that is the dashboard's own does this (zuka dash, zuka demo, the app that
 zuka web serves): `tune()` marks it so. Tests that drive the app in their own process leave
@@ -17,8 +27,13 @@ the collector as it is.
 from __future__ import annotations
 
 import gc
+import time
+
+# How often the frozen objects are collected too (see above).
+SWEEP_S = 900.0
 
 _tuned = False
+_swept_at: float | None = None  # monotonic; None until the first freeze
 
 
 def tune() -> None:
@@ -31,11 +46,34 @@ def tuned() -> bool:
     return _tuned
 
 
+def managed() -> bool:
+    """Does keep() do anything in this process (tuned, settled or not yet)?"""
+    return _tuned or _swept_at is not None
+
+
 def settle() -> bool:
     """Freeze what exists now out of later collections, once per process; True when done."""
-    global _tuned
+    global _tuned, _swept_at
     if not _tuned:
         return False
     gc.freeze()
     _tuned = False
+    _swept_at = time.monotonic()
+    return True
+
+
+def keep(now: float | None = None) -> bool:
+    """After a refresh is drawn: the first freeze (settle), then what the refresh left alive
+    frozen too, and every SWEEP_S the frozen collected; True when it froze anything."""
+    global _swept_at
+    if _swept_at is None:
+        return settle()
+    now = time.monotonic() if now is None else now
+    if now - _swept_at >= SWEEP_S:
+        gc.unfreeze()
+        gc.collect()
+        _swept_at = now
+    else:
+        gc.collect(1)
+    gc.freeze()
     return True

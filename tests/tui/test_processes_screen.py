@@ -200,7 +200,9 @@ async def test_stop_runs_to_its_end_after_leaving_the_screen(fleet: Path) -> Non
         assert row.pid in node.killed
         assert any(c.count("kill -s KILL") for c in runners[0].commands)
         assert "killed after" in screen.said
-        assert any("killed after" in n.message for n in app._notifications)
+        # App.notify posts a message: the notification is the app's once it is handled.
+        await wait_until(lambda: any("killed after" in n.message for n in app._notifications),
+                         what="the outcome notified")  # fmt: skip
         logged = [e.action for e in ledger.history(row.node) if e.entity == "process"]
         assert logged == ["process.term", "process.kill", "process.gone"]
 

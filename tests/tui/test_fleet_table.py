@@ -108,6 +108,41 @@ async def test_many_changed_rows_are_updated_a_pass_at_a_time(
         assert shown(table) == [r.key for r in new]
 
 
+async def test_a_change_out_of_view_asks_no_redraw_and_shows_when_scrolled_to(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only rows far below the view changed: the table is not redrawn (nothing on screen
+    changed: a redraw would send the visible table to the terminal again), and the new
+    value is what shows once the row is scrolled into view."""
+    app = TableApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(FleetTable)
+        table.show(rows(150))
+        await wait_until(lambda: table.pending == 0, what="the fill")
+        await pilot.pause()
+        asked: list[object] = []
+        real = FleetTable.refresh
+
+        def counting(self: FleetTable, *args: object, **kwargs: object) -> FleetTable:
+            asked.append(args)
+            return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(FleetTable, "refresh", counting)
+        far = rows(150)
+        far[140] = rows(1, util=50, first=140)[0]
+        table.show(far)
+        assert table.updates == 1 and not asked
+        near = list(far)
+        near[2] = rows(1, util=50, first=2)[0]
+        table.show(near)
+        assert table.updates == 1 and asked  # in view: redrawn
+        monkeypatch.setattr(FleetTable, "refresh", real)
+        table.move_cursor(row=140, animate=False, scroll=True)
+        await pilot.pause()
+        line = next(x for x in screen_text(app).splitlines() if "n140" in x)
+        assert f"{50 + 140 % 7:3d}%" in line
+
+
 async def test_a_new_show_replaces_what_is_left_to_add(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fleet_table, "ADD_PER_PASS", 40)
     app = TableApp()

@@ -186,6 +186,11 @@ class FleetTable(DataTable[Cell | Text]):
         self.updates = 0
         added = changed = 0
         later = False  # changed rows left for the next pass
+        # Rows in view (and a little around): a pass that changes none of them asks no
+        # redraw (each would send the whole visible table to the terminal again).
+        top = int(self.scroll_y)
+        view = range(top - 2, top + self.size.height + 2)
+        seen = False
         with self.app.batch_update():
             if stale and len(stale) * 2 > len(present):
                 self.clear()
@@ -223,6 +228,7 @@ class FleetTable(DataTable[Cell | Text]):
                     added += 1
                     continue
                 data = self._data[RowKey(row.key)]
+                before = self.updates
                 for k, value, cell in zip(keys, given, cells, strict=True):
                     # What this table was last given for the cell (cheaper than get_cell).
                     if old is not None:
@@ -236,9 +242,12 @@ class FleetTable(DataTable[Cell | Text]):
                         data[ColumnKey(k)] = cell
                         self._version[row.key, k] = next(self._versions)
                         self.updates += 1
+                if self.updates > before and not seen:
+                    seen = self._row_locations.get(RowKey(row.key)) in view
             if self.updates:
-                self._update_count += 1
-                self.refresh()
+                self._update_count += 1  # the table's own caches: stale lines not reused
+                if seen:
+                    self.refresh()
             order = [r.key for r in rows if r.key in present]
             if [str(r.key.value) for r in self.ordered_rows] != order:
                 self._reorder(order)

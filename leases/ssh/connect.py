@@ -200,6 +200,18 @@ class Connector:
         status = hostkeys.classify(seen_host, seen_port, key, self.options.known_hosts, addr=addr)
         offered = OfferedHostKey(seen_host, seen_port, key, status, addr)
         where = hostkeys.host_pattern(seen_host, seen_port)
+        if status is hostkeys.HostKeyStatus.TRUSTED:
+            # The key on file is the one offered: the check failed for another reason
+            # (known_hosts unreadable while connecting, e.g. out of file descriptors).
+            # Refused all the same, but never called a changed key.
+            return HopFailed(
+                NodeHealth.REFUSED,
+                _(
+                    "host key of {host} could not be checked while connecting (it matches the"
+                    " key on file now); not connected, try again"
+                ).format(host=where),
+                at_node=True,
+            )
         if status is hostkeys.HostKeyStatus.UNKNOWN:
             return HostKeyRejected(
                 self.name,

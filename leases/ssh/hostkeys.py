@@ -130,14 +130,16 @@ _cache: dict[Path, tuple[int, int, asyncssh.SSHKnownHosts]] = {}
 
 
 def _load(path: Path) -> asyncssh.SSHKnownHosts | None:
-    """Parse one known_hosts file, cached by mtime and size; None when it is absent."""
+    """Parse one known_hosts file, cached by mtime and size; None when it is absent.
+    Raises OSError when it is there but cannot be read (out of file descriptors, no
+    permission): an unreadable file is not an empty one."""
     try:
         stat = path.stat()
         cached = _cache.get(path)
         if cached and cached[0] == stat.st_mtime_ns and cached[1] == stat.st_size:
             return cached[2]
         text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     try:
         parsed = asyncssh.import_known_hosts(text)

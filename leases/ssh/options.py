@@ -40,8 +40,9 @@ class SshOptions:
     backoff_base: float = 1.0
     backoff_cap: float = 60.0
     # Stock sshd: MaxStartups 10 unauthenticated connects, MaxSessions 10 channels. Those
-    # are limits of one server, so connects are bounded per first hop (the node, or its
-    # jump host); the fleet-wide bound only spares the client's own CPU. A handshake costs
+    # are limits of one server, so connects are bounded per server (a node's sshd, by its
+    # route, host and port; a jump host's own connect is one, shared by the nodes behind
+    # it); the fleet-wide bound only spares the client's own CPU. A handshake costs
     # the client ~5 ms of CPU and ~8 round trips of waiting: at 32 a cold 300-node poll was
     # waves of round trips (5.0 s, 50 ms RTT); at 128, 3.1 s, bound by CPU (bench/poll.py).
     max_concurrent_connects: int = 128

@@ -20,6 +20,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from importlib.resources import files
 from pathlib import Path
+from time import monotonic
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import work
@@ -339,9 +340,11 @@ class ZukaApp(App[None]):
                 self._timer = self.set_timer(self.refresh_s, self.refresh_view)
 
     def _settle(self) -> None:
-        """What a refresh leaves alive leaves the garbage collector's walks once it is
-        drawn (tui.dashboard.gcpolicy)."""
-        self.call_after_refresh(gcpolicy.keep)
+        """A drawn refresh's survivors leave the collector's walks (tui.dashboard.gcpolicy)."""
+        self.call_after_refresh(self._keep)
+
+    def _keep(self) -> None:  # not while a screen is up over the fleet, or just closed
+        gcpolicy.keep(alone=self.screen is self.fleet and monotonic() - self.fleet.resumed_at >= 5)
 
     def _open_writer(self) -> tuple[Ledger, HistoryStore]:
         # Runs on the ledger thread, beside the reader but on a connection of its own: the

@@ -133,6 +133,7 @@ class FleetScreen(Screen[None]):
         self.folded: set[str] = set()  # group labels whose nodes are hidden
         self.hold_s = HOLD_S
         self.moved_at: float | None = None  # monotonic time of the user's last cursor move
+        self.resumed_at = 0.0  # monotonic time it was last back on top (0: never covered)
         self._typed: deque[Key] = deque(maxlen=32)  # the last keys that reached this screen
         self._held = False  # the last redraw kept the table's order (a live sort, moving)
         self._filtering = False  # the filter box is open or a filter is in force
@@ -170,9 +171,7 @@ class FleetScreen(Screen[None]):
     def show(self, rows: Sequence[FleetRow], header: str, status: str) -> None:
         """The app's refresh: new rows, header and status line (drawn once the screen is
         mounted, if it is not yet: the first paint may come before)."""
-        self.rows = list(rows)
-        self._header = header
-        self._status = status
+        self.rows, self._header, self._status = list(rows), header, status
         if not self.is_mounted:
             return
         self._show_header()
@@ -200,7 +199,11 @@ class FleetScreen(Screen[None]):
         self._show_header()
         self.redraw()
 
+    def on_screen_suspend(self) -> None:  # covered: tui.dashboard.gcpolicy freezes nothing
+        self.resumed_at = float("inf")
+
     def on_screen_resume(self) -> None:
+        self.resumed_at = min(self.resumed_at, monotonic())  # 0 at its first showing
         self._fit_columns()
         self.redraw()
 
@@ -260,17 +263,15 @@ class FleetScreen(Screen[None]):
             self.table.forget_wish()
 
     def typed_before_filter(self, event: Key) -> bool:
-        """A printable key typed in one burst with `/` (a slow link delivers keys so):
-        queued for the table before the filter box had the cursor, it is the box's text,
-        typed again there (the box takes every printable key it gets itself), never a
-        fleet key: `/idle` must not add a lease, `/qwen` must not quit."""
+        """A printable key typed in one burst with `/` (a slow link delivers keys so), queued
+        for the table before the filter box had the cursor, is the box's text, typed again
+        there (the box takes each printable key it gets), never a fleet key: `/idle` must
+        not add a lease, `/qwen` must not quit."""
         if not (self.is_active and event.is_printable):
             return False
         # A key can reach the app before this screen has composed its children.
         box = next(iter(self.query("#fleet-filter").results(Input)), None)
-        if box is None or self.focused is not box:
-            return False
-        if not self._typed_here(event):
+        if box is None or self.focused is not box or not self._typed_here(event):
             return False
         box.post_message(Key(event.key, event.character))
         return True
@@ -280,9 +281,8 @@ class FleetScreen(Screen[None]):
         return any(e is event for e in self._typed)
 
     def typed_before_covered(self, event: Key) -> bool:
-        """Whether the key was typed at this screen and another screen has opened over it
-        since: typed in one burst with the key that opened it (`n` then a name at once).
-        Its bindings are checked only once it reaches the app, after the form opened."""
+        """Typed at this screen in one burst with the key that opened another over it (`n`
+        then a name): its bindings are checked once it reaches the app, after that opened."""
         return not self.is_active and self._typed_here(event)
 
     def _holding(self) -> bool:

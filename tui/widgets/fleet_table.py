@@ -209,7 +209,7 @@ class FleetTable(DataTable[Cell | Text]):
                     continue
                 if row.key not in present and added >= ADD_PER_PASS:
                     continue  # the next pass adds it
-                if row.key in present:
+                if row.key in present and row.sig:  # (one without is compared cell by cell)
                     if changed >= UPDATE_PER_PASS:
                         later = True  # the next pass updates it (its sig still the old)
                         continue

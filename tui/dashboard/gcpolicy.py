@@ -7,7 +7,7 @@ few seconds of refreshes) took 100-300 ms on a 2-core machine. Once the first pa
 drawn, `settle()` freezes what exists then (the modules, the screens, the first rows) out
 of every later collection (gc.freeze): later collections walk only what was made since.
 What of the frozen dies later is still freed by reference counting; only a cycle among it
-would never be, at most what was garbage at that one moment.
+waits for the sweep (below).
 
 After that, each refresh's survivors are frozen too (`keep()` after every refresh drawn):
 what a full collection walks is only what was made since the last refresh. Frozen once,

@@ -11,6 +11,7 @@ from leases.core.i18n import _
 from leases.core.models import Node
 from leases.ledger.paths import sim_trust_store, trust_store
 from leases.ledger.store import Ledger
+from leases.ssh.fdlimit import raise_open_files
 from leases.ssh.options import SshOptions
 from leases.ssh.pool import SshPool
 from leases.telemetry.faultlog import fault_logger
@@ -67,6 +68,7 @@ def make_poller(
     """The poller of the ledger's fleet (or the named nodes; or `nodes`, already read),
     starting from the nvidia-smi probes the ledger keeps (leases.telemetry.probecache).
     identity: the one key every connect uses (a service's own; no agent)."""
+    raise_open_files()  # a socket a node (leases.ssh.fdlimit)
     options = (
         ssh_options(ledger_path)
         if identity is None

@@ -45,10 +45,6 @@ def tune() -> None:
     _tuned = True
 
 
-def tuned() -> bool:
-    return _tuned
-
-
 def managed() -> bool:
     """Does keep() do anything in this process (tuned, settled or not yet)?"""
     return _tuned or _swept_at is not None

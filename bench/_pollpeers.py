@@ -28,16 +28,16 @@ from pathlib import Path
 import asyncssh
 
 from leases.ssh.options import SshOptions
-from leases.telemetry import hoststats, nvsmi, owners
+from leases.telemetry import gpuread, nvsmi
 
 ROOT = Path(__file__).resolve().parent.parent
 # What zuka's warm exec sweep sends a node: the GPU query (the simulated nodes accept every
 # field, so the probe keeps them all) ...
 QUERY = nvsmi.query_command(nvsmi.QUERY_FIELDS)
-# ... and, every 6th sweep (and in the cold round), the compute apps with their owners and
-# the host figures: the poller sends them in two commands, the sim and a real `sh` take them
-# as one. pssh and the floor's cold round send this (the cold round's probe aside).
-APPS_HOST = f"{owners.APPS_OWNERS_COMMAND}; {hoststats.with_host(QUERY)}"
+# ... and, every 6th sweep (and in the cold round), with the compute apps, their owners and
+# the host figures after it: the one command the poller sends then (leases.telemetry.
+# gpuread.with_apps). pssh and the floor's cold round send this (the cold round's probe aside).
+APPS_HOST = gpuread.with_apps(QUERY, host=True)
 SENTINEL = "__floor_end__"
 PSSH = "/usr/bin/parallel-ssh"
 

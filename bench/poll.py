@@ -9,8 +9,8 @@ this one run, on that fleet, at each of --nodes (default 10,100,300; 1000 on req
             rounds of the query zuka's warm sweep sends, and of the query + apps + host
             (what zuka reads every 6th sweep): wall and client CPU (time.process_time)
   z-exec    zuka's Poller.sweep() on kept connections: the first sweep in this process, then
-            warm sweeps, plain (the query) and every 6th (query + host, then apps), wall and
-            client CPU each, and the garbage collector's pauses (gc.callbacks) while warm
+            warm sweeps, plain (the query) and every 6th (query, apps and host in one), wall
+            and client CPU each, and the garbage collector's pauses (gc.callbacks) while warm
   pssh      Debian's parallel-ssh, fresh OpenSSH connections every round, -p 32 (its default)
             and -p N (every node at once), sending the query + apps + host in one command
   cold      `python -m tui.cli.main poll --once --ledger L` as a whole process (median of
@@ -84,7 +84,7 @@ class Zuka:
     first: float = float("nan")  # the first sweep: connects, probe, query + host, apps
     warm: float = float("nan")  # median plain sweep (the query)
     warm_cpu: float = float("nan")
-    apps: float = float("nan")  # median 6th sweep (query + host, then apps)
+    apps: float = float("nan")  # median 6th sweep (query, apps and host in one)
     apps_cpu: float = float("nan")
     fleet_cpu: float = float("nan")  # the simulated fleet's CPU per warm sweep, for scale
     gc_counts: tuple[int, int, int] = (0, 0, 0)  # collections per generation while warm
@@ -418,8 +418,8 @@ def main_table(rows: list[Row], rtt_ms: float, args: argparse.Namespace) -> None
             for r in rows
         ],
     )  # fmt: skip
-    print("  6th: the sweep that also reads the processes and host figures (zuka: every 6th;"
-          " the floor sends the same commands in one write)")  # fmt: skip
+    print("  6th: the sweep that also reads the processes and host figures (every 6th;"
+          " zuka and the floor send the same one command)")  # fmt: skip
     print("  pssh32/zuka above 1: zuka is faster (the target is 2x at 300 nodes);"
           " zuka/floor above 1: zuka is slower (the target is 1.1x)")  # fmt: skip
     print()

@@ -31,6 +31,7 @@ NOT_PERMITTED = "carol"
 _BOOT_WINDOW = 60 * 86400
 # What runs on every simulated node besides the GPU jobs: (pid, uid).
 SYSTEM_PROCESSES = ((1, 0), (412, 0), (873, 0), (1290, SIM_USERS[0].uid))
+_SHELL_PID = 1290  # what $$ names in the owner query (owners.PS_COMMAND)
 
 _COMMANDS = {
     "alice": "python train.py --config configs/llama-7b.yaml --lr 3e-4 --out /data/ckpt/run-{job}",
@@ -84,7 +85,9 @@ def owners_answer(node: SimNode, now: datetime) -> Answer:
         for pid, name, used in (*r.processes, *r.foreign)
     ]
     procs = gpu_processes(node, now)
-    ps = ps_answer(node, ["-eo", "pid=,uid=,user:32="], now).stdout.splitlines()
+    # ps of the pids nvidia-smi named (owners.PS_COMMAND), the shell's own among them.
+    pids = ",".join([*(line.split(", ")[1] for line in apps), str(_SHELL_PID)])
+    ps = ps_answer(node, ["-o", "pid=,uid=,user:32=", "-p", pids], now).stdout.splitlines()
     t = int(now.timestamp())
     boot = boot_epoch(node, t)
     lines = [
@@ -204,15 +207,23 @@ _SYSTEM_ARGS = {1: "/sbin/init", 412: "/lib/systemd/systemd-journald", 873: "ssh
 
 
 def ps_answer(node: SimNode, args: list[str], now: datetime) -> Answer:
-    """procps `ps -e -o COLUMNS` (pid, uid, user, etimes, args; `=` headers and
-    `:WIDTH`), the GPU processes with their users, elapsed seconds and command lines."""
+    """procps `ps -e -o COLUMNS` or `ps -o COLUMNS -p PID,...` (pid, uid, user, etimes, args;
+    `=` headers and `:WIDTH`), the GPU processes with their users, elapsed seconds and
+    command lines. Like procps, a -p list that names no process exits 1."""
     columns: list[tuple[str, str]] = []
     every = False
+    picked: set[int] | None = None
     i = 0
     while i < len(args):
         arg = args[i]
         if arg in ("-e", "-A"):
             every = True
+        elif arg == "-p":
+            words = args[i + 1].replace(",", " ").split(" ") if i + 1 < len(args) else [""]
+            if not all(w.isdigit() for w in words):
+                return Answer("", "error: improper list\n", 1)
+            picked = (picked or set()) | {int(w) for w in words}
+            i += 1
         elif arg in ("-o", "-eo"):
             every = every or arg == "-eo"
             if i + 1 >= len(args):
@@ -228,14 +239,18 @@ def ps_answer(node: SimNode, args: list[str], now: datetime) -> Answer:
         else:
             return Answer("", f"error: unsupported option {arg}\n", 1)
         i += 1
-    if not every or not columns:
-        return Answer("", "error: the simulator's ps needs -e and -o\n", 1)
+    if not (every or picked is not None) or not columns:
+        return Answer("", "error: the simulator's ps needs -e or -p, and -o\n", 1)
     t = int(now.timestamp())
     boot = boot_epoch(node, t)
     users = {u.uid: u for u in SIM_USERS}
     table = {pid: (uid, boot, _SYSTEM_ARGS[pid]) for pid, uid in SYSTEM_PROCESSES}
     for p in gpu_processes(node, now):
         table[p.pid] = (p.uid, p.started, p.cmdline.strip())
+    if picked is not None:
+        table = {pid: row for pid, row in table.items() if pid in picked}
+        if not table:
+            return Answer("", "", 1)
     lines = []
     if any(header for _, header in columns):
         lines.append(" ".join(f"{header:>7}" for _, header in columns))
@@ -248,17 +263,18 @@ def ps_answer(node: SimNode, args: list[str], now: datetime) -> Answer:
     return Answer("".join(line + "\n" for line in lines), "", 0)
 
 
-def after_owners(command: str) -> str | None:
-    """What follows the owner query when a command starts with it and goes on after a `;`
-    (the poller's stream mode sends it with the host snippet after it,
-    leases.telemetry.hoststats.with_host); None for any other command."""
-    found = _OWNERS_QUERY.match(command)
-    if found is None:
-        return None
-    rest = command[found.end() :].lstrip(" ")
-    if not rest.startswith(";"):
-        return None
-    return rest[1:].lstrip(" ") or None
+def around_owners(command: str) -> tuple[str, str] | None:
+    """(what comes before, what comes after) the owner query in a command that holds it as
+    one of its `;`-separated parts, either side "" where there is none: the poller sends it
+    alone, after the GPU query (leases.telemetry.gpuread.with_apps) or with the host
+    snippet after it (leases.telemetry.hoststats.with_host). None for any other command."""
+    for found in _OWNERS_QUERY.finditer(command):
+        before = command[: found.start()].rstrip(" ")
+        after = command[found.end() :].lstrip(" ")
+        if (before and not before.endswith(";")) or (after and not after.startswith(";")):
+            continue
+        return before.removesuffix(";").rstrip(" "), after.removeprefix(";").lstrip(" ")
+    return None
 
 
 def answer_procs(node: SimNode, command: str, now: datetime) -> Answer | None:
@@ -280,8 +296,8 @@ __all__ = [
     "SYSTEM_PROCESSES",
     "TRAPS_TERM",
     "SimProc",
-    "after_owners",
     "answer_procs",
+    "around_owners",
     "boot_id",
     "gpu_processes",
     "owners_answer",

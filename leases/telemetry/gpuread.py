@@ -1,10 +1,13 @@
 """One reading of a node's GPUs over SSH, probing its nvidia-smi only when its fields are not
 known: with the fields from before (this process's, or the ledger's leases.telemetry.
 probecache) it is one command; without them the probe's first query, the full field set,
-is the reading when the node knows every field. The host figures ride along when asked."""
+is the reading when the node knows every field. The host figures ride along when asked,
+and so, with known fields, do the compute apps and their owners: the sweep that reads them
+is still one round trip (with_apps)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -13,56 +16,10 @@ from leases.ssh.errors import OutputTooLarge, SshError
 from leases.ssh.stream import CommandResult
 from leases.telemetry import hoststats, nvsmi, nvsmiprobe, owners
 
-
-@dataclass(frozen=True)
-class GpuRead:
-    """What one reading ran and got back."""
-
-    fields: tuple[str, ...]  # the fields the query asked for
-    probed: bool  # found by this reading (not the known ones)
-    result: CommandResult  # the GPU query's own exit status, its output, stderr
-    host: str | None  # the host figures' part of the output, when asked for
-
-
-async def read_gpus(
-    run: Callable[[str], Awaitable[CommandResult]],
-    known: tuple[str, ...] | None,
-    *,
-    with_host: bool,
-) -> GpuRead:
-    """Read the GPUs with the known fields, else probe (nvsmiprobe.probe_read). Known
-    fields the node now refuses one of (its driver changed under us) are probed afresh in
-    the same reading. Raises NvsmiProbeError (with the host part on it) when probing fails,
-    SshError as run does."""
-    hosts: list[str | None] = [None]
-
-    async def query(fields: tuple[str, ...]) -> CommandResult:
-        command = nvsmi.query_command(fields)
-        if not with_host:
-            return await run(command)
-        result = await run(hoststats.with_host(command))
-        stdout, said, host = hoststats.split_output(result.stdout)
-        hosts[0] = host
-        status = result.exit_status if said is None else said  # the GPU query's own
-        return CommandResult(status, stdout, result.stderr)
-
-    if known is not None:
-        result = await query(known)
-        said = f"{result.stdout}\n{result.stderr}" if result.exit_status != 0 else ""
-        if not said or nvsmiprobe.rejected_field(said) is None:  # only a failure is read
-            return GpuRead(known, False, result, hosts[0])
-    try:
-        fields, result = await nvsmiprobe.probe_read(query)
-    except nvsmiprobe.NvsmiProbeError as exc:
-        exc.host = hosts[0]
-        raise
-    return GpuRead(fields, True, result, hosts[0])
-
-
-def driver_of(samples: Sequence[GpuSample]) -> str:
-    """The driver version a reading carried ("" when none, or none that reads as one)."""
-    extra = samples[0].extra if samples else {}
-    return nvsmiprobe.driver_word(extra.get(nvsmi.EXTRA_DRIVER_VERSION))
+# Ends the GPU query's part of a reading that carries the compute apps, with its exit status.
+# The first such line: the GPU query prints no process's words (the apps part comes after).
+GPUS_MARK = "@zuka-gpus"
+_GPUS_LINE = re.compile(rf"^{re.escape(GPUS_MARK)} ([0-9]{{1,3}})[ \t\r]*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -75,12 +32,100 @@ class AppsRead:
     host: str | None = None
 
 
+@dataclass(frozen=True)
+class GpuRead:
+    """What one reading ran and got back."""
+
+    fields: tuple[str, ...]  # the fields the query asked for
+    probed: bool  # found by this reading (not the known ones)
+    result: CommandResult  # the GPU query's own exit status, its output, stderr
+    host: str | None  # the host figures' part of the output, when asked for
+    apps: AppsRead | None = None  # the compute apps, when they rode along (with_apps)
+
+
+def with_apps(query: str, *, host: bool) -> str:
+    """The GPU query, its marker line, then the owner query (and the host snippet after
+    it): what a sweep that reads the processes sends, in one round trip."""
+    apps = owners.APPS_OWNERS_COMMAND
+    return f"{query}; echo {GPUS_MARK} $?; {hoststats.with_host(apps) if host else apps}"
+
+
+def split_apps(stdout: str) -> tuple[str, int | None, str | None]:
+    """(the GPU query's output, its exit status, the rest) around GPUS_MARK's first line;
+    no marker: the whole output is the GPU query's, its status and the rest None."""
+    match = _GPUS_LINE.search(stdout)
+    if match is None:
+        return stdout, None, None
+    rest = stdout[match.end() :]
+    return stdout[: match.start()], int(match.group(1)), rest[1:] if rest[:1] == "\n" else rest
+
+
+async def read_gpus(
+    run: Callable[[str], Awaitable[CommandResult]],
+    known: tuple[str, ...] | None,
+    *,
+    with_host: bool,
+    apps_of: str | None = None,
+) -> GpuRead:
+    """Read the GPUs with the known fields, else probe (nvsmiprobe.probe_read). Known
+    fields the node now refuses one of (its driver changed under us) are probed afresh in
+    the same reading. apps_of, the node's name: with known fields, its compute apps and
+    their owners ride on the same command (GpuRead.apps; the host figures then come after
+    them). Raises NvsmiProbeError (with the host part on it) when probing fails, SshError
+    as run does."""
+    hosts: list[str | None] = [None]
+    apps: list[AppsRead | None] = [None]
+    ride = [apps_of if known is not None else None]  # with the known fields' query alone
+
+    async def query(fields: tuple[str, ...]) -> CommandResult:
+        command = nvsmi.query_command(fields)
+        if (node := ride[0]) is not None:
+            ride[0] = None
+            return await query_with_apps(command, node)
+        if not with_host:
+            return await run(command)
+        result = await run(hoststats.with_host(command))
+        stdout, said, host = hoststats.split_output(result.stdout)
+        hosts[0] = host
+        status = result.exit_status if said is None else said  # the GPU query's own
+        return CommandResult(status, stdout, result.stderr)
+
+    async def query_with_apps(command: str, node: str) -> CommandResult:
+        result = await run(with_apps(command, host=with_host))
+        stdout, said, rest = split_apps(result.stdout)
+        if said is None or rest is None:
+            # No marker (a forced command, a wrapper that runs the GPU query alone): the
+            # apps are asked on their own after the reading, as when probing.
+            return result
+        got = _apps_from(rest, node, host=with_host)
+        hosts[0], apps[0] = got.host, AppsRead(got.reading, False)
+        return CommandResult(said, stdout, result.stderr)
+
+    if known is not None:
+        result = await query(known)
+        said = f"{result.stdout}\n{result.stderr}" if result.exit_status != 0 else ""
+        if not said or nvsmiprobe.rejected_field(said) is None:  # only a failure is read
+            return GpuRead(known, False, result, hosts[0], apps[0])
+    try:
+        fields, result = await nvsmiprobe.probe_read(query)
+    except nvsmiprobe.NvsmiProbeError as exc:
+        exc.host = hosts[0]
+        raise
+    return GpuRead(fields, True, result, hosts[0], apps[0])
+
+
+def driver_of(samples: Sequence[GpuSample]) -> str:
+    """The driver version a reading carried ("" when none, or none that reads as one)."""
+    extra = samples[0].extra if samples else {}
+    return nvsmiprobe.driver_word(extra.get(nvsmi.EXTRA_DRIVER_VERSION))
+
+
 async def read_apps(
     run: Callable[[str], Awaitable[CommandResult]], node: str, *, host: bool
 ) -> AppsRead:
-    """The compute apps, then every process's owner, in one round trip (leases.telemetry.
-    owners). A node that floods us raises OutputTooLarge (that is its state); any other
-    SSH failure or an unreadable answer is a reading not had."""
+    """The compute apps, then every GPU process's owner, in one round trip (leases.
+    telemetry.owners). A node that floods us raises OutputTooLarge (that is its state); any
+    other SSH failure or an unreadable answer is a reading not had."""
     command = owners.APPS_OWNERS_COMMAND
     try:
         result = await run(hoststats.with_host(command) if host else command)
@@ -88,7 +133,12 @@ async def read_apps(
         raise
     except SshError:
         return AppsRead(None, False)
-    stdout, text = result.stdout, None
+    return _apps_from(result.stdout, node, host=host)
+
+
+def _apps_from(stdout: str, node: str, *, host: bool) -> AppsRead:
+    """The owner query's output (the host part after it when `host`) as an AppsRead."""
+    text = None
     if host:
         stdout, _, text = hoststats.split_output(stdout, last=True)
     try:

@@ -4,6 +4,7 @@ progress, its process owners, its gap state, its host figures and its parsed GPU
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 
 from leases.core.host import HostStats
@@ -49,3 +50,14 @@ class NodeState:
 
     def __post_init__(self) -> None:
         self.acc = MinuteAccumulator(self.node.name)
+
+    def read_host(self, text: str | None) -> None:
+        """Turn the host part of an output into the node's host figures (never raises on
+        what the node printed: a part not read is named in the figures' problems)."""
+        reading = hoststats.parse_host(text)
+        at = time.monotonic()
+        before, seconds = self.host_reading, None
+        if self.host_read_at is not None:
+            seconds = at - self.host_read_at
+        self.host = hoststats.stats(reading, before, seconds)
+        self.host_reading, self.host_read_at = reading, at

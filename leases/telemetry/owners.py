@@ -2,11 +2,12 @@
 the process list, and on a local node from /proc.
 
 The remote command is nvidia-smi's compute-apps query, a marker line carrying its exit
-status, then `ps` listing every process's pid, uid and user (or, where ps is missing, as in
-many container images, `stat` over /proc). Everything it prints is hostile: the number of
-lines read and the length of a name are bounded, and only sane user names are kept. A name
-that is not sane becomes "?" and the reason goes to the node's detail; a user without a
-name (a container's uid with no passwd entry) is shown as "uid:N".
+status, then `ps` listing the pid, uid and user of the processes nvidia-smi named (or, where
+ps is missing, as in many container images, `stat` of their /proc entries): a busy node runs
+thousands of processes, and only the few on its GPUs are sent. Everything it prints is
+hostile: the number of lines read and the length of a name are bounded, and only sane user
+names are kept. A name that is not sane becomes "?" and the reason goes to the node's
+detail; a user without a name (a container's uid with no passwd entry) is shown as "uid:N".
 
 Pure except `local_owner`, which reads /proc and the passwd database.
 """
@@ -24,7 +25,13 @@ from pathlib import Path
 from leases.core.models import GpuProcess
 from leases.core.textsafe import visible
 from leases.telemetry.nvsmi import APPS_COMMAND, parse_compute_apps
-from leases.telemetry.procinfo import PROCS_COMMAND, ProcSection, parse_procs, split_procs
+from leases.telemetry.procinfo import (
+    MAX_PROC_LINES,
+    PROCS_COMMAND,
+    ProcSection,
+    parse_procs,
+    split_procs,
+)
 
 # The owner of a process whose user the node named in a way we refuse (see owner_of).
 REFUSED = "?"
@@ -40,9 +47,18 @@ MAX_PROBLEMS = 5
 _SHOWN = 40
 
 OWNERS_MARK = "@zuka-owners"
-# pid, uid and the user name (width 32 so that no name is cut); busybox ps knows no uid
-# column and fails, as does a missing ps: then stat names /proc/PID's owner instead.
-PS_COMMAND = "ps -eo pid=,uid=,user:32= 2>/dev/null || stat -c '%n %u %U' /proc/[0-9]*"
+# The pids nvidia-smi named (in `a`), comma after each, into $l: ASCII digits only, so $l
+# is safe unquoted. The shell's own pid ($$) is listed with them: a ps that works always
+# prints a line, even when every GPU process has just ended.
+GPU_PIDS = (
+    f"l=$(printf '%s\\n' \"$a\" | head -n {MAX_PROC_LINES} | while IFS=', ' read -r u p r; do"
+    " case $p in ''|*[!0-9]*) continue ;; esac; printf '%s,' \"$p\"; done)"
+)
+# pid, uid and the user name (width 32 so that no name is cut) of those pids alone ...
+PS_LISTED = 'ps -o pid=,uid=,user:32= -p "$l$$" 2>/dev/null'
+# ... or, where ps is missing or knows no uid column (busybox), stat of their /proc entries.
+STAT_LISTED = "(cd /proc && IFS=, && stat -c '%n %u %U' $l$$ 2>/dev/null)"
+PS_COMMAND = f"{GPU_PIDS}; {PS_LISTED} || {STAT_LISTED}"
 # nvidia-smi's output is kept in `a` so that the /proc part (leases.telemetry.procinfo) reads
 # the start and command line of exactly the pids it named without running it twice; all in
 # a subshell, so that a kept-open shell (leases.ssh.shell) keeps none of its variables.
@@ -108,7 +124,7 @@ def _pid(token: str) -> int | None:
 
 
 def parse_ps(text: str, wanted: Collection[int] | None = None) -> PsOwners:
-    """`ps -eo pid=,uid=,user:32=` (or `stat -c '%n %u %U' /proc/[0-9]*`) as owners by pid.
+    """`ps -o pid=,uid=,user:32= -p PIDS` (or `stat -c '%n %u %U'` of their /proc) as owners.
 
     Only pids in `wanted` are kept when given (the GPU processes). A pid listed twice
     with two owners is refused; a line that is not "PID UID USER" is skipped and said.
@@ -264,11 +280,14 @@ def local_owner(
 
 __all__ = [
     "APPS_OWNERS_COMMAND",
+    "GPU_PIDS",
     "MAX_PS_LINES",
     "MAX_USER_CHARS",
     "OWNERS_MARK",
     "PS_COMMAND",
+    "PS_LISTED",
     "REFUSED",
+    "STAT_LISTED",
     "ProcessReading",
     "PsOwners",
     "local_owner",

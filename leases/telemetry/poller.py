@@ -32,7 +32,7 @@ from leases.core.models import GpuProcess, GpuSample, Node, NodeHealth, NodeStat
 from leases.ssh.errors import BackingOff, HostKeyRejected, SshError, StreamExited
 from leases.ssh.pool import SshPool
 from leases.ssh.stream import CommandResult
-from leases.telemetry import gcsettle, gpuread, hoststats, nvsmi, nvsmiprobe, nvsmistream
+from leases.telemetry import gcsettle, gpuread, nvsmi, nvsmiprobe, nvsmistream
 from leases.telemetry.attribution import gpu_owners
 from leases.telemetry.faultlog import quiet_logger
 from leases.telemetry.flushes import GapEvent, write_flush
@@ -169,19 +169,22 @@ class Poller:
         session = self.pool.add(node)
         run = session.query if self.kept_shell else session.run
         # The node's CPU, RAM, disks, network in the same round trip, as often as the
-        # processes (every apps_every readings: a CPU share over 30 s reads steadier).
-        with_host = self.host_stats and state.polls % self.apps_every == 0
+        # processes (every apps_every readings: a CPU share over 30 s reads steadier), and
+        # the processes themselves too once the fields are known.
+        due = state.polls % self.apps_every == 0
+        with_host = self.host_stats and due
+        apps_of = node.name if self.processes and due else None
         try:
-            read = await gpuread.read_gpus(run, state.fields, with_host=with_host)
+            read = await gpuread.read_gpus(run, state.fields, with_host=with_host, apps_of=apps_of)
             now, state.fields, result = self.clock(), read.fields, read.result
             if with_host:
-                self._host(state, read.host)
+                state.read_host(read.host)
             if result.exit_status != 0:
                 self._failed_reading(state, result.exit_status, result.stdout, result.stderr)
                 return
             samples = nvsmi.parse_query(result.stdout, read.fields, node.name, now, state.rows)
             self._probed(state, read.probed, samples)
-            processes = await self._processes(state, run)
+            processes = await self._processes(state, run, read.apps)
             self._good(state, samples, processes, parsed=True)
         except HostKeyRejected as exc:
             self._bad(state, exc.health, exc.message, exc.offered.fingerprint)
@@ -189,7 +192,7 @@ class Poller:
             self._bad(state, exc.health, exc.message)
         except nvsmiprobe.NvsmiProbeError as exc:
             if with_host:
-                self._host(state, exc.host)
+                state.read_host(exc.host)
             self._bad(state, exc.health, str(exc))
         except nvsmi.NvsmiParseError as exc:
             self._unprobe(state)  # probe again: the node may have changed under us
@@ -213,19 +216,23 @@ class Poller:
         self,
         state: NodeState,
         run: Callable[[str], Awaitable[CommandResult]],
+        read: gpuread.AppsRead | None = None,
         *,
         streaming: bool = False,
     ) -> tuple[GpuProcess, ...] | None:
-        """Per-process use, every apps_every polls; None when not read this time."""
+        """Per-process use, every apps_every polls; None when not read this time. `read`:
+        what the GPU query's command already brought back (exec mode, known fields)."""
         state.polls += 1
         if not self.processes or (state.polls - 1) % self.apps_every:
             return None
         # In stream mode the host figures ride on this round trip (in exec mode on the GPU
         # query's, see _read_once_unguarded).
-        apps = await gpuread.read_apps(run, state.node.name, host=self.host_stats and streaming)
-        if apps.host_read:
-            self._host(state, apps.host)
-        if (reading := apps.reading) is None or reading.processes is None:
+        if read is None:
+            host = self.host_stats and streaming
+            read = await gpuread.read_apps(run, state.node.name, host=host)
+        if read.host_read:
+            state.read_host(read.host)
+        if (reading := read.reading) is None or reading.processes is None:
             return None
         said = "; ".join(reading.problems)
         state.owner_problems = f"process owners: {said}" if said else ""
@@ -261,16 +268,6 @@ class Poller:
             self._bad(state, got.problem.health, got.problem.detail)
         elif got.samples:
             self._good(state, got.samples, None)
-
-    def _host(self, state: NodeState, text: str | None) -> None:
-        """Turn the host part of an output into the node's host figures (never raises on
-        what the node printed: a part not read is named in the figures' problems)."""
-        reading = hoststats.parse_host(text)
-        at = time.monotonic()
-        before = state.host_reading
-        seconds = None if state.host_read_at is None else at - state.host_read_at
-        state.host = hoststats.stats(reading, before, seconds)
-        state.host_reading, state.host_read_at = reading, at
 
     @staticmethod
     def _attributed(state: NodeState, minutes: Sequence[NodeMinute]) -> list[NodeMinute]:

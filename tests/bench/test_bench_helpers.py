@@ -21,6 +21,9 @@ from leases.ledger.store import Ledger
 from leases.sim import Scenario, SimNode
 from leases.sim.fleet import SimFleet
 from leases.sim.ledger import register_sim_nodes
+from leases.telemetry.gpuread import GPUS_MARK
+from leases.telemetry.hoststats import HOST_MARK
+from leases.telemetry.owners import OWNERS_MARK
 from leases.telemetry.rollups import HistoryStore
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
@@ -69,7 +72,8 @@ def test_the_floor_reads_each_answer_to_its_sentinel_on_one_shell(tmp_path: Path
             assert len(rows) == 8
             assert first.rstrip().endswith(peers.SENTINEL)
             both = await peers._ask(ch, peers.APPS_HOST)
-            assert peers.hoststats.HOST_MARK in both and peers.owners.OWNERS_MARK in both
+            # The one command zuka's 6th sweep sends: the GPUs, the owners, the host.
+            assert all(mark in both for mark in (GPUS_MARK, OWNERS_MARK, HOST_MARK))
             assert both.rstrip().endswith(peers.SENTINEL)
             ch.conn.close()
             figures = await peers.floor(ports, key, known, rounds=2)

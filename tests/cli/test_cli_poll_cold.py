@@ -44,7 +44,9 @@ def commands(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 
 def apps(commands: list[str]) -> list[str]:
-    return [c for c in commands if c.startswith(APPS_OWNERS_COMMAND)]
+    """The commands that read the processes: the owner query alone, or riding on the GPU
+    query once the node's fields are known (leases.telemetry.gpuread.with_apps)."""
+    return [c for c in commands if APPS_OWNERS_COMMAND in c]
 
 
 def test_the_table_reads_no_processes_and_one_command_a_node(
@@ -79,7 +81,8 @@ def test_json_and_processes_read_them(
     busy = next(name for name, row in rows.items() if row["processes"])
     table = cli("poll", "--once", "--processes", busy)
     assert table.code == 0, table.err
-    assert len(apps(commands)) == 1
+    # The probe kept by the first poll: the GPUs and the processes in one command.
+    assert len(commands) == 1 and len(apps(commands)) == 1
     header, line = table.out.splitlines()[:2]
     names = header.split()
     assert names[-2:] == ["PROCS", "DETAIL"]

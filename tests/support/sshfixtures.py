@@ -26,10 +26,11 @@ import asyncssh
 from leases.core.models import Node, SshTarget
 from leases.sim import SimNode
 from leases.sim import answer as sim_answer
+from leases.sim.procs import around_owners
 from leases.ssh.hostkeys import host_pattern
 from leases.ssh.options import SshOptions
 from leases.telemetry.nvsmi import APPS_COMMAND
-from leases.telemetry.owners import APPS_OWNERS_COMMAND, OWNERS_MARK
+from leases.telemetry.owners import OWNERS_MARK
 
 Handler = Callable[[asyncssh.SSHServerProcess[str], "FakeNode"], Awaitable[None]]
 
@@ -225,13 +226,16 @@ class FakeNode:
         """What the simulated node prints for cmd: (stdout, stderr, exit status)."""
         assert self.sim is not None
         now = self.sim_clock()
-        if cmd.startswith(APPS_OWNERS_COMMAND) and self.ps_output is not None:
+        parts = around_owners(cmd)
+        if parts is not None and self.ps_output is not None:
+            # What comes before and after the owner query (the GPU query, the host
+            # figures) as the sim says.
+            before, rest = parts
+            first = sim_answer(self.sim, before, now).stdout if before else ""
             apps = sim_answer(self.sim, APPS_COMMAND, now)
             marker = f"{OWNERS_MARK} {apps.exit_status}\n"
-            # What follows the owner query (the host figures in stream mode) as the sim says.
-            rest = cmd[len(APPS_OWNERS_COMMAND) :].lstrip("; ")
             after = sim_answer(self.sim, rest, now).stdout if rest else ""
-            return apps.stdout + marker + self.ps_output + after, apps.stderr, 0
+            return first + apps.stdout + marker + self.ps_output + after, apps.stderr, 0
         return tuple(sim_answer(self.sim, cmd, now))  # type: ignore[return-value]
 
     def __post_init__(self) -> None:

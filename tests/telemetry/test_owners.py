@@ -33,10 +33,12 @@ from leases.telemetry.nvml import NvmlReader
 from leases.telemetry.nvsmi import APPS_COMMAND
 from leases.telemetry.owners import (
     APPS_OWNERS_COMMAND,
+    GPU_PIDS,
     MAX_PROBLEMS,
     MAX_PS_LINES,
     OWNERS_MARK,
-    PS_COMMAND,
+    PS_LISTED,
+    STAT_LISTED,
     local_owner,
     parse_apps_owners,
     parse_ps,
@@ -86,14 +88,24 @@ def test_stat_fallback_shape() -> None:
 
 
 @pytest.mark.skipif(shutil.which("ps") is None, reason="no ps on this machine")
-def test_this_machines_ps_and_stat_read_our_own_process() -> None:
+@pytest.mark.parametrize("lister", [PS_LISTED, STAT_LISTED], ids=["ps", "stat"])
+def test_this_machines_ps_and_stat_list_only_the_gpu_pids(lister: str) -> None:
+    """A real sh and this machine's ps (or stat): the pids nvidia-smi named are listed,
+    ours with its owner, and no other process of the machine is (pid 1 is not on the
+    GPUs here); the shell's own pid comes with them, so a working ps always prints."""
     me = pwd.getpwuid(os.geteuid()).pw_name
-    for command in (PS_COMMAND, "stat -c '%n %u %U' /proc/[0-9]*"):
-        child = subprocess.run(
-            ["sh", "-c", command], capture_output=True, text=True, check=False, timeout=30
-        )
-        owners = parse_ps(child.stdout, wanted={os.getpid()})
-        assert owners.by_pid == {os.getpid(): me}, (command, owners)
+    apps = f"GPU-a, {os.getpid()}, python, 10\nGPU-b, [N/A], gone, 1\nGPU-c, 12x, odd, 1\n"
+    child = subprocess.run(
+        ["sh", "-c", f'{GPU_PIDS}; {lister}; echo "shell $$"'],
+        capture_output=True, text=True, check=False, timeout=30, env={**os.environ, "a": apps},
+    )  # fmt: skip
+    *listed, last = child.stdout.splitlines()
+    shell = int(last.removeprefix("shell "))
+    assert parse_ps("\n".join(listed)).by_pid == {os.getpid(): me, shell: me}, child
+    # Every GPU process gone: the shell's line still says that ps works.
+    nothing = subprocess.run(["sh", "-c", f"a=; {GPU_PIDS}; {lister}"], capture_output=True,
+                             text=True, check=False, timeout=30)  # fmt: skip
+    assert len(nothing.stdout.splitlines()) == 1
 
 
 ESC_TITLE = "\x1b]0;pwned\x07"

@@ -147,11 +147,20 @@ async def test_a_long_lived_poller_probes_afresh_and_keeps_what_it_found(rig: Ri
 
 async def test_processes_are_read_only_when_asked(rig: Rig) -> None:
     assert await sweep(rig, processes=False) is NodeHealth.OK
-    assert not any(c.startswith(APPS_OWNERS_COMMAND) for c in rig.commands)
+    assert not any(APPS_OWNERS_COMMAND in c for c in rig.commands)
     rig.commands.clear()
     assert await sweep(rig) is NodeHealth.OK  # the collector's and dashboard's default
-    assert [c for c in rig.commands if c.startswith(APPS_OWNERS_COMMAND)]
-    assert len(rig.queries()) == 1  # the probe kept by the sweep before
+    # With the probe kept by the sweep before: the GPU query and the owner query in one
+    # command, one round trip (leases.telemetry.gpuread.with_apps).
+    (command,) = rig.commands
+    assert APPS_OWNERS_COMMAND in command and len(rig.queries()) == 1
+
+
+async def test_a_node_probed_in_this_sweep_reads_its_processes_after(rig: Rig) -> None:
+    # No fields known: the probe's query is the reading, the owner query follows it.
+    assert await sweep(rig) is NodeHealth.OK
+    assert len(rig.commands) == 2 and rig.commands[1].startswith(APPS_OWNERS_COMMAND)
+    assert APPS_OWNERS_COMMAND not in rig.commands[0]
 
 
 async def test_a_probe_that_drops_a_refused_field_is_kept_without_it(rig: Rig) -> None:
@@ -198,6 +207,22 @@ async def test_a_kept_field_the_node_now_refuses_is_probed_in_the_same_reading(r
     # The kept fields, refused; the probe from the full set, refused; without the field.
     assert rig.queries() == [nvsmi.QUERY_FIELDS, nvsmi.QUERY_FIELDS, wanted]
     assert rig.kept() == [(json.dumps(list(wanted)), SIM_DRIVER)]
+
+
+async def test_a_refused_kept_field_with_the_processes_due_still_reads_them(rig: Rig) -> None:
+    # The command carrying both is refused whole (no marker came back): probed, then the
+    # owner query on its own.
+    keep(rig, nvsmi.QUERY_FIELDS, SIM_DRIVER)
+    rig.refuse = {"fan.speed"}
+    poller = rig.poller()
+    try:
+        assert (await poller.sweep())["n0"].health is NodeHealth.OK
+        assert poller.statuses["n0"].processes
+    finally:
+        await poller.close()
+    wanted = tuple(f for f in nvsmi.QUERY_FIELDS if f != "fan.speed")
+    assert rig.queries() == [nvsmi.QUERY_FIELDS, nvsmi.QUERY_FIELDS, wanted]
+    assert APPS_OWNERS_COMMAND in rig.commands[0] and rig.commands[-1] == APPS_OWNERS_COMMAND
 
 
 async def test_a_probe_kept_for_another_login_is_not_used(rig: Rig) -> None:

@@ -17,6 +17,7 @@ from leases.ledger import records
 from leases.ledger.store import Ledger
 from leases.sim.commands import answer
 from leases.sim.gpu import SimNode, readings
+from leases.sim.procs import gpu_processes
 from leases.ssh.stream import CommandResult
 from leases.telemetry.cksum import cksum_word
 from leases.telemetry.owners import APPS_OWNERS_COMMAND, OWNERS_MARK, parse_apps_owners
@@ -299,6 +300,23 @@ def test_sim_ps_new_columns() -> None:
     out = answer(node, "ps -eo pid=,user:32=,etimes=,args=", NOW).stdout
     assert "bob" in out and "torchrun --nproc_per_node=8" in out and "/sbin/init" in out
     assert answer(node, "ps -eo pid=,lstart=", NOW).exit_status == 1  # not simulated: said
+
+
+def test_sim_ps_of_listed_pids_as_procps_answers() -> None:
+    node = SimNode("sim-p", "A800", count=2, seed=1)
+    pid = gpu_processes(node, NOW)[0].pid
+    listed = answer(node, f"ps -o pid=,user:32= -p {pid},1", NOW)
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == ["1", str(pid)]
+    assert answer(node, "ps -o pid= -p 99999", NOW)[1:] == ("", 1)  # none of them: exit 1
+    assert "improper list" in answer(node, "ps -o pid= -p 1,", NOW).stderr
+    # The owner query lists the GPU processes' pids and the shell's, no other process.
+    out = answer(node, APPS_OWNERS_COMMAND, NOW).stdout
+    ps = out.split(f"{OWNERS_MARK} 0\n")[1].split(PROCS_MARK)[0]
+    assert "/sbin/init" not in ps and " 412 " not in f" {ps} "
+    assert {int(line.split()[0]) for line in ps.splitlines()} == {
+        *(p.pid for p in gpu_processes(node, NOW)),
+        1290,
+    }
 
 
 async def test_a_command_name_with_a_line_break_reads_as_unreadable(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ poller's and the ledger's, and one health summary: the CLI (`zuka poll` beside a
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -85,11 +86,12 @@ def health_label(health: NodeHealth) -> str:
 
 
 def health_counts(statuses: Iterable[NodeStatus]) -> dict[str, int]:
-    """How many nodes are in each health, by its label (health_label)."""
+    """How many nodes are in each health, by its label (health_label). Counted by health,
+    then each health named once: the dashboard asks this of every node on every refresh."""
     counts: dict[str, int] = {}
-    for st in statuses:
-        label = health_label(st.health)
-        counts[label] = counts.get(label, 0) + 1
+    for health, n in Counter(st.health for st in statuses).items():
+        label = health_label(health)
+        counts[label] = counts.get(label, 0) + n
     return counts
 
 

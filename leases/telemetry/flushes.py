@@ -52,6 +52,32 @@ class JsonMemo:
         return len(self._last)
 
 
+class TextMemo:
+    """What a JSON text read back was made into last time, per (node id, column): a text
+    read again unchanged (a node's processes between the readings that change them) is
+    not decoded, nor its objects made, again. `key` holds anything else the value was
+    made of (the node's name)."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[int, str], tuple[object, str, Any]] = {}
+
+    def value(
+        self, node_id: int, column: str, key: object, text: str, make: Callable[[str], _V]
+    ) -> _V:
+        held = self._last.get((node_id, column))
+        if held is not None and held[1] == text and held[0] == key:
+            return held[2]  # type: ignore[no-any-return]
+        value = make(text)
+        self._last[(node_id, column)] = (key, text, value)
+        return value
+
+    def keep(self, node_ids: Iterable[int]) -> None:
+        """Forget the nodes not read this time (their values would be held forever)."""
+        ids = set(node_ids)
+        for k in [k for k in self._last if k[0] not in ids]:
+            del self._last[k]
+
+
 class FlushStore(Protocol):
     def write(
         self,

@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from leases.core.host import HostStats, host_from, host_record
@@ -23,7 +24,7 @@ from leases.core.models import (
 from leases.ledger.store import Ledger
 from leases.money import billing
 from leases.telemetry.attribution import add_shares, minute_shares
-from leases.telemetry.flushes import GapEvent, JsonMemo
+from leases.telemetry.flushes import GapEvent, JsonMemo, TextMemo
 from leases.telemetry.history import (
     NodeHour,
     NodeMinute,
@@ -60,6 +61,10 @@ def _host_of(text: str) -> HostStats | None:
         return None
 
 
+def _procs_of(node: str, text: str) -> tuple[GpuProcess, ...]:
+    return tuple(GpuProcess(**{**p, "node": node}) for p in json.loads(text))
+
+
 def sample_record(s: GpuSample) -> dict[str, Any]:
     # Explicit rather than dataclasses.asdict, whose deep copy was the collector's
     # largest cost (300 nodes x 8 GPUs every flush).
@@ -90,6 +95,9 @@ class HistoryStore:
         # The JSON last written of each node's processes and host figures: a poller
         # hands the same objects on between the readings that refresh them.
         self._json = JsonMemo()
+        # What each node's processes and host figures read back were made into: the same
+        # text read again (the dashboard reads every node each refresh) is not decoded.
+        self._read = TextMemo()
 
     def set_nodes(self, nodes: Iterable[Node]) -> None:
         """The fleet as the poller sees it now: each name writes to that node's row. Called
@@ -369,6 +377,7 @@ class HistoryStore:
             params.append(json.dumps(list(node_ids)))
         rows = self.ledger.conn.execute(sql, params).fetchall()
         out: dict[int, NodeStatus] = {}
+        read = self._read
         for node_id, name, at, health, detail, fp, gpus, procs, host in rows:
             checked = datetime.fromisoformat(at)
             ok = NodeHealth(health) is NodeHealth.OK
@@ -379,10 +388,12 @@ class HistoryStore:
                 checked,
                 checked if ok else None,
                 tuple(sample_from(name, d) for d in json.loads(gpus)),
-                tuple(GpuProcess(**{**p, "node": name}) for p in json.loads(procs)),
+                read.value(node_id, "processes", name, procs, partial(_procs_of, name)),
                 fp,
-                _host_of(host),
+                read.value(node_id, "host", None, host, _host_of),
             )
+        if node_ids is None:
+            read.keep(out)
         return out
 
     def busy_card_hours(self, since: datetime, now: datetime) -> list[BusyHours]:

@@ -309,3 +309,31 @@ async def test_streams_of_nodes_that_keep_answering_open_no_gap(fleet: Fleet) ->
     for name in ("w0", "w1"):
         assert latest[name].health is NodeHealth.OK
         assert latest[name].samples == fleet.poller.statuses[name].samples
+
+
+def test_a_reader_reads_what_is_stored_now_not_what_it_decoded_before(tmp_path: Path) -> None:
+    """The dashboard's reader asks every node's latest row each refresh: processes and host
+    figures whose text is unchanged are the objects made last time, and any change (a
+    write, a hand edit behind zuka's back, a rename) is read as it is now."""
+    ledger = Ledger.open(tmp_path / "l.db")
+    try:
+        node = ledger.add_node(records.node_from({"name": "g", "ssh_host": "10.0.0.9"}))
+        writer, reader = HistoryStore(ledger), HistoryStore(ledger)
+        proc = GpuProcess("g", "GPU-a", 4242, "python", 100.0, owner="alice")
+        status = NodeStatus("g", NodeHealth.OK, checked=T0, at=T0, processes=(proc,))
+        writer.write(latest=[status])
+        first = reader.latest_by_id()[node.id or 0]
+        writer.write(latest=[replace(status, checked=T0 + timedelta(seconds=5))])
+        again = reader.latest_by_id()[node.id or 0]
+        assert again.checked == T0 + timedelta(seconds=5)
+        assert again.processes is first.processes  # the same text: not decoded again
+        ledger.conn.execute(
+            "UPDATE node_latest SET processes = replace(processes, 'alice', 'mallory')"
+        )
+        edited = reader.latest_by_id()[node.id or 0]
+        assert [p.owner for p in edited.processes] == ["mallory"]
+        ledger.conn.execute("UPDATE nodes SET name = 'h' WHERE id = ?", [node.id])
+        renamed = reader.latest_by_id()[node.id or 0]
+        assert [p.node for p in renamed.processes] == ["h"] and renamed.node == "h"
+    finally:
+        ledger.close()

@@ -230,6 +230,10 @@ class FleetReader:
         self._status_cache: StatusCache = {}  # statuses made of stored ones, kept
         self._edits: tuple[object, ...] | None = None  # _edit_mark() at the last facts read
         self._first_done = False  # a first paint's read of the first nodes was made
+        # Each node's sparkline cells and the stored sums they were made of: the same sums
+        # (the cache hands on one object until a minute or the window moves) and nothing
+        # live give the same cells, not worked out again for every node each refresh.
+        self._means: dict[int, tuple[CellSums, tuple[float | None, ...]]] = {}
 
     def _due(self, last: datetime | None, now: datetime, every_s: float) -> bool:
         return last is None or not timedelta(0) <= now - last < timedelta(seconds=every_s)
@@ -289,11 +293,21 @@ class FleetReader:
             problems.append(self._money_problem)  # said on every read while it stands
         end = window_end(now.timestamp())
         empty = cell_sums((), end=end)
-        hour = {
-            i: tuple(hour_means(self.cache.sums(i, end) if req.history else empty,
-                                req.live.get(i), end))
-            for i in ids
-        }  # fmt: skip
+        hour: dict[int, tuple[float | None, ...]] = {}
+        means = self._means
+        for i in ids:
+            sums, live = self.cache.sums(i, end) if req.history else empty, req.live.get(i)
+            held = means.get(i)
+            if held is not None and held[0] is sums and not live:  # the same stored minutes
+                hour[i] = held[1]
+                continue
+            hour[i] = tuple(hour_means(sums, live, end))
+            if live:  # cells with live readings in them are not the stored sums' alone
+                means.pop(i, None)
+            else:
+                means[i] = (sums, hour[i])
+        for gone in means.keys() - hour.keys():
+            del means[gone]
         last = {i: m for i in ids if (m := self.cache.last_minute(i)) is not None}
         statuses = current(self.facts.nodes, req.polled, self._latest or {}, req.stale_before,
                            self._status_cache)  # fmt: skip

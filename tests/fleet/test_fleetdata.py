@@ -18,6 +18,7 @@ from leases.config.sections import Config
 from leases.core.models import GpuSample, NodeHealth, NodeStatus
 from leases.fleet.data import FleetReader, MinuteCache, ReadRequest
 from leases.fleet.header import countdown, header, header_line, next_end
+from leases.fleet.sparkline import Reading
 from leases.ledger.store import Ledger
 from leases.sim.demoledger import build_demo_ledger
 from leases.sim.ledger import register_sim_nodes
@@ -372,3 +373,26 @@ def test_a_new_node_of_a_released_nodes_name_shows_none_of_its_reading(tmp_path:
         assert data.statuses == {}  # not the released node's 'needs reboot'
         (row,) = build(data, NOW, "l.db").rows
         assert row.cells["state"].plain == "connecting"
+
+
+def test_a_nodes_hour_cells_are_kept_until_its_minutes_or_live_readings_change(
+    fleet: Ledger,
+) -> None:
+    path = fleet.path
+    assert path is not None
+    reader = FleetReader(Ledger.open(path, create=False), Config())
+    first = fleet.nodes()[0]
+    i = first.id or 0
+    a = reader.read(ReadRequest(NOW)).hour[i]
+    assert reader.read(ReadRequest(NOW + timedelta(seconds=2))).hour[i] is a  # kept
+    # A live reading after the last stored minute moves the last cell; the next read
+    # without it shows the stored minutes' cells again, not the live one's.
+    hot = [Reading(NOW.timestamp() + 3, 5.0, 100.0)]
+    live = reader.read(ReadRequest(NOW + timedelta(seconds=4), live={i: hot})).hour[i]
+    assert live[-1] != a[-1]
+    assert reader.read(ReadRequest(NOW + timedelta(seconds=6))).hour[i] == a
+    # A new stored minute (another connection wrote it) is in the cells.
+    write(HistoryStore(fleet), first.name, range(NOW_MIN, NOW_MIN + 1), util=100.0)
+    later = reader.read(ReadRequest(NOW + timedelta(seconds=61))).hour[i]
+    assert later != a
+    reader.ledger.close()

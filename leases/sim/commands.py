@@ -26,6 +26,8 @@ from leases.sim.shellwords import tokens as shell_tokens
 from leases.sim.smiq import EXTRA_FIELDS, smi_extra
 from leases.sim.tools import answer_tool
 from leases.sim.topo import topo_matrix
+from leases.telemetry.gpuread import GPUS_MARK, unwrap_apps
+from leases.telemetry.hoststats import HOST_MARK, SNIPPET
 
 INVALID_ARGS = "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n"
 MISMATCH = (
@@ -483,6 +485,26 @@ def _simple(node: SimNode, argv: list[str], now: datetime) -> Answer:
     return handler()
 
 
+def answer_with_apps(
+    node: SimNode, command: str, now: datetime, owners: Callable[[], Answer] | None = None
+) -> Answer | None:
+    """A command leases.telemetry.gpuread.with_apps made, as sh runs it: the GPU query, its
+    marker line, the owner query only when the GPU query succeeded, then the host snippet
+    with $? the owner query's (0 when it did not run). owners: what the owner query prints
+    (the simulated node's by default). None for any other command."""
+    unwrapped = unwrap_apps(command)
+    if unwrapped is None:
+        return None
+    query, host = unwrapped
+    gpus = answer(node, query, now)
+    said = [gpus, Answer(f"\n{GPUS_MARK} {gpus.exit_status}\n", "", 0)]
+    if gpus.exit_status == 0:
+        said.append(owners() if owners is not None else owners_answer(node, now))
+    if host:
+        said.append(answer(node, f"echo {HOST_MARK} {said[-1].exit_status}; {SNIPPET}", now))
+    return Answer("".join(a.stdout for a in said), "".join(a.stderr for a in said), 0)
+
+
 def answer(node: SimNode, command: str, now: datetime, last_status: int = 0) -> Answer:
     """What `sh -c COMMAND` prints on the node: commands joined by ;, && and || run in turn.
 
@@ -490,6 +512,8 @@ def answer(node: SimNode, command: str, now: datetime, last_status: int = 0) -> 
     The offboarding's scripts are answered by leases.sim.offboard."""
     if (procs := answer_procs(node, command, now)) is not None:
         return procs
+    if (read := answer_with_apps(node, command, now)) is not None:
+        return read
     if (parts := around_owners(command)) is not None:
         # What comes before the owner query (the GPU query in exec mode), the owner query,
         # then what follows it (the host snippet), each with $? the status before it.

@@ -16,10 +16,14 @@ from leases.ssh.errors import OutputTooLarge, SshError
 from leases.ssh.stream import CommandResult
 from leases.telemetry import hoststats, nvsmi, nvsmiprobe, owners
 
-# Ends the GPU query's part of a reading that carries the compute apps, with its exit status.
-# The first such line: the GPU query prints no process's words (the apps part comes after).
+# Ends the GPU query's part of a reading that carries the compute apps, with its exit status,
+# on a line of its own even when nvidia-smi's output did not end in a newline. The first
+# such line: the GPU query prints no process's words (the apps part comes after it).
 GPUS_MARK = "@zuka-gpus"
-_GPUS_LINE = re.compile(rf"^{re.escape(GPUS_MARK)} ([0-9]{{1,3}})[ \t\r]*$", re.MULTILINE)
+_GPUS_LINE = re.compile(rf"\n{re.escape(GPUS_MARK)} ([0-9]{{1,3}})\r?\n")
+# The shell variable holding the GPU query's status (the command runs in a subshell: a
+# kept-open shell keeps none of it).
+_STATUS = "zuka_s"
 
 
 @dataclass(frozen=True)
@@ -44,20 +48,34 @@ class GpuRead:
 
 
 def with_apps(query: str, *, host: bool) -> str:
-    """The GPU query, its marker line, then the owner query (and the host snippet after
-    it): what a sweep that reads the processes sends, in one round trip."""
-    apps = owners.APPS_OWNERS_COMMAND
-    return f"{query}; echo {GPUS_MARK} $?; {hoststats.with_host(apps) if host else apps}"
+    """The GPU query, its marker line, then the owner query (only when the GPU query
+    succeeded: its nvidia-smi would fail the same way, and slowly, within the same
+    timeout), then the host snippet: what a sweep that reads the processes sends, in one
+    round trip. The host part comes last, after the line that ends it (the last
+    HOST_MARK: the owner query prints process names raw, and nothing after the marker can
+    start a line with "@", see hoststats)."""
+    apps = f'if [ "${_STATUS}" = 0 ]; then {owners.APPS_OWNERS_COMMAND}; fi'
+    text = f"{query}; {_STATUS}=$?; printf '\\n{GPUS_MARK} %s\\n' \"${_STATUS}\"; {apps}"
+    return f"({hoststats.with_host(text) if host else text})"
+
+
+def unwrap_apps(command: str) -> tuple[str, bool] | None:
+    """(the GPU query, whether the host snippet follows) of a command with_apps made;
+    None for any other command (the simulated nodes answer it part by part)."""
+    at = command.find(f"; {_STATUS}=$?; ")
+    if not command.startswith("(") or at < 0:
+        return None
+    query = command[1:at]
+    return next(((query, h) for h in (False, True) if command == with_apps(query, host=h)), None)
 
 
 def split_apps(stdout: str) -> tuple[str, int | None, str | None]:
     """(the GPU query's output, its exit status, the rest) around GPUS_MARK's first line;
-    no marker: the whole output is the GPU query's, its status and the rest None."""
+    no marker: the whole output, its status and the rest None."""
     match = _GPUS_LINE.search(stdout)
     if match is None:
         return stdout, None, None
-    rest = stdout[match.end() :]
-    return stdout[: match.start()], int(match.group(1)), rest[1:] if rest[:1] == "\n" else rest
+    return stdout[: match.start()], int(match.group(1)), stdout[match.end() :]
 
 
 async def read_gpus(
@@ -81,7 +99,14 @@ async def read_gpus(
         command = nvsmi.query_command(fields)
         if (node := ride[0]) is not None:
             ride[0] = None
-            return await query_with_apps(command, node)
+            result = await run(with_apps(command, host=with_host))
+            stdout, said, rest = split_apps(result.stdout)
+            if said is not None and rest is not None:
+                got = _apps_from(rest, node, host=with_host)
+                hosts[0], apps[0] = got.host, AppsRead(got.reading, False)
+                return CommandResult(said, stdout, result.stderr)
+            # No marker came back (a forced command, a wrapper): nothing of that output is
+            # trusted to be the GPU query's. Asked alone, as before; the apps after it.
         if not with_host:
             return await run(command)
         result = await run(hoststats.with_host(command))
@@ -89,17 +114,6 @@ async def read_gpus(
         hosts[0] = host
         status = result.exit_status if said is None else said  # the GPU query's own
         return CommandResult(status, stdout, result.stderr)
-
-    async def query_with_apps(command: str, node: str) -> CommandResult:
-        result = await run(with_apps(command, host=with_host))
-        stdout, said, rest = split_apps(result.stdout)
-        if said is None or rest is None:
-            # No marker (a forced command, a wrapper that runs the GPU query alone): the
-            # apps are asked on their own after the reading, as when probing.
-            return result
-        got = _apps_from(rest, node, host=with_host)
-        hosts[0], apps[0] = got.host, AppsRead(got.reading, False)
-        return CommandResult(said, stdout, result.stderr)
 
     if known is not None:
         result = await query(known)

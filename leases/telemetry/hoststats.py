@@ -52,7 +52,9 @@ _PARTS = (
     ("stat", ("grep -E '^cpu ' /proc/stat", "grep -c -E '^cpu[0-9]' /proc/stat")),
     # Without the virtual interfaces (a Kubernetes host has thousands of veths).
     ("net", ("grep -v -E '^ *(veth|cali|lxc|tap)' /proc/net/dev",)),
-    ("df", ("timeout 5 df -P -k -T",)),
+    # No line starting with "@": busybox df prints mount paths raw, and a tenant's mount
+    # (FUSE) named with line breaks could otherwise forge a section or a marker line.
+    ("df", ("timeout 5 df -P -k -T 2>/dev/null | grep -v '^@'",)),
     # A container's memory limit (cgroup v2, then v1): what the OOM killer goes by, where
     # /proc/meminfo (without lxcfs) shows the whole machine's.
     ("cg2", ("cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/memory.current",

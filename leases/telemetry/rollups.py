@@ -92,7 +92,8 @@ def sample_from(node: str, d: dict[str, Any]) -> GpuSample:
     with an index and a time (every record zuka writes), is made without its keyword
     __init__, a quarter of the cost (a dashboard reads 8,000 a refresh at 1,000 nodes);
     any other goes through __init__ and fails there as it always did."""
-    if not (d.keys() <= _SAMPLE_KEYS and "index" in d and type(d.get("at")) is str):
+    if not (type(d) is dict and d.keys() <= _SAMPLE_KEYS and "index" in d
+            and type(d.get("at")) is str):  # fmt: skip
         return GpuSample(**{**d, "node": node, "at": datetime.fromisoformat(d["at"])})
     new = object.__new__(GpuSample)
     held = vars(new)

@@ -26,6 +26,8 @@ import asyncssh
 from leases.core.models import Node, SshTarget
 from leases.sim import SimNode
 from leases.sim import answer as sim_answer
+from leases.sim.commands import answer_with_apps
+from leases.sim.output import Answer
 from leases.sim.procs import around_owners
 from leases.ssh.hostkeys import host_pattern
 from leases.ssh.options import SshOptions
@@ -226,17 +228,27 @@ class FakeNode:
         """What the simulated node prints for cmd: (stdout, stderr, exit status)."""
         assert self.sim is not None
         now = self.sim_clock()
-        parts = around_owners(cmd)
-        if parts is not None and self.ps_output is not None:
-            # What comes before and after the owner query (the GPU query, the host
-            # figures) as the sim says.
-            before, rest = parts
-            first = sim_answer(self.sim, before, now).stdout if before else ""
-            apps = sim_answer(self.sim, APPS_COMMAND, now)
+        if self.ps_output is None:
+            return tuple(sim_answer(self.sim, cmd, now))  # type: ignore[return-value]
+        sim = self.sim
+        ps_output = self.ps_output
+
+        def owners() -> Answer:
+            apps = sim_answer(sim, APPS_COMMAND, now)
             marker = f"{OWNERS_MARK} {apps.exit_status}\n"
-            after = sim_answer(self.sim, rest, now).stdout if rest else ""
-            return first + apps.stdout + marker + self.ps_output + after, apps.stderr, 0
-        return tuple(sim_answer(self.sim, cmd, now))  # type: ignore[return-value]
+            return Answer(apps.stdout + marker + ps_output, apps.stderr, 0)
+
+        if (made := answer_with_apps(sim, cmd, now, owners)) is not None:
+            return tuple(made)  # type: ignore[return-value]
+        parts = around_owners(cmd)
+        if parts is None:
+            return tuple(sim_answer(sim, cmd, now))  # type: ignore[return-value]
+        # What comes before and after the owner query (the host figures) as the sim says.
+        before, rest = parts
+        first = sim_answer(sim, before, now).stdout if before else ""
+        said = owners()
+        after = sim_answer(sim, rest, now).stdout if rest else ""
+        return first + said.stdout + after, said.stderr, 0
 
     def __post_init__(self) -> None:
         if self.host_key is None:

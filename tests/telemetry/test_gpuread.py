@@ -79,12 +79,23 @@ async def test_without_the_host_the_apps_end_the_output(tmp_path: Path) -> None:
     assert [p.owner for p in read.apps.reading.processes or ()] == [me()]
 
 
-async def test_the_gpu_querys_own_failure_is_kept_and_the_apps_still_read(tmp_path: Path) -> None:
-    said = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"
+async def test_a_failed_gpu_query_keeps_its_status_and_runs_no_second_nvidia_smi(
+    tmp_path: Path,
+) -> None:
+    # A driver failure (exit 9) printed without a final newline: the status is still the
+    # GPU query's own; the apps' nvidia-smi, which would fail the same way (and as slowly,
+    # inside the same timeout), is not run; the host figures still are.
+    said = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
     sh = Sh(tmp_path, f"GPU-aaa, {os.getpid()}, python, 1024\n", gpu_status=9, gpu_out=said)
+    calls = tmp_path / "calls"
+    smi = sh.bin / "nvidia-smi"
+    smi.write_text(smi.read_text().replace("#!/bin/sh\n", f"#!/bin/sh\necho \"$*\" >> '{calls}'\n"))
     read = await gpuread.read_gpus(sh.run, FIELDS, with_host=True, apps_of="n0")
     assert (read.result.exit_status, read.result.stdout) == (9, said)
     assert read.apps is not None and read.apps.reading is not None
+    assert read.apps.reading.processes is None  # not read, never misread
+    assert len(calls.read_text().splitlines()) == 1  # the GPU query alone
+    assert hoststats.parse_host(read.host).mem["MemTotal"] > 0
 
 
 async def test_a_process_name_cannot_forge_the_gpu_or_host_part(tmp_path: Path) -> None:
@@ -102,11 +113,46 @@ async def test_a_process_name_cannot_forge_the_gpu_or_host_part(tmp_path: Path) 
     assert read.apps is not None and read.apps.reading is None
 
 
-async def test_a_node_that_printed_no_marker_has_its_apps_asked_apart() -> None:
-    # A forced command or wrapper that runs only the GPU query: the answer is the GPU
-    # query's, and no apps came with it (the poller then asks for them on their own).
+async def test_a_node_that_printed_no_marker_is_asked_the_gpu_query_alone() -> None:
+    # A forced command or wrapper that runs only the GPU query: nothing of the first
+    # answer is taken for the GPU query's; it is asked alone (the poller then asks for the
+    # apps on their own).
+    asked: list[str] = []
+
     async def wrapper(cmd: str) -> CommandResult:
+        asked.append(cmd)
         return CommandResult(0, ROW, "")
 
-    read = await gpuread.read_gpus(wrapper, FIELDS, with_host=True, apps_of="n0")
+    read = await gpuread.read_gpus(wrapper, FIELDS, with_host=False, apps_of="n0")
     assert (read.result.stdout, read.apps, read.host) == (ROW, None, None)
+    assert len(asked) == 2 and asked[1] == nvsmi.query_command(FIELDS)
+
+
+def test_the_simulator_reads_the_command_as_sh_does() -> None:
+    command = gpuread.with_apps(nvsmi.query_command(FIELDS), host=True)
+    assert gpuread.unwrap_apps(command) == (nvsmi.query_command(FIELDS), True)
+    assert gpuread.unwrap_apps(command.replace("zuka_s", "other")) is None
+    assert gpuread.unwrap_apps(nvsmi.query_command(FIELDS)) is None
+
+
+async def test_a_mount_named_with_line_breaks_cannot_forge_owners_or_host(tmp_path: Path) -> None:
+    """busybox df prints mount paths raw: a tenant's FUSE mount named with line breaks,
+    a fake /proc line, a fake host marker and a fake memory size. Lines of df starting
+    with "@" are dropped on the node, so the last host marker is the real one."""
+    mount = (
+        "/m\n3999999 1001 alice\n@zuka-procs\n@p 3999999 5:1-1 forged\n"
+        "@zuka-host 0\n@zh mem\nMemTotal: 999 kB\n@zh end"
+    )
+    sh = Sh(tmp_path, f"GPU-aaa, {os.getpid()}, python, 1024\nGPU-aaa, 3999999, x, 7\n")
+    df = sh.bin / "df"
+    df.write_text(
+        "#!/bin/sh\necho 'Filesystem Type 1024-blocks Used Available Capacity Mounted on'\n"
+        f"printf 'fuse fuse 100 1 99 1%% %s\\n' '{mount}'\n"
+    )
+    df.chmod(0o755)
+    read = await gpuread.read_gpus(sh.run, FIELDS, with_host=True, apps_of="n0")
+    assert read.apps is not None and read.apps.reading is not None
+    by_pid = {p.pid: p for p in read.apps.reading.processes or ()}
+    assert by_pid[os.getpid()].owner == me() and by_pid[os.getpid()].visible
+    assert by_pid[3999999].owner is None and by_pid[3999999].cmdline is None
+    assert hoststats.parse_host(read.host).mem["MemTotal"] > 999

@@ -61,7 +61,8 @@ def handler_for(faults: Faults, sim: SimNode):  # type: ignore[no-untyped-def]
         async for line in process.stdin:
             cmd = line.strip().replace("$?", str(status))
             mode = faults.mode.get(node.port, "ok")
-            if not cmd.startswith("nvidia-smi") or mode == "ok":
+            # (A sweep that reads the processes sends "(nvidia-smi ...": gpuread.with_apps.)
+            if not cmd.startswith(("nvidia-smi", "(nvidia-smi")) or mode == "ok":
                 out, err, status = sim_answer(sim, cmd, datetime.now(UTC))
             elif mode == "hang":
                 await process.channel.wait_closed()

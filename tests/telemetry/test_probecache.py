@@ -210,7 +210,8 @@ async def test_a_kept_field_the_node_now_refuses_is_probed_in_the_same_reading(r
 
 
 async def test_a_refused_kept_field_with_the_processes_due_still_reads_them(rig: Rig) -> None:
-    # The command carrying both is refused whole (no marker came back): probed, then the
+    # The command carrying both is refused whole (no marker came back): nothing of it is
+    # taken for the GPU query's answer, which is asked alone, refused; probed; then the
     # owner query on its own.
     keep(rig, nvsmi.QUERY_FIELDS, SIM_DRIVER)
     rig.refuse = {"fan.speed"}
@@ -221,7 +222,7 @@ async def test_a_refused_kept_field_with_the_processes_due_still_reads_them(rig:
     finally:
         await poller.close()
     wanted = tuple(f for f in nvsmi.QUERY_FIELDS if f != "fan.speed")
-    assert rig.queries() == [nvsmi.QUERY_FIELDS, nvsmi.QUERY_FIELDS, wanted]
+    assert rig.queries() == [nvsmi.QUERY_FIELDS, nvsmi.QUERY_FIELDS, nvsmi.QUERY_FIELDS, wanted]
     assert APPS_OWNERS_COMMAND in rig.commands[0] and rig.commands[-1] == APPS_OWNERS_COMMAND
 
 

@@ -72,11 +72,15 @@ def test_short_records_read_as_init_reads_them(record: dict[str, Any]) -> None:
         {"at": AT},  # no index
         {"index": 1},  # no time
         {"index": 1, "at": 5},  # a time that is no text
+        1,  # a record that is no object at all
+        "x",
+        None,
+        [1],
     ],
 )
-def test_edited_records_fail_as_before(record: dict[str, Any]) -> None:
+def test_edited_records_fail_as_before(record: Any) -> None:
     with pytest.raises((TypeError, KeyError)) as fast:
-        sample_from("n0", dict(record))
+        sample_from("n0", copy.deepcopy(record))
     with pytest.raises((TypeError, KeyError)) as before:
-        slow("n0", dict(record))
+        slow("n0", copy.deepcopy(record))
     assert type(fast.value) is type(before.value)

@@ -234,8 +234,9 @@ SIM_GPU = "NVIDIA A100-SXM4-80GB"
 
 def hostile_answer(h: Hostile, cmd: str) -> tuple[str, str, int]:
     out, err, status = sim_answer(SIM, cmd, datetime.now(UTC))
-    # The owner query keeps nvidia-smi's output in a variable (leases.telemetry.owners).
-    if not cmd.startswith(("nvidia-smi", "(a=$(nvidia-smi")):
+    # The owner query keeps nvidia-smi's output in a variable (leases.telemetry.owners);
+    # the GPU query with the owner query after it runs in a subshell (gpuread.with_apps).
+    if not cmd.startswith(("nvidia-smi", "(a=$(nvidia-smi", "(nvidia-smi")):
         return out, err, status
     if h.fail:
         return "", h.stderr, 9

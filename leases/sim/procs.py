@@ -266,8 +266,9 @@ def ps_answer(node: SimNode, args: list[str], now: datetime) -> Answer:
 def around_owners(command: str) -> tuple[str, str] | None:
     """(what comes before, what comes after) the owner query in a command that holds it as
     one of its `;`-separated parts, either side "" where there is none: the poller sends it
-    alone, after the GPU query (leases.telemetry.gpuread.with_apps) or with the host
-    snippet after it (leases.telemetry.hoststats.with_host). None for any other command."""
+    alone, or with the host snippet after it in stream mode (leases.telemetry.hoststats.
+    with_host); the exec sweep's command with the GPU query first is read by leases.sim.
+    commands.answer_with_apps. None for any other command."""
     for found in _OWNERS_QUERY.finditer(command):
         before = command[: found.start()].rstrip(" ")
         after = command[found.end() :].lstrip(" ")

@@ -5,6 +5,7 @@ the running user's own, or that others may read, is refused naming the chmod."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +44,15 @@ def write_key(path: Path, key: asyncssh.SSHKey, mode: int = 0o600) -> Path:
     return path
 
 
+def _accepts(sock: Path) -> bool:
+    with socket.socket(socket.AF_UNIX) as probe:
+        try:
+            probe.connect(str(sock))
+        except OSError:
+            return False
+    return True
+
+
 @pytest.fixture
 def agent(tmp_path: Path, keys: TestKeys) -> Iterator[str]:
     """A real ssh-agent holding keys.client_key (the key the nodes accept), its socket in
@@ -52,7 +62,9 @@ def agent(tmp_path: Path, keys: TestKeys) -> Iterator[str]:
         ["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     try:
-        wait_until_sync(sock.exists, what="ssh-agent's socket")
+        # The socket's file appears when ssh-agent binds it, a moment before it listens: a
+        # connect in between is refused. Wait until one is accepted.
+        wait_until_sync(lambda: _accepts(sock), what="ssh-agent listening on its socket")
         key_file = write_key(tmp_path / "person_key", keys.client_key)
         env = {**os.environ, "SSH_AUTH_SOCK": str(sock)}
         added = subprocess.run(

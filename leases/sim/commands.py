@@ -21,7 +21,7 @@ from leases.sim.gpu import (
 from leases.sim.hostcmds import answer_host, file_text, grep, hami_env, head
 from leases.sim.offboard import answer_script
 from leases.sim.output import NA, NOT_SUPPORTED, OK, Answer
-from leases.sim.procs import answer_procs, around_owners, owners_answer, ps_answer
+from leases.sim.procs import after_owners, answer_procs, owners_answer, ps_answer
 from leases.sim.shellwords import tokens as shell_tokens
 from leases.sim.smiq import EXTRA_FIELDS, smi_extra
 from leases.sim.tools import answer_tool
@@ -514,19 +514,12 @@ def answer(node: SimNode, command: str, now: datetime, last_status: int = 0) -> 
         return procs
     if (read := answer_with_apps(node, command, now)) is not None:
         return read
-    if (parts := around_owners(command)) is not None:
-        # What comes before the owner query (the GPU query in exec mode), the owner query,
-        # then what follows it (the host snippet), each with $? the status before it.
-        before, after = parts
-        first = answer(node, before, now, last_status) if before else None
-        owners = owners_answer(node, now)
-        then = answer(node, after, now, owners.exit_status) if after else owners
-        parts_said = [a for a in (first, owners, then if after else None) if a is not None]
-        return Answer(
-            "".join(a.stdout for a in parts_said),
-            "".join(a.stderr for a in parts_said),
-            then.exit_status,
-        )
+    if (rest := after_owners(command)) is not None:
+        # The owner query, then what follows it (the host snippet in stream mode) with $?
+        # the owner query's status.
+        first = owners_answer(node, now)
+        then = answer(node, rest, now, first.exit_status)
+        return Answer(first.stdout + then.stdout, first.stderr + then.stderr, then.exit_status)
     if "\n" in command:
         script = answer_script(node, command)
         if script is not None:

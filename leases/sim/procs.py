@@ -263,19 +263,17 @@ def ps_answer(node: SimNode, args: list[str], now: datetime) -> Answer:
     return Answer("".join(line + "\n" for line in lines), "", 0)
 
 
-def around_owners(command: str) -> tuple[str, str] | None:
-    """(what comes before, what comes after) the owner query in a command that holds it as
-    one of its `;`-separated parts, either side "" where there is none: the poller sends it
-    alone, or with the host snippet after it in stream mode (leases.telemetry.hoststats.
-    with_host); the exec sweep's command with the GPU query first is read by leases.sim.
-    commands.answer_with_apps. None for any other command."""
-    for found in _OWNERS_QUERY.finditer(command):
-        before = command[: found.start()].rstrip(" ")
-        after = command[found.end() :].lstrip(" ")
-        if (before and not before.endswith(";")) or (after and not after.startswith(";")):
-            continue
-        return before.removesuffix(";").rstrip(" "), after.removeprefix(";").lstrip(" ")
-    return None
+def after_owners(command: str) -> str | None:
+    """What follows the owner query when a command starts with it and goes on after a `;`
+    (the poller's stream mode sends it with the host snippet after it,
+    leases.telemetry.hoststats.with_host); None for any other command."""
+    found = _OWNERS_QUERY.match(command)
+    if found is None:
+        return None
+    rest = command[found.end() :].lstrip(" ")
+    if not rest.startswith(";"):
+        return None
+    return rest[1:].lstrip(" ") or None
 
 
 def answer_procs(node: SimNode, command: str, now: datetime) -> Answer | None:
@@ -297,8 +295,8 @@ __all__ = [
     "SYSTEM_PROCESSES",
     "TRAPS_TERM",
     "SimProc",
+    "after_owners",
     "answer_procs",
-    "around_owners",
     "boot_id",
     "gpu_processes",
     "owners_answer",

@@ -28,11 +28,10 @@ from leases.sim import SimNode
 from leases.sim import answer as sim_answer
 from leases.sim.commands import answer_with_apps
 from leases.sim.output import Answer
-from leases.sim.procs import around_owners
 from leases.ssh.hostkeys import host_pattern
 from leases.ssh.options import SshOptions
 from leases.telemetry.nvsmi import APPS_COMMAND
-from leases.telemetry.owners import OWNERS_MARK
+from leases.telemetry.owners import APPS_OWNERS_COMMAND, OWNERS_MARK
 
 Handler = Callable[[asyncssh.SSHServerProcess[str], "FakeNode"], Awaitable[None]]
 
@@ -240,15 +239,13 @@ class FakeNode:
 
         if (made := answer_with_apps(sim, cmd, now, owners)) is not None:
             return tuple(made)  # type: ignore[return-value]
-        parts = around_owners(cmd)
-        if parts is None:
+        if not cmd.startswith(APPS_OWNERS_COMMAND):
             return tuple(sim_answer(sim, cmd, now))  # type: ignore[return-value]
-        # What comes before and after the owner query (the host figures) as the sim says.
-        before, rest = parts
-        first = sim_answer(sim, before, now).stdout if before else ""
+        # What follows the owner query (the host figures in stream mode) as the sim says.
+        rest = cmd[len(APPS_OWNERS_COMMAND) :].lstrip("; ")
         said = owners()
         after = sim_answer(sim, rest, now).stdout if rest else ""
-        return first + said.stdout + after, said.stderr, 0
+        return said.stdout + after, said.stderr, 0
 
     def __post_init__(self) -> None:
         if self.host_key is None:

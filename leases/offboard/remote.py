@@ -59,7 +59,7 @@ from leases.ssh.faults import HopFailed
 from leases.ssh.options import SshOptions
 from leases.ssh.session import NodeSession
 from leases.ssh.stream import CommandResult
-from leases.telemetry import nvsmi
+from leases.telemetry import nvsmi, owners
 
 # Shredding a data disk file by file takes as long as writing it twice (one random pass,
 # one of zeros): hours for a large disk.
@@ -151,14 +151,21 @@ class RemoteDriver:
         return Outcome(False, str(exc), words)
 
     async def _processes(self, *, verify: bool) -> Outcome:
-        result = await self.session.run(nvsmi.APPS_COMMAND)
-        if not result.ok:
-            health = nvsmi.classify_failure(result.exit_status, result.stdout, result.stderr)
-            words = N_("GPU processes unknown: {why}").format(why=nvsmi.human_reason(health))
+        """The GPU processes still running, each with its owner and command line (the
+        poller's owner query: nvidia-smi names no process, /proc and ps do)."""
+        result = await self.session.run(owners.APPS_OWNERS_COMMAND)
+        apps, status, _ = owners.split_answer(result.stdout)
+        if status is None or status != 0:
+            if status is None and result.exit_status == 0:
+                why = N_("the node's shell printed no end marker")
+            else:
+                code = status if status is not None else result.exit_status
+                why = nvsmi.human_reason(nvsmi.classify_failure(code, apps, result.stderr))
             # Unknown is not none: the user decides whether to go on.
+            words = N_("GPU processes unknown: {why}").format(why=why)
             return Outcome(False, as_evidence(result), words, needs_consent=not verify)
         try:
-            found = nvsmi.parse_compute_apps(result.stdout, "node")
+            reading = owners.parse_apps_owners(result.stdout, "node")
         except nvsmi.NvsmiParseError as exc:
             return Outcome(
                 False,
@@ -166,9 +173,13 @@ class RemoteDriver:
                 N_("GPU processes unknown: {why}").format(why=exc),
                 needs_consent=not verify,
             )
+        found = reading.processes or ()
         if not found:
             return Outcome(True, as_evidence(result), N_("no GPU process running"))
-        listed = ", ".join(f"{p.pid} {visible(p.process_name, 60)}" for p in found[:10])
+        listed = ", ".join(
+            f"{p.pid} {p.owner or '?'} {visible(p.cmdline or p.process_name or '?', 60)}"
+            for p in found[:10]
+        )
         words = N_("{count} GPU process(es) still running: {listed}").format(
             count=len(found), listed=listed
         )

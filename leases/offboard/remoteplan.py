@@ -47,7 +47,9 @@ def plan_remote(facts: PlanInput) -> list[Step]:
             action="gpu-processes",
             target=node.name,
             destructive=False,
-            describe=nvsmi.APPS_COMMAND,
+            describe=N_("{command}, then each pid's owner (ps) and command line (/proc)").format(
+                command=nvsmi.APPS_COMMAND
+            ),
         )
     ]
     for path in looked_at:

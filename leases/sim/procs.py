@@ -76,18 +76,21 @@ def gpu_processes(node: SimNode, now: datetime) -> list[SimProc]:
     return out
 
 
-def owners_answer(node: SimNode, now: datetime) -> Answer:
-    """APPS_OWNERS_COMMAND's output: nvidia-smi's apps, the marker, ps, the /proc part."""
+def owners_answer(node: SimNode, now: datetime, ps_text: str | None = None) -> Answer:
+    """APPS_OWNERS_COMMAND's output: nvidia-smi's apps, the marker, ps, the /proc part.
+
+    ps_text: what ps prints instead of the simulated process table (tests give hostile
+    ps output this way)."""
     reads = readings(node, now)
     apps = [
-        f"{r.gpu.uuid}, {pid}, {name}, {used}"
-        for r in reads
-        for pid, name, used in (*r.processes, *r.foreign)
+        f"{r.gpu.uuid}, {pid}, {used}" for r in reads for pid, _, used in (*r.processes, *r.foreign)
     ]
     procs = gpu_processes(node, now)
     # ps of the pids nvidia-smi named (owners.PS_COMMAND), the shell's own among them.
     pids = ",".join([*(line.split(", ")[1] for line in apps), str(_SHELL_PID)])
-    ps = ps_answer(node, ["-o", "pid=,uid=,user:32=", "-p", pids], now).stdout.splitlines()
+    if ps_text is None:
+        ps_text = ps_answer(node, ["-o", "pid=,uid=,user:32=", "-p", pids], now).stdout
+    ps = ps_text.splitlines()
     t = int(now.timestamp())
     boot = boot_epoch(node, t)
     lines = [

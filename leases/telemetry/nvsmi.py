@@ -59,7 +59,8 @@ REQUIRED_FIELDS: frozenset[str] = frozenset(
     {"index", "uuid", "name", "memory.total", "utilization.gpu", "memory.used"}
 )
 
-APPS_FIELDS: tuple[str, ...] = ("gpu_uuid", "pid", "process_name", "used_memory")
+# No process_name: the one free text nvidia-smi would print here (see parse_compute_apps).
+APPS_FIELDS: tuple[str, ...] = ("gpu_uuid", "pid", "used_memory")
 APPS_COMMAND = (
     f"nvidia-smi --query-compute-apps={','.join(APPS_FIELDS)} --format=csv,noheader,nounits"
 )
@@ -119,8 +120,6 @@ MAX_GPU_INDEX = MAX_GPUS - 1
 _MAX_TEXT_CHARS = 256
 # A busy 8-GPU node runs tens of compute processes, a shared one hundreds.
 _MAX_PROCESSES = 4096
-# A process name is a path: PATH_MAX is 4096.
-_MAX_PROCESS_NAME_CHARS = 4096
 _MIB_MAX = 16 * 1024 * 1024  # 16 TiB of GPU memory: 50x a B300's 288 GB
 BOUNDS: dict[str, tuple[float, float]] = {
     "index": (0, MAX_GPU_INDEX),
@@ -448,25 +447,26 @@ def format_query(samples: Iterable[GpuSample], fields: Sequence[str]) -> str:
 
 
 def parse_compute_apps(text: str, node: str) -> list[GpuProcess]:
-    """`--query-compute-apps=gpu_uuid,pid,process_name,used_memory` output as processes.
+    """`--query-compute-apps=gpu_uuid,pid,used_memory` output as processes (unnamed).
 
-    A process name may itself hold commas, so a row is read from both ends: uuid and pid
-    from the left, used memory from the right, the name is what lies between.
+    Every row is exactly three values, none of them free text. The process name is not
+    asked for: nvidia-smi prints it raw, and a process can name itself anything, line
+    breaks and commas included, so a named row list can be forged by any process on the
+    GPU (a second row giving its memory to pid 1). Where a name is wanted it is read from
+    the node's /proc (leases.telemetry.procinfo), by a pid taken from this list.
     """
     processes: list[GpuProcess] = []
+    width = len(APPS_FIELDS)
     for line_no, line in _lines(text):
         if line.lower().startswith("no running"):  # "No running processes found"
             continue
         tokens = line.split(",")
-        if len(tokens) < 4:
+        if len(tokens) != width:
             raise NvsmiParseError(
-                f"nvidia-smi compute apps line {line_no}: expected 4 comma-separated values, "
-                f"got {len(tokens)}: {_shown(line)}"
+                f"nvidia-smi compute apps line {line_no}: expected {width} comma-separated"
+                f" values ({','.join(APPS_FIELDS)}), got {len(tokens)}: {_shown(line)}"
             )
-        uuid = tokens[0].strip()
-        pid_token = tokens[1].strip()
-        name = ",".join(tokens[2:-1]).strip()
-        memory = tokens[-1].strip()
+        uuid, pid_token, memory = (token.strip() for token in tokens)
         if len(processes) >= _MAX_PROCESSES:
             raise _fail(line_no, "pid", f"more than {_MAX_PROCESSES} processes listed")
         if not uuid or _is_unknown(uuid):
@@ -474,16 +474,7 @@ def parse_compute_apps(text: str, node: str) -> list[GpuProcess]:
         pid = _whole(pid_token, line_no, "pid", "pid")
         used = None if _is_unknown(memory) else _number(memory, line_no, "used_memory", "used_mib")
         uuid = _text(uuid, line_no, "gpu_uuid")
-        name = _text(name, line_no, "process_name", _MAX_PROCESS_NAME_CHARS)
-        processes.append(
-            GpuProcess(
-                node=node,
-                gpu_uuid=uuid,
-                pid=pid,
-                process_name="" if _is_unknown(name) else name,
-                used_mib=used,
-            )
-        )
+        processes.append(GpuProcess(node=node, gpu_uuid=uuid, pid=pid, used_mib=used))
     return processes
 
 

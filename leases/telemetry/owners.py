@@ -44,6 +44,8 @@ MAX_UID = 2**32 - 1
 MAX_PS_LINES = 1 << 18
 # Problems kept for the node's detail, and how much of a refused value each shows.
 MAX_PROBLEMS = 5
+# A process name is a path: PATH_MAX is 4096 (the command line read is shorter still).
+MAX_NAME_CHARS = 4096
 _SHOWN = 40
 
 OWNERS_MARK = "@zuka-owners"
@@ -176,10 +178,12 @@ class ProcessReading:
     problems: tuple[str, ...] = ()
 
 
-def _split(stdout: str) -> tuple[str, int | None, str | None]:
+def split_answer(stdout: str) -> tuple[str, int | None, str | None]:
     """(compute-apps text, its exit status, ps text) around the last marker line.
 
-    The last, because a process name (printed raw by nvidia-smi) could hold a forged one.
+    The last: nvidia-smi is asked for no process name, but a wrapper that ignores the
+    field list could print names raw, and a name could hold a forged marker; nothing after
+    the real one starts a line with it (ps lines start with a pid, /proc lines with "@").
     """
     last = None
     for match in _MARK_LINE.finditer(stdout):
@@ -189,24 +193,33 @@ def _split(stdout: str) -> tuple[str, int | None, str | None]:
     return stdout[: last.start()], int(last.group(1)), stdout[last.end() :]
 
 
+def name_of(cmdline: str) -> str:
+    """A process's name as nvidia-smi would give it: the first word of its command line
+    (as read from /proc, NULs already spaces), bounded."""
+    words = cmdline.split(None, 1)
+    return words[0][:MAX_NAME_CHARS] if words else ""
+
+
 def with_owners(
     processes: Sequence[GpuProcess], owners: PsOwners | None, procs: ProcSection | None = None
 ) -> list[GpuProcess]:
-    """Processes with their owner from `owners` (None where unknown), and their start,
-    elapsed time and command line from `procs`.
+    """Processes with their owner from `owners` (None where unknown), and their name,
+    start, elapsed time and command line from `procs`.
 
-    A process nvidia-smi could not name runs in another pid namespace (nvidia-smi in a
-    container sees the host's pids): a process of that pid here is another process, so
-    its owner stays unknown and it is not visible to the login; so is a pid that the /proc
-    section (when the node printed one) does not list.
+    A pid the /proc section does not list as present is not visible to the login:
+    nvidia-smi in a container names the host's pids, which are not this namespace's (it
+    could not name them either: it reads names from the same /proc). Its owner stays
+    unknown. Without a /proc section (`procs` None or not read) nothing is known to be
+    visible. As with nvidia-smi's own names, a host pid that happens to be a pid of this
+    namespace too cannot be told from it here.
     """
     out = []
+    by_pid = procs.by_pid if procs is not None else {}
+    present = procs.present if procs is not None else frozenset()
     for p in processes:
-        owner = None
-        if owners is not None and p.process_name:
-            owner = owners.by_pid.get(p.pid)
-        info = procs.by_pid.get(p.pid) if procs is not None and p.process_name else None
-        seen = bool(p.process_name) and (procs is None or not procs.read or info is not None)
+        info = by_pid.get(p.pid)
+        seen = p.pid in present
+        owner = owners.by_pid.get(p.pid) if owners is not None and seen else None
         # Made whole, not with dataclasses.replace (a third of its cost, every process of
         # every node each time the processes are read).
         out.append(
@@ -214,7 +227,7 @@ def with_owners(
                 node=p.node,
                 gpu_uuid=p.gpu_uuid,
                 pid=p.pid,
-                process_name=p.process_name,
+                process_name=name_of(info.cmdline) if info else p.process_name,
                 used_mib=p.used_mib,
                 owner=owner,
                 start=info.start if info else None,
@@ -232,7 +245,7 @@ def parse_apps_owners(stdout: str, node: str) -> ProcessReading:
     Raises NvsmiParseError when the compute-apps part cannot be read; a failed or
     unreadable ps part only leaves owners unknown (said in problems).
     """
-    apps, status, ps = _split(stdout)
+    apps, status, ps = split_answer(stdout)
     if status is None:
         return ProcessReading(None, ("the owner query printed no end marker",))
     if status != 0:
@@ -281,6 +294,7 @@ def local_owner(
 __all__ = [
     "APPS_OWNERS_COMMAND",
     "GPU_PIDS",
+    "MAX_NAME_CHARS",
     "MAX_PS_LINES",
     "MAX_USER_CHARS",
     "OWNERS_MARK",
@@ -291,9 +305,11 @@ __all__ = [
     "ProcessReading",
     "PsOwners",
     "local_owner",
+    "name_of",
     "owner_from",
     "parse_apps_owners",
     "parse_ps",
+    "split_answer",
     "uid_owner",
     "with_owners",
 ]

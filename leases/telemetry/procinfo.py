@@ -55,7 +55,9 @@ READ_CKSUM = (
 BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
 
 # After the ps part: the boot id, the uptime and the clock tick, then one line per GPU pid
-# the login can read: "@p PID TICKS:CKSUM CMDLINE" (CKSUM empty where cksum is missing).
+# the login can read: "@p PID TICKS:CKSUM CMDLINE" (CKSUM empty where cksum is missing),
+# or "@e PID" for one whose /proc entry is there but whose stat did not read (a command
+# name holding a line break): it runs in this pid namespace, its start is unknown.
 # `a` holds nvidia-smi's output.
 PROCS_COMMAND = (
     f"echo {PROCS_MARK}; echo boot $(cat {BOOT_ID_FILE} 2>/dev/null);"
@@ -63,7 +65,8 @@ PROCS_COMMAND = (
     f" printf '%s\\n' \"$a\" | head -n {MAX_PROC_LINES} | while IFS=', ' read -r u p r; do"
     " case $p in ''|*[!0-9]*) continue ;; esac;"
     f" if {READ_STAT}; then {READ_CMDLINE}; {READ_CKSUM};"
-    ' printf \'@p %s %s:%s %s\\n\' "$p" "$1" "$k" "$c"; fi;'
+    ' printf \'@p %s %s:%s %s\\n\' "$p" "$1" "$k" "$c";'
+    ' elif [ -d /proc/$p ]; then echo "@e $p"; fi;'
     " done"
 )
 
@@ -88,10 +91,14 @@ class ProcInfo:
 
 @dataclass(frozen=True)
 class ProcSection:
-    """The /proc section: by pid; `read` False when the node printed no section at all."""
+    """The /proc section: by pid; `read` False when the node printed no section at all.
+
+    `present`: every pid whose /proc entry the login saw, read or not (a superset of
+    by_pid's keys): the pids that run in the login's pid namespace."""
 
     by_pid: dict[int, ProcInfo]
     read: bool = True
+    present: frozenset[int] = frozenset()
 
 
 def split_procs(text: str) -> tuple[str, str | None]:
@@ -113,7 +120,7 @@ def parse_procs(text: str | None) -> ProcSection:
     """The /proc section of the owner query (see PROCS_COMMAND); never raises.
 
     A line that does not parse is skipped; without a boot id no start is known (a pid
-    is only comparable within one boot), so nothing is kept.
+    is only comparable within one boot), so only which pids are present is kept.
     """
     if text is None:
         return ProcSection({}, read=False)
@@ -121,6 +128,7 @@ def parse_procs(text: str | None) -> ProcSection:
     up: int | None = None
     hz = DEFAULT_HZ
     by_pid: dict[int, ProcInfo] = {}
+    present: set[int] = set()
     for raw in itertools.islice(io.StringIO(text), MAX_PROC_LINES + 3):
         line = raw.rstrip("\n").removesuffix("\r")
         key, _, rest = line.partition(" ")
@@ -130,17 +138,22 @@ def parse_procs(text: str | None) -> ProcSection:
             up = int(m.group(1))
         elif key == "hz" and _HZ.fullmatch(rest.strip()) and int(rest.strip()) > 0:
             hz = int(rest.strip())
-        elif key == "@p" and boot is not None:
+        elif key == "@e" and _PID.fullmatch(rest):
+            present.add(int(rest))
+        elif key == "@p":
             pid_s, _, rest = rest.partition(" ")
             ticks_s, _, cmdline = rest.partition(" ")
             ticks_s, _, ck = ticks_s.partition(":")
             if not (_PID.fullmatch(pid_s) and TICKS.fullmatch(ticks_s)):
                 continue
+            present.add(int(pid_s))
+            if boot is None:
+                continue
             ticks = int(ticks_s)
             elapsed = max(up - ticks // hz, 0) if up is not None else None
             token = start_token(boot, ticks, ck if CKSUM.fullmatch(ck) else None)
             by_pid[int(pid_s)] = ProcInfo(token, elapsed, cmdline[:MAX_CMDLINE])
-    return ProcSection(by_pid)
+    return ProcSection(by_pid, present=frozenset(present))
 
 
 def local_info(pid: int, proc: Path = Path("/proc")) -> ProcInfo | None:

@@ -203,7 +203,28 @@ async def test_limit_variables_that_could_not_be_read_are_no_pass() -> None:
 
 async def test_other_tenant_process_fails() -> None:
     answers = clean_h100()
-    answers[APPS_COMMAND] = CommandResult(0, f"{H100_UUID0}, 4242, python, 30000\n", "")
+    answers[APPS_COMMAND] = CommandResult(0, f"{H100_UUID0}, 4242, 30000\n", "")
+    tenants = by_id(await run_checks(answers, SOLD_H100))["sharing.tenants"]
+    assert tenants.status is Status.FAILED
+    assert tenants.words == (
+        "GPU 0 runs pid 4242 using 30000 MiB: a node just handed over should run nothing"
+    )
+
+
+async def test_other_tenant_process_is_named_from_the_q_listing() -> None:
+    """The compute-apps query names nothing; -q's entry for the same pid does."""
+    answers = clean_h100()
+    answers[APPS_COMMAND] = CommandResult(0, f"{H100_UUID0}, 4242, 30000\n", "")
+    listed = (
+        "    Processes\n        GPU instance ID                   : N/A\n"
+        "        Compute instance ID               : N/A\n"
+        "        Process ID                        : 4242\n"
+        "            Type                          : C\n"
+        "            Name                          : python\n"
+        "            Used GPU Memory               : 30000 MiB\n"
+    )
+    text = H100_Q.replace("    Processes                             : None\n", listed, 1)
+    answers[TEXT_COMMAND] = CommandResult(0, text, "")
     tenants = by_id(await run_checks(answers, SOLD_H100))["sharing.tenants"]
     assert tenants.status is Status.FAILED
     assert tenants.words == (

@@ -90,8 +90,12 @@ def plan_data(app: ZukaApp) -> list[str]:
     for step in stored.plan.steps:
         # A key cut by its column ("clear:~/.ipython/profile_default/histor…"): its action.
         out |= {step.key, step.target, step.driver, step.action, step.key.split(":")[0]}
-        if shown_step(step.describe) == step.describe:  # the command, cut by its column
+        said = shown_step(step.describe)
+        if said == step.describe:  # the command, cut by its column
             out |= {step.describe, *re.split(r"[\s,=_]+", step.describe)}
+        elif re.search(r"[\u4e00-\u9fff]", said):  # translated: what stays ASCII is data
+            for run in re.findall(r"[!-~][ -~]*", said):  # (a command put in the sentence)
+                out |= {run.strip(), *re.split(r"[\s,=_]+", run)}
     # The last column runs past the screen's edge, cut wherever the columns' widths put
     # it (the phase words' width moves it): a command word cut there ("shre" of the
     # shred a Chinese line names, "proc" of a command's field) is data too.

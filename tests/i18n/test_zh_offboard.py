@@ -331,7 +331,8 @@ def test_a_stop_for_consent_and_a_skip_are_said_in_chinese(
         assert first.code == 1 and "停在 gpu-processes" in first.out, first.out
         assert "GPU 进程仍在运行" in first.out and "--go-on" in first.out, first.out
         data = [*keys, "sim-001", planned["hash"][:12], "python", "train"]
-        said = re.sub(r"\d+ \S+", " ", first.out)  # the processes' pids and names: data
+        # The processes listed (pid, user, command line) are data.
+        said = re.sub(r"(GPU 进程仍在运行：).*", r"\1", first.out)
         assert stray_english(said, data=data, extra=[*COMMANDS, *words]) == [], first.out
         done = cli("offboard", "sim-001", *cfg, "--execute", "--confirm", "sim-001", "--go-on",
                    "--skip", "manual:release-instance", "--reason", "模拟节点", *ZH_ARGS)  # fmt: skip

@@ -81,7 +81,7 @@ if [ "$mode" = nodriver ]; then
 fi
 # apps:PID lists PID as a compute process of GPU 0 (the processes tests).
 case "$mode" in apps:*) case "$*" in *--query-compute-apps=*)
-  echo "{FAKE_GPUS["uuid"][0]}, ${{mode#apps:}}, python, 1024"; exit 0 ;; esac ;; esac
+  echo "{FAKE_GPUS["uuid"][0]}, ${{mode#apps:}}, 1024"; exit 0 ;; esac ;; esac
 bad() {{
   echo "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help."
   exit 2

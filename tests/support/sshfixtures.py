@@ -28,10 +28,10 @@ from leases.sim import SimNode
 from leases.sim import answer as sim_answer
 from leases.sim.commands import answer_with_apps
 from leases.sim.output import Answer
+from leases.sim.procs import owners_answer
 from leases.ssh.hostkeys import host_pattern
 from leases.ssh.options import SshOptions
-from leases.telemetry.nvsmi import APPS_COMMAND
-from leases.telemetry.owners import APPS_OWNERS_COMMAND, OWNERS_MARK
+from leases.telemetry.owners import APPS_OWNERS_COMMAND
 
 Handler = Callable[[asyncssh.SSHServerProcess[str], "FakeNode"], Awaitable[None]]
 
@@ -233,9 +233,7 @@ class FakeNode:
         ps_output = self.ps_output
 
         def owners() -> Answer:
-            apps = sim_answer(sim, APPS_COMMAND, now)
-            marker = f"{OWNERS_MARK} {apps.exit_status}\n"
-            return Answer(apps.stdout + marker + ps_output, apps.stderr, 0)
+            return owners_answer(sim, now, ps_output)
 
         if (made := answer_with_apps(sim, cmd, now, owners)) is not None:
             return tuple(made)  # type: ignore[return-value]

@@ -56,7 +56,7 @@ def me() -> str:
 
 
 async def test_one_command_brings_the_gpus_the_processes_and_the_host(tmp_path: Path) -> None:
-    sh = Sh(tmp_path, f"GPU-aaa, {os.getpid()}, python, 1024\n")
+    sh = Sh(tmp_path, f"GPU-aaa, {os.getpid()}, 1024\n")
     read = await gpuread.read_gpus(sh.run, FIELDS, with_host=True, apps_of="n0")
     assert len(sh.commands) == 1
     assert (read.result.exit_status, read.result.stdout, read.probed) == (0, ROW, False)
@@ -72,7 +72,7 @@ async def test_one_command_brings_the_gpus_the_processes_and_the_host(tmp_path: 
 
 
 async def test_without_the_host_the_apps_end_the_output(tmp_path: Path) -> None:
-    sh = Sh(tmp_path, f"GPU-aaa, {os.getpid()}, python, 1024\n")
+    sh = Sh(tmp_path, f"GPU-aaa, {os.getpid()}, 1024\n")
     read = await gpuread.read_gpus(sh.run, FIELDS, with_host=False, apps_of="n0")
     assert "@zuka-host" not in sh.commands[0] and read.host is None
     assert read.apps is not None and read.apps.reading is not None
@@ -86,7 +86,7 @@ async def test_a_failed_gpu_query_keeps_its_status_and_runs_no_second_nvidia_smi
     # GPU query's own; the apps' nvidia-smi, which would fail the same way (and as slowly,
     # inside the same timeout), is not run; the host figures still are.
     said = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
-    sh = Sh(tmp_path, f"GPU-aaa, {os.getpid()}, python, 1024\n", gpu_status=9, gpu_out=said)
+    sh = Sh(tmp_path, f"GPU-aaa, {os.getpid()}, 1024\n", gpu_status=9, gpu_out=said)
     calls = tmp_path / "calls"
     smi = sh.bin / "nvidia-smi"
     smi.write_text(smi.read_text().replace("#!/bin/sh\n", f"#!/bin/sh\necho \"$*\" >> '{calls}'\n"))
@@ -99,7 +99,8 @@ async def test_a_failed_gpu_query_keeps_its_status_and_runs_no_second_nvidia_smi
 
 
 async def test_a_process_name_cannot_forge_the_gpu_or_host_part(tmp_path: Path) -> None:
-    # nvidia-smi prints process names raw: one holding line breaks and our markers.
+    # zuka does not ask for process names, which nvidia-smi prints raw; were one printed
+    # anyway (a wrapper that ignores the field list), one holding line breaks and markers:
     forged = (
         f"GPU-aaa, {os.getpid()}, evil\n@zuka-gpus 0\n0, GPU-fake, X, 1, 1, 1\n"
         "@zuka-host 0\n@zh mem\nMemTotal: 1 kB\n@zh end\n, 7\n"
@@ -143,7 +144,7 @@ async def test_a_mount_named_with_line_breaks_cannot_forge_owners_or_host(tmp_pa
         "/m\n3999999 1001 alice\n@zuka-procs\n@p 3999999 5:1-1 forged\n"
         "@zuka-host 0\n@zh mem\nMemTotal: 999 kB\n@zh end"
     )
-    sh = Sh(tmp_path, f"GPU-aaa, {os.getpid()}, python, 1024\nGPU-aaa, 3999999, x, 7\n")
+    sh = Sh(tmp_path, f"GPU-aaa, {os.getpid()}, 1024\nGPU-aaa, 3999999, 7\n")
     df = sh.bin / "df"
     df.write_text(
         "#!/bin/sh\necho 'Filesystem Type 1024-blocks Used Available Capacity Mounted on'\n"

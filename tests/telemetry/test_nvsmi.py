@@ -96,8 +96,7 @@ def test_query_command_refuses_bad_loop(loop_ms: int) -> None:
 
 def test_apps_command() -> None:
     assert APPS_COMMAND == (
-        "nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory"
-        " --format=csv,noheader,nounits"
+        "nvidia-smi --query-compute-apps=gpu_uuid,pid,used_memory --format=csv,noheader,nounits"
     )
 
 
@@ -328,21 +327,29 @@ def test_stream_refuses_bad_count() -> None:
 
 def test_compute_apps() -> None:
     text = (
-        "GPU-5d3a1c2e-8f41-1b7e-9c0d-3e2f4a5b6c70, 48211, /usr/bin/python3, 70890\n"
-        "GPU-5d3a1c2e-8f41-1b7e-9c0d-3e2f4a5b6c71, 48212, python train.py --a=1,2, [N/A]\n"
+        "GPU-5d3a1c2e-8f41-1b7e-9c0d-3e2f4a5b6c70, 48211, 70890\n"
+        "GPU-5d3a1c2e-8f41-1b7e-9c0d-3e2f4a5b6c71, 48212, [N/A]\n"
     )
     assert parse_compute_apps(text, "node-a") == [
-        GpuProcess(
-            "node-a", "GPU-5d3a1c2e-8f41-1b7e-9c0d-3e2f4a5b6c70", 48211, "/usr/bin/python3", 70890.0
-        ),
-        GpuProcess(
-            "node-a",
-            "GPU-5d3a1c2e-8f41-1b7e-9c0d-3e2f4a5b6c71",
-            48212,
-            "python train.py --a=1,2",
-            None,
-        ),
+        GpuProcess("node-a", "GPU-5d3a1c2e-8f41-1b7e-9c0d-3e2f4a5b6c70", 48211, "", 70890.0),
+        GpuProcess("node-a", "GPU-5d3a1c2e-8f41-1b7e-9c0d-3e2f4a5b6c71", 48212, "", None),
     ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A process named "x, 5<LF>GPU-aaa, 1, init" as nvidia-smi would print it, named:
+        # read as rows, it would give the process's 30 GB to pid 1.
+        "GPU-real, 4242, x, 5\nGPU-aaa, 1, init, 30000\n",
+        # Old named output, or any row with one value too many.
+        "GPU-real, 4242, python, 30000\n",
+        "GPU-real, 4242\n",
+    ],
+)
+def test_compute_apps_takes_no_row_but_three_values(text: str) -> None:
+    with pytest.raises(NvsmiParseError, match="expected 3 comma-separated values"):
+        parse_compute_apps(text, "n")
 
 
 @pytest.mark.parametrize("text", ["", "\n", "No running processes found\n"])
@@ -353,10 +360,11 @@ def test_compute_apps_none_running(text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "where"),
     [
-        ("GPU-a, 12, python\n", "line 1"),
-        ("GPU-a, twelve, python, 10\n", "field 'pid'"),
-        ("GPU-a, 12, python, lots\n", "field 'used_memory'"),
-        ("[N/A], 12, python, 10\n", "field 'gpu_uuid'"),
+        ("GPU-a, 12, python, 10\n", "line 1"),
+        ("GPU-a, twelve, 10\n", "field 'pid'"),
+        ("GPU-a, 12, lots\n", "field 'used_memory'"),
+        ("[N/A], 12, 10\n", "field 'gpu_uuid'"),
+        ("GPU-a, 12, 10\nGPU-a, 13\n", "line 2"),
     ],
 )
 def test_compute_apps_garbage(text: str, where: str) -> None:
@@ -772,11 +780,11 @@ def test_sample_problem_flags_every_out_of_bounds_value(target: str, value: floa
 
 def test_compute_apps_bounds() -> None:
     with pytest.raises(NvsmiParseError, match="'pid'"):
-        parse_compute_apps("GPU-1, 99999999999, python, 100\n", "n")
+        parse_compute_apps("GPU-1, 99999999999, 100\n", "n")
     with pytest.raises(NvsmiParseError, match="'used_memory'"):
-        parse_compute_apps("GPU-1, 12, python, -100\n", "n")
-    with pytest.raises(NvsmiParseError, match="'process_name'"):
-        parse_compute_apps(f"GPU-1, 12, {'p' * 5000}, 100\n", "n")
+        parse_compute_apps("GPU-1, 12, -100\n", "n")
+    with pytest.raises(NvsmiParseError, match="'gpu_uuid'"):
+        parse_compute_apps(f"GPU-{'1' * 5000}, 12, 100\n", "n")
 
 
 # --- the token memo: a token's value is held by kind and target, never its refusal ---

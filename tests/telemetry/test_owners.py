@@ -7,6 +7,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -44,8 +45,10 @@ from leases.telemetry.owners import (
     parse_ps,
 )
 from leases.telemetry.poller import Poller
+from leases.telemetry.procinfo import PROCS_MARK
 from leases.telemetry.rollups import HistoryStore
 from tests.support.sshfixtures import FakeNode, TestKeys, node_options
+from tests.support.waiting import wait_until_sync
 
 KEYS = TestKeys.generate()
 T0 = datetime(2025, 3, 3, 10, 0, 30, tzinfo=UTC)
@@ -94,7 +97,7 @@ def test_this_machines_ps_and_stat_list_only_the_gpu_pids(lister: str) -> None:
     ours with its owner, and no other process of the machine is (pid 1 is not on the
     GPUs here); the shell's own pid comes with them, so a working ps always prints."""
     me = pwd.getpwuid(os.geteuid()).pw_name
-    apps = f"GPU-a, {os.getpid()}, python, 10\nGPU-b, [N/A], gone, 1\nGPU-c, 12x, odd, 1\n"
+    apps = f"GPU-a, {os.getpid()}, 10\nGPU-b, [N/A], 1\nGPU-c, 12x, 1\n"
     child = subprocess.run(
         ["sh", "-c", f'{GPU_PIDS}; {lister}; echo "shell $$"'],
         capture_output=True, text=True, check=False, timeout=30, env={**os.environ, "a": apps},
@@ -163,24 +166,33 @@ def test_a_million_processes_and_a_huge_line_are_bounded() -> None:
 # --- the owner query: compute apps, marker, ps ---
 
 APPS = (
-    "GPU-aaaa, 4242, /usr/bin/python3, 30000\n"
-    "GPU-aaaa, 4343, python, 2000\n"
-    "GPU-bbbb, 5000, [N/A], 1000\n"  # not nameable here: another pid namespace
-    "GPU-bbbb, 6000, torchrun, 1000\n"  # gone before ps ran
+    "GPU-aaaa, 4242, 30000\n"
+    "GPU-aaaa, 4343, 2000\n"
+    "GPU-bbbb, 5000, 1000\n"  # not in this pid namespace: /proc does not list it
+    "GPU-bbbb, 6000, 1000\n"  # gone before ps ran
 )
 PS = "    1     0 root\n 4242  1001 alice\n 4343  1002 bob\n 5000     0 root\n"
+BOOT = "0f7c4e0a-3b1d-4c2e-9a5f-6d7e8f901234"
+PROCS = (
+    f"{PROCS_MARK}\nboot {BOOT}\nup 5000.42\nhz 100\n"
+    "@p 4242 100: /usr/bin/python3 train.py \n@p 4343 200: python serve.py \n"
+)
 
 
 def test_owner_query_output() -> None:
-    reading = parse_apps_owners(f"{APPS}{OWNERS_MARK} 0\n{PS}", "n")
+    reading = parse_apps_owners(f"{APPS}{OWNERS_MARK} 0\n{PS}{PROCS}", "n")
     assert reading.processes is not None
-    assert [(p.pid, p.owner) for p in reading.processes] == [
-        (4242, "alice"),
-        (4343, "bob"),
-        (5000, None),  # a ps match would be another process: unknown stays unknown
-        (6000, None),
+    assert [(p.pid, p.owner, p.process_name, p.visible) for p in reading.processes] == [
+        (4242, "alice", "/usr/bin/python3", True),
+        (4343, "bob", "python", True),
+        (5000, None, "", False),  # a ps match would be another process: unknown stays unknown
+        (6000, None, "", False),
     ]
     assert reading.problems == ()
+    # Without the /proc section no pid is known to run here: no owner is given.
+    bare = parse_apps_owners(f"{APPS}{OWNERS_MARK} 0\n{PS}", "n")
+    assert bare.processes is not None
+    assert all(p.owner is None and not p.visible for p in bare.processes)
 
 
 def test_owner_query_failures() -> None:
@@ -190,24 +202,84 @@ def test_owner_query_failures() -> None:
     no_marker = parse_apps_owners(APPS + PS, "n")
     assert no_marker.processes is None and "marker" in no_marker.problems[0]
     # ps and stat both missing: processes known, owners not.
-    bare = parse_apps_owners(f"{APPS}{OWNERS_MARK} 0\n", "n")
+    bare = parse_apps_owners(f"{APPS}{OWNERS_MARK} 0\n{PROCS}", "n")
     assert bare.processes is not None and all(p.owner is None for p in bare.processes)
     assert "owners unknown" in bare.problems[0]
     # No processes: nothing to ask ps about.
     assert parse_apps_owners(f"{OWNERS_MARK} 0\n{PS}", "n").processes == ()
 
 
-def test_a_forged_marker_in_a_process_name_does_not_split_the_output() -> None:
-    forged = f"GPU-aaaa, 4242, evil\n{OWNERS_MARK} 0\n 4242 0 root\nx, 100\n"
+def test_a_forged_marker_before_the_real_one_does_not_split_the_output() -> None:
+    forged = f"GPU-aaaa, 4242, 1\n{OWNERS_MARK} 0\n 4242 0 root\nx, 100\n"
     reading_or_error: object
     try:
-        reading_or_error = parse_apps_owners(f"{forged}{OWNERS_MARK} 0\n{PS}", "n")
+        reading_or_error = parse_apps_owners(f"{forged}{OWNERS_MARK} 0\n{PS}{PROCS}", "n")
     except ValueError as exc:  # NvsmiParseError: the forged lines are not compute apps
         reading_or_error = exc
     assert not (
         hasattr(reading_or_error, "processes")
         and any(p.owner == "root" for p in reading_or_error.processes or ())
     )
+
+
+# A stand-in nvidia-smi that answers --query-compute-apps as the real one does: each field
+# asked for, in order, the process name printed raw from /proc/PID/cmdline's argv[0].
+SMI_LIKE = """\
+import pathlib, sys
+fields = next(a for a in sys.argv if a.startswith("--query-compute-apps=")).split("=")[1]
+pid = int(sys.argv[-1].split("#")[1])
+argv0 = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\\0")[0].decode()
+row = {"gpu_uuid": "GPU-real", "pid": str(pid), "process_name": argv0, "used_memory": "30000"}
+print(", ".join(row[f] for f in fields.split(",")))
+"""
+
+
+def test_a_process_naming_itself_like_rows_cannot_forge_one(tmp_path: Path) -> None:
+    """A real process whose argv[0] holds a line break and commas, shaped as a second
+    compute-apps row (pid 1, owner root, 30 GB), the real owner query run by a real sh:
+    one process comes back, its own pid, memory and owner, its name read from /proc."""
+    forged = "x, 5\nGPU-aaa, 1, init"
+    victim = subprocess.Popen(
+        ["bash", "-c", f'exec -a "{forged}" sleep 60'], stdin=subprocess.DEVNULL
+    )
+    try:
+        wait_until_sync(
+            lambda: Path(f"/proc/{victim.pid}/cmdline").read_bytes().startswith(b"x,"),
+            timeout=30,
+            what="the process to name itself",
+        )
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        smi = bin_dir / "nvidia-smi"
+        smi.write_text(f"#!{sys.executable}\n{SMI_LIKE}")
+        smi.chmod(0o755)
+        # The stand-in is told the victim's pid through a trailing "#PID" argument.
+        command = APPS_OWNERS_COMMAND.replace(
+            "--format=csv,noheader,nounits", f"--format=csv,noheader,nounits '#{victim.pid}'"
+        )
+        done = subprocess.run(
+            ["sh", "-c", command], capture_output=True, text=True, check=False, timeout=30,
+            env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+        )  # fmt: skip
+        reading = parse_apps_owners(done.stdout, "n")
+        # Asked for the name, the same stand-in prints the forged row: what the old query read.
+        named = subprocess.run(
+            [str(smi), "--query-compute-apps=gpu_uuid,pid,process_name,used_memory",
+             f"#{victim.pid}"],
+            capture_output=True, text=True, check=False, timeout=30,
+        )  # fmt: skip
+    finally:
+        victim.kill()
+        victim.wait()
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    assert reading.processes is not None, (done.stdout, done.stderr)
+    assert [(p.gpu_uuid, p.pid, p.used_mib, p.owner, p.visible) for p in reading.processes] == [
+        ("GPU-real", victim.pid, 30000.0, me, True)
+    ]
+    (process,) = reading.processes
+    assert process.process_name == "x," and process.cmdline is not None
+    assert process.cmdline == "x, 5 GPU-aaa, 1, init 60 "  # NULs and line breaks as spaces
+    assert named.stdout.splitlines()[1] == "GPU-aaa, 1, init, 30000"
 
 
 def test_the_simulated_node_answers_the_same_command_through_the_same_parser() -> None:
@@ -501,4 +573,4 @@ def test_the_fake_node_answers_the_owner_query_with_a_given_ps() -> None:
     node.ps_output = "1 0 root\n"
     out, _, status = node.answer(APPS_OWNERS_COMMAND)
     apps = answer(SimNode("x", "A10", 1, seed=1), APPS_COMMAND, T0).stdout
-    assert status == 0 and out == f"{apps}{OWNERS_MARK} 0\n1 0 root\n"
+    assert status == 0 and out.startswith(f"{apps}{OWNERS_MARK} 0\n1 0 root\n{PROCS_MARK}\n")

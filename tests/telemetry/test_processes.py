@@ -4,6 +4,8 @@ as the runner: confirmation, reuse, a process that traps SIGTERM, permission den
 
 from __future__ import annotations
 
+import os
+import pwd
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,7 +32,7 @@ BOOT = "096f545b-8e67-4809-af91-f2a8e5a8b94f"
 
 def _out(procs: str) -> str:
     return (
-        "GPU-a, 4242, python, 500\nGPU-a, 77, python, 100\nGPU-b, 3145000, , 900\n"
+        "GPU-a, 4242, 500\nGPU-a, 77, 100\nGPU-b, 3145000, 900\n"
         f"{OWNERS_MARK} 0\n   4242  1001 alice\n     77     0 root\n{PROCS_MARK}\n{procs}"
     )
 
@@ -42,9 +44,11 @@ def test_start_cmdline_and_visibility_read() -> None:
     assert procs[4242].elapsed_s == 2000
     assert procs[4242].cmdline == "python train.py --lr 3e-4 "
     assert procs[4242].owner == "alice" and procs[4242].visible
-    # Listed by ps but not readable in /proc: not visible, nothing to check a stop against.
-    assert not procs[77].visible and procs[77].start is None
-    # nvidia-smi could not name it (another pid namespace): not visible.
+    assert procs[4242].process_name == "python"  # from /proc, never from nvidia-smi
+    # Listed by ps but not in this /proc: another pid namespace's pid that a process here
+    # happens to share: not visible, no owner, nothing to check a stop against.
+    assert not procs[77].visible and procs[77].start is None and procs[77].owner is None
+    # Not in this /proc (another pid namespace): not visible.
     assert not procs[3145000].visible
 
 
@@ -57,6 +61,7 @@ def test_hostile_proc_section() -> None:
     )
     section = parse_procs(hostile)
     assert set(section.by_pid) == {4242}
+    assert section.present == {4242}
     info = section.by_pid[4242]
     assert info.start == f"{BOOT}:123" and info.elapsed_s is None
     assert len(info.cmdline) == 2048  # bounded
@@ -66,10 +71,28 @@ def test_hostile_proc_section() -> None:
     assert "\x1b" not in row.command and "\x07" not in row.command
 
 
-def test_old_output_without_proc_section_still_reads() -> None:
-    text = f"GPU-a, 4242, python, 500\n{OWNERS_MARK} 0\n   4242  1001 alice\n"
+def test_output_without_proc_section_knows_no_pid_to_run_here() -> None:
+    # A node that printed no /proc section (a wrapper, an output cut short): whether the
+    # pid is this namespace's is unknown, so is its owner; the process itself still reads.
+    text = f"GPU-a, 4242, 500\n{OWNERS_MARK} 0\n   4242  1001 alice\n"
     (p,) = parse_apps_owners(text, "n1").processes or ()
-    assert p.owner == "alice" and p.visible and p.start is None
+    assert (p.pid, p.used_mib, p.owner, p.visible, p.start) == (4242, 500.0, None, False, None)
+
+
+def test_present_pids_without_a_start() -> None:
+    """A pid whose stat did not read ("@e") or read before any boot id: present (it runs
+    here, its owner is kept) with no start; a malformed line adds nothing."""
+    section = parse_procs("@p 10 5 before boot \n@e 11\n@e 1x\n@e \n@e 12 13\n")
+    assert section.present == {10, 11} and section.by_pid == {}
+    text = (
+        f"GPU-a, 11, 500\nGPU-a, 12, 1\n{OWNERS_MARK} 0\n 11 1001 alice\n 12 1002 bob\n"
+        f"{PROCS_MARK}\nboot {BOOT}\n@e 11\n"
+    )
+    procs = parse_apps_owners(text, "n1").processes or ()
+    assert [(p.pid, p.owner, p.visible, p.start) for p in procs] == [
+        (11, "alice", True, None),
+        (12, None, False, None),
+    ]
 
 
 def test_stop_snippet_refuses_bad_values() -> None:
@@ -286,7 +309,7 @@ def test_sim_proc_files_and_kill_by_hand() -> None:
 def test_stat_fallback_with_the_proc_section() -> None:
     """Where ps is missing, stat names the owners; the /proc part reads on as before."""
     text = (
-        "GPU-a, 4242, python, 500\n"
+        "GPU-a, 4242, 500\n"
         f"{OWNERS_MARK} 0\n/proc/1 0 root\n/proc/4242 2000 UNKNOWN\n{PROCS_MARK}\n"
         f"boot {BOOT}\nup 100\nhz 100\n@p 4242 5000 python3 /workspace/main.py \n"
     )
@@ -321,7 +344,8 @@ def test_sim_ps_of_listed_pids_as_procps_answers() -> None:
 
 async def test_a_command_name_with_a_line_break_reads_as_unreadable(tmp_path: Path) -> None:
     """comm can hold a line break (a process renames itself): the shell's one-line read
-    of stat then fails, and the pid is not visible rather than misread."""
+    of stat then fails, and the pid has no start rather than a misread one; it is still
+    seen to run here, with its owner (a rename cannot hide whose process it is)."""
     import asyncio
     import sys
 
@@ -338,11 +362,12 @@ async def test_a_command_name_with_a_line_break_reads_as_unreadable(tmp_path: Pa
         await wait_until(lambda: comm.read_text().startswith("x\n"), what="the rename")
         smi = tmp_path / "bin" / "nvidia-smi"
         smi.parent.mkdir()
-        smi.write_text(f"#!/bin/sh\necho 'GPU-a, {child.pid}, sleep, 10'\n")
+        smi.write_text(f"#!/bin/sh\necho 'GPU-a, {child.pid}, 10'\n")
         smi.chmod(0o755)
         result = await LocalRunner().run(f"PATH={smi.parent}:$PATH; {APPS_OWNERS_COMMAND}")
         (p,) = parse_apps_owners(result.stdout, "local").processes or ()
-        assert not p.visible and p.start is None
+        assert p.visible and p.start is None and p.cmdline is None
+        assert p.owner == pwd.getpwuid(os.geteuid()).pw_name
         boot = Path(BOOT_ID_FILE).read_text().strip()
         snippet = stop_command(child.pid, f"{boot}:1", "python ", "TERM")
         said = await LocalRunner().run(snippet)

@@ -240,7 +240,11 @@ def hostile_answer(h: Hostile, cmd: str) -> tuple[str, str, int]:
         return out, err, status
     if h.fail:
         return "", h.stderr, 9
-    return out.replace(SIM_GPU, h.gpu).replace(", python, ", f", {h.proc}, "), h.stderr, status
+    # A process names itself: its command line, as the node's shell reads /proc (NULs and
+    # line breaks as spaces, CR as "?"), is what carries the name (nvidia-smi is asked none).
+    said = h.proc.translate(str.maketrans("\0\n\r", "  ?"))
+    out = re.sub(r"(?m)^(@p [0-9]+ [0-9:-]+ ).*$", lambda m: m[1] + said, out)
+    return out.replace(SIM_GPU, h.gpu), h.stderr, status
 
 
 def hostile_handler(h: Hostile):  # type: ignore[no-untyped-def]
@@ -317,7 +321,7 @@ def test_poll_json_carries_a_hostile_name_exactly() -> None:
     [status] = json.loads(as_json)
     assert status["health"] == "ok" and "  ok  " in table
     assert {g["name"] for g in status["gpus"]} == {gpu}
-    assert {p["process_name"] for p in status["processes"]} == {proc}
+    assert {p["cmdline"] for p in status["processes"]} == {proc}
     assert "\\u001b]0;t\\u0007 [bold]x\\u009b\\u202e" in as_json  # escaped, not raw
 
 

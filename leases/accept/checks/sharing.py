@@ -160,9 +160,14 @@ def judge_tenants(
     just handed over should run nothing. Where ps could not be read, every process fails."""
     cid, title = "sharing.tenants", _("Other tenants' processes")
     index = _by_uuid(facts)
+    # The compute-apps query names no process (nvidia-smi prints names raw, so a name could
+    # forge rows there); -q -x's names, one XML element each, are shown by pid.
+    named = {proc.pid: proc.name for g in facts.gpus for proc in g.processes if proc.name}
     procs: list[tuple[str, int | None, str, float | None, str]] = [
-        (str(index.get(p.gpu_uuid, "?")), p.pid, p.process_name, p.used_mib, "") for p in apps
-    ]
+        (str(index.get(p.gpu_uuid, "?")), p.pid, p.process_name or named.get(p.pid, ""),
+         p.used_mib, "")
+        for p in apps
+    ]  # fmt: skip
     seen = {p.pid for p in apps}
     for i, g in enumerate(facts.gpus):
         for proc in g.processes:
@@ -172,12 +177,15 @@ def judge_tenants(
     hidden, shown = [], []
     want = _("no compute process")
     for gpu, pid, name, used, source in procs:
-        shown_name = repr(visible(name, 60))
-        if used is not None:
+        if name and used is not None:
             line = _("GPU {gpu} runs pid {pid} {name} using {mib:g} MiB")
-        else:
+        elif name:
             line = _("GPU {gpu} runs pid {pid} {name}")
-        line = line.format(gpu=gpu, pid=pid, name=shown_name, mib=used) + source
+        elif used is not None:
+            line = _("GPU {gpu} runs pid {pid} using {mib:g} MiB")
+        else:
+            line = _("GPU {gpu} runs pid {pid}")
+        line = line.format(gpu=gpu, pid=pid, name=repr(visible(name, 60)), mib=used) + source
         if visible_pids is not None and pid in visible_pids:
             shown.append(line)
         else:

@@ -299,6 +299,9 @@ class _Stop:
     runner: Runner
     steps: list[str]
     node_id: int | None = None
+    # A signal reached this very process: from then on it is known by its start alone
+    # (it may rewrite its command line when told to stop: procstop.stop_command).
+    signalled: bool = False
 
     def audit(self, step: str, outcome: str) -> None:
         after = {
@@ -318,12 +321,17 @@ class _Stop:
         self.steps.append(f"{step}: {outcome}")
 
     async def send(self, signal: str | None) -> procstop.Answer:
-        cmd = procstop.stop_command(self.pid, self.start, self.cmdline, signal)
+        cmd = procstop.stop_command(
+            self.pid, self.start, self.cmdline, signal, signalled=self.signalled
+        )
         try:
             result = await self.runner.run(cmd)
         except (SshError, OSError) as exc:  # the node unreachable: audited, not a crash
             return procstop.Answer(Seen.FAILED, visible(str(exc), 200))
-        return procstop.parse_answer(result.stdout)
+        answer = procstop.parse_answer(result.stdout)
+        if answer.seen is Seen.SENT:
+            self.signalled = True
+        return answer
 
     def done(self, outcome: Outcome) -> Stopped:
         return Stopped(outcome, tuple(self.steps))

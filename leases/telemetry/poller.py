@@ -171,7 +171,8 @@ class Poller:
         # The node's CPU, RAM, disks, network in the same round trip, as often as the
         # processes (every apps_every readings: a CPU share over 30 s reads steadier), and
         # the processes themselves too once the fields are known.
-        due = state.polls % self.apps_every == 0
+        polls = state.polls
+        due = polls % self.apps_every == 0
         with_host = self.host_stats and due
         apps_of = node.name if self.processes and due else None
         try:
@@ -189,6 +190,8 @@ class Poller:
         except HostKeyRejected as exc:
             self._bad(state, exc.health, exc.message, exc.offered.fingerprint)
         except SshError as exc:
+            if due and state.polls == polls:  # its turn taken: a part that hangs (ps, df)
+                state.polls += 1  # cannot time out every reading (the next ones are plain)
             self._bad(state, exc.health, exc.message)
         except nvsmiprobe.NvsmiProbeError as exc:
             if with_host:

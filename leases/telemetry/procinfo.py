@@ -35,14 +35,21 @@ PROCS_MARK = "@zuka-procs"
 
 # The shell words that read one pid's start ticks into $1 and its command line into $c;
 # shared with the stop (leases.telemetry.procstop) so both read the same way. $p must be
-# ASCII digits (checked before).
-# stat is read with the shell's own `read` (no process forked per pid): a command name
-# holding a line break then leaves fewer than 20 fields, and the pid reads as unreadable,
-# never as another process's.
+# ASCII digits (checked before), and file-name expansion off (NO_GLOB, said first in
+# every command that uses them).
+# stat is read whole with the shell's own `read` (no process forked per pid), its lines
+# joined: the command name in it is the process's own choice (prctl, 15 bytes), line
+# breaks, `)` and glob characters included. Everything up to its last `)` is dropped; what
+# follows is the kernel's fields, and the 20th of them (start ticks) must be digits. The
+# first (the state) is kept in $z: Z or X is a process that has ended (a zombie's stat
+# still reads, its start unchanged, until its parent reaps it).
 READ_STAT = (
-    "{ read -r t < /proc/$p/stat; } 2>/dev/null && t=${t##*\\)} && set -- $t"
-    " && [ $# -ge 20 ] && shift 19"
+    '{ t=; while IFS= read -r l || [ -n "$l" ]; do t="$t $l"; done < /proc/$p/stat; }'
+    " 2>/dev/null && t=${t##*\\)} && set -- $t && [ $# -ge 20 ] && z=$1 && shift 19"
+    " && case $1 in ''|*[!0-9]*) false ;; esac"
 )
+# No file-name expansion: `set -- $t` splits stat's fields, which must never be globbed.
+NO_GLOB = "set -f"
 READ_CMDLINE = (
     "c=$(tr '\\000\\n\\r' '  ?' < /proc/$p/cmdline 2>/dev/null | head -c " + str(MAX_CMDLINE) + ")"
 )
@@ -60,7 +67,7 @@ BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
 # name holding a line break): it runs in this pid namespace, its start is unknown.
 # `a` holds nvidia-smi's output.
 PROCS_COMMAND = (
-    f"echo {PROCS_MARK}; echo boot $(cat {BOOT_ID_FILE} 2>/dev/null);"
+    f"{NO_GLOB}; echo {PROCS_MARK}; echo boot $(cat {BOOT_ID_FILE} 2>/dev/null);"
     " echo up $(cut -d' ' -f1 /proc/uptime 2>/dev/null); echo hz $(getconf CLK_TCK 2>/dev/null);"
     f" printf '%s\\n' \"$a\" | head -n {MAX_PROC_LINES} | while IFS=', ' read -r u p r; do"
     " case $p in ''|*[!0-9]*) continue ;; esac;"
@@ -102,9 +109,14 @@ class ProcSection:
 
 
 def split_procs(text: str) -> tuple[str, str | None]:
-    """(the ps part, the /proc part or None) around the last PROCS_MARK line."""
-    at = text.rfind(f"\n{PROCS_MARK}\n")
+    """(the ps part, the /proc part or None) around the PROCS_MARK line. Nothing in the
+    node's answer can print a second one (command lines are read with their line breaks
+    as spaces): where there are two, the section is not trusted (None)."""
+    mark = f"\n{PROCS_MARK}\n"
+    at = text.rfind(mark)
     if at >= 0:
+        if text.find(mark) != at or text.startswith(mark[1:]):
+            return text[: at + 1], None
         return text[: at + 1], text[at + len(PROCS_MARK) + 2 :]
     if text.startswith(f"{PROCS_MARK}\n"):
         return "", text[len(PROCS_MARK) + 1 :]
@@ -129,6 +141,7 @@ def parse_procs(text: str | None) -> ProcSection:
     hz = DEFAULT_HZ
     by_pid: dict[int, ProcInfo] = {}
     present: set[int] = set()
+    twice: set[int] = set()
     for raw in itertools.islice(io.StringIO(text), MAX_PROC_LINES + 3):
         line = raw.rstrip("\n").removesuffix("\r")
         key, _, rest = line.partition(" ")
@@ -139,6 +152,7 @@ def parse_procs(text: str | None) -> ProcSection:
         elif key == "hz" and _HZ.fullmatch(rest.strip()) and int(rest.strip()) > 0:
             hz = int(rest.strip())
         elif key == "@e" and _PID.fullmatch(rest):
+            twice.update({int(rest)} & present)
             present.add(int(rest))
         elif key == "@p":
             pid_s, _, rest = rest.partition(" ")
@@ -146,13 +160,18 @@ def parse_procs(text: str | None) -> ProcSection:
             ticks_s, _, ck = ticks_s.partition(":")
             if not (_PID.fullmatch(pid_s) and TICKS.fullmatch(ticks_s)):
                 continue
-            present.add(int(pid_s))
+            pid = int(pid_s)
+            if pid in present:  # listed twice: neither line is the process's start
+                twice.add(pid)
+            present.add(pid)
             if boot is None:
                 continue
             ticks = int(ticks_s)
             elapsed = max(up - ticks // hz, 0) if up is not None else None
             token = start_token(boot, ticks, ck if CKSUM.fullmatch(ck) else None)
-            by_pid[int(pid_s)] = ProcInfo(token, elapsed, cmdline[:MAX_CMDLINE])
+            by_pid[pid] = ProcInfo(token, elapsed, cmdline[:MAX_CMDLINE])
+    for pid in twice:
+        by_pid.pop(pid, None)
     return ProcSection(by_pid, present=frozenset(present))
 
 
@@ -185,6 +204,7 @@ __all__ = [
     "BOOT_ID_FILE",
     "CKSUM",
     "MAX_CMDLINE",
+    "NO_GLOB",
     "PROCS_COMMAND",
     "PROCS_MARK",
     "READ_CKSUM",

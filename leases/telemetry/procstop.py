@@ -5,7 +5,9 @@ have ended and another taken its pid. So each signal is one remote shell snippet
 reads the pid's boot id, start ticks and command line again (the same shell words as the
 reading, leases.telemetry.procinfo; the command line as the POSIX cksum of its raw bytes
 where the reading had one, else its text) and sends the signal only when all three match, in the
-same command: nothing happens between the check and the `kill` but the shell itself.
+same command: nothing happens between the check and the `kill` but the shell itself. Once a
+signal has reached the process, it is known by its boot id and start ticks alone (it may
+rewrite its command line or name when told to stop); a zombie is gone.
 Every value in it is zuka's own: the pid and ticks checked integers, the boot id checked a
 UUID, the cksum checked digits, the command line single-quoted (shlex.quote). Never
 pid <= 1, never a process group (no negative pid, no -1), one signal name of a fixed set.
@@ -27,6 +29,7 @@ from leases.telemetry.procinfo import (
     BOOT_ID_FILE,
     CKSUM,
     MAX_CMDLINE,
+    NO_GLOB,
     READ_CKSUM,
     READ_CMDLINE,
     READ_STAT,
@@ -88,9 +91,17 @@ def check_cmdline(cmdline: str) -> str:
     return cmdline
 
 
-def stop_command(pid: int, start: str, cmdline: str, signal: str | None) -> str:
+def stop_command(
+    pid: int, start: str, cmdline: str, signal: str | None, *, signalled: bool = False
+) -> str:
     """The snippet: check the pid is still that process, then send `signal` (None: only
-    check). It prints one line, STOP_MARK and what it found (see parse_answer)."""
+    check). It prints one line, STOP_MARK and what it found (see parse_answer).
+
+    signalled: a signal was already sent to this very process. It is then known by its
+    boot id and start ticks alone: a process may rewrite its own command line (or its
+    name) when it is told to stop, and must not pass for gone or for another process by
+    doing so. A pid whose /proc entry is there but whose stat does not read is never
+    signalled and never gone: the answer says so (FAILED)."""
     pid = check_pid(pid)
     boot, ticks, ck = split_start(start)
     if signal is None:
@@ -102,25 +113,25 @@ def stop_command(pid: int, start: str, cmdline: str, signal: str | None) -> str:
         )
     else:
         raise InputError("signal", signal, _("one of {choices}").format(choices=", ".join(SIGNALS)))
+    head = f"(p={pid}; wb={boot}; ws={ticks};"
+    read = f" {NO_GLOB}; b=$(cat {BOOT_ID_FILE} 2>/dev/null); if {READ_STAT}; then"
+    ended = f' if [ "$z" = Z ] || [ "$z" = X ]; then echo {STOP_MARK} gone; elif'
+    same = '[ "$b" = "$wb" ] && [ "$1" = "$ws" ]'
+    tail = (
+        f" then {act}; else echo {STOP_MARK} changed; fi;"
+        f" elif [ -d /proc/$p ]; then echo {STOP_MARK} failed its stat could not be read;"
+        f" else echo {STOP_MARK} gone; fi)"
+    )
+    if signalled:
+        return f"{head}{read}{ended} {same};{tail}"
     if ck is not None:
         # The command line's raw bytes compared by their cksum: a command line that is not
         # UTF-8, or cut mid-character, is still itself (the text shown is decoded).
-        return (
-            f"(p={pid}; wb={boot}; ws={ticks}; wk={ck};"
-            f" b=$(cat {BOOT_ID_FILE} 2>/dev/null);"
-            f" if {READ_STAT}; then {READ_CKSUM};"
-            ' if [ "$b" = "$wb" ] && [ "$1" = "$ws" ] && [ "$k" = "$wk" ];'
-            f" then {act}; else echo {STOP_MARK} changed; fi;"
-            f" else echo {STOP_MARK} gone; fi)"
-        )
+        return f'{head} wk={ck};{read} {READ_CKSUM};{ended} {same} && [ "$k" = "$wk" ];{tail}'
     cmdline = check_cmdline(cmdline)
     return (
-        f"(p={pid}; wb={boot}; ws={ticks}; wc={shlex.quote(cmdline)};"
-        f" b=$(cat {BOOT_ID_FILE} 2>/dev/null);"
-        f" if {READ_STAT}; then {READ_CMDLINE};"
-        ' if [ "$b" = "$wb" ] && [ "$1" = "$ws" ] && [ "$c" = "$wc" ];'
-        f" then {act}; else echo {STOP_MARK} changed; fi;"
-        f" else echo {STOP_MARK} gone; fi)"
+        f"{head} wc={shlex.quote(cmdline)};{read} {READ_CMDLINE};"
+        f'{ended} {same} && [ "$c" = "$wc" ];{tail}'
     )
 
 

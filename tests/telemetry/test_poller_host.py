@@ -89,6 +89,24 @@ def _mismatch(sim: SimNode, seen: Seen) -> Callable[..., object]:
     return handle
 
 
+def _hangs(sim: SimNode, seen: Seen) -> Callable[..., object]:
+    """A node where what rides with the GPU query (ps, df of a stuck mount) never ends:
+    a command carrying the host part hangs until the client gives up on it."""
+
+    async def handle(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
+        cmd = process.command or ""
+        seen.commands.append(cmd)
+        if "@zuka-host" in cmd:
+            await process.channel.wait_closed()
+            return
+        out, err, status = sim_answer(sim, cmd, node.sim_clock())
+        process.stdout.write(out)
+        process.stderr.write(err)
+        process.exit(status)
+
+    return handle
+
+
 def _recording(seen: Seen) -> Callable[..., object]:
     async def handle(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
         seen.commands.append(process.command or "")
@@ -114,7 +132,7 @@ async def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator
         SimNode("autodl-a", "RTX 4090", 2, Scenario.BUSY, seed=3),  # its data disk 95 % full
         SimNode("box", "A100", 2, Scenario.BUSY, seed=1),
     ]
-    special = {"noproc": _no_proc, "mismatch": _mismatch}.get(kind)
+    special = {"noproc": _no_proc, "mismatch": _mismatch, "hangs": _hangs}.get(kind)
     handlers = [_recording(seen), special(sims[1], seen) if special else None]
     servers = [
         await FakeNode(KEYS, sim=s, sim_clock=clock, **({"handler": h} if h else {})).start()
@@ -244,3 +262,16 @@ async def test_exec_reads_the_host_as_often_as_the_processes(fleet: Fleet) -> No
     assert ["@zuka-host" in c for c in queries[-4:]] == [True, False, False, True]
     assert hosts[0] is not None and hosts[1] == hosts[0] == hosts[2]
     assert hosts[3] is not None and hosts[3].cpu_pct is not None  # over the 30 s between
+
+
+@pytest.mark.parametrize("fleet", ["hangs"], indirect=True)
+async def test_a_part_that_hangs_costs_its_own_turn_only(fleet: Fleet) -> None:
+    """The GPU query with the host part times out: that turn is taken, and the readings
+    until the next turn ask the GPU query alone (they read); before, every reading rode
+    with the hanging part again and the node stayed timed out."""
+    fleet.poller.apps_every = 3
+    healths = []
+    for i in range(4):
+        fleet.clock.now = T0 + timedelta(seconds=10 * i)
+        healths.append((await fleet.poller.sweep())["box"].health)
+    assert healths == [NodeHealth.TIMEOUT, NodeHealth.OK, NodeHealth.OK, NodeHealth.TIMEOUT]

@@ -194,6 +194,12 @@ def _now() -> _gettext.NullTranslations:
     return _SOURCE if lang == EN else catalogue(lang)
 
 
+def translations() -> _gettext.NullTranslations:
+    """What `_` and pgettext translate with in this task now: a cache of translated words
+    is keyed by it (one object per language and catalogue)."""
+    return _now()
+
+
 def speaking_now() -> str:
     """The language this task speaks (language())."""
     return language()

@@ -11,10 +11,10 @@ taken for neither. The stored value never changes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
 
-from leases.core.i18n import EN, N_, ZH, _, is_chinese, pgettext, speaking
+from leases.core.i18n import EN, N_, ZH, _, is_chinese, pgettext, speaking, translations
 
 Table = Callable[[], dict[str, str]]
 
@@ -395,10 +395,32 @@ def _name(enum: type[Enum] | str) -> str:
     return enum if isinstance(enum, str) else f"{enum.__module__}.{enum.__qualname__}"
 
 
-def words(enum: type[Enum] | str) -> dict[str, str]:
-    """value -> word in the language in use for every value of enum that has one."""
-    table = TABLES.get(_name(enum))
-    return table() if table is not None else {}
+# Tables made, by name and the translations they were made with: a table asks pgettext
+# for every value, and a fleet table asks for a word of every node each refresh.
+_MADE: dict[tuple[str, object], dict[str, str]] = {}
+
+
+def _made(name: str, make: Callable[[], dict[str, str]]) -> dict[str, str]:
+    key = (name, translations())
+    found = _MADE.get(key)
+    if found is None:
+        found = _MADE[key] = make()
+    return found
+
+
+def _any_table() -> dict[str, str]:
+    merged: dict[str, str] = {}
+    for table in reversed(_ANY):  # the first table that has a value gives its word
+        merged.update(table())
+    return merged
+
+
+def words(enum: type[Enum] | str) -> Mapping[str, str]:
+    """value -> word in the language in use for every value of enum that has one (one
+    table kept per language, shared: read, never changed)."""
+    name = _name(enum)
+    table = TABLES.get(name)
+    return _made(name, table) if table is not None else {}
 
 
 def word(value: object, enum: type[Enum] | str | None = None) -> str:
@@ -415,11 +437,7 @@ def word(value: object, enum: type[Enum] | str | None = None) -> str:
 def shown(value: object) -> str:
     """A stored value whose enum is not known, as a text table shows it."""
     text = str(getattr(value, "value", value))
-    for table in _ANY:
-        found = table().get(text)
-        if found is not None:
-            return found
-    return text
+    return _made("", _any_table).get(text, text)
 
 
 def _values(enum: type[Enum] | str) -> list[str]:

@@ -117,29 +117,37 @@ class Figures:
     idle: int  # GPUs read idle now; the rest are unknown
 
 
-def _mean(values: Sequence[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) / len(known) if known else None
-
-
-def _total(values: Sequence[float | None]) -> float | None:
-    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
-
-
 def figures(samples: Sequence[GpuSample]) -> Figures:
-    verdicts = [busy_verdict(s.util_gpu, s.mem_used_mib, s.power_w, s.power_limit_w)
-                for s in samples]  # fmt: skip
-    used = _total([s.mem_used_mib for s in samples])
-    total = _total([s.mem_total_mib for s in samples])
+    # One pass over the samples: the dashboard sums every node's GPUs each refresh.
+    utils: list[float] = []
+    used: float | None = 0.0
+    total: float | None = 0.0
+    power: float | None = 0.0
+    temp: float | None = None
+    busy = idle = 0
+    for s in samples:
+        util, mem, watts = s.util_gpu, s.mem_used_mib, s.power_w
+        if util is not None:
+            utils.append(util)
+        used = None if used is None or mem is None else used + mem
+        total = None if total is None or s.mem_total_mib is None else total + s.mem_total_mib
+        power = None if power is None or watts is None else power + watts
+        if s.temp_c is not None and (temp is None or s.temp_c > temp):
+            temp = s.temp_c
+        verdict = busy_verdict(util, mem, watts, s.power_limit_w)
+        if verdict is True:
+            busy += 1
+        elif verdict is False:
+            idle += 1
     return Figures(
         gpus=len(samples),
-        util=_mean([s.util_gpu for s in samples]),
+        util=sum(utils) / len(utils) if utils else None,
         mem_used_gib=None if used is None else used / 1024,
         mem_total_gib=None if total is None else total / 1024,
-        power_w=_total([s.power_w for s in samples]),
-        temp_max=max((s.temp_c for s in samples if s.temp_c is not None), default=None),
-        busy=sum(1 for v in verdicts if v is True),
-        idle=sum(1 for v in verdicts if v is False),
+        power_w=power,
+        temp_max=temp,
+        busy=busy,
+        idle=idle,
     )
 
 

@@ -202,11 +202,11 @@ def _descendants(pid: int) -> list[int]:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
-        try:
-            stat = (entry / "stat").read_text()
+        try:  # bytes: a process's name is any bytes it chose (not UTF-8 nor one line)
+            stat = (entry / "stat").read_bytes()
         except OSError:
             continue
-        ppid = int(stat.rpartition(")")[2].split()[1])
+        ppid = int(stat.rpartition(b")")[2].split()[1])
         children.setdefault(ppid, []).append(int(entry.name))
     found, todo = [], [pid]
     while todo:

@@ -85,7 +85,7 @@ async def renamed(request: pytest.FixtureRequest) -> AsyncIterator[asyncio.subpr
 
 
 def real_start(pid: int) -> str:
-    stat = Path(f"/proc/{pid}/stat").read_text()
+    stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
     ticks = stat.rpartition(")")[2].split()[19]
     return f"{Path(BOOT_ID_FILE).read_text().strip()}:{ticks}"
 
@@ -186,7 +186,13 @@ async def test_a_zombie_is_gone(tmp_path: Path) -> None:
                                      LocalRunner(), time.monotonic, ledger)  # fmt: skip
         ledger.close()
         assert stopped.outcome is Outcome.STOPPED
-        assert Path(f"/proc/{child.pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+        assert (
+            Path(f"/proc/{child.pid}/stat")
+            .read_text(errors="replace")
+            .rpartition(")")[2]
+            .split()[0]
+            == "Z"
+        )
     finally:
         child.kill()
         child.wait()

@@ -138,7 +138,7 @@ def test_the_node_screens_gpu_table_fits_80_columns_with_procs_whole() -> None:
     from rich.cells import cell_len
 
     from leases.core.models import GpuSample, NodeHealth, NodeStatus
-    from tui.screens.fleetview import GPU_COLUMNS, gpu_rows
+    from tui.screens.nodeview import GPU_COLUMNS, gpu_rows
 
     worst = GpuSample("n", NOW, 7, uuid="GPU-7", name="NVIDIA A100-SXM4-80GB", util_gpu=100.0,
                       mem_used_mib=81920.0, mem_total_mib=81920.0, temp_c=100.0,
@@ -153,7 +153,7 @@ def test_procs_not_read_is_a_dash_never_0() -> None:
     """A node read from Prometheus has no processes read: its GPU rows say "-" (unknown),
     an SSH node's say how many it has (0 when none)."""
     from leases.core.models import GpuSample, NodeHealth, NodeStatus
-    from tui.screens.fleetview import gpu_rows
+    from tui.screens.nodeview import gpu_rows
 
     sample = GpuSample("n", NOW, 0, uuid="GPU-0", name="NVIDIA H100 80GB HBM3")
     status = NodeStatus("n", NodeHealth.OK, "", checked=NOW, samples=(sample,))

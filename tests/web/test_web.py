@@ -423,12 +423,12 @@ def _children(pid: int) -> list[int]:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
-        try:
-            stat = (entry / "stat").read_text()
+        try:  # bytes: a process's name is any bytes it chose (not UTF-8 nor one line)
+            stat = (entry / "stat").read_bytes()
         except OSError:
             continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == pid and fields[0] != "Z":
+        fields = stat.rsplit(b")", 1)[1].split()
+        if int(fields[1]) == pid and fields[0] != b"Z":
             found.append(int(entry.name))
     return found
 

@@ -342,11 +342,6 @@ def lease_end(billing: BillingNow | None, now: datetime) -> tuple[str, float | N
     return f"{mark}{countdown(paid, now)} {end_day(paid, now)}", left
 
 
-def _mean(values: Sequence[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) / len(known) if known else None
-
-
 def alert_marker(alerts: list[StoredAlert]) -> str:
     """A fleet table cell: how many open alerts, ! for warnings, !! if any is critical."""
     if not alerts:
@@ -357,6 +352,63 @@ def alert_marker(alerts: list[StoredAlert]) -> str:
 
 def _cell(value: float | None, fmt: str) -> Cell:
     return Cell("-" if value is None else fmt.format(value))
+
+
+@dataclass(frozen=True)
+class LeasePart:
+    """What a row shows of its node's lease, provider, alerts, month's cost and
+    offboarding: the same while they are (and the minute and the language), whatever the
+    node's readings do, so kept between refreshes that bring new readings only."""
+
+    cells: Mapping[str, Cell]
+    sort: Mapping[str, Any]
+    left: float | None  # paid-for time left (None: no end)
+    alerts: int
+
+
+def lease_part(
+    node: Node,
+    billing: BillingNow | None,
+    now: datetime,
+    alerts: Sequence[StoredAlert] = (),
+    channel: str = "",
+    month_cost: Decimal | None = None,
+    currency: str = "CNY",
+    offboard: Progress | None = None,
+) -> LeasePart:
+    """The cells of a row that do not come from the node's readings (see fleet_row)."""
+    lease = billing.lease if billing else None
+    ends, left = lease_end(billing, now)
+    worst = max((a.severity.rank for a in alerts), default=0)
+    provider = node.provider or ""
+    cells = {
+        "node": cell(node.name),
+        # The channel in words ('算力租赁平台'); the filter compares facts.channel (English).
+        "channel": cell(f"{value_words(channel) if channel else '-'}/{provider or '-'}"),
+        "cost": Cell(
+            # "several": the node's leases this month are in two currencies (never added).
+            _("several")
+            if currency == "several"
+            else "-"
+            if month_cost is None
+            else whole(month_cost, currency),
+            justify="right",
+        ),
+        "ends": Cell(ends, urgency_style(left) if lease else "dim"),
+        "alerts": Cell(alert_marker(list(alerts)), "bold red" if worst >= 2 else "yellow"),
+        "offboard": Cell(
+            offboard_short(offboard), "red" if offboard is not None and offboard.stopped else ""
+        ),
+    }
+    sort = {
+        "node": node.name.casefold(),
+        "channel": (channel, provider.casefold(), node.name.casefold()),
+        "cost": month_cost,
+        "ends": left,
+        "alerts": (worst, len(alerts)),
+        "offboard": None if offboard is None else (offboard.finished, offboard.passed),
+    }
+    return LeasePart(cells, sort, left, len(alerts))
 
 
 def fleet_row(
@@ -370,11 +422,15 @@ def fleet_row(
     month_cost: Decimal | None = None,
     currency: str = "CNY",
     offboard: Progress | None = None,
+    lease: LeasePart | None = None,
 ) -> FleetRow:
     """One node's row. hour: its last hour, a mean a sparkline cell (leases.fleet.sparkline:
     stored minutes and live readings on one scale; None a gap); alerts: its open alerts;
     channel: its provider's kind; month_cost: what its leases cost this month so far
-    (leases.fleet.header.MonthMoney.by_node); offboard: its offboarding plan in force."""
+    (leases.fleet.header.MonthMoney.by_node); offboard: its offboarding plan in force.
+    lease: lease_part of the same arguments, where it was kept (made here otherwise)."""
+    if lease is None:
+        lease = lease_part(node, billing, now, alerts, channel, month_cost, currency, offboard)
     health = status.health if status else NodeHealth.CONNECTING
     fig: Figures | None = status_figures(status)
     samples = status.samples if fig is not None and status else ()
@@ -388,18 +444,13 @@ def fleet_row(
         if fig and fig.mem_used_gib is not None and fig.mem_total_gib is not None
         else "-"
     )
-    lease = billing.lease if billing else None
-    ends, left = lease_end(billing, now)
-    worst = max((a.severity.rank for a in alerts), default=0)
-    marker = alert_marker(list(alerts))
-    provider = node.provider or ""
     host = status.host if status else None
     fullest = host.fullest_data if host else None
     disk_pct = fullest.used_pct if fullest else None
+    held, known = lease.cells, [v for v in hour if v is not None]
     cells = {
-        "node": cell(node.name),
-        # The channel in words ('算力租赁平台'); the filter compares facts.channel (English).
-        "channel": cell(f"{value_words(channel) if channel else '-'}/{provider or '-'}"),
+        "node": held["node"],
+        "channel": held["channel"],
         "gpus": cell(gpus),
         # The filter compares facts.state (the stored value, or stale); shown translated.
         "state": Cell(_(state), HEALTH_STYLE.get(health, "red")),
@@ -408,54 +459,45 @@ def fleet_row(
         "mem": Cell(mem),
         "temp": _cell(None if fig is None else fig.temp_max, "{:.0f}°"),
         "power": _cell(None if fig is None else fig.power_w, "{:.0f}W"),
-        "cost": Cell(
-            # "several": the node's leases this month are in two currencies (never added).
-            _("several")
-            if currency == "several"
-            else "-"
-            if month_cost is None
-            else whole(month_cost, currency),
-            justify="right",
-        ),
-        "ends": Cell(ends, urgency_style(left) if lease else "dim"),
-        "alerts": Cell(marker, "bold red" if worst >= 2 else "yellow"),
-        "offboard": Cell(
-            offboard_short(offboard), "red" if offboard is not None and offboard.stopped else ""
-        ),
+        "cost": held["cost"],
+        "ends": held["ends"],
+        "alerts": held["alerts"],
+        "offboard": held["offboard"],
         "disk": Cell(disk_cell(host) or "-", "red" if disk_pct and disk_pct >= 90 else ""),
         "ram": Cell(ram_cell(host) or "-"),
     }
+    kept = lease.sort
     sort = {
-        "node": node.name.casefold(),
-        "channel": (channel, provider.casefold(), node.name.casefold()),
+        "node": kept["node"],
+        "channel": kept["channel"],
         "gpus": (len(samples) or node.gpu_count, node.gpu_model),
         "state": HEALTH_RANK.get(health, 0),
         "util": util,
-        "hour": _mean(hour),
+        "hour": sum(known) / len(known) if known else None,
         "mem": fig.mem_used_gib if fig else None,
         "temp": fig.temp_max if fig else None,
         "power": fig.power_w if fig else None,
-        "cost": month_cost,
-        "ends": left,
-        "alerts": (worst, len(alerts)),
-        "offboard": None if offboard is None else (offboard.finished, offboard.passed),
+        "cost": kept["cost"],
+        "ends": kept["ends"],
+        "alerts": kept["alerts"],
+        "offboard": kept["offboard"],
         "disk": disk_pct,
         "ram": host.mem_used_pct if host else None,
     }
     facts = RowFacts(
         name=node.name,
         channel=channel,
-        provider=provider,
+        provider=node.provider or "",
         model=node.gpu_model,
         tags=node.tags,
         notes=node.notes,
         state=STALE if stale else health.value,
         idle=fig is not None and fig.gpus > 0 and fig.idle == fig.gpus,
         busy=fig is not None and fig.busy > 0,
-        ends_in_s=left,
-        alerts=len(alerts),
+        ends_in_s=lease.left,
+        alerts=lease.alerts,
     )
-    sig = tuple((c.plain, c.style) for c in cells.values())
+    sig = tuple([(c.plain, c.style) for c in cells.values()])
     return FleetRow(node.name, cells, sort, facts, sig)
 
 
@@ -469,7 +511,8 @@ class Refreshed:
 
 
 # node name -> (what its row was built from, the row): the reader's, between refreshes.
-RowMemo = dict[str, tuple[tuple[object, ...], FleetRow]]
+# node name -> (the row's inputs, the row, the lease part's inputs, the lease part)
+RowMemo = dict[str, tuple[tuple[object, ...], FleetRow, tuple[object, ...], LeasePart]]
 
 
 def build(
@@ -500,16 +543,23 @@ def build(
                 (data.money.node_currency.get(n.id or -1, data.money.currency) or "several")
                 if data.money else "CNY",
                 facts.offboard.get(n.id) if n.id is not None else None)  # fmt: skip
-        key = (minute, language(), *args)  # a row is words: built again in another language
+        node, status, billing, hour, alerts, channel, cost, currency, offboard = args
+        # A row is words: built again in another language (and countdowns each minute).
+        key = (minute, language(), *args)
+        held = (minute, language(), node, billing, alerts, channel, cost, currency, offboard)
         hit = memo.get(n.name) if memo is not None else None
         if hit is not None and hit[0] == key:
             rows.append(hit[1])
             continue
-        node, status, billing, hour, alerts, channel, cost, currency, offboard = args
+        # New readings alone (every refresh after a write): the lease's cells are kept.
+        if hit is not None and hit[2] == held:
+            lease = hit[3]
+        else:
+            lease = lease_part(node, billing, now, alerts, channel, cost, currency, offboard)
         row = fleet_row(node, status, billing, hour, now, alerts, channel, cost, currency,
-                        offboard)  # fmt: skip
+                        offboard, lease)  # fmt: skip
         if memo is not None:
-            memo[n.name] = (key, row)
+            memo[n.name] = (key, row, held, lease)
         rows.append(row)
     if memo is not None and limit is None:  # nodes gone from the ledger are forgotten
         for name in memo.keys() - {n.name for n in nodes}:
@@ -520,39 +570,3 @@ def build(
         return Refreshed(data, rows, line)
     head = header(nodes, statuses, facts.billing, data.money, ledger_label, now)
     return Refreshed(data, rows, header_line(head, now))
-
-
-# Marked: shown as _(label) where the table is made.
-GPU_COLUMNS = (
-    N_("GPU"), N_("Name"), N_("Util"), N_("Memory"), N_("Temp"), N_("Power"), N_("P-state"),
-    N_("Procs"),
-)  # fmt: skip
-
-
-def gpu_rows(status: NodeStatus | None, processes_read: bool = True) -> list[tuple[str, ...]]:
-    """One row a GPU; Procs is "-" where processes are not read (a node read from
-    Prometheus): unknown, never 0."""
-    if status is None:
-        return []
-    procs: dict[str, int] = {}
-    for p in status.processes:
-        procs[p.gpu_uuid] = procs.get(p.gpu_uuid, 0) + 1
-
-    def num(v: float | None, fmt: str) -> str:
-        return "?" if v is None else fmt.format(v)
-
-    return [
-        (
-            str(s.index),
-            # The vendor is the same on every card: without it the table fits 80 columns
-            # with its last column ("Procs") whole, at full memory and power.
-            visible(s.name, CELL_MAX).removeprefix("NVIDIA "),
-            num(s.util_gpu, "{:.0f}%"),
-            f"{num(s.mem_used_mib, '{:.0f}')}/{num(s.mem_total_mib, '{:.0f}')} MiB",
-            num(s.temp_c, "{:.0f}°C"),
-            f"{num(s.power_w, '{:.0f}')}/{num(s.power_limit_w, '{:.0f}')} W",
-            visible(s.pstate or "?", 8),
-            str(procs.get(s.uuid, 0)) if processes_read else "-",
-        )
-        for s in status.samples
-    ]

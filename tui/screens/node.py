@@ -41,7 +41,7 @@ from leases.telemetry.series import Span
 from leases.telemetry.words import detail_said
 from tui.dashboard.host import ZukaHost
 from tui.screens import acceptview, hostview, nodeview
-from tui.screens.fleetview import GPU_COLUMNS, gpu_rows, plain
+from tui.screens.fleetview import plain
 from tui.widgets.charts import HistoryChart
 from tui.widgets.footer import ZukaFooter
 
@@ -204,7 +204,7 @@ class NodeScreen(Screen[None]):
 
     def _columns(self) -> None:
         columns = {
-            "node-gpus": GPU_COLUMNS,
+            "node-gpus": nodeview.GPU_COLUMNS,
             "node-procs": nodeview.PROCESS_COLUMNS,
             "node-leases": nodeview.LEASE_COLUMNS,
             "node-resources": nodeview.RESOURCE_COLUMNS,
@@ -228,7 +228,7 @@ class NodeScreen(Screen[None]):
         status = self._status()
         readings = self.facts.readings if self.facts else ""
         prom = readings.startswith(PROM)  # SSH reads processes and host
-        self._fill("node-gpus", gpu_rows(status, processes_read=not prom))
+        self._fill("node-gpus", nodeview.gpu_rows(status, processes_read=not prom))
         procs = nodeview.process_rows(status)
         self._fill("node-procs", procs)
         none = _("none reported") if status and status.samples else _("not read yet")

@@ -298,3 +298,39 @@ def charts(
         _chart(s, s.mem_gib, _("memory GiB") + total, mem_top, now, tz),
         _chart(s, s.power_w, _("power W") + total, power_top, now, tz),
     ]
+
+
+# The node's GPUs. Marked: shown as _(label) where the table is made.
+GPU_COLUMNS = (
+    N_("GPU"), N_("Name"), N_("Util"), N_("Memory"), N_("Temp"), N_("Power"), N_("P-state"),
+    N_("Procs"),
+)  # fmt: skip
+
+
+def gpu_rows(status: NodeStatus | None, processes_read: bool = True) -> list[tuple[str, ...]]:
+    """One row a GPU; Procs is "-" where processes are not read (a node read from
+    Prometheus): unknown, never 0."""
+    if status is None:
+        return []
+    procs: dict[str, int] = {}
+    for p in status.processes:
+        procs[p.gpu_uuid] = procs.get(p.gpu_uuid, 0) + 1
+
+    def num(v: float | None, fmt: str) -> str:
+        return "?" if v is None else fmt.format(v)
+
+    return [
+        (
+            str(s.index),
+            # The vendor is the same on every card: without it the table fits 80 columns
+            # with its last column ("Procs") whole, at full memory and power.
+            visible(s.name, CELL_MAX).removeprefix("NVIDIA "),
+            num(s.util_gpu, "{:.0f}%"),
+            f"{num(s.mem_used_mib, '{:.0f}')}/{num(s.mem_total_mib, '{:.0f}')} MiB",
+            num(s.temp_c, "{:.0f}°C"),
+            f"{num(s.power_w, '{:.0f}')}/{num(s.power_limit_w, '{:.0f}')} W",
+            visible(s.pstate or "?", 8),
+            str(procs.get(s.uuid, 0)) if processes_read else "-",
+        )
+        for s in status.samples
+    ]

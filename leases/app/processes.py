@@ -299,9 +299,6 @@ class _Stop:
     runner: Runner
     steps: list[str]
     node_id: int | None = None
-    # A signal reached this very process: from then on it is known by its start alone
-    # (it may rewrite its command line when told to stop: procstop.stop_command).
-    signalled: bool = False
 
     def audit(self, step: str, outcome: str) -> None:
         after = {
@@ -321,17 +318,12 @@ class _Stop:
         self.steps.append(f"{step}: {outcome}")
 
     async def send(self, signal: str | None) -> procstop.Answer:
-        cmd = procstop.stop_command(
-            self.pid, self.start, self.cmdline, signal, signalled=self.signalled
-        )
+        cmd = procstop.stop_command(self.pid, self.start, self.cmdline, signal)
         try:
             result = await self.runner.run(cmd)
         except (SshError, OSError) as exc:  # the node unreachable: audited, not a crash
             return procstop.Answer(Seen.FAILED, visible(str(exc), 200))
-        answer = procstop.parse_answer(result.stdout)
-        if answer.seen is Seen.SENT:
-            self.signalled = True
-        return answer
+        return procstop.parse_answer(result.stdout)
 
     def done(self, outcome: Outcome) -> Stopped:
         return Stopped(outcome, tuple(self.steps))
@@ -428,8 +420,8 @@ def _settled(stop: _Stop, answer: procstop.Answer, step: str) -> Stopped | None:
         stop.audit(step, "already gone: nothing signalled")
         return stop.done(Outcome.ALREADY_GONE)
     if answer.seen is Seen.CHANGED:
-        stop.audit("refused", "the pid is another process now (start time or command line"
-                   " differ): nothing signalled")  # fmt: skip
+        stop.audit("refused", "the pid is another process now (its start time differs):"
+                   " nothing signalled")  # fmt: skip
         return stop.done(Outcome.REUSED)
     if answer.seen is Seen.DENIED:
         stop.audit("refused", f"permission denied: {answer.said}")

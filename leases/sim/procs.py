@@ -12,7 +12,6 @@ process leaves its GPU idle (its memory freed) until the node's next job.
 from __future__ import annotations
 
 import re
-import shlex
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -115,31 +114,21 @@ def _cksum(p: SimProc) -> str:
     return cksum_word(_raw_cmdline(p)[:MAX_CMDLINE])
 
 
-_STOP = re.compile(
-    r"\(p=([0-9]+); wb=([0-9a-f-]+); ws=([0-9]+); (?:wk=([0-9]+-[0-9]+);|(wc=)|set -f;)"
-)
+_STOP = re.compile(r"\(p=([0-9]+); wb=([0-9a-f-]+); ws=([0-9]+); set -f;")
 _SIGNAL = re.compile(r"kill -s (TERM|KILL) ")
 
 
-def _parsed_stop(command: str) -> tuple[int, str, str, str | None, bool] | None:
-    """(pid, start, cmdline, signal, signalled) of a stop snippet zuka made, else None."""
+def _parsed_stop(command: str) -> tuple[int, str, str | None] | None:
+    """(pid, start, signal) of a stop snippet zuka made, else None."""
     match = _STOP.match(command)
     if match is None:
         return None
-    pid, boot, ticks, ck = int(match.group(1)), match.group(2), match.group(3), match.group(4)
-    signalled = ck is None and match.group(5) is None
-    cmdline = ""
-    if match.group(5) is not None:
-        try:
-            cmdline = shlex.split(command[match.end() :].partition("; set -f;")[0])[0]
-        except (ValueError, IndexError):
-            return None
+    pid, start = int(match.group(1)), start_token(match.group(2), int(match.group(3)))
     sig = _SIGNAL.search(command)
     signal = sig.group(1) if sig else None
-    start = start_token(boot, int(ticks), ck)
-    if stop_command(pid, start, cmdline, signal, signalled=signalled) != command:
+    if stop_command(pid, start, "", signal) != command:
         return None
-    return pid, start, cmdline, signal, signalled
+    return pid, start, signal
 
 
 def stop_answer(node: SimNode, command: str, now: datetime) -> Answer | None:
@@ -147,19 +136,13 @@ def stop_answer(node: SimNode, command: str, now: datetime) -> Answer | None:
     parsed = _parsed_stop(command)
     if parsed is None:
         return None
-    pid, start, cmdline, signal, signalled = parsed
+    pid, start, signal = parsed
     t = int(now.timestamp())
     boot = boot_epoch(node, t)
     found = next((p for p in gpu_processes(node, now) if p.pid == pid), None)
     if found is None:
         return Answer(f"{STOP_MARK} gone\n", "", 0)
-    ticks = (found.started - boot) * HZ
-    if signalled:  # known by its start alone
-        changed = start_token(boot_id(node), ticks) != start
-    elif start.count(":") == 2:  # the cksum of the raw bytes compared, as the shell does
-        changed = start_token(boot_id(node), ticks, _cksum(found)) != start
-    else:
-        changed = start_token(boot_id(node), ticks) != start or found.cmdline[:2048] != cmdline
+    changed = start_token(boot_id(node), (found.started - boot) * HZ) != start
     if changed:
         return Answer(f"{STOP_MARK} changed\n", "", 0)
     if signal is None:

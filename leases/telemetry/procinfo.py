@@ -7,8 +7,8 @@ resolution of a second, `etimes` moves with every reading. Field 22 of /proc/PID
 lives, and a reused pid gets a later one: that pair is the stable token the stop checks
 again before each signal (leases.telemetry.procstop reads it the same way, with the same
 shell words, so that the two agree byte for byte). The command line is /proc/PID/cmdline
-with NULs and line breaks turned into spaces and "?", cut at MAX_CMDLINE bytes, exactly
-as the stop reads it again.
+with NULs and line breaks turned into spaces and "?", cut at MAX_CMDLINE bytes: shown and
+recorded, never compared by a stop (a process may rewrite it).
 
 Only the pids nvidia-smi named are read: the shell loop takes them from nvidia-smi's own
 output (kept in a variable, so nvidia-smi runs once), each checked to be ASCII digits
@@ -41,11 +41,13 @@ PROCS_MARK = "@zuka-procs"
 # joined: the command name in it is the process's own choice (prctl, 15 bytes), line
 # breaks, `)` and glob characters included. Everything up to its last `)` is dropped; what
 # follows is the kernel's fields, and the 20th of them (start ticks) must be digits. The
-# first (the state) is kept in $z: Z or X is a process that has ended (a zombie's stat
-# still reads, its start unchanged, until its parent reaps it).
+# first (the state) is kept in $z and the 18th (threads) in $n: Z or X with one thread is a
+# process that has ended (a zombie's stat still reads, its start unchanged, until its
+# parent reaps it); Z with more is a thread group whose first thread alone has exited.
 READ_STAT = (
     '{ t=; while IFS= read -r l || [ -n "$l" ]; do t="$t $l"; done < /proc/$p/stat; }'
-    " 2>/dev/null && t=${t##*\\)} && set -- $t && [ $# -ge 20 ] && z=$1 && shift 19"
+    " 2>/dev/null && t=${t##*\\)} && set -- $t && [ $# -ge 20 ] && z=$1 && n=${18}"
+    " && shift 19"
     " && case $1 in ''|*[!0-9]*) false ;; esac"
 )
 # No file-name expansion: `set -- $t` splits stat's fields, which must never be globbed.
@@ -54,7 +56,8 @@ READ_CMDLINE = (
     "c=$(tr '\\000\\n\\r' '  ?' < /proc/$p/cmdline 2>/dev/null | head -c " + str(MAX_CMDLINE) + ")"
 )
 # The POSIX cksum of the command line's first MAX_CMDLINE raw bytes into $k as "CRC-LEN"
-# (leases.telemetry.cksum): what a stop compares, bytes with bytes (empty: no cksum).
+# (leases.telemetry.cksum), kept in the start token: the audit of a stop records which
+# bytes the person confirmed; the stop itself compares the start alone (empty: no cksum).
 READ_CKSUM = (
     "k=$(head -c " + str(MAX_CMDLINE) + " /proc/$p/cmdline 2>/dev/null | cksum 2>/dev/null"
     " | tr ' ' -)"
@@ -142,6 +145,7 @@ def parse_procs(text: str | None) -> ProcSection:
     by_pid: dict[int, ProcInfo] = {}
     present: set[int] = set()
     twice: set[int] = set()
+    seen: dict[int, str] = {}  # each pid's line
     for raw in itertools.islice(io.StringIO(text), MAX_PROC_LINES + 3):
         line = raw.rstrip("\n").removesuffix("\r")
         key, _, rest = line.partition(" ")
@@ -152,7 +156,9 @@ def parse_procs(text: str | None) -> ProcSection:
         elif key == "hz" and _HZ.fullmatch(rest.strip()) and int(rest.strip()) > 0:
             hz = int(rest.strip())
         elif key == "@e" and _PID.fullmatch(rest):
-            twice.update({int(rest)} & present)
+            if int(rest) in present and seen.get(int(rest)) != line:
+                twice.add(int(rest))
+            seen[int(rest)] = line
             present.add(int(rest))
         elif key == "@p":
             pid_s, _, rest = rest.partition(" ")
@@ -161,8 +167,11 @@ def parse_procs(text: str | None) -> ProcSection:
             if not (_PID.fullmatch(pid_s) and TICKS.fullmatch(ticks_s)):
                 continue
             pid = int(pid_s)
-            if pid in present:  # listed twice: neither line is the process's start
+            # A process on two GPUs is listed twice, the same; two lines that differ are
+            # not the process's start, neither of them.
+            if pid in present and seen.get(pid) != line:
                 twice.add(pid)
+            seen[pid] = line
             present.add(pid)
             if boot is None:
                 continue

@@ -2,12 +2,10 @@
 
 PIDs are reused: between the reading a person confirmed and the signal, the process may
 have ended and another taken its pid. So each signal is one remote shell snippet that
-reads the pid's boot id, start ticks and command line again (the same shell words as the
-reading, leases.telemetry.procinfo; the command line as the POSIX cksum of its raw bytes
-where the reading had one, else its text) and sends the signal only when all three match, in the
-same command: nothing happens between the check and the `kill` but the shell itself. Once a
-signal has reached the process, it is known by its boot id and start ticks alone (it may
-rewrite its command line or name when told to stop); a zombie is gone.
+reads the pid's boot id and start ticks again (the same shell words as the reading,
+leases.telemetry.procinfo) and sends the signal only when both match, in the same command:
+nothing happens between the check and the `kill` but the shell itself. The command line is
+not compared: a process may rewrite it at any moment (see stop_command); a zombie is gone.
 Every value in it is zuka's own: the pid and ticks checked integers, the boot id checked a
 UUID, the cksum checked digits, the command line single-quoted (shlex.quote). Never
 pid <= 1, never a process group (no negative pid, no -1), one signal name of a fixed set.
@@ -18,7 +16,6 @@ from __future__ import annotations
 
 import enum
 import re
-import shlex
 from dataclasses import dataclass
 
 from leases.core.errors import InputError
@@ -30,8 +27,6 @@ from leases.telemetry.procinfo import (
     CKSUM,
     MAX_CMDLINE,
     NO_GLOB,
-    READ_CKSUM,
-    READ_CMDLINE,
     READ_STAT,
     TICKS,
 )
@@ -91,19 +86,22 @@ def check_cmdline(cmdline: str) -> str:
     return cmdline
 
 
-def stop_command(
-    pid: int, start: str, cmdline: str, signal: str | None, *, signalled: bool = False
-) -> str:
+def stop_command(pid: int, start: str, cmdline: str, signal: str | None) -> str:
     """The snippet: check the pid is still that process, then send `signal` (None: only
     check). It prints one line, STOP_MARK and what it found (see parse_answer).
 
-    signalled: a signal was already sent to this very process. It is then known by its
-    boot id and start ticks alone: a process may rewrite its own command line (or its
-    name) when it is told to stop, and must not pass for gone or for another process by
-    doing so. A pid whose /proc entry is there but whose stat does not read is never
-    signalled and never gone: the answer says so (FAILED)."""
+    The process is known by its boot id and start ticks: no two processes of one boot
+    share them (a pid is reused only after the whole pid space has wrapped, never within
+    one clock tick). Its command line is not compared: a process may rewrite it at any
+    moment (setproctitle, a Ray worker naming its task) and would never match, nor pass
+    for gone once told to stop. `cmdline`, what the person confirmed, must be one zuka
+    read (it is recorded). A zombie whose last thread has ended is gone; a pid whose
+    /proc entry is there but whose stat does not read is neither signalled nor gone: the
+    answer says so (FAILED)."""
     pid = check_pid(pid)
     boot, ticks, ck = split_start(start)
+    if ck is None:
+        check_cmdline(cmdline)
     if signal is None:
         act = f"echo {STOP_MARK} alive"
     elif signal in SIGNALS:
@@ -113,25 +111,16 @@ def stop_command(
         )
     else:
         raise InputError("signal", signal, _("one of {choices}").format(choices=", ".join(SIGNALS)))
-    head = f"(p={pid}; wb={boot}; ws={ticks};"
-    read = f" {NO_GLOB}; b=$(cat {BOOT_ID_FILE} 2>/dev/null); if {READ_STAT}; then"
-    ended = f' if [ "$z" = Z ] || [ "$z" = X ]; then echo {STOP_MARK} gone; elif'
-    same = '[ "$b" = "$wb" ] && [ "$1" = "$ws" ]'
-    tail = (
-        f" then {act}; else echo {STOP_MARK} changed; fi;"
+    # $z: the state, $n: the threads left (a thread group whose first thread has exited
+    # shows Z while its other threads run): READ_STAT.
+    return (
+        f"(p={pid}; wb={boot}; ws={ticks}; {NO_GLOB}; b=$(cat {BOOT_ID_FILE} 2>/dev/null);"
+        f" if {READ_STAT}; then"
+        f' if {{ [ "$z" = Z ] || [ "$z" = X ]; }} && [ "$n" = 1 ]; then echo {STOP_MARK} gone;'
+        f' elif [ "$b" = "$wb" ] && [ "$1" = "$ws" ]; then {act};'
+        f" else echo {STOP_MARK} changed; fi;"
         f" elif [ -d /proc/$p ]; then echo {STOP_MARK} failed its stat could not be read;"
         f" else echo {STOP_MARK} gone; fi)"
-    )
-    if signalled:
-        return f"{head}{read}{ended} {same};{tail}"
-    if ck is not None:
-        # The command line's raw bytes compared by their cksum: a command line that is not
-        # UTF-8, or cut mid-character, is still itself (the text shown is decoded).
-        return f'{head} wk={ck};{read} {READ_CKSUM};{ended} {same} && [ "$k" = "$wk" ];{tail}'
-    cmdline = check_cmdline(cmdline)
-    return (
-        f"{head} wc={shlex.quote(cmdline)};{read} {READ_CMDLINE};"
-        f'{ended} {same} && [ "$c" = "$wc" ];{tail}'
     )
 
 

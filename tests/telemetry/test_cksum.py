@@ -86,8 +86,9 @@ async def test_through_the_sim_a_long_chinese_command_line_is_stopped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The simulated node reads and answers the cksum as a real shell would: a command
-    line past MAX_CMDLINE bytes of Chinese (cut mid-character) is stopped, and a cksum
-    that does not match is refused as another process."""
+    line past MAX_CMDLINE bytes of Chinese (cut mid-character) is stopped, and a start
+    that does not match is refused as another process (a command line that changed is not:
+    the start tells processes apart, procstop.stop_command)."""
     from datetime import UTC, datetime
 
     from leases.core.models import GpuProcess
@@ -113,7 +114,8 @@ async def test_through_the_sim_a_long_chinese_command_line_is_stopped(
     assert p.start.count(":") == 2  # the cksum carried
     ledger = Ledger.open(tmp_path / "l.db")
     ledger.add_node(records.node_from({"name": node.name, "ssh_host": "10.0.0.1"}))
-    wrong = GpuProcess(**{**p.__dict__, "start": p.start.rpartition(":")[0] + ":1-1"})
+    boot, ticks, ck = p.start.split(":")
+    wrong = GpuProcess(**{**p.__dict__, "start": f"{boot}:{int(ticks) + 1}:{ck}"})
     for proc, outcome in ((wrong, Outcome.REUSED), (p, Outcome.STOPPED)):
         stopped = await stop_process(node.name, proc.pid, proc.start, proc.cmdline,
                                      str(proc.pid), 0.0, Runner(), time.monotonic,

@@ -104,7 +104,7 @@ def test_stop_snippet_refuses_bad_values() -> None:
     with pytest.raises(InputError):
         stop_command(4242, f"{BOOT}:1", "python", "HUP")
     cmd = stop_command(4242, f"{BOOT}:1", "python '$(reboot)'; x", "TERM")
-    assert "wc='python '\"'\"'$(reboot)'\"'\"'; x'" in cmd  # single-quoted, never expanded
+    assert "reboot" not in cmd  # the command line is never part of the snippet
 
 
 class SimRunner:
@@ -191,24 +191,29 @@ async def test_permission_denied(tmp_path: Path) -> None:
 
 async def test_reused_pid_refused(tmp_path: Path) -> None:
     ledger, node, procs = _setup(tmp_path, 0)
-    # Another command line: its raw bytes' cksum differs (the start token carries it).
-    boot, ticks, _ = procs[0].start.split(":")  # type: ignore[union-attr]
-    other_ck = cksum_word(b"python\0other.py\0")
-    other = GpuProcess(
-        **{
-            **procs[0].__dict__,
-            "cmdline": "python other.py ",
-            "start": f"{boot}:{ticks}:{other_ck}",
-        }
-    )
+    # Another start: the pid is another process now.
+    boot, ticks, ck = procs[0].start.split(":")  # type: ignore[union-attr]
+    other = GpuProcess(**{**procs[0].__dict__, "start": f"{boot}:{int(ticks) + 1}:{ck}"})
     stopped, runner = await _stop(ledger, node, other)
     assert stopped.outcome is Outcome.REUSED and not node.killed
     assert len(runner.commands) == 1
-    # A start token without a cksum (an older reading): the text is compared.
-    older = GpuProcess(**{**other.__dict__, "start": f"{boot}:{ticks}"})
-    stopped, runner = await _stop(ledger, node, older)
-    assert stopped.outcome is Outcome.REUSED and not node.killed
     assert _audit(ledger)[0].startswith("process.refused the pid is another process")
+
+
+async def test_a_process_that_retitled_itself_is_still_itself(tmp_path: Path) -> None:
+    """Its command line changed since the reading (setproctitle, a Ray worker naming its
+    task): the same start, the same process; it is stopped, never refused as reused."""
+    ledger, node, procs = _setup(tmp_path, 0)
+    boot, ticks, _ = procs[0].start.split(":")  # type: ignore[union-attr]
+    retitled = GpuProcess(
+        **{
+            **procs[0].__dict__,
+            "cmdline": "ray::train_step ",
+            "start": f"{boot}:{ticks}:{cksum_word(b'ray::train_step')}",
+        }
+    )
+    stopped, _ = await _stop(ledger, node, retitled)
+    assert stopped.outcome is Outcome.STOPPED and procs[0].pid in node.killed
 
 
 async def test_not_visible_refused_without_a_command(tmp_path: Path) -> None:

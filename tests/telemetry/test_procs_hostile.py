@@ -135,6 +135,10 @@ def test_a_second_section_or_a_pid_twice_is_not_trusted() -> None:
     section = f"boot {boot}\nup 100\nhz 100\n@p 7 50:1-1 a\n@p 7 60:2-2 b\n@p 8 10: c\n@e 8\n"
     parsed = parse_procs(section)
     assert parsed.present == {7, 8} and parsed.by_pid == {}  # no start of either is kept
+    # A process on two GPUs: nvidia-smi lists it twice, the /proc part reads it twice,
+    # the same: its start is kept (else a two-GPU job could never be stopped).
+    both = parse_procs(f"boot {boot}\nup 100\nhz 100\n@p 7 50:1-1 a\n@p 7 50:1-1 a\n")
+    assert both.by_pid[7].start == f"{boot}:50:1-1"
     ps, procs = split_procs(f" 7 0 root\n{PROCS_MARK}\n{section}{PROCS_MARK}\n@p 9 1: x\n")
     assert procs is None and ps.startswith(" 7 0 root\n")
 
@@ -196,3 +200,40 @@ async def test_a_zombie_is_gone(tmp_path: Path) -> None:
     finally:
         child.kill()
         child.wait()
+
+
+# Its first thread exits (pthread_exit) while another runs on: /proc/PID/stat says Z for
+# the thread group, which is alive (ctypes lets go of the GIL for the call).
+LEADER_EXITS = (
+    "import ctypes, sys, threading, time\n"
+    "def work():\n"
+    "    while True:\n"
+    "        time.sleep(0.1)\n"
+    "threading.Thread(target=work, daemon=True).start()\n"
+    "open(sys.argv[1], 'w').close()\n"
+    "ctypes.CDLL(None).pthread_exit(None)\n"
+)
+
+
+async def test_a_thread_group_whose_first_thread_ended_is_not_gone(tmp_path: Path) -> None:
+    """Z with threads left is not a zombie: the stop signals it (before, it read as
+    already gone and nothing was sent while the job ran on)."""
+    flag = tmp_path / "up"
+    child = await spawn(LEADER_EXITS, str(flag))
+    try:
+        stat = Path(f"/proc/{child.pid}/stat")
+        await wait_until(
+            lambda: flag.exists() and stat.read_bytes().rpartition(b")")[2].split()[0] == b"Z",
+            what="the first thread to exit",
+        )
+        ledger = Ledger.open(tmp_path / "l.db")
+        ledger.add_node(records.node_from({"name": "n1", "ssh_host": "10.0.0.1"}))
+        stopped = await stop_process("n1", child.pid, real_start(child.pid), "", str(child.pid),
+                                     5.0, LocalRunner(), time.monotonic, ledger)  # fmt: skip
+        ledger.close()
+        assert stopped.outcome in (Outcome.STOPPED, Outcome.KILLED), stopped.steps
+        assert await asyncio.wait_for(child.wait(), 10) in (-15, -9)
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()

@@ -12,6 +12,7 @@ process leaves its GPU idle (its memory freed) until the node's next job.
 from __future__ import annotations
 
 import re
+import shlex
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -120,11 +121,15 @@ _SIGNAL = re.compile(r"kill -s (TERM|KILL) ")
 
 def _parsed_stop(command: str) -> tuple[int, str, str | None] | None:
     """(pid, start, signal) of a stop snippet zuka made, else None."""
-    match = _STOP.match(command)
+    try:
+        words = shlex.split(command) if command.startswith("sh -c ") else []
+    except ValueError:
+        return None
+    match = _STOP.match(words[2]) if len(words) == 3 else None
     if match is None:
         return None
     pid, start = int(match.group(1)), start_token(match.group(2), int(match.group(3)))
-    sig = _SIGNAL.search(command)
+    sig = _SIGNAL.search(words[2])
     signal = sig.group(1) if sig else None
     if stop_command(pid, start, "", signal) != command:
         return None
@@ -272,8 +277,8 @@ def answer_procs(node: SimNode, command: str, now: datetime) -> Answer | None:
     one; None for any other command."""
     if _OWNERS_QUERY.fullmatch(command):
         return owners_answer(node, now)
-    if command.startswith("(p="):
-        return stop_answer(node, command, now)
+    if command.startswith("sh -c ") and (stopped := stop_answer(node, command, now)):
+        return stopped
     if (cat := _CAT.fullmatch(command.strip())) and (text := proc_file(node, cat[1], now)):
         return Answer(text, "", 0)
     if kill := _KILL.fullmatch(command.strip()):

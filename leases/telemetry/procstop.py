@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import re
+import shlex
 from dataclasses import dataclass
 
 from leases.core.errors import InputError
@@ -113,7 +114,7 @@ def stop_command(pid: int, start: str, cmdline: str, signal: str | None) -> str:
         raise InputError("signal", signal, _("one of {choices}").format(choices=", ".join(SIGNALS)))
     # $z: the state, $n: the threads left (a thread group whose first thread has exited
     # shows Z while its other threads run): READ_STAT.
-    return (
+    snippet = (
         f"(p={pid}; wb={boot}; ws={ticks}; {NO_GLOB}; b=$(cat {BOOT_ID_FILE} 2>/dev/null);"
         f" if {READ_STAT}; then"
         f' if {{ [ "$z" = Z ] || [ "$z" = X ]; }} && [ "$n" = 1 ]; then echo {STOP_MARK} gone;'
@@ -122,6 +123,9 @@ def stop_command(pid: int, start: str, cmdline: str, signal: str | None) -> str:
         f" elif [ -d /proc/$p ]; then echo {STOP_MARK} failed its stat could not be read;"
         f" else echo {STOP_MARK} gone; fi)"
     )
+    # Run by sh whatever the login's shell: an exec runs it under that shell, and zsh does
+    # not split `set -- $t` (every stop failed), fish and tcsh do not read it at all.
+    return f"sh -c {shlex.quote(snippet)}"
 
 
 def parse_answer(stdout: str) -> Answer:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import pwd
+import shutil
 import sys
 import tempfile
 import time
@@ -237,3 +238,24 @@ async def test_a_thread_group_whose_first_thread_ended_is_not_gone(tmp_path: Pat
         if child.returncode is None:
             child.kill()
             await child.wait()
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh not installed (.ci/run installs it)")
+@pytest.mark.parametrize("signal", [None, "TERM"])
+def test_a_stop_reads_the_same_under_a_zsh_login(signal: str | None) -> None:
+    """An exec runs under the login's shell: zsh does not split `set -- $t`, so the
+    snippet is handed to sh (before, every stop on a zsh login failed)."""
+    import subprocess
+
+    child = subprocess.Popen(["sleep", "298"])
+    try:
+        said = subprocess.run(
+            ["zsh", "-c", stop_command(child.pid, real_start(child.pid), "", signal)],
+            capture_output=True, text=True, check=False, timeout=30,
+        )  # fmt: skip
+        assert said.stdout.strip() == f"@zuka-stop {'alive' if signal is None else 'sent'}"
+        if signal:
+            assert child.wait(timeout=10) == -15
+    finally:
+        child.kill()
+        child.wait()

@@ -34,7 +34,8 @@ MAX_PROC_LINES = 4096
 PROCS_MARK = "@zuka-procs"
 
 # The shell words that read one pid's start ticks into $1 and its command line into $c;
-# shared with the stop (leases.telemetry.procstop) so both read the same way. $p must be
+# READ_STAT is shared with the stop (leases.telemetry.procstop), so that both read the
+# start the same way. $p must be
 # ASCII digits (checked before), and file-name expansion off (NO_GLOB, said first in
 # every command that uses them).
 # stat is read whole with the shell's own `read` (no process forked per pid), its lines
@@ -66,8 +67,8 @@ BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
 
 # After the ps part: the boot id, the uptime and the clock tick, then one line per GPU pid
 # the login can read: "@p PID TICKS:CKSUM CMDLINE" (CKSUM empty where cksum is missing),
-# or "@e PID" for one whose /proc entry is there but whose stat did not read (a command
-# name holding a line break): it runs in this pid namespace, its start is unknown.
+# or "@e PID" for one whose /proc entry is there but whose stat did not read (it ended
+# while read, or stat is not readable): it runs in this pid namespace, its start unknown.
 # `a` holds nvidia-smi's output.
 PROCS_COMMAND = (
     f"{NO_GLOB}; echo {PROCS_MARK}; echo boot $(cat {BOOT_ID_FILE} 2>/dev/null);"

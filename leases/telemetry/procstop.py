@@ -7,8 +7,9 @@ leases.telemetry.procinfo) and sends the signal only when both match, in the sam
 nothing happens between the check and the `kill` but the shell itself. The command line is
 not compared: a process may rewrite it at any moment (see stop_command); a zombie is gone.
 Every value in it is zuka's own: the pid and ticks checked integers, the boot id checked a
-UUID, the cksum checked digits, the command line single-quoted (shlex.quote). Never
-pid <= 1, never a process group (no negative pid, no -1), one signal name of a fixed set.
+UUID (the command line confirmed is checked to be one zuka read, and never sent). It runs
+under `sh -c`, file-name expansion off, whatever the login's shell. Never pid <= 1, never
+a process group (no negative pid, no -1), one signal name of a fixed set.
 Pure.
 """
 

@@ -155,7 +155,7 @@ class RemoteDriver:
         poller's owner query: nvidia-smi names no process, /proc and ps do)."""
         result = await self.session.run(owners.APPS_OWNERS_COMMAND)
         apps, status, _ = owners.split_answer(result.stdout)
-        if status is None or status != 0:
+        if status != 0:  # None: no marker
             if status is None and result.exit_status == 0:
                 why = N_("the node's shell printed no end marker")
             else:

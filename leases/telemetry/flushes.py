@@ -26,24 +26,14 @@ class GapEvent:
     detail: str = ""
 
 
-class JsonMemo:
-    """The JSON text last made of a value, per (node id, column): made again only when the
-    value is neither the same object nor equal to the one it was made of."""
+class _PerNode:
+    """What is held per (node id, column), forgotten with the node."""
 
     def __init__(self) -> None:
-        self._last: dict[tuple[int, str], tuple[Any, str]] = {}
-
-    def text(self, node_id: int, column: str, value: _V, make: Callable[[_V], str]) -> str:
-        key = (node_id, column)
-        held = self._last.get(key)
-        if held is not None and (held[0] is value or held[0] == value):
-            return held[1]
-        text = make(value)
-        self._last[key] = (value, text)
-        return text
+        self._last: dict[tuple[int, str], Any] = {}
 
     def keep(self, node_ids: Iterable[int]) -> None:
-        """Forget the nodes no longer polled (their texts would be held forever)."""
+        """Forget the nodes not in node_ids (their values would be held forever)."""
         ids = set(node_ids)
         for key in [k for k in self._last if k[0] not in ids]:
             del self._last[key]
@@ -52,14 +42,26 @@ class JsonMemo:
         return len(self._last)
 
 
-class TextMemo:
+class JsonMemo(_PerNode):
+    """The JSON text last made of a value, per (node id, column): made again only when the
+    value is neither the same object nor equal to the one it was made of."""
+
+    def text(self, node_id: int, column: str, value: _V, make: Callable[[_V], str]) -> str:
+        key = (node_id, column)
+        held = self._last.get(key)
+        if held is not None and (held[0] is value or held[0] == value):
+            said: str = held[1]
+            return said
+        text = make(value)
+        self._last[key] = (value, text)
+        return text
+
+
+class TextMemo(_PerNode):
     """What a JSON text read back was made into last time, per (node id, column): a text
     read again unchanged (a node's processes between the readings that change them) is
     not decoded, nor its objects made, again. `key` holds anything else the value was
     made of (the node's name)."""
-
-    def __init__(self) -> None:
-        self._last: dict[tuple[int, str], tuple[object, str, Any]] = {}
 
     def value(
         self, node_id: int, column: str, key: object, text: str, make: Callable[[str], _V]
@@ -70,12 +72,6 @@ class TextMemo:
         value = make(text)
         self._last[(node_id, column)] = (key, text, value)
         return value
-
-    def keep(self, node_ids: Iterable[int]) -> None:
-        """Forget the nodes not read this time (their values would be held forever)."""
-        ids = set(node_ids)
-        for k in [k for k in self._last if k[0] not in ids]:
-            del self._last[k]
 
 
 class FlushStore(Protocol):

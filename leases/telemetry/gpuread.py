@@ -51,9 +51,10 @@ def with_apps(query: str, *, host: bool) -> str:
     """The GPU query, its marker line, then the owner query (only when the GPU query
     succeeded: its nvidia-smi would fail the same way, and slowly, within the same
     timeout), then the host snippet: what a sweep that reads the processes sends, in one
-    round trip. The host part comes last, after the last HOST_MARK line: the owner query
-    before it prints process names raw, and after it the only text a tenant names (df's
-    mount paths) can start no line with "@" (see hoststats)."""
+    round trip. The host part comes last, after the last HOST_MARK line: before it, the
+    owner query's command lines (a tenant's words) hold no line break, and after it the
+    only text a tenant names (df's mount paths) can start no line with "@" (see
+    hoststats)."""
     apps = f'if [ "${_STATUS}" = 0 ]; then {owners.APPS_OWNERS_COMMAND}; fi'
     text = f"{query}; {_STATUS}=$?; printf '\\n{GPUS_MARK} %s\\n' \"${_STATUS}\"; {apps}"
     return f"({hoststats.with_host(text) if host else text})"

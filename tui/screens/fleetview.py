@@ -510,8 +510,8 @@ class Refreshed:
     header: str
 
 
-# node name -> (what its row was built from, the row): the reader's, between refreshes.
-# node name -> (the row's inputs, the row, the lease part's inputs, the lease part)
+# node name -> (the row's inputs, the row, the lease part's inputs, the lease part): the
+# reader's, between refreshes.
 RowMemo = dict[str, tuple[tuple[object, ...], FleetRow, tuple[object, ...], LeasePart]]
 
 
@@ -533,7 +533,7 @@ def build(
     for a in data.alerts:
         by_node.setdefault(a.node_id, []).append(a)
     nodes = facts.nodes
-    minute = int(now.timestamp()) // 60
+    minute, lang = int(now.timestamp()) // 60, language()
     rows = []
     for n in nodes[:limit]:
         i = n.id if n.id is not None else -1
@@ -545,8 +545,8 @@ def build(
                 facts.offboard.get(n.id) if n.id is not None else None)  # fmt: skip
         node, status, billing, hour, alerts, channel, cost, currency, offboard = args
         # A row is words: built again in another language (and countdowns each minute).
-        key = (minute, language(), *args)
-        held = (minute, language(), node, billing, alerts, channel, cost, currency, offboard)
+        key = (minute, lang, *args)
+        held = (minute, lang, node, billing, alerts, channel, cost, currency, offboard)
         hit = memo.get(n.name) if memo is not None else None
         if hit is not None and hit[0] == key:
             rows.append(hit[1])

@@ -161,7 +161,7 @@ def judge_tenants(
     cid, title = "sharing.tenants", _("Other tenants' processes")
     index = _by_uuid(facts)
     # The compute-apps query names no process (nvidia-smi prints names raw, so a name could
-    # forge rows there); -q -x's names, one XML element each, are shown by pid.
+    # forge rows there); the names `nvidia-smi -q` gives (XML or text) are shown by pid.
     named = {proc.pid: proc.name for g in facts.gpus for proc in g.processes if proc.name}
     procs: list[tuple[str, int | None, str, float | None, str]] = [
         (str(index.get(p.gpu_uuid, "?")), p.pid, p.process_name or named.get(p.pid, ""),

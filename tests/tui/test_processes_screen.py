@@ -104,6 +104,8 @@ async def test_list_sort_filter(fleet: Path, size: tuple[int, int]) -> None:
         await pilot.press("slash")
         screen.query_one(Input).value = "cmd:torchrun node:sim-1"
         await pilot.press("enter")
+        await wait_until(lambda: screen.filter_text == "cmd:torchrun node:sim-1",
+                         what="the second filter")  # fmt: skip
         assert screen.shown and all("torchrun" in r.command for r in screen.shown)
 
 

@@ -79,3 +79,15 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "'")
 def formula_safe(text: str) -> str:
     """A CSV cell a spreadsheet opens as text, never as a formula."""
     return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def last_line(text: str, start: str, pattern: re.Pattern[str]) -> re.Match[str] | None:
+    """The last line of text that `pattern` (anchored with ^ and $, re.MULTILINE) matches
+    whole, where every such line starts with `start`: what the last of pattern.finditer
+    would be, found from the end (a marker line after a long answer)."""
+    end = len(text)
+    while (at := text.rfind(start, 0, end)) >= 0:
+        if (at == 0 or text[at - 1] == "\n") and (match := pattern.match(text, at)):
+            return match
+        end = at
+    return None

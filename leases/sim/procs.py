@@ -99,9 +99,9 @@ def owners_answer(node: SimNode, now: datetime, ps_text: str | None = None) -> A
         *ps,
         PROCS_MARK,
         f"boot {boot_id(node)}",
-        f"up {t - boot}.42",
         f"hz {HZ}",
         *(f"@p {p.pid} {(p.started - boot) * HZ}:{_cksum(p)} {p.cmdline}" for p in procs),
+        f"up {t - boot}.42",
     ]
     return Answer("".join(line + "\n" for line in lines), "", 0)
 

@@ -155,11 +155,12 @@ class NodeSession:
             process = await self._open_process(link, cmd)
             stderr = Tail(process.stderr)
             out = Capped(self.options.max_output, self.options.max_line)
-            lines: list[str] = []
+            parts: list[str] = []
             try:
                 async with asyncio.timeout(limit):
                     while chunk := await process.stdout.read(CHUNK):
-                        lines += out.feed(chunk)
+                        out.check(chunk)
+                        parts.append(chunk)
                     await process.wait_closed()
                     await stderr.done()
             except TimeoutError as exc:
@@ -176,7 +177,7 @@ class NodeSession:
         if process.exit_status is None and self._is_lost(link):
             raise self._dropped(link, None)
         self._set(NodeHealth.OK)
-        return CommandResult(process.exit_status, "".join(lines) + out.rest(), stderr.text)
+        return CommandResult(process.exit_status, "".join(parts), stderr.text)
 
     @contextlib.asynccontextmanager
     async def binary(self, cmd: str) -> AsyncIterator[asyncssh.SSHClientProcess[bytes]]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import random as _random
-from collections import deque
 from dataclasses import dataclass
 
 import asyncssh
@@ -43,32 +42,44 @@ def framed(cmd: str, marker: str) -> str:
 
 
 async def read_answer(shell: Shell, marker: str, capped: Capped) -> tuple[str, int | None] | None:
-    """cmd's output up to the marker line and the exit status on it (None when it is not a
-    status), or None when the channel closed before the marker came. Raises OverCap."""
-    out: list[str] = []
-    # Read in bounded chunks, never readline: a node that prints no newline would
-    # make readline hold everything it sends.
-    pending: deque[str] = deque()
-    while True:
-        if not pending:
-            chunk = await shell.process.stdout.read(CHUNK)
-            pending.extend(capped.feed(chunk))
-            if chunk and not pending:
-                continue  # part of a line: read on
-            if not chunk and (rest := capped.rest()):
-                pending.append(rest)
-        line = pending.popleft() if pending else ""
-        if not line:
-            return None
-        at = line.find(marker)
+    """cmd's output up to the marker and the exit status after it on its line (None when
+    it is not a status), or None when the channel closed before the marker came. Raises
+    OverCap.
+
+    Read in bounded chunks, never readline (a node that prints no newline would make
+    readline hold everything it sends); the marker is looked for in each chunk with the
+    end of the one before (it may be split between two), not line by line."""
+    parts: list[str] = []
+    size = 0  # characters in parts
+    at = -1  # where the marker starts in the output, once seen
+    carry = ""  # the end of the output, where a marker cut between two chunks begins
+    while chunk := await shell.process.stdout.read(CHUNK):
+        capped.check(chunk)
         if at < 0:
-            out.append(line)
-            continue
-        out.append(line[:at])  # output that did not end in a newline
-        shell.answered = True
-        word = line[at + len(marker) :].strip()
-        status = int(word) if word.isdigit() and len(word) <= 3 else None
-        return "".join(out), status
+            window = carry + chunk
+            found = window.find(marker)
+            if found >= 0:
+                at = size - len(carry) + found
+            else:
+                carry = window[max(0, len(window) - len(marker) + 1) :]
+        parts.append(chunk)
+        size += len(chunk)
+        if at >= 0 and "\n" in chunk:
+            text = "".join(parts)
+            end = text.find("\n", at + len(marker))
+            if end >= 0:
+                return _answered(shell, text, at, marker, end)
+    if at < 0:
+        return None
+    text = "".join(parts)  # the marker line without its newline: the channel ended
+    return _answered(shell, text, at, marker, len(text))
+
+
+def _answered(shell: Shell, text: str, at: int, marker: str, end: int) -> tuple[str, int | None]:
+    """The output before the marker at `at`, and the status word between it and `end`."""
+    shell.answered = True
+    word = text[at + len(marker) : end].strip()
+    return text[:at], int(word) if word.isascii() and word.isdigit() and len(word) <= 3 else None
 
 
 async def open_shell(link: Link, node: str) -> Shell:

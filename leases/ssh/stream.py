@@ -72,6 +72,25 @@ class Capped:
             self._partial.append(rest)
         return lines
 
+    def check(self, chunk: str) -> None:
+        """Count chunk against the caps as feed does, without splitting it into lines or
+        keeping it (a reader that keeps the text itself calls this instead of feed, never
+        both); raises OverCap once a cap is passed."""
+        self.total += len(chunk)
+        if self.max_output is not None and self.total > self.max_output:
+            raise OverCap(_("output over {size}").format(size=_size(self.max_output)))
+        first = chunk.find("\n")
+        if first < 0:
+            longest = self._partial_len = self._partial_len + len(chunk)
+        else:
+            last = chunk.rfind("\n")
+            longest = max(self._partial_len + first, len(chunk) - last - 1)
+            if last - first - 1 > self.max_line:  # a whole line in between may be longer
+                longest = max(longest, *map(len, chunk[first + 1 : last].split("\n")))
+            self._partial_len = len(chunk) - last - 1
+        if longest > self.max_line:
+            raise OverCap(_("a line over {size}").format(size=_size(self.max_line)))
+
     def rest(self) -> str:
         """What came after the last newline."""
         rest = "".join(self._partial)

@@ -84,12 +84,12 @@ async def read_gpus(
     known: tuple[str, ...] | None,
     *,
     with_host: bool,
-    apps_of: str | None = None,
+    apps_of: owners.OwnersMemo | None = None,
 ) -> GpuRead:
     """Read the GPUs with the known fields, else probe (nvsmiprobe.probe_read). Known
     fields the node now refuses one of (its driver changed under us) are probed afresh in
-    the same reading. apps_of, the node's name: with known fields, its compute apps and
-    their owners ride on the same command (GpuRead.apps; the host figures then come after
+    the same reading. apps_of, the node's owner-query memo: with known fields, its compute
+    apps and their owners ride on the same command (GpuRead.apps; the host figures then come after
     them). Raises NvsmiProbeError (with the host part on it) when probing fails, SshError
     as run does."""
     hosts: list[str | None] = [None]
@@ -98,12 +98,12 @@ async def read_gpus(
 
     async def query(fields: tuple[str, ...]) -> CommandResult:
         command = nvsmi.query_command(fields)
-        if (node := ride[0]) is not None:
+        if (memo := ride[0]) is not None:
             ride[0] = None
             result = await run(with_apps(command, host=with_host))
             stdout, said, rest = split_apps(result.stdout)
             if said is not None and rest is not None:
-                got = _apps_from(rest, node, host=with_host)
+                got = _apps_from(rest, memo, host=with_host)
                 hosts[0], apps[0] = got.host, AppsRead(got.reading, False)
                 return CommandResult(said, stdout, result.stderr)
             # No marker came back (a forced command, a wrapper): nothing of that output is
@@ -136,11 +136,12 @@ def driver_of(samples: Sequence[GpuSample]) -> str:
 
 
 async def read_apps(
-    run: Callable[[str], Awaitable[CommandResult]], node: str, *, host: bool
+    run: Callable[[str], Awaitable[CommandResult]], memo: owners.OwnersMemo, *, host: bool
 ) -> AppsRead:
     """The compute apps, then every GPU process's owner, in one round trip (leases.
-    telemetry.owners). A node that floods us raises OutputTooLarge (that is its state); any
-    other SSH failure or an unreadable answer is a reading not had."""
+    telemetry.owners), parsed through the node's memo. A node that floods us raises
+    OutputTooLarge (that is its state); any other SSH failure or an unreadable answer is a
+    reading not had."""
     command = owners.APPS_OWNERS_COMMAND
     try:
         result = await run(hoststats.with_host(command) if host else command)
@@ -148,15 +149,15 @@ async def read_apps(
         raise
     except SshError:
         return AppsRead(None, False)
-    return _apps_from(result.stdout, node, host=host)
+    return _apps_from(result.stdout, memo, host=host)
 
 
-def _apps_from(stdout: str, node: str, *, host: bool) -> AppsRead:
+def _apps_from(stdout: str, memo: owners.OwnersMemo, *, host: bool) -> AppsRead:
     """The owner query's output (the host part after it when `host`) as an AppsRead."""
     text = None
     if host:
         stdout, _, text = hoststats.split_output(stdout, last=True)
     try:
-        return AppsRead(owners.parse_apps_owners(stdout, node), host, text)
+        return AppsRead(memo.parse(stdout), host, text)
     except nvsmi.NvsmiParseError:
         return AppsRead(None, host, text)

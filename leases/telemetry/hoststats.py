@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 from leases.core.host import HostStats, Mount, MountKind
 from leases.core.i18n import N_
-from leases.core.textsafe import visible
+from leases.core.textsafe import last_line, visible
 
 HOST_MARK = "@zuka-host"
 _SECTION = "@zh"
@@ -162,8 +162,7 @@ def split_output(stdout: str, *, last: bool = False) -> tuple[str, int | None, s
     whose compute apps print process names raw. No marker: the whole output is the
     command's, the host part None.
     """
-    found = list(_MARK_LINE.finditer(stdout)) if last else [_MARK_LINE.search(stdout)]
-    match = found[-1] if found else None
+    match = last_line(stdout, HOST_MARK, _MARK_LINE) if last else _MARK_LINE.search(stdout)
     if match is None:
         return stdout, None, None
     return stdout[: match.start()], int(match.group(1)), stdout[match.end() :]

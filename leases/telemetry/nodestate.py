@@ -12,6 +12,7 @@ from leases.core.models import Node
 from leases.telemetry import hoststats
 from leases.telemetry.attribution import OwnerTracker
 from leases.telemetry.history import MinuteAccumulator
+from leases.telemetry.owners import OwnersMemo
 from leases.telemetry.rowmemo import RowMemo
 
 
@@ -32,6 +33,9 @@ class NodeState:
     acc: MinuteAccumulator = field(init=False)
     # Owners of the GPU processes as last read, for attributing the minutes it closes.
     tracker: OwnerTracker = field(default_factory=OwnerTracker)
+    # The owner query's output as last read and what it parsed to (its name is the node's:
+    # a node renamed is a new state, leases.telemetry.poller.set_nodes).
+    owners: OwnersMemo = field(init=False)
     # Why some process owners were refused or unknown at the last reading (the detail).
     owner_problems: str = ""
     # Whether the ledger holds an open gap for this node; None until this process knows.
@@ -50,6 +54,7 @@ class NodeState:
 
     def __post_init__(self) -> None:
         self.acc = MinuteAccumulator(self.node.name)
+        self.owners = OwnersMemo(self.node.name)
 
     def read_host(self, text: str | None) -> None:
         """Turn the host part of an output into the node's host figures (never raises on

@@ -23,14 +23,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from leases.core.models import GpuProcess
-from leases.core.textsafe import visible
+from leases.core.textsafe import last_line, visible
 from leases.telemetry.nvsmi import APPS_COMMAND, parse_compute_apps
 from leases.telemetry.procinfo import (
     MAX_PROC_LINES,
     PROCS_COMMAND,
     ProcSection,
+    elapsed,
     parse_procs,
     split_procs,
+    split_uptime,
+    uptime_seconds,
 )
 
 # The owner of a process whose user the node named in a way we refuse (see owner_of).
@@ -185,9 +188,7 @@ def split_answer(stdout: str) -> tuple[str, int | None, str | None]:
     field list could print names raw, and a name could hold a forged marker; nothing after
     the real one starts a line with it (ps lines start with a pid, /proc lines with "@").
     """
-    last = None
-    for match in _MARK_LINE.finditer(stdout):
-        last = match
+    last = last_line(stdout, OWNERS_MARK, _MARK_LINE)
     if last is None:
         return stdout, None, None
     return stdout[: last.start()], int(last.group(1)), stdout[last.end() :]
@@ -245,21 +246,74 @@ def parse_apps_owners(stdout: str, node: str) -> ProcessReading:
     Raises NvsmiParseError when the compute-apps part cannot be read; a failed or
     unreadable ps part only leaves owners unknown (said in problems).
     """
-    apps, status, ps = split_answer(stdout)
+    return _parsed(*split_uptime(stdout), node)[0]
+
+
+def _parsed(body: str, uptime: str | None, node: str) -> tuple[ProcessReading, ProcSection | None]:
+    """parse_apps_owners of an output cut by split_uptime, with the /proc section read."""
+    apps, status, ps = split_answer(body)
     if status is None:
-        return ProcessReading(None, ("the owner query printed no end marker",))
+        return ProcessReading(None, ("the owner query printed no end marker",)), None
     if status != 0:
-        return ProcessReading(None)
+        return ProcessReading(None), None
     processes = parse_compute_apps(apps, node)
     if not processes:
-        return ProcessReading(())
+        return ProcessReading(()), None
     ps, proc_text = split_procs(ps or "")
     owners = parse_ps(ps, {p.pid for p in processes})
     problems = owners.problems
     if not ps.strip():
         problems = ("no process list (ps and stat missing?): owners unknown",)
-    procs = parse_procs(proc_text)
-    return ProcessReading(tuple(with_owners(processes, owners, procs)), problems)
+    procs = parse_procs(proc_text, uptime)
+    return ProcessReading(tuple(with_owners(processes, owners, procs)), problems), procs
+
+
+class OwnersMemo:
+    """One node's owner-query output as last read and what it parsed to: read again the
+    same up to its last line (a steady node: the same processes, owners and command
+    lines), it is not parsed again; only the elapsed times move with the uptime on that
+    line. What it gives is what parse_apps_owners gives for the same output, always. One
+    per node (leases.telemetry.nodestate), for the node's name it was made with."""
+
+    def __init__(self, node: str) -> None:
+        self.node = node
+        self._body: str | None = None
+        self._uptime: str | None = None
+        self._reading = ProcessReading(None)
+        self._procs: ProcSection | None = None
+
+    def parse(self, stdout: str) -> ProcessReading:
+        """parse_apps_owners(stdout, self.node); raises as it does."""
+        body, uptime = split_uptime(stdout)
+        if body != self._body:
+            self._body = None  # until it parsed: a parse that raises keeps nothing
+            self._reading, self._procs = _parsed(body, uptime, self.node)
+            self._body, self._uptime = body, uptime
+        elif uptime != self._uptime:
+            self._reading, self._uptime = self._retimed(uptime), uptime
+        return self._reading
+
+    def _retimed(self, uptime: str | None) -> ProcessReading:
+        """The held reading with each process's elapsed time at another uptime (the
+        section's own `up` line where this one does not read as one), as parse_procs
+        would work it out."""
+        held, procs = self._reading, self._procs
+        if held.processes is None or procs is None:
+            return held
+        up = uptime_seconds(uptime)
+        up = procs.up if up is None else up
+        out = []
+        for p in held.processes:
+            info = procs.by_pid.get(p.pid)
+            seconds = elapsed(up, info.since_boot_s) if info is not None else None
+            if seconds == p.elapsed_s:
+                out.append(p)
+                continue
+            # Copied field by field, without GpuProcess's keyword __init__ (see with_owners).
+            new = object.__new__(GpuProcess)
+            vars(new).update(vars(p), elapsed_s=seconds)
+            out.append(new)
+        return ProcessReading(tuple(out), held.problems)
 
 
 # --- the local node ---
@@ -302,6 +356,7 @@ __all__ = [
     "PS_LISTED",
     "REFUSED",
     "STAT_LISTED",
+    "OwnersMemo",
     "ProcessReading",
     "PsOwners",
     "local_owner",

@@ -174,7 +174,7 @@ class Poller:
         polls = state.polls
         due = polls % self.apps_every == 0
         with_host = self.host_stats and due
-        apps_of = node.name if self.processes and due else None
+        apps_of = state.owners if self.processes and due else None
         try:
             read = await gpuread.read_gpus(run, state.fields, with_host=with_host, apps_of=apps_of)
             now, state.fields, result = self.clock(), read.fields, read.result
@@ -232,7 +232,7 @@ class Poller:
         # query's, see _read_once_unguarded).
         if read is None:
             host = self.host_stats and streaming
-            read = await gpuread.read_apps(run, state.node.name, host=host)
+            read = await gpuread.read_apps(run, state.owners, host=host)
         if read.host_read:
             state.read_host(read.host)
         if (reading := read.reading) is None or reading.processes is None:

@@ -65,20 +65,22 @@ READ_CKSUM = (
 )
 BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
 
-# After the ps part: the boot id, the uptime and the clock tick, then one line per GPU pid
-# the login can read: "@p PID TICKS:CKSUM CMDLINE" (CKSUM empty where cksum is missing),
-# or "@e PID" for one whose /proc entry is there but whose stat did not read (it ended
-# while read, or stat is not readable): it runs in this pid namespace, its start unknown.
-# `a` holds nvidia-smi's output.
+# After the ps part: the boot id and the clock tick, then one line per GPU pid the login can
+# read: "@p PID TICKS:CKSUM CMDLINE" (CKSUM empty where cksum is missing), or "@e PID" for
+# one whose /proc entry is there but whose stat did not read (it ended while read, or stat
+# is not readable): it runs in this pid namespace, its start unknown. The uptime comes
+# last, alone on the answer's last line: the one line of a steady node's answer that moves
+# every reading, cut off before the rest is compared with the last (leases.telemetry.owners.
+# OwnersMemo). `a` holds nvidia-smi's output.
 PROCS_COMMAND = (
     f"{NO_GLOB}; echo {PROCS_MARK}; echo boot $(cat {BOOT_ID_FILE} 2>/dev/null);"
-    " echo up $(cut -d' ' -f1 /proc/uptime 2>/dev/null); echo hz $(getconf CLK_TCK 2>/dev/null);"
+    " echo hz $(getconf CLK_TCK 2>/dev/null);"
     f" printf '%s\\n' \"$a\" | head -n {MAX_PROC_LINES} | while IFS=', ' read -r u p r; do"
     " case $p in ''|*[!0-9]*) continue ;; esac;"
     f" if {READ_STAT}; then {READ_CMDLINE}; {READ_CKSUM};"
     ' printf \'@p %s %s:%s %s\\n\' "$p" "$1" "$k" "$c";'
     ' elif [ -d /proc/$p ]; then echo "@e $p"; fi;'
-    " done"
+    " done; echo up $(cut -d' ' -f1 /proc/uptime 2>/dev/null)"
 )
 
 BOOT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -98,6 +100,9 @@ class ProcInfo:
     start: str  # "BOOT_ID:TICKS"
     elapsed_s: int | None
     cmdline: str
+    # When it started, in whole seconds after boot (start ticks // the clock tick): what
+    # elapsed_s is worked out from with the node's uptime (see elapsed).
+    since_boot_s: int | None = None
 
 
 @dataclass(frozen=True)
@@ -105,11 +110,34 @@ class ProcSection:
     """The /proc section: by pid; `read` False when the node printed no section at all.
 
     `present`: every pid whose /proc entry the login saw, read or not (a superset of
-    by_pid's keys): the pids that run in the login's pid namespace."""
+    by_pid's keys): the pids that run in the login's pid namespace. `up`: the uptime the
+    section itself said (an `up` line in it), None when none did."""
 
     by_pid: dict[int, ProcInfo]
     read: bool = True
     present: frozenset[int] = frozenset()
+    up: int | None = None
+
+
+def uptime_seconds(value: str | None) -> int | None:
+    """The whole seconds of an `up` line's value ("2981113.42"), None when it is not one."""
+    m = _UPTIME.fullmatch(value.strip()) if value is not None else None
+    return int(m.group(1)) if m else None
+
+
+def elapsed(up: int | None, since_boot_s: int | None) -> int | None:
+    """Seconds a process has run, from the node's uptime and its start after boot."""
+    return None if up is None or since_boot_s is None else max(up - since_boot_s, 0)
+
+
+def split_uptime(text: str) -> tuple[str, str | None]:
+    """(text without its last line, that line's value) when the last line is "up VALUE"
+    (PROCS_COMMAND prints the uptime last); else (text, None)."""
+    end = len(text) - 1 if text.endswith("\n") else len(text)
+    start = text.rfind("\n", 0, end) + 1
+    if text.startswith("up ", start):
+        return text[:start], text[start + 3 : end]
+    return text, None
 
 
 def split_procs(text: str) -> tuple[str, str | None]:
@@ -132,18 +160,20 @@ def start_token(boot_id: str, ticks: int, cksum: str | None = None) -> str:
     return f"{boot_id}:{ticks}:{cksum}" if cksum else f"{boot_id}:{ticks}"
 
 
-def parse_procs(text: str | None) -> ProcSection:
+def parse_procs(text: str | None, uptime: str | None = None) -> ProcSection:
     """The /proc section of the owner query (see PROCS_COMMAND); never raises.
 
     A line that does not parse is skipped; without a boot id no start is known (a pid
-    is only comparable within one boot), so only which pids are present is kept.
+    is only comparable within one boot), so only which pids are present is kept. The
+    uptime: `uptime` (the answer's last line, split off by split_uptime) when it reads as
+    one, else the section's last `up` line that does.
     """
     if text is None:
         return ProcSection({}, read=False)
     boot: str | None = None
     up: int | None = None
     hz = DEFAULT_HZ
-    by_pid: dict[int, ProcInfo] = {}
+    started: dict[int, tuple[str, int, str]] = {}  # pid -> (start token, ticks, cmdline)
     present: set[int] = set()
     twice: set[int] = set()
     seen: dict[int, str] = {}  # each pid's line
@@ -152,8 +182,8 @@ def parse_procs(text: str | None) -> ProcSection:
         key, _, rest = line.partition(" ")
         if key == "boot" and BOOT_ID.fullmatch(rest.strip()):
             boot = rest.strip()
-        elif key == "up" and (m := _UPTIME.fullmatch(rest.strip())):
-            up = int(m.group(1))
+        elif key == "up" and (seconds := uptime_seconds(rest)) is not None:
+            up = seconds
         elif key == "hz" and _HZ.fullmatch(rest.strip()) and int(rest.strip()) > 0:
             hz = int(rest.strip())
         elif key == "@e" and _PID.fullmatch(rest):
@@ -177,12 +207,16 @@ def parse_procs(text: str | None) -> ProcSection:
             if boot is None:
                 continue
             ticks = int(ticks_s)
-            elapsed = max(up - ticks // hz, 0) if up is not None else None
             token = start_token(boot, ticks, ck if CKSUM.fullmatch(ck) else None)
-            by_pid[pid] = ProcInfo(token, elapsed, cmdline[:MAX_CMDLINE])
-    for pid in twice:
-        by_pid.pop(pid, None)
-    return ProcSection(by_pid, present=frozenset(present))
+            started[pid] = (token, ticks, cmdline[:MAX_CMDLINE])
+    now = uptime_seconds(uptime)
+    now = up if now is None else now
+    by_pid = {
+        pid: ProcInfo(token, elapsed(now, ticks // hz), cmdline, ticks // hz)
+        for pid, (token, ticks, cmdline) in started.items()
+        if pid not in twice
+    }
+    return ProcSection(by_pid, present=frozenset(present), up=up)
 
 
 def local_info(pid: int, proc: Path = Path("/proc")) -> ProcInfo | None:
@@ -199,12 +233,10 @@ def local_info(pid: int, proc: Path = Path("/proc")) -> ProcInfo | None:
     if not BOOT_ID.fullmatch(boot) or len(fields) < 20 or not TICKS.fullmatch(fields[19]):
         return None
     ticks = int(fields[19])
-    hz = os.sysconf("SC_CLK_TCK") or DEFAULT_HZ
-    uptime = _UPTIME.fullmatch(up)
-    elapsed = max(int(uptime.group(1)) - ticks // hz, 0) if uptime else None
+    since = ticks // (os.sysconf("SC_CLK_TCK") or DEFAULT_HZ)
     cmdline = raw.translate(_TR)[:MAX_CMDLINE].decode("utf-8", "replace")
     token = start_token(boot, ticks, cksum_word(raw[:MAX_CMDLINE]))
-    return ProcInfo(token, elapsed, cmdline)
+    return ProcInfo(token, elapsed(uptime_seconds(up), since), cmdline, since)
 
 
 _TR = bytes.maketrans(b"\0\n\r", b"  ?")
@@ -223,8 +255,11 @@ __all__ = [
     "TICKS",
     "ProcInfo",
     "ProcSection",
+    "elapsed",
     "local_info",
     "parse_procs",
     "split_procs",
+    "split_uptime",
     "start_token",
+    "uptime_seconds",
 ]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from leases.core.textsafe import is_clean, visible
+from leases.core.textsafe import is_clean, last_line, visible
 
 
 def test_escape_sequences_are_shown_not_obeyed() -> None:
@@ -56,3 +58,33 @@ def test_no_control_survives(text: str) -> None:
     shown = visible(text)
     assert is_clean(shown)
     assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in shown)
+
+
+_MARK = re.compile(r"^@mark ([0-9]{1,3})[ \t\r]*$", re.MULTILINE)
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "@mark 1",
+                "@mark 22 ",
+                "@mark x",
+                "x@mark 3",
+                "@mark 4\r",
+                "@m",
+                "",
+                "@mark 1234",
+                "a",
+            ]
+        ),
+        max_size=8,
+    ),
+    st.booleans(),
+)
+def test_last_line_is_the_last_full_match(lines: list[str], end: bool) -> None:
+    text = "\n".join(lines) + ("\n" if end else "")
+    found = list(_MARK.finditer(text))
+    got = last_line(text, "@mark", _MARK)
+    want = found[-1] if found else None
+    assert (got and (got.start(), got.group(1))) == (want and (want.start(), want.group(1)))

@@ -61,6 +61,8 @@ async def _read(session: NodeSession, sshd: Sshd, pid: int) -> GpuProcess:
     result = await session.run(APPS_OWNERS_COMMAND)
     (p,) = parse_apps_owners(result.stdout, "real1").processes or ()
     assert p.pid == pid and p.visible and p.start and p.cmdline, result.stdout
+    # The uptime, printed last by a real sh, gives how long it has run (started by this test).
+    assert p.elapsed_s is not None and 0 <= p.elapsed_s < 600, result.stdout
     return p
 
 

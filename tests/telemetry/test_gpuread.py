@@ -17,6 +17,7 @@ import pytest
 from leases.accept.localrun import LocalRunner
 from leases.ssh.stream import CommandResult
 from leases.telemetry import gpuread, hoststats, nvsmi
+from leases.telemetry.owners import OwnersMemo
 
 FIELDS = ("index", "uuid", "name", "memory.total", "utilization.gpu", "memory.used")
 T0 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
@@ -57,7 +58,7 @@ def me() -> str:
 
 async def test_one_command_brings_the_gpus_the_processes_and_the_host(tmp_path: Path) -> None:
     sh = Sh(tmp_path, f"GPU-aaa, {os.getpid()}, 1024\n")
-    read = await gpuread.read_gpus(sh.run, FIELDS, with_host=True, apps_of="n0")
+    read = await gpuread.read_gpus(sh.run, FIELDS, with_host=True, apps_of=OwnersMemo("n0"))
     assert len(sh.commands) == 1
     assert (read.result.exit_status, read.result.stdout, read.probed) == (0, ROW, False)
     (sample,) = nvsmi.parse_query(read.result.stdout, FIELDS, "n0", T0)
@@ -73,7 +74,7 @@ async def test_one_command_brings_the_gpus_the_processes_and_the_host(tmp_path: 
 
 async def test_without_the_host_the_apps_end_the_output(tmp_path: Path) -> None:
     sh = Sh(tmp_path, f"GPU-aaa, {os.getpid()}, 1024\n")
-    read = await gpuread.read_gpus(sh.run, FIELDS, with_host=False, apps_of="n0")
+    read = await gpuread.read_gpus(sh.run, FIELDS, with_host=False, apps_of=OwnersMemo("n0"))
     assert "@zuka-host" not in sh.commands[0] and read.host is None
     assert read.apps is not None and read.apps.reading is not None
     assert [p.owner for p in read.apps.reading.processes or ()] == [me()]
@@ -90,7 +91,7 @@ async def test_a_failed_gpu_query_keeps_its_status_and_runs_no_second_nvidia_smi
     calls = tmp_path / "calls"
     smi = sh.bin / "nvidia-smi"
     smi.write_text(smi.read_text().replace("#!/bin/sh\n", f"#!/bin/sh\necho \"$*\" >> '{calls}'\n"))
-    read = await gpuread.read_gpus(sh.run, FIELDS, with_host=True, apps_of="n0")
+    read = await gpuread.read_gpus(sh.run, FIELDS, with_host=True, apps_of=OwnersMemo("n0"))
     assert (read.result.exit_status, read.result.stdout) == (9, said)
     assert read.apps is not None and read.apps.reading is not None
     assert read.apps.reading.processes is None  # not read, never misread
@@ -106,7 +107,7 @@ async def test_a_process_name_cannot_forge_the_gpu_or_host_part(tmp_path: Path) 
         "@zuka-host 0\n@zh mem\nMemTotal: 1 kB\n@zh end\n, 7\n"
     )
     sh = Sh(tmp_path, forged)
-    read = await gpuread.read_gpus(sh.run, FIELDS, with_host=True, apps_of="n0")
+    read = await gpuread.read_gpus(sh.run, FIELDS, with_host=True, apps_of=OwnersMemo("n0"))
     assert (read.result.exit_status, read.result.stdout) == (0, ROW)  # the first marker's
     host = hoststats.parse_host(read.host)  # the last marker's: this machine's own
     assert host.mem["MemTotal"] > 1 and host.problems == ()
@@ -124,7 +125,7 @@ async def test_a_node_that_printed_no_marker_is_asked_the_gpu_query_alone() -> N
         asked.append(cmd)
         return CommandResult(0, ROW, "")
 
-    read = await gpuread.read_gpus(wrapper, FIELDS, with_host=False, apps_of="n0")
+    read = await gpuread.read_gpus(wrapper, FIELDS, with_host=False, apps_of=OwnersMemo("n0"))
     assert (read.result.stdout, read.apps, read.host) == (ROW, None, None)
     assert len(asked) == 2 and asked[1] == nvsmi.query_command(FIELDS)
 
@@ -151,7 +152,7 @@ async def test_a_mount_named_with_line_breaks_cannot_forge_owners_or_host(tmp_pa
         f"printf 'fuse fuse 100 1 99 1%% %s\\n' '{mount}'\n"
     )
     df.chmod(0o755)
-    read = await gpuread.read_gpus(sh.run, FIELDS, with_host=True, apps_of="n0")
+    read = await gpuread.read_gpus(sh.run, FIELDS, with_host=True, apps_of=OwnersMemo("n0"))
     assert read.apps is not None and read.apps.reading is not None
     by_pid = {p.pid: p for p in read.apps.reading.processes or ()}
     assert by_pid[os.getpid()].owner == me() and by_pid[os.getpid()].visible

@@ -85,7 +85,6 @@ _BIG = 10**20  # no counter of a sane node comes near
 
 _MARK_LINE = re.compile(rf"^{re.escape(HOST_MARK)} ([0-9]{{1,3}})[ \t\r]*$", re.MULTILINE)
 _SECTION_LINE = re.compile(rf"^{re.escape(_SECTION)} ([a-z0-9]{{1,8}})\r?$")
-_DIGITS = re.compile(r"[0-9]{1,20}")
 _DECIMAL = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,6})?")
 _IFACE = re.compile(r"[A-Za-z0-9_.:@-]{1,32}")
 
@@ -152,6 +151,9 @@ class HostReading:
     df_read: bool = False
     problems: tuple[str, ...] = ()
     mem_cgroup: bool = False  # memory is the container's limit, not /proc/meminfo's
+    # The df lines the mounts were read from, and what reading them found wrong: the next
+    # reading of the same lines takes both as they are (see parse_host's `before`).
+    df: tuple[tuple[str, ...], tuple[str, ...]] = field(default=((), ()), compare=False)
 
 
 def split_output(stdout: str, *, last: bool = False) -> tuple[str, int | None, str | None]:
@@ -169,7 +171,8 @@ def split_output(stdout: str, *, last: bool = False) -> tuple[str, int | None, s
 
 
 def _int(token: str) -> int | None:
-    return int(token) if _DIGITS.fullmatch(token) and len(token) <= 20 else None
+    # 1 to 20 ASCII digits (isdigit alone takes other scripts' digits too).
+    return int(token) if token.isascii() and token.isdigit() and len(token) <= 20 else None
 
 
 def _dec(token: str) -> float | None:
@@ -346,8 +349,11 @@ def _container_mem(sections: dict[str, list[str]], mem: dict[str, int]) -> bool:
     return True
 
 
-def parse_host(text: str | None) -> HostReading:
-    """The host part of the output (after the marker). Never raises on what it holds."""
+def parse_host(text: str | None, before: HostReading | None = None) -> HostReading:
+    """The host part of the output (after the marker). Never raises on what it holds.
+
+    before: the node's reading before this one; its disks are taken as they are when the
+    df lines are the same, byte for byte (the same reading as parsing them again)."""
     if text is None:
         return HostReading(problems=("no host figures (the output ended before them)",))
     problems: list[str] = []
@@ -363,8 +369,14 @@ def parse_host(text: str | None) -> HostReading:
     net = _net(sections.get("net", []), problems)
     df_lines = sections.get("df")
     mounts: tuple[Mount, ...] = ()
-    if df_lines:
+    df: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    if df_lines and before is not None and before.df[0] == tuple(df_lines):
+        mounts, df = before.mounts, before.df
+        problems += df[1]
+    elif df_lines:
+        said = len(problems)
         mounts = _df(df_lines, problems)
+        df = (tuple(df_lines), tuple(problems[said:]))
     else:
         problems.append("disks not read (df failed or timed out)")
     three = (load[0], load[1], load[2]) if load is not None and len(load) == 3 else None
@@ -379,6 +391,7 @@ def parse_host(text: str | None) -> HostReading:
         bool(df_lines),
         tuple(problems[:MAX_PROBLEMS]),
         limited,
+        df,
     )
 
 

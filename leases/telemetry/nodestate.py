@@ -59,7 +59,7 @@ class NodeState:
     def read_host(self, text: str | None) -> None:
         """Turn the host part of an output into the node's host figures (never raises on
         what the node printed: a part not read is named in the figures' problems)."""
-        reading = hoststats.parse_host(text)
+        reading = hoststats.parse_host(text, self.host_reading)
         at = time.monotonic()
         before, seconds = self.host_reading, None
         if self.host_read_at is not None:

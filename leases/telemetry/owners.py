@@ -309,9 +309,11 @@ class OwnersMemo:
             if seconds == p.elapsed_s:
                 out.append(p)
                 continue
-            # Copied field by field, without GpuProcess's keyword __init__ (see with_owners).
+            # Its fields copied whole, without GpuProcess's keyword __init__ (see with_owners).
+            fields = p.__dict__.copy()
+            fields["elapsed_s"] = seconds
             new = object.__new__(GpuProcess)
-            vars(new).update(vars(p), elapsed_s=seconds)
+            object.__setattr__(new, "__dict__", fields)
             out.append(new)
         return ProcessReading(tuple(out), held.problems)
 

@@ -273,3 +273,38 @@ def test_a_containers_memory_limit_is_what_counts() -> None:
         plain = hs.parse_host(_with("cg2", unlimited))
         assert not plain.mem_cgroup and plain.mem["MemTotal"] == 131624748, unlimited
     assert host_from(host_record(s)) == s
+
+
+_DF_LINES = [
+    "Filesystem Type 1024-blocks Used Available Capacity Mounted on",
+    "/dev/x xfs 10 5 5 50% /data",
+    "/dev/x xfs 10 6 4 60% /data",
+    "/dev/y ext4 100 1 99 1% /",
+    "overlay overlay 100 1 99 1% /",
+    "/dev/z xfs 1 1 0 100% /root/autodl-tmp",
+    "bad line",
+    "/dev/w tmpfs 10 1 9 10% /dev/shm",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_DF_LINES), max_size=6), min_size=1, max_size=4))
+def test_disks_taken_from_the_reading_before_are_what_parsing_gives(
+    dfs: list[list[str]],
+) -> None:
+    """A node's df lines read again the same take the mounts and problems of the reading
+    before (NodeState.read_host passes it); whatever the lines, it is the fresh parse."""
+    before = None
+    for lines in dfs:
+        text = _with("df", "\n".join(lines))
+        fresh, kept = hs.parse_host(text), hs.parse_host(text, before)
+        assert (kept, kept.mounts, kept.problems) == (fresh, fresh.mounts, fresh.problems)
+        before = kept
+
+
+def test_a_disk_that_filled_is_read_at_once() -> None:
+    first = hs.parse_host(_with("df", "/dev/x xfs 10 5 5 50% /data"))
+    again = hs.parse_host(_with("df", "/dev/x xfs 10 5 5 50% /data"), first)
+    assert again.mounts is first.mounts  # the same lines: not parsed again
+    fuller = hs.parse_host(_with("df", "/dev/x xfs 10 9 1 90% /data"), again)
+    assert [m.used_kib for m in fuller.mounts] == [9]

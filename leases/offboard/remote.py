@@ -57,6 +57,7 @@ from leases.offboard.steps import Outcome, Sighting, Step
 from leases.ssh.errors import SshError
 from leases.ssh.faults import HopFailed
 from leases.ssh.options import SshOptions
+from leases.ssh.posixsh import under_sh
 from leases.ssh.session import NodeSession
 from leases.ssh.stream import CommandResult
 from leases.telemetry import nvsmi, owners
@@ -153,7 +154,7 @@ class RemoteDriver:
     async def _processes(self, *, verify: bool) -> Outcome:
         """The GPU processes still running, each with its owner and command line (the
         poller's owner query: nvidia-smi names no process, /proc and ps do)."""
-        result = await self.session.run(owners.APPS_OWNERS_COMMAND)
+        result = await self.session.run(under_sh(owners.APPS_OWNERS_COMMAND))  # any login
         apps, status, _ = owners.split_answer(result.stdout)
         if status != 0:  # None: no marker
             if status is None and result.exit_status == 0:

@@ -26,6 +26,7 @@ from leases.sim.shellwords import tokens as shell_tokens
 from leases.sim.smiq import EXTRA_FIELDS, smi_extra
 from leases.sim.tools import answer_tool
 from leases.sim.topo import topo_matrix
+from leases.ssh.posixsh import unwrap_sh
 from leases.telemetry.gpuread import GPUS_MARK, unwrap_apps
 from leases.telemetry.hoststats import HOST_MARK, SNIPPET
 
@@ -512,6 +513,8 @@ def answer(node: SimNode, command: str, now: datetime, last_status: int = 0) -> 
     The offboarding's scripts are answered by leases.sim.offboard."""
     if (procs := answer_procs(node, command, now)) is not None:
         return procs
+    if (inner := unwrap_sh(command)) is not None:  # leases.ssh.posixsh: sh runs it
+        return answer(node, inner, now, last_status)
     if (read := answer_with_apps(node, command, now)) is not None:
         return read
     if (rest := after_owners(command)) is not None:

@@ -12,13 +12,13 @@ process leaves its GPU idle (its memory freed) until the node's next job.
 from __future__ import annotations
 
 import re
-import shlex
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
 from leases.sim.gpu import SIM_USERS, SimNode, current_job, gpu_user, job_start, readings
 from leases.sim.output import Answer
+from leases.ssh.posixsh import unwrap_sh
 from leases.telemetry.cksum import cksum_word
 from leases.telemetry.owners import APPS_OWNERS_COMMAND, OWNERS_MARK
 from leases.telemetry.procinfo import MAX_CMDLINE, PROCS_MARK, start_token
@@ -121,15 +121,12 @@ _SIGNAL = re.compile(r"kill -s (TERM|KILL) ")
 
 def _parsed_stop(command: str) -> tuple[int, str, str | None] | None:
     """(pid, start, signal) of a stop snippet zuka made, else None."""
-    try:
-        words = shlex.split(command) if command.startswith("sh -c ") else []
-    except ValueError:
-        return None
-    match = _STOP.match(words[2]) if len(words) == 3 else None
-    if match is None:
+    snippet = unwrap_sh(command)
+    match = _STOP.match(snippet) if snippet is not None else None
+    if snippet is None or match is None:
         return None
     pid, start = int(match.group(1)), start_token(match.group(2), int(match.group(3)))
-    sig = _SIGNAL.search(words[2])
+    sig = _SIGNAL.search(snippet)
     signal = sig.group(1) if sig else None
     if stop_command(pid, start, "", signal) != command:
         return None

@@ -43,6 +43,7 @@ from leases.ssh.faults import classify, describe
 from leases.ssh.jumps import JumpHosts
 from leases.ssh.link import Client, Link
 from leases.ssh.options import SshOptions
+from leases.ssh.posixsh import under_sh
 from leases.ssh.shell import Shell, close_shell, framed, new_marker, open_shell, read_answer
 from leases.ssh.speech import _
 from leases.ssh.stream import CHUNK, Capped, CommandResult, KeptEnd, OverCap, Tail
@@ -145,6 +146,11 @@ class NodeSession:
         self.offered_key = None
         self.retry_now()
         return True
+
+    async def run_sh(self, cmd: str, timeout: float | None = None) -> CommandResult:
+        """run() of a POSIX sh command, handed to sh whatever the login's shell
+        (leases.ssh.posixsh)."""
+        return await self.run(under_sh(cmd), timeout)
 
     async def run(self, cmd: str, timeout: float | None = None) -> CommandResult:
         """Run cmd on the node and collect its output; raises SshError (OutputTooLarge

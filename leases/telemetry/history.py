@@ -280,7 +280,10 @@ class MinuteAccumulator:
                 if done is not None:
                     closed.append(done)
             self._minute = minute
-            self._gpus.setdefault(s.index, _GpuAcc()).add(s)
+            acc = self._gpus.get(s.index)
+            if acc is None:  # not setdefault: its default would be made for every sample
+                acc = self._gpus[s.index] = _GpuAcc()
+            acc.add(s)
         return closed
 
     def flush(self, now_minute: int) -> NodeMinute | None:

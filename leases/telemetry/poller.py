@@ -167,7 +167,7 @@ class Poller:
             await self._read_local(state)
             return
         session = self.pool.add(node)
-        run = session.query if self.kept_shell else session.run
+        run = session.query if self.kept_shell else session.run_sh
         # The node's CPU, RAM, disks, network in the same round trip, as often as the
         # processes (every apps_every readings: a CPU share over 30 s reads steadier), and
         # the processes themselves too once the fields are known.

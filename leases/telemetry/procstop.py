@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import enum
 import re
-import shlex
 from dataclasses import dataclass
 
 from leases.core.errors import InputError
 from leases.core.i18n import _
 from leases.core.textsafe import visible
+from leases.ssh.posixsh import under_sh
 from leases.telemetry.procinfo import (
     BOOT_ID,
     BOOT_ID_FILE,
@@ -126,7 +126,7 @@ def stop_command(pid: int, start: str, cmdline: str, signal: str | None) -> str:
     )
     # Run by sh whatever the login's shell: an exec runs it under that shell, and zsh does
     # not split `set -- $t` (every stop failed), fish and tcsh do not read it at all.
-    return f"sh -c {shlex.quote(snippet)}"
+    return under_sh(snippet)
 
 
 def parse_answer(stdout: str) -> Answer:

@@ -20,6 +20,7 @@ import pytest
 import leases.sim.fleet
 from leases.ledger.store import Ledger
 from leases.sim import SimFleet
+from leases.ssh.posixsh import unwrap_sh
 from leases.telemetry.owners import APPS_OWNERS_COMMAND
 from tests.cli.test_cli_fleet import sim_ledger  # noqa: F401
 from tests.support.cli import Cli
@@ -36,7 +37,7 @@ def commands(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
     def counted(node: Any, command: str, *args: Any, **kwargs: Any) -> Any:
         with lock:
-            seen.append(command)
+            seen.append(unwrap_sh(command) or command)  # what sh runs (leases.ssh.posixsh)
         return answer(node, command, *args, **kwargs)
 
     monkeypatch.setattr(leases.sim.fleet, "answer", counted)

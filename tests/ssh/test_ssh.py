@@ -328,8 +328,10 @@ async def test_connects_to_one_server_are_bounded_per_host(keys: TestKeys, tmp_p
 async def test_waiting_for_a_connect_slot_does_not_count_towards_the_timeout(
     keys: TestKeys, tmp_path: Path
 ) -> None:
-    fakes = [await FakeNode(keys, auth_delay=0.3).start() for _ in range(4)]
-    options = node_options(keys, tmp_path, fakes, max_concurrent_connects=1, connect_timeout=1.0)
+    # Four connects one at a time take longer than one connect's timeout; each alone has
+    # 1.4 s to spare (a loaded machine's handshake is slow).
+    fakes = [await FakeNode(keys, auth_delay=0.6).start() for _ in range(4)]
+    options = node_options(keys, tmp_path, fakes, max_concurrent_connects=1, connect_timeout=2.0)
     pool = SshPool(options)
     for i, fake in enumerate(fakes):
         pool.add(fake.as_node(f"n{i}"))
@@ -337,7 +339,7 @@ async def test_waiting_for_a_connect_slot_does_not_count_towards_the_timeout(
         started = time.monotonic()
         results = await pool.run_many(pool.sessions, "echo up")
 
-        assert time.monotonic() - started > 1.2  # one at a time, 0.3 s each
+        assert time.monotonic() - started > 2.4  # one at a time, 0.6 s each
         assert all(r == CommandResult(0, "up\n", "") for r in results.values()), results
     finally:
         await pool.close()

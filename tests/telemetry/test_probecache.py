@@ -19,6 +19,7 @@ from leases.ledger import records
 from leases.ledger.store import Ledger
 from leases.sim import Scenario, SimNode
 from leases.ssh.pool import SshPool
+from leases.ssh.posixsh import unwrap_sh
 from leases.telemetry import nvsmi
 from leases.telemetry.nvsmiprobe import checked_probe
 from leases.telemetry.owners import APPS_OWNERS_COMMAND
@@ -81,6 +82,7 @@ async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
     async def handler(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
         r = holder[0]
         cmd = process.command or ""
+        cmd = unwrap_sh(cmd) or cmd  # an exec hands its command to sh (leases.ssh.posixsh)
         r.commands.append(cmd)
         refused = [f for f in r.refuse if "--query-gpu=" in cmd and f in r.query_fields(cmd)]
         if refused:

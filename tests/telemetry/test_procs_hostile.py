@@ -22,6 +22,7 @@ from leases.app.processes import Outcome, stop_process
 from leases.core.models import GpuProcess
 from leases.ledger import records
 from leases.ledger.store import Ledger
+from leases.ssh.posixsh import under_sh
 from leases.telemetry.owners import APPS_OWNERS_COMMAND, parse_apps_owners
 from leases.telemetry.procinfo import BOOT_ID_FILE, PROCS_MARK, parse_procs, split_procs
 from leases.telemetry.procstop import stop_command
@@ -256,6 +257,38 @@ def test_a_stop_reads_the_same_under_a_zsh_login(signal: str | None) -> None:
         assert said.stdout.strip() == f"@zuka-stop {'alive' if signal is None else 'sent'}"
         if signal:
             assert child.wait(timeout=10) == -15
+    finally:
+        child.kill()
+        child.wait()
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh not installed (.ci/run installs it)")
+def test_the_owner_query_execd_under_a_zsh_login_reads_each_start(tmp_path: Path) -> None:
+    """`zuka poll --once` and the offboarding exec the owner query: the login's shell runs
+    it, and zsh does not split `set -- $t`: handed to sh (leases.ssh.posixsh), the
+    process's start and command line are read as sh reads them (before: none)."""
+    import subprocess
+
+    smi = tmp_path / "nvidia-smi"
+    child = subprocess.Popen(["sleep", "297"])
+    try:
+        smi.write_text(f"#!/bin/sh\necho 'GPU-a, {child.pid}, 30000'\n")
+        smi.chmod(0o755)
+        env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+
+        def under_zsh(command: str) -> GpuProcess:
+            said = subprocess.run(
+                ["zsh", "-c", command], capture_output=True, text=True, check=False,
+                timeout=30, env=env,
+            )  # fmt: skip
+            (p,) = parse_apps_owners(said.stdout, "n1").processes or ()
+            return p
+
+        bare = under_zsh(APPS_OWNERS_COMMAND)
+        assert bare.visible and bare.start is None  # what zsh alone made of it
+        wrapped = under_zsh(under_sh(APPS_OWNERS_COMMAND))
+        assert (wrapped.start or "").startswith(f"{real_start(child.pid)}:")  # with its cksum
+        assert wrapped.cmdline == "sleep 297 " and wrapped.owner == me()
     finally:
         child.kill()
         child.wait()

@@ -14,16 +14,14 @@ def under_sh(command: str) -> str:
 
 
 def unwrap_sh(command: str) -> str | None:
-    """The command under_sh wrapped, or None for any other command line."""
+    """The command under_sh wrapped, or None for any other command line (undone as
+    shlex.quote does it, and checked by wrapping again: no shell parser needed)."""
     if not command.startswith("sh -c "):
         return None
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return None
-    if len(words) != 3 or under_sh(words[2]) != command:
-        return None
-    return words[2]
+    rest = command[len("sh -c ") :]
+    quoted = len(rest) >= 2 and rest[0] == rest[-1] == "'"
+    inner = rest[1:-1].replace("'\"'\"'", "'") if quoted else rest
+    return inner if under_sh(inner) == command else None
 
 
 __all__ = ["under_sh", "unwrap_sh"]

@@ -14,6 +14,7 @@ what comes back.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
@@ -159,8 +160,9 @@ class LedgerFacts:
     # every read while they stand, so the dashboard tells them once.
     problems: tuple[str, ...] = ()
 
-    @property
+    @functools.cached_property
     def nodes(self) -> list[Node]:
+        """By name; sorted once (each refresh asks it several times), never to be changed."""
         return sorted([*self.polled, *self.refused], key=lambda n: n.name)
 
 

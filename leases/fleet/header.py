@@ -3,6 +3,7 @@ this month, the next lease to end, the ledger file. Pure but for month_money, wh
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -121,6 +122,39 @@ def next_end(billing: Mapping[str, BillingNow], now: datetime) -> tuple[str, dat
     return (upcoming[0][1], upcoming[0][0]) if upcoming else None
 
 
+class Ends:
+    """next_end's answers for one fleet's billing (by node id, as the fleet read model
+    holds it; the same mapping object read after read until the ledger is read again):
+    the paid-for ends sorted once, so a refresh asks only which is the first after now
+    instead of every node's billing again. The same answer as next_end's."""
+
+    def __init__(self, nodes: Sequence[Node], billing: Mapping[int, BillingNow]) -> None:
+        self.nodes, self.billing = nodes, billing  # held: what `of` compares by identity
+        named = {n.name: billing[n.id] for n in nodes if n.id is not None and n.id in billing}
+        self.ends = sorted(
+            (at, name)
+            for name, b in named.items()
+            if b.bills and (at := b.paid_until or b.lease.end)
+        )
+        self._ats = [at for at, _name in self.ends]
+
+    def next(self, now: datetime) -> tuple[str, datetime] | None:
+        i = bisect.bisect_right(self._ats, now)  # the first strictly after now
+        return (self.ends[i][1], self.ends[i][0]) if i < len(self.ends) else None
+
+    @classmethod
+    def of(cls, nodes: Sequence[Node], billing: Mapping[int, BillingNow]) -> Ends:
+        """The last fleet's Ends while its nodes and billing are the very same objects."""
+        held = _ENDS[0] if _ENDS else None
+        if held is None or held.nodes is not nodes or held.billing is not billing:
+            held = cls(nodes, billing)
+            _ENDS[:] = [held]
+        return held
+
+
+_ENDS: list[Ends] = []  # the one kept (the dashboard's reader thread is its one user)
+
+
 def header(
     nodes: Sequence[Node],
     statuses: Mapping[int, NodeStatus],
@@ -131,10 +165,7 @@ def header(
 ) -> Header:
     """statuses, billing: by node id (leases.fleet.data.FleetData)."""
     busy = read = total = 0
-    named: dict[str, BillingNow] = {}
     for n in nodes:
-        if n.id is not None and n.id in billing:
-            named[n.name] = billing[n.id]
         fig = status_figures(statuses.get(n.id) if n.id is not None else None)
         if fig is None:
             total += n.gpu_count
@@ -142,7 +173,7 @@ def header(
         busy += fig.busy
         read += fig.gpus
         total += max(fig.gpus, n.gpu_count)
-    return Header(busy, read, total, money, next_end(named, now), ledger)
+    return Header(busy, read, total, money, Ends.of(nodes, billing).next(now), ledger)
 
 
 def countdown(at: datetime, now: datetime) -> str:

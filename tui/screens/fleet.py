@@ -42,7 +42,7 @@ from tui.screens.fleetview import (
     visible_columns,
 )
 from tui.widgets.fleet_footer import PriorityFooter
-from tui.widgets.fleet_table import GROUP_PREFIX, FleetTable, TableRow
+from tui.widgets.fleet_table import GROUP_PREFIX, FleetTable, TableRow, same_rows
 from tui.widgets.valuewords import value_words
 
 GROUPS = ("none", "channel", "provider")
@@ -137,8 +137,7 @@ class FleetScreen(Screen[None]):
         self._typed: deque[Key] = deque(maxlen=32)  # the last keys that reached this screen
         self._held = False  # the last redraw kept the table's order (a live sort, moving)
         self._filtering = False  # the filter box is open or a filter is in force
-        self._status = ""  # the app's: nodes, health, who polls
-        self._header = ""  # the app's header line
+        self._status = self._header = ""  # the app's status line (nodes, health, who polls), header
         self._lines: dict[str, str] = {}  # selector -> the text its Static shows
 
     @property
@@ -151,8 +150,7 @@ class FleetScreen(Screen[None]):
         yield Static(id="fleet-header")
         yield FleetTable(id="fleet")
         yield Static(id="fleet-detail")
-        yield Input(placeholder=_(FILTER_HINT),
-                    id="fleet-filter")  # fmt: skip
+        yield Input(placeholder=_(FILTER_HINT), id="fleet-filter")
         yield Static(id="fleet-status")
         yield PriorityFooter(FOOTER_ORDER)
 
@@ -169,14 +167,16 @@ class FleetScreen(Screen[None]):
         return self.query_one("#fleet", FleetTable)
 
     def show(self, rows: Sequence[FleetRow], header: str, status: str) -> None:
-        """The app's refresh: new rows, header and status line (drawn once the screen is
-        mounted, if it is not yet: the first paint may come before)."""
+        """The app's refresh: rows, header, status line (drawn once mounted: may come first)."""
+        same = not self._held and status == self._status and same_rows(rows, self.rows)
         self.rows, self._header, self._status = list(rows), header, status
         if not self.is_mounted:
             return
         self._show_header()
+        if same:  # the rows drawn and the words of the last refresh: nothing to draw
+            self.table.updates = 0
         # Only while on top (not under a form or another screen): redrawn on return.
-        if self.app.screen is self and not self._fit_columns():
+        elif self.app.screen is self and not self._fit_columns():
             self.redraw(refresh=True)
 
     def _line(self, selector: str, text: str, *, bold: bool = False) -> None:

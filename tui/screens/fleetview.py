@@ -423,12 +423,14 @@ def fleet_row(
     currency: str = "CNY",
     offboard: Progress | None = None,
     lease: LeasePart | None = None,
+    spark: tuple[Cell, float | None] | None = None,
 ) -> FleetRow:
     """One node's row. hour: its last hour, a mean a sparkline cell (leases.fleet.sparkline:
     stored minutes and live readings on one scale; None a gap); alerts: its open alerts;
     channel: its provider's kind; month_cost: what its leases cost this month so far
     (leases.fleet.header.MonthMoney.by_node); offboard: its offboarding plan in force.
-    lease: lease_part of the same arguments, where it was kept (made here otherwise)."""
+    lease: lease_part of the same arguments, where it was kept (made here otherwise);
+    spark: the hour's cell and its sort value, kept while the node's hour is the same."""
     if lease is None:
         lease = lease_part(node, billing, now, alerts, channel, month_cost, currency, offboard)
     health = status.health if status else NodeHealth.CONNECTING
@@ -447,7 +449,10 @@ def fleet_row(
     host = status.host if status else None
     fullest = host.fullest_data if host else None
     disk_pct = fullest.used_pct if fullest else None
-    held, known = lease.cells, [v for v in hour if v is not None]
+    if spark is None:
+        known = [v for v in hour if v is not None]
+        spark = (Cell(bars(hour), "cyan"), sum(known) / len(known) if known else None)
+    held = lease.cells
     cells = {
         "node": held["node"],
         "channel": held["channel"],
@@ -455,7 +460,7 @@ def fleet_row(
         # The filter compares facts.state (the stored value, or stale); shown translated.
         "state": Cell(_(state), HEALTH_STYLE.get(health, "red")),
         "util": Cell("-" if util is None else f"{util:3.0f}%"),
-        "hour": Cell(bars(hour), "cyan"),
+        "hour": spark[0],
         "mem": Cell(mem),
         "temp": _cell(None if fig is None else fig.temp_max, "{:.0f}°"),
         "power": _cell(None if fig is None else fig.power_w, "{:.0f}W"),
@@ -473,7 +478,7 @@ def fleet_row(
         "gpus": (len(samples) or node.gpu_count, node.gpu_model),
         "state": HEALTH_RANK.get(health, 0),
         "util": util,
-        "hour": sum(known) / len(known) if known else None,
+        "hour": spark[1],
         "mem": fig.mem_used_gib if fig else None,
         "temp": fig.temp_max if fig else None,
         "power": fig.power_w if fig else None,
@@ -556,8 +561,10 @@ def build(
             lease = hit[3]
         else:
             lease = lease_part(node, billing, now, alerts, channel, cost, currency, offboard)
+        # The same hour (the reader hands on one tuple while its minutes stand): its cell.
+        spark = (hit[1].cells["hour"], hit[1].sort["hour"]) if hit and hit[0][5] is hour else None
         row = fleet_row(node, status, billing, hour, now, alerts, channel, cost, currency,
-                        offboard, lease)  # fmt: skip
+                        offboard, lease, spark)  # fmt: skip
         if memo is not None:
             memo[n.name] = (key, row, held, lease)
         rows.append(row)

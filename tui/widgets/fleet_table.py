@@ -20,6 +20,7 @@ with 500 rows), through its internals (textual is pinned to the versions tested)
 
 from __future__ import annotations
 
+import operator
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -61,6 +62,12 @@ class TableRow:
 
 def _same(a: Cell | Text, b: Cell | Text) -> bool:
     return a.plain == b.plain and a.style == b.style and list(a.spans) == list(b.spans)
+
+
+def same_rows(new: Sequence[object], old: Sequence[object]) -> bool:
+    """The very same row objects, in the same order: a refresh that brought nothing new (the
+    reader hands on each row it did not build again) has nothing to draw."""
+    return len(new) == len(old) and all(map(operator.is_, new, old))
 
 
 class FleetTable(DataTable[Cell | Text]):

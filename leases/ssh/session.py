@@ -298,7 +298,7 @@ class NodeSession:
                 return await self.run_in_shell(cmd, timeout)
             except ShellUnavailable:
                 self.shell_works = False
-        return await self.run(cmd, timeout)
+        return await self.run_sh(cmd, timeout)  # as the kept shell would: sh, whatever the login
 
     async def run_in_shell(self, cmd: str, timeout: float | None = None) -> CommandResult:
         """Run cmd on one shell channel kept open per node, one command at a time (the
@@ -352,6 +352,8 @@ class NodeSession:
             await asyncio.sleep(0)  # let the stderr reader take what came before the marker
             self._set(NodeHealth.OK)
             out, status = answer
+            if status is None:  # the marker without its status: out of step (an echo of
+                await self._drop_shell()  # what was written?); the next command starts afresh
             return CommandResult(status, out, shell.stderr.text)
 
     async def _drop_shell(self) -> None:

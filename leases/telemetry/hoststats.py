@@ -80,6 +80,7 @@ MAX_LINES = 4096  # all sections together
 MAX_LINE_CHARS = 4096
 MAX_MOUNTS = 64  # kept, after the pseudo file systems are skipped
 MAX_PROBLEMS = 5
+DF_KEPT_CHARS = 16 * 1024  # df lines longer than this are parsed every reading, not kept
 _PATH_SHOWN = 120
 _BIG = 10**20  # no counter of a sane node comes near
 
@@ -376,7 +377,8 @@ def parse_host(text: str | None, before: HostReading | None = None) -> HostReadi
     elif df_lines:
         said = len(problems)
         mounts = _df(df_lines, problems)
-        df = (tuple(df_lines), tuple(problems[said:]))
+        if sum(map(len, df_lines)) <= DF_KEPT_CHARS:  # what a node makes us hold: bounded
+            df = (tuple(df_lines), tuple(problems[said:]))
     else:
         problems.append("disks not read (df failed or timed out)")
     three = (load[0], load[1], load[2]) if load is not None and len(load) == 3 else None

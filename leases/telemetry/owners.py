@@ -50,6 +50,8 @@ MAX_PROBLEMS = 5
 # A process name is a path: PATH_MAX is 4096 (the command line read is shorter still).
 MAX_NAME_CHARS = 4096
 _SHOWN = 40
+# The longest owner-query answer OwnersMemo keeps to compare with the next.
+MEMO_MAX_CHARS = 64 * 1024
 
 OWNERS_MARK = "@zuka-owners"
 # The pids nvidia-smi named (in `a`), comma after each, into $l: ASCII digits only, so $l
@@ -288,7 +290,10 @@ class OwnersMemo:
         if body != self._body:
             self._body = None  # until it parsed: a parse that raises keeps nothing
             self._reading, self._procs = _parsed(body, uptime, self.node)
-            self._body, self._uptime = body, uptime
+            # What a node may make a poller hold between readings is bounded: a longer
+            # answer is parsed every time (a steady 8-GPU node's is about 3 KB).
+            self._body = body if len(body) <= MEMO_MAX_CHARS else None
+            self._uptime = uptime
         elif uptime != self._uptime:
             self._reading, self._uptime = self._retimed(uptime), uptime
         return self._reading
@@ -353,6 +358,7 @@ __all__ = [
     "MAX_NAME_CHARS",
     "MAX_PS_LINES",
     "MAX_USER_CHARS",
+    "MEMO_MAX_CHARS",
     "OWNERS_MARK",
     "PS_COMMAND",
     "PS_LISTED",

@@ -30,12 +30,14 @@ from leases.ssh.errors import (
 from leases.ssh.hostkeys import HostKeyChangedError, HostKeyStatus
 from leases.ssh.options import SshOptions
 from leases.ssh.pool import SshPool
+from leases.ssh.posixsh import under_sh
 from leases.ssh.session import NodeSession
 from leases.ssh.stream import CommandResult
 from tests.support.sshfixtures import (
     Counter,
     FakeNode,
     TestKeys,
+    default_handler,
     free_port,
     known_hosts_line,
     node_options,
@@ -649,12 +651,52 @@ async def test_query_falls_back_to_exec_where_the_node_has_no_shell(
     keys: TestKeys, tmp_path: Path
 ) -> None:
     """FakeNode closes a shell channel at once (like a ForceCommand account)."""
-    async with FakeNode(keys) as fake:
+    seen: list[str | None] = []
+
+    async def recording(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
+        seen.append(process.command)
+        await default_handler(process, node)
+
+    async with FakeNode(keys, handler=recording) as fake:
         session = NodeSession(fake.as_node("n1"), node_options(keys, tmp_path, [fake]))
         try:
             assert await session.query("echo hi") == CommandResult(0, "hi\n", "")
             assert session.shell_works is False
             assert await session.query("echo again") == CommandResult(0, "again\n", "")
+            # Each exec handed to sh, as the kept shell would have run it: not the login's
+            # shell (leases.ssh.posixsh).
+            assert seen[-2:] == [under_sh("echo hi"), under_sh("echo again")]
+        finally:
+            await session.close()
+
+
+async def test_a_shell_that_echoes_what_it_is_sent_is_dropped_after_each_answer(
+    keys: TestKeys, tmp_path: Path
+) -> None:
+    """A node whose shell echoes its input (a PTY, a logging wrapper): the marker is found
+    in the echoed `echo MARKER $?`, with no status after it. The shell is dropped then, so
+    what it prints after is never taken for the next command's answer."""
+    shells: list[int] = []
+
+    async def echoing(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
+        if process.command not in (None, "sh"):
+            await default_handler(process, node)
+            return
+        shells.append(1)
+        async for line in process.stdin:
+            process.stdout.write(line)  # the echo
+            if line.startswith("echo "):
+                process.stdout.write(line[5:].replace("$?", "0"))
+
+    async with FakeNode(keys, handler=echoing) as fake:
+        session = NodeSession(fake.as_node("n1"), node_options(keys, tmp_path, [fake]))
+        try:
+            first = await session.query("echo one")
+            second = await session.query("echo two")
+            assert first.exit_status is None and second.exit_status is None
+            assert "one" not in second.stdout and "__zuka_done_" not in second.stdout
+            assert second.stdout.startswith("echo two\ntwo\n")
+            assert len(shells) == 2
         finally:
             await session.close()
 

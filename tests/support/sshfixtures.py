@@ -31,6 +31,7 @@ from leases.sim.output import Answer
 from leases.sim.procs import owners_answer
 from leases.ssh.hostkeys import host_pattern
 from leases.ssh.options import SshOptions
+from leases.ssh.posixsh import unwrap_sh
 from leases.telemetry.owners import APPS_OWNERS_COMMAND
 
 Handler = Callable[[asyncssh.SSHServerProcess[str], "FakeNode"], Awaitable[None]]
@@ -162,6 +163,7 @@ async def default_handler(process: asyncssh.SSHServerProcess[str], node: FakeNod
     prints); without it: exit 127.
     """
     cmd = process.command or ""
+    cmd = unwrap_sh(cmd) or cmd  # handed to sh (leases.ssh.posixsh): what sh would run
     word, _, rest = cmd.partition(" ")
     if word == "echo":
         process.stdout.write(rest + "\n")

@@ -308,3 +308,12 @@ def test_a_disk_that_filled_is_read_at_once() -> None:
     assert again.mounts is first.mounts  # the same lines: not parsed again
     fuller = hs.parse_host(_with("df", "/dev/x xfs 10 9 1 90% /data"), again)
     assert [m.used_kib for m in fuller.mounts] == [9]
+
+
+def test_only_a_bounded_df_is_kept_for_the_next_reading() -> None:
+    lines = "\n".join(f"/dev/x{i} xfs 10 5 5 50% /data{i}" for i in range(600))
+    assert len(lines) > hs.DF_KEPT_CHARS
+    first = hs.parse_host(_with("df", lines))
+    assert first.df == ((), ())  # too long to keep: parsed afresh next time
+    again = hs.parse_host(_with("df", lines), first)
+    assert again == first and again.mounts == first.mounts and again.mounts is not first.mounts

@@ -146,3 +146,15 @@ def _outcome(parse: object) -> object:
         return parse()  # type: ignore[operator]
     except Exception as exc:  # a parse error is an outcome to compare too
         return (type(exc), str(exc))
+
+
+def test_what_a_node_makes_the_memo_hold_is_bounded() -> None:
+    """A node answering with megabytes (a ps of every process, say) is parsed every time:
+    the poller holds no copy of it between readings."""
+    huge = SMALL.replace(" 4343  1002 bob\n", " 4343  1002 bob\n" + " 9 0 x😀\n" * 20_000)
+    memo = OwnersMemo("n")
+    first = memo.parse(huge + "up 5000\n")
+    assert first == parse_apps_owners(huge + "up 5000\n", "n")
+    assert memo._body is None  # nothing kept: a fresh parse next time too
+    assert memo.parse(huge + "up 5001\n") == parse_apps_owners(huge + "up 5001\n", "n")
+    assert len(huge) > owners.MEMO_MAX_CHARS

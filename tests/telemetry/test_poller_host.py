@@ -21,6 +21,7 @@ from leases.sim import SimNode
 from leases.sim import answer as sim_answer
 from leases.sim.gpu import Scenario
 from leases.ssh.pool import SshPool
+from leases.ssh.posixsh import unwrap_sh
 from leases.telemetry.poller import Poller
 from leases.telemetry.rollups import HistoryStore
 from tests.support.sshfixtures import FakeNode, TestKeys, default_handler, node_options
@@ -53,6 +54,7 @@ def _no_proc(sim: SimNode, seen: Seen) -> Callable[..., object]:
 
     async def handle(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
         cmd = process.command or ""
+        cmd = unwrap_sh(cmd) or cmd  # an exec is handed to sh: what sh runs
         seen.commands.append(cmd)
         gpu, marker, _ = cmd.partition("; echo @zuka-host $?")
         out, err, status = sim_answer(sim, gpu, node.sim_clock())
@@ -75,6 +77,7 @@ def _mismatch(sim: SimNode, seen: Seen) -> Callable[..., object]:
 
     async def handle(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
         cmd = process.command or ""
+        cmd = unwrap_sh(cmd) or cmd  # an exec is handed to sh: what sh runs
         seen.commands.append(cmd)
         _gpu, marker, snippet = cmd.partition("; echo @zuka-host $?; ")
         if not marker:
@@ -95,6 +98,7 @@ def _hangs(sim: SimNode, seen: Seen) -> Callable[..., object]:
 
     async def handle(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
         cmd = process.command or ""
+        cmd = unwrap_sh(cmd) or cmd  # an exec is handed to sh: what sh runs
         seen.commands.append(cmd)
         if "@zuka-host" in cmd:
             await process.channel.wait_closed()
@@ -109,7 +113,8 @@ def _hangs(sim: SimNode, seen: Seen) -> Callable[..., object]:
 
 def _recording(seen: Seen) -> Callable[..., object]:
     async def handle(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
-        seen.commands.append(process.command or "")
+        cmd = process.command or ""
+        seen.commands.append(unwrap_sh(cmd) or cmd)  # an exec is handed to sh: what sh runs
         await default_handler(process, node)
 
     return handle

@@ -37,6 +37,7 @@ from leases.sim import SimNode
 from leases.sim import answer as sim_answer
 from leases.ssh.errors import OfferedHostKey
 from leases.ssh.hostkeys import HostKeyStatus
+from leases.ssh.posixsh import unwrap_sh
 from tests.support.sshfixtures import FakeNode, TestKeys, known_hosts_line
 from tests.support.waiting import wait_until
 from tui.cli.main import main
@@ -256,7 +257,9 @@ def hostile_handler(h: Hostile):  # type: ignore[no-untyped-def]
                 process.stdout.write(out)
                 process.stderr.write(err)
             return
-        out, err, status = hostile_answer(h, process.command or "")
+        command = process.command or ""
+        # An exec's command comes handed to sh (leases.ssh.posixsh): answer what sh runs.
+        out, err, status = hostile_answer(h, unwrap_sh(command) or command)
         process.stdout.write(out)
         process.stderr.write(err)
         process.exit(status)

@@ -111,14 +111,16 @@ class Header:
     ledger: str
 
 
+def paid_ends(billing: Mapping[str, BillingNow]) -> list[tuple[datetime, str]]:
+    """(when its paid-for time ends, node) of each lease (chain) billing now, soonest first."""
+    return sorted(
+        (at, name) for name, b in billing.items() if b.bills and (at := b.paid_until or b.lease.end)
+    )
+
+
 def next_end(billing: Mapping[str, BillingNow], now: datetime) -> tuple[str, datetime] | None:
     """The lease (chain) billing now whose paid-for time ends first, after now."""
-    ends = [
-        (b.paid_until or b.lease.end, name)
-        for name, b in billing.items()
-        if b.bills and (b.paid_until or b.lease.end) is not None
-    ]
-    upcoming = sorted((at, name) for at, name in ends if at is not None and at > now)
+    upcoming = [(at, name) for at, name in paid_ends(billing) if at > now]
     return (upcoming[0][1], upcoming[0][0]) if upcoming else None
 
 
@@ -131,11 +133,7 @@ class Ends:
     def __init__(self, nodes: Sequence[Node], billing: Mapping[int, BillingNow]) -> None:
         self.nodes, self.billing = nodes, billing  # held: what `of` compares by identity
         named = {n.name: billing[n.id] for n in nodes if n.id is not None and n.id in billing}
-        self.ends = sorted(
-            (at, name)
-            for name, b in named.items()
-            if b.bills and (at := b.paid_until or b.lease.end)
-        )
+        self.ends = paid_ends(named)
         self._ats = [at for at, _name in self.ends]
 
     def next(self, now: datetime) -> tuple[str, datetime] | None:

@@ -368,17 +368,18 @@ def parse_host(text: str | None, before: HostReading | None = None) -> HostReadi
         problems[:] = [p for p in problems if not p.startswith("memory not read")]
     cpu, cpus = _stat(sections.get("stat", []), problems)
     net = _net(sections.get("net", []), problems)
-    df_lines = sections.get("df")
+    df_lines = sections.get("df", [])
     mounts: tuple[Mount, ...] = ()
     df: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
-    if df_lines and before is not None and before.df[0] == tuple(df_lines):
+    lines = tuple(df_lines)
+    if lines and before is not None and before.df[0] == lines:
         mounts, df = before.mounts, before.df
         problems += df[1]
-    elif df_lines:
+    elif lines:
         said = len(problems)
         mounts = _df(df_lines, problems)
-        if sum(map(len, df_lines)) <= DF_KEPT_CHARS:  # what a node makes us hold: bounded
-            df = (tuple(df_lines), tuple(problems[said:]))
+        if sum(map(len, lines)) <= DF_KEPT_CHARS:  # what a node makes us hold: bounded
+            df = (lines, tuple(problems[said:]))
     else:
         problems.append("disks not read (df failed or timed out)")
     three = (load[0], load[1], load[2]) if load is not None and len(load) == 3 else None

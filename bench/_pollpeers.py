@@ -61,6 +61,13 @@ class Floor:
     apps_cpu: float = float("nan")
     failed: int = 0
 
+    def take(self, warm: list[tuple[float, float]], apps: list[tuple[float, float]]) -> None:
+        """The medians of warm rounds of QUERY and of APPS_HOST, each (wall, client CPU)."""
+        self.warm = statistics.median(w for w, _ in warm)
+        self.warm_cpu = statistics.median(c for _, c in warm)
+        self.apps = statistics.median(w for w, _ in apps)
+        self.apps_cpu = statistics.median(c for _, c in apps)
+
 
 @dataclass
 class _Channel:
@@ -100,9 +107,11 @@ async def _round(channels: list[_Channel], command: str) -> tuple[float, float, 
     return took, cpu, sum(not isinstance(a, str) or "," not in a for a in answers)
 
 
-async def floor(ports: list[int], key: Path, known_hosts: Path, rounds: int) -> Floor:
-    """The 1-RTT floor: every node connected at once, then `rounds` rounds of QUERY and
-    `rounds` of APPS_HOST (alternating, so both see the same machine)."""
+async def floor_cold(
+    ports: list[int], key: Path, known_hosts: Path
+) -> tuple[list[_Channel], Floor]:
+    """The floor's cold round: every node connected at once, its shell opened and the first
+    command (APPS_HOST) answered. The channels stay open for floor_round (floor_close)."""
     result = Floor()
 
     async def first(port: int) -> _Channel:
@@ -115,24 +124,39 @@ async def floor(ports: list[int], key: Path, known_hosts: Path, rounds: int) -> 
     result.cold, result.cold_cpu = time.perf_counter() - t, time.process_time() - c
     channels = [ch for ch in opened if isinstance(ch, _Channel)]
     result.failed = len(ports) - len(channels)
+    return channels, result
+
+
+async def floor_round(channels: list[_Channel], apps: bool) -> tuple[float, float, int]:
+    """One warm round of the floor: QUERY, or APPS_HOST (what zuka reads every 6th sweep).
+    (wall, client CPU, nodes that failed)."""
+    return await _round(channels, APPS_HOST if apps else QUERY)
+
+
+async def floor_close(channels: list[_Channel]) -> None:
+    for ch in channels:
+        ch.conn.close()
+    await asyncio.gather(*(ch.conn.wait_closed() for ch in channels), return_exceptions=True)
+
+
+async def floor(ports: list[int], key: Path, known_hosts: Path, rounds: int) -> Floor:
+    """The 1-RTT floor alone: its cold round, then `rounds` rounds of QUERY and `rounds` of
+    APPS_HOST (alternating, so both see the same machine). bench/poll.py runs the warm
+    rounds paired with zuka's sweeps instead when it measures both."""
+    channels, result = await floor_cold(ports, key, known_hosts)
     try:
         warm: list[tuple[float, float]] = []
         apps: list[tuple[float, float]] = []
         for _ in range(rounds):
-            took, cpu, failed = await _round(channels, QUERY)
+            took, cpu, failed = await floor_round(channels, apps=False)
             warm.append((took, cpu))
             result.failed = max(result.failed, failed)
-            took, cpu, failed = await _round(channels, APPS_HOST)
+            took, cpu, failed = await floor_round(channels, apps=True)
             apps.append((took, cpu))
             result.failed = max(result.failed, failed)
-        result.warm = statistics.median(w for w, _ in warm)
-        result.warm_cpu = statistics.median(c for _, c in warm)
-        result.apps = statistics.median(w for w, _ in apps)
-        result.apps_cpu = statistics.median(c for _, c in apps)
+        result.take(warm, apps)
     finally:
-        for ch in channels:
-            ch.conn.close()
-        await asyncio.gather(*(ch.conn.wait_closed() for ch in channels), return_exceptions=True)
+        await floor_close(channels)
     return result
 
 

@@ -48,7 +48,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _pollpeers import QUERY, Cold, Floor, Timed, build_ledger, cold_processes, floor, pssh
+from _pollpeers import (
+    QUERY,
+    Cold,
+    Floor,
+    Timed,
+    _Channel,
+    build_ledger,
+    cold_processes,
+    floor,
+    floor_close,
+    floor_cold,
+    floor_round,
+    pssh,
+)
 
 from leases.core.models import Node, NodeHealth, SshTarget
 from leases.ssh.options import SshOptions
@@ -196,9 +209,15 @@ class GcWatch:
             self.counts[info["generation"]] += 1
 
 
-async def zuka_exec(fleet: Fleet, count: int, rounds: int, row: Row) -> None:
+async def zuka_exec(
+    fleet: Fleet, count: int, rounds: int, row: Row, paired: list[_Channel] | None = None
+) -> None:
     """Sweeps as `zuka collect --mode exec` runs them (no store): the first, then warm ones
-    until `rounds` plain sweeps and at least max(1, rounds // 5) 6th sweeps were timed."""
+    until `rounds` plain sweeps and max(1, rounds // 3) 6th sweeps were timed.
+
+    With `paired` (the floor's open channels), each warm sweep is paired with the floor's
+    round of the same command, their order swapped from one pair to the next: both then see
+    the same machine, where one after the other they saw its load drift by 25-40 %."""
     poller = Poller(nodes_of(fleet, count), pool=SshPool(zuka_options(fleet)))
     z = row.zuka
     watch = GcWatch()
@@ -212,18 +231,31 @@ async def zuka_exec(fleet: Fleet, count: int, rounds: int, row: Row) -> None:
         gcsettle.settle()
         plain: list[tuple[float, float]] = []
         apps: list[tuple[float, float]] = []
-        fleet_cpu = fleet.cpu()
+        floor_plain: list[tuple[float, float]] = []
+        floor_apps: list[tuple[float, float]] = []
+        fleet_cpu = 0.0
         sweep = 1  # the poller's count of readings per node before this sweep
-        watch.on = True
-        while len(plain) < rounds or len(apps) < max(1, rounds // 5):
+        while len(plain) < rounds or len(apps) < max(1, rounds // 3):
+            sixth = sweep % poller.apps_every == 0
+            if paired is not None and sweep % 2:
+                took, cpu, failed = await floor_round(paired, sixth)
+                (floor_apps if sixth else floor_plain).append((took, cpu))
+                row.floor.failed = max(row.floor.failed, failed)
+            began = fleet.cpu()
+            watch.on = True
             c, t = time.process_time(), time.perf_counter()
             statuses = await poller.sweep()
             took, cpu = time.perf_counter() - t, time.process_time() - c
-            (apps if sweep % poller.apps_every == 0 else plain).append((took, cpu))
+            watch.on = False
+            fleet_cpu += fleet.cpu() - began
+            (apps if sixth else plain).append((took, cpu))
+            if paired is not None and not sweep % 2:
+                took, cpu, failed = await floor_round(paired, sixth)
+                (floor_apps if sixth else floor_plain).append((took, cpu))
+                row.floor.failed = max(row.floor.failed, failed)
             sweep += 1
-        watch.on = False
         z.sweeps = sweep - 1
-        z.fleet_cpu = (fleet.cpu() - fleet_cpu) / z.sweeps
+        z.fleet_cpu = fleet_cpu / z.sweeps
         z.warm = statistics.median(w for w, _ in plain)
         z.warm_cpu = statistics.median(c for _, c in plain)
         z.apps = statistics.median(w for w, _ in apps)
@@ -232,6 +264,8 @@ async def zuka_exec(fleet: Fleet, count: int, rounds: int, row: Row) -> None:
         z.gc_total = sum(watch.pauses)
         z.gc_max = max(watch.pauses, default=0.0)
         row.failed_nodes = sum(s.health is not NodeHealth.OK for s in statuses.values())
+        if paired is not None:
+            row.floor.take(floor_plain, floor_apps)
     finally:
         gc.callbacks.remove(watch)
         await poller.close()
@@ -539,6 +573,14 @@ async def measure(fleet: Fleet, count: int, args: argparse.Namespace, folder: Pa
     async def peers() -> None:
         row.floor = await floor(ports, fleet.key, fleet.known_hosts, args.rounds)
 
+    async def warm_pairs() -> None:
+        """The floor's cold round, then zuka's sweeps each paired with the floor's round."""
+        channels, row.floor = await floor_cold(ports, fleet.key, fleet.known_hosts)
+        try:
+            await zuka_exec(fleet, count, args.rounds, row, paired=channels)
+        finally:
+            await floor_close(channels)
+
     def run_pssh() -> None:
         began = fleet.cpu()
         row.pssh32 = pssh(ports, fleet.key, fleet.known_hosts, 32, args.pssh_rounds, folder)
@@ -552,9 +594,14 @@ async def measure(fleet: Fleet, count: int, args: argparse.Namespace, folder: Pa
         row.cold = cold_processes(ledger, count, args.cold_rounds)
         row.fleet_cold = (fleet.cpu() - began) / args.cold_rounds
 
-    steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
+    warm: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
         ("floor", peers),
         ("z-exec", lambda: zuka_exec(fleet, count, args.rounds, row)),
+    ]
+    if not {"floor", "z-exec"} & args.skip:  # both: their warm rounds paired
+        warm = [("floor + z-exec", warm_pairs)]
+    steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
+        *warm,
         ("pssh", lambda: asyncio.to_thread(run_pssh)),
         ("cold", lambda: asyncio.to_thread(run_cold)),
         ("z-host", lambda: zuka_host(fleet, count, args.rounds, row, True)),

@@ -23,6 +23,7 @@ import asyncssh
 from leases.core.models import SshTarget
 from leases.sim.commands import answer, loop_interval
 from leases.sim.gpu import Scenario, SimNode, utcnow
+from leases.sim.keptshell import Command, shell_commands
 from leases.sim.pty import pty_shell, tmux_stand_in
 from leases.sim.traps import Trap
 
@@ -274,10 +275,13 @@ class SimFleet:
         process: asyncssh.SSHServerProcess[str],
         command: str,
         last_status: int = 0,
+        framed: Command | None = None,
     ) -> int | None:
         """Run one command; None means the channel was closed without an exit status.
 
-        last_status is what $? expands to before the command's own first part runs."""
+        last_status is what $? expands to before the command's own first part runs. A
+        framed command (leases.ssh.shell) is answered as sh answers it: its output held
+        and printed with its status and marker in one write."""
         if ep.node.scenario in _FLOODS and command.startswith("nvidia-smi"):
             return await _flood(process, ep.node.scenario)
         interval = loop_interval(command)
@@ -286,17 +290,25 @@ class SimFleet:
             if out and self.misbehaves(ep):
                 process.stdout.write(out[: len(out) // 2])
                 return None
+            if framed is not None:
+                framed.reply(out, err, status)
+                return 0
             process.stdout.write(out)
             process.stderr.write(err)
             return status
-        # Streaming: a round every interval until the client closes the channel.
+        # Streaming: a round every interval until the client closes the channel (framed,
+        # sh holds what it prints: nothing comes).
         stop_after = 1 + ep.rng.randrange(5) if self.misbehaves(ep) else None
         rounds = 0
         while not process.is_closing():
             out, err, status = answer(ep.node, command, self.clock())
-            process.stdout.write(out)
+            if framed is None:
+                process.stdout.write(out)
             if status != 0:
                 process.stderr.write(err)
+                if framed is not None:
+                    framed.reply("", "", status)
+                    return 0
                 return status
             rounds += 1
             if stop_after is not None and rounds >= stop_after:
@@ -305,17 +317,15 @@ class SimFleet:
         return 0
 
     async def _shell(self, ep: SimEndpoint, process: asyncssh.SSHServerProcess[str]) -> int | None:
-        """A shell channel without a terminal (or `sh` reading its stdin): runs each line
-        it is sent, prints no prompt, and keeps $? from one line to the next."""
+        """A shell channel without a terminal (or `sh` reading its stdin): runs each command
+        it is sent (leases.sim.keptshell), prints no prompt, and keeps $? from one to the
+        next."""
         status: int | None = 0
-        async for line in process.stdin:
-            command = line.strip()
-            if command in ("exit", "logout"):
-                break
-            if command:
-                status = await self._run(ep, process, command, status or 0)
-                if status is None:
-                    return None
+        async for command in shell_commands(process):
+            framed = command if command.marker is not None else None
+            status = await self._run(ep, process, command.text, status or 0, framed)
+            if status is None:
+                return None
         return status
 
 

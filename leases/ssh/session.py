@@ -316,7 +316,7 @@ class NodeSession:
             shell.stderr.clear()
             capped = Capped(self.options.max_output, self.options.max_line)
             try:
-                shell.process.stdin.write(framed(cmd, marker))
+                shell.process.stdin.write(framed(cmd, marker, _held_bytes(self.options)))
                 async with asyncio.timeout(limit):
                     answer = await read_answer(shell, marker, capped)
                     if answer is None:
@@ -350,10 +350,14 @@ class NodeSession:
                     raise ShellUnavailable(self.name, NodeHealth.OK, describe(exc)) from exc
                 raise self._dropped(link, exc) from exc
             await asyncio.sleep(0)  # let the stderr reader take what came before the marker
-            self._set(NodeHealth.OK)
             out, status = answer
-            if status is None:  # the marker without its status: out of step (an echo of
-                await self._drop_shell()  # what was written?); the next command starts afresh
+            if status is None:  # the marker without the frame's status line
+                await self._drop_shell()  # the next command starts afresh
+                if not shell.answered:  # never framed right here (no `head -c`?): execs
+                    raise ShellUnavailable(
+                        self.name, NodeHealth.OK, _("the node's shell printed no exit status")
+                    )
+            self._set(NodeHealth.OK)
             return CommandResult(status, out, shell.stderr.text)
 
     async def _drop_shell(self) -> None:
@@ -496,6 +500,13 @@ class NodeSession:
     def _set(self, health: NodeHealth, message: str = "") -> None:
         self.health = health
         self.last_error = message
+
+
+def _held_bytes(options: SshOptions) -> int:
+    """The most a node's shell holds of one framed command's output (leases.ssh.shell): 4
+    bytes a character (UTF-8's most) past the output cap, so that a cut output is always
+    over the cap, never taken for a whole one."""
+    return 4 * (options.max_output + 1)
 
 
 async def offered_host_key(session: NodeSession) -> OfferedHostKey | None:

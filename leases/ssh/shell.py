@@ -1,9 +1,19 @@
 """The kept-open shell: one `sh` channel per node that short commands are written into, each
-followed by a marker line echoed with its exit status, and read back up to that marker.
+framed so that sh prints its output, its exit status and a marker line in one write, and
+read back up to that marker.
 
 One round trip a command instead of two (channel open, then exec), and no new sshd
 session, login shell or ~/.bashrc per command: what all-smi does, and what measured
 fastest here. A command must not read stdin.
+
+The frame (`framed`): the command runs in a subshell whose output, with its status on a
+last line, is held by sh (cut at `limit` bytes by `head -c`: a node that prints without
+end costs its shell that much memory, no more) and printed with the marker in one printf.
+The answer comes as one write, so as one SSH packet where the output is small (a command
+and then `echo MARKER`, two writes, came as two, and each packet costs the client's CPU);
+an `exit` in the command ends its subshell, not the kept shell; and the marker is never
+in what is written to the shell (its two halves are printf's arguments), so a shell that
+echoes its input cannot end an answer early. sh drops NUL bytes from what it holds.
 """
 
 from __future__ import annotations
@@ -31,20 +41,53 @@ class Shell:
     answered: bool = False  # has it ever run a command to its end marker?
 
 
+_MARKER_HEAD = "__zuka_done_"
+# The frame's first line and how its last line begins: what a simulated shell looks for
+# (leases.sim.keptshell).
+FRAME_HEAD = "__z=$( { ("
+FRAME_TAIL = """); printf '\\n%s' "$?"; }"""
+
+
 def new_marker() -> str:
     """The end-of-answer marker for one command: not guessable by what the command prints."""
-    return f"__zuka_done_{_random.getrandbits(48):012x}__"
+    return f"{_MARKER_HEAD}{_random.getrandbits(48):012x}__"
 
 
-def framed(cmd: str, marker: str) -> str:
-    """What is written into the shell for cmd: cmd, then the marker echoed with its $?."""
-    return f"{cmd}\necho {marker} $?\n"
+def framed(cmd: str, marker: str, limit: int) -> str:
+    """What is written into the shell for cmd: cmd on lines of its own in a subshell, its
+    output and status held (at most `limit` bytes) and printed with marker in one write."""
+    a, b = marker[: len(_MARKER_HEAD)], marker[len(_MARKER_HEAD) :]
+    tail = f"""{FRAME_TAIL} | head -c {limit}); printf '%s\\n%s%s\\n' "$__z" {a} {b}"""
+    return f"{FRAME_HEAD}\n{cmd}\n{tail}\n"
+
+
+def unframed(text: str) -> tuple[str, str, int] | None:
+    """(cmd, marker, limit) of a text `framed` made, or None for any other text (checked by
+    framing again: no shell parser needed). For simulated shells."""
+    head, _, rest = text.partition("\n")
+    cmd, _, tail = rest.rstrip("\n").rpartition("\n")
+    if head != FRAME_HEAD or not tail.startswith(FRAME_TAIL):
+        return None
+    words = tail.split()
+    marker = "".join(words[-2:])
+    limit = tail.partition("| head -c ")[2].partition(")")[0]
+    if not limit.isascii() or not limit.isdigit():
+        return None
+    if framed(cmd, marker, int(limit)) != text:
+        return None
+    return cmd, marker, int(limit)
+
+
+def answer_text(out: str, status: int, marker: str) -> str:
+    """What sh prints for a framed command that printed out and exited status (its NULs
+    dropped, as sh drops them from what it holds). For simulated shells."""
+    return f"{out.replace(chr(0), '')}\n{status}\n{marker}\n"
 
 
 async def read_answer(shell: Shell, marker: str, capped: Capped) -> tuple[str, int | None] | None:
-    """cmd's output up to the marker and the exit status after it on its line (None when
-    it is not a status), or None when the channel closed before the marker came. Raises
-    OverCap.
+    """The command's output and its exit status from the line before the marker line (None
+    when that is not a status), or None when the channel closed before the marker came.
+    Raises OverCap.
 
     Read in bounded chunks, never readline (a node that prints no newline would make
     readline hold everything it sends); the marker is looked for in each chunk with the
@@ -76,10 +119,17 @@ async def read_answer(shell: Shell, marker: str, capped: Capped) -> tuple[str, i
 
 
 def _answered(shell: Shell, text: str, at: int, marker: str, end: int) -> tuple[str, int | None]:
-    """The output before the marker at `at`, and the status word between it and `end`."""
+    """The output before the status line that comes before the marker at `at` (`end`: the
+    end of the marker's line), and that status: None unless the frame printed it (the
+    output then is all there was before the marker)."""
+    body = text[:at]
+    if not (body.endswith("\n") and not text[at + len(marker) : end].strip()):
+        return body, None
+    out, newline, word = body[:-1].rpartition("\n")
+    if not newline or not (word.isascii() and word.isdigit() and len(word) <= 3):
+        return body, None
     shell.answered = True
-    word = text[at + len(marker) : end].strip()
-    return text[:at], int(word) if word.isascii() and word.isdigit() and len(word) <= 3 else None
+    return out, int(word)
 
 
 async def open_shell(link: Link, node: str) -> Shell:

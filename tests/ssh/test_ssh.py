@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import hmac
 import itertools
+import re
 import stat
 import time
 from base64 import b64encode
@@ -32,6 +33,7 @@ from leases.ssh.options import SshOptions
 from leases.ssh.pool import SshPool
 from leases.ssh.posixsh import under_sh
 from leases.ssh.session import NodeSession
+from leases.ssh.shell import answer_text, unframed
 from leases.ssh.stream import CommandResult
 from tests.support.sshfixtures import (
     Counter,
@@ -670,12 +672,13 @@ async def test_query_falls_back_to_exec_where_the_node_has_no_shell(
             await session.close()
 
 
-async def test_a_shell_that_echoes_what_it_is_sent_is_dropped_after_each_answer(
+async def test_a_shell_that_echoes_what_it_is_sent_never_ends_an_answer_early(
     keys: TestKeys, tmp_path: Path
 ) -> None:
-    """A node whose shell echoes its input (a PTY, a logging wrapper): the marker is found
-    in the echoed `echo MARKER $?`, with no status after it. The shell is dropped then, so
-    what it prints after is never taken for the next command's answer."""
+    """A node whose shell echoes its input (a PTY, a logging wrapper): the marker is never
+    in what zuka writes (leases.ssh.shell), so the echo cannot end an answer. Each answer
+    ends at its own marker with its own status, never holds the one before, and the shell
+    is kept."""
     shells: list[int] = []
 
     async def echoing(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
@@ -683,20 +686,58 @@ async def test_a_shell_that_echoes_what_it_is_sent_is_dropped_after_each_answer(
             await default_handler(process, node)
             return
         shells.append(1)
+        pending = ""
         async for line in process.stdin:
             process.stdout.write(line)  # the echo
-            if line.startswith("echo "):
-                process.stdout.write(line[5:].replace("$?", "0"))
+            pending += line
+            if (frame := unframed(pending)) is not None:
+                pending = ""
+                cmd, marker, _ = frame
+                word, _, rest = cmd.partition(" ")
+                out, status = (rest + "\n", 0) if word == "echo" else ("", 127)
+                process.stdout.write(answer_text(out, status, marker))
 
     async with FakeNode(keys, handler=echoing) as fake:
         session = NodeSession(fake.as_node("n1"), node_options(keys, tmp_path, [fake]))
         try:
-            first = await session.query("echo one")
-            second = await session.query("echo two")
-            assert first.exit_status is None and second.exit_status is None
-            assert "one" not in second.stdout and "__zuka_done_" not in second.stdout
-            assert second.stdout.startswith("echo two\ntwo\n")
-            assert len(shells) == 2
+            first = await session.query("echo apple")
+            second = await session.query("echo pear")
+            missing = await session.query("nothing-here")
+            assert (first.exit_status, second.exit_status, missing.exit_status) == (0, 0, 127)
+            # What each holds: the echo of what was written, then the command's own output.
+            assert first.stdout.startswith("__z=") and first.stdout.endswith("__\napple\n")
+            assert second.stdout.endswith("__\npear\n") and "apple" not in second.stdout
+            assert re.search("__zuka_done_[0-9a-f]", first.stdout + second.stdout) is None
+            assert len(shells) == 1 and session.shell_works
+        finally:
+            await session.close()
+
+
+async def test_a_shell_that_cannot_frame_is_left_for_execs(keys: TestKeys, tmp_path: Path) -> None:
+    """A node whose `head` has no -c (the frame's cut): its shell prints the marker with no
+    status line before it. The first such answer is not taken: the command runs as an
+    exec, and so do the ones after it, on that node."""
+    shells: list[int] = []
+
+    async def no_cut(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
+        if process.command not in (None, "sh"):
+            await default_handler(process, node)
+            return
+        shells.append(1)
+        pending = ""
+        async for line in process.stdin:
+            pending += line
+            if (frame := unframed(pending)) is not None:
+                pending = ""
+                process.stderr.write("head: invalid option -- 'c'\n")
+                process.stdout.write(f"\n{frame[1]}\n")  # $__z empty: no status line
+
+    async with FakeNode(keys, handler=no_cut) as fake:
+        session = NodeSession(fake.as_node("n1"), node_options(keys, tmp_path, [fake]))
+        try:
+            assert await session.query("echo hi") == CommandResult(0, "hi\n", "")
+            assert await session.query("echo again") == CommandResult(0, "again\n", "")
+            assert session.shell_works is False and len(shells) == 1
         finally:
             await session.close()
 

@@ -23,6 +23,7 @@ from leases.ledger import records
 from leases.ledger.store import Ledger
 from leases.sim import SimNode
 from leases.sim import answer as sim_answer
+from leases.sim.keptshell import shell_commands
 from leases.ssh.pool import SshPool
 from leases.telemetry.history import RecentHistory
 from leases.telemetry.nvml import NvmlUnavailable
@@ -56,10 +57,10 @@ class Faults:
 
 def handler_for(faults: Faults, sim: SimNode):  # type: ignore[no-untyped-def]
     async def shell(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
-        """A shell channel: each line is a command; the fault applies to nvidia-smi."""
-        status = 0
-        async for line in process.stdin:
-            cmd = line.strip().replace("$?", str(status))
+        """A shell channel: each command as sh reads it (leases.sim.keptshell); the fault
+        applies to nvidia-smi."""
+        async for command in shell_commands(process):
+            cmd = command.text
             mode = faults.mode.get(node.port, "ok")
             # (A sweep that reads the processes sends "(nvidia-smi ...": gpuread.with_apps.)
             if not cmd.startswith(("nvidia-smi", "(nvidia-smi")) or mode == "ok":
@@ -68,7 +69,7 @@ def handler_for(faults: Faults, sim: SimNode):  # type: ignore[no-untyped-def]
                 await process.channel.wait_closed()
                 return
             elif mode == "half":
-                process.stdout.write("0, GPU-1234, NVIDIA A1")
+                command.partial("0, GPU-1234, NVIDIA A1")
                 process.close()
                 return
             else:
@@ -78,8 +79,7 @@ def handler_for(faults: Faults, sim: SimNode):  # type: ignore[no-untyped-def]
                     "garbage": ("0, GPU-x, what is this, ???\n<html>502</html>\n", "", 0),
                     **NVML_FAULTS,
                 }[mode]
-            process.stdout.write(out)
-            process.stderr.write(err)
+            command.reply(out, err, status)
 
     async def handle(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
         if process.command in (None, "sh"):

@@ -35,6 +35,7 @@ from leases.ledger import records
 from leases.ledger.store import Ledger
 from leases.sim import SimNode
 from leases.sim import answer as sim_answer
+from leases.sim.keptshell import shell_commands
 from leases.ssh.errors import OfferedHostKey
 from leases.ssh.hostkeys import HostKeyStatus
 from leases.ssh.posixsh import unwrap_sh
@@ -250,12 +251,9 @@ def hostile_answer(h: Hostile, cmd: str) -> tuple[str, str, int]:
 
 def hostile_handler(h: Hostile):  # type: ignore[no-untyped-def]
     async def handle(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
-        if process.command in (None, "sh"):  # a shell: one command a line
-            status = 0
-            async for line in process.stdin:
-                out, err, status = hostile_answer(h, line.strip().replace("$?", str(status)))
-                process.stdout.write(out)
-                process.stderr.write(err)
+        if process.command in (None, "sh"):  # a shell: each command as sh reads it
+            async for shell_command in shell_commands(process):
+                shell_command.reply(*hostile_answer(h, shell_command.text))
             return
         command = process.command or ""
         # An exec's command comes handed to sh (leases.ssh.posixsh): answer what sh runs.

@@ -44,9 +44,25 @@ from leases.ssh.jumps import JumpHosts
 from leases.ssh.link import Client, Link
 from leases.ssh.options import SshOptions
 from leases.ssh.posixsh import under_sh
-from leases.ssh.shell import Shell, close_shell, framed, new_marker, open_shell, read_answer
+from leases.ssh.shell import (
+    FRAME_CHARS,
+    Shell,
+    close_shell,
+    framed,
+    new_marker,
+    open_shell,
+    read_answer,
+)
 from leases.ssh.speech import _
-from leases.ssh.stream import CHUNK, Capped, CommandResult, KeptEnd, OverCap, Tail
+from leases.ssh.stream import (
+    CHUNK,
+    Capped,
+    CommandResult,
+    KeptEnd,
+    OverCap,
+    Tail,
+    over_output,
+)
 
 # How long to wait for a channel to finish closing after we closed it ourselves.
 _CLOSE_GRACE_S = 2.0
@@ -314,7 +330,8 @@ class NodeSession:
                 shell = self._shell = await open_shell(link, self.name)
             marker = new_marker()
             shell.stderr.clear()
-            capped = Capped(self.options.max_output, self.options.max_line)
+            # The cap is on the command's output: the frame's own lines come on top.
+            capped = Capped(self.options.max_output + FRAME_CHARS, self.options.max_line)
             try:
                 shell.process.stdin.write(framed(cmd, marker, _held_bytes(self.options)))
                 async with asyncio.timeout(limit):
@@ -328,6 +345,8 @@ class NodeSession:
                         raise ConnectionDropped(
                             self.name, NodeHealth.UNREACHABLE, _("the shell channel closed")
                         )
+                    if len(answer[0]) > self.options.max_output:
+                        raise over_output(self.options.max_output)
             except TimeoutError as exc:
                 await self._drop_shell()  # the command may still be running in it
                 words = _("{command!r} did not finish within {seconds:g} s")
@@ -349,6 +368,9 @@ class NodeSession:
                 if not shell.answered and not self._is_lost(link):
                     raise ShellUnavailable(self.name, NodeHealth.OK, describe(exc)) from exc
                 raise self._dropped(link, exc) from exc
+            except BaseException:  # cancelled: its answer, unread, would open the next one's
+                await self._drop_shell()
+                raise
             await asyncio.sleep(0)  # let the stderr reader take what came before the marker
             out, status = answer
             if status is None:  # the marker without the frame's status line

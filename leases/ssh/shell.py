@@ -6,20 +6,32 @@ One round trip a command instead of two (channel open, then exec), and no new ss
 session, login shell or ~/.bashrc per command: what all-smi does, and what measured
 fastest here. A command must not read stdin.
 
-The frame (`framed`): the command runs in a subshell whose output, with its status on a
-last line, is held by sh (cut at `limit` bytes by `head -c`: a node that prints without
-end costs its shell that much memory, no more) and printed with the marker in one printf.
-The answer comes as one write, so as one SSH packet where the output is small (a command
-and then `echo MARKER`, two writes, came as two, and each packet costs the client's CPU);
-an `exit` in the command ends its subshell, not the kept shell; and the marker is never
-in what is written to the shell (its two halves are printf's arguments), so a shell that
-echoes its input cannot end an answer early. sh drops NUL bytes from what it holds.
+The frame (`framed`), for a command CMD and a random NONCE:
+
+    __z=$( { ( :
+    CMD
+    )
+    printf '\n%s %s' "$?" NONCE; } | head -c LIMIT); printf '%s\n%s%s\n' "$__z" \
+    __zuka_done_ NONCE__; __z=
+
+(the last line is one line, here cut in two). CMD runs in a subshell (`:` first, so that
+an empty command is one too; an `exit` ends the subshell, not the kept shell); its output,
+with its status and the nonce on a last line, is held by sh, cut at LIMIT bytes by
+`head -c` (a node that prints without end costs its shell that much memory, no more), and
+printed with the marker `__zuka_done_NONCE__` in one printf. So:
+- the answer comes as one write, so as one SSH packet where it is small (a command and
+  then `echo MARKER`, two writes, came as two, and each packet costs the client's CPU);
+- the marker is never in what is written to the shell (its two halves are printf's
+  arguments): a shell that echoes its input cannot end an answer early;
+- a status is taken only from a whole status line with this frame's nonce: output that
+  sh cut, or one that lost bytes (sh drops NULs from what it holds), has none, and gives
+  no status, never a wrong one.
 """
 
 from __future__ import annotations
 
 import contextlib
-import random as _random
+import secrets
 from dataclasses import dataclass
 
 import asyncssh
@@ -42,37 +54,50 @@ class Shell:
 
 
 _MARKER_HEAD = "__zuka_done_"
+_MARKER_END = "__"
 # The frame's first line and how its last line begins: what a simulated shell looks for
 # (leases.sim.keptshell).
-FRAME_HEAD = "__z=$( { ("
-FRAME_TAIL = """); printf '\\n%s' "$?"; }"""
+FRAME_HEAD = "__z=$( { ( :"
+FRAME_TAIL = """printf '\\n%s %s' "$?" """
+# What the frame adds to an answer past the command's own output: the status line (at most
+# 3 digits, a space, the nonce) and the marker line, newlines included.
+FRAME_CHARS = 1 + 3 + 1 + 12 + 1 + len(_MARKER_HEAD) + 12 + len(_MARKER_END) + 1
 
 
 def new_marker() -> str:
-    """The end-of-answer marker for one command: not guessable by what the command prints."""
-    return f"{_MARKER_HEAD}{_random.getrandbits(48):012x}__"
+    """The end-of-answer marker for one command: not guessable by what the command prints,
+    nor from markers seen before (secrets, not the process's shared random state)."""
+    return f"{_MARKER_HEAD}{secrets.token_hex(6)}{_MARKER_END}"
+
+
+def _nonce(marker: str) -> str:
+    return marker[len(_MARKER_HEAD) : -len(_MARKER_END)]
 
 
 def framed(cmd: str, marker: str, limit: int) -> str:
     """What is written into the shell for cmd: cmd on lines of its own in a subshell, its
     output and status held (at most `limit` bytes) and printed with marker in one write."""
-    a, b = marker[: len(_MARKER_HEAD)], marker[len(_MARKER_HEAD) :]
-    tail = f"""{FRAME_TAIL} | head -c {limit}); printf '%s\\n%s%s\\n' "$__z" {a} {b}"""
-    return f"{FRAME_HEAD}\n{cmd}\n{tail}\n"
+    nonce = _nonce(marker)
+    tail = (
+        f"{FRAME_TAIL}{nonce}; }} | head -c {limit}); "
+        f"""printf '%s\\n%s%s\\n' "$__z" {_MARKER_HEAD} {nonce}{_MARKER_END}; __z="""
+    )
+    return f"{FRAME_HEAD}\n{cmd}\n)\n{tail}\n"
 
 
 def unframed(text: str) -> tuple[str, str, int] | None:
     """(cmd, marker, limit) of a text `framed` made, or None for any other text (checked by
     framing again: no shell parser needed). For simulated shells."""
-    head, _, rest = text.partition("\n")
-    cmd, _, tail = rest.rstrip("\n").rpartition("\n")
-    if head != FRAME_HEAD or not tail.startswith(FRAME_TAIL):
+    lines = text.split("\n")
+    if len(lines) < 4 or lines[0] != FRAME_HEAD or not lines[-2].startswith(FRAME_TAIL):
         return None
-    words = tail.split()
-    marker = "".join(words[-2:])
+    tail = lines[-2]
+    nonce = tail[len(FRAME_TAIL) :].partition(";")[0]
     limit = tail.partition("| head -c ")[2].partition(")")[0]
     if not limit.isascii() or not limit.isdigit():
         return None
+    marker = f"{_MARKER_HEAD}{nonce}{_MARKER_END}"
+    cmd = "\n".join(lines[1:-3])
     if framed(cmd, marker, int(limit)) != text:
         return None
     return cmd, marker, int(limit)
@@ -81,7 +106,7 @@ def unframed(text: str) -> tuple[str, str, int] | None:
 def answer_text(out: str, status: int, marker: str) -> str:
     """What sh prints for a framed command that printed out and exited status (its NULs
     dropped, as sh drops them from what it holds). For simulated shells."""
-    return f"{out.replace(chr(0), '')}\n{status}\n{marker}\n"
+    return f"{out.replace(chr(0), '')}\n{status} {_nonce(marker)}\n{marker}\n"
 
 
 async def read_answer(shell: Shell, marker: str, capped: Capped) -> tuple[str, int | None] | None:
@@ -120,16 +145,30 @@ async def read_answer(shell: Shell, marker: str, capped: Capped) -> tuple[str, i
 
 def _answered(shell: Shell, text: str, at: int, marker: str, end: int) -> tuple[str, int | None]:
     """The output before the status line that comes before the marker at `at` (`end`: the
-    end of the marker's line), and that status: None unless the frame printed it (the
-    output then is all there was before the marker)."""
+    end of the marker's line), and that status. No status (None, the output then all there
+    was before the marker) unless the frame printed a whole status line with its nonce, the
+    marker's line holds the marker alone and ends (not the channel), and nothing came after
+    it (a node out of step: what it prints later must not open the next answer)."""
     body = text[:at]
-    if not (body.endswith("\n") and not text[at + len(marker) : end].strip()):
+    if not body.endswith("\n") or end - at != len(marker) or len(text) != end + 1:
         return body, None
-    out, newline, word = body[:-1].rpartition("\n")
-    if not newline or not (word.isascii() and word.isdigit() and len(word) <= 3):
+    out, newline, line = body[:-1].rpartition("\n")
+    word, space, nonce = line.partition(" ")
+    if not (newline and space and nonce == _nonce(marker) and _status_word(word)):
         return body, None
     shell.answered = True
     return out, int(word)
+
+
+def _status_word(word: str) -> bool:
+    """An exit status as sh's `$?` prints it: 0 to 255, no sign, no leading zero."""
+    return (
+        0 < len(word) <= 3
+        and word.isascii()
+        and word.isdigit()
+        and (word == "0" or word[0] != "0")
+        and int(word) <= 255
+    )
 
 
 async def open_shell(link: Link, node: str) -> Shell:

@@ -52,7 +52,7 @@ class Capped:
         cap is passed."""
         self.total += len(chunk)
         if self.max_output is not None and self.total > self.max_output:
-            raise OverCap(_("output over {size}").format(size=_size(self.max_output)))
+            raise over_output(self.max_output)
         lines: list[str] = []
         start = 0
         while (end := chunk.find("\n", start)) >= 0:
@@ -78,7 +78,7 @@ class Capped:
         both); raises OverCap once a cap is passed."""
         self.total += len(chunk)
         if self.max_output is not None and self.total > self.max_output:
-            raise OverCap(_("output over {size}").format(size=_size(self.max_output)))
+            raise over_output(self.max_output)
         first = chunk.find("\n")
         if first < 0:
             longest = self._partial_len = self._partial_len + len(chunk)
@@ -96,6 +96,11 @@ class Capped:
         rest = "".join(self._partial)
         self._partial, self._partial_len = [], 0
         return rest
+
+
+def over_output(max_output: int) -> OverCap:
+    """The refusal of an output longer than max_output characters."""
+    return OverCap(_("output over {size}").format(size=_size(max_output)))
 
 
 def _size(chars: int) -> str:

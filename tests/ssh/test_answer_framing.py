@@ -50,12 +50,15 @@ def _shell(chunks: list[str]) -> Shell:
     return _Answered(process=_Process(_Reader(list(chunks))))  # type: ignore[return-value]
 
 
-_FRAME_END = re.compile(r"(.*)\n([0-9]{1,3})\n", re.DOTALL | re.ASCII)
+NONCE = "0123456789ab"  # the marker's random part: the status line carries it too
+_FRAME_END = re.compile(rf"(.*)\n(0|[1-9][0-9]{{0,2}}) {NONCE}\n", re.DOTALL | re.ASCII)
 
 
 def _specified(chunks: list[str], capped: Capped) -> tuple[str, int | None] | None:
     """Chunks read (each through the caps) until the marker's line has ended, or the
-    channel did; then the frame's end matched on the whole text before the marker."""
+    channel did; then the frame's end matched on the whole text before the marker: a
+    status (0 to 255) only from a whole status line with the nonce, the marker alone on
+    its line, nothing read after it."""
     text = ""
     for chunk in chunks:
         capped.feed(chunk)
@@ -68,7 +71,7 @@ def _specified(chunks: list[str], capped: Capped) -> tuple[str, int | None] | No
         return None
     before, rest = text[:at], text[at + len(MARKER) :]
     match = _FRAME_END.fullmatch(before)
-    if match is None or rest.partition("\n")[0].strip():
+    if match is None or int(match[2]) > 255 or rest != "\n":
         return before, None
     return match[1], int(match[2])
 
@@ -91,8 +94,9 @@ _TEXT = st.text(alphabet=st.sampled_from("ab \n\r0²x_"), max_size=60)
 @settings(max_examples=500)
 @given(
     out=_TEXT,
-    status=st.sampled_from(["0", "1", "255", "1000", "", " 7", "²", "x", None]),
-    junk=st.sampled_from(["", " 0", "x"]),
+    status=st.sampled_from(["0", "1", "255", "256", "007", "1000", "", " 7", "²", "x", None]),
+    nonce=st.sampled_from([NONCE, "", "0123456789ac", NONCE + " "]),
+    junk=st.sampled_from(["", " 0", "x", "\r"]),
     after=_TEXT,
     marker=st.booleans(),
     newline=st.booleans(),
@@ -100,11 +104,31 @@ _TEXT = st.text(alphabet=st.sampled_from("ab \n\r0²x_"), max_size=60)
     max_line=st.integers(1, 40),
 )
 @example(
-    out="out", status="0", junk="", after="", marker=True, newline=True, points=[], max_line=64
+    out="out",
+    status="0",
+    nonce=NONCE,
+    junk="",
+    after="",
+    marker=True,
+    newline=True,
+    points=[],
+    max_line=64,
+)
+@example(  # the channel ends right after the marker: no status
+    out="out",
+    status="0",
+    nonce=NONCE,
+    junk="",
+    after="",
+    marker=True,
+    newline=False,
+    points=[],
+    max_line=64,
 )
 def test_read_answer_gives_what_the_specification_gives(
     out: str,
     status: str | None,
+    nonce: str,
     junk: str,
     after: str,
     marker: bool,
@@ -113,7 +137,7 @@ def test_read_answer_gives_what_the_specification_gives(
     max_line: int,
 ) -> None:
     end = MARKER + junk + ("\n" if newline else "") if marker else ""
-    sent = out + (f"\n{status}\n" if status is not None else "") + end + after
+    sent = out + (f"\n{status} {nonce}\n" if status is not None else "") + end + after
     chunks = _cuts(sent, points)
     want = _outcome(lambda: _specified(chunks, Capped(10_000, max_line)))
     shell = _shell(chunks)
@@ -124,7 +148,7 @@ def test_read_answer_gives_what_the_specification_gives(
 
 
 def test_a_marker_cut_between_two_chunks_is_found() -> None:
-    sent = f"line one\npartial\n3\n{MARKER}\n"
+    sent = f"line one\npartial\n3 {NONCE}\n{MARKER}\n"
     for cut in range(1, len(sent)):
         shell = _shell([sent[:cut], sent[cut:]])
         assert asyncio.run(read_answer(shell, MARKER, Capped(None, 100))) == (
@@ -144,8 +168,8 @@ def test_the_channel_ending_before_the_marker_is_none() -> None:
 def test_a_status_word_in_other_digits_is_no_status() -> None:
     # A hostile shell prints what it likes before the marker: "²" is a digit to
     # str.isdigit and not to int().
-    got = asyncio.run(read_answer(_shell([f"x\n²\n{MARKER}\n"]), MARKER, Capped(None, 99)))
-    assert got == ("x\n²\n", None)
+    got = asyncio.run(read_answer(_shell([f"x\n² {NONCE}\n{MARKER}\n"]), MARKER, Capped(None, 99)))
+    assert got == (f"x\n² {NONCE}\n", None)
 
 
 def test_an_output_the_shell_cut_is_over_the_cap() -> None:

@@ -1,7 +1,8 @@
 """The kept-open shell's frame (leases.ssh.shell.framed) run by the real shells a node's `sh`
 may be (dash, bash, busybox), one shell process for a run of commands, as on a node: what
 each command printed comes back whole, with its own exit status, the shell lives on after
-an `exit`, a NUL is dropped, and an output without end is cut where the frame says."""
+an `exit`, a NUL is dropped, an output without end is cut where the frame says, and a cut
+one gives no status. Through real sshd and a session: tests/ssh/test_ssh_openssh.py."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from leases.ssh.shell import framed, new_marker, read_answer
+from leases.ssh.shell import FRAME_CHARS, framed, new_marker, read_answer
 from leases.ssh.stream import Capped, OverCap
 
 SHELLS = [
@@ -48,7 +49,8 @@ async def _ask(
     proc.stdin.write(framed(cmd, marker, 4 * (cap + 1)).encode())
     await proc.stdin.drain()
     shell = _Shell(_Process(_Text(proc.stdout)))
-    return await read_answer(shell, marker, Capped(cap, 1 << 20))  # type: ignore[arg-type]
+    capped = Capped(cap + FRAME_CHARS, 1 << 20)  # as leases.ssh.session caps it
+    return await read_answer(shell, marker, capped)  # type: ignore[arg-type]
 
 
 async def _run(argv: list[str], commands: list[tuple[str, int]]) -> list[object]:
@@ -87,6 +89,12 @@ def test_each_command_comes_back_whole_with_its_own_status(argv: list[str]) -> N
         ("i=0; while [ $i -lt 20000 ]; do printf '%07d\\n' $i; i=$((i+1)); done", 1 << 20),
         ("printf 'a\\000b\\n'", 1 << 20),  # sh drops a NUL from what it holds
         ("echo __zuka_done_", 1 << 20),
+        ("", 1 << 20),  # an empty command: the frame's subshell still parses
+        ("# only a comment )", 1 << 20),
+        ("cat <<EOF\nhere\nEOF", 1 << 20),  # a heredoc (bash re-parses $( ) differently)
+        ('echo "[$__z]"', 1 << 20),  # what the frame held is not left in the shell
+        # NULs that sh drops, cut by head, then what would read as a status: none is taken.
+        ("head -c 4000 /dev/zero; printf 'x\\n42'; exit 1", 100),
     ]
     answers = asyncio.run(_run(argv, commands))
     assert answers == [
@@ -100,6 +108,11 @@ def test_each_command_comes_back_whole_with_its_own_status(argv: list[str]) -> N
         (big, 0),
         ("ab\n", 0),
         ("__zuka_done_\n", 0),
+        ("", 0),
+        ("", 0),
+        ("here\n", 0),
+        ("[]\n", 0),
+        ("\n", None),
     ]
 
 

@@ -705,8 +705,8 @@ async def test_a_shell_that_echoes_what_it_is_sent_never_ends_an_answer_early(
             missing = await session.query("nothing-here")
             assert (first.exit_status, second.exit_status, missing.exit_status) == (0, 0, 127)
             # What each holds: the echo of what was written, then the command's own output.
-            assert first.stdout.startswith("__z=") and first.stdout.endswith("__\napple\n")
-            assert second.stdout.endswith("__\npear\n") and "apple" not in second.stdout
+            assert first.stdout.startswith("__z=") and first.stdout.endswith("__z=\napple\n")
+            assert second.stdout.endswith("__z=\npear\n") and "apple" not in second.stdout
             assert re.search("__zuka_done_[0-9a-f]", first.stdout + second.stdout) is None
             assert len(shells) == 1 and session.shell_works
         finally:

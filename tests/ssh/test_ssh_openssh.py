@@ -114,6 +114,54 @@ async def test_kept_open_shell_runs_many_commands_on_one_channel(
     assert failed.exit_status == 9 and "NVIDIA driver" in failed.stdout
 
 
+async def test_a_command_cancelled_in_the_kept_shell_leaves_the_next_answer_its_own(
+    session: NodeSession,
+) -> None:
+    """A reading cancelled while its answer is on the way (the poller drops a node's task,
+    a restart): the shell it was in is dropped, so that answer never opens the next one."""
+    assert await session.run_in_shell("echo warm") == CommandResult(0, "warm\n", "")
+    late = asyncio.create_task(session.run_in_shell("sleep 0.3; echo STALE; exit 3"))
+    await asyncio.sleep(0.1)
+    late.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await late
+    await asyncio.sleep(0.4)  # the stale answer would have come by now
+    assert await session.run_in_shell("echo fresh") == CommandResult(0, "fresh\n", "")
+
+
+async def test_the_kept_shell_caps_the_output_as_an_exec_does(
+    sshd: Sshd, client_key: asyncssh.SSHKey, tmp_path: Path
+) -> None:
+    """The cap is on what the command printed, not on the frame's lines around it."""
+    session = NodeSession(node_for(sshd), options_for(sshd, client_key, tmp_path, max_output=1000))
+    try:
+        exact = "printf '%01000d' 0"
+        assert (await session.run_in_shell(exact)).stdout == "0" * 1000
+        assert (await session.run(exact)).stdout == "0" * 1000
+        with pytest.raises(SshError, match="output over 1000 characters"):
+            await session.run_in_shell("printf '%01001d' 0")
+    finally:
+        await session.close()
+
+
+async def test_odd_commands_in_the_kept_shell_answer_and_leave_it_working(
+    session: NodeSession,
+) -> None:
+    """An empty or comment-only command, a heredoc, an exit, and a cut output that lost its
+    NULs: each answered with its own status (a cut one with none), the shell kept after
+    all but the last."""
+    assert await session.run_in_shell("") == CommandResult(0, "", "")
+    assert await session.run_in_shell("# nothing )") == CommandResult(0, "", "")
+    assert await session.run_in_shell("cat <<EOF\nhere\nEOF") == CommandResult(0, "here\n", "")
+    assert await session.run_in_shell("exit 4") == CommandResult(4, "", "")
+    assert session.shell_works
+    # 20 MB of NULs, then what would look like a status: sh drops the NULs from what it
+    # held, head cut it, and no status line with the frame's nonce came: no status.
+    cut = await session.run_in_shell("head -c 20000000 /dev/zero; printf 'x\n42'; exit 1")
+    assert cut.exit_status is None and "42" not in cut.stdout
+    assert await session.run_in_shell("echo after") == CommandResult(0, "after\n", "")
+
+
 async def test_fake_nvidia_smi_fails_like_a_missing_driver(
     session: NodeSession, sshd: Sshd
 ) -> None:

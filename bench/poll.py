@@ -10,7 +10,8 @@ this one run, on that fleet, at each of --nodes (default 10,100,300; 1000 on req
             (what zuka reads every 6th sweep): wall and client CPU (time.process_time)
   z-exec    zuka's Poller.sweep() on kept connections: the first sweep in this process, then
             warm sweeps, plain (the query) and every 6th (query, apps and host in one), wall
-            and client CPU each, and the garbage collector's pauses (gc.callbacks) while warm
+            and client CPU each, and the garbage collector's pauses (gc.callbacks) while warm;
+            with the floor, each warm sweep paired with its round of the same command
   pssh      Debian's parallel-ssh, fresh OpenSSH connections every round, -p 32 (its default)
             and -p N (every node at once), sending the query + apps + host in one command
   cold      `python -m tui.cli.main poll --once --ledger L` as a whole process (median of

@@ -526,8 +526,9 @@ class NodeSession:
 
 def _held_bytes(options: SshOptions) -> int:
     """The most a node's shell holds of one framed command's output (leases.ssh.shell): 4
-    bytes a character (UTF-8's most) past the output cap, so that a cut output is always
-    over the cap, never taken for a whole one."""
+    bytes a character (UTF-8's most) past the output cap, so that an output sh cut is over
+    the cap and refused as too long, as an exec's would be (one that lost its NULs may be
+    under it: it has no status line, so no status)."""
     return 4 * (options.max_output + 1)
 
 

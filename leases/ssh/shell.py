@@ -50,7 +50,7 @@ class Shell:
     link: Link
     process: asyncssh.SSHClientProcess[str]
     stderr: Tail  # cleared before each command
-    answered: bool = False  # has it ever run a command to its end marker?
+    answered: bool = False  # has it ever answered a command with its status?
 
 
 _MARKER_HEAD = "__zuka_done_"

@@ -91,6 +91,20 @@ def _cuts(text: str, points: list[int]) -> list[str]:
 _TEXT = st.text(alphabet=st.sampled_from("ab \n\r0²x_"), max_size=60)
 
 
+# A whole answer: output, status line with the nonce, marker line.
+_WHOLE = {
+    "out": "out",
+    "status": "0",
+    "nonce": NONCE,
+    "junk": "",
+    "after": "",
+    "marker": True,
+    "newline": True,
+    "points": [],
+    "max_line": 64,
+}
+
+
 @settings(max_examples=500)
 @given(
     out=_TEXT,
@@ -103,28 +117,8 @@ _TEXT = st.text(alphabet=st.sampled_from("ab \n\r0²x_"), max_size=60)
     points=st.lists(st.integers(0, 200), max_size=8),
     max_line=st.integers(1, 40),
 )
-@example(
-    out="out",
-    status="0",
-    nonce=NONCE,
-    junk="",
-    after="",
-    marker=True,
-    newline=True,
-    points=[],
-    max_line=64,
-)
-@example(  # the channel ends right after the marker: no status
-    out="out",
-    status="0",
-    nonce=NONCE,
-    junk="",
-    after="",
-    marker=True,
-    newline=False,
-    points=[],
-    max_line=64,
-)
+@example(**_WHOLE)
+@example(**{**_WHOLE, "newline": False})  # the channel ends right after the marker: no status
 def test_read_answer_gives_what_the_specification_gives(
     out: str,
     status: str | None,

@@ -10,6 +10,7 @@ import re
 import stat
 import time
 from base64 import b64encode
+from collections.abc import Callable
 from contextlib import aclosing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,7 @@ from leases.ssh.stream import CommandResult
 from tests.support.sshfixtures import (
     Counter,
     FakeNode,
+    Handler,
     TestKeys,
     default_handler,
     free_port,
@@ -672,6 +674,33 @@ async def test_query_falls_back_to_exec_where_the_node_has_no_shell(
             await session.close()
 
 
+def _framing_shell(
+    answer: Callable[[asyncssh.SSHServerProcess[str], str, str], None],
+    shells: list[int],
+    *,
+    echo: bool = False,
+) -> Handler:
+    """A node whose `sh` channel hands each framed command (leases.ssh.shell), with its
+    marker, to answer; shells counts the channels opened; echo: it echoes what it reads.
+    Any other command runs as default_handler runs it."""
+
+    async def handle(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
+        if process.command not in (None, "sh"):
+            await default_handler(process, node)
+            return
+        shells.append(1)
+        pending = ""
+        async for line in process.stdin:
+            if echo:
+                process.stdout.write(line)
+            pending += line
+            if (frame := unframed(pending)) is not None:
+                pending = ""
+                answer(process, frame[0], frame[1])
+
+    return handle
+
+
 async def test_a_shell_that_echoes_what_it_is_sent_never_ends_an_answer_early(
     keys: TestKeys, tmp_path: Path
 ) -> None:
@@ -681,23 +710,12 @@ async def test_a_shell_that_echoes_what_it_is_sent_never_ends_an_answer_early(
     is kept."""
     shells: list[int] = []
 
-    async def echoing(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
-        if process.command not in (None, "sh"):
-            await default_handler(process, node)
-            return
-        shells.append(1)
-        pending = ""
-        async for line in process.stdin:
-            process.stdout.write(line)  # the echo
-            pending += line
-            if (frame := unframed(pending)) is not None:
-                pending = ""
-                cmd, marker, _ = frame
-                word, _, rest = cmd.partition(" ")
-                out, status = (rest + "\n", 0) if word == "echo" else ("", 127)
-                process.stdout.write(answer_text(out, status, marker))
+    def answer(process: asyncssh.SSHServerProcess[str], cmd: str, marker: str) -> None:
+        word, _, rest = cmd.partition(" ")
+        out, status = (rest + "\n", 0) if word == "echo" else ("", 127)
+        process.stdout.write(answer_text(out, status, marker))
 
-    async with FakeNode(keys, handler=echoing) as fake:
+    async with FakeNode(keys, handler=_framing_shell(answer, shells, echo=True)) as fake:
         session = NodeSession(fake.as_node("n1"), node_options(keys, tmp_path, [fake]))
         try:
             first = await session.query("echo apple")
@@ -719,20 +737,11 @@ async def test_a_shell_that_cannot_frame_is_left_for_execs(keys: TestKeys, tmp_p
     exec, and so do the ones after it, on that node."""
     shells: list[int] = []
 
-    async def no_cut(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
-        if process.command not in (None, "sh"):
-            await default_handler(process, node)
-            return
-        shells.append(1)
-        pending = ""
-        async for line in process.stdin:
-            pending += line
-            if (frame := unframed(pending)) is not None:
-                pending = ""
-                process.stderr.write("head: invalid option -- 'c'\n")
-                process.stdout.write(f"\n{frame[1]}\n")  # $__z empty: no status line
+    def answer(process: asyncssh.SSHServerProcess[str], cmd: str, marker: str) -> None:
+        process.stderr.write("head: invalid option -- 'c'\n")
+        process.stdout.write(f"\n{marker}\n")  # $__z empty: no status line
 
-    async with FakeNode(keys, handler=no_cut) as fake:
+    async with FakeNode(keys, handler=_framing_shell(answer, shells)) as fake:
         session = NodeSession(fake.as_node("n1"), node_options(keys, tmp_path, [fake]))
         try:
             assert await session.query("echo hi") == CommandResult(0, "hi\n", "")

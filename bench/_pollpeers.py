@@ -70,12 +70,14 @@ class Floor:
 
 
 @dataclass
-class _Channel:
+class FloorChannel:
+    """One node's connection and the shell channel the floor keeps open on it."""
+
     conn: asyncssh.SSHClientConnection
     proc: asyncssh.SSHClientProcess[str]
 
 
-async def _ask(ch: _Channel, command: str) -> str:
+async def _ask(ch: FloorChannel, command: str) -> str:
     ch.proc.stdin.write(f"{command}\necho {SENTINEL}\n")
     out: list[str] = []
     tail = ""
@@ -89,7 +91,7 @@ async def _ask(ch: _Channel, command: str) -> str:
             return "".join(out)
 
 
-async def _open(port: int, key: Path, known_hosts: Path) -> _Channel:
+async def _open(port: int, key: Path, known_hosts: Path) -> FloorChannel:
     conn = await asyncssh.connect(
         "127.0.0.1", port, username="root", client_keys=[str(key)],
         known_hosts=str(known_hosts), agent_path=None, config=[], connect_timeout=30,
@@ -97,10 +99,10 @@ async def _open(port: int, key: Path, known_hosts: Path) -> _Channel:
         encryption_algs="^" + ",".join(SshOptions().preferred_ciphers),
     )  # fmt: skip
     proc = await conn.create_process("sh", encoding="utf-8", errors="replace")
-    return _Channel(conn, proc)
+    return FloorChannel(conn, proc)
 
 
-async def _round(channels: list[_Channel], command: str) -> tuple[float, float, int]:
+async def _round(channels: list[FloorChannel], command: str) -> tuple[float, float, int]:
     c, t = time.process_time(), time.perf_counter()
     answers = await asyncio.gather(*(_ask(ch, command) for ch in channels), return_exceptions=True)
     took, cpu = time.perf_counter() - t, time.process_time() - c
@@ -109,12 +111,12 @@ async def _round(channels: list[_Channel], command: str) -> tuple[float, float, 
 
 async def floor_cold(
     ports: list[int], key: Path, known_hosts: Path
-) -> tuple[list[_Channel], Floor]:
+) -> tuple[list[FloorChannel], Floor]:
     """The floor's cold round: every node connected at once, its shell opened and the first
     command (APPS_HOST) answered. The channels stay open for floor_round (floor_close)."""
     result = Floor()
 
-    async def first(port: int) -> _Channel:
+    async def first(port: int) -> FloorChannel:
         ch = await _open(port, key, known_hosts)
         await _ask(ch, APPS_HOST)
         return ch
@@ -122,18 +124,18 @@ async def floor_cold(
     c, t = time.process_time(), time.perf_counter()
     opened = await asyncio.gather(*(first(p) for p in ports), return_exceptions=True)
     result.cold, result.cold_cpu = time.perf_counter() - t, time.process_time() - c
-    channels = [ch for ch in opened if isinstance(ch, _Channel)]
+    channels = [ch for ch in opened if isinstance(ch, FloorChannel)]
     result.failed = len(ports) - len(channels)
     return channels, result
 
 
-async def floor_round(channels: list[_Channel], apps: bool) -> tuple[float, float, int]:
+async def floor_round(channels: list[FloorChannel], apps: bool) -> tuple[float, float, int]:
     """One warm round of the floor: QUERY, or APPS_HOST (what zuka reads every 6th sweep).
     (wall, client CPU, nodes that failed)."""
     return await _round(channels, APPS_HOST if apps else QUERY)
 
 
-async def floor_close(channels: list[_Channel]) -> None:
+async def floor_close(channels: list[FloorChannel]) -> None:
     for ch in channels:
         ch.conn.close()
     await asyncio.gather(*(ch.conn.wait_closed() for ch in channels), return_exceptions=True)

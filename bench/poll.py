@@ -53,8 +53,8 @@ from _pollpeers import (
     QUERY,
     Cold,
     Floor,
+    FloorChannel,
     Timed,
-    _Channel,
     build_ledger,
     cold_processes,
     floor,
@@ -211,7 +211,7 @@ class GcWatch:
 
 
 async def zuka_exec(
-    fleet: Fleet, count: int, rounds: int, row: Row, paired: list[_Channel] | None = None
+    fleet: Fleet, count: int, rounds: int, row: Row, paired: list[FloorChannel] | None = None
 ) -> None:
     """Sweeps as `zuka collect --mode exec` runs them (no store): the first, then warm ones
     until `rounds` plain sweeps and max(1, rounds // 3) 6th sweeps were timed.

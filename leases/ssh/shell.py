@@ -55,19 +55,20 @@ class Shell:
 
 _MARKER_HEAD = "__zuka_done_"
 _MARKER_END = "__"
+_NONCE_CHARS = 12  # hex digits: 48 random bits
 # The frame's first line and how its last line begins: what a simulated shell looks for
 # (leases.sim.keptshell).
 FRAME_HEAD = "__z=$( { ( :"
 FRAME_TAIL = """printf '\\n%s %s' "$?" """
 # What the frame adds to an answer past the command's own output: the status line (at most
 # 3 digits, a space, the nonce) and the marker line, newlines included.
-FRAME_CHARS = 1 + 3 + 1 + 12 + 1 + len(_MARKER_HEAD) + 12 + len(_MARKER_END) + 1
+FRAME_CHARS = 1 + 3 + 1 + _NONCE_CHARS + 1 + len(_MARKER_HEAD) + _NONCE_CHARS + len(_MARKER_END) + 1
 
 
 def new_marker() -> str:
     """The end-of-answer marker for one command: not guessable by what the command prints,
     nor from markers seen before (secrets, not the process's shared random state)."""
-    return f"{_MARKER_HEAD}{secrets.token_hex(6)}{_MARKER_END}"
+    return f"{_MARKER_HEAD}{secrets.token_hex(_NONCE_CHARS // 2)}{_MARKER_END}"
 
 
 def _nonce(marker: str) -> str:

@@ -27,6 +27,7 @@ from leases.ssh import config as sshconfig
 from leases.ssh import hostkeys
 from leases.ssh.bounds import Budget, retry_at
 from leases.ssh.connect import Connector
+from leases.ssh.deadline import Deadline
 from leases.ssh.errors import (
     BackingOff,
     CommandTimeout,
@@ -107,6 +108,7 @@ class NodeSession:
         self._connect_lock = asyncio.Lock()
         self._shell: Shell | None = None
         self._shell_lock = asyncio.Lock()
+        self._deadline = Deadline()  # the kept shell's commands' time limit
         # False once the node refused a shell channel (ForceCommand, a restricted
         # account): query() then runs every command as its own exec.
         self.shell_works = True
@@ -334,19 +336,26 @@ class NodeSession:
             capped = Capped(self.options.max_output + FRAME_CHARS, self.options.max_line)
             try:
                 shell.process.stdin.write(framed(cmd, marker, _held_bytes(self.options)))
-                async with asyncio.timeout(limit):
+                self._deadline.arm(limit)  # asyncio.timeout's, one timer kept (.deadline)
+                try:
                     answer = await read_answer(shell, marker, capped)
-                    if answer is None:
-                        if not shell.answered and not self._is_lost(link):
-                            # Closed before its first answer: no usable shell here.
-                            raise ShellUnavailable(
-                                self.name, NodeHealth.OK, _("the node closed its shell")
-                            )
-                        raise ConnectionDropped(
-                            self.name, NodeHealth.UNREACHABLE, _("the shell channel closed")
+                except asyncio.CancelledError:
+                    if not self._deadline.expired():
+                        raise
+                    raise TimeoutError from None
+                finally:
+                    self._deadline.disarm()
+                if answer is None:
+                    if not shell.answered and not self._is_lost(link):
+                        # Closed before its first answer: no usable shell here.
+                        raise ShellUnavailable(
+                            self.name, NodeHealth.OK, _("the node closed its shell")
                         )
-                    if len(answer[0]) > self.options.max_output:
-                        raise over_output(self.options.max_output)
+                    raise ConnectionDropped(
+                        self.name, NodeHealth.UNREACHABLE, _("the shell channel closed")
+                    )
+                if len(answer[0]) > self.options.max_output:
+                    raise over_output(self.options.max_output)
             except TimeoutError as exc:
                 await self._drop_shell()  # the command may still be running in it
                 words = _("{command!r} did not finish within {seconds:g} s")
@@ -390,6 +399,7 @@ class NodeSession:
     def abandon(self) -> None:
         """Close the connection without waiting for the server to acknowledge it."""
         self._forget_shell()
+        self._deadline.close()
         link, self._link = self._link, None
         if link is not None:
             link.lost = True
@@ -403,6 +413,7 @@ class NodeSession:
     async def close(self) -> None:
         """Close the connection (the next command opens a new one)."""
         await self._drop_shell()
+        self._deadline.close()
         link, self._link = self._link, None
         if link is None:
             return

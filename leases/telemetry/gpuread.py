@@ -92,6 +92,12 @@ async def read_gpus(
     apps and their owners ride on the same command (GpuRead.apps; the host figures then come after
     them). Raises NvsmiProbeError (with the host part on it) when probing fails, SshError
     as run does."""
+    # Most readings of a warm poller: the known fields' query alone, without query()'s parts.
+    plain = apps_of is None and not with_host
+    if known is not None and plain:
+        result = await run(nvsmi.query_command(known))
+        if _answered(result):
+            return GpuRead(known, False, result, None)
     hosts: list[str | None] = [None]
     apps: list[AppsRead | None] = [None]
     ride = [apps_of if known is not None else None]  # with the known fields' query alone
@@ -116,10 +122,9 @@ async def read_gpus(
         status = result.exit_status if said is None else said  # the GPU query's own
         return CommandResult(status, stdout, result.stderr)
 
-    if known is not None:
+    if known is not None and not plain:
         result = await query(known)
-        said = f"{result.stdout}\n{result.stderr}" if result.exit_status != 0 else ""
-        if not said or nvsmiprobe.rejected_field(said) is None:  # only a failure is read
+        if _answered(result):
             return GpuRead(known, False, result, hosts[0], apps[0])
     try:
         fields, result = await nvsmiprobe.probe_read(query)
@@ -127,6 +132,14 @@ async def read_gpus(
         exc.host = hosts[0]
         raise
     return GpuRead(fields, True, result, hosts[0], apps[0])
+
+
+def _answered(result: CommandResult) -> bool:
+    """Whether the known fields' query was answered (well, or with a failure of its own),
+    not refused for a field the node's nvidia-smi no longer knows (then it is probed)."""
+    if result.exit_status == 0:
+        return True
+    return nvsmiprobe.rejected_field(f"{result.stdout}\n{result.stderr}") is None
 
 
 def driver_of(samples: Sequence[GpuSample]) -> str:

@@ -245,6 +245,19 @@ class _GpuAcc:
         if s.power_limit_w is not None:
             self.limit.append(s.power_limit_w)
 
+    def add_times(self, s: GpuSample, times: int) -> None:
+        """add(s) `times` times over (the values held as often: means are summed in the
+        same order, so they come out the same to the last bit)."""
+        self.readings += times
+        if s.util_gpu is not None:
+            self.util += [s.util_gpu] * times
+        if s.mem_used_mib is not None:
+            self.mem += [s.mem_used_mib] * times
+        if s.power_w is not None:
+            self.power += [s.power_w] * times
+        if s.power_limit_w is not None:
+            self.limit += [s.power_limit_w] * times
+
     def result(self, index: int) -> GpuMinute:
         return GpuMinute(
             index,
@@ -264,9 +277,16 @@ class MinuteAccumulator:
         self.node = node
         self._minute: int | None = None
         self._gpus: dict[int, _GpuAcc] = {}
+        # The readings last added, and how many times they were read again since (again)
+        # in the open minute: added to its GPUs only when the minute closes or other
+        # readings come, not GPU by GPU at every reading.
+        self._last: Sequence[GpuSample] = ()
+        self._repeats = 0
 
-    def add(self, samples: Iterable[GpuSample]) -> list[NodeMinute]:
+    def add(self, samples: Sequence[GpuSample]) -> list[NodeMinute]:
         """Add readings; return the minutes they closed (a later minute has begun)."""
+        self._fold()
+        self._last = samples
         closed: list[NodeMinute] = []
         at: datetime | None = None
         minute = 0
@@ -286,6 +306,31 @@ class MinuteAccumulator:
             acc.add(s)
         return closed
 
+    def again(self, samples: Sequence[GpuSample]) -> list[NodeMinute]:
+        """add(samples), where the caller knows them to hold the values last added (one
+        reading of a node, its answer read again unchanged) at a later time: in the same
+        minute, only counted. Returns the minutes closed."""
+        if (
+            self._last
+            and samples
+            and self._minute is not None
+            and int(samples[0].at.timestamp()) // 60 == self._minute
+            and self._gpus
+        ):
+            self._repeats += 1
+            return []
+        return self.add(samples)
+
+    def _fold(self) -> None:
+        """The readings counted by again, added to the open minute's GPUs."""
+        if self._repeats:
+            for s in self._last:
+                acc = self._gpus.get(s.index)
+                if acc is None:
+                    acc = self._gpus[s.index] = _GpuAcc()
+                acc.add_times(s, self._repeats)
+            self._repeats = 0
+
     def flush(self, now_minute: int) -> NodeMinute | None:
         """Close the open minute if now is past it (the node went quiet)."""
         if self._minute is not None and now_minute > self._minute:
@@ -293,6 +338,7 @@ class MinuteAccumulator:
         return None
 
     def _close(self) -> NodeMinute | None:
+        self._fold()
         if self._minute is None or not self._gpus:
             return None
         gpus = tuple(acc.result(i) for i, acc in sorted(self._gpus.items()))

@@ -51,6 +51,10 @@ class NodeState:
     host: HostStats | None = None
     # The GPU rows last read and what they parsed to (exec and stream alike).
     rows: RowMemo = field(default_factory=RowMemo)
+    # The exec answer and query fields of the reading last recorded (None: it came from
+    # elsewhere, a stream): the same answer again is the same values (MinuteAccumulator.
+    # again).
+    said: tuple[str, tuple[str, ...]] | None = None
 
     def __post_init__(self) -> None:
         self.acc = MinuteAccumulator(self.node.name)

@@ -183,10 +183,18 @@ class Poller:
             if result.exit_status != 0:
                 self._failed_reading(state, result.exit_status, result.stdout, result.stderr)
                 return
+            # The same answer to the same query as the reading last recorded: the same
+            # values (and driver), at a new time.
+            said = (result.stdout, read.fields)
+            again = said == state.said and not read.probed
             samples = nvsmi.parse_query(result.stdout, read.fields, node.name, now, state.rows)
-            self._probed(state, read.probed, samples)
-            processes = await self._processes(state, run, read.apps)
-            self._good(state, samples, processes, parsed=True)
+            if not again:
+                self._probed(state, read.probed, samples)
+            if due:
+                processes = await self._processes(state, run, read.apps)
+            else:  # as _processes counts a reading it has no turn to read processes on
+                state.polls, processes = state.polls + 1, None
+            self._good(state, samples, processes, parsed=True, said=said, again=again)
         except HostKeyRejected as exc:
             self._bad(state, exc.health, exc.message, exc.offered.fingerprint)
         except SshError as exc:
@@ -300,10 +308,13 @@ class Poller:
         processes: tuple[GpuProcess, ...] | None,
         *,
         parsed: bool = False,
+        said: tuple[str, tuple[str, ...]] | None = None,
+        again: bool = False,
     ) -> None:
         """A good reading. parsed: the samples come from nvidia-smi's parser, which refused
         every value outside nvsmi.BOUNDS row by row (sample_problem's bounds): not checked
-        twice. Samples from anywhere else (NVML) are."""
+        twice. Samples from anywhere else (NVML) are. said: the exec answer and fields they
+        were parsed from; again: the same as the reading recorded last (NodeState.said)."""
         name = state.node.name
         if not samples:
             self._bad(state, NodeHealth.GPU_LOST, "nvidia-smi listed no GPUs")
@@ -317,7 +328,7 @@ class Poller:
                 self._bad(state, NodeHealth.GARBAGE, problem)
                 return
         now = samples[0].at
-        previous = self.statuses.get(name, NodeStatus(name))
+        previous = self.statuses.get(name) or NodeStatus(name)
         if processes is not None:
             state.tracker.see(now, gpu_owners(samples, processes))
         status = NodeStatus(
@@ -332,7 +343,10 @@ class Poller:
         )
         if self.recent is not None:
             self.recent.add(samples)
-        self._pending_minutes.extend(self._attributed(state, state.acc.add(samples)))
+        closed = state.acc.again(samples) if again else state.acc.add(samples)
+        if closed:
+            self._pending_minutes.extend(self._attributed(state, closed))
+        state.said = said
         if state.in_gap is not False and self.store is not None:
             self._pending_gaps.append(GapEvent(name, now, opened=False))
         state.in_gap = False
@@ -343,7 +357,7 @@ class Poller:
     ) -> None:
         name = state.node.name
         now = self.clock()
-        previous = self.statuses.get(name, NodeStatus(name))
+        previous = self.statuses.get(name) or NodeStatus(name)
         if fingerprint is None and health is previous.health:
             # An attempt held back by the backoff sees no key: the key refused is the one
             # seen before (else the host-key alert lost its fingerprint to "?").

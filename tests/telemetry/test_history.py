@@ -52,6 +52,75 @@ def test_minutes_close_when_the_next_begins() -> None:
     assert late is not None and late.gpus[0].util_mean == 90.0
 
 
+def _retimed(readings: list[GpuSample], at: datetime) -> list[GpuSample]:
+    return [GpuSample(s.node, at, s.index, util_gpu=s.util_gpu, mem_used_mib=s.mem_used_mib,
+                      power_w=s.power_w, power_limit_w=s.power_limit_w) for s in readings]  # fmt: skip
+
+
+_reading = st.lists(
+    st.tuples(st.integers(0, 3), st.none() | st.floats(0, 100, allow_nan=False),
+              st.none() | st.floats(0, 80_000), st.none() | st.floats(0, 700)),
+    min_size=1, max_size=4, unique_by=lambda r: r[0],
+)  # fmt: skip
+
+
+@given(
+    st.lists(st.tuples(st.booleans(), st.integers(0, 150), _reading), min_size=1, max_size=40),
+    st.integers(0, 3),
+)
+def test_a_reading_again_closes_the_same_minutes_as_adding_it(
+    steps: list[tuple[bool, int, list[tuple[int, float | None, float | None, float | None]]]],
+    flush_every: int,
+) -> None:
+    """again (the values last added, read again) gives, bit for bit, the minutes add gives:
+    through minutes closing, flushes between readings, late readings and unknown values."""
+    plain, counted = MinuteAccumulator("n1"), MinuteAccumulator("n1")
+    got_plain: list[NodeMinute] = []
+    got_counted: list[NodeMinute] = []
+    last: list[GpuSample] | None = None
+    at = T0
+    for i, (repeat, seconds, rows) in enumerate(steps):
+        at = at + timedelta(seconds=seconds - 20)  # now and then a late one
+        if repeat and last is not None:
+            readings = _retimed(last, at)
+            got_plain += plain.add(readings)
+            got_counted += counted.again(readings)
+        else:
+            readings = [GpuSample("n1", at, g, util_gpu=u, mem_used_mib=m, power_w=p,
+                                  power_limit_w=400.0) for g, u, m, p in rows]  # fmt: skip
+            got_plain += plain.add(readings)
+            got_counted += counted.add(readings)
+            last = readings
+        if flush_every and i % (flush_every + 1) == flush_every:
+            now_minute = int(at.timestamp()) // 60 + 1
+            for acc, got in ((plain, got_plain), (counted, got_counted)):
+                closed = acc.flush(now_minute)
+                if closed is not None:
+                    got.append(closed)
+    end = int(at.timestamp()) // 60 + 5
+    for acc, got in ((plain, got_plain), (counted, got_counted)):
+        closed = acc.flush(end)
+        if closed is not None:
+            got.append(closed)
+    assert got_counted == got_plain
+
+
+def test_readings_again_count_in_their_minute() -> None:
+    """Worked by hand: 10 % then the same reading three times (one of them in the next
+    minute), then 50 %: minute one 4 readings at 10 %, minute two 10 and 50, mean 30."""
+    acc = MinuteAccumulator("n1")
+    first = [sample(T0, 0, 10)]
+    assert acc.add(first) == []
+    assert acc.again([sample(T0 + timedelta(seconds=20), 0, 10)]) == []
+    assert acc.again([sample(T0 + timedelta(seconds=40), 0, 10)]) == []
+    assert acc.again([sample(T0 + timedelta(seconds=50), 0, 10)]) == []
+    closed = acc.again([sample(T0 + timedelta(seconds=65), 0, 10)])
+    assert [(m.gpus[0].readings, m.gpus[0].util_mean) for m in closed] == [(4, 10.0)]
+    assert acc.add([sample(T0 + timedelta(seconds=80), 0, 50)]) == []
+    late = acc.flush(int(T0.timestamp()) // 60 + 2)
+    assert late is not None and (late.gpus[0].readings, late.gpus[0].util_mean) == (2, 30.0)
+
+
 maybe = st.none() | st.floats(0, 100, allow_nan=False)
 
 

@@ -8,13 +8,19 @@ from __future__ import annotations
 
 from collections import deque
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from leases.core.models import Node, NodeHealth, SshTarget
+from leases.ledger.store import Ledger
+from leases.ssh.stream import CommandResult
 from leases.telemetry import nvsmi
 from leases.telemetry.attribution import OwnerTracker
+from leases.telemetry.poller import Poller
+from leases.telemetry.rollups import HistoryStore
 from leases.telemetry.rowmemo import RowMemo
 
 T0 = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
@@ -143,3 +149,60 @@ def test_a_steady_node_holds_a_few_owner_readings_not_an_hour_of_them() -> None:
         tracker.see(T0 + timedelta(seconds=30 * step), {0: ("alice",), 1: ()})
     assert len(tracker._seen) <= 16
     assert len({id(o) for _, o in tracker._seen}) == 1  # the same owners held once
+
+
+class _Session:
+    """A node's session answering each command with the next output in turn (no SSH: the
+    in-process and real-sshd tiers are in test_poller.py; here only the poller's record of
+    what came back is under test)."""
+
+    def __init__(self, outputs: list[str]) -> None:
+        self.outputs = deque(outputs)
+
+    async def query(self, command: str, timeout: float | None = None) -> CommandResult:
+        assert command == nvsmi.query_command(FIELDS)
+        return CommandResult(0, self.outputs.popleft(), "")
+
+
+class _Pool:
+    def __init__(self, session: _Session) -> None:
+        self.session = session
+
+    def add(self, node: Node) -> _Session:
+        return self.session
+
+    def __contains__(self, name: object) -> bool:
+        return False
+
+
+async def test_the_same_answer_read_again_is_counted_in_its_minute(tmp_path: Path) -> None:
+    """Worked by hand: 86 % read at :00, the same answer at :20 and :40, 90 % at :50, the
+    same 90 % answer at 1:05. The first minute holds 4 readings of GPU 0, util mean
+    (86 * 3 + 90) / 4 = 87 (a whole percent: minutes are stored to UTIL_STEPS); the
+    minute after, one at 90 %."""
+    one = "0, GPU-a, 86, 40000, 301.25, 550.54.15\n"
+    other = "0, GPU-a, 90, 40000, 301.25, 550.54.15\n"
+    times = deque([T0 + timedelta(seconds=s) for s in (0, 20, 40, 50, 65)])
+    now = [T0]
+
+    def clock() -> datetime:
+        return now[0]
+
+    ledger = Ledger.open(tmp_path / "l.db")
+    node = ledger.add_node(Node("n1", SshTarget("127.0.0.1", 22, "root", None), "A100", 1))
+    store = HistoryStore(ledger)
+    session = _Session([one, one, one, other, other])
+    poller = Poller([node], pool=_Pool(session), clock=clock, store=store,  # type: ignore[arg-type]
+                    host_stats=False, processes=False)  # fmt: skip
+    poller.set_nodes([node])
+    poller._nodes["n1"].fields = FIELDS  # known: one query a reading
+    while times:
+        now[0] = times.popleft()
+        status = (await poller.sweep())["n1"]
+        assert status.health is NodeHealth.OK and status.at == now[0]
+        assert [s.at for s in status.samples] == [now[0]]
+    now[0] = T0 + timedelta(minutes=3)
+    poller.flush()
+    minutes = store.minutes("n1", T0, T0 + timedelta(minutes=3))
+    assert [(m.gpus[0].readings, m.gpus[0].util_mean) for m in minutes] == [(4, 87.0), (1, 90.0)]
+    ledger.close()

@@ -380,8 +380,7 @@ class NodeSession:
             except BaseException:  # cancelled: its answer, unread, would open the next one's
                 await self._drop_shell()
                 raise
-            await asyncio.sleep(0)  # let the stderr reader take what came before the marker
-            out, status = answer
+            out, status = answer  # stderr: all that came before it (TailTarget)
             if status is None:  # the marker without the frame's status line
                 await self._drop_shell()  # the next command starts afresh
                 if not shell.answered:  # never framed right here (no `head -c`?): execs
@@ -406,9 +405,7 @@ class NodeSession:
             link.close()
 
     def _forget_shell(self) -> None:
-        shell, self._shell = self._shell, None
-        if shell is not None:
-            shell.stderr.cancel()
+        self._shell = None  # its channel goes with the connection
 
     async def close(self) -> None:
         """Close the connection (the next command opens a new one)."""

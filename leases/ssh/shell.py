@@ -40,7 +40,7 @@ from leases.core.models import NodeHealth
 from leases.ssh.errors import ShellUnavailable
 from leases.ssh.faults import describe
 from leases.ssh.link import Link
-from leases.ssh.stream import CHUNK, Capped, Tail
+from leases.ssh.stream import CHUNK, Capped, TailTarget
 
 
 @dataclass(eq=False)
@@ -49,7 +49,7 @@ class Shell:
 
     link: Link
     process: asyncssh.SSHClientProcess[str]
-    stderr: Tail  # cleared before each command
+    stderr: TailTarget  # cleared before each command
     answered: bool = False  # has it ever answered a command with its status?
 
 
@@ -179,19 +179,21 @@ async def open_shell(link: Link, node: str) -> Shell:
     try:
         # `sh` run as a command, not a login shell: the same environment as an exec
         # (no /etc/profile resetting PATH), POSIX $? whatever the login shell is.
-        process = await link.conn.create_process("sh", encoding="utf-8", errors="replace")
+        stderr = TailTarget()
+        process = await link.conn.create_process(
+            "sh", encoding="utf-8", errors="replace", stderr=stderr
+        )
     except asyncssh.ChannelOpenError as exc:
         link.channels.release()
         raise ShellUnavailable(node, NodeHealth.OK, describe(exc)) from exc
     except BaseException:
         link.channels.release()
         raise
-    return Shell(link, process, Tail(process.stderr))
+    return Shell(link, process, stderr)
 
 
 def close_shell(shell: Shell) -> None:
     """Close the shell channel (stopping what runs in it) and give back its slot."""
-    shell.stderr.cancel()
     with contextlib.suppress(Exception):
         shell.process.close()
     shell.link.channels.release()

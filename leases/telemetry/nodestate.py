@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 from leases.core.host import HostStats
 from leases.core.models import Node
 from leases.telemetry import hoststats
 from leases.telemetry.attribution import OwnerTracker
-from leases.telemetry.history import MinuteAccumulator
+from leases.telemetry.history import MinuteAccumulator, NodeMinute
 from leases.telemetry.owners import OwnersMemo
 from leases.telemetry.rowmemo import RowMemo
 
@@ -59,6 +60,14 @@ class NodeState:
     def __post_init__(self) -> None:
         self.acc = MinuteAccumulator(self.node.name)
         self.owners = OwnersMemo(self.node.name)
+
+    def attributed(self, minutes: Sequence[NodeMinute]) -> list[NodeMinute]:
+        """Closed minutes with the owners of their GPUs' processes attached."""
+        out = []
+        for m in minutes:
+            seen = self.tracker.owners(m.minute)
+            out.append(m if seen is None else replace(m, owners=tuple(sorted(seen.items()))))
+        return out
 
     def read_host(self, text: str | None) -> None:
         """Turn the host part of an output into the node's host figures (never raises on

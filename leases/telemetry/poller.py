@@ -183,17 +183,12 @@ class Poller:
             if result.exit_status != 0:
                 self._failed_reading(state, result.exit_status, result.stdout, result.stderr)
                 return
-            # The same answer to the same query as the reading last recorded: the same
-            # values (and driver), at a new time.
-            said = (result.stdout, read.fields)
+            said = (result.stdout, read.fields)  # again: the same values (and driver)
             again = said == state.said and not read.probed
             samples = nvsmi.parse_query(result.stdout, read.fields, node.name, now, state.rows)
             if not again:
                 self._probed(state, read.probed, samples)
-            if due:
-                processes = await self._processes(state, run, read.apps)
-            else:  # as _processes counts a reading it has no turn to read processes on
-                state.polls, processes = state.polls + 1, None
+            processes = await self._processes(state, run, read.apps)
             self._good(state, samples, processes, parsed=True, said=said, again=again)
         except HostKeyRejected as exc:
             self._bad(state, exc.health, exc.message, exc.offered.fingerprint)
@@ -280,15 +275,6 @@ class Poller:
         elif got.samples:
             self._good(state, got.samples, None)
 
-    @staticmethod
-    def _attributed(state: NodeState, minutes: Sequence[NodeMinute]) -> list[NodeMinute]:
-        """Closed minutes with the owners of their GPUs' processes attached."""
-        out = []
-        for m in minutes:
-            seen = state.tracker.owners(m.minute)
-            out.append(m if seen is None else replace(m, owners=tuple(sorted(seen.items()))))
-        return out
-
     def _failed_reading(
         self, state: NodeState, status: int | None, stdout: str, stderr: str
     ) -> None:
@@ -343,9 +329,8 @@ class Poller:
         )
         if self.recent is not None:
             self.recent.add(samples)
-        closed = state.acc.again(samples) if again else state.acc.add(samples)
-        if closed:
-            self._pending_minutes.extend(self._attributed(state, closed))
+        if closed := state.acc.again(samples) if again else state.acc.add(samples):
+            self._pending_minutes.extend(state.attributed(closed))
         state.said = said
         if state.in_gap is not False and self.store is not None:
             self._pending_gaps.append(GapEvent(name, now, opened=False))
@@ -376,7 +361,7 @@ class Poller:
         )
         closed = state.acc.flush(int(now.timestamp()) // 60)
         if closed is not None:
-            self._pending_minutes.extend(self._attributed(state, [closed]))
+            self._pending_minutes.extend(state.attributed([closed]))
         if self.store is not None and state.in_gap is not True:
             # Idempotent: a gap another process left open stays the one open.
             self._pending_gaps.append(GapEvent(name, now, opened=True, health=health,
@@ -425,7 +410,7 @@ class Poller:
         for state in self._nodes.values():
             closed = state.acc.flush(now_minute)
             if closed is not None:
-                self._pending_minutes.extend(self._attributed(state, [closed]))
+                self._pending_minutes.extend(state.attributed([closed]))
         minutes, self._pending_minutes = self._pending_minutes, []
         latest, self._pending_latest = self._pending_latest, {}
         self.probes.write(self.clock(), self.log)

@@ -128,7 +128,7 @@ def test_owner_readings_dropped_as_too_old_are_never_the_ones_a_closing_minute_n
     steps: list[tuple[int, dict[int, tuple[str, ...]] | None]],
 ) -> None:
     """The poller asks the tracker for the minute its last GPU reading was in, once a
-    reading of a later minute comes (leases.telemetry.poller._attributed); processes are
+    reading of a later minute comes (leases.telemetry.nodestate.NodeState.attributed); processes are
     read with some readings only (None: not this one). The answer must be the one every
     process reading ever seen gives, at any spacing (a node quiet for minutes)."""
     tracker, every = OwnerTracker(), _DropsNothing()

@@ -11,15 +11,17 @@ every 5 s within a 30 s limit costs one timer every 30 s, not two heap operation
 command; the limit is kept to the timer's precision all the same.
 
 The fired deadline cancels the task that armed it; `expired()` then tells that
-cancellation from any other (asyncio.timeout's rule: uncancel, and only a task not
-cancelled by anyone else sees a timeout)."""
+cancellation from any other (asyncio.timeout's rule: uncancel, and only a task no more
+cancelled than when the limit began sees a timeout: a cancel caught and kept uncounted
+further up, as Python 3.11's wait_for may leave, does not turn a timeout into one)."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 
 # A timer the loop runs this early (its clock's resolution) counts as on time.
-_EARLY_S = 0.001
+_EARLY_S = max(0.001, time.get_clock_info("monotonic").resolution)
 
 
 class Deadline:
@@ -31,12 +33,14 @@ class Deadline:
         self._timer: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._fired = False
+        self._cancelling = 0  # the task's cancel requests when the limit began
 
     def arm(self, limit: float) -> None:
         """Start the limit for the running task's command: it is cancelled `limit`
         seconds from now unless disarmed before."""
         loop = asyncio.get_running_loop()
-        self._task = asyncio.current_task()
+        task = self._task = asyncio.current_task()
+        self._cancelling = task.cancelling() if task is not None else 0
         self._when = loop.time() + limit
         self._fired = False
         timer = self._timer
@@ -58,7 +62,7 @@ class Deadline:
             return False
         self._fired = False
         task = asyncio.current_task()
-        return task is not None and task.uncancel() == 0
+        return task is not None and task.uncancel() <= self._cancelling
 
     def close(self) -> None:
         """Drop the timer (the session is closing)."""

@@ -35,7 +35,7 @@ class SshPool:
     def add(self, node: Node) -> NodeSession:
         """Add a node, or return its session; a node whose login changed gets a fresh one."""
         session = self.sessions.get(node.name)
-        if session is not None and session.target == node.ssh:
+        if session is not None and (session.node is node or session.target == node.ssh):
             session.node = node
             return session
         if session is not None:

@@ -4,6 +4,7 @@ futures and events; the only clock is the loop's own (the limits here are tens o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 
@@ -130,3 +131,27 @@ async def test_an_idle_timer_cancels_nothing() -> None:
     task = asyncio.current_task()
     assert task is not None and task.cancelling() == 0
     assert deadline._timer is None
+
+
+async def test_a_timeout_in_a_task_that_kept_an_earlier_cancel_is_a_timeout() -> None:
+    """A cancel caught further up and never uncancelled (Python 3.11's wait_for can leave
+    one: leases.ssh.connect.kept_cancel) leaves the task counted as cancelling: a timeout
+    after it is still a timeout, as asyncio.timeout makes it."""
+    deadline = Deadline()
+    loop = asyncio.get_running_loop()
+
+    async def after_a_kept_cancel() -> str:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):  # caught, not uncancelled
+            await asyncio.sleep(1)
+        assert task.cancelling() == 1
+        try:
+            await _limited(deadline, 0.02, loop.create_future())
+        except TimeoutError:
+            return f"timeout, cancelling {task.cancelling()}"
+        return "answered"
+
+    assert await asyncio.create_task(after_a_kept_cancel()) == "timeout, cancelling 1"
+    deadline.close()

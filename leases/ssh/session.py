@@ -47,12 +47,12 @@ from leases.ssh.options import SshOptions
 from leases.ssh.posixsh import under_sh
 from leases.ssh.shell import (
     FRAME_CHARS,
+    AnswerReader,
     Shell,
     close_shell,
     framed,
     new_marker,
     open_shell,
-    read_answer,
 )
 from leases.ssh.speech import _
 from leases.ssh.stream import (
@@ -327,24 +327,28 @@ class NodeSession:
         async with self._shell_lock:
             link = await self._connection()
             shell = self._shell
-            if shell is None or shell.link is not link or shell.process.is_closing():
+            if shell is None or not shell.usable(link):
                 await self._drop_shell()
                 shell = self._shell = await open_shell(link, self.name)
             marker = new_marker()
-            shell.stderr.clear()
+            shell.session.stderr.clear()
             # The cap is on the command's output: the frame's own lines come on top.
             capped = Capped(self.options.max_output + FRAME_CHARS, self.options.max_line)
             try:
-                shell.process.stdin.write(framed(cmd, marker, _held_bytes(self.options)))
+                text = framed(cmd, marker, _held_bytes(self.options))
                 self._deadline.arm(limit)  # asyncio.timeout's, one timer kept (.deadline)
                 try:
-                    answer = await read_answer(shell, marker, capped)
+                    answer = await shell.session.answer(
+                        shell.channel, text, AnswerReader(marker, capped)
+                    )
                 except asyncio.CancelledError:
                     if not self._deadline.expired():
                         raise
                     raise TimeoutError from None
                 finally:
                     self._deadline.disarm()
+                if answer is not None and answer[1] is not None:
+                    shell.answered = True
                 if answer is None:
                     if not shell.answered and not self._is_lost(link):
                         # Closed before its first answer: no usable shell here.
@@ -380,7 +384,7 @@ class NodeSession:
             except BaseException:  # cancelled: its answer, unread, would open the next one's
                 await self._drop_shell()
                 raise
-            out, status = answer  # stderr: all that came before it (TailTarget)
+            out, status = answer  # stderr: all that came before it, as packets came
             if status is None:  # the marker without the frame's status line
                 await self._drop_shell()  # the next command starts afresh
                 if not shell.answered:  # never framed right here (no `head -c`?): execs
@@ -388,7 +392,7 @@ class NodeSession:
                         self.name, NodeHealth.OK, _("the node's shell printed no exit status")
                     )
             self._set(NodeHealth.OK)
-            return CommandResult(status, out, shell.stderr.text)
+            return CommandResult(status, out, shell.session.stderr.text)
 
     async def _drop_shell(self) -> None:
         shell, self._shell = self._shell, None

@@ -1,6 +1,8 @@
 """The kept-open shell: one `sh` channel per node that short commands are written into, each
 framed so that sh prints its output, its exit status and a marker line in one write, and
-read back up to that marker.
+read back up to that marker. The channel is asyncssh's callback kind (ShellChannel): each
+packet goes to the answer being read as it comes, without the stream API's buffer, lock
+and read call (measured on 300 kept shells: about 6 % of the session layer's CPU).
 
 One round trip a command instead of two (channel open, then exec), and no new sshd
 session, login shell or ~/.bashrc per command: what all-smi does, and what measured
@@ -30,6 +32,7 @@ printed with the marker `__zuka_done_NONCE__` in one printf. So:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import secrets
 from dataclasses import dataclass
@@ -40,17 +43,28 @@ from leases.core.models import NodeHealth
 from leases.ssh.errors import ShellUnavailable
 from leases.ssh.faults import describe
 from leases.ssh.link import Link
-from leases.ssh.stream import CHUNK, Capped, TailTarget
+from leases.ssh.stream import Capped, OverCap, TailTarget
 
 
 @dataclass(eq=False)
 class Shell:
-    """A shell channel kept open on a node for short commands, and its stderr so far."""
+    """A shell channel kept open on a node for short commands (ShellChannel: its answers
+    and its stderr so far)."""
 
     link: Link
-    process: asyncssh.SSHClientProcess[str]
-    stderr: TailTarget  # cleared before each command
+    channel: asyncssh.SSHClientChannel[str]
+    session: ShellChannel
     answered: bool = False  # has it ever answered a command with its status?
+
+    def usable(self, link: Link) -> bool:
+        """Whether the next command may be written into it: on this link, open, in step."""
+        session = self.session
+        return (
+            self.link is link
+            and not self.channel.is_closing()
+            and not session.ended
+            and not session.stray
+        )
 
 
 _MARKER_HEAD = "__zuka_done_"
@@ -110,41 +124,54 @@ def answer_text(out: str, status: int, marker: str) -> str:
     return f"{out.replace(chr(0), '')}\n{status} {_nonce(marker)}\n{marker}\n"
 
 
-async def read_answer(shell: Shell, marker: str, capped: Capped) -> tuple[str, int | None] | None:
-    """The command's output and its exit status from the line before the marker line (None
-    when that is not a status), or None when the channel closed before the marker came.
-    Raises OverCap.
+class AnswerReader:
+    """One framed command's answer, fed what the channel brings as it comes (any cut of
+    it): the command's output and its exit status from the line before the marker line
+    (status None when that is not a status), once the marker's line has ended. Raises
+    OverCap (from feed) past the caps.
 
-    Read in bounded chunks, never readline (a node that prints no newline would make
-    readline hold everything it sends); the marker is looked for in each chunk with the
-    end of the one before (it may be split between two), not line by line."""
-    parts: list[str] = []
-    size = 0  # characters in parts
-    at = -1  # where the marker starts in the output, once seen
-    carry = ""  # the end of the output, where a marker cut between two chunks begins
-    while chunk := await shell.process.stdout.read(CHUNK):
-        capped.check(chunk)
-        if at < 0:
-            window = carry + chunk
+    Never a line at a time (a node that prints no newline would make a line reader hold
+    everything it sends): the marker is looked for in each chunk with the end of the one
+    before (it may be split between two)."""
+
+    def __init__(self, marker: str, capped: Capped) -> None:
+        self.marker = marker
+        self.capped = capped
+        self._parts: list[str] = []
+        self._size = 0  # characters in _parts
+        self._at = -1  # where the marker starts in the output, once seen
+        self._carry = ""  # the end of the output, where a marker cut in two begins
+
+    def feed(self, chunk: str) -> tuple[str, int | None] | None:
+        """The answer, once this chunk ends the marker's line; None while it has not."""
+        self.capped.check(chunk)
+        marker = self.marker
+        if self._at < 0:
+            window = self._carry + chunk
             found = window.find(marker)
             if found >= 0:
-                at = size - len(carry) + found
+                self._at = self._size - len(self._carry) + found
             else:
-                carry = window[max(0, len(window) - len(marker) + 1) :]
-        parts.append(chunk)
-        size += len(chunk)
-        if at >= 0 and "\n" in chunk:
-            text = "".join(parts)
-            end = text.find("\n", at + len(marker))
+                self._carry = window[max(0, len(window) - len(marker) + 1) :]
+        self._parts.append(chunk)
+        self._size += len(chunk)
+        if self._at >= 0 and "\n" in chunk:
+            text = "".join(self._parts)
+            end = text.find("\n", self._at + len(marker))
             if end >= 0:
-                return _answered(shell, text, at, marker, end)
-    if at < 0:
+                return _answered(text, self._at, marker, end)
         return None
-    text = "".join(parts)  # the marker line without its newline: the channel ended
-    return _answered(shell, text, at, marker, len(text))
+
+    def end(self) -> tuple[str, int | None] | None:
+        """The channel ended: the answer, its marker's line cut by that end; None when the
+        marker never came."""
+        if self._at < 0:
+            return None
+        text = "".join(self._parts)
+        return _answered(text, self._at, self.marker, len(text))
 
 
-def _answered(shell: Shell, text: str, at: int, marker: str, end: int) -> tuple[str, int | None]:
+def _answered(text: str, at: int, marker: str, end: int) -> tuple[str, int | None]:
     """The output before the status line that comes before the marker at `at` (`end`: the
     end of the marker's line), and that status. No status (None, the output then all there
     was before the marker) unless the frame printed a whole status line with its nonce, the
@@ -157,8 +184,57 @@ def _answered(shell: Shell, text: str, at: int, marker: str, end: int) -> tuple[
     word, space, nonce = line.partition(" ")
     if not (newline and space and nonce == _nonce(marker) and _status_word(word)):
         return body, None
-    shell.answered = True
     return out, int(word)
+
+
+class ShellChannel(asyncssh.SSHClientSession[str]):
+    """The kept shell channel's side in asyncssh: what sh prints, fed to the answer being
+    read as each packet comes (asyncssh's callbacks: no stream buffer, reader lock or read
+    call between the packet and the answer), and its stderr's last few KB. Output with no
+    command waiting for it puts the shell out of step (`stray`): it is not used again."""
+
+    def __init__(self) -> None:
+        self.stderr = TailTarget()
+        self.stray = False
+        self.ended = False
+        self._reader: AnswerReader | None = None
+        self._waiter: asyncio.Future[tuple[str, int | None] | None] | None = None
+
+    async def answer(
+        self, channel: asyncssh.SSHClientChannel[str], text: str, reader: AnswerReader
+    ) -> tuple[str, int | None] | None:
+        """Write a framed command and wait for its answer (AnswerReader's); None when the
+        channel ended before the marker. Raises OverCap."""
+        waiter: asyncio.Future[tuple[str, int | None] | None]
+        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        self._reader = reader
+        try:
+            channel.write(text)
+            return await waiter
+        finally:
+            self._reader = self._waiter = None
+
+    def data_received(self, data: str, datatype: asyncssh.DataType) -> None:
+        if datatype == asyncssh.EXTENDED_DATA_STDERR:
+            self.stderr.write(data)
+            return
+        waiter, reader = self._waiter, self._reader
+        if waiter is None or reader is None or waiter.done():
+            self.stray = True
+            return
+        try:
+            got = reader.feed(data)
+        except OverCap as exc:
+            waiter.set_exception(exc)
+            return
+        if got is not None:
+            waiter.set_result(got)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.ended = True
+        waiter, reader = self._waiter, self._reader
+        if waiter is not None and reader is not None and not waiter.done():
+            waiter.set_result(reader.end())
 
 
 def _status_word(word: str) -> bool:
@@ -179,9 +255,8 @@ async def open_shell(link: Link, node: str) -> Shell:
     try:
         # `sh` run as a command, not a login shell: the same environment as an exec
         # (no /etc/profile resetting PATH), POSIX $? whatever the login shell is.
-        stderr = TailTarget()
-        process = await link.conn.create_process(
-            "sh", encoding="utf-8", errors="replace", stderr=stderr
+        channel, session = await link.conn.create_session(
+            ShellChannel, "sh", encoding="utf-8", errors="replace"
         )
     except asyncssh.ChannelOpenError as exc:
         link.channels.release()
@@ -189,11 +264,12 @@ async def open_shell(link: Link, node: str) -> Shell:
     except BaseException:
         link.channels.release()
         raise
-    return Shell(link, process, stderr)
+    assert isinstance(session, ShellChannel)  # what the factory made
+    return Shell(link, channel, session)
 
 
 def close_shell(shell: Shell) -> None:
     """Close the shell channel (stopping what runs in it) and give back its slot."""
     with contextlib.suppress(Exception):
-        shell.process.close()
+        shell.channel.close()
     shell.link.channels.release()

@@ -1,53 +1,39 @@
-"""The kept-open shell's answer read chunk by chunk (leases.ssh.shell.read_answer), and the
+"""The kept-open shell's answer read chunk by chunk (leases.ssh.shell.AnswerReader), and the
 caps counted without splitting lines (Capped.check): each gives what the specification
 below gives for any text cut anywhere. The specification reads the whole text with one
 regular expression for the frame's end (output, its status line, the marker line), where
-read_answer searches chunks as they come.
+AnswerReader searches chunks as they come.
 
-The channel is a list of chunks: what asyncssh's reader hands out is any cut of the bytes
-the node sent, and the cuts are what these tests vary. Real shells: tests/ssh/
+The channel is a list of chunks: the packets asyncssh hands the channel are any cut of the
+bytes the node sent, and the cuts are what these tests vary. Real shells: tests/ssh/
 test_shell_frame.py; real channels: tests/ssh/test_ssh.py and the simulated fleets."""
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import re
-from dataclasses import dataclass, field
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from leases.ssh.shell import Shell, read_answer
+from leases.ssh.shell import AnswerReader
 from leases.ssh.stream import Capped, OverCap
 
 MARKER = "__zuka_done_0123456789ab__"
 
 
-@dataclass
-class _Reader:
-    chunks: list[str]
-
-    async def read(self, n: int) -> str:
-        assert n > 0
-        return self.chunks.pop(0) if self.chunks else ""
-
-
-@dataclass
-class _Process:
-    stdout: _Reader
-
-
-@dataclass
-class _Answered:
-    answered: bool = False
-    process: _Process = field(default_factory=lambda: _Process(_Reader([])))
-
-
-def _shell(chunks: list[str]) -> Shell:
-    # Only .process.stdout and .answered are used by read_answer.
-    return _Answered(process=_Process(_Reader(list(chunks))))  # type: ignore[return-value]
+def _read(chunks: list[str], capped: Capped) -> tuple[str, int | None] | None:
+    """What the kept shell's channel gives for these packets (leases.ssh.shell.ShellChannel
+    feeds each to the answer's reader); "" or the end of the list: the channel ended."""
+    reader = AnswerReader(MARKER, capped)
+    for chunk in chunks:
+        if not chunk:
+            break
+        got = reader.feed(chunk)
+        if got is not None:
+            return got
+    return reader.end()
 
 
 NONCE = "0123456789ab"  # the marker's random part: the status line carries it too
@@ -119,7 +105,7 @@ _WHOLE = {
 )
 @example(**_WHOLE)
 @example(**{**_WHOLE, "newline": False})  # the channel ends right after the marker: no status
-def test_read_answer_gives_what_the_specification_gives(
+def test_the_answer_read_is_what_the_specification_gives(
     out: str,
     status: str | None,
     nonce: str,
@@ -134,35 +120,28 @@ def test_read_answer_gives_what_the_specification_gives(
     sent = out + (f"\n{status} {nonce}\n" if status is not None else "") + end + after
     chunks = _cuts(sent, points)
     want = _outcome(lambda: _specified(chunks, Capped(10_000, max_line)))
-    shell = _shell(chunks)
-    got = _outcome(lambda: asyncio.run(read_answer(shell, MARKER, Capped(10_000, max_line))))
+    got = _outcome(lambda: _read(chunks, Capped(10_000, max_line)))
     assert got == want
-    answered = isinstance(got, tuple) and got[0] != "over" and got[1] is not None
-    assert shell.answered == answered
 
 
 def test_a_marker_cut_between_two_chunks_is_found() -> None:
     sent = f"line one\npartial\n3 {NONCE}\n{MARKER}\n"
     for cut in range(1, len(sent)):
-        shell = _shell([sent[:cut], sent[cut:]])
-        assert asyncio.run(read_answer(shell, MARKER, Capped(None, 100))) == (
+        assert _read([sent[:cut], sent[cut:]], Capped(None, 100)) == (
             "line one\npartial",
             3,
         )
 
 
 def test_the_channel_ending_before_the_marker_is_none() -> None:
-    assert (
-        asyncio.run(read_answer(_shell(["half a mark", "er", ""]), MARKER, Capped(None, 99)))
-        is None
-    )
-    assert asyncio.run(read_answer(_shell([MARKER[:-1]]), MARKER, Capped(None, 99))) is None
+    assert _read(["half a mark", "er", ""], Capped(None, 99)) is None
+    assert _read([MARKER[:-1]], Capped(None, 99)) is None
 
 
 def test_a_status_word_in_other_digits_is_no_status() -> None:
     # A hostile shell prints what it likes before the marker: "²" is a digit to
     # str.isdigit and not to int().
-    got = asyncio.run(read_answer(_shell([f"x\n² {NONCE}\n{MARKER}\n"]), MARKER, Capped(None, 99)))
+    got = _read([f"x\n² {NONCE}\n{MARKER}\n"], Capped(None, 99))
     assert got == (f"x\n² {NONCE}\n", None)
 
 
@@ -172,7 +151,7 @@ def test_an_output_the_shell_cut_is_over_the_cap() -> None:
     cap = 10
     held = ("é" * 100).encode()[: 4 * (cap + 1)].decode(errors="replace")
     with pytest.raises(OverCap):
-        asyncio.run(read_answer(_shell([held, f"\n{MARKER}\n"]), MARKER, Capped(cap, 99)))
+        _read([held, f"\n{MARKER}\n"], Capped(cap, 99))
 
 
 @settings(max_examples=300)

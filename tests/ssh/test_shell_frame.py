@@ -7,12 +7,12 @@ one gives no status. Through real sshd and a session: tests/ssh/test_ssh_openssh
 from __future__ import annotations
 
 import asyncio
+import codecs
 import shutil
-from dataclasses import dataclass
 
 import pytest
 
-from leases.ssh.shell import FRAME_CHARS, framed, new_marker, read_answer
+from leases.ssh.shell import FRAME_CHARS, AnswerReader, framed, new_marker
 from leases.ssh.stream import Capped, OverCap
 
 SHELLS = [
@@ -22,35 +22,22 @@ SHELLS = [
 ]
 
 
-@dataclass
-class _Text:
-    stream: asyncio.StreamReader
-
-    async def read(self, n: int) -> str:
-        return (await self.stream.read(n)).decode("utf-8", "replace")
-
-
-@dataclass
-class _Process:
-    stdout: _Text
-
-
-@dataclass
-class _Shell:
-    process: _Process
-    answered: bool = False
-
-
 async def _ask(
     proc: asyncio.subprocess.Process, cmd: str, cap: int = 1 << 20
 ) -> tuple[str, int | None] | None:
+    """One framed command and its answer, read as zuka's channel reads it: what comes fed to
+    an AnswerReader (leases.ssh.shell) until it has the answer or the shell's output ends."""
     assert proc.stdin is not None and proc.stdout is not None
     marker = new_marker()
     proc.stdin.write(framed(cmd, marker, 4 * (cap + 1)).encode())
     await proc.stdin.drain()
-    shell = _Shell(_Process(_Text(proc.stdout)))
-    capped = Capped(cap + FRAME_CHARS, 1 << 20)  # as leases.ssh.session caps it
-    return await read_answer(shell, marker, capped)  # type: ignore[arg-type]
+    reader = AnswerReader(marker, Capped(cap + FRAME_CHARS, 1 << 20))  # as the session caps it
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    while chunk := await proc.stdout.read(65536):
+        got = reader.feed(decoder.decode(chunk))
+        if got is not None:
+            return got
+    return reader.end()
 
 
 async def _run(argv: list[str], commands: list[tuple[str, int]]) -> list[object]:

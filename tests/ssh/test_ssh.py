@@ -751,6 +751,40 @@ async def test_a_shell_that_cannot_frame_is_left_for_execs(keys: TestKeys, tmp_p
             await session.close()
 
 
+async def test_output_after_an_answer_is_never_read_as_the_next_one(
+    keys: TestKeys, tmp_path: Path
+) -> None:
+    """A node's shell that prints more after an answer's marker, later (a background job of
+    a command, a node out of step): no command is waiting for it, so that shell is not used
+    again. The next command gets a new shell, and its answer holds only its own output."""
+    shells: list[int] = []
+    late = asyncio.Event()
+
+    def answer(process: asyncssh.SSHServerProcess[str], cmd: str, marker: str) -> None:
+        word, _, rest = cmd.partition(" ")
+        process.stdout.write(answer_text(rest + "\n", 0, marker))
+        if word == "late":
+
+            async def afterwards() -> None:
+                await asyncio.sleep(0.05)
+                process.stdout.write("printed later\n")
+                late.set()
+
+            asyncio.get_running_loop().create_task(afterwards())
+
+    async with FakeNode(keys, handler=_framing_shell(answer, shells)) as fake:
+        session = NodeSession(fake.as_node("n1"), node_options(keys, tmp_path, [fake]))
+        try:
+            assert await session.query("late first") == CommandResult(0, "first\n", "")
+            await late.wait()
+            await wait_until(lambda: session._shell is not None and session._shell.session.stray,
+                             what="the late output to reach the client")  # fmt: skip
+            assert await session.query("echo second") == CommandResult(0, "second\n", "")
+            assert len(shells) == 2 and session.shell_works and session.connects == 1
+        finally:
+            await session.close()
+
+
 def _sim_session(fleet: SimFleet, name: str, tmp_path: Path, **options: Any) -> NodeSession:
     """A session to one simulated node, trusting only the fleet's keys."""
     known = fleet.write_known_hosts(tmp_path / "known_hosts")

@@ -336,17 +336,17 @@ class NodeSession:
             capped = Capped(self.options.max_output + FRAME_CHARS, self.options.max_line)
             try:
                 text = framed(cmd, marker, _held_bytes(self.options))
+                waiter = shell.session.ask(shell.channel, text, AnswerReader(marker, capped))
                 self._deadline.arm(limit)  # asyncio.timeout's, one timer kept (.deadline)
                 try:
-                    answer = await shell.session.answer(
-                        shell.channel, text, AnswerReader(marker, capped)
-                    )
+                    answer = await waiter
                 except asyncio.CancelledError:
                     if not self._deadline.expired():
                         raise
                     raise TimeoutError from None
                 finally:
                     self._deadline.disarm()
+                    shell.session.settled()
                 if answer is not None and answer[1] is not None:
                     shell.answered = True
                 if answer is None:

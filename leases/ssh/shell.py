@@ -200,19 +200,25 @@ class ShellChannel(asyncssh.SSHClientSession[str]):
         self._reader: AnswerReader | None = None
         self._waiter: asyncio.Future[tuple[str, int | None] | None] | None = None
 
-    async def answer(
+    def ask(
         self, channel: asyncssh.SSHClientChannel[str], text: str, reader: AnswerReader
-    ) -> tuple[str, int | None] | None:
-        """Write a framed command and wait for its answer (AnswerReader's); None when the
-        channel ended before the marker. Raises OverCap."""
+    ) -> asyncio.Future[tuple[str, int | None] | None]:
+        """Write a framed command; the future its answer (AnswerReader's) is set on: None
+        when the channel ends before the marker; OverCap. `settled()` once it is done with
+        (awaited directly: no coroutine of its own between the packet and the reading)."""
         waiter: asyncio.Future[tuple[str, int | None] | None]
         waiter = self._waiter = asyncio.get_running_loop().create_future()
         self._reader = reader
         try:
             channel.write(text)
-            return await waiter
-        finally:
-            self._reader = self._waiter = None
+        except BaseException:
+            self.settled()
+            raise
+        return waiter
+
+    def settled(self) -> None:
+        """The answer asked for is had, or given up: output from now on is out of step."""
+        self._reader = self._waiter = None
 
     def data_received(self, data: str, datatype: asyncssh.DataType) -> None:
         if datatype == asyncssh.EXTENDED_DATA_STDERR:

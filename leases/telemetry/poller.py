@@ -78,15 +78,11 @@ class Poller:
         self.pool = pool
         self.log = log or quiet_logger()
         # True while run() polls; last_fault says why it last stopped (run_supervised).
-        self.running = False
-        self.last_fault = ""
-        self.restarts = 0
-        self.clock = clock
-        self.store = store
+        self.running, self.last_fault, self.restarts = False, "", 0
+        self.clock, self.store = clock, store
         # The last hour at full rate is for a screen: a headless collector keeps none.
         self.recent = recent
-        self.interval_s = interval_s
-        self.apps_every = apps_every
+        self.interval_s, self.apps_every = interval_s, apps_every
         # Read CPU, RAM, disks and network with the GPUs (leases.telemetry.hoststats);
         # bench/poll.py turns it off to measure what it costs.
         self.host_stats = host_stats
@@ -188,7 +184,9 @@ class Poller:
             samples = nvsmi.parse_query(result.stdout, read.fields, node.name, now, state.rows)
             if not again:
                 self._probed(state, read.probed, samples)
-            processes = await self._processes(state, run, read.apps)
+            if not due:  # as _processes counts it, without a coroutine made and awaited
+                state.polls += 1
+            processes = await self._processes(state, run, read.apps) if due else None
             self._good(state, samples, processes, parsed=True, said=said, again=again)
         except HostKeyRejected as exc:
             self._bad(state, exc.health, exc.message, exc.offered.fingerprint)

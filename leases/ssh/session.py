@@ -367,7 +367,10 @@ class NodeSession:
                 raise CommandTimeout(self.name, NodeHealth.TIMEOUT, self.last_error) from exc
             except OverCap as exc:
                 await self._drop_shell()  # stops the command: the channel is closed
-                raise self._too_large(cmd, str(exc)) from None
+                # The whole output's cap as the user set it (the frame's lines come on top).
+                over = capped.max_output is not None and capped.total > capped.max_output
+                reason = over_output(self.options.max_output) if over else exc
+                raise self._too_large(cmd, str(reason)) from None
             except ShellUnavailable:
                 await self._drop_shell()
                 raise

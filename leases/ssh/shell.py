@@ -187,6 +187,10 @@ def _answered(text: str, at: int, marker: str, end: int) -> tuple[str, int | Non
     return out, int(word)
 
 
+# stderr a shell may print with no command waiting before it is let go (a node flooding it).
+_IDLE_STDERR_MAX = 64 * 1024
+
+
 class ShellChannel(asyncssh.SSHClientSession[str]):
     """The kept shell channel's side in asyncssh: what sh prints, fed to the answer being
     read as each packet comes (asyncssh's callbacks: no stream buffer, reader lock or read
@@ -199,6 +203,11 @@ class ShellChannel(asyncssh.SSHClientSession[str]):
         self.ended = False
         self._reader: AnswerReader | None = None
         self._waiter: asyncio.Future[tuple[str, int | None] | None] | None = None
+        self._channel: asyncssh.SSHClientChannel[str] | None = None
+        self._idle_stderr = 0  # stderr characters with no command waiting, since the last
+
+    def connection_made(self, chan: asyncssh.SSHClientChannel[str]) -> None:
+        self._channel = chan
 
     def ask(
         self, channel: asyncssh.SSHClientChannel[str], text: str, reader: AnswerReader
@@ -208,7 +217,7 @@ class ShellChannel(asyncssh.SSHClientSession[str]):
         (awaited directly: no coroutine of its own between the packet and the reading)."""
         waiter: asyncio.Future[tuple[str, int | None] | None]
         waiter = self._waiter = asyncio.get_running_loop().create_future()
-        self._reader = reader
+        self._reader, self._idle_stderr = reader, 0
         try:
             channel.write(text)
         except BaseException:
@@ -221,13 +230,19 @@ class ShellChannel(asyncssh.SSHClientSession[str]):
         self._reader = self._waiter = None
 
     def data_received(self, data: str, datatype: asyncssh.DataType) -> None:
+        waiter, reader = self._waiter, self._reader
+        waiting = waiter is not None and reader is not None and not waiter.done()
         if datatype == asyncssh.EXTENDED_DATA_STDERR:
             self.stderr.write(data)
+            if not waiting:
+                self._idle_stderr += len(data)
+                if self._idle_stderr > _IDLE_STDERR_MAX:
+                    self._out_of_step()
             return
-        waiter, reader = self._waiter, self._reader
-        if waiter is None or reader is None or waiter.done():
-            self.stray = True
+        if not waiting:
+            self._out_of_step()
             return
+        assert waiter is not None and reader is not None
         try:
             got = reader.feed(data)
         except OverCap as exc:
@@ -236,7 +251,25 @@ class ShellChannel(asyncssh.SSHClientSession[str]):
         if got is not None:
             waiter.set_result(got)
 
+    def _out_of_step(self) -> None:
+        """Output no command waits for: this shell is not used again, and it is closed now
+        (a callback channel takes every packet as it comes, and asyncssh opens the window
+        again for each: a node printing without end between commands would otherwise cost
+        the poller a core until the next command)."""
+        self.stray = True
+        if self._channel is not None:
+            self._channel.close()
+
+    def eof_received(self) -> bool:
+        """The shell's output ended (its channel may stay open): so does the answer being
+        read, as the end of a stream did. False: asyncssh closes the channel."""
+        self._end()
+        return False
+
     def connection_lost(self, exc: Exception | None) -> None:
+        self._end()
+
+    def _end(self) -> None:
         self.ended = True
         waiter, reader = self._waiter, self._reader
         if waiter is not None and reader is not None and not waiter.done():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import itertools
@@ -781,6 +782,70 @@ async def test_output_after_an_answer_is_never_read_as_the_next_one(
                              what="the late output to reach the client")  # fmt: skip
             assert await session.query("echo second") == CommandResult(0, "second\n", "")
             assert len(shells) == 2 and session.shell_works and session.connects == 1
+        finally:
+            await session.close()
+
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+async def test_a_shell_flooding_between_commands_is_closed_at_once(
+    keys: TestKeys, tmp_path: Path, stream: str
+) -> None:
+    """A node's shell that prints without end after an answer, with no command waiting:
+    the kept shell takes every packet as it comes, so it must not keep taking them. The
+    shell is closed at once (stdout) or past 64 KiB (stderr), having cost the client a few
+    packets, not what the node can send until the next command."""
+    shells: list[int] = []
+    sent: list[int] = []
+
+    def answer(process: asyncssh.SSHServerProcess[str], cmd: str, marker: str) -> None:
+        word, _, rest = cmd.partition(" ")
+        process.stdout.write(answer_text(rest + "\n", 0, marker))
+        if word == "flood":
+
+            async def flood() -> None:
+                out = process.stdout if stream == "stdout" else process.stderr
+                total = 0
+                with contextlib.suppress(Exception):
+                    while not process.channel.is_closing() and total < 256 << 20:
+                        out.write("x" * 16384 + "\n")
+                        total += 16385
+                        await out.drain()
+                sent.append(total)
+
+            asyncio.get_running_loop().create_task(flood())
+
+    async with FakeNode(keys, handler=_framing_shell(answer, shells)) as fake:
+        session = NodeSession(fake.as_node("n1"), node_options(keys, tmp_path, [fake]))
+        try:
+            first = await session.query("flood first")  # (stderr: the flood may begin in it)
+            assert (first.exit_status, first.stdout) == (0, "first\n")
+            await wait_until(lambda: bool(sent), what="the node to stop flooding")
+            assert sent[0] < 4 << 20  # closed by the client, not by the 256 MiB cut here
+            assert await session.query("echo second") == CommandResult(0, "second\n", "")
+            assert len(shells) == 2 and session.shell_works
+        finally:
+            await session.close()
+
+
+async def test_a_shell_whose_output_ends_ends_its_answer_at_once(
+    keys: TestKeys, tmp_path: Path
+) -> None:
+    """A node's shell that ends its output (EOF) without closing the channel, before its
+    first answer: the answer ends there (not at the command's time limit), and the node's
+    commands run as execs."""
+    shells: list[int] = []
+
+    def answer(process: asyncssh.SSHServerProcess[str], cmd: str, marker: str) -> None:
+        process.stdout.write_eof()
+
+    async with FakeNode(keys, handler=_framing_shell(answer, shells)) as fake:
+        options = node_options(keys, tmp_path, [fake], command_timeout=60)
+        session = NodeSession(fake.as_node("n1"), options)
+        try:
+            assert await asyncio.wait_for(session.query("echo hi"), 30) == CommandResult(
+                0, "hi\n", ""
+            )
+            assert session.shell_works is False and len(shells) == 1
         finally:
             await session.close()
 

@@ -140,6 +140,10 @@ async def test_the_kept_shell_caps_the_output_as_an_exec_does(
         assert (await session.run(exact)).stdout == "0" * 1000
         with pytest.raises(SshError, match="output over 1000 characters"):
             await session.run_in_shell("printf '%01001d' 0")
+        # Far over: refused while it comes, and named by the cap the user set (the frame's
+        # own lines come on top of it).
+        with pytest.raises(SshError, match="output over 1000 characters"):
+            await session.run_in_shell("printf '%05000d' 0")
     finally:
         await session.close()
 

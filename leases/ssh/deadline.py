@@ -31,6 +31,7 @@ class Deadline:
         self._task: asyncio.Task[object] | None = None
         self._when = 0.0
         self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0  # when the timer fires (its when(), without the call)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._fired = False
         self._cancelling = 0  # the task's cancel requests when the limit began
@@ -44,12 +45,12 @@ class Deadline:
         self._when = loop.time() + limit
         self._fired = False
         timer = self._timer
-        if timer is not None and loop is self._loop and timer.when() <= self._when:
+        if timer is not None and loop is self._loop and self._timer_at <= self._when:
             return  # fires first and moves on to the deadline (_fire)
         if timer is not None:
             timer.cancel()  # a later one, or another loop's
         self._loop = loop
-        self._timer = loop.call_at(self._when, self._fire)
+        self._timer, self._timer_at = loop.call_at(self._when, self._fire), self._when
 
     def disarm(self) -> None:
         """The command ended: no limit until the next arm (the timer stays)."""
@@ -77,7 +78,7 @@ class Deadline:
         if task is None or loop is None or task.done():
             return  # nothing running now: the next arm sets a timer again
         if loop.time() + _EARLY_S < self._when:  # a command armed after this timer was set
-            self._timer = loop.call_at(self._when, self._fire)
+            self._timer, self._timer_at = loop.call_at(self._when, self._fire), self._when
             return
         self._task, self._fired = None, True
         task.cancel()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 from collections import deque
 from dataclasses import dataclass
 
@@ -135,13 +134,10 @@ class Tail:
 
 
 class TailTarget:
-    """A channel's stderr kept as Tail keeps it (its last few KB), for a channel that lives
-    long: asyncssh writes into it as the packets come (a file-like redirect target,
-    create_process(stderr=...)), with no task of its own, so that all the stderr that came
-    before a kept shell's answer, in the same read as it too, is here when the answer is
-    read."""
-
-    encoding = "utf-8"  # a text target: asyncssh hands it the channel's decoded text
+    """A channel's stderr kept as Tail keeps it (its last few KB), written to as its packets
+    come (leases.ssh.shell.ShellChannel) rather than read by a task of its own: all the
+    stderr that came before a kept shell's answer, in the same read as it too, is here when
+    the answer is read."""
 
     def __init__(self) -> None:
         self.text = ""
@@ -151,15 +147,6 @@ class TailTarget:
 
     def clear(self) -> None:
         self.text = ""
-
-    def fileno(self) -> int:  # asyncssh asks: no file under it, written to as an object
-        raise io.UnsupportedOperation("stderr kept in memory")
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 class KeptEnd:

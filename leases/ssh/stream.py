@@ -110,34 +110,11 @@ def _size(chars: int) -> str:
     return _("{count} characters").format(count=chars)
 
 
-class Tail:
-    """Reads a stream to its end in the background, keeping only its last few KB (a node
-    may print stderr without end; the end of it says why a command failed)."""
-
-    def __init__(self, reader: asyncssh.SSHReader[str]) -> None:
-        self.text = ""
-        self._task = asyncio.create_task(self._read(reader))
-
-    async def _read(self, reader: asyncssh.SSHReader[str]) -> None:
-        with contextlib.suppress(asyncssh.Error, OSError):
-            while chunk := await reader.read(CHUNK):
-                self.text = (self.text + chunk[-_STDERR_KEEP:])[-_STDERR_KEEP:]
-
-    def clear(self) -> None:
-        self.text = ""
-
-    async def done(self) -> None:
-        await self._task
-
-    def cancel(self) -> None:
-        self._task.cancel()
-
-
 class TailTarget:
-    """A channel's stderr kept as Tail keeps it (its last few KB), written to as its packets
-    come (leases.ssh.shell.ShellChannel) rather than read by a task of its own: all the
-    stderr that came before a kept shell's answer, in the same read as it too, is here when
-    the answer is read."""
+    """A stream's last few KB (a node may print stderr without end; the end of it says why
+    a command failed), written to as its text comes: by asyncssh's callbacks as packets
+    arrive (leases.ssh.shell.ShellChannel: all the stderr that came before a kept shell's
+    answer, in the same read as it too, is here when the answer is read), or by Tail."""
 
     def __init__(self) -> None:
         self.text = ""
@@ -147,6 +124,25 @@ class TailTarget:
 
     def clear(self) -> None:
         self.text = ""
+
+
+class Tail(TailTarget):
+    """Reads a stream to its end in the background into its last few KB (TailTarget)."""
+
+    def __init__(self, reader: asyncssh.SSHReader[str]) -> None:
+        super().__init__()
+        self._task = asyncio.create_task(self._read(reader))
+
+    async def _read(self, reader: asyncssh.SSHReader[str]) -> None:
+        with contextlib.suppress(asyncssh.Error, OSError):
+            while chunk := await reader.read(CHUNK):
+                self.write(chunk)
+
+    async def done(self) -> None:
+        await self._task
+
+    def cancel(self) -> None:
+        self._task.cancel()
 
 
 class KeptEnd:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
 
-from leases.core.models import GpuProcess, GpuSample, NodeHealth
-from leases.telemetry.words import reason
+from leases.core.models import GpuProcess, GpuSample
+from leases.core.readings import made_sample
+from leases.telemetry.nvsmifailure import classify_failure, human_reason
 
 
 class NvsmiParseError(ValueError):
@@ -305,43 +306,109 @@ _HELD_KINDS = frozenset({"number", "index", "count", "mig"})
 
 def parse_row(line: str, line_no: int, fields: Sequence[str]) -> dict[str, object]:
     """One CSV row as GpuSample keyword arguments (without node and at)."""
+    return row_values(row_tokens(line, line_no, fields), line_no, fields)
+
+
+def row_values(
+    tokens: Sequence[str],
+    line_no: int,
+    fields: Sequence[str],
+    before: tuple[Sequence[str], dict[str, object]] | None = None,
+) -> dict[str, object]:
+    """What a row's tokens (row_tokens) say, as parse_row gives it. before: the same GPU's
+    row read last with the same fields, its tokens and what they gave: only the tokens
+    that changed are read again (a busy GPU's power and utilisation), which gives what
+    reading them all would, since a token's value and checks depend on its field alone
+    and every token held was read without fault (the first bad token raises, as in order).
+    Not where two fields share a target: then every token is read."""
+    specs = _specs(tuple(fields))
+    if before is not None and _distinct_targets(tuple(fields)):
+        old_tokens, old = before
+        values = dict(old)
+        extra: dict[str, str] = dict(old["extra"])  # type: ignore[call-overload]
+        added = False
+        for spec, token, was in zip(specs, tokens, old_tokens, strict=True):
+            if token == was:
+                continue
+            if spec[2] != "extra":
+                put_token(values, extra, spec, token, line_no)
+                continue
+            one: dict[str, str] = {}
+            put_token(values, one, spec, token, line_no)
+            target = spec[1]
+            if target not in one:
+                extra.pop(target, None)  # unknown now: not there
+            else:
+                added = added or target not in extra
+                extra[target] = one[target]
+        if added:  # in the fields' order, as a whole row's parse puts them
+            extra = {t: extra[t] for _, t, kind in specs if kind == "extra" and t in extra}
+        values["extra"] = extra
+        return values
+    values, extra = {}, {}
+    for spec, token in zip(specs, tokens, strict=True):
+        put_token(values, extra, spec, token, line_no)
+    values["extra"] = extra
+    return values
+
+
+@functools.lru_cache(maxsize=64)
+def _distinct_targets(fields: tuple[str, ...]) -> bool:
+    return len({target for _, target, _ in _specs(fields)}) == len(fields)
+
+
+def held_index(token: str) -> int | None:
+    """The GPU index a short index token was read as before (None: not held)."""
+    value = _TOKENS.get(("index", "index", token))
+    return value if type(value) is int else None
+
+
+def row_tokens(line: str, line_no: int, fields: Sequence[str]) -> list[str]:
+    """A CSV row's tokens, one a field; raises when their count is not the fields'."""
     tokens = [t.strip() for t in line.split(",")]
     if len(tokens) != len(fields):
         raise NvsmiParseError(
             f"nvidia-smi line {line_no}: expected {len(fields)} comma-separated values, "
             f"got {len(tokens)}: {_shown(line)}"
         )
-    values: dict[str, object] = {}
-    extra: dict[str, str] = {}
-    held = _TOKENS
-    for (field, target, kind), token in zip(_specs(tuple(fields)), tokens, strict=True):
-        if kind in _HELD_KINDS and len(token) <= _MAX_NUMBER_CHARS:
-            # Only short tokens are held: "[" + 60,000 characters + "]" is a valid unknown,
-            # and 8,192 of those would be gigabytes.
-            key = (kind, target, token)
-            value = held.get(key, _MISSING)
-            if value is _MISSING:
-                value = _token_value(kind, target, token, line_no, field)
-                if len(held) >= _TOKENS_MAX:
-                    held.clear()
-                held[key] = value
-            values[target] = value
-            continue
-        if kind in _HELD_KINDS:
+    return tokens
+
+
+def put_token(
+    values: dict[str, object],
+    extra: dict[str, str],
+    spec: tuple[str, str, _Kind],
+    token: str,
+    line_no: int,
+) -> None:
+    """Set what one token of a row says (parse_row's step for one field): its target in
+    values, or its key in extra (an unknown extra sets nothing); raises when bad."""
+    field, target, kind = spec
+    if kind in _HELD_KINDS:
+        if len(token) > _MAX_NUMBER_CHARS:
             values[target] = _token_value(kind, target, token, line_no, field)
-            continue
-        unknown = _is_unknown(token)
-        if kind == "text":
-            values[target] = "" if unknown else _text(token, line_no, field)
-        elif unknown:
-            if kind != "extra":
-                values[target] = None
-        elif kind == "opt_text":
-            values[target] = _text(token, line_no, field)
-        else:
-            extra[target] = _text(token, line_no, field)
-    values["extra"] = extra
-    return values
+            return
+        # Only short tokens are held: "[" + 60,000 characters + "]" is a valid unknown,
+        # and 8,192 of those would be gigabytes.
+        key = (kind, target, token)
+        value = _TOKENS.get(key, _MISSING)
+        if value is _MISSING:
+            value = _token_value(kind, target, token, line_no, field)
+            if len(_TOKENS) >= _TOKENS_MAX:
+                _TOKENS.clear()
+            _TOKENS[key] = value
+        values[target] = value
+        return
+    unknown = _is_unknown(token)
+    if kind == "text":
+        values[target] = "" if unknown else _text(token, line_no, field)
+    elif unknown:
+        if kind != "extra":
+            values[target] = None
+    elif kind == "opt_text":
+        values[target] = _text(token, line_no, field)
+    else:
+        extra[target] = _text(token, line_no, field)
 
 
 def require_index(fields: Sequence[str]) -> None:
@@ -358,7 +425,8 @@ def _checked_with_index(fields: tuple[str, ...]) -> None:
 
 
 def as_sample(values: dict[str, object], node: str, at: datetime) -> GpuSample:
-    return GpuSample(node=node, at=at, **values)  # type: ignore[arg-type]
+    """The sample of a row's values (parse_row's: only GpuSample's fields, each checked)."""
+    return made_sample(node, at, values)
 
 
 class Memo(Protocol):
@@ -476,69 +544,6 @@ def parse_compute_apps(text: str, node: str) -> list[GpuProcess]:
         uuid = _text(uuid, line_no, "gpu_uuid")
         processes.append(GpuProcess(node=node, gpu_uuid=uuid, pid=pid, used_mib=used))
     return processes
-
-
-# --- when nvidia-smi fails ---
-#
-# Messages as nodes print them (issues corpus):
-# - "/bin/sh: nvidia-smi: command not found" (openmmtools#693); dash says
-#   "sh: 1: nvidia-smi: not found"; exit 127.
-# - "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make
-#   sure that the latest NVIDIA driver is installed and running." (nvidia-docker#988;
-#   qixuema/envs#4 shows it with a typographic apostrophe), exit 9.
-# - "Failed to initialize NVML: Driver/library version mismatch" then
-#   "NVML library version: 535.161", exit 18 (gputil#55, mozilla/translations#1167).
-# - "Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost.  Reboot
-#   the system to recover this GPU" (OWOD#81), exit 15 (NVML_ERROR_GPU_IS_LOST = 15);
-#   also "...GPU0000:0B:00.0: Unknown Error" (open-gpu-kernel-modules#387).
-# - "No devices were found" (singuconda#6) and "Failed to initialize NVML: No supported
-#   GPUs were found" exit 255 (dra-driver-nvidia-gpu#1008): the GPUs are gone from a
-#   node we rent for its GPUs, so they count as lost.
-# - "NVIDIA-SMI couldn't find libnvidia-ml.so library in your system. Please make sure that
-#   the NVIDIA Display Driver is properly installed and present in your system." then
-#   "Please also try adding directory that contains libnvidia-ml.so to your system PATH."
-#   (nvidia-docker#107 on 367.27, #1163 on 440.44, gpu-manager#101 on 450.66,
-#   FasterLivePortrait#8 in 2024, dakota#373 in 2026); nvidia-smi's exit status 12 is
-#   "NVML shared library couldn't be found or loaded".
-# - "Failed to initialize NVML: Insufficient Permissions" (nvidia-docker#676, #284;
-#   nvidia-container-toolkit#33 on 515.65, #210 on podman, #268 on 470.103); exit 4
-#   ("the current user does not have permission to access this device"). Not the same as
-#   "NVML: Unable to get ... for link 0: Insufficient Permissions" (pynvml#19), one
-#   query refused while nvidia-smi itself runs: that one is not the node's health.
-
-
-def _normalised(text: str) -> str:
-    return text.replace("‘", "'").replace("’", "'").lower()
-
-
-def classify_failure(exit_status: int | None, stdout: str, stderr: str) -> NodeHealth:
-    """Why an nvidia-smi run failed, from its exit status and what it printed."""
-    text = _normalised(f"{stdout}\n{stderr}")
-    if exit_status == 127 or "command not found" in text or "nvidia-smi: not found" in text:
-        return NodeHealth.NO_NVIDIA_SMI
-    if "driver/library version mismatch" in text:
-        return NodeHealth.DRIVER_MISMATCH
-    if exit_status == 12 or "couldn't find libnvidia-ml.so" in text:
-        return NodeHealth.NVML_LIBRARY_MISSING
-    if exit_status == 4 or "failed to initialize nvml: insufficient permissions" in text:
-        return NodeHealth.NVML_PERMISSION
-    if exit_status == 9 or "couldn't communicate with the nvidia driver" in text:
-        return NodeHealth.DRIVER_NOT_LOADED
-    if (
-        exit_status == 15
-        or "gpu is lost" in text
-        or "unknown error" in text
-        or "fallen off the bus" in text
-        or "no devices were found" in text
-        or "no supported gpus were found" in text
-    ):
-        return NodeHealth.GPU_LOST
-    return NodeHealth.GARBAGE
-
-
-def human_reason(health: NodeHealth) -> str:
-    """A short line for the user saying what a NodeHealth means."""
-    return reason(health)
 
 
 __all__ = [

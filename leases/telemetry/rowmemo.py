@@ -13,13 +13,16 @@ from leases.telemetry import nvsmi
 
 class RowMemo:
     """One node's GPU rows as last read and what they parsed to: a row that comes back the
-    same, byte for byte, is not parsed again (its sample still takes the new time). Holds
-    one row per GPU index, the last one read (a 1,000-node poller holds 1,000 of these);
-    a new field list forgets them all."""
+    same, byte for byte, is not parsed again (its sample still takes the new time), and
+    of one that changed only the tokens that changed are (nvsmi.row_values). Holds one
+    row per GPU index, the last one read (a 1,000-node poller holds 1,000 of these); a
+    new field list forgets them all."""
 
     def __init__(self) -> None:
         self._fields: tuple[str, ...] = ()
-        self._rows: dict[str, dict[str, object]] = {}
+        self._index_at = 0  # where the index is in the fields
+        # A row's line -> what it parsed to, and its tokens.
+        self._rows: dict[str, tuple[dict[str, object], list[str]]] = {}
         self._line_of: dict[object, str] = {}  # GPU index -> its row in _rows
         # The whole output last read, whom it came from and what it gave: read again
         # unchanged (an idle node, a second that did not move), it is not split again.
@@ -34,16 +37,25 @@ class RowMemo:
         """parse_row(line, line_no, fields), or what it gave for the same line before."""
         if tuple(fields) != self._fields:
             self._fields, self._rows, self._line_of = tuple(fields), {}, {}
+            self._index_at = self._fields.index("index") if "index" in fields else 0
             self._text = None
         held = self._rows.get(line)
         if held is not None:
-            return {**held, "extra": dict(held["extra"])}  # type: ignore[call-overload]
-        values = nvsmi.parse_row(line, line_no, fields)
+            return {**held[0], "extra": dict(held[0]["extra"])}  # type: ignore[call-overload]
+        tokens = nvsmi.row_tokens(line, line_no, fields)
+        # The same GPU's row read last, found by its index as read before (a new index
+        # token: the whole row is read).
+        was = self._line_of.get(nvsmi.held_index(tokens[self._index_at]))
+        before = None
+        if was is not None:
+            held_values, held_tokens = self._rows[was]
+            before = held_tokens, held_values
+        values = nvsmi.row_values(tokens, line_no, fields, before)
         index = values["index"]
         old = self._line_of.get(index)
         if old is not None:
             del self._rows[old]
-        self._rows[line] = {**values, "extra": dict(values["extra"])}  # type: ignore[call-overload]
+        self._rows[line] = ({**values, "extra": dict(values["extra"])}, tokens)  # type: ignore[call-overload]
         self._line_of[index] = line
         return values
 

@@ -206,3 +206,58 @@ async def test_the_same_answer_read_again_is_counted_in_its_minute(tmp_path: Pat
     minutes = store.minutes("n1", T0, T0 + timedelta(minutes=3))
     assert [(m.gpus[0].readings, m.gpus[0].util_mean) for m in minutes] == [(4, 87.0), (1, 90.0)]
     ledger.close()
+
+
+# Token by token: each field's own good and unknown words, and bad ones now and then, so
+# that a GPU's row read again changes in any field, to any of them (a row that changed is
+# read only where it changed: nvsmi.row_values). The second list names the throttle reasons
+# twice (one target): there every token is read.
+WORDS = {
+    "index": (["0", "1", "00"], ["[N/A]", "x", "200"]),
+    "uuid": (["GPU-a", "GPU-b", "", "[N/A]"], ["u" * 300]),
+    "utilization.gpu": (["87", "88", "[N/A]", "Not Supported"], ["1e999", "-1", "9" * 70]),
+    "power.draw": (["301.25", "61.0", "[Unknown Error]"], ["x"]),
+    "pstate": (["P0", "P8", "[N/A]", ""], ["p" * 300]),
+    "mig.mode.current": (["Enabled", "Disabled", "[N/A]"], ["maybe"]),
+    "ecc.errors.uncorrected.volatile.total": (["0", "3", "[N/A]"], ["1.5"]),
+    "pci.bus_id": (["00000000:18:00.0", "00000000:2A:00.0", "[N/A]"], ["b" * 300]),
+    "driver_version": (["550.54.15", "", "N/A"], ["d" * 300]),
+    "clocks_throttle_reasons.active": (["0x0000000000000004", "[N/A]"], ["t" * 300]),
+    "clocks_event_reasons.active": (["0x0000000000000000", "[Not Supported]"], ["e" * 300]),
+}
+TOKEN_FIELDS = (
+    ("index", "uuid", "utilization.gpu", "power.draw", "pstate", "mig.mode.current",
+     "ecc.errors.uncorrected.volatile.total", "pci.bus_id", "driver_version"),
+    ("index", "clocks_throttle_reasons.active", "utilization.gpu",
+     "clocks_event_reasons.active"),
+)  # fmt: skip
+
+
+@st.composite
+def token_row(draw: st.DrawFn, fields: tuple[str, ...]) -> str:
+    row = [draw(st.sampled_from(WORDS[f][0])) for f in fields]
+    bad = draw(st.integers(0, 4 * len(fields)))  # one bad token a row, now and then
+    if bad < len(fields):
+        row[bad] = draw(st.sampled_from(WORDS[fields[bad]][1]))
+    return ", ".join(row) + "\n"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data(), st.sampled_from(TOKEN_FIELDS))
+def test_a_row_read_again_only_where_it_changed_is_what_a_fresh_parse_gives(
+    data: st.DataObject, fields: tuple[str, ...]
+) -> None:
+    memo = RowMemo()
+    for step in range(data.draw(st.integers(1, 10))):
+        text = "".join(data.draw(st.lists(token_row(fields), max_size=3)))
+        at = T0 + timedelta(seconds=5 * step)
+        try:
+            fresh: object = nvsmi.parse_query(text, fields, "n1", at)
+        except nvsmi.NvsmiParseError as exc:
+            fresh = ("refused", str(exc))
+        try:
+            kept: object = nvsmi.parse_query(text, fields, "n1", at, memo)
+        except nvsmi.NvsmiParseError as exc:
+            kept = ("refused", str(exc))
+        assert kept == fresh
+        assert repr(kept) == repr(fresh)  # the extra keys too, none left over

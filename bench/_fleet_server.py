@@ -8,6 +8,11 @@ ports into --dir, prints one JSON line, and serves until killed:
   {"nodes": [{"name", "port", "direct_port"}], "known_hosts": PATH, "key": PATH,
    "delay_ms": D}
 
+--speed K runs the nodes' clock K times as fast as the wall's: the simulated readings move
+every 10 s of their own time, so --speed 10 makes every GPU row change about every second,
+as a busy GPU's power and utilisation do on a real node (the default, 1, leaves most
+warm sweeps reading the same rows again).
+
 Used by bench/poll.py; run it by hand with `python bench/_fleet_server.py --nodes 10`.
 """
 
@@ -19,7 +24,10 @@ import contextlib
 import json
 import signal
 import sys
+import time
 from collections import deque
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from leases.sim import Scenario, SimNode
@@ -92,9 +100,15 @@ class DelayProxy:
             u_writer.close()
 
 
-async def serve(count: int, delay_ms: float, directory: Path) -> None:
+def _clock(speed: float) -> Callable[[], datetime]:
+    """The nodes' clock: the wall's, run `speed` times as fast from now on."""
+    start, began = datetime.now(UTC), time.monotonic()
+    return lambda: start + timedelta(seconds=(time.monotonic() - began) * speed)
+
+
+async def serve(count: int, delay_ms: float, directory: Path, speed: float = 1.0) -> None:
     nodes = [SimNode(f"bench-{i + 1:03d}", "A100", 8, Scenario.BUSY, seed=i) for i in range(count)]
-    fleet = SimFleet(nodes, seed=1)
+    fleet = SimFleet(nodes, seed=1, clock=_clock(speed))
     await fleet.start()
     proxies: list[DelayProxy] = []
     try:
@@ -137,8 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nodes", type=int, default=10)
     ap.add_argument("--delay-ms", type=float, default=25.0, help="added in each direction")
     ap.add_argument("--dir", type=Path, required=True, help="where key and known_hosts go")
+    ap.add_argument("--speed", type=float, default=1.0, help="the nodes' clock, times the wall's")
     args = ap.parse_args(argv)
-    asyncio.run(serve(args.nodes, args.delay_ms, args.dir))
+    if not args.speed > 0:
+        ap.error("--speed: must be above 0")
+    asyncio.run(serve(args.nodes, args.delay_ms, args.dir, args.speed))
     return 0
 
 

@@ -144,11 +144,11 @@ class Row:
 
 
 def start_fleet(
-    count: int, delay_ms: float, directory: Path
+    count: int, delay_ms: float, directory: Path, speed: float = 1.0
 ) -> tuple[subprocess.Popen[str], Fleet]:
     proc = subprocess.Popen(
         [sys.executable, str(HERE / "_fleet_server.py"), "--nodes", str(count),
-         "--delay-ms", str(delay_ms), "--dir", str(directory)],
+         "--delay-ms", str(delay_ms), "--dir", str(directory), "--speed", str(speed)],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert proc.stdout is not None
@@ -631,6 +631,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ssh-sample", type=int, default=20, help="nodes timed for (a)")
     ap.add_argument("--rtt-ms", type=float, default=50.0, help="added round-trip time")
     ap.add_argument(
+        "--fleet-speed",
+        type=float,
+        default=1.0,
+        help="the simulated nodes' clock, times the wall's: their GPU rows move every 10 s "
+        "of it, so 10 changes them about every second, as a busy real node's do",
+    )
+    ap.add_argument(
         "--skip",
         default=DEFAULT_SKIP,
         help="comma-separated steps left out, of floor,z-exec,pssh,cold,z-host,z-gpus,"
@@ -642,10 +649,11 @@ def main(argv: list[str] | None = None) -> int:
 
     began = time.perf_counter()
     directory = Path(tempfile.mkdtemp(prefix="zuka-pollbench-"))
-    proc, fleet = start_fleet(max(counts), args.rtt_ms / 2, directory)
+    proc, fleet = start_fleet(max(counts), args.rtt_ms / 2, directory, args.fleet_speed)
     try:
         print(f"fleet: {len(fleet.ports)} nodes in pid {proc.pid}, "
-              f"+{fleet.delay_ms:g} ms each way; load {os.getloadavg()[0]:.2f}",
+              f"+{fleet.delay_ms:g} ms each way, clock x{args.fleet_speed:g} (GPU rows move "
+              f"every {10 / args.fleet_speed:g} s); load {os.getloadavg()[0]:.2f}",
               flush=True)  # fmt: skip
         rows = [asyncio.run(measure(fleet, n, args, directory)) for n in counts]
         main_table(rows, args.rtt_ms, args)

@@ -37,25 +37,32 @@ class GpuSample:
     extra: dict[str, str] = field(default_factory=dict)
 
 
-# Every GpuSample field's default but extra's (a dict of its own for each sample).
+# Every GpuSample field's default, and the fields made fresh for each sample (extra).
 SAMPLE_DEFAULTS: dict[str, object] = {
     f.name: f.default for f in fields(GpuSample) if f.default is not MISSING
 }
+_SAMPLE_FACTORIES = tuple(
+    (f.name, f.default_factory) for f in fields(GpuSample) if f.default_factory is not MISSING
+)
 
 
 def made_sample(node: str, at: datetime, values: Mapping[str, object]) -> GpuSample:
-    """GpuSample(node=node, at=at, **values), for values that name only GpuSample's fields,
-    each already checked by what read them (nvidia-smi's parser, a record zuka wrote):
-    made without a frozen dataclass's keyword __init__, which sets each field through
+    """The sample GpuSample(node=node, at=at, **values) makes (equal, the same repr, its
+    fields held in the same order, so that samples share one key table and take half the
+    memory), for values that name only GpuSample's fields, the index among them, each
+    already checked by what read them (nvidia-smi's parser, a record zuka wrote). Made
+    without a frozen dataclass's keyword __init__, which sets each field through
     object.__setattr__ and costs several times as much (a 1,000-node poller makes 8,000
     samples a sweep where the nodes are busy)."""
     new = object.__new__(GpuSample)
     held = vars(new)
+    held["node"], held["at"], held["index"] = node, at, values["index"]
     held.update(SAMPLE_DEFAULTS)
     held.update(values)
-    held["node"], held["at"] = node, at
-    if "extra" not in values:
-        held["extra"] = {}
+    held["node"], held["at"] = node, at  # over a record's own (its time as text)
+    for name, factory in _SAMPLE_FACTORIES:
+        if name not in values:
+            held[name] = factory()
     return new
 
 

@@ -37,6 +37,7 @@ class RowMemo:
         """parse_row(line, line_no, fields), or what it gave for the same line before."""
         if tuple(fields) != self._fields:
             self._fields, self._rows, self._line_of = tuple(fields), {}, {}
+            # (no index: its rows fail in row_values as they always did)
             self._index_at = self._fields.index("index") if "index" in fields else 0
             self._text = None
         held = self._rows.get(line)

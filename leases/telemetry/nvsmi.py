@@ -108,7 +108,6 @@ KNOWN_FIELDS: frozenset[str] = frozenset(_FIELDS)
 # Only these characters ever reach the remote shell inside a query command.
 _FIELD_NAME = re.compile(r"[a-z0-9_.]+")
 _NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
-_INTEGER = re.compile(r"[0-9]+")
 # Longest number we try to read; anything longer is garbage, not a reading.
 _MAX_NUMBER_CHARS = 64
 
@@ -208,17 +207,25 @@ def _bounded(value: float, target: str, line_no: int, field: str, token: str) ->
 
 
 def _number(token: str, line_no: int, field: str, target: str = "") -> float:
-    if len(token) > _MAX_NUMBER_CHARS or not _NUMBER.fullmatch(token):
-        raise _fail(line_no, field, f"expected a number, got {_shown(token)}")
-    value = float(token)
-    if not math.isfinite(value):
-        raise _fail(line_no, field, f"number out of range: {_shown(token)}")
+    digits = token.replace(".", "", 1)
+    if digits.isdigit() and digits.isascii() and len(token) <= _MAX_NUMBER_CHARS:
+        # What nvidia-smi prints ("386.74", "87"): ASCII digits with at most one point
+        # always match _NUMBER, and 64 digits are finite (a busy GPU's power is a new
+        # token every reading, so this is the common way in, without the pattern).
+        value = float(token)
+    else:
+        if len(token) > _MAX_NUMBER_CHARS or not _NUMBER.fullmatch(token):
+            raise _fail(line_no, field, f"expected a number, got {_shown(token)}")
+        value = float(token)
+        if not math.isfinite(value):
+            raise _fail(line_no, field, f"number out of range: {_shown(token)}")
     _bounded(value, target, line_no, field, token)
     return value
 
 
 def _whole(token: str, line_no: int, field: str, target: str = "") -> int:
-    if len(token) > _MAX_NUMBER_CHARS or not _INTEGER.fullmatch(token):
+    # ASCII digits only ([0-9]+: isdigit alone takes other scripts' digits too).
+    if len(token) > _MAX_NUMBER_CHARS or not (token.isdigit() and token.isascii()):
         raise _fail(line_no, field, f"expected a whole number, got {_shown(token)}")
     value = int(token)
     _bounded(value, target, line_no, field, token)

@@ -837,3 +837,47 @@ def test_a_long_unknown_token_is_read_but_never_held() -> None:
         (s,) = parse_query(f"0, GPU-a, A100, {token}", fields, "n", AT)
         assert s.util_gpu is None
     assert all(len(key[2]) <= 64 for key in nvsmi._TOKENS)
+
+
+# A number token as nvidia-smi's grammar reads it, written out plainly: nvsmi._number and
+# _whole take a quicker way for plain digits and must agree with this on every token.
+_NUMBER_GRAMMAR = r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+
+
+def _number_by_grammar(token: str) -> float | str:
+    import math
+    import re
+
+    if len(token) > 64 or not re.fullmatch(_NUMBER_GRAMMAR, token):
+        return "not a number"
+    value = float(token)
+    return value if math.isfinite(value) else "out of range"
+
+
+def _whole_by_grammar(token: str) -> int | str:
+    import re
+
+    return int(token) if len(token) <= 64 and re.fullmatch("[0-9]+", token) else "not whole"
+
+
+number_tokens = st.text(
+    st.sampled_from([*"0123456789..-+eE _", "٣", "²", "𝟗", "\u00a0", "n", "a", "i", "f"]),
+    max_size=70,
+) | st.sampled_from(["nan", "inf", "1e999", "9" * 64, "9" * 65, ".", "5.", ".5", "1.2.3"])
+
+
+@settings(max_examples=3000)
+@given(number_tokens)
+def test_number_tokens_read_as_nvidia_smis_grammar_says(token: str) -> None:
+    from leases.telemetry import nvsmi
+
+    def ours(read: Callable[..., object]) -> object:
+        try:
+            return read(token, 1, "f")
+        except nvsmi.NvsmiParseError as exc:
+            return "out of range" if "out of range" in str(exc) else "refused"
+
+    by_grammar = _number_by_grammar(token)
+    assert ours(nvsmi._number) == ("refused" if by_grammar == "not a number" else by_grammar)
+    whole = _whole_by_grammar(token)
+    assert ours(nvsmi._whole) == ("refused" if whole == "not whole" else whole)

@@ -78,6 +78,17 @@ def test_what_changed_is_read_at_once() -> None:
     assert memo.parse(reused) == parse_apps_owners(reused, "n")
 
 
+def test_an_uptime_that_went_back_reads_as_a_fresh_parse_reads_it() -> None:
+    # The same processes read again at an uptime before they started (a clock that went
+    # back, a forged line): each has run 0 s, as parse_procs says, not a negative time.
+    memo = OwnersMemo("n")
+    memo.parse(SMALL + "up 5000\n")
+    for up in ("500", "1000.5", "2600", "soon"):
+        again = SMALL + f"up {up}\n"
+        assert memo.parse(again) == parse_apps_owners(again, "n")
+    assert [p.elapsed_s for p in memo.parse(SMALL + "up 500\n").processes or ()] == [0, 0]
+
+
 def test_the_uptime_on_the_last_line_or_the_sections_own() -> None:
     # The last line wins; where it does not read as an uptime, the section's own line.
     section = f"boot {BOOT}\nup 900\nhz 100\n@p 7 10000: x \n"
@@ -100,6 +111,8 @@ _LINES = st.sampled_from(
         "up 12x",
         "up ",
         "up 9999999999999",
+        "up 1000.5",  # as long as the first process has run: 0 s
+        "up 500",  # before the processes started (a clock that went back): 0 s, not less
         f"{OWNERS_MARK} 0",
         f"{OWNERS_MARK} 3",
         PROCS_MARK,

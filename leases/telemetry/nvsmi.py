@@ -1,4 +1,5 @@
-"""Parsing nvidia-smi: the query we send, the CSV it prints, and the ways it fails.
+"""Parsing nvidia-smi: the query we send, the CSV it prints, and the ways it fails (those in
+leases.telemetry.nvsmifailure, re-exported here).
 
 Everything here is pure. Probing which fields a node knows is leases.telemetry.nvsmiprobe's,
 reading the long-lived `-lms` stream leases.telemetry.nvsmistream's.
@@ -328,7 +329,8 @@ def row_values(
     row read last with the same fields, its tokens and what they gave: only the tokens
     that changed are read again (a busy GPU's power and utilisation), which gives what
     reading them all would, since a token's value and checks depend on its field alone
-    and every token held was read without fault (the first bad token raises, as in order).
+    and every token held was read without fault (so the first bad token raises, as it
+    would in a whole row's order).
     Not where two fields share a target: then every token is read."""
     specs = _specs(tuple(fields))
     if before is not None and _distinct_targets(tuple(fields)):

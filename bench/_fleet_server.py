@@ -153,8 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", type=Path, required=True, help="where key and known_hosts go")
     ap.add_argument("--speed", type=float, default=1.0, help="the nodes' clock, times the wall's")
     args = ap.parse_args(argv)
-    if not args.speed > 0:
-        ap.error("--speed: must be above 0")
+    if not 0 < args.speed <= 1000:  # NaN and inf too
+        ap.error("--speed: must be above 0 and at most 1000")
     asyncio.run(serve(args.nodes, args.delay_ms, args.dir, args.speed))
     return 0
 

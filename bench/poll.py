@@ -644,6 +644,8 @@ def main(argv: list[str] | None = None) -> int:
         f"z-stream,(a) (default {DEFAULT_SKIP}; '' runs every step)",
     )
     args = ap.parse_args(argv)
+    if not 0 < args.fleet_speed <= 1000:  # NaN and inf too
+        ap.error(f"--fleet-speed: must be above 0 and at most 1000, not {args.fleet_speed:g}")
     counts = sorted({int(n) for n in args.nodes.split(",") if n.strip()})
     args.skip = {s.strip() for s in args.skip.split(",") if s.strip()}
 

@@ -97,9 +97,15 @@ def unix_socket(path: os.PathLike[str] | str) -> socket.socket:
     return sock
 
 
-def _head_arrived(writer: asyncio.StreamWriter) -> bool:
+def _head_arrived(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
     """Whether a whole request head already waits unread on the connection (looked at,
-    not taken: the reader still reads it)."""
+    not taken: the reader still reads it): in what asyncio has taken off the socket into
+    the reader's buffer and its handler has not yet read (a loop busy with a flood of
+    connects lets bytes wait there), then on the socket itself."""
+    # StreamReader keeps what came in a bytearray it has no public way to show.
+    buffered = bytes(getattr(reader, "_buffer", b""))[:MAX_HEAD]
+    if b"\r\n\r\n" in buffered:
+        return True
     held = writer.get_extra_info("socket")
     if held is None:
         return False
@@ -108,7 +114,7 @@ def _head_arrived(writer: asyncio.StreamWriter) -> bool:
             waiting = sock.recv(MAX_HEAD, socket.MSG_PEEK | socket.MSG_DONTWAIT)
     except OSError:
         return False
-    return b"\r\n\r\n" in waiting
+    return b"\r\n\r\n" in buffered + waiting
 
 
 class MetricsServer:
@@ -131,7 +137,7 @@ class MetricsServer:
         self._server: asyncio.Server | None = None
         # Connections still waiting for their request head, oldest first (dicts keep
         # insertion order), and those being answered: together at most MAX_CLIENTS.
-        self._waiting: dict[asyncio.StreamWriter, None] = {}
+        self._waiting: dict[asyncio.StreamWriter, asyncio.StreamReader] = {}
         self._answering: set[asyncio.StreamWriter] = set()
         self.dropped = 0  # waiting connections dropped for a newcomer (tests)
         self.served = 0  # replies with the metrics (tests)
@@ -171,33 +177,33 @@ class MetricsServer:
         """Connections held now: waiting for their head or being answered."""
         return len(self._waiting) + len(self._answering)
 
-    def _admit(self, writer: asyncio.StreamWriter) -> bool:
+    def _admit(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         """Room for a new connection (False: turned away, every held connection being
         answered). When full, the one that has waited longest without a whole head is
         dropped for it; one whose head has arrived meanwhile is kept, as being answered."""
         while self.clients >= MAX_CLIENTS and self._waiting:
-            oldest = next(iter(self._waiting))
+            oldest, its_reader = next(iter(self._waiting.items()))
             del self._waiting[oldest]
-            if _head_arrived(oldest):
+            if _head_arrived(its_reader, oldest):
                 self._answering.add(oldest)
                 continue
             oldest.transport.abort()  # its read ends at once; its task then ends
             self.dropped += 1
         if self.clients >= MAX_CLIENTS:
             return False
-        if _head_arrived(writer):
+        if _head_arrived(reader, writer):
             self._answering.add(writer)
         else:
-            self._waiting[writer] = None
+            self._waiting[writer] = reader
         return True
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if not self._admit(writer):
+        if not self._admit(reader, writer):
             writer.transport.abort()
             return
         try:
             status, headers, body = await self._answer(reader)
-            if self._waiting.pop(writer, False) is None:
+            if self._waiting.pop(writer, None) is not None:
                 self._answering.add(writer)  # its head came: no longer to be dropped
             elif writer not in self._answering:
                 return  # dropped for a newcomer while its head was read
@@ -219,7 +225,11 @@ class MetricsServer:
     ) -> tuple[int, list[tuple[str, str]], bytes]:
         text = [("Content-Type", "text/plain; charset=utf-8")]
         try:
-            raw = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT_S)
+            # In this task (asyncio.timeout, not wait_for's task of its own): the head is
+            # taken off the reader and the connection marked as being answered in one step,
+            # so a newcomer admitted between the two cannot drop it as headless.
+            async with asyncio.timeout(HEAD_TIMEOUT_S):
+                raw = await reader.readuntil(b"\r\n\r\n")
         except TimeoutError:
             return 408, text, b"the request head did not arrive in time\n"
         except asyncio.LimitOverrunError:

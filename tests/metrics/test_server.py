@@ -338,3 +338,30 @@ async def test_a_client_scraping_in_a_loop_costs_one_rendering() -> None:
             await quick.close()
     finally:
         await server.close()
+
+
+async def test_a_head_asyncio_took_off_the_socket_is_never_dropped_for_a_newcomer(
+    tcp: MetricsServer,
+) -> None:
+    """A loop busy with a flood of connects may have taken a scrape's head off its socket
+    into the StreamReader's buffer before the scrape's handler ran: the socket then shows
+    nothing, and the scrape must still count as one whose head came (the flake seen in CI:
+    a scrape answered with nothing while the idle flood went on)."""
+    pairs = [socket.socketpair() for _ in range(MAX_CLIENTS + 1)]
+    try:
+        held = [await asyncio.open_connection(sock=a) for a, _ in pairs]
+        for reader, writer in held[:MAX_CLIENTS]:
+            assert tcp._admit(reader, writer)
+        scrape_reader, scrape_writer = held[0]  # the oldest: the first to go when full
+        scrape_reader.feed_data(get("Bearer " + TOKEN.decode()))  # taken off its socket
+        newcomer = held[MAX_CLIENTS]
+        assert tcp._admit(*newcomer)
+        assert scrape_writer in tcp._answering and not scrape_writer.transport.is_closing()
+        assert held[1][1].transport.is_closing()  # the next oldest, headless, went instead
+        assert tcp.dropped == 1 and tcp.clients == MAX_CLIENTS
+    finally:
+        for _, writer in held:
+            writer.close()
+        for a, b in pairs:
+            a.close()
+            b.close()

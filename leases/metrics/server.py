@@ -103,7 +103,7 @@ def _head_arrived(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
     the reader's buffer and its handler has not yet read (a loop busy with a flood of
     connects lets bytes wait there), then on the socket itself."""
     # StreamReader keeps what came in a bytearray it has no public way to show.
-    buffered = bytes(getattr(reader, "_buffer", b""))[:MAX_HEAD]
+    buffered = bytes(getattr(reader, "_buffer", b"")[:MAX_HEAD])
     if b"\r\n\r\n" in buffered:
         return True
     held = writer.get_extra_info("socket")

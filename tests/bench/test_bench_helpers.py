@@ -145,3 +145,29 @@ def test_the_soak_counts_gaps_of_flaky_nodes_apart(tmp_path: Path) -> None:
     assert figures["poll_gaps"] == 2
     assert figures["gaps_by_kind"] == {"sim:flaky": 1, "sim:busy": 1}
     assert figures["gap_details"] == [("timeout: took too long", 1)]
+
+
+def test_the_fleets_clock_runs_as_many_times_as_fast_as_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """bench/poll.py --fleet-speed: the simulated nodes' clock K times the wall's, so that
+    their GPU rows (which move every 10 s of it) change as a busy node's do."""
+    fleet = load("_fleet_server")
+    wall = [1000.0]
+    monkeypatch.setattr(fleet.time, "monotonic", lambda: wall[0])
+    clock = fleet._clock(10.0)
+    start = clock()
+    wall[0] += 1.5
+    assert (clock() - start).total_seconds() == pytest.approx(15.0)
+
+
+@pytest.mark.parametrize("speed", ["0", "-1", "nan", "inf", "1001"])
+def test_a_fleet_speed_that_is_no_speed_is_refused_by_name(
+    speed: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for module, option in ((load("poll"), "--fleet-speed"), (load("_fleet_server"), "--speed")):
+        with pytest.raises(SystemExit) as exit_:
+            module.main([option, speed, "--dir", "/nonexistent"] if option == "--speed"
+                        else [option, speed])  # fmt: skip
+        assert exit_.value.code == 2
+        assert f"{option}: must be above 0" in capsys.readouterr().err

@@ -101,17 +101,21 @@ def _head_arrived(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
     """Whether a whole request head already waits unread on the connection (looked at,
     not taken: the reader still reads it): in what asyncio has taken off the socket into
     the reader's buffer and its handler has not yet read (a loop busy with a flood of
-    connects lets bytes wait there), then on the socket itself."""
+    connects lets bytes wait there), then on the socket itself, as far as the longest head
+    the reader takes (its limit bounds where the end may start: MAX_HEAD + 4 bytes)."""
+    bound = MAX_HEAD + 4
     # StreamReader keeps what came in a bytearray it has no public way to show.
-    buffered = bytes(getattr(reader, "_buffer", b"")[:MAX_HEAD])
+    buffered = bytes(getattr(reader, "_buffer", b"")[:bound])
     if b"\r\n\r\n" in buffered:
         return True
+    if len(buffered) >= bound:
+        return False  # no end within a head's bound: answered 431, never a scrape
     held = writer.get_extra_info("socket")
     if held is None:
         return False
     try:
         with held.dup() as sock:
-            waiting = sock.recv(MAX_HEAD, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            waiting = sock.recv(bound - len(buffered), socket.MSG_PEEK | socket.MSG_DONTWAIT)
     except OSError:
         return False
     return b"\r\n\r\n" in buffered + waiting

@@ -340,28 +340,68 @@ async def test_a_client_scraping_in_a_loop_costs_one_rendering() -> None:
         await server.close()
 
 
+def _pairs(count: int) -> list[tuple[socket.socket, socket.socket]]:
+    return [socket.socketpair() for _ in range(count)]
+
+
 async def test_a_head_asyncio_took_off_the_socket_is_never_dropped_for_a_newcomer(
     tcp: MetricsServer,
 ) -> None:
     """A loop busy with a flood of connects may have taken a scrape's head off its socket
     into the StreamReader's buffer before the scrape's handler ran: the socket then shows
     nothing, and the scrape must still count as one whose head came (the flake seen in CI:
-    a scrape answered with nothing while the idle flood went on)."""
-    pairs = [socket.socketpair() for _ in range(MAX_CLIENTS + 1)]
+    a scrape answered with nothing while the idle flood went on). So must the longest head
+    the reader takes (its end may start at MAX_HEAD: MAX_HEAD + 4 bytes)."""
+    longest = get("Bearer " + TOKEN.decode())[:-2]  # without the blank line's CRLF
+    longest += b"X: " + b"a" * (MAX_HEAD + 4 - len(longest) - 7) + b"\r\n\r\n"
+    assert len(longest) == MAX_HEAD + 4
+    for head in (get("Bearer " + TOKEN.decode()), longest):
+        pairs = _pairs(MAX_CLIENTS + 1)
+        held = [await asyncio.open_connection(sock=a, limit=MAX_HEAD) for a, _ in pairs]
+        try:
+            for reader, writer in held[:MAX_CLIENTS]:
+                assert tcp._admit(reader, writer)
+            scrape_reader, scrape_writer = held[0]  # the oldest: the first to go when full
+            scrape_reader.feed_data(head)  # taken off its socket, not yet read
+            assert tcp._admit(*held[MAX_CLIENTS])  # a newcomer
+            assert scrape_writer in tcp._answering and not scrape_writer.transport.is_closing()
+            assert held[1][1].transport.is_closing()  # the next oldest, headless, went instead
+            assert tcp.clients == MAX_CLIENTS
+        finally:
+            tcp._waiting.clear()
+            tcp._answering.clear()
+            for _, writer in held:
+                writer.close()
+            for a, b in pairs:
+                a.close()
+                b.close()
+    assert tcp.dropped == 2
+
+
+async def test_a_head_read_is_answered_even_if_a_newcomer_comes_the_next_loop_turn(
+    tcp: MetricsServer,
+) -> None:
+    """The handler takes the head and marks its connection as being answered in one step
+    of its own task (asyncio.timeout; wait_for read it in a task of its own, and the
+    handler heard of it a loop turn later, after a newcomer could drop it as headless)."""
+    pairs = _pairs(MAX_CLIENTS + 1)
+    conns = [await asyncio.open_connection(sock=a, limit=MAX_HEAD) for a, _ in pairs]
+    tasks = [asyncio.ensure_future(tcp._serve(r, w)) for r, w in conns[:MAX_CLIENTS]]
     try:
-        held = [await asyncio.open_connection(sock=a) for a, _ in pairs]
-        for reader, writer in held[:MAX_CLIENTS]:
-            assert tcp._admit(reader, writer)
-        scrape_reader, scrape_writer = held[0]  # the oldest: the first to go when full
-        scrape_reader.feed_data(get("Bearer " + TOKEN.decode()))  # taken off its socket
-        newcomer = held[MAX_CLIENTS]
-        assert tcp._admit(*newcomer)
-        assert scrape_writer in tcp._answering and not scrape_writer.transport.is_closing()
-        assert held[1][1].transport.is_closing()  # the next oldest, headless, went instead
-        assert tcp.dropped == 1 and tcp.clients == MAX_CLIENTS
+        await wait_until(lambda: tcp.clients == MAX_CLIENTS, what="every slot held")
+        conns[0][0].feed_data(get("Bearer " + TOKEN.decode()))  # the oldest one's head
+        await asyncio.sleep(0)  # one loop turn: its reader wakes and takes the head
+        tcp._admit(*conns[MAX_CLIENTS])
+        await wait_until(lambda: tasks[0].done(), what="the scrape answered")
+        pairs[0][1].setblocking(False)
+        assert pairs[0][1].recv(16).startswith(b"HTTP/1.1 200 ")
+        assert tcp.served == 1
     finally:
-        for _, writer in held:
+        for _, writer in conns:
             writer.close()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         for a, b in pairs:
             a.close()
             b.close()

@@ -143,6 +143,9 @@ class MetricsServer:
         # insertion order), and those being answered: together at most MAX_CLIENTS.
         self._waiting: dict[asyncio.StreamWriter, asyncio.StreamReader] = {}
         self._answering: set[asyncio.StreamWriter] = set()
+        # The handlers running, ended by close (the server's own wait_closed does not wait
+        # for them on Python 3.11: they would answer 408 after it).
+        self._handlers: set[asyncio.Task[None]] = set()
         self.dropped = 0  # waiting connections dropped for a newcomer (tests)
         self.served = 0  # replies with the metrics (tests)
 
@@ -166,12 +169,16 @@ class MetricsServer:
             raise InputError(FIELD, str(self.listen), words) from None
 
     async def close(self) -> None:
-        if self._server is None:
+        server, self._server = self._server, None  # a connection accepted now is closed
+        if server is None:
             return
-        self._server.close()
+        server.close()
+        for writer in [*self._waiting, *self._answering]:
+            writer.transport.abort()  # its read or write ends at once, then its handler
+        if self._handlers:
+            await asyncio.wait(self._handlers, timeout=5)
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._server.wait_closed(), 5)
-        self._server = None
+            await asyncio.wait_for(server.wait_closed(), 5)
         if self.listen.path is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.listen.path)
@@ -202,9 +209,12 @@ class MetricsServer:
         return True
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if not self._admit(reader, writer):
-            writer.transport.abort()
+        if self._server is None or not self._admit(reader, writer):
+            writer.transport.abort()  # closing, or turned away
             return
+        handler = asyncio.current_task()
+        if handler is not None:
+            self._handlers.add(handler)
         try:
             status, headers, body = await self._answer(reader)
             if self._waiting.pop(writer, None) is not None:
@@ -223,6 +233,8 @@ class MetricsServer:
             writer.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(writer.wait_closed(), 1)
+            if handler is not None:
+                self._handlers.discard(handler)
 
     async def _answer(
         self, reader: asyncio.StreamReader

@@ -405,3 +405,26 @@ async def test_a_head_read_is_answered_even_if_a_newcomer_comes_the_next_loop_tu
         for a, b in pairs:
             a.close()
             b.close()
+
+
+async def test_closing_ends_every_connection_at_once_without_a_late_answer() -> None:
+    """The collector stopping closes its endpoint: connections waiting for their head are
+    ended then, not answered 408 after the endpoint is gone (asyncio's own wait_closed
+    does not wait for them on Python 3.11), and no handler outlives close()."""
+    server = MetricsServer(Listen("127.0.0.1", 0), _registry(), TOKEN)
+    await server.start()
+    idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(3)]
+    try:
+        await wait_until(lambda: server.clients == 3, what="three idle connections held")
+        await server.close()
+        assert server.clients == 0 and not server._handlers
+        for sock in idle:
+            sock.settimeout(5)
+            try:
+                said = sock.recv(100)
+            except ConnectionResetError:
+                said = b""
+            assert said == b""  # ended, never a 408
+    finally:
+        for sock in idle:
+            sock.close()

@@ -21,8 +21,8 @@ class RowMemo:
     def __init__(self) -> None:
         self._fields: tuple[str, ...] = ()
         self._index_at = 0  # where the index is in the fields
-        # A row's line -> what it parsed to, and its tokens.
-        self._rows: dict[str, tuple[dict[str, object], list[str]]] = {}
+        # A row's line -> its tokens and what they parsed to (nvsmi.row_values' `before`).
+        self._rows: dict[str, tuple[list[str], dict[str, object]]] = {}
         self._line_of: dict[object, str] = {}  # GPU index -> its row in _rows
         # The whole output last read, whom it came from and what it gave: read again
         # unchanged (an idle node, a second that did not move), it is not split again.
@@ -42,21 +42,18 @@ class RowMemo:
             self._text = None
         held = self._rows.get(line)
         if held is not None:
-            return {**held[0], "extra": dict(held[0]["extra"])}  # type: ignore[call-overload]
+            return {**held[1], "extra": dict(held[1]["extra"])}  # type: ignore[call-overload]
         tokens = nvsmi.row_tokens(line, line_no, fields)
         # The same GPU's row read last, found by its index as read before (a new index
         # token: the whole row is read).
         was = self._line_of.get(nvsmi.held_index(tokens[self._index_at]))
-        before = None
-        if was is not None:
-            held_values, held_tokens = self._rows[was]
-            before = held_tokens, held_values
+        before = self._rows[was] if was is not None else None
         values = nvsmi.row_values(tokens, line_no, fields, before)
         index = values["index"]
         old = self._line_of.get(index)
         if old is not None:
             del self._rows[old]
-        self._rows[line] = ({**values, "extra": dict(values["extra"])}, tokens)  # type: ignore[call-overload]
+        self._rows[line] = (tokens, {**values, "extra": dict(values["extra"])})  # type: ignore[call-overload]
         self._line_of[index] = line
         return values
 

@@ -24,6 +24,13 @@ async def _limited(deadline: Deadline, limit: float, work: asyncio.Future[str]) 
         deadline.disarm()
 
 
+def _answered(value: str) -> asyncio.Future[str]:
+    """A command's answer already there when its limit is armed."""
+    done = asyncio.get_running_loop().create_future()
+    done.set_result(value)
+    return done
+
+
 async def test_a_command_past_its_limit_times_out() -> None:
     deadline = Deadline()
     loop = asyncio.get_running_loop()
@@ -53,9 +60,7 @@ async def test_commands_in_time_keep_one_timer() -> None:
 async def test_a_timer_set_by_an_earlier_command_does_not_cut_a_later_one() -> None:
     deadline = Deadline()
     loop = asyncio.get_running_loop()
-    done = loop.create_future()
-    done.set_result("first")
-    assert await _limited(deadline, 0.05, done) == "first"
+    assert await _limited(deadline, 0.05, _answered("first")) == "first"
     first = deadline._timer
     # The first command's timer fires at 50 ms, while this one runs: it is set again for
     # this command's own limit, and the answer at 100 ms comes well within it.
@@ -69,9 +74,7 @@ async def test_a_timer_set_by_an_earlier_command_does_not_cut_a_later_one() -> N
 async def test_a_shorter_limit_after_a_longer_one_is_kept() -> None:
     deadline = Deadline()
     loop = asyncio.get_running_loop()
-    quick = loop.create_future()
-    quick.set_result("quick")
-    assert await _limited(deadline, 30.0, quick) == "quick"
+    assert await _limited(deadline, 30.0, _answered("quick")) == "quick"
     started = loop.time()
     with pytest.raises(TimeoutError):
         await _limited(deadline, 0.05, loop.create_future())
@@ -106,9 +109,7 @@ async def test_a_deadline_used_from_another_loop_gets_a_timer_there() -> None:
 
     def elsewhere() -> None:  # a loop that ends with the deadline's 30 s timer pending
         async def go() -> None:
-            done = asyncio.get_running_loop().create_future()
-            done.set_result("there")
-            assert await _limited(deadline, 30.0, done) == "there"
+            assert await _limited(deadline, 30.0, _answered("there")) == "there"
 
         asyncio.run(go())
 
@@ -122,9 +123,7 @@ async def test_an_idle_timer_cancels_nothing() -> None:
     """The timer of a command that ended fires with nothing armed: no task is touched."""
     deadline = Deadline()
     loop = asyncio.get_running_loop()
-    done = loop.create_future()
-    done.set_result("ok")
-    assert await _limited(deadline, 0.02, done) == "ok"
+    assert await _limited(deadline, 0.02, _answered("ok")) == "ok"
     fired = asyncio.Event()
     loop.call_later(0.05, fired.set)
     await fired.wait()  # the deadline's timer fired before this, with nothing armed

@@ -128,6 +128,16 @@ class NodeStatus:
     processes: tuple[GpuProcess, ...] = ()
     fingerprint: str | None = None  # of a host key we refused
     host: HostStats | None = None  # CPU, RAM, disks, network (None: not read)
+    # When the samples were read, where that is not their own `at`: a node that answered
+    # the same, byte for byte, as at its reading before keeps the samples that reading gave
+    # (leases.telemetry.poller: no copy of each made again only for its time), read again
+    # at this time. None: each sample was read at its own `at`. Written and shown as each
+    # sample's time (`sample_time`).
+    samples_at: datetime | None = None
+
+    def sample_time(self, sample: GpuSample) -> datetime:
+        """When one of this status's samples was read."""
+        return self.samples_at or sample.at
 
 
 class OwnerHour(NamedTuple):

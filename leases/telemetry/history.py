@@ -283,16 +283,20 @@ class MinuteAccumulator:
         self._last: Sequence[GpuSample] = ()
         self._repeats = 0
 
-    def add(self, samples: Sequence[GpuSample]) -> list[NodeMinute]:
-        """Add readings; return the minutes they closed (a later minute has begun)."""
+    def add(
+        self, samples: Sequence[GpuSample], read_at: datetime | None = None
+    ) -> list[NodeMinute]:
+        """Add readings (read at `read_at`, else each at its own `at`); return the minutes
+        they closed (a later minute has begun)."""
         self._fold()
         self._last = samples
         closed: list[NodeMinute] = []
         at: datetime | None = None
         minute = 0
         for s in samples:
-            if s.at is not at:  # a reading's samples share one time: worked out once
-                at, minute = s.at, int(s.at.timestamp()) // 60
+            when = s.at if read_at is None else read_at
+            if when is not at:  # a reading's samples share one time: worked out once
+                at, minute = when, int(when.timestamp()) // 60
             if self._minute is not None and minute < self._minute:
                 continue  # late reading of a minute already closed
             if self._minute is not None and minute > self._minute:
@@ -306,20 +310,20 @@ class MinuteAccumulator:
             acc.add(s)
         return closed
 
-    def again(self, samples: Sequence[GpuSample]) -> list[NodeMinute]:
-        """add(samples), where the caller knows them to hold the values last added (one
-        reading of a node, its answer read again unchanged) at a later time: in the same
-        minute, only counted. Returns the minutes closed."""
+    def again(self, samples: Sequence[GpuSample], read_at: datetime) -> list[NodeMinute]:
+        """add(samples, read_at), where the caller knows them to hold the values last added
+        (one reading of a node, its answer read again unchanged) at a later time: in the
+        same minute, only counted. Returns the minutes closed."""
         if (
             self._last
             and samples
             and self._minute is not None
-            and int(samples[0].at.timestamp()) // 60 == self._minute
+            and int(read_at.timestamp()) // 60 == self._minute
             and self._gpus
         ):
             self._repeats += 1
             return []
-        return self.add(samples)
+        return self.add(samples, read_at)
 
     def _fold(self) -> None:
         """The readings counted by again, added to the open minute's GPUs."""
@@ -390,12 +394,14 @@ class RecentHistory:
         self.max_points = max_points
         self._series: dict[tuple[str, int], deque[Point]] = {}
 
-    def add(self, samples: Iterable[GpuSample]) -> None:
+    def add(self, samples: Iterable[GpuSample], read_at: datetime | None = None) -> None:
+        """Readings, read at `read_at` (else each at its own `at`)."""
+        read = None if read_at is None else read_at.timestamp()
         for s in samples:
             series = self._series.get((s.node, s.index))
             if series is None:
                 series = self._series[(s.node, s.index)] = deque(maxlen=self.max_points)
-            t = s.at.timestamp()
+            t = s.at.timestamp() if read is None else read
             series.append(Point(t, s.util_gpu, s.mem_used_mib, s.power_w))
             while series and series[0].at < t - self.window_s:
                 series.popleft()

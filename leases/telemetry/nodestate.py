@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from leases.core.host import HostStats
-from leases.core.models import Node
+from leases.core.models import GpuSample, Node
 from leases.telemetry import hoststats
 from leases.telemetry.attribution import OwnerTracker
 from leases.telemetry.history import MinuteAccumulator, NodeMinute
@@ -53,9 +53,10 @@ class NodeState:
     # The GPU rows last read and what they parsed to (exec and stream alike).
     rows: RowMemo = field(default_factory=RowMemo)
     # The exec answer and query fields of the reading last recorded (None: it came from
-    # elsewhere, a stream): the same answer again is the same values (MinuteAccumulator.
-    # again).
+    # elsewhere, a stream), and the samples it gave: the same answer again is the same
+    # samples, read again (NodeStatus.samples_at, MinuteAccumulator.again).
     said: tuple[str, tuple[str, ...]] | None = None
+    kept: tuple[GpuSample, ...] = ()
 
     def __post_init__(self) -> None:
         self.acc = MinuteAccumulator(self.node.name)

@@ -24,6 +24,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 from leases.core.clock import Clock, utc_now
@@ -180,14 +181,16 @@ class Poller:
                 self._failed_reading(state, result.exit_status, result.stdout, result.stderr)
                 return
             said = (result.stdout, read.fields)  # again: the same values (and driver)
-            again = said == state.said and not read.probed
-            samples = nvsmi.parse_query(result.stdout, read.fields, node.name, now, state.rows)
-            if not again:
+            again = said == state.said and not read.probed and bool(state.kept)
+            if again:  # the samples it gave before, read again now (NodeStatus.samples_at)
+                samples: Sequence[GpuSample] = state.kept
+            else:
+                samples = nvsmi.parse_query(result.stdout, read.fields, node.name, now, state.rows)
                 self._probed(state, read.probed, samples)
             if not due:  # as _processes counts it, without a coroutine made and awaited
                 state.polls += 1
             processes = await self._processes(state, run, read.apps) if due else None
-            self._good(state, samples, processes, parsed=True, said=said, again=again)
+            self._good(state, samples, processes, parsed=True, said=said, again=again, at=now)
         except HostKeyRejected as exc:
             self._bad(state, exc.health, exc.message, exc.offered.fingerprint)
         except SshError as exc:
@@ -294,11 +297,13 @@ class Poller:
         parsed: bool = False,
         said: tuple[str, tuple[str, ...]] | None = None,
         again: bool = False,
+        at: datetime | None = None,
     ) -> None:
         """A good reading. parsed: the samples come from nvidia-smi's parser, which refused
         every value outside nvsmi.BOUNDS row by row (sample_problem's bounds): not checked
         twice. Samples from anywhere else (NVML) are. said: the exec answer and fields they
-        were parsed from; again: the same as the reading recorded last (NodeState.said)."""
+        were parsed from; again: the same answer as the reading recorded last, its samples
+        (NodeState.kept) read again at `at` (the reading's time; else the samples' own)."""
         name = state.node.name
         if not samples:
             self._bad(state, NodeHealth.GPU_LOST, "nvidia-smi listed no GPUs")
@@ -311,7 +316,7 @@ class Poller:
             if problem is not None:
                 self._bad(state, NodeHealth.GARBAGE, problem)
                 return
-        now = samples[0].at
+        now = samples[0].at if at is None else at
         previous = self.statuses.get(name) or NodeStatus(name)
         if processes is not None:
             state.tracker.see(now, gpu_owners(samples, processes))
@@ -324,12 +329,13 @@ class Poller:
             samples=tuple(samples),
             processes=previous.processes if processes is None else processes,
             host=state.host if state.host is not None else previous.host,
+            samples_at=now if again else None,
         )
         if self.recent is not None:
-            self.recent.add(samples)
-        if closed := state.acc.again(samples) if again else state.acc.add(samples):
+            self.recent.add(samples, now if again else None)  # else their own (Prometheus)
+        if closed := state.acc.again(samples, now) if again else state.acc.add(samples):
             self._pending_minutes.extend(state.attributed(closed))
-        state.said = said
+        state.said, state.kept = said, (status.samples if said is not None else ())
         if state.in_gap is not False and self.store is not None:
             self._pending_gaps.append(GapEvent(name, now, opened=False))
         state.in_gap = False
@@ -382,16 +388,8 @@ class Poller:
     def _mark(self, name: str, detail: str) -> None:
         """Garbage without touching the store, and without the readings that failed."""
         previous = self.statuses.get(name, NodeStatus(name))
-        self._set(
-            replace(
-                previous,
-                health=NodeHealth.GARBAGE,
-                detail=detail,
-                checked=self.clock(),
-                samples=(),
-                processes=(),
-            )
-        )
+        self._set(replace(previous, health=NodeHealth.GARBAGE, detail=detail, checked=self.clock(),
+                          samples=(), samples_at=None, processes=()))  # fmt: skip
 
     def _set(self, status: NodeStatus) -> None:
         self.statuses[status.node] = status

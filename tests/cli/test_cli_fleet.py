@@ -271,3 +271,22 @@ def test_the_trust_use_case_never_accepts_a_changed_key(
         assert (ledger_path.parent / "known_hosts").read_bytes() == known
     finally:
         runner.stop()
+
+
+def test_json_says_when_samples_read_again_were_read() -> None:
+    """A status whose samples an unchanged answer gave again (NodeStatus.samples_at): its
+    GPUs' `at` in --json is the reading's, not the time they were first read."""
+    from leases.core.models import GpuSample, NodeHealth, NodeStatus
+    from tui.cli.fleet import status_json
+
+    first, later = (
+        datetime(2026, 11, 20, 8, 0, tzinfo=UTC),
+        datetime(2026, 11, 20, 8, 0, 5, tzinfo=UTC),
+    )
+    sample = GpuSample("n1", first, 0, util_gpu=86.0)
+    again = NodeStatus("n1", NodeHealth.OK, checked=later, at=later, samples=(sample,),
+                       samples_at=later)  # fmt: skip
+    fresh = NodeStatus("n1", NodeHealth.OK, checked=first, at=first, samples=(sample,))
+    assert [g["at"] for g in status_json(again)["gpus"]] == [later.isoformat()]
+    assert [g["at"] for g in status_json(fresh)["gpus"]] == [first.isoformat()]
+    assert status_json(again)["gpus"][0]["util_gpu"] == 86.0

@@ -72,8 +72,9 @@ def test_a_reading_again_closes_the_same_minutes_as_adding_it(
     steps: list[tuple[bool, int, list[tuple[int, float | None, float | None, float | None]]]],
     flush_every: int,
 ) -> None:
-    """again (the values last added, read again) gives, bit for bit, the minutes add gives:
-    through minutes closing, flushes between readings, late readings and unknown values."""
+    """again (the samples last added, read again at a later time) gives, bit for bit, the
+    minutes add gives for copies of them at that time: through minutes closing, flushes
+    between readings, late readings and unknown values."""
     plain, counted = MinuteAccumulator("n1"), MinuteAccumulator("n1")
     got_plain: list[NodeMinute] = []
     got_counted: list[NodeMinute] = []
@@ -82,9 +83,8 @@ def test_a_reading_again_closes_the_same_minutes_as_adding_it(
     for i, (repeat, seconds, rows) in enumerate(steps):
         at = at + timedelta(seconds=seconds - 20)  # now and then a late one
         if repeat and last is not None:
-            readings = _retimed(last, at)
-            got_plain += plain.add(readings)
-            got_counted += counted.again(readings)
+            got_plain += plain.add(_retimed(last, at))
+            got_counted += counted.again(last, at)  # the samples themselves, not copies
         else:
             readings = [GpuSample("n1", at, g, util_gpu=u, mem_used_mib=m, power_w=p,
                                   power_limit_w=400.0) for g, u, m, p in rows]  # fmt: skip
@@ -111,10 +111,10 @@ def test_readings_again_count_in_their_minute() -> None:
     acc = MinuteAccumulator("n1")
     first = [sample(T0, 0, 10)]
     assert acc.add(first) == []
-    assert acc.again([sample(T0 + timedelta(seconds=20), 0, 10)]) == []
-    assert acc.again([sample(T0 + timedelta(seconds=40), 0, 10)]) == []
-    assert acc.again([sample(T0 + timedelta(seconds=50), 0, 10)]) == []
-    closed = acc.again([sample(T0 + timedelta(seconds=65), 0, 10)])
+    assert acc.again(first, T0 + timedelta(seconds=20)) == []
+    assert acc.again(first, T0 + timedelta(seconds=40)) == []
+    assert acc.again(first, T0 + timedelta(seconds=50)) == []
+    closed = acc.again(first, T0 + timedelta(seconds=65))  # the next minute: first closes
     assert [(m.gpus[0].readings, m.gpus[0].util_mean) for m in closed] == [(4, 10.0)]
     assert acc.add([sample(T0 + timedelta(seconds=80), 0, 50)]) == []
     late = acc.flush(int(T0.timestamp()) // 60 + 2)

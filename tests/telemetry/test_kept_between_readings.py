@@ -19,6 +19,7 @@ from leases.ledger.store import Ledger
 from leases.ssh.stream import CommandResult
 from leases.telemetry import nvsmi
 from leases.telemetry.attribution import OwnerTracker
+from leases.telemetry.history import RecentHistory
 from leases.telemetry.poller import Poller
 from leases.telemetry.rollups import HistoryStore
 from leases.telemetry.rowmemo import RowMemo
@@ -200,7 +201,7 @@ async def test_the_same_answer_read_again_is_counted_in_its_minute(tmp_path: Pat
         now[0] = times.popleft()
         status = (await poller.sweep())["n1"]
         assert status.health is NodeHealth.OK and status.at == now[0]
-        assert [s.at for s in status.samples] == [now[0]]
+        assert [status.sample_time(s) for s in status.samples] == [now[0]]
     now[0] = T0 + timedelta(minutes=3)
     poller.flush()
     minutes = store.minutes("n1", T0, T0 + timedelta(minutes=3))
@@ -261,3 +262,37 @@ def test_a_row_read_again_only_where_it_changed_is_what_a_fresh_parse_gives(
             kept = ("refused", str(exc))
         assert kept == fresh
         assert repr(kept) == repr(fresh)  # the extra keys too, none left over
+
+
+async def test_an_answer_read_again_is_written_and_drawn_at_its_own_time(tmp_path: Path) -> None:
+    """The same answer at :20 keeps the samples read at :00 (no copy made for a new time),
+    read again at :20: the status says so, the ledger's latest reading and the last hour's
+    points are at :20. A changed answer at :40 has samples of its own, at :40."""
+    one = "0, GPU-a, 86, 40000, 301.25, 550.54.15\n"
+    other = "0, GPU-a, 90, 40000, 301.25, 550.54.15\n"
+    now = [T0]
+    ledger = Ledger.open(tmp_path / "l.db")
+    node = ledger.add_node(Node("n1", SshTarget("127.0.0.1", 22, "root", None), "A100", 1))
+    store, recent = HistoryStore(ledger), RecentHistory()
+    poller = Poller([node], pool=_Pool(_Session([one, one, other])),  # type: ignore[arg-type]
+                    clock=lambda: now[0], store=store, recent=recent, host_stats=False,
+                    processes=False)  # fmt: skip
+    poller._nodes["n1"].fields = FIELDS
+    assert node.id is not None
+    first = (await poller.sweep())["n1"]
+    now[0] = T0 + timedelta(seconds=20)
+    again = (await poller.sweep())["n1"]
+    assert again.samples is first.samples and again.samples_at == now[0] == again.at
+    assert [again.sample_time(s) for s in again.samples] == [now[0]]
+    (stored,) = store.latest_by_id([node.id]).values()
+    assert [s.at for s in stored.samples] == [now[0]]  # written at the reading's time
+    assert [(s.util_gpu, s.power_w) for s in stored.samples] == [(86.0, 301.25)]
+    now[0] = T0 + timedelta(seconds=40)
+    changed = (await poller.sweep())["n1"]
+    assert changed.samples_at is None and [s.at for s in changed.samples] == [now[0]]
+    assert changed.samples[0].util_gpu == 90.0
+    points = recent.series("n1", 0)
+    assert [(p.at, p.util) for p in points] == [
+        (T0.timestamp(), 86.0), (T0.timestamp() + 20, 86.0), (T0.timestamp() + 40, 90.0),
+    ]  # fmt: skip
+    ledger.close()

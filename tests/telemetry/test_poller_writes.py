@@ -91,15 +91,19 @@ def _said(server: FakeNode, poller: Poller, name: str, at: datetime) -> list[obj
 async def test_an_unchanged_row_is_not_parsed_again_and_takes_its_own_time(
     fleet: Fleet, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    await fleet.poller.sweep()  # connect, probe, first reading
+    first = await fleet.poller.sweep()  # connect, probe, first reading
     counted = Counted(monkeypatch)
     fleet.clock.now = T0 + timedelta(seconds=5)
     second = await fleet.poller.sweep()
     assert counted.rows == []  # the nodes said the same: nothing parsed
     for name, server in zip(("w0", "w1"), fleet.servers, strict=True):
-        assert second[name].health is NodeHealth.OK
-        assert [s.at for s in second[name].samples] == [fleet.clock.now] * 2
-        assert list(second[name].samples) == _said(server, fleet.poller, name, fleet.clock.now)
+        status = second[name]
+        assert status.health is NodeHealth.OK and status.at == fleet.clock.now
+        # The samples the same answer gave before, read again now: no copies made.
+        assert status.samples is first[name].samples and first[name].samples_at is None
+        assert [status.sample_time(s) for s in status.samples] == [fleet.clock.now] * 2
+        now = [replace(s, at=status.sample_time(s)) for s in status.samples]
+        assert now == _said(server, fleet.poller, name, fleet.clock.now)
     # The GPUs move on: every changed row is parsed, and the reading is the new one.
     fleet.node_clock.now = T0 + timedelta(minutes=7)
     fleet.clock.now = T0 + timedelta(seconds=10)

@@ -106,7 +106,7 @@ def status_json(st: NodeStatus) -> dict[str, Any]:
         "checked": st.checked.isoformat() if st.checked else None,
         "at": st.at.isoformat() if st.at else None,
         "fingerprint": st.fingerprint,
-        "gpus": [sample_record(s) for s in st.samples],
+        "gpus": [sample_record(s, st.samples_at) for s in st.samples],
         "processes": [{k: v for k, v in asdict(p).items() if k != "node"} for p in st.processes],
         # CPU, load, memory, disks (with their labels) and network; null: not read.
         "host": host_record(st.host) if st.host is not None else None,

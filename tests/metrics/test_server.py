@@ -194,13 +194,28 @@ class IdleFlood:
                 s.close()
 
 
+# A scrape's connect and its send are two steps. On a starved machine (two cores, CI's
+# workers busy beside the test) the scrape's thread can wait for the GIL or a core between
+# them while the server admits MAX_CLIENTS more of the flood's connections: the scrape is
+# then the oldest connection without a head, and is dropped, by design. Prometheus scrapes
+# again at its next interval; what a flood must never do is keep every try out (without the
+# drop, every scrape waits forever). Measured with three busy processes on two cores: a
+# scrape dropped about once in 200.
+SCRAPE_TRIES = 3
+
+
 def scrape_at_once(port: int, head: bytes) -> bytes:
-    """A scrape as Prometheus makes one: its head sent the moment the connection is up."""
+    """A scrape as Prometheus makes one: its head sent the moment the connection is up.
+    b"" when the server dropped it before reading its head."""
+    chunks: list[bytes] = []
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(head)
-        chunks = []
-        while chunk := s.recv(65536):
-            chunks.append(chunk)
+        try:
+            s.sendall(head)
+            while chunk := s.recv(65536):
+                chunks.append(chunk)
+        except (ConnectionResetError, BrokenPipeError):
+            if chunks:  # answered in part: not a drop
+                raise
     return b"".join(chunks)
 
 
@@ -209,14 +224,18 @@ async def test_idle_connections_cannot_keep_scrapes_out(tcp: MetricsServer) -> N
     flood.thread.start()
     try:
         await wait_until(lambda: flood.opened >= 2 * MAX_CLIENTS, what="the flood under way")
-        most = 0
+        most = again = 0
         for _ in range(20):  # each scrape answered, and quickly, while the flood goes on
-            raw = await asyncio.wait_for(
-                asyncio.to_thread(scrape_at_once, tcp.port, get("Bearer " + TOKEN.decode())), 5
-            )
+            for _ in range(SCRAPE_TRIES):
+                raw = await asyncio.wait_for(
+                    asyncio.to_thread(scrape_at_once, tcp.port, get("Bearer " + TOKEN.decode())), 5
+                )
+                if raw:
+                    break
+                again += 1  # dropped before its head came: scraped again, as Prometheus would
             assert raw.startswith(b"HTTP/1.1 200 ") and b"zuka_node_up" in raw
             most = max(most, tcp.clients)
-        assert tcp.served == 20 and tcp.dropped >= 2 * MAX_CLIENTS
+        assert tcp.served == 20 and tcp.dropped >= 2 * MAX_CLIENTS and again <= 5
         assert most <= MAX_CLIENTS  # held connections stay bounded under the flood
     finally:
         flood.stop.set()

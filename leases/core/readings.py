@@ -18,6 +18,8 @@ class GpuSample:
     """One reading of one GPU. None always means unknown, never zero."""
 
     node: str
+    # When these values were read. A status may hold them as read again later, unchanged
+    # (NodeStatus.samples_at): NodeStatus.sample_time says when.
     at: datetime
     index: int
     uuid: str = ""

@@ -350,6 +350,68 @@ def _container_mem(sections: dict[str, list[str]], mem: dict[str, int]) -> bool:
     return True
 
 
+# The snippet's output as a Linux node prints it, read by one pattern instead of line by
+# line: where it matches whole, _by_pattern gives what _by_lines gives, and sooner
+# (tests/telemetry/test_hostpattern.py holds the two equal). Its net, df and cgroup lines
+# are the lines _sections keeps: none blank, none with a CR, none starting with "@" (so no
+# forged section), none longer than MAX_LINE_CHARS; anything else is read line by line.
+_DEC = _DECIMAL.pattern
+_COUNT = r"[0-9]{1,20}"
+_KEPT = rf"(?:(?=[^\n]{{0,{MAX_LINE_CHARS}}}\n)[^\S\n\r]*[^\s@][^\n\r]*\n)*"
+_USUAL = re.compile(
+    rf"\n?@zh load\n({_DEC}) \S+\n({_DEC}) ({_DEC}) ({_DEC}) \S+ \S+\n"
+    rf"@zh mem\nMemTotal: +({_COUNT}) kB\nMemAvailable: +({_COUNT}) kB\n"
+    rf"SwapTotal: +({_COUNT}) kB\nSwapFree: +({_COUNT}) kB\n"
+    rf"@zh stat\ncpu +({_COUNT}(?: {_COUNT}){{3,9}})\n({_COUNT})\n"
+    rf"@zh net\n({_KEPT})@zh df\n({_KEPT})@zh cg2\n({_KEPT})@zh cg1\n({_KEPT})@zh end\n?"
+)
+
+
+# What the first sections give: uptime, load, memory, whether that is a container's
+# limit, CPU times, CPUs, and the sections still to read (net, df, the cgroups).
+_Figures = tuple[
+    float | None, tuple[float, ...] | None, dict[str, int], bool, CpuTimes | None, int | None,
+    dict[str, list[str]],
+]  # fmt: skip
+
+
+def _by_pattern(m: re.Match[str]) -> _Figures:
+    """The figures of an output _USUAL matched whole (nothing in it is a problem)."""
+    up, l1, l5, l15, total, available, swap, swap_free, ticks, cpus, net, df, cg2, cg1 = m.groups()
+    t = list(map(int, ticks.split(" ")))
+    mem = {"MemTotal": int(total), "MemAvailable": int(available), "SwapTotal": int(swap),
+           "SwapFree": int(swap_free)}  # fmt: skip
+    sections = {"net": net.split("\n"), "df": df.split("\n"), "cg2": cg2.split("\n"),
+                "cg1": cg1.split("\n")}  # fmt: skip
+    for lines in sections.values():
+        lines.pop()  # what came after the last line's end: nothing
+    counted = int(cpus)
+    return (
+        float(up),
+        (float(l1), float(l5), float(l15)),
+        mem,
+        _container_mem(sections, mem),
+        CpuTimes(sum(t[:8]), t[3] + (t[4] if len(t) > 4 else 0)),
+        counted if 0 < counted <= 65536 else None,
+        sections,
+    )
+
+
+def _by_lines(text: str, problems: list[str]) -> _Figures | None:
+    """The figures of any output, read line by line, what was wrong added to problems;
+    None when it holds no section."""
+    sections = _sections(text, problems)
+    if not sections:
+        return None
+    uptime, load = _load(sections.get("load", []), problems)
+    mem = _mem(sections.get("mem", []), problems)
+    limited = _container_mem(sections, mem)
+    if limited:
+        problems[:] = [p for p in problems if not p.startswith("memory not read")]
+    cpu, cpus = _stat(sections.get("stat", []), problems)
+    return uptime, load, mem, limited, cpu, cpus, sections
+
+
 def parse_host(text: str | None, before: HostReading | None = None) -> HostReading:
     """The host part of the output (after the marker). Never raises on what it holds.
 
@@ -358,15 +420,12 @@ def parse_host(text: str | None, before: HostReading | None = None) -> HostReadi
     if text is None:
         return HostReading(problems=("no host figures (the output ended before them)",))
     problems: list[str] = []
-    sections = _sections(text, problems)
-    if not sections:
+    usual = _USUAL.fullmatch(text) if text.count("\n") < MAX_LINES else None
+    # The usual shape gives the same figures as reading it line by line, sooner.
+    figures = _by_pattern(usual) if usual is not None else _by_lines(text, problems)
+    if figures is None:
         return HostReading(problems=("no host figures (no /proc on the node?)",))
-    uptime, load = _load(sections.get("load", []), problems)
-    mem = _mem(sections.get("mem", []), problems)
-    limited = _container_mem(sections, mem)
-    if limited:
-        problems[:] = [p for p in problems if not p.startswith("memory not read")]
-    cpu, cpus = _stat(sections.get("stat", []), problems)
+    uptime, load, mem, limited, cpu, cpus, sections = figures
     net = _net(sections.get("net", []), problems)
     df_lines = sections.get("df", [])
     mounts: tuple[Mount, ...] = ()

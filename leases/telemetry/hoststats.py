@@ -352,17 +352,19 @@ def _container_mem(sections: dict[str, list[str]], mem: dict[str, int]) -> bool:
 
 # The snippet's output as a Linux node prints it, read by one pattern instead of line by
 # line: where it matches whole, _by_pattern gives what _by_lines gives, and sooner
-# (tests/telemetry/test_hostpattern.py holds the two equal). Its net, df and cgroup lines
-# are the lines _sections keeps: none blank, none with a CR, none starting with "@" (so no
-# forged section), none longer than MAX_LINE_CHARS; anything else is read line by line.
+# (tests/telemetry/test_hostpattern.py holds the two equal). No line it takes is longer
+# than MAX_LINE_CHARS (_sections cuts those); its net, df and cgroup lines are the lines
+# _sections keeps: none blank, none with a CR, none starting with "@" (so no forged
+# section). Anything else is read line by line.
 _DEC = _DECIMAL.pattern
 _COUNT = r"[0-9]{1,20}"
-_KEPT = rf"(?:(?=[^\n]{{0,{MAX_LINE_CHARS}}}\n)[^\S\n\r]*[^\s@][^\n\r]*\n)*"
+_SHORT = rf"(?=[^\n]{{0,{MAX_LINE_CHARS}}}\n)"  # what follows, up to its line's end
+_KEPT = rf"(?:{_SHORT}[^\S\n\r]*[^\s@][^\n\r]*\n)*"
 _USUAL = re.compile(
-    rf"\n?@zh load\n({_DEC}) \S+\n({_DEC}) ({_DEC}) ({_DEC}) \S+ \S+\n"
-    rf"@zh mem\nMemTotal: +({_COUNT}) kB\nMemAvailable: +({_COUNT}) kB\n"
-    rf"SwapTotal: +({_COUNT}) kB\nSwapFree: +({_COUNT}) kB\n"
-    rf"@zh stat\ncpu +({_COUNT}(?: {_COUNT}){{3,9}})\n({_COUNT})\n"
+    rf"\n?@zh load\n{_SHORT}({_DEC}) \S+\n{_SHORT}({_DEC}) ({_DEC}) ({_DEC}) \S+ \S+\n"
+    rf"@zh mem\n{_SHORT}MemTotal: +({_COUNT}) kB\n{_SHORT}MemAvailable: +({_COUNT}) kB\n"
+    rf"{_SHORT}SwapTotal: +({_COUNT}) kB\n{_SHORT}SwapFree: +({_COUNT}) kB\n"
+    rf"@zh stat\n{_SHORT}cpu +({_COUNT}(?: {_COUNT}){{3,9}})\n({_COUNT})\n"
     rf"@zh net\n({_KEPT})@zh df\n({_KEPT})@zh cg2\n({_KEPT})@zh cg1\n({_KEPT})@zh end\n?"
 )
 

@@ -55,9 +55,11 @@ LINES = ["", " ", "\r", "@zh net", "@zh end", "@x", " @x", "cpu3 1 2 3 4", "7", 
 def edited(draw: st.DrawFn) -> str:
     text = draw(st.sampled_from([USUAL, CONTAINER, USUAL.lstrip("\n"), USUAL.rstrip("\n")]))
     for _ in range(draw(st.integers(0, 3))):
-        kind = draw(st.integers(0, 2))
+        kind = draw(st.integers(0, 3))
         at = draw(st.integers(0, len(text)))
-        if kind == 0:  # characters changed or put in
+        if kind == 3:  # a line made as long as reading line by line bears, or longer
+            text = text[:at] + " " * draw(st.integers(4070, 4100)) + text[at:]
+        elif kind == 0:  # characters changed or put in
             cut = draw(st.integers(0, 1))
             text = text[:at] + draw(st.text(alphabet=EDITS, max_size=4)) + text[at + cut :]
         else:
@@ -121,9 +123,18 @@ def test_what_the_pattern_does_not_take_is_read_line_by_line() -> None:
     long_uptime = USUAL.replace("2678402.42", "1" * 13)
     long_line = USUAL.replace("/dev/md0  ", "/dev/md0" + " " * 4100)
     after_end = USUAL + "@zh net\n"
-    for text in (crlf, blank, forged, long_uptime, long_line, after_end):
+    # Lines past MAX_LINE_CHARS, which reading line by line cuts (found by an attacker's
+    # review: the pattern once read them whole).
+    load = USUAL.replace("3/1412 40000", "x" * 4080 + " y")
+    mem = USUAL.replace("MemTotal:       1073741824", "MemTotal:" + " " * 4082 + "1073741824")
+    cpu = USUAL.replace("cpu  141286809600", "cpu" + " " * 4082 + "141286809600")
+    cut = (load, mem, cpu)
+    for text in (crlf, blank, forged, long_uptime, long_line, after_end, *cut):
         assert hs._USUAL.fullmatch(text) is None
         got = hs.parse_host(text)
         assert got == _line_by_line(text) and got.df == _line_by_line(text).df
+    assert all(max(map(len, text.split("\n"))) > hs.MAX_LINE_CHARS for text in cut)
+    assert hs.parse_host(load).load is None and hs.parse_host(cpu).cpu is None
+    assert hs.parse_host(mem).mem["MemTotal"] == 10737  # "1073741824 kB" cut after "10737"
     assert hs.parse_host(forged).mem["MemTotal"] == 1073741824  # the forged one is ignored
     assert hs.parse_host(crlf).mem["MemTotal"] == 1073741824

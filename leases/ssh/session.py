@@ -18,18 +18,14 @@ import contextlib
 import random as _random
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import asyncssh
 
-from leases.core.models import Node, NodeHealth, SshTarget
-from leases.ssh import config as sshconfig
-from leases.ssh import hostkeys
-from leases.ssh.bounds import Budget, retry_at
-from leases.ssh.connect import Connector
+from leases.core.models import Node, NodeHealth
+from leases.ssh.bounds import Budget
 from leases.ssh.deadline import Deadline
 from leases.ssh.errors import (
-    BackingOff,
     CommandTimeout,
     ConnectionDropped,
     HostKeyRejected,
@@ -38,16 +34,17 @@ from leases.ssh.errors import (
     ShellUnavailable,
     SshError,
     StreamExited,
-    TargetRefused,
 )
-from leases.ssh.faults import classify, describe
+from leases.ssh.faults import describe
 from leases.ssh.jumps import JumpHosts
-from leases.ssh.link import Client, Link
+from leases.ssh.link import Link
+from leases.ssh.nodelink import NodeLink
 from leases.ssh.options import SshOptions
 from leases.ssh.posixsh import under_sh
 from leases.ssh.shell import (
     FRAME_CHARS,
     AnswerReader,
+    Asked,
     Shell,
     close_shell,
     framed,
@@ -64,6 +61,7 @@ from leases.ssh.stream import (
     Tail,
     over_output,
 )
+from leases.ssh.turns import Turns
 
 # How long to wait for a channel to finish closing after we closed it ourselves.
 _CLOSE_GRACE_S = 2.0
@@ -74,8 +72,9 @@ _CHANNEL_RETRY_DELAYS = (0.01, 0.02, 0.05, 0.1, 0.2)
 _STREAM_KEEP_CHARS = 4096
 
 
-class NodeSession:
-    """One node's persistent SSH connection, its health and its backoff."""
+class NodeSession(NodeLink):
+    """One node's persistent SSH connection (NodeLink: its health and backoff) and the
+    commands run on it: execs, streams, terminals, and short commands on its kept shell."""
 
     def __init__(
         self,
@@ -87,83 +86,13 @@ class NodeSession:
         clock: Callable[[], float] = time.monotonic,
         random: Callable[[], float] = _random.random,
     ) -> None:
-        self.node = node
-        self.options = options or SshOptions()
-        # A pool shares these between its sessions; a session alone has its own.
-        self._budget = budget or Budget(self.options)
-        self._jumps = jumps or JumpHosts(self.options, self._budget, clock=clock, random=random)
-        # The name a pool keys its sessions by: a node renamed gets a new session.
-        self._connector = Connector(
-            node.name, self.options, self._budget, self._jumps, self._on_lost
-        )
-        self._clock = clock
-        self._random = random
-        self.health = NodeHealth.CONNECTING
-        self.last_error = ""
-        self.offered_key: OfferedHostKey | None = None
-        self.failures = 0
-        self.next_attempt_at = 0.0
-        self.connects = 0  # successful connects, for tests and the status line
-        self._link: Link | None = None
-        self._connect_lock = asyncio.Lock()
+        super().__init__(node, options, budget=budget, jumps=jumps, clock=clock, random=random)
         self._shell: Shell | None = None
-        self._shell_lock = asyncio.Lock()
+        self._turns = Turns()  # one command at a time on the kept shell
         self._deadline = Deadline()  # the kept shell's commands' time limit
         # False once the node refused a shell channel (ForceCommand, a restricted
         # account): query() then runs every command as its own exec.
         self.shell_works = True
-
-    @property
-    def name(self) -> str:
-        return self.node.name
-
-    @property
-    def target(self) -> SshTarget:
-        return self.node.ssh
-
-    @property
-    def connected(self) -> bool:
-        return self._link is not None and not self._link.lost
-
-    @property
-    def fingerprint(self) -> str | None:
-        """SHA256 fingerprint of a host key we refused, for the user to check."""
-        return self.offered_key.fingerprint if self.offered_key else None
-
-    @property
-    def cipher(self) -> str | None:
-        """The negotiated cipher of the open connection, for the status line."""
-        link = self._link
-        return None if link is None else link.conn.get_extra_info("send_cipher")
-
-    def retry_now(self) -> None:
-        """Forget the backoff (its jump hosts' too), e.g. after the user trusted a key."""
-        self.next_attempt_at = 0.0
-        route = self._connector.route
-        if route is not None:
-            self._jumps.retry_now(route.hops)
-
-    def accept_host_key(self, seen_fingerprint: str) -> bool:
-        """Trust the offered unknown key, if it is the one whose fingerprint the user saw.
-
-        Writes it to zuka's own known_hosts and lets the next command connect at once.
-        A changed key is never accepted here. Returns whether a key was trusted.
-        """
-        offered = self.offered_key
-        if offered is None or offered.status is not hostkeys.HostKeyStatus.UNKNOWN:
-            return False
-        if offered.fingerprint != seen_fingerprint:
-            return False
-        hostkeys.trust(
-            offered.host,
-            offered.port,
-            offered.key,
-            self.options.trust_path,
-            known_hosts_paths=self.options.known_hosts,
-        )
-        self.offered_key = None
-        self.retry_now()
-        return True
 
     async def run_sh(self, cmd: str, timeout: float | None = None) -> CommandResult:
         """run() of a POSIX sh command, handed to sh whatever the login's shell
@@ -324,80 +253,162 @@ class NodeSession:
         when no shell can be had.
         """
         limit = self.options.command_timeout if timeout is None else timeout
-        async with self._shell_lock:
+        async with self._turns:
             link = await self._connection()
             shell = self._shell
             if shell is None or not shell.usable(link):
-                await self._drop_shell()
+                self._drop_shell()
                 shell = self._shell = await open_shell(link, self.name)
-            marker = new_marker()
-            shell.session.stderr.clear()
-            # The cap is on the command's output: the frame's own lines come on top.
-            capped = Capped(self.options.max_output + FRAME_CHARS, self.options.max_line)
+            asked = self._ask(link, shell, cmd, limit)
+            self._deadline.arm(limit)  # asyncio.timeout's, one timer kept (.deadline)
             try:
-                text = framed(cmd, marker, _held_bytes(self.options))
-                waiter = shell.session.ask(shell.channel, text, AnswerReader(marker, capped))
-                self._deadline.arm(limit)  # asyncio.timeout's, one timer kept (.deadline)
-                try:
-                    answer = await waiter
-                except asyncio.CancelledError:
-                    if not self._deadline.expired():
-                        raise
-                    raise TimeoutError from None
-                finally:
-                    self._deadline.disarm()
-                    shell.session.settled()
-                if answer is not None and answer[1] is not None:
-                    shell.answered = True
-                if answer is None:
-                    if not shell.answered and not self._is_lost(link):
-                        # Closed before its first answer: no usable shell here.
-                        raise ShellUnavailable(
-                            self.name, NodeHealth.OK, _("the node closed its shell")
-                        )
-                    raise ConnectionDropped(
-                        self.name, NodeHealth.UNREACHABLE, _("the shell channel closed")
-                    )
-                if len(answer[0]) > self.options.max_output:
-                    raise over_output(self.options.max_output)
-            except TimeoutError as exc:
-                await self._drop_shell()  # the command may still be running in it
-                words = _("{command!r} did not finish within {seconds:g} s")
-                self._set(NodeHealth.TIMEOUT, words.format(command=cmd, seconds=limit))
-                raise CommandTimeout(self.name, NodeHealth.TIMEOUT, self.last_error) from exc
-            except OverCap as exc:
-                await self._drop_shell()  # stops the command: the channel is closed
-                # The whole output's cap as the user set it (the frame's lines come on top).
-                over = capped.max_output is not None and capped.total > capped.max_output
-                reason = over_output(self.options.max_output) if over else exc
-                raise self._too_large(cmd, str(reason)) from None
-            except ShellUnavailable:
-                await self._drop_shell()
+                answer = await asked.waiter
+            except asyncio.CancelledError:
+                if not self._deadline.expired():
+                    self._drop_shell()  # its answer, unread, would open the next one's
+                    raise
+                self._fail(asked, TimeoutError())
+            except Exception as exc:  # OverCap, set on the waiter
+                self._fail(asked, exc)
+            except BaseException:
+                self._drop_shell()
                 raise
-            except ConnectionDropped:
-                await self._drop_shell()
-                if self._is_lost(link):
-                    raise self._dropped(link, None) from None
-                raise
-            except (asyncssh.Error, OSError) as exc:
-                await self._drop_shell()
-                if not shell.answered and not self._is_lost(link):
-                    raise ShellUnavailable(self.name, NodeHealth.OK, describe(exc)) from exc
-                raise self._dropped(link, exc) from exc
-            except BaseException:  # cancelled: its answer, unread, would open the next one's
-                await self._drop_shell()
-                raise
-            out, status = answer  # stderr: all that came before it, as packets came
-            if status is None:  # the marker without the frame's status line
-                await self._drop_shell()  # the next command starts afresh
-                if not shell.answered:  # never framed right here (no `head -c`?): execs
-                    raise ShellUnavailable(
-                        self.name, NodeHealth.OK, _("the node's shell printed no exit status")
-                    )
-            self._set(NodeHealth.OK)
-            return CommandResult(status, out, shell.session.stderr.text)
+            finally:
+                self._deadline.disarm()
+                shell.session.settled()
+            return self._shell_result(asked, answer)
 
-    async def _drop_shell(self) -> None:
+    def ask_now(self, cmd: str) -> Asked | None:
+        """cmd written at once into the kept shell when the shell is ready now: connected,
+        open, in step, and no other command's turn; None when it is not (query() then).
+        The turn is held until the answer is taken (`answer_of`, once asked.waiter is
+        done) or given up (`timed_out`, `give_up`). Raises SshError as query() would for
+        a write that failed; a shell found unusable then is not used again (None)."""
+        link, shell = self._link, self._shell
+        if not self.shell_works or link is None or link.lost or shell is None:
+            return None
+        if not shell.usable(link) or not self._turns.try_take():
+            return None
+        try:
+            return self._ask(link, shell, cmd, self.options.command_timeout)
+        except BaseException as exc:
+            self._turns.give()  # not written: no answer to wait for
+            if not isinstance(exc, ShellUnavailable):
+                raise
+            self.shell_works = False
+            return None
+
+    def answer_of(self, asked: Asked) -> CommandResult | None:
+        """The answer to a command ask_now wrote, its waiter done, and the turn given back.
+        Raises SshError as query() does; None where query() would run the command as an
+        exec instead (the shell cannot run it: shell_works is now False)."""
+        asked.shell.session.settled()
+        try:
+            if (exc := asked.waiter.exception()) is not None:
+                self._fail(asked, exc)
+            return self._shell_result(asked, asked.waiter.result())
+        except ShellUnavailable:
+            self.shell_works = False
+            return None
+        finally:
+            self._turns.give()
+
+    def timed_out(self, asked: Asked) -> SshError:
+        """A command ask_now wrote, not answered within its limit: its shell dropped (the
+        command may still run in it), the turn given back, and the error query() raises."""
+        asked.shell.session.settled()
+        self._turns.give()
+        failed = self._shell_failed(asked, TimeoutError())
+        assert isinstance(failed, SshError)
+        return failed
+
+    def give_up(self, asked: Asked) -> None:
+        """A command ask_now wrote whose answer is no longer wanted (its reader was
+        cancelled): its shell dropped, as its answer would open the next one's."""
+        asked.shell.session.settled()
+        if self._shell is asked.shell:
+            self._drop_shell()
+        self._turns.give()
+
+    def _ask(self, link: Link, shell: Shell, cmd: str, limit: float) -> Asked:
+        """Write cmd, framed, into the shell; raises SshError (its shell dropped)."""
+        marker = new_marker()
+        shell.session.stderr.clear()
+        # The cap is on the command's output: the frame's own lines come on top.
+        capped = Capped(self.options.max_output + FRAME_CHARS, self.options.max_line)
+        asked = Asked(link, shell, cmd, limit, capped)
+        try:
+            text = framed(cmd, marker, _held_bytes(self.options))
+            asked.waiter = shell.session.ask(shell.channel, text, AnswerReader(marker, capped))
+        except Exception as exc:
+            self._fail(asked, exc)
+        except BaseException:
+            self._drop_shell()
+            raise
+        return asked
+
+    def _shell_result(self, asked: Asked, answer: tuple[str, int | None] | None) -> CommandResult:
+        """The CommandResult of a framed command's answer; raises SshError (its shell
+        dropped) for an answer that is none or too long."""
+        shell = asked.shell
+        try:
+            if answer is not None and answer[1] is not None:
+                shell.answered = True
+            if answer is None:
+                if not shell.answered and not self._is_lost(asked.link):
+                    # Closed before its first answer: no usable shell here.
+                    raise ShellUnavailable(self.name, NodeHealth.OK, _("the node closed its shell"))
+                raise ConnectionDropped(
+                    self.name, NodeHealth.UNREACHABLE, _("the shell channel closed")
+                )
+            if len(answer[0]) > self.options.max_output:
+                raise over_output(self.options.max_output)
+        except Exception as exc:
+            self._fail(asked, exc)
+        out, status = answer  # stderr: all that came before it, as packets came
+        if status is None:  # the marker without the frame's status line
+            if self._shell is shell:
+                self._drop_shell()  # the next command starts afresh
+            if not shell.answered:  # never framed right here (no `head -c`?): execs
+                raise ShellUnavailable(
+                    self.name, NodeHealth.OK, _("the node's shell printed no exit status")
+                )
+        self._set(NodeHealth.OK)
+        return CommandResult(status, out, shell.session.stderr.text)
+
+    def _fail(self, asked: Asked, exc: BaseException) -> NoReturn:
+        """Raise what a kept shell's command raises for exc (a TimeoutError: its limit
+        passed), its shell dropped: an SshError, or exc itself when it is not the node's."""
+        failed = self._shell_failed(asked, exc)
+        if failed is exc:
+            raise exc
+        raise failed from exc
+
+    def _shell_failed(self, asked: Asked, exc: BaseException) -> BaseException:
+        shell, link = asked.shell, asked.link
+        if self._shell is shell:
+            self._drop_shell()
+        if isinstance(exc, TimeoutError):
+            words = _("{command!r} did not finish within {seconds:g} s")
+            self._set(NodeHealth.TIMEOUT, words.format(command=asked.cmd, seconds=asked.limit))
+            return CommandTimeout(self.name, NodeHealth.TIMEOUT, self.last_error)
+        if isinstance(exc, OverCap):  # the channel is closed: the command stops
+            # The whole output's cap as the user set it (the frame's lines come on top).
+            capped = asked.capped
+            over = capped.max_output is not None and capped.total > capped.max_output
+            reason = over_output(self.options.max_output) if over else exc
+            return self._too_large(asked.cmd, str(reason))
+        if isinstance(exc, ConnectionDropped):
+            return self._dropped(link, None) if self._is_lost(link) else exc
+        if isinstance(exc, SshError):
+            return exc
+        if isinstance(exc, asyncssh.Error | OSError):
+            if not shell.answered and not self._is_lost(link):
+                return ShellUnavailable(self.name, NodeHealth.OK, describe(exc))
+            return self._dropped(link, exc)
+        return exc
+
+    def _drop_shell(self) -> None:
         shell, self._shell = self._shell, None
         if shell is not None:
             close_shell(shell)
@@ -406,104 +417,16 @@ class NodeSession:
         """Close the connection without waiting for the server to acknowledge it."""
         self._forget_shell()
         self._deadline.close()
-        link, self._link = self._link, None
-        if link is not None:
-            link.lost = True
-            link.close()
+        self._abandon_link()
 
     def _forget_shell(self) -> None:
         self._shell = None  # its channel goes with the connection
 
     async def close(self) -> None:
         """Close the connection (the next command opens a new one)."""
-        await self._drop_shell()
+        self._drop_shell()
         self._deadline.close()
-        link, self._link = self._link, None
-        if link is None:
-            return
-        link.lost = True
-        link.close(release=False)
-        try:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(_CLOSE_GRACE_S):
-                    await link.conn.wait_closed()
-        finally:
-            link.release()  # the jump host only once the node's close went through it
-
-    # -- connecting ---------------------------------------------------------------
-
-    async def _connection(self) -> Link:
-        link = self._link
-        if link is not None and not link.lost:
-            return link
-        async with self._connect_lock:
-            link = self._link
-            if link is not None and not link.lost:
-                return link
-            now = self._clock()
-            if now < self.next_attempt_at:
-                raise BackingOff(
-                    self.name,
-                    self.health,
-                    _("waiting {seconds:.1f} s before retrying: {why}").format(
-                        seconds=self.next_attempt_at - now, why=self.last_error
-                    ),
-                    self.next_attempt_at,
-                )
-            try:
-                link = await self._connector.open(self.target, self.failures > 0)
-            except Exception as exc:
-                health, message, offered = classify(exc, self.options.connect_timeout)
-                if offered is not None:
-                    self.offered_key = offered
-                self._failed(health, message)
-                if offered is not None:
-                    raise HostKeyRejected(self.name, health, message, offered) from exc
-                if isinstance(exc, sshconfig.ConfigRefused):
-                    raise TargetRefused(self.name, health, message) from exc
-                raise SshError(self.name, health, message) from exc
-            self._link = link
-            self.connects += 1
-            self.failures = 0
-            self.next_attempt_at = 0.0
-            self.offered_key = None
-            self._set(NodeHealth.OK)
-            return link
-
-    def _failed(self, health: NodeHealth, message: str) -> None:
-        self.failures += 1
-        self.next_attempt_at = retry_at(self.options, self.failures, self._clock, self._random)
-        self._set(health, message)
-
-    # -- the open connection ------------------------------------------------------
-
-    def _on_lost(self, client: Client, exc: Exception | None) -> None:
-        link = self._link
-        if link is not None and link.client is client:
-            link.lost = True
-            self._link = None
-            link.close()  # lets go of its jump hosts
-            if exc is not None:
-                self._set(
-                    NodeHealth.UNREACHABLE, _("connection lost: {why}").format(why=describe(exc))
-                )
-
-    def _is_lost(self, link: Link) -> bool:
-        return link.lost or link.conn.is_closed()
-
-    def _dropped(self, link: Link, exc: BaseException | None) -> SshError:
-        if self._is_lost(link):
-            link.lost = True
-            if self._link is link:
-                self._link = None
-            link.close()
-            reason = describe(exc) if exc else _("connection closed")
-            words = _("connection lost during command: {why}").format(why=reason)
-            self._set(NodeHealth.UNREACHABLE, words)
-            return ConnectionDropped(self.name, NodeHealth.UNREACHABLE, self.last_error)
-        # The connection is fine; only this channel failed (e.g. the server refused it).
-        reason = describe(exc) if exc else _("it closed without an exit status")
-        return SshError(self.name, self.health, _("channel failed: {why}").format(why=reason))
+        await self._close_link()
 
     async def _open_process(
         self, link: Link, cmd: str, *, binary: bool = False
@@ -533,10 +456,6 @@ class NodeSession:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(_CLOSE_GRACE_S):
                 await process.wait_closed()
-
-    def _set(self, health: NodeHealth, message: str = "") -> None:
-        self.health = health
-        self.last_error = message
 
 
 def _held_bytes(options: SshOptions) -> int:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import asyncssh
 
@@ -65,6 +65,19 @@ class Shell:
             and not session.ended
             and not session.stray
         )
+
+
+@dataclass(eq=False)
+class Asked:
+    """One framed command written into a kept shell, its answer to come on `waiter`
+    (ShellChannel.ask's)."""
+
+    link: Link
+    shell: Shell
+    cmd: str
+    limit: float  # seconds it may take
+    capped: Capped  # the answer's caps, and how much of it came
+    waiter: asyncio.Future[tuple[str, int | None] | None] = field(init=False)
 
 
 _MARKER_HEAD = "__zuka_done_"

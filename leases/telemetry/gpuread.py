@@ -96,7 +96,7 @@ async def read_gpus(
     plain = apps_of is None and not with_host
     if known is not None and plain:
         result = await run(nvsmi.query_command(known))
-        if _answered(result):
+        if answered(result):
             return GpuRead(known, False, result, None)
     hosts: list[str | None] = [None]
     apps: list[AppsRead | None] = [None]
@@ -124,7 +124,7 @@ async def read_gpus(
 
     if known is not None and not plain:
         result = await query(known)
-        if _answered(result):
+        if answered(result):
             return GpuRead(known, False, result, hosts[0], apps[0])
     try:
         fields, result = await nvsmiprobe.probe_read(query)
@@ -134,7 +134,7 @@ async def read_gpus(
     return GpuRead(fields, True, result, hosts[0], apps[0])
 
 
-def _answered(result: CommandResult) -> bool:
+def answered(result: CommandResult) -> bool:
     """Whether the known fields' query was answered (well, or with a failure of its own),
     not refused for a field the node's nvidia-smi no longer knows (then it is probed)."""
     if result.exit_status == 0:

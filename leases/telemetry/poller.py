@@ -1,6 +1,6 @@
-"""The sweep over every node: read GPUs (nvidia-smi over SSH, NVML for a local node), keep
-the last hour in memory, fold readings into roll-ups, record gaps; after a flush, evaluate
-alerts when they are due (leases.alerts.watch).
+"""The sweep over every node: read GPUs (nvidia-smi over SSH, NVML for a local node); each
+reading is recorded by the base class (leases.telemetry.recording: statuses, the last hour,
+roll-ups, gaps, the ledger, the alerts after a flush).
 
 Two ways to read a remote node, both on its one persistent connection:
 - "stream" (the default for `zuka collect` and the dashboard): one long-lived
@@ -9,10 +9,13 @@ Two ways to read a remote node, both on its one persistent connection:
   persistence mode off a fresh process drives the card to P0, which distorts the power and
   clocks we read). bench/poll.py measures both modes.
 - "exec": one query per poll (`zuka poll`; probed once, kept: leases.telemetry.gpuread).
-A node's fault never stops the others: each node is read in its own task and every fault
-ends as that node's NodeStatus. That includes zuka's own failures on a node's data (an
-exception while parsing or storing it): the node becomes `garbage` with the reason and
-the traceback goes to the fault log (leases.telemetry.faultlog). run_supervised restarts a run()
+  A warm sweep's plain queries (fields known, a kept shell ready) go out in one batch
+  whose answers are recorded in callbacks as they come (leases.ssh.asks); every other
+  reading is a task of its own.
+A node's fault never stops the others: every fault ends as that node's NodeStatus. That
+includes zuka's own failures on a node's data (an exception while parsing or storing it):
+the node becomes `garbage` with the reason and the traceback goes to the fault log
+(leases.telemetry.faultlog). run_supervised restarts a run()
 that dies anyway, with backoff, and says so through `running` and `last_fault`.
 """
 
@@ -23,27 +26,26 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Literal
 
 from leases.core.clock import Clock, utc_now
 from leases.core.i18n import EN, speaking
 from leases.core.models import GpuProcess, GpuSample, Node, NodeHealth, NodeStatus
+from leases.ssh.asks import Answer, AskBatch
 from leases.ssh.errors import BackingOff, HostKeyRejected, SshError, StreamExited
 from leases.ssh.pool import SshPool
 from leases.ssh.stream import CommandResult
 from leases.telemetry import gcsettle, gpuread, nvsmi, nvsmiprobe, nvsmistream
-from leases.telemetry.attribution import gpu_owners
 from leases.telemetry.faultlog import quiet_logger
-from leases.telemetry.flushes import GapEvent, write_flush
-from leases.telemetry.history import NodeMinute, RecentHistory
+from leases.telemetry.history import RecentHistory
 from leases.telemetry.nodestate import NodeState, describe
 from leases.telemetry.nvml import NvmlReader, NvmlUnavailable
-from leases.telemetry.probecache import Probe, ProbeBook, ProbeCache
+from leases.telemetry.probecache import ProbeBook, ProbeCache
 from leases.telemetry.promtarget import is_prometheus
+from leases.telemetry.recording import Recorder
 from leases.telemetry.rollups import HistoryStore
-from leases.telemetry.words import REASONS
 
 if TYPE_CHECKING:  # imported by the collector and the dashboard, which make one
     from leases.alerts.watch import AlertWatch
@@ -52,7 +54,9 @@ if TYPE_CHECKING:  # imported by the collector and the dashboard, which make one
 Mode = Literal["stream", "exec"]
 
 
-class Poller:
+class Poller(Recorder):
+    """Reads the nodes (sweeps, streams) and records each reading (Recorder)."""
+
     def __init__(
         self,
         nodes: Sequence[Node],
@@ -75,37 +79,32 @@ class Poller:
         kept_shell: bool = True,
         settle_gc: bool = False,
     ) -> None:
+        super().__init__(
+            clock=clock,
+            store=store,
+            recent=recent,
+            # The fields each node's nvidia-smi knows, kept in the ledger between processes.
+            probes=ProbeBook(probes, reuse=reuse_probes),  # reused: `zuka poll` only
+            on_update=on_update,
+            log=log or quiet_logger(),
+            alerts=alerts,
+        )
         self.prom = prom  # nodes read from Prometheus share its session, made at first use
         self.pool = pool
-        self.log = log or quiet_logger()
         # True while run() polls; last_fault says why it last stopped (run_supervised).
         self.running, self.last_fault, self.restarts = False, "", 0
-        self.clock, self.store = clock, store
-        # The last hour at full rate is for a screen: a headless collector keeps none.
-        self.recent = recent
         self.interval_s, self.apps_every = interval_s, apps_every
         # Read CPU, RAM, disks and network with the GPUs (leases.telemetry.hoststats);
         # bench/poll.py turns it off to measure what it costs.
         self.host_stats = host_stats
-        # The fields each node's nvidia-smi knows, kept in the ledger between processes;
-        # whether to read the GPU processes at all (`zuka poll` only when it shows them);
+        # Whether to read the GPU processes at all (`zuka poll` only when it shows them);
         # kept_shell False: each command an exec of its own (a process reading nodes once).
-        self.probes = ProbeBook(probes, reuse=reuse_probes)  # reused: `zuka poll` only
         self.processes, self.kept_shell = processes, kept_shell
-        self.on_update = on_update
         # A long-lived process (zuka collect): after the first flush, move
         # what lives as long as the process out of full collections (leases.telemetry.gcsettle).
         self.settle_gc = settle_gc
-        # Evaluated after a flush, every alerts.every_s at most (leases.alerts.watch).
-        self.alerts = alerts
         self._nvml_factory = nvml
         self._nvml: NvmlReader | None = None
-        self._nodes: dict[str, NodeState] = {}
-        self.statuses: dict[str, NodeStatus] = {}
-        self._pending_minutes: list[NodeMinute] = []
-        self._pending_latest: dict[str, NodeStatus] = {}
-        # Gaps opened and closed since the last flush, in order: written with it.
-        self._pending_gaps: list[GapEvent] = []
         self.set_nodes(nodes)
 
     def set_nodes(self, nodes: Sequence[Node]) -> None:
@@ -145,7 +144,12 @@ class Poller:
         """One sweep (exec mode): every node (or those named) read at once, and stored."""
         targets = [self._nodes[n] for n in (names or list(self._nodes))]
         with speaking(EN):  # failure details are stored: English (leases.core.retold)
-            await asyncio.gather(*(self._read_once(s) for s in targets))
+            # Warm nodes' plain queries in one batch, the others each in a task of its own.
+            asks, later = AskBatch(), list[NodeState]()
+            slow = [s for s in targets if not self._ask_plain(asks, s, later)]
+            await asyncio.gather(asks.wait(), *(self._read_once(s) for s in slow))
+            if later:
+                await asyncio.gather(*(self._read_once(s) for s in later))
         self.flush()
         return {s.node.name: self.statuses[s.node.name] for s in targets}
 
@@ -174,50 +178,100 @@ class Poller:
         apps_of = state.owners if self.processes and due else None
         try:
             read = await gpuread.read_gpus(run, state.fields, with_host=with_host, apps_of=apps_of)
-            now, state.fields, result = self.clock(), read.fields, read.result
+            now = self.clock()
             if with_host:
                 state.read_host(read.host)
-            if result.exit_status != 0:
-                self._failed_reading(state, result.exit_status, result.stdout, result.stderr)
+            taken = self._taken(state, read.fields, read.result, now, read.probed, count=not due)
+            if taken is not None:
+                processes = await self._processes(state, run, read.apps) if due else None
+                self._good(state, taken[0], processes, parsed=True, said=taken[1],
+                           again=taken[2], at=now)  # fmt: skip
+        except (SshError, nvsmiprobe.NvsmiProbeError, nvsmi.NvsmiParseError) as exc:
+            # Its turn taken by an SSH failure: a part that hangs (ps, df) cannot time out
+            # every reading (the next ones are plain).
+            self._not_read(state, exc, turn=due and state.polls == polls, with_host=with_host)
+
+    def _ask_plain(self, asks: AskBatch, state: NodeState, later: list[NodeState]) -> bool:
+        """Ask a warm node's plain query in the sweep's batch (leases.ssh.asks: no task
+        per node): its fields known, not its turn for processes and host figures, its kept
+        shell ready now. False: read it the usual way (_read_once)."""
+        node, fields = state.node, state.fields
+        if fields is None or not self.kept_shell or node.local or is_prometheus(node):
+            return False
+        if state.polls % self.apps_every == 0 and (self.host_stats or self.processes):
+            return False  # its turn for them: they ride on its query (gpuread.with_apps)
+        try:
+            then = partial(self._plain_answered, state, fields, later)
+            return asks.add(self.pool.add(node), nvsmi.query_command(fields), then)
+        except Exception as exc:  # zuka's own failure on this node
+            self._crashed(state, exc)
+            return True
+
+    def _plain_answered(
+        self, state: NodeState, fields: tuple[str, ...], later: list[NodeState], answer: Answer
+    ) -> None:
+        """A batch's answer to a node's plain query, recorded as _read_once_unguarded
+        records it; `later` the node, to be read the usual way, where that would have
+        run the query as an exec or probed (a field refused)."""
+        try:
+            if isinstance(answer, SshError):
+                self._not_read(state, answer, turn=False, with_host=False)
                 return
-            said = (result.stdout, read.fields)  # again: the same values (and driver)
-            again = said == state.said and not read.probed and bool(state.kept)
-            if again:  # the samples it gave before, read again now (NodeStatus.samples_at)
-                samples: Sequence[GpuSample] = state.kept
-            else:
-                samples = nvsmi.parse_query(result.stdout, read.fields, node.name, now, state.rows)
-                self._probed(state, read.probed, samples)
-            if not due:  # as _processes counts it, without a coroutine made and awaited
-                state.polls += 1
-            processes = await self._processes(state, run, read.apps) if due else None
-            self._good(state, samples, processes, parsed=True, said=said, again=again, at=now)
-        except HostKeyRejected as exc:
+            if answer is None or not gpuread.answered(answer):
+                later.append(state)
+                return
+            now = self.clock()
+            taken = self._taken(state, fields, answer, now)
+            if taken is not None:
+                self._good(state, taken[0], None, parsed=True, said=taken[1], again=taken[2],
+                           at=now)  # fmt: skip
+        except Exception as exc:  # zuka's own failure on this node's data
+            self._crashed(state, exc)
+
+    def _taken(
+        self,
+        state: NodeState,
+        fields: tuple[str, ...],
+        result: CommandResult,
+        now: datetime,
+        probed: bool = False,
+        *,
+        count: bool = True,
+    ) -> tuple[Sequence[GpuSample], tuple[str, tuple[str, ...]], bool] | None:
+        """The samples of a GPU query's answer read at `now` with `fields` (probed: just
+        probed for), the answer and fields they come from (NodeState.said), and whether
+        that answer is the last one recorded (the samples then the ones it gave, read
+        again: NodeStatus.samples_at). None: a failed reading, recorded. count: a reading
+        without processes, counted as _processes counts the others (no coroutine made)."""
+        state.fields = fields
+        if result.exit_status != 0:
+            self._failed_reading(state, result.exit_status, result.stdout, result.stderr)
+            return None
+        said = (result.stdout, fields)  # again: the same values (and driver)
+        again = said == state.said and not probed and bool(state.kept)
+        if again:
+            samples: Sequence[GpuSample] = state.kept
+        else:
+            samples = nvsmi.parse_query(result.stdout, fields, state.node.name, now, state.rows)
+            self._probed(state, probed, samples)
+        state.polls += count
+        return samples, said, again
+
+    def _not_read(self, state: NodeState, exc: Exception, *, turn: bool, with_host: bool) -> None:
+        """A reading that failed (SshError, NvsmiProbeError, NvsmiParseError); turn: an SSH
+        failure takes the node's turn for processes and host figures."""
+        if isinstance(exc, HostKeyRejected):
             self._bad(state, exc.health, exc.message, exc.offered.fingerprint)
-        except SshError as exc:
-            if due and state.polls == polls:  # its turn taken: a part that hangs (ps, df)
-                state.polls += 1  # cannot time out every reading (the next ones are plain)
+        elif isinstance(exc, SshError):
+            state.polls += turn
             self._bad(state, exc.health, exc.message)
-        except nvsmiprobe.NvsmiProbeError as exc:
+        elif isinstance(exc, nvsmiprobe.NvsmiProbeError):
             if with_host:
                 state.read_host(exc.host)
             self._bad(state, exc.health, str(exc))
-        except nvsmi.NvsmiParseError as exc:
+        else:
             self._unprobe(state)  # probe again: the node may have changed under us
             self._bad(state, NodeHealth.GARBAGE, str(exc))
-
-    def _probed(self, state: NodeState, probed: bool, samples: Sequence[GpuSample]) -> None:
-        """Keep a probe found; drop a kept one another driver answered (it may know more)."""
-        driver = gpuread.driver_of(samples)
-        if probed:
-            state.driver = driver
-            self.probes.found(state.node, Probe(state.fields or (), driver))
-        elif state.driver is not None and driver != state.driver:
-            self._unprobe(state)
-
-    def _unprobe(self, state: NodeState) -> None:
-        """Forget the node's fields here and in the ledger: its next reading probes."""
-        state.fields = state.driver = None
-        self.probes.drop(state.node)
 
     async def _processes(
         self,
@@ -275,165 +329,6 @@ class Poller:
             self._bad(state, got.problem.health, got.problem.detail)
         elif got.samples:
             self._good(state, got.samples, None)
-
-    def _failed_reading(
-        self, state: NodeState, status: int | None, stdout: str, stderr: str
-    ) -> None:
-        health = nvsmi.classify_failure(status, stdout, stderr)
-        said = (stderr.strip() or stdout.strip()).splitlines()
-        detail = REASONS[health] + (f": {said[0][:200]}" if said else "")  # stored: English
-        if health is NodeHealth.GARBAGE:
-            self._unprobe(state)
-        self._bad(state, health, detail)
-
-    # -- recording -----------------------------------------------------------------------
-
-    def _good(
-        self,
-        state: NodeState,
-        samples: Sequence[GpuSample],
-        processes: tuple[GpuProcess, ...] | None,
-        *,
-        parsed: bool = False,
-        said: tuple[str, tuple[str, ...]] | None = None,
-        again: bool = False,
-        at: datetime | None = None,
-    ) -> None:
-        """A good reading. parsed: the samples come from nvidia-smi's parser, which refused
-        every value outside nvsmi.BOUNDS row by row (sample_problem's bounds): not checked
-        twice. Samples from anywhere else (NVML) are. said: the exec answer and fields they
-        were parsed from; again: the same answer as the reading recorded last, its samples
-        (NodeState.kept) read again at `at` (the reading's time; else the samples' own)."""
-        name = state.node.name
-        if not samples:
-            self._bad(state, NodeHealth.GPU_LOST, "nvidia-smi listed no GPUs")
-            return
-        if len(samples) > nvsmi.MAX_GPUS:
-            self._bad(state, NodeHealth.GARBAGE, f"more than {nvsmi.MAX_GPUS} GPUs listed")
-            return
-        for sample in () if parsed else samples:
-            problem = nvsmi.sample_problem(sample)
-            if problem is not None:
-                self._bad(state, NodeHealth.GARBAGE, problem)
-                return
-        now = samples[0].at if at is None else at
-        previous = self.statuses.get(name) or NodeStatus(name)
-        if processes is not None:
-            state.tracker.see(now, gpu_owners(samples, processes))
-        status = NodeStatus(
-            name,
-            NodeHealth.OK,
-            state.owner_problems,
-            checked=now,
-            at=now,
-            samples=tuple(samples),
-            processes=previous.processes if processes is None else processes,
-            host=state.host if state.host is not None else previous.host,
-            samples_at=now if again else None,
-        )
-        if self.recent is not None:
-            self.recent.add(samples, now if again else None)  # else their own (Prometheus)
-        if closed := state.acc.again(samples, now) if again else state.acc.add(samples):
-            self._pending_minutes.extend(state.attributed(closed))
-        state.said, state.kept = said, (status.samples if said is not None else ())
-        if state.in_gap is not False and self.store is not None:
-            self._pending_gaps.append(GapEvent(name, now, opened=False))
-        state.in_gap = False
-        self._set(status)
-
-    def _bad(
-        self, state: NodeState, health: NodeHealth, detail: str, fingerprint: str | None = None
-    ) -> None:
-        name = state.node.name
-        now = self.clock()
-        previous = self.statuses.get(name) or NodeStatus(name)
-        if fingerprint is None and health is previous.health:
-            # An attempt held back by the backoff sees no key: the key refused is the one
-            # seen before (else the host-key alert lost its fingerprint to "?").
-            fingerprint = previous.fingerprint
-        # Keep the last good readings for display, marked by `at`; history gets nothing.
-        # The host figures read with a failed GPU query (no nvidia-smi, a lost GPU) are
-        # still the node's.
-        host = state.host if state.host is not None else previous.host
-        status = replace(
-            previous,
-            health=health,
-            detail=detail,
-            checked=now,
-            fingerprint=fingerprint,
-            host=host,
-        )
-        closed = state.acc.flush(int(now.timestamp()) // 60)
-        if closed is not None:
-            self._pending_minutes.extend(state.attributed([closed]))
-        if self.store is not None and state.in_gap is not True:
-            # Idempotent: a gap another process left open stays the one open.
-            self._pending_gaps.append(GapEvent(name, now, opened=True, health=health,
-                                               detail=detail))  # fmt: skip
-        state.in_gap = True
-        self._set(status)
-
-    def _crashed(self, state: NodeState, exc: BaseException) -> None:
-        """zuka failed on this node's data: the node's state, a traceback in the log."""
-        name = state.node.name
-        self.log.error("node %s: failure while handling its data", name, exc_info=exc)
-        self._unprobe(state)  # start again from a probe
-        detail = f"zuka could not handle this node's data ({describe(exc)}); see the fault log"
-        try:
-            self._bad(state, NodeHealth.GARBAGE, detail)
-        except Exception as again:  # the store failed too: keep the state in memory
-            self.log.error("node %s: recording the failure failed", name, exc_info=again)
-            self._mark(name, detail)
-
-    def _mark(self, name: str, detail: str) -> None:
-        """Garbage without touching the store, and without the readings that failed."""
-        previous = self.statuses.get(name, NodeStatus(name))
-        self._set(replace(previous, health=NodeHealth.GARBAGE, detail=detail, checked=self.clock(),
-                          samples=(), samples_at=None, processes=()))  # fmt: skip
-
-    def _set(self, status: NodeStatus) -> None:
-        self.statuses[status.node] = status
-        self._pending_latest[status.node] = status
-        if self.on_update is not None:
-            try:
-                self.on_update(status)
-            except Exception:  # the listener's fault, not the node's: polling goes on
-                self.log.exception("on_update failed for node %s", status.node)
-
-    def flush(self) -> None:
-        """Write closed minutes and the latest status of changed nodes to the ledger."""
-        now_minute = int(self.clock().timestamp()) // 60
-        for state in self._nodes.values():
-            closed = state.acc.flush(now_minute)
-            if closed is not None:
-                self._pending_minutes.extend(state.attributed([closed]))
-        minutes, self._pending_minutes = self._pending_minutes, []
-        latest, self._pending_latest = self._pending_latest, {}
-        self.probes.write(self.clock(), self.log)
-        gaps, self._pending_gaps = self._pending_gaps, []
-        if self.store is None:
-            return
-        clock = self.clock
-        rows = [
-            s if s.checked is not None else replace(s, checked=clock())
-            for s in latest.values()
-            if s.node in self._nodes
-        ]
-        gaps = [g for g in gaps if g.node in self._nodes]
-        self._store(minutes, rows, gaps)
-        if self.alerts is not None:
-            self.alerts.tick()  # never raises; cheap when not due
-
-    def _store(
-        self, minutes: list[NodeMinute], rows: list[NodeStatus], gaps: list[GapEvent]
-    ) -> None:
-        assert self.store is not None
-        for name, exc in write_flush(self.store, minutes, rows, gaps, self.log):
-            state = self._nodes.get(name)
-            if state is not None:
-                state.in_gap = None  # its gap's state in the ledger is not known now
-                self._mark(name, f"zuka could not store this node's reading "
-                                 f"({describe(exc)}); see the fault log")  # fmt: skip
 
     # -- running -------------------------------------------------------------------------
 

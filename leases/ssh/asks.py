@@ -1,0 +1,124 @@
+"""One short command written at once into many nodes' kept shells, each answer handed to a
+callback in the loop turn its last packet comes in, and one timer for all their limits.
+
+What NodeSession.query does for one node, a warm sweep does here for a whole fleet without
+a task, a coroutine chain, a turn awaited or a deadline armed per node: measured on 300
+kept shells behind 50 ms, that was about a fifth of the client's CPU per plain sweep, more
+than zuka's own reading of the answers. A node whose shell is not ready this instant
+(not connected, no shell yet, another command's turn) is not asked here: `add` says so,
+and the caller reads it the usual way. What each callback gets is what query() gives or
+raises, with the same words and the same effect on the session (NodeSession.answer_of)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from functools import partial
+
+from leases.ssh.errors import SshError
+from leases.ssh.session import NodeSession
+from leases.ssh.shell import Asked
+from leases.ssh.stream import CommandResult
+
+# What a callback is handed: the answer, the error query() would raise, or None where
+# query() would run the command as an exec instead (the node's shell cannot run it).
+Answer = CommandResult | SshError | None
+
+# A limit the loop's timer reaches this early (its clock's resolution) counts as reached.
+_EARLY_S = max(0.001, time.get_clock_info("monotonic").resolution)
+
+
+class AskBatch:
+    """Commands asked at once (`add`), their answers handed to their callbacks as they
+    come; `wait` until every one is answered or past its limit. Made and used in one
+    running loop. A callback's exception is the loop's to report, not the batch's."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._pending: dict[Asked, tuple[NodeSession, Callable[[Answer], None], float]] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
+        self._all_in: asyncio.Future[None] | None = None
+
+    def add(self, session: NodeSession, cmd: str, then: Callable[[Answer], None]) -> bool:
+        """Write cmd into the session's kept shell when it is ready now, its answer for
+        `then`; False when it is not (nothing written: ask it the usual way). A write
+        that fails is answered at once."""
+        try:
+            asked = session.ask_now(cmd)
+        except SshError as exc:
+            then(exc)
+            return True
+        if asked is None:
+            return False
+        when = self._loop.time() + asked.limit
+        self._pending[asked] = (session, then, when)
+        asked.waiter.add_done_callback(partial(self._answered, asked))
+        if self._timer is None or when < self._timer_at:
+            self._arm(when)
+        return True
+
+    async def wait(self) -> None:
+        """Until every command asked is answered or past its limit. Cancelled, it gives
+        up on those still to come (their shells dropped: an answer no one reads would
+        open the next command's)."""
+        if not self._pending:
+            return
+        self._all_in = self._loop.create_future()
+        try:
+            await self._all_in
+        except asyncio.CancelledError:
+            pending, self._pending = self._pending, {}
+            for asked, (session, _, _) in pending.items():
+                session.give_up(asked)
+            raise
+        finally:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+    def _answered(self, asked: Asked, _: object) -> None:
+        got = self._pending.pop(asked, None)
+        if got is None:  # past its limit, or given up, before this callback ran
+            return
+        session, then, _when = got
+        try:
+            answer: Answer = session.answer_of(asked)
+        except SshError as exc:
+            answer = exc
+        try:
+            then(answer)
+        finally:
+            if not self._pending and self._all_in is not None and not self._all_in.done():
+                self._all_in.set_result(None)
+
+    def _hand(self, then: Callable[[Answer], None], answer: Answer) -> None:
+        """(_answered's last part, for _expire)"""
+        try:
+            then(answer)
+        finally:
+            if not self._pending and self._all_in is not None and not self._all_in.done():
+                self._all_in.set_result(None)
+
+    def _arm(self, when: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer, self._timer_at = self._loop.call_at(when, self._expire), when
+
+    def _expire(self) -> None:
+        """The timer: every command past its limit, not answered by now, timed out."""
+        self._timer = None
+        now = self._loop.time() + _EARLY_S
+        late = [a for a, (_, _, when) in self._pending.items() if when <= now]
+        for asked in late:
+            if asked.waiter.done():  # answered; its callback is on its way
+                continue
+            session, then, _when = self._pending.pop(asked)
+            self._hand(then, session.timed_out(asked))
+        upcoming = [w for a, (_, _, w) in self._pending.items() if not a.waiter.done()]
+        if upcoming:
+            self._arm(min(upcoming))
+
+
+__all__ = ["Answer", "AskBatch"]

@@ -1,0 +1,162 @@
+"""A warm sweep's plain queries in one batch (leases.ssh.asks), over in-process SSH servers
+answering as simulated nodes with kept shells: recorded exactly as a reading of its own
+(Poller._read_once) records them; a node whose driver changed under us is probed in the
+same sweep; a node not ready is read the usual way beside the batch."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncssh
+import pytest
+
+from leases.core.models import NodeHealth
+from leases.sim import SimNode
+from leases.sim import answer as sim_answer
+from leases.sim.keptshell import shell_commands
+from leases.ssh.pool import SshPool
+from leases.telemetry.history import RecentHistory
+from leases.telemetry.nodestate import NodeState
+from leases.telemetry.poller import Poller
+from tests.support.sshfixtures import FakeNode, TestKeys, node_options
+
+KEYS = TestKeys.generate()
+T0 = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
+
+
+@dataclass
+class Fleet:
+    """Simulated nodes on kept shells, at a time the test moves; `refused` the query
+    fields every node's nvidia-smi now refuses (a driver changed under us)."""
+
+    sims: list[SimNode]
+    now: datetime = T0
+    refused: set[str] = field(default_factory=set)
+    servers: list[FakeNode] = field(default_factory=list)
+
+    def answer(self, sim: SimNode, cmd: str) -> tuple[str, str, int]:
+        for name in self.refused:
+            if "--query-gpu=" in cmd and name in cmd:
+                return f'Field "{name}" is not a valid field to query.\n\n', "", 2
+        out, err, status = sim_answer(sim, cmd, self.now)
+        return out, err, status
+
+    def handler(self, sim: SimNode) -> Callable[..., object]:
+        async def handle(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
+            assert process.command in (None, "sh"), process.command  # kept shells only
+            async for command in shell_commands(process):
+                command.reply(*self.answer(sim, command.text))
+
+        return handle
+
+
+@pytest.fixture
+async def fleet() -> AsyncIterator[Fleet]:
+    made = Fleet([SimNode(f"n{i}", "A100", 2, seed=i) for i in range(3)])
+    made.servers = [await FakeNode(KEYS, handler=made.handler(s)).start() for s in made.sims]
+    yield made
+    for server in made.servers:
+        await server.stop()
+
+
+def _poller(fleet: Fleet, tmp_path: Path) -> Poller:
+    options = node_options(KEYS, tmp_path, fleet.servers, command_timeout=5)
+    nodes = [
+        server.as_node(sim.name) for server, sim in zip(fleet.servers, fleet.sims, strict=True)
+    ]
+    return Poller(nodes, pool=SshPool(options), clock=lambda: fleet.now, recent=RecentHistory(),
+                  host_stats=False, processes=False)  # fmt: skip
+
+
+class Counted:
+    """A poller's readings of their own (_read_once), counted by node."""
+
+    def __init__(self, poller: Poller) -> None:
+        self.nodes: list[str] = []
+        read_once = poller._read_once
+
+        async def counted(state: NodeState) -> None:
+            self.nodes.append(state.node.name)
+            await read_once(state)
+
+        poller._read_once = counted  # type: ignore[method-assign]
+
+
+async def test_a_batch_sweep_records_what_readings_of_their_own_record(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    """Two pollers on the same nodes at the same times: one sweeps (its warm nodes in the
+    batch), the other reads each node in a reading of its own. Their statuses, kept
+    samples and last hour are the same, sweep after sweep, through answers the same as
+    the last (kept samples) and changed ones (parsed)."""
+    batched, alone = _poller(fleet, tmp_path), _poller(fleet, tmp_path)
+    seen = Counted(batched)
+    try:
+        await batched.sweep()  # probes: each node a reading of its own
+        await alone.sweep()
+        assert sorted(seen.nodes) == ["n0", "n1", "n2"]
+        repeats = 0
+        for step in (5, 5, 20, 60, 5, 61, 5, 5):  # sim time: 20 s and more move the values
+            fleet.now += timedelta(seconds=step)
+            seen.nodes.clear()
+            await batched.sweep()
+            for state in alone._nodes.values():
+                await alone._read_once(state)
+            alone.flush()
+            assert seen.nodes == []  # every node in the batch
+            assert batched.statuses == alone.statuses
+            repeats += sum(s.samples_at is not None for s in batched.statuses.values())
+            for name in ("n0", "n1", "n2"):
+                a, b = batched._nodes[name], alone._nodes[name]
+                assert (a.said, a.kept, a.polls, a.fields) == (b.said, b.kept, b.polls, b.fields)
+                assert batched.statuses[name].health is NodeHealth.OK
+            assert batched.recent is not None and alone.recent is not None
+            for name in ("n0", "n1", "n2"):
+                for index in (0, 1):
+                    assert batched.recent.series(name, index) == alone.recent.series(name, index)
+        assert repeats  # some answers came again the same: their samples kept
+    finally:
+        await batched.close()
+        await alone.close()
+
+
+async def test_a_field_refused_in_the_batch_is_probed_in_the_same_sweep(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    poller = _poller(fleet, tmp_path)
+    seen = Counted(poller)
+    try:
+        await poller.sweep()
+        assert all("fan.speed" in (s.fields or ()) for s in poller._nodes.values())
+        fleet.refused = {"fan.speed"}
+        fleet.now += timedelta(seconds=5)
+        seen.nodes.clear()
+        result = await poller.sweep()
+        assert sorted(seen.nodes) == ["n0", "n1", "n2"]  # after the batch, on their own
+        assert {s.health for s in result.values()} == {NodeHealth.OK}
+        for state in poller._nodes.values():
+            assert state.fields is not None and "fan.speed" not in state.fields
+        assert all(s.samples[0].fan_pct is None for s in result.values())
+    finally:
+        await poller.close()
+
+
+async def test_a_node_not_ready_is_read_beside_the_batch(fleet: Fleet, tmp_path: Path) -> None:
+    """One node's connection closed between sweeps: it reconnects in a reading of its own
+    while the others are asked in the batch."""
+    poller = _poller(fleet, tmp_path)
+    seen = Counted(poller)
+    try:
+        await poller.sweep()
+        await poller.pool["n1"].close()
+        seen.nodes.clear()
+        fleet.now += timedelta(seconds=5)
+        result = await poller.sweep()
+        assert seen.nodes == ["n1"]
+        assert {s.health for s in result.values()} == {NodeHealth.OK}
+        assert poller.pool["n1"].connects == 2
+    finally:
+        await poller.close()

@@ -106,21 +106,16 @@ async def read_gpus(
         command = nvsmi.query_command(fields)
         if (memo := ride[0]) is not None:
             ride[0] = None
-            result = await run(with_apps(command, host=with_host))
-            stdout, said, rest = split_apps(result.stdout)
-            if said is not None and rest is not None:
-                got = _apps_from(rest, memo, host=with_host)
-                hosts[0], apps[0] = got.host, AppsRead(got.reading, False)
-                return CommandResult(said, stdout, result.stderr)
+            riding = _riding(await run(with_apps(command, host=with_host)), memo, host=with_host)
+            if riding is not None:
+                result, hosts[0], apps[0] = riding
+                return result
             # No marker came back (a forced command, a wrapper): nothing of that output is
             # trusted to be the GPU query's. Asked alone, as before; the apps after it.
         if not with_host:
             return await run(command)
-        result = await run(hoststats.with_host(command))
-        stdout, said, host = hoststats.split_output(result.stdout)
-        hosts[0] = host
-        status = result.exit_status if said is None else said  # the GPU query's own
-        return CommandResult(status, stdout, result.stderr)
+        result, hosts[0] = _hosted(await run(hoststats.with_host(command)))
+        return result
 
     if known is not None and not plain:
         result = await query(known)
@@ -132,6 +127,56 @@ async def read_gpus(
         exc.host = hosts[0]
         raise
     return GpuRead(fields, True, result, hosts[0], apps[0])
+
+
+def known_command(known: tuple[str, ...], *, with_host: bool, apps: bool) -> str:
+    """What a reading with known fields sends (read_gpus' first command): the query alone,
+    with the host snippet after it, or with the apps riding on it (with_apps)."""
+    command = nvsmi.query_command(known)
+    if apps:
+        return with_apps(command, host=with_host)
+    return hoststats.with_host(command) if with_host else command
+
+
+def known_read(
+    known: tuple[str, ...],
+    result: CommandResult,
+    *,
+    with_host: bool,
+    apps_of: owners.OwnersMemo | None,
+) -> GpuRead | None:
+    """The reading the answer to known_command(known, ...) gives, as read_gpus takes it
+    (apps_of: the apps rode on it, parsed through the node's memo). None where read_gpus
+    would go on: the apps' marker missing (the query asked again alone) or a field
+    refused (probed afresh)."""
+    host, apps = None, None
+    if apps_of is not None:
+        riding = _riding(result, apps_of, host=with_host)
+        if riding is None:
+            return None
+        result, host, apps = riding
+    elif with_host:
+        result, host = _hosted(result)
+    return GpuRead(known, False, result, host, apps) if answered(result) else None
+
+
+def _riding(
+    result: CommandResult, memo: owners.OwnersMemo, *, host: bool
+) -> tuple[CommandResult, str | None, AppsRead] | None:
+    """The GPU query's own result, the host part and the apps of an answer to with_apps;
+    None when its marker did not come back."""
+    stdout, said, rest = split_apps(result.stdout)
+    if said is None or rest is None:
+        return None
+    got = _apps_from(rest, memo, host=host)
+    return CommandResult(said, stdout, result.stderr), got.host, AppsRead(got.reading, False)
+
+
+def _hosted(result: CommandResult) -> tuple[CommandResult, str | None]:
+    """The GPU query's own result and the host part of an answer to hoststats.with_host."""
+    stdout, said, host = hoststats.split_output(result.stdout)
+    status = result.exit_status if said is None else said  # the GPU query's own
+    return CommandResult(status, stdout, result.stderr), host
 
 
 def answered(result: CommandResult) -> bool:

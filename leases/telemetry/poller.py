@@ -9,9 +9,9 @@ Two ways to read a remote node, both on its one persistent connection:
   persistence mode off a fresh process drives the card to P0, which distorts the power and
   clocks we read). bench/poll.py measures both modes.
 - "exec": one query per poll (`zuka poll`; probed once, kept: leases.telemetry.gpuread).
-  A warm sweep's plain queries (fields known, a kept shell ready) go out in one batch
-  whose answers are recorded in callbacks as they come (leases.ssh.asks); every other
-  reading is a task of its own.
+  A warm sweep's readings (fields known, a kept shell ready) go out in one batch whose
+  answers are recorded in callbacks as they come (leases.ssh.asks); every other reading
+  (a probe, a connect, a fallback) is a task of its own.
 A node's fault never stops the others: every fault ends as that node's NodeStatus. That
 includes zuka's own failures on a node's data (an exception while parsing or storing it):
 the node becomes `garbage` with the reason and the traceback goes to the fault log
@@ -42,6 +42,7 @@ from leases.telemetry.faultlog import quiet_logger
 from leases.telemetry.history import RecentHistory
 from leases.telemetry.nodestate import NodeState, describe
 from leases.telemetry.nvml import NvmlReader, NvmlUnavailable
+from leases.telemetry.owners import OwnersMemo
 from leases.telemetry.probecache import ProbeBook, ProbeCache
 from leases.telemetry.promtarget import is_prometheus
 from leases.telemetry.recording import Recorder
@@ -144,9 +145,9 @@ class Poller(Recorder):
         """One sweep (exec mode): every node (or those named) read at once, and stored."""
         targets = [self._nodes[n] for n in (names or list(self._nodes))]
         with speaking(EN):  # failure details are stored: English (leases.core.retold)
-            # Warm nodes' plain queries in one batch, the others each in a task of its own.
+            # Warm nodes' readings in one batch, the others each in a task of its own.
             asks, later = AskBatch(), list[NodeState]()
-            slow = [s for s in targets if not self._ask_plain(asks, s, later)]
+            slow = [s for s in targets if not self._ask_known(asks, s, later)]
             await asyncio.gather(asks.wait(), *(self._read_once(s) for s in slow))
             if later:
                 await asyncio.gather(*(self._read_once(s) for s in later))
@@ -191,40 +192,60 @@ class Poller(Recorder):
             # every reading (the next ones are plain).
             self._not_read(state, exc, turn=due and state.polls == polls, with_host=with_host)
 
-    def _ask_plain(self, asks: AskBatch, state: NodeState, later: list[NodeState]) -> bool:
-        """Ask a warm node's plain query in the sweep's batch (leases.ssh.asks: no task
-        per node): its fields known, not its turn for processes and host figures, its kept
-        shell ready now. False: read it the usual way (_read_once)."""
+    def _ask_known(self, asks: AskBatch, state: NodeState, later: list[NodeState]) -> bool:
+        """Ask a warm node's reading in the sweep's batch (leases.ssh.asks: no task per
+        node): its fields known, its kept shell ready now; the processes and host figures
+        riding on it in their turn. False: read it the usual way (_read_once)."""
         node, fields = state.node, state.fields
         if fields is None or not self.kept_shell or node.local or is_prometheus(node):
             return False
-        if state.polls % self.apps_every == 0 and (self.host_stats or self.processes):
-            return False  # its turn for them: they ride on its query (gpuread.with_apps)
+        due = state.polls % self.apps_every == 0
+        with_host = self.host_stats and due
+        apps_of = state.owners if self.processes and due else None
+        command = gpuread.known_command(fields, with_host=with_host, apps=apps_of is not None)
         try:
-            then = partial(self._plain_answered, state, fields, later)
-            return asks.add(self.pool.add(node), nvsmi.query_command(fields), then)
+            then = partial(self._known_answered, state, fields, due, apps_of, later)
+            return asks.add(self.pool.add(node), command, then)
         except Exception as exc:  # zuka's own failure on this node
             self._crashed(state, exc)
             return True
 
-    def _plain_answered(
-        self, state: NodeState, fields: tuple[str, ...], later: list[NodeState], answer: Answer
+    def _known_answered(
+        self,
+        state: NodeState,
+        fields: tuple[str, ...],
+        due: bool,
+        apps_of: OwnersMemo | None,
+        later: list[NodeState],
+        answer: Answer,
     ) -> None:
-        """A batch's answer to a node's plain query, recorded as _read_once_unguarded
-        records it; `later` the node, to be read the usual way, where that would have
-        run the query as an exec or probed (a field refused)."""
+        """A batch's answer to a node's reading (_ask_known), recorded as
+        _read_once_unguarded records it; `later` the node, to be read the usual way,
+        where that would have gone on: the command run as an exec instead, the apps' marker
+        missing, or a field refused (probed)."""
+        with_host = self.host_stats and due
         try:
             if isinstance(answer, SshError):
-                self._not_read(state, answer, turn=False, with_host=False)
+                self._not_read(state, answer, turn=due, with_host=with_host)
                 return
-            if answer is None or not gpuread.answered(answer):
+            read = None
+            if answer is not None:
+                read = gpuread.known_read(fields, answer, with_host=with_host, apps_of=apps_of)
+            if read is None:
                 later.append(state)
                 return
             now = self.clock()
-            taken = self._taken(state, fields, answer, now)
+            if with_host:
+                state.read_host(read.host)
+            taken = self._taken(state, fields, read.result, now)  # counted, due or not
             if taken is not None:
-                self._good(state, taken[0], None, parsed=True, said=taken[1], again=taken[2],
-                           at=now)  # fmt: skip
+                processes = None
+                if due and read.apps is not None:
+                    processes = self._apps_had(state, read.apps)
+                self._good(state, taken[0], processes, parsed=True, said=taken[1],
+                           again=taken[2], at=now)  # fmt: skip
+        except nvsmi.NvsmiParseError as exc:  # the node's garbage, as _read_once_unguarded
+            self._not_read(state, exc, turn=False, with_host=with_host)
         except Exception as exc:  # zuka's own failure on this node's data
             self._crashed(state, exc)
 
@@ -291,6 +312,10 @@ class Poller(Recorder):
         if read is None:
             host = self.host_stats and streaming
             read = await gpuread.read_apps(run, state.owners, host=host)
+        return self._apps_had(state, read)
+
+    def _apps_had(self, state: NodeState, read: gpuread.AppsRead) -> tuple[GpuProcess, ...] | None:
+        """The processes an apps reading had (None: not read), its host part kept."""
         if read.host_read:
             state.read_host(read.host)
         if (reading := read.reading) is None or reading.processes is None:

@@ -6,14 +6,14 @@ same sweep; a node not ready is read the usual way beside the batch."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncssh
 import pytest
 
-from leases.core.models import NodeHealth
+from leases.core.models import NodeHealth, NodeStatus
 from leases.sim import SimNode
 from leases.sim import answer as sim_answer
 from leases.sim.keptshell import shell_commands
@@ -35,6 +35,7 @@ class Fleet:
     sims: list[SimNode]
     now: datetime = T0
     refused: set[str] = field(default_factory=set)
+    garbage: bool = False  # the GPU query answered with what is no CSV of it
     servers: list[FakeNode] = field(default_factory=list)
 
     def answer(self, sim: SimNode, cmd: str) -> tuple[str, str, int]:
@@ -42,6 +43,9 @@ class Fleet:
             if "--query-gpu=" in cmd and name in cmd:
                 return f'Field "{name}" is not a valid field to query.\n\n', "", 2
         out, err, status = sim_answer(sim, cmd, self.now)
+        if self.garbage and "--query-gpu=" in cmd:
+            _gpus, mark, rest = out.partition("\n@zuka-gpus ")
+            out = "0, GPU-x, what is this, ???\n<html>502</html>\n" + mark + rest
         return out, err, status
 
     def handler(self, sim: SimNode) -> Callable[..., object]:
@@ -62,13 +66,21 @@ async def fleet() -> AsyncIterator[Fleet]:
         await server.stop()
 
 
-def _poller(fleet: Fleet, tmp_path: Path) -> Poller:
+def _poller(fleet: Fleet, tmp_path: Path, *, extras: bool = False) -> Poller:
+    """A poller of the fleet at its time; extras: the processes and host figures read
+    every 6th reading too, riding on its query."""
     options = node_options(KEYS, tmp_path, fleet.servers, command_timeout=5)
     nodes = [
         server.as_node(sim.name) for server, sim in zip(fleet.servers, fleet.sims, strict=True)
     ]
     return Poller(nodes, pool=SshPool(options), clock=lambda: fleet.now, recent=RecentHistory(),
-                  host_stats=False, processes=False)  # fmt: skip
+                  host_stats=extras, processes=extras)  # fmt: skip
+
+
+def _unhosted(statuses: dict[str, NodeStatus]) -> dict[str, NodeStatus]:
+    """The statuses without their host figures: their rates are per second of each
+    poller's own monotonic clock (NodeState.read_host), which no test holds still."""
+    return {name: replace(s, host=None) for name, s in statuses.items()}
 
 
 class Counted:
@@ -85,39 +97,53 @@ class Counted:
         poller._read_once = counted  # type: ignore[method-assign]
 
 
+@pytest.mark.parametrize("extras", [False, True])
 async def test_a_batch_sweep_records_what_readings_of_their_own_record(
-    fleet: Fleet, tmp_path: Path
+    fleet: Fleet, tmp_path: Path, extras: bool
 ) -> None:
     """Two pollers on the same nodes at the same times: one sweeps (its warm nodes in the
     batch), the other reads each node in a reading of its own. Their statuses, kept
-    samples and last hour are the same, sweep after sweep, through answers the same as
-    the last (kept samples) and changed ones (parsed)."""
-    batched, alone = _poller(fleet, tmp_path), _poller(fleet, tmp_path)
+    samples, counts and last hour are the same, sweep after sweep, through answers the
+    same as the last (kept samples), changed ones (parsed), every 6th with the processes
+    and host figures (extras), and garbage."""
+    batched = _poller(fleet, tmp_path, extras=extras)
+    alone = _poller(fleet, tmp_path, extras=extras)
     seen = Counted(batched)
     try:
         await batched.sweep()  # probes: each node a reading of its own
         await alone.sweep()
         assert sorted(seen.nodes) == ["n0", "n1", "n2"]
-        repeats = 0
-        for step in (5, 5, 20, 60, 5, 61, 5, 5):  # sim time: 20 s and more move the values
+        repeats = due = 0
+        # Sim time: 20 s and more move the values; a step of 0 answers garbage.
+        # Every 6th reading (polls 6 and 12 here) with the processes and host figures.
+        for step in (5, 5, 20, 60, 5, 61, 5, 0, 5, 20, 5, 5, 5, 5):
+            fleet.garbage = step == 0
             fleet.now += timedelta(seconds=step)
             seen.nodes.clear()
+            unknown = sorted(n for n, st in batched._nodes.items() if st.fields is None)
             await batched.sweep()
             for state in alone._nodes.values():
                 await alone._read_once(state)
             alone.flush()
-            assert seen.nodes == []  # every node in the batch
-            assert batched.statuses == alone.statuses
+            # Every node in the batch, but those probing afresh after garbage.
+            assert sorted(seen.nodes) == unknown
+            assert _unhosted(batched.statuses) == _unhosted(alone.statuses)
+            assert all((s.host is not None) is extras for s in batched.statuses.values())
+            assert all(bool(s.processes) is extras for s in batched.statuses.values())
             repeats += sum(s.samples_at is not None for s in batched.statuses.values())
+            due += all(st.polls in (7, 13) for st in batched._nodes.values())
             for name in ("n0", "n1", "n2"):
                 a, b = batched._nodes[name], alone._nodes[name]
                 assert (a.said, a.kept, a.polls, a.fields) == (b.said, b.kept, b.polls, b.fields)
-                assert batched.statuses[name].health is NodeHealth.OK
+                assert (a.owner_problems, a.in_gap) == (b.owner_problems, b.in_gap)
+                health = NodeHealth.GARBAGE if fleet.garbage else NodeHealth.OK
+                assert batched.statuses[name].health is health
             assert batched.recent is not None and alone.recent is not None
             for name in ("n0", "n1", "n2"):
                 for index in (0, 1):
                     assert batched.recent.series(name, index) == alone.recent.series(name, index)
         assert repeats  # some answers came again the same: their samples kept
+        assert due == 2  # and two 6th readings in the batch
     finally:
         await batched.close()
         await alone.close()

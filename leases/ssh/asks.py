@@ -22,8 +22,9 @@ from leases.ssh.shell import Asked
 from leases.ssh.stream import CommandResult
 
 # What a callback is handed: the answer, the error query() would raise, or None where
-# query() would run the command as an exec instead (the node's shell cannot run it).
-Answer = CommandResult | SshError | None
+# query() would run the command as an exec instead (the node's shell cannot run it); any
+# other exception is zuka's own, taking the answer.
+Answer = CommandResult | Exception | None
 
 # A limit the loop's timer reaches this early (its clock's resolution) counts as reached.
 _EARLY_S = max(0.001, time.get_clock_info("monotonic").resolution)
@@ -32,7 +33,8 @@ _EARLY_S = max(0.001, time.get_clock_info("monotonic").resolution)
 class AskBatch:
     """Commands asked at once (`add`), their answers handed to their callbacks as they
     come; `wait` until every one is answered or past its limit. Made and used in one
-    running loop. A callback's exception is the loop's to report, not the batch's."""
+    running loop. A callback's exception is the loop's to report (its exception
+    handler), not the batch's: the other answers are still handed on."""
 
     def __init__(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -48,7 +50,7 @@ class AskBatch:
         try:
             asked = session.ask_now(cmd)
         except SshError as exc:
-            then(exc)
+            self._hand(then, exc)
             return True
         if asked is None:
             return False
@@ -61,22 +63,26 @@ class AskBatch:
 
     async def wait(self) -> None:
         """Until every command asked is answered or past its limit. Cancelled, it gives
-        up on those still to come (their shells dropped: an answer no one reads would
-        open the next command's)."""
+        up on those still to come (give_up)."""
         if not self._pending:
             return
         self._all_in = self._loop.create_future()
         try:
             await self._all_in
         except asyncio.CancelledError:
-            pending, self._pending = self._pending, {}
-            for asked, (session, _, _) in pending.items():
-                session.give_up(asked)
+            self.give_up()
             raise
         finally:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+            self._disarm()
+
+    def give_up(self) -> None:
+        """No answer still to come is wanted (its reader was cancelled): their shells
+        dropped, as an answer no one reads would open the next command's, and their
+        turns given back. Their callbacks are not called."""
+        pending, self._pending = self._pending, {}
+        for asked, (session, _, _) in pending.items():
+            session.give_up(asked)
+        self._disarm()
 
     def _answered(self, asked: Asked, _: object) -> None:
         got = self._pending.pop(asked, None)
@@ -85,21 +91,26 @@ class AskBatch:
         session, then, _when = got
         try:
             answer: Answer = session.answer_of(asked)
-        except SshError as exc:
+        except Exception as exc:  # an SshError, as query() raises it; or zuka's own
             answer = exc
+        self._hand(then, answer)
+
+    def _hand(self, then: Callable[[Answer], None], answer: Answer) -> None:
+        """Hand an answer to its callback; the batch goes on whatever it raises."""
         try:
             then(answer)
+        except Exception as exc:
+            self._loop.call_exception_handler(
+                {"message": "an answer's callback failed (leases.ssh.asks)", "exception": exc}
+            )
         finally:
             if not self._pending and self._all_in is not None and not self._all_in.done():
                 self._all_in.set_result(None)
 
-    def _hand(self, then: Callable[[Answer], None], answer: Answer) -> None:
-        """(_answered's last part, for _expire)"""
-        try:
-            then(answer)
-        finally:
-            if not self._pending and self._all_in is not None and not self._all_in.done():
-                self._all_in.set_result(None)
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def _arm(self, when: float) -> None:
         if self._timer is not None:
@@ -115,7 +126,11 @@ class AskBatch:
             if asked.waiter.done():  # answered; its callback is on its way
                 continue
             session, then, _when = self._pending.pop(asked)
-            self._hand(then, session.timed_out(asked))
+            try:
+                answer: Answer = session.timed_out(asked)
+            except Exception as exc:  # zuka's own
+                answer = exc
+            self._hand(then, answer)
         upcoming = [w for a, (_, _, w) in self._pending.items() if not a.waiter.done()]
         if upcoming:
             self._arm(min(upcoming))

@@ -145,14 +145,25 @@ class Poller(Recorder):
         """One sweep (exec mode): every node (or those named) read at once, and stored."""
         targets = [self._nodes[n] for n in (names or list(self._nodes))]
         with speaking(EN):  # failure details are stored: English (leases.core.retold)
-            # Warm nodes' readings in one batch, the others each in a task of its own.
-            asks, later = AskBatch(), list[NodeState]()
-            slow = [s for s in targets if not self._ask_known(asks, s, later)]
-            await asyncio.gather(asks.wait(), *(self._read_once(s) for s in slow))
-            if later:
-                await asyncio.gather(*(self._read_once(s) for s in later))
+            await self._read_all(targets)
         self.flush()
         return {s.node.name: self.statuses[s.node.name] for s in targets}
+
+    async def _read_all(self, targets: Sequence[NodeState]) -> None:
+        """Warm nodes' readings in one batch, the others each in a task of its own, and
+        those the batch hands back (`later`: a probe, an exec) in theirs as soon as it
+        does, not after the batch's slowest node."""
+        asks, later = AskBatch(), list[asyncio.Task[None]]()
+        slow = [s for s in targets if not self._ask_known(asks, s, later)]
+        try:
+            await asyncio.gather(asks.wait(), *(self._read_once(s) for s in slow))
+            await asyncio.gather(*later)
+        except BaseException:  # cancelled, even before the batch's wait began
+            asks.give_up()
+            for task in later:
+                task.cancel()
+            await asyncio.gather(*later, return_exceptions=True)
+            raise
 
     async def _read_once(self, state: NodeState) -> None:
         try:
@@ -192,7 +203,7 @@ class Poller(Recorder):
             # every reading (the next ones are plain).
             self._not_read(state, exc, turn=due and state.polls == polls, with_host=with_host)
 
-    def _ask_known(self, asks: AskBatch, state: NodeState, later: list[NodeState]) -> bool:
+    def _ask_known(self, asks: AskBatch, state: NodeState, later: list[asyncio.Task[None]]) -> bool:
         """Ask a warm node's reading in the sweep's batch (leases.ssh.asks: no task per
         node): its fields known, its kept shell ready now; the processes and host figures
         riding on it in their turn. False: read it the usual way (_read_once)."""
@@ -216,23 +227,25 @@ class Poller(Recorder):
         fields: tuple[str, ...],
         due: bool,
         apps_of: OwnersMemo | None,
-        later: list[NodeState],
+        later: list[asyncio.Task[None]],
         answer: Answer,
     ) -> None:
         """A batch's answer to a node's reading (_ask_known), recorded as
-        _read_once_unguarded records it; `later` the node, to be read the usual way,
-        where that would have gone on: the command run as an exec instead, the apps' marker
-        missing, or a field refused (probed)."""
+        _read_once_unguarded records it; the node read the usual way at once (a task in
+        `later`) where that would have gone on: the command run as an exec instead, the
+        apps' marker missing, or a field refused (probed)."""
         with_host = self.host_stats and due
         try:
             if isinstance(answer, SshError):
                 self._not_read(state, answer, turn=due, with_host=with_host)
                 return
+            if isinstance(answer, Exception):  # zuka's own, taking the answer
+                raise answer
             read = None
             if answer is not None:
                 read = gpuread.known_read(fields, answer, with_host=with_host, apps_of=apps_of)
             if read is None:
-                later.append(state)
+                later.append(asyncio.ensure_future(self._read_once(state)))
                 return
             now = self.clock()
             if with_host:

@@ -231,6 +231,39 @@ async def test_many_nodes_in_one_batch_each_get_their_own_answer(
                 await s.close()
 
 
+async def test_a_callback_that_raises_does_not_stop_the_others(
+    keys: TestKeys, tmp_path: Path
+) -> None:
+    """Two nodes past their limit at the same timer: the first one's callback raises (the
+    loop's exception handler hears of it); the second is still timed out and handed on,
+    and the batch ends."""
+    async with FakeNode(keys, handler=_node) as fake:
+        options = node_options(keys, tmp_path, [fake], command_timeout=0.3)
+        sessions = [NodeSession(fake.as_node(f"n{i}"), options) for i in range(2)]
+        loop = asyncio.get_running_loop()
+        reported: list[dict[str, object]] = []
+        loop.set_exception_handler(lambda _loop, context: reported.append(context))
+        try:
+            for s in sessions:
+                await _warm(s)
+            handed: list[Answer] = []
+
+            def first(answer: Answer) -> None:
+                raise RuntimeError("a callback's own fault")
+
+            asks = AskBatch()
+            assert asks.add(sessions[0], "hang", first)
+            assert asks.add(sessions[1], "hang", handed.append)
+            await asyncio.wait_for(asks.wait(), 10)
+            assert len(handed) == 1 and isinstance(handed[0], CommandTimeout)
+            assert [str(c["exception"]) for c in reported] == ["a callback's own fault"]
+            assert not any(s._turns.held for s in sessions)
+        finally:
+            loop.set_exception_handler(None)
+            for s in sessions:
+                await s.close()
+
+
 # -- Turns ----------------------------------------------------------------------------------
 
 

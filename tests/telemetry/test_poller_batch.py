@@ -5,6 +5,7 @@ same sweep; a node not ready is read the usual way beside the batch."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -22,6 +23,7 @@ from leases.telemetry.history import RecentHistory
 from leases.telemetry.nodestate import NodeState
 from leases.telemetry.poller import Poller
 from tests.support.sshfixtures import FakeNode, TestKeys, node_options
+from tests.support.waiting import wait_until
 
 KEYS = TestKeys.generate()
 T0 = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
@@ -36,6 +38,7 @@ class Fleet:
     now: datetime = T0
     refused: set[str] = field(default_factory=set)
     garbage: bool = False  # the GPU query answered with what is no CSV of it
+    hang: set[str] = field(default_factory=set)  # nodes whose nvidia-smi never answers
     servers: list[FakeNode] = field(default_factory=list)
 
     def answer(self, sim: SimNode, cmd: str) -> tuple[str, str, int]:
@@ -52,6 +55,9 @@ class Fleet:
         async def handle(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
             assert process.command in (None, "sh"), process.command  # kept shells only
             async for command in shell_commands(process):
+                if sim.name in self.hang and "--query-gpu=" in command.text:
+                    await process.channel.wait_closed()
+                    return
                 command.reply(*self.answer(sim, command.text))
 
         return handle
@@ -184,5 +190,59 @@ async def test_a_node_not_ready_is_read_beside_the_batch(fleet: Fleet, tmp_path:
         assert seen.nodes == ["n1"]
         assert {s.health for s in result.values()} == {NodeHealth.OK}
         assert poller.pool["n1"].connects == 2
+    finally:
+        await poller.close()
+
+
+async def test_a_node_handed_back_is_read_at_once_not_after_the_slowest(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    """One node hangs until its limit (3 s); another refuses a field: it is probed and
+    recorded while the hung one still waits, not after it (a `poll --timeout` shorter
+    than the limit would otherwise never see it read)."""
+    options = node_options(KEYS, tmp_path, fleet.servers, command_timeout=3)
+    nodes = [s.as_node(sim.name) for s, sim in zip(fleet.servers, fleet.sims, strict=True)]
+    poller = Poller(nodes, pool=SshPool(options), clock=lambda: fleet.now,
+                    host_stats=False, processes=False)  # fmt: skip
+    try:
+        await poller.sweep()
+        fleet.hang, fleet.refused = {"n0"}, {"fan.speed"}
+        fleet.now += timedelta(seconds=5)
+        sweep = asyncio.ensure_future(poller.sweep())
+        fields = lambda: poller._nodes["n1"].fields or ()  # noqa: E731
+        await wait_until(lambda: fields() and "fan.speed" not in fields(), what="n1 probed")
+        assert poller.statuses["n1"].health is NodeHealth.OK
+        assert poller.statuses["n1"].checked == fleet.now
+        assert not sweep.done()  # n0 still within its limit
+        result = await asyncio.wait_for(sweep, 10)
+        assert result["n0"].health is NodeHealth.TIMEOUT
+    finally:
+        await poller.close()
+
+
+async def test_a_sweep_cancelled_before_its_batch_waits_leaves_nothing_held(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    """Cancelled in the loop turn it wrote its commands in: the shells they were written
+    into are dropped and their turns given back; nothing of it is recorded, and the next
+    sweep reads every node."""
+    poller = _poller(fleet, tmp_path)
+    updates: list[str] = []
+    try:
+        await poller.sweep()
+        poller.on_update = lambda status: updates.append(status.node)
+        sweep = asyncio.ensure_future(poller.sweep())
+        await asyncio.sleep(0)  # its first step: the commands written
+        sweep.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await sweep
+        sessions = poller.pool.sessions.values()
+        assert not any(s._turns.held for s in sessions)
+        await asyncio.sleep(0.2)  # an answer that came now would be recorded: none may
+        assert updates == []
+        fleet.now += timedelta(seconds=5)
+        result = await asyncio.wait_for(poller.sweep(), 10)
+        assert {s.health for s in result.values()} == {NodeHealth.OK}
+        assert all(s.checked == fleet.now for s in result.values())
     finally:
         await poller.close()

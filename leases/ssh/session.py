@@ -40,7 +40,7 @@ from leases.ssh.jumps import JumpHosts
 from leases.ssh.link import Link
 from leases.ssh.nodelink import NodeLink
 from leases.ssh.options import SshOptions
-from leases.ssh.posixsh import under_sh
+from leases.ssh.posixsh import under_sh, unwrap_sh
 from leases.ssh.shell import (
     FRAME_CHARS,
     AnswerReader,
@@ -117,9 +117,7 @@ class NodeSession(NodeLink):
                     await process.wait_closed()
                     await stderr.done()
             except TimeoutError as exc:
-                words = _("{command!r} did not finish within {seconds:g} s")
-                self._set(NodeHealth.TIMEOUT, words.format(command=cmd, seconds=limit))
-                raise CommandTimeout(self.name, NodeHealth.TIMEOUT, self.last_error) from exc
+                raise self._timed_out(cmd, limit) from exc
             except OverCap as exc:
                 raise self._too_large(cmd, str(exc)) from None
             except (asyncssh.Error, OSError) as exc:
@@ -172,8 +170,13 @@ class NodeSession(NodeLink):
 
     def _too_large(self, cmd: str, reason: str) -> OutputTooLarge:
         words = _("{command!r} printed {what}: stopped")
-        self._set(NodeHealth.GARBAGE, words.format(command=cmd.split(" ", 1)[0], what=reason))
+        self._set(NodeHealth.GARBAGE, words.format(command=_named(cmd), what=reason))
         return OutputTooLarge(self.name, NodeHealth.GARBAGE, self.last_error)
+
+    def _timed_out(self, cmd: str, limit: float) -> CommandTimeout:
+        words = _("{command!r} did not finish within {seconds:g} s")
+        self._set(NodeHealth.TIMEOUT, words.format(command=_named(cmd), seconds=limit))
+        return CommandTimeout(self.name, NodeHealth.TIMEOUT, self.last_error)
 
     async def stream(
         self, cmd: str, idle_timeout: float | None = None, *, chunks: bool = False
@@ -258,7 +261,11 @@ class NodeSession(NodeLink):
             shell = self._shell
             if shell is None or not shell.usable(link):
                 self._drop_shell()
-                shell = self._shell = await open_shell(link, self.name)
+                try:  # within the command's limit: a node that stopped (its connection
+                    async with asyncio.timeout(limit):  # still open) confirms no channel
+                        shell = self._shell = await open_shell(link, self.name)
+                except TimeoutError as exc:
+                    raise self._timed_out(cmd, limit) from exc
             asked = self._ask(link, shell, cmd, limit)
             self._deadline.arm(limit)  # asyncio.timeout's, one timer kept (.deadline)
             try:
@@ -389,9 +396,7 @@ class NodeSession(NodeLink):
         if self._shell is shell:
             self._drop_shell()
         if isinstance(exc, TimeoutError):
-            words = _("{command!r} did not finish within {seconds:g} s")
-            self._set(NodeHealth.TIMEOUT, words.format(command=asked.cmd, seconds=asked.limit))
-            return CommandTimeout(self.name, NodeHealth.TIMEOUT, self.last_error)
+            return self._timed_out(asked.cmd, asked.limit)
         if isinstance(exc, OverCap):  # the channel is closed: the command stops
             # The whole output's cap as the user set it (the frame's lines come on top).
             capped = asked.capped
@@ -456,6 +461,13 @@ class NodeSession(NodeLink):
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(_CLOSE_GRACE_S):
                 await process.wait_closed()
+
+
+def _named(cmd: str) -> str:
+    """A command as a message names it: the first word of what sh runs (a reading's
+    command runs to kilobytes of shell), at most 60 characters."""
+    words = (unwrap_sh(cmd) or cmd).lstrip("( ").split(None, 1)
+    return words[0][:60] if words else cmd[:60]
 
 
 def _held_bytes(options: SshOptions) -> int:

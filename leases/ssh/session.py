@@ -89,6 +89,8 @@ class NodeSession(NodeLink):
         super().__init__(node, options, budget=budget, jumps=jumps, clock=clock, random=random)
         self._shell: Shell | None = None
         self._turns = Turns()  # one command at a time on the kept shell
+        # A kept shell being opened on a link, waited for by the commands that need it.
+        self._opening: tuple[Link, asyncio.Task[Shell]] | None = None
         self._deadline = Deadline()  # the kept shell's commands' time limit
         # False once the node refused a shell channel (ForceCommand, a restricted
         # account): query() then runs every command as its own exec.
@@ -259,15 +261,13 @@ class NodeSession(NodeLink):
         async with self._turns:
             link = await self._connection()
             shell = self._shell
+            began = asyncio.get_running_loop().time()
             if shell is None or not shell.usable(link):
                 self._drop_shell()
-                try:  # within the command's limit: a node that stopped (its connection
-                    async with asyncio.timeout(limit):  # still open) confirms no channel
-                        shell = self._shell = await open_shell(link, self.name)
-                except TimeoutError as exc:
-                    raise self._timed_out(cmd, limit) from exc
+                shell = self._shell = await self._new_shell(link, cmd, limit)
             asked = self._ask(link, shell, cmd, limit)
-            self._deadline.arm(limit)  # asyncio.timeout's, one timer kept (.deadline)
+            # asyncio.timeout's, one timer kept (.deadline); what the shell's opening left.
+            self._deadline.arm(max(0.0, began + limit - asyncio.get_running_loop().time()))
             try:
                 answer = await asked.waiter
             except asyncio.CancelledError:
@@ -284,6 +284,42 @@ class NodeSession(NodeLink):
                 self._deadline.disarm()
                 shell.session.settled()
             return self._shell_result(asked, answer)
+
+    async def _new_shell(self, link: Link, cmd: str, limit: float) -> Shell:
+        """A new kept shell on link, within the command's limit (a node that stopped, its
+        connection still open, confirms no channel). An open that takes longer is not
+        cancelled: asyncssh has sent the node its request, and a cancelled open would
+        leave the node a channel nobody owns once it answers, a session slot held for the
+        connection's life. It goes on, and the next command waits for the same open."""
+        opening = self._opening
+        if opening is None or opening[0] is not link:
+            task = asyncio.ensure_future(open_shell(link, self.name))
+            task.add_done_callback(_retrieved)
+            opening = self._opening = (link, task)
+        task = opening[1]
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), limit)
+        except TimeoutError as exc:
+            raise self._timed_out(cmd, limit) from exc
+        except ShellUnavailable as exc:
+            if self._is_lost(link):  # the connection went while the shell opened
+                raise self._dropped(link, exc) from exc
+            raise
+        finally:
+            if task.done() and self._opening is opening:
+                self._opening = None
+
+    def _drop_opening(self) -> None:
+        """The session closes: a shell being opened is not waited for (its channel goes
+        with the connection), one opened since is closed."""
+        opening, self._opening = self._opening, None
+        if opening is None:
+            return
+        task = opening[1]
+        if not task.done():
+            task.cancel()
+        elif not task.cancelled() and task.exception() is None:
+            close_shell(task.result())
 
     def ask_now(self, cmd: str) -> Asked | None:
         """cmd written at once into the kept shell when the shell is ready now: connected,
@@ -420,6 +456,7 @@ class NodeSession(NodeLink):
 
     def abandon(self) -> None:
         """Close the connection without waiting for the server to acknowledge it."""
+        self._drop_opening()
         self._forget_shell()
         self._deadline.close()
         self._abandon_link()
@@ -429,6 +466,7 @@ class NodeSession(NodeLink):
 
     async def close(self) -> None:
         """Close the connection (the next command opens a new one)."""
+        self._drop_opening()
         self._drop_shell()
         self._deadline.close()
         await self._close_link()
@@ -464,10 +502,17 @@ class NodeSession(NodeLink):
 
 
 def _named(cmd: str) -> str:
-    """A command as a message names it: the first word of what sh runs (a reading's
-    command runs to kilobytes of shell), at most 60 characters."""
-    words = (unwrap_sh(cmd) or cmd).lstrip("( ").split(None, 1)
-    return words[0][:60] if words else cmd[:60]
+    """A command as a message names it: the start of what sh runs, on one line, at most
+    60 characters (a reading's command runs to kilobytes of shell)."""
+    text = " ".join((unwrap_sh(cmd) or cmd).lstrip("( ").split())
+    return text if len(text) <= 60 else f"{text[:59]}…"
+
+
+def _retrieved(task: asyncio.Task[Shell]) -> None:
+    """A shell's open that ended with no one waiting: its failure is not an error
+    to report (the next command that needs a shell opens another)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _held_bytes(options: SshOptions) -> int:

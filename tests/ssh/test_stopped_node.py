@@ -20,11 +20,12 @@ from leases.core.models import Node, NodeHealth, SshTarget
 from leases.sim import SimNode
 from leases.sim import answer as sim_answer
 from leases.sim.keptshell import shell_commands
-from leases.ssh.errors import CommandTimeout
+from leases.ssh.errors import CommandTimeout, ConnectionDropped
 from leases.ssh.pool import SshPool
 from leases.ssh.session import NodeSession
 from leases.telemetry.poller import Poller
 from tests.support.sshfixtures import FakeNode, TestKeys, known_hosts_line, node_options
+from tests.support.waiting import wait_until
 
 
 class StoppingProxy:
@@ -46,6 +47,14 @@ class StoppingProxy:
 
     def stop_passing(self) -> None:
         self._running.clear()
+
+    def pass_again(self) -> None:
+        self._running.set()
+
+    def cut(self) -> None:
+        """Every connection through it reset (the node's host went away)."""
+        for writer in self._writers:
+            writer.transport.abort()
 
     async def close(self) -> None:
         self._running.set()
@@ -78,7 +87,11 @@ def _trust_proxy(tmp_path: Path, proxy: StoppingProxy, node: FakeNode) -> None:
         f.write(known_hosts_line("127.0.0.1", proxy.port, node.host_key))
 
 
+SHELLS: list[int] = []  # the kept shells the node opened, by its port
+
+
 async def _kept_shell(process: asyncssh.SSHServerProcess[str], node: FakeNode) -> None:
+    SHELLS.append(node.port)
     async for command in shell_commands(process):
         word, _, rest = command.text.partition(" ")
         assert word == "echo", command.text
@@ -104,7 +117,7 @@ async def test_a_stopped_node_times_out_within_the_limit_even_opening_a_shell(
                     await asyncio.wait_for(session.query("echo anyone"), 5)
                 assert loop.time() - began < 2
                 assert session.health is NodeHealth.TIMEOUT
-                assert session.last_error == "'echo' did not finish within 0.5 s"
+                assert session.last_error == "'echo anyone' did not finish within 0.5 s"
         finally:
             session.abandon()
             await proxy.close()
@@ -148,3 +161,63 @@ async def test_in_exec_mode_a_stopped_node_holds_the_others_up_no_longer_than_it
         await proxy.close()
         for fake in fakes:
             await fake.stop()
+
+
+async def test_a_shell_asked_for_while_the_node_is_stopped_is_opened_once(
+    keys: TestKeys, tmp_path: Path
+) -> None:
+    """Commands that time out while a stopped node's new shell is being opened all wait
+    for that one open: none is cancelled (asyncssh has sent its request: a cancelled open
+    left the node, once it ran again, a channel nobody owned, holding a session slot for
+    the connection's life). When the node runs again the open becomes the kept shell."""
+    async with FakeNode(keys, handler=_kept_shell) as fake:
+        proxy = await StoppingProxy(fake.port).start()
+        options = node_options(keys, tmp_path, [fake], command_timeout=0.3)
+        _trust_proxy(tmp_path, proxy, fake)
+        session = NodeSession(Node("n1", SshTarget("127.0.0.1", proxy.port)), options)
+        try:
+            assert (await session.query("echo up")).stdout == "up\n"
+            proxy.stop_passing()
+            for _ in range(5):  # the command; then four waits for one shell's open
+                with pytest.raises(CommandTimeout):
+                    await asyncio.wait_for(session.query("echo anyone"), 5)
+            proxy.pass_again()
+            again = await asyncio.wait_for(session.query("echo back"), 5)
+            assert again.stdout == "back\n" and session.shell_works
+            assert SHELLS.count(fake.port) == 2  # the first shell and one opened again
+            assert session.connects == 1
+            # The connection's channels (asyncssh's own table: no public count): the kept
+            # shell alone, once the first one's close went through; a cancelled open
+            # would stay there, confirmed by the node and owned by no one.
+            link = session._link
+            assert link is not None
+            channels = link.conn._channels  # type: ignore[attr-defined]
+            await wait_until(lambda: len(channels) == 1, timeout=5, what="one channel")
+        finally:
+            await session.close()
+            await proxy.close()
+
+
+async def test_a_connection_lost_while_a_shell_opens_is_a_lost_connection(
+    keys: TestKeys, tmp_path: Path
+) -> None:
+    """Not a node that refuses shells: the next command may use one again (shell_works)."""
+    async with FakeNode(keys, handler=_kept_shell) as fake:
+        proxy = await StoppingProxy(fake.port).start()
+        options = node_options(keys, tmp_path, [fake], command_timeout=0.3)
+        _trust_proxy(tmp_path, proxy, fake)
+        session = NodeSession(Node("n1", SshTarget("127.0.0.1", proxy.port)), options)
+        try:
+            assert (await session.query("echo up")).stdout == "up\n"
+            proxy.stop_passing()
+            with pytest.raises(CommandTimeout):  # the command in its shell
+                await asyncio.wait_for(session.query("echo anyone"), 5)
+            opening = asyncio.ensure_future(session.query("echo anyone"))
+            await wait_until(lambda: session._opening is not None, what="a shell opening")
+            proxy.cut()
+            with pytest.raises(ConnectionDropped):
+                await asyncio.wait_for(opening, 5)
+            assert session.shell_works and session.health is NodeHealth.UNREACHABLE
+        finally:
+            session.abandon()
+            await proxy.close()

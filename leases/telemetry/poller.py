@@ -275,8 +275,8 @@ class Poller(Recorder):
         """The samples of a GPU query's answer read at `now` with `fields` (probed: just
         probed for), the answer and fields they come from (NodeState.said), and whether
         that answer is the last one recorded (the samples then the ones it gave, read
-        again: NodeStatus.samples_at). None: a failed reading, recorded. count: a reading
-        without processes, counted as _processes counts the others (no coroutine made)."""
+        again: NodeStatus.samples_at). None: a failed reading, recorded. count: the reading
+        counted here (a task's due reading is counted by _processes; a batch's, here)."""
         state.fields = fields
         if result.exit_status != 0:
             self._failed_reading(state, result.exit_status, result.stdout, result.stderr)

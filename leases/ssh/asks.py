@@ -12,10 +12,10 @@ raises, with the same words and the same effect on the session (NodeSession.answ
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from functools import partial
 
+from leases.ssh.deadline import EARLY_S
 from leases.ssh.errors import SshError
 from leases.ssh.session import NodeSession
 from leases.ssh.shell import Asked
@@ -25,9 +25,6 @@ from leases.ssh.stream import CommandResult
 # query() would run the command as an exec instead (the node's shell cannot run it); any
 # other exception is zuka's own, taking the answer.
 Answer = CommandResult | Exception | None
-
-# A limit the loop's timer reaches this early (its clock's resolution) counts as reached.
-_EARLY_S = max(0.001, time.get_clock_info("monotonic").resolution)
 
 
 class AskBatch:
@@ -113,14 +110,13 @@ class AskBatch:
             self._timer = None
 
     def _arm(self, when: float) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+        self._disarm()
         self._timer, self._timer_at = self._loop.call_at(when, self._expire), when
 
     def _expire(self) -> None:
         """The timer: every command past its limit, not answered by now, timed out."""
         self._timer = None
-        now = self._loop.time() + _EARLY_S
+        now = self._loop.time() + EARLY_S  # a timer this early is on time
         late = [a for a, (_, _, when) in self._pending.items() if when <= now]
         for asked in late:
             if asked.waiter.done():  # answered; its callback is on its way

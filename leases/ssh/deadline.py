@@ -21,7 +21,7 @@ import asyncio
 import time
 
 # A timer the loop runs this early (its clock's resolution) counts as on time.
-_EARLY_S = max(0.001, time.get_clock_info("monotonic").resolution)
+EARLY_S = max(0.001, time.get_clock_info("monotonic").resolution)
 
 
 class Deadline:
@@ -77,7 +77,7 @@ class Deadline:
         task, loop = self._task, self._loop
         if task is None or loop is None or task.done():
             return  # nothing running now: the next arm sets a timer again
-        if loop.time() + _EARLY_S < self._when:  # a command armed after this timer was set
+        if loop.time() + EARLY_S < self._when:  # a command armed after this timer was set
             self._timer, self._timer_at = loop.call_at(self._when, self._fire), self._when
             return
         self._task, self._fired = None, True

@@ -265,7 +265,7 @@ class NodeSession(NodeLink):
             if shell is None or not shell.usable(link):
                 self._drop_shell()
                 shell = self._shell = await self._new_shell(link, cmd, limit)
-            asked = self._ask(link, shell, cmd, limit)
+            asked = self._ask(shell, cmd, limit)
             # asyncio.timeout's, one timer kept (.deadline); what the shell's opening left.
             self._deadline.arm(max(0.0, began + limit - asyncio.get_running_loop().time()))
             try:
@@ -333,7 +333,7 @@ class NodeSession(NodeLink):
         if not shell.usable(link) or not self._turns.try_take():
             return None
         try:
-            return self._ask(link, shell, cmd, self.options.command_timeout)
+            return self._ask(shell, cmd, self.options.command_timeout)
         except BaseException as exc:
             self._turns.give()  # not written: no answer to wait for
             if not isinstance(exc, ShellUnavailable):
@@ -369,17 +369,16 @@ class NodeSession(NodeLink):
         """A command ask_now wrote whose answer is no longer wanted (its reader was
         cancelled): its shell dropped, as its answer would open the next one's."""
         asked.shell.session.settled()
-        if self._shell is asked.shell:
-            self._drop_shell()
+        self._drop_shell(asked.shell)
         self._turns.give()
 
-    def _ask(self, link: Link, shell: Shell, cmd: str, limit: float) -> Asked:
+    def _ask(self, shell: Shell, cmd: str, limit: float) -> Asked:
         """Write cmd, framed, into the shell; raises SshError (its shell dropped)."""
         marker = new_marker()
         shell.session.stderr.clear()
         # The cap is on the command's output: the frame's own lines come on top.
         capped = Capped(self.options.max_output + FRAME_CHARS, self.options.max_line)
-        asked = Asked(link, shell, cmd, limit, capped)
+        asked = Asked(shell, cmd, limit, capped)
         try:
             text = framed(cmd, marker, _held_bytes(self.options))
             asked.waiter = shell.session.ask(shell.channel, text, AnswerReader(marker, capped))
@@ -398,7 +397,7 @@ class NodeSession(NodeLink):
             if answer is not None and answer[1] is not None:
                 shell.answered = True
             if answer is None:
-                if not shell.answered and not self._is_lost(asked.link):
+                if not shell.answered and not self._is_lost(shell.link):
                     # Closed before its first answer: no usable shell here.
                     raise ShellUnavailable(self.name, NodeHealth.OK, _("the node closed its shell"))
                 raise ConnectionDropped(
@@ -410,8 +409,7 @@ class NodeSession(NodeLink):
             self._fail(asked, exc)
         out, status = answer  # stderr: all that came before it, as packets came
         if status is None:  # the marker without the frame's status line
-            if self._shell is shell:
-                self._drop_shell()  # the next command starts afresh
+            self._drop_shell(shell)  # the next command starts afresh
             if not shell.answered:  # never framed right here (no `head -c`?): execs
                 raise ShellUnavailable(
                     self.name, NodeHealth.OK, _("the node's shell printed no exit status")
@@ -428,9 +426,8 @@ class NodeSession(NodeLink):
         raise failed from exc
 
     def _shell_failed(self, asked: Asked, exc: BaseException) -> BaseException:
-        shell, link = asked.shell, asked.link
-        if self._shell is shell:
-            self._drop_shell()
+        shell, link = asked.shell, asked.shell.link
+        self._drop_shell(shell)
         if isinstance(exc, TimeoutError):
             return self._timed_out(asked.cmd, asked.limit)
         if isinstance(exc, OverCap):  # the channel is closed: the command stops
@@ -449,7 +446,11 @@ class NodeSession(NodeLink):
             return self._dropped(link, exc)
         return exc
 
-    def _drop_shell(self) -> None:
+    def _drop_shell(self, only: Shell | None = None) -> None:
+        """Close the kept shell; with `only`, only if the kept shell is still that one (a
+        command's, which another may have replaced since)."""
+        if only is not None and self._shell is not only:
+            return
         shell, self._shell = self._shell, None
         if shell is not None:
             close_shell(shell)

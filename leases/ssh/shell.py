@@ -72,8 +72,7 @@ class Asked:
     """One framed command written into a kept shell, its answer to come on `waiter`
     (ShellChannel.ask's)."""
 
-    link: Link
-    shell: Shell
+    shell: Shell  # on its link (Shell.link)
     cmd: str
     limit: float  # seconds it may take
     capped: Capped  # the answer's caps, and how much of it came

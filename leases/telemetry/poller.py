@@ -181,13 +181,8 @@ class Poller(Recorder):
             return
         session = self.pool.add(node)
         run = session.query if self.kept_shell else session.run_sh
-        # The node's CPU, RAM, disks, network in the same round trip, as often as the
-        # processes (every apps_every readings: a CPU share over 30 s reads steadier), and
-        # the processes themselves too once the fields are known.
         polls = state.polls
-        due = polls % self.apps_every == 0
-        with_host = self.host_stats and due
-        apps_of = state.owners if self.processes and due else None
+        due, with_host, apps_of = self._extras(state)
         try:
             read = await gpuread.read_gpus(run, state.fields, with_host=with_host, apps_of=apps_of)
             now = self.clock()
@@ -203,6 +198,13 @@ class Poller(Recorder):
             # every reading (the next ones are plain).
             self._not_read(state, exc, turn=due and state.polls == polls, with_host=with_host)
 
+    def _extras(self, state: NodeState) -> tuple[bool, bool, OwnersMemo | None]:
+        """Whether this reading is the node's turn (every apps_every: a CPU share over 30 s
+        reads steadier), and so whether its CPU, RAM, disks and network, and its processes
+        (their owner memo), are read in the same round trip as its GPUs."""
+        due = state.polls % self.apps_every == 0
+        return due, self.host_stats and due, state.owners if self.processes and due else None
+
     def _ask_known(self, asks: AskBatch, state: NodeState, later: list[asyncio.Task[None]]) -> bool:
         """Ask a warm node's reading in the sweep's batch (leases.ssh.asks: no task per
         node): its fields known, its kept shell ready now; the processes and host figures
@@ -210,12 +212,10 @@ class Poller(Recorder):
         node, fields = state.node, state.fields
         if fields is None or not self.kept_shell or node.local or is_prometheus(node):
             return False
-        due = state.polls % self.apps_every == 0
-        with_host = self.host_stats and due
-        apps_of = state.owners if self.processes and due else None
+        due, with_host, apps_of = self._extras(state)
         command = gpuread.known_command(fields, with_host=with_host, apps=apps_of is not None)
         try:
-            then = partial(self._known_answered, state, fields, due, apps_of, later)
+            then = partial(self._known_answered, state, fields, due, with_host, apps_of, later)
             return asks.add(self.pool.add(node), command, then)
         except Exception as exc:  # zuka's own failure on this node
             self._crashed(state, exc)
@@ -226,6 +226,7 @@ class Poller(Recorder):
         state: NodeState,
         fields: tuple[str, ...],
         due: bool,
+        with_host: bool,
         apps_of: OwnersMemo | None,
         later: list[asyncio.Task[None]],
         answer: Answer,
@@ -234,7 +235,6 @@ class Poller(Recorder):
         _read_once_unguarded records it; the node read the usual way at once (a task in
         `later`) where that would have gone on: the command run as an exec instead, the
         apps' marker missing, or a field refused (probed)."""
-        with_host = self.host_stats and due
         try:
             if isinstance(answer, SshError):
                 self._not_read(state, answer, turn=due, with_host=with_host)

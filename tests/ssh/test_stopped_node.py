@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -98,29 +99,38 @@ async def _kept_shell(process: asyncssh.SSHServerProcess[str], node: FakeNode) -
         command.reply(f"{rest}\n", "", 0)
 
 
-async def test_a_stopped_node_times_out_within_the_limit_even_opening_a_shell(
-    keys: TestKeys, tmp_path: Path
-) -> None:
+@contextlib.asynccontextmanager
+async def _behind_proxy(
+    keys: TestKeys, tmp_path: Path, limit: float
+) -> AsyncIterator[tuple[FakeNode, StoppingProxy, NodeSession]]:
+    """A node with kept shells, reached through a StoppingProxy by a session whose
+    commands have `limit` seconds, its kept shell open and answered once."""
     async with FakeNode(keys, handler=_kept_shell) as fake:
         proxy = await StoppingProxy(fake.port).start()
-        options = node_options(keys, tmp_path, [fake], command_timeout=0.5)
+        options = node_options(keys, tmp_path, [fake], command_timeout=limit)
         _trust_proxy(tmp_path, proxy, fake)
-        node = Node("n1", SshTarget("127.0.0.1", proxy.port))
-        session = NodeSession(node, options)
+        session = NodeSession(Node("n1", SshTarget("127.0.0.1", proxy.port)), options)
         try:
             assert (await session.query("echo up")).stdout == "up\n"
-            proxy.stop_passing()
-            loop = asyncio.get_running_loop()
-            for _ in range(2):  # the command in its shell; then a new shell never opened
-                began = loop.time()
-                with pytest.raises(CommandTimeout):
-                    await asyncio.wait_for(session.query("echo anyone"), 5)
-                assert loop.time() - began < 2
-                assert session.health is NodeHealth.TIMEOUT
-                assert session.last_error == "'echo anyone' did not finish within 0.5 s"
+            yield fake, proxy, session
         finally:
             session.abandon()
             await proxy.close()
+
+
+async def test_a_stopped_node_times_out_within_the_limit_even_opening_a_shell(
+    keys: TestKeys, tmp_path: Path
+) -> None:
+    async with _behind_proxy(keys, tmp_path, 0.5) as (_, proxy, session):
+        proxy.stop_passing()
+        loop = asyncio.get_running_loop()
+        for _ in range(2):  # the command in its shell; then a new shell never opened
+            began = loop.time()
+            with pytest.raises(CommandTimeout):
+                await asyncio.wait_for(session.query("echo anyone"), 5)
+            assert loop.time() - began < 2
+            assert session.health is NodeHealth.TIMEOUT
+            assert session.last_error == "'echo anyone' did not finish within 0.5 s"
 
 
 async def test_in_exec_mode_a_stopped_node_holds_the_others_up_no_longer_than_its_limit(
@@ -170,54 +180,36 @@ async def test_a_shell_asked_for_while_the_node_is_stopped_is_opened_once(
     for that one open: none is cancelled (asyncssh has sent its request: a cancelled open
     left the node, once it ran again, a channel nobody owned, holding a session slot for
     the connection's life). When the node runs again the open becomes the kept shell."""
-    async with FakeNode(keys, handler=_kept_shell) as fake:
-        proxy = await StoppingProxy(fake.port).start()
-        options = node_options(keys, tmp_path, [fake], command_timeout=0.3)
-        _trust_proxy(tmp_path, proxy, fake)
-        session = NodeSession(Node("n1", SshTarget("127.0.0.1", proxy.port)), options)
-        try:
-            assert (await session.query("echo up")).stdout == "up\n"
-            proxy.stop_passing()
-            for _ in range(5):  # the command; then four waits for one shell's open
-                with pytest.raises(CommandTimeout):
-                    await asyncio.wait_for(session.query("echo anyone"), 5)
-            proxy.pass_again()
-            again = await asyncio.wait_for(session.query("echo back"), 5)
-            assert again.stdout == "back\n" and session.shell_works
-            assert SHELLS.count(fake.port) == 2  # the first shell and one opened again
-            assert session.connects == 1
-            # The connection's channels (asyncssh's own table: no public count): the kept
-            # shell alone, once the first one's close went through; a cancelled open
-            # would stay there, confirmed by the node and owned by no one.
-            link = session._link
-            assert link is not None
-            channels = link.conn._channels  # type: ignore[attr-defined]
-            await wait_until(lambda: len(channels) == 1, timeout=5, what="one channel")
-        finally:
-            await session.close()
-            await proxy.close()
+    async with _behind_proxy(keys, tmp_path, 0.3) as (fake, proxy, session):
+        proxy.stop_passing()
+        for _ in range(5):  # the command; then four waits for one shell's open
+            with pytest.raises(CommandTimeout):
+                await asyncio.wait_for(session.query("echo anyone"), 5)
+        proxy.pass_again()
+        again = await asyncio.wait_for(session.query("echo back"), 5)
+        assert again.stdout == "back\n" and session.shell_works
+        assert SHELLS.count(fake.port) == 2  # the first shell and one opened again
+        assert session.connects == 1
+        # The connection's channels (asyncssh's own table: no public count): the kept
+        # shell alone, once the first one's close went through; a cancelled open
+        # would stay there, confirmed by the node and owned by no one.
+        link = session._link
+        assert link is not None
+        channels = link.conn._channels  # type: ignore[attr-defined]
+        await wait_until(lambda: len(channels) == 1, timeout=5, what="one channel")
 
 
 async def test_a_connection_lost_while_a_shell_opens_is_a_lost_connection(
     keys: TestKeys, tmp_path: Path
 ) -> None:
     """Not a node that refuses shells: the next command may use one again (shell_works)."""
-    async with FakeNode(keys, handler=_kept_shell) as fake:
-        proxy = await StoppingProxy(fake.port).start()
-        options = node_options(keys, tmp_path, [fake], command_timeout=0.3)
-        _trust_proxy(tmp_path, proxy, fake)
-        session = NodeSession(Node("n1", SshTarget("127.0.0.1", proxy.port)), options)
-        try:
-            assert (await session.query("echo up")).stdout == "up\n"
-            proxy.stop_passing()
-            with pytest.raises(CommandTimeout):  # the command in its shell
-                await asyncio.wait_for(session.query("echo anyone"), 5)
-            opening = asyncio.ensure_future(session.query("echo anyone"))
-            await wait_until(lambda: session._opening is not None, what="a shell opening")
-            proxy.cut()
-            with pytest.raises(ConnectionDropped):
-                await asyncio.wait_for(opening, 5)
-            assert session.shell_works and session.health is NodeHealth.UNREACHABLE
-        finally:
-            session.abandon()
-            await proxy.close()
+    async with _behind_proxy(keys, tmp_path, 0.3) as (_, proxy, session):
+        proxy.stop_passing()
+        with pytest.raises(CommandTimeout):  # the command in its shell
+            await asyncio.wait_for(session.query("echo anyone"), 5)
+        opening = asyncio.ensure_future(session.query("echo anyone"))
+        await wait_until(lambda: session._opening is not None, what="a shell opening")
+        proxy.cut()
+        with pytest.raises(ConnectionDropped):
+            await asyncio.wait_for(opening, 5)
+        assert session.shell_works and session.health is NodeHealth.UNREACHABLE
